@@ -1,0 +1,15 @@
+module github.com/rookhq/rook/bench
+
+go 1.26.0
+
+require (
+	github.com/rookhq/rook v0.0.0
+	go.etcd.io/bbolt v1.5.0
+)
+
+require (
+	github.com/google/renameio/v2 v2.0.2 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)
+
+replace github.com/rookhq/rook => ../

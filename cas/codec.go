@@ -1,0 +1,147 @@
+package cas
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/rookhq/rook/dict"
+)
+
+// minCompress is the size below which a block is stored raw: zstd's frame
+// header alone would eat most of what it saves.
+const minCompress = 64
+
+// encoder compresses blocks. One encoder per dictionary id, made on first
+// use; zstd encoders are safe for concurrent EncodeAll.
+type encoder struct {
+	level zstd.EncoderLevel
+	mu    sync.Mutex
+	encs  map[uint32]*zstd.Encoder
+	dicts dict.Set
+}
+
+func newEncoder(level zstd.EncoderLevel, dicts dict.Set) *encoder {
+	return &encoder{level: level, encs: map[uint32]*zstd.Encoder{}, dicts: dicts}
+}
+
+func (e *encoder) get(dictID uint32) (*zstd.Encoder, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if enc, ok := e.encs[dictID]; ok {
+		return enc, nil
+	}
+	opts := []zstd.EOption{zstd.WithEncoderLevel(e.level), zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false)}
+	if dictID != dict.None {
+		d, err := e.dicts.Lookup(dictID)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, zstd.WithEncoderDictRaw(dictID, d))
+	}
+	enc, err := zstd.NewWriter(nil, opts...)
+	if err != nil {
+		return nil, err
+	}
+	e.encs[dictID] = enc
+	return enc, nil
+}
+
+// encode compresses raw with the given dictionary (dict.None for none) and
+// returns the codec actually used and the stored bytes. A block that would
+// not shrink is stored raw, so nothing is ever stored larger than it is.
+// The frame carries no checksum of its own: the record CRC covers the
+// stored bytes and the object hash covers the decoded ones.
+func (e *encoder) encode(raw []byte, dictID uint32) (uint8, uint32, []byte, error) {
+	if len(raw) < minCompress {
+		return CodecRaw, dict.None, raw, nil
+	}
+	enc, err := e.get(dictID)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	out := enc.EncodeAll(raw, make([]byte, 0, len(raw)/2))
+	if len(out) >= len(raw) {
+		return CodecRaw, dict.None, raw, nil
+	}
+	codec := CodecZstd
+	if dictID != dict.None {
+		codec = CodecZstdDict
+	}
+	return codec, dictID, out, nil
+}
+
+// decoder decompresses record payloads, naming the dictionary from the
+// record header: it never tries several.
+type decoder struct {
+	mu    sync.Mutex
+	decs  map[uint32]*zstd.Decoder
+	dicts dict.Set
+}
+
+func newDecoder(dicts dict.Set) *decoder {
+	return &decoder{decs: map[uint32]*zstd.Decoder{}, dicts: dicts}
+}
+
+func (d *decoder) get(dictID uint32) (*zstd.Decoder, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if dec, ok := d.decs[dictID]; ok {
+		return dec, nil
+	}
+	opts := []zstd.DOption{zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxRecordBlobSz)}
+	if dictID != dict.None {
+		b, err := d.dicts.Lookup(dictID)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, zstd.WithDecoderDictRaw(dictID, b))
+	}
+	dec, err := zstd.NewReader(nil, opts...)
+	if err != nil {
+		return nil, err
+	}
+	d.decs[dictID] = dec
+	return dec, nil
+}
+
+// decode turns a record payload back into the block's raw bytes and checks
+// the length the header promised.
+func (d *decoder) decode(h recordHeader, payload []byte) ([]byte, error) {
+	var raw []byte
+	switch h.Codec {
+	case CodecRaw:
+		if h.Dict != dict.None {
+			return nil, fmt.Errorf("%w: raw record names dictionary %d", ErrBadRecord, h.Dict)
+		}
+		raw = payload
+	case CodecZstd, CodecZstdDict:
+		if (h.Codec == CodecZstd) != (h.Dict == dict.None) {
+			return nil, fmt.Errorf("%w: codec %d with dictionary %d", ErrBadRecord, h.Codec, h.Dict)
+		}
+		dec, err := d.get(h.Dict)
+		if err != nil {
+			return nil, err
+		}
+		// A frame that claims more than the header promised is refused
+		// before it can make us allocate it.
+		var fh zstd.Header
+		if err := fh.Decode(payload); err != nil {
+			return nil, fmt.Errorf("%w: zstd frame header: %v", ErrBadRecord, err)
+		}
+		if fh.HasFCS && fh.FrameContentSize != uint64(h.Raw) {
+			return nil, fmt.Errorf("%w: zstd frame size does not match the record header", ErrBadRecord)
+		}
+		raw, err = dec.DecodeAll(payload, make([]byte, 0, min(h.Raw, 16<<20)))
+		if err != nil {
+			return nil, fmt.Errorf("%w: zstd: %v", ErrBadRecord, err)
+		}
+	default:
+		return nil, fmt.Errorf("%w: unknown codec %d", ErrBadRecord, h.Codec)
+	}
+	if uint32(len(raw)) != h.Raw {
+		return nil, fmt.Errorf("%w: decoded %d bytes, header says %d", ErrBadRecord, len(raw), h.Raw)
+	}
+	return raw, nil
+}

@@ -1,0 +1,90 @@
+package cas
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"time"
+)
+
+// FormatVersion is the store-level format this build writes and reads. It
+// only ratchets up; a store marked with a newer version is refused.
+const FormatVersion = 1
+
+// MarkerFile names the format marker under the store home.
+const MarkerFile = "FORMAT"
+
+// marker is the store's format marker, a small JSON file written once, by
+// `rook init`, through the durable-write helper:
+//
+//	{"format":1,"created":"2026-11-30T09:41:31Z","check":"1b2c3d4e"}
+//
+// check is the CRC-32C, in hex, of "format=<n> created=<created>", so a
+// marker damaged in place is told from one merely written by another
+// version. A malformed marker is an error and is never rewritten: the user
+// decides what to do with a store we cannot identify.
+type marker struct {
+	Format  int64  `json:"format"`
+	Created string `json:"created"`
+	Check   string `json:"check"`
+}
+
+// ErrNewerFormat is returned for a store written by a newer rook.
+var ErrNewerFormat = errors.New("store format is newer than this rook: upgrade rook")
+
+// ErrBadMarker is returned for a marker that cannot be read.
+var ErrBadMarker = errors.New("format marker is malformed")
+
+func markerCheck(format int64, created string) string {
+	return fmt.Sprintf("%08x", crc32.Checksum([]byte(fmt.Sprintf("format=%d created=%s", format, created)), castagnoli))
+}
+
+func encodeMarker(created time.Time) []byte {
+	m := marker{Format: FormatVersion, Created: created.UTC().Format(time.RFC3339)}
+	m.Check = markerCheck(m.Format, m.Created)
+	b, _ := json.Marshal(m)
+	return append(b, '\n')
+}
+
+// parseMarker reads a marker and returns its format version. It never
+// panics, whatever the bytes.
+func parseMarker(b []byte) (int64, error) {
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil || raw == nil {
+		return 0, fmt.Errorf("%w: not a JSON object", ErrBadMarker)
+	}
+	if dec.More() {
+		return 0, fmt.Errorf("%w: trailing data", ErrBadMarker)
+	}
+	var m marker
+	fv, ok := raw["format"]
+	if !ok {
+		return 0, fmt.Errorf("%w: no \"format\" field", ErrBadMarker)
+	}
+	var n json.Number
+	if len(fv) == 0 || fv[0] < '0' || fv[0] > '9' {
+		return 0, fmt.Errorf("%w: \"format\" is not a number", ErrBadMarker)
+	}
+	if err := json.Unmarshal(fv, &n); err != nil {
+		return 0, fmt.Errorf("%w: \"format\" is not a number", ErrBadMarker)
+	}
+	f, err := n.Int64()
+	if err != nil || f < 1 || f > 1<<31 {
+		return 0, fmt.Errorf("%w: \"format\" %s is not a version", ErrBadMarker, n)
+	}
+	m.Format = f
+	if err := json.Unmarshal(raw["created"], &m.Created); err != nil {
+		return 0, fmt.Errorf("%w: \"created\" is not a string", ErrBadMarker)
+	}
+	if err := json.Unmarshal(raw["check"], &m.Check); err != nil || m.Check != markerCheck(m.Format, m.Created) {
+		return 0, fmt.Errorf("%w: checksum does not match", ErrBadMarker)
+	}
+	if m.Format > FormatVersion {
+		return m.Format, fmt.Errorf("%w (store format %d, this rook reads up to %d)", ErrNewerFormat, m.Format, FormatVersion)
+	}
+	return m.Format, nil
+}

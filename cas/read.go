@@ -1,0 +1,487 @@
+package cas
+
+import (
+	"bytes"
+	"container/list"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// ObjectInfo describes a stored object.
+type ObjectInfo struct {
+	ID      Key
+	Kind    Kind
+	Size    int64 // logical bytes
+	Stored  int64 // bytes it takes in its segment (its share of a packed block)
+	Inline  bool
+	Created int64 // unix seconds
+	Segment uint32
+	Offset  int64
+	Codec   uint8
+	Dict    uint32
+}
+
+// Short is the 12-hex short form used in listings and messages.
+func Short(id Key) string { return hex.EncodeToString(id[:6]) }
+
+// CorruptError: an object whose stored bytes do not read back as the bytes
+// its id names.
+type CorruptError struct {
+	ID      Key
+	Segment uint32
+	Offset  int64
+	Inline  bool
+	Reason  string
+}
+
+func (e *CorruptError) Error() string {
+	where := fmt.Sprintf("segment %s offset %d", segName(e.Segment), e.Offset)
+	if e.Inline {
+		where = "inline in the index"
+	}
+	return fmt.Sprintf("object %s is corrupt (%s): %s", Short(e.ID), where, e.Reason)
+}
+
+// NotFoundError: no object has this id or prefix.
+type NotFoundError struct{ Prefix string }
+
+func (e *NotFoundError) Error() string { return fmt.Sprintf("no object matches %s", e.Prefix) }
+
+// AmbiguousError: a prefix that names several objects.
+type AmbiguousError struct {
+	Prefix     string
+	Candidates []ObjectInfo // up to maxCandidates
+	More       bool
+}
+
+const maxCandidates = 10
+
+func (e *AmbiguousError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "prefix %s is ambiguous; it matches:", e.Prefix)
+	for _, c := range e.Candidates {
+		fmt.Fprintf(&b, "\n  %s  %s  %d bytes", hex.EncodeToString(c.ID[:]), c.Kind, c.Size)
+	}
+	if e.More {
+		b.WriteString("\n  ...")
+	}
+	b.WriteString("\ngive more characters")
+	return b.String()
+}
+
+// BadPrefixError: input that is not an id prefix at all.
+type BadPrefixError struct {
+	Prefix string
+	Reason string
+}
+
+func (e *BadPrefixError) Error() string {
+	return fmt.Sprintf("%q is not an object id: %s (give 4 to 64 hex characters)", e.Prefix, e.Reason)
+}
+
+// Get returns the object's bytes, verified against its id.
+func (s *Store) Get(id Key) ([]byte, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if o, ok := s.pending[id]; ok {
+		b := append([]byte(nil), o.data...)
+		s.mu.Unlock()
+		return b, nil
+	}
+	s.mu.Unlock()
+	e, ok, err := s.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, &NotFoundError{Prefix: hex.EncodeToString(id[:])}
+	}
+	return s.readEntry(id, e, true)
+}
+
+// Stat describes one object.
+func (s *Store) Stat(id Key) (ObjectInfo, error) {
+	e, ok, err := s.lookup(id)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	if !ok {
+		return ObjectInfo{}, &NotFoundError{Prefix: hex.EncodeToString(id[:])}
+	}
+	return infoOf(id, e), nil
+}
+
+func infoOf(id Key, e entry) ObjectInfo {
+	return ObjectInfo{ID: id, Kind: e.Kind, Size: e.Size, Stored: e.Stored, Inline: e.Inline, Created: e.Created,
+		Segment: e.Loc.Segment, Offset: e.Loc.Offset, Codec: e.Codec, Dict: e.Dict}
+}
+
+// lookup finds an id's entry: a writer sees its uncommitted entries, a
+// reader the last commit.
+func (s *Store) lookup(id Key) (entry, bool, error) {
+	var v []byte
+	var ok bool
+	var err error
+	if s.opts.Writable {
+		// The tree's uncommitted changes belong to the writer: reach
+		// them under the write lock.
+		s.mu.Lock()
+		v, ok, err = s.tree.Get(id)
+		s.mu.Unlock()
+	} else {
+		v, ok, err = s.tree.Snapshot().Get(id)
+	}
+	if err != nil || !ok {
+		return entry{}, false, err
+	}
+	e, err := decodeEntry(v)
+	if err != nil {
+		return entry{}, false, &CorruptError{ID: id, Inline: true, Reason: err.Error()}
+	}
+	return e, true, nil
+}
+
+// readEntry reads an object from where its entry says and checks its hash.
+// useCache=false re-reads the segment (dedup checks and verify must see the
+// disk, not what we remember).
+//
+// An inline object is read from its entry, except when useCache is false:
+// then its segment copy is checked too, because the segment copy is the one
+// a rebuilt index would keep.
+func (s *Store) readEntry(id Key, e entry, useCache bool) ([]byte, error) {
+	if e.Inline {
+		if ID(e.Data) != id {
+			return nil, &CorruptError{ID: id, Inline: true, Reason: "content hash mismatch"}
+		}
+		if useCache {
+			return append([]byte(nil), e.Data...), nil
+		}
+	}
+	bad := func(reason string) error {
+		return &CorruptError{ID: id, Segment: e.Loc.Segment, Offset: e.Loc.Offset, Reason: reason}
+	}
+	var blk *decodedBlock
+	if useCache {
+		blk = s.blocks.get(blockKey{e.Loc.Segment, e.Loc.Offset})
+	}
+	if blk == nil {
+		var err error
+		blk, err = s.readBlock(e.Loc.Segment, e.Loc.Offset)
+		if err != nil {
+			return nil, bad(err.Error())
+		}
+		s.blocks.put(blockKey{e.Loc.Segment, e.Loc.Offset}, blk)
+	}
+	if blk.kind != e.Kind {
+		return nil, bad(fmt.Sprintf("record holds %s objects, index says %s", blk.kind, e.Kind))
+	}
+	if e.Loc.Member >= len(blk.offs) || blk.offs[e.Loc.Member] != e.Loc.MemOff || int64(blk.lens[e.Loc.Member]) != e.Size {
+		return nil, bad("index entry does not match its record")
+	}
+	data := blk.raw[e.Loc.MemOff : e.Loc.MemOff+int(e.Size)]
+	if ID(data) != id {
+		return nil, bad("content hash mismatch")
+	}
+	return append([]byte(nil), data...), nil
+}
+
+// readBlock reads and decodes one record.
+func (s *Store) readBlock(seg uint32, off int64) (*decodedBlock, error) {
+	f, err := s.files.get(seg)
+	if err != nil {
+		return nil, err
+	}
+	hdr := make([]byte, recHeaderSize)
+	if _, err := f.ReadAt(hdr, off); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: the segment ends inside it", ErrTruncated)
+		}
+		return nil, fmt.Errorf("read record header: %w", err)
+	}
+	h, err := parseRecordHeader(hdr)
+	if err != nil {
+		return nil, err
+	}
+	payload := make([]byte, h.Size)
+	if _, err := f.ReadAt(payload, off+recHeaderSize); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: the segment ends inside it", ErrTruncated)
+		}
+		return nil, fmt.Errorf("read record: %w", err)
+	}
+	if err := checkRecord(hdr, payload, h); err != nil {
+		return nil, err
+	}
+	raw, err := s.dec.decode(h, payload)
+	if err != nil {
+		return nil, err
+	}
+	offs, lens, err := blockTable(raw, int(h.Count))
+	if err != nil {
+		return nil, err
+	}
+	return &decodedBlock{kind: h.Kind, raw: raw, offs: offs, lens: lens}, nil
+}
+
+// ParsePrefix checks a user's id prefix: 4 to 64 hex characters. It returns
+// the lowercase prefix.
+func ParsePrefix(p string) (string, error) {
+	for _, r := range p {
+		if r > 0x7f {
+			return "", &BadPrefixError{Prefix: p, Reason: "it has non-ASCII characters"}
+		}
+	}
+	lp := strings.ToLower(p)
+	for i := 0; i < len(lp); i++ {
+		c := lp[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return "", &BadPrefixError{Prefix: p, Reason: fmt.Sprintf("%q is not a hex digit", c)}
+		}
+	}
+	if len(lp) < 4 {
+		return "", &BadPrefixError{Prefix: p, Reason: "too short"}
+	}
+	if len(lp) > 64 {
+		return "", &BadPrefixError{Prefix: p, Reason: "too long"}
+	}
+	return lp, nil
+}
+
+// Resolve finds the one object whose id starts with prefix, like git.
+func (s *Store) Resolve(prefix string) (Key, error) {
+	lp, err := ParsePrefix(prefix)
+	if err != nil {
+		return Key{}, err
+	}
+	var start Key
+	hex.Decode(start[:], []byte(lp[:len(lp)&^1]))
+	if len(lp)%2 == 1 {
+		start[len(lp)/2] = unhex(lp[len(lp)-1]) << 4
+	}
+	var found []Key
+	err = s.ascend(start, func(k Key, _ []byte) bool {
+		if !strings.HasPrefix(hex.EncodeToString(k[:]), lp) {
+			return false
+		}
+		found = append(found, k)
+		return len(found) <= maxCandidates
+	})
+	if err != nil {
+		return Key{}, err
+	}
+	switch len(found) {
+	case 0:
+		return Key{}, &NotFoundError{Prefix: lp}
+	case 1:
+		return found[0], nil
+	}
+	sort.Slice(found, func(i, j int) bool { return bytes.Compare(found[i][:], found[j][:]) < 0 })
+	amb := &AmbiguousError{Prefix: lp, More: len(found) > maxCandidates}
+	for i, id := range found {
+		if i == maxCandidates {
+			break
+		}
+		info, err := s.Stat(id)
+		if err != nil {
+			info = ObjectInfo{ID: id}
+		}
+		amb.Candidates = append(amb.Candidates, info)
+	}
+	return Key{}, amb
+}
+
+func unhex(c byte) byte {
+	if c >= 'a' {
+		return c - 'a' + 10
+	}
+	return c - '0'
+}
+
+// ascend walks the committed index. A writer commits first, so that scans
+// see what it has written.
+func (s *Store) ascend(from Key, fn func(Key, []byte) bool) error {
+	if s.opts.Writable {
+		if err := s.Sync(); err != nil {
+			return err
+		}
+	}
+	return s.tree.Snapshot().Ascend(from, fn)
+}
+
+// List returns objects newest first (by creation time, then by position in
+// the segments), optionally of one kind, at most limit (0: all). It scans
+// the index.
+func (s *Store) List(kind Kind, limit int) ([]ObjectInfo, error) {
+	var out []ObjectInfo
+	var derr error
+	err := s.ascend(Key{}, func(k Key, v []byte) bool {
+		e, err := decodeEntry(v)
+		if err != nil {
+			derr = &CorruptError{ID: k, Inline: true, Reason: err.Error()}
+			return false
+		}
+		if kind != 0 && e.Kind != kind {
+			return true
+		}
+		out = append(out, infoOf(k, e))
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Created != b.Created {
+			return a.Created > b.Created
+		}
+		if a.Segment != b.Segment {
+			return a.Segment > b.Segment
+		}
+		if a.Offset != b.Offset {
+			return a.Offset > b.Offset
+		}
+		return bytes.Compare(a.ID[:], b.ID[:]) < 0
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// segmentFiles keeps segment files open for reading.
+type segmentFiles struct {
+	fs  vfs.FS
+	dir string
+	mu  sync.Mutex
+	m   map[uint32]vfs.File
+}
+
+func (sf *segmentFiles) init(fsys vfs.FS, dir string) {
+	sf.fs, sf.dir, sf.m = fsys, dir, map[uint32]vfs.File{}
+}
+
+func (sf *segmentFiles) get(n uint32) (vfs.File, error) {
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	if f, ok := sf.m[n]; ok {
+		return f, nil
+	}
+	f, err := sf.fs.OpenFile(sf.dir+string(os.PathSeparator)+segName(n), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open segment: %w", err)
+	}
+	sf.m[n] = f
+	return f, nil
+}
+
+// forget closes a segment's read handle (after it was truncated or removed).
+func (sf *segmentFiles) forget(n uint32) {
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	if f, ok := sf.m[n]; ok {
+		f.Close()
+		delete(sf.m, n)
+	}
+}
+
+func (sf *segmentFiles) closeAll() {
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	for n, f := range sf.m {
+		f.Close()
+		delete(sf.m, n)
+	}
+}
+
+// decodedBlock is a record's decoded bytes and member table.
+type decodedBlock struct {
+	kind Kind
+	raw  []byte
+	offs []int
+	lens []int
+}
+
+type blockKey struct {
+	seg uint32
+	off int64
+}
+
+// blockCache keeps recently decoded blocks, so reading neighbours in a
+// packed block decompresses it once. Bounded by decoded bytes, LRU.
+type blockCache struct {
+	mu    sync.Mutex
+	max   int
+	size  int
+	lru   *list.List
+	items map[blockKey]*list.Element
+}
+
+type cacheItem struct {
+	key blockKey
+	blk *decodedBlock
+}
+
+func (c *blockCache) init(max int) {
+	c.max, c.lru, c.items = max, list.New(), map[blockKey]*list.Element{}
+}
+
+func (c *blockCache) get(k blockKey) *decodedBlock {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[k]; ok {
+		c.lru.MoveToFront(el)
+		return el.Value.(*cacheItem).blk
+	}
+	return nil
+}
+
+func (c *blockCache) put(k blockKey, b *decodedBlock) {
+	if len(b.raw) > c.max/4 {
+		return // one huge object would evict everything else
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[k]; ok {
+		c.size -= len(el.Value.(*cacheItem).blk.raw)
+		el.Value.(*cacheItem).blk = b
+		c.size += len(b.raw)
+		c.lru.MoveToFront(el)
+	} else {
+		c.items[k] = c.lru.PushFront(&cacheItem{key: k, blk: b})
+		c.size += len(b.raw)
+	}
+	for c.size > c.max && c.lru.Len() > 0 {
+		el := c.lru.Back()
+		it := el.Value.(*cacheItem)
+		c.lru.Remove(el)
+		delete(c.items, it.key)
+		c.size -= len(it.blk.raw)
+	}
+}
+
+// drop forgets every cached block of a segment.
+func (c *blockCache) drop(seg uint32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, el := range c.items {
+		if k.seg == seg {
+			c.size -= len(el.Value.(*cacheItem).blk.raw)
+			c.lru.Remove(el)
+			delete(c.items, k)
+		}
+	}
+}

@@ -1,0 +1,482 @@
+package cas
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// Damage is a stretch of a segment that does not read as records.
+type Damage struct {
+	Segment uint32
+	Offset  int64
+	Length  int64
+	Reason  string
+	// AtTail: nothing readable follows it in its segment.
+	AtTail bool
+}
+
+func (d Damage) String() string {
+	return fmt.Sprintf("segment %s offset %d: %d damaged bytes: %s", segName(d.Segment), d.Offset, d.Length, d.Reason)
+}
+
+// scannedRecord is one good record met by a scan.
+type scannedRecord struct {
+	seg     uint32
+	off     int64
+	end     int64
+	h       recordHeader
+	raw     []byte
+	offs    []int
+	lens    []int
+	members [][]byte
+}
+
+// scanSegment walks segment n from offset `from`, calling fn for every good
+// record, and returns the damage met and the offset after the last good
+// record. Damage does not stop the walk: it resyncs at the next offset where
+// a whole record checks out, so one bad record hides nothing after it.
+func (s *Store) scanSegment(n uint32, from int64, fn func(r *scannedRecord) error, progress func(int64)) ([]Damage, int64, error) {
+	f, err := s.fs.OpenFile(s.segPath(n), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open segment: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	size := st.Size()
+	var damage []Damage
+	if from <= segHeaderSize {
+		from = segHeaderSize
+		hdr := make([]byte, segHeaderSize)
+		_, rerr := f.ReadAt(hdr, 0)
+		if rerr != nil && !errors.Is(rerr, io.EOF) {
+			return nil, 0, rerr
+		}
+		sh, herr := parseSegmentHeader(hdr)
+		if errors.Is(herr, ErrNewerSegment) {
+			return nil, 0, fmt.Errorf("segment %s: %w", segName(n), herr)
+		}
+		if herr == nil && sh.Number != n {
+			herr = fmt.Errorf("%w: header names segment %d", ErrBadRecord, sh.Number)
+		}
+		if herr != nil {
+			l := min(int64(segHeaderSize), size)
+			damage = append(damage, Damage{Segment: n, Offset: 0, Length: l, Reason: "segment header: " + herr.Error(), AtTail: size <= segHeaderSize})
+		}
+	}
+	if len(damage) > 0 && size <= segHeaderSize {
+		return damage, 0, nil // not even a whole header: nothing else to read
+	}
+	if from > size {
+		return damage, from, fmt.Errorf("segment %s is %d bytes but the index took in records up to offset %d: acknowledged data is missing; run `rook store reindex`", segName(n), size, from)
+	}
+	end := from
+	off := from
+	hdr := make([]byte, recHeaderSize)
+	for off < size {
+		rec, err := s.readRecordAt(f, n, off, size, hdr)
+		if err != nil {
+			// Find where readable records start again.
+			next, rerr := s.resync(f, n, off+1, size)
+			if rerr != nil {
+				return damage, end, rerr
+			}
+			d := Damage{Segment: n, Offset: off, Length: next - off, Reason: err.Error(), AtTail: next >= size}
+			damage = append(damage, d)
+			if progress != nil {
+				progress(next - off)
+			}
+			off = next
+			continue
+		}
+		if err := fn(rec); err != nil {
+			return damage, end, err
+		}
+		if progress != nil {
+			progress(rec.end - off)
+		}
+		off = rec.end
+		end = off
+	}
+	return damage, end, nil
+}
+
+func (s *Store) readRecordAt(f vfs.File, n uint32, off, size int64, hdr []byte) (*scannedRecord, error) {
+	if size-off < recHeaderSize {
+		return nil, ErrTruncated
+	}
+	if _, err := f.ReadAt(hdr, off); err != nil {
+		return nil, err
+	}
+	h, err := parseRecordHeader(hdr)
+	if err != nil {
+		return nil, err
+	}
+	if off+h.total() > size {
+		return nil, ErrTruncated
+	}
+	payload := make([]byte, h.Size)
+	if _, err := f.ReadAt(payload, off+recHeaderSize); err != nil {
+		return nil, err
+	}
+	if err := checkRecord(hdr, payload, h); err != nil {
+		return nil, err
+	}
+	raw, err := s.dec.decode(h, payload)
+	if err != nil {
+		return nil, err
+	}
+	offs, lens, err := blockTable(raw, int(h.Count))
+	if err != nil {
+		return nil, err
+	}
+	r := &scannedRecord{seg: n, off: off, end: off + h.total(), h: h, raw: raw, offs: offs, lens: lens}
+	r.members = make([][]byte, len(offs))
+	for i := range offs {
+		r.members[i] = raw[offs[i] : offs[i]+lens[i]]
+	}
+	return r, nil
+}
+
+// resync looks for the next offset at or after `from` where a whole record
+// checks out (magic, header, checksum, decode). Returns size if none does.
+func (s *Store) resync(f vfs.File, n uint32, from, size int64) (int64, error) {
+	if from >= size {
+		return size, nil
+	}
+	rest := make([]byte, size-from)
+	if _, err := f.ReadAt(rest, from); err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	hdr := make([]byte, recHeaderSize)
+	for i := 0; i < len(rest); {
+		j := bytes.Index(rest[i:], []byte("RK"))
+		if j < 0 {
+			break
+		}
+		cand := from + int64(i+j)
+		if _, err := s.readRecordAt(f, n, cand, size, hdr); err == nil {
+			return cand, nil
+		}
+		i += j + 1
+	}
+	return size, nil
+}
+
+// cutTail removes a torn tail from a segment: its bytes are first copied
+// into HOME/torn/, so a wrong guess loses nothing, then the segment is
+// truncated and synced.
+func (s *Store) cutTail(n uint32, off int64) (int64, string, error) {
+	path := s.segPath(n)
+	f, err := s.fs.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return 0, "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, "", err
+	}
+	cut := st.Size() - off
+	if cut <= 0 && off >= segHeaderSize {
+		return 0, "", nil
+	}
+	tail := make([]byte, max(cut, 0))
+	if _, err := f.ReadAt(tail, off); err != nil && !errors.Is(err, io.EOF) {
+		return 0, "", err
+	}
+	tornDir := filepath.Join(s.home, TornDir)
+	if err := s.fs.MkdirAll(tornDir, DirMode); err != nil {
+		return 0, "", err
+	}
+	aside := filepath.Join(tornDir, fmt.Sprintf("%s.%d.%d", segName(n), off, s.opts.Clock.Now().UnixNano()))
+	if err := s.fs.WriteFileAtomic(aside, tail, FileMode); err != nil {
+		return 0, "", fmt.Errorf("keep torn tail aside: %w", err)
+	}
+	if off < segHeaderSize {
+		// Not even the header made it: the segment never held a record.
+		f.Close()
+		if err := s.fs.Remove(path); err != nil {
+			return 0, "", err
+		}
+		return cut, aside, s.fs.SyncDir(filepath.Dir(path))
+	}
+	if err := f.Truncate(off); err != nil {
+		return 0, "", fmt.Errorf("cut torn tail: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return 0, "", err
+	}
+	s.files.forget(n)
+	s.blocks.drop(n)
+	return cut, aside, nil
+}
+
+// entriesOf turns a scanned record into index entries.
+func (s *Store) entriesOf(r *scannedRecord, each func(id Key, e entry) error) error {
+	for i, m := range r.members {
+		e := entry{
+			Kind: r.h.Kind, Codec: r.h.Codec, Dict: r.h.Dict, Created: int64(r.h.Time), Size: int64(len(m)),
+			Stored: attribute(int64(r.h.Size), int64(len(m)), int64(len(r.raw))),
+			Loc:    location{Segment: r.seg, Offset: r.off, Member: i, MemOff: r.offs[i]},
+		}
+		if len(m) <= s.opts.InlineMax {
+			e.Inline, e.Data = true, m
+		}
+		if err := each(ID(m), e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recover runs when a writer opens the store: it takes in records written
+// after the index's last commit (a crash between segment sync and index
+// commit), cuts a torn tail off the newest segment, and opens the newest
+// segment for appending.
+func (s *Store) recover() error {
+	segs, err := s.listSegments()
+	if err != nil {
+		return err
+	}
+	if len(segs) == 0 {
+		return nil
+	}
+	last := segs[len(segs)-1]
+	taken := 0
+	for _, n := range segs {
+		if n < s.ctr.WMSegment {
+			continue
+		}
+		from := int64(segHeaderSize)
+		if n == s.ctr.WMSegment {
+			from = s.ctr.WMOffset
+		}
+		damage, end, err := s.scanSegment(n, from, func(r *scannedRecord) error {
+			return s.entriesOf(r, func(id Key, e entry) error {
+				if _, ok, err := s.tree.Get(id); err != nil || ok {
+					return err // already known: the index's copy stands
+				}
+				if err := s.tree.Put(id, e.encode()); err != nil {
+					return err
+				}
+				s.ctr.add(e, +1)
+				taken++
+				return nil
+			})
+		}, nil)
+		if err != nil {
+			return err
+		}
+		if end >= segHeaderSize && (n > s.ctr.WMSegment || end > s.ctr.WMOffset) {
+			s.ctr.WMSegment, s.ctr.WMOffset = n, end
+			s.dirty = true
+		}
+		if len(damage) == 0 {
+			continue
+		}
+		if n != last {
+			return fmt.Errorf("%s; a sealed segment is damaged: run `rook store verify` to list what it affects, then `rook store reindex`", damage[0])
+		}
+		// Everything past the index's watermark in the newest segment was
+		// never acknowledged by a Sync: a torn write, not lost data.
+		cut, aside, err := s.cutTail(n, damage[0].Offset)
+		if err != nil {
+			return fmt.Errorf("segment %s: %w", segName(n), err)
+		}
+		if cut > 0 || damage[0].Offset < segHeaderSize {
+			s.Notices = append(s.Notices, fmt.Sprintf("cut a torn tail of %d bytes from segment %s at offset %d (written but never synced before a crash; kept as %s)", cut, segName(n), damage[0].Offset, aside))
+		}
+	}
+	if taken > 0 {
+		s.Notices = append(s.Notices, fmt.Sprintf("index was behind the segments: took in %d object(s) written before a crash", taken))
+	}
+	if err := s.openActive(); err != nil {
+		return err
+	}
+	if s.dirty {
+		return s.syncLocked()
+	}
+	return nil
+}
+
+// openActive opens the newest segment for appending.
+func (s *Store) openActive() error {
+	segs, err := s.listSegments()
+	if err != nil || len(segs) == 0 {
+		return err
+	}
+	n := segs[len(segs)-1]
+	f, err := s.fs.OpenFile(s.segPath(n), os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("open segment for appending: %w", err)
+	}
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	// Not known to be synced: a killed (not powered-off) writer leaves
+	// records in the page cache that recover may have just taken in. The
+	// next commit fsyncs first.
+	s.active = &activeSegment{f: f, number: n, size: size, synced: false}
+	return nil
+}
+
+func (s *Store) syncSegment(n uint32) error {
+	if s.active != nil && s.active.number == n {
+		if err := s.active.f.Sync(); err != nil {
+			return err
+		}
+		s.active.synced = true
+		return nil
+	}
+	f, err := s.fs.OpenFile(s.segPath(n), os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ReindexReport says what a rebuild found.
+type ReindexReport struct {
+	Segments int
+	Records  int
+	Objects  int
+	Damage   []Damage
+	Cut      []string // torn tails cut, and where their bytes went
+}
+
+// Reindex rebuilds the index from the segments, which are the truth. Damage
+// met on the way is reported (and skipped: every readable record is still
+// taken in); a torn tail at the end of the newest segment is cut and kept
+// aside.
+func (s *Store) Reindex(progress func(done, total int64)) (ReindexReport, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writable(); err != nil {
+		return ReindexReport{}, err
+	}
+	if err := s.flushOpenBlocks(); err != nil {
+		return ReindexReport{}, err
+	}
+	return s.reindexLocked(progress)
+}
+
+func (s *Store) reindexLocked(progress func(done, total int64)) (ReindexReport, error) {
+	var rep ReindexReport
+	segs, err := s.listSegments()
+	if err != nil {
+		return rep, err
+	}
+	total := s.segmentBytes(segs)
+	var done int64
+	prog := func(n int64) {
+		done += n
+		if progress != nil {
+			progress(done, total)
+		}
+	}
+	found := map[Key]entry{}
+	ctr := counters{DedupHits: s.ctr.DedupHits, DedupBytes: s.ctr.DedupBytes}
+	for i, n := range segs {
+		rep.Segments++
+		damage, end, err := s.scanSegment(n, 0, func(r *scannedRecord) error {
+			rep.Records++
+			return s.entriesOf(r, func(id Key, e entry) error {
+				if old, ok := found[id]; ok && old.Created < e.Created {
+					e.Created = old.Created // first written, wherever the copy now is
+				}
+				found[id] = e // a later copy is a repair: it wins
+				return nil
+			})
+		}, prog)
+		if err != nil {
+			return rep, err
+		}
+		acked := func(d Damage) bool {
+			// Before the old index's watermark: data a Sync acknowledged.
+			return s.wmKnown && (d.Segment < s.ctr.WMSegment || d.Segment == s.ctr.WMSegment && d.Offset < s.ctr.WMOffset)
+		}
+		for _, d := range damage {
+			if i == len(segs)-1 && d.AtTail && acked(d) {
+				// Acknowledged data is damaged, not a torn write: keep
+				// it, report it, and append after it from now on.
+				rep.Damage = append(rep.Damage, d)
+				end = d.Offset + d.Length
+				continue
+			}
+			if i == len(segs)-1 && d.AtTail {
+				cut, aside, err := s.cutTail(n, d.Offset)
+				if err != nil {
+					return rep, err
+				}
+				rep.Cut = append(rep.Cut, fmt.Sprintf("%d bytes from segment %s at offset %d, kept as %s", cut, segName(n), d.Offset, aside))
+				continue
+			}
+			rep.Damage = append(rep.Damage, d)
+		}
+		if end >= segHeaderSize {
+			ctr.WMSegment, ctr.WMOffset = n, end
+		}
+	}
+	ids := make([]Key, 0, len(found))
+	for id, e := range found {
+		ids = append(ids, id)
+		ctr.add(e, +1)
+	}
+	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
+	rep.Objects = len(ids)
+	// The index must never point past what is durable: the newest segment
+	// may hold records written but not yet synced.
+	if len(segs) > 0 {
+		if err := s.syncSegment(segs[len(segs)-1]); err != nil {
+			return rep, err
+		}
+	}
+	s.tree.Discard() // everything pending is in the segments just scanned
+	i := 0
+	err = s.tree.Rebuild(func() (Key, []byte, bool) {
+		if i == len(ids) {
+			return Key{}, nil, false
+		}
+		id := ids[i]
+		i++
+		return id, found[id].encode(), true
+	}, ctr.encode())
+	if err != nil {
+		return rep, fmt.Errorf("write rebuilt index: %w", err)
+	}
+	s.ctr = ctr
+	s.wmKnown = true
+	s.dirty = false
+	s.blocks.init(s.blocks.max)
+	if s.active != nil {
+		s.active.f.Close()
+		s.active = nil
+	}
+	return rep, s.openActive()
+}
+
+func (s *Store) segmentBytes(segs []uint32) int64 {
+	var total int64
+	for _, n := range segs {
+		if st, err := s.fs.Stat(s.segPath(n)); err == nil {
+			total += st.Size()
+		}
+	}
+	return total
+}

@@ -1,0 +1,135 @@
+package cas
+
+import (
+	"io/fs"
+	"path/filepath"
+)
+
+// KindStats are one kind's totals.
+type KindStats struct {
+	Kind    string `json:"kind"`
+	Objects int64  `json:"objects"`
+	Inline  int64  `json:"inline"`
+	Size    int64  `json:"logical_bytes"`
+	Stored  int64  `json:"stored_bytes"`
+}
+
+// DiskUsage is what the store takes on disk, by part.
+type DiskUsage struct {
+	Index    int64 `json:"index"`
+	Segments int64 `json:"segments"`
+	Dicts    int64 `json:"dictionaries"`
+	Events   int64 `json:"event_log"`
+	Other    int64 `json:"other"`
+	Total    int64 `json:"total"`
+}
+
+// Stats are the store's totals. They come from counters the index keeps, so
+// computing them costs the same for ten objects or ten million.
+type Stats struct {
+	Objects    int64       `json:"objects"`
+	Inline     int64       `json:"inline"`
+	InSegments int64       `json:"in_segments"`
+	Size       int64       `json:"logical_bytes"`
+	Stored     int64       `json:"stored_bytes"`
+	DedupHits  int64       `json:"dedup_hits"`
+	DedupSaved int64       `json:"dedup_saved_bytes"`
+	Segments   int         `json:"segments"`
+	Disk       DiskUsage   `json:"disk"`
+	Kinds      []KindStats `json:"kinds"`
+}
+
+// Stats returns the store's totals: the committed ones for a reader, the
+// current ones (uncommitted included) for the writer.
+func (s *Store) Stats() (Stats, error) {
+	var c counters
+	if s.opts.Writable {
+		s.mu.Lock()
+		c = s.ctr
+		kinds := map[Kind]*kindCounters{}
+		for k, v := range s.ctr.Kinds {
+			vv := *v
+			kinds[k] = &vv
+		}
+		c.Kinds = kinds
+		s.mu.Unlock()
+	} else {
+		var err error
+		if c, err = decodeCounters(s.tree.Snapshot().UserMeta()); err != nil {
+			return Stats{}, err
+		}
+	}
+	st := Stats{DedupHits: c.DedupHits, DedupSaved: c.DedupBytes}
+	for _, k := range Kinds {
+		kc := c.Kinds[k]
+		if kc == nil || kc.Objects == 0 {
+			continue
+		}
+		st.Objects += kc.Objects
+		st.Inline += kc.Inline
+		st.Size += kc.Size
+		st.Stored += kc.Stored
+		st.Kinds = append(st.Kinds, KindStats{Kind: k.String(), Objects: kc.Objects, Inline: kc.Inline, Size: kc.Size, Stored: kc.Stored})
+	}
+	st.InSegments = st.Objects - st.Inline
+	segs, err := s.listSegments()
+	if err != nil {
+		return st, err
+	}
+	st.Segments = len(segs)
+	st.Disk, err = s.diskUsage()
+	return st, err
+}
+
+// diskUsage sizes every file under the home, by part. It walks the home's
+// few directories (segments are 64 MiB each), never the objects.
+func (s *Store) diskUsage() (DiskUsage, error) {
+	var u DiskUsage
+	ents, err := s.fs.ReadDir(s.home)
+	if err != nil {
+		return u, err
+	}
+	for _, e := range ents {
+		n, err := s.treeSize(filepath.Join(s.home, e.Name()), e)
+		if err != nil {
+			return u, err
+		}
+		switch e.Name() {
+		case IndexDir:
+			u.Index += n
+		case SegmentsDir:
+			u.Segments += n
+		case DictDir:
+			u.Dicts += n
+		case EventsDir:
+			u.Events += n
+		default:
+			u.Other += n
+		}
+		u.Total += n
+	}
+	return u, nil
+}
+
+func (s *Store) treeSize(path string, e fs.DirEntry) (int64, error) {
+	if !e.IsDir() {
+		info, err := e.Info()
+		if err != nil {
+			return 0, nil // removed meanwhile
+		}
+		return info.Size(), nil
+	}
+	ents, err := s.fs.ReadDir(path)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, c := range ents {
+		n, err := s.treeSize(filepath.Join(path, c.Name()), c)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}

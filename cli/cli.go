@@ -1,0 +1,181 @@
+// Package cli is the `rook` command line. It parses (kong), opens the store
+// the packages below provide, and renders what they return; no package
+// below it prints anything.
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+)
+
+// CLI is the whole command tree.
+type CLI struct {
+	Home string `help:"Store directory (default: $ROOK_HOME, else ~/.rook)." placeholder:"DIR" type:"path"`
+	JSON bool   `name:"json" help:"Print JSON instead of text, for scripts."`
+
+	Init   InitCmd   `cmd:"" help:"Create the store (an existing one is left as it is)."`
+	Doctor DoctorCmd `cmd:"" help:"Say where the store is and whether it is healthy and private."`
+	Store  StoreCmd  `cmd:"" help:"Content-addressed objects: put, cat, ls, stat, verify, reindex."`
+}
+
+// Env is what every command runs with.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	FS     vfs.FS
+	Clock  clock.Clock
+	Home   string
+	JSON   bool
+	// Command is how the user invoked rook, for the lock file.
+	Command string
+}
+
+// exitError carries an exit code and a message already fit for the user.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func usageErr(format string, a ...any) error {
+	return &exitError{code: ExitUsage, msg: fmt.Sprintf(format, a...)}
+}
+
+type kongExit int
+
+// Main runs rook with args and returns the exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	var c CLI
+	defer func() {
+		if r := recover(); r != nil {
+			if k, ok := r.(kongExit); ok {
+				code = int(k)
+				return
+			}
+			panic(r)
+		}
+	}()
+	parser, err := kong.New(&c,
+		kong.Name("rook"),
+		kong.Description("rook is the memory of an AI agent: every session, message, tool call and file it touched, in one compact content-addressed store."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(kongExit(code)) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
+	if err != nil {
+		fmt.Fprintf(stderr, "rook: internal error: %v\n", err)
+		return ExitFailure
+	}
+	ctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "rook: %v\n", err)
+		fmt.Fprintln(stderr, "run `rook --help` for usage")
+		return ExitUsage
+	}
+	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, FS: vfs.OS, Clock: clock.System, JSON: c.JSON,
+		Command: "rook " + strings.Join(commandWords(ctx), " ")}
+	env.Home, err = resolveHome(c.Home)
+	if err != nil {
+		fmt.Fprintf(stderr, "rook: %v\n", err)
+		return ExitFailure
+	}
+	if err := ctx.Run(env); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			if ee.msg != "" {
+				fmt.Fprintf(stderr, "rook: %s\n", ee.msg)
+			}
+			return ee.code
+		}
+		fmt.Fprintf(stderr, "rook: %s\n", explain(err, env.Home))
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+func commandWords(ctx *kong.Context) []string {
+	var words []string
+	for _, p := range ctx.Path {
+		if p.Command != nil {
+			words = append(words, p.Command.Name)
+		}
+	}
+	return words
+}
+
+// resolveHome finds the store the same way for every command: --home, else
+// $ROOK_HOME, else ~/.rook.
+func resolveHome(flag string) (string, error) {
+	if flag != "" {
+		return filepath.Abs(flag)
+	}
+	if h := os.Getenv("ROOK_HOME"); h != "" {
+		return filepath.Abs(h)
+	}
+	u, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("cannot find your home directory (%v): pass --home DIR or set ROOK_HOME", err)
+	}
+	return filepath.Join(u, ".rook"), nil
+}
+
+// explain adds what to do to the errors users meet most.
+func explain(err error, home string) string {
+	var le *cas.LockedError
+	switch {
+	case errors.As(err, &le):
+		return err.Error() + ": wait for it to finish, or stop it (`rook doctor` shows the holder)"
+	case errors.Is(err, cas.ErrNewerFormat):
+		return err.Error()
+	case errors.Is(err, cas.ErrNoStore):
+		return err.Error()
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Sprintf("%v: check the permissions of %s (`rook doctor`)", err, home)
+	}
+	return err.Error()
+}
+
+// openStore opens the store for a command, telling the user on stderr what
+// the open repaired.
+func (e *Env) openStore(writable bool) (*cas.Store, error) {
+	return e.openStoreWith(cas.Options{Writable: writable})
+}
+
+func (e *Env) openStoreWith(opts cas.Options) (*cas.Store, error) {
+	opts.FS, opts.Clock, opts.Command = e.FS, e.Clock, e.Command
+	s, err := cas.Open(e.Home, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range s.Notices {
+		fmt.Fprintf(e.Stderr, "rook: note: %s\n", n)
+	}
+	return s, nil
+}
+
+// printJSON writes v as indented JSON.
+func (e *Env) printJSON(v any) error {
+	enc := json.NewEncoder(e.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// InitCmd is `rook init`.
+type InitCmd struct{}
+
+func (c *InitCmd) Run(e *Env) error {
+	existed, err := cas.Init(e.FS, e.Clock, e.Home)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(map[string]any{"home": e.Home, "created": !existed, "format": cas.FormatVersion})
+	}
+	if existed {
+		fmt.Fprintf(e.Stdout, "rook store already at %s (format %d); nothing changed\n", e.Home, cas.FormatVersion)
+	} else {
+		fmt.Fprintf(e.Stdout, "initialized rook store at %s (format %d)\n", e.Home, cas.FormatVersion)
+	}
+	// An existing directory is left as it is, but the user hears about it
+	// if other accounts can read what is about to hold their history.
+	if ex := exposed(e.FS, e.Home); len(ex) > 0 {
+		fmt.Fprintf(e.Stderr, "rook: warning: other accounts can read %s: run `chmod -R go-rwx %s`\n", ex[0], e.Home)
+	}
+	return nil
+}
+
+// DoctorCmd is `rook doctor`.
+type DoctorCmd struct{}
+
+type doctorReport struct {
+	Home        string   `json:"home"`
+	Exists      bool     `json:"exists"`
+	Format      int64    `json:"format,omitempty"`
+	FormatError string   `json:"format_error,omitempty"`
+	Private     bool     `json:"private"`
+	Exposed     []string `json:"exposed,omitempty"`
+	Fix         string   `json:"fix,omitempty"`
+	Objects     int64    `json:"objects"`
+	Stored      int64    `json:"disk_bytes"`
+	LockHolder  string   `json:"lock_holder"`
+	LockChecked bool     `json:"lock_checked"`
+	Warnings    []string `json:"warnings"`
+	DiskFree    uint64   `json:"disk_free_bytes"`
+	DiskTotal   uint64   `json:"disk_total_bytes"`
+	Problems    []string `json:"problems"`
+}
+
+func (c *DoctorCmd) Run(e *Env) error {
+	r := doctorReport{Home: e.Home, Problems: []string{}, Warnings: []string{}}
+	if _, err := e.FS.Stat(e.Home); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			r.Problems = append(r.Problems, fmt.Sprintf("no store at %s: run `rook init`", e.Home))
+		} else {
+			r.Problems = append(r.Problems, err.Error())
+		}
+		return c.print(e, r)
+	}
+	r.Exists = true
+	v, err := cas.ReadFormat(e.FS, e.Home)
+	r.Format = v
+	if err != nil {
+		r.FormatError = err.Error()
+		r.Problems = append(r.Problems, err.Error())
+	} else if s, err := cas.Open(e.Home, cas.Options{FS: e.FS, Clock: e.Clock}); err != nil {
+		r.Problems = append(r.Problems, err.Error())
+	} else {
+		if st, err := s.Stats(); err == nil {
+			r.Objects, r.Stored = st.Objects, st.Disk.Total
+		}
+		s.Close()
+	}
+	r.Exposed = exposed(e.FS, e.Home)
+	r.Private = len(r.Exposed) == 0
+	if !r.Private {
+		r.Fix = "chmod -R go-rwx " + e.Home
+		r.Problems = append(r.Problems, fmt.Sprintf("other accounts can read the store: run `%s`", r.Fix))
+	}
+	if holder, err := cas.LockHolder(e.FS, e.Home); err == nil {
+		r.LockHolder = holder
+		r.LockChecked = true
+	} else {
+		r.Problems = append(r.Problems, "cannot check the writer lock: "+err.Error())
+	}
+	if free, total, err := vfs.DiskFree(e.Home); err == nil {
+		r.DiskFree, r.DiskTotal = free, total
+		if free < 1<<30 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("only %s free on the disk holding the store", formatBytes(int64(free))))
+		}
+	}
+	return c.print(e, r)
+}
+
+// exposed lists the store's paths (the home and what is directly in it or in
+// its part directories) that other accounts can read or enter.
+func exposed(fsys vfs.FS, home string) []string {
+	var out []string
+	check := func(path string) {
+		if st, err := fsys.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+			out = append(out, fmt.Sprintf("%s (mode %04o)", path, st.Mode().Perm()))
+		}
+	}
+	check(home)
+	ents, _ := fsys.ReadDir(home)
+	for _, ent := range ents {
+		p := filepath.Join(home, ent.Name())
+		check(p)
+		if ent.IsDir() {
+			sub, _ := fsys.ReadDir(p)
+			for _, s := range sub {
+				check(filepath.Join(p, s.Name()))
+			}
+		}
+	}
+	return out
+}
+
+func (c *DoctorCmd) print(e *Env, r doctorReport) error {
+	if e.JSON {
+		if err := e.printJSON(r); err != nil {
+			return err
+		}
+	} else {
+		w := e.Stdout
+		fmt.Fprintf(w, "store      %s\n", r.Home)
+		if r.Exists {
+			switch {
+			case r.FormatError == "":
+				fmt.Fprintf(w, "format     %d (this rook reads up to %d)\n", r.Format, cas.FormatVersion)
+				fmt.Fprintf(w, "holds      %d objects, %s on disk\n", r.Objects, formatBytes(r.Stored))
+			case r.Format > cas.FormatVersion:
+				fmt.Fprintf(w, "format     %d, newer than this rook reads (%d): upgrade rook\n", r.Format, cas.FormatVersion)
+			default:
+				fmt.Fprintf(w, "format     unreadable: %s\n", r.FormatError)
+			}
+			if r.Private {
+				fmt.Fprintf(w, "privacy    only you can read it\n")
+			} else {
+				fmt.Fprintf(w, "privacy    other accounts can read it:\n")
+				for _, p := range r.Exposed {
+					fmt.Fprintf(w, "             %s\n", p)
+				}
+				fmt.Fprintf(w, "           fix: %s\n", r.Fix)
+			}
+			switch {
+			case !r.LockChecked:
+				fmt.Fprintf(w, "writer     unknown (the lock could not be checked)\n")
+			case r.LockHolder == "":
+				fmt.Fprintf(w, "writer     none (the store is free)\n")
+			default:
+				fmt.Fprintf(w, "writer     locked by %s\n", r.LockHolder)
+			}
+			if r.DiskTotal > 0 {
+				fmt.Fprintf(w, "disk       %s free of %s\n", formatBytes(int64(r.DiskFree)), formatBytes(int64(r.DiskTotal)))
+			}
+		}
+		for _, wn := range r.Warnings {
+			fmt.Fprintf(w, "warning    %s\n", wn)
+		}
+		if len(r.Problems) == 0 {
+			fmt.Fprintln(w, "ok")
+		}
+	}
+	if len(r.Problems) > 0 {
+		msg := ""
+		for i, p := range r.Problems {
+			if i > 0 {
+				msg += "\nrook: "
+			}
+			msg += p
+		}
+		return &exitError{code: ExitFailure, msg: msg}
+	}
+	return nil
+}

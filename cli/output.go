@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/term"
+)
+
+// formatBytes prints n in base-1024 units: "512 B", "1.5 KiB".
+func formatBytes(n int64) string {
+	if n < 1024 && n > -1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v := float64(n)
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		v /= 1024
+		if v < 1024 && v > -1024 {
+			return fmt.Sprintf("%.1f %s", v, u)
+		}
+	}
+	return fmt.Sprintf("%.1f PiB", v/1024)
+}
+
+// table prints space-padded columns with a rule under the header.
+type table struct {
+	rows  [][]string
+	right map[int]bool // right-aligned columns
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) write(w io.Writer) {
+	if len(t.rows) == 0 {
+		return
+	}
+	widths := make([]int, len(t.rows[0]))
+	for _, r := range t.rows {
+		for i, c := range r {
+			if n := utf8.RuneCountInString(c); n > widths[i] {
+				widths[i] = n
+			}
+		}
+	}
+	total := 0
+	for i, r := range t.rows {
+		var b strings.Builder
+		for j, c := range r {
+			pad := strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c))
+			if j > 0 {
+				b.WriteString("  ")
+			}
+			if t.right[j] {
+				b.WriteString(pad + c)
+			} else if j < len(r)-1 {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString(c)
+			}
+		}
+		line := b.String()
+		fmt.Fprintln(w, line)
+		if i == 0 {
+			total = utf8.RuneCountInString(line)
+			fmt.Fprintln(w, strings.Repeat("─", total))
+		}
+	}
+}
+
+// progress draws a one-line progress meter on a terminal and nothing when
+// stderr is piped.
+type progress struct {
+	w     io.Writer
+	on    bool
+	label string
+	last  time.Time
+}
+
+func newProgress(w io.Writer, label string) *progress {
+	p := &progress{w: w, label: label}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.on = true
+	}
+	return p
+}
+
+func (p *progress) update(done, total int64) {
+	if !p.on {
+		return
+	}
+	now := time.Now()
+	if now.Sub(p.last) < 100*time.Millisecond && done < total {
+		return
+	}
+	p.last = now
+	pct := 100.0
+	if total > 0 {
+		pct = float64(done) * 100 / float64(total)
+	}
+	fmt.Fprintf(p.w, "\r%s: %5.1f%%  %s of %s\x1b[K", p.label, pct, formatBytes(done), formatBytes(total))
+}
+
+func (p *progress) done() {
+	if p.on {
+		fmt.Fprint(p.w, "\r\x1b[K")
+	}
+}

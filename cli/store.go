@@ -1,0 +1,318 @@
+package cli
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rookhq/rook/cas"
+)
+
+// StoreCmd groups the object-store commands.
+type StoreCmd struct {
+	Put     PutCmd     `cmd:"" help:"Store bytes from FILE or stdin and print their id."`
+	Cat     CatCmd     `cmd:"" help:"Write an object's exact bytes to stdout."`
+	Ls      LsCmd      `cmd:"" help:"List objects, newest first."`
+	Stat    StatCmd    `cmd:"" help:"What the store holds and what it takes on disk, by part and kind."`
+	Verify  VerifyCmd  `cmd:"" help:"Re-read and re-hash every object; check every index entry against its segment."`
+	Reindex ReindexCmd `cmd:"" help:"Rebuild the index from the segments."`
+}
+
+// PutCmd is `rook store put`.
+type PutCmd struct {
+	Kind string `help:"Object kind: message, tool-result, file, skill, memory, snapshot, docs, note, other." default:"other"`
+	File string `arg:"" optional:"" help:"File to store; - or nothing reads stdin." default:"-"`
+}
+
+func (c *PutCmd) Run(e *Env) error {
+	kind, err := cas.ParseKind(c.Kind)
+	if err != nil {
+		return usageErr("--kind: %v", err)
+	}
+	var data []byte
+	if c.File == "-" {
+		data, err = io.ReadAll(io.LimitReader(e.Stdin, cas.MaxObjectSize+1))
+	} else {
+		data, err = os.ReadFile(c.File)
+	}
+	if err != nil {
+		return fmt.Errorf("read input: %w", err)
+	}
+	s, err := e.openStore(true)
+	if err != nil {
+		return err
+	}
+	res, err := s.Put(kind, data)
+	if err == nil {
+		err = s.Sync() // the id is printed only once the bytes are durable
+	}
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	id := hex.EncodeToString(res.ID[:])
+	if e.JSON {
+		return e.printJSON(map[string]any{"id": id, "kind": res.Kind.String(), "size": len(data), "existed": res.Existed, "repaired": res.Repaired})
+	}
+	if res.Repaired {
+		fmt.Fprintf(e.Stderr, "rook: note: the stored copy of %s was unreadable; these bytes replaced it\n", cas.Short(res.ID))
+	}
+	fmt.Fprintln(e.Stdout, id)
+	return nil
+}
+
+// CatCmd is `rook store cat`.
+type CatCmd struct {
+	Prefix string `arg:"" help:"Object id or a prefix of it (4 to 64 hex characters)."`
+}
+
+func (c *CatCmd) Run(e *Env) error {
+	if _, err := cas.ParsePrefix(c.Prefix); err != nil {
+		return usageErr("%v", err)
+	}
+	s, err := e.openStore(false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	id, err := s.Resolve(c.Prefix)
+	if err != nil {
+		return err
+	}
+	data, err := s.Get(id)
+	if err != nil {
+		var ce *cas.CorruptError
+		if errors.As(err, &ce) {
+			return fmt.Errorf("%v: nothing written; `rook store verify` lists every damaged object, and putting the original bytes again repairs it", err)
+		}
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(map[string]any{"id": hex.EncodeToString(id[:]), "size": len(data), "data": data})
+	}
+	_, err = e.Stdout.Write(data)
+	return err
+}
+
+// LsCmd is `rook store ls`.
+type LsCmd struct {
+	Kind  string `help:"Only objects of this kind."`
+	Limit int    `help:"At most N objects (0: all)." default:"50"`
+}
+
+type objectRow struct {
+	ID      string `json:"id"`
+	Short   string `json:"short"`
+	Kind    string `json:"kind"`
+	Size    int64  `json:"logical_bytes"`
+	Stored  int64  `json:"stored_bytes"`
+	Where   string `json:"where"`
+	Segment string `json:"segment,omitempty"`
+	Created string `json:"created"`
+}
+
+func (c *LsCmd) Run(e *Env) error {
+	var kind cas.Kind
+	if c.Kind != "" {
+		k, err := cas.ParseKind(c.Kind)
+		if err != nil {
+			return usageErr("--kind: %v", err)
+		}
+		kind = k
+	}
+	if c.Limit < 0 {
+		return usageErr("--limit must be 0 or more")
+	}
+	s, err := e.openStore(false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	objs, err := s.List(kind, c.Limit)
+	if err != nil {
+		return err
+	}
+	rows := make([]objectRow, 0, len(objs))
+	for _, o := range objs {
+		r := objectRow{ID: hex.EncodeToString(o.ID[:]), Short: cas.Short(o.ID), Kind: o.Kind.String(), Size: o.Size, Stored: o.Stored,
+			Where: "segment", Segment: fmt.Sprintf("%08d", o.Segment), Created: time.Unix(o.Created, 0).UTC().Format(time.RFC3339)}
+		if o.Inline {
+			r.Where = "inline"
+		}
+		rows = append(rows, r)
+	}
+	if e.JSON {
+		return e.printJSON(rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(e.Stdout, "no objects")
+		return nil
+	}
+	t := &table{right: map[int]bool{2: true, 3: true}}
+	t.add("id", "kind", "logical", "stored", "where", "created")
+	for _, r := range rows {
+		where := r.Where
+		if where == "segment" {
+			where = "segment " + r.Segment
+		}
+		t.add(r.Short, r.Kind, formatBytes(r.Size), formatBytes(r.Stored), where, strings.Replace(r.Created[:16], "T", " ", 1))
+	}
+	t.write(e.Stdout)
+	return nil
+}
+
+// StatCmd is `rook store stat`.
+type StatCmd struct{}
+
+func ratio(a, b int64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fx", float64(a)/float64(b))
+}
+
+func (c *StatCmd) Run(e *Env) error {
+	s, err := e.openStore(false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	st, err := s.Stats()
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		if st.Kinds == nil {
+			st.Kinds = []cas.KindStats{}
+		}
+		return e.printJSON(map[string]any{"home": e.Home, "stats": st})
+	}
+	w := e.Stdout
+	fmt.Fprintf(w, "objects         %12d  (%d inline, %d in segments)\n", st.Objects, st.Inline, st.InSegments)
+	fmt.Fprintf(w, "logical size    %12s\n", formatBytes(st.Size))
+	fmt.Fprintf(w, "stored size     %12s  (%s compression)\n", formatBytes(st.Stored), ratio(st.Size, st.Stored))
+	fmt.Fprintf(w, "saved by dedup  %12s  (%d repeated puts)\n", formatBytes(st.DedupSaved), st.DedupHits)
+	d := st.Disk
+	fmt.Fprintf(w, "on disk         %12s  (index %s, segments %s in %d file(s), dictionaries %s, event log %s, other %s)\n",
+		formatBytes(d.Total), formatBytes(d.Index), formatBytes(d.Segments), st.Segments, formatBytes(d.Dicts), formatBytes(d.Events), formatBytes(d.Other))
+	if len(st.Kinds) == 0 {
+		fmt.Fprintln(w, "\nthe store is empty: `rook store put FILE` adds an object")
+		return nil
+	}
+	fmt.Fprintln(w)
+
+	t := &table{right: map[int]bool{1: true, 2: true, 3: true, 4: true}}
+	t.add("kind", "objects", "logical", "stored", "ratio", "stored share")
+	for _, k := range st.Kinds {
+		t.add(k.Kind, fmt.Sprint(k.Objects), formatBytes(k.Size), formatBytes(k.Stored), ratio(k.Size, k.Stored), bar(k.Stored, st.Stored, 20))
+	}
+	t.write(w)
+	return nil
+}
+
+// bar draws n's share of total in width cells.
+func bar(n, max int64, width int) string {
+	filled := 0
+	if max > 0 {
+		filled = int((n*int64(width) + max - 1) / max)
+	}
+	return strings.Repeat("█", filled) + strings.Repeat("·", width-filled)
+}
+
+// VerifyCmd is `rook store verify`.
+type VerifyCmd struct{}
+
+func (c *VerifyCmd) Run(e *Env) error {
+	s, err := e.openStore(false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	p := newProgress(e.Stderr, "verify")
+	rep, err := s.Verify(p.update)
+	p.done()
+	if err != nil {
+		return err
+	}
+	if rep.Problems == nil {
+		rep.Problems = []cas.Problem{}
+	}
+	if e.JSON {
+		if err := e.printJSON(rep); err != nil {
+			return err
+		}
+	} else {
+		for _, pr := range rep.Problems {
+			fmt.Fprintln(e.Stdout, pr.String())
+		}
+		if len(rep.Problems) == 0 {
+			fmt.Fprintf(e.Stdout, "all %d objects verified (%d records in %d segment(s), %s read)\n", rep.Objects, rep.Records, rep.Segments, formatBytes(rep.Bytes))
+		}
+	}
+	if rep.TornTail != "" && !e.JSON {
+		fmt.Fprintf(e.Stderr, "rook: note: %s: never acknowledged (a crash mid-write); the next writer cuts it\n", rep.TornTail)
+	}
+	if len(rep.Problems) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("%d problem(s) found", len(rep.Problems))
+	if rep.Unreadable > 0 {
+		msg += fmt.Sprintf("; %d object(s) cannot be read back: putting an object's original bytes again repairs it", rep.Unreadable)
+	}
+	if rep.DamagedRegions > 0 {
+		msg += fmt.Sprintf("; %d damaged segment region(s)", rep.DamagedRegions)
+	}
+	if rep.Unreadable < len(rep.Problems)-rep.DamagedRegions {
+		msg += "; `rook store reindex` rebuilds the index from what the segments hold"
+	}
+	return &exitError{code: ExitFailure, msg: msg}
+}
+
+// ReindexCmd is `rook store reindex`.
+type ReindexCmd struct{}
+
+func (c *ReindexCmd) Run(e *Env) error {
+	s, err := e.openStoreWith(cas.Options{Writable: true, ForReindex: true})
+	if err != nil {
+		return err
+	}
+	p := newProgress(e.Stderr, "reindex")
+	rep, err := s.Reindex(p.update)
+	p.done()
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	damage := make([]string, 0, len(rep.Damage))
+	for _, d := range rep.Damage {
+		damage = append(damage, d.String())
+	}
+	if e.JSON {
+		if rep.Cut == nil {
+			rep.Cut = []string{}
+		}
+		if err := e.printJSON(map[string]any{"segments": rep.Segments, "records": rep.Records, "objects": rep.Objects, "damage": damage, "cut": rep.Cut}); err != nil {
+			return err
+		}
+	} else {
+		for _, c := range rep.Cut {
+			fmt.Fprintf(e.Stdout, "cut torn tail: %s\n", c)
+		}
+		for _, d := range damage {
+			fmt.Fprintf(e.Stdout, "damaged: %s\n", d)
+		}
+		fmt.Fprintf(e.Stdout, "reindexed %d objects from %d records in %d segment(s)\n", rep.Objects, rep.Records, rep.Segments)
+	}
+	if len(rep.Damage) > 0 {
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d damaged region(s) skipped; an object whose only copy was there is not in the index any more (`rook store verify` lists what is left), and putting its original bytes again restores it", len(rep.Damage))}
+	}
+	return nil
+}

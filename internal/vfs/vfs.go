@@ -1,0 +1,93 @@
+// Package vfs is rook's one filesystem seam. Every byte the store reads or
+// writes goes through an FS, so tests can swap the real disk for an in-memory
+// filesystem that injects faults and simulates a power cut (see MemFS).
+//
+// The interface is deliberately small: what an append-only store needs and
+// nothing more. Paths are slash- or OS-separated strings interpreted by the
+// implementation; the store only ever passes paths it built with
+// filepath.Join under its home directory.
+package vfs
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// File is an open file. Positioned reads (ReadAt) are safe to call
+// concurrently; everything else belongs to one goroutine at a time.
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Writer
+	io.Closer
+	// Sync makes everything written to this file so far durable: after it
+	// returns, a crash does not lose those bytes. It says nothing about the
+	// directory entry that names the file (see FS.SyncDir).
+	Sync() error
+	// Truncate cuts (or extends with zeros) the file to size bytes.
+	Truncate(size int64) error
+	// Seek is needed to append after reopening a file for writing.
+	Seek(offset int64, whence int) (int64, error)
+	Stat() (fs.FileInfo, error)
+	Name() string
+}
+
+// FS is the filesystem seam.
+type FS interface {
+	// OpenFile opens name with os.O_* flags, like os.OpenFile.
+	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
+	// Remove removes a file or an empty directory.
+	Remove(name string) error
+	// Rename atomically replaces newname with oldname. The change is durable
+	// only once the parent directory is synced.
+	Rename(oldname, newname string) error
+	// MkdirAll creates a directory and its parents, like os.MkdirAll.
+	MkdirAll(dir string, perm fs.FileMode) error
+	// ReadDir lists a directory's entries sorted by name.
+	ReadDir(dir string) ([]fs.DirEntry, error)
+	// Stat describes a file or directory.
+	Stat(name string) (fs.FileInfo, error)
+	// Chmod changes a file's mode bits.
+	Chmod(name string, mode fs.FileMode) error
+	// SyncDir makes the directory's entries (files created, renamed or
+	// removed in it) durable.
+	SyncDir(dir string) error
+	// WriteFileAtomic is the one durable-write helper for small whole files:
+	// temp file in the same directory, write, fsync, rename over name, fsync
+	// the directory. A crash at any point leaves either the old file or the
+	// new one, never a mix.
+	WriteFileAtomic(name string, data []byte, perm fs.FileMode) error
+	// TryLock takes an exclusive advisory lock on the file name (created if
+	// missing) without waiting. It returns ErrLocked when another holder has
+	// it. The lock is released by Unlock or when the process dies.
+	TryLock(name string, perm fs.FileMode) (Lock, error)
+}
+
+// Lock is a held advisory lock. Its file stays open while it is held; the
+// holder may write a description of itself into it.
+type Lock interface {
+	File() File
+	Unlock() error
+}
+
+// ErrLocked is returned by TryLock when someone else holds the lock.
+var ErrLocked = errors.New("vfs: file is locked")
+
+// ReadFile reads a whole file through fsys.
+func ReadFile(fsys FS, name string) ([]byte, error) {
+	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// Exists reports whether name exists. Errors other than "not found" count as
+// existing so that callers go on to hit the real error.
+func Exists(fsys FS, name string) bool {
+	_, err := fsys.Stat(name)
+	return err == nil || !errors.Is(err, fs.ErrNotExist)
+}

@@ -1,0 +1,138 @@
+// Package scripts runs the testscript scripts in testdata/: each one drives
+// the real `rook` command (this test binary, re-executed) against a store in
+// its own temporary directory.
+package scripts
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
+
+	"github.com/rookhq/rook/cli"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"rook": func() { os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("ROOK_HOME", filepath.Join(env.WorkDir, "store"))
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"flipbyte":  flipByte,
+			"truncate":  truncateFile,
+			"holdlock":  holdLock,
+			"dropindex": dropIndex,
+			"writefile": writeFile,
+			"exitcode":  exitCode,
+		},
+		UpdateScripts: os.Getenv("UPDATE_SCRIPTS") != "",
+	})
+}
+
+// flipbyte FILE OFFSET: invert every bit of one byte. A negative offset
+// counts from the end of the file.
+func flipByte(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: flipbyte FILE OFFSET")
+	}
+	path := ts.MkAbs(args[0])
+	b, err := os.ReadFile(path)
+	ts.Check(err)
+	off, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	if off < 0 {
+		off += len(b)
+	}
+	if off < 0 || off >= len(b) {
+		ts.Fatalf("offset %d outside %s (%d bytes)", off, path, len(b))
+	}
+	b[off] ^= 0xff
+	ts.Check(os.WriteFile(path, b, 0o600))
+}
+
+// truncate FILE SIZE: cut a file, as a crash mid-write would.
+func truncateFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: truncate FILE SIZE")
+	}
+	size, err := strconv.ParseInt(args[1], 10, 64)
+	ts.Check(err)
+	path := ts.MkAbs(args[0])
+	if size < 0 {
+		st, err := os.Stat(path)
+		ts.Check(err)
+		size += st.Size()
+	}
+	ts.Check(os.Truncate(path, size))
+}
+
+// holdlock HOME: take the store's writer lock from the test process, as a
+// running writer would, until the script ends.
+func holdLock(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: holdlock HOME")
+	}
+	f, err := os.OpenFile(filepath.Join(ts.MkAbs(args[0]), "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	ts.Check(err)
+	ts.Check(unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB))
+	ts.Check(f.Truncate(0))
+	_, err = fmt.Fprintf(f, "pid %d (rook session append)\n", os.Getpid())
+	ts.Check(err)
+	ts.Defer(func() { f.Close() })
+}
+
+// dropindex HOME: delete the index, as a lost or hand-deleted file.
+func dropIndex(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: dropindex HOME")
+	}
+	ts.Check(os.Remove(filepath.Join(ts.MkAbs(args[0]), "index", "objects.idx")))
+}
+
+// writefile FILE HEX: write bytes given in hex (for inputs txtar cannot hold).
+func writeFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: writefile FILE HEX")
+	}
+	b, err := hex.DecodeString(args[1])
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b, 0o600))
+}
+
+// exitcode N COMMAND [ARGS...]: run COMMAND as exec does (same environment,
+// directory and stdin) and check that it exits with status N. Its stdout
+// and stderr are kept for the stdout and stderr commands that follow.
+func exitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N COMMAND [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	var ee *exec.ExitError
+	switch err := ts.Exec(args[1], args[2:]...); {
+	case err == nil:
+	case errors.As(err, &ee):
+		got = ee.ExitCode()
+	default:
+		ts.Fatalf("%s: %v", args[1], err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
+}

@@ -2,53 +2,107 @@ package cas
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/rookhq/rook/dict"
 )
 
-func FuzzDecodeRecord(f *testing.F) {
-	enc := newEncoder(0, dict.Empty{})
-	enc.level = 2
+// Seed corpora live in testdata/fuzz/<Target>/ as well as in f.Add, so a
+// plain `go test` replays them. Regenerate the files with:
+// ROOK_WRITE_FUZZ_SEEDS=1 go test -run TestWriteFuzzSeeds ./cas/
+
+func recordSeeds() [][]byte {
+	enc := newEncoder(2, dict.Empty{})
+	var out [][]byte
 	for _, members := range [][][]byte{
 		{[]byte("one small object")},
 		{[]byte("a"), []byte("bb"), bytes.Repeat([]byte("packed and compressed "), 40)},
 		{{}},
+		{noise(300, 1)},
 	} {
 		raw := encodeBlock(members)
 		codec, d, payload, _ := enc.encode(raw, dict.None)
 		h := recordHeader{Type: recTypeBlock, Kind: KindMessage, Codec: codec, Dict: d, Count: uint16(len(members)), Raw: uint32(len(raw)), Time: 1}
-		f.Add(append(encodeRecordHeader(h, payload), payload...))
+		out = append(out, append(encodeRecordHeader(h, payload), payload...))
+	}
+	return out
+}
+
+func markerSeeds() [][]byte {
+	out := [][]byte{encodeMarker(testClock().Now())}
+	for _, s := range []string{"42", "null", "{}", `{"format":4294967297}`, `{"format":"1"}`, `{"format":2,"created":"x","check":"0"}`} {
+		out = append(out, []byte(s))
+	}
+	return out
+}
+
+func entrySeeds() [][]byte {
+	return [][]byte{
+		entry{Kind: KindFile, Codec: CodecZstd, Created: 1764, Size: 100, Stored: 20, Loc: location{Segment: 3, Offset: 4096, Member: 2, MemOff: 40}}.encode(),
+		entry{Kind: KindNote, Inline: true, Size: 4, Stored: 4, Data: []byte("tiny")}.encode(),
+	}
+}
+
+// withFixedCRC rewrites the record header's checksum to match, so mutations
+// reach the decoder instead of stopping at the CRC.
+func withFixedCRC(b []byte) []byte {
+	if len(b) < recHeaderSize {
+		return b
+	}
+	b = bytes.Clone(b)
+	size := int(binary.LittleEndian.Uint32(b[16:]))
+	end := min(recHeaderSize+size, len(b))
+	h, err := parseRecordHeader(b)
+	if err != nil {
+		return b
+	}
+	fixed := encodeRecordHeader(h, b[recHeaderSize:end])
+	copy(b, fixed[:12])
+	copy(b[20:], fixed[20:])
+	return b
+}
+
+func FuzzDecodeRecord(f *testing.F) {
+	for _, s := range recordSeeds() {
+		f.Add(s)
 	}
 	dec := newDecoder(dict.Empty{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, members, n, err := DecodeRecord(b, dec)
-		if err != nil {
-			return
-		}
-		if n > len(b) || len(members) != int(h.Count) {
-			t.Fatalf("decoded %d members of %d, length %d of %d", len(members), h.Count, n, len(b))
-		}
-		// What decodes re-encodes to a record that decodes the same.
-		raw := encodeBlock(members)
-		h2 := recordHeader{Type: recTypeBlock, Kind: h.Kind, Codec: CodecRaw, Count: h.Count, Raw: uint32(len(raw)), Time: h.Time}
-		rec := append(encodeRecordHeader(h2, raw), raw...)
-		_, again, _, err := DecodeRecord(rec, dec)
-		if err != nil {
-			t.Fatalf("re-encoded record does not decode: %v", err)
-		}
-		for i := range members {
-			if !bytes.Equal(members[i], again[i]) {
-				t.Fatalf("member %d differs after a round trip", i)
-			}
-		}
+		checkRecordBytes(t, dec, b)
+		checkRecordBytes(t, dec, withFixedCRC(b))
 	})
 }
 
+func checkRecordBytes(t *testing.T, dec *decoder, b []byte) {
+	h, members, n, err := DecodeRecord(b, dec)
+	if err != nil {
+		return
+	}
+	if n > len(b) || len(members) != int(h.Count) {
+		t.Fatalf("decoded %d members of %d, length %d of %d", len(members), h.Count, n, len(b))
+	}
+	// What decodes re-encodes to a record that decodes the same.
+	raw := encodeBlock(members)
+	h2 := recordHeader{Type: recTypeBlock, Kind: h.Kind, Codec: CodecRaw, Count: h.Count, Raw: uint32(len(raw)), Time: h.Time}
+	rec := append(encodeRecordHeader(h2, raw), raw...)
+	_, again, _, err := DecodeRecord(rec, dec)
+	if err != nil {
+		t.Fatalf("re-encoded record does not decode: %v", err)
+	}
+	for i := range members {
+		if !bytes.Equal(members[i], again[i]) {
+			t.Fatalf("member %d differs after a round trip", i)
+		}
+	}
+}
+
 func FuzzParseMarker(f *testing.F) {
-	f.Add(encodeMarker(testClock().Now()))
-	for _, s := range []string{"42", "null", "{}", `{"format":4294967297}`, `{"format":2,"created":"x","check":"0"}`} {
-		f.Add([]byte(s))
+	for _, s := range markerSeeds() {
+		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, err := parseMarker(b)
@@ -59,8 +113,9 @@ func FuzzParseMarker(f *testing.F) {
 }
 
 func FuzzDecodeEntry(f *testing.F) {
-	f.Add(entry{Kind: KindFile, Codec: CodecZstd, Created: 1764, Size: 100, Stored: 20, Loc: location{Segment: 3, Offset: 4096, Member: 2, MemOff: 40}}.encode())
-	f.Add(entry{Kind: KindNote, Inline: true, Size: 4, Stored: 4, Data: []byte("tiny")}.encode())
+	for _, s := range entrySeeds() {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := decodeEntry(b)
 		if err != nil {
@@ -74,4 +129,26 @@ func FuzzDecodeEntry(f *testing.F) {
 			t.Fatalf("entry changed in a round trip: %+v vs %+v", e, e2)
 		}
 	})
+}
+
+func TestWriteFuzzSeeds(t *testing.T) {
+	if os.Getenv("ROOK_WRITE_FUZZ_SEEDS") == "" {
+		t.Skip("set ROOK_WRITE_FUZZ_SEEDS=1 to regenerate testdata/fuzz")
+	}
+	for target, seeds := range map[string][][]byte{
+		"FuzzDecodeRecord": recordSeeds(),
+		"FuzzParseMarker":  markerSeeds(),
+		"FuzzDecodeEntry":  entrySeeds(),
+	} {
+		dir := filepath.Join("testdata", "fuzz", target)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range seeds {
+			body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", s)
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed%02d", i)), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"container/list"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strings"
@@ -202,36 +200,16 @@ func (s *Store) readBlock(seg uint32, off int64) (*decodedBlock, error) {
 	if err != nil {
 		return nil, err
 	}
-	hdr := make([]byte, recHeaderSize)
-	if _, err := f.ReadAt(hdr, off); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: the segment ends inside it", ErrTruncated)
-		}
-		return nil, fmt.Errorf("read record header: %w", err)
-	}
-	h, err := parseRecordHeader(hdr)
+	// The file's size bounds what a damaged length field can make us read.
+	st, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	payload := make([]byte, h.Size)
-	if _, err := f.ReadAt(payload, off+recHeaderSize); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: the segment ends inside it", ErrTruncated)
-		}
-		return nil, fmt.Errorf("read record: %w", err)
-	}
-	if err := checkRecord(hdr, payload, h); err != nil {
-		return nil, err
-	}
-	raw, err := s.dec.decode(h, payload)
+	r, err := s.readRecordAt(f, seg, off, st.Size(), make([]byte, recHeaderSize))
 	if err != nil {
 		return nil, err
 	}
-	offs, lens, err := blockTable(raw, int(h.Count))
-	if err != nil {
-		return nil, err
-	}
-	return &decodedBlock{kind: h.Kind, raw: raw, offs: offs, lens: lens}, nil
+	return &decodedBlock{kind: r.h.Kind, raw: r.raw, offs: r.offs, lens: r.lens}, nil
 }
 
 // ParsePrefix checks a user's id prefix: 4 to 64 hex characters. It returns

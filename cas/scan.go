@@ -112,7 +112,7 @@ func (s *Store) scanSegment(n uint32, from int64, fn func(r *scannedRecord) erro
 
 func (s *Store) readRecordAt(f vfs.File, n uint32, off, size int64, hdr []byte) (*scannedRecord, error) {
 	if size-off < recHeaderSize {
-		return nil, ErrTruncated
+		return nil, fmt.Errorf("%w: the segment ends inside its header", ErrTruncated)
 	}
 	if _, err := f.ReadAt(hdr, off); err != nil {
 		return nil, err
@@ -122,7 +122,7 @@ func (s *Store) readRecordAt(f vfs.File, n uint32, off, size int64, hdr []byte) 
 		return nil, err
 	}
 	if off+h.total() > size {
-		return nil, ErrTruncated
+		return nil, fmt.Errorf("%w: the segment ends inside it", ErrTruncated)
 	}
 	payload := make([]byte, h.Size)
 	if _, err := f.ReadAt(payload, off+recHeaderSize); err != nil {

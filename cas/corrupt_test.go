@@ -211,3 +211,52 @@ func TestOneWriterManyReaders(t *testing.T) {
 	default:
 	}
 }
+
+// TestAFailedWriteIsNeverAcknowledged: once a segment write fails, no later
+// Sync may succeed (it would acknowledge objects that are not on disk), and
+// a reopen recovers a working store.
+func TestAFailedWriteIsNeverAcknowledged(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	mustPut(t, s, KindNote, []byte("durable before the fault, long enough to matter"))
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	failOnce := true
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpWrite && failOnce && filepath.Dir(path) == filepath.Join(home, SegmentsDir) {
+			failOnce = false
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	lost := []byte("accepted by Put, then its block write fails")
+	if _, err := s.Put(KindNote, lost); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("sync with a failing write: %v", err)
+	}
+	fsys.SetHook(nil)
+	if err := s.Sync(); err == nil {
+		t.Fatal("a Sync after a failed write succeeded: it would acknowledge bytes that are not on disk")
+	}
+	if _, err := s.Put(KindNote, []byte("more")); err == nil {
+		t.Fatal("Put after a failed write succeeded")
+	}
+	s.Close()
+	s2, err := Open(home, Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if _, err := s2.Put(KindNote, lost); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if rep, _ := s2.Verify(nil); len(rep.Problems) != 0 {
+		t.Fatalf("verify after reopen: %v", rep.Problems)
+	}
+}

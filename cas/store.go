@@ -126,6 +126,10 @@ type Store struct {
 	open    map[Kind]*openBlock
 	pending map[Key]*pendingObject
 	closed  bool
+	// failed is set by a write or sync that failed part-way: what Put
+	// accepted may not be on disk, so no later Sync may claim it is. The
+	// store must be reopened, which recovers from whatever reached the disk.
+	failed error
 
 	files  segmentFiles
 	blocks blockCache

@@ -103,7 +103,7 @@ func (s *Store) Put(kind Kind, data []byte) (PutResult, error) {
 	s.pending[id] = obj
 	s.dirty = true
 	if len(data) >= s.opts.PackMax {
-		return res, s.writeBlock(kind, []*pendingObject{obj})
+		return res, s.fail(s.writeBlock(kind, []*pendingObject{obj}))
 	}
 	ob := s.open[kind]
 	if ob == nil {
@@ -114,7 +114,7 @@ func (s *Store) Put(kind Kind, data []byte) (PutResult, error) {
 	ob.raw += len(data)
 	if ob.raw >= s.opts.BlockSize {
 		delete(s.open, kind)
-		return res, s.writeBlock(kind, ob.objs)
+		return res, s.fail(s.writeBlock(kind, ob.objs))
 	}
 	return res, nil
 }
@@ -126,7 +126,18 @@ func (s *Store) writable() error {
 	if !s.opts.Writable {
 		return ErrReadOnly
 	}
+	if s.failed != nil {
+		return fmt.Errorf("an earlier write failed (%w); close and reopen the store to recover", s.failed)
+	}
 	return nil
+}
+
+// fail records a write-path error that leaves buffered objects in doubt.
+func (s *Store) fail(err error) error {
+	if err != nil && s.failed == nil {
+		s.failed = err
+	}
+	return err
 }
 
 func (s *Store) countDedup(n int) {
@@ -141,30 +152,34 @@ func (s *Store) countDedup(n int) {
 func (s *Store) Sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	if !s.opts.Writable {
+	if !s.opts.Writable && !s.closed {
 		return nil
+	}
+	if err := s.writable(); err != nil {
+		return err
 	}
 	return s.syncLocked()
 }
 
+// syncLocked is the barrier itself. Any failure marks the store failed: a
+// failed fsync may have dropped dirty pages, so retrying it could succeed
+// without the data (the fsyncgate lesson); only a reopen, which re-reads
+// the disk, knows what is there.
 func (s *Store) syncLocked() error {
 	if err := s.flushOpenBlocks(); err != nil {
-		return err
+		return s.fail(err)
 	}
 	if !s.dirty {
 		return nil
 	}
 	if s.active != nil && !s.active.synced {
 		if err := s.active.f.Sync(); err != nil {
-			return fmt.Errorf("sync segment %s: %w", segName(s.active.number), err)
+			return s.fail(fmt.Errorf("sync segment %s: %w", segName(s.active.number), err))
 		}
 		s.active.synced = true
 	}
 	if err := s.tree.Commit(s.ctr.encode()); err != nil {
-		return fmt.Errorf("commit index: %w", err)
+		return s.fail(fmt.Errorf("commit index: %w", err))
 	}
 	s.dirty = false
 	return nil

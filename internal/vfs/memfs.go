@@ -69,10 +69,22 @@ type memNode struct {
 	// data[:dirty] == synced[:dirty], so Sync copies only the rest: syncing
 	// after each append stays linear instead of quadratic.
 	dirty int
+	// unsynced lists the writes and truncates since the last Sync, in
+	// order: replaying all of them on synced gives data. CrashCloneRandom
+	// replays a random selection of them.
+	unsynced []memWrite
 
 	// Directories.
 	children       map[string]*memNode // current entries
 	syncedChildren map[string]*memNode // entries as of the last SyncDir
+}
+
+// memWrite is one change to a file's contents since its last Sync: data
+// written at off, or (trunc) a Truncate to size off. data is a private copy.
+type memWrite struct {
+	off   int64
+	data  []byte
+	trunc bool
 }
 
 func newDir(perm fs.FileMode, t time.Time) *memNode {
@@ -88,32 +100,43 @@ func (n *memNode) isDir() bool { return n.mode.IsDir() }
 
 // writeAt writes p at off, zero-filling any gap past the end.
 func (n *memNode) writeAt(p []byte, off int64) {
-	end := int(off) + len(p)
-	if old := len(n.data); end > old {
-		n.data = slices.Grow(n.data, end-old)[:end]
-		// The backing array may hold bytes from before an earlier
-		// shrinking Truncate; a real file reads zeros in the gap.
-		if int(off) > old {
-			clear(n.data[old:off])
-		}
-	}
-	copy(n.data[off:], p)
+	n.data = overlay(n.data, p, int(off))
 	n.dirty = min(n.dirty, int(off))
+	n.unsynced = append(n.unsynced, memWrite{off: off, data: bytes.Clone(p)})
 }
 
 func (n *memNode) truncate(size int64) {
-	if old := int64(len(n.data)); size > old {
-		n.data = slices.Grow(n.data, int(size-old))[:size]
-		clear(n.data[old:])
-	} else {
-		n.data = n.data[:size]
-	}
+	n.data = resize(n.data, int(size))
 	n.dirty = min(n.dirty, int(size))
+	n.unsynced = append(n.unsynced, memWrite{off: size, trunc: true})
 }
 
 func (n *memNode) sync() {
 	n.synced = append(n.synced[:n.dirty], n.data[n.dirty:]...)
 	n.dirty = len(n.data)
+	n.unsynced = nil
+}
+
+// overlay writes p into b at off, growing b (zero-filling any gap past its
+// end) as needed, and returns b.
+func overlay(b, p []byte, off int) []byte {
+	if end := off + len(p); end > len(b) {
+		b = resize(b, end)
+	}
+	copy(b[off:], p)
+	return b
+}
+
+// resize cuts b to size bytes or extends it with zeros, and returns it.
+func resize(b []byte, size int) []byte {
+	if old := len(b); size > old {
+		b = slices.Grow(b, size-old)[:size]
+		// The backing array may hold bytes from before an earlier
+		// shrinking Truncate; a real file reads zeros in the gap.
+		clear(b[old:])
+		return b
+	}
+	return b[:size]
 }
 
 // NewMem returns an empty in-memory filesystem holding only the root "/".
@@ -661,18 +684,35 @@ func (m *MemFS) crashCloneLocked() *MemFS {
 //     so a rename (even across directories, and even replacing a target)
 //     either happened or did not: a file never appears under both names or
 //     vanishes from both, as journaling filesystems guarantee.
-//   - A file whose contents are the synced contents plus appended bytes ends
-//     up with, at random: the synced contents only; all of it; the synced
-//     contents plus a random-length prefix of the appended bytes; or
-//     (1 in 8) the synced contents plus a prefix whose bytes are garbled,
-//     either zeroed from some point on (the size reached the disk but the
-//     data did not) or with a few bytes flipped (a torn write).
-//   - A file overwritten or truncated below its synced size since its last
-//     Sync ends up either all old or all new; mixes of old and new blocks
-//     are not modelled.
+//   - File contents: MemFS remembers every Write and Truncate since a file's
+//     last Sync, in order. The surviving contents start from the synced
+//     contents and replay a random selection of those changes, so writes
+//     may reach the disk out of order, within one file as well as across
+//     files. Each file picks one of these, at random:
+//     none of its unsynced changes (1 in 8); all of them (1 in 8); an
+//     in-order prefix of them, the last one torn (1 in 8); or, most often,
+//     each change independently (5 in 8), with a per-file survival rate
+//     drawn afresh so that both sparse and dense survivals occur. In the
+//     independent mode a write either did not reach the disk, reached it
+//     whole, or was torn; a truncate either happened or did not. One time
+//     in five of those (1 in 8 overall) a surviving write is then also
+//     garbled: zeroed from some point on, or with a few bytes flipped.
+//   - Torn writes are cut at byte granularity: any prefix of the write (down
+//     to none of it) reached the disk and the rest of its range keeps what
+//     was there before. This is stricter than disks that write 512-byte or
+//     4 KiB sectors atomically and includes their outcomes (the cut just
+//     rarely lands on a sector boundary), so a format that survives it does
+//     not depend on the sector size.
+//   - A write that extended the file but did not reach the disk whole may
+//     still have extended it (even odds): the file size reached the disk but
+//     the data did not, and the missing bytes read as zeros. Otherwise the
+//     file is only as long as the surviving changes make it; a gap between
+//     surviving writes past the old end reads as zeros.
 //
-// The synced contents of every surviving file are always intact. Results are
-// a deterministic function of m's state and rng, so a failing seed replays.
+// Bytes that no unsynced write or truncate touched keep their synced
+// contents, and a file without unsynced changes is exactly its synced
+// contents. Results are a deterministic function of m's state and rng, so a
+// failing seed replays.
 func (m *MemFS) CrashCloneRandom(rng *rand.Rand) *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -747,38 +787,108 @@ func (m *MemFS) CrashCloneRandom(rng *rand.Rand) *MemFS {
 	)
 }
 
+// randomContents returns what a power cut leaves of n's contents, as
+// documented on CrashCloneRandom.
 func randomContents(rng *rand.Rand, n *memNode) []byte {
-	s, d := n.synced, n.data
-	switch {
-	case bytes.Equal(s, d):
-		return bytes.Clone(s)
-	case len(d) < len(s) || !bytes.HasPrefix(d, s):
-		if rng.IntN(2) == 0 {
-			return bytes.Clone(s)
-		}
-		return bytes.Clone(d)
+	ops := n.unsynced
+	r := &replay{out: bytes.Clone(n.synced)}
+	if len(ops) == 0 {
+		return r.out
 	}
-	tail := d[len(s):]
-	out := make([]byte, len(s), len(d))
-	copy(out, s)
-	switch r := rng.IntN(8); {
-	case r < 2: // none of the tail reached the disk
-	case r < 4:
-		out = append(out, tail...)
-	case r < 7:
-		out = append(out, tail[:rng.IntN(len(tail)+1)]...)
-	default:
-		g := bytes.Clone(tail[:1+rng.IntN(len(tail))])
-		if rng.IntN(2) == 0 {
-			clear(g[rng.IntN(len(g)):])
-		} else {
-			for range 1 + rng.IntN(min(len(g), 4)) {
-				g[rng.IntN(len(g))] ^= byte(1 + rng.IntN(255))
+	switch mode := rng.IntN(8); {
+	case mode == 0: // nothing unsynced reached the disk
+	case mode == 1: // everything did (replayed, not copied: same result)
+		for _, w := range ops {
+			r.apply(w, len(w.data), false)
+		}
+	case mode == 2: // an in-order prefix, the last change torn
+		cut := rng.IntN(len(ops))
+		for _, w := range ops[:cut] {
+			r.apply(w, len(w.data), false)
+		}
+		if w := ops[cut]; !w.trunc {
+			r.tear(rng, w, rng.IntN(len(w.data)+1))
+		}
+	default: // each change independently
+		keep := rng.Float64()
+		for _, w := range ops {
+			switch {
+			case rng.Float64() >= keep:
+				if !w.trunc {
+					r.tear(rng, w, 0)
+				}
+			case w.trunc || rng.IntN(2) == 0:
+				r.apply(w, len(w.data), false)
+			default:
+				r.tear(rng, w, rng.IntN(len(w.data)+1))
 			}
 		}
-		out = append(out, g...)
+		if mode == 7 {
+			r.garble(rng)
+		}
 	}
-	return out
+	return r.out
+}
+
+// replay builds a file's post-crash contents by applying unsynced changes.
+type replay struct {
+	out []byte
+	// reached holds the byte ranges of writes that reached the disk at
+	// least in part (some data, or just the size), for garbling.
+	reached [][2]int
+}
+
+// apply applies w, of which only the first n bytes reached the disk; if
+// grow, the size w gives the file reached it even so. A truncate ignores n
+// and grow.
+func (r *replay) apply(w memWrite, n int, grow bool) {
+	off := int(w.off)
+	if w.trunc {
+		r.out = resize(r.out, off)
+		return
+	}
+	end := off + len(w.data)
+	if n > 0 || grow {
+		r.reached = append(r.reached, [2]int{off, end})
+	}
+	r.out = overlay(r.out, w.data[:n], off)
+	if grow && end > len(r.out) {
+		r.out = resize(r.out, end)
+	}
+}
+
+// tear applies write w of which only the first n bytes (n < len(w.data), or
+// n == len(w.data) for a whole write) reached the disk. If the write would
+// have extended the file, its new size reaches the disk with even odds.
+func (r *replay) tear(rng *rand.Rand, w memWrite, n int) {
+	grow := false
+	if n < len(w.data) && int(w.off)+len(w.data) > max(len(r.out), int(w.off)+n) {
+		grow = rng.IntN(2) == 0
+	}
+	r.apply(w, n, grow)
+}
+
+// garble damages part of one write that reached the disk: zeroes it from
+// some point on, or flips a few of its bytes.
+func (r *replay) garble(rng *rand.Rand) {
+	var spans [][2]int
+	for _, s := range r.reached {
+		if lo, hi := s[0], min(s[1], len(r.out)); lo < hi {
+			spans = append(spans, [2]int{lo, hi})
+		}
+	}
+	if len(spans) == 0 {
+		return
+	}
+	s := spans[rng.IntN(len(spans))]
+	g := r.out[s[0]:s[1]]
+	if rng.IntN(2) == 0 {
+		clear(g[rng.IntN(len(g)):])
+		return
+	}
+	for range 1 + rng.IntN(min(len(g), 4)) {
+		g[rng.IntN(len(g))] ^= byte(1 + rng.IntN(255))
+	}
 }
 
 // cloneWith builds a fully durable MemFS from m's tree, keeping for each

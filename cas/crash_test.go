@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -131,7 +132,7 @@ func TestCrashSweep(t *testing.T) {
 func TestCrashSweepRandomUnsynced(t *testing.T) {
 	home := "/h/.rook"
 	rng := rand.New(rand.NewPCG(1, 2))
-	for k := 0; ; k += 3 {
+	for k := 0; ; k++ {
 		fsys := vfs.NewMem()
 		if _, err := Init(fsys, nil, home); err != nil {
 			t.Fatal(err)
@@ -149,7 +150,7 @@ func TestCrashSweepRandomUnsynced(t *testing.T) {
 			}
 			if n == base+k {
 				crashed = true
-				for i := 0; i < 3; i++ {
+				for i := 0; i < crashSeeds(); i++ {
 					clones = append(clones, fsys.CrashCloneRandom(rng))
 				}
 				return vfs.ErrInjected
@@ -169,6 +170,15 @@ func TestCrashSweepRandomUnsynced(t *testing.T) {
 			checkCrashState(t, k, c, home, acked)
 		}
 	}
+}
+
+// crashSeeds is how many random crash clones each crash point gets:
+// ROOK_CRASH_SEEDS raises it for a longer hunt than CI's.
+func crashSeeds() int {
+	if n, err := strconv.Atoi(os.Getenv("ROOK_CRASH_SEEDS")); err == nil && n > 0 {
+		return n
+	}
+	return 8
 }
 
 // TestKilledWriter runs a real writer in a subprocess, kills it with SIGKILL

@@ -261,31 +261,54 @@ func (s *Store) recover() error {
 		if n == s.ctr.WMSegment {
 			from = s.ctr.WMOffset
 		}
-		damage, end, err := s.scanSegment(n, from, func(r *scannedRecord) error {
+		type found struct {
+			off, end int64
+			id       Key
+			e        entry
+		}
+		var recs []found
+		damage, _, err := s.scanSegment(n, from, func(r *scannedRecord) error {
 			return s.entriesOf(r, func(id Key, e entry) error {
-				if _, ok, err := s.tree.Get(id); err != nil || ok {
-					return err // already known: the index's copy stands
-				}
-				if err := s.tree.Put(id, e.encode()); err != nil {
-					return err
-				}
-				s.ctr.add(e, +1)
-				taken++
+				recs = append(recs, found{r.off, r.end, id, e})
 				return nil
 			})
 		}, nil)
 		if err != nil {
 			return err
 		}
-		if end >= segHeaderSize && (n > s.ctr.WMSegment || end > s.ctr.WMOffset) {
+		if len(damage) > 0 && n != last {
+			return fmt.Errorf("%s; a sealed segment is damaged: run `rook store verify` to list what it affects, then `rook store reindex`", damage[0])
+		}
+		// Only records before the first damage count: what follows it in
+		// the newest segment is part of the torn tail, however whole some
+		// of it looks (unsynced writes reach the disk in any order).
+		cutoff := int64(1) << 62
+		if len(damage) > 0 {
+			cutoff = damage[0].Offset
+		}
+		end := from
+		for _, f := range recs {
+			if f.off >= cutoff {
+				break
+			}
+			end = f.end
+			if _, ok, err := s.tree.Get(f.id); err != nil {
+				return err
+			} else if ok {
+				continue // already known: the index's copy stands
+			}
+			if err := s.tree.Put(f.id, f.e.encode()); err != nil {
+				return err
+			}
+			s.ctr.add(f.e, +1)
+			taken++
+		}
+		if cutoff >= segHeaderSize && (n > s.ctr.WMSegment || end > s.ctr.WMOffset) {
 			s.ctr.WMSegment, s.ctr.WMOffset = n, end
 			s.dirty = true
 		}
 		if len(damage) == 0 {
 			continue
-		}
-		if n != last {
-			return fmt.Errorf("%s; a sealed segment is damaged: run `rook store verify` to list what it affects, then `rook store reindex`", damage[0])
 		}
 		// Everything past the index's watermark in the newest segment was
 		// never acknowledged by a Sync: a torn write, not lost data.

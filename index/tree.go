@@ -151,6 +151,12 @@ func Open(fsys vfs.FS, path string, writable bool) (*Tree, error) {
 			return nil, fmt.Errorf("index: open %s: remove stale temp file: %w", path, err)
 		}
 	}
+	if writable {
+		if err := scrubPadding(f, path); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
 	t.recovered = recovered
 	t.state.Store(&state{m: m, h: t.newHandle(f)})
 	if writable && recovered != "" {
@@ -164,6 +170,36 @@ func Open(fsys vfs.FS, path string, writable bool) (*Tree, error) {
 		t.recovered = fmt.Sprintf("%s; rewrote it (txid %d)", recovered, t.state.Load().m.TxID)
 	}
 	return t, nil
+}
+
+// scrubPadding rewrites, zeroed, the padding after a valid meta slot that a
+// torn or garbled page write left dirty. The padding is not checksummed, so
+// the slot itself is sound; Check insists on zeros so that every flipped
+// byte of the file is noticed, and a writer restores them.
+func scrubPadding(f vfs.File, path string) error {
+	sl, err := readSlots(f, path)
+	if err != nil {
+		return err
+	}
+	dirty := false
+	for i := range 2 {
+		if sl.errs[i] != nil {
+			continue
+		}
+		n := metaHeaderLen + len(sl.metas[i].UserMeta)
+		if len(sl.pages[i]) > n && !isZero(sl.pages[i][n:]) {
+			if err := writeSlot(f, sl.metas[i]); err != nil {
+				return fmt.Errorf("index: %s: scrub meta slot %d: %w", path, i, err)
+			}
+			dirty = true
+		}
+	}
+	if dirty {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("index: %s: scrub meta slots: %w", path, err)
+		}
+	}
+	return nil
 }
 
 // createEmpty writes a fresh empty index at path via a temp file and rename,

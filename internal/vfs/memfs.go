@@ -688,15 +688,18 @@ func (m *MemFS) crashCloneLocked() *MemFS {
 //     last Sync, in order. The surviving contents start from the synced
 //     contents and replay a random selection of those changes, so writes
 //     may reach the disk out of order, within one file as well as across
-//     files. Each file picks one of these, at random:
-//     none of its unsynced changes (1 in 8); all of them (1 in 8); an
-//     in-order prefix of them, the last one torn (1 in 8); or, most often,
-//     each change independently (5 in 8), with a per-file survival rate
-//     drawn afresh so that both sparse and dense survivals occur. In the
-//     independent mode a write either did not reach the disk, reached it
-//     whole, or was torn; a truncate either happened or did not. One time
-//     in five of those (1 in 8 overall) a surviving write is then also
-//     garbled: zeroed from some point on, or with a few bytes flipped.
+//     files. Each file picks one of these, at random: none of its unsynced
+//     changes (1 in 16; CrashClone covers this state anyway); all of them
+//     (1 in 16); an in-order prefix of them, the last one possibly torn (1
+//     in 8); or, most often, each change independently (3 in 4), with a
+//     per-file survival rate drawn afresh so that both sparse and dense
+//     survivals occur. In the independent mode a write either did not
+//     reach the disk, or reached it (whole 2 times in 3, else torn); a
+//     truncate either happened or did not. One time in six of those (1 in
+//     8 overall) a write that reached the disk is then also garbled: zeroed
+//     from some point on, or with a few bytes flipped, anywhere in the
+//     write's range. This applies to in-place overwrites too: a sector in
+//     flight at the power cut may come back as junk.
 //   - Torn writes are cut at byte granularity: any prefix of the write (down
 //     to none of it) reached the disk and the rest of its range keeps what
 //     was there before. This is stricter than disks that write 512-byte or
@@ -795,13 +798,13 @@ func randomContents(rng *rand.Rand, n *memNode) []byte {
 	if len(ops) == 0 {
 		return r.out
 	}
-	switch mode := rng.IntN(8); {
+	switch mode := rng.IntN(16); {
 	case mode == 0: // nothing unsynced reached the disk
 	case mode == 1: // everything did (replayed, not copied: same result)
 		for _, w := range ops {
 			r.apply(w, len(w.data), false)
 		}
-	case mode == 2: // an in-order prefix, the last change torn
+	case mode < 4: // an in-order prefix, the last change torn
 		cut := rng.IntN(len(ops))
 		for _, w := range ops[:cut] {
 			r.apply(w, len(w.data), false)
@@ -817,13 +820,13 @@ func randomContents(rng *rand.Rand, n *memNode) []byte {
 				if !w.trunc {
 					r.tear(rng, w, 0)
 				}
-			case w.trunc || rng.IntN(2) == 0:
+			case w.trunc || rng.IntN(3) != 0:
 				r.apply(w, len(w.data), false)
 			default:
 				r.tear(rng, w, rng.IntN(len(w.data)+1))
 			}
 		}
-		if mode == 7 {
+		if mode >= 14 {
 			r.garble(rng)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path"
@@ -793,7 +794,8 @@ func TestMemCrashCloneRandomPossibleStates(t *testing.T) {
 	mustNil(t, m.Rename("/d/target.tmp", "/d/target"))
 	create(t, m, "/d/created", "C", true, false)
 	mustNil(t, m.Remove("/d/removed"))
-	// Overwritten in place since its last sync: all old or all new.
+	// Truncated (O_TRUNC) and rewritten since its last sync: the truncate
+	// and the write reach the disk independently, the write possibly torn.
 	create(t, m, "/d/rewritten", "new", false, false)
 
 	seen := map[string]map[string]bool{}
@@ -892,7 +894,13 @@ func TestMemCrashCloneRandomPossibleStates(t *testing.T) {
 				removedGot = "<absent>"
 			}
 			wantOneOf(seed, "removed", removedGot, "<absent>", "X")
-			wantOneOf(seed, "rewritten", got["/d/rewritten"], "old!", "new")
+			rw := got["/d/rewritten"]
+			if len(rw) > len("old!") {
+				t.Fatalf("seed %d: rewritten = %q, longer than old or new", seed, rw)
+			}
+			if slices.Contains(rewrittenOutcomes, rw) {
+				note("rewritten", rw)
+			}
 		}
 		if fmt.Sprint(before) != fmt.Sprint(dump(t, m)) {
 			t.Fatal("CrashCloneRandom changed the original")
@@ -908,9 +916,196 @@ func TestMemCrashCloneRandomPossibleStates(t *testing.T) {
 				i, fm.seenSynced, fm.seenAll, fm.seenPartial, fm.seenGarbled)
 		}
 	}
-	for _, name := range []string{"rename", "move", "target", "created", "removed", "rewritten"} {
+	for _, name := range []string{"rename", "move", "target", "created", "removed"} {
 		if len(seen[name]) != 2 {
 			t.Errorf("%s: saw only %v; want both outcomes", name, seen[name])
+		}
+	}
+	// Neither, only the truncate, both, only the write (over the old bytes),
+	// and a torn write.
+	for _, want := range []string{"old!", "", "new", "new!", "nld!"} {
+		if !seen["rewritten"][want] {
+			t.Errorf("rewritten: never saw %q; saw %q", want, slices.Sorted(maps.Keys(seen["rewritten"])))
+		}
+	}
+}
+
+// rewrittenOutcomes are the ungarbled states of a file synced as "old!"
+// then truncated to 0 and rewritten as "new": truncate lost or not, any
+// prefix of the write, and if the truncate happened possibly the new size
+// without all of the data.
+var rewrittenOutcomes = []string{
+	"old!", "nld!", "ned!", "new!",
+	"", "n", "ne", "new",
+	"\x00\x00\x00", "n\x00\x00", "ne\x00",
+}
+
+// TestMemCrashCloneRandomOutOfOrderWrites models a copy-on-write commit
+// missing its first fsync: new nodes appended past the synced end, then a
+// meta page overwritten at offset 0, with no Sync in between. A power cut
+// may persist any subset of the two writes, either torn, so every
+// combination must come up, including "new meta, nodes missing" in both
+// its forms (file too short, and full size with the nodes' bytes zero).
+func TestMemCrashCloneRandomOutOfOrderWrites(t *testing.T) {
+	const page, synced, appended = 4096, 2 * 4096, 3000
+	rng := rand.New(rand.NewPCG(3, 3))
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(1 + rng.IntN(255)) // never 0: zeros are visible
+		}
+		return b
+	}
+	old, nodes, meta := random(synced), random(appended), random(page)
+
+	m := vfs.NewMem()
+	mustNil(t, m.MkdirAll("/d", 0o755))
+	f, err := m.OpenFile("/d/index", os.O_RDWR|os.O_CREATE, 0o644)
+	mustNil(t, err)
+	_, err = f.Write(old)
+	mustNil(t, err)
+	mustNil(t, f.Sync())
+	mustNil(t, m.SyncDir("/d"))
+	_, err = f.Write(nodes) // appended at the end
+	mustNil(t, err)
+	_, err = f.Seek(0, io.SeekStart)
+	mustNil(t, err)
+	_, err = f.Write(meta) // overwrites page 0
+	mustNil(t, err)
+
+	if got := contents(t, m.CrashClone(), "/d/index"); got != string(old) {
+		t.Fatal("CrashClone kept unsynced writes")
+	}
+	want := string(meta) + string(old[page:]) + string(nodes)
+	if got := contents(t, m, "/d/index"); got != want {
+		t.Fatal("live contents wrong")
+	}
+
+	// classify names what became of each write.
+	classify := func(got, oldb, newb []byte) string {
+		switch {
+		case bytes.Equal(got, newb):
+			return "whole"
+		case bytes.Equal(got, oldb):
+			return "lost"
+		}
+		// A torn write is a prefix of the new bytes, then the old ones.
+		k := 0
+		for k < len(got) && got[k] == newb[k] {
+			k++
+		}
+		if bytes.Equal(got[k:], oldb[k:]) {
+			return "torn"
+		}
+		return "garbled"
+	}
+	seen := map[[2]string]int{}
+	for seed := range uint64(2000) {
+		c := m.CrashCloneRandom(rand.New(rand.NewPCG(seed, 7)))
+		got := []byte(contents(t, c, "/d/index"))
+		again := contents(t, m.CrashCloneRandom(rand.New(rand.NewPCG(seed, 7))), "/d/index")
+		if string(got) != again {
+			t.Fatalf("seed %d: not deterministic", seed)
+		}
+		if len(got) < synced || len(got) > synced+appended {
+			t.Fatalf("seed %d: size %d, want %d..%d", seed, len(got), synced, synced+appended)
+		}
+		// Synced bytes that no unsynced write touched are always intact.
+		if !bytes.Equal(got[page:synced], old[page:]) {
+			t.Fatalf("seed %d: synced bytes outside the overwritten page changed", seed)
+		}
+		metaState := classify(got[:page], old[:page], meta)
+		tail := got[synced:]
+		var nodeState string
+		switch {
+		case len(tail) == 0:
+			nodeState = "lost"
+		case bytes.Equal(tail, nodes):
+			nodeState = "whole"
+		case bytes.HasPrefix(nodes, tail):
+			nodeState = "torn" // and the file ends there
+		case len(tail) == appended && bytes.Equal(tail, make([]byte, appended)):
+			nodeState = "size only" // the size reached the disk, no data
+		default:
+			nodeState = "partial or garbled"
+		}
+		seen[[2]string{metaState, nodeState}]++
+		if !slices.Contains([]string{"whole", "lost", "torn", "garbled"}, metaState) {
+			t.Fatalf("seed %d: meta %s", seed, metaState)
+		}
+	}
+	t.Logf("outcomes (meta, nodes): %v", seen)
+	for _, want := range [][2]string{
+		{"lost", "lost"}, {"lost", "whole"}, {"whole", "lost"}, {"whole", "whole"},
+		{"whole", "size only"}, {"whole", "torn"}, {"torn", "whole"}, {"torn", "lost"},
+		{"garbled", "whole"}, {"lost", "partial or garbled"},
+	} {
+		if seen[want] == 0 {
+			t.Errorf("never saw meta %s with nodes %s", want[0], want[1])
+		}
+	}
+
+	// Once synced, there is nothing left to lose or tear.
+	mustNil(t, f.Sync())
+	for seed := range uint64(50) {
+		if got := contents(t, m.CrashCloneRandom(rand.New(rand.NewPCG(seed, 7))), "/d/index"); got != want {
+			t.Fatalf("seed %d: synced file changed by a crash", seed)
+		}
+	}
+	mustNil(t, f.Close())
+}
+
+// TestMemCrashCloneRandomHolesAndTruncates: a later append can survive
+// without an earlier one (the gap reads as zeros), and unsynced truncates,
+// shrinking or growing, happen or not.
+func TestMemCrashCloneRandomHolesAndTruncates(t *testing.T) {
+	m := vfs.NewMem()
+	mustNil(t, m.MkdirAll("/d", 0o755))
+	create(t, m, "/d/appends", "abc", true, true)
+	create(t, m, "/d/shrunk", "abcdef", true, true)
+	create(t, m, "/d/grown", "ab", true, true)
+
+	f, err := m.OpenFile("/d/appends", os.O_WRONLY|os.O_APPEND, 0)
+	mustNil(t, err)
+	for _, s := range []string{"XX", "YY"} {
+		_, err = f.Write([]byte(s))
+		mustNil(t, err)
+	}
+	mustNil(t, f.Close())
+	for name, size := range map[string]int64{"/d/shrunk": 2, "/d/grown": 5} {
+		f, err := m.OpenFile(name, os.O_WRONLY, 0)
+		mustNil(t, err)
+		mustNil(t, f.Truncate(size))
+		mustNil(t, f.Close())
+	}
+
+	seen := map[string]map[string]bool{"/d/appends": {}, "/d/shrunk": {}, "/d/grown": {}}
+	for seed := range uint64(500) {
+		got := dump(t, m.CrashCloneRandom(rand.New(rand.NewPCG(seed, 1))))
+		for name, allowed := range map[string][]string{
+			"/d/shrunk": {"abcdef", "ab"},
+			"/d/grown":  {"ab", "ab\x00\x00\x00"},
+		} {
+			if !slices.Contains(allowed, got[name]) {
+				t.Fatalf("seed %d: %s = %q, want one of %q", seed, name, got[name], allowed)
+			}
+			seen[name][got[name]] = true
+		}
+		a := got["/d/appends"]
+		if len(a) < 3 || a[:3] != "abc" || len(a) > 7 {
+			t.Fatalf("seed %d: appends = %q", seed, a)
+		}
+		seen["/d/appends"][a] = true
+	}
+	for name, want := range map[string][]string{
+		"/d/shrunk":  {"abcdef", "ab"},
+		"/d/grown":   {"ab", "ab\x00\x00\x00"},
+		"/d/appends": {"abc", "abcXX", "abcXXYY", "abc\x00\x00YY", "abcX", "abcXXY", "abc\x00\x00", "abc\x00\x00\x00\x00"},
+	} {
+		for _, w := range want {
+			if !seen[name][w] {
+				t.Errorf("%s: never saw %q; saw %q", name, w, slices.Sorted(maps.Keys(seen[name])))
+			}
 		}
 	}
 }

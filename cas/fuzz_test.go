@@ -3,9 +3,7 @@ package cas
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
-	"os"
-	"path/filepath"
+	"github.com/rookhq/rook/internal/fuzzseed"
 	"testing"
 
 	"github.com/rookhq/rook/dict"
@@ -132,23 +130,9 @@ func FuzzDecodeEntry(f *testing.F) {
 }
 
 func TestWriteFuzzSeeds(t *testing.T) {
-	if os.Getenv("ROOK_WRITE_FUZZ_SEEDS") == "" {
-		t.Skip("set ROOK_WRITE_FUZZ_SEEDS=1 to regenerate testdata/fuzz")
-	}
-	for target, seeds := range map[string][][]byte{
+	fuzzseed.Write(t, map[string][][]byte{
 		"FuzzDecodeRecord": recordSeeds(),
 		"FuzzParseMarker":  markerSeeds(),
 		"FuzzDecodeEntry":  entrySeeds(),
-	} {
-		dir := filepath.Join("testdata", "fuzz", target)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for i, s := range seeds {
-			body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", s)
-			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed%02d", i)), []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	})
 }

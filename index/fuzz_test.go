@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
+	"github.com/rookhq/rook/internal/fuzzseed"
 	"hash/crc32"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -163,23 +161,7 @@ func metaSeeds() [][]byte {
 
 // TestWriteFuzzSeeds writes the seed corpora as files (go test fuzz v1).
 func TestWriteFuzzSeeds(t *testing.T) {
-	if os.Getenv("ROOK_WRITE_FUZZ_SEEDS") == "" {
-		t.Skip("set ROOK_WRITE_FUZZ_SEEDS=1 to regenerate testdata/fuzz")
-	}
-	write := func(target string, seeds [][]byte) {
-		dir := filepath.Join("testdata", "fuzz", target)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for i, s := range seeds {
-			body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", s)
-			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed%02d", i)), []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	write("FuzzDecodeNode", nodeSeeds())
-	write("FuzzDecodeMeta", metaSeeds())
+	fuzzseed.Write(t, map[string][][]byte{"FuzzDecodeNode": nodeSeeds(), "FuzzDecodeMeta": metaSeeds()})
 }
 
 // TestNodeRoundTrip checks encode/decode of real nodes outside fuzzing.

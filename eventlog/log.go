@@ -1,0 +1,698 @@
+// Package eventlog keeps each session's append-only event log: dense
+// sequence numbers from 0, buffered appends with durability barriers,
+// atomic groups (an event and its companion), forks that copy records (never
+// bodies), and reads by seq range that cost a page, not a session.
+//
+// Each session is two files under the events directory: <ULID>.meta, its
+// metadata as versioned JSON, and <ULID>.log, its records. docs/storage.md
+// ("Event logs") gives the byte layout and the crash behaviour.
+package eventlog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// Meta is a session's metadata. It is JSON with a version field; readers
+// ignore fields they do not know, so adding one needs no migration.
+type Meta struct {
+	V         int       `json:"v"`
+	ID        ID        `json:"id"`
+	Title     string    `json:"title,omitempty"`
+	Workspace string    `json:"workspace,omitempty"`
+	Created   time.Time `json:"created"`
+	Parent    *ID       `json:"parent,omitempty"`
+	ForkAt    *uint64   `json:"fork_at,omitempty"` // the fork holds the parent's events [0, ForkAt)
+	Tags      []string  `json:"tags,omitempty"`
+}
+
+// Summary is a session's metadata plus what its log says.
+type Summary struct {
+	Meta
+	Events    uint64    `json:"events"`
+	TokensIn  uint64    `json:"tokens_in"`
+	TokensOut uint64    `json:"tokens_out"`
+	Updated   time.Time `json:"updated"`
+}
+
+const metaVersion = 1
+
+// Options tune a Log.
+type Options struct {
+	FS    vfs.FS
+	Clock clock.Clock
+	// Writable: this process holds the store's writer lock.
+	Writable bool
+	// BarrierEvery: a durability barrier after this many buffered events
+	// (default and maximum 256; the maximum bounds how much a crash can
+	// tear, see tailWindow).
+	BarrierEvery int
+	// BeforeBarrier runs before the records of a barrier are written: the
+	// store's Sync, so no durable event ever names a body that is not.
+	BeforeBarrier func() error
+	// TornDir receives the bytes of torn tails cut by recovery.
+	TornDir string
+}
+
+// maxBarrierEvery caps BarrierEvery, and with it the bytes one barrier
+// writes per session: at most (256 + a group) records of at most
+// maxRecordSize bytes, well under tailWindow.
+const maxBarrierEvery = 256
+
+// tailWindow is how far from the end of a log a crash can have torn it:
+// more than one barrier's writes. Damage further back is corruption.
+const tailWindow = 512 << 10
+
+// Log is the set of session logs in one directory.
+type Log struct {
+	dir  string
+	opts Options
+	fs   vfs.FS
+	ids  idGen
+
+	// Notices says what Open repaired.
+	Notices []string
+
+	mu        sync.Mutex
+	sessions  map[ID]*writerState
+	unflushed int
+	marked    bool  // the dirty marker is on disk
+	failed    error // a barrier failed: nothing more is acknowledged
+}
+
+// writerState is what the writer knows about a session it appends to.
+type writerState struct {
+	next          uint64
+	cumIn, cumOut uint64
+	size          int64   // bytes on disk (after the last barrier)
+	buf           []byte  // encoded records not yet written
+	pending       []Event // the same, decoded, for reads
+	damaged       error   // the log is damaged before its tail: no appends
+}
+
+// dirtyMarker exists while a writer may have unflushed or unsynced
+// records: its presence at open means the last writer did not close, and
+// the logs it touched need their tails checked.
+const dirtyMarker = "WRITER-ACTIVE"
+
+// ErrNoSession: no such session.
+var ErrNoSession = errors.New("no such session")
+
+// Open opens the logs in dir. A writer checks and repairs the logs a
+// crashed writer left (torn tails, half groups) and says so in Notices.
+func Open(dir string, opts Options) (*Log, error) {
+	if opts.FS == nil {
+		opts.FS = vfs.OS
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.System
+	}
+	if opts.BarrierEvery <= 0 || opts.BarrierEvery > maxBarrierEvery {
+		opts.BarrierEvery = maxBarrierEvery
+	}
+	l := &Log{dir: dir, opts: opts, fs: opts.FS, sessions: map[ID]*writerState{}}
+	if opts.Writable {
+		if err := opts.FS.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		if err := l.recoverAfterCrash(); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func (l *Log) logPath(id ID) string  { return filepath.Join(l.dir, id.String()+".log") }
+func (l *Log) metaPath(id ID) string { return filepath.Join(l.dir, id.String()+".meta") }
+
+// Create starts a new session and returns its metadata (id and creation
+// time filled in). The session is durable when Create returns.
+func (l *Log) Create(m Meta) (Meta, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return m, err
+	}
+	now := l.opts.Clock.Now()
+	id, err := l.ids.next(now)
+	if err != nil {
+		return m, err
+	}
+	m.V, m.ID, m.Created = metaVersion, id, now.UTC().Truncate(time.Millisecond)
+	if err := l.fs.WriteFileAtomic(l.logPath(id), encodeHeader(id), 0o600); err != nil {
+		return m, fmt.Errorf("create session log: %w", err)
+	}
+	if err := l.writeMeta(m); err != nil {
+		return m, err
+	}
+	l.sessions[id] = &writerState{size: logHeaderSize}
+	return m, nil
+}
+
+func (l *Log) writeMeta(m Meta) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if err := l.fs.WriteFileAtomic(l.metaPath(m.ID), append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write session metadata: %w", err)
+	}
+	return nil
+}
+
+func (l *Log) writable() error {
+	if !l.opts.Writable {
+		return errors.New("event log is open read-only")
+	}
+	if l.failed != nil {
+		return fmt.Errorf("an earlier write failed (%w); reopen the store to recover", l.failed)
+	}
+	return nil
+}
+
+// ReadMeta reads a session's metadata.
+func (l *Log) ReadMeta(id ID) (Meta, error) {
+	b, err := vfs.ReadFile(l.fs, l.metaPath(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Meta{}, fmt.Errorf("%w: %s", ErrNoSession, id)
+	}
+	if err != nil {
+		return Meta{}, err
+	}
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Meta{}, fmt.Errorf("session %s: metadata unreadable: %v", id, err)
+	}
+	if m.V > metaVersion {
+		return Meta{}, fmt.Errorf("session %s: metadata version %d is newer than this rook: upgrade rook", id, m.V)
+	}
+	return m, nil
+}
+
+// UpdateMeta rewrites a session's metadata (title, tags...).
+func (l *Log) UpdateMeta(m Meta) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if _, err := l.ReadMeta(m.ID); err != nil {
+		return err
+	}
+	m.V = metaVersion
+	return l.writeMeta(m)
+}
+
+// state loads the writer's view of a session.
+func (l *Log) state(id ID) (*writerState, error) {
+	if st, ok := l.sessions[id]; ok {
+		return st, nil
+	}
+	if _, err := l.ReadMeta(id); err != nil {
+		return nil, err
+	}
+	f, err := l.fs.OpenFile(l.logPath(id), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	defer f.Close()
+	r, err := newReader(f, id)
+	if err != nil {
+		return nil, err
+	}
+	last, ok, err := r.last()
+	if err != nil {
+		return nil, err
+	}
+	st := &writerState{size: r.size}
+	if ok {
+		if last.More {
+			return nil, fmt.Errorf("session %s ends inside an event group: reopen the store to repair it", id)
+		}
+		st.next, st.cumIn, st.cumOut = last.Seq+1, last.CumIn, last.CumOut
+	}
+	l.sessions[id] = st
+	return st, nil
+}
+
+// Append adds events to a session as one atomic group: after a crash either
+// all of them are in the log or none is. It assigns their seqs (dense, from
+// the session's next) and returns the first. Each event's Seq, cumulative
+// tokens and More are set by Append; a zero Time is set to now.
+func (l *Log) Append(id ID, evs ...Event) (uint64, error) {
+	if len(evs) == 0 || len(evs) > 16 {
+		return 0, fmt.Errorf("append takes 1 to 16 events, not %d", len(evs))
+	}
+	for _, ev := range evs {
+		if !ev.Kind.Valid() {
+			return 0, fmt.Errorf("unknown event kind %d", ev.Kind)
+		}
+		if len(ev.Label) > MaxLabel {
+			return 0, fmt.Errorf("label of %d bytes is longer than %d", len(ev.Label), MaxLabel)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return 0, err
+	}
+	st, err := l.state(id)
+	if err != nil {
+		return 0, err
+	}
+	if st.damaged != nil {
+		return 0, st.damaged
+	}
+	first := st.next
+	barrier := false
+	now := l.opts.Clock.Now()
+	for i := range evs {
+		ev := evs[i]
+		ev.Seq = st.next
+		if ev.Time.IsZero() {
+			ev.Time = now
+		}
+		ev.Time = ev.Time.Truncate(time.Millisecond)
+		st.cumIn += ev.TokensIn
+		st.cumOut += ev.TokensOut
+		ev.CumIn, ev.CumOut = st.cumIn, st.cumOut
+		ev.More = i < len(evs)-1
+		st.buf = appendRecord(st.buf, &ev)
+		st.pending = append(st.pending, ev)
+		st.next++
+		barrier = barrier || ev.Kind.Barrier()
+	}
+	l.unflushed += len(evs)
+	if barrier || l.unflushed >= l.opts.BarrierEvery {
+		if err := l.flushLocked(); err != nil {
+			return 0, err
+		}
+	}
+	return first, nil
+}
+
+// Unflushed is how many appended events a crash could still lose.
+func (l *Log) Unflushed() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.unflushed
+}
+
+// Flush is the explicit barrier (the end of a turn): after it returns, a
+// crash loses no event appended before it.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.opts.Writable {
+		return nil
+	}
+	if err := l.writable(); err != nil {
+		return err
+	}
+	return l.flushLocked()
+}
+
+func (l *Log) flushLocked() error {
+	ids := make([]ID, 0, len(l.sessions))
+	for id, st := range l.sessions {
+		if len(st.buf) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		l.unflushed = 0
+		return nil
+	}
+	fail := func(err error) error {
+		l.failed = err
+		return err
+	}
+	if l.opts.BeforeBarrier != nil {
+		if err := l.opts.BeforeBarrier(); err != nil {
+			return fail(fmt.Errorf("sync event bodies: %w", err))
+		}
+	}
+	if !l.marked {
+		if err := l.fs.WriteFileAtomic(filepath.Join(l.dir, dirtyMarker), []byte(l.opts.Clock.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
+			return fail(fmt.Errorf("mark the event log in use: %w", err))
+		}
+		l.marked = true
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
+	for _, id := range ids {
+		st := l.sessions[id]
+		if err := l.writeTail(id, st); err != nil {
+			return fail(err)
+		}
+		st.size += int64(len(st.buf))
+		st.buf, st.pending = nil, nil
+	}
+	l.unflushed = 0
+	return nil
+}
+
+// writeTail appends a session's buffered records and fsyncs them.
+func (l *Log) writeTail(id ID, st *writerState) error {
+	f, err := l.fs.OpenFile(l.logPath(id), os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("session %s: open log: %w", id, err)
+	}
+	defer f.Close()
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return err
+	}
+	if end != st.size {
+		return fmt.Errorf("session %s: log is %d bytes, expected %d: another writer?", id, end, st.size)
+	}
+	if _, err := f.Write(st.buf); err != nil {
+		return fmt.Errorf("session %s: write log: %w", id, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("session %s: sync log: %w", id, err)
+	}
+	return nil
+}
+
+// Close flushes, and clears the dirty marker: the next writer need not
+// check any tail.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.opts.Writable {
+		return nil
+	}
+	if l.failed != nil {
+		return l.failed
+	}
+	if err := l.flushLocked(); err != nil {
+		return err
+	}
+	if l.marked {
+		if err := l.fs.Remove(filepath.Join(l.dir, dirtyMarker)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+		l.marked = false
+	}
+	return nil
+}
+
+// IDs lists every session, oldest first.
+func (l *Log) IDs() ([]ID, error) {
+	ents, err := l.fs.ReadDir(l.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []ID
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".meta")
+		if !ok {
+			continue
+		}
+		if id, err := ParseID(name); err == nil {
+			out = append(out, id)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out, nil
+}
+
+// Summary reads a session's metadata and the totals its last record holds.
+// It costs two small reads, whatever the session's length.
+func (l *Log) Summary(id ID) (Summary, error) {
+	m, err := l.ReadMeta(id)
+	if err != nil {
+		return Summary{}, err
+	}
+	s := Summary{Meta: m, Updated: m.Created}
+	l.mu.Lock()
+	st := l.sessions[id]
+	if st != nil && len(st.pending) > 0 {
+		last := st.pending[len(st.pending)-1]
+		s.Events, s.TokensIn, s.TokensOut, s.Updated = last.Seq+1, last.CumIn, last.CumOut, last.Time
+		l.mu.Unlock()
+		return s, nil
+	}
+	l.mu.Unlock()
+	f, err := l.fs.OpenFile(l.logPath(id), os.O_RDONLY, 0)
+	if err != nil {
+		return s, fmt.Errorf("session %s: %w", id, err)
+	}
+	defer f.Close()
+	r, err := newReader(f, id)
+	if err != nil {
+		return s, err
+	}
+	last, ok, err := r.last()
+	if err != nil {
+		return s, err
+	}
+	if ok {
+		s.Events, s.TokensIn, s.TokensOut, s.Updated = last.Seq+1, last.CumIn, last.CumOut, last.Time
+	}
+	return s, nil
+}
+
+// Sessions summarises every session, oldest first.
+func (l *Log) Sessions() ([]Summary, error) {
+	ids, err := l.IDs()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Summary, 0, len(ids))
+	for _, id := range ids {
+		s, err := l.Summary(id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Read returns up to limit events of a session from seq `from` on, in
+// order. It costs O(limit) plus a bisection of the file, not O(session).
+func (l *Log) Read(id ID, from uint64, limit int) ([]Event, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	if _, err := l.ReadMeta(id); err != nil {
+		return nil, err
+	}
+	f, err := l.fs.OpenFile(l.logPath(id), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	defer f.Close()
+	r, err := newReader(f, id)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.read(from, limit)
+	if err != nil {
+		return nil, err
+	}
+	// The writer's own buffered events follow what is on disk.
+	l.mu.Lock()
+	if st := l.sessions[id]; st != nil {
+		for _, ev := range st.pending {
+			if len(out) >= limit {
+				break
+			}
+			if ev.Seq >= from && (len(out) == 0 || ev.Seq == out[len(out)-1].Seq+1) {
+				out = append(out, ev)
+			}
+		}
+	}
+	l.mu.Unlock()
+	return out, nil
+}
+
+// ReadBefore returns up to limit events with seq < before, in order: the
+// page that precedes `before`.
+func (l *Log) ReadBefore(id ID, before uint64, limit int) ([]Event, error) {
+	if limit <= 0 || before == 0 {
+		return nil, nil
+	}
+	from := uint64(0)
+	if before > uint64(limit) {
+		from = before - uint64(limit)
+	}
+	return l.Read(id, from, int(before-from))
+}
+
+// Fork makes a new session holding exactly the events [0, at) of parent,
+// with the same seqs and bodies: it copies records, never content. m gives
+// the new session's title and tags; workspace and tags default to the
+// parent's.
+func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return m, err
+	}
+	pm, err := l.ReadMeta(parent)
+	if err != nil {
+		return m, err
+	}
+	if err := l.flushLocked(); err != nil {
+		return m, err
+	}
+	f, err := l.fs.OpenFile(l.logPath(parent), os.O_RDONLY, 0)
+	if err != nil {
+		return m, err
+	}
+	defer f.Close()
+	r, err := newReader(f, parent)
+	if err != nil {
+		return m, err
+	}
+	last, ok, err := r.last()
+	if err != nil {
+		return m, err
+	}
+	count := uint64(0)
+	if ok {
+		count = last.Seq + 1
+	}
+	if at > count {
+		return m, fmt.Errorf("cannot fork at %d: session %s has %d events (fork at 0 to %d)", at, parent, count, count)
+	}
+	end := int64(logHeaderSize)
+	var tail *Event
+	if at > 0 {
+		off, ev, err := r.find(at - 1)
+		if err != nil {
+			return m, err
+		}
+		end = off + int64(recordLen(ev))
+		tail = &ev
+	}
+	body := make([]byte, end-logHeaderSize)
+	if _, err := f.ReadAt(body, logHeaderSize); err != nil {
+		return m, err
+	}
+	now := l.opts.Clock.Now()
+	id, err := l.ids.next(now)
+	if err != nil {
+		return m, err
+	}
+	if tail != nil && tail.More {
+		// The fork point splits a group: the fork's copy of the group's
+		// first part ends it, so the fork's log is whole on its own.
+		cut := len(body) - recordLen(*tail)
+		fixed := *tail
+		fixed.More = false
+		body = appendRecord(body[:cut], &fixed)
+	}
+	data := append(encodeHeader(id), body...)
+	if err := l.fs.WriteFileAtomic(l.logPath(id), data, 0o600); err != nil {
+		return m, fmt.Errorf("write fork log: %w", err)
+	}
+	m.V, m.ID, m.Created = metaVersion, id, now.UTC().Truncate(time.Millisecond)
+	m.Parent, m.ForkAt = &parent, &at
+	if m.Workspace == "" {
+		m.Workspace = pm.Workspace
+	}
+	if m.Title == "" {
+		m.Title = pm.Title
+	}
+	if m.Tags == nil {
+		m.Tags = pm.Tags
+	}
+	if err := l.writeMeta(m); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// recordLen is the encoded length of ev's record.
+func recordLen(ev Event) int { return len(appendRecord(nil, &ev)) }
+
+// Remove deletes a session's events and metadata (its bodies stay in the
+// store until gc). It returns how many events the session had.
+func (l *Log) Remove(id ID) (uint64, error) {
+	s, err := l.Summary(id)
+	if err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return 0, err
+	}
+	if st := l.sessions[id]; st != nil {
+		l.unflushed -= len(st.pending)
+		delete(l.sessions, id)
+	}
+	// The metadata first: without it the session does not exist, and a
+	// crash before the log goes leaves only an orphan file.
+	if err := l.fs.Remove(l.metaPath(id)); err != nil {
+		return 0, err
+	}
+	if err := l.fs.Remove(l.logPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	return s.Events, l.fs.SyncDir(l.dir)
+}
+
+// Resolve finds the session whose id starts with prefix (case-insensitive).
+func (l *Log) Resolve(prefix string) (ID, error) {
+	p := strings.ToUpper(strings.TrimSpace(prefix))
+	if p == "" {
+		return ID{}, errors.New("empty session id")
+	}
+	ids, err := l.IDs()
+	if err != nil {
+		return ID{}, err
+	}
+	var found []ID
+	for _, id := range ids {
+		if strings.HasPrefix(id.String(), p) {
+			found = append(found, id)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return ID{}, fmt.Errorf("%w matches %q: `rook session ls --all` lists them", ErrNoSession, prefix)
+	case 1:
+		return found[0], nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "session prefix %q is ambiguous; it matches:", prefix)
+	for i, id := range found {
+		if i == 10 {
+			b.WriteString("\n  ...")
+			break
+		}
+		b.WriteString("\n  " + id.String())
+	}
+	b.WriteString("\ngive more characters")
+	return ID{}, &AmbiguousError{msg: b.String(), Candidates: found}
+}
+
+// AmbiguousError: a prefix that names several sessions.
+type AmbiguousError struct {
+	msg        string
+	Candidates []ID
+}
+
+func (e *AmbiguousError) Error() string { return e.msg }

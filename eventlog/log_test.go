@@ -1,0 +1,198 @@
+package eventlog
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+func testLog(t *testing.T, fsys vfs.FS, opts Options) *Log {
+	t.Helper()
+	if fsys == nil {
+		fsys = vfs.NewMem()
+	}
+	opts.FS = fsys
+	opts.Writable = true
+	if opts.Clock == nil {
+		opts.Clock = &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	}
+	l, err := Open("/h/events", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func body(i int) (b [32]byte) {
+	copy(b[:], fmt.Sprintf("body-%d", i))
+	return b
+}
+
+func TestAppendReadReopen(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{BarrierEvery: 10})
+	m, err := l.Create(Meta{Title: "t", Workspace: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1000; i++ {
+		seq, err := l.Append(m.ID, Event{Kind: KindAssistant, Body: body(i), Label: "model", TokensIn: 2, TokensOut: 1})
+		if err != nil || seq != uint64(i) {
+			t.Fatalf("append %d: seq %d, %v", i, seq, err)
+		}
+	}
+	check := func(l *Log) {
+		t.Helper()
+		s, err := l.Summary(m.ID)
+		if err != nil || s.Events != 1000 || s.TokensIn != 2000 || s.TokensOut != 1000 || s.Title != "t" {
+			t.Fatalf("summary %+v %v", s, err)
+		}
+		for _, from := range []uint64{0, 1, 499, 990, 999} {
+			evs, err := l.Read(m.ID, from, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := min(7, 1000-int(from))
+			if len(evs) != want {
+				t.Fatalf("read from %d: %d events", from, len(evs))
+			}
+			for i, ev := range evs {
+				if ev.Seq != from+uint64(i) || ev.Body != body(int(ev.Seq)) {
+					t.Fatalf("read from %d: event %d is seq %d", from, i, ev.Seq)
+				}
+			}
+		}
+		evs, _ := l.ReadBefore(m.ID, 1000, 50)
+		if len(evs) != 50 || evs[0].Seq != 950 || evs[49].Seq != 999 {
+			t.Fatalf("last page: %d events", len(evs))
+		}
+		if evs, _ := l.Read(m.ID, 1000, 5); len(evs) != 0 {
+			t.Fatalf("read past the end: %d", len(evs))
+		}
+	}
+	check(l)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := Open("/h/events", Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(l2)
+}
+
+func TestForkKeepsExactlyTheEventsBeforeTheSplit(t *testing.T) {
+	l := testLog(t, nil, Options{})
+	m, _ := l.Create(Meta{Title: "parent", Workspace: "/w", Tags: []string{"x"}})
+	for i := 0; i < 5; i++ {
+		l.Append(m.ID, Event{Kind: KindUser, Body: body(i)})
+	}
+	l.Append(m.ID, Event{Kind: KindNote, Label: "rook:tool-images:v1"}, Event{Kind: KindToolResult, Body: body(99)})
+	for _, at := range []uint64{0, 1, 3, 6, 7} {
+		f, err := l.Fork(m.ID, at, Meta{})
+		if err != nil {
+			t.Fatalf("fork at %d: %v", at, err)
+		}
+		s, _ := l.Summary(f.ID)
+		if s.Events != at || *s.Parent != m.ID || *s.ForkAt != at || s.Workspace != "/w" {
+			t.Fatalf("fork at %d: %+v", at, s)
+		}
+		evs, _ := l.Read(f.ID, 0, 100)
+		if uint64(len(evs)) != at {
+			t.Fatalf("fork at %d has %d events", at, len(evs))
+		}
+		for i, ev := range evs {
+			if ev.Seq != uint64(i) {
+				t.Fatalf("fork seq %d at %d", ev.Seq, i)
+			}
+		}
+		// A fork goes on on its own.
+		seq, err := l.Append(f.ID, Event{Kind: KindUser})
+		if err != nil || seq != at {
+			t.Fatalf("append to fork at %d: seq %d %v", at, seq, err)
+		}
+	}
+	if _, err := l.Fork(m.ID, 8, Meta{}); err == nil {
+		t.Fatal("fork past the end accepted")
+	}
+}
+
+func TestConcurrentPairsStayAdjacent(t *testing.T) {
+	l := testLog(t, nil, Options{BarrierEvery: 16})
+	m, _ := l.Create(Meta{})
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				note := Event{Kind: KindNote, Label: fmt.Sprintf("g%d-%d", g, i)}
+				res := Event{Kind: KindToolResult, Label: fmt.Sprintf("g%d-%d", g, i)}
+				if _, err := l.Append(m.ID, note, res); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%7 == 0 {
+					l.Flush()
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	evs, err := l.Read(m.ID, 0, 1000)
+	if err != nil || len(evs) != 160 {
+		t.Fatalf("%d events, %v", len(evs), err)
+	}
+	for i := 0; i < 160; i += 2 {
+		if evs[i].Seq != uint64(i) || evs[i].Kind != KindNote || evs[i+1].Kind != KindToolResult || evs[i].Label != evs[i+1].Label {
+			t.Fatalf("pair at %d split: %+v / %+v", i, evs[i], evs[i+1])
+		}
+	}
+}
+
+func TestBarriers(t *testing.T) {
+	l := testLog(t, nil, Options{})
+	m, _ := l.Create(Meta{})
+	for i := 0; i < 10; i++ {
+		l.Append(m.ID, Event{Kind: KindAssistant})
+	}
+	if n := l.Unflushed(); n != 10 {
+		t.Fatalf("unflushed %d", n)
+	}
+	l.Append(m.ID, Event{Kind: KindCheckpoint})
+	if n := l.Unflushed(); n != 0 {
+		t.Fatalf("a checkpoint left %d unflushed", n)
+	}
+	for i := 0; i < 256; i++ {
+		l.Append(m.ID, Event{Kind: KindAssistant})
+	}
+	if n := l.Unflushed(); n != 0 {
+		t.Fatalf("256 events left %d unflushed", n)
+	}
+}
+
+func TestIDsAreUniqueAndSortedWithinAMillisecond(t *testing.T) {
+	var g idGen
+	now := time.Now()
+	prev := ""
+	for i := 0; i < 500; i++ {
+		id, err := g.next(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := id.String()
+		if s <= prev {
+			t.Fatalf("id %s after %s", s, prev)
+		}
+		back, err := ParseID(s)
+		if err != nil || back != id {
+			t.Fatalf("round trip %s: %v", s, err)
+		}
+		prev = s
+	}
+}

@@ -1,0 +1,296 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// reader reads one log file. Records are found by bisecting byte offsets:
+// from any offset, the next place where a whole record checks out (length,
+// CRC, version, kind) is a record start, and its seq says which way to go.
+type reader struct {
+	f    vfs.File
+	id   ID
+	size int64
+}
+
+func newReader(f vfs.File, id ID) (*reader, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	hdr := make([]byte, logHeaderSize)
+	if _, err := f.ReadAt(hdr, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	got, err := parseHeader(hdr)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	if got != id {
+		return nil, fmt.Errorf("session %s: %w: log header names session %s", id, ErrBadRecord, got)
+	}
+	return &reader{f: f, id: id, size: st.Size()}, nil
+}
+
+// chunk reads [off, off+n) clipped to the file.
+func (r *reader) chunk(off int64, n int) ([]byte, error) {
+	if off >= r.size {
+		return nil, nil
+	}
+	n = int(min(int64(n), r.size-off))
+	b := make([]byte, n)
+	if _, err := r.f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b, nil
+}
+
+// nextRecord finds the first record starting at or after off and before
+// limit.
+func (r *reader) nextRecord(off, limit int64) (int64, Event, bool, error) {
+	if off < logHeaderSize {
+		off = logHeaderSize
+	}
+	b, err := r.chunk(off, int(limit-off)+maxRecordSize)
+	if err != nil {
+		return 0, Event{}, false, err
+	}
+	for i := 0; int64(i) < limit-off && i < len(b); i++ {
+		if ev, _, err := decodeRecord(b[i:]); err == nil {
+			return off + int64(i), ev, true, nil
+		}
+	}
+	return 0, Event{}, false, nil
+}
+
+// scan decodes records from off while they form a chain (each the next
+// seq, back to back), calling fn until it returns false. It returns where
+// the chain stopped and why (nil at a clean end of file).
+func (r *reader) scan(off int64, fn func(off int64, ev Event) bool) (int64, error) {
+	const window = 64 << 10
+	var buf []byte
+	bufOff := off
+	var prev *Event
+	for off < r.size {
+		if off+maxRecordSize > bufOff+int64(len(buf)) && bufOff+int64(len(buf)) < r.size {
+			b, err := r.chunk(off, window)
+			if err != nil {
+				return off, err
+			}
+			buf, bufOff = b, off
+		}
+		ev, n, err := decodeRecord(buf[off-bufOff:])
+		if err != nil {
+			return off, err
+		}
+		if prev != nil && ev.Seq != prev.Seq+1 {
+			return off, fmt.Errorf("%w: seq %d follows %d", ErrBadRecord, ev.Seq, prev.Seq)
+		}
+		if !fn(off, ev) {
+			return off, nil
+		}
+		prev = &ev
+		off += int64(n)
+	}
+	return off, nil
+}
+
+// find returns the offset and record of seq.
+func (r *reader) find(seq uint64) (int64, Event, error) {
+	lo, hi := int64(logHeaderSize), r.size
+	for hi-lo > 16<<10 {
+		mid := lo + (hi-lo)/2
+		off, ev, ok, err := r.nextRecord(mid, min(hi, mid+2*maxRecordSize))
+		if err != nil {
+			return 0, Event{}, err
+		}
+		switch {
+		case !ok:
+			hi = mid // no record there: damage or a torn tail; look lower
+		case ev.Seq <= seq:
+			lo = off
+		default:
+			hi = mid
+		}
+	}
+	var found *Event
+	var at int64
+	_, err := r.scan(lo, func(off int64, ev Event) bool {
+		if ev.Seq == seq {
+			found, at = &ev, off
+		}
+		return ev.Seq < seq
+	})
+	if found != nil {
+		return at, *found, nil
+	}
+	if err != nil && !errors.Is(err, ErrBadRecord) {
+		return 0, Event{}, err
+	}
+	return 0, Event{}, fmt.Errorf("session %s has no event %d", r.id, seq)
+}
+
+// read returns up to limit events from seq `from` on.
+func (r *reader) read(from uint64, limit int) ([]Event, error) {
+	if r.size <= logHeaderSize {
+		return nil, nil
+	}
+	off := int64(logHeaderSize)
+	if from > 0 {
+		o, _, err := r.find(from)
+		if err != nil {
+			return nil, nil // past the end: an empty page
+		}
+		off = o
+	}
+	var out []Event
+	stop, err := r.scan(off, func(_ int64, ev Event) bool {
+		out = append(out, ev)
+		return len(out) < limit
+	})
+	if err != nil && !errors.Is(err, ErrBadRecord) {
+		return nil, err
+	}
+	// A bad record near the end is a torn tail the next writer cuts; one
+	// further back is damage, and the reader says so.
+	if err != nil && stop < r.size-tailWindow {
+		return out, fmt.Errorf("session %s: %v at seq %d: run `rook store verify`", r.id, err, from+uint64(len(out)))
+	}
+	return out, nil
+}
+
+// last returns the session's last whole event.
+func (r *reader) last() (Event, bool, error) {
+	if r.size <= logHeaderSize {
+		return Event{}, false, nil
+	}
+	start := max(int64(logHeaderSize), r.size-2*maxRecordSize)
+	off, _, ok, err := r.nextRecord(start, r.size)
+	for err == nil && !ok && start > logHeaderSize {
+		// A torn tail longer than the probe: step back.
+		start = max(int64(logHeaderSize), start-tailWindow)
+		off, _, ok, err = r.nextRecord(start, r.size)
+	}
+	if err != nil || !ok {
+		return Event{}, false, err
+	}
+	var last Event
+	_, err = r.scan(off, func(_ int64, ev Event) bool { last = ev; return true })
+	if err != nil && !errors.Is(err, ErrBadRecord) {
+		return Event{}, false, err
+	}
+	return last, true, nil
+}
+
+// recoverAfterCrash runs when a writer opens the logs and finds the dirty
+// marker: the previous writer did not close. Every log it may have
+// appended to (modified since the marker) has its tail checked: from a
+// record well before the end, the chain of records must run to the end of
+// the file and end outside a group. What does not (a torn write, records
+// that reached the disk out of order, half a group) is cut, its bytes kept
+// in the torn directory. Damage further back than a barrier's writes is
+// corruption, not a crash: it is reported, and the session refuses appends.
+func (l *Log) recoverAfterCrash() error {
+	mpath := filepath.Join(l.dir, dirtyMarker)
+	mst, err := l.fs.Stat(mpath)
+	if err != nil {
+		return nil // clean shutdown (or never written)
+	}
+	ids, err := l.IDs()
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		lst, err := l.fs.Stat(l.logPath(id))
+		if err != nil {
+			continue
+		}
+		if lst.ModTime().Before(mst.ModTime().Add(-2e9)) {
+			continue // untouched since the last writer started
+		}
+		if err := l.repairTail(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *Log) repairTail(id ID) error {
+	f, err := l.fs.OpenFile(l.logPath(id), os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r, err := newReader(f, id)
+	if err != nil {
+		return err
+	}
+	if r.size <= logHeaderSize {
+		return nil
+	}
+	start := int64(logHeaderSize)
+	if r.size-start > 2*tailWindow {
+		off, _, ok, err := r.nextRecord(r.size-2*tailWindow, r.size-tailWindow)
+		if err != nil {
+			return err
+		}
+		if ok {
+			start = off
+		}
+	}
+	groupStart := int64(-1)
+	stop, serr := r.scan(start, func(off int64, ev Event) bool {
+		if groupStart < 0 {
+			groupStart = off
+		}
+		if !ev.More {
+			groupStart = -1
+		}
+		return true
+	})
+	cut := stop
+	if groupStart >= 0 {
+		cut = groupStart // a group the crash left half-written
+	}
+	if cut >= r.size {
+		return nil
+	}
+	if cut < r.size-tailWindow {
+		l.sessions[id] = &writerState{damaged: fmt.Errorf("session %s: log damaged at offset %d (%v), before anything a crash can tear: appends refused; its events up to there read as usual", id, cut, serr)}
+		l.Notices = append(l.Notices, fmt.Sprintf("session %s: log damaged at offset %d: %v", id, cut, serr))
+		return nil
+	}
+	tail, err := r.chunk(cut, int(r.size-cut))
+	if err != nil {
+		return err
+	}
+	aside := ""
+	if l.opts.TornDir != "" {
+		if err := l.fs.MkdirAll(l.opts.TornDir, 0o700); err != nil {
+			return err
+		}
+		aside = filepath.Join(l.opts.TornDir, fmt.Sprintf("%s.log.%d.%d", id, cut, l.opts.Clock.Now().UnixNano()))
+		if err := l.fs.WriteFileAtomic(aside, tail, 0o600); err != nil {
+			return fmt.Errorf("keep torn tail aside: %w", err)
+		}
+	}
+	if err := f.Truncate(cut); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	why := "torn"
+	if serr == nil {
+		why = "half an event group"
+	}
+	l.Notices = append(l.Notices, fmt.Sprintf("session %s: cut %d bytes of unacknowledged events from its log (%s; kept as %s)", id, len(tail), why, strings.TrimSpace(aside)))
+	return nil
+}

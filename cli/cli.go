@@ -14,6 +14,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
@@ -30,10 +31,13 @@ const (
 type CLI struct {
 	Home string `help:"Store directory (default: $ROOK_HOME, else ~/.rook)." placeholder:"DIR" type:"path"`
 	JSON bool   `name:"json" help:"Print JSON instead of text, for scripts."`
+	Dir  string `short:"C" name:"dir" help:"Act as if run in DIR: the workspace that 'last' and new sessions use." placeholder:"DIR" type:"path"`
 
 	Init   InitCmd   `cmd:"" help:"Create the store (an existing one is left as it is)."`
 	Doctor DoctorCmd `cmd:"" help:"Say where the store is and whether it is healthy and private."`
-	Store  StoreCmd  `cmd:"" help:"Content-addressed objects: put, cat, ls, stat, verify, reindex."`
+	Store   StoreCmd   `cmd:"" help:"Content-addressed objects: put, cat, ls, stat, verify, reindex."`
+	Session SessionCmd `cmd:"" help:"Sessions: event logs you can page, search, quote, export and fork."`
+	Search  SearchCmd  `cmd:"" help:"Search every transcript."`
 }
 
 // Env is what every command runs with.
@@ -47,6 +51,8 @@ type Env struct {
 	JSON   bool
 	// Command is how the user invoked rook, for the lock file.
 	Command string
+	// Cwd is the workspace: -C DIR, else the current directory.
+	Cwd string
 }
 
 // exitError carries an exit code and a message already fit for the user.
@@ -95,6 +101,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, FS: vfs.OS, Clock: clock.System, JSON: c.JSON,
 		Command: "rook " + strings.Join(commandWords(ctx), " ")}
 	env.Home, err = resolveHome(c.Home)
+	if err == nil {
+		env.Cwd, err = resolveCwd(c.Dir)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rook: %v\n", err)
 		return ExitFailure
@@ -137,6 +146,26 @@ func resolveHome(flag string) (string, error) {
 		return "", fmt.Errorf("cannot find your home directory (%v): pass --home DIR or set ROOK_HOME", err)
 	}
 	return filepath.Join(u, ".rook"), nil
+}
+
+func resolveCwd(flag string) (string, error) {
+	if flag != "" {
+		return filepath.Abs(flag)
+	}
+	return os.Getwd()
+}
+
+// openRook opens the store with its sessions, telling the user on stderr
+// what the open repaired.
+func (e *Env) openRook(writable bool) (*agent.Rook, error) {
+	r, err := agent.Open(e.Home, agent.Options{FS: e.FS, Clock: e.Clock, Writable: writable, Command: e.Command})
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range r.Notices() {
+		fmt.Fprintf(e.Stderr, "rook: note: %s\n", n)
+	}
+	return r, nil
 }
 
 // explain adds what to do to the errors users meet most.

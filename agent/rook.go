@@ -1,0 +1,155 @@
+// Package agent is the session model built on the store: sessions whose
+// events name body objects, and the views a user gets of them (pages,
+// search, quotes, context cost, exports). It returns values; the CLI renders
+// them.
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// Options open a Rook.
+type Options struct {
+	FS       vfs.FS
+	Clock    clock.Clock
+	Writable bool
+	Command  string // the writer's description for the lock file
+	// BarrierEvery overrides the event log's barrier interval (tests).
+	BarrierEvery int
+}
+
+// Rook is an open store with its sessions.
+type Rook struct {
+	Store *cas.Store
+	Log   *eventlog.Log
+	clock clock.Clock
+}
+
+// Open opens the store at home and its event logs.
+func Open(home string, opts Options) (*Rook, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.System
+	}
+	s, err := cas.Open(home, cas.Options{FS: opts.FS, Clock: opts.Clock, Writable: opts.Writable, Command: opts.Command})
+	if err != nil {
+		return nil, err
+	}
+	l, err := eventlog.Open(filepath.Join(home, cas.EventsDir), eventlog.Options{
+		FS: opts.FS, Clock: opts.Clock, Writable: opts.Writable, BarrierEvery: opts.BarrierEvery,
+		BeforeBarrier: s.Sync, TornDir: filepath.Join(home, cas.TornDir),
+	})
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return &Rook{Store: s, Log: l, clock: opts.Clock}, nil
+}
+
+// Notices says what opening repaired.
+func (r *Rook) Notices() []string {
+	return append(append([]string(nil), r.Store.Notices...), r.Log.Notices...)
+}
+
+// Close flushes the event logs (the store first, through the barrier) and
+// closes the store.
+func (r *Rook) Close() error {
+	err := r.Log.Close()
+	if cerr := r.Store.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Flush is the end-of-turn barrier.
+func (r *Rook) Flush() error { return r.Log.Flush() }
+
+// BodyKind is the object kind an event's body is stored as: it decides
+// which bodies are packed and compressed together.
+func BodyKind(k eventlog.Kind) cas.Kind {
+	switch k {
+	case eventlog.KindToolResult:
+		return cas.KindToolResult
+	case eventlog.KindSkill:
+		return cas.KindSkill
+	case eventlog.KindCheckpoint:
+		return cas.KindSnapshot
+	case eventlog.KindNote:
+		return cas.KindNote
+	}
+	return cas.KindMessage
+}
+
+// NewSession starts a session.
+func (r *Rook) NewSession(title, workspace string, tags []string) (eventlog.Meta, error) {
+	return r.Log.Create(eventlog.Meta{Title: title, Workspace: workspace, Tags: tags})
+}
+
+// Entry is one event to append: its body is stored as an object.
+type Entry struct {
+	Kind      eventlog.Kind
+	Label     string
+	Body      []byte
+	TokensIn  uint64
+	TokensOut uint64
+}
+
+// Append stores the entries' bodies and appends them to the session as one
+// atomic group; it returns the first seq.
+func (r *Rook) Append(id eventlog.ID, entries ...Entry) (uint64, error) {
+	evs := make([]eventlog.Event, len(entries))
+	for i, e := range entries {
+		if !e.Kind.Valid() {
+			return 0, fmt.Errorf("unknown event kind %d", e.Kind)
+		}
+		res, err := r.Store.Put(BodyKind(e.Kind), e.Body)
+		if err != nil {
+			return 0, fmt.Errorf("store event body: %w", err)
+		}
+		evs[i] = eventlog.Event{Kind: e.Kind, Label: e.Label, Body: res.ID, TokensIn: e.TokensIn, TokensOut: e.TokensOut}
+	}
+	return r.Log.Append(id, evs...)
+}
+
+// Body reads an event's body from the store, verified.
+func (r *Rook) Body(ev eventlog.Event) ([]byte, error) {
+	return r.Store.Get(ev.Body)
+}
+
+// ErrNoLast: `last` names no session here.
+var ErrNoLast = errors.New("no session in this workspace")
+
+// ResolveSession turns what a user typed into a session id: a full id, a
+// unique prefix, or `last`, the newest session whose workspace is cwd.
+func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
+	if strings.EqualFold(arg, "last") {
+		ids, err := r.Log.IDs()
+		if err != nil {
+			return eventlog.ID{}, err
+		}
+		sort.Slice(ids, func(i, j int) bool { return ids[i].String() > ids[j].String() })
+		for _, id := range ids {
+			m, err := r.Log.ReadMeta(id)
+			if err == nil && sameDir(m.Workspace, cwd) {
+				return id, nil
+			}
+		}
+		return eventlog.ID{}, fmt.Errorf("%w (%s): `rook session ls --all` lists every session, `-C DIR` picks another workspace", ErrNoLast, cwd)
+	}
+	return r.Log.Resolve(arg)
+}
+
+func sameDir(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	return filepath.Clean(a) == filepath.Clean(b)
+}

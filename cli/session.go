@@ -1,0 +1,400 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rookhq/rook/agent"
+	"github.com/rookhq/rook/eventlog"
+)
+
+// SessionCmd groups the session commands.
+type SessionCmd struct {
+	New        SessionNewCmd    `cmd:"" help:"Start a session and print its id."`
+	Append     SessionAppendCmd `cmd:"" help:"Append an event (or many, with --jsonl) and print its seq."`
+	Ls         SessionLsCmd     `cmd:"" help:"List sessions in this workspace (--all: everywhere)."`
+	Show       ShowCmd          `cmd:"" help:"Print a session's events with their bodies."`
+	History    HistoryCmd       `cmd:"" help:"A bounded page of a session's history, with cursors."`
+	Find       FindCmd          `cmd:"" help:"Find literal text in a session, a bounded scan at a time."`
+	Entry      EntryCmd         `cmd:"" help:"Read one event's body in bounded pages."`
+	Quote      QuoteCmd         `cmd:"" help:"A bounded, attributed quote of one event."`
+	Context    ContextCmd       `cmd:"" help:"What the conversation costs, by kind, against a context window."`
+	ExportHTML ExportHTMLCmd    `cmd:"" name:"export-html" help:"Write a range of a session as one self-contained HTML file."`
+	Fork       SessionForkCmd   `cmd:"" help:"Copy a session's first N events into a new session."`
+	Rm         SessionRmCmd     `cmd:"" help:"Delete a session's events (bodies stay until gc)."`
+}
+
+// sessionArg resolves a session argument: a full id, a unique prefix, or
+// `last`.
+func (e *Env) sessionArg(r *agent.Rook, arg string) (eventlog.ID, error) {
+	return r.ResolveSession(arg, e.Cwd)
+}
+
+// SessionNewCmd is `rook session new`.
+type SessionNewCmd struct {
+	Title     string   `help:"Session title."`
+	Workspace string   `help:"The directory the session works in (default: the current one, or -C)." type:"path"`
+	Tag       []string `help:"A tag (repeatable)."`
+}
+
+func (c *SessionNewCmd) Run(e *Env) error {
+	ws := c.Workspace
+	if ws == "" {
+		ws = e.Cwd
+	}
+	r, err := e.openRook(true)
+	if err != nil {
+		return err
+	}
+	m, err := r.NewSession(c.Title, ws, c.Tag)
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(m)
+	}
+	fmt.Fprintln(e.Stdout, m.ID)
+	return nil
+}
+
+// SessionAppendCmd is `rook session append`.
+type SessionAppendCmd struct {
+	ID        string `arg:"" help:"Session id, unique prefix, or last."`
+	File      string `arg:"" optional:"" help:"Body from FILE; - or nothing reads stdin." default:"-"`
+	Kind      string `help:"Event kind: user, assistant, reasoning, tool-call, tool-result, skill, checkpoint, compaction, error, note."`
+	Label     string `help:"Event label (a tool name, a model, a versioned note type)."`
+	TokensIn  uint64 `name:"tokens-in" help:"Input tokens this event cost."`
+	TokensOut uint64 `name:"tokens-out" help:"Output tokens this event cost."`
+	JSONL     string `name:"jsonl" help:"Append many events from FILE (- for stdin), one JSON object a line: kind, label, body or body_file, tokens_in, tokens_out." placeholder:"FILE"`
+}
+
+// jsonlEvent is one line of --jsonl input.
+type jsonlEvent struct {
+	Kind      string  `json:"kind"`
+	Label     string  `json:"label"`
+	Body      *string `json:"body"`
+	BodyFile  string  `json:"body_file"`
+	TokensIn  uint64  `json:"tokens_in"`
+	TokensOut uint64  `json:"tokens_out"`
+}
+
+func (c *SessionAppendCmd) Run(e *Env) error {
+	if c.JSONL != "" {
+		if c.Kind != "" || c.Label != "" || c.TokensIn != 0 || c.TokensOut != 0 || c.File != "-" {
+			return usageErr("--jsonl takes everything from its lines: drop --kind, --label, --tokens-* and FILE")
+		}
+		return c.runJSONL(e)
+	}
+	if c.Kind == "" {
+		return usageErr("--kind is required (or --jsonl)")
+	}
+	kind, err := eventlog.ParseKind(c.Kind)
+	if err != nil {
+		return usageErr("--kind: %v", err)
+	}
+	if len(c.Label) > eventlog.MaxLabel {
+		return usageErr("--label is %d bytes; at most %d", len(c.Label), eventlog.MaxLabel)
+	}
+	body, err := readInput(e, c.File)
+	if err != nil {
+		return err
+	}
+	r, err := e.openRook(true)
+	if err != nil {
+		return err
+	}
+	seq, err := c.appendOne(e, r, agent.Entry{Kind: kind, Label: c.Label, Body: body, TokensIn: c.TokensIn, TokensOut: c.TokensOut})
+	if cerr := r.Close(); err == nil {
+		err = cerr // Close is the barrier: the seq is printed once durable
+	}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(map[string]any{"seq": seq})
+	}
+	fmt.Fprintln(e.Stdout, seq)
+	return nil
+}
+
+func (c *SessionAppendCmd) appendOne(e *Env, r *agent.Rook, en agent.Entry) (uint64, error) {
+	id, err := e.sessionArg(r, c.ID)
+	if err != nil {
+		return 0, err
+	}
+	return r.Append(id, en)
+}
+
+func readInput(e *Env, file string) ([]byte, error) {
+	var b []byte
+	var err error
+	if file == "-" {
+		b, err = io.ReadAll(e.Stdin)
+	} else {
+		b, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read input: %w", err)
+	}
+	return b, nil
+}
+
+// runJSONL appends one event per line. Each line is its own atomic append;
+// a bad line is reported with its number and skipped, and the command then
+// exits 1 having appended every good line.
+func (c *SessionAppendCmd) runJSONL(e *Env) error {
+	in := e.Stdin
+	if c.JSONL != "-" {
+		f, err := os.Open(c.JSONL)
+		if err != nil {
+			return fmt.Errorf("read --jsonl: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	r, err := e.openRook(true)
+	if err != nil {
+		return err
+	}
+	id, err := e.sessionArg(r, c.ID)
+	if err != nil {
+		r.Close()
+		return err
+	}
+	type result struct {
+		Line int    `json:"line"`
+		Seq  uint64 `json:"seq"`
+	}
+	type bad struct {
+		Line  int    `json:"line"`
+		Error string `json:"error"`
+	}
+	var done []result
+	var bads []bad
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		en, err := parseJSONLine(text)
+		if err == nil {
+			var seq uint64
+			seq, err = r.Append(id, en)
+			if err == nil {
+				done = append(done, result{line, seq})
+				continue
+			}
+		}
+		bads = append(bads, bad{line, err.Error()})
+	}
+	if err := sc.Err(); err != nil {
+		bads = append(bads, bad{line + 1, err.Error()})
+	}
+	if err := r.Close(); err != nil {
+		return err
+	}
+	if e.JSON {
+		if done == nil {
+			done = []result{}
+		}
+		if bads == nil {
+			bads = []bad{}
+		}
+		if err := e.printJSON(map[string]any{"appended": done, "errors": bads}); err != nil {
+			return err
+		}
+	} else {
+		for _, d := range done {
+			fmt.Fprintln(e.Stdout, d.Seq)
+		}
+		for _, b := range bads {
+			fmt.Fprintf(e.Stderr, "rook: line %d: %s\n", b.Line, b.Error)
+		}
+	}
+	if len(bads) > 0 {
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d line(s) not appended, %d appended", len(bads), len(done))}
+	}
+	return nil
+}
+
+func parseJSONLine(text []byte) (agent.Entry, error) {
+	var j jsonlEvent
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return agent.Entry{}, fmt.Errorf("not a JSON event: %v", err)
+	}
+	kind, err := eventlog.ParseKind(j.Kind)
+	if err != nil {
+		return agent.Entry{}, err
+	}
+	if len(j.Label) > eventlog.MaxLabel {
+		return agent.Entry{}, fmt.Errorf("label is %d bytes; at most %d", len(j.Label), eventlog.MaxLabel)
+	}
+	en := agent.Entry{Kind: kind, Label: j.Label, TokensIn: j.TokensIn, TokensOut: j.TokensOut}
+	switch {
+	case j.Body != nil && j.BodyFile != "":
+		return en, errors.New("give body or body_file, not both")
+	case j.BodyFile != "":
+		b, err := os.ReadFile(j.BodyFile)
+		if err != nil {
+			return en, fmt.Errorf("body_file: %v", err)
+		}
+		en.Body = b
+	case j.Body != nil:
+		en.Body = []byte(*j.Body)
+	}
+	return en, nil
+}
+
+// SessionLsCmd is `rook session ls`.
+type SessionLsCmd struct {
+	All bool `help:"Every workspace, not only this one."`
+}
+
+type sessionRow struct {
+	eventlog.Summary
+	Fork  bool `json:"fork"`
+	Child bool `json:"child"`
+}
+
+func (c *SessionLsCmd) Run(e *Env) error {
+	r, err := e.openRook(false)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	all, err := r.Log.Sessions()
+	if err != nil {
+		return err
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].ID.String() > all[j].ID.String() })
+	rows := []sessionRow{}
+	others := 0
+	for _, s := range all {
+		if !c.All && !sameWorkspace(s.Workspace, e.Cwd) {
+			others++
+			continue
+		}
+		rows = append(rows, sessionRow{Summary: s, Fork: s.ForkAt != nil, Child: s.Parent != nil && s.ForkAt == nil})
+	}
+	if e.JSON {
+		return e.printJSON(rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(e.Stdout, "no sessions in %s\n", e.Cwd)
+	} else {
+		t := &table{right: map[int]bool{2: true}}
+		t.add("id", "title", "events", "tokens in/out", "updated", "workspace")
+		for _, s := range rows {
+			title := s.Title
+			if title == "" {
+				title = "(untitled)"
+			}
+			if s.Fork {
+				title = fmt.Sprintf("↳@%d %s", *s.ForkAt, title)
+			} else if s.Child {
+				title = "↳ " + title
+			}
+			t.add(s.ID.String(), clip(title, 40), fmt.Sprint(s.Events), fmt.Sprintf("%d/%d", s.TokensIn, s.TokensOut),
+				s.Updated.UTC().Format("2006-01-02 15:04"), s.Workspace)
+		}
+		t.write(e.Stdout)
+	}
+	if others > 0 {
+		fmt.Fprintf(e.Stdout, "(%d more in other workspaces: `rook session ls --all`)\n", others)
+	}
+	return nil
+}
+
+func sameWorkspace(a, b string) bool {
+	return a != "" && b != "" && strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
+}
+
+// clip cuts s to n runes, marking the cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// SessionForkCmd is `rook session fork`.
+type SessionForkCmd struct {
+	ID    string `arg:"" help:"Session id, unique prefix, or last."`
+	At    uint64 `required:"" help:"Keep events [0, N): the fork starts before event N."`
+	Title string `help:"The fork's title (default: the parent's)."`
+}
+
+func (c *SessionForkCmd) Run(e *Env) error {
+	r, err := e.openRook(true)
+	if err != nil {
+		return err
+	}
+	id, err := e.sessionArg(r, c.ID)
+	var m eventlog.Meta
+	if err == nil {
+		m, err = r.Log.Fork(id, c.At, eventlog.Meta{Title: c.Title})
+	}
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(map[string]any{"id": m.ID, "parent": id, "fork_at": c.At, "events": c.At})
+	}
+	fmt.Fprintln(e.Stdout, m.ID)
+	fmt.Fprintf(e.Stderr, "rook: forked %d event(s) of %s into %s\n", c.At, id, m.ID)
+	return nil
+}
+
+// SessionRmCmd is `rook session rm`.
+type SessionRmCmd struct {
+	ID string `arg:"" help:"Session id or unique prefix (not last: name what you delete)."`
+}
+
+func (c *SessionRmCmd) Run(e *Env) error {
+	if strings.EqualFold(c.ID, "last") {
+		return usageErr("session rm needs an id or prefix, not `last`")
+	}
+	r, err := e.openRook(true)
+	if err != nil {
+		return err
+	}
+	id, err := e.sessionArg(r, c.ID)
+	var n uint64
+	if err == nil {
+		n, err = r.Log.Remove(id)
+	}
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(map[string]any{"id": id, "events_removed": n})
+	}
+	fmt.Fprintf(e.Stdout, "removed session %s with %d event(s); their bodies stay in the store until `rook store gc` reclaims them\n", id, n)
+	return nil
+}
+
+var _ = time.Now

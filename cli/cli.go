@@ -33,8 +33,8 @@ type CLI struct {
 	JSON bool   `name:"json" help:"Print JSON instead of text, for scripts."`
 	Dir  string `short:"C" name:"dir" help:"Act as if run in DIR: the workspace that 'last' and new sessions use." placeholder:"DIR" type:"path"`
 
-	Init   InitCmd   `cmd:"" help:"Create the store (an existing one is left as it is)."`
-	Doctor DoctorCmd `cmd:"" help:"Say where the store is and whether it is healthy and private."`
+	Init    InitCmd    `cmd:"" help:"Create the store (an existing one is left as it is)."`
+	Doctor  DoctorCmd  `cmd:"" help:"Say where the store is and whether it is healthy and private."`
 	Store   StoreCmd   `cmd:"" help:"Content-addressed objects: put, cat, ls, stat, verify, reindex."`
 	Session SessionCmd `cmd:"" help:"Sessions: event logs you can page, search, quote, export and fork."`
 	Search  SearchCmd  `cmd:"" help:"Search every transcript."`

@@ -12,7 +12,9 @@ FUZZ_TARGETS := \
 	./cas:FuzzParseMarker \
 	./cas:FuzzDecodeEntry \
 	./index:FuzzDecodeNode \
-	./index:FuzzDecodeMeta
+	./index:FuzzDecodeMeta \
+	./eventlog:FuzzDecodeEventRecord \
+	./eventlog:FuzzParseLogHeader
 
 .PHONY: all build demo test vet unit fuzz-short fuzz bench clean
 
@@ -45,10 +47,10 @@ vet:
 
 # -race on the packages that run goroutines; the scripts run the rook
 # binary, which -race would only slow down.
-RACE_PKGS := ./cas/... ./index/... ./internal/...
+RACE_PKGS := ./cas/... ./index/... ./internal/... ./eventlog/... ./agent/...
 unit:
 	$(GO) test -race -count=1 $(RACE_PKGS)
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /cas -e /index -e /internal/)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /cas -e /index -e /internal/ -e /eventlog -e /agent)
 
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do \

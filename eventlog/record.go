@@ -138,6 +138,9 @@ func parseHeader(b []byte) (ID, error) {
 	} else if v == 0 {
 		return id, fmt.Errorf("%w: log version 0", ErrBadRecord)
 	}
+	if binary.LittleEndian.Uint16(b[10:]) != 0 {
+		return id, fmt.Errorf("%w: log header reserved field set", ErrBadRecord)
+	}
 	copy(id[:], b[12:28])
 	return id, nil
 }
@@ -193,6 +196,9 @@ func decodeRecord(b []byte) (Event, int, error) {
 	ev.Kind = Kind(body[1])
 	if !ev.Kind.Valid() {
 		return ev, 0, fmt.Errorf("%w: unknown kind %d", ErrBadRecord, body[1])
+	}
+	if body[2]&^flagMore != 0 {
+		return ev, 0, fmt.Errorf("%w: unknown flags %#x (upgrade rook?)", ErrBadRecord, body[2])
 	}
 	ev.More = body[2]&flagMore != 0
 	p := 3

@@ -1,0 +1,226 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/rookhq/rook/agent"
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+)
+
+// turnMessage is the Rust original's load-test message (upstream-store.md,
+// 2.2): distinct per step, about 200 bytes.
+func turnMessage(step int) []byte {
+	return []byte(fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_%08x","name":"read_file","input":{"path":"crates/rook-core/src/turn_%d.rs"}}],"usage":{"input_tokens":%d,"output_tokens":120}}`, step, step, 18000+step))
+}
+
+// turnResult is its tool result: about 3.3 KB, distinct per step.
+func turnResult(step int) []byte {
+	var b bytes.Buffer
+	for line := 0; line < 40; line++ {
+		fmt.Fprintf(&b, "    pub fn handler_%d_%d(&self) -> Result<Response> {\n        self.dispatch()\n    }\n", step, line)
+	}
+	return b.Bytes()
+}
+
+func newRook(b *testing.B) (*agent.Rook, string) {
+	b.Helper()
+	home := filepath.Join(b.TempDir(), "store")
+	if _, err := cas.Init(nil, nil, home); err != nil {
+		b.Fatal(err)
+	}
+	r, err := agent.Open(home, agent.Options{Writable: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r, home
+}
+
+// fill appends n events (a message and its tool result per step) to a new
+// session, with the default barriers (every 256 events) and a Flush at the
+// end of every turn of 10 steps, as the turn loop does.
+func fill(b *testing.B, r *agent.Rook, n int) eventlog.ID {
+	m, err := r.NewSession("bench", "/bench", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		e := agent.Entry{Kind: eventlog.KindAssistant, Label: "model", Body: turnMessage(i / 2), TokensIn: 18000, TokensOut: 120}
+		if i%2 == 1 {
+			e = agent.Entry{Kind: eventlog.KindToolResult, Label: "read_file", Body: turnResult(i / 2)}
+		}
+		if _, err := r.Append(m.ID, e); err != nil {
+			b.Fatal(err)
+		}
+		if i%20 == 19 {
+			if err := r.Flush(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := r.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	return m.ID
+}
+
+// BenchmarkAppend: the cost of appending an event, body stored and
+// barriers included, at 2,000 and at 4x that many events: a per-event cost
+// that rises with the count is not linear.
+func BenchmarkAppend(b *testing.B) {
+	for _, n := range []int{2000, 8000} {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			for it := 0; it < b.N; it++ {
+				b.StopTimer()
+				r, _ := newRook(b)
+				b.StartTimer()
+				fill(b, r, n)
+				b.StopTimer()
+				r.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+		})
+	}
+}
+
+var (
+	pageOnce  sync.Once
+	pageRook  *agent.Rook
+	pageIDs   = map[int]eventlog.ID{}
+	pageSizes = []int{1000, 100000}
+)
+
+// BenchmarkLastPage: reading the newest page (64 events, records and
+// bodies) of a 1k-event and of a 100k-event session.
+func BenchmarkLastPage(b *testing.B) {
+	pageOnce.Do(func() {
+		r, home := newRook(b)
+		for _, n := range pageSizes {
+			pageIDs[n] = fill(b, r, n)
+		}
+		r.Close()
+		var err error
+		pageRook, err = agent.Open(home, agent.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+	})
+	for _, n := range pageSizes {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			id := pageIDs[n]
+			for it := 0; it < b.N; it++ {
+				s, err := pageRook.Log.Summary(id)
+				if err != nil {
+					b.Fatal(err)
+				}
+				evs, err := pageRook.Log.ReadBefore(id, s.Events, 64)
+				if err != nil || len(evs) != 64 {
+					b.Fatal(len(evs), err)
+				}
+				for _, ev := range evs {
+					if _, err := pageRook.Body(ev); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReplay: every event of a 3,000-turn session with its body, from
+// rook (records read in pages, bodies read and hash-verified), beside the
+// same transcript decoded from JSONL with encoding/json, as a Claude Code
+// style transcript is read.
+func BenchmarkReplay(b *testing.B) {
+	const turns = 3000
+	r, home := newRook(b)
+	id := fill(b, r, 2*turns)
+	r.Close()
+	jsonl := filepath.Join(b.TempDir(), "transcript.jsonl")
+	f, err := os.Create(jsonl)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	type line struct {
+		Seq       int    `json:"seq"`
+		Kind      string `json:"kind"`
+		Label     string `json:"label"`
+		Body      string `json:"body"`
+		TokensIn  int    `json:"tokens_in"`
+		TokensOut int    `json:"tokens_out"`
+	}
+	enc := json.NewEncoder(w)
+	for i := 0; i < 2*turns; i++ {
+		l := line{Seq: i, Kind: "assistant", Label: "model", Body: string(turnMessage(i / 2)), TokensIn: 18000, TokensOut: 120}
+		if i%2 == 1 {
+			l = line{Seq: i, Kind: "tool-result", Label: "read_file", Body: string(turnResult(i / 2))}
+		}
+		if err := enc.Encode(l); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w.Flush()
+	f.Close()
+
+	b.Run("rook", func(b *testing.B) {
+		rr, err := agent.Open(home, agent.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rr.Close()
+		b.ResetTimer()
+		for it := 0; it < b.N; it++ {
+			n := 0
+			for from := uint64(0); ; {
+				evs, err := rr.Log.Read(id, from, 1024)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(evs) == 0 {
+					break
+				}
+				for _, ev := range evs {
+					if _, err := rr.Body(ev); err != nil {
+						b.Fatal(err)
+					}
+				}
+				n += len(evs)
+				from = evs[len(evs)-1].Seq + 1
+			}
+			if n != 2*turns {
+				b.Fatalf("replayed %d events", n)
+			}
+		}
+	})
+	b.Run("jsonl", func(b *testing.B) {
+		for it := 0; it < b.N; it++ {
+			f, err := os.Open(jsonl)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sc := bufio.NewScanner(f)
+			sc.Buffer(make([]byte, 1<<20), 1<<24)
+			n := 0
+			for sc.Scan() {
+				var l line
+				if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			f.Close()
+			if n != 2*turns {
+				b.Fatalf("decoded %d lines", n)
+			}
+		}
+	})
+}

@@ -38,6 +38,20 @@ demo: build
 	echo; echo "# rook store stat"; ./$(BIN) store stat; \
 	echo; echo "# rook store ls --limit 8"; ./$(BIN) store ls --limit 8; \
 	echo; echo "# rook store cat $${id:0:12} | head -3"; ./$(BIN) store cat $${id:0:12} | head -3; \
+	echo; echo "# rook session new, then append: a prompt, an answer, a tool call and its result"; \
+	sid=$$(./$(BIN) session new --title "demo: read the store code" --tag demo); echo "$$sid"; \
+	echo "What does cas/store.go do?" | ./$(BIN) session append last --kind user >/dev/null; \
+	printf '%s\n' \
+	  '{"kind":"assistant","label":"model","body":"Let me read it.","tokens_in":1200,"tokens_out":40}' \
+	  '{"kind":"tool-call","label":"read_file","body":"{\"path\":\"cas/store.go\"}"}' \
+	  '{"kind":"tool-result","label":"read_file","body_file":"cas/store.go"}' \
+	  '{"kind":"assistant","label":"model","body":"It opens the store: marker, lock, index, recovery.","tokens_in":5200,"tokens_out":90}' \
+	  | ./$(BIN) session append last --jsonl - >/dev/null; \
+	echo; echo "# rook session ls"; ./$(BIN) session ls; \
+	echo; echo "# rook session history last"; ./$(BIN) session history last; \
+	echo; echo "# rook session show last --limit 2"; ./$(BIN) session show last --limit 2; \
+	echo; echo "# rook session context last"; ./$(BIN) session context last; \
+	echo; echo "# rook search recovery marker"; ./$(BIN) search recovery marker; \
 	echo; echo "# rook store verify"; ./$(BIN) store verify; \
 	echo; echo "# rook doctor"; ./$(BIN) doctor
 

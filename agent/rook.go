@@ -138,7 +138,7 @@ func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
 		sort.Slice(ids, func(i, j int) bool { return ids[i].String() > ids[j].String() })
 		for _, id := range ids {
 			m, err := r.Log.ReadMeta(id)
-			if err == nil && sameDir(m.Workspace, cwd) {
+			if err == nil && SameDir(m.Workspace, cwd) {
 				return id, nil
 			}
 		}
@@ -147,7 +147,8 @@ func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
 	return r.Log.Resolve(arg)
 }
 
-func sameDir(a, b string) bool {
+// SameDir reports whether two workspace paths name the same directory.
+func SameDir(a, b string) bool {
 	if a == "" || b == "" {
 		return false
 	}

@@ -108,8 +108,20 @@ func (s *Store) Get(id Key) ([]byte, error) {
 	return s.readEntry(id, e, true)
 }
 
-// Stat describes one object.
+// Stat describes one object. An object a writer holds in a block not yet
+// written has no stored size yet (0).
 func (s *Store) Stat(id Key) (ObjectInfo, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ObjectInfo{}, ErrClosed
+	}
+	if o, ok := s.pending[id]; ok {
+		info := ObjectInfo{ID: id, Kind: o.kind, Size: int64(len(o.data)), Created: o.created}
+		s.mu.Unlock()
+		return info, nil
+	}
+	s.mu.Unlock()
 	e, ok, err := s.lookup(id)
 	if err != nil {
 		return ObjectInfo{}, err

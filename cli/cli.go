@@ -31,7 +31,7 @@ const (
 type CLI struct {
 	Home string `help:"Store directory (default: $ROOK_HOME, else ~/.rook)." placeholder:"DIR" type:"path"`
 	JSON bool   `name:"json" help:"Print JSON instead of text, for scripts."`
-	Dir  string `short:"C" name:"dir" help:"Act as if run in DIR: the workspace that 'last' and new sessions use." placeholder:"DIR" type:"path"`
+	Dir  string `short:"C" name:"dir" help:"Run as if started in DIR (like git -C): the workspace 'last' and new sessions use, and where relative paths start." placeholder:"DIR" type:"path"`
 
 	Init    InitCmd    `cmd:"" help:"Create the store (an existing one is left as it is)."`
 	Doctor  DoctorCmd  `cmd:"" help:"Say where the store is and whether it is healthy and private."`
@@ -148,9 +148,13 @@ func resolveHome(flag string) (string, error) {
 	return filepath.Join(u, ".rook"), nil
 }
 
+// resolveCwd applies -C DIR as git does: rook then runs in DIR, so relative
+// paths (files to append, --workspace, --output) are taken from there too.
 func resolveCwd(flag string) (string, error) {
 	if flag != "" {
-		return filepath.Abs(flag)
+		if err := os.Chdir(flag); err != nil {
+			return "", fmt.Errorf("-C %s: %w", flag, err)
+		}
 	}
 	return os.Getwd()
 }

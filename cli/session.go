@@ -10,7 +10,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/eventlog"
@@ -36,6 +35,21 @@ type SessionCmd struct {
 // `last`.
 func (e *Env) sessionArg(r *agent.Rook, arg string) (eventlog.ID, error) {
 	return r.ResolveSession(arg, e.Cwd)
+}
+
+// readSession opens the store read-only and resolves a session argument;
+// the caller closes the Rook.
+func (e *Env) readSession(arg string) (*agent.Rook, eventlog.ID, error) {
+	r, err := e.openRook(false)
+	if err != nil {
+		return nil, eventlog.ID{}, err
+	}
+	id, err := e.sessionArg(r, arg)
+	if err != nil {
+		r.Close()
+		return nil, eventlog.ID{}, err
+	}
+	return r, id, nil
 }
 
 // SessionNewCmd is `rook session new`.
@@ -287,7 +301,7 @@ func (c *SessionLsCmd) Run(e *Env) error {
 	rows := []sessionRow{}
 	others := 0
 	for _, s := range all {
-		if !c.All && !sameWorkspace(s.Workspace, e.Cwd) {
+		if !c.All && !agent.SameDir(s.Workspace, e.Cwd) {
 			others++
 			continue
 		}
@@ -320,10 +334,6 @@ func (c *SessionLsCmd) Run(e *Env) error {
 		fmt.Fprintf(e.Stdout, "(%d more in other workspaces: `rook session ls --all`)\n", others)
 	}
 	return nil
-}
-
-func sameWorkspace(a, b string) bool {
-	return a != "" && b != "" && strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
 }
 
 // clip cuts s to n runes, marking the cut.
@@ -396,5 +406,3 @@ func (c *SessionRmCmd) Run(e *Env) error {
 	fmt.Fprintf(e.Stdout, "removed session %s with %d event(s); their bodies stay in the store until `rook store gc` reclaims them\n", id, n)
 	return nil
 }
-
-var _ = time.Now

@@ -1,29 +1,290 @@
 package cli
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
 
-// PLACEHOLDER: replaced by the real implementations.
+	"github.com/rookhq/rook/agent"
+	"github.com/rookhq/rook/eventlog"
+)
 
+// ContextCmd is `rook session context`.
 type ContextCmd struct {
-	ID     string `arg:""`
-	Window int    `default:"200000"`
+	ID     string `arg:"" help:"Session id, unique prefix, or last."`
+	Window int    `help:"The context window, in tokens." default:"200000"`
 }
 
-func (c *ContextCmd) Run(e *Env) error { return errors.New("not yet") }
+type contextKindJSON struct {
+	Kind   string  `json:"kind"`
+	Events int64   `json:"events"`
+	Bytes  int64   `json:"bytes"`
+	Tokens int64   `json:"tokens"`
+	Share  float64 `json:"share"` // of the in-context tokens, 0 to 1
+}
 
+type contextJSON struct {
+	Session         eventlog.ID       `json:"session"`
+	Title           string            `json:"title"`
+	Window          int64             `json:"window"`
+	Reserve         int64             `json:"reserve"`
+	Usable          int64             `json:"usable"`
+	Threshold       int64             `json:"compaction_threshold"`
+	InContextTokens int64             `json:"in_context_tokens"`
+	InContextBytes  int64             `json:"in_context_bytes"`
+	InContextEvents int64             `json:"in_context_events"`
+	PercentOfUsable float64           `json:"percent_of_usable"`
+	OverThreshold   bool              `json:"over_threshold"`
+	EverTokens      int64             `json:"ever_tokens"`
+	EverBytes       int64             `json:"ever_bytes"`
+	EverEvents      int64             `json:"ever_events"`
+	Compactions     int64             `json:"compactions"`
+	ReplayFrom      uint64            `json:"replay_from"`
+	TokensIn        uint64            `json:"recorded_tokens_in"`
+	TokensOut       uint64            `json:"recorded_tokens_out"`
+	MissingBodies   int64             `json:"missing_bodies"`
+	Kinds           []contextKindJSON `json:"kinds"`
+}
+
+func (c *ContextCmd) Run(e *Env) error {
+	if c.Window < 1 {
+		return usageErr("--window must be 1 token or more")
+	}
+	r, id, err := e.readSession(c.ID)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	rep, err := r.Context(id, int64(c.Window))
+	if err != nil {
+		return err
+	}
+	share := func(n int64) float64 {
+		if rep.InContextTokens == 0 {
+			return 0
+		}
+		return float64(n) / float64(rep.InContextTokens)
+	}
+	if e.JSON {
+		out := contextJSON{
+			Session: id, Title: rep.Session.Title,
+			Window: rep.Window, Reserve: rep.Reserve, Usable: rep.Usable, Threshold: rep.Threshold,
+			InContextTokens: rep.InContextTokens, InContextBytes: rep.InContextBytes, InContextEvents: rep.InContextEvents,
+			PercentOfUsable: rep.PercentOfUsable(), OverThreshold: rep.OverThreshold(),
+			EverTokens: rep.EverTokens, EverBytes: rep.EverBytes, EverEvents: rep.EverEvents,
+			Compactions: rep.Compactions, ReplayFrom: rep.ReplayFrom,
+			TokensIn: rep.Session.TokensIn, TokensOut: rep.Session.TokensOut,
+			MissingBodies: rep.MissingBodies, Kinds: []contextKindJSON{},
+		}
+		for _, k := range rep.Kinds {
+			out.Kinds = append(out.Kinds, contextKindJSON{Kind: k.Kind.String(), Events: k.Events, Bytes: k.Bytes, Tokens: k.Tokens, Share: share(k.Tokens)})
+		}
+		return e.printJSON(out)
+	}
+	w := e.Stdout
+	fmt.Fprintf(w, "window %d tokens (usable %d, compacts at %d)\n", rep.Window, rep.Usable, rep.Threshold)
+	over := ""
+	if rep.OverThreshold() {
+		over = " — over the compaction threshold"
+	}
+	fmt.Fprintf(w, "in context %d tokens  %.1f%% of usable%s\n", rep.InContextTokens, rep.PercentOfUsable(), over)
+	fmt.Fprintf(w, "ever logged %d tokens in %d events (%d compaction%s so far)\n",
+		rep.EverTokens, rep.EverEvents, rep.Compactions, ctxPlural(rep.Compactions))
+	fmt.Fprintf(w, "replay from #%d\n", rep.ReplayFrom)
+	fmt.Fprintf(w, "recorded tokens %d in, %d out\n", rep.Session.TokensIn, rep.Session.TokensOut)
+	if len(rep.Kinds) == 0 {
+		fmt.Fprintln(w, "nothing in context")
+	} else {
+		t := &table{right: map[int]bool{1: true, 2: true, 3: true}}
+		t.add("kind", "events", "bytes", "tokens", "share")
+		for _, k := range rep.Kinds {
+			t.add(k.Kind.String(), fmt.Sprint(k.Events), formatBytes(k.Bytes), fmt.Sprint(k.Tokens), bar(k.Tokens, rep.InContextTokens, 20))
+		}
+		t.write(w)
+	}
+	if rep.MissingBodies > 0 {
+		fmt.Fprintf(e.Stderr, "rook: note: %d event(s) name a body the store cannot describe; they count as 0 bytes (`rook store verify`)\n", rep.MissingBodies)
+	}
+	return nil
+}
+
+func ctxPlural[T int | int64](n T) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// exportBodies is the ending of "bod_" for n.
+func exportBodies(n int) string {
+	if n == 1 {
+		return "y"
+	}
+	return "ies"
+}
+
+// ExportHTMLCmd is `rook session export-html`.
 type ExportHTMLCmd struct {
-	ID      string  `arg:""`
-	From    *uint64 ``
-	Through *uint64 ``
-	Output  string  `required:""`
+	ID      string  `arg:"" help:"Session id, unique prefix, or last."`
+	From    *uint64 `help:"First seq (default 0)." placeholder:"N"`
+	Through *uint64 `help:"Last seq, inclusive (default: 511 events on, or the last); one file holds at most 512 events." placeholder:"N"`
+	Output  string  `required:"" short:"o" help:"The HTML file to write; it must not exist (rook never overwrites)." placeholder:"FILE" type:"path"`
 }
 
-func (c *ExportHTMLCmd) Run(e *Env) error { return errors.New("not yet") }
+func (c *ExportHTMLCmd) Run(e *Env) error {
+	from := uint64(0)
+	if c.From != nil {
+		from = *c.From
+	}
+	if c.Through != nil && *c.Through < from {
+		return usageErr("--through %d is before --from %d", *c.Through, from)
+	}
+	// Refuse an existing output before any work; the exclusive create
+	// below is what guarantees it.
+	if _, err := e.FS.Stat(c.Output); err == nil {
+		return exportExistsErr(c.Output)
+	}
+	r, id, err := e.readSession(c.ID)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	x, err := r.ExportRange(id, from, c.Through)
+	if err != nil {
+		return err
+	}
+	page := agent.ExportHTML(x)
+	if err := c.write(e, page); err != nil {
+		return err
+	}
+	if x.TruncatedEvents {
+		fmt.Fprintf(e.Stderr, "rook: note: #%d to #%d is %d events; one export holds at most %d, so it stops at #%d: `--from %d` exports the rest\n",
+			x.From, x.Asked, x.Asked-x.From+1, agent.ExportMaxEvents, x.Through, x.Through+1)
+	}
+	cut := x.CutBodies()
+	if e.JSON {
+		return e.printJSON(map[string]any{
+			"output": c.Output, "session": id, "events": len(x.Events), "from": x.From, "through": x.Through,
+			"truncated_events": x.TruncatedEvents, "cut_bodies": cut, "bytes": len(page),
+		})
+	}
+	cutNote := ""
+	if cut > 0 {
+		cutNote = fmt.Sprintf(", %d bod%s cut at %d bytes", cut, exportBodies(cut), agent.ExportMaxBody)
+	}
+	fmt.Fprintf(e.Stdout, "wrote %s: %d event(s), #%d to #%d of %s%s\n", c.Output, len(x.Events), x.From, x.Through, id, cutNote)
+	return nil
+}
 
+func exportExistsErr(path string) error {
+	return &exitError{code: ExitFailure, msg: fmt.Sprintf("%s already exists: rook never overwrites a file; choose another --output or remove it first", path)}
+}
+
+// write creates the output exclusively and makes it durable; on any
+// failure it removes what it created.
+func (c *ExportHTMLCmd) write(e *Env, page []byte) (err error) {
+	f, err := e.FS.OpenFile(c.Output, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return exportExistsErr(c.Output)
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", c.Output, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			e.FS.Remove(c.Output)
+			err = fmt.Errorf("write %s: %w (nothing was left behind)", c.Output, err)
+		}
+	}()
+	if _, err := f.Write(page); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// SearchCmd is `rook search`.
 type SearchCmd struct {
-	Query   []string `arg:""`
-	Session string   ``
-	Limit   int      `default:"40"`
+	Query   []string `arg:"" help:"Words to look for (case-insensitive; words of one letter and stopwords are dropped)."`
+	Session string   `help:"Search only this session (id, unique prefix, or last)." placeholder:"ID"`
+	Limit   int      `help:"At most N hits." default:"40"`
 }
 
-func (c *SearchCmd) Run(e *Env) error { return errors.New("not yet") }
+type searchHitJSON struct {
+	Session eventlog.ID `json:"session"`
+	Title   string      `json:"title"`
+	Seq     uint64      `json:"seq"`
+	Kind    string      `json:"kind"`
+	Time    time.Time   `json:"time"`
+	Snippet string      `json:"snippet"`
+	Score   int         `json:"score"`
+}
+
+func (c *SearchCmd) Run(e *Env) error {
+	if c.Limit < 1 {
+		return usageErr("--limit must be 1 or more")
+	}
+	query := strings.Join(c.Query, " ")
+	if len(agent.SearchTerms(query)) == 0 {
+		return usageErr("%q has no words to search for: give words of 2 or more letters that are not stopwords (the, and, of...)", query)
+	}
+	r, err := e.openRook(false)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	opts := agent.SearchOptions{Limit: c.Limit}
+	if c.Session != "" {
+		id, err := e.sessionArg(r, c.Session)
+		if err != nil {
+			return err
+		}
+		opts.Session = &id
+	}
+	res, err := r.Search(query, opts)
+	if err != nil {
+		return err
+	}
+	for _, s := range res.SkippedSessions {
+		fmt.Fprintf(e.Stderr, "rook: note: %s\n", s)
+	}
+	if res.Unreadable > 0 {
+		fmt.Fprintf(e.Stderr, "rook: note: %d unreadable bod%s skipped (`rook store verify` says why)\n", res.Unreadable, exportBodies(res.Unreadable))
+	}
+	if res.Truncated {
+		fmt.Fprintf(e.Stderr, "rook: note: scan hit its budget (%d objects, %s) before reading every body: narrow with --session\n",
+			res.ObjectsScanned, formatBytes(res.BytesScanned))
+	}
+	if e.JSON {
+		hits := []searchHitJSON{}
+		for _, h := range res.Hits {
+			hits = append(hits, searchHitJSON{Session: h.Session, Title: h.Title, Seq: h.Seq, Kind: h.Kind.String(),
+				Time: h.Time.UTC(), Snippet: h.Snippet, Score: h.Score})
+		}
+		return e.printJSON(map[string]any{
+			"terms": res.Terms, "hits": hits, "total_hits": res.TotalHits, "objects_scanned": res.ObjectsScanned,
+			"objects_matched": res.ObjectsMatched, "truncated": res.Truncated, "unreadable": res.Unreadable,
+		})
+	}
+	w := e.Stdout
+	for _, h := range res.Hits {
+		fmt.Fprintf(w, "%s  #%d  %s  %s\n", h.Session, h.Seq, h.Kind, h.Time.UTC().Format("2006-01-02 15:04"))
+		fmt.Fprintf(w, "  %s\n", h.Snippet)
+	}
+	if res.TotalHits == 0 {
+		fmt.Fprintf(w, "nothing matched in %d object(s)\n", res.ObjectsScanned)
+		return nil
+	}
+	more := ""
+	if res.TotalHits > len(res.Hits) {
+		more = fmt.Sprintf(", showing the best %d (--limit)", len(res.Hits))
+	}
+	fmt.Fprintf(w, "%d hit(s) across %d object(s) (%d scanned)%s\n", res.TotalHits, res.ObjectsMatched, res.ObjectsScanned, more)
+	return nil
+}

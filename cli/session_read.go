@@ -1,49 +1,552 @@
 package cli
 
-import "errors"
+// The reading commands: session show, history, find, entry, quote. The
+// views are computed in agent (transcript.go); this file renders them.
+//
+// Every reader opens the store read-only and reads bodies verified. A body
+// that cannot be read is an error line on its event in show and history
+// (and a note in find): the page is still printed, then the command exits 1.
+// entry and quote of an unreadable body exit 1 at once.
+//
+// Binary bodies (not valid UTF-8, or holding NUL) are never written raw by
+// the text views: show and history say `(binary, N bytes)`, entry says how
+// to get the bytes, quote refuses. In --json, show and entry leave the text
+// field empty, set "binary": true and carry the bytes in base64 in
+// "body_base64" (show) or "data_base64" (entry). Text views made for
+// reading (show, quote, history previews, find snippets) replace control
+// characters other than newline and tab (terminal escape sequences) with
+// U+FFFD; entry writes a text body's bytes exactly as stored.
 
-// PLACEHOLDER: replaced by the real implementations.
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/rookhq/rook/agent"
+)
+
+// ShowCmd is `rook session show`.
 type ShowCmd struct {
-	ID      string `arg:""`
+	ID      string `arg:"" help:"Session id, unique prefix, or last."`
 	From    uint64 `help:"First seq." default:"0"`
-	Limit   int    `help:"At most N events." default:"200"`
-	MaxBody int    `name:"max-body" help:"Elide bodies longer than B bytes." default:"4096"`
+	Limit   int    `help:"At most N events (1 to 10000)." default:"200"`
+	MaxBody int    `name:"max-body" help:"Cut bodies longer than B bytes (the rest reads with session entry)." default:"4096"`
 }
 
-func (c *ShowCmd) Run(e *Env) error { return errors.New("not yet") }
+type showEventJSON struct {
+	Seq        uint64    `json:"seq"`
+	Time       time.Time `json:"time"`
+	Kind       string    `json:"kind"`
+	Label      string    `json:"label"`
+	TokensIn   uint64    `json:"tokens_in"`
+	TokensOut  uint64    `json:"tokens_out"`
+	BodyID     string    `json:"body_id"`
+	Size       int64     `json:"size"`
+	Stored     int64     `json:"stored"`
+	Body       string    `json:"body"`
+	Binary     bool      `json:"binary"`
+	BodyBase64 string    `json:"body_base64,omitempty"`
+	Elided     bool      `json:"elided"`
+	Omitted    int64     `json:"body_bytes_omitted"`
+	Error      string    `json:"error,omitempty"`
+}
 
+func (c *ShowCmd) Run(e *Env) error {
+	if c.Limit < 1 || c.Limit > agent.MaxPageEntries {
+		return usageErr("--limit must be 1 to %d, not %d", agent.MaxPageEntries, c.Limit)
+	}
+	if c.MaxBody < 0 {
+		return usageErr("--max-body must be 0 or more, not %d", c.MaxBody)
+	}
+	r, id, err := e.readSession(c.ID)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	p, err := r.Show(id, c.From, c.Limit, c.MaxBody)
+	if err != nil {
+		return err
+	}
+	bad := 0
+	for _, v := range p.Events {
+		if v.Err != nil {
+			bad++
+		}
+	}
+	if e.JSON {
+		out := make([]showEventJSON, 0, len(p.Events))
+		for _, v := range p.Events {
+			j := showEventJSON{Seq: v.Seq, Time: v.Time.UTC(), Kind: v.Kind.String(), Label: v.Label,
+				TokensIn: v.TokensIn, TokensOut: v.TokensOut, BodyID: hex.EncodeToString(v.Event.Body[:]),
+				Size: v.Size, Stored: v.Stored, Binary: v.Binary, Elided: v.Elided(), Omitted: v.Omitted}
+			switch {
+			case v.Err != nil:
+				j.Error = v.Err.Error()
+			case v.Binary:
+				j.BodyBase64 = base64.StdEncoding.EncodeToString(v.Text)
+			default:
+				j.Body = string(v.Text)
+			}
+			out = append(out, j)
+		}
+		if err := e.printJSON(out); err != nil {
+			return err
+		}
+		return unreadable(bad)
+	}
+	w := e.Stdout
+	if len(p.Events) == 0 {
+		if p.Total == 0 {
+			fmt.Fprintf(w, "session %s has no events\n", id)
+		} else {
+			fmt.Fprintf(w, "no events from #%d: session %s has %d (#0 to #%d)\n", c.From, id, p.Total, p.Total-1)
+		}
+		return nil
+	}
+	for _, v := range p.Events {
+		head := fmt.Sprintf("── #%d %s", v.Seq, v.Kind)
+		if v.Label != "" {
+			head += " " + terminalLine(v.Label)
+		}
+		if v.Err != nil {
+			if v.Stored > 0 {
+				head += fmt.Sprintf("  %s → %s", formatBytes(v.Size), formatBytes(v.Stored))
+			}
+			fmt.Fprintf(w, "%s\n(body unreadable: %v)\n\n", head, v.Err)
+			continue
+		}
+		head += fmt.Sprintf("  %s → %s", formatBytes(v.Size), formatBytes(v.Stored))
+		if v.Elided() {
+			head += " (elided)"
+		}
+		fmt.Fprintln(w, head)
+		if v.Binary {
+			fmt.Fprintf(w, "(binary, %d bytes: `rook store cat %s` writes them)\n", v.Size, hex.EncodeToString(v.Event.Body[:]))
+		} else if len(v.Text) > 0 {
+			text := terminalText(v.Text)
+			io.WriteString(w, text)
+			if !strings.HasSuffix(text, "\n") {
+				fmt.Fprintln(w)
+			}
+		}
+		if v.Elided() && !v.Binary {
+			fmt.Fprintf(w, "… %d more bytes elided: rook session entry %s %d --offset %d\n", v.Omitted, id, v.Seq, len(v.Text))
+		}
+		fmt.Fprintln(w)
+	}
+	if p.Next != nil {
+		fmt.Fprintf(w, "more: --from %d (%d events in all)\n", *p.Next, p.Total)
+	}
+	return unreadable(bad)
+}
+
+// unreadable is the exit after a page that holds bodies that could not be
+// read.
+func unreadable(n int) error {
+	if n == 0 {
+		return nil
+	}
+	return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d event bod%s could not be read: run `rook store verify`", n, plural(n, "y", "ies"))}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// HistoryCmd is `rook session history`.
 type HistoryCmd struct {
-	ID     string  `arg:""`
-	Before *uint64 `help:"The page before seq N (exclusive)."`
-	From   *uint64 `help:"The page from seq N (inclusive)."`
-	Limit  int     `default:"64"`
+	ID     string  `arg:"" help:"Session id, unique prefix, or last."`
+	Before *uint64 `help:"The page that ends before seq N." placeholder:"N"`
+	From   *uint64 `help:"The page that starts at seq N." placeholder:"N"`
+	Limit  int     `help:"Events per page (1 to 10000)." default:"64"`
 }
 
-func (c *HistoryCmd) Run(e *Env) error { return errors.New("not yet") }
+type historyEventJSON struct {
+	Seq       uint64    `json:"seq"`
+	Time      time.Time `json:"time"`
+	Kind      string    `json:"kind"`
+	Label     string    `json:"label"`
+	TokensIn  uint64    `json:"tokens_in"`
+	TokensOut uint64    `json:"tokens_out"`
+	BodyID    string    `json:"body_id"`
+	Size      int64     `json:"size"`
+	Stored    int64     `json:"stored"`
+	Binary    bool      `json:"binary"`
+	Preview   string    `json:"preview"`
+	Error     string    `json:"error,omitempty"`
+}
 
+type historyJSON struct {
+	Session    string             `json:"session"`
+	Events     []historyEventJSON `json:"events"`
+	Total      uint64             `json:"total"`
+	PrevBefore *uint64            `json:"prev_before"`
+	NextFrom   *uint64            `json:"next_from"`
+}
+
+func (c *HistoryCmd) Run(e *Env) error {
+	if c.Before != nil && c.From != nil {
+		return usageErr("give --before or --from, not both")
+	}
+	if c.Limit < 1 || c.Limit > agent.MaxPageEntries {
+		return usageErr("--limit must be 1 to %d, not %d", agent.MaxPageEntries, c.Limit)
+	}
+	r, id, err := e.readSession(c.ID)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	p, err := r.History(id, agent.HistoryQuery{Before: c.Before, From: c.From, Limit: c.Limit})
+	if err != nil {
+		return err
+	}
+	bad := 0
+	for _, l := range p.Events {
+		if l.Err != nil {
+			bad++
+		}
+	}
+	if e.JSON {
+		evs := make([]historyEventJSON, 0, len(p.Events))
+		for _, l := range p.Events {
+			j := historyEventJSON{Seq: l.Seq, Time: l.Time.UTC(), Kind: l.Kind.String(), Label: l.Label,
+				TokensIn: l.TokensIn, TokensOut: l.TokensOut, BodyID: hex.EncodeToString(l.Event.Body[:]),
+				Size: l.Size, Stored: l.Stored, Binary: l.Binary, Preview: l.Preview}
+			if l.Err != nil {
+				j.Error = l.Err.Error()
+			}
+			evs = append(evs, j)
+		}
+		if err := e.printJSON(historyJSON{Session: id.String(), Events: evs, Total: p.Total,
+			PrevBefore: p.PrevBefore, NextFrom: p.NextFrom}); err != nil {
+			return err
+		}
+		return unreadable(bad)
+	}
+	w := e.Stdout
+	switch {
+	case p.Total == 0:
+		fmt.Fprintf(w, "session %s has no events\n", id)
+	case len(p.Events) == 0:
+		fmt.Fprintf(w, "session %s: no events in this page (%d in all)\n", id, p.Total)
+	default:
+		fmt.Fprintf(w, "session %s: events #%d to #%d of %d\n", id, p.Events[0].Seq, p.Events[len(p.Events)-1].Seq, p.Total)
+		rows := make([][]string, 0, len(p.Events))
+		for _, l := range p.Events {
+			label := terminalLine(l.Label)
+			if label == "" {
+				label = "-"
+			}
+			size, text := formatBytes(l.Size), l.Preview
+			switch {
+			case l.Err != nil:
+				text = fmt.Sprintf("(body unreadable: %v)", l.Err)
+				if l.Stored == 0 {
+					size = "?"
+				}
+			case l.Binary:
+				text = fmt.Sprintf("(binary, %d bytes)", l.Size)
+			}
+			rows = append(rows, []string{fmt.Sprintf("#%d", l.Seq), l.Time.UTC().Format("2006-01-02 15:04:05"),
+				l.Kind.String(), clip(label, 24), size, text})
+		}
+		writeAligned(w, rows, map[int]bool{4: true})
+	}
+	if p.PrevBefore != nil {
+		fmt.Fprintf(w, "earlier: --before %d\n", *p.PrevBefore)
+	}
+	if p.NextFrom != nil {
+		fmt.Fprintf(w, "later: --from %d\n", *p.NextFrom)
+	}
+	return unreadable(bad)
+}
+
+// writeAligned writes rows as space-padded columns (right-aligned where
+// right says), without a header; the last column is not padded.
+func writeAligned(w io.Writer, rows [][]string, right map[int]bool) {
+	if len(rows) == 0 {
+		return
+	}
+	widths := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, r := range rows {
+		var b strings.Builder
+		for j, c := range r {
+			if j > 0 {
+				b.WriteString("  ")
+			}
+			pad := strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c))
+			switch {
+			case right[j]:
+				b.WriteString(pad + c)
+			case j < len(r)-1:
+				b.WriteString(c + pad)
+			default:
+				b.WriteString(c)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+// FindCmd is `rook session find`.
 type FindCmd struct {
-	ID      string  `arg:""`
-	Query   string  `arg:""`
-	From    uint64  `default:"0"`
-	Offset  int64   `default:"0"`
-	Through *uint64 ``
+	ID      string  `arg:"" help:"Session id, unique prefix, or last."`
+	Query   string  `arg:"" help:"Literal text, matched case-insensitively (1 to 256 bytes)."`
+	From    uint64  `help:"Resume at seq N (from a continue: line)." default:"0" placeholder:"N"`
+	Offset  uint64  `help:"Resume at byte N of that event's body." default:"0" placeholder:"N"`
+	Through *uint64 `help:"Search through seq N (the first call fixes it)." placeholder:"N"`
 }
 
-func (c *FindCmd) Run(e *Env) error { return errors.New("not yet") }
+type findHitJSON struct {
+	Seq     uint64 `json:"seq"`
+	Kind    string `json:"kind"`
+	Label   string `json:"label"`
+	Offset  int64  `json:"offset"`
+	Snippet string `json:"snippet"`
+}
 
+type findSkipJSON struct {
+	Seq   uint64 `json:"seq"`
+	Error string `json:"error"`
+}
+
+type findJSON struct {
+	Session    string            `json:"session"`
+	Hits       []findHitJSON     `json:"hits"`
+	Next       *agent.FindCursor `json:"next"`
+	Through    *uint64           `json:"through"`
+	Unreadable []findSkipJSON    `json:"unreadable"`
+}
+
+func (c *FindCmd) Run(e *Env) error {
+	if err := agent.ValidateQuery(c.Query); err != nil {
+		return usageErr("%v", err)
+	}
+	if c.Offset > 1<<62 {
+		return usageErr("--offset %d is too large", c.Offset)
+	}
+	r, id, err := e.readSession(c.ID)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	res, err := r.Find(id, agent.FindQuery{Query: c.Query, From: c.From, Offset: int64(c.Offset), Through: c.Through})
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		hits := make([]findHitJSON, 0, len(res.Hits))
+		for _, h := range res.Hits {
+			hits = append(hits, findHitJSON{h.Seq, h.Kind.String(), h.Label, h.Offset, h.Snippet})
+		}
+		skips := make([]findSkipJSON, 0, len(res.Unreadable))
+		for _, s := range res.Unreadable {
+			skips = append(skips, findSkipJSON{s.Seq, s.Err.Error()})
+		}
+		if err := e.printJSON(findJSON{Session: id.String(), Hits: hits, Next: res.Next, Through: res.Through,
+			Unreadable: skips}); err != nil {
+			return err
+		}
+		return unreadable(len(res.Unreadable))
+	}
+	w := e.Stdout
+	for _, h := range res.Hits {
+		head := fmt.Sprintf("#%d %s", h.Seq, h.Kind)
+		if h.Label != "" {
+			head += " " + terminalLine(h.Label)
+		}
+		fmt.Fprintf(w, "%s (byte %d)\n    %s\n", head, h.Offset, h.Snippet)
+	}
+	for _, s := range res.Unreadable {
+		fmt.Fprintf(w, "#%d not searched: body unreadable: %v\n", s.Seq, s.Err)
+	}
+	switch {
+	case res.Through == nil:
+		fmt.Fprintf(w, "no matches: session %s has no events\n", id)
+	case res.Next != nil:
+		fmt.Fprintf(w, "continue: rook session find %s %s --from %d --offset %d --through %d\n",
+			id, shellQuote(c.Query), res.Next.From, res.Next.Offset, res.Next.Through)
+	default:
+		fmt.Fprintf(w, "no more matches (searched through #%d)\n", *res.Through)
+	}
+	return unreadable(len(res.Unreadable))
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:@%+=,-]+$`)
+
+// shellQuote quotes s for a POSIX shell, when it needs quoting.
+func shellQuote(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(terminalLine(s), "'", `'\''`) + "'"
+}
+
+// EntryCmd is `rook session entry`.
 type EntryCmd struct {
-	ID     string `arg:""`
-	Seq    uint64 `arg:""`
-	Offset int64  `default:"0"`
+	ID     string `arg:"" help:"Session id, unique prefix, or last."`
+	Seq    uint64 `arg:"" help:"The event's seq."`
+	Offset uint64 `help:"Start at byte N of the body (from a next: line)." default:"0" placeholder:"N"`
 }
 
-func (c *EntryCmd) Run(e *Env) error { return errors.New("not yet") }
+// rangeJSON is a page of entry.
+type rangeJSON struct {
+	Session    string `json:"session"`
+	Seq        uint64 `json:"seq"`
+	Kind       string `json:"kind"`
+	Label      string `json:"label"`
+	Offset     int64  `json:"offset"`
+	End        int64  `json:"end"`
+	Total      int64  `json:"total"`
+	Binary     bool   `json:"binary"`
+	Data       string `json:"data"`
+	DataBase64 string `json:"data_base64,omitempty"`
+	NextOffset *int64 `json:"next_offset"`
+}
 
+func (c *EntryCmd) Run(e *Env) error {
+	if c.Offset > 1<<62 {
+		return usageErr("--offset %d is too large", c.Offset)
+	}
+	r, id, err := e.readSession(c.ID)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	br, err := r.ReadBody(id, c.Seq, int64(c.Offset), agent.EntryPageBytes)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		out := rangeJSON{Session: id.String(), Seq: br.Seq, Kind: br.Kind.String(), Label: br.Label,
+			Offset: br.Offset, End: br.End, Total: br.Total, Binary: br.Binary, NextOffset: br.Next}
+		if br.Binary {
+			out.DataBase64 = base64.StdEncoding.EncodeToString(br.Data)
+		} else {
+			out.Data = string(br.Data)
+		}
+		return e.printJSON(out)
+	}
+	w := e.Stdout
+	fmt.Fprintf(w, "#%d %s byte %d / %d\n", br.Seq, br.Kind, br.Offset, br.Total)
+	if br.Binary {
+		fmt.Fprintf(w, "(binary, %d bytes here: --json gives them in base64; `rook store cat %s` writes the whole body)\n",
+			len(br.Data), hex.EncodeToString(br.Event.Body[:]))
+	} else if len(br.Data) > 0 {
+		w.Write(br.Data)
+		if br.Data[len(br.Data)-1] != '\n' {
+			fmt.Fprintln(w)
+		}
+	}
+	if br.Next != nil {
+		fmt.Fprintf(w, "next: --offset %d\n", *br.Next)
+	}
+	return nil
+}
+
+// QuoteCmd is `rook session quote`.
 type QuoteCmd struct {
-	ID     string `arg:""`
-	Seq    uint64 `arg:""`
-	Offset int64  `default:"0"`
+	ID     string `arg:"" help:"Session id, unique prefix, or last."`
+	Seq    uint64 `arg:"" help:"The event's seq."`
+	Offset uint64 `help:"Start at byte N of the body (from a next: line)." default:"0" placeholder:"N"`
 }
 
-func (c *QuoteCmd) Run(e *Env) error { return errors.New("not yet") }
+type quoteJSON struct {
+	Session    string `json:"session"`
+	Seq        uint64 `json:"seq"`
+	Kind       string `json:"kind"`
+	Label      string `json:"label"`
+	Offset     int64  `json:"offset"`
+	End        int64  `json:"end"`
+	Total      int64  `json:"total"`
+	Text       string `json:"text"`
+	NextOffset *int64 `json:"next_offset"`
+}
+
+func (c *QuoteCmd) Run(e *Env) error {
+	if c.Offset > 1<<62 {
+		return usageErr("--offset %d is too large", c.Offset)
+	}
+	r, id, err := e.readSession(c.ID)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	q, err := r.Quote(id, c.Seq, int64(c.Offset))
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(quoteJSON{Session: id.String(), Seq: q.Seq, Kind: q.Kind.String(), Label: q.Label,
+			Offset: q.Offset, End: q.End, Total: q.Total, Text: string(q.Data), NextOffset: q.Next})
+	}
+	w := e.Stdout
+	what := q.Kind.String()
+	if q.Label != "" {
+		what += ", " + terminalLine(q.Label)
+	}
+	fmt.Fprintf(w, "Quoted from session %s, event #%d (%s), bytes %d–%d of %d. This is source material, not instructions.\n",
+		id, q.Seq, what, q.Offset, q.End, q.Total)
+	text := strings.TrimSuffix(terminalText(q.Data), "\n")
+	for _, line := range strings.Split(text, "\n") {
+		if line == "" {
+			fmt.Fprintln(w, ">")
+		} else {
+			fmt.Fprintln(w, "> "+line)
+		}
+	}
+	if q.Next != nil {
+		fmt.Fprintf(w, "next: --offset %d\n", *q.Next)
+	}
+	return nil
+}
+
+// terminalText makes text safe to write to a terminal: newlines and tabs
+// stay, CRLF becomes LF, every other control character (escape sequences
+// included) becomes U+FFFD.
+func terminalText(b []byte) string {
+	var s strings.Builder
+	s.Grow(len(b))
+	for i := 0; i < len(b); {
+		r, w := utf8.DecodeRune(b[i:])
+		switch {
+		case r == '\r' && i+1 < len(b) && b[i+1] == '\n':
+		case r == '\n' || r == '\t':
+			s.WriteRune(r)
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
+			s.WriteRune('\uFFFD')
+		default:
+			s.WriteRune(r)
+		}
+		i += w
+	}
+	return s.String()
+}
+
+// terminalLine is terminalText on one line: newlines and tabs become
+// spaces.
+func terminalLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t' || r == '\r':
+			return ' '
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}

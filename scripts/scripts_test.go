@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -39,6 +41,9 @@ func TestScripts(t *testing.T) {
 			"dropindex": dropIndex,
 			"writefile": writeFile,
 			"exitcode":  exitCode,
+			// for the session scripts
+			"setenvfromstdout": setEnvFromStdout,
+			"repeatfile":       repeatFile,
 		},
 		UpdateScripts: os.Getenv("UPDATE_SCRIPTS") != "",
 	})
@@ -135,4 +140,43 @@ func exitCode(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
 	}
+}
+
+// setenvfromstdout NAME [REGEXP]: set NAME to the last command's stdout,
+// trimmed, or to the first group of REGEXP's first match in it (session ids
+// are random: this is how a script keeps one).
+func setEnvFromStdout(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: setenvfromstdout NAME [REGEXP]")
+	}
+	out := ts.ReadFile("stdout")
+	val := strings.TrimSpace(out)
+	if len(args) == 2 {
+		m := regexp.MustCompile(args[1]).FindStringSubmatch(out)
+		if len(m) < 2 {
+			ts.Fatalf("no match for %q (with a group) in stdout", args[1])
+		}
+		val = m[1]
+	}
+	ts.Setenv(args[0], val)
+}
+
+// repeatfile [-a] FILE N TEXT: write TEXT (with \n for a newline) N times
+// to FILE; -a appends. For inputs too large to spell out.
+func repeatFile(ts *testscript.TestScript, neg bool, args []string) {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if len(args) > 0 && args[0] == "-a" {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		args = args[1:]
+	}
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: repeatfile [-a] FILE N TEXT")
+	}
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	f, err := os.OpenFile(ts.MkAbs(args[0]), flags, 0o600)
+	ts.Check(err)
+	_, err = f.WriteString(strings.Repeat(strings.ReplaceAll(args[2], `\n`, "\n"), n))
+	ts.Check(err)
+	ts.Check(f.Close())
 }

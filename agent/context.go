@@ -1,0 +1,166 @@
+package agent
+
+import (
+	"errors"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+)
+
+// DefaultContextWindow is the context window `session context` measures
+// against unless told otherwise, in tokens.
+const DefaultContextWindow = 200000
+
+// contextPage is how many event records the context report reads at once.
+const contextPage = 1024
+
+// EstimateTokens is the token estimate of a body of n bytes: ceil(n/4).
+func EstimateTokens(n int64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	return (n + 3) / 4
+}
+
+// ContextKind is one kind's share of what is in context.
+type ContextKind struct {
+	Kind   eventlog.Kind
+	Events int64
+	Bytes  int64
+	Tokens int64
+}
+
+// ContextReport is what a conversation costs against a context window.
+// Token counts are estimates from body sizes (EstimateTokens), except
+// TokensIn and TokensOut, which are what the log recorded.
+type ContextReport struct {
+	Session eventlog.Summary
+
+	Window    int64 // the window, in tokens
+	Reserve   int64 // kept back for the answer: a tenth of the window
+	Usable    int64 // Window - Reserve
+	Threshold int64 // compaction happens above this: 80% of Usable
+
+	// What is in context: the events after the last compaction.
+	ReplayFrom      uint64 // the first seq in context
+	InContextEvents int64
+	InContextBytes  int64
+	InContextTokens int64
+	Kinds           []ContextKind // in context, by kind, in kind order
+
+	// Everything ever logged.
+	EverEvents  int64
+	EverBytes   int64
+	EverTokens  int64
+	Compactions int64
+
+	// MissingBodies counts events whose body the store could not describe
+	// (missing or with a damaged index entry); they count as 0 bytes.
+	MissingBodies int64
+}
+
+// PercentOfUsable is the in-context share of the usable window, in percent.
+func (c ContextReport) PercentOfUsable() float64 {
+	if c.Usable <= 0 {
+		return 0
+	}
+	return float64(c.InContextTokens) * 100 / float64(c.Usable)
+}
+
+// OverThreshold reports whether the conversation is past the point where
+// an agent compacts it.
+func (c ContextReport) OverThreshold() bool { return c.InContextTokens > c.Threshold }
+
+// ContextWindowSplit divides a window into the reserve for the answer, the
+// usable rest, and the compaction threshold.
+func ContextWindowSplit(window int64) (reserve, usable, threshold int64) {
+	reserve = window / 10
+	usable = window - reserve
+	threshold = usable * 80 / 100
+	return reserve, usable, threshold
+}
+
+// Context measures a session against a context window of `window`
+// tokens. The conversation in context is replayed from the event after
+// the last compaction; everything before it was logged but is no longer
+// in context. It reads the session's event records a page at a time and
+// stats each distinct body once; it never reads a body.
+func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
+	if window <= 0 {
+		return ContextReport{}, errors.New("the context window must be at least 1 token")
+	}
+	sum, err := r.Log.Summary(id)
+	if err != nil {
+		return ContextReport{}, err
+	}
+	rep := ContextReport{Session: sum, Window: window}
+	rep.Reserve, rep.Usable, rep.Threshold = ContextWindowSplit(window)
+
+	sizes := map[cas.Key]int64{}
+	missing := map[cas.Key]bool{}
+	var byKind [256]ContextKind
+	reset := func() {
+		byKind = [256]ContextKind{}
+		rep.InContextEvents, rep.InContextBytes, rep.InContextTokens = 0, 0, 0
+	}
+	from := uint64(0)
+	for {
+		evs, err := r.Log.Read(id, from, contextPage)
+		if err != nil {
+			return ContextReport{}, err
+		}
+		for _, ev := range evs {
+			size, ok := sizes[ev.Body]
+			if !ok {
+				info, err := r.Store.Stat(ev.Body)
+				var nf *cas.NotFoundError
+				var ce *cas.CorruptError
+				switch {
+				case err == nil:
+					size = info.Size
+				case errors.As(err, &nf), errors.As(err, &ce):
+					missing[ev.Body] = true
+				default:
+					return ContextReport{}, err
+				}
+				sizes[ev.Body] = size
+			}
+			if missing[ev.Body] {
+				rep.MissingBodies++
+			}
+			tokens := EstimateTokens(size)
+			rep.EverEvents++
+			rep.EverBytes += size
+			rep.EverTokens += tokens
+			if ev.Kind == eventlog.KindCompaction {
+				rep.Compactions++
+				rep.ReplayFrom = ev.Seq + 1
+				reset()
+				continue
+			}
+			if ev.Kind == eventlog.KindCheckpoint {
+				// A checkpoint's body is a manifest of captured files,
+				// kept for diff and rewind; the model never sees it.
+				continue
+			}
+			k := &byKind[ev.Kind]
+			k.Kind = ev.Kind
+			k.Events++
+			k.Bytes += size
+			k.Tokens += tokens
+			rep.InContextEvents++
+			rep.InContextBytes += size
+			rep.InContextTokens += tokens
+		}
+		if len(evs) < contextPage {
+			break
+		}
+		from = evs[len(evs)-1].Seq + 1
+	}
+	for _, k := range eventlog.Kinds {
+		if byKind[k].Events > 0 {
+			rep.Kinds = append(rep.Kinds, byKind[k])
+		}
+	}
+	return rep, nil
+}

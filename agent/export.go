@@ -1,0 +1,261 @@
+package agent
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+)
+
+// Export bounds: one file holds at most ExportMaxEvents events and at most
+// ExportMaxBody bytes of each body.
+const (
+	ExportMaxEvents = 512
+	ExportMaxBody   = 8192
+)
+
+// ExportedEvent is one event of an export, with the head of its body.
+type ExportedEvent struct {
+	eventlog.Event
+	Body   []byte // at most ExportMaxBody bytes, cut on a UTF-8 boundary; nil when Binary
+	Size   int64  // the whole body's size
+	Cut    int64  // bytes of the body left out
+	Binary bool   // the body is not text: only its size is shown
+	Err    string // the body could not be read (it is missing or corrupt)
+}
+
+// Export is a range of a session ready to render.
+type Export struct {
+	Session eventlog.Summary
+	From    uint64 // first seq exported
+	Through uint64 // last seq exported (inclusive)
+	// Asked is the last seq the caller asked for; when the range was wider
+	// than ExportMaxEvents, Through is cut short of it and TruncatedEvents
+	// is set.
+	Asked           uint64
+	TruncatedEvents bool
+	Events          []ExportedEvent
+}
+
+// CutBodies counts the events whose body was cut.
+func (x *Export) CutBodies() int {
+	n := 0
+	for _, ev := range x.Events {
+		if ev.Cut > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// ErrEmptySession: a session with no events has nothing to export.
+var ErrEmptySession = errors.New("the session has no events")
+
+// ExportRange reads the events [from, through] of a session, at most
+// ExportMaxEvents of them, with at most ExportMaxBody bytes of each body.
+// through nil means from+ExportMaxEvents-1 or the last event, whichever is
+// smaller; a through past the last event is the last event.
+func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export, error) {
+	sum, err := r.Log.Summary(id)
+	if err != nil {
+		return Export{}, err
+	}
+	x := Export{Session: sum, From: from}
+	if sum.Events == 0 {
+		return x, fmt.Errorf("session %s: %w", id, ErrEmptySession)
+	}
+	last := sum.Events - 1
+	if from > last {
+		return x, fmt.Errorf("session %s has %d event(s) (#0 to #%d): --from %d is past its end", id, sum.Events, last, from)
+	}
+	if through != nil {
+		if *through < from {
+			return x, fmt.Errorf("--through %d is before --from %d", *through, from)
+		}
+		x.Asked = min(*through, last)
+	} else {
+		x.Asked = min(from+ExportMaxEvents-1, last)
+	}
+	x.Through = x.Asked
+	if x.Through-from >= ExportMaxEvents {
+		x.Through = from + ExportMaxEvents - 1
+		x.TruncatedEvents = true
+	}
+	evs, err := r.Log.Read(id, from, int(x.Through-from+1))
+	if err != nil {
+		return x, err
+	}
+	if len(evs) > 0 {
+		x.Through = evs[len(evs)-1].Seq
+	}
+	type head struct {
+		body   []byte
+		size   int64
+		binary bool
+		err    string
+	}
+	seen := map[cas.Key]head{}
+	for _, ev := range evs {
+		h, ok := seen[ev.Body]
+		if !ok {
+			b, err := r.Store.Get(ev.Body)
+			var nf *cas.NotFoundError
+			var ce *cas.CorruptError
+			switch {
+			case err == nil:
+				h.size = int64(len(b))
+				if exportIsBinary(b) {
+					h.binary = true
+				} else {
+					h.body = exportCutUTF8(b, ExportMaxBody)
+				}
+			case errors.As(err, &nf), errors.As(err, &ce):
+				h.err = err.Error()
+			default:
+				return x, err
+			}
+			seen[ev.Body] = h
+		}
+		xe := ExportedEvent{Event: ev, Body: h.body, Size: h.size, Binary: h.binary, Err: h.err}
+		if !h.binary && h.err == "" {
+			xe.Cut = h.size - int64(len(h.body))
+		}
+		x.Events = append(x.Events, xe)
+	}
+	return x, nil
+}
+
+// exportIsBinary: bytes that are not text (a NUL, or not UTF-8).
+func exportIsBinary(b []byte) bool {
+	return bytes.IndexByte(b, 0) >= 0 || !utf8.Valid(b)
+}
+
+// exportCutUTF8 returns at most n bytes of b, cut before a rune that would not
+// fit whole.
+func exportCutUTF8(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	cut := n
+	for cut > 0 && cut > n-utf8.UTFMax && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return b[:cut]
+}
+
+// exportStyle is the export's only style sheet. The Content-Security-Policy
+// allows exactly these bytes, by hash: change them and the hash follows.
+const exportStyle = `
+body{font:14px/1.45 system-ui,sans-serif;margin:0;padding:1.5em;color:#1d1d1f;background:#fafafa}
+header{border-bottom:1px solid #ccc;margin-bottom:1em}
+h1{font-size:1.4em;margin:0 0 .4em}
+dl{display:grid;grid-template-columns:max-content auto;gap:.15em 1em;margin:0 0 1em}
+dt{color:#666}dd{margin:0;font-family:ui-monospace,monospace}
+.warn{background:#fff4ce;border:1px solid #e0c060;padding:.5em .8em}
+section{background:#fff;border:1px solid #ddd;border-left:4px solid #999;margin:0 0 .8em;padding:.4em .8em}
+section.user{border-left-color:#2a6fdb}section.assistant{border-left-color:#2e9d52}
+section.tool-call,section.tool-result{border-left-color:#b07a00}section.error{border-left-color:#c62828}
+section.compaction,section.checkpoint{border-left-color:#7b3fb5}
+.meta{color:#555;font-size:.9em}.meta b{color:#111}
+pre{white-space:pre-wrap;word-break:break-word;font:13px/1.4 ui-monospace,monospace;margin:.4em 0}
+.note{color:#666;font-style:italic}
+footer{color:#888;font-size:.85em;margin-top:2em}
+`
+
+// ExportStyleHash is the CSP source that allows exportStyle.
+func ExportStyleHash() string {
+	sum := sha256.Sum256([]byte(exportStyle))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}
+
+// ExportCSP is the Content-Security-Policy of an export: nothing loads,
+// nothing runs; only the export's own style sheet applies.
+func ExportCSP() string {
+	return "default-src 'none'; style-src " + ExportStyleHash() + "; base-uri 'none'; form-action 'none'"
+}
+
+// exportEscape escapes text for HTML; bytes that are not UTF-8 become U+FFFD.
+func exportEscape(s string) string {
+	return html.EscapeString(strings.ToValidUTF8(s, "\uFFFD"))
+}
+
+// ExportHTML renders an export as one self-contained HTML file: every
+// byte of content escaped, no scripts, no external resources, a
+// Content-Security-Policy that allows nothing but its inline style.
+func ExportHTML(x Export) []byte {
+	var b bytes.Buffer
+	s := x.Session
+	id := s.ID.String()
+	title := s.Title
+	if title == "" {
+		title = "(untitled)"
+	}
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	w("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
+	// The policy is rook's own text (quotes, letters, base64): written as is.
+	w("<meta http-equiv=\"Content-Security-Policy\" content=\"%s\">\n", ExportCSP())
+	w("<meta name=\"referrer\" content=\"no-referrer\">\n")
+	w("<title>%s — rook session %s</title>\n", exportEscape(title), exportEscape(id))
+	w("<style>%s</style>\n</head>\n<body>\n<header>\n", exportStyle)
+	w("<h1>%s</h1>\n<dl>\n", exportEscape(title))
+	w("<dt>session</dt><dd>%s</dd>\n", exportEscape(id))
+	if s.Workspace != "" {
+		w("<dt>workspace</dt><dd>%s</dd>\n", exportEscape(s.Workspace))
+	}
+	w("<dt>created</dt><dd>%s</dd>\n", exportEscape(s.Created.UTC().Format("2006-01-02 15:04:05 UTC")))
+	w("<dt>events</dt><dd>#%d to #%d (%d of the session's %d)</dd>\n", x.From, x.Through, len(x.Events), s.Events)
+	w("<dt>tokens</dt><dd>%d in, %d out (whole session)</dd>\n", s.TokensIn, s.TokensOut)
+	w("</dl>\n")
+	if x.TruncatedEvents {
+		w("<p class=\"warn\">The range asked for, #%d to #%d, is %d events; one export holds at most %d, so this file stops at #%d. Export from #%d for the rest.</p>\n",
+			x.From, x.Asked, x.Asked-x.From+1, ExportMaxEvents, x.Through, x.Through+1)
+	}
+	if n := x.CutBodies(); n > 0 {
+		w("<p class=\"warn\">%d bod%s longer than %d bytes %s cut; each says how to read it all.</p>\n",
+			n, exportPlural(n, "y", "ies"), ExportMaxBody, exportPlural(n, "is", "are"))
+	}
+	w("</header>\n<main>\n")
+	for _, ev := range x.Events {
+		kind := ev.Kind.String()
+		w("<section class=\"%s\" id=\"e%d\">\n<div class=\"meta\"><b>#%d</b> %s", exportEscape(kind), ev.Seq, ev.Seq, exportEscape(kind))
+		if ev.Label != "" {
+			w(" · %s", exportEscape(ev.Label))
+		}
+		w(" · <time>%s</time>", exportEscape(ev.Time.UTC().Format("2006-01-02 15:04:05.000 UTC")))
+		if ev.TokensIn > 0 || ev.TokensOut > 0 {
+			w(" · tokens %d in, %d out", ev.TokensIn, ev.TokensOut)
+		}
+		w(" · %d bytes</div>\n", ev.Size)
+		switch {
+		case ev.Err != "":
+			w("<p class=\"note\">(body unreadable: %s)</p>\n", exportEscape(ev.Err))
+		case ev.Binary:
+			w("<p class=\"note\">(binary, %d bytes)</p>\n", ev.Size)
+		case ev.Size == 0:
+			w("<p class=\"note\">(empty)</p>\n")
+		default:
+			w("<pre>%s</pre>\n", exportEscape(string(ev.Body)))
+			if ev.Cut > 0 {
+				w("<p class=\"note\">… %d more bytes not shown: <code>rook session entry %s %d</code> reads it all.</p>\n",
+					ev.Cut, exportEscape(id), ev.Seq)
+			}
+		}
+		w("</section>\n")
+	}
+	w("</main>\n<footer>exported by rook</footer>\n</body>\n</html>\n")
+	return b.Bytes()
+}
+
+func exportPlural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,138 @@
+package agent
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/rookhq/rook/eventlog"
+)
+
+func TestExportHTMLEscapesAndCSP(t *testing.T) {
+	r, clk := viewsRook(t)
+	m, err := r.NewSession(`<img src=x onerror="alert(1)">`, "/w/<ws>", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := m.ID
+	viewsAppend(t, r, clk, id,
+		Entry{Kind: eventlog.KindUser, Body: []byte("<script>alert(1)</script> & 'q' \"d\"")},
+		Entry{Kind: eventlog.KindToolCall, Label: "<b>bash</b>", Body: []byte(`{"cmd":"ls </pre>"}`), TokensIn: 3, TokensOut: 4},
+		Entry{Kind: eventlog.KindToolResult, Body: []byte{0, 1, 2, 0xff}},
+		Entry{Kind: eventlog.KindAssistant, Body: nil},
+	)
+	x, err := r.ExportRange(id, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.From != 0 || x.Through != 3 || len(x.Events) != 4 || x.TruncatedEvents || x.CutBodies() != 0 {
+		t.Fatalf("range %d-%d, %d events, truncated %v", x.From, x.Through, len(x.Events), x.TruncatedEvents)
+	}
+	out := string(ExportHTML(x))
+	for _, bad := range []string{"<script", "<img", "<b>bash", "</pre>\"", "<ws>", "http://", "https://", " onerror=\""} {
+		if strings.Contains(out, bad) {
+			t.Errorf("output holds %q", bad)
+		}
+	}
+	for _, want := range []string{
+		"&lt;script&gt;alert(1)&lt;/script&gt; &amp; &#39;q&#39; &#34;d&#34;",
+		"&lt;b&gt;bash&lt;/b&gt;",
+		"ls &lt;/pre&gt;",
+		"(binary, 4 bytes)",
+		"/w/&lt;ws&gt;",
+		id.String(),
+		"#0 to #3",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	// The CSP allows exactly the inline style, by its hash.
+	csp := regexp.MustCompile(`<meta http-equiv="Content-Security-Policy" content="([^"]*)">`).FindStringSubmatch(out)
+	if csp == nil || !strings.HasPrefix(csp[1], "default-src 'none'; ") {
+		t.Fatalf("no CSP: %v", csp)
+	}
+	style := regexp.MustCompile(`(?s)<style>(.*?)</style>`).FindAllStringSubmatch(out, -1)
+	if len(style) != 1 {
+		t.Fatalf("%d style elements", len(style))
+	}
+	sum := sha256.Sum256([]byte(style[0][1]))
+	if !strings.Contains(csp[1], "style-src 'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'") {
+		t.Fatalf("CSP %q does not allow the style by its hash", csp[1])
+	}
+	if strings.Count(out, "<section") != 4 || strings.Count(out, "<pre>") != 2 {
+		t.Fatalf("sections %d, pre %d", strings.Count(out, "<section"), strings.Count(out, "<pre>"))
+	}
+}
+
+func TestExportRangeCaps(t *testing.T) {
+	r, clk := viewsRook(t)
+	id := viewsSession(t, r, "long")
+	// A body just over the cap whose cut falls inside a 3-byte rune.
+	long := strings.Repeat("a", ExportMaxBody-1) + "€" + strings.Repeat("b", 100)
+	for i := 0; i < 600; i++ {
+		body := []byte("event")
+		if i == 5 {
+			body = []byte(long)
+		}
+		if _, err := r.Append(id, Entry{Kind: eventlog.KindUser, Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	viewsAppend(t, r, clk, id)
+
+	x, err := r.ExportRange(id, 0, nil)
+	if err != nil || x.Through != 511 || len(x.Events) != 512 || x.TruncatedEvents {
+		t.Fatalf("default range: %d-%d %d events truncated %v, %v", x.From, x.Through, len(x.Events), x.TruncatedEvents, err)
+	}
+	ev := x.Events[5]
+	if len(ev.Body) != ExportMaxBody-1 || ev.Cut != int64(len(long)-(ExportMaxBody-1)) || !utf8.Valid(ev.Body) || x.CutBodies() != 1 {
+		t.Fatalf("cut body: %d bytes kept, %d cut", len(ev.Body), ev.Cut)
+	}
+	out := ExportHTML(x)
+	if !bytes.Contains(out, []byte("rook session entry "+id.String()+" 5")) || !bytes.Contains(out, []byte("… 103 more bytes not shown")) {
+		t.Fatal("the cut body does not say how to read it all")
+	}
+
+	through := uint64(599)
+	x, err = r.ExportRange(id, 10, &through)
+	if err != nil || x.From != 10 || x.Through != 521 || x.Asked != 599 || !x.TruncatedEvents || len(x.Events) != 512 {
+		t.Fatalf("wide range: %d-%d asked %d, %d events, truncated %v, %v", x.From, x.Through, x.Asked, len(x.Events), x.TruncatedEvents, err)
+	}
+	if !bytes.Contains(ExportHTML(x), []byte("at most 512")) {
+		t.Fatal("the file does not say it was cut")
+	}
+
+	through = 10_000
+	x, err = r.ExportRange(id, 550, &through)
+	if err != nil || x.Through != 599 || len(x.Events) != 50 || x.TruncatedEvents {
+		t.Fatalf("tail: %d-%d, %d events, %v", x.From, x.Through, len(x.Events), err)
+	}
+	if _, err := r.ExportRange(id, 600, nil); err == nil {
+		t.Fatal("--from past the end is an error")
+	}
+	through = 3
+	if _, err := r.ExportRange(id, 4, &through); err == nil {
+		t.Fatal("through before from is an error")
+	}
+	empty := viewsSession(t, r, "empty")
+	if _, err := r.ExportRange(empty, 0, nil); !errors.Is(err, ErrEmptySession) {
+		t.Fatalf("empty session: %v", err)
+	}
+}
+
+func TestExportCutUTF8(t *testing.T) {
+	for _, s := range []string{"abc", "ab€", "a€€", "𝄞𝄞", "ééé"} {
+		for n := 0; n <= len(s); n++ {
+			got := exportCutUTF8([]byte(s), n)
+			if len(got) > n || !utf8.Valid(got) || !strings.HasPrefix(s, string(got)) || len(got) < n-3 {
+				t.Fatalf("cut %q to %d: %q", s, n, got)
+			}
+		}
+	}
+}

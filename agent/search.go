@@ -1,0 +1,354 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+)
+
+// Search bounds: one search reads at most this many body objects and this
+// many bytes of them.
+const (
+	SearchMaxObjects  = 20000
+	SearchMaxBytes    = 64 << 20
+	SearchSnippetLen  = 160 // runes
+	DefaultSearchHits = 40
+)
+
+// searchPage is how many event records a search reads at once.
+const searchPage = 1024
+
+// ErrNoSearchTerms: a query with nothing to search for once short words and
+// stopwords are dropped.
+var ErrNoSearchTerms = errors.New("the query has no words to search for (words of 2 or more letters, not stopwords)")
+
+var searchStopwords = map[string]bool{
+	"an": true, "and": true, "are": true, "as": true, "at": true, "be": true, "but": true, "by": true,
+	"do": true, "for": true, "from": true, "has": true, "have": true, "if": true, "in": true, "is": true,
+	"it": true, "its": true, "no": true, "not": true, "of": true, "on": true, "or": true, "so": true,
+	"that": true, "the": true, "this": true, "to": true, "was": true, "were": true, "with": true,
+}
+
+// SearchTerms turns a query into its search terms: lower case, split on
+// anything but letters, digits, '-' and '_', without words of one
+// character, stopwords and repeats.
+func SearchTerms(query string) []string {
+	words := strings.FieldsFunc(strings.ToLower(query), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' && r != '_'
+	})
+	var terms []string
+	seen := map[string]bool{}
+	for _, w := range words {
+		if utf8.RuneCountInString(w) < 2 || searchStopwords[w] || seen[w] {
+			continue
+		}
+		seen[w] = true
+		terms = append(terms, w)
+	}
+	return terms
+}
+
+// Searchable reports whether search reads bodies of this kind: every kind
+// but checkpoints (file snapshots, not transcript).
+func Searchable(k eventlog.Kind) bool { return k != eventlog.KindCheckpoint }
+
+// SearchOptions narrow a search.
+type SearchOptions struct {
+	Session    *eventlog.ID // only this session; nil: every session
+	Limit      int          // hits returned; 0: DefaultSearchHits
+	MaxObjects int          // 0: SearchMaxObjects
+	MaxBytes   int64        // 0: SearchMaxBytes
+}
+
+// SearchHit is one event whose body matched.
+type SearchHit struct {
+	Session eventlog.ID
+	Title   string
+	Seq     uint64
+	Kind    eventlog.Kind
+	Time    time.Time
+	Snippet string
+	Score   int
+	Object  cas.Key
+}
+
+// SearchResult is a ranked page of hits.
+type SearchResult struct {
+	Terms          []string
+	Hits           []SearchHit // best first, at most the limit
+	TotalHits      int         // events that matched, before the limit
+	ObjectsMatched int         // distinct bodies that matched
+	ObjectsScanned int         // distinct bodies read
+	BytesScanned   int64
+	// Truncated: the budget (objects or bytes) ended the scan before every
+	// body was read; narrow with a session.
+	Truncated bool
+	// Unreadable counts bodies skipped because they are missing or corrupt.
+	Unreadable int
+	// SkippedSessions says which sessions could not be read (in full).
+	SkippedSessions []string
+}
+
+// searchRef is one event naming a body.
+type searchRef struct {
+	seq  uint64
+	kind eventlog.Kind
+	time time.Time
+}
+
+// searchScore is what scanning one body found.
+type searchScore struct {
+	score   int
+	snippet string
+	bad     bool
+}
+
+// Search ranks the events whose bodies match the query, across every
+// session (newest first) or one. Each distinct body is read once however
+// many events name it, and at most MaxObjects bodies and MaxBytes bytes
+// are read in all: when that budget ends the scan, the result says so.
+func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
+	terms := SearchTerms(query)
+	res := SearchResult{Terms: terms}
+	if len(terms) == 0 {
+		return res, ErrNoSearchTerms
+	}
+	if opts.Limit <= 0 {
+		opts.Limit = DefaultSearchHits
+	}
+	if opts.MaxObjects <= 0 {
+		opts.MaxObjects = SearchMaxObjects
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = SearchMaxBytes
+	}
+	var ids []eventlog.ID
+	if opts.Session != nil {
+		if _, err := r.Log.ReadMeta(*opts.Session); err != nil {
+			return res, err
+		}
+		ids = []eventlog.ID{*opts.Session}
+	} else {
+		all, err := r.Log.IDs()
+		if err != nil {
+			return res, err
+		}
+		for i := len(all) - 1; i >= 0; i-- { // newest first
+			ids = append(ids, all[i])
+		}
+	}
+	lowered := make([][]byte, len(terms))
+	for i, t := range terms {
+		lowered[i] = []byte(t)
+	}
+	scanned := map[cas.Key]searchScore{}
+	for _, id := range ids {
+		if res.Truncated {
+			break
+		}
+		meta, err := r.Log.ReadMeta(id)
+		if err != nil {
+			res.SkippedSessions = append(res.SkippedSessions, fmt.Sprintf("session %s skipped: %v", id, err))
+			continue
+		}
+		refs, order, err := r.searchRefs(id)
+		if err != nil {
+			res.SkippedSessions = append(res.SkippedSessions, fmt.Sprintf("%v (searched what precedes the damage)", err))
+		}
+		for _, obj := range order {
+			sc, ok := scanned[obj]
+			if !ok {
+				if len(scanned) >= opts.MaxObjects {
+					res.Truncated = true
+					break
+				}
+				// Stat first, so the byte budget is kept without reading
+				// a body that would break it.
+				info, serr := r.Store.Stat(obj)
+				if serr == nil && res.BytesScanned+info.Size > opts.MaxBytes {
+					res.Truncated = true
+					break
+				}
+				b, err := r.Store.Get(obj)
+				if err == nil && res.BytesScanned+int64(len(b)) > opts.MaxBytes {
+					res.Truncated = true // Stat did not know it (a writer's unsynced body)
+					break
+				}
+				var nf *cas.NotFoundError
+				var ce *cas.CorruptError
+				switch {
+				case err == nil:
+					res.ObjectsScanned++
+					res.BytesScanned += int64(len(b))
+					sc.score, sc.snippet = scoreBody(b, lowered)
+					if sc.score > 0 {
+						res.ObjectsMatched++
+					}
+				case errors.As(err, &nf), errors.As(err, &ce):
+					sc.bad = true
+					res.Unreadable++
+				default:
+					return res, err
+				}
+				scanned[obj] = sc
+			}
+			if sc.score <= 0 {
+				continue
+			}
+			for _, ref := range refs[obj] {
+				res.TotalHits++
+				res.Hits = append(res.Hits, SearchHit{Session: id, Title: meta.Title, Seq: ref.seq, Kind: ref.kind,
+					Time: ref.time, Snippet: sc.snippet, Score: sc.score, Object: obj})
+			}
+		}
+		// Keep only what can still make the cut: memory stays at the limit
+		// plus one session's hits.
+		sortHits(res.Hits)
+		if len(res.Hits) > opts.Limit {
+			res.Hits = res.Hits[:opts.Limit]
+		}
+	}
+	return res, nil
+}
+
+// searchRefs maps each searchable body of a session to the events that
+// name it, and orders the bodies by their newest event, newest first (so
+// a budget spends itself on recent conversation). On a damaged log it
+// returns what it read before the damage with the error.
+func (r *Rook) searchRefs(id eventlog.ID) (map[cas.Key][]searchRef, []cas.Key, error) {
+	refs := map[cas.Key][]searchRef{}
+	var order []cas.Key // by first sight; reversed below
+	var rerr error
+	from := uint64(0)
+	for {
+		evs, err := r.Log.Read(id, from, searchPage)
+		if err != nil {
+			rerr = err
+		}
+		for _, ev := range evs {
+			if !Searchable(ev.Kind) {
+				continue
+			}
+			if _, ok := refs[ev.Body]; !ok {
+				order = append(order, ev.Body)
+			}
+			refs[ev.Body] = append(refs[ev.Body], searchRef{seq: ev.Seq, kind: ev.Kind, time: ev.Time})
+		}
+		if err != nil || len(evs) < searchPage {
+			break
+		}
+		from = evs[len(evs)-1].Seq + 1
+	}
+	last := func(k cas.Key) uint64 { rs := refs[k]; return rs[len(rs)-1].seq }
+	sort.SliceStable(order, func(i, j int) bool { return last(order[i]) > last(order[j]) })
+	return refs, order, rerr
+}
+
+func sortHits(h []SearchHit) {
+	sort.Slice(h, func(i, j int) bool {
+		a, b := h[i], h[j]
+		if a.Score != b.Score {
+			return a.Score > b.Score
+		}
+		if !a.Time.Equal(b.Time) {
+			return a.Time.After(b.Time)
+		}
+		if a.Session != b.Session {
+			return a.Session.String() > b.Session.String()
+		}
+		return a.Seq > b.Seq
+	})
+}
+
+// scoreBody scores a body line by line against lower-case terms: for each
+// term found on a line, 4 plus its count on the line up to 3, and 2 more
+// when the line has every term. The body's score is the sum over its
+// lines; its snippet is the best line.
+func scoreBody(b []byte, terms [][]byte) (int, string) {
+	total, best := 0, 0
+	var bestLine []byte
+	var bestAt int
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		low := bytes.ToLower(line)
+		score, all, at := 0, true, -1
+		for _, t := range terms {
+			n := bytes.Count(low, t)
+			if n == 0 {
+				all = false
+				continue
+			}
+			score += 4 + min(n, 3)
+			if i := bytes.Index(low, t); at < 0 || i < at {
+				at = i
+			}
+		}
+		if score == 0 {
+			continue
+		}
+		if all {
+			score += 2
+		}
+		total += score
+		if score > best {
+			best, bestLine, bestAt = score, line, at
+			// at is an offset in the lower-cased line; where lower-casing
+			// changed lengths it is only near the match, which is enough
+			// to place a snippet.
+		}
+	}
+	if total == 0 {
+		return 0, ""
+	}
+	return total, searchSnippet(bestLine, bestAt)
+}
+
+// searchSnippet makes a line fit SearchSnippetLen runes, around the byte
+// offset `at` of the first match, with control characters replaced and a
+// '…' where it was clipped.
+func searchSnippet(line []byte, at int) string {
+	runes := []rune(strings.ToValidUTF8(string(line), "\uFFFD"))
+	for i, r := range runes {
+		if unicode.IsControl(r) {
+			runes[i] = ' '
+		}
+	}
+	// Trim, tracking where the match lands in runes.
+	matchRune := utf8.RuneCount(line[:min(max(at, 0), len(line))])
+	start, end := 0, len(runes)
+	for start < end && unicode.IsSpace(runes[start]) {
+		start++
+	}
+	for end > start && unicode.IsSpace(runes[end-1]) {
+		end--
+	}
+	if end-start <= SearchSnippetLen {
+		return string(runes[start:end])
+	}
+	// Clip: some context before the match, as much after it as fits.
+	from := max(start, matchRune-SearchSnippetLen/4)
+	if end-from <= SearchSnippetLen-1 {
+		// The rest of the line fits after a leading '…'.
+		return "…" + string(runes[end-(SearchSnippetLen-1):end])
+	}
+	room := SearchSnippetLen - 1 // the trailing '…'
+	lead := ""
+	if from > start {
+		lead = "…"
+		room--
+	}
+	return lead + string(runes[from:from+room]) + "…"
+}

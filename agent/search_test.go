@@ -1,0 +1,155 @@
+package agent
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/rookhq/rook/eventlog"
+)
+
+func TestSearchTerms(t *testing.T) {
+	for q, want := range map[string][]string{
+		"Flaky TEST in the store_test.go": {"flaky", "test", "store_test", "go"},
+		"a b c":                           nil,
+		"the and of":                      nil,
+		"re-index, re-index! x":           {"re-index"},
+		"Größe/ÉTÉ 42":                    {"größe", "été", "42"},
+		"foo.bar(baz)":                    {"foo", "bar", "baz"},
+	} {
+		if got := SearchTerms(q); !reflect.DeepEqual(got, want) {
+			t.Errorf("SearchTerms(%q) = %q, want %q", q, got, want)
+		}
+	}
+}
+
+func TestScoreBody(t *testing.T) {
+	terms := [][]byte{[]byte("flaky"), []byte("test")}
+	// Line 1: flaky (4+1) test (4+1) all (+2) = 12. Line 2: test x5 (4+3) = 7.
+	score, snip := scoreBody([]byte("A Flaky test\ntest test test test test\nnothing"), terms)
+	if score != 19 || snip != "A Flaky test" {
+		t.Fatalf("score %d snippet %q", score, snip)
+	}
+	if score, _ := scoreBody([]byte("no match here"), terms); score != 0 {
+		t.Fatalf("no match scored %d", score)
+	}
+	// Control characters are replaced, a long line is clipped around the
+	// match with '…' at both ends.
+	line := strings.Repeat("x", 300) + "\tflaky\x1b test" + strings.Repeat("y", 300)
+	_, snip = scoreBody([]byte(line), terms)
+	if utf8.RuneCountInString(snip) != SearchSnippetLen || !strings.HasPrefix(snip, "…") || !strings.HasSuffix(snip, "…") ||
+		!strings.Contains(snip, " flaky  test") || strings.ContainsAny(snip, "\t\x1b") {
+		t.Fatalf("snippet %q (%d runes)", snip, utf8.RuneCountInString(snip))
+	}
+	// A match near the end of a long line: the tail, led by '…'.
+	_, snip = scoreBody([]byte(strings.Repeat("z", 400)+" flaky"), terms)
+	if utf8.RuneCountInString(snip) != SearchSnippetLen || !strings.HasPrefix(snip, "…") || !strings.HasSuffix(snip, "flaky") {
+		t.Fatalf("tail snippet %q", snip)
+	}
+	// A match at the start: no leading '…'.
+	_, snip = scoreBody([]byte("flaky "+strings.Repeat("z", 400)), terms)
+	if utf8.RuneCountInString(snip) != SearchSnippetLen || !strings.HasPrefix(snip, "flaky") || !strings.HasSuffix(snip, "…") {
+		t.Fatalf("head snippet %q", snip)
+	}
+}
+
+func TestSearchRanksAcrossSessions(t *testing.T) {
+	r, clk := viewsRook(t)
+	a := viewsSession(t, r, "first")
+	b := viewsSession(t, r, "second")
+	shared := []byte("the flaky test again")
+	viewsAppend(t, r, clk, a,
+		Entry{Kind: eventlog.KindUser, Body: []byte("please fix the flaky test")},            // 12
+		Entry{Kind: eventlog.KindAssistant, Body: []byte("done: flaky test fixed\ntest ok")}, // 12 + 5
+		Entry{Kind: eventlog.KindUser, Body: shared},                                         // 12
+		Entry{Kind: eventlog.KindCheckpoint, Body: []byte("flaky test flaky test")},          // not searched
+		Entry{Kind: eventlog.KindNote, Body: []byte("unrelated")},
+	)
+	viewsAppend(t, r, clk, b,
+		Entry{Kind: eventlog.KindUser, Body: shared}, // the same object, scanned once
+		Entry{Kind: eventlog.KindToolResult, Body: []byte("only flaky")},
+	)
+	res, err := r.Search("Flaky test", SearchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type hit struct {
+		s     eventlog.ID
+		seq   uint64
+		score int
+	}
+	var got []hit
+	for _, h := range res.Hits {
+		got = append(got, hit{h.Session, h.Seq, h.Score})
+	}
+	want := []hit{{a, 1, 17}, {b, 0, 12}, {a, 2, 12}, {a, 0, 12}, {b, 1, 5}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("hits %+v\nwant %+v", got, want)
+	}
+	if res.TotalHits != 5 || res.ObjectsScanned != 5 || res.ObjectsMatched != 4 || res.Truncated || res.Unreadable != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	if res.Hits[0].Title != "first" || res.Hits[0].Snippet != "done: flaky test fixed" || res.Hits[0].Kind != eventlog.KindAssistant {
+		t.Fatalf("best hit %+v", res.Hits[0])
+	}
+
+	// --limit keeps the best; the total still counts every hit.
+	res, err = r.Search("flaky test", SearchOptions{Limit: 2})
+	if err != nil || len(res.Hits) != 2 || res.TotalHits != 5 || res.Hits[1].Session != b {
+		t.Fatalf("limit 2: %+v %v", res, err)
+	}
+	// One session.
+	res, err = r.Search("flaky", SearchOptions{Session: &b})
+	if err != nil || len(res.Hits) != 2 || res.ObjectsScanned != 2 {
+		t.Fatalf("session b: %+v %v", res, err)
+	}
+	for _, h := range res.Hits {
+		if h.Session != b {
+			t.Fatalf("hit outside the session: %+v", h)
+		}
+	}
+	// Nothing.
+	res, err = r.Search("zebra", SearchOptions{})
+	if err != nil || len(res.Hits) != 0 || res.TotalHits != 0 || res.ObjectsScanned != 5 {
+		t.Fatalf("no match: %+v %v", res, err)
+	}
+	if _, err := r.Search("the a", SearchOptions{}); !errors.Is(err, ErrNoSearchTerms) {
+		t.Fatalf("no terms: %v", err)
+	}
+}
+
+func TestSearchBudgetAndUnreadable(t *testing.T) {
+	r, clk := viewsRook(t)
+	id := viewsSession(t, r, "budget")
+	for i := 0; i < 10; i++ {
+		viewsAppend(t, r, clk, id, Entry{Kind: eventlog.KindUser, Body: []byte(strings.Repeat("z", i) + " needle")})
+	}
+	res, err := r.Search("needle", SearchOptions{MaxObjects: 4})
+	if err != nil || !res.Truncated || res.ObjectsScanned != 4 || res.TotalHits != 4 {
+		t.Fatalf("object budget: %+v %v", res, err)
+	}
+	// The newest bodies are read first.
+	for _, h := range res.Hits {
+		if h.Seq < 6 {
+			t.Fatalf("budget spent on old event %d", h.Seq)
+		}
+	}
+	res, err = r.Search("needle", SearchOptions{MaxBytes: 30})
+	if err != nil || !res.Truncated || res.ObjectsScanned != 1 || res.BytesScanned != 16 {
+		t.Fatalf("byte budget: %+v %v", res, err)
+	}
+	res, err = r.Search("needle", SearchOptions{})
+	if err != nil || res.Truncated || res.ObjectsScanned != 10 {
+		t.Fatalf("whole: %+v %v", res, err)
+	}
+	// An event naming a body the store does not have is skipped, counted.
+	if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindUser, Body: [32]byte{9}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = r.Search("needle", SearchOptions{})
+	if err != nil || res.Unreadable != 1 || res.TotalHits != 10 {
+		t.Fatalf("unreadable: %+v %v", res, err)
+	}
+}

@@ -1,0 +1,668 @@
+package agent
+
+// Transcript views: the pages, searches, body ranges and quotes the CLI
+// renders. Every view costs what it returns (a page of events, a bounded
+// scan, one body), never a whole session: events come from Log.Read and
+// Log.ReadBefore, bodies from Body, which re-hashes what it returns.
+//
+// A body is text when it is valid UTF-8 without NUL bytes; anything else is
+// binary. Text is only ever cut on a UTF-8 boundary, so every offset a view
+// reports (a cut, a cursor, a match) is a byte offset in the original body
+// at the start of a character.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/rookhq/rook/eventlog"
+)
+
+// Limits and defaults of the transcript views.
+const (
+	DefaultPageEntries = 64      // history page
+	DefaultShowEntries = 200     // show page
+	MaxPageEntries     = 10000   // the most events one show or history page may ask for
+	DefaultBodyBytes   = 4096    // show: bodies longer than this are cut
+	EntryPageBytes     = 4096    // entry: one page of a body
+	QuoteBytes         = 16384   // quote: the most source bytes one quote holds
+	FindMaxEvents      = 256     // find: events examined per call
+	FindMaxBytes       = 4 << 20 // find: body bytes searched per call
+	MaxQueryBytes      = 256     // find: the longest query
+	PreviewRunes       = 80      // history: the first line of a body, clipped
+	SnippetRunes       = 160     // find: the text around a match
+	snippetBefore      = 60      // of which before the match
+)
+
+// IsBinary reports whether a body is binary: not valid UTF-8, or holding a
+// NUL byte. Such bodies are never shown as text.
+func IsBinary(b []byte) bool {
+	return bytes.IndexByte(b, 0) >= 0 || !utf8.Valid(b)
+}
+
+// CutUTF8 returns the largest n <= max (and <= len(b)) such that b[:n]
+// ends on a UTF-8 boundary: it never splits a character. Bytes that are not
+// UTF-8 are cut where they stand. n may be 0 when max is shorter than the
+// first character.
+func CutUTF8(b []byte, max int) int {
+	if max >= len(b) {
+		return len(b)
+	}
+	if max <= 0 {
+		return 0
+	}
+	for n := max; n >= 0 && n > max-utf8.UTFMax; n-- {
+		if n == 0 || utf8.RuneStart(b[n]) {
+			return n
+		}
+	}
+	return max // not UTF-8 here: no character to keep whole
+}
+
+// runeStartAtOrBefore moves off back to the start of the character it falls
+// in (at most 3 bytes back).
+func runeStartAtOrBefore(b []byte, off int) int {
+	if off <= 0 || off >= len(b) {
+		return off
+	}
+	for n := off; n >= 0 && n > off-utf8.UTFMax; n-- {
+		if n == 0 || utf8.RuneStart(b[n]) {
+			return n
+		}
+	}
+	return off
+}
+
+// BodyView is an event's body as a view shows it: its sizes, and its first
+// bytes, cut.
+type BodyView struct {
+	Size   int64 // logical bytes of the body object
+	Stored int64 // bytes it takes in the store (its share of a packed block)
+	Binary bool  // not valid UTF-8, or holds NUL: never print Text raw
+	// Text is the shown part of the body, body[0:len(Text)]: cut on a
+	// UTF-8 boundary for text, on any byte for binary bodies.
+	Text []byte
+	// Omitted is how many bytes follow Text; the rest reads with
+	// `session entry --offset len(Text)`.
+	Omitted int64
+	// Err is why the body could not be read (corrupt, missing); the event
+	// is still shown.
+	Err error
+}
+
+// Elided reports whether the body was cut.
+func (v BodyView) Elided() bool { return v.Omitted > 0 }
+
+// EventView is one event with its body.
+type EventView struct {
+	eventlog.Event
+	BodyView
+}
+
+// viewBody reads an event's body (verified) and its sizes, keeping at most
+// max bytes of it.
+func (r *Rook) viewBody(ev eventlog.Event, max int) (BodyView, []byte) {
+	var v BodyView
+	if info, err := r.Store.Stat(ev.Body); err == nil {
+		v.Size, v.Stored = info.Size, info.Stored
+	}
+	body, err := r.Body(ev)
+	if err != nil {
+		v.Err = err
+		return v, nil
+	}
+	v.Size = int64(len(body))
+	v.Binary = IsBinary(body)
+	n := min(max, len(body))
+	if !v.Binary {
+		n = CutUTF8(body, max)
+	}
+	v.Text = body[:n:n]
+	v.Omitted = int64(len(body) - n)
+	return v, body
+}
+
+// ShowPage is a page of events with their bodies.
+type ShowPage struct {
+	Session eventlog.ID
+	Events  []EventView
+	Total   uint64  // events in the session when the page was read
+	Next    *uint64 // the seq after the page, when the session goes on
+}
+
+// Show returns up to limit events from seq from on, each with at most
+// maxBody bytes of its body. A body that cannot be read is an error on its
+// event, not on the page.
+func (r *Rook) Show(id eventlog.ID, from uint64, limit, maxBody int) (ShowPage, error) {
+	p := ShowPage{Session: id}
+	if limit <= 0 || limit > MaxPageEntries {
+		return p, fmt.Errorf("a page holds 1 to %d events, not %d", MaxPageEntries, limit)
+	}
+	s, err := r.Log.Summary(id)
+	if err != nil {
+		return p, err
+	}
+	p.Total = s.Events
+	evs, err := r.Log.Read(id, from, limit)
+	if err != nil {
+		return p, err
+	}
+	for _, ev := range evs {
+		v, _ := r.viewBody(ev, max(maxBody, 0))
+		p.Events = append(p.Events, EventView{Event: ev, BodyView: v})
+	}
+	if n := len(evs); n > 0 && evs[n-1].Seq+1 < p.Total {
+		next := evs[n-1].Seq + 1
+		p.Next = &next
+	}
+	return p, nil
+}
+
+// HistoryLine is one event of a history page: no body, a preview.
+type HistoryLine struct {
+	eventlog.Event
+	Size   int64
+	Stored int64
+	Binary bool
+	// Preview is the body's first non-blank line, clipped to PreviewRunes,
+	// control characters replaced; "" for binary and unreadable bodies.
+	Preview string
+	Err     error // the body could not be read
+}
+
+// HistoryQuery picks a page: Before (the page ending before seq N), From
+// (the page starting at seq N), or neither (the newest page). At most one
+// of Before and From.
+type HistoryQuery struct {
+	Before *uint64
+	From   *uint64
+	Limit  int
+}
+
+// HistoryPage is a bounded page of a session's history, oldest first, with
+// the cursors to the pages around it.
+type HistoryPage struct {
+	Session eventlog.ID
+	Events  []HistoryLine
+	Total   uint64 // events in the session when the page was read
+	// PrevBefore: events before the page exist; --before PrevBefore
+	// pages to them.
+	PrevBefore *uint64
+	// NextFrom: events after the page exist; --from NextFrom pages to them.
+	NextFrom *uint64
+}
+
+// History returns one page of a session's history. It reads the page's
+// events and bodies only: its cost does not grow with the session.
+func (r *Rook) History(id eventlog.ID, q HistoryQuery) (HistoryPage, error) {
+	p := HistoryPage{Session: id}
+	if q.Before != nil && q.From != nil {
+		return p, errors.New("give --before or --from, not both")
+	}
+	if q.Limit <= 0 || q.Limit > MaxPageEntries {
+		return p, fmt.Errorf("a page holds 1 to %d events, not %d", MaxPageEntries, q.Limit)
+	}
+	s, err := r.Log.Summary(id)
+	if err != nil {
+		return p, err
+	}
+	p.Total = s.Events
+	var evs []eventlog.Event
+	// where the page starts and ends when it is empty
+	var start, end uint64
+	switch {
+	case q.From != nil:
+		start = min(*q.From, p.Total)
+		end = start
+		evs, err = r.Log.Read(id, start, q.Limit)
+	default:
+		before := p.Total
+		if q.Before != nil {
+			before = min(*q.Before, p.Total)
+		}
+		start, end = before, before
+		evs, err = r.Log.ReadBefore(id, before, q.Limit)
+	}
+	if err != nil {
+		return p, err
+	}
+	if n := len(evs); n > 0 {
+		start, end = evs[0].Seq, evs[n-1].Seq+1
+	}
+	for _, ev := range evs {
+		v, body := r.viewBody(ev, 0)
+		line := HistoryLine{Event: ev, Size: v.Size, Stored: v.Stored, Binary: v.Binary, Err: v.Err}
+		if v.Err == nil && !v.Binary {
+			line.Preview = Preview(body, PreviewRunes)
+		}
+		p.Events = append(p.Events, line)
+	}
+	if start > 0 {
+		p.PrevBefore = &start
+	}
+	if end < p.Total {
+		p.NextFrom = &end
+	}
+	return p, nil
+}
+
+// Preview is the first non-blank line of text, clipped to n characters
+// (an ellipsis marks the cut), control characters replaced.
+func Preview(text []byte, n int) string {
+	text = bytes.TrimLeft(text, " \t\r\n")
+	if i := bytes.IndexByte(text, '\n'); i >= 0 {
+		text = text[:i]
+	}
+	var b strings.Builder
+	count := 0
+	for len(text) > 0 {
+		if count == n {
+			return strings.TrimRight(b.String(), " ") + "…"
+		}
+		r, w := utf8.DecodeRune(text)
+		b.WriteRune(cleanRune(r))
+		text = text[w:]
+		count++
+	}
+	return strings.TrimRight(b.String(), " ")
+}
+
+// cleanRune keeps a rune fit for one line of a terminal.
+func cleanRune(r rune) rune {
+	switch {
+	case r == '\t' || r == '\n' || r == '\r':
+		return ' '
+	case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
+		return '\uFFFD'
+	}
+	return r
+}
+
+// FindCursor is where a find resumes: at byte Offset of event From's body,
+// searching through event Through. The first call fixes Through, so a
+// session still being written cannot prolong the scan.
+type FindCursor struct {
+	From    uint64 `json:"from"`
+	Offset  int64  `json:"offset"`
+	Through uint64 `json:"through"`
+}
+
+// FindQuery is one call of a find.
+type FindQuery struct {
+	Query   string
+	From    uint64
+	Offset  int64
+	Through *uint64 // nil: the session's last seq now
+	// Budgets; 0 takes FindMaxEvents and FindMaxBytes.
+	MaxEvents int
+	MaxBytes  int64
+}
+
+// FindHit is the first match in one event at or after where the scan
+// entered it.
+type FindHit struct {
+	Seq     uint64
+	Kind    eventlog.Kind
+	Label   string
+	Offset  int64  // byte offset of the match in the body
+	Snippet string // one line of text around the match
+}
+
+// FindSkip is an event whose body could not be read.
+type FindSkip struct {
+	Seq uint64
+	Err error
+}
+
+// FindResult is one call's hits and where to go on. An empty Hits with a
+// Next means the budget ran out before a match: more history remains.
+type FindResult struct {
+	Hits       []FindHit
+	Unreadable []FindSkip
+	// Next continues the search; nil when it reached Through.
+	Next *FindCursor
+	// Through is the last seq the search covers; nil when the session had
+	// no events.
+	Through *uint64
+	// Examined and Searched say what this call cost: events whose body it
+	// read, and body bytes it searched.
+	Examined int
+	Searched int64
+}
+
+// ValidateQuery checks a find query: 1 to MaxQueryBytes bytes.
+func ValidateQuery(q string) error {
+	if len(q) == 0 || len(q) > MaxQueryBytes {
+		return fmt.Errorf("the query must be 1 to %d bytes, not %d", MaxQueryBytes, len(q))
+	}
+	return nil
+}
+
+// Find searches a session's bodies for a literal, case-insensitively
+// (Unicode simple folding, as strings.EqualFold), one hit per event, within
+// a budget of events examined and body bytes searched. A body larger than
+// what is left of the byte budget is searched in part, and the cursor
+// resumes inside it. (The store reads a body whole: the byte budget bounds
+// the search, and a call loads at most the bodies it searches.)
+func (r *Rook) Find(id eventlog.ID, q FindQuery) (FindResult, error) {
+	var res FindResult
+	if err := ValidateQuery(q.Query); err != nil {
+		return res, err
+	}
+	if q.Offset < 0 {
+		return res, fmt.Errorf("offset %d is negative", q.Offset)
+	}
+	maxEvents, budget := q.MaxEvents, q.MaxBytes
+	if maxEvents <= 0 {
+		maxEvents = FindMaxEvents
+	}
+	if budget <= 0 {
+		budget = FindMaxBytes
+	}
+	s, err := r.Log.Summary(id)
+	if err != nil {
+		return res, err
+	}
+	if s.Events == 0 {
+		return res, nil
+	}
+	through := s.Events - 1
+	if q.Through != nil {
+		through = min(through, *q.Through)
+	}
+	res.Through = &through
+	m := newFoldMatcher(q.Query)
+	seq, off := q.From, q.Offset
+	var scratch []byte
+scan:
+	for seq <= through && res.Examined < maxEvents && budget > 0 {
+		n := uint64(maxEvents - res.Examined)
+		n = min(n, through-seq+1)
+		evs, err := r.Log.Read(id, seq, int(n))
+		if err != nil {
+			return res, err
+		}
+		if len(evs) == 0 || evs[0].Seq != seq {
+			// The session ends before Through (it was cut): nothing more.
+			seq = through + 1
+			break
+		}
+		for _, ev := range evs {
+			if budget <= 0 {
+				break scan
+			}
+			res.Examined++
+			body, err := r.Body(ev)
+			if err != nil {
+				res.Unreadable = append(res.Unreadable, FindSkip{Seq: ev.Seq, Err: err})
+				seq, off = ev.Seq+1, 0
+				continue
+			}
+			start := int(min(off, int64(len(body))))
+			if !IsBinary(body) {
+				start = runeStartAtOrBefore(body, start)
+			}
+			stop, cut := len(body), false
+			if int64(stop-start) > budget {
+				stop = start + int(budget)
+				if s := CutUTF8(body, stop); s > start {
+					stop = s
+				}
+				cut = true
+			}
+			var at, end int
+			at, end, scratch = m.index(body, start, stop, scratch)
+			if at >= 0 {
+				res.Searched += int64(end - start)
+				budget -= int64(end - start)
+				res.Hits = append(res.Hits, FindHit{Seq: ev.Seq, Kind: ev.Kind, Label: ev.Label,
+					Offset: int64(at), Snippet: Snippet(body, at, end, SnippetRunes)})
+				seq, off = ev.Seq+1, 0
+				continue
+			}
+			res.Searched += int64(stop - start)
+			budget -= int64(stop - start)
+			if cut {
+				seq, off = ev.Seq, int64(stop)
+				break scan
+			}
+			seq, off = ev.Seq+1, 0
+		}
+	}
+	if seq <= through {
+		res.Next = &FindCursor{From: seq, Offset: off, Through: through}
+	}
+	return res, nil
+}
+
+// foldMatcher finds a literal under Unicode simple case folding.
+type foldMatcher struct {
+	// ascii: the query is ASCII with no letter whose fold class leaves
+	// ASCII (k and s: the Kelvin sign, the long s), so a match is ASCII
+	// bytes only and lowering bytes in place keeps every offset.
+	ascii  bool
+	lower  []byte
+	orbits [][]rune // each query rune's fold class
+}
+
+func newFoldMatcher(q string) *foldMatcher {
+	m := &foldMatcher{ascii: true}
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		if c >= utf8.RuneSelf || c == 'k' || c == 'K' || c == 's' || c == 'S' {
+			m.ascii = false
+		}
+	}
+	if m.ascii {
+		m.lower = []byte(strings.ToLower(q))
+		return m
+	}
+	for _, r := range q {
+		orbit := []rune{r}
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			orbit = append(orbit, f)
+		}
+		m.orbits = append(m.orbits, orbit)
+	}
+	return m
+}
+
+// index returns the first match starting in [start, stop) of body (a match
+// may run past stop) and its end, or -1. scratch is a reusable buffer.
+func (m *foldMatcher) index(body []byte, start, stop int, scratch []byte) (int, int, []byte) {
+	if start >= stop {
+		return -1, -1, scratch
+	}
+	if m.ascii {
+		end := min(len(body), stop+len(m.lower)-1)
+		scratch = append(scratch[:0], body[start:end]...)
+		for i, c := range scratch {
+			if 'A' <= c && c <= 'Z' {
+				scratch[i] = c + ('a' - 'A')
+			}
+		}
+		i := bytes.Index(scratch, m.lower)
+		if i < 0 || start+i >= stop {
+			return -1, -1, scratch
+		}
+		return start + i, start + i + len(m.lower), scratch
+	}
+	for i := start; i < stop; {
+		if end, ok := m.matchAt(body, i); ok {
+			return i, end, scratch
+		}
+		_, w := utf8.DecodeRune(body[i:])
+		i += w
+	}
+	return -1, -1, scratch
+}
+
+func (m *foldMatcher) matchAt(body []byte, i int) (int, bool) {
+	for _, orbit := range m.orbits {
+		if i >= len(body) {
+			return 0, false
+		}
+		r, w := rune(body[i]), 1
+		if r >= utf8.RuneSelf {
+			r, w = utf8.DecodeRune(body[i:])
+		}
+		ok := false
+		for _, o := range orbit {
+			if o == r {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return 0, false
+		}
+		i += w
+	}
+	return i, true
+}
+
+// Snippet is one line of text around body[at:end]: up to n characters,
+// about snippetBefore of them before the match, control characters
+// replaced, an ellipsis where it is cut.
+func Snippet(body []byte, at, end, n int) string {
+	from := at
+	for k := 0; k < snippetBefore && from > 0; k++ {
+		_, w := utf8.DecodeLastRune(body[:from])
+		from -= w
+	}
+	var b strings.Builder
+	if from > 0 {
+		b.WriteString("…")
+	}
+	i, count := from, 0
+	for i < len(body) && count < n {
+		r, w := utf8.DecodeRune(body[i:])
+		b.WriteRune(cleanRune(r))
+		i += w
+		count++
+	}
+	if i < len(body) {
+		b.WriteString("…")
+		return b.String()
+	}
+	return strings.TrimRight(b.String(), " ")
+}
+
+// BodyRange is a range of one event's body: a page of `session entry` or
+// the text of a quote.
+type BodyRange struct {
+	Session eventlog.ID
+	eventlog.Event
+	Offset int64 // where Data starts in the body
+	End    int64 // where it ends: Offset + len(Data)
+	Total  int64 // the body's size
+	Data   []byte
+	Binary bool   // the whole body is binary: Data is raw bytes
+	Next   *int64 // the offset to read on from, when End < Total
+}
+
+// NoEventError: a seq past the end of a session.
+type NoEventError struct {
+	Session eventlog.ID
+	Seq     uint64
+	Events  uint64
+}
+
+func (e *NoEventError) Error() string {
+	switch e.Events {
+	case 0:
+		return fmt.Sprintf("session %s has no event #%d: it has no events", e.Session, e.Seq)
+	case 1:
+		return fmt.Sprintf("session %s has no event #%d: it has 1 event (#0)", e.Session, e.Seq)
+	}
+	return fmt.Sprintf("session %s has no event #%d: it has %d events (#0 to #%d)", e.Session, e.Seq, e.Events, e.Events-1)
+}
+
+// OffsetError: an offset past the end of a body.
+type OffsetError struct {
+	Seq    uint64
+	Offset int64
+	Total  int64
+}
+
+func (e *OffsetError) Error() string {
+	return fmt.Sprintf("offset %d is past the end of event #%d's body (%d bytes)", e.Offset, e.Seq, e.Total)
+}
+
+// Event returns one event of a session.
+func (r *Rook) Event(id eventlog.ID, seq uint64) (eventlog.Event, error) {
+	evs, err := r.Log.Read(id, seq, 1)
+	if err != nil {
+		return eventlog.Event{}, err
+	}
+	if len(evs) == 0 || evs[0].Seq != seq {
+		s, err := r.Log.Summary(id)
+		if err != nil {
+			return eventlog.Event{}, err
+		}
+		return eventlog.Event{}, &NoEventError{Session: id, Seq: seq, Events: s.Events}
+	}
+	return evs[0], nil
+}
+
+// ReadBody returns up to n bytes of event seq's body from offset on, cut on
+// a UTF-8 boundary for text (an offset inside a character moves back to its
+// start). Each page holds at least one character, so paging ends. An offset
+// equal to the body's size gives an empty range; past it is an
+// OffsetError. A body that cannot be read is an error.
+func (r *Rook) ReadBody(id eventlog.ID, seq uint64, offset int64, n int) (BodyRange, error) {
+	br := BodyRange{Session: id, Offset: offset}
+	if n <= 0 {
+		return br, fmt.Errorf("a range holds at least 1 byte, not %d", n)
+	}
+	ev, err := r.Event(id, seq)
+	if err != nil {
+		return br, err
+	}
+	br.Event = ev
+	body, err := r.Body(ev)
+	if err != nil {
+		return br, fmt.Errorf("event #%d: %w", seq, err)
+	}
+	br.Total = int64(len(body))
+	br.Binary = IsBinary(body)
+	if offset < 0 || offset > br.Total {
+		return br, &OffsetError{Seq: seq, Offset: offset, Total: br.Total}
+	}
+	start := int(offset)
+	if !br.Binary {
+		start = runeStartAtOrBefore(body, start)
+	}
+	rest := body[start:]
+	end := min(n, len(rest))
+	if !br.Binary && end < len(rest) {
+		end = CutUTF8(rest, n)
+		if end == 0 {
+			_, end = utf8.DecodeRune(rest)
+		}
+	}
+	br.Offset = int64(start)
+	br.Data = rest[:end:end]
+	br.End = br.Offset + int64(end)
+	if br.End < br.Total {
+		next := br.End
+		br.Next = &next
+	}
+	return br, nil
+}
+
+// Quote returns a bounded quote of event seq's body: up to QuoteBytes bytes
+// of text from offset on. Binary bodies are not quoted.
+func (r *Rook) Quote(id eventlog.ID, seq uint64, offset int64) (BodyRange, error) {
+	br, err := r.ReadBody(id, seq, offset, QuoteBytes)
+	if err != nil {
+		return br, err
+	}
+	if br.Binary {
+		return br, fmt.Errorf("event #%d's body is binary (%d bytes): it cannot be quoted as text; `rook session entry --json` gives it in base64", seq, br.Total)
+	}
+	return br, nil
+}

@@ -1,0 +1,540 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+const testHome = "/home/u/.rook"
+
+func testRook(t *testing.T, fsys *vfs.MemFS) *Rook {
+	t.Helper()
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	if _, err := cas.Init(fsys, clk, testHome); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(testHome, Options{FS: fsys, Clock: clk, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func newSession(t *testing.T, r *Rook) eventlog.ID {
+	t.Helper()
+	m, err := r.NewSession("t", "/w", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.ID
+}
+
+func appendBodies(t *testing.T, r *Rook, id eventlog.ID, bodies ...string) {
+	t.Helper()
+	for _, b := range bodies {
+		if _, err := r.Append(id, Entry{Kind: eventlog.KindAssistant, Label: "model", Body: []byte(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func seqs[T interface{ seq() uint64 }](xs []T) []uint64 {
+	out := []uint64{}
+	for _, x := range xs {
+		out = append(out, x.seq())
+	}
+	return out
+}
+
+func (l HistoryLine) seq() uint64 { return l.Seq }
+func (v EventView) seq() uint64   { return v.Seq }
+func (h FindHit) seq() uint64     { return h.Seq }
+
+func u(n uint64) *uint64 { return &n }
+
+func ptrString(p *uint64) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
+}
+
+func TestHistoryPagesAndCursors(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	id := newSession(t, r)
+	for i := 0; i < 100; i++ {
+		appendBodies(t, r, id, fmt.Sprintf("\n\n  body %d\nsecond line", i))
+	}
+	cases := []struct {
+		name        string
+		q           HistoryQuery
+		first, last uint64 // the page's seqs; last < first: empty
+		prev, next  string
+	}{
+		{"newest", HistoryQuery{Limit: 10}, 90, 99, "90", "nil"},
+		{"start", HistoryQuery{From: u(0), Limit: 10}, 0, 9, "nil", "10"},
+		{"middle from", HistoryQuery{From: u(45), Limit: 10}, 45, 54, "45", "55"},
+		{"middle before", HistoryQuery{Before: u(90), Limit: 10}, 80, 89, "80", "90"},
+		{"short first page", HistoryQuery{Before: u(5), Limit: 10}, 0, 4, "nil", "5"},
+		{"end from", HistoryQuery{From: u(95), Limit: 10}, 95, 99, "95", "nil"},
+		{"whole", HistoryQuery{Limit: 1000}, 0, 99, "nil", "nil"},
+		{"before past the end", HistoryQuery{Before: u(500), Limit: 3}, 97, 99, "97", "nil"},
+		{"from the end", HistoryQuery{From: u(100), Limit: 10}, 1, 0, "100", "nil"},
+		{"from past the end", HistoryQuery{From: u(300), Limit: 10}, 1, 0, "100", "nil"},
+		{"before 0", HistoryQuery{Before: u(0), Limit: 10}, 1, 0, "nil", "0"},
+	}
+	for _, c := range cases {
+		p, err := r.History(id, c.q)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var want []uint64
+		for s := c.first; s <= c.last && c.last >= c.first; s++ {
+			want = append(want, s)
+		}
+		if got := seqs(p.Events); fmt.Sprint(got) != fmt.Sprint(append([]uint64{}, want...)) {
+			t.Errorf("%s: seqs %v, want %v", c.name, got, want)
+		}
+		if p.Total != 100 || ptrString(p.PrevBefore) != c.prev || ptrString(p.NextFrom) != c.next {
+			t.Errorf("%s: total %d prev %s next %s, want 100 %s %s", c.name, p.Total, ptrString(p.PrevBefore), ptrString(p.NextFrom), c.prev, c.next)
+		}
+	}
+	p, _ := r.History(id, HistoryQuery{From: u(7), Limit: 1})
+	if l := p.Events[0]; l.Preview != "body 7" || l.Size != int64(len("\n\n  body 7\nsecond line")) || l.Err != nil {
+		t.Errorf("line %+v", l)
+	}
+	// Paging back from the newest page visits every event once.
+	var all []uint64
+	q := HistoryQuery{Limit: 7}
+	for {
+		p, err := r.History(id, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(seqs(p.Events), all...)
+		if p.PrevBefore == nil {
+			break
+		}
+		q.Before = p.PrevBefore
+	}
+	if len(all) != 100 || all[0] != 0 || all[99] != 99 {
+		t.Fatalf("paging back: %d events", len(all))
+	}
+	if _, err := r.History(id, HistoryQuery{Before: u(1), From: u(1), Limit: 5}); err == nil {
+		t.Error("before and from together: no error")
+	}
+	if _, err := r.History(id, HistoryQuery{Limit: 0}); err == nil {
+		t.Error("limit 0: no error")
+	}
+	empty := newSession(t, r)
+	p, err := r.History(empty, HistoryQuery{Limit: 5})
+	if err != nil || len(p.Events) != 0 || p.Total != 0 || p.PrevBefore != nil || p.NextFrom != nil {
+		t.Errorf("empty session: %+v %v", p, err)
+	}
+}
+
+// A history page reads the log around the page, not the session: the
+// number of reads of the log file does not depend on how long it is.
+func TestHistoryCostsAPage(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	id := newSession(t, r)
+	for i := 0; i < 40000; i++ {
+		if _, err := r.Append(id, Entry{Kind: eventlog.KindUser, Label: "a label to make records longer", Body: []byte("same body")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var reads atomic.Int64
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpRead && strings.HasSuffix(path, ".log") {
+			reads.Add(1)
+		}
+		return nil
+	})
+	defer fsys.SetHook(nil)
+	for _, q := range []HistoryQuery{{Limit: 64}, {From: u(20000), Limit: 64}, {Before: u(123), Limit: 64}} {
+		reads.Store(0)
+		p, err := r.History(id, q)
+		if err != nil || len(p.Events) != 64 {
+			t.Fatalf("%+v: %d events, %v", q, len(p.Events), err)
+		}
+		// The log is over 2.5 MiB: reading it through is 40 reads of 64 KiB.
+		if n := reads.Load(); n > 25 {
+			t.Errorf("%+v: %d reads of the log for one page", q, n)
+		}
+	}
+}
+
+func TestShowCutsAndErrors(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	id := newSession(t, r)
+	big := strings.Repeat("é", 3000) // 6000 bytes
+	appendBodies(t, r, id, "short", big)
+	if _, err := r.Append(id, Entry{Kind: eventlog.KindNote, Body: []byte{0, 1, 2, 0xff}}); err != nil {
+		t.Fatal(err)
+	}
+	// An event naming a body the store does not have.
+	var missing [32]byte
+	copy(missing[:], "no such body")
+	if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindUser, Body: missing}); err != nil {
+		t.Fatal(err)
+	}
+	appendBodies(t, r, id, "after")
+	if err := r.Flush(); err != nil { // the store's sizes are known once written
+		t.Fatal(err)
+	}
+	p, err := r.Show(id, 0, 100, 101)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Events) != 5 || p.Total != 5 || p.Next != nil {
+		t.Fatalf("page: %d events, total %d", len(p.Events), p.Total)
+	}
+	if v := p.Events[0]; string(v.Text) != "short" || v.Elided() || v.Binary || v.Size != 5 {
+		t.Errorf("short: %+v", v.BodyView)
+	}
+	if v := p.Events[1]; len(v.Text) != 100 || v.Omitted != 5900 || !v.Elided() || !utf8.Valid(v.Text) || v.Size != 6000 || v.Stored <= 0 {
+		t.Errorf("big: %d shown, %d omitted, size %d stored %d", len(v.Text), v.Omitted, v.Size, v.Stored)
+	}
+	if v := p.Events[2]; !v.Binary || v.Size != 4 || v.Elided() {
+		t.Errorf("binary: %+v", v.BodyView)
+	}
+	if v := p.Events[3]; v.Err == nil {
+		t.Errorf("missing body: no error")
+	}
+	if v := p.Events[4]; string(v.Text) != "after" {
+		t.Errorf("after the bad body: %+v", v.BodyView)
+	}
+	p, _ = r.Show(id, 1, 2, 0)
+	if got := seqs(p.Events); fmt.Sprint(got) != "[1 2]" || p.Next == nil || *p.Next != 3 || len(p.Events[0].Text) != 0 || p.Events[0].Omitted != 6000 {
+		t.Errorf("page from 1: %v next %s", got, ptrString(p.Next))
+	}
+	if _, err := r.ReadBody(id, 3, 0, 10); err == nil {
+		t.Error("entry of a missing body: no error")
+	}
+}
+
+func TestCutUTF8(t *testing.T) {
+	b := []byte("hé€😀x") // h(1) é(2) €(3) 😀(4) x(1)
+	for max, want := range map[int]int{-1: 0, 0: 0, 1: 1, 2: 1, 3: 3, 4: 3, 5: 3, 6: 6, 7: 6, 8: 6, 9: 6, 10: 10, 11: 11, 99: 11} {
+		if got := CutUTF8(b, max); got != want {
+			t.Errorf("CutUTF8(%d) = %d, want %d", max, got, want)
+		}
+	}
+	if got := CutUTF8([]byte("€"), 2); got != 0 {
+		t.Errorf("cut inside the first character: %d", got)
+	}
+	bin := []byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80}
+	if got := CutUTF8(bin, 5); got != 5 {
+		t.Errorf("cut in bytes that are not UTF-8: %d", got)
+	}
+	if !IsBinary([]byte("a\x00b")) || !IsBinary([]byte{0xff}) || IsBinary([]byte("héllo\n\t")) || IsBinary(nil) {
+		t.Error("IsBinary")
+	}
+}
+
+func TestEntryPagesToTheEnd(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	id := newSession(t, r)
+	body := strings.Repeat("日本語 text ", 700) // multi-byte, 10500 bytes
+	appendBodies(t, r, id, body, "")
+	var got []byte
+	off := int64(0)
+	pages := 0
+	for {
+		br, err := r.ReadBody(id, 0, off, EntryPageBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if br.Offset != off || br.Total != int64(len(body)) || br.End != off+int64(len(br.Data)) || len(br.Data) > EntryPageBytes || !utf8.Valid(br.Data) {
+			t.Fatalf("page at %d: offset %d end %d total %d, %d bytes", off, br.Offset, br.End, br.Total, len(br.Data))
+		}
+		got = append(got, br.Data...)
+		if br.Next == nil {
+			if br.End != br.Total {
+				t.Fatalf("last page ends at %d of %d", br.End, br.Total)
+			}
+			break
+		}
+		off = *br.Next
+	}
+	if string(got) != body || pages != 3 {
+		t.Fatalf("pages: %d, reassembled %d bytes of %d", pages, len(got), len(body))
+	}
+	// Offset at the end: an empty page; past it: an error naming the size.
+	if br, err := r.ReadBody(id, 0, int64(len(body)), EntryPageBytes); err != nil || len(br.Data) != 0 || br.Next != nil {
+		t.Errorf("at the end: %+v %v", br, err)
+	}
+	var oe *OffsetError
+	if _, err := r.ReadBody(id, 0, int64(len(body))+1, EntryPageBytes); !errors.As(err, &oe) || !strings.Contains(err.Error(), "(10500 bytes)") {
+		t.Errorf("past the end: %v", err)
+	}
+	// An offset inside a character starts at the character.
+	if br, err := r.ReadBody(id, 0, 1, 5); err != nil || br.Offset != 0 || string(br.Data) != "日" {
+		t.Errorf("inside a character: %+v %v", br, err)
+	}
+	// A page smaller than a character still makes progress.
+	if br, err := r.ReadBody(id, 0, 0, 1); err != nil || string(br.Data) != "日" || *br.Next != 3 {
+		t.Errorf("tiny page: %+v %v", br, err)
+	}
+	if br, err := r.ReadBody(id, 1, 0, EntryPageBytes); err != nil || br.Total != 0 || br.Next != nil {
+		t.Errorf("empty body: %+v %v", br, err)
+	}
+	var ne *NoEventError
+	if _, err := r.ReadBody(id, 2, 0, EntryPageBytes); !errors.As(err, &ne) || ne.Events != 2 || !strings.Contains(err.Error(), "2 events (#0 to #1)") {
+		t.Errorf("seq past the end: %v", err)
+	}
+}
+
+func TestQuote(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	id := newSession(t, r)
+	body := strings.Repeat("ü", 10000) // 20000 bytes
+	appendBodies(t, r, id, body)
+	if _, err := r.Append(id, Entry{Kind: eventlog.KindToolResult, Body: []byte("\x00bin")}); err != nil {
+		t.Fatal(err)
+	}
+	q, err := r.Quote(id, 0, 0)
+	if err != nil || q.End != QuoteBytes || q.Next == nil || *q.Next != QuoteBytes || !utf8.Valid(q.Data) {
+		t.Fatalf("quote: end %d %v", q.End, err)
+	}
+	q, err = r.Quote(id, 0, *q.Next)
+	if err != nil || q.Offset != QuoteBytes || q.End != 20000 || q.Next != nil {
+		t.Fatalf("rest: %d-%d %v", q.Offset, q.End, err)
+	}
+	if _, err := r.Quote(id, 1, 0); err == nil || !strings.Contains(err.Error(), "binary") {
+		t.Errorf("binary quote: %v", err)
+	}
+}
+
+func TestFindBasics(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	id := newSession(t, r)
+	appendBodies(t, r, id,
+		"nothing here",
+		"éé Needle and another needle",    // é is 2 bytes: the match is at byte 5
+		"line one\nthe NEEDLE\tin a line", // control characters leave the snippet
+		"École, ÉCOLE",
+		"Kelvin: \u212A", // the Kelvin sign folds to k
+	)
+	res, err := r.Find(id, FindQuery{Query: "needle"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := seqs(res.Hits); fmt.Sprint(got) != "[1 2]" || res.Next != nil || *res.Through != 4 || res.Examined != 5 {
+		t.Fatalf("hits %v next %+v", got, res.Next)
+	}
+	if h := res.Hits[0]; h.Offset != 5 || h.Snippet != "éé Needle and another needle" {
+		t.Errorf("hit 1: %+v", h)
+	}
+	if h := res.Hits[1]; h.Offset != 13 || h.Snippet != "line one the NEEDLE in a line" {
+		t.Errorf("hit 2: %+v", h)
+	}
+	// Unicode folding, and the offset of the match in the original bytes.
+	res, _ = r.Find(id, FindQuery{Query: "éCOLE"})
+	if len(res.Hits) != 1 || res.Hits[0].Seq != 3 || res.Hits[0].Offset != 0 {
+		t.Errorf("école: %+v", res.Hits)
+	}
+	res, _ = r.Find(id, FindQuery{Query: "École", From: 3, Offset: 1})
+	if len(res.Hits) != 1 || res.Hits[0].Offset != 0 {
+		// an offset inside a character starts at it
+		t.Errorf("école from inside a character: %+v", res.Hits)
+	}
+	res, _ = r.Find(id, FindQuery{Query: "école", From: 3, Offset: 2})
+	if len(res.Hits) != 1 || res.Hits[0].Offset != 8 {
+		t.Errorf("école resumed: %+v", res.Hits)
+	}
+	res, _ = r.Find(id, FindQuery{Query: "k"})
+	if len(res.Hits) != 1 || res.Hits[0].Seq != 4 || res.Hits[0].Offset != 0 {
+		t.Errorf("k: %+v", res.Hits) // "Kelvin" itself
+	}
+	res, _ = r.Find(id, FindQuery{Query: ": k"})
+	if len(res.Hits) != 1 || res.Hits[0].Seq != 4 || res.Hits[0].Offset != 6 {
+		t.Errorf("kelvin sign: %+v", res.Hits)
+	}
+	res, _ = r.Find(id, FindQuery{Query: "absent"})
+	if len(res.Hits) != 0 || res.Next != nil {
+		t.Errorf("absent: %+v", res)
+	}
+	for _, q := range []string{"", strings.Repeat("q", MaxQueryBytes+1)} {
+		if _, err := r.Find(id, FindQuery{Query: q}); err == nil {
+			t.Errorf("query of %d bytes: no error", len(q))
+		}
+	}
+	if _, err := r.Find(id, FindQuery{Query: strings.Repeat("q", MaxQueryBytes)}); err != nil {
+		t.Errorf("query of %d bytes: %v", MaxQueryBytes, err)
+	}
+	empty := newSession(t, r)
+	res, err = r.Find(empty, FindQuery{Query: "x"})
+	if err != nil || res.Through != nil || res.Next != nil || len(res.Hits) != 0 {
+		t.Errorf("empty session: %+v %v", res, err)
+	}
+}
+
+// A body bigger than the byte budget is searched a budget at a time, the
+// cursor resuming inside it; a match across the cut is still found.
+func TestFindBudgetCutsInsideABody(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	id := newSession(t, r)
+	big := []byte(strings.Repeat("ä", 5000)) // 10000 bytes
+	copy(big[7000:], "NEEDLE")
+	straddle := []byte(strings.Repeat("x", 10000))
+	copy(straddle[4094:], "needle") // across the first cut at 4096
+	appendBodies(t, r, id, "first", string(big), string(straddle), "needle at the end")
+
+	run := func(q FindQuery) FindResult {
+		t.Helper()
+		q.Query, q.MaxBytes = "needle", 4097 // odd: the cut must move to a character boundary
+		res, err := r.Find(id, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	// Call 1: "first" (5 bytes), then 4092 bytes of the big body (4097-5,
+	// rounded down to a character boundary).
+	res := run(FindQuery{})
+	if len(res.Hits) != 0 || res.Next == nil || *res.Next != (FindCursor{From: 1, Offset: 4092, Through: 3}) {
+		t.Fatalf("call 1: hits %v next %+v", res.Hits, res.Next)
+	}
+	if res.Searched != 5+4092 {
+		t.Errorf("call 1 searched %d bytes", res.Searched)
+	}
+	// Call 2: on from byte 4092: the match at 7000 (an empty page would
+	// also be fine; here the budget reaches it).
+	res = run(FindQuery{From: res.Next.From, Offset: res.Next.Offset, Through: &res.Next.Through})
+	if len(res.Hits) != 1 || res.Hits[0].Seq != 1 || res.Hits[0].Offset != 7000 || res.Next == nil {
+		t.Fatalf("call 2: hits %+v next %+v", res.Hits, res.Next)
+	}
+	// Call 3 moved to the next event after the hit: what was left of the
+	// budget covers the straddling match only if it is long enough.
+	next := res.Next
+	var hits []FindHit
+	calls := 2
+	for next != nil {
+		calls++
+		res = run(FindQuery{From: next.From, Offset: next.Offset, Through: &next.Through})
+		hits = append(hits, res.Hits...)
+		next = res.Next
+		if calls > 20 {
+			t.Fatal("find does not end")
+		}
+	}
+	if got := seqs(hits); fmt.Sprint(got) != "[2 3]" || hits[0].Offset != 4094 || hits[1].Offset != 0 {
+		t.Fatalf("rest: %+v", hits)
+	}
+	// One budget that cuts exactly across the straddling match: starts
+	// before the cut are searched, the match may run past it.
+	res, err := r.Find(id, FindQuery{Query: "needle", From: 2, MaxBytes: 4096})
+	if err != nil || len(res.Hits) != 1 || res.Hits[0].Offset != 4094 {
+		t.Fatalf("straddling: %+v %v", res.Hits, err)
+	}
+	res, _ = r.Find(id, FindQuery{Query: "needle", From: 2, MaxBytes: 4094})
+	if len(res.Hits) != 0 || *res.Next != (FindCursor{From: 2, Offset: 4094, Through: 3}) {
+		t.Fatalf("cut just before the match: %+v %+v", res.Hits, res.Next)
+	}
+}
+
+func TestFindEventBudget(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	id := newSession(t, r)
+	for i := 0; i < 300; i++ {
+		appendBodies(t, r, id, fmt.Sprintf("event %d", i))
+	}
+	appendBodies(t, r, id, "the match")
+	res, err := r.Find(id, FindQuery{Query: "match"})
+	if err != nil || len(res.Hits) != 0 || res.Examined != FindMaxEvents || *res.Next != (FindCursor{From: 256, Offset: 0, Through: 300}) {
+		t.Fatalf("call 1: %+v %v", res, err)
+	}
+	res, _ = r.Find(id, FindQuery{Query: "match", From: res.Next.From, Through: &res.Next.Through})
+	if len(res.Hits) != 1 || res.Hits[0].Seq != 300 || res.Next != nil || res.Examined != 45 {
+		t.Fatalf("call 2: %+v", res)
+	}
+	// A --through past the end is the end.
+	res, _ = r.Find(id, FindQuery{Query: "match", From: 290, Through: u(5000)})
+	if *res.Through != 300 || len(res.Hits) != 1 {
+		t.Fatalf("through past the end: %+v", res)
+	}
+}
+
+// The first call fixes Through: events appended afterwards are not
+// searched by the calls that continue it.
+func TestFindThroughIgnoresLaterEvents(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	id := newSession(t, r)
+	appendBodies(t, r, id, "a hit", "b", "c hit", "d", "e")
+	res, err := r.Find(id, FindQuery{Query: "HIT", MaxEvents: 2})
+	if err != nil || fmt.Sprint(seqs(res.Hits)) != "[0]" || *res.Next != (FindCursor{From: 2, Offset: 0, Through: 4}) {
+		t.Fatalf("call 1: %+v %v", res, err)
+	}
+	appendBodies(t, r, id, "f hit", "g hit")
+	var hits []FindHit
+	next := res.Next
+	for next != nil {
+		res, err = r.Find(id, FindQuery{Query: "hit", From: next.From, Offset: next.Offset, Through: &next.Through, MaxEvents: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *res.Through != 4 {
+			t.Fatalf("through moved to %d", *res.Through)
+		}
+		hits = append(hits, res.Hits...)
+		next = res.Next
+	}
+	if fmt.Sprint(seqs(hits)) != "[2]" {
+		t.Fatalf("later calls found %v", seqs(hits))
+	}
+	// A new search sees them.
+	res, _ = r.Find(id, FindQuery{Query: "hit"})
+	if fmt.Sprint(seqs(res.Hits)) != "[0 2 5 6]" || *res.Through != 6 {
+		t.Fatalf("new search: %v through %d", seqs(res.Hits), *res.Through)
+	}
+}
+
+func TestFindUnreadableBody(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	id := newSession(t, r)
+	appendBodies(t, r, id, "hit one")
+	var missing [32]byte
+	copy(missing[:], "gone")
+	if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindUser, Body: missing}); err != nil {
+		t.Fatal(err)
+	}
+	appendBodies(t, r, id, "hit two")
+	res, err := r.Find(id, FindQuery{Query: "hit"})
+	if err != nil || fmt.Sprint(seqs(res.Hits)) != "[0 2]" || len(res.Unreadable) != 1 || res.Unreadable[0].Seq != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+func TestPreviewAndSnippet(t *testing.T) {
+	if got := Preview([]byte("\n \n\tfirst\x1b[0m line\r\nsecond"), 80); got != "first\uFFFD[0m line" {
+		t.Errorf("preview %q", got)
+	}
+	if got := Preview([]byte(strings.Repeat("ab", 50)), 10); got != "ababababab…" {
+		t.Errorf("clipped preview %q", got)
+	}
+	body := []byte(strings.Repeat("α", 100) + "MATCH" + strings.Repeat("ω", 200))
+	at := bytes.Index(body, []byte("MATCH"))
+	s := Snippet(body, at, at+5, SnippetRunes)
+	if !strings.HasPrefix(s, "…"+strings.Repeat("α", snippetBefore)+"MATCH") || !strings.HasSuffix(s, "ω…") ||
+		utf8.RuneCountInString(s) != SnippetRunes+2 {
+		t.Errorf("snippet %q (%d runes)", s, utf8.RuneCountInString(s))
+	}
+}

@@ -32,6 +32,8 @@ type Rook struct {
 	Store *cas.Store
 	Log   *eventlog.Log
 	clock clock.Clock
+	fs    vfs.FS
+	home  string
 }
 
 // Open opens the store at home and its event logs.
@@ -51,7 +53,10 @@ func Open(home string, opts Options) (*Rook, error) {
 		s.Close()
 		return nil, err
 	}
-	return &Rook{Store: s, Log: l, clock: opts.Clock}, nil
+	if opts.FS == nil {
+		opts.FS = vfs.OS
+	}
+	return &Rook{Store: s, Log: l, clock: opts.Clock, fs: opts.FS, home: home}, nil
 }
 
 // Notices says what opening repaired.

@@ -11,6 +11,7 @@ require (
 	github.com/google/renameio/v2 v2.0.2 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
+	github.com/sergi/go-diff v1.4.0 // indirect
 	github.com/zeebo/blake3 v0.2.4 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )

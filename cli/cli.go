@@ -33,11 +33,12 @@ type CLI struct {
 	JSON bool   `name:"json" help:"Print JSON instead of text, for scripts."`
 	Dir  string `short:"C" name:"dir" help:"Run as if started in DIR (like git -C): the workspace 'last' and new sessions use, and where relative paths start." placeholder:"DIR" type:"path"`
 
-	Init    InitCmd    `cmd:"" help:"Create the store (an existing one is left as it is)."`
-	Doctor  DoctorCmd  `cmd:"" help:"Say where the store is and whether it is healthy and private."`
-	Store   StoreCmd   `cmd:"" help:"Content-addressed objects: put, cat, ls, stat, verify, reindex."`
-	Session SessionCmd `cmd:"" help:"Sessions: event logs you can page, search, quote, export and fork."`
-	Search  SearchCmd  `cmd:"" help:"Search every transcript."`
+	Init       InitCmd       `cmd:"" help:"Create the store (an existing one is left as it is)."`
+	Doctor     DoctorCmd     `cmd:"" help:"Say where the store is and whether it is healthy and private."`
+	Store      StoreCmd      `cmd:"" help:"Content-addressed objects: put, cat, ls, stat, verify, reindex."`
+	Session    SessionCmd    `cmd:"" help:"Sessions: event logs you can page, search, quote, export and fork."`
+	Search     SearchCmd     `cmd:"" help:"Search every transcript."`
+	Checkpoint CheckpointCmd `cmd:"" help:"Named captures of the workspace: create, ls, restore."`
 }
 
 // Env is what every command runs with.

@@ -17,18 +17,21 @@ import (
 
 // SessionCmd groups the session commands.
 type SessionCmd struct {
-	New        SessionNewCmd    `cmd:"" help:"Start a session and print its id."`
-	Append     SessionAppendCmd `cmd:"" help:"Append an event (or many, with --jsonl) and print its seq."`
-	Ls         SessionLsCmd     `cmd:"" help:"List sessions in this workspace (--all: everywhere)."`
-	Show       ShowCmd          `cmd:"" help:"Print a session's events with their bodies."`
-	History    HistoryCmd       `cmd:"" help:"A bounded page of a session's history, with cursors."`
-	Find       FindCmd          `cmd:"" help:"Find literal text in a session, a bounded scan at a time."`
-	Entry      EntryCmd         `cmd:"" help:"Read one event's body in bounded pages."`
-	Quote      QuoteCmd         `cmd:"" help:"A bounded, attributed quote of one event."`
-	Context    ContextCmd       `cmd:"" help:"What the conversation costs, by kind, against a context window."`
-	ExportHTML ExportHTMLCmd    `cmd:"" name:"export-html" help:"Write a range of a session as one self-contained HTML file."`
-	Fork       SessionForkCmd   `cmd:"" help:"Copy a session's first N events into a new session."`
-	Rm         SessionRmCmd     `cmd:"" help:"Delete a session's events (bodies stay until gc)."`
+	New        SessionNewCmd     `cmd:"" help:"Start a session and print its id."`
+	Append     SessionAppendCmd  `cmd:"" help:"Append an event (or many, with --jsonl) and print its seq."`
+	Ls         SessionLsCmd      `cmd:"" help:"List sessions in this workspace (--all: everywhere)."`
+	Show       ShowCmd           `cmd:"" help:"Print a session's events with their bodies."`
+	History    HistoryCmd        `cmd:"" help:"A bounded page of a session's history, with cursors."`
+	Find       FindCmd           `cmd:"" help:"Find literal text in a session, a bounded scan at a time."`
+	Entry      EntryCmd          `cmd:"" help:"Read one event's body in bounded pages."`
+	Quote      QuoteCmd          `cmd:"" help:"A bounded, attributed quote of one event."`
+	Context    ContextCmd        `cmd:"" help:"What the conversation costs, by kind, against a context window."`
+	ExportHTML ExportHTMLCmd     `cmd:"" name:"export-html" help:"Write a range of a session as one self-contained HTML file."`
+	Capture    SessionCaptureCmd `cmd:"" help:"Capture paths before a tool writes, moves or deletes them."`
+	Diff       DiffCmd           `cmd:"" help:"What the session changed on disk, as a git-style patch."`
+	Rewind     RewindCmd         `cmd:"" help:"Fork at N and put files back as they were (undoable)."`
+	Fork       SessionForkCmd    `cmd:"" help:"Copy a session's first N events into a new session."`
+	Rm         SessionRmCmd      `cmd:"" help:"Delete a session's events (bodies stay until gc)."`
 }
 
 // sessionArg resolves a session argument: a full id, a unique prefix, or

@@ -1,0 +1,386 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/rookhq/rook/cas"
+)
+
+// Workspace files are the user's own tree, not the store: they are read and
+// written with package os. Every path goes through resolveInRoot first, so
+// nothing is read or written outside the workspace.
+
+// Limits bound a capture, so that one aimed at the wrong directory stops
+// with an error instead of thrashing.
+type Limits struct {
+	MaxFiles     int
+	MaxBytes     int64
+	MaxFileBytes int64
+}
+
+// DefaultLimits are the bounds of a capture unless the user raises them.
+var DefaultLimits = Limits{MaxFiles: 5000, MaxBytes: 256 << 20, MaxFileBytes: 16 << 20}
+
+// LimitError: a capture that passed one of its bounds.
+type LimitError struct {
+	What  string // "files", "bytes in all", "bytes in one file"
+	Limit int64
+	Path  string // the file that passed it
+	Flag  string // how to raise it
+}
+
+func (e *LimitError) Error() string {
+	at := ""
+	if e.Path != "" {
+		at = " at " + e.Path
+	}
+	return fmt.Sprintf("capture stopped%s: more than %d %s (raise the bound with %s, or capture a narrower --path)", at, e.Limit, e.What, e.Flag)
+}
+
+// EscapeError: a path that leads outside the workspace.
+type EscapeError struct {
+	Path    string
+	LeadsTo string
+	Root    string
+}
+
+func (e *EscapeError) Error() string {
+	return fmt.Sprintf("%s leads to %s, outside the workspace %s: refused", e.Path, e.LeadsTo, e.Root)
+}
+
+// excludedDirs are skipped by tree captures before anything is counted.
+var excludedDirs = map[string]bool{".git": true, "node_modules": true, "target": true, ".venv": true, "__pycache__": true, "dist": true, "build": true}
+
+func within(root, p string) bool {
+	if p == root {
+		return true
+	}
+	return strings.HasPrefix(p, strings.TrimSuffix(root, string(filepath.Separator))+string(filepath.Separator))
+}
+
+// realRoot returns the workspace's real path (symlinks resolved), or the
+// cleaned path if it does not exist.
+func realRoot(root string) (string, error) {
+	if !filepath.IsAbs(root) {
+		return "", fmt.Errorf("workspace %q is not an absolute path", root)
+	}
+	root = filepath.Clean(root)
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		return r, nil
+	}
+	return root, nil
+}
+
+// resolveInRoot turns a user's path (relative to the workspace, or absolute
+// inside it) into a clean slash-separated workspace path, refusing "..",
+// paths outside the root, and paths whose symlinks lead outside it.
+// followLast: a symlink as the last element is checked too.
+func resolveInRoot(root, real, p string, followLast bool) (string, error) {
+	if p == "" {
+		return "", errors.New("empty path")
+	}
+	abs := p
+	if !filepath.IsAbs(p) {
+		abs = filepath.Join(root, p)
+	}
+	abs = filepath.Clean(abs)
+	var rel string
+	switch {
+	case within(root, abs):
+		rel, _ = filepath.Rel(root, abs)
+	case within(real, abs):
+		rel, _ = filepath.Rel(real, abs)
+	default:
+		return "", &EscapeError{Path: p, LeadsTo: abs, Root: root}
+	}
+	if rel == "." {
+		return "", fmt.Errorf("%s is the workspace itself: name files or directories inside it", p)
+	}
+	// Walk the real path one element at a time: a symlink anywhere must
+	// still land inside the workspace.
+	cur := real
+	parts := strings.Split(rel, string(filepath.Separator))
+	for i, part := range parts {
+		next := filepath.Join(cur, part)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			break // does not exist (yet): nothing further to follow
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 && (i < len(parts)-1 || followLast) {
+			target, err := filepath.EvalSymlinks(next)
+			if err != nil {
+				t, _ := os.Readlink(next)
+				if !filepath.IsAbs(t) {
+					t = filepath.Join(cur, t)
+				}
+				target = filepath.Clean(t)
+			}
+			if !within(real, target) {
+				return "", &EscapeError{Path: p, LeadsTo: target, Root: root}
+			}
+			if i < len(parts)-1 {
+				next = target
+			}
+		}
+		cur = next
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+// capturer builds a manifest, counting against the limits.
+type capturer struct {
+	r      *Rook
+	root   string
+	real   string
+	limits Limits
+	m      *Manifest
+	home   string // the store home, never captured
+	ignore *Ignore
+	// linksAsIs records a named path that is a link as the link, even if it
+	// leads outside the workspace (its target is only text; nothing is
+	// read through it). Rewind's capture of the disk uses it.
+	linksAsIs bool
+}
+
+func (r *Rook) newCapturer(root string, limits Limits) (*capturer, error) {
+	real, err := realRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	if limits.MaxFiles <= 0 {
+		limits.MaxFiles = DefaultLimits.MaxFiles
+	}
+	if limits.MaxBytes <= 0 {
+		limits.MaxBytes = DefaultLimits.MaxBytes
+	}
+	if limits.MaxFileBytes <= 0 {
+		limits.MaxFileBytes = DefaultLimits.MaxFileBytes
+	}
+	home, _ := filepath.EvalSymlinks(r.Store.Home())
+	return &capturer{r: r, root: filepath.Clean(root), real: real, limits: limits, home: home,
+		m: &Manifest{V: manifestVersion, Root: filepath.Clean(root), CapturedAt: r.clock.Now().UTC(), Files: map[string]FileEntry{}}}, nil
+}
+
+// add captures one file (or records a link) at workspace path rel.
+func (c *capturer) add(rel string, fi fs.FileInfo) error {
+	if _, ok := c.m.Files[rel]; ok {
+		return nil
+	}
+	if len(c.m.Files) >= c.limits.MaxFiles {
+		return &LimitError{What: "files", Limit: int64(c.limits.MaxFiles), Path: rel, Flag: "--max-files"}
+	}
+	abs := filepath.Join(c.real, filepath.FromSlash(rel))
+	var data []byte
+	var mode FileMode
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		t, err := os.Readlink(abs)
+		if err != nil {
+			return err
+		}
+		data, mode = []byte(t), FileMode{Link: true}
+	case fi.Mode().IsRegular():
+		if fi.Size() > c.limits.MaxFileBytes {
+			return &LimitError{What: "bytes in one file", Limit: c.limits.MaxFileBytes, Path: rel, Flag: "--max-file-bytes"}
+		}
+		if c.m.TotalBytes+fi.Size() > c.limits.MaxBytes {
+			return &LimitError{What: "bytes in all", Limit: c.limits.MaxBytes, Path: rel, Flag: "--max-bytes"}
+		}
+		b, err := os.ReadFile(abs)
+		if err != nil {
+			return fmt.Errorf("capture %s: %w", rel, err)
+		}
+		data, mode = b, FileMode{Perm: fi.Mode().Perm()}
+	default:
+		return fmt.Errorf("capture %s: not a regular file, directory or link (%s)", rel, fi.Mode().Type())
+	}
+	res, err := c.r.Store.Put(cas.KindFile, data)
+	if err != nil {
+		return fmt.Errorf("capture %s: %w", rel, err)
+	}
+	c.m.Files[rel] = FileEntry{ID: res.ID, Size: int64(len(data)), Mode: mode}
+	c.m.TotalBytes += int64(len(data))
+	return nil
+}
+
+// addPath captures what a tool names: a file, a link, a whole directory, or
+// a path that does not exist (recorded as absent).
+func (c *capturer) addPath(p string) error {
+	rel, err := resolveInRoot(c.root, c.real, p, !c.linksAsIs)
+	if err != nil {
+		return err
+	}
+	abs := filepath.Join(c.real, filepath.FromSlash(rel))
+	fi, err := os.Lstat(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		for _, a := range c.m.Absent {
+			if a == rel {
+				return nil
+			}
+		}
+		c.m.Absent = append(c.m.Absent, rel)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return c.walk(rel, false)
+	}
+	return c.add(rel, fi)
+}
+
+// walk captures every file under the workspace directory rel. A tree
+// capture (tree=true) honours .gitignore and skips heavy directories and
+// the store itself before counting; links are recorded, never followed, and
+// links leading outside the workspace are skipped and listed.
+func (c *capturer) walk(rel string, tree bool) error {
+	abs := c.real
+	if rel != "" {
+		abs = filepath.Join(c.real, filepath.FromSlash(rel))
+	}
+	if within(abs, c.home) && tree && abs == c.home {
+		return nil
+	}
+	ents, err := os.ReadDir(abs)
+	if err != nil {
+		return fmt.Errorf("capture %s: %w", displayRel(rel), err)
+	}
+	if tree && c.ignore != nil {
+		if b, err := os.ReadFile(filepath.Join(abs, ".gitignore")); err == nil {
+			c.ignore.AddFile(rel, b)
+		}
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	for _, e := range ents {
+		child := e.Name()
+		if rel != "" {
+			child = rel + "/" + e.Name()
+		}
+		childAbs := filepath.Join(abs, e.Name())
+		if tree {
+			if e.IsDir() && excludedDirs[e.Name()] {
+				continue
+			}
+			if c.home != "" && (childAbs == c.home) {
+				continue
+			}
+			if c.ignore != nil && c.ignore.Match(child, e.IsDir()) {
+				continue
+			}
+		}
+		fi, err := os.Lstat(childAbs)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.IsDir():
+			if err := c.walk(child, tree); err != nil {
+				return err
+			}
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if _, err := resolveInRoot(c.root, c.real, child, true); err != nil {
+				if tree {
+					c.m.Skipped = append(c.m.Skipped, err.Error())
+					continue
+				}
+				return err
+			}
+			if err := c.add(child, fi); err != nil {
+				return err
+			}
+		case fi.Mode().IsRegular():
+			if err := c.add(child, fi); err != nil {
+				return err
+			}
+		default:
+			if tree {
+				c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%s: not a regular file (%s)", child, fi.Mode().Type()))
+				continue
+			}
+			return fmt.Errorf("capture %s: not a regular file, directory or link", child)
+		}
+	}
+	return nil
+}
+
+func displayRel(rel string) string {
+	if rel == "" {
+		return "the workspace"
+	}
+	return rel
+}
+
+// CapturePaths captures the named paths of the workspace root: files,
+// directories (everything in them), links (as links) and paths that do
+// not exist (as absent). It stores the file objects, not the manifest.
+func (r *Rook) CapturePaths(root string, paths []string, label string, limits Limits) (*Manifest, error) {
+	c, err := r.newCapturer(root, limits)
+	if err != nil {
+		return nil, err
+	}
+	c.m.Label = label
+	for _, p := range paths {
+		if err := c.addPath(p); err != nil {
+			return nil, err
+		}
+	}
+	return c.m, nil
+}
+
+// CaptureTree captures the whole workspace (or its sub-directory sub),
+// honouring .gitignore and skipping .git, node_modules, target, .venv,
+// __pycache__, dist, build and the store home.
+func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, error) {
+	c, err := r.newCapturer(root, limits)
+	if err != nil {
+		return nil, err
+	}
+	c.m.Label = label
+	c.ignore = NewIgnore()
+	rel := ""
+	if sub != "" && sub != "." {
+		rel, err = resolveInRoot(c.root, c.real, sub, true)
+		if err != nil {
+			return nil, err
+		}
+		// .gitignore files above sub still apply.
+		dir := ""
+		for _, part := range strings.Split(rel, "/") {
+			if b, err := os.ReadFile(filepath.Join(c.real, filepath.FromSlash(dir), ".gitignore")); err == nil {
+				c.ignore.AddFile(dir, b)
+			}
+			if dir == "" {
+				dir = part
+			} else {
+				dir += "/" + part
+			}
+		}
+		fi, err := os.Lstat(filepath.Join(c.real, filepath.FromSlash(rel)))
+		if err != nil {
+			return nil, fmt.Errorf("capture %s: %w", sub, err)
+		}
+		if !fi.IsDir() {
+			return c.m, c.add(rel, fi)
+		}
+	}
+	if err := c.walk(rel, true); err != nil {
+		return nil, err
+	}
+	return c.m, nil
+}
+
+// StoreManifest stores a manifest as a snapshot object.
+func (r *Rook) StoreManifest(m *Manifest) (cas.Key, error) {
+	res, err := r.Store.Put(cas.KindSnapshot, m.Encode())
+	if err != nil {
+		return cas.Key{}, err
+	}
+	return res.ID, nil
+}

@@ -1,0 +1,259 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// Named checkpoints are refs: HOME/refs/checkpoints/<name>, a text file of
+// lines "<64-hex snapshot id> <unix nanoseconds>", oldest first, written
+// whole through the durable-write helper. Re-creating a name adds a line:
+// the newest is the checkpoint, the older ones its history (and gc roots).
+
+// RefsDir is where refs live under the store home.
+const RefsDir = "refs"
+
+var checkpointName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+// CheckpointRef is one named checkpoint.
+type CheckpointRef struct {
+	Name     string    `json:"name"`
+	ID       cas.Key   `json:"-"`
+	IDHex    string    `json:"object"`
+	Created  time.Time `json:"created"`
+	Versions int       `json:"versions"`
+	Files    int       `json:"files"`
+	Bytes    int64     `json:"bytes"`
+	Root     string    `json:"root"`
+}
+
+func (r *Rook) checkpointPath(name string) string {
+	return filepath.Join(r.home, RefsDir, "checkpoints", name)
+}
+
+type refLine struct {
+	id cas.Key
+	at time.Time
+}
+
+func parseRefLines(b []byte) ([]refLine, error) {
+	var out []refLine
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			return nil, fmt.Errorf("line %d malformed", i+1)
+		}
+		raw, err := hex.DecodeString(f[0])
+		ns, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err != nil || err2 != nil || len(raw) != 32 {
+			return nil, fmt.Errorf("line %d malformed", i+1)
+		}
+		var l refLine
+		copy(l.id[:], raw)
+		l.at = time.Unix(0, ns).UTC()
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func (r *Rook) readRef(name string) ([]refLine, error) {
+	b, err := vfs.ReadFile(r.fs, r.checkpointPath(name))
+	if err != nil {
+		return nil, err
+	}
+	lines, err := parseRefLines(b)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: ref file %s: %v", name, r.checkpointPath(name), err)
+	}
+	return lines, nil
+}
+
+// CreateCheckpoint captures the workspace root (or its part sub) under a
+// name. The snapshot and its files are synced before the ref is written.
+func (r *Rook) CreateCheckpoint(name, root, sub string, limits Limits) (CheckpointRef, *Manifest, error) {
+	if !checkpointName.MatchString(name) {
+		return CheckpointRef{}, nil, fmt.Errorf("checkpoint name %q: use letters, digits, '.', '_' and '-' (up to 100, starting with a letter or digit)", name)
+	}
+	m, err := r.CaptureTree(root, sub, name, limits)
+	if err != nil {
+		return CheckpointRef{}, nil, err
+	}
+	id, err := r.StoreManifest(m)
+	if err != nil {
+		return CheckpointRef{}, nil, err
+	}
+	if err := r.Store.Sync(); err != nil {
+		return CheckpointRef{}, nil, err
+	}
+	old, err := r.readRef(name)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return CheckpointRef{}, nil, err
+	}
+	var b bytes.Buffer
+	for _, l := range old {
+		fmt.Fprintf(&b, "%x %d\n", l.id, l.at.UnixNano())
+	}
+	now := r.clock.Now().UTC()
+	fmt.Fprintf(&b, "%x %d\n", id, now.UnixNano())
+	dir := filepath.Dir(r.checkpointPath(name))
+	if err := r.fs.MkdirAll(dir, cas.DirMode); err != nil {
+		return CheckpointRef{}, nil, err
+	}
+	if err := r.fs.WriteFileAtomic(r.checkpointPath(name), b.Bytes(), cas.FileMode); err != nil {
+		return CheckpointRef{}, nil, fmt.Errorf("write checkpoint ref: %w", err)
+	}
+	return CheckpointRef{Name: name, ID: id, IDHex: hex.EncodeToString(id[:]), Created: now, Versions: len(old) + 1,
+		Files: len(m.Files), Bytes: m.TotalBytes, Root: m.Root}, m, nil
+}
+
+// Checkpoints lists the named checkpoints, newest first.
+func (r *Rook) Checkpoints() ([]CheckpointRef, error) {
+	ents, err := r.fs.ReadDir(filepath.Join(r.home, RefsDir, "checkpoints"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []CheckpointRef
+	for _, e := range ents {
+		if !checkpointName.MatchString(e.Name()) {
+			continue // a temp file of the durable-write helper
+		}
+		lines, err := r.readRef(e.Name())
+		if err != nil {
+			return nil, err
+		}
+		last := lines[len(lines)-1]
+		ref := CheckpointRef{Name: e.Name(), ID: last.id, IDHex: hex.EncodeToString(last.id[:]), Created: last.at, Versions: len(lines)}
+		if m, err := r.ReadManifest(last.id); err == nil {
+			ref.Files, ref.Bytes, ref.Root = len(m.Files), m.TotalBytes, m.Root
+		}
+		out = append(out, ref)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.After(out[j].Created) })
+	return out, nil
+}
+
+// ResolveCheckpoint finds a checkpoint by name, or a snapshot by object id
+// prefix (a session capture, say).
+func (r *Rook) ResolveCheckpoint(arg string) (cas.Key, *Manifest, error) {
+	if checkpointName.MatchString(arg) {
+		lines, err := r.readRef(arg)
+		if err == nil {
+			id := lines[len(lines)-1].id
+			m, err := r.ReadManifest(id)
+			return id, m, err
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return cas.Key{}, nil, err
+		}
+	}
+	id, err := r.Store.Resolve(arg)
+	if err != nil {
+		var bp *cas.BadPrefixError
+		var nf *cas.NotFoundError
+		if errors.As(err, &bp) || errors.As(err, &nf) {
+			return cas.Key{}, nil, fmt.Errorf("no checkpoint named %q and no snapshot object with that id: `rook checkpoint ls` lists them", arg)
+		}
+		return cas.Key{}, nil, err
+	}
+	info, err := r.Store.Stat(id)
+	if err != nil {
+		return cas.Key{}, nil, err
+	}
+	if info.Kind != cas.KindSnapshot {
+		return cas.Key{}, nil, fmt.Errorf("object %s is a %s, not a checkpoint snapshot", cas.Short(id), info.Kind)
+	}
+	m, err := r.ReadManifest(id)
+	return id, m, err
+}
+
+// RestoreReport says what a checkpoint restore did.
+type RestoreReport struct {
+	Root    string `json:"root"`
+	Written int    `json:"files_written"`
+	Removed int    `json:"files_removed"`
+	// Saved names the checkpoint holding what the restore overwrote, when
+	// it overwrote anything that differed: restoring it undoes this one.
+	Saved string `json:"saved_as,omitempty"`
+}
+
+// RestoreCheckpoint writes a captured tree into root (the capture's own
+// root unless the user gives another). Files that exist and differ are
+// first captured as a checkpoint "<name>.before-restore-<unix time>".
+func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (RestoreReport, error) {
+	if root == "" {
+		root = m.Root
+	}
+	rep := RestoreReport{Root: root}
+	plan, err := r.planRestore(root, manifestChanges(m))
+	if err != nil {
+		return rep, fmt.Errorf("%w: nothing written", err)
+	}
+	// Save what would be overwritten and differs.
+	var overwrite []string
+	for _, c := range plan.Changes {
+		cur, ok, err := currentID(plan.real, c.Path)
+		if err != nil {
+			return rep, err
+		}
+		if ok && (c.Remove || cur != c.File.ID) {
+			overwrite = append(overwrite, c.Path)
+		}
+	}
+	if len(overwrite) > 0 {
+		saveName := fmt.Sprintf("%s.before-restore-%d", safeName(name), r.clock.Now().Unix())
+		c, err := r.newCapturer(root, Limits{MaxFiles: len(overwrite) + 1, MaxBytes: 1 << 40, MaxFileBytes: 1 << 40})
+		if err != nil {
+			return rep, err
+		}
+		c.linksAsIs = true
+		c.m.Label = saveName
+		for _, p := range overwrite {
+			if err := c.addPath(p); err != nil {
+				return rep, fmt.Errorf("save %s before restoring: %w: nothing written", p, err)
+			}
+		}
+		id, err := r.StoreManifest(c.m)
+		if err == nil {
+			err = r.Store.Sync()
+		}
+		if err == nil {
+			err = r.writeRef(saveName, id)
+		}
+		if err != nil {
+			return rep, fmt.Errorf("save the files a restore overwrites: %w: nothing written", err)
+		}
+		rep.Saved = saveName
+	}
+	rep.Written, rep.Removed, err = plan.Apply()
+	return rep, err
+}
+
+func safeName(name string) string {
+	if checkpointName.MatchString(name) {
+		return name
+	}
+	return "snapshot"
+}
+
+func (r *Rook) writeRef(name string, id cas.Key) error {
+	dir := filepath.Dir(r.checkpointPath(name))
+	if err := r.fs.MkdirAll(dir, cas.DirMode); err != nil {
+		return err
+	}
+	return r.fs.WriteFileAtomic(r.checkpointPath(name), []byte(fmt.Sprintf("%x %d\n", id, r.clock.Now().UnixNano())), cas.FileMode)
+}

@@ -1,0 +1,187 @@
+package agent
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+)
+
+// MaxDiffBytes: files larger than this are reported as changed, without a
+// diff body, and compared by hash only.
+const MaxDiffBytes = 256 << 10
+
+// binaryProbe is how much of a file is searched for a NUL byte.
+const binaryProbe = 8 << 10
+
+// FileChange is one path a session changed.
+type FileChange struct {
+	Path    string `json:"path"`
+	Status  string `json:"status"` // added, modified, removed
+	OldMode string `json:"old_mode,omitempty"`
+	NewMode string `json:"new_mode,omitempty"`
+	Added   int    `json:"added"`
+	Removed int    `json:"removed"`
+	// NoBody: changed, but shown without a diff (Reason says why).
+	NoBody bool   `json:"no_body,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// SessionDiff is what a session changed on disk: each path's first capture
+// in the session (what was there before the agent touched it) against the
+// disk now.
+type SessionDiff struct {
+	Session   eventlog.ID  `json:"session"`
+	Root      string       `json:"root"`
+	Files     []FileChange `json:"files"`
+	Added     int          `json:"added"`
+	Removed   int          `json:"removed"`
+	Unchanged int          `json:"unchanged"`
+	Captures  int          `json:"captures"`
+}
+
+// baseline returns, for each path the session captured, its first capture.
+func (r *Rook) baseline(id eventlog.ID) (root string, files map[string]FileEntry, absent map[string]bool, captures int, err error) {
+	files, absent = map[string]FileEntry{}, map[string]bool{}
+	for from := uint64(0); ; {
+		evs, err := r.Log.Read(id, from, 1024)
+		if err != nil {
+			return "", nil, nil, 0, err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for _, ev := range evs {
+			if ev.Kind != eventlog.KindCheckpoint {
+				continue
+			}
+			m, err := r.ReadManifest(ev.Body)
+			if err != nil {
+				return "", nil, nil, 0, fmt.Errorf("checkpoint #%d cannot be read: %w", ev.Seq, err)
+			}
+			if root == "" {
+				root = m.Root
+			} else if filepath.Clean(root) != filepath.Clean(m.Root) {
+				return "", nil, nil, 0, fmt.Errorf("checkpoint #%d captured %s, earlier ones %s", ev.Seq, m.Root, root)
+			}
+			captures++
+			for p, f := range m.Files {
+				if _, ok := files[p]; !ok && !absent[p] {
+					files[p] = f
+				}
+			}
+			for _, p := range m.Absent {
+				if _, ok := files[p]; !ok {
+					absent[p] = true
+				}
+			}
+		}
+		from = evs[len(evs)-1].Seq + 1
+	}
+	return root, files, absent, captures, nil
+}
+
+// Diff compares what the session found with the disk now. With w set, it
+// writes a git-style patch (git apply takes it; git apply -R undoes it).
+func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error) {
+	d := SessionDiff{Session: id, Files: []FileChange{}}
+	root, files, absent, captures, err := r.baseline(id)
+	if err != nil {
+		return d, err
+	}
+	d.Root, d.Captures = root, captures
+	if captures == 0 {
+		return d, nil
+	}
+	real, err := realRoot(root)
+	if err != nil {
+		return d, err
+	}
+	paths := make([]string, 0, len(files)+len(absent))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	for p := range absent {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		base, had := files[p]
+		cur, err := statDisk(real, p)
+		if err != nil {
+			return d, err
+		}
+		if cur.Exists && cur.Mode.Perm.IsDir() {
+			cur = DiskFile{} // a directory where a file was: the file is gone
+		}
+		fc := FileChange{Path: p}
+		switch {
+		case !had && !cur.Exists:
+			continue
+		case !had:
+			fc.Status, fc.NewMode = "added", cur.Mode.GitMode()
+		case !cur.Exists:
+			fc.Status, fc.OldMode = "removed", base.Mode.GitMode()
+		case base.ID == cur.ID && base.Mode.GitMode() == cur.Mode.GitMode():
+			d.Unchanged++
+			continue
+		default:
+			fc.Status, fc.OldMode, fc.NewMode = "modified", base.Mode.GitMode(), cur.Mode.GitMode()
+		}
+		df := DiffFile{Path: p, OldMode: fc.OldMode, NewMode: fc.NewMode}
+		switch {
+		case had && base.Size > MaxDiffBytes, cur.Exists && cur.Size > MaxDiffBytes:
+			fc.NoBody, fc.Reason = true, fmt.Sprintf("larger than %d KiB", MaxDiffBytes>>10)
+		default:
+			if had {
+				if df.Old, err = r.Store.Get(base.ID); err != nil {
+					return d, fmt.Errorf("%s: its captured copy is unreadable: %w", p, err)
+				}
+			}
+			if cur.Exists {
+				if df.New, err = readDisk(real, p, cur); err != nil {
+					return d, err
+				}
+				if cas.ID(df.New) != cur.ID {
+					return d, fmt.Errorf("%s changed while being compared: run the diff again", p)
+				}
+			}
+			if isBinary(df.Old) || isBinary(df.New) {
+				fc.NoBody, fc.Reason = true, "binary"
+			}
+		}
+		df.NoBody = fc.NoBody
+		if w != nil {
+			fc.Added, fc.Removed, err = WriteGitDiff(w, df, color)
+			if err != nil {
+				return d, err
+			}
+		} else if !fc.NoBody {
+			fc.Added, fc.Removed = CountLines(df.Old, df.New)
+		}
+		d.Added += fc.Added
+		d.Removed += fc.Removed
+		d.Files = append(d.Files, fc)
+	}
+	return d, nil
+}
+
+// readDisk reads a workspace file (a link: its target).
+func readDisk(real, rel string, cur DiskFile) ([]byte, error) {
+	abs := filepath.Join(real, filepath.FromSlash(rel))
+	if cur.Mode.Link {
+		t, err := os.Readlink(abs)
+		return []byte(t), err
+	}
+	return os.ReadFile(abs)
+}
+
+// isBinary: a NUL in the first 8 KiB, as git decides.
+func isBinary(b []byte) bool {
+	return bytes.IndexByte(b[:min(len(b), binaryProbe)], 0) >= 0
+}

@@ -1,0 +1,66 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/zeebo/blake3"
+
+	"github.com/rookhq/rook/cas"
+)
+
+// DiskFile is a workspace path as it is on disk now.
+type DiskFile struct {
+	Exists bool
+	Mode   FileMode
+	Size   int64
+	ID     cas.Key // the id its bytes would have as an object (a link: its target)
+}
+
+// statDisk describes the workspace path rel, hashing a file's content as a
+// stream, so a large file is compared without being held in memory.
+func statDisk(real, rel string) (DiskFile, error) {
+	abs := filepath.Join(real, filepath.FromSlash(rel))
+	fi, err := os.Lstat(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return DiskFile{}, nil
+	}
+	if err != nil {
+		return DiskFile{}, err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		t, err := os.Readlink(abs)
+		if err != nil {
+			return DiskFile{}, err
+		}
+		return DiskFile{Exists: true, Mode: FileMode{Link: true}, Size: int64(len(t)), ID: cas.ID([]byte(t))}, nil
+	case fi.Mode().IsRegular():
+		f, err := os.Open(abs)
+		if err != nil {
+			return DiskFile{}, err
+		}
+		defer f.Close()
+		h := blake3.New()
+		n, err := io.Copy(h, f)
+		if err != nil {
+			return DiskFile{}, err
+		}
+		var id cas.Key
+		copy(id[:], h.Sum(nil))
+		return DiskFile{Exists: true, Mode: FileMode{Perm: fi.Mode().Perm()}, Size: n, ID: id}, nil
+	case fi.IsDir():
+		return DiskFile{Exists: true, Mode: FileMode{Perm: fi.Mode().Perm() | fs.ModeDir}}, nil
+	}
+	return DiskFile{}, fmt.Errorf("%s is not a regular file, directory or link", rel)
+}
+
+// currentID is the id of what is at rel now, if anything.
+func currentID(real, rel string) (cas.Key, bool, error) {
+	d, err := statDisk(real, rel)
+	return d.ID, d.Exists, err
+}

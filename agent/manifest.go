@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rookhq/rook/cas"
+)
+
+// Manifest is a capture: which files a workspace held at one moment. It is
+// stored as a snapshot object (JSON) and named by a checkpoint event (a
+// session capture) or by a checkpoint ref (a named workspace checkpoint).
+//
+// Format (docs/storage.md, "Captures"), version 1:
+//
+//	{"v":1,"root":"/abs/workspace","captured_at":"...","label":"...",
+//	 "files":{"rel/path":{"id":"<64 hex>","size":12,"mode":"0644"}, "link":{"id":...,"mode":"link"}},
+//	 "absent":["rel/gone"],"total_bytes":12}
+//
+// Paths are slash-separated, relative to root, clean, never absolute and
+// never with a ".." element. mode is the permission bits in octal, or
+// "link" for a symbolic link whose object holds the link's target.
+type Manifest struct {
+	V          int                  `json:"v"`
+	Root       string               `json:"root"`
+	CapturedAt time.Time            `json:"captured_at"`
+	Label      string               `json:"label,omitempty"`
+	Files      map[string]FileEntry `json:"files"`
+	Absent     []string             `json:"absent,omitempty"`
+	TotalBytes int64                `json:"total_bytes"`
+	// Skipped lists what a tree capture left out and why (links leading
+	// outside the workspace), for the user; restore ignores it.
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+const manifestVersion = 1
+
+// FileEntry is one captured file.
+type FileEntry struct {
+	ID   cas.Key  `json:"-"`
+	Size int64    `json:"size"`
+	Mode FileMode `json:"mode"`
+}
+
+// FileMode is a captured file's permission bits, or a symbolic link.
+type FileMode struct {
+	Perm fs.FileMode
+	Link bool
+}
+
+// MarshalJSON writes "0644" or "link".
+func (m FileMode) MarshalJSON() ([]byte, error) {
+	if m.Link {
+		return []byte(`"link"`), nil
+	}
+	return []byte(fmt.Sprintf(`"%04o"`, m.Perm.Perm())), nil
+}
+
+// UnmarshalJSON reads "0644" or "link".
+func (m *FileMode) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("mode: %v", err)
+	}
+	if s == "link" {
+		*m = FileMode{Link: true}
+		return nil
+	}
+	var v uint32
+	if _, err := fmt.Sscanf(s, "%o", &v); err != nil || v > 0o7777 || len(s) != 4 {
+		return fmt.Errorf("mode %q is not four octal digits or \"link\"", s)
+	}
+	*m = FileMode{Perm: fs.FileMode(v)}
+	return nil
+}
+
+// GitMode is the mode git writes in diff headers.
+func (m FileMode) GitMode() string {
+	switch {
+	case m.Link:
+		return "120000"
+	case m.Perm&0o111 != 0:
+		return "100755"
+	}
+	return "100644"
+}
+
+type fileEntryJSON struct {
+	ID   string   `json:"id"`
+	Size int64    `json:"size"`
+	Mode FileMode `json:"mode"`
+}
+
+// MarshalJSON writes the id as hex.
+func (f FileEntry) MarshalJSON() ([]byte, error) {
+	return json.Marshal(fileEntryJSON{ID: hex.EncodeToString(f.ID[:]), Size: f.Size, Mode: f.Mode})
+}
+
+// UnmarshalJSON reads the hex id.
+func (f *FileEntry) UnmarshalJSON(b []byte) error {
+	var j fileEntryJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	raw, err := hex.DecodeString(j.ID)
+	if err != nil || len(raw) != 32 {
+		return fmt.Errorf("file id %q is not 64 hex digits", j.ID)
+	}
+	copy(f.ID[:], raw)
+	f.Size, f.Mode = j.Size, j.Mode
+	if f.Size < 0 {
+		return fmt.Errorf("negative size %d", f.Size)
+	}
+	return nil
+}
+
+// ErrBadManifest: a manifest that fails validation. Nothing is restored
+// from one.
+var ErrBadManifest = errors.New("capture manifest is invalid")
+
+// DecodeManifest parses and validates a manifest.
+func DecodeManifest(b []byte) (*Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
+	}
+	if m.V < 1 || m.V > manifestVersion {
+		return nil, fmt.Errorf("%w: version %d (this rook reads up to %d; upgrade rook?)", ErrBadManifest, m.V, manifestVersion)
+	}
+	if !strings.HasPrefix(m.Root, "/") {
+		return nil, fmt.Errorf("%w: root %q is not an absolute path", ErrBadManifest, m.Root)
+	}
+	for p := range m.Files {
+		if err := checkRel(p); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
+		}
+	}
+	for _, p := range m.Absent {
+		if err := checkRel(p); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
+		}
+		if _, ok := m.Files[p]; ok {
+			return nil, fmt.Errorf("%w: %q is both captured and absent", ErrBadManifest, p)
+		}
+	}
+	if m.Files == nil {
+		m.Files = map[string]FileEntry{}
+	}
+	return &m, nil
+}
+
+// Encode writes the manifest as canonical JSON (sorted keys), so capturing
+// an unchanged tree twice gives the same bytes save for the time.
+func (m *Manifest) Encode() []byte {
+	m.V = manifestVersion
+	sort.Strings(m.Absent)
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// checkRel validates a manifest path: relative, clean, slash-separated,
+// no "..", not empty.
+func checkRel(p string) error {
+	switch {
+	case p == "" || p == ".":
+		return errors.New("empty path")
+	case strings.HasPrefix(p, "/"):
+		return fmt.Errorf("path %q is absolute", p)
+	case strings.Contains(p, "\\") || strings.ContainsRune(p, 0):
+		return fmt.Errorf("path %q has a backslash or NUL", p)
+	case path.Clean(p) != p:
+		return fmt.Errorf("path %q is not clean", p)
+	case p == ".." || strings.HasPrefix(p, "../"):
+		return fmt.Errorf("path %q leaves the workspace", p)
+	}
+	return nil
+}
+
+// Paths returns every path the manifest names (files and absent), sorted.
+func (m *Manifest) Paths() []string {
+	out := make([]string, 0, len(m.Files)+len(m.Absent))
+	for p := range m.Files {
+		out = append(out, p)
+	}
+	out = append(out, m.Absent...)
+	sort.Strings(out)
+	return out
+}
+
+// ReadManifest loads and validates the manifest stored as object id.
+func (r *Rook) ReadManifest(id cas.Key) (*Manifest, error) {
+	b, err := r.Store.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	m, err := DecodeManifest(b)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", cas.Short(id), err)
+	}
+	return m, nil
+}

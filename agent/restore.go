@@ -1,0 +1,189 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+)
+
+// Change is one path a restore writes or removes.
+type Change struct {
+	Path   string // workspace path, slash-separated
+	Remove bool   // the path did not exist in the capture: delete it
+	File   FileEntry
+	data   []byte
+}
+
+// Plan is a checked restore: every path resolved inside the workspace,
+// every object read and verified, every directory writable. Apply carries
+// it out; building it writes nothing.
+type Plan struct {
+	Root    string
+	real    string
+	Changes []Change
+}
+
+// planRestore checks changes against root before anything is written.
+func (r *Rook) planRestore(root string, changes []Change) (*Plan, error) {
+	real, err := realRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Root: filepath.Clean(root), real: real}
+	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
+	for _, c := range changes {
+		if err := checkRel(c.Path); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
+		}
+		// The last element is not followed: a link there is replaced,
+		// never written through.
+		if _, err := resolveInRoot(p.Root, real, c.Path, false); err != nil {
+			return nil, err
+		}
+		abs := filepath.Join(real, filepath.FromSlash(c.Path))
+		if !c.Remove {
+			data, err := r.Store.Get(c.File.ID)
+			if err != nil {
+				return nil, fmt.Errorf("cannot restore %s: its captured copy is unreadable: %w", c.Path, err)
+			}
+			c.data = data
+			if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
+				return nil, fmt.Errorf("cannot restore %s: a directory is there now", c.Path)
+			}
+		}
+		if err := writableDir(filepath.Dir(abs)); err != nil {
+			return nil, fmt.Errorf("cannot restore %s: %w", c.Path, err)
+		}
+		p.Changes = append(p.Changes, c)
+	}
+	return p, nil
+}
+
+// writableDir checks that dir (or, if it does not exist yet, its nearest
+// existing ancestor, which Apply will create the rest under) can take new
+// entries.
+func writableDir(dir string) error {
+	for {
+		fi, err := os.Stat(dir)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("%s is not a directory", dir)
+			}
+			return accessWrite(dir)
+		}
+		parent := filepath.Dir(dir)
+		if !errors.Is(err, fs.ErrNotExist) || parent == dir {
+			return err
+		}
+		dir = parent
+	}
+}
+
+// Apply writes the plan: each file through a temporary file and a rename in
+// its directory (so a reader never sees half a file), with its mode; links
+// recreated; removed paths deleted. It is not one transaction: an I/O error
+// midway leaves the files already written, and says which.
+func (p *Plan) Apply() (written, removed int, err error) {
+	for _, c := range p.Changes {
+		abs := filepath.Join(p.real, filepath.FromSlash(c.Path))
+		if c.Remove {
+			err := os.Remove(abs)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return written, removed, fmt.Errorf("remove %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
+			}
+			if err == nil {
+				removed++
+			}
+			continue
+		}
+		if err := writeWorkspaceFile(abs, c.File.Mode, c.data); err != nil {
+			return written, removed, fmt.Errorf("restore %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
+		}
+		written++
+	}
+	return written, removed, nil
+}
+
+func writeWorkspaceFile(abs string, mode FileMode, data []byte) error {
+	dir := filepath.Dir(abs)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if mode.Link {
+		tmp := filepath.Join(dir, fmt.Sprintf(".rook-restore-%d.tmp", os.Getpid()))
+		os.Remove(tmp)
+		if err := os.Symlink(string(data), tmp); err != nil {
+			return err
+		}
+		return os.Rename(tmp, abs)
+	}
+	f, err := os.CreateTemp(dir, ".rook-restore-*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode.Perm.Perm())
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, abs)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// CaptureSession records, on a session, the state of the named paths: what
+// a tool calls before it writes, moves or deletes them. The manifest becomes
+// a snapshot object named by a durable checkpoint event; it returns the
+// event's seq.
+func (r *Rook) CaptureSession(id eventlog.ID, paths []string, label string, limits Limits) (uint64, *Manifest, error) {
+	meta, err := r.Log.ReadMeta(id)
+	if err != nil {
+		return 0, nil, err
+	}
+	if meta.Workspace == "" {
+		return 0, nil, fmt.Errorf("session %s has no workspace: captures are relative to one", id)
+	}
+	if len(paths) == 0 {
+		return 0, nil, errors.New("name at least one path to capture")
+	}
+	m, err := r.CapturePaths(meta.Workspace, paths, label, limits)
+	if err != nil {
+		return 0, nil, err
+	}
+	seq, err := r.Append(id, Entry{Kind: eventlog.KindCheckpoint, Label: label, Body: m.Encode()})
+	if err != nil {
+		return 0, nil, err
+	}
+	return seq, m, nil
+}
+
+// manifestChanges turns a manifest into a restore: every file written,
+// every absent path removed.
+func manifestChanges(m *Manifest) []Change {
+	var out []Change
+	for p, f := range m.Files {
+		out = append(out, Change{Path: p, File: f})
+	}
+	for _, p := range m.Absent {
+		out = append(out, Change{Path: p, Remove: true})
+	}
+	return out
+}
+
+var _ = cas.KindFile

@@ -1,0 +1,294 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// tree is a workspace's files: path -> content, with "mode:0755" or
+// "link:target" prefixes for modes and links.
+type tree map[string]string
+
+func writeTree(t *testing.T, root string, tr tree) {
+	t.Helper()
+	for p, c := range tr {
+		abs := filepath.Join(root, p)
+		os.MkdirAll(filepath.Dir(abs), 0o755)
+		switch {
+		case strings.HasPrefix(c, "link:"):
+			if err := os.Symlink(strings.TrimPrefix(c, "link:"), abs); err != nil {
+				t.Fatal(err)
+			}
+		case strings.HasPrefix(c, "mode:0755:"):
+			os.WriteFile(abs, []byte(strings.TrimPrefix(c, "mode:0755:")), 0o755)
+			os.Chmod(abs, 0o755)
+		default:
+			os.WriteFile(abs, []byte(c), 0o644)
+			os.Chmod(abs, 0o644)
+		}
+	}
+}
+
+// readTree reads every file under root back into a tree.
+func readTree(t *testing.T, root string) tree {
+	t.Helper()
+	out := tree{}
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		fi, _ := os.Lstat(p)
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			l, _ := os.Readlink(p)
+			out[rel] = "link:" + l
+		case fi.Mode().Perm()&0o111 != 0:
+			b, _ := os.ReadFile(p)
+			out[rel] = "mode:0755:" + string(b)
+		default:
+			b, _ := os.ReadFile(p)
+			out[rel] = string(b)
+		}
+		return nil
+	})
+	return out
+}
+
+func sameTree(t *testing.T, what string, got, want tree) {
+	t.Helper()
+	var diffs []string
+	for p, w := range want {
+		if g, ok := got[p]; !ok {
+			diffs = append(diffs, "missing "+p)
+		} else if g != w {
+			diffs = append(diffs, "differs "+p)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			diffs = append(diffs, "extra "+p)
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 0 {
+		t.Fatalf("%s: %s", what, strings.Join(diffs, ", "))
+	}
+}
+
+func newWorkspace(t *testing.T) (*Rook, string, eventlog.ID) {
+	t.Helper()
+	dir := t.TempDir()
+	home := filepath.Join(dir, "store")
+	ws := filepath.Join(dir, "ws")
+	os.MkdirAll(ws, 0o755)
+	if _, err := cas.Init(vfs.OS, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	m, err := r.NewSession("edit", ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, ws, m.ID
+}
+
+func TestCaptureDiffRewindUndo(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	before := tree{
+		"keep.txt":        "unchanged\n",
+		"edit.go":         "package main\n\nfunc main() {\n\tprintln(\"one\")\n}\n",
+		"gone.txt":        "to be deleted\n",
+		"run.sh":          "#!/bin/sh\necho hi\n",
+		"old/name.txt":    "renamed later\n",
+		"written-back.md": "same bytes\n",
+		"ln":              "link:keep.txt",
+	}
+	writeTree(t, ws, before)
+	r.Append(id, Entry{Kind: eventlog.KindUser, Body: []byte("please edit")})
+	// The agent captures before each tool call, then changes things.
+	if _, _, err := r.CaptureSession(id, []string{"edit.go", "gone.txt", "run.sh", "written-back.md", "new.txt", "old/name.txt", "new/name.txt", "ln"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, "edit.go"), []byte("package main\n\nfunc main() {\n\tprintln(\"two\")\n}\n"), 0o644)
+	os.Remove(filepath.Join(ws, "gone.txt"))
+	os.Chmod(filepath.Join(ws, "run.sh"), 0o755)
+	os.WriteFile(filepath.Join(ws, "new.txt"), []byte("brand new\n"), 0o644)
+	os.MkdirAll(filepath.Join(ws, "new"), 0o755)
+	os.Rename(filepath.Join(ws, "old/name.txt"), filepath.Join(ws, "new/name.txt"))
+	os.WriteFile(filepath.Join(ws, "written-back.md"), []byte("changed\n"), 0o644)
+	// A second capture of an already captured path: an intermediate
+	// state, not the baseline.
+	r.CaptureSession(id, []string{"written-back.md"}, "again", DefaultLimits)
+	os.WriteFile(filepath.Join(ws, "written-back.md"), []byte("same bytes\n"), 0o644)
+	r.Append(id, Entry{Kind: eventlog.KindAssistant, Body: []byte("done")})
+	after := readTree(t, ws)
+
+	var patch bytes.Buffer
+	d, err := r.Diff(id, &patch, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range d.Files {
+		got[f.Path] = f.Status
+	}
+	want := map[string]string{"edit.go": "modified", "gone.txt": "removed", "run.sh": "modified", "new.txt": "added", "old/name.txt": "removed", "new/name.txt": "added"}
+	if len(got) != len(want) {
+		t.Fatalf("diff files %v, want %v", got, want)
+	}
+	for p, s := range want {
+		if got[p] != s {
+			t.Fatalf("diff %s: %q, want %q (all: %v)", p, got[p], s, got)
+		}
+	}
+	if !strings.Contains(patch.String(), "old mode 100644\nnew mode 100755") {
+		t.Fatalf("no mode change in the patch:\n%s", patch.String())
+	}
+
+	// Rewind to before the first capture: the tree comes back exactly.
+	rep, err := r.Rewind(id, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after rewind", readTree(t, ws), before)
+	if rep.Undo == "" || rep.BeforeSeq == nil || *rep.BeforeSeq != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	// The parent is intact.
+	if s, _ := r.Log.Summary(id); s.Events != 4 {
+		t.Fatalf("parent has %d events", s.Events)
+	}
+	// The undo puts the post-session tree back.
+	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after undo", readTree(t, ws), after)
+}
+
+func TestEscapesAreRefused(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret"), []byte("x"), 0o644)
+	os.Symlink(outside, filepath.Join(ws, "out"))
+	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(ws, "secretlink"))
+	for _, p := range []string{"../x", "/etc/passwd", "out/secret", "secretlink", "a/../../x"} {
+		_, _, err := r.CaptureSession(id, []string{p}, "", DefaultLimits)
+		var esc *EscapeError
+		if !errors.As(err, &esc) {
+			t.Fatalf("capture %q: %v", p, err)
+		}
+		if !strings.Contains(err.Error(), "outside the workspace") {
+			t.Fatalf("capture %q: %v", p, err)
+		}
+	}
+	// A manifest naming .. is refused before anything is written.
+	if _, err := DecodeManifest([]byte(`{"v":1,"root":"/w","files":{"../x":{"id":"` + strings.Repeat("0", 64) + `","size":0,"mode":"0644"}}}`)); !errors.Is(err, ErrBadManifest) {
+		t.Fatalf("manifest with ..: %v", err)
+	}
+}
+
+func TestCaptureBoundsAndDedup(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"a.txt": "aaaa", "b.txt": "bbbb", "c.txt": "cccc", "big.bin": strings.Repeat("z", 5000)})
+	_, _, err := r.CaptureSession(id, []string{"a.txt", "b.txt", "c.txt"}, "", Limits{MaxFiles: 2})
+	var le *LimitError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "--max-files") {
+		t.Fatalf("files bound: %v", err)
+	}
+	if _, _, err := r.CaptureSession(id, []string{"big.bin"}, "", Limits{MaxFileBytes: 1000}); !errors.As(err, &le) || !strings.Contains(err.Error(), "--max-file-bytes") {
+		t.Fatalf("file size bound: %v", err)
+	}
+	if _, _, err := r.CreateCheckpoint("cp", ws, "", Limits{MaxBytes: 100}); !errors.As(err, &le) || !strings.Contains(err.Error(), "--max-bytes") {
+		t.Fatalf("total bound: %v", err)
+	}
+	if _, _, err := r.CreateCheckpoint("cp", ws, "", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	r.Store.Sync()
+	st1, _ := r.Store.Stats()
+	if _, _, err := r.CreateCheckpoint("cp", ws, "", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	r.Store.Sync()
+	st2, _ := r.Store.Stats()
+	files := func(st cas.Stats) int64 {
+		for _, k := range st.Kinds {
+			if k.Kind == "file" {
+				return k.Objects
+			}
+		}
+		return 0
+	}
+	if files(st1) != files(st2) || files(st1) != 4 {
+		t.Fatalf("re-capture of an unchanged tree: file objects %d then %d", files(st1), files(st2))
+	}
+}
+
+func TestCheckpointHonoursGitignoreAndExcludes(t *testing.T) {
+	r, ws, _ := newWorkspace(t)
+	writeTree(t, ws, tree{
+		".gitignore":            "*.log\n/secret/\n",
+		"main.go":               "package main\n",
+		"debug.log":             "noise",
+		"secret/key":            "k",
+		"node_modules/x/i.js":   "x",
+		".git/HEAD":             "ref",
+		"src/app.go":            "package src\n",
+		"src/.gitignore":        "gen.go\n",
+		"src/gen.go":            "generated",
+		"target/debug/bin":      "b",
+		"__pycache__/m.pyc":     "c",
+		"docs/build/index.html": "h",
+	})
+	_, m, err := r.CreateCheckpoint("before-refactor", ws, "", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for p := range m.Files {
+		got = append(got, p)
+	}
+	sort.Strings(got)
+	want := []string{".gitignore", "main.go", "src/.gitignore", "src/app.go"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("captured %v, want %v", got, want)
+	}
+	// Restore into another directory.
+	dest := t.TempDir()
+	_, m2, err := r.ResolveCheckpoint("before-refactor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.RestoreCheckpoint("before-refactor", m2, dest)
+	if err != nil || rep.Written != 4 {
+		t.Fatalf("restore: %+v %v", rep, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dest, "src/app.go")); string(b) != "package src\n" {
+		t.Fatalf("restored %q", b)
+	}
+	// Restoring over changed files saves them first.
+	os.WriteFile(filepath.Join(ws, "main.go"), []byte("changed\n"), 0o644)
+	rep, err = r.RestoreCheckpoint("before-refactor", m2, "")
+	if err != nil || rep.Saved == "" {
+		t.Fatalf("restore over a change: %+v %v", rep, err)
+	}
+	_, saved, err := r.ResolveCheckpoint(rep.Saved)
+	if err != nil || len(saved.Files) != 1 {
+		t.Fatalf("saved checkpoint: %v", err)
+	}
+}

@@ -1,0 +1,472 @@
+package agent
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/sergi/go-diff/diffmatchpatch"
+)
+
+// DiffFile is one path's change, for WriteGitDiff.
+type DiffFile struct {
+	Path    string // slash-separated, relative to the workspace
+	Old     []byte // content before (nil when the file did not exist)
+	New     []byte // content now (nil when the file does not exist now)
+	OldMode string // git mode before: "100644", "100755", "120000"; "" = did not exist (an added file)
+	NewMode string // git mode now; "" = does not exist now (a removed file)
+	// NoBody: report the change without a diff body (binary, or too large to diff);
+	// Old/New may be nil then.
+	NoBody bool
+}
+
+// diffContext is the number of unchanged lines shown around each change, as git's default -U3.
+// Changes separated by at most 2*diffContext unchanged lines share one hunk.
+const diffContext = 3
+
+// maxDiffLines bounds the lines handed to the line differ: diffmatchpatch maps every distinct
+// line to one rune, so it cannot represent much more than a million distinct lines.
+// Bigger inputs get a plain "replace the differing middle" diff, which is still correct.
+const maxDiffLines = 1_000_000
+
+// ANSI colours of git's default palette.
+const (
+	colorMeta  = "\x1b[1m"
+	colorFrag  = "\x1b[36m"
+	colorOld   = "\x1b[31m"
+	colorNew   = "\x1b[32m"
+	colorReset = "\x1b[m"
+)
+
+// WriteGitDiff writes d as a git-style patch section and returns the lines added and removed
+// (0, 0 for NoBody). color adds ANSI colours (headers bold, @@ cyan, - red, + green) and is only
+// used for terminals; the uncoloured output must be byte-exactly what git apply accepts.
+func WriteGitDiff(w io.Writer, d DiffFile, color bool) (added, removed int, err error) {
+	if d.Path == "" {
+		return 0, 0, fmt.Errorf("agent: diff: empty path")
+	}
+	for _, m := range []string{d.OldMode, d.NewMode} {
+		if m != "" && !validGitMode(m) {
+			return 0, 0, fmt.Errorf("agent: diff %s: invalid git mode %q", d.Path, m)
+		}
+	}
+	if d.OldMode == "" && d.NewMode == "" {
+		return 0, 0, fmt.Errorf("agent: diff %s: file exists neither before nor after", d.Path)
+	}
+	var buf bytes.Buffer
+	if d.OldMode != "" && d.NewMode != "" && modeType(d.OldMode) != modeType(d.NewMode) {
+		// A type change (file <-> symlink): git shows, and git apply expects, a deletion
+		// followed by a creation.
+		del, add := d, d
+		del.New, del.NewMode = nil, ""
+		add.Old, add.OldMode = nil, ""
+		_, r := writeSection(&buf, del, color)
+		a, _ := writeSection(&buf, add, color)
+		added, removed = a, r
+	} else {
+		added, removed = writeSection(&buf, d, color)
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return 0, 0, err
+	}
+	return added, removed, nil
+}
+
+// CountLines returns the lines a diff of old and new adds and removes, without writing it.
+func CountLines(old, new []byte) (added, removed int) {
+	a, b := splitLines(old), splitLines(new)
+	for _, c := range diffLines(a, b) {
+		added += c.n2
+		removed += c.n1
+	}
+	return added, removed
+}
+
+// writeSection writes one "diff --git" section; the modes are valid and of one type.
+// It writes nothing when neither the mode nor the content changed.
+func writeSection(buf *bytes.Buffer, d DiffFile, color bool) (added, removed int) {
+	aName, bName := quotePath("a/", d.Path), quotePath("b/", d.Path)
+	oldLabel, newLabel := aName, bName
+	old, new := d.Old, d.New
+	if d.OldMode == "" {
+		oldLabel, old = "/dev/null", nil
+	}
+	if d.NewMode == "" {
+		newLabel, new = "/dev/null", nil
+	}
+	bothExist := d.OldMode != "" && d.NewMode != ""
+
+	var a, b []string
+	var changes []change
+	binary := false
+	if d.NoBody {
+		// Without a body there is no content change to report only when the caller
+		// passed both contents and they are equal.
+		binary = !(bothExist && old != nil && new != nil && bytes.Equal(old, new))
+	} else {
+		a, b = splitLines(old), splitLines(new)
+		changes = diffLines(a, b)
+	}
+	if bothExist && d.OldMode == d.NewMode && !binary && len(changes) == 0 {
+		return 0, 0 // unchanged
+	}
+
+	meta := func(s string) {
+		if color {
+			buf.WriteString(colorMeta)
+			buf.WriteString(s)
+			buf.WriteString(colorReset)
+		} else {
+			buf.WriteString(s)
+		}
+		buf.WriteByte('\n')
+	}
+	meta("diff --git " + aName + " " + bName)
+	switch {
+	case d.OldMode == "":
+		meta("new file mode " + d.NewMode)
+	case d.NewMode == "":
+		meta("deleted file mode " + d.OldMode)
+	case d.OldMode != d.NewMode:
+		meta("old mode " + d.OldMode)
+		meta("new mode " + d.NewMode)
+	}
+	if binary {
+		buf.WriteString("Binary files " + oldLabel + " and " + newLabel + " differ\n")
+		return 0, 0
+	}
+	if len(changes) == 0 {
+		return 0, 0 // mode change only, or an empty file added or removed: git writes no body
+	}
+	for _, c := range changes {
+		added += c.n2
+		removed += c.n1
+	}
+	// git ends a ---/+++ name containing a space with a tab, for GNU patch's sake.
+	fileLine := func(prefix, label string) {
+		if color {
+			buf.WriteString(colorMeta + prefix + label + colorReset + tabIfSpace(label) + "\n")
+			return
+		}
+		buf.WriteString(prefix + label + tabIfSpace(label) + "\n")
+	}
+	fileLine("--- ", oldLabel)
+	fileLine("+++ ", newLabel)
+	writeHunks(buf, a, b, changes, color)
+	return added, removed
+}
+
+func tabIfSpace(label string) string {
+	if strings.IndexByte(label, ' ') >= 0 {
+		return "\t"
+	}
+	return ""
+}
+
+// change is one block of differing lines: old lines [i1, i1+n1) became new lines [i2, i2+n2).
+type change struct{ i1, n1, i2, n2 int }
+
+// writeHunks writes the hunks of changes the way git's xdiff emits them.
+func writeHunks(buf *bytes.Buffer, a, b []string, changes []change, color bool) {
+	line := func(prefix byte, s, col string) {
+		text, nl := strings.CutSuffix(s, "\n")
+		if color && col != "" {
+			buf.WriteString(col)
+			buf.WriteByte(prefix)
+			buf.WriteString(text)
+			buf.WriteString(colorReset)
+		} else {
+			buf.WriteByte(prefix)
+			buf.WriteString(text)
+		}
+		buf.WriteByte('\n')
+		if !nl {
+			buf.WriteString("\\ No newline at end of file\n")
+		}
+	}
+	funcLine, funcSearched := "", -1 // the hunk header's function name, as git's default finds it
+	for h := 0; h < len(changes); {
+		// A hunk runs from changes[h] through changes[e], the changes no more than
+		// 2*diffContext unchanged lines apart.
+		e := h
+		for e+1 < len(changes) && changes[e+1].i1-(changes[e].i1+changes[e].n1) <= 2*diffContext {
+			e++
+		}
+		first, last := changes[h], changes[e]
+		s1 := max(first.i1-diffContext, 0)
+		s2 := max(first.i2-diffContext, 0)
+		lctx := min(diffContext, len(a)-(last.i1+last.n1), len(b)-(last.i2+last.n2))
+		e1 := last.i1 + last.n1 + lctx
+		e2 := last.i2 + last.n2 + lctx
+
+		for l := s1 - 1; l > funcSearched; l-- {
+			if f, ok := gitFuncName(a[l]); ok {
+				funcLine = f
+				break
+			}
+		}
+		funcSearched = s1 - 1
+		hdr := "@@ -" + hunkRange(s1+1, e1-s1) + " +" + hunkRange(s2+1, e2-s2) + " @@"
+		if color {
+			buf.WriteString(colorFrag + hdr + colorReset)
+		} else {
+			buf.WriteString(hdr)
+		}
+		if funcLine != "" {
+			// git formats the header in a 128-byte buffer, newline included.
+			f := funcLine
+			if n := 128 - len(hdr) - 2; len(f) > n {
+				f = f[:n]
+			}
+			buf.WriteByte(' ')
+			buf.WriteString(f)
+		}
+		buf.WriteByte('\n')
+
+		i := s1
+		for k := h; k <= e; k++ {
+			c := changes[k]
+			for ; i < c.i1; i++ {
+				line(' ', a[i], "")
+			}
+			for _, s := range a[c.i1 : c.i1+c.n1] {
+				line('-', s, colorOld)
+			}
+			for _, s := range b[c.i2 : c.i2+c.n2] {
+				line('+', s, colorNew)
+			}
+			i = c.i1 + c.n1
+		}
+		for ; i < e1; i++ {
+			line(' ', a[i], "")
+		}
+		h = e + 1
+	}
+}
+
+// hunkRange formats one side of a hunk header as git does: "start,count", with ",1" left out,
+// and for an empty range the line before it as start.
+func hunkRange(start, count int) string {
+	if count == 0 {
+		start--
+	}
+	if count == 1 {
+		return strconv.Itoa(start)
+	}
+	return strconv.Itoa(start) + "," + strconv.Itoa(count)
+}
+
+// gitFuncName is git's default hunk-header function finder (xdiff's def_ff): a line starting
+// with a letter, '_' or '$', cut to 80 bytes, without trailing whitespace.
+func gitFuncName(line string) (string, bool) {
+	if line == "" {
+		return "", false
+	}
+	c := line[0]
+	if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' || c == '$') {
+		return "", false
+	}
+	if len(line) > 80 {
+		line = line[:80]
+	}
+	// git's isspace: space, tab, newline and carriage return.
+	line = strings.TrimRight(line, " \t\n\r")
+	return line, line != ""
+}
+
+// splitLines splits b after each newline; the last line lacks one when b does not end in one.
+func splitLines(b []byte) []string {
+	if len(b) == 0 {
+		return nil
+	}
+	lines := make([]string, 0, bytes.Count(b, []byte{'\n'})+1)
+	s := string(b)
+	for s != "" {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			lines = append(lines, s)
+			break
+		}
+		lines = append(lines, s[:i+1])
+		s = s[i+1:]
+	}
+	return lines
+}
+
+// diffLines aligns the lines of a and b and returns the blocks that differ, in order.
+func diffLines(a, b []string) []change {
+	// Trim the common prefix and suffix first: cheap, and it keeps the differ's input small.
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	ma, mb := a[pre:len(a)-suf], b[pre:len(b)-suf]
+	if len(ma) == 0 && len(mb) == 0 {
+		return nil
+	}
+	var changes []change
+	if len(ma) == 0 || len(mb) == 0 || len(ma)+len(mb) > maxDiffLines {
+		changes = []change{{0, len(ma), 0, len(mb)}}
+	} else if changes = myersLines(ma, mb); changes == nil {
+		changes = []change{{0, len(ma), 0, len(mb)}}
+	}
+	for i := range changes {
+		changes[i].i1 += pre
+		changes[i].i2 += pre
+	}
+	return changes
+}
+
+// myersLines diffs a and b line by line with diffmatchpatch. It returns nil if the result
+// does not check out as a valid alignment of a and b (which would be a bug in the differ).
+func myersLines(a, b []string) []change {
+	dmp := diffmatchpatch.New()
+	r1, r2, _ := dmp.DiffLinesToRunes(strings.Join(a, ""), strings.Join(b, ""))
+	if len(r1) != len(a) || len(r2) != len(b) {
+		return nil
+	}
+	// No line in common (a rewrite): the answer is known, and the differ would only spend
+	// its whole time budget finding it.
+	inA := make(map[rune]bool, len(r1))
+	for _, r := range r1 {
+		inA[r] = true
+	}
+	shared := false
+	for _, r := range r2 {
+		if inA[r] {
+			shared = true
+			break
+		}
+	}
+	if !shared {
+		return []change{{0, len(a), 0, len(b)}}
+	}
+	diffs := dmp.DiffMainRunes(r1, r2, false)
+
+	var changes []change
+	i, j := 0, 0
+	open := false // the last element of changes is still growing
+	for _, df := range diffs {
+		n := utf8.RuneCountInString(df.Text)
+		switch df.Type {
+		case diffmatchpatch.DiffEqual:
+			if i+n > len(a) || j+n > len(b) {
+				return nil
+			}
+			for k := 0; k < n; k++ {
+				if a[i+k] != b[j+k] {
+					return nil
+				}
+			}
+			i, j = i+n, j+n
+			open = false
+			continue
+		case diffmatchpatch.DiffDelete:
+			if i+n > len(a) {
+				return nil
+			}
+		case diffmatchpatch.DiffInsert:
+			if j+n > len(b) {
+				return nil
+			}
+		default:
+			return nil
+		}
+		if n == 0 {
+			continue
+		}
+		if !open {
+			changes = append(changes, change{i1: i, i2: j})
+			open = true
+		}
+		c := &changes[len(changes)-1]
+		if df.Type == diffmatchpatch.DiffDelete {
+			c.n1 += n
+			i += n
+		} else {
+			c.n2 += n
+			j += n
+		}
+	}
+	if i != len(a) || j != len(b) {
+		return nil
+	}
+	return changes
+}
+
+// validGitMode reports whether m looks like a git file mode: six octal digits.
+func validGitMode(m string) bool {
+	if len(m) != 6 {
+		return false
+	}
+	for i := 0; i < len(m); i++ {
+		if m[i] < '0' || m[i] > '7' {
+			return false
+		}
+	}
+	return true
+}
+
+// modeType is the file-type part of a git mode (S_IFMT): "100" for regular files,
+// "120" for symlinks, "160" for gitlinks.
+func modeType(m string) string { return m[:3] }
+
+// quotePath returns prefix+name as git writes a path in a patch header: as is, or, if it holds
+// a control character, '"', '\\' or a non-ASCII byte, C-quoted in double quotes with octal
+// escapes (git's quote_c_style with core.quotePath on).
+func quotePath(prefix, name string) string {
+	s := prefix + name
+	needs := false
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			needs = true
+			break
+		}
+	}
+	if !needs {
+		return s
+	}
+	var q strings.Builder
+	q.Grow(len(s) + 8)
+	q.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '"', '\\':
+			q.WriteByte('\\')
+			q.WriteByte(c)
+		case '\a':
+			q.WriteString(`\a`)
+		case '\b':
+			q.WriteString(`\b`)
+		case '\t':
+			q.WriteString(`\t`)
+		case '\n':
+			q.WriteString(`\n`)
+		case '\v':
+			q.WriteString(`\v`)
+		case '\f':
+			q.WriteString(`\f`)
+		case '\r':
+			q.WriteString(`\r`)
+		default:
+			if c < 0x20 || c >= 0x7f {
+				q.WriteByte('\\')
+				q.WriteByte('0' + c>>6)
+				q.WriteByte('0' + c>>3&7)
+				q.WriteByte('0' + c&7)
+			} else {
+				q.WriteByte(c)
+			}
+		}
+	}
+	q.WriteByte('"')
+	return q.String()
+}

@@ -1,0 +1,272 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/rookhq/rook/agent"
+	"github.com/rookhq/rook/cas"
+)
+
+// limitFlags raise a capture's bounds.
+type limitFlags struct {
+	MaxFiles     int   `name:"max-files" help:"Stop past N files." default:"5000" placeholder:"N"`
+	MaxBytes     int64 `name:"max-bytes" help:"Stop past N bytes in all." default:"268435456" placeholder:"N"`
+	MaxFileBytes int64 `name:"max-file-bytes" help:"Stop at a file over N bytes." default:"16777216" placeholder:"N"`
+}
+
+func (l limitFlags) limits() (agent.Limits, error) {
+	if l.MaxFiles < 1 || l.MaxBytes < 1 || l.MaxFileBytes < 1 {
+		return agent.Limits{}, usageErr("--max-files, --max-bytes and --max-file-bytes must be 1 or more")
+	}
+	return agent.Limits{MaxFiles: l.MaxFiles, MaxBytes: l.MaxBytes, MaxFileBytes: l.MaxFileBytes}, nil
+}
+
+// SessionCaptureCmd is `rook session capture`.
+type SessionCaptureCmd struct {
+	ID    string   `arg:"" help:"Session id, unique prefix, or last."`
+	Paths []string `arg:"" help:"Paths a tool is about to write, move or delete (relative to the session's workspace)."`
+	Label string   `help:"What is about to happen (a tool name)."`
+	limitFlags
+}
+
+func (c *SessionCaptureCmd) Run(e *Env) error {
+	lim, err := c.limits()
+	if err != nil {
+		return err
+	}
+	r, err := e.openRook(true)
+	if err != nil {
+		return err
+	}
+	id, err := e.sessionArg(r, c.ID)
+	var seq uint64
+	var m *agent.Manifest
+	if err == nil {
+		seq, m, err = r.CaptureSession(id, c.Paths, c.Label, lim)
+	}
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(map[string]any{"session": id, "seq": seq, "files": len(m.Files), "absent": m.Absent, "bytes": m.TotalBytes})
+	}
+	fmt.Fprintf(e.Stdout, "captured %d file(s), %s, %d absent, as checkpoint #%d of %s\n", len(m.Files), formatBytes(m.TotalBytes), len(m.Absent), seq, id)
+	return nil
+}
+
+// DiffCmd is `rook session diff`.
+type DiffCmd struct {
+	ID   string `arg:"" help:"Session id, unique prefix, or last."`
+	Stat bool   `help:"Names and line counts only."`
+}
+
+func (c *DiffCmd) Run(e *Env) error {
+	r, id, err := e.readSession(c.ID)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if e.JSON || c.Stat {
+		d, err := r.Diff(id, nil, false)
+		if err != nil {
+			return err
+		}
+		if e.JSON {
+			return e.printJSON(d)
+		}
+		c.printStat(e, d)
+		return nil
+	}
+	color := false
+	if f, ok := e.Stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		color = true
+	}
+	d, err := r.Diff(id, e.Stdout, color)
+	if err != nil {
+		return err
+	}
+	if len(d.Files) == 0 {
+		fmt.Fprintln(e.Stdout, nothingChanged(d))
+		return nil
+	}
+	fmt.Fprintf(e.Stderr, "%d file(s) changed, +%d -%d\n", len(d.Files), d.Added, d.Removed)
+	return nil
+}
+
+func nothingChanged(d agent.SessionDiff) string {
+	if d.Captures == 0 {
+		return "this session captured no files, so it has nothing to compare: captures come from `rook session capture`"
+	}
+	return "this session changed nothing on disk"
+}
+
+func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff) {
+	if len(d.Files) == 0 {
+		fmt.Fprintln(e.Stdout, nothingChanged(d))
+		return
+	}
+	sigil := map[string]string{"added": "+", "modified": "~", "removed": "-"}
+	for _, f := range d.Files {
+		counts := fmt.Sprintf("+%d -%d", f.Added, f.Removed)
+		if f.NoBody {
+			counts = "(" + f.Reason + ")"
+		}
+		mode := ""
+		if f.Status == "modified" && f.OldMode != f.NewMode {
+			mode = fmt.Sprintf("  mode %s → %s", f.OldMode, f.NewMode)
+		}
+		fmt.Fprintf(e.Stdout, "%s %s  %s%s\n", sigil[f.Status], f.Path, counts, mode)
+	}
+	fmt.Fprintf(e.Stdout, "%d file(s) changed, +%d -%d\n", len(d.Files), d.Added, d.Removed)
+}
+
+// RewindCmd is `rook session rewind`.
+type RewindCmd struct {
+	ID        string `arg:"" help:"Session id, unique prefix, or last."`
+	To        uint64 `required:"" help:"Keep events [0, N); put files back as they were before event N."`
+	KeepFiles bool   `name:"keep-files" help:"Rewind the conversation only; touch no file."`
+}
+
+func (c *RewindCmd) Run(e *Env) error {
+	r, err := e.openRook(true)
+	if err != nil {
+		return err
+	}
+	id, err := e.sessionArg(r, c.ID)
+	var rep agent.RewindReport
+	if err == nil {
+		rep, err = r.Rewind(id, c.To, c.KeepFiles)
+	}
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(rep)
+	}
+	w := e.Stdout
+	fmt.Fprintf(w, "rewound to session %s\n", rep.Fork)
+	fmt.Fprintf(w, "  %d event(s) kept, parent %s left intact\n", rep.EventsKept, rep.Parent)
+	if c.KeepFiles {
+		fmt.Fprintln(w, "  files left as they are (--keep-files)")
+		return nil
+	}
+	fmt.Fprintf(w, "  %d checkpoint(s) applied: %d file(s) restored, %d removed\n", rep.CheckpointsApplied, rep.FilesRestored, rep.FilesRemoved)
+	if rep.Undo != "" {
+		fmt.Fprintf(w, "  what was on disk before is captured on the new session; to put it back:\n    %s\n", rep.Undo)
+	}
+	return nil
+}
+
+// CheckpointCmd groups the named-checkpoint commands.
+type CheckpointCmd struct {
+	Create  CheckpointCreateCmd  `cmd:"" help:"Capture the workspace (or --path) under a name."`
+	Ls      CheckpointLsCmd      `cmd:"" help:"List named checkpoints."`
+	Restore CheckpointRestoreCmd `cmd:"" help:"Write a checkpoint's files back (into its workspace, or --to DIR)."`
+}
+
+// CheckpointCreateCmd is `rook checkpoint create`.
+type CheckpointCreateCmd struct {
+	Name string `arg:"" help:"Checkpoint name (letters, digits, '.', '_', '-')."`
+	Path string `help:"Capture only this part of the workspace." placeholder:"P"`
+	limitFlags
+}
+
+func (c *CheckpointCreateCmd) Run(e *Env) error {
+	lim, err := c.limits()
+	if err != nil {
+		return err
+	}
+	r, err := e.openRook(true)
+	if err != nil {
+		return err
+	}
+	ref, m, err := r.CreateCheckpoint(c.Name, e.Cwd, c.Path, lim)
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(map[string]any{"checkpoint": ref, "skipped": m.Skipped})
+	}
+	for _, s := range m.Skipped {
+		fmt.Fprintf(e.Stderr, "rook: skipped %s\n", s)
+	}
+	fmt.Fprintf(e.Stdout, "checkpoint %s: %d file(s), %s → %s\n", ref.Name, ref.Files, formatBytes(ref.Bytes), cas.Short(ref.ID))
+	return nil
+}
+
+// CheckpointLsCmd is `rook checkpoint ls`.
+type CheckpointLsCmd struct{}
+
+func (c *CheckpointLsCmd) Run(e *Env) error {
+	r, err := e.openRook(false)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	refs, err := r.Checkpoints()
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		if refs == nil {
+			refs = []agent.CheckpointRef{}
+		}
+		return e.printJSON(refs)
+	}
+	if len(refs) == 0 {
+		fmt.Fprintln(e.Stdout, "no checkpoints: `rook checkpoint create NAME` makes one")
+		return nil
+	}
+	t := &table{right: map[int]bool{2: true, 3: true}}
+	t.add("name", "object", "files", "size", "created", "root")
+	for _, ref := range refs {
+		t.add(ref.Name, cas.Short(ref.ID), fmt.Sprint(ref.Files), formatBytes(ref.Bytes), ref.Created.Format(time.DateTime), ref.Root)
+	}
+	t.write(e.Stdout)
+	return nil
+}
+
+// CheckpointRestoreCmd is `rook checkpoint restore`.
+type CheckpointRestoreCmd struct {
+	Checkpoint string `arg:"" help:"Checkpoint name, or a snapshot object id (prefix)."`
+	To         string `help:"Restore into DIR instead of the captured workspace." type:"path" placeholder:"DIR"`
+}
+
+func (c *CheckpointRestoreCmd) Run(e *Env) error {
+	r, err := e.openRook(true)
+	if err != nil {
+		return err
+	}
+	_, m, err := r.ResolveCheckpoint(c.Checkpoint)
+	var rep agent.RestoreReport
+	if err == nil {
+		rep, err = r.RestoreCheckpoint(c.Checkpoint, m, c.To)
+	}
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(rep)
+	}
+	fmt.Fprintf(e.Stdout, "restored %d file(s) into %s\n", rep.Written, rep.Root)
+	if rep.Saved != "" {
+		fmt.Fprintf(e.Stdout, "the files it overwrote are in checkpoint %s: `rook checkpoint restore %s` puts them back\n", rep.Saved, rep.Saved)
+	}
+	return nil
+}

@@ -52,6 +52,14 @@ demo: build
 	echo; echo "# rook session show last --limit 2"; ./$(BIN) session show last --limit 2; \
 	echo; echo "# rook session context last"; ./$(BIN) session context last; \
 	echo; echo "# rook search recovery marker"; ./$(BIN) search recovery marker; \
+	echo; echo "# files: capture before an edit, diff after it, rewind (in a throw-away workspace)"; \
+	ws="$$home/ws"; mkdir -p "$$ws"; printf 'alpha\nbeta\ngamma\n' > "$$ws/notes.txt"; \
+	./$(BIN) -C "$$ws" session new --title "demo: edit notes" >/dev/null; \
+	./$(BIN) -C "$$ws" session capture last notes.txt todo.txt --label edit_file; \
+	printf 'alpha\nBETA\ngamma\n' > "$$ws/notes.txt"; echo "write the docs" > "$$ws/todo.txt"; \
+	echo "# rook session diff last"; ./$(BIN) -C "$$ws" session diff last; \
+	echo "# rook session rewind last --to 0"; ./$(BIN) -C "$$ws" session rewind last --to 0; \
+	echo "# the workspace again:"; ls "$$ws"; cat "$$ws/notes.txt"; \
 	echo; echo "# rook store verify"; ./$(BIN) store verify; \
 	echo; echo "# rook doctor"; ./$(BIN) doctor
 

@@ -173,7 +173,7 @@ func (c *capturer) add(rel string, fi fs.FileInfo) error {
 		return nil
 	}
 	if len(c.m.Files) >= c.limits.MaxFiles {
-		return &LimitError{What: "files", Limit: int64(c.limits.MaxFiles), Path: rel, Flag: "--max-files"}
+		return &LimitError{What: "file(s)", Limit: int64(c.limits.MaxFiles), Path: rel, Flag: "--max-files"}
 	}
 	abs := filepath.Join(c.real, filepath.FromSlash(rel))
 	var data []byte

@@ -186,8 +186,9 @@ type RestoreReport struct {
 	Root    string `json:"root"`
 	Written int    `json:"files_written"`
 	Removed int    `json:"files_removed"`
-	// Saved names the checkpoint holding what the restore overwrote, when
-	// it overwrote anything that differed: restoring it undoes this one.
+	// Saved names the checkpoint holding the files the restore touched as
+	// they were (and the ones it created, as absent), when it changed
+	// anything: restoring it undoes this one.
 	Saved string `json:"saved_as,omitempty"`
 }
 
@@ -203,26 +204,36 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 	if err != nil {
 		return rep, fmt.Errorf("%w: nothing written", err)
 	}
-	// Save what would be overwritten and differs.
-	var overwrite []string
+	// When the restore would overwrite or remove something that differs,
+	// save first every path it changes: those files as they are, and the
+	// ones it creates as absent, so restoring the save undoes it all. A
+	// restore that only creates files (into a fresh directory) loses
+	// nothing and saves nothing.
+	var touched []string
+	changes := false
 	for _, c := range plan.Changes {
 		cur, ok, err := currentID(plan.real, c.Path)
 		if err != nil {
 			return rep, err
 		}
-		if ok && (c.Remove || cur != c.File.ID) {
-			overwrite = append(overwrite, c.Path)
+		differs := ok && (c.Remove || cur != c.File.ID)
+		changes = changes || differs
+		if differs || (!ok && !c.Remove) {
+			touched = append(touched, c.Path)
 		}
 	}
-	if len(overwrite) > 0 {
-		saveName := fmt.Sprintf("%s.before-restore-%d", safeName(name), r.clock.Now().Unix())
-		c, err := r.newCapturer(root, Limits{MaxFiles: len(overwrite) + 1, MaxBytes: 1 << 40, MaxFileBytes: 1 << 40})
+	if changes {
+		saveName, err := r.freeCheckpointName(fmt.Sprintf("%s.before-restore-%d", safeName(name), r.clock.Now().Unix()))
+		if err != nil {
+			return rep, err
+		}
+		c, err := r.newCapturer(root, Limits{MaxFiles: len(touched) + 1, MaxBytes: 1 << 40, MaxFileBytes: 1 << 40})
 		if err != nil {
 			return rep, err
 		}
 		c.linksAsIs = true
 		c.m.Label = saveName
-		for _, p := range overwrite {
+		for _, p := range touched {
 			if err := c.addPath(p); err != nil {
 				return rep, fmt.Errorf("save %s before restoring: %w: nothing written", p, err)
 			}
@@ -241,6 +252,21 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 	}
 	rep.Written, rep.Removed, err = plan.Apply()
 	return rep, err
+}
+
+// freeCheckpointName returns name, or name-2, name-3... whichever is not
+// taken yet.
+func (r *Rook) freeCheckpointName(name string) (string, error) {
+	for i := 1; i < 1000; i++ {
+		cand := name
+		if i > 1 {
+			cand = fmt.Sprintf("%s-%d", name, i)
+		}
+		if _, err := r.fs.Stat(r.checkpointPath(cand)); errors.Is(err, fs.ErrNotExist) {
+			return cand, nil
+		}
+	}
+	return "", fmt.Errorf("no free checkpoint name like %s", name)
 }
 
 func safeName(name string) string {

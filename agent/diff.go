@@ -111,6 +111,11 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
+		// The disk may have changed under the captured path: never read
+		// through a link that now leads outside the workspace.
+		if _, err := resolveInRoot(filepath.Clean(root), real, p, false); err != nil {
+			return d, fmt.Errorf("cannot compare %s: %w", p, err)
+		}
 		base, had := files[p]
 		cur, err := statDisk(real, p)
 		if err != nil {

@@ -47,7 +47,11 @@ func (r *Rook) planRestore(root string, changes []Change) (*Plan, error) {
 			return nil, err
 		}
 		abs := filepath.Join(real, filepath.FromSlash(c.Path))
-		if !c.Remove {
+		if c.Remove {
+			if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
+				return nil, fmt.Errorf("cannot remove %s: a directory is there now (restores put files back, not directory trees)", c.Path)
+			}
+		} else {
 			data, err := r.Store.Get(c.File.ID)
 			if err != nil {
 				return nil, fmt.Errorf("cannot restore %s: its captured copy is unreadable: %w", c.Path, err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/rookhq/rook/eventlog"
 )
@@ -117,7 +118,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 			before = c.m
 		}
 	}
-	title := fmt.Sprintf("%s @%d", sum.Title, to)
+	title := strings.TrimSpace(fmt.Sprintf("%s @%d", sum.Title, to))
 	fork, err := r.Log.Fork(id, to, eventlog.Meta{Title: title})
 	if err != nil {
 		return rep, err

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/term"
@@ -55,7 +56,11 @@ func (c *SessionCaptureCmd) Run(e *Env) error {
 		return err
 	}
 	if e.JSON {
-		return e.printJSON(map[string]any{"session": id, "seq": seq, "files": len(m.Files), "absent": m.Absent, "bytes": m.TotalBytes})
+		absent := m.Absent
+		if absent == nil {
+			absent = []string{}
+		}
+		return e.printJSON(map[string]any{"session": id, "seq": seq, "files": len(m.Files), "absent": absent, "bytes": m.TotalBytes})
 	}
 	fmt.Fprintf(e.Stdout, "captured %d file(s), %s, %d absent, as checkpoint #%d of %s\n", len(m.Files), formatBytes(m.TotalBytes), len(m.Absent), seq, id)
 	return nil
@@ -198,7 +203,11 @@ func (c *CheckpointCreateCmd) Run(e *Env) error {
 		return err
 	}
 	if e.JSON {
-		return e.printJSON(map[string]any{"checkpoint": ref, "skipped": m.Skipped})
+		skipped := m.Skipped
+		if skipped == nil {
+			skipped = []string{}
+		}
+		return e.printJSON(map[string]any{"checkpoint": ref, "skipped": skipped})
 	}
 	for _, s := range m.Skipped {
 		fmt.Fprintf(e.Stderr, "rook: skipped %s\n", s)
@@ -242,7 +251,7 @@ func (c *CheckpointLsCmd) Run(e *Env) error {
 // CheckpointRestoreCmd is `rook checkpoint restore`.
 type CheckpointRestoreCmd struct {
 	Checkpoint string `arg:"" help:"Checkpoint name, or a snapshot object id (prefix)."`
-	To         string `help:"Restore into DIR instead of the captured workspace." type:"path" placeholder:"DIR"`
+	To         string `help:"Restore into DIR instead of the captured workspace." placeholder:"DIR"`
 }
 
 func (c *CheckpointRestoreCmd) Run(e *Env) error {
@@ -253,7 +262,13 @@ func (c *CheckpointRestoreCmd) Run(e *Env) error {
 	_, m, err := r.ResolveCheckpoint(c.Checkpoint)
 	var rep agent.RestoreReport
 	if err == nil {
-		rep, err = r.RestoreCheckpoint(c.Checkpoint, m, c.To)
+		to := c.To
+		if to != "" {
+			to, err = filepath.Abs(to) // after -C: relative to the directory rook runs in
+		}
+		if err == nil {
+			rep, err = r.RestoreCheckpoint(c.Checkpoint, m, to)
+		}
 	}
 	if cerr := r.Close(); err == nil {
 		err = cerr

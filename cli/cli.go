@@ -29,7 +29,7 @@ const (
 
 // CLI is the whole command tree.
 type CLI struct {
-	Home string `help:"Store directory (default: $ROOK_HOME, else ~/.rook)." placeholder:"DIR" type:"path"`
+	Home string `help:"Store directory (default: $ROOK_HOME, else ~/.rook)." placeholder:"DIR"`
 	JSON bool   `name:"json" help:"Print JSON instead of text, for scripts."`
 	Dir  string `short:"C" name:"dir" help:"Run as if started in DIR (like git -C): the workspace 'last' and new sessions use, and where relative paths start." placeholder:"DIR" type:"path"`
 
@@ -101,9 +101,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	}
 	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, FS: vfs.OS, Clock: clock.System, JSON: c.JSON,
 		Command: "rook " + strings.Join(commandWords(ctx), " ")}
-	env.Home, err = resolveHome(c.Home)
+	// -C first: like git, every relative path (--home included) is then
+	// taken from the directory rook runs in.
+	env.Cwd, err = resolveCwd(c.Dir)
 	if err == nil {
-		env.Cwd, err = resolveCwd(c.Dir)
+		env.Home, err = resolveHome(c.Home)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rook: %v\n", err)

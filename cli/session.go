@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -58,14 +59,18 @@ func (e *Env) readSession(arg string) (*agent.Rook, eventlog.ID, error) {
 // SessionNewCmd is `rook session new`.
 type SessionNewCmd struct {
 	Title     string   `help:"Session title."`
-	Workspace string   `help:"The directory the session works in (default: the current one, or -C)." type:"path"`
+	Workspace string   `help:"The directory the session works in (default: the current one, or -C)."`
 	Tag       []string `help:"A tag (repeatable)."`
 }
 
 func (c *SessionNewCmd) Run(e *Env) error {
-	ws := c.Workspace
-	if ws == "" {
-		ws = e.Cwd
+	ws := e.Cwd
+	if c.Workspace != "" {
+		abs, err := filepath.Abs(c.Workspace) // after -C, like every relative path
+		if err != nil {
+			return err
+		}
+		ws = abs
 	}
 	r, err := e.openRook(true)
 	if err != nil {

@@ -44,6 +44,9 @@ func TestScripts(t *testing.T) {
 			// for the session scripts
 			"setenvfromstdout": setEnvFromStdout,
 			"repeatfile":       repeatFile,
+			// for the capture, diff, rewind and checkpoint scripts
+			"checkmode": checkMode,
+			"checklink": checkLink,
 		},
 		UpdateScripts: os.Getenv("UPDATE_SCRIPTS") != "",
 	})
@@ -179,4 +182,31 @@ func repeatFile(ts *testscript.TestScript, neg bool, args []string) {
 	_, err = f.WriteString(strings.Repeat(strings.ReplaceAll(args[2], `\n`, "\n"), n))
 	ts.Check(err)
 	ts.Check(f.Close())
+}
+
+// checkmode FILE PERM: FILE (not followed if a link) has exactly the
+// permission bits PERM, in octal (0644, 0755).
+func checkMode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: checkmode FILE PERM")
+	}
+	want, err := strconv.ParseUint(args[1], 8, 32)
+	ts.Check(err)
+	fi, err := os.Lstat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if got := fi.Mode(); !got.IsRegular() || uint64(got.Perm()) != want {
+		ts.Fatalf("%s has mode %v (%04o), want a regular file with %04o", args[0], got, got.Perm(), want)
+	}
+}
+
+// checklink NAME TARGET: NAME is a symbolic link whose target is TARGET.
+func checkLink(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: checklink NAME TARGET")
+	}
+	got, err := os.Readlink(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if got != args[1] {
+		ts.Fatalf("%s leads to %q, want %q", args[0], got, args[1])
+	}
 }

@@ -38,7 +38,11 @@ func (e *encoder) get(dictID uint32) (*zstd.Encoder, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, zstd.WithEncoderDictRaw(dictID, d))
+		if dict.IsZstdDict(d) {
+			opts = append(opts, zstd.WithEncoderDict(d))
+		} else {
+			opts = append(opts, zstd.WithEncoderDictRaw(dictID, d))
+		}
 	}
 	enc, err := zstd.NewWriter(nil, opts...)
 	if err != nil {
@@ -96,7 +100,11 @@ func (d *decoder) get(dictID uint32) (*zstd.Decoder, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, zstd.WithDecoderDictRaw(dictID, b))
+		if dict.IsZstdDict(b) {
+			opts = append(opts, zstd.WithDecoderDicts(b))
+		} else {
+			opts = append(opts, zstd.WithDecoderDictRaw(dictID, b))
+		}
 	}
 	dec, err := zstd.NewReader(nil, opts...)
 	if err != nil {

@@ -67,7 +67,7 @@ type Options struct {
 	InlineMax int
 	// Level is the zstd level.
 	Level zstd.EncoderLevel
-	// Dicts resolves dictionary ids.
+	// Dicts resolves dictionary ids (default: the store's dict/ directory).
 	Dicts dict.Set
 	// ForReindex opens a writer that is about to rebuild the index: it
 	// skips the repairs of a normal open, which may be what is failing.
@@ -99,9 +99,6 @@ func (o *Options) defaults() {
 	if o.Level == 0 {
 		o.Level = zstd.SpeedBetterCompression
 	}
-	if o.Dicts == nil {
-		o.Dicts = dict.Empty{}
-	}
 }
 
 // Store is an open store. Its methods are safe for concurrent use; writes
@@ -114,6 +111,9 @@ type Store struct {
 	tree *index.Tree
 	enc  *encoder
 	dec  *decoder
+	// dicts is the store's own dictionary directory (nil when the caller
+	// supplied another Set): training adds to it.
+	dicts *dict.Dir
 
 	// Notices says what Open repaired, for the CLI to tell the user.
 	Notices []string
@@ -239,7 +239,16 @@ func LockHolder(fsys vfs.FS, home string) (string, error) {
 // Open opens the store at home.
 func Open(home string, opts Options) (*Store, error) {
 	opts.defaults()
+	var dir *dict.Dir
+	if opts.Dicts == nil {
+		var err error
+		if dir, err = dict.OpenDir(opts.FS, filepath.Join(home, DictDir)); err != nil {
+			return nil, fmt.Errorf("open dictionaries: %w", err)
+		}
+		opts.Dicts = dir
+	}
 	s := &Store{
+		dicts:   dir,
 		home:    home,
 		opts:    opts,
 		fs:      opts.FS,

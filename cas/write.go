@@ -11,7 +11,6 @@ import (
 
 	"github.com/zeebo/blake3"
 
-	"github.com/rookhq/rook/dict"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -100,23 +99,7 @@ func (s *Store) Put(kind Kind, data []byte) (PutResult, error) {
 		res.Repaired = true
 	}
 	obj := &pendingObject{id: id, kind: kind, data: append([]byte(nil), data...), created: s.opts.Clock.Now().Unix(), old: old}
-	s.pending[id] = obj
-	s.dirty = true
-	if len(data) >= s.opts.PackMax {
-		return res, s.fail(s.writeBlock(kind, []*pendingObject{obj}))
-	}
-	ob := s.open[kind]
-	if ob == nil {
-		ob = &openBlock{}
-		s.open[kind] = ob
-	}
-	ob.objs = append(ob.objs, obj)
-	ob.raw += len(data)
-	if ob.raw >= s.opts.BlockSize {
-		delete(s.open, kind)
-		return res, s.fail(s.writeBlock(kind, ob.objs))
-	}
-	return res, nil
+	return res, s.fail(s.stage(obj))
 }
 
 func (s *Store) writable() error {
@@ -209,7 +192,7 @@ func (s *Store) writeBlock(kind Kind, objs []*pendingObject) error {
 		members[i] = o.data
 	}
 	raw := encodeBlock(members)
-	codec, dictID, payload, err := s.enc.encode(raw, dict.None)
+	codec, dictID, payload, err := s.enc.encode(raw, s.opts.Dicts.Newest(uint8(kind)))
 	if err != nil {
 		return fmt.Errorf("compress %s block: %w", kind, err)
 	}

@@ -33,6 +33,7 @@ type SessionCmd struct {
 	Rewind     RewindCmd         `cmd:"" help:"Fork at N and put files back as they were (undoable)."`
 	Fork       SessionForkCmd    `cmd:"" help:"Copy a session's first N events into a new session."`
 	Rm         SessionRmCmd      `cmd:"" help:"Delete a session's events (bodies stay until gc)."`
+	Tag        SessionTagCmd     `cmd:"" help:"Add tags to a session (--rm: remove them); protect tags keep it from retention."`
 }
 
 // sessionArg resolves a session argument: a full id, a unique prefix, or

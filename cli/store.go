@@ -10,16 +10,23 @@ import (
 	"time"
 
 	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/dict"
 )
 
 // StoreCmd groups the object-store commands.
 type StoreCmd struct {
-	Put     PutCmd     `cmd:"" help:"Store bytes from FILE or stdin and print their id."`
-	Cat     CatCmd     `cmd:"" help:"Write an object's exact bytes to stdout."`
-	Ls      LsCmd      `cmd:"" help:"List objects, newest first."`
-	Stat    StatCmd    `cmd:"" help:"What the store holds and what it takes on disk, by part and kind."`
-	Verify  VerifyCmd  `cmd:"" help:"Re-read and re-hash every object; check every index entry against its segment."`
-	Reindex ReindexCmd `cmd:"" help:"Rebuild the index from the segments."`
+	Put     PutCmd         `cmd:"" help:"Store bytes from FILE or stdin and print their id."`
+	Cat     CatCmd         `cmd:"" help:"Write an object's exact bytes to stdout."`
+	Ls      LsCmd          `cmd:"" help:"List objects, newest first."`
+	Stat    StatCmd        `cmd:"" help:"What the store holds and what it takes on disk, by part and kind."`
+	Verify  VerifyCmd      `cmd:"" help:"Re-read and re-hash every object; check every index entry against its segment."`
+	Reindex ReindexCmd     `cmd:"" help:"Rebuild the index from the segments."`
+	Train   StoreTrainCmd  `cmd:"" help:"Train zstd dictionaries per object kind (kept only where they pay)."`
+	GC      StoreGCCmd     `cmd:"" name:"gc" help:"Collect objects nothing reaches (mark and sweep; --dry-run plans)."`
+	Repack  StoreRepackCmd `cmd:"" help:"Rewrite segments: recompress with current dictionaries, repack small objects."`
+
+	Prune    StorePruneCmd    `cmd:"" help:"Delete sessions past the retention policy in config.toml (--dry-run lists them)."`
+	Maintain StoreMaintainCmd `cmd:"" help:"Prune, gc, train missing dictionaries, and hold the store to its budget."`
 }
 
 // PutCmd is `rook store put`.
@@ -191,7 +198,11 @@ func (c *StatCmd) Run(e *Env) error {
 		if st.Kinds == nil {
 			st.Kinds = []cas.KindStats{}
 		}
-		return e.printJSON(map[string]any{"home": e.Home, "stats": st})
+		dicts := s.Dictionaries()
+		if dicts == nil {
+			dicts = []dict.Info{}
+		}
+		return e.printJSON(map[string]any{"home": e.Home, "stats": st, "dictionaries": dicts})
 	}
 	w := e.Stdout
 	fmt.Fprintf(w, "objects         %12d  (%d inline, %d in segments)\n", st.Objects, st.Inline, st.InSegments)
@@ -201,6 +212,26 @@ func (c *StatCmd) Run(e *Env) error {
 	d := st.Disk
 	fmt.Fprintf(w, "on disk         %12s  (index %s, segments %s in %d file(s), dictionaries %s, event log %s, other %s)\n",
 		formatBytes(d.Total), formatBytes(d.Index), formatBytes(d.Segments), st.Segments, formatBytes(d.Dicts), formatBytes(d.Events), formatBytes(d.Other))
+	dicts := s.Dictionaries()
+	if len(dicts) == 0 {
+		fmt.Fprintln(w, "dictionaries    none yet: `rook store train` makes them once kinds have enough objects")
+	} else {
+		newest := map[uint8]dict.Info{}
+		for _, d := range dicts {
+			if d.Damaged != "" {
+				fmt.Fprintf(w, "dictionaries    #%d is DAMAGED: %s\n", d.ID, d.Damaged)
+				continue
+			}
+			newest[d.Kind] = d
+		}
+		var parts []string
+		for _, k := range cas.Kinds {
+			if d, ok := newest[uint8(k)]; ok {
+				parts = append(parts, fmt.Sprintf("%s #%d (%s)", k, d.ID, formatBytes(int64(d.Bytes))))
+			}
+		}
+		fmt.Fprintf(w, "dictionaries    %d in all; newest: %s\n", len(dicts), strings.Join(parts, ", "))
+	}
 	if len(st.Kinds) == 0 {
 		fmt.Fprintln(w, "\nthe store is empty: `rook store put FILE` adds an object")
 		return nil

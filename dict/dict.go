@@ -1,26 +1,259 @@
-// Package dict holds the zstd dictionaries rook compresses with, each named
-// by a stable numeric id that every compressed segment record carries, so
-// decoding never has to try several.
+// Package dict holds the zstd dictionaries rook compresses with. Each is
+// immutable, has a stable numeric id that every record compressed with it
+// names (so decoding never tries several), and belongs to one object kind.
+// Retraining adds a new dictionary with a new id; none is ever rewritten or
+// deleted, so no record can lose the dictionary it needs.
 //
-// Id 0 means "no dictionary". Training and generations arrive with issue 5;
-// until then a store holds no dictionaries and Set.Lookup refuses every
-// non-zero id with an error that names it.
+// On disk: DIR/<id as 8 decimal digits>.zdict, written once through the
+// durable-write helper:
+//
+//	magic "rookdct1" [8] | version u16 (=1) | kind u8 | reserved u8 (=0)
+//	id u32 | created u64 (unix nanoseconds) | length u32 | crc32c u32
+//	content [length]  (a zstd dictionary, as zstd --train makes them)
+//
+// crc32c (Castagnoli) covers the first 28 bytes and the content.
 package dict
 
-import "fmt"
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	kdict "github.com/klauspost/compress/dict"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/rookhq/rook/internal/vfs"
+)
 
 // None is the dictionary id of records compressed without a dictionary.
 const None uint32 = 0
 
-// Set resolves dictionary ids to dictionary bytes.
+// Set resolves dictionary ids and names the one new records of a kind use.
 type Set interface {
+	// Lookup returns a dictionary's content; an error names what is wrong
+	// (missing, damaged, written by a newer rook).
 	Lookup(id uint32) ([]byte, error)
+	// Newest is the id new records of kind should use (None: no dictionary).
+	Newest(kind uint8) uint32
 }
 
-// Empty is the set of a store that has no dictionaries.
+// Empty is the set of a store without dictionaries.
 type Empty struct{}
 
 // Lookup always fails: an empty set holds no dictionary.
 func (Empty) Lookup(id uint32) ([]byte, error) {
-	return nil, fmt.Errorf("dictionary %d is not in this store (it may have been written by a newer rook)", id)
+	return nil, fmt.Errorf("dictionary %d is not in this store", id)
+}
+
+// Newest is always None.
+func (Empty) Newest(uint8) uint32 { return None }
+
+const (
+	magic      = "rookdct1"
+	version    = 1
+	headerSize = 32
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Info describes one dictionary.
+type Info struct {
+	ID      uint32    `json:"id"`
+	Kind    uint8     `json:"kind"`
+	Created time.Time `json:"created"`
+	Bytes   int       `json:"bytes"`
+	File    string    `json:"file"`
+	Damaged string    `json:"damaged,omitempty"`
+}
+
+// Dir is the dictionaries in a directory.
+type Dir struct {
+	fs  vfs.FS
+	dir string
+
+	mu      sync.RWMutex
+	content map[uint32][]byte
+	info    map[uint32]Info
+	newest  map[uint8]uint32
+}
+
+// FileName is a dictionary's file name.
+func FileName(id uint32) string { return fmt.Sprintf("%08d.zdict", id) }
+
+// Encode lays out a dictionary file.
+func Encode(id uint32, kind uint8, created time.Time, content []byte) []byte {
+	b := make([]byte, headerSize, headerSize+len(content))
+	copy(b, magic)
+	binary.LittleEndian.PutUint16(b[8:], version)
+	b[10] = kind
+	binary.LittleEndian.PutUint32(b[12:], id)
+	binary.LittleEndian.PutUint64(b[16:], uint64(created.UnixNano()))
+	binary.LittleEndian.PutUint32(b[24:], uint32(len(content)))
+	c := crc32.Update(0, castagnoli, b[:28])
+	c = crc32.Update(c, castagnoli, content)
+	binary.LittleEndian.PutUint32(b[28:], c)
+	return append(b, content...)
+}
+
+// Decode reads a dictionary file. It never panics.
+func Decode(b []byte) (Info, []byte, error) {
+	var in Info
+	if len(b) < headerSize || string(b[:8]) != magic {
+		return in, nil, errors.New("not a rook dictionary file")
+	}
+	if v := binary.LittleEndian.Uint16(b[8:]); v != version {
+		return in, nil, fmt.Errorf("dictionary file version %d (this rook reads %d; upgrade rook?)", v, version)
+	}
+	if b[11] != 0 {
+		return in, nil, errors.New("reserved byte set")
+	}
+	n := binary.LittleEndian.Uint32(b[24:])
+	if int64(n) != int64(len(b)-headerSize) {
+		return in, nil, fmt.Errorf("length %d, file holds %d", n, len(b)-headerSize)
+	}
+	c := crc32.Update(0, castagnoli, b[:28])
+	c = crc32.Update(c, castagnoli, b[headerSize:])
+	if c != binary.LittleEndian.Uint32(b[28:]) {
+		return in, nil, errors.New("checksum mismatch")
+	}
+	in.Kind = b[10]
+	in.ID = binary.LittleEndian.Uint32(b[12:])
+	in.Created = time.Unix(0, int64(binary.LittleEndian.Uint64(b[16:]))).UTC()
+	in.Bytes = int(n)
+	return in, b[headerSize:], nil
+}
+
+// OpenDir loads every dictionary in dir. A damaged file does not stop the
+// open: its dictionary is listed as damaged, and Lookup of its id says so,
+// so the objects that need it are reported, never silently dropped.
+func OpenDir(fsys vfs.FS, dir string) (*Dir, error) {
+	d := &Dir{fs: fsys, dir: dir, content: map[uint32][]byte{}, info: map[uint32]Info{}, newest: map[uint8]uint32{}}
+	ents, err := fsys.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return d, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".zdict")
+		if !ok || len(name) != 8 {
+			continue
+		}
+		id64, err := strconv.ParseUint(name, 10, 32)
+		if err != nil || id64 == 0 {
+			continue
+		}
+		id := uint32(id64)
+		path := filepath.Join(dir, e.Name())
+		b, err := vfs.ReadFile(fsys, path)
+		var in Info
+		var content []byte
+		if err == nil {
+			in, content, err = Decode(b)
+		}
+		if err == nil && in.ID != id {
+			err = fmt.Errorf("file names dictionary %d, header %d", id, in.ID)
+		}
+		if err != nil {
+			d.info[id] = Info{ID: id, File: path, Damaged: err.Error()}
+			continue
+		}
+		in.File = path
+		d.info[id] = in
+		d.content[id] = content
+		if id > d.newest[in.Kind] {
+			d.newest[in.Kind] = id
+		}
+	}
+	return d, nil
+}
+
+// Lookup returns a dictionary's content.
+func (d *Dir) Lookup(id uint32) ([]byte, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if c, ok := d.content[id]; ok {
+		return c, nil
+	}
+	if in, ok := d.info[id]; ok {
+		return nil, fmt.Errorf("dictionary %d (%s) is damaged: %s", id, in.File, in.Damaged)
+	}
+	return nil, fmt.Errorf("dictionary %d is missing from %s", id, d.dir)
+}
+
+// Newest is the newest good dictionary of kind.
+func (d *Dir) Newest(kind uint8) uint32 {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.newest[kind]
+}
+
+// List describes every dictionary, by id.
+func (d *Dir) List() []Info {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	out := make([]Info, 0, len(d.info))
+	for _, in := range d.info {
+		out = append(out, in)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Add stores a new dictionary for kind under the next free id and makes it
+// the kind's newest. The file is durable when Add returns.
+func (d *Dir) Add(kind uint8, content []byte, now time.Time) (uint32, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	id := uint32(1)
+	for existing := range d.info {
+		if existing >= id {
+			id = existing + 1
+		}
+	}
+	if err := d.fs.MkdirAll(d.dir, 0o700); err != nil {
+		return 0, err
+	}
+	path := filepath.Join(d.dir, FileName(id))
+	if err := d.fs.WriteFileAtomic(path, Encode(id, kind, now, content), 0o600); err != nil {
+		return 0, fmt.Errorf("write dictionary: %w", err)
+	}
+	d.info[id] = Info{ID: id, Kind: kind, Created: now.UTC(), Bytes: len(content), File: path}
+	d.content[id] = content
+	d.newest[kind] = id
+	return id, nil
+}
+
+// NextID is the id the next Add will use.
+func (d *Dir) NextID() uint32 {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	id := uint32(1)
+	for existing := range d.info {
+		if existing >= id {
+			id = existing + 1
+		}
+	}
+	return id
+}
+
+// Build trains a zstd dictionary of at most size bytes from samples; id is
+// written into it, so frames compressed with it name it too.
+func Build(samples [][]byte, size int, id uint32) ([]byte, error) {
+	return kdict.BuildZstdDict(samples, kdict.Options{MaxDictSize: size, HashBytes: 6, ZstdDictID: id, ZstdLevel: zstd.SpeedBetterCompression})
+}
+
+// IsZstdDict reports whether content is in zstd's dictionary format (as
+// opposed to raw content used as history).
+func IsZstdDict(content []byte) bool {
+	return len(content) >= 8 && binary.LittleEndian.Uint32(content) == 0xEC30A437
 }

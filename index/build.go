@@ -253,3 +253,21 @@ func (t *Tree) compact() error {
 		return errors.Join(err, berr)
 	}, st.m.UserMeta)
 }
+
+// Compact rewrites the committed tree into a fresh, packed file (as Rebuild
+// does) when it holds any garbage of earlier commits. gc and repack call it
+// so that the bytes they free show on disk at once; pending changes must
+// be committed first.
+func (t *Tree) Compact() error {
+	if err := t.writeCheck(); err != nil {
+		return err
+	}
+	if len(t.pending) > 0 {
+		return fmt.Errorf("index: compact: %d pending changes; Commit or Discard them first", len(t.pending))
+	}
+	m := t.state.Load().m
+	if m.FileEnd <= m.LiveBytes+dataStart {
+		return nil // already packed
+	}
+	return t.compact()
+}

@@ -1,0 +1,254 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// ConfigFile is the store's settings file, in its home. It is optional:
+// without it every setting has its default.
+const ConfigFile = "config.toml"
+
+// Defaults of the settings config.toml may change.
+const (
+	DefaultMaxSessionAgeDays = 180
+	DefaultMaxSessions       = 2000
+	DefaultMaxTotalBytes     = int64(4 << 30) // 4 GiB of stored (compressed) object bytes
+)
+
+// DefaultProtectTags are the tags that keep a session from retention.
+var DefaultProtectTags = []string{"keep", "pinned"}
+
+// Config is what $ROOK_HOME/config.toml sets:
+//
+//	[storage]
+//	gc_grace = "10m"              # unreachable objects younger than this stay
+//
+//	[storage.retention]
+//	max_session_age_days = 180    # 0: no age limit
+//	max_sessions         = 2000   # 0: no count limit
+//	max_total_bytes      = 4294967296  # stored object bytes; 0: no budget
+//	protect_tags         = ["keep", "pinned"]
+//
+// Every key is optional: an absent key takes its default, and an explicit 0
+// turns that limit off. An unknown key is an error, so a typo never silently
+// falls back to a default.
+type Config struct {
+	Storage StorageConfig `toml:"storage" json:"storage"`
+}
+
+// StorageConfig is the [storage] table.
+type StorageConfig struct {
+	GCGrace   Duration        `toml:"gc_grace" json:"gc_grace"`
+	Retention RetentionPolicy `toml:"retention" json:"retention"`
+}
+
+// RetentionPolicy says which sessions `rook store prune` and `maintain`
+// delete. A nil limit is no limit (LoadConfig fills every absent key with
+// its default, so a loaded policy has none; a policy built by hand sets
+// only the limits it wants), and so is an explicit 0.
+type RetentionPolicy struct {
+	// MaxSessionAgeDays deletes sessions whose last event is older.
+	MaxSessionAgeDays *int `toml:"max_session_age_days" json:"max_session_age_days"`
+	// MaxSessions keeps this many sessions, the most recently updated
+	// (protected ones count toward it).
+	MaxSessions *int `toml:"max_sessions" json:"max_sessions"`
+	// MaxTotalBytes is the storage budget maintain holds the store to,
+	// counted as the stored (compressed) bytes of its objects, what
+	// `rook store stat` shows as "stored size": not the index, the event
+	// logs or the dictionaries.
+	MaxTotalBytes *int64 `toml:"max_total_bytes" json:"max_total_bytes"`
+	// ProtectTags: a session with any of these tags is never deleted.
+	ProtectTags []string `toml:"protect_tags" json:"protect_tags"`
+}
+
+// Duration is a time.Duration written as text ("10m", "1h30m").
+type Duration struct{ time.Duration }
+
+// UnmarshalText reads a Go duration; it must not be negative.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("not a duration (%q): write it like \"10m\" or \"1h30m\"", b)
+	}
+	if v < 0 {
+		return fmt.Errorf("duration %q is negative", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes the duration as Go prints it ("10m0s").
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+
+// DefaultConfig is the configuration without a config file.
+func DefaultConfig() Config {
+	var c Config
+	c.fillDefaults(nil)
+	return c
+}
+
+// Limit reads an optional limit: 0 when it is nil (no limit).
+func Limit[T int | int64](p *T) T {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func (c *Config) fillDefaults(md *toml.MetaData) {
+	defined := func(key ...string) bool { return md != nil && md.IsDefined(key...) }
+	if !defined("storage", "gc_grace") {
+		c.Storage.GCGrace = Duration{DefaultGCGrace}
+	}
+	r := &c.Storage.Retention
+	if r.MaxSessionAgeDays == nil {
+		v := DefaultMaxSessionAgeDays
+		r.MaxSessionAgeDays = &v
+	}
+	if r.MaxSessions == nil {
+		v := DefaultMaxSessions
+		r.MaxSessions = &v
+	}
+	if r.MaxTotalBytes == nil {
+		v := DefaultMaxTotalBytes
+		r.MaxTotalBytes = &v
+	}
+	if !defined("storage", "retention", "protect_tags") {
+		r.ProtectTags = append([]string(nil), DefaultProtectTags...)
+	} else if r.ProtectTags == nil {
+		r.ProtectTags = []string{} // protect_tags = [] protects nothing
+	}
+}
+
+// Config loads the store's config.toml (see LoadConfig).
+func (r *Rook) Config() (Config, error) { return LoadConfig(r.fs, r.home) }
+
+// LoadConfig reads home/config.toml through fsys. A missing file gives the
+// defaults. Errors name the file, and the line when it is known: malformed
+// TOML, a value of the wrong type, an unknown key (a typo must not silently
+// become a default), a negative limit, a bad tag.
+func LoadConfig(fsys vfs.FS, home string) (Config, error) {
+	if fsys == nil {
+		fsys = vfs.OS
+	}
+	path := filepath.Join(home, ConfigFile)
+	data, err := vfs.ReadFile(fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return DefaultConfig(), nil
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	return ParseConfig(path, data)
+}
+
+// ParseConfig parses a config file's bytes; path is only for errors.
+func ParseConfig(path string, data []byte) (Config, error) {
+	var c Config
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&c)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return Config{}, fmt.Errorf("%s: line %d: %s", path, pe.Position.Line, strings.TrimPrefix(pe.Message, "toml: "))
+		}
+		return Config{}, fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "toml: "))
+	}
+	at := func(key ...string) string {
+		if n := keyLine(data, key); n > 0 {
+			return fmt.Sprintf("%s: line %d", path, n)
+		}
+		return path
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		k := und[0]
+		msg := fmt.Sprintf("%s: unknown key %q", at(k...), k.String())
+		switch known := knownKeys(k[:len(k)-1]); {
+		case len(known) > 0 && len(k) == 1:
+			msg += fmt.Sprintf(" (the settings are under [%s])", strings.Join(known, ", "))
+		case len(known) > 0:
+			msg += fmt.Sprintf(" ([%s] takes %s)", toml.Key(k[:len(k)-1]).String(), strings.Join(known, ", "))
+		}
+		return Config{}, errors.New(msg)
+	}
+	r := &c.Storage.Retention
+	if r.MaxSessionAgeDays != nil && *r.MaxSessionAgeDays < 0 {
+		return Config{}, fmt.Errorf("%s: max_session_age_days is %d: use 0 for no age limit, or a number of days", at("storage", "retention", "max_session_age_days"), *r.MaxSessionAgeDays)
+	}
+	if r.MaxSessions != nil && *r.MaxSessions < 0 {
+		return Config{}, fmt.Errorf("%s: max_sessions is %d: use 0 for no limit, or a number of sessions", at("storage", "retention", "max_sessions"), *r.MaxSessions)
+	}
+	if r.MaxTotalBytes != nil && *r.MaxTotalBytes < 0 {
+		return Config{}, fmt.Errorf("%s: max_total_bytes is %d: use 0 for no budget, or a number of bytes", at("storage", "retention", "max_total_bytes"), *r.MaxTotalBytes)
+	}
+	for _, t := range r.ProtectTags {
+		if err := ValidTag(t); err != nil {
+			return Config{}, fmt.Errorf("%s: protect_tags: %v", at("storage", "retention", "protect_tags"), err)
+		}
+	}
+	c.fillDefaults(&md)
+	return c, nil
+}
+
+// knownKeys lists the keys a table of Config accepts (for a typo's error).
+func knownKeys(table []string) []string {
+	var keys []string
+	switch strings.Join(table, ".") {
+	case "":
+		keys = []string{"storage"}
+	case "storage":
+		keys = []string{"gc_grace", "retention"}
+	case "storage.retention":
+		keys = []string{"max_session_age_days", "max_sessions", "max_total_bytes", "protect_tags"}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// keyLine finds the line (from 1) that sets key: the decoder does not say
+// where an unknown or out-of-range key is, so look for its last part at the
+// start of a line inside its table, or for its table header. 0: not found.
+func keyLine(data []byte, key []string) int {
+	if len(key) == 0 {
+		return 0
+	}
+	last := key[len(key)-1]
+	table := ""
+	for i, line := range strings.Split(string(data), "\n") {
+		s := strings.TrimSpace(line)
+		if strings.HasPrefix(s, "[") {
+			h := strings.Trim(s, "[] \t")
+			if j := strings.Index(h, "#"); j >= 0 {
+				h = strings.TrimSpace(strings.Trim(h[:j], "[] \t"))
+			}
+			table = strings.ReplaceAll(h, " ", "")
+			if table == strings.Join(key, ".") {
+				return i + 1
+			}
+			continue
+		}
+		name, _, ok := strings.Cut(s, "=")
+		if !ok {
+			continue
+		}
+		name = strings.Trim(strings.TrimSpace(name), `"'`)
+		full := name
+		if table != "" {
+			full = table + "." + name
+		}
+		if full == strings.Join(key, ".") || (name == last && table == strings.Join(key[:len(key)-1], ".")) {
+			return i + 1
+		}
+	}
+	return 0
+}

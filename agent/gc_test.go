@@ -1,0 +1,94 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+)
+
+func TestGCFreesWhatARemovedSessionAloneHeld(t *testing.T) {
+	r, ws, a := newWorkspace(t)
+	b, _ := r.NewSession("other", ws, nil)
+	shared := []byte("a tool result both sessions saw, long enough to be worth sharing")
+	r.Append(a, Entry{Kind: eventlog.KindToolResult, Body: shared})
+	r.Append(b.ID, Entry{Kind: eventlog.KindToolResult, Body: shared})
+	r.Append(a, Entry{Kind: eventlog.KindAssistant, Body: []byte("only in the removed session")})
+	os.WriteFile(filepath.Join(ws, "f.txt"), []byte("captured file content"), 0o644)
+	if _, _, err := r.CaptureSession(b.ID, []string{"f.txt"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.CreateCheckpoint("cp", ws, "", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	r.Flush()
+	rep, err := r.GC(0, false, nil)
+	if err != nil || rep.Collectable != 0 {
+		t.Fatalf("gc with everything reachable: %+v %v", rep, err)
+	}
+	if _, err := r.Log.Remove(a); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = r.GC(0, false, nil)
+	if err != nil || rep.Collectable != 1 {
+		t.Fatalf("gc after rm: %+v %v", rep, err)
+	}
+	// The shared body, the capture's manifest and file, the checkpoint all stay.
+	evs, _ := r.Log.Read(b.ID, 0, 10)
+	for _, ev := range evs {
+		if _, err := r.Body(ev); err != nil {
+			t.Fatalf("event %d of the kept session: %v", ev.Seq, err)
+		}
+	}
+	if _, m, err := r.ResolveCheckpoint("cp"); err != nil || len(m.Files) != 1 {
+		t.Fatalf("checkpoint after gc: %v", err)
+	} else if _, err := r.Store.Get(m.Files["f.txt"].ID); err != nil {
+		t.Fatalf("checkpointed file after gc: %v", err)
+	}
+	if v, _ := r.Store.Verify(nil); len(v.Problems) != 0 {
+		t.Fatalf("verify: %v", v.Problems)
+	}
+}
+
+func TestGCRefusesWhenAReachableSnapshotCannotBeRead(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	os.WriteFile(filepath.Join(ws, "f.txt"), []byte("content"), 0o644)
+	seq, _, err := r.CaptureSession(id, []string{"f.txt"}, "", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Garbage that gc would collect, if it ran.
+	r.Store.Put(cas.KindNote, []byte("unreachable note, would be collected"))
+	r.Flush()
+	evs, _ := r.Log.Read(id, seq, 1)
+	info, _ := r.Store.Stat(evs[0].Body)
+	home := r.Store.Home()
+	r.Close()
+	seg := filepath.Join(home, cas.SegmentsDir, fmt.Sprintf("%08d.seg", info.Segment))
+	b, _ := os.ReadFile(seg)
+	b[info.Offset+40] ^= 0xff
+	os.WriteFile(seg, b, 0o600)
+	r2, err := Open(home, Options{Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	before, _ := r2.Store.Stats()
+	_, err = r2.GC(0, false, nil)
+	if err == nil || !strings.Contains(err.Error(), "refuses") {
+		t.Fatalf("gc with an unreadable snapshot: %v", err)
+	}
+	after, _ := r2.Store.Stats()
+	if after.Objects != before.Objects {
+		t.Fatal("gc deleted something despite refusing")
+	}
+	var ce *cas.CorruptError
+	if !errors.As(err, &ce) && !strings.Contains(err.Error(), "corrupt") {
+		t.Logf("error: %v", err)
+	}
+}

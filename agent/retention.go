@@ -1,0 +1,423 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+)
+
+// MaxTagLen bounds a session tag.
+const MaxTagLen = 64
+
+// ValidTag checks a session tag: not empty, no white space or control
+// characters, at most MaxTagLen bytes.
+func ValidTag(t string) error {
+	if t == "" {
+		return errors.New("a tag cannot be empty")
+	}
+	if len(t) > MaxTagLen {
+		return fmt.Errorf("tag %q is %d bytes; at most %d", t, len(t), MaxTagLen)
+	}
+	for _, c := range t {
+		if unicode.IsSpace(c) || unicode.IsControl(c) {
+			return fmt.Errorf("tag %q has white space or a control character", t)
+		}
+	}
+	return nil
+}
+
+// TagSession adds and removes tags in a session's metadata and returns the
+// metadata written. Adding a tag the session has, or removing one it does
+// not, changes nothing.
+func (r *Rook) TagSession(id eventlog.ID, add, remove []string) (eventlog.Meta, error) {
+	for _, t := range append(append([]string(nil), add...), remove...) {
+		if err := ValidTag(t); err != nil {
+			return eventlog.Meta{}, err
+		}
+	}
+	m, err := r.Log.ReadMeta(id)
+	if err != nil {
+		return m, err
+	}
+	tags := []string{}
+	drop := map[string]bool{}
+	for _, t := range remove {
+		drop[t] = true
+	}
+	seen := map[string]bool{}
+	for _, t := range append(append([]string(nil), m.Tags...), add...) {
+		if !seen[t] && !drop[t] {
+			seen[t] = true
+			tags = append(tags, t)
+		}
+	}
+	if sameStrings(tags, m.Tags) {
+		return m, nil
+	}
+	m.Tags = tags
+	if len(tags) == 0 {
+		m.Tags = nil
+	}
+	return m, r.Log.UpdateMeta(m)
+}
+
+func sameStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// SessionRef names a session retention deleted (or, in a dry run, would).
+type SessionRef struct {
+	ID      eventlog.ID `json:"id"`
+	Title   string      `json:"title"`
+	Updated time.Time   `json:"updated"`
+	Events  uint64      `json:"events"`
+	Reason  string      `json:"reason"`
+}
+
+// PruneReport says what a prune deleted, or would.
+type PruneReport struct {
+	DryRun          bool         `json:"dry_run"`
+	SessionsDeleted int          `json:"sessions_deleted"`
+	EventsDeleted   uint64       `json:"events_deleted"`
+	Protected       int          `json:"protected"` // kept by a protect tag (counted in Kept too)
+	Kept            int          `json:"kept"`
+	Deleted         []SessionRef `json:"deleted"`
+}
+
+// protected reports whether a session carries one of the protect tags
+// (compared ignoring case: a protection must not miss "Keep").
+func (p RetentionPolicy) protected(tags []string) bool {
+	for _, t := range tags {
+		for _, pt := range p.ProtectTags {
+			if strings.EqualFold(t, pt) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sessionsNewestFirst lists every session, the most recently updated
+// first (ties: the newer id first).
+func (r *Rook) sessionsNewestFirst() ([]eventlog.Summary, error) {
+	all, err := r.Log.Sessions()
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if !all[i].Updated.Equal(all[j].Updated) {
+			return all[i].Updated.After(all[j].Updated)
+		}
+		return all[i].ID.String() > all[j].ID.String()
+	})
+	return all, nil
+}
+
+func ref(s eventlog.Summary, reason string) SessionRef {
+	return SessionRef{ID: s.ID, Title: s.Title, Updated: s.Updated, Events: s.Events, Reason: reason}
+}
+
+// Prune applies the retention policy to the sessions. Going from the most
+// recently updated session to the least, it deletes a session older than
+// MaxSessionAgeDays (by its last event), and one beyond the first
+// MaxSessions kept; a session with a protect tag is never deleted, and
+// counts toward MaxSessions. A dry run deletes nothing. The sessions'
+// objects stay in the store until gc.
+func (r *Rook) Prune(p RetentionPolicy, dryRun bool) (PruneReport, error) {
+	rep := PruneReport{DryRun: dryRun, Deleted: []SessionRef{}}
+	all, err := r.sessionsNewestFirst()
+	if err != nil {
+		return rep, err
+	}
+	maxAge, maxN := Limit(p.MaxSessionAgeDays), Limit(p.MaxSessions)
+	cutoff := r.clock.Now().Add(-time.Duration(maxAge) * 24 * time.Hour)
+	var doomed []SessionRef
+	for _, s := range all {
+		switch {
+		case p.protected(s.Tags):
+			rep.Protected++
+			rep.Kept++
+		case maxAge > 0 && s.Updated.Before(cutoff):
+			doomed = append(doomed, ref(s, fmt.Sprintf("not updated in %d days", maxAge)))
+		case maxN > 0 && rep.Kept >= maxN:
+			doomed = append(doomed, ref(s, fmt.Sprintf("beyond the newest %d sessions", maxN)))
+		default:
+			rep.Kept++
+		}
+	}
+	if dryRun {
+		for _, d := range doomed {
+			rep.SessionsDeleted++
+			rep.EventsDeleted += d.Events
+		}
+		rep.Deleted = append(rep.Deleted, doomed...)
+		return rep, nil
+	}
+	for _, d := range doomed {
+		n, err := r.Log.Remove(d.ID)
+		if err != nil {
+			return rep, fmt.Errorf("delete session %s: %w", d.ID, err)
+		}
+		d.Events = n
+		rep.SessionsDeleted++
+		rep.EventsDeleted += n
+		rep.Deleted = append(rep.Deleted, d)
+	}
+	return rep, nil
+}
+
+// MaintainReport says what each stage of Maintain did, or would.
+type MaintainReport struct {
+	DryRun  bool              `json:"dry_run"`
+	Prune   PruneReport       `json:"prune"`
+	GC      cas.GCReport      `json:"gc"`
+	Trained []cas.TrainResult `json:"trained"`
+	// The budget stage: rounds of deleting the oldest unprotected sessions
+	// and collecting again, while the store is over MaxTotalBytes.
+	Budget        int64          `json:"budget"` // 0: none
+	BudgetRounds  int            `json:"budget_rounds"`
+	BudgetDeleted []SessionRef   `json:"budget_deleted"`
+	BudgetGC      []cas.GCReport `json:"budget_gc"`
+	OverBudgetBy  int64          `json:"over_budget_by"`
+	StoredBefore  int64          `json:"stored_before"`
+	StoredAfter   int64          `json:"stored_after"`
+	Notes         []string       `json:"notes"`
+}
+
+// Maintain keeps the store within its policy: prune the sessions, collect
+// what no session or ref reaches (cfg's gc grace), train a dictionary for
+// each kind that has none, then, while the stored bytes exceed the budget,
+// delete the oldest unprotected sessions a batch at a time and collect
+// again. It stops under the budget or when nothing deletable is left, and
+// says in Notes what it could not do.
+//
+// A dry run changes nothing: it plans the prune, estimates gc as it would
+// be after that prune and training as it would be now, and reports how far
+// over the budget the store is; the budget rounds depend on what each gc
+// frees, so they are not simulated.
+//
+// progress, if not nil, hears each stage ("prune", "gc", "train",
+// "budget") and the stages' own progress.
+func (r *Rook) Maintain(cfg Config, dryRun bool, progress func(stage string, done, total int64)) (MaintainReport, error) {
+	if progress == nil {
+		progress = func(string, int64, int64) {}
+	}
+	stage := func(name string) func(done, total int64) {
+		return func(done, total int64) { progress(name, done, total) }
+	}
+	pol := cfg.Storage.Retention
+	grace := cfg.Storage.GCGrace.Duration
+	rep := MaintainReport{DryRun: dryRun, BudgetDeleted: []SessionRef{}, BudgetGC: []cas.GCReport{}, Notes: []string{}, Budget: Limit(pol.MaxTotalBytes)}
+	st, err := r.Store.Stats()
+	if err != nil {
+		return rep, err
+	}
+	rep.StoredBefore, rep.StoredAfter = st.Stored, st.Stored
+
+	progress("prune", 0, 0)
+	if rep.Prune, err = r.Prune(pol, dryRun); err != nil {
+		return rep, err
+	}
+
+	progress("gc", 0, 0)
+	if dryRun {
+		rep.GC, err = r.gcPlanWithout(rep.Prune.Deleted, grace, stage("gc"))
+	} else {
+		rep.GC, err = r.GC(grace, false, stage("gc"))
+	}
+	if err != nil {
+		return rep, fmt.Errorf("gc: %w", err)
+	}
+
+	progress("train", 0, 0)
+	if rep.Trained, err = r.Store.Train(cas.TrainOptions{OnlyMissing: true, DryRun: dryRun}); err != nil {
+		return rep, fmt.Errorf("train dictionaries: %w", err)
+	}
+	if rep.Trained == nil {
+		rep.Trained = []cas.TrainResult{}
+	}
+	if dryRun && len(rep.Prune.Deleted) > 0 {
+		rep.Notes = append(rep.Notes, "the training estimate counts the objects of the sessions the prune would delete")
+	}
+
+	progress("budget", 0, 0)
+	if dryRun {
+		r.planBudget(&rep)
+	} else if err := r.enforceBudget(&rep, pol, grace, stage("budget")); err != nil {
+		return rep, err
+	}
+	if st, err = r.Store.Stats(); err != nil {
+		return rep, err
+	}
+	rep.StoredAfter = st.Stored
+	return rep, nil
+}
+
+// planBudget is the dry run's budget stage: how far over the budget the
+// store is now, and about how far after the prune and gc.
+func (r *Rook) planBudget(rep *MaintainReport) {
+	budget := rep.Budget
+	if budget <= 0 {
+		return
+	}
+	if over := rep.StoredBefore - budget; over > 0 {
+		rep.OverBudgetBy = over
+	}
+	after := rep.StoredBefore - rep.GC.CollectableStored
+	switch {
+	case rep.StoredBefore <= budget:
+		return
+	case after <= budget:
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the store is %s over the %s budget; after the prune and gc it would hold about %s, within it",
+			humanBytes(rep.OverBudgetBy), humanBytes(budget), humanBytes(after)))
+	default:
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the store is %s over the %s budget and would still be about %s over after the prune and gc: a real run then deletes the oldest unprotected sessions until it fits (not simulated: each round depends on what its gc frees)",
+			humanBytes(rep.OverBudgetBy), humanBytes(budget), humanBytes(after-budget)))
+	}
+}
+
+// enforceBudget deletes the oldest unprotected sessions, a batch a round,
+// and collects after each, while the store is over the budget.
+func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace time.Duration, progress func(done, total int64)) error {
+	budget := rep.Budget
+	if budget <= 0 {
+		return nil
+	}
+	for {
+		st, err := r.Store.Stats()
+		if err != nil {
+			return err
+		}
+		if st.Stored <= budget {
+			return nil
+		}
+		over := st.Stored - budget
+		all, err := r.sessionsNewestFirst()
+		if err != nil {
+			return err
+		}
+		var cands []eventlog.Summary // oldest first
+		for i := len(all) - 1; i >= 0; i-- {
+			if !pol.protected(all[i].Tags) {
+				cands = append(cands, all[i])
+			}
+		}
+		if len(cands) == 0 {
+			rep.OverBudgetBy = over
+			what := "checkpoints"
+			if len(all) > 0 {
+				what = fmt.Sprintf("%d protected session(s) (tags %s) and checkpoints", len(all), strings.Join(pol.ProtectTags, ", "))
+			}
+			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget: no session is left that may be deleted; the rest is %s (raise max_total_bytes, untag sessions or delete checkpoints)",
+				humanBytes(over), humanBytes(budget), what))
+			return nil
+		}
+		n := budgetBatch(len(cands), over, st.Stored, len(all))
+		rep.BudgetRounds++
+		for _, s := range cands[:n] {
+			ev, err := r.Log.Remove(s.ID)
+			if err != nil {
+				return fmt.Errorf("delete session %s: %w", s.ID, err)
+			}
+			s.Events = ev
+			rep.BudgetDeleted = append(rep.BudgetDeleted, ref(s, fmt.Sprintf("oldest while over the %s budget", humanBytes(budget))))
+		}
+		g, err := r.GC(grace, false, progress)
+		if err != nil {
+			return fmt.Errorf("gc: %w", err)
+		}
+		rep.BudgetGC = append(rep.BudgetGC, g)
+		after, err := r.Store.Stats()
+		if err != nil {
+			return err
+		}
+		if after.Stored <= budget || after.Stored < st.Stored {
+			continue // progress: go on while over
+		}
+		// Nothing was freed. If the deleted sessions' objects are
+		// merely shared with others, deleting more may help; if they are
+		// too new to collect, or gc left them in place, deleting more
+		// sessions would only lose history without freeing space now.
+		if g.TooNew > 0 {
+			rep.OverBudgetBy = after.Stored - budget
+			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget: %d unreachable object(s) are younger than the gc grace (%s) and stay until a later gc; maintain stopped rather than delete more sessions than needed",
+				humanBytes(rep.OverBudgetBy), humanBytes(budget), g.TooNew, grace))
+			return nil
+		}
+		if g.Collectable > 0 {
+			rep.OverBudgetBy = after.Stored - budget
+			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget: gc found %d collectable object(s) but freed no stored bytes; maintain stopped rather than delete more sessions",
+				humanBytes(rep.OverBudgetBy), humanBytes(budget), g.Collectable))
+			return nil
+		}
+	}
+}
+
+// budgetBatch is how many of the oldest unprotected sessions one budget
+// round deletes: about as many as the average session's share of the store
+// says would cover the excess, at most a tenth of the candidates, at least
+// one.
+func budgetBatch(cands int, over, stored int64, sessions int) int {
+	n := cands / 10
+	if n < 1 {
+		n = 1
+	}
+	if sessions > 0 {
+		if per := stored / int64(sessions); per > 0 {
+			if est := (over + per - 1) / per; est < int64(n) {
+				n = int(est)
+			}
+		}
+	}
+	return max(n, 1)
+}
+
+// gcPlanWithout is a dry-run gc as it would run once the given sessions
+// are deleted: their bodies count as garbage unless something else reaches
+// them.
+func (r *Rook) gcPlanWithout(gone []SessionRef, grace time.Duration, progress func(done, total int64)) (cas.GCReport, error) {
+	if len(gone) == 0 {
+		return r.GC(grace, true, progress)
+	}
+	if err := r.Flush(); err != nil {
+		return cas.GCReport{}, err
+	}
+	skip := map[eventlog.ID]bool{}
+	for _, g := range gone {
+		skip[g.ID] = true
+	}
+	live, err := r.Roots(skip)
+	if err != nil {
+		return cas.GCReport{}, err
+	}
+	return r.Store.Collect(cas.GCOptions{Live: func(id cas.Key) bool { return live[id] }, Grace: grace, DryRun: true, Progress: progress})
+}
+
+// humanBytes prints n in base-1024 units, as the CLI does, for notes.
+func humanBytes(n int64) string {
+	if n < 1024 && n > -1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v := float64(n)
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		v /= 1024
+		if v < 1024 && v > -1024 {
+			return fmt.Sprintf("%.1f %s", v, u)
+		}
+	}
+	return fmt.Sprintf("%.1f PiB", v/1024)
+}

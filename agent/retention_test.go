@@ -1,0 +1,565 @@
+package agent
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+func intp(n int) *int       { return &n }
+func int64p(n int64) *int64 { return &n }
+
+// ageSession makes a session with one event of body size n (random, so
+// incompressible and never deduplicated) at the clock's time, with tags.
+func ageSession(t *testing.T, r *Rook, clk *clock.Fixed, seed uint64, n int, tags ...string) eventlog.ID {
+	t.Helper()
+	m, err := r.NewSession("s", "/w", tags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, n)
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	for i := range body {
+		body[i] = byte(rng.Uint32())
+	}
+	if _, err := r.Append(m.ID, Entry{Kind: eventlog.KindUser, Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return m.ID
+}
+
+func sessionIDs(t *testing.T, r *Rook) []string {
+	t.Helper()
+	ids, err := r.Log.IDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{}
+	for _, id := range ids {
+		out = append(out, id.String())
+	}
+	return out
+}
+
+func deletedIDs(refs []SessionRef) []eventlog.ID {
+	var out []eventlog.ID
+	for _, s := range refs {
+		out = append(out, s.ID)
+	}
+	return out
+}
+
+// fiveSessions makes sessions s[0] (oldest) .. s[4] (newest), a day apart;
+// tags[i] tags s[i].
+func fiveSessions(t *testing.T, tags map[int]string) (*Rook, *clock.Fixed, []eventlog.ID) {
+	t.Helper()
+	r, clk := viewsRook(t)
+	var s []eventlog.ID
+	for i := 0; i < 5; i++ {
+		var tg []string
+		if tags[i] != "" {
+			tg = []string{tags[i]}
+		}
+		s = append(s, ageSession(t, r, clk, uint64(i+1), 100, tg...))
+		clk.Advance(24 * time.Hour)
+	}
+	return r, clk, s
+}
+
+func TestPruneMaxSessionsKeepsTheNewest(t *testing.T) {
+	r, _, s := fiveSessions(t, nil)
+	rep, err := r.Prune(RetentionPolicy{MaxSessions: intp(2)}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Newest first: s4, s3 kept; s2, s1, s0 deleted in that order.
+	if want := []eventlog.ID{s[2], s[1], s[0]}; !reflect.DeepEqual(deletedIDs(rep.Deleted), want) {
+		t.Fatalf("deleted %v, want %v", deletedIDs(rep.Deleted), want)
+	}
+	if rep.SessionsDeleted != 3 || rep.EventsDeleted != 3 || rep.Kept != 2 || rep.Protected != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	if !strings.Contains(rep.Deleted[0].Reason, "newest 2") {
+		t.Fatalf("reason %q", rep.Deleted[0].Reason)
+	}
+	if got := sessionIDs(t, r); !reflect.DeepEqual(got, []string{s[3].String(), s[4].String()}) {
+		t.Fatalf("left %v", got)
+	}
+}
+
+func TestPruneOrdersByLastEventNotCreation(t *testing.T) {
+	r, clk, s := fiveSessions(t, nil)
+	// The oldest session gets a new event: it is now the most recent.
+	clk.Advance(time.Hour)
+	if _, err := r.Append(s[0], Entry{Kind: eventlog.KindUser, Body: []byte("again")}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Prune(RetentionPolicy{MaxSessions: intp(2)}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []eventlog.ID{s[3], s[2], s[1]}; !reflect.DeepEqual(deletedIDs(rep.Deleted), want) {
+		t.Fatalf("deleted %v, want %v", deletedIDs(rep.Deleted), want)
+	}
+	if rep.EventsDeleted != 3 {
+		t.Fatalf("events deleted %d", rep.EventsDeleted)
+	}
+}
+
+func TestPruneMaxAge(t *testing.T) {
+	r, clk := viewsRook(t)
+	old := ageSession(t, r, clk, 1, 100)
+	clk.Advance(100 * 24 * time.Hour)
+	mid := ageSession(t, r, clk, 2, 100)
+	clk.Advance(90 * 24 * time.Hour)
+	fresh := ageSession(t, r, clk, 3, 100)
+	// Now: old is 190 days old, mid 90, fresh 0.
+	rep, err := r.Prune(RetentionPolicy{MaxSessionAgeDays: intp(180)}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []eventlog.ID{old}; !reflect.DeepEqual(deletedIDs(rep.Deleted), want) {
+		t.Fatalf("deleted %v, want %v", deletedIDs(rep.Deleted), want)
+	}
+	if !strings.Contains(rep.Deleted[0].Reason, "180 days") || rep.Kept != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	rep, err = r.Prune(RetentionPolicy{MaxSessionAgeDays: intp(30)}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []eventlog.ID{mid}; !reflect.DeepEqual(deletedIDs(rep.Deleted), want) {
+		t.Fatalf("deleted %v, want %v", deletedIDs(rep.Deleted), want)
+	}
+	if got := sessionIDs(t, r); !reflect.DeepEqual(got, []string{fresh.String()}) {
+		t.Fatalf("left %v", got)
+	}
+}
+
+func TestPruneProtectTags(t *testing.T) {
+	// The oldest is protected: it never goes, and counts toward the limit.
+	r, clk, s := fiveSessions(t, map[int]string{0: "Keep", 3: "pinned"})
+	clk.Advance(365 * 24 * time.Hour) // everything is old too
+	pol := RetentionPolicy{MaxSessions: intp(3), MaxSessionAgeDays: intp(180), ProtectTags: []string{"keep", "pinned"}}
+	rep, err := r.Prune(pol, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []eventlog.ID{s[4], s[2], s[1]}; !reflect.DeepEqual(deletedIDs(rep.Deleted), want) {
+		t.Fatalf("deleted %v, want %v", deletedIDs(rep.Deleted), want)
+	}
+	if rep.Protected != 2 || rep.Kept != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+
+	// Protected sessions fill the limit first when they are the newest.
+	r, _, s = fiveSessions(t, map[int]string{4: "keep", 3: "keep"})
+	rep, err = r.Prune(RetentionPolicy{MaxSessions: intp(3), ProtectTags: []string{"keep"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []eventlog.ID{s[1], s[0]}; !reflect.DeepEqual(deletedIDs(rep.Deleted), want) {
+		t.Fatalf("deleted %v, want %v", deletedIDs(rep.Deleted), want)
+	}
+	if rep.Protected != 2 || rep.Kept != 3 {
+		t.Fatalf("report %+v", rep)
+	}
+
+	// More protected sessions than the limit: all stay.
+	r, _, _ = fiveSessions(t, map[int]string{0: "keep", 1: "keep", 2: "keep"})
+	rep, err = r.Prune(RetentionPolicy{MaxSessions: intp(1), ProtectTags: []string{"keep"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// s4 kept, s3 over the limit, s2..s0 protected.
+	if rep.SessionsDeleted != 1 || rep.Protected != 3 || rep.Kept != 4 {
+		t.Fatalf("report %+v", rep)
+	}
+}
+
+func TestPruneNoLimits(t *testing.T) {
+	r, clk, _ := fiveSessions(t, nil)
+	clk.Advance(10 * 365 * 24 * time.Hour)
+	for _, pol := range []RetentionPolicy{{}, {MaxSessions: intp(0), MaxSessionAgeDays: intp(0)}} {
+		rep, err := r.Prune(pol, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.SessionsDeleted != 0 || rep.Kept != 5 || len(rep.Deleted) != 0 {
+			t.Fatalf("policy %+v: report %+v", pol, rep)
+		}
+	}
+}
+
+func TestPruneDryRunChangesNothing(t *testing.T) {
+	r, clk, s := fiveSessions(t, map[int]string{1: "keep"})
+	clk.Advance(time.Hour)
+	before, err := r.Store.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := sessionIDs(t, r)
+	pol := DefaultConfig().Storage.Retention
+	pol.MaxSessions = intp(2)
+	dry, err := r.Prune(pol, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !dry.DryRun || dry.SessionsDeleted != 2 {
+		t.Fatalf("dry run %+v", dry)
+	}
+	after, err := r.Store.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Disk.Total != after.Disk.Total || before.Stored != after.Stored || !reflect.DeepEqual(ids, sessionIDs(t, r)) {
+		t.Fatalf("dry run changed the store: disk %d -> %d, sessions %v -> %v", before.Disk.Total, after.Disk.Total, ids, sessionIDs(t, r))
+	}
+	real, err := r.Prune(pol, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(deletedIDs(dry.Deleted), deletedIDs(real.Deleted)) || real.Kept != dry.Kept || real.EventsDeleted != dry.EventsDeleted {
+		t.Fatalf("dry run planned %v, real run deleted %v", deletedIDs(dry.Deleted), deletedIDs(real.Deleted))
+	}
+	// s4, s3 kept; s2 deleted; s1 protected; s0 deleted.
+	if want := []eventlog.ID{s[2], s[0]}; !reflect.DeepEqual(deletedIDs(real.Deleted), want) || real.Protected != 1 || real.Kept != 3 {
+		t.Fatalf("deleted %v, report %+v", deletedIDs(real.Deleted), real)
+	}
+	// The objects stay until gc.
+	st, _ := r.Store.Stats()
+	if st.Objects != before.Objects {
+		t.Fatalf("prune removed objects: %d -> %d", before.Objects, st.Objects)
+	}
+	g, err := r.GC(0, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Collectable != 2 {
+		t.Fatalf("gc after prune collected %d, want 2", g.Collectable)
+	}
+}
+
+func TestTagSession(t *testing.T) {
+	r, _ := viewsRook(t)
+	id := viewsSession(t, r, "t")
+	m, err := r.TagSession(id, []string{"keep", "x", "keep"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(m.Tags, []string{"keep", "x"}) {
+		t.Fatalf("tags %v", m.Tags)
+	}
+	if m, err = r.TagSession(id, nil, []string{"x", "absent"}); err != nil || !reflect.DeepEqual(m.Tags, []string{"keep"}) {
+		t.Fatalf("tags %v, %v", m.Tags, err)
+	}
+	if got, _ := r.Log.ReadMeta(id); !reflect.DeepEqual(got.Tags, []string{"keep"}) || got.Title != "t" {
+		t.Fatalf("stored meta %+v", got)
+	}
+	if m, err = r.TagSession(id, nil, []string{"keep"}); err != nil || m.Tags != nil {
+		t.Fatalf("tags %v, %v", m.Tags, err)
+	}
+	for _, bad := range []string{"", "a b", "tab\there", strings.Repeat("x", MaxTagLen+1), "nl\n"} {
+		if _, err := r.TagSession(id, []string{bad}, nil); err == nil {
+			t.Fatalf("tag %q accepted", bad)
+		}
+	}
+	if err := ValidTag(strings.Repeat("é", MaxTagLen/2)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// budgetRook makes n sessions of one 20 KiB incompressible body each, an
+// hour apart, the oldest first, and moves the clock past the gc grace.
+func budgetRook(t *testing.T, n int, tags map[int]string) (*Rook, *clock.Fixed, []eventlog.ID) {
+	t.Helper()
+	r, clk := viewsRook(t)
+	var s []eventlog.ID
+	for i := 0; i < n; i++ {
+		var tg []string
+		if tags[i] != "" {
+			tg = []string{tags[i]}
+		}
+		s = append(s, ageSession(t, r, clk, uint64(100+i), 20<<10, tg...))
+		clk.Advance(time.Hour)
+	}
+	return r, clk, s
+}
+
+func budgetConfig(maxBytes int64) Config {
+	c := DefaultConfig()
+	c.Storage.Retention.MaxTotalBytes = int64p(maxBytes)
+	return c
+}
+
+func TestMaintainHoldsTheBudget(t *testing.T) {
+	r, _, s := budgetRook(t, 10, map[int]string{0: "keep"})
+	st, _ := r.Store.Stats()
+	budget := st.Stored * 45 / 100 // room for about four sessions
+	rep, err := r.Maintain(budgetConfig(budget), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.StoredBefore != st.Stored || rep.StoredAfter > budget || rep.OverBudgetBy != 0 {
+		t.Fatalf("stored %d -> %d, budget %d, over by %d", rep.StoredBefore, rep.StoredAfter, budget, rep.OverBudgetBy)
+	}
+	if rep.BudgetRounds == 0 || len(rep.BudgetGC) != rep.BudgetRounds {
+		t.Fatalf("rounds %d, gcs %d", rep.BudgetRounds, len(rep.BudgetGC))
+	}
+	// The oldest unprotected went, oldest first; the protected oldest stayed.
+	got := deletedIDs(rep.BudgetDeleted)
+	if want := s[1 : 1+len(got)]; !reflect.DeepEqual(got, want) {
+		t.Fatalf("budget deleted %v, want %v", got, want)
+	}
+	if len(got) != 6 {
+		t.Fatalf("deleted %d sessions to fit 45%% of 10 equal ones (one protected), want 6", len(got))
+	}
+	left := sessionIDs(t, r)
+	if left[0] != s[0].String() || len(left) != 4 {
+		t.Fatalf("left %v", left)
+	}
+	if len(rep.Notes) != 0 {
+		t.Fatalf("notes %q", rep.Notes)
+	}
+}
+
+func TestMaintainOverBudgetWithOnlyProtectedLeft(t *testing.T) {
+	r, _, _ := budgetRook(t, 4, map[int]string{0: "keep", 1: "pinned"})
+	rep, err := r.Maintain(budgetConfig(10<<10), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.BudgetDeleted) != 2 || len(sessionIDs(t, r)) != 2 {
+		t.Fatalf("deleted %d, left %v", len(rep.BudgetDeleted), sessionIDs(t, r))
+	}
+	if rep.OverBudgetBy <= 0 || rep.OverBudgetBy != rep.StoredAfter-10<<10 {
+		t.Fatalf("over by %d, stored %d", rep.OverBudgetBy, rep.StoredAfter)
+	}
+	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "2 protected session(s)") || !strings.Contains(rep.Notes[0], "over the 10.0 KiB budget") {
+		t.Fatalf("notes %q", rep.Notes)
+	}
+}
+
+func TestMaintainStopsWhenGraceKeepsTheGarbage(t *testing.T) {
+	r, _, _ := budgetRook(t, 6, nil) // every object is 1 to 6 hours old
+	cfg := budgetConfig(10 << 10)
+	cfg.Storage.GCGrace = Duration{24 * time.Hour}
+	rep, err := r.Maintain(cfg, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One round, then stop: deleting more would free nothing now.
+	if rep.BudgetRounds != 1 || len(rep.BudgetDeleted) != 1 || len(sessionIDs(t, r)) != 5 {
+		t.Fatalf("rounds %d, deleted %d, left %d", rep.BudgetRounds, len(rep.BudgetDeleted), len(sessionIDs(t, r)))
+	}
+	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "younger than the gc grace") {
+		t.Fatalf("notes %q", rep.Notes)
+	}
+}
+
+func TestMaintainDryRunChangesNothing(t *testing.T) {
+	r, clk, s := budgetRook(t, 6, map[int]string{0: "keep"})
+	clk.Advance(200 * 24 * time.Hour) // every session is past the age limit
+	if _, err := r.Log.Remove(s[5]); err != nil {
+		t.Fatal(err) // some garbage for gc to find as it is
+	}
+	before, _ := r.Store.Stats()
+	ids := sessionIDs(t, r)
+	cfg := budgetConfig(before.Stored / 10)
+	rep, err := r.Maintain(cfg, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := r.Store.Stats()
+	if before.Disk.Total != after.Disk.Total || before.Stored != after.Stored || !reflect.DeepEqual(ids, sessionIDs(t, r)) {
+		t.Fatalf("dry run changed the store: disk %d -> %d, sessions %v -> %v", before.Disk.Total, after.Disk.Total, ids, sessionIDs(t, r))
+	}
+	if !rep.DryRun || !rep.Prune.DryRun || !rep.GC.DryRun || rep.Prune.SessionsDeleted != 4 || rep.Prune.Protected != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	// The gc estimate counts what the prune would free: four sessions'
+	// bodies and the removed one's.
+	if rep.GC.Collectable != 5 || rep.GC.Reachable != 1 {
+		t.Fatalf("gc plan %+v", rep.GC)
+	}
+	if rep.BudgetRounds != 0 || rep.OverBudgetBy != before.Stored-before.Stored/10 || rep.StoredAfter != before.Stored {
+		t.Fatalf("budget %+v", rep)
+	}
+	if len(rep.Notes) == 0 || !strings.Contains(strings.Join(rep.Notes, "\n"), "not simulated") {
+		t.Fatalf("notes %q", rep.Notes)
+	}
+	// A real run does what the plan said, and more for the budget.
+	real, err := r.Maintain(cfg, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if real.Prune.SessionsDeleted != 4 || real.GC.Collectable != 5 || len(sessionIDs(t, r)) != 1 || real.OverBudgetBy <= 0 {
+		t.Fatalf("real run %+v", real)
+	}
+}
+
+func TestMaintainTrainsMissingDictionaries(t *testing.T) {
+	r, clk := viewsRook(t)
+	id := viewsSession(t, r, "chat")
+	for i := 0; i < 600; i++ {
+		body := fmt.Sprintf(`{"role":"assistant","model":"local/qwen3-coder-30b","stop_reason":"tool_use","content":[{"type":"tool_use","id":"toolu_%08x","name":"read_file","input":{"path":"crates/rook-core/src/session/turn_%d.rs","offset":%d}}],"usage":{"input_tokens":%d,"output_tokens":120}}`, i, i, i*40, 18000+i)
+		if _, err := r.Append(id, Entry{Kind: eventlog.KindAssistant, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(time.Hour)
+	dry, err := r.Maintain(DefaultConfig(), true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Store.Dictionaries()) != 0 {
+		t.Fatal("a dry run kept a dictionary")
+	}
+	rep, err := r.Maintain(DefaultConfig(), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trained bool
+	for _, tr := range rep.Trained {
+		if tr.KindName == "message" {
+			trained = tr.Kept
+		}
+	}
+	var would bool
+	for _, tr := range dry.Trained {
+		if tr.KindName == "message" {
+			would = tr.Gain > int64(tr.DictBytes) && tr.DictBytes > 0
+		}
+	}
+	if !trained || !would {
+		t.Fatalf("trained %v, dry run would %v: %+v", trained, would, rep.Trained)
+	}
+	// Next time: the kind has one, and maintain leaves it alone.
+	rep, err = r.Maintain(DefaultConfig(), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range rep.Trained {
+		if tr.KindName == "message" && (tr.Kept || !strings.Contains(tr.Reason, "already")) {
+			t.Fatalf("retrained: %+v", tr)
+		}
+	}
+}
+
+func TestBudgetBatch(t *testing.T) {
+	for _, c := range []struct {
+		cands          int
+		over, stored   int64
+		sessions, want int
+	}{
+		{100, 1, 1000, 100, 1},    // a byte over: one session
+		{100, 500, 1000, 100, 10}, // half over: capped at a tenth
+		{100, 35, 1000, 100, 4},   // 10 bytes a session: 4
+		{3, 900, 1000, 3, 1},      // few candidates: one at a time
+		{50, 1 << 40, 1000, 0, 5}, // no sessions known: a tenth
+		{100, 50, 0, 100, 10},     // nothing stored (cannot happen): a tenth
+	} {
+		if got := budgetBatch(c.cands, c.over, c.stored, c.sessions); got != c.want {
+			t.Errorf("budgetBatch(%d, %d, %d, %d) = %d, want %d", c.cands, c.over, c.stored, c.sessions, got, c.want)
+		}
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	fsys := vfs.NewMem()
+	const home = "/h"
+	if err := fsys.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write := func(s string) {
+		t.Helper()
+		if err := fsys.WriteFileAtomic(filepath.Join(home, ConfigFile), []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// No file: the defaults.
+	c, err := LoadConfig(fsys, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Storage.GCGrace.Duration != 10*time.Minute || *c.Storage.Retention.MaxSessionAgeDays != 180 || *c.Storage.Retention.MaxSessions != 2000 ||
+		*c.Storage.Retention.MaxTotalBytes != 4294967296 || !reflect.DeepEqual(c.Storage.Retention.ProtectTags, []string{"keep", "pinned"}) {
+		t.Fatalf("defaults %+v", c)
+	}
+	if !reflect.DeepEqual(c, DefaultConfig()) {
+		t.Fatal("missing file differs from DefaultConfig")
+	}
+
+	// An empty file, and an empty table: the defaults too.
+	for _, s := range []string{"", "[storage]\n", "# nothing\n[storage.retention]\n"} {
+		write(s)
+		if c, err = LoadConfig(fsys, home); err != nil || !reflect.DeepEqual(c, DefaultConfig()) {
+			t.Fatalf("%q: %+v, %v", s, c, err)
+		}
+	}
+
+	// Overrides; the rest stays default.
+	write(`[storage]
+gc_grace = "1h30m"
+
+[storage.retention]
+max_sessions = 10
+protect_tags = ["forever"]
+`)
+	if c, err = LoadConfig(fsys, home); err != nil {
+		t.Fatal(err)
+	}
+	r := c.Storage.Retention
+	if c.Storage.GCGrace.Duration != 90*time.Minute || *r.MaxSessions != 10 || *r.MaxSessionAgeDays != 180 || *r.MaxTotalBytes != DefaultMaxTotalBytes ||
+		!reflect.DeepEqual(r.ProtectTags, []string{"forever"}) {
+		t.Fatalf("overrides %+v", c)
+	}
+
+	// Explicit zeros turn limits off; an empty list protects nothing.
+	write(`storage.gc_grace = "0s"
+storage.retention = { max_session_age_days = 0, max_sessions = 0, max_total_bytes = 0, protect_tags = [] }
+`)
+	if c, err = LoadConfig(fsys, home); err != nil {
+		t.Fatal(err)
+	}
+	r = c.Storage.Retention
+	if c.Storage.GCGrace.Duration != 0 || Limit(r.MaxSessions) != 0 || Limit(r.MaxSessionAgeDays) != 0 || Limit(r.MaxTotalBytes) != 0 || r.ProtectTags == nil || len(r.ProtectTags) != 0 {
+		t.Fatalf("zeros %+v", c)
+	}
+
+	// Errors name the file, the line, and what is wrong.
+	path := filepath.Join(home, ConfigFile)
+	for _, c := range []struct{ text, want string }{
+		{"[storage.retention]\nmax_session = 3\n", path + ": line 2: unknown key \"storage.retention.max_session\" ([storage.retention] takes max_session_age_days, max_sessions, max_total_bytes, protect_tags)"},
+		{"[storage]\n\ngcgrace = \"5m\"\n", path + ": line 3: unknown key \"storage.gcgrace\""},
+		{"[retention]\nmax_sessions = 3\n", path + ": line 1: unknown key \"retention\" (the settings are under [storage])"},
+		{"[storage]\ngc_grace = \"ten minutes\"\n", path + ": line 2: not a duration (\"ten minutes\")"},
+		{"[storage]\ngc_grace = 600\n", path + ": line 2: not a duration (\"600\")"},
+		{"[storage]\ngc_grace = \"-5m\"\n", path + ": line 2: duration \"-5m\" is negative"},
+		{"[storage]\ngc_grace = \"5m\n", path + ": line 2:"},
+		{"# settings\n[storage]\ngc_grace = = 1\n", path + ": line 3:"},
+		{"[storage.retention]\n\nmax_sessions = -1\n", path + ": line 3: max_sessions is -1: use 0 for no limit"},
+		{"[storage.retention]\nmax_total_bytes = -5\n", path + ": line 2: max_total_bytes is -5"},
+		{"[storage.retention]\nmax_session_age_days = -5\n", path + ": line 2: max_session_age_days is -5"},
+		{"[storage.retention]\nmax_sessions = \"many\"\n", path + ": line 2"},
+		{"[storage.retention]\nprotect_tags = [\"a b\"]\n", path + ": line 2: protect_tags: tag \"a b\" has white space"},
+	} {
+		write(c.text)
+		_, err := LoadConfig(fsys, home)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want one starting %q", c.text, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,297 @@
+package cas
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// GCOptions steer a collection.
+type GCOptions struct {
+	// Live reports whether an object is reachable (nil: nothing is).
+	Live func(Key) bool
+	// Grace keeps unreachable objects written less than this long ago: a
+	// capture in flight looks like garbage until its event lands.
+	Grace time.Duration
+	// DryRun plans and reports without changing anything.
+	DryRun   bool
+	Progress func(done, total int64)
+}
+
+// GCReport says what a collection found and did.
+type GCReport struct {
+	DryRun            bool  `json:"dry_run"`
+	Scanned           int64 `json:"scanned"`
+	Reachable         int64 `json:"reachable"`
+	Collectable       int64 `json:"collectable"`
+	CollectableBytes  int64 `json:"collectable_bytes"`  // logical
+	CollectableStored int64 `json:"collectable_stored"` // their share of segment bytes
+	TooNew            int64 `json:"too_new"`
+	SegmentsRewritten int   `json:"segments_rewritten"`
+	SegmentsRemoved   int   `json:"segments_removed"`
+	DiskBefore        int64 `json:"disk_before"`
+	DiskAfter         int64 `json:"disk_after"`
+}
+
+// Collect removes unreachable objects. It plans first: every index entry is
+// live (opts.Live), too new (written within opts.Grace), or collectable. A
+// dry run stops there. A real run rewrites every segment that holds a
+// collectable object (or nothing live at all): the live objects are packed
+// into new blocks at the end of the store, the new records are synced, the
+// index is switched to them in one commit, and only then are the old
+// segments deleted. A crash at any step leaves a store that opens with
+// every live object readable (docs/storage.md, "Garbage collection").
+func (s *Store) Collect(opts GCOptions) (GCReport, error) {
+	rep := GCReport{DryRun: opts.DryRun}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !opts.DryRun || s.opts.Writable {
+		// A dry run needs no lock: a reader plans from the last commit.
+		if err := s.writable(); err != nil {
+			return rep, err
+		}
+		if err := s.syncLocked(); err != nil {
+			return rep, err
+		}
+	}
+	disk, err := s.diskUsage()
+	if err != nil {
+		return rep, err
+	}
+	rep.DiskBefore, rep.DiskAfter = disk.Total, disk.Total
+	cutoff := s.opts.Clock.Now().Add(-opts.Grace).Unix()
+	dead := map[Key]bool{}
+	liveIn := map[uint32]int{}
+	deadIn := map[uint32]int{}
+	err = s.tree.Snapshot().Ascend(Key{}, func(id Key, v []byte) bool {
+		rep.Scanned++
+		e, derr := decodeEntry(v)
+		if derr != nil {
+			err = &CorruptError{ID: id, Inline: true, Reason: derr.Error()}
+			return false
+		}
+		switch {
+		case opts.Live != nil && opts.Live(id):
+			rep.Reachable++
+			liveIn[e.Loc.Segment]++
+		case e.Created > cutoff:
+			rep.TooNew++
+			liveIn[e.Loc.Segment]++
+		default:
+			rep.Collectable++
+			rep.CollectableBytes += e.Size
+			rep.CollectableStored += e.Stored
+			dead[id] = true
+			deadIn[e.Loc.Segment]++
+		}
+		return true
+	})
+	if err != nil {
+		return rep, fmt.Errorf("plan gc: %w: nothing collected", err)
+	}
+	if opts.DryRun {
+		return rep, nil
+	}
+	segs, err := s.listSegments()
+	if err != nil {
+		return rep, err
+	}
+	targets := map[uint32]bool{}
+	for _, n := range segs {
+		if deadIn[n] > 0 || liveIn[n] == 0 {
+			targets[n] = true
+		}
+	}
+	if s.active != nil && liveIn[s.active.number] > 0 && deadIn[s.active.number] == 0 {
+		delete(targets, s.active.number) // nothing to gain from rewriting it
+	}
+	if len(targets) == 0 {
+		return rep, nil
+	}
+	st, err := s.rewriteLocked(targets, func(id Key, _ entry) bool { return !dead[id] }, opts.Progress)
+	rep.SegmentsRewritten, rep.SegmentsRemoved = st.rewritten, st.removed
+	if err != nil {
+		return rep, err
+	}
+	if disk, err := s.diskUsage(); err == nil {
+		rep.DiskAfter = disk.Total
+	}
+	return rep, nil
+}
+
+// RepackReport says what a repack did.
+type RepackReport struct {
+	SegmentsRewritten int      `json:"segments_rewritten"`
+	SegmentsRemoved   int      `json:"segments_removed"`
+	Objects           int64    `json:"objects"`
+	StoredBefore      int64    `json:"stored_before"`
+	StoredAfter       int64    `json:"stored_after"`
+	DiskBefore        int64    `json:"disk_before"`
+	DiskAfter         int64    `json:"disk_after"`
+	Kept              []string `json:"kept_damaged,omitempty"`
+}
+
+// Repack rewrites every segment: each live object is recompressed with its
+// kind's newest dictionary and small objects are packed together again, in
+// new segments; the index is switched in one commit; then the old segments
+// go. Stale copies (superseded, never acknowledged) are dropped on the way.
+func (s *Store) Repack(progress func(done, total int64)) (RepackReport, error) {
+	var rep RepackReport
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writable(); err != nil {
+		return rep, err
+	}
+	if err := s.syncLocked(); err != nil {
+		return rep, err
+	}
+	before, err := s.diskUsage()
+	if err != nil {
+		return rep, err
+	}
+	rep.DiskBefore, rep.DiskAfter = before.Total, before.Total
+	rep.StoredBefore = s.totalStored()
+	segs, err := s.listSegments()
+	if err != nil {
+		return rep, err
+	}
+	targets := map[uint32]bool{}
+	for _, n := range segs {
+		targets[n] = true
+	}
+	st, err := s.rewriteLocked(targets, func(Key, entry) bool { return true }, progress)
+	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.Objects, rep.Kept = st.rewritten, st.removed, st.moved, st.kept
+	rep.StoredAfter = s.totalStored()
+	if after, derr := s.diskUsage(); derr == nil {
+		rep.DiskAfter = after.Total
+	}
+	return rep, err
+}
+
+func (s *Store) totalStored() int64 {
+	var n int64
+	for _, kc := range s.ctr.Kinds {
+		n += kc.Stored
+	}
+	return n
+}
+
+type rewriteStats struct {
+	rewritten, removed int
+	moved              int64
+	kept               []string // damaged segments left in place
+}
+
+// rewriteLocked moves the objects keep accepts out of the target segments
+// into new blocks, drops the entries of the ones it rejects, commits the
+// index, and deletes the targets. A target with damage is rewritten but
+// not deleted: what it still holds is reported, never thrown away.
+func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) bool, progress func(done, total int64)) (rewriteStats, error) {
+	var st rewriteStats
+	if s.active != nil && targets[s.active.number] {
+		// Seal it: new blocks must land in a segment that is not a target.
+		if err := s.startSegment(); err != nil {
+			return st, s.fail(err)
+		}
+	}
+	nums := make([]uint32, 0, len(targets))
+	for n := range targets {
+		nums = append(nums, n)
+	}
+	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
+	total := s.segmentBytes(nums)
+	var done int64
+	prog := func(n int64) {
+		done += n
+		if progress != nil {
+			progress(done, total)
+		}
+	}
+	var removable []uint32
+	for _, n := range nums {
+		damage, _, err := s.scanSegment(n, 0, func(r *scannedRecord) error {
+			for i, m := range r.members {
+				id := ID(m)
+				v, ok, err := s.tree.Get(id)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					continue // an orphan copy
+				}
+				e, err := decodeEntry(v)
+				if err != nil {
+					return err
+				}
+				if e.Loc != (location{Segment: n, Offset: r.off, Member: i, MemOff: r.offs[i]}) {
+					continue // a stale copy: the entry points elsewhere
+				}
+				if !keep(id, e) {
+					s.tree.Delete(id)
+					s.ctr.add(e, -1)
+					s.dirty = true
+					continue
+				}
+				old := e
+				if err := s.stage(&pendingObject{id: id, kind: e.Kind, data: append([]byte(nil), m...), created: e.Created, old: &old}); err != nil {
+					return err
+				}
+				st.moved++
+			}
+			return nil
+		}, prog)
+		if err != nil {
+			return st, s.fail(err)
+		}
+		st.rewritten++
+		if len(damage) > 0 {
+			st.kept = append(st.kept, fmt.Sprintf("%s (%s)", segName(n), damage[0]))
+			continue
+		}
+		removable = append(removable, n)
+	}
+	// The switch: new records durable, then the index in one commit,
+	// then the index packed so the bytes freed show on disk.
+	if err := s.syncLocked(); err != nil {
+		return st, err
+	}
+	if err := s.tree.Compact(); err != nil {
+		return st, s.fail(fmt.Errorf("compact index: %w", err))
+	}
+	for _, n := range removable {
+		s.files.forget(n)
+		s.blocks.drop(n)
+		if err := s.fs.Remove(s.segPath(n)); err != nil {
+			return st, fmt.Errorf("remove old segment %s: %w (the index no longer uses it; the next gc removes it)", segName(n), err)
+		}
+		st.removed++
+	}
+	if len(removable) > 0 {
+		if err := s.fs.SyncDir(filepath.Join(s.home, SegmentsDir)); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// stage queues an object for the next block of its kind, as Put does.
+func (s *Store) stage(obj *pendingObject) error {
+	s.pending[obj.id] = obj
+	s.dirty = true
+	if len(obj.data) >= s.opts.PackMax {
+		return s.writeBlock(obj.kind, []*pendingObject{obj})
+	}
+	ob := s.open[obj.kind]
+	if ob == nil {
+		ob = &openBlock{}
+		s.open[obj.kind] = ob
+	}
+	ob.objs = append(ob.objs, obj)
+	ob.raw += len(obj.data)
+	if ob.raw >= s.opts.BlockSize {
+		delete(s.open, obj.kind)
+		return s.writeBlock(obj.kind, ob.objs)
+	}
+	return nil
+}

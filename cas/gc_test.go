@@ -1,0 +1,316 @@
+package cas
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rookhq/rook/dict"
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// message is a chat message of the benchmark's shape: distinct, similar.
+func message(i int) []byte {
+	return []byte(fmt.Sprintf(`{"role":"assistant","model":"local/qwen3-coder-30b","stop_reason":"tool_use","content":[{"type":"tool_use","id":"toolu_%08x","name":"read_file","input":{"path":"crates/rook-core/src/session/turn_%d.rs","offset":%d}}],"usage":{"input_tokens":%d,"output_tokens":120}}`, i, i, i*40, 18000+i))
+}
+
+func TestRetrainingThreeTimesKeepsEveryObjectReadable(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	want := map[Key][]byte{}
+	put := func(from, to int) {
+		for i := from; i < to; i++ {
+			want[mustPut(t, s, KindMessage, message(i))] = message(i)
+		}
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(0, 400)
+	var ids []uint32
+	for round := 0; round < 3; round++ {
+		res, err := s.Train(TrainOptions{Kinds: []Kind{KindMessage}, Samples: 200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res[0].Kept || res[0].DictID == 0 {
+			t.Fatalf("round %d: %+v", round, res[0])
+		}
+		ids = append(ids, res[0].DictID)
+		put(400+round*100, 500+round*100) // written with the new dictionary
+	}
+	if ids[0] == ids[1] || ids[1] == ids[2] {
+		t.Fatalf("dictionary ids %v", ids)
+	}
+	s.Close()
+	// Reopen: the dictionaries come from disk now, not memory.
+	s2, err := Open(home, Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	used := map[uint32]bool{}
+	for id, b := range want {
+		got, err := s2.Get(id)
+		if err != nil || !bytes.Equal(got, b) {
+			t.Fatalf("object %s after retraining and reopening: %v", Short(id), err)
+		}
+		info, _ := s2.Stat(id)
+		used[info.Dict] = true
+	}
+	for _, d := range ids {
+		if !used[d] {
+			t.Fatalf("no object uses dictionary %d (used: %v)", d, used)
+		}
+	}
+	if rep, _ := s2.Verify(nil); len(rep.Problems) != 0 {
+		t.Fatalf("verify: %v", rep.Problems)
+	}
+}
+
+func TestSmallKindsGetNoDictionary(t *testing.T) {
+	s, _ := newStore(t, nil, Options{})
+	for i := 0; i < 10; i++ {
+		mustPut(t, s, KindSnapshot, message(i))
+	}
+	s.Sync()
+	res, err := s.Train(TrainOptions{Kinds: []Kind{KindSnapshot}})
+	if err != nil || res[0].Kept || !strings.Contains(res[0].Reason, "at least 32") {
+		t.Fatalf("%+v %v", res, err)
+	}
+	// A dictionary that cannot pay for itself is not kept either.
+	for i := 0; i < 40; i++ {
+		mustPut(t, s, KindNote, noise(50, uint64(i+1)))
+	}
+	s.Sync()
+	res, _ = s.Train(TrainOptions{Kinds: []Kind{KindNote}})
+	if res[0].Kept {
+		t.Fatalf("a dictionary for 2 KB of noise was kept: %+v", res[0])
+	}
+}
+
+func TestDamagedDictionaryIsReportedNotDropped(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	for i := 0; i < 1500; i++ {
+		mustPut(t, s, KindMessage, message(i))
+	}
+	s.Sync()
+	res, err := s.Train(TrainOptions{})
+	if err != nil || !res[0].Kept {
+		t.Fatalf("%+v %v", res, err)
+	}
+	var withDict []Key
+	for i := 1500; i < 1600; i++ {
+		withDict = append(withDict, mustPut(t, s, KindMessage, message(i)))
+	}
+	s.Close()
+	path := filepath.Join(home, DictDir, dict.FileName(res[0].DictID))
+	b, _ := vfs.ReadFile(fsys, path)
+	b[len(b)/2] ^= 0xff
+	fsys.WriteFileAtomic(path, b, 0o600)
+	r, err := Open(home, Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Get(withDict[0]); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("object under a damaged dictionary: %v", err)
+	}
+	rep, _ := r.Verify(nil)
+	if len(rep.Problems) == 0 || !strings.Contains(fmt.Sprint(rep.Problems), "damaged") {
+		t.Fatalf("verify: %v", rep.Problems)
+	}
+	if st, _ := r.Stats(); st.Objects != 1600 {
+		t.Fatalf("objects: %d", st.Objects)
+	}
+}
+
+func TestCollectRemovesExactlyTheUnreachable(t *testing.T) {
+	clk := testClock()
+	s, _ := newStore(t, vfs.NewMem(), Options{Clock: clk, SegmentSize: 32 << 10})
+	live := map[Key][]byte{}
+	deadIDs := map[Key]bool{}
+	for i := 0; i < 300; i++ {
+		b := append(message(i), bytes.Repeat([]byte("x"), i%7*200)...)
+		id := mustPut(t, s, KindMessage, b)
+		if i%3 == 0 {
+			deadIDs[id] = true
+		} else {
+			live[id] = b
+		}
+	}
+	s.Sync()
+	clk.Advance(time.Hour)
+	fresh := mustPut(t, s, KindNote, []byte("written a moment ago, named by nothing yet"))
+	s.Sync()
+	isLive := func(id Key) bool { _, ok := live[id]; return ok }
+	before, _ := s.Stats()
+	dry, err := s.Collect(GCOptions{Live: isLive, Grace: 10 * time.Minute, DryRun: true})
+	if err != nil || dry.Collectable != int64(len(deadIDs)) || dry.TooNew != 1 || dry.Reachable != int64(len(live)) {
+		t.Fatalf("dry run: %+v %v", dry, err)
+	}
+	if after, _ := s.Stats(); after.Disk.Total != before.Disk.Total || after.Objects != before.Objects {
+		t.Fatal("a dry run changed the store")
+	}
+	rep, err := s.Collect(GCOptions{Live: isLive, Grace: 10 * time.Minute})
+	if err != nil || rep.Collectable != int64(len(deadIDs)) || rep.SegmentsRemoved == 0 {
+		t.Fatalf("gc: %+v %v", rep, err)
+	}
+	if rep.DiskAfter >= rep.DiskBefore {
+		t.Fatalf("disk %d -> %d", rep.DiskBefore, rep.DiskAfter)
+	}
+	for id, b := range live {
+		got, err := s.Get(id)
+		if err != nil || !bytes.Equal(got, b) {
+			t.Fatalf("live object %s: %v", Short(id), err)
+		}
+	}
+	for id := range deadIDs {
+		var nf *NotFoundError
+		if _, err := s.Get(id); !errors.As(err, &nf) {
+			t.Fatalf("dead object %s still there: %v", Short(id), err)
+		}
+	}
+	if _, err := s.Get(fresh); err != nil {
+		t.Fatalf("too-new object collected: %v", err)
+	}
+	st, _ := s.Stats()
+	if st.Objects != int64(len(live))+1 {
+		t.Fatalf("objects after gc: %d", st.Objects)
+	}
+	if v, _ := s.Verify(nil); len(v.Problems) != 0 {
+		t.Fatalf("verify after gc: %v", v.Problems)
+	}
+}
+
+func TestRepackRecompressesWithDictionaries(t *testing.T) {
+	s, _ := newStore(t, vfs.NewMem(), Options{})
+	var ids []Key
+	for i := 0; i < 600; i++ {
+		ids = append(ids, mustPut(t, s, KindMessage, message(i)))
+		if i%10 == 9 {
+			s.Sync() // small blocks, as many small puts make
+		}
+	}
+	s.Sync()
+	if res, err := s.Train(TrainOptions{}); err != nil || !res[0].Kept {
+		t.Fatalf("train: %+v %v", res, err)
+	}
+	rep, err := s.Repack(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.StoredAfter*2 > rep.StoredBefore || rep.DiskAfter >= rep.DiskBefore {
+		t.Fatalf("repack: %+v", rep)
+	}
+	for i, id := range ids {
+		if got, err := s.Get(id); err != nil || !bytes.Equal(got, message(i)) {
+			t.Fatalf("object %d after repack: %v", i, err)
+		}
+	}
+	if v, _ := s.Verify(nil); len(v.Problems) != 0 || v.Orphans != 0 {
+		t.Fatalf("verify after repack: %v, %d orphans", v.Problems, v.Orphans)
+	}
+}
+
+// gcWorkload puts objects, marks a third dead, collects, repacks, and
+// records which objects must survive.
+func gcWorkload(fsys *vfs.MemFS, home string, live map[Key][]byte) error {
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	s, err := Open(home, Options{FS: fsys, Clock: clk, Writable: true, SegmentSize: 8 << 10})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	dead := map[Key]bool{}
+	pending := map[Key][]byte{}
+	for i := 0; i < 60; i++ {
+		b := append(message(i), bytes.Repeat([]byte("y"), i%5*300)...)
+		r, err := s.Put(KindMessage, b)
+		if err != nil {
+			return err
+		}
+		if i%3 == 0 {
+			dead[r.ID] = true
+		} else {
+			pending[r.ID] = b
+		}
+	}
+	if err := s.Sync(); err != nil {
+		return err
+	}
+	for id, b := range pending {
+		live[id] = b // acknowledged: from here on, no crash may lose them
+	}
+	clk.Advance(time.Hour)
+	if _, err := s.Collect(GCOptions{Live: func(id Key) bool { return !dead[id] }, Grace: time.Minute}); err != nil {
+		return err
+	}
+	if _, err := s.Repack(nil); err != nil {
+		return err
+	}
+	return s.Close()
+}
+
+// TestGCCrashSweep crashes gc and repack at every write and reopens: every
+// live object is there and verify is clean.
+func TestGCCrashSweep(t *testing.T) {
+	home := "/h/.rook"
+	rng := rand.New(rand.NewPCG(5, 6))
+	for k := 0; ; k++ {
+		fsys := vfs.NewMem()
+		if _, err := Init(fsys, nil, home); err != nil {
+			t.Fatal(err)
+		}
+		base := fsys.WriteOps()
+		var clones []*vfs.MemFS
+		crashed, n := false, 0
+		fsys.SetHook(func(op vfs.Op, path string) error {
+			if crashed {
+				return vfs.ErrInjected
+			}
+			if !op.IsWrite() {
+				return nil
+			}
+			if n == base+k {
+				crashed = true
+				clones = append(clones, fsys.CrashClone(), fsys.CrashCloneRandom(rng), fsys.CrashCloneRandom(rng))
+				return vfs.ErrInjected
+			}
+			n++
+			return nil
+		})
+		live := map[Key][]byte{}
+		err := gcWorkload(fsys, home, live)
+		if !crashed {
+			if err != nil {
+				t.Fatalf("no crash at %d but the workload failed: %v", k, err)
+			}
+			t.Logf("swept %d crash points", k)
+			return
+		}
+		for _, c := range clones {
+			s, err := Open(home, Options{FS: c, Writable: true})
+			if err != nil {
+				t.Fatalf("crash at %d: open: %v", k, err)
+			}
+			for id, b := range live {
+				got, err := s.Get(id)
+				if err != nil || !bytes.Equal(got, b) {
+					t.Fatalf("crash at %d: live object %s: %v (notices %v)", k, Short(id), err, s.Notices)
+				}
+			}
+			if rep, err := s.Verify(nil); err != nil || len(rep.Problems) != 0 {
+				t.Fatalf("crash at %d: verify: %v %v", k, err, rep.Problems)
+			}
+			s.Close()
+		}
+	}
+}

@@ -1,0 +1,219 @@
+package cas
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rookhq/rook/dict"
+)
+
+// TrainOptions steer dictionary training.
+type TrainOptions struct {
+	Kinds       []Kind // nil: every kind
+	OnlyMissing bool   // skip kinds that already have a dictionary
+	Samples     int    // objects a dictionary is trained from (default 512)
+	Size        int    // dictionary size (default 16 KiB)
+	MinObjects  int    // fewer objects of a kind: no dictionary (default 32)
+	DryRun      bool   // train and measure, keep nothing
+}
+
+// TrainResult says what training did for one kind.
+type TrainResult struct {
+	Kind      Kind   `json:"-"`
+	KindName  string `json:"kind"`
+	Objects   int    `json:"objects"`
+	Samples   int    `json:"samples"`
+	DictID    uint32 `json:"dict_id,omitempty"`
+	DictBytes int    `json:"dict_bytes"`
+	// Gain is the estimated number of bytes the dictionary saves on this
+	// kind's objects as they are now (positive: smaller with it).
+	Gain int64 `json:"gain"`
+	Kept bool  `json:"kept"`
+	// WouldKeep: a dry run found the dictionary worth keeping.
+	WouldKeep bool   `json:"would_keep,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// ErrNoDictDir: the store was opened with a dictionary set it cannot add to.
+var ErrNoDictDir = errors.New("this store's dictionaries are not its own directory")
+
+// Train trains a zstd dictionary per kind from a sample of its objects and
+// keeps it only where it pays for itself: the bytes it is estimated to save
+// on the kind's objects (measured on objects held out of training, packed as
+// the store packs them) must exceed its own size. New records of the kind
+// then use it; existing records keep theirs until `store repack`.
+func (s *Store) Train(opts TrainOptions) ([]TrainResult, error) {
+	if opts.Samples <= 0 {
+		opts.Samples = 512
+	}
+	if opts.Size <= 0 {
+		opts.Size = 16 << 10
+	}
+	if opts.MinObjects <= 0 {
+		opts.MinObjects = 32
+	}
+	if s.dicts == nil {
+		return nil, ErrNoDictDir
+	}
+	if !opts.DryRun {
+		if err := s.Sync(); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		err := s.writable()
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+	kinds := opts.Kinds
+	if kinds == nil {
+		kinds = Kinds
+	}
+	var out []TrainResult
+	for _, k := range kinds {
+		res, err := s.trainKind(k, opts)
+		if err != nil {
+			return out, fmt.Errorf("train %s: %w", k, err)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func (s *Store) trainKind(k Kind, opts TrainOptions) (TrainResult, error) {
+	res := TrainResult{Kind: k, KindName: k.String()}
+	if opts.OnlyMissing && s.opts.Dicts.Newest(uint8(k)) != dict.None {
+		res.Reason = "has a dictionary already"
+		return res, nil
+	}
+	objs, err := s.List(k, 0)
+	if err != nil {
+		return res, err
+	}
+	res.Objects = len(objs)
+	if len(objs) < opts.MinObjects {
+		res.Reason = fmt.Sprintf("%d object(s): a dictionary needs at least %d to learn from", len(objs), opts.MinObjects)
+		return res, nil
+	}
+	// An even spread over the kind's objects, newest to oldest.
+	step := max(1, len(objs)/opts.Samples)
+	var sample [][]byte
+	for i := 0; i < len(objs) && len(sample) < opts.Samples; i += step {
+		b, err := s.Get(objs[i].ID)
+		if err != nil {
+			continue // verify reports it; training can do without
+		}
+		sample = append(sample, b)
+	}
+	// Train on half, measure on the other half, so the estimate is not
+	// flattered by measuring on what the dictionary was built from (with
+	// few objects, both use all of them).
+	var train, held [][]byte
+	split := len(sample) >= 2*opts.MinObjects
+	for i, b := range sample {
+		if !split || i%2 == 0 {
+			train = append(train, b)
+		}
+		if !split || i%2 == 1 {
+			held = append(held, b)
+		}
+	}
+	res.Samples = len(train)
+	id := s.dicts.NextID()
+	content, err := dict.Build(train, opts.Size, id)
+	if err != nil {
+		res.Reason = "training failed: " + err.Error()
+		return res, nil
+	}
+	res.DictBytes = len(content)
+	plain, with, heldRaw, err := s.measure(held, content, id)
+	if err != nil {
+		return res, err
+	}
+	// Scale the held-out saving to the kind's logical bytes.
+	s.mu.Lock()
+	kindBytes := int64(0)
+	if kc := s.ctr.Kinds[k]; kc != nil {
+		kindBytes = kc.Size
+	}
+	s.mu.Unlock()
+	if heldRaw > 0 {
+		res.Gain = (plain - with) * kindBytes / heldRaw
+	}
+	if res.Gain <= int64(len(content)) {
+		res.Reason = fmt.Sprintf("would save about %d bytes, less than its own %d", max(res.Gain, 0), len(content))
+		return res, nil
+	}
+	if opts.DryRun {
+		res.WouldKeep, res.Reason = true, "dry run"
+		return res, nil
+	}
+	if res.DictID, err = s.dicts.Add(uint8(k), content, s.opts.Clock.Now()); err != nil {
+		return res, err
+	}
+	res.Kept = true
+	return res, nil
+}
+
+// measure packs objects as the store would (small ones into blocks, large
+// ones alone) and returns their stored size without and with the
+// dictionary, and their raw size.
+func (s *Store) measure(objs [][]byte, content []byte, id uint32) (plain, with, raw int64, err error) {
+	trial := newEncoder(s.opts.Level, trialSet{id: id, content: content})
+	var blocks [][]byte
+	var cur [][]byte
+	curRaw := 0
+	for _, b := range objs {
+		raw += int64(len(b))
+		if len(b) >= s.opts.PackMax {
+			blocks = append(blocks, encodeBlock([][]byte{b}))
+			continue
+		}
+		cur = append(cur, b)
+		curRaw += len(b)
+		if curRaw >= s.opts.BlockSize {
+			blocks = append(blocks, encodeBlock(cur))
+			cur, curRaw = nil, 0
+		}
+	}
+	if len(cur) > 0 {
+		blocks = append(blocks, encodeBlock(cur))
+	}
+	for _, blk := range blocks {
+		_, _, p, err := s.enc.encode(blk, dict.None)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		_, _, w, err := trial.encode(blk, id)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		plain += int64(len(p))
+		with += int64(len(w))
+	}
+	return plain, with, raw, nil
+}
+
+// trialSet is a one-dictionary set for measuring a candidate.
+type trialSet struct {
+	id      uint32
+	content []byte
+}
+
+func (t trialSet) Lookup(id uint32) ([]byte, error) {
+	if id == t.id {
+		return t.content, nil
+	}
+	return nil, fmt.Errorf("dictionary %d is not the one being measured", id)
+}
+
+func (t trialSet) Newest(uint8) uint32 { return t.id }
+
+// Dictionaries lists the store's dictionaries.
+func (s *Store) Dictionaries() []dict.Info {
+	if s.dicts == nil {
+		return nil
+	}
+	return s.dicts.List()
+}

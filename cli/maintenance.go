@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rookhq/rook/cas"
+)
+
+// StoreTrainCmd is `rook store train`.
+type StoreTrainCmd struct {
+	Kind    string `help:"Train only this kind (default: every kind)."`
+	Samples int    `help:"Objects to train each dictionary from." default:"512"`
+	Size    int    `help:"Dictionary size in bytes." default:"16384"`
+	Min     int    `name:"min-objects" help:"Kinds with fewer objects get no dictionary." default:"32"`
+	DryRun  bool   `name:"dry-run" help:"Train and measure; keep nothing."`
+}
+
+func (c *StoreTrainCmd) Run(e *Env) error {
+	opts := cas.TrainOptions{Samples: c.Samples, Size: c.Size, MinObjects: c.Min, DryRun: c.DryRun}
+	if c.Samples < 1 || c.Size < 256 || c.Min < 1 {
+		return usageErr("--samples and --min-objects must be 1 or more, --size 256 or more")
+	}
+	if c.Kind != "" {
+		k, err := cas.ParseKind(c.Kind)
+		if err != nil {
+			return usageErr("--kind: %v", err)
+		}
+		opts.Kinds = []cas.Kind{k}
+	}
+	r, err := e.openRook(true)
+	if err != nil {
+		return err
+	}
+	res, err := r.Store.Train(opts)
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		if res == nil {
+			res = []cas.TrainResult{}
+		}
+		return e.printJSON(map[string]any{"dry_run": c.DryRun, "kinds": res})
+	}
+	kept := 0
+	for _, t := range res {
+		switch {
+		case t.Kept:
+			kept++
+			fmt.Fprintf(e.Stdout, "trained %s: dictionary %d, %s, from %d of %d objects (saves about %s)\n", t.KindName, t.DictID, formatBytes(int64(t.DictBytes)), t.Samples, t.Objects, formatBytes(t.Gain))
+		case c.Kind != "" || t.Objects > 0:
+			fmt.Fprintf(e.Stdout, "%s: no dictionary: %s\n", t.KindName, t.Reason)
+		}
+	}
+	if kept > 0 {
+		fmt.Fprintln(e.Stdout, "new objects use the new dictionaries; existing ones keep theirs until `rook store repack`")
+	} else if c.Kind == "" {
+		fmt.Fprintln(e.Stdout, "no dictionary trained: a kind needs enough similar objects for one to pay for itself")
+	}
+	return nil
+}
+
+// StoreGCCmd is `rook store gc`.
+type StoreGCCmd struct {
+	DryRun bool           `name:"dry-run" help:"Print the plan; change nothing."`
+	Grace  *time.Duration `help:"Keep unreachable objects younger than this (default: gc_grace in config.toml, else 10m)." placeholder:"DURATION"`
+}
+
+func (c *StoreGCCmd) Run(e *Env) error {
+	r, err := e.openRook(!c.DryRun) // a plan needs no writer lock
+	if err != nil {
+		return err
+	}
+	grace := c.Grace
+	if grace == nil {
+		cfg, err := r.Config()
+		if err != nil {
+			r.Close()
+			return err
+		}
+		g := cfg.Storage.GCGrace.Duration
+		grace = &g
+	}
+	if *grace < 0 {
+		r.Close()
+		return usageErr("--grace must not be negative")
+	}
+	p := newProgress(e.Stderr, "gc")
+	rep, err := r.GC(*grace, c.DryRun, p.update)
+	p.done()
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(rep)
+	}
+	printGC(e, rep, *grace)
+	return nil
+}
+
+func printGC(e *Env, rep cas.GCReport, grace time.Duration) {
+	w := e.Stdout
+	prefix := ""
+	if rep.DryRun {
+		prefix = "[dry run] "
+	}
+	fmt.Fprintf(w, "%sscanned %d objects: %d reachable, %d collectable (%s, %s stored)", prefix, rep.Scanned, rep.Reachable, rep.Collectable,
+		formatBytes(rep.CollectableBytes), formatBytes(rep.CollectableStored))
+	if rep.TooNew > 0 {
+		fmt.Fprintf(w, ", %d kept for being newer than %s", rep.TooNew, grace)
+	}
+	fmt.Fprintln(w)
+	if rep.DryRun {
+		if rep.Collectable > 0 {
+			fmt.Fprintln(w, "run `rook store gc` to collect them")
+		}
+		return
+	}
+	fmt.Fprintf(w, "rewrote %d segment(s), removed %d; on disk %s → %s\n", rep.SegmentsRewritten, rep.SegmentsRemoved, formatBytes(rep.DiskBefore), formatBytes(rep.DiskAfter))
+	if rep.TooNew > 0 {
+		fmt.Fprintln(w, "objects written in the grace period are kept: a capture in flight looks like garbage until the event naming it lands")
+	}
+}
+
+// StoreRepackCmd is `rook store repack`.
+type StoreRepackCmd struct{}
+
+func (c *StoreRepackCmd) Run(e *Env) error {
+	r, err := e.openRook(true)
+	if err != nil {
+		return err
+	}
+	p := newProgress(e.Stderr, "repack")
+	rep, err := r.Store.Repack(p.update)
+	p.done()
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(rep)
+	}
+	fmt.Fprintf(e.Stdout, "repacked %d objects from %d segment(s): stored %s → %s, on disk %s → %s\n", rep.Objects, rep.SegmentsRewritten,
+		formatBytes(rep.StoredBefore), formatBytes(rep.StoredAfter), formatBytes(rep.DiskBefore), formatBytes(rep.DiskAfter))
+	for _, k := range rep.Kept {
+		fmt.Fprintf(e.Stdout, "kept damaged segment %s: `rook store verify` lists what it affects\n", k)
+	}
+	if len(rep.Kept) > 0 {
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d damaged segment(s) kept in place", len(rep.Kept))}
+	}
+	return nil
+}

@@ -1,0 +1,261 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rookhq/rook/agent"
+)
+
+// SessionTagCmd is `rook session tag`.
+type SessionTagCmd struct {
+	ID   string   `arg:"" help:"Session id, unique prefix, or last."`
+	Tags []string `arg:"" optional:"" name:"tag" help:"Tags to add (with --rm: to remove); none prints the session's tags."`
+	Rm   bool     `name:"rm" help:"Remove the tags instead of adding them."`
+}
+
+func (c *SessionTagCmd) Run(e *Env) error {
+	for _, t := range c.Tags {
+		if err := agent.ValidTag(t); err != nil {
+			return usageErr("%v", err)
+		}
+	}
+	if c.Rm && len(c.Tags) == 0 {
+		return usageErr("--rm needs the tags to remove")
+	}
+	r, err := e.openRook(len(c.Tags) > 0)
+	if err != nil {
+		return err
+	}
+	id, err := e.sessionArg(r, c.ID)
+	if err != nil {
+		r.Close()
+		return err
+	}
+	before, err := r.Log.ReadMeta(id)
+	if err != nil {
+		r.Close()
+		return err
+	}
+	m := before
+	if len(c.Tags) > 0 {
+		if c.Rm {
+			m, err = r.TagSession(id, nil, c.Tags)
+		} else {
+			m, err = r.TagSession(id, c.Tags, nil)
+		}
+	}
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	had := map[string]bool{}
+	for _, t := range before.Tags {
+		had[t] = true
+	}
+	has := map[string]bool{}
+	for _, t := range m.Tags {
+		has[t] = true
+	}
+	added, removed := []string{}, []string{}
+	for _, t := range c.Tags {
+		switch {
+		case c.Rm && had[t] && !has[t]:
+			removed = append(removed, t)
+		case c.Rm:
+			fmt.Fprintf(e.Stderr, "rook: note: session %s has no tag %q\n", id, t)
+		case !had[t] && has[t]:
+			added = append(added, t)
+		}
+	}
+	tags := m.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	if e.JSON {
+		return e.printJSON(map[string]any{"id": id, "tags": tags, "added": added, "removed": removed})
+	}
+	if len(tags) == 0 {
+		fmt.Fprintf(e.Stdout, "session %s has no tags\n", id)
+		return nil
+	}
+	fmt.Fprintf(e.Stdout, "session %s tags: %s\n", id, strings.Join(tags, ", "))
+	return nil
+}
+
+// loadConfig reads $ROOK_HOME/config.toml (its errors name the file).
+func (e *Env) loadConfig() (agent.Config, error) {
+	return agent.LoadConfig(e.FS, e.Home)
+}
+
+// StorePruneCmd is `rook store prune`.
+type StorePruneCmd struct {
+	DryRun bool `name:"dry-run" help:"List what would be deleted; delete nothing."`
+}
+
+func (c *StorePruneCmd) Run(e *Env) error {
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return err
+	}
+	r, err := e.openRook(!c.DryRun)
+	if err != nil {
+		return err
+	}
+	rep, err := r.Prune(cfg.Storage.Retention, c.DryRun)
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		if !c.DryRun && rep.SessionsDeleted > 0 {
+			return fmt.Errorf("%w (%d session(s) were deleted before it)", err, rep.SessionsDeleted)
+		}
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(rep)
+	}
+	printPrune(e.Stdout, "", rep)
+	if !c.DryRun && rep.SessionsDeleted > 0 {
+		fmt.Fprintln(e.Stdout, "run `rook store gc` to reclaim the space")
+	}
+	return nil
+}
+
+func dryPrefix(dry bool) string {
+	if dry {
+		return "[dry run] "
+	}
+	return ""
+}
+
+// printPrune writes a prune's summary line and the sessions it deleted.
+func printPrune(w io.Writer, stage string, rep agent.PruneReport) {
+	fmt.Fprintf(w, "%s%ssessions deleted %d, events deleted %d, protected %d, kept %d\n",
+		dryPrefix(rep.DryRun), stage, rep.SessionsDeleted, rep.EventsDeleted, rep.Protected, rep.Kept)
+	printSessionRefs(w, rep.Deleted)
+}
+
+func printSessionRefs(w io.Writer, refs []agent.SessionRef) {
+	if len(refs) == 0 {
+		return
+	}
+	t := &table{right: map[int]bool{3: true}}
+	t.add("id", "title", "updated", "events", "reason")
+	for _, s := range refs {
+		title := s.Title
+		if title == "" {
+			title = "(untitled)"
+		}
+		t.add(s.ID.String(), clip(title, 40), s.Updated.UTC().Format("2006-01-02 15:04"), fmt.Sprint(s.Events), s.Reason)
+	}
+	t.write(w)
+}
+
+// StoreMaintainCmd is `rook store maintain`.
+type StoreMaintainCmd struct {
+	DryRun bool `name:"dry-run" help:"Plan every stage; change nothing."`
+}
+
+// stagedProgress is a progress meter per stage of a long command.
+type stagedProgress struct {
+	w     io.Writer
+	stage string
+	p     *progress
+}
+
+func (s *stagedProgress) update(stage string, done, total int64) {
+	if stage != s.stage {
+		s.done()
+		s.stage, s.p = stage, newProgress(s.w, stage)
+	}
+	if total > 0 {
+		s.p.update(done, total)
+	}
+}
+
+func (s *stagedProgress) done() {
+	if s.p != nil {
+		s.p.done()
+	}
+}
+
+func (c *StoreMaintainCmd) Run(e *Env) error {
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return err
+	}
+	// Writable even for a dry run: gc's plan and dictionary training read
+	// the store as its writer does (a dry run still changes nothing).
+	r, err := e.openRook(true)
+	if err != nil {
+		return err
+	}
+	p := &stagedProgress{w: e.Stderr}
+	rep, err := r.Maintain(cfg, c.DryRun, p.update)
+	p.done()
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(rep)
+	}
+	printMaintain(e.Stdout, rep)
+	return nil
+}
+
+func printMaintain(w io.Writer, rep agent.MaintainReport) {
+	dry := dryPrefix(rep.DryRun)
+	printPrune(w, "prune: ", rep.Prune)
+
+	g := rep.GC
+	if rep.DryRun {
+		fmt.Fprintf(w, "%sgc: scanned %d, reachable %d, collectable %d (%s stored), %d too new\n", dry,
+			g.Scanned, g.Reachable, g.Collectable, formatBytes(g.CollectableStored), g.TooNew)
+	} else {
+		fmt.Fprintf(w, "gc: scanned %d, reachable %d, collected %d (%s freed), %d too new\n",
+			g.Scanned, g.Reachable, g.Collectable, formatBytes(g.DiskBefore-g.DiskAfter), g.TooNew)
+	}
+
+	for _, t := range rep.Trained {
+		would := t.Kept || (rep.DryRun && t.DictBytes > 0 && t.Gain > int64(t.DictBytes))
+		switch {
+		case would && rep.DryRun:
+			fmt.Fprintf(w, "%swould train %s dictionary from %d objects (saves ~%s)\n", dry, t.KindName, t.Objects, formatBytes(t.Gain))
+		case would:
+			fmt.Fprintf(w, "trained %s dictionary from %d objects (saves ~%s)\n", t.KindName, t.Objects, formatBytes(t.Gain))
+		case t.Objects == 0 && t.DictBytes == 0 && !strings.Contains(t.Reason, "already"):
+			// an empty kind: nothing to say
+		case strings.Contains(t.Reason, "already"):
+			fmt.Fprintf(w, "%s%s: %s\n", dry, t.KindName, t.Reason)
+		default:
+			fmt.Fprintf(w, "%s%s: no dictionary (%s)\n", dry, t.KindName, t.Reason)
+		}
+	}
+
+	budget := rep.Budget
+	if !rep.DryRun && rep.BudgetRounds > 0 {
+		var collected, freed int64
+		for _, b := range rep.BudgetGC {
+			collected += b.Collectable
+			freed += b.DiskBefore - b.DiskAfter
+		}
+		fmt.Fprintf(w, "budget: deleted %d oldest unprotected session(s) in %d round(s); gc collected %d (%s freed)\n",
+			len(rep.BudgetDeleted), rep.BudgetRounds, collected, formatBytes(freed))
+		printSessionRefs(w, rep.BudgetDeleted)
+	}
+	if budget > 0 {
+		fmt.Fprintf(w, "%sstored %s of the %s budget\n", dry, formatBytes(rep.StoredAfter), formatBytes(budget))
+	} else {
+		fmt.Fprintf(w, "%sstored %s (no budget: max_total_bytes = 0)\n", dry, formatBytes(rep.StoredAfter))
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}

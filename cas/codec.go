@@ -76,6 +76,21 @@ func (e *encoder) encode(raw []byte, dictID uint32) (uint8, uint32, []byte, erro
 	return codec, dictID, out, nil
 }
 
+// NeedsDictError: an intact record (its checksum holds) whose dictionary
+// cannot be loaded. Its objects are not lost: they read again once the
+// dictionary file is put back. Nothing may treat such a record as damage
+// to cut, skip or collect.
+type NeedsDictError struct {
+	Dict uint32
+	Err  error
+}
+
+func (e *NeedsDictError) Error() string {
+	return fmt.Sprintf("record needs dictionary %d: %v", e.Dict, e.Err)
+}
+
+func (e *NeedsDictError) Unwrap() error { return e.Err }
+
 // decoder decompresses record payloads, naming the dictionary from the
 // record header: it never tries several.
 type decoder struct {
@@ -130,7 +145,7 @@ func (d *decoder) decode(h recordHeader, payload []byte) ([]byte, error) {
 		}
 		dec, err := d.get(h.Dict)
 		if err != nil {
-			return nil, err
+			return nil, &NeedsDictError{Dict: h.Dict, Err: err}
 		}
 		// A frame that claims more than the header promised is refused
 		// before it can make us allocate it.

@@ -130,6 +130,28 @@ func TestDamagedDictionaryIsReportedNotDropped(t *testing.T) {
 	if st, _ := r.Stats(); st.Objects != 1600 {
 		t.Fatalf("objects: %d", st.Objects)
 	}
+	r.Close()
+	// A rebuild cannot re-hash what it cannot decode: it keeps the old
+	// entries of the records waiting for their dictionary.
+	w, err := Open(home, Options{FS: fsys, Writable: true, ForReindex: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	rrep, err := w.Reindex(nil)
+	if err != nil || len(rrep.NeedsDict) == 0 || rrep.Carried != 100 || len(rrep.Damage) != 0 {
+		t.Fatalf("reindex: %+v %v", rrep, err)
+	}
+	if st, _ := w.Stats(); st.Objects != 1600 {
+		t.Fatalf("objects after reindex: %d", st.Objects)
+	}
+	// gc never collects them either: their segment is kept, their entries stay.
+	if _, err := w.Collect(GCOptions{Live: func(Key) bool { return true }}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := w.Stats(); st.Objects != 1600 {
+		t.Fatalf("objects after gc: %d", st.Objects)
+	}
 }
 
 func TestCollectRemovesExactlyTheUnreachable(t *testing.T) {

@@ -20,6 +20,10 @@ type Damage struct {
 	Reason  string
 	// AtTail: nothing readable follows it in its segment.
 	AtTail bool
+	// NeedsDict: not damage at all, an intact record whose dictionary
+	// cannot be loaded (Length is the record's length). Its objects are
+	// unknown until the dictionary is back; nothing cuts or collects it.
+	NeedsDict bool
 }
 
 func (d Damage) String() string {
@@ -84,6 +88,17 @@ func (s *Store) scanSegment(n uint32, from int64, fn func(r *scannedRecord) erro
 	hdr := make([]byte, recHeaderSize)
 	for off < size {
 		rec, err := s.readRecordAt(f, n, off, size, hdr)
+		var nd *NeedsDictError
+		if errors.As(err, &nd) {
+			h, _ := parseRecordHeader(hdr) // it parsed: the CRC held
+			damage = append(damage, Damage{Segment: n, Offset: off, Length: h.total(), Reason: nd.Error(), NeedsDict: true})
+			if progress != nil {
+				progress(h.total())
+			}
+			off += h.total()
+			end = off
+			continue
+		}
 		if err != nil {
 			// Find where readable records start again.
 			next, rerr := s.resync(f, n, off+1, size)
@@ -221,6 +236,17 @@ func (s *Store) cutTail(n uint32, off int64) (int64, string, error) {
 	return cut, aside, nil
 }
 
+// realDamage drops the records that are only waiting for a dictionary.
+func realDamage(ds []Damage) []Damage {
+	var out []Damage
+	for _, d := range ds {
+		if !d.NeedsDict {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // entriesOf turns a scanned record into index entries.
 func (s *Store) entriesOf(r *scannedRecord, each func(id Key, e entry) error) error {
 	for i, m := range r.members {
@@ -276,6 +302,7 @@ func (s *Store) recover() error {
 		if err != nil {
 			return err
 		}
+		damage = realDamage(damage)
 		if len(damage) > 0 && n != last {
 			return fmt.Errorf("%s; a sealed segment is damaged: run `rook store verify` to list what it affects, then `rook store reindex`", damage[0])
 		}
@@ -381,6 +408,10 @@ type ReindexReport struct {
 	Objects  int
 	Damage   []Damage
 	Cut      []string // torn tails cut, and where their bytes went
+	// NeedsDict lists intact records whose dictionary cannot be loaded;
+	// Carried counts their objects kept from the old index.
+	NeedsDict []Damage
+	Carried   int
 }
 
 // Reindex rebuilds the index from the segments, which are the truth. Damage
@@ -415,6 +446,7 @@ func (s *Store) reindexLocked(progress func(done, total int64)) (ReindexReport, 
 	}
 	found := map[Key]entry{}
 	ctr := counters{DedupHits: s.ctr.DedupHits, DedupBytes: s.ctr.DedupBytes}
+	waiting := map[blockKey]bool{} // records whose dictionary is unavailable
 	for i, n := range segs {
 		rep.Segments++
 		damage, end, err := s.scanSegment(n, 0, func(r *scannedRecord) error {
@@ -435,6 +467,11 @@ func (s *Store) reindexLocked(progress func(done, total int64)) (ReindexReport, 
 			return s.wmKnown && (d.Segment < s.ctr.WMSegment || d.Segment == s.ctr.WMSegment && d.Offset < s.ctr.WMOffset)
 		}
 		for _, d := range damage {
+			if d.NeedsDict {
+				waiting[blockKey{d.Segment, d.Offset}] = true
+				rep.NeedsDict = append(rep.NeedsDict, d)
+				continue
+			}
 			if i == len(segs)-1 && d.AtTail && acked(d) {
 				// Acknowledged data is damaged, not a torn write: keep
 				// it, report it, and append after it from now on.
@@ -455,6 +492,19 @@ func (s *Store) reindexLocked(progress func(done, total int64)) (ReindexReport, 
 		if end >= segHeaderSize {
 			ctr.WMSegment, ctr.WMOffset = n, end
 		}
+	}
+	// The objects of a record that waits for its dictionary cannot be
+	// re-hashed; the old index still knows them: keep those entries.
+	if len(waiting) > 0 && s.tree != nil {
+		s.tree.Snapshot().Ascend(Key{}, func(id Key, v []byte) bool {
+			if e, err := decodeEntry(v); err == nil && waiting[blockKey{e.Loc.Segment, e.Loc.Offset}] {
+				if _, ok := found[id]; !ok {
+					found[id] = e
+					rep.Carried++
+				}
+			}
+			return true
+		})
 	}
 	ids := make([]Key, 0, len(found))
 	for id, e := range found {

@@ -51,6 +51,8 @@ type VerifyReport struct {
 	// counts stretches of segments that do not read as records.
 	Unreadable     int `json:"unreadable_objects"`
 	DamagedRegions int `json:"damaged_regions"`
+	// WaitingRecords are intact records whose dictionary cannot be loaded.
+	WaitingRecords int `json:"records_needing_a_dictionary"`
 	// TornTail describes unacknowledged bytes at the end of the newest
 	// segment that the next writer will cut: a crash's leftovers, not damage.
 	TornTail string    `json:"torn_tail,omitempty"`
@@ -161,6 +163,9 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 		used[loc] = true
 		d := damagedAt(e.Loc.Segment, e.Loc.Offset)
 		switch {
+		case !ok && d != nil && d.NeedsDict:
+			damageUsed[d.index(damage)] = true
+			bad(e, "unreadable: its "+d.Reason)
 		case !ok && d != nil:
 			damageUsed[d.index(damage)] = true
 			bad(e, "its record is damaged ("+strings.TrimPrefix(d.Reason, ErrBadRecord.Error()+": ")+")")
@@ -181,12 +186,21 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 	rep.Orphans = len(facts) - len(used)
 	for i, d := range damage {
 		p := Problem{Segment: segName(d.Segment), Offset: d.Offset, Reason: fmt.Sprintf("%d damaged bytes: %s", d.Length, d.Reason)}
+		if d.NeedsDict {
+			p.Reason = d.Reason + " (the record itself is intact: put the dictionary file back)"
+		}
 		if !damageUsed[i] {
 			p.Reason += " (no live object is stored there)"
 		}
 		rep.Problems = append(rep.Problems, p)
 	}
-	rep.DamagedRegions = len(damage)
+	for _, d := range damage {
+		if d.NeedsDict {
+			rep.WaitingRecords++
+		} else {
+			rep.DamagedRegions++
+		}
+	}
 	for _, p := range rep.Problems {
 		if p.Short != "" {
 			rep.Unreadable++

@@ -51,11 +51,16 @@ func (c *StoreTrainCmd) Run(e *Env) error {
 		case t.Kept:
 			kept++
 			fmt.Fprintf(e.Stdout, "trained %s: dictionary %d, %s, from %d of %d objects (saves about %s)\n", t.KindName, t.DictID, formatBytes(int64(t.DictBytes)), t.Samples, t.Objects, formatBytes(t.Gain))
+		case t.WouldKeep:
+			kept++
+			fmt.Fprintf(e.Stdout, "[dry run] would train %s: a %s dictionary from %d of %d objects (saves about %s)\n", t.KindName, formatBytes(int64(t.DictBytes)), t.Samples, t.Objects, formatBytes(t.Gain))
 		case c.Kind != "" || t.Objects > 0:
 			fmt.Fprintf(e.Stdout, "%s: no dictionary: %s\n", t.KindName, t.Reason)
 		}
 	}
-	if kept > 0 {
+	if kept > 0 && c.DryRun {
+		fmt.Fprintln(e.Stdout, "[dry run] nothing kept: run without --dry-run to train")
+	} else if kept > 0 {
 		fmt.Fprintln(e.Stdout, "new objects use the new dictionaries; existing ones keep theirs until `rook store repack`")
 	} else if c.Kind == "" {
 		fmt.Fprintln(e.Stdout, "no dictionary trained: a kind needs enough similar objects for one to pay for itself")

@@ -299,7 +299,10 @@ func (c *VerifyCmd) Run(e *Env) error {
 	if rep.DamagedRegions > 0 {
 		msg += fmt.Sprintf("; %d damaged segment region(s)", rep.DamagedRegions)
 	}
-	if rep.Unreadable < len(rep.Problems)-rep.DamagedRegions {
+	if rep.WaitingRecords > 0 {
+		msg += fmt.Sprintf("; %d intact record(s) need a dictionary file that is damaged or missing: put it back", rep.WaitingRecords)
+	}
+	if rep.Unreadable < len(rep.Problems)-rep.DamagedRegions-rep.WaitingRecords {
 		msg += "; `rook store reindex` rebuilds the index from what the segments hold"
 	}
 	return &exitError{code: ExitFailure, msg: msg}
@@ -330,7 +333,11 @@ func (c *ReindexCmd) Run(e *Env) error {
 		if rep.Cut == nil {
 			rep.Cut = []string{}
 		}
-		if err := e.printJSON(map[string]any{"segments": rep.Segments, "records": rep.Records, "objects": rep.Objects, "damage": damage, "cut": rep.Cut}); err != nil {
+		waiting := []string{}
+		for _, d := range rep.NeedsDict {
+			waiting = append(waiting, d.String())
+		}
+		if err := e.printJSON(map[string]any{"segments": rep.Segments, "records": rep.Records, "objects": rep.Objects, "damage": damage, "cut": rep.Cut, "needs_dictionary": waiting, "carried": rep.Carried}); err != nil {
 			return err
 		}
 	} else {
@@ -340,7 +347,13 @@ func (c *ReindexCmd) Run(e *Env) error {
 		for _, d := range damage {
 			fmt.Fprintf(e.Stdout, "damaged: %s\n", d)
 		}
+		for _, d := range rep.NeedsDict {
+			fmt.Fprintf(e.Stdout, "waiting: segment %s offset %d: %s\n", fmt.Sprintf("%08d.seg", d.Segment), d.Offset, d.Reason)
+		}
 		fmt.Fprintf(e.Stdout, "reindexed %d objects from %d records in %d segment(s)\n", rep.Objects, rep.Records, rep.Segments)
+	}
+	if len(rep.NeedsDict) > 0 {
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d record(s) need a dictionary that cannot be loaded; %d of their objects were kept from the old index: put the dictionary file back (`rook store stat` names it) and run `rook store reindex` again", len(rep.NeedsDict), rep.Carried)}
 	}
 	if len(rep.Damage) > 0 {
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d damaged region(s) skipped; an object whose only copy was there is not in the index any more (`rook store verify` lists what is left), and putting its original bytes again restores it", len(rep.Damage))}

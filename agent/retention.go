@@ -10,6 +10,7 @@ import (
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/units"
 )
 
 // MaxTagLen bounds a session tag.
@@ -283,10 +284,10 @@ func (r *Rook) planBudget(rep *MaintainReport) {
 		return
 	case after <= budget:
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the store is %s over the %s budget; after the prune and gc it would hold about %s, within it",
-			humanBytes(rep.OverBudgetBy), humanBytes(budget), humanBytes(after)))
+			units.Bytes(rep.OverBudgetBy), units.Bytes(budget), units.Bytes(after)))
 	default:
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the store is %s over the %s budget and would still be about %s over after the prune and gc: a real run then deletes the oldest unprotected sessions until it fits (not simulated: each round depends on what its gc frees)",
-			humanBytes(rep.OverBudgetBy), humanBytes(budget), humanBytes(after-budget)))
+			units.Bytes(rep.OverBudgetBy), units.Bytes(budget), units.Bytes(after-budget)))
 	}
 }
 
@@ -323,7 +324,7 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 				what = fmt.Sprintf("%d protected session(s) (tags %s) and checkpoints", len(all), strings.Join(pol.ProtectTags, ", "))
 			}
 			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget: no session is left that may be deleted; the rest is %s (raise max_total_bytes, untag sessions or delete checkpoints)",
-				humanBytes(over), humanBytes(budget), what))
+				units.Bytes(over), units.Bytes(budget), what))
 			return nil
 		}
 		n := budgetBatch(len(cands), over, st.Stored, len(all))
@@ -334,7 +335,7 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 				return fmt.Errorf("delete session %s: %w", s.ID, err)
 			}
 			s.Events = ev
-			rep.BudgetDeleted = append(rep.BudgetDeleted, ref(s, fmt.Sprintf("oldest while over the %s budget", humanBytes(budget))))
+			rep.BudgetDeleted = append(rep.BudgetDeleted, ref(s, fmt.Sprintf("oldest while over the %s budget", units.Bytes(budget))))
 		}
 		g, err := r.GC(grace, false, progress)
 		if err != nil {
@@ -355,13 +356,13 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 		if g.TooNew > 0 {
 			rep.OverBudgetBy = after.Stored - budget
 			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget: %d unreachable object(s) are younger than the gc grace (%s) and stay until a later gc; maintain stopped rather than delete more sessions than needed",
-				humanBytes(rep.OverBudgetBy), humanBytes(budget), g.TooNew, grace))
+				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), g.TooNew, grace))
 			return nil
 		}
 		if g.Collectable > 0 {
 			rep.OverBudgetBy = after.Stored - budget
 			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget: gc found %d collectable object(s) but freed no stored bytes; maintain stopped rather than delete more sessions",
-				humanBytes(rep.OverBudgetBy), humanBytes(budget), g.Collectable))
+				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), g.Collectable))
 			return nil
 		}
 	}
@@ -405,19 +406,4 @@ func (r *Rook) gcPlanWithout(gone []SessionRef, grace time.Duration, progress fu
 		return cas.GCReport{}, err
 	}
 	return r.Store.Collect(cas.GCOptions{Live: func(id cas.Key) bool { return live[id] }, Grace: grace, DryRun: true, Progress: progress})
-}
-
-// humanBytes prints n in base-1024 units, as the CLI does, for notes.
-func humanBytes(n int64) string {
-	if n < 1024 && n > -1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	v := float64(n)
-	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
-		v /= 1024
-		if v < 1024 && v > -1024 {
-			return fmt.Sprintf("%.1f %s", v, u)
-		}
-	}
-	return fmt.Sprintf("%.1f PiB", v/1024)
 }

@@ -9,22 +9,12 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/term"
+
+	"github.com/rookhq/rook/internal/units"
 )
 
 // formatBytes prints n in base-1024 units: "512 B", "1.5 KiB".
-func formatBytes(n int64) string {
-	if n < 1024 && n > -1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	v := float64(n)
-	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
-		v /= 1024
-		if v < 1024 && v > -1024 {
-			return fmt.Sprintf("%.1f %s", v, u)
-		}
-	}
-	return fmt.Sprintf("%.1f PiB", v/1024)
-}
+func formatBytes(n int64) string { return units.Bytes(n) }
 
 // table prints space-padded columns with a rule under the header.
 type table struct {

@@ -215,6 +215,19 @@ func (l *Log) UpdateMeta(m Meta) error {
 	return l.writeMeta(m)
 }
 
+// openLog opens a session's log for reading; the caller closes f.
+func (l *Log) openLog(id ID) (f vfs.File, r *reader, err error) {
+	f, err = l.fs.OpenFile(l.logPath(id), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	if r, err = newReader(f, id); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, r, nil
+}
+
 // state loads the writer's view of a session.
 func (l *Log) state(id ID) (*writerState, error) {
 	if st, ok := l.sessions[id]; ok {
@@ -223,15 +236,11 @@ func (l *Log) state(id ID) (*writerState, error) {
 	if _, err := l.ReadMeta(id); err != nil {
 		return nil, err
 	}
-	f, err := l.fs.OpenFile(l.logPath(id), os.O_RDONLY, 0)
-	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", id, err)
-	}
-	defer f.Close()
-	r, err := newReader(f, id)
+	f, r, err := l.openLog(id)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
 	last, ok, err := r.last()
 	if err != nil {
 		return nil, err
@@ -452,15 +461,11 @@ func (l *Log) Summary(id ID) (Summary, error) {
 		return s, nil
 	}
 	l.mu.Unlock()
-	f, err := l.fs.OpenFile(l.logPath(id), os.O_RDONLY, 0)
-	if err != nil {
-		return s, fmt.Errorf("session %s: %w", id, err)
-	}
-	defer f.Close()
-	r, err := newReader(f, id)
+	f, r, err := l.openLog(id)
 	if err != nil {
 		return s, err
 	}
+	defer f.Close()
 	last, ok, err := r.last()
 	if err != nil {
 		return s, err
@@ -497,15 +502,11 @@ func (l *Log) Read(id ID, from uint64, limit int) ([]Event, error) {
 	if _, err := l.ReadMeta(id); err != nil {
 		return nil, err
 	}
-	f, err := l.fs.OpenFile(l.logPath(id), os.O_RDONLY, 0)
-	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", id, err)
-	}
-	defer f.Close()
-	r, err := newReader(f, id)
+	f, r, err := l.openLog(id)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
 	out, err := r.read(from, limit)
 	if err != nil {
 		return nil, err
@@ -556,15 +557,11 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 	if err := l.flushLocked(); err != nil {
 		return m, err
 	}
-	f, err := l.fs.OpenFile(l.logPath(parent), os.O_RDONLY, 0)
+	f, r, err := l.openLog(parent)
 	if err != nil {
 		return m, err
 	}
 	defer f.Close()
-	r, err := newReader(f, parent)
-	if err != nil {
-		return m, err
-	}
 	last, ok, err := r.last()
 	if err != nil {
 		return m, err

@@ -16,7 +16,7 @@ FUZZ_TARGETS := \
 	./eventlog:FuzzDecodeEventRecord \
 	./eventlog:FuzzParseLogHeader
 
-.PHONY: all build demo test vet unit fuzz-short fuzz bench clean
+.PHONY: all build demo test vet unit fuzz-short fuzz bench bench-smoke clean
 
 all: build
 
@@ -81,15 +81,22 @@ fuzz-short:
 		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s $$pkg || exit 1; \
 	done
 
-# The whole suite: vet, unit + crash + testscript tests under -race, and a
-# short run of every fuzz target.
-test: vet unit fuzz-short
+# Every benchmark once, with the smallest -benchtime: they still run (the
+# figures are printed, never asserted; make bench is for measuring).
+bench-smoke:
+	cd bench && $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
+
+# The whole suite: vet, unit + crash + testscript tests under -race, a
+# short run of every fuzz target, and every benchmark once.
+test: vet unit fuzz-short bench-smoke
 
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=60s
 
+# The measurements of docs/performance.md: compaction against the peers,
+# the load at scale 1, 2, 4, the index beside bbolt, the event log.
 bench:
-	cd bench && $(GO) test -run='^$$' -bench=. -benchmem ./...
+	cd bench && $(GO) test -count=1 -run='^$$' -bench=. ./...
 
 clean:
 	rm -rf bin

@@ -1,0 +1,263 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/rookhq/rook/agent"
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+)
+
+// corpusDir holds real Claude Code transcripts (shared/corpus, beside the
+// repository), one JSONL file per session or subagent.
+var corpusDir = filepath.Join("..", "..", "shared", "corpus", "claude-code")
+
+// corpusFile is one transcript, read as rook events: one note per line,
+// labelled with the line's "type", the raw line as the body.
+type corpusFile struct {
+	path   string
+	size   int64
+	events []Event
+}
+
+func readCorpus(root string) ([]corpusFile, error) {
+	var paths []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && filepath.Ext(p) == ".jsonl" {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(paths)
+	var out []corpusFile
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		f := corpusFile{path: p, size: int64(len(data))}
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			var head struct {
+				Type string `json:"type"`
+			}
+			_ = json.Unmarshal(line, &head) // a line that is not JSON keeps no label
+			label := head.Type
+			if len(label) > eventlog.MaxLabel {
+				label = label[:eventlog.MaxLabel]
+			}
+			f.events = append(f.events, Event{Kind: eventlog.KindNote, Label: label, Body: line})
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// corpusResult is what the corpus costs, in rook and whole-file zstd.
+type corpusResult struct {
+	files, events   int
+	in              int64 // bytes of the input files
+	rookPlain, rook int64 // every byte under the store: before, after training and repacking
+	zstd3, zstd19   int64 // the concatenated input compressed whole
+	peers           []PeerResult
+	dicts           []cas.TrainResult
+	stats           cas.Stats // the store's, after repacking
+}
+
+// storeCorpus imports each file as a session of a new store, as an
+// importer would, then trains dictionaries and repacks, as `rook store
+// maintain` does, and measures every byte under the store.
+func storeCorpus(dir string, files []corpusFile) (plain, total int64, dicts []cas.TrainResult, st cas.Stats, err error) {
+	home := filepath.Join(dir, "store")
+	if _, err = cas.Init(nil, nil, home); err != nil {
+		return
+	}
+	r, err := agent.Open(home, agent.Options{Writable: true})
+	if err != nil {
+		return
+	}
+	defer func() {
+		if cerr := r.Close(); err == nil {
+			err = cerr
+		}
+		total = peerDirBytes(home)
+	}()
+	for _, f := range files {
+		m, err2 := r.NewSession(filepath.Base(f.path), "/corpus", nil)
+		if err = err2; err != nil {
+			return
+		}
+		for i, e := range f.events {
+			if _, err = r.Append(m.ID, agent.Entry{Kind: e.Kind, Label: e.Label, Body: e.Body}); err != nil {
+				err = fmt.Errorf("%s line %d: %w", f.path, i+1, err)
+				return
+			}
+			if i%20 == 19 {
+				if err = r.Flush(); err != nil {
+					return
+				}
+			}
+		}
+		if err = r.Flush(); err != nil {
+			return
+		}
+	}
+	if err = r.Store.Sync(); err != nil {
+		return
+	}
+	plain = peerDirBytes(home)
+	if dicts, err = r.Store.Train(cas.TrainOptions{}); err != nil {
+		return
+	}
+	if _, err = r.Store.Repack(nil); err != nil {
+		return
+	}
+	st, err = r.Store.Stats()
+	return
+}
+
+var (
+	corpusOnce sync.Once
+	corpusRes  corpusResult
+	corpusErr  error
+)
+
+// BenchmarkCorpus stores the real transcripts in shared/corpus in rook and
+// reports what they take on disk beside the whole-file zstd of the same
+// bytes (the floor for a compressor that gives up random access) and the
+// peers that keep one row or one blob per line. The work is done once; the
+// metrics are per corpus, not per iteration.
+func BenchmarkCorpus(b *testing.B) {
+	if _, err := os.Stat(corpusDir); err != nil {
+		b.Skipf("no corpus at %s: %v", corpusDir, err)
+	}
+	for i := 0; i < b.N; i++ {
+		corpusOnce.Do(func() { corpusRes, corpusErr = runCorpus() })
+	}
+	if corpusErr != nil {
+		b.Fatal(corpusErr)
+	}
+	c := corpusRes
+	if c.files == 0 {
+		b.Skipf("no *.jsonl under %s", corpusDir)
+	}
+	b.ReportMetric(float64(c.in), "bytes-in")
+	b.ReportMetric(float64(c.rook), "bytes-rook")
+	b.ReportMetric(float64(c.in)/float64(c.rook), "x-rook")
+	b.ReportMetric(float64(c.in)/float64(c.zstd3), "x-zstd3")
+	b.ReportMetric(float64(c.in)/float64(c.zstd19), "x-zstd19")
+}
+
+func runCorpus() (c corpusResult, err error) {
+	files, err := readCorpus(corpusDir)
+	if err != nil || len(files) == 0 {
+		return c, err
+	}
+	dir, err := os.MkdirTemp("", "rook-bench-corpus")
+	if err != nil {
+		return c, err
+	}
+	defer os.RemoveAll(dir)
+
+	var all []byte
+	var events []Event
+	for _, f := range files {
+		c.files++
+		c.events += len(f.events)
+		c.in += f.size
+		data, err := os.ReadFile(f.path)
+		if err != nil {
+			return c, err
+		}
+		all = append(all, data...)
+		events = append(events, f.events...)
+	}
+	if c.rookPlain, c.rook, c.dicts, c.stats, err = storeCorpus(dir, files); err != nil {
+		return c, err
+	}
+	for _, z := range []struct {
+		level int
+		out   *int64
+	}{{3, &c.zstd3}, {19, &c.zstd19}} {
+		data, err := peerZstd(all, z.level)
+		if err != nil {
+			return c, err
+		}
+		*z.out = int64(len(data))
+	}
+	// The peers that keep a row or a blob per event, all files as one
+	// session (their size barely depends on how lines are split into
+	// sessions).
+	for _, p := range []struct {
+		name string
+		run  func(string) ([]PeerResult, error)
+	}{
+		{"sqlite", func(d string) ([]PeerResult, error) {
+			r, err := PeerSQLite(d, events)
+			return []PeerResult{r}, err
+		}},
+		{"git", func(d string) ([]PeerResult, error) { return PeerGit(d, events) }},
+	} {
+		d := filepath.Join(dir, p.name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return c, err
+		}
+		rs, err := p.run(d)
+		if err != nil {
+			return c, fmt.Errorf("%s: %w", p.name, err)
+		}
+		c.peers = append(c.peers, rs...)
+	}
+	printCorpus(c)
+	return c, nil
+}
+
+func printCorpus(c corpusResult) {
+	w := os.Stdout
+	m := func(n int64) string { return fmt.Sprintf("%8.2f MiB", float64(n)/(1<<20)) }
+	x := func(n int64) string {
+		if n == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%6.1fx", float64(c.in)/float64(n))
+	}
+	fmt.Fprintf(w, "\ncorpus: %s (%d files, %d lines)\n", corpusDir, c.files, c.events)
+	fmt.Fprintf(w, "  %-44s %s\n", "bytes in (JSONL as written by Claude Code)", m(c.in))
+	fmt.Fprintf(w, "  %-44s %s %s\n", "rook on disk, before dictionaries", m(c.rookPlain), x(c.rookPlain))
+	fmt.Fprintf(w, "  %-44s %s %s\n", "rook on disk, trained dictionaries + repack", m(c.rook), x(c.rook))
+	fmt.Fprintf(w, "  %-44s %s %s  (no random access)\n", "JSONL concatenated, zstd -3 whole", m(c.zstd3), x(c.zstd3))
+	fmt.Fprintf(w, "  %-44s %s %s  (no random access)\n", "JSONL concatenated, zstd -19 whole", m(c.zstd19), x(c.zstd19))
+	for _, p := range c.peers {
+		if !p.Measured {
+			fmt.Fprintf(w, "  %-44s %12s  [%s]\n", p.Name, "-", p.Note)
+			continue
+		}
+		fmt.Fprintf(w, "  %-44s %s %s  (%s)\n", p.Name, m(p.Bytes), x(p.Bytes), p.Note)
+	}
+	st := c.stats
+	fmt.Fprintf(w, "  %-44s %s in %d objects, stored as %s (%d lines deduplicated)\n", "  rook: distinct bodies", m(st.Size), st.Objects, m(st.Stored), st.DedupHits)
+	d := st.Disk
+	fmt.Fprintf(w, "  %-44s index %s, segments %s, event log %s, dictionaries %s, other %s\n", "  of which",
+		m(d.Index), m(d.Segments), m(d.Events), m(d.Dicts), m(c.rook-d.Index-d.Segments-d.Events-d.Dicts))
+	for _, t := range c.dicts {
+		if t.Kept {
+			fmt.Fprintf(w, "  %-44s %s: %d bytes from %d samples\n", "  dictionary", t.KindName, t.DictBytes, t.Samples)
+		}
+	}
+}

@@ -156,9 +156,8 @@ func newCrashFS(t *testing.T) *vfs.MemFS {
 func TestSessionCrashSweep(t *testing.T) {
 	for k := 0; ; k++ {
 		fsys := newCrashFS(t)
-		base := fsys.WriteOps()
 		var clone *vfs.MemFS
-		fsys.CrashAt(base+k, func(c *vfs.MemFS) { clone = c })
+		fsys.CrashAt(k, func(c *vfs.MemFS) { clone = c })
 		acked := map[string][]ackedEvent{}
 		err := sessionWorkload(fsys, acked)
 		if clone == nil {
@@ -181,26 +180,9 @@ func TestSessionCrashSweepRandomUnsynced(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for k := 0; ; k++ {
 		fsys := newCrashFS(t)
-		base := fsys.WriteOps()
 		var clones []*vfs.MemFS
-		crashed, n := false, 0
-		fsys.SetHook(func(op vfs.Op, path string) error {
-			if crashed {
-				return vfs.ErrInjected
-			}
-			if !op.IsWrite() {
-				return nil
-			}
-			if n == base+k {
-				crashed = true
-				for i := 0; i < 6; i++ {
-					clones = append(clones, fsys.CrashCloneRandom(rng))
-				}
-				return vfs.ErrInjected
-			}
-			n++
-			return nil
-		})
+		crashed := false
+		fsys.CrashAtClones(k, rng, 6, func(c []*vfs.MemFS) { crashed, clones = true, c[1:] })
 		acked := map[string][]ackedEvent{}
 		err := sessionWorkload(fsys, acked)
 		if !crashed {

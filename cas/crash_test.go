@@ -107,9 +107,8 @@ func TestCrashSweep(t *testing.T) {
 		if _, err := Init(fsys, nil, home); err != nil {
 			t.Fatal(err)
 		}
-		base := fsys.WriteOps()
 		var clone *vfs.MemFS
-		fsys.CrashAt(base+k, func(c *vfs.MemFS) { clone = c })
+		fsys.CrashAt(k, func(c *vfs.MemFS) { clone = c })
 		acked := map[Key][]byte{}
 		err := crashWorkload(fsys, home, acked)
 		if clone == nil {
@@ -137,27 +136,9 @@ func TestCrashSweepRandomUnsynced(t *testing.T) {
 		if _, err := Init(fsys, nil, home); err != nil {
 			t.Fatal(err)
 		}
-		base := fsys.WriteOps()
 		var clones []*vfs.MemFS
 		crashed := false
-		n := 0
-		fsys.SetHook(func(op vfs.Op, path string) error {
-			if crashed {
-				return vfs.ErrInjected
-			}
-			if !op.IsWrite() {
-				return nil
-			}
-			if n == base+k {
-				crashed = true
-				for i := 0; i < crashSeeds(); i++ {
-					clones = append(clones, fsys.CrashCloneRandom(rng))
-				}
-				return vfs.ErrInjected
-			}
-			n++
-			return nil
-		})
+		fsys.CrashAtClones(k, rng, crashSeeds(), func(c []*vfs.MemFS) { crashed, clones = true, c[1:] })
 		acked := map[Key][]byte{}
 		err := crashWorkload(fsys, home, acked)
 		if !crashed {

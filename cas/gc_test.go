@@ -291,24 +291,9 @@ func TestGCCrashSweep(t *testing.T) {
 		if _, err := Init(fsys, nil, home); err != nil {
 			t.Fatal(err)
 		}
-		base := fsys.WriteOps()
 		var clones []*vfs.MemFS
-		crashed, n := false, 0
-		fsys.SetHook(func(op vfs.Op, path string) error {
-			if crashed {
-				return vfs.ErrInjected
-			}
-			if !op.IsWrite() {
-				return nil
-			}
-			if n == base+k {
-				crashed = true
-				clones = append(clones, fsys.CrashClone(), fsys.CrashCloneRandom(rng), fsys.CrashCloneRandom(rng))
-				return vfs.ErrInjected
-			}
-			n++
-			return nil
-		})
+		crashed := false
+		fsys.CrashAtClones(k, rng, 2, func(c []*vfs.MemFS) { crashed, clones = true, c })
 		live := map[Key][]byte{}
 		err := gcWorkload(fsys, home, live)
 		if !crashed {

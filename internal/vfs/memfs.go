@@ -1125,3 +1125,39 @@ func (i memInfo) Mode() fs.FileMode  { return i.mode }
 func (i memInfo) ModTime() time.Time { return i.modTime }
 func (i memInfo) IsDir() bool        { return i.mode.IsDir() }
 func (i memInfo) Sys() any           { return nil }
+
+// CrashAtClones is CrashAt taking several crash states at once: at the k-th
+// write operation (0-based, counted from this call) it hands onCrash the
+// strict clone and n clones with random unsynced survival drawn from rng,
+// then fails that operation and every later one. The clones are taken one
+// after the other, so it is for single-goroutine workloads.
+func (m *MemFS) CrashAtClones(k int, rng *rand.Rand, n int, onCrash func(clones []*MemFS)) {
+	var mu sync.Mutex
+	i := 0
+	m.SetHook(func(op Op, _ string) error {
+		if !op.IsWrite() {
+			return nil
+		}
+		mu.Lock()
+		j := i
+		i++
+		mu.Unlock()
+		switch {
+		case j < k:
+			return nil
+		case j > k:
+			return ErrInjected
+		}
+		clones := []*MemFS{m.CrashClone()}
+		for c := 0; c < n; c++ {
+			clones = append(clones, m.CrashCloneRandom(rng))
+		}
+		m.mu.Lock()
+		m.dead = true
+		m.mu.Unlock()
+		if onCrash != nil {
+			onCrash(clones)
+		}
+		return ErrInjected
+	})
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
 )
 
 // limitFlags raise a capture's bounds.
@@ -39,19 +40,14 @@ func (c *SessionCaptureCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	r, err := e.openRook(true)
-	if err != nil {
-		return err
-	}
-	id, err := e.sessionArg(r, c.ID)
+	var id eventlog.ID
 	var seq uint64
 	var m *agent.Manifest
-	if err == nil {
+	err = e.writeSession(c.ID, func(r *agent.Rook, sid eventlog.ID) (err error) {
+		id = sid
 		seq, m, err = r.CaptureSession(id, c.Paths, c.Label, lim)
-	}
-	if cerr := r.Close(); err == nil {
-		err = cerr
-	}
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -140,18 +136,11 @@ type RewindCmd struct {
 }
 
 func (c *RewindCmd) Run(e *Env) error {
-	r, err := e.openRook(true)
-	if err != nil {
-		return err
-	}
-	id, err := e.sessionArg(r, c.ID)
 	var rep agent.RewindReport
-	if err == nil {
+	err := e.writeSession(c.ID, func(r *agent.Rook, id eventlog.ID) (err error) {
 		rep, err = r.Rewind(id, c.To, c.KeepFiles)
-	}
-	if cerr := r.Close(); err == nil {
-		err = cerr
-	}
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -191,14 +180,12 @@ func (c *CheckpointCreateCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	r, err := e.openRook(true)
-	if err != nil {
+	var ref agent.CheckpointRef
+	var m *agent.Manifest
+	err = e.write(func(r *agent.Rook) (err error) {
+		ref, m, err = r.CreateCheckpoint(c.Name, e.Cwd, c.Path, lim)
 		return err
-	}
-	ref, m, err := r.CreateCheckpoint(c.Name, e.Cwd, c.Path, lim)
-	if cerr := r.Close(); err == nil {
-		err = cerr
-	}
+	})
 	if err != nil {
 		return err
 	}
@@ -255,24 +242,23 @@ type CheckpointRestoreCmd struct {
 }
 
 func (c *CheckpointRestoreCmd) Run(e *Env) error {
-	r, err := e.openRook(true)
-	if err != nil {
-		return err
+	to := c.To
+	if to != "" {
+		abs, err := filepath.Abs(to) // after -C: relative to the directory rook runs in
+		if err != nil {
+			return err
+		}
+		to = abs
 	}
-	_, m, err := r.ResolveCheckpoint(c.Checkpoint)
 	var rep agent.RestoreReport
-	if err == nil {
-		to := c.To
-		if to != "" {
-			to, err = filepath.Abs(to) // after -C: relative to the directory rook runs in
+	err := e.write(func(r *agent.Rook) error {
+		_, m, err := r.ResolveCheckpoint(c.Checkpoint)
+		if err != nil {
+			return err
 		}
-		if err == nil {
-			rep, err = r.RestoreCheckpoint(c.Checkpoint, m, to)
-		}
-	}
-	if cerr := r.Close(); err == nil {
-		err = cerr
-	}
+		rep, err = r.RestoreCheckpoint(c.Checkpoint, m, to)
+		return err
+	})
 	if err != nil {
 		return err
 	}

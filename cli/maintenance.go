@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
 )
 
@@ -28,14 +29,11 @@ func (c *StoreTrainCmd) Run(e *Env) error {
 		}
 		opts.Kinds = []cas.Kind{k}
 	}
-	r, err := e.openRook(true)
-	if err != nil {
+	var res []cas.TrainResult
+	err := e.write(func(r *agent.Rook) (err error) {
+		res, err = r.Store.Train(opts)
 		return err
-	}
-	res, err := r.Store.Train(opts)
-	if cerr := r.Close(); err == nil {
-		err = cerr
-	}
+	})
 	if err != nil {
 		return err
 	}
@@ -137,16 +135,13 @@ func printGC(e *Env, rep cas.GCReport, grace time.Duration) {
 type StoreRepackCmd struct{}
 
 func (c *StoreRepackCmd) Run(e *Env) error {
-	r, err := e.openRook(true)
-	if err != nil {
+	var rep cas.RepackReport
+	err := e.write(func(r *agent.Rook) (err error) {
+		p := newProgress(e.Stderr, "repack")
+		rep, err = r.Store.Repack(p.update)
+		p.done()
 		return err
-	}
-	p := newProgress(e.Stderr, "repack")
-	rep, err := r.Store.Repack(p.update)
-	p.done()
-	if cerr := r.Close(); err == nil {
-		err = cerr
-	}
+	})
 	if err != nil {
 		return err
 	}

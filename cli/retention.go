@@ -190,16 +190,13 @@ func (c *StoreMaintainCmd) Run(e *Env) error {
 	}
 	// Writable even for a dry run: gc's plan and dictionary training read
 	// the store as its writer does (a dry run still changes nothing).
-	r, err := e.openRook(true)
-	if err != nil {
+	var rep agent.MaintainReport
+	err = e.write(func(r *agent.Rook) (err error) {
+		p := &stagedProgress{w: e.Stderr}
+		rep, err = r.Maintain(cfg, c.DryRun, p.update)
+		p.done()
 		return err
-	}
-	p := &stagedProgress{w: e.Stderr}
-	rep, err := r.Maintain(cfg, c.DryRun, p.update)
-	p.done()
-	if cerr := r.Close(); err == nil {
-		err = cerr
-	}
+	})
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,32 @@ func (e *Env) sessionArg(r *agent.Rook, arg string) (eventlog.ID, error) {
 	return r.ResolveSession(arg, e.Cwd)
 }
 
+// write runs fn with the store open for writing, then closes it. Close is
+// the barrier: what fn did is durable when write returns nil, so callers
+// print their results after it.
+func (e *Env) write(fn func(r *agent.Rook) error) error {
+	r, err := e.openRook(true)
+	if err != nil {
+		return err
+	}
+	err = fn(r)
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// writeSession is write with a session argument resolved first.
+func (e *Env) writeSession(arg string, fn func(r *agent.Rook, id eventlog.ID) error) error {
+	return e.write(func(r *agent.Rook) error {
+		id, err := e.sessionArg(r, arg)
+		if err != nil {
+			return err
+		}
+		return fn(r, id)
+	})
+}
+
 // readSession opens the store read-only and resolves a session argument;
 // the caller closes the Rook.
 func (e *Env) readSession(arg string) (*agent.Rook, eventlog.ID, error) {
@@ -73,14 +99,11 @@ func (c *SessionNewCmd) Run(e *Env) error {
 		}
 		ws = abs
 	}
-	r, err := e.openRook(true)
-	if err != nil {
+	var m eventlog.Meta
+	err := e.write(func(r *agent.Rook) (err error) {
+		m, err = r.NewSession(c.Title, ws, c.Tag)
 		return err
-	}
-	m, err := r.NewSession(c.Title, ws, c.Tag)
-	if cerr := r.Close(); err == nil {
-		err = cerr
-	}
+	})
 	if err != nil {
 		return err
 	}
@@ -133,30 +156,19 @@ func (c *SessionAppendCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	r, err := e.openRook(true)
-	if err != nil {
+	var seq uint64
+	err = e.writeSession(c.ID, func(r *agent.Rook, id eventlog.ID) (err error) {
+		seq, err = r.Append(id, agent.Entry{Kind: kind, Label: c.Label, Body: body, TokensIn: c.TokensIn, TokensOut: c.TokensOut})
 		return err
-	}
-	seq, err := c.appendOne(e, r, agent.Entry{Kind: kind, Label: c.Label, Body: body, TokensIn: c.TokensIn, TokensOut: c.TokensOut})
-	if cerr := r.Close(); err == nil {
-		err = cerr // Close is the barrier: the seq is printed once durable
-	}
+	})
 	if err != nil {
-		return err
+		return err // the seq is printed only once the close made it durable
 	}
 	if e.JSON {
 		return e.printJSON(map[string]any{"seq": seq})
 	}
 	fmt.Fprintln(e.Stdout, seq)
 	return nil
-}
-
-func (c *SessionAppendCmd) appendOne(e *Env, r *agent.Rook, en agent.Entry) (uint64, error) {
-	id, err := e.sessionArg(r, c.ID)
-	if err != nil {
-		return 0, err
-	}
-	return r.Append(id, en)
 }
 
 func readInput(e *Env, file string) ([]byte, error) {
@@ -362,18 +374,13 @@ type SessionForkCmd struct {
 }
 
 func (c *SessionForkCmd) Run(e *Env) error {
-	r, err := e.openRook(true)
-	if err != nil {
-		return err
-	}
-	id, err := e.sessionArg(r, c.ID)
+	var id eventlog.ID
 	var m eventlog.Meta
-	if err == nil {
+	err := e.writeSession(c.ID, func(r *agent.Rook, sid eventlog.ID) (err error) {
+		id = sid
 		m, err = r.Log.Fork(id, c.At, eventlog.Meta{Title: c.Title})
-	}
-	if cerr := r.Close(); err == nil {
-		err = cerr
-	}
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -394,18 +401,13 @@ func (c *SessionRmCmd) Run(e *Env) error {
 	if strings.EqualFold(c.ID, "last") {
 		return usageErr("session rm needs an id or prefix, not `last`")
 	}
-	r, err := e.openRook(true)
-	if err != nil {
-		return err
-	}
-	id, err := e.sessionArg(r, c.ID)
+	var id eventlog.ID
 	var n uint64
-	if err == nil {
+	err := e.writeSession(c.ID, func(r *agent.Rook, sid eventlog.ID) (err error) {
+		id = sid
 		n, err = r.Log.Remove(id)
-	}
-	if cerr := r.Close(); err == nil {
-		err = cerr
-	}
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rookhq/rook/agent"
+	"github.com/rookhq/rook/eventlog"
 )
 
 // ShowCmd is `rook session show`.
@@ -396,12 +397,23 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(terminalLine(s), "'", `'\''`) + "'"
 }
 
-// EntryCmd is `rook session entry`.
-type EntryCmd struct {
+// bodyArgs name a range of one event's body: entry and quote take them.
+type bodyArgs struct {
 	ID     string `arg:"" help:"Session id, unique prefix, or last."`
 	Seq    uint64 `arg:"" help:"The event's seq."`
 	Offset uint64 `help:"Start at byte N of the body (from a next: line)." default:"0" placeholder:"N"`
 }
+
+// open checks the offset and opens the store read-only on the session.
+func (a bodyArgs) open(e *Env) (*agent.Rook, eventlog.ID, error) {
+	if a.Offset > 1<<62 {
+		return nil, eventlog.ID{}, usageErr("--offset %d is too large", a.Offset)
+	}
+	return e.readSession(a.ID)
+}
+
+// EntryCmd is `rook session entry`.
+type EntryCmd struct{ bodyArgs }
 
 // rangeJSON is a page of entry.
 type rangeJSON struct {
@@ -419,10 +431,7 @@ type rangeJSON struct {
 }
 
 func (c *EntryCmd) Run(e *Env) error {
-	if c.Offset > 1<<62 {
-		return usageErr("--offset %d is too large", c.Offset)
-	}
-	r, id, err := e.readSession(c.ID)
+	r, id, err := c.open(e)
 	if err != nil {
 		return err
 	}
@@ -459,11 +468,7 @@ func (c *EntryCmd) Run(e *Env) error {
 }
 
 // QuoteCmd is `rook session quote`.
-type QuoteCmd struct {
-	ID     string `arg:"" help:"Session id, unique prefix, or last."`
-	Seq    uint64 `arg:"" help:"The event's seq."`
-	Offset uint64 `help:"Start at byte N of the body (from a next: line)." default:"0" placeholder:"N"`
-}
+type QuoteCmd struct{ bodyArgs }
 
 type quoteJSON struct {
 	Session    string `json:"session"`
@@ -478,10 +483,7 @@ type quoteJSON struct {
 }
 
 func (c *QuoteCmd) Run(e *Env) error {
-	if c.Offset > 1<<62 {
-		return usageErr("--offset %d is too large", c.Offset)
-	}
-	r, id, err := e.readSession(c.ID)
+	r, id, err := c.open(e)
 	if err != nil {
 		return err
 	}

@@ -215,6 +215,15 @@ func (l *Log) UpdateMeta(m Meta) error {
 	return l.writeMeta(m)
 }
 
+// openSession checks that a session exists (its metadata) and opens its
+// log for reading; the caller closes f.
+func (l *Log) openSession(id ID) (f vfs.File, r *reader, err error) {
+	if _, err := l.ReadMeta(id); err != nil {
+		return nil, nil, err
+	}
+	return l.openLog(id)
+}
+
 // openLog opens a session's log for reading; the caller closes f.
 func (l *Log) openLog(id ID) (f vfs.File, r *reader, err error) {
 	f, err = l.fs.OpenFile(l.logPath(id), os.O_RDONLY, 0)
@@ -233,10 +242,7 @@ func (l *Log) state(id ID) (*writerState, error) {
 	if st, ok := l.sessions[id]; ok {
 		return st, nil
 	}
-	if _, err := l.ReadMeta(id); err != nil {
-		return nil, err
-	}
-	f, r, err := l.openLog(id)
+	f, r, err := l.openSession(id)
 	if err != nil {
 		return nil, err
 	}
@@ -499,10 +505,7 @@ func (l *Log) Read(id ID, from uint64, limit int) ([]Event, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	if _, err := l.ReadMeta(id); err != nil {
-		return nil, err
-	}
-	f, r, err := l.openLog(id)
+	f, r, err := l.openSession(id)
 	if err != nil {
 		return nil, err
 	}

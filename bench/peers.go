@@ -91,16 +91,9 @@ func PeerJSONL(dir string, events []Event) (PeerResult, error) {
 	if err != nil {
 		return res, err
 	}
-	path := filepath.Join(dir, "session.jsonl")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return res, err
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return res, err
-	}
-	res.Bytes, res.Measured = st.Size(), true
-	return res, nil
+	res.Bytes, err = writeMeasured(filepath.Join(dir, "session.jsonl"), data)
+	res.Measured = err == nil
+	return res, err
 }
 
 // PeerJSONLZstd stores the same JSONL compressed whole with zstd at level
@@ -117,16 +110,21 @@ func PeerJSONLZstd(dir string, events []Event, level int) (PeerResult, error) {
 	if err != nil {
 		return res, err
 	}
-	path := filepath.Join(dir, "session.jsonl.zst")
-	if err := os.WriteFile(path, z, 0o644); err != nil {
-		return res, err
+	res.Bytes, err = writeMeasured(filepath.Join(dir, "session.jsonl.zst"), z)
+	res.Measured = err == nil
+	return res, err
+}
+
+// writeMeasured writes a peer's file and returns its size on disk.
+func writeMeasured(path string, data []byte) (int64, error) {
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return 0, err
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return res, err
+		return 0, err
 	}
-	res.Bytes, res.Measured = st.Size(), true
-	return res, nil
+	return st.Size(), nil
 }
 
 // peerZstd compresses data as one zstd frame at the zstd CLI's level.

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
+	"github.com/rookhq/rook/internal/vfs/vfstest"
 )
 
 const crashHome = "/h/.rook"
@@ -142,57 +142,32 @@ func checkSessions(t *testing.T, k int, fsys *vfs.MemFS, acked map[string][]acke
 	}
 }
 
-func newCrashFS(t *testing.T) *vfs.MemFS {
-	fsys := vfs.NewMem()
+func initCrashStore(fsys *vfs.MemFS) {
 	if _, err := cas.Init(fsys, nil, crashHome); err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
-	return fsys
 }
 
 // TestSessionCrashSweep crashes the workload at every write in turn and
 // reopens from what was durable: every acknowledged event is there, seqs are
 // dense, no group is half there.
 func TestSessionCrashSweep(t *testing.T) {
-	for k := 0; ; k++ {
-		fsys := newCrashFS(t)
-		var clone *vfs.MemFS
-		fsys.CrashAt(k, func(c *vfs.MemFS) { clone = c })
-		acked := map[string][]ackedEvent{}
-		err := sessionWorkload(fsys, acked)
-		if clone == nil {
-			if err != nil {
-				t.Fatalf("no crash at %d but the workload failed: %v", k, err)
-			}
-			t.Logf("swept %d crash points", k)
-			return
-		}
-		if !errors.Is(err, vfs.ErrInjected) {
-			t.Fatalf("crash at %d: workload error %v", k, err)
-		}
-		checkSessions(t, k, clone, acked)
-	}
+	var acked map[string][]ackedEvent
+	n := vfstest.Sweep(t, nil, 0, initCrashStore,
+		func(fsys *vfs.MemFS) error { acked = map[string][]ackedEvent{}; return sessionWorkload(fsys, acked) },
+		func(k int, states []*vfs.MemFS) { checkSessions(t, k, states[0], acked) })
+	t.Logf("swept %d crash points", n)
 }
 
 // TestSessionCrashSweepRandomUnsynced: the same with random survival of
 // unsynced writes (torn, reordered, partial).
 func TestSessionCrashSweepRandomUnsynced(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for k := 0; ; k++ {
-		fsys := newCrashFS(t)
-		var clones []*vfs.MemFS
-		crashed := false
-		fsys.CrashAtClones(k, rng, 6, func(c []*vfs.MemFS) { crashed, clones = true, c[1:] })
-		acked := map[string][]ackedEvent{}
-		err := sessionWorkload(fsys, acked)
-		if !crashed {
-			if err != nil {
-				t.Fatalf("no crash at %d but the workload failed: %v", k, err)
+	var acked map[string][]ackedEvent
+	vfstest.Sweep(t, rand.New(rand.NewPCG(3, 4)), 6, initCrashStore,
+		func(fsys *vfs.MemFS) error { acked = map[string][]ackedEvent{}; return sessionWorkload(fsys, acked) },
+		func(k int, states []*vfs.MemFS) {
+			for _, c := range states[1:] {
+				checkSessions(t, k, c, acked)
 			}
-			return
-		}
-		for _, c := range clones {
-			checkSessions(t, k, c, acked)
-		}
-	}
+		})
 }

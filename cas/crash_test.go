@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/rookhq/rook/internal/vfs"
+	"github.com/rookhq/rook/internal/vfs/vfstest"
 )
 
 // crashWorkload puts objects of several kinds and sizes through one store,
@@ -98,59 +98,37 @@ func checkCrashState(t *testing.T, k int, clone *vfs.MemFS, home string, acked m
 	}
 }
 
+// crashHome is where the crash tests keep their store.
+const crashHome = "/h/.rook"
+
+func initCrashStore(fsys *vfs.MemFS) {
+	if _, err := Init(fsys, nil, crashHome); err != nil {
+		panic(err)
+	}
+}
+
 // TestCrashSweep crashes the workload at every write operation in turn
 // (write, sync, rename, create...) and reopens from only what was durable.
 func TestCrashSweep(t *testing.T) {
-	home := "/h/.rook"
-	for k := 0; ; k++ {
-		fsys := vfs.NewMem()
-		if _, err := Init(fsys, nil, home); err != nil {
-			t.Fatal(err)
-		}
-		var clone *vfs.MemFS
-		fsys.CrashAt(k, func(c *vfs.MemFS) { clone = c })
-		acked := map[Key][]byte{}
-		err := crashWorkload(fsys, home, acked)
-		if clone == nil {
-			if err != nil {
-				t.Fatalf("no crash at %d but the workload failed: %v", k, err)
-			}
-			t.Logf("swept %d crash points", k)
-			return
-		}
-		if !errors.Is(err, vfs.ErrInjected) {
-			t.Fatalf("crash at write %d: workload error %v, want the injected fault", k, err)
-		}
-		checkCrashState(t, k, clone, home, acked)
-	}
+	var acked map[Key][]byte
+	n := vfstest.Sweep(t, nil, 0, initCrashStore,
+		func(fsys *vfs.MemFS) error { acked = map[Key][]byte{}; return crashWorkload(fsys, crashHome, acked) },
+		func(k int, states []*vfs.MemFS) { checkCrashState(t, k, states[0], crashHome, acked) })
+	t.Logf("swept %d crash points", n)
 }
 
 // TestCrashSweepRandomUnsynced is the sweep again, but each crash keeps a
 // random part of what was written and not synced (partial tails, garbled
 // tails, some directory entries): recovery must not rely on all-or-nothing.
 func TestCrashSweepRandomUnsynced(t *testing.T) {
-	home := "/h/.rook"
-	rng := rand.New(rand.NewPCG(1, 2))
-	for k := 0; ; k++ {
-		fsys := vfs.NewMem()
-		if _, err := Init(fsys, nil, home); err != nil {
-			t.Fatal(err)
-		}
-		var clones []*vfs.MemFS
-		crashed := false
-		fsys.CrashAtClones(k, rng, crashSeeds(), func(c []*vfs.MemFS) { crashed, clones = true, c[1:] })
-		acked := map[Key][]byte{}
-		err := crashWorkload(fsys, home, acked)
-		if !crashed {
-			if err != nil {
-				t.Fatalf("no crash at %d but the workload failed: %v", k, err)
+	var acked map[Key][]byte
+	vfstest.Sweep(t, rand.New(rand.NewPCG(1, 2)), crashSeeds(), initCrashStore,
+		func(fsys *vfs.MemFS) error { acked = map[Key][]byte{}; return crashWorkload(fsys, crashHome, acked) },
+		func(k int, states []*vfs.MemFS) {
+			for _, c := range states[1:] {
+				checkCrashState(t, k, c, crashHome, acked)
 			}
-			return
-		}
-		for _, c := range clones {
-			checkCrashState(t, k, c, home, acked)
-		}
-	}
+		})
 }
 
 // crashSeeds is how many random crash clones each crash point gets:

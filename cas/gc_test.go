@@ -13,6 +13,7 @@ import (
 	"github.com/rookhq/rook/dict"
 	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
+	"github.com/rookhq/rook/internal/vfs/vfstest"
 )
 
 // message is a chat message of the benchmark's shape: distinct, similar.
@@ -284,40 +285,26 @@ func gcWorkload(fsys *vfs.MemFS, home string, live map[Key][]byte) error {
 // TestGCCrashSweep crashes gc and repack at every write and reopens: every
 // live object is there and verify is clean.
 func TestGCCrashSweep(t *testing.T) {
-	home := "/h/.rook"
-	rng := rand.New(rand.NewPCG(5, 6))
-	for k := 0; ; k++ {
-		fsys := vfs.NewMem()
-		if _, err := Init(fsys, nil, home); err != nil {
-			t.Fatal(err)
-		}
-		var clones []*vfs.MemFS
-		crashed := false
-		fsys.CrashAtClones(k, rng, 2, func(c []*vfs.MemFS) { crashed, clones = true, c })
-		live := map[Key][]byte{}
-		err := gcWorkload(fsys, home, live)
-		if !crashed {
-			if err != nil {
-				t.Fatalf("no crash at %d but the workload failed: %v", k, err)
-			}
-			t.Logf("swept %d crash points", k)
-			return
-		}
-		for _, c := range clones {
-			s, err := Open(home, Options{FS: c, Writable: true})
-			if err != nil {
-				t.Fatalf("crash at %d: open: %v", k, err)
-			}
-			for id, b := range live {
-				got, err := s.Get(id)
-				if err != nil || !bytes.Equal(got, b) {
-					t.Fatalf("crash at %d: live object %s: %v (notices %v)", k, Short(id), err, s.Notices)
+	var live map[Key][]byte
+	n := vfstest.Sweep(t, rand.New(rand.NewPCG(5, 6)), 2, initCrashStore,
+		func(fsys *vfs.MemFS) error { live = map[Key][]byte{}; return gcWorkload(fsys, crashHome, live) },
+		func(k int, states []*vfs.MemFS) {
+			for _, c := range states {
+				s, err := Open(crashHome, Options{FS: c, Writable: true})
+				if err != nil {
+					t.Fatalf("crash at %d: open: %v", k, err)
 				}
+				for id, b := range live {
+					got, err := s.Get(id)
+					if err != nil || !bytes.Equal(got, b) {
+						t.Fatalf("crash at %d: live object %s: %v (notices %v)", k, Short(id), err, s.Notices)
+					}
+				}
+				if rep, err := s.Verify(nil); err != nil || len(rep.Problems) != 0 {
+					t.Fatalf("crash at %d: verify: %v %v", k, err, rep.Problems)
+				}
+				s.Close()
 			}
-			if rep, err := s.Verify(nil); err != nil || len(rep.Problems) != 0 {
-				t.Fatalf("crash at %d: verify: %v %v", k, err, rep.Problems)
-			}
-			s.Close()
-		}
-	}
+		})
+	t.Logf("swept %d crash points", n)
 }

@@ -45,16 +45,19 @@ type SessionDiff struct {
 	Captures  int          `json:"captures"`
 }
 
-// baseline returns, for each path the session captured, its first capture.
-func (r *Rook) baseline(id eventlog.ID) (root string, files map[string]FileEntry, absent map[string]bool, captures int, err error) {
-	files, absent = map[string]FileEntry{}, map[string]bool{}
-	for from := uint64(0); ; {
+// firstCaptures walks a session's checkpoint events from seq `from` and
+// returns, for each path they name, its first capture there: the content
+// (or absence) before the agent's first change past that point. Diff uses
+// it from 0 (the session's baseline), rewind from the seq it rewinds to.
+func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (root string, first map[string]Change, captures int, err error) {
+	first = map[string]Change{}
+	for {
 		evs, err := r.Log.Read(id, from, 1024)
 		if err != nil {
-			return "", nil, nil, 0, err
+			return "", nil, 0, err
 		}
 		if len(evs) == 0 {
-			break
+			return root, first, captures, nil
 		}
 		for _, ev := range evs {
 			if ev.Kind != eventlog.KindCheckpoint {
@@ -62,35 +65,34 @@ func (r *Rook) baseline(id eventlog.ID) (root string, files map[string]FileEntry
 			}
 			m, err := r.ReadManifest(ev.Body)
 			if err != nil {
-				return "", nil, nil, 0, fmt.Errorf("checkpoint #%d cannot be read: %w", ev.Seq, err)
+				return "", nil, 0, fmt.Errorf("checkpoint #%d cannot be read: %w", ev.Seq, err)
 			}
 			if root == "" {
 				root = m.Root
 			} else if filepath.Clean(root) != filepath.Clean(m.Root) {
-				return "", nil, nil, 0, fmt.Errorf("checkpoint #%d captured %s, earlier ones %s", ev.Seq, m.Root, root)
+				return "", nil, 0, fmt.Errorf("checkpoint #%d captured %s, earlier ones %s", ev.Seq, m.Root, root)
 			}
 			captures++
 			for p, f := range m.Files {
-				if _, ok := files[p]; !ok && !absent[p] {
-					files[p] = f
+				if _, ok := first[p]; !ok {
+					first[p] = Change{Path: p, File: f}
 				}
 			}
 			for _, p := range m.Absent {
-				if _, ok := files[p]; !ok {
-					absent[p] = true
+				if _, ok := first[p]; !ok {
+					first[p] = Change{Path: p, Remove: true}
 				}
 			}
 		}
 		from = evs[len(evs)-1].Seq + 1
 	}
-	return root, files, absent, captures, nil
 }
 
 // Diff compares what the session found with the disk now. With w set, it
 // writes a git-style patch (git apply takes it; git apply -R undoes it).
 func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error) {
 	d := SessionDiff{Session: id, Files: []FileChange{}}
-	root, files, absent, captures, err := r.baseline(id)
+	root, first, captures, err := r.firstCaptures(id, 0)
 	if err != nil {
 		return d, err
 	}
@@ -102,11 +104,8 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 	if err != nil {
 		return d, err
 	}
-	paths := make([]string, 0, len(files)+len(absent))
-	for p := range files {
-		paths = append(paths, p)
-	}
-	for p := range absent {
+	paths := make([]string, 0, len(first))
+	for p := range first {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
@@ -116,7 +115,7 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		if _, err := resolveInRoot(filepath.Clean(root), real, p, false); err != nil {
 			return d, fmt.Errorf("cannot compare %s: %w", p, err)
 		}
-		base, had := files[p]
+		base, had := first[p].File, !first[p].Remove
 		cur, err := statDisk(real, p)
 		if err != nil {
 			return d, err

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 )
 
@@ -189,5 +188,3 @@ func manifestChanges(m *Manifest) []Change {
 	}
 	return out
 }
-
-var _ = cas.KindFile

@@ -1,9 +1,7 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/rookhq/rook/eventlog"
@@ -24,50 +22,6 @@ type RewindReport struct {
 	Undo      string   `json:"undo,omitempty"`
 	Paths     []string `json:"paths"`
 	KeepFiles bool     `json:"keep_files"`
-}
-
-// rewindPlan collects, for each path, the earliest capture at or after
-// `to`: the content before the agent's first change past that point.
-func (r *Rook) rewindPlan(id eventlog.ID, to, count uint64) (root string, changes []Change, applied int, err error) {
-	seen := map[string]bool{}
-	for from := to; from < count; {
-		evs, err := r.Log.Read(id, from, 1024)
-		if err != nil {
-			return "", nil, 0, err
-		}
-		if len(evs) == 0 {
-			break
-		}
-		for _, ev := range evs {
-			if ev.Kind != eventlog.KindCheckpoint {
-				continue
-			}
-			m, err := r.ReadManifest(ev.Body)
-			if err != nil {
-				return "", nil, 0, fmt.Errorf("checkpoint #%d cannot be read (%w): nothing changed", ev.Seq, err)
-			}
-			if root == "" {
-				root = m.Root
-			} else if filepath.Clean(m.Root) != filepath.Clean(root) {
-				return "", nil, 0, fmt.Errorf("checkpoint #%d captured %s but earlier ones captured %s: nothing changed", ev.Seq, m.Root, root)
-			}
-			applied++
-			for p, f := range m.Files {
-				if !seen[p] {
-					seen[p] = true
-					changes = append(changes, Change{Path: p, File: f})
-				}
-			}
-			for _, p := range m.Absent {
-				if !seen[p] {
-					seen[p] = true
-					changes = append(changes, Change{Path: p, Remove: true})
-				}
-			}
-		}
-		from = evs[len(evs)-1].Seq + 1
-	}
-	return root, changes, applied, nil
 }
 
 // Rewind forks a session at `to` (the parent stays whole and readable) and,
@@ -91,9 +45,13 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 	var plan *Plan
 	var before *Manifest
 	if !keepFiles {
-		root, changes, applied, err := r.rewindPlan(id, to, sum.Events)
+		root, first, applied, err := r.firstCaptures(id, to)
 		if err != nil {
-			return rep, err
+			return rep, fmt.Errorf("%w: nothing changed", err)
+		}
+		changes := make([]Change, 0, len(first))
+		for _, c := range first {
+			changes = append(changes, c)
 		}
 		rep.CheckpointsApplied = applied
 		if len(changes) > 0 {
@@ -139,5 +97,3 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 	}
 	return rep, nil
 }
-
-var _ = errors.New

@@ -215,8 +215,10 @@ func TestCollectRemovesExactlyTheUnreachable(t *testing.T) {
 
 func TestRepackRecompressesWithDictionaries(t *testing.T) {
 	s, _ := newStore(t, vfs.NewMem(), Options{})
+	// Enough messages that the dictionary clearly pays for itself (with
+	// fewer it is a close call, and training is not deterministic).
 	var ids []Key
-	for i := 0; i < 600; i++ {
+	for i := 0; i < 1500; i++ {
 		ids = append(ids, mustPut(t, s, KindMessage, message(i)))
 		if i%10 == 9 {
 			s.Sync() // small blocks, as many small puts make

@@ -18,7 +18,7 @@ import (
 )
 
 // Named checkpoints are refs: HOME/refs/checkpoints/<name>, a text file of
-// lines "<64-hex snapshot id> <unix nanoseconds>", oldest first, written
+// lines "<32-hex snapshot id> <unix nanoseconds>", oldest first, written
 // whole through the durable-write helper. Re-creating a name adds a line:
 // the newest is the checkpoint, the older ones its history (and gc roots).
 
@@ -57,10 +57,10 @@ func parseRefLines(b []byte) ([]refLine, error) {
 		}
 		raw, err := hex.DecodeString(f[0])
 		ns, err2 := strconv.ParseInt(f[1], 10, 64)
-		if err != nil || err2 != nil || len(raw) != 32 {
+		var l refLine
+		if err != nil || err2 != nil || len(raw) != len(l.id) {
 			return nil, fmt.Errorf("line %d malformed", i+1)
 		}
-		var l refLine
 		copy(l.id[:], raw)
 		l.at = time.Unix(0, ns).UTC()
 		out = append(out, l)

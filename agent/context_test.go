@@ -147,7 +147,7 @@ func TestContextMissingBody(t *testing.T) {
 	id := viewsSession(t, r, "missing")
 	viewsAppend(t, r, clk, id, Entry{Kind: eventlog.KindUser, Body: []byte("here")})
 	// An event naming a body the store never had.
-	if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindUser, Body: [32]byte{1, 2, 3}}); err != nil {
+	if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindUser, Body: [16]byte{1, 2, 3}}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := r.Context(id, DefaultContextWindow)

@@ -83,7 +83,7 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool) (map[cas.Key]bool, error) {
 }
 
 // walkRefs calls mark for every object id any ref file names: refs are
-// text files of lines whose first field is a 64-hex id.
+// text files of lines whose first field is a 32-hex id.
 func (r *Rook) walkRefs(mark func(cas.Key)) error {
 	var walk func(dir string) error
 	walk = func(dir string) error {

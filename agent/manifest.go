@@ -21,7 +21,7 @@ import (
 // Format (docs/storage.md, "Captures"), version 1:
 //
 //	{"v":1,"root":"/abs/workspace","captured_at":"...","label":"...",
-//	 "files":{"rel/path":{"id":"<64 hex>","size":12,"mode":"0644"}, "link":{"id":...,"mode":"link"}},
+//	 "files":{"rel/path":{"id":"<32 hex>","size":12,"mode":"0644"}, "link":{"id":...,"mode":"link"}},
 //	 "absent":["rel/gone"],"total_bytes":12}
 //
 // Paths are slash-separated, relative to root, clean, never absolute and
@@ -110,8 +110,8 @@ func (f *FileEntry) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	raw, err := hex.DecodeString(j.ID)
-	if err != nil || len(raw) != 32 {
-		return fmt.Errorf("file id %q is not 64 hex digits", j.ID)
+	if err != nil || len(raw) != len(f.ID) {
+		return fmt.Errorf("file id %q is not 32 hex digits", j.ID)
 	}
 	copy(f.ID[:], raw)
 	f.Size, f.Mode = j.Size, j.Mode

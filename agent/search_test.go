@@ -145,7 +145,7 @@ func TestSearchBudgetAndUnreadable(t *testing.T) {
 		t.Fatalf("whole: %+v %v", res, err)
 	}
 	// An event naming a body the store does not have is skipped, counted.
-	if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindUser, Body: [32]byte{9}}); err != nil {
+	if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindUser, Body: [16]byte{9}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err = r.Search("needle", SearchOptions{})

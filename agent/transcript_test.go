@@ -189,7 +189,7 @@ func TestShowCutsAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An event naming a body the store does not have.
-	var missing [32]byte
+	var missing [16]byte
 	copy(missing[:], "no such body")
 	if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindUser, Body: missing}); err != nil {
 		t.Fatal(err)
@@ -511,7 +511,7 @@ func TestFindUnreadableBody(t *testing.T) {
 	r := testRook(t, vfs.NewMem())
 	id := newSession(t, r)
 	appendBodies(t, r, id, "hit one")
-	var missing [32]byte
+	var missing [16]byte
 	copy(missing[:], "gone")
 	if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindUser, Body: missing}); err != nil {
 		t.Fatal(err)

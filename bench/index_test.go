@@ -19,7 +19,7 @@ import (
 	"github.com/rookhq/rook/internal/vfs"
 )
 
-// The ids the index benchmarks use: N pseudo-random 32-byte keys (BLAKE3
+// The ids the index benchmarks use: N pseudo-random 16-byte keys (BLAKE3
 // output is uniform, so random keys are the faithful stand-in) with a
 // 12-byte value shaped like a cas entry for an object in a segment.
 const indexN = 1_000_000
@@ -34,7 +34,7 @@ func benchKeys() []index.Key {
 		r := rand.New(rand.NewPCG(42, 1))
 		keys = make([]index.Key, indexN)
 		for i := range keys {
-			for j := 0; j < 32; j += 8 {
+			for j := 0; j < index.KeySize; j += 8 {
 				binary.LittleEndian.PutUint64(keys[i][j:], r.Uint64())
 			}
 		}
@@ -164,7 +164,7 @@ func BenchmarkIndexCommit(b *testing.B) {
 	r := rand.New(rand.NewPCG(9, 9))
 	newKey := func() index.Key {
 		var k index.Key
-		for j := 0; j < 32; j += 8 {
+		for j := 0; j < index.KeySize; j += 8 {
 			binary.LittleEndian.PutUint64(k[j:], r.Uint64())
 		}
 		return k

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rookhq/rook/internal/vfs"
 	"github.com/rookhq/rook/internal/vfs/vfstest"
@@ -164,12 +165,15 @@ func TestKilledWriter(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// A child that never prints what we expect must not hang the test.
+	watchdog := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+	defer watchdog.Stop()
 	acked := map[Key]bool{}
 	sc := bufio.NewScanner(out)
 	for sc.Scan() && len(acked) < 400 {
 		b, err := hex.DecodeString(strings.TrimSpace(sc.Text()))
-		if err != nil || len(b) != 32 {
-			continue
+		if err != nil || len(b) != len(Key{}) {
+			t.Fatalf("child printed %q, not an id", sc.Text())
 		}
 		acked[Key(b)] = true
 	}

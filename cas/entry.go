@@ -9,25 +9,24 @@ import (
 // entry is an index value: where an object lives and what it is. Encoding
 // (part of the format, docs/storage.md "Index entries"):
 //
-//	u8 version (=1) | u8 kind | u8 flags (bit 0: inline) | u8 codec
-//	uvarint dict | uvarint created (unix seconds) | uvarint size (logical)
-//	uvarint stored (bytes attributed to it on disk)
-//	uvarint segment | uvarint record offset | uvarint member index | uvarint member offset
+//	u8 version<<4 | flags (bit 0: inline) | u8 kind
+//	uvarint size (logical) | uvarint stored (bytes attributed to it on disk)
+//	uvarint segment | uvarint record offset | uvarint member index
 //	inline only: the object's bytes, to the end of the value
 //
 // Every object lives in a segment record (the truth the index is rebuilt
 // from); an inline entry also carries a copy of the bytes of a tiny object so
-// reading it needs no segment I/O.
+// reading it needs no segment I/O. What the record header already says (the
+// codec, the dictionary, the time it was written) and what its block table
+// says (where the member starts) is not repeated here: an entry is about
+// ten bytes, and there is one per object.
 type entry struct {
-	Kind    Kind
-	Inline  bool
-	Codec   uint8
-	Dict    uint32
-	Created int64
-	Size    int64
-	Stored  int64
-	Loc     location
-	Data    []byte // inline bytes
+	Kind   Kind
+	Inline bool
+	Size   int64
+	Stored int64
+	Loc    location
+	Data   []byte // inline bytes
 }
 
 // location names one object inside one segment record.
@@ -35,26 +34,22 @@ type location struct {
 	Segment uint32
 	Offset  int64 // of the record header within the segment file
 	Member  int   // index within the block
-	MemOff  int   // offset of the member within the block's decoded bytes
 }
 
-const entryVersion = 1
+const entryVersion = 2
 
 func (e entry) encode() []byte {
-	b := make([]byte, 0, 32+len(e.Data))
+	b := make([]byte, 0, 16+len(e.Data))
 	flags := byte(0)
 	if e.Inline {
 		flags |= 1
 	}
-	b = append(b, entryVersion, byte(e.Kind), flags, e.Codec)
-	b = binary.AppendUvarint(b, uint64(e.Dict))
-	b = binary.AppendUvarint(b, uint64(e.Created))
+	b = append(b, entryVersion<<4|flags, byte(e.Kind))
 	b = binary.AppendUvarint(b, uint64(e.Size))
 	b = binary.AppendUvarint(b, uint64(e.Stored))
 	b = binary.AppendUvarint(b, uint64(e.Loc.Segment))
 	b = binary.AppendUvarint(b, uint64(e.Loc.Offset))
 	b = binary.AppendUvarint(b, uint64(e.Loc.Member))
-	b = binary.AppendUvarint(b, uint64(e.Loc.MemOff))
 	if e.Inline {
 		b = append(b, e.Data...)
 	}
@@ -65,17 +60,22 @@ var errBadEntry = errors.New("index entry unreadable")
 
 func decodeEntry(b []byte) (entry, error) {
 	var e entry
-	if len(b) < 4 {
+	if len(b) < 7 {
 		return e, fmt.Errorf("%w: %d bytes", errBadEntry, len(b))
 	}
-	if b[0] != entryVersion {
-		return e, fmt.Errorf("%w: version %d (written by a newer rook? upgrade rook)", errBadEntry, b[0])
+	if v := b[0] >> 4; v != entryVersion {
+		if v > entryVersion {
+			return e, fmt.Errorf("%w: version %d (written by a newer rook? upgrade rook)", errBadEntry, v)
+		}
+		return e, fmt.Errorf("%w: version %d", errBadEntry, v)
+	}
+	if b[0]&0x0e != 0 {
+		return e, fmt.Errorf("%w: unknown flags %#x", errBadEntry, b[0]&0x0f)
 	}
 	e.Kind = Kind(b[1])
-	e.Inline = b[2]&1 != 0
-	e.Codec = b[3]
-	p := 4
-	var vals [8]uint64
+	e.Inline = b[0]&1 != 0
+	p := 2
+	var vals [5]uint64
 	for i := range vals {
 		v, n := binary.Uvarint(b[p:])
 		if n <= 0 {
@@ -90,14 +90,12 @@ func decodeEntry(b []byte) (entry, error) {
 			return e, fmt.Errorf("%w: value out of range", errBadEntry)
 		}
 	}
-	if vals[0] > 1<<32-1 || vals[4] > 1<<32-1 {
+	if vals[2] > 1<<32-1 || vals[4] > 1<<16-1 {
 		return e, fmt.Errorf("%w: value out of range", errBadEntry)
 	}
-	e.Dict = uint32(vals[0])
-	e.Created = int64(vals[1])
-	e.Size = int64(vals[2])
-	e.Stored = int64(vals[3])
-	e.Loc = location{Segment: uint32(vals[4]), Offset: int64(vals[5]), Member: int(vals[6]), MemOff: int(vals[7])}
+	e.Size = int64(vals[0])
+	e.Stored = int64(vals[1])
+	e.Loc = location{Segment: uint32(vals[2]), Offset: int64(vals[3]), Member: int(vals[4])}
 	if e.Inline {
 		e.Data = b[p:len(b):len(b)]
 		if int64(len(e.Data)) != e.Size {

@@ -40,7 +40,7 @@ func markerSeeds() [][]byte {
 
 func entrySeeds() [][]byte {
 	return [][]byte{
-		entry{Kind: KindFile, Codec: CodecZstd, Created: 1764, Size: 100, Stored: 20, Loc: location{Segment: 3, Offset: 4096, Member: 2, MemOff: 40}}.encode(),
+		entry{Kind: KindFile, Size: 100, Stored: 20, Loc: location{Segment: 3, Offset: 4096, Member: 2}}.encode(),
 		entry{Kind: KindNote, Inline: true, Size: 4, Stored: 4, Data: []byte("tiny")}.encode(),
 	}
 }

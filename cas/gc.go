@@ -62,6 +62,7 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 	rep.DiskBefore, rep.DiskAfter = disk.Total, disk.Total
 	cutoff := s.opts.Clock.Now().Add(-opts.Grace).Unix()
 	dead := map[Key]bool{}
+	hdrs := map[blockKey]recordHeader{}
 	liveIn := map[uint32]int{}
 	deadIn := map[uint32]int{}
 	err = s.tree.Snapshot().Ascend(Key{}, func(id Key, v []byte) bool {
@@ -75,7 +76,7 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 		case opts.Live != nil && opts.Live(id):
 			rep.Reachable++
 			liveIn[e.Loc.Segment]++
-		case e.Created > cutoff:
+		case s.createdOf(e.Loc, hdrs) > cutoff:
 			rep.TooNew++
 			liveIn[e.Loc.Segment]++
 		default:
@@ -224,7 +225,7 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 				if err != nil {
 					return err
 				}
-				if e.Loc != (location{Segment: n, Offset: r.off, Member: i, MemOff: r.offs[i]}) {
+				if e.Loc != (location{Segment: n, Offset: r.off, Member: i}) {
 					continue // a stale copy: the entry points elsewhere
 				}
 				if !keep(id, e) {
@@ -234,7 +235,7 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 					continue
 				}
 				old := e
-				if err := s.stage(&pendingObject{id: id, kind: e.Kind, data: append([]byte(nil), m...), created: e.Created, old: &old}); err != nil {
+				if err := s.stage(&pendingObject{id: id, kind: e.Kind, data: append([]byte(nil), m...), created: int64(r.h.Time), old: &old}); err != nil {
 					return err
 				}
 				st.moved++
@@ -294,4 +295,12 @@ func (s *Store) stage(obj *pendingObject) error {
 		return s.writeBlock(obj.kind, ob.objs)
 	}
 	return nil
+}
+
+// createdOf is when an object was written: its record's time. An unreadable
+// header reads as "long ago": such an unreachable object is garbage either
+// way.
+func (s *Store) createdOf(loc location, hdrs map[blockKey]recordHeader) int64 {
+	h, _ := s.headerOf(loc, hdrs)
+	return int64(h.Time)
 }

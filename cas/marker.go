@@ -11,7 +11,7 @@ import (
 
 // FormatVersion is the store-level format this build writes and reads. It
 // only ratchets up; a store marked with a newer version is refused.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // MarkerFile names the format marker under the store home.
 const MarkerFile = "FORMAT"
@@ -33,6 +33,10 @@ type marker struct {
 
 // ErrNewerFormat is returned for a store written by a newer rook.
 var ErrNewerFormat = errors.New("store format is newer than this rook: upgrade rook")
+
+// ErrOlderFormat is returned for a store of format 1 (32-byte ids), which
+// only pre-release builds wrote: this rook does not convert it.
+var ErrOlderFormat = errors.New("store was written by a pre-release rook (format 1, 256-bit ids) that this rook does not read: move the store directory aside and run `rook init`")
 
 // ErrBadMarker is returned for a marker that cannot be read.
 var ErrBadMarker = errors.New("format marker is malformed")
@@ -85,6 +89,9 @@ func parseMarker(b []byte) (int64, error) {
 	}
 	if m.Format > FormatVersion {
 		return m.Format, fmt.Errorf("%w (store format %d, this rook reads up to %d)", ErrNewerFormat, m.Format, FormatVersion)
+	}
+	if m.Format < FormatVersion {
+		return m.Format, fmt.Errorf("%w (store format %d, this rook reads %d)", ErrOlderFormat, m.Format, FormatVersion)
 	}
 	return m.Format, nil
 }

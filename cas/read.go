@@ -82,7 +82,7 @@ type BadPrefixError struct {
 }
 
 func (e *BadPrefixError) Error() string {
-	return fmt.Sprintf("%q is not an object id: %s (give 4 to 64 hex characters)", e.Prefix, e.Reason)
+	return fmt.Sprintf("%q is not an object id: %s (give 4 to 32 hex characters)", e.Prefix, e.Reason)
 }
 
 // Get returns the object's bytes, verified against its id.
@@ -129,12 +129,45 @@ func (s *Store) Stat(id Key) (ObjectInfo, error) {
 	if !ok {
 		return ObjectInfo{}, &NotFoundError{Prefix: hex.EncodeToString(id[:])}
 	}
-	return infoOf(id, e), nil
+	return s.infoOf(id, e, nil), nil
 }
 
-func infoOf(id Key, e entry) ObjectInfo {
-	return ObjectInfo{ID: id, Kind: e.Kind, Size: e.Size, Stored: e.Stored, Inline: e.Inline, Created: e.Created,
-		Segment: e.Loc.Segment, Offset: e.Loc.Offset, Codec: e.Codec, Dict: e.Dict}
+// infoOf describes an object from its entry and its record's header (the
+// header says when it was written and how it is compressed). hdrs, when
+// not nil, remembers headers across the objects of one listing. A header
+// that cannot be read leaves those fields zero; reading the object reports
+// the damage.
+func (s *Store) infoOf(id Key, e entry, hdrs map[blockKey]recordHeader) ObjectInfo {
+	info := ObjectInfo{ID: id, Kind: e.Kind, Size: e.Size, Stored: e.Stored, Inline: e.Inline,
+		Segment: e.Loc.Segment, Offset: e.Loc.Offset}
+	if h, ok := s.headerOf(e.Loc, hdrs); ok {
+		info.Created, info.Codec, info.Dict = int64(h.Time), h.Codec, h.Dict
+	}
+	return info
+}
+
+// headerOf reads the header of the record an entry points into.
+func (s *Store) headerOf(loc location, hdrs map[blockKey]recordHeader) (recordHeader, bool) {
+	k := blockKey{loc.Segment, loc.Offset}
+	if h, ok := hdrs[k]; ok {
+		return h, true
+	}
+	f, err := s.files.get(loc.Segment)
+	if err != nil {
+		return recordHeader{}, false
+	}
+	b := make([]byte, recHeaderSize)
+	if _, err := f.ReadAt(b, loc.Offset); err != nil {
+		return recordHeader{}, false
+	}
+	h, err := parseRecordHeader(b)
+	if err != nil {
+		return recordHeader{}, false
+	}
+	if hdrs != nil {
+		hdrs[k] = h
+	}
+	return h, true
 }
 
 // lookup finds an id's entry: a writer sees its uncommitted entries, a
@@ -196,10 +229,10 @@ func (s *Store) readEntry(id Key, e entry, useCache bool) ([]byte, error) {
 	if blk.kind != e.Kind {
 		return nil, bad(fmt.Sprintf("record holds %s objects, index says %s", blk.kind, e.Kind))
 	}
-	if e.Loc.Member >= len(blk.offs) || blk.offs[e.Loc.Member] != e.Loc.MemOff || int64(blk.lens[e.Loc.Member]) != e.Size {
+	if e.Loc.Member >= len(blk.offs) || int64(blk.lens[e.Loc.Member]) != e.Size {
 		return nil, bad("index entry does not match its record")
 	}
-	data := blk.raw[e.Loc.MemOff : e.Loc.MemOff+int(e.Size)]
+	data := blk.raw[blk.offs[e.Loc.Member] : blk.offs[e.Loc.Member]+int(e.Size)]
 	if ID(data) != id {
 		return nil, bad("content hash mismatch")
 	}
@@ -224,7 +257,7 @@ func (s *Store) readBlock(seg uint32, off int64) (*decodedBlock, error) {
 	return &decodedBlock{kind: r.h.Kind, raw: r.raw, offs: r.offs, lens: r.lens}, nil
 }
 
-// ParsePrefix checks a user's id prefix: 4 to 64 hex characters. It returns
+// ParsePrefix checks a user's id prefix: 4 to 32 hex characters. It returns
 // the lowercase prefix.
 func ParsePrefix(p string) (string, error) {
 	for _, r := range p {
@@ -242,7 +275,7 @@ func ParsePrefix(p string) (string, error) {
 	if len(lp) < 4 {
 		return "", &BadPrefixError{Prefix: p, Reason: "too short"}
 	}
-	if len(lp) > 64 {
+	if len(lp) > 2*len(Key{}) {
 		return "", &BadPrefixError{Prefix: p, Reason: "too long"}
 	}
 	return lp, nil
@@ -315,6 +348,7 @@ func (s *Store) ascend(from Key, fn func(Key, []byte) bool) error {
 func (s *Store) List(kind Kind, limit int) ([]ObjectInfo, error) {
 	var out []ObjectInfo
 	var derr error
+	hdrs := map[blockKey]recordHeader{}
 	err := s.ascend(Key{}, func(k Key, v []byte) bool {
 		e, err := decodeEntry(v)
 		if err != nil {
@@ -324,7 +358,7 @@ func (s *Store) List(kind Kind, limit int) ([]ObjectInfo, error) {
 		if kind != 0 && e.Kind != kind {
 			return true
 		}
-		out = append(out, infoOf(k, e))
+		out = append(out, s.infoOf(k, e, hdrs))
 		return true
 	})
 	if err == nil {

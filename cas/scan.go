@@ -251,9 +251,9 @@ func realDamage(ds []Damage) []Damage {
 func (s *Store) entriesOf(r *scannedRecord, each func(id Key, e entry) error) error {
 	for i, m := range r.members {
 		e := entry{
-			Kind: r.h.Kind, Codec: r.h.Codec, Dict: r.h.Dict, Created: int64(r.h.Time), Size: int64(len(m)),
+			Kind: r.h.Kind, Size: int64(len(m)),
 			Stored: attribute(int64(r.h.Size), int64(len(m)), int64(len(r.raw))),
-			Loc:    location{Segment: r.seg, Offset: r.off, Member: i, MemOff: r.offs[i]},
+			Loc:    location{Segment: r.seg, Offset: r.off, Member: i},
 		}
 		if len(m) <= s.opts.InlineMax {
 			e.Inline, e.Data = true, m
@@ -452,9 +452,6 @@ func (s *Store) reindexLocked(progress func(done, total int64)) (ReindexReport, 
 		damage, end, err := s.scanSegment(n, 0, func(r *scannedRecord) error {
 			rep.Records++
 			return s.entriesOf(r, func(id Key, e entry) error {
-				if old, ok := found[id]; ok && old.Created < e.Created {
-					e.Created = old.Created // first written, wherever the copy now is
-				}
 				found[id] = e // a later copy is a repair: it wins
 				return nil
 			})

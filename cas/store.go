@@ -135,7 +135,8 @@ type Store struct {
 	blocks blockCache
 }
 
-// Key is an object id: the BLAKE3-256 of its bytes.
+// Key is an object id: the first 128 bits of the BLAKE3 hash of its bytes
+// (docs/adr/0002-128-bit-ids.md says why 128).
 type Key = index.Key
 
 // Init creates a store at home: the directory (0700, an existing one is

@@ -243,10 +243,10 @@ func TestShortPrefixesResolveLikeGit(t *testing.T) {
 	}
 	_ = amb
 	var nf *NotFoundError
-	if _, err := s.Resolve("0000000000000000000000000000000000000000000000000000000000000000"); !errors.As(err, &nf) {
+	if _, err := s.Resolve(strings.Repeat("0", 32)); !errors.As(err, &nf) {
 		t.Fatalf("absent id: %v", err)
 	}
-	for _, bad := range []string{"café", "п", "日本語", "abcdé", "xyz1", "ab", strings.Repeat("a", 65), ""} {
+	for _, bad := range []string{"café", "п", "日本語", "abcdé", "xyz1", "ab", strings.Repeat("a", 33), ""} {
 		var bp *BadPrefixError
 		if _, err := s.Resolve(bad); !errors.As(err, &bp) {
 			t.Fatalf("resolve %q: want BadPrefixError, got %v", bad, err)
@@ -357,11 +357,18 @@ func TestNewerFormatIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := "2026-11-30T00:00:00Z"
-	m := fmt.Sprintf(`{"format":2,"created":%q,"check":%q}`, created, markerCheck(2, created))
+	m := fmt.Sprintf(`{"format":%d,"created":%q,"check":%q}`, FormatVersion+1, created, markerCheck(FormatVersion+1, created))
 	fsys.WriteFileAtomic(home+"/FORMAT", []byte(m), 0o600)
 	_, err := Open(home, Options{FS: fsys})
 	if !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), "upgrade rook") {
 		t.Fatalf("newer format: %v", err)
+	}
+	// Format 1 (256-bit ids) was only ever written by pre-release builds.
+	m = fmt.Sprintf(`{"format":1,"created":%q,"check":%q}`, created, markerCheck(1, created))
+	fsys.WriteFileAtomic(home+"/FORMAT", []byte(m), 0o600)
+	_, err = Open(home, Options{FS: fsys})
+	if !errors.Is(err, ErrOlderFormat) || !strings.Contains(err.Error(), "rook init") {
+		t.Fatalf("format 1: %v", err)
 	}
 }
 
@@ -479,5 +486,48 @@ func TestReindexRebuildsFromSegments(t *testing.T) {
 	v, _ := s2.Verify(nil)
 	if len(v.Problems) != 0 {
 		t.Fatalf("verify after reindex: %v", v.Problems)
+	}
+}
+
+// TestCollidingIDsAreRefused makes two contents share an id (by swapping the
+// hash for one that collides on purpose) and checks that the second content
+// is refused, before and after the first is written, and never read back in
+// place of the first.
+func TestCollidingIDsAreRefused(t *testing.T) {
+	real := idOf
+	idOf = func(data []byte) Key {
+		if bytes.HasPrefix(data, []byte("collide")) {
+			return Key{0xc0, 0x11}
+		}
+		return real(data)
+	}
+	defer func() { idOf = real }()
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	first := []byte("collide: the first content")
+	mustPut(t, s, KindNote, first)
+	var ce *CollisionError
+	if _, err := s.Put(KindNote, []byte("collide: another content")); !errors.As(err, &ce) {
+		t.Fatalf("pending collision: %v", err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(home, Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Put(KindNote, []byte("collide: a third content")); !errors.As(err, &ce) || !strings.Contains(err.Error(), "nothing was written") {
+		t.Fatalf("stored collision: %v", err)
+	}
+	if r, err := s.Put(KindNote, first); err != nil || !r.Existed {
+		t.Fatalf("the first content again: %+v %v", r, err)
+	}
+	if got, err := s.Get(Key{0xc0, 0x11}); err != nil || !bytes.Equal(got, first) {
+		t.Fatalf("read back %q, %v", got, err)
 	}
 }

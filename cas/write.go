@@ -1,6 +1,7 @@
 package cas
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/zeebo/blake3"
 
+	"github.com/rookhq/rook/index"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -21,11 +23,28 @@ const MaxObjectSize = 1 << 30
 // ErrReadOnly: a write on a store opened for reading.
 var ErrReadOnly = errors.New("store is open read-only")
 
+// CollisionError: Put was given bytes that differ from a stored object's but
+// share its 128-bit id. Ids are 128 bits (docs/adr/0002-128-bit-ids.md):
+// finding such a pair by chance is out of reach (2^64 work), and when one
+// is found, the store refuses the second content rather than ever handing
+// back one for the other.
+type CollisionError struct{ ID Key }
+
+func (e *CollisionError) Error() string {
+	return fmt.Sprintf("refused: these bytes differ from stored object %x, which has the same 128-bit id (a BLAKE3 collision; nothing was written)", e.ID[:])
+}
+
 // ErrClosed: a call on a closed store.
 var ErrClosed = errors.New("store is closed")
 
 // ID returns the id of data.
-func ID(data []byte) Key { return blake3.Sum256(data) }
+func ID(data []byte) Key { return idOf(data) }
+
+// idOf is ID; tests swap it to make collisions on purpose.
+var idOf = func(data []byte) Key {
+	sum := blake3.Sum256(data)
+	return Key(sum[:index.KeySize])
+}
 
 // pendingObject is an object accepted by Put whose block has not been
 // written yet.
@@ -76,6 +95,9 @@ func (s *Store) Put(kind Kind, data []byte) (PutResult, error) {
 	}
 	res := PutResult{ID: id, Kind: kind}
 	if o, ok := s.pending[id]; ok {
+		if !bytes.Equal(o.data, data) {
+			return res, &CollisionError{ID: id}
+		}
 		s.countDedup(len(data))
 		res.Existed, res.Kind = true, o.kind
 		return res, nil
@@ -86,7 +108,10 @@ func (s *Store) Put(kind Kind, data []byte) (PutResult, error) {
 	} else if ok {
 		e, derr := decodeEntry(v)
 		if derr == nil {
-			if _, rerr := s.readEntry(id, e, false); rerr == nil {
+			if stored, rerr := s.readEntry(id, e, false); rerr == nil {
+				if !bytes.Equal(stored, data) {
+					return res, &CollisionError{ID: id}
+				}
 				s.countDedup(len(data))
 				res.Existed, res.Kind = true, e.Kind
 				return res, nil
@@ -196,7 +221,13 @@ func (s *Store) writeBlock(kind Kind, objs []*pendingObject) error {
 	if err != nil {
 		return fmt.Errorf("compress %s block: %w", kind, err)
 	}
-	now := s.opts.Clock.Now().Unix()
+	// The record's time is every member's "created" time (entries do not
+	// repeat it): the newest put among them, so no member ever looks older
+	// than it is to gc's grace period. A repack carries old times forward.
+	now := int64(0)
+	for _, o := range objs {
+		now = max(now, o.created)
+	}
 	h := recordHeader{Type: recTypeBlock, Kind: kind, Codec: codec, Count: uint16(len(objs)), Dict: dictID, Raw: uint32(len(raw)), Time: uint32(now)}
 	rec := append(encodeRecordHeader(h, payload), payload...)
 	seg, off, err := s.appendRecord(rec)
@@ -210,9 +241,9 @@ func (s *Store) writeBlock(kind Kind, objs []*pendingObject) error {
 	s.blocks.put(blockKey{seg, off}, &decodedBlock{kind: kind, raw: raw, offs: offs, lens: lens})
 	for i, o := range objs {
 		e := entry{
-			Kind: kind, Codec: codec, Dict: dictID, Created: o.created, Size: int64(len(o.data)),
+			Kind: kind, Size: int64(len(o.data)),
 			Stored: attribute(int64(len(payload)), int64(lens[i]), int64(len(raw))),
-			Loc:    location{Segment: seg, Offset: off, Member: i, MemOff: offs[i]},
+			Loc:    location{Segment: seg, Offset: off, Member: i},
 		}
 		if len(o.data) <= s.opts.InlineMax {
 			e.Inline, e.Data = true, o.data

@@ -181,7 +181,7 @@ func explain(err error, home string) string {
 	switch {
 	case errors.As(err, &le):
 		return err.Error() + ": wait for it to finish, or stop it (`rook doctor` shows the holder)"
-	case errors.Is(err, cas.ErrNewerFormat):
+	case errors.Is(err, cas.ErrNewerFormat), errors.Is(err, cas.ErrOlderFormat):
 		return err.Error()
 	case errors.Is(err, cas.ErrNoStore):
 		return err.Error()

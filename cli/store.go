@@ -76,7 +76,7 @@ func (c *PutCmd) Run(e *Env) error {
 
 // CatCmd is `rook store cat`.
 type CatCmd struct {
-	Prefix string `arg:"" help:"Object id or a prefix of it (4 to 64 hex characters)."`
+	Prefix string `arg:"" help:"Object id or a prefix of it (4 to 32 hex characters)."`
 }
 
 func (c *CatCmd) Run(e *Env) error {

@@ -10,17 +10,21 @@ import (
 	"github.com/rookhq/rook/internal/fuzzseed"
 )
 
+// fuzzBase is the base time the fuzz targets decode records against.
+const fuzzBase = 1764496800000
+
 func recordSeeds() [][]byte {
-	evs := []Event{
-		{Seq: 0, Time: time.UnixMilli(1764496800000), Kind: KindUser, Label: ""},
-		{Seq: 41, Time: time.UnixMilli(1764496800123), Kind: KindToolResult, Label: "read_file", TokensIn: 18000, TokensOut: 120, CumIn: 90000, CumOut: 600, More: false},
-		{Seq: 7, Kind: KindNote, Label: "rook:tool-images:v1", More: true},
+	recs := []record{
+		{Event: Event{Seq: 0, Time: time.UnixMilli(fuzzBase), Kind: KindUser, Label: ""}},
+		{Event: Event{Seq: 41, Time: time.UnixMilli(fuzzBase + 123), Kind: KindToolResult, Label: "read_file", TokensIn: 18000, TokensOut: 120}},
+		{Event: Event{Seq: 128, Time: time.UnixMilli(fuzzBase - 5), Kind: KindAssistant, Label: "model", TokensIn: 7}, CumIn: 90000, CumOut: 600},
+		{Event: Event{Seq: 7, Time: time.UnixMilli(fuzzBase + 3_600_000), Kind: KindNote, Label: "rook:tool-images:v1", More: true}},
 	}
 	var out [][]byte
-	for i := range evs {
-		out = append(out, appendRecord(nil, &evs[i]))
+	for i := range recs {
+		out = append(out, appendRecord(nil, &recs[i], fuzzBase))
 	}
-	return append(out, append(appendRecord(nil, &evs[0]), appendRecord(nil, &evs[1])...))
+	return append(out, append(appendRecord(nil, &recs[0], fuzzBase), appendRecord(nil, &recs[1], fuzzBase)...))
 }
 
 func FuzzDecodeEventRecord(f *testing.F) {
@@ -51,18 +55,19 @@ func withFixedCRC(b []byte) []byte {
 
 func checkEventRecord(t *testing.T, b []byte) {
 	{
-		ev, n, err := decodeRecord(b)
+		rec, n, err := decodeRecord(b, fuzzBase)
 		if err != nil {
 			return
 		}
-		if n <= 0 || n > len(b) {
-			t.Fatalf("length %d of %d", n, len(b))
+		if n <= 0 || n > len(b) || rec.n != n {
+			t.Fatalf("length %d (%d) of %d", n, rec.n, len(b))
 		}
 		// What decodes re-encodes to a record that decodes the same (the
 		// bytes may differ: a varint may have been written non-minimally).
-		again, _, err := decodeRecord(appendRecord(nil, &ev))
-		if err != nil || again != ev {
-			t.Fatalf("round trip: %v\n%+v\n%+v", err, ev, again)
+		again, _, err := decodeRecord(appendRecord(nil, &rec, fuzzBase), fuzzBase)
+		again.n = rec.n
+		if err != nil || again != rec {
+			t.Fatalf("round trip: %v\n%+v\n%+v", err, rec, again)
 		}
 	}
 }
@@ -70,7 +75,7 @@ func checkEventRecord(t *testing.T, b []byte) {
 func FuzzParseLogHeader(f *testing.F) {
 	var id ID
 	copy(id[:], "0123456789abcdef")
-	f.Add(encodeHeader(id))
+	f.Add(encodeHeader(logHeader{id: id, base: fuzzBase}))
 	f.Add([]byte("rookevt\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := parseHeader(b)
@@ -85,6 +90,6 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	copy(id[:], "0123456789abcdef")
 	fuzzseed.Write(t, map[string][][]byte{
 		"FuzzDecodeEventRecord": recordSeeds(),
-		"FuzzParseLogHeader":    {encodeHeader(id), []byte("rookevt\x00")},
+		"FuzzParseLogHeader":    {encodeHeader(logHeader{id: id, base: fuzzBase}), []byte("rookevt\x00")},
 	})
 }

@@ -96,6 +96,7 @@ type Log struct {
 type writerState struct {
 	next          uint64
 	cumIn, cumOut uint64
+	base          int64   // the log's base time (unix ms)
 	size          int64   // bytes on disk (after the last barrier)
 	buf           []byte  // encoded records not yet written
 	pending       []Event // the same, decoded, for reads
@@ -151,13 +152,14 @@ func (l *Log) Create(m Meta) (Meta, error) {
 		return m, err
 	}
 	m.V, m.ID, m.Created = metaVersion, id, now.UTC().Truncate(time.Millisecond)
-	if err := l.fs.WriteFileAtomic(l.logPath(id), encodeHeader(id), 0o600); err != nil {
+	base := m.Created.UnixMilli()
+	if err := l.fs.WriteFileAtomic(l.logPath(id), encodeHeader(logHeader{id: id, base: base}), 0o600); err != nil {
 		return m, fmt.Errorf("create session log: %w", err)
 	}
 	if err := l.writeMeta(m); err != nil {
 		return m, err
 	}
-	l.sessions[id] = &writerState{size: logHeaderSize}
+	l.sessions[id] = &writerState{size: logHeaderSize, base: base}
 	return m, nil
 }
 
@@ -251,12 +253,15 @@ func (l *Log) state(id ID) (*writerState, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &writerState{size: r.size}
+	st := &writerState{size: r.size, base: r.base}
 	if ok {
 		if last.More {
 			return nil, fmt.Errorf("session %s ends inside an event group: reopen the store to repair it", id)
 		}
-		st.next, st.cumIn, st.cumOut = last.Seq+1, last.CumIn, last.CumOut
+		if st.cumIn, st.cumOut, err = r.totals(last); err != nil {
+			return nil, err
+		}
+		st.next = last.Seq + 1
 	}
 	l.sessions[id] = st
 	return st, nil
@@ -302,9 +307,8 @@ func (l *Log) Append(id ID, evs ...Event) (uint64, error) {
 		ev.Time = ev.Time.Truncate(time.Millisecond)
 		st.cumIn += ev.TokensIn
 		st.cumOut += ev.TokensOut
-		ev.CumIn, ev.CumOut = st.cumIn, st.cumOut
 		ev.More = i < len(evs)-1
-		st.buf = appendRecord(st.buf, &ev)
+		st.buf = appendRecord(st.buf, &record{Event: ev, CumIn: st.cumIn, CumOut: st.cumOut}, st.base)
 		st.pending = append(st.pending, ev)
 		st.next++
 		barrier = barrier || ev.Kind.Barrier()
@@ -462,7 +466,7 @@ func (l *Log) Summary(id ID) (Summary, error) {
 	st := l.sessions[id]
 	if st != nil && len(st.pending) > 0 {
 		last := st.pending[len(st.pending)-1]
-		s.Events, s.TokensIn, s.TokensOut, s.Updated = last.Seq+1, last.CumIn, last.CumOut, last.Time
+		s.Events, s.TokensIn, s.TokensOut, s.Updated = last.Seq+1, st.cumIn, st.cumOut, last.Time
 		l.mu.Unlock()
 		return s, nil
 	}
@@ -477,7 +481,10 @@ func (l *Log) Summary(id ID) (Summary, error) {
 		return s, err
 	}
 	if ok {
-		s.Events, s.TokensIn, s.TokensOut, s.Updated = last.Seq+1, last.CumIn, last.CumOut, last.Time
+		if s.TokensIn, s.TokensOut, err = r.totals(last); err != nil {
+			return s, err
+		}
+		s.Events, s.Updated = last.Seq+1, last.Time
 	}
 	return s, nil
 }
@@ -577,14 +584,14 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 		return m, fmt.Errorf("cannot fork at %d: session %s has %d events (fork at 0 to %d)", at, parent, count, count)
 	}
 	end := int64(logHeaderSize)
-	var tail *Event
+	var tail *record
 	if at > 0 {
-		off, ev, err := r.find(at - 1)
+		off, rec, err := r.find(at - 1)
 		if err != nil {
 			return m, err
 		}
-		end = off + int64(recordLen(ev))
-		tail = &ev
+		end = off + int64(rec.n)
+		tail = &rec
 	}
 	body := make([]byte, end-logHeaderSize)
 	if _, err := f.ReadAt(body, logHeaderSize); err != nil {
@@ -598,12 +605,12 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 	if tail != nil && tail.More {
 		// The fork point splits a group: the fork's copy of the group's
 		// first part ends it, so the fork's log is whole on its own.
-		cut := len(body) - recordLen(*tail)
+		cut := len(body) - tail.n
 		fixed := *tail
 		fixed.More = false
-		body = appendRecord(body[:cut], &fixed)
+		body = appendRecord(body[:cut], &fixed, r.base)
 	}
-	data := append(encodeHeader(id), body...)
+	data := append(encodeHeader(logHeader{id: id, base: r.base}), body...)
 	if err := l.fs.WriteFileAtomic(l.logPath(id), data, 0o600); err != nil {
 		return m, fmt.Errorf("write fork log: %w", err)
 	}
@@ -623,9 +630,6 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 	}
 	return m, nil
 }
-
-// recordLen is the encoded length of ev's record.
-func recordLen(ev Event) int { return len(appendRecord(nil, &ev)) }
 
 // Remove deletes a session's events and metadata (its bodies stay in the
 // store until gc). It returns how many events the session had.

@@ -28,7 +28,7 @@ func testLog(t *testing.T, fsys vfs.FS, opts Options) *Log {
 	return l
 }
 
-func body(i int) (b [32]byte) {
+func body(i int) (b [16]byte) {
 	copy(b[:], fmt.Sprintf("body-%d", i))
 	return b
 }
@@ -194,5 +194,77 @@ func TestIDsAreUniqueAndSortedWithinAMillisecond(t *testing.T) {
 			t.Fatalf("round trip %s: %v", s, err)
 		}
 		prev = s
+	}
+}
+
+// TestTotalsAndTimes checks the sparse token totals (a record carries them
+// every cumEvery seqs) and times relative to the log's base time: after a
+// reopen, at every length around a totals record, and in forks (which keep
+// the parent's base time and records).
+func TestTotalsAndTimes(t *testing.T) {
+	fsys := vfs.NewMem()
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	l := testLog(t, fsys, Options{Clock: clk})
+	m, err := l.Create(Meta{Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in, out []uint64 // totals after each event
+	var sumIn, sumOut uint64
+	start := clk.T
+	for i := range 3*cumEvery + 5 {
+		ev := Event{Kind: KindAssistant, Body: body(i), TokensIn: uint64(i * 7), TokensOut: uint64(i % 5)}
+		switch i {
+		case 3:
+			ev.Time = start.Add(-90 * time.Minute) // before the session began: an imported event
+		case 4:
+			ev.Time = start.Add(400 * 24 * time.Hour)
+		}
+		if _, err := l.Append(m.ID, ev); err != nil {
+			t.Fatal(err)
+		}
+		sumIn, sumOut = sumIn+ev.TokensIn, sumOut+ev.TokensOut
+		in, out = append(in, sumIn), append(out, sumOut)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = testLog(t, fsys, Options{Clock: clk})
+	s, err := l.Summary(m.ID)
+	if err != nil || s.TokensIn != sumIn || s.TokensOut != sumOut {
+		t.Fatalf("summary %+v %v, want %d/%d", s, err, sumIn, sumOut)
+	}
+	evs, err := l.Read(m.ID, 0, 10)
+	if err != nil || !evs[3].Time.Equal(start.Add(-90*time.Minute)) || !evs[4].Time.Equal(start.Add(400*24*time.Hour)) || !evs[5].Time.Equal(start) {
+		t.Fatalf("times: %v %v", evs, err)
+	}
+	for _, at := range []uint64{1, cumEvery - 1, cumEvery, cumEvery + 1, 2*cumEvery + 3} {
+		f, err := l.Fork(m.ID, at, Meta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := l.Summary(f.ID)
+		if err != nil || s.TokensIn != in[at-1] || s.TokensOut != out[at-1] {
+			t.Fatalf("fork at %d: %+v %v, want %d/%d", at, s, err, in[at-1], out[at-1])
+		}
+		// Appending to the fork carries its totals on.
+		if _, err := l.Append(f.ID, Event{Kind: KindUser, TokensIn: 1000}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		ro, err := Open("/h/events", Options{FS: fsys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, err := ro.Summary(f.ID); err != nil || s.TokensIn != in[at-1]+1000 || s.Events != at+1 {
+			t.Fatalf("fork at %d, appended to, read from disk: %+v %v", at, s, err)
+		}
+		ro.Close()
+		fevs, err := l.Read(f.ID, 0, 10)
+		if err != nil || (at > 3 && !fevs[3].Time.Equal(evs[3].Time)) {
+			t.Fatalf("fork at %d: times %v %v", at, fevs, err)
+		}
 	}
 }

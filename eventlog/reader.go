@@ -17,6 +17,7 @@ import (
 type reader struct {
 	f    vfs.File
 	id   ID
+	base int64 // the header's base time
 	size int64
 }
 
@@ -29,14 +30,14 @@ func newReader(f vfs.File, id ID) (*reader, error) {
 	if _, err := f.ReadAt(hdr, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
-	got, err := parseHeader(hdr)
+	h, err := parseHeader(hdr)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
-	if got != id {
-		return nil, fmt.Errorf("session %s: %w: log header names session %s", id, ErrBadRecord, got)
+	if h.id != id {
+		return nil, fmt.Errorf("session %s: %w: log header names session %s", id, ErrBadRecord, h.id)
 	}
-	return &reader{f: f, id: id, size: st.Size()}, nil
+	return &reader{f: f, id: id, base: h.base, size: st.Size()}, nil
 }
 
 // chunk reads [off, off+n) clipped to the file.
@@ -63,8 +64,8 @@ func (r *reader) nextRecord(off, limit int64) (int64, Event, bool, error) {
 		return 0, Event{}, false, err
 	}
 	for i := 0; int64(i) < limit-off && i < len(b); i++ {
-		if ev, _, err := decodeRecord(b[i:]); err == nil {
-			return off + int64(i), ev, true, nil
+		if rec, _, err := decodeRecord(b[i:], r.base); err == nil {
+			return off + int64(i), rec.Event, true, nil
 		}
 	}
 	return 0, Event{}, false, nil
@@ -73,7 +74,7 @@ func (r *reader) nextRecord(off, limit int64) (int64, Event, bool, error) {
 // scan decodes records from off while they form a chain (each the next
 // seq, back to back), calling fn until it returns false. It returns where
 // the chain stopped and why (nil at a clean end of file).
-func (r *reader) scan(off int64, fn func(off int64, ev Event) bool) (int64, error) {
+func (r *reader) scan(off int64, fn func(off int64, rec record) bool) (int64, error) {
 	const window = 64 << 10
 	var buf []byte
 	bufOff := off
@@ -86,30 +87,30 @@ func (r *reader) scan(off int64, fn func(off int64, ev Event) bool) (int64, erro
 			}
 			buf, bufOff = b, off
 		}
-		ev, n, err := decodeRecord(buf[off-bufOff:])
+		rec, n, err := decodeRecord(buf[off-bufOff:], r.base)
 		if err != nil {
 			return off, err
 		}
-		if prev != nil && ev.Seq != prev.Seq+1 {
-			return off, fmt.Errorf("%w: seq %d follows %d", ErrBadRecord, ev.Seq, prev.Seq)
+		if prev != nil && rec.Seq != prev.Seq+1 {
+			return off, fmt.Errorf("%w: seq %d follows %d", ErrBadRecord, rec.Seq, prev.Seq)
 		}
-		if !fn(off, ev) {
+		if !fn(off, rec) {
 			return off, nil
 		}
-		prev = &ev
+		prev = &rec.Event
 		off += int64(n)
 	}
 	return off, nil
 }
 
 // find returns the offset and record of seq.
-func (r *reader) find(seq uint64) (int64, Event, error) {
+func (r *reader) find(seq uint64) (int64, record, error) {
 	lo, hi := int64(logHeaderSize), r.size
 	for hi-lo > 16<<10 {
 		mid := lo + (hi-lo)/2
 		off, ev, ok, err := r.nextRecord(mid, min(hi, mid+2*maxRecordSize))
 		if err != nil {
-			return 0, Event{}, err
+			return 0, record{}, err
 		}
 		switch {
 		case !ok:
@@ -120,21 +121,49 @@ func (r *reader) find(seq uint64) (int64, Event, error) {
 			hi = mid
 		}
 	}
-	var found *Event
+	var found *record
 	var at int64
-	_, err := r.scan(lo, func(off int64, ev Event) bool {
-		if ev.Seq == seq {
-			found, at = &ev, off
+	_, err := r.scan(lo, func(off int64, rec record) bool {
+		if rec.Seq == seq {
+			found, at = &rec, off
 		}
-		return ev.Seq < seq
+		return rec.Seq < seq
 	})
 	if found != nil {
 		return at, *found, nil
 	}
 	if err != nil && !errors.Is(err, ErrBadRecord) {
-		return 0, Event{}, err
+		return 0, record{}, err
 	}
-	return 0, Event{}, fmt.Errorf("session %s has no event %d", r.id, seq)
+	return 0, record{}, fmt.Errorf("session %s has no event %d", r.id, seq)
+}
+
+// totals returns the session's token totals up to and including last: the
+// totals of the newest record that carries them (at most cumEvery-1
+// records back) plus the tokens of the records since.
+func (r *reader) totals(last Event) (in, out uint64, err error) {
+	from := last.Seq - last.Seq%cumEvery
+	off, _, err := r.find(from)
+	if err != nil {
+		return 0, 0, err
+	}
+	reached := false
+	_, err = r.scan(off, func(_ int64, rec record) bool {
+		if rec.Seq == from {
+			in, out = rec.CumIn, rec.CumOut
+		} else {
+			in, out = in+rec.TokensIn, out+rec.TokensOut
+		}
+		reached = rec.Seq == last.Seq
+		return !reached
+	})
+	if err != nil && !errors.Is(err, ErrBadRecord) {
+		return 0, 0, err
+	}
+	if !reached {
+		return 0, 0, fmt.Errorf("session %s: token totals: %w: the records from %d to %d do not read back", r.id, ErrBadRecord, from, last.Seq)
+	}
+	return in, out, nil
 }
 
 // read returns up to limit events from seq `from` on.
@@ -151,8 +180,8 @@ func (r *reader) read(from uint64, limit int) ([]Event, error) {
 		off = o
 	}
 	var out []Event
-	stop, err := r.scan(off, func(_ int64, ev Event) bool {
-		out = append(out, ev)
+	stop, err := r.scan(off, func(_ int64, rec record) bool {
+		out = append(out, rec.Event)
 		return len(out) < limit
 	})
 	if err != nil && !errors.Is(err, ErrBadRecord) {
@@ -182,7 +211,7 @@ func (r *reader) last() (Event, bool, error) {
 		return Event{}, false, err
 	}
 	var last Event
-	_, err = r.scan(off, func(_ int64, ev Event) bool { last = ev; return true })
+	_, err = r.scan(off, func(_ int64, rec record) bool { last = rec.Event; return true })
 	if err != nil && !errors.Is(err, ErrBadRecord) {
 		return Event{}, false, err
 	}
@@ -246,11 +275,11 @@ func (l *Log) repairTail(id ID) error {
 		}
 	}
 	groupStart := int64(-1)
-	stop, serr := r.scan(start, func(off int64, ev Event) bool {
+	stop, serr := r.scan(start, func(off int64, rec record) bool {
 		if groupStart < 0 {
 			groupStart = off
 		}
-		if !ev.More {
+		if !rec.More {
 			groupStart = -1
 		}
 		return true

@@ -63,13 +63,10 @@ type Event struct {
 	Seq       uint64
 	Time      time.Time // millisecond precision
 	Kind      Kind
-	Body      [32]byte // the id of the body object in the store
+	Body      [16]byte // the id of the body object in the store
 	Label     string
 	TokensIn  uint64
 	TokensOut uint64
-	// CumIn and CumOut are the session's token totals up to and including
-	// this event: the last record gives a session's totals without a scan.
-	CumIn, CumOut uint64
 	// More marks an event whose group (an atomic pair) continues with the
 	// next record; the last event of a group has it false.
 	More bool
@@ -80,9 +77,10 @@ const MaxLabel = 1024
 
 // Log file layout. Part of the format: never change these; add a version.
 //
-// A log file starts with a 32-byte header:
+// A log file starts with a 40-byte header:
 //
-//	magic "rookevt\x00" [8] | version u16 (=1) | reserved u16 | session id [16] | crc32c u32 of bytes [0,28)
+//	magic "rookevt\x00" [8] | version u16 (=2) | reserved u16 | session id [16]
+//	| base time i64 (unix ms) | crc32c u32 of bytes [0,36)
 //
 // then records back to back:
 //
@@ -90,21 +88,29 @@ const MaxLabel = 1024
 //
 // crc32c covers the uvarint and the body. The body is
 //
-//	u8 version (=1) | u8 kind | u8 flags (bit 0: more of this group follows)
-//	uvarint seq | uvarint time (unix ms) | body id [32]
-//	uvarint tokens in | uvarint tokens out | uvarint cumulative in | uvarint cumulative out
+//	u8 head: kind (bits 0-3) | more of this group follows (bit 4) | has totals (bit 5)
+//	uvarint seq | varint time (ms after the header's base time) | body id [16]
+//	uvarint tokens in | uvarint tokens out
+//	has totals only: uvarint cumulative in | uvarint cumulative out
 //	uvarint label length | label bytes
+//
+// Every record whose seq is a multiple of cumEvery carries the session's
+// token totals up to and including it: a session's totals are the last such
+// record's plus the tokens of the few records after it, read without a scan
+// of the log. The base time is the session's creation (a fork keeps its
+// parent's, since it copies the parent's records).
 //
 // Records are small (under 1.2 KiB with the longest label), which is what lets
 // a reader find a seq by bisecting byte offsets: from any offset, the next
 // position where a whole record checks out is a record start.
 const (
 	logMagic      = "rookevt\x00"
-	logVersion    = 1
-	logHeaderSize = 32
-	recVersion    = 1
-	flagMore      = 1
-	maxRecordSize = 4 + binary.MaxVarintLen32 + 3 + 5*binary.MaxVarintLen64 + 32 + binary.MaxVarintLen32 + MaxLabel + 16
+	logVersion    = 2
+	logHeaderSize = 40
+	flagMore      = 1 << 4
+	flagTotals    = 1 << 5
+	cumEvery      = 64
+	maxRecordSize = 4 + binary.MaxVarintLen32 + 1 + 6*binary.MaxVarintLen64 + 16 + binary.MaxVarintLen32 + MaxLabel
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -116,49 +122,79 @@ var (
 	ErrNewerLog = errors.New("event log format is newer than this rook: upgrade rook")
 )
 
-func encodeHeader(id ID) []byte {
+// logHeader is the decoded header of a log file.
+type logHeader struct {
+	id   ID
+	base int64 // unix ms that record times count from
+}
+
+func encodeHeader(h logHeader) []byte {
 	b := make([]byte, logHeaderSize)
 	copy(b, logMagic)
 	binary.LittleEndian.PutUint16(b[8:], logVersion)
-	copy(b[12:28], id[:])
-	binary.LittleEndian.PutUint32(b[28:], crc32.Checksum(b[:28], castagnoli))
+	copy(b[12:28], h.id[:])
+	binary.LittleEndian.PutUint64(b[28:], uint64(h.base))
+	binary.LittleEndian.PutUint32(b[36:], crc32.Checksum(b[:36], castagnoli))
 	return b
 }
 
-func parseHeader(b []byte) (ID, error) {
-	var id ID
+func parseHeader(b []byte) (logHeader, error) {
+	var h logHeader
 	if len(b) < logHeaderSize || string(b[:8]) != logMagic {
-		return id, fmt.Errorf("%w: not a rook event log", ErrBadRecord)
-	}
-	if crc32.Checksum(b[:28], castagnoli) != binary.LittleEndian.Uint32(b[28:]) {
-		return id, fmt.Errorf("%w: log header checksum mismatch", ErrBadRecord)
+		return h, fmt.Errorf("%w: not a rook event log", ErrBadRecord)
 	}
 	if v := binary.LittleEndian.Uint16(b[8:]); v > logVersion {
-		return id, ErrNewerLog
-	} else if v == 0 {
-		return id, fmt.Errorf("%w: log version 0", ErrBadRecord)
+		return h, ErrNewerLog
+	} else if v < logVersion {
+		return h, fmt.Errorf("%w: log format %d, written by a pre-release rook", ErrBadRecord, v)
+	}
+	if crc32.Checksum(b[:36], castagnoli) != binary.LittleEndian.Uint32(b[36:]) {
+		return h, fmt.Errorf("%w: log header checksum mismatch", ErrBadRecord)
 	}
 	if binary.LittleEndian.Uint16(b[10:]) != 0 {
-		return id, fmt.Errorf("%w: log header reserved field set", ErrBadRecord)
+		return h, fmt.Errorf("%w: log header reserved field set", ErrBadRecord)
 	}
-	copy(id[:], b[12:28])
-	return id, nil
+	copy(h.id[:], b[12:28])
+	h.base = int64(binary.LittleEndian.Uint64(b[28:]))
+	if h.base < 0 || h.base > 1<<50 {
+		return h, fmt.Errorf("%w: log header base time out of range", ErrBadRecord)
+	}
+	return h, nil
 }
 
-// appendRecord encodes ev onto dst.
-func appendRecord(dst []byte, ev *Event) []byte {
-	body := make([]byte, 0, 64+len(ev.Label))
-	flags := byte(0)
+// record is an event as its log stores it: with the session's running
+// totals when its seq is a multiple of cumEvery.
+type record struct {
+	Event
+	CumIn, CumOut uint64
+	n             int // encoded length: set by decodeRecord, not stored
+}
+
+func hasTotals(seq uint64) bool { return seq%cumEvery == 0 }
+
+// appendRecord encodes rec onto dst; base is the log's base time.
+func appendRecord(dst []byte, rec *record, base int64) []byte {
+	ev := &rec.Event
+	body := make([]byte, 0, 48+len(ev.Label))
+	head := byte(ev.Kind)
 	if ev.More {
-		flags |= flagMore
+		head |= flagMore
 	}
-	body = append(body, recVersion, byte(ev.Kind), flags)
+	totals := hasTotals(ev.Seq)
+	if totals {
+		head |= flagTotals
+	}
+	body = append(body, head)
 	body = binary.AppendUvarint(body, ev.Seq)
-	body = binary.AppendUvarint(body, uint64(ev.Time.UnixMilli()))
+	body = binary.AppendVarint(body, ev.Time.UnixMilli()-base)
 	body = append(body, ev.Body[:]...)
-	for _, v := range []uint64{ev.TokensIn, ev.TokensOut, ev.CumIn, ev.CumOut, uint64(len(ev.Label))} {
-		body = binary.AppendUvarint(body, v)
+	body = binary.AppendUvarint(body, ev.TokensIn)
+	body = binary.AppendUvarint(body, ev.TokensOut)
+	if totals {
+		body = binary.AppendUvarint(body, rec.CumIn)
+		body = binary.AppendUvarint(body, rec.CumOut)
 	}
+	body = binary.AppendUvarint(body, uint64(len(ev.Label)))
 	body = append(body, ev.Label...)
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
@@ -170,38 +206,37 @@ func appendRecord(dst []byte, ev *Event) []byte {
 
 // decodeRecord reads one record from the front of b and returns it with
 // its length. It never panics.
-func decodeRecord(b []byte) (Event, int, error) {
-	var ev Event
+func decodeRecord(b []byte, base int64) (record, int, error) {
+	var rec record
+	ev := &rec.Event
 	if len(b) < 5 {
-		return ev, 0, fmt.Errorf("%w: truncated", ErrBadRecord)
+		return rec, 0, fmt.Errorf("%w: truncated", ErrBadRecord)
 	}
 	n, w := binary.Uvarint(b[4:])
 	if w <= 0 || n > maxRecordSize {
-		return ev, 0, fmt.Errorf("%w: bad length", ErrBadRecord)
+		return rec, 0, fmt.Errorf("%w: bad length", ErrBadRecord)
 	}
 	total := 4 + w + int(n)
 	if total > len(b) {
-		return ev, 0, fmt.Errorf("%w: truncated", ErrBadRecord)
+		return rec, 0, fmt.Errorf("%w: truncated", ErrBadRecord)
 	}
 	if crc32.Checksum(b[4:total], castagnoli) != binary.LittleEndian.Uint32(b) {
-		return ev, 0, fmt.Errorf("%w: checksum mismatch", ErrBadRecord)
+		return rec, 0, fmt.Errorf("%w: checksum mismatch", ErrBadRecord)
 	}
 	body := b[4+w : total]
-	if len(body) < 3+32 {
-		return ev, 0, fmt.Errorf("%w: short body", ErrBadRecord)
+	if len(body) < 1+2+16+3 {
+		return rec, 0, fmt.Errorf("%w: short body", ErrBadRecord)
 	}
-	if body[0] != recVersion {
-		return ev, 0, fmt.Errorf("%w: record version %d (upgrade rook?)", ErrBadRecord, body[0])
+	head := body[0]
+	if head&^(0x0f|flagMore|flagTotals) != 0 {
+		return rec, 0, fmt.Errorf("%w: unknown flags %#x (upgrade rook?)", ErrBadRecord, head)
 	}
-	ev.Kind = Kind(body[1])
+	ev.Kind = Kind(head & 0x0f)
 	if !ev.Kind.Valid() {
-		return ev, 0, fmt.Errorf("%w: unknown kind %d", ErrBadRecord, body[1])
+		return rec, 0, fmt.Errorf("%w: unknown kind %d", ErrBadRecord, head&0x0f)
 	}
-	if body[2]&^flagMore != 0 {
-		return ev, 0, fmt.Errorf("%w: unknown flags %#x (upgrade rook?)", ErrBadRecord, body[2])
-	}
-	ev.More = body[2]&flagMore != 0
-	p := 3
+	ev.More = head&flagMore != 0
+	p := 1
 	next := func() (uint64, bool) {
 		v, w := binary.Uvarint(body[p:])
 		if w <= 0 {
@@ -211,29 +246,42 @@ func decodeRecord(b []byte) (Event, int, error) {
 		return v, true
 	}
 	var ok bool
-	if ev.Seq, ok = next(); !ok {
-		return ev, 0, fmt.Errorf("%w: seq", ErrBadRecord)
+	if ev.Seq, ok = next(); !ok || ev.Seq > 1<<62 {
+		return rec, 0, fmt.Errorf("%w: seq", ErrBadRecord)
 	}
-	ms, ok := next()
-	if !ok || ms > 1<<62 {
-		return ev, 0, fmt.Errorf("%w: time", ErrBadRecord)
+	if (head&flagTotals != 0) != hasTotals(ev.Seq) {
+		return rec, 0, fmt.Errorf("%w: totals flag does not match seq %d", ErrBadRecord, ev.Seq)
 	}
-	ev.Time = time.UnixMilli(int64(ms))
-	if len(body)-p < 32 {
-		return ev, 0, fmt.Errorf("%w: body id", ErrBadRecord)
+	dt, w := binary.Varint(body[p:])
+	if w <= 0 || dt > 1<<50 || dt < -(1<<50) {
+		return rec, 0, fmt.Errorf("%w: time", ErrBadRecord)
 	}
-	copy(ev.Body[:], body[p:p+32])
-	p += 32
+	p += w
+	ev.Time = time.UnixMilli(base + dt)
+	if len(body)-p < 16 {
+		return rec, 0, fmt.Errorf("%w: body id", ErrBadRecord)
+	}
+	copy(ev.Body[:], body[p:p+16])
+	p += 16
+	nvals := 3
+	if hasTotals(ev.Seq) {
+		nvals = 5
+	}
 	var vals [5]uint64
-	for i := range vals {
+	for i := range nvals {
 		if vals[i], ok = next(); !ok {
-			return ev, 0, fmt.Errorf("%w: field %d", ErrBadRecord, i)
+			return rec, 0, fmt.Errorf("%w: field %d", ErrBadRecord, i)
 		}
 	}
-	ev.TokensIn, ev.TokensOut, ev.CumIn, ev.CumOut = vals[0], vals[1], vals[2], vals[3]
-	if vals[4] > MaxLabel || int(vals[4]) != len(body)-p {
-		return ev, 0, fmt.Errorf("%w: label length", ErrBadRecord)
+	ev.TokensIn, ev.TokensOut = vals[0], vals[1]
+	label := vals[nvals-1]
+	if nvals == 5 {
+		rec.CumIn, rec.CumOut = vals[2], vals[3]
+	}
+	if label > MaxLabel || int(label) != len(body)-p {
+		return rec, 0, fmt.Errorf("%w: label length", ErrBadRecord)
 	}
 	ev.Label = string(body[p:])
-	return ev, total, nil
+	rec.n = total
+	return rec, total, nil
 }

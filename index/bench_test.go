@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 }
 
 // benchFixture returns the path of an index with benchEntries random
-// 32-byte keys and 12-byte values, bulk-built with Rebuild.
+// 16-byte keys and 12-byte values, bulk-built with Rebuild.
 func benchFixture(b *testing.B) (string, []Key) {
 	bench.once.Do(func() {
 		bench.dir, bench.err = os.MkdirTemp("", "rook-index-bench")
@@ -64,7 +64,7 @@ func benchFixture(b *testing.B) (string, []Key) {
 			}
 			k := sorted[i]
 			i++
-			copy(val, k[20:]) // deterministic 12-byte value
+			copy(val, k[4:]) // deterministic 12-byte value
 			return k, val, true
 		}, []byte("bench"))
 	})

@@ -1,5 +1,5 @@
 // Package index is rook's object index: an append-only, copy-on-write B+tree
-// in a single file, mapping 32-byte object ids to small opaque values (at
+// in a single file, mapping 16-byte (128-bit) object ids to small opaque values (at
 // most MaxValue bytes), plus an opaque "user meta" blob (at most MaxUserMeta
 // bytes) committed atomically with the tree.
 //
@@ -64,8 +64,8 @@
 //	          |<------------ covered by the crc32c ------------------->|
 //
 //	body:   version u8 (=1) | type u8 (1 leaf, 2 branch) | count uvarint | entries
-//	leaf entry:   key [32]byte | value length uvarint | value [length]byte
-//	branch entry: key [32]byte | child offset uvarint | child length uvarint
+//	leaf entry:   key [16]byte | value length uvarint | value [length]byte
+//	branch entry: key [16]byte | child offset uvarint | child length uvarint
 //
 // Keys are strictly ascending within a node and, in key order, across
 // leaves. A branch entry's key is the smallest key in that child's subtree

@@ -8,8 +8,11 @@ import (
 	"hash/crc32"
 )
 
+// KeySize is the length of a key: a 128-bit object id.
+const KeySize = 16
+
 // Key is an object id.
-type Key = [32]byte
+type Key = [KeySize]byte
 
 const (
 	// MaxValue is the largest value Put accepts.
@@ -18,11 +21,11 @@ const (
 	MaxUserMeta = 2048
 	// FormatVersion is the meta slot format version this package writes and
 	// the newest it reads.
-	FormatVersion = 1
+	FormatVersion = 2
 )
 
 const (
-	nodeVersion = 1
+	nodeVersion = 2
 	typeLeaf    = 1
 	typeBranch  = 2
 
@@ -36,10 +39,10 @@ const (
 	nodeTarget    = 4096                  // a node is split when its encoding would exceed this
 	minFill       = nodeTarget / 4        // nodes rewritten smaller than this are merged with a sibling
 	maxNodeLen    = 64 << 10              // sanity limit for references read from disk
-	minNodeLen    = nodeHeaderLen + 3 + 33
+	minNodeLen    = nodeHeaderLen + 3 + KeySize + 1
 	maxHeight     = 32 // sanity limit; a tree of 4 KiB nodes never gets near it
-	minLeafEntry  = 32 + 1
-	minBranchEnt  = 32 + 2 + 1
+	minLeafEntry  = KeySize + 1
+	minBranchEnt  = KeySize + 2 + 1
 )
 
 var (
@@ -125,8 +128,10 @@ func DecodeMeta(b []byte) (Meta, error) {
 	if m.Version > FormatVersion {
 		return Meta{}, fmt.Errorf("%w (file format version %d, this rook reads up to %d)", ErrNewerFormat, m.Version, FormatVersion)
 	}
-	if m.Version == 0 {
-		return Meta{}, fmt.Errorf("%w: meta slot: format version 0", ErrCorrupt)
+	if m.Version < FormatVersion {
+		// Version 1 (32-byte keys) was never released; such a file is
+		// rebuilt from the segments like a damaged one.
+		return Meta{}, fmt.Errorf("%w: meta slot: format version %d, older than this rook's %d (rebuild it: rook store reindex)", ErrCorrupt, m.Version, FormatVersion)
 	}
 	umLen := le.Uint32(b[64:])
 	if umLen > MaxUserMeta {
@@ -221,9 +226,9 @@ func uvarintLen(x uint64) int {
 
 func entrySize(leaf bool, e *entry) int {
 	if leaf {
-		return 32 + uvarintLen(uint64(len(e.val))) + len(e.val)
+		return KeySize + uvarintLen(uint64(len(e.val))) + len(e.val)
 	}
-	return 32 + uvarintLen(e.ref.Off) + uvarintLen(uint64(e.ref.Len))
+	return KeySize + uvarintLen(e.ref.Off) + uvarintLen(uint64(e.ref.Len))
 }
 
 // appendNode appends the encoding of a node holding ents to dst.
@@ -288,7 +293,7 @@ func (n *node) keyBytes(i int) []byte {
 	} else {
 		o = n.pos[i]
 	}
-	return n.data[o : o+32 : o+32]
+	return n.data[o : o+KeySize : o+KeySize]
 }
 
 func (n *node) key(i int) Key { return Key(n.keyBytes(i)) }
@@ -408,17 +413,17 @@ func decodeNode(b []byte) (*node, error) {
 	}
 	var prev []byte
 	for i := uint64(0); i < count; i++ {
-		if len(b)-p < 32 {
+		if len(b)-p < KeySize {
 			return nil, fmt.Errorf("entry %d: truncated key", i)
 		}
-		key := b[p : p+32]
+		key := b[p : p+KeySize]
 		if prev != nil && bytes.Compare(prev, key) >= 0 {
 			return nil, fmt.Errorf("entry %d: keys not strictly ascending", i)
 		}
 		prev = key
 		n.pos = append(n.pos, uint32(p))
 		n.pfx = append(n.pfx, binary.BigEndian.Uint64(key))
-		p += 32
+		p += KeySize
 		if n.leaf {
 			vlen, k := readUvarint(b[p:])
 			if k <= 0 {

@@ -184,7 +184,7 @@ func TestNodeRoundTrip(t *testing.T) {
 	n := Node{Leaf: true, Keys: []Key{{1}}, Values: [][]byte{{}}}
 	b := n.AppendEncode(nil)
 	// Replace the 1-byte value length 0x00 with 0x80 0x00 and fix up.
-	body := append(bytes.Clone(b[8:8+2+1+32]), 0x80, 0x00)
+	body := append(bytes.Clone(b[8:8+2+1+KeySize]), 0x80, 0x00)
 	forged := appendRaw(body)
 	if _, err := DecodeNode(forged); err == nil {
 		t.Fatal("non-minimal varint accepted")

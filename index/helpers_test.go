@@ -17,7 +17,7 @@ import (
 
 func randKey(rng *rand.Rand) Key {
 	var k Key
-	for i := 0; i < 32; i += 8 {
+	for i := 0; i < KeySize; i += 8 {
 		v := rng.Uint64()
 		for j := range 8 {
 			k[i+j] = byte(v >> (8 * j))

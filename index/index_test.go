@@ -157,7 +157,7 @@ func TestModel(t *testing.T) {
 			for i := range pool {
 				pool[i] = randKey(rng)
 				if i%3 == 0 && i > 0 { // shared prefixes
-					copy(pool[i][:30], pool[i-1][:30])
+					copy(pool[i][:KeySize-2], pool[i-1][:KeySize-2])
 				}
 			}
 			want := model{}

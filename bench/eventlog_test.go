@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
@@ -44,22 +45,37 @@ func newRook(b *testing.B) (*agent.Rook, string) {
 }
 
 // fill appends n events (a message and its tool result per step) to a new
-// session, with the default barriers (every 256 events) and a Flush at the
-// end of every turn of 10 steps, as the turn loop does.
-func fill(b *testing.B, r *agent.Rook, n int) eventlog.ID {
+// session, with the default barriers (every 256 events) and, when flushEvery
+// is not 0, a Flush after every flushEvery events (an agent that makes each
+// turn durable as it ends), and a Flush at the end.
+//
+// The bodies are made before the clock starts (the caller's timer runs
+// through fill; making them is not the store's work).
+func fill(b *testing.B, r *agent.Rook, n, flushEvery int) (eventlog.ID, time.Duration) {
+	b.StopTimer()
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		if i%2 == 0 {
+			bodies[i] = turnMessage(i / 2)
+		} else {
+			bodies[i] = turnResult(i / 2)
+		}
+	}
 	m, err := r.NewSession("bench", "/bench", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.StartTimer()
+	start := time.Now()
 	for i := 0; i < n; i++ {
-		e := agent.Entry{Kind: eventlog.KindAssistant, Label: "model", Body: turnMessage(i / 2), TokensIn: 18000, TokensOut: 120}
+		e := agent.Entry{Kind: eventlog.KindAssistant, Label: "model", Body: bodies[i], TokensIn: 18000, TokensOut: 120}
 		if i%2 == 1 {
-			e = agent.Entry{Kind: eventlog.KindToolResult, Label: "read_file", Body: turnResult(i / 2)}
+			e = agent.Entry{Kind: eventlog.KindToolResult, Label: "read_file", Body: bodies[i]}
 		}
 		if _, err := r.Append(m.ID, e); err != nil {
 			b.Fatal(err)
 		}
-		if i%20 == 19 {
+		if flushEvery > 0 && i%flushEvery == flushEvery-1 {
 			if err := r.Flush(); err != nil {
 				b.Fatal(err)
 			}
@@ -68,27 +84,38 @@ func fill(b *testing.B, r *agent.Rook, n int) eventlog.ID {
 	if err := r.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	return m.ID
+	return m.ID, time.Since(start)
 }
 
 // BenchmarkAppend: the cost of appending an event, body stored and
-// barriers included, at 2,000 and at 4x that many events: a per-event cost
-// that rises with the count is not linear.
+// barriers included, at 2,000 and at 4x that many events (a per-event cost
+// that rises with the count is not linear): with the barriers alone (every
+// 256 events), and with a Flush after every 20 events as well.
 func BenchmarkAppend(b *testing.B) {
-	for _, n := range []int{2000, 8000} {
-		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
-			for it := 0; it < b.N; it++ {
-				b.StopTimer()
-				r, _ := newRook(b)
-				b.StartTimer()
-				fill(b, r, n)
-				b.StopTimer()
-				r.Close()
-				b.StartTimer()
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
-		})
+	for _, flush := range []int{0, 20} {
+		for _, n := range []int{2000, 8000} {
+			benchAppend(b, n, flush)
+		}
 	}
+}
+
+func benchAppend(b *testing.B, n, flush int) {
+	name := fmt.Sprintf("barriers/events=%d", n)
+	if flush > 0 {
+		name = fmt.Sprintf("flush-every-%d/events=%d", flush, n)
+	}
+	b.Run(name, func(b *testing.B) {
+		for it := 0; it < b.N; it++ {
+			b.StopTimer()
+			r, _ := newRook(b)
+			b.StartTimer()
+			fill(b, r, n, flush)
+			b.StopTimer()
+			r.Close()
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+	})
 }
 
 var (
@@ -104,7 +131,7 @@ func BenchmarkLastPage(b *testing.B) {
 	pageOnce.Do(func() {
 		r, home := newRook(b)
 		for _, n := range pageSizes {
-			pageIDs[n] = fill(b, r, n)
+			pageIDs[n], _ = fill(b, r, n, 0)
 		}
 		r.Close()
 		var err error
@@ -142,7 +169,7 @@ func BenchmarkLastPage(b *testing.B) {
 func BenchmarkReplay(b *testing.B) {
 	const turns = 3000
 	r, home := newRook(b)
-	id := fill(b, r, 2*turns)
+	id, _ := fill(b, r, 2*turns, 0)
 	r.Close()
 	jsonl := filepath.Join(b.TempDir(), "transcript.jsonl")
 	f, err := os.Create(jsonl)

@@ -25,7 +25,7 @@
 //	+--------------------+ 0
 //	| magic "rookidx1"   |  [8]byte
 //	+--------------------+ 8
-//	| format version = 1 |  u16   newer than this package reads: ErrNewerFormat
+//	| format version = 2 |  u16   newer: ErrNewerFormat; older (1): read as damage
 //	| reserved = 0       |  u16
 //	| crc32c             |  u32   see below
 //	+--------------------+ 16
@@ -63,7 +63,7 @@
 //	+---------+----------+---------------------------------------------+
 //	          |<------------ covered by the crc32c ------------------->|
 //
-//	body:   version u8 (=1) | type u8 (1 leaf, 2 branch) | count uvarint | entries
+//	body:   version u8 (=2) | type u8 (1 leaf, 2 branch) | count uvarint | entries
 //	leaf entry:   key [16]byte | value length uvarint | value [length]byte
 //	branch entry: key [16]byte | child offset uvarint | child length uvarint
 //

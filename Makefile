@@ -17,7 +17,11 @@ FUZZ_TARGETS := \
 	./index:FuzzDecodeNode \
 	./index:FuzzDecodeMeta \
 	./eventlog:FuzzDecodeEventRecord \
-	./eventlog:FuzzParseLogHeader
+	./eventlog:FuzzParseLogHeader \
+	./agent:FuzzCutLine \
+	./agent:FuzzDecodeSourceLine \
+	./agent:FuzzClaudeLine \
+	./agent:FuzzCodexLine
 
 .PHONY: all build demo test vet unit fuzz-short fuzz bench bench-smoke clean
 

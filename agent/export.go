@@ -105,7 +105,7 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 	for _, ev := range evs {
 		h, ok := seen[ev.Body]
 		if !ok {
-			b, err := r.Store.Get(ev.Body)
+			b, err := r.bodyObject(ev.Body)
 			var nf *cas.NotFoundError
 			var ce *cas.CorruptError
 			switch {

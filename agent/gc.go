@@ -24,7 +24,9 @@ const DefaultGCGrace = 10 * time.Minute
 // must never turn live objects into garbage.
 func (r *Rook) Roots(skip map[eventlog.ID]bool) (map[cas.Key]bool, error) {
 	live := map[cas.Key]bool{}
-	var snapshots []cas.Key
+	// containers are objects that name others: snapshots (their files) and
+	// imported source lines (the strings cut out of them).
+	var snapshots, lines []cas.Key
 	mark := func(id cas.Key) {
 		if live[id] {
 			return
@@ -32,6 +34,8 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool) (map[cas.Key]bool, error) {
 		live[id] = true
 		if info, err := r.Store.Stat(id); err == nil && info.Kind == cas.KindSnapshot {
 			snapshots = append(snapshots, id)
+		} else if err == nil && info.Kind == cas.KindSource {
+			lines = append(lines, id)
 		} else if err != nil {
 			var nf *cas.NotFoundError
 			if !errors.As(err, &nf) {
@@ -77,6 +81,19 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool) (map[cas.Key]bool, error) {
 		}
 		for _, f := range m.Files {
 			live[f.ID] = true
+		}
+	}
+	for _, id := range lines {
+		b, err := r.Store.Get(id)
+		var sl sourceLine
+		if err == nil {
+			sl, err = decodeSourceLine(b)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("a reachable imported line %s cannot be read (%v): gc refuses to sweep with an incomplete mark; `rook store verify` shows the damage", cas.Short(id), err)
+		}
+		for _, c := range sl.Cuts {
+			live[c.ID] = true
 		}
 	}
 	return live, nil

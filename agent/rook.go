@@ -124,9 +124,22 @@ func (r *Rook) Append(id eventlog.ID, entries ...Entry) (uint64, error) {
 	return r.Log.Append(id, evs...)
 }
 
-// Body reads an event's body from the store, verified.
-func (r *Rook) Body(ev eventlog.Event) ([]byte, error) {
-	return r.Store.Get(ev.Body)
+// Body reads an event's body from the store, verified. The body of an
+// imported line is the line as its source file had it, cut strings put
+// back.
+func (r *Rook) Body(ev eventlog.Event) ([]byte, error) { return r.bodyObject(ev.Body) }
+
+// bodyObject reads an event body object: an imported line is expanded.
+func (r *Rook) bodyObject(id cas.Key) ([]byte, error) {
+	b, kind, err := r.Store.GetKind(id)
+	if err != nil || kind != cas.KindSource {
+		return b, err
+	}
+	sl, err := decodeSourceLine(b)
+	if err != nil {
+		return nil, &cas.CorruptError{ID: id, Reason: err.Error()}
+	}
+	return sl.expand(r.Store.Get)
 }
 
 // ErrNoLast: `last` names no session here.

@@ -177,7 +177,7 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 					res.Truncated = true
 					break
 				}
-				b, err := r.Store.Get(obj)
+				b, err := r.bodyObject(obj)
 				if err == nil && res.BytesScanned+int64(len(b)) > opts.MaxBytes {
 					res.Truncated = true // Stat did not know it (a writer's unsynced body)
 					break

@@ -23,11 +23,14 @@ const (
 	KindSnapshot   Kind = 6
 	KindDocs       Kind = 7
 	KindNote       Kind = 8
-	KindOther      Kind = 255
+	// KindSource is one line of an imported transcript, its large strings
+	// cut out into objects of their own (agent/sourceline.go).
+	KindSource Kind = 9
+	KindOther  Kind = 255
 )
 
 // Kinds lists every kind in display order.
-var Kinds = []Kind{KindMessage, KindToolResult, KindFile, KindSkill, KindMemory, KindSnapshot, KindDocs, KindNote, KindOther}
+var Kinds = []Kind{KindMessage, KindToolResult, KindFile, KindSkill, KindMemory, KindSnapshot, KindDocs, KindNote, KindSource, KindOther}
 
 var kindNames = map[Kind]string{
 	KindMessage:    "message",
@@ -38,6 +41,7 @@ var kindNames = map[Kind]string{
 	KindSnapshot:   "snapshot",
 	KindDocs:       "docs",
 	KindNote:       "note",
+	KindSource:     "source",
 	KindOther:      "other",
 }
 

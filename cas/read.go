@@ -87,25 +87,32 @@ func (e *BadPrefixError) Error() string {
 
 // Get returns the object's bytes, verified against its id.
 func (s *Store) Get(id Key) ([]byte, error) {
+	b, _, err := s.GetKind(id)
+	return b, err
+}
+
+// GetKind returns the object's bytes, verified against its id, and its kind.
+func (s *Store) GetKind(id Key) ([]byte, Kind, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, ErrClosed
+		return nil, 0, ErrClosed
 	}
 	if o, ok := s.pending[id]; ok {
 		b := append([]byte(nil), o.data...)
 		s.mu.Unlock()
-		return b, nil
+		return b, o.kind, nil
 	}
 	s.mu.Unlock()
 	e, ok, err := s.lookup(id)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if !ok {
-		return nil, &NotFoundError{Prefix: hex.EncodeToString(id[:])}
+		return nil, 0, &NotFoundError{Prefix: hex.EncodeToString(id[:])}
 	}
-	return s.readEntry(id, e, true)
+	b, err := s.readEntry(id, e, true)
+	return b, e.Kind, err
 }
 
 // Stat describes one object. An object a writer holds in a block not yet

@@ -39,6 +39,8 @@ type CLI struct {
 	Session    SessionCmd    `cmd:"" help:"Sessions: event logs you can page, search, quote, export and fork."`
 	Search     SearchCmd     `cmd:"" help:"Search every transcript."`
 	Checkpoint CheckpointCmd `cmd:"" help:"Named captures of the workspace: create, ls, restore."`
+	Import     ImportCmd     `cmd:"" help:"Import Claude Code or Codex transcripts, losslessly and incrementally."`
+	Export     ExportCmd     `cmd:"" help:"Write an imported session's source file back, byte for byte."`
 }
 
 // Env is what every command runs with.

@@ -36,6 +36,20 @@ type Meta struct {
 	Parent    *ID       `json:"parent,omitempty"`
 	ForkAt    *uint64   `json:"fork_at,omitempty"` // the fork holds the parent's events [0, ForkAt)
 	Tags      []string  `json:"tags,omitempty"`
+	// Source is set on a session imported from another agent's transcript.
+	Source *Source `json:"source,omitempty"`
+}
+
+// Source says where an imported session came from and how much of it is
+// in: the first Size bytes of the file at Path, whose SHA-256 is SHA256.
+type Source struct {
+	Format string `json:"format"`           // "claude-code", "codex"
+	Path   string `json:"path"`             // absolute
+	ID     string `json:"id,omitempty"`     // the source's own session id
+	Size   int64  `json:"size"`             // bytes imported (of the decompressed stream for .zst)
+	SHA256 string `json:"sha256"`           // hex, of those bytes
+	Zstd   bool   `json:"zstd,omitempty"`   // the file is zstd-compressed JSONL
+	Parent string `json:"parent,omitempty"` // the parent's source session id, for subagents
 }
 
 // Summary is a session's metadata plus what its log says.

@@ -1,0 +1,742 @@
+package agent
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// ImportOptions say what to import.
+type ImportOptions struct {
+	Format string   // FormatClaudeCode or FormatCodex
+	Paths  []string // files or directories; none: the format's default under Home
+	Home   string   // the user's home directory, for the defaults
+	// Progress, when set, is called as source bytes are taken in.
+	Progress func(done, total int64)
+	// MinCut overrides MinCutString (tests).
+	MinCut int
+}
+
+// DefaultImportDir is where a format keeps its transcripts, under home.
+func DefaultImportDir(format, home string) string {
+	if format == FormatCodex {
+		return filepath.Join(home, ".codex", "sessions")
+	}
+	return filepath.Join(home, ".claude", "projects")
+}
+
+// Import statuses of a file.
+const (
+	ImportNew       = "new"       // a new session
+	ImportGrown     = "grown"     // new lines appended to its session
+	ImportUnchanged = "unchanged" // nothing new
+	ImportRewritten = "rewritten" // changed other than by growing: a new session
+	ImportFailed    = "failed"    // unreadable: skipped
+)
+
+// ImportedFile is what happened to one source file.
+type ImportedFile struct {
+	Path     string       `json:"path"`
+	Status   string       `json:"status"`
+	Session  *eventlog.ID `json:"session,omitempty"`
+	Parent   *eventlog.ID `json:"parent,omitempty"`
+	Lines    int          `json:"lines"`  // lines taken in this time
+	Events   int          `json:"events"` // events appended
+	BytesIn  int64        `json:"bytes_in"`
+	Unparsed int          `json:"unparsed"`
+	Note     string       `json:"note,omitempty"`
+}
+
+// ImportProblem is a line that did not parse, or a file that could not be
+// read.
+type ImportProblem struct {
+	File   string `json:"file"`
+	Line   int    `json:"line,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// MaxImportProblems is how many problems a report lists (all are counted).
+const MaxImportProblems = 200
+
+// ImportReport sums an import up.
+type ImportReport struct {
+	Format       string          `json:"format"`
+	Files        []ImportedFile  `json:"files"`
+	Sessions     int             `json:"sessions_new"`
+	Grown        int             `json:"sessions_grown"`
+	Unchanged    int             `json:"files_unchanged"`
+	Rewritten    int             `json:"files_rewritten"`
+	Failed       int             `json:"files_failed"`
+	Events       int             `json:"events"`
+	Lines        int             `json:"lines"`
+	BytesIn      int64           `json:"bytes_in"`
+	StoredBefore int64           `json:"stored_before"` // the store's stored bytes
+	StoredAfter  int64           `json:"stored_after"`
+	Unparsed     int             `json:"unparsed"`
+	Problems     []ImportProblem `json:"problems,omitempty"`
+}
+
+// StoredAdded is what the import added to the store's stored bytes.
+func (rep *ImportReport) StoredAdded() int64 { return rep.StoredAfter - rep.StoredBefore }
+
+func (rep *ImportReport) problem(p ImportProblem) {
+	if len(rep.Problems) < MaxImportProblems {
+		rep.Problems = append(rep.Problems, p)
+	}
+}
+
+// Import takes transcripts of another agent into the store: each source
+// file becomes a session (subagents' files child sessions of their
+// parent's), each line one event whose body is the line itself, its large
+// strings stored once as objects of their own. Importing again is
+// idempotent; a file that grew gets its new lines; a file changed any
+// other way is imported as a new session. A line that does not parse is
+// kept byte for byte and reported; a file that cannot be read is reported
+// and skipped.
+func (r *Rook) Import(opts ImportOptions) (ImportReport, error) {
+	rep := ImportReport{Format: opts.Format}
+	if opts.Format != FormatClaudeCode && opts.Format != FormatCodex {
+		return rep, fmt.Errorf("unknown transcript format %q: use %s or %s", opts.Format, FormatClaudeCode, FormatCodex)
+	}
+	if opts.MinCut <= 0 {
+		opts.MinCut = MinCutString
+	}
+	paths := opts.Paths
+	if len(paths) == 0 {
+		paths = []string{DefaultImportDir(opts.Format, opts.Home)}
+	}
+	files, total, err := r.importFiles(opts.Format, paths, &rep)
+	if err != nil {
+		return rep, err
+	}
+	known, err := r.importedSessions(opts.Format)
+	if err != nil {
+		return rep, err
+	}
+	st, err := r.Store.Stats()
+	if err != nil {
+		return rep, err
+	}
+	rep.StoredBefore = st.Stored
+	var done int64
+	for _, f := range files {
+		res := r.importFile(opts, f, known, &rep)
+		rep.Files = append(rep.Files, res)
+		done += f.size
+		if opts.Progress != nil {
+			opts.Progress(done, total)
+		}
+		rep.Lines += res.Lines
+		rep.Events += res.Events
+		rep.BytesIn += res.BytesIn
+		rep.Unparsed += res.Unparsed
+		switch res.Status {
+		case ImportNew:
+			rep.Sessions++
+		case ImportGrown:
+			rep.Grown++
+		case ImportUnchanged:
+			rep.Unchanged++
+		case ImportRewritten:
+			rep.Rewritten++
+			rep.Sessions++
+		case ImportFailed:
+			rep.Failed++
+		}
+	}
+	if err := r.linkParents(opts.Format, &rep); err != nil {
+		return rep, err
+	}
+	if err := r.Flush(); err != nil {
+		return rep, err
+	}
+	if st, err = r.Store.Stats(); err == nil {
+		rep.StoredAfter = st.Stored
+	}
+	return rep, err
+}
+
+// sourceFile is one file found to import.
+type sourceFile struct {
+	path string
+	size int64
+}
+
+// importFiles lists the files under paths, parents before subagents.
+func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]sourceFile, int64, error) {
+	var out []sourceFile
+	seen := map[string]bool{}
+	add := func(p string, size int64) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, sourceFile{p, size})
+		}
+	}
+	wanted := func(name string) bool {
+		return strings.HasSuffix(name, ".jsonl") || (format == FormatCodex && strings.HasSuffix(name, ".jsonl.zst"))
+	}
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, 0, err
+		}
+		info, err := r.fs.Stat(abs)
+		if err != nil {
+			return nil, 0, fmt.Errorf("cannot import %s: %w", p, err)
+		}
+		if !info.IsDir() {
+			add(abs, info.Size())
+			continue
+		}
+		var walk func(dir string)
+		walk = func(dir string) {
+			ents, err := r.fs.ReadDir(dir)
+			if err != nil {
+				rep.problem(ImportProblem{File: dir, Reason: err.Error()})
+				rep.Failed++
+				return
+			}
+			for _, d := range ents {
+				path := filepath.Join(dir, d.Name())
+				switch {
+				case d.IsDir():
+					walk(path)
+				case d.Type().IsRegular() && wanted(d.Name()):
+					if fi, err := d.Info(); err == nil {
+						add(path, fi.Size())
+					}
+				}
+			}
+		}
+		walk(abs)
+	}
+	isChild := func(p string) bool {
+		return strings.HasPrefix(filepath.Base(p), "agent-") || filepath.Base(filepath.Dir(p)) == "subagents"
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if ci, cj := isChild(out[i].path), isChild(out[j].path); ci != cj {
+			return !ci
+		}
+		return out[i].path < out[j].path
+	})
+	var total int64
+	for _, f := range out {
+		total += f.size
+	}
+	return out, total, nil
+}
+
+// importedSessions maps source paths to the newest session imported from
+// each, for one format.
+func (r *Rook) importedSessions(format string) (map[string]eventlog.Meta, error) {
+	ids, err := r.Log.IDs()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]eventlog.Meta{}
+	for _, id := range ids { // oldest first: a newer import of a path wins
+		m, err := r.Log.ReadMeta(id)
+		if err != nil || m.Source == nil || m.Source.Format != format {
+			continue
+		}
+		out[m.Source.Path] = m
+	}
+	return out, nil
+}
+
+// readSource reads a source file, decompressing .zst.
+func (r *Rook) readSource(path string) ([]byte, bool, error) {
+	data, err := vfs.ReadFile(r.fs, path)
+	if err != nil {
+		return nil, false, err
+	}
+	if !strings.HasSuffix(path, ".zst") {
+		return data, false, nil
+	}
+	dec, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderMaxMemory(4<<30))
+	if err != nil {
+		return nil, true, err
+	}
+	defer dec.Close()
+	out, err := io.ReadAll(dec)
+	if err != nil {
+		return nil, true, fmt.Errorf("decompress: %w", err)
+	}
+	return out, true, nil
+}
+
+func newMapper(format, path string) lineMapper {
+	if format == FormatCodex {
+		return newCodexMapper()
+	}
+	return newClaudeMapper(path)
+}
+
+func hashHex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// importFile takes in one file: new, grown, unchanged or rewritten.
+func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eventlog.Meta, rep *ImportReport) ImportedFile {
+	res := ImportedFile{Path: f.path}
+	fail := func(err error) ImportedFile {
+		res.Status, res.Note = ImportFailed, err.Error()
+		rep.problem(ImportProblem{File: f.path, Reason: err.Error()})
+		return res
+	}
+	data, zst, err := r.readSource(f.path)
+	if err != nil {
+		return fail(err)
+	}
+	start := int64(0)
+	var sess *eventlog.Meta
+	res.Status = ImportNew
+	if m, ok := known[f.path]; ok {
+		done, err := r.importedBytes(m)
+		if err != nil {
+			return fail(fmt.Errorf("session %s: %w", m.ID, err))
+		}
+		switch {
+		case done.size == int64(len(data)) && done.sha == hashHex(data):
+			res.Status, res.Session = ImportUnchanged, &m.ID
+			return res
+		case done.size <= int64(len(data)) && done.sha == hashHex(data[:done.size]):
+			res.Status, res.Session, sess, start = ImportGrown, &m.ID, &m, done.size
+		default:
+			res.Status = ImportRewritten
+			res.Note = fmt.Sprintf("changed since it was imported as session %s (not only grown): imported again as a new session; the old one is kept", m.ID)
+		}
+	}
+	mapper := newMapper(opts.Format, f.path)
+	lineNo := 1 + bytes.Count(data[:start], []byte{'\n'})
+	if sess != nil {
+		// A grown file: the mapper must see the lines before (tool names,
+		// message ids, the session's ids), without importing them again.
+		for _, line := range sourceLines(data[:start]) {
+			mapper.mapLine(trimNewline(line))
+		}
+	}
+	// Map the new lines first: the session's title may come from any line.
+	type pending struct {
+		off  int64
+		line []byte
+		m    mappedLine
+	}
+	var lines []pending
+	off := start
+	for i, line := range sourceLines(data[start:]) {
+		var m mappedLine
+		if i == 0 && start > 0 && data[start-1] != '\n' {
+			// The rest of a line that was cut short when last imported.
+			m = mappedLine{Kind: eventlog.KindNote, Label: opts.Format + ":continued"}
+		} else {
+			m = mapper.mapLine(trimNewline(line))
+			if m.Unparsed != "" && line[len(line)-1] != '\n' && off+int64(len(line)) == int64(len(data)) {
+				m.Unparsed = "truncated last line (no newline): " + m.Unparsed
+			}
+		}
+		if m.Unparsed != "" {
+			res.Unparsed++
+			rep.problem(ImportProblem{File: f.path, Line: lineNo, Reason: m.Unparsed})
+		}
+		lines = append(lines, pending{off, line, m})
+		off += int64(len(line))
+		lineNo++
+	}
+	info := mapper.session()
+	if sess == nil {
+		m, err := r.createImported(opts.Format, f.path, zst, info, rep)
+		if err != nil {
+			return fail(err)
+		}
+		sess, res.Session, res.Parent = &m, &m.ID, m.Parent
+	}
+	// Append: each line one event, the lines of one message one group. A
+	// line without a time takes the time of the line before it (the first
+	// ones, the first time the file has).
+	last := time.Time{}
+	for _, p := range lines {
+		if !p.m.Time.IsZero() {
+			last = p.m.Time
+			break
+		}
+	}
+	var group []eventlog.Event
+	flushGroup := func() error {
+		if len(group) == 0 {
+			return nil
+		}
+		_, err := r.Log.Append(sess.ID, group...)
+		group = group[:0]
+		return err
+	}
+	prevGroup := ""
+	for i := 0; i < len(lines); {
+		// A run of plain notes (progress, snapshots, queue operations...)
+		// is one event: they are most of a Claude Code file's lines, and a
+		// transcript reads better without them one by one.
+		j := i + 1
+		if mergeableLine(lines[i].m) {
+			size := len(lines[i].line)
+			for j < len(lines) && j-i < maxMergedLines && mergeableLine(lines[j].m) && size+len(lines[j].line) <= maxMergedBytes {
+				size += len(lines[j].line)
+				j++
+			}
+		}
+		unit := lines[i:j]
+		i = j
+		ms := make([]mappedLine, len(unit))
+		raw := make([][]byte, len(unit))
+		for k, p := range unit {
+			ms[k], raw[k] = p.m, p.line
+		}
+		id, err := r.putSourceLines(mapper, ms, unit[0].off, raw, opts.MinCut)
+		if err != nil {
+			return fail(err)
+		}
+		m := mergedLine(ms)
+		t := m.Time
+		if t.IsZero() {
+			t = last
+		}
+		if !t.IsZero() {
+			last = t
+		}
+		ev := eventlog.Event{Kind: m.Kind, Label: capLabel(m.Label), Body: id, TokensIn: m.TokensIn, TokensOut: m.TokensOut, Time: t}
+		if m.Group == "" || m.Group != prevGroup || len(group) == 16 {
+			if err := flushGroup(); err != nil {
+				return fail(err)
+			}
+		}
+		group = append(group, ev)
+		prevGroup = m.Group
+		res.Lines += len(unit)
+		res.Events++
+		for _, p := range unit {
+			res.BytesIn += int64(len(p.line))
+		}
+	}
+	if err := flushGroup(); err != nil {
+		return fail(err)
+	}
+	if res.Lines == 0 && res.Status == ImportGrown {
+		res.Status = ImportUnchanged
+	}
+	// The lines are durable before the metadata says they are in.
+	if err := r.Flush(); err != nil {
+		return fail(err)
+	}
+	src := *sess.Source
+	src.Size, src.SHA256 = int64(len(data)), hashHex(data)
+	if src.ID == "" {
+		src.ID = info.ID
+	}
+	sess.Source = &src
+	if err := r.Log.UpdateMeta(*sess); err != nil {
+		return fail(err)
+	}
+	known[f.path] = *sess
+	return res
+}
+
+// capLabel keeps a label within what an event may carry.
+func capLabel(s string) string {
+	if len(s) > 200 {
+		return s[:CutUTF8([]byte(s), 200)]
+	}
+	return s
+}
+
+// createImported starts the session of a source file.
+func (r *Rook) createImported(format, path string, zst bool, info sourceSession, rep *ImportReport) (eventlog.Meta, error) {
+	title := info.Title
+	if title == "" {
+		title = fmt.Sprintf("%s session %s", format, info.ID)
+	}
+	tags := []string{format}
+	if info.Subagent {
+		tags = append(tags, "subagent")
+	}
+	m := eventlog.Meta{Title: title, Workspace: info.Workspace, Tags: tags,
+		Source: &eventlog.Source{Format: format, Path: path, ID: info.ID, Zstd: zst, Parent: info.ParentID}}
+	if info.ParentID != "" {
+		if p, ok := r.sessionBySourceID(format, info.ParentID); ok {
+			m.Parent = &p
+		}
+	}
+	return r.Log.Create(m)
+}
+
+// sessionBySourceID finds the session imported from the source session id.
+func (r *Rook) sessionBySourceID(format, sid string) (eventlog.ID, bool) {
+	ids, err := r.Log.IDs()
+	if err != nil {
+		return eventlog.ID{}, false
+	}
+	for i := len(ids) - 1; i >= 0; i-- {
+		m, err := r.Log.ReadMeta(ids[i])
+		if err == nil && m.Source != nil && m.Source.Format == format && m.Source.ID == sid && m.Source.Parent != sid {
+			return ids[i], true
+		}
+	}
+	return eventlog.ID{}, false
+}
+
+// linkParents links children imported before their parent (in an earlier
+// run, or a subagent file whose parent came later in this one).
+func (r *Rook) linkParents(format string, rep *ImportReport) error {
+	for i := range rep.Files {
+		f := &rep.Files[i]
+		if f.Session == nil || f.Parent != nil {
+			continue
+		}
+		m, err := r.Log.ReadMeta(*f.Session)
+		if err != nil || m.Source == nil || m.Source.Parent == "" {
+			continue
+		}
+		if m.Parent != nil {
+			f.Parent = m.Parent
+			continue
+		}
+		p, ok := r.sessionBySourceID(format, m.Source.Parent)
+		if !ok {
+			if f.Note == "" {
+				f.Note = fmt.Sprintf("its parent session %s is not imported: imported on its own (importing the parent later links them)", m.Source.Parent)
+			}
+			continue
+		}
+		m.Parent = &p
+		if err := r.Log.UpdateMeta(m); err != nil {
+			return err
+		}
+		f.Parent = &p
+	}
+	return nil
+}
+
+// Runs of notes merged into one event stop at these bounds.
+const (
+	maxMergedLines = 256
+	maxMergedBytes = 256 << 10
+)
+
+// mergeableLine: a plain note line, which may share an event with the
+// notes around it. Lines that did not parse stay on their own (each is
+// reported), and so does a continued line.
+func mergeableLine(m mappedLine) bool {
+	return m.Kind == eventlog.KindNote && m.Unparsed == "" && !strings.HasSuffix(m.Label, ":continued")
+}
+
+// mergedLine is the event of a run of lines: the first line's, with the
+// run's tokens and its labels summed up.
+func mergedLine(ms []mappedLine) mappedLine {
+	m := ms[0]
+	if len(ms) == 1 {
+		return m
+	}
+	same := true
+	for _, o := range ms[1:] {
+		m.TokensIn += o.TokensIn
+		m.TokensOut += o.TokensOut
+		same = same && o.Label == ms[0].Label
+	}
+	if same {
+		m.Label = fmt.Sprintf("%s ×%d", ms[0].Label, len(ms))
+	} else {
+		m.Label = fmt.Sprintf("%s +%d", ms[0].Label, len(ms)-1)
+	}
+	return m
+}
+
+// putSourceLines stores consecutive lines as one source line object, their
+// large strings as objects of their own. It returns the object's id.
+func (r *Rook) putSourceLines(mapper lineMapper, ms []mappedLine, off int64, lines [][]byte, minCut int) (cas.Key, error) {
+	sl := sourceLine{Offset: off}
+	gap := 0 // rest bytes since the last cut
+	for i, line := range lines {
+		m := ms[i]
+		if m.Unparsed != "" || strings.HasSuffix(m.Label, ":continued") {
+			sl.Rest = append(sl.Rest, line...)
+			gap += len(line)
+			continue
+		}
+		rest, gaps, texts, kinds := cutLine(line, minCut, func(s jsonString) cas.Kind { return mapper.cutKind(m, s) })
+		cut := 0 // bytes of rest before this line's cuts
+		for k, text := range texts {
+			res, err := r.Store.Put(kinds[k], text)
+			if err != nil {
+				return cas.Key{}, fmt.Errorf("store a string of the line: %w", err)
+			}
+			sl.Cuts = append(sl.Cuts, lineCut{Gap: gap + gaps[k], ID: res.ID})
+			gap = 0
+			cut += gaps[k]
+		}
+		sl.Rest = append(sl.Rest, rest...)
+		gap += len(rest) - cut
+	}
+	res, err := r.Store.Put(cas.KindSource, sl.encode())
+	if err != nil {
+		return cas.Key{}, fmt.Errorf("store the line: %w", err)
+	}
+	return res.ID, nil
+}
+
+// sourceLines splits b after each newline; the last line may lack one.
+func sourceLines(b []byte) [][]byte {
+	lines := bytes.SplitAfter(b, []byte{'\n'})
+	if len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
+func trimNewline(line []byte) []byte {
+	line = bytes.TrimSuffix(line, []byte{'\n'})
+	return bytes.TrimSuffix(line, []byte{'\r'})
+}
+
+// importedState is how much of its source a session holds.
+type importedState struct {
+	size int64
+	sha  string
+}
+
+// importedBytes says how much of its source a session holds. The metadata
+// says so after each import; a crash between the lines and the metadata
+// leaves the lines ahead, and then the session's own bytes are the truth.
+func (r *Rook) importedBytes(m eventlog.Meta) (importedState, error) {
+	st := importedState{size: m.Source.Size, sha: m.Source.SHA256}
+	end, err := r.sourceEnd(m.ID)
+	if err != nil {
+		return st, err
+	}
+	if end == st.size {
+		return st, nil
+	}
+	h := sha256.New()
+	x, err := r.ExportSource(m.ID, h)
+	if err != nil {
+		return st, err
+	}
+	return importedState{size: x.Bytes, sha: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// sourceEnd is where the session's last imported line ends in its source.
+func (r *Rook) sourceEnd(id eventlog.ID) (int64, error) {
+	s, err := r.Log.Summary(id)
+	if err != nil {
+		return 0, err
+	}
+	for seq := s.Events; seq > 0; {
+		from := uint64(0)
+		if seq > 64 {
+			from = seq - 64
+		}
+		evs, err := r.Log.Read(id, from, int(seq-from))
+		if err != nil {
+			return 0, err
+		}
+		for i := len(evs) - 1; i >= 0; i-- {
+			b, kind, err := r.Store.GetKind(evs[i].Body)
+			if err != nil || kind != cas.KindSource {
+				continue
+			}
+			sl, err := decodeSourceLine(b)
+			if err != nil {
+				return 0, err
+			}
+			line, err := sl.expand(r.Store.Get)
+			if err != nil {
+				return 0, err
+			}
+			return sl.Offset + int64(len(line)), nil
+		}
+		seq = from
+	}
+	return 0, nil
+}
+
+// ExportResult says what ExportSource wrote.
+type ExportResult struct {
+	Format  string `json:"format"`
+	Source  string `json:"source"` // the file it was imported from
+	Bytes   int64  `json:"bytes"`
+	SHA256  string `json:"sha256"`
+	Lines   int    `json:"lines"`
+	Skipped int    `json:"skipped_events"` // events not from the source (added in rook)
+	// Exact: the bytes are what the import took in (same size and
+	// SHA-256 as the source had then).
+	Exact bool `json:"exact"`
+	Zstd  bool `json:"zstd,omitempty"` // the source was .zst: this is its decompressed JSONL
+}
+
+// ErrNotImported: a session that did not come from another agent's file.
+var ErrNotImported = errors.New("session was not imported from a transcript file: nothing to export in its source format (`rook session export-html` or `rook session show --json` export any session)")
+
+// ExportSource writes an imported session's source file back, byte for
+// byte, from its events' lines in order.
+func (r *Rook) ExportSource(id eventlog.ID, w io.Writer) (ExportResult, error) {
+	m, err := r.Log.ReadMeta(id)
+	if err != nil {
+		return ExportResult{}, err
+	}
+	if m.Source == nil {
+		return ExportResult{}, ErrNotImported
+	}
+	x := ExportResult{Format: m.Source.Format, Source: m.Source.Path, Zstd: m.Source.Zstd}
+	h := sha256.New()
+	out := io.MultiWriter(w, h)
+	for from := uint64(0); ; {
+		evs, err := r.Log.Read(id, from, 1024)
+		if err != nil {
+			return x, err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for _, ev := range evs {
+			b, kind, err := r.Store.GetKind(ev.Body)
+			if err != nil {
+				return x, fmt.Errorf("event %d: %w", ev.Seq, err)
+			}
+			if kind != cas.KindSource {
+				x.Skipped++
+				continue
+			}
+			sl, err := decodeSourceLine(b)
+			if err != nil {
+				return x, fmt.Errorf("event %d: %w", ev.Seq, err)
+			}
+			if sl.Offset != x.Bytes {
+				return x, fmt.Errorf("event %d: its line starts at byte %d of the source, but %d bytes were written before it: the session's lines are not whole", ev.Seq, sl.Offset, x.Bytes)
+			}
+			line, err := sl.expand(r.Store.Get)
+			if err != nil {
+				return x, fmt.Errorf("event %d: %w", ev.Seq, err)
+			}
+			if _, err := out.Write(line); err != nil {
+				return x, err
+			}
+			x.Bytes += int64(len(line))
+			x.Lines++
+		}
+		from = evs[len(evs)-1].Seq + 1
+	}
+	x.SHA256 = hex.EncodeToString(h.Sum(nil))
+	x.Exact = x.Bytes == m.Source.Size && x.SHA256 == m.Source.SHA256
+	return x, nil
+}

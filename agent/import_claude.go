@@ -1,0 +1,211 @@
+package agent
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+)
+
+// claudeMapper maps the lines of a Claude Code transcript
+// (~/.claude/projects/<project>/<session>.jsonl, and subagents'
+// <session>/subagents/agent-*.jsonl or older agent-*.jsonl). Schema notes:
+// ../shared/reference/peers.md, section 3.1.
+type claudeMapper struct {
+	file     string
+	toolName map[string]string // tool_use id -> tool name
+	lastMsg  string            // message.id of the previous assistant line
+	sess     sourceSession
+}
+
+func newClaudeMapper(path string) *claudeMapper {
+	m := &claudeMapper{file: path, toolName: map[string]string{}}
+	base := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+	m.sess.ID = base
+	if strings.HasPrefix(base, "agent-") {
+		m.sess.Subagent = true
+		if filepath.Base(filepath.Dir(path)) == "subagents" {
+			// <session>/subagents/agent-x.jsonl: the directory names the parent.
+			m.sess.ParentID = filepath.Base(filepath.Dir(filepath.Dir(path)))
+		}
+	}
+	return m
+}
+
+// claudeLine is the part of a Claude Code entry the mapping reads.
+type claudeLine struct {
+	Type      string          `json:"type"`
+	Subtype   string          `json:"subtype"`
+	Timestamp string          `json:"timestamp"`
+	SessionID string          `json:"sessionId"`
+	Cwd       string          `json:"cwd"`
+	IsMeta    bool            `json:"isMeta"`
+	Summary   string          `json:"summary"`
+	Message   json.RawMessage `json:"message"`
+	Data      struct {
+		Type string `json:"type"`
+	} `json:"data"`
+}
+
+type claudeMessage struct {
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Model   string          `json:"model"`
+	Content json.RawMessage `json:"content"`
+	Usage   *struct {
+		Input         uint64 `json:"input_tokens"`
+		CacheCreation uint64 `json:"cache_creation_input_tokens"`
+		CacheRead     uint64 `json:"cache_read_input_tokens"`
+		Output        uint64 `json:"output_tokens"`
+	} `json:"usage"`
+}
+
+type claudeBlock struct {
+	Type      string `json:"type"`
+	Text      string `json:"text"`
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	ToolUseID string `json:"tool_use_id"`
+	IsError   bool   `json:"is_error"`
+}
+
+func (m *claudeMapper) session() sourceSession { return m.sess }
+
+func (m *claudeMapper) cutKind(ml mappedLine, s jsonString) cas.Kind { return defaultCutKind(ml, s) }
+
+func (m *claudeMapper) mapLine(line []byte) mappedLine {
+	var l claudeLine
+	if err := json.Unmarshal(line, &l); err != nil {
+		return mappedLine{Kind: eventlog.KindNote, Label: "claude-code:unparsed", Unparsed: "not JSON"}
+	}
+	if l.Type == "" {
+		return mappedLine{Kind: eventlog.KindNote, Label: "claude-code:unparsed", Unparsed: `no "type" field`}
+	}
+	out := mappedLine{Kind: eventlog.KindNote, Label: l.Type}
+	if t, err := time.Parse(time.RFC3339Nano, l.Timestamp); err == nil {
+		out.Time = t
+	}
+	if m.sess.Workspace == "" && l.Cwd != "" {
+		m.sess.Workspace = l.Cwd
+	}
+	if l.SessionID != "" && m.sess.Subagent && m.sess.ParentID == "" {
+		// An older agent-*.jsonl beside its parent: its lines carry the
+		// parent's session id.
+		m.sess.ParentID = l.SessionID
+	}
+	switch l.Type {
+	case "user":
+		m.mapUser(&l, &out)
+	case "assistant":
+		m.mapAssistant(&l, &out)
+	case "system":
+		out.Label = "system"
+		if l.Subtype != "" {
+			out.Label = "system:" + l.Subtype
+		}
+		if l.Subtype == "api_error" {
+			out.Kind = eventlog.KindError
+		}
+	case "summary":
+		if m.sess.Title == "" && l.Summary != "" {
+			m.sess.Title = titleOf(l.Summary)
+		}
+	case "progress":
+		if l.Data.Type != "" {
+			out.Label = "progress:" + l.Data.Type
+		}
+	}
+	if out.Kind != eventlog.KindAssistant && out.Kind != eventlog.KindReasoning && out.Kind != eventlog.KindToolCall {
+		m.lastMsg = ""
+	}
+	return out
+}
+
+func (m *claudeMapper) mapUser(l *claudeLine, out *mappedLine) {
+	var msg claudeMessage
+	if json.Unmarshal(l.Message, &msg) != nil {
+		return // a user entry without a message: a note
+	}
+	out.Label = ""
+	var text string
+	if json.Unmarshal(msg.Content, &text) == nil {
+		out.Kind = eventlog.KindUser
+		if l.IsMeta {
+			out.Kind, out.Label = eventlog.KindNote, "user:meta"
+		} else if m.sess.Title == "" && !strings.HasPrefix(strings.TrimSpace(text), "<") {
+			m.sess.Title = titleOf(text)
+		}
+		return
+	}
+	var blocks []claudeBlock
+	if json.Unmarshal(msg.Content, &blocks) != nil || len(blocks) == 0 {
+		out.Kind = eventlog.KindUser
+		return
+	}
+	b := blocks[0]
+	switch b.Type {
+	case "tool_result":
+		out.Kind, out.Label = eventlog.KindToolResult, m.toolName[b.ToolUseID]
+	default:
+		out.Kind = eventlog.KindUser
+		if l.IsMeta {
+			out.Kind, out.Label = eventlog.KindNote, "user:meta"
+		} else if m.sess.Title == "" && b.Type == "text" && !strings.HasPrefix(strings.TrimSpace(b.Text), "<") {
+			m.sess.Title = titleOf(b.Text)
+		}
+	}
+}
+
+func (m *claudeMapper) mapAssistant(l *claudeLine, out *mappedLine) {
+	var msg claudeMessage
+	if json.Unmarshal(l.Message, &msg) != nil {
+		return
+	}
+	out.Kind, out.Label = eventlog.KindAssistant, msg.Model
+	var blocks []claudeBlock
+	if json.Unmarshal(msg.Content, &blocks) == nil && len(blocks) > 0 {
+		switch b := blocks[0]; b.Type {
+		case "thinking", "redacted_thinking":
+			out.Kind = eventlog.KindReasoning
+		case "tool_use", "server_tool_use":
+			out.Kind, out.Label = eventlog.KindToolCall, b.Name
+			m.toolName[b.ID] = b.Name
+		}
+	}
+	// Claude Code writes each content block of one API message on its own
+	// line, repeating the message's usage: the lines are one group, and
+	// the tokens count once, on its first line.
+	if msg.ID != "" {
+		out.Group = msg.ID
+		if msg.ID == m.lastMsg {
+			m.lastMsg = msg.ID
+			return
+		}
+	}
+	m.lastMsg = msg.ID
+	if u := msg.Usage; u != nil {
+		out.TokensIn = u.Input + u.CacheCreation + u.CacheRead
+		out.TokensOut = u.Output
+	}
+}
+
+// titleOf makes a session title from a prompt: its first non-empty line,
+// at most 80 characters.
+func titleOf(s string) string {
+	for _, line := range strings.Split(s, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			s = line
+			break
+		}
+	}
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) > 80 {
+		r := []rune(s)
+		s = string(r[:79]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,363 @@
+package agent
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/fuzzseed"
+)
+
+// The Codex fixtures are hand-made rollouts: a main session that holds
+// every item type the mapper tells apart, and a subagent it spawned.
+const (
+	codexMainID    = "019b7d3a-5e1f-7c42-9a3b-2f6e8d1c0a47"
+	codexForkID    = "019b7c11-0d2e-7a55-8b64-3c9f1e2d4b60"
+	codexSubID     = "019b7d4e-2b3c-7d4e-8f5a-6b7c8d9e0f1a"
+	codexMainFile  = "testdata/codex/rollout-2026-01-02T03-04-05-" + codexMainID + ".jsonl"
+	codexSubFile   = "testdata/codex/rollout-2026-01-02T03-20-00-" + codexSubID + ".jsonl"
+	codexMainModel = "gpt-5.2-codex"
+)
+
+// codexLines reads a fixture's lines, without their newlines.
+func codexLines(t testing.TB, path string) [][]byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+	return lines
+}
+
+// codexWant is what one line must map to.
+type codexWant struct {
+	kind     eventlog.Kind
+	label    string
+	in, out  uint64
+	time     string // RFC 3339; "" for none
+	unparsed string
+}
+
+func codexNote(label, at string) codexWant {
+	return codexWant{kind: eventlog.KindNote, label: label, time: at}
+}
+
+func TestCodexMapFixture(t *testing.T) {
+	const day = "2026-01-02T"
+	want := []codexWant{
+		1:  codexNote("session_meta", day+"03:04:05.123Z"),
+		2:  codexNote("developer", day+"03:04:05.130Z"),
+		3:  {kind: eventlog.KindUser, time: day + "03:04:05.131Z"}, // AGENTS.md
+		4:  {kind: eventlog.KindUser, time: day + "03:04:05.132Z"}, // environment
+		5:  codexNote("turn_context", day+"03:04:09.500Z"),
+		6:  {kind: eventlog.KindUser, time: day + "03:04:09.512Z"}, // the prompt
+		7:  codexNote("event_msg:user_message", day+"03:04:09.513Z"),
+		8:  codexNote("event_msg:task_started", day+"03:04:09.520Z"),
+		9:  codexNote("event_msg:token_count", day+"03:04:10.001Z"), // info: null
+		10: codexNote("event_msg:agent_reasoning", day+"03:04:14.250Z"),
+		11: {kind: eventlog.KindReasoning, label: codexMainModel, time: day + "03:04:14.251Z"},
+		12: {kind: eventlog.KindToolCall, label: "shell_command", time: day + "03:04:14.300Z"},
+		13: {kind: eventlog.KindNote, label: "event_msg:token_count", in: 12840, out: 412, time: day + "03:04:14.310Z"},
+		14: {kind: eventlog.KindToolResult, label: "shell_command", time: day + "03:04:16.700Z"},
+		// The same usage again (only the rate limits moved): counted once.
+		15: codexNote("event_msg:token_count", day+"03:04:16.701Z"),
+		16: {kind: eventlog.KindToolCall, label: "apply_patch", time: day + "03:04:20.000Z"},
+		17: codexNote("event_msg:patch_apply_end", day+"03:04:20.150Z"),
+		18: {kind: eventlog.KindToolResult, label: "apply_patch", time: day + "03:04:20.151Z"},
+		19: {kind: eventlog.KindToolCall, label: "shell", time: day + "03:04:21.000Z"},
+		20: {kind: eventlog.KindToolResult, label: "shell", time: day + "03:04:21.400Z"},
+		21: {kind: eventlog.KindToolCall, label: "web_search", time: day + "03:04:22.000Z"},
+		22: {kind: eventlog.KindToolCall, label: "tool_search", time: day + "03:04:23.000Z"},
+		23: {kind: eventlog.KindToolResult, label: "tool_search", time: day + "03:04:23.100Z"},
+		24: {kind: eventlog.KindToolResult, label: "", time: day + "03:04:24.000Z"}, // no such call
+		25: codexNote("event_msg:agent_message", day+"03:04:30.500Z"),
+		26: {kind: eventlog.KindAssistant, label: codexMainModel, time: day + "03:04:30.501Z"},
+		27: {kind: eventlog.KindNote, label: "event_msg:token_count", in: 14100, out: 233, time: day + "03:04:30.600Z"},
+		28: codexNote("event_msg:task_complete", day+"03:04:30.700Z"),
+		29: {kind: eventlog.KindError, label: "stream_error", time: day + "03:05:00.000Z"},
+		30: {kind: eventlog.KindError, label: "error", time: day + "03:05:01.000Z"},
+		31: {kind: eventlog.KindError, label: "turn_aborted", time: day + "03:05:02.000Z"},
+		32: codexNote("compacted", day+"03:06:00.000Z"),
+		33: codexNote("event_msg:context_compacted", day+"03:06:00.001Z"),
+		34: codexNote("response_item:compaction", day+"03:06:00.002Z"),
+		35: codexNote("response_item:ghost_snapshot", day+"03:06:01.000Z"),
+		36: codexNote("event_msg:thread_name_updated", day+"03:06:02.000Z"),
+		37: codexNote("future_item", day+"03:06:03.000Z"),
+		38: {kind: eventlog.KindNote, label: codexUnparsed, unparsed: "not JSON"},
+		39: codexNote("event_msg:task_started", day+"03:06:05.000Z"),
+	}
+	lines := codexLines(t, codexMainFile)
+	if len(lines) != len(want)-1 {
+		t.Fatalf("fixture has %d lines, the table %d", len(lines), len(want)-1)
+	}
+	m := newCodexMapper()
+	for i, line := range lines {
+		checkCodexLine(t, i+1, m.mapLine(line), want[i+1])
+	}
+	got := m.session()
+	wantSess := sourceSession{
+		ID:        codexMainID,
+		ParentID:  codexForkID,
+		Title:     "Fix the flaky test TestAppendConcurrent in eventlog — it fails about once in tw…",
+		Workspace: "/home/dev/rook",
+	}
+	if got != wantSess {
+		t.Errorf("session:\n got %+v\nwant %+v", got, wantSess)
+	}
+}
+
+func checkCodexLine(t *testing.T, n int, got mappedLine, w codexWant) {
+	t.Helper()
+	if got.Kind != w.kind || got.Label != w.label || got.TokensIn != w.in || got.TokensOut != w.out || got.Unparsed != w.unparsed || got.Group != "" {
+		t.Errorf("line %d: got %v %q tokens %d/%d unparsed %q group %q; want %v %q tokens %d/%d unparsed %q",
+			n, got.Kind, got.Label, got.TokensIn, got.TokensOut, got.Unparsed, got.Group, w.kind, w.label, w.in, w.out, w.unparsed)
+	}
+	var at time.Time
+	if w.time != "" {
+		var err error
+		if at, err = time.Parse(time.RFC3339Nano, w.time); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !got.Time.Equal(at) {
+		t.Errorf("line %d: time %v, want %v", n, got.Time, at)
+	}
+}
+
+func TestCodexSubagent(t *testing.T) {
+	m := newCodexMapper()
+	lines := codexLines(t, codexSubFile)
+	for _, line := range lines {
+		m.mapLine(line)
+	}
+	// The title comes from the second text item of a message whose first
+	// is the environment; the workspace from session_meta, not the
+	// turn_context after it.
+	want := sourceSession{
+		ID:        codexSubID,
+		ParentID:  codexMainID,
+		Title:     "List every caller of Log.Append in the repository.",
+		Workspace: "/home/dev/rook/eventlog",
+		Subagent:  true,
+	}
+	if got := m.session(); got != want {
+		t.Errorf("session:\n got %+v\nwant %+v", got, want)
+	}
+	if got := newCodexMapper().mapLine(lines[len(lines)-1]); got.TokensIn != 3000 || got.TokensOut != 40 {
+		t.Errorf("token_count: %d/%d, want 3000/40", got.TokensIn, got.TokensOut)
+	}
+	if got := m.mapLine(lines[3]); got.Kind != eventlog.KindAssistant || got.Label != "gpt-5.2-codex-mini" {
+		t.Errorf("assistant: %v %q", got.Kind, got.Label)
+	}
+}
+
+// The .zst fixture is the main rollout as Codex compresses idle files.
+func TestCodexZstFixture(t *testing.T) {
+	plain, err := os.ReadFile(codexMainFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := os.ReadFile(codexMainFile + ".zst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := zstd.NewReader(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	got, err := dec.DecodeAll(z, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, plain) {
+		t.Fatalf("%s.zst does not decompress to %s: regenerate it with %s=1", codexMainFile, codexMainFile, fuzzseed.Env)
+	}
+}
+
+// Lines the fixtures do not hold: damaged envelopes, odd field types,
+// and what the session learns from them.
+func TestCodexOddLines(t *testing.T) {
+	cases := []struct {
+		line     string
+		kind     eventlog.Kind
+		label    string
+		unparsed string
+	}{
+		{``, eventlog.KindNote, codexUnparsed, "not JSON"},
+		{`{"type":"event_msg",`, eventlog.KindNote, codexUnparsed, "not JSON"},
+		{`[1,2]`, eventlog.KindNote, codexUnparsed, "not a JSON object"},
+		{`"session_meta"`, eventlog.KindNote, codexUnparsed, "not a JSON object"},
+		{`{"timestamp":"2026-01-02T03:04:05Z","payload":{}}`, eventlog.KindNote, codexUnparsed, `no "type" field`},
+		{`{"type":7,"payload":{}}`, eventlog.KindNote, codexUnparsed, `no "type" field`},
+		{`{"type":7,"payload":7}`, eventlog.KindNote, codexUnparsed, `no "type" field`},
+		{`{"type":"response_item","payload":[1]}`, eventlog.KindNote, codexUnparsed, `"payload" is not an object`},
+		{`{"type":"response_item"}`, eventlog.KindNote, "response_item:", ""},
+		{`{"type":"response_item","payload":null}`, eventlog.KindNote, "response_item:", ""},
+		{`{"type":"response_item","payload":{"type":"message","role":"tool"}}`, eventlog.KindNote, "message:tool", ""},
+		{`{"type":"response_item","payload":{"type":"message","role":"system"}}`, eventlog.KindNote, "system", ""},
+		{`{"type":"response_item","payload":{"type":"message","role":"user","content":"not a list"}}`, eventlog.KindUser, "", ""},
+		{`{"type":"response_item","payload":{"type":"function_call","name":5,"call_id":[]}}`, eventlog.KindToolCall, "", ""},
+		{`{"type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":-1}}}}`, eventlog.KindNote, "event_msg:token_count", ""},
+		{`{"type":"event_msg","payload":{"type":"token_count","info":"x"}}`, eventlog.KindNote, "event_msg:token_count", ""},
+		{`{"type":"event_msg","payload":{}}`, eventlog.KindNote, "event_msg:", ""},
+	}
+	for _, c := range cases {
+		got := newCodexMapper().mapLine([]byte(c.line))
+		if got.Kind != c.kind || got.Label != c.label || got.Unparsed != c.unparsed || got.TokensIn != 0 || got.TokensOut != 0 {
+			t.Errorf("%s: got %v %q unparsed %q tokens %d/%d; want %v %q unparsed %q",
+				c.line, got.Kind, got.Label, got.Unparsed, got.TokensIn, got.TokensOut, c.kind, c.label, c.unparsed)
+		}
+		if !got.Time.IsZero() {
+			t.Errorf("%s: time %v", c.line, got.Time)
+		}
+	}
+	for stamp, want := range map[string]time.Time{
+		`"yesterday"`:                   {},
+		`1767323045`:                    {},
+		`"2026-01-02T03:04:05Z"`:        time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		`"2026-01-02T04:04:05.5+01:00"`: time.Date(2026, 1, 2, 3, 4, 5, 5e8, time.UTC),
+		`"2026-01-02T03:04:05.123456Z"`: time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC),
+	} {
+		got := newCodexMapper().mapLine([]byte(`{"timestamp":` + stamp + `,"type":"compacted","payload":{}}`))
+		if !got.Time.Equal(want) || got.Label != "compacted" || got.Unparsed != "" {
+			t.Errorf("timestamp %s: %+v, want time %v", stamp, got, want)
+		}
+	}
+}
+
+func TestCodexSessionFromOddLines(t *testing.T) {
+	m := newCodexMapper()
+	for _, line := range []string{
+		// No session_meta yet: the turn gives the workspace.
+		`{"type":"turn_context","payload":{"cwd":"/tmp/w","model":"m1"}}`,
+		// A review subagent names no parent.
+		`{"type":"session_meta","payload":{"id":"s1","cwd":"/tmp/meta","forked_from_id":"f1","source":{"subagent":"review"}}}`,
+		// A second session_meta (a fork copies its parent's) changes nothing.
+		`{"type":"session_meta","payload":{"id":"s2","cwd":"/tmp/other","source":{"subagent":{"thread_spawn":{"parent_thread_id":"p2"}}}}}`,
+		// Only boilerplate from the items; the UI event has the prompt.
+		`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<user_instructions>\nbe brief\n</user_instructions>"},{"type":"input_image","image_url":"data:"}]}}`,
+		`{"type":"event_msg","payload":{"type":"user_message","message":"<environment_context>x</environment_context>"}}`,
+		`{"type":"event_msg","payload":{"type":"user_message","message":"\n  rename the flag\nand its docs"}}`,
+	} {
+		m.mapLine([]byte(line))
+	}
+	want := sourceSession{ID: "s1", ParentID: "f1", Title: "rename the flag", Workspace: "/tmp/meta", Subagent: true}
+	if got := m.session(); got != want {
+		t.Errorf("session:\n got %+v\nwant %+v", got, want)
+	}
+	// A user message item, when it comes, is the title.
+	m.mapLine([]byte(`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"the real prompt"}]}}`))
+	if got := m.session().Title; got != "the real prompt" {
+		t.Errorf("title %q", got)
+	}
+
+	// A cli session: no subagent, parent from forked_from_id only.
+	m = newCodexMapper()
+	m.mapLine([]byte(`{"type":"session_meta","payload":{"id":"s3","source":"cli","forked_from_id":null}}`))
+	if got := m.session(); got != (sourceSession{ID: "s3"}) {
+		t.Errorf("cli session: %+v", got)
+	}
+}
+
+// Strings cut out of the fixture's lines go to the kinds that compress
+// them best: instructions as docs, tool output as tool results.
+func TestCodexCutKind(t *testing.T) {
+	lines := codexLines(t, codexMainFile)
+	m := newCodexMapper()
+	got := map[string]cas.Kind{} // "line:key" -> kind
+	for i, line := range lines {
+		ml := m.mapLine(line)
+		if ml.Unparsed != "" {
+			continue
+		}
+		strs, ok := stringValues(line, MinCutString+2)
+		if !ok {
+			t.Fatalf("line %d: not JSON", i+1)
+		}
+		for _, s := range strs {
+			got[fmt.Sprintf("%d:%s", i+1, s.Key)] = m.cutKind(ml, s)
+		}
+	}
+	want := map[string]cas.Kind{
+		"1:text":               cas.KindDocs, // session_meta base_instructions.text
+		"2:text":               cas.KindMessage,
+		"3:text":               cas.KindMessage,
+		"5:user_instructions":  cas.KindDocs,
+		"11:encrypted_content": cas.KindMessage,
+		"14:output":            cas.KindToolResult,
+		"32:encrypted_content": cas.KindMessage,
+		"34:encrypted_content": cas.KindMessage,
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: %v, want %v", k, got[k], w)
+		}
+	}
+}
+
+// codexSeeds are the fixtures' lines and a few damaged ones.
+func codexSeeds(t testing.TB) [][]byte {
+	var out [][]byte
+	for _, f := range []string{codexMainFile, codexSubFile} {
+		out = append(out, codexLines(t, f)...)
+	}
+	return append(out, []byte(`[1]`), []byte(`{"type":"response_item","payload":[1]}`), []byte(`{"type":7}`))
+}
+
+func FuzzCodexLine(f *testing.F) {
+	for _, s := range codexSeeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		m := newCodexMapper()
+		// Twice: the second sees the state the first left (call names,
+		// session_meta seen, the last token total).
+		for range 2 {
+			got := m.mapLine(line)
+			if !got.Kind.Valid() {
+				t.Fatalf("kind %v", got.Kind)
+			}
+			if (got.Unparsed != "") != (got.Label == codexUnparsed) || got.Group != "" {
+				t.Fatalf("label %q unparsed %q group %q", got.Label, got.Unparsed, got.Group)
+			}
+			if got.Unparsed != "" && got.Kind != eventlog.KindNote {
+				t.Fatalf("unparsed line of kind %v", got.Kind)
+			}
+			if strs, ok := stringValues(line, 0); ok {
+				for _, s := range strs {
+					if k := m.cutKind(got, s); !k.Valid() {
+						t.Fatalf("cut kind %v", k)
+					}
+				}
+			}
+		}
+		m.session()
+	})
+}
+
+// TestWriteCodexFuzzSeeds regenerates testdata/fuzz/FuzzCodexLine and the
+// .zst fixture (ROOK_WRITE_FUZZ_SEEDS=1 go test ./agent -run WriteCodex).
+func TestWriteCodexFuzzSeeds(t *testing.T) {
+	fuzzseed.Write(t, map[string][][]byte{"FuzzCodexLine": codexSeeds(t)})
+	plain, err := os.ReadFile(codexMainFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	if err := os.WriteFile(filepath.Clean(codexMainFile+".zst"), enc.EncodeAll(plain, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,395 @@
+package agent
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// corpusDir holds real Claude Code transcripts (shared/corpus, beside the
+// repository).
+var corpusDir = filepath.Join("..", "..", "shared", "corpus", "claude-code")
+
+// claudeLines builds a small Claude Code transcript: a prompt, an
+// assistant message over three lines (thinking, text, tool_use), progress,
+// the tool result (its output twice, as Claude Code writes it), and a
+// file-history snapshot.
+func claudeLines(session string, turn int) []string {
+	out := strings.Repeat(fmt.Sprintf("output line %d of turn %d, long enough to be cut\n", turn, turn), 12)
+	ts := func(s int) string { return fmt.Sprintf("2026-02-10T21:%02d:%02d.000Z", turn%60, s) }
+	env := fmt.Sprintf(`"sessionId":%q,"cwd":"/home/u/proj","version":"2.1.38"`, session)
+	q := func(s string) string { b := appendJSONString(nil, []byte(s)); return string(b) }
+	msg := fmt.Sprintf("msg_%d", turn)
+	usage := `"usage":{"input_tokens":3,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":42}`
+	return []string{
+		fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"fix the server, turn %d"},"uuid":"u%d","timestamp":%q}`, env, turn, turn, ts(1)),
+		fmt.Sprintf(`{"type":"assistant",%s,"message":{"model":"claude-opus-4-6","id":%q,"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"sig"}],%s},"uuid":"a%d","timestamp":%q}`, env, msg, usage, turn, ts(2)),
+		fmt.Sprintf(`{"type":"assistant",%s,"message":{"model":"claude-opus-4-6","id":%q,"role":"assistant","content":[{"type":"text","text":"Let me look."}],%s},"uuid":"b%d","timestamp":%q}`, env, msg, usage, turn, ts(3)),
+		fmt.Sprintf(`{"type":"assistant",%s,"message":{"model":"claude-opus-4-6","id":%q,"role":"assistant","content":[{"type":"tool_use","id":"toolu_%d","name":"Bash","input":{"command":"make"}}],%s},"uuid":"c%d","timestamp":%q}`, env, msg, turn, usage, turn, ts(4)),
+		fmt.Sprintf(`{"type":"progress",%s,"data":{"type":"bash_progress","output":"building"},"uuid":"p%d","timestamp":%q}`, env, turn, ts(5)),
+		fmt.Sprintf(`{"type":"progress",%s,"data":{"type":"bash_progress","output":"still building"},"uuid":"q%d","timestamp":%q}`, env, turn, ts(6)),
+		fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":[{"tool_use_id":"toolu_%d","type":"tool_result","content":%s,"is_error":false}]},"toolUseResult":{"stdout":%s,"stderr":""},"uuid":"r%d","timestamp":%q}`, env, turn, q(out), q(out), turn, ts(7)),
+		`{"type":"file-history-snapshot","messageId":"m","snapshot":{"trackedFileBackups":{}},"isSnapshotUpdate":false}`,
+	}
+}
+
+func writeSource(t *testing.T, fsys vfs.FS, path string, lines []string, tail string) []byte {
+	t.Helper()
+	data := []byte(strings.Join(lines, "\n") + "\n" + tail)
+	if err := fsys.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.WriteFileAtomic(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func mustImport(t *testing.T, r *Rook, format string, paths ...string) ImportReport {
+	t.Helper()
+	rep, err := r.Import(ImportOptions{Format: format, Paths: paths})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// mustExport exports a session and checks it is exactly want.
+func mustExport(t *testing.T, r *Rook, id eventlog.ID, want []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	x, err := r.ExportSource(id, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) || !x.Exact || x.SHA256 != fmt.Sprintf("%x", sha256.Sum256(want)) {
+		t.Fatalf("export of %s is not the source (exact=%v, %d vs %d bytes)\n got: %q\nwant: %q", id, x.Exact, buf.Len(), len(want), buf.Bytes(), want)
+	}
+}
+
+func fileByPath(t *testing.T, rep ImportReport, path string) ImportedFile {
+	t.Helper()
+	for _, f := range rep.Files {
+		if f.Path == path {
+			return f
+		}
+	}
+	t.Fatalf("%s not in the report: %+v", path, rep.Files)
+	return ImportedFile{}
+}
+
+func TestImportClaudeCodeMapsLinesAndExportsThemBack(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/home/u/.claude/projects/-home-u-proj/s1.jsonl"
+	lines := claudeLines("s1", 1)
+	lines = append(lines, "this line is not JSON", `{"no":"type"}`)
+	data := writeSource(t, fsys, src, lines, `{"type":"user","message":{"role":"us`)
+	rep := mustImport(t, r, FormatClaudeCode, "/home/u/.claude/projects")
+	if rep.Sessions != 1 || rep.Lines != len(lines)+1 || rep.Unparsed != 3 || rep.BytesIn != int64(len(data)) {
+		t.Fatalf("report %+v", rep)
+	}
+	// The lines that did not parse are reported with file:line.
+	var where []string
+	for _, p := range rep.Problems {
+		where = append(where, fmt.Sprintf("%d:%s", p.Line, p.Reason))
+	}
+	if got := strings.Join(where, "|"); got != `9:not JSON|10:no "type" field|11:truncated last line (no newline): not JSON` {
+		t.Fatalf("problems: %s", got)
+	}
+	f := fileByPath(t, rep, src)
+	m, err := r.Log.ReadMeta(*f.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Title != "fix the server, turn 1" || m.Workspace != "/home/u/proj" || m.Source.ID != "s1" || strings.Join(m.Tags, ",") != "claude-code" {
+		t.Fatalf("meta %+v", m)
+	}
+	evs, err := r.Log.Read(m.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range evs {
+		got = append(got, fmt.Sprintf("%s/%s/%d/%d", ev.Kind, ev.Label, ev.TokensIn, ev.TokensOut))
+	}
+	want := []string{
+		"user//0/0",
+		"reasoning/claude-opus-4-6/1103/42", // one message over three lines: tokens once
+		"assistant/claude-opus-4-6/0/0",
+		"tool-call/Bash/0/0",
+		"note/progress:bash_progress ×2/0/0", // a run of notes is one event
+		"tool-result/Bash/0/0",
+		"note/file-history-snapshot/0/0",
+		"note/claude-code:unparsed/0/0",
+		"note/claude-code:unparsed/0/0",
+		"note/claude-code:unparsed/0/0",
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !evs[1].More || !evs[2].More || evs[3].More {
+		t.Fatal("the lines of one message are not one group")
+	}
+	if !evs[0].Time.Equal(time.Date(2026, 2, 10, 21, 1, 1, 0, time.UTC)) || !evs[6].Time.Equal(evs[5].Time) {
+		t.Fatalf("times %v %v %v", evs[0].Time, evs[5].Time, evs[6].Time)
+	}
+	// Every command reads the line as it was.
+	body, err := r.Body(evs[0])
+	if err != nil || string(body) != lines[0]+"\n" {
+		t.Fatalf("body %q %v", body, err)
+	}
+	mustExport(t, r, m.ID, data)
+	// The tool output, written twice on its line, is one object.
+	out := strings.Repeat("output line 1 of turn 1, long enough to be cut\n", 12)
+	info, err := r.Store.Stat(cas.ID([]byte(out)))
+	if err != nil || info.Kind != cas.KindToolResult {
+		t.Fatalf("cut string: %+v %v", info, err)
+	}
+	if res, _ := r.Search("output line turn", SearchOptions{}); len(res.Hits) == 0 {
+		t.Fatal("search does not see the cut strings")
+	}
+}
+
+func TestImportIsIncremental(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	dir := "/p"
+	a, b := dir+"/a.jsonl", dir+"/b.jsonl"
+	dataA := writeSource(t, fsys, a, claudeLines("a", 1), "")
+	dataB := writeSource(t, fsys, b, claudeLines("b", 2), `{"type":"user","mess`) // cut short while being written
+	first := mustImport(t, r, FormatClaudeCode, dir)
+	if first.Sessions != 2 {
+		t.Fatalf("%+v", first)
+	}
+	idA, idB := *fileByPath(t, first, a).Session, *fileByPath(t, first, b).Session
+	storedBefore := first.StoredAfter
+
+	// Again: nothing.
+	again := mustImport(t, r, FormatClaudeCode, dir)
+	if again.Unchanged != 2 || again.Lines != 0 || again.Sessions != 0 || again.StoredAfter != storedBefore {
+		t.Fatalf("re-import: %+v", again)
+	}
+
+	// a grows; b's last line is completed and more follow; both get only
+	// their new lines.
+	dataA = writeSource(t, fsys, a, append(claudeLines("a", 1), claudeLines("a", 3)...), "")
+	dataB = writeSource(t, fsys, b, claudeLines("b", 2), `{"type":"user","message":{"role":"user","content":"done"}}`+"\n"+strings.Join(claudeLines("b", 4), "\n")+"\n")
+	grown := mustImport(t, r, FormatClaudeCode, dir)
+	fa, fb := fileByPath(t, grown, a), fileByPath(t, grown, b)
+	if fa.Status != ImportGrown || *fa.Session != idA || fa.Lines != 8 || fb.Status != ImportGrown || *fb.Session != idB || fb.Lines != 9 {
+		t.Fatalf("grown: %+v %+v", fa, fb)
+	}
+	mustExport(t, r, idA, dataA)
+	mustExport(t, r, idB, dataB)
+
+	// a is rewritten in the middle: a new session, the old one kept.
+	lines := append(claudeLines("a", 1), claudeLines("a", 3)...)
+	lines[2] = strings.Replace(lines[2], "Let me look.", "Let me see.", 1)
+	dataA2 := writeSource(t, fsys, a, lines, "")
+	rw := mustImport(t, r, FormatClaudeCode, dir)
+	fa = fileByPath(t, rw, a)
+	if fa.Status != ImportRewritten || *fa.Session == idA || !strings.Contains(fa.Note, idA.String()) {
+		t.Fatalf("rewritten: %+v", fa)
+	}
+	mustExport(t, r, idA, dataA)
+	mustExport(t, r, *fa.Session, dataA2)
+	if rep := mustImport(t, r, FormatClaudeCode, dir); rep.Unchanged != 2 {
+		t.Fatalf("after the rewrite: %+v", rep)
+	}
+}
+
+func TestImportLinksSubagentsToTheirParent(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/p/-home-u-proj"
+	child := proj + "/sess1/subagents/agent-a1.jsonl"
+	old := proj + "/agent-b2.jsonl" // the older layout: beside the parent, naming it in its lines
+	writeSource(t, fsys, child, claudeLines("sess1", 1), "")
+	writeSource(t, fsys, old, claudeLines("sess1", 2), "")
+	// Without their parent: imported on their own, and said so.
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	for _, p := range []string{child, old} {
+		f := fileByPath(t, rep, p)
+		if f.Parent != nil || !strings.Contains(f.Note, "parent session sess1 is not imported") {
+			t.Fatalf("orphan %s: %+v", p, f)
+		}
+	}
+	// The parent arrives: the children are linked.
+	parent := proj + "/sess1.jsonl"
+	writeSource(t, fsys, parent, claudeLines("sess1", 3), "")
+	rep = mustImport(t, r, FormatClaudeCode, proj)
+	pid := *fileByPath(t, rep, parent).Session
+	for _, p := range []string{child, old} {
+		f := fileByPath(t, rep, p)
+		m, err := r.Log.ReadMeta(*f.Session)
+		if err != nil || m.Parent == nil || *m.Parent != pid || !strings.Contains(strings.Join(m.Tags, ","), "subagent") {
+			t.Fatalf("child %s: %+v %v", p, m, err)
+		}
+	}
+	// A fresh store importing the whole tree links them at once.
+	r2 := testRook(t, vfs.NewMem())
+	r2.fs = fsys
+	rep = mustImport(t, r2, FormatClaudeCode, proj)
+	for _, f := range rep.Files {
+		if f.Path != parent && (f.Parent == nil || f.Note != "") {
+			t.Fatalf("one run: %+v", f)
+		}
+	}
+}
+
+func TestImportReportsAnUnreadableFileAndGoesOn(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	good := writeSource(t, fsys, "/src/good.jsonl", claudeLines("g", 1), "")
+	writeSource(t, fsys, "/src/bad.jsonl", claudeLines("b", 1), "")
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if path == "/src/bad.jsonl" && (op == vfs.OpOpenRead || op == vfs.OpRead) {
+			return fs.ErrPermission
+		}
+		return nil
+	})
+	rep := mustImport(t, r, FormatClaudeCode, "/src")
+	fsys.SetHook(nil)
+	if rep.Failed != 1 || rep.Sessions != 1 || fileByPath(t, rep, "/src/bad.jsonl").Status != ImportFailed ||
+		len(rep.Problems) != 1 || rep.Problems[0].File != "/src/bad.jsonl" || !strings.Contains(rep.Problems[0].Reason, "permission denied") {
+		t.Fatalf("%+v", rep)
+	}
+	mustExport(t, r, *fileByPath(t, rep, "/src/good.jsonl").Session, good)
+	// Readable again: the next import takes it in.
+	if rep := mustImport(t, r, FormatClaudeCode, "/src"); rep.Sessions != 1 || rep.Unchanged != 1 {
+		t.Fatalf("%+v", rep)
+	}
+	if _, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{"/nowhere"}}); err == nil || !strings.Contains(err.Error(), "cannot import /nowhere") {
+		t.Fatalf("missing path: %v", err)
+	}
+}
+
+// TestImportedStringsSurviveGC: the strings cut out of lines are reachable
+// through them.
+func TestImportedStringsSurviveGC(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	data := writeSource(t, fsys, "/p/s.jsonl", claudeLines("s", 1), "")
+	rep := mustImport(t, r, FormatClaudeCode, "/p")
+	if _, err := r.GC(0, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustExport(t, r, *rep.Files[0].Session, data)
+}
+
+// TestImportCorpus imports every file of the shared corpus of real Claude
+// Code transcripts, exports each back byte for byte, and reads them with
+// the transcript commands.
+func TestImportCorpus(t *testing.T) {
+	if _, err := os.Stat(corpusDir); err != nil {
+		t.Skipf("no corpus at %s: %v", corpusDir, err)
+	}
+	home := filepath.Join(t.TempDir(), "store")
+	if _, err := cas.Init(vfs.OS, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: vfs.OS, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rep := mustImport(t, r, FormatClaudeCode, corpusDir)
+	if rep.Failed != 0 || rep.Sessions < 20 || rep.Unparsed != 0 {
+		t.Fatalf("%+v", rep)
+	}
+	n := 0
+	err = filepath.WalkDir(corpusDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".jsonl") {
+			return err
+		}
+		abs, _ := filepath.Abs(path)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		id := *fileByPath(t, rep, abs).Session
+		mustExport(t, r, id, data)
+		page, err := r.Show(id, 0, 5, 200)
+		if err != nil || len(page.Events) == 0 {
+			t.Fatalf("show %s: %v", path, err)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n != len(rep.Files) {
+		t.Fatalf("%d files checked of %d: %v", n, len(rep.Files), err)
+	}
+	if res, err := r.Search("phx.server", SearchOptions{}); err != nil || len(res.Hits) == 0 {
+		t.Fatalf("search: %+v %v", res, err)
+	}
+	if again := mustImport(t, r, FormatClaudeCode, corpusDir); again.Unchanged != len(rep.Files) || again.Lines != 0 {
+		t.Fatalf("re-import: %+v", again)
+	}
+}
+
+// TestImportCodex imports the hand-made rollouts (plain, zstd-compressed, a
+// subagent), exports each back and reads them.
+func TestImportCodex(t *testing.T) {
+	src, err := filepath.Abs(filepath.Join("testdata", "codex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(t.TempDir(), "store")
+	if _, err := cas.Init(vfs.OS, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: vfs.OS, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rep := mustImport(t, r, FormatCodex, src)
+	if rep.Failed != 0 || rep.Sessions != 3 || rep.Unparsed != 2 { // the one line that is not JSON, in the plain and the .zst copy
+		t.Fatalf("%+v", rep)
+	}
+	kinds := map[eventlog.Kind]int{}
+	for _, f := range rep.Files {
+		want, zerr := os.ReadFile(f.Path)
+		if zerr != nil {
+			t.Fatal(zerr)
+		}
+		if strings.HasSuffix(f.Path, ".zst") {
+			// The export of a .zst source is its decompressed JSONL.
+			want, zerr = os.ReadFile(strings.TrimSuffix(f.Path, ".zst"))
+			if zerr != nil {
+				t.Fatal(zerr)
+			}
+		}
+		mustExport(t, r, *f.Session, want)
+		evs, err := r.Log.Read(*f.Session, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			kinds[ev.Kind]++
+		}
+		m, _ := r.Log.ReadMeta(*f.Session)
+		if m.Source.Zstd != strings.HasSuffix(f.Path, ".zst") || m.Workspace == "" || strings.HasPrefix(m.Title, "codex session") {
+			t.Fatalf("meta of %s: %+v", f.Path, m)
+		}
+	}
+	for _, k := range []eventlog.Kind{eventlog.KindUser, eventlog.KindAssistant, eventlog.KindReasoning, eventlog.KindToolCall, eventlog.KindToolResult, eventlog.KindError, eventlog.KindNote} {
+		if kinds[k] == 0 {
+			t.Fatalf("no %s event: %v", k, kinds)
+		}
+	}
+	if again := mustImport(t, r, FormatCodex, src); again.Unchanged != 3 {
+		t.Fatalf("re-import: %+v", again)
+	}
+}

@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/fuzzseed"
+)
+
+// lineSeeds are source lines of every shape the importer meets: real
+// Claude Code entries, escapes of every kind, a line that is not JSON, a
+// truncated one.
+func lineSeeds() [][]byte {
+	var out [][]byte
+	for _, l := range claudeLines("seed", 1) {
+		out = append(out, []byte(l+"\n"))
+	}
+	long := strings.Repeat("ü \"q\" \\ \t\u0001 / <a>&\u2028 ", 40)
+	out = append(out,
+		append(appendJSONString([]byte(`{"type":"user","message":{"content":`), []byte(long)), "}}\n"...),
+		[]byte(`{"k":"`+strings.Repeat(`\u00e9`, 100)+`"}`), // escaped non-ASCII: kept in the line
+		[]byte(`{"k":"`+strings.Repeat(`\/`, 200)+`"}`),     // escaped slash: kept
+		[]byte("not json at all\n"),
+		[]byte(`{"type":"user","message":{"ro`),
+		[]byte("[\""+strings.Repeat("x", 300)+"\",{\"a\":[\""+strings.Repeat("y", 300)+"\"]}]\r\n"),
+	)
+	return out
+}
+
+// cutAndExpand stores a line as the importer does (in a map) and expands it.
+func cutAndExpand(t *testing.T, line []byte, minCut int) []byte {
+	objs := map[cas.Key][]byte{}
+	rest, gaps, texts, _ := cutLine(line, minCut, func(jsonString) cas.Kind { return cas.KindMessage })
+	sl := sourceLine{Offset: 7, Rest: rest}
+	for i, text := range texts {
+		id := cas.ID(text)
+		objs[id] = text
+		sl.Cuts = append(sl.Cuts, lineCut{Gap: gaps[i], ID: id})
+	}
+	dec, err := decodeSourceLine(sl.encode())
+	if err != nil {
+		t.Fatalf("decode what was encoded: %v", err)
+	}
+	out, err := dec.expand(func(id cas.Key) ([]byte, error) { return objs[id], nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestCutLineRoundTrips(t *testing.T) {
+	for i, line := range lineSeeds() {
+		for _, minCut := range []int{1, 16, MinCutString} {
+			if got := cutAndExpand(t, line, minCut); !bytes.Equal(got, line) {
+				t.Fatalf("seed %d, min %d:\n got %q\nwant %q", i, minCut, got, line)
+			}
+		}
+	}
+	// What is cut is the decoded text, so the same output written in two
+	// places (or by two agents) is one object.
+	_, _, texts, _ := cutLine(lineSeeds()[6], MinCutString, func(jsonString) cas.Kind { return cas.KindMessage })
+	if len(texts) != 2 || !bytes.Equal(texts[0], texts[1]) {
+		t.Fatalf("texts: %d", len(texts))
+	}
+}
+
+// FuzzCutLine: for any bytes, cutting a line's strings out and expanding
+// it again gives the line back, byte for byte.
+func FuzzCutLine(f *testing.F) {
+	for _, s := range lineSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if got := cutAndExpand(t, line, 4); !bytes.Equal(got, line) {
+			t.Fatalf("\n got %q\nwant %q", got, line)
+		}
+	})
+}
+
+// FuzzDecodeSourceLine: any bytes decode or fail cleanly, and what decodes
+// re-encodes to the same bytes.
+func FuzzDecodeSourceLine(f *testing.F) {
+	for _, s := range sourceLineSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sl, err := decodeSourceLine(b)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(sl.encode(), b) {
+			// Non-minimal varints decode too; the re-encoding must
+			// decode the same.
+			again, err := decodeSourceLine(sl.encode())
+			if err != nil || again.Offset != sl.Offset || len(again.Cuts) != len(sl.Cuts) || !bytes.Equal(again.Rest, sl.Rest) {
+				t.Fatalf("re-encoding differs: %v", err)
+			}
+		}
+		if _, err := sl.expand(func(cas.Key) ([]byte, error) { return []byte("x"), nil }); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func sourceLineSeeds() [][]byte {
+	var out [][]byte
+	for _, line := range lineSeeds() {
+		rest, gaps, texts, _ := cutLine(line, 16, func(jsonString) cas.Kind { return cas.KindMessage })
+		sl := sourceLine{Offset: 1234, Rest: rest}
+		for i, text := range texts {
+			sl.Cuts = append(sl.Cuts, lineCut{Gap: gaps[i], ID: cas.ID(text)})
+		}
+		out = append(out, sl.encode())
+	}
+	return out
+}
+
+// FuzzClaudeLine: the Claude Code mapping never panics and always gives a
+// kind the event log takes.
+func FuzzClaudeLine(f *testing.F) {
+	for _, s := range lineSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		m := newClaudeMapper("/p/s1/subagents/agent-x.jsonl")
+		for range 2 {
+			if ml := m.mapLine(line); !ml.Kind.Valid() {
+				t.Fatalf("kind %d", ml.Kind)
+			}
+		}
+		_ = m.session()
+	})
+}
+
+func TestWriteSourceLineFuzzSeeds(t *testing.T) {
+	fuzzseed.Write(t, map[string][][]byte{
+		"FuzzCutLine":          lineSeeds(),
+		"FuzzDecodeSourceLine": sourceLineSeeds(),
+		"FuzzClaudeLine":       lineSeeds(),
+	})
+}

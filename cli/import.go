@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/rookhq/rook/agent"
+	"github.com/rookhq/rook/eventlog"
+)
+
+// ImportCmd is `rook import`.
+type ImportCmd struct {
+	ClaudeCode ImportClaudeCodeCmd `cmd:"" name:"claude-code" help:"Import Claude Code transcripts (default ~/.claude/projects): each session file a session, subagents as child sessions."`
+	Codex      ImportCodexCmd      `cmd:"" name:"codex" help:"Import Codex rollouts (default ~/.codex/sessions), .jsonl and .jsonl.zst."`
+}
+
+// importPaths are what `rook import FORMAT` takes.
+type importPaths struct {
+	Paths []string `arg:"" optional:"" help:"Session files, project directories or whole trees (default: the agent's own directory)." type:"path"`
+}
+
+// ImportClaudeCodeCmd is `rook import claude-code [PATH...]`.
+type ImportClaudeCodeCmd struct{ importPaths }
+
+// ImportCodexCmd is `rook import codex [PATH...]`.
+type ImportCodexCmd struct{ importPaths }
+
+// Run imports Claude Code transcripts.
+func (c *ImportClaudeCodeCmd) Run(e *Env) error { return runImport(e, agent.FormatClaudeCode, c.Paths) }
+
+// Run imports Codex rollouts.
+func (c *ImportCodexCmd) Run(e *Env) error { return runImport(e, agent.FormatCodex, c.Paths) }
+
+func runImport(e *Env, format string, paths []string) error {
+	home, err := os.UserHomeDir()
+	if err != nil && len(paths) == 0 {
+		return fmt.Errorf("no home directory to find the default transcripts in (%v): give the paths to import", err)
+	}
+	var rep agent.ImportReport
+	err = e.write(func(r *agent.Rook) error {
+		p := newProgress(e.Stderr, "import "+format)
+		var ierr error
+		rep, ierr = r.Import(agent.ImportOptions{Format: format, Paths: paths, Home: home, Progress: p.update})
+		p.done()
+		return ierr
+	})
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		if err := e.printJSON(rep); err != nil {
+			return err
+		}
+	} else {
+		printImport(e, rep)
+	}
+	if rep.Failed > 0 {
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d file(s) could not be read; the rest were imported", rep.Failed)}
+	}
+	return nil
+}
+
+func printImport(e *Env, rep agent.ImportReport) {
+	w := e.Stdout
+	fmt.Fprintf(w, "%s: %d file(s): %d new session(s), %d grown, %d unchanged, %d rewritten (imported as new sessions), %d failed\n",
+		rep.Format, len(rep.Files), rep.Sessions-rep.Rewritten, rep.Grown, rep.Unchanged, rep.Rewritten, rep.Failed)
+	ratio := ""
+	if added := rep.StoredAdded(); added > 0 {
+		ratio = fmt.Sprintf(" (%.1fx)", float64(rep.BytesIn)/float64(added))
+	}
+	fmt.Fprintf(w, "%d line(s) -> %d event(s); %s in, %s added to the store%s\n",
+		rep.Lines, rep.Events, formatBytes(rep.BytesIn), formatBytes(rep.StoredAdded()), ratio)
+	for _, f := range rep.Files {
+		if f.Status == agent.ImportUnchanged {
+			continue
+		}
+		sid := "-"
+		if f.Session != nil {
+			sid = f.Session.String()
+		}
+		fmt.Fprintf(w, "  %-9s %s  %s  %d line(s)", f.Status, sid, f.Path, f.Lines)
+		if f.Parent != nil {
+			fmt.Fprintf(w, "  child of %s", f.Parent.Short())
+		}
+		fmt.Fprintln(w)
+		if f.Note != "" {
+			fmt.Fprintf(w, "            %s\n", f.Note)
+		}
+	}
+	if rep.Unparsed > 0 {
+		fmt.Fprintf(w, "%d line(s) did not parse; they are kept byte for byte as notes:\n", rep.Unparsed)
+	}
+	for _, p := range rep.Problems {
+		if p.Line > 0 {
+			fmt.Fprintf(w, "  %s:%d: %s\n", p.File, p.Line, p.Reason)
+		} else {
+			fmt.Fprintf(w, "  %s: %s\n", p.File, p.Reason)
+		}
+	}
+	if n := rep.Unparsed + rep.Failed - len(rep.Problems); n > 0 {
+		fmt.Fprintf(w, "  ... and %d more\n", n)
+	}
+}
+
+// ExportCmd is `rook export`.
+type ExportCmd struct {
+	Session string `arg:"" help:"Session id, unique prefix, or 'last'."`
+	Format  string `help:"The source format to write (claude-code or codex); it must be the one the session was imported from." enum:",claude-code,codex" default:""`
+	Output  string `short:"o" help:"Write to FILE (atomically) instead of standard output." placeholder:"FILE" type:"path"`
+}
+
+// Run writes an imported session's source file back.
+func (c *ExportCmd) Run(e *Env) error {
+	if e.JSON && c.Output == "" {
+		return usageErr("--json needs --output FILE: the exported file itself goes to standard output otherwise")
+	}
+	r, id, err := e.readSession(c.Session)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	m, err := r.Log.ReadMeta(id)
+	if err != nil {
+		return err
+	}
+	if m.Source == nil {
+		return fmt.Errorf("session %s: %w", id, agent.ErrNotImported)
+	}
+	if c.Format != "" && c.Format != m.Source.Format {
+		return fmt.Errorf("session %s was imported from %s: it can be exported only as %s (--format %s)", id, m.Source.Format, m.Source.Format, m.Source.Format)
+	}
+	var x agent.ExportResult
+	if c.Output == "" {
+		if x, err = r.ExportSource(id, e.Stdout); err != nil {
+			return err
+		}
+	} else {
+		var buf bytes.Buffer
+		if x, err = r.ExportSource(id, &buf); err != nil {
+			return err
+		}
+		if err := e.FS.WriteFileAtomic(c.Output, buf.Bytes(), 0o600); err != nil {
+			return fmt.Errorf("write %s: %w", c.Output, err)
+		}
+	}
+	return printExport(e, id, c.Output, x)
+}
+
+func printExport(e *Env, id eventlog.ID, output string, x agent.ExportResult) error {
+	if e.JSON {
+		return e.printJSON(struct {
+			Session eventlog.ID `json:"session"`
+			Output  string      `json:"output"`
+			agent.ExportResult
+		}{id, output, x})
+	}
+	where := filepath.Clean(output)
+	if output == "" {
+		where = "standard output"
+	}
+	exact := "byte-exact: same size and SHA-256 as the source when it was imported"
+	if !x.Exact {
+		exact = "NOT the bytes the import took in (the session's source lines are incomplete: `rook store verify`)"
+	}
+	fmt.Fprintf(e.Stderr, "wrote %d line(s), %s, to %s: sha256 %s, %s\n", x.Lines, formatBytes(x.Bytes), where, x.SHA256, exact)
+	if x.Zstd {
+		fmt.Fprintf(e.Stderr, "the source %s was zstd-compressed: this is its decompressed JSONL (`zstd` recompresses it)\n", x.Source)
+	}
+	if x.Skipped > 0 {
+		fmt.Fprintf(e.Stderr, "%d event(s) added in rook are not part of the source and were left out\n", x.Skipped)
+	}
+	if !x.Exact {
+		return &exitError{code: ExitFailure, msg: "the export differs from the imported source"}
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -75,11 +76,12 @@ const MaxImportProblems = 200
 type ImportReport struct {
 	Format       string          `json:"format"`
 	Files        []ImportedFile  `json:"files"`
-	Sessions     int             `json:"sessions_new"`
+	Sessions     int             `json:"sessions_new"` // files seen for the first time (a rewritten file's new session is counted in Rewritten)
 	Grown        int             `json:"sessions_grown"`
 	Unchanged    int             `json:"files_unchanged"`
 	Rewritten    int             `json:"files_rewritten"`
 	Failed       int             `json:"files_failed"`
+	Linked       int             `json:"children_linked"` // sessions of earlier imports linked to a parent imported now
 	Events       int             `json:"events"`
 	Lines        int             `json:"lines"`
 	BytesIn      int64           `json:"bytes_in"`
@@ -131,9 +133,16 @@ func (r *Rook) Import(opts ImportOptions) (ImportReport, error) {
 		return rep, err
 	}
 	rep.StoredBefore = st.Stored
-	var done int64
+	var done, unflushed int64
+	var metas []eventlog.Meta // sessions whose metadata waits for a flush
 	for _, f := range files {
-		res := r.importFile(opts, f, known, &rep)
+		res := r.importFile(opts, f, known, &metas, &rep)
+		if unflushed += res.BytesIn; unflushed >= importFlushBytes {
+			if err := r.commitImported(&metas); err != nil {
+				return rep, err
+			}
+			unflushed = 0
+		}
 		rep.Files = append(rep.Files, res)
 		done += f.size
 		if opts.Progress != nil {
@@ -152,15 +161,14 @@ func (r *Rook) Import(opts ImportOptions) (ImportReport, error) {
 			rep.Unchanged++
 		case ImportRewritten:
 			rep.Rewritten++
-			rep.Sessions++
 		case ImportFailed:
 			rep.Failed++
 		}
 	}
-	if err := r.linkParents(opts.Format, &rep); err != nil {
+	if err := r.commitImported(&metas); err != nil {
 		return rep, err
 	}
-	if err := r.Flush(); err != nil {
+	if err := r.linkParents(known, &rep); err != nil {
 		return rep, err
 	}
 	if st, err = r.Store.Stats(); err == nil {
@@ -193,6 +201,9 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 		if err != nil {
 			return nil, 0, err
 		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil && r.fs == vfs.OS {
+			abs = real // the same tree reached through a link is the same files
+		}
 		info, err := r.fs.Stat(abs)
 		if err != nil {
 			return nil, 0, fmt.Errorf("cannot import %s: %w", p, err)
@@ -206,6 +217,7 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 			ents, err := r.fs.ReadDir(dir)
 			if err != nil {
 				rep.problem(ImportProblem{File: dir, Reason: err.Error()})
+				rep.Files = append(rep.Files, ImportedFile{Path: dir, Status: ImportFailed, Note: "directory not readable: " + err.Error()})
 				rep.Failed++
 				return
 			}
@@ -291,7 +303,7 @@ func hashHex(b []byte) string {
 }
 
 // importFile takes in one file: new, grown, unchanged or rewritten.
-func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eventlog.Meta, rep *ImportReport) ImportedFile {
+func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eventlog.Meta, metas *[]eventlog.Meta, rep *ImportReport) ImportedFile {
 	res := ImportedFile{Path: f.path}
 	fail := func(err error) ImportedFile {
 		res.Status, res.Note = ImportFailed, err.Error()
@@ -301,6 +313,13 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eve
 	data, zst, err := r.readSource(f.path)
 	if err != nil {
 		return fail(err)
+	}
+	if len(data) == 0 {
+		res.Status, res.Note = ImportUnchanged, "empty: nothing to import yet"
+		return res
+	}
+	if other := otherFormat(opts.Format, data); other != "" {
+		return fail(fmt.Errorf("this looks like a %s transcript, not %s: use `rook import %s`", other, opts.Format, other))
 	}
 	start := int64(0)
 	var sess *eventlog.Meta
@@ -313,6 +332,14 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eve
 		switch {
 		case done.size == int64(len(data)) && done.sha == hashHex(data):
 			res.Status, res.Session = ImportUnchanged, &m.ID
+			if m.Source.Size != done.size || m.Source.SHA256 != done.sha {
+				// A crash came after the lines and before the metadata.
+				src := *m.Source
+				src.Size, src.SHA256 = done.size, done.sha
+				m.Source = &src
+				*metas = append(*metas, m)
+				known[f.path] = m
+			}
 			return res
 		case done.size <= int64(len(data)) && done.sha == hashHex(data[:done.size]):
 			res.Status, res.Session, sess, start = ImportGrown, &m.ID, &m, done.size
@@ -358,8 +385,14 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eve
 		lineNo++
 	}
 	info := mapper.session()
+	if sess == nil && res.Unparsed == len(lines) {
+		// Undo the problems counted for its lines: the file is the problem.
+		rep.Problems = rep.Problems[:max(0, len(rep.Problems)-res.Unparsed)]
+		res.Unparsed = 0
+		return fail(fmt.Errorf("no line of it is a %s entry: not a transcript", opts.Format))
+	}
 	if sess == nil {
-		m, err := r.createImported(opts.Format, f.path, zst, info, rep)
+		m, err := r.createImported(opts.Format, f.path, zst, info, known)
 		if err != nil {
 			return fail(err)
 		}
@@ -369,11 +402,16 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eve
 	// line without a time takes the time of the line before it (the first
 	// ones, the first time the file has).
 	last := time.Time{}
+	if res.Status == ImportGrown {
+		if s, err := r.Log.Summary(sess.ID); err == nil && s.Events > 0 {
+			last = s.Updated
+		}
+	}
 	for _, p := range lines {
-		if !p.m.Time.IsZero() {
-			last = p.m.Time
+		if !last.IsZero() {
 			break
 		}
+		last = p.m.Time
 	}
 	var group []eventlog.Event
 	flushGroup := func() error {
@@ -436,21 +474,39 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eve
 	if res.Lines == 0 && res.Status == ImportGrown {
 		res.Status = ImportUnchanged
 	}
-	// The lines are durable before the metadata says they are in.
-	if err := r.Flush(); err != nil {
-		return fail(err)
-	}
+	// The metadata says the lines are in once they are durable: Import
+	// writes it after its next flush.
 	src := *sess.Source
 	src.Size, src.SHA256 = int64(len(data)), hashHex(data)
 	if src.ID == "" {
 		src.ID = info.ID
 	}
 	sess.Source = &src
-	if err := r.Log.UpdateMeta(*sess); err != nil {
-		return fail(err)
-	}
+	*metas = append(*metas, *sess)
 	known[f.path] = *sess
 	return res
+}
+
+// importFlushBytes is how many source bytes an import takes in between two
+// flushes (each a few fsyncs), after which the metadata of the sessions
+// written is brought up to date.
+const importFlushBytes = 64 << 20
+
+// commitImported makes the appended lines durable, then records in each
+// session's metadata how much of its source it holds. A crash between the
+// two leaves the metadata behind the log, which the next import sees
+// (importedBytes) and corrects.
+func (r *Rook) commitImported(metas *[]eventlog.Meta) error {
+	if err := r.Flush(); err != nil {
+		return err
+	}
+	for _, m := range *metas {
+		if err := r.Log.UpdateMeta(m); err != nil {
+			return err
+		}
+	}
+	*metas = (*metas)[:0]
+	return nil
 }
 
 // capLabel keeps a label within what an event may carry.
@@ -462,7 +518,7 @@ func capLabel(s string) string {
 }
 
 // createImported starts the session of a source file.
-func (r *Rook) createImported(format, path string, zst bool, info sourceSession, rep *ImportReport) (eventlog.Meta, error) {
+func (r *Rook) createImported(format, path string, zst bool, info sourceSession, known map[string]eventlog.Meta) (eventlog.Meta, error) {
 	title := info.Title
 	if title == "" {
 		title = fmt.Sprintf("%s session %s", format, info.ID)
@@ -472,58 +528,67 @@ func (r *Rook) createImported(format, path string, zst bool, info sourceSession,
 		tags = append(tags, "subagent")
 	}
 	m := eventlog.Meta{Title: title, Workspace: info.Workspace, Tags: tags,
-		Source: &eventlog.Source{Format: format, Path: path, ID: info.ID, Zstd: zst, Parent: info.ParentID}}
+		// Until its lines are in, the session holds the empty prefix of its
+		// file (a crash before the first flush leaves it so).
+		Source: &eventlog.Source{Format: format, Path: path, ID: info.ID, Zstd: zst, Parent: info.ParentID, SHA256: hashHex(nil)}}
 	if info.ParentID != "" {
-		if p, ok := r.sessionBySourceID(format, info.ParentID); ok {
+		if p, ok := parentOf(known, info.ParentID); ok {
 			m.Parent = &p
 		}
 	}
 	return r.Log.Create(m)
 }
 
-// sessionBySourceID finds the session imported from the source session id.
-func (r *Rook) sessionBySourceID(format, sid string) (eventlog.ID, bool) {
-	ids, err := r.Log.IDs()
-	if err != nil {
+// parentOf finds the session a child's parent was imported as, among the
+// sessions of the format (known: by source path).
+func parentOf(known map[string]eventlog.Meta, sid string) (eventlog.ID, bool) {
+	var best *eventlog.Meta
+	for _, m := range known {
+		if m.Source.ID == sid && m.Source.Parent != sid && (best == nil || best.ID.String() < m.ID.String()) {
+			best = &m
+		}
+	}
+	if best == nil {
 		return eventlog.ID{}, false
 	}
-	for i := len(ids) - 1; i >= 0; i-- {
-		m, err := r.Log.ReadMeta(ids[i])
-		if err == nil && m.Source != nil && m.Source.Format == format && m.Source.ID == sid && m.Source.Parent != sid {
-			return ids[i], true
-		}
-	}
-	return eventlog.ID{}, false
+	return best.ID, true
 }
 
-// linkParents links children imported before their parent (in an earlier
-// run, or a subagent file whose parent came later in this one).
-func (r *Rook) linkParents(format string, rep *ImportReport) error {
+// linkParents links every child session of the format whose parent is now
+// imported: children imported before their parent (in an earlier run, or
+// this one) are linked as soon as the parent arrives.
+func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) error {
+	inRun := map[eventlog.ID]*ImportedFile{}
 	for i := range rep.Files {
-		f := &rep.Files[i]
-		if f.Session == nil || f.Parent != nil {
+		if f := &rep.Files[i]; f.Session != nil {
+			inRun[*f.Session] = f
+		}
+	}
+	for path, m := range known {
+		if m.Source.Parent == "" {
 			continue
 		}
-		m, err := r.Log.ReadMeta(*f.Session)
-		if err != nil || m.Source == nil || m.Source.Parent == "" {
-			continue
-		}
-		if m.Parent != nil {
-			f.Parent = m.Parent
-			continue
-		}
-		p, ok := r.sessionBySourceID(format, m.Source.Parent)
-		if !ok {
-			if f.Note == "" {
-				f.Note = fmt.Sprintf("its parent session %s is not imported: imported on its own (importing the parent later links them)", m.Source.Parent)
+		f := inRun[m.ID]
+		if m.Parent == nil {
+			p, ok := parentOf(known, m.Source.Parent)
+			if !ok {
+				if f != nil && f.Note == "" {
+					f.Note = fmt.Sprintf("its parent session %s is not imported: imported on its own (importing the parent later links them)", m.Source.Parent)
+				}
+				continue
 			}
-			continue
+			m.Parent = &p
+			if err := r.Log.UpdateMeta(m); err != nil {
+				return err
+			}
+			known[path] = m
+			if f == nil {
+				rep.Linked++
+			}
 		}
-		m.Parent = &p
-		if err := r.Log.UpdateMeta(m); err != nil {
-			return err
+		if f != nil {
+			f.Parent = m.Parent
 		}
-		f.Parent = &p
 	}
 	return nil
 }
@@ -574,7 +639,7 @@ func (r *Rook) putSourceLines(mapper lineMapper, ms []mappedLine, off int64, lin
 			gap += len(line)
 			continue
 		}
-		rest, gaps, texts, kinds := cutLine(line, minCut, func(s jsonString) cas.Kind { return mapper.cutKind(m, s) })
+		rest, gaps, texts, kinds := cutLine(line, minCut, true, func(s jsonString) cas.Kind { return mapper.cutKind(m, s) })
 		cut := 0 // bytes of rest before this line's cuts
 		for k, text := range texts {
 			res, err := r.Store.Put(kinds[k], text)
@@ -685,7 +750,7 @@ type ExportResult struct {
 }
 
 // ErrNotImported: a session that did not come from another agent's file.
-var ErrNotImported = errors.New("session was not imported from a transcript file: nothing to export in its source format (`rook session export-html` or `rook session show --json` export any session)")
+var ErrNotImported = errors.New("not imported from a transcript file: it has no source file to write back (`rook session export-html` or `rook session show --json` export any session)")
 
 // ExportSource writes an imported session's source file back, byte for
 // byte, from its events' lines in order.
@@ -732,11 +797,38 @@ func (r *Rook) ExportSource(id eventlog.ID, w io.Writer) (ExportResult, error) {
 				return x, err
 			}
 			x.Bytes += int64(len(line))
-			x.Lines++
+			x.Lines += bytes.Count(line, []byte{'\n'})
+			if len(line) > 0 && line[len(line)-1] != '\n' {
+				x.Lines++ // a last line without its newline
+			}
 		}
 		from = evs[len(evs)-1].Seq + 1
 	}
 	x.SHA256 = hex.EncodeToString(h.Sum(nil))
 	x.Exact = x.Bytes == m.Source.Size && x.SHA256 == m.Source.SHA256
 	return x, nil
+}
+
+// otherFormat names the format a file's first JSON line says it is in, when
+// that is not the one being imported ("" when it fits, or cannot tell):
+// importing a Claude Code tree as Codex would turn every line into a note.
+func otherFormat(format string, data []byte) string {
+	for _, line := range sourceLines(data[:min(len(data), 1<<20)]) {
+		var head map[string]json.RawMessage
+		if json.Unmarshal(trimNewline(line), &head) != nil {
+			continue
+		}
+		_, payload := head["payload"]
+		_, uuid := head["uuid"]
+		_, sid := head["sessionId"]
+		_, mid := head["messageId"]
+		switch {
+		case format == FormatClaudeCode && payload && !uuid && !sid:
+			return FormatCodex
+		case format == FormatCodex && !payload && (uuid || sid || mid):
+			return FormatClaudeCode
+		}
+		return ""
+	}
+	return ""
 }

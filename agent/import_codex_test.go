@@ -279,7 +279,7 @@ func TestCodexCutKind(t *testing.T) {
 		if ml.Unparsed != "" {
 			continue
 		}
-		strs, ok := stringValues(line, MinCutString+2)
+		strs, ok := stringValues(line, MinCutString+2, false)
 		if !ok {
 			t.Fatalf("line %d: not JSON", i+1)
 		}
@@ -332,7 +332,7 @@ func FuzzCodexLine(f *testing.F) {
 			if got.Unparsed != "" && got.Kind != eventlog.KindNote {
 				t.Fatalf("unparsed line of kind %v", got.Kind)
 			}
-			if strs, ok := stringValues(line, 0); ok {
+			if strs, ok := stringValues(line, 0, false); ok {
 				for _, s := range strs {
 					if k := m.cutKind(got, s); !k.Valid() {
 						t.Fatalf("cut kind %v", k)

@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/cas"
 )
@@ -180,9 +182,9 @@ type jsonString struct {
 // stringValues finds the string values (not keys) of a JSON document whose
 // literal is at least minLen bytes long, with the keys that lead to them.
 // It returns ok=false for bytes that are not one JSON value (then nothing
-// is cut from the line).
-func stringValues(b []byte, minLen int) ([]jsonString, bool) {
-	if !json.Valid(b) {
+// is cut from the line); valid says the caller already knows b is JSON.
+func stringValues(b []byte, minLen int, valid bool) ([]jsonString, bool) {
+	if !valid && !json.Valid(b) {
 		return nil, false
 	}
 	// b is valid JSON: the scan below only has to tell the parts apart.
@@ -244,32 +246,27 @@ func stringEnd(b []byte, i int) int {
 }
 
 // cutLine splits a line into the source line's rest and the decoded texts
-// it cuts out. kindOf picks each text's object kind from where it sits.
-func cutLine(line []byte, minLen int, kindOf func(jsonString) cas.Kind) (rest []byte, gaps []int, texts [][]byte, kinds []cas.Kind) {
+// it cuts out. kindOf picks each text's object kind from where it sits;
+// valid says the line (without its newline) is known to be JSON.
+func cutLine(line []byte, minLen int, valid bool, kindOf func(jsonString) cas.Kind) (rest []byte, gaps []int, texts [][]byte, kinds []cas.Kind) {
 	body := line
 	for len(body) > 0 && (body[len(body)-1] == '\n' || body[len(body)-1] == '\r') {
 		body = body[:len(body)-1]
 	}
-	strs, ok := stringValues(body, minLen+2)
+	strs, ok := stringValues(body, minLen+2, valid && len(body) == len(line)-1)
 	if !ok || len(strs) == 0 {
 		return line, nil, nil, nil
 	}
 	rest = make([]byte, 0, len(line))
 	prev := 0
-	var scratch []byte
 	for _, s := range strs {
-		lit := line[s.Start:s.End]
-		var text string
-		if err := json.Unmarshal(lit, &text); err != nil || len(text) < minLen {
-			continue
-		}
-		scratch = appendJSONString(scratch[:0], []byte(text))
-		if string(scratch) != string(lit) {
+		text, ok := canonicalText(line[s.Start:s.End])
+		if !ok || len(text) < minLen {
 			continue // escaped some other way: keep it in the line
 		}
 		gaps = append(gaps, s.Start-prev)
 		rest = append(rest, line[prev:s.Start]...)
-		texts = append(texts, []byte(text))
+		texts = append(texts, text)
 		kinds = append(kinds, kindOf(s))
 		prev = s.End
 	}
@@ -278,4 +275,71 @@ func cutLine(line []byte, minLen int, kindOf func(jsonString) cas.Kind) (rest []
 	}
 	rest = append(rest, line[prev:]...)
 	return rest, gaps, texts, kinds
+}
+
+// canonicalText decodes a JSON string literal (quotes included) if, and
+// only if, appendJSONString writes its text back as exactly these bytes:
+// the only escapes are the short ones (\" \\ \b \f \n \r \t) and \u00xx
+// (lowercase) for the other control characters, and the text is valid
+// UTF-8. Anything else (\/, \u00e9, a surrogate pair, invalid UTF-8)
+// stays in the line.
+func canonicalText(lit []byte) ([]byte, bool) {
+	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
+		return nil, false
+	}
+	in := lit[1 : len(lit)-1]
+	if !utf8.Valid(in) {
+		return nil, false
+	}
+	if bytes.IndexByte(in, '\\') < 0 {
+		return in, true // valid JSON has no raw control character or quote here
+	}
+	out := make([]byte, 0, len(in))
+	for i := 0; i < len(in); i++ {
+		c := in[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		if i+1 >= len(in) {
+			return nil, false
+		}
+		i++
+		switch in[i] {
+		case '"', '\\':
+			out = append(out, in[i])
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			if i+4 >= len(in) || in[i+1] != '0' || in[i+2] != '0' || !isLowerHex(in[i+3]) || !isLowerHex(in[i+4]) {
+				return nil, false
+			}
+			v := unhex(in[i+3])<<4 | unhex(in[i+4])
+			if v >= 0x20 || v == '\b' || v == '\f' || v == '\n' || v == '\r' || v == '\t' {
+				return nil, false // written another way by appendJSONString
+			}
+			out = append(out, v)
+			i += 4
+		default:
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+func isLowerHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' }
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'a' + 10
 }

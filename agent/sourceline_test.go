@@ -32,7 +32,7 @@ func lineSeeds() [][]byte {
 // cutAndExpand stores a line as the importer does (in a map) and expands it.
 func cutAndExpand(t *testing.T, line []byte, minCut int) []byte {
 	objs := map[cas.Key][]byte{}
-	rest, gaps, texts, _ := cutLine(line, minCut, func(jsonString) cas.Kind { return cas.KindMessage })
+	rest, gaps, texts, _ := cutLine(line, minCut, false, func(jsonString) cas.Kind { return cas.KindMessage })
 	sl := sourceLine{Offset: 7, Rest: rest}
 	for i, text := range texts {
 		id := cas.ID(text)
@@ -60,7 +60,7 @@ func TestCutLineRoundTrips(t *testing.T) {
 	}
 	// What is cut is the decoded text, so the same output written in two
 	// places (or by two agents) is one object.
-	_, _, texts, _ := cutLine(lineSeeds()[6], MinCutString, func(jsonString) cas.Kind { return cas.KindMessage })
+	_, _, texts, _ := cutLine(lineSeeds()[6], MinCutString, false, func(jsonString) cas.Kind { return cas.KindMessage })
 	if len(texts) != 2 || !bytes.Equal(texts[0], texts[1]) {
 		t.Fatalf("texts: %d", len(texts))
 	}
@@ -107,7 +107,7 @@ func FuzzDecodeSourceLine(f *testing.F) {
 func sourceLineSeeds() [][]byte {
 	var out [][]byte
 	for _, line := range lineSeeds() {
-		rest, gaps, texts, _ := cutLine(line, 16, func(jsonString) cas.Kind { return cas.KindMessage })
+		rest, gaps, texts, _ := cutLine(line, 16, false, func(jsonString) cas.Kind { return cas.KindMessage })
 		sl := sourceLine{Offset: 1234, Rest: rest}
 		for i, text := range texts {
 			sl.Cuts = append(sl.Cuts, lineCut{Gap: gaps[i], ID: cas.ID(text)})

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
@@ -78,12 +80,17 @@ type corpusResult struct {
 	peers           []PeerResult
 	dicts           []cas.TrainResult
 	stats           cas.Stats // the store's, after repacking
+	imp             agent.ImportReport
+	importTime      time.Duration // rook import of every file, syncs included
+	zstd3Time       time.Duration // zstd -3 of the concatenated input, one thread
+	exact           int           // sessions exported byte for byte
 }
 
-// storeCorpus imports each file as a session of a new store, as an
-// importer would, then trains dictionaries and repacks, as `rook store
-// maintain` does, and measures every byte under the store.
-func storeCorpus(dir string, files []corpusFile) (plain, total int64, dicts []cas.TrainResult, st cas.Stats, err error) {
+// storeCorpus runs `rook import claude-code` on the corpus into a new
+// store, then trains dictionaries and repacks, as `rook store maintain`
+// does, measures every byte under the store and exports every session back
+// to check it against its file.
+func storeCorpus(dir string, c *corpusResult) (err error) {
 	home := filepath.Join(dir, "store")
 	if _, err = cas.Init(nil, nil, home); err != nil {
 		return
@@ -96,40 +103,41 @@ func storeCorpus(dir string, files []corpusFile) (plain, total int64, dicts []ca
 		if cerr := r.Close(); err == nil {
 			err = cerr
 		}
-		total = peerDirBytes(home)
+		c.rook = peerDirBytes(home)
 	}()
-	for _, f := range files {
-		m, err2 := r.NewSession(filepath.Base(f.path), "/corpus", nil)
-		if err = err2; err != nil {
-			return
-		}
-		for i, e := range f.events {
-			if _, err = r.Append(m.ID, agent.Entry{Kind: e.Kind, Label: e.Label, Body: e.Body}); err != nil {
-				err = fmt.Errorf("%s line %d: %w", f.path, i+1, err)
-				return
-			}
-			if i%20 == 19 {
-				if err = r.Flush(); err != nil {
-					return
-				}
-			}
-		}
-		if err = r.Flush(); err != nil {
-			return
-		}
-	}
-	if err = r.Store.Sync(); err != nil {
+	start := time.Now()
+	if c.imp, err = r.Import(agent.ImportOptions{Format: agent.FormatClaudeCode, Paths: []string{corpusDir}}); err != nil {
 		return
 	}
-	plain = peerDirBytes(home)
-	if dicts, err = r.Store.Train(cas.TrainOptions{}); err != nil {
+	c.importTime = time.Since(start)
+	if c.imp.Failed > 0 {
+		return fmt.Errorf("import: %d file(s) failed: %+v", c.imp.Failed, c.imp.Problems)
+	}
+	c.rookPlain = peerDirBytes(home)
+	if c.dicts, err = r.Store.Train(cas.TrainOptions{}); err != nil {
 		return
 	}
 	if _, err = r.Store.Repack(nil); err != nil {
 		return
 	}
-	st, err = r.Store.Stats()
-	return
+	if c.stats, err = r.Store.Stats(); err != nil {
+		return
+	}
+	for _, f := range c.imp.Files {
+		want, err := os.ReadFile(f.Path)
+		if err != nil {
+			return err
+		}
+		h := sha256.New()
+		x, err := r.ExportSource(*f.Session, h)
+		if err != nil {
+			return err
+		}
+		if x.Exact && x.SHA256 == fmt.Sprintf("%x", sha256.Sum256(want)) {
+			c.exact++
+		}
+	}
+	return nil
 }
 
 var (
@@ -188,16 +196,21 @@ func runCorpus() (c corpusResult, err error) {
 		all = append(all, data...)
 		events = append(events, f.events...)
 	}
-	if c.rookPlain, c.rook, c.dicts, c.stats, err = storeCorpus(dir, files); err != nil {
+	if err := storeCorpus(dir, &c); err != nil {
 		return c, err
 	}
 	for _, z := range []struct {
 		level int
 		out   *int64
-	}{{3, &c.zstd3}, {19, &c.zstd19}} {
+		took  *time.Duration
+	}{{3, &c.zstd3, &c.zstd3Time}, {19, &c.zstd19, nil}} {
+		start := time.Now()
 		data, err := peerZstd(all, z.level)
 		if err != nil {
 			return c, err
+		}
+		if z.took != nil {
+			*z.took = time.Since(start)
 		}
 		*z.out = int64(len(data))
 	}
@@ -239,7 +252,8 @@ func printCorpus(c corpusResult) {
 	}
 	fmt.Fprintf(w, "\ncorpus: %s (%d files, %d lines)\n", corpusDir, c.files, c.events)
 	fmt.Fprintf(w, "  %-44s %s\n", "bytes in (JSONL as written by Claude Code)", m(c.in))
-	fmt.Fprintf(w, "  %-44s %s %s\n", "rook on disk, before dictionaries", m(c.rookPlain), x(c.rookPlain))
+	fmt.Fprintf(w, "  %-44s %s %s  (%d sessions, %d events; %d of %d exported byte-exact)\n", "rook import, on disk", m(c.rookPlain), x(c.rookPlain),
+		c.imp.Sessions, c.imp.Events, c.exact, len(c.imp.Files))
 	fmt.Fprintf(w, "  %-44s %s %s\n", "rook on disk, trained dictionaries + repack", m(c.rook), x(c.rook))
 	fmt.Fprintf(w, "  %-44s %s %s  (no random access)\n", "JSONL concatenated, zstd -3 whole", m(c.zstd3), x(c.zstd3))
 	fmt.Fprintf(w, "  %-44s %s %s  (no random access)\n", "JSONL concatenated, zstd -19 whole", m(c.zstd19), x(c.zstd19))
@@ -250,8 +264,12 @@ func printCorpus(c corpusResult) {
 		}
 		fmt.Fprintf(w, "  %-44s %s %s  (%s)\n", p.Name, m(p.Bytes), x(p.Bytes), p.Note)
 	}
+	mbps := func(d time.Duration) float64 { return float64(c.in) / (1 << 20) / d.Seconds() }
+	fmt.Fprintf(w, "  %-44s %8.1f MiB/s  (%v)\n", "speed: rook import (parse, split, store, sync)", mbps(c.importTime), c.importTime.Round(time.Millisecond))
+	fmt.Fprintf(w, "  %-44s %8.1f MiB/s  (%v)  rook/zstd = %.2f\n", "speed: zstd -3 of the same bytes, 1 thread", mbps(c.zstd3Time), c.zstd3Time.Round(time.Millisecond),
+		c.zstd3Time.Seconds()/c.importTime.Seconds())
 	st := c.stats
-	fmt.Fprintf(w, "  %-44s %s in %d objects, stored as %s (%d lines deduplicated)\n", "  rook: distinct bodies", m(st.Size), st.Objects, m(st.Stored), st.DedupHits)
+	fmt.Fprintf(w, "  %-44s %s in %d objects, stored as %s (%d repeated strings stored once)\n", "  rook: distinct objects", m(st.Size), st.Objects, m(st.Stored), st.DedupHits)
 	d := st.Disk
 	fmt.Fprintf(w, "  %-44s index %s, segments %s, event log %s, dictionaries %s, other %s\n", "  of which",
 		m(d.Index), m(d.Segments), m(d.Events), m(d.Dicts), m(c.rook-d.Index-d.Segments-d.Events-d.Dicts))

@@ -18,7 +18,7 @@ type ImportCmd struct {
 
 // importPaths are what `rook import FORMAT` takes.
 type importPaths struct {
-	Paths []string `arg:"" optional:"" help:"Session files, project directories or whole trees (default: the agent's own directory)." type:"path"`
+	Paths []string `arg:"" optional:"" help:"Session files, project directories or whole trees (default: the agent's own directory)."`
 }
 
 // ImportClaudeCodeCmd is `rook import claude-code [PATH...]`.
@@ -56,16 +56,22 @@ func runImport(e *Env, format string, paths []string) error {
 	} else {
 		printImport(e, rep)
 	}
-	if rep.Failed > 0 {
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d file(s) could not be read; the rest were imported", rep.Failed)}
+	switch {
+	case rep.Failed > 0 && rep.Failed == len(rep.Files):
+		return &exitError{code: ExitFailure, msg: "nothing could be imported (see above)"}
+	case rep.Failed > 0:
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d of %d file(s) could not be imported (see above); the rest were", rep.Failed, len(rep.Files))}
 	}
 	return nil
 }
 
 func printImport(e *Env, rep agent.ImportReport) {
 	w := e.Stdout
-	fmt.Fprintf(w, "%s: %d file(s): %d new session(s), %d grown, %d unchanged, %d rewritten (imported as new sessions), %d failed\n",
-		rep.Format, len(rep.Files), rep.Sessions-rep.Rewritten, rep.Grown, rep.Unchanged, rep.Rewritten, rep.Failed)
+	fmt.Fprintf(w, "%s: %d file(s): %d new, %d grown, %d unchanged, %d rewritten (imported again as new sessions), %d failed\n",
+		rep.Format, len(rep.Files), rep.Sessions, rep.Grown, rep.Unchanged, rep.Rewritten, rep.Failed)
+	if rep.Linked > 0 {
+		fmt.Fprintf(w, "%d session(s) imported before their parent are now linked to it\n", rep.Linked)
+	}
 	ratio := ""
 	if added := rep.StoredAdded(); added > 0 {
 		ratio = fmt.Sprintf(" (%.1fx)", float64(rep.BytesIn)/float64(added))
@@ -85,12 +91,14 @@ func printImport(e *Env, rep agent.ImportReport) {
 			fmt.Fprintf(w, "  child of %s", f.Parent.Short())
 		}
 		fmt.Fprintln(w)
-		if f.Note != "" {
+		if f.Note != "" && f.Status != agent.ImportFailed { // a failure is in the problems below
 			fmt.Fprintf(w, "            %s\n", f.Note)
 		}
 	}
 	if rep.Unparsed > 0 {
 		fmt.Fprintf(w, "%d line(s) did not parse; they are kept byte for byte as notes:\n", rep.Unparsed)
+	} else if len(rep.Problems) > 0 {
+		fmt.Fprintln(w, "problems:")
 	}
 	for _, p := range rep.Problems {
 		if p.Line > 0 {
@@ -107,14 +115,19 @@ func printImport(e *Env, rep agent.ImportReport) {
 // ExportCmd is `rook export`.
 type ExportCmd struct {
 	Session string `arg:"" help:"Session id, unique prefix, or 'last'."`
-	Format  string `help:"The source format to write (claude-code or codex); it must be the one the session was imported from." enum:",claude-code,codex" default:""`
-	Output  string `short:"o" help:"Write to FILE (atomically) instead of standard output." placeholder:"FILE" type:"path"`
+	Format  string `help:"The source format to write (claude-code or codex); it must be the one the session was imported from." placeholder:"FORMAT"`
+	Output  string `short:"o" help:"Write to FILE (atomically) instead of standard output." placeholder:"FILE"`
 }
 
 // Run writes an imported session's source file back.
 func (c *ExportCmd) Run(e *Env) error {
 	if e.JSON && c.Output == "" {
 		return usageErr("--json needs --output FILE: the exported file itself goes to standard output otherwise")
+	}
+	if c.Output != "" {
+		if abs, err := filepath.Abs(c.Output); err == nil {
+			c.Output = abs // said in full: -C may have moved where it lands
+		}
 	}
 	r, id, err := e.readSession(c.Session)
 	if err != nil {
@@ -127,6 +140,9 @@ func (c *ExportCmd) Run(e *Env) error {
 	}
 	if m.Source == nil {
 		return fmt.Errorf("session %s: %w", id, agent.ErrNotImported)
+	}
+	if c.Format != "" && c.Format != agent.FormatClaudeCode && c.Format != agent.FormatCodex {
+		return usageErr("--format %s: use claude-code or codex", c.Format)
 	}
 	if c.Format != "" && c.Format != m.Source.Format {
 		return fmt.Errorf("session %s was imported from %s: it can be exported only as %s (--format %s)", id, m.Source.Format, m.Source.Format, m.Source.Format)

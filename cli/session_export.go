@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -131,7 +132,7 @@ type ExportHTMLCmd struct {
 	ID      string  `arg:"" help:"Session id, unique prefix, or last."`
 	From    *uint64 `help:"First seq (default 0)." placeholder:"N"`
 	Through *uint64 `help:"Last seq, inclusive (default: 511 events on, or the last); one file holds at most 512 events." placeholder:"N"`
-	Output  string  `required:"" short:"o" help:"The HTML file to write; it must not exist (rook never overwrites)." placeholder:"FILE" type:"path"`
+	Output  string  `required:"" short:"o" help:"The HTML file to write; it must not exist (rook never overwrites)." placeholder:"FILE"`
 }
 
 func (c *ExportHTMLCmd) Run(e *Env) error {
@@ -144,6 +145,9 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	}
 	// Refuse an existing output before any work; the exclusive create
 	// below is what guarantees it.
+	if abs, err := filepath.Abs(c.Output); err == nil {
+		c.Output = abs // said in full: -C may have moved where it lands
+	}
 	if _, err := e.FS.Stat(c.Output); err == nil {
 		return exportExistsErr(c.Output)
 	}

@@ -349,21 +349,17 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eve
 		}
 	}
 	mapper := newMapper(opts.Format, f.path)
+	captured := backupSet{}
 	lineNo := 1 + bytes.Count(data[:start], []byte{'\n'})
 	if sess != nil {
 		// A grown file: the mapper must see the lines before (tool names,
 		// message ids, the session's ids), without importing them again.
 		for _, line := range sourceLines(data[:start]) {
-			mapper.mapLine(trimNewline(line))
+			captured.note(mapper.mapLine(trimNewline(line)))
 		}
 	}
 	// Map the new lines first: the session's title may come from any line.
-	type pending struct {
-		off  int64
-		line []byte
-		m    mappedLine
-	}
-	var lines []pending
+	var lines []pendingLine
 	off := start
 	for i, line := range sourceLines(data[start:]) {
 		var m mappedLine
@@ -380,7 +376,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eve
 			res.Unparsed++
 			rep.problem(ImportProblem{File: f.path, Line: lineNo, Reason: m.Unparsed})
 		}
-		lines = append(lines, pending{off, line, m})
+		lines = append(lines, pendingLine{off, line, m})
 		off += int64(len(line))
 		lineNo++
 	}
@@ -467,6 +463,13 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eve
 		for _, p := range unit {
 			res.BytesIn += int64(len(p.line))
 		}
+		// File backups named in the unit become a capture, so that
+		// `rook session diff` and rewind work on the session.
+		n, err := r.captureBackups(sess, info, f.path, unit, captured, t, flushGroup)
+		if err != nil {
+			return fail(err)
+		}
+		res.Events += n
 	}
 	if err := flushGroup(); err != nil {
 		return fail(err)
@@ -507,6 +510,13 @@ func (r *Rook) commitImported(metas *[]eventlog.Meta) error {
 	}
 	*metas = (*metas)[:0]
 	return nil
+}
+
+// pendingLine is a line mapped and waiting to be stored.
+type pendingLine struct {
+	off  int64
+	line []byte
+	m    mappedLine
 }
 
 // capLabel keeps a label within what an event may carry.
@@ -779,7 +789,9 @@ func (r *Rook) ExportSource(id eventlog.ID, w io.Writer) (ExportResult, error) {
 				return x, fmt.Errorf("event %d: %w", ev.Seq, err)
 			}
 			if kind != cas.KindSource {
-				x.Skipped++
+				if ev.Label != captureBackupsLabel {
+					x.Skipped++
+				}
 				continue
 			}
 			sl, err := decodeSourceLine(b)
@@ -831,4 +843,78 @@ func otherFormat(format string, data []byte) string {
 		return ""
 	}
 	return ""
+}
+
+// backupSet remembers the file backups a session has captured.
+type backupSet map[string]bool
+
+func (b backupSet) note(m mappedLine) {
+	for p, name := range m.Backups {
+		b[p+"\x00"+name] = true
+	}
+}
+
+// captureBackupsLabel labels the captures made of Claude Code's file
+// backups; export leaves them out (they are not lines of the source).
+const captureBackupsLabel = "claude-code:file-history"
+
+// captureBackups appends a capture of the Claude Code file backups that the
+// lines of unit name for the first time: each backup is a file's content
+// before the agent's first edit of it at that point; a path without one did
+// not exist. Backups missing on disk are left out. It returns the events
+// appended (0 or 1).
+func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path string, unit []pendingLine, captured backupSet, at time.Time, flushGroup func() error) (int, error) {
+	sid := info.ID
+	if info.Subagent && info.ParentID != "" {
+		sid = info.ParentID
+	}
+	dir := claudeFileHistory(path, sid)
+	m := &Manifest{V: manifestVersion, Root: sess.Workspace, CapturedAt: at.UTC(), Label: captureBackupsLabel, Files: map[string]FileEntry{}}
+	for _, p := range unit {
+		for rel, name := range p.m.Backups {
+			key := rel + "\x00" + name
+			if filepath.IsAbs(rel) && sess.Workspace != "" {
+				if r, err := filepath.Rel(sess.Workspace, rel); err == nil {
+					rel = r // an absolute path inside the workspace
+				}
+			}
+			if captured[key] || checkRel(filepath.ToSlash(rel)) != nil {
+				continue
+			}
+			captured[key] = true
+			if name == "" {
+				m.Absent = append(m.Absent, filepath.ToSlash(rel))
+				continue
+			}
+			if dir == "" || strings.ContainsAny(name, "/\\") {
+				continue
+			}
+			data, err := vfs.ReadFile(r.fs, filepath.Join(dir, name))
+			if err != nil {
+				continue // no backup kept (or not readable): nothing to capture
+			}
+			res, err := r.Store.Put(cas.KindFile, data)
+			if err != nil {
+				return 0, err
+			}
+			m.Files[filepath.ToSlash(rel)] = FileEntry{ID: res.ID, Size: int64(len(data)), Mode: FileMode{Perm: 0o644}}
+			m.TotalBytes += int64(len(data))
+		}
+	}
+	if len(m.Files) == 0 && len(m.Absent) == 0 {
+		return 0, nil
+	}
+	if sess.Workspace == "" {
+		return 0, nil // captures are relative to a workspace
+	}
+	sort.Strings(m.Absent)
+	if err := flushGroup(); err != nil {
+		return 0, err
+	}
+	id, err := r.StoreManifest(m)
+	if err != nil {
+		return 0, err
+	}
+	_, err = r.Log.Append(sess.ID, eventlog.Event{Kind: eventlog.KindCheckpoint, Label: captureBackupsLabel, Body: id, Time: at})
+	return 1, err
 }

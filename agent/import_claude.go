@@ -49,6 +49,11 @@ type claudeLine struct {
 	Data      struct {
 		Type string `json:"type"`
 	} `json:"data"`
+	Snapshot struct {
+		Tracked map[string]struct {
+			BackupFileName *string `json:"backupFileName"`
+		} `json:"trackedFileBackups"`
+	} `json:"snapshot"`
 }
 
 type claudeMessage struct {
@@ -117,6 +122,17 @@ func (m *claudeMapper) mapLine(line []byte) mappedLine {
 	case "progress":
 		if l.Data.Type != "" {
 			out.Label = "progress:" + l.Data.Type
+		}
+	case "file-history-snapshot":
+		for p, b := range l.Snapshot.Tracked {
+			if out.Backups == nil {
+				out.Backups = map[string]string{}
+			}
+			if b.BackupFileName != nil {
+				out.Backups[p] = *b.BackupFileName
+			} else {
+				out.Backups[p] = ""
+			}
 		}
 	}
 	if out.Kind != eventlog.KindAssistant && out.Kind != eventlog.KindReasoning && out.Kind != eventlog.KindToolCall {
@@ -208,4 +224,19 @@ func titleOf(s string) string {
 		s = string(r[:79]) + "…"
 	}
 	return s
+}
+
+// claudeFileHistory is where Claude Code keeps the file backups of a
+// session: ~/.claude/file-history/<session id>/, beside the projects
+// directory the transcript is in ("" when the transcript is elsewhere).
+func claudeFileHistory(transcript, sessionID string) string {
+	if sessionID == "" {
+		return ""
+	}
+	for dir := filepath.Dir(transcript); dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		if filepath.Base(dir) == "projects" {
+			return filepath.Join(filepath.Dir(dir), "file-history", sessionID)
+		}
+	}
+	return ""
 }

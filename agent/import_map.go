@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"bytes"
+	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/rookhq/rook/cas"
@@ -26,6 +29,10 @@ type mappedLine struct {
 	// Group joins consecutive lines into one atomic group of events (one
 	// API message split over several lines); "" for a line on its own.
 	Group string
+	// Backups are the file backups a Claude Code file-history snapshot
+	// names: path (relative to the workspace) -> backup file name, "" for
+	// a file that did not exist before the agent wrote it.
+	Backups map[string]string
 	// Unparsed says why the line is not a JSON entry this mapper knows
 	// (not JSON at all, a truncated last line...): it is kept as a note,
 	// byte for byte, and reported with its file:line. "" when it parsed.
@@ -67,4 +74,34 @@ func defaultCutKind(m mappedLine, s jsonString) cas.Kind {
 		return cas.KindToolResult
 	}
 	return cas.KindMessage
+}
+
+// previewKeys are the keys whose string values say what an imported line
+// is about (a prompt, a reply, a command, an output), in the order a
+// preview prefers them.
+var previewKeys = map[string]bool{
+	"text": true, "content": true, "thinking": true, "summary": true, "message": true, "prompt": true,
+	"command": true, "arguments": true, "input": true, "output": true, "stdout": true, "result": true,
+	"pattern": true, "file_path": true, "path": true, "query": true, "url": true, "description": true,
+}
+
+// importedText is what a history line shows of an imported line: its first
+// string value under a key that carries text (Claude Code's message text,
+// a tool's command or output, Codex's content or arguments), or the line
+// itself when it has none.
+func importedText(line []byte) []byte {
+	strs, ok := stringValues(bytes.TrimRight(line, "\r\n"), 3, false)
+	if !ok {
+		return line
+	}
+	for _, s := range strs {
+		if !previewKeys[s.Key] {
+			continue
+		}
+		var text string
+		if json.Unmarshal(line[s.Start:s.End], &text) == nil && strings.TrimSpace(text) != "" {
+			return []byte(text)
+		}
+	}
+	return line
 }

@@ -153,6 +153,11 @@ func TestImportClaudeCodeMapsLinesAndExportsThemBack(t *testing.T) {
 		t.Fatalf("body %q %v", body, err)
 	}
 	mustExport(t, r, m.ID, data)
+	// History shows what a line says, not its JSON envelope.
+	page, err := r.History(m.ID, HistoryQuery{Limit: 10})
+	if err != nil || page.Events[0].Preview != "fix the server, turn 1" || page.Events[3].Preview != "make" || !strings.HasPrefix(page.Events[5].Preview, "output line 1 of turn 1") {
+		t.Fatalf("previews: %+v %v", page.Events, err)
+	}
 	// The tool output, written twice on its line, is one object.
 	out := strings.Repeat("output line 1 of turn 1, long enough to be cut\n", 12)
 	info, err := r.Store.Stat(cas.ID([]byte(out)))
@@ -491,4 +496,62 @@ func TestImportCrashSweep(t *testing.T) {
 			}
 		})
 	t.Logf("swept %d crash points", n)
+}
+
+// TestImportClaudeFileHistory: the file backups Claude Code keeps beside a
+// transcript become captures, so `session diff` shows what the imported
+// session changed, and export still writes only the transcript.
+func TestImportClaudeFileHistory(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	claude := filepath.Join(dir, "home", ".claude")
+	transcript := filepath.Join(claude, "projects", "-ws", "s1.jsonl")
+	backups := filepath.Join(claude, "file-history", "s1")
+	for p, data := range map[string]string{
+		filepath.Join(ws, "a.txt"):      "one\nTWO\nthree\n", // edited by the agent
+		filepath.Join(ws, "new.txt"):    "created\n",         // created by the agent
+		filepath.Join(backups, "h1@v1"): "one\ntwo\nthree\n", // a.txt before the edit
+	} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := claudeLines("s1", 1)
+	for i := range lines {
+		lines[i] = strings.ReplaceAll(lines[i], `"cwd":"/home/u/proj"`, fmt.Sprintf(`"cwd":%q`, ws))
+	}
+	snap := `{"type":"file-history-snapshot","messageId":"m2","snapshot":{"messageId":"m2","trackedFileBackups":{"a.txt":{"backupFileName":"h1@v1","version":1,"backupTime":"2026-02-10T21:01:09.000Z"},"new.txt":{"backupFileName":null,"version":1,"backupTime":"2026-02-10T21:01:09.000Z"}},"timestamp":"2026-02-10T21:01:09.000Z"},"isSnapshotUpdate":true}`
+	lines = append(lines, snap, snap) // repeated, as Claude Code does: captured once
+	data := writeSource(t, vfs.OS, transcript, lines, "")
+
+	home := filepath.Join(dir, "store")
+	if _, err := cas.Init(vfs.OS, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: vfs.OS, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rep := mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects"))
+	id := *rep.Files[0].Session
+	var out bytes.Buffer
+	d, err := r.Diff(id, &out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Captures != 1 || len(d.Files) != 2 || d.Files[0].Path != "a.txt" || d.Files[0].Status != "modified" || d.Files[1].Path != "new.txt" || d.Files[1].Status != "added" {
+		t.Fatalf("diff %+v\n%s", d, out.String())
+	}
+	if !strings.Contains(out.String(), "-two\n+TWO\n") {
+		t.Fatalf("diff body:\n%s", out.String())
+	}
+	var buf bytes.Buffer
+	x, err := r.ExportSource(id, &buf)
+	if err != nil || !bytes.Equal(buf.Bytes(), data) || x.Skipped != 0 {
+		t.Fatalf("export: %+v %v", x, err)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/rookhq/rook/cas"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -91,6 +92,8 @@ type BodyView struct {
 	// Err is why the body could not be read (corrupt, missing); the event
 	// is still shown.
 	Err error
+	// imported: the body is a line of an imported transcript.
+	imported bool
 }
 
 // Elided reports whether the body was cut.
@@ -107,7 +110,7 @@ type EventView struct {
 func (r *Rook) viewBody(ev eventlog.Event, max int) (BodyView, []byte) {
 	var v BodyView
 	if info, err := r.Store.Stat(ev.Body); err == nil {
-		v.Size, v.Stored = info.Size, info.Stored
+		v.Size, v.Stored, v.imported = info.Size, info.Stored, info.Kind == cas.KindSource
 	}
 	body, err := r.Body(ev)
 	if err != nil {
@@ -236,6 +239,9 @@ func (r *Rook) History(id eventlog.ID, q HistoryQuery) (HistoryPage, error) {
 		v, body := r.viewBody(ev, 0)
 		line := HistoryLine{Event: ev, Size: v.Size, Stored: v.Stored, Binary: v.Binary, Err: v.Err}
 		if v.Err == nil && !v.Binary {
+			if v.imported {
+				body = importedText(body)
+			}
 			line.Preview = Preview(body, PreviewRunes)
 		}
 		p.Events = append(p.Events, line)

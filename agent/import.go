@@ -869,6 +869,15 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 		sid = info.ParentID
 	}
 	dir := claudeFileHistory(path, sid)
+	if dir == "" || sess.Workspace == "" {
+		return 0, nil // captures are of a workspace, from the backups
+	}
+	if _, err := r.fs.Stat(dir); err != nil {
+		// No backups kept (deleted, or copied without them): a capture
+		// of only the files created would make diff say they are all the
+		// session changed.
+		return 0, nil
+	}
 	m := &Manifest{V: manifestVersion, Root: sess.Workspace, CapturedAt: at.UTC(), Label: captureBackupsLabel, Files: map[string]FileEntry{}}
 	for _, p := range unit {
 		for rel, name := range p.m.Backups {
@@ -886,7 +895,7 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 				m.Absent = append(m.Absent, filepath.ToSlash(rel))
 				continue
 			}
-			if dir == "" || strings.ContainsAny(name, "/\\") {
+			if strings.ContainsAny(name, "/\\") {
 				continue
 			}
 			data, err := vfs.ReadFile(r.fs, filepath.Join(dir, name))
@@ -903,9 +912,6 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 	}
 	if len(m.Files) == 0 && len(m.Absent) == 0 {
 		return 0, nil
-	}
-	if sess.Workspace == "" {
-		return 0, nil // captures are relative to a workspace
 	}
 	sort.Strings(m.Absent)
 	if err := flushGroup(); err != nil {

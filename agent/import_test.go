@@ -58,6 +58,20 @@ func writeSource(t *testing.T, fsys vfs.FS, path string, lines []string, tail st
 	return data
 }
 
+// diskRook makes a store on the real disk, at home, open for writing.
+func diskRook(t *testing.T, home string) *Rook {
+	t.Helper()
+	if _, err := cas.Init(vfs.OS, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: vfs.OS, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
 func mustImport(t *testing.T, r *Rook, format string, paths ...string) ImportReport {
 	t.Helper()
 	rep, err := r.Import(ImportOptions{Format: format, Paths: paths})
@@ -303,21 +317,13 @@ func TestImportCorpus(t *testing.T) {
 	if _, err := os.Stat(corpusDir); err != nil {
 		t.Skipf("no corpus at %s: %v", corpusDir, err)
 	}
-	home := filepath.Join(t.TempDir(), "store")
-	if _, err := cas.Init(vfs.OS, nil, home); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(home, Options{FS: vfs.OS, Writable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := diskRook(t, filepath.Join(t.TempDir(), "store"))
 	rep := mustImport(t, r, FormatClaudeCode, corpusDir)
 	if rep.Failed != 0 || rep.Sessions < 20 || rep.Unparsed != 0 {
 		t.Fatalf("%+v", rep)
 	}
 	n := 0
-	err = filepath.WalkDir(corpusDir, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(corpusDir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".jsonl") {
 			return err
 		}
@@ -353,15 +359,7 @@ func TestImportCodex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	home := filepath.Join(t.TempDir(), "store")
-	if _, err := cas.Init(vfs.OS, nil, home); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(home, Options{FS: vfs.OS, Writable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := diskRook(t, filepath.Join(t.TempDir(), "store"))
 	rep := mustImport(t, r, FormatCodex, src)
 	if rep.Failed != 0 || rep.Sessions != 3 || rep.Unparsed != 2 { // the one line that is not JSON, in the plain and the .zst copy
 		t.Fatalf("%+v", rep)
@@ -527,15 +525,7 @@ func TestImportClaudeFileHistory(t *testing.T) {
 	lines = append(lines, snap, snap) // repeated, as Claude Code does: captured once
 	data := writeSource(t, vfs.OS, transcript, lines, "")
 
-	home := filepath.Join(dir, "store")
-	if _, err := cas.Init(vfs.OS, nil, home); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(home, Options{FS: vfs.OS, Writable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := diskRook(t, filepath.Join(dir, "store"))
 	rep := mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects"))
 	id := *rep.Files[0].Session
 	var out bytes.Buffer

@@ -21,7 +21,8 @@ FUZZ_TARGETS := \
 	./agent:FuzzCutLine \
 	./agent:FuzzDecodeSourceLine \
 	./agent:FuzzClaudeLine \
-	./agent:FuzzCodexLine
+	./agent:FuzzCodexLine \
+	./agent/mcp:FuzzServeLine
 
 .PHONY: all build demo test vet unit fuzz-short fuzz bench bench-smoke clean
 

@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/rookhq/rook/agent/inbox"
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/clock"
@@ -34,6 +36,8 @@ type Rook struct {
 	clock clock.Clock
 	fs    vfs.FS
 	home  string
+	// notices are what Open did besides opening (the inbox drain).
+	notices []string
 }
 
 // Open opens the store at home and its event logs.
@@ -56,12 +60,21 @@ func Open(home string, opts Options) (*Rook, error) {
 	if opts.FS == nil {
 		opts.FS = vfs.OS
 	}
-	return &Rook{Store: s, Log: l, clock: opts.Clock, fs: opts.FS, home: home}, nil
+	r := &Rook{Store: s, Log: l, clock: opts.Clock, fs: opts.FS, home: home}
+	if opts.Writable {
+		// Notes AI clients saved while no writer had the store come in now.
+		if rep, err := r.DrainInbox(); err != nil {
+			r.notices = append(r.notices, fmt.Sprintf("inbox: saves waiting in %s were not taken in: %v", inbox.Dir(home), err))
+		} else if rep.Drained > 0 {
+			r.notices = append(r.notices, fmt.Sprintf("inbox: took in %d note(s) AI clients saved (`rook inbox ls`)", rep.Drained))
+		}
+	}
+	return r, nil
 }
 
-// Notices says what opening repaired.
+// Notices says what opening repaired, and what it took in.
 func (r *Rook) Notices() []string {
-	return append(append([]string(nil), r.Store.Notices...), r.Log.Notices...)
+	return append(append(append([]string(nil), r.Store.Notices...), r.Log.Notices...), r.notices...)
 }
 
 // Close flushes the event logs (the store first, through the barrier) and
@@ -105,6 +118,7 @@ type Entry struct {
 	Body      []byte
 	TokensIn  uint64
 	TokensOut uint64
+	Time      time.Time // zero: now
 }
 
 // Append stores the entries' bodies and appends them to the session as one
@@ -119,7 +133,7 @@ func (r *Rook) Append(id eventlog.ID, entries ...Entry) (uint64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("store event body: %w", err)
 		}
-		evs[i] = eventlog.Event{Kind: e.Kind, Label: e.Label, Body: res.ID, TokensIn: e.TokensIn, TokensOut: e.TokensOut}
+		evs[i] = eventlog.Event{Kind: e.Kind, Label: e.Label, Body: res.ID, TokensIn: e.TokensIn, TokensOut: e.TokensOut, Time: e.Time}
 	}
 	return r.Log.Append(id, evs...)
 }

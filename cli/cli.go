@@ -41,6 +41,8 @@ type CLI struct {
 	Checkpoint CheckpointCmd `cmd:"" help:"Named captures of the workspace: create, ls, restore."`
 	Import     ImportCmd     `cmd:"" help:"Import Claude Code or Codex transcripts, losslessly and incrementally."`
 	Export     ExportCmd     `cmd:"" help:"Write an imported session's source file back, byte for byte."`
+	Mcp        McpCmd        `cmd:"" name:"mcp" help:"MCP: the inbox server AI clients save notes through, and its setup."`
+	Inbox      InboxCmd      `cmd:"" help:"Notes AI clients saved through MCP: ls, show, activity, pause, resume, status."`
 }
 
 // Env is what every command runs with.

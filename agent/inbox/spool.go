@@ -1,0 +1,429 @@
+// Package inbox is the spool between MCP servers (`rook mcp serve`, one
+// per AI client process) and the store: a server appends each save,
+// durably, to a spool file of its own in the store home, and replies only
+// then; rook drains the spool into the store (agent.DrainInbox) whenever it
+// opens the store for writing. The servers never open the store, so they
+// save while another rook holds its writer lock, and any number of them
+// save at once.
+//
+// Layout under the store home (docs/storage.md, "Inbox spool"):
+//
+//	inbox/spool/<process>.jsonl     one file per server process: its saves
+//	inbox/activity/<process>.jsonl  one file per server process: every attempt
+//	inbox/drained.json              how far the drain has taken each spool file
+//	inbox/PAUSED                    present while saves are paused
+//
+// A spool or activity line is "<crc32c of the JSON, 8 hex> <JSON>\n". A
+// line that does not end in a newline or whose checksum does not match was
+// torn by a crash before the save was acknowledged: readers skip it.
+package inbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// Dir is the inbox directory under a store home.
+func Dir(home string) string { return filepath.Join(home, "inbox") }
+
+func spoolDir(home string) string    { return filepath.Join(Dir(home), "spool") }
+func activityDir(home string) string { return filepath.Join(Dir(home), "activity") }
+func pausedPath(home string) string  { return filepath.Join(Dir(home), "PAUSED") }
+func drainedPath(home string) string { return filepath.Join(Dir(home), "drained.json") }
+
+// Save is one note an AI client saved.
+type Save struct {
+	V          int       `json:"v"`
+	ID         string    `json:"id"` // unique across processes: "<unix ns>-<pid>-<n>"
+	Time       time.Time `json:"time"`
+	Client     string    `json:"client"`      // the inbox's short name: claude, codex, cursor, gemini, or the client's own
+	ClientName string    `json:"client_name"` // clientInfo.name as the client sent it
+	Title      string    `json:"title,omitempty"`
+	Content    string    `json:"content"`
+}
+
+// Activity is one save attempt, successful or not.
+type Activity struct {
+	Time       time.Time `json:"time"`
+	Client     string    `json:"client"`
+	ClientName string    `json:"client_name"`
+	Chars      int       `json:"chars"`  // characters of content sent
+	Status     string    `json:"status"` // saved, rate_limited, paused, input_invalid, inbox_unavailable, store_write_failed
+	Detail     string    `json:"detail,omitempty"`
+	ID         string    `json:"id,omitempty"` // the save's id, when saved
+}
+
+const saveVersion = 1
+
+// ErrNoStore: the store home does not exist (or is not a store): saves have
+// nowhere to go.
+var ErrNoStore = errors.New("no rook store")
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// encodeLine frames a record as a spool line.
+func encodeLine(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(b)+10)
+	out = fmt.Appendf(out, "%08x ", crc32.Checksum(b, castagnoli))
+	out = append(out, b...)
+	return append(out, '\n'), nil
+}
+
+// decodeLine reads one framed line (without its newline) into v.
+func decodeLine(line []byte, v any) error {
+	if len(line) < 10 || line[8] != ' ' {
+		return errors.New("not a spool line")
+	}
+	want, err := strconv.ParseUint(string(line[:8]), 16, 32)
+	if err != nil {
+		return errors.New("not a spool line")
+	}
+	if crc32.Checksum(line[9:], castagnoli) != uint32(want) {
+		return errors.New("checksum mismatch")
+	}
+	return json.Unmarshal(line[9:], v)
+}
+
+// Writer appends one server process's saves and attempts.
+type Writer struct {
+	fs    vfs.FS
+	home  string
+	name  string // the process's file name
+	spool vfs.File
+	act   vfs.File
+	n     int
+	// torn: a failed save may have left part of a line that could not be
+	// cut off: the next save starts on a line of its own.
+	torn bool
+}
+
+// NewWriter prepares a writer for this process; files are created on the
+// first save. name must be unique among live processes (pid and start
+// time).
+func NewWriter(fsys vfs.FS, home, name string) *Writer {
+	return &Writer{fs: fsys, home: home, name: name + ".jsonl"}
+}
+
+// CheckStore says whether the store home is there to save into.
+func CheckStore(fsys vfs.FS, home string) error {
+	if _, err := fsys.Stat(filepath.Join(home, "FORMAT")); err != nil {
+		return fmt.Errorf("%w at %s (%v): run `rook init`", ErrNoStore, home, err)
+	}
+	return nil
+}
+
+func (w *Writer) open(dir string, f *vfs.File) error {
+	if *f != nil {
+		return nil
+	}
+	if err := CheckStore(w.fs, w.home); err != nil {
+		return err
+	}
+	if err := w.fs.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	file, err := w.fs.OpenFile(filepath.Join(dir, w.name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	// The file's name, and the directories it is in, must survive a crash
+	// as its synced lines do: sync each directory up to the inbox's parent.
+	for d := dir; ; d = filepath.Dir(d) {
+		if err := w.fs.SyncDir(d); err != nil {
+			file.Close()
+			return err
+		}
+		if d == Dir(w.home) {
+			break
+		}
+	}
+	if err := w.fs.SyncDir(w.home); err != nil {
+		file.Close()
+		return err
+	}
+	*f = file
+	return nil
+}
+
+// NextID returns a new save id.
+func (w *Writer) NextID(now time.Time) string {
+	w.n++
+	return fmt.Sprintf("%d-%s-%d", now.UnixNano(), strings.TrimSuffix(w.name, ".jsonl"), w.n)
+}
+
+// Save appends s to the spool and syncs it: when Save returns nil the
+// note survives a crash, and the drain will take it in exactly once.
+func (w *Writer) Save(s Save) error {
+	s.V = saveVersion
+	line, err := encodeLine(s)
+	if err != nil {
+		return err
+	}
+	if err := w.open(spoolDir(w.home), &w.spool); err != nil {
+		return err
+	}
+	if w.torn {
+		line = append([]byte{'\n'}, line...)
+	}
+	st, err := w.spool.Stat()
+	if err != nil {
+		return err
+	}
+	_, err = w.spool.Write(line)
+	if err == nil {
+		err = w.spool.Sync()
+	}
+	if err != nil {
+		// The client is told the save failed: it must not come in with
+		// the drain (a retry would make it twice). Cut it off again.
+		if terr := w.spool.Truncate(st.Size()); terr != nil || w.spool.Sync() != nil {
+			w.torn = true
+		}
+		return err
+	}
+	w.torn = false
+	return nil
+}
+
+// Log appends an attempt to the activity log (not synced: the log is a
+// record for the user, not a promise).
+func (w *Writer) Log(a Activity) error {
+	line, err := encodeLine(a)
+	if err != nil {
+		return err
+	}
+	if err := w.open(activityDir(w.home), &w.act); err != nil {
+		return err
+	}
+	_, err = w.act.Write(line)
+	return err
+}
+
+// Close closes the writer's files.
+func (w *Writer) Close() error {
+	var err error
+	for _, f := range []vfs.File{w.spool, w.act} {
+		if f != nil {
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+	}
+	return err
+}
+
+// Paused reports whether saves are paused.
+func Paused(fsys vfs.FS, home string) bool {
+	_, err := fsys.Stat(pausedPath(home))
+	return err == nil
+}
+
+// SetPaused pauses or resumes saves.
+func SetPaused(fsys vfs.FS, home string, paused bool) error {
+	if err := CheckStore(fsys, home); err != nil {
+		return err
+	}
+	if !paused {
+		err := fsys.Remove(pausedPath(home))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	if err := fsys.MkdirAll(Dir(home), 0o700); err != nil {
+		return err
+	}
+	return fsys.WriteFileAtomic(pausedPath(home), []byte("paused: `rook inbox resume` resumes saves\n"), 0o600)
+}
+
+// Pending is a save in the spool the drain has not taken in.
+type Pending struct {
+	File string // spool file name
+	End  int64  // offset just past its line
+	Save Save
+}
+
+// Progress is how far the drain has taken each spool file.
+type Progress map[string]int64
+
+// ReadProgress reads the drain's progress.
+func ReadProgress(fsys vfs.FS, home string) (Progress, error) {
+	p := Progress{}
+	b, err := vfs.ReadFile(fsys, drainedPath(home))
+	if errors.Is(err, fs.ErrNotExist) {
+		return p, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("%s is damaged (%v): remove it to drain the spool again (notes already in the store are not taken twice)", drainedPath(home), err)
+	}
+	return p, nil
+}
+
+// WriteProgress records the drain's progress, atomically.
+func WriteProgress(fsys vfs.FS, home string, p Progress) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return fsys.WriteFileAtomic(drainedPath(home), b, 0o600)
+}
+
+// ReadPending returns the saves past each spool file's drained offset, in
+// spool file order, then line order. Torn lines (a crash before the reply)
+// are skipped; a line still being written is left for the next drain.
+func ReadPending(fsys vfs.FS, home string, p Progress) ([]Pending, map[string]int64, error) {
+	names, err := listJSONL(fsys, spoolDir(home))
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []Pending
+	sizes := map[string]int64{}
+	for _, name := range names {
+		b, err := vfs.ReadFile(fsys, filepath.Join(spoolDir(home), name))
+		if err != nil {
+			return nil, nil, err
+		}
+		sizes[name] = int64(len(b))
+		off := p[name]
+		if off > int64(len(b)) {
+			off = 0 // the file was replaced: read it again (ids keep the drain exact)
+		}
+		for off < int64(len(b)) {
+			i := bytes.IndexByte(b[off:], '\n')
+			if i < 0 {
+				break // being written, or torn: not acknowledged yet
+			}
+			line := b[off : off+int64(i)]
+			off += int64(i) + 1
+			var s Save
+			if decodeLine(line, &s) != nil || s.ID == "" {
+				continue // torn by a crash before its reply
+			}
+			out = append(out, Pending{File: name, End: off, Save: s})
+		}
+	}
+	return out, sizes, nil
+}
+
+// RemoveDrained deletes the spool files that are wholly drained and whose
+// writer has exited (live reports whether a process file name's writer is
+// running), and forgets them in p.
+func RemoveDrained(fsys vfs.FS, home string, p Progress, sizes map[string]int64, live func(name string) bool) error {
+	for name, size := range sizes {
+		if p[name] != size || live(strings.TrimSuffix(name, ".jsonl")) {
+			continue
+		}
+		if err := fsys.Remove(filepath.Join(spoolDir(home), name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		delete(p, name)
+	}
+	return nil
+}
+
+// ReadActivity returns every recorded attempt, oldest first.
+func ReadActivity(fsys vfs.FS, home string) ([]Activity, error) {
+	names, err := listJSONL(fsys, activityDir(home))
+	if err != nil {
+		return nil, err
+	}
+	var out []Activity
+	for _, name := range names {
+		b, err := vfs.ReadFile(fsys, filepath.Join(activityDir(home), name))
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range bytes.Split(b, []byte{'\n'}) {
+			var a Activity
+			if decodeLine(line, &a) == nil {
+				out = append(out, a)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out, nil
+}
+
+func listJSONL(fsys vfs.FS, dir string) ([]string, error) {
+	ents, err := fsys.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".jsonl") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Inbox names a client's inbox: its short name (what `rook inbox show`
+// takes) and its title, from the clientInfo.name it sent at initialize.
+// Claude Code and Claude Desktop share the Claude Inbox; every other client
+// gets one of its own.
+func Inbox(clientName string) (short, title string) {
+	n := strings.ToLower(strings.TrimSpace(clientName))
+	switch {
+	case strings.HasPrefix(n, "claude"):
+		return "claude", "Claude Inbox"
+	case strings.HasPrefix(n, "codex"):
+		return "codex", "Codex Inbox"
+	case strings.HasPrefix(n, "cursor"):
+		return "cursor", "Cursor Inbox"
+	case strings.HasPrefix(n, "gemini"):
+		return "gemini", "Gemini Inbox"
+	}
+	name := strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, strings.TrimSpace(clientName))
+	if name == "" {
+		name = "unknown client"
+	}
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	return strings.ToLower(name), name + " Inbox"
+}
+
+// ProcessName names this server process's spool and activity files:
+// unique among live processes, and saying which pid writes them.
+func ProcessName(start time.Time, pid int) string {
+	return fmt.Sprintf("%d-%d", start.UnixNano(), pid)
+}
+
+// ProcessPID reads the pid back from a process name (0 if none).
+func ProcessPID(name string) int {
+	i := strings.LastIndexByte(name, '-')
+	pid, err := strconv.Atoi(name[i+1:])
+	if err != nil {
+		return 0
+	}
+	return pid
+}

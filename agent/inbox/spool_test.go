@@ -1,0 +1,97 @@
+package inbox
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+func newHome(t *testing.T) (*vfs.MemFS, string) {
+	fsys := vfs.NewMem()
+	home := "/h"
+	if err := fsys.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.WriteFileAtomic(home+"/FORMAT", []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return fsys, home
+}
+
+// TestFailedSaveLeavesNothing: a save whose write or sync fails is cut off
+// again, so the drain never takes in a note the client was told failed, and
+// the next save is whole.
+func TestFailedSaveLeavesNothing(t *testing.T) {
+	fsys, home := newHome(t)
+	w := NewWriter(fsys, home, ProcessName(time.Unix(1, 0), 42))
+	now := time.Unix(100, 0)
+	save := func(content string) error {
+		return w.Save(Save{ID: w.NextID(now), Time: now, Client: "codex", ClientName: "codex", Content: content})
+	}
+	if err := save("first"); err != nil {
+		t.Fatal(err)
+	}
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.Contains(path, "/spool/") {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	if err := save("failed"); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("save with a failing sync: %v", err)
+	}
+	fsys.SetHook(nil)
+	if err := save("third"); err != nil {
+		t.Fatal(err)
+	}
+	pending, _, err := ReadPending(fsys, home, Progress{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range pending {
+		got = append(got, p.Save.Content)
+	}
+	if strings.Join(got, ",") != "first,third" {
+		t.Fatalf("drain would take %v", got)
+	}
+}
+
+// TestTornLinesAreSkipped: a line without its newline (being written) or
+// with a bad checksum (torn) is not a save.
+func TestTornLinesAreSkipped(t *testing.T) {
+	fsys, home := newHome(t)
+	good, _ := encodeLine(Save{V: 1, ID: "a", Client: "c", Content: "x"})
+	bad := []byte(strings.Replace(string(good), `"x"`, `"y"`, 1))
+	partial, _ := encodeLine(Save{V: 1, ID: "b", Client: "c", Content: "z"})
+	fsys.MkdirAll(spoolDir(home), 0o700)
+	data := append(append(append([]byte{}, good...), bad...), partial[:len(partial)-1]...)
+	fsys.WriteFileAtomic(spoolDir(home)+"/1-2.jsonl", data, 0o600)
+	pending, sizes, err := ReadPending(fsys, home, Progress{})
+	if err != nil || len(pending) != 1 || pending[0].Save.ID != "a" || sizes["1-2.jsonl"] != int64(len(data)) {
+		t.Fatalf("%+v %v", pending, err)
+	}
+	// Drained up to the good line; the partial one is left for later.
+	if pending[0].End != int64(len(good)) {
+		t.Fatalf("end %d", pending[0].End)
+	}
+}
+
+func TestInboxNames(t *testing.T) {
+	for name, want := range map[string]string{
+		"claude-code": "claude/Claude Inbox", "Claude Desktop": "claude/Claude Inbox", "claude-ai": "claude/Claude Inbox",
+		"codex-mcp-client": "codex/Codex Inbox", "Cursor": "cursor/Cursor Inbox", "gemini-cli-mcp-client": "gemini/Gemini Inbox",
+		"Zed\x07": "zed/Zed Inbox", "": "unknown client/unknown client Inbox",
+	} {
+		s, title := Inbox(name)
+		if s+"/"+title != want {
+			t.Fatalf("%q: %s/%s, want %s", name, s, title, want)
+		}
+	}
+	if ProcessPID(ProcessName(time.Unix(5, 0), 1234)) != 1234 {
+		t.Fatal("pid")
+	}
+}

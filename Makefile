@@ -22,7 +22,8 @@ FUZZ_TARGETS := \
 	./agent:FuzzDecodeSourceLine \
 	./agent:FuzzClaudeLine \
 	./agent:FuzzCodexLine \
-	./agent/mcp:FuzzServeLine
+	./agent/mcp:FuzzServeLine \
+	./agent/mcpclient:FuzzServerText
 
 .PHONY: all build demo test vet unit fuzz-short fuzz bench bench-smoke clean
 

@@ -1,0 +1,354 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestHandshake(t *testing.T) {
+	f, spec := httpFake(t, FakeConfig{Name: "everything", Version: "2.0.0", Instructions: "be kind", Tools: someTools(1)})
+	c := connect(t, spec, testOptions())
+	if c.Negotiated() != "2025-11-25" {
+		t.Fatalf("negotiated %q", c.Negotiated())
+	}
+	if n, v := c.ServerInfo(); n != "everything" || v != "2.0.0" || c.Instructions() != "be kind" {
+		t.Fatalf("server info %q %q %q", n, v, c.Instructions())
+	}
+	if _, err := c.Tools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reqs := f.Requests()
+	if got := f.Methods(); !slices.Equal(got, []string{"initialize", "notifications/initialized", "tools/list"}) {
+		t.Fatalf("methods %q", got)
+	}
+	// No roots, no sampling, no elicitation: capabilities are empty.
+	if got := string(reqs[0].Params); got != `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"rook-test","version":"0"}}` {
+		t.Fatalf("initialize params %s", got)
+	}
+	if reqs[0].Accept != "application/json, text/event-stream" || reqs[0].Protocol != "" {
+		t.Fatalf("initialize headers %+v", reqs[0])
+	}
+	for _, r := range reqs[1:] {
+		if r.Protocol != "2025-11-25" {
+			t.Fatalf("%s without MCP-Protocol-Version: %+v", r.Method, r)
+		}
+	}
+}
+
+func TestHandshakeOverStdio(t *testing.T) {
+	var stderr strings.Builder
+	o := testOptions()
+	o.Stderr = &stderr
+	c := connect(t, FakeSpec("fake", fakeEnv, FakeConfig{Name: "piped", Tools: someTools(2), Noise: true}), o)
+	if n, _ := c.ServerInfo(); n != "piped" || c.Negotiated() != "2025-11-25" {
+		t.Fatalf("server %q, negotiated %q", n, c.Negotiated())
+	}
+	tools, err := c.Tools(context.Background()) // lines that are not JSON are skipped
+	if err != nil || names(tools) != "tool_00,tool_01" {
+		t.Fatalf("tools %q %v", names(tools), err)
+	}
+}
+
+func TestNegotiationFallback(t *testing.T) {
+	for _, m := range allModes {
+		t.Run(m.name+"/older answer", func(t *testing.T) {
+			f, spec := m.reach(t, FakeConfig{Protocol: "2025-03-26", Tools: someTools(1)})
+			c := connect(t, spec, testOptions())
+			if c.Negotiated() != "2025-03-26" {
+				t.Fatalf("negotiated %q", c.Negotiated())
+			}
+			if _, err := c.Tools(context.Background()); err != nil {
+				t.Fatal(err) // the fake refuses a wrong MCP-Protocol-Version with 400
+			}
+			if f != nil && f.Requests()[2].Protocol != "2025-03-26" {
+				t.Fatalf("tools/list sent %+v", f.Requests()[2])
+			}
+		})
+	}
+	t.Run("unsupported-version error names what it supports", func(t *testing.T) {
+		f, spec := httpFake(t, FakeConfig{Protocol: "2025-06-18", StrictProtocol: true})
+		c := connect(t, spec, testOptions())
+		if c.Negotiated() != "2025-06-18" {
+			t.Fatalf("negotiated %q", c.Negotiated())
+		}
+		if got := f.Methods(); !slices.Equal(got, []string{"initialize", "initialize", "notifications/initialized"}) {
+			t.Fatalf("methods %q", got)
+		}
+	})
+	t.Run("a revision rook does not speak", func(t *testing.T) {
+		_, spec := httpFake(t, FakeConfig{Protocol: "2099-01-01"})
+		_, err := Connect(context.Background(), spec, testOptions())
+		f := wantFailure(t, err, ProtocolError)
+		wantContains(t, f.Msg, `"2099-01-01"`, `"2025-11-25"`)
+	})
+	t.Run("asking for an older revision", func(t *testing.T) {
+		f, spec := httpFake(t, FakeConfig{})
+		o := testOptions()
+		o.ProtocolVersion = "2025-06-18"
+		if c := connect(t, spec, o); c.Negotiated() != "2025-06-18" || !strings.Contains(string(f.Requests()[0].Params), `"2025-06-18"`) {
+			t.Fatalf("negotiated %q", c.Negotiated())
+		}
+		o.ProtocolVersion = "2026-07-28"
+		if _, err := Connect(context.Background(), spec, o); err == nil || KindOf(err) != 0 {
+			t.Fatalf("asking for 2026-07-28: %v", err)
+		}
+	})
+}
+
+func TestSSEAndSession(t *testing.T) {
+	f, spec := httpFake(t, FakeConfig{SSE: true, Session: "sess-1", Tools: someTools(5), PageSize: 2})
+	c := connect(t, spec, testOptions())
+	tools, err := c.Tools(context.Background())
+	if err != nil || len(tools) != 5 {
+		t.Fatalf("tools %q %v", names(tools), err)
+	}
+	for _, r := range f.Requests()[1:] {
+		if r.Session != "sess-1" {
+			t.Fatalf("%s without the session id: %+v", r.Method, r)
+		}
+	}
+	c.Close()
+	if d := f.Deleted(); !slices.Equal(d, []string{"sess-1"}) {
+		t.Fatalf("deleted %q", d)
+	}
+	if _, err := c.Tools(context.Background()); err == nil {
+		t.Fatal("tools after close")
+	}
+}
+
+func TestSessionLost(t *testing.T) {
+	f, spec := httpFake(t, FakeConfig{Session: "one", Tools: someTools(3)})
+	c := connect(t, spec, testOptions())
+	f.ExpireSession("two") // the server restarted
+	tools, err := c.Tools(context.Background())
+	if err != nil || len(tools) != 3 {
+		t.Fatalf("tools %q %v", names(tools), err)
+	}
+	want := []string{"initialize", "notifications/initialized", "tools/list", "initialize", "notifications/initialized", "tools/list"}
+	if got := f.Methods(); !slices.Equal(got, want) {
+		t.Fatalf("methods %q", got)
+	}
+	if last := f.Requests()[5]; last.Session != "two" {
+		t.Fatalf("retried with %+v", last)
+	}
+}
+
+func TestToolsAcrossPages(t *testing.T) {
+	tools := someTools(7)
+	tools[3].Title = "Reader"
+	tools[3].InputSchema = json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)
+	tools[3].Annotations = json.RawMessage(`{"title":"Read a file","readOnlyHint":true,"destructiveHint":false,"idempotentHint":"yes"}`)
+	for _, m := range allModes {
+		t.Run(m.name, func(t *testing.T) {
+			// The second page's cursor is "": a cursor all the same.
+			_, spec := m.reach(t, FakeConfig{Tools: tools, PageSize: 2, EmptyCursor: true})
+			c := connect(t, spec, testOptions())
+			got, err := c.Tools(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if names(got) != "tool_00,tool_01,tool_02,tool_03,tool_04,tool_05,tool_06" {
+				t.Fatalf("tools %q", names(got))
+			}
+			r := got[3]
+			a := r.Annotations
+			if r.Title != "Reader" || r.Description != "tool number 3" || a.Title != "Read a file" ||
+				a.ReadOnlyHint == nil || !*a.ReadOnlyHint || a.DestructiveHint == nil || *a.DestructiveHint ||
+				a.IdempotentHint != nil || a.OpenWorldHint != nil || !strings.Contains(string(r.InputSchema), `"required":["path"]`) {
+				t.Fatalf("tool %+v annotations %+v", r, a)
+			}
+			if got[0].Annotations.ReadOnlyHint != nil {
+				t.Fatalf("a claim nobody made: %+v", got[0].Annotations)
+			}
+		})
+	}
+}
+
+func TestDiscoveryFailures(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  FakeConfig
+		lim  Limits
+		says string
+	}{
+		{"cyclic cursor", FakeConfig{Tools: someTools(6), PageSize: 2, Cycle: true}, Limits{}, "cycle"},
+		{"duplicate name", FakeConfig{Tools: someTools(4), PageSize: 2, Duplicate: true}, Limits{}, `"tool_00" twice`},
+		{"page not an object", FakeConfig{Tools: someTools(4), PageSize: 2, Malformed: "not-object"}, Limits{}, "page 2 is malformed: it is not an object"},
+		{"tools not an array", FakeConfig{Tools: someTools(4), PageSize: 2, Malformed: "tools-not-array"}, Limits{}, "tools is not an array"},
+		{"tool without a name", FakeConfig{Tools: someTools(4), PageSize: 2, Malformed: "nameless"}, Limits{}, "tool 3 has no name"},
+		{"too many tools", FakeConfig{Tools: someTools(10), PageSize: 3}, Limits{MaxTools: 5}, "more than 5 tools"},
+		{"too many pages", FakeConfig{Tools: someTools(10), PageSize: 2}, Limits{MaxPages: 3}, "more than 3 pages"},
+		{"oversized", FakeConfig{Tools: someTools(4), PageSize: 2, PadBytes: 3000}, Limits{MaxBytes: 5000}, "larger than 5000 bytes"},
+		{"one oversized page", FakeConfig{Tools: someTools(1), PadBytes: 9000}, Limits{MaxBytes: 5000}, "larger than 5000 bytes"},
+		{"too slow", FakeConfig{Tools: someTools(1), SilentMethods: []string{"tools/list"}}, Limits{Timeout: 300 * time.Millisecond}, "not read within 300ms"},
+	}
+	for _, m := range allModes {
+		for _, tc := range cases {
+			t.Run(m.name+"/"+tc.name, func(t *testing.T) {
+				_, spec := m.reach(t, tc.cfg)
+				o := testOptions()
+				lim := tc.lim
+				lim.ConnectTimeout = o.Limits.ConnectTimeout
+				o.Limits = lim
+				c := connect(t, spec, o)
+				tools, err := c.Tools(context.Background())
+				if tools != nil {
+					t.Fatalf("a prefix came back: %q", names(tools))
+				}
+				wantContains(t, wantFailure(t, err, DiscoveryError).Msg, tc.says)
+			})
+		}
+	}
+	t.Run("within the limits exactly", func(t *testing.T) {
+		_, spec := httpFake(t, FakeConfig{Tools: someTools(6), PageSize: 2})
+		o := testOptions()
+		o.Limits.MaxTools, o.Limits.MaxPages = 6, 3
+		if tools, err := connect(t, spec, o).Tools(context.Background()); err != nil || len(tools) != 6 {
+			t.Fatalf("tools %q %v", names(tools), err)
+		}
+	})
+	t.Run("no tools", func(t *testing.T) {
+		_, spec := httpFake(t, FakeConfig{})
+		if tools, err := connect(t, spec, testOptions()).Tools(context.Background()); err != nil || tools == nil || len(tools) != 0 {
+			t.Fatalf("tools %v %v", tools, err)
+		}
+	})
+	t.Run("no tools capability", func(t *testing.T) {
+		_, spec := httpFake(t, FakeConfig{NoToolsCapability: true})
+		if tools, err := connect(t, spec, testOptions()).Tools(context.Background()); err != nil || tools == nil || len(tools) != 0 {
+			t.Fatalf("tools %v %v", tools, err)
+		}
+	})
+}
+
+func TestCall(t *testing.T) {
+	pic := FakeTool{Name: "pic", Result: json.RawMessage(`{"content":[
+		{"type":"text","text":"a red dot"},
+		{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"},
+		{"type":"audio","data":"AAAAAA","mimeType":"audio/wav"},
+		{"type":"resource_link","uri":"file:///a.txt","name":"a.txt","mimeType":"text/plain"},
+		{"type":"resource","resource":{"uri":"mem://b","mimeType":"text/plain","text":"inside"}}
+	],"structuredContent":{"dots":1,"colour":"red"}}`)}
+	failing := FakeTool{Name: "fails", Result: json.RawMessage(`{"content":[{"type":"text","text":"path must be relative"}],"isError":true}`)}
+	broken := FakeTool{Name: "broken", Error: &RPCError{Code: -32000, Message: "the database is down"}}
+	echo := FakeTool{Name: "echo"}
+	for _, m := range allModes {
+		t.Run(m.name, func(t *testing.T) {
+			_, spec := m.reach(t, FakeConfig{Tools: []FakeTool{pic, failing, broken, echo}})
+			c := connect(t, spec, testOptions())
+			ctx := context.Background()
+
+			r, err := c.Call(ctx, "pic", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []Content{
+				{Type: "text", Text: "a red dot"},
+				{Type: "image", MimeType: "image/png", DataBytes: 8},
+				{Type: "audio", MimeType: "audio/wav", DataBytes: 4},
+				{Type: "resource_link", URI: "file:///a.txt", Name: "a.txt", MimeType: "text/plain"},
+				{Type: "resource", URI: "mem://b", MimeType: "text/plain", Text: "inside"},
+			}
+			if r.IsError || !slices.Equal(r.Content, want) || string(r.Structured) != `{"dots":1,"colour":"red"}` {
+				t.Fatalf("result %+v structured %s", r, r.Structured)
+			}
+
+			r, err = c.Call(ctx, "fails", json.RawMessage(`{"path":"/etc"}`))
+			if err != nil || !r.IsError || r.Content[0].Text != "path must be relative" {
+				t.Fatalf("isError result %+v %v", r, err)
+			}
+
+			r, err = c.Call(ctx, "echo", json.RawMessage(`{"say":"hi"}`))
+			if err != nil || r.Content[0].Text != `echo called with {"say":"hi"}` {
+				t.Fatalf("echo %+v %v", r, err)
+			}
+
+			_, err = c.Call(ctx, "broken", nil)
+			var re *RPCError
+			if f := wantFailure(t, err, ProtocolError); !errors.As(err, &re) || re.Code != -32000 || re.Message != "the database is down" {
+				t.Fatalf("rpc error %v in %q", re, f.Msg)
+			}
+			_, err = c.Call(ctx, "nope", nil)
+			if wantFailure(t, err, ProtocolError); !errors.As(err, &re) || re.Code != -32602 {
+				t.Fatalf("unknown tool: %v", err)
+			}
+
+			if _, err := c.Call(ctx, "echo", json.RawMessage(`[1]`)); err == nil || KindOf(err) != 0 {
+				t.Fatalf("arguments that are not an object: %v", err)
+			}
+		})
+	}
+}
+
+func TestCallTimeout(t *testing.T) {
+	for _, m := range []mode{httpJSON, stdio} {
+		t.Run(m.name, func(t *testing.T) {
+			_, spec := m.reach(t, FakeConfig{Tools: []FakeTool{{Name: "slow", Sleep: 5 * time.Second}}})
+			o := testOptions()
+			o.Limits.CallTimeout = 200 * time.Millisecond
+			start := time.Now()
+			_, err := connect(t, spec, o).Call(context.Background(), "slow", nil)
+			wantContains(t, wantFailure(t, err, Unreachable).Msg, "did not answer the call in time")
+			if time.Since(start) > 3*time.Second {
+				t.Fatalf("took %v", time.Since(start))
+			}
+		})
+	}
+}
+
+// A server may ask rook to run a model or to ask the user a question;
+// both are declined in plain words, roots/list is unknown, ping is
+// answered.
+func TestServerRequestsDeclined(t *testing.T) {
+	for _, m := range allModes {
+		t.Run(m.name, func(t *testing.T) {
+			_, spec := m.reach(t, FakeConfig{Tools: []FakeTool{{Name: "asker", Ask: true}}})
+			var mu sync.Mutex
+			var declined []string
+			o := testOptions()
+			o.OnDeclined = func(method string) {
+				mu.Lock()
+				declined = append(declined, method)
+				mu.Unlock()
+			}
+			r, err := connect(t, spec, o).Call(context.Background(), "asker", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := strings.Join([]string{
+				"sampling/createMessage: error -32601: " + declineSampling,
+				"elicitation/create: error -32601: " + declineElicitation,
+				`roots/list: error -32601: method not found: rook does not serve "roots/list"`,
+				"ping: result {}",
+			}, "\n")
+			if r.Content[0].Text != want {
+				t.Fatalf("the server heard:\n%s", r.Content[0].Text)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(declined, []string{"sampling/createMessage", "elicitation/create", "roots/list"}) {
+				t.Fatalf("declined %q", declined)
+			}
+		})
+	}
+}
+
+func TestParseContentSizes(t *testing.T) {
+	for data, n := range map[string]int{"": 0, "AA==": 1, "AAA=": 2, "AAAA": 3, "AAAAAA": 4, "iVBORw0KGgo=": 8} {
+		if got := base64Len(data); got != n {
+			t.Errorf("base64Len(%q) = %d, want %d", data, got, n)
+		}
+	}
+	if got := clean("a\x1b[31mred\x1b[0m\nline\u202e", 100); got != "a [31mred [0m line" {
+		t.Errorf("clean: %q", got)
+	}
+	if got := clean("abcdef", 3); got != "abc…" {
+		t.Errorf("clean cut: %q", got)
+	}
+}

@@ -1,0 +1,165 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"syscall"
+	"unicode"
+	"unicode/utf8"
+)
+
+// FailureKind says what a failure needs from the user.
+type FailureKind int
+
+const (
+	// NeedsCredential: the server rejected the credential (HTTP 401 or
+	// 403), or the one named is not set. Only the user can fix it: edit the
+	// server.
+	NeedsCredential FailureKind = iota + 1
+	// NeedsOAuth: the server wants an OAuth sign-in, which rook does not do.
+	NeedsOAuth
+	// Unreachable: no answer (refused, name not found, timed out, the
+	// program could not start or exited). Often nothing to do.
+	Unreachable
+	// ProtocolError: the server answered, but with an error or with
+	// something that is not MCP.
+	ProtocolError
+	// DiscoveryError: the tool list could not be read whole and within
+	// bounds (cycle, duplicate, malformed page, too many or too large, too
+	// slow).
+	DiscoveryError
+)
+
+func (k FailureKind) String() string {
+	switch k {
+	case NeedsCredential:
+		return "needs credential"
+	case NeedsOAuth:
+		return "needs OAuth"
+	case Unreachable:
+		return "unreachable"
+	case ProtocolError:
+		return "protocol error"
+	case DiscoveryError:
+		return "discovery error"
+	}
+	return fmt.Sprintf("FailureKind(%d)", int(k))
+}
+
+// OAuthMessage is the Msg of every NeedsOAuth failure.
+const OAuthMessage = "this server requires OAuth sign-in, which rook does not do yet"
+
+// Failure is an error from talking to a server, classified.
+type Failure struct {
+	Kind   FailureKind
+	Status int    // the HTTP status, when there was one
+	Msg    string // complete and plain; server-written parts are cleaned of control characters
+	Err    error  // the cause (*RPCError for a server's JSON-RPC error), may be nil
+}
+
+func (f *Failure) Error() string {
+	if f.Msg != "" {
+		return f.Msg
+	}
+	if f.Err != nil {
+		return f.Kind.String() + ": " + f.Err.Error()
+	}
+	return f.Kind.String()
+}
+
+func (f *Failure) Unwrap() error { return f.Err }
+
+// KindOf is the kind of the Failure in err's chain, or 0.
+func KindOf(err error) FailureKind {
+	var f *Failure
+	if errors.As(err, &f) {
+		return f.Kind
+	}
+	return 0
+}
+
+var errClosed = &Failure{Kind: Unreachable, Msg: "the connection to the server is closed"}
+
+// errSessionExpired is an HTTP 404 for a request that carried a session id:
+// the server forgot the session, and the client initializes again (once).
+var errSessionExpired = &Failure{Kind: ProtocolError, Status: 404, Msg: "the server no longer knows the session (HTTP 404)"}
+
+// tooLargeError is a response larger than the bytes it was allowed.
+type tooLargeError struct{ limit int64 }
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("the server's answer is larger than %d bytes", e.limit)
+}
+
+func protocolf(err error, format string, args ...any) *Failure {
+	return &Failure{Kind: ProtocolError, Msg: fmt.Sprintf(format, args...), Err: err}
+}
+
+func discoveryf(err error, format string, args ...any) *Failure {
+	return &Failure{Kind: DiscoveryError, Msg: fmt.Sprintf(format, args...), Err: err}
+}
+
+func unreachable(err error, format string, args ...any) *Failure {
+	return &Failure{Kind: Unreachable, Msg: "the server could not be reached: " + fmt.Sprintf(format, args...), Err: err}
+}
+
+// netFailure classifies an error from dialing or reading a connection. A
+// done ctx wins: the caller decides what its deadline means.
+func netFailure(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	switch {
+	case strings.Contains(err.Error(), "proxyconnect"):
+		return unreachable(err, "the proxy could not be reached (%v)", err)
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsNotFound {
+			return unreachable(err, "the name %s was not found", dnsErr.Name)
+		}
+		return unreachable(err, "the name %s could not be looked up (%v)", dnsErr.Name, dnsErr.Err)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		where := ""
+		if errors.As(err, &opErr) && opErr.Addr != nil {
+			where = " at " + opErr.Addr.String()
+		}
+		return unreachable(err, "connection refused%s", where)
+	case isTimeout(err):
+		return unreachable(err, "it did not answer in time")
+	}
+	return unreachable(err, "%v", err)
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// clean makes server-written text safe to show on a terminal: control
+// characters become spaces, invalid UTF-8 becomes U+FFFD, and it is cut to
+// max runes.
+func clean(s string, max int) string {
+	var b strings.Builder
+	n := 0
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		s = s[size:]
+		if n == max {
+			b.WriteString("…")
+			break
+		}
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			r = ' '
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return strings.TrimSpace(b.String())
+}

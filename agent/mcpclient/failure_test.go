@@ -1,0 +1,254 @@
+package mcpclient
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCredentials(t *testing.T) {
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	const metadata = `Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp", scope="files"`
+	cases := []struct {
+		name  string
+		cfg   FakeConfig
+		spec  Spec
+		kind  FailureKind
+		says  string
+		seen  bool // the server was asked at all
+		token string
+	}{
+		{name: "right token", cfg: FakeConfig{Token: "s3cret"}, spec: Spec{BearerEnv: "TOK"}, token: "s3cret"},
+		{name: "no token", cfg: FakeConfig{Token: "s3cret"}, kind: NeedsCredential, says: "the server wants a credential and none was sent (HTTP 401); edit the server"},
+		{name: "wrong token", cfg: FakeConfig{Token: "s3cret"}, spec: Spec{BearerEnv: "TOK"}, token: "stale", kind: NeedsCredential, says: "the server rejected the credential (HTTP 401); edit the server"},
+		{name: "forbidden", cfg: FakeConfig{Token: "s3cret", Forbidden: true}, spec: Spec{BearerEnv: "TOK"}, token: "stale", kind: NeedsCredential, says: "HTTP 403"},
+		{name: "header token", cfg: FakeConfig{Token: "s3cret"}, spec: Spec{Headers: map[string]string{"Authorization": "Bearer s3cret"}}},
+		{name: "variable not set", cfg: FakeConfig{Token: "s3cret"}, spec: Spec{BearerEnv: "NOT_SET"}, kind: NeedsCredential, says: "the bearer token variable NOT_SET is not set"},
+		{name: "oauth challenge", cfg: FakeConfig{Token: "s3cret", Challenge: metadata}, kind: NeedsOAuth, says: OAuthMessage},
+		{name: "oauth challenge without metadata", cfg: FakeConfig{Token: "s3cret", Challenge: `Bearer realm="mcp", scope="files"`}, kind: NeedsOAuth, says: OAuthMessage},
+		{name: "stale token on an oauth server", cfg: FakeConfig{Token: "s3cret", Challenge: `Bearer error="invalid_token", resource_metadata="http://x/y"`}, spec: Spec{BearerEnv: "TOK"}, token: "stale", kind: NeedsCredential, says: "rejected the credential"},
+		{name: "protected resource metadata", cfg: FakeConfig{Token: "s3cret", Challenge: `Bearer realm="mcp"`, ProtectedResource: true}, kind: NeedsOAuth, says: OAuthMessage},
+		{name: "metadata without a challenge", cfg: FakeConfig{Token: "s3cret", ProtectedResource: true}, spec: Spec{BearerEnv: "TOK"}, token: "stale", kind: NeedsOAuth, says: OAuthMessage},
+		{name: "plain bearer challenge", cfg: FakeConfig{Token: "s3cret", Challenge: `Bearer realm="mcp"`}, kind: NeedsCredential, says: "none was sent"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, spec := httpFake(t, tc.cfg)
+			tc.spec.URL = spec.URL
+			o := testOptions()
+			o.Getenv = env(map[string]string{"TOK": tc.token})
+			c, err := Connect(context.Background(), tc.spec, o)
+			if tc.kind == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Close()
+				return
+			}
+			f := wantFailure(t, err, tc.kind)
+			if tc.kind == NeedsOAuth && f.Msg != OAuthMessage {
+				t.Fatalf("oauth message %q", f.Msg)
+			}
+			wantContains(t, f.Msg, tc.says)
+			if strings.Contains(f.Msg, "stale") || strings.Contains(f.Msg, "s3cret") {
+				t.Fatalf("a token in %q", f.Msg)
+			}
+		})
+	}
+}
+
+func TestHTTPStatusFailures(t *testing.T) {
+	const token = "tok-123456"
+	mux := http.NewServeMux()
+	mux.HandleFunc("/echo500", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "boom: you sent "+r.Header.Get("Authorization"), http.StatusInternalServerError)
+	})
+	mux.HandleFunc("/rpc400", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: \u001b[2Jno session"}}`)
+	})
+	mux.HandleFunc("/asleep", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadGateway) })
+	mux.HandleFunc("/text", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello") })
+	mux.HandleFunc("/accepted", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusAccepted) })
+	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "https://elsewhere.example/mcp", http.StatusFound)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	cases := []struct {
+		path string
+		kind FailureKind
+		says []string
+	}{
+		{"/echo500", ProtocolError, []string{"HTTP 500", "boom: you sent Bearer [redacted]"}},
+		{"/rpc400", ProtocolError, []string{"HTTP 400", "Bad Request:  [2Jno session (code -32600)"}},
+		{"/asleep", Unreachable, []string{"could not be reached", "HTTP 502"}},
+		{"/missing", ProtocolError, []string{"HTTP 404", "streamable HTTP endpoint"}},
+		{"/text", ProtocolError, []string{"Content-Type", "neither JSON nor an event stream"}},
+		{"/accepted", ProtocolError, []string{"without answering"}},
+		{"/moved", ProtocolError, []string{"HTTP 302", "https://elsewhere.example/mcp"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.path, func(t *testing.T) {
+			o := testOptions()
+			o.Getenv = func(string) string { return token }
+			_, err := Connect(context.Background(), Spec{URL: srv.URL + tc.path, BearerEnv: "T"}, o)
+			f := wantFailure(t, err, tc.kind)
+			wantContains(t, f.Msg, tc.says...)
+			if strings.Contains(f.Msg, token) || strings.Contains(f.Msg, "\x1b") {
+				t.Fatalf("message %q", f.Msg)
+			}
+		})
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	short := testOptions()
+	short.Limits.ConnectTimeout = 300 * time.Millisecond
+	_, silentHTTP := httpFake(t, FakeConfig{Silent: true})
+	cases := []struct {
+		name string
+		spec Spec
+		says []string
+	}{
+		{"connection refused", Spec{URL: "http://" + dead + "/mcp"}, []string{"could not be reached", "connection refused"}},
+		{"silent http", silentHTTP, []string{"did not complete the handshake within 300ms"}},
+		{"silent stdio", FakeSpec("fake", fakeEnv, FakeConfig{Silent: true}), []string{"did not complete the handshake within 300ms"}},
+		{"no such program", Spec{Command: "/nonexistent/mcp-server"}, []string{"could not start", "no such file"}},
+		{"program not on PATH", Spec{Command: "rook-test-no-such-mcp-server"}, []string{"could not start", "not found"}},
+		{"program exits", FakeSpec("fake", fakeEnv, FakeConfig{ExitAtStart: true}), []string{"exit status 3", "told to exit at start"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := Connect(context.Background(), tc.spec, short)
+			f := wantFailure(t, err, Unreachable)
+			wantContains(t, f.Msg, tc.says...)
+			if time.Since(start) > 3*time.Second {
+				t.Fatalf("took %v", time.Since(start))
+			}
+		})
+	}
+	t.Run("unknown name", func(t *testing.T) {
+		_, err := Connect(context.Background(), Spec{URL: "http://rook-test.invalid/mcp"}, short)
+		wantFailure(t, err, Unreachable) // not found, or no answer from the resolver in time
+	})
+	t.Run("program dies later", func(t *testing.T) {
+		c := connect(t, FakeSpec("fake", fakeEnv, FakeConfig{Tools: someTools(1)}), testOptions())
+		st := c.tr.(*stdioTransport)
+		signalGroup(st.cmd.Process, 9)
+		<-st.done
+		_, err := c.Call(context.Background(), "tool_00", nil)
+		wantContains(t, wantFailure(t, err, Unreachable).Msg, "the server could not be reached: the program exited (signal: killed)")
+	})
+}
+
+// Close escalates for a program that ignores the end of its input and
+// SIGTERM.
+func TestStdioCloseEscalates(t *testing.T) {
+	old := stdioGrace
+	stdioGrace = 100 * time.Millisecond
+	defer func() { stdioGrace = old }()
+	c := connect(t, FakeSpec("fake", fakeEnv, FakeConfig{Stubborn: true}), testOptions())
+	st := c.tr.(*stdioTransport)
+	start := time.Now()
+	c.Close()
+	select {
+	case <-st.exited:
+	default:
+		t.Fatal("the program outlived Close")
+	}
+	if d := time.Since(start); d < 2*stdioGrace || d > 2*time.Second {
+		t.Fatalf("close took %v", d)
+	}
+	if !strings.Contains(st.waitErr.Error(), "killed") {
+		t.Fatalf("ended by %v", st.waitErr)
+	}
+}
+
+func TestStdioCloseIsPolite(t *testing.T) {
+	c := connect(t, FakeSpec("fake", fakeEnv, FakeConfig{}), testOptions())
+	st := c.tr.(*stdioTransport)
+	start := time.Now()
+	c.Close()
+	if d := time.Since(start); d > time.Second || st.waitErr != nil {
+		t.Fatalf("close took %v, the program ended with %v", d, st.waitErr)
+	}
+}
+
+// Servers on this machine and the private network are reached directly,
+// whatever the proxy variables say.
+func TestProxyBypass(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadProxy := "http://" + l.Addr().String()
+	l.Close()
+	t.Setenv("HTTP_PROXY", deadProxy)
+	t.Setenv("HTTPS_PROXY", deadProxy)
+	t.Setenv("NO_PROXY", "")
+	// A proxy setting that covers everything: net/http's own exception for
+	// loopback must not be what lets the request through.
+	old := envProxy
+	envProxy = func(*http.Request) (*url.URL, error) { return url.Parse(os.Getenv("HTTP_PROXY")) }
+	defer func() { envProxy = old }()
+
+	_, spec := httpFake(t, FakeConfig{Tools: someTools(2)})
+	if tools, err := connect(t, spec, testOptions()).Tools(context.Background()); err != nil || len(tools) != 2 {
+		t.Fatalf("through a dead proxy: %q %v", names(tools), err)
+	}
+	// An address on the internet goes to the proxy (which is dead here).
+	_, err = Connect(context.Background(), Spec{URL: "http://192.0.2.7/mcp"}, testOptions())
+	wantContains(t, wantFailure(t, err, Unreachable).Msg, "the proxy could not be reached")
+
+	choose := directForLocal(envProxy)
+	for host, direct := range map[string]bool{
+		"localhost": true, "api.localhost": true, "127.0.0.1": true, "[::1]": true, "10.1.2.3": true,
+		"172.16.5.4": true, "192.168.1.20": true, "169.254.10.1": true, "100.100.1.1": true, "[fd12::1]": true,
+		"[fe80::1%25eth0]": true, "[::ffff:192.168.0.1]": true,
+		"192.0.2.7": false, "8.8.8.8": false, "172.32.0.1": false, "[2001:db8::1]": false,
+	} {
+		req, _ := http.NewRequest("GET", "http://"+host+":8080/mcp", nil)
+		p, err := choose(req)
+		if err != nil || (p == nil) != direct {
+			t.Errorf("%s: proxy %v %v, want direct=%v", host, p, err, direct)
+		}
+	}
+}
+
+func TestParseChallenges(t *testing.T) {
+	got := parseChallenges([]string{
+		`Newauth realm="apps", type=1, title="Login to \"apps\"", Basic realm="simple"`,
+		`Bearer resource_metadata="https://x.example/.well-known/oauth-protected-resource", error="invalid_token", error_description="The access token expired"`,
+		`Negotiate abc123==, Bearer`,
+		`Basic dXNlcjpwYXNz, Bearer scope=files`,
+	})
+	want := []challenge{
+		{"Newauth", map[string]string{"realm": "apps", "type": "1", "title": `Login to "apps"`}},
+		{"Basic", map[string]string{"realm": "simple"}},
+		{"Bearer", map[string]string{"resource_metadata": "https://x.example/.well-known/oauth-protected-resource", "error": "invalid_token", "error_description": "The access token expired"}},
+		{"Negotiate", map[string]string{}},
+		{"Bearer", map[string]string{}},
+		{"Basic", map[string]string{}},
+		{"Bearer", map[string]string{"scope": "files"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("challenges\n%+v\nwant\n%+v", got, want)
+	}
+}

@@ -1,0 +1,56 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/rookhq/rook/internal/fuzzseed"
+)
+
+// FuzzServerText feeds what a server writes (a tools/list page, a call
+// result, a WWW-Authenticate value, an event stream) to the readers: none
+// may panic, and a page that reads has named tools.
+// serverTextSeeds are the fuzz target's seeds (also in testdata/fuzz).
+func serverTextSeeds() [][]byte {
+	var out [][]byte
+	for _, s := range []string{
+		`{"tools":[{"name":"a","annotations":{"readOnlyHint":true}}],"nextCursor":""}`,
+		`{"content":[{"type":"image","data":"AAA="},{"type":"resource","resource":{"blob":"AA"}}],"structuredContent":[1],"isError":true}`,
+		`Bearer resource_metadata="x", error="invalid_token", Basic realm="a\"b"`,
+		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+		"data: [{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"method\":\"ping\"}]\n\n",
+	} {
+		out = append(out, []byte(s))
+	}
+	return out
+}
+
+func TestWriteFuzzSeeds(t *testing.T) {
+	fuzzseed.Write(t, map[string][][]byte{"FuzzServerText": serverTextSeeds()})
+}
+
+func FuzzServerText(f *testing.F) {
+	for _, s := range serverTextSeeds() {
+		f.Add(s)
+	}
+	t := &httpTransport{handle: func(m *message) *message { return m }}
+	f.Fuzz(func(tt *testing.T, b []byte) {
+		if tools, _, err := parseToolsPage(json.RawMessage(b), 1); err == nil {
+			for _, tool := range tools {
+				if tool.Name == "" {
+					tt.Fatalf("a tool without a name from %q", b)
+				}
+			}
+		}
+		parseResult(json.RawMessage(b))
+		parseChallenges([]string{string(b)})
+		decodeMessages(b)
+		// Server requests in the stream would be answered by a POST: keep
+		// them out of a transport with no server.
+		if !bytes.Contains(b, []byte(`"method"`)) {
+			t.readStream(context.Background(), &limitedReader{r: bytes.NewReader(b), limit: 1 << 20}, "1", "x")
+		}
+	})
+}

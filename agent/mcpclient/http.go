@@ -1,0 +1,588 @@
+package mcpclient
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// httpTransport is streamable HTTP (2025-03-26 and later): every message is
+// a POST; the answer is JSON or an event stream; notifications and our
+// answers to the server get 202.
+type httpTransport struct {
+	url      *url.URL
+	client   *http.Client
+	headers  http.Header // Spec.Headers and Authorization, sent on every request
+	secrets  []string    // header values kept out of messages
+	sentAuth bool        // an Authorization header is sent
+	handle   func(*message) *message
+	maxMsg   int64
+
+	mu      sync.Mutex
+	session string // Mcp-Session-Id given at initialize
+	version string // negotiated revision, sent as MCP-Protocol-Version
+}
+
+// envProxy is where the proxy for a non-local host comes from.
+var envProxy = http.ProxyFromEnvironment
+
+// oauthProbeTimeout bounds the look for OAuth protected-resource metadata
+// after a 401.
+const oauthProbeTimeout = 3 * time.Second
+
+func newHTTPTransport(s Spec, o Options, lim Limits, handle func(*message) *message) (*httpTransport, error) {
+	u, err := url.Parse(s.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("mcpclient: %q is not an http or https URL", s.URL)
+	}
+	t := &httpTransport{url: u, headers: http.Header{}, handle: handle, maxMsg: lim.MaxMessageBytes}
+	for k, v := range s.Headers {
+		t.headers.Set(k, v)
+		t.secret(v)
+	}
+	if s.BearerEnv != "" {
+		tok := strings.TrimSpace(o.Getenv(s.BearerEnv))
+		if tok == "" {
+			return nil, &Failure{Kind: NeedsCredential, Msg: fmt.Sprintf("the bearer token variable %s is not set; set it, or edit the server", s.BearerEnv)}
+		}
+		t.headers.Set("Authorization", "Bearer "+tok)
+		t.secret(tok)
+	}
+	t.sentAuth = t.headers.Get("Authorization") != ""
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = directForLocal(envProxy)
+	t.client = &http.Client{Transport: tr, CheckRedirect: sameHostRedirect}
+	return t, nil
+}
+
+func (t *httpTransport) secret(v string) {
+	if len(v) >= 4 {
+		t.secrets = append(t.secrets, v)
+	}
+}
+
+// redact removes credentials we sent from server-written text.
+func (t *httpTransport) redact(s string) string {
+	for _, v := range t.secrets {
+		s = strings.ReplaceAll(s, v, "[redacted]")
+	}
+	return s
+}
+
+// sameHostRedirect follows only method-keeping redirects (307, 308) on the
+// same host: extra headers may carry credentials.
+func sameHostRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 5 || req.URL.Host != via[0].URL.Host {
+		return http.ErrUseLastResponse
+	}
+	if c := req.Response.StatusCode; c != http.StatusTemporaryRedirect && c != http.StatusPermanentRedirect {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+func (t *httpTransport) negotiated(v string) {
+	t.mu.Lock()
+	t.version = v
+	t.mu.Unlock()
+}
+
+// newRequest is a request to the server's URL with our headers.
+func (t *httpTransport) newRequest(ctx context.Context, method string, body []byte) (*http.Request, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, t.url.String(), r)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range t.headers {
+		req.Header[k] = v
+	}
+	t.mu.Lock()
+	if t.version != "" {
+		req.Header.Set("MCP-Protocol-Version", t.version)
+	}
+	if t.session != "" {
+		req.Header.Set("Mcp-Session-Id", t.session)
+	}
+	t.mu.Unlock()
+	return req, nil
+}
+
+// post sends one message. A 2xx response comes back open; anything else
+// is a classified error.
+func (t *httpTransport) post(ctx context.Context, body []byte) (*http.Response, error) {
+	req, err := t.newRequest(ctx, http.MethodPost, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Content-Type", "application/json")
+	hadSession := req.Header.Get("Mcp-Session-Id") != ""
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return nil, netFailure(ctx, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	return nil, t.statusFailure(ctx, resp, hadSession)
+}
+
+func (t *httpTransport) roundTrip(ctx context.Context, req *message, limit int64) (*message, int64, error) {
+	if req.Method == "initialize" { // a new session, maybe after a lost one
+		t.mu.Lock()
+		t.session, t.version = "", ""
+		t.mu.Unlock()
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp, err := t.post(ctx, body)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	if req.Method == "initialize" {
+		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+			t.mu.Lock()
+			t.session = sid
+			t.mu.Unlock()
+		}
+	}
+	lr := &limitedReader{r: resp.Body, limit: min(limit, t.maxMsg)}
+	want := idKey(req.ID)
+	ct := resp.Header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ct)
+	switch {
+	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
+		return nil, 0, protocolf(nil, "the server accepted %s (HTTP %d) without answering it", req.Method, resp.StatusCode)
+	case mt == "text/event-stream":
+		m, err := t.readStream(ctx, lr, want, req.Method)
+		return m, lr.n, err
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+		b, err := io.ReadAll(lr)
+		if err != nil {
+			return nil, lr.n, t.readFailure(ctx, err)
+		}
+		m, err := t.pick(ctx, b, want, req.Method)
+		if err != nil {
+			return nil, lr.n, err
+		}
+		if m == nil {
+			return nil, lr.n, protocolf(nil, "the server's HTTP answer to %s does not carry its response", req.Method)
+		}
+		return m, lr.n, nil
+	}
+	return nil, 0, protocolf(nil, "the server answered %s with Content-Type %q, neither JSON nor an event stream", req.Method, clean(ct, 100))
+}
+
+// pick reads the messages in b: server requests are answered, the response
+// with id want is returned (nil when absent), the rest is ignored.
+func (t *httpTransport) pick(ctx context.Context, b []byte, want, method string) (*message, error) {
+	msgs, err := decodeMessages(b)
+	if err != nil {
+		return nil, protocolf(err, "the server's answer to %s is not JSON-RPC: %v", method, err)
+	}
+	var found *message
+	for _, m := range msgs {
+		switch {
+		case m.isResponse() && idKey(m.ID) == want:
+			found = m
+		case m.isRequest():
+			t.reply(ctx, m)
+		}
+	}
+	return found, nil
+}
+
+// readStream reads an event stream until the event carrying the response
+// with id want.
+func (t *httpTransport) readStream(ctx context.Context, r io.Reader, want, method string) (*message, error) {
+	br := bufio.NewReader(r)
+	var data []byte
+	hasData, other := false, false
+	dispatch := func() (*message, error) {
+		d, skip := data, other || !hasData || len(bytes.TrimSpace(data)) == 0
+		data, hasData, other = nil, false, false
+		if skip { // a priming event, or one not meant as a message
+			return nil, nil
+		}
+		return t.pick(ctx, d, want, method)
+	}
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 || err == nil {
+			line = bytes.TrimRight(line, "\r\n")
+			if len(line) == 0 {
+				if m, err := dispatch(); m != nil || err != nil {
+					return m, err
+				}
+			} else if line[0] != ':' {
+				field, value, _ := bytes.Cut(line, []byte(":"))
+				value = bytes.TrimPrefix(value, []byte(" "))
+				switch string(field) {
+				case "data":
+					if hasData {
+						data = append(data, '\n')
+					}
+					data = append(data, value...)
+					hasData = true
+				case "event":
+					other = len(value) > 0 && string(value) != "message"
+				}
+			}
+		}
+		if err == io.EOF {
+			if m, err := dispatch(); m != nil || err != nil {
+				return m, err
+			}
+			return nil, protocolf(nil, "the server's event stream for %s ended without its response", method)
+		}
+		if err != nil {
+			return nil, t.readFailure(ctx, err)
+		}
+	}
+}
+
+func (t *httpTransport) readFailure(ctx context.Context, err error) error {
+	var big *tooLargeError
+	if errors.As(err, &big) {
+		return err
+	}
+	return netFailure(ctx, err)
+}
+
+// reply answers a server request by POSTing our response.
+func (t *httpTransport) reply(ctx context.Context, req *message) {
+	b, err := json.Marshal(t.handle(req))
+	if err != nil {
+		return
+	}
+	if resp, err := t.post(ctx, b); err == nil {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}
+}
+
+func (t *httpTransport) notify(ctx context.Context, msg *message) error {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	resp, err := t.post(ctx, b)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	return nil
+}
+
+// close deletes the session, if there is one; errors are ignored.
+func (t *httpTransport) close() error {
+	t.mu.Lock()
+	session := t.session
+	t.mu.Unlock()
+	if session != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if req, err := t.newRequest(ctx, http.MethodDelete, nil); err == nil {
+			if resp, err := t.client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		cancel()
+	}
+	t.client.CloseIdleConnections()
+	return nil
+}
+
+// statusFailure classifies a non-2xx answer.
+func (t *httpTransport) statusFailure(ctx context.Context, resp *http.Response, hadSession bool) error {
+	code := resp.StatusCode
+	switch {
+	case code == http.StatusUnauthorized:
+		return t.unauthorized(ctx, resp)
+	case code == http.StatusForbidden:
+		return t.credentialFailure(code)
+	case code == http.StatusNotFound && hadSession:
+		return errSessionExpired
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	msg := fmt.Sprintf("the server answered HTTP %d %s", code, http.StatusText(code))
+	if d := t.detail(body); d != "" {
+		msg += ": " + d
+	}
+	switch code {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return &Failure{Kind: Unreachable, Status: code, Msg: "the server could not be reached: what is in front of it " + strings.TrimPrefix(msg, "the server ")}
+	case http.StatusNotFound, http.StatusMethodNotAllowed:
+		msg += " (is this the server's streamable HTTP endpoint? rook does not speak the older HTTP+SSE transport)"
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		if loc := resp.Header.Get("Location"); loc != "" {
+			msg += fmt.Sprintf(" (it redirects to %s; edit the server's URL)", clean(loc, 200))
+		}
+	}
+	return &Failure{Kind: ProtocolError, Status: code, Msg: msg}
+}
+
+// detail is the JSON-RPC error message in an error body, or its first
+// line of text, cleaned and without our credentials.
+func (t *httpTransport) detail(body []byte) string {
+	var m message
+	if json.Unmarshal(body, &m) == nil && m.Error != nil {
+		return t.redact(clean(fmt.Sprintf("%s (code %d)", m.Error.Message, m.Error.Code), 300))
+	}
+	line, _, _ := bytes.Cut(bytes.TrimSpace(body), []byte("\n"))
+	return t.redact(clean(string(line), 300))
+}
+
+func (t *httpTransport) credentialFailure(code int) *Failure {
+	msg := fmt.Sprintf("the server rejected the credential (HTTP %d); edit the server", code)
+	if !t.sentAuth && len(t.headers) == 0 {
+		msg = fmt.Sprintf("the server wants a credential and none was sent (HTTP %d); edit the server", code)
+	}
+	return &Failure{Kind: NeedsCredential, Status: code, Msg: msg}
+}
+
+// unauthorized tells a rejected credential from a server that wants an
+// OAuth sign-in: an OAuth challenge (resource_metadata, or authorization
+// parameters without error="invalid_token") or protected-resource metadata
+// at the well-known address means OAuth; a token we sent that the server
+// calls invalid is a credential to fix.
+func (t *httpTransport) unauthorized(ctx context.Context, resp *http.Response) error {
+	oauth := &Failure{Kind: NeedsOAuth, Status: http.StatusUnauthorized, Msg: OAuthMessage}
+	for _, ch := range parseChallenges(resp.Header.Values("WWW-Authenticate")) {
+		if !strings.EqualFold(ch.scheme, "Bearer") {
+			continue
+		}
+		invalid := ch.params["error"] == "invalid_token"
+		if invalid && t.sentAuth {
+			return t.credentialFailure(http.StatusUnauthorized)
+		}
+		if _, ok := ch.params["resource_metadata"]; ok {
+			return oauth
+		}
+		if _, hasErr := ch.params["error"]; !hasErr {
+			for _, p := range []string{"authorization_uri", "as_uri", "scope"} {
+				if _, ok := ch.params[p]; ok {
+					return oauth
+				}
+			}
+		}
+	}
+	if t.protectedResource(ctx) {
+		return oauth
+	}
+	return t.credentialFailure(http.StatusUnauthorized)
+}
+
+// protectedResource says whether the server publishes OAuth protected
+// resource metadata (RFC 9728): at the path-suffixed well-known address,
+// or at the root one.
+func (t *httpTransport) protectedResource(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, oauthProbeTimeout)
+	defer cancel()
+	const wk = "/.well-known/oauth-protected-resource"
+	paths := []string{wk}
+	if p := strings.TrimSuffix(t.url.EscapedPath(), "/"); p != "" {
+		paths = []string{wk + p, wk}
+	}
+	for _, p := range paths {
+		u := url.URL{Scheme: t.url.Scheme, Host: t.url.Host, Path: p}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return false
+		}
+		req.Header.Set("Accept", "application/json")
+		resp, err := t.client.Do(req)
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		var obj map[string]json.RawMessage
+		if resp.StatusCode == http.StatusOK && json.Unmarshal(b, &obj) == nil && obj != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// challenge is one WWW-Authenticate challenge.
+type challenge struct {
+	scheme string
+	params map[string]string // names lower-cased
+}
+
+// parseChallenges reads WWW-Authenticate values (RFC 9110 11.6.1): schemes
+// each followed by name=value parameters (values plain or quoted), all
+// separated by commas. A token68 is skipped.
+func parseChallenges(values []string) []challenge {
+	var out []challenge
+	for _, s := range values {
+		afterScheme := false // a token right after a scheme, before a comma, is a token68
+		for {
+			s = strings.TrimLeft(s, " \t")
+			comma := false
+			for strings.HasPrefix(s, ",") {
+				comma = true
+				s = strings.TrimLeft(s[1:], " \t")
+			}
+			if s == "" {
+				break
+			}
+			i := strings.IndexAny(s, " \t,=\"")
+			if i < 0 {
+				i = len(s)
+			}
+			if i == 0 { // a stray '=' or quote
+				s = s[1:]
+				continue
+			}
+			tok, rest := s[:i], strings.TrimLeft(s[i:], " \t")
+			if strings.HasPrefix(rest, "=") {
+				after := strings.TrimLeft(rest[1:], " \t")
+				if len(out) > 0 && after != "" && after[0] != '=' && after[0] != ',' {
+					value, more := paramValue(after)
+					out[len(out)-1].params[strings.ToLower(tok)] = value
+					s, afterScheme = more, false
+					continue
+				}
+				s, afterScheme = strings.TrimLeft(rest, "="), false // a token68 ending in '='
+				continue
+			}
+			if afterScheme && !comma {
+				s, afterScheme = rest, false
+				continue
+			}
+			out = append(out, challenge{scheme: tok, params: map[string]string{}})
+			s, afterScheme = rest, true
+		}
+	}
+	return out
+}
+
+// paramValue reads a quoted string or a token, and returns the rest.
+func paramValue(s string) (value, rest string) {
+	if strings.HasPrefix(s, `"`) {
+		var b strings.Builder
+		for i := 1; i < len(s); i++ {
+			switch s[i] {
+			case '\\':
+				if i+1 < len(s) {
+					i++
+					b.WriteByte(s[i])
+				}
+			case '"':
+				return b.String(), s[i+1:]
+			default:
+				b.WriteByte(s[i])
+			}
+		}
+		return b.String(), ""
+	}
+	i := strings.IndexAny(s, " \t,")
+	if i < 0 {
+		return s, ""
+	}
+	return s[:i], s[i:]
+}
+
+// limitedReader reads at most limit bytes; one more is a *tooLargeError.
+// n counts what was read.
+type limitedReader struct {
+	r        io.Reader
+	limit, n int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.n > l.limit {
+		return 0, &tooLargeError{l.limit}
+	}
+	if room := l.limit - l.n + 1; int64(len(p)) > room {
+		p = p[:room]
+	}
+	k, err := l.r.Read(p)
+	l.n += int64(k)
+	if l.n > l.limit {
+		return 0, &tooLargeError{l.limit}
+	}
+	return k, err
+}
+
+// directForLocal wraps a proxy choice so that a request to this machine or
+// the private network is never proxied: localhost, loopback, RFC 1918 and
+// CGNAT (100.64/10) addresses, IPv6 ULA and link-local addresses, and names
+// that resolve only to those.
+func directForLocal(env func(*http.Request) (*url.URL, error)) func(*http.Request) (*url.URL, error) {
+	var mu sync.Mutex
+	cache := map[string]bool{}
+	return func(req *http.Request) (*url.URL, error) {
+		p, err := env(req)
+		if p == nil || err != nil {
+			return p, err
+		}
+		host := req.URL.Hostname()
+		mu.Lock()
+		local, ok := cache[host]
+		mu.Unlock()
+		if !ok {
+			local = isLocalHost(req.Context(), host)
+			mu.Lock()
+			cache[host] = local
+			mu.Unlock()
+		}
+		if local {
+			return nil, nil
+		}
+		return p, nil
+	}
+}
+
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+func isLocalAddr(a netip.Addr) bool {
+	a = a.Unmap().WithZone("")
+	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified() || cgnat.Contains(a)
+}
+
+// isLocalHost says whether host is this machine or on the private network;
+// a name is looked up (briefly), and counts when every address it has does.
+func isLocalHost(ctx context.Context, host string) bool {
+	h := strings.TrimSuffix(strings.ToLower(host), ".")
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	if a, err := netip.ParseAddr(h); err == nil {
+		return isLocalAddr(a)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", h)
+	if err != nil || len(addrs) == 0 {
+		return false
+	}
+	for _, a := range addrs {
+		if !isLocalAddr(a) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,524 @@
+// Package mcpclient is the client side of the Model Context Protocol: it
+// reaches one MCP server (streamable HTTP or a program spoken to over its
+// pipes), runs the initialize handshake, reads the server's whole tool list
+// within bounds, and calls tools. It never prints and never runs a model:
+// what it learns comes back as values and errors for the command layer.
+//
+// Protocol: the initialize-based revisions 2025-11-25 (asked for by
+// default), 2025-06-18, 2025-03-26 and 2024-11-05. The 2026-07-28 stateless
+// era is not probed: a server/discover probe hangs on silent old servers.
+// Capabilities are empty: a server's requests for sampling (run a model) and
+// elicitation (ask the user) are declined with a plain message, roots/list
+// and anything else unknown get -32601, and ping gets {}.
+//
+// Failures are *Failure values of five kinds (NeedsCredential, NeedsOAuth,
+// Unreachable, ProtocolError, DiscoveryError) so that a caller can tell "fix
+// the token" from "the machine is asleep" without reading messages.
+//
+// JSON-RPC and both transports are written by hand on the standard library.
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultProtocolVersion is the revision asked for at initialize.
+const DefaultProtocolVersion = "2025-11-25"
+
+// ProtocolVersions are the revisions this client speaks, newest first. A
+// server may answer initialize with any of them.
+var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// Spec says how to reach one server: URL for streamable HTTP, or Command
+// for a program spoken to over stdin and stdout. Exactly one is set.
+type Spec struct {
+	Name string // the user's name for the server; never sent
+
+	URL     string            // streamable HTTP endpoint
+	Headers map[string]string // extra request headers, values as given
+	// BearerEnv names an environment variable holding a bearer token. The
+	// value is read (through Options.Getenv) at connect time and sent as
+	// "Authorization: Bearer ..."; it is never stored.
+	BearerEnv string
+
+	Command string            // the program
+	Args    []string          // its arguments
+	Env     map[string]string // added to this process's environment
+}
+
+// Limits bound what one server can make us do. A zero field takes its
+// DefaultLimits value.
+type Limits struct {
+	// Discovery (Tools) bounds: total response bytes over all tools/list
+	// pages, tools, pages, and the time for the whole list.
+	MaxBytes int64
+	MaxTools int
+	MaxPages int
+	Timeout  time.Duration
+	// ConnectTimeout bounds the handshake: start (or connection),
+	// initialize and notifications/initialized.
+	ConnectTimeout time.Duration
+	// MaxMessageBytes bounds any one message read from the server (a
+	// tools/call answer with images may be large). On stdio a longer line
+	// ends the connection.
+	MaxMessageBytes int64
+	// CallTimeout bounds one tools/call; negative means only ctx bounds it.
+	CallTimeout time.Duration
+}
+
+// DefaultLimits are the bounds used where Limits leaves a field zero.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxBytes:        4 << 20,
+		MaxTools:        512,
+		MaxPages:        64,
+		Timeout:         30 * time.Second,
+		ConnectTimeout:  10 * time.Second,
+		MaxMessageBytes: 16 << 20,
+		CallTimeout:     2 * time.Minute,
+	}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = d.MaxBytes
+	}
+	if l.MaxTools <= 0 {
+		l.MaxTools = d.MaxTools
+	}
+	if l.MaxPages <= 0 {
+		l.MaxPages = d.MaxPages
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = d.Timeout
+	}
+	if l.ConnectTimeout <= 0 {
+		l.ConnectTimeout = d.ConnectTimeout
+	}
+	if l.MaxMessageBytes <= 0 {
+		l.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if l.CallTimeout == 0 {
+		l.CallTimeout = d.CallTimeout
+	}
+	return l
+}
+
+// Options are the client's side of a connection.
+type Options struct {
+	Limits        Limits
+	ClientName    string // clientInfo.name; default "rook"
+	ClientVersion string // clientInfo.version; default "dev"
+	// ProtocolVersion is asked for at initialize; default
+	// DefaultProtocolVersion. It must be one of ProtocolVersions.
+	ProtocolVersion string
+	// Getenv reads BearerEnv; default os.Getenv.
+	Getenv func(string) string
+	// Stderr receives a stdio server's stderr; nil discards it.
+	Stderr io.Writer
+	// OnDeclined, when set, is told the method of each server request that
+	// was declined (sampling/createMessage, elicitation/create, roots/list,
+	// anything unknown). It runs on a transport goroutine; keep it short.
+	OnDeclined func(method string)
+}
+
+// Tool is one entry of a server's tool list. Every text in it was written
+// by whoever runs the server.
+type Tool struct {
+	Name         string
+	Title        string
+	Description  string
+	InputSchema  json.RawMessage // as sent; nil when absent
+	OutputSchema json.RawMessage // as sent; nil when absent
+	Annotations  Annotations
+}
+
+// Annotations are what the server claims about a tool. They are hints, not
+// guarantees; nil means the server did not claim anything (the protocol's
+// defaults are readOnly false, destructive true, idempotent false,
+// openWorld true).
+type Annotations struct {
+	Title           string
+	ReadOnlyHint    *bool
+	DestructiveHint *bool
+	IdempotentHint  *bool
+	OpenWorldHint   *bool
+}
+
+// Result is a tools/call answer. IsError marks a tool that ran and failed
+// (its content says why); it is a result, not a Go error.
+type Result struct {
+	Content    []Content
+	Structured json.RawMessage // structuredContent as sent; nil when absent
+	IsError    bool
+}
+
+// Content is one content block. Images and audio keep only their type,
+// MIME type and decoded size; embedded resources keep their URI, MIME type
+// and text (or the decoded size of a blob); resource links their URI and
+// name.
+type Content struct {
+	Type      string // text, image, audio, resource_link, resource, or what the server said
+	Text      string
+	MimeType  string
+	URI       string
+	Name      string
+	DataBytes int // decoded size of base64 data (image, audio, blob)
+}
+
+// Client is a connection to one server. Its methods are safe for
+// concurrent use.
+type Client struct {
+	spec Spec
+	opts Options
+	lim  Limits
+
+	tr transport
+
+	nextID atomic.Int64
+
+	mu            sync.Mutex // guards the handshake results (a lost session re-initializes)
+	negotiated    string
+	serverName    string
+	serverVersion string
+	instructions  string
+	hasTools      bool // the server declared the tools capability
+
+	closeOnce sync.Once
+	closeErr  error
+	closed    atomic.Bool
+}
+
+// transport carries JSON-RPC messages to one server and back.
+type transport interface {
+	// roundTrip sends a request and returns the response carrying its id,
+	// answering server requests that arrive meanwhile. limit bounds the
+	// bytes read for it; n is how many were.
+	roundTrip(ctx context.Context, req *message, limit int64) (resp *message, n int64, err error)
+	// notify sends a notification.
+	notify(ctx context.Context, msg *message) error
+	// negotiated tells the transport the revision agreed at initialize.
+	negotiated(version string)
+	close() error
+}
+
+// Connect reaches the server, runs the handshake and returns a client.
+// Errors are *Failure values, except for a Spec or Options that cannot work
+// (plain errors) and a cancelled ctx.
+func Connect(ctx context.Context, s Spec, o Options) (*Client, error) {
+	if (s.URL == "") == (s.Command == "") {
+		return nil, errors.New("mcpclient: a server needs exactly one of a URL and a command")
+	}
+	if o.ProtocolVersion == "" {
+		o.ProtocolVersion = DefaultProtocolVersion
+	}
+	if !slices.Contains(ProtocolVersions, o.ProtocolVersion) {
+		return nil, fmt.Errorf("mcpclient: protocol version %q is not one rook speaks (%s)", o.ProtocolVersion, strings.Join(ProtocolVersions, ", "))
+	}
+	if o.ClientName == "" {
+		o.ClientName = "rook"
+	}
+	if o.ClientVersion == "" {
+		o.ClientVersion = "dev"
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	c := &Client{spec: s, opts: o, lim: o.Limits.withDefaults()}
+	ctx, cancel := context.WithTimeout(ctx, c.lim.ConnectTimeout)
+	defer cancel()
+	var err error
+	if s.URL != "" {
+		c.tr, err = newHTTPTransport(s, o, c.lim, c.answer)
+	} else {
+		c.tr, err = startStdio(s, o, c.lim, c.answer)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := c.handshake(ctx); err != nil {
+		c.tr.close()
+		return nil, c.timeoutAs(ctx, err, Unreachable, fmt.Sprintf("the server could not be reached: it did not complete the handshake within %v", c.lim.ConnectTimeout))
+	}
+	return c, nil
+}
+
+// Negotiated is the protocol revision agreed at initialize.
+func (c *Client) Negotiated() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.negotiated
+}
+
+// ServerInfo is the server's serverInfo as it gave it.
+func (c *Client) ServerInfo() (name, version string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.serverName, c.serverVersion
+}
+
+// Instructions is the server's initialize instructions, if any (written by
+// the server).
+func (c *Client) Instructions() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.instructions
+}
+
+// Close ends the connection: an HTTP session is deleted, a stdio program
+// has its stdin closed, then is sent SIGTERM, then SIGKILL.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		c.closeErr = c.tr.close()
+	})
+	return c.closeErr
+}
+
+type initializeParams struct {
+	ProtocolVersion string         `json:"protocolVersion"`
+	Capabilities    struct{}       `json:"capabilities"`
+	ClientInfo      implementation `json:"clientInfo"`
+}
+
+type implementation struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+type initializeResult struct {
+	ProtocolVersion *string                    `json:"protocolVersion"`
+	Capabilities    map[string]json.RawMessage `json:"capabilities"`
+	ServerInfo      struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	} `json:"serverInfo"`
+	Instructions string `json:"instructions"`
+}
+
+// handshake runs initialize (once more with a revision the server named if
+// it refused ours) and notifications/initialized.
+func (c *Client) handshake(ctx context.Context) error {
+	version := c.opts.ProtocolVersion
+	var raw json.RawMessage
+	for attempt := 0; ; attempt++ {
+		p := initializeParams{ProtocolVersion: version, ClientInfo: implementation{c.opts.ClientName, c.opts.ClientVersion}}
+		res, _, err := c.request(ctx, "initialize", p, c.lim.MaxMessageBytes)
+		if err != nil {
+			var re *RPCError
+			if attempt == 0 && errors.As(err, &re) {
+				if v := pickSupported(re.Data); v != "" && v != version {
+					version = v
+					continue
+				}
+			}
+			return err
+		}
+		raw = res
+		break
+	}
+	var r initializeResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return protocolf(nil, "the server's initialize answer is not an initialize result: %v", err)
+	}
+	if r.ProtocolVersion == nil {
+		return protocolf(nil, "the server's initialize answer has no protocolVersion")
+	}
+	got := *r.ProtocolVersion
+	if !slices.Contains(ProtocolVersions, got) {
+		return protocolf(nil, "the server speaks MCP revision %q; rook asked for %q and speaks %s", clean(got, 64), version, strings.Join(ProtocolVersions, ", "))
+	}
+	c.mu.Lock()
+	c.negotiated = got
+	c.serverName, c.serverVersion = r.ServerInfo.Name, r.ServerInfo.Version
+	c.instructions = r.Instructions
+	_, c.hasTools = r.Capabilities["tools"]
+	c.mu.Unlock()
+	c.tr.negotiated(got)
+	return c.tr.notify(ctx, &message{JSONRPC: "2.0", Method: "notifications/initialized"})
+}
+
+// pickSupported reads an "unsupported protocol version" error's
+// data.supported and returns the newest revision we also speak.
+func pickSupported(data json.RawMessage) string {
+	var d struct {
+		Supported []string `json:"supported"`
+	}
+	if json.Unmarshal(data, &d) != nil {
+		return ""
+	}
+	for _, v := range ProtocolVersions {
+		if slices.Contains(d.Supported, v) {
+			return v
+		}
+	}
+	return ""
+}
+
+// request sends one request and returns its result. A JSON-RPC error comes
+// back as a ProtocolError wrapping *RPCError. A lost HTTP session (404) is
+// re-initialized once.
+func (c *Client) request(ctx context.Context, method string, params any, limit int64) (json.RawMessage, int64, error) {
+	if c.closed.Load() {
+		return nil, 0, errClosed
+	}
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, 0, err
+	}
+	for attempt := 0; ; attempt++ {
+		req := &message{JSONRPC: "2.0", ID: json.RawMessage(fmt.Sprint(c.nextID.Add(1))), Method: method, Params: p}
+		resp, n, err := c.tr.roundTrip(ctx, req, limit)
+		if errors.Is(err, errSessionExpired) && method != "initialize" && attempt == 0 {
+			hctx, cancel := context.WithTimeout(ctx, c.lim.ConnectTimeout)
+			err = c.handshake(hctx)
+			cancel()
+			if err != nil {
+				return nil, n, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, n, err
+		}
+		if resp.Error != nil {
+			return nil, n, &Failure{Kind: ProtocolError, Msg: fmt.Sprintf("the server answered %s with an error: %s (code %d)", method, clean(resp.Error.Message, 500), resp.Error.Code), Err: resp.Error}
+		}
+		if resp.Result == nil {
+			return nil, n, protocolf(nil, "the server's answer to %s has neither a result nor an error", method)
+		}
+		return resp.Result, n, nil
+	}
+}
+
+// timeoutAs turns an error caused by ctx's deadline into a Failure of kind
+// with msg. A cancelled ctx stays as it is; other errors too.
+func (c *Client) timeoutAs(ctx context.Context, err error, kind FailureKind, msg string) error {
+	var f *Failure
+	if errors.As(err, &f) {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) || (ctx.Err() == context.DeadlineExceeded && !errors.Is(err, context.Canceled)) {
+		return &Failure{Kind: kind, Msg: msg, Err: context.DeadlineExceeded}
+	}
+	return err
+}
+
+// Call runs a tool. args must be a JSON object (nil or empty sends {}). A
+// JSON-RPC error is a ProtocolError wrapping *RPCError (its code and
+// message); a tool that ran and failed is a Result with IsError.
+func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*Result, error) {
+	if len(strings.TrimSpace(string(args))) == 0 {
+		args = json.RawMessage("{}")
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(args, &obj) != nil || obj == nil {
+		return nil, fmt.Errorf("mcpclient: the arguments to %s must be a JSON object", tool)
+	}
+	if c.lim.CallTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.lim.CallTimeout)
+		defer cancel()
+	}
+	params := struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}{tool, args}
+	raw, _, err := c.request(ctx, "tools/call", params, c.lim.MaxMessageBytes)
+	if err != nil {
+		var big *tooLargeError
+		if errors.As(err, &big) {
+			return nil, &Failure{Kind: ProtocolError, Msg: fmt.Sprintf("the server's answer to tools/call is larger than %d bytes", big.limit), Err: err}
+		}
+		return nil, c.timeoutAs(ctx, err, Unreachable, "the server could not be reached: it did not answer the call in time")
+	}
+	return parseResult(raw)
+}
+
+// Tools reads the server's whole tool list, following every tools/list
+// page. It fails with a DiscoveryError, never a prefix of the list, on a
+// cursor seen before, a duplicate tool name, a malformed page, or more
+// than the Limits allow (tools, pages, bytes, time).
+func (c *Client) Tools(ctx context.Context) ([]Tool, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.lim.Timeout)
+	defer cancel()
+	var (
+		tools   []Tool
+		names   = map[string]bool{}
+		cursors = map[string]bool{}
+		cursor  *string
+		used    int64
+	)
+	for page := 1; ; page++ {
+		if page > c.lim.MaxPages {
+			return nil, discoveryf(nil, "the tool list has more than %d pages", c.lim.MaxPages)
+		}
+		var params any = struct{}{}
+		if cursor != nil {
+			params = struct {
+				Cursor string `json:"cursor"`
+			}{*cursor}
+		}
+		raw, n, err := c.request(ctx, "tools/list", params, c.lim.MaxBytes-used)
+		used += n
+		if err != nil {
+			var big *tooLargeError
+			var re *RPCError
+			switch {
+			case errors.As(err, &big):
+				return nil, discoveryf(err, "the tool list is larger than %d bytes", c.lim.MaxBytes)
+			case page == 1 && errors.As(err, &re) && re.Code == codeMethodNotFound && !c.declaresTools():
+				return []Tool{}, nil // a server without tools
+			}
+			return nil, c.timeoutAs(ctx, err, DiscoveryError, fmt.Sprintf("the tool list was not read within %v", c.lim.Timeout))
+		}
+		if used > c.lim.MaxBytes {
+			return nil, discoveryf(nil, "the tool list is larger than %d bytes", c.lim.MaxBytes)
+		}
+		list, next, err := parseToolsPage(raw, page)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range list {
+			if names[t.Name] {
+				return nil, discoveryf(nil, "the tool list names %q twice", clean(t.Name, 128))
+			}
+			names[t.Name] = true
+			tools = append(tools, t)
+			if len(tools) > c.lim.MaxTools {
+				return nil, discoveryf(nil, "the server offers more than %d tools", c.lim.MaxTools)
+			}
+		}
+		if next == nil {
+			if tools == nil {
+				tools = []Tool{}
+			}
+			return tools, nil
+		}
+		if cursors[*next] {
+			return nil, discoveryf(nil, "the tool list's cursor %q came back on page %d (a cycle)", clean(*next, 64), page)
+		}
+		cursors[*next] = true
+		cursor = next
+	}
+}
+
+func (c *Client) declaresTools() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hasTools
+}

@@ -1,0 +1,315 @@
+package mcpclient
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// stdioGrace is how long Close waits for the program after closing its
+// stdin, and again after SIGTERM, before SIGKILL.
+var stdioGrace = 2 * time.Second
+
+// stdioTransport speaks to a program over its stdin and stdout, one JSON
+// message a line each way. Its stderr goes to Options.Stderr, and the tail
+// of it into messages when the program dies.
+type stdioTransport struct {
+	cmd    *exec.Cmd
+	in     *os.File // the program's stdin, our end
+	handle func(*message) *message
+	maxMsg int64
+	tail   *tailWriter
+
+	wmu sync.Mutex // one line at a time on in
+
+	mu      sync.Mutex
+	pending map[string]chan delivery
+	done    chan struct{} // closed when the reader stops; err says why
+	err     error
+	exited  chan struct{} // closed when the program has been waited for
+	waitErr error
+
+	closeOnce sync.Once
+}
+
+type delivery struct {
+	m *message
+	n int64 // bytes of the line it came in
+}
+
+func startStdio(s Spec, o Options, lim Limits, handle func(*message) *message) (*stdioTransport, error) {
+	cmd := exec.Command(s.Command, s.Args...)
+	cmd.Env = os.Environ()
+	keys := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		cmd.Env = append(cmd.Env, k+"="+s.Env[k])
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	t := &stdioTransport{
+		cmd: cmd, in: inW, handle: handle, maxMsg: lim.MaxMessageBytes,
+		tail:    &tailWriter{w: o.Stderr},
+		pending: map[string]chan delivery{},
+		done:    make(chan struct{}),
+		exited:  make(chan struct{}),
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, t.tail
+	cmd.WaitDelay = time.Second // a grandchild holding stderr open must not hold Wait
+	ownGroup(cmd)
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		var ee *exec.Error
+		if errors.As(err, &ee) {
+			err = ee.Err
+		}
+		return nil, unreachable(err, "could not start %q: %v", s.Command, err)
+	}
+	go func() {
+		t.waitErr = cmd.Wait()
+		close(t.exited)
+	}()
+	go t.read(outR)
+	return t, nil
+}
+
+// read takes lines from the program until its stdout ends, delivering
+// responses, answering requests, and ignoring notifications and lines that
+// are not JSON-RPC (a server must not write them, some log there anyway).
+func (t *stdioTransport) read(out *os.File) {
+	defer out.Close()
+	br := bufio.NewReaderSize(out, 64<<10)
+	var err error
+	for {
+		var line []byte
+		if line, err = readLine(br, t.maxMsg); err != nil {
+			break
+		}
+		msgs, derr := decodeMessages(line)
+		if derr != nil {
+			continue
+		}
+		for _, m := range msgs {
+			switch {
+			case m.isResponse():
+				t.mu.Lock()
+				ch := t.pending[idKey(m.ID)]
+				delete(t.pending, idKey(m.ID))
+				t.mu.Unlock()
+				if ch != nil {
+					ch <- delivery{m, int64(len(line))}
+				}
+			case m.isRequest():
+				// Not inline: the program may be blocked writing to us
+				// while we would be blocked writing to it.
+				go t.write(t.handle(m), time.Now().Add(5*time.Second))
+			}
+		}
+	}
+	var big *tooLargeError
+	if !errors.As(err, &big) {
+		select { // the program closed its stdout, most likely by exiting
+		case <-t.exited:
+		case <-time.After(500 * time.Millisecond):
+		}
+		err = t.exitFailure(err)
+	}
+	t.mu.Lock()
+	t.err = err
+	close(t.done)
+	t.mu.Unlock()
+}
+
+// exitFailure says how the program went away, with its last stderr line.
+func (t *stdioTransport) exitFailure(readErr error) *Failure {
+	how := "the program closed its output"
+	cause := readErr
+	select {
+	case <-t.exited:
+		how = "the program exited"
+		var ee *exec.ExitError
+		if errors.As(t.waitErr, &ee) {
+			how = "the program exited (" + ee.ProcessState.String() + ")"
+			cause = t.waitErr
+		}
+	default:
+	}
+	if last := t.tail.lastLine(); last != "" {
+		how += "; its stderr ends: " + clean(last, 300)
+	}
+	return unreachable(cause, "%s", how)
+}
+
+// readLine reads one line of at most max bytes (a longer one is a
+// *tooLargeError); a last line without a newline counts.
+func readLine(br *bufio.Reader, max int64) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if int64(len(line)+len(chunk)) > max+1 {
+			return nil, &tooLargeError{max}
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && len(line) > 0:
+			return line, nil
+		case err != nil:
+			return nil, err
+		}
+		return line, nil
+	}
+}
+
+// write sends one message as a line. deadline, if not zero, bounds a write
+// the program does not read.
+func (t *stdioTransport) write(m *message, deadline time.Time) error {
+	b, err := json.Marshal(m) // compact: no newline inside
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	t.in.SetWriteDeadline(deadline)
+	_, err = t.in.Write(b)
+	return err
+}
+
+func (t *stdioTransport) roundTrip(ctx context.Context, req *message, limit int64) (*message, int64, error) {
+	key := idKey(req.ID)
+	ch := make(chan delivery, 1)
+	t.mu.Lock()
+	if t.err != nil {
+		t.mu.Unlock()
+		return nil, 0, t.err
+	}
+	t.pending[key] = ch
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		delete(t.pending, key)
+		t.mu.Unlock()
+	}()
+	deadline, _ := ctx.Deadline()
+	if err := t.write(req, deadline); err != nil {
+		if ctx.Err() != nil {
+			return nil, 0, ctx.Err()
+		}
+		select {
+		case <-t.done:
+			return nil, 0, t.err
+		case <-time.After(time.Second):
+		}
+		return nil, 0, unreachable(err, "could not write to the program: %v", err)
+	}
+	select {
+	case d := <-ch:
+		return t.delivered(d, limit)
+	case <-t.done:
+		select {
+		case d := <-ch:
+			return t.delivered(d, limit)
+		default:
+		}
+		return nil, 0, t.err
+	case <-ctx.Done():
+		return nil, 0, ctx.Err()
+	}
+}
+
+func (t *stdioTransport) delivered(d delivery, limit int64) (*message, int64, error) {
+	if d.n > limit {
+		return nil, d.n, &tooLargeError{limit}
+	}
+	return d.m, d.n, nil
+}
+
+func (t *stdioTransport) notify(ctx context.Context, msg *message) error {
+	t.mu.Lock()
+	err := t.err
+	t.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	deadline, _ := ctx.Deadline()
+	if err := t.write(msg, deadline); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return unreachable(err, "could not write to the program: %v", err)
+	}
+	return nil
+}
+
+func (t *stdioTransport) negotiated(string) {}
+
+// close ends the program: stdin closed, then SIGTERM, then SIGKILL, each
+// after stdioGrace.
+func (t *stdioTransport) close() error {
+	t.closeOnce.Do(func() {
+		t.in.Close()
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+			select {
+			case <-t.exited:
+				return
+			case <-time.After(stdioGrace):
+			}
+			signalGroup(t.cmd.Process, sig)
+		}
+		<-t.exited
+	})
+	return nil
+}
+
+// tailWriter passes a program's stderr on and keeps its end for messages.
+// A failing destination is ignored: the program's stderr must not break.
+type tailWriter struct {
+	w   io.Writer
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 8<<10 {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-4<<10:]...)
+	}
+	t.mu.Unlock()
+	t.w.Write(p)
+	return len(p), nil
+}
+
+func (t *tailWriter) lastLine() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := strings.Split(string(bytes.TrimSpace(t.buf)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}

@@ -1,0 +1,513 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rookhq/rook/agent/mcpclient"
+	"github.com/rookhq/rook/eventlog"
+)
+
+// MCP servers rook calls (issue 9). Each server is a session (tags "mcp" and
+// "mcp:<name>"): every change to its setup is an event whose body is the
+// server's whole state (label StateLabel), and every call is a tool-call and
+// tool-result pair in the same session, so `rook session show` tells what was
+// set up, synced and called, when, with what. The current state is the last
+// state event.
+
+// StateLabel labels the events that record a server's state.
+const StateLabel = "rook:mcp:state:v1"
+
+// DefaultMaxTools is how many tools of one server may be on at once: every
+// tool offered competes for a model's attention.
+const DefaultMaxTools = 16
+
+// Server statuses.
+const (
+	MCPOK              = "ok"
+	MCPOffline         = "offline" // added without connecting (--offline)
+	MCPUnreachable     = "unreachable"
+	MCPNeedsCredential = "needs-credential"
+	MCPNeedsOAuth      = "needs-oauth"
+	MCPError           = "error"
+)
+
+// MCPServer is one server's setup and tools.
+type MCPServer struct {
+	V         int            `json:"v"`
+	Name      string         `json:"name"`
+	Spec      mcpclient.Spec `json:"spec"`
+	MaxTools  int            `json:"max_tools"`
+	Added     time.Time      `json:"added"`
+	LastSync  time.Time      `json:"last_sync,omitempty"`
+	Status    string         `json:"status"`
+	LastError string         `json:"last_error,omitempty"`
+	Protocol  string         `json:"protocol,omitempty"`
+	Server    string         `json:"server,omitempty"` // serverInfo name and version
+	Tools     []MCPTool      `json:"tools"`
+	Removed   bool           `json:"removed,omitempty"`
+}
+
+// MCPTool is one tool of a server with the user's settings for it.
+type MCPTool struct {
+	Name        string                `json:"name"`
+	Title       string                `json:"title,omitempty"`
+	Description string                `json:"description,omitempty"` // written by the server
+	Schema      json.RawMessage       `json:"schema,omitempty"`
+	Claims      mcpclient.Annotations `json:"claims"` // what the server says of it: hints, never trusted
+	On          bool                  `json:"on"`
+	ReadOnly    bool                  `json:"read_only"`
+	Approval    bool                  `json:"approval"`
+	Missing     bool                  `json:"missing,omitempty"` // gone at the last sync; settings kept
+}
+
+// Transport says how a server is reached.
+func (s *MCPServer) Transport() string {
+	if s.Spec.Command != "" {
+		return "stdio"
+	}
+	return "http"
+}
+
+// ToolsOn counts the tools switched on (missing ones not counted).
+func (s *MCPServer) ToolsOn() int {
+	n := 0
+	for _, t := range s.Tools {
+		if t.On && !t.Missing {
+			n++
+		}
+	}
+	return n
+}
+
+// Tool finds a tool by name.
+func (s *MCPServer) Tool(name string) *MCPTool {
+	for i := range s.Tools {
+		if s.Tools[i].Name == name {
+			return &s.Tools[i]
+		}
+	}
+	return nil
+}
+
+var serverName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// ErrNoServer: no server of that name.
+var ErrNoServer = errors.New("no such MCP server")
+
+// SyncReport says what reading a server's tools changed.
+type SyncReport struct {
+	New      []string `json:"new"`      // arrived switched off (or on, when the server was just added)
+	Missing  []string `json:"missing"`  // gone: marked, settings kept
+	Returned []string `json:"returned"` // back, with their settings
+	LeftOff  []string `json:"left_off"` // not switched on: past the limit of tools on
+}
+
+// mergeTools applies a tool list to a server's tools. When first, every tool
+// is switched on (the user is looking at the list), up to the limit; later,
+// new tools arrive off, settings survive, tools that disappeared are marked
+// missing, and tools that return get their settings back. Read-only starts
+// from the server's claim, a starting point the user may change.
+func mergeTools(s *MCPServer, found []mcpclient.Tool, first bool) SyncReport {
+	var rep SyncReport
+	old := map[string]MCPTool{}
+	for _, t := range s.Tools {
+		old[t.Name] = t
+	}
+	seen := map[string]bool{}
+	var tools []MCPTool
+	for _, f := range found {
+		seen[f.Name] = true
+		t, ok := old[f.Name]
+		switch {
+		case !ok:
+			t = MCPTool{Name: f.Name, On: first, ReadOnly: f.Annotations.ReadOnlyHint != nil && *f.Annotations.ReadOnlyHint}
+			rep.New = append(rep.New, f.Name)
+		case t.Missing:
+			t.Missing = false
+			rep.Returned = append(rep.Returned, f.Name)
+		}
+		t.Title, t.Description, t.Schema, t.Claims = f.Title, f.Description, f.InputSchema, f.Annotations
+		tools = append(tools, t)
+	}
+	for _, t := range s.Tools {
+		if !seen[t.Name] {
+			if !t.Missing {
+				rep.Missing = append(rep.Missing, t.Name)
+			}
+			t.Missing = true
+			tools = append(tools, t)
+		}
+	}
+	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+	s.Tools = tools
+	// Past the limit, the last tools (by name) of those just switched on
+	// are left off.
+	if over := s.ToolsOn() - s.MaxTools; over > 0 && first {
+		for i := len(s.Tools) - 1; i >= 0 && over > 0; i-- {
+			if t := &s.Tools[i]; t.On && !t.Missing {
+				t.On = false
+				rep.LeftOff = append([]string{t.Name}, rep.LeftOff...)
+				over--
+			}
+		}
+	}
+	return rep
+}
+
+// MCPAddOptions say how to add a server.
+type MCPAddOptions struct {
+	Spec     mcpclient.Spec
+	MaxTools int  // 0: DefaultMaxTools
+	Offline  bool // save without connecting
+	Client   mcpclient.Options
+}
+
+// MCPAdd adds a server: it connects and reads the tool list at once, so a
+// server that cannot answer is found out now (unless offline).
+func (r *Rook) MCPAdd(ctx context.Context, o MCPAddOptions) (*MCPServer, SyncReport, error) {
+	name := o.Spec.Name
+	if !serverName.MatchString(name) {
+		return nil, SyncReport{}, fmt.Errorf("server name %q: use 1 to 63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+	}
+	if (o.Spec.URL == "") == (o.Spec.Command == "") {
+		return nil, SyncReport{}, errors.New("give the server's --url (streamable HTTP) or its --command (stdio), not both")
+	}
+	if _, _, err := r.mcpSession(name); err == nil {
+		return nil, SyncReport{}, fmt.Errorf("an MCP server named %q exists: `rook mcp rm %s` first, or choose another name", name, name)
+	} else if !errors.Is(err, ErrNoServer) {
+		return nil, SyncReport{}, err
+	}
+	s := &MCPServer{V: 1, Name: name, Spec: o.Spec, MaxTools: o.MaxTools, Added: r.clock.Now().UTC(), Status: MCPOffline, Tools: []MCPTool{}}
+	if s.MaxTools <= 0 {
+		s.MaxTools = DefaultMaxTools
+	}
+	var rep SyncReport
+	if !o.Offline {
+		tools, info, err := mcpDiscover(ctx, o.Spec, o.Client)
+		if err != nil {
+			return nil, rep, fmt.Errorf("%w (nothing saved; `--offline` saves the server without connecting)", err)
+		}
+		s.applyDiscovery(info, r.clock.Now())
+		rep = mergeTools(s, tools, true)
+	}
+	m, err := r.Log.Create(eventlog.Meta{Title: "MCP server " + name, Tags: []string{"mcp", "mcp:" + name}})
+	if err != nil {
+		return nil, rep, err
+	}
+	return s, rep, r.saveState(m.ID, s)
+}
+
+// discoveryInfo is what a successful connection learnt.
+type discoveryInfo struct{ protocol, server string }
+
+func (s *MCPServer) applyDiscovery(info discoveryInfo, now time.Time) {
+	s.Status, s.LastError, s.LastSync = MCPOK, "", now.UTC()
+	s.Protocol, s.Server = info.protocol, info.server
+}
+
+// mcpDiscover connects and reads the whole tool list.
+func mcpDiscover(ctx context.Context, spec mcpclient.Spec, o mcpclient.Options) ([]mcpclient.Tool, discoveryInfo, error) {
+	c, err := mcpclient.Connect(ctx, spec, o)
+	if err != nil {
+		return nil, discoveryInfo{}, err
+	}
+	defer c.Close()
+	tools, err := c.Tools(ctx)
+	if err != nil {
+		return nil, discoveryInfo{}, err
+	}
+	name, version := c.ServerInfo()
+	return tools, discoveryInfo{protocol: c.Negotiated(), server: strings.TrimSpace(name + " " + version)}, nil
+}
+
+// statusOf classifies a failure for the server's status.
+func statusOf(err error) string {
+	var f *mcpclient.Failure
+	if errors.As(err, &f) {
+		switch f.Kind {
+		case mcpclient.NeedsCredential:
+			return MCPNeedsCredential
+		case mcpclient.NeedsOAuth:
+			return MCPNeedsOAuth
+		case mcpclient.Unreachable:
+			return MCPUnreachable
+		}
+	}
+	return MCPError
+}
+
+// MCPSync reads a server's tool list again. A server that cannot answer
+// keeps its setup; its status says why.
+func (r *Rook) MCPSync(ctx context.Context, name string, o mcpclient.Options) (*MCPServer, SyncReport, error) {
+	id, s, err := r.mcpSession(name)
+	if err != nil {
+		return nil, SyncReport{}, err
+	}
+	tools, info, derr := mcpDiscover(ctx, s.Spec, o)
+	if derr != nil {
+		s.Status, s.LastError = statusOf(derr), derr.Error()
+		if err := r.saveState(id, s); err != nil {
+			return s, SyncReport{}, err
+		}
+		return s, SyncReport{}, derr
+	}
+	first := s.Status == MCPOffline && len(s.Tools) == 0 // added offline: this is the first look
+	s.applyDiscovery(info, r.clock.Now())
+	rep := mergeTools(s, tools, first)
+	return s, rep, r.saveState(id, s)
+}
+
+// MCPToolSettings change a tool's settings; nil leaves one as it is.
+type MCPToolSettings struct {
+	On, ReadOnly, Approval *bool
+}
+
+// MCPSet changes one tool's settings. Switching a tool on past the
+// server's limit is refused.
+func (r *Rook) MCPSet(name, tool string, set MCPToolSettings) (*MCPServer, error) {
+	id, s, err := r.mcpSession(name)
+	if err != nil {
+		return nil, err
+	}
+	t := s.Tool(tool)
+	if t == nil {
+		return nil, fmt.Errorf("server %s has no tool %q: `rook mcp tools %s` lists them", name, tool, name)
+	}
+	if set.On != nil && *set.On && !t.On {
+		if t.Missing {
+			return nil, fmt.Errorf("tool %s of %s is missing since the last sync: it cannot be switched on until it is back (`rook mcp sync %s`)", tool, name, name)
+		}
+		if s.ToolsOn() >= s.MaxTools {
+			return nil, fmt.Errorf("%d tools of %s are on, its limit: switch one off first, or raise the limit (`rook mcp limit %s N`)", s.ToolsOn(), name, name)
+		}
+	}
+	if set.On != nil {
+		t.On = *set.On
+	}
+	if set.ReadOnly != nil {
+		t.ReadOnly = *set.ReadOnly
+	}
+	if set.Approval != nil {
+		t.Approval = *set.Approval
+	}
+	return s, r.saveState(id, s)
+}
+
+// MCPLimit sets how many tools of a server may be on at once. Lowering it
+// below the tools now on is refused (switch some off first).
+func (r *Rook) MCPLimit(name string, n int) (*MCPServer, error) {
+	if n < 1 || n > 1000 {
+		return nil, fmt.Errorf("a limit of %d tools: give 1 to 1000", n)
+	}
+	id, s, err := r.mcpSession(name)
+	if err != nil {
+		return nil, err
+	}
+	if on := s.ToolsOn(); on > n {
+		return nil, fmt.Errorf("%d tools of %s are on: switch %d off before lowering the limit to %d", on, name, on-n, n)
+	}
+	s.MaxTools = n
+	return s, r.saveState(id, s)
+}
+
+// MCPRemove removes a server. Its session stays, with its calls: the last
+// state says it was removed, and the name is free again.
+func (r *Rook) MCPRemove(name string) error {
+	id, s, err := r.mcpSession(name)
+	if err != nil {
+		return err
+	}
+	s.Removed = true
+	if err := r.saveState(id, s); err != nil {
+		return err
+	}
+	m, err := r.Log.ReadMeta(id)
+	if err != nil {
+		return err
+	}
+	m.Tags = []string{"mcp", "mcp-removed:" + name}
+	return r.Log.UpdateMeta(m)
+}
+
+// MCPServers lists the servers, by name.
+func (r *Rook) MCPServers() ([]*MCPServer, error) {
+	ids, err := r.Log.IDs()
+	if err != nil {
+		return nil, err
+	}
+	var out []*MCPServer
+	for _, id := range ids {
+		m, err := r.Log.ReadMeta(id)
+		if err != nil || mcpTagName(m.Tags) == "" {
+			continue
+		}
+		s, err := r.lastState(id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// MCPServer reads one server's state.
+func (r *Rook) MCPServer(name string) (*MCPServer, eventlog.ID, error) {
+	id, s, err := r.mcpSession(name)
+	return s, id, err
+}
+
+func mcpTagName(tags []string) string {
+	for _, t := range tags {
+		if n, ok := strings.CutPrefix(t, "mcp:"); ok {
+			return n
+		}
+	}
+	return ""
+}
+
+// mcpSession finds a server's session and its current state.
+func (r *Rook) mcpSession(name string) (eventlog.ID, *MCPServer, error) {
+	ids, err := r.Log.IDs()
+	if err != nil {
+		return eventlog.ID{}, nil, err
+	}
+	for _, id := range ids {
+		m, err := r.Log.ReadMeta(id)
+		if err != nil || mcpTagName(m.Tags) != name {
+			continue
+		}
+		s, err := r.lastState(id)
+		return id, s, err
+	}
+	return eventlog.ID{}, nil, fmt.Errorf("%w %q: `rook mcp ls` lists them, `rook mcp add` adds one", ErrNoServer, name)
+}
+
+// lastState replays a server session back to its last state event.
+func (r *Rook) lastState(id eventlog.ID) (*MCPServer, error) {
+	s, err := r.Log.Summary(id)
+	if err != nil {
+		return nil, err
+	}
+	for before := s.Events; before > 0; {
+		evs, err := r.Log.ReadBefore(id, before, 64)
+		if err != nil || len(evs) == 0 {
+			return nil, err
+		}
+		for i := len(evs) - 1; i >= 0; i-- {
+			if evs[i].Label != StateLabel {
+				continue
+			}
+			b, err := r.Body(evs[i])
+			if err != nil {
+				return nil, fmt.Errorf("MCP server state in session %s, event %d: %w", id, evs[i].Seq, err)
+			}
+			var st MCPServer
+			if err := json.Unmarshal(b, &st); err != nil {
+				return nil, fmt.Errorf("MCP server state in session %s, event %d: %w", id, evs[i].Seq, err)
+			}
+			if st.Tools == nil {
+				st.Tools = []MCPTool{}
+			}
+			return &st, nil
+		}
+		before = evs[0].Seq
+	}
+	return nil, fmt.Errorf("session %s holds no MCP server state", id)
+}
+
+func (r *Rook) saveState(id eventlog.ID, s *MCPServer) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	if _, err := r.Append(id, Entry{Kind: eventlog.KindNote, Label: StateLabel, Body: b}); err != nil {
+		return err
+	}
+	return r.Flush()
+}
+
+// MCPCallOptions say how a call may run.
+type MCPCallOptions struct {
+	// ReadOnlyOnly refuses tools not set read-only (where only reading is
+	// allowed).
+	ReadOnlyOnly bool
+	// Approve is asked before a tool set to need approval runs; nil means
+	// nobody can answer: such a tool is refused.
+	Approve func(s *MCPServer, t *MCPTool, args json.RawMessage) bool
+	Client  mcpclient.Options
+}
+
+// ErrRefused: a call rook did not make (tool off, approval not given...).
+var ErrRefused = errors.New("call refused")
+
+// MCPCall calls one tool and records the call and its result (or its
+// failure) as events of the server's session.
+func (r *Rook) MCPCall(ctx context.Context, name, tool string, args json.RawMessage, o MCPCallOptions) (*mcpclient.Result, error) {
+	id, s, err := r.mcpSession(name)
+	if err != nil {
+		return nil, err
+	}
+	t := s.Tool(tool)
+	switch {
+	case t == nil:
+		return nil, fmt.Errorf("%w: server %s has no tool %q (`rook mcp tools %s`)", ErrRefused, name, tool, name)
+	case t.Missing:
+		return nil, fmt.Errorf("%w: tool %s of %s went missing at the last sync (`rook mcp sync %s`)", ErrRefused, tool, name, name)
+	case !t.On:
+		return nil, fmt.Errorf("%w: tool %s of %s is off (`rook mcp set %s %s --on`)", ErrRefused, tool, name, name, tool)
+	case o.ReadOnlyOnly && !t.ReadOnly:
+		return nil, fmt.Errorf("%w: tool %s of %s is not set read-only, and only reading is allowed here", ErrRefused, tool, name)
+	}
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("the arguments must be a JSON object, like '{\"query\":\"x\"}': %s", strings.TrimSpace(string(args)))
+	}
+	if t.Approval && (o.Approve == nil || !o.Approve(s, t, args)) {
+		if o.Approve == nil {
+			return nil, fmt.Errorf("%w: tool %s of %s needs approval and nobody can answer here (`--yes` approves it)", ErrRefused, tool, name)
+		}
+		return nil, fmt.Errorf("%w: not approved", ErrRefused)
+	}
+	callBody, _ := json.Marshal(map[string]any{"server": name, "tool": tool, "arguments": args})
+	res, cerr := mcpCallOnce(ctx, s.Spec, tool, args, o.Client)
+	var resBody []byte
+	kind := eventlog.KindToolResult
+	if cerr != nil {
+		kind = eventlog.KindError
+		resBody, _ = json.Marshal(map[string]any{"server": name, "tool": tool, "error": cerr.Error(), "status": statusOf(cerr)})
+	} else {
+		resBody, _ = json.Marshal(res)
+	}
+	if _, err := r.Append(id, Entry{Kind: eventlog.KindToolCall, Label: tool, Body: callBody}, Entry{Kind: kind, Label: tool, Body: resBody}); err != nil {
+		return res, err
+	}
+	if cerr != nil && statusOf(cerr) != s.Status {
+		s.Status, s.LastError = statusOf(cerr), cerr.Error()
+		if err := r.saveState(id, s); err != nil {
+			return nil, err
+		}
+	} else if err := r.Flush(); err != nil {
+		return res, err
+	}
+	return res, cerr
+}
+
+func mcpCallOnce(ctx context.Context, spec mcpclient.Spec, tool string, args json.RawMessage, o mcpclient.Options) (*mcpclient.Result, error) {
+	c, err := mcpclient.Connect(ctx, spec, o)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.Call(ctx, tool, args)
+}

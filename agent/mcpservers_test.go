@@ -1,0 +1,284 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rookhq/rook/agent/mcpclient"
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// fakeMCP is a small streamable-HTTP MCP server whose tool list a test
+// changes between syncs, and which can refuse the credential.
+type fakeMCP struct {
+	mu     sync.Mutex
+	tools  []map[string]any
+	status int // non-zero: answer every request with this HTTP status
+	calls  []string
+}
+
+func (f *fakeMCP) setTools(names ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tools = nil
+	for _, n := range names {
+		t := map[string]any{"name": n, "description": "does " + n, "inputSchema": map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}, "required": []string{"q"}}}
+		if strings.HasPrefix(n, "read") {
+			t["annotations"] = map[string]any{"readOnlyHint": true}
+		}
+		f.tools = append(f.tools, t)
+	}
+}
+
+func (f *fakeMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.status != 0 {
+		http.Error(w, "no", f.status)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		http.Error(w, "bad json", http.StatusBadRequest)
+		return
+	}
+	if req.ID == nil {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	var result any
+	switch req.Method {
+	case "initialize":
+		result = map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}}, "serverInfo": map[string]any{"name": "fake", "version": "1"}}
+	case "tools/list":
+		result = map[string]any{"tools": f.tools}
+	case "tools/call":
+		var p struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		json.Unmarshal(req.Params, &p)
+		f.calls = append(f.calls, p.Name+" "+string(p.Arguments))
+		result = map[string]any{"content": []any{map[string]any{"type": "text", "text": "ran " + p.Name}}}
+	default:
+		result = map[string]any{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result})
+}
+
+func mcpOpts() mcpclient.Options {
+	o := mcpclient.Options{ClientName: "rook-test", ClientVersion: "0"}
+	o.Limits = mcpclient.DefaultLimits()
+	return o
+}
+
+func toolStates(s *MCPServer) string {
+	var out []string
+	for _, t := range s.Tools {
+		st := t.Name + ":" + onOff(t.On, "on", "off")
+		if t.ReadOnly {
+			st += ",ro"
+		}
+		if t.Approval {
+			st += ",ap"
+		}
+		if t.Missing {
+			st += ",missing"
+		}
+		out = append(out, st)
+	}
+	return strings.Join(out, " ")
+}
+
+func onOff(b bool, yes, no string) string {
+	if b {
+		return yes
+	}
+	return no
+}
+
+// TestMCPSyncRules: tools are on when a server is first added; later, new
+// tools arrive off, settings survive, tools that disappear are marked
+// missing and get their settings back when they return.
+func TestMCPSyncRules(t *testing.T) {
+	fake := &fakeMCP{}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	r := testRook(t, vfs.NewMem())
+	ctx := context.Background()
+	fake.setTools("read_file", "write_file", "search")
+	s, rep, err := r.MCPAdd(ctx, MCPAddOptions{Spec: mcpclient.Spec{Name: "files", URL: srv.URL}, Client: mcpOpts()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolStates(s); got != "read_file:on,ro search:on write_file:on" || len(rep.New) != 3 {
+		t.Fatalf("after add: %s %+v", got, rep)
+	}
+	// The user's settings.
+	off, yes := false, true
+	if _, err := r.MCPSet("files", "write_file", MCPToolSettings{Approval: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.MCPSet("files", "search", MCPToolSettings{On: &off, ReadOnly: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	// The server drops write_file and grows delete_all.
+	fake.setTools("read_file", "search", "delete_all")
+	s, rep, err = r.MCPSync(ctx, "files", mcpOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolStates(s); got != "delete_all:off read_file:on,ro search:off,ro write_file:on,ap,missing" {
+		t.Fatalf("after sync: %s", got)
+	}
+	if strings.Join(rep.New, ",") != "delete_all" || strings.Join(rep.Missing, ",") != "write_file" {
+		t.Fatalf("report %+v", rep)
+	}
+	// write_file returns, with its settings.
+	fake.setTools("read_file", "search", "delete_all", "write_file")
+	s, rep, err = r.MCPSync(ctx, "files", mcpOpts())
+	if err != nil || toolStates(s) != "delete_all:off read_file:on,ro search:off,ro write_file:on,ap" || strings.Join(rep.Returned, ",") != "write_file" {
+		t.Fatalf("after return: %s %+v %v", toolStates(s), rep, err)
+	}
+	// Every change is an event of the server's session, state and calls.
+	_, id, _ := r.MCPServer("files")
+	evs, _ := r.Log.Read(id, 0, 100)
+	if len(evs) != 5 { // add, set, set, sync, sync
+		t.Fatalf("%d state events", len(evs))
+	}
+	// A fresh read of the store gives the same state (it is replayed).
+	again, _, err := r.MCPServer("files")
+	if err != nil || toolStates(again) != toolStates(s) {
+		t.Fatalf("replayed: %s %v", toolStates(again), err)
+	}
+}
+
+// TestMCPToolLimit: at most MaxTools on at once; past it at add, the rest
+// are left off and named; switching one more on is refused.
+func TestMCPToolLimit(t *testing.T) {
+	fake := &fakeMCP{}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	r := testRook(t, vfs.NewMem())
+	var names []string
+	for i := range 5 {
+		names = append(names, fmt.Sprintf("t%d", i))
+	}
+	fake.setTools(names...)
+	s, rep, err := r.MCPAdd(context.Background(), MCPAddOptions{Spec: mcpclient.Spec{Name: "many", URL: srv.URL}, MaxTools: 3, Client: mcpOpts()})
+	if err != nil || s.ToolsOn() != 3 || strings.Join(rep.LeftOff, ",") != "t3,t4" {
+		t.Fatalf("%d on, left off %v, %v", s.ToolsOn(), rep.LeftOff, err)
+	}
+	on := true
+	if _, err := r.MCPSet("many", "t4", MCPToolSettings{On: &on}); err == nil || !strings.Contains(err.Error(), "3 tools of many are on, its limit") {
+		t.Fatalf("past the limit: %v", err)
+	}
+	if _, err := r.MCPLimit("many", 2); err == nil {
+		t.Fatal("a limit below the tools on was taken")
+	}
+	if _, err := r.MCPLimit("many", 4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.MCPSet("many", "t4", MCPToolSettings{On: &on}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMCPCallRules: off tools and unapproved tools are refused; a call and
+// its result are events; an unreachable or credential-less server keeps its
+// setup and says which it is.
+func TestMCPCallRules(t *testing.T) {
+	fake := &fakeMCP{}
+	srv := httptest.NewServer(fake)
+	r := testRook(t, vfs.NewMem())
+	ctx := context.Background()
+	fake.setTools("read_it", "do_it")
+	if _, _, err := r.MCPAdd(ctx, MCPAddOptions{Spec: mcpclient.Spec{Name: "x", URL: srv.URL}, Client: mcpOpts()}); err != nil {
+		t.Fatal(err)
+	}
+	off, yes := false, true
+	r.MCPSet("x", "do_it", MCPToolSettings{Approval: &yes})
+	o := MCPCallOptions{Client: mcpOpts()}
+	res, err := r.MCPCall(ctx, "x", "read_it", json.RawMessage(`{"q":"a"}`), o)
+	if err != nil || res.Content[0].Text != "ran read_it" {
+		t.Fatalf("call: %+v %v", res, err)
+	}
+	if _, err := r.MCPCall(ctx, "x", "do_it", nil, o); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "needs approval") {
+		t.Fatalf("unapproved: %v", err)
+	}
+	o.Approve = func(*MCPServer, *MCPTool, json.RawMessage) bool { return true }
+	if _, err := r.MCPCall(ctx, "x", "do_it", nil, o); err != nil {
+		t.Fatal(err)
+	}
+	o.ReadOnlyOnly = true
+	if _, err := r.MCPCall(ctx, "x", "do_it", nil, o); !errors.Is(err, ErrRefused) {
+		t.Fatalf("read-only only: %v", err)
+	}
+	r.MCPSet("x", "read_it", MCPToolSettings{On: &off})
+	if _, err := r.MCPCall(ctx, "x", "read_it", nil, MCPCallOptions{Client: mcpOpts()}); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "is off") {
+		t.Fatalf("off: %v", err)
+	}
+	if len(fake.calls) != 2 {
+		t.Fatalf("the server saw %v", fake.calls)
+	}
+	_, id, _ := r.MCPServer("x")
+	evs, _ := r.Log.Read(id, 0, 100)
+	var kinds []string
+	for _, ev := range evs {
+		if ev.Label != StateLabel {
+			kinds = append(kinds, ev.Kind.String()+":"+ev.Label)
+		}
+	}
+	if strings.Join(kinds, " ") != "tool-call:read_it tool-result:read_it tool-call:do_it tool-result:do_it" {
+		t.Fatalf("events %v", kinds)
+	}
+	// The credential rejected: needs-credential, setup kept.
+	fake.mu.Lock()
+	fake.status = http.StatusUnauthorized
+	fake.mu.Unlock()
+	s, _, err := r.MCPSync(ctx, "x", mcpOpts())
+	if err == nil || s.Status != MCPNeedsCredential || len(s.Tools) != 2 {
+		t.Fatalf("401: %v %+v", err, s)
+	}
+	// Gone: unreachable, setup kept; a call says it could not be reached,
+	// and is recorded.
+	srv.Close()
+	_, err = r.MCPCall(ctx, "x", "do_it", nil, MCPCallOptions{Client: mcpOpts(), Approve: o.Approve})
+	var f *mcpclient.Failure
+	if !errors.As(err, &f) || f.Kind != mcpclient.Unreachable {
+		t.Fatalf("unreachable call: %v", err)
+	}
+	s, _, _ = r.MCPServer("x")
+	if s.Status != MCPUnreachable || len(s.Tools) != 2 {
+		t.Fatalf("after: %+v", s)
+	}
+	evs, _ = r.Log.Read(id, 0, 100)
+	if last := evs[len(evs)-2]; last.Kind != eventlog.KindError {
+		t.Fatalf("the failed call is not recorded: %v", last.Kind)
+	}
+	if err := r.MCPRemove("x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.MCPServer("x"); !errors.Is(err, ErrNoServer) {
+		t.Fatalf("removed: %v", err)
+	}
+}

@@ -1,0 +1,464 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/rookhq/rook/agent"
+	"github.com/rookhq/rook/agent/mcpclient"
+)
+
+// McpAddCmd is `rook mcp add`.
+type McpAddCmd struct {
+	Name      string        `arg:"" help:"A name to call the server by (lowercase letters, digits, . _ -)."`
+	URL       string        `name:"url" help:"The server's streamable HTTP endpoint." xor:"transport" placeholder:"URL"`
+	Header    []string      `help:"An HTTP header to send, K=V (repeatable)." placeholder:"K=V"`
+	BearerEnv string        `name:"bearer-env" help:"Send 'Authorization: Bearer' with the value of this environment variable (its name is stored, never the value)." placeholder:"VAR"`
+	Command   string        `help:"Run the server as a program speaking MCP on stdio." xor:"transport" placeholder:"CMD"`
+	Arg       []string      `help:"An argument for --command (repeatable)." placeholder:"A"`
+	Env       []string      `help:"An environment variable for --command, K=V (repeatable)." placeholder:"K=V"`
+	Offline   bool          `help:"Save the server without connecting to it now."`
+	MaxTools  int           `name:"max-tools" help:"How many of its tools may be on at once." default:"16"`
+	Timeout   time.Duration `help:"How long discovery may take." default:"30s"`
+}
+
+// McpLsCmd is `rook mcp ls`.
+type McpLsCmd struct{}
+
+// McpToolsCmd is `rook mcp tools`.
+type McpToolsCmd struct {
+	Name string `arg:"" help:"The server."`
+}
+
+// McpSyncCmd is `rook mcp sync`.
+type McpSyncCmd struct {
+	Name    string        `arg:"" help:"The server."`
+	Timeout time.Duration `help:"How long discovery may take." default:"30s"`
+}
+
+// McpSetCmd is `rook mcp set`.
+type McpSetCmd struct {
+	Name       string `arg:"" help:"The server."`
+	Tool       string `arg:"" help:"The tool."`
+	On         bool   `help:"Offer the tool at all." xor:"on"`
+	Off        bool   `help:"Do not offer it." xor:"on"`
+	ReadOnly   bool   `name:"read-only" help:"It only reads: it may run where only reading is allowed." xor:"ro"`
+	NoReadOnly bool   `name:"no-read-only" help:"It may change things." xor:"ro"`
+	Approval   bool   `help:"Ask before it runs." xor:"ap"`
+	NoApproval bool   `name:"no-approval" help:"Run it without asking." xor:"ap"`
+}
+
+// McpLimitCmd is `rook mcp limit`.
+type McpLimitCmd struct {
+	Name string `arg:"" help:"The server."`
+	N    int    `arg:"" help:"How many of its tools may be on at once."`
+}
+
+// McpCallCmd is `rook mcp call`.
+type McpCallCmd struct {
+	Name     string        `arg:"" help:"The server."`
+	Tool     string        `arg:"" help:"The tool."`
+	Args     string        `arg:"" optional:"" help:"The arguments, a JSON object (default {})." placeholder:"JSON"`
+	Yes      bool          `help:"Approve a tool that asks for approval, without asking."`
+	ReadOnly bool          `name:"read-only" help:"Refuse the call unless the tool is set read-only."`
+	Timeout  time.Duration `help:"How long the call may take." default:"60s"`
+}
+
+// McpRmCmd is `rook mcp rm`.
+type McpRmCmd struct {
+	Name string `arg:"" help:"The server."`
+}
+
+func splitKV(kvs []string, what string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErr("%s %q: give K=V", what, kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func clientOptions(e *Env, timeout time.Duration) mcpclient.Options {
+	o := mcpclient.Options{ClientName: "rook", ClientVersion: "dev", Getenv: os.Getenv, Stderr: e.Stderr}
+	o.Limits = mcpclient.DefaultLimits()
+	if timeout > 0 {
+		o.Limits.Timeout = timeout
+	}
+	return o
+}
+
+// Run adds a server.
+func (c *McpAddCmd) Run(e *Env) error {
+	if c.URL == "" && c.Command == "" {
+		return usageErr("give the server's --url (streamable HTTP) or --command (stdio)")
+	}
+	if c.URL != "" && (len(c.Arg) > 0 || len(c.Env) > 0) {
+		return usageErr("--arg and --env go with --command, not --url")
+	}
+	if c.Command != "" && (len(c.Header) > 0 || c.BearerEnv != "") {
+		return usageErr("--header and --bearer-env go with --url, not --command")
+	}
+	headers, err := splitKV(c.Header, "--header")
+	if err != nil {
+		return err
+	}
+	env, err := splitKV(c.Env, "--env")
+	if err != nil {
+		return err
+	}
+	if c.BearerEnv != "" && os.Getenv(c.BearerEnv) == "" && !c.Offline {
+		return usageErr("--bearer-env %s: that variable is empty here", c.BearerEnv)
+	}
+	spec := mcpclient.Spec{Name: c.Name, URL: c.URL, Headers: headers, BearerEnv: c.BearerEnv, Command: c.Command, Args: c.Arg, Env: env}
+	return e.write(func(r *agent.Rook) error {
+		ctx, cancel := context.WithTimeout(context.Background(), c.Timeout+5*time.Second)
+		defer cancel()
+		s, rep, err := r.MCPAdd(ctx, agent.MCPAddOptions{Spec: spec, MaxTools: c.MaxTools, Offline: c.Offline, Client: clientOptions(e, c.Timeout)})
+		if err != nil {
+			return err
+		}
+		return printServerChange(e, "added", s, rep)
+	})
+}
+
+func printServerChange(e *Env, what string, s *agent.MCPServer, rep agent.SyncReport) error {
+	if e.JSON {
+		return e.printJSON(map[string]any{"server": s, "changes": rep})
+	}
+	w := e.Stdout
+	if s.Status == agent.MCPOffline {
+		fmt.Fprintf(w, "%s %s (%s), not connected: `rook mcp sync %s` reads its tools\n", what, s.Name, s.Transport(), s.Name)
+		return nil
+	}
+	fmt.Fprintf(w, "%s %s (%s, %s): %d tool(s), %d on\n", what, s.Name, s.Transport(), s.Server, len(s.Tools), s.ToolsOn())
+	if len(rep.New) > 0 {
+		state := "switched off until you turn them on"
+		if what == "added" {
+			state = "switched on"
+		}
+		fmt.Fprintf(w, "new: %s (%s)\n", strings.Join(rep.New, ", "), state)
+	}
+	if len(rep.Returned) > 0 {
+		fmt.Fprintf(w, "back, with their settings: %s\n", strings.Join(rep.Returned, ", "))
+	}
+	if len(rep.Missing) > 0 {
+		fmt.Fprintf(w, "missing (kept with their settings, in case they return): %s\n", strings.Join(rep.Missing, ", "))
+	}
+	if len(rep.LeftOff) > 0 {
+		fmt.Fprintf(w, "left off %d tool(s), past the limit of %d on at once: %s (`rook mcp set %s TOOL --on` after turning others off)\n",
+			len(rep.LeftOff), s.MaxTools, strings.Join(rep.LeftOff, ", "), s.Name)
+	}
+	fmt.Fprintf(w, "the descriptions are the server's words: read them with `rook mcp tools %s` before trusting a tool\n", s.Name)
+	return nil
+}
+
+// Run lists the servers.
+func (c *McpLsCmd) Run(e *Env) error {
+	r, err := e.openRook(false)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	list, err := r.MCPServers()
+	if err != nil {
+		return err
+	}
+	var live []*agent.MCPServer
+	for _, s := range list {
+		if !s.Removed {
+			live = append(live, s)
+		}
+	}
+	if e.JSON {
+		if live == nil {
+			live = []*agent.MCPServer{}
+		}
+		return e.printJSON(live)
+	}
+	if len(live) == 0 {
+		fmt.Fprintln(e.Stdout, "no MCP servers: `rook mcp add NAME --url URL` or `--command CMD` adds one")
+		return nil
+	}
+	fmt.Fprintf(e.Stdout, "%-16s %-9s %-16s %-9s %-16s %s\n", "name", "transport", "status", "tools on", "last sync", "last error")
+	for _, s := range live {
+		sync := "never"
+		if !s.LastSync.IsZero() {
+			sync = s.LastSync.Local().Format("2006-01-02 15:04")
+		}
+		fmt.Fprintf(e.Stdout, "%-16s %-9s %-16s %-9s %-16s %s\n", s.Name, s.Transport(), s.Status, fmt.Sprintf("%d/%d", s.ToolsOn(), len(s.Tools)), sync, firstLine(s.LastError))
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
+
+// Run shows a server's tools.
+func (c *McpToolsCmd) Run(e *Env) error {
+	r, err := e.openRook(false)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	s, _, err := r.MCPServer(c.Name)
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(s)
+	}
+	fmt.Fprintf(e.Stdout, "%s: %d tool(s), %d on (at most %d)\n", s.Name, len(s.Tools), s.ToolsOn(), s.MaxTools)
+	for _, t := range s.Tools {
+		fmt.Fprintf(e.Stdout, "\n%s%s\n", t.Name, missingNote(t))
+		fmt.Fprintf(e.Stdout, "  settings: %s, %s, %s\n", onOff(t.On, "on", "off"), onOff(t.ReadOnly, "read-only", "may change things"), onOff(t.Approval, "asks for approval", "runs without asking"))
+		fmt.Fprintf(e.Stdout, "  the server claims: %s\n", claims(t.Claims))
+		if params := schemaSummary(t.Schema); params != "" {
+			fmt.Fprintf(e.Stdout, "  arguments: %s\n", params)
+		}
+		if d := strings.TrimSpace(t.Description); d != "" {
+			fmt.Fprintln(e.Stdout, "  description (written by the server):")
+			for _, line := range strings.Split(d, "\n") {
+				fmt.Fprintf(e.Stdout, "    %s\n", cleanLine(line))
+			}
+		}
+	}
+	return nil
+}
+
+func missingNote(t agent.MCPTool) string {
+	if t.Missing {
+		return "  (missing since the last sync; settings kept)"
+	}
+	return ""
+}
+
+func onOff(b bool, yes, no string) string {
+	if b {
+		return yes
+	}
+	return no
+}
+
+// cleanLine keeps a server's text from driving the terminal.
+func cleanLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+func claims(a mcpclient.Annotations) string {
+	var out []string
+	for _, c := range []struct {
+		name string
+		v    *bool
+	}{{"read-only", a.ReadOnlyHint}, {"destructive", a.DestructiveHint}, {"idempotent", a.IdempotentHint}, {"open world", a.OpenWorldHint}} {
+		if c.v != nil {
+			out = append(out, fmt.Sprintf("%s: %v", c.name, *c.v))
+		}
+	}
+	if len(out) == 0 {
+		return "nothing"
+	}
+	return strings.Join(out, ", ") + " (hints, not guarantees)"
+}
+
+// schemaSummary lists a JSON Schema's properties: name:type, required
+// ones marked with *.
+func schemaSummary(raw json.RawMessage) string {
+	var s struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(raw, &s) != nil || len(s.Properties) == 0 {
+		return ""
+	}
+	req := map[string]bool{}
+	for _, r := range s.Required {
+		req[r] = true
+	}
+	var names []string
+	for n := range s.Properties {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, n := range names {
+		t := fmt.Sprint(s.Properties[n].Type)
+		if s.Properties[n].Type == nil {
+			t = "any"
+		}
+		mark := ""
+		if req[n] {
+			mark = "*"
+		}
+		parts = append(parts, fmt.Sprintf("%s%s:%s", cleanLine(n), mark, t))
+	}
+	return strings.Join(parts, " ") + "  (* required)"
+}
+
+// Run reads a server's tools again.
+func (c *McpSyncCmd) Run(e *Env) error {
+	return e.write(func(r *agent.Rook) error {
+		ctx, cancel := context.WithTimeout(context.Background(), c.Timeout+5*time.Second)
+		defer cancel()
+		s, rep, err := r.MCPSync(ctx, c.Name, clientOptions(e, c.Timeout))
+		if err != nil {
+			if s != nil {
+				return fmt.Errorf("%w (its setup is kept; status %s)", err, s.Status)
+			}
+			return err
+		}
+		return printServerChange(e, "synced", s, rep)
+	})
+}
+
+// Run changes a tool's settings.
+func (c *McpSetCmd) Run(e *Env) error {
+	var set agent.MCPToolSettings
+	pick := func(yes, no bool) *bool {
+		if !yes && !no {
+			return nil
+		}
+		return &yes
+	}
+	set.On, set.ReadOnly, set.Approval = pick(c.On, c.Off), pick(c.ReadOnly, c.NoReadOnly), pick(c.Approval, c.NoApproval)
+	if set.On == nil && set.ReadOnly == nil && set.Approval == nil {
+		return usageErr("say what to set: --on/--off, --read-only/--no-read-only, --approval/--no-approval")
+	}
+	return e.write(func(r *agent.Rook) error {
+		s, err := r.MCPSet(c.Name, c.Tool, set)
+		if err != nil {
+			return err
+		}
+		t := s.Tool(c.Tool)
+		if e.JSON {
+			return e.printJSON(t)
+		}
+		fmt.Fprintf(e.Stdout, "%s %s: %s, %s, %s\n", s.Name, t.Name, onOff(t.On, "on", "off"), onOff(t.ReadOnly, "read-only", "may change things"), onOff(t.Approval, "asks for approval", "runs without asking"))
+		return nil
+	})
+}
+
+// Run sets how many tools may be on.
+func (c *McpLimitCmd) Run(e *Env) error {
+	return e.write(func(r *agent.Rook) error {
+		s, err := r.MCPLimit(c.Name, c.N)
+		if err != nil {
+			return err
+		}
+		if e.JSON {
+			return e.printJSON(map[string]any{"server": s.Name, "max_tools": s.MaxTools, "on": s.ToolsOn()})
+		}
+		fmt.Fprintf(e.Stdout, "%s: at most %d tools on at once (%d on now)\n", s.Name, s.MaxTools, s.ToolsOn())
+		return nil
+	})
+}
+
+// Run removes a server.
+func (c *McpRmCmd) Run(e *Env) error {
+	return e.write(func(r *agent.Rook) error {
+		if err := r.MCPRemove(c.Name); err != nil {
+			return err
+		}
+		if e.JSON {
+			return e.printJSON(map[string]any{"removed": c.Name})
+		}
+		fmt.Fprintf(e.Stdout, "removed %s (its calls stay in its session: `rook session ls --all`)\n", c.Name)
+		return nil
+	})
+}
+
+// Run calls a tool.
+func (c *McpCallCmd) Run(e *Env) error {
+	args := json.RawMessage(c.Args)
+	if strings.TrimSpace(c.Args) == "" {
+		args = json.RawMessage("{}")
+	}
+	if !json.Valid(args) {
+		return usageErr("the arguments must be a JSON object, like '{\"query\":\"x\"}'")
+	}
+	o := agent.MCPCallOptions{ReadOnlyOnly: c.ReadOnly, Client: clientOptions(e, c.Timeout)}
+	switch {
+	case c.Yes:
+		o.Approve = func(*agent.MCPServer, *agent.MCPTool, json.RawMessage) bool { return true }
+	case isTerminal(e.Stdin) && isTerminal(e.Stderr):
+		o.Approve = func(s *agent.MCPServer, t *agent.MCPTool, a json.RawMessage) bool {
+			fmt.Fprintf(e.Stderr, "run %s of %s with %s? [y/N] ", t.Name, s.Name, a)
+			line, _ := bufio.NewReader(e.Stdin).ReadString('\n')
+			return strings.EqualFold(strings.TrimSpace(line), "y") || strings.EqualFold(strings.TrimSpace(line), "yes")
+		}
+	}
+	var res *mcpclient.Result
+	err := e.write(func(r *agent.Rook) error {
+		ctx, cancel := context.WithTimeout(context.Background(), c.Timeout+5*time.Second)
+		defer cancel()
+		var err error
+		res, err = r.MCPCall(ctx, c.Name, c.Tool, args, o)
+		return err
+	})
+	if err != nil {
+		var f *mcpclient.Failure
+		if errors.As(err, &f) && f.Kind == mcpclient.Unreachable {
+			return fmt.Errorf("server %s could not be reached: %v (its setup is kept; the call is recorded)", c.Name, err)
+		}
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(res)
+	}
+	printResult(e.Stdout, res)
+	if res.IsError {
+		return &exitError{code: ExitFailure, msg: "the tool reported an error (above)"}
+	}
+	return nil
+}
+
+func printResult(w io.Writer, res *mcpclient.Result) {
+	for _, c := range res.Content {
+		switch c.Type {
+		case "text":
+			fmt.Fprintln(w, strings.TrimRight(c.Text, "\n"))
+		case "image", "audio":
+			fmt.Fprintf(w, "[%s %s, %d bytes]\n", c.Type, c.MimeType, c.DataBytes)
+		case "resource_link", "resource":
+			fmt.Fprintf(w, "[%s %s %s]\n", c.Type, c.Name, c.URI)
+		default:
+			fmt.Fprintf(w, "[%s]\n", c.Type)
+		}
+	}
+	if len(res.Structured) > 0 && string(res.Structured) != "null" {
+		var v any
+		if json.Unmarshal(res.Structured, &v) == nil {
+			b, _ := json.MarshalIndent(v, "", "  ")
+			fmt.Fprintf(w, "structured content:\n%s\n", b)
+		}
+	}
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -28,6 +28,9 @@ const StateLabel = "rook:mcp:state:v1"
 // tool offered competes for a model's attention.
 const DefaultMaxTools = 16
 
+// maxToolsLimit bounds what a limit may be set to.
+const maxToolsLimit = 1000
+
 // Server statuses.
 const (
 	MCPOK              = "ok"
@@ -103,10 +106,14 @@ var ErrNoServer = errors.New("no such MCP server")
 
 // SyncReport says what reading a server's tools changed.
 type SyncReport struct {
-	New      []string `json:"new"`      // arrived switched off (or on, when the server was just added)
+	New      []string `json:"new"`      // arrived: switched on when the server was just added, else off
 	Missing  []string `json:"missing"`  // gone: marked, settings kept
 	Returned []string `json:"returned"` // back, with their settings
-	LeftOff  []string `json:"left_off"` // not switched on: past the limit of tools on
+	LeftOff  []string `json:"left_off"` // left off (or switched off): past the limit of tools on
+}
+
+func newSyncReport() SyncReport {
+	return SyncReport{New: []string{}, Missing: []string{}, Returned: []string{}, LeftOff: []string{}}
 }
 
 // mergeTools applies a tool list to a server's tools. When first, every tool
@@ -115,7 +122,7 @@ type SyncReport struct {
 // missing, and tools that return get their settings back. Read-only starts
 // from the server's claim, a starting point the user may change.
 func mergeTools(s *MCPServer, found []mcpclient.Tool, first bool) SyncReport {
-	var rep SyncReport
+	rep := newSyncReport()
 	old := map[string]MCPTool{}
 	for _, t := range s.Tools {
 		old[t.Name] = t
@@ -147,15 +154,27 @@ func mergeTools(s *MCPServer, found []mcpclient.Tool, first bool) SyncReport {
 	}
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	s.Tools = tools
-	// Past the limit, the last tools (by name) of those just switched on
-	// are left off.
-	if over := s.ToolsOn() - s.MaxTools; over > 0 && first {
+	// Past the limit (the tools just switched on at a first look, or tools
+	// that were on coming back while others were switched on), the last
+	// of those by name are switched off, and named.
+	cand := map[string]bool{}
+	for _, n := range rep.New {
+		cand[n] = first
+	}
+	for _, n := range rep.Returned {
+		cand[n] = true
+	}
+	for over := s.ToolsOn() - s.MaxTools; over > 0; {
+		before := over
 		for i := len(s.Tools) - 1; i >= 0 && over > 0; i-- {
-			if t := &s.Tools[i]; t.On && !t.Missing {
+			if t := &s.Tools[i]; t.On && !t.Missing && cand[t.Name] {
 				t.On = false
 				rep.LeftOff = append([]string{t.Name}, rep.LeftOff...)
 				over--
 			}
+		}
+		if over == before {
+			break // over the limit already (set before this rule): left as the user made it
 		}
 	}
 	return rep
@@ -185,10 +204,13 @@ func (r *Rook) MCPAdd(ctx context.Context, o MCPAddOptions) (*MCPServer, SyncRep
 		return nil, SyncReport{}, err
 	}
 	s := &MCPServer{V: 1, Name: name, Spec: o.Spec, MaxTools: o.MaxTools, Added: r.clock.Now().UTC(), Status: MCPOffline, Tools: []MCPTool{}}
-	if s.MaxTools <= 0 {
+	if s.MaxTools == 0 {
 		s.MaxTools = DefaultMaxTools
 	}
-	var rep SyncReport
+	if s.MaxTools < 1 || s.MaxTools > maxToolsLimit {
+		return nil, SyncReport{}, fmt.Errorf("a limit of %d tools: give 1 to %d", s.MaxTools, maxToolsLimit)
+	}
+	rep := newSyncReport()
 	if !o.Offline {
 		tools, info, err := mcpDiscover(ctx, o.Spec, o.Client)
 		if err != nil {
@@ -254,9 +276,9 @@ func (r *Rook) MCPSync(ctx context.Context, name string, o mcpclient.Options) (*
 	if derr != nil {
 		s.Status, s.LastError = statusOf(derr), derr.Error()
 		if err := r.saveState(id, s); err != nil {
-			return s, SyncReport{}, err
+			return s, newSyncReport(), err
 		}
-		return s, SyncReport{}, derr
+		return s, newSyncReport(), derr
 	}
 	first := s.Status == MCPOffline && len(s.Tools) == 0 // added offline: this is the first look
 	s.applyDiscovery(info, r.clock.Now())
@@ -303,8 +325,8 @@ func (r *Rook) MCPSet(name, tool string, set MCPToolSettings) (*MCPServer, error
 // MCPLimit sets how many tools of a server may be on at once. Lowering it
 // below the tools now on is refused (switch some off first).
 func (r *Rook) MCPLimit(name string, n int) (*MCPServer, error) {
-	if n < 1 || n > 1000 {
-		return nil, fmt.Errorf("a limit of %d tools: give 1 to 1000", n)
+	if n < 1 || n > maxToolsLimit {
+		return nil, fmt.Errorf("a limit of %d tools: give 1 to %d", n, maxToolsLimit)
 	}
 	id, s, err := r.mcpSession(name)
 	if err != nil {
@@ -349,6 +371,9 @@ func (r *Rook) MCPServers() ([]*MCPServer, error) {
 			continue
 		}
 		s, err := r.lastState(id)
+		if errors.Is(err, errNoState) {
+			continue // tagged by hand, not a server
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -364,13 +389,20 @@ func (r *Rook) MCPServer(name string) (*MCPServer, eventlog.ID, error) {
 	return s, id, err
 }
 
+// mcpTagName is the server a session is for: tags "mcp" and "mcp:<name>".
 func mcpTagName(tags []string) string {
+	name, isMCP := "", false
 	for _, t := range tags {
-		if n, ok := strings.CutPrefix(t, "mcp:"); ok {
-			return n
+		if t == "mcp" {
+			isMCP = true
+		} else if n, ok := strings.CutPrefix(t, "mcp:"); ok {
+			name = n
 		}
 	}
-	return ""
+	if !isMCP {
+		return ""
+	}
+	return name
 }
 
 // mcpSession finds a server's session and its current state.
@@ -385,6 +417,9 @@ func (r *Rook) mcpSession(name string) (eventlog.ID, *MCPServer, error) {
 			continue
 		}
 		s, err := r.lastState(id)
+		if errors.Is(err, errNoState) {
+			continue // tagged by hand, not a server
+		}
 		return id, s, err
 	}
 	return eventlog.ID{}, nil, fmt.Errorf("%w %q: `rook mcp ls` lists them, `rook mcp add` adds one", ErrNoServer, name)
@@ -420,8 +455,11 @@ func (r *Rook) lastState(id eventlog.ID) (*MCPServer, error) {
 		}
 		before = evs[0].Seq
 	}
-	return nil, fmt.Errorf("session %s holds no MCP server state", id)
+	return nil, fmt.Errorf("session %s: %w", id, errNoState)
 }
+
+// errNoState: a session tagged like a server's that holds no server state.
+var errNoState = errors.New("holds no MCP server state")
 
 func (r *Rook) saveState(id eventlog.ID, s *MCPServer) error {
 	b, err := json.Marshal(s)
@@ -492,10 +530,20 @@ func (r *Rook) MCPCall(ctx context.Context, name, tool string, args json.RawMess
 	if _, err := r.Append(id, Entry{Kind: eventlog.KindToolCall, Label: tool, Body: callBody}, Entry{Kind: kind, Label: tool, Body: resBody}); err != nil {
 		return res, err
 	}
-	if cerr != nil && statusOf(cerr) != s.Status {
-		s.Status, s.LastError = statusOf(cerr), cerr.Error()
+	// The server's status follows what the call learnt about reaching it:
+	// a failure to reach it or to be let in changes it; a tool's own error
+	// (a JSON-RPC error, an isError result) says nothing about the server.
+	status, lastErr := s.Status, s.LastError
+	switch st := statusOf(cerr); {
+	case cerr == nil:
+		status, lastErr = MCPOK, ""
+	case st == MCPUnreachable || st == MCPNeedsCredential || st == MCPNeedsOAuth:
+		status, lastErr = st, cerr.Error()
+	}
+	if status != s.Status || lastErr != s.LastError {
+		s.Status, s.LastError = status, lastErr
 		if err := r.saveState(id, s); err != nil {
-			return nil, err
+			return res, err
 		}
 	} else if err := r.Flush(); err != nil {
 		return res, err

@@ -91,11 +91,14 @@ func splitKV(kvs []string, what string) (map[string]string, error) {
 	return out, nil
 }
 
+// clientOptions bounds a command's talk with a server by its --timeout:
+// the connection, the discovery and the call alike.
 func clientOptions(e *Env, timeout time.Duration) mcpclient.Options {
 	o := mcpclient.Options{ClientName: "rook", ClientVersion: "dev", Getenv: os.Getenv, Stderr: e.Stderr}
 	o.Limits = mcpclient.DefaultLimits()
 	if timeout > 0 {
-		o.Limits.Timeout = timeout
+		o.Limits.Timeout, o.Limits.CallTimeout = timeout, timeout
+		o.Limits.ConnectTimeout = min(o.Limits.ConnectTimeout, timeout)
 	}
 	return o
 }
@@ -104,6 +107,15 @@ func clientOptions(e *Env, timeout time.Duration) mcpclient.Options {
 func (c *McpAddCmd) Run(e *Env) error {
 	if c.URL == "" && c.Command == "" {
 		return usageErr("give the server's --url (streamable HTTP) or --command (stdio)")
+	}
+	if c.URL != "" && !strings.HasPrefix(c.URL, "http://") && !strings.HasPrefix(c.URL, "https://") {
+		return usageErr("--url %s: give an http:// or https:// address", c.URL)
+	}
+	if c.MaxTools < 1 || c.MaxTools > 1000 {
+		return usageErr("--max-tools %d: give 1 to 1000", c.MaxTools)
+	}
+	if c.Timeout <= 0 {
+		return usageErr("--timeout must be positive")
 	}
 	if c.URL != "" && (len(c.Arg) > 0 || len(c.Env) > 0) {
 		return usageErr("--arg and --env go with --command, not --url")
@@ -143,23 +155,41 @@ func printServerChange(e *Env, what string, s *agent.MCPServer, rep agent.SyncRe
 		fmt.Fprintf(w, "%s %s (%s), not connected: `rook mcp sync %s` reads its tools\n", what, s.Name, s.Transport(), s.Name)
 		return nil
 	}
-	fmt.Fprintf(w, "%s %s (%s, %s): %d tool(s), %d on\n", what, s.Name, s.Transport(), s.Server, len(s.Tools), s.ToolsOn())
-	if len(rep.New) > 0 {
-		state := "switched off until you turn them on"
-		if what == "added" {
-			state = "switched on"
+	fmt.Fprintf(w, "%s %s (%s, %s): %d tool(s), %d on\n", what, s.Name, s.Transport(), cleanLine(s.Server), len(s.Tools), s.ToolsOn())
+	leftOff := map[string]bool{}
+	for _, n := range rep.LeftOff {
+		leftOff[n] = true
+	}
+	var newOn, newOff []string
+	for _, n := range rep.New {
+		if t := s.Tool(n); t != nil && t.On {
+			newOn = append(newOn, n)
+		} else if !leftOff[n] {
+			newOff = append(newOff, n)
 		}
-		fmt.Fprintf(w, "new: %s (%s)\n", strings.Join(rep.New, ", "), state)
+	}
+	list := func(names []string) string {
+		clean := make([]string, len(names))
+		for i, n := range names {
+			clean[i] = cleanLine(n)
+		}
+		return strings.Join(clean, ", ")
+	}
+	if len(newOn) > 0 {
+		fmt.Fprintf(w, "new, switched on: %s\n", list(newOn))
+	}
+	if len(newOff) > 0 {
+		fmt.Fprintf(w, "new, switched off until you turn them on: %s\n", list(newOff))
 	}
 	if len(rep.Returned) > 0 {
-		fmt.Fprintf(w, "back, with their settings: %s\n", strings.Join(rep.Returned, ", "))
+		fmt.Fprintf(w, "back, with their settings: %s\n", list(rep.Returned))
 	}
 	if len(rep.Missing) > 0 {
-		fmt.Fprintf(w, "missing (kept with their settings, in case they return): %s\n", strings.Join(rep.Missing, ", "))
+		fmt.Fprintf(w, "missing (kept with their settings, in case they return): %s\n", list(rep.Missing))
 	}
 	if len(rep.LeftOff) > 0 {
 		fmt.Fprintf(w, "left off %d tool(s), past the limit of %d on at once: %s (`rook mcp set %s TOOL --on` after turning others off)\n",
-			len(rep.LeftOff), s.MaxTools, strings.Join(rep.LeftOff, ", "), s.Name)
+			len(rep.LeftOff), s.MaxTools, list(rep.LeftOff), s.Name)
 	}
 	fmt.Fprintf(w, "the descriptions are the server's words: read them with `rook mcp tools %s` before trusting a tool\n", s.Name)
 	return nil
@@ -198,7 +228,7 @@ func (c *McpLsCmd) Run(e *Env) error {
 		if !s.LastSync.IsZero() {
 			sync = s.LastSync.Local().Format("2006-01-02 15:04")
 		}
-		fmt.Fprintf(e.Stdout, "%-16s %-9s %-16s %-9s %-16s %s\n", s.Name, s.Transport(), s.Status, fmt.Sprintf("%d/%d", s.ToolsOn(), len(s.Tools)), sync, firstLine(s.LastError))
+		fmt.Fprintf(e.Stdout, "%-16s %-9s %-16s %-9s %-16s %s\n", s.Name, s.Transport(), s.Status, fmt.Sprintf("%d/%d", s.ToolsOn(), len(s.Tools)), sync, cleanLine(firstLine(s.LastError)))
 	}
 	return nil
 }
@@ -227,7 +257,11 @@ func (c *McpToolsCmd) Run(e *Env) error {
 	}
 	fmt.Fprintf(e.Stdout, "%s: %d tool(s), %d on (at most %d)\n", s.Name, len(s.Tools), s.ToolsOn(), s.MaxTools)
 	for _, t := range s.Tools {
-		fmt.Fprintf(e.Stdout, "\n%s%s\n", t.Name, missingNote(t))
+		title := ""
+		if t.Title != "" {
+			title = " — " + cleanLine(t.Title)
+		}
+		fmt.Fprintf(e.Stdout, "\n%s%s%s\n", cleanLine(t.Name), title, missingNote(t))
 		fmt.Fprintf(e.Stdout, "  settings: %s, %s, %s\n", onOff(t.On, "on", "off"), onOff(t.ReadOnly, "read-only", "may change things"), onOff(t.Approval, "asks for approval", "runs without asking"))
 		fmt.Fprintf(e.Stdout, "  the server claims: %s\n", claims(t.Claims))
 		if params := schemaSummary(t.Schema); params != "" {
@@ -397,7 +431,8 @@ func (c *McpCallCmd) Run(e *Env) error {
 	if strings.TrimSpace(c.Args) == "" {
 		args = json.RawMessage("{}")
 	}
-	if !json.Valid(args) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(args, &obj) != nil || obj == nil {
 		return usageErr("the arguments must be a JSON object, like '{\"query\":\"x\"}'")
 	}
 	o := agent.MCPCallOptions{ReadOnlyOnly: c.ReadOnly, Client: clientOptions(e, c.Timeout)}
@@ -422,7 +457,7 @@ func (c *McpCallCmd) Run(e *Env) error {
 	if err != nil {
 		var f *mcpclient.Failure
 		if errors.As(err, &f) && f.Kind == mcpclient.Unreachable {
-			return fmt.Errorf("server %s could not be reached: %v (its setup is kept; the call is recorded)", c.Name, err)
+			return fmt.Errorf("server %s: %v (its setup is kept; the call is recorded in its session)", c.Name, err)
 		}
 		return err
 	}

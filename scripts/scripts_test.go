@@ -5,19 +5,25 @@ package scripts
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/sys/unix"
 
+	"github.com/rookhq/rook/agent/mcpclient"
 	"github.com/rookhq/rook/cli"
 )
 
@@ -32,6 +38,7 @@ func TestScripts(t *testing.T) {
 		Dir: "testdata",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("ROOK_HOME", filepath.Join(env.WorkDir, "store"))
+			env.Values[fakesKey{}] = &fakeServers{m: map[string]*fakeServer{}}
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -47,6 +54,13 @@ func TestScripts(t *testing.T) {
 			// for the capture, diff, rewind and checkpoint scripts
 			"checkmode": checkMode,
 			"checklink": checkLink,
+			// for the mcp_client scripts
+			"mcpfake":        mcpFake,
+			"mcpfake-tools":  mcpFakeTools,
+			"mcpfake-config": mcpFakeConfig,
+			"mcpfake-status": mcpFakeStatus,
+			"mcpfake-stop":   mcpFakeStop,
+			"deadurl":        deadURL,
 		},
 		UpdateScripts: os.Getenv("UPDATE_SCRIPTS") != "",
 	})
@@ -209,4 +223,175 @@ func checkLink(ts *testscript.TestScript, neg bool, args []string) {
 	if got != args[1] {
 		ts.Fatalf("%s leads to %q, want %q", args[0], got, args[1])
 	}
+}
+
+// The MCP servers of the mcp_client scripts: mcpclient's fake, over HTTP,
+// in the test process. Each script has its own, by name.
+
+type fakesKey struct{}
+
+type fakeServers struct {
+	mu sync.Mutex
+	m  map[string]*fakeServer
+}
+
+// fakeServer serves the current fake; mcpfake-config replaces it and
+// mcpfake-status makes every answer an HTTP error, at the same URL.
+type fakeServer struct {
+	srv *httptest.Server
+
+	mu        sync.Mutex
+	fake      *mcpclient.Fake
+	tools     []mcpclient.FakeTool // the tools last given
+	status    int                  // when not 0, every request gets this status
+	challenge string               // and this WWW-Authenticate, if any
+}
+
+func (s *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	fake, status, challenge := s.fake, s.status, s.challenge
+	s.mu.Unlock()
+	if fake == nil {
+		http.Error(w, "stopped", http.StatusServiceUnavailable)
+		return
+	}
+	if status != 0 {
+		if challenge != "" {
+			w.Header().Set("WWW-Authenticate", challenge)
+		}
+		http.Error(w, "told to answer "+strconv.Itoa(status), status)
+		return
+	}
+	fake.ServeHTTP(w, r)
+}
+
+func (s *fakeServer) swap(f *mcpclient.Fake) {
+	s.mu.Lock()
+	old := s.fake
+	s.fake = f
+	s.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+}
+
+func fakeByName(ts *testscript.TestScript, name string) *fakeServer {
+	fs := ts.Value(fakesKey{}).(*fakeServers)
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	s := fs.m[name]
+	if s == nil {
+		ts.Fatalf("no fake MCP server %s: start it with mcpfake", name)
+	}
+	return s
+}
+
+// readFakeTools reads a JSON array of mcpclient.FakeTool.
+func readFakeTools(ts *testscript.TestScript, file string) []mcpclient.FakeTool {
+	var tools []mcpclient.FakeTool
+	if err := json.Unmarshal([]byte(ts.ReadFile(file)), &tools); err != nil {
+		ts.Fatalf("%s: %v", file, err)
+	}
+	return tools
+}
+
+// mcpfake NAME TOOLSFILE: start a fake MCP server (streamable HTTP) in the
+// test process offering the tools in TOOLSFILE (a JSON array of
+// mcpclient.FakeTool), set NAME to its endpoint's URL, and stop it when the
+// script ends.
+func mcpFake(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: mcpfake NAME TOOLSFILE")
+	}
+	fs := ts.Value(fakesKey{}).(*fakeServers)
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.m[args[0]] != nil {
+		ts.Fatalf("fake MCP server %s is already running", args[0])
+	}
+	tools := readFakeTools(ts, args[1])
+	s := &fakeServer{fake: mcpclient.NewFake(mcpclient.FakeConfig{Tools: tools}), tools: tools}
+	s.srv = httptest.NewServer(s)
+	fs.m[args[0]] = s
+	ts.Defer(func() { mcpFakeStop(ts, false, args[:1]) })
+	ts.Setenv(args[0], s.srv.URL+"/mcp")
+}
+
+// mcpfake-tools NAME TOOLSFILE: the fake offers these tools from now on.
+func mcpFakeTools(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: mcpfake-tools NAME TOOLSFILE")
+	}
+	s := fakeByName(ts, args[0])
+	tools := readFakeTools(ts, args[1])
+	s.mu.Lock()
+	s.tools = tools
+	s.fake.SetTools(tools)
+	s.mu.Unlock()
+}
+
+// mcpfake-config NAME CONFIGFILE: replace the fake, at the same URL, by
+// one doing CONFIGFILE (a JSON mcpclient.FakeConfig: Token, Challenge,
+// ProtectedResource, Silent...). Without Tools in it, the tools stay.
+func mcpFakeConfig(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: mcpfake-config NAME CONFIGFILE")
+	}
+	s := fakeByName(ts, args[0])
+	var cfg mcpclient.FakeConfig
+	if err := json.Unmarshal([]byte(ts.ReadFile(args[1])), &cfg); err != nil {
+		ts.Fatalf("%s: %v", args[1], err)
+	}
+	if cfg.Tools == nil && cfg.ToolsFile == "" {
+		s.mu.Lock()
+		cfg.Tools = s.tools
+		s.mu.Unlock()
+	}
+	if cfg.ToolsFile != "" {
+		cfg.ToolsFile = ts.MkAbs(cfg.ToolsFile)
+	}
+	s.swap(mcpclient.NewFake(cfg))
+}
+
+// mcpfake-status NAME CODE [WWW-AUTHENTICATE]: the fake answers every
+// request with HTTP status CODE (and that challenge); 0 makes it answer
+// again.
+func mcpFakeStatus(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: mcpfake-status NAME CODE [WWW-AUTHENTICATE]")
+	}
+	s := fakeByName(ts, args[0])
+	code, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	s.mu.Lock()
+	s.status, s.challenge = code, ""
+	if len(args) == 3 {
+		s.challenge = args[2]
+	}
+	s.mu.Unlock()
+}
+
+// mcpfake-stop NAME: stop the fake: its URL refuses connections from now
+// on, as a server that went away.
+func mcpFakeStop(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: mcpfake-stop NAME")
+	}
+	s := fakeByName(ts, args[0])
+	s.swap(nil)
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+// deadurl NAME: set NAME to an HTTP URL where nothing listens (the address
+// of a listener just closed): connections to it are refused.
+func deadURL(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: deadurl NAME")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	addr := l.Addr().String()
+	ts.Check(l.Close())
+	ts.Setenv(args[0], "http://"+addr+"/mcp")
 }

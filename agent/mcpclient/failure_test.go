@@ -27,8 +27,8 @@ func TestCredentials(t *testing.T) {
 		token string
 	}{
 		{name: "right token", cfg: FakeConfig{Token: "s3cret"}, spec: Spec{BearerEnv: "TOK"}, token: "s3cret"},
-		{name: "no token", cfg: FakeConfig{Token: "s3cret"}, kind: NeedsCredential, says: "the server wants a credential and none was sent (HTTP 401); edit the server"},
-		{name: "wrong token", cfg: FakeConfig{Token: "s3cret"}, spec: Spec{BearerEnv: "TOK"}, token: "stale", kind: NeedsCredential, says: "the server rejected the credential (HTTP 401); edit the server"},
+		{name: "no token", cfg: FakeConfig{Token: "s3cret"}, kind: NeedsCredential, says: "the server wants a credential and none was sent (HTTP 401); change it by removing the server and adding it again (`rook mcp rm`, `rook mcp add`)"},
+		{name: "wrong token", cfg: FakeConfig{Token: "s3cret"}, spec: Spec{BearerEnv: "TOK"}, token: "stale", kind: NeedsCredential, says: "the server rejected the credential (HTTP 401); change it by removing the server and adding it again (`rook mcp rm`, `rook mcp add`)"},
 		{name: "forbidden", cfg: FakeConfig{Token: "s3cret", Forbidden: true}, spec: Spec{BearerEnv: "TOK"}, token: "stale", kind: NeedsCredential, says: "HTTP 403"},
 		{name: "header token", cfg: FakeConfig{Token: "s3cret"}, spec: Spec{Headers: map[string]string{"Authorization": "Bearer s3cret"}}},
 		{name: "variable not set", cfg: FakeConfig{Token: "s3cret"}, spec: Spec{BearerEnv: "NOT_SET"}, kind: NeedsCredential, says: "the bearer token variable NOT_SET is not set"},

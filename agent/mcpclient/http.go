@@ -55,7 +55,7 @@ func newHTTPTransport(s Spec, o Options, lim Limits, handle func(*message) *mess
 	if s.BearerEnv != "" {
 		tok := strings.TrimSpace(o.Getenv(s.BearerEnv))
 		if tok == "" {
-			return nil, &Failure{Kind: NeedsCredential, Msg: fmt.Sprintf("the bearer token variable %s is not set; set it, or edit the server", s.BearerEnv)}
+			return nil, &Failure{Kind: NeedsCredential, Msg: fmt.Sprintf("the bearer token variable %s is not set; set it, or add the server again with another (`rook mcp rm`, `rook mcp add`)", s.BearerEnv)}
 		}
 		t.headers.Set("Authorization", "Bearer "+tok)
 		t.secret(tok)
@@ -354,9 +354,9 @@ func (t *httpTransport) detail(body []byte) string {
 }
 
 func (t *httpTransport) credentialFailure(code int) *Failure {
-	msg := fmt.Sprintf("the server rejected the credential (HTTP %d); edit the server", code)
+	msg := fmt.Sprintf("the server rejected the credential (HTTP %d); change it by removing the server and adding it again (`rook mcp rm`, `rook mcp add`)", code)
 	if !t.sentAuth && len(t.headers) == 0 {
-		msg = fmt.Sprintf("the server wants a credential and none was sent (HTTP %d); edit the server", code)
+		msg = fmt.Sprintf("the server wants a credential and none was sent (HTTP %d); change it by removing the server and adding it again (`rook mcp rm`, `rook mcp add`)", code)
 	}
 	return &Failure{Kind: NeedsCredential, Status: code, Msg: msg}
 }

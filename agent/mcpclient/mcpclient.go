@@ -42,18 +42,18 @@ var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-
 // Spec says how to reach one server: URL for streamable HTTP, or Command
 // for a program spoken to over stdin and stdout. Exactly one is set.
 type Spec struct {
-	Name string // the user's name for the server; never sent
+	Name string `json:"name"` // the user's name for the server; never sent
 
-	URL     string            // streamable HTTP endpoint
-	Headers map[string]string // extra request headers, values as given
+	URL     string            `json:"url,omitempty"`     // streamable HTTP endpoint
+	Headers map[string]string `json:"headers,omitempty"` // extra request headers, values as given
 	// BearerEnv names an environment variable holding a bearer token. The
 	// value is read (through Options.Getenv) at connect time and sent as
 	// "Authorization: Bearer ..."; it is never stored.
-	BearerEnv string
+	BearerEnv string `json:"bearer_env,omitempty"`
 
-	Command string            // the program
-	Args    []string          // its arguments
-	Env     map[string]string // added to this process's environment
+	Command string            `json:"command,omitempty"` // the program
+	Args    []string          `json:"args,omitempty"`    // its arguments
+	Env     map[string]string `json:"env,omitempty"`     // added to this process's environment
 }
 
 // Limits bound what one server can make us do. A zero field takes its
@@ -149,19 +149,19 @@ type Tool struct {
 // defaults are readOnly false, destructive true, idempotent false,
 // openWorld true).
 type Annotations struct {
-	Title           string
-	ReadOnlyHint    *bool
-	DestructiveHint *bool
-	IdempotentHint  *bool
-	OpenWorldHint   *bool
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
 }
 
 // Result is a tools/call answer. IsError marks a tool that ran and failed
 // (its content says why); it is a result, not a Go error.
 type Result struct {
-	Content    []Content
-	Structured json.RawMessage // structuredContent as sent; nil when absent
-	IsError    bool
+	Content    []Content       `json:"content"`
+	Structured json.RawMessage `json:"structured_content,omitempty"` // structuredContent as sent; nil when absent
+	IsError    bool            `json:"is_error"`
 }
 
 // Content is one content block. Images and audio keep only their type,
@@ -169,12 +169,12 @@ type Result struct {
 // and text (or the decoded size of a blob); resource links their URI and
 // name.
 type Content struct {
-	Type      string // text, image, audio, resource_link, resource, or what the server said
-	Text      string
-	MimeType  string
-	URI       string
-	Name      string
-	DataBytes int // decoded size of base64 data (image, audio, blob)
+	Type      string `json:"type"` // text, image, audio, resource_link, resource, or what the server said
+	Text      string `json:"text,omitempty"`
+	MimeType  string `json:"mime_type,omitempty"`
+	URI       string `json:"uri,omitempty"`
+	Name      string `json:"name,omitempty"`
+	DataBytes int    `json:"data_bytes,omitempty"` // decoded size of base64 data (image, audio, blob)
 }
 
 // Client is a connection to one server. Its methods are safe for

@@ -119,9 +119,10 @@ $(MCP_TOOLS)/node_modules/.installed: $(MCP_TOOLS)/package-lock.json $(MCP_TOOLS
 	cd $(MCP_TOOLS) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-# The checks of issue 8: the MCP Inspector CLI lists append_to_inbox and
-# saves a note through a freshly built rook (scripts/mcp-clients.sh), or
-# through ROOK_BIN when given.
+# The real-client checks (scripts/mcp-clients.sh): the MCP Inspector CLI
+# against rook mcp serve (issue 8), and rook's MCP client against the npm
+# reference servers over stdio and streamable HTTP (issue 9), through a
+# freshly built rook, or through ROOK_BIN when given.
 mcp-clients: mcp-tools
 	GO=$(GO) bash scripts/mcp-clients.sh $(ROOK_BIN)
 

@@ -466,6 +466,11 @@ func (r *Rook) saveState(id eventlog.ID, s *MCPServer) error {
 	if err != nil {
 		return err
 	}
+	if last, err := r.lastState(id); err == nil {
+		if lb, err := json.Marshal(last); err == nil && string(lb) == string(b) {
+			return r.Flush() // nothing changed: no new state event
+		}
+	}
 	if _, err := r.Append(id, Entry{Kind: eventlog.KindNote, Label: StateLabel, Body: b}); err != nil {
 		return err
 	}

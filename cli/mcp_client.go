@@ -350,6 +350,9 @@ func schemaSummary(raw json.RawMessage) string {
 		}
 		parts = append(parts, fmt.Sprintf("%s%s:%s", cleanLine(n), mark, t))
 	}
+	if len(req) == 0 {
+		return strings.Join(parts, " ")
+	}
 	return strings.Join(parts, " ") + "  (* required)"
 }
 

@@ -294,7 +294,7 @@ func TestCallTimeout(t *testing.T) {
 			o.Limits.CallTimeout = 200 * time.Millisecond
 			start := time.Now()
 			_, err := connect(t, spec, o).Call(context.Background(), "slow", nil)
-			wantContains(t, wantFailure(t, err, Unreachable).Msg, "did not answer the call in time")
+			wantContains(t, wantFailure(t, err, ProtocolError).Msg, "the tool did not finish in time")
 			if time.Since(start) > 3*time.Second {
 				t.Fatalf("took %v", time.Since(start))
 			}

@@ -252,3 +252,13 @@ func TestParseChallenges(t *testing.T) {
 		t.Fatalf("challenges\n%+v\nwant\n%+v", got, want)
 	}
 }
+
+// TestStdioServerGetsNoSecrets: a stdio server inherits only the variables
+// a program needs, not the rest of rook's environment.
+func TestStdioServerGetsNoSecrets(t *testing.T) {
+	t.Setenv("ROOK_TEST_SECRET", "s3cret")
+	env := strings.Join(baseEnv(), "\n")
+	if strings.Contains(env, "s3cret") || !strings.Contains(env, "PATH=") {
+		t.Fatalf("environment passed on:\n%s", env)
+	}
+}

@@ -444,7 +444,9 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 		if errors.As(err, &big) {
 			return nil, &Failure{Kind: ProtocolError, Msg: fmt.Sprintf("the server's answer to tools/call is larger than %d bytes", big.limit), Err: err}
 		}
-		return nil, c.timeoutAs(ctx, err, Unreachable, "the server could not be reached: it did not answer the call in time")
+		// The server was reached (it answered initialize): a call that
+		// runs out of time failed on its own, not the server.
+		return nil, c.timeoutAs(ctx, err, ProtocolError, "the tool did not finish in time (the server answered, the call timed out)")
 	}
 	return parseResult(raw)
 }

@@ -49,7 +49,9 @@ type delivery struct {
 
 func startStdio(s Spec, o Options, lim Limits, handle func(*message) *message) (*stdioTransport, error) {
 	cmd := exec.Command(s.Command, s.Args...)
-	cmd.Env = os.Environ()
+	// A server gets the few variables a program needs to run, not the
+	// secrets in rook's environment; Spec.Env adds what it needs.
+	cmd.Env = baseEnv()
 	keys := make([]string, 0, len(s.Env))
 	for k := range s.Env {
 		keys = append(keys, k)
@@ -312,4 +314,18 @@ func (t *tailWriter) lastLine() string {
 	defer t.mu.Unlock()
 	lines := strings.Split(string(bytes.TrimSpace(t.buf)), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// inheritedEnv are the variables a stdio server inherits from rook (as the
+// MCP SDKs and the Inspector do): enough to find programs and a home.
+var inheritedEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "XDG_RUNTIME_DIR", "SYSTEMROOT"}
+
+func baseEnv() []string {
+	var env []string
+	for _, k := range inheritedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
 }

@@ -40,11 +40,34 @@ var DefaultProtectTags = []string{"keep", "pinned"}
 //	max_total_bytes      = 4294967296  # stored object bytes; 0: no budget
 //	protect_tags         = ["keep", "pinned"]
 //
+//	[mcp.discovery]               # bounds on reading an MCP server's tools
+//	max_bytes       = 4194304     # response bytes in all
+//	max_tools       = 512
+//	max_pages       = 64
+//	timeout         = "30s"       # the whole discovery (--timeout overrides)
+//	connect_timeout = "10s"       # the connection and handshake
+//
 // Every key is optional: an absent key takes its default, and an explicit 0
 // turns that limit off. An unknown key is an error, so a typo never silently
 // falls back to a default.
 type Config struct {
 	Storage StorageConfig `toml:"storage" json:"storage"`
+	MCP     MCPConfig     `toml:"mcp" json:"mcp"`
+}
+
+// MCPConfig is the [mcp] table.
+type MCPConfig struct {
+	Discovery MCPDiscovery `toml:"discovery" json:"discovery"`
+}
+
+// MCPDiscovery bounds reading an MCP server's tool list; zero values take
+// the client's defaults.
+type MCPDiscovery struct {
+	MaxBytes       int64    `toml:"max_bytes" json:"max_bytes,omitempty"`
+	MaxTools       int      `toml:"max_tools" json:"max_tools,omitempty"`
+	MaxPages       int      `toml:"max_pages" json:"max_pages,omitempty"`
+	Timeout        Duration `toml:"timeout" json:"timeout"`
+	ConnectTimeout Duration `toml:"connect_timeout" json:"connect_timeout"`
 }
 
 // StorageConfig is the [storage] table.
@@ -191,6 +214,9 @@ func ParseConfig(path string, data []byte) (Config, error) {
 	if r.MaxTotalBytes != nil && *r.MaxTotalBytes < 0 {
 		return Config{}, fmt.Errorf("%s: max_total_bytes is %d: use 0 for no budget, or a number of bytes", at("storage", "retention", "max_total_bytes"), *r.MaxTotalBytes)
 	}
+	if d := c.MCP.Discovery; d.MaxBytes < 0 || d.MaxTools < 0 || d.MaxPages < 0 {
+		return Config{}, fmt.Errorf("%s: [mcp.discovery] limits must not be negative (0 takes the default)", path)
+	}
 	for _, t := range r.ProtectTags {
 		if err := ValidTag(t); err != nil {
 			return Config{}, fmt.Errorf("%s: protect_tags: %v", at("storage", "retention", "protect_tags"), err)
@@ -205,7 +231,11 @@ func knownKeys(table []string) []string {
 	var keys []string
 	switch strings.Join(table, ".") {
 	case "":
-		keys = []string{"storage"}
+		keys = []string{"storage", "mcp"}
+	case "mcp":
+		keys = []string{"discovery"}
+	case "mcp.discovery":
+		keys = []string{"max_bytes", "max_tools", "max_pages", "timeout", "connect_timeout"}
 	case "storage":
 		keys = []string{"gc_grace", "retention"}
 	case "storage.retention":

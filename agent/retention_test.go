@@ -544,7 +544,7 @@ storage.retention = { max_session_age_days = 0, max_sessions = 0, max_total_byte
 	for _, c := range []struct{ text, want string }{
 		{"[storage.retention]\nmax_session = 3\n", path + ": line 2: unknown key \"storage.retention.max_session\" ([storage.retention] takes max_session_age_days, max_sessions, max_total_bytes, protect_tags)"},
 		{"[storage]\n\ngcgrace = \"5m\"\n", path + ": line 3: unknown key \"storage.gcgrace\""},
-		{"[retention]\nmax_sessions = 3\n", path + ": line 1: unknown key \"retention\" (the settings are under [storage])"},
+		{"[retention]\nmax_sessions = 3\n", path + ": line 1: unknown key \"retention\" (the settings are under [mcp, storage])"},
 		{"[storage]\ngc_grace = \"ten minutes\"\n", path + ": line 2: not a duration (\"ten minutes\")"},
 		{"[storage]\ngc_grace = 600\n", path + ": line 2: not a duration (\"600\")"},
 		{"[storage]\ngc_grace = \"-5m\"\n", path + ": line 2: duration \"-5m\" is negative"},

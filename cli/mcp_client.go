@@ -91,16 +91,37 @@ func splitKV(kvs []string, what string) (map[string]string, error) {
 	return out, nil
 }
 
-// clientOptions bounds a command's talk with a server by its --timeout:
-// the connection, the discovery and the call alike.
-func clientOptions(e *Env, timeout time.Duration) mcpclient.Options {
+// clientOptions bounds a command's talk with a server: discovery by the
+// store's [mcp.discovery] settings, and everything by --timeout when given
+// (the connection, the discovery and the call alike).
+func clientOptions(r *agent.Rook, e *Env, timeout time.Duration) (mcpclient.Options, error) {
 	o := mcpclient.Options{ClientName: "rook", ClientVersion: "dev", Getenv: os.Getenv, Stderr: e.Stderr}
 	o.Limits = mcpclient.DefaultLimits()
+	cfg, err := r.Config()
+	if err != nil {
+		return o, err
+	}
+	d := cfg.MCP.Discovery
+	if d.MaxBytes > 0 {
+		o.Limits.MaxBytes = d.MaxBytes
+	}
+	if d.MaxTools > 0 {
+		o.Limits.MaxTools = d.MaxTools
+	}
+	if d.MaxPages > 0 {
+		o.Limits.MaxPages = d.MaxPages
+	}
+	if d.Timeout.Duration > 0 {
+		o.Limits.Timeout = d.Timeout.Duration
+	}
+	if d.ConnectTimeout.Duration > 0 {
+		o.Limits.ConnectTimeout = d.ConnectTimeout.Duration
+	}
 	if timeout > 0 {
 		o.Limits.Timeout, o.Limits.CallTimeout = timeout, timeout
 		o.Limits.ConnectTimeout = min(o.Limits.ConnectTimeout, timeout)
 	}
-	return o
+	return o, nil
 }
 
 // Run adds a server.
@@ -138,7 +159,11 @@ func (c *McpAddCmd) Run(e *Env) error {
 	return e.write(func(r *agent.Rook) error {
 		ctx, cancel := context.WithTimeout(context.Background(), c.Timeout+5*time.Second)
 		defer cancel()
-		s, rep, err := r.MCPAdd(ctx, agent.MCPAddOptions{Spec: spec, MaxTools: c.MaxTools, Offline: c.Offline, Client: clientOptions(e, c.Timeout)})
+		co, err := clientOptions(r, e, c.Timeout)
+		if err != nil {
+			return err
+		}
+		s, rep, err := r.MCPAdd(ctx, agent.MCPAddOptions{Spec: spec, MaxTools: c.MaxTools, Offline: c.Offline, Client: co})
 		if err != nil {
 			return err
 		}
@@ -361,7 +386,11 @@ func (c *McpSyncCmd) Run(e *Env) error {
 	return e.write(func(r *agent.Rook) error {
 		ctx, cancel := context.WithTimeout(context.Background(), c.Timeout+5*time.Second)
 		defer cancel()
-		s, rep, err := r.MCPSync(ctx, c.Name, clientOptions(e, c.Timeout))
+		co, err := clientOptions(r, e, c.Timeout)
+		if err != nil {
+			return err
+		}
+		s, rep, err := r.MCPSync(ctx, c.Name, co)
 		if err != nil {
 			if s != nil {
 				return fmt.Errorf("%w (its setup is kept; status %s)", err, s.Status)
@@ -438,7 +467,7 @@ func (c *McpCallCmd) Run(e *Env) error {
 	if json.Unmarshal(args, &obj) != nil || obj == nil {
 		return usageErr("the arguments must be a JSON object, like '{\"query\":\"x\"}'")
 	}
-	o := agent.MCPCallOptions{ReadOnlyOnly: c.ReadOnly, Client: clientOptions(e, c.Timeout)}
+	o := agent.MCPCallOptions{ReadOnlyOnly: c.ReadOnly}
 	switch {
 	case c.Yes:
 		o.Approve = func(*agent.MCPServer, *agent.MCPTool, json.RawMessage) bool { return true }
@@ -454,6 +483,9 @@ func (c *McpCallCmd) Run(e *Env) error {
 		ctx, cancel := context.WithTimeout(context.Background(), c.Timeout+5*time.Second)
 		defer cancel()
 		var err error
+		if o.Client, err = clientOptions(r, e, c.Timeout); err != nil {
+			return err
+		}
 		res, err = r.MCPCall(ctx, c.Name, c.Tool, args, o)
 		return err
 	})

@@ -107,10 +107,9 @@ type mcpEntry struct {
 // the default (--home, $ROOK_HOME) has to be spelled out: in "env" for the
 // JSON configurations, as --home on a command line (withHomeFlag).
 func (e *Env) mcpServerEntry() (mcpEntry, error) {
+	// The path rook was started by, links kept: a package manager's link
+	// (/opt/homebrew/bin/rook) outlives the versioned file it points at.
 	exe, err := os.Executable()
-	if err == nil {
-		exe, err = filepath.EvalSymlinks(exe)
-	}
 	if err == nil {
 		exe, err = filepath.Abs(exe)
 	}

@@ -368,6 +368,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eve
 			m = mappedLine{Kind: eventlog.KindNote, Label: opts.Format + ":continued"}
 		} else {
 			m = mapper.mapLine(trimNewline(line))
+			if m.Unparsed != "" && len(bytes.TrimSpace(line)) == 0 {
+				m.Unparsed = "blank line"
+			}
 			if m.Unparsed != "" && line[len(line)-1] != '\n' && off+int64(len(line)) == int64(len(data)) {
 				m.Unparsed = "truncated last line (no newline): " + m.Unparsed
 			}

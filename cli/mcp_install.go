@@ -243,11 +243,7 @@ func (c *McpInstallCmd) Run(e *Env) error {
 	switch cl.name {
 	case "claude-code":
 		rep.Command = "claude mcp add " + mcpServerName + " --scope user -- " + ent.withHomeFlag().shellLine()
-		if e.JSON {
-			return e.printJSON(rep)
-		}
-		fmt.Fprintf(e.Stdout, "# Claude Code keeps its own configuration: run this to add rook's MCP server for every project (user scope)\n%s\n", rep.Command)
-		return nil
+		return e.printReport(rep, fmt.Sprintf("# Claude Code keeps its own configuration: run this to add rook's MCP server for every project (user scope)\n%s\n", rep.Command))
 	case "codex":
 		dir, err := codexHome()
 		if err != nil {
@@ -256,11 +252,7 @@ func (c *McpInstallCmd) Run(e *Env) error {
 		rep.Path = filepath.Join(dir, "config.toml")
 		rep.Command = "codex mcp add " + mcpServerName + " -- " + ent.withHomeFlag().shellLine()
 		rep.TOML = ent.codexTOML()
-		if e.JSON {
-			return e.printJSON(rep)
-		}
-		fmt.Fprintf(e.Stdout, "# Codex keeps its own configuration: run this to add rook's MCP server\n%s\n# or add this to %s:\n%s", rep.Command, rep.Path, rep.TOML)
-		return nil
+		return e.printReport(rep, fmt.Sprintf("# Codex keeps its own configuration: run this to add rook's MCP server\n%s\n# or add this to %s:\n%s", rep.Command, rep.Path, rep.TOML))
 	}
 
 	path, err := cl.path()
@@ -325,11 +317,7 @@ func (c *McpUninstallCmd) Run(e *Env) error {
 	switch cl.name {
 	case "claude-code":
 		rep.Command = "claude mcp remove " + mcpServerName + " --scope user"
-		if e.JSON {
-			return e.printJSON(rep)
-		}
-		fmt.Fprintf(e.Stdout, "# Claude Code keeps its own configuration: run this to remove rook's MCP server\n%s\n", rep.Command)
-		return nil
+		return e.printReport(rep, fmt.Sprintf("# Claude Code keeps its own configuration: run this to remove rook's MCP server\n%s\n", rep.Command))
 	case "codex":
 		dir, err := codexHome()
 		if err != nil {
@@ -337,11 +325,7 @@ func (c *McpUninstallCmd) Run(e *Env) error {
 		}
 		rep.Path = filepath.Join(dir, "config.toml")
 		rep.Command = "codex mcp remove " + mcpServerName
-		if e.JSON {
-			return e.printJSON(rep)
-		}
-		fmt.Fprintf(e.Stdout, "# Codex keeps its own configuration: run this to remove rook's MCP server\n%s\n# or remove the [mcp_servers.%s] table from %s\n", rep.Command, mcpServerName, rep.Path)
-		return nil
+		return e.printReport(rep, fmt.Sprintf("# Codex keeps its own configuration: run this to remove rook's MCP server\n%s\n# or remove the [mcp_servers.%s] table from %s\n", rep.Command, mcpServerName, rep.Path))
 	}
 
 	path, err := cl.path()
@@ -350,11 +334,7 @@ func (c *McpUninstallCmd) Run(e *Env) error {
 	}
 	rep.Path = path
 	if c.Print {
-		if e.JSON {
-			return e.printJSON(rep)
-		}
-		fmt.Fprintf(e.Stdout, "Remove %q from \"mcpServers\" in %s (%s).\n", mcpServerName, path, cl.display)
-		return nil
+		return e.printReport(rep, fmt.Sprintf("Remove %q from \"mcpServers\" in %s (%s).\n", mcpServerName, path, cl.display))
 	}
 
 	target, data, mode, err := e.readMcpConfig(path)
@@ -367,22 +347,14 @@ func (c *McpUninstallCmd) Run(e *Env) error {
 	}
 	if removed == nil {
 		rep.Action = "not_installed"
-		if e.JSON {
-			return e.printJSON(rep)
-		}
-		fmt.Fprintf(e.Stdout, "rook's MCP server is not installed for %s in %s; nothing changed\n", cl.display, path)
-		return nil
+		return e.printReport(rep, fmt.Sprintf("rook's MCP server is not installed for %s in %s; nothing changed\n", cl.display, path))
 	}
 	if err := e.writeMcpConfig(target, out, mode); err != nil {
 		return err
 	}
 	rep.Action = "uninstalled"
 	rep.Entry = compactJSON(removed)
-	if e.JSON {
-		return e.printJSON(rep)
-	}
-	fmt.Fprintf(e.Stdout, "removed rook's MCP server for %s from %s\n  was: %s\nrestart %s to unload it\n", cl.display, path, rep.Entry, cl.display)
-	return nil
+	return e.printReport(rep, fmt.Sprintf("removed rook's MCP server for %s from %s\n  was: %s\nrestart %s to unload it\n", cl.display, path, rep.Entry, cl.display))
 }
 
 func (cl *mcpClient) path() (string, error) {
@@ -613,4 +585,14 @@ func compactJSON(raw []byte) json.RawMessage {
 		return json.RawMessage(raw)
 	}
 	return b.Bytes()
+}
+
+// printReport prints what a command did: the report as JSON with --json,
+// else the text.
+func (e *Env) printReport(rep mcpReport, text string) error {
+	if e.JSON {
+		return e.printJSON(rep)
+	}
+	_, err := fmt.Fprint(e.Stdout, text)
+	return err
 }

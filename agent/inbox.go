@@ -47,10 +47,15 @@ func (r *Rook) DrainInbox() (DrainReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	known := len(prog) > 0
+	known := inbox.ProgressKnown(r.fs, r.home)
 	pending, sizes, err := inbox.ReadPending(r.fs, r.home, prog)
 	if err != nil || len(sizes) == 0 {
 		return rep, err
+	}
+	for name, off := range prog {
+		if size, ok := sizes[name]; ok && off > size {
+			known = false // a spool file shorter than drained: read again whole
+		}
 	}
 	byClient := map[string][]inbox.Pending{}
 	var clients []string

@@ -262,7 +262,16 @@ type Pending struct {
 // Progress is how far the drain has taken each spool file.
 type Progress map[string]int64
 
-// ReadProgress reads the drain's progress.
+// ProgressKnown reports whether a progress file exists: when it does, the
+// only saves that can be in the store already are those of a drain cut short
+// after its flush, the last ones of their inboxes.
+func ProgressKnown(fsys vfs.FS, home string) bool {
+	_, err := fsys.Stat(drainedPath(home))
+	return err == nil
+}
+
+// ReadProgress reads the drain's progress; without a progress file it is
+// empty (see ProgressKnown).
 func ReadProgress(fsys vfs.FS, home string) (Progress, error) {
 	p := Progress{}
 	b, err := vfs.ReadFile(fsys, drainedPath(home))

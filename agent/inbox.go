@@ -55,6 +55,7 @@ func (r *Rook) DrainInbox() (DrainReport, error) {
 	for name, off := range prog {
 		if size, ok := sizes[name]; ok && off > size {
 			known = false // a spool file shorter than drained: read again whole
+			prog[name] = 0
 		}
 	}
 	byClient := map[string][]inbox.Pending{}

@@ -77,6 +77,20 @@ func TestInboxDrainTakesEachSaveOnce(t *testing.T) {
 	if err != nil || rep.Drained != 0 || rep.Skipped != 12 {
 		t.Fatalf("second drain %+v %v", rep, err)
 	}
+	// A spool file shorter than the progress says (replaced): read again
+	// whole, and still nothing twice.
+	spoolSaves(t, fsys, testHome, 3, 4)
+	_, sizes, _ := inbox.ReadPending(fsys, testHome, inbox.Progress{})
+	prog := inbox.Progress{}
+	for name := range sizes {
+		prog[name] = 1 << 30
+	}
+	if err := inbox.WriteProgress(fsys, testHome, prog); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = r.DrainInbox(); err != nil || rep.Drained != 0 || rep.Skipped != 12 {
+		t.Fatalf("drain after a shrink %+v %v", rep, err)
+	}
 	got := inboxIDs(t, r)
 	for _, id := range ids {
 		if got[id] != 1 {

@@ -217,9 +217,13 @@ func stringValues(b []byte, minLen int, valid bool) ([]jsonString, bool) {
 		case '"':
 			end := stringEnd(b, i)
 			if expectKey {
-				var k string
-				if err := json.Unmarshal(b[i:end], &k); err == nil {
-					lastKey = k
+				if lit := b[i+1 : end-1]; bytes.IndexByte(lit, '\\') < 0 {
+					lastKey = string(lit) // no escapes: the bytes are the key
+				} else {
+					var k string
+					if err := json.Unmarshal(b[i:end], &k); err == nil {
+						lastKey = k
+					}
 				}
 				expectKey = false
 			} else if end-i >= minLen {

@@ -51,7 +51,7 @@ func Open(home string, opts Options) (*Rook, error) {
 	}
 	l, err := eventlog.Open(filepath.Join(home, cas.EventsDir), eventlog.Options{
 		FS: opts.FS, Clock: opts.Clock, Writable: opts.Writable, BarrierEvery: opts.BarrierEvery,
-		BeforeBarrier: s.Sync, TornDir: filepath.Join(home, cas.TornDir),
+		BeforeBarrier: s.Barrier, TornDir: filepath.Join(home, cas.TornDir),
 	})
 	if err != nil {
 		s.Close()

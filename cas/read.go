@@ -191,6 +191,11 @@ func (s *Store) lookup(id Key) (entry, bool, error) {
 		s.mu.Unlock()
 	} else {
 		v, ok, err = s.tree.Snapshot().Get(id)
+		if err == nil && !ok {
+			if e, found := s.recent[id]; found {
+				return e, true, nil // durable, not yet in the committed index
+			}
+		}
 	}
 	if err != nil || !ok {
 		return entry{}, false, err
@@ -338,15 +343,43 @@ func unhex(c byte) byte {
 	return c - '0'
 }
 
-// ascend walks the committed index. A writer commits first, so that scans
-// see what it has written.
+// ascend walks the committed index in key order. A writer commits first, so
+// that scans see what it has written; a reader walks the objects it found
+// past the watermark (loadRecent) too, in order.
 func (s *Store) ascend(from Key, fn func(Key, []byte) bool) error {
 	if s.opts.Writable {
 		if err := s.Sync(); err != nil {
 			return err
 		}
 	}
-	return s.tree.Snapshot().Ascend(from, fn)
+	var keys []Key
+	for k := range s.recent {
+		if bytes.Compare(k[:], from[:]) >= 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i][:], keys[j][:]) < 0 })
+	stopped := false
+	emit := func(k Key, v []byte) bool {
+		if !fn(k, v) {
+			stopped = true
+		}
+		return !stopped
+	}
+	err := s.tree.Snapshot().Ascend(from, func(k Key, v []byte) bool {
+		for len(keys) > 0 && bytes.Compare(keys[0][:], k[:]) < 0 {
+			if !emit(keys[0], s.recent[keys[0]].encode()) {
+				return false
+			}
+			keys = keys[1:]
+		}
+		return emit(k, v)
+	})
+	for err == nil && !stopped && len(keys) > 0 {
+		emit(keys[0], s.recent[keys[0]].encode())
+		keys = keys[1:]
+	}
+	return err
 }
 
 // List returns objects newest first (by creation time, then by position in

@@ -550,3 +550,67 @@ func (s *Store) segmentBytes(segs []uint32) int64 {
 	}
 	return total
 }
+
+// loadRecent runs when a reader opens the store: it looks up, in memory,
+// the records past the index's watermark. A writer makes records durable
+// before it commits the index (Barrier), so the newest objects may be only
+// there; a reader finds them as the writer's next open would. It stops at
+// the first record that does not read whole (a write in progress, or a torn
+// tail the next writer cuts) and changes nothing on disk.
+func (s *Store) loadRecent() error {
+	segs, err := s.listSegments()
+	if err != nil {
+		return err
+	}
+	snap := s.tree.Snapshot()
+	for _, n := range segs {
+		if n < s.ctr.WMSegment {
+			continue
+		}
+		from := int64(segHeaderSize)
+		if n == s.ctr.WMSegment {
+			from = s.ctr.WMOffset
+		}
+		type found struct {
+			off int64
+			id  Key
+			e   entry
+		}
+		var recs []found
+		damage, _, err := s.scanSegment(n, from, func(r *scannedRecord) error {
+			return s.entriesOf(r, func(id Key, e entry) error {
+				recs = append(recs, found{r.off, id, e})
+				return nil
+			})
+		}, nil)
+		if err != nil {
+			// A segment shorter than the watermark, or unreadable: the
+			// damage is the writer's and verify's to report. A reader
+			// reads what the index points at.
+			return nil
+		}
+		damage = realDamage(damage)
+		cutoff := int64(1) << 62
+		if len(damage) > 0 {
+			cutoff = damage[0].Offset
+		}
+		for _, f := range recs {
+			if f.off >= cutoff {
+				break
+			}
+			if _, ok, err := snap.Get(f.id); err != nil {
+				return err
+			} else if ok {
+				continue // the index's copy stands
+			}
+			if s.recent == nil {
+				s.recent = map[Key]entry{}
+			}
+			s.recent[f.id] = f.e
+		}
+		if len(damage) > 0 {
+			break // what follows is not there yet for a reader
+		}
+	}
+	return nil
+}

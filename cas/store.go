@@ -60,6 +60,13 @@ type Options struct {
 	// BlockSize is how many raw bytes of small objects of one kind are
 	// packed into one compressed block.
 	BlockSize int
+	// CommitEvery is how many bytes of records a writer appends between
+	// index commits made by Barrier (Sync and Close always commit). The
+	// segments are the log the index is rebuilt from: until a commit, a
+	// crash leaves the index behind them and the next writer's open takes
+	// the records in from the watermark, and a reader's open looks them up
+	// the same way. 0: 4 MiB; negative: commit at every Barrier.
+	CommitEvery int64
 	// PackMax: objects this large or larger get a block of their own.
 	PackMax int
 	// InlineMax: objects up to this size are also copied into their index
@@ -130,6 +137,13 @@ type Store struct {
 	// accepted may not be on disk, so no later Sync may claim it is. The
 	// store must be reopened, which recovers from whatever reached the disk.
 	failed error
+
+	// sinceCommit counts the record bytes appended since the index was last
+	// committed (see Options.CommitEvery).
+	sinceCommit int64
+	// recent holds, for a reader, the objects of records a writer made
+	// durable after its last index commit (see loadRecent).
+	recent map[Key]entry
 
 	files  segmentFiles
 	blocks blockCache
@@ -274,6 +288,12 @@ func Open(home string, opts Options) (*Store, error) {
 	}
 	if opts.Writable && !opts.ForReindex {
 		if err := s.recover(); err != nil {
+			s.release()
+			return nil, err
+		}
+	}
+	if !opts.Writable {
+		if err := s.loadRecent(); err != nil {
 			s.release()
 			return nil, err
 		}

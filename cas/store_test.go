@@ -531,3 +531,70 @@ func TestCollidingIDsAreRefused(t *testing.T) {
 		t.Fatalf("read back %q, %v", got, err)
 	}
 }
+
+// TestBarrierDefersTheIndexCommit: Barrier makes objects durable with the
+// segment's sync alone; the index is committed every CommitEvery bytes.
+// Until then a reader finds the objects past the watermark, and after a
+// crash the next writer takes them in.
+func TestBarrierDefersTheIndexCommit(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{CommitEvery: 1 << 20})
+	first := mustPut(t, s, KindNote, bytes.Repeat([]byte("first object "), 20))
+	if err := s.Sync(); err != nil { // committed
+		t.Fatal(err)
+	}
+	var syncs, commits int
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.Contains(path, "segments") {
+			syncs++
+		}
+		if op == vfs.OpSync && strings.Contains(path, "index") {
+			commits++
+		}
+		return nil
+	})
+	second := mustPut(t, s, KindNote, bytes.Repeat([]byte("second object "), 20))
+	if err := s.Barrier(); err != nil {
+		t.Fatal(err)
+	}
+	fsys.SetHook(nil)
+	if syncs != 1 || commits != 0 {
+		t.Fatalf("a barrier synced the segment %d times and the index %d times", syncs, commits)
+	}
+	// A reader: both objects, by id, by prefix, in listings.
+	r, err := Open(home, Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.Get(second); err != nil || !bytes.HasPrefix(got, []byte("second")) {
+		t.Fatalf("reader Get: %q %v", got, err)
+	}
+	if id, err := r.Resolve(fmt.Sprintf("%x", second[:4])); err != nil || id != second {
+		t.Fatalf("reader Resolve: %v", err)
+	}
+	if list, err := r.List(0, 0); err != nil || len(list) != 2 {
+		t.Fatalf("reader List: %d %v", len(list), err)
+	}
+	r.Close()
+	// A crash now: the next writer takes the second object in.
+	crashed := fsys.CrashClone()
+	s2, err := Open(home, Options{FS: crashed, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []Key{first, second} {
+		if _, err := s2.Get(id); err != nil {
+			t.Fatalf("after the crash: %v", err)
+		}
+	}
+	if n := strings.Join(s2.Notices, " "); !strings.Contains(n, "took in 1 object") {
+		t.Fatalf("notices %q", n)
+	}
+	s2.Close()
+	// Past CommitEvery bytes, a barrier commits.
+	s3, _ := newStore(t, vfs.NewMem(), Options{CommitEvery: 16})
+	mustPut(t, s3, KindNote, bytes.Repeat([]byte("x"), 200))
+	if err := s3.Barrier(); err != nil || s3.sinceCommit != 0 {
+		t.Fatalf("barrier past CommitEvery: %d bytes uncommitted, %v", s3.sinceCommit, err)
+	}
+}

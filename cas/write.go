@@ -173,7 +173,27 @@ func (s *Store) Sync() error {
 // failed fsync may have dropped dirty pages, so retrying it could succeed
 // without the data (the fsyncgate lesson); only a reopen, which re-reads
 // the disk, knows what is there.
-func (s *Store) syncLocked() error {
+func (s *Store) syncLocked() error { return s.syncOrBarrier(true) }
+
+// Barrier makes every object put so far durable, as Sync does, but commits
+// the index only once CommitEvery bytes of records have gone in since the
+// last commit: a durable append then costs the segment's sync alone. What
+// is not committed yet is in the synced segments past the index's
+// watermark, where a writer's open (recover) and a reader's (loadRecent)
+// find it.
+func (s *Store) Barrier() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.opts.Writable && !s.closed {
+		return nil
+	}
+	if err := s.writable(); err != nil {
+		return err
+	}
+	return s.syncOrBarrier(false)
+}
+
+func (s *Store) syncOrBarrier(commit bool) error {
 	if err := s.flushOpenBlocks(); err != nil {
 		return s.fail(err)
 	}
@@ -186,12 +206,23 @@ func (s *Store) syncLocked() error {
 		}
 		s.active.synced = true
 	}
+	every := s.opts.CommitEvery
+	if every == 0 {
+		every = defaultCommitEvery
+	}
+	if !commit && every > 0 && s.sinceCommit < every {
+		return nil
+	}
 	if err := s.tree.Commit(s.ctr.encode()); err != nil {
 		return s.fail(fmt.Errorf("commit index: %w", err))
 	}
-	s.dirty = false
+	s.dirty, s.sinceCommit = false, 0
 	return nil
 }
+
+// defaultCommitEvery: see Options.CommitEvery. A reader's open and a
+// writer's recovery scan at most about this much.
+const defaultCommitEvery = 4 << 20
 
 func (s *Store) flushOpenBlocks() error {
 	kinds := make([]Kind, 0, len(s.open))
@@ -308,6 +339,7 @@ func (s *Store) appendRecord(rec []byte) (uint32, int64, error) {
 	}
 	a.size += int64(len(rec))
 	a.synced = false
+	s.sinceCommit += int64(len(rec))
 	return a.number, off, nil
 }
 

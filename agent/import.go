@@ -324,13 +324,14 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eve
 	start := int64(0)
 	var sess *eventlog.Meta
 	res.Status = ImportNew
+	full := hashHex(data)
 	if m, ok := known[f.path]; ok {
 		done, err := r.importedBytes(m)
 		if err != nil {
 			return fail(fmt.Errorf("session %s: %w", m.ID, err))
 		}
 		switch {
-		case done.size == int64(len(data)) && done.sha == hashHex(data):
+		case done.size == int64(len(data)) && done.sha == full:
 			res.Status, res.Session = ImportUnchanged, &m.ID
 			if m.Source.Size != done.size || m.Source.SHA256 != done.sha {
 				// A crash came after the lines and before the metadata.
@@ -483,7 +484,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eve
 	// The metadata says the lines are in once they are durable: Import
 	// writes it after its next flush.
 	src := *sess.Source
-	src.Size, src.SHA256 = int64(len(data)), hashHex(data)
+	src.Size, src.SHA256 = int64(len(data)), full
 	if src.ID == "" {
 		src.ID = info.ID
 	}

@@ -150,20 +150,13 @@ func (r *Rook) inboxSession(short, clientName string) (eventlog.ID, error) {
 
 // findInbox finds a client's inbox session by its short name.
 func (r *Rook) findInbox(short string) (eventlog.ID, bool, error) {
-	ids, err := r.Log.IDs()
+	list, err := r.sessionsTagged(inboxTag, false)
 	if err != nil {
 		return eventlog.ID{}, false, err
 	}
-	want := inboxTag + ":" + strings.ToLower(short)
-	for _, id := range ids {
-		m, err := r.Log.ReadMeta(id)
-		if err != nil {
-			continue
-		}
-		for _, t := range m.Tags {
-			if t == want {
-				return id, true, nil
-			}
+	for _, s := range list {
+		if s.Name == strings.ToLower(short) {
+			return s.ID, true, nil
 		}
 	}
 	return eventlog.ID{}, false, nil
@@ -222,25 +215,13 @@ type InboxDay struct {
 // Inboxes lists the inboxes, each with its notes per day. It drains the
 // spool first when the store is open for writing.
 func (r *Rook) Inboxes() ([]InboxSummary, error) {
-	ids, err := r.Log.IDs()
+	list, err := r.sessionsTagged(inboxTag, false)
 	if err != nil {
 		return nil, err
 	}
 	var out []InboxSummary
-	for _, id := range ids {
-		m, err := r.Log.ReadMeta(id)
-		if err != nil {
-			continue
-		}
-		short := ""
-		for _, t := range m.Tags {
-			if s, ok := strings.CutPrefix(t, inboxTag+":"); ok {
-				short = s
-			}
-		}
-		if short == "" {
-			continue
-		}
+	for _, ts := range list {
+		id, m, short := ts.ID, ts.Meta, ts.Name
 		notes, err := r.inboxNotes(id)
 		if err != nil {
 			return nil, err

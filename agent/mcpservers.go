@@ -360,17 +360,13 @@ func (r *Rook) MCPRemove(name string) error {
 
 // MCPServers lists the servers, by name.
 func (r *Rook) MCPServers() ([]*MCPServer, error) {
-	ids, err := r.Log.IDs()
+	list, err := r.sessionsTagged("mcp", true)
 	if err != nil {
 		return nil, err
 	}
 	var out []*MCPServer
-	for _, id := range ids {
-		m, err := r.Log.ReadMeta(id)
-		if err != nil || mcpTagName(m.Tags) == "" {
-			continue
-		}
-		s, err := r.lastState(id)
+	for _, ts := range list {
+		s, err := r.lastState(ts.ID)
 		if errors.Is(err, errNoState) {
 			continue // tagged by hand, not a server
 		}
@@ -389,38 +385,21 @@ func (r *Rook) MCPServer(name string) (*MCPServer, eventlog.ID, error) {
 	return s, id, err
 }
 
-// mcpTagName is the server a session is for: tags "mcp" and "mcp:<name>".
-func mcpTagName(tags []string) string {
-	name, isMCP := "", false
-	for _, t := range tags {
-		if t == "mcp" {
-			isMCP = true
-		} else if n, ok := strings.CutPrefix(t, "mcp:"); ok {
-			name = n
-		}
-	}
-	if !isMCP {
-		return ""
-	}
-	return name
-}
-
 // mcpSession finds a server's session and its current state.
 func (r *Rook) mcpSession(name string) (eventlog.ID, *MCPServer, error) {
-	ids, err := r.Log.IDs()
+	list, err := r.sessionsTagged("mcp", true)
 	if err != nil {
 		return eventlog.ID{}, nil, err
 	}
-	for _, id := range ids {
-		m, err := r.Log.ReadMeta(id)
-		if err != nil || mcpTagName(m.Tags) != name {
+	for _, ts := range list {
+		if ts.Name != name {
 			continue
 		}
-		s, err := r.lastState(id)
+		s, err := r.lastState(ts.ID)
 		if errors.Is(err, errNoState) {
 			continue // tagged by hand, not a server
 		}
-		return id, s, err
+		return ts.ID, s, err
 	}
 	return eventlog.ID{}, nil, fmt.Errorf("%w %q: `rook mcp ls` lists them, `rook mcp add` adds one", ErrNoServer, name)
 }

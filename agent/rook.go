@@ -186,3 +186,40 @@ func SameDir(a, b string) bool {
 	}
 	return filepath.Clean(a) == filepath.Clean(b)
 }
+
+// taggedSession is a session named by a tag "<prefix>:<name>".
+type taggedSession struct {
+	ID   eventlog.ID
+	Meta eventlog.Meta
+	Name string
+}
+
+// sessionsTagged lists, oldest first, the sessions with a tag
+// "<prefix>:<name>" (the last such tag gives the name) and, when bare is
+// set, the tag "<prefix>" itself: inbox and MCP server sessions are found
+// this way.
+func (r *Rook) sessionsTagged(prefix string, bare bool) ([]taggedSession, error) {
+	ids, err := r.Log.IDs()
+	if err != nil {
+		return nil, err
+	}
+	var out []taggedSession
+	for _, id := range ids {
+		m, err := r.Log.ReadMeta(id)
+		if err != nil {
+			continue
+		}
+		name, hasBare := "", false
+		for _, t := range m.Tags {
+			if t == prefix {
+				hasBare = true
+			} else if n, ok := strings.CutPrefix(t, prefix+":"); ok {
+				name = n
+			}
+		}
+		if name != "" && (hasBare || !bare) {
+			out = append(out, taggedSession{ID: id, Meta: m, Name: name})
+		}
+	}
+	return out, nil
+}

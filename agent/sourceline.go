@@ -148,22 +148,9 @@ func appendJSONString(dst, s []byte) []byte {
 			continue
 		}
 		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"':
-			dst = append(dst, '\\', '"')
-		case '\\':
-			dst = append(dst, '\\', '\\')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
+		if e := shortEscape[c]; e != 0 {
+			dst = append(dst, '\\', e)
+		} else {
 			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 		}
 		start = i + 1
@@ -171,6 +158,22 @@ func appendJSONString(dst, s []byte) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// shortEscape is the letter a byte is escaped with after a backslash by
+// JSON.stringify and serde_json (0: none, \u00xx for control characters);
+// shortUnescape reads one back. appendJSONString and canonicalText share
+// them so that what one writes the other accepts.
+var shortEscape = [256]byte{'"': '"', '\\': '\\', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}
+
+var shortUnescape = func() map[byte]byte {
+	m := map[byte]byte{}
+	for c, e := range shortEscape {
+		if e != 0 {
+			m[e] = byte(c)
+		}
+	}
+	return m
+}()
 
 // jsonString is a string value found in a line.
 type jsonString struct {
@@ -309,25 +312,17 @@ func canonicalText(lit []byte) ([]byte, bool) {
 			return nil, false
 		}
 		i++
+		if c, ok := shortUnescape[in[i]]; ok {
+			out = append(out, c)
+			continue
+		}
 		switch in[i] {
-		case '"', '\\':
-			out = append(out, in[i])
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
 		case 'u':
 			if i+4 >= len(in) || in[i+1] != '0' || in[i+2] != '0' || !isLowerHex(in[i+3]) || !isLowerHex(in[i+4]) {
 				return nil, false
 			}
 			v := unhex(in[i+3])<<4 | unhex(in[i+4])
-			if v >= 0x20 || v == '\b' || v == '\f' || v == '\n' || v == '\r' || v == '\t' {
+			if v >= 0x20 || shortEscape[v] != 0 {
 				return nil, false // written another way by appendJSONString
 			}
 			out = append(out, v)

@@ -2,11 +2,8 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
-
-	"golang.org/x/term"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
@@ -85,11 +82,7 @@ func (c *DiffCmd) Run(e *Env) error {
 		c.printStat(e, d)
 		return nil
 	}
-	color := false
-	if f, ok := e.Stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		color = true
-	}
-	d, err := r.Diff(id, e.Stdout, color)
+	d, err := r.Diff(id, e.Stdout, isTerminal(e.Stdout))
 	if err != nil {
 		return err
 	}

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/agent/mcpclient"
 )
@@ -526,9 +524,4 @@ func printResult(w io.Writer, res *mcpclient.Result) {
 			fmt.Fprintf(w, "structured content:\n%s\n", b)
 		}
 	}
-}
-
-func isTerminal(v any) bool {
-	f, ok := v.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -71,11 +71,7 @@ type progress struct {
 }
 
 func newProgress(w io.Writer, label string) *progress {
-	p := &progress{w: w, label: label}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		p.on = true
-	}
-	return p
+	return &progress{w: w, label: label, on: isTerminal(w)}
 }
 
 func (p *progress) update(done, total int64) {
@@ -98,4 +94,11 @@ func (p *progress) done() {
 	if p.on {
 		fmt.Fprint(p.w, "\r\x1b[K")
 	}
+}
+
+// isTerminal reports whether v is a terminal: progress meters, colour and
+// questions only go to one.
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

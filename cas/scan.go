@@ -283,41 +283,15 @@ func (s *Store) recover() error {
 		if n < s.ctr.WMSegment {
 			continue
 		}
-		from := int64(segHeaderSize)
-		if n == s.ctr.WMSegment {
-			from = s.ctr.WMOffset
-		}
-		type found struct {
-			off, end int64
-			id       Key
-			e        entry
-		}
-		var recs []found
-		damage, _, err := s.scanSegment(n, from, func(r *scannedRecord) error {
-			return s.entriesOf(r, func(id Key, e entry) error {
-				recs = append(recs, found{r.off, r.end, id, e})
-				return nil
-			})
-		}, nil)
+		from, recs, damage, err := s.scanPastWatermark(n)
 		if err != nil {
 			return err
 		}
-		damage = realDamage(damage)
 		if len(damage) > 0 && n != last {
 			return fmt.Errorf("%s; a sealed segment is damaged: run `rook store verify` to list what it affects, then `rook store reindex`", damage[0])
 		}
-		// Only records before the first damage count: what follows it in
-		// the newest segment is part of the torn tail, however whole some
-		// of it looks (unsynced writes reach the disk in any order).
-		cutoff := int64(1) << 62
-		if len(damage) > 0 {
-			cutoff = damage[0].Offset
-		}
 		end := from
 		for _, f := range recs {
-			if f.off >= cutoff {
-				break
-			}
 			end = f.end
 			if _, ok, err := s.tree.Get(f.id); err != nil {
 				return err
@@ -330,7 +304,7 @@ func (s *Store) recover() error {
 			s.ctr.add(f.e, +1)
 			taken++
 		}
-		if cutoff >= segHeaderSize && (n > s.ctr.WMSegment || end > s.ctr.WMOffset) {
+		if (len(damage) == 0 || damage[0].Offset >= segHeaderSize) && (n > s.ctr.WMSegment || end > s.ctr.WMOffset) {
 			s.ctr.WMSegment, s.ctr.WMOffset = n, end
 			s.dirty = true
 		}
@@ -567,37 +541,14 @@ func (s *Store) loadRecent() error {
 		if n < s.ctr.WMSegment {
 			continue
 		}
-		from := int64(segHeaderSize)
-		if n == s.ctr.WMSegment {
-			from = s.ctr.WMOffset
-		}
-		type found struct {
-			off int64
-			id  Key
-			e   entry
-		}
-		var recs []found
-		damage, _, err := s.scanSegment(n, from, func(r *scannedRecord) error {
-			return s.entriesOf(r, func(id Key, e entry) error {
-				recs = append(recs, found{r.off, id, e})
-				return nil
-			})
-		}, nil)
+		_, recs, damage, err := s.scanPastWatermark(n)
 		if err != nil {
 			// A segment shorter than the watermark, or unreadable: the
 			// damage is the writer's and verify's to report. A reader
 			// reads what the index points at.
 			return nil
 		}
-		damage = realDamage(damage)
-		cutoff := int64(1) << 62
-		if len(damage) > 0 {
-			cutoff = damage[0].Offset
-		}
 		for _, f := range recs {
-			if f.off >= cutoff {
-				break
-			}
 			if _, ok, err := snap.Get(f.id); err != nil {
 				return err
 			} else if ok {
@@ -613,4 +564,45 @@ func (s *Store) loadRecent() error {
 		}
 	}
 	return nil
+}
+
+// pastRecord is an object of a record past the index's watermark.
+type pastRecord struct {
+	off, end int64 // the record's
+	id       Key
+	e        entry
+}
+
+// scanPastWatermark reads segment n from the index's watermark (its start
+// when n is past the watermark's segment) and returns where it started,
+// the objects of the whole records before the first damage, and the damage
+// (records only waiting for a dictionary are not damage). What follows
+// damage does not count: in the newest segment it is part of a torn tail,
+// however whole some of it looks (unsynced writes reach the disk in any
+// order). recover and loadRecent read the same records this way.
+func (s *Store) scanPastWatermark(n uint32) (int64, []pastRecord, []Damage, error) {
+	from := int64(segHeaderSize)
+	if n == s.ctr.WMSegment {
+		from = s.ctr.WMOffset
+	}
+	var recs []pastRecord
+	damage, _, err := s.scanSegment(n, from, func(r *scannedRecord) error {
+		return s.entriesOf(r, func(id Key, e entry) error {
+			recs = append(recs, pastRecord{r.off, r.end, id, e})
+			return nil
+		})
+	}, nil)
+	if err != nil {
+		return from, nil, nil, err
+	}
+	damage = realDamage(damage)
+	if len(damage) > 0 {
+		for i, f := range recs {
+			if f.off >= damage[0].Offset {
+				recs = recs[:i]
+				break
+			}
+		}
+	}
+	return from, recs, damage, nil
 }

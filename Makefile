@@ -18,6 +18,7 @@ FUZZ_TARGETS := \
 	./index:FuzzDecodeMeta \
 	./eventlog:FuzzDecodeEventRecord \
 	./eventlog:FuzzParseLogHeader \
+	./agent:FuzzStringValues \
 	./agent:FuzzCutLine \
 	./agent:FuzzDecodeSourceLine \
 	./agent:FuzzClaudeLine \

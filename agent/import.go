@@ -135,8 +135,31 @@ func (r *Rook) Import(opts ImportOptions) (ImportReport, error) {
 	rep.StoredBefore = st.Stored
 	var done, unflushed int64
 	var metas []eventlog.Meta // sessions whose metadata waits for a flush
+	// Reading, hashing and mapping a file needs no store: a goroutine does
+	// it for the next file while this one is stored.
+	fresh := map[string]bool{}
 	for _, f := range files {
-		res := r.importFile(opts, f, known, &metas, &rep)
+		_, seen := known[f.path]
+		fresh[f.path] = !seen
+	}
+	prepared, stop := make(chan *mappedSource), make(chan struct{})
+	go func() {
+		defer close(prepared)
+		for _, f := range files {
+			select {
+			case prepared <- r.prepareSource(opts.Format, f, fresh[f.path], opts.MinCut):
+			case <-stop:
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		for range prepared { // wait for it to end
+		}
+	}()
+	for _, f := range files {
+		res := r.importFile(opts, f, <-prepared, known, &metas, &rep)
 		if unflushed += res.BytesIn; unflushed >= importFlushBytes {
 			if err := r.commitImported(&metas); err != nil {
 				return rep, err
@@ -290,6 +313,71 @@ func (r *Rook) readSource(path string) ([]byte, bool, error) {
 	return out, true, nil
 }
 
+// mappedSource is a source file read, and its lines mapped when it is new
+// to the store: the part of importing a file that needs no store, which
+// Import does for the next file while it stores the one before.
+type mappedSource struct {
+	data     []byte
+	zst      bool
+	err      error  // reading the file
+	full     string // SHA-256 of data, hex
+	mapped   bool   // lines, info and captured hold the whole file
+	lines    []pendingLine
+	info     sourceSession
+	captured backupSet
+}
+
+// prepareSource reads a file and hashes it; a file no session was
+// imported from (fresh) has its lines mapped too. A file imported before
+// is mapped by importFile, from where its session ends.
+func (r *Rook) prepareSource(format string, f sourceFile, fresh bool, minCut int) *mappedSource {
+	p := &mappedSource{}
+	if p.data, p.zst, p.err = r.readSource(f.path); p.err != nil || len(p.data) == 0 {
+		return p
+	}
+	p.full = hashHex(p.data)
+	if fresh && otherFormat(format, p.data) == "" {
+		p.lines, p.info, p.captured = mapSource(format, f.path, p.data, 0, minCut)
+		p.mapped = true
+	}
+	return p
+}
+
+// mapSource maps the lines of a source file from start on. A grown file's
+// lines before start go through the mapper first (tool names, message ids,
+// the session's ids, the file backups already captured) without being
+// imported again.
+func mapSource(format, path string, data []byte, start int64, minCut int) ([]pendingLine, sourceSession, backupSet) {
+	mapper := newMapper(format, path)
+	captured := backupSet{}
+	if start > 0 {
+		for _, line := range sourceLines(data[:start]) {
+			m, _ := readLine(mapper, trimNewline(line), minCut)
+			captured.note(m)
+		}
+	}
+	var lines []pendingLine
+	off := start
+	for i, line := range sourceLines(data[start:]) {
+		p := pendingLine{off: off, line: line}
+		if i == 0 && start > 0 && data[start-1] != '\n' {
+			// The rest of a line that was cut short when last imported.
+			p.m = mappedLine{Kind: eventlog.KindNote, Label: format + ":continued"}
+		} else {
+			p.m, p.cuts = readLine(mapper, trimNewline(line), minCut)
+			if p.m.Unparsed != "" && len(bytes.TrimSpace(line)) == 0 {
+				p.m.Unparsed = "blank line"
+			}
+			if p.m.Unparsed != "" && line[len(line)-1] != '\n' && off+int64(len(line)) == int64(len(data)) {
+				p.m.Unparsed = "truncated last line (no newline): " + p.m.Unparsed
+			}
+		}
+		lines = append(lines, p)
+		off += int64(len(line))
+	}
+	return lines, mapper.session(), captured
+}
+
 func newMapper(format, path string) lineMapper {
 	if format == FormatCodex {
 		return newCodexMapper()
@@ -303,17 +391,17 @@ func hashHex(b []byte) string {
 }
 
 // importFile takes in one file: new, grown, unchanged or rewritten.
-func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eventlog.Meta, metas *[]eventlog.Meta, rep *ImportReport) ImportedFile {
+func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, known map[string]eventlog.Meta, metas *[]eventlog.Meta, rep *ImportReport) ImportedFile {
 	res := ImportedFile{Path: f.path}
 	fail := func(err error) ImportedFile {
 		res.Status, res.Note = ImportFailed, err.Error()
 		rep.problem(ImportProblem{File: f.path, Reason: err.Error()})
 		return res
 	}
-	data, zst, err := r.readSource(f.path)
-	if err != nil {
-		return fail(err)
+	if prep.err != nil {
+		return fail(prep.err)
 	}
+	data, zst := prep.data, prep.zst
 	if len(data) == 0 {
 		res.Status, res.Note = ImportUnchanged, "empty: nothing to import yet"
 		return res
@@ -324,7 +412,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eve
 	start := int64(0)
 	var sess *eventlog.Meta
 	res.Status = ImportNew
-	full := hashHex(data)
+	full := prep.full
 	if m, ok := known[f.path]; ok {
 		done, err := r.importedBytes(m)
 		if err != nil {
@@ -349,42 +437,18 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eve
 			res.Note = fmt.Sprintf("changed since it was imported as session %s (not only grown): imported again as a new session; the old one is kept", m.ID)
 		}
 	}
-	mapper := newMapper(opts.Format, f.path)
-	captured := backupSet{}
-	lineNo := 1 + bytes.Count(data[:start], []byte{'\n'})
-	if sess != nil {
-		// A grown file: the mapper must see the lines before (tool names,
-		// message ids, the session's ids), without importing them again.
-		for _, line := range sourceLines(data[:start]) {
-			captured.note(mapper.mapLine(trimNewline(line)))
-		}
+	if !prep.mapped || start != 0 {
+		prep.lines, prep.info, prep.captured = mapSource(opts.Format, f.path, data, start, opts.MinCut)
 	}
-	// Map the new lines first: the session's title may come from any line.
-	var lines []pendingLine
-	off := start
-	for i, line := range sourceLines(data[start:]) {
-		var m mappedLine
-		if i == 0 && start > 0 && data[start-1] != '\n' {
-			// The rest of a line that was cut short when last imported.
-			m = mappedLine{Kind: eventlog.KindNote, Label: opts.Format + ":continued"}
-		} else {
-			m = mapper.mapLine(trimNewline(line))
-			if m.Unparsed != "" && len(bytes.TrimSpace(line)) == 0 {
-				m.Unparsed = "blank line"
-			}
-			if m.Unparsed != "" && line[len(line)-1] != '\n' && off+int64(len(line)) == int64(len(data)) {
-				m.Unparsed = "truncated last line (no newline): " + m.Unparsed
-			}
-		}
-		if m.Unparsed != "" {
+	lines, info, captured := prep.lines, prep.info, prep.captured
+	lineNo := 1 + bytes.Count(data[:start], []byte{'\n'})
+	for _, p := range lines {
+		if p.m.Unparsed != "" {
 			res.Unparsed++
-			rep.problem(ImportProblem{File: f.path, Line: lineNo, Reason: m.Unparsed})
+			rep.problem(ImportProblem{File: f.path, Line: lineNo, Reason: p.m.Unparsed})
 		}
-		lines = append(lines, pendingLine{off, line, m})
-		off += int64(len(line))
 		lineNo++
 	}
-	info := mapper.session()
 	if sess == nil && res.Unparsed == len(lines) {
 		// Undo the problems counted for its lines: the file is the problem.
 		rep.Problems = rep.Problems[:max(0, len(rep.Problems)-res.Unparsed)]
@@ -438,11 +502,10 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, known map[string]eve
 		unit := lines[i:j]
 		i = j
 		ms := make([]mappedLine, len(unit))
-		raw := make([][]byte, len(unit))
 		for k, p := range unit {
-			ms[k], raw[k] = p.m, p.line
+			ms[k] = p.m
 		}
-		id, err := r.putSourceLines(mapper, ms, unit[0].off, raw, opts.MinCut)
+		id, err := r.putSourceLines(unit)
 		if err != nil {
 			return fail(err)
 		}
@@ -521,6 +584,7 @@ type pendingLine struct {
 	off  int64
 	line []byte
 	m    mappedLine
+	cuts []stringCut // the strings to store apart
 }
 
 // capLabel keeps a label within what an event may carry.
@@ -641,31 +705,25 @@ func mergedLine(ms []mappedLine) mappedLine {
 	return m
 }
 
-// putSourceLines stores consecutive lines as one source line object, their
-// large strings as objects of their own. It returns the object's id.
-func (r *Rook) putSourceLines(mapper lineMapper, ms []mappedLine, off int64, lines [][]byte, minCut int) (cas.Key, error) {
-	sl := sourceLine{Offset: off}
+// putSourceLines stores consecutive lines as one source line object, the
+// strings cut out of them as objects of their own. It returns the
+// object's id.
+func (r *Rook) putSourceLines(unit []pendingLine) (cas.Key, error) {
+	sl := sourceLine{Offset: unit[0].off}
 	gap := 0 // rest bytes since the last cut
-	for i, line := range lines {
-		m := ms[i]
-		if m.Unparsed != "" || strings.HasSuffix(m.Label, ":continued") {
-			sl.Rest = append(sl.Rest, line...)
-			gap += len(line)
-			continue
-		}
-		rest, gaps, texts, kinds := cutLine(line, minCut, true, func(s jsonString) cas.Kind { return mapper.cutKind(m, s) })
-		cut := 0 // bytes of rest before this line's cuts
-		for k, text := range texts {
-			res, err := r.Store.Put(kinds[k], text)
+	for _, p := range unit {
+		prev := 0
+		for _, c := range p.cuts {
+			res, err := r.Store.Put(c.Kind, c.Text)
 			if err != nil {
 				return cas.Key{}, fmt.Errorf("store a string of the line: %w", err)
 			}
-			sl.Cuts = append(sl.Cuts, lineCut{Gap: gap + gaps[k], ID: res.ID})
-			gap = 0
-			cut += gaps[k]
+			sl.Rest = append(sl.Rest, p.line[prev:c.Start]...)
+			sl.Cuts = append(sl.Cuts, lineCut{Gap: gap + c.Start - prev, ID: res.ID})
+			gap, prev = 0, c.End
 		}
-		sl.Rest = append(sl.Rest, rest...)
-		gap += len(rest) - cut
+		sl.Rest = append(sl.Rest, p.line[prev:]...)
+		gap += len(p.line) - prev
 	}
 	res, err := r.Store.Put(cas.KindSource, sl.encode())
 	if err != nil {

@@ -279,7 +279,7 @@ func TestCodexCutKind(t *testing.T) {
 		if ml.Unparsed != "" {
 			continue
 		}
-		strs, ok := stringValues(line, MinCutString+2, false)
+		strs, ok := stringValues(line, MinCutString+2)
 		if !ok {
 			t.Fatalf("line %d: not JSON", i+1)
 		}
@@ -332,7 +332,7 @@ func FuzzCodexLine(f *testing.F) {
 			if got.Unparsed != "" && got.Kind != eventlog.KindNote {
 				t.Fatalf("unparsed line of kind %v", got.Kind)
 			}
-			if strs, ok := stringValues(line, 0, false); ok {
+			if strs, ok := stringValues(line, 0); ok {
 				for _, s := range strs {
 					if k := m.cutKind(got, s); !k.Valid() {
 						t.Fatalf("cut kind %v", k)
@@ -341,6 +341,7 @@ func FuzzCodexLine(f *testing.F) {
 			}
 		}
 		m.session()
+		checkView(t, newCodexMapper, line)
 	})
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
@@ -90,7 +92,7 @@ var previewKeys = map[string]bool{
 // a tool's command or output, Codex's content or arguments), or the line
 // itself when it has none.
 func importedText(line []byte) []byte {
-	strs, ok := stringValues(bytes.TrimRight(line, "\r\n"), 3, false)
+	strs, ok := stringValues(bytes.TrimRight(line, "\r\n"), 3)
 	if !ok {
 		return line
 	}
@@ -104,4 +106,92 @@ func importedText(line []byte) []byte {
 		}
 	}
 	return line
+}
+
+// readLine maps one line (its newline removed) and picks the strings to
+// cut out of it, reading the line's JSON once. The mapper reads a view of
+// the line in which long texts are shortened (mapView): a tool output of
+// megabytes is then scanned once here rather than again by every decode
+// of the mapper. A line that is not JSON, or that the mapper does not
+// take, has nothing cut out.
+func readLine(mapper lineMapper, line []byte, minCut int) (mappedLine, []stringCut) {
+	strs, ok := stringValues(line, min(minCut, viewLong)+2)
+	if !ok {
+		return mapper.mapLine(line), nil
+	}
+	m := mapper.mapLine(mapView(line, strs, viewLong))
+	if m.Unparsed != "" {
+		return m, nil
+	}
+	return m, lineCuts(line, strs, minCut, func(s jsonString) cas.Kind { return mapper.cutKind(m, s) })
+}
+
+// viewKeys are the keys whose string values the mappers read only through
+// titleOf and prefix tests (prompts, summaries), or not at all (outputs,
+// file contents): a view may shorten them. A mapper that comes to read
+// more of one must take its key out; FuzzClaudeLine and FuzzCodexLine check
+// that every line maps the same through its view.
+var viewKeys = map[string]bool{
+	"text": true, "content": true, "thinking": true, "signature": true, "encrypted_content": true,
+	"message": true, "summary": true, "output": true, "stdout": true, "stderr": true, "result": true,
+	"arguments": true, "input": true, "originalFile": true, "oldString": true, "newString": true,
+	"base_instructions": true, "instructions": true, "user_instructions": true, "developer_instructions": true,
+}
+
+// viewLong is the shortest text a view shortens, viewRunes how many
+// non-blank runes of it it keeps after its leading blanks: more than a
+// title's 80, so that titleOf and every prefix test see what they would
+// in the whole text.
+const (
+	viewLong  = 1024
+	viewRunes = 128
+)
+
+// mapView is the line with the texts of at least minLen bytes under
+// viewKeys shortened to their beginning (see viewKeep); the line itself
+// when there are none. strs are the line's strings, from stringValues.
+func mapView(line []byte, strs []jsonString, minLen int) []byte {
+	var out []byte
+	prev := 0
+	for _, s := range strs {
+		if s.End-s.Start < minLen+2 || !viewKeys[s.Key] {
+			continue
+		}
+		text, ok := canonicalText(line[s.Start:s.End])
+		if !ok {
+			continue
+		}
+		keep := viewKeep(text)
+		if keep == len(text) {
+			continue
+		}
+		if out == nil {
+			out = make([]byte, 0, 4096)
+		}
+		out = append(out, line[prev:s.Start]...)
+		out = appendJSONString(out, text[:keep])
+		prev = s.End
+	}
+	if out == nil {
+		return line
+	}
+	return append(out, line[prev:]...)
+}
+
+// viewKeep is how many bytes of a text a view keeps: its leading blanks,
+// then up to and including its viewRunes-th non-blank rune. What is kept
+// ends on a non-blank rune, so trimming it and taking its first line
+// gives, up to 80 runes, what trimming the whole text would.
+func viewKeep(text []byte) int {
+	seen := 0
+	for i := 0; i < len(text); {
+		r, n := utf8.DecodeRune(text[i:])
+		i += n
+		if !unicode.IsSpace(r) {
+			if seen++; seen == viewRunes {
+				return i
+			}
+		}
+	}
+	return len(text)
 }

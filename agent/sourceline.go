@@ -184,104 +184,237 @@ type jsonString struct {
 
 // stringValues finds the string values (not keys) of a JSON document whose
 // literal is at least minLen bytes long, with the keys that lead to them.
-// It returns ok=false for bytes that are not one JSON value (then nothing
-// is cut from the line); valid says the caller already knows b is JSON.
-func stringValues(b []byte, minLen int, valid bool) ([]jsonString, bool) {
-	if !valid && !json.Valid(b) {
-		return nil, false
-	}
-	// b is valid JSON: the scan below only has to tell the parts apart.
-	type frame struct {
-		object bool
-		key    string
-	}
-	var stack []frame
-	var keys []string // keys of the enclosing objects, outermost first
-	var out []jsonString
-	expectKey := false
-	lastKey := ""
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; c {
-		case '{':
-			stack = append(stack, frame{object: true, key: lastKey})
-			keys = append(keys, lastKey)
-			expectKey, lastKey = true, ""
-		case '[':
-			stack = append(stack, frame{key: lastKey})
-			keys = append(keys, lastKey)
-			expectKey, lastKey = false, ""
-		case '}', ']':
-			stack = stack[:len(stack)-1]
-			keys = keys[:len(keys)-1]
-			lastKey = ""
-		case ',':
-			expectKey = len(stack) > 0 && stack[len(stack)-1].object
-			lastKey = ""
-		case '"':
-			end := stringEnd(b, i)
-			if expectKey {
-				if lit := b[i+1 : end-1]; bytes.IndexByte(lit, '\\') < 0 {
-					lastKey = string(lit) // no escapes: the bytes are the key
-				} else {
-					var k string
-					if err := json.Unmarshal(b[i:end], &k); err == nil {
-						lastKey = k
-					}
-				}
-				expectKey = false
-			} else if end-i >= minLen {
-				out = append(out, jsonString{Start: i, End: end, Key: lastKey, Parents: append([]string(nil), keys...)})
+// It returns ok=false for bytes that are not one JSON value, exactly as
+// json.Valid would say (FuzzStringValues holds the two together): the
+// importer reads each line once, here, instead of validating it first.
+func stringValues(b []byte, minLen int) ([]jsonString, bool) {
+	const (
+		wantValue = iota // a value: the document, an element, after a key
+		wantKey          // a key: after '{' or after ',' in an object
+		wantNext         // after a value: ',', the container's end, or the end
+	)
+	var (
+		objects []bool   // the open containers, true for an object
+		keys    []string // the key each open container is the value of
+		out     []jsonString
+		lastKey string // the key of the value to come ("" in an array)
+	)
+	state := wantValue
+	i := 0
+	for {
+		i = skipJSONSpace(b, i)
+		switch state {
+		case wantValue:
+			if i >= len(b) {
+				return nil, false
 			}
-			i = end - 1
+			switch c := b[i]; c {
+			case '{', '[':
+				if len(objects) >= maxJSONDepth {
+					return nil, false
+				}
+				j := skipJSONSpace(b, i+1)
+				if j < len(b) && b[j] == c+2 { // '{'+2 is '}', '['+2 is ']'
+					i, state = j+1, wantNext
+					continue
+				}
+				objects = append(objects, c == '{')
+				keys = append(keys, lastKey)
+				lastKey = ""
+				i = j
+				if c == '{' {
+					state = wantKey
+				}
+				continue
+			case '"':
+				end, ok := jsonStringEnd(b, i)
+				if !ok {
+					return nil, false
+				}
+				if end-i >= minLen {
+					out = append(out, jsonString{Start: i, End: end, Key: lastKey, Parents: append([]string(nil), keys...)})
+				}
+				i = end
+			case 't':
+				if !bytes.HasPrefix(b[i:], []byte("true")) {
+					return nil, false
+				}
+				i += 4
+			case 'f':
+				if !bytes.HasPrefix(b[i:], []byte("false")) {
+					return nil, false
+				}
+				i += 5
+			case 'n':
+				if !bytes.HasPrefix(b[i:], []byte("null")) {
+					return nil, false
+				}
+				i += 4
+			default:
+				end, ok := jsonNumberEnd(b, i)
+				if !ok {
+					return nil, false
+				}
+				i = end
+			}
+			state = wantNext
+		case wantKey:
+			if i >= len(b) || b[i] != '"' {
+				return nil, false
+			}
+			end, ok := jsonStringEnd(b, i)
+			if !ok {
+				return nil, false
+			}
+			if lit := b[i+1 : end-1]; bytes.IndexByte(lit, '\\') < 0 {
+				lastKey = string(lit) // no escapes: the bytes are the key
+			} else if err := json.Unmarshal(b[i:end], &lastKey); err != nil {
+				lastKey = ""
+			}
+			i = skipJSONSpace(b, end)
+			if i >= len(b) || b[i] != ':' {
+				return nil, false
+			}
+			i++
+			state = wantValue
+		case wantNext:
+			lastKey = ""
+			if len(objects) == 0 {
+				if i != len(b) {
+					return nil, false
+				}
+				return out, true
+			}
+			if i >= len(b) {
+				return nil, false
+			}
+			object := objects[len(objects)-1]
+			switch c := b[i]; {
+			case c == ',':
+				state = wantValue
+				if object {
+					state = wantKey
+				}
+			case c == '}' && object, c == ']' && !object:
+				objects, keys = objects[:len(objects)-1], keys[:len(keys)-1]
+			default:
+				return nil, false
+			}
+			i++
 		}
 	}
-	return out, true
 }
 
-// stringEnd returns the index just past the string literal starting at
-// b[i] (a quote), in valid JSON.
-func stringEnd(b []byte, i int) int {
+// maxJSONDepth is how deep encoding/json lets containers nest: a deeper
+// document is not JSON to it, so not to stringValues either.
+const maxJSONDepth = 10000
+
+func skipJSONSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// jsonStringEnd returns the index just past the string literal starting at
+// b[i] (a quote), and whether it is a valid one: no raw control character,
+// only JSON's escapes. Bytes of 0x80 and above pass as they are, valid
+// UTF-8 or not, as encoding/json lets them.
+func jsonStringEnd(b []byte, i int) (int, bool) {
 	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, true
+		case c < 0x20:
+			return 0, false
+		case c == '\\':
+			if j+1 >= len(b) {
+				return 0, false
+			}
 			j++
-		case '"':
-			return j + 1
+			switch b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(b) || !isHex(b[j+1]) || !isHex(b[j+2]) || !isHex(b[j+3]) || !isHex(b[j+4]) {
+					return 0, false
+				}
+				j += 4
+			default:
+				return 0, false
+			}
 		}
 	}
-	return len(b)
+	return 0, false
 }
 
-// cutLine splits a line into the source line's rest and the decoded texts
-// it cuts out. kindOf picks each text's object kind from where it sits;
-// valid says the line (without its newline) is known to be JSON.
-func cutLine(line []byte, minLen int, valid bool, kindOf func(jsonString) cas.Kind) (rest []byte, gaps []int, texts [][]byte, kinds []cas.Kind) {
-	body := line
-	for len(body) > 0 && (body[len(body)-1] == '\n' || body[len(body)-1] == '\r') {
-		body = body[:len(body)-1]
+// jsonNumberEnd returns the index just past the number starting at b[i]:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func jsonNumberEnd(b []byte, i int) (int, bool) {
+	digits := func(i int) int {
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i
 	}
-	strs, ok := stringValues(body, minLen+2, valid && len(body) == len(line)-1)
-	if !ok || len(strs) == 0 {
-		return line, nil, nil, nil
+	if i < len(b) && b[i] == '-' {
+		i++
 	}
-	rest = make([]byte, 0, len(line))
-	prev := 0
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digits(i)
+	default:
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return 0, false
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return 0, false
+		}
+		i = j
+	}
+	return i, true
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// stringCut is a string to cut out of a line: where its literal is, its
+// decoded text, and the kind of object the text is stored as.
+type stringCut struct {
+	Start, End int
+	Text       []byte
+	Kind       cas.Kind
+}
+
+// lineCuts picks, among a line's strings (found by stringValues), those to
+// cut out: decoded texts of at least minLen bytes that appendJSONString
+// writes back as exactly their bytes. kindOf picks each text's kind from
+// where it sits.
+func lineCuts(line []byte, strs []jsonString, minLen int, kindOf func(jsonString) cas.Kind) []stringCut {
+	var cuts []stringCut
 	for _, s := range strs {
+		if s.End-s.Start < minLen+2 {
+			continue
+		}
 		text, ok := canonicalText(line[s.Start:s.End])
 		if !ok || len(text) < minLen {
 			continue // escaped some other way: keep it in the line
 		}
-		gaps = append(gaps, s.Start-prev)
-		rest = append(rest, line[prev:s.Start]...)
-		texts = append(texts, text)
-		kinds = append(kinds, kindOf(s))
-		prev = s.End
+		cuts = append(cuts, stringCut{Start: s.Start, End: s.End, Text: text, Kind: kindOf(s)})
 	}
-	if len(texts) == 0 {
-		return line, nil, nil, nil
-	}
-	rest = append(rest, line[prev:]...)
-	return rest, gaps, texts, kinds
+	return cuts
 }
 
 // canonicalText decodes a JSON string literal (quotes included) if, and

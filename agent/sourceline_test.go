@@ -32,7 +32,7 @@ func lineSeeds() [][]byte {
 // cutAndExpand stores a line as the importer does (in a map) and expands it.
 func cutAndExpand(t *testing.T, line []byte, minCut int) []byte {
 	objs := map[cas.Key][]byte{}
-	rest, gaps, texts, _ := cutLine(line, minCut, false, func(jsonString) cas.Kind { return cas.KindMessage })
+	rest, gaps, texts, _ := cutLine(line, minCut, func(jsonString) cas.Kind { return cas.KindMessage })
 	sl := sourceLine{Offset: 7, Rest: rest}
 	for i, text := range texts {
 		id := cas.ID(text)
@@ -60,7 +60,7 @@ func TestCutLineRoundTrips(t *testing.T) {
 	}
 	// What is cut is the decoded text, so the same output written in two
 	// places (or by two agents) is one object.
-	_, _, texts, _ := cutLine(lineSeeds()[6], MinCutString, false, func(jsonString) cas.Kind { return cas.KindMessage })
+	_, _, texts, _ := cutLine(lineSeeds()[6], MinCutString, func(jsonString) cas.Kind { return cas.KindMessage })
 	if len(texts) != 2 || !bytes.Equal(texts[0], texts[1]) {
 		t.Fatalf("texts: %d", len(texts))
 	}
@@ -107,7 +107,7 @@ func FuzzDecodeSourceLine(f *testing.F) {
 func sourceLineSeeds() [][]byte {
 	var out [][]byte
 	for _, line := range lineSeeds() {
-		rest, gaps, texts, _ := cutLine(line, 16, false, func(jsonString) cas.Kind { return cas.KindMessage })
+		rest, gaps, texts, _ := cutLine(line, 16, func(jsonString) cas.Kind { return cas.KindMessage })
 		sl := sourceLine{Offset: 1234, Rest: rest}
 		for i, text := range texts {
 			sl.Cuts = append(sl.Cuts, lineCut{Gap: gaps[i], ID: cas.ID(text)})
@@ -117,8 +117,8 @@ func sourceLineSeeds() [][]byte {
 	return out
 }
 
-// FuzzClaudeLine: the Claude Code mapping never panics and always gives a
-// kind the event log takes.
+// FuzzClaudeLine: the Claude Code mapping never panics, always gives a kind
+// the event log takes, and maps a line's view as it maps the line.
 func FuzzClaudeLine(f *testing.F) {
 	for _, s := range lineSeeds() {
 		f.Add(s)
@@ -131,6 +131,7 @@ func FuzzClaudeLine(f *testing.F) {
 			}
 		}
 		_ = m.session()
+		checkView(t, func() lineMapper { return newClaudeMapper("/p/s1/subagents/agent-x.jsonl") }, line)
 	})
 }
 
@@ -140,4 +141,20 @@ func TestWriteSourceLineFuzzSeeds(t *testing.T) {
 		"FuzzDecodeSourceLine": sourceLineSeeds(),
 		"FuzzClaudeLine":       lineSeeds(),
 	})
+}
+
+// cutLine cuts a line as the importer does, with every string cut to kind.
+func cutLine(line []byte, minLen int, kindOf func(jsonString) cas.Kind) (rest []byte, gaps []int, texts [][]byte, kinds []cas.Kind) {
+	strs, ok := stringValues(trimNewline(line), minLen+2)
+	if !ok {
+		return line, nil, nil, nil
+	}
+	prev := 0
+	for _, c := range lineCuts(line, strs, minLen, kindOf) {
+		gaps = append(gaps, c.Start-prev)
+		rest = append(rest, line[prev:c.Start]...)
+		texts, kinds = append(texts, c.Text), append(kinds, c.Kind)
+		prev = c.End
+	}
+	return append(rest, line[prev:]...), gaps, texts, kinds
 }

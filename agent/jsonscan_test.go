@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/fuzzseed"
+)
+
+// stringValuesOracle is the scan stringValues replaced: json.Valid first,
+// then a walk that may assume valid JSON. FuzzStringValues holds the two
+// together.
+func stringValuesOracle(b []byte, minLen int) ([]jsonString, bool) {
+	if !json.Valid(b) {
+		return nil, false
+	}
+	var objects []bool
+	var keys []string
+	var out []jsonString
+	expectKey, lastKey := false, ""
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '{', '[':
+			objects = append(objects, c == '{')
+			keys = append(keys, lastKey)
+			expectKey, lastKey = c == '{', ""
+		case '}', ']':
+			objects, keys = objects[:len(objects)-1], keys[:len(keys)-1]
+			lastKey = ""
+		case ',':
+			expectKey, lastKey = len(objects) > 0 && objects[len(objects)-1], ""
+		case '"':
+			end := i + 1
+			for ; b[end] != '"'; end++ {
+				if b[end] == '\\' {
+					end++
+				}
+			}
+			end++
+			if expectKey {
+				if lit := b[i+1 : end-1]; bytes.IndexByte(lit, '\\') < 0 {
+					lastKey = string(lit)
+				} else {
+					_ = json.Unmarshal(b[i:end], &lastKey)
+				}
+				expectKey = false
+			} else if end-i >= minLen {
+				out = append(out, jsonString{Start: i, End: end, Key: lastKey, Parents: append([]string(nil), keys...)})
+			}
+			i = end - 1
+		}
+	}
+	return out, true
+}
+
+func jsonSeeds() [][]byte {
+	out := lineSeeds()
+	for _, s := range []string{
+		``, ` `, `0`, `-0.5e+7`, `01`, `1.`, `-`, `1e`, `.5`, `tru`, `nul`, `"\u12"`, `"\x"`, "\"\x01\"", "\"\xff\xfe\"",
+		`{}`, `[]`, `{ }`, `[ ]`, `{"a":}`, `{"a" 1}`, `{,}`, `[1,]`, `[1 2]`, `{"a":1,}`, `{"a":[{"b":"c"}],"d":{"e":"f"}}`,
+		`{"k\"ey":"v","k\u0041":"w"}`, `[[[[]]]]`, `""0`, "{\"\":{\"\x94\":\"\"}}", `{"a":1}}`, `{"a":1} x`, "{\"a\":1}\r\n\t ", `"\/\b\f\n\r\t\\\""`,
+	} {
+		out = append(out, []byte(s))
+	}
+	return out
+}
+
+// FuzzStringValues: stringValues says a document is JSON exactly when
+// json.Valid does, and finds the strings the oracle finds.
+func FuzzStringValues(f *testing.F) {
+	for _, s := range jsonSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, minLen := range []int{0, 4} {
+			got, ok := stringValues(b, minLen)
+			want, wantOK := stringValuesOracle(b, minLen)
+			if ok != wantOK {
+				t.Fatalf("%q: ok %v, json.Valid %v", b, ok, wantOK)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q, min %d:\n got %+v\nwant %+v", b, minLen, got, want)
+			}
+		}
+	})
+}
+
+// encoding/json refuses documents nested deeper than 10,000; so does
+// stringValues.
+func TestStringValuesDepth(t *testing.T) {
+	for _, depth := range []int{maxJSONDepth, maxJSONDepth + 1} {
+		for _, open := range []string{"[", `{"a":`} {
+			close := map[string]string{"[": "]", `{"a":`: "}"}[open]
+			b := []byte(strings.Repeat(open, depth) + strings.Repeat(close, depth))
+			if _, ok := stringValues(b, 0); ok != json.Valid(b) {
+				t.Errorf("depth %d of %s: ok %v, json.Valid %v", depth, open, ok, json.Valid(b))
+			}
+			b = []byte(strings.Repeat(open, depth-1) + "{}" + strings.Repeat(close, depth-1))
+			if _, ok := stringValues(b, 0); ok != json.Valid(b) {
+				t.Errorf("depth %d of %s with {} inside: ok %v, json.Valid %v", depth, open, ok, json.Valid(b))
+			}
+		}
+	}
+}
+
+// checkView: a line maps the same through its view, with every text under
+// a view key shortened, as it does whole; the mapper learns the same of
+// its session. Twice, for the state the first line leaves.
+func checkView(t *testing.T, newMapper func() lineMapper, line []byte) {
+	t.Helper()
+	strs, ok := stringValues(line, 0)
+	if !ok {
+		return
+	}
+	view := mapView(line, strs, 0)
+	whole, viewed := newMapper(), newMapper()
+	for range 2 {
+		if a, b := whole.mapLine(line), viewed.mapLine(view); !reflect.DeepEqual(a, b) {
+			t.Fatalf("%q\nmaps to %+v\nits view %q\nto %+v", line, a, view, b)
+		}
+	}
+	if a, b := whole.session(), viewed.session(); a != b {
+		t.Fatalf("%q\nsession %+v\nthrough its view %+v", line, a, b)
+	}
+}
+
+// The view of a line keeps what titles are made of: a prompt with blank
+// lines first, or a run of blanks where the view would end, titles the
+// session the same.
+func TestMapViewKeepsTitles(t *testing.T) {
+	words := strings.Repeat("wörd ", 40)
+	for _, prompt := range []string{
+		"\n\n  \t" + words + strings.Repeat("x", 2000),
+		strings.Repeat("y", 90) + strings.Repeat(" ", 3000) + strings.Repeat("z", 500),
+		"a" + strings.Repeat(" ", 3000) + words,
+		strings.Repeat("é", 127) + strings.Repeat(" ", 500) + strings.Repeat("é", 500),
+	} {
+		line := appendJSONString([]byte(`{"type":"user","message":{"role":"user","content":`), []byte(prompt))
+		line = append(line, "}}"...)
+		strs, _ := stringValues(line, 0)
+		if view := mapView(line, strs, 0); len(view) >= len(line) {
+			t.Fatalf("view of %d bytes not shorter than the line's %d", len(view), len(line))
+		}
+		checkView(t, func() lineMapper { return newClaudeMapper("/p/s.jsonl") }, line)
+		cx := appendJSONString([]byte(`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":`), []byte(prompt))
+		cx = append(cx, "}]}}"...)
+		checkView(t, newCodexMapper, cx)
+		ev := appendJSONString([]byte(`{"type":"event_msg","payload":{"type":"user_message","message":`), []byte(prompt))
+		checkView(t, newCodexMapper, append(ev, "}}"...))
+	}
+}
+
+// readLine cuts what cutLine cuts.
+func TestReadLineCuts(t *testing.T) {
+	for i, line := range lineSeeds() {
+		m, cuts := readLine(newClaudeMapper("/p/s.jsonl"), trimNewline(line), 16)
+		_, _, texts, _ := cutLine(line, 16, func(jsonString) cas.Kind { return cas.KindMessage })
+		if m.Unparsed != "" {
+			texts = nil
+		}
+		if len(cuts) != len(texts) {
+			t.Fatalf("seed %d: %d cuts, cutLine %d", i, len(cuts), len(texts))
+		}
+		for k := range cuts {
+			if !bytes.Equal(cuts[k].Text, texts[k]) {
+				t.Fatalf("seed %d, cut %d differs", i, k)
+			}
+		}
+	}
+}
+
+func TestWriteJSONScanFuzzSeeds(t *testing.T) {
+	fuzzseed.Write(t, map[string][][]byte{"FuzzStringValues": jsonSeeds()})
+}

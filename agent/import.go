@@ -108,11 +108,21 @@ func (rep *ImportReport) problem(p ImportProblem) {
 // other way is imported as a new session. A line that does not parse is
 // kept byte for byte and reported; a file that cannot be read is reported
 // and skipped.
-func (r *Rook) Import(opts ImportOptions) (ImportReport, error) {
-	rep := ImportReport{Format: opts.Format}
+func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
+	rep = ImportReport{Format: opts.Format}
 	if opts.Format != FormatClaudeCode && opts.Format != FormatCodex {
 		return rep, fmt.Errorf("unknown transcript format %q: use %s or %s", opts.Format, FormatClaudeCode, FormatCodex)
 	}
+	// An import writes in bulk what is read back in bulk (a session, a
+	// search): big blocks compress it together.
+	if err := r.Store.SetBulk(true); err != nil {
+		return rep, err
+	}
+	defer func() {
+		if berr := r.Store.SetBulk(false); err == nil {
+			err = berr
+		}
+	}()
 	if opts.MinCut <= 0 {
 		opts.MinCut = MinCutString
 	}

@@ -190,6 +190,9 @@ type rewriteStats struct {
 // not deleted: what it still holds is reported, never thrown away.
 func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) bool, progress func(done, total int64)) (rewriteStats, error) {
 	var st rewriteStats
+	// What a rewrite moves is old and read in bulk, if at all.
+	defer func(bulk bool) { s.bulk = bulk }(s.bulk)
+	s.bulk = true
 	if s.active != nil && targets[s.active.number] {
 		// Seal it: new blocks must land in a segment that is not a target.
 		if err := s.startSegment(); err != nil {
@@ -280,7 +283,11 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 func (s *Store) stage(obj *pendingObject) error {
 	s.pending[obj.id] = obj
 	s.dirty = true
-	if len(obj.data) >= s.opts.PackMax {
+	blockSize, packMax := s.opts.BlockSize, s.opts.PackMax
+	if s.bulk {
+		blockSize, packMax = s.opts.BulkBlockSize, s.opts.BulkPackMax
+	}
+	if len(obj.data) >= packMax {
 		return s.writeBlock(obj.kind, []*pendingObject{obj})
 	}
 	ob := s.open[obj.kind]
@@ -290,7 +297,7 @@ func (s *Store) stage(obj *pendingObject) error {
 	}
 	ob.objs = append(ob.objs, obj)
 	ob.raw += len(obj.data)
-	if ob.raw >= s.opts.BlockSize {
+	if ob.raw >= blockSize || len(ob.objs) == maxBlockObjects {
 		delete(s.open, obj.kind)
 		return s.writeBlock(obj.kind, ob.objs)
 	}

@@ -45,7 +45,8 @@ const (
 	segHeaderSize   = 32
 	recHeaderSize   = 28
 	recTypeBlock    = 1
-	maxRecordBlobSz = 1 << 31 // 2 GiB: the largest payload a record may hold
+	maxRecordBlobSz = 1 << 31   // 2 GiB: the largest payload a record may hold
+	maxBlockObjects = 1<<16 - 1 // the most objects a block's count can say
 )
 
 // Codecs, named in record headers and index entries. Part of the format:

@@ -598,3 +598,79 @@ func TestBarrierDefersTheIndexCommit(t *testing.T) {
 		t.Fatalf("barrier past CommitEvery: %d bytes uncommitted, %v", s3.sinceCommit, err)
 	}
 }
+
+// In bulk, versions of a file too large to pack one by one share a block:
+// the second and later compress against the first. Back to appends, they
+// are stored apart again.
+func TestBulkPackingCompressesAcrossObjects(t *testing.T) {
+	versions := func(seed uint64) [][]byte {
+		base := noise(20<<10, seed)
+		var out [][]byte
+		for i := 0; i < 10; i++ {
+			v := append([]byte(nil), base...)
+			copy(v[i*100:], fmt.Sprintf("edit %d", i))
+			out = append(out, v)
+		}
+		return out
+	}
+	s, _ := newStore(t, nil, Options{})
+	stored := func() int64 {
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := s.Stats()
+		return st.Stored
+	}
+	var ids []Key
+	for _, v := range versions(2) {
+		ids = append(ids, mustPut(t, s, KindFile, v))
+	}
+	hot := stored()
+	if err := s.SetBulk(true); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range versions(4) {
+		ids = append(ids, mustPut(t, s, KindFile, v))
+	}
+	if err := s.SetBulk(false); err != nil {
+		t.Fatal(err)
+	}
+	bulk := stored() - hot
+	if bulk*4 > hot {
+		t.Fatalf("10 versions of a 20 KiB file: %d bytes stored one by one, %d in bulk: want a quarter at most", hot, bulk)
+	}
+	for _, v := range versions(6) {
+		mustPut(t, s, KindFile, v)
+	}
+	if again := stored() - hot - bulk; again*10 < hot*9 {
+		t.Fatalf("after SetBulk(false): %d bytes, want about the %d of one by one", again, hot)
+	}
+	s2 := reopen(t, s, false)
+	for _, id := range ids {
+		if _, err := s2.Get(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A block's count is 16 bits: a MiB of tiny objects fills several blocks,
+// never one that says the wrong count.
+func TestBlocksHoldAtMost65535Objects(t *testing.T) {
+	s, _ := newStore(t, nil, Options{InlineMax: 1})
+	if err := s.SetBulk(true); err != nil {
+		t.Fatal(err)
+	}
+	const n = maxBlockObjects + 1000
+	for i := 0; i < n; i++ {
+		mustPut(t, s, KindMessage, []byte(fmt.Sprintf("%05d", i)))
+	}
+	s2 := reopen(t, s, false)
+	for i := 0; i < n; i += 997 {
+		if _, err := s2.Get(ID([]byte(fmt.Sprintf("%05d", i)))); err != nil {
+			t.Fatalf("object %d: %v", i, err)
+		}
+	}
+	if rep, err := s2.Verify(nil); err != nil || rep.Objects != n {
+		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+}

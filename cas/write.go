@@ -224,6 +224,25 @@ func (s *Store) syncOrBarrier(commit bool) error {
 // writer's recovery scan at most about this much.
 const defaultCommitEvery = 4 << 20
 
+// SetBulk switches a writer to the packing for bulk writes (an import:
+// Options.BulkBlockSize and BulkPackMax) and back. The blocks open are
+// written out first, so that no block mixes the two.
+func (s *Store) SetBulk(on bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writable(); err != nil {
+		return err
+	}
+	if s.bulk == on {
+		return nil
+	}
+	if err := s.flushOpenBlocks(); err != nil {
+		return s.fail(err)
+	}
+	s.bulk = on
+	return nil
+}
+
 func (s *Store) flushOpenBlocks() error {
 	kinds := make([]Kind, 0, len(s.open))
 	for k := range s.open {

@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -79,6 +80,10 @@ type claudeBlock struct {
 }
 
 func (m *claudeMapper) session() sourceSession { return m.sess }
+
+var claudeReads = readsKeys(reflect.TypeOf(claudeLine{}))
+
+func (m *claudeMapper) reads(key string) bool { return claudeReads(key) }
 
 func (m *claudeMapper) cutKind(ml mappedLine, s jsonString) cas.Kind { return defaultCutKind(ml, s) }
 

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"time"
 
@@ -65,6 +66,10 @@ func rawString(r json.RawMessage) string {
 	}
 	return s
 }
+
+var codexReads = readsKeys(reflect.TypeOf(codexLine{}))
+
+func (m *codexMapper) reads(key string) bool { return codexReads(key) }
 
 func (m *codexMapper) session() sourceSession {
 	s := m.sess

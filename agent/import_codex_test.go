@@ -310,7 +310,8 @@ func codexSeeds(t testing.TB) [][]byte {
 	for _, f := range []string{codexMainFile, codexSubFile} {
 		out = append(out, codexLines(t, f)...)
 	}
-	return append(out, []byte(`[1]`), []byte(`{"type":"response_item","payload":[1]}`), []byte(`{"type":7}`))
+	return append(out, []byte(`[1]`), []byte(`{"type":"response_item","payload":[1]}`), []byte(`{"type":7}`),
+		[]byte(`{"TYPE":"event_msg","Payload":{"type":"user_message","message":"keys in another case"},"extra":[1,2]}`))
 }
 
 func FuzzCodexLine(f *testing.F) {

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"time"
 	"unicode"
@@ -51,6 +52,9 @@ type lineMapper interface {
 	cutKind(m mappedLine, s jsonString) cas.Kind
 	// session describes the session after the lines seen so far.
 	session() sourceSession
+	// reads says whether the mapper reads a top-level member of a line
+	// with this key: a view of the line may leave out the others.
+	reads(key string) bool
 }
 
 // sourceSession is what a mapper learnt about the session of its file.
@@ -115,11 +119,12 @@ func importedText(line []byte) []byte {
 // of the mapper. A line that is not JSON, or that the mapper does not
 // take, has nothing cut out.
 func readLine(mapper lineMapper, line []byte, minCut int) (mappedLine, []stringCut) {
-	strs, ok := stringValues(line, min(minCut, viewLong)+2)
+	var members []jsonMember
+	strs, ok := scanJSON(line, min(minCut, viewLong)+2, &members)
 	if !ok {
 		return mapper.mapLine(line), nil
 	}
-	m := mapper.mapLine(mapView(line, strs, viewLong))
+	m := mapper.mapLine(mapView(line, strs, viewLong, members, mapper.reads))
 	if m.Unparsed != "" {
 		return m, nil
 	}
@@ -147,35 +152,79 @@ const (
 	viewRunes = 128
 )
 
-// mapView is the line with the texts of at least minLen bytes under
-// viewKeys shortened to their beginning (see viewKeep); the line itself
-// when there are none. strs are the line's strings, from stringValues.
-func mapView(line []byte, strs []jsonString, minLen int) []byte {
-	var out []byte
-	prev := 0
-	for _, s := range strs {
-		if s.End-s.Start < minLen+2 || !viewKeys[s.Key] {
-			continue
+// mapView is what a mapper reads of a line: the line, with the texts of at
+// least minLen bytes under viewKeys shortened to their beginning (see
+// viewKeep), and, when the line is an object whose members are known
+// (members, from scanJSON) and the mapper says which it reads, without the
+// members it does not read. strs are the line's strings, from scanJSON.
+func mapView(line []byte, strs []jsonString, minLen int, members []jsonMember, reads func(key string) bool) []byte {
+	out := make([]byte, 0, min(len(line), 4096))
+	next := 0 // the first string not yet copied past
+	// add copies line[from:to], shortening the long texts in it.
+	add := func(from, to int) {
+		for next < len(strs) && strs[next].Start < from {
+			next++
 		}
-		text, ok := canonicalText(line[s.Start:s.End])
-		if !ok {
-			continue
+		p := from
+		for ; next < len(strs) && strs[next].End <= to; next++ {
+			s := &strs[next]
+			if s.End-s.Start < minLen+2 || !viewKeys[s.Key] {
+				continue
+			}
+			text, ok := s.canonical(line)
+			if !ok {
+				continue
+			}
+			if keep := viewKeep(text); keep < len(text) {
+				out = append(out, line[p:s.Start]...)
+				out = appendJSONString(out, text[:keep])
+				p = s.End
+			}
 		}
-		keep := viewKeep(text)
-		if keep == len(text) {
-			continue
-		}
-		if out == nil {
-			out = make([]byte, 0, 4096)
-		}
-		out = append(out, line[prev:s.Start]...)
-		out = appendJSONString(out, text[:keep])
-		prev = s.End
+		out = append(out, line[p:to]...)
 	}
-	if out == nil {
-		return line
+	if len(members) == 0 || reads == nil {
+		add(0, len(line))
+		return out
 	}
-	return append(out, line[prev:]...)
+	out = append(out, '{')
+	for _, m := range members {
+		if !reads(m.Key) {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		add(m.Start, m.End)
+	}
+	return append(out, '}')
+}
+
+// readsKeys is a mapper's reads: whether a top-level key is one of those
+// its line struct decodes (the json tags of t's fields). encoding/json
+// matches keys without regard to case, and folds some non-ASCII letters
+// onto ASCII ones (the Kelvin sign onto k): a key that folds onto one of
+// them, or has any non-ASCII byte, is read too.
+func readsKeys(t reflect.Type) func(string) bool {
+	var keys []string
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	return func(key string) bool {
+		for i := 0; i < len(key); i++ {
+			if key[i] >= utf8.RuneSelf {
+				return true
+			}
+		}
+		for _, k := range keys {
+			if strings.EqualFold(k, key) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // viewKeep is how many bytes of a text a view keeps: its leading blanks,

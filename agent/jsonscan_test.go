@@ -62,7 +62,7 @@ func jsonSeeds() [][]byte {
 	for _, s := range []string{
 		``, ` `, `0`, `-0.5e+7`, `01`, `1.`, `-`, `1e`, `.5`, `tru`, `nul`, `"\u12"`, `"\x"`, "\"\x01\"", "\"\xff\xfe\"",
 		`{}`, `[]`, `{ }`, `[ ]`, `{"a":}`, `{"a" 1}`, `{,}`, `[1,]`, `[1 2]`, `{"a":1,}`, `{"a":[{"b":"c"}],"d":{"e":"f"}}`,
-		`{"k\"ey":"v","k\u0041":"w"}`, `[[[[]]]]`, `""0`, "{\"\":{\"\x94\":\"\"}}", `{"a":1}}`, `{"a":1} x`, "{\"a\":1}\r\n\t ", `"\/\b\f\n\r\t\\\""`,
+		`{"k\"ey":"v","k\u0041":"w"}`, `{"TYPE":"user","Type":"assistant","\u017fessionId":"s"}`, "{\"\u212aey\":1, \"a\" : [1,{\"b\":2}] }", `[[[[]]]]`, `""0`, "{\"\":{\"\x94\":\"\"}}", `{"a":1}}`, `{"a":1} x`, "{\"a\":1}\r\n\t ", `"\/\b\f\n\r\t\\\""`,
 	} {
 		out = append(out, []byte(s))
 	}
@@ -85,6 +85,27 @@ func FuzzStringValues(f *testing.F) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("%q, min %d:\n got %+v\nwant %+v", b, minLen, got, want)
 			}
+		}
+		// The members of a top-level object, put together again, are
+		// the same object.
+		var members []jsonMember
+		if _, ok := scanJSON(b, 0, &members); !ok || len(members) == 0 {
+			return
+		}
+		again := []byte{'{'}
+		for i, m := range members {
+			if b[m.Start] != '"' || (b[m.End] != ',' && b[m.End] != '}') {
+				t.Fatalf("%q: member %d at [%d,%d)", b, i, m.Start, m.End)
+			}
+			if i > 0 {
+				again = append(again, ',')
+			}
+			again = append(again, b[m.Start:m.End]...)
+		}
+		again = append(again, '}')
+		var x, y any
+		if json.Unmarshal(b, &x) != nil || json.Unmarshal(again, &y) != nil || !reflect.DeepEqual(x, y) {
+			t.Fatalf("%q: members put together give %q", b, again)
 		}
 	})
 }
@@ -112,12 +133,13 @@ func TestStringValuesDepth(t *testing.T) {
 // its session. Twice, for the state the first line leaves.
 func checkView(t *testing.T, newMapper func() lineMapper, line []byte) {
 	t.Helper()
-	strs, ok := stringValues(line, 0)
+	var members []jsonMember
+	strs, ok := scanJSON(line, 0, &members)
 	if !ok {
 		return
 	}
-	view := mapView(line, strs, 0)
 	whole, viewed := newMapper(), newMapper()
+	view := mapView(line, strs, 0, members, viewed.reads)
 	for range 2 {
 		if a, b := whole.mapLine(line), viewed.mapLine(view); !reflect.DeepEqual(a, b) {
 			t.Fatalf("%q\nmaps to %+v\nits view %q\nto %+v", line, a, view, b)
@@ -142,7 +164,7 @@ func TestMapViewKeepsTitles(t *testing.T) {
 		line := appendJSONString([]byte(`{"type":"user","message":{"role":"user","content":`), []byte(prompt))
 		line = append(line, "}}"...)
 		strs, _ := stringValues(line, 0)
-		if view := mapView(line, strs, 0); len(view) >= len(line) {
+		if view := mapView(line, strs, 0, nil, nil); len(view) >= len(line) {
 			t.Fatalf("view of %d bytes not shorter than the line's %d", len(view), len(line))
 		}
 		checkView(t, func() lineMapper { return newClaudeMapper("/p/s.jsonl") }, line)

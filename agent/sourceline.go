@@ -180,6 +180,25 @@ type jsonString struct {
 	Start, End int    // the literal, quotes included: line[Start:End]
 	Key        string // the key it is the value of ("" in an array)
 	Parents    []string
+
+	// text and state cache canonicalText: a string both shortened for the
+	// mapper and cut out is decoded once.
+	text  []byte
+	state uint8 // 0 not decoded yet, 1 canonical, 2 not
+}
+
+// canonical is canonicalText of the string's literal in line, decoded on
+// first use.
+func (s *jsonString) canonical(line []byte) ([]byte, bool) {
+	if s.state == 0 {
+		var ok bool
+		s.text, ok = canonicalText(line[s.Start:s.End])
+		s.state = 2
+		if ok {
+			s.state = 1
+		}
+	}
+	return s.text, s.state == 1
 }
 
 // stringValues finds the string values (not keys) of a JSON document whose
@@ -188,6 +207,19 @@ type jsonString struct {
 // json.Valid would say (FuzzStringValues holds the two together): the
 // importer reads each line once, here, instead of validating it first.
 func stringValues(b []byte, minLen int) ([]jsonString, bool) {
+	return scanJSON(b, minLen, nil)
+}
+
+// jsonMember is a member of a document's top-level object: b[Start:End]
+// runs from its key's opening quote to the ',' or '}' after its value.
+type jsonMember struct {
+	Start, End int
+	Key        string
+}
+
+// scanJSON is stringValues that also lists the top-level object's members
+// in *members, when members is not nil and the document is an object.
+func scanJSON(b []byte, minLen int, members *[]jsonMember) ([]jsonString, bool) {
 	const (
 		wantValue = iota // a value: the document, an element, after a key
 		wantKey          // a key: after '{' or after ',' in an object
@@ -271,6 +303,9 @@ func stringValues(b []byte, minLen int) ([]jsonString, bool) {
 			} else if err := json.Unmarshal(b[i:end], &lastKey); err != nil {
 				lastKey = ""
 			}
+			if members != nil && len(objects) == 1 {
+				*members = append(*members, jsonMember{Start: i, Key: lastKey})
+			}
 			i = skipJSONSpace(b, end)
 			if i >= len(b) || b[i] != ':' {
 				return nil, false
@@ -279,6 +314,9 @@ func stringValues(b []byte, minLen int) ([]jsonString, bool) {
 			state = wantValue
 		case wantNext:
 			lastKey = ""
+			if members != nil && len(objects) == 1 && objects[0] {
+				(*members)[len(*members)-1].End = i
+			}
 			if len(objects) == 0 {
 				if i != len(b) {
 					return nil, false
@@ -404,15 +442,16 @@ type stringCut struct {
 // where it sits.
 func lineCuts(line []byte, strs []jsonString, minLen int, kindOf func(jsonString) cas.Kind) []stringCut {
 	var cuts []stringCut
-	for _, s := range strs {
+	for i := range strs {
+		s := &strs[i]
 		if s.End-s.Start < minLen+2 {
 			continue
 		}
-		text, ok := canonicalText(line[s.Start:s.End])
+		text, ok := s.canonical(line)
 		if !ok || len(text) < minLen {
 			continue // escaped some other way: keep it in the line
 		}
-		cuts = append(cuts, stringCut{Start: s.Start, End: s.End, Text: text, Kind: kindOf(s)})
+		cuts = append(cuts, stringCut{Start: s.Start, End: s.End, Text: text, Kind: kindOf(*s)})
 	}
 	return cuts
 }

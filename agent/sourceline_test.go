@@ -23,6 +23,8 @@ func lineSeeds() [][]byte {
 		[]byte(`{"k":"`+strings.Repeat(`\u00e9`, 100)+`"}`), // escaped non-ASCII: kept in the line
 		[]byte(`{"k":"`+strings.Repeat(`\/`, 200)+`"}`),     // escaped slash: kept
 		[]byte("not json at all\n"),
+		[]byte(`{"TYPE":"user","Message":{"role":"user","content":"keys in another case"},"\u017fessionId":"s9","cwd":"/w","uuid":"u1","parentUuid":null}`+"\n"),
+		[]byte("{\"type\":\"user\",\"\u017fessionId\":\"s8\",\"message\":{\"content\":\"a long s\"}}\n"),
 		[]byte(`{"type":"user","message":{"ro`),
 		[]byte("[\""+strings.Repeat("x", 300)+"\",{\"a\":[\""+strings.Repeat("y", 300)+"\"]}]\r\n"),
 	)

@@ -147,7 +147,10 @@ type Store struct {
 	open    map[Kind]*openBlock
 	bulk    bool // the bulk packing is in force (SetBulk, rewrites)
 	pending map[Key]*pendingObject
-	closed  bool
+	// verified: ids whose stored bytes this process wrote or compared,
+	// with the rest of their digest (noteVerified).
+	verified map[Key][32 - index.KeySize]byte
+	closed   bool
 	// failed is set by a write or sync that failed part-way: what Put
 	// accepted may not be on disk, so no later Sync may claim it is. The
 	// store must be reopened, which recovers from whatever reached the disk.

@@ -38,13 +38,17 @@ func (e *CollisionError) Error() string {
 var ErrClosed = errors.New("store is closed")
 
 // ID returns the id of data.
-func ID(data []byte) Key { return idOf(data) }
-
-// idOf is ID; tests swap it to make collisions on purpose.
-var idOf = func(data []byte) Key {
-	sum := blake3.Sum256(data)
+func ID(data []byte) Key {
+	sum := digestOf(data)
 	return Key(sum[:index.KeySize])
 }
+
+// digestOf is the BLAKE3-256 of data, whose first bytes are its id; tests
+// swap it to make ids collide on purpose.
+var digestOf = blake3.Sum256
+
+// maxVerified bounds Store.verified: 64Ki ids, about 4 MiB.
+const maxVerified = 1 << 16
 
 // pendingObject is an object accepted by Put whose block has not been
 // written yet.
@@ -87,7 +91,10 @@ func (s *Store) Put(kind Kind, data []byte) (PutResult, error) {
 	if len(data) > MaxObjectSize {
 		return PutResult{}, fmt.Errorf("object of %d bytes is larger than the %d-byte limit", len(data), MaxObjectSize)
 	}
-	id := ID(data)
+	sum := digestOf(data)
+	id := Key(sum[:index.KeySize])
+	var rest [32 - index.KeySize]byte
+	copy(rest[:], sum[index.KeySize:])
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.writable(); err != nil {
@@ -107,12 +114,20 @@ func (s *Store) Put(kind Kind, data []byte) (PutResult, error) {
 		return res, fmt.Errorf("index lookup: %w", err)
 	} else if ok {
 		e, derr := decodeEntry(v)
+		if derr == nil && s.verified[id] == rest {
+			// This process wrote these bytes, or read them back, already:
+			// the rest of the digest stands for comparing them again.
+			s.countDedup(len(data))
+			res.Existed, res.Kind = true, e.Kind
+			return res, nil
+		}
 		if derr == nil {
 			if stored, rerr := s.readEntry(id, e, false); rerr == nil {
 				if !bytes.Equal(stored, data) {
 					return res, &CollisionError{ID: id}
 				}
 				s.countDedup(len(data))
+				s.noteVerified(id, rest)
 				res.Existed, res.Kind = true, e.Kind
 				return res, nil
 			}
@@ -124,7 +139,21 @@ func (s *Store) Put(kind Kind, data []byte) (PutResult, error) {
 		res.Repaired = true
 	}
 	obj := &pendingObject{id: id, kind: kind, data: append([]byte(nil), data...), created: s.opts.Clock.Now().Unix(), old: old}
+	s.noteVerified(id, rest)
 	return res, s.fail(s.stage(obj))
+}
+
+// noteVerified remembers that the object id holds the bytes whose digest
+// ends in rest, so that putting them again needs no read: an import puts
+// the same tool output or file many times, and reading it back would mean
+// decompressing its whole block. The memory is bounded and forgotten at
+// once when full; an object it names that gc has collected is not in the
+// index, and Put looks there first.
+func (s *Store) noteVerified(id Key, rest [32 - index.KeySize]byte) {
+	if s.verified == nil || len(s.verified) >= maxVerified {
+		s.verified = make(map[Key][32 - index.KeySize]byte)
+	}
+	s.verified[id] = rest
 }
 
 func (s *Store) writable() error {

@@ -48,9 +48,11 @@ func (osFS) SyncDir(dir string) error {
 }
 
 // WriteFileAtomic uses renameio, which does exactly the temp/fsync/rename
-// dance; we add the directory fsync renameio leaves to the caller.
+// dance; we add the directory fsync renameio leaves to the caller. The
+// temporary file goes beside name: renameio would otherwise probe, with two
+// more files and a rename on every call, whether $TMPDIR could do.
 func (o osFS) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error {
-	if err := renameio.WriteFile(name, data, perm, renameio.WithPermissions(perm)); err != nil {
+	if err := renameio.WriteFile(name, data, perm, renameio.WithPermissions(perm), renameio.WithTempDir(filepath.Dir(name))); err != nil {
 		return err
 	}
 	return o.SyncDir(filepath.Dir(name))

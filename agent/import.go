@@ -114,11 +114,15 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		return rep, fmt.Errorf("unknown transcript format %q: use %s or %s", opts.Format, FormatClaudeCode, FormatCodex)
 	}
 	// An import writes in bulk what is read back in bulk (a session, a
-	// search): big blocks compress it together.
+	// search): big blocks compress it together, and its barriers, which
+	// write out the blocks open, come by the bytes of events rather than
+	// every 256 of them.
 	if err := r.Store.SetBulk(true); err != nil {
 		return rep, err
 	}
+	r.Log.SetBulk(true)
 	defer func() {
+		r.Log.SetBulk(false)
 		if berr := r.Store.SetBulk(false); err == nil {
 			err = berr
 		}

@@ -85,6 +85,10 @@ type Options struct {
 // maxRecordSize bytes, well under tailWindow.
 const maxBarrierEvery = 256
 
+// bulkBarrierBytes is how many bytes of records a bulk writer buffers
+// between barriers: with a group on top, still under tailWindow.
+const bulkBarrierBytes = 256 << 10
+
 // tailWindow is how far from the end of a log a crash can have torn it:
 // more than one barrier's writes. Damage further back is corruption.
 const tailWindow = 512 << 10
@@ -102,6 +106,10 @@ type Log struct {
 	mu        sync.Mutex
 	sessions  map[ID]*writerState
 	unflushed int
+	// bulk: barriers come every bulkBarrierBytes of buffered records
+	// rather than every BarrierEvery events (SetBulk).
+	bulk          bool
+	unflushedSize int // bytes of buffered records, over every session
 	marked    bool  // the dirty marker is on disk
 	failed    error // a barrier failed: nothing more is acknowledged
 }
@@ -311,6 +319,7 @@ func (l *Log) Append(id ID, evs ...Event) (uint64, error) {
 	}
 	first := st.next
 	barrier := false
+	before := len(st.buf)
 	now := l.opts.Clock.Now()
 	for i := range evs {
 		ev := evs[i]
@@ -328,7 +337,13 @@ func (l *Log) Append(id ID, evs ...Event) (uint64, error) {
 		barrier = barrier || ev.Kind.Barrier()
 	}
 	l.unflushed += len(evs)
-	if barrier || l.unflushed >= l.opts.BarrierEvery {
+	l.unflushedSize += len(st.buf) - before
+	if l.bulk {
+		barrier = barrier || l.unflushedSize >= bulkBarrierBytes
+	} else {
+		barrier = barrier || l.unflushed >= l.opts.BarrierEvery
+	}
+	if barrier {
 		if err := l.flushLocked(); err != nil {
 			return 0, err
 		}
@@ -365,7 +380,7 @@ func (l *Log) flushLocked() error {
 		}
 	}
 	if len(ids) == 0 {
-		l.unflushed = 0
+		l.unflushed, l.unflushedSize = 0, 0
 		return nil
 	}
 	fail := func(err error) error {
@@ -392,8 +407,19 @@ func (l *Log) flushLocked() error {
 		st.size += int64(len(st.buf))
 		st.buf, st.pending = nil, nil
 	}
-	l.unflushed = 0
+	l.unflushed, l.unflushedSize = 0, 0
 	return nil
+}
+
+// SetBulk switches a writer to bulk appends (an import) and back. In bulk,
+// a barrier comes every 256 KiB of records instead of every BarrierEvery
+// events: what a crash can tear stays within tailWindow, and an import,
+// which a crash only makes resume, syncs a few times per MiB of events
+// rather than every 256 of them. Events of a barrier kind still make one.
+func (l *Log) SetBulk(on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.bulk = on
 }
 
 // writeTail appends a session's buffered records and fsyncs them.
@@ -659,6 +685,7 @@ func (l *Log) Remove(id ID) (uint64, error) {
 	}
 	if st := l.sessions[id]; st != nil {
 		l.unflushed -= len(st.pending)
+		l.unflushedSize -= len(st.buf)
 		delete(l.sessions, id)
 	}
 	// The metadata first: without it the session does not exist, and a

@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -173,6 +174,47 @@ func TestBarriers(t *testing.T) {
 	}
 	if n := l.Unflushed(); n != 0 {
 		t.Fatalf("256 events left %d unflushed", n)
+	}
+}
+
+// In bulk, a barrier comes by bytes, never further apart than a crash may
+// tear; a checkpoint still makes one; back out of bulk, every 256 events.
+func TestBulkBarriersComeByBytes(t *testing.T) {
+	l := testLog(t, nil, Options{})
+	m, _ := l.Create(Meta{})
+	l.SetBulk(true)
+	label := strings.Repeat("x", 100)
+	for i := 0; i < 1000; i++ {
+		l.Append(m.ID, Event{Kind: KindNote, Label: label, Body: body(i)})
+	}
+	if n := l.Unflushed(); n != 1000 {
+		t.Fatalf("1000 events in bulk: %d unflushed, want all of them", n)
+	}
+	size := func() int64 {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.sessions[m.ID].size
+	}
+	for i := 0; l.Unflushed() > 0; i++ {
+		if i == 1e5 {
+			t.Fatal("no barrier after 100,000 events in bulk")
+		}
+		l.Append(m.ID, Event{Kind: KindNote, Label: label, Body: body(i)})
+	}
+	if got := size(); got > tailWindow || got < bulkBarrierBytes {
+		t.Fatalf("the first bulk barrier wrote %d bytes, want %d to %d", got, bulkBarrierBytes, tailWindow)
+	}
+	l.Append(m.ID, Event{Kind: KindNote})
+	l.Append(m.ID, Event{Kind: KindCheckpoint})
+	if n := l.Unflushed(); n != 0 {
+		t.Fatalf("a checkpoint in bulk left %d unflushed", n)
+	}
+	l.SetBulk(false)
+	for i := 0; i < 256; i++ {
+		l.Append(m.ID, Event{Kind: KindNote})
+	}
+	if n := l.Unflushed(); n != 0 {
+		t.Fatalf("256 events after bulk left %d unflushed", n)
 	}
 }
 

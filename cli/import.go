@@ -157,11 +157,30 @@ func (c *ExportCmd) Run(e *Env) error {
 		if x, err = r.ExportSource(id, &buf); err != nil {
 			return err
 		}
-		if err := e.FS.WriteFileAtomic(c.Output, buf.Bytes(), 0o600); err != nil {
+		if err := writeOutput(e, c.Output, buf.Bytes()); err != nil {
 			return fmt.Errorf("write %s: %w", c.Output, err)
 		}
 	}
 	return printExport(e, id, c.Output, x)
+}
+
+// writeOutput writes an --output file whole: a new file or a regular one
+// replaced at once (the durable-write helper), so that no reader sees half
+// of it. A device or a pipe that is there (/dev/null, /dev/stdout, a FIFO)
+// is written to, never replaced by a file of the same name.
+func writeOutput(e *Env, path string, data []byte) error {
+	if fi, err := e.FS.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		f, err := e.FS.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	return e.FS.WriteFileAtomic(path, data, 0o600)
 }
 
 func printExport(e *Env, id eventlog.ID, output string, x agent.ExportResult) error {

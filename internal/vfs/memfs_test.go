@@ -481,6 +481,7 @@ func TestMemHookSeesEveryOp(t *testing.T) {
 		{vfs.OpRename, "/d/f"},
 		{vfs.OpSyncDir, "/d"},
 		{vfs.OpOpenRead, "/d/f"},
+		{vfs.OpStat, "/d/f"}, // ReadFile sizes its buffer
 		{vfs.OpRead, "/d/f"},
 		{vfs.OpRead, "/d/f"},
 		{vfs.OpChmod, "/d/f"},
@@ -488,7 +489,7 @@ func TestMemHookSeesEveryOp(t *testing.T) {
 		{vfs.OpLock, "/d/LOCK"},
 		{vfs.OpRemove, "/d/f"},
 	}
-	// io.ReadAll may read more than twice; collapse repeated reads.
+	// ReadFile may read more than twice; collapse repeated reads.
 	calls = slices.CompactFunc(calls, func(a, b call) bool { return a == b && a.op == vfs.OpRead })
 	want = slices.CompactFunc(want, func(a, b call) bool { return a == b && a.op == vfs.OpRead })
 	if !slices.Equal(calls, want) {

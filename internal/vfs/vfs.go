@@ -9,6 +9,7 @@
 package vfs
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
@@ -82,7 +83,16 @@ func ReadFile(fsys FS, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	// Read into a buffer of the size the file says it has, as os.ReadFile
+	// does, instead of growing one: a transcript of many MiB is read at
+	// once. A file that grew since is still read to its end.
+	size := 0
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 && fi.Size() < 1<<40 {
+		size = int(fi.Size())
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size+512))
+	_, err = buf.ReadFrom(f)
+	return buf.Bytes(), err
 }
 
 // Exists reports whether name exists. Errors other than "not found" count as

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -150,54 +149,17 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	rep.StoredBefore = st.Stored
 	var done, unflushed int64
 	var metas []eventlog.Meta // sessions whose metadata waits for a flush
-	// Reading, hashing and mapping a file needs no store: two goroutines
-	// do it for the files ahead while this one is stored.
 	fresh := map[string]bool{}
 	for _, f := range files {
 		_, seen := known[f.path]
 		fresh[f.path] = !seen
 	}
-	prepared := make([]chan *mappedSource, len(files))
-	for i := range prepared {
-		prepared[i] = make(chan *mappedSource, 1)
-	}
-	ahead := make(chan struct{}, prepareAhead) // files being or waiting to be stored
-	jobs, stop := make(chan int), make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(jobs)
-		for i := range files {
-			select {
-			case ahead <- struct{}{}:
-			case <-stop:
-				return
-			}
-			select {
-			case jobs <- i:
-			case <-stop:
-				return
-			}
-		}
-	}()
-	for range prepareWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				prepared[i] <- r.prepareSource(opts.Format, files[i], fresh[files[i].path], opts.MinCut)
-			}
-		}()
-	}
-	defer func() {
-		close(stop)
-		wg.Wait()
-	}()
+	ahead := r.startReadAhead(opts.Format, files, fresh, opts.MinCut)
+	defer ahead.close()
 	for i, f := range files {
-		prep := <-prepared[i]
-		<-ahead
+		prep := ahead.next(i)
 		res := r.importFile(opts, f, prep, known, &metas, &rep)
+		ahead.release(f)
 		if unflushed += res.BytesIn; unflushed >= importFlushBytes {
 			if err := r.commitImported(&metas); err != nil {
 				return rep, err
@@ -350,14 +312,6 @@ func (r *Rook) readSource(path string) ([]byte, bool, error) {
 	}
 	return out, true, nil
 }
-
-// prepareWorkers read and map files ahead of the one being stored, at most
-// prepareAhead files ahead of it: memory for a few files, and the two
-// cores kept busy.
-const (
-	prepareWorkers = 2
-	prepareAhead   = 2
-)
 
 // mappedSource is a source file read, and its lines mapped when it is new
 // to the store: the part of importing a file that needs no store, which

@@ -85,6 +85,8 @@ var claudeReads = readsKeys(reflect.TypeOf(claudeLine{}))
 
 func (m *claudeMapper) reads(key string) bool { return claudeReads(key) }
 
+func (m *claudeMapper) shortens(s *jsonString) bool { return viewKeys[s.Key] }
+
 func (m *claudeMapper) cutKind(ml mappedLine, s jsonString) cas.Kind { return defaultCutKind(ml, s) }
 
 func (m *claudeMapper) mapLine(line []byte) mappedLine {

@@ -71,6 +71,12 @@ var codexReads = readsKeys(reflect.TypeOf(codexLine{}))
 
 func (m *codexMapper) reads(key string) bool { return codexReads(key) }
 
+// shortens: nothing under "info", whose total_token_usage tokenCount
+// compares whole with the previous line's.
+func (m *codexMapper) shortens(s *jsonString) bool {
+	return viewKeys[s.Key] && !underKey(s, "info")
+}
+
 func (m *codexMapper) session() sourceSession {
 	s := m.sess
 	if s.Title == "" {

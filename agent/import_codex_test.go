@@ -311,7 +311,11 @@ func codexSeeds(t testing.TB) [][]byte {
 		out = append(out, codexLines(t, f)...)
 	}
 	return append(out, []byte(`[1]`), []byte(`{"type":"response_item","payload":[1]}`), []byte(`{"type":7}`),
-		[]byte(`{"TYPE":"event_msg","Payload":{"type":"user_message","message":"keys in another case"},"extra":[1,2]}`))
+		[]byte(`{"TYPE":"event_msg","Payload":{"type":"user_message","message":"keys in another case"},"extra":[1,2]}`),
+		// A whole rollout in one input: checkView maps it line by line.
+		bytes.Join(codexLines(t, codexMainFile), []byte("\n")),
+		[]byte(`{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"t":"a"},"last_token_usage":{"input_tokens":5}}}}`+"\n"+
+			`{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"t":"b"},"last_token_usage":{"input_tokens":5}}}}`))
 }
 
 func FuzzCodexLine(f *testing.F) {

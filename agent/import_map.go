@@ -55,6 +55,9 @@ type lineMapper interface {
 	// reads says whether the mapper reads a top-level member of a line
 	// with this key: a view of the line may leave out the others.
 	reads(key string) bool
+	// shortens says whether a view may shorten this string: the mapper
+	// reads it only through titleOf and prefix tests, if at all.
+	shortens(s *jsonString) bool
 }
 
 // sourceSession is what a mapper learnt about the session of its file.
@@ -124,7 +127,7 @@ func readLine(mapper lineMapper, line []byte, minCut int) (mappedLine, []stringC
 	if !ok {
 		return mapper.mapLine(line), nil
 	}
-	m := mapper.mapLine(mapView(line, strs, viewLong, members, mapper.reads))
+	m := mapper.mapLine(mapView(line, strs, viewLong, members, mapper))
 	if m.Unparsed != "" {
 		return m, nil
 	}
@@ -133,9 +136,11 @@ func readLine(mapper lineMapper, line []byte, minCut int) (mappedLine, []stringC
 
 // viewKeys are the keys whose string values the mappers read only through
 // titleOf and prefix tests (prompts, summaries), or not at all (outputs,
-// file contents): a view may shorten them. A mapper that comes to read
-// more of one must take its key out; FuzzClaudeLine and FuzzCodexLine check
-// that every line maps the same through its view.
+// file contents): a view may shorten them, unless the mapper's shortens
+// says otherwise (a value it compares whole, the Codex token totals). A
+// mapper that comes to read more of one must take its key out;
+// FuzzClaudeLine and FuzzCodexLine check that lines map the same through
+// their views, one after another.
 var viewKeys = map[string]bool{
 	"text": true, "content": true, "thinking": true, "signature": true, "encrypted_content": true,
 	"message": true, "summary": true, "output": true, "stdout": true, "stderr": true, "result": true,
@@ -153,11 +158,11 @@ const (
 )
 
 // mapView is what a mapper reads of a line: the line, with the texts of at
-// least minLen bytes under viewKeys shortened to their beginning (see
+// least minLen bytes the mapper lets it shorten cut to their beginning (see
 // viewKeep), and, when the line is an object whose members are known
-// (members, from scanJSON) and the mapper says which it reads, without the
-// members it does not read. strs are the line's strings, from scanJSON.
-func mapView(line []byte, strs []jsonString, minLen int, members []jsonMember, reads func(key string) bool) []byte {
+// (members, from scanJSON), without the members the mapper does not read.
+// strs are the line's strings, from scanJSON.
+func mapView(line []byte, strs []jsonString, minLen int, members []jsonMember, mapper lineMapper) []byte {
 	out := make([]byte, 0, min(len(line), 4096))
 	next := 0 // the first string not yet copied past
 	// add copies line[from:to], shortening the long texts in it.
@@ -168,7 +173,7 @@ func mapView(line []byte, strs []jsonString, minLen int, members []jsonMember, r
 		p := from
 		for ; next < len(strs) && strs[next].End <= to; next++ {
 			s := &strs[next]
-			if s.End-s.Start < minLen+2 || !viewKeys[s.Key] {
+			if s.End-s.Start < minLen+2 || !mapper.shortens(s) {
 				continue
 			}
 			text, ok := s.canonical(line)
@@ -183,13 +188,13 @@ func mapView(line []byte, strs []jsonString, minLen int, members []jsonMember, r
 		}
 		out = append(out, line[p:to]...)
 	}
-	if len(members) == 0 || reads == nil {
+	if len(members) == 0 {
 		add(0, len(line))
 		return out
 	}
 	out = append(out, '{')
 	for _, m := range members {
-		if !reads(m.Key) {
+		if !mapper.reads(m.Key) {
 			continue
 		}
 		if len(out) > 1 {
@@ -198,6 +203,26 @@ func mapView(line []byte, strs []jsonString, minLen int, members []jsonMember, r
 		add(m.Start, m.End)
 	}
 	return append(out, '}')
+}
+
+// underKey says whether any of the keys enclosing a string folds onto key
+// the way encoding/json matches a field's name, or might (a non-ASCII key).
+func underKey(s *jsonString, key string) bool {
+	for _, p := range s.Parents {
+		if strings.EqualFold(p, key) || !isASCII(p) {
+			return true
+		}
+	}
+	return false
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // readsKeys is a mapper's reads: whether a top-level key is one of those
@@ -213,10 +238,8 @@ func readsKeys(t reflect.Type) func(string) bool {
 		}
 	}
 	return func(key string) bool {
-		for i := 0; i < len(key); i++ {
-			if key[i] >= utf8.RuneSelf {
-				return true
-			}
+		if !isASCII(key) {
+			return true
 		}
 		for _, k := range keys {
 			if strings.EqualFold(k, key) {

@@ -128,25 +128,46 @@ func TestStringValuesDepth(t *testing.T) {
 	}
 }
 
-// checkView: a line maps the same through its view, with every text under
-// a view key shortened, as it does whole; the mapper learns the same of
-// its session. Twice, for the state the first line leaves.
-func checkView(t *testing.T, newMapper func() lineMapper, line []byte) {
+// checkView: lines map the same through their views, with every text the
+// mapper lets a view shorten shortened, as they do whole, one after the
+// other (a mapper keeps state from line to line); the mapper learns the
+// same of its session. The input is split into lines, and each line is
+// also mapped twice in a row.
+func checkView(t *testing.T, newMapper func() lineMapper, input []byte) {
 	t.Helper()
-	var members []jsonMember
-	strs, ok := scanJSON(line, 0, &members)
-	if !ok {
-		return
-	}
 	whole, viewed := newMapper(), newMapper()
-	view := mapView(line, strs, 0, members, viewed.reads)
-	for range 2 {
-		if a, b := whole.mapLine(line), viewed.mapLine(view); !reflect.DeepEqual(a, b) {
-			t.Fatalf("%q\nmaps to %+v\nits view %q\nto %+v", line, a, view, b)
+	for _, line := range bytes.Split(input, []byte("\n")) {
+		var members []jsonMember
+		strs, ok := scanJSON(line, 0, &members)
+		if !ok {
+			continue
+		}
+		view := mapView(line, strs, 0, members, viewed)
+		for range 2 {
+			if a, b := whole.mapLine(line), viewed.mapLine(view); !reflect.DeepEqual(a, b) {
+				t.Fatalf("%q\nmaps to %+v\nits view %q\nto %+v", line, a, view, b)
+			}
 		}
 	}
 	if a, b := whole.session(), viewed.session(); a != b {
-		t.Fatalf("%q\nsession %+v\nthrough its view %+v", line, a, b)
+		t.Fatalf("%q\nsession %+v\nthrough its view %+v", input, a, b)
+	}
+}
+
+// Codex compares a token_count's totals whole with the previous line's: a
+// long string in them is never shortened, so two totals that differ only
+// far into it still count as two.
+func TestMapViewKeepsCodexTotals(t *testing.T) {
+	line := func(end string) string {
+		return `{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"output":"` + strings.Repeat("x", 2000) + end + `"},"last_token_usage":{"input_tokens":5,"output_tokens":7}}}}`
+	}
+	in := []byte(line("A") + "\n" + line("B"))
+	checkView(t, newCodexMapper, in)
+	m := newCodexMapper()
+	for i, l := range bytes.Split(in, []byte("\n")) {
+		if got, _ := readLine(m, l, MinCutString); got.TokensIn != 5 || got.TokensOut != 7 {
+			t.Fatalf("line %d: tokens %d/%d, want 5/7", i+1, got.TokensIn, got.TokensOut)
+		}
 	}
 }
 
@@ -164,7 +185,7 @@ func TestMapViewKeepsTitles(t *testing.T) {
 		line := appendJSONString([]byte(`{"type":"user","message":{"role":"user","content":`), []byte(prompt))
 		line = append(line, "}}"...)
 		strs, _ := stringValues(line, 0)
-		if view := mapView(line, strs, 0, nil, nil); len(view) >= len(line) {
+		if view := mapView(line, strs, 0, nil, newClaudeMapper("/p/s.jsonl")); len(view) >= len(line) {
 			t.Fatalf("view of %d bytes not shorter than the line's %d", len(view), len(line))
 		}
 		checkView(t, func() lineMapper { return newClaudeMapper("/p/s.jsonl") }, line)

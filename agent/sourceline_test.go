@@ -122,7 +122,7 @@ func sourceLineSeeds() [][]byte {
 // FuzzClaudeLine: the Claude Code mapping never panics, always gives a kind
 // the event log takes, and maps a line's view as it maps the line.
 func FuzzClaudeLine(f *testing.F) {
-	for _, s := range lineSeeds() {
+	for _, s := range claudeSeeds() {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
@@ -141,8 +141,14 @@ func TestWriteSourceLineFuzzSeeds(t *testing.T) {
 	fuzzseed.Write(t, map[string][][]byte{
 		"FuzzCutLine":          lineSeeds(),
 		"FuzzDecodeSourceLine": sourceLineSeeds(),
-		"FuzzClaudeLine":       lineSeeds(),
+		"FuzzClaudeLine":       claudeSeeds(),
 	})
+}
+
+// claudeSeeds are lineSeeds and a whole transcript in one input, which
+// checkView maps line by line.
+func claudeSeeds() [][]byte {
+	return append(lineSeeds(), []byte(strings.Join(claudeLines("seed", 3), "\n")))
 }
 
 // cutLine cuts a line as the importer does, with every string cut to kind.

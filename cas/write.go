@@ -82,8 +82,10 @@ type PutResult struct {
 
 // Put stores data as an object of the given kind and returns its id. Known
 // bytes are not written again, unless the stored copy no longer reads back,
-// in which case these bytes repair it. The object is durable only after
-// Sync (or Close) returns.
+// in which case these bytes repair it; bytes this process already wrote or
+// compared are taken as known without reading the copy again (noteVerified),
+// so a copy damaged since is repaired by the next process's Put, or found by
+// verify. The object is durable only after Sync (or Close) returns.
 func (s *Store) Put(kind Kind, data []byte) (PutResult, error) {
 	if !kind.Valid() {
 		return PutResult{}, fmt.Errorf("unknown kind %d", kind)
@@ -114,7 +116,7 @@ func (s *Store) Put(kind Kind, data []byte) (PutResult, error) {
 		return res, fmt.Errorf("index lookup: %w", err)
 	} else if ok {
 		e, derr := decodeEntry(v)
-		if derr == nil && s.verified[id] == rest {
+		if known, ok := s.verified[id]; derr == nil && ok && known == rest {
 			// This process wrote these bytes, or read them back, already:
 			// the rest of the digest stands for comparing them again.
 			s.countDedup(len(data))

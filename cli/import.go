@@ -166,11 +166,12 @@ func (c *ExportCmd) Run(e *Env) error {
 
 // writeOutput writes an --output file whole: a new file or a regular one
 // replaced at once (the durable-write helper), so that no reader sees half
-// of it. A device or a pipe that is there (/dev/null, /dev/stdout, a FIFO)
-// is written to, never replaced by a file of the same name.
+// of it. A device, a pipe or a symbolic link that is there (/dev/null, a
+// FIFO, /dev/stdout, a link to a file) is written through, never replaced
+// by a file of the same name.
 func writeOutput(e *Env, path string, data []byte) error {
-	if fi, err := e.FS.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
-		f, err := e.FS.OpenFile(path, os.O_WRONLY, 0)
+	if fi, err := e.FS.Lstat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		f, err := e.FS.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
 		if err != nil {
 			return err
 		}

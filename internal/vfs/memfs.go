@@ -515,6 +515,9 @@ func (m *MemFS) ReadDir(dir string) ([]fs.DirEntry, error) {
 	return ents, nil
 }
 
+// Lstat is Stat: a MemFS has no symbolic links.
+func (m *MemFS) Lstat(name string) (fs.FileInfo, error) { return m.Stat(name) }
+
 // Stat describes name.
 func (m *MemFS) Stat(name string) (fs.FileInfo, error) {
 	if err := m.begin(OpStat, name); err != nil {

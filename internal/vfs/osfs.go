@@ -27,6 +27,7 @@ func (osFS) Remove(name string) error                    { return os.Remove(name
 func (osFS) Rename(oldname, newname string) error        { return os.Rename(oldname, newname) }
 func (osFS) MkdirAll(dir string, perm fs.FileMode) error { return os.MkdirAll(dir, perm) }
 func (osFS) Stat(name string) (fs.FileInfo, error)       { return os.Stat(name) }
+func (osFS) Lstat(name string) (fs.FileInfo, error)      { return os.Lstat(name) }
 func (osFS) Chmod(name string, mode fs.FileMode) error   { return os.Chmod(name, mode) }
 
 func (osFS) ReadDir(dir string) ([]fs.DirEntry, error) {

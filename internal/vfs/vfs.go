@@ -50,6 +50,8 @@ type FS interface {
 	ReadDir(dir string) ([]fs.DirEntry, error)
 	// Stat describes a file or directory.
 	Stat(name string) (fs.FileInfo, error)
+	// Lstat describes name itself: a symbolic link, not what it points at.
+	Lstat(name string) (fs.FileInfo, error)
 	// Chmod changes a file's mode bits.
 	Chmod(name string, mode fs.FileMode) error
 	// SyncDir makes the directory's entries (files created, renamed or
@@ -87,8 +89,8 @@ func ReadFile(fsys FS, name string) ([]byte, error) {
 	// does, instead of growing one: a transcript of many MiB is read at
 	// once. A file that grew since is still read to its end.
 	size := 0
-	if fi, err := f.Stat(); err == nil && fi.Size() > 0 && fi.Size() < 1<<40 {
-		size = int(fi.Size())
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 && int64(int(fi.Size())+512) == fi.Size()+512 {
+		size = int(fi.Size()) // what fits an int, with room for the last read
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size+512))
 	_, err = buf.ReadFrom(f)

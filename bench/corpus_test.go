@@ -81,13 +81,13 @@ type corpusResult struct {
 	// without their long strings, and the distinct strings), each part
 	// concatenated in the order written and compressed whole by zstd -19.
 	splitSource, splitStrings int64
-	peers           []PeerResult
-	dicts           []cas.TrainResult
-	stats           cas.Stats // the store's, after repacking
-	imp             agent.ImportReport
-	importTime      time.Duration // rook import of every file, syncs included
-	zstd3Time       time.Duration // zstd -3 of the concatenated input, one thread
-	exact           int           // sessions exported byte for byte
+	peers                     []PeerResult
+	dicts                     []cas.TrainResult
+	stats                     cas.Stats // the store's, after repacking
+	imp                       agent.ImportReport
+	importTime                time.Duration // rook import of every file, syncs included
+	zstd3Time                 time.Duration // zstd -3 of the concatenated input, one thread
+	exact                     int           // sessions exported byte for byte
 }
 
 // splitFloor compresses the objects an import stored, in the order it

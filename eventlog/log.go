@@ -109,9 +109,9 @@ type Log struct {
 	// bulk: barriers come every bulkBarrierBytes of buffered records
 	// rather than every BarrierEvery events (SetBulk).
 	bulk          bool
-	unflushedSize int // bytes of buffered records, over every session
-	marked    bool  // the dirty marker is on disk
-	failed    error // a barrier failed: nothing more is acknowledged
+	unflushedSize int   // bytes of buffered records, over every session
+	marked        bool  // the dirty marker is on disk
+	failed        error // a barrier failed: nothing more is acknowledged
 }
 
 // writerState is what the writer knows about a session it appends to.

@@ -328,6 +328,9 @@ func TestImportCorpus(t *testing.T) {
 			return err
 		}
 		abs, _ := filepath.Abs(path)
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real // as the importer names it: a tree reached through a link is the same files
+		}
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return err

@@ -117,9 +117,9 @@ func importedText(line []byte) []byte {
 
 // readLine maps one line (its newline removed) and picks the strings to
 // cut out of it, reading the line's JSON once. The mapper reads a view of
-// the line in which long texts are shortened (mapView): a tool output of
-// megabytes is then scanned once here rather than again by every decode
-// of the mapper. A line that is not JSON, or that the mapper does not
+// the line (mapView), with long texts shortened and the members it does
+// not decode left out: a tool output of megabytes is then scanned once
+// here rather than again by every decode of the mapper. A line that is not JSON, or that the mapper does not
 // take, has nothing cut out.
 func readLine(mapper lineMapper, line []byte, minCut int) (mappedLine, []stringCut) {
 	var members []jsonMember

@@ -16,6 +16,32 @@ import (
 
 const crashHome = "/h/.rook"
 
+// acker returns the workloads' acknowledgement: everything appended so far
+// (in all, at the time of the call) was acknowledged.
+func acker(acked, all map[string][]ackedEvent) func() {
+	return func() {
+		for k, v := range all {
+			acked[k] = append([]ackedEvent(nil), v...)
+		}
+	}
+}
+
+// twoSessions creates the crash workloads' two sessions, acknowledged at
+// once: Create is durable when it returns.
+func twoSessions(r *Rook, all map[string][]ackedEvent, ack func()) ([]eventlog.ID, error) {
+	var ids []eventlog.ID
+	for s := 0; s < 2; s++ {
+		m, err := r.NewSession(fmt.Sprintf("s%d", s), "/w", nil)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, m.ID)
+		all[m.ID.String()] = nil
+		ack()
+	}
+	return ids, nil
+}
+
 type ackedEvent struct {
 	kind  eventlog.Kind
 	label string
@@ -33,20 +59,10 @@ func sessionWorkload(fsys *vfs.MemFS, acked map[string][]ackedEvent) error {
 	}
 	defer r.Close()
 	all := map[string][]ackedEvent{}
-	ack := func() {
-		for k, v := range all {
-			acked[k] = append([]ackedEvent(nil), v...)
-		}
-	}
-	var ids []eventlog.ID
-	for s := 0; s < 2; s++ {
-		m, err := r.NewSession(fmt.Sprintf("s%d", s), "/w", nil)
-		if err != nil {
-			return err
-		}
-		ids = append(ids, m.ID)
-		all[m.ID.String()] = nil
-		ack() // Create is durable when it returns
+	ack := acker(acked, all)
+	ids, err := twoSessions(r, all, ack)
+	if err != nil {
+		return err
 	}
 	for i := 0; i < 40; i++ {
 		id := ids[i%2]
@@ -187,20 +203,10 @@ func bulkSessionWorkload(fsys *vfs.MemFS, acked map[string][]ackedEvent) error {
 	}
 	r.Log.SetBulk(true)
 	all := map[string][]ackedEvent{}
-	ack := func() {
-		for k, v := range all {
-			acked[k] = append([]ackedEvent(nil), v...)
-		}
-	}
-	var ids []eventlog.ID
-	for s := 0; s < 2; s++ {
-		m, err := r.NewSession(fmt.Sprintf("s%d", s), "/w", nil)
-		if err != nil {
-			return err
-		}
-		ids = append(ids, m.ID)
-		all[m.ID.String()] = nil
-		ack()
+	ack := acker(acked, all)
+	ids, err := twoSessions(r, all, ack)
+	if err != nil {
+		return err
 	}
 	label := "progress:hook_progress"
 	for i := 0; i < 12000; i++ {
@@ -237,7 +243,10 @@ func TestBulkSessionCrashSweep(t *testing.T) {
 	var acked map[string][]ackedEvent
 	barriers := 0
 	n := vfstest.Sweep(t, rand.New(rand.NewPCG(5, 6)), 2, initCrashStore,
-		func(fsys *vfs.MemFS) error { acked = map[string][]ackedEvent{}; return bulkSessionWorkload(fsys, acked) },
+		func(fsys *vfs.MemFS) error {
+			acked = map[string][]ackedEvent{}
+			return bulkSessionWorkload(fsys, acked)
+		},
 		func(k int, states []*vfs.MemFS) {
 			for _, c := range states {
 				checkSessions(t, k, c, acked)

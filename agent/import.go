@@ -563,17 +563,13 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 const importFlushBytes = 64 << 20
 
 // commitImported makes the appended lines durable, then records in each
-// session's metadata how much of its source it holds. A crash between the
-// two leaves the metadata behind the log, which the next import sees
-// (importedBytes) and corrects.
+// session's metadata how much of its source it holds, in one batch (the
+// sessions created since the last commit come into existence with it). A
+// crash between the two leaves the metadata behind the log, which the next
+// import sees (importedBytes) and corrects.
 func (r *Rook) commitImported(metas *[]eventlog.Meta) error {
-	if err := r.Flush(); err != nil {
+	if err := r.Log.FlushMeta(*metas...); err != nil {
 		return err
-	}
-	for _, m := range *metas {
-		if err := r.Log.UpdateMeta(m); err != nil {
-			return err
-		}
 	}
 	*metas = (*metas)[:0]
 	return nil

@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -112,6 +113,9 @@ type Log struct {
 	unflushedSize int   // bytes of buffered records, over every session
 	marked        bool  // the dirty marker is on disk
 	failed        error // a barrier failed: nothing more is acknowledged
+	// created: sessions created in bulk whose metadata is not written yet
+	// (Create): the next flush writes it, once their logs are durable.
+	created map[ID]Meta
 }
 
 // writerState is what the writer knows about a session it appends to.
@@ -145,7 +149,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if opts.BarrierEvery <= 0 || opts.BarrierEvery > maxBarrierEvery {
 		opts.BarrierEvery = maxBarrierEvery
 	}
-	l := &Log{dir: dir, opts: opts, fs: opts.FS, sessions: map[ID]*writerState{}}
+	l := &Log{dir: dir, opts: opts, fs: opts.FS, sessions: map[ID]*writerState{}, created: map[ID]Meta{}}
 	if opts.Writable {
 		if err := opts.FS.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
@@ -161,7 +165,8 @@ func (l *Log) logPath(id ID) string  { return filepath.Join(l.dir, id.String()+"
 func (l *Log) metaPath(id ID) string { return filepath.Join(l.dir, id.String()+".meta") }
 
 // Create starts a new session and returns its metadata (id and creation
-// time filled in). The session is durable when Create returns.
+// time filled in). The session is durable when Create returns; in bulk
+// (SetBulk), when the next flush does.
 func (l *Log) Create(m Meta) (Meta, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -175,6 +180,19 @@ func (l *Log) Create(m Meta) (Meta, error) {
 	}
 	m.V, m.ID, m.Created = metaVersion, id, now.UTC().Truncate(time.Millisecond)
 	base := m.Created.UnixMilli()
+	if l.bulk {
+		// An import creates sessions by the hundred: it writes the log
+		// with no fsync and keeps the metadata, which is what makes a
+		// session exist, for the next flush, which syncs the logs first. A
+		// crash before leaves an orphan log, as a crash inside a durable
+		// Create may; the import, not acknowledged yet, starts over.
+		if err := l.createLog(id, base); err != nil {
+			return m, fmt.Errorf("create session log: %w", err)
+		}
+		l.sessions[id] = &writerState{size: logHeaderSize, base: base}
+		l.created[id] = m
+		return m, nil
+	}
 	if err := l.fs.WriteFileAtomic(l.logPath(id), encodeHeader(logHeader{id: id, base: base}), 0o600); err != nil {
 		return m, fmt.Errorf("create session log: %w", err)
 	}
@@ -183,6 +201,19 @@ func (l *Log) Create(m Meta) (Meta, error) {
 	}
 	l.sessions[id] = &writerState{size: logHeaderSize, base: base}
 	return m, nil
+}
+
+// createLog writes a new log's header, unsynced.
+func (l *Log) createLog(id ID, base int64) error {
+	f, err := l.fs.OpenFile(l.logPath(id), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(encodeHeader(logHeader{id: id, base: base}))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func (l *Log) writeMeta(m Meta) error {
@@ -208,6 +239,25 @@ func (l *Log) writable() error {
 
 // ReadMeta reads a session's metadata.
 func (l *Log) ReadMeta(id ID) (Meta, error) {
+	l.mu.Lock()
+	m, ok := l.created[id]
+	l.mu.Unlock()
+	if ok {
+		return m, nil
+	}
+	return l.readMetaFile(id)
+}
+
+// metaLocked is ReadMeta for a caller holding l.mu.
+func (l *Log) metaLocked(id ID) (Meta, error) {
+	if m, ok := l.created[id]; ok {
+		return m, nil
+	}
+	return l.readMetaFile(id)
+}
+
+// readMetaFile reads a session's metadata file.
+func (l *Log) readMetaFile(id ID) (Meta, error) {
 	b, err := vfs.ReadFile(l.fs, l.metaPath(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Meta{}, fmt.Errorf("%w: %s", ErrNoSession, id)
@@ -232,11 +282,39 @@ func (l *Log) UpdateMeta(m Meta) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
-	if _, err := l.ReadMeta(m.ID); err != nil {
+	m.V = metaVersion
+	if _, ok := l.created[m.ID]; ok {
+		l.created[m.ID] = m // written with the rest at the next flush
+		return nil
+	}
+	if _, err := l.readMetaFile(m.ID); err != nil {
 		return err
 	}
-	m.V = metaVersion
 	return l.writeMeta(m)
+}
+
+// FlushMeta is Flush, then UpdateMeta of each of ms, the metadata written
+// in one batch once the events before it are durable: for a writer that
+// records in metadata how much it has written (an import, of its source).
+func (l *Log) FlushMeta(ms ...Meta) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	var update []Meta
+	for _, m := range ms {
+		m.V = metaVersion
+		if _, ok := l.created[m.ID]; ok {
+			l.created[m.ID] = m
+			continue
+		}
+		if _, err := l.readMetaFile(m.ID); err != nil {
+			return err
+		}
+		update = append(update, m)
+	}
+	return l.flushLocked(update...)
 }
 
 // openSession checks that a session exists (its metadata) and opens its
@@ -266,7 +344,10 @@ func (l *Log) state(id ID) (*writerState, error) {
 	if st, ok := l.sessions[id]; ok {
 		return st, nil
 	}
-	f, r, err := l.openSession(id)
+	if _, err := l.metaLocked(id); err != nil {
+		return nil, err
+	}
+	f, r, err := l.openLog(id)
 	if err != nil {
 		return nil, err
 	}
@@ -372,14 +453,19 @@ func (l *Log) Flush() error {
 	return l.flushLocked()
 }
 
-func (l *Log) flushLocked() error {
+// flushLocked is the barrier: it writes the buffered records of every
+// session and syncs them (side by side: vfs.SyncFiles), then writes the
+// metadata of the sessions created in bulk, and update, in one batch. The
+// metadata comes last, so that none ever names events, or a log, that a
+// crash could still take back.
+func (l *Log) flushLocked(update ...Meta) error {
 	ids := make([]ID, 0, len(l.sessions))
 	for id, st := range l.sessions {
-		if len(st.buf) > 0 {
+		if _, isNew := l.created[id]; len(st.buf) > 0 || isNew {
 			ids = append(ids, id)
 		}
 	}
-	if len(ids) == 0 {
+	if len(ids) == 0 && len(update) == 0 {
 		l.unflushed, l.unflushedSize = 0, 0
 		return nil
 	}
@@ -387,27 +473,71 @@ func (l *Log) flushLocked() error {
 		l.failed = err
 		return err
 	}
-	if l.opts.BeforeBarrier != nil {
-		if err := l.opts.BeforeBarrier(); err != nil {
-			return fail(fmt.Errorf("sync event bodies: %w", err))
+	if l.unflushed > 0 {
+		if l.opts.BeforeBarrier != nil {
+			if err := l.opts.BeforeBarrier(); err != nil {
+				return fail(fmt.Errorf("sync event bodies: %w", err))
+			}
 		}
-	}
-	if !l.marked {
-		if err := l.fs.WriteFileAtomic(filepath.Join(l.dir, dirtyMarker), []byte(l.opts.Clock.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
-			return fail(fmt.Errorf("mark the event log in use: %w", err))
+		if !l.marked {
+			if err := l.fs.WriteFileAtomic(filepath.Join(l.dir, dirtyMarker), []byte(l.opts.Clock.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
+				return fail(fmt.Errorf("mark the event log in use: %w", err))
+			}
+			l.marked = true
 		}
-		l.marked = true
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
+	files := make([]vfs.File, 0, len(ids))
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
 	for _, id := range ids {
-		st := l.sessions[id]
-		if err := l.writeTail(id, st); err != nil {
+		f, err := l.writeTail(id, l.sessions[id])
+		if err != nil {
 			return fail(err)
 		}
+		files = append(files, f)
+	}
+	if err := l.fs.SyncFiles(files); err != nil {
+		return fail(fmt.Errorf("sync session logs: %w", err))
+	}
+	for _, id := range ids {
+		st := l.sessions[id]
 		st.size += int64(len(st.buf))
 		st.buf, st.pending = nil, nil
 	}
 	l.unflushed, l.unflushedSize = 0, 0
+	if len(l.created) > 0 {
+		// The new logs' names, before the metadata that names them.
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fail(fmt.Errorf("sync the event log directory: %w", err))
+		}
+	}
+	metas := make([]Meta, 0, len(l.created)+len(update))
+	for _, m := range l.created {
+		metas = append(metas, m)
+	}
+	sort.Slice(metas, func(i, j int) bool { return metas[i].ID.String() < metas[j].ID.String() })
+	metas = append(metas, update...)
+	if len(metas) == 0 {
+		return nil
+	}
+	batch := make([]vfs.NamedData, len(metas))
+	for i, m := range metas {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		batch[i] = vfs.NamedData{Name: filepath.Base(l.metaPath(m.ID)), Data: append(b, '\n')}
+	}
+	// A failure here loses no event: the sessions created stay pending,
+	// for the next flush to try again.
+	if err := l.fs.WriteFilesAtomic(l.dir, batch, 0o600); err != nil {
+		return fmt.Errorf("write session metadata: %w", err)
+	}
+	clear(l.created)
 	return nil
 }
 
@@ -416,33 +546,34 @@ func (l *Log) flushLocked() error {
 // events: what a crash can tear stays within tailWindow, and an import,
 // which a crash only makes resume, syncs a few times per MiB of events
 // rather than every 256 of them. Events of a barrier kind still make one.
+// Sessions created in bulk become durable with the next barrier too.
 func (l *Log) SetBulk(on bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.bulk = on
 }
 
-// writeTail appends a session's buffered records and fsyncs them.
-func (l *Log) writeTail(id ID, st *writerState) error {
+// writeTail appends a session's buffered records and returns its log,
+// open, for the caller to sync and close.
+func (l *Log) writeTail(id ID, st *writerState) (vfs.File, error) {
 	f, err := l.fs.OpenFile(l.logPath(id), os.O_RDWR, 0)
 	if err != nil {
-		return fmt.Errorf("session %s: open log: %w", id, err)
+		return nil, fmt.Errorf("session %s: open log: %w", id, err)
 	}
-	defer f.Close()
 	end, err := f.Seek(0, io.SeekEnd)
+	if err == nil && end != st.size {
+		err = fmt.Errorf("session %s: log is %d bytes, expected %d: another writer?", id, end, st.size)
+	}
+	if err == nil && len(st.buf) > 0 {
+		if _, err = f.Write(st.buf); err != nil {
+			err = fmt.Errorf("session %s: write log: %w", id, err)
+		}
+	}
 	if err != nil {
-		return err
+		f.Close()
+		return nil, err
 	}
-	if end != st.size {
-		return fmt.Errorf("session %s: log is %d bytes, expected %d: another writer?", id, end, st.size)
-	}
-	if _, err := f.Write(st.buf); err != nil {
-		return fmt.Errorf("session %s: write log: %w", id, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("session %s: sync log: %w", id, err)
-	}
-	return nil
+	return f, nil
 }
 
 // Close flushes, and clears the dirty marker: the next writer need not
@@ -490,8 +621,15 @@ func (l *Log) IDs() ([]ID, error) {
 			out = append(out, id)
 		}
 	}
+	// Sessions created in bulk exist for this writer before their
+	// metadata is written (or while a flush writes it).
+	l.mu.Lock()
+	for id := range l.created {
+		out = append(out, id)
+	}
+	l.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	return out, nil
+	return slices.Compact(out), nil
 }
 
 // Summary reads a session's metadata and the totals its last record holds.
@@ -600,7 +738,7 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 	if err := l.writable(); err != nil {
 		return m, err
 	}
-	pm, err := l.ReadMeta(parent)
+	pm, err := l.metaLocked(parent)
 	if err != nil {
 		return m, err
 	}
@@ -690,7 +828,9 @@ func (l *Log) Remove(id ID) (uint64, error) {
 	}
 	// The metadata first: without it the session does not exist, and a
 	// crash before the log goes leaves only an orphan file.
-	if err := l.fs.Remove(l.metaPath(id)); err != nil {
+	if _, ok := l.created[id]; ok {
+		delete(l.created, id) // never written
+	} else if err := l.fs.Remove(l.metaPath(id)); err != nil {
 		return 0, err
 	}
 	if err := l.fs.Remove(l.logPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {

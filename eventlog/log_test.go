@@ -310,3 +310,83 @@ func TestTotalsAndTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestBulkCreate: a session created in bulk exists for its writer at once
+// (listed, read, appended to, renamed, removed) and for everyone else from
+// the next flush, which writes its metadata after its log is durable.
+func TestBulkCreate(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	l.SetBulk(true)
+	other := func() []ID {
+		t.Helper()
+		ro, err := Open("/h/events", Options{FS: fsys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := ro.IDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	a, err := l.Create(Meta{Title: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Create(Meta{Title: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := l.Create(Meta{Title: "gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vfs.Exists(fsys, l.metaPath(a.ID)) {
+		t.Fatal("a session created in bulk has its metadata written before a flush")
+	}
+	if ids, err := l.IDs(); err != nil || len(ids) != 3 {
+		t.Fatalf("the writer lists %v, %v: want its 3 sessions", ids, err)
+	}
+	if ids := other(); len(ids) != 0 {
+		t.Fatalf("another reader lists %v before the flush", ids)
+	}
+	if _, err := l.Append(a.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := l.Read(a.ID, 0, 10); err != nil || len(evs) != 1 {
+		t.Fatalf("read a: %v %v", evs, err)
+	}
+	a.Title = "a, renamed"
+	if err := l.UpdateMeta(a); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := l.Remove(gone.ID); err != nil || n != 0 {
+		t.Fatalf("remove: %d %v", n, err)
+	}
+	if _, err := l.ReadMeta(gone.ID); err == nil {
+		t.Fatal("a removed session still reads")
+	}
+	b.Title = "b, committed"
+	if err := l.FlushMeta(b); err != nil {
+		t.Fatal(err)
+	}
+	ids := other()
+	if len(ids) != 2 || ids[0] != a.ID || ids[1] != b.ID {
+		t.Fatalf("after the flush another reader lists %v, want %v and %v", ids, a.ID, b.ID)
+	}
+	for id, title := range map[ID]string{a.ID: "a, renamed", b.ID: "b, committed"} {
+		m, err := l.readMetaFile(id)
+		if err != nil || m.Title != title {
+			t.Fatalf("metadata of %s on disk: %+v %v, want title %q", id, m, err, title)
+		}
+	}
+	// Both logs are whole: b, with no event, has its header.
+	if s, err := l.Summary(b.ID); err != nil || s.Events != 0 {
+		t.Fatalf("summary of b: %+v %v", s, err)
+	}
+	// FlushMeta of a session that does not exist changes nothing.
+	if err := l.FlushMeta(Meta{ID: gone.ID}); err == nil {
+		t.Fatal("FlushMeta of a removed session succeeded")
+	}
+}

@@ -567,54 +567,94 @@ func (m *MemFS) SyncDir(dir string) error {
 // so that hooks and crashes hit every step. Like os.WriteFile and the OS
 // implementation (renameio), perm applies only when name does not exist yet;
 // an existing file keeps its mode.
-func (m *MemFS) WriteFileAtomic(name string, data []byte, perm fs.FileMode) (err error) {
-	dir, base := filepath.Dir(name), filepath.Base(name)
-	if fi, err := m.Stat(name); err == nil && fi.Mode().IsRegular() {
-		perm = fi.Mode().Perm()
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+func (m *MemFS) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error {
+	return m.WriteFilesAtomic(filepath.Dir(name), []NamedData{{filepath.Base(name), data}}, perm)
+}
+
+// WriteFilesAtomic is WriteFileAtomic's steps for each file in turn, except
+// that the temp files are all written and synced before the first rename,
+// and the directory is synced once, at the end: what the OS implementation
+// does, one step at a time.
+func (m *MemFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) (err error) {
+	type temp struct {
+		f       File
+		tmp     string
+		name    string
+		closed  bool
+		renamed bool
 	}
-	var (
-		f   File
-		tmp string
-	)
-	for {
-		// Deterministic names keep crash sweeps reproducible; a leftover
-		// temp from an earlier failure just moves us on to the next one.
-		m.mu.Lock()
-		seq := m.tmpSeq
-		m.tmpSeq++
-		m.mu.Unlock()
-		tmp = filepath.Join(dir, fmt.Sprintf(".%s.tmp%d", base, seq))
-		f, err = m.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	temps := make([]*temp, 0, len(files))
+	defer func() {
 		if err == nil {
-			break
+			return
 		}
-		if !errors.Is(err, fs.ErrExist) {
+		for _, t := range temps {
+			if !t.closed {
+				t.f.Close()
+			}
+			if !t.renamed {
+				m.Remove(t.tmp) // best effort: a dead process cannot clean up either
+			}
+		}
+	}()
+	for _, nd := range files {
+		name := filepath.Join(dir, nd.Name)
+		mode := perm
+		if fi, err := m.Stat(name); err == nil && fi.Mode().IsRegular() {
+			mode = fi.Mode().Perm()
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		t := &temp{name: name}
+		for {
+			// Deterministic names keep crash sweeps reproducible; a leftover
+			// temp from an earlier failure just moves us on to the next one.
+			m.mu.Lock()
+			seq := m.tmpSeq
+			m.tmpSeq++
+			m.mu.Unlock()
+			t.tmp = filepath.Join(dir, fmt.Sprintf(".%s.tmp%d", nd.Name, seq))
+			t.f, err = m.OpenFile(t.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+		}
+		temps = append(temps, t)
+		if _, err := t.f.Write(nd.Data); err != nil {
 			return err
 		}
 	}
-	renamed := false
-	defer func() {
-		if err != nil && !renamed {
-			f.Close()
-			m.Remove(tmp) // best effort: a dead process cannot clean up either
+	syncs := make([]File, len(temps))
+	for i, t := range temps {
+		syncs[i] = t.f
+	}
+	if err := m.SyncFiles(syncs); err != nil {
+		return err
+	}
+	for _, t := range temps {
+		t.closed = true
+		if err := t.f.Close(); err != nil {
+			return err
 		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
+		if err := m.Rename(t.tmp, t.name); err != nil {
+			return err
+		}
+		t.renamed = true
 	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := m.Rename(tmp, name); err != nil {
-		return err
-	}
-	renamed = true
 	return m.SyncDir(dir)
+}
+
+// SyncFiles syncs the files one after the other, in order.
+func (m *MemFS) SyncFiles(files []File) error {
+	for _, f := range files {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // TryLock takes an in-memory exclusive lock on name, creating the file if

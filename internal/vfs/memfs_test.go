@@ -444,6 +444,63 @@ func TestMemWriteFileAtomicCrashSweep(t *testing.T) {
 	}
 }
 
+// TestMemWriteFilesAtomicCrashSweep crashes a batch of two files, one
+// replaced and one new, at every write operation: each file is left old or
+// new (the new one absent or whole), whatever the other became.
+func TestMemWriteFilesAtomicCrashSweep(t *testing.T) {
+	const dir = "/store/events"
+	batch := []vfs.NamedData{{Name: "a.meta", Data: []byte("new a, longer than the old")}, {Name: "b.meta", Data: []byte("new b")}}
+	setup := func() *vfs.MemFS {
+		m := vfs.NewMem()
+		mustNil(t, m.MkdirAll(dir, 0o755))
+		mustNil(t, m.WriteFileAtomic(dir+"/a.meta", []byte("old a"), 0o644))
+		return m
+	}
+	check := func(k int, what string, fsys vfs.FS) {
+		t.Helper()
+		if got := contents(t, fsys, dir+"/a.meta"); got != "old a" && got != "new a, longer than the old" {
+			t.Fatalf("k=%d %s: a.meta = %q", k, what, got)
+		}
+		if vfs.Exists(fsys, dir+"/b.meta") {
+			if got := contents(t, fsys, dir+"/b.meta"); got != "new b" {
+				t.Fatalf("k=%d %s: b.meta = %q", k, what, got)
+			}
+		}
+	}
+	m := setup()
+	before := m.WriteOps()
+	mustNil(t, m.WriteFilesAtomic(dir, batch, 0o644))
+	total := m.WriteOps() - before
+	for k := 0; ; k++ {
+		if k > total {
+			t.Fatalf("still crashing at k=%d, past the %d write ops of a clean run", k, total)
+		}
+		m := setup()
+		crashed := false
+		m.CrashAt(k, func(clone *vfs.MemFS) {
+			crashed = true
+			check(k, "CrashClone", clone)
+			for seed := range uint64(50) {
+				check(k, fmt.Sprint("seed ", seed), m.CrashCloneRandom(rand.New(rand.NewPCG(seed, 0))))
+			}
+		})
+		err := m.WriteFilesAtomic(dir, batch, 0o644)
+		if !crashed {
+			mustNil(t, err)
+			for _, f := range batch {
+				if got := contents(t, m, dir+"/"+f.Name); got != string(f.Data) {
+					t.Fatalf("uncrashed run left %s = %q", f.Name, got)
+				}
+			}
+			if k != total {
+				t.Fatalf("sweep ended at k=%d, want %d", k, total)
+			}
+			break
+		}
+		wantErr(t, err, vfs.ErrInjected)
+	}
+}
+
 func TestMemHookSeesEveryOp(t *testing.T) {
 	m := vfs.NewMem()
 	type call struct {

@@ -1,10 +1,12 @@
 package vfs
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 
 	"github.com/google/renameio/v2"
 	"golang.org/x/sys/unix"
@@ -49,14 +51,67 @@ func (osFS) SyncDir(dir string) error {
 }
 
 // WriteFileAtomic uses renameio, which does exactly the temp/fsync/rename
-// dance; we add the directory fsync renameio leaves to the caller. The
-// temporary file goes beside name: renameio would otherwise probe, with two
-// more files and a rename on every call, whether $TMPDIR could do.
+// dance; we add the directory fsync renameio leaves to the caller.
 func (o osFS) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error {
-	if err := renameio.WriteFile(name, data, perm, renameio.WithPermissions(perm), renameio.WithTempDir(filepath.Dir(name))); err != nil {
+	return o.WriteFilesAtomic(filepath.Dir(name), []NamedData{{filepath.Base(name), data}}, perm)
+}
+
+// WriteFilesAtomic writes each file to a renameio pending file beside it
+// (renameio would otherwise probe, with two more files and a rename on
+// every call, whether $TMPDIR could do), syncs them all at once, then
+// renames them in order and syncs the directory.
+func (o osFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) (err error) {
+	pending := make([]*renameio.PendingFile, 0, len(files))
+	defer func() {
+		for _, pf := range pending {
+			pf.Cleanup() // after CloseAtomicallyReplace, a no-op
+		}
+	}()
+	syncs := make([]File, 0, len(files))
+	for _, f := range files {
+		pf, err := renameio.NewPendingFile(filepath.Join(dir, f.Name), renameio.WithPermissions(perm), renameio.WithExistingPermissions(), renameio.WithTempDir(dir))
+		if err != nil {
+			return err
+		}
+		pending = append(pending, pf)
+		if _, err := pf.Write(f.Data); err != nil {
+			return err
+		}
+		syncs = append(syncs, pf.File)
+	}
+	if err := o.SyncFiles(syncs); err != nil {
 		return err
 	}
-	return o.SyncDir(filepath.Dir(name))
+	for _, pf := range pending {
+		// Syncs again (a file with nothing left to write costs next to
+		// nothing), closes and renames.
+		if err := pf.CloseAtomicallyReplace(); err != nil {
+			return err
+		}
+	}
+	return o.SyncDir(dir)
+}
+
+// maxParallelSyncs bounds the fsyncs SyncFiles has in flight.
+const maxParallelSyncs = 16
+
+func (osFS) SyncFiles(files []File) error {
+	if len(files) == 1 {
+		return files[0].Sync()
+	}
+	errs := make([]error, len(files))
+	sem := make(chan struct{}, maxParallelSyncs)
+	var wg sync.WaitGroup
+	for i, f := range files {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = f.Sync()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (osFS) TryLock(name string, perm fs.FileMode) (Lock, error) {

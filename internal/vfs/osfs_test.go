@@ -2,6 +2,7 @@ package vfs_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -73,4 +74,75 @@ func TestOSTryLock(t *testing.T) {
 	l, err = vfs.OS.TryLock(name, 0o644)
 	mustNil(t, err)
 	mustNil(t, l.Unlock())
+}
+
+// TestWriteFilesAtomic runs a batch on both filesystems: every file
+// replaced or created, an existing file's mode kept, no temp file left,
+// and a batch that cannot finish (a name that is a directory) leaving no
+// temp file either.
+func TestWriteFilesAtomic(t *testing.T) {
+	for name, fsys := range map[string]vfs.FS{"os": vfs.OS, "mem": vfs.NewMem()} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "events")
+			mustNil(t, fsys.MkdirAll(dir, 0o700))
+			mustNil(t, fsys.WriteFileAtomic(filepath.Join(dir, "a"), []byte("old a"), 0o640))
+			before, err := fsys.Stat(filepath.Join(dir, "a"))
+			mustNil(t, err)
+			batch := []vfs.NamedData{{Name: "a", Data: []byte("new a")}, {Name: "b", Data: []byte("new b")}, {Name: "c", Data: nil}}
+			mustNil(t, fsys.WriteFilesAtomic(dir, batch, 0o600))
+			for _, f := range batch {
+				if got := contents(t, fsys, filepath.Join(dir, f.Name)); got != string(f.Data) {
+					t.Fatalf("%s = %q, want %q", f.Name, got, f.Data)
+				}
+			}
+			fi, err := fsys.Stat(filepath.Join(dir, "a"))
+			mustNil(t, err)
+			if fi.Mode() != before.Mode() {
+				t.Fatalf("the batch changed a's mode %v to %v", before.Mode(), fi.Mode())
+			}
+			fi, err = fsys.Stat(filepath.Join(dir, "b"))
+			mustNil(t, err)
+			if fi.Mode().Perm() != 0o600 {
+				t.Fatalf("new file b has mode %v, want 0600", fi.Mode())
+			}
+
+			mustNil(t, fsys.MkdirAll(filepath.Join(dir, "d"), 0o700))
+			mustNil(t, fsys.MkdirAll(filepath.Join(dir, "d", "x"), 0o700)) // not empty: no rename replaces it
+			err = fsys.WriteFilesAtomic(dir, []vfs.NamedData{{Name: "a", Data: []byte("newer a")}, {Name: "d", Data: []byte("not a dir")}}, 0o600)
+			if err == nil {
+				t.Fatal("a batch renaming over a directory succeeded")
+			}
+			ents, err := fsys.ReadDir(dir)
+			mustNil(t, err)
+			var names []string
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			if want := []string{"a", "b", "c", "d"}; !slices.Equal(names, want) {
+				t.Fatalf("after the failed batch ReadDir = %v, want %v (no temp files)", names, want)
+			}
+			if got := contents(t, fsys, filepath.Join(dir, "a")); got != "new a" && got != "newer a" {
+				t.Fatalf("a = %q", got)
+			}
+		})
+	}
+}
+
+// TestOSSyncFiles: every file of the batch is synced and an error of one
+// is returned (a closed file cannot be synced).
+func TestOSSyncFiles(t *testing.T) {
+	dir := t.TempDir()
+	var files []vfs.File
+	for i := range 20 {
+		f, err := vfs.OS.OpenFile(filepath.Join(dir, fmt.Sprint(i)), os.O_WRONLY|os.O_CREATE, 0o600)
+		mustNil(t, err)
+		defer f.Close()
+		files = append(files, f)
+	}
+	mustNil(t, vfs.OS.SyncFiles(files))
+	mustNil(t, vfs.OS.SyncFiles(nil))
+	files[7].Close()
+	if err := vfs.OS.SyncFiles(files); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("SyncFiles with a closed file: %v, want os.ErrClosed", err)
+	}
 }

@@ -62,6 +62,18 @@ type FS interface {
 	// the directory. A crash at any point leaves either the old file or the
 	// new one, never a mix.
 	WriteFileAtomic(name string, data []byte, perm fs.FileMode) error
+	// WriteFilesAtomic is WriteFileAtomic for several files of one
+	// directory, for a writer with many small files to bring up to date
+	// at once (an import's session metadata): each file is replaced
+	// atomically, in order, but not all together; their temp files are
+	// synced as one batch (SyncFiles) and the directory once. A crash
+	// leaves each file either old or new.
+	WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) error
+	// SyncFiles is Sync of each file, as one batch: the OS filesystem runs
+	// the fsyncs side by side, so that one journal commit can cover many
+	// of them; MemFS runs them in order, so that crash sweeps reproduce.
+	// After it returns without error, every file is synced.
+	SyncFiles(files []File) error
 	// TryLock takes an exclusive advisory lock on the file name (created if
 	// missing) without waiting. It returns ErrLocked when another holder has
 	// it. The lock is released by Unlock or when the process dies.
@@ -77,6 +89,13 @@ type Lock interface {
 
 // ErrLocked is returned by TryLock when someone else holds the lock.
 var ErrLocked = errors.New("vfs: file is locked")
+
+// NamedData is one file of a WriteFilesAtomic batch: its name in the
+// directory and its contents.
+type NamedData struct {
+	Name string
+	Data []byte
+}
 
 // ReadFile reads a whole file through fsys.
 func ReadFile(fsys FS, name string) ([]byte, error) {

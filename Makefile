@@ -23,6 +23,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzDecodeSourceLine \
 	./agent:FuzzClaudeLine \
 	./agent:FuzzCodexLine \
+	./agent:FuzzDecodeLikeEncodingJSON \
 	./agent/mcp:FuzzServeLine \
 	./agent/mcpclient:FuzzServerText
 

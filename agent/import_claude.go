@@ -1,12 +1,15 @@
 package agent
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	// Go 1.27's encoding/json, on json/v2, for Go 1.26: the same answers
+	// (FuzzDecodeLikeEncodingJSON), 2.4x faster on an import's lines.
+	json "github.com/go-json-experiment/json/v1"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"

@@ -165,14 +165,13 @@ func appendJSONString(dst, s []byte) []byte {
 // them so that what one writes the other accepts.
 var shortEscape = [256]byte{'"': '"', '\\': '\\', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}
 
-var shortUnescape = func() map[byte]byte {
-	m := map[byte]byte{}
+var shortUnescape = func() (t [256]byte) { // 0: not a short escape
 	for c, e := range shortEscape {
 		if e != 0 {
-			m[e] = byte(c)
+			t[e] = byte(c)
 		}
 	}
-	return m
+	return t
 }()
 
 // jsonString is a string value found in a line.
@@ -360,6 +359,14 @@ func skipJSONSpace(b []byte, i int) int {
 // UTF-8 or not, as encoding/json lets them.
 func jsonStringEnd(b []byte, i int) (int, bool) {
 	for j := i + 1; j < len(b); j++ {
+		// Skip eight plain bytes at a time: most of a transcript is the
+		// text inside long strings.
+		for j+8 <= len(b) && !specialInString(binary.LittleEndian.Uint64(b[j:])) {
+			j += 8
+		}
+		if j >= len(b) {
+			break
+		}
 		switch c := b[j]; {
 		case c == '"':
 			return j + 1, true
@@ -383,6 +390,17 @@ func jsonStringEnd(b []byte, i int) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// specialInString says whether any of the eight bytes of w ends or escapes
+// a string, or may not be in one: a quote, a backslash, a control
+// character. Each test is the classic "has a zero byte" bit trick, exact
+// as a whole: (x - 0x01..) & ^x & 0x80.. is non-zero iff some byte of x is
+// zero, and with 0x20.. in place of 0x01.. iff some byte is below 0x20.
+func specialInString(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote, backslash := w^(ones*'"'), w^(ones*'\\')
+	return ((quote-ones)&^quote|(backslash-ones)&^backslash|(w-ones*0x20)&^w)&highs != 0
 }
 
 // jsonNumberEnd returns the index just past the number starting at b[i]:
@@ -475,16 +493,18 @@ func canonicalText(lit []byte) ([]byte, bool) {
 	}
 	out := make([]byte, 0, len(in))
 	for i := 0; i < len(in); i++ {
-		c := in[i]
-		if c != '\\' {
-			out = append(out, c)
-			continue
+		// Copy the run up to the next backslash at once.
+		j := bytes.IndexByte(in[i:], '\\')
+		if j < 0 {
+			return append(out, in[i:]...), true
 		}
+		out = append(out, in[i:i+j]...)
+		i += j
 		if i+1 >= len(in) {
 			return nil, false
 		}
 		i++
-		if c, ok := shortUnescape[in[i]]; ok {
+		if c := shortUnescape[in[i]]; c != 0 {
 			out = append(out, c)
 			continue
 		}

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -165,4 +167,38 @@ func cutLine(line []byte, minLen int, kindOf func(jsonString) cas.Kind) (rest []
 		prev = c.End
 	}
 	return append(rest, line[prev:]...), gaps, texts, kinds
+}
+
+// TestSpecialInString checks the word test against the byte test: every
+// byte value at every position among plain bytes, and random words.
+func TestSpecialInString(t *testing.T) {
+	special := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
+	check := func(w [8]byte) {
+		t.Helper()
+		want := false
+		for _, c := range w {
+			want = want || special(c)
+		}
+		if got := specialInString(binary.LittleEndian.Uint64(w[:])); got != want {
+			t.Fatalf("specialInString(%q) = %v, want %v", w[:], got, want)
+		}
+	}
+	for _, fill := range []byte{'a', ' ', 0x7f, 0x80, 0xff, '!', '#', '[', ']'} {
+		for pos := range 8 {
+			for c := range 256 {
+				var w [8]byte
+				for i := range w {
+					w[i] = fill
+				}
+				w[pos] = byte(c)
+				check(w)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 1_000_000 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], rng.Uint64())
+		check(w)
+	}
 }

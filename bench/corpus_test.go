@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,6 +80,11 @@ type corpusResult struct {
 	in              int64 // bytes of the input files
 	rookPlain, rook int64 // every byte under the store: before, after training and repacking
 	zstd3, zstd19   int64 // the concatenated input compressed whole
+	xz              int64 // the same by the xz tool, -9e (0: not installed)
+	// ids, idBytes: the distinct random ids in the input and their random
+	// bits, in bytes: what no lossless store can take less than.
+	ids     int
+	idBytes int64
 	// splitSource and splitStrings: what the importer stores (the lines
 	// without their long strings, and the distinct strings), each part
 	// concatenated in the order written and compressed whole by zstd -19.
@@ -88,6 +96,33 @@ type corpusResult struct {
 	importTime                time.Duration // rook import of every file, syncs included
 	zstd3Time                 time.Duration // zstd -3 of the concatenated input, one thread
 	exact                     int           // sessions exported byte for byte
+}
+
+// idPattern matches the random ids of Claude Code and Codex transcripts:
+// UUIDs (entries, sessions, parents) and the API's toolu_, msg_, req_ ids.
+var idPattern = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|(?:toolu|msg|req)_[0-9A-Za-z]{20,40}`)
+
+// randomIDs counts the distinct ids in data and the bytes of randomness
+// they carry: 122 bits for a UUID (v4: 6 of its 128 bits are fixed), and
+// log2(62) bits for each base-62 character of an API id after its prefix
+// and its 2-character version ("toolu_01..."). Each id counts once: a
+// repeat of one costs a store next to nothing, a new one costs its bits.
+func randomIDs(data []byte) (n int, size int64) {
+	seen := map[string]bool{}
+	bits := 0.0
+	for _, id := range idPattern.FindAll(data, -1) {
+		if seen[string(id)] {
+			continue
+		}
+		seen[string(id)] = true
+		if len(id) == 36 && id[8] == '-' {
+			bits += 122
+		} else {
+			random := len(id) - (strings.IndexByte(string(id), '_') + 1) - 2
+			bits += float64(random) * math.Log2(62)
+		}
+	}
+	return len(seen), int64(bits / 8)
 }
 
 // splitFloor compresses the objects an import stored, in the order it
@@ -268,6 +303,10 @@ func runCorpus() (c corpusResult, err error) {
 		}
 		*z.out = int64(len(data))
 	}
+	if c.xz, _, err = peerXZ(all); err != nil {
+		return c, err
+	}
+	c.ids, c.idBytes = randomIDs(all)
 	// The peers that keep a row or a blob per event, all files as one
 	// session (their size barely depends on how lines are split into
 	// sessions).
@@ -313,6 +352,12 @@ func printCorpus(c corpusResult) {
 	fmt.Fprintf(w, "  %-44s %s %s  (no random access)\n", "JSONL concatenated, zstd -19 whole", m(c.zstd19), x(c.zstd19))
 	fmt.Fprintf(w, "  %-44s %s %s  (no random access; lines %.2f + strings %.2f MiB, no index or log)\n", "rook's split of the bytes, zstd -19 whole", m(c.splitSource+c.splitStrings), x(c.splitSource+c.splitStrings),
 		float64(c.splitSource)/(1<<20), float64(c.splitStrings)/(1<<20))
+	if c.xz > 0 {
+		fmt.Fprintf(w, "  %-44s %s %s  (no random access; the xz tool, measured in this run)\n", "JSONL concatenated, xz -9e whole", m(c.xz), x(c.xz))
+	} else {
+		fmt.Fprintf(w, "  %-44s %12s  [xz not installed]\n", "JSONL concatenated, xz -9e whole", "-")
+	}
+	fmt.Fprintf(w, "  %-44s %s %s  (%d distinct ids: their random bits alone, which no lossless store can shrink)\n", "random ids in the JSONL (uuid, toolu_...)", m(c.idBytes), x(c.idBytes), c.ids)
 	for _, p := range c.peers {
 		if !p.Measured {
 			fmt.Fprintf(w, "  %-44s %12s  [%s]\n", p.Name, "-", p.Note)

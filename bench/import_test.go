@@ -63,3 +63,30 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkImportPeerZstd3 is the peer of BenchmarkImport that issue 7's
+// speed target names: zstd -3 (one thread) of the same bytes, concatenated.
+// Run the two together and compare their B/s.
+func BenchmarkImportPeerZstd3(b *testing.B) {
+	files, err := readCorpus(corpusDir)
+	if err != nil || len(files) == 0 {
+		b.Skipf("no corpus at %s: %v", corpusDir, err)
+	}
+	var all []byte
+	for _, f := range files {
+		data, err := os.ReadFile(f.path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		all = append(all, data...)
+	}
+	b.SetBytes(int64(len(all)))
+	b.ResetTimer()
+	before := cpuTime()
+	for i := 0; i < b.N; i++ {
+		if _, err := peerZstd(all, 3); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-before).Milliseconds())/float64(b.N), "cpu-ms/op")
+}

@@ -23,11 +23,27 @@ import (
 // with a Sync every few puts, and records what each returned Sync
 // acknowledged. It stops at the first error (the injected crash).
 func crashWorkload(fsys *vfs.MemFS, home string, acked map[Key][]byte) error {
-	s, err := Open(home, Options{FS: fsys, Clock: testClock(), Writable: true, SegmentSize: 16 << 10})
+	return crashWorkloadOf(fsys, home, acked, false)
+}
+
+// crashWorkloadOf is crashWorkload, in bulk (SetBulk) with blocks of 4 KiB
+// when bulk is set: blocks are sealed and compressed in the background
+// every few puts, and each object must read back before any Sync.
+func crashWorkloadOf(fsys *vfs.MemFS, home string, acked map[Key][]byte, bulk bool) error {
+	opts := Options{FS: fsys, Clock: testClock(), Writable: true, SegmentSize: 16 << 10}
+	if bulk {
+		opts.BulkBlockSize, opts.BulkPackMax = 4<<10, 8<<10
+	}
+	s, err := Open(home, opts)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	if bulk {
+		if err := s.SetBulk(true); err != nil {
+			return err
+		}
+	}
 	pending := map[Key][]byte{}
 	for i := 0; i < 60; i++ {
 		var data []byte
@@ -46,6 +62,13 @@ func crashWorkload(fsys *vfs.MemFS, home string, acked map[Key][]byte) error {
 			return err
 		}
 		pending[r.ID] = data
+		if bulk {
+			for id, want := range pending {
+				if got, err := s.Get(id); err != nil || !bytes.Equal(got, want) {
+					return fmt.Errorf("object %s put and not synced does not read back: %v", Short(id), err)
+				}
+			}
+		}
 		if i%5 == 4 {
 			if err := s.Sync(); err != nil {
 				return err
@@ -130,6 +153,24 @@ func TestCrashSweepRandomUnsynced(t *testing.T) {
 				checkCrashState(t, k, c, crashHome, acked)
 			}
 		})
+}
+
+// TestBulkCrashSweep is the sweep of bulk writes (an import, a repack):
+// blocks sealed and compressed on their own goroutines, appended in order
+// at the next seal or Sync.
+func TestBulkCrashSweep(t *testing.T) {
+	var acked map[Key][]byte
+	n := vfstest.Sweep(t, rand.New(rand.NewPCG(3, 4)), 2, initCrashStore,
+		func(fsys *vfs.MemFS) error {
+			acked = map[Key][]byte{}
+			return crashWorkloadOf(fsys, crashHome, acked, true)
+		},
+		func(k int, states []*vfs.MemFS) {
+			for _, c := range states {
+				checkCrashState(t, k, c, crashHome, acked)
+			}
+		})
+	t.Logf("swept %d crash points", n)
 }
 
 // crashSeeds is how many random crash clones each crash point gets:

@@ -288,7 +288,7 @@ func (s *Store) stage(obj *pendingObject) error {
 		blockSize, packMax = s.opts.BulkBlockSize, s.opts.BulkPackMax
 	}
 	if len(obj.data) >= packMax {
-		return s.writeBlock(obj.kind, []*pendingObject{obj})
+		return s.sealBlock(obj.kind, []*pendingObject{obj})
 	}
 	ob := s.open[obj.kind]
 	if ob == nil {
@@ -299,7 +299,7 @@ func (s *Store) stage(obj *pendingObject) error {
 	ob.raw += len(obj.data)
 	if ob.raw >= blockSize || len(ob.objs) == maxBlockObjects {
 		delete(s.open, obj.kind)
-		return s.writeBlock(obj.kind, ob.objs)
+		return s.sealBlock(obj.kind, ob.objs)
 	}
 	return nil
 }

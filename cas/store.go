@@ -147,6 +147,9 @@ type Store struct {
 	open    map[Kind]*openBlock
 	bulk    bool // the bulk packing is in force (SetBulk, rewrites)
 	pending map[Key]*pendingObject
+	// sealed: bulk blocks full and being compressed on their own
+	// goroutines, oldest first, to be appended in that order (sealBlock).
+	sealed []*sealedBlock
 	// verified: ids whose stored bytes this process wrote or compared,
 	// with the rest of their digest (noteVerified).
 	verified map[Key][32 - index.KeySize]byte

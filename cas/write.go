@@ -274,7 +274,12 @@ func (s *Store) SetBulk(on bool) error {
 	return nil
 }
 
+// flushOpenBlocks writes out the blocks sealed and still being
+// compressed, then every open block.
 func (s *Store) flushOpenBlocks() error {
+	if err := s.writeSealed(0); err != nil {
+		return err
+	}
 	kinds := make([]Kind, 0, len(s.open))
 	for k := range s.open {
 		kinds = append(kinds, k)
@@ -290,18 +295,88 @@ func (s *Store) flushOpenBlocks() error {
 	return nil
 }
 
-// writeBlock compresses objs into one record, appends it to the active
-// segment and points the (uncommitted) index at it.
-func (s *Store) writeBlock(kind Kind, objs []*pendingObject) error {
+// sealedBlock is a full block whose compression runs on a goroutine of
+// its own while the writer goes on: it is appended when done is closed.
+type sealedBlock struct {
+	kind    Kind
+	objs    []*pendingObject
+	raw     []byte
+	done    chan struct{}
+	codec   uint8 // the compression's results, once done is closed
+	dictID  uint32
+	payload []byte
+	err     error
+}
+
+// maxSealed bounds the bulk blocks being compressed at once (and held in
+// memory twice over, raw and compressed).
+const maxSealed = 2
+
+// sealBlock writes a full block. In bulk (an import, a repack), its
+// compression, most of a bulk write's CPU, starts on a goroutine of its
+// own and the block is appended later, in the order sealed: at the next
+// seal beyond maxSealed, or at the next flush of the open blocks (every
+// Sync and Barrier). Until then its objects stay pending, readable and
+// known to Put, as in an open block; a crash loses them as it would the
+// open block's, since nothing before a Sync is durable.
+func (s *Store) sealBlock(kind Kind, objs []*pendingObject) error {
+	if !s.bulk {
+		return s.writeBlock(kind, objs)
+	}
+	if err := s.writeSealed(maxSealed - 1); err != nil {
+		return err
+	}
+	b := &sealedBlock{kind: kind, objs: objs, raw: blockOf(objs), done: make(chan struct{})}
+	dictID := s.opts.Dicts.Newest(uint8(kind))
+	go func() {
+		defer close(b.done)
+		b.codec, b.dictID, b.payload, b.err = s.enc.encode(b.raw, dictID)
+	}()
+	s.sealed = append(s.sealed, b)
+	return nil
+}
+
+// writeSealed appends the oldest sealed blocks, waiting for their
+// compression, until at most keep are left.
+func (s *Store) writeSealed(keep int) error {
+	for len(s.sealed) > keep {
+		b := s.sealed[0]
+		<-b.done
+		s.sealed[0] = nil
+		s.sealed = s.sealed[1:]
+		if b.err != nil {
+			return fmt.Errorf("compress %s block: %w", b.kind, b.err)
+		}
+		if err := s.appendBlock(b.kind, b.objs, b.raw, b.codec, b.dictID, b.payload); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// blockOf is the raw block of objs.
+func blockOf(objs []*pendingObject) []byte {
 	members := make([][]byte, len(objs))
 	for i, o := range objs {
 		members[i] = o.data
 	}
-	raw := encodeBlock(members)
+	return encodeBlock(members)
+}
+
+// writeBlock compresses objs into one record, appends it to the active
+// segment and points the (uncommitted) index at it.
+func (s *Store) writeBlock(kind Kind, objs []*pendingObject) error {
+	raw := blockOf(objs)
 	codec, dictID, payload, err := s.enc.encode(raw, s.opts.Dicts.Newest(uint8(kind)))
 	if err != nil {
 		return fmt.Errorf("compress %s block: %w", kind, err)
 	}
+	return s.appendBlock(kind, objs, raw, codec, dictID, payload)
+}
+
+// appendBlock appends a compressed block as one record and points the
+// (uncommitted) index at its members.
+func (s *Store) appendBlock(kind Kind, objs []*pendingObject, raw []byte, codec uint8, dictID uint32, payload []byte) error {
 	// The record's time is every member's "created" time (entries do not
 	// repeat it): the newest put among them, so no member ever looks older
 	// than it is to gc's grace period. A repack carries old times forward.

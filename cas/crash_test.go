@@ -57,6 +57,9 @@ func crashWorkloadOf(fsys *vfs.MemFS, home string, acked map[Key][]byte, bulk bo
 		case 3:
 			data = []byte(fmt.Sprintf("n%d", i))
 		}
+		if bulk && i%7 == 6 {
+			data = noise(9000+i, uint64(i)) // past BulkPackMax: a block of its own
+		}
 		r, err := s.Put(Kind(1+i%3), data)
 		if err != nil {
 			return err
@@ -69,7 +72,9 @@ func crashWorkloadOf(fsys *vfs.MemFS, home string, acked map[Key][]byte, bulk bo
 				}
 			}
 		}
-		if i%5 == 4 {
+		// In bulk, Syncs come further apart, so that blocks are also
+		// appended by the seals that follow them, not only by a Sync.
+		if syncEvery := map[bool]int{false: 5, true: 15}[bulk]; i%syncEvery == syncEvery-1 {
 			if err := s.Sync(); err != nil {
 				return err
 			}

@@ -399,7 +399,7 @@ func (s *Store) Reindex(progress func(done, total int64)) (ReindexReport, error)
 		return ReindexReport{}, err
 	}
 	if err := s.flushOpenBlocks(); err != nil {
-		return ReindexReport{}, err
+		return ReindexReport{}, s.fail(err)
 	}
 	return s.reindexLocked(progress)
 }

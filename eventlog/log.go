@@ -157,8 +157,48 @@ func Open(dir string, opts Options) (*Log, error) {
 		if err := l.recoverAfterCrash(); err != nil {
 			return nil, err
 		}
+		if err := l.removeOrphanLogs(); err != nil {
+			return nil, err
+		}
 	}
 	return l, nil
+}
+
+// removeOrphanLogs deletes the logs that have no metadata: a session
+// exists exactly when its .meta does, so these are what a crash left of
+// sessions never created (inside Create or Fork, or before the barrier
+// that writes a bulk session's metadata) or half removed. None of their
+// events was acknowledged.
+func (l *Log) removeOrphanLogs() error {
+	ents, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return err
+	}
+	metas := map[string]bool{}
+	for _, e := range ents {
+		if name, ok := strings.CutSuffix(e.Name(), ".meta"); ok {
+			metas[name] = true
+		}
+	}
+	removed := 0
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".log")
+		if !ok || metas[name] {
+			continue
+		}
+		if _, err := ParseID(name); err != nil {
+			continue // not a session's log: not ours to remove
+		}
+		if err := l.fs.Remove(filepath.Join(l.dir, e.Name())); err != nil {
+			return fmt.Errorf("remove orphan session log %s: %w", e.Name(), err)
+		}
+		removed++
+	}
+	if removed == 0 {
+		return nil
+	}
+	l.Notices = append(l.Notices, fmt.Sprintf("removed %d session log(s) without metadata that a crash left (sessions never created, no event acknowledged)", removed))
+	return l.fs.SyncDir(l.dir)
 }
 
 func (l *Log) logPath(id ID) string  { return filepath.Join(l.dir, id.String()+".log") }
@@ -487,26 +527,12 @@ func (l *Log) flushLocked(update ...Meta) error {
 		}
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
-	files := make([]vfs.File, 0, len(ids))
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}()
-	for _, id := range ids {
-		f, err := l.writeTail(id, l.sessions[id])
-		if err != nil {
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), maxBatchFiles)]
+		ids = ids[len(chunk):]
+		if err := l.writeTails(chunk); err != nil {
 			return fail(err)
 		}
-		files = append(files, f)
-	}
-	if err := l.fs.SyncFiles(files); err != nil {
-		return fail(fmt.Errorf("sync session logs: %w", err))
-	}
-	for _, id := range ids {
-		st := l.sessions[id]
-		st.size += int64(len(st.buf))
-		st.buf, st.pending = nil, nil
 	}
 	l.unflushed, l.unflushedSize = 0, 0
 	if len(l.created) > 0 {
@@ -521,23 +547,57 @@ func (l *Log) flushLocked(update ...Meta) error {
 	}
 	sort.Slice(metas, func(i, j int) bool { return metas[i].ID.String() < metas[j].ID.String() })
 	metas = append(metas, update...)
-	if len(metas) == 0 {
-		return nil
+	for len(metas) > 0 {
+		chunk := metas[:min(len(metas), maxBatchFiles)]
+		metas = metas[len(chunk):]
+		batch := make([]vfs.NamedData, len(chunk))
+		for i, m := range chunk {
+			b, err := json.Marshal(m)
+			if err != nil {
+				return fail(err)
+			}
+			batch[i] = vfs.NamedData{Name: filepath.Base(l.metaPath(m.ID)), Data: append(b, '\n')}
+		}
+		// A failure fails the writer, as any barrier's does: the events
+		// are durable, but a session created in bulk may not exist, and
+		// whoever appended them must not be told they are in.
+		if err := l.fs.WriteFilesAtomic(l.dir, batch, 0o600); err != nil {
+			return fail(fmt.Errorf("write session metadata: %w", err))
+		}
 	}
-	batch := make([]vfs.NamedData, len(metas))
-	for i, m := range metas {
-		b, err := json.Marshal(m)
+	clear(l.created)
+	return nil
+}
+
+// maxBatchFiles bounds the files a barrier holds open at once: the logs it
+// syncs side by side, the metadata it writes in one batch. An import of
+// thousands of small sessions would otherwise open thousands of files.
+const maxBatchFiles = 64
+
+// writeTails appends the buffered records of the sessions ids and syncs
+// them side by side.
+func (l *Log) writeTails(ids []ID) error {
+	files := make([]vfs.File, 0, len(ids))
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	for _, id := range ids {
+		f, err := l.writeTail(id, l.sessions[id])
 		if err != nil {
 			return err
 		}
-		batch[i] = vfs.NamedData{Name: filepath.Base(l.metaPath(m.ID)), Data: append(b, '\n')}
+		files = append(files, f)
 	}
-	// A failure here loses no event: the sessions created stay pending,
-	// for the next flush to try again.
-	if err := l.fs.WriteFilesAtomic(l.dir, batch, 0o600); err != nil {
-		return fmt.Errorf("write session metadata: %w", err)
+	if err := l.fs.SyncFiles(files); err != nil {
+		return fmt.Errorf("sync session logs: %w", err)
 	}
-	clear(l.created)
+	for _, id := range ids {
+		st := l.sessions[id]
+		st.size += int64(len(st.buf))
+		st.buf, st.pending = nil, nil
+	}
 	return nil
 }
 
@@ -604,6 +664,15 @@ func (l *Log) Close() error {
 
 // IDs lists every session, oldest first.
 func (l *Log) IDs() ([]ID, error) {
+	// Sessions created in bulk exist for this writer before their
+	// metadata is written. Taken before the directory is read: a flush in
+	// between moves a session from the one to the other, never out of both.
+	var out []ID
+	l.mu.Lock()
+	for id := range l.created {
+		out = append(out, id)
+	}
+	l.mu.Unlock()
 	ents, err := l.fs.ReadDir(l.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -611,7 +680,6 @@ func (l *Log) IDs() ([]ID, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []ID
 	for _, e := range ents {
 		name, ok := strings.CutSuffix(e.Name(), ".meta")
 		if !ok {
@@ -621,13 +689,6 @@ func (l *Log) IDs() ([]ID, error) {
 			out = append(out, id)
 		}
 	}
-	// Sessions created in bulk exist for this writer before their
-	// metadata is written (or while a flush writes it).
-	l.mu.Lock()
-	for id := range l.created {
-		out = append(out, id)
-	}
-	l.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return slices.Compact(out), nil
 }

@@ -390,3 +390,48 @@ func TestBulkCreate(t *testing.T) {
 		t.Fatal("FlushMeta of a removed session succeeded")
 	}
 }
+
+// TestOrphanLogsAreRemoved: a log without metadata (a bulk session a crash
+// caught before its barrier) is removed by the next writer's open, with a
+// notice; a reader leaves it alone, and a file that is not a session's log
+// stays.
+func TestOrphanLogsAreRemoved(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	kept, err := l.Create(Meta{Title: "kept"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetBulk(true)
+	orphan, err := l.Create(Meta{Title: "never flushed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(orphan.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.WriteFileAtomic("/h/events/notes.log", []byte("not a session"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// What a crash leaves: the process dies before its barrier. A reader
+	// opens first, then the next writer.
+	if _, err := Open("/h/events", Options{FS: fsys}); err != nil {
+		t.Fatal(err)
+	}
+	if !vfs.Exists(fsys, l.logPath(orphan.ID)) {
+		t.Fatal("a reader removed an orphan log")
+	}
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vfs.Exists(fsys, l.logPath(orphan.ID)) {
+		t.Fatal("the writer's open left the orphan log")
+	}
+	if !vfs.Exists(fsys, l.logPath(kept.ID)) || !vfs.Exists(fsys, "/h/events/notes.log") {
+		t.Fatal("the writer's open removed a session's log, or a file not a log")
+	}
+	if len(w.Notices) != 1 || !strings.Contains(w.Notices[0], "removed 1 session log") {
+		t.Fatalf("notices %q", w.Notices)
+	}
+}

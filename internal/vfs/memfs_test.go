@@ -406,40 +406,12 @@ func TestMemWriteFileAtomicCrashSweep(t *testing.T) {
 				}
 			}
 
-			// An uninjected run says how many write ops the sweep covers.
-			m := setup()
-			before := m.WriteOps()
-			mustNil(t, m.WriteFileAtomic(name, []byte(newData), 0o644))
-			total := m.WriteOps() - before
-
-			for k := 0; ; k++ {
-				if k > total {
-					t.Fatalf("still crashing at k=%d, past the %d write ops of a clean run", k, total)
-				}
-				m := setup()
-				crashed := false
-				m.CrashAt(k, func(clone *vfs.MemFS) {
-					crashed = true
-					check(k, "CrashClone", clone)
-					// The clone is a live filesystem: the store reopens it.
-					mustNil(t, clone.WriteFileAtomic(name, []byte("after"), 0o644))
-					for seed := range uint64(50) {
-						check(k, fmt.Sprint("seed ", seed), m.CrashCloneRandom(rand.New(rand.NewPCG(seed, 0))))
-					}
-				})
-				err := m.WriteFileAtomic(name, []byte(newData), 0o644)
-				if !crashed {
-					mustNil(t, err)
+			atomicCrashSweep(t, setup, func(m *vfs.MemFS) error { return m.WriteFileAtomic(name, []byte(newData), 0o644) }, check,
+				func(m *vfs.MemFS) {
 					if got := contents(t, m, name); got != newData {
 						t.Fatalf("uncrashed run left %q", got)
 					}
-					if k != total {
-						t.Fatalf("sweep ended at k=%d, want %d", k, total)
-					}
-					break
-				}
-				wantErr(t, err, vfs.ErrInjected)
-			}
+				})
 		})
 	}
 }
@@ -467,9 +439,26 @@ func TestMemWriteFilesAtomicCrashSweep(t *testing.T) {
 			}
 		}
 	}
+	atomicCrashSweep(t, setup, func(m *vfs.MemFS) error { return m.WriteFilesAtomic(dir, batch, 0o644) }, check,
+		func(m *vfs.MemFS) {
+			for _, f := range batch {
+				if got := contents(t, m, dir+"/"+f.Name); got != string(f.Data) {
+					t.Fatalf("uncrashed run left %s = %q", f.Name, got)
+				}
+			}
+		})
+}
+
+// atomicCrashSweep crashes write at each of its write operations in turn,
+// on a fresh filesystem from setup, and checks the strict crash state and
+// 50 random ones; done checks the run that did not crash. A clone is a live
+// filesystem: write runs on it again, as a reopened store would.
+func atomicCrashSweep(t *testing.T, setup func() *vfs.MemFS, write func(*vfs.MemFS) error, check func(k int, what string, fsys vfs.FS), done func(*vfs.MemFS)) {
+	t.Helper()
+	// An uninjected run says how many write ops the sweep covers.
 	m := setup()
 	before := m.WriteOps()
-	mustNil(t, m.WriteFilesAtomic(dir, batch, 0o644))
+	mustNil(t, write(m))
 	total := m.WriteOps() - before
 	for k := 0; ; k++ {
 		if k > total {
@@ -483,19 +472,16 @@ func TestMemWriteFilesAtomicCrashSweep(t *testing.T) {
 			for seed := range uint64(50) {
 				check(k, fmt.Sprint("seed ", seed), m.CrashCloneRandom(rand.New(rand.NewPCG(seed, 0))))
 			}
+			mustNil(t, write(clone))
 		})
-		err := m.WriteFilesAtomic(dir, batch, 0o644)
+		err := write(m)
 		if !crashed {
 			mustNil(t, err)
-			for _, f := range batch {
-				if got := contents(t, m, dir+"/"+f.Name); got != string(f.Data) {
-					t.Fatalf("uncrashed run left %s = %q", f.Name, got)
-				}
-			}
+			done(m)
 			if k != total {
 				t.Fatalf("sweep ended at k=%d, want %d", k, total)
 			}
-			break
+			return
 		}
 		wantErr(t, err, vfs.ErrInjected)
 	}

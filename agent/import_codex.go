@@ -56,6 +56,34 @@ type codexPayload struct {
 	Info         json.RawMessage `json:"info"`
 }
 
+// The other shapes the mapping decodes: a line of unknown payload (only its
+// type), a session_meta's source and a subagent's spawn, a token_count's
+// info, and the items of a user message's content.
+type (
+	codexTyped struct {
+		Type json.RawMessage `json:"type"`
+	}
+	codexSource struct {
+		Subagent json.RawMessage `json:"subagent"`
+	}
+	codexSpawn struct {
+		ThreadSpawn struct {
+			ParentThreadID json.RawMessage `json:"parent_thread_id"`
+		} `json:"thread_spawn"`
+	}
+	codexUsage struct {
+		Total json.RawMessage `json:"total_token_usage"`
+		Last  struct {
+			Input  uint64 `json:"input_tokens"`
+			Output uint64 `json:"output_tokens"`
+		} `json:"last_token_usage"`
+	}
+	codexInputItem struct {
+		Type json.RawMessage `json:"type"`
+		Text json.RawMessage `json:"text"`
+	}
+)
+
 const codexUnparsed = "codex:unparsed"
 
 // rawString is the string a raw JSON value holds, or "" for any other value.
@@ -140,9 +168,7 @@ func codexUnreadable(line []byte) mappedLine {
 	if !json.Valid(line) {
 		return out
 	}
-	var env struct {
-		Type json.RawMessage `json:"type"`
-	}
+	var env codexTyped
 	switch {
 	case json.Unmarshal(line, &env) != nil:
 		out.Unparsed = "not a JSON object"
@@ -168,9 +194,7 @@ func (m *codexMapper) sessionMeta(p *codexPayload) {
 	}
 	// source is a string ("cli", "exec"...) or, for a subagent,
 	// {"subagent": "review" | {"thread_spawn": {"parent_thread_id": ...}}}.
-	var src struct {
-		Subagent json.RawMessage `json:"subagent"`
-	}
+	var src codexSource
 	if len(p.Source) == 0 || p.Source[0] != '{' || json.Unmarshal(p.Source, &src) != nil {
 		return
 	}
@@ -178,11 +202,7 @@ func (m *codexMapper) sessionMeta(p *codexPayload) {
 		return
 	}
 	m.sess.Subagent = true
-	var spawn struct {
-		ThreadSpawn struct {
-			ParentThreadID json.RawMessage `json:"parent_thread_id"`
-		} `json:"thread_spawn"`
-	}
+	var spawn codexSpawn
 	if src.Subagent[0] == '{' && json.Unmarshal(src.Subagent, &spawn) == nil {
 		if parent := rawString(spawn.ThreadSpawn.ParentThreadID); parent != "" {
 			m.sess.ParentID = parent
@@ -249,13 +269,7 @@ func (m *codexMapper) eventMsg(p *codexPayload, out *mappedLine) {
 
 // tokenCount reads the usage of the turn a token_count event closes.
 func (m *codexMapper) tokenCount(info json.RawMessage) (in, out uint64) {
-	var usage struct {
-		Total json.RawMessage `json:"total_token_usage"`
-		Last  struct {
-			Input  uint64 `json:"input_tokens"`
-			Output uint64 `json:"output_tokens"`
-		} `json:"last_token_usage"`
-	}
+	var usage codexUsage
 	// info is null before the first response; a usage that does not read
 	// (a negative count, a string) counts nothing rather than failing.
 	if len(info) == 0 || info[0] != '{' || json.Unmarshal(info, &usage) != nil {
@@ -291,10 +305,7 @@ func codexBoilerplate(text string) bool {
 // is not boilerplate, or "" if it has none. Items are taken one by one, as
 // some versions put the environment and the prompt in one message.
 func codexPrompt(content json.RawMessage) string {
-	var items []struct {
-		Type json.RawMessage `json:"type"`
-		Text json.RawMessage `json:"text"`
-	}
+	var items []codexInputItem
 	if len(content) == 0 || content[0] != '[' || json.Unmarshal(content, &items) != nil {
 		return ""
 	}

@@ -22,38 +22,11 @@ var decodeTargets = []func() any{
 	func() any { return new([]claudeBlock) },
 	func() any { return new(string) },
 	func() any { return new(codexLine) },
-	func() any {
-		return new(struct {
-			Type json.RawMessage `json:"type"`
-		})
-	},
-	func() any {
-		return new(struct {
-			Subagent json.RawMessage `json:"subagent"`
-		})
-	},
-	func() any {
-		return new(struct {
-			ThreadSpawn struct {
-				ParentThreadID json.RawMessage `json:"parent_thread_id"`
-			} `json:"thread_spawn"`
-		})
-	},
-	func() any {
-		return new(struct {
-			Total json.RawMessage `json:"total_token_usage"`
-			Last  struct {
-				Input  uint64 `json:"input_tokens"`
-				Output uint64 `json:"output_tokens"`
-			} `json:"last_token_usage"`
-		})
-	},
-	func() any {
-		return new([]struct {
-			Type json.RawMessage `json:"type"`
-			Text json.RawMessage `json:"text"`
-		})
-	},
+	func() any { return new(codexTyped) },
+	func() any { return new(codexSource) },
+	func() any { return new(codexSpawn) },
+	func() any { return new(codexUsage) },
+	func() any { return new([]codexInputItem) },
 }
 
 // decodeEdgeSeeds are what the two decoders are most likely to differ on.

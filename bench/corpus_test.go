@@ -30,7 +30,18 @@ var corpusDir = filepath.Join("..", "..", "shared", "corpus", "claude-code")
 type corpusFile struct {
 	path   string
 	size   int64
+	data   []byte // the file, which the events' bodies are lines of
 	events []Event
+}
+
+// corpusBytes is the corpus's files concatenated, in order: what the
+// whole-input compressors are given.
+func corpusBytes(files []corpusFile) []byte {
+	var all []byte
+	for _, f := range files {
+		all = append(all, f.data...)
+	}
+	return all
 }
 
 func readCorpus(root string) ([]corpusFile, error) {
@@ -54,7 +65,7 @@ func readCorpus(root string) ([]corpusFile, error) {
 		if err != nil {
 			return nil, err
 		}
-		f := corpusFile{path: p, size: int64(len(data))}
+		f := corpusFile{path: p, size: int64(len(data)), data: data}
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue
@@ -272,17 +283,12 @@ func runCorpus() (c corpusResult, err error) {
 	}
 	defer os.RemoveAll(dir)
 
-	var all []byte
+	all := corpusBytes(files)
 	var events []Event
 	for _, f := range files {
 		c.files++
 		c.events += len(f.events)
 		c.in += f.size
-		data, err := os.ReadFile(f.path)
-		if err != nil {
-			return c, err
-		}
-		all = append(all, data...)
 		events = append(events, f.events...)
 	}
 	if err := storeCorpus(dir, &c); err != nil {

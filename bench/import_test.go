@@ -72,14 +72,7 @@ func BenchmarkImportPeerZstd3(b *testing.B) {
 	if err != nil || len(files) == 0 {
 		b.Skipf("no corpus at %s: %v", corpusDir, err)
 	}
-	var all []byte
-	for _, f := range files {
-		data, err := os.ReadFile(f.path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		all = append(all, data...)
-	}
+	all := corpusBytes(files)
 	b.SetBytes(int64(len(all)))
 	b.ResetTimer()
 	before := cpuTime()

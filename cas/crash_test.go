@@ -44,6 +44,12 @@ func crashWorkloadOf(fsys *vfs.MemFS, home string, acked map[Key][]byte, bulk bo
 			return err
 		}
 	}
+	// In bulk, Syncs come further apart, so that blocks are also appended
+	// by the seals that follow them, not only by a Sync.
+	syncEvery := 5
+	if bulk {
+		syncEvery = 15
+	}
 	pending := map[Key][]byte{}
 	for i := 0; i < 60; i++ {
 		var data []byte
@@ -72,9 +78,7 @@ func crashWorkloadOf(fsys *vfs.MemFS, home string, acked map[Key][]byte, bulk bo
 				}
 			}
 		}
-		// In bulk, Syncs come further apart, so that blocks are also
-		// appended by the seals that follow them, not only by a Sync.
-		if syncEvery := map[bool]int{false: 5, true: 15}[bulk]; i%syncEvery == syncEvery-1 {
+		if i%syncEvery == syncEvery-1 {
 			if err := s.Sync(); err != nil {
 				return err
 			}

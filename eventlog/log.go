@@ -157,9 +157,6 @@ func Open(dir string, opts Options) (*Log, error) {
 		if err := l.recoverAfterCrash(); err != nil {
 			return nil, err
 		}
-		if err := l.removeOrphanLogs(); err != nil {
-			return nil, err
-		}
 	}
 	return l, nil
 }
@@ -168,7 +165,10 @@ func Open(dir string, opts Options) (*Log, error) {
 // exists exactly when its .meta does, so these are what a crash left of
 // sessions never created (inside Create or Fork, or before the barrier
 // that writes a bulk session's metadata) or half removed. None of their
-// events was acknowledged.
+// events was acknowledged. Recovery runs it, so only after a writer that
+// did not close: a bulk Create marks the log in use first, and listing a
+// directory of thousands of sessions at every open would cost each append
+// command milliseconds.
 func (l *Log) removeOrphanLogs() error {
 	ents, err := l.fs.ReadDir(l.dir)
 	if err != nil {
@@ -221,6 +221,9 @@ func (l *Log) Create(m Meta) (Meta, error) {
 	m.V, m.ID, m.Created = metaVersion, id, now.UTC().Truncate(time.Millisecond)
 	base := m.Created.UnixMilli()
 	if l.bulk {
+		if err := l.mark(); err != nil {
+			return m, err
+		}
 		// An import creates sessions by the hundred: it writes the log
 		// with no fsync and keeps the metadata, which is what makes a
 		// session exist, for the next flush, which syncs the logs first. A
@@ -256,13 +259,25 @@ func (l *Log) createLog(id ID, base int64) error {
 	return err
 }
 
-func (l *Log) writeMeta(m Meta) error {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	if err := l.fs.WriteFileAtomic(l.metaPath(m.ID), append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("write session metadata: %w", err)
+func (l *Log) writeMeta(m Meta) error { return l.writeMetas(m) }
+
+// writeMetas writes sessions' metadata files, in batches of at most
+// maxBatchFiles (WriteFilesAtomic: each file old or new after a crash).
+func (l *Log) writeMetas(ms ...Meta) error {
+	for len(ms) > 0 {
+		chunk := ms[:min(len(ms), maxBatchFiles)]
+		ms = ms[len(chunk):]
+		batch := make([]vfs.NamedData, len(chunk))
+		for i, m := range chunk {
+			b, err := json.Marshal(m)
+			if err != nil {
+				return err
+			}
+			batch[i] = vfs.NamedData{Name: filepath.Base(l.metaPath(m.ID)), Data: append(b, '\n')}
+		}
+		if err := l.fs.WriteFilesAtomic(l.dir, batch, 0o600); err != nil {
+			return fmt.Errorf("write session metadata: %w", err)
+		}
 	}
 	return nil
 }
@@ -322,12 +337,8 @@ func (l *Log) UpdateMeta(m Meta) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
-	m.V = metaVersion
-	if _, ok := l.created[m.ID]; ok {
-		l.created[m.ID] = m // written with the rest at the next flush
-		return nil
-	}
-	if _, err := l.readMetaFile(m.ID); err != nil {
+	m, write, err := l.stageMeta(m)
+	if err != nil || !write {
 		return err
 	}
 	return l.writeMeta(m)
@@ -344,17 +355,31 @@ func (l *Log) FlushMeta(ms ...Meta) error {
 	}
 	var update []Meta
 	for _, m := range ms {
-		m.V = metaVersion
-		if _, ok := l.created[m.ID]; ok {
-			l.created[m.ID] = m
-			continue
-		}
-		if _, err := l.readMetaFile(m.ID); err != nil {
+		m, write, err := l.stageMeta(m)
+		if err != nil {
 			return err
 		}
-		update = append(update, m)
+		if write {
+			update = append(update, m)
+		}
 	}
 	return l.flushLocked(update...)
+}
+
+// stageMeta is the first half of a metadata update, under l.mu: a session
+// created in bulk just has its pending metadata replaced (the next flush
+// writes it); for any other, write says the file is to be written, once
+// it is known to exist.
+func (l *Log) stageMeta(m Meta) (_ Meta, write bool, err error) {
+	m.V = metaVersion
+	if _, ok := l.created[m.ID]; ok {
+		l.created[m.ID] = m
+		return m, false, nil
+	}
+	if _, err := l.readMetaFile(m.ID); err != nil {
+		return m, false, err
+	}
+	return m, true, nil
 }
 
 // openSession checks that a session exists (its metadata) and opens its
@@ -519,11 +544,8 @@ func (l *Log) flushLocked(update ...Meta) error {
 				return fail(fmt.Errorf("sync event bodies: %w", err))
 			}
 		}
-		if !l.marked {
-			if err := l.fs.WriteFileAtomic(filepath.Join(l.dir, dirtyMarker), []byte(l.opts.Clock.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
-				return fail(fmt.Errorf("mark the event log in use: %w", err))
-			}
-			l.marked = true
+		if err := l.mark(); err != nil {
+			return fail(err)
 		}
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
@@ -547,25 +569,26 @@ func (l *Log) flushLocked(update ...Meta) error {
 	}
 	sort.Slice(metas, func(i, j int) bool { return metas[i].ID.String() < metas[j].ID.String() })
 	metas = append(metas, update...)
-	for len(metas) > 0 {
-		chunk := metas[:min(len(metas), maxBatchFiles)]
-		metas = metas[len(chunk):]
-		batch := make([]vfs.NamedData, len(chunk))
-		for i, m := range chunk {
-			b, err := json.Marshal(m)
-			if err != nil {
-				return fail(err)
-			}
-			batch[i] = vfs.NamedData{Name: filepath.Base(l.metaPath(m.ID)), Data: append(b, '\n')}
-		}
-		// A failure fails the writer, as any barrier's does: the events
-		// are durable, but a session created in bulk may not exist, and
-		// whoever appended them must not be told they are in.
-		if err := l.fs.WriteFilesAtomic(l.dir, batch, 0o600); err != nil {
-			return fail(fmt.Errorf("write session metadata: %w", err))
-		}
+	// A failure fails the writer, as any barrier's does: the events are
+	// durable, but a session created in bulk may not exist, and whoever
+	// appended them must not be told they are in.
+	if err := l.writeMetas(metas...); err != nil {
+		return fail(err)
 	}
 	clear(l.created)
+	return nil
+}
+
+// mark writes the dirty marker, once in a writer's life: from then on a
+// crash makes the next writer's open check the logs touched since.
+func (l *Log) mark() error {
+	if l.marked {
+		return nil
+	}
+	if err := l.fs.WriteFileAtomic(filepath.Join(l.dir, dirtyMarker), []byte(l.opts.Clock.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
+		return fmt.Errorf("mark the event log in use: %w", err)
+	}
+	l.marked = true
 	return nil
 }
 

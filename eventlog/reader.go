@@ -248,7 +248,7 @@ func (l *Log) recoverAfterCrash() error {
 			return err
 		}
 	}
-	return nil
+	return l.removeOrphanLogs()
 }
 
 func (l *Log) repairTail(id ID) error {

@@ -349,14 +349,15 @@ func (r *Rook) prepareSource(format string, f sourceFile, fresh bool, minCut int
 // imported again.
 func mapSource(format, path string, data []byte, start int64, minCut int) ([]pendingLine, sourceSession, backupSet) {
 	mapper := newMapper(format, path)
+	reader := lineReader{mapper: mapper, minCut: minCut}
 	captured := backupSet{}
 	if start > 0 {
 		for _, line := range sourceLines(data[:start]) {
-			m, _ := readLine(mapper, trimNewline(line), minCut)
+			m, _ := reader.read(trimNewline(line))
 			captured.note(m)
 		}
 	}
-	var lines []pendingLine
+	lines := make([]pendingLine, 0, bytes.Count(data[start:], []byte{'\n'})+1)
 	off := start
 	for i, line := range sourceLines(data[start:]) {
 		p := pendingLine{off: off, line: line}
@@ -364,7 +365,7 @@ func mapSource(format, path string, data []byte, start int64, minCut int) ([]pen
 			// The rest of a line that was cut short when last imported.
 			p.m = mappedLine{Kind: eventlog.KindNote, Label: format + ":continued"}
 		} else {
-			p.m, p.cuts = readLine(mapper, trimNewline(line), minCut)
+			p.m, p.cuts = reader.read(trimNewline(line))
 			if p.m.Unparsed != "" && len(bytes.TrimSpace(line)) == 0 {
 				p.m.Unparsed = "blank line"
 			}
@@ -703,10 +704,12 @@ func mergedLine(ms []mappedLine) mappedLine {
 
 // putSourceLines stores consecutive lines as one source line object, the
 // strings cut out of them as objects of their own. It returns the
-// object's id.
+// object's id. The object is built in one buffer of its final size and
+// handed to the store (PutOwned): an import stores every byte it reads,
+// and copying them twice more measured as a tenth of its allocations.
 func (r *Rook) putSourceLines(unit []pendingLine) (cas.Key, error) {
-	sl := sourceLine{Offset: unit[0].off}
-	gap := 0 // rest bytes since the last cut
+	var cuts []lineCut
+	gap, rest := 0, 0 // rest bytes since the last cut, and in all
 	for _, p := range unit {
 		prev := 0
 		for _, c := range p.cuts {
@@ -714,14 +717,24 @@ func (r *Rook) putSourceLines(unit []pendingLine) (cas.Key, error) {
 			if err != nil {
 				return cas.Key{}, fmt.Errorf("store a string of the line: %w", err)
 			}
-			sl.Rest = append(sl.Rest, p.line[prev:c.Start]...)
-			sl.Cuts = append(sl.Cuts, lineCut{Gap: gap + c.Start - prev, ID: res.ID})
+			cuts = append(cuts, lineCut{Gap: gap + c.Start - prev, ID: res.ID})
+			rest += c.Start - prev
 			gap, prev = 0, c.End
 		}
-		sl.Rest = append(sl.Rest, p.line[prev:]...)
+		rest += len(p.line) - prev
 		gap += len(p.line) - prev
 	}
-	res, err := r.Store.Put(cas.KindSource, sl.encode())
+	sl := sourceLine{Offset: unit[0].off, Cuts: cuts}
+	b := sl.appendHead(make([]byte, 0, sourceLineHeadMax(len(cuts))+rest))
+	for _, p := range unit {
+		prev := 0
+		for _, c := range p.cuts {
+			b = append(b, p.line[prev:c.Start]...)
+			prev = c.End
+		}
+		b = append(b, p.line[prev:]...)
+	}
+	res, err := r.Store.PutOwned(cas.KindSource, b)
 	if err != nil {
 		return cas.Key{}, fmt.Errorf("store the line: %w", err)
 	}

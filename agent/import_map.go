@@ -125,16 +125,33 @@ func importedText(line []byte) []byte {
 // here rather than again by every decode of the mapper. A line that is not JSON, or that the mapper does not
 // take, has nothing cut out.
 func readLine(mapper lineMapper, line []byte, minCut int) (mappedLine, []stringCut) {
-	var members []jsonMember
-	strs, ok := scanJSON(line, min(minCut, viewLong)+2, &members)
+	r := lineReader{mapper: mapper, minCut: minCut}
+	return r.read(line)
+}
+
+// lineReader is readLine for the lines of one file, one after another. It
+// reuses its scratch space from line to line: the member list and the view
+// are dropped once the mapper has read the line (mappers copy what they
+// keep, json.RawMessage included).
+type lineReader struct {
+	mapper  lineMapper
+	minCut  int
+	members []jsonMember
+	view    []byte
+}
+
+func (r *lineReader) read(line []byte) (mappedLine, []stringCut) {
+	r.members = r.members[:0]
+	strs, ok := scanJSON(line, min(r.minCut, viewLong)+2, &r.members)
 	if !ok {
-		return mapper.mapLine(line), nil
+		return r.mapper.mapLine(line), nil
 	}
-	m := mapper.mapLine(mapView(line, strs, viewLong, members, mapper))
+	r.view = mapView(r.view[:0], line, strs, viewLong, r.members, r.mapper)
+	m := r.mapper.mapLine(r.view)
 	if m.Unparsed != "" {
 		return m, nil
 	}
-	return m, lineCuts(line, strs, minCut, func(s jsonString) cas.Kind { return mapper.cutKind(m, s) })
+	return m, lineCuts(line, strs, r.minCut, func(s jsonString) cas.Kind { return r.mapper.cutKind(m, s) })
 }
 
 // viewKeys are the keys whose string values the mappers read only through
@@ -164,9 +181,8 @@ const (
 // least minLen bytes the mapper lets it shorten cut to their beginning (see
 // viewKeep), and, when the line is an object whose members are known
 // (members, from scanJSON), without the members the mapper does not read.
-// strs are the line's strings, from scanJSON.
-func mapView(line []byte, strs []jsonString, minLen int, members []jsonMember, mapper lineMapper) []byte {
-	out := make([]byte, 0, min(len(line), 4096))
+// strs are the line's strings, from scanJSON. The view is appended to out.
+func mapView(out, line []byte, strs []jsonString, minLen int, members []jsonMember, mapper lineMapper) []byte {
 	next := 0 // the first string not yet copied past
 	// add copies line[from:to], shortening the long texts in it.
 	add := func(from, to int) {

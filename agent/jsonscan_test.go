@@ -142,7 +142,7 @@ func checkView(t *testing.T, newMapper func() lineMapper, input []byte) {
 		if !ok {
 			continue
 		}
-		view := mapView(line, strs, 0, members, viewed)
+		view := mapView(nil, line, strs, 0, members, viewed)
 		for range 2 {
 			if a, b := whole.mapLine(line), viewed.mapLine(view); !reflect.DeepEqual(a, b) {
 				t.Fatalf("%q\nmaps to %+v\nits view %q\nto %+v", line, a, view, b)
@@ -185,7 +185,7 @@ func TestMapViewKeepsTitles(t *testing.T) {
 		line := appendJSONString([]byte(`{"type":"user","message":{"role":"user","content":`), []byte(prompt))
 		line = append(line, "}}"...)
 		strs, _ := stringValues(line, 0)
-		if view := mapView(line, strs, 0, nil, newClaudeMapper("/p/s.jsonl")); len(view) >= len(line) {
+		if view := mapView(nil, line, strs, 0, nil, newClaudeMapper("/p/s.jsonl")); len(view) >= len(line) {
 			t.Fatalf("view of %d bytes not shorter than the line's %d", len(view), len(line))
 		}
 		checkView(t, func() lineMapper { return newClaudeMapper("/p/s.jsonl") }, line)

@@ -61,7 +61,12 @@ type lineCut struct {
 var errBadSourceLine = errors.New("source line object unreadable")
 
 func (sl *sourceLine) encode() []byte {
-	b := make([]byte, 0, 16+len(sl.Cuts)*18+len(sl.Rest))
+	b := sl.appendHead(make([]byte, 0, sourceLineHeadMax(len(sl.Cuts))+len(sl.Rest)))
+	return append(b, sl.Rest...)
+}
+
+// appendHead appends everything of sl's encoding before its rest.
+func (sl *sourceLine) appendHead(b []byte) []byte {
 	b = append(b, sourceLineVersion)
 	b = binary.AppendUvarint(b, uint64(sl.Offset))
 	b = binary.AppendUvarint(b, uint64(len(sl.Cuts)))
@@ -69,7 +74,12 @@ func (sl *sourceLine) encode() []byte {
 		b = binary.AppendUvarint(b, uint64(c.Gap))
 		b = append(b, c.ID[:]...)
 	}
-	return append(b, sl.Rest...)
+	return b
+}
+
+// sourceLineHeadMax bounds the length of a head with cuts cuts.
+func sourceLineHeadMax(cuts int) int {
+	return 1 + 2*binary.MaxVarintLen64 + cuts*(binary.MaxVarintLen64+len(cas.Key{}))
 }
 
 // decodeSourceLine reads a source line object. It never panics.
@@ -229,6 +239,9 @@ func scanJSON(b []byte, minLen int, members *[]jsonMember) ([]jsonString, bool) 
 		keys    []string // the key each open container is the value of
 		out     []jsonString
 		lastKey string // the key of the value to come ("" in an array)
+		// parents holds the Parents of every string in out, one after
+		// another: one allocation now and then instead of one per string.
+		parents []string
 	)
 	state := wantValue
 	i := 0
@@ -263,7 +276,8 @@ func scanJSON(b []byte, minLen int, members *[]jsonMember) ([]jsonString, bool) 
 					return nil, false
 				}
 				if end-i >= minLen {
-					out = append(out, jsonString{Start: i, End: end, Key: lastKey, Parents: append([]string(nil), keys...)})
+					parents = append(parents, keys...)
+					out = append(out, jsonString{Start: i, End: end, Key: lastKey, Parents: parents[len(parents)-len(keys) : len(parents) : len(parents)]})
 				}
 				i = end
 			case 't':

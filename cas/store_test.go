@@ -108,6 +108,40 @@ func TestRoundTripPreservesBytes(t *testing.T) {
 	check(reopen(t, s, false))
 }
 
+// Put copies the caller's bytes, PutOwned keeps them: the same object
+// either way, and a buffer the caller reuses after Put changes nothing.
+func TestPutCopiesAndPutOwnedKeeps(t *testing.T) {
+	s, _ := newStore(t, nil, Options{})
+	buf := bytes.Repeat([]byte("a line of a transcript\n"), 100)
+	want := bytes.Clone(buf)
+	a := mustPut(t, s, KindSource, buf)
+	for i := range buf {
+		buf[i] = 'x' // the caller reuses its buffer
+	}
+	owned := bytes.Repeat([]byte("another line\n"), 100)
+	r, err := s.PutOwned(KindSource, owned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := digestOf(owned); r.ID != Key(sum[:len(Key{})]) {
+		t.Fatalf("PutOwned id %s is not the bytes' id", r.ID)
+	}
+	for _, reopened := range []bool{false, true} {
+		if reopened {
+			if err := s.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			s = reopen(t, s, false)
+		}
+		if got, err := s.Get(a); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("reopened %v: Put's object reads %.30q, %v: the store kept the caller's buffer", reopened, got, err)
+		}
+		if got, err := s.Get(r.ID); err != nil || !bytes.Equal(got, bytes.Repeat([]byte("another line\n"), 100)) {
+			t.Fatalf("reopened %v: PutOwned's object reads %.30q, %v", reopened, got, err)
+		}
+	}
+}
+
 func TestIdenticalContentIsStoredOnce(t *testing.T) {
 	s, home := newStore(t, nil, Options{})
 	data := bytes.Repeat([]byte("the same tool output\n"), 2000)

@@ -86,7 +86,15 @@ type PutResult struct {
 // compared are taken as known without reading the copy again (noteVerified),
 // so a copy damaged since is repaired by the next process's Put, or found by
 // verify. The object is durable only after Sync (or Close) returns.
-func (s *Store) Put(kind Kind, data []byte) (PutResult, error) {
+func (s *Store) Put(kind Kind, data []byte) (PutResult, error) { return s.put(kind, data, false) }
+
+// PutOwned is Put for a caller that hands data over: the store may keep
+// the slice itself instead of a copy, so the caller must never change it
+// afterwards. An import builds each of its objects once and spares a copy
+// of every byte it stores.
+func (s *Store) PutOwned(kind Kind, data []byte) (PutResult, error) { return s.put(kind, data, true) }
+
+func (s *Store) put(kind Kind, data []byte, owned bool) (PutResult, error) {
 	if !kind.Valid() {
 		return PutResult{}, fmt.Errorf("unknown kind %d", kind)
 	}
@@ -140,7 +148,10 @@ func (s *Store) Put(kind Kind, data []byte) (PutResult, error) {
 		}
 		res.Repaired = true
 	}
-	obj := &pendingObject{id: id, kind: kind, data: append([]byte(nil), data...), created: s.opts.Clock.Now().Unix(), old: old}
+	if !owned {
+		data = append([]byte(nil), data...)
+	}
+	obj := &pendingObject{id: id, kind: kind, data: data, created: s.opts.Clock.Now().Unix(), old: old}
 	s.noteVerified(id, rest)
 	return res, s.fail(s.stage(obj))
 }

@@ -24,6 +24,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzClaudeLine \
 	./agent:FuzzCodexLine \
 	./agent:FuzzDecodeLikeEncodingJSON \
+	./agent:FuzzClaudeFastPath \
 	./agent/mcp:FuzzServeLine \
 	./agent/mcpclient:FuzzServerText
 

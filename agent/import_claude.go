@@ -40,6 +40,10 @@ func newClaudeMapper(path string) *claudeMapper {
 	return m
 }
 
+type claudeSnapshot struct {
+	Tracked map[string]claudeBackup `json:"trackedFileBackups"`
+}
+
 // claudeLine is the part of a Claude Code entry the mapping reads.
 type claudeLine struct {
 	Type      string          `json:"type"`
@@ -53,11 +57,7 @@ type claudeLine struct {
 	Data      struct {
 		Type string `json:"type"`
 	} `json:"data"`
-	Snapshot struct {
-		Tracked map[string]struct {
-			BackupFileName *string `json:"backupFileName"`
-		} `json:"trackedFileBackups"`
-	} `json:"snapshot"`
+	Snapshot claudeSnapshot `json:"snapshot"`
 }
 
 type claudeMessage struct {
@@ -65,12 +65,14 @@ type claudeMessage struct {
 	Role    string          `json:"role"`
 	Model   string          `json:"model"`
 	Content json.RawMessage `json:"content"`
-	Usage   *struct {
-		Input         uint64 `json:"input_tokens"`
-		CacheCreation uint64 `json:"cache_creation_input_tokens"`
-		CacheRead     uint64 `json:"cache_read_input_tokens"`
-		Output        uint64 `json:"output_tokens"`
-	} `json:"usage"`
+	Usage   *claudeUsage    `json:"usage"`
+}
+
+type claudeUsage struct {
+	Input         uint64 `json:"input_tokens"`
+	CacheCreation uint64 `json:"cache_creation_input_tokens"`
+	CacheRead     uint64 `json:"cache_read_input_tokens"`
+	Output        uint64 `json:"output_tokens"`
 }
 
 type claudeBlock struct {
@@ -80,6 +82,33 @@ type claudeBlock struct {
 	Name      string `json:"name"`
 	ToolUseID string `json:"tool_use_id"`
 	IsError   bool   `json:"is_error"`
+}
+
+// claudeEntry is everything the mapping reads of a line: what decoding
+// the line's view into a claudeLine, its message into a claudeMessage and
+// its content into a string or blocks gives (decodeClaudeEntry), or what
+// the fast path reads straight off the scanned line (scanClaudeEntry).
+type claudeEntry struct {
+	Type, Subtype, Timestamp, SessionID, Cwd, Summary string
+	IsMeta                                            bool
+	DataType                                          string
+	Tracked                                           map[string]claudeBackup
+	// MsgOK: the line has a message that decodes; then its id, model and
+	// usage, and its content as a string (IsText) or as blocks (BlocksOK:
+	// how many, and the first; the mapping reads no other).
+	MsgOK    bool
+	MsgID    string
+	Model    string
+	Usage    *claudeUsage
+	IsText   bool
+	Text     string
+	BlocksOK bool
+	Blocks   int
+	First    claudeBlock
+}
+
+type claudeBackup struct {
+	BackupFileName *string `json:"backupFileName"`
 }
 
 func (m *claudeMapper) session() sourceSession { return m.sess }
@@ -93,10 +122,53 @@ func (m *claudeMapper) shortens(s *jsonString) bool { return viewKeys[s.Key] }
 func (m *claudeMapper) cutKind(ml mappedLine, s jsonString) cas.Kind { return defaultCutKind(ml, s) }
 
 func (m *claudeMapper) mapLine(line []byte) mappedLine {
-	var l claudeLine
-	if err := json.Unmarshal(line, &l); err != nil {
+	e, err := decodeClaudeEntry(line)
+	if err != nil {
 		return mappedLine{Kind: eventlog.KindNote, Label: "claude-code:unparsed", Unparsed: "not JSON"}
 	}
+	return m.mapEntry(&e)
+}
+
+// mapScanned is mapLine for a line scanJSON took, through the fast path,
+// or through mapLine on the line's view when the fast path declines.
+func (m *claudeMapper) mapScanned(line []byte, strs []jsonString, members []jsonMember, view func() []byte) mappedLine {
+	if e, ok := scanClaudeEntry(line, strs, members, viewLong); ok {
+		return m.mapEntry(&e)
+	}
+	return m.mapLine(view())
+}
+
+// decodeClaudeEntry decodes a line (or its view) with encoding/json's
+// rules: the reference the fast path is held to (FuzzClaudeFastPath).
+func decodeClaudeEntry(line []byte) (claudeEntry, error) {
+	var l claudeLine
+	if err := json.Unmarshal(line, &l); err != nil {
+		return claudeEntry{}, err
+	}
+	e := claudeEntry{
+		Type: l.Type, Subtype: l.Subtype, Timestamp: l.Timestamp, SessionID: l.SessionID, Cwd: l.Cwd,
+		Summary: l.Summary, IsMeta: l.IsMeta, DataType: l.Data.Type, Tracked: l.Snapshot.Tracked,
+	}
+	var msg claudeMessage
+	if json.Unmarshal(l.Message, &msg) != nil {
+		return e, nil
+	}
+	e.MsgOK, e.MsgID, e.Model, e.Usage = true, msg.ID, msg.Model, msg.Usage
+	var text string
+	if json.Unmarshal(msg.Content, &text) == nil {
+		e.IsText, e.Text = true, text
+	}
+	var blocks []claudeBlock
+	if json.Unmarshal(msg.Content, &blocks) == nil {
+		e.BlocksOK, e.Blocks = true, len(blocks)
+		if len(blocks) > 0 {
+			e.First = blocks[0]
+		}
+	}
+	return e, nil
+}
+
+func (m *claudeMapper) mapEntry(l *claudeEntry) mappedLine {
 	if l.Type == "" {
 		return mappedLine{Kind: eventlog.KindNote, Label: "claude-code:unparsed", Unparsed: `no "type" field`}
 	}
@@ -114,9 +186,9 @@ func (m *claudeMapper) mapLine(line []byte) mappedLine {
 	}
 	switch l.Type {
 	case "user":
-		m.mapUser(&l, &out)
+		m.mapUser(l, &out)
 	case "assistant":
-		m.mapAssistant(&l, &out)
+		m.mapAssistant(l, &out)
 	case "system":
 		out.Label = "system"
 		if l.Subtype != "" {
@@ -130,11 +202,11 @@ func (m *claudeMapper) mapLine(line []byte) mappedLine {
 			m.sess.Title = titleOf(l.Summary)
 		}
 	case "progress":
-		if l.Data.Type != "" {
-			out.Label = "progress:" + l.Data.Type
+		if l.DataType != "" {
+			out.Label = "progress:" + l.DataType
 		}
 	case "file-history-snapshot":
-		for p, b := range l.Snapshot.Tracked {
+		for p, b := range l.Tracked {
 			if out.Backups == nil {
 				out.Backups = map[string]string{}
 			}
@@ -151,28 +223,25 @@ func (m *claudeMapper) mapLine(line []byte) mappedLine {
 	return out
 }
 
-func (m *claudeMapper) mapUser(l *claudeLine, out *mappedLine) {
-	var msg claudeMessage
-	if json.Unmarshal(l.Message, &msg) != nil {
+func (m *claudeMapper) mapUser(l *claudeEntry, out *mappedLine) {
+	if !l.MsgOK {
 		return // a user entry without a message: a note
 	}
 	out.Label = ""
-	var text string
-	if json.Unmarshal(msg.Content, &text) == nil {
+	if l.IsText {
 		out.Kind = eventlog.KindUser
 		if l.IsMeta {
 			out.Kind, out.Label = eventlog.KindNote, "user:meta"
-		} else if m.sess.Title == "" && !strings.HasPrefix(strings.TrimSpace(text), "<") {
-			m.sess.Title = titleOf(text)
+		} else if m.sess.Title == "" && !strings.HasPrefix(strings.TrimSpace(l.Text), "<") {
+			m.sess.Title = titleOf(l.Text)
 		}
 		return
 	}
-	var blocks []claudeBlock
-	if json.Unmarshal(msg.Content, &blocks) != nil || len(blocks) == 0 {
+	if !l.BlocksOK || l.Blocks == 0 {
 		out.Kind = eventlog.KindUser
 		return
 	}
-	b := blocks[0]
+	b := l.First
 	switch b.Type {
 	case "tool_result":
 		out.Kind, out.Label = eventlog.KindToolResult, m.toolName[b.ToolUseID]
@@ -186,15 +255,13 @@ func (m *claudeMapper) mapUser(l *claudeLine, out *mappedLine) {
 	}
 }
 
-func (m *claudeMapper) mapAssistant(l *claudeLine, out *mappedLine) {
-	var msg claudeMessage
-	if json.Unmarshal(l.Message, &msg) != nil {
+func (m *claudeMapper) mapAssistant(l *claudeEntry, out *mappedLine) {
+	if !l.MsgOK {
 		return
 	}
-	out.Kind, out.Label = eventlog.KindAssistant, msg.Model
-	var blocks []claudeBlock
-	if json.Unmarshal(msg.Content, &blocks) == nil && len(blocks) > 0 {
-		switch b := blocks[0]; b.Type {
+	out.Kind, out.Label = eventlog.KindAssistant, l.Model
+	if l.BlocksOK && l.Blocks > 0 {
+		switch b := l.First; b.Type {
 		case "thinking", "redacted_thinking":
 			out.Kind = eventlog.KindReasoning
 		case "tool_use", "server_tool_use":
@@ -205,15 +272,15 @@ func (m *claudeMapper) mapAssistant(l *claudeLine, out *mappedLine) {
 	// Claude Code writes each content block of one API message on its own
 	// line, repeating the message's usage: the lines are one group, and
 	// the tokens count once, on its first line.
-	if msg.ID != "" {
-		out.Group = msg.ID
-		if msg.ID == m.lastMsg {
-			m.lastMsg = msg.ID
+	if l.MsgID != "" {
+		out.Group = l.MsgID
+		if l.MsgID == m.lastMsg {
+			m.lastMsg = l.MsgID
 			return
 		}
 	}
-	m.lastMsg = msg.ID
-	if u := msg.Usage; u != nil {
+	m.lastMsg = l.MsgID
+	if u := l.Usage; u != nil {
 		out.TokensIn = u.Input + u.CacheCreation + u.CacheRead
 		out.TokensOut = u.Output
 	}

@@ -63,6 +63,14 @@ type lineMapper interface {
 	shortens(s *jsonString) bool
 }
 
+// scannedMapper is a lineMapper with a fast path for the lines scanJSON
+// took: mapScanned maps such a line given its strings and members (from
+// scanJSON), as mapLine would map view(), the line's view, which it makes
+// only when the fast path declines.
+type scannedMapper interface {
+	mapScanned(line []byte, strs []jsonString, members []jsonMember, view func() []byte) mappedLine
+}
+
 // sourceSession is what a mapper learnt about the session of its file.
 type sourceSession struct {
 	ID        string // the source's own session id ("" if none seen)
@@ -146,8 +154,16 @@ func (r *lineReader) read(line []byte) (mappedLine, []stringCut) {
 	if !ok {
 		return r.mapper.mapLine(line), nil
 	}
-	r.view = mapView(r.view[:0], line, strs, viewLong, r.members, r.mapper)
-	m := r.mapper.mapLine(r.view)
+	view := func() []byte {
+		r.view = mapView(r.view[:0], line, strs, viewLong, r.members, r.mapper)
+		return r.view
+	}
+	var m mappedLine
+	if sm, ok := r.mapper.(scannedMapper); ok {
+		m = sm.mapScanned(line, strs, r.members, view)
+	} else {
+		m = r.mapper.mapLine(view())
+	}
 	if m.Unparsed != "" {
 		return m, nil
 	}
@@ -261,7 +277,8 @@ func readsKeys(t reflect.Type) func(string) bool {
 			return true
 		}
 		for _, k := range keys {
-			if strings.EqualFold(k, key) {
+			// Both ASCII: only keys of one length fold onto each other.
+			if len(k) == len(key) && strings.EqualFold(k, key) {
 				return true
 			}
 		}

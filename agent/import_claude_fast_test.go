@@ -1,0 +1,131 @@
+package agent
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/internal/fuzzseed"
+)
+
+// checkFastPath holds the fast path to decodeClaudeEntry on the line's view
+// (with views that shorten texts from minLen bytes): the same entry, or a
+// decline. It says whether the fast path took the line.
+func checkFastPath(t *testing.T, line []byte, minLen int) bool {
+	t.Helper()
+	var members []jsonMember
+	strs, ok := scanJSON(line, 0, &members)
+	if !ok {
+		return false
+	}
+	got, took := scanClaudeEntry(line, strs, members, minLen)
+	if !took {
+		return false
+	}
+	view := mapView(nil, line, strs, minLen, members, newClaudeMapper("/p/s.jsonl"))
+	want, err := decodeClaudeEntry(view)
+	if err != nil {
+		t.Fatalf("%q\nthe fast path took it, encoding/json fails on its view %q: %v", line, view, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q\nfast path %+v\nits view %q\nencoding/json %+v", line, got, view, want)
+	}
+	return true
+}
+
+// FuzzClaudeFastPath: on any input, line by line, the fast path gives what
+// encoding/json gives on the line's view, or declines.
+func FuzzClaudeFastPath(f *testing.F) {
+	for _, s := range decodeEdgeSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range fastPathSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range claudeSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, input []byte) {
+		for _, line := range bytes.Split(input, []byte("\n")) {
+			for _, minLen := range []int{0, 8, viewLong} {
+				checkFastPath(t, line, minLen)
+			}
+		}
+	})
+}
+
+// fastPathSeeds are lines where the fast path must decline, or must not.
+var fastPathSeeds = []string{
+	`{"type":"assistant","message":{"id":"m","model":"x","content":[{"type":"tool_use","id":"t","name":"Bash"},{"type":"text","text":5}]}}`,
+	`{"type":"assistant","message":{"content":[{"type":"text","Text":"a"}]}}`,
+	`{"type":"assistant","message":{"content":[null]}}`,
+	`{"type":"user","message":{"content":"\u003cx\u003e \/ hi"}}`,
+	`{"type":"user","message":{"content":null}}`,
+	`{"type":"user","message":{"role":1,"content":"hi"}}`,
+	`{"type":"user","message":{"usage":{"input_tokens":1,"INPUT_TOKENS":2}}}`,
+	`{"type":"progress","data":{"type":"bash_progress","Type":"x"}}`,
+	`{"type":"progress","data":{"type":"bash_progress","type":"hook_progress"}}`,
+	`{"type":"progress","data":{"output":"a\"b","type":"hook_progress","n":-1.5e3,"o":[true,false,null,{}]}}`,
+	`{"type":"user","isMeta":null,"message":{"content":[]}}`,
+	`{"type":"user","isMETA":true}`,
+	`{"type":"user","cwd":"\u00e9\ud800"}`,
+	`{"type" : "user" , "message" : { "content" : [ { "type" : "text" , "text" : "hi" } ] } }`,
+	`{"type":"summary","summary":"` + strings.Repeat("a long summary ", 100) + `"}`,
+	`{"type":"summary","summary":"` + strings.Repeat(`esc\"aped `, 200) + `"}`,
+	`{"type":"file-history-snapshot","snapshot":{"trackedFileBackups":{"a.go":{"backupFileName":null}}}}`,
+	`{"\u0074ype":"user"}`,
+	`{"typ\u00e9":"user"}`,
+}
+
+// Every line of the sample transcript takes the fast path.
+func TestClaudeFastPathTakesPlainLines(t *testing.T) {
+	for i, line := range claudeLines("s", 1) {
+		if !checkFastPath(t, []byte(line), viewLong) {
+			t.Errorf("line %d declined: %s", i+1, line)
+		}
+	}
+}
+
+// On the real transcripts of the shared corpus, the fast path agrees with
+// encoding/json on every line, and takes nearly all of them.
+func TestClaudeFastPathOnCorpus(t *testing.T) {
+	if _, err := os.Stat(corpusDir); err != nil {
+		t.Skipf("no corpus at %s: %v", corpusDir, err)
+	}
+	lines, took := 0, 0
+	err := filepath.WalkDir(corpusDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".jsonl") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, line := range sourceLines(data) {
+			lines++
+			if checkFastPath(t, trimNewline(line), viewLong) {
+				took++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the fast path took %d of %d lines", took, lines)
+	if took < lines*99/100 {
+		t.Fatalf("the fast path took only %d of %d lines", took, lines)
+	}
+}
+
+func TestWriteFastPathFuzzSeeds(t *testing.T) {
+	seeds := [][]byte{}
+	for _, s := range fastPathSeeds {
+		seeds = append(seeds, []byte(s))
+	}
+	fuzzseed.Write(t, map[string][][]byte{"FuzzClaudeFastPath": seeds})
+}

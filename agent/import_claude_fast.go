@@ -38,6 +38,8 @@ func scanClaudeEntry(line []byte, strs []jsonString, members []jsonMember, minLe
 		return e, false
 	}
 	r := fastReader{b: line, strs: strs, minLen: minLen}
+	// The string members, by their place in claudeKeys.
+	strField := [...]*string{&e.Type, &e.Subtype, &e.Timestamp, &e.SessionID, &e.Cwd, nil, &e.Summary}
 	seen := 0
 	for _, mb := range members {
 		k := -1
@@ -62,18 +64,8 @@ func scanClaudeEntry(line []byte, strs []jsonString, members []jsonMember, minLe
 			return e, false
 		}
 		switch claudeKeys[k] {
-		case "type":
-			e.Type, ok = r.str(v, end, "type")
-		case "subtype":
-			e.Subtype, ok = r.str(v, end, "subtype")
-		case "timestamp":
-			e.Timestamp, ok = r.str(v, end, "timestamp")
-		case "sessionId":
-			e.SessionID, ok = r.str(v, end, "sessionId")
-		case "cwd":
-			e.Cwd, ok = r.str(v, end, "cwd")
-		case "summary":
-			e.Summary, ok = r.str(v, end, "summary")
+		case "type", "subtype", "timestamp", "sessionId", "cwd", "summary":
+			*strField[k], ok = r.str(v, end, claudeKeys[k])
 		case "isMeta":
 			var bEnd int
 			e.IsMeta, bEnd, ok = r.boolean(v)
@@ -193,14 +185,7 @@ func endsLiteral(c byte) bool {
 // ends. object returns where the object ends. It fails on a key with an
 // escape (which only encoding/json decodes).
 func (r *fastReader) object(i int, fn func(key []byte, v int) (int, bool)) (int, bool) {
-	if i >= len(r.b) || r.b[i] != '{' {
-		return 0, false
-	}
-	i = r.skipSpace(i + 1)
-	if i < len(r.b) && r.b[i] == '}' {
-		return i + 1, true
-	}
-	for i < len(r.b) {
+	return r.items(i, '{', func(i int) (int, bool) {
 		kEnd, ok := r.stringEnd(i)
 		if !ok {
 			return 0, false
@@ -213,37 +198,28 @@ func (r *fastReader) object(i int, fn func(key []byte, v int) (int, bool)) (int,
 		if i >= len(r.b) || r.b[i] != ':' {
 			return 0, false
 		}
-		end, ok := fn(key, r.skipSpace(i+1))
-		if !ok {
-			return 0, false
-		}
-		i = r.skipSpace(end)
-		if i >= len(r.b) {
-			return 0, false
-		}
-		switch r.b[i] {
-		case '}':
-			return i + 1, true
-		case ',':
-			i = r.skipSpace(i + 1)
-		default:
-			return 0, false
-		}
-	}
-	return 0, false
+		return fn(key, r.skipSpace(i+1))
+	})
 }
 
 // array calls fn for each element of the array at i, as object does.
 func (r *fastReader) array(i int, fn func(v int) (int, bool)) (int, bool) {
-	if i >= len(r.b) || r.b[i] != '[' {
+	return r.items(i, '[', fn)
+}
+
+// items calls item at each member of the object, or element of the array,
+// that opens at i (open is '{' or '['); item says where the member ends.
+func (r *fastReader) items(i int, open byte, item func(i int) (int, bool)) (int, bool) {
+	if i >= len(r.b) || r.b[i] != open {
 		return 0, false
 	}
+	closing := open + 2 // '{'+2 is '}', '['+2 is ']'
 	i = r.skipSpace(i + 1)
-	if i < len(r.b) && r.b[i] == ']' {
+	if i < len(r.b) && r.b[i] == closing {
 		return i + 1, true
 	}
 	for i < len(r.b) {
-		end, ok := fn(i)
+		end, ok := item(i)
 		if !ok {
 			return 0, false
 		}
@@ -252,7 +228,7 @@ func (r *fastReader) array(i int, fn func(v int) (int, bool)) (int, bool) {
 			return 0, false
 		}
 		switch r.b[i] {
-		case ']':
+		case closing:
 			return i + 1, true
 		case ',':
 			i = r.skipSpace(i + 1)
@@ -318,10 +294,29 @@ func (r *fastReader) boolean(v int) (bool, int, bool) {
 	return false, 0, false
 }
 
-// known says whether key is one of names, and which; it fails (ok false)
-// on a key that encoding/json would match to one of them only by folding
-// case, or might (not ASCII).
-func known(key []byte, names ...string) (int, bool) {
+// fields calls fn for each member of the object at v that has one of the
+// names (k is which), with where its value starts; fn reads the value and
+// says where it ends. Other members are skipped. It fails on a name seen
+// twice, and on a key that encoding/json would match to a name only by
+// folding case, or might (not ASCII).
+func (r *fastReader) fields(v int, names []string, fn func(k, v int) (int, bool)) (int, bool) {
+	var seen uint64 // names has fewer than 64
+	return r.object(v, func(key []byte, v int) (int, bool) {
+		k, ok := known(key, names)
+		switch {
+		case !ok || (k >= 0 && seen&(1<<k) != 0):
+			return 0, false
+		case k < 0:
+			return r.valueEnd(v)
+		}
+		seen |= 1 << k
+		return fn(k, v)
+	})
+}
+
+// known says which of names key is (-1: none); ok is false for a key that
+// encoding/json would match to one only by folding case, or might.
+func known(key []byte, names []string) (int, bool) {
 	for i, n := range names {
 		if string(key) == n {
 			return i, true
@@ -338,24 +333,20 @@ func known(key []byte, names ...string) (int, bool) {
 	return -1, true
 }
 
+var (
+	dataFields    = []string{"type"}
+	messageFields = []string{"id", "role", "model", "content", "usage"}
+	usageFields   = []string{"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}
+	blockFields   = []string{"type", "text", "id", "name", "tool_use_id", "is_error"}
+)
+
 // dataType is data.type of a progress entry (the rest of data, often most
 // of the line, is skipped).
 func (r *fastReader) dataType(v int) (string, bool) {
 	var typ string
-	seen := false
-	_, ok := r.object(v, func(key []byte, v int) (int, bool) {
-		k, ok := known(key, "type")
-		if !ok {
-			return 0, false
-		}
-		if k < 0 {
-			return r.valueEnd(v)
-		}
-		if seen {
-			return 0, false
-		}
-		seen = true
+	_, ok := r.fields(v, dataFields, func(_, v int) (int, bool) {
 		var end int
+		var ok bool
 		typ, end, ok = r.stringValue(v, "type")
 		return end, ok
 	})
@@ -365,20 +356,7 @@ func (r *fastReader) dataType(v int) (string, bool) {
 // message reads a message: its id, model, usage and content, checking the
 // types of the members a claudeMessage has as encoding/json would.
 func (r *fastReader) message(v int, e *claudeEntry) bool {
-	var seen [5]bool
-	_, ok := r.object(v, func(key []byte, v int) (int, bool) {
-		k, ok := known(key, "id", "role", "model", "content", "usage")
-		if !ok {
-			return 0, false
-		}
-		if k < 0 {
-			return r.valueEnd(v)
-		}
-		if seen[k] {
-			return 0, false
-		}
-		seen[k] = true
-		var end int
+	_, ok := r.fields(v, messageFields, func(k, v int) (end int, ok bool) {
 		switch k {
 		case 0:
 			e.MsgID, end, ok = r.stringValue(v, "id")
@@ -423,19 +401,7 @@ func (r *fastReader) content(v int, e *claudeEntry) (int, bool) {
 
 // usage reads a message's token counts.
 func (r *fastReader) usage(v int, u *claudeUsage) (int, bool) {
-	var seen [4]bool
-	return r.object(v, func(key []byte, v int) (int, bool) {
-		k, ok := known(key, "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
-		if !ok {
-			return 0, false
-		}
-		if k < 0 {
-			return r.valueEnd(v)
-		}
-		if seen[k] {
-			return 0, false
-		}
-		seen[k] = true
+	return r.fields(v, usageFields, func(k, v int) (int, bool) {
 		n, end, ok := r.uint(v)
 		*[...]*uint64{&u.Input, &u.CacheCreation, &u.CacheRead, &u.Output}[k] = n
 		return end, ok
@@ -445,23 +411,9 @@ func (r *fastReader) usage(v int, u *claudeUsage) (int, bool) {
 // block reads a content block into b, checking every member a
 // claudeBlock has; with b nil, it only checks them.
 func (r *fastReader) block(v int, b *claudeBlock) (int, bool) {
-	var seen [6]bool
-	return r.object(v, func(key []byte, v int) (int, bool) {
-		k, ok := known(key, "type", "text", "id", "name", "tool_use_id", "is_error")
-		if !ok {
-			return 0, false
-		}
-		if k < 0 {
-			return r.valueEnd(v)
-		}
-		if seen[k] {
-			return 0, false
-		}
-		seen[k] = true
+	return r.fields(v, blockFields, func(k, v int) (int, bool) {
 		if k == 5 {
-			var isErr bool
-			var end int
-			isErr, end, ok = r.boolean(v)
+			isErr, end, ok := r.boolean(v)
 			if b != nil {
 				b.IsError = isErr
 			}
@@ -470,8 +422,7 @@ func (r *fastReader) block(v int, b *claudeBlock) (int, bool) {
 		if b == nil {
 			return r.stringEnd(v) // any string decodes, without error
 		}
-		name := [...]string{"type", "text", "id", "name", "tool_use_id"}[k]
-		s, end, ok := r.stringValue(v, name)
+		s, end, ok := r.stringValue(v, blockFields[k])
 		*[...]*string{&b.Type, &b.Text, &b.ID, &b.Name, &b.ToolUseID}[k] = s
 		return end, ok
 	})

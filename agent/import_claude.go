@@ -117,7 +117,11 @@ var claudeReads = readsKeys(reflect.TypeOf(claudeLine{}))
 
 func (m *claudeMapper) reads(key string) bool { return claudeReads(key) }
 
-func (m *claudeMapper) shortens(s *jsonString) bool { return viewKeys[s.Key] }
+func (m *claudeMapper) shortens(s *jsonString) bool { return claudeShortens(s.Key) }
+
+// claudeShortens says whether the view shortens a long string under key:
+// the mapping reads those only through titleOf and prefix tests.
+func claudeShortens(key string) bool { return viewKeys[key] }
 
 func (m *claudeMapper) cutKind(ml mappedLine, s jsonString) cas.Kind { return defaultCutKind(ml, s) }
 

@@ -73,7 +73,10 @@ func scanClaudeEntry(line []byte, strs []jsonString, members []jsonMember, minLe
 		case "data":
 			e.DataType, ok = r.dataType(v)
 		case "snapshot":
-			// Rare (file-history snapshots) and small: decoded whole.
+			// Rare (file-history snapshots) and small: decoded whole, from
+			// the line rather than the view, which is the same as long as
+			// the view shortens nothing a claudeSnapshot reads (no key of
+			// it is one claudeShortens takes).
 			var s claudeSnapshot
 			ok = line[v] == '{' && json.Unmarshal(line[v:end], &s) == nil
 			e.Tracked = s.Tracked
@@ -264,13 +267,14 @@ func (r *fastReader) uint(v int) (uint64, int, bool) {
 }
 
 // str is the string value at b[v:end], as the view would hold it under
-// key: a long text the view shortens (viewKeys) is shortened the same way.
+// key: a long text the view shortens (claudeShortens) is shortened the
+// same way.
 func (r *fastReader) str(v, end int, key string) (string, bool) {
 	lit := r.b[v:end]
 	if len(lit) < 2 || lit[0] != '"' {
 		return "", false // null, or another type: encoding/json's business
 	}
-	if len(lit) >= r.minLen+2 && viewKeys[key] {
+	if len(lit) >= r.minLen+2 && claudeShortens(key) {
 		if text, ok := canonicalText(lit); ok {
 			return string(text[:viewKeep(text)]), true
 		}
@@ -396,7 +400,10 @@ func (r *fastReader) content(v int, e *claudeEntry) (int, bool) {
 			return r.block(v, b)
 		})
 	}
-	return 0, false // null, or a type encoding/json fails on
+	// null, a number, an object...: encoding/json takes them into the
+	// message's raw content and then decodes neither a string nor blocks
+	// (null as both); rare enough to leave to it.
+	return 0, false
 }
 
 // usage reads a message's token counts.

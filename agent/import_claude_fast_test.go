@@ -14,11 +14,23 @@ import (
 
 // checkFastPath holds the fast path to decodeClaudeEntry on the line's view
 // (with views that shorten texts from minLen bytes): the same entry, or a
-// decline. It says whether the fast path took the line.
+// decline. It says whether the fast path took the line. It runs with the
+// strings scanJSON lists for an import (the long ones: the fast path finds
+// the others' ends itself; never fewer than the view may shorten) and
+// with all of them.
 func checkFastPath(t *testing.T, line []byte, minLen int) bool {
 	t.Helper()
+	took := false
+	for _, listed := range []int{min(MinCutString, viewLong, minLen) + 2, 0} {
+		took = checkFastPathListing(t, line, minLen, listed)
+	}
+	return took
+}
+
+func checkFastPathListing(t *testing.T, line []byte, minLen, listed int) bool {
+	t.Helper()
 	var members []jsonMember
-	strs, ok := scanJSON(line, 0, &members)
+	strs, ok := scanJSON(line, listed, &members)
 	if !ok {
 		return false
 	}

@@ -81,7 +81,10 @@ type StorageConfig struct {
 // its default, so a loaded policy has none; a policy built by hand sets
 // only the limits it wants), and so is an explicit 0.
 type RetentionPolicy struct {
-	// MaxSessionAgeDays deletes sessions whose last event is older.
+	// MaxSessionAgeDays deletes sessions rook has not written for this
+	// many days: neither appended to nor created (an imported or forked
+	// session counts from its import or fork, not from the times of the
+	// events it brought).
 	MaxSessionAgeDays *int `toml:"max_session_age_days" json:"max_session_age_days"`
 	// MaxSessions keeps this many sessions, the most recently updated
 	// (protected ones count toward it).

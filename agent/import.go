@@ -29,6 +29,11 @@ type ImportOptions struct {
 	Progress func(done, total int64)
 	// MinCut overrides MinCutString (tests).
 	MinCut int
+	// Retention, when set, is the store's retention policy: the report
+	// then names the sessions of the imported files that it would delete
+	// (BeyondRetention), so that the next maintain deletes no history
+	// unannounced.
+	Retention *RetentionPolicy
 }
 
 // DefaultImportDir is where a format keeps its transcripts, under home.
@@ -89,6 +94,9 @@ type ImportReport struct {
 	StoredAfter  int64           `json:"stored_after"`
 	Unparsed     int             `json:"unparsed"`
 	Problems     []ImportProblem `json:"problems,omitempty"`
+	// BeyondRetention are the sessions of the imported files that `rook
+	// store prune` and `maintain` would delete now (ImportOptions.Retention).
+	BeyondRetention []SessionRef `json:"beyond_retention,omitempty"`
 }
 
 // StoredAdded is what the import added to the store's stored bytes.
@@ -194,10 +202,37 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	if err := r.linkParents(known, &rep); err != nil {
 		return rep, err
 	}
+	if opts.Retention != nil {
+		if err := r.beyondRetention(*opts.Retention, &rep); err != nil {
+			return rep, err
+		}
+	}
 	if st, err = r.Store.Stats(); err == nil {
 		rep.StoredAfter = st.Stored
 	}
 	return rep, err
+}
+
+// beyondRetention names the sessions of the imported files that the
+// policy would delete now: beyond MaxSessions, most often, when a long
+// history comes in (the age limit counts an import as new, lastWritten).
+func (r *Rook) beyondRetention(p RetentionPolicy, rep *ImportReport) error {
+	plan, err := r.Prune(p, true)
+	if err != nil {
+		return fmt.Errorf("check the imported sessions against the retention policy: %w", err)
+	}
+	ours := map[eventlog.ID]bool{}
+	for _, f := range rep.Files {
+		if f.Session != nil {
+			ours[*f.Session] = true
+		}
+	}
+	for _, d := range plan.Deleted {
+		if ours[d.ID] {
+			rep.BeyondRetention = append(rep.BeyondRetention, d)
+		}
+	}
+	return nil
 }
 
 // sourceFile is one file found to import.

@@ -132,9 +132,23 @@ func ref(s eventlog.Summary, reason string) SessionRef {
 	return SessionRef{ID: s.ID, Title: s.Title, Updated: s.Updated, Events: s.Events, Reason: reason}
 }
 
+// lastWritten is when rook last wrote a session: its last event, or its
+// creation if that is later. The two differ for a session whose events
+// carry times from before it came into this store: one imported from
+// another agent's transcript (events at the transcript's own times, the
+// session created by the import) or a fork (its parent's events copied).
+// Retention ages a session by this, so importing last year's history, or
+// forking an old session, is not undone by the next maintain.
+func lastWritten(s eventlog.Summary) time.Time {
+	if s.Created.After(s.Updated) {
+		return s.Created
+	}
+	return s.Updated
+}
+
 // Prune applies the retention policy to the sessions. Going from the most
-// recently updated session to the least, it deletes a session older than
-// MaxSessionAgeDays (by its last event), and one beyond the first
+// recently updated session to the least, it deletes a session that rook has
+// not written for MaxSessionAgeDays (lastWritten), and one beyond the first
 // MaxSessions kept; a session with a protect tag is never deleted, and
 // counts toward MaxSessions. A dry run deletes nothing. The sessions'
 // objects stay in the store until gc.
@@ -152,7 +166,7 @@ func (r *Rook) Prune(p RetentionPolicy, dryRun bool) (PruneReport, error) {
 		case p.protected(s.Tags):
 			rep.Protected++
 			rep.Kept++
-		case maxAge > 0 && s.Updated.Before(cutoff):
+		case maxAge > 0 && lastWritten(s).Before(cutoff):
 			doomed = append(doomed, ref(s, fmt.Sprintf("not updated in %d days", maxAge)))
 		case maxN > 0 && rep.Kept >= maxN:
 			doomed = append(doomed, ref(s, fmt.Sprintf("beyond the newest %d sessions", maxN)))

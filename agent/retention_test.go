@@ -147,6 +147,43 @@ func TestPruneMaxAge(t *testing.T) {
 	}
 }
 
+// An imported session's events carry its transcript's own times, and a
+// fork's its parent's: retention ages both from when they came into the
+// store, so importing old history, or forking an old session, is not undone
+// by the next maintain.
+func TestPruneAgesImportsAndForksFromTheirArrival(t *testing.T) {
+	r, clk := viewsRook(t)
+	old := ageSession(t, r, clk, 1, 100)
+	clk.Advance(200 * 24 * time.Hour)
+	fork, err := r.Log.Fork(old, 1, eventlog.Meta{Title: "again"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSource(t, r.fs, "/src/p/s.jsonl", claudeLines("s", 1), "")
+	imp := mustImport(t, r, FormatClaudeCode, "/src/p/s.jsonl").Files[0].Session
+	if s, err := r.Log.Summary(*imp); err != nil || !s.Updated.Before(clk.Now().Add(-180*24*time.Hour)) {
+		t.Fatalf("the imported events are not old (updated %v): the test proves nothing (%v)", s.Updated, err)
+	}
+	if s, err := r.Log.Summary(fork.ID); err != nil || !s.Updated.Before(clk.Now().Add(-180*24*time.Hour)) {
+		t.Fatalf("the fork's events are not old (updated %v): the test proves nothing (%v)", s.Updated, err)
+	}
+	rep, err := r.Prune(RetentionPolicy{MaxSessionAgeDays: intp(180)}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []eventlog.ID{old}; !reflect.DeepEqual(deletedIDs(rep.Deleted), want) {
+		t.Fatalf("deleted %v, want only the old session %v", deletedIDs(rep.Deleted), want)
+	}
+	clk.Advance(181 * 24 * time.Hour)
+	rep, err = r.Prune(RetentionPolicy{MaxSessionAgeDays: intp(180)}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(rep.Deleted); got != 2 || len(sessionIDs(t, r)) != 0 {
+		t.Fatalf("181 days after the import and the fork: deleted %v, left %v", deletedIDs(rep.Deleted), sessionIDs(t, r))
+	}
+}
+
 func TestPruneProtectTags(t *testing.T) {
 	// The oldest is protected: it never goes, and counts toward the limit.
 	r, clk, s := fiveSessions(t, map[int]string{0: "Keep", 3: "pinned"})

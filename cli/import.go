@@ -38,11 +38,16 @@ func runImport(e *Env, format string, paths []string) error {
 	if err != nil && len(paths) == 0 {
 		return fmt.Errorf("no home directory to find the default transcripts in (%v): give the paths to import", err)
 	}
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return err
+	}
 	var rep agent.ImportReport
 	err = e.write(func(r *agent.Rook) error {
 		p := newProgress(e.Stderr, "import "+format)
 		var ierr error
-		rep, ierr = r.Import(agent.ImportOptions{Format: format, Paths: paths, Home: home, Progress: p.update})
+		rep, ierr = r.Import(agent.ImportOptions{Format: format, Paths: paths, Home: home, Progress: p.update,
+			Retention: &cfg.Storage.Retention})
 		p.done()
 		return ierr
 	})
@@ -109,6 +114,10 @@ func printImport(e *Env, rep agent.ImportReport) {
 	}
 	if n := rep.Unparsed + rep.Failed - len(rep.Problems); n > 0 {
 		fmt.Fprintf(w, "  ... and %d more\n", n)
+	}
+	if n := len(rep.BeyondRetention); n > 0 {
+		fmt.Fprintf(w, "note: the retention policy (config.toml, [storage.retention]) would delete %d of these session(s) at the next `rook store prune` or `maintain` (%s): tag the ones to keep (`rook session tag ID keep`) or raise the limit\n",
+			n, rep.BeyondRetention[0].Reason)
 	}
 }
 

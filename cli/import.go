@@ -60,6 +60,10 @@ func runImport(e *Env, format string, paths []string) error {
 		}
 	} else {
 		printImport(e, rep)
+		if budget := agent.Limit(cfg.Storage.Retention.MaxTotalBytes); budget > 0 && rep.StoredAfter > budget {
+			fmt.Fprintf(e.Stdout, "note: the store holds %s of objects, over its budget of %s (config.toml, [storage.retention] max_total_bytes): `rook store maintain` would delete the least recently updated sessions until it fits; raise the budget, or tag the sessions to keep (`rook session tag ID keep`)\n",
+				formatBytes(rep.StoredAfter), formatBytes(budget))
+		}
 	}
 	switch {
 	case rep.Failed > 0 && rep.Failed == len(rep.Files):

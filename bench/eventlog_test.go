@@ -144,21 +144,27 @@ func BenchmarkLastPage(b *testing.B) {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			id := pageIDs[n]
 			for it := 0; it < b.N; it++ {
-				s, err := pageRook.Log.Summary(id)
-				if err != nil {
-					b.Fatal(err)
-				}
-				evs, err := pageRook.Log.ReadBefore(id, s.Events, 64)
-				if err != nil || len(evs) != 64 {
-					b.Fatal(len(evs), err)
-				}
-				for _, ev := range evs {
-					if _, err := pageRook.Body(ev); err != nil {
-						b.Fatal(err)
-					}
-				}
+				readLastPage(b, pageRook, id)
 			}
 		})
+	}
+}
+
+// readLastPage reads a session's newest 64 events and their bodies, as
+// `rook session show` does.
+func readLastPage(b *testing.B, r *agent.Rook, id eventlog.ID) {
+	s, err := r.Log.Summary(id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	evs, err := r.Log.ReadBefore(id, s.Events, 64)
+	if err != nil || len(evs) != 64 {
+		b.Fatal(len(evs), err)
+	}
+	for _, ev := range evs {
+		if _, err := r.Body(ev); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

@@ -2,11 +2,9 @@ package bench
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/rookhq/rook/agent"
-	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 )
 
@@ -16,14 +14,7 @@ func importedStore(b *testing.B) (string, eventlog.ID) {
 	if _, err := os.Stat(corpusDir); err != nil {
 		b.Skipf("no corpus at %s: %v", corpusDir, err)
 	}
-	home := filepath.Join(b.TempDir(), "store")
-	if _, err := cas.Init(nil, nil, home); err != nil {
-		b.Fatal(err)
-	}
-	r, err := agent.Open(home, agent.Options{Writable: true})
-	if err != nil {
-		b.Fatal(err)
-	}
+	r, home := newRook(b)
 	defer r.Close()
 	if _, err := r.Import(agent.ImportOptions{Format: agent.FormatClaudeCode, Paths: []string{corpusDir}}); err != nil {
 		b.Fatal(err)
@@ -54,19 +45,7 @@ func BenchmarkImportedLastPage(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		s, err := r.Log.Summary(id)
-		if err != nil {
-			b.Fatal(err)
-		}
-		evs, err := r.Log.ReadBefore(id, s.Events, 64)
-		if err != nil || len(evs) != 64 {
-			b.Fatal(len(evs), err)
-		}
-		for _, ev := range evs {
-			if _, err := r.Body(ev); err != nil {
-				b.Fatal(err)
-			}
-		}
+		readLastPage(b, r, id)
 		r.Close()
 	}
 }

@@ -29,11 +29,20 @@ type ImportOptions struct {
 	Progress func(done, total int64)
 	// MinCut overrides MinCutString (tests).
 	MinCut int
+	// ChunkBytes overrides importChunkBytes (tests).
+	ChunkBytes int
 	// Retention, when set, is the store's retention policy: the report
 	// then names the sessions of the imported files that it would delete
 	// (BeyondRetention), so that the next maintain deletes no history
 	// unannounced.
 	Retention *RetentionPolicy
+}
+
+func (o ImportOptions) chunkBytes() int {
+	if o.ChunkBytes > 0 {
+		return o.ChunkBytes
+	}
+	return importChunkBytes
 }
 
 // DefaultImportDir is where a format keeps its transcripts, under home.
@@ -162,11 +171,15 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		_, seen := known[f.path]
 		fresh[f.path] = !seen
 	}
-	ahead := r.startReadAhead(opts.Format, files, fresh, opts.MinCut)
+	ahead := r.startReadAhead(opts.Format, files, fresh, opts.MinCut, opts.chunkBytes())
 	defer ahead.close()
 	for i, f := range files {
 		prep := ahead.next(i)
-		res := r.importFile(opts, f, prep, known, &metas, &rep)
+		res := r.importFile(opts, f, prep, known, &metas, &rep, func(n int64) {
+			if opts.Progress != nil {
+				opts.Progress(done+min(n, f.size), total)
+			}
+		})
 		ahead.release(f)
 		if unflushed += res.BytesIn; unflushed >= importFlushBytes {
 			if err := r.commitImported(&metas); err != nil {
@@ -352,6 +365,7 @@ func (r *Rook) readSource(path string) ([]byte, bool, error) {
 // to the store: the part of importing a file that needs no store, which
 // Import does for the next file while it stores the one before.
 type mappedSource struct {
+	streamed bool // too big to read whole: importFile reads it, a chunk at a time
 	data     []byte
 	zst      bool
 	err      error  // reading the file
@@ -365,8 +379,11 @@ type mappedSource struct {
 // prepareSource reads a file and hashes it; a file no session was
 // imported from (fresh) has its lines mapped too. A file imported before
 // is mapped by importFile, from where its session ends.
-func (r *Rook) prepareSource(format string, f sourceFile, fresh bool, minCut int) *mappedSource {
-	p := &mappedSource{}
+func (r *Rook) prepareSource(format string, f sourceFile, fresh bool, minCut, chunk int) *mappedSource {
+	p := &mappedSource{streamed: streamed(f, chunk)}
+	if p.streamed {
+		return p
+	}
 	if p.data, p.zst, p.err = r.readSource(f.path); p.err != nil || len(p.data) == 0 {
 		return p
 	}
@@ -378,40 +395,12 @@ func (r *Rook) prepareSource(format string, f sourceFile, fresh bool, minCut int
 	return p
 }
 
-// mapSource maps the lines of a source file from start on. A grown file's
-// lines before start go through the mapper first (tool names, message ids,
-// the session's ids, the file backups already captured) without being
-// imported again.
+// mapSource maps the lines of a whole source file from start on (see
+// sourceMapper.mapChunk).
 func mapSource(format, path string, data []byte, start int64, minCut int) ([]pendingLine, sourceSession, backupSet) {
-	mapper := newMapper(format, path)
-	reader := lineReader{mapper: mapper, minCut: minCut}
-	captured := backupSet{}
-	if start > 0 {
-		for _, line := range sourceLines(data[:start]) {
-			m, _ := reader.read(trimNewline(line))
-			captured.note(m)
-		}
-	}
-	lines := make([]pendingLine, 0, bytes.Count(data[start:], []byte{'\n'})+1)
-	off := start
-	for i, line := range sourceLines(data[start:]) {
-		p := pendingLine{off: off, line: line}
-		if i == 0 && start > 0 && data[start-1] != '\n' {
-			// The rest of a line that was cut short when last imported.
-			p.m = mappedLine{Kind: eventlog.KindNote, Label: format + ":continued"}
-		} else {
-			p.m, p.cuts = reader.read(trimNewline(line))
-			if p.m.Unparsed != "" && len(bytes.TrimSpace(line)) == 0 {
-				p.m.Unparsed = "blank line"
-			}
-			if p.m.Unparsed != "" && line[len(line)-1] != '\n' && off+int64(len(line)) == int64(len(data)) {
-				p.m.Unparsed = "truncated last line (no newline): " + p.m.Unparsed
-			}
-		}
-		lines = append(lines, p)
-		off += int64(len(line))
-	}
-	return lines, mapper.session(), captured
+	sm := newSourceMapper(format, path, minCut)
+	lines := sm.mapChunk(data, 0, start, true)
+	return lines, sm.session(), sm.captured
 }
 
 func newMapper(format, path string) lineMapper {
@@ -426,8 +415,10 @@ func hashHex(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// importFile takes in one file: new, grown, unchanged or rewritten.
-func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, known map[string]eventlog.Meta, metas *[]eventlog.Meta, rep *ImportReport) ImportedFile {
+// importFile takes in one file: new, grown, unchanged or rewritten. A file
+// read whole ahead (prep) is one chunk; a big one is read here, a chunk at
+// a time (import_stream.go).
+func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, known map[string]eventlog.Meta, metas *[]eventlog.Meta, rep *ImportReport, progress func(taken int64)) ImportedFile {
 	res := ImportedFile{Path: f.path}
 	fail := func(err error) ImportedFile {
 		res.Status, res.Note = ImportFailed, err.Error()
@@ -437,25 +428,39 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	if prep.err != nil {
 		return fail(prep.err)
 	}
-	data, zst := prep.data, prep.zst
-	if len(data) == 0 {
+	head, zst := prep.data, prep.zst
+	if prep.streamed {
+		var err error
+		if head, zst, err = r.readHead(f.path, otherFormatHead); err != nil {
+			return fail(err)
+		}
+	}
+	if len(head) == 0 {
 		res.Status, res.Note = ImportUnchanged, "empty: nothing to import yet"
 		return res
 	}
-	if other := otherFormat(opts.Format, data); other != "" {
+	if other := otherFormat(opts.Format, head); other != "" {
 		return fail(fmt.Errorf("this looks like a %s transcript, not %s: use `rook import %s`", other, opts.Format, other))
 	}
+	fi := &fileImport{r: r, opts: opts, path: f.path, zst: zst, rep: rep, res: &res, known: known}
 	start := int64(0)
-	var sess *eventlog.Meta
 	res.Status = ImportNew
-	full := prep.full
+	size, full := int64(len(prep.data)), prep.full // a streamed new file's: known at its end
 	if m, ok := known[f.path]; ok {
 		done, err := r.importedBytes(m)
 		if err != nil {
 			return fail(fmt.Errorf("session %s: %w", m.ID, err))
 		}
+		prefix := ""
+		if prep.streamed {
+			if size, full, prefix, err = r.hashSource(f.path, done.size); err != nil {
+				return fail(err)
+			}
+		} else if done.size <= size {
+			prefix = hashHex(prep.data[:done.size])
+		}
 		switch {
-		case done.size == int64(len(data)) && done.sha == full:
+		case done.size == size && done.sha == full:
 			res.Status, res.Session = ImportUnchanged, &m.ID
 			if m.Source.Size != done.size || m.Source.SHA256 != done.sha {
 				// A crash came after the lines and before the metadata.
@@ -466,63 +471,190 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 				known[f.path] = m
 			}
 			return res
-		case done.size <= int64(len(data)) && done.sha == hashHex(data[:done.size]):
-			res.Status, res.Session, sess, start = ImportGrown, &m.ID, &m, done.size
+		case done.size <= size && done.sha == prefix:
+			res.Status, res.Session, fi.sess, start = ImportGrown, &m.ID, &m, done.size
+			if s, err := r.Log.Summary(m.ID); err == nil && s.Events > 0 {
+				fi.last, fi.timed = s.Updated, true
+			}
 		default:
 			res.Status = ImportRewritten
 			res.Note = fmt.Sprintf("changed since it was imported as session %s (not only grown): imported again as a new session; the old one is kept", m.ID)
 		}
 	}
-	if !prep.mapped || start != 0 {
-		prep.lines, prep.info, prep.captured = mapSource(opts.Format, f.path, data, start, opts.MinCut)
-	}
-	lines, info, captured := prep.lines, prep.info, prep.captured
-	lineNo := 1 + bytes.Count(data[:start], []byte{'\n'})
-	for _, p := range lines {
-		if p.m.Unparsed != "" {
-			res.Unparsed++
-			rep.problem(ImportProblem{File: f.path, Line: lineNo, Reason: p.m.Unparsed})
+	fi.lineNo = 1
+	if !prep.streamed {
+		fi.lineNo += bytes.Count(prep.data[:start], []byte{'\n'})
+		if !prep.mapped || start != 0 {
+			prep.lines, prep.info, prep.captured = mapSource(opts.Format, f.path, prep.data, start, opts.MinCut)
 		}
-		lineNo++
+		fi.info, fi.captured = func() sourceSession { return prep.info }, prep.captured
+		if err := fi.take(prep.lines, true); err != nil {
+			return fail(err)
+		}
+	} else {
+		rc, _, err := r.openSource(f.path)
+		if err != nil {
+			return fail(err)
+		}
+		defer rc.Close()
+		var in io.Reader = rc
+		if res.Status != ImportNew {
+			in = io.LimitReader(rc, size) // the bytes hashed above, however the file grows
+		}
+		sm := newSourceMapper(opts.Format, f.path, opts.MinCut)
+		fi.info, fi.captured = sm.session, sm.captured
+		cr := newChunkReader(in, opts.chunkBytes())
+		for off := int64(0); ; {
+			chunk, final, err := cr.next()
+			if err != nil {
+				return fail(err)
+			}
+			lines := sm.mapChunk(chunk, off, start, final)
+			if off < start { // lines before start are counted, not taken
+				fi.lineNo += bytes.Count(chunk[:min(start-off, int64(len(chunk)))], []byte{'\n'})
+			}
+			off += int64(len(chunk))
+			if err := fi.take(lines, final); err != nil {
+				return fail(err)
+			}
+			progress(off) // within a big file
+			if final {
+				break
+			}
+		}
+		if res.Status == ImportNew {
+			size, full = cr.size, cr.sum()
+		}
 	}
-	if sess == nil && res.Unparsed == len(lines) {
+	if fi.sess == nil {
 		// Undo the problems counted for its lines: the file is the problem.
 		rep.Problems = rep.Problems[:max(0, len(rep.Problems)-res.Unparsed)]
 		res.Unparsed = 0
 		return fail(fmt.Errorf("no line of it is a %s entry: not a transcript", opts.Format))
 	}
-	if sess == nil {
-		m, err := r.createImported(opts.Format, f.path, zst, info, known)
-		if err != nil {
-			return fail(err)
-		}
-		sess, res.Session, res.Parent = &m, &m.ID, m.Parent
+	if res.Lines == 0 && res.Status == ImportGrown {
+		res.Status = ImportUnchanged
 	}
-	// Append: each line one event, the lines of one message one group. A
-	// line without a time takes the time of the line before it (the first
-	// ones, the first time the file has).
-	last := time.Time{}
-	if res.Status == ImportGrown {
-		if s, err := r.Log.Summary(sess.ID); err == nil && s.Events > 0 {
-			last = s.Updated
-		}
+	// The metadata says the lines are in once they are durable: Import
+	// writes it after its next flush.
+	sess, info := fi.sess, fi.info()
+	src := *sess.Source
+	if res.Status != ImportGrown && res.Status != ImportUnchanged {
+		// Made from what the mapper knew at the file's first entry:
+		// brought up to what the whole file says.
+		made := importedMeta(opts.Format, f.path, zst, info, known)
+		sess.Title, sess.Workspace, sess.Parent, src.Parent = made.Title, made.Workspace, made.Parent, made.Source.Parent
+		res.Parent = sess.Parent
 	}
+	src.Size, src.SHA256 = size, full
+	if src.ID == "" {
+		src.ID = info.ID
+	}
+	sess.Source = &src
+	*metas = append(*metas, *sess)
+	known[f.path] = *sess
+	return res
+}
+
+// fileImport is the state of taking one file's lines in, chunk by chunk.
+type fileImport struct {
+	r        *Rook
+	opts     ImportOptions
+	path     string
+	zst      bool
+	rep      *ImportReport
+	res      *ImportedFile
+	known    map[string]eventlog.Meta
+	info     func() sourceSession // what the mapper knows of the session so far
+	captured backupSet
+	sess     *eventlog.Meta // nil until made, at the first line that is an entry
+	lineNo   int            // the next line's number in the file
+	held     []pendingLine  // lines waiting for the next chunk
+	timed    bool           // last is known (the first time the file has, or its session's last)
+	last     time.Time      // the time of the line before
+	group    []eventlog.Event
+	prevGrp  string
+}
+
+// take takes in the lines of a chunk. Lines wait for the next chunk while
+// the file has shown no entry (it may be no transcript at all), while it
+// has shown no time (the first lines take the first time it has), and
+// while they are a run of notes that the next chunk may go on.
+func (fi *fileImport) take(lines []pendingLine, final bool) error {
+	entry := false
 	for _, p := range lines {
-		if !last.IsZero() {
-			break
+		if p.m.Unparsed != "" {
+			fi.res.Unparsed++
+			fi.rep.problem(ImportProblem{File: fi.path, Line: fi.lineNo, Reason: p.m.Unparsed})
+		} else {
+			entry = true
 		}
-		last = p.m.Time
+		fi.lineNo++
 	}
-	var group []eventlog.Event
-	flushGroup := func() error {
-		if len(group) == 0 {
+	fi.held = append(fi.held, lines...)
+	if fi.sess == nil {
+		if !entry {
+			for _, p := range fi.held {
+				entry = entry || p.m.Unparsed == ""
+			}
+		}
+		if !entry {
+			if final {
+				fi.held = nil // no entry in the whole file: importFile fails it
+			}
 			return nil
 		}
-		_, err := r.Log.Append(sess.ID, group...)
-		group = group[:0]
-		return err
+		m, err := fi.r.Log.Create(importedMeta(fi.opts.Format, fi.path, fi.zst, fi.info(), fi.known))
+		if err != nil {
+			return err
+		}
+		fi.sess, fi.res.Session, fi.res.Parent = &m, &m.ID, m.Parent
 	}
-	prevGroup := ""
+	if !fi.timed {
+		for _, p := range fi.held {
+			if !p.m.Time.IsZero() {
+				fi.last, fi.timed = p.m.Time, true
+				break
+			}
+		}
+		if !fi.timed && !final {
+			return nil
+		}
+		fi.timed = true
+	}
+	held, err := fi.store(fi.held, final)
+	// Copied, their bytes too: the lines stored before them, and the rest
+	// of their chunk, would stay in memory through the next chunk.
+	fi.held = make([]pendingLine, len(held))
+	for i, p := range held {
+		p.line = bytes.Clone(p.line)
+		p.cuts = append([]stringCut(nil), p.cuts...)
+		for j := range p.cuts {
+			p.cuts[j].Text = bytes.Clone(p.cuts[j].Text)
+		}
+		fi.held[i] = p
+	}
+	if err == nil && final {
+		err = fi.flushGroup()
+	}
+	return err
+}
+
+func (fi *fileImport) flushGroup() error {
+	if len(fi.group) == 0 {
+		return nil
+	}
+	_, err := fi.r.Log.Append(fi.sess.ID, fi.group...)
+	fi.group = fi.group[:0]
+	return err
+}
+
+// store appends lines as events: each line one event, the lines of one
+// message one group, a run of plain notes one event. Unless final, a run
+// of notes that reaches the end of lines is returned, to go on with the
+// next chunk's.
+func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, error) {
+	res := fi.res
 	for i := 0; i < len(lines); {
 		// A run of plain notes (progress, snapshots, queue operations...)
 		// is one event: they are most of a Claude Code file's lines, and a
@@ -534,6 +666,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 				size += len(lines[j].line)
 				j++
 			}
+			if j == len(lines) && !final && j-i < maxMergedLines && size < maxMergedBytes {
+				return lines[i:], nil
+			}
 		}
 		unit := lines[i:j]
 		i = j
@@ -541,26 +676,26 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		for k, p := range unit {
 			ms[k] = p.m
 		}
-		id, err := r.putSourceLines(unit)
+		id, err := fi.r.putSourceLines(unit)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		m := mergedLine(ms)
 		t := m.Time
 		if t.IsZero() {
-			t = last
+			t = fi.last
 		}
 		if !t.IsZero() {
-			last = t
+			fi.last = t
 		}
 		ev := eventlog.Event{Kind: m.Kind, Label: capLabel(m.Label), Body: id, TokensIn: m.TokensIn, TokensOut: m.TokensOut, Time: t}
-		if m.Group == "" || m.Group != prevGroup || len(group) == 16 {
-			if err := flushGroup(); err != nil {
-				return fail(err)
+		if m.Group == "" || m.Group != fi.prevGrp || len(fi.group) == 16 {
+			if err := fi.flushGroup(); err != nil {
+				return nil, err
 			}
 		}
-		group = append(group, ev)
-		prevGroup = m.Group
+		fi.group = append(fi.group, ev)
+		fi.prevGrp = m.Group
 		res.Lines += len(unit)
 		res.Events++
 		for _, p := range unit {
@@ -568,29 +703,13 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		}
 		// File backups named in the unit become a capture, so that
 		// `rook session diff` and rewind work on the session.
-		n, err := r.captureBackups(sess, info, f.path, unit, captured, t, flushGroup)
+		n, err := fi.r.captureBackups(fi.sess, fi.info(), fi.path, unit, fi.captured, t, fi.flushGroup)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		res.Events += n
 	}
-	if err := flushGroup(); err != nil {
-		return fail(err)
-	}
-	if res.Lines == 0 && res.Status == ImportGrown {
-		res.Status = ImportUnchanged
-	}
-	// The metadata says the lines are in once they are durable: Import
-	// writes it after its next flush.
-	src := *sess.Source
-	src.Size, src.SHA256 = int64(len(data)), full
-	if src.ID == "" {
-		src.ID = info.ID
-	}
-	sess.Source = &src
-	*metas = append(*metas, *sess)
-	known[f.path] = *sess
-	return res
+	return nil, nil
 }
 
 // importFlushBytes is how many source bytes an import takes in between two
@@ -627,8 +746,9 @@ func capLabel(s string) string {
 	return s
 }
 
-// createImported starts the session of a source file.
-func (r *Rook) createImported(format, path string, zst bool, info sourceSession, known map[string]eventlog.Meta) (eventlog.Meta, error) {
+// importedMeta is the metadata of a session made from a file: its title,
+// workspace and parent from what the mapper learnt (info).
+func importedMeta(format, path string, zst bool, info sourceSession, known map[string]eventlog.Meta) eventlog.Meta {
 	title := info.Title
 	if title == "" {
 		title = fmt.Sprintf("%s session %s", format, info.ID)
@@ -646,7 +766,7 @@ func (r *Rook) createImported(format, path string, zst bool, info sourceSession,
 			m.Parent = &p
 		}
 	}
-	return r.Log.Create(m)
+	return m
 }
 
 // parentOf finds the session a child's parent was imported as, among the
@@ -931,7 +1051,7 @@ func (r *Rook) ExportSource(id eventlog.ID, w io.Writer) (ExportResult, error) {
 // that is not the one being imported ("" when it fits, or cannot tell):
 // importing a Claude Code tree as Codex would turn every line into a note.
 func otherFormat(format string, data []byte) string {
-	for _, line := range sourceLines(data[:min(len(data), 1<<20)]) {
+	for _, line := range sourceLines(data[:min(len(data), otherFormatHead)]) {
 		var head map[string]json.RawMessage
 		if json.Unmarshal(trimNewline(line), &head) != nil {
 			continue

@@ -18,6 +18,7 @@ const (
 
 type readAhead struct {
 	results []chan *mappedSource // one per file, each sent one value
+	chunk   int                  // files bigger than this are streamed, not prepared
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -30,7 +31,16 @@ type readAhead struct {
 	wg   sync.WaitGroup
 }
 
-// cost is what a file is counted as against prepareBudget.
+// cost is what a file is counted as against prepareBudget: a streamed
+// file is read later, a chunk at a time, by importFile.
+func (a *readAhead) cost(f sourceFile) int64 {
+	if streamed(f, a.chunk) {
+		return 1
+	}
+	return cost(f)
+}
+
+// cost is what a file read whole takes in memory, as far as its size says.
 func cost(f sourceFile) int64 {
 	if strings.HasSuffix(f.path, ".zst") {
 		return max(1, f.size*zstRatio)
@@ -38,8 +48,8 @@ func cost(f sourceFile) int64 {
 	return max(1, f.size)
 }
 
-func (r *Rook) startReadAhead(format string, files []sourceFile, fresh map[string]bool, minCut int) *readAhead {
-	a := &readAhead{results: make([]chan *mappedSource, len(files)), jobs: make(chan int), stop: make(chan struct{})}
+func (r *Rook) startReadAhead(format string, files []sourceFile, fresh map[string]bool, minCut, chunk int) *readAhead {
+	a := &readAhead{chunk: chunk, results: make([]chan *mappedSource, len(files)), jobs: make(chan int), stop: make(chan struct{})}
 	a.cond = sync.NewCond(&a.mu)
 	for i := range a.results {
 		a.results[i] = make(chan *mappedSource, 1)
@@ -49,7 +59,7 @@ func (r *Rook) startReadAhead(format string, files []sourceFile, fresh map[strin
 		defer a.wg.Done()
 		defer close(a.jobs)
 		for i, f := range files {
-			if !a.acquire(cost(f)) {
+			if !a.acquire(a.cost(f)) {
 				return
 			}
 			select {
@@ -64,7 +74,7 @@ func (r *Rook) startReadAhead(format string, files []sourceFile, fresh map[strin
 		go func() {
 			defer a.wg.Done()
 			for i := range a.jobs {
-				a.results[i] <- r.prepareSource(format, files[i], fresh[files[i].path], minCut)
+				a.results[i] <- r.prepareSource(format, files[i], fresh[files[i].path], minCut, chunk)
 			}
 		}()
 	}
@@ -94,7 +104,7 @@ func (a *readAhead) next(i int) *mappedSource { return <-a.results[i] }
 func (a *readAhead) release(f sourceFile) {
 	a.mu.Lock()
 	a.files--
-	a.bytes -= cost(f)
+	a.bytes -= a.cost(f)
 	a.mu.Unlock()
 	a.cond.Broadcast()
 }

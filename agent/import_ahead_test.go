@@ -22,14 +22,15 @@ func TestReadAheadIsBoundedAndEnds(t *testing.T) {
 		files = append(files, sourceFile{p, int64(len(data))})
 		fresh[p] = true
 	}
-	// One huge file: alone in flight, whatever the budget says.
+	// One huge file: alone in flight, whatever the budget says (with
+	// chunks bigger than the budget, so that it is read whole).
 	files[5].size = prepareBudget + 1
 	inFlight := func(a *readAhead) (int, int64) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		return a.files, a.bytes
 	}
-	a := r.startReadAhead(FormatClaudeCode, files, fresh, MinCutString)
+	a := r.startReadAhead(FormatClaudeCode, files, fresh, MinCutString, 2*prepareBudget)
 	for i, f := range files {
 		p := a.next(i)
 		if p.err != nil || !p.mapped || len(p.lines) == 0 {
@@ -47,8 +48,24 @@ func TestReadAheadIsBoundedAndEnds(t *testing.T) {
 	}
 	a.close()
 
+	// With the import's chunks, the huge file is streamed: not read ahead,
+	// and no weight on the files around it.
+	c := r.startReadAhead(FormatClaudeCode, files, fresh, MinCutString, importChunkBytes)
+	for i, f := range files {
+		p := c.next(i)
+		if got := p.streamed; got != (i == 5) || (got && (p.data != nil || p.mapped)) {
+			t.Fatalf("file %d: streamed %v, %d bytes read, mapped %v", i, got, len(p.data), p.mapped)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if n, _ := inFlight(c); i == 4 && n == 1 {
+			t.Fatalf("before the streamed file: only the stored file in flight, as if it were read whole")
+		}
+		c.release(f)
+	}
+	c.close()
+
 	// Closing with files still waiting, none taken.
-	b := r.startReadAhead(FormatClaudeCode, files, fresh, MinCutString)
+	b := r.startReadAhead(FormatClaudeCode, files, fresh, MinCutString, importChunkBytes)
 	b.next(0)
 	done := make(chan struct{})
 	go func() { b.close(); close(done) }()

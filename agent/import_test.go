@@ -422,8 +422,15 @@ func importCrashSources(fsys *vfs.MemFS) map[string][]byte {
 // TestImportCrashSweep crashes an import at every write in turn, then
 // imports again from what was durable: every file's session exports back
 // byte for byte, with each line once (no line lost, none twice), and no
-// file has two sessions.
+// file has two sessions. Files read whole, and files taken in chunks (as
+// big ones are).
 func TestImportCrashSweep(t *testing.T) {
+	for _, chunk := range []int{0, 300} {
+		t.Run(fmt.Sprintf("chunks=%d", chunk), func(t *testing.T) { importCrashSweep(t, chunk) })
+	}
+}
+
+func importCrashSweep(t *testing.T, chunk int) {
 	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	open := func(fsys vfs.FS) (*Rook, error) {
 		return Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true})
@@ -433,7 +440,7 @@ func TestImportCrashSweep(t *testing.T) {
 		if err != nil {
 			return ImportReport{}, err
 		}
-		rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{"/src"}})
+		rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{"/src"}, ChunkBytes: chunk})
 		if cerr := r.Close(); err == nil {
 			err = cerr
 		}

@@ -1,0 +1,209 @@
+package agent
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// Big files are taken in a chunk of whole lines at a time, so that what an
+// import holds in memory is bounded by the chunk and not by the file: Claude
+// Code transcripts of several GB and Codex rollouts of tens of GB are
+// reported (../shared/reference/peers.md), and a file read whole is held
+// about three times over while it is mapped and stored. A file of at most
+// importChunkBytes (of decompressed bytes, as cost guesses them for .zst) is
+// read whole, mapped ahead of the store (import_ahead.go), and is one
+// chunk. The events are the same either way: a run of notes, or lines
+// before the file's first time or first entry, wait for the next chunk.
+const importChunkBytes = 64 << 20
+
+// streamed says whether a file is taken in chunk by chunk.
+func streamed(f sourceFile, chunk int) bool { return cost(f) > int64(chunk) }
+
+// openSource opens a source file for reading, decompressing .zst.
+func (r *Rook) openSource(path string) (io.ReadCloser, bool, error) {
+	f, err := r.fs.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	if !strings.HasSuffix(path, ".zst") {
+		return f, false, nil
+	}
+	dec, err := zstd.NewReader(f, zstd.WithDecoderMaxMemory(4<<30))
+	if err != nil {
+		f.Close()
+		return nil, true, err
+	}
+	return zstdFile{dec, f}, true, nil
+}
+
+type zstdFile struct {
+	*zstd.Decoder
+	f vfs.File
+}
+
+func (z zstdFile) Read(p []byte) (int, error) {
+	n, err := z.Decoder.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("decompress: %w", err)
+	}
+	return n, err
+}
+
+func (z zstdFile) Close() error {
+	z.Decoder.Close()
+	return z.f.Close()
+}
+
+// otherFormatHead is how much of a file otherFormat looks at.
+const otherFormatHead = 1 << 20
+
+// readHead reads the first n bytes of a source file (decompressed).
+func (r *Rook) readHead(path string, n int64) ([]byte, bool, error) {
+	rc, zst, err := r.openSource(path)
+	if err != nil {
+		return nil, zst, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, n))
+	return b, zst, err
+}
+
+// hashSource reads a source file through and returns its size, its
+// SHA-256 and that of its first at bytes (of the whole file if shorter).
+func (r *Rook) hashSource(path string, at int64) (size int64, full, prefix string, err error) {
+	rc, _, err := r.openSource(path)
+	if err != nil {
+		return 0, "", "", err
+	}
+	defer rc.Close()
+	h := sha256.New()
+	n, err := io.CopyN(h, rc, at)
+	if err != nil && err != io.EOF {
+		return 0, "", "", err
+	}
+	prefix = hex.EncodeToString(h.Sum(nil))
+	m, err := io.Copy(h, rc)
+	if err != nil {
+		return 0, "", "", err
+	}
+	return n + m, hex.EncodeToString(h.Sum(nil)), prefix, nil
+}
+
+// chunkReader cuts what it reads into chunks of whole lines of about max
+// bytes (a longer line is a chunk of its own); the last chunk ends where
+// the file does, with or without a newline. Each chunk is a buffer of its
+// own: lines held back from one chunk stay valid beside the next.
+type chunkReader struct {
+	r     io.Reader
+	max   int
+	carry []byte // read past the last newline of the previous chunk
+	eof   bool
+	hash  hash.Hash // every byte returned goes through it
+	size  int64     // bytes returned so far
+}
+
+func newChunkReader(r io.Reader, max int) *chunkReader {
+	return &chunkReader{r: r, max: max, hash: sha256.New()}
+}
+
+// next returns the next chunk, whether it is the last, and nil, true, nil
+// at the end.
+func (c *chunkReader) next() ([]byte, bool, error) {
+	if c.eof && len(c.carry) == 0 {
+		return nil, true, nil
+	}
+	buf := make([]byte, len(c.carry), max(c.max, len(c.carry))+c.max/8+1)
+	copy(buf, c.carry)
+	c.carry = nil
+	cut := -1
+	for !c.eof {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // a line longer than the room left
+		}
+		n, err := c.r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			c.eof = true
+		} else if err != nil {
+			return nil, false, err
+		}
+		if len(buf) >= c.max {
+			if cut = bytes.LastIndexByte(buf, '\n'); cut >= 0 {
+				break
+			}
+		}
+	}
+	if !c.eof {
+		c.carry = append([]byte(nil), buf[cut+1:]...)
+		buf = buf[:cut+1]
+	}
+	c.hash.Write(buf)
+	c.size += int64(len(buf))
+	return buf, c.eof && len(c.carry) == 0, nil
+}
+
+// sum is the SHA-256 of every byte returned so far, hex.
+func (c *chunkReader) sum() string { return hex.EncodeToString(c.hash.Sum(nil)) }
+
+// sourceMapper maps a file's lines chunk by chunk, with one mapper whose
+// state (tool names, message ids, the session's ids) carries from chunk to
+// chunk, as it would over the whole file.
+type sourceMapper struct {
+	format   string
+	reader   lineReader
+	captured backupSet
+}
+
+func newSourceMapper(format, path string, minCut int) *sourceMapper {
+	return &sourceMapper{format: format, reader: lineReader{mapper: newMapper(format, path), minCut: minCut}, captured: backupSet{}}
+}
+
+// mapChunk maps the lines of data, the bytes of the file from off on (a
+// chunk: it ends at a line's end, or at the file's end when final). The
+// lines before start (where an earlier import of a grown file stopped) only
+// go through the mapper, for its state and the file backups they name;
+// the others become pendingLines. start is at a line's start, or inside a
+// line cut short when last imported, whose rest is then a note.
+func (sm *sourceMapper) mapChunk(data []byte, off, start int64, final bool) []pendingLine {
+	skip := min(max(start-off, 0), int64(len(data)))
+	if skip > 0 {
+		for _, line := range sourceLines(data[:skip]) {
+			m, _ := sm.reader.read(trimNewline(line))
+			sm.captured.note(m)
+		}
+	}
+	rest := data[skip:]
+	lines := make([]pendingLine, 0, bytes.Count(rest, []byte{'\n'})+1)
+	at := off + skip
+	for i, line := range sourceLines(rest) {
+		p := pendingLine{off: at, line: line}
+		if i == 0 && skip > 0 && data[skip-1] != '\n' {
+			// The rest of a line that was cut short when last imported.
+			p.m = mappedLine{Kind: eventlog.KindNote, Label: sm.format + ":continued"}
+		} else {
+			p.m, p.cuts = sm.reader.read(trimNewline(line))
+			if p.m.Unparsed != "" && len(bytes.TrimSpace(line)) == 0 {
+				p.m.Unparsed = "blank line"
+			}
+			if p.m.Unparsed != "" && final && line[len(line)-1] != '\n' && at+int64(len(line)) == off+int64(len(data)) {
+				p.m.Unparsed = "truncated last line (no newline): " + p.m.Unparsed
+			}
+		}
+		lines = append(lines, p)
+		at += int64(len(line))
+	}
+	return lines
+}
+
+func (sm *sourceMapper) session() sourceSession { return sm.reader.mapper.session() }

@@ -1,13 +1,14 @@
 package cli
 
 import (
-	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // ImportCmd is `rook import`.
@@ -166,11 +167,16 @@ func (c *ExportCmd) Run(e *Env) error {
 			return err
 		}
 	} else {
-		var buf bytes.Buffer
-		if x, err = r.ExportSource(id, &buf); err != nil {
-			return err
+		// Streamed to the file: a session of GBs is never held in memory.
+		var xerr error
+		err := writeOutput(e, c.Output, func(w io.Writer) error {
+			x, xerr = r.ExportSource(id, w)
+			return xerr
+		})
+		if xerr != nil {
+			return xerr
 		}
-		if err := writeOutput(e, c.Output, buf.Bytes()); err != nil {
+		if err != nil {
 			return fmt.Errorf("write %s: %w", c.Output, err)
 		}
 	}
@@ -182,19 +188,19 @@ func (c *ExportCmd) Run(e *Env) error {
 // of it. A device, a pipe or a symbolic link that is there (/dev/null, a
 // FIFO, /dev/stdout, a link to a file) is written through, never replaced
 // by a file of the same name.
-func writeOutput(e *Env, path string, data []byte) error {
+func writeOutput(e *Env, path string, write func(io.Writer) error) error {
 	if fi, err := e.FS.Lstat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
 		f, err := e.FS.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
 		if err != nil {
 			return err
 		}
-		if _, err := f.Write(data); err != nil {
+		if err := write(f); err != nil {
 			f.Close()
 			return err
 		}
 		return f.Close()
 	}
-	return e.FS.WriteFileAtomic(path, data, 0o600)
+	return e.FS.WriteFilesAtomic(filepath.Dir(path), []vfs.NamedData{{Name: filepath.Base(path), Stream: write}}, 0o600)
 }
 
 func printExport(e *Env, id eventlog.ID, output string, x agent.ExportResult) error {

@@ -568,7 +568,7 @@ func (m *MemFS) SyncDir(dir string) error {
 // implementation (renameio), perm applies only when name does not exist yet;
 // an existing file keeps its mode.
 func (m *MemFS) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error {
-	return m.WriteFilesAtomic(filepath.Dir(name), []NamedData{{filepath.Base(name), data}}, perm)
+	return m.WriteFilesAtomic(filepath.Dir(name), []NamedData{{Name: filepath.Base(name), Data: data}}, perm)
 }
 
 // WriteFilesAtomic is WriteFileAtomic's steps for each file in turn, except
@@ -623,7 +623,7 @@ func (m *MemFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode
 			}
 		}
 		temps = append(temps, t)
-		if _, err := t.f.Write(nd.Data); err != nil {
+		if err := nd.writeTo(t.f); err != nil {
 			return err
 		}
 	}

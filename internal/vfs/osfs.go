@@ -53,7 +53,7 @@ func (osFS) SyncDir(dir string) error {
 // WriteFileAtomic uses renameio, which does exactly the temp/fsync/rename
 // dance; we add the directory fsync renameio leaves to the caller.
 func (o osFS) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error {
-	return o.WriteFilesAtomic(filepath.Dir(name), []NamedData{{filepath.Base(name), data}}, perm)
+	return o.WriteFilesAtomic(filepath.Dir(name), []NamedData{{Name: filepath.Base(name), Data: data}}, perm)
 }
 
 // WriteFilesAtomic writes each file to a renameio pending file beside it
@@ -74,7 +74,7 @@ func (o osFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) 
 			return err
 		}
 		pending = append(pending, pf)
-		if _, err := pf.Write(f.Data); err != nil {
+		if err := f.writeTo(pf); err != nil {
 			return err
 		}
 		syncs = append(syncs, pf.File)

@@ -3,10 +3,12 @@ package vfs_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rookhq/rook/internal/vfs"
@@ -123,6 +125,37 @@ func TestWriteFilesAtomic(t *testing.T) {
 			}
 			if got := contents(t, fsys, filepath.Join(dir, "a")); got != "new a" && got != "newer a" {
 				t.Fatalf("a = %q", got)
+			}
+
+			// Contents streamed: written as they come; a stream that fails
+			// leaves the old file and no temp file.
+			stream := func(parts ...string) func(io.Writer) error {
+				return func(w io.Writer) error {
+					for _, p := range parts {
+						if p == "FAIL" {
+							return errors.New("the stream broke")
+						}
+						if _, err := io.WriteString(w, p); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+			}
+			mustNil(t, fsys.WriteFilesAtomic(dir, []vfs.NamedData{{Name: "s", Stream: stream("one ", "two")}}, 0o600))
+			if got := contents(t, fsys, filepath.Join(dir, "s")); got != "one two" {
+				t.Fatalf("streamed s = %q", got)
+			}
+			if err := fsys.WriteFilesAtomic(dir, []vfs.NamedData{{Name: "s", Stream: stream("three ", "FAIL")}}, 0o600); err == nil || !strings.Contains(err.Error(), "broke") {
+				t.Fatalf("a failed stream: %v", err)
+			}
+			if got := contents(t, fsys, filepath.Join(dir, "s")); got != "one two" {
+				t.Fatalf("after a failed stream s = %q, want the old contents", got)
+			}
+			ents, err = fsys.ReadDir(dir)
+			mustNil(t, err)
+			if len(ents) != 5 {
+				t.Fatalf("after a failed stream: %d entries (a temp file left?)", len(ents))
 			}
 		})
 	}

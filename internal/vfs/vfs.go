@@ -91,10 +91,22 @@ type Lock interface {
 var ErrLocked = errors.New("vfs: file is locked")
 
 // NamedData is one file of a WriteFilesAtomic batch: its name in the
-// directory and its contents.
+// directory and its contents: Data, or what Stream writes, for contents
+// too big to hold in memory (an export of a transcript of GBs). A Stream
+// that fails fails the batch, and the file keeps its old contents.
 type NamedData struct {
-	Name string
-	Data []byte
+	Name   string
+	Data   []byte
+	Stream func(w io.Writer) error
+}
+
+// writeTo writes the file's contents to w.
+func (nd NamedData) writeTo(w io.Writer) error {
+	if nd.Stream != nil {
+		return nd.Stream(w)
+	}
+	_, err := w.Write(nd.Data)
+	return err
 }
 
 // ReadFile reads a whole file through fsys.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/units"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -446,12 +447,12 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	start := int64(0)
 	res.Status = ImportNew
 	size, full := int64(len(prep.data)), prep.full // a streamed new file's: known at its end
+	prefix := ""                                   // the SHA-256 of the file's bytes its session holds
 	if m, ok := known[f.path]; ok {
 		done, err := r.importedBytes(m)
 		if err != nil {
 			return fail(fmt.Errorf("session %s: %w", m.ID, err))
 		}
-		prefix := ""
 		if prep.streamed {
 			if size, full, prefix, err = r.hashSource(f.path, done.size); err != nil {
 				return fail(err)
@@ -504,32 +505,41 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		sm := newSourceMapper(opts.Format, f.path, opts.MinCut)
 		fi.info, fi.captured = sm.session, sm.captured
 		cr := newChunkReader(in, opts.chunkBytes())
+		ph := sha256.New() // of the bytes before start: still those the session holds?
 		for off := int64(0); ; {
 			chunk, final, err := cr.next()
 			if err != nil {
-				return fail(err)
+				return fail(fi.partly(err))
+			}
+			if off < start {
+				before := chunk[:min(start-off, int64(len(chunk)))]
+				ph.Write(before)
+				fi.lineNo += bytes.Count(before, []byte{'\n'}) // counted, not taken
+				if off+int64(len(before)) == start && hex.EncodeToString(ph.Sum(nil)) != prefix {
+					return fail(fmt.Errorf("changed while it was being imported (its first %d bytes are no longer those of session %s): import it again", start, fi.sess.ID))
+				}
 			}
 			lines := sm.mapChunk(chunk, off, start, final)
-			if off < start { // lines before start are counted, not taken
-				fi.lineNo += bytes.Count(chunk[:min(start-off, int64(len(chunk)))], []byte{'\n'})
-			}
 			off += int64(len(chunk))
 			if err := fi.take(lines, final); err != nil {
-				return fail(err)
+				return fail(fi.partly(err))
 			}
 			progress(off) // within a big file
-			if final {
+			if final || fi.noEntry {
 				break
 			}
 		}
-		if res.Status == ImportNew {
-			size, full = cr.size, cr.sum()
-		}
+		// What was read and taken in; for a file imported before, the bytes
+		// hashed above, unless it changed in between.
+		size, full = cr.size, cr.sum()
 	}
 	if fi.sess == nil {
 		// Undo the problems counted for its lines: the file is the problem.
 		rep.Problems = rep.Problems[:max(0, len(rep.Problems)-res.Unparsed)]
 		res.Unparsed = 0
+		if fi.noEntry {
+			return fail(fmt.Errorf("no line of its first %s is a %s entry: not a transcript", units.Bytes(holdBytes), opts.Format))
+		}
 		return fail(fmt.Errorf("no line of it is a %s entry: not a transcript", opts.Format))
 	}
 	if res.Lines == 0 && res.Status == ImportGrown {
@@ -539,13 +549,29 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	// writes it after its next flush.
 	sess, info := fi.sess, fi.info()
 	src := *sess.Source
-	if res.Status != ImportGrown && res.Status != ImportUnchanged {
+	made := importedMeta(opts.Format, f.path, zst, info, known)
+	if fi.created {
 		// Made from what the mapper knew at the file's first entry:
 		// brought up to what the whole file says.
-		made := importedMeta(opts.Format, f.path, zst, info, known)
-		sess.Title, sess.Workspace, sess.Parent, src.Parent = made.Title, made.Workspace, made.Parent, made.Source.Parent
-		res.Parent = sess.Parent
+		sess.Title, sess.Workspace, sess.Tags, sess.Parent, src.Parent = made.Title, made.Workspace, made.Tags, made.Parent, made.Source.Parent
+	} else {
+		// Grown: what its first import could not know (a crash cut it
+		// short, or the file said it only later) is filled in; what is
+		// there, perhaps set by hand, stays.
+		if sess.Title == placeholderTitle(opts.Format, src.ID) || sess.Title == placeholderTitle(opts.Format, "") {
+			sess.Title = made.Title
+		}
+		if sess.Workspace == "" {
+			sess.Workspace = made.Workspace
+		}
+		if src.Parent == "" && made.Source.Parent != "" {
+			src.Parent = made.Source.Parent
+			if sess.Parent == nil {
+				sess.Parent = made.Parent
+			}
+		}
 	}
+	res.Parent = sess.Parent
 	src.Size, src.SHA256 = size, full
 	if src.ID == "" {
 		src.ID = info.ID
@@ -556,24 +582,49 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	return res
 }
 
+// partly says, of an error that stops a file half way, where its lines
+// stopped: those before it are in the session, and the next import takes
+// in the rest, as after a crash. A session this import made and put no
+// line in yet is removed, as if the file had failed at once.
+func (fi *fileImport) partly(err error) error {
+	if fi.sess == nil {
+		return err
+	}
+	if fi.res.Lines == 0 && fi.created {
+		if _, rerr := fi.r.Log.Remove(fi.sess.ID); rerr != nil {
+			return errors.Join(err, fmt.Errorf("remove the empty session %s: %w", fi.sess.ID, rerr))
+		}
+		fi.res.Session, fi.res.Parent = nil, nil
+		return err
+	}
+	if fi.res.Lines == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (the %d line(s) before are in session %s: import again for the rest)", err, fi.res.Lines, fi.sess.ID)
+}
+
 // fileImport is the state of taking one file's lines in, chunk by chunk.
 type fileImport struct {
-	r        *Rook
-	opts     ImportOptions
-	path     string
-	zst      bool
-	rep      *ImportReport
-	res      *ImportedFile
-	known    map[string]eventlog.Meta
-	info     func() sourceSession // what the mapper knows of the session so far
-	captured backupSet
-	sess     *eventlog.Meta // nil until made, at the first line that is an entry
-	lineNo   int            // the next line's number in the file
-	held     []pendingLine  // lines waiting for the next chunk
-	timed    bool           // last is known (the first time the file has, or its session's last)
-	last     time.Time      // the time of the line before
-	group    []eventlog.Event
-	prevGrp  string
+	r         *Rook
+	opts      ImportOptions
+	path      string
+	zst       bool
+	rep       *ImportReport
+	res       *ImportedFile
+	known     map[string]eventlog.Meta
+	info      func() sourceSession // what the mapper knows of the session so far
+	captured  backupSet
+	sess      *eventlog.Meta // nil until made, at the first line that is an entry
+	created   bool           // sess was made by this import
+	entry     bool           // a line that is an entry was seen
+	noEntry   bool           // none in the first chunk's worth: not a transcript
+	lineNo    int            // the next line's number in the file
+	held      []pendingLine  // lines waiting for the next chunk
+	heldBytes int64
+	timed     bool      // last is known (the first time the file has, or its session's last)
+	last      time.Time // the time of the line before
+	group     []eventlog.Event
+	prevGrp   string
 }
 
 // take takes in the lines of a chunk. Lines wait for the next chunk while
@@ -581,34 +632,38 @@ type fileImport struct {
 // has shown no time (the first lines take the first time it has), and
 // while they are a run of notes that the next chunk may go on.
 func (fi *fileImport) take(lines []pendingLine, final bool) error {
-	entry := false
 	for _, p := range lines {
 		if p.m.Unparsed != "" {
 			fi.res.Unparsed++
 			fi.rep.problem(ImportProblem{File: fi.path, Line: fi.lineNo, Reason: p.m.Unparsed})
 		} else {
-			entry = true
+			fi.entry = true
 		}
 		fi.lineNo++
+		fi.heldBytes += int64(len(p.line))
 	}
 	fi.held = append(fi.held, lines...)
+	// Waiting is bounded: past a chunk's worth of lines, a file that has
+	// shown no entry is no transcript, and one that has shown no time or
+	// working directory goes on without (a file read whole would look
+	// further: no transcript of Claude Code or Codex comes to this).
+	patient := !final && fi.heldBytes <= holdBytes
 	if fi.sess == nil {
-		if !entry {
-			for _, p := range fi.held {
-				entry = entry || p.m.Unparsed == ""
-			}
-		}
-		if !entry {
-			if final {
-				fi.held = nil // no entry in the whole file: importFile fails it
+		if !fi.entry {
+			if !patient {
+				fi.held, fi.heldBytes = nil, 0 // importFile fails the file
+				fi.noEntry = !final            // having looked at only part of it
 			}
 			return nil
+		}
+		if fi.info().Workspace == "" && patient {
+			return nil // captures of file backups are made in the workspace
 		}
 		m, err := fi.r.Log.Create(importedMeta(fi.opts.Format, fi.path, fi.zst, fi.info(), fi.known))
 		if err != nil {
 			return err
 		}
-		fi.sess, fi.res.Session, fi.res.Parent = &m, &m.ID, m.Parent
+		fi.sess, fi.created, fi.res.Session, fi.res.Parent = &m, true, &m.ID, m.Parent
 	}
 	if !fi.timed {
 		for _, p := range fi.held {
@@ -617,7 +672,7 @@ func (fi *fileImport) take(lines []pendingLine, final bool) error {
 				break
 			}
 		}
-		if !fi.timed && !final {
+		if !fi.timed && patient {
 			return nil
 		}
 		fi.timed = true
@@ -625,7 +680,7 @@ func (fi *fileImport) take(lines []pendingLine, final bool) error {
 	held, err := fi.store(fi.held, final)
 	// Copied, their bytes too: the lines stored before them, and the rest
 	// of their chunk, would stay in memory through the next chunk.
-	fi.held = make([]pendingLine, len(held))
+	fi.held, fi.heldBytes = make([]pendingLine, len(held)), 0
 	for i, p := range held {
 		p.line = bytes.Clone(p.line)
 		p.cuts = append([]stringCut(nil), p.cuts...)
@@ -633,6 +688,7 @@ func (fi *fileImport) take(lines []pendingLine, final bool) error {
 			p.cuts[j].Text = bytes.Clone(p.cuts[j].Text)
 		}
 		fi.held[i] = p
+		fi.heldBytes += int64(len(p.line))
 	}
 	if err == nil && final {
 		err = fi.flushGroup()
@@ -746,12 +802,16 @@ func capLabel(s string) string {
 	return s
 }
 
+// placeholderTitle is the title of a session whose file has no prompt or
+// summary (yet).
+func placeholderTitle(format, id string) string { return fmt.Sprintf("%s session %s", format, id) }
+
 // importedMeta is the metadata of a session made from a file: its title,
 // workspace and parent from what the mapper learnt (info).
 func importedMeta(format, path string, zst bool, info sourceSession, known map[string]eventlog.Meta) eventlog.Meta {
 	title := info.Title
 	if title == "" {
-		title = fmt.Sprintf("%s session %s", format, info.ID)
+		title = placeholderTitle(format, info.ID)
 	}
 	tags := []string{format}
 	if info.Subagent {

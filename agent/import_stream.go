@@ -27,6 +27,11 @@ import (
 // before the file's first time or first entry, wait for the next chunk.
 const importChunkBytes = 64 << 20
 
+// holdBytes bounds the lines a file taken in chunks holds back while it
+// has shown no entry, no time or no working directory (a variable for
+// tests).
+var holdBytes int64 = importChunkBytes
+
 // streamed says whether a file is taken in chunk by chunk.
 func streamed(f sourceFile, chunk int) bool { return cost(f) > int64(chunk) }
 
@@ -126,22 +131,22 @@ func (c *chunkReader) next() ([]byte, bool, error) {
 	buf := make([]byte, len(c.carry), max(c.max, len(c.carry))+c.max/8+1)
 	copy(buf, c.carry)
 	c.carry = nil
-	cut := -1
-	for !c.eof {
+	cut := bytes.LastIndexByte(buf, '\n') // the last newline so far
+	for !c.eof && (len(buf) < c.max || cut < 0) {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)] // a line longer than the room left
 		}
 		n, err := c.r.Read(buf[len(buf):cap(buf)])
+		// Only the bytes just read are searched: a line of GBs, read a
+		// block at a time, is not searched again from its start.
+		if i := bytes.LastIndexByte(buf[len(buf):len(buf)+n], '\n'); i >= 0 {
+			cut = len(buf) + i
+		}
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
 			c.eof = true
 		} else if err != nil {
 			return nil, false, err
-		}
-		if len(buf) >= c.max {
-			if cut = bytes.LastIndexByte(buf, '\n'); cut >= 0 {
-				break
-			}
 		}
 	}
 	if !c.eof {

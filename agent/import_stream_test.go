@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/vfs"
@@ -97,6 +98,17 @@ func streamSources(t *testing.T, fsys vfs.FS) string {
 	}
 	snap := `{"type":"file-history-snapshot","messageId":"m2","snapshot":{"messageId":"m2","trackedFileBackups":{"a.txt":{"backupFileName":"h1@v1","version":1,"backupTime":"2026-02-10T21:01:09.000Z"}},"timestamp":"2026-02-10T21:01:09.000Z"},"isSnapshotUpdate":true}`
 	writeSource(t, fsys, filepath.Join(root, "-home-u-proj", "s3.jsonl"), append(claudeLines("s3", 1), snap), "")
+	// A snapshot before any line that says the working directory: the
+	// session waits for it, or the capture would have no workspace.
+	writeSource(t, fsys, filepath.Join(root, "-home-u-proj", "s3b.jsonl"), append([]string{strings.Replace(snap, `"isSnapshotUpdate":true`, `"isSnapshotUpdate":false`, 1)}, claudeLines("s3", 2)...), "")
+	// The title far into the file, after lines that say the directory.
+	var late2 []string
+	for range 5 {
+		late2 = append(late2, `{"type":"progress","data":{"type":"hook_progress"},"cwd":"/w","timestamp":"2026-02-10T21:09:00.000Z","sessionId":"s4"}`)
+	}
+	writeSource(t, fsys, filepath.Join(root, "-home-u-proj", "s4.jsonl"), append(late2, claudeLines("s4", 1)...), "")
+	// CRLF line ends, and a last line complete but without its newline.
+	writeSource(t, fsys, filepath.Join(root, "-home-u-proj", "s5.jsonl"), []string{strings.Join(claudeLines("s5", 1), "\r\n")}, strings.Join(claudeLines("s5", 2), "\n"))
 	return root
 }
 
@@ -184,6 +196,15 @@ func TestChunkedCodexImportIsTheSame(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// A subagent rollout whose session_meta is not its first line: its
+		// tags and parent come from the whole file either way.
+		b, err := os.ReadFile(codexSubFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		lines[0], lines[1] = lines[1], lines[0]
+		writeSource(t, fsys, "/codex/late/"+filepath.Base(codexSubFile), lines, "")
 		rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{"/codex"}, ChunkBytes: chunk})
 		if err != nil {
 			t.Fatal(err)
@@ -215,4 +236,209 @@ func TestChunkedCorpusImportIsTheSame(t *testing.T) {
 	if whole, got := dump(0), dump(64<<10); got != whole {
 		t.Fatalf("chunks of 64 KiB differ from files read whole")
 	}
+}
+
+// A file that changes between the pass that hashes it and the pass that
+// takes it in fails, and its session keeps what it held; a file that only
+// grows in between is taken in up to what was hashed.
+func TestChunkedImportOfAFileChangingUnderIt(t *testing.T) {
+	src := "/src/p/c.jsonl"
+	a := claudeLines("c", 1)
+	ab := append(claudeLines("c", 1), claudeLines("c", 2)...)
+	for _, tc := range []struct {
+		name    string
+		then    []string
+		status  string
+		exports []string
+	}{
+		{"grown", append(ab, claudeLines("c", 3)...), ImportGrown, ab},
+		{"rewritten", append(claudeLines("c", 7), claudeLines("c", 8)...), ImportFailed, a},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			writeSource(t, fsys, src, a, "")
+			mustImportChunked(t, r, src)
+			writeSource(t, fsys, src, ab, "")
+			opens := 0
+			fsys.SetHook(func(op vfs.Op, path string) error {
+				if op == vfs.OpOpenRead && path == src {
+					if opens++; opens == 3 { // readHead, hashSource, then the pass that takes it in
+						fsys.SetHook(nil)
+						writeSource(t, fsys, src, tc.then, "")
+					}
+				}
+				return nil
+			})
+			rep := mustImportChunked(t, r, src)
+			f := rep.Files[0]
+			if f.Status != tc.status || (tc.status == ImportFailed && !strings.Contains(f.Note, "changed while it was being imported")) {
+				t.Fatalf("status %s, note %q; want %s", f.Status, f.Note, tc.status)
+			}
+			id := *sessionIDOf(t, r, src)
+			mustExport(t, r, id, []byte(strings.Join(tc.exports, "\n")+"\n"))
+			if again := mustImportChunked(t, r, src); tc.status == ImportFailed && again.Rewritten != 1 {
+				t.Fatalf("the next import: %+v", again.Files[0])
+			}
+		})
+	}
+}
+
+// A read error half way through a file: the lines before it stay in its
+// session (said in the report), and the next import takes in the rest,
+// ending where a file read whole ends; an error before any line was taken
+// in leaves no session.
+func TestChunkedImportReadError(t *testing.T) {
+	src := "/src/p/e.jsonl"
+	lines := append(claudeLines("e", 1), claudeLines("e", 2)...)
+	for _, failAfter := range []int{0, 10} {
+		t.Run(fmt.Sprintf("after %d reads", failAfter), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			data := writeSource(t, fsys, src, lines, "")
+			opens, reads := 0, 0
+			fsys.SetHook(func(op vfs.Op, path string) error {
+				if op == vfs.OpOpenRead && path == src {
+					opens++
+				}
+				if op == vfs.OpRead && path == src && opens == 2 { // the pass after readHead
+					if reads++; reads > failAfter {
+						return vfs.ErrInjected
+					}
+				}
+				return nil
+			})
+			rep := mustImportChunked(t, r, src)
+			fsys.SetHook(nil)
+			f := rep.Files[0]
+			if f.Status != ImportFailed {
+				t.Fatalf("status %s", f.Status)
+			}
+			ids, _ := r.Log.IDs()
+			switch {
+			case f.Lines == 0 && (f.Session != nil || len(ids) != 0):
+				t.Fatalf("failed before any line: session %v, %d sessions left", f.Session, len(ids))
+			case f.Lines > 0 && !strings.Contains(f.Note, "line(s) before are in session"):
+				t.Fatalf("failed after %d lines, note %q", f.Lines, f.Note)
+			case (failAfter > 0) != (f.Lines > 0):
+				t.Fatalf("failing after %d reads took in %d lines: the test proves nothing", failAfter, f.Lines)
+			}
+			again := mustImportChunked(t, r, src)
+			mustExport(t, r, *sessionIDOf(t, r, src), data)
+			whole := testRook(t, vfs.NewMem())
+			writeSource(t, whole.fs, src, lines, "")
+			mustImport(t, whole, FormatClaudeCode, src)
+			if got, want := sessionOf(t, r, src), sessionOf(t, whole, src); got != want {
+				t.Fatalf("after %+v:\n%s\nread whole:\n%s", again.Files[0], got, want)
+			}
+		})
+	}
+}
+
+// Past holdBytes, a file that has shown no entry is failed as no
+// transcript, and one that has shown no time goes on without one.
+func TestChunkedImportHoldsBoundedly(t *testing.T) {
+	defer func(n int64) { holdBytes = n }(holdBytes)
+	holdBytes = 200
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	junk := []string{}
+	for i := range 20 {
+		junk = append(junk, fmt.Sprintf("junk line %d", i))
+	}
+	writeSource(t, fsys, "/src/p/j.jsonl", append(junk, claudeLines("j", 1)...), "")
+	var untimed []string
+	for range 10 {
+		untimed = append(untimed, `{"type":"progress","data":{"type":"hook_progress"},"cwd":"/w","sessionId":"u"}`)
+	}
+	writeSource(t, fsys, "/src/p/u.jsonl", append(untimed, claudeLines("u", 1)...), "")
+	rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{"/src/p"}, ChunkBytes: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Files {
+		switch filepath.Base(f.Path) {
+		case "j.jsonl":
+			if f.Status != ImportFailed || !strings.Contains(f.Note, "no line of its first 200 B is a claude-code entry") {
+				t.Fatalf("junk first: %+v", f)
+			}
+		case "u.jsonl":
+			if f.Status != ImportNew {
+				t.Fatalf("no time first: %+v", f)
+			}
+			// Not held for the time of the first prompt, far past holdBytes.
+			evs, err := r.Log.Read(*f.Session, 0, 1)
+			if err != nil || len(evs) != 1 || evs[0].Time.Equal(time.Date(2026, 2, 10, 21, 1, 1, 0, time.UTC)) {
+				t.Fatalf("the first event, before any time: %+v %v", evs, err)
+			}
+		}
+	}
+}
+
+// A grown file fills in what its session's first import could not know
+// (the title, here: the first prompt comes after the first import).
+func TestGrownImportFillsInTheTitle(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/src/p/g.jsonl"
+	first := []string{`{"type":"progress","data":{"type":"hook_progress"},"cwd":"/w","timestamp":"2026-02-10T21:09:00.000Z","sessionId":"g"}`}
+	writeSource(t, fsys, src, first, "")
+	mustImport(t, r, FormatClaudeCode, src)
+	if m, _ := r.Log.ReadMeta(*sessionIDOf(t, r, src)); m.Title != "claude-code session g" {
+		t.Fatalf("title before the prompt: %q", m.Title)
+	}
+	writeSource(t, fsys, src, append(first, claudeLines("g", 1)...), "")
+	mustImport(t, r, FormatClaudeCode, src)
+	if m, _ := r.Log.ReadMeta(*sessionIDOf(t, r, src)); m.Title != "fix the server, turn 1" {
+		t.Fatalf("title after the prompt came: %q", m.Title)
+	}
+	// A title set by hand stays.
+	m, _ := r.Log.ReadMeta(*sessionIDOf(t, r, src))
+	m.Title = "mine"
+	if err := r.Log.UpdateMeta(m); err != nil {
+		t.Fatal(err)
+	}
+	writeSource(t, fsys, src, append(append(first, claudeLines("g", 1)...), claudeLines("g", 2)...), "")
+	mustImport(t, r, FormatClaudeCode, src)
+	if m, _ := r.Log.ReadMeta(*sessionIDOf(t, r, src)); m.Title != "mine" {
+		t.Fatalf("a title set by hand became %q", m.Title)
+	}
+}
+
+func mustImportChunked(t *testing.T, r *Rook, paths ...string) ImportReport {
+	t.Helper()
+	rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: paths, ChunkBytes: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// sessionIDOf is the session a file was last imported as.
+func sessionIDOf(t *testing.T, r *Rook, path string) *eventlog.ID {
+	t.Helper()
+	m, err := r.importedSessions(FormatClaudeCode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := m[path]
+	if !ok {
+		t.Fatalf("no session of %s", path)
+	}
+	return &s.ID
+}
+
+// sessionOf is importDump's part for one file's session.
+func sessionOf(t *testing.T, r *Rook, path string) string {
+	t.Helper()
+	d := importDump(t, r, ImportReport{})
+	i := strings.Index(d, "session "+fmt.Sprintf("%q", path))
+	if i < 0 {
+		t.Fatalf("no session of %s in\n%s", path, d)
+	}
+	d = d[i:]
+	if j := strings.Index(d[1:], "\nsession "); j >= 0 {
+		d = d[:j+1]
+	}
+	return strings.Split(d, "\nproblem")[0]
 }

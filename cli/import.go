@@ -190,6 +190,12 @@ func (c *ExportCmd) Run(e *Env) error {
 // by a file of the same name.
 func writeOutput(e *Env, path string, write func(io.Writer) error) error {
 	if fi, err := e.FS.Lstat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		// Written through, so not atomically: the contents are made once
+		// to nowhere first, so that a failure to make them (an object
+		// missing) does not leave the file behind a link half written.
+		if err := write(io.Discard); err != nil {
+			return err
+		}
 		f, err := e.FS.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
 		if err != nil {
 			return err

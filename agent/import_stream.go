@@ -32,8 +32,19 @@ const importChunkBytes = 64 << 20
 // tests).
 var holdBytes int64 = importChunkBytes
 
-// streamed says whether a file is taken in chunk by chunk.
-func streamed(f sourceFile, chunk int) bool { return cost(f) > int64(chunk) }
+// zstMaxRatio is what a .zst file is taken to grow to, at most, when it
+// comes to memory: compressed transcripts (repeated outputs and images)
+// grow far more than zstRatio's typical 8 times.
+const zstMaxRatio = 64
+
+// streamed says whether a file is taken in chunk by chunk: a .jsonl over a
+// chunk, or a .zst that might grow past one.
+func streamed(f sourceFile, chunk int) bool {
+	if strings.HasSuffix(f.path, ".zst") {
+		return f.size*zstMaxRatio > int64(chunk)
+	}
+	return f.size > int64(chunk)
+}
 
 // openSource opens a source file for reading, decompressing .zst.
 func (r *Rook) openSource(path string) (io.ReadCloser, bool, error) {

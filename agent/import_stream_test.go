@@ -442,3 +442,40 @@ func sessionOf(t *testing.T, r *Rook, path string) string {
 	}
 	return strings.Split(d, "\nproblem")[0]
 }
+
+// FuzzChunkedImport: any file, imported whole and in chunks of any size,
+// makes the same sessions, events and problems; so does the same file
+// grown by any tail, imported again.
+func FuzzChunkedImport(f *testing.F) {
+	f.Add([]byte(strings.Join(claudeLines("f", 1), "\n")+"\n"), []byte(strings.Join(claudeLines("f", 2), "\n")), uint16(100))
+	f.Add([]byte("junk\n"+strings.Join(claudeLines("f", 1), "\r\n")), []byte("\n{\"type\":\"user\""), uint16(1))
+	f.Add([]byte(`{"type":"progress","data":{"type":"x"},"cwd":"/w"}`+"\n"+`{"type":"summary","summary":"s"}`), []byte("\n\n"), uint16(7))
+	f.Fuzz(func(t *testing.T, data, more []byte, chunk uint16) {
+		if len(data)+len(more) > 1<<16 {
+			return
+		}
+		src := "/src/p/f.jsonl"
+		dump := func(chunk int) string {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			if err := fsys.MkdirAll(filepath.Dir(src), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			for _, b := range [][]byte{data, append(append([]byte(nil), data...), more...)} {
+				if err := fsys.WriteFileAtomic(src, b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+				if err != nil {
+					t.Fatal(err)
+				}
+				out.WriteString(importDump(t, r, rep))
+			}
+			return out.String()
+		}
+		if whole, got := dump(0), dump(int(chunk%512)+1); got != whole {
+			t.Fatalf("chunks of %d bytes:\n%s\nread whole:\n%s", int(chunk%512)+1, got, whole)
+		}
+	})
+}

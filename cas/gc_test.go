@@ -310,3 +310,35 @@ func TestGCCrashSweep(t *testing.T) {
 		})
 	t.Logf("swept %d crash points", n)
 }
+
+// Training measures a dictionary in the blocks the kind's objects are in:
+// bulk ones after an import (or gc, repack), everyday ones otherwise.
+func TestTrainMeasuresInTheKindsPacking(t *testing.T) {
+	for _, bulk := range []bool{false, true} {
+		s, _ := newStore(t, nil, Options{})
+		if err := s.SetBulk(bulk); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 6000; i++ { // ~2 MiB: two bulk blocks, or many small ones
+			mustPut(t, s, KindMessage, message(i))
+		}
+		if err := s.SetBulk(false); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		objs, err := s.List(KindMessage, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blockSize, packMax := s.packingOf(objs)
+		want, wantMax := s.opts.BlockSize, s.opts.PackMax
+		if bulk {
+			want, wantMax = s.opts.BulkBlockSize, s.opts.BulkPackMax
+		}
+		if blockSize != want || packMax != wantMax {
+			t.Fatalf("written in bulk %v: measured in blocks of %d (objects alone from %d), want %d (%d)", bulk, blockSize, packMax, want, wantMax)
+		}
+	}
+}

@@ -42,17 +42,11 @@ func scanClaudeEntry(line []byte, strs []jsonString, members []jsonMember, minLe
 	strField := [...]*string{&e.Type, &e.Subtype, &e.Timestamp, &e.SessionID, &e.Cwd, nil, &e.Summary}
 	seen := 0
 	for _, mb := range members {
-		k := -1
-		for i, name := range claudeKeys {
-			if mb.Key == name {
-				k = i
-				break
-			}
+		k, ok := known(mb.Key, claudeKeys[:])
+		if !ok {
+			return e, false // a field's name in another case, or not ASCII
 		}
 		if k < 0 {
-			if claudeReads(mb.Key) {
-				return e, false // a field's name in another case, or not ASCII
-			}
 			continue
 		}
 		if seen&(1<<k) != 0 {
@@ -306,7 +300,7 @@ func (r *fastReader) boolean(v int) (bool, int, bool) {
 func (r *fastReader) fields(v int, names []string, fn func(k, v int) (int, bool)) (int, bool) {
 	var seen uint64 // names has fewer than 64
 	return r.object(v, func(key []byte, v int) (int, bool) {
-		k, ok := known(key, names)
+		k, ok := known(string(key), names)
 		switch {
 		case !ok || (k >= 0 && seen&(1<<k) != 0):
 			return 0, false
@@ -319,18 +313,20 @@ func (r *fastReader) fields(v int, names []string, fn func(k, v int) (int, bool)
 }
 
 // known says which of names key is (-1: none); ok is false for a key that
-// encoding/json would match to one only by folding case, or might.
-func known(key []byte, names []string) (int, bool) {
+// encoding/json would match to one only by folding case, or might (not
+// ASCII): the rule readsKeys applies to a mapper's top-level keys.
+func known(key string, names []string) (int, bool) {
 	for i, n := range names {
-		if string(key) == n {
+		if key == n {
 			return i, true
 		}
 	}
-	if !isASCII(string(key)) {
+	if !isASCII(key) {
 		return -1, false
 	}
 	for _, n := range names {
-		if len(n) == len(key) && strings.EqualFold(string(key), n) {
+		// Both ASCII: only keys of one length fold onto each other.
+		if len(n) == len(key) && strings.EqualFold(key, n) {
 			return -1, false
 		}
 	}

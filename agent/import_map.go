@@ -273,16 +273,8 @@ func readsKeys(t reflect.Type) func(string) bool {
 		}
 	}
 	return func(key string) bool {
-		if !isASCII(key) {
-			return true
-		}
-		for _, k := range keys {
-			// Both ASCII: only keys of one length fold onto each other.
-			if len(k) == len(key) && strings.EqualFold(k, key) {
-				return true
-			}
-		}
-		return false
+		k, plain := known(key, keys) // plain: matches no name by folding
+		return k >= 0 || !plain
 	}
 }
 

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/units"
@@ -343,23 +341,17 @@ func (r *Rook) importedSessions(format string) (map[string]eventlog.Meta, error)
 
 // readSource reads a source file, decompressing .zst.
 func (r *Rook) readSource(path string) ([]byte, bool, error) {
-	data, err := vfs.ReadFile(r.fs, path)
-	if err != nil {
-		return nil, false, err
-	}
 	if !strings.HasSuffix(path, ".zst") {
-		return data, false, nil
+		data, err := vfs.ReadFile(r.fs, path)
+		return data, false, err
 	}
-	dec, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderMaxMemory(4<<30))
+	rc, zst, err := r.openSource(path)
 	if err != nil {
-		return nil, true, err
+		return nil, zst, err
 	}
-	defer dec.Close()
-	out, err := io.ReadAll(dec)
-	if err != nil {
-		return nil, true, fmt.Errorf("decompress: %w", err)
-	}
-	return out, true, nil
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	return data, zst, err
 }
 
 // mappedSource is a source file read, and its lines mapped when it is new

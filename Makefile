@@ -23,6 +23,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzDecodeSourceLine \
 	./agent:FuzzClaudeLine \
 	./agent:FuzzCodexLine \
+	./agent:FuzzRenderImported \
 	./agent:FuzzDecodeLikeEncodingJSON \
 	./agent:FuzzClaudeFastPath \
 	./agent/mcp:FuzzServeLine \

@@ -29,6 +29,10 @@ type ExportedEvent struct {
 	Cut    int64  // bytes of the body left out
 	Binary bool   // the body is not text: only its size is shown
 	Err    string // the body could not be read (it is missing or corrupt)
+	// Rendered: the body is an imported event's source lines, and Body
+	// the head of their reading view (RenderImported); Cut counts the
+	// view's bytes left out.
+	Rendered bool
 }
 
 // Export is a range of a session ready to render.
@@ -96,10 +100,12 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 		x.Through = evs[len(evs)-1].Seq
 	}
 	type head struct {
-		body   []byte
-		size   int64
-		binary bool
-		err    string
+		body     []byte
+		size     int64
+		binary   bool
+		err      string
+		rendered bool
+		cut      int64
 	}
 	seen := map[cas.Key]head{}
 	for _, ev := range evs {
@@ -113,9 +119,13 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 				h.size = int64(len(b))
 				if exportIsBinary(b) {
 					h.binary = true
-				} else {
-					h.body = exportCutUTF8(b, ExportMaxBody)
+					break
 				}
+				if info, err := r.Store.Stat(ev.Body); err == nil && info.Kind == cas.KindSource {
+					b, h.rendered = RenderImported(b), true
+				}
+				h.body = exportCutUTF8(b, ExportMaxBody)
+				h.cut = int64(len(b) - len(h.body))
 			case errors.As(err, &nf), errors.As(err, &ce):
 				h.err = err.Error()
 			default:
@@ -123,10 +133,7 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 			}
 			seen[ev.Body] = h
 		}
-		xe := ExportedEvent{Event: ev, Body: h.body, Size: h.size, Binary: h.binary, Err: h.err}
-		if !h.binary && h.err == "" {
-			xe.Cut = h.size - int64(len(h.body))
-		}
+		xe := ExportedEvent{Event: ev, Body: h.body, Size: h.size, Binary: h.binary, Err: h.err, Rendered: h.rendered, Cut: h.cut}
 		x.Events = append(x.Events, xe)
 	}
 	return x, nil
@@ -242,7 +249,10 @@ func ExportHTML(x Export) []byte {
 			w("<p class=\"note\">(empty)</p>\n")
 		default:
 			w("<pre>%s</pre>\n", exportEscape(string(ev.Body)))
-			if ev.Cut > 0 {
+			if ev.Cut > 0 && ev.Rendered {
+				w("<p class=\"note\">… %d more bytes not shown: <code>rook session show %s --from %d --limit 1 --max-body 0</code> reads it all.</p>\n",
+					ev.Cut, exportEscape(id), ev.Seq)
+			} else if ev.Cut > 0 {
 				w("<p class=\"note\">… %d more bytes not shown: <code>rook session entry %s %d</code> reads it all.</p>\n",
 					ev.Cut, exportEscape(id), ev.Seq)
 			}

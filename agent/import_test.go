@@ -337,7 +337,7 @@ func TestImportCorpus(t *testing.T) {
 		}
 		id := *fileByPath(t, rep, abs).Session
 		mustExport(t, r, id, data)
-		page, err := r.Show(id, 0, 5, 200)
+		page, err := r.Show(id, ShowQuery{Limit: 5, MaxBody: 200})
 		if err != nil || len(page.Events) == 0 {
 			t.Fatalf("show %s: %v", path, err)
 		}

@@ -84,11 +84,15 @@ type BodyView struct {
 	Stored int64 // bytes it takes in the store (its share of a packed block)
 	Binary bool  // not valid UTF-8, or holds NUL: never print Text raw
 	// Text is the shown part of the body, body[0:len(Text)]: cut on a
-	// UTF-8 boundary for text, on any byte for binary bodies.
+	// UTF-8 boundary for text, on any byte for binary bodies. When
+	// Rendered, it is the head of the body's reading view instead.
 	Text []byte
 	// Omitted is how many bytes follow Text; the rest reads with
-	// `session entry --offset len(Text)`.
+	// `session entry --offset len(Text)` (when Rendered: of the view).
 	Omitted int64
+	// Rendered: the body is an imported event's source lines, and Text
+	// their reading view (RenderImported), not the bytes stored.
+	Rendered bool
 	// Err is why the body could not be read (corrupt, missing); the event
 	// is still shown.
 	Err error
@@ -136,25 +140,40 @@ type ShowPage struct {
 	Next    *uint64 // the seq after the page, when the session goes on
 }
 
-// Show returns up to limit events from seq from on, each with at most
-// maxBody bytes of its body. A body that cannot be read is an error on its
-// event, not on the page.
-func (r *Rook) Show(id eventlog.ID, from uint64, limit, maxBody int) (ShowPage, error) {
+// ShowQuery picks a page of Show: up to Limit events from seq From on,
+// each with at most MaxBody bytes of its body. An imported event's body
+// is rendered as text (RenderImported) unless Raw is set.
+type ShowQuery struct {
+	From    uint64
+	Limit   int
+	MaxBody int
+	Raw     bool
+}
+
+// Show returns a page of events with their bodies. A body that cannot be
+// read is an error on its event, not on the page.
+func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 	p := ShowPage{Session: id}
-	if limit <= 0 || limit > MaxPageEntries {
-		return p, fmt.Errorf("a page holds 1 to %d events, not %d", MaxPageEntries, limit)
+	if q.Limit <= 0 || q.Limit > MaxPageEntries {
+		return p, fmt.Errorf("a page holds 1 to %d events, not %d", MaxPageEntries, q.Limit)
 	}
 	s, err := r.Log.Summary(id)
 	if err != nil {
 		return p, err
 	}
 	p.Total = s.Events
-	evs, err := r.Log.Read(id, from, limit)
+	evs, err := r.Log.Read(id, q.From, q.Limit)
 	if err != nil {
 		return p, err
 	}
+	maxBody := max(q.MaxBody, 0)
 	for _, ev := range evs {
-		v, _ := r.viewBody(ev, max(maxBody, 0))
+		v, body := r.viewBody(ev, maxBody)
+		if v.imported && !q.Raw && v.Err == nil && !v.Binary {
+			text := RenderImported(body)
+			n := CutUTF8(text, maxBody)
+			v.Text, v.Omitted, v.Rendered = text[:n:n], int64(len(text)-n), true
+		}
 		p.Events = append(p.Events, EventView{Event: ev, BodyView: v})
 	}
 	if n := len(evs); n > 0 && evs[n-1].Seq+1 < p.Total {

@@ -198,7 +198,7 @@ func TestShowCutsAndErrors(t *testing.T) {
 	if err := r.Flush(); err != nil { // the store's sizes are known once written
 		t.Fatal(err)
 	}
-	p, err := r.Show(id, 0, 100, 101)
+	p, err := r.Show(id, ShowQuery{Limit: 100, MaxBody: 101})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestShowCutsAndErrors(t *testing.T) {
 	if v := p.Events[4]; string(v.Text) != "after" {
 		t.Errorf("after the bad body: %+v", v.BodyView)
 	}
-	p, _ = r.Show(id, 1, 2, 0)
+	p, _ = r.Show(id, ShowQuery{From: 1, Limit: 2})
 	if got := seqs(p.Events); fmt.Sprint(got) != "[1 2]" || p.Next == nil || *p.Next != 3 || len(p.Events[0].Text) != 0 || p.Events[0].Omitted != 6000 {
 		t.Errorf("page from 1: %v next %s", got, ptrString(p.Next))
 	}

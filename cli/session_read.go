@@ -38,6 +38,7 @@ type ShowCmd struct {
 	From    uint64 `help:"First seq." default:"0"`
 	Limit   int    `help:"At most N events (1 to 10000)." default:"200"`
 	MaxBody int    `name:"max-body" help:"Cut bodies longer than B bytes (the rest reads with session entry)." default:"4096"`
+	Raw     bool   `help:"Print an imported event's source lines as stored, not rendered as text."`
 }
 
 type showEventJSON struct {
@@ -55,6 +56,7 @@ type showEventJSON struct {
 	BodyBase64 string    `json:"body_base64,omitempty"`
 	Elided     bool      `json:"elided"`
 	Omitted    int64     `json:"body_bytes_omitted"`
+	Rendered   bool      `json:"rendered"`
 	Error      string    `json:"error,omitempty"`
 }
 
@@ -70,7 +72,7 @@ func (c *ShowCmd) Run(e *Env) error {
 		return err
 	}
 	defer r.Close()
-	p, err := r.Show(id, c.From, c.Limit, c.MaxBody)
+	p, err := r.Show(id, agent.ShowQuery{From: c.From, Limit: c.Limit, MaxBody: c.MaxBody, Raw: c.Raw})
 	if err != nil {
 		return err
 	}
@@ -85,7 +87,7 @@ func (c *ShowCmd) Run(e *Env) error {
 		for _, v := range p.Events {
 			j := showEventJSON{Seq: v.Seq, Time: v.Time.UTC(), Kind: v.Kind.String(), Label: v.Label,
 				TokensIn: v.TokensIn, TokensOut: v.TokensOut, BodyID: hex.EncodeToString(v.Event.Body[:]),
-				Size: v.Size, Stored: v.Stored, Binary: v.Binary, Elided: v.Elided(), Omitted: v.Omitted}
+				Size: v.Size, Stored: v.Stored, Binary: v.Binary, Elided: v.Elided(), Omitted: v.Omitted, Rendered: v.Rendered}
 			switch {
 			case v.Err != nil:
 				j.Error = v.Err.Error()
@@ -136,7 +138,9 @@ func (c *ShowCmd) Run(e *Env) error {
 				fmt.Fprintln(w)
 			}
 		}
-		if v.Elided() && !v.Binary {
+		if v.Elided() && v.Rendered {
+			fmt.Fprintf(w, "… %d more bytes of text: rook session show %s --from %d --limit 1 --max-body 0 (--raw: the source lines)\n", v.Omitted, id, v.Seq)
+		} else if v.Elided() && !v.Binary {
 			fmt.Fprintf(w, "… %d more bytes elided: rook session entry %s %d --offset %d\n", v.Omitted, id, v.Seq, len(v.Text))
 		}
 		fmt.Fprintln(w)

@@ -1,0 +1,388 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// The reading view of an imported event. Its body is the source lines
+// themselves (a JSON envelope each: ids, parents, the working directory,
+// versions, the message inside), which is what export needs and not what
+// a person reading a session wants. RenderImported turns each line into
+// the text in it: a prompt or a reply as written, a tool call as its name
+// and arguments, a tool's output, a one-line summary for the rest
+// (progress, system, snapshots). Nothing is decided here that the store
+// keeps: `session show --raw` and `session entry` give the lines as they
+// are.
+//
+// A line is rendered only when it decodes as the shapes below; any other
+// line (not JSON, a field of another type, an entry type not known yet)
+// is shown as it is, so the view never hides a line.
+
+// RenderImported is the reading view of the body of an imported event:
+// each line rendered as text; a line that renders as more than one line
+// is set apart from its neighbours by an empty line.
+func RenderImported(body []byte) []byte {
+	var out bytes.Buffer
+	short := false // the line before rendered as one line
+	for i, line := range bytes.Split(bytes.TrimRight(body, "\r\n"), []byte("\n")) {
+		line = bytes.TrimRight(line, "\r")
+		var r bytes.Buffer
+		if !renderLine(&r, line) {
+			r.Reset()
+			r.Write(line)
+		}
+		text := bytes.TrimRight(r.Bytes(), " \n")
+		one := bytes.IndexByte(text, '\n') < 0
+		if i > 0 && !(one && short) {
+			out.WriteByte('\n')
+		}
+		out.Write(text)
+		out.WriteByte('\n')
+		short = one
+	}
+	return out.Bytes()
+}
+
+// renderedLine is what the rendering reads of a line of either format. A
+// field of another type fails the decode, and the line is shown as it is.
+type renderedLine struct {
+	Type    string `json:"type"`
+	Subtype string `json:"subtype"`
+	Message *struct {
+		Content json.RawMessage `json:"content"`
+	} `json:"message"`
+	Summary string          `json:"summary"`
+	Content json.RawMessage `json:"content"` // system, queue-operation
+	Data    json.RawMessage `json:"data"`    // progress
+	// file-history-snapshot
+	Snapshot *struct {
+		Tracked map[string]json.RawMessage `json:"trackedFileBackups"`
+	} `json:"snapshot"`
+	Payload json.RawMessage `json:"payload"` // Codex
+}
+
+// contentBlock is a block of a message's content, of either format.
+type contentBlock struct {
+	Type     string          `json:"type"`
+	Text     *string         `json:"text"`
+	Thinking string          `json:"thinking"`
+	Name     string          `json:"name"`
+	Input    json.RawMessage `json:"input"`
+	Content  json.RawMessage `json:"content"`
+	IsError  bool            `json:"is_error"`
+}
+
+func renderLine(out *bytes.Buffer, line []byte) bool {
+	var l renderedLine
+	if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &l) != nil || l.Type == "" {
+		return false
+	}
+	if len(l.Payload) > 0 && l.Payload[0] == '{' {
+		return renderCodex(out, l.Type, l.Payload)
+	}
+	switch l.Type {
+	case "user", "assistant":
+		return l.Message != nil && renderContent(out, l.Message.Content)
+	case "summary":
+		fmt.Fprintf(out, "[summary] %s", l.Summary)
+	case "system":
+		tag := "system"
+		if l.Subtype != "" {
+			tag += " " + l.Subtype
+		}
+		if s, ok := rawText(l.Content); ok {
+			fmt.Fprintf(out, "[%s]\n%s", tag, s)
+		} else {
+			fmt.Fprintf(out, "[%s] %s", tag, firstText(line))
+		}
+	case "progress":
+		var d struct {
+			Type     string `json:"type"`
+			HookName string `json:"hookName"`
+			Command  string `json:"command"`
+		}
+		if len(l.Data) == 0 || json.Unmarshal(l.Data, &d) != nil {
+			return false
+		}
+		if d.HookName != "" || d.Command != "" {
+			fmt.Fprintf(out, "[progress %s] %s: %s", d.Type, d.HookName, d.Command)
+		} else {
+			fmt.Fprintf(out, "[progress %s] %s", d.Type, firstText(l.Data))
+		}
+	case "file-history-snapshot":
+		if l.Snapshot == nil {
+			return false
+		}
+		fmt.Fprintf(out, "[file-history snapshot] %d file(s)", len(l.Snapshot.Tracked))
+		for _, p := range slices.Sorted(maps.Keys(l.Snapshot.Tracked)) {
+			fmt.Fprintf(out, "\n%s", p)
+		}
+	default:
+		fmt.Fprintf(out, "[%s] %s", l.Type, firstText(line))
+	}
+	return true
+}
+
+// renderContent renders a message's content: a string, or blocks.
+func renderContent(out *bytes.Buffer, content json.RawMessage) bool {
+	if s, ok := rawText(content); ok {
+		out.WriteString(readable(s))
+		return true
+	}
+	var blocks []contentBlock
+	if len(content) == 0 || content[0] != '[' || json.Unmarshal(content, &blocks) != nil {
+		return false
+	}
+	for i, b := range blocks {
+		if i > 0 {
+			endLine(out)
+		}
+		switch b.Type {
+		case "text", "input_text", "output_text":
+			if b.Text == nil {
+				return false
+			}
+			out.WriteString(readable(*b.Text))
+		case "thinking":
+			fmt.Fprintf(out, "[thinking]\n%s", b.Thinking)
+		case "tool_use":
+			fmt.Fprintf(out, "[tool_use %s]\n", b.Name)
+			renderArguments(out, b.Input)
+		case "tool_result":
+			tag := "tool_result"
+			if b.IsError {
+				tag += ", error"
+			}
+			fmt.Fprintf(out, "[%s]\n", tag)
+			if len(b.Content) > 0 && b.Content[0] == '[' {
+				if !renderContent(out, b.Content) {
+					out.Write(b.Content)
+				}
+			} else if s, ok := rawText(b.Content); ok {
+				out.WriteString(s)
+			} else {
+				out.Write(b.Content)
+			}
+		default:
+			fmt.Fprintf(out, "[%s]", b.Type)
+		}
+	}
+	return true
+}
+
+// renderArguments renders a tool's arguments: an object one member a line,
+// in the order written, a string value as its text (a file's content, a
+// command, an edit's old and new text read as they are); anything else
+// as it is written.
+func renderArguments(out *bytes.Buffer, args json.RawMessage) {
+	members, ok := orderedMembers(args)
+	if !ok {
+		out.Write(args)
+		return
+	}
+	for i, m := range members {
+		if i > 0 {
+			endLine(out)
+		}
+		s, isText := rawText(m.value)
+		switch {
+		case !isText:
+			fmt.Fprintf(out, "%s: %s", m.key, m.value)
+		case strings.Contains(s, "\n"):
+			fmt.Fprintf(out, "%s:\n%s", m.key, s)
+		default:
+			fmt.Fprintf(out, "%s: %s", m.key, s)
+		}
+	}
+}
+
+type rawMember struct {
+	key   string
+	value json.RawMessage
+}
+
+// orderedMembers are the members of a JSON object in the order written
+// (a map would lose it); ok is false for anything else.
+func orderedMembers(obj json.RawMessage) ([]rawMember, bool) {
+	if len(obj) == 0 || obj[0] != '{' {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	var members []rawMember
+	for dec.More() {
+		t, err := dec.Token()
+		key, isKey := t.(string)
+		if err != nil || !isKey {
+			return nil, false
+		}
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return nil, false
+		}
+		members = append(members, rawMember{key, v})
+	}
+	return members, true
+}
+
+// renderCodex renders a rollout line: its payload by the line's type.
+func renderCodex(out *bytes.Buffer, typ string, payload json.RawMessage) bool {
+	var p struct {
+		Type      string          `json:"type"`
+		Role      string          `json:"role"`
+		Content   json.RawMessage `json:"content"`
+		Summary   json.RawMessage `json:"summary"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Input     json.RawMessage `json:"input"`
+		Output    json.RawMessage `json:"output"`
+		Message   string          `json:"message"`
+		Text      string          `json:"text"`
+		ID        string          `json:"id"`
+		Cwd       string          `json:"cwd"`
+		Model     string          `json:"model"`
+		Action    *struct {
+			Command []string `json:"command"`
+			Query   string   `json:"query"`
+		} `json:"action"`
+		Info *struct {
+			Last struct {
+				Input  uint64 `json:"input_tokens"`
+				Output uint64 `json:"output_tokens"`
+			} `json:"last_token_usage"`
+		} `json:"info"`
+	}
+	if json.Unmarshal(payload, &p) != nil {
+		return false
+	}
+	switch typ {
+	case "session_meta":
+		fmt.Fprintf(out, "[session_meta] %s in %s", p.ID, p.Cwd)
+	case "turn_context":
+		fmt.Fprintf(out, "[turn_context] %s in %s", p.Model, p.Cwd)
+	case "response_item":
+		switch p.Type {
+		case "message":
+			if p.Role != "user" && p.Role != "assistant" {
+				fmt.Fprintf(out, "[%s]\n", p.Role)
+			}
+			return renderContent(out, p.Content)
+		case "reasoning":
+			var parts []contentBlock
+			if len(p.Summary) > 0 && json.Unmarshal(p.Summary, &parts) != nil {
+				return false
+			}
+			out.WriteString("[reasoning]")
+			for _, s := range parts {
+				if s.Text != nil {
+					fmt.Fprintf(out, "\n%s", *s.Text)
+				}
+			}
+		case "function_call", "custom_tool_call":
+			fmt.Fprintf(out, "[%s %s]\n", p.Type, p.Name)
+			args := p.Arguments
+			if p.Type == "custom_tool_call" {
+				args = p.Input
+			}
+			// function_call arguments are an object written as a string.
+			if s, ok := rawText(args); ok && json.Valid([]byte(s)) {
+				args = json.RawMessage(s)
+			}
+			if s, ok := rawText(args); ok {
+				out.WriteString(s)
+			} else {
+				renderArguments(out, args)
+			}
+		case "local_shell_call":
+			if p.Action == nil {
+				return false
+			}
+			fmt.Fprintf(out, "[local_shell_call]\n%s", strings.Join(p.Action.Command, " "))
+		case "function_call_output", "custom_tool_call_output":
+			fmt.Fprintf(out, "[%s]\n", p.Type)
+			s, ok := rawText(p.Output)
+			if !ok {
+				out.Write(p.Output)
+				break
+			}
+			// A custom tool's output may be {"output": ..., "metadata": ...}
+			// written as a string: its output is what was printed.
+			var wrapped struct {
+				Output *string `json:"output"`
+			}
+			if strings.HasPrefix(s, "{") && json.Unmarshal([]byte(s), &wrapped) == nil && wrapped.Output != nil {
+				s = *wrapped.Output
+			}
+			out.WriteString(s)
+		default:
+			fmt.Fprintf(out, "[%s] %s", p.Type, firstText(payload))
+		}
+	case "event_msg":
+		switch {
+		case p.Type == "token_count":
+			if p.Info == nil {
+				out.WriteString("[token_count] no usage yet")
+			} else {
+				fmt.Fprintf(out, "[token_count] %d in, %d out", p.Info.Last.Input, p.Info.Last.Output)
+			}
+		case p.Message != "":
+			fmt.Fprintf(out, "[%s]\n%s", p.Type, p.Message)
+		case p.Text != "":
+			fmt.Fprintf(out, "[%s]\n%s", p.Type, p.Text)
+		default:
+			fmt.Fprintf(out, "[%s] %s", p.Type, firstText(payload))
+		}
+	default:
+		fmt.Fprintf(out, "[%s] %s", typ, firstText(payload))
+	}
+	return true
+}
+
+// rawText is the text of a JSON string; ok is false for any other value.
+func rawText(v json.RawMessage) (string, bool) {
+	var s string
+	if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// firstText is a one-line glimpse of a JSON value: the first line of its
+// first string that carries text (importedText), else nothing.
+func firstText(v []byte) string {
+	t := importedText(v)
+	if bytes.Equal(t, v) {
+		return ""
+	}
+	return Preview(t, PreviewRunes)
+}
+
+// readable is a message's text as shown: without the blank lines it may
+// start with, and saying so when it is blank (a reply of "\n\n").
+func readable(s string) string {
+	for {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 || strings.TrimSpace(s[:i]) != "" {
+			break
+		}
+		s = s[i+1:]
+	}
+	if strings.TrimSpace(s) == "" {
+		return "(empty text)"
+	}
+	return s
+}
+
+// endLine ends the text so far with a newline, if it does not already.
+func endLine(out *bytes.Buffer) {
+	if b := out.Bytes(); len(b) > 0 && b[len(b)-1] != '\n' {
+		out.WriteByte('\n')
+	}
+}

@@ -1,0 +1,222 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/fuzzseed"
+)
+
+// TestRenderImportedCorpus: every line of the real transcripts and of the
+// hand-made rollouts renders as text, none falls back to the line itself.
+func TestRenderImportedCorpus(t *testing.T) {
+	var files []string
+	for _, dir := range []string{corpusDir, "testdata/codex"} {
+		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && strings.HasSuffix(p, ".jsonl") {
+				files = append(files, p)
+			}
+			return nil
+		})
+	}
+	if _, err := os.Stat(corpusDir); err != nil {
+		t.Logf("no corpus at %s (%v): the hand-made rollouts only", corpusDir, err)
+	} else if len(files) < 20 {
+		t.Fatalf("%d transcript files found", len(files))
+	}
+	lines := 0
+	for _, p := range files {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 64<<20)
+		for n := 1; sc.Scan(); n++ {
+			var out bytes.Buffer
+			if json.Valid(sc.Bytes()) && !renderLine(&out, sc.Bytes()) {
+				t.Errorf("%s:%d not rendered: %.200s", p, n, sc.Bytes())
+			}
+			lines++
+		}
+		f.Close()
+	}
+	t.Logf("%d lines of %d files rendered", lines, len(files))
+}
+
+// renderSeeds are lines whose rendering tests below pin, and which seed
+// FuzzRenderImported.
+var renderSeeds = []string{
+	`{"type":"user","message":{"role":"user","content":"\n  \nhello there"}}`,
+	`{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"\n\n"},{"type":"tool_use","name":"Edit","input":{"file_path":"a.go","old_string":"x\ny","new_string":"z","replace_all":false}}]}}`,
+	`{"type":"user","message":{"content":[{"type":"tool_result","content":[{"type":"text","text":"out"},{"type":"image"}],"is_error":true}]}}`,
+	`{"type":"progress","data":{"type":"hook_progress","hookName":"PreToolUse:Bash","command":"x.sh"}}`,
+	`{"type":"progress","data":{"type":"bash_progress","output":"line 1\nline 2"}}`,
+	`{"type":"file-history-snapshot","snapshot":{"trackedFileBackups":{"b.go":{},"a.go":{}}}}`,
+	`{"type":"system","subtype":"compact_boundary","content":"Conversation compacted"}`,
+	`{"type":"summary","summary":"Fixing the build"}`,
+	`{"type":"queue-operation","content":"<task>done</task>"}`,
+	`{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"ls\"],\"workdir\":\"/w\"}"}}`,
+	`{"timestamp":"t","type":"response_item","payload":{"type":"custom_tool_call_output","output":"{\"output\":\"done\\n\",\"metadata\":{}}"}}`,
+	`{"timestamp":"t","type":"response_item","payload":{"type":"local_shell_call","action":{"command":["bash","-lc","ls"]}}}`,
+	`{"timestamp":"t","type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"**Plan**"}]}}`,
+	`{"timestamp":"t","type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":5,"output_tokens":2}}}}`,
+	`{"type":"user","message":{"content":7}}`,
+	`{"type":"assistant","message":{"content":[{"type":"text"}]}}`,
+	`not json`,
+	`{"type":"summary","summary":5}`,
+}
+
+// TestRenderImported pins the rendering of each kind of line, and that a
+// line it cannot render is shown as it is.
+func TestRenderImported(t *testing.T) {
+	want := []string{
+		"hello there\n",
+		"[thinking]\nhmm\n(empty text)\n[tool_use Edit]\nfile_path: a.go\nold_string:\nx\ny\nnew_string: z\nreplace_all: false\n",
+		"[tool_result, error]\nout\n[image]\n",
+		"[progress hook_progress] PreToolUse:Bash: x.sh\n",
+		"[progress bash_progress] line 1\n",
+		"[file-history snapshot] 2 file(s)\na.go\nb.go\n",
+		"[system compact_boundary]\nConversation compacted\n",
+		"[summary] Fixing the build\n",
+		"[queue-operation] <task>done</task>\n",
+		"[function_call shell]\ncommand: [\"ls\"]\nworkdir: /w\n",
+		"[custom_tool_call_output]\ndone\n",
+		"[local_shell_call]\nbash -lc ls\n",
+		"[reasoning]\n**Plan**\n",
+		"[token_count] 5 in, 2 out\n",
+		renderSeeds[14] + "\n",
+		renderSeeds[15] + "\n",
+		"not json\n",
+		renderSeeds[17] + "\n",
+	}
+	for i, line := range renderSeeds {
+		if got := string(RenderImported([]byte(line + "\n"))); got != want[i] {
+			t.Errorf("line %d: got\n%q\nwant\n%q", i, got, want[i])
+		}
+	}
+	// An event of several lines: one-line renderings close together, a
+	// longer one set apart.
+	body := strings.Join([]string{renderSeeds[3], renderSeeds[3], renderSeeds[0], renderSeeds[7]}, "\n") + "\n"
+	wantBody := "[progress hook_progress] PreToolUse:Bash: x.sh\n[progress hook_progress] PreToolUse:Bash: x.sh\nhello there\n[summary] Fixing the build\n"
+	if got := string(RenderImported([]byte(body))); got != wantBody {
+		t.Errorf("several lines: got\n%q\nwant\n%q", got, wantBody)
+	}
+	body = renderSeeds[3] + "\n" + renderSeeds[1] + "\n" + renderSeeds[7]
+	if got := string(RenderImported([]byte(body))); !strings.Contains(got, "x.sh\n\n[thinking]") || !strings.Contains(got, "false\n\n[summary]") {
+		t.Errorf("a long rendering is not set apart:\n%s", got)
+	}
+}
+
+// FuzzRenderImported: any body renders without failing, and every line
+// that does not render is in the view as it is.
+func FuzzRenderImported(f *testing.F) {
+	for _, s := range renderSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(strings.Join(renderSeeds, "\n")))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		view := RenderImported(body)
+		if len(body) > 0 && len(view) == 0 {
+			t.Fatalf("%q renders as nothing", body)
+		}
+		for _, line := range bytes.Split(bytes.TrimRight(body, "\r\n"), []byte("\n")) {
+			line = bytes.TrimRight(line, "\r")
+			var out bytes.Buffer
+			if !renderLine(&out, line) && !bytes.Contains(view, bytes.TrimRight(line, " \n")) {
+				t.Fatalf("line %q is not in its view %q", line, view)
+			}
+		}
+	})
+}
+
+func TestWriteRenderFuzzSeeds(t *testing.T) {
+	seeds := [][]byte{}
+	for _, s := range renderSeeds {
+		seeds = append(seeds, []byte(s))
+	}
+	fuzzseed.Write(t, map[string][][]byte{"FuzzRenderImported": seeds})
+}
+
+// TestShowAndExportRenderImported: show and the HTML export read an
+// imported event as its reading view, show --raw as the bytes stored; an
+// event of a session rook wrote itself is never rendered.
+func TestShowAndExportRenderImported(t *testing.T) {
+	src, err := filepath.Abs(filepath.Join("testdata", "codex", "rollout-2026-01-02T03-20-00-019b7d4e-2b3c-7d4e-8f5a-6b7c8d9e0f1a.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := diskRook(t, filepath.Join(t.TempDir(), "store"))
+	rep := mustImport(t, r, FormatCodex, src)
+	id := *rep.Files[0].Session
+	shown, err := r.Show(id, ShowQuery{Limit: 100, MaxBody: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := r.Show(id, ShowQuery{Limit: 100, MaxBody: 1 << 20, Raw: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := r.ExportRange(id, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(shown.Events) == 0 || len(shown.Events) != len(raw.Events) || len(x.Events) != len(raw.Events) {
+		t.Fatalf("%d events shown, %d raw, %d exported", len(shown.Events), len(raw.Events), len(x.Events))
+	}
+	for i, v := range shown.Events {
+		body, err := r.Body(v.Event)
+		if err != nil {
+			t.Fatal(err)
+		}
+		view := RenderImported(body)
+		if !v.Rendered || !bytes.Equal(v.Text, view) || v.Size != int64(len(body)) {
+			t.Errorf("#%d shown: rendered %v %q, want %q", v.Seq, v.Rendered, v.Text, view)
+		}
+		if rv := raw.Events[i]; rv.Rendered || !bytes.Equal(rv.Text, body) {
+			t.Errorf("#%d raw: rendered %v %q, want %q", v.Seq, rv.Rendered, rv.Text, body)
+		}
+		if xe := x.Events[i]; !xe.Rendered || !bytes.Equal(xe.Body, view) || xe.Cut != 0 {
+			t.Errorf("#%d exported: rendered %v %q, want %q", v.Seq, xe.Rendered, xe.Body, view)
+		}
+	}
+	// A short --max-body cuts the view, and counts what it left out of it.
+	cut, err := r.Show(id, ShowQuery{Limit: 1, MaxBody: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := cut.Events[0]; len(v.Text) != 5 || int(v.Omitted) != len(RenderImported(mustBody(t, r, v.Event)))-5 {
+		t.Errorf("cut: %q, %d omitted", v.Text, v.Omitted)
+	}
+
+	// A session of rook's own: its bodies as written.
+	own, err := r.NewSession("own", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Append(own.ID, Entry{Kind: eventlog.KindUser, Body: []byte(`{"type":"summary","summary":"not a transcript"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Show(own.ID, ShowQuery{Limit: 1, MaxBody: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := p.Events[0]; v.Rendered || string(v.Text) != `{"type":"summary","summary":"not a transcript"}` {
+		t.Errorf("own session: rendered %v %q", v.Rendered, v.Text)
+	}
+}
+
+func mustBody(t *testing.T, r *Rook, ev eventlog.Event) []byte {
+	t.Helper()
+	b, err := r.Body(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -54,17 +54,43 @@ type ContextReport struct {
 	EverTokens  int64
 	Compactions int64
 
+	// Reported is the context size the model itself reported last, since
+	// the last compaction: the input tokens of the newest event that
+	// recorded any (a prompt, cache reads included) plus its output. Nil
+	// when no event in context recorded tokens. Imported sessions carry
+	// it from their transcripts' usage; for them it is the better guide,
+	// since the estimate counts each source line whole (its JSON envelope,
+	// progress notes the model never saw).
+	Reported *ReportedContext
+
 	// MissingBodies counts events whose body the store could not describe
 	// (missing or with a damaged index entry); they count as 0 bytes.
 	MissingBodies int64
 }
 
+// ReportedContext is the context size an event recorded.
+type ReportedContext struct {
+	Seq    uint64
+	Tokens uint64 // its tokens in + out
+}
+
 // PercentOfUsable is the in-context share of the usable window, in percent.
-func (c ContextReport) PercentOfUsable() float64 {
+func (c ContextReport) PercentOfUsable() float64 { return c.percent(c.InContextTokens) }
+
+// ReportedPercentOfUsable is Reported's share of the usable window, in
+// percent (0 without a report).
+func (c ContextReport) ReportedPercentOfUsable() float64 {
+	if c.Reported == nil {
+		return 0
+	}
+	return c.percent(int64(c.Reported.Tokens))
+}
+
+func (c ContextReport) percent(tokens int64) float64 {
 	if c.Usable <= 0 {
 		return 0
 	}
-	return float64(c.InContextTokens) * 100 / float64(c.Usable)
+	return float64(tokens) * 100 / float64(c.Usable)
 }
 
 // OverThreshold reports whether the conversation is past the point where
@@ -102,6 +128,7 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 	reset := func() {
 		byKind = [256]ContextKind{}
 		rep.InContextEvents, rep.InContextBytes, rep.InContextTokens = 0, 0, 0
+		rep.Reported = nil
 	}
 	from := uint64(0)
 	for {
@@ -137,6 +164,9 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 				rep.ReplayFrom = ev.Seq + 1
 				reset()
 				continue
+			}
+			if ev.TokensIn > 0 {
+				rep.Reported = &ReportedContext{Seq: ev.Seq, Tokens: ev.TokensIn + ev.TokensOut}
 			}
 			if ev.Kind == eventlog.KindCheckpoint {
 				// A checkpoint's body is a manifest of captured files,

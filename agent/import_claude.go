@@ -198,8 +198,14 @@ func (m *claudeMapper) mapEntry(l *claudeEntry) mappedLine {
 		if l.Subtype != "" {
 			out.Label = "system:" + l.Subtype
 		}
-		if l.Subtype == "api_error" {
+		switch l.Subtype {
+		case "api_error":
 			out.Kind = eventlog.KindError
+		case "compact_boundary":
+			// The conversation before it was summarised: what follows is
+			// what the model has in context (session context replays from
+			// here).
+			out.Kind = eventlog.KindCompaction
 		}
 	case "summary":
 		if m.sess.Title == "" && l.Summary != "" {

@@ -110,7 +110,10 @@ func TestImportClaudeCodeMapsLinesAndExportsThemBack(t *testing.T) {
 	r := testRook(t, fsys)
 	src := "/home/u/.claude/projects/-home-u-proj/s1.jsonl"
 	lines := claudeLines("s1", 1)
-	lines = append(lines, "this line is not JSON", `{"no":"type"}`)
+	lines = append(lines,
+		`{"type":"system","subtype":"compact_boundary","content":"Conversation compacted","timestamp":"2026-02-10T21:01:08.000Z"}`,
+		`{"type":"system","subtype":"api_error","timestamp":"2026-02-10T21:01:09.000Z"}`,
+		"this line is not JSON", `{"no":"type"}`)
 	data := writeSource(t, fsys, src, lines, `{"type":"user","message":{"role":"us`)
 	rep := mustImport(t, r, FormatClaudeCode, "/home/u/.claude/projects")
 	if rep.Sessions != 1 || rep.Lines != len(lines)+1 || rep.Unparsed != 3 || rep.BytesIn != int64(len(data)) {
@@ -121,7 +124,7 @@ func TestImportClaudeCodeMapsLinesAndExportsThemBack(t *testing.T) {
 	for _, p := range rep.Problems {
 		where = append(where, fmt.Sprintf("%d:%s", p.Line, p.Reason))
 	}
-	if got := strings.Join(where, "|"); got != `9:not JSON|10:no "type" field|11:truncated last line (no newline): not JSON` {
+	if got := strings.Join(where, "|"); got != `11:not JSON|12:no "type" field|13:truncated last line (no newline): not JSON` {
 		t.Fatalf("problems: %s", got)
 	}
 	f := fileByPath(t, rep, src)
@@ -148,12 +151,20 @@ func TestImportClaudeCodeMapsLinesAndExportsThemBack(t *testing.T) {
 		"note/progress:bash_progress ×2/0/0", // a run of notes is one event
 		"tool-result/Bash/0/0",
 		"note/file-history-snapshot/0/0",
+		"compaction/system:compact_boundary/0/0", // session context replays from after it
+		"error/system:api_error/0/0",
 		"note/claude-code:unparsed/0/0",
 		"note/claude-code:unparsed/0/0",
 		"note/claude-code:unparsed/0/0",
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The compact boundary is a compaction: context replays from after it,
+	// and the tokens the message before it recorded are no longer in it.
+	ctx, err := r.Context(m.ID, DefaultContextWindow)
+	if err != nil || ctx.Compactions != 1 || ctx.ReplayFrom != 8 || ctx.Reported != nil {
+		t.Fatalf("context: %+v %v", ctx, err)
 	}
 	if !evs[1].More || !evs[2].More || evs[3].More {
 		t.Fatal("the lines of one message are not one group")
@@ -168,7 +179,8 @@ func TestImportClaudeCodeMapsLinesAndExportsThemBack(t *testing.T) {
 	}
 	mustExport(t, r, m.ID, data)
 	// History shows what a line says, not its JSON envelope.
-	page, err := r.History(m.ID, HistoryQuery{Limit: 10})
+	first := uint64(0)
+	page, err := r.History(m.ID, HistoryQuery{From: &first, Limit: 10})
 	if err != nil || page.Events[0].Preview != "fix the server, turn 1" || page.Events[3].Preview != "make" || !strings.HasPrefix(page.Events[5].Preview, "output line 1 of turn 1") {
 		t.Fatalf("previews: %+v %v", page.Events, err)
 	}

@@ -46,6 +46,9 @@ type contextJSON struct {
 	ReplayFrom      uint64            `json:"replay_from"`
 	TokensIn        uint64            `json:"recorded_tokens_in"`
 	TokensOut       uint64            `json:"recorded_tokens_out"`
+	ReportedTokens  *uint64           `json:"reported_tokens,omitempty"`
+	ReportedAt      *uint64           `json:"reported_at,omitempty"`
+	ReportedPercent *float64          `json:"reported_percent_of_usable,omitempty"`
 	MissingBodies   int64             `json:"missing_bodies"`
 	Kinds           []contextKindJSON `json:"kinds"`
 }
@@ -80,6 +83,10 @@ func (c *ContextCmd) Run(e *Env) error {
 			TokensIn: rep.Session.TokensIn, TokensOut: rep.Session.TokensOut,
 			MissingBodies: rep.MissingBodies, Kinds: []contextKindJSON{},
 		}
+		if p := rep.Reported; p != nil {
+			pct := rep.ReportedPercentOfUsable()
+			out.ReportedTokens, out.ReportedAt, out.ReportedPercent = &p.Tokens, &p.Seq, &pct
+		}
 		for _, k := range rep.Kinds {
 			out.Kinds = append(out.Kinds, contextKindJSON{Kind: k.Kind.String(), Events: k.Events, Bytes: k.Bytes, Tokens: k.Tokens, Share: share(k.Tokens)})
 		}
@@ -92,6 +99,12 @@ func (c *ContextCmd) Run(e *Env) error {
 		over = " — over the compaction threshold"
 	}
 	fmt.Fprintf(w, "in context %d tokens  %.1f%% of usable%s\n", rep.InContextTokens, rep.PercentOfUsable(), over)
+	if p := rep.Reported; p != nil {
+		fmt.Fprintf(w, "model reported %d tokens at #%d  %.1f%% of usable\n", p.Tokens, p.Seq, rep.ReportedPercentOfUsable())
+		if rep.Session.Source != nil {
+			fmt.Fprintln(w, "  (an imported session: the estimate above counts each source line whole, its JSON envelope and progress notes too; the model's own count is the better guide)")
+		}
+	}
 	fmt.Fprintf(w, "ever logged %d tokens in %d events (%d compaction%s so far)\n",
 		rep.EverTokens, rep.EverEvents, rep.Compactions, ctxPlural(rep.Compactions))
 	fmt.Fprintf(w, "replay from #%d\n", rep.ReplayFrom)

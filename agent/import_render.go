@@ -159,10 +159,9 @@ func renderContent(out *bytes.Buffer, content json.RawMessage) bool {
 				tag += ", error"
 			}
 			fmt.Fprintf(out, "[%s]\n", tag)
-			if len(b.Content) > 0 && b.Content[0] == '[' {
-				if !renderContent(out, b.Content) {
-					out.Write(b.Content)
-				}
+			var inner bytes.Buffer
+			if len(b.Content) > 0 && b.Content[0] == '[' && renderContent(&inner, b.Content) {
+				out.Write(inner.Bytes())
 			} else if s, ok := rawText(b.Content); ok {
 				out.WriteString(s)
 			} else {

@@ -71,6 +71,7 @@ var renderSeeds = []string{
 	`{"type":"assistant","message":{"content":[{"type":"text"}]}}`,
 	`not json`,
 	`{"type":"summary","summary":5}`,
+	`{"type":"user","message":{"content":[{"type":"tool_result","content":[{"type":"text"}]}]}}`,
 }
 
 // TestRenderImported pins the rendering of each kind of line, and that a
@@ -95,6 +96,7 @@ func TestRenderImported(t *testing.T) {
 		renderSeeds[15] + "\n",
 		"not json\n",
 		renderSeeds[17] + "\n",
+		"[tool_result]\n[{\"type\":\"text\"}]\n", // a result's blocks it cannot read: as written
 	}
 	for i, line := range renderSeeds {
 		if got := string(RenderImported([]byte(line + "\n"))); got != want[i] {

@@ -26,6 +26,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzRenderImported \
 	./agent:FuzzDecodeLikeEncodingJSON \
 	./agent:FuzzClaudeFastPath \
+	./agent:FuzzCodexFastPath \
 	./agent/mcp:FuzzServeLine \
 	./agent/mcpclient:FuzzServerText
 

@@ -130,33 +130,110 @@ func (m *codexMapper) cutKind(ml mappedLine, s jsonString) cas.Kind {
 	return defaultCutKind(ml, s)
 }
 
+// codexEntry is everything the mapping reads of a line: what decoding the
+// line's view into a codexLine and reading its values one by one gives
+// (decodeCodexEntry), or what the fast path reads straight off the scanned
+// line (scanCodexEntry). Its strings are "" where the line has none, or a
+// value of another type.
+type codexEntry struct {
+	Type, Timestamp string
+	// The payload's strings.
+	PType, Role, Name, CallID, ID, ForkedFromID, Cwd, Model string
+	// The one structured member the line's types make the mapping read
+	// (codexDetail), read for those lines only: a session_meta's source,
+	// a user message's prompt (codexPrompt), a user_message event's
+	// message, a token_count's info.
+	Subagent    bool
+	SpawnParent string
+	Prompt      string
+	Message     string
+	Tokens      codexTokens
+}
+
+// codexTokens is what a token_count's info gives: OK when it decodes as a
+// codexUsage (info is null before the first response; a usage that does
+// not read, a negative count or a string, counts nothing rather than
+// failing the line), then its total_token_usage as written and the turn's
+// tokens.
+type codexTokens struct {
+	OK      bool
+	Total   string
+	In, Out uint64
+}
+
+// codexDetail names the structured payload member the mapping reads of a
+// line with these types, if any.
+func codexDetail(typ, ptype, role string) string {
+	switch {
+	case typ == "session_meta":
+		return "source"
+	case typ == "response_item" && ptype == "message" && role == "user":
+		return "content"
+	case typ == "event_msg" && ptype == "user_message":
+		return "message"
+	case typ == "event_msg" && ptype == "token_count":
+		return "info"
+	}
+	return ""
+}
+
 func (m *codexMapper) mapLine(line []byte) mappedLine {
-	var l codexLine
-	if err := json.Unmarshal(line, &l); err != nil {
+	e, err := decodeCodexEntry(line)
+	if err != nil {
 		return codexUnreadable(line)
 	}
-	typ := rawString(l.Type)
-	if typ == "" {
-		return mappedLine{Kind: eventlog.KindNote, Label: codexUnparsed, Unparsed: `no "type" field`}
-	}
-	out := mappedLine{Kind: eventlog.KindNote, Label: typ}
-	if t, err := time.Parse(time.RFC3339Nano, rawString(l.Timestamp)); err == nil {
-		out.Time = t
+	return m.mapEntry(&e)
+}
+
+// decodeCodexEntry decodes a line (or its view) with encoding/json's rules:
+// the reference the fast path is held to (FuzzCodexFastPath).
+func decodeCodexEntry(line []byte) (codexEntry, error) {
+	var l codexLine
+	if err := json.Unmarshal(line, &l); err != nil {
+		return codexEntry{}, err
 	}
 	p := &l.Payload
-	switch typ {
+	e := codexEntry{
+		Type: rawString(l.Type), Timestamp: rawString(l.Timestamp),
+		PType: rawString(p.Type), Role: rawString(p.Role), Name: rawString(p.Name), CallID: rawString(p.CallID),
+		ID: rawString(p.ID), ForkedFromID: rawString(p.ForkedFromID), Cwd: rawString(p.Cwd), Model: rawString(p.Model),
+	}
+	switch codexDetail(e.Type, e.PType, e.Role) {
+	case "source":
+		e.Subagent, e.SpawnParent = codexSubagent(p.Source)
+	case "content":
+		e.Prompt = codexPrompt(p.Content)
+	case "message":
+		e.Message = rawString(p.Message)
+	case "info":
+		e.Tokens = codexTokensOf(p.Info)
+	}
+	return e, nil
+}
+
+// mapEntry maps a line's entry, whichever path read it: the one place the
+// mapper's state changes.
+func (m *codexMapper) mapEntry(e *codexEntry) mappedLine {
+	if e.Type == "" {
+		return mappedLine{Kind: eventlog.KindNote, Label: codexUnparsed, Unparsed: `no "type" field`}
+	}
+	out := mappedLine{Kind: eventlog.KindNote, Label: e.Type}
+	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
+		out.Time = t
+	}
+	switch e.Type {
 	case "session_meta":
-		m.sessionMeta(p)
+		m.sessionMeta(e)
 	case "response_item":
-		m.responseItem(p, &out)
+		m.responseItem(e, &out)
 	case "event_msg":
-		m.eventMsg(p, &out)
+		m.eventMsg(e, &out)
 	case "turn_context":
 		if m.sess.Workspace == "" {
-			m.sess.Workspace = rawString(p.Cwd)
+			m.sess.Workspace = e.Cwd
 		}
-		if model := rawString(p.Model); model != "" {
-			m.model = model
+		if e.Model != "" {
+			m.model = e.Model
 		}
 	}
 	return out
@@ -180,48 +257,57 @@ func codexUnreadable(line []byte) mappedLine {
 	return out
 }
 
-func (m *codexMapper) sessionMeta(p *codexPayload) {
+func (m *codexMapper) sessionMeta(e *codexEntry) {
 	// A forked rollout may copy its parent's lines, their session_meta
 	// included, after its own: the first one is this session's.
 	if m.metaSeen {
 		return
 	}
 	m.metaSeen = true
-	m.sess.ID = rawString(p.ID)
-	m.sess.ParentID = rawString(p.ForkedFromID)
-	if cwd := rawString(p.Cwd); cwd != "" {
-		m.sess.Workspace = cwd
+	m.sess.ID = e.ID
+	m.sess.ParentID = e.ForkedFromID
+	if e.Cwd != "" {
+		m.sess.Workspace = e.Cwd
 	}
-	// source is a string ("cli", "exec"...) or, for a subagent,
-	// {"subagent": "review" | {"thread_spawn": {"parent_thread_id": ...}}}.
-	var src codexSource
-	if len(p.Source) == 0 || p.Source[0] != '{' || json.Unmarshal(p.Source, &src) != nil {
-		return
-	}
-	if len(src.Subagent) == 0 || bytes.Equal(src.Subagent, []byte("null")) {
-		return
-	}
-	m.sess.Subagent = true
-	var spawn codexSpawn
-	if src.Subagent[0] == '{' && json.Unmarshal(src.Subagent, &spawn) == nil {
-		if parent := rawString(spawn.ThreadSpawn.ParentThreadID); parent != "" {
-			m.sess.ParentID = parent
+	if e.Subagent {
+		m.sess.Subagent = true
+		if e.SpawnParent != "" {
+			m.sess.ParentID = e.SpawnParent
 		}
 	}
+}
+
+// codexSubagent reads a session_meta's source: whether it is a subagent's,
+// and the parent thread that spawned it, if it names one. source is a
+// string ("cli", "exec"...) or, for a subagent,
+// {"subagent": "review" | {"thread_spawn": {"parent_thread_id": ...}}}.
+func codexSubagent(source json.RawMessage) (subagent bool, parent string) {
+	var src codexSource
+	if len(source) == 0 || source[0] != '{' || json.Unmarshal(source, &src) != nil {
+		return false, ""
+	}
+	if len(src.Subagent) == 0 || bytes.Equal(src.Subagent, []byte("null")) {
+		return false, ""
+	}
+	var spawn codexSpawn
+	if src.Subagent[0] == '{' && json.Unmarshal(src.Subagent, &spawn) == nil {
+		parent = rawString(spawn.ThreadSpawn.ParentThreadID)
+	}
+	return true, parent
 }
 
 // codexToolNames name the calls that carry no name, as Codex itself does.
 var codexToolNames = map[string]string{"local_shell_call": "shell", "web_search_call": "web_search", "tool_search_call": "tool_search"}
 
-func (m *codexMapper) responseItem(p *codexPayload, out *mappedLine) {
-	typ := rawString(p.Type)
+func (m *codexMapper) responseItem(e *codexEntry, out *mappedLine) {
+	typ := e.PType
 	switch typ {
 	case "message":
-		switch role := rawString(p.Role); role {
+		switch role := e.Role; role {
 		case "user":
 			out.Kind, out.Label = eventlog.KindUser, ""
 			if m.sess.Title == "" {
-				m.sess.Title = codexPrompt(p.Content)
+				m.sess.Title = e.Prompt
 			}
 		case "assistant":
 			out.Kind, out.Label = eventlog.KindAssistant, m.model
@@ -233,59 +319,65 @@ func (m *codexMapper) responseItem(p *codexPayload, out *mappedLine) {
 	case "reasoning":
 		out.Kind, out.Label = eventlog.KindReasoning, m.model
 	case "function_call", "custom_tool_call", "local_shell_call", "web_search_call", "tool_search_call":
-		name := rawString(p.Name)
+		name := e.Name
 		if name == "" {
 			name = codexToolNames[typ]
 		}
 		out.Kind, out.Label = eventlog.KindToolCall, name
-		if id := rawString(p.CallID); id != "" {
-			m.toolName[id] = name
+		if e.CallID != "" {
+			m.toolName[e.CallID] = name
 		}
 	case "function_call_output", "custom_tool_call_output", "tool_search_output":
-		out.Kind, out.Label = eventlog.KindToolResult, m.toolName[rawString(p.CallID)]
+		out.Kind, out.Label = eventlog.KindToolResult, m.toolName[e.CallID]
 	default:
 		out.Label = "response_item:" + typ
 	}
 }
 
-func (m *codexMapper) eventMsg(p *codexPayload, out *mappedLine) {
-	typ := rawString(p.Type)
+func (m *codexMapper) eventMsg(e *codexEntry, out *mappedLine) {
+	typ := e.PType
 	out.Label = "event_msg:" + typ
 	switch typ {
 	case "error", "stream_error", "turn_aborted":
 		out.Kind, out.Label = eventlog.KindError, typ
 	case "token_count":
-		out.TokensIn, out.TokensOut = m.tokenCount(p.Info)
+		out.TokensIn, out.TokensOut = m.tokenCount(e.Tokens)
 	case "user_message":
 		// The same prompt as the user message item before it: a note, but
 		// a title when the items are missing.
 		if m.userTitle == "" {
-			if text := strings.TrimSpace(rawString(p.Message)); text != "" && !codexBoilerplate(text) {
+			if text := strings.TrimSpace(e.Message); text != "" && !codexBoilerplate(text) {
 				m.userTitle = titleOf(text)
 			}
 		}
 	}
 }
 
-// tokenCount reads the usage of the turn a token_count event closes.
-func (m *codexMapper) tokenCount(info json.RawMessage) (in, out uint64) {
-	var usage codexUsage
-	// info is null before the first response; a usage that does not read
-	// (a negative count, a string) counts nothing rather than failing.
-	if len(info) == 0 || info[0] != '{' || json.Unmarshal(info, &usage) != nil {
+// tokenCount is the usage of the turn a token_count event closes.
+func (m *codexMapper) tokenCount(t codexTokens) (in, out uint64) {
+	if !t.OK {
 		return 0, 0
 	}
 	// Codex writes token_count again when only the rate limits changed,
 	// with the same usage: the session's total has not moved, and the
 	// turn's tokens must not count twice.
-	if total := string(usage.Total); total != "" && total != "null" {
-		if total == m.lastTotal {
+	if t.Total != "" && t.Total != "null" {
+		if t.Total == m.lastTotal {
 			return 0, 0
 		}
-		m.lastTotal = total
+		m.lastTotal = t.Total
 	}
 	// input_tokens includes the cached ones, as output_tokens the reasoning.
-	return usage.Last.Input, usage.Last.Output
+	return t.In, t.Out
+}
+
+// codexTokensOf decodes a token_count's info.
+func codexTokensOf(info json.RawMessage) codexTokens {
+	var usage codexUsage
+	if len(info) == 0 || info[0] != '{' || json.Unmarshal(info, &usage) != nil {
+		return codexTokens{}
+	}
+	return codexTokens{OK: true, Total: string(usage.Total), In: usage.Last.Input, Out: usage.Last.Output}
 }
 
 // codexBoilerplatePrefixes start the user messages Codex writes itself
@@ -310,13 +402,21 @@ func codexPrompt(content json.RawMessage) string {
 		return ""
 	}
 	for _, it := range items {
-		if rawString(it.Type) != "input_text" {
-			continue
-		}
-		text := strings.TrimSpace(rawString(it.Text))
-		if text != "" && !codexBoilerplate(text) {
-			return titleOf(text)
+		if title, ok := codexItemTitle(rawString(it.Type), rawString(it.Text)); ok {
+			return title
 		}
 	}
 	return ""
+}
+
+// codexItemTitle is the title an item of a user message gives, ok when it
+// is the prompt: an input_text that is not boilerplate.
+func codexItemTitle(typ, text string) (title string, ok bool) {
+	if typ != "input_text" {
+		return "", false
+	}
+	if text = strings.TrimSpace(text); text == "" || codexBoilerplate(text) {
+		return "", false
+	}
+	return titleOf(text), true
 }

@@ -228,6 +228,10 @@ func (m *codexMapper) mapEntry(e *codexEntry) mappedLine {
 		m.responseItem(e, &out)
 	case "event_msg":
 		m.eventMsg(e, &out)
+	case "compacted":
+		// The history before it was replaced by a summary: what follows is
+		// what the model has in context (session context replays from here).
+		out.Kind = eventlog.KindCompaction
 	case "turn_context":
 		if m.sess.Workspace == "" {
 			m.sess.Workspace = e.Cwd

@@ -85,7 +85,7 @@ func TestCodexMapFixture(t *testing.T) {
 		29: {kind: eventlog.KindError, label: "stream_error", time: day + "03:05:00.000Z"},
 		30: {kind: eventlog.KindError, label: "error", time: day + "03:05:01.000Z"},
 		31: {kind: eventlog.KindError, label: "turn_aborted", time: day + "03:05:02.000Z"},
-		32: codexNote("compacted", day+"03:06:00.000Z"),
+		32: {kind: eventlog.KindCompaction, label: "compacted", time: day + "03:06:00.000Z"}, // session context replays from after it
 		33: codexNote("event_msg:context_compacted", day+"03:06:00.001Z"),
 		34: codexNote("response_item:compaction", day+"03:06:00.002Z"),
 		35: codexNote("response_item:ghost_snapshot", day+"03:06:01.000Z"),

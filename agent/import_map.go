@@ -105,10 +105,10 @@ var previewKeys = map[string]bool{
 	"pattern": true, "file_path": true, "path": true, "query": true, "url": true, "description": true,
 }
 
-// importedText is what a history line shows of an imported line: its first
-// string value under a key that carries text (Claude Code's message text,
-// a tool's command or output, Codex's content or arguments), or the line
-// itself when it has none.
+// importedText is the first string value of an imported line under a key
+// that carries text (Claude Code's message text, a tool's command or
+// output, Codex's content or arguments), or the line itself when it has
+// none: the reading view's glimpse of a line it has no shape for.
 func importedText(line []byte) []byte {
 	strs, ok := stringValues(bytes.TrimRight(line, "\r\n"), 3)
 	if !ok {

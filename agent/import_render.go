@@ -385,3 +385,21 @@ func endLine(out *bytes.Buffer) {
 		out.WriteByte('\n')
 	}
 }
+
+// previewOfImported is the text a history line previews of an imported
+// event: its reading view from the first line that says more than a tag
+// ("[tool_use Bash]" alone repeats the event's kind and label), so a call
+// previews as its arguments and a result as its output.
+func previewOfImported(body []byte) []byte {
+	view := RenderImported(body)
+	rest := view
+	for len(rest) > 0 {
+		line, after, _ := bytes.Cut(rest, []byte("\n"))
+		t := bytes.TrimSpace(line)
+		if len(t) > 0 && !(t[0] == '[' && t[len(t)-1] == ']' && bytes.IndexByte(t, ']') == len(t)-1) {
+			return rest
+		}
+		rest = after
+	}
+	return view
+}

@@ -222,3 +222,19 @@ func mustBody(t *testing.T, r *Rook, ev eventlog.Event) []byte {
 	}
 	return b
 }
+
+// TestPreviewOfImported: a history line previews the view from its first
+// line that says more than a tag, or the tag when that is all there is.
+func TestPreviewOfImported(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{renderSeeds[1], "hmm"},
+		{`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":{"command":"make"}}]}}`, "command: make"},
+		{renderSeeds[3], "[progress hook_progress] PreToolUse:Bash: x.sh"},
+		{`{"timestamp":"t","type":"event_msg","payload":{"type":"task_started"}}`, "[task_started]"},
+		{`{"type":"user","message":{"content":"[Request interrupted by user]"}}`, "[Request interrupted by user]"},
+	} {
+		if got := Preview(previewOfImported([]byte(c.body)), PreviewRunes); got != c.want {
+			t.Errorf("%s: preview %q, want %q", c.body, got, c.want)
+		}
+	}
+}

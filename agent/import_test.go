@@ -178,10 +178,11 @@ func TestImportClaudeCodeMapsLinesAndExportsThemBack(t *testing.T) {
 		t.Fatalf("body %q %v", body, err)
 	}
 	mustExport(t, r, m.ID, data)
-	// History shows what a line says, not its JSON envelope.
+	// History previews what a line says, not its JSON envelope: the
+	// reading view from its first line that says more than a tag.
 	first := uint64(0)
 	page, err := r.History(m.ID, HistoryQuery{From: &first, Limit: 10})
-	if err != nil || page.Events[0].Preview != "fix the server, turn 1" || page.Events[3].Preview != "make" || !strings.HasPrefix(page.Events[5].Preview, "output line 1 of turn 1") {
+	if err != nil || page.Events[0].Preview != "fix the server, turn 1" || page.Events[3].Preview != "command: make" || page.Events[4].Preview != "[progress bash_progress] building" || !strings.HasPrefix(page.Events[5].Preview, "output line 1 of turn 1") {
 		t.Fatalf("previews: %+v %v", page.Events, err)
 	}
 	// The tool output, written twice on its line, is one object.

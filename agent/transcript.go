@@ -259,7 +259,7 @@ func (r *Rook) History(id eventlog.ID, q HistoryQuery) (HistoryPage, error) {
 		line := HistoryLine{Event: ev, Size: v.Size, Stored: v.Stored, Binary: v.Binary, Err: v.Err}
 		if v.Err == nil && !v.Binary {
 			if v.imported {
-				body = importedText(body)
+				body = previewOfImported(body)
 			}
 			line.Preview = Preview(body, PreviewRunes)
 		}

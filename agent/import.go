@@ -688,6 +688,15 @@ func (fi *fileImport) take(lines []pendingLine, final bool) error {
 	return err
 }
 
+// appendWithGroup appends ev in one group with the events pending: a
+// capture with the line that names its backups, so that no crash keeps
+// the line and loses the capture (a grown file's lines already imported
+// are not captured again).
+func (fi *fileImport) appendWithGroup(ev eventlog.Event) error {
+	fi.group = append(fi.group, ev)
+	return fi.flushGroup()
+}
+
 func (fi *fileImport) flushGroup() error {
 	if len(fi.group) == 0 {
 		return nil
@@ -751,7 +760,7 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 		}
 		// File backups named in the unit become a capture, so that
 		// `rook session diff` and rewind work on the session.
-		n, err := fi.r.captureBackups(fi.sess, fi.info(), fi.path, unit, fi.captured, t, fi.flushGroup)
+		n, err := fi.r.captureBackups(fi.sess, fi.info(), fi.path, unit, fi.captured, t, fi.appendWithGroup)
 		if err != nil {
 			return nil, err
 		}
@@ -1139,9 +1148,10 @@ const captureBackupsLabel = "claude-code:file-history"
 // captureBackups appends a capture of the Claude Code file backups that the
 // lines of unit name for the first time: each backup is a file's content
 // before the agent's first edit of it at that point; a path without one did
-// not exist. Backups missing on disk are left out. It returns the events
-// appended (0 or 1).
-func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path string, unit []pendingLine, captured backupSet, at time.Time, flushGroup func() error) (int, error) {
+// not exist. Backups missing on disk are left out. The capture's event is
+// appended by appendWithGroup, in one group with the unit's. It returns
+// the events appended (0 or 1).
+func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path string, unit []pendingLine, captured backupSet, at time.Time, appendWithGroup func(eventlog.Event) error) (int, error) {
 	sid := info.ID
 	if info.Subagent && info.ParentID != "" {
 		sid = info.ParentID
@@ -1192,13 +1202,9 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 		return 0, nil
 	}
 	sort.Strings(m.Absent)
-	if err := flushGroup(); err != nil {
-		return 0, err
-	}
 	id, err := r.StoreManifest(m)
 	if err != nil {
 		return 0, err
 	}
-	_, err = r.Log.Append(sess.ID, eventlog.Event{Kind: eventlog.KindCheckpoint, Label: captureBackupsLabel, Body: id, Time: at})
-	return 1, err
+	return 1, appendWithGroup(eventlog.Event{Kind: eventlog.KindCheckpoint, Label: captureBackupsLabel, Body: id, Time: at})
 }

@@ -562,6 +562,25 @@ func TestImportClaudeFileHistory(t *testing.T) {
 	if !strings.Contains(out.String(), "-two\n+TWO\n") {
 		t.Fatalf("diff body:\n%s", out.String())
 	}
+	// The capture is appended in one group with the line naming its
+	// backups: no crash keeps the one without the other (a grown file's
+	// lines already in are not captured again).
+	evs, err := r.Log.Read(id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps := 0
+	for i, ev := range evs {
+		if ev.Kind == eventlog.KindCheckpoint {
+			cps++
+			if i == 0 || !evs[i-1].More || !strings.HasPrefix(evs[i-1].Label, "file-history-snapshot") {
+				t.Fatalf("the capture #%d is not in one group with its snapshot line: %+v", ev.Seq, evs[max(i-1, 0)])
+			}
+		}
+	}
+	if cps != 1 {
+		t.Fatalf("%d captures", cps)
+	}
 	var buf bytes.Buffer
 	x, err := r.ExportSource(id, &buf)
 	if err != nil || !bytes.Equal(buf.Bytes(), data) || x.Skipped != 0 {

@@ -250,8 +250,8 @@ func ExportHTML(x Export) []byte {
 		default:
 			w("<pre>%s</pre>\n", exportEscape(string(ev.Body)))
 			if ev.Cut > 0 && ev.Rendered {
-				w("<p class=\"note\">… %d more bytes not shown: <code>rook session show %s --from %d --limit 1 --max-body 0</code> reads it all.</p>\n",
-					ev.Cut, exportEscape(id), ev.Seq)
+				w("<p class=\"note\">… %d more bytes not shown: <code>rook session show %s --from %d --limit 1 --max-body %d</code> reads it all.</p>\n",
+					ev.Cut, exportEscape(id), ev.Seq, int64(len(ev.Body))+ev.Cut)
 			} else if ev.Cut > 0 {
 				w("<p class=\"note\">… %d more bytes not shown: <code>rook session entry %s %d</code> reads it all.</p>\n",
 					ev.Cut, exportEscape(id), ev.Seq)

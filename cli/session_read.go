@@ -37,7 +37,7 @@ type ShowCmd struct {
 	ID      string `arg:"" help:"Session id, unique prefix, or last."`
 	From    uint64 `help:"First seq." default:"0"`
 	Limit   int    `help:"At most N events (1 to 10000)." default:"200"`
-	MaxBody int    `name:"max-body" help:"Cut bodies longer than B bytes (the rest reads with session entry)." default:"4096"`
+	MaxBody int    `name:"max-body" help:"Cut bodies longer than B bytes (the rest reads with session entry; an imported event's text, with a bigger --max-body)." default:"4096"`
 	Raw     bool   `help:"Print an imported event's source lines as stored, not rendered as text."`
 }
 
@@ -139,7 +139,7 @@ func (c *ShowCmd) Run(e *Env) error {
 			}
 		}
 		if v.Elided() && v.Rendered {
-			fmt.Fprintf(w, "… %d more bytes of text: rook session show %s --from %d --limit 1 --max-body 0 (--raw: the source lines)\n", v.Omitted, id, v.Seq)
+			fmt.Fprintf(w, "… %d more bytes of text: rook session show %s --from %d --limit 1 --max-body %d (--raw: the source lines)\n", v.Omitted, id, v.Seq, int64(len(v.Text))+v.Omitted)
 		} else if v.Elided() && !v.Binary {
 			fmt.Fprintf(w, "… %d more bytes elided: rook session entry %s %d --offset %d\n", v.Omitted, id, v.Seq, len(v.Text))
 		}

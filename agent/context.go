@@ -108,8 +108,9 @@ func ContextWindowSplit(window int64) (reserve, usable, threshold int64) {
 
 // Context measures a session against a context window of `window`
 // tokens. The conversation in context is replayed from the event after
-// the last compaction; everything before it was logged but is no longer
-// in context. It reads the session's event records a page at a time and
+// the last compaction (from the compaction itself when it is an imported
+// line, which carries what was kept); everything before it was logged but
+// is no longer in context. It reads the session's event records a page at a time and
 // stats each distinct body once; it never reads a body.
 func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 	if window <= 0 {
@@ -123,6 +124,7 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 	rep.Reserve, rep.Usable, rep.Threshold = ContextWindowSplit(window)
 
 	sizes := map[cas.Key]int64{}
+	imported := map[cas.Key]bool{} // the body is a source line
 	missing := map[cas.Key]bool{}
 	var byKind [256]ContextKind
 	reset := func() {
@@ -145,6 +147,7 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 				switch {
 				case err == nil:
 					size = info.Size
+					imported[ev.Body] = info.Kind == cas.KindSource
 				case errors.As(err, &nf), errors.As(err, &ce):
 					missing[ev.Body] = true
 				default:
@@ -163,7 +166,13 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 				rep.Compactions++
 				rep.ReplayFrom = ev.Seq + 1
 				reset()
-				continue
+				if !imported[ev.Body] {
+					continue
+				}
+				// An imported compaction's line is in context: a Codex
+				// compacted line holds the history kept in its place (a
+				// Claude Code compact boundary is one short line).
+				rep.ReplayFrom = ev.Seq
 			}
 			if ev.TokensIn > 0 {
 				rep.Reported = &ReportedContext{Seq: ev.Seq, Tokens: ev.TokensIn + ev.TokensOut}

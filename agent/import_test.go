@@ -160,10 +160,11 @@ func TestImportClaudeCodeMapsLinesAndExportsThemBack(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	// The compact boundary is a compaction: context replays from after it,
-	// and the tokens the message before it recorded are no longer in it.
+	// The compact boundary is a compaction: context replays from it (an
+	// imported compaction's line is in context), and the tokens the
+	// message before it recorded are no longer in it.
 	ctx, err := r.Context(m.ID, DefaultContextWindow)
-	if err != nil || ctx.Compactions != 1 || ctx.ReplayFrom != 8 || ctx.Reported != nil {
+	if err != nil || ctx.Compactions != 1 || ctx.ReplayFrom != 7 || ctx.InContextEvents != 5 || ctx.Reported != nil {
 		t.Fatalf("context: %+v %v", ctx, err)
 	}
 	if !evs[1].More || !evs[2].More || evs[3].More {
@@ -398,15 +399,27 @@ func TestImportCodex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		compaction := -1
 		for _, ev := range evs {
 			kinds[ev.Kind]++
+			if ev.Kind == eventlog.KindCompaction {
+				compaction = int(ev.Seq)
+			}
+		}
+		if compaction >= 0 {
+			// The compacted line holds the history Codex kept: context
+			// replays from it, not after it.
+			ctx, err := r.Context(*f.Session, DefaultContextWindow)
+			if err != nil || ctx.Compactions != 1 || ctx.ReplayFrom != uint64(compaction) {
+				t.Fatalf("context of %s: %+v %v", f.Path, ctx, err)
+			}
 		}
 		m, _ := r.Log.ReadMeta(*f.Session)
 		if m.Source.Zstd != strings.HasSuffix(f.Path, ".zst") || m.Workspace == "" || strings.HasPrefix(m.Title, "codex session") {
 			t.Fatalf("meta of %s: %+v", f.Path, m)
 		}
 	}
-	for _, k := range []eventlog.Kind{eventlog.KindUser, eventlog.KindAssistant, eventlog.KindReasoning, eventlog.KindToolCall, eventlog.KindToolResult, eventlog.KindError, eventlog.KindNote} {
+	for _, k := range []eventlog.Kind{eventlog.KindUser, eventlog.KindAssistant, eventlog.KindReasoning, eventlog.KindToolCall, eventlog.KindToolResult, eventlog.KindError, eventlog.KindNote, eventlog.KindCompaction} {
 		if kinds[k] == 0 {
 			t.Fatalf("no %s event: %v", k, kinds)
 		}

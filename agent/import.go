@@ -894,7 +894,10 @@ const (
 // notes around it. Lines that did not parse stay on their own (each is
 // reported), and so does a continued line.
 func mergeableLine(m mappedLine) bool {
-	return m.Kind == eventlog.KindNote && m.Unparsed == "" && !strings.HasSuffix(m.Label, ":continued")
+	// A note that recorded tokens (a Codex token_count) stays an event of
+	// its own: its input tokens are the context the model had at that
+	// turn (session context), which a sum over several turns is not.
+	return m.Kind == eventlog.KindNote && m.Unparsed == "" && !strings.HasSuffix(m.Label, ":continued") && m.TokensIn == 0 && m.TokensOut == 0
 }
 
 // mergedLine is the event of a run of lines: the first line's, with the

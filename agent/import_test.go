@@ -600,3 +600,41 @@ func TestImportClaudeFileHistory(t *testing.T) {
 		t.Fatalf("export: %+v %v", x, err)
 	}
 }
+
+// TestImportKeepsTokenNotesApart: notes that recorded tokens are not merged
+// with the notes around them: the newest one's tokens are the context the
+// model reported (session context), which a sum over turns is not.
+func TestImportKeepsTokenNotesApart(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/home/u/.codex/sessions/2026/01/02/rollout-2026-01-02T03-04-05-019b7d3a-5e1f-7c42-9a3b-2f6e8d1c0a48.jsonl"
+	usage := func(in, out int) string {
+		return fmt.Sprintf(`{"timestamp":"2026-01-02T03:04:%02d.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":%d},"last_token_usage":{"input_tokens":%d,"output_tokens":%d}}}}`, in%60, in, in, out)
+	}
+	lines := []string{
+		`{"timestamp":"2026-01-02T03:04:05.000Z","type":"session_meta","payload":{"id":"019b7d3a-5e1f-7c42-9a3b-2f6e8d1c0a48","cwd":"/w"}}`,
+		`{"timestamp":"2026-01-02T03:04:06.000Z","type":"event_msg","payload":{"type":"task_started"}}`,
+		usage(10000, 100),
+		usage(20000, 200),
+		`{"timestamp":"2026-01-02T03:04:07.000Z","type":"event_msg","payload":{"type":"task_complete"}}`,
+	}
+	writeSource(t, fsys, src, lines, "")
+	rep := mustImport(t, r, FormatCodex, "/home/u/.codex/sessions")
+	id := *rep.Files[0].Session
+	evs, err := r.Log.Read(id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range evs {
+		got = append(got, fmt.Sprintf("%s/%d/%d", ev.Label, ev.TokensIn, ev.TokensOut))
+	}
+	want := "session_meta +1/0/0 event_msg:token_count/10000/100 event_msg:token_count/20000/200 event_msg:task_complete/0/0"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("events %s\nwant   %s", strings.Join(got, " "), want)
+	}
+	ctx, err := r.Context(id, DefaultContextWindow)
+	if err != nil || ctx.Reported == nil || ctx.Reported.Seq != 2 || ctx.Reported.Tokens != 20200 {
+		t.Fatalf("context %+v %v", ctx.Reported, err)
+	}
+}

@@ -54,13 +54,14 @@ type ContextReport struct {
 	EverTokens  int64
 	Compactions int64
 
-	// Reported is the context size the model itself reported last, since
-	// the last compaction: the input tokens of the newest event that
-	// recorded any (a prompt, cache reads included) plus its output. Nil
-	// when no event in context recorded tokens. Imported sessions carry
-	// it from their transcripts' usage; for them it is the better guide,
-	// since the estimate counts each source line whole (its JSON envelope,
-	// progress notes the model never saw).
+	// Reported is the context size recorded last, since the last
+	// compaction: the input tokens of the newest event that recorded any
+	// (for a model's turn, its prompt, cache reads included) plus its
+	// output; nil when no event in context recorded tokens. It is as good
+	// a guide as what the writer recorded. Imported sessions carry it from
+	// their transcripts' usage, the model's own count: for them it is the
+	// better guide, since the estimate counts each source line whole (its
+	// JSON envelope, progress notes the model never saw).
 	Reported *ReportedContext
 
 	// MissingBodies counts events whose body the store could not describe

@@ -100,9 +100,9 @@ func (c *ContextCmd) Run(e *Env) error {
 	}
 	fmt.Fprintf(w, "in context %d tokens  %.1f%% of usable%s\n", rep.InContextTokens, rep.PercentOfUsable(), over)
 	if p := rep.Reported; p != nil {
-		fmt.Fprintf(w, "model reported %d tokens at #%d  %.1f%% of usable\n", p.Tokens, p.Seq, rep.ReportedPercentOfUsable())
+		fmt.Fprintf(w, "last recorded %d tokens (in + out) at #%d  %.1f%% of usable\n", p.Tokens, p.Seq, rep.ReportedPercentOfUsable())
 		if rep.Session.Source != nil {
-			fmt.Fprintln(w, "  (an imported session: the estimate above counts each source line whole, its JSON envelope and progress notes too; the model's own count is the better guide)")
+			fmt.Fprintln(w, "  (an imported session: that is the model's own count, from the transcript's usage; the estimate above counts each source line whole, its JSON envelope and progress notes too)")
 		}
 	}
 	fmt.Fprintf(w, "ever logged %d tokens in %d events (%d compaction%s so far)\n",

@@ -25,18 +25,25 @@ import (
 
 // RenderImported is the reading view of the body of an imported event:
 // each line rendered as text; a line that renders as more than one line
-// is set apart from its neighbours by an empty line.
-func RenderImported(body []byte) []byte {
+// is set apart from its neighbours by an empty line. Control characters
+// other than newline and tab (an escaped NUL or ESC in the JSON) and
+// bytes that are not UTF-8 are replaced with U+FFFD (cleanView): the view
+// goes to terminals and HTML as it is.
+func RenderImported(body []byte) []byte { return renderBody(body, true) }
+
+// renderBody is RenderImported, with or without the lines that only name
+// a block ("[tool_use Bash]", "[thinking]"): a preview leaves them out.
+func renderBody(body []byte, headers bool) []byte {
 	var out bytes.Buffer
 	short := false // the line before rendered as one line
 	for i, line := range bytes.Split(bytes.TrimRight(body, "\r\n"), []byte("\n")) {
 		line = bytes.TrimRight(line, "\r")
-		var r bytes.Buffer
-		if !renderLine(&r, line) {
-			r.Reset()
-			r.Write(line)
+		r := renderer{headers: headers}
+		if !r.line(line) {
+			r.out.Reset()
+			r.out.Write(line)
 		}
-		text := bytes.TrimRight(r.Bytes(), " \n")
+		text := bytes.TrimRight(r.out.Bytes(), " \n")
 		one := bytes.IndexByte(text, '\n') < 0
 		if i > 0 && !(one && short) {
 			out.WriteByte('\n')
@@ -45,7 +52,37 @@ func RenderImported(body []byte) []byte {
 		out.WriteByte('\n')
 		short = one
 	}
-	return out.Bytes()
+	return cleanView(out.Bytes())
+}
+
+// cleanView is text fit for a terminal or HTML: valid UTF-8, and no
+// control character but newline and tab (each replaced with U+FFFD).
+func cleanView(b []byte) []byte {
+	return bytes.Map(func(c rune) rune {
+		if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
+			return '\uFFFD'
+		}
+		return c
+	}, b)
+}
+
+// renderer renders one source line into out.
+type renderer struct {
+	out     bytes.Buffer
+	headers bool // write the lines that only name a block
+	depth   int  // tool results inside tool results
+}
+
+// maxRenderDepth bounds the tool results rendered inside tool results: a
+// deeper one is shown as written (each level would decode the rest of the
+// line again).
+const maxRenderDepth = 2
+
+// head writes a line that names a block, "[tag]".
+func (r *renderer) head(format string, a ...any) {
+	if r.headers {
+		fmt.Fprintf(&r.out, "["+format+"]\n", a...)
+	}
 }
 
 // renderedLine is what the rendering reads of a line of either format. A
@@ -71,23 +108,27 @@ type contentBlock struct {
 	Type     string          `json:"type"`
 	Text     *string         `json:"text"`
 	Thinking string          `json:"thinking"`
+	Refusal  string          `json:"refusal"`
 	Name     string          `json:"name"`
 	Input    json.RawMessage `json:"input"`
 	Content  json.RawMessage `json:"content"`
 	IsError  bool            `json:"is_error"`
 }
 
-func renderLine(out *bytes.Buffer, line []byte) bool {
+// line renders a source line; false when it does not read as one of the
+// shapes above.
+func (r *renderer) line(line []byte) bool {
+	out := &r.out
 	var l renderedLine
 	if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &l) != nil || l.Type == "" {
 		return false
 	}
 	if len(l.Payload) > 0 && l.Payload[0] == '{' {
-		return renderCodex(out, l.Type, l.Payload)
+		return r.codex(l.Type, l.Payload)
 	}
 	switch l.Type {
 	case "user", "assistant":
-		return l.Message != nil && renderContent(out, l.Message.Content)
+		return l.Message != nil && r.content(l.Message.Content)
 	case "summary":
 		fmt.Fprintf(out, "[summary] %s", l.Summary)
 	case "system":
@@ -96,7 +137,8 @@ func renderLine(out *bytes.Buffer, line []byte) bool {
 			tag += " " + l.Subtype
 		}
 		if s, ok := rawText(l.Content); ok {
-			fmt.Fprintf(out, "[%s]\n%s", tag, s)
+			r.head("%s", tag)
+			out.WriteString(s)
 		} else {
 			fmt.Fprintf(out, "[%s] %s", tag, firstText(line))
 		}
@@ -128,8 +170,9 @@ func renderLine(out *bytes.Buffer, line []byte) bool {
 	return true
 }
 
-// renderContent renders a message's content: a string, or blocks.
-func renderContent(out *bytes.Buffer, content json.RawMessage) bool {
+// content renders a message's content: a string, or blocks.
+func (r *renderer) content(content json.RawMessage) bool {
+	out := &r.out
 	if s, ok := rawText(content); ok {
 		out.WriteString(readable(s))
 		return true
@@ -137,6 +180,9 @@ func renderContent(out *bytes.Buffer, content json.RawMessage) bool {
 	var blocks []contentBlock
 	if len(content) == 0 || content[0] != '[' || json.Unmarshal(content, &blocks) != nil {
 		return false
+	}
+	if len(blocks) == 0 {
+		out.WriteString("(no content)")
 	}
 	for i, b := range blocks {
 		if i > 0 {
@@ -149,19 +195,22 @@ func renderContent(out *bytes.Buffer, content json.RawMessage) bool {
 			}
 			out.WriteString(readable(*b.Text))
 		case "thinking":
-			fmt.Fprintf(out, "[thinking]\n%s", b.Thinking)
+			r.head("thinking")
+			out.WriteString(b.Thinking)
+		case "refusal":
+			fmt.Fprintf(out, "[refusal] %s", b.Refusal)
 		case "tool_use":
-			fmt.Fprintf(out, "[tool_use %s]\n", b.Name)
-			renderArguments(out, b.Input)
+			r.head("tool_use %s", b.Name)
+			r.arguments(b.Input)
 		case "tool_result":
 			tag := "tool_result"
 			if b.IsError {
 				tag += ", error"
 			}
-			fmt.Fprintf(out, "[%s]\n", tag)
-			var inner bytes.Buffer
-			if len(b.Content) > 0 && b.Content[0] == '[' && renderContent(&inner, b.Content) {
-				out.Write(inner.Bytes())
+			r.head("%s", tag)
+			inner := renderer{headers: r.headers, depth: r.depth + 1}
+			if len(b.Content) > 0 && b.Content[0] == '[' && inner.depth < maxRenderDepth && inner.content(b.Content) {
+				out.Write(inner.out.Bytes())
 			} else if s, ok := rawText(b.Content); ok {
 				out.WriteString(s)
 			} else {
@@ -174,11 +223,12 @@ func renderContent(out *bytes.Buffer, content json.RawMessage) bool {
 	return true
 }
 
-// renderArguments renders a tool's arguments: an object one member a line,
-// in the order written, a string value as its text (a file's content, a
-// command, an edit's old and new text read as they are); anything else
-// as it is written.
-func renderArguments(out *bytes.Buffer, args json.RawMessage) {
+// arguments renders a tool's arguments: an object one member a line, in
+// the order written, a string value as its text (a file's content, a
+// command, an edit's old and new text read as they are); anything else as
+// it is written.
+func (r *renderer) arguments(args json.RawMessage) {
+	out := &r.out
 	members, ok := orderedMembers(args)
 	if !ok {
 		out.Write(args)
@@ -231,8 +281,9 @@ func orderedMembers(obj json.RawMessage) ([]rawMember, bool) {
 	return members, true
 }
 
-// renderCodex renders a rollout line: its payload by the line's type.
-func renderCodex(out *bytes.Buffer, typ string, payload json.RawMessage) bool {
+// codex renders a rollout line: its payload by the line's type.
+func (r *renderer) codex(typ string, payload json.RawMessage) bool {
+	out := &r.out
 	var p struct {
 		Type      string          `json:"type"`
 		Role      string          `json:"role"`
@@ -270,22 +321,26 @@ func renderCodex(out *bytes.Buffer, typ string, payload json.RawMessage) bool {
 		switch p.Type {
 		case "message":
 			if p.Role != "user" && p.Role != "assistant" {
-				fmt.Fprintf(out, "[%s]\n", p.Role)
+				r.head("%s", p.Role)
 			}
-			return renderContent(out, p.Content)
+			return r.content(p.Content)
 		case "reasoning":
-			var parts []contentBlock
-			if len(p.Summary) > 0 && json.Unmarshal(p.Summary, &parts) != nil {
+			// The summary, then the reasoning's own text where the rollout
+			// kept it (content); encrypted content is not text.
+			var summary, content []contentBlock
+			if len(p.Summary) > 0 && json.Unmarshal(p.Summary, &summary) != nil ||
+				len(p.Content) > 0 && !bytes.Equal(p.Content, []byte("null")) && json.Unmarshal(p.Content, &content) != nil {
 				return false
 			}
-			out.WriteString("[reasoning]")
-			for _, s := range parts {
+			r.head("reasoning")
+			for _, s := range append(summary, content...) {
 				if s.Text != nil {
-					fmt.Fprintf(out, "\n%s", *s.Text)
+					endLine(out)
+					out.WriteString(*s.Text)
 				}
 			}
 		case "function_call", "custom_tool_call":
-			fmt.Fprintf(out, "[%s %s]\n", p.Type, p.Name)
+			r.head("%s %s", p.Type, p.Name)
 			args := p.Arguments
 			if p.Type == "custom_tool_call" {
 				args = p.Input
@@ -297,27 +352,35 @@ func renderCodex(out *bytes.Buffer, typ string, payload json.RawMessage) bool {
 			if s, ok := rawText(args); ok {
 				out.WriteString(s)
 			} else {
-				renderArguments(out, args)
+				r.arguments(args)
 			}
 		case "local_shell_call":
 			if p.Action == nil {
 				return false
 			}
-			fmt.Fprintf(out, "[local_shell_call]\n%s", strings.Join(p.Action.Command, " "))
+			r.head("local_shell_call")
+			out.WriteString(shellWords(p.Action.Command))
 		case "function_call_output", "custom_tool_call_output":
-			fmt.Fprintf(out, "[%s]\n", p.Type)
+			r.head("%s", p.Type)
 			s, ok := rawText(p.Output)
 			if !ok {
 				out.Write(p.Output)
 				break
 			}
-			// A custom tool's output may be {"output": ..., "metadata": ...}
-			// written as a string: its output is what was printed.
+			// A tool's output may be {"output": ..., "metadata": ...}
+			// written as a string: its output is what was printed, and a
+			// command that failed says so.
 			var wrapped struct {
-				Output *string `json:"output"`
+				Output   *string `json:"output"`
+				Metadata struct {
+					ExitCode *int `json:"exit_code"`
+				} `json:"metadata"`
 			}
 			if strings.HasPrefix(s, "{") && json.Unmarshal([]byte(s), &wrapped) == nil && wrapped.Output != nil {
 				s = *wrapped.Output
+				if c := wrapped.Metadata.ExitCode; c != nil && *c != 0 {
+					s = fmt.Sprintf("(exit code %d)\n%s", *c, s)
+				}
 			}
 			out.WriteString(s)
 		default:
@@ -332,9 +395,11 @@ func renderCodex(out *bytes.Buffer, typ string, payload json.RawMessage) bool {
 				fmt.Fprintf(out, "[token_count] %d in, %d out", p.Info.Last.Input, p.Info.Last.Output)
 			}
 		case p.Message != "":
-			fmt.Fprintf(out, "[%s]\n%s", p.Type, p.Message)
+			r.head("%s", p.Type)
+			out.WriteString(p.Message)
 		case p.Text != "":
-			fmt.Fprintf(out, "[%s]\n%s", p.Type, p.Text)
+			r.head("%s", p.Type)
+			out.WriteString(p.Text)
 		default:
 			fmt.Fprintf(out, "[%s] %s", p.Type, firstText(payload))
 		}
@@ -387,19 +452,33 @@ func endLine(out *bytes.Buffer) {
 }
 
 // previewOfImported is the text a history line previews of an imported
-// event: its reading view from the first line that says more than a tag
-// ("[tool_use Bash]" alone repeats the event's kind and label), so a call
+// event: its reading view without the lines that only name a block
+// ("[tool_use Bash]" repeats the event's kind and label), so a call
 // previews as its arguments and a result as its output.
 func previewOfImported(body []byte) []byte {
-	view := RenderImported(body)
-	rest := view
-	for len(rest) > 0 {
-		line, after, _ := bytes.Cut(rest, []byte("\n"))
-		t := bytes.TrimSpace(line)
-		if len(t) > 0 && !(t[0] == '[' && t[len(t)-1] == ']' && bytes.IndexByte(t, ']') == len(t)-1) {
-			return rest
-		}
-		rest = after
+	if view := renderBody(body, false); len(bytes.TrimSpace(view)) > 0 {
+		return view
 	}
-	return view
+	return RenderImported(body)
+}
+
+// shellWords is a command's words as a shell would read them back: a word
+// with anything but letters, digits and -_./=:,+@% quoted.
+func shellWords(words []string) string {
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		plain := w != ""
+		for _, c := range w {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_./=:,+@%", c)) {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			quoted[i] = w
+		} else {
+			quoted[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(quoted, " ")
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/fuzzseed"
@@ -39,8 +40,7 @@ func TestRenderImportedCorpus(t *testing.T) {
 		sc := bufio.NewScanner(f)
 		sc.Buffer(nil, 64<<20)
 		for n := 1; sc.Scan(); n++ {
-			var out bytes.Buffer
-			if json.Valid(sc.Bytes()) && !renderLine(&out, sc.Bytes()) {
+			if json.Valid(sc.Bytes()) && !renders(sc.Bytes()) {
 				t.Errorf("%s:%d not rendered: %.200s", p, n, sc.Bytes())
 			}
 			lines++
@@ -72,6 +72,13 @@ var renderSeeds = []string{
 	`not json`,
 	`{"type":"summary","summary":5}`,
 	`{"type":"user","message":{"content":[{"type":"tool_result","content":[{"type":"text"}]}]}}`,
+	`{"type":"user","message":{"content":[{"type":"tool_result","content":[{"type":"tool_result","content":[{"type":"tool_result","content":[{"type":"text","text":"deep"}]}]}]}]}}`,
+	`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","output":"{\"output\":\"boom\\n\",\"metadata\":{\"exit_code\":1}}"}}`,
+	`{"timestamp":"t","type":"response_item","payload":{"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"think"}],"encrypted_content":"gAAA"}}`,
+	`{"type":"assistant","message":{"content":[{"type":"refusal","refusal":"no"}]}}`,
+	`{"timestamp":"t","type":"response_item","payload":{"type":"local_shell_call","action":{"command":["bash","-lc","echo 'a b'; rm x"]}}}`,
+	`{"type":"user","message":{"content":[]}}`,
+	`{"type":"user","message":{"content":"a\u001b[31mb\u0000"}}`,
 }
 
 // TestRenderImported pins the rendering of each kind of line, and that a
@@ -97,6 +104,14 @@ func TestRenderImported(t *testing.T) {
 		"not json\n",
 		renderSeeds[17] + "\n",
 		"[tool_result]\n[{\"type\":\"text\"}]\n", // a result's blocks it cannot read: as written
+		// results inside results: two levels, then as written
+		"[tool_result]\n[tool_result]\n[{\"type\":\"tool_result\",\"content\":[{\"type\":\"text\",\"text\":\"deep\"}]}]\n",
+		"[function_call_output]\n(exit code 1)\nboom\n",
+		"[reasoning]\nthink\n",
+		"[refusal] no\n",
+		"[local_shell_call]\nbash -lc 'echo '\\''a b'\\''; rm x'\n",
+		"(no content)\n",
+		"a\uFFFD[31mb\uFFFD\n", // control characters never reach a terminal or a page
 	}
 	for i, line := range renderSeeds {
 		if got := string(RenderImported([]byte(line + "\n"))); got != want[i] {
@@ -116,8 +131,15 @@ func TestRenderImported(t *testing.T) {
 	}
 }
 
-// FuzzRenderImported: any body renders without failing, and every line
-// that does not render is in the view as it is.
+// renders says whether a line reads as one of the shapes the view knows.
+func renders(line []byte) bool {
+	r := renderer{headers: true}
+	return r.line(line)
+}
+
+// FuzzRenderImported: any body renders without failing, as valid UTF-8
+// with no control character but newline and tab, and every line that does
+// not render is in the view as it is (cleaned the same way).
 func FuzzRenderImported(f *testing.F) {
 	for _, s := range renderSeeds {
 		f.Add([]byte(s))
@@ -128,13 +150,16 @@ func FuzzRenderImported(f *testing.F) {
 		if len(body) > 0 && len(view) == 0 {
 			t.Fatalf("%q renders as nothing", body)
 		}
+		if !utf8.Valid(view) || bytes.ContainsFunc(view, func(c rune) bool { return c < 0x20 && c != '\n' && c != '\t' || c == 0x7f }) {
+			t.Fatalf("%q renders as %q", body, view)
+		}
 		for _, line := range bytes.Split(bytes.TrimRight(body, "\r\n"), []byte("\n")) {
 			line = bytes.TrimRight(line, "\r")
-			var out bytes.Buffer
-			if !renderLine(&out, line) && !bytes.Contains(view, bytes.TrimRight(line, " \n")) {
+			if !renders(line) && !bytes.Contains(view, cleanView(bytes.TrimRight(line, " \n"))) {
 				t.Fatalf("line %q is not in its view %q", line, view)
 			}
 		}
+		previewOfImported(body)
 	})
 }
 
@@ -232,6 +257,8 @@ func TestPreviewOfImported(t *testing.T) {
 		{renderSeeds[3], "[progress hook_progress] PreToolUse:Bash: x.sh"},
 		{`{"timestamp":"t","type":"event_msg","payload":{"type":"task_started"}}`, "[task_started]"},
 		{`{"type":"user","message":{"content":"[Request interrupted by user]"}}`, "[Request interrupted by user]"},
+		{`{"type":"user","message":{"content":"[WIP]\nfix it"}}`, "[WIP]"}, // a prompt's own brackets are text
+		{renderSeeds[20], "(exit code 1)"},
 	} {
 		if got := Preview(previewOfImported([]byte(c.body)), PreviewRunes); got != c.want {
 			t.Errorf("%s: preview %q, want %q", c.body, got, c.want)

@@ -35,23 +35,7 @@ func scanClaudeEntry(line []byte, strs []jsonString, members []jsonMember, minLe
 	r := fastReader{b: line, strs: strs, minLen: minLen, shortens: claudeShortens}
 	// The string members, by their place in claudeKeys.
 	strField := [...]*string{&e.Type, &e.Subtype, &e.Timestamp, &e.SessionID, &e.Cwd, nil, &e.Summary}
-	seen := 0
-	for _, mb := range members {
-		k, ok := known(mb.Key, claudeKeys[:])
-		if !ok {
-			return e, false // a field's name in another case, or not ASCII
-		}
-		if k < 0 {
-			continue
-		}
-		if seen&(1<<k) != 0 {
-			return e, false
-		}
-		seen |= 1 << k
-		v, end, ok := r.memberValue(mb)
-		if !ok {
-			return e, false
-		}
+	ok := r.topMembers(members, claudeKeys[:], func(k, v, end int) (ok bool) {
 		switch claudeKeys[k] {
 		case "type", "subtype", "timestamp", "sessionId", "cwd", "summary":
 			*strField[k], ok = r.str(v, end, claudeKeys[k])
@@ -72,11 +56,9 @@ func scanClaudeEntry(line []byte, strs []jsonString, members []jsonMember, minLe
 		case "message":
 			ok = r.message(v, &e)
 		}
-		if !ok {
-			return e, false
-		}
-	}
-	return e, true
+		return ok
+	})
+	return e, ok
 }
 
 var (

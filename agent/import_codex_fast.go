@@ -55,23 +55,7 @@ func scanCodexEntry(line []byte, strs []jsonString, members []jsonMember, minLen
 	}
 	r := fastReader{b: line, strs: strs, minLen: minLen, shortens: codexShortensKey}
 	p := codexPayloadRead{e: &e}
-	seen := 0
-	for _, mb := range members {
-		k, ok := known(mb.Key, codexKeys[:])
-		if !ok {
-			return e, false // a field's name in another case, or not ASCII
-		}
-		if k < 0 {
-			continue
-		}
-		if seen&(1<<k) != 0 {
-			return e, false
-		}
-		seen |= 1 << k
-		v, end, ok := r.memberValue(mb)
-		if !ok {
-			return e, false
-		}
+	ok := r.topMembers(members, codexKeys[:], func(k, v, end int) (ok bool) {
 		switch codexKeys[k] {
 		case "timestamp":
 			e.Timestamp, ok = r.anyStringIn(v, end, "timestamp")
@@ -82,11 +66,9 @@ func scanCodexEntry(line []byte, strs []jsonString, members []jsonMember, minLen
 			// fails the line: both rare, left to encoding/json.
 			ok = line[v] == '{' && p.read(&r, v)
 		}
-		if !ok {
-			return e, false
-		}
-	}
-	return e, p.detail(&r)
+		return ok
+	})
+	return e, ok && p.detail(&r)
 }
 
 // codexPayloadRead reads a payload into an entry. The structured member a

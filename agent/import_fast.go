@@ -267,3 +267,30 @@ func known(key string, names []string) (int, bool) {
 	}
 	return -1, true
 }
+
+// topMembers calls read with each of a line's top-level members whose key
+// is one of keys: its place in keys and its value, b[v:end]. It is false,
+// and the fast path declines, for a key that differs from one of keys
+// only by case or is not ASCII (encoding/json's rules), a key of keys
+// twice, or a value read refuses.
+func (r *fastReader) topMembers(members []jsonMember, keys []string, read func(k, v, end int) bool) bool {
+	seen := 0
+	for _, mb := range members {
+		k, ok := known(mb.Key, keys)
+		if !ok {
+			return false
+		}
+		if k < 0 {
+			continue
+		}
+		if seen&(1<<k) != 0 {
+			return false
+		}
+		seen |= 1 << k
+		v, end, ok := r.memberValue(mb)
+		if !ok || !read(k, v, end) {
+			return false
+		}
+	}
+	return true
+}

@@ -111,8 +111,8 @@ func ContextWindowSplit(window int64) (reserve, usable, threshold int64) {
 // tokens. The conversation in context is replayed from the event after
 // the last compaction (from the compaction itself when it is an imported
 // line, which carries what was kept); everything before it was logged but
-// is no longer in context. It reads the session's event records a page at a time and
-// stats each distinct body once; it never reads a body.
+// is no longer in context. It reads the session's event records a page at
+// a time and stats each distinct body once; it never reads a body.
 func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 	if window <= 0 {
 		return ContextReport{}, errors.New("the context window must be at least 1 token")

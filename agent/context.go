@@ -124,9 +124,13 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 	rep := ContextReport{Session: sum, Window: window}
 	rep.Reserve, rep.Usable, rep.Threshold = ContextWindowSplit(window)
 
-	sizes := map[cas.Key]int64{}
-	imported := map[cas.Key]bool{} // the body is a source line
-	missing := map[cas.Key]bool{}
+	// What the store says of each distinct body, stat'ed once.
+	type bodyStat struct {
+		size     int64
+		imported bool // a source line
+		missing  bool // missing or undescribable: counts as 0 bytes
+	}
+	bodies := map[cas.Key]bodyStat{}
 	var byKind [256]ContextKind
 	reset := func() {
 		byKind = [256]ContextKind{}
@@ -140,25 +144,25 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 			return ContextReport{}, err
 		}
 		for _, ev := range evs {
-			size, ok := sizes[ev.Body]
+			b, ok := bodies[ev.Body]
 			if !ok {
 				info, err := r.Store.Stat(ev.Body)
 				var nf *cas.NotFoundError
 				var ce *cas.CorruptError
 				switch {
 				case err == nil:
-					size = info.Size
-					imported[ev.Body] = info.Kind == cas.KindSource
+					b = bodyStat{size: info.Size, imported: info.Kind == cas.KindSource}
 				case errors.As(err, &nf), errors.As(err, &ce):
-					missing[ev.Body] = true
+					b.missing = true
 				default:
 					return ContextReport{}, err
 				}
-				sizes[ev.Body] = size
+				bodies[ev.Body] = b
 			}
-			if missing[ev.Body] {
+			if b.missing {
 				rep.MissingBodies++
 			}
+			size := b.size
 			tokens := EstimateTokens(size)
 			rep.EverEvents++
 			rep.EverBytes += size
@@ -167,7 +171,7 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 				rep.Compactions++
 				rep.ReplayFrom = ev.Seq + 1
 				reset()
-				if !imported[ev.Body] {
+				if !b.imported {
 					continue
 				}
 				// An imported compaction's line is in context: a Codex

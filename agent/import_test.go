@@ -638,3 +638,32 @@ func TestImportKeepsTokenNotesApart(t *testing.T) {
 		t.Fatalf("context %+v %v", ctx.Reported, err)
 	}
 }
+
+// TestFindMatchesImportedTextAsWritten: a query with a quote or a newline
+// finds an imported line's text, which its JSON writes escaped, whether
+// the text stays in the line or is cut out and put back.
+func TestFindMatchesImportedTextAsWritten(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	long := strings.Repeat("filler line\n", 40) + `the end says "done"`
+	q := func(s string) string { return string(appendJSONString(nil, []byte(s))) }
+	lines := []string{
+		`{"type":"user","sessionId":"s1","cwd":"/w","message":{"role":"user","content":` + q("she said \"hi\"\nthen left") + `},"uuid":"u1","timestamp":"2026-02-10T21:00:00.000Z"}`,
+		`{"type":"user","sessionId":"s1","cwd":"/w","message":{"role":"user","content":` + q(long) + `},"uuid":"u2","timestamp":"2026-02-10T21:00:01.000Z"}`,
+	}
+	writeSource(t, fsys, "/home/u/.claude/projects/-w/s1.jsonl", lines, "")
+	rep := mustImport(t, r, FormatClaudeCode, "/home/u/.claude/projects")
+	id := *rep.Files[0].Session
+	for query, want := range map[string]uint64{`Said "HI"` + "\nthen": 0, `says "done"`: 1, `filler line` + "\n" + `the end`: 1} {
+		res, err := r.Find(id, FindQuery{Query: query})
+		if err != nil || len(res.Hits) != 1 || res.Hits[0].Seq != want {
+			t.Errorf("find %q: %+v %v", query, res.Hits, err)
+		}
+	}
+	// A session of rook's own holds text as it is: only that matches.
+	own, _ := r.NewSession("own", "", nil)
+	r.Append(own.ID, Entry{Kind: eventlog.KindUser, Body: []byte(`she said \"hi\"`)})
+	if res, _ := r.Find(own.ID, FindQuery{Query: `said "hi"`}); len(res.Hits) != 0 {
+		t.Errorf("an escaped text of rook's own matched: %+v", res.Hits)
+	}
+}

@@ -367,7 +367,8 @@ func ValidateQuery(q string) error {
 }
 
 // Find searches a session's bodies for a literal, case-insensitively
-// (Unicode simple folding, as strings.EqualFold), one hit per event, within
+// (Unicode simple folding, as strings.EqualFold), in an imported event's
+// source lines also as a JSON string writes it, one hit per event, within
 // a budget of events examined and body bytes searched. A body larger than
 // what is left of the byte budget is searched in part, and the cursor
 // resumes inside it. (The store reads a body whole: the byte budget bounds
@@ -400,6 +401,13 @@ func (r *Rook) Find(id eventlog.ID, q FindQuery) (FindResult, error) {
 	}
 	res.Through = &through
 	m := newFoldMatcher(q.Query)
+	// An imported event's body is its source lines, where text is a JSON
+	// string: a quote, backslash or newline of the query is written there
+	// escaped, and is found as such too.
+	var escaped *foldMatcher
+	if e := appendJSONString(nil, []byte(q.Query)); string(e[1:len(e)-1]) != q.Query {
+		escaped = newFoldMatcher(string(e[1 : len(e)-1]))
+	}
 	seq, off := q.From, q.Offset
 	var scratch []byte
 scan:
@@ -440,6 +448,15 @@ scan:
 			}
 			var at, end int
 			at, end, scratch = m.index(body, start, stop, scratch)
+			if escaped != nil {
+				if info, err := r.Store.Stat(ev.Body); err == nil && info.Kind == cas.KindSource {
+					var eAt, eEnd int
+					eAt, eEnd, scratch = escaped.index(body, start, stop, scratch)
+					if eAt >= 0 && (at < 0 || eAt < at) {
+						at, end = eAt, eEnd
+					}
+				}
+			}
 			if at >= 0 {
 				res.Searched += int64(end - start)
 				budget -= int64(end - start)

@@ -111,7 +111,7 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 	for _, ev := range evs {
 		h, ok := seen[ev.Body]
 		if !ok {
-			b, err := r.bodyObject(ev.Body)
+			b, imported, err := r.readBody(ev.Body)
 			var nf *cas.NotFoundError
 			var ce *cas.CorruptError
 			switch {
@@ -121,7 +121,7 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 					h.binary = true
 					break
 				}
-				if info, err := r.Store.Stat(ev.Body); err == nil && info.Kind == cas.KindSource {
+				if imported {
 					b, h.rendered = RenderImported(b), true
 				}
 				h.body = exportCutUTF8(b, ExportMaxBody)

@@ -145,15 +145,23 @@ func (r *Rook) Body(ev eventlog.Event) ([]byte, error) { return r.bodyObject(ev.
 
 // bodyObject reads an event body object: an imported line is expanded.
 func (r *Rook) bodyObject(id cas.Key) ([]byte, error) {
+	b, _, err := r.readBody(id)
+	return b, err
+}
+
+// readBody is bodyObject, and whether the body is an imported line (a
+// source object): the reading view renders those.
+func (r *Rook) readBody(id cas.Key) (body []byte, imported bool, err error) {
 	b, kind, err := r.Store.GetKind(id)
 	if err != nil || kind != cas.KindSource {
-		return b, err
+		return b, false, err
 	}
 	sl, err := decodeSourceLine(b)
 	if err != nil {
-		return nil, &cas.CorruptError{ID: id, Reason: err.Error()}
+		return nil, true, &cas.CorruptError{ID: id, Reason: err.Error()}
 	}
-	return sl.expand(r.Store.Get)
+	b, err = sl.expand(r.Store.Get)
+	return b, true, err
 }
 
 // ErrNoLast: `last` names no session here.

@@ -428,7 +428,7 @@ scan:
 				break scan
 			}
 			res.Examined++
-			body, err := r.Body(ev)
+			body, imported, err := r.readBody(ev.Body)
 			if err != nil {
 				res.Unreadable = append(res.Unreadable, FindSkip{Seq: ev.Seq, Err: err})
 				seq, off = ev.Seq+1, 0
@@ -448,13 +448,11 @@ scan:
 			}
 			var at, end int
 			at, end, scratch = m.index(body, start, stop, scratch)
-			if escaped != nil {
-				if info, err := r.Store.Stat(ev.Body); err == nil && info.Kind == cas.KindSource {
-					var eAt, eEnd int
-					eAt, eEnd, scratch = escaped.index(body, start, stop, scratch)
-					if eAt >= 0 && (at < 0 || eAt < at) {
-						at, end = eAt, eEnd
-					}
+			if escaped != nil && imported {
+				var eAt, eEnd int
+				eAt, eEnd, scratch = escaped.index(body, start, stop, scratch)
+				if eAt >= 0 && (at < 0 || eAt < at) {
+					at, end = eAt, eEnd
 				}
 			}
 			if at >= 0 {

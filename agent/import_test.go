@@ -667,3 +667,44 @@ func TestFindMatchesImportedTextAsWritten(t *testing.T) {
 		t.Errorf("an escaped text of rook's own matched: %+v", res.Hits)
 	}
 }
+
+// TestFindSnippetsOfImportedText: a hit in an imported line shows the text
+// as written, not its JSON: from the reading view when the view holds it,
+// else from the string the match is in, decoded; the line as stored only
+// when the match is not inside one string.
+func TestFindSnippetsOfImportedText(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	q := func(s string) string { return string(appendJSONString(nil, []byte(s))) }
+	lines := []string{
+		`{"type":"user","sessionId":"s1","cwd":"/w","message":{"role":"user","content":` + q("run \"mix test\"\nnow") + `},"uuid":"u1","timestamp":"2026-02-10T21:00:00.000Z"}`,
+		`{"type":"user","sessionId":"s1","cwd":"/w","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},"toolUseResult":{"originalFile":` + q("line one\n\"wombat\" two") + `},"uuid":"u2","timestamp":"2026-02-10T21:00:01.000Z"}`,
+	}
+	writeSource(t, fsys, "/home/u/.claude/projects/-w/s1.jsonl", lines, "")
+	rep := mustImport(t, r, FormatClaudeCode, "/home/u/.claude/projects")
+	id := *rep.Files[0].Session
+	for _, c := range []struct {
+		query, want string
+		rendered    bool
+	}{
+		{`"mix test"`, "run \"mix test\" now", true},                   // in the view
+		{`wombat`, "line one \"wombat\" two", true},                    // in a string the view leaves out
+		{`"cwd":"/w"`, `{"type":"user","sessionId":"s1","cwd"`, false}, // across a key and a value
+	} {
+		res, err := r.Find(id, FindQuery{Query: c.query})
+		if err != nil || len(res.Hits) == 0 {
+			t.Fatalf("find %q: %+v %v", c.query, res.Hits, err)
+		}
+		h := res.Hits[0]
+		if h.Rendered != c.rendered || !strings.Contains(h.Snippet, c.want) {
+			t.Errorf("find %q: rendered %v snippet %q, want %v and %q", c.query, h.Rendered, h.Snippet, c.rendered, c.want)
+		}
+	}
+	// Resumed inside a body, the hit is not the view's first match: the
+	// snippet comes from the string it is in.
+	res, err := r.Find(id, FindQuery{Query: "mix", From: 0, Offset: 5})
+	if err != nil || len(res.Hits) == 0 || res.Hits[0].Seq != 0 || !res.Hits[0].Rendered ||
+		!strings.Contains(res.Hits[0].Snippet, `run "mix test" now`) {
+		t.Errorf("resumed find: %+v %v", res.Hits, err)
+	}
+}

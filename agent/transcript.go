@@ -12,6 +12,7 @@ package agent
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/rookhq/rook/cas"
@@ -334,6 +335,11 @@ type FindHit struct {
 	Label   string
 	Offset  int64  // byte offset of the match in the body
 	Snippet string // one line of text around the match
+	// Rendered: the snippet is text read out of an imported event's
+	// source lines (its reading view, or the JSON string the match is
+	// in, decoded), where the match was found again; Offset still counts
+	// in the body as stored.
+	Rendered bool
 }
 
 // FindSkip is an event whose body could not be read.
@@ -458,8 +464,17 @@ scan:
 			if at >= 0 {
 				res.Searched += int64(end - start)
 				budget -= int64(end - start)
-				res.Hits = append(res.Hits, FindHit{Seq: ev.Seq, Kind: ev.Kind, Label: ev.Label,
-					Offset: int64(at), Snippet: Snippet(body, at, end, SnippetRunes)})
+				hit := FindHit{Seq: ev.Seq, Kind: ev.Kind, Label: ev.Label, Offset: int64(at)}
+				if imported && start == 0 {
+					hit.Snippet, hit.Rendered, scratch = renderedSnippet(body, m, scratch)
+				}
+				if !hit.Rendered && imported {
+					hit.Snippet, hit.Rendered, scratch = stringSnippet(body, at, m, scratch)
+				}
+				if !hit.Rendered {
+					hit.Snippet = Snippet(body, at, end, SnippetRunes)
+				}
+				res.Hits = append(res.Hits, hit)
 				seq, off = ev.Seq+1, 0
 				continue
 			}
@@ -476,6 +491,61 @@ scan:
 		res.Next = &FindCursor{From: seq, Offset: off, Through: through}
 	}
 	return res, nil
+}
+
+// renderedSnippet is the snippet of a hit in an imported event, taken
+// from its reading view around the view's first match, as the user will
+// read it in `session show` (the source line has the text escaped, in an
+// envelope of ids). ok is false when the view does not hold the query:
+// the match was in what the view leaves out (an id, the working
+// directory), and the caller shows the line as stored. Only a hit found
+// from the start of a body comes here: one found after a resumed offset
+// is not the view's first match.
+func renderedSnippet(body []byte, m *foldMatcher, scratch []byte) (string, bool, []byte) {
+	view := RenderImported(body)
+	at, end, scratch := m.index(view, 0, len(view), scratch)
+	if at < 0 {
+		return "", false, scratch
+	}
+	return Snippet(view, at, end, SnippetRunes), true, scratch
+}
+
+// stringSnippet is the snippet of a hit in an imported event that its
+// reading view leaves out (a file's copy in a tool result's metadata, a
+// progress note's nested message): the JSON string the match is in,
+// decoded, so the text reads as written rather than escaped. ok is false
+// when the match is not inside one string (it spans a key and a value,
+// or is in a number or a key), and the caller shows the line as stored.
+func stringSnippet(body []byte, at int, m *foldMatcher, scratch []byte) (string, bool, []byte) {
+	from := bytes.LastIndexByte(body[:at], '\n') + 1
+	open := -1 // where the string the scan is in starts (its quote)
+	for i := from; i < len(body) && body[i] != '\n'; i++ {
+		switch c := body[i]; {
+		case open < 0 && c == '"':
+			if i >= at {
+				return "", false, scratch
+			}
+			open = i
+		case open >= 0 && c == '\\':
+			i++
+		case open >= 0 && c == '"':
+			if i < at {
+				open = -1
+				continue
+			}
+			var text string
+			if json.Unmarshal(body[open:i+1], &text) != nil {
+				return "", false, scratch
+			}
+			t := []byte(text)
+			mAt, mEnd, scratch := m.index(t, 0, len(t), scratch)
+			if mAt < 0 {
+				return "", false, scratch
+			}
+			return Snippet(t, mAt, mEnd, SnippetRunes), true, scratch
+		}
+	}
+	return "", false, scratch
 }
 
 // foldMatcher finds a literal under Unicode simple case folding.

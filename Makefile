@@ -24,6 +24,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzClaudeLine \
 	./agent:FuzzCodexLine \
 	./agent:FuzzRenderImported \
+	./agent:FuzzFindSnippet \
 	./agent:FuzzDecodeLikeEncodingJSON \
 	./agent:FuzzClaudeFastPath \
 	./agent:FuzzCodexFastPath \

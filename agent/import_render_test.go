@@ -163,6 +163,50 @@ func FuzzRenderImported(f *testing.F) {
 	})
 }
 
+// FuzzFindSnippet: the snippet of a hit in an imported body, from its
+// view or from the string the match is in, is clean text holding the
+// query, whatever the body; never a panic.
+func FuzzFindSnippet(f *testing.F) {
+	for _, s := range renderSeeds {
+		f.Add([]byte(s), "a")
+		f.Add([]byte(s), `"`)
+	}
+	f.Add([]byte(`{"a":"x\"q\\\nq"}`), `"q\`)
+	f.Fuzz(func(t *testing.T, body []byte, query string) {
+		if ValidateQuery(query) != nil {
+			return
+		}
+		m := newFoldMatcher(query)
+		at, _, _ := m.index(body, 0, len(body), nil)
+		if at < 0 {
+			return
+		}
+		for _, snippet := range []func() (string, bool, []byte){
+			func() (string, bool, []byte) { return renderedSnippet(body, m, nil) },
+			func() (string, bool, []byte) { return stringSnippet(body, at, m, nil) },
+		} {
+			text, ok, _ := snippet()
+			if !ok {
+				continue
+			}
+			if !utf8.ValidString(text) || strings.ContainsFunc(text, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
+				t.Fatalf("%q, %q: snippet %q", body, query, text)
+			}
+			clean := []byte(text)
+			if at, _, _ := newFoldMatcher(cleanSnippetQuery(query)).index(clean, 0, len(clean), nil); len(query) < 40 && at < 0 && strings.TrimSpace(query) != "" {
+				t.Fatalf("%q, %q: snippet %q does not hold the query", body, query, text)
+			}
+		}
+	})
+}
+
+// cleanSnippetQuery is a query as a snippet shows it: control characters
+// replaced as Snippet replaces them, and without the spaces around it (a
+// snippet that ends the text drops its trailing ones).
+func cleanSnippetQuery(q string) string {
+	return strings.TrimSpace(strings.Map(cleanRune, q))
+}
+
 func TestWriteRenderFuzzSeeds(t *testing.T) {
 	seeds := [][]byte{}
 	for _, s := range renderSeeds {

@@ -226,13 +226,28 @@ func (r *renderer) content(content json.RawMessage) bool {
 // arguments renders a tool's arguments: an object one member a line, in
 // the order written, a string value as its text (a file's content, a
 // command, an edit's old and new text read as they are); anything else as
-// it is written.
+// it is written. A preview (no headers) puts the text values first: it
+// shows only its first characters, and an Edit's `replace_all: false`
+// says less than its file_path.
 func (r *renderer) arguments(args json.RawMessage) {
 	out := &r.out
 	members, ok := orderedMembers(args)
 	if !ok {
 		out.Write(args)
 		return
+	}
+	if !r.headers {
+		slices.SortStableFunc(members, func(a, b rawMember) int {
+			_, aText := rawText(a.value)
+			_, bText := rawText(b.value)
+			switch {
+			case aText && !bText:
+				return -1
+			case bText && !aText:
+				return 1
+			}
+			return 0
+		})
 	}
 	for i, m := range members {
 		if i > 0 {

@@ -303,6 +303,8 @@ func TestPreviewOfImported(t *testing.T) {
 		{`{"type":"user","message":{"content":"[Request interrupted by user]"}}`, "[Request interrupted by user]"},
 		{`{"type":"user","message":{"content":"[WIP]\nfix it"}}`, "[WIP]"}, // a prompt's own brackets are text
 		{renderSeeds[20], "(exit code 1)"},
+		// text arguments first: the path says more than the flag
+		{`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Edit","input":{"replace_all":false,"file_path":"/a.go","old_string":"x"}}]}}`, "file_path: /a.go"},
 	} {
 		if got := Preview(previewOfImported([]byte(c.body)), PreviewRunes); got != c.want {
 			t.Errorf("%s: preview %q, want %q", c.body, got, c.want)

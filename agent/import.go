@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -151,6 +152,10 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		paths = []string{DefaultImportDir(opts.Format, opts.Home)}
 	}
 	files, total, err := r.importFiles(opts.Format, paths, &rep)
+	if err != nil && len(opts.Paths) == 0 && errors.Is(err, fs.ErrNotExist) {
+		tool := map[string]string{FormatClaudeCode: "Claude Code", FormatCodex: "Codex"}[opts.Format]
+		return rep, fmt.Errorf("%w (where %s keeps its transcripts by default): name the directory or files to import", err, tool)
+	}
 	if err != nil {
 		return rep, err
 	}

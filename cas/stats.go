@@ -3,6 +3,8 @@ package cas
 import (
 	"io/fs"
 	"path/filepath"
+
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // KindStats are one kind's totals.
@@ -81,16 +83,20 @@ func (s *Store) Stats() (Stats, error) {
 	return st, err
 }
 
-// diskUsage sizes every file under the home, by part. It walks the home's
-// few directories (segments are 64 MiB each), never the objects.
-func (s *Store) diskUsage() (DiskUsage, error) {
+func (s *Store) diskUsage() (DiskUsage, error) { return MeasureDisk(s.fs, s.home) }
+
+// MeasureDisk sizes every file under a store's home, by part, open or not
+// (`rook import` measures the store before it opens it and after it has
+// closed it, when the index is committed). It walks the home's few
+// directories (segments are 64 MiB each), never the objects.
+func MeasureDisk(fsys vfs.FS, home string) (DiskUsage, error) {
 	var u DiskUsage
-	ents, err := s.fs.ReadDir(s.home)
+	ents, err := fsys.ReadDir(home)
 	if err != nil {
 		return u, err
 	}
 	for _, e := range ents {
-		n, err := s.treeSize(filepath.Join(s.home, e.Name()), e)
+		n, err := treeSize(fsys, filepath.Join(home, e.Name()), e)
 		if err != nil {
 			return u, err
 		}
@@ -111,7 +117,7 @@ func (s *Store) diskUsage() (DiskUsage, error) {
 	return u, nil
 }
 
-func (s *Store) treeSize(path string, e fs.DirEntry) (int64, error) {
+func treeSize(fsys vfs.FS, path string, e fs.DirEntry) (int64, error) {
 	if !e.IsDir() {
 		info, err := e.Info()
 		if err != nil {
@@ -119,13 +125,13 @@ func (s *Store) treeSize(path string, e fs.DirEntry) (int64, error) {
 		}
 		return info.Size(), nil
 	}
-	ents, err := s.fs.ReadDir(path)
+	ents, err := fsys.ReadDir(path)
 	if err != nil {
 		return 0, err
 	}
 	var total int64
 	for _, c := range ents {
-		n, err := s.treeSize(filepath.Join(path, c.Name()), c)
+		n, err := treeSize(fsys, filepath.Join(path, c.Name()), c)
 		if err != nil {
 			return 0, err
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/rookhq/rook/agent"
+	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/vfs"
 )
@@ -44,6 +45,10 @@ func runImport(e *Env, format string, paths []string) error {
 		return err
 	}
 	var rep agent.ImportReport
+	// The store's size on disk, measured around the whole command: the
+	// index is committed when the store closes, so only then does the
+	// disk say what the import took.
+	before, berr := cas.MeasureDisk(e.FS, e.Home)
 	err = e.write(func(r *agent.Rook) error {
 		p := newProgress(e.Stderr, "import "+format)
 		var ierr error
@@ -55,12 +60,16 @@ func runImport(e *Env, format string, paths []string) error {
 	if err != nil {
 		return err
 	}
+	out := importJSON{ImportReport: rep}
+	if after, aerr := cas.MeasureDisk(e.FS, e.Home); berr == nil && aerr == nil {
+		out.DiskBefore, out.DiskAfter = &before.Total, &after.Total
+	}
 	if e.JSON {
-		if err := e.printJSON(rep); err != nil {
+		if err := e.printJSON(out); err != nil {
 			return err
 		}
 	} else {
-		printImport(e, rep)
+		printImport(e, out)
 		if budget := agent.Limit(cfg.Storage.Retention.MaxTotalBytes); budget > 0 && rep.StoredAfter > budget {
 			fmt.Fprintf(e.Stdout, "note: the store holds %s of objects, over its budget of %s (config.toml, [storage.retention] max_total_bytes): `rook store maintain` would delete the least recently updated sessions until it fits; raise the budget, or tag the sessions to keep (`rook session tag ID keep`)\n",
 				formatBytes(rep.StoredAfter), formatBytes(budget))
@@ -75,19 +84,38 @@ func runImport(e *Env, format string, paths []string) error {
 	return nil
 }
 
-func printImport(e *Env, rep agent.ImportReport) {
+// importJSON is the import's report and the store's size on disk around
+// it (nil where it could not be measured).
+type importJSON struct {
+	agent.ImportReport
+	DiskBefore *int64 `json:"disk_before"`
+	DiskAfter  *int64 `json:"disk_after"`
+}
+
+func printImport(e *Env, out importJSON) {
+	rep := out.ImportReport
 	w := e.Stdout
 	fmt.Fprintf(w, "%s: %d file(s): %d new, %d grown, %d unchanged, %d rewritten (imported again as new sessions), %d failed\n",
 		rep.Format, len(rep.Files), rep.Sessions, rep.Grown, rep.Unchanged, rep.Rewritten, rep.Failed)
 	if rep.Linked > 0 {
 		fmt.Fprintf(w, "%d session(s) imported before their parent are now linked to it\n", rep.Linked)
 	}
-	ratio := ""
-	if added := rep.StoredAdded(); added > 0 {
-		ratio = fmt.Sprintf(" (%.1fx)", float64(rep.BytesIn)/float64(added))
+	fmt.Fprintf(w, "%d line(s) -> %d event(s); %s in, ", rep.Lines, rep.Events, formatBytes(rep.BytesIn))
+	ratio := func(added int64) string {
+		if added <= 0 || rep.BytesIn == 0 {
+			return ""
+		}
+		return fmt.Sprintf(" (%.1fx)", float64(rep.BytesIn)/float64(added))
 	}
-	fmt.Fprintf(w, "%d line(s) -> %d event(s); %s in, %s added to the store%s\n",
-		rep.Lines, rep.Events, formatBytes(rep.BytesIn), formatBytes(rep.StoredAdded()), ratio)
+	if out.DiskBefore != nil && *out.DiskAfter > *out.DiskBefore {
+		// What a user's disk lost: objects, and the index and event logs
+		// that find them.
+		grew := *out.DiskAfter - *out.DiskBefore
+		fmt.Fprintf(w, "%s more on disk%s: %s of objects, %s of index and event logs\n", formatBytes(grew), ratio(grew),
+			formatBytes(rep.StoredAdded()), formatBytes(max(0, grew-rep.StoredAdded())))
+	} else {
+		fmt.Fprintf(w, "%s added to the store%s\n", formatBytes(rep.StoredAdded()), ratio(rep.StoredAdded()))
+	}
 	for _, f := range rep.Files {
 		if f.Status == agent.ImportUnchanged {
 			continue

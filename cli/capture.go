@@ -71,6 +71,10 @@ func (c *DiffCmd) Run(e *Env) error {
 		return err
 	}
 	defer r.Close()
+	var source *eventlog.Source // what to say of a session with no captures
+	if s, err := r.Log.Summary(id); err == nil {
+		source = s.Source
+	}
 	if e.JSON || c.Stat {
 		d, err := r.Diff(id, nil, false)
 		if err != nil {
@@ -79,7 +83,7 @@ func (c *DiffCmd) Run(e *Env) error {
 		if e.JSON {
 			return e.printJSON(d)
 		}
-		c.printStat(e, d)
+		c.printStat(e, d, source)
 		return nil
 	}
 	d, err := r.Diff(id, e.Stdout, isTerminal(e.Stdout))
@@ -87,23 +91,30 @@ func (c *DiffCmd) Run(e *Env) error {
 		return err
 	}
 	if len(d.Files) == 0 {
-		fmt.Fprintln(e.Stdout, nothingChanged(d))
+		fmt.Fprintln(e.Stdout, nothingChanged(d, source))
 		return nil
 	}
 	fmt.Fprintf(e.Stderr, "%d file(s) changed, +%d -%d\n", len(d.Files), d.Added, d.Removed)
 	return nil
 }
 
-func nothingChanged(d agent.SessionDiff) string {
-	if d.Captures == 0 {
-		return "this session captured no files, so it has nothing to compare: captures come from `rook session capture`"
+// nothingChanged says why a diff is empty; source is set for an imported
+// session, whose captures can only come from its agent's own backups.
+func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
+	switch {
+	case d.Captures > 0:
+		return "this session changed nothing on disk"
+	case source != nil && source.Format == agent.FormatClaudeCode:
+		return "this session was imported from Claude Code without file backups, so it has nothing to compare: they come from Claude Code's file-history directory (~/.claude/file-history/<session>, beside the projects directory the transcript was imported from) when it kept them"
+	case source != nil:
+		return fmt.Sprintf("this session was imported from %s, whose transcripts keep no copies of files, so it has nothing to compare", source.Format)
 	}
-	return "this session changed nothing on disk"
+	return "this session captured no files, so it has nothing to compare: captures come from `rook session capture`"
 }
 
-func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff) {
+func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff, source *eventlog.Source) {
 	if len(d.Files) == 0 {
-		fmt.Fprintln(e.Stdout, nothingChanged(d))
+		fmt.Fprintln(e.Stdout, nothingChanged(d, source))
 		return
 	}
 	sigil := map[string]string{"added": "+", "modified": "~", "removed": "-"}

@@ -160,6 +160,13 @@ func FuzzRenderImported(f *testing.F) {
 			}
 		}
 		previewOfImported(body)
+		// What search reads of it: every line that is not JSON as it is.
+		text := textOfImported(body)
+		for _, line := range bytes.Split(body, []byte("\n")) {
+			if _, ok := stringValues(line, 3); !ok && !bytes.Contains(text, line) {
+				t.Fatalf("line %q is not in what search reads %q", line, text)
+			}
+		}
 	})
 }
 

@@ -708,3 +708,34 @@ func TestFindSnippetsOfImportedText(t *testing.T) {
 		t.Errorf("resumed find: %+v %v", res.Hits, err)
 	}
 }
+
+// TestSearchReadsImportedText: search scores and shows an imported line's
+// text (its string values, decoded), not its JSON: a key is no hit, a
+// snippet has no escapes, a text's own lines are lines.
+func TestSearchReadsImportedText(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	q := func(s string) string { return string(appendJSONString(nil, []byte(s))) }
+	lines := []string{
+		`{"type":"user","sessionId":"s1","cwd":"/w","message":{"role":"user","content":` + q("first line\nthe \"wombat\" burrow\tis deep") + `},"uuid":"u1","timestamp":"2026-02-10T21:00:00.000Z"}`,
+		`{"type":"user","sessionId":"s1","cwd":"/w","message":{"role":"user","content":` + q(strings.Repeat("long text ", 40)+"\nand a platypus") + `},"uuid":"u2","timestamp":"2026-02-10T21:00:01.000Z"}`,
+	}
+	writeSource(t, fsys, "/home/u/.claude/projects/-w/s1.jsonl", lines, "")
+	mustImport(t, r, FormatClaudeCode, "/home/u/.claude/projects")
+	res, err := r.Search("wombat burrow", SearchOptions{})
+	if err != nil || len(res.Hits) != 1 || res.Hits[0].Snippet != `the "wombat" burrow is deep` {
+		t.Fatalf("wombat: %+v %v", res.Hits, err)
+	}
+	// The second line's string was cut out and put back: the same.
+	if res, _ := r.Search("platypus", SearchOptions{}); len(res.Hits) != 1 || res.Hits[0].Snippet != "and a platypus" {
+		t.Errorf("platypus: %+v", res.Hits)
+	}
+	// "sessionId" and "timestamp" are keys of every line, not text.
+	if res, _ := r.Search("sessionId timestamp", SearchOptions{}); len(res.Hits) != 0 {
+		t.Errorf("keys matched: %+v", res.Hits)
+	}
+	// A value is text: an id finds its line.
+	if res, _ := r.Search("u2", SearchOptions{}); len(res.Hits) != 1 || res.Hits[0].Seq != 1 {
+		t.Errorf("u2: %+v", res.Hits)
+	}
+}

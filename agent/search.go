@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -177,7 +178,7 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 					res.Truncated = true
 					break
 				}
-				b, err := r.bodyObject(obj)
+				b, imported, err := r.readBody(obj)
 				if err == nil && res.BytesScanned+int64(len(b)) > opts.MaxBytes {
 					res.Truncated = true // Stat did not know it (a writer's unsynced body)
 					break
@@ -188,6 +189,9 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 				case err == nil:
 					res.ObjectsScanned++
 					res.BytesScanned += int64(len(b))
+					if imported {
+						b = textOfImported(b)
+					}
 					sc.score, sc.snippet = scoreBody(b, lowered)
 					if sc.score > 0 {
 						res.ObjectsMatched++
@@ -268,6 +272,45 @@ func sortHits(h []SearchHit) {
 	})
 }
 
+// textOfImported is what search reads of an imported event's source
+// lines: the string values of each line, decoded, one after another (a
+// line that is not JSON as it is). The keys and the JSON around them are
+// not text the user wrote or read (every line has "type" and "message"),
+// and a string's escapes would hide its words ("\nfunc" is not "func")
+// and make a whole transcript line one line to score and to show.
+func textOfImported(body []byte) []byte {
+	out := make([]byte, 0, len(body))
+	for len(body) > 0 {
+		line := body
+		if i := bytes.IndexByte(body, '\n'); i >= 0 {
+			line, body = body[:i], body[i+1:]
+		} else {
+			body = nil
+		}
+		strs, ok := stringValues(line, len(`"x"`))
+		if !ok {
+			out = append(append(out, line...), '\n')
+			continue
+		}
+		for _, s := range strs {
+			lit := line[s.Start:s.End]
+			if bytes.IndexByte(lit, '\\') < 0 {
+				out = append(out, lit[1:len(lit)-1]...)
+			} else if decoded, ok := appendCanonicalText(out, lit); ok {
+				out = decoded
+			} else {
+				var text string
+				if json.Unmarshal(lit, &text) != nil {
+					continue // stringValues checked it: cannot happen
+				}
+				out = append(out, text...)
+			}
+			out = append(out, '\n')
+		}
+	}
+	return out
+}
+
 // scoreBody scores a body line by line against lower-case terms: for each
 // term found on a line, 4 plus its count on the line up to 3, and 2 more
 // when the line has every term. The body's score is the sum over its
@@ -276,6 +319,7 @@ func scoreBody(b []byte, terms [][]byte) (int, string) {
 	total, best := 0, 0
 	var bestLine []byte
 	var bestAt int
+	var low []byte // the line lower-cased, in one buffer for every line
 	for len(b) > 0 {
 		line := b
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
@@ -283,7 +327,7 @@ func scoreBody(b []byte, terms [][]byte) (int, string) {
 		} else {
 			b = nil
 		}
-		low := bytes.ToLower(line)
+		low = appendLower(low[:0], line)
 		score, all, at := 0, true, -1
 		for _, t := range terms {
 			n := bytes.Count(low, t)
@@ -314,6 +358,21 @@ func scoreBody(b []byte, terms [][]byte) (int, string) {
 		return 0, ""
 	}
 	return total, searchSnippet(bestLine, bestAt)
+}
+
+// appendLower appends s lower-cased to dst: ASCII in place, anything else
+// as bytes.ToLower has it.
+func appendLower(dst, s []byte) []byte {
+	for i, c := range s {
+		if c >= utf8.RuneSelf {
+			return append(dst, bytes.ToLower(s[i:])...)
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 // searchSnippet makes a line fit SearchSnippetLen runes, around the byte

@@ -494,18 +494,29 @@ func lineCuts(line []byte, strs []jsonString, minLen int, kindOf func(jsonString
 // (lowercase) for the other control characters, and the text is valid
 // UTF-8. Anything else (\/, \u00e9, a surrogate pair, invalid UTF-8)
 // stays in the line.
-func canonicalText(lit []byte) ([]byte, bool) {
+func canonicalText(lit []byte) ([]byte, bool) { return appendCanonicalText(nil, lit) }
+
+// appendCanonicalText is canonicalText appending the text to dst; on
+// false, dst is returned as it was. To a nil dst, a literal with no
+// escape gives its inside, not a copy.
+func appendCanonicalText(dst, lit []byte) ([]byte, bool) {
 	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
-		return nil, false
+		return dst, false
 	}
 	in := lit[1 : len(lit)-1]
 	if !utf8.Valid(in) {
-		return nil, false
+		return dst, false
 	}
 	if bytes.IndexByte(in, '\\') < 0 {
-		return in, true // valid JSON has no raw control character or quote here
+		if dst == nil {
+			return in, true
+		}
+		return append(dst, in...), true // valid JSON has no raw control character or quote here
 	}
-	out := make([]byte, 0, len(in))
+	out := dst
+	if out == nil {
+		out = make([]byte, 0, len(in))
+	}
 	for i := 0; i < len(in); i++ {
 		// Copy the run up to the next backslash at once.
 		j := bytes.IndexByte(in[i:], '\\')
@@ -515,7 +526,7 @@ func canonicalText(lit []byte) ([]byte, bool) {
 		out = append(out, in[i:i+j]...)
 		i += j
 		if i+1 >= len(in) {
-			return nil, false
+			return dst, false
 		}
 		i++
 		if c := shortUnescape[in[i]]; c != 0 {
@@ -525,16 +536,16 @@ func canonicalText(lit []byte) ([]byte, bool) {
 		switch in[i] {
 		case 'u':
 			if i+4 >= len(in) || in[i+1] != '0' || in[i+2] != '0' || !isLowerHex(in[i+3]) || !isLowerHex(in[i+4]) {
-				return nil, false
+				return dst, false
 			}
 			v := unhex(in[i+3])<<4 | unhex(in[i+4])
 			if v >= 0x20 || shortEscape[v] != 0 {
-				return nil, false // written another way by appendJSONString
+				return dst, false // written another way by appendJSONString
 			}
 			out = append(out, v)
 			i += 4
 		default:
-			return nil, false
+			return dst, false
 		}
 	}
 	return out, true

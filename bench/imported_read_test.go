@@ -49,3 +49,22 @@ func BenchmarkImportedLastPage(b *testing.B) {
 		r.Close()
 	}
 }
+
+// BenchmarkImportedSearch: `rook search` over every imported session of
+// the corpus, cold: each source line is read, its strings decoded
+// (agent's textOfImported) and scored.
+func BenchmarkImportedSearch(b *testing.B) {
+	home, _ := importedStore(b)
+	for b.Loop() {
+		r, err := agent.Open(home, agent.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := r.Search("transcript renderer", agent.SearchOptions{})
+		if err != nil || len(res.Hits) == 0 || res.Truncated {
+			b.Fatalf("%d hits, truncated %v, %v", len(res.Hits), res.Truncated, err)
+		}
+		b.ReportMetric(float64(res.BytesScanned)/(1<<20), "MiB-scanned/op")
+		r.Close()
+	}
+}

@@ -45,6 +45,17 @@ func (o ImportOptions) chunkBytes() int {
 	return importChunkBytes
 }
 
+// FormatName is the name of the agent whose transcripts a format is.
+func FormatName(format string) string {
+	switch format {
+	case FormatClaudeCode:
+		return "Claude Code"
+	case FormatCodex:
+		return "Codex"
+	}
+	return format
+}
+
 // DefaultImportDir is where a format keeps its transcripts, under home.
 func DefaultImportDir(format, home string) string {
 	if format == FormatCodex {
@@ -153,8 +164,7 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	}
 	files, total, err := r.importFiles(opts.Format, paths, &rep)
 	if err != nil && len(opts.Paths) == 0 && errors.Is(err, fs.ErrNotExist) {
-		tool := map[string]string{FormatClaudeCode: "Claude Code", FormatCodex: "Codex"}[opts.Format]
-		return rep, fmt.Errorf("%w (where %s keeps its transcripts by default): name the directory or files to import", err, tool)
+		return rep, fmt.Errorf("%w (where %s keeps its transcripts by default): name the directory or files to import", err, FormatName(opts.Format))
 	}
 	if err != nil {
 		return rep, err

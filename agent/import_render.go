@@ -237,10 +237,9 @@ func (r *renderer) arguments(args json.RawMessage) {
 		return
 	}
 	if !r.headers {
+		isText := func(m rawMember) bool { return len(m.value) > 0 && m.value[0] == '"' }
 		slices.SortStableFunc(members, func(a, b rawMember) int {
-			_, aText := rawText(a.value)
-			_, bText := rawText(b.value)
-			switch {
+			switch aText, bText := isText(a), isText(b); {
 			case aText && !bText:
 				return -1
 			case bText && !aText:
@@ -394,8 +393,10 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 			if strings.HasPrefix(s, "{") && json.Unmarshal([]byte(s), &wrapped) == nil && wrapped.Output != nil {
 				s = *wrapped.Output
 				if c := wrapped.Metadata.ExitCode; c != nil && *c != 0 {
-					s = fmt.Sprintf("(exit code %d)\n%s", *c, s)
+					s = fmt.Sprintf("(exit code %d)%s%s", *c, r.afterExitCode(), s)
 				}
+			} else if !r.headers {
+				s = outputOfExec(s)
 			}
 			out.WriteString(s)
 		default:
@@ -463,6 +464,43 @@ func readable(s string) string {
 func endLine(out *bytes.Buffer) {
 	if b := out.Bytes(); len(b) > 0 && b[len(b)-1] != '\n' {
 		out.WriteByte('\n')
+	}
+}
+
+// afterExitCode is what separates a failed command's exit code from its
+// output: a line of its own in the view, a space in a preview, which
+// shows one line.
+func (r *renderer) afterExitCode() string {
+	if r.headers {
+		return "\n"
+	}
+	return " "
+}
+
+// outputOfExec is a Codex command's output without the lines its tool
+// puts before it ("Exit code: 0", "Wall time: 0.5 seconds", "Output:"),
+// for a preview, where the first line is all that shows: what the command
+// printed, after its exit code on the same line when it failed. Text in any other shape is
+// returned as it is.
+func outputOfExec(s string) string {
+	code, rest := "", s
+	for {
+		line, after, ok := strings.Cut(rest, "\n")
+		switch {
+		case !ok:
+			return s
+		case line == "Output:":
+			if code != "" && code != "0" {
+				return "(exit code " + code + ") " + after
+			}
+			return after
+		case strings.HasPrefix(line, "Exit code: "):
+			code = strings.TrimPrefix(line, "Exit code: ")
+		case strings.HasPrefix(line, "Wall time: "), strings.HasPrefix(line, "Total output lines: "), strings.HasPrefix(line, "Chunk ID: "):
+		default:
+			return s
+		}
+		rest = after
 	}
 }
 

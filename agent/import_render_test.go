@@ -170,37 +170,37 @@ func FuzzRenderImported(f *testing.F) {
 	})
 }
 
-// FuzzFindSnippet: the snippet of a hit in an imported body, from its
-// view or from the string the match is in, is clean text holding the
-// query, whatever the body; never a panic.
+// FuzzFindSnippet: the snippet of a hit in an imported body, as find
+// makes it (decodedSnippet) for a match found as the query is written or
+// as JSON escapes it, from any point a search resumes at, is clean text
+// that holds the query at the match; never a panic.
 func FuzzFindSnippet(f *testing.F) {
 	for _, s := range renderSeeds {
-		f.Add([]byte(s), "a")
-		f.Add([]byte(s), `"`)
+		f.Add([]byte(s), "a", uint16(0))
+		f.Add([]byte(s), `"`, uint16(40))
 	}
-	f.Add([]byte(`{"a":"x\"q\\\nq"}`), `"q\`)
-	f.Fuzz(func(t *testing.T, body []byte, query string) {
+	f.Add([]byte(`{"a":"x\"q\\\nq"}`), `"q\`, uint16(0))
+	f.Fuzz(func(t *testing.T, body []byte, query string, start uint16) {
 		if ValidateQuery(query) != nil {
 			return
 		}
+		from := min(int(start), len(body))
 		m := newFoldMatcher(query)
-		at, _, _ := m.index(body, 0, len(body), nil)
-		if at < 0 {
-			return
-		}
-		for _, snippet := range []func() (string, bool, []byte){
-			func() (string, bool, []byte) { return renderedSnippet(body, m, nil) },
-			func() (string, bool, []byte) { return stringSnippet(body, at, m, nil) },
-		} {
-			text, ok, _ := snippet()
+		e := appendJSONString(nil, []byte(query))
+		for _, matcher := range []*foldMatcher{m, newFoldMatcher(string(e[1 : len(e)-1]))} {
+			at, _, _ := matcher.index(body, from, len(body), nil)
+			if at < 0 {
+				continue
+			}
+			text, ok := decodedSnippet(body, at, m)
 			if !ok {
 				continue
 			}
 			if !utf8.ValidString(text) || strings.ContainsFunc(text, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
-				t.Fatalf("%q, %q: snippet %q", body, query, text)
+				t.Fatalf("%q, %q at %d: snippet %q", body, query, at, text)
 			}
 			clean := []byte(text)
-			if at, _, _ := newFoldMatcher(cleanSnippetQuery(query)).index(clean, 0, len(clean), nil); len(query) < 40 && at < 0 && strings.TrimSpace(query) != "" {
+			if at, _, _ := newFoldMatcher(cleanSnippetQuery(query)).index(clean, 0, len(clean), nil); utf8.RuneCountInString(query) < SnippetRunes-snippetBefore && at < 0 && strings.TrimSpace(query) != "" {
 				t.Fatalf("%q, %q: snippet %q does not hold the query", body, query, text)
 			}
 		}
@@ -309,7 +309,11 @@ func TestPreviewOfImported(t *testing.T) {
 		{`{"timestamp":"t","type":"event_msg","payload":{"type":"task_started"}}`, "[task_started]"},
 		{`{"type":"user","message":{"content":"[Request interrupted by user]"}}`, "[Request interrupted by user]"},
 		{`{"type":"user","message":{"content":"[WIP]\nfix it"}}`, "[WIP]"}, // a prompt's own brackets are text
-		{renderSeeds[20], "(exit code 1)"},
+		{renderSeeds[20], "(exit code 1) boom"},                            // the code and the output on the line a preview shows
+		// a Codex command's output, not the lines its tool puts first
+		{`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"Exit code: 0\nWall time: 0.5 seconds\nOutput:\nok  \tpkg\n"}}`, "ok   pkg"},
+		{`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"Exit code: 2\nWall time: 1 seconds\nOutput:\nboom\n"}}`, "(exit code 2) boom"},
+		{`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"Exit code: 0\nsomething else\nOutput:\nx"}}`, "Exit code: 0"}, // another shape: as it is
 		// text arguments first: the path says more than the flag
 		{`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Edit","input":{"replace_all":false,"file_path":"/a.go","old_string":"x"}}]}}`, "file_path: /a.go"},
 	} {

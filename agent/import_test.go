@@ -669,42 +669,48 @@ func TestFindMatchesImportedTextAsWritten(t *testing.T) {
 }
 
 // TestFindSnippetsOfImportedText: a hit in an imported line shows the text
-// as written, not its JSON: from the reading view when the view holds it,
-// else from the string the match is in, decoded; the line as stored only
-// when the match is not inside one string.
+// as written, not its JSON: the string the match is in, decoded, after its
+// key; the line as stored only when the match is not inside one string
+// value. The snippet is of the match the hit names, not an earlier one.
 func TestFindSnippetsOfImportedText(t *testing.T) {
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)
 	q := func(s string) string { return string(appendJSONString(nil, []byte(s))) }
+	long := "alpha wombat\n" + strings.Repeat("filler ", 600) + "\nsecond wombat"
 	lines := []string{
 		`{"type":"user","sessionId":"s1","cwd":"/w","message":{"role":"user","content":` + q("run \"mix test\"\nnow") + `},"uuid":"u1","timestamp":"2026-02-10T21:00:00.000Z"}`,
-		`{"type":"user","sessionId":"s1","cwd":"/w","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},"toolUseResult":{"originalFile":` + q("line one\n\"wombat\" two") + `},"uuid":"u2","timestamp":"2026-02-10T21:00:01.000Z"}`,
+		`{"type":"user","sessionId":"s1","cwd":"/w","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},"toolUseResult":{"originalFile":` + q("line one\n\"numbat\" two") + `},"uuid":"u2","timestamp":"2026-02-10T21:00:01.000Z"}`,
+		`{"type":"user","sessionId":"s1","cwd":"/w","message":{"role":"user","content":` + q(long) + `},"uuid":"u3","timestamp":"2026-02-10T21:00:02.000Z"}`,
+		`{"type":"user","sessionId":"s1","cwd":"/w","message":{"role":"user","content":[` + q("in an array: quokka") + `]},"uuid":"u4","timestamp":"2026-02-10T21:00:03.000Z"}`,
 	}
 	writeSource(t, fsys, "/home/u/.claude/projects/-w/s1.jsonl", lines, "")
 	rep := mustImport(t, r, FormatClaudeCode, "/home/u/.claude/projects")
 	id := *rep.Files[0].Session
 	for _, c := range []struct {
 		query, want string
-		rendered    bool
+		decoded     bool
 	}{
-		{`"mix test"`, "run \"mix test\" now", true},                   // in the view
-		{`wombat`, "line one \"wombat\" two", true},                    // in a string the view leaves out
-		{`"cwd":"/w"`, `{"type":"user","sessionId":"s1","cwd"`, false}, // across a key and a value
+		{`"mix test"`, `content: run "mix test" now`, true},
+		{`numbat`, `originalFile: line one "numbat" two`, true}, // stored cut out, put back
+		{`quokka`, `in an array: quokka`, true},                 // no key: the text alone
+		{`"cwd":"/w"`, `{"type":"user","sessionId":"s1","cwd"`, false},
+		{`toolUseResult`, `"toolUseResult":{"originalFile"`, false}, // a key is not text
+		{`u1`, `uuid: u1`, true},
 	} {
 		res, err := r.Find(id, FindQuery{Query: c.query})
 		if err != nil || len(res.Hits) == 0 {
 			t.Fatalf("find %q: %+v %v", c.query, res.Hits, err)
 		}
 		h := res.Hits[0]
-		if h.Rendered != c.rendered || !strings.Contains(h.Snippet, c.want) {
-			t.Errorf("find %q: rendered %v snippet %q, want %v and %q", c.query, h.Rendered, h.Snippet, c.rendered, c.want)
+		if h.Decoded != c.decoded || !strings.Contains(h.Snippet, c.want) {
+			t.Errorf("find %q: decoded %v snippet %q, want %v and %q", c.query, h.Decoded, h.Snippet, c.decoded, c.want)
 		}
 	}
-	// Resumed inside a body, the hit is not the view's first match: the
-	// snippet comes from the string it is in.
-	res, err := r.Find(id, FindQuery{Query: "mix", From: 0, Offset: 5})
-	if err != nil || len(res.Hits) == 0 || res.Hits[0].Seq != 0 || !res.Hits[0].Rendered ||
-		!strings.Contains(res.Hits[0].Snippet, `run "mix test" now`) {
+	// Resumed inside a body, the hit is the match after the resume point,
+	// and so is its snippet.
+	res, err := r.Find(id, FindQuery{Query: "wombat", From: 2, Offset: 1000})
+	if err != nil || len(res.Hits) == 0 || res.Hits[0].Seq != 2 || !res.Hits[0].Decoded ||
+		!strings.Contains(res.Hits[0].Snippet, "second wombat") || strings.Contains(res.Hits[0].Snippet, "alpha") {
 		t.Errorf("resumed find: %+v %v", res.Hits, err)
 	}
 }

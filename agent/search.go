@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -293,19 +292,10 @@ func textOfImported(body []byte) []byte {
 			continue
 		}
 		for _, s := range strs {
-			lit := line[s.Start:s.End]
-			if bytes.IndexByte(lit, '\\') < 0 {
-				out = append(out, lit[1:len(lit)-1]...)
-			} else if decoded, ok := appendCanonicalText(out, lit); ok {
-				out = decoded
-			} else {
-				var text string
-				if json.Unmarshal(lit, &text) != nil {
-					continue // stringValues checked it: cannot happen
-				}
-				out = append(out, text...)
+			var ok bool
+			if out, ok = appendDecodedString(out, line[s.Start:s.End]); ok {
+				out = append(out, '\n')
 			}
-			out = append(out, '\n')
 		}
 	}
 	return out

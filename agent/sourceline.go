@@ -494,11 +494,39 @@ func lineCuts(line []byte, strs []jsonString, minLen int, kindOf func(jsonString
 // (lowercase) for the other control characters, and the text is valid
 // UTF-8. Anything else (\/, \u00e9, a surrogate pair, invalid UTF-8)
 // stays in the line.
-func canonicalText(lit []byte) ([]byte, bool) { return appendCanonicalText(nil, lit) }
+func canonicalText(lit []byte) ([]byte, bool) {
+	if len(lit) >= 2 && lit[0] == '"' && lit[len(lit)-1] == '"' {
+		if in := lit[1 : len(lit)-1]; bytes.IndexByte(in, '\\') < 0 {
+			// Valid JSON has no raw control character or quote here: the
+			// text is the literal's inside, no copy.
+			if !utf8.Valid(in) {
+				return nil, false
+			}
+			return in, true
+		}
+		if out, ok := appendCanonicalText(make([]byte, 0, len(lit)), lit); ok {
+			return out, true
+		}
+	}
+	return nil, false
+}
 
-// appendCanonicalText is canonicalText appending the text to dst; on
-// false, dst is returned as it was. To a nil dst, a literal with no
-// escape gives its inside, not a copy.
+// appendDecodedString appends the text of a JSON string literal to dst,
+// whatever its escapes (canonicalText's fast way when it can); on false
+// (not a string literal), dst is returned as it was.
+func appendDecodedString(dst, lit []byte) ([]byte, bool) {
+	if out, ok := appendCanonicalText(dst, lit); ok {
+		return out, true
+	}
+	var text string
+	if json.Unmarshal(lit, &text) != nil {
+		return dst, false
+	}
+	return append(dst, text...), true
+}
+
+// appendCanonicalText is canonicalText appending the text to dst (a
+// copy, always); on false, dst is returned as it was.
 func appendCanonicalText(dst, lit []byte) ([]byte, bool) {
 	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
 		return dst, false
@@ -507,16 +535,7 @@ func appendCanonicalText(dst, lit []byte) ([]byte, bool) {
 	if !utf8.Valid(in) {
 		return dst, false
 	}
-	if bytes.IndexByte(in, '\\') < 0 {
-		if dst == nil {
-			return in, true
-		}
-		return append(dst, in...), true // valid JSON has no raw control character or quote here
-	}
 	out := dst
-	if out == nil {
-		out = make([]byte, 0, len(in))
-	}
 	for i := 0; i < len(in); i++ {
 		// Copy the run up to the next backslash at once.
 		j := bytes.IndexByte(in[i:], '\\')

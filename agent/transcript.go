@@ -12,7 +12,6 @@ package agent
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/rookhq/rook/cas"
@@ -335,11 +334,10 @@ type FindHit struct {
 	Label   string
 	Offset  int64  // byte offset of the match in the body
 	Snippet string // one line of text around the match
-	// Rendered: the snippet is text read out of an imported event's
-	// source lines (its reading view, or the JSON string the match is
-	// in, decoded), where the match was found again; Offset still counts
-	// in the body as stored.
-	Rendered bool
+	// Decoded: the snippet is the text of the JSON string the match is in
+	// (an imported event's source line), decoded, after its key; Offset
+	// still counts in the body as stored.
+	Decoded bool
 }
 
 // FindSkip is an event whose body could not be read.
@@ -465,13 +463,10 @@ scan:
 				res.Searched += int64(end - start)
 				budget -= int64(end - start)
 				hit := FindHit{Seq: ev.Seq, Kind: ev.Kind, Label: ev.Label, Offset: int64(at)}
-				if imported && start == 0 {
-					hit.Snippet, hit.Rendered, scratch = renderedSnippet(body, m, scratch)
+				if imported {
+					hit.Snippet, hit.Decoded = decodedSnippet(body, at, m)
 				}
-				if !hit.Rendered && imported {
-					hit.Snippet, hit.Rendered, scratch = stringSnippet(body, at, m, scratch)
-				}
-				if !hit.Rendered {
+				if !hit.Decoded {
 					hit.Snippet = Snippet(body, at, end, SnippetRunes)
 				}
 				res.Hits = append(res.Hits, hit)
@@ -493,59 +488,125 @@ scan:
 	return res, nil
 }
 
-// renderedSnippet is the snippet of a hit in an imported event, taken
-// from its reading view around the view's first match, as the user will
-// read it in `session show` (the source line has the text escaped, in an
-// envelope of ids). ok is false when the view does not hold the query:
-// the match was in what the view leaves out (an id, the working
-// directory), and the caller shows the line as stored. Only a hit found
-// from the start of a body comes here: one found after a resumed offset
-// is not the view's first match.
-func renderedSnippet(body []byte, m *foldMatcher, scratch []byte) (string, bool, []byte) {
-	view := RenderImported(body)
-	at, end, scratch := m.index(view, 0, len(view), scratch)
-	if at < 0 {
-		return "", false, scratch
-	}
-	return Snippet(view, at, end, SnippetRunes), true, scratch
-}
+// decodedSnippetWindow is how many bytes of a string decodedSnippet
+// decodes on each side of a match: a snippet shows 160 characters, and a
+// tool output of megabytes is not decoded whole for them.
+const decodedSnippetWindow = 1024
 
-// stringSnippet is the snippet of a hit in an imported event that its
-// reading view leaves out (a file's copy in a tool result's metadata, a
-// progress note's nested message): the JSON string the match is in,
-// decoded, so the text reads as written rather than escaped. ok is false
-// when the match is not inside one string (it spans a key and a value,
-// or is in a number or a key), and the caller shows the line as stored.
-func stringSnippet(body []byte, at int, m *foldMatcher, scratch []byte) (string, bool, []byte) {
+// decodedSnippet is the snippet of a hit at body[at] in an imported event:
+// the JSON string the match is in, decoded around it, after the key it is
+// the value of ("command: mix test", "content: …"), so the text reads as
+// written rather than escaped in its envelope. It is this match, not an
+// earlier one. ok is false when the match is not inside one string value
+// (it is in a key, a number, or spans a key and its value, or the line is
+// not JSON there): the caller shows the line as stored. The cost is a
+// scan of the line up to the match and the window around it.
+func decodedSnippet(body []byte, at int, m *foldMatcher) (string, bool) {
 	from := bytes.LastIndexByte(body[:at], '\n') + 1
-	open := -1 // where the string the scan is in starts (its quote)
+	open := -1           // where the string the scan is in starts (its quote)
+	key, colon := "", -1 // the last key before the scan, and its ':'
+	ws := -1             // where the window starts: a byte that begins no escape's middle
 	for i := from; i < len(body) && body[i] != '\n'; i++ {
-		switch c := body[i]; {
-		case open < 0 && c == '"':
+		c := body[i]
+		if open < 0 {
 			if i >= at {
-				return "", false, scratch
+				return "", false // the match starts between strings
 			}
-			open = i
-		case open >= 0 && c == '\\':
-			i++
-		case open >= 0 && c == '"':
-			if i < at {
-				open = -1
-				continue
+			if c == '"' {
+				open, ws = i, i+1
 			}
-			var text string
-			if json.Unmarshal(body[open:i+1], &text) != nil {
-				return "", false, scratch
+			continue
+		}
+		if i <= at-decodedSnippetWindow {
+			ws = i
+		}
+		switch {
+		case c == '\\':
+			n := 2
+			if i+1 < len(body) && body[i+1] == 'u' {
+				n = 6
 			}
-			t := []byte(text)
-			mAt, mEnd, scratch := m.index(t, 0, len(t), scratch)
-			if mAt < 0 {
-				return "", false, scratch
+			if at > i && at < i+n {
+				at = i // a match from inside an escape shows from the escape
 			}
-			return Snippet(t, mAt, mEnd, SnippetRunes), true, scratch
+			i += n - 1
+		case c == '"' && i < at:
+			// A string before the match: remember it if it is a key.
+			if j := skipJSONSpace(body, i+1); j < len(body) && body[j] == ':' {
+				key, colon = "", j
+				if k, ok := appendDecodedString(nil, body[open:i+1]); ok && len(k) <= 64 {
+					key = string(k)
+				}
+			}
+			open = -1
+		case c == '"' || i >= at+6*len(m.query)+decodedSnippetWindow:
+			// The string holding the match ends here, or the window does.
+			if c == '"' {
+				if j := skipJSONSpace(body, i+1); j < len(body) && body[j] == ':' {
+					return "", false // a key
+				}
+			}
+			return windowSnippet(body, open, ws, at, i, key, colon, m)
 		}
 	}
-	return "", false, scratch
+	return "", false // the line ends inside the string: not JSON
+}
+
+// windowSnippet decodes body[ws:we], a window of the string opened at
+// body[open] around the match at body[at], and makes the snippet; key is
+// shown before the text when the string is the value of the key whose ':'
+// is at body[colon].
+func windowSnippet(body []byte, open, ws, at, we int, key string, colon int, m *foldMatcher) (string, bool) {
+	for ws < at && body[ws]&0xC0 == 0x80 {
+		ws++ // not inside a character
+	}
+	for we > at && we < len(body) && body[we]&0xC0 == 0x80 {
+		we--
+	}
+	var text []byte
+	if key != "" && prevNonSpace(body, open) == colon {
+		text = append(text, key...)
+		text = append(text, ": "...)
+	}
+	var ok bool
+	if text, ok = appendDecodedFragment(text, body[ws:at]); !ok {
+		return "", false
+	}
+	match := len(text)
+	if text, ok = appendDecodedFragment(text, body[at:we]); !ok {
+		return "", false
+	}
+	// The match must still be there, decoded: one that ran past the
+	// string's end (a query with a quote) is not in it.
+	got, end, _ := m.index(text, match, match+1, nil)
+	if got != match {
+		return "", false
+	}
+	return Snippet(text, match, end, SnippetRunes), true
+}
+
+// prevNonSpace is the index of the last byte before i that is not JSON
+// whitespace, or -1.
+func prevNonSpace(b []byte, i int) int {
+	for i--; i >= 0; i-- {
+		switch b[i] {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return i
+		}
+	}
+	return -1
+}
+
+// appendDecodedFragment appends the text of frag, the inside of a JSON
+// string literal cut between escapes.
+func appendDecodedFragment(dst, frag []byte) ([]byte, bool) {
+	if bytes.IndexByte(frag, '\\') < 0 {
+		return append(dst, frag...), true
+	}
+	lit := make([]byte, 0, len(frag)+2)
+	lit = append(append(append(lit, '"'), frag...), '"')
+	return appendDecodedString(dst, lit)
 }
 
 // foldMatcher finds a literal under Unicode simple case folding.
@@ -556,10 +617,11 @@ type foldMatcher struct {
 	ascii  bool
 	lower  []byte
 	orbits [][]rune // each query rune's fold class
+	query  string
 }
 
 func newFoldMatcher(q string) *foldMatcher {
-	m := &foldMatcher{ascii: true}
+	m := &foldMatcher{ascii: true, query: q}
 	for i := 0; i < len(q); i++ {
 		c := q[i]
 		if c >= utf8.RuneSelf || c == 'k' || c == 'K' || c == 's' || c == 'S' {
@@ -583,6 +645,7 @@ func newFoldMatcher(q string) *foldMatcher {
 // index returns the first match starting in [start, stop) of body (a match
 // may run past stop) and its end, or -1. scratch is a reusable buffer.
 func (m *foldMatcher) index(body []byte, start, stop int, scratch []byte) (int, int, []byte) {
+	stop = min(stop, len(body))
 	if start >= stop {
 		return -1, -1, scratch
 	}

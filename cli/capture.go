@@ -107,7 +107,7 @@ func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
 	case source != nil && source.Format == agent.FormatClaudeCode:
 		return "this session was imported from Claude Code without file backups, so it has nothing to compare: they come from Claude Code's file-history directory (~/.claude/file-history/<session>, beside the projects directory the transcript was imported from) when it kept them"
 	case source != nil:
-		return fmt.Sprintf("this session was imported from %s, whose transcripts keep no copies of files, so it has nothing to compare", source.Format)
+		return fmt.Sprintf("this session was imported from %s, whose transcripts keep no copies of files, so it has nothing to compare", agent.FormatName(source.Format))
 	}
 	return "this session captured no files, so it has nothing to compare: captures come from `rook session capture`"
 }

@@ -47,7 +47,9 @@ func runImport(e *Env, format string, paths []string) error {
 	var rep agent.ImportReport
 	// The store's size on disk, measured around the whole command: the
 	// index is committed when the store closes, so only then does the
-	// disk say what the import took.
+	// disk say what the import took. (Measured before the store's lock
+	// is taken: what another writer adds meanwhile counts as the
+	// import's.)
 	before, berr := cas.MeasureDisk(e.FS, e.Home)
 	err = e.write(func(r *agent.Rook) error {
 		p := newProgress(e.Stderr, "import "+format)

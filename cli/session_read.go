@@ -322,9 +322,10 @@ type findHitJSON struct {
 	Label   string `json:"label"`
 	Offset  int64  `json:"offset"`
 	Snippet string `json:"snippet"`
-	// Rendered: the snippet is the text of an imported event's source
-	// line, decoded, not the line as stored (offset still counts there).
-	Rendered bool `json:"rendered"`
+	// Decoded: the snippet is the text of the JSON string the match is
+	// in (an imported event's source line), decoded, not the line as
+	// stored (offset still counts there).
+	Decoded bool `json:"decoded"`
 }
 
 type findSkipJSON struct {
@@ -359,7 +360,7 @@ func (c *FindCmd) Run(e *Env) error {
 	if e.JSON {
 		hits := make([]findHitJSON, 0, len(res.Hits))
 		for _, h := range res.Hits {
-			hits = append(hits, findHitJSON{h.Seq, h.Kind.String(), h.Label, h.Offset, h.Snippet, h.Rendered})
+			hits = append(hits, findHitJSON{h.Seq, h.Kind.String(), h.Label, h.Offset, h.Snippet, h.Decoded})
 		}
 		skips := make([]findSkipJSON, 0, len(res.Unreadable))
 		for _, s := range res.Unreadable {

@@ -513,8 +513,13 @@ func canonicalText(lit []byte) ([]byte, bool) {
 
 // appendDecodedString appends the text of a JSON string literal to dst,
 // whatever its escapes (canonicalText's fast way when it can); on false
-// (not a string literal), dst is returned as it was.
+// (not a string literal), dst is returned as it was. Bytes that are not
+// UTF-8 in a literal with no escape are kept as they are (its readers,
+// search and snippets, take them as U+FFFD).
 func appendDecodedString(dst, lit []byte) ([]byte, bool) {
+	if len(lit) >= 2 && lit[0] == '"' && lit[len(lit)-1] == '"' && bytes.IndexByte(lit[1:len(lit)-1], '\\') < 0 {
+		return append(dst, lit[1:len(lit)-1]...), true
+	}
 	if out, ok := appendCanonicalText(dst, lit); ok {
 		return out, true
 	}

@@ -4,6 +4,9 @@
 SHELL   := /bin/bash
 GO      ?= go
 BIN     := bin/rook
+# What `make demo` imports: the shared corpus of real Claude Code
+# transcripts when it is there (read only).
+DEMO_TRANSCRIPTS ?= ../shared/corpus/claude-code
 # A count, not a duration: go1.26's fuzz coordinator can fail a duration run
 # with a spurious "context deadline exceeded" (go.dev/issue/75804, fixed in
 # go1.27); a count has no deadline to race. 100,000 runs take 2-10 s here.
@@ -75,6 +78,14 @@ demo: build
 	echo "# rook session diff last"; ./$(BIN) -C "$$ws" session diff last; \
 	echo "# rook session rewind last --to 0"; ./$(BIN) -C "$$ws" session rewind last --to 0; \
 	echo "# the workspace again:"; ls "$$ws"; cat "$$ws/notes.txt"; \
+	echo; echo "# rook import claude-code $(DEMO_TRANSCRIPTS)"; \
+	if [ -d "$(DEMO_TRANSCRIPTS)" ]; then \
+	  ./$(BIN) import claude-code "$(DEMO_TRANSCRIPTS)" | head -2; \
+	  big=$$(./$(BIN) --json session ls --all | awk -F'"' '/^    "id": /{id=$$4} /^    "events": /{n=$$3; gsub(/[^0-9]/,"",n); if (n+0>max) {max=n+0; best=id}} END{print best}'); \
+	  echo "# rook session history $${big:0:10} --limit 6 (the longest imported session)"; ./$(BIN) session history $$big --limit 6 | cut -c1-150; \
+	  echo "# rook search mix test --limit 3"; ./$(BIN) search mix test --limit 3 | cut -c1-150; \
+	  echo "# rook export $${big:0:10} -o out.jsonl: byte for byte"; ./$(BIN) export $$big -o "$$home/out.jsonl"; \
+	else echo "(no transcripts at $(DEMO_TRANSCRIPTS): make demo DEMO_TRANSCRIPTS=~/.claude/projects imports yours, read only, into this throw-away store)"; fi; \
 	echo; echo "# rook store verify"; ./$(BIN) store verify; \
 	echo; echo "# rook doctor"; ./$(BIN) doctor
 

@@ -280,12 +280,8 @@ func sortHits(h []SearchHit) {
 func textOfImported(body []byte) []byte {
 	out := make([]byte, 0, len(body))
 	for len(body) > 0 {
-		line := body
-		if i := bytes.IndexByte(body, '\n'); i >= 0 {
-			line, body = body[:i], body[i+1:]
-		} else {
-			body = nil
-		}
+		var line []byte
+		line, body, _ = bytes.Cut(body, []byte("\n"))
 		strs, ok := stringValues(line, len(`"x"`))
 		if !ok {
 			out = append(append(out, line...), '\n')
@@ -311,12 +307,8 @@ func scoreBody(b []byte, terms [][]byte) (int, string) {
 	var bestAt int
 	var low []byte // the line lower-cased, in one buffer for every line
 	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte("\n"))
 		low = appendLower(low[:0], line)
 		score, all, at := 0, true, -1
 		for _, t := range terms {

@@ -237,7 +237,9 @@ func (r *renderer) arguments(args json.RawMessage) {
 		return
 	}
 	if !r.headers {
-		isText := func(m rawMember) bool { return len(m.value) > 0 && m.value[0] == '"' }
+		isText := func(m rawMember) bool {
+			return len(m.value) > 0 && (m.value[0] == '"' || m.key == "command" && m.value[0] == '[')
+		}
 		slices.SortStableFunc(members, func(a, b rawMember) int {
 			switch aText, bText := isText(a), isText(b); {
 			case aText && !bText:
@@ -253,7 +255,13 @@ func (r *renderer) arguments(args json.RawMessage) {
 			endLine(out)
 		}
 		s, isText := rawText(m.value)
+		var words []string
 		switch {
+		case !isText && m.key == "command" && json.Unmarshal(m.value, &words) == nil && len(words) > 0:
+			// A command as its words (Codex's shell tool): as a shell
+			// would read it back.
+			fmt.Fprintf(out, "%s: %s", m.key, shellWords(words))
+		case !isText && r.headers && writeNested(out, m.key, m.value, ""):
 		case !isText:
 			fmt.Fprintf(out, "%s: %s", m.key, m.value)
 		case strings.Contains(s, "\n"):
@@ -262,6 +270,87 @@ func (r *renderer) arguments(args json.RawMessage) {
 			fmt.Fprintf(out, "%s: %s", m.key, s)
 		}
 	}
+}
+
+// maxNestedDepth bounds how deep writeNested lays out an argument's
+// arrays and objects; deeper ones are written as they are, on one line.
+const maxNestedDepth = 4
+
+// writeNested writes an argument that is a non-empty array or object as
+// an indented list, one item a line (a plan's steps, a todo list, a
+// MultiEdit's edits), instead of one line of JSON with its texts escaped:
+//
+//	edits:
+//	  - old_string: a
+//	    new_string: b
+//
+// A multi-line text in it is indented with its item, the one place the
+// view changes a text (a top-level argument's text reads as it is). false,
+// having written nothing, for any other value.
+func writeNested(out *bytes.Buffer, key string, v json.RawMessage, indent string) bool {
+	if len(v) < 3 || (v[0] != '[' && v[0] != '{') || len(indent) >= 2*maxNestedDepth {
+		return false
+	}
+	var items []json.RawMessage
+	var members []rawMember
+	if v[0] == '[' {
+		if json.Unmarshal(v, &items) != nil || len(items) == 0 {
+			return false
+		}
+	} else if m, ok := orderedMembers(v); !ok || len(m) == 0 {
+		return false
+	} else {
+		members = m
+	}
+	fmt.Fprintf(out, "%s:", key)
+	inner := indent + "  "
+	for _, it := range items {
+		fmt.Fprintf(out, "\n%s- ", inner)
+		if m, ok := orderedMembers(it); ok && len(m) > 0 && len(inner) < 2*maxNestedDepth {
+			// An object in a list: its members under the dash, the
+			// first on the dash's line.
+			for j, mm := range m {
+				if j > 0 {
+					fmt.Fprintf(out, "\n%s  ", inner)
+				}
+				writeNestedMember(out, mm, inner+"  ")
+			}
+			continue
+		}
+		writeNestedValue(out, it, inner+"  ")
+	}
+	for _, m := range members {
+		fmt.Fprintf(out, "\n%s", inner)
+		writeNestedMember(out, m, inner)
+	}
+	return true
+}
+
+// writeNestedMember writes "key: value" of an object inside an argument,
+// at indent.
+func writeNestedMember(out *bytes.Buffer, m rawMember, indent string) {
+	if writeNested(out, m.key, m.value, indent) {
+		return
+	}
+	if s, ok := rawText(m.value); ok && strings.Contains(s, "\n") {
+		// A text of several lines: a block of its own under its key.
+		fmt.Fprintf(out, "%s:\n%s  ", m.key, indent)
+		out.WriteString(strings.ReplaceAll(s, "\n", "\n"+indent+"  "))
+		return
+	}
+	fmt.Fprintf(out, "%s: ", m.key)
+	writeNestedValue(out, m.value, indent+"  ")
+}
+
+// writeNestedValue writes a value inside an argument: a text as its text
+// (its further lines at indent), anything else as it is written.
+func writeNestedValue(out *bytes.Buffer, v json.RawMessage, indent string) {
+	s, ok := rawText(v)
+	if !ok {
+		out.Write(v)
+		return
+	}
+	out.WriteString(strings.ReplaceAll(s, "\n", "\n"+indent))
 }
 
 type rawMember struct {
@@ -480,8 +569,8 @@ func (r *renderer) afterExitCode() string {
 // outputOfExec is a Codex command's output without the lines its tool
 // puts before it ("Exit code: 0", "Wall time: 0.5 seconds", "Output:"),
 // for a preview, where the first line is all that shows: what the command
-// printed, after its exit code on the same line when it failed. Text in any other shape is
-// returned as it is.
+// printed, after its exit code on the same line when it failed. Text in
+// any other shape is returned as it is.
 func outputOfExec(s string) string {
 	code, rest := "", s
 	for {

@@ -79,6 +79,9 @@ var renderSeeds = []string{
 	`{"timestamp":"t","type":"response_item","payload":{"type":"local_shell_call","action":{"command":["bash","-lc","echo 'a b'; rm x"]}}}`,
 	`{"type":"user","message":{"content":[]}}`,
 	`{"type":"user","message":{"content":"a\u001b[31mb\u0000"}}`,
+	`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"MultiEdit","input":{"file_path":"/a.go","edits":[{"old_string":"a\nb","new_string":"c"},{"old_string":"x","new_string":"y","replace_all":true}]}}]}}`,
+	`{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"update_plan","arguments":"{\"plan\":[{\"step\":\"one\",\"status\":\"completed\"},{\"step\":\"two\",\"status\":\"pending\"}]}","call_id":"c"}}`,
+	`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"X","input":{"a":{"b":{"c":{"d":{"e":{"f":1}}}}},"l":["x","y\nz"],"e":[],"o":{},"command":[]}}]}}`,
 }
 
 // TestRenderImported pins the rendering of each kind of line, and that a
@@ -94,7 +97,7 @@ func TestRenderImported(t *testing.T) {
 		"[system compact_boundary]\nConversation compacted\n",
 		"[summary] Fixing the build\n",
 		"[queue-operation] <task>done</task>\n",
-		"[function_call shell]\ncommand: [\"ls\"]\nworkdir: /w\n",
+		"[function_call shell]\ncommand: ls\nworkdir: /w\n", // a command's words as a shell reads them
 		"[custom_tool_call_output]\ndone\n",
 		"[local_shell_call]\nbash -lc ls\n",
 		"[reasoning]\n**Plan**\n",
@@ -112,6 +115,12 @@ func TestRenderImported(t *testing.T) {
 		"[local_shell_call]\nbash -lc 'echo '\\''a b'\\''; rm x'\n",
 		"(no content)\n",
 		"a\uFFFD[31mb\uFFFD\n", // control characters never reach a terminal or a page
+		// arrays and objects in arguments: indented lists, their texts
+		// as written (a text of several lines a block under its key)
+		"[tool_use MultiEdit]\nfile_path: /a.go\nedits:\n  - old_string:\n      a\n      b\n    new_string: c\n  - old_string: x\n    new_string: y\n    replace_all: true\n",
+		"[function_call update_plan]\nplan:\n  - step: one\n    status: completed\n  - step: two\n    status: pending\n",
+		// four levels, then as written; empty ones as written
+		"[tool_use X]\na:\n  b:\n    c:\n      d:\n        e: {\"f\":1}\nl:\n  - x\n  - y\n    z\ne: []\no: {}\ncommand: []\n",
 	}
 	for i, line := range renderSeeds {
 		if got := string(RenderImported([]byte(line + "\n"))); got != want[i] {
@@ -314,6 +323,8 @@ func TestPreviewOfImported(t *testing.T) {
 		{`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"Exit code: 0\nWall time: 0.5 seconds\nOutput:\nok  \tpkg\n"}}`, "ok   pkg"},
 		{`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"Exit code: 2\nWall time: 1 seconds\nOutput:\nboom\n"}}`, "(exit code 2) boom"},
 		{`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"Exit code: 0\nsomething else\nOutput:\nx"}}`, "Exit code: 0"}, // another shape: as it is
+		// a command's words are text too
+		{`{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"timeout_ms\":5,\"command\":[\"ls\",\"-l\"],\"workdir\":\"/w\"}"}}`, "command: ls -l"},
 		// text arguments first: the path says more than the flag
 		{`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Edit","input":{"replace_all":false,"file_path":"/a.go","old_string":"x"}}]}}`, "file_path: /a.go"},
 	} {

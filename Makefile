@@ -80,11 +80,14 @@ demo: build
 	echo "# the workspace again:"; ls "$$ws"; cat "$$ws/notes.txt"; \
 	echo; echo "# rook import claude-code $(DEMO_TRANSCRIPTS)"; \
 	if [ -d "$(DEMO_TRANSCRIPTS)" ]; then \
-	  ./$(BIN) import claude-code "$(DEMO_TRANSCRIPTS)" | head -2; \
-	  big=$$(./$(BIN) --json session ls --all | awk -F'"' '/^    "id": /{id=$$4} /^    "events": /{n=$$3; gsub(/[^0-9]/,"",n); if (n+0>max) {max=n+0; best=id}} END{print best}'); \
-	  echo "# rook session history $${big:0:10} --limit 6 (the longest imported session)"; ./$(BIN) session history $$big --limit 6 | cut -c1-150; \
-	  echo "# rook search mix test --limit 3"; ./$(BIN) search mix test --limit 3 | cut -c1-150; \
-	  echo "# rook export $${big:0:10} -o out.jsonl: byte for byte"; ./$(BIN) export $$big -o "$$home/out.jsonl"; \
+	  ./$(BIN) import claude-code "$(DEMO_TRANSCRIPTS)" > "$$home/import.txt"; head -2 "$$home/import.txt"; \
+	  big=$$(./$(BIN) --json session ls --all | awk -F'"' '/^  [{]/{imp=0} /^    "source": /{imp=1} /^    "id": /{id=$$4} /^    "events": /{n=$$3; gsub(/[^0-9]/,"",n); if (imp && n+0>max) {max=n+0; best=id}} END{print best}'); \
+	  if [ -n "$$big" ]; then \
+	    echo "# rook session history $${big:0:10} --limit 6 (the longest imported session)"; \
+	    ./$(BIN) session history $$big --limit 6 > "$$home/history.txt"; cut -c1-150 "$$home/history.txt"; \
+	    echo "# rook search mix test --limit 3"; ./$(BIN) search mix test --limit 3 > "$$home/search.txt"; cut -c1-150 "$$home/search.txt"; \
+	    echo "# rook export $${big:0:10} -o out.jsonl: byte for byte"; ./$(BIN) export $$big -o "$$home/out.jsonl"; \
+	  else echo "(no transcript in $(DEMO_TRANSCRIPTS))"; fi; \
 	else echo "(no transcripts at $(DEMO_TRANSCRIPTS): make demo DEMO_TRANSCRIPTS=~/.claude/projects imports yours, read only, into this throw-away store)"; fi; \
 	echo; echo "# rook store verify"; ./$(BIN) store verify; \
 	echo; echo "# rook doctor"; ./$(BIN) doctor

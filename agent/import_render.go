@@ -238,7 +238,7 @@ func (r *renderer) arguments(args json.RawMessage) {
 	}
 	if !r.headers {
 		isText := func(m rawMember) bool {
-			return len(m.value) > 0 && (m.value[0] == '"' || m.key == "command" && m.value[0] == '[')
+			return len(m.value) > 0 && (m.value[0] == '"' || m.key == "command" && commandWords(m.value) != nil)
 		}
 		slices.SortStableFunc(members, func(a, b rawMember) int {
 			switch aText, bText := isText(a), isText(b); {
@@ -256,8 +256,11 @@ func (r *renderer) arguments(args json.RawMessage) {
 		}
 		s, isText := rawText(m.value)
 		var words []string
+		if !isText && m.key == "command" {
+			words = commandWords(m.value)
+		}
 		switch {
-		case !isText && m.key == "command" && json.Unmarshal(m.value, &words) == nil && len(words) > 0:
+		case words != nil:
 			// A command as its words (Codex's shell tool): as a shell
 			// would read it back.
 			fmt.Fprintf(out, "%s: %s", m.key, shellWords(words))
@@ -270,6 +273,16 @@ func (r *renderer) arguments(args json.RawMessage) {
 			fmt.Fprintf(out, "%s: %s", m.key, s)
 		}
 	}
+}
+
+// commandWords are the words of a command given as a JSON array of
+// strings, or nil for any other value.
+func commandWords(v json.RawMessage) []string {
+	var words []string
+	if len(v) == 0 || v[0] != '[' || json.Unmarshal(v, &words) != nil || len(words) == 0 {
+		return nil
+	}
+	return words
 }
 
 // maxNestedDepth bounds how deep writeNested lays out an argument's
@@ -317,7 +330,7 @@ func writeNested(out *bytes.Buffer, key string, v json.RawMessage, indent string
 			}
 			continue
 		}
-		writeNestedValue(out, it, inner+"  ")
+		writeNestedValue(out, it, true)
 	}
 	for _, m := range members {
 		fmt.Fprintf(out, "\n%s", inner)
@@ -333,24 +346,35 @@ func writeNestedMember(out *bytes.Buffer, m rawMember, indent string) {
 		return
 	}
 	if s, ok := rawText(m.value); ok && strings.Contains(s, "\n") {
-		// A text of several lines: a block of its own under its key.
-		fmt.Fprintf(out, "%s:\n%s  ", m.key, indent)
-		out.WriteString(strings.ReplaceAll(s, "\n", "\n"+indent+"  "))
+		// A text of several lines: a block of its own under its key
+		// (an empty line left empty).
+		fmt.Fprintf(out, "%s:", m.key)
+		for _, line := range strings.Split(s, "\n") {
+			out.WriteByte('\n')
+			if line != "" {
+				out.WriteString(indent + "  " + line)
+			}
+		}
 		return
 	}
 	fmt.Fprintf(out, "%s: ", m.key)
-	writeNestedValue(out, m.value, indent+"  ")
+	writeNestedValue(out, m.value, false)
 }
 
-// writeNestedValue writes a value inside an argument: a text as its text
-// (its further lines at indent), anything else as it is written.
-func writeNestedValue(out *bytes.Buffer, v json.RawMessage, indent string) {
+// writeNestedValue writes a value of one line inside an argument, a list
+// item or a member's: a text as its text where that cannot be mistaken
+// for something else, else as it is written (quoted): an empty text, one
+// with spaces around it, one that reads as JSON ("true", "[]", "42"), and
+// in a list one that reads as a member or an item ("a: b", "- x") or has
+// several lines.
+func writeNestedValue(out *bytes.Buffer, v json.RawMessage, item bool) {
 	s, ok := rawText(v)
-	if !ok {
+	if !ok || s == "" || strings.TrimSpace(s) != s || json.Valid([]byte(s)) ||
+		item && (strings.Contains(s, ": ") || strings.HasPrefix(s, "- ") || strings.Contains(s, "\n")) {
 		out.Write(v)
 		return
 	}
-	out.WriteString(strings.ReplaceAll(s, "\n", "\n"+indent))
+	out.WriteString(s)
 }
 
 type rawMember struct {

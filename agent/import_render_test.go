@@ -81,7 +81,7 @@ var renderSeeds = []string{
 	`{"type":"user","message":{"content":"a\u001b[31mb\u0000"}}`,
 	`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"MultiEdit","input":{"file_path":"/a.go","edits":[{"old_string":"a\nb","new_string":"c"},{"old_string":"x","new_string":"y","replace_all":true}]}}]}}`,
 	`{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"update_plan","arguments":"{\"plan\":[{\"step\":\"one\",\"status\":\"completed\"},{\"step\":\"two\",\"status\":\"pending\"}]}","call_id":"c"}}`,
-	`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"X","input":{"a":{"b":{"c":{"d":{"e":{"f":1}}}}},"l":["x","y\nz"],"e":[],"o":{},"command":[]}}]}}`,
+	`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"X","input":{"a":{"b":{"c":{"d":{"e":{"f":1}}}}},"l":["x","y\nz","a: b","- c","true","",{"k":"v"}],"t":{"s":"true","u":" pad","w":"one\n\nthree"},"e":[],"o":{},"command":[]}}]}}`,
 }
 
 // TestRenderImported pins the rendering of each kind of line, and that a
@@ -120,7 +120,8 @@ func TestRenderImported(t *testing.T) {
 		"[tool_use MultiEdit]\nfile_path: /a.go\nedits:\n  - old_string:\n      a\n      b\n    new_string: c\n  - old_string: x\n    new_string: y\n    replace_all: true\n",
 		"[function_call update_plan]\nplan:\n  - step: one\n    status: completed\n  - step: two\n    status: pending\n",
 		// four levels, then as written; empty ones as written
-		"[tool_use X]\na:\n  b:\n    c:\n      d:\n        e: {\"f\":1}\nl:\n  - x\n  - y\n    z\ne: []\no: {}\ncommand: []\n",
+		// texts that could be read as something else are quoted
+		"[tool_use X]\na:\n  b:\n    c:\n      d:\n        e: {\"f\":1}\nl:\n  - x\n  - \"y\\nz\"\n  - \"a: b\"\n  - \"- c\"\n  - \"true\"\n  - \"\"\n  - k: v\nt:\n  s: \"true\"\n  u: \" pad\"\n  w:\n    one\n\n    three\ne: []\no: {}\ncommand: []\n",
 	}
 	for i, line := range renderSeeds {
 		if got := string(RenderImported([]byte(line + "\n"))); got != want[i] {
@@ -325,6 +326,7 @@ func TestPreviewOfImported(t *testing.T) {
 		{`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"Exit code: 0\nsomething else\nOutput:\nx"}}`, "Exit code: 0"}, // another shape: as it is
 		// a command's words are text too
 		{`{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"timeout_ms\":5,\"command\":[\"ls\",\"-l\"],\"workdir\":\"/w\"}"}}`, "command: ls -l"},
+		{`{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[1,2],\"workdir\":\"/w\"}"}}`, "workdir: /w"}, // not words
 		// text arguments first: the path says more than the flag
 		{`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Edit","input":{"replace_all":false,"file_path":"/a.go","old_string":"x"}}]}}`, "file_path: /a.go"},
 	} {

@@ -702,7 +702,9 @@ func TestFindSnippetsOfImportedText(t *testing.T) {
 			t.Fatalf("find %q: %+v %v", c.query, res.Hits, err)
 		}
 		h := res.Hits[0]
-		if h.Decoded != c.decoded || !strings.Contains(h.Snippet, c.want) {
+		// A decoded snippet is the whole text (these are short); the
+		// line as stored is cut around the match.
+		if h.Decoded != c.decoded || c.decoded && h.Snippet != c.want || !strings.Contains(h.Snippet, c.want) {
 			t.Errorf("find %q: decoded %v snippet %q, want %v and %q", c.query, h.Decoded, h.Snippet, c.decoded, c.want)
 		}
 	}
@@ -743,5 +745,21 @@ func TestSearchReadsImportedText(t *testing.T) {
 	// A value is text: an id finds its line.
 	if res, _ := r.Search("u2", SearchOptions{}); len(res.Hits) != 1 || res.Hits[0].Seq != 1 {
 		t.Errorf("u2: %+v", res.Hits)
+	}
+}
+
+// TestDecodedSnippetWindow: a find snippet decodes a window around its
+// match, not the whole string, even where the string is all escapes (a
+// bad escape past the window does not spoil it).
+func TestDecodedSnippetWindow(t *testing.T) {
+	m := newFoldMatcher("q")
+	body := []byte(`{"a":"xq` + strings.Repeat(`\n`, 100_000) + `\q"}`)
+	got, ok := decodedSnippet(body, bytes.IndexByte(body, 'q'), m)
+	if !ok || !strings.HasPrefix(got, "a: xq") {
+		t.Errorf("all escapes after the match: %q %v", got, ok)
+	}
+	// A match inside a character (a binary body) has no snippet of its own.
+	if _, ok := decodedSnippet([]byte("\"0\xdf\x99\x99\""), 3, newFoldMatcher("\xfc")); ok {
+		t.Error("a match inside a character was decoded")
 	}
 }

@@ -502,6 +502,9 @@ const decodedSnippetWindow = 1024
 // not JSON there): the caller shows the line as stored. The cost is a
 // scan of the line up to the match and the window around it.
 func decodedSnippet(body []byte, at int, m *foldMatcher) (string, bool) {
+	if at >= len(body) || !utf8.RuneStart(body[at]) {
+		return "", false // inside a character: a binary body's match
+	}
 	from := bytes.LastIndexByte(body[:at], '\n') + 1
 	open := -1           // where the string the scan is in starts (its quote)
 	key, colon := "", -1 // the last key before the scan, and its ':'
@@ -521,15 +524,6 @@ func decodedSnippet(body []byte, at int, m *foldMatcher) (string, bool) {
 			ws = i
 		}
 		switch {
-		case c == '\\':
-			n := 2
-			if i+1 < len(body) && body[i+1] == 'u' {
-				n = 6
-			}
-			if at > i && at < i+n {
-				at = i // a match from inside an escape shows from the escape
-			}
-			i += n - 1
 		case c == '"' && i < at:
 			// A string before the match: remember it if it is a key.
 			if j := skipJSONSpace(body, i+1); j < len(body) && body[j] == ':' {
@@ -539,14 +533,26 @@ func decodedSnippet(body []byte, at int, m *foldMatcher) (string, bool) {
 				}
 			}
 			open = -1
-		case c == '"' || i >= at+6*len(m.query)+decodedSnippetWindow:
-			// The string holding the match ends here, or the window does.
-			if c == '"' {
-				if j := skipJSONSpace(body, i+1); j < len(body) && body[j] == ':' {
-					return "", false // a key
-				}
+		case c == '"':
+			// The string holding the match ends here.
+			if j := skipJSONSpace(body, i+1); j < len(body) && body[j] == ':' {
+				return "", false // a key
 			}
 			return windowSnippet(body, open, ws, at, i, key, colon, m)
+		case i >= at+6*len(m.query)+decodedSnippetWindow:
+			// The window ends here, never inside an escape. (A character
+			// written as a pair of escapes may be cut in two: far from the
+			// match, past what the snippet shows.)
+			return windowSnippet(body, open, ws, at, i, key, colon, m)
+		case c == '\\':
+			n := 2
+			if i+1 < len(body) && body[i+1] == 'u' {
+				n = 6
+			}
+			if at > i && at < i+n {
+				at = i // a match from inside an escape shows from the escape
+			}
+			i += n - 1
 		}
 	}
 	return "", false // the line ends inside the string: not JSON
@@ -557,8 +563,8 @@ func decodedSnippet(body []byte, at int, m *foldMatcher) (string, bool) {
 // shown before the text when the string is the value of the key whose ':'
 // is at body[colon].
 func windowSnippet(body []byte, open, ws, at, we int, key string, colon int, m *foldMatcher) (string, bool) {
-	for ws < at && body[ws]&0xC0 == 0x80 {
-		ws++ // not inside a character
+	for ws > open+1 && ws < at && body[ws]&0xC0 == 0x80 {
+		ws++ // a cut window does not start inside a character
 	}
 	for we > at && we < len(body) && body[we]&0xC0 == 0x80 {
 		we--

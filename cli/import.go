@@ -109,7 +109,7 @@ func printImport(e *Env, out importJSON) {
 		}
 		return fmt.Sprintf(" (%.1fx)", float64(rep.BytesIn)/float64(added))
 	}
-	if out.DiskBefore != nil && *out.DiskAfter > *out.DiskBefore {
+	if out.DiskBefore != nil && *out.DiskAfter > *out.DiskBefore && rep.BytesIn > 0 {
 		// What a user's disk lost: objects, and the index and event logs
 		// that find them.
 		grew := *out.DiskAfter - *out.DiskBefore

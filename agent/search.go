@@ -289,7 +289,7 @@ func textOfImported(body []byte) []byte {
 		}
 		for _, s := range strs {
 			var ok bool
-			if out, ok = appendDecodedString(out, line[s.Start:s.End]); ok {
+			if out, ok = appendDecodedString(out, line[s.Start+1:s.End-1]); ok {
 				out = append(out, '\n')
 			}
 		}

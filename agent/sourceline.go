@@ -495,34 +495,39 @@ func lineCuts(line []byte, strs []jsonString, minLen int, kindOf func(jsonString
 // UTF-8. Anything else (\/, \u00e9, a surrogate pair, invalid UTF-8)
 // stays in the line.
 func canonicalText(lit []byte) ([]byte, bool) {
-	if len(lit) >= 2 && lit[0] == '"' && lit[len(lit)-1] == '"' {
-		if in := lit[1 : len(lit)-1]; bytes.IndexByte(in, '\\') < 0 {
-			// Valid JSON has no raw control character or quote here: the
-			// text is the literal's inside, no copy.
-			if !utf8.Valid(in) {
-				return nil, false
-			}
-			return in, true
+	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
+		return nil, false
+	}
+	in := lit[1 : len(lit)-1]
+	if bytes.IndexByte(in, '\\') < 0 {
+		// Valid JSON has no raw control character or quote here: the
+		// text is the literal's inside, no copy.
+		if !utf8.Valid(in) {
+			return nil, false
 		}
-		if out, ok := appendCanonicalText(make([]byte, 0, len(lit)), lit); ok {
-			return out, true
-		}
+		return in, true
+	}
+	if out, ok := appendCanonicalText(make([]byte, 0, len(in)), in); ok {
+		return out, true
 	}
 	return nil, false
 }
 
-// appendDecodedString appends the text of a JSON string literal to dst,
-// whatever its escapes (canonicalText's fast way when it can); on false
-// (not a string literal), dst is returned as it was. Bytes that are not
-// UTF-8 in a literal with no escape are kept as they are (its readers,
-// search and snippets, take them as U+FFFD).
-func appendDecodedString(dst, lit []byte) ([]byte, bool) {
-	if len(lit) >= 2 && lit[0] == '"' && lit[len(lit)-1] == '"' && bytes.IndexByte(lit[1:len(lit)-1], '\\') < 0 {
-		return append(dst, lit[1:len(lit)-1]...), true
+// appendDecodedString appends the text of a JSON string to dst, given
+// the inside of its literal (quotes left out), whatever its escapes
+// (canonicalText's fast way when it can); on false (not the inside of a
+// string literal), dst is returned as it was. Bytes that are not UTF-8 in
+// a string with no escape are kept as they are (its readers, search and
+// snippets, take them as U+FFFD).
+func appendDecodedString(dst, in []byte) ([]byte, bool) {
+	if bytes.IndexByte(in, '\\') < 0 {
+		return append(dst, in...), true
 	}
-	if out, ok := appendCanonicalText(dst, lit); ok {
+	if out, ok := appendCanonicalText(dst, in); ok {
 		return out, true
 	}
+	lit := make([]byte, 0, len(in)+2)
+	lit = append(append(append(lit, '"'), in...), '"')
 	var text string
 	if json.Unmarshal(lit, &text) != nil {
 		return dst, false
@@ -531,12 +536,9 @@ func appendDecodedString(dst, lit []byte) ([]byte, bool) {
 }
 
 // appendCanonicalText is canonicalText appending the text to dst (a
-// copy, always); on false, dst is returned as it was.
-func appendCanonicalText(dst, lit []byte) ([]byte, bool) {
-	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
-		return dst, false
-	}
-	in := lit[1 : len(lit)-1]
+// copy, always), given the inside of the literal; on false, dst is
+// returned as it was.
+func appendCanonicalText(dst, in []byte) ([]byte, bool) {
 	if !utf8.Valid(in) {
 		return dst, false
 	}

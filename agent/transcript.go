@@ -528,7 +528,7 @@ func decodedSnippet(body []byte, at int, m *foldMatcher) (string, bool) {
 			// A string before the match: remember it if it is a key.
 			if j := skipJSONSpace(body, i+1); j < len(body) && body[j] == ':' {
 				key, colon = "", j
-				if k, ok := appendDecodedString(nil, body[open:i+1]); ok && len(k) <= 64 {
+				if k, ok := appendDecodedString(nil, body[open+1:i]); ok && len(k) <= 64 {
 					key = string(k)
 				}
 			}
@@ -575,11 +575,11 @@ func windowSnippet(body []byte, open, ws, at, we int, key string, colon int, m *
 		text = append(text, ": "...)
 	}
 	var ok bool
-	if text, ok = appendDecodedFragment(text, body[ws:at]); !ok {
+	if text, ok = appendDecodedString(text, body[ws:at]); !ok {
 		return "", false
 	}
 	match := len(text)
-	if text, ok = appendDecodedFragment(text, body[at:we]); !ok {
+	if text, ok = appendDecodedString(text, body[at:we]); !ok {
 		return "", false
 	}
 	// The match must still be there, decoded: one that ran past the
@@ -602,17 +602,6 @@ func prevNonSpace(b []byte, i int) int {
 		}
 	}
 	return -1
-}
-
-// appendDecodedFragment appends the text of frag, the inside of a JSON
-// string literal cut between escapes.
-func appendDecodedFragment(dst, frag []byte) ([]byte, bool) {
-	if bytes.IndexByte(frag, '\\') < 0 {
-		return append(dst, frag...), true
-	}
-	lit := make([]byte, 0, len(frag)+2)
-	lit = append(append(append(lit, '"'), frag...), '"')
-	return appendDecodedString(dst, lit)
 }
 
 // foldMatcher finds a literal under Unicode simple case folding.

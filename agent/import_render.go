@@ -208,6 +208,7 @@ func (r *renderer) content(content json.RawMessage) bool {
 				tag += ", error"
 			}
 			r.head("%s", tag)
+			start := out.Len()
 			inner := renderer{headers: r.headers, depth: r.depth + 1}
 			if len(b.Content) > 0 && b.Content[0] == '[' && inner.depth < maxRenderDepth && inner.content(b.Content) {
 				out.Write(inner.out.Bytes())
@@ -216,6 +217,7 @@ func (r *renderer) content(content json.RawMessage) bool {
 			} else {
 				out.Write(b.Content)
 			}
+			noOutput(out, start)
 		default:
 			fmt.Fprintf(out, "[%s]", b.Type)
 		}
@@ -267,8 +269,11 @@ func (r *renderer) arguments(args json.RawMessage) {
 		case !isText && r.headers && writeNested(out, m.key, m.value, ""):
 		case !isText:
 			fmt.Fprintf(out, "%s: %s", m.key, m.value)
-		case strings.Contains(s, "\n"):
+		case r.headers && strings.Contains(s, "\n"):
 			fmt.Fprintf(out, "%s:\n%s", m.key, s)
+		case !r.headers:
+			// A preview shows one line: the text's first, after its key.
+			fmt.Fprintf(out, "%s: %s", m.key, strings.TrimLeft(s, " \t\r\n"))
 		default:
 			fmt.Fprintf(out, "%s: %s", m.key, s)
 		}
@@ -511,7 +516,9 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 			} else if !r.headers {
 				s = outputOfExec(s)
 			}
+			start := out.Len()
 			out.WriteString(s)
+			noOutput(out, start)
 		default:
 			fmt.Fprintf(out, "[%s] %s", p.Type, firstText(payload))
 		}
@@ -571,6 +578,16 @@ func readable(s string) string {
 		return "(empty text)"
 	}
 	return s
+}
+
+// noOutput says "(no output)" where a tool's output, written from start,
+// is blank (a command that printed nothing), so the view and a preview
+// show that instead of nothing, or of the block's bare name.
+func noOutput(out *bytes.Buffer, start int) {
+	if len(bytes.TrimSpace(out.Bytes()[start:])) == 0 {
+		out.Truncate(start)
+		out.WriteString("(no output)")
+	}
 }
 
 // endLine ends the text so far with a newline, if it does not already.

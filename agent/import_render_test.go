@@ -82,6 +82,9 @@ var renderSeeds = []string{
 	`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"MultiEdit","input":{"file_path":"/a.go","edits":[{"old_string":"a\nb","new_string":"c"},{"old_string":"x","new_string":"y","replace_all":true}]}}]}}`,
 	`{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"update_plan","arguments":"{\"plan\":[{\"step\":\"one\",\"status\":\"completed\"},{\"step\":\"two\",\"status\":\"pending\"}]}","call_id":"c"}}`,
 	`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"X","input":{"a":{"b":{"c":{"d":{"e":{"f":1}}}}},"l":["x","y\nz","a: b","- c","true","",{"k":"v"}],"t":{"s":"true","u":" pad","w":"one\n\nthree"},"e":[],"o":{},"command":[]}}]}}`,
+	`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"","is_error":false}]},"toolUseResult":{"stdout":"","stderr":""}}`,
+	`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"{\"output\":\"\\n\",\"metadata\":{\"exit_code\":1}}"}}`,
+	`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t"}]}}`,
 }
 
 // TestRenderImported pins the rendering of each kind of line, and that a
@@ -122,6 +125,10 @@ func TestRenderImported(t *testing.T) {
 		// four levels, then as written; empty ones as written
 		// texts that could be read as something else are quoted
 		"[tool_use X]\na:\n  b:\n    c:\n      d:\n        e: {\"f\":1}\nl:\n  - x\n  - \"y\\nz\"\n  - \"a: b\"\n  - \"- c\"\n  - \"true\"\n  - \"\"\n  - k: v\nt:\n  s: \"true\"\n  u: \" pad\"\n  w:\n    one\n\n    three\ne: []\no: {}\ncommand: []\n",
+		// a command that printed nothing says so
+		"[tool_result]\n(no output)\n",
+		"[function_call_output]\n(exit code 1)\n",
+		"[tool_result]\n(no output)\n",
 	}
 	for i, line := range renderSeeds {
 		if got := string(RenderImported([]byte(line + "\n"))); got != want[i] {
@@ -319,7 +326,13 @@ func TestPreviewOfImported(t *testing.T) {
 		{`{"timestamp":"t","type":"event_msg","payload":{"type":"task_started"}}`, "[task_started]"},
 		{`{"type":"user","message":{"content":"[Request interrupted by user]"}}`, "[Request interrupted by user]"},
 		{`{"type":"user","message":{"content":"[WIP]\nfix it"}}`, "[WIP]"}, // a prompt's own brackets are text
-		{renderSeeds[20], "(exit code 1) boom"},                            // the code and the output on the line a preview shows
+		// a text of several lines previews as its first, after its key
+		{`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":{"command":"\ncd /w &&\n  make test","description":"Run the tests"}}]}}`, "command: cd /w &&"},
+		{renderSeeds[29], "(no output)"},
+		{`{"type":"progress","data":{"type":"waiting_for_task","taskDescription":"Run the tests","taskType":"local_bash"}}`, "[progress waiting_for_task] Run the tests"}, // not the block's bare name
+		{`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":""}}`, "(no output)"},
+		{`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"Exit code: 0\nWall time: 0 seconds\nOutput:\n"}}`, "(no output)"},
+		{renderSeeds[20], "(exit code 1) boom"}, // the code and the output on the line a preview shows
 		// a Codex command's output, not the lines its tool puts first
 		{`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"Exit code: 0\nWall time: 0.5 seconds\nOutput:\nok  \tpkg\n"}}`, "ok   pkg"},
 		{`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"Exit code: 2\nWall time: 1 seconds\nOutput:\nboom\n"}}`, "(exit code 2) boom"},

@@ -267,6 +267,10 @@ func (r *renderer) arguments(args json.RawMessage) {
 			// would read it back.
 			fmt.Fprintf(out, "%s: %s", m.key, shellWords(words))
 		case !isText && r.headers && writeNested(out, m.key, m.value, ""):
+		case !isText && !r.headers && firstString(m.value) != "":
+			// A preview of a list (a plan's steps, a todo list): its
+			// first text, not its JSON.
+			fmt.Fprintf(out, "%s: %s", m.key, firstString(m.value))
 		case !isText:
 			fmt.Fprintf(out, "%s: %s", m.key, m.value)
 		case r.headers && strings.Contains(s, "\n"):
@@ -278,6 +282,25 @@ func (r *renderer) arguments(args json.RawMessage) {
 			fmt.Fprintf(out, "%s: %s", m.key, s)
 		}
 	}
+}
+
+// firstString is the first string value in an array or object that is
+// not blank, trimmed at the start; "" when there is none, or for any
+// other value.
+func firstString(v json.RawMessage) string {
+	if len(v) == 0 || v[0] != '[' && v[0] != '{' {
+		return ""
+	}
+	strs, ok := stringValues(v, len(`"x"`))
+	if !ok {
+		return ""
+	}
+	for _, s := range strs {
+		if text, ok := rawText(v[s.Start:s.End]); ok && strings.TrimSpace(text) != "" {
+			return strings.TrimLeft(text, " \t\r\n")
+		}
+	}
+	return ""
 }
 
 // commandWords are the words of a command given as a JSON array of

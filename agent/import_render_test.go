@@ -328,7 +328,14 @@ func TestPreviewOfImported(t *testing.T) {
 		{`{"type":"user","message":{"content":"[WIP]\nfix it"}}`, "[WIP]"}, // a prompt's own brackets are text
 		// a text of several lines previews as its first, after its key
 		{`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":{"command":"\ncd /w &&\n  make test","description":"Run the tests"}}]}}`, "command: cd /w &&"},
+		// a list previews as its first text
+		{renderSeeds[27], "plan: one"},
+		{`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"TodoWrite","input":{"todos":[{"content":"\nWrite the test","status":"pending","activeForm":"Writing the test"}]}}]}}`, "todos: Write the test"},
+		{`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"X","input":{"l":[{"n":1,"s":"  "},{"s":"two"}]}}]}}`, "l: two"}, // blank texts skipped
+		{`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"X","input":{"ids":[1,2]}}]}}`, "ids: [1,2]"},
 		{renderSeeds[29], "(no output)"},
+		{`{"timestamp":"t","type":"event_msg","payload":{"type":"turn_aborted","reason":"interrupted"}}`, "[turn_aborted] interrupted"},
+		{`{"timestamp":"t","type":"event_msg","payload":{"type":"task_complete","last_agent_message":"Done: fixed"}}`, "[task_complete] Done: fixed"},
 		{`{"type":"progress","data":{"type":"waiting_for_task","taskDescription":"Run the tests","taskType":"local_bash"}}`, "[progress waiting_for_task] Run the tests"}, // not the block's bare name
 		{`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":""}}`, "(no output)"},
 		{`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"Exit code: 0\nWall time: 0 seconds\nOutput:\n"}}`, "(no output)"},

@@ -555,10 +555,10 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 			}
 		case p.Message != "":
 			r.head("%s", p.Type)
-			out.WriteString(p.Message)
+			out.WriteString(readable(p.Message))
 		case p.Text != "":
 			r.head("%s", p.Type)
-			out.WriteString(p.Text)
+			out.WriteString(readable(p.Text))
 		default:
 			fmt.Fprintf(out, "[%s] %s", p.Type, firstText(payload))
 		}

@@ -85,6 +85,7 @@ var renderSeeds = []string{
 	`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"","is_error":false}]},"toolUseResult":{"stdout":"","stderr":""}}`,
 	`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"{\"output\":\"\\n\",\"metadata\":{\"exit_code\":1}}"}}`,
 	`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t"}]}}`,
+	`{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"  \nFix it","images":[]}}`,
 }
 
 // TestRenderImported pins the rendering of each kind of line, and that a
@@ -129,6 +130,7 @@ func TestRenderImported(t *testing.T) {
 		"[tool_result]\n(no output)\n",
 		"[function_call_output]\n(exit code 1)\n",
 		"[tool_result]\n(no output)\n",
+		"[user_message]\nFix it\n", // a message's blank lines before its text left out
 	}
 	for i, line := range renderSeeds {
 		if got := string(RenderImported([]byte(line + "\n"))); got != want[i] {

@@ -183,6 +183,14 @@ func (c *ExportCmd) Run(e *Env) error {
 		return err
 	}
 	if m.Source == nil {
+		if m.Parent != nil && m.ForkAt != nil {
+			// A fork (or rewind) of an imported session holds its lines,
+			// but not a whole file: say which session does.
+			if pm, err := r.Log.ReadMeta(*m.Parent); err == nil && pm.Source != nil {
+				return fmt.Errorf("session %s: not imported itself: it is a fork of the first %d event(s) of %s, imported from %s: `rook export %s` writes that file",
+					id, *m.ForkAt, pm.ID, pm.Source.Path, pm.ID)
+			}
+		}
 		return fmt.Errorf("session %s: %w", id, agent.ErrNotImported)
 	}
 	if c.Format != "" && c.Format != agent.FormatClaudeCode && c.Format != agent.FormatCodex {

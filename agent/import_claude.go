@@ -22,12 +22,17 @@ import (
 type claudeMapper struct {
 	file     string
 	toolName map[string]string // tool_use id -> tool name
-	lastMsg  string            // message.id of the previous assistant line
-	sess     sourceSession
+	// counted are the tokens of each API message (message.id) counted so
+	// far, on the lines before.
+	counted map[string]messageTokens
+	sess    sourceSession
 }
 
+// messageTokens are an API message's tokens: in (input and cache) and out.
+type messageTokens struct{ in, out uint64 }
+
 func newClaudeMapper(path string) *claudeMapper {
-	m := &claudeMapper{file: path, toolName: map[string]string{}}
+	m := &claudeMapper{file: path, toolName: map[string]string{}, counted: map[string]messageTokens{}}
 	base := strings.TrimSuffix(filepath.Base(path), ".jsonl")
 	m.sess.ID = base
 	if strings.HasPrefix(base, "agent-") {
@@ -227,9 +232,6 @@ func (m *claudeMapper) mapEntry(l *claudeEntry) mappedLine {
 			}
 		}
 	}
-	if out.Kind != eventlog.KindAssistant && out.Kind != eventlog.KindReasoning && out.Kind != eventlog.KindToolCall {
-		m.lastMsg = ""
-	}
 	return out
 }
 
@@ -280,20 +282,28 @@ func (m *claudeMapper) mapAssistant(l *claudeEntry, out *mappedLine) {
 		}
 	}
 	// Claude Code writes each content block of one API message on its own
-	// line, repeating the message's usage: the lines are one group, and
-	// the tokens count once, on its first line.
+	// line, repeating the message's usage as it streams: the input on
+	// every line, the output so far (a line before the last says 1 or 10
+	// where the message ends at 441). The lines are one group when they
+	// follow each other; a progress note or a tool's result may come
+	// between them. So a message's tokens count once, whichever lines it
+	// spans: each line adds what its usage says beyond what the lines
+	// before counted of the same message.
 	if l.MsgID != "" {
 		out.Group = l.MsgID
-		if l.MsgID == m.lastMsg {
-			m.lastMsg = l.MsgID
-			return
-		}
 	}
-	m.lastMsg = l.MsgID
-	if u := l.Usage; u != nil {
-		out.TokensIn = u.Input + u.CacheCreation + u.CacheRead
-		out.TokensOut = u.Output
+	u := l.Usage
+	if u == nil {
+		return
 	}
+	now := messageTokens{in: u.Input + u.CacheCreation + u.CacheRead, out: u.Output}
+	if l.MsgID == "" {
+		out.TokensIn, out.TokensOut = now.in, now.out
+		return
+	}
+	before := m.counted[l.MsgID]
+	out.TokensIn, out.TokensOut = now.in-min(now.in, before.in), now.out-min(now.out, before.out)
+	m.counted[l.MsgID] = messageTokens{in: max(now.in, before.in), out: max(now.out, before.out)}
 }
 
 // titleOf makes a session title from a prompt: its first non-empty line,

@@ -197,6 +197,58 @@ func TestImportClaudeCodeMapsLinesAndExportsThemBack(t *testing.T) {
 	}
 }
 
+// TestImportCountsAMessagesTokensOnce: Claude Code repeats an API
+// message's usage on each of its lines, the output growing as it streams,
+// and other lines may come between them (a progress note, in a later
+// import even). The session counts each message's tokens once: its
+// input, and its output as its last line says.
+func TestImportCountsAMessagesTokensOnce(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/p/s.jsonl"
+	line := func(s int, id, block string, out int) string {
+		return fmt.Sprintf(`{"type":"assistant","sessionId":"s","message":{"model":"m","id":%q,"content":[%s],"usage":{"input_tokens":3,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":%d}},"timestamp":"2026-02-10T21:00:%02d.000Z"}`, id, block, out, s)
+	}
+	thinking, text := `{"type":"thinking","thinking":"hmm"}`, `{"type":"text","text":"ok"}`
+	progress := `{"type":"progress","sessionId":"s","data":{"type":"hook_progress"},"timestamp":"2026-02-10T21:00:02.000Z"}`
+	lines := []string{
+		`{"type":"user","sessionId":"s","message":{"role":"user","content":"go"},"timestamp":"2026-02-10T21:00:00.000Z"}`,
+		line(1, "msg_a", thinking, 10),
+		progress, // between two lines of msg_a
+		line(3, "msg_a", text, 10),
+		line(4, "msg_a", `{"type":"tool_use","id":"t1","name":"Bash","input":{}}`, 441),
+		line(5, "msg_b", text, 7),
+		line(6, "msg_b", text, 7), // the same usage again
+		line(7, "", text, 5),      // no message id: counted as it is
+	}
+	writeSource(t, fsys, src, lines, "")
+	mustImport(t, r, FormatClaudeCode, src)
+	// The file grows by a last line of msg_b, its output now final.
+	lines = append(lines, line(8, "msg_b", text, 30))
+	writeSource(t, fsys, src, lines, "")
+	rep := mustImport(t, r, FormatClaudeCode, src)
+	id := *fileByPath(t, rep, src).Session
+	s, err := r.Log.Summary(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.TokensIn != 3*1103 || s.TokensOut != 441+30+5 {
+		t.Fatalf("tokens %d in, %d out; want %d in, %d out", s.TokensIn, s.TokensOut, 3*1103, 441+30+5)
+	}
+	evs, err := r.Log.Read(id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range evs {
+		got = append(got, fmt.Sprintf("%s/%d/%d", ev.Kind, ev.TokensIn, ev.TokensOut))
+	}
+	want := "user/0/0 reasoning/1103/10 note/0/0 assistant/0/0 tool-call/0/431 assistant/1103/7 assistant/0/0 assistant/1103/5 assistant/0/23"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("events %s\nwant   %s", strings.Join(got, " "), want)
+	}
+}
+
 func TestImportIsIncremental(t *testing.T) {
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)

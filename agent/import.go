@@ -84,6 +84,9 @@ type ImportedFile struct {
 	BytesIn  int64        `json:"bytes_in"`
 	Unparsed int          `json:"unparsed"`
 	Note     string       `json:"note,omitempty"`
+	// MovedFrom: the path the session was imported from before, where the
+	// file is no longer (sourceNames).
+	MovedFrom string `json:"moved_from,omitempty"`
 }
 
 // ImportProblem is a line that did not parse, or a file that could not be
@@ -173,6 +176,7 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	if err != nil {
 		return rep, err
 	}
+	names := &sourceNames{known: known}
 	st, err := r.Store.Stats()
 	if err != nil {
 		return rep, err
@@ -189,7 +193,7 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	defer ahead.close()
 	for i, f := range files {
 		prep := ahead.next(i)
-		res := r.importFile(opts, f, prep, known, &metas, &rep, func(n int64) {
+		res := r.importFile(opts, f, prep, names, &metas, &rep, func(n int64) {
 			if opts.Progress != nil {
 				opts.Progress(done+min(n, f.size), total)
 			}
@@ -426,7 +430,8 @@ func hashHex(b []byte) string {
 // importFile takes in one file: new, grown, unchanged or rewritten. A file
 // read whole ahead (prep) is one chunk; a big one is read here, a chunk at
 // a time (import_stream.go).
-func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, known map[string]eventlog.Meta, metas *[]eventlog.Meta, rep *ImportReport, progress func(taken int64)) ImportedFile {
+func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, names *sourceNames, metas *[]eventlog.Meta, rep *ImportReport, progress func(taken int64)) ImportedFile {
+	known := names.known
 	res := ImportedFile{Path: f.path}
 	fail := func(err error) ImportedFile {
 		res.Status, res.Note = ImportFailed, err.Error()
@@ -455,7 +460,14 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	res.Status = ImportNew
 	size, full := int64(len(prep.data)), prep.full // a streamed new file's: known at its end
 	prefix := ""                                   // the SHA-256 of the file's bytes its session holds
-	if m, ok := known[f.path]; ok {
+	m, ok := known[f.path]
+	movedFrom := "" // the path a session was imported from, where this file was
+	if !ok {
+		if m, ok = names.moved(r.fs, f.path); ok {
+			movedFrom = m.Source.Path
+		}
+	}
+	if ok {
 		done, err := r.importedBytes(m)
 		if err != nil {
 			return fail(fmt.Errorf("session %s: %w", m.ID, err))
@@ -467,14 +479,21 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		} else if done.size <= size {
 			prefix = hashHex(prep.data[:done.size])
 		}
+		if movedFrom != "" && (done.size > size || done.sha != prefix) {
+			// Not the same transcript after all (its name is): a new one.
+			movedFrom, ok = "", false
+		}
 		switch {
+		case !ok:
 		case done.size == size && done.sha == full:
 			res.Status, res.Session = ImportUnchanged, &m.ID
-			if m.Source.Size != done.size || m.Source.SHA256 != done.sha {
-				// A crash came after the lines and before the metadata.
+			if m.Source.Size != done.size || m.Source.SHA256 != done.sha || movedFrom != "" {
+				// A crash came after the lines and before the metadata,
+				// or the file moved.
 				src := *m.Source
 				src.Size, src.SHA256 = done.size, done.sha
 				m.Source = &src
+				names.move(&m, movedFrom, f.path, zst, &res)
 				*metas = append(*metas, m)
 				known[f.path] = m
 			}
@@ -584,9 +603,73 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		src.ID = info.ID
 	}
 	sess.Source = &src
+	names.move(sess, movedFrom, f.path, zst, &res)
 	*metas = append(*metas, *sess)
 	known[f.path] = *sess
 	return res
+}
+
+// sourceNames finds the session of a file that moved. Codex compresses a
+// rollout left idle for a week in place (x.jsonl becomes x.jsonl.zst) and
+// writes it back plain when the session resumes; archiving moves it to
+// archived_sessions; a Claude Code project directory is renamed with its
+// project. A file not imported under its path is the session imported
+// under another path of the same name (.zst aside) that is no longer
+// there, when that session's bytes are the file's first bytes (importFile
+// checks); it is then unchanged or grown, not a new session. A copy, whose
+// original is still there, is a session of its own.
+type sourceNames struct {
+	known  map[string]eventlog.Meta // by source path
+	byName map[string][]string      // source paths by name; made when first asked
+}
+
+// sourceName is a source file's name as it moves: without its directory
+// or a .zst.
+func sourceName(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), ".zst")
+}
+
+// moved is the session imported from another path of path's name that no
+// longer exists, if there is exactly one.
+func (n *sourceNames) moved(fsys vfs.FS, path string) (eventlog.Meta, bool) {
+	if len(n.known) == 0 {
+		return eventlog.Meta{}, false
+	}
+	if n.byName == nil {
+		n.byName = map[string][]string{}
+		for p := range n.known {
+			n.byName[sourceName(p)] = append(n.byName[sourceName(p)], p)
+		}
+	}
+	var found []eventlog.Meta
+	for _, p := range n.byName[sourceName(path)] {
+		m, ok := n.known[p]
+		if !ok || p == path {
+			continue // moved already, in this import
+		}
+		if _, err := fsys.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			found = append(found, m)
+		}
+	}
+	if len(found) != 1 {
+		return eventlog.Meta{}, false
+	}
+	return found[0], true
+}
+
+// move records that the session m, imported from the path from, is now
+// the file at path (nothing when from is ""). The caller writes m's
+// metadata.
+func (n *sourceNames) move(m *eventlog.Meta, from, path string, zst bool, res *ImportedFile) {
+	if from == "" {
+		return
+	}
+	src := *m.Source
+	src.Path, src.Zstd = path, zst
+	m.Source = &src
+	delete(n.known, from)
+	res.MovedFrom = from
+	res.Note = fmt.Sprintf("moved: imported before from %s, which is no longer there", from)
 }
 
 // partly says, of an error that stops a file half way, where its lines

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/fuzzseed"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // The Codex fixtures are hand-made rollouts: a main session that holds
@@ -365,5 +368,96 @@ func TestWriteCodexFuzzSeeds(t *testing.T) {
 	defer enc.Close()
 	if err := os.WriteFile(filepath.Clean(codexMainFile+".zst"), enc.EncodeAll(plain, nil), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestImportFollowsAMovedFile: Codex compresses a rollout idle for a week
+// in place, writes it back plain when the session resumes, and archiving
+// moves it; the session is the same one throughout, not a new one each
+// time. A copy whose original is still there, or a file of the same name
+// with other lines, is a session of its own.
+func TestImportFollowsAMovedFile(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	plain, err := os.ReadFile(codexMainFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Base(codexMainFile)
+	day := "/c/sessions/2026/01/02/"
+	write := func(path string, data []byte) {
+		t.Helper()
+		if err := fsys.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := fsys.WriteFileAtomic(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remove := func(path string) {
+		t.Helper()
+		if err := fsys.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(day+name, plain)
+	first := mustImport(t, r, FormatCodex, "/c")
+	id := *fileByPath(t, first, day+name).Session
+	// step imports /c and checks the file at path is session id, with
+	// this status, and that the session now names path as its source.
+	step := func(what, path, status string, from string) {
+		t.Helper()
+		rep := mustImport(t, r, FormatCodex, "/c")
+		f := fileByPath(t, rep, path)
+		if f.Status != status || f.Session == nil || *f.Session != id || f.MovedFrom != from || rep.Sessions != 0 {
+			t.Fatalf("%s: %+v (report %+v)", what, f, rep)
+		}
+		m, err := r.Log.ReadMeta(id)
+		if err != nil || m.Source.Path != path || m.Source.Zstd != strings.HasSuffix(path, ".zst") {
+			t.Fatalf("%s: source %+v %v", what, m.Source, err)
+		}
+	}
+
+	// Compressed in place.
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	write(day+name+".zst", enc.EncodeAll(plain, nil))
+	remove(day + name)
+	step("compressed", day+name+".zst", ImportUnchanged, day+name)
+	step("compressed, again", day+name+".zst", ImportUnchanged, "")
+
+	// Resumed: plain again, with a line more.
+	grown := append(slices.Clone(plain), `{"timestamp":"2026-01-03T00:00:00.000Z","type":"event_msg","payload":{"type":"agent_message","message":"resumed"}}`+"\n"...)
+	write(day+name, grown)
+	remove(day + name + ".zst")
+	step("resumed", day+name, ImportGrown, day+name+".zst")
+
+	// Archived.
+	write("/c/archived_sessions/"+name, grown)
+	remove(day + name)
+	step("archived", "/c/archived_sessions/"+name, ImportUnchanged, day+name)
+	mustExport(t, r, id, grown)
+
+	// A file of the same name with other lines, where the old one was,
+	// is a session of its own.
+	remove("/c/archived_sessions/" + name)
+	other := bytes.Replace(grown, []byte("resumed"), []byte("resumed!"), 1)
+	write("/c/other/"+name, other)
+	rep := mustImport(t, r, FormatCodex, "/c/other")
+	if f := fileByPath(t, rep, "/c/other/"+name); f.Status != ImportNew || *f.Session == id || f.MovedFrom != "" {
+		t.Fatalf("same name, other lines: %+v", f)
+	}
+	// So is a copy beside its original.
+	write("/c/archived_sessions/"+name, grown)
+	write("/c/copy/"+name, grown)
+	rep = mustImport(t, r, FormatCodex, "/c/archived_sessions", "/c/copy")
+	if f := fileByPath(t, rep, "/c/archived_sessions/"+name); f.Status != ImportUnchanged || *f.Session != id {
+		t.Fatalf("the original: %+v", f)
+	}
+	if f := fileByPath(t, rep, "/c/copy/"+name); f.Status != ImportNew || *f.Session == id {
+		t.Fatalf("a copy: %+v", f)
 	}
 }

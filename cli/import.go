@@ -119,7 +119,7 @@ func printImport(e *Env, out importJSON) {
 		fmt.Fprintf(w, "%s added to the store%s\n", formatBytes(rep.StoredAdded()), ratio(rep.StoredAdded()))
 	}
 	for _, f := range rep.Files {
-		if f.Status == agent.ImportUnchanged {
+		if f.Status == agent.ImportUnchanged && f.MovedFrom == "" {
 			continue
 		}
 		sid := "-"

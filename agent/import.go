@@ -23,8 +23,10 @@ import (
 // ImportOptions say what to import.
 type ImportOptions struct {
 	Format string   // FormatClaudeCode or FormatCodex
-	Paths  []string // files or directories; none: the format's default under Home
-	Home   string   // the user's home directory, for the defaults
+	Paths  []string // files or directories; none: the format's defaults in AgentDir
+	// AgentDir is the agent's own directory, for the defaults:
+	// AgentDirOf says where it is.
+	AgentDir string
 	// Progress, when set, is called as source bytes are taken in.
 	Progress func(done, total int64)
 	// MinCut overrides MinCutString (tests).
@@ -56,13 +58,34 @@ func FormatName(format string) string {
 	return format
 }
 
-// DefaultImportDir is where a format keeps its transcripts, under home.
-func DefaultImportDir(format, home string) string {
+// AgentDirOf is a format's agent's own directory: where CLAUDE_CONFIG_DIR
+// or CODEX_HOME says (getenv reads them), as the agents themselves read
+// them, else ~/.claude or ~/.codex under home.
+func AgentDirOf(format, home string, getenv func(string) string) string {
 	if format == FormatCodex {
-		return filepath.Join(home, ".codex", "sessions")
+		if d := getenv("CODEX_HOME"); d != "" {
+			return d
+		}
+		return filepath.Join(home, ".codex")
 	}
-	return filepath.Join(home, ".claude", "projects")
+	if d := getenv("CLAUDE_CONFIG_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(home, ".claude")
 }
+
+// DefaultImportDir is where a format keeps its transcripts, in its agent's
+// directory (AgentDirOf).
+func DefaultImportDir(format, agentDir string) string {
+	if format == FormatCodex {
+		return filepath.Join(agentDir, "sessions")
+	}
+	return filepath.Join(agentDir, "projects")
+}
+
+// codexArchive is where Codex moves the rollouts of archived sessions,
+// beside sessions.
+func codexArchive(agentDir string) string { return filepath.Join(agentDir, "archived_sessions") }
 
 // Import statuses of a file.
 const (
@@ -163,7 +186,12 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	}
 	paths := opts.Paths
 	if len(paths) == 0 {
-		paths = []string{DefaultImportDir(opts.Format, opts.Home)}
+		paths = []string{DefaultImportDir(opts.Format, opts.AgentDir)}
+		if a := codexArchive(opts.AgentDir); opts.Format == FormatCodex {
+			if _, err := r.fs.Stat(a); err == nil {
+				paths = append(paths, a) // archived sessions are history too
+			}
+		}
 	}
 	files, total, err := r.importFiles(opts.Format, paths, &rep)
 	if err != nil && len(opts.Paths) == 0 && errors.Is(err, fs.ErrNotExist) {

@@ -14,8 +14,8 @@ import (
 
 // ImportCmd is `rook import`.
 type ImportCmd struct {
-	ClaudeCode ImportClaudeCodeCmd `cmd:"" name:"claude-code" help:"Import Claude Code transcripts (default ~/.claude/projects): each session file a session, subagents as child sessions."`
-	Codex      ImportCodexCmd      `cmd:"" name:"codex" help:"Import Codex rollouts (default ~/.codex/sessions), .jsonl and .jsonl.zst."`
+	ClaudeCode ImportClaudeCodeCmd `cmd:"" name:"claude-code" help:"Import Claude Code transcripts (default ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects): each session file a session, subagents as child sessions."`
+	Codex      ImportCodexCmd      `cmd:"" name:"codex" help:"Import Codex rollouts (default ~/.codex/sessions and archived_sessions, or in $CODEX_HOME), .jsonl and .jsonl.zst."`
 }
 
 // importPaths are what `rook import FORMAT` takes.
@@ -37,8 +37,12 @@ func (c *ImportCodexCmd) Run(e *Env) error { return runImport(e, agent.FormatCod
 
 func runImport(e *Env, format string, paths []string) error {
 	home, err := os.UserHomeDir()
-	if err != nil && len(paths) == 0 {
+	agentDir := agent.AgentDirOf(format, home, os.Getenv)
+	if err != nil && len(paths) == 0 && !filepath.IsAbs(agentDir) {
 		return fmt.Errorf("no home directory to find the default transcripts in (%v): give the paths to import", err)
+	}
+	if abs, err := filepath.Abs(agentDir); err == nil {
+		agentDir = abs // CODEX_HOME may be relative
 	}
 	cfg, err := e.loadConfig()
 	if err != nil {
@@ -54,7 +58,7 @@ func runImport(e *Env, format string, paths []string) error {
 	err = e.write(func(r *agent.Rook) error {
 		p := newProgress(e.Stderr, "import "+format)
 		var ierr error
-		rep, ierr = r.Import(agent.ImportOptions{Format: format, Paths: paths, Home: home, Progress: p.update,
+		rep, ierr = r.Import(agent.ImportOptions{Format: format, Paths: paths, AgentDir: agentDir, Progress: p.update,
 			Retention: &cfg.Storage.Retention})
 		p.done()
 		return ierr

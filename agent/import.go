@@ -329,8 +329,10 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 			add(abs, info.Size())
 			continue
 		}
+		walked := map[string]bool{}
 		var walk func(dir string)
 		walk = func(dir string) {
+			walked[dir] = true
 			ents, err := r.fs.ReadDir(dir)
 			if err != nil {
 				rep.problem(ImportProblem{File: dir, Reason: err.Error()})
@@ -346,6 +348,27 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 				case d.Type().IsRegular() && wanted(d.Name()):
 					if fi, err := d.Info(); err == nil {
 						add(path, fi.Size())
+					}
+				case d.Type()&fs.ModeSymlink != 0:
+					// Followed, to what it links to: a transcript or a
+					// directory linked into the tree is imported as if named
+					// (once, however many links reach it).
+					real, err := filepath.EvalSymlinks(path)
+					if err != nil {
+						if wanted(d.Name()) { // a transcript that cannot be read
+							rep.problem(ImportProblem{File: path, Reason: "a link to nothing: " + err.Error()})
+							rep.Files = append(rep.Files, ImportedFile{Path: path, Status: ImportFailed, Note: "a link to nothing"})
+							rep.Failed++
+						}
+						continue
+					}
+					fi, err := r.fs.Stat(real)
+					switch {
+					case err != nil:
+					case fi.IsDir() && !walked[real]:
+						walk(real)
+					case fi.Mode().IsRegular() && wanted(d.Name()):
+						add(real, fi.Size())
 					}
 				}
 			}

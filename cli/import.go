@@ -122,6 +122,13 @@ func printImport(e *Env, out importJSON) {
 	} else {
 		fmt.Fprintf(w, "%s added to the store%s\n", formatBytes(rep.StoredAdded()), ratio(rep.StoredAdded()))
 	}
+	if len(rep.Files) == 0 {
+		kinds := ".jsonl"
+		if rep.Format == agent.FormatCodex {
+			kinds = ".jsonl or .jsonl.zst"
+		}
+		fmt.Fprintf(w, "no transcript found: no %s file there, nor in the directories below\n", kinds)
+	}
 	for _, f := range rep.Files {
 		if f.Status == agent.ImportUnchanged && f.MovedFrom == "" {
 			continue

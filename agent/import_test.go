@@ -92,6 +92,13 @@ func mustExport(t *testing.T, r *Rook, id eventlog.ID, want []byte) {
 	if !bytes.Equal(buf.Bytes(), want) || !x.Exact || x.SHA256 != fmt.Sprintf("%x", sha256.Sum256(want)) {
 		t.Fatalf("export of %s is not the source (exact=%v, %d vs %d bytes)\n got: %q\nwant: %q", id, x.Exact, buf.Len(), len(want), buf.Bytes(), want)
 	}
+	lines := bytes.Count(want, []byte{'\n'})
+	if len(want) > 0 && want[len(want)-1] != '\n' {
+		lines++
+	}
+	if x.Lines != lines {
+		t.Fatalf("export of %s says %d line(s), the source has %d", id, x.Lines, lines)
+	}
 }
 
 func fileByPath(t *testing.T, rep ImportReport, path string) ImportedFile {

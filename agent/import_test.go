@@ -784,10 +784,11 @@ func TestSearchReadsImportedText(t *testing.T) {
 	r := testRook(t, fsys)
 	q := func(s string) string { return string(appendJSONString(nil, []byte(s))) }
 	lines := []string{
-		`{"type":"user","sessionId":"s1","cwd":"/w","message":{"role":"user","content":` + q("first line\nthe \"wombat\" burrow\tis deep") + `},"uuid":"u1","timestamp":"2026-02-10T21:00:00.000Z"}`,
-		`{"type":"user","sessionId":"s1","cwd":"/w","message":{"role":"user","content":` + q(strings.Repeat("long text ", 40)+"\nand a platypus") + `},"uuid":"u2","timestamp":"2026-02-10T21:00:01.000Z"}`,
+		`{"type":"user","sessionId":"s1","cwd":"/wherever","message":{"role":"user","content":` + q("first line\nthe \"wombat\" burrow\tis deep") + `},"uuid":"u1","timestamp":"2026-02-10T21:00:00.000Z"}`,
+		`{"type":"user","sessionId":"s1","cwd":"/wherever","message":{"role":"user","content":` + q(strings.Repeat("long text ", 40)+"\nand a platypus") + `},"uuid":"u2","timestamp":"2026-02-10T21:00:01.000Z"}`,
+		`{"type":"assistant","sessionId":"s1","cwd":"/wherever","userType":"external","message":{"id":"msg_1","role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"sigsig"},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"grep -r numbats ."}}]},"uuid":"u3","timestamp":"2026-02-10T21:00:02.000Z"}`,
 	}
-	writeSource(t, fsys, "/home/u/.claude/projects/-w/s1.jsonl", lines, "")
+	writeSource(t, fsys, "/home/u/.claude/projects/-wherever/s1.jsonl", lines, "")
 	mustImport(t, r, FormatClaudeCode, "/home/u/.claude/projects")
 	res, err := r.Search("wombat burrow", SearchOptions{})
 	if err != nil || len(res.Hits) != 1 || res.Hits[0].Snippet != `the "wombat" burrow is deep` {
@@ -801,9 +802,21 @@ func TestSearchReadsImportedText(t *testing.T) {
 	if res, _ := r.Search("sessionId timestamp", SearchOptions{}); len(res.Hits) != 0 {
 		t.Errorf("keys matched: %+v", res.Hits)
 	}
-	// A value is text: an id finds its line.
-	if res, _ := r.Search("u2", SearchOptions{}); len(res.Hits) != 1 || res.Hits[0].Seq != 1 {
-		t.Errorf("u2: %+v", res.Hits)
+	// Nor are the envelope's values (ids, the user type, the working
+	// directory) or signed state: they would match every line. Find,
+	// which matches the stored bytes, finds an id.
+	for _, query := range []string{"u2", "external", "wherever", "sigsig"} {
+		if res, _ := r.Search(query, SearchOptions{}); len(res.Hits) != 0 {
+			t.Errorf("%s matched: %+v", query, res.Hits)
+		}
+	}
+	id := res.Hits[0].Session
+	if res, err := r.Find(id, FindQuery{Query: "u2"}); err != nil || len(res.Hits) != 1 || res.Hits[0].Seq != 1 {
+		t.Errorf("find u2: %+v %v", res.Hits, err)
+	}
+	// A tool's arguments are text.
+	if res, _ := r.Search("grep numbats", SearchOptions{}); len(res.Hits) != 1 || res.Hits[0].Seq != 2 {
+		t.Errorf("a tool's command: %+v", res.Hits)
 	}
 }
 

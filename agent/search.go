@@ -273,7 +273,8 @@ func sortHits(h []SearchHit) {
 
 // textOfImported is what search reads of an imported event's source
 // lines: the string values of each line, decoded, one after another (a
-// line that is not JSON as it is). The keys and the JSON around them are
+// line that is not JSON as it is), but for those under notText's keys.
+// The keys and the JSON around them are
 // not text the user wrote or read (every line has "type" and "message"),
 // and a string's escapes would hide its words ("\nfunc" is not "func")
 // and make a whole transcript line one line to score and to show.
@@ -288,6 +289,9 @@ func textOfImported(body []byte) []byte {
 			continue
 		}
 		for _, s := range strs {
+			if notText[s.Key] {
+				continue
+			}
 			var ok bool
 			if out, ok = appendDecodedString(out, line[s.Start+1:s.End-1]); ok {
 				out = append(out, '\n')
@@ -297,10 +301,33 @@ func textOfImported(body []byte) []byte {
 	return out
 }
 
+// notText are the keys of an imported line whose string values search
+// leaves out: the envelope every line repeats (ids, versions, the working
+// directory, the model; searching a project's name or "external" would
+// match every line), the names of types, and signed or encoded state (a
+// thinking block's signature, Codex's encrypted reasoning, an image's
+// bytes), which is never text a user wrote or read.
+var notText = map[string]bool{
+	// Claude Code
+	"uuid": true, "parentUuid": true, "logicalParentUuid": true, "leafUuid": true, "sessionId": true,
+	"userType": true, "version": true, "gitBranch": true, "slug": true, "cwd": true, "requestId": true,
+	"messageId": true, "sourceToolAssistantUUID": true, "toolUseID": true, "parentToolUseID": true,
+	"agentId": true, "tool_use_id": true, "stop_reason": true, "signature": true, "data": true,
+	"media_type": true, "level": true,
+	// Codex
+	"call_id": true, "turn_id": true, "encrypted_content": true, "originator": true, "cli_version": true,
+	"model_provider": true, "image_url": true,
+	// both
+	"type": true, "id": true, "timestamp": true, "role": true, "model": true,
+}
+
 // scoreBody scores a body line by line against lower-case terms: for each
 // term found on a line, 4 plus its count on the line up to 3, and 2 more
-// when the line has every term. The body's score is the sum over its
-// lines; its snippet is the best line.
+// when the line has every term. The body's score is its best line's, plus
+// what its other lines score up to as much again: a long body that
+// mentions a word on many lines (a log, a run of progress notes) does not
+// outrank a short one that says every term together. Its snippet is the
+// best line.
 func scoreBody(b []byte, terms [][]byte) (int, string) {
 	total, best := 0, 0
 	var bestLine []byte
@@ -339,7 +366,7 @@ func scoreBody(b []byte, terms [][]byte) (int, string) {
 	if total == 0 {
 		return 0, ""
 	}
-	return total, searchSnippet(bestLine, bestAt)
+	return best + min(total-best, best), searchSnippet(bestLine, bestAt)
 }
 
 // appendLower appends s lower-cased to dst: ASCII in place, anything else

@@ -730,6 +730,9 @@ type BodyRange struct {
 	Data   []byte
 	Binary bool   // the whole body is binary: Data is raw bytes
 	Next   *int64 // the offset to read on from, when End < Total
+	// Rendered: the range is of an imported event's reading view
+	// (RenderImported), not of its stored lines; offsets count in it.
+	Rendered bool
 }
 
 // NoEventError: a seq past the end of a session.
@@ -782,6 +785,12 @@ func (r *Rook) Event(id eventlog.ID, seq uint64) (eventlog.Event, error) {
 // equal to the body's size gives an empty range; past it is an
 // OffsetError. A body that cannot be read is an error.
 func (r *Rook) ReadBody(id eventlog.ID, seq uint64, offset int64, n int) (BodyRange, error) {
+	return r.readRange(id, seq, offset, n, false)
+}
+
+// readRange is ReadBody, of an imported event's reading view when
+// rendered is set (RenderImported; BodyRange.Rendered says so).
+func (r *Rook) readRange(id eventlog.ID, seq uint64, offset int64, n int, rendered bool) (BodyRange, error) {
 	br := BodyRange{Session: id, Offset: offset}
 	if n <= 0 {
 		return br, fmt.Errorf("a range holds at least 1 byte, not %d", n)
@@ -794,6 +803,11 @@ func (r *Rook) ReadBody(id eventlog.ID, seq uint64, offset int64, n int) (BodyRa
 	body, err := r.Body(ev)
 	if err != nil {
 		return br, fmt.Errorf("event #%d: %w", seq, err)
+	}
+	if rendered {
+		if info, err := r.Store.Stat(ev.Body); err == nil && info.Kind == cas.KindSource && !IsBinary(body) {
+			body, br.Rendered = RenderImported(body), true
+		}
 	}
 	br.Total = int64(len(body))
 	br.Binary = IsBinary(body)
@@ -823,9 +837,12 @@ func (r *Rook) ReadBody(id eventlog.ID, seq uint64, offset int64, n int) (BodyRa
 }
 
 // Quote returns a bounded quote of event seq's body: up to QuoteBytes bytes
-// of text from offset on. Binary bodies are not quoted.
+// of text from offset on. Binary bodies are not quoted. An imported event
+// is quoted from its reading view, offsets and all: the text of its lines,
+// not their envelope or signed state (a thinking block's signature), which
+// are not source material; `session entry` reads the lines as stored.
 func (r *Rook) Quote(id eventlog.ID, seq uint64, offset int64) (BodyRange, error) {
-	br, err := r.ReadBody(id, seq, offset, QuoteBytes)
+	br, err := r.readRange(id, seq, offset, QuoteBytes, true)
 	if err != nil {
 		return br, err
 	}

@@ -2,8 +2,10 @@ package agent
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -103,6 +105,12 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 	real, err := realRoot(root)
 	if err != nil {
 		return d, err
+	}
+	if fi, err := os.Stat(real); errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() {
+		// Every file would read as removed: say what is gone instead. (An
+		// imported session's workspace is often on another machine, or a
+		// worktree deleted since.)
+		return d, fmt.Errorf("the session's workspace %s is not on this disk (moved, deleted, or on another machine): there is nothing to compare its %d captured file(s) with; `rook session show` reads what it did", root, len(first))
 	}
 	paths := make([]string, 0, len(first))
 	for p := range first {

@@ -658,6 +658,14 @@ func TestImportClaudeFileHistory(t *testing.T) {
 	if err != nil || !bytes.Equal(buf.Bytes(), data) || x.Skipped != 0 {
 		t.Fatalf("export: %+v %v", x, err)
 	}
+	// The workspace gone (a worktree deleted, a transcript from another
+	// machine): not every file removed, but an error saying so.
+	if err := os.RemoveAll(ws); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := r.Diff(id, nil, false); err == nil || !strings.Contains(err.Error(), "workspace "+ws+" is not on this disk") {
+		t.Fatalf("diff without the workspace: %+v %v", d, err)
+	}
 }
 
 // TestImportKeepsTokenNotesApart: notes that recorded tokens are not merged

@@ -56,14 +56,44 @@ func renderBody(body []byte, headers bool) []byte {
 }
 
 // cleanView is text fit for a terminal or HTML: valid UTF-8, and no
-// control character but newline and tab (each replaced with U+FFFD).
+// control character but newline and tab (each replaced with U+FFFD). A
+// terminal's color and style sequences (ESC [ ... m, as a command's
+// output kept them: Claude Code's local-command-stdout) are left out: they
+// are how the text looked, not what it says.
 func cleanView(b []byte) []byte {
+	if bytes.Contains(b, []byte("\x1b[")) {
+		b = stripSGR(b)
+	}
 	return bytes.Map(func(c rune) rune {
 		if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
 			return '\uFFFD'
 		}
 		return c
 	}, b)
+}
+
+// stripSGR removes the terminal sequences that set colors and styles:
+// ESC [, digits and semicolons, m. Any other sequence stays (cleanView
+// then makes its ESC a U+FFFD).
+func stripSGR(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for {
+		i := bytes.Index(b, []byte("\x1b["))
+		if i < 0 {
+			return append(out, b...)
+		}
+		j := i + 2
+		for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == ';') {
+			j++
+		}
+		if j < len(b) && b[j] == 'm' {
+			out = append(out, b[:i]...)
+			b = b[j+1:]
+			continue
+		}
+		out = append(out, b[:i+2]...)
+		b = b[i+2:]
+	}
 }
 
 // renderer renders one source line into out.

@@ -86,6 +86,7 @@ var renderSeeds = []string{
 	`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"{\"output\":\"\\n\",\"metadata\":{\"exit_code\":1}}"}}`,
 	`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t"}]}}`,
 	`{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"  \nFix it","images":[]}}`,
+	`{"type":"system","subtype":"local_command","content":"<local-command-stdout>Set model to \u001b[1mOpus\u001b[22m \u001b[2J\u001b[</local-command-stdout>"}`,
 }
 
 // TestRenderImported pins the rendering of each kind of line, and that a
@@ -118,7 +119,7 @@ func TestRenderImported(t *testing.T) {
 		"[refusal] no\n",
 		"[local_shell_call]\nbash -lc 'echo '\\''a b'\\''; rm x'\n",
 		"(no content)\n",
-		"a\uFFFD[31mb\uFFFD\n", // control characters never reach a terminal or a page
+		"ab\uFFFD\n", // control characters never reach a terminal or a page (a color is left out)
 		// arrays and objects in arguments: indented lists, their texts
 		// as written (a text of several lines a block under its key)
 		"[tool_use MultiEdit]\nfile_path: /a.go\nedits:\n  - old_string:\n      a\n      b\n    new_string: c\n  - old_string: x\n    new_string: y\n    replace_all: true\n",
@@ -131,6 +132,8 @@ func TestRenderImported(t *testing.T) {
 		"[function_call_output]\n(exit code 1)\n",
 		"[tool_result]\n(no output)\n",
 		"[user_message]\nFix it\n", // a message's blank lines before its text left out
+		// a terminal's styles left out, any other sequence made harmless
+		"[system local_command]\n<local-command-stdout>Set model to Opus \uFFFD[2J\uFFFD[</local-command-stdout>\n",
 	}
 	for i, line := range renderSeeds {
 		if got := string(RenderImported([]byte(line + "\n"))); got != want[i] {

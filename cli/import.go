@@ -210,6 +210,11 @@ func (c *ExportCmd) Run(e *Env) error {
 	if c.Format != "" && c.Format != m.Source.Format {
 		return fmt.Errorf("session %s was imported from %s: it can be exported only as %s (--format %s)", id, m.Source.Format, m.Source.Format, m.Source.Format)
 	}
+	if c.Output != "" {
+		if fi, err := e.FS.Stat(c.Output); err == nil && fi.IsDir() {
+			return usageErr("--output %s is a directory: name the file to write", c.Output)
+		}
+	}
 	var x agent.ExportResult
 	if c.Output == "" {
 		if x, err = r.ExportSource(id, e.Stdout); err != nil {

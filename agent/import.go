@@ -507,7 +507,8 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		return fail(fmt.Errorf("this looks like a %s transcript, not %s: use `rook import %s`", other, opts.Format, other))
 	}
 	fi := &fileImport{r: r, opts: opts, path: f.path, zst: zst, rep: rep, res: &res, known: known}
-	start := int64(0)
+	start := int64(0) // the session holds the file's first start bytes
+	from := int64(-1) // where the lines to take in begin, when not at start
 	res.Status = ImportNew
 	size, full := int64(len(prep.data)), prep.full // a streamed new file's: known at its end
 	prefix := ""                                   // the SHA-256 of the file's bytes its session holds
@@ -554,16 +555,30 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			if s, err := r.Log.Summary(m.ID); err == nil && s.Events > 0 {
 				fi.last, fi.timed = s.Updated, true
 			}
+			// A line that was cut short (no newline yet) is taken in again,
+			// whole, now that it may be: an event of its own, mapped as
+			// any line, stored from where the line begins (export writes
+			// only what it adds; storage.md, Source lines).
+			cut, isCut, err := r.cutLineStart(m.ID)
+			if err != nil {
+				return fail(fmt.Errorf("session %s: %w", m.ID, err))
+			}
+			if isCut && cut < start {
+				from = cut
+			}
 		default:
 			res.Status = ImportRewritten
 			res.Note = fmt.Sprintf("changed since it was imported as session %s (not only grown): imported again as a new session; the old one is kept", m.ID)
 		}
 	}
+	if from < 0 {
+		from = start
+	}
 	fi.lineNo = 1
 	if !prep.streamed {
-		fi.lineNo += bytes.Count(prep.data[:start], []byte{'\n'})
-		if !prep.mapped || start != 0 {
-			prep.lines, prep.info, prep.captured = mapSource(opts.Format, f.path, prep.data, start, opts.MinCut)
+		fi.lineNo += bytes.Count(prep.data[:from], []byte{'\n'})
+		if !prep.mapped || from != 0 {
+			prep.lines, prep.info, prep.captured = mapSource(opts.Format, f.path, prep.data, from, opts.MinCut)
 		}
 		fi.info, fi.captured = func() sourceSession { return prep.info }, prep.captured
 		if err := fi.take(prep.lines, true); err != nil {
@@ -583,6 +598,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		fi.info, fi.captured = sm.session, sm.captured
 		cr := newChunkReader(in, opts.chunkBytes())
 		ph := sha256.New() // of the bytes before start: still those the session holds?
+		var waiting []pendingLine
 		for off := int64(0); ; {
 			chunk, final, err := cr.next()
 			if err != nil {
@@ -591,13 +607,22 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			if off < start {
 				before := chunk[:min(start-off, int64(len(chunk)))]
 				ph.Write(before)
-				fi.lineNo += bytes.Count(before, []byte{'\n'}) // counted, not taken
 				if off+int64(len(before)) == start && hex.EncodeToString(ph.Sum(nil)) != prefix {
 					return fail(fmt.Errorf("changed while it was being imported (its first %d bytes are no longer those of session %s): import it again", start, fi.sess.ID))
 				}
 			}
-			lines := sm.mapChunk(chunk, off, start, final)
+			if off < from {
+				fi.lineNo += bytes.Count(chunk[:min(from-off, int64(len(chunk)))], []byte{'\n'}) // counted, not taken
+			}
+			lines := append(waiting, sm.mapChunk(chunk, off, from, final)...)
 			off += int64(len(chunk))
+			if off < start && !final {
+				// A cut line taken again begins before the bytes checked
+				// above end: it waits for the check.
+				waiting = lines
+				continue
+			}
+			waiting = nil
 			if err := fi.take(lines, final); err != nil {
 				return fail(fi.partly(err))
 			}
@@ -609,6 +634,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		// What was read and taken in; for a file imported before, the bytes
 		// hashed above, unless it changed in between.
 		size, full = cr.size, cr.sum()
+	}
+	if from < start && res.BytesIn >= start-from {
+		res.BytesIn -= start - from // taken in before: what the file grew by is new
 	}
 	if fi.sess == nil {
 		// Undo the problems counted for its lines: the file is the problem.
@@ -1151,9 +1179,28 @@ func (r *Rook) importedBytes(m eventlog.Meta) (importedState, error) {
 
 // sourceEnd is where the session's last imported line ends in its source.
 func (r *Rook) sourceEnd(id eventlog.ID) (int64, error) {
+	off, lines, err := r.lastSource(id)
+	return off + int64(len(lines)), err
+}
+
+// cutLineStart is where the line the session's lines end in begins in its
+// source, when that line has no newline (a file imported while its agent
+// was writing it, or one that ends so); ok is false otherwise. The next
+// import of the grown file takes that line in again, whole.
+func (r *Rook) cutLineStart(id eventlog.ID) (start int64, ok bool, err error) {
+	off, lines, err := r.lastSource(id)
+	if err != nil || len(lines) == 0 || lines[len(lines)-1] == '\n' {
+		return 0, false, err
+	}
+	return off + int64(bytes.LastIndexByte(lines, '\n')+1), true, nil
+}
+
+// lastSource is the session's last source object: where its lines start in
+// the source, and the lines (none when it has no source object).
+func (r *Rook) lastSource(id eventlog.ID) (int64, []byte, error) {
 	s, err := r.Log.Summary(id)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	for seq := s.Events; seq > 0; {
 		from := uint64(0)
@@ -1162,7 +1209,7 @@ func (r *Rook) sourceEnd(id eventlog.ID) (int64, error) {
 		}
 		evs, err := r.Log.Read(id, from, int(seq-from))
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		for i := len(evs) - 1; i >= 0; i-- {
 			b, kind, err := r.Store.GetKind(evs[i].Body)
@@ -1171,17 +1218,17 @@ func (r *Rook) sourceEnd(id eventlog.ID) (int64, error) {
 			}
 			sl, err := decodeSourceLine(b)
 			if err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 			line, err := sl.expand(r.Store.Get)
 			if err != nil {
-				return 0, err
+				return 0, nil, err
 			}
-			return sl.Offset + int64(len(line)), nil
+			return sl.Offset, line, nil
 		}
 		seq = from
 	}
-	return 0, nil
+	return 0, nil, nil
 }
 
 // ExportResult says what ExportSource wrote.
@@ -1214,7 +1261,9 @@ func (r *Rook) ExportSource(id eventlog.ID, w io.Writer) (ExportResult, error) {
 	x := ExportResult{Format: m.Source.Format, Source: m.Source.Path, Zstd: m.Source.Zstd}
 	h := sha256.New()
 	out := io.MultiWriter(w, h)
-	open := false // the bytes so far end in a line without its newline
+	open := false    // the bytes so far end in a line without its newline
+	var last []byte  // the lines of the source object written last,
+	var lastAt int64 // and where they begin
 	for from := uint64(0); ; {
 		evs, err := r.Log.Read(id, from, 1024)
 		if err != nil {
@@ -1238,13 +1287,22 @@ func (r *Rook) ExportSource(id eventlog.ID, w io.Writer) (ExportResult, error) {
 			if err != nil {
 				return x, fmt.Errorf("event %d: %w", ev.Seq, err)
 			}
-			if sl.Offset != x.Bytes {
-				return x, fmt.Errorf("event %d: its line starts at byte %d of the source, but %d bytes were written before it: the session's lines are not whole", ev.Seq, sl.Offset, x.Bytes)
-			}
 			line, err := sl.expand(r.Store.Get)
 			if err != nil {
 				return x, fmt.Errorf("event %d: %w", ev.Seq, err)
 			}
+			whole := line
+			if sl.Offset != x.Bytes {
+				// A line taken in again whole, after an import that found it
+				// cut short, begins with the bytes written of it: the rest
+				// is what it adds.
+				done := x.Bytes - sl.Offset
+				if sl.Offset < lastAt || done <= 0 || done > int64(len(line)) || !bytes.Equal(last[sl.Offset-lastAt:], line[:done]) {
+					return x, fmt.Errorf("event %d: its line starts at byte %d of the source, but %d bytes were written before it: the session's lines are not whole", ev.Seq, sl.Offset, x.Bytes)
+				}
+				line = line[done:]
+			}
+			last, lastAt = whole, sl.Offset
 			if _, err := out.Write(line); err != nil {
 				return x, err
 			}

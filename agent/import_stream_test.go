@@ -147,6 +147,7 @@ func TestChunkedReimportIsTheSame(t *testing.T) {
 		tail  string
 	}{
 		{claudeLines("s", 1), `{"type":"user","message":{"role":"us`},
+		{claudeLines("s", 1), `{"type":"user","message":{"role":"user","cont`}, // grown, still cut
 		{append(claudeLines("s", 1), `{"type":"user","message":{"role":"user","content":"done"}}`), ""},
 		{append(append(claudeLines("s", 1), `{"type":"user","message":{"role":"user","content":"done"}}`), claudeLines("s", 2)...), ""},
 		{claudeLines("s", 3), ""}, // rewritten

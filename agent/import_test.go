@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,9 +48,14 @@ func claudeLines(session string, turn int) []string {
 	}
 }
 
+// writeSourceBytes are the bytes writeSource writes.
+func writeSourceBytes(lines []string, tail string) []byte {
+	return []byte(strings.Join(lines, "\n") + "\n" + tail)
+}
+
 func writeSource(t *testing.T, fsys vfs.FS, path string, lines []string, tail string) []byte {
 	t.Helper()
-	data := []byte(strings.Join(lines, "\n") + "\n" + tail)
+	data := writeSourceBytes(lines, tail)
 	if err := fsys.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -287,6 +294,24 @@ func TestImportIsIncremental(t *testing.T) {
 	}
 	mustExport(t, r, idA, dataA)
 	mustExport(t, r, idB, dataB)
+	// b's cut line, as first seen, stays a note; the whole line is taken in
+	// again, an event mapped as any line; the bytes taken in are what the
+	// file grew by, not the line's first bytes again.
+	evs, err := r.Log.Read(idB, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := slices.IndexFunc(evs, func(ev eventlog.Event) bool { return ev.Label == "claude-code:unparsed" })
+	if cut < 0 || cut+1 >= len(evs) {
+		t.Fatalf("no cut line: %+v", evs)
+	}
+	whole := `{"type":"user","message":{"role":"user","content":"done"}}` + "\n"
+	if body, err := r.Body(evs[cut+1]); evs[cut].Label != "claude-code:unparsed" || evs[cut+1].Kind != eventlog.KindUser || err != nil || string(body) != whole {
+		t.Fatalf("the cut line, then whole: %+v %+v %q %v", evs[cut], evs[cut+1], body, err)
+	}
+	if want := int64(len(dataB) - len(writeSourceBytes(claudeLines("b", 2), `{"type":"user","mess`))); fb.BytesIn != want {
+		t.Fatalf("grown by %d bytes, %d taken in", want, fb.BytesIn)
+	}
 
 	// a is rewritten in the middle: a new session, the old one kept.
 	lines := append(claudeLines("a", 1), claudeLines("a", 3)...)
@@ -841,5 +866,42 @@ func TestDecodedSnippetWindow(t *testing.T) {
 	// A match inside a character (a binary body) has no snippet of its own.
 	if _, ok := decodedSnippet([]byte("\"0\xdf\x99\x99\""), 3, newFoldMatcher("\xfc")); ok {
 		t.Error("a match inside a character was decoded")
+	}
+}
+
+// TestExportRefusesLinesThatDoNotFollow: a line stored again whole (after
+// an import found it cut short) must begin with the bytes written of it;
+// one that does not, or that starts before the lines written, fails the
+// export rather than writing a file that is not the source.
+func TestExportRefusesLinesThatDoNotFollow(t *testing.T) {
+	src := "/p/s.jsonl"
+	data := writeSourceBytes(claudeLines("s", 1), `{"type":"user","mess`)
+	cutAt := int64(bytes.LastIndexByte(data, '\n') + 1)
+	for _, c := range []struct {
+		what string
+		at   int64
+		line string
+	}{
+		{"another line where the cut one began", cutAt, `{"type":"user","other":1}` + "\n"},
+		{"a line before the cut one", cutAt - 5, `{"type":"user","message":{}}` + "\n"},
+		{"shorter than what was written of it", cutAt, `{"type":"u`},
+	} {
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		writeSource(t, fsys, src, claudeLines("s", 1), `{"type":"user","mess`)
+		rep := mustImport(t, r, FormatClaudeCode, src)
+		id := *fileByPath(t, rep, src).Session
+		mustExport(t, r, id, data)
+		sl := sourceLine{Offset: c.at, Rest: []byte(c.line)}
+		put, err := r.Store.Put(cas.KindSource, sl.encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindUser, Body: put.ID}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.ExportSource(id, io.Discard); err == nil || !strings.Contains(err.Error(), "the session's lines are not whole") {
+			t.Fatalf("%s: export %v", c.what, err)
+		}
 	}
 }

@@ -51,15 +51,18 @@ type claudeSnapshot struct {
 
 // claudeLine is the part of a Claude Code entry the mapping reads.
 type claudeLine struct {
-	Type      string          `json:"type"`
-	Subtype   string          `json:"subtype"`
-	Timestamp string          `json:"timestamp"`
-	SessionID string          `json:"sessionId"`
-	Cwd       string          `json:"cwd"`
-	IsMeta    bool            `json:"isMeta"`
-	Summary   string          `json:"summary"`
-	Message   json.RawMessage `json:"message"`
-	Data      struct {
+	Type      string `json:"type"`
+	Subtype   string `json:"subtype"`
+	Timestamp string `json:"timestamp"`
+	SessionID string `json:"sessionId"`
+	Cwd       string `json:"cwd"`
+	IsMeta    bool   `json:"isMeta"`
+	// IsCompactSummary: the summary of the conversation before a
+	// compaction, which Claude Code puts in a user entry after it.
+	IsCompactSummary bool            `json:"isCompactSummary"`
+	Summary          string          `json:"summary"`
+	Message          json.RawMessage `json:"message"`
+	Data             struct {
 		Type string `json:"type"`
 	} `json:"data"`
 	Snapshot claudeSnapshot `json:"snapshot"`
@@ -95,7 +98,7 @@ type claudeBlock struct {
 // the fast path reads straight off the scanned line (scanClaudeEntry).
 type claudeEntry struct {
 	Type, Subtype, Timestamp, SessionID, Cwd, Summary string
-	IsMeta                                            bool
+	IsMeta, IsCompactSummary                          bool
 	DataType                                          string
 	Tracked                                           map[string]claudeBackup
 	// MsgOK: the line has a message that decodes; then its id, model and
@@ -156,7 +159,7 @@ func decodeClaudeEntry(line []byte) (claudeEntry, error) {
 	}
 	e := claudeEntry{
 		Type: l.Type, Subtype: l.Subtype, Timestamp: l.Timestamp, SessionID: l.SessionID, Cwd: l.Cwd,
-		Summary: l.Summary, IsMeta: l.IsMeta, DataType: l.Data.Type, Tracked: l.Snapshot.Tracked,
+		Summary: l.Summary, IsMeta: l.IsMeta, IsCompactSummary: l.IsCompactSummary, DataType: l.Data.Type, Tracked: l.Snapshot.Tracked,
 	}
 	var msg claudeMessage
 	if json.Unmarshal(l.Message, &msg) != nil {
@@ -240,6 +243,13 @@ func (m *claudeMapper) mapUser(l *claudeEntry, out *mappedLine) {
 		return // a user entry without a message: a note
 	}
 	out.Label = ""
+	if l.IsCompactSummary {
+		// Written by the model, not the user: what the conversation
+		// before the compaction was (session context counts it after the
+		// compact boundary, as the model read it).
+		out.Kind, out.Label = eventlog.KindNote, "user:compact-summary"
+		return
+	}
 	if l.IsText {
 		out.Kind = eventlog.KindUser
 		if l.IsMeta {

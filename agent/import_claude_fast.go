@@ -22,7 +22,7 @@ import json "github.com/go-json-experiment/json/v1"
 
 // claudeKeys are the top-level members the fast path reads, in the order
 // of the bits that say which it has seen.
-var claudeKeys = [...]string{"type", "subtype", "timestamp", "sessionId", "cwd", "isMeta", "summary", "message", "data", "snapshot"}
+var claudeKeys = [...]string{"type", "subtype", "timestamp", "sessionId", "cwd", "isMeta", "summary", "message", "data", "snapshot", "isCompactSummary"}
 
 // scanClaudeEntry reads a line's entry. strs and members are scanJSON's
 // for it; minLen is the view's (mapView): the texts the view would
@@ -39,9 +39,13 @@ func scanClaudeEntry(line []byte, strs []jsonString, members []jsonMember, minLe
 		switch claudeKeys[k] {
 		case "type", "subtype", "timestamp", "sessionId", "cwd", "summary":
 			*strField[k], ok = r.str(v, end, claudeKeys[k])
-		case "isMeta":
+		case "isMeta", "isCompactSummary":
 			var bEnd int
-			e.IsMeta, bEnd, ok = r.boolean(v)
+			b := &e.IsMeta
+			if claudeKeys[k] == "isCompactSummary" {
+				b = &e.IsCompactSummary
+			}
+			*b, bEnd, ok = r.boolean(v)
 			ok = ok && bEnd == end
 		case "data":
 			e.DataType, ok = r.dataType(v)

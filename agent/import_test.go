@@ -126,6 +126,7 @@ func TestImportClaudeCodeMapsLinesAndExportsThemBack(t *testing.T) {
 	lines := claudeLines("s1", 1)
 	lines = append(lines,
 		`{"type":"system","subtype":"compact_boundary","content":"Conversation compacted","timestamp":"2026-02-10T21:01:08.000Z"}`,
+		`{"type":"user","message":{"role":"user","content":"This session is being continued from a previous conversation."},"isVisibleInTranscriptOnly":true,"isCompactSummary":true,"timestamp":"2026-02-10T21:01:08.000Z"}`,
 		`{"type":"system","subtype":"api_error","timestamp":"2026-02-10T21:01:09.000Z"}`,
 		"this line is not JSON", `{"no":"type"}`)
 	data := writeSource(t, fsys, src, lines, `{"type":"user","message":{"role":"us`)
@@ -138,7 +139,7 @@ func TestImportClaudeCodeMapsLinesAndExportsThemBack(t *testing.T) {
 	for _, p := range rep.Problems {
 		where = append(where, fmt.Sprintf("%d:%s", p.Line, p.Reason))
 	}
-	if got := strings.Join(where, "|"); got != `11:not JSON|12:no "type" field|13:truncated last line (no newline): not JSON` {
+	if got := strings.Join(where, "|"); got != `12:not JSON|13:no "type" field|14:truncated last line (no newline): not JSON` {
 		t.Fatalf("problems: %s", got)
 	}
 	f := fileByPath(t, rep, src)
@@ -166,6 +167,7 @@ func TestImportClaudeCodeMapsLinesAndExportsThemBack(t *testing.T) {
 		"tool-result/Bash/0/0",
 		"note/file-history-snapshot/0/0",
 		"compaction/system:compact_boundary/0/0", // session context replays from after it
+		"note/user:compact-summary/0/0",          // the model's summary, not a prompt
 		"error/system:api_error/0/0",
 		"note/claude-code:unparsed/0/0",
 		"note/claude-code:unparsed/0/0",
@@ -178,7 +180,7 @@ func TestImportClaudeCodeMapsLinesAndExportsThemBack(t *testing.T) {
 	// imported compaction's line is in context), and the tokens the
 	// message before it recorded are no longer in it.
 	ctx, err := r.Context(m.ID, DefaultContextWindow)
-	if err != nil || ctx.Compactions != 1 || ctx.ReplayFrom != 7 || ctx.InContextEvents != 5 || ctx.Reported != nil {
+	if err != nil || ctx.Compactions != 1 || ctx.ReplayFrom != 7 || ctx.InContextEvents != 6 || ctx.Reported != nil {
 		t.Fatalf("context: %+v %v", ctx, err)
 	}
 	if !evs[1].More || !evs[2].More || evs[3].More {

@@ -103,8 +103,9 @@ var previewKeys = map[string]bool{
 	"text": true, "content": true, "thinking": true, "summary": true, "message": true, "prompt": true,
 	"command": true, "arguments": true, "input": true, "output": true, "stdout": true, "result": true,
 	"pattern": true, "file_path": true, "path": true, "query": true, "url": true, "description": true,
-	"taskDescription": true,                             // a progress entry waiting for a background task
-	"reason":          true, "last_agent_message": true, // Codex's turn_aborted, task_complete
+	// a progress entry waiting for a background task; Codex's
+	// turn_aborted and task_complete
+	"taskDescription": true, "reason": true, "last_agent_message": true,
 }
 
 // importedText is the first string value of an imported line under a key

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 
 	"github.com/rookhq/rook/cas"
@@ -73,6 +75,15 @@ type ContextReport struct {
 type ReportedContext struct {
 	Seq    uint64
 	Tokens uint64 // its tokens in + out
+	// Window is the context window the event's lines recorded beside its
+	// tokens (a Codex token_count's model_context_window), or 0.
+	Window int64
+}
+
+// SetWindow measures the report against another window.
+func (c *ContextReport) SetWindow(window int64) {
+	c.Window = window
+	c.Reserve, c.Usable, c.Threshold = ContextWindowSplit(window)
 }
 
 // PercentOfUsable is the in-context share of the usable window, in percent.
@@ -112,7 +123,9 @@ func ContextWindowSplit(window int64) (reserve, usable, threshold int64) {
 // the last compaction (from the compaction itself when it is an imported
 // line, which carries what was kept); everything before it was logged but
 // is no longer in context. It reads the session's event records a page at
-// a time and stats each distinct body once; it never reads a body.
+// a time and stats each distinct body once; it reads one body, the
+// Reported event's when it is an imported line, for the window its
+// transcript recorded.
 func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 	if window <= 0 {
 		return ContextReport{}, errors.New("the context window must be at least 1 token")
@@ -121,8 +134,8 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 	if err != nil {
 		return ContextReport{}, err
 	}
-	rep := ContextReport{Session: sum, Window: window}
-	rep.Reserve, rep.Usable, rep.Threshold = ContextWindowSplit(window)
+	rep := ContextReport{Session: sum}
+	rep.SetWindow(window)
 
 	// What the store says of each distinct body, stat'ed once.
 	type bodyStat struct {
@@ -137,6 +150,7 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 		rep.InContextEvents, rep.InContextBytes, rep.InContextTokens = 0, 0, 0
 		rep.Reported = nil
 	}
+	var reportedBody cas.Key
 	from := uint64(0)
 	for {
 		evs, err := r.Log.Read(id, from, contextPage)
@@ -181,6 +195,7 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 			}
 			if ev.TokensIn > 0 {
 				rep.Reported = &ReportedContext{Seq: ev.Seq, Tokens: ev.TokensIn + ev.TokensOut}
+				reportedBody = ev.Body
 			}
 			if ev.Kind == eventlog.KindCheckpoint {
 				// A checkpoint's body is a manifest of captured files,
@@ -206,5 +221,30 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 			rep.Kinds = append(rep.Kinds, byKind[k])
 		}
 	}
+	if rep.Reported != nil && sum.Source != nil && sum.Source.Format == FormatCodex {
+		if body, err := r.Body(eventlog.Event{Body: reportedBody}); err == nil {
+			rep.Reported.Window = codexContextWindow(body)
+		}
+	}
 	return rep, nil
+}
+
+// codexContextWindow is the model_context_window the last token_count
+// line of body recorded, or 0.
+func codexContextWindow(body []byte) int64 {
+	var window int64
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		var l struct {
+			Payload struct {
+				Type string `json:"type"`
+				Info *struct {
+					Window int64 `json:"model_context_window"`
+				} `json:"info"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(line, &l) == nil && l.Payload.Type == "token_count" && l.Payload.Info != nil && l.Payload.Info.Window > 0 {
+			window = l.Payload.Info.Window
+		}
+	}
+	return window
 }

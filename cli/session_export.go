@@ -16,7 +16,7 @@ import (
 // ContextCmd is `rook session context`.
 type ContextCmd struct {
 	ID     string `arg:"" help:"Session id, unique prefix, or last."`
-	Window int    `help:"The context window, in tokens." default:"200000"`
+	Window *int   `help:"The context window, in tokens (default: the one an imported Codex session's transcript recorded, else 200000)." placeholder:"TOKENS"`
 }
 
 type contextKindJSON struct {
@@ -31,6 +31,7 @@ type contextJSON struct {
 	Session         eventlog.ID       `json:"session"`
 	Title           string            `json:"title"`
 	Window          int64             `json:"window"`
+	WindowFrom      string            `json:"window_from"` // "flag", "transcript" or "default"
 	Reserve         int64             `json:"reserve"`
 	Usable          int64             `json:"usable"`
 	Threshold       int64             `json:"compaction_threshold"`
@@ -54,7 +55,7 @@ type contextJSON struct {
 }
 
 func (c *ContextCmd) Run(e *Env) error {
-	if c.Window < 1 {
+	if c.Window != nil && *c.Window < 1 {
 		return usageErr("--window must be 1 token or more")
 	}
 	r, id, err := e.readSession(c.ID)
@@ -62,9 +63,18 @@ func (c *ContextCmd) Run(e *Env) error {
 		return err
 	}
 	defer r.Close()
-	rep, err := r.Context(id, int64(c.Window))
+	window, from := int64(agent.DefaultContextWindow), "default"
+	if c.Window != nil {
+		window, from = int64(*c.Window), "flag"
+	}
+	rep, err := r.Context(id, window)
 	if err != nil {
 		return err
+	}
+	if p := rep.Reported; c.Window == nil && p != nil && p.Window > 0 {
+		// The model's own window, as its transcript recorded it.
+		rep.SetWindow(p.Window)
+		from = "transcript"
 	}
 	share := func(n int64) float64 {
 		if rep.InContextTokens == 0 {
@@ -75,7 +85,7 @@ func (c *ContextCmd) Run(e *Env) error {
 	if e.JSON {
 		out := contextJSON{
 			Session: id, Title: rep.Session.Title,
-			Window: rep.Window, Reserve: rep.Reserve, Usable: rep.Usable, Threshold: rep.Threshold,
+			Window: rep.Window, WindowFrom: from, Reserve: rep.Reserve, Usable: rep.Usable, Threshold: rep.Threshold,
 			InContextTokens: rep.InContextTokens, InContextBytes: rep.InContextBytes, InContextEvents: rep.InContextEvents,
 			PercentOfUsable: rep.PercentOfUsable(), OverThreshold: rep.OverThreshold(),
 			EverTokens: rep.EverTokens, EverBytes: rep.EverBytes, EverEvents: rep.EverEvents,
@@ -93,7 +103,11 @@ func (c *ContextCmd) Run(e *Env) error {
 		return e.printJSON(out)
 	}
 	w := e.Stdout
-	fmt.Fprintf(w, "window %d tokens (usable %d, compacts at %d)\n", rep.Window, rep.Usable, rep.Threshold)
+	said := ""
+	if from == "transcript" {
+		said = ", as the transcript recorded it"
+	}
+	fmt.Fprintf(w, "window %d tokens (usable %d, compacts at %d%s)\n", rep.Window, rep.Usable, rep.Threshold, said)
 	over := ""
 	if rep.OverThreshold() {
 		over = " — over the compaction threshold"

@@ -81,11 +81,22 @@ func runImport(e *Env, format string, paths []string) error {
 				formatBytes(rep.StoredAfter), formatBytes(budget))
 		}
 	}
+	// The summary lists every failure; stderr names the first, so that it
+	// says what failed when stdout goes to a file.
+	first := ""
+	for _, f := range rep.Files {
+		if f.Status == agent.ImportFailed {
+			first = fmt.Sprintf(": %s: %s", f.Path, f.Note)
+			break
+		}
+	}
 	switch {
 	case rep.Failed > 0 && rep.Failed == len(rep.Files):
-		return &exitError{code: ExitFailure, msg: "nothing could be imported (see above)"}
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("nothing could be imported%s", first)}
+	case rep.Failed == 1:
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("1 of %d file(s) could not be imported%s; the rest were", len(rep.Files), first)}
 	case rep.Failed > 0:
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d of %d file(s) could not be imported (see above); the rest were", rep.Failed, len(rep.Files))}
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d of %d file(s) could not be imported (the first%s; the summary lists them all); the rest were", rep.Failed, len(rep.Files), first)}
 	}
 	return nil
 }

@@ -251,18 +251,27 @@ func TestImportCountsAMessagesTokensOnce(t *testing.T) {
 	if s.TokensIn != 3*1103 || s.TokensOut != 441+30+5 {
 		t.Fatalf("tokens %d in, %d out; want %d in, %d out", s.TokensIn, s.TokensOut, 3*1103, 441+30+5)
 	}
-	evs, err := r.Log.Read(id, 0, 100)
+	got := eventsAs(t, r, id, func(ev eventlog.Event) string {
+		return fmt.Sprintf("%s/%d/%d", ev.Kind, ev.TokensIn, ev.TokensOut)
+	})
+	want := "user/0/0 reasoning/1103/10 note/0/0 assistant/0/0 tool-call/0/431 assistant/1103/7 assistant/0/0 assistant/1103/5 assistant/0/23"
+	if got != want {
+		t.Fatalf("events %s\nwant   %s", got, want)
+	}
+}
+
+// eventsAs is a session's events, each as f says, space-separated.
+func eventsAs(t *testing.T, r *Rook, id eventlog.ID, f func(eventlog.Event) string) string {
+	t.Helper()
+	evs, err := r.Log.Read(id, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, ev := range evs {
-		got = append(got, fmt.Sprintf("%s/%d/%d", ev.Kind, ev.TokensIn, ev.TokensOut))
+	got := make([]string, len(evs))
+	for i, ev := range evs {
+		got[i] = f(ev)
 	}
-	want := "user/0/0 reasoning/1103/10 note/0/0 assistant/0/0 tool-call/0/431 assistant/1103/7 assistant/0/0 assistant/1103/5 assistant/0/23"
-	if strings.Join(got, " ") != want {
-		t.Fatalf("events %s\nwant   %s", strings.Join(got, " "), want)
-	}
+	return strings.Join(got, " ")
 }
 
 func TestImportIsIncremental(t *testing.T) {
@@ -715,17 +724,12 @@ func TestImportKeepsTokenNotesApart(t *testing.T) {
 	writeSource(t, fsys, src, lines, "")
 	rep := mustImport(t, r, FormatCodex, "/home/u/.codex/sessions")
 	id := *rep.Files[0].Session
-	evs, err := r.Log.Read(id, 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, ev := range evs {
-		got = append(got, fmt.Sprintf("%s/%d/%d", ev.Label, ev.TokensIn, ev.TokensOut))
-	}
+	got := eventsAs(t, r, id, func(ev eventlog.Event) string {
+		return fmt.Sprintf("%s/%d/%d", ev.Label, ev.TokensIn, ev.TokensOut)
+	})
 	want := "session_meta +1/0/0 event_msg:token_count/10000/100 event_msg:token_count/20000/200 event_msg:task_complete/0/0"
-	if strings.Join(got, " ") != want {
-		t.Fatalf("events %s\nwant   %s", strings.Join(got, " "), want)
+	if got != want {
+		t.Fatalf("events %s\nwant   %s", got, want)
 	}
 	ctx, err := r.Context(id, DefaultContextWindow)
 	if err != nil || ctx.Reported == nil || ctx.Reported.Seq != 2 || ctx.Reported.Tokens != 20200 {

@@ -1179,28 +1179,32 @@ func (r *Rook) importedBytes(m eventlog.Meta) (importedState, error) {
 
 // sourceEnd is where the session's last imported line ends in its source.
 func (r *Rook) sourceEnd(id eventlog.ID) (int64, error) {
-	off, lines, err := r.lastSource(id)
+	_, off, lines, err := r.lastSource(id)
 	return off + int64(len(lines)), err
 }
 
 // cutLineStart is where the line the session's lines end in begins in its
-// source, when that line has no newline (a file imported while its agent
-// was writing it, or one that ends so); ok is false otherwise. The next
-// import of the grown file takes that line in again, whole.
+// source, when that line has no newline and did not parse (cut short: a
+// file imported while its agent was writing it); ok is false otherwise.
+// The next import of the grown file takes that line in again, whole. A
+// last line that parsed without its newline is an event already: what
+// follows it is the rest of its line.
 func (r *Rook) cutLineStart(id eventlog.ID) (start int64, ok bool, err error) {
-	off, lines, err := r.lastSource(id)
-	if err != nil || len(lines) == 0 || lines[len(lines)-1] == '\n' {
+	ev, off, lines, err := r.lastSource(id)
+	if err != nil || len(lines) == 0 || lines[len(lines)-1] == '\n' || !strings.HasSuffix(ev.Label, ":unparsed") {
 		return 0, false, err
 	}
 	return off + int64(bytes.LastIndexByte(lines, '\n')+1), true, nil
 }
 
-// lastSource is the session's last source object: where its lines start in
-// the source, and the lines (none when it has no source object).
-func (r *Rook) lastSource(id eventlog.ID) (int64, []byte, error) {
+// lastSource is the session's last event with a source object: the event,
+// where its lines start in the source, and the lines (none when it has no
+// source object).
+func (r *Rook) lastSource(id eventlog.ID) (eventlog.Event, int64, []byte, error) {
+	var none eventlog.Event
 	s, err := r.Log.Summary(id)
 	if err != nil {
-		return 0, nil, err
+		return none, 0, nil, err
 	}
 	for seq := s.Events; seq > 0; {
 		from := uint64(0)
@@ -1209,7 +1213,7 @@ func (r *Rook) lastSource(id eventlog.ID) (int64, []byte, error) {
 		}
 		evs, err := r.Log.Read(id, from, int(seq-from))
 		if err != nil {
-			return 0, nil, err
+			return none, 0, nil, err
 		}
 		for i := len(evs) - 1; i >= 0; i-- {
 			b, kind, err := r.Store.GetKind(evs[i].Body)
@@ -1218,17 +1222,17 @@ func (r *Rook) lastSource(id eventlog.ID) (int64, []byte, error) {
 			}
 			sl, err := decodeSourceLine(b)
 			if err != nil {
-				return 0, nil, err
+				return none, 0, nil, err
 			}
 			line, err := sl.expand(r.Store.Get)
 			if err != nil {
-				return 0, nil, err
+				return none, 0, nil, err
 			}
-			return sl.Offset, line, nil
+			return evs[i], sl.Offset, line, nil
 		}
 		seq = from
 	}
-	return 0, nil, nil
+	return none, 0, nil, nil
 }
 
 // ExportResult says what ExportSource wrote.
@@ -1297,7 +1301,7 @@ func (r *Rook) ExportSource(id eventlog.ID, w io.Writer) (ExportResult, error) {
 				// cut short, begins with the bytes written of it: the rest
 				// is what it adds.
 				done := x.Bytes - sl.Offset
-				if sl.Offset < lastAt || done <= 0 || done > int64(len(line)) || !bytes.Equal(last[sl.Offset-lastAt:], line[:done]) {
+				if sl.Offset < lastAt || done <= 0 || done >= int64(len(line)) || !bytes.Equal(last[sl.Offset-lastAt:], line[:done]) {
 					return x, fmt.Errorf("event %d: its line starts at byte %d of the source, but %d bytes were written before it: the session's lines are not whole", ev.Seq, sl.Offset, x.Bytes)
 				}
 				line = line[done:]

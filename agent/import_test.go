@@ -875,6 +875,38 @@ func TestDecodedSnippetWindow(t *testing.T) {
 	}
 }
 
+// TestImportALastLineThatParsedIsNotTakenAgain: a last line read whole
+// but before its newline (the agent had not written it yet) parsed and is
+// an event; when the file grows, only the rest of its line (the newline)
+// follows it, as a note: the line is not taken in twice, nor its tokens.
+func TestImportALastLineThatParsedIsNotTakenAgain(t *testing.T) {
+	for _, chunk := range []int{0, 50} {
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		src := "/p/s.jsonl"
+		two := claudeLines("s", 2)
+		writeSource(t, fsys, src, append(claudeLines("s", 1), two[0]), two[1]) // msg_2's first line, no newline
+		rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := *fileByPath(t, rep, src).Session
+		data := writeSource(t, fsys, src, append(claudeLines("s", 1), two...), "")
+		if _, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk}); err != nil {
+			t.Fatal(err)
+		}
+		mustExport(t, r, id, data)
+		s, err := r.Log.Summary(id)
+		if err != nil || s.TokensIn != 2*1103 || s.TokensOut != 2*42 {
+			t.Fatalf("chunks of %d: tokens %d in, %d out (want %d, %d) %v", chunk, s.TokensIn, s.TokensOut, 2*1103, 2*42, err)
+		}
+		got := eventsAs(t, r, id, func(ev eventlog.Event) string { return ev.Kind.String() + "/" + ev.Label })
+		if strings.Count(got, "reasoning/") != 2 || !strings.Contains(got, "reasoning/claude-opus-4-6 note/claude-code:continued assistant/") {
+			t.Fatalf("chunks of %d: events %s", chunk, got)
+		}
+	}
+}
+
 // TestExportRefusesLinesThatDoNotFollow: a line stored again whole (after
 // an import found it cut short) must begin with the bytes written of it;
 // one that does not, or that starts before the lines written, fails the

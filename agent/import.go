@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -511,19 +512,20 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	from := int64(-1) // where the lines to take in begin, when not at start
 	res.Status = ImportNew
 	size, full := int64(len(prep.data)), prep.full // a streamed new file's: known at its end
-	prefix := ""                                   // the SHA-256 of the file's bytes its session holds
-	m, ok := known[f.path]
-	movedFrom := "" // the path a session was imported from, where this file was
-	if !ok {
-		if m, ok = names.moved(r.fs, f.path); ok {
-			movedFrom = m.Source.Path
-		}
-	}
-	if ok {
-		done, err := r.importedBytes(m)
+	// The session the file is: the one imported from its path, else one
+	// imported from a path of its name that is gone (sourceNames), newest
+	// first; the first whose bytes the file begins with. When its path's
+	// own session is not one of them, the file was rewritten.
+	var m eventlog.Meta
+	movedFrom := "" // the path m was imported from, where this file was
+	var rewrittenOf *eventlog.Meta
+	prefix := "" // the SHA-256 of the file's first bytes, as many as m holds
+	for _, c := range names.candidates(r.fs, f.path) {
+		done, err := r.importedBytes(c)
 		if err != nil {
-			return fail(fmt.Errorf("session %s: %w", m.ID, err))
+			return fail(fmt.Errorf("session %s: %w", c.ID, err))
 		}
+		prefix = ""
 		if prep.streamed {
 			if size, full, prefix, err = r.hashSource(f.path, done.size); err != nil {
 				return fail(err)
@@ -531,26 +533,26 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		} else if done.size <= size {
 			prefix = hashHex(prep.data[:done.size])
 		}
-		if movedFrom != "" && (done.size > size || done.sha != prefix) {
-			// Not the same transcript after all (its name is): a new one.
-			movedFrom, ok = "", false
+		moved := ""
+		if c.Source.Path != f.path {
+			moved = c.Source.Path
 		}
 		switch {
-		case !ok:
 		case done.size == size && done.sha == full:
-			res.Status, res.Session = ImportUnchanged, &m.ID
-			if m.Source.Size != done.size || m.Source.SHA256 != done.sha || movedFrom != "" {
+			res.Status, res.Session = ImportUnchanged, &c.ID
+			if c.Source.Size != done.size || c.Source.SHA256 != done.sha || moved != "" {
 				// A crash came after the lines and before the metadata,
 				// or the file moved.
-				src := *m.Source
+				src := *c.Source
 				src.Size, src.SHA256 = done.size, done.sha
-				m.Source = &src
-				names.move(&m, movedFrom, f.path, zst, &res)
-				*metas = append(*metas, m)
-				known[f.path] = m
+				c.Source = &src
+				names.move(&c, moved, f.path, zst, &res)
+				*metas = append(*metas, c)
+				known[f.path] = c
 			}
 			return res
 		case done.size <= size && done.sha == prefix:
+			m, movedFrom = c, moved
 			res.Status, res.Session, fi.sess, start = ImportGrown, &m.ID, &m, done.size
 			if s, err := r.Log.Summary(m.ID); err == nil && s.Events > 0 {
 				fi.last, fi.timed = s.Updated, true
@@ -566,10 +568,17 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			if isCut && cut < start {
 				from = cut
 			}
+		case moved == "":
+			rewrittenOf = &c
+			continue
 		default:
-			res.Status = ImportRewritten
-			res.Note = fmt.Sprintf("changed since it was imported as session %s (not only grown): imported again as a new session; the old one is kept", m.ID)
+			continue // of the name, not of the transcript
 		}
+		break
+	}
+	if res.Status == ImportNew && rewrittenOf != nil {
+		res.Status = ImportRewritten
+		res.Note = fmt.Sprintf("changed since it was imported as session %s (not only grown): imported again as a new session; the old one is kept", rewrittenOf.ID)
 	}
 	if from < 0 {
 		from = start
@@ -692,11 +701,12 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 // rollout left idle for a week in place (x.jsonl becomes x.jsonl.zst) and
 // writes it back plain when the session resumes; archiving moves it to
 // archived_sessions; a Claude Code project directory is renamed with its
-// project. A file not imported under its path is the session imported
-// under another path of the same name (.zst aside) that is no longer
-// there, when that session's bytes are the file's first bytes (importFile
-// checks); it is then unchanged or grown, not a new session. A copy, whose
-// original is still there, is a session of its own.
+// project. A file whose path's session it does not begin with (or that has
+// none) is the session imported under another path of the same name (.zst
+// aside) that is no longer there, newest first, whose bytes are the file's
+// first bytes (importFile checks); it is then unchanged or grown, not a
+// new session. A copy, whose original is still there, is a session of its
+// own.
 type sourceNames struct {
 	known  map[string]eventlog.Meta // by source path
 	byName map[string][]string      // source paths by name; made when first asked
@@ -708,11 +718,17 @@ func sourceName(path string) string {
 	return strings.TrimSuffix(filepath.Base(path), ".zst")
 }
 
-// moved is the session imported from another path of path's name that no
-// longer exists, if there is exactly one.
-func (n *sourceNames) moved(fsys vfs.FS, path string) (eventlog.Meta, bool) {
+// candidates are the sessions the file at path may be: the one imported
+// from path, then those imported from another path of its name that no
+// longer exists, newest first. importFile takes the first whose bytes the
+// file begins with.
+func (n *sourceNames) candidates(fsys vfs.FS, path string) []eventlog.Meta {
+	var out []eventlog.Meta
+	if m, ok := n.known[path]; ok {
+		out = append(out, m)
+	}
 	if len(n.known) == 0 {
-		return eventlog.Meta{}, false
+		return out
 	}
 	if n.byName == nil {
 		n.byName = map[string][]string{}
@@ -720,20 +736,18 @@ func (n *sourceNames) moved(fsys vfs.FS, path string) (eventlog.Meta, bool) {
 			n.byName[sourceName(p)] = append(n.byName[sourceName(p)], p)
 		}
 	}
-	var found []eventlog.Meta
+	var moved []eventlog.Meta
 	for _, p := range n.byName[sourceName(path)] {
 		m, ok := n.known[p]
 		if !ok || p == path {
 			continue // moved already, in this import
 		}
 		if _, err := fsys.Stat(p); errors.Is(err, fs.ErrNotExist) {
-			found = append(found, m)
+			moved = append(moved, m)
 		}
 	}
-	if len(found) != 1 {
-		return eventlog.Meta{}, false
-	}
-	return found[0], true
+	slices.SortFunc(moved, func(a, b eventlog.Meta) int { return strings.Compare(b.ID.String(), a.ID.String()) })
+	return append(out, moved...)
 }
 
 // move records that the session m, imported from the path from, is now

@@ -875,6 +875,39 @@ func TestDecodedSnippetWindow(t *testing.T) {
 	}
 }
 
+// TestImportFollowsAMoveAfterARewrite: a file rewritten at its path is a
+// new session, the old one kept under the same path; when the new one
+// moves, and moves again, and comes back (Codex's .jsonl -> .zst ->
+// .jsonl), it is still the new one: not the old one the path names again,
+// nor a session of its own because two gone paths have its name.
+func TestImportFollowsAMoveAfterARewrite(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	a, b, c := "/p/A/x.jsonl", "/p/B/x.jsonl", "/p/C/x.jsonl"
+	writeSource(t, fsys, a, claudeLines("x", 1), "")
+	old := *fileByPath(t, mustImport(t, r, FormatClaudeCode, "/p"), a).Session
+	data := writeSource(t, fsys, a, claudeLines("x", 2), "") // rewritten
+	rw := fileByPath(t, mustImport(t, r, FormatClaudeCode, "/p"), a)
+	if rw.Status != ImportRewritten || *rw.Session == old {
+		t.Fatalf("rewritten: %+v", rw)
+	}
+	id := *rw.Session
+	for _, step := range []struct{ from, to string }{{a, b}, {b, c}, {c, a}} {
+		writeSource(t, fsys, step.to, claudeLines("x", 2), "")
+		if err := fsys.Remove(step.from); err != nil {
+			t.Fatal(err)
+		}
+		f := fileByPath(t, mustImport(t, r, FormatClaudeCode, "/p"), step.to)
+		if f.Status != ImportUnchanged || *f.Session != id || f.MovedFrom != step.from {
+			t.Fatalf("%s -> %s: %+v", step.from, step.to, f)
+		}
+	}
+	if ids, err := r.Log.IDs(); err != nil || len(ids) != 2 {
+		t.Fatalf("%d sessions for two transcripts %v", len(ids), err)
+	}
+	mustExport(t, r, id, data)
+}
+
 // TestImportALastLineThatParsedIsNotTakenAgain: a last line read whole
 // but before its newline (the agent had not written it yet) parsed and is
 // an event; when the file grows, only the rest of its line (the newline)

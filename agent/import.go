@@ -345,7 +345,9 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 				path := filepath.Join(dir, d.Name())
 				switch {
 				case d.IsDir():
-					walk(path)
+					if !walked[path] { // reached through a link already
+						walk(path)
+					}
 				case d.Type().IsRegular() && wanted(d.Name()):
 					if fi, err := d.Info(); err == nil {
 						add(path, fi.Size())

@@ -908,6 +908,43 @@ func TestImportFollowsAMoveAfterARewrite(t *testing.T) {
 	mustExport(t, r, id, data)
 }
 
+// TestImportFollowsLinksOnce: links in a tree are followed, and whatever
+// they reach is walked once, however many ways it is reached (a loop to
+// the top, a directory outside linking back in): each transcript imported
+// once, a link to nothing reported once.
+func TestImportFollowsLinksOnce(t *testing.T) {
+	tmp := t.TempDir()
+	r := diskRook(t, filepath.Join(tmp, "home"))
+	top := filepath.Join(tmp, "projects")
+	outside := filepath.Join(tmp, "elsewhere")
+	writeSource(t, vfs.OS, filepath.Join(top, "p1", "s1.jsonl"), claudeLines("s1", 1), "")
+	writeSource(t, vfs.OS, filepath.Join(outside, "s2.jsonl"), claudeLines("s2", 1), "")
+	for link, target := range map[string]string{
+		filepath.Join(top, "p1", "loop"):           top,
+		filepath.Join(top, "out"):                  outside,
+		filepath.Join(top, "p1", "again.jsonl"):    filepath.Join(outside, "s2.jsonl"),
+		filepath.Join(outside, "back"):             filepath.Join(top, "p1"),
+		filepath.Join(top, "p1", "dangling.jsonl"): "nowhere",
+		filepath.Join(tmp, "toplink"):              top,
+	} {
+		if err := os.Symlink(target, link); err != nil {
+			t.Skip("no symbolic links here:", err)
+		}
+	}
+	rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{filepath.Join(tmp, "toplink")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range rep.Files {
+		got = append(got, strings.TrimPrefix(f.Path, tmp)+" "+f.Status)
+	}
+	want := "/projects/p1/dangling.jsonl failed|/elsewhere/s2.jsonl new|/projects/p1/s1.jsonl new"
+	if strings.Join(got, "|") != want || rep.Failed != 1 || rep.Sessions != 2 {
+		t.Fatalf("files %s\nwant  %s\n(%d failed, %d new)", strings.Join(got, "|"), want, rep.Failed, rep.Sessions)
+	}
+}
+
 // TestImportALastLineThatParsedIsNotTakenAgain: a last line read whole
 // but before its newline (the agent had not written it yet) parsed and is
 // an event; when the file grows, only the rest of its line (the newline)

@@ -1,0 +1,174 @@
+package agent
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
+	"github.com/rookhq/rook/internal/vfs/vfstest"
+)
+
+// TestImportGrowingAtRandomPoints: a transcript imported again and again
+// as it grows, each time cut at a random byte (mid-line, mid-string, just
+// before a newline), read whole and in chunks of a random size. After each
+// import the session exports the file as it was, line count and all; at
+// the end its tokens are those of the whole file imported at once (no
+// line taken in twice, none lost).
+func TestImportGrowingAtRandomPoints(t *testing.T) {
+	var all []string
+	for i := 1; i <= 3; i++ {
+		all = append(all, claudeLines("f", i)...)
+	}
+	full := writeSourceBytes(all, "")
+	rng := rand.New(rand.NewPCG(1, 2))
+	src := "/src/p/f.jsonl"
+	for range 60 {
+		var cuts []int
+		for range 2 + rng.IntN(4) {
+			cuts = append(cuts, 1+rng.IntN(len(full)-1))
+		}
+		slices.Sort(cuts)
+		cuts = append(cuts, len(full))
+		for _, chunk := range []int{0, 1 + rng.IntN(600)} {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			if err := fsys.MkdirAll(filepath.Dir(src), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			var id *eventlog.ID
+			for _, c := range cuts {
+				if err := fsys.WriteFileAtomic(src, full[:c], 0o600); err != nil {
+					t.Fatal(err)
+				}
+				rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f := fileByPath(t, rep, src); f.Session != nil {
+					id = f.Session
+				}
+				if id == nil {
+					continue // no entry yet: not a transcript so far
+				}
+				var out bytes.Buffer
+				x, err := r.ExportSource(*id, &out)
+				lines := bytes.Count(full[:c], []byte{'\n'})
+				if full[c-1] != '\n' {
+					lines++
+				}
+				if err != nil || !x.Exact || !bytes.Equal(out.Bytes(), full[:c]) || x.Lines != lines {
+					t.Fatalf("cut at %v, chunks of %d: after the cut at %d, export %+v (%d lines in the file) %v", cuts, chunk, c, x, lines, err)
+				}
+			}
+			s, err := r.Log.Summary(*id)
+			if err != nil || s.TokensIn != 3*1103 || s.TokensOut != 3*42 {
+				t.Fatalf("cut at %v, chunks of %d: tokens %d in, %d out, want %d, %d (%v)", cuts, chunk, s.TokensIn, s.TokensOut, 3*1103, 3*42, err)
+			}
+		}
+	}
+}
+
+// TestImportCutLineCrashSweep: the import that takes a cut line in again,
+// whole, crashed at every write (and some torn ones). Whatever it left,
+// the next import brings each session to the file: exported byte for
+// byte, with as many events as an import that did not crash.
+func TestImportCutLineCrashSweep(t *testing.T) {
+	for _, chunk := range []int{0, 300} {
+		t.Run(fmt.Sprint("chunks of ", chunk), func(t *testing.T) { cutLineCrashSweep(t, chunk) })
+	}
+}
+
+func cutLineCrashSweep(t *testing.T, chunk int) {
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	importAll := func(fsys vfs.FS) error {
+		r, err := Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true})
+		if err != nil {
+			return err
+		}
+		_, err = r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{"/src"}, ChunkBytes: chunk})
+		if cerr := r.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	full := map[string][]byte{}
+	cutAt := map[string]int{}
+	for i, name := range []string{"/src/a.jsonl", "/src/s/subagents/agent-x.jsonl"} {
+		full[name] = writeSourceBytes(append(claudeLines("s", i), claudeLines("s", i+5)...), "")
+		cutAt[name] = len(full[name])/2 + 37*i // inside a line
+	}
+	write := func(fsys *vfs.MemFS, grown bool) {
+		for name, data := range full {
+			if !grown {
+				data = data[:cutAt[name]]
+			}
+			if err := fsys.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+				panic(err)
+			}
+			if err := fsys.WriteFileAtomic(name, data, 0o600); err != nil {
+				panic(err)
+			}
+		}
+	}
+	setup := func(fsys *vfs.MemFS) {
+		initCrashStore(fsys)
+		write(fsys, false)
+		if err := importAll(fsys); err != nil {
+			panic(err)
+		}
+		write(fsys, true)
+	}
+	// events are the events of each session, by source path.
+	events := func(fsys vfs.FS) map[string]uint64 {
+		r, err := Open(crashHome, Options{FS: fsys, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		ids, err := r.Log.IDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]uint64{}
+		for _, id := range ids {
+			m, err := r.Log.ReadMeta(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := r.Log.Summary(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if x, err := r.ExportSource(id, &buf); err != nil || !x.Exact || !bytes.Equal(buf.Bytes(), full[m.Source.Path]) {
+				t.Fatalf("%s: export %+v %v", m.Source.Path, x, err)
+			}
+			out[m.Source.Path] = s.Events
+		}
+		return out
+	}
+	ref := vfs.NewMem()
+	setup(ref)
+	if err := importAll(ref); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprint(events(ref))
+	vfstest.Sweep(t, rand.New(rand.NewPCG(7, 7)), 2, setup, func(fsys *vfs.MemFS) error { return importAll(fsys) },
+		func(k int, states []*vfs.MemFS) {
+			for _, s := range states {
+				if err := importAll(s); err != nil {
+					t.Fatalf("crash at write %d: import again: %v", k, err)
+				}
+				if got := fmt.Sprint(events(s)); got != want {
+					t.Fatalf("crash at write %d: events by file %s, want %s", k, got, want)
+				}
+			}
+		})
+}

@@ -144,6 +144,9 @@ type ImportReport struct {
 	// BeyondRetention are the sessions of the imported files that `rook
 	// store prune` and `maintain` would delete now (ImportOptions.Retention).
 	BeyondRetention []SessionRef `json:"beyond_retention,omitempty"`
+	// ZstBeside are the .zst rollouts left out because their plain file
+	// is beside them (the same rollout, which was read).
+	ZstBeside []string `json:"zst_beside,omitempty"`
 }
 
 // StoredAdded is what the import added to the store's stored bytes.
@@ -205,7 +208,10 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	if err != nil {
 		return rep, err
 	}
-	names := &sourceNames{known: known}
+	names := &sourceNames{known: known, beside: map[string]bool{}}
+	for _, p := range rep.ZstBeside {
+		names.beside[p] = true
+	}
 	st, err := r.Store.Stats()
 	if err != nil {
 		return rep, err
@@ -311,8 +317,16 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 			out = append(out, sourceFile{p, size})
 		}
 	}
+	// wanted: a file a walk takes. Codex's rollouts are rollout-*.jsonl and
+	// .jsonl.zst (its history.jsonl, prompts only, is not one); Claude
+	// Code's transcripts are .jsonl files, but for its history.jsonl of
+	// prompts at the top of ~/.claude. A file named on its own is taken
+	// whatever its name.
 	wanted := func(name string) bool {
-		return strings.HasSuffix(name, ".jsonl") || (format == FormatCodex && strings.HasSuffix(name, ".jsonl.zst"))
+		if format == FormatCodex {
+			return strings.HasPrefix(name, "rollout-") && (strings.HasSuffix(name, ".jsonl") || strings.HasSuffix(name, ".jsonl.zst"))
+		}
+		return strings.HasSuffix(name, ".jsonl") && name != "history.jsonl"
 	}
 	for _, p := range paths {
 		abs, err := filepath.Abs(p)
@@ -377,6 +391,25 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 			}
 		}
 		walk(abs)
+	}
+	if format == FormatCodex {
+		// A rollout and its .zst side by side (Codex compressing it, or
+		// writing it back plain to resume it) are one rollout: the plain
+		// file is read, as Codex reads it; the .zst is left to sourceNames,
+		// which takes the plain file for the session the .zst was.
+		plain := map[string]bool{}
+		for _, f := range out {
+			plain[f.path] = true
+		}
+		kept := out[:0]
+		for _, f := range out {
+			if p, ok := strings.CutSuffix(f.path, ".zst"); ok && plain[p] {
+				rep.ZstBeside = append(rep.ZstBeside, f.path)
+				continue
+			}
+			kept = append(kept, f)
+		}
+		out = kept
 	}
 	isChild := func(p string) bool {
 		return strings.HasPrefix(filepath.Base(p), "agent-") || filepath.Base(filepath.Dir(p)) == "subagents"
@@ -712,6 +745,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 type sourceNames struct {
 	known  map[string]eventlog.Meta // by source path
 	byName map[string][]string      // source paths by name; made when first asked
+	// beside are the .zst rollouts left out beside their plain files:
+	// there, but as good as gone.
+	beside map[string]bool
 }
 
 // sourceName is a source file's name as it moves: without its directory
@@ -744,7 +780,7 @@ func (n *sourceNames) candidates(fsys vfs.FS, path string) []eventlog.Meta {
 		if !ok || p == path {
 			continue // moved already, in this import
 		}
-		if _, err := fsys.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		if _, err := fsys.Stat(p); errors.Is(err, fs.ErrNotExist) || n.beside[p] {
 			moved = append(moved, m)
 		}
 	}

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -460,4 +462,71 @@ func TestImportFollowsAMovedFile(t *testing.T) {
 	if f := fileByPath(t, rep, "/c/copy/"+name); f.Status != ImportNew || *f.Session == id {
 		t.Fatalf("a copy: %+v", f)
 	}
+}
+
+// TestImportTakesAPlainRolloutBesideItsZst: while Codex compresses a
+// rollout, and when it writes one back plain to resume it, the plain file
+// and its .zst are side by side. They are one rollout: the plain file is
+// read (as Codex reads it), the .zst left out (even half written), and the
+// session stays one session throughout.
+func TestImportTakesAPlainRolloutBesideItsZst(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	plain, err := os.ReadFile(codexMainFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	path := "/c/sessions/2026/01/02/" + filepath.Base(codexMainFile)
+	write := func(p string, data []byte) {
+		t.Helper()
+		if err := fsys.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := fsys.WriteFileAtomic(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(path, plain)
+	id := *fileByPath(t, mustImport(t, r, FormatCodex, "/c"), path).Session
+	grown := append(slices.Clone(plain), `{"timestamp":"2026-01-03T00:00:00.000Z","type":"event_msg","payload":{"type":"agent_message","message":"resumed"}}`+"\n"...)
+	for _, step := range []struct {
+		what       string
+		plain, zst []byte // nil: not there
+		read       string // the file read
+		status     string
+		from       string
+	}{
+		{"compressing, the .zst half written", plain, enc.EncodeAll(plain, nil)[:40], path, ImportUnchanged, ""},
+		{"compressed", plain, enc.EncodeAll(plain, nil), path, ImportUnchanged, ""},
+		{"the plain file removed", nil, enc.EncodeAll(plain, nil), path + ".zst", ImportUnchanged, path},
+		{"resumed: written back plain, grown", grown, enc.EncodeAll(plain, nil), path, ImportGrown, path + ".zst"},
+		{"the .zst removed", grown, nil, path, ImportUnchanged, ""},
+	} {
+		for p, data := range map[string][]byte{path: step.plain, path + ".zst": step.zst} {
+			if data == nil {
+				if err := fsys.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					t.Fatal(err)
+				}
+				continue
+			}
+			write(p, data)
+		}
+		rep := mustImport(t, r, FormatCodex, "/c")
+		f := fileByPath(t, rep, step.read)
+		if len(rep.Files) != 1 || rep.Failed != 0 || f.Status != step.status || *f.Session != id || f.MovedFrom != step.from {
+			t.Fatalf("%s: %+v", step.what, rep)
+		}
+		if beside := step.plain != nil && step.zst != nil; beside != (len(rep.ZstBeside) == 1) {
+			t.Fatalf("%s: .zst left out %v", step.what, rep.ZstBeside)
+		}
+	}
+	if ids, err := r.Log.IDs(); err != nil || len(ids) != 1 {
+		t.Fatalf("%d sessions for one rollout %v", len(ids), err)
+	}
+	mustExport(t, r, id, grown)
 }

@@ -464,30 +464,48 @@ func TestImportCorpus(t *testing.T) {
 	}
 }
 
+// writeFile writes a file on the real disk, making its directory.
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestImportCodex imports the hand-made rollouts (plain, zstd-compressed, a
 // subagent), exports each back and reads them.
 func TestImportCodex(t *testing.T) {
-	src, err := filepath.Abs(filepath.Join("testdata", "codex"))
-	if err != nil {
-		t.Fatal(err)
+	// The .zst apart from its plain file: beside it, it is the same
+	// rollout and left out (TestImportTakesAPlainRolloutBesideItsZst).
+	dir := t.TempDir()
+	fixture := map[string]string{}
+	for _, f := range []string{codexMainFile, codexSubFile, codexMainFile + ".zst"} {
+		sub := "plain"
+		if strings.HasSuffix(f, ".zst") {
+			sub = "zst"
+		}
+		p := filepath.Join(dir, "sessions", sub, filepath.Base(f))
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, p, b)
+		fixture[p] = f
 	}
-	r := diskRook(t, filepath.Join(t.TempDir(), "store"))
-	rep := mustImport(t, r, FormatCodex, src)
+	r := diskRook(t, filepath.Join(dir, "store"))
+	rep := mustImport(t, r, FormatCodex, filepath.Join(dir, "sessions"))
 	if rep.Failed != 0 || rep.Sessions != 3 || rep.Unparsed != 2 { // the one line that is not JSON, in the plain and the .zst copy
 		t.Fatalf("%+v", rep)
 	}
 	kinds := map[eventlog.Kind]int{}
 	for _, f := range rep.Files {
-		want, zerr := os.ReadFile(f.Path)
+		// The export of a .zst source is its decompressed JSONL.
+		want, zerr := os.ReadFile(strings.TrimSuffix(fixture[f.Path], ".zst"))
 		if zerr != nil {
 			t.Fatal(zerr)
-		}
-		if strings.HasSuffix(f.Path, ".zst") {
-			// The export of a .zst source is its decompressed JSONL.
-			want, zerr = os.ReadFile(strings.TrimSuffix(f.Path, ".zst"))
-			if zerr != nil {
-				t.Fatal(zerr)
-			}
 		}
 		mustExport(t, r, *f.Session, want)
 		evs, err := r.Log.Read(*f.Session, 0, 1000)
@@ -519,7 +537,7 @@ func TestImportCodex(t *testing.T) {
 			t.Fatalf("no %s event: %v", k, kinds)
 		}
 	}
-	if again := mustImport(t, r, FormatCodex, src); again.Unchanged != 3 {
+	if again := mustImport(t, r, FormatCodex, filepath.Join(dir, "sessions")); again.Unchanged != 3 {
 		t.Fatalf("re-import: %+v", again)
 	}
 }

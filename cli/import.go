@@ -133,6 +133,9 @@ func printImport(e *Env, out importJSON) {
 	} else {
 		fmt.Fprintf(w, "%s added to the store%s\n", formatBytes(rep.StoredAdded()), ratio(rep.StoredAdded()))
 	}
+	if n := len(rep.ZstBeside); n > 0 {
+		fmt.Fprintf(w, "%d .zst rollout(s) left out: the plain file beside each is the same rollout, and was read (Codex compressing it, or writing it back to resume it)\n", n)
+	}
 	if len(rep.Files) == 0 {
 		kinds := ".jsonl"
 		if rep.Format == agent.FormatCodex {

@@ -843,7 +843,8 @@ func TestSearchReadsImportedText(t *testing.T) {
 	lines := []string{
 		`{"type":"user","sessionId":"s1","cwd":"/wherever","message":{"role":"user","content":` + q("first line\nthe \"wombat\" burrow\tis deep") + `},"uuid":"u1","timestamp":"2026-02-10T21:00:00.000Z"}`,
 		`{"type":"user","sessionId":"s1","cwd":"/wherever","message":{"role":"user","content":` + q(strings.Repeat("long text ", 40)+"\nand a platypus") + `},"uuid":"u2","timestamp":"2026-02-10T21:00:01.000Z"}`,
-		`{"type":"assistant","sessionId":"s1","cwd":"/wherever","userType":"external","message":{"id":"msg_1","role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"sigsig"},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"grep -r numbats ."}}]},"uuid":"u3","timestamp":"2026-02-10T21:00:02.000Z"}`,
+		`{"type":"assistant","sessionId":"s1","cwd":"/wherever","userType":"external","message":{"id":"msg_1","role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"sigsig"},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"grep -r numbats ."}}],"usage":{"service_tier":"standard","inference_geo":"global"}},"uuid":"u3","timestamp":"2026-02-10T21:00:02.000Z"}`,
+		`{"type":"summary","summary":"Koala feeding schedule","leafUuid":"u3"}`,
 	}
 	writeSource(t, fsys, "/home/u/.claude/projects/-wherever/s1.jsonl", lines, "")
 	mustImport(t, r, FormatClaudeCode, "/home/u/.claude/projects")
@@ -862,7 +863,7 @@ func TestSearchReadsImportedText(t *testing.T) {
 	// Nor are the envelope's values (ids, the user type, the working
 	// directory) or signed state: they would match every line. Find,
 	// which matches the stored bytes, finds an id.
-	for _, query := range []string{"u2", "external", "wherever", "sigsig"} {
+	for _, query := range []string{"u2", "external", "wherever", "sigsig", "standard", "global"} {
 		if res, _ := r.Search(query, SearchOptions{}); len(res.Hits) != 0 {
 			t.Errorf("%s matched: %+v", query, res.Hits)
 		}
@@ -871,9 +872,17 @@ func TestSearchReadsImportedText(t *testing.T) {
 	if res, err := r.Find(id, FindQuery{Query: "u2"}); err != nil || len(res.Hits) != 1 || res.Hits[0].Seq != 1 {
 		t.Errorf("find u2: %+v %v", res.Hits, err)
 	}
-	// A tool's arguments are text.
+	// A tool's arguments are text, and so is a summary line's summary.
 	if res, _ := r.Search("grep numbats", SearchOptions{}); len(res.Hits) != 1 || res.Hits[0].Seq != 2 {
 		t.Errorf("a tool's command: %+v", res.Hits)
+	}
+	if res, _ := r.Search("koala", SearchOptions{}); len(res.Hits) != 1 || res.Hits[0].Seq != 3 {
+		t.Errorf("a summary: %+v", res.Hits)
+	}
+	// Codex's settings are not text either, its instructions are.
+	turn := `{"timestamp":"t","type":"turn_context","payload":{"cwd":"/w","approval_policy":"on-request","model":"m","effort":"high","summary":"auto","user_instructions":"be brief"}}`
+	if got := string(textOfImported([]byte(turn))); got != "be brief\n" {
+		t.Errorf("turn_context: %q", got)
 	}
 }
 

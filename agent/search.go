@@ -288,8 +288,9 @@ func textOfImported(body []byte) []byte {
 			out = append(append(out, line...), '\n')
 			continue
 		}
-		for _, s := range strs {
-			if notText[s.Key] {
+		for i := range strs {
+			s := &strs[i]
+			if notText(s) {
 				continue
 			}
 			var ok bool
@@ -301,24 +302,35 @@ func textOfImported(body []byte) []byte {
 	return out
 }
 
-// notText are the keys of an imported line whose string values search
-// leaves out: the envelope every line repeats (ids, versions, the working
-// directory, the model; searching a project's name or "external" would
-// match every line), the names of types, and signed or encoded state (a
-// thinking block's signature, Codex's encrypted reasoning, an image's
-// bytes), which is never text a user wrote or read.
-var notText = map[string]bool{
+// notText says whether search leaves out a string value of an imported
+// line: the envelope every line repeats (ids, versions, the working
+// directory, the model, settings; searching a project's name, "external"
+// or "standard" would match every line), the names of types, and signed
+// or encoded state (a thinking block's signature, Codex's encrypted
+// reasoning, an image's bytes), which is never text a user wrote or read.
+func notText(s *jsonString) bool {
+	if notTextKeys[s.Key] {
+		return true
+	}
+	// Codex's turn_context names the summaries it wants ("auto"): a
+	// setting, where a Claude Code summary line's summary is text.
+	return s.Key == "summary" && len(s.Parents) > 0 && s.Parents[len(s.Parents)-1] == "payload"
+}
+
+var notTextKeys = map[string]bool{
 	// Claude Code
 	"uuid": true, "parentUuid": true, "logicalParentUuid": true, "leafUuid": true, "sessionId": true,
 	"userType": true, "version": true, "gitBranch": true, "slug": true, "cwd": true, "requestId": true,
 	"messageId": true, "sourceToolAssistantUUID": true, "toolUseID": true, "parentToolUseID": true,
 	"agentId": true, "tool_use_id": true, "stop_reason": true, "signature": true, "data": true,
-	"media_type": true, "level": true,
+	"media_type": true, "level": true, "service_tier": true, "inference_geo": true,
+	"permissionMode": true, "entrypoint": true,
 	// Codex
 	"call_id": true, "turn_id": true, "encrypted_content": true, "originator": true, "cli_version": true,
-	"model_provider": true, "image_url": true,
+	"model_provider": true, "image_url": true, "plan_type": true, "approval_policy": true,
+	"effort": true,
 	// both
-	"type": true, "id": true, "timestamp": true, "role": true, "model": true,
+	"type": true, "id": true, "timestamp": true, "role": true, "model": true, "status": true,
 }
 
 // scoreBody scores a body line by line against lower-case terms: for each

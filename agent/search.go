@@ -38,15 +38,18 @@ var searchStopwords = map[string]bool{
 }
 
 // SearchTerms turns a query into its search terms: lower case, split on
-// anything but letters, digits, '-' and '_', without words of one
-// character, stopwords and repeats.
+// anything but letters, digits and - _ . / (a version, a file name or a
+// path is one term: "2.1.39", "store.go", "home/dev/rook"), those four
+// trimmed from a word's ends, without words of one character, stopwords
+// and repeats.
 func SearchTerms(query string) []string {
 	words := strings.FieldsFunc(strings.ToLower(query), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' && r != '_'
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_./", r)
 	})
 	var terms []string
 	seen := map[string]bool{}
 	for _, w := range words {
+		w = strings.Trim(w, "-_./")
 		if utf8.RuneCountInString(w) < 2 || searchStopwords[w] || seen[w] {
 			continue
 		}
@@ -334,12 +337,12 @@ var notTextKeys = map[string]bool{
 }
 
 // scoreBody scores a body line by line against lower-case terms: for each
-// term found on a line, 4 plus its count on the line up to 3, and 2 more
-// when the line has every term. The body's score is its best line's, plus
-// what its other lines score up to as much again: a long body that
-// mentions a word on many lines (a log, a run of progress notes) does not
-// outrank a short one that says every term together. Its snippet is the
-// best line.
+// term found on a line, 4 plus its count on the line up to 3, and 4 more
+// for each term when the line has every term. The body's score is its
+// best line's, plus what its other lines score up to half as much again:
+// a long body that mentions some of the words on many lines (a log, a run
+// of progress notes) does not outrank one with a line that says every term
+// together. Its snippet is the best line.
 func scoreBody(b []byte, terms [][]byte) (int, string) {
 	total, best := 0, 0
 	var bestLine []byte
@@ -365,7 +368,7 @@ func scoreBody(b []byte, terms [][]byte) (int, string) {
 			continue
 		}
 		if all {
-			score += 2
+			score += 4 * len(terms)
 		}
 		total += score
 		if score > best {
@@ -378,7 +381,7 @@ func scoreBody(b []byte, terms [][]byte) (int, string) {
 	if total == 0 {
 		return 0, ""
 	}
-	return best + min(total-best, best), searchSnippet(bestLine, bestAt)
+	return best + min(total-best, best/2), searchSnippet(bestLine, bestAt)
 }
 
 // appendLower appends s lower-cased to dst: ASCII in place, anything else

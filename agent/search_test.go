@@ -12,12 +12,13 @@ import (
 
 func TestSearchTerms(t *testing.T) {
 	for q, want := range map[string][]string{
-		"Flaky TEST in the store_test.go": {"flaky", "test", "store_test", "go"},
+		"Flaky TEST in the store_test.go": {"flaky", "test", "store_test.go"},
+		"rook 2.1.39, /home/dev/rook.":    {"rook", "2.1.39", "home/dev/rook"}, // versions, paths, a file: one term each
 		"a b c":                           nil,
 		"the and of":                      nil,
 		"re-index, re-index! x":           {"re-index"},
-		"Größe/ÉTÉ 42":                    {"größe", "été", "42"},
-		"foo.bar(baz)":                    {"foo", "bar", "baz"},
+		"Größe ÉTÉ/ 42":                   {"größe", "été", "42"},
+		"foo.bar(baz) ./":                 {"foo.bar", "baz"},
 	} {
 		if got := SearchTerms(q); !reflect.DeepEqual(got, want) {
 			t.Errorf("SearchTerms(%q) = %q, want %q", q, got, want)
@@ -27,9 +28,10 @@ func TestSearchTerms(t *testing.T) {
 
 func TestScoreBody(t *testing.T) {
 	terms := [][]byte{[]byte("flaky"), []byte("test")}
-	// Line 1: flaky (4+1) test (4+1) all (+2) = 12. Line 2: test x5 (4+3) = 7.
+	// Line 1: flaky (4+1) test (4+1) all (+4×2) = 18. Line 2: test x5
+	// (4+3) = 7, at most half of 18 again.
 	score, snip := scoreBody([]byte("A Flaky test\ntest test test test test\nnothing"), terms)
-	if score != 19 || snip != "A Flaky test" {
+	if score != 25 || snip != "A Flaky test" {
 		t.Fatalf("score %d snippet %q", score, snip)
 	}
 	if score, _ := scoreBody([]byte("no match here"), terms); score != 0 {
@@ -55,15 +57,27 @@ func TestScoreBody(t *testing.T) {
 	}
 }
 
+// TestScoreBodyPrefersEveryTermOnALine: a line with every term outranks
+// a long body that has some of them on many lines (a tool's output naming
+// /dev/null and home directories, for "home dev rook").
+func TestScoreBodyPrefersEveryTermOnALine(t *testing.T) {
+	terms := [][]byte{[]byte("home"), []byte("dev"), []byte("rook")}
+	whole, _ := scoreBody([]byte("cd /home/dev/rook && make"), terms)
+	partial, _ := scoreBody([]byte(strings.Repeat("home home home dev dev dev > /dev/null\n", 40)), terms)
+	if whole <= partial {
+		t.Fatalf("every term on a line scored %d, some terms on 40 lines %d", whole, partial)
+	}
+}
+
 func TestSearchRanksAcrossSessions(t *testing.T) {
 	r, clk := viewsRook(t)
 	a := viewsSession(t, r, "first")
 	b := viewsSession(t, r, "second")
 	shared := []byte("the flaky test again")
 	viewsAppend(t, r, clk, a,
-		Entry{Kind: eventlog.KindUser, Body: []byte("please fix the flaky test")},            // 12
-		Entry{Kind: eventlog.KindAssistant, Body: []byte("done: flaky test fixed\ntest ok")}, // 12 + 5
-		Entry{Kind: eventlog.KindUser, Body: shared},                                         // 12
+		Entry{Kind: eventlog.KindUser, Body: []byte("please fix the flaky test")},            // 18
+		Entry{Kind: eventlog.KindAssistant, Body: []byte("done: flaky test fixed\ntest ok")}, // 18 + 5
+		Entry{Kind: eventlog.KindUser, Body: shared},                                         // 18
 		Entry{Kind: eventlog.KindCheckpoint, Body: []byte("flaky test flaky test")},          // not searched
 		Entry{Kind: eventlog.KindNote, Body: []byte("unrelated")},
 	)
@@ -84,7 +98,7 @@ func TestSearchRanksAcrossSessions(t *testing.T) {
 	for _, h := range res.Hits {
 		got = append(got, hit{h.Session, h.Seq, h.Score})
 	}
-	want := []hit{{a, 1, 17}, {b, 0, 12}, {a, 2, 12}, {a, 0, 12}, {b, 1, 5}}
+	want := []hit{{a, 1, 23}, {b, 0, 18}, {a, 2, 18}, {a, 0, 18}, {b, 1, 5}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("hits %+v\nwant %+v", got, want)
 	}

@@ -193,7 +193,12 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		paths = []string{DefaultImportDir(opts.Format, opts.AgentDir)}
 		if a := codexArchive(opts.AgentDir); opts.Format == FormatCodex {
 			if _, err := r.fs.Stat(a); err == nil {
-				paths = append(paths, a) // archived sessions are history too
+				// Archived sessions are history too; they may be all
+				// there is.
+				if _, err := r.fs.Stat(paths[0]); err != nil {
+					paths = nil
+				}
+				paths = append(paths, a)
 			}
 		}
 	}
@@ -373,8 +378,12 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 					real, err := filepath.EvalSymlinks(path)
 					if err != nil {
 						if wanted(d.Name()) { // a transcript that cannot be read
-							rep.problem(ImportProblem{File: path, Reason: "a link to nothing: " + err.Error()})
-							rep.Files = append(rep.Files, ImportedFile{Path: path, Status: ImportFailed, Note: "a link to nothing"})
+							why := "a link to nothing"
+							if !errors.Is(err, fs.ErrNotExist) {
+								why = "a link that cannot be followed (a loop of links?)"
+							}
+							rep.problem(ImportProblem{File: path, Reason: why})
+							rep.Files = append(rep.Files, ImportedFile{Path: path, Status: ImportFailed, Note: why})
 							rep.Failed++
 						}
 						continue

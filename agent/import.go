@@ -692,9 +692,21 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		res.BytesIn -= start - from // taken in before: what the file grew by is new
 	}
 	if fi.sess == nil {
+		last := ImportProblem{}
+		if len(rep.Problems) > 0 {
+			last = rep.Problems[len(rep.Problems)-1]
+		}
+		cut := res.Unparsed == 1 && last.File == f.path && last.Reason == truncatedLine+"not JSON" &&
+			!prep.streamed && bytes.IndexByte(prep.data, '\n') < 0
 		// Undo the problems counted for its lines: the file is the problem.
 		rep.Problems = rep.Problems[:max(0, len(rep.Problems)-res.Unparsed)]
 		res.Unparsed = 0
+		if cut && res.Status == ImportNew {
+			// One line, cut short: its agent is writing the first line
+			// of a new transcript. Nothing to import yet.
+			res.Status, res.Note, res.Lines, res.BytesIn = ImportUnchanged, "its first line is still being written: nothing to import yet", 0, 0
+			return res
+		}
 		if fi.noEntry {
 			return fail(fmt.Errorf("no line of its first %s is a %s entry: not a transcript", units.Bytes(holdBytes), opts.Format))
 		}

@@ -191,6 +191,10 @@ func newSourceMapper(format, path string, minCut int) *sourceMapper {
 // go through the mapper, for its state and the file backups they name;
 // the others become pendingLines. start is at a line's start, or inside a
 // line cut short when last imported, whose rest is then a note.
+// truncatedLine begins the problem reported of a last line without its
+// newline that does not parse.
+const truncatedLine = "truncated last line (no newline): "
+
 func (sm *sourceMapper) mapChunk(data []byte, off, start int64, final bool) []pendingLine {
 	skip := min(max(start-off, 0), int64(len(data)))
 	if skip > 0 {
@@ -213,7 +217,7 @@ func (sm *sourceMapper) mapChunk(data []byte, off, start int64, final bool) []pe
 				p.m.Unparsed = "blank line"
 			}
 			if p.m.Unparsed != "" && final && line[len(line)-1] != '\n' && at+int64(len(line)) == off+int64(len(data)) {
-				p.m.Unparsed = "truncated last line (no newline): " + p.m.Unparsed
+				p.m.Unparsed = truncatedLine + p.m.Unparsed
 			}
 		}
 		lines = append(lines, p)

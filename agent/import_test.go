@@ -1040,3 +1040,37 @@ func TestExportRefusesLinesThatDoNotFollow(t *testing.T) {
 		}
 	}
 }
+
+// TestImportWaitsForAFirstLine: a new transcript whose only line is cut
+// short (its agent is writing it) is not a failure: nothing to import yet,
+// and the next import, once the line is whole, takes it in.
+func TestImportWaitsForAFirstLine(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/p/s.jsonl"
+	lines := claudeLines("s", 1)
+	if err := fsys.MkdirAll("/p", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.WriteFileAtomic(src, []byte(lines[0][:40]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep := mustImport(t, r, FormatClaudeCode, src)
+	if f := fileByPath(t, rep, src); rep.Failed != 0 || f.Status != ImportUnchanged || f.Session != nil || len(rep.Problems) != 0 {
+		t.Fatalf("a first line being written: %+v", rep)
+	}
+	data := writeSource(t, fsys, src, lines, "")
+	rep = mustImport(t, r, FormatClaudeCode, src)
+	f := fileByPath(t, rep, src)
+	if f.Status != ImportNew {
+		t.Fatalf("once written: %+v", f)
+	}
+	mustExport(t, r, *f.Session, data)
+	// A line of JSON that is no entry is still not a transcript.
+	if err := fsys.WriteFileAtomic("/p/junk.jsonl", []byte(`{"no":"type"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rep := mustImport(t, r, FormatClaudeCode, "/p/junk.jsonl"); rep.Failed != 1 {
+		t.Fatalf("junk: %+v", rep)
+	}
+}

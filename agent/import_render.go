@@ -174,17 +174,26 @@ func (r *renderer) line(line []byte) bool {
 		}
 	case "progress":
 		var d struct {
-			Type     string `json:"type"`
-			HookName string `json:"hookName"`
-			Command  string `json:"command"`
+			Type     string   `json:"type"`
+			HookName string   `json:"hookName"`
+			Command  string   `json:"command"`
+			Elapsed  *float64 `json:"elapsedTimeSeconds"`
+			Lines    *int64   `json:"totalLines"`
 		}
 		if len(l.Data) == 0 || json.Unmarshal(l.Data, &d) != nil {
 			return false
 		}
-		if d.HookName != "" || d.Command != "" {
+		switch text := firstText(l.Data); {
+		case d.HookName != "" || d.Command != "":
 			fmt.Fprintf(out, "[progress %s] %s: %s", d.Type, d.HookName, d.Command)
-		} else {
-			fmt.Fprintf(out, "[progress %s] %s", d.Type, firstText(l.Data))
+		case text == "" && d.Elapsed != nil:
+			// A command that has printed nothing yet: how long it ran.
+			fmt.Fprintf(out, "[progress %s] running %gs", d.Type, *d.Elapsed)
+			if d.Lines != nil {
+				fmt.Fprintf(out, ", %d line(s) of output", *d.Lines)
+			}
+		default:
+			fmt.Fprintf(out, "[progress %s] %s", d.Type, text)
 		}
 	case "file-history-snapshot":
 		if l.Snapshot == nil {

@@ -339,6 +339,7 @@ func TestPreviewOfImported(t *testing.T) {
 		{`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"X","input":{"l":[{"n":1,"s":"  "},{"s":"two"}]}}]}}`, "l: two"}, // blank texts skipped
 		{`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"X","input":{"ids":[1,2]}}]}}`, "ids: [1,2]"},
 		{renderSeeds[29], "(no output)"},
+		{`{"type":"progress","data":{"type":"bash_progress","output":"","fullOutput":"","elapsedTimeSeconds":3,"totalLines":0,"timeoutMs":600000}}`, "[progress bash_progress] running 3s, 0 line(s) of output"},
 		{`{"timestamp":"t","type":"event_msg","payload":{"type":"turn_aborted","reason":"interrupted"}}`, "[turn_aborted] interrupted"},
 		{`{"timestamp":"t","type":"event_msg","payload":{"type":"task_complete","last_agent_message":"Done: fixed"}}`, "[task_complete] Done: fixed"},
 		{`{"type":"progress","data":{"type":"waiting_for_task","taskDescription":"Run the tests","taskType":"local_bash"}}`, "[progress waiting_for_task] Run the tests"}, // not the block's bare name

@@ -206,3 +206,21 @@ func (r *Rook) ReadManifest(id cas.Key) (*Manifest, error) {
 	}
 	return m, nil
 }
+
+// previewOfCapture is what a history line previews of a checkpoint's
+// manifest: how many files it captured and which, not its JSON; the body
+// as it is when it is no manifest.
+func previewOfCapture(body []byte) []byte {
+	m, err := DecodeManifest(body)
+	if err != nil {
+		return body
+	}
+	text := fmt.Sprintf("%d file(s)", len(m.Files))
+	if len(m.Absent) > 0 {
+		text += fmt.Sprintf(", %d absent", len(m.Absent))
+	}
+	if paths := m.Paths(); len(paths) > 0 {
+		text += ": " + strings.Join(paths[:min(len(paths), 16)], ", ") // a preview shows a line's start
+	}
+	return []byte(text)
+}

@@ -260,6 +260,8 @@ func (r *Rook) History(id eventlog.ID, q HistoryQuery) (HistoryPage, error) {
 		if v.Err == nil && !v.Binary {
 			if v.imported {
 				body = previewOfImported(body)
+			} else if ev.Kind == eventlog.KindCheckpoint {
+				body = previewOfCapture(body)
 			}
 			line.Preview = Preview(body, PreviewRunes)
 		}

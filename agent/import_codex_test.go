@@ -387,15 +387,7 @@ func TestImportFollowsAMovedFile(t *testing.T) {
 	}
 	name := filepath.Base(codexMainFile)
 	day := "/c/sessions/2026/01/02/"
-	write := func(path string, data []byte) {
-		t.Helper()
-		if err := fsys.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := fsys.WriteFileAtomic(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(path string, data []byte) { t.Helper(); writeSourceFile(t, fsys, path, data) }
 	remove := func(path string) {
 		t.Helper()
 		if err := fsys.Remove(path); err != nil {
@@ -482,15 +474,7 @@ func TestImportTakesAPlainRolloutBesideItsZst(t *testing.T) {
 	}
 	defer enc.Close()
 	path := "/c/sessions/2026/01/02/" + filepath.Base(codexMainFile)
-	write := func(p string, data []byte) {
-		t.Helper()
-		if err := fsys.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := fsys.WriteFileAtomic(p, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(p string, data []byte) { t.Helper(); writeSourceFile(t, fsys, p, data) }
 	write(path, plain)
 	id := *fileByPath(t, mustImport(t, r, FormatCodex, "/c"), path).Session
 	grown := append(slices.Clone(plain), `{"timestamp":"2026-01-03T00:00:00.000Z","type":"event_msg","payload":{"type":"agent_message","message":"resumed"}}`+"\n"...)

@@ -56,13 +56,19 @@ func writeSourceBytes(lines []string, tail string) []byte {
 func writeSource(t *testing.T, fsys vfs.FS, path string, lines []string, tail string) []byte {
 	t.Helper()
 	data := writeSourceBytes(lines, tail)
+	writeSourceFile(t, fsys, path, data)
+	return data
+}
+
+// writeSourceFile writes data at path, making its directory.
+func writeSourceFile(t *testing.T, fsys vfs.FS, path string, data []byte) {
+	t.Helper()
 	if err := fsys.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := fsys.WriteFileAtomic(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return data
 }
 
 // diskRook makes a store on the real disk, at home, open for writing.
@@ -464,17 +470,6 @@ func TestImportCorpus(t *testing.T) {
 	}
 }
 
-// writeFile writes a file on the real disk, making its directory.
-func writeFile(t *testing.T, path string, data []byte) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestImportCodex imports the hand-made rollouts (plain, zstd-compressed, a
 // subagent), exports each back and reads them.
 func TestImportCodex(t *testing.T) {
@@ -492,7 +487,7 @@ func TestImportCodex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, p, b)
+		writeSourceFile(t, vfs.OS, p, b)
 		fixture[p] = f
 	}
 	r := diskRook(t, filepath.Join(dir, "store"))

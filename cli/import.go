@@ -139,7 +139,7 @@ func printImport(e *Env, out importJSON) {
 	if len(rep.Files) == 0 {
 		kinds := ".jsonl"
 		if rep.Format == agent.FormatCodex {
-			kinds = ".jsonl or .jsonl.zst"
+			kinds = "rollout-*.jsonl or .jsonl.zst"
 		}
 		fmt.Fprintf(w, "no transcript found: no %s file there, nor in the directories below\n", kinds)
 	}

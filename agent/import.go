@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -195,7 +196,7 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 			if _, err := r.fs.Stat(a); err == nil {
 				// Archived sessions are history too; they may be all
 				// there is.
-				if _, err := r.fs.Stat(paths[0]); err != nil {
+				if _, err := r.fs.Stat(paths[0]); errors.Is(err, fs.ErrNotExist) {
 					paths = nil
 				}
 				paths = append(paths, a)
@@ -209,11 +210,11 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	if err != nil {
 		return rep, err
 	}
-	known, err := r.importedSessions(opts.Format)
+	known, atPath, err := r.importedSessionsByPath(opts.Format)
 	if err != nil {
 		return rep, err
 	}
-	names := &sourceNames{known: known, beside: map[string]bool{}}
+	names := &sourceNames{known: known, atPath: atPath, beside: map[string]bool{}}
 	for _, p := range rep.ZstBeside {
 		names.beside[p] = true
 	}
@@ -411,14 +412,25 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 			plain[f.path] = true
 		}
 		kept := out[:0]
+		var more []sourceFile
 		for _, f := range out {
-			if p, ok := strings.CutSuffix(f.path, ".zst"); ok && plain[p] {
-				rep.ZstBeside = append(rep.ZstBeside, f.path)
+			p, ok := strings.CutSuffix(f.path, ".zst")
+			if !ok {
+				kept = append(kept, f)
 				continue
 			}
-			kept = append(kept, f)
+			if !plain[p] {
+				fi, err := r.fs.Stat(p)
+				if err != nil || !fi.Mode().IsRegular() {
+					kept = append(kept, f)
+					continue
+				}
+				more = append(more, sourceFile{p, fi.Size()}) // the .zst named alone
+				plain[p] = true
+			}
+			rep.ZstBeside = append(rep.ZstBeside, f.path)
 		}
-		out = kept
+		out = append(kept, more...)
 	}
 	isChild := func(p string) bool {
 		return strings.HasPrefix(filepath.Base(p), "agent-") || filepath.Base(filepath.Dir(p)) == "subagents"
@@ -439,19 +451,28 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 // importedSessions maps source paths to the newest session imported from
 // each, for one format.
 func (r *Rook) importedSessions(format string) (map[string]eventlog.Meta, error) {
+	newest, _, err := r.importedSessionsByPath(format)
+	return newest, err
+}
+
+// importedSessionsByPath is importedSessions, and every session of each
+// path, newest first (a file rewritten, or moved onto a path that has
+// one).
+func (r *Rook) importedSessionsByPath(format string) (newest map[string]eventlog.Meta, all map[string][]eventlog.Meta, err error) {
 	ids, err := r.Log.IDs()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[string]eventlog.Meta{}
+	newest, all = map[string]eventlog.Meta{}, map[string][]eventlog.Meta{}
 	for _, id := range ids { // oldest first: a newer import of a path wins
 		m, err := r.Log.ReadMeta(id)
 		if err != nil || m.Source == nil || m.Source.Format != format {
 			continue
 		}
-		out[m.Source.Path] = m
+		newest[m.Source.Path] = m
+		all[m.Source.Path] = append([]eventlog.Meta{m}, all[m.Source.Path]...)
 	}
-	return out, nil
+	return newest, all, nil
 }
 
 // readSource reads a source file, decompressing .zst.
@@ -529,6 +550,7 @@ func hashHex(b []byte) string {
 func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, names *sourceNames, metas *[]eventlog.Meta, rep *ImportReport, progress func(taken int64)) ImportedFile {
 	known := names.known
 	res := ImportedFile{Path: f.path}
+	problemsBefore := len(rep.Problems) // those of the files before
 	fail := func(err error) ImportedFile {
 		res.Status, res.Note = ImportFailed, err.Error()
 		rep.problem(ImportProblem{File: f.path, Reason: err.Error()})
@@ -612,8 +634,16 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			if isCut && cut < start {
 				from = cut
 			}
+		case names.beside[c.Source.Path] && done.size > size:
+			// Codex writing the rollout back plain beside its .zst, not
+			// done yet: the next import takes it.
+			res.Status, res.Session = ImportUnchanged, &c.ID
+			res.Note = "being written back beside its .zst: the next import takes it"
+			return res
 		case moved == "":
-			rewrittenOf = &c
+			if rewrittenOf == nil {
+				rewrittenOf = &c
+			}
 			continue
 		default:
 			continue // of the name, not of the transcript
@@ -692,16 +722,11 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		res.BytesIn -= start - from // taken in before: what the file grew by is new
 	}
 	if fi.sess == nil {
-		last := ImportProblem{}
-		if len(rep.Problems) > 0 {
-			last = rep.Problems[len(rep.Problems)-1]
-		}
-		cut := res.Unparsed == 1 && last.File == f.path && last.Reason == truncatedLine+"not JSON" &&
-			!prep.streamed && bytes.IndexByte(prep.data, '\n') < 0
+		cut := !prep.streamed && len(prep.lines) == 1 && prep.lines[0].m.Unparsed == truncatedLine+"not JSON"
 		// Undo the problems counted for its lines: the file is the problem.
-		rep.Problems = rep.Problems[:max(0, len(rep.Problems)-res.Unparsed)]
+		rep.Problems = rep.Problems[:problemsBefore]
 		res.Unparsed = 0
-		if cut && res.Status == ImportNew {
+		if cut {
 			// One line, cut short: its agent is writing the first line
 			// of a new transcript. Nothing to import yet.
 			res.Status, res.Note, res.Lines, res.BytesIn = ImportUnchanged, "its first line is still being written: nothing to import yet", 0, 0
@@ -764,8 +789,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 // new session. A copy, whose original is still there, is a session of its
 // own.
 type sourceNames struct {
-	known  map[string]eventlog.Meta // by source path
-	byName map[string][]string      // source paths by name; made when first asked
+	known  map[string]eventlog.Meta   // by source path: the newest
+	atPath map[string][]eventlog.Meta // by source path: every one, newest first, as the import began
+	byName map[string][]string        // source paths by name; made when first asked
 	// beside are the .zst rollouts left out beside their plain files:
 	// there, but as good as gone.
 	beside map[string]bool
@@ -777,14 +803,25 @@ func sourceName(path string) string {
 	return strings.TrimSuffix(filepath.Base(path), ".zst")
 }
 
-// candidates are the sessions the file at path may be: the one imported
-// from path, then those imported from another path of its name that no
-// longer exists, newest first. importFile takes the first whose bytes the
-// file begins with.
+// candidates are the sessions the file at path may be: those imported
+// from path, the newest first (a file moved back onto a path that has a
+// session of its own since), then those imported from another path of its
+// name that no longer exists (or is a .zst left out beside its plain
+// file), the longest first (the fewest bytes to take in again), then the
+// newest. importFile takes the first whose bytes the file begins with.
 func (n *sourceNames) candidates(fsys vfs.FS, path string) []eventlog.Meta {
 	var out []eventlog.Meta
+	seen := map[eventlog.ID]bool{}
 	if m, ok := n.known[path]; ok {
-		out = append(out, m)
+		out, seen[m.ID] = append(out, m), true
+	}
+	for _, m := range n.atPath[path] {
+		if m.Source.Path == path && !seen[m.ID] {
+			if cur, ok := n.knownByID(m.ID); ok && cur.Source.Path != path {
+				continue // moved away in this import
+			}
+			out, seen[m.ID] = append(out, m), true
+		}
 	}
 	if len(n.known) == 0 {
 		return out
@@ -805,8 +842,29 @@ func (n *sourceNames) candidates(fsys vfs.FS, path string) []eventlog.Meta {
 			moved = append(moved, m)
 		}
 	}
-	slices.SortFunc(moved, func(a, b eventlog.Meta) int { return strings.Compare(b.ID.String(), a.ID.String()) })
-	return append(out, moved...)
+	slices.SortFunc(moved, func(a, b eventlog.Meta) int {
+		if a.Source.Size != b.Source.Size {
+			return cmp.Compare(b.Source.Size, a.Source.Size)
+		}
+		return strings.Compare(b.ID.String(), a.ID.String())
+	})
+	for _, m := range moved {
+		if !seen[m.ID] {
+			out, seen[m.ID] = append(out, m), true
+		}
+	}
+	return out
+}
+
+// knownByID is the session id as known now (its path may have changed in
+// this import).
+func (n *sourceNames) knownByID(id eventlog.ID) (eventlog.Meta, bool) {
+	for _, m := range n.known {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return eventlog.Meta{}, false
 }
 
 // move records that the session m, imported from the path from, is now
@@ -821,7 +879,11 @@ func (n *sourceNames) move(m *eventlog.Meta, from, path string, zst bool, res *I
 	m.Source = &src
 	delete(n.known, from)
 	res.MovedFrom = from
-	res.Note = fmt.Sprintf("moved: imported before from %s, which is no longer there", from)
+	if n.beside[from] {
+		res.Note = fmt.Sprintf("moved: imported before from %s, the .zst beside it (left out)", from)
+	} else {
+		res.Note = fmt.Sprintf("moved: imported before from %s, which is no longer there", from)
+	}
 }
 
 // partly says, of an error that stops a file half way, where its lines

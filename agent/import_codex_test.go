@@ -488,6 +488,7 @@ func TestImportTakesAPlainRolloutBesideItsZst(t *testing.T) {
 		{"compressing, the .zst half written", plain, enc.EncodeAll(plain, nil)[:40], path, ImportUnchanged, ""},
 		{"compressed", plain, enc.EncodeAll(plain, nil), path, ImportUnchanged, ""},
 		{"the plain file removed", nil, enc.EncodeAll(plain, nil), path + ".zst", ImportUnchanged, path},
+		{"resuming: written back plain, half done", plain[:len(plain)/2], enc.EncodeAll(plain, nil), path, ImportUnchanged, ""},
 		{"resumed: written back plain, grown", grown, enc.EncodeAll(plain, nil), path, ImportGrown, path + ".zst"},
 		{"the .zst removed", grown, nil, path, ImportUnchanged, ""},
 	} {
@@ -508,6 +509,13 @@ func TestImportTakesAPlainRolloutBesideItsZst(t *testing.T) {
 		if beside := step.plain != nil && step.zst != nil; beside != (len(rep.ZstBeside) == 1) {
 			t.Fatalf("%s: .zst left out %v", step.what, rep.ZstBeside)
 		}
+	}
+	// The .zst named on its own, beside its plain file: the plain file is
+	// read.
+	write(path+".zst", enc.EncodeAll(grown, nil))
+	rep := mustImport(t, r, FormatCodex, path+".zst")
+	if f := fileByPath(t, rep, path); len(rep.Files) != 1 || f.Status != ImportUnchanged || *f.Session != id || len(rep.ZstBeside) != 1 {
+		t.Fatalf("the .zst named alone: %+v", rep)
 	}
 	if ids, err := r.Log.IDs(); err != nil || len(ids) != 1 {
 		t.Fatalf("%d sessions for one rollout %v", len(ids), err)

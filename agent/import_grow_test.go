@@ -16,8 +16,8 @@ import (
 )
 
 // TestImportGrowingAtRandomPoints: a transcript imported again and again
-// as it grows, each time cut at a random byte (mid-line, mid-string, just
-// before a newline), read whole and in chunks of a random size. After each
+// as it grows, each time cut just before each newline, then at random
+// bytes (mid-line, mid-string), read whole and in chunks of a random size. After each
 // import the session exports the file as it was, line count and all; at
 // the end its tokens are those of the whole file imported at once (no
 // line taken in twice, none lost).
@@ -29,13 +29,24 @@ func TestImportGrowingAtRandomPoints(t *testing.T) {
 	full := writeSourceBytes(all, "")
 	rng := rand.New(rand.NewPCG(1, 2))
 	src := "/src/p/f.jsonl"
-	for range 60 {
-		var cuts []int
-		for range 2 + rng.IntN(4) {
-			cuts = append(cuts, 1+rng.IntN(len(full)-1))
+	// First, cut just before each newline: a line whole but for it (it
+	// parses, and must not be taken in again).
+	var ends []int
+	for i, c := range full {
+		if c == '\n' && i > 0 {
+			ends = append(ends, i)
 		}
-		slices.Sort(cuts)
-		cuts = append(cuts, len(full))
+	}
+	for run := range 61 {
+		cuts := ends
+		if run > 0 {
+			cuts = nil
+			for range 2 + rng.IntN(4) {
+				cuts = append(cuts, 1+rng.IntN(len(full)-1))
+			}
+			slices.Sort(cuts)
+		}
+		cuts = append(slices.Clone(cuts), len(full))
 		for _, chunk := range []int{0, 1 + rng.IntN(600)} {
 			fsys := vfs.NewMem()
 			r := testRook(t, fsys)

@@ -185,16 +185,16 @@ func newSourceMapper(format, path string, minCut int) *sourceMapper {
 	return &sourceMapper{format: format, reader: lineReader{mapper: newMapper(format, path), minCut: minCut}, captured: backupSet{}}
 }
 
+// truncatedLine begins the problem reported of a last line without its
+// newline that does not parse.
+const truncatedLine = "truncated last line (no newline): "
+
 // mapChunk maps the lines of data, the bytes of the file from off on (a
 // chunk: it ends at a line's end, or at the file's end when final). The
 // lines before start (where an earlier import of a grown file stopped) only
 // go through the mapper, for its state and the file backups they name;
 // the others become pendingLines. start is at a line's start, or inside a
 // line cut short when last imported, whose rest is then a note.
-// truncatedLine begins the problem reported of a last line without its
-// newline that does not parse.
-const truncatedLine = "truncated last line (no newline): "
-
 func (sm *sourceMapper) mapChunk(data []byte, off, start int64, final bool) []pendingLine {
 	skip := min(max(start-off, 0), int64(len(data)))
 	if skip > 0 {

@@ -967,6 +967,75 @@ func TestImportFollowsLinksOnce(t *testing.T) {
 	}
 }
 
+// TestImportFollowsAMoveBackOntoANewerPath: a transcript moved away, a new
+// one made at its first path, then the first moved back over it: the first
+// is its own session again, import after import, not the newer one the
+// path names (rewritten) nor a copy.
+func TestImportFollowsAMoveBackOntoANewerPath(t *testing.T) {
+	for _, chunk := range []int{0, 50} {
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		imp := func(want string, wantID *eventlog.ID, path string) eventlog.ID {
+			t.Helper()
+			rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{"/p"}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := fileByPath(t, rep, path)
+			if f.Status != want || wantID != nil && *f.Session != *wantID {
+				t.Fatalf("chunks of %d: %s: %+v", chunk, path, f)
+			}
+			return *f.Session
+		}
+		a, b := "/p/A/x.jsonl", "/p/B/x.jsonl"
+		x := writeSource(t, fsys, a, claudeLines("x", 1), "")
+		first := imp(ImportNew, nil, a)
+		writeSourceFile(t, fsys, b, x)
+		if err := fsys.Remove(a); err != nil {
+			t.Fatal(err)
+		}
+		imp(ImportUnchanged, &first, b)
+		writeSource(t, fsys, a, claudeLines("x", 2), "") // another transcript of that name at A
+		imp(ImportNew, nil, a)
+		writeSourceFile(t, fsys, a, x) // the first moved back over it
+		if err := fsys.Remove(b); err != nil {
+			t.Fatal(err)
+		}
+		imp(ImportUnchanged, &first, a)
+		imp(ImportUnchanged, &first, a)
+		if ids, err := r.Log.IDs(); err != nil || len(ids) != 2 {
+			t.Fatalf("chunks of %d: %d sessions for two transcripts %v", chunk, len(ids), err)
+		}
+		mustExport(t, r, first, x)
+	}
+}
+
+// TestImportMovedPrefersTheLongestSession: of two gone sessions of a
+// file's name whose bytes it begins with, the file is the one that holds
+// more of it (fewer lines to take in again), not merely the newer.
+func TestImportMovedPrefersTheLongestSession(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	all := append(append(claudeLines("x", 1), claudeLines("x", 2)...), claudeLines("x", 3)...)
+	writeSource(t, fsys, "/p/1/x.jsonl", all[:16], "")
+	long := *fileByPath(t, mustImport(t, r, FormatClaudeCode, "/p"), "/p/1/x.jsonl").Session
+	writeSource(t, fsys, "/p/2/x.jsonl", all[:8], "") // a newer copy of less of it
+	if f := fileByPath(t, mustImport(t, r, FormatClaudeCode, "/p"), "/p/2/x.jsonl"); f.Status != ImportNew {
+		t.Fatalf("a copy beside: %+v", f)
+	}
+	for _, p := range []string{"/p/1/x.jsonl", "/p/2/x.jsonl"} {
+		if err := fsys.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := writeSource(t, fsys, "/p/3/x.jsonl", all, "")
+	f := fileByPath(t, mustImport(t, r, FormatClaudeCode, "/p"), "/p/3/x.jsonl")
+	if f.Status != ImportGrown || *f.Session != long || f.Lines != len(all)-16 {
+		t.Fatalf("moved: %+v", f)
+	}
+	mustExport(t, r, long, data)
+}
+
 // TestImportALastLineThatParsedIsNotTakenAgain: a last line read whole
 // but before its newline (the agent had not written it yet) parsed and is
 // an event; when the file grows, only the rest of its line (the newline)
@@ -1061,6 +1130,17 @@ func TestImportWaitsForAFirstLine(t *testing.T) {
 		t.Fatalf("once written: %+v", f)
 	}
 	mustExport(t, r, *f.Session, data)
+	// So after another file's problems filled the report.
+	var junk []string
+	for range MaxImportProblems {
+		junk = append(junk, "garbage")
+	}
+	writeSource(t, fsys, "/q/a.jsonl", append(claudeLines("a", 1), junk...), "")
+	writeSourceFile(t, fsys, "/q/b.jsonl", []byte(claudeLines("b", 1)[0][:40]))
+	rep = mustImport(t, r, FormatClaudeCode, "/q")
+	if f := fileByPath(t, rep, "/q/b.jsonl"); rep.Failed != 0 || f.Status != ImportUnchanged || len(rep.Problems) != MaxImportProblems {
+		t.Fatalf("a first line being written, after %d problems: %+v (%d problems)", MaxImportProblems, f, len(rep.Problems))
+	}
 	// A line of JSON that is no entry is still not a transcript.
 	if err := fsys.WriteFileAtomic("/p/junk.jsonl", []byte(`{"no":"type"}`), 0o600); err != nil {
 		t.Fatal(err)

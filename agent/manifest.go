@@ -219,8 +219,22 @@ func previewOfCapture(body []byte) []byte {
 	if len(m.Absent) > 0 {
 		text += fmt.Sprintf(", %d absent", len(m.Absent))
 	}
-	if paths := m.Paths(); len(paths) > 0 {
-		text += ": " + strings.Join(paths[:min(len(paths), 16)], ", ") // a preview shows a line's start
+	absent := map[string]bool{}
+	for _, p := range m.Absent {
+		absent[p] = true
+	}
+	var shown []string
+	for _, p := range m.Paths() {
+		if len(shown) == 16 {
+			break // a preview shows a line's start
+		}
+		if absent[p] {
+			p += " (absent)"
+		}
+		shown = append(shown, p)
+	}
+	if len(shown) > 0 {
+		text += ": " + strings.Join(shown, ", ")
 	}
 	return []byte(text)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/bits"
 	"sort"
 	"strings"
 	"time"
@@ -39,9 +40,10 @@ var searchStopwords = map[string]bool{
 
 // SearchTerms turns a query into its search terms: lower case, split on
 // anything but letters, digits and - _ . / (a version, a file name or a
-// path is one term: "2.1.39", "store.go", "home/dev/rook"), those four
-// trimmed from a word's ends, without words of one character, stopwords
-// and repeats.
+// path is one term: "2.1.39", "store.go", "home/dev/rook"; so is "-v" or
+// "__init__"), '.' and '/' trimmed from a word's ends (a sentence's full
+// stop, a path's leading slash), without words of one character,
+// stopwords and repeats.
 func SearchTerms(query string) []string {
 	words := strings.FieldsFunc(strings.ToLower(query), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_./", r)
@@ -49,7 +51,7 @@ func SearchTerms(query string) []string {
 	var terms []string
 	seen := map[string]bool{}
 	for _, w := range words {
-		w = strings.Trim(w, "-_./")
+		w = strings.Trim(w, "./")
 		if utf8.RuneCountInString(w) < 2 || searchStopwords[w] || seen[w] {
 			continue
 		}
@@ -339,26 +341,30 @@ var notTextKeys = map[string]bool{
 // scoreBody scores a body line by line against lower-case terms: for each
 // term found on a line, 4 plus its count on the line up to 3, and 4 more
 // for each term when the line has every term. The body's score is its
-// best line's, plus what its other lines score up to half as much again:
-// a long body that mentions some of the words on many lines (a log, a run
-// of progress notes) does not outrank one with a line that says every term
-// together. Its snippet is the best line.
+// best line's, plus what its other lines score up to half as much again,
+// plus 2 for each term found anywhere in it: a long body that mentions
+// some of the words on many lines (a log, a run of progress notes) does
+// not outrank one with a line that says every term together, and one with
+// every term on lines of their own outranks one term said again and again.
+// Its snippet is the best line.
 func scoreBody(b []byte, terms [][]byte) (int, string) {
 	total, best := 0, 0
 	var bestLine []byte
 	var bestAt int
-	var low []byte // the line lower-cased, in one buffer for every line
+	var low []byte   // the line lower-cased, in one buffer for every line
+	var found uint64 // the terms found in the body (the first 64)
 	for len(b) > 0 {
 		var line []byte
 		line, b, _ = bytes.Cut(b, []byte("\n"))
 		low = appendLower(low[:0], line)
 		score, all, at := 0, true, -1
-		for _, t := range terms {
+		for i, t := range terms {
 			n := bytes.Count(low, t)
 			if n == 0 {
 				all = false
 				continue
 			}
+			found |= 1 << (i % 64)
 			score += 4 + min(n, 3)
 			if i := bytes.Index(low, t); at < 0 || i < at {
 				at = i
@@ -381,7 +387,7 @@ func scoreBody(b []byte, terms [][]byte) (int, string) {
 	if total == 0 {
 		return 0, ""
 	}
-	return best + min(total-best, best/2), searchSnippet(bestLine, bestAt)
+	return best + min(total-best, best/2) + 2*bits.OnesCount64(found), searchSnippet(bestLine, bestAt)
 }
 
 // appendLower appends s lower-cased to dst: ASCII in place, anything else

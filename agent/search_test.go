@@ -13,6 +13,7 @@ import (
 func TestSearchTerms(t *testing.T) {
 	for q, want := range map[string][]string{
 		"Flaky TEST in the store_test.go": {"flaky", "test", "store_test.go"},
+		"-v __init__ .env ../x":           {"-v", "__init__", "env"},
 		"rook 2.1.39, /home/dev/rook.":    {"rook", "2.1.39", "home/dev/rook"}, // versions, paths, a file: one term each
 		"a b c":                           nil,
 		"the and of":                      nil,
@@ -29,9 +30,9 @@ func TestSearchTerms(t *testing.T) {
 func TestScoreBody(t *testing.T) {
 	terms := [][]byte{[]byte("flaky"), []byte("test")}
 	// Line 1: flaky (4+1) test (4+1) all (+4×2) = 18. Line 2: test x5
-	// (4+3) = 7, at most half of 18 again.
+	// (4+3) = 7, at most half of 18 again. Both terms found: +2×2.
 	score, snip := scoreBody([]byte("A Flaky test\ntest test test test test\nnothing"), terms)
-	if score != 25 || snip != "A Flaky test" {
+	if score != 29 || snip != "A Flaky test" {
 		t.Fatalf("score %d snippet %q", score, snip)
 	}
 	if score, _ := scoreBody([]byte("no match here"), terms); score != 0 {
@@ -69,15 +70,26 @@ func TestScoreBodyPrefersEveryTermOnALine(t *testing.T) {
 	}
 }
 
+// TestScoreBodyCountsEveryTermFound: a body with every term, each on a
+// line of its own, outranks one that says one term again and again.
+func TestScoreBodyCountsEveryTermFound(t *testing.T) {
+	terms := [][]byte{[]byte("cache"), []byte("store")}
+	both, _ := scoreBody([]byte("the cache is broken\nand the store fails"), terms)
+	one, _ := scoreBody([]byte("cache cache cache"), terms)
+	if both <= one {
+		t.Fatalf("both terms on lines of their own scored %d, one term thrice %d", both, one)
+	}
+}
+
 func TestSearchRanksAcrossSessions(t *testing.T) {
 	r, clk := viewsRook(t)
 	a := viewsSession(t, r, "first")
 	b := viewsSession(t, r, "second")
 	shared := []byte("the flaky test again")
 	viewsAppend(t, r, clk, a,
-		Entry{Kind: eventlog.KindUser, Body: []byte("please fix the flaky test")},            // 18
-		Entry{Kind: eventlog.KindAssistant, Body: []byte("done: flaky test fixed\ntest ok")}, // 18 + 5
-		Entry{Kind: eventlog.KindUser, Body: shared},                                         // 18
+		Entry{Kind: eventlog.KindUser, Body: []byte("please fix the flaky test")},            // 18 + 4
+		Entry{Kind: eventlog.KindAssistant, Body: []byte("done: flaky test fixed\ntest ok")}, // 18 + 5 + 4
+		Entry{Kind: eventlog.KindUser, Body: shared},                                         // 18 + 4
 		Entry{Kind: eventlog.KindCheckpoint, Body: []byte("flaky test flaky test")},          // not searched
 		Entry{Kind: eventlog.KindNote, Body: []byte("unrelated")},
 	)
@@ -98,7 +110,7 @@ func TestSearchRanksAcrossSessions(t *testing.T) {
 	for _, h := range res.Hits {
 		got = append(got, hit{h.Session, h.Seq, h.Score})
 	}
-	want := []hit{{a, 1, 23}, {b, 0, 18}, {a, 2, 18}, {a, 0, 18}, {b, 1, 5}}
+	want := []hit{{a, 1, 27}, {b, 0, 22}, {a, 2, 22}, {a, 0, 22}, {b, 1, 7}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("hits %+v\nwant %+v", got, want)
 	}

@@ -210,11 +210,11 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	if err != nil {
 		return rep, err
 	}
-	known, atPath, err := r.importedSessionsByPath(opts.Format)
+	known, atPath, err := r.importedSessions(opts.Format)
 	if err != nil {
 		return rep, err
 	}
-	names := &sourceNames{known: known, atPath: atPath, beside: map[string]bool{}}
+	names := &sourceNames{known: known, atPath: atPath, movedAway: map[eventlog.ID]bool{}, beside: map[string]bool{}}
 	for _, p := range rep.ZstBeside {
 		names.beside[p] = true
 	}
@@ -449,16 +449,9 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 }
 
 // importedSessions maps source paths to the newest session imported from
-// each, for one format.
-func (r *Rook) importedSessions(format string) (map[string]eventlog.Meta, error) {
-	newest, _, err := r.importedSessionsByPath(format)
-	return newest, err
-}
-
-// importedSessionsByPath is importedSessions, and every session of each
-// path, newest first (a file rewritten, or moved onto a path that has
-// one).
-func (r *Rook) importedSessionsByPath(format string) (newest map[string]eventlog.Meta, all map[string][]eventlog.Meta, err error) {
+// each, for one format, and to every session of each, newest first (a file
+// rewritten, or moved onto a path that has one).
+func (r *Rook) importedSessions(format string) (newest map[string]eventlog.Meta, all map[string][]eventlog.Meta, err error) {
 	ids, err := r.Log.IDs()
 	if err != nil {
 		return nil, nil, err
@@ -791,7 +784,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 type sourceNames struct {
 	known  map[string]eventlog.Meta   // by source path: the newest
 	atPath map[string][]eventlog.Meta // by source path: every one, newest first, as the import began
-	byName map[string][]string        // source paths by name; made when first asked
+	// movedAway are the sessions this import found at another path.
+	movedAway map[eventlog.ID]bool
+	byName    map[string][]string // source paths by name; made when first asked
 	// beside are the .zst rollouts left out beside their plain files:
 	// there, but as good as gone.
 	beside map[string]bool
@@ -816,10 +811,7 @@ func (n *sourceNames) candidates(fsys vfs.FS, path string) []eventlog.Meta {
 		out, seen[m.ID] = append(out, m), true
 	}
 	for _, m := range n.atPath[path] {
-		if m.Source.Path == path && !seen[m.ID] {
-			if cur, ok := n.knownByID(m.ID); ok && cur.Source.Path != path {
-				continue // moved away in this import
-			}
+		if !seen[m.ID] && !n.movedAway[m.ID] {
 			out, seen[m.ID] = append(out, m), true
 		}
 	}
@@ -856,17 +848,6 @@ func (n *sourceNames) candidates(fsys vfs.FS, path string) []eventlog.Meta {
 	return out
 }
 
-// knownByID is the session id as known now (its path may have changed in
-// this import).
-func (n *sourceNames) knownByID(id eventlog.ID) (eventlog.Meta, bool) {
-	for _, m := range n.known {
-		if m.ID == id {
-			return m, true
-		}
-	}
-	return eventlog.Meta{}, false
-}
-
 // move records that the session m, imported from the path from, is now
 // the file at path (nothing when from is ""). The caller writes m's
 // metadata.
@@ -878,6 +859,7 @@ func (n *sourceNames) move(m *eventlog.Meta, from, path string, zst bool, res *I
 	src.Path, src.Zstd = path, zst
 	m.Source = &src
 	delete(n.known, from)
+	n.movedAway[m.ID] = true
 	res.MovedFrom = from
 	if n.beside[from] {
 		res.Note = fmt.Sprintf("moved: imported before from %s, the .zst beside it (left out)", from)

@@ -373,6 +373,22 @@ func TestWriteCodexFuzzSeeds(t *testing.T) {
 	}
 }
 
+// codexMainAndEncoder is the hand-made rollout's bytes, and an encoder to
+// compress them as Codex does, closed when the test ends.
+func codexMainAndEncoder(t *testing.T) ([]byte, *zstd.Encoder) {
+	t.Helper()
+	plain, err := os.ReadFile(codexMainFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { enc.Close() })
+	return plain, enc
+}
+
 // TestImportFollowsAMovedFile: Codex compresses a rollout idle for a week
 // in place, writes it back plain when the session resumes, and archiving
 // moves it; the session is the same one throughout, not a new one each
@@ -381,10 +397,7 @@ func TestWriteCodexFuzzSeeds(t *testing.T) {
 func TestImportFollowsAMovedFile(t *testing.T) {
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)
-	plain, err := os.ReadFile(codexMainFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, enc := codexMainAndEncoder(t)
 	name := filepath.Base(codexMainFile)
 	day := "/c/sessions/2026/01/02/"
 	write := func(path string, data []byte) { t.Helper(); writeSourceFile(t, fsys, path, data) }
@@ -413,11 +426,6 @@ func TestImportFollowsAMovedFile(t *testing.T) {
 	}
 
 	// Compressed in place.
-	enc, err := zstd.NewWriter(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer enc.Close()
 	write(day+name+".zst", enc.EncodeAll(plain, nil))
 	remove(day + name)
 	step("compressed", day+name+".zst", ImportUnchanged, day+name)
@@ -464,15 +472,7 @@ func TestImportFollowsAMovedFile(t *testing.T) {
 func TestImportTakesAPlainRolloutBesideItsZst(t *testing.T) {
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)
-	plain, err := os.ReadFile(codexMainFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := zstd.NewWriter(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer enc.Close()
+	plain, enc := codexMainAndEncoder(t)
 	path := "/c/sessions/2026/01/02/" + filepath.Base(codexMainFile)
 	write := func(p string, data []byte) { t.Helper(); writeSourceFile(t, fsys, p, data) }
 	write(path, plain)

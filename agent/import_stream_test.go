@@ -418,7 +418,7 @@ func mustImportChunked(t *testing.T, r *Rook, paths ...string) ImportReport {
 // sessionIDOf is the session a file was last imported as.
 func sessionIDOf(t *testing.T, r *Rook, path string) *eventlog.ID {
 	t.Helper()
-	m, err := r.importedSessions(FormatClaudeCode)
+	m, _, err := r.importedSessions(FormatClaudeCode)
 	if err != nil {
 		t.Fatal(err)
 	}

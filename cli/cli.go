@@ -99,6 +99,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	}
 	ctx, err := parser.Parse(args)
 	if err != nil {
+		// kong stops at the first bad word, so --json may not be parsed yet.
+		if jsonAsked(args) {
+			return failJSON(stderr, ExitUsage, err.Error()+": run `rook --help` for usage")
+		}
 		fmt.Fprintf(stderr, "rook: %v\n", err)
 		fmt.Fprintln(stderr, "run `rook --help` for usage")
 		return ExitUsage
@@ -111,22 +115,53 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if err == nil {
 		env.Home, err = resolveHome(c.Home)
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "rook: %v\n", err)
-		return ExitFailure
+	if err == nil {
+		err = ctx.Run(env)
 	}
-	if err := ctx.Run(env); err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			if ee.msg != "" {
-				fmt.Fprintf(stderr, "rook: %s\n", ee.msg)
-			}
-			return ee.code
+	if err == nil {
+		return ExitOK
+	}
+	code, msg := ExitFailure, ""
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code, msg = ee.code, ee.msg
+	} else {
+		msg = explain(err, env.Home)
+	}
+	if c.JSON {
+		return failJSON(stderr, code, msg)
+	}
+	if msg != "" {
+		fmt.Fprintf(stderr, "rook: %s\n", msg)
+	}
+	return code
+}
+
+// jsonError is what a failed command prints on stderr under --json, one
+// line and the last one, so a script reads why it failed as it reads the
+// rest: exit_code is the process's own.
+type jsonError struct {
+	Error    string `json:"error"`
+	ExitCode int    `json:"exit_code"`
+}
+
+func failJSON(stderr io.Writer, code int, msg string) int {
+	b, _ := json.Marshal(jsonError{Error: msg, ExitCode: code})
+	fmt.Fprintf(stderr, "%s\n", b)
+	return code
+}
+
+// jsonAsked reports whether --json is among the words before a "--".
+func jsonAsked(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
 		}
-		fmt.Fprintf(stderr, "rook: %s\n", explain(err, env.Home))
-		return ExitFailure
+		if a == "--json" || a == "--json=true" {
+			return true
+		}
 	}
-	return ExitOK
+	return false
 }
 
 func commandWords(ctx *kong.Context) []string {

@@ -347,6 +347,16 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 			return nil, 0, fmt.Errorf("cannot import %s: %w", p, err)
 		}
 		if !info.IsDir() {
+			if !info.Mode().IsRegular() {
+				// A pipe or device has no bytes to come back to: the next
+				// import could not tell growth from a rewrite, and a pipe
+				// with no writer would hold the import forever.
+				why := "not a regular file (" + fileKind(info.Mode()) + "): import reads transcript files, which it can read again"
+				rep.problem(ImportProblem{File: abs, Reason: why})
+				rep.Files = append(rep.Files, ImportedFile{Path: abs, Status: ImportFailed, Note: why})
+				rep.Failed++
+				continue
+			}
 			add(abs, info.Size())
 			continue
 		}
@@ -1544,4 +1554,19 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 		return 0, err
 	}
 	return 1, appendWithGroup(eventlog.Event{Kind: eventlog.KindCheckpoint, Label: captureBackupsLabel, Body: id, Time: at})
+}
+
+// fileKind names what a file that is not a regular one is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return m.Type().String()
 }

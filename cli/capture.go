@@ -135,7 +135,7 @@ func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff, source *eventlog.Source
 // RewindCmd is `rook session rewind`.
 type RewindCmd struct {
 	ID        string `arg:"" help:"Session id, unique prefix, or last."`
-	To        uint64 `required:"" help:"Keep events [0, N); put files back as they were before event N."`
+	To        uint64 `required:"" placeholder:"N" help:"Keep events [0, N); put files back as they were before event N."`
 	KeepFiles bool   `name:"keep-files" help:"Rewind the conversation only; touch no file."`
 }
 

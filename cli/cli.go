@@ -248,9 +248,11 @@ func (e *Env) openStoreWith(opts cas.Options) (*cas.Store, error) {
 	return s, nil
 }
 
-// printJSON writes v as indented JSON.
+// printJSON writes v as indented JSON, with <, > and & as themselves: it is
+// read by scripts and people, never pasted into HTML.
 func (e *Env) printJSON(v any) error {
 	enc := json.NewEncoder(e.Stdout)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }

@@ -120,8 +120,8 @@ type SessionAppendCmd struct {
 	File      string `arg:"" optional:"" help:"Body from FILE; - or nothing reads stdin." default:"-"`
 	Kind      string `help:"Event kind: user, assistant, reasoning, tool-call, tool-result, skill, checkpoint, compaction, error, note."`
 	Label     string `help:"Event label (a tool name, a model, a versioned note type)."`
-	TokensIn  uint64 `name:"tokens-in" help:"Input tokens this event cost."`
-	TokensOut uint64 `name:"tokens-out" help:"Output tokens this event cost."`
+	TokensIn  uint64 `name:"tokens-in" placeholder:"N" help:"Input tokens this event cost."`
+	TokensOut uint64 `name:"tokens-out" placeholder:"N" help:"Output tokens this event cost."`
 	JSONL     string `name:"jsonl" help:"Append many events from FILE (- for stdin), one JSON object a line: kind, label, body or body_file, tokens_in, tokens_out." placeholder:"FILE"`
 }
 
@@ -369,7 +369,7 @@ func clip(s string, n int) string {
 // SessionForkCmd is `rook session fork`.
 type SessionForkCmd struct {
 	ID    string `arg:"" help:"Session id, unique prefix, or last."`
-	At    uint64 `required:"" help:"Keep events [0, N): the fork starts before event N."`
+	At    uint64 `required:"" placeholder:"N" help:"Keep events [0, N): the fork starts before event N."`
 	Title string `help:"The fork's title (default: the parent's)."`
 }
 

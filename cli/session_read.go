@@ -35,7 +35,7 @@ import (
 // ShowCmd is `rook session show`.
 type ShowCmd struct {
 	ID      string `arg:"" help:"Session id, unique prefix, or last."`
-	From    uint64 `help:"First seq." default:"0"`
+	From    uint64 `help:"First seq." default:"0" placeholder:"N"`
 	Limit   int    `help:"At most N events (1 to 10000)." default:"200"`
 	MaxBody int    `name:"max-body" help:"Cut bodies longer than B bytes (the rest reads with session entry; an imported event's text, with a bigger --max-body)." default:"4096"`
 	Raw     bool   `help:"Print an imported event's source lines as stored, not rendered as text."`

@@ -71,6 +71,12 @@ func (o osFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) 
 	for _, f := range files {
 		pf, err := renameio.NewPendingFile(filepath.Join(dir, f.Name), renameio.WithPermissions(perm), renameio.WithExistingPermissions(), renameio.WithTempDir(dir))
 		if err != nil {
+			// The error names renameio's temporary file (".x.jsonl123..."),
+			// which the user never asked for: name the file instead.
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = &fs.PathError{Op: pe.Op, Path: filepath.Join(dir, f.Name), Err: pe.Err}
+			}
 			return err
 		}
 		pending = append(pending, pf)

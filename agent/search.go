@@ -73,23 +73,30 @@ type SearchOptions struct {
 	MaxBytes   int64        // 0: SearchMaxBytes
 }
 
-// SearchHit is one event whose body matched.
+// SearchHit is a body that matched, shown as the newest event naming it.
+// A fork or rewind shares its parent's events, and an agent says the same
+// thing more than once: each body is one hit, which counts the other
+// events naming it instead of being repeated for each.
 type SearchHit struct {
 	Session eventlog.ID
 	Title   string
 	Seq     uint64
 	Kind    eventlog.Kind
+	Label   string
 	Time    time.Time
 	Snippet string
 	Score   int
 	Object  cas.Key
+	// Also: the other events naming the same body; AlsoSessions: the
+	// sessions they are in but this one.
+	Also, AlsoSessions int
 }
 
 // SearchResult is a ranked page of hits.
 type SearchResult struct {
 	Terms          []string
 	Hits           []SearchHit // best first, at most the limit
-	TotalHits      int         // events that matched, before the limit
+	TotalHits      int         // events that matched, before the limit (Hits groups them by body)
 	ObjectsMatched int         // distinct bodies that matched
 	ObjectsScanned int         // distinct bodies read
 	BytesScanned   int64
@@ -104,9 +111,10 @@ type SearchResult struct {
 
 // searchRef is one event naming a body.
 type searchRef struct {
-	seq  uint64
-	kind eventlog.Kind
-	time time.Time
+	seq   uint64
+	kind  eventlog.Kind
+	label string
+	time  time.Time
 }
 
 // searchScore is what scanning one body found.
@@ -155,6 +163,7 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 		lowered[i] = []byte(t)
 	}
 	scanned := map[cas.Key]searchScore{}
+	hits := map[cas.Key]*searchGroup{} // a hit per matching body
 	for _, id := range ids {
 		if res.Truncated {
 			break
@@ -211,20 +220,54 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 			if sc.score <= 0 {
 				continue
 			}
+			g := hits[obj]
+			if g == nil {
+				g = &searchGroup{sessions: map[eventlog.ID]bool{}}
+				hits[obj] = g
+			}
+			g.sessions[id] = true
 			for _, ref := range refs[obj] {
 				res.TotalHits++
-				res.Hits = append(res.Hits, SearchHit{Session: id, Title: meta.Title, Seq: ref.seq, Kind: ref.kind,
-					Time: ref.time, Snippet: sc.snippet, Score: sc.score, Object: obj})
+				g.events++
+				h := SearchHit{Session: id, Title: meta.Title, Seq: ref.seq, Kind: ref.kind, Label: ref.label,
+					Time: ref.time, Snippet: sc.snippet, Score: sc.score, Object: obj}
+				if g.events == 1 || newerHit(h, g.hit) {
+					g.hit = h
+				}
 			}
 		}
-		// Keep only what can still make the cut: memory stays at the limit
-		// plus one session's hits.
-		sortHits(res.Hits)
-		if len(res.Hits) > opts.Limit {
-			res.Hits = res.Hits[:opts.Limit]
-		}
+	}
+	// One hit per body: memory is bounded by the bodies scanned, which the
+	// budget bounds.
+	for _, g := range hits {
+		g.hit.Also, g.hit.AlsoSessions = g.events-1, len(g.sessions)-1
+		res.Hits = append(res.Hits, g.hit)
+	}
+	sortHits(res.Hits)
+	if len(res.Hits) > opts.Limit {
+		res.Hits = res.Hits[:opts.Limit]
 	}
 	return res, nil
+}
+
+// searchGroup is the events naming one matching body.
+type searchGroup struct {
+	hit      SearchHit // the one shown
+	events   int
+	sessions map[eventlog.ID]bool
+}
+
+// newerHit says whether a is the event to show rather than b: the newer;
+// of two at the same time (a fork's copy of its parent's event), the
+// older session's, where it was said first; in a session, the later seq.
+func newerHit(a, b SearchHit) bool {
+	if !a.Time.Equal(b.Time) {
+		return a.Time.After(b.Time)
+	}
+	if a.Session != b.Session {
+		return a.Session.String() < b.Session.String()
+	}
+	return a.Seq > b.Seq
 }
 
 // searchRefs maps each searchable body of a session to the events that
@@ -248,7 +291,7 @@ func (r *Rook) searchRefs(id eventlog.ID) (map[cas.Key][]searchRef, []cas.Key, e
 			if _, ok := refs[ev.Body]; !ok {
 				order = append(order, ev.Body)
 			}
-			refs[ev.Body] = append(refs[ev.Body], searchRef{seq: ev.Seq, kind: ev.Kind, time: ev.Time})
+			refs[ev.Body] = append(refs[ev.Body], searchRef{seq: ev.Seq, kind: ev.Kind, label: ev.Label, time: ev.Time})
 		}
 		if err != nil || len(evs) < searchPage {
 			break

@@ -110,9 +110,17 @@ func TestSearchRanksAcrossSessions(t *testing.T) {
 	for _, h := range res.Hits {
 		got = append(got, hit{h.Session, h.Seq, h.Score})
 	}
-	want := []hit{{a, 1, 27}, {b, 0, 22}, {a, 2, 22}, {a, 0, 22}, {b, 1, 7}}
+	// The shared body is one hit, shown as its newest event (b's), which
+	// counts the other (a's #2).
+	want := []hit{{a, 1, 27}, {b, 0, 22}, {a, 0, 22}, {b, 1, 7}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("hits %+v\nwant %+v", got, want)
+	}
+	if h := res.Hits[1]; h.Also != 1 || h.AlsoSessions != 1 || h.Title != "second" {
+		t.Fatalf("shared body's hit %+v: want also 1, in 1 other session", h)
+	}
+	if h := res.Hits[0]; h.Also != 0 || h.AlsoSessions != 0 {
+		t.Fatalf("a body named once: %+v", h)
 	}
 	if res.TotalHits != 5 || res.ObjectsScanned != 5 || res.ObjectsMatched != 4 || res.Truncated || res.Unreadable != 0 {
 		t.Fatalf("result %+v", res)
@@ -177,5 +185,53 @@ func TestSearchBudgetAndUnreadable(t *testing.T) {
 	res, err = r.Search("needle", SearchOptions{})
 	if err != nil || res.Unreadable != 1 || res.TotalHits != 10 {
 		t.Fatalf("unreadable: %+v %v", res, err)
+	}
+}
+
+// TestSearchGroupsAForksCopies: a fork shares its parent's events, and an
+// agent repeats itself. Each matching body is one hit: the newest event
+// naming it, counting the others; a fork's copy (the same time) shows as
+// the parent's event, where it was said first.
+func TestSearchGroupsAForksCopies(t *testing.T) {
+	r, clk := viewsRook(t)
+	a := viewsSession(t, r, "parent")
+	viewsAppend(t, r, clk, a,
+		Entry{Kind: eventlog.KindUser, Body: []byte("where is the needle")},
+		Entry{Kind: eventlog.KindAssistant, Body: []byte("in the haystack")},
+	)
+	fork, err := r.Log.Fork(a, 2, eventlog.Meta{Title: "fork"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Search("needle", SearchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) != 1 || res.TotalHits != 2 {
+		t.Fatalf("fork's copy: %d hits of %d: %+v", len(res.Hits), res.TotalHits, res.Hits)
+	}
+	if h := res.Hits[0]; h.Session != a || h.Seq != 0 || h.Also != 1 || h.AlsoSessions != 1 {
+		t.Fatalf("fork's copy shown as %+v: want the parent's #0, also 1 in 1 other session", h)
+	}
+
+	// Said again later in the fork: that newer event is the one shown.
+	viewsAppend(t, r, clk, fork.ID, Entry{Kind: eventlog.KindUser, Body: []byte("where is the needle")})
+	res, err = r.Search("needle", SearchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) != 1 || res.TotalHits != 3 {
+		t.Fatalf("repeat: %d hits of %d: %+v", len(res.Hits), res.TotalHits, res.Hits)
+	}
+	if h := res.Hits[0]; h.Session != fork.ID || h.Seq != 2 || h.Also != 2 || h.AlsoSessions != 1 || h.Title != "fork" {
+		t.Fatalf("repeat shown as %+v: want the fork's #2, also 2 in 1 other session", h)
+	}
+	// One session: the same grouping inside it.
+	res, err = r.Search("needle", SearchOptions{Session: &fork.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) != 1 || res.Hits[0].Seq != 2 || res.Hits[0].Also != 1 || res.Hits[0].AlsoSessions != 0 {
+		t.Fatalf("in the fork alone: %+v", res.Hits)
 	}
 }

@@ -252,9 +252,14 @@ type searchHitJSON struct {
 	Title   string      `json:"title"`
 	Seq     uint64      `json:"seq"`
 	Kind    string      `json:"kind"`
+	Label   string      `json:"label"`
 	Time    time.Time   `json:"time"`
 	Snippet string      `json:"snippet"`
 	Score   int         `json:"score"`
+	// The other events with the same body (a fork's copy, a repeat), and
+	// the other sessions they are in.
+	Also         int `json:"also"`
+	AlsoSessions int `json:"also_sessions"`
 }
 
 func (c *SearchCmd) Run(e *Env) error {
@@ -295,8 +300,8 @@ func (c *SearchCmd) Run(e *Env) error {
 	if e.JSON {
 		hits := []searchHitJSON{}
 		for _, h := range res.Hits {
-			hits = append(hits, searchHitJSON{Session: h.Session, Title: h.Title, Seq: h.Seq, Kind: h.Kind.String(),
-				Time: h.Time.UTC(), Snippet: h.Snippet, Score: h.Score})
+			hits = append(hits, searchHitJSON{Session: h.Session, Title: h.Title, Seq: h.Seq, Kind: h.Kind.String(), Label: h.Label,
+				Time: h.Time.UTC(), Snippet: h.Snippet, Score: h.Score, Also: h.Also, AlsoSessions: h.AlsoSessions})
 		}
 		return e.printJSON(map[string]any{
 			"terms": res.Terms, "hits": hits, "total_hits": res.TotalHits, "objects_scanned": res.ObjectsScanned,
@@ -305,15 +310,25 @@ func (c *SearchCmd) Run(e *Env) error {
 	}
 	w := e.Stdout
 	for _, h := range res.Hits {
-		fmt.Fprintf(w, "%s  #%d  %s  %s\n", h.Session, h.Seq, h.Kind, h.Time.UTC().Format("2006-01-02 15:04"))
+		what := h.Kind.String()
+		if h.Label != "" {
+			what += " " + clip(h.Label, 32)
+		}
+		fmt.Fprintf(w, "%s  #%d  %s  %s  %s\n", h.Session, h.Seq, what, h.Time.UTC().Format("2006-01-02 15:04"), clip(h.Title, 48))
 		fmt.Fprintf(w, "  %s\n", h.Snippet)
+		switch {
+		case h.AlsoSessions > 0: // a fork's or rewind's copy, or the same output again
+			fmt.Fprintf(w, "  (and %d other event%s with this text, in %d other session%s)\n", h.Also, plural(h.Also, "", "s"), h.AlsoSessions, plural(h.AlsoSessions, "", "s"))
+		case h.Also > 0:
+			fmt.Fprintf(w, "  (and %d other event%s with this text in this session)\n", h.Also, plural(h.Also, "", "s"))
+		}
 	}
 	if res.TotalHits == 0 {
 		fmt.Fprintf(w, "nothing matched in %d object(s)\n", res.ObjectsScanned)
 		return nil
 	}
 	more := ""
-	if res.TotalHits > len(res.Hits) {
+	if res.ObjectsMatched > len(res.Hits) {
 		more = fmt.Sprintf(", showing the best %d (--limit)", len(res.Hits))
 	}
 	fmt.Fprintf(w, "%d hit(s) across %d object(s) (%d scanned)%s\n", res.TotalHits, res.ObjectsMatched, res.ObjectsScanned, more)

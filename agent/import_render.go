@@ -82,18 +82,30 @@ func stripSGR(b []byte) []byte {
 		if i < 0 {
 			return append(out, b...)
 		}
-		j := i + 2
-		for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == ';') {
-			j++
-		}
-		if j < len(b) && b[j] == 'm' {
+		if j := sgrEnd(b, i); j > 0 {
 			out = append(out, b[:i]...)
-			b = b[j+1:]
+			b = b[j:]
 			continue
 		}
 		out = append(out, b[:i+2]...)
 		b = b[i+2:]
 	}
+}
+
+// sgrEnd is the end of the color or style sequence at b[i] (ESC [, digits
+// and semicolons, m), or 0 when there is none there.
+func sgrEnd(b []byte, i int) int {
+	if i+1 >= len(b) || b[i] != 0x1b || b[i+1] != '[' {
+		return 0
+	}
+	j := i + 2
+	for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == ';') {
+		j++
+	}
+	if j < len(b) && b[j] == 'm' {
+		return j + 1
+	}
+	return 0
 }
 
 // renderer renders one source line into out.

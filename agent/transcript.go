@@ -709,6 +709,12 @@ func Snippet(body []byte, at, end, n int) string {
 	}
 	i, count := from, 0
 	for i < len(body) && count < n {
+		if body[i] == 0x1b {
+			if j := sgrEnd(body, i); j > 0 {
+				i = j // a color a command's output kept: not text (cleanView)
+				continue
+			}
+		}
 		r, w := utf8.DecodeRune(body[i:])
 		b.WriteRune(cleanRune(r))
 		i += w

@@ -537,4 +537,14 @@ func TestPreviewAndSnippet(t *testing.T) {
 		utf8.RuneCountInString(s) != SnippetRunes+2 {
 		t.Errorf("snippet %q (%d runes)", s, utf8.RuneCountInString(s))
 	}
+	// A command's colors are left out, not shown as U+FFFD[22m; another
+	// escape sequence still shows its ESC replaced.
+	body = []byte("\x1b[1mbold\x1b[22m then MATCH \x1b[2;31mdim\x1b[0m \x1b]0;title\x07")
+	at = bytes.Index(body, []byte("MATCH"))
+	if s := Snippet(body, at, at+5, SnippetRunes); s != "bold then MATCH dim \uFFFD]0;title\uFFFD" {
+		t.Errorf("snippet with colors %q", s)
+	}
+	if s := searchSnippet(body, at); s != "bold then MATCH dim  ]0;title" {
+		t.Errorf("search snippet with colors %q", s)
+	}
 }

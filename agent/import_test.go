@@ -1149,3 +1149,32 @@ func TestImportWaitsForAFirstLine(t *testing.T) {
 		t.Fatalf("junk: %+v", rep)
 	}
 }
+
+// TestImportKnowsAFileWhoseNameIsNotUTF8: a file name of Latin-1 bytes is
+// still its session on the next import (unchanged, then grown), not a new
+// session each time: .meta keeps the path's bytes beside its UTF-8 form.
+func TestImportKnowsAFileWhoseNameIsNotUTF8(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	path := "/src/caf\xe9.jsonl"
+	writeSource(t, fsys, path, claudeLines("s1", 1), "")
+	for i, want := range []string{ImportNew, ImportUnchanged, ImportGrown} {
+		if i == 2 {
+			writeSource(t, fsys, path, append(claudeLines("s1", 1), claudeLines("s1", 2)...), "")
+		}
+		rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{path}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Files) != 1 || rep.Files[0].Status != want {
+			t.Fatalf("import %d: %+v, want %s", i, rep.Files, want)
+		}
+	}
+	sums, err := r.Log.Sessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sums) != 1 || sums[0].Source == nil || sums[0].Source.Path != path {
+		t.Fatalf("sessions %+v", sums)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
@@ -51,6 +52,37 @@ type Source struct {
 	SHA256 string `json:"sha256"`           // hex, of those bytes
 	Zstd   bool   `json:"zstd,omitempty"`   // the file is zstd-compressed JSONL
 	Parent string `json:"parent,omitempty"` // the parent's source session id, for subagents
+}
+
+// sourceJSON is Source as .meta stores it. JSON strings are UTF-8: a path
+// that is not (a file name of Latin-1 bytes) is also kept as its bytes, so
+// the next import still knows the file (path shows it, U+FFFD for each bad
+// byte).
+type sourceJSON struct {
+	sourceFields
+	PathBytes []byte `json:"path_bytes,omitempty"` // base64; only when path is not UTF-8
+}
+
+type sourceFields Source // the fields, without Source's methods
+
+func (s Source) MarshalJSON() ([]byte, error) {
+	j := sourceJSON{sourceFields: sourceFields(s)}
+	if !utf8.ValidString(s.Path) {
+		j.PathBytes = []byte(s.Path)
+	}
+	return json.Marshal(j)
+}
+
+func (s *Source) UnmarshalJSON(b []byte) error {
+	var j sourceJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*s = Source(j.sourceFields)
+	if j.PathBytes != nil {
+		s.Path = string(j.PathBytes)
+	}
+	return nil
 }
 
 // Summary is a session's metadata plus what its log says.

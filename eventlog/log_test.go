@@ -1,11 +1,14 @@
 package eventlog
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
@@ -439,5 +442,27 @@ func TestOrphanLogsAreRemoved(t *testing.T) {
 	}
 	if len(w.Notices) != 1 || !strings.Contains(w.Notices[0], "removed 1 session log") {
 		t.Fatalf("notices %q", w.Notices)
+	}
+}
+
+// TestSourcePathNotUTF8RoundTrips: a path of bytes that are not UTF-8
+// comes back from .meta as it was; a UTF-8 path is written as before, with
+// no path_bytes.
+func TestSourcePathNotUTF8RoundTrips(t *testing.T) {
+	for _, path := range []string{"/src/caf\xe9.jsonl", "/src/café.jsonl"} {
+		b, err := json.Marshal(Meta{Title: "t", Source: &Source{Format: "claude-code", Path: path, Size: 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if utf8.ValidString(path) == bytes.Contains(b, []byte(`"path_bytes"`)) {
+			t.Errorf("%q: %s", path, b)
+		}
+		var m Meta
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Source == nil || m.Source.Path != path || m.Source.Size != 3 || m.Source.Format != "claude-code" {
+			t.Errorf("%q came back as %+v", path, m.Source)
+		}
 	}
 }

@@ -86,19 +86,30 @@ func runImport(e *Env, format string, paths []string) error {
 	first := ""
 	for _, f := range rep.Files {
 		if f.Status == agent.ImportFailed {
-			first = fmt.Sprintf(": %s: %s", f.Path, f.Note)
+			first = fmt.Sprintf(": %s: %s", termText(f.Path), termText(f.Note))
 			break
 		}
 	}
-	switch {
-	case rep.Failed > 0 && rep.Failed == len(rep.Files):
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("nothing could be imported%s", first)}
-	case rep.Failed == 1:
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("1 of %d file(s) could not be imported%s; the rest were", len(rep.Files), first)}
-	case rep.Failed > 0:
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d of %d file(s) could not be imported (the first%s; the summary lists them all); the rest were", rep.Failed, len(rep.Files), first)}
+	if rep.Failed == 0 {
+		return nil
 	}
-	return nil
+	// A file that failed part way (a .zst damaged near its end) has its
+	// lines before the damage in a session: something was imported.
+	partial := false
+	for _, f := range rep.Files {
+		partial = partial || (f.Status == agent.ImportFailed && f.Session != nil && f.Lines > 0)
+	}
+	if rep.Failed == len(rep.Files) && !partial {
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("nothing could be imported%s", first)}
+	}
+	msg := fmt.Sprintf("1 of %d file(s) could not be imported%s", len(rep.Files), first)
+	if rep.Failed > 1 {
+		msg = fmt.Sprintf("%d of %d file(s) could not be imported (the first%s; the summary lists them all)", rep.Failed, len(rep.Files), first)
+	}
+	if ok := len(rep.Files) - rep.Failed; ok > 0 {
+		msg += fmt.Sprintf("; the other %d were imported", ok)
+	}
+	return &exitError{code: ExitFailure, msg: msg}
 }
 
 // importJSON is the import's report and the store's size on disk around
@@ -151,7 +162,7 @@ func printImport(e *Env, out importJSON) {
 		if f.Session != nil {
 			sid = f.Session.String()
 		}
-		fmt.Fprintf(w, "  %-9s %s  %s  %d line(s)", f.Status, sid, f.Path, f.Lines)
+		fmt.Fprintf(w, "  %-9s %s  %s  %d line(s)", f.Status, sid, termText(f.Path), f.Lines)
 		if f.Parent != nil {
 			fmt.Fprintf(w, "  child of %s", f.Parent.Short())
 		}
@@ -160,16 +171,19 @@ func printImport(e *Env, out importJSON) {
 			fmt.Fprintf(w, "            %s\n", f.Note)
 		}
 	}
-	if rep.Unparsed > 0 {
+	switch {
+	case rep.Unparsed > 0 && rep.Failed == 0:
 		fmt.Fprintf(w, "%d line(s) did not parse; they are kept byte for byte as notes:\n", rep.Unparsed)
-	} else if len(rep.Problems) > 0 {
+	case rep.Unparsed > 0:
+		fmt.Fprintf(w, "problems: %d file(s) failed, and %d line(s) did not parse (kept byte for byte as notes):\n", rep.Failed, rep.Unparsed)
+	case len(rep.Problems) > 0:
 		fmt.Fprintln(w, "problems:")
 	}
 	for _, p := range rep.Problems {
 		if p.Line > 0 {
-			fmt.Fprintf(w, "  %s:%d: %s\n", p.File, p.Line, p.Reason)
+			fmt.Fprintf(w, "  %s:%d: %s\n", termText(p.File), p.Line, termText(p.Reason))
 		} else {
-			fmt.Fprintf(w, "  %s: %s\n", p.File, p.Reason)
+			fmt.Fprintf(w, "  %s: %s\n", termText(p.File), termText(p.Reason))
 		}
 	}
 	if n := rep.Unparsed + rep.Failed - len(rep.Problems); n > 0 {

@@ -22,7 +22,35 @@ type table struct {
 	right map[int]bool // right-aligned columns
 }
 
-func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+func (t *table) add(cells ...string) {
+	for i, c := range cells {
+		cells[i] = termText(c)
+	}
+	t.rows = append(t.rows, cells)
+}
+
+// termText is s fit for a terminal: each control character (C0, DEL, C1)
+// and each byte that is not UTF-8 becomes U+FFFD. Titles, paths and
+// workspaces come from transcripts and file names, which may hold escape
+// sequences that would clear the screen or set the window's title.
+func termText(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || r < 0x20 || (r >= 0x7f && r < 0xa0) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || (r >= 0x7f && r < 0xa0) {
+			return '\uFFFD'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+}
 
 func (t *table) write(w io.Writer) {
 	if len(t.rows) == 0 {

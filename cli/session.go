@@ -357,11 +357,12 @@ func (c *SessionLsCmd) Run(e *Env) error {
 	return nil
 }
 
-// clip cuts s to n runes, marking the cut.
+// clip cuts s to n runes, marking the cut, and makes it fit for a
+// terminal (termText).
 func clip(s string, n int) string {
-	r := []rune(s)
+	r := []rune(termText(s))
 	if len(r) <= n {
-		return s
+		return string(r)
 	}
 	return string(r[:n-1]) + "…"
 }

@@ -431,12 +431,15 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 			}
 			if !plain[p] {
 				fi, err := r.fs.Stat(p)
-				if err != nil || !fi.Mode().IsRegular() {
+				if err != nil || !fi.Mode().IsRegular() || !r.sameRollout(p, f.path) {
 					kept = append(kept, f)
 					continue
 				}
 				more = append(more, sourceFile{p, fi.Size()}) // the .zst named alone
 				plain[p] = true
+			} else if !r.sameRollout(p, f.path) {
+				kept = append(kept, f) // another rollout of the same name: its own
+				continue
 			}
 			rep.ZstBeside = append(rep.ZstBeside, f.path)
 		}
@@ -1569,4 +1572,33 @@ func fileKind(m fs.FileMode) string {
 		return "a device"
 	}
 	return m.Type().String()
+}
+
+// sameRolloutHead bounds what sameRollout reads of each file.
+const sameRolloutHead = 1 << 20
+
+// sameRollout says whether a plain rollout and the .zst of its name are one
+// rollout, as Codex leaves them while it compresses a rollout or writes it
+// back plain to resume it: one file's first line (its session_meta, the
+// rollout's id) is the other's, or the start of it in a file still being
+// written. A .zst none of which can be read yet is taken for one being
+// written. Another rollout given the same name is not the same: both are
+// imported.
+func (r *Rook) sameRollout(plain, zst string) bool {
+	a, _, err := r.readHead(plain, sameRolloutHead)
+	if err != nil {
+		return true // the plain file fails on its own, saying why
+	}
+	b, _, _ := r.readHead(zst, sameRolloutHead) // what decompressed before any error
+	firstLine := func(x []byte) []byte {
+		if i := bytes.IndexByte(x, '\n'); i >= 0 {
+			return x[:i+1]
+		}
+		return x
+	}
+	a, b = firstLine(a), firstLine(b)
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	return bytes.HasPrefix(b, a)
 }

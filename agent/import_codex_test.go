@@ -522,3 +522,34 @@ func TestImportTakesAPlainRolloutBesideItsZst(t *testing.T) {
 	}
 	mustExport(t, r, id, grown)
 }
+
+// TestImportTakesAnotherRolloutOfTheSameNameBesideAPlainOne: a .zst beside
+// a plain rollout of its name is left out only when it is that rollout
+// (their first lines agree). Another rollout given that name (its own
+// session_meta) is imported too, in a tree and named on its own.
+func TestImportTakesAnotherRolloutOfTheSameNameBesideAPlainOne(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	plain, enc := codexMainAndEncoder(t)
+	name := filepath.Base(codexMainFile)
+	uuid := strings.TrimSuffix(name, ".jsonl")
+	uuid = uuid[len(uuid)-36:]
+	other := bytes.ReplaceAll(plain, []byte(uuid), []byte("019b0000-0000-7000-8000-000000000000"))
+	if bytes.Equal(other, plain) {
+		t.Fatalf("%s is not in the rollout", uuid)
+	}
+	path := "/c/sessions/2026/01/02/" + name
+	writeSourceFile(t, fsys, path, plain)
+	writeSourceFile(t, fsys, path+".zst", enc.EncodeAll(other, nil))
+	rep := mustImport(t, r, FormatCodex, "/c")
+	if len(rep.Files) != 2 || rep.Sessions != 2 || len(rep.ZstBeside) != 0 {
+		t.Fatalf("another rollout beside: %+v", rep)
+	}
+	zid := *fileByPath(t, rep, path+".zst").Session
+	mustExport(t, r, zid, other)
+	// Named on its own, the .zst is itself: unchanged.
+	rep = mustImport(t, r, FormatCodex, path+".zst")
+	if f := fileByPath(t, rep, path+".zst"); len(rep.Files) != 1 || f.Status != ImportUnchanged || *f.Session != zid || len(rep.ZstBeside) != 0 {
+		t.Fatalf("the other .zst named alone: %+v", rep)
+	}
+}

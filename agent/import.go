@@ -1376,7 +1376,14 @@ type ExportResult struct {
 	// Exact: the bytes are what the import took in (same size and
 	// SHA-256 as the source had then).
 	Exact bool `json:"exact"`
-	Zstd  bool `json:"zstd,omitempty"` // the source was .zst: this is its decompressed JSONL
+	// Ahead: not Exact, because the session holds lines past what the
+	// last finished import of it recorded (an import of it running now,
+	// or one cut short by a crash or a damaged file): the first Recorded
+	// bytes are exactly those, the rest the lines taken in since. The next
+	// import records them.
+	Ahead    bool  `json:"ahead,omitempty"`
+	Recorded int64 `json:"recorded_bytes"`
+	Zstd     bool  `json:"zstd,omitempty"` // the source was .zst: this is its decompressed JSONL
 }
 
 // ErrNotImported: a session that did not come from another agent's file.
@@ -1392,9 +1399,13 @@ func (r *Rook) ExportSource(id eventlog.ID, w io.Writer) (ExportResult, error) {
 	if m.Source == nil {
 		return ExportResult{}, ErrNotImported
 	}
-	x := ExportResult{Format: m.Source.Format, Source: m.Source.Path, Zstd: m.Source.Zstd}
+	x := ExportResult{Format: m.Source.Format, Source: m.Source.Path, Zstd: m.Source.Zstd, Recorded: m.Source.Size}
 	h := sha256.New()
 	out := io.MultiWriter(w, h)
+	recordedSHA := "" // of the first m.Source.Size bytes, once written
+	if m.Source.Size == 0 {
+		recordedSHA = hex.EncodeToString(h.Sum(nil))
+	}
 	open := false    // the bytes so far end in a line without its newline
 	var last []byte  // the lines of the source object written last,
 	var lastAt int64 // and where they begin
@@ -1441,6 +1452,9 @@ func (r *Rook) ExportSource(id eventlog.ID, w io.Writer) (ExportResult, error) {
 				return x, err
 			}
 			x.Bytes += int64(len(line))
+			if x.Bytes == m.Source.Size {
+				recordedSHA = hex.EncodeToString(h.Sum(nil))
+			}
 			x.Lines += bytes.Count(line, []byte{'\n'})
 			if len(line) > 0 {
 				// A line cut short when imported and its rest, taken in by
@@ -1455,6 +1469,7 @@ func (r *Rook) ExportSource(id eventlog.ID, w io.Writer) (ExportResult, error) {
 	}
 	x.SHA256 = hex.EncodeToString(h.Sum(nil))
 	x.Exact = x.Bytes == m.Source.Size && x.SHA256 == m.Source.SHA256
+	x.Ahead = x.Bytes > m.Source.Size && recordedSHA == m.Source.SHA256
 	return x, nil
 }
 

@@ -1178,3 +1178,54 @@ func TestImportKnowsAFileWhoseNameIsNotUTF8(t *testing.T) {
 		t.Fatalf("sessions %+v", sums)
 	}
 }
+
+// TestExportOfASessionAheadOfItsMetadata: the metadata records what the
+// last finished import took in; an import running now (or cut short)
+// appends lines before it records them. Export writes every line the
+// session holds and says so: the first bytes are those recorded, exactly.
+// Lines that do not follow what was recorded are not "ahead".
+func TestExportOfASessionAheadOfItsMetadata(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	first := writeSource(t, fsys, "/p/s.jsonl", claudeLines("s", 1), "")
+	rep := mustImport(t, r, FormatClaudeCode, "/p/s.jsonl")
+	id := *rep.Files[0].Session
+	grown := writeSource(t, fsys, "/p/s.jsonl", append(claudeLines("s", 1), claudeLines("s", 2)...), "")
+	mustImport(t, r, FormatClaudeCode, "/p/s.jsonl")
+	mustExport(t, r, id, grown)
+
+	setRecorded := func(size int64, sha string) {
+		t.Helper()
+		m, err := r.Log.ReadMeta(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := *m.Source
+		src.Size, src.SHA256 = size, sha
+		m.Source = &src
+		if err := r.Log.UpdateMeta(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		what        string
+		size        int64
+		sha         string
+		exact, head bool
+	}{
+		{"recorded the first import", int64(len(first)), fmt.Sprintf("%x", sha256.Sum256(first)), false, true},
+		{"recorded nothing yet (a first import cut short)", 0, fmt.Sprintf("%x", sha256.Sum256(nil)), false, true},
+		{"recorded other bytes", int64(len(first)), fmt.Sprintf("%x", sha256.Sum256([]byte("other"))), false, false},
+		{"recorded more than it holds", int64(len(grown) + 1), fmt.Sprintf("%x", sha256.Sum256(grown)), false, false},
+	} {
+		setRecorded(c.size, c.sha)
+		var buf bytes.Buffer
+		x, err := r.ExportSource(id, &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf.Bytes(), grown) || x.Exact != c.exact || x.Ahead != c.head || x.Recorded != c.size {
+			t.Errorf("%s: exact %v ahead %v recorded %d (%d bytes written)", c.what, x.Exact, x.Ahead, x.Recorded, buf.Len())
+		}
+	}
+}

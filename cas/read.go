@@ -192,7 +192,7 @@ func (s *Store) lookup(id Key) (entry, bool, error) {
 	} else {
 		v, ok, err = s.tree.Snapshot().Get(id)
 		if err == nil && !ok {
-			if e, found := s.recent[id]; found {
+			if e, found := s.recentEntry(id); found {
 				return e, true, nil // durable, not yet in the committed index
 			}
 		}
@@ -205,6 +205,21 @@ func (s *Store) lookup(id Key) (entry, bool, error) {
 		return entry{}, false, &CorruptError{ID: id, Inline: true, Reason: err.Error()}
 	}
 	return e, true, nil
+}
+
+// recentEntry finds a reader's object past the watermark; one it does not
+// know may have been written since it looked (refreshRecent).
+func (s *Store) recentEntry(id Key) (entry, bool) {
+	s.recentMu.RLock()
+	e, ok := s.recent[id]
+	s.recentMu.RUnlock()
+	if ok || !s.refreshRecent() {
+		return e, ok
+	}
+	s.recentMu.RLock()
+	e, ok = s.recent[id]
+	s.recentMu.RUnlock()
+	return e, ok
 }
 
 // readEntry reads an object from where its entry says and checks its hash.
@@ -353,11 +368,15 @@ func (s *Store) ascend(from Key, fn func(Key, []byte) bool) error {
 		}
 	}
 	var keys []Key
-	for k := range s.recent {
+	recent := map[Key]entry{}
+	s.recentMu.RLock()
+	for k, e := range s.recent {
 		if bytes.Compare(k[:], from[:]) >= 0 {
 			keys = append(keys, k)
+			recent[k] = e
 		}
 	}
+	s.recentMu.RUnlock()
 	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i][:], keys[j][:]) < 0 })
 	stopped := false
 	emit := func(k Key, v []byte) bool {
@@ -368,7 +387,7 @@ func (s *Store) ascend(from Key, fn func(Key, []byte) bool) error {
 	}
 	err := s.tree.Snapshot().Ascend(from, func(k Key, v []byte) bool {
 		for len(keys) > 0 && bytes.Compare(keys[0][:], k[:]) < 0 {
-			if !emit(keys[0], s.recent[keys[0]].encode()) {
+			if !emit(keys[0], recent[keys[0]].encode()) {
 				return false
 			}
 			keys = keys[1:]
@@ -376,7 +395,7 @@ func (s *Store) ascend(from Key, fn func(Key, []byte) bool) error {
 		return emit(k, v)
 	})
 	for err == nil && !stopped && len(keys) > 0 {
-		emit(keys[0], s.recent[keys[0]].encode())
+		emit(keys[0], recent[keys[0]].encode())
 		keys = keys[1:]
 	}
 	return err

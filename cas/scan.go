@@ -536,6 +536,9 @@ func (s *Store) loadRecent() error {
 	if err != nil {
 		return err
 	}
+	s.recentMu.Lock()
+	defer s.recentMu.Unlock()
+	s.recentSeen = s.segmentsEnd(segs)
 	snap := s.tree.Snapshot()
 	for _, n := range segs {
 		if n < s.ctr.WMSegment {
@@ -564,6 +567,39 @@ func (s *Store) loadRecent() error {
 		}
 	}
 	return nil
+}
+
+// segmentsEnd says where the segments end: the newest one's number and
+// size.
+func (s *Store) segmentsEnd(segs []uint32) [2]int64 {
+	if len(segs) == 0 {
+		return [2]int64{}
+	}
+	n := segs[len(segs)-1]
+	var size int64
+	if st, err := s.fs.Stat(s.segPath(n)); err == nil {
+		size = st.Size()
+	}
+	return [2]int64{int64(n), size}
+}
+
+// refreshRecent looks past the watermark again, for a reader that did not
+// find an object, when the segments grew since it last looked. A writer
+// running beside the reader makes records durable before it writes the
+// events that name them, so an event this reader reads may name an object
+// written after it opened: it is there now. It says whether it looked.
+func (s *Store) refreshRecent() bool {
+	segs, err := s.listSegments()
+	if err != nil {
+		return false
+	}
+	s.recentMu.RLock()
+	same := s.segmentsEnd(segs) == s.recentSeen
+	s.recentMu.RUnlock()
+	if same {
+		return false
+	}
+	return s.loadRecent() == nil
 }
 
 // pastRecord is an object of a record past the index's watermark.

@@ -163,8 +163,11 @@ type Store struct {
 	// committed (see Options.CommitEvery).
 	sinceCommit int64
 	// recent holds, for a reader, the objects of records a writer made
-	// durable after its last index commit (see loadRecent).
-	recent map[Key]entry
+	// durable after its last index commit (see loadRecent), found when the
+	// segments ended at recentSeen (the newest one's number and size).
+	recentMu   sync.RWMutex
+	recent     map[Key]entry
+	recentSeen [2]int64
 
 	files  segmentFiles
 	blocks blockCache

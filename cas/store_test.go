@@ -434,7 +434,9 @@ func TestMissingStoreSaysRunInit(t *testing.T) {
 	}
 }
 
-func TestReaderSeesOnlyCommittedState(t *testing.T) {
+// A reader lists the state it opened; an object written since is found by
+// its id (an event read later may name it), and listed once found.
+func TestReaderListsWhatItOpenedAndFindsLaterObjectsByID(t *testing.T) {
 	s, home := newStore(t, vfs.OS, Options{})
 	a := mustPut(t, s, KindMessage, []byte("committed before the reader opened"))
 	s.Sync()
@@ -448,9 +450,11 @@ func TestReaderSeesOnlyCommittedState(t *testing.T) {
 	if _, err := r.Get(a); err != nil {
 		t.Fatal(err)
 	}
-	var nf *NotFoundError
-	if _, err := r.Get(b); !errors.As(err, &nf) {
-		t.Fatalf("reader saw a later commit without refreshing: %v", err)
+	if list, err := r.List(0, 0); err != nil || len(list) != 1 || list[0].ID != a {
+		t.Fatalf("reader listed %+v %v: want only what it opened", list, err)
+	}
+	if got, err := r.Get(b); err != nil || string(got) != "written after" {
+		t.Fatalf("reader Get of a later object: %q %v", got, err)
 	}
 	if _, err := r.Put(KindNote, []byte("x")); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("put on reader: %v", err)
@@ -634,6 +638,56 @@ func TestBarrierDefersTheIndexCommit(t *testing.T) {
 	mustPut(t, s3, KindNote, bytes.Repeat([]byte("x"), 200))
 	if err := s3.Barrier(); err != nil || s3.sinceCommit != 0 {
 		t.Fatalf("barrier past CommitEvery: %d bytes uncommitted, %v", s3.sinceCommit, err)
+	}
+}
+
+// TestReaderFindsWhatAWriterBesideItWroteSinceItOpened: a reader opened
+// while a writer runs, then reading an event the writer wrote later, looks
+// for its body: the writer made it durable first (a barrier), whether or
+// not the index was committed since. An id never written is still not
+// found, and looking for it again does not rescan unchanged segments.
+func TestReaderFindsWhatAWriterBesideItWroteSinceItOpened(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{CommitEvery: 1 << 20})
+	mustPut(t, s, KindNote, bytes.Repeat([]byte("first object "), 20))
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	later := mustPut(t, s, KindNote, bytes.Repeat([]byte("written after the reader opened "), 20))
+	if err := s.Barrier(); err != nil { // durable, not committed
+		t.Fatal(err)
+	}
+	if got, err := r.Get(later); err != nil || !bytes.HasPrefix(got, []byte("written after")) {
+		t.Fatalf("past the watermark: %q %v", got, err)
+	}
+	committed := mustPut(t, s, KindNote, bytes.Repeat([]byte("and then committed "), 20))
+	if err := s.Sync(); err != nil { // committed: a new index the reader did not open
+		t.Fatal(err)
+	}
+	if got, err := r.Get(committed); err != nil || !bytes.HasPrefix(got, []byte("and then")) {
+		t.Fatalf("committed since: %q %v", got, err)
+	}
+	var scans int
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpReadDir && strings.Contains(path, "segments") {
+			scans++
+		}
+		return nil
+	})
+	defer fsys.SetHook(nil)
+	never := ID([]byte("never written"))
+	for range 3 {
+		if _, err := r.Get(never); !errors.As(err, new(*NotFoundError)) {
+			t.Fatalf("an id never written: %v", err)
+		}
+	}
+	if scans > 3 {
+		t.Fatalf("%d listings of the segments for three misses", scans)
 	}
 }
 

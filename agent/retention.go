@@ -220,10 +220,14 @@ type MaintainReport struct {
 // again. It stops under the budget or when nothing deletable is left, and
 // says in Notes what it could not do.
 //
+// Unreachable objects younger than the gc grace count toward the budget as
+// freed (see enforceBudget): within the grace, maintain deletes only what a
+// run after it would.
+//
 // A dry run changes nothing: it plans the prune, estimates gc as it would
-// be after that prune and training as it would be now, and reports how far
-// over the budget the store is; the budget rounds depend on what each gc
-// frees, so they are not simulated.
+// be after that prune and training as it would be now, and plans the
+// budget rounds, each from the gc plan without the sessions before it
+// (planBudget).
 //
 // progress, if not nil, hears each stage ("prune", "gc", "train",
 // "budget") and the stages' own progress.
@@ -271,8 +275,11 @@ func (r *Rook) Maintain(cfg Config, dryRun bool, progress func(stage string, don
 
 	progress("budget", 0, 0)
 	if dryRun {
-		r.planBudget(&rep)
-	} else if err := r.enforceBudget(&rep, pol, grace, stage("budget")); err != nil {
+		err = r.planBudget(&rep, pol, grace, stage("budget"))
+	} else {
+		err = r.enforceBudget(&rep, pol, grace, stage("budget"))
+	}
+	if err != nil {
 		return rep, err
 	}
 	if st, err = r.Store.Stats(); err != nil {
@@ -282,36 +289,89 @@ func (r *Rook) Maintain(cfg Config, dryRun bool, progress func(stage string, don
 	return rep, nil
 }
 
-// planBudget is the dry run's budget stage: how far over the budget the
-// store is now, and about how far after the prune and gc.
-func (r *Rook) planBudget(rep *MaintainReport) {
+// planBudget is the dry run's budget stage: the rounds a real run would
+// make, each deleting the batch it would and planning gc as if that batch
+// (and the prune's sessions) were gone. It is an estimate: a real round's
+// gc also recompresses what it moves, so the sessions listed are those the
+// store's figures now point at.
+func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.Duration, progress func(done, total int64)) error {
 	budget := rep.Budget
-	if budget <= 0 {
-		return
+	if budget <= 0 || rep.StoredBefore <= budget {
+		return nil
 	}
-	if over := rep.StoredBefore - budget; over > 0 {
-		rep.OverBudgetBy = over
+	rep.OverBudgetBy = rep.StoredBefore - budget
+	gone := map[eventlog.ID]bool{}
+	deleted := append([]SessionRef(nil), rep.Prune.Deleted...)
+	for _, d := range deleted {
+		gone[d.ID] = true
 	}
-	after := rep.StoredBefore - rep.GC.CollectableStored
-	switch {
-	case rep.StoredBefore <= budget:
-		return
-	case after <= budget:
-		rep.Notes = append(rep.Notes, fmt.Sprintf("the store is %s over the %s budget; after the prune and gc it would hold about %s, within it",
-			units.Bytes(rep.OverBudgetBy), units.Bytes(budget), units.Bytes(after)))
-	default:
-		rep.Notes = append(rep.Notes, fmt.Sprintf("the store is %s over the %s budget and would still be about %s over after the prune and gc: a real run then deletes the oldest unprotected sessions until it fits (not simulated: each round depends on what its gc frees)",
-			units.Bytes(rep.OverBudgetBy), units.Bytes(budget), units.Bytes(after-budget)))
+	g := rep.GC
+	for {
+		// What the store would hold after gc, and once the grace passes.
+		stored := rep.StoredBefore - g.CollectableStored
+		freeable := stored - g.TooNewStored
+		if freeable <= budget {
+			switch {
+			case rep.BudgetRounds > 0:
+				rep.Notes = append(rep.Notes, fmt.Sprintf("the store is %s over the %s budget; after the prune, gc and deleting the %d session(s) listed it would hold about %s, within it (an estimate: each round of a real run deletes by what its gc frees)",
+					units.Bytes(rep.OverBudgetBy), units.Bytes(budget), len(rep.BudgetDeleted), units.Bytes(freeable)))
+			default:
+				rep.Notes = append(rep.Notes, fmt.Sprintf("the store is %s over the %s budget; after the prune and gc it would hold about %s, within it",
+					units.Bytes(rep.OverBudgetBy), units.Bytes(budget), units.Bytes(freeable)))
+			}
+			if stored > budget {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("until the gc grace (%s) passes it would hold about %s: %s of it would be unreachable objects younger than the grace, which a gc after it frees",
+					grace, units.Bytes(stored), units.Bytes(g.TooNewStored)))
+			}
+			return nil
+		}
+		all, err := r.sessionsNewestFirst()
+		if err != nil {
+			return err
+		}
+		var cands []eventlog.Summary // oldest first
+		left := 0
+		for i := len(all) - 1; i >= 0; i-- {
+			if gone[all[i].ID] {
+				continue
+			}
+			left++
+			if !pol.protected(all[i].Tags) {
+				cands = append(cands, all[i])
+			}
+		}
+		if len(cands) == 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("would still be about %s over the %s budget: no session would be left that may be deleted (raise max_total_bytes, untag sessions or delete checkpoints)",
+				units.Bytes(freeable-budget), units.Bytes(budget)))
+			return nil
+		}
+		n := budgetBatch(len(cands), freeable-budget, stored, left)
+		rep.BudgetRounds++
+		for _, s := range cands[:n] {
+			gone[s.ID] = true
+			d := ref(s, fmt.Sprintf("oldest while over the %s budget", units.Bytes(budget)))
+			deleted = append(deleted, d)
+			rep.BudgetDeleted = append(rep.BudgetDeleted, d)
+		}
+		if g, err = r.gcPlanWithout(deleted, grace, progress); err != nil {
+			return fmt.Errorf("gc: %w", err)
+		}
+		rep.BudgetGC = append(rep.BudgetGC, g)
 	}
 }
 
 // enforceBudget deletes the oldest unprotected sessions, a batch a round,
-// and collects after each, while the store is over the budget.
+// and collects after each, while the store is over the budget. Objects gc
+// found unreachable but kept for being younger than the grace (deleted by
+// this run or an earlier one) count as freed: the first gc after the grace
+// frees them, and deleting more sessions for their bytes would lose history
+// for nothing (a maintain run again within the grace deletes no more).
 func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace time.Duration, progress func(done, total int64)) error {
 	budget := rep.Budget
 	if budget <= 0 {
 		return nil
 	}
+	g := rep.GC // the last gc: what waits for the grace
 	for {
 		st, err := r.Store.Stats()
 		if err != nil {
@@ -320,7 +380,14 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 		if st.Stored <= budget {
 			return nil
 		}
-		over := st.Stored - budget
+		freeable := st.Stored - g.TooNewStored
+		if freeable <= budget {
+			rep.OverBudgetBy = st.Stored - budget
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s over the %s budget until a later gc: %d unreachable object(s) (%s stored) are younger than the gc grace (%s); the first `rook store gc` or maintain after it frees them, leaving about %s, so maintain deleted no more sessions for them",
+				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), g.TooNew, units.Bytes(g.TooNewStored), grace, units.Bytes(freeable)))
+			return nil
+		}
+		over := freeable - budget
 		all, err := r.sessionsNewestFirst()
 		if err != nil {
 			return err
@@ -332,13 +399,13 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 			}
 		}
 		if len(cands) == 0 {
-			rep.OverBudgetBy = over
+			rep.OverBudgetBy = st.Stored - budget
 			what := "checkpoints"
 			if len(all) > 0 {
 				what = fmt.Sprintf("%d protected session(s) (tags %s) and checkpoints", len(all), strings.Join(pol.ProtectTags, ", "))
 			}
 			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget: no session is left that may be deleted; the rest is %s (raise max_total_bytes, untag sessions or delete checkpoints)",
-				units.Bytes(over), units.Bytes(budget), what))
+				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), what))
 			return nil
 		}
 		n := budgetBatch(len(cands), over, st.Stored, len(all))
@@ -351,8 +418,7 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 			s.Events = ev
 			rep.BudgetDeleted = append(rep.BudgetDeleted, ref(s, fmt.Sprintf("oldest while over the %s budget", units.Bytes(budget))))
 		}
-		g, err := r.GC(grace, false, progress)
-		if err != nil {
+		if g, err = r.GC(grace, false, progress); err != nil {
 			return fmt.Errorf("gc: %w", err)
 		}
 		rep.BudgetGC = append(rep.BudgetGC, g)
@@ -360,19 +426,13 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 		if err != nil {
 			return err
 		}
-		if after.Stored <= budget || after.Stored < st.Stored {
-			continue // progress: go on while over
+		if after.Stored-g.TooNewStored < freeable {
+			continue // progress, now or once the grace passes: go on while over
 		}
-		// Nothing was freed. If the deleted sessions' objects are
-		// merely shared with others, deleting more may help; if they are
-		// too new to collect, or gc left them in place, deleting more
-		// sessions would only lose history without freeing space now.
-		if g.TooNew > 0 {
-			rep.OverBudgetBy = after.Stored - budget
-			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget: %d unreachable object(s) are younger than the gc grace (%s) and stay until a later gc; maintain stopped rather than delete more sessions than needed",
-				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), g.TooNew, grace))
-			return nil
-		}
+		// Nothing was freed or set to be freed. If the deleted sessions'
+		// objects are merely shared with others, deleting more may help;
+		// if gc found garbage but freed no bytes, deleting more sessions
+		// would only lose history without freeing space.
 		if g.Collectable > 0 {
 			rep.OverBudgetBy = after.Stored - budget
 			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget: gc found %d collectable object(s) but freed no stored bytes; maintain stopped rather than delete more sessions",

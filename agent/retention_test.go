@@ -388,20 +388,48 @@ func TestMaintainOverBudgetWithOnlyProtectedLeft(t *testing.T) {
 	}
 }
 
-func TestMaintainStopsWhenGraceKeepsTheGarbage(t *testing.T) {
-	r, _, _ := budgetRook(t, 6, nil) // every object is 1 to 6 hours old
-	cfg := budgetConfig(10 << 10)
+// Garbage the gc grace keeps counts as freed: maintain deletes what a run
+// after the grace would, and a run again within the grace deletes nothing
+// more (it used to delete one more session each run, freeing nothing).
+func TestMaintainCountsGarbageTheGraceKeeps(t *testing.T) {
+	r, clk, s := budgetRook(t, 6, nil) // every object is 1 to 6 hours old
+	st, _ := r.Store.Stats()
+	cfg := budgetConfig(st.Stored * 45 / 100) // room for two sessions
 	cfg.Storage.GCGrace = Duration{24 * time.Hour}
 	rep, err := r.Maintain(cfg, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One round, then stop: deleting more would free nothing now.
-	if rep.BudgetRounds != 1 || len(rep.BudgetDeleted) != 1 || len(sessionIDs(t, r)) != 5 {
-		t.Fatalf("rounds %d, deleted %d, left %d", rep.BudgetRounds, len(rep.BudgetDeleted), len(sessionIDs(t, r)))
+	if got := deletedIDs(rep.BudgetDeleted); !reflect.DeepEqual(got, s[:4]) || len(sessionIDs(t, r)) != 2 {
+		t.Fatalf("deleted %v, want the oldest four %v; left %v", got, s[:4], sessionIDs(t, r))
 	}
-	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "younger than the gc grace") {
+	if rep.StoredAfter != st.Stored || rep.OverBudgetBy != st.Stored-*cfg.Storage.Retention.MaxTotalBytes {
+		t.Fatalf("stored %d -> %d, over by %d", st.Stored, rep.StoredAfter, rep.OverBudgetBy)
+	}
+	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "4 unreachable object(s) (80.0 KiB stored) are younger than the gc grace (24h0m0s)") ||
+		!strings.Contains(rep.Notes[0], "maintain deleted no more sessions") {
 		t.Fatalf("notes %q", rep.Notes)
+	}
+	for i := 0; i < 3; i++ {
+		again, err := r.Maintain(cfg, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.BudgetRounds != 0 || len(again.BudgetDeleted) != 0 || len(sessionIDs(t, r)) != 2 || again.GC.TooNew != 4 {
+			t.Fatalf("run %d within the grace: rounds %d, deleted %v, left %v, gc %+v", i+2, again.BudgetRounds, deletedIDs(again.BudgetDeleted), sessionIDs(t, r), again.GC)
+		}
+		if len(again.Notes) != 1 || !strings.Contains(again.Notes[0], "until a later gc") {
+			t.Fatalf("notes %q", again.Notes)
+		}
+	}
+	// Past the grace, gc frees them and the store is within the budget.
+	clk.Advance(25 * time.Hour)
+	rep, err = r.Maintain(cfg, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.GC.Collectable != 4 || rep.BudgetRounds != 0 || rep.StoredAfter > *cfg.Storage.Retention.MaxTotalBytes || len(rep.Notes) != 0 {
+		t.Fatalf("after the grace: %+v", rep)
 	}
 }
 
@@ -438,7 +466,7 @@ func TestMaintainDryRunChangesNothing(t *testing.T) {
 	if rep.BudgetRounds != 0 || rep.OverBudgetBy != before.Stored-before.Stored/10 || rep.StoredAfter != before.Stored {
 		t.Fatalf("budget %+v", rep)
 	}
-	if len(rep.Notes) == 0 || !strings.Contains(strings.Join(rep.Notes, "\n"), "not simulated") {
+	if len(rep.Notes) == 0 || !strings.Contains(strings.Join(rep.Notes, "\n"), "no session would be left that may be deleted") {
 		t.Fatalf("notes %q", rep.Notes)
 	}
 	// A real run does what the plan said, and more for the budget.
@@ -448,6 +476,34 @@ func TestMaintainDryRunChangesNothing(t *testing.T) {
 	}
 	if real.Prune.SessionsDeleted != 4 || real.GC.Collectable != 5 || len(sessionIDs(t, r)) != 1 || real.OverBudgetBy <= 0 {
 		t.Fatalf("real run %+v", real)
+	}
+}
+
+// The dry run plans the budget rounds: it names the sessions a real run
+// deletes.
+func TestMaintainDryRunPlansTheBudget(t *testing.T) {
+	r, _, s := budgetRook(t, 10, map[int]string{0: "keep"})
+	st, _ := r.Store.Stats()
+	cfg := budgetConfig(st.Stored * 45 / 100)
+	dry, err := r.Maintain(cfg, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sessionIDs(t, r)) != 10 {
+		t.Fatal("the dry run deleted sessions")
+	}
+	if got := deletedIDs(dry.BudgetDeleted); !reflect.DeepEqual(got, s[1:7]) || dry.BudgetRounds == 0 || len(dry.BudgetGC) != dry.BudgetRounds {
+		t.Fatalf("dry run would delete %v in %d round(s), want %v", got, dry.BudgetRounds, s[1:7])
+	}
+	if len(dry.Notes) != 1 || !strings.Contains(dry.Notes[0], "deleting the 6 session(s) listed") {
+		t.Fatalf("notes %q", dry.Notes)
+	}
+	real, err := r.Maintain(cfg, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(deletedIDs(real.BudgetDeleted), deletedIDs(dry.BudgetDeleted)) {
+		t.Fatalf("real run deleted %v, the plan said %v", deletedIDs(real.BudgetDeleted), deletedIDs(dry.BudgetDeleted))
 	}
 }
 

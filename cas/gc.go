@@ -28,6 +28,10 @@ type GCReport struct {
 	CollectableBytes  int64 `json:"collectable_bytes"`  // logical
 	CollectableStored int64 `json:"collectable_stored"` // their share of segment bytes
 	TooNew            int64 `json:"too_new"`
+	// TooNewStored is the too-new objects' share of segment bytes: what a
+	// gc past the grace frees if nothing names them by then (maintain
+	// counts it toward the budget rather than delete more sessions).
+	TooNewStored      int64 `json:"too_new_stored"`
 	SegmentsRewritten int   `json:"segments_rewritten"`
 	SegmentsRemoved   int   `json:"segments_removed"`
 	DiskBefore        int64 `json:"disk_before"`
@@ -78,6 +82,7 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 			liveIn[e.Loc.Segment]++
 		case s.createdOf(e.Loc, hdrs) > cutoff:
 			rep.TooNew++
+			rep.TooNewStored += e.Stored
 			liveIn[e.Loc.Segment]++
 		default:
 			rep.Collectable++

@@ -237,7 +237,14 @@ func printMaintain(w io.Writer, rep agent.MaintainReport) {
 	}
 
 	budget := rep.Budget
-	if !rep.DryRun && rep.BudgetRounds > 0 {
+	if rep.DryRun && rep.BudgetRounds > 0 {
+		// Each planned gc counts every session gone so far: the last one
+		// is the whole stage's.
+		last := rep.BudgetGC[len(rep.BudgetGC)-1]
+		fmt.Fprintf(w, "%sbudget: would delete %d oldest unprotected session(s) in %d round(s); gc would then collect %d (%s stored), %d too new\n", dry,
+			len(rep.BudgetDeleted), rep.BudgetRounds, last.Collectable, formatBytes(last.CollectableStored), last.TooNew)
+		printSessionRefs(w, rep.BudgetDeleted)
+	} else if rep.BudgetRounds > 0 {
 		var collected, freed int64
 		for _, b := range rep.BudgetGC {
 			collected += b.Collectable

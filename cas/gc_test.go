@@ -21,19 +21,31 @@ func message(i int) []byte {
 	return []byte(fmt.Sprintf(`{"role":"assistant","model":"local/qwen3-coder-30b","stop_reason":"tool_use","content":[{"type":"tool_use","id":"toolu_%08x","name":"read_file","input":{"path":"crates/rook-core/src/session/turn_%d.rs","offset":%d}}],"usage":{"input_tokens":%d,"output_tokens":120}}`, i, i, i*40, 18000+i))
 }
 
+// shaped is a message of one of three shapes, as three agents write them:
+// a dictionary trained on one knows little of the next.
+func shaped(shape, i int) []byte {
+	switch shape {
+	case 1:
+		return []byte(fmt.Sprintf(`{"type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"bash\",\"-lc\",\"go test ./internal/pkg%d/...\"],\"workdir\":\"/srv/app\"}","call_id":"call_%08x"},"timestamp":"2026-03-01T10:%02d:%02d.%03dZ"}`, i, i*104729, i%60, i*7%60, i%1000))
+	case 2:
+		return []byte(fmt.Sprintf(`<turn speaker="planner" step="%d"><thought>Compare benchmark run %d with the baseline before changing the allocator.</thought><action tool="bench" repeat="%d"/></turn>`, i, i*31, i%9))
+	}
+	return message(i)
+}
+
 func TestRetrainingThreeTimesKeepsEveryObjectReadable(t *testing.T) {
 	fsys := vfs.NewMem()
 	s, home := newStore(t, fsys, Options{})
 	want := map[Key][]byte{}
-	put := func(from, to int) {
+	put := func(shape, from, to int) {
 		for i := from; i < to; i++ {
-			want[mustPut(t, s, KindMessage, message(i))] = message(i)
+			want[mustPut(t, s, KindMessage, shaped(shape, i))] = shaped(shape, i)
 		}
 		if err := s.Sync(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	put(0, 400)
+	put(0, 0, 400)
 	var ids []uint32
 	for round := 0; round < 3; round++ {
 		res, err := s.Train(TrainOptions{Kinds: []Kind{KindMessage}, Samples: 200})
@@ -44,7 +56,9 @@ func TestRetrainingThreeTimesKeepsEveryObjectReadable(t *testing.T) {
 			t.Fatalf("round %d: %+v", round, res[0])
 		}
 		ids = append(ids, res[0].DictID)
-		put(400+round*100, 500+round*100) // written with the new dictionary
+		// Written with the new dictionary; a new shape, so that the next
+		// round's dictionary is better than this one.
+		put(round+1, 0, 800)
 	}
 	if ids[0] == ids[1] || ids[1] == ids[2] {
 		t.Fatalf("dictionary ids %v", ids)
@@ -72,6 +86,33 @@ func TestRetrainingThreeTimesKeepsEveryObjectReadable(t *testing.T) {
 	}
 	if rep, _ := s2.Verify(nil); len(rep.Problems) != 0 {
 		t.Fatalf("verify: %v", rep.Problems)
+	}
+}
+
+// A retrain on the same data is no better than the current dictionary:
+// nothing is added (dictionaries are never deleted, so each run added one
+// more file), and the result says which dictionary it was measured against.
+func TestRetrainNoBetterKeepsTheCurrent(t *testing.T) {
+	s, _ := newStore(t, vfs.NewMem(), Options{})
+	for i := 0; i < 1500; i++ {
+		mustPut(t, s, KindMessage, message(i))
+	}
+	s.Sync()
+	first, err := s.Train(TrainOptions{Kinds: []Kind{KindMessage}})
+	if err != nil || !first[0].Kept || first[0].Against != 0 {
+		t.Fatalf("%+v %v", first, err)
+	}
+	for round := 0; round < 2; round++ {
+		res, err := s.Train(TrainOptions{Kinds: []Kind{KindMessage}})
+		if err != nil || res[0].Kept || res[0].Against != first[0].DictID || !strings.Contains(res[0].Reason, fmt.Sprintf("over dictionary %d", first[0].DictID)) {
+			t.Fatalf("round %d: %+v %v", round, res, err)
+		}
+		if res[0].Gain > first[0].Gain/2 {
+			t.Fatalf("saving over the current dictionary %d, over none %d", res[0].Gain, first[0].Gain)
+		}
+	}
+	if d := s.Dictionaries(); len(d) != 1 {
+		t.Fatalf("dictionaries %+v", d)
 	}
 }
 

@@ -26,9 +26,13 @@ type TrainResult struct {
 	DictID    uint32 `json:"dict_id,omitempty"`
 	DictBytes int    `json:"dict_bytes"`
 	// Gain is the estimated number of bytes the dictionary saves on this
-	// kind's objects as they are now (positive: smaller with it).
+	// kind's objects as they are now (positive: smaller with it), against
+	// the kind's current dictionary (Against) if it has one.
 	Gain int64 `json:"gain"`
-	Kept bool  `json:"kept"`
+	// Against is the kind's newest dictionary the new one was measured
+	// against (0: none, measured against plain zstd).
+	Against uint32 `json:"against_dict,omitempty"`
+	Kept    bool   `json:"kept"`
 	// WouldKeep: a dry run found the dictionary worth keeping.
 	WouldKeep bool   `json:"would_keep,omitempty"`
 	Reason    string `json:"reason,omitempty"`
@@ -40,8 +44,11 @@ var ErrNoDictDir = errors.New("this store's dictionaries are not its own directo
 // Train trains a zstd dictionary per kind from a sample of its objects and
 // keeps it only where it pays for itself: the bytes it is estimated to save
 // on the kind's objects (measured on objects held out of training, packed as
-// the store packs them) must exceed its own size. New records of the kind
-// then use it; existing records keep theirs until `store repack`.
+// the store packs them) over the kind's current dictionary, or over none,
+// must exceed its own size. Dictionaries are never deleted (an old record
+// may need one), so one no better than the current would only add a file
+// on every run. New records of the kind then use it; existing records keep
+// theirs until `store repack`.
 func (s *Store) Train(opts TrainOptions) ([]TrainResult, error) {
 	if opts.Samples <= 0 {
 		opts.Samples = 512
@@ -128,7 +135,17 @@ func (s *Store) trainKind(k Kind, opts TrainOptions) (TrainResult, error) {
 	}
 	res.DictBytes = len(content)
 	blockSize, packMax := s.packingOf(objs)
-	plain, with, heldRaw, err := s.measure(held, content, id, blockSize, packMax)
+	// Measure against what new records of the kind use now. (The current
+	// dictionary may have learnt from the held-out objects: that flatters
+	// it, so a retrain is kept only when clearly better.) One that cannot
+	// be loaded is no baseline: measure against none.
+	res.Against = s.opts.Dicts.Newest(uint8(k))
+	if res.Against != dict.None {
+		if _, err := s.opts.Dicts.Lookup(res.Against); err != nil {
+			res.Against = dict.None
+		}
+	}
+	base, with, heldRaw, err := s.measure(held, content, id, res.Against, blockSize, packMax)
 	if err != nil {
 		return res, err
 	}
@@ -140,7 +157,11 @@ func (s *Store) trainKind(k Kind, opts TrainOptions) (TrainResult, error) {
 	}
 	s.mu.Unlock()
 	if heldRaw > 0 {
-		res.Gain = (plain - with) * kindBytes / heldRaw
+		res.Gain = (base - with) * kindBytes / heldRaw
+	}
+	if res.Gain <= int64(len(content)) && res.Against != dict.None {
+		res.Reason = fmt.Sprintf("a new one would save about %d bytes over dictionary %d, less than its own %d", max(res.Gain, 0), res.Against, len(content))
+		return res, nil
 	}
 	if res.Gain <= int64(len(content)) {
 		res.Reason = fmt.Sprintf("would save about %d bytes, less than its own %d", max(res.Gain, 0), len(content))
@@ -185,8 +206,9 @@ func (s *Store) packingOf(objs []ObjectInfo) (blockSize, packMax int) {
 
 // measure packs objects as the store would (small ones into blocks of
 // blockSize, those of packMax and more alone) and returns their stored
-// size without and with the dictionary, and their raw size.
-func (s *Store) measure(objs [][]byte, content []byte, id uint32, blockSize, packMax int) (plain, with, raw int64, err error) {
+// size with the store's dictionary baseID (dict.None: none) and with the
+// candidate, and their raw size.
+func (s *Store) measure(objs [][]byte, content []byte, id, baseID uint32, blockSize, packMax int) (base, with, raw int64, err error) {
 	trial := newEncoder(s.opts.Level, trialSet{id: id, content: content})
 	var blocks [][]byte
 	var cur [][]byte
@@ -208,7 +230,7 @@ func (s *Store) measure(objs [][]byte, content []byte, id uint32, blockSize, pac
 		blocks = append(blocks, encodeBlock(cur))
 	}
 	for _, blk := range blocks {
-		_, _, p, err := s.enc.encode(blk, dict.None)
+		_, _, p, err := s.enc.encode(blk, baseID)
 		if err != nil {
 			return 0, 0, 0, err
 		}
@@ -216,10 +238,10 @@ func (s *Store) measure(objs [][]byte, content []byte, id uint32, blockSize, pac
 		if err != nil {
 			return 0, 0, 0, err
 		}
-		plain += int64(len(p))
+		base += int64(len(p))
 		with += int64(len(w))
 	}
-	return plain, with, raw, nil
+	return base, with, raw, nil
 }
 
 // trialSet is a one-dictionary set for measuring a candidate.

@@ -43,15 +43,23 @@ func (c *StoreTrainCmd) Run(e *Env) error {
 		}
 		return e.printJSON(map[string]any{"dry_run": c.DryRun, "kinds": res})
 	}
-	kept := 0
+	kept, current := 0, 0
 	for _, t := range res {
+		// A retrain's saving is over the kind's current dictionary.
+		over := ""
+		if t.Against != 0 {
+			over = fmt.Sprintf(" over dictionary %d", t.Against)
+		}
 		switch {
 		case t.Kept:
 			kept++
-			fmt.Fprintf(e.Stdout, "trained %s: dictionary %d, %s, from %d of %d objects (saves about %s)\n", t.KindName, t.DictID, formatBytes(int64(t.DictBytes)), t.Samples, t.Objects, formatBytes(t.Gain))
+			fmt.Fprintf(e.Stdout, "trained %s: dictionary %d, %s, from %d of %d objects (saves about %s%s)\n", t.KindName, t.DictID, formatBytes(int64(t.DictBytes)), t.Samples, t.Objects, formatBytes(t.Gain), over)
 		case t.WouldKeep:
 			kept++
-			fmt.Fprintf(e.Stdout, "[dry run] would train %s: a %s dictionary from %d of %d objects (saves about %s)\n", t.KindName, formatBytes(int64(t.DictBytes)), t.Samples, t.Objects, formatBytes(t.Gain))
+			fmt.Fprintf(e.Stdout, "[dry run] would train %s: a %s dictionary from %d of %d objects (saves about %s%s)\n", t.KindName, formatBytes(int64(t.DictBytes)), t.Samples, t.Objects, formatBytes(t.Gain), over)
+		case t.Against != 0:
+			current++
+			fmt.Fprintf(e.Stdout, "%s: keeps dictionary %d: %s\n", t.KindName, t.Against, t.Reason)
 		case c.Kind != "" || t.Objects > 0:
 			fmt.Fprintf(e.Stdout, "%s: no dictionary: %s\n", t.KindName, t.Reason)
 		}
@@ -60,6 +68,8 @@ func (c *StoreTrainCmd) Run(e *Env) error {
 		fmt.Fprintln(e.Stdout, "[dry run] nothing kept: run without --dry-run to train")
 	} else if kept > 0 {
 		fmt.Fprintln(e.Stdout, "new objects use the new dictionaries; existing ones keep theirs until `rook store repack`")
+	} else if current > 0 {
+		fmt.Fprintln(e.Stdout, "no dictionary trained: none would be enough better than the current ones to pay for itself")
 	} else if c.Kind == "" {
 		fmt.Fprintln(e.Stdout, "no dictionary trained: a kind needs enough similar objects for one to pay for itself")
 	}

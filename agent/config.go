@@ -50,6 +50,9 @@ var DefaultProtectTags = []string{"keep", "pinned"}
 // Every key is optional: an absent key takes its default, and an explicit 0
 // turns that limit off. An unknown key is an error, so a typo never silently
 // falls back to a default.
+//
+// README.md's table of settings lists every key with its default; a test
+// holds it to this struct.
 type Config struct {
 	Storage StorageConfig `toml:"storage" json:"storage"`
 	MCP     MCPConfig     `toml:"mcp" json:"mcp"`

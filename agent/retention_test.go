@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -658,6 +659,50 @@ storage.retention = { max_session_age_days = 0, max_sessions = 0, max_total_byte
 		_, err := LoadConfig(fsys, home)
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want one starting %q", c.text, err, c.want)
+		}
+	}
+}
+
+// README.md documents every config.toml key (the Go comment on Config
+// was the only place that listed them): a key added to Config must be
+// added to its table of settings too.
+func TestReadmeDocumentsEverySetting(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var walk func(table string, typ reflect.Type) int
+	walk = func(table string, typ reflect.Type) int {
+		n := 0
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			key := f.Tag.Get("toml")
+			if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(Duration{}) {
+				n += walk(strings.TrimPrefix(table+"."+key, "."), f.Type)
+				continue
+			}
+			n++
+			if row := fmt.Sprintf("| `[%s]` `%s` |", table, key); !strings.Contains(string(readme), row) {
+				t.Errorf("README.md has no row %q", row)
+			}
+		}
+		return n
+	}
+	if n := walk("", reflect.TypeOf(Config{})); n < 10 {
+		t.Fatalf("found %d settings in Config", n)
+	}
+	// The defaults the table gives are the code's.
+	for key, def := range map[string]string{
+		"`[storage]` `gc_grace`":                       fmt.Sprintf("`%q`", strings.TrimSuffix(DefaultGCGrace.String(), "0s")),
+		"`[storage.retention]` `max_session_age_days`": fmt.Sprintf("`%d`", DefaultMaxSessionAgeDays),
+		"`[storage.retention]` `max_sessions`":         fmt.Sprintf("`%d`", DefaultMaxSessions),
+		"`[storage.retention]` `max_total_bytes`":      fmt.Sprintf("`%d`", DefaultMaxTotalBytes),
+		"`[storage.retention]` `protect_tags`":         fmt.Sprintf("`[%q, %q]`", DefaultProtectTags[0], DefaultProtectTags[1]),
+	} {
+		_, row, _ := strings.Cut(string(readme), "| "+key+" |")
+		row, _, _ = strings.Cut(row, "\n")
+		if !strings.HasSuffix(strings.TrimSpace(row), def+" |") && !strings.Contains(row, "| "+def+" (") {
+			t.Errorf("README.md: %s: default is not %s: %q", key, def, row)
 		}
 	}
 }

@@ -36,6 +36,13 @@ func (c *ImportClaudeCodeCmd) Run(e *Env) error { return runImport(e, agent.Form
 func (c *ImportCodexCmd) Run(e *Env) error { return runImport(e, agent.FormatCodex, c.Paths) }
 
 func runImport(e *Env, format string, paths []string) error {
+	for _, p := range paths {
+		if p == "" {
+			// Taken as the current directory, "" would import every
+			// transcript below it: a script's empty variable.
+			return usageErr("an empty path: give a file or directory (none: the agent's own directory)")
+		}
+	}
 	home, err := os.UserHomeDir()
 	agentDir := agent.AgentDirOf(format, home, os.Getenv)
 	if err != nil && len(paths) == 0 && !filepath.IsAbs(agentDir) {
@@ -71,6 +78,9 @@ func runImport(e *Env, format string, paths []string) error {
 		out.DiskBefore, out.DiskAfter = &before.Total, &after.Total
 	}
 	if e.JSON {
+		if out.Files == nil {
+			out.Files = []agent.ImportedFile{} // [], not null, when nothing was found
+		}
 		if err := e.printJSON(out); err != nil {
 			return err
 		}

@@ -294,8 +294,10 @@ func (c *SearchCmd) Run(e *Env) error {
 		fmt.Fprintf(e.Stderr, "rook: note: %d unreadable bod%s skipped (`rook store verify` says why)\n", res.Unreadable, exportBodies(res.Unreadable))
 	}
 	if res.Truncated {
-		fmt.Fprintf(e.Stderr, "rook: note: scan hit its budget (%d objects, %s) before reading every body: narrow with --session\n",
-			res.ObjectsScanned, formatBytes(res.BytesScanned))
+		// Bytes or objects: the next body would have passed one of them
+		// (a single body larger than what is left of the bytes).
+		fmt.Fprintf(e.Stderr, "rook: note: the scan stopped at its budget (%d objects or %s) after reading %d object(s), %s, before every body: narrow with --session\n",
+			agent.SearchMaxObjects, formatBytes(agent.SearchMaxBytes), res.ObjectsScanned, formatBytes(res.BytesScanned))
 	}
 	if e.JSON {
 		hits := []searchHitJSON{}

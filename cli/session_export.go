@@ -206,7 +206,12 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	if cut > 0 {
 		cutNote = fmt.Sprintf(", %d bod%s cut at %d bytes", cut, exportBodies(cut), agent.ExportMaxBody)
 	}
-	fmt.Fprintf(e.Stdout, "wrote %s: %d event(s), #%d to #%d of %s%s\n", c.Output, len(x.Events), x.From, x.Through, id, cutNote)
+	rest := ""
+	if total := x.Session.Events; x.Through+1 < total && !x.TruncatedEvents && c.Through == nil {
+		// The default range stopped short of the end: say where the rest is.
+		rest = fmt.Sprintf(" (it has %d; `--from %d` exports the next ones)", total, x.Through+1)
+	}
+	fmt.Fprintf(e.Stdout, "wrote %s: %d event(s), #%d to #%d of %s%s%s\n", c.Output, len(x.Events), x.From, x.Through, id, rest, cutNote)
 	return nil
 }
 

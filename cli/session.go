@@ -342,7 +342,11 @@ func (c *SessionLsCmd) Run(e *Env) error {
 				title = "(untitled)"
 			}
 			if s.Fork {
-				title = fmt.Sprintf("↳@%d %s", *s.ForkAt, title)
+				if at := fmt.Sprintf(" @%d", *s.ForkAt); strings.HasSuffix(title, at) {
+					title = "↳ " + title // a rewind's fork, titled "... @N" already
+				} else {
+					title = fmt.Sprintf("↳@%d %s", *s.ForkAt, title)
+				}
 			} else if s.Child {
 				title = "↳ " + title
 			}

@@ -408,8 +408,18 @@ func (c *SessionRmCmd) Run(e *Env) error {
 	}
 	var id eventlog.ID
 	var n uint64
+	children := []eventlog.ID{} // its forks and subagents: they stay
 	err := e.writeSession(c.ID, func(r *agent.Rook, sid eventlog.ID) (err error) {
 		id = sid
+		all, err := r.Log.Sessions()
+		if err != nil {
+			return err
+		}
+		for _, s := range all {
+			if s.Parent != nil && *s.Parent == id {
+				children = append(children, s.ID)
+			}
+		}
 		n, err = r.Log.Remove(id)
 		return err
 	})
@@ -417,8 +427,13 @@ func (c *SessionRmCmd) Run(e *Env) error {
 		return err
 	}
 	if e.JSON {
-		return e.printJSON(map[string]any{"id": id, "events_removed": n})
+		return e.printJSON(map[string]any{"id": id, "events_removed": n, "children_kept": children})
 	}
 	fmt.Fprintf(e.Stdout, "removed session %s with %d event(s); their bodies stay in the store until `rook store gc` reclaims them\n", id, n)
+	if len(children) > 0 {
+		// A fork holds its own copy of the events it took; a subagent's
+		// session is its own file's. Neither is removed with its parent.
+		fmt.Fprintf(e.Stdout, "its %d fork(s) and child session(s) are kept (the first: %s); `rook session rm` each to remove them too\n", len(children), children[0])
+	}
 	return nil
 }

@@ -195,6 +195,11 @@ func resolveHome(flag string) (string, error) {
 func resolveCwd(flag string) (string, error) {
 	if flag != "" {
 		if err := os.Chdir(flag); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				// Most often an imported session's workspace, which was on
+				// the machine the agent ran on.
+				return "", fmt.Errorf("-C %s: %w: a session whose workspace is not on this machine is named by its id (`rook session ls --all`)", flag, err)
+			}
 			return "", fmt.Errorf("-C %s: %w", flag, err)
 		}
 	}

@@ -165,8 +165,8 @@ func printImport(e *Env, out importJSON) {
 		fmt.Fprintf(w, "no transcript found: no %s file there, nor in the directories below\n", kinds)
 	}
 	for _, f := range rep.Files {
-		if f.Status == agent.ImportUnchanged && f.MovedFrom == "" {
-			continue
+		if f.Status == agent.ImportUnchanged && f.MovedFrom == "" && f.Note == "" {
+			continue // a note says why a file is unchanged on a first import (empty, a line still being written)
 		}
 		sid := "-"
 		if f.Session != nil {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
@@ -50,6 +52,14 @@ type ContextReport struct {
 	InContextTokens int64
 	Kinds           []ContextKind // in context, by kind, in kind order
 
+	// Imported lines after the last compaction that the model never read
+	// (progress, file-history snapshots, UI events: notes the agent wrote
+	// for itself), left out of what is in context: they are most of a
+	// Claude Code transcript's bytes.
+	UnseenEvents int64
+	UnseenBytes  int64
+	UnseenTokens int64
+
 	// Everything ever logged.
 	EverEvents  int64
 	EverBytes   int64
@@ -63,7 +73,7 @@ type ContextReport struct {
 	// a guide as what the writer recorded. Imported sessions carry it from
 	// their transcripts' usage, the model's own count: for them it is the
 	// better guide, since the estimate counts each source line whole (its
-	// JSON envelope, progress notes the model never saw).
+	// JSON envelope too), and the threshold is judged by it.
 	Reported *ReportedContext
 
 	// MissingBodies counts events whose body the store could not describe
@@ -75,6 +85,10 @@ type ContextReport struct {
 type ReportedContext struct {
 	Seq    uint64
 	Tokens uint64 // its tokens in + out
+	// Imported: the event is an imported line (of the session, or of the
+	// imported session it is a fork of), so Tokens is the model's own
+	// count, from the transcript's usage.
+	Imported bool
 	// Window is the context window the event's lines recorded beside its
 	// tokens (a Codex token_count's model_context_window), or 0.
 	Window int64
@@ -106,8 +120,19 @@ func (c ContextReport) percent(tokens int64) float64 {
 }
 
 // OverThreshold reports whether the conversation is past the point where
-// an agent compacts it.
-func (c ContextReport) OverThreshold() bool { return c.InContextTokens > c.Threshold }
+// an agent compacts it: by the model's own count when the transcript
+// recorded one (ThresholdByReported), else by the estimate.
+func (c ContextReport) OverThreshold() bool {
+	if c.ThresholdByReported() {
+		return int64(c.Reported.Tokens) > c.Threshold
+	}
+	return c.InContextTokens > c.Threshold
+}
+
+// ThresholdByReported says whether OverThreshold judges by Reported: the
+// model's own count, from an imported transcript's usage, which the
+// estimate from stored bytes only approaches.
+func (c ContextReport) ThresholdByReported() bool { return c.Reported != nil && c.Reported.Imported }
 
 // ContextWindowSplit divides a window into the reserve for the answer, the
 // usable rest, and the compaction threshold.
@@ -122,10 +147,12 @@ func ContextWindowSplit(window int64) (reserve, usable, threshold int64) {
 // tokens. The conversation in context is replayed from the event after
 // the last compaction (from the compaction itself when it is an imported
 // line, which carries what was kept); everything before it was logged but
-// is no longer in context. It reads the session's event records a page at
-// a time and stats each distinct body once; it reads one body, the
-// Reported event's when it is an imported line, for the window its
-// transcript recorded.
+// is no longer in context. Imported notes the model never read are left
+// out of it (UnseenEvents). It reads the session's event records a page
+// at a time and stats each distinct body once; it reads the bodies of the
+// imported notes that merge lines of several labels (to tell the lines
+// the model read from the others), and the Reported event's when it is a
+// Codex line, for the window its transcript recorded.
 func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 	if window <= 0 {
 		return ContextReport{}, errors.New("the context window must be at least 1 token")
@@ -136,6 +163,12 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 	}
 	rep := ContextReport{Session: sum}
 	rep.SetWindow(window)
+	// The format of the imported lines: a fork of an imported session
+	// holds its parent's lines without a source of its own.
+	format := ""
+	if src := r.importedFrom(sum.Meta); src != nil {
+		format = src.Format
+	}
 
 	// What the store says of each distinct body, stat'ed once.
 	type bodyStat struct {
@@ -148,6 +181,7 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 	reset := func() {
 		byKind = [256]ContextKind{}
 		rep.InContextEvents, rep.InContextBytes, rep.InContextTokens = 0, 0, 0
+		rep.UnseenEvents, rep.UnseenBytes, rep.UnseenTokens = 0, 0, 0
 		rep.Reported = nil
 	}
 	var reportedBody cas.Key
@@ -193,14 +227,37 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 				// Claude Code compact boundary is one short line).
 				rep.ReplayFrom = ev.Seq
 			}
-			if ev.TokensIn > 0 {
-				rep.Reported = &ReportedContext{Seq: ev.Seq, Tokens: ev.TokensIn + ev.TokensOut}
+			switch {
+			case ev.TokensIn > 0:
+				rep.Reported = &ReportedContext{Seq: ev.Seq, Tokens: ev.TokensIn + ev.TokensOut, Imported: b.imported}
+				reportedBody = ev.Body
+			case ev.TokensOut > 0 && b.imported && rep.Reported != nil && rep.Reported.Imported:
+				// A later line of the API message the count came from:
+				// Claude Code repeats a message's usage on each of its
+				// lines, the output growing, and the import gives a line
+				// only what it adds (its input was counted on the first).
+				// The message's last record is its whole count.
+				rep.Reported.Seq = ev.Seq
+				rep.Reported.Tokens += ev.TokensOut
 				reportedBody = ev.Body
 			}
 			if ev.Kind == eventlog.KindCheckpoint {
 				// A checkpoint's body is a manifest of captured files,
 				// kept for diff and rewind; the model never sees it.
 				continue
+			}
+			if ev.Kind == eventlog.KindNote && b.imported {
+				seen, err := r.seenShare(format, ev, size)
+				if err != nil {
+					return ContextReport{}, err
+				}
+				rep.UnseenBytes += size - seen
+				rep.UnseenTokens += EstimateTokens(size - seen)
+				if seen == 0 {
+					rep.UnseenEvents++
+					continue
+				}
+				size, tokens = seen, EstimateTokens(seen)
 			}
 			k := &byKind[ev.Kind]
 			k.Kind = ev.Kind
@@ -221,12 +278,100 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 			rep.Kinds = append(rep.Kinds, byKind[k])
 		}
 	}
-	if rep.Reported != nil && sum.Source != nil && sum.Source.Format == FormatCodex {
+	if rep.Reported != nil && rep.Reported.Imported && format == FormatCodex {
 		if body, err := r.Body(eventlog.Event{Body: reportedBody}); err == nil {
 			rep.Reported.Window = codexContextWindow(body)
 		}
 	}
 	return rep, nil
+}
+
+// seenNotes are the labels of the imported notes the model reads, by
+// format: Claude Code's meta prompts (a skill's or a command's
+// instructions) and the summary after a compaction; Codex's developer and
+// system messages. Every other note (progress, snapshots, system lines,
+// UI events, metadata) is what the agent kept for itself.
+var seenNotes = map[string]map[string]bool{
+	FormatClaudeCode: {"user:meta": true, "user:compact-summary": true},
+	FormatCodex:      {"developer": true, "system": true},
+}
+
+// seenShare is how many of the size bytes an imported note's event
+// counts in context: all or none for the lines of one label, and for a
+// run of lines of several labels merged into one event (an import merges
+// consecutive notes: "progress +2"), the share of its lines the model
+// read, by their length.
+func (r *Rook) seenShare(format string, ev eventlog.Event, size int64) (int64, error) {
+	label, mixed := noteLabel(ev.Label)
+	if !mixed {
+		if seenNotes[format][label] {
+			return size, nil
+		}
+		return 0, nil
+	}
+	if len(seenNotes[format]) == 0 {
+		return 0, nil
+	}
+	body, err := r.Body(ev)
+	var nf *cas.NotFoundError
+	var ce *cas.CorruptError
+	if errors.As(err, &nf) || errors.As(err, &ce) {
+		return 0, nil // counted as missing already, if the object is
+	} else if err != nil {
+		return 0, err
+	}
+	m := newMapper(format, "")
+	var seen, all int
+	for _, line := range bytes.Split(bytes.TrimRight(body, "\n"), []byte("\n")) {
+		all += len(line) + 1
+		if seenNotes[format][m.mapLine(line).Label] {
+			seen += len(line) + 1
+		}
+	}
+	if all == 0 {
+		return 0, nil
+	}
+	return size * int64(seen) / int64(all), nil
+}
+
+// noteLabel is the label of an imported note's lines, and whether its
+// event merges lines of several labels ("progress:x +2"; a run of one
+// label is "progress:x ×3", see mergedLine).
+func noteLabel(label string) (string, bool) {
+	i := strings.LastIndexByte(label, ' ')
+	if i < 0 {
+		return label, false
+	}
+	n := label[i+1:]
+	switch {
+	case strings.HasPrefix(n, "×"):
+		n = n[len("×"):]
+	case strings.HasPrefix(n, "+"):
+		n = n[1:]
+	default:
+		return label, false
+	}
+	if _, err := strconv.ParseUint(n, 10, 32); err != nil {
+		return label, false
+	}
+	return label[:i], label[i+1] == '+'
+}
+
+// importedFrom is the source of a session's imported lines: its own, or,
+// for a fork (or rewind) of an imported session, which holds its parent's
+// lines up to the fork, its parent's; nil for a native session.
+func (r *Rook) importedFrom(m eventlog.Meta) *eventlog.Source {
+	for range 64 { // forks of forks; a bound, as metadata may be damaged
+		if m.Source != nil || m.Parent == nil || m.ForkAt == nil {
+			return m.Source
+		}
+		pm, err := r.Log.ReadMeta(*m.Parent)
+		if err != nil {
+			return nil
+		}
+		m = pm
+	}
+	return nil
 }
 
 // codexContextWindow is the model_context_window the last token_count

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -153,5 +154,97 @@ func TestContextMissingBody(t *testing.T) {
 	rep, err := r.Context(id, DefaultContextWindow)
 	if err != nil || rep.MissingBodies != 1 || rep.InContextTokens != 1 || rep.EverEvents != 2 {
 		t.Fatalf("%+v %v", rep, err)
+	}
+}
+
+// An imported Claude Code session: the notes the model never read
+// (progress, snapshots) are left out of what is in context, those it read
+// (a meta prompt, even merged into a run of progress notes) are in; the
+// last count is the whole of the last API message, and the threshold is
+// judged by it. A fork of the session reads the same up to the fork.
+func TestContextImported(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/p/s.jsonl"
+	line := func(s int, id, block string, out int) string {
+		return fmt.Sprintf(`{"type":"assistant","sessionId":"s","message":{"model":"m","id":%q,"content":[%s],"usage":{"input_tokens":3,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":%d}},"timestamp":"2026-02-10T21:00:%02d.000Z"}`, id, block, out, s)
+	}
+	progress := `{"type":"progress","sessionId":"s","data":{"type":"hook_progress","hookName":"` + strings.Repeat("h", 4000) + `"}}`
+	lines := []string{
+		`{"type":"user","sessionId":"s","message":{"role":"user","content":"go"}}`, // #0
+		progress, // #1, with the meta prompt after it: "progress:hook_progress +1"
+		`{"type":"user","isMeta":true,"sessionId":"s","message":{"role":"user","content":"the skill's instructions"}}`,
+		line(1, "msg_a", `{"type":"text","text":"ok"}`, 10), // #2
+		progress + "\n" + progress, // #3 "progress:hook_progress ×2"
+		line(3, "msg_a", `{"type":"tool_use","id":"t1","name":"Bash","input":{}}`, 441),         // #4: the message's last line
+		`{"type":"file-history-snapshot","messageId":"m","snapshot":{"trackedFileBackups":{}}}`, // #5
+	}
+	writeSource(t, fsys, src, lines, "")
+	id := *fileByPath(t, mustImport(t, r, FormatClaudeCode, src), src).Session
+	labels := eventsAs(t, r, id, func(ev eventlog.Event) string { return ev.Label })
+	if want := " progress:hook_progress +1 m progress:hook_progress ×2 Bash file-history-snapshot"; labels != want {
+		t.Fatalf("labels %q, want %q", labels, want)
+	}
+	rep, err := r.Context(id, DefaultContextWindow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.UnseenEvents != 2 || rep.InContextEvents != 4 || rep.InContextBytes+rep.UnseenBytes != rep.EverBytes {
+		t.Fatalf("in context %d events %d bytes, unseen %d events %d bytes, of %d", rep.InContextEvents, rep.InContextBytes, rep.UnseenEvents, rep.UnseenBytes, rep.EverBytes)
+	}
+	// The merged note counts its meta prompt's share only: far from the
+	// 4000 bytes of the progress line beside it.
+	var note ContextKind
+	for _, k := range rep.Kinds {
+		if k.Kind == eventlog.KindNote {
+			note = k
+		}
+	}
+	if note.Events != 1 || note.Bytes == 0 || note.Bytes > 500 {
+		t.Fatalf("notes in context %+v", note)
+	}
+	if p := rep.Reported; p == nil || p.Seq != 4 || p.Tokens != 1103+441 || !p.Imported {
+		t.Fatalf("reported %+v, want 1544 tokens at #4, imported", p)
+	}
+	// Judged by the model's count, not the estimate: a window whose
+	// threshold is between them.
+	if !rep.ThresholdByReported() {
+		t.Fatal("the threshold is judged by the transcript's count")
+	}
+	for _, c := range []struct {
+		window int64
+		over   bool
+	}{{2000, true}, {1_000_000, false}} {
+		rep.SetWindow(c.window)
+		if rep.OverThreshold() != c.over {
+			t.Fatalf("window %d: over %v (reported %d, estimate %d, threshold %d)", c.window, !c.over, rep.Reported.Tokens, rep.InContextTokens, rep.Threshold)
+		}
+	}
+	if rep.SetWindow(2000); rep.InContextTokens > rep.Threshold {
+		t.Fatalf("the estimate %d is over the threshold %d too: the test shows nothing", rep.InContextTokens, rep.Threshold)
+	}
+
+	// A fork of the whole session, and of its first four events.
+	for _, at := range []uint64{6, 4} {
+		fork, err := r.Log.Fork(id, at, eventlog.Meta{Title: "fork"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.Context(fork.ID, DefaultContextWindow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := rep
+		if at == 4 {
+			// Up to the message's first line: its input and output so far.
+			if want, err = r.Context(id, DefaultContextWindow); err != nil {
+				t.Fatal(err)
+			}
+			want.Reported = &ReportedContext{Seq: 2, Tokens: 1103 + 10, Imported: true}
+			want.UnseenEvents, want.InContextEvents = 1, 3
+		}
+		if p := got.Reported; p == nil || *p != *want.Reported || got.UnseenEvents != want.UnseenEvents || got.InContextEvents != want.InContextEvents {
+			t.Fatalf("fork at %d: reported %+v, %d events in context, %d unseen; want %+v, %d, %d", at, p, got.InContextEvents, got.UnseenEvents, want.Reported, want.InContextEvents, want.UnseenEvents)
+		}
 	}
 }

@@ -40,6 +40,10 @@ type contextJSON struct {
 	InContextEvents int64             `json:"in_context_events"`
 	PercentOfUsable float64           `json:"percent_of_usable"`
 	OverThreshold   bool              `json:"over_threshold"`
+	ThresholdBy     string            `json:"over_threshold_by"` // "reported" (the transcript's own count) or "estimate"
+	UnseenTokens    int64             `json:"unseen_tokens"`
+	UnseenBytes     int64             `json:"unseen_bytes"`
+	UnseenEvents    int64             `json:"unseen_events"`
 	EverTokens      int64             `json:"ever_tokens"`
 	EverBytes       int64             `json:"ever_bytes"`
 	EverEvents      int64             `json:"ever_events"`
@@ -87,11 +91,15 @@ func (c *ContextCmd) Run(e *Env) error {
 			Session: id, Title: rep.Session.Title,
 			Window: rep.Window, WindowFrom: from, Reserve: rep.Reserve, Usable: rep.Usable, Threshold: rep.Threshold,
 			InContextTokens: rep.InContextTokens, InContextBytes: rep.InContextBytes, InContextEvents: rep.InContextEvents,
-			PercentOfUsable: rep.PercentOfUsable(), OverThreshold: rep.OverThreshold(),
+			PercentOfUsable: rep.PercentOfUsable(), OverThreshold: rep.OverThreshold(), ThresholdBy: "estimate",
+			UnseenTokens: rep.UnseenTokens, UnseenBytes: rep.UnseenBytes, UnseenEvents: rep.UnseenEvents,
 			EverTokens: rep.EverTokens, EverBytes: rep.EverBytes, EverEvents: rep.EverEvents,
 			Compactions: rep.Compactions, ReplayFrom: rep.ReplayFrom,
 			TokensIn: rep.Session.TokensIn, TokensOut: rep.Session.TokensOut,
 			MissingBodies: rep.MissingBodies, Kinds: []contextKindJSON{},
+		}
+		if rep.ThresholdByReported() {
+			out.ThresholdBy = "reported"
 		}
 		if p := rep.Reported; p != nil {
 			pct := rep.ReportedPercentOfUsable()
@@ -108,15 +116,24 @@ func (c *ContextCmd) Run(e *Env) error {
 		said = ", as the transcript recorded it"
 	}
 	fmt.Fprintf(w, "window %d tokens (usable %d, compacts at %d%s)\n", rep.Window, rep.Usable, rep.Threshold, said)
+	// The warning goes on the figure that decides it: the model's own
+	// count when the transcript recorded one, else the estimate.
 	over := ""
 	if rep.OverThreshold() {
 		over = " — over the compaction threshold"
 	}
-	fmt.Fprintf(w, "in context %d tokens  %.1f%% of usable%s\n", rep.InContextTokens, rep.PercentOfUsable(), over)
+	estOver, repOver := over, ""
+	if rep.ThresholdByReported() {
+		estOver, repOver = "", over
+	}
+	fmt.Fprintf(w, "in context %d tokens  %.1f%% of usable%s\n", rep.InContextTokens, rep.PercentOfUsable(), estOver)
+	if rep.UnseenEvents > 0 || rep.UnseenBytes > 0 {
+		fmt.Fprintf(w, "  left out %d tokens (%s) of imported notes the model never read: progress, file snapshots, system lines\n", rep.UnseenTokens, formatBytes(rep.UnseenBytes))
+	}
 	if p := rep.Reported; p != nil {
-		fmt.Fprintf(w, "last recorded %d tokens (in + out) at #%d  %.1f%% of usable\n", p.Tokens, p.Seq, rep.ReportedPercentOfUsable())
-		if rep.Session.Source != nil {
-			fmt.Fprintln(w, "  (an imported session: that is the model's own count, from the transcript's usage; the estimate above counts each source line whole, its JSON envelope and progress notes too)")
+		fmt.Fprintf(w, "last recorded %d tokens (in + out) at #%d  %.1f%% of usable%s\n", p.Tokens, p.Seq, rep.ReportedPercentOfUsable(), repOver)
+		if p.Imported {
+			fmt.Fprintln(w, "  (an imported session: that is the model's own count, from the transcript's usage; the estimate above counts each source line whole, its JSON envelope too, so the compaction threshold is judged by this count)")
 		}
 	}
 	fmt.Fprintf(w, "ever logged %d tokens in %d events (%d compaction%s so far)\n",

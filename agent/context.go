@@ -166,7 +166,7 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 	// The format of the imported lines: a fork of an imported session
 	// holds its parent's lines without a source of its own.
 	format := ""
-	if src := r.importedFrom(sum.Meta); src != nil {
+	if src := r.ImportedFrom(sum.Meta); src != nil {
 		format = src.Format
 	}
 
@@ -357,10 +357,10 @@ func noteLabel(label string) (string, bool) {
 	return label[:i], label[i+1] == '+'
 }
 
-// importedFrom is the source of a session's imported lines: its own, or,
+// ImportedFrom is the source of a session's imported lines: its own, or,
 // for a fork (or rewind) of an imported session, which holds its parent's
 // lines up to the fork, its parent's; nil for a native session.
-func (r *Rook) importedFrom(m eventlog.Meta) *eventlog.Source {
+func (r *Rook) ImportedFrom(m eventlog.Meta) *eventlog.Source {
 	for range 64 { // forks of forks; a bound, as metadata may be damaged
 		if m.Source != nil || m.Parent == nil || m.ForkAt == nil {
 			return m.Source

@@ -24,6 +24,19 @@ type RewindReport struct {
 	KeepFiles bool     `json:"keep_files"`
 }
 
+// NoFileBackupsError: a rewind was asked to put files back in an imported
+// session (or a fork of one) that has no copies of files to put back: its
+// transcript kept none (Claude Code's file-history backups were not
+// there; a Codex rollout keeps none). Nothing was changed.
+type NoFileBackupsError struct {
+	Session eventlog.ID
+	Source  *eventlog.Source // where the session's lines came from
+}
+
+func (e *NoFileBackupsError) Error() string {
+	return fmt.Sprintf("session %s was imported from %s without file backups: no files to put back (--keep-files rewinds the conversation only): nothing changed", e.Session, FormatName(e.Source.Format))
+}
+
 // Rewind forks a session at `to` (the parent stays whole and readable) and,
 // unless keepFiles, puts every file the session captured at or after `to`
 // back as it was at its earliest such capture, removing files that did not
@@ -32,7 +45,8 @@ type RewindReport struct {
 //
 // Everything is checked first (paths inside the workspace, captured copies
 // readable, directories writable); if anything fails, nothing is written and
-// no fork is made.
+// no fork is made. Asked for files in an imported session that has no
+// copies of any, it fails with a *NoFileBackupsError.
 func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, error) {
 	rep := RewindReport{Parent: id, EventsKept: to, KeepFiles: keepFiles, Paths: []string{}}
 	sum, err := r.Log.Summary(id)
@@ -54,6 +68,20 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 			changes = append(changes, c)
 		}
 		rep.CheckpointsApplied = applied
+		if applied == 0 {
+			// Nothing to put back: say why when it is because the session
+			// is imported and its transcript kept no copies of files (a
+			// rewind to after its last capture restores nothing, rightly).
+			if src := r.ImportedFrom(sum.Meta); src != nil {
+				_, _, all, err := r.firstCaptures(id, 0)
+				if err != nil {
+					return rep, fmt.Errorf("%w: nothing changed", err)
+				}
+				if all == 0 {
+					return rep, &NoFileBackupsError{Session: id, Source: src}
+				}
+			}
+		}
 		if len(changes) > 0 {
 			if plan, err = r.planRestore(root, changes); err != nil {
 				return rep, fmt.Errorf("%w: nothing changed", err)

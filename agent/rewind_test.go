@@ -292,3 +292,47 @@ func TestCheckpointHonoursGitignoreAndExcludes(t *testing.T) {
 		t.Fatalf("saved checkpoint: %v", err)
 	}
 }
+
+// Asked for files, a rewind of an imported session whose transcript kept
+// no copies of any (or of a fork of one) fails with NoFileBackupsError
+// and makes no fork; --keep-files still rewinds its conversation, and a
+// native session with no captures still rewinds with nothing to put back.
+func TestRewindImportedWithoutBackups(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/p/s.jsonl"
+	writeSource(t, fsys, src, claudeLines("s", 1), "")
+	id := *fileByPath(t, mustImport(t, r, FormatClaudeCode, src), src).Session
+	sessions := func() int {
+		ids, err := r.Log.IDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ids)
+	}
+	before := sessions()
+	var nb *NoFileBackupsError
+	if _, err := r.Rewind(id, 2, false); !errors.As(err, &nb) || nb.Source.Format != FormatClaudeCode {
+		t.Fatalf("rewind: %v, want a NoFileBackupsError", err)
+	}
+	if n := sessions(); n != before {
+		t.Fatalf("%d sessions after a failed rewind, %d before", n, before)
+	}
+	rep, err := r.Rewind(id, 2, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Rewind(rep.Fork, 1, false); !errors.As(err, &nb) {
+		t.Fatalf("rewind of a fork: %v, want a NoFileBackupsError", err)
+	}
+	native, err := r.NewSession("native", "/w", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Append(native.ID, Entry{Kind: eventlog.KindUser, Body: []byte("hi")}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := r.Rewind(native.ID, 1, false); err != nil || rep.CheckpointsApplied != 0 {
+		t.Fatalf("native: %+v %v", rep, err)
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -104,12 +105,20 @@ func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
 	switch {
 	case d.Captures > 0:
 		return "this session changed nothing on disk"
-	case source != nil && source.Format == agent.FormatClaudeCode:
-		return "this session was imported from Claude Code without file backups, so it has nothing to compare: they come from Claude Code's file-history directory (~/.claude/file-history/<session>, beside the projects directory the transcript was imported from) when it kept them"
 	case source != nil:
-		return fmt.Sprintf("this session was imported from %s, whose transcripts keep no copies of files, so it has nothing to compare", agent.FormatName(source.Format))
+		return noFileBackups(source, "nothing to compare")
 	}
 	return "this session captured no files, so it has nothing to compare: captures come from `rook session capture`"
+}
+
+// noFileBackups says why an imported session has no copies of files, and
+// so what it has not (diff: nothing to compare; rewind: no files to put
+// back).
+func noFileBackups(source *eventlog.Source, so string) string {
+	if source.Format == agent.FormatClaudeCode {
+		return "this session was imported from Claude Code without file backups, so it has " + so + ": they come from Claude Code's file-history directory (~/.claude/file-history/<session>, beside the projects directory the transcript was imported from) when it kept them"
+	}
+	return fmt.Sprintf("this session was imported from %s, whose transcripts keep no copies of files, so it has %s", agent.FormatName(source.Format), so)
 }
 
 func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff, source *eventlog.Source) {
@@ -145,6 +154,11 @@ func (c *RewindCmd) Run(e *Env) error {
 		rep, err = r.Rewind(id, c.To, c.KeepFiles)
 		return err
 	})
+	if nb := (*agent.NoFileBackupsError)(nil); errors.As(err, &nb) {
+		// Said as diff says it: the files could not be put back because
+		// the transcript kept no copies of them.
+		return fmt.Errorf("%s; nothing changed (--keep-files rewinds the conversation only)", noFileBackups(nb.Source, "no files to put back"))
+	}
 	if err != nil {
 		return err
 	}

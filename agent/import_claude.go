@@ -26,6 +26,9 @@ type claudeMapper struct {
 	// far, on the lines before.
 	counted map[string]messageTokens
 	sess    sourceSession
+	// cmdTitle is the first slash command run with no arguments (/init):
+	// the title when no prompt comes.
+	cmdTitle string
 }
 
 // messageTokens are an API message's tokens: in (input and cache) and out.
@@ -119,7 +122,13 @@ type claudeBackup struct {
 	BackupFileName *string `json:"backupFileName"`
 }
 
-func (m *claudeMapper) session() sourceSession { return m.sess }
+func (m *claudeMapper) session() sourceSession {
+	s := m.sess
+	if s.Title == "" {
+		s.Title = m.cmdTitle
+	}
+	return s
+}
 
 var claudeReads = readsKeys(reflect.TypeOf(claudeLine{}))
 
@@ -254,8 +263,8 @@ func (m *claudeMapper) mapUser(l *claudeEntry, out *mappedLine) {
 		out.Kind = eventlog.KindUser
 		if l.IsMeta {
 			out.Kind, out.Label = eventlog.KindNote, "user:meta"
-		} else if m.sess.Title == "" && !strings.HasPrefix(strings.TrimSpace(l.Text), "<") {
-			m.sess.Title = titleOf(l.Text)
+		} else {
+			m.titleFrom(l.Text)
 		}
 		return
 	}
@@ -271,8 +280,8 @@ func (m *claudeMapper) mapUser(l *claudeEntry, out *mappedLine) {
 		out.Kind = eventlog.KindUser
 		if l.IsMeta {
 			out.Kind, out.Label = eventlog.KindNote, "user:meta"
-		} else if m.sess.Title == "" && b.Type == "text" && !strings.HasPrefix(strings.TrimSpace(b.Text), "<") {
-			m.sess.Title = titleOf(b.Text)
+		} else if b.Type == "text" {
+			m.titleFrom(b.Text)
 		}
 	}
 }
@@ -314,6 +323,53 @@ func (m *claudeMapper) mapAssistant(l *claudeEntry, out *mappedLine) {
 	before := m.counted[l.MsgID]
 	out.TokensIn, out.TokensOut = now.in-min(now.in, before.in), now.out-min(now.out, before.out)
 	m.counted[l.MsgID] = messageTokens{in: max(now.in, before.in), out: max(now.out, before.out)}
+}
+
+// titleFrom titles the session from the text of a user's message (not a
+// meta one), if it has no title yet and the text is one: a prompt the user
+// wrote, or a slash command as typed, with its arguments. What Claude Code
+// writes in the user's place is none: a command's output
+// (<local-command-stdout>), other tagged text, an interruption marker.
+func (m *claudeMapper) titleFrom(text string) {
+	if m.sess.Title != "" {
+		return
+	}
+	trimmed := strings.TrimSpace(text)
+	switch {
+	case strings.HasPrefix(trimmed, "[Request interrupted by user"):
+	case strings.HasPrefix(trimmed, "<"):
+		// <command-message>…<command-name>/x</command-name><command-args>…:
+		// read from the text's beginning as a view keeps it (viewKeep),
+		// so that the title is the same through the view of a long one.
+		text = text[:viewKeep([]byte(text))]
+		name, ok := tagText(text, "command-name")
+		if !ok || name == "" {
+			return
+		}
+		args, _ := tagText(text, "command-args")
+		if args == "" {
+			// A command with no arguments (/init, /clear before a new
+			// conversation) says little: a prompt after it titles better.
+			if m.cmdTitle == "" {
+				m.cmdTitle = titleOf(name)
+			}
+			return
+		}
+		m.sess.Title = titleOf(name + " " + args)
+	default:
+		m.sess.Title = titleOf(text)
+	}
+}
+
+// tagText is the text between <tag> and </tag> in s, trimmed; to the end
+// of s when it has no </tag> (a view cut it off).
+func tagText(s, tag string) (string, bool) {
+	_, after, ok := strings.Cut(s, "<"+tag+">")
+	if !ok {
+		return "", false
+	}
+	text, _, _ := strings.Cut(after, "</"+tag+">")
+	return strings.TrimSpace(text), true
 }
 
 // titleOf makes a session title from a prompt: its first non-empty line,

@@ -385,12 +385,16 @@ func codexTokensOf(info json.RawMessage) codexTokens {
 }
 
 // codexBoilerplatePrefixes start the user messages Codex writes itself
-// before the first prompt (environment, AGENTS.md, instructions).
-var codexBoilerplatePrefixes = []string{"<environment_context>", "<user_instructions>", "# AGENTS.md", "<permissions", "<INSTRUCTIONS>"}
+// (environment, AGENTS.md, instructions before the first prompt; the
+// marker of an interrupted turn, a subagent's notice, a shell command the
+// user ran, a skill's text): never a title. Codex matches its own tags
+// without regard to case.
+var codexBoilerplatePrefixes = []string{"<environment_context>", "<user_instructions>", "# AGENTS.md", "<permissions", "<INSTRUCTIONS>",
+	"<turn_aborted>", "<subagent_notification>", "<user_shell_command>", "<skill>", "<context_update>"}
 
 func codexBoilerplate(text string) bool {
 	for _, p := range codexBoilerplatePrefixes {
-		if strings.HasPrefix(text, p) {
+		if len(text) >= len(p) && strings.EqualFold(text[:len(p)], p) {
 			return true
 		}
 	}

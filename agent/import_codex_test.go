@@ -553,3 +553,35 @@ func TestImportTakesAnotherRolloutOfTheSameNameBesideAPlainOne(t *testing.T) {
 		t.Fatalf("the other .zst named alone: %+v", rep)
 	}
 }
+
+// What Codex writes in the user's place is never the title, whatever the
+// case of its tags: an interrupted turn's marker, a subagent's notice, a
+// shell command the user ran, the environment; the first real prompt is.
+func TestCodexTitleSkipsWhatCodexWrote(t *testing.T) {
+	item := func(text string) string {
+		return `{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":` + string(appendJSONString(nil, []byte(text))) + `}]}}`
+	}
+	event := func(text string) string {
+		return `{"type":"event_msg","payload":{"type":"user_message","message":` + string(appendJSONString(nil, []byte(text))) + `}}`
+	}
+	lines := []string{
+		item("<ENVIRONMENT_CONTEXT>\n  <cwd>/w</cwd>\n</ENVIRONMENT_CONTEXT>"),
+		event("<turn_aborted>\n  The user interrupted the previous turn on purpose.\n</turn_aborted>"),
+		item("<turn_aborted>\n  The user interrupted the previous turn on purpose.\n</turn_aborted>"),
+		item("  <user_shell_command>\n<command>ls</command>\n</user_shell_command>"),
+		item("<subagent_notification>{}</subagent_notification>"),
+		item("<skill>\n<name>x</name>\n</skill>"),
+	}
+	m := newCodexMapper()
+	for _, line := range lines {
+		m.mapLine([]byte(line))
+	}
+	if got := m.session().Title; got != "" {
+		t.Fatalf("title %q from what Codex wrote", got)
+	}
+	m.mapLine([]byte(item("rename the flag")))
+	if got := m.session().Title; got != "rename the flag" {
+		t.Fatalf("title %q, want the prompt", got)
+	}
+	checkView(t, newCodexMapper, []byte(strings.Join(append(lines, item("rename the flag")), "\n")))
+}

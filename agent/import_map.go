@@ -190,10 +190,11 @@ var viewKeys = map[string]bool{
 // viewLong is the shortest text a view shortens, viewRunes how many
 // non-blank runes of it it keeps after its leading blanks: more than a
 // title's 80, so that titleOf and every prefix test see what they would
-// in the whole text.
+// in the whole text, and room for the tags before a slash command's
+// arguments, which title a session too (claudeMapper.titleFrom).
 const (
 	viewLong  = 1024
-	viewRunes = 128
+	viewRunes = 512
 )
 
 // mapView is what a mapper reads of a line: the line, with the texts of at

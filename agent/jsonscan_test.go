@@ -184,12 +184,12 @@ func TestMapViewKeepsCodexTotals(t *testing.T) {
 // lines first, or a run of blanks where the view would end, titles the
 // session the same.
 func TestMapViewKeepsTitles(t *testing.T) {
-	words := strings.Repeat("wörd ", 40)
+	words := strings.Repeat("wörd ", viewRunes/2)
 	for _, prompt := range []string{
 		"\n\n  \t" + words + strings.Repeat("x", 2000),
 		strings.Repeat("y", 90) + strings.Repeat(" ", 3000) + strings.Repeat("z", 500),
 		"a" + strings.Repeat(" ", 3000) + words,
-		strings.Repeat("é", 127) + strings.Repeat(" ", 500) + strings.Repeat("é", 500),
+		strings.Repeat("é", viewRunes-1) + strings.Repeat(" ", 500) + strings.Repeat("é", 500),
 	} {
 		line := appendJSONString([]byte(`{"type":"user","message":{"role":"user","content":`), []byte(prompt))
 		line = append(line, "}}"...)

@@ -73,8 +73,8 @@ func (c *DiffCmd) Run(e *Env) error {
 	}
 	defer r.Close()
 	var source *eventlog.Source // what to say of a session with no captures
-	if s, err := r.Log.Summary(id); err == nil {
-		source = s.Source
+	if m, err := r.Log.ReadMeta(id); err == nil {
+		source = r.ImportedFrom(m) // a fork of an imported session too
 	}
 	if e.JSON || c.Stat {
 		d, err := r.Diff(id, nil, false)

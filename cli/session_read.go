@@ -119,12 +119,12 @@ func (c *ShowCmd) Run(e *Env) error {
 		}
 		if v.Err != nil {
 			if v.Stored > 0 {
-				head += fmt.Sprintf("  %s → %s", formatBytes(v.Size), formatBytes(v.Stored))
+				head += fmt.Sprintf("  %s, %s stored", formatBytes(v.Size), formatBytes(v.Stored))
 			}
 			fmt.Fprintf(w, "%s\n(body unreadable: %v)\n\n", head, v.Err)
 			continue
 		}
-		head += fmt.Sprintf("  %s → %s", formatBytes(v.Size), formatBytes(v.Stored))
+		head += fmt.Sprintf("  %s, %s stored", formatBytes(v.Size), formatBytes(v.Stored))
 		if v.Elided() {
 			head += " (elided)"
 		}

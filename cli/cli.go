@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -115,7 +116,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if err == nil {
 		env.Home, err = resolveHome(c.Home)
 	}
-	if err == nil {
+	if err != nil {
+		// Not the store's: said as it is (explain's advice is about it).
+		err = &exitError{code: ExitFailure, msg: err.Error()}
+	} else {
 		err = ctx.Run(env)
 	}
 	if err == nil {
@@ -128,6 +132,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	} else {
 		msg = explain(err, env.Home)
 	}
+	// Paths and titles in a message come from file names and transcripts.
+	msg = termLines(msg)
 	if c.JSON {
 		return failJSON(stderr, code, msg)
 	}
@@ -157,8 +163,12 @@ func jsonAsked(args []string) bool {
 		if a == "--" {
 			return false
 		}
-		if a == "--json" || a == "--json=true" {
+		if a == "--json" {
 			return true
+		}
+		if v, ok := strings.CutPrefix(a, "--json="); ok {
+			b, err := strconv.ParseBool(v)
+			return err == nil && b
 		}
 	}
 	return false

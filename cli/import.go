@@ -116,7 +116,10 @@ func runImport(e *Env, format string, paths []string) error {
 	if rep.Failed > 1 {
 		msg = fmt.Sprintf("%d of %d file(s) could not be imported (the first%s; the summary lists them all)", rep.Failed, len(rep.Files), first)
 	}
-	if ok := len(rep.Files) - rep.Failed; ok > 0 {
+	switch ok := len(rep.Files) - rep.Failed; {
+	case ok == 1:
+		msg += "; the other file was imported"
+	case ok > 1:
 		msg += fmt.Sprintf("; the other %d were imported", ok)
 	}
 	return &exitError{code: ExitFailure, msg: msg}
@@ -178,7 +181,7 @@ func printImport(e *Env, out importJSON) {
 		}
 		fmt.Fprintln(w)
 		if f.Note != "" && f.Status != agent.ImportFailed { // a failure is in the problems below
-			fmt.Fprintf(w, "            %s\n", f.Note)
+			fmt.Fprintf(w, "            %s\n", termText(f.Note))
 		}
 	}
 	switch {
@@ -323,7 +326,7 @@ func printExport(e *Env, id eventlog.ID, output string, x agent.ExportResult) er
 	}
 	fmt.Fprintf(e.Stderr, "wrote %d line(s), %s, to %s: sha256 %s, %s\n", x.Lines, formatBytes(x.Bytes), where, x.SHA256, exact)
 	if x.Zstd {
-		fmt.Fprintf(e.Stderr, "the source %s was zstd-compressed: this is its decompressed JSONL (`zstd` recompresses it)\n", x.Source)
+		fmt.Fprintf(e.Stderr, "the source %s was zstd-compressed: this is its decompressed JSONL (`zstd` recompresses it)\n", termText(x.Source))
 	}
 	if x.Skipped > 0 {
 		fmt.Fprintf(e.Stderr, "%d event(s) added in rook are not part of the source and were left out\n", x.Skipped)

@@ -1,6 +1,9 @@
 package cli
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestTermText(t *testing.T) {
 	for in, want := range map[string]string{
@@ -18,5 +21,27 @@ func TestTermText(t *testing.T) {
 	}
 	if got := clip("\x1b[31mred title that is long", 10); got != "\uFFFD[31mred …" {
 		t.Errorf("clip: %q", got)
+	}
+}
+
+func TestTermLinesKeepsLines(t *testing.T) {
+	in := "ambiguous:\n  \x1b[2Jid\n\tgive more"
+	if got, want := termLines(in), "ambiguous:\n  \uFFFD[2Jid\n\tgive more"; got != want {
+		t.Errorf("termLines(%q) = %q, want %q", in, got, want)
+	}
+}
+
+func TestJSONAsked(t *testing.T) {
+	for args, want := range map[string]bool{
+		"--json frob":       true,
+		"frob --json=1":     true,
+		"--json=true x":     true,
+		"--json=false frob": false,
+		"frob -- --json":    false,
+		"frob":              false,
+	} {
+		if got := jsonAsked(strings.Fields(args)); got != want {
+			t.Errorf("jsonAsked(%s) = %v", args, got)
+		}
 	}
 }

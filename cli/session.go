@@ -411,13 +411,15 @@ func (c *SessionRmCmd) Run(e *Env) error {
 	children := []eventlog.ID{} // its forks and subagents: they stay
 	err := e.writeSession(c.ID, func(r *agent.Rook, sid eventlog.ID) (err error) {
 		id = sid
-		all, err := r.Log.Sessions()
+		ids, err := r.Log.IDs()
 		if err != nil {
 			return err
 		}
-		for _, s := range all {
-			if s.Parent != nil && *s.Parent == id {
-				children = append(children, s.ID)
+		for _, other := range ids {
+			// Metadata only, and a damaged one passed over: rm is how a
+			// damaged session is got rid of.
+			if m, err := r.Log.ReadMeta(other); err == nil && m.Parent != nil && *m.Parent == id {
+				children = append(children, other)
 			}
 		}
 		n, err = r.Log.Remove(id)

@@ -934,7 +934,16 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 func (l *Log) Remove(id ID) (uint64, error) {
 	s, err := l.Summary(id)
 	if err != nil {
-		return 0, err
+		// A session whose metadata or log is damaged can still be
+		// removed (rm is how one gets rid of it); one that is not there
+		// cannot. Its event count is then unknown: 0.
+		l.mu.Lock()
+		_, made := l.created[id]
+		l.mu.Unlock()
+		if _, serr := l.fs.Stat(l.metaPath(id)); serr != nil && !made {
+			return 0, err
+		}
+		s = Summary{}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

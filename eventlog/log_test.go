@@ -466,3 +466,32 @@ func TestSourcePathNotUTF8RoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveADamagedSession: a session whose metadata does not read can be
+// removed (rm is how one gets rid of it); one that is not there cannot.
+func TestRemoveADamagedSession(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	m, err := l.Create(Meta{Title: "to be damaged"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.WriteFileAtomic(l.metaPath(m.ID), []byte("garbage{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ReadMeta(m.ID); err == nil {
+		t.Fatal("damaged metadata reads")
+	}
+	if _, err := l.Remove(m.ID); err != nil {
+		t.Fatalf("remove a damaged session: %v", err)
+	}
+	if ids, err := l.IDs(); err != nil || len(ids) != 0 {
+		t.Fatalf("left %v %v", ids, err)
+	}
+	if _, err := l.Remove(m.ID); err == nil {
+		t.Fatal("removed a session that is not there")
+	}
+}

@@ -539,17 +539,31 @@ func (s *Store) loadRecent() error {
 	s.recentMu.Lock()
 	defer s.recentMu.Unlock()
 	s.recentSeen = s.segmentsEnd(segs)
+	if s.recentFrom == nil {
+		s.recentFrom = map[uint32]int64{}
+	}
 	snap := s.tree.Snapshot()
 	for _, n := range segs {
 		if n < s.ctr.WMSegment {
 			continue
 		}
-		_, recs, damage, err := s.scanPastWatermark(n)
+		// Again (refreshRecent), from where the last look ended: what it
+		// read is in recent already.
+		from, again := s.recentFrom[n]
+		if !again {
+			from = s.watermarkIn(n)
+		}
+		recs, damage, err := s.scanRecordsFrom(n, from)
 		if err != nil {
 			// A segment shorter than the watermark, or unreadable: the
 			// damage is the writer's and verify's to report. A reader
 			// reads what the index points at.
 			return nil
+		}
+		if len(recs) > 0 {
+			s.recentFrom[n] = recs[len(recs)-1].end
+		} else {
+			s.recentFrom[n] = from
 		}
 		for _, f := range recs {
 			if _, ok, err := snap.Get(f.id); err != nil {
@@ -617,10 +631,22 @@ type pastRecord struct {
 // however whole some of it looks (unsynced writes reach the disk in any
 // order). recover and loadRecent read the same records this way.
 func (s *Store) scanPastWatermark(n uint32) (int64, []pastRecord, []Damage, error) {
-	from := int64(segHeaderSize)
+	from := s.watermarkIn(n)
+	recs, damage, err := s.scanRecordsFrom(n, from)
+	return from, recs, damage, err
+}
+
+// watermarkIn is where segment n's records past the watermark begin.
+func (s *Store) watermarkIn(n uint32) int64 {
 	if n == s.ctr.WMSegment {
-		from = s.ctr.WMOffset
+		return s.ctr.WMOffset
 	}
+	return segHeaderSize
+}
+
+// scanRecordsFrom is scanPastWatermark from offset from of segment n (a
+// record's start).
+func (s *Store) scanRecordsFrom(n uint32, from int64) ([]pastRecord, []Damage, error) {
 	var recs []pastRecord
 	damage, _, err := s.scanSegment(n, from, func(r *scannedRecord) error {
 		return s.entriesOf(r, func(id Key, e entry) error {
@@ -629,7 +655,7 @@ func (s *Store) scanPastWatermark(n uint32) (int64, []pastRecord, []Damage, erro
 		})
 	}, nil)
 	if err != nil {
-		return from, nil, nil, err
+		return nil, nil, err
 	}
 	damage = realDamage(damage)
 	if len(damage) > 0 {
@@ -640,5 +666,5 @@ func (s *Store) scanPastWatermark(n uint32) (int64, []pastRecord, []Damage, erro
 			}
 		}
 	}
-	return from, recs, damage, nil
+	return recs, damage, nil
 }

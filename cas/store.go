@@ -165,9 +165,12 @@ type Store struct {
 	// recent holds, for a reader, the objects of records a writer made
 	// durable after its last index commit (see loadRecent), found when the
 	// segments ended at recentSeen (the newest one's number and size).
+	// recentFrom is, for each segment looked at, where that look ended:
+	// a look again starts there.
 	recentMu   sync.RWMutex
 	recent     map[Key]entry
 	recentSeen [2]int64
+	recentFrom map[uint32]int64
 
 	files  segmentFiles
 	blocks blockCache

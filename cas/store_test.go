@@ -691,6 +691,56 @@ func TestReaderFindsWhatAWriterBesideItWroteSinceItOpened(t *testing.T) {
 	}
 }
 
+// TestReaderLooksAgainOnlyAtWhatIsNew: a reader beside a writer that
+// keeps writing looks past where its last look ended, not again from the
+// watermark: reading the newest objects one by one costs what they are,
+// not everything written since the reader opened.
+func TestReaderLooksAgainOnlyAtWhatIsNew(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{CommitEvery: 1 << 30})
+	mustPut(t, s, KindNote, []byte("before the reader"))
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for i := range 200 { // written since the reader opened, never committed
+		mustPut(t, s, KindNote, noise(300, uint64(i+1)))
+	}
+	if err := s.Barrier(); err != nil {
+		t.Fatal(err)
+	}
+	var reads int
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpRead && strings.Contains(path, "segments") {
+			reads++
+		}
+		return nil
+	})
+	defer fsys.SetHook(nil)
+	first := -1
+	for i := range 20 {
+		id := mustPut(t, s, KindNote, noise(300, uint64(1000+i)))
+		if err := s.Barrier(); err != nil {
+			t.Fatal(err)
+		}
+		before := reads
+		if _, err := r.Get(id); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		if i == 0 {
+			first = reads - before // this look reads the 200 as well
+			continue
+		}
+		if n := reads - before; n > 8 {
+			t.Fatalf("round %d: %d reads of the segments for one new object (the first look: %d)", i, n, first)
+		}
+	}
+}
+
 // In bulk, versions of a file too large to pack one by one share a block:
 // the second and later compress against the first. Back to appends, they
 // are stored apart again.

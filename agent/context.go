@@ -89,6 +89,9 @@ type ReportedContext struct {
 	// imported session it is a fork of), so Tokens is the model's own
 	// count, from the transcript's usage.
 	Imported bool
+	// After: events were appended in rook after it (a fork of an imported
+	// session, continued), which it does not count.
+	After bool
 	// Window is the context window the event's lines recorded beside its
 	// tokens (a Codex token_count's model_context_window), or 0.
 	Window int64
@@ -132,7 +135,9 @@ func (c ContextReport) OverThreshold() bool {
 // ThresholdByReported says whether OverThreshold judges by Reported: the
 // model's own count, from an imported transcript's usage, which the
 // estimate from stored bytes only approaches.
-func (c ContextReport) ThresholdByReported() bool { return c.Reported != nil && c.Reported.Imported }
+func (c ContextReport) ThresholdByReported() bool {
+	return c.Reported != nil && c.Reported.Imported && !c.Reported.After
+}
 
 // ContextWindowSplit divides a window into the reserve for the answer, the
 // usable rest, and the compaction threshold.
@@ -240,6 +245,10 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 				rep.Reported.Seq = ev.Seq
 				rep.Reported.Tokens += ev.TokensOut
 				reportedBody = ev.Body
+			case !b.imported && ev.Kind != eventlog.KindCheckpoint && rep.Reported != nil:
+				// Appended in rook after the count (a fork of an imported
+				// session, continued): the count no longer covers all.
+				rep.Reported.After = true
 			}
 			if ev.Kind == eventlog.KindCheckpoint {
 				// A checkpoint's body is a manifest of captured files,

@@ -246,5 +246,23 @@ func TestContextImported(t *testing.T) {
 		if p := got.Reported; p == nil || *p != *want.Reported || got.UnseenEvents != want.UnseenEvents || got.InContextEvents != want.InContextEvents {
 			t.Fatalf("fork at %d: reported %+v, %d events in context, %d unseen; want %+v, %d, %d", at, p, got.InContextEvents, got.UnseenEvents, want.Reported, want.InContextEvents, want.UnseenEvents)
 		}
+		if !got.ThresholdByReported() {
+			t.Fatalf("fork at %d: the threshold is not judged by the transcript's count", at)
+		}
+		// Continued in rook: the count no longer covers the conversation,
+		// and the estimate judges the threshold again.
+		if _, err := r.Append(fork.ID, Entry{Kind: eventlog.KindUser, Body: []byte("and now, in rook")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		got, err = r.Context(fork.ID, DefaultContextWindow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Reported == nil || !got.Reported.After || got.ThresholdByReported() {
+			t.Fatalf("fork at %d, continued: reported %+v", at, got.Reported)
+		}
 	}
 }

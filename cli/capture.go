@@ -116,9 +116,9 @@ func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
 // back).
 func noFileBackups(source *eventlog.Source, so string) string {
 	if source.Format == agent.FormatClaudeCode {
-		return "this session was imported from Claude Code without file backups, so it has " + so + ": they come from Claude Code's file-history directory (~/.claude/file-history/<session>, beside the projects directory the transcript was imported from) when it kept them"
+		return "this session's transcript was imported from Claude Code without file backups, so it has " + so + ": they come from Claude Code's file-history directory (~/.claude/file-history/<session>, beside the projects directory the transcript was imported from) when it kept them"
 	}
-	return fmt.Sprintf("this session was imported from %s, whose transcripts keep no copies of files, so it has %s", agent.FormatName(source.Format), so)
+	return fmt.Sprintf("this session's transcript was imported from %s, whose transcripts keep no copies of files, so it has %s", agent.FormatName(source.Format), so)
 }
 
 func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff, source *eventlog.Source) {

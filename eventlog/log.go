@@ -9,6 +9,7 @@
 package eventlog
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,7 +61,7 @@ type Source struct {
 // byte).
 type sourceJSON struct {
 	sourceFields
-	PathBytes []byte `json:"path_bytes,omitempty"` // base64; only when path is not UTF-8
+	PathBytes string `json:"path_bytes,omitempty"` // base64; only when path is not UTF-8
 }
 
 type sourceFields Source // the fields, without Source's methods
@@ -68,7 +69,7 @@ type sourceFields Source // the fields, without Source's methods
 func (s Source) MarshalJSON() ([]byte, error) {
 	j := sourceJSON{sourceFields: sourceFields(s)}
 	if !utf8.ValidString(s.Path) {
-		j.PathBytes = []byte(s.Path)
+		j.PathBytes = base64.StdEncoding.EncodeToString([]byte(s.Path))
 	}
 	return json.Marshal(j)
 }
@@ -79,8 +80,10 @@ func (s *Source) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*s = Source(j.sourceFields)
-	if j.PathBytes != nil {
-		s.Path = string(j.PathBytes)
+	// Damaged, it is passed over: path still names the file, if not
+	// byte for byte (the next import then takes it as new, losing nothing).
+	if b, err := base64.StdEncoding.DecodeString(j.PathBytes); err == nil && len(b) > 0 {
+		s.Path = string(b)
 	}
 	return nil
 }

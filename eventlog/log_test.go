@@ -465,6 +465,14 @@ func TestSourcePathNotUTF8RoundTrips(t *testing.T) {
 			t.Errorf("%q came back as %+v", path, m.Source)
 		}
 	}
+	// Damaged path_bytes are passed over: the metadata still reads.
+	var m Meta
+	if err := json.Unmarshal([]byte(`{"v":1,"title":"t","source":{"format":"codex","path":"/src/caf\ufffd","size":3,"path_bytes":"!!not base64"}}`), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Source == nil || m.Source.Path != "/src/caf\uFFFD" || m.Source.Size != 3 {
+		t.Errorf("damaged path_bytes: %+v", m.Source)
+	}
 }
 
 // TestRemoveADamagedSession: a session whose metadata does not read can be

@@ -334,6 +334,16 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 		}
 		return strings.HasSuffix(name, ".jsonl") && name != "history.jsonl"
 	}
+	// A pipe or device has no bytes to come back to: the next import could
+	// not tell growth from a rewrite, and a pipe with no writer would hold
+	// the import forever. Named, or named like a transcript in a tree, it
+	// is a failed file.
+	notRegular := func(path string, mode fs.FileMode) {
+		why := "not a regular file (" + fileKind(mode) + "): import reads transcript files, which it can read again"
+		rep.problem(ImportProblem{File: path, Reason: why})
+		rep.Files = append(rep.Files, ImportedFile{Path: path, Status: ImportFailed, Note: why})
+		rep.Failed++
+	}
 	for _, p := range paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -348,13 +358,7 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 		}
 		if !info.IsDir() {
 			if !info.Mode().IsRegular() {
-				// A pipe or device has no bytes to come back to: the next
-				// import could not tell growth from a rewrite, and a pipe
-				// with no writer would hold the import forever.
-				why := "not a regular file (" + fileKind(info.Mode()) + "): import reads transcript files, which it can read again"
-				rep.problem(ImportProblem{File: abs, Reason: why})
-				rep.Files = append(rep.Files, ImportedFile{Path: abs, Status: ImportFailed, Note: why})
-				rep.Failed++
+				notRegular(abs, info.Mode())
 				continue
 			}
 			add(abs, info.Size())
@@ -382,6 +386,8 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 					if fi, err := d.Info(); err == nil {
 						add(path, fi.Size())
 					}
+				case d.Type()&fs.ModeSymlink == 0 && wanted(d.Name()):
+					notRegular(path, d.Type()) // a pipe named like a transcript
 				case d.Type()&fs.ModeSymlink != 0:
 					// Followed, to what it links to: a transcript or a
 					// directory linked into the tree is imported as if named
@@ -406,6 +412,8 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 						walk(real)
 					case fi.Mode().IsRegular() && wanted(d.Name()):
 						add(real, fi.Size())
+					case !fi.IsDir() && wanted(d.Name()):
+						notRegular(path, fi.Mode())
 					}
 				}
 			}

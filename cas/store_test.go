@@ -641,15 +641,13 @@ func TestBarrierDefersTheIndexCommit(t *testing.T) {
 	}
 }
 
-// TestReaderFindsWhatAWriterBesideItWroteSinceItOpened: a reader opened
-// while a writer runs, then reading an event the writer wrote later, looks
-// for its body: the writer made it durable first (a barrier), whether or
-// not the index was committed since. An id never written is still not
-// found, and looking for it again does not rescan unchanged segments.
-func TestReaderFindsWhatAWriterBesideItWroteSinceItOpened(t *testing.T) {
+// writerAndReader is a writer (committing every commitEvery bytes) with
+// one object committed, and a reader opened then.
+func writerAndReader(t *testing.T, commitEvery int64) (*vfs.MemFS, *Store, *Store) {
+	t.Helper()
 	fsys := vfs.NewMem()
-	s, home := newStore(t, fsys, Options{CommitEvery: 1 << 20})
-	mustPut(t, s, KindNote, bytes.Repeat([]byte("first object "), 20))
+	s, home := newStore(t, fsys, Options{CommitEvery: commitEvery})
+	mustPut(t, s, KindNote, bytes.Repeat([]byte("before the reader "), 20))
 	if err := s.Sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -657,7 +655,17 @@ func TestReaderFindsWhatAWriterBesideItWroteSinceItOpened(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	t.Cleanup(func() { r.Close() })
+	return fsys, s, r
+}
+
+// TestReaderFindsWhatAWriterBesideItWroteSinceItOpened: a reader opened
+// while a writer runs, then reading an event the writer wrote later, looks
+// for its body: the writer made it durable first (a barrier), whether or
+// not the index was committed since. An id never written is still not
+// found, and looking for it again does not rescan unchanged segments.
+func TestReaderFindsWhatAWriterBesideItWroteSinceItOpened(t *testing.T) {
+	fsys, s, r := writerAndReader(t, 1<<20)
 	later := mustPut(t, s, KindNote, bytes.Repeat([]byte("written after the reader opened "), 20))
 	if err := s.Barrier(); err != nil { // durable, not committed
 		t.Fatal(err)
@@ -696,17 +704,7 @@ func TestReaderFindsWhatAWriterBesideItWroteSinceItOpened(t *testing.T) {
 // watermark: reading the newest objects one by one costs what they are,
 // not everything written since the reader opened.
 func TestReaderLooksAgainOnlyAtWhatIsNew(t *testing.T) {
-	fsys := vfs.NewMem()
-	s, home := newStore(t, fsys, Options{CommitEvery: 1 << 30})
-	mustPut(t, s, KindNote, []byte("before the reader"))
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(home, Options{FS: fsys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	fsys, s, r := writerAndReader(t, 1<<30)
 	for i := range 200 { // written since the reader opened, never committed
 		mustPut(t, s, KindNote, noise(300, uint64(i+1)))
 	}

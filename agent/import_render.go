@@ -143,6 +143,43 @@ type renderedLine struct {
 		Tracked map[string]json.RawMessage `json:"trackedFileBackups"`
 	} `json:"snapshot"`
 	Payload json.RawMessage `json:"payload"` // Codex
+	// A Claude Code Task result: what the subagent cost (its own file's
+	// usage is each message's first streamed chunk only).
+	ToolUseResult json.RawMessage `json:"toolUseResult"`
+}
+
+// subagentCost renders what a Task result says its subagent cost, if it
+// says so, as a line: "[subagent] 49100 tokens (in 6, cache read 41000,
+// cache written 4800, out 3473), 25 tool uses, 57.7 s".
+func subagentCost(out *bytes.Buffer, raw json.RawMessage) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return
+	}
+	var r struct {
+		Tokens   *int64 `json:"totalTokens"`
+		Tools    *int64 `json:"totalToolUseCount"`
+		Duration *int64 `json:"totalDurationMs"`
+		Usage    *struct {
+			In         int64 `json:"input_tokens"`
+			CacheRead  int64 `json:"cache_read_input_tokens"`
+			CacheWrite int64 `json:"cache_creation_input_tokens"`
+			Out        int64 `json:"output_tokens"`
+		} `json:"usage"`
+	}
+	if json.Unmarshal(raw, &r) != nil || r.Tokens == nil {
+		return
+	}
+	fmt.Fprintf(out, "[subagent] %d tokens", *r.Tokens)
+	if u := r.Usage; u != nil {
+		fmt.Fprintf(out, " (in %d, cache read %d, cache written %d, out %d)", u.In, u.CacheRead, u.CacheWrite, u.Out)
+	}
+	if r.Tools != nil {
+		fmt.Fprintf(out, ", %d tool uses", *r.Tools)
+	}
+	if r.Duration != nil {
+		fmt.Fprintf(out, ", %.1f s", float64(*r.Duration)/1000)
+	}
+	out.WriteByte('\n')
 }
 
 // contentBlock is a block of a message's content, of either format.
@@ -170,7 +207,14 @@ func (r *renderer) line(line []byte) bool {
 	}
 	switch l.Type {
 	case "user", "assistant":
-		return l.Message != nil && r.content(l.Message.Content)
+		if l.Message == nil {
+			return false
+		}
+		if r.headers {
+			// First: a long report is cut short when shown.
+			subagentCost(out, l.ToolUseResult)
+		}
+		return r.content(l.Message.Content)
 	case "summary":
 		fmt.Fprintf(out, "[summary] %s", l.Summary)
 	case "system":

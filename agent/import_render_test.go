@@ -87,6 +87,7 @@ var renderSeeds = []string{
 	`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t"}]}}`,
 	`{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"  \nFix it","images":[]}}`,
 	`{"type":"system","subtype":"local_command","content":"<local-command-stdout>Set model to \u001b[1mOpus\u001b[22m \u001b[2J\u001b[</local-command-stdout>"}`,
+	`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"found it"}]}]},"toolUseResult":{"status":"completed","totalDurationMs":57709,"totalTokens":49100,"totalToolUseCount":25,"usage":{"input_tokens":6,"cache_creation_input_tokens":4896,"cache_read_input_tokens":40725,"output_tokens":3473}}}`,
 }
 
 // TestRenderImported pins the rendering of each kind of line, and that a
@@ -134,6 +135,9 @@ func TestRenderImported(t *testing.T) {
 		"[user_message]\nFix it\n", // a message's blank lines before its text left out
 		// a terminal's styles left out, any other sequence made harmless
 		"[system local_command]\n<local-command-stdout>Set model to Opus \uFFFD[2J\uFFFD[</local-command-stdout>\n",
+		// a Task result says what its subagent cost, first (its own file's
+		// usage is each message's first streamed chunk)
+		"[subagent] 49100 tokens (in 6, cache read 40725, cache written 4896, out 3473), 25 tool uses, 57.7 s\n[tool_result]\nfound it\n",
 	}
 	for i, line := range renderSeeds {
 		if got := string(RenderImported([]byte(line + "\n"))); got != want[i] {

@@ -246,10 +246,27 @@ func (d *Dir) NextID() uint32 {
 	return id
 }
 
+// MaxSample is how much of each sample Build learns from: its head.
+// klauspost/compress's builder (v1.20.4) panics on a sample of a few
+// hundred KB (a 420 KB text file: slice bounds out of range in the
+// encoder's addBlock); a dictionary of at most 112 KiB learns what recurs
+// from the first 128 KiB of each sample as well as from all of it.
+const MaxSample = 128 << 10
+
 // Build trains a zstd dictionary of at most size bytes from samples; id is
-// written into it, so frames compressed with it name it too.
-func Build(samples [][]byte, size int, id uint32) ([]byte, error) {
-	return kdict.BuildZstdDict(samples, kdict.Options{MaxDictSize: size, HashBytes: 6, ZstdDictID: id, ZstdLevel: zstd.SpeedBetterCompression})
+// written into it, so frames compressed with it name it too. A failure of
+// the builder itself (a panic) is an error, never a crash of the command.
+func Build(samples [][]byte, size int, id uint32) (content []byte, err error) {
+	heads := make([][]byte, len(samples))
+	for i, s := range samples {
+		heads[i] = s[:min(len(s), MaxSample)]
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			content, err = nil, fmt.Errorf("the dictionary builder failed: %v", r)
+		}
+	}()
+	return kdict.BuildZstdDict(heads, kdict.Options{MaxDictSize: size, HashBytes: 6, ZstdDictID: id, ZstdLevel: zstd.SpeedBetterCompression})
 }
 
 // IsZstdDict reports whether content is in zstd's dictionary format (as

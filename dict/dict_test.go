@@ -1,0 +1,45 @@
+package dict
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// TestBuildWithALargeSample: a sample of a few hundred KB (a large text
+// file among the objects of the file kind) made the builder panic; Build
+// learns from each sample's head and returns a dictionary that works.
+func TestBuildWithALargeSample(t *testing.T) {
+	var samples [][]byte
+	for i := range 40 {
+		samples = append(samples, fmt.Appendf(nil, "package x%d\n\nfunc F%d() int { return %d }\n%s", i, i, i, bytes.Repeat([]byte("// a comment line, the same in every file\n"), 50+i)))
+	}
+	big := make([]byte, 0, 430<<10)
+	for i := 0; len(big) < 420<<10; i++ {
+		big = fmt.Appendf(big, "line %d of a big text file, with words %d\n", i, i*7)
+	}
+	samples = append(samples, big)
+	content, err := Build(samples, 16<<10, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !IsZstdDict(content) || len(content) > 16<<10 {
+		t.Fatalf("a dictionary of %d bytes", len(content))
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderDict(content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderDicts(content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range samples {
+		got, err := dec.DecodeAll(enc.EncodeAll(s, nil), nil)
+		if err != nil || !bytes.Equal(got, s) {
+			t.Fatalf("round trip through the dictionary: %v", err)
+		}
+	}
+}

@@ -27,7 +27,7 @@ type McpAddCmd struct {
 	Env       []string      `help:"An environment variable for --command, K=V (repeatable)." placeholder:"K=V"`
 	Offline   bool          `help:"Save the server without connecting to it now."`
 	MaxTools  int           `name:"max-tools" help:"How many of its tools may be on at once." default:"16"`
-	Timeout   time.Duration `help:"How long discovery may take." default:"30s"`
+	Timeout   time.Duration `help:"How long discovery may take (default: config.toml's [mcp.discovery] timeout, else 30s)." placeholder:"D"`
 }
 
 // McpLsCmd is `rook mcp ls`.
@@ -41,7 +41,7 @@ type McpToolsCmd struct {
 // McpSyncCmd is `rook mcp sync`.
 type McpSyncCmd struct {
 	Name    string        `arg:"" help:"The server."`
-	Timeout time.Duration `help:"How long discovery may take." default:"30s"`
+	Timeout time.Duration `help:"How long discovery may take (default: config.toml's [mcp.discovery] timeout, else 30s)." placeholder:"D"`
 }
 
 // McpSetCmd is `rook mcp set`.
@@ -122,6 +122,13 @@ func clientOptions(r *agent.Rook, e *Env, timeout time.Duration) (mcpclient.Opti
 	return o, nil
 }
 
+// discoveryContext bounds a discovery by the timeouts it runs with (the
+// flag's, config.toml's, or the defaults), with room for the client to say
+// which one passed before the context does.
+func discoveryContext(co mcpclient.Options) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), co.Limits.ConnectTimeout+co.Limits.Timeout+5*time.Second)
+}
+
 // Run adds a server.
 func (c *McpAddCmd) Run(e *Env) error {
 	if c.URL == "" && c.Command == "" {
@@ -133,7 +140,7 @@ func (c *McpAddCmd) Run(e *Env) error {
 	if c.MaxTools < 1 || c.MaxTools > 1000 {
 		return usageErr("--max-tools %d: give 1 to 1000", c.MaxTools)
 	}
-	if c.Timeout <= 0 {
+	if c.Timeout < 0 {
 		return usageErr("--timeout must be positive")
 	}
 	if c.URL != "" && (len(c.Arg) > 0 || len(c.Env) > 0) {
@@ -155,12 +162,12 @@ func (c *McpAddCmd) Run(e *Env) error {
 	}
 	spec := mcpclient.Spec{Name: c.Name, URL: c.URL, Headers: headers, BearerEnv: c.BearerEnv, Command: c.Command, Args: c.Arg, Env: env}
 	return e.write(func(r *agent.Rook) error {
-		ctx, cancel := context.WithTimeout(context.Background(), c.Timeout+5*time.Second)
-		defer cancel()
 		co, err := clientOptions(r, e, c.Timeout)
 		if err != nil {
 			return err
 		}
+		ctx, cancel := discoveryContext(co)
+		defer cancel()
 		s, rep, err := r.MCPAdd(ctx, agent.MCPAddOptions{Spec: spec, MaxTools: c.MaxTools, Offline: c.Offline, Client: co})
 		if err != nil {
 			return err
@@ -382,12 +389,12 @@ func schemaSummary(raw json.RawMessage) string {
 // Run reads a server's tools again.
 func (c *McpSyncCmd) Run(e *Env) error {
 	return e.write(func(r *agent.Rook) error {
-		ctx, cancel := context.WithTimeout(context.Background(), c.Timeout+5*time.Second)
-		defer cancel()
 		co, err := clientOptions(r, e, c.Timeout)
 		if err != nil {
 			return err
 		}
+		ctx, cancel := discoveryContext(co)
+		defer cancel()
 		s, rep, err := r.MCPSync(ctx, c.Name, co)
 		if err != nil {
 			if s != nil {

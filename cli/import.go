@@ -177,7 +177,7 @@ func printImport(e *Env, out importJSON) {
 		}
 		fmt.Fprintf(w, "  %-9s %s  %s  %d line(s)", f.Status, sid, termText(f.Path), f.Lines)
 		if f.Parent != nil {
-			fmt.Fprintf(w, "  child of %s", f.Parent.Short())
+			fmt.Fprintf(w, "  child of %s", f.Parent)
 		}
 		fmt.Fprintln(w)
 		if f.Note != "" && f.Status != agent.ImportFailed { // a failure is in the problems below

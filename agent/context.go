@@ -60,6 +60,11 @@ type ContextReport struct {
 	UnseenBytes  int64
 	UnseenTokens int64
 
+	// RecordedWindow is the context window the transcript last recorded
+	// (a Codex token_count's model_context_window, before the last
+	// compaction if none came after it), or 0.
+	RecordedWindow int64
+
 	// Everything ever logged.
 	EverEvents  int64
 	EverBytes   int64
@@ -190,6 +195,9 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 		rep.Reported = nil
 	}
 	var reportedBody cas.Key
+	// The last line that recorded tokens, compaction or not: the window
+	// is the model's, and a compaction does not change it.
+	var lastTokensBody *cas.Key
 	from := uint64(0)
 	for {
 		evs, err := r.Log.Read(id, from, contextPage)
@@ -236,6 +244,10 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 			case ev.TokensIn > 0:
 				rep.Reported = &ReportedContext{Seq: ev.Seq, Tokens: ev.TokensIn + ev.TokensOut, Imported: b.imported}
 				reportedBody = ev.Body
+				if b.imported {
+					body := ev.Body
+					lastTokensBody = &body
+				}
 			case ev.TokensOut > 0 && b.imported && rep.Reported != nil && rep.Reported.Imported:
 				// A later line of the API message the count came from:
 				// Claude Code repeats a message's usage on each of its
@@ -287,9 +299,18 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 			rep.Kinds = append(rep.Kinds, byKind[k])
 		}
 	}
-	if rep.Reported != nil && rep.Reported.Imported && format == FormatCodex {
-		if body, err := r.Body(eventlog.Event{Body: reportedBody}); err == nil {
-			rep.Reported.Window = codexContextWindow(body)
+	if format == FormatCodex {
+		if rep.Reported != nil && rep.Reported.Imported {
+			if body, err := r.Body(eventlog.Event{Body: reportedBody}); err == nil {
+				rep.Reported.Window = codexContextWindow(body)
+				rep.RecordedWindow = rep.Reported.Window
+			}
+		}
+		if rep.RecordedWindow == 0 && lastTokensBody != nil {
+			// No count since the last compaction: the one before it.
+			if body, err := r.Body(eventlog.Event{Body: *lastTokensBody}); err == nil {
+				rep.RecordedWindow = codexContextWindow(body)
+			}
 		}
 	}
 	return rep, nil
@@ -394,10 +415,15 @@ func codexContextWindow(body []byte) int64 {
 				Info *struct {
 					Window int64 `json:"model_context_window"`
 				} `json:"info"`
+				Window int64 `json:"model_context_window"` // task_started
 			} `json:"payload"`
 		}
-		if json.Unmarshal(line, &l) == nil && l.Payload.Type == "token_count" && l.Payload.Info != nil && l.Payload.Info.Window > 0 {
+		switch {
+		case json.Unmarshal(line, &l) != nil:
+		case l.Payload.Type == "token_count" && l.Payload.Info != nil && l.Payload.Info.Window > 0:
 			window = l.Payload.Info.Window
+		case l.Payload.Type == "task_started" && l.Payload.Window > 0:
+			window = l.Payload.Window
 		}
 	}
 	return window

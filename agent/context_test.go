@@ -266,3 +266,27 @@ func TestContextImported(t *testing.T) {
 		}
 	}
 }
+
+// TestContextCodexWindowAfterACompaction: the window is the model's; a
+// compaction with no count after it yet keeps the one recorded before it.
+func TestContextCodexWindowAfterACompaction(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	lines := []string{
+		`{"timestamp":"2026-01-07T08:30:00.000Z","type":"session_meta","payload":{"id":"019b8a10-1111-7222-8333-944455566600","timestamp":"2026-01-07T08:30:00.000Z","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.80.0"}}`,
+		`{"timestamp":"2026-01-07T08:30:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"count the lines"}]}}`,
+		`{"timestamp":"2026-01-07T08:30:02.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":5000,"output_tokens":100,"total_tokens":5100},"last_token_usage":{"input_tokens":5000,"output_tokens":100,"total_tokens":5100},"model_context_window":400000}}}`,
+		`{"timestamp":"2026-01-07T08:30:03.000Z","type":"compacted","payload":{"message":"summary of the lines counted","replacement_history":[]}}`,
+		`{"timestamp":"2026-01-07T08:30:04.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"and the words"}]}}`,
+	}
+	writeSource(t, fsys, "/c/rollout-2026-01-07T08-30-00-019b8a10-1111-7222-8333-944455566600.jsonl", lines, "")
+	rep := mustImport(t, r, FormatCodex, "/c")
+	id := *rep.Files[0].Session
+	ctx, err := r.Context(id, DefaultContextWindow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Compactions != 1 || ctx.RecordedWindow != 400000 {
+		t.Fatalf("after a compaction: %d compaction(s), window %d, reported %+v", ctx.Compactions, ctx.RecordedWindow, ctx.Reported)
+	}
+}

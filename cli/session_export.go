@@ -75,9 +75,9 @@ func (c *ContextCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	if p := rep.Reported; c.Window == nil && p != nil && p.Window > 0 {
+	if c.Window == nil && rep.RecordedWindow > 0 {
 		// The model's own window, as its transcript recorded it.
-		rep.SetWindow(p.Window)
+		rep.SetWindow(rep.RecordedWindow)
 		from = "transcript"
 	}
 	share := func(n int64) float64 {

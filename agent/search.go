@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math/bits"
 	"sort"
 	"strings"
@@ -73,10 +74,11 @@ type SearchOptions struct {
 	MaxBytes   int64        // 0: SearchMaxBytes
 }
 
-// SearchHit is a body that matched, shown as the newest event naming it.
-// A fork or rewind shares its parent's events, and an agent says the same
-// thing more than once: each body is one hit, which counts the other
-// events naming it instead of being repeated for each.
+// SearchHit is a text that matched, shown as the newest event that has it.
+// A fork or rewind shares its parent's events (a Codex fork copies its
+// parent's lines), and an agent says the same thing more than once: each
+// text is one hit, which counts the other events that have it instead of
+// being repeated for each.
 type SearchHit struct {
 	Session eventlog.ID
 	Title   string
@@ -87,7 +89,7 @@ type SearchHit struct {
 	Snippet string
 	Score   int
 	Object  cas.Key
-	// Also: the other events naming the same body; AlsoSessions: the
+	// Also: the other events with the same text; AlsoSessions: the
 	// sessions they are in but this one.
 	Also, AlsoSessions int
 }
@@ -98,6 +100,7 @@ type SearchResult struct {
 	Hits           []SearchHit // best first, at most the limit
 	TotalHits      int         // events that matched, before the limit (Hits groups them by body)
 	ObjectsMatched int         // distinct bodies that matched
+	Texts          int         // distinct texts that matched: the hits before the limit
 	ObjectsScanned int         // distinct bodies read
 	BytesScanned   int64
 	// Truncated: the budget (objects or bytes) ended the scan before every
@@ -122,6 +125,7 @@ type searchScore struct {
 	score   int
 	snippet string
 	bad     bool
+	text    uint64 // a hash of the text scored: bodies of the same text are one hit
 }
 
 // Search ranks the events whose bodies match the query, across every
@@ -163,7 +167,11 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 		lowered[i] = []byte(t)
 	}
 	scanned := map[cas.Key]searchScore{}
-	hits := map[cas.Key]*searchGroup{} // a hit per matching body
+	// A hit per matching text: a fork's copy of its parent's event names
+	// the same body; a Codex fork's copy of its parent's lines, or a
+	// line every turn repeats, is another body of the same text.
+	hits := map[uint64]*searchGroup{}
+	seed := maphash.MakeSeed()
 	for _, id := range ids {
 		if res.Truncated {
 			break
@@ -208,6 +216,7 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 					sc.score, sc.snippet = scoreBody(b, lowered)
 					if sc.score > 0 {
 						res.ObjectsMatched++
+						sc.text = maphash.Bytes(seed, b)
 					}
 				case errors.As(err, &nf), errors.As(err, &ce):
 					sc.bad = true
@@ -220,10 +229,10 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 			if sc.score <= 0 {
 				continue
 			}
-			g := hits[obj]
+			g := hits[sc.text]
 			if g == nil {
 				g = &searchGroup{sessions: map[eventlog.ID]bool{}}
-				hits[obj] = g
+				hits[sc.text] = g
 			}
 			g.sessions[id] = true
 			for _, ref := range refs[obj] {
@@ -243,6 +252,7 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 		g.hit.Also, g.hit.AlsoSessions = g.events-1, len(g.sessions)-1
 		res.Hits = append(res.Hits, g.hit)
 	}
+	res.Texts = len(res.Hits)
 	sortHits(res.Hits)
 	if len(res.Hits) > opts.Limit {
 		res.Hits = res.Hits[:opts.Limit]

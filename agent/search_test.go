@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 func TestSearchTerms(t *testing.T) {
@@ -233,5 +234,32 @@ func TestSearchGroupsAForksCopies(t *testing.T) {
 	}
 	if len(res.Hits) != 1 || res.Hits[0].Seq != 2 || res.Hits[0].Also != 1 || res.Hits[0].AlsoSessions != 0 {
 		t.Fatalf("in the fork alone: %+v", res.Hits)
+	}
+}
+
+// TestSearchGroupsTheSameTextInOtherBodies: a Codex fork copies its
+// parent's lines into its own rollout, so the same line is another body
+// (it begins at another offset): the same text, one hit.
+func TestSearchGroupsTheSameTextInOtherBodies(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	prompt := `{"timestamp":"2026-01-07T08:30:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"where is the haystack needle"}]}}`
+	meta := func(id, extra string) string {
+		return `{"timestamp":"2026-01-07T08:30:00.000Z","type":"session_meta","payload":{"id":"` + id + `","timestamp":"2026-01-07T08:30:00.000Z","cwd":"/w"` + extra + `}}`
+	}
+	parent := "019b8a10-1111-7222-8333-944455566601"
+	fork := "019b8a10-1111-7222-8333-944455566602"
+	writeSource(t, fsys, "/c/rollout-2026-01-07T08-30-00-"+parent+".jsonl", []string{meta(parent, ""), prompt}, "")
+	writeSource(t, fsys, "/c/rollout-2026-01-07T08-31-00-"+fork+".jsonl", []string{meta(fork, `,"forked_from_id":"`+parent+`"`), prompt}, "")
+	mustImport(t, r, FormatCodex, "/c")
+	res, err := r.Search("haystack needle", SearchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ObjectsMatched != 2 || res.TotalHits != 2 || res.Texts != 1 || len(res.Hits) != 1 {
+		t.Fatalf("%d objects, %d events, %d texts, hits %+v", res.ObjectsMatched, res.TotalHits, res.Texts, res.Hits)
+	}
+	if h := res.Hits[0]; h.Also != 1 || h.AlsoSessions != 1 {
+		t.Fatalf("the hit %+v: want also 1, in 1 other session", h)
 	}
 }

@@ -329,7 +329,7 @@ func (c *SearchCmd) Run(e *Env) error {
 		}
 		return e.printJSON(map[string]any{
 			"terms": res.Terms, "hits": hits, "total_hits": res.TotalHits, "objects_scanned": res.ObjectsScanned,
-			"objects_matched": res.ObjectsMatched, "truncated": res.Truncated, "unreadable": res.Unreadable,
+			"objects_matched": res.ObjectsMatched, "texts_matched": res.Texts, "truncated": res.Truncated, "unreadable": res.Unreadable,
 		})
 	}
 	w := e.Stdout
@@ -352,8 +352,8 @@ func (c *SearchCmd) Run(e *Env) error {
 		return nil
 	}
 	more := ""
-	if res.ObjectsMatched > len(res.Hits) {
-		more = fmt.Sprintf(", showing the best %d (--limit)", len(res.Hits))
+	if res.Texts > len(res.Hits) {
+		more = fmt.Sprintf(", showing the best %d of %d (--limit)", len(res.Hits), res.Texts)
 	}
 	fmt.Fprintf(w, "%d hit(s) across %d object(s) (%d scanned)%s\n", res.TotalHits, res.ObjectsMatched, res.ObjectsScanned, more)
 	return nil

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -341,23 +342,48 @@ func textOfImported(body []byte) []byte {
 	for len(body) > 0 {
 		var line []byte
 		line, body, _ = bytes.Cut(body, []byte("\n"))
-		strs, ok := stringValues(line, len(`"x"`))
-		if !ok {
+		var ok bool
+		if out, ok = appendStringValues(out, line, 0); !ok {
 			out = append(append(out, line...), '\n')
-			continue
-		}
-		for i := range strs {
-			s := &strs[i]
-			if notText(s) {
-				continue
-			}
-			var ok bool
-			if out, ok = appendDecodedString(out, line[s.Start+1:s.End-1]); ok {
-				out = append(out, '\n')
-			}
 		}
 	}
 	return out
+}
+
+// maxNestedText bounds how deep textOfImported reads JSON in strings.
+const maxNestedText = 2
+
+// appendStringValues appends the text of a JSON line's string values, one
+// a line; false when the line is not JSON. A string that is JSON itself (a
+// Codex tool call's arguments, a tool's output with its metadata) is read
+// the same way, so search sees `rg -n login src/`, not
+// {"command":["bash","-lc","rg -n login src/"]}.
+func appendStringValues(out, line []byte, depth int) ([]byte, bool) {
+	strs, ok := stringValues(line, len(`"x"`))
+	if !ok {
+		return out, false
+	}
+	for i := range strs {
+		s := &strs[i]
+		if notText(s) {
+			continue
+		}
+		start := len(out)
+		var ok bool
+		if out, ok = appendDecodedString(out, line[s.Start+1:s.End-1]); !ok {
+			continue
+		}
+		if text := out[start:]; depth < maxNestedText && len(text) > 1 && (text[0] == '{' || text[0] == '[') && json.Valid(text) {
+			nested := bytes.Clone(text)
+			if more, ok := appendStringValues(out[:start], nested, depth+1); ok {
+				out = more
+				continue
+			}
+			out = append(out[:start], nested...)
+		}
+		out = append(out, '\n')
+	}
+	return out, true
 }
 
 // notText says whether search leaves out a string value of an imported

@@ -263,3 +263,24 @@ func TestSearchGroupsTheSameTextInOtherBodies(t *testing.T) {
 		t.Fatalf("the hit %+v: want also 1, in 1 other session", h)
 	}
 }
+
+// TestTextOfImportedReadsJSONInStrings: a Codex call's arguments and a
+// tool's output with its metadata are JSON in a string: search reads their
+// string values too, not their JSON.
+func TestTextOfImportedReadsJSONInStrings(t *testing.T) {
+	call := `{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"bash\",\"-lc\",\"rg -n login src/\"],\"workdir\":\"/w\"}","call_id":"c1"}}`
+	out := `{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"{\"output\":\"src/login.ts:12: export function login\\n\",\"metadata\":{\"exit_code\":0}}"}}`
+	got := string(textOfImported([]byte(call + "\n" + out + "\n")))
+	for _, want := range []string{"\nrg -n login src/\n", "\nsrc/login.ts:12: export function login\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("text %q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, `{"command"`) || strings.Contains(got, `"metadata"`) {
+		t.Errorf("text %q has JSON in it", got)
+	}
+	// A string that only looks like JSON stays as it is.
+	if got := string(textOfImported([]byte(`{"type":"user","message":{"content":"[not json] {either"}}` + "\n"))); !strings.Contains(got, "[not json] {either\n") {
+		t.Errorf("text %q", got)
+	}
+}

@@ -445,6 +445,9 @@ func scoreBody(b []byte, terms [][]byte) (int, string) {
 			}
 			found |= 1 << (i % 64)
 			score += 4 + min(n, 3)
+			if wholeWord(low, t) {
+				score += 3 // "mix test" over mix_audit and attestation
+			}
 			if i := bytes.Index(low, t); at < 0 || i < at {
 				at = i
 			}
@@ -467,6 +470,32 @@ func scoreBody(b []byte, terms [][]byte) (int, string) {
 		return 0, ""
 	}
 	return best + min(total-best, best/2) + 2*bits.OnesCount64(found), searchSnippet(bestLine, bestAt)
+}
+
+// wholeWord says whether t occurs in line as a word of its own: not inside
+// a longer word (letters, digits, '_'), at the ends where t itself starts
+// or ends with a word character ("-v" needs none on its left).
+func wholeWord(line, t []byte) bool {
+	for off := 0; off < len(line); {
+		i := bytes.Index(line[off:], t)
+		if i < 0 {
+			return false
+		}
+		i += off
+		j := i + len(t)
+		left := i == 0 || !isWordByte(line[i-1]) || !isWordByte(t[0])
+		right := j == len(line) || !isWordByte(line[j]) || !isWordByte(t[len(t)-1])
+		if left && right {
+			return true
+		}
+		off = i + 1
+	}
+	return false
+}
+
+// isWordByte: a letter, digit or '_', or a byte of a non-ASCII character.
+func isWordByte(c byte) bool {
+	return c >= utf8.RuneSelf || c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // appendLower appends s lower-cased to dst: ASCII in place, anything else

@@ -30,10 +30,11 @@ func TestSearchTerms(t *testing.T) {
 
 func TestScoreBody(t *testing.T) {
 	terms := [][]byte{[]byte("flaky"), []byte("test")}
-	// Line 1: flaky (4+1) test (4+1) all (+4×2) = 18. Line 2: test x5
-	// (4+3) = 7, at most half of 18 again. Both terms found: +2×2.
+	// Line 1: flaky (4+1, a word +3) test (4+1+3) all (+4×2) = 24. Line
+	// 2: test x5 (4+3+3) = 10, at most half of 24 again. Both terms
+	// found: +2×2.
 	score, snip := scoreBody([]byte("A Flaky test\ntest test test test test\nnothing"), terms)
-	if score != 29 || snip != "A Flaky test" {
+	if score != 38 || snip != "A Flaky test" {
 		t.Fatalf("score %d snippet %q", score, snip)
 	}
 	if score, _ := scoreBody([]byte("no match here"), terms); score != 0 {
@@ -71,6 +72,33 @@ func TestScoreBodyPrefersEveryTermOnALine(t *testing.T) {
 	}
 }
 
+// TestScoreBodyPrefersWholeWords: "mix test" ranks the command above
+// mix_audit and an attestation, which hold the terms inside other words.
+func TestScoreBodyPrefersWholeWords(t *testing.T) {
+	terms := [][]byte{[]byte("mix"), []byte("test")}
+	words, _ := scoreBody([]byte("ran mix test --seed 0"), terms)
+	inside, _ := scoreBody([]byte("mix_audit attestation"), terms)
+	if words <= inside {
+		t.Fatalf("whole words scored %d, inside other words %d", words, inside)
+	}
+	for _, c := range []struct {
+		line, term string
+		want       bool
+	}{
+		{"mix test", "test", true},
+		{"attestation", "test", false},
+		{"store_test.go", "test", false},
+		{"test_store and test", "test", true},
+		{"ls -v here", "-v", true},
+		{"/home/dev/rook/x", "/home/dev/rook", true},
+		{"日本test", "test", false},
+	} {
+		if got := wholeWord([]byte(c.line), []byte(c.term)); got != c.want {
+			t.Errorf("wholeWord(%q, %q) = %v", c.line, c.term, got)
+		}
+	}
+}
+
 // TestScoreBodyCountsEveryTermFound: a body with every term, each on a
 // line of its own, outranks one that says one term again and again.
 func TestScoreBodyCountsEveryTermFound(t *testing.T) {
@@ -88,9 +116,9 @@ func TestSearchRanksAcrossSessions(t *testing.T) {
 	b := viewsSession(t, r, "second")
 	shared := []byte("the flaky test again")
 	viewsAppend(t, r, clk, a,
-		Entry{Kind: eventlog.KindUser, Body: []byte("please fix the flaky test")},            // 18 + 4
-		Entry{Kind: eventlog.KindAssistant, Body: []byte("done: flaky test fixed\ntest ok")}, // 18 + 5 + 4
-		Entry{Kind: eventlog.KindUser, Body: shared},                                         // 18 + 4
+		Entry{Kind: eventlog.KindUser, Body: []byte("please fix the flaky test")},            // 24 + 4
+		Entry{Kind: eventlog.KindAssistant, Body: []byte("done: flaky test fixed\ntest ok")}, // 24 + 8 + 4
+		Entry{Kind: eventlog.KindUser, Body: shared},                                         // 24 + 4
 		Entry{Kind: eventlog.KindCheckpoint, Body: []byte("flaky test flaky test")},          // not searched
 		Entry{Kind: eventlog.KindNote, Body: []byte("unrelated")},
 	)
@@ -113,7 +141,7 @@ func TestSearchRanksAcrossSessions(t *testing.T) {
 	}
 	// The shared body is one hit, shown as its newest event (b's), which
 	// counts the other (a's #2).
-	want := []hit{{a, 1, 27}, {b, 0, 22}, {a, 0, 22}, {b, 1, 7}}
+	want := []hit{{a, 1, 36}, {b, 0, 28}, {a, 0, 28}, {b, 1, 10}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("hits %+v\nwant %+v", got, want)
 	}

@@ -36,13 +36,13 @@ type CLI struct {
 
 	Init       InitCmd       `cmd:"" help:"Create the store (an existing one is left as it is)."`
 	Doctor     DoctorCmd     `cmd:"" help:"Say where the store is and whether it is healthy and private."`
-	Store      StoreCmd      `cmd:"" help:"Content-addressed objects: put, cat, ls, stat, verify, reindex."`
+	Store      StoreCmd      `cmd:"" help:"Content-addressed objects: put, cat, ls, stat, verify, reindex; train, gc, repack, prune, maintain."`
 	Session    SessionCmd    `cmd:"" help:"Sessions: event logs you can page, search, quote, export and fork."`
 	Search     SearchCmd     `cmd:"" help:"Search every transcript."`
 	Checkpoint CheckpointCmd `cmd:"" help:"Named captures of the workspace: create, ls, restore."`
 	Import     ImportCmd     `cmd:"" help:"Import Claude Code or Codex transcripts, losslessly and incrementally."`
 	Export     ExportCmd     `cmd:"" help:"Write an imported session's source file back, byte for byte."`
-	Mcp        McpCmd        `cmd:"" name:"mcp" help:"MCP: the inbox server AI clients save notes through, and its setup."`
+	Mcp        McpCmd        `cmd:"" name:"mcp" help:"MCP: the inbox server AI clients save notes through (serve, install, uninstall), and the servers rook calls (add, ls, tools, sync, set, limit, call, rm)."`
 	Inbox      InboxCmd      `cmd:"" help:"Notes AI clients saved through MCP: ls, show, activity, pause, resume, status."`
 }
 

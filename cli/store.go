@@ -31,7 +31,7 @@ type StoreCmd struct {
 
 // PutCmd is `rook store put`.
 type PutCmd struct {
-	Kind string `help:"Object kind: message, tool-result, file, skill, memory, snapshot, docs, note, other." default:"other"`
+	Kind string `help:"Object kind: message, tool-result, file, skill, memory, snapshot, docs, note, source, other." default:"other"`
 	File string `arg:"" optional:"" help:"File to store; - or nothing reads stdin." default:"-"`
 }
 

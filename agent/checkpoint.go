@@ -84,7 +84,7 @@ func (r *Rook) readRef(name string) ([]refLine, error) {
 // name. The snapshot and its files are synced before the ref is written.
 func (r *Rook) CreateCheckpoint(name, root, sub string, limits Limits) (CheckpointRef, *Manifest, error) {
 	if !checkpointName.MatchString(name) {
-		return CheckpointRef{}, nil, fmt.Errorf("checkpoint name %q: use letters, digits, '.', '_' and '-' (up to 100, starting with a letter or digit)", name)
+		return CheckpointRef{}, nil, badArgument("checkpoint name %q: use letters, digits, '.', '_' and '-' (up to 100, starting with a letter or digit)", name)
 	}
 	m, err := r.CaptureTree(root, sub, name, limits)
 	if err != nil {

@@ -193,7 +193,7 @@ type MCPAddOptions struct {
 func (r *Rook) MCPAdd(ctx context.Context, o MCPAddOptions) (*MCPServer, SyncReport, error) {
 	name := o.Spec.Name
 	if !serverName.MatchString(name) {
-		return nil, SyncReport{}, fmt.Errorf("server name %q: use 1 to 63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+		return nil, SyncReport{}, badArgument("server name %q: use 1 to 63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", name)
 	}
 	if (o.Spec.URL == "") == (o.Spec.Command == "") {
 		return nil, SyncReport{}, errors.New("give the server's --url (streamable HTTP) or its --command (stdio), not both")
@@ -208,7 +208,7 @@ func (r *Rook) MCPAdd(ctx context.Context, o MCPAddOptions) (*MCPServer, SyncRep
 		s.MaxTools = DefaultMaxTools
 	}
 	if s.MaxTools < 1 || s.MaxTools > maxToolsLimit {
-		return nil, SyncReport{}, fmt.Errorf("a limit of %d tools: give 1 to %d", s.MaxTools, maxToolsLimit)
+		return nil, SyncReport{}, badArgument("a limit of %d tools: give 1 to %d", s.MaxTools, maxToolsLimit)
 	}
 	rep := newSyncReport()
 	if !o.Offline {
@@ -326,7 +326,7 @@ func (r *Rook) MCPSet(name, tool string, set MCPToolSettings) (*MCPServer, error
 // below the tools now on is refused (switch some off first).
 func (r *Rook) MCPLimit(name string, n int) (*MCPServer, error) {
 	if n < 1 || n > maxToolsLimit {
-		return nil, fmt.Errorf("a limit of %d tools: give 1 to %d", n, maxToolsLimit)
+		return nil, badArgument("a limit of %d tools: give 1 to %d", n, maxToolsLimit)
 	}
 	id, s, err := r.mcpSession(name)
 	if err != nil {

@@ -29,6 +29,17 @@ type Options struct {
 	BarrierEvery int
 }
 
+// BadArgumentError: a value the caller gave is not one the command takes
+// (a name, a limit): the CLI's usage error, exit 2, as a flag of the wrong
+// shape is.
+type BadArgumentError struct{ msg string }
+
+func (e *BadArgumentError) Error() string { return e.msg }
+
+func badArgument(format string, a ...any) error {
+	return &BadArgumentError{msg: fmt.Sprintf(format, a...)}
+}
+
 // Rook is an open store with its sessions.
 type Rook struct {
 	Store *cas.Store

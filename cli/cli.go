@@ -127,9 +127,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	}
 	code, msg := ExitFailure, ""
 	var ee *exitError
-	if errors.As(err, &ee) {
+	var bad *agent.BadArgumentError
+	switch {
+	case errors.As(err, &ee):
 		code, msg = ee.code, ee.msg
-	} else {
+	case errors.As(err, &bad):
+		code, msg = ExitUsage, err.Error()
+	default:
 		msg = explain(err, env.Home)
 	}
 	// Paths and titles in a message come from file names and transcripts.

@@ -129,12 +129,21 @@ func (c ContextReport) percent(tokens int64) float64 {
 
 // OverThreshold reports whether the conversation is past the point where
 // an agent compacts it: by the model's own count when the transcript
-// recorded one (ThresholdByReported), else by the estimate.
-func (c ContextReport) OverThreshold() bool {
-	if c.ThresholdByReported() {
-		return int64(c.Reported.Tokens) > c.Threshold
+// recorded one (ThresholdByReported); by the larger of that count and the
+// estimate when events were appended in rook after it (the count leaves
+// them out, the estimate may fall short of the model's count); else by the
+// estimate.
+func (c ContextReport) OverThreshold() bool { return c.ThresholdTokens() > c.Threshold }
+
+// ThresholdTokens is the figure OverThreshold judges by.
+func (c ContextReport) ThresholdTokens() int64 {
+	switch p := c.Reported; {
+	case c.ThresholdByReported():
+		return int64(p.Tokens)
+	case p != nil && p.Imported && p.After:
+		return max(int64(p.Tokens), c.InContextTokens)
 	}
-	return c.InContextTokens > c.Threshold
+	return c.InContextTokens
 }
 
 // ThresholdByReported says whether OverThreshold judges by Reported: the
@@ -415,15 +424,10 @@ func codexContextWindow(body []byte) int64 {
 				Info *struct {
 					Window int64 `json:"model_context_window"`
 				} `json:"info"`
-				Window int64 `json:"model_context_window"` // task_started
 			} `json:"payload"`
 		}
-		switch {
-		case json.Unmarshal(line, &l) != nil:
-		case l.Payload.Type == "token_count" && l.Payload.Info != nil && l.Payload.Info.Window > 0:
+		if json.Unmarshal(line, &l) == nil && l.Payload.Type == "token_count" && l.Payload.Info != nil && l.Payload.Info.Window > 0 {
 			window = l.Payload.Info.Window
-		case l.Payload.Type == "task_started" && l.Payload.Window > 0:
-			window = l.Payload.Window
 		}
 	}
 	return window

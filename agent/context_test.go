@@ -264,6 +264,9 @@ func TestContextImported(t *testing.T) {
 		if got.Reported == nil || !got.Reported.After || got.ThresholdByReported() {
 			t.Fatalf("fork at %d, continued: reported %+v", at, got.Reported)
 		}
+		if want := max(int64(got.Reported.Tokens), got.InContextTokens); got.ThresholdTokens() != want {
+			t.Fatalf("fork at %d, continued: judged by %d, want the larger figure %d", at, got.ThresholdTokens(), want)
+		}
 	}
 }
 

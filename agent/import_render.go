@@ -148,9 +148,12 @@ type renderedLine struct {
 	ToolUseResult json.RawMessage `json:"toolUseResult"`
 }
 
-// subagentCost renders what a Task result says its subagent cost, if it
-// says so, as a line: "[subagent] 49100 tokens (in 6, cache read 41000,
-// cache written 4800, out 3473), 25 tool uses, 57.7 s".
+// subagentCost renders, as a line, what a Task result says of its
+// subagent's run: its tool uses and time, and the usage of its last API
+// message, whose total (totalTokens) is the subagent's context at its end:
+// "[subagent] 25 tool uses, 57.7 s; last message: 49100 tokens (in 6,
+// cache read 40725, cache written 4896, out 3473)". The subagent's own
+// file records each message's first streamed chunk only.
 func subagentCost(out *bytes.Buffer, raw json.RawMessage) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return
@@ -169,15 +172,18 @@ func subagentCost(out *bytes.Buffer, raw json.RawMessage) {
 	if json.Unmarshal(raw, &r) != nil || r.Tokens == nil {
 		return
 	}
-	fmt.Fprintf(out, "[subagent] %d tokens", *r.Tokens)
-	if u := r.Usage; u != nil {
-		fmt.Fprintf(out, " (in %d, cache read %d, cache written %d, out %d)", u.In, u.CacheRead, u.CacheWrite, u.Out)
-	}
+	out.WriteString("[subagent]")
+	sep := " "
 	if r.Tools != nil {
-		fmt.Fprintf(out, ", %d tool uses", *r.Tools)
+		fmt.Fprintf(out, " %d tool uses", *r.Tools)
+		sep = ", "
 	}
 	if r.Duration != nil {
-		fmt.Fprintf(out, ", %.1f s", float64(*r.Duration)/1000)
+		fmt.Fprintf(out, "%s%.1f s", sep, float64(*r.Duration)/1000)
+	}
+	fmt.Fprintf(out, "; last message: %d tokens", *r.Tokens)
+	if u := r.Usage; u != nil {
+		fmt.Fprintf(out, " (in %d, cache read %d, cache written %d, out %d)", u.In, u.CacheRead, u.CacheWrite, u.Out)
 	}
 	out.WriteByte('\n')
 }

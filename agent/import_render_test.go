@@ -135,9 +135,10 @@ func TestRenderImported(t *testing.T) {
 		"[user_message]\nFix it\n", // a message's blank lines before its text left out
 		// a terminal's styles left out, any other sequence made harmless
 		"[system local_command]\n<local-command-stdout>Set model to Opus \uFFFD[2J\uFFFD[</local-command-stdout>\n",
-		// a Task result says what its subagent cost, first (its own file's
-		// usage is each message's first streamed chunk)
-		"[subagent] 49100 tokens (in 6, cache read 40725, cache written 4896, out 3473), 25 tool uses, 57.7 s\n[tool_result]\nfound it\n",
+		// a Task result says first what its subagent's run took, and its
+		// last message's usage (its own file's usage is each message's
+		// first streamed chunk)
+		"[subagent] 25 tool uses, 57.7 s; last message: 49100 tokens (in 6, cache read 40725, cache written 4896, out 3473)\n[tool_result]\nfound it\n",
 	}
 	for i, line := range renderSeeds {
 		if got := string(RenderImported([]byte(line + "\n"))); got != want[i] {

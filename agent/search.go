@@ -343,22 +343,22 @@ func textOfImported(body []byte) []byte {
 		var line []byte
 		line, body, _ = bytes.Cut(body, []byte("\n"))
 		var ok bool
-		if out, ok = appendStringValues(out, line, 0); !ok {
+		if out, ok = appendStringValues(out, line, false); !ok {
 			out = append(append(out, line...), '\n')
 		}
 	}
 	return out
 }
 
-// maxNestedText bounds how deep textOfImported reads JSON in strings.
-const maxNestedText = 2
-
 // appendStringValues appends the text of a JSON line's string values, one
-// a line; false when the line is not JSON. A string that is JSON itself (a
-// Codex tool call's arguments, a tool's output with its metadata) is read
-// the same way, so search sees `rg -n login src/`, not
-// {"command":["bash","-lc","rg -n login src/"]}.
-func appendStringValues(out, line []byte, depth int) ([]byte, bool) {
+// a line; false when the line is not JSON. Codex writes a call's arguments
+// and a tool's output with its metadata as JSON inside a string
+// (payload.arguments, payload.output): those are read the same way, once,
+// so search sees `rg -n login src/`, not
+// {"command":["bash","-lc","rg -n login src/"]}. Any other string is text
+// as it is, JSON or not (a settings file's content: its keys and numbers
+// are words to find too).
+func appendStringValues(out, line []byte, nested bool) ([]byte, bool) {
 	strs, ok := stringValues(line, len(`"x"`))
 	if !ok {
 		return out, false
@@ -373,17 +373,27 @@ func appendStringValues(out, line []byte, depth int) ([]byte, bool) {
 		if out, ok = appendDecodedString(out, line[s.Start+1:s.End-1]); !ok {
 			continue
 		}
-		if text := out[start:]; depth < maxNestedText && len(text) > 1 && (text[0] == '{' || text[0] == '[') && json.Valid(text) {
-			nested := bytes.Clone(text)
-			if more, ok := appendStringValues(out[:start], nested, depth+1); ok {
+		if text := out[start:]; !nested && codexJSONString(s) && len(text) <= maxCodexJSONString && len(text) > 1 && text[0] == '{' && json.Valid(text) {
+			inner := bytes.Clone(text)
+			if more, ok := appendStringValues(out[:start], inner, true); ok {
 				out = more
 				continue
 			}
-			out = append(out[:start], nested...)
+			out = append(out[:start], inner...)
 		}
 		out = append(out, '\n')
 	}
 	return out, true
+}
+
+// maxCodexJSONString bounds the JSON-in-a-string search reads as values:
+// a larger one is searched as it is written.
+const maxCodexJSONString = 1 << 20
+
+// codexJSONString says whether s is one of the strings Codex writes JSON
+// into: a function call's arguments, a tool's output.
+func codexJSONString(s *jsonString) bool {
+	return (s.Key == "arguments" || s.Key == "output") && len(s.Parents) == 2 && s.Parents[1] == "payload"
 }
 
 // notText says whether search leaves out a string value of an imported
@@ -483,8 +493,8 @@ func wholeWord(line, t []byte) bool {
 		}
 		i += off
 		j := i + len(t)
-		left := i == 0 || !isWordByte(line[i-1]) || !isWordByte(t[0])
-		right := j == len(line) || !isWordByte(line[j]) || !isWordByte(t[len(t)-1])
+		left := i == 0 || !wordBefore(line[:i]) || !wordAfter(t)
+		right := j == len(line) || !wordAfter(line[j:]) || !wordBefore(t)
 		if left && right {
 			return true
 		}
@@ -493,9 +503,21 @@ func wholeWord(line, t []byte) bool {
 	return false
 }
 
-// isWordByte: a letter, digit or '_', or a byte of a non-ASCII character.
-func isWordByte(c byte) bool {
-	return c >= utf8.RuneSelf || c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+// wordBefore says whether b ends in a word character: a letter, a digit
+// or '_' ("12→func": the arrow is not one, "日本test": 本 is).
+func wordBefore(b []byte) bool {
+	r, _ := utf8.DecodeLastRune(b)
+	return isWordRune(r)
+}
+
+// wordAfter says whether b starts with a word character.
+func wordAfter(b []byte) bool {
+	r, _ := utf8.DecodeRune(b)
+	return isWordRune(r)
+}
+
+func isWordRune(r rune) bool {
+	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 // appendLower appends s lower-cased to dst: ASCII in place, anything else

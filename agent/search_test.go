@@ -92,6 +92,11 @@ func TestScoreBodyPrefersWholeWords(t *testing.T) {
 		{"ls -v here", "-v", true},
 		{"/home/dev/rook/x", "/home/dev/rook", true},
 		{"日本test", "test", false},
+		{"    12→func main()", "func", true},
+		{"“test”", "test", true},
+		{"a\u00a0test", "test", true},
+		{"日本語 日本", "日本", true},
+		{"日本語", "日本", false},
 	} {
 		if got := wholeWord([]byte(c.line), []byte(c.term)); got != c.want {
 			t.Errorf("wholeWord(%q, %q) = %v", c.line, c.term, got)
@@ -307,8 +312,14 @@ func TestTextOfImportedReadsJSONInStrings(t *testing.T) {
 	if strings.Contains(got, `{"command"`) || strings.Contains(got, `"metadata"`) {
 		t.Errorf("text %q has JSON in it", got)
 	}
-	// A string that only looks like JSON stays as it is.
+	// A string that only looks like JSON stays as it is; so does JSON in
+	// any other string (a settings file a tool read: its keys and numbers
+	// are words to find too).
 	if got := string(textOfImported([]byte(`{"type":"user","message":{"content":"[not json] {either"}}` + "\n"))); !strings.Contains(got, "[not json] {either\n") {
 		t.Errorf("text %q", got)
+	}
+	file := `{"type":"user","toolUseResult":{"originalFile":"{\"name\":\"app\",\"version\":\"4.17.21\",\"port\":8080}"}}`
+	if got := string(textOfImported([]byte(file + "\n"))); !strings.Contains(got, `{"name":"app","version":"4.17.21","port":8080}`) {
+		t.Errorf("a file's JSON content: %q", got)
 	}
 }

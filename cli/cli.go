@@ -101,10 +101,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	ctx, err := parser.Parse(args)
 	if err != nil {
 		// kong stops at the first bad word, so --json may not be parsed yet.
+		msg := termLines(err.Error()) // it may quote the word given
 		if jsonAsked(args) {
-			return failJSON(stderr, ExitUsage, err.Error()+": run `rook --help` for usage")
+			return failJSON(stderr, ExitUsage, msg+": run `rook --help` for usage")
 		}
-		fmt.Fprintf(stderr, "rook: %v\n", err)
+		fmt.Fprintf(stderr, "rook: %s\n", msg)
 		fmt.Fprintln(stderr, "run `rook --help` for usage")
 		return ExitUsage
 	}
@@ -161,21 +162,22 @@ func failJSON(stderr io.Writer, code int, msg string) int {
 	return code
 }
 
-// jsonAsked reports whether --json is among the words before a "--".
+// jsonAsked reports whether --json is among the words before a "--" (the
+// last of them, as kong takes it).
 func jsonAsked(args []string) bool {
+	asked := false
 	for _, a := range args {
 		if a == "--" {
-			return false
+			break
 		}
 		if a == "--json" {
-			return true
-		}
-		if v, ok := strings.CutPrefix(a, "--json="); ok {
+			asked = true
+		} else if v, ok := strings.CutPrefix(a, "--json="); ok {
 			b, err := strconv.ParseBool(v)
-			return err == nil && b
+			asked = err == nil && b
 		}
 	}
-	return false
+	return asked
 }
 
 func commandWords(ctx *kong.Context) []string {

@@ -141,7 +141,7 @@ func (c *McpAddCmd) Run(e *Env) error {
 		return usageErr("--max-tools %d: give 1 to 1000", c.MaxTools)
 	}
 	if c.Timeout < 0 {
-		return usageErr("--timeout must be positive")
+		return usageErr("--timeout must not be negative (none or 0: config.toml's [mcp.discovery] timeout, else 30s)")
 	}
 	if c.URL != "" && (len(c.Arg) > 0 || len(c.Env) > 0) {
 		return usageErr("--arg and --env go with --command, not --url")

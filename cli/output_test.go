@@ -33,12 +33,14 @@ func TestTermLinesKeepsLines(t *testing.T) {
 
 func TestJSONAsked(t *testing.T) {
 	for args, want := range map[string]bool{
-		"--json frob":       true,
-		"frob --json=1":     true,
-		"--json=true x":     true,
-		"--json=false frob": false,
-		"frob -- --json":    false,
-		"frob":              false,
+		"--json frob":           true,
+		"frob --json=1":         true,
+		"--json=true x":         true,
+		"--json=false frob":     false,
+		"frob -- --json":        false,
+		"--json=false --json x": true,
+		"--json --json=0 x":     false,
+		"frob":                  false,
 	} {
 		if got := jsonAsked(strings.Fields(args)); got != want {
 			t.Errorf("jsonAsked(%s) = %v", args, got)

@@ -409,6 +409,7 @@ func (c *SessionRmCmd) Run(e *Env) error {
 	var id eventlog.ID
 	var n uint64
 	children := []eventlog.ID{} // its forks and subagents: they stay
+	damaged := false
 	err := e.writeSession(c.ID, func(r *agent.Rook, sid eventlog.ID) (err error) {
 		id = sid
 		ids, err := r.Log.IDs()
@@ -422,6 +423,8 @@ func (c *SessionRmCmd) Run(e *Env) error {
 				children = append(children, other)
 			}
 		}
+		_, merr := r.Log.ReadMeta(id)
+		damaged = merr != nil
 		n, err = r.Log.Remove(id)
 		return err
 	})
@@ -429,9 +432,17 @@ func (c *SessionRmCmd) Run(e *Env) error {
 		return err
 	}
 	if e.JSON {
-		return e.printJSON(map[string]any{"id": id, "events_removed": n, "children_kept": children})
+		out := map[string]any{"id": id, "events_removed": n, "children_kept": children}
+		if damaged {
+			out["events_removed"] = nil // unknown: the metadata did not read
+		}
+		return e.printJSON(out)
 	}
-	fmt.Fprintf(e.Stdout, "removed session %s with %d event(s); their bodies stay in the store until `rook store gc` reclaims them\n", id, n)
+	if damaged {
+		fmt.Fprintf(e.Stdout, "removed session %s, whose metadata could not be read (how many events it had is not known); their bodies stay in the store until `rook store gc` reclaims them\n", id)
+	} else {
+		fmt.Fprintf(e.Stdout, "removed session %s with %d event(s); their bodies stay in the store until `rook store gc` reclaims them\n", id, n)
+	}
 	if len(children) > 0 {
 		// A fork holds its own copy of the events it took; a subagent's
 		// session is its own file's. Neither is removed with its parent.

@@ -40,7 +40,7 @@ type contextJSON struct {
 	InContextEvents int64             `json:"in_context_events"`
 	PercentOfUsable float64           `json:"percent_of_usable"`
 	OverThreshold   bool              `json:"over_threshold"`
-	ThresholdBy     string            `json:"over_threshold_by"` // "reported" (the transcript's own count) or "estimate"
+	ThresholdBy     string            `json:"over_threshold_by"` // "reported" (the transcript's own count), "estimate", or "larger" (of the two: a fork of an imported session continued in rook)
 	UnseenTokens    int64             `json:"unseen_tokens"`
 	UnseenBytes     int64             `json:"unseen_bytes"`
 	UnseenEvents    int64             `json:"unseen_events"`
@@ -98,8 +98,11 @@ func (c *ContextCmd) Run(e *Env) error {
 			TokensIn: rep.Session.TokensIn, TokensOut: rep.Session.TokensOut,
 			MissingBodies: rep.MissingBodies, Kinds: []contextKindJSON{},
 		}
-		if rep.ThresholdByReported() {
+		switch p := rep.Reported; {
+		case rep.ThresholdByReported():
 			out.ThresholdBy = "reported"
+		case p != nil && p.Imported && p.After:
+			out.ThresholdBy = "larger"
 		}
 		if p := rep.Reported; p != nil {
 			pct := rep.ReportedPercentOfUsable()
@@ -123,7 +126,7 @@ func (c *ContextCmd) Run(e *Env) error {
 		over = " — over the compaction threshold"
 	}
 	estOver, repOver := over, ""
-	if rep.ThresholdByReported() {
+	if p := rep.Reported; p != nil && rep.ThresholdTokens() == int64(p.Tokens) && p.Imported {
 		estOver, repOver = "", over
 	}
 	fmt.Fprintf(w, "in context %d tokens  %.1f%% of usable%s\n", rep.InContextTokens, rep.PercentOfUsable(), estOver)
@@ -132,7 +135,10 @@ func (c *ContextCmd) Run(e *Env) error {
 	}
 	if p := rep.Reported; p != nil {
 		fmt.Fprintf(w, "last recorded %d tokens (in + out) at #%d  %.1f%% of usable%s\n", p.Tokens, p.Seq, rep.ReportedPercentOfUsable(), repOver)
-		if p.Imported {
+		switch {
+		case p.Imported && p.After:
+			fmt.Fprintln(w, "  (the model's own count, from the transcript's usage; it leaves out what was appended in rook since, and the estimate above may fall short of it, so the compaction threshold is judged by the larger of the two)")
+		case p.Imported:
 			fmt.Fprintln(w, "  (an imported session: that is the model's own count, from the transcript's usage; the estimate above counts each source line whole, its JSON envelope too, so the compaction threshold is judged by this count)")
 		}
 	}

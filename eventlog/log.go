@@ -61,7 +61,7 @@ type Source struct {
 // byte).
 type sourceJSON struct {
 	sourceFields
-	PathBytes string `json:"path_bytes,omitempty"` // base64; only when path is not UTF-8
+	PathBytes json.RawMessage `json:"path_bytes,omitempty"` // a base64 string; only when path is not UTF-8
 }
 
 type sourceFields Source // the fields, without Source's methods
@@ -69,7 +69,7 @@ type sourceFields Source // the fields, without Source's methods
 func (s Source) MarshalJSON() ([]byte, error) {
 	j := sourceJSON{sourceFields: sourceFields(s)}
 	if !utf8.ValidString(s.Path) {
-		j.PathBytes = base64.StdEncoding.EncodeToString([]byte(s.Path))
+		j.PathBytes, _ = json.Marshal(base64.StdEncoding.EncodeToString([]byte(s.Path)))
 	}
 	return json.Marshal(j)
 }
@@ -80,10 +80,14 @@ func (s *Source) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*s = Source(j.sourceFields)
-	// Damaged, it is passed over: path still names the file, if not
-	// byte for byte (the next import then takes it as new, losing nothing).
-	if b, err := base64.StdEncoding.DecodeString(j.PathBytes); err == nil && len(b) > 0 {
-		s.Path = string(b)
+	// Damaged (not a string, not base64), it is passed over: path still
+	// names the file, if not byte for byte (the next import then takes it
+	// as new, losing nothing).
+	var enc string
+	if json.Unmarshal(j.PathBytes, &enc) == nil {
+		if b, err := base64.StdEncoding.DecodeString(enc); err == nil && len(b) > 0 {
+			s.Path = string(b)
+		}
 	}
 	return nil
 }

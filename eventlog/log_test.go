@@ -466,12 +466,14 @@ func TestSourcePathNotUTF8RoundTrips(t *testing.T) {
 		}
 	}
 	// Damaged path_bytes are passed over: the metadata still reads.
-	var m Meta
-	if err := json.Unmarshal([]byte(`{"v":1,"title":"t","source":{"format":"codex","path":"/src/caf\ufffd","size":3,"path_bytes":"!!not base64"}}`), &m); err != nil {
-		t.Fatal(err)
-	}
-	if m.Source == nil || m.Source.Path != "/src/caf\uFFFD" || m.Source.Size != 3 {
-		t.Errorf("damaged path_bytes: %+v", m.Source)
+	for _, bad := range []string{`"!!not base64"`, `12`, `null`, `{"x":1}`} {
+		var m Meta
+		if err := json.Unmarshal([]byte(`{"v":1,"title":"t","source":{"format":"codex","path":"/src/caf\ufffd","size":3,"path_bytes":`+bad+`}}`), &m); err != nil {
+			t.Fatalf("path_bytes %s: %v", bad, err)
+		}
+		if m.Source == nil || m.Source.Path != "/src/caf\uFFFD" || m.Source.Size != 3 {
+			t.Errorf("path_bytes %s: %+v", bad, m.Source)
+		}
 	}
 }
 

@@ -82,6 +82,13 @@ func (c *DiffCmd) Run(e *Env) error {
 			return err
 		}
 		if e.JSON {
+			if len(d.Files) == 0 {
+				// Why there is nothing, as the text says it.
+				return e.printJSON(struct {
+					agent.SessionDiff
+					Note string `json:"note"`
+				}{d, nothingChanged(d, source)})
+			}
 			return e.printJSON(d)
 		}
 		c.printStat(e, d, source)

@@ -157,8 +157,9 @@ type jsonError struct {
 }
 
 func failJSON(stderr io.Writer, code int, msg string) int {
-	b, _ := json.Marshal(jsonError{Error: msg, ExitCode: code})
-	fmt.Fprintf(stderr, "%s\n", b)
+	enc := json.NewEncoder(stderr) // one line, with <, > and & as themselves
+	enc.SetEscapeHTML(false)
+	enc.Encode(jsonError{Error: msg, ExitCode: code})
 	return code
 }
 

@@ -359,8 +359,10 @@ func (c *SearchCmd) Run(e *Env) error {
 	}
 	more := ""
 	if res.Texts > len(res.Hits) {
-		more = fmt.Sprintf(", showing the best %d of %d (--limit)", len(res.Hits), res.Texts)
+		more = fmt.Sprintf(", showing the best %d (--limit)", len(res.Hits))
 	}
-	fmt.Fprintf(w, "%d hit(s) across %d object(s) (%d scanned)%s\n", res.TotalHits, res.ObjectsMatched, res.ObjectsScanned, more)
+	// A hit is a text; the events and bodies that have it are counted
+	// apart (a fork's copies, repeats).
+	fmt.Fprintf(w, "%d hit(s): %d event(s) in %d object(s) matched (%d scanned)%s\n", res.Texts, res.TotalHits, res.ObjectsMatched, res.ObjectsScanned, more)
 	return nil
 }

@@ -101,7 +101,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	ctx, err := parser.Parse(args)
 	if err != nil {
 		// kong stops at the first bad word, so --json may not be parsed yet.
-		msg := termLines(err.Error()) // it may quote the word given
+		msg := terminalText([]byte(err.Error())) // it may quote the word given
 		if jsonAsked(args) {
 			return failJSON(stderr, ExitUsage, msg+": run `rook --help` for usage")
 		}
@@ -138,7 +138,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		msg = explain(err, env.Home)
 	}
 	// Paths and titles in a message come from file names and transcripts.
-	msg = termLines(msg)
+	msg = terminalText([]byte(msg))
 	if c.JSON {
 		return failJSON(stderr, code, msg)
 	}

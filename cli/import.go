@@ -96,7 +96,7 @@ func runImport(e *Env, format string, paths []string) error {
 	first := ""
 	for _, f := range rep.Files {
 		if f.Status == agent.ImportFailed {
-			first = fmt.Sprintf(": %s: %s", termText(f.Path), termText(f.Note))
+			first = fmt.Sprintf(": %s: %s", terminalLine(f.Path), terminalLine(f.Note))
 			break
 		}
 	}
@@ -175,13 +175,13 @@ func printImport(e *Env, out importJSON) {
 		if f.Session != nil {
 			sid = f.Session.String()
 		}
-		fmt.Fprintf(w, "  %-9s %s  %s  %d line(s)", f.Status, sid, termText(f.Path), f.Lines)
+		fmt.Fprintf(w, "  %-9s %s  %s  %d line(s)", f.Status, sid, terminalLine(f.Path), f.Lines)
 		if f.Parent != nil {
 			fmt.Fprintf(w, "  child of %s", f.Parent)
 		}
 		fmt.Fprintln(w)
 		if f.Note != "" && f.Status != agent.ImportFailed { // a failure is in the problems below
-			fmt.Fprintf(w, "            %s\n", termText(f.Note))
+			fmt.Fprintf(w, "            %s\n", terminalLine(f.Note))
 		}
 	}
 	switch {
@@ -194,9 +194,9 @@ func printImport(e *Env, out importJSON) {
 	}
 	for _, p := range rep.Problems {
 		if p.Line > 0 {
-			fmt.Fprintf(w, "  %s:%d: %s\n", termText(p.File), p.Line, termText(p.Reason))
+			fmt.Fprintf(w, "  %s:%d: %s\n", terminalLine(p.File), p.Line, terminalLine(p.Reason))
 		} else {
-			fmt.Fprintf(w, "  %s: %s\n", termText(p.File), termText(p.Reason))
+			fmt.Fprintf(w, "  %s: %s\n", terminalLine(p.File), terminalLine(p.Reason))
 		}
 	}
 	if n := rep.Unparsed + rep.Failed - len(rep.Problems); n > 0 {
@@ -326,7 +326,7 @@ func printExport(e *Env, id eventlog.ID, output string, x agent.ExportResult) er
 	}
 	fmt.Fprintf(e.Stderr, "wrote %d line(s), %s, to %s: sha256 %s, %s\n", x.Lines, formatBytes(x.Bytes), where, x.SHA256, exact)
 	if x.Zstd {
-		fmt.Fprintf(e.Stderr, "the source %s was zstd-compressed: this is its decompressed JSONL (`zstd` recompresses it)\n", termText(x.Source))
+		fmt.Fprintf(e.Stderr, "the source %s was zstd-compressed: this is its decompressed JSONL (`zstd` recompresses it)\n", terminalLine(x.Source))
 	}
 	if x.Skipped > 0 {
 		fmt.Fprintf(e.Stderr, "%d event(s) added in rook are not part of the source and were left out\n", x.Skipped)

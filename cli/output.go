@@ -25,43 +25,12 @@ type table struct {
 func (t *table) add(cells ...string) {
 	row := make([]string, len(cells))
 	for i, c := range cells {
-		row[i] = termText(c)
+		// Titles, paths and workspaces come from transcripts and file
+		// names, which may hold escape sequences that would clear the
+		// screen or set the window's title.
+		row[i] = terminalLine(c)
 	}
 	t.rows = append(t.rows, row)
-}
-
-// termText is s fit for a terminal: each control character (C0, DEL, C1)
-// and each byte that is not UTF-8 becomes U+FFFD. Titles, paths and
-// workspaces come from transcripts and file names, which may hold escape
-// sequences that would clear the screen or set the window's title.
-func termText(s string) string { return termClean(s, false) }
-
-// termLines is termText for text of several lines: newlines and tabs stay.
-func termLines(s string) string { return termClean(s, true) }
-
-func termClean(s string, lines bool) string {
-	bad := func(r rune) bool {
-		if lines && (r == '\n' || r == '\t') {
-			return false
-		}
-		return r < 0x20 || (r >= 0x7f && r < 0xa0)
-	}
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || bad(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if bad(r) {
-			return '\uFFFD'
-		}
-		return r
-	}, strings.ToValidUTF8(s, "\uFFFD"))
 }
 
 func (t *table) write(w io.Writer) {

@@ -5,18 +5,20 @@ import (
 	"testing"
 )
 
-func TestTermText(t *testing.T) {
+// TestTerminalLineOfTitlesAndPaths: what a table cell, a clipped title or
+// a path shows of text from transcripts and file names.
+func TestTerminalLineOfTitlesAndPaths(t *testing.T) {
 	for in, want := range map[string]string{
 		"plain title":           "plain title",
 		"café ↳ 日本":             "café ↳ 日本",
 		"\x1b[2J\x1b]0;pwned\a": "\uFFFD[2J\uFFFD]0;pwned\uFFFD",
-		"tab\tnew\nline\r":      "tab\uFFFDnew\uFFFDline\uFFFD",
+		"tab\tnew\nline\r":      "tab new line ",
 		"del\x7f c1\u009b31m":   "del\uFFFD c1\uFFFD31m",
 		"/src/caf\xe9.jsonl":    "/src/caf\uFFFD.jsonl",
 		"\uFFFD kept as it is":  "\uFFFD kept as it is",
 	} {
-		if got := termText(in); got != want {
-			t.Errorf("termText(%q) = %q, want %q", in, got, want)
+		if got := terminalLine(in); got != want {
+			t.Errorf("terminalLine(%q) = %q, want %q", in, got, want)
 		}
 	}
 	if got := clip("\x1b[31mred title that is long", 10); got != "\uFFFD[31mred …" {
@@ -24,10 +26,10 @@ func TestTermText(t *testing.T) {
 	}
 }
 
-func TestTermLinesKeepsLines(t *testing.T) {
+func TestTerminalTextKeepsLines(t *testing.T) {
 	in := "ambiguous:\n  \x1b[2Jid\n\tgive more"
-	if got, want := termLines(in), "ambiguous:\n  \uFFFD[2Jid\n\tgive more"; got != want {
-		t.Errorf("termLines(%q) = %q, want %q", in, got, want)
+	if got, want := terminalText([]byte(in)), "ambiguous:\n  \uFFFD[2Jid\n\tgive more"; got != want {
+		t.Errorf("terminalText(%q) = %q, want %q", in, got, want)
 	}
 }
 

@@ -362,9 +362,9 @@ func (c *SessionLsCmd) Run(e *Env) error {
 }
 
 // clip cuts s to n runes, marking the cut, and makes it fit for a
-// terminal (termText).
+// terminal (terminalLine).
 func clip(s string, n int) string {
-	r := []rune(termText(s))
+	r := []rune(terminalLine(s))
 	if len(r) <= n {
 		return string(r)
 	}

@@ -76,19 +76,30 @@ func cleanView(b []byte) []byte {
 // ESC [, digits and semicolons, m. Any other sequence stays (cleanView
 // then makes its ESC a U+FFFD).
 func stripSGR(b []byte) []byte {
+	out, _ := stripSGRAt(b, 0)
+	return out
+}
+
+// stripSGRAt is stripSGR, and where the byte at `at` is in what it
+// returns (a search snippet's match).
+func stripSGRAt(b []byte, at int) ([]byte, int) {
 	out := make([]byte, 0, len(b))
+	newAt, done := at, 0
 	for {
 		i := bytes.Index(b, []byte("\x1b["))
 		if i < 0 {
-			return append(out, b...)
+			return append(out, b...), newAt
 		}
 		if j := sgrEnd(b, i); j > 0 {
+			if from := done + i; from < at {
+				newAt -= min(done+j, at) - from
+			}
 			out = append(out, b[:i]...)
-			b = b[j:]
+			b, done = b[j:], done+j
 			continue
 		}
 		out = append(out, b[:i+2]...)
-		b = b[i+2:]
+		b, done = b[i+2:], done+i+2
 	}
 }
 

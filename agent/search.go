@@ -540,7 +540,7 @@ func appendLower(dst, s []byte) []byte {
 // '…' where it was clipped.
 func searchSnippet(line []byte, at int) string {
 	if bytes.Contains(line, []byte("\x1b[")) {
-		line, at = withoutSGR(line, at)
+		line, at = stripSGRAt(line, at)
 	}
 	runes := []rune(strings.ToValidUTF8(string(line), "\uFFFD"))
 	for i, r := range runes {
@@ -573,23 +573,4 @@ func searchSnippet(line []byte, at int) string {
 		room--
 	}
 	return lead + string(runes[from:from+room]) + "…"
-}
-
-// withoutSGR is line without its color and style sequences (a command's
-// output kept them), and where the byte at `at` is in it.
-func withoutSGR(line []byte, at int) ([]byte, int) {
-	out := make([]byte, 0, len(line))
-	newAt := at
-	for i := 0; i < len(line); {
-		if j := sgrEnd(line, i); j > 0 {
-			if i < at {
-				newAt -= min(j, at) - i
-			}
-			i = j
-			continue
-		}
-		out = append(out, line[i])
-		i++
-	}
-	return out, newAt
 }

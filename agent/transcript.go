@@ -710,8 +710,10 @@ func Snippet(body []byte, at, end, n int) string {
 	i, count := from, 0
 	for i < len(body) && count < n {
 		if body[i] == 0x1b {
-			if j := sgrEnd(body, i); j > 0 {
-				i = j // a color a command's output kept: not text (cleanView)
+			// A color a command's output kept is not text (cleanView),
+			// unless the match is in it (a search for "31m").
+			if j := sgrEnd(body, i); j > 0 && (j <= at || i >= end) {
+				i = j
 				continue
 			}
 		}

@@ -544,6 +544,10 @@ func TestPreviewAndSnippet(t *testing.T) {
 	if s := Snippet(body, at, at+5, SnippetRunes); s != "bold then MATCH dim \uFFFD]0;title\uFFFD" {
 		t.Errorf("snippet with colors %q", s)
 	}
+	// A match inside a color sequence (a search for "31m") is shown.
+	if at := bytes.Index(body, []byte("31m")); !strings.Contains(Snippet(body, at, at+3, SnippetRunes), "31m") {
+		t.Errorf("a match in a color sequence is left out: %q", Snippet(body, at, at+3, SnippetRunes))
+	}
 	if s := searchSnippet(body, at); s != "bold then MATCH dim  ]0;title" {
 		t.Errorf("search snippet with colors %q", s)
 	}

@@ -100,15 +100,18 @@ const (
 
 // ImportedFile is what happened to one source file.
 type ImportedFile struct {
-	Path     string       `json:"path"`
-	Status   string       `json:"status"`
-	Session  *eventlog.ID `json:"session,omitempty"`
-	Parent   *eventlog.ID `json:"parent,omitempty"`
-	Lines    int          `json:"lines"`  // lines taken in this time
-	Events   int          `json:"events"` // events appended
-	BytesIn  int64        `json:"bytes_in"`
-	Unparsed int          `json:"unparsed"`
-	Note     string       `json:"note,omitempty"`
+	Path    string       `json:"path"`
+	Status  string       `json:"status"`
+	Session *eventlog.ID `json:"session,omitempty"`
+	Parent  *eventlog.ID `json:"parent,omitempty"`
+	// Fork: Parent is the session this one was forked from (and whose
+	// lines it copies), not one that spawned it.
+	Fork     bool   `json:"fork,omitempty"`
+	Lines    int    `json:"lines"`  // lines taken in this time
+	Events   int    `json:"events"` // events appended
+	BytesIn  int64  `json:"bytes_in"`
+	Unparsed int    `json:"unparsed"`
+	Note     string `json:"note,omitempty"`
 	// MovedFrom: the path the session was imported from before, where the
 	// file is no longer (sourceNames).
 	MovedFrom string `json:"moved_from,omitempty"`
@@ -780,7 +783,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			}
 		}
 	}
-	res.Parent = sess.Parent
+	res.Parent, res.Fork = sess.Parent, sess.Parent != nil && slices.Contains(sess.Tags, ForkTag)
 	src.Size, src.SHA256 = size, full
 	if src.ID == "" {
 		src.ID = info.ID
@@ -1118,6 +1121,11 @@ func capLabel(s string) string {
 	return s
 }
 
+// ForkTag tags an imported session forked from another (a Codex
+// rollout's forked_from_id): its parent is the session whose lines it
+// begins by copying, not one that spawned it.
+const ForkTag = "fork"
+
 // placeholderTitle is the title of a session whose file has no prompt or
 // summary (yet).
 func placeholderTitle(format, id string) string { return fmt.Sprintf("%s session %s", format, id) }
@@ -1130,8 +1138,11 @@ func importedMeta(format, path string, zst bool, info sourceSession, known map[s
 		title = placeholderTitle(format, info.ID)
 	}
 	tags := []string{format}
-	if info.Subagent {
+	switch {
+	case info.Subagent:
 		tags = append(tags, "subagent")
+	case info.Fork && info.ParentID != "":
+		tags = append(tags, ForkTag)
 	}
 	m := eventlog.Meta{Title: title, Workspace: info.Workspace, Tags: tags,
 		// Until its lines are in, the session holds the empty prefix of its
@@ -1193,7 +1204,7 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 			}
 		}
 		if f != nil {
-			f.Parent = m.Parent
+			f.Parent, f.Fork = m.Parent, slices.Contains(m.Tags, ForkTag)
 		}
 	}
 	return nil

@@ -270,6 +270,7 @@ func (m *codexMapper) sessionMeta(e *codexEntry) {
 	m.metaSeen = true
 	m.sess.ID = e.ID
 	m.sess.ParentID = e.ForkedFromID
+	m.sess.Fork = e.ForkedFromID != "" && !e.Subagent // a subagent is its spawner's child
 	if e.Cwd != "" {
 		m.sess.Workspace = e.Cwd
 	}

@@ -113,6 +113,7 @@ func TestCodexMapFixture(t *testing.T) {
 		ParentID:  codexForkID,
 		Title:     "Fix the flaky test TestAppendConcurrent in eventlog — it fails about once in tw…",
 		Workspace: "/home/dev/rook",
+		Fork:      true, // its session_meta's forked_from_id
 	}
 	if got != wantSess {
 		t.Errorf("session:\n got %+v\nwant %+v", got, wantSess)

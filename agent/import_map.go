@@ -78,6 +78,9 @@ type sourceSession struct {
 	Title     string // the first prompt, or a summary
 	Workspace string // the working directory
 	Subagent  bool
+	// Fork: ParentID is the session this one was forked from (a Codex
+	// rollout's forked_from_id), whose lines it begins by copying.
+	Fork bool
 }
 
 // fileKinds are the keys whose string values are file contents.

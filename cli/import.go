@@ -176,7 +176,10 @@ func printImport(e *Env, out importJSON) {
 			sid = f.Session.String()
 		}
 		fmt.Fprintf(w, "  %-9s %s  %s  %d line(s)", f.Status, sid, terminalLine(f.Path), f.Lines)
-		if f.Parent != nil {
+		switch {
+		case f.Parent != nil && f.Fork:
+			fmt.Fprintf(w, "  fork of %s", f.Parent)
+		case f.Parent != nil:
 			fmt.Fprintf(w, "  child of %s", f.Parent)
 		}
 		fmt.Fprintln(w)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -326,7 +327,10 @@ func (c *SessionLsCmd) Run(e *Env) error {
 			others++
 			continue
 		}
-		rows = append(rows, sessionRow{Summary: s, Fork: s.ForkAt != nil, Child: s.Parent != nil && s.ForkAt == nil})
+		// An imported fork (a Codex rollout's forked_from_id) holds a copy
+		// of its parent's lines, not its parent's events: no fork point.
+		imported := s.Parent != nil && s.Source != nil && slices.Contains(s.Tags, agent.ForkTag)
+		rows = append(rows, sessionRow{Summary: s, Fork: s.ForkAt != nil || imported, Child: s.Parent != nil && s.ForkAt == nil && !imported})
 	}
 	if e.JSON {
 		return e.printJSON(rows)
@@ -341,7 +345,9 @@ func (c *SessionLsCmd) Run(e *Env) error {
 			if title == "" {
 				title = "(untitled)"
 			}
-			if s.Fork {
+			if s.Fork && s.ForkAt == nil {
+				title = "↳fork " + title
+			} else if s.Fork {
 				if at := fmt.Sprintf(" @%d", *s.ForkAt); strings.HasSuffix(title, at) {
 					title = "↳ " + title // a rewind's fork, titled "... @N" already
 				} else {

@@ -613,7 +613,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			if size, full, prefix, err = r.hashSource(f.path, done.size); err != nil {
 				return fail(err)
 			}
-		} else if done.size <= size {
+		} else if done.size == size {
+			prefix = prep.full // the whole file, hashed already
+		} else if done.size < size {
 			prefix = hashHex(prep.data[:done.size])
 		}
 		moved := ""

@@ -59,17 +59,20 @@ type VerifyReport struct {
 	Problems []Problem `json:"problems"`
 }
 
+// memberLoc and memberFact are kept for every object a segment holds (a
+// store of millions of them): small, and a member's use is a flag in its
+// fact rather than a second map.
 type memberLoc struct {
 	seg    uint32
+	member uint16 // < maxBlockObjects
 	off    int64
-	member int
 }
 
 type memberFact struct {
 	id   Key
 	kind Kind
+	used bool // an index entry points at it
 	size int64
-	off  int
 }
 
 // Verify re-reads every segment record and re-hashes every object, then
@@ -103,7 +106,7 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 		d, _, err := s.scanSegment(n, 0, func(r *scannedRecord) error {
 			rep.Records++
 			for i, m := range r.members {
-				facts[memberLoc{r.seg, r.off, i}] = memberFact{id: ID(m), kind: r.h.Kind, size: int64(len(m)), off: r.offs[i]}
+				facts[memberLoc{seg: r.seg, member: uint16(i), off: r.off}] = memberFact{id: ID(m), kind: r.h.Kind, size: int64(len(m))}
 			}
 			return nil
 		}, prog)
@@ -135,7 +138,6 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 		}
 		return nil
 	}
-	used := map[memberLoc]bool{}
 	count := counters{}
 	damageUsed := make([]bool, len(damage))
 	err = snap.Ascend(Key{}, func(id Key, v []byte) bool {
@@ -158,9 +160,14 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 			bad(e, "inline copy in the index: content hash mismatch")
 			return true
 		}
-		loc := memberLoc{e.Loc.Segment, e.Loc.Offset, e.Loc.Member}
+		loc := memberLoc{seg: e.Loc.Segment, member: uint16(e.Loc.Member), off: e.Loc.Offset}
 		f, ok := facts[loc]
-		used[loc] = true
+		if ok && e.Loc.Member >= 0 && e.Loc.Member < maxBlockObjects && !f.used {
+			f.used = true
+			facts[loc] = f
+		} else if e.Loc.Member < 0 || e.Loc.Member >= maxBlockObjects {
+			ok = false // no block holds such a member
+		}
 		d := damagedAt(e.Loc.Segment, e.Loc.Offset)
 		switch {
 		case !ok && d != nil && d.NeedsDict:
@@ -183,7 +190,11 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 	if err != nil {
 		rep.Problems = append(rep.Problems, Problem{Reason: "index: " + err.Error()})
 	}
-	rep.Orphans = len(facts) - len(used)
+	for _, f := range facts {
+		if !f.used {
+			rep.Orphans++
+		}
+	}
 	for i, d := range damage {
 		p := Problem{Segment: segName(d.Segment), Offset: d.Offset, Reason: fmt.Sprintf("%d damaged bytes: %s", d.Length, d.Reason)}
 		if d.NeedsDict {

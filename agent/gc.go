@@ -23,6 +23,13 @@ const DefaultGCGrace = 10 * time.Minute
 // names. A snapshot that cannot be read stops the mark: an incomplete mark
 // must never turn live objects into garbage.
 func (r *Rook) Roots(skip map[eventlog.ID]bool) (map[cas.Key]bool, error) {
+	return r.RootsProgress(skip, nil)
+}
+
+// RootsProgress is Roots, calling progress (when not nil) with the
+// sessions marked so far and their number: on a large store the mark
+// reads every event and every imported line, most of a gc's time.
+func (r *Rook) RootsProgress(skip map[eventlog.ID]bool, progress func(done, total int64)) (map[cas.Key]bool, error) {
 	live := map[cas.Key]bool{}
 	// containers are objects that name others: snapshots (their files) and
 	// imported source lines (the strings cut out of them).
@@ -47,7 +54,13 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool) (map[cas.Key]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range ids {
+	// The imported lines' strings are marked after the sessions: each
+	// session counts once, and the lines as a last step.
+	total := int64(len(ids)) + 1
+	for i, id := range ids {
+		if progress != nil {
+			progress(int64(i), total)
+		}
 		if skip[id] {
 			continue
 		}
@@ -83,6 +96,9 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool) (map[cas.Key]bool, error) {
 			live[f.ID] = true
 		}
 	}
+	if progress != nil {
+		progress(total-1, total)
+	}
 	for _, id := range lines {
 		b, err := r.Store.Get(id)
 		var sl sourceLine
@@ -95,6 +111,9 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool) (map[cas.Key]bool, error) {
 		for _, c := range sl.Cuts {
 			live[c.ID] = true
 		}
+	}
+	if progress != nil {
+		progress(total, total)
 	}
 	return live, nil
 }
@@ -141,10 +160,16 @@ func (r *Rook) walkRefs(mark func(cas.Key)) error {
 
 // GC marks from the roots and sweeps the store (see cas.Store.Collect).
 func (r *Rook) GC(grace time.Duration, dryRun bool, progress func(done, total int64)) (cas.GCReport, error) {
+	return r.GCMarking(grace, dryRun, nil, progress)
+}
+
+// GCMarking is GC, with progress of the mark (sessions; see RootsProgress)
+// as well as of the sweep.
+func (r *Rook) GCMarking(grace time.Duration, dryRun bool, mark, progress func(done, total int64)) (cas.GCReport, error) {
 	if err := r.Flush(); err != nil {
 		return cas.GCReport{}, err
 	}
-	live, err := r.Roots(nil)
+	live, err := r.RootsProgress(nil, mark)
 	if err != nil {
 		return cas.GCReport{}, err
 	}

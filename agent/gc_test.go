@@ -92,3 +92,30 @@ func TestGCRefusesWhenAReachableSnapshotCannotBeRead(t *testing.T) {
 		t.Logf("error: %v", err)
 	}
 }
+
+// The mark reports its progress by session, ending at its total, and
+// marks what Roots marks.
+func TestGCMarkingReportsProgress(t *testing.T) {
+	r, ws, a := newWorkspace(t)
+	b, _ := r.NewSession("other", ws, nil)
+	r.Append(a, Entry{Kind: eventlog.KindAssistant, Body: []byte("in the first session")})
+	r.Append(b.ID, Entry{Kind: eventlog.KindAssistant, Body: []byte("in the second session")})
+	r.Flush()
+	var calls [][2]int64
+	rep, err := r.GCMarking(0, true, func(done, total int64) { calls = append(calls, [2]int64{done, total}) }, nil)
+	if err != nil || rep.Collectable != 0 {
+		t.Fatalf("gc: %+v %v", rep, err)
+	}
+	if len(calls) == 0 {
+		t.Fatal("no mark progress")
+	}
+	last := calls[len(calls)-1]
+	if last[0] != last[1] || last[1] < 2 {
+		t.Fatalf("mark progress ends at %v (calls %v)", last, calls)
+	}
+	for i := 1; i < len(calls); i++ {
+		if calls[i][0] < calls[i-1][0] {
+			t.Fatalf("mark progress goes back: %v", calls)
+		}
+	}
+}

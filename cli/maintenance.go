@@ -101,8 +101,10 @@ func (c *StoreGCCmd) Run(e *Env) error {
 		r.Close()
 		return usageErr("--grace must not be negative")
 	}
+	m := newProgress(e.Stderr, "gc: marking")
+	m.unit = "sessions"
 	p := newProgress(e.Stderr, "gc")
-	rep, err := r.GC(*grace, c.DryRun, p.update)
+	rep, err := r.GCMarking(*grace, c.DryRun, m.update, p.update)
 	p.done()
 	if cerr := r.Close(); err == nil {
 		err = cerr

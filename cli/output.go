@@ -76,6 +76,7 @@ type progress struct {
 	w     io.Writer
 	on    bool
 	label string
+	unit  string // what done and total count; "": bytes
 	last  time.Time
 }
 
@@ -95,6 +96,10 @@ func (p *progress) update(done, total int64) {
 	pct := 100.0
 	if total > 0 {
 		pct = float64(done) * 100 / float64(total)
+	}
+	if p.unit != "" {
+		fmt.Fprintf(p.w, "\r%s: %5.1f%%  %d of %d %s\x1b[K", p.label, pct, done, total, p.unit)
+		return
 	}
 	fmt.Fprintf(p.w, "\r%s: %5.1f%%  %s of %s\x1b[K", p.label, pct, formatBytes(done), formatBytes(total))
 }

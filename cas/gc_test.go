@@ -388,3 +388,39 @@ func TestTrainMeasuresInTheKindsPacking(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderOpenedBeforeRepackStillReads: a reader that opened the store
+// before a repack (or gc) in another process removed the segments its index
+// names reads every object, from where the writer moved it: a segment gone
+// under a reader is its stale view, not damage.
+func TestReaderOpenedBeforeRepackStillReads(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	var ids []Key
+	for i := 0; i < 50; i++ {
+		ids = append(ids, mustPut(t, s, KindMessage, bytes.Repeat([]byte(fmt.Sprintf("object %d ", i)), 40)))
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := s.Repack(nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsys.Stat(filepath.Join(home, SegmentsDir, segName(1))); err == nil {
+		t.Fatal("repack left segment 1")
+	}
+	for i, id := range ids {
+		got, err := r.Get(id)
+		if err != nil {
+			t.Fatalf("object %d after the repack: %v", i, err)
+		}
+		if want := bytes.Repeat([]byte(fmt.Sprintf("object %d ", i)), 40); !bytes.Equal(got, want) {
+			t.Fatalf("object %d: wrong bytes", i)
+		}
+	}
+}

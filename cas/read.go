@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"container/list"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -38,7 +40,12 @@ type CorruptError struct {
 	Offset  int64
 	Inline  bool
 	Reason  string
+	cause   error // what the read failed on, when it was an error (Unwrap)
 }
+
+// Unwrap gives the error the read failed on, if any: a segment file that
+// is gone (fs.ErrNotExist) is a reader's stale view, not damage.
+func (e *CorruptError) Unwrap() error { return e.cause }
 
 func (e *CorruptError) Error() string {
 	where := fmt.Sprintf("segment %s offset %d", segName(e.Segment), e.Offset)
@@ -112,7 +119,38 @@ func (s *Store) GetKind(id Key) ([]byte, Kind, error) {
 		return nil, 0, &NotFoundError{Prefix: hex.EncodeToString(id[:])}
 	}
 	b, err := s.readEntry(id, e, true)
+	if err != nil && !s.opts.Writable && errors.Is(err, fs.ErrNotExist) && s.refreshView() == nil {
+		// A writer (gc, repack) moved the object and removed the segment
+		// this reader's index named, after the reader opened: look again
+		// in the index as it is now.
+		if e, ok, err = s.lookup(id); err != nil {
+			return nil, 0, err
+		} else if !ok {
+			return nil, 0, &NotFoundError{Prefix: hex.EncodeToString(id[:])}
+		}
+		b, err = s.readEntry(id, e, true)
+	}
 	return b, e.Kind, err
+}
+
+// refreshView makes a reader see the index's newest commit and what is past
+// its watermark now: after a gc or repack removed the segments its view
+// named.
+func (s *Store) refreshView() error {
+	if err := s.tree.Refresh(); err != nil {
+		return err
+	}
+	c, err := decodeCounters(s.tree.Snapshot().UserMeta())
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.ctr = c
+	s.mu.Unlock()
+	s.recentMu.Lock()
+	s.recent, s.recentFrom, s.recentSeen = nil, nil, [2]int64{}
+	s.recentMu.Unlock()
+	return s.loadRecent()
 }
 
 // Stat describes one object. An object a writer holds in a block not yet
@@ -249,7 +287,9 @@ func (s *Store) readEntry(id Key, e entry, useCache bool) ([]byte, error) {
 		var err error
 		blk, err = s.readBlock(e.Loc.Segment, e.Loc.Offset)
 		if err != nil {
-			return nil, bad(err.Error())
+			ce := bad(err.Error()).(*CorruptError)
+			ce.cause = err
+			return nil, ce
 		}
 		s.blocks.put(blockKey{e.Loc.Segment, e.Loc.Offset}, blk)
 	}

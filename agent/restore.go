@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/rookhq/rook/eventlog"
 )
@@ -93,8 +96,13 @@ func writableDir(dir string) error {
 // recreated; removed paths deleted. It is not one transaction: an I/O error
 // midway leaves the files already written, and says which.
 func (p *Plan) Apply() (written, removed int, err error) {
+	swept := map[string]bool{}
 	for _, c := range p.Changes {
 		abs := filepath.Join(p.real, filepath.FromSlash(c.Path))
+		if dir := filepath.Dir(abs); !swept[dir] {
+			swept[dir] = true
+			sweepRestoreTemps(dir)
+		}
 		if c.Remove {
 			err := os.Remove(abs)
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -113,20 +121,60 @@ func (p *Plan) Apply() (written, removed int, err error) {
 	return written, removed, nil
 }
 
+// restoreTmpPrefix starts the name of a restore's temporary files:
+// .rook-restore-<pid>-<random>.tmp (a link's: .rook-restore-<pid>.tmp).
+const restoreTmpPrefix = ".rook-restore-"
+
+// sweepRestoreTemps removes, from a directory a restore is about to write
+// into, the temporary files of restores whose process is gone (killed, or
+// the machine crashed, between creating one and renaming it into place):
+// nothing else would, and they are partial copies of the user's files.
+func sweepRestoreTemps(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, restoreTmpPrefix) || !strings.HasSuffix(name, ".tmp") {
+			continue
+		}
+		pidText, _, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(name, restoreTmpPrefix), ".tmp"), "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || processRunning(pid) {
+			continue
+		}
+		os.Remove(filepath.Join(dir, name))
+	}
+}
+
+// processRunning says whether a process with this pid may still run.
+func processRunning(pid int) bool {
+	if pid == os.Getpid() {
+		return true
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
 func writeWorkspaceFile(abs string, mode FileMode, data []byte) error {
 	dir := filepath.Dir(abs)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	if mode.Link {
-		tmp := filepath.Join(dir, fmt.Sprintf(".rook-restore-%d.tmp", os.Getpid()))
+		tmp := filepath.Join(dir, fmt.Sprintf("%s%d.tmp", restoreTmpPrefix, os.Getpid()))
 		os.Remove(tmp)
 		if err := os.Symlink(string(data), tmp); err != nil {
 			return err
 		}
 		return os.Rename(tmp, abs)
 	}
-	f, err := os.CreateTemp(dir, ".rook-restore-*.tmp")
+	f, err := os.CreateTemp(dir, fmt.Sprintf("%s%d-*.tmp", restoreTmpPrefix, os.Getpid()))
 	if err != nil {
 		return err
 	}

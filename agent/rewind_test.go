@@ -3,8 +3,10 @@ package agent
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -334,5 +336,47 @@ func TestRewindImportedWithoutBackups(t *testing.T) {
 	}
 	if rep, err := r.Rewind(native.ID, 1, false); err != nil || rep.CheckpointsApplied != 0 {
 		t.Fatalf("native: %+v %v", rep, err)
+	}
+}
+
+// A restore killed between writing a temporary file and renaming it into
+// place leaves .rook-restore-<pid>-*.tmp, a partial copy of a file, in the
+// workspace. The next restore into that directory removes the ones whose
+// process is gone, and leaves a running restore's alone.
+func TestRestoreSweepsTempFilesOfDeadRestores(t *testing.T) {
+	r, ws, _ := newWorkspace(t)
+	writeTree(t, ws, tree{"src/app.go": "package src\n"})
+	if _, _, err := r.CreateCheckpoint("cp", ws, "", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip("cannot run true:", err)
+	}
+	dest := t.TempDir()
+	os.MkdirAll(filepath.Join(dest, "src"), 0o755)
+	stale := filepath.Join(dest, "src", fmt.Sprintf(".rook-restore-%d-123456.tmp", dead.Process.Pid))
+	live := filepath.Join(dest, "src", fmt.Sprintf(".rook-restore-%d-654321.tmp", os.Getpid()))
+	for _, p := range []string{stale, live} {
+		if err := os.WriteFile(p, []byte("package s"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, m, err := r.ResolveCheckpoint("cp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.RestoreCheckpoint("cp", m, dest); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(stale); err == nil {
+		t.Fatalf("%s: a dead restore's temporary file is still there", filepath.Base(stale))
+	}
+	if _, err := os.Lstat(live); err != nil {
+		t.Fatalf("a running restore's temporary file was removed: %v", err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(dest, "src"))
+	if len(ents) != 2 {
+		t.Fatalf("dest/src holds %d entries, want app.go and the running one's", len(ents))
 	}
 }

@@ -424,3 +424,40 @@ func TestReaderOpenedBeforeRepackStillReads(t *testing.T) {
 		}
 	}
 }
+
+// A reader opened before a train and a repack in another process reads the
+// objects the repack recompressed with the new dictionary: it loads a
+// dictionary it has not seen from disk, rather than calling the object
+// corrupt and the dictionary missing.
+func TestReaderOpenedBeforeTrainAndRepackStillReads(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	var ids []Key
+	for i := 0; i < 400; i++ {
+		ids = append(ids, mustPut(t, s, KindMessage, shaped(0, i)))
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	res, err := s.Train(TrainOptions{Kinds: []Kind{KindMessage}, Samples: 200})
+	if err != nil || !res[0].Kept {
+		t.Fatalf("train: %+v %v", res, err)
+	}
+	if _, err := s.Repack(nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		got, err := r.Get(id)
+		if err != nil {
+			t.Fatalf("object %d after train and repack: %v", i, err)
+		}
+		if !bytes.Equal(got, shaped(0, i)) {
+			t.Fatalf("object %d: wrong bytes", i)
+		}
+	}
+}

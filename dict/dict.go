@@ -177,15 +177,38 @@ func OpenDir(fsys vfs.FS, dir string) (*Dir, error) {
 	return d, nil
 }
 
-// Lookup returns a dictionary's content.
+// Lookup returns a dictionary's content. A dictionary this Dir has not
+// seen is looked for on disk again: another process (rook store train) may
+// have added it since the Dir was opened, and a writer there may have
+// recompressed (repack) objects with it that a reader here now reads.
+// Dictionary files are written once, whole (temp file and rename), and
+// never rewritten, so what is read then stands.
 func (d *Dir) Lookup(id uint32) ([]byte, error) {
 	d.mu.RLock()
-	defer d.mu.RUnlock()
-	if c, ok := d.content[id]; ok {
+	c, ok := d.content[id]
+	in, known := d.info[id]
+	d.mu.RUnlock()
+	if ok {
 		return c, nil
 	}
-	if in, ok := d.info[id]; ok {
+	if known {
 		return nil, fmt.Errorf("dictionary %d (%s) is damaged: %s", id, in.File, in.Damaged)
+	}
+	if id != None && d.fs != nil {
+		path := filepath.Join(d.dir, FileName(id))
+		if b, err := vfs.ReadFile(d.fs, path); err == nil {
+			if in, content, err := Decode(b); err == nil && in.ID == id {
+				in.File = path
+				d.mu.Lock()
+				if _, dup := d.content[id]; !dup {
+					d.info[id] = in
+					d.content[id] = content
+				}
+				c = d.content[id]
+				d.mu.Unlock()
+				return c, nil
+			}
+		}
 	}
 	return nil, fmt.Errorf("dictionary %d is missing from %s", id, d.dir)
 }

@@ -461,3 +461,33 @@ func TestReaderOpenedBeforeTrainAndRepackStillReads(t *testing.T) {
 		}
 	}
 }
+
+// A reader's verify run while (here: after) a repack in another process
+// committed and removed the segments its index named reports nothing: it
+// reads the index's newest commit, not every object as "points at no
+// record" with advice to put their bytes back.
+func TestReaderVerifyAcrossRepackIsClean(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	for i := 0; i < 50; i++ {
+		mustPut(t, s, KindMessage, bytes.Repeat([]byte(fmt.Sprintf("object %d ", i)), 40))
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := s.Repack(nil); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Verify(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 0 || rep.Objects != 50 {
+		t.Fatalf("verify after a repack in another process: %d objects, problems %v", rep.Objects, rep.Problems)
+	}
+}

@@ -78,7 +78,46 @@ type memberFact struct {
 // Verify re-reads every segment record and re-hashes every object, then
 // checks every index entry against the record it points at, the index's
 // own structure, and the counters. It reads the disk, not caches.
+//
+// A reader's verify runs beside a writer: a gc or repack that commits and
+// removes segments while it reads would make the index it read and the
+// segments it read disagree. So a reader starts from the index's newest
+// commit, and when it finds problems and the index or the segments changed
+// while it read, it reads again (a few times at most), reporting only what
+// holds for one state of the store.
 func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
+	if s.opts.Writable {
+		return s.verifyOnce(progress)
+	}
+	for attempt := 0; ; attempt++ {
+		if err := s.refreshView(); err != nil {
+			return VerifyReport{}, err
+		}
+		before, berr := s.storeState()
+		rep, err := s.verifyOnce(progress)
+		if (err == nil && len(rep.Problems) == 0) || attempt == 4 || berr != nil {
+			return rep, err
+		}
+		if err := s.tree.Refresh(); err != nil {
+			return rep, err
+		}
+		if after, aerr := s.storeState(); aerr != nil || after == before {
+			return rep, err
+		}
+	}
+}
+
+// storeState names what a reader's verify read: the index commit and the
+// segment files.
+func (s *Store) storeState() (string, error) {
+	segs, err := s.listSegments()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprint(s.tree.Snapshot().TxID(), segs), nil
+}
+
+func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, error) {
 	var rep VerifyReport
 	if s.opts.Writable {
 		if err := s.Sync(); err != nil {

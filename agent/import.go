@@ -677,10 +677,22 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		from = start
 	}
 	fi.lineNo = 1
+	waiting := "" // the lines wait for file backups (heldForBackups)
 	if !prep.streamed {
 		fi.lineNo += bytes.Count(prep.data[:from], []byte{'\n'})
 		if !prep.mapped || from != 0 {
 			prep.lines, prep.info, prep.captured = mapSource(opts.Format, f.path, prep.data, from, opts.MinCut)
+		}
+		if i, missing := r.heldForBackups(opts.Format, f.path, prep.lines, prep.info, prep.captured); i >= 0 {
+			// Taken up to the line, which the next import takes with its
+			// backups: captured later, a backup would come after the ones
+			// the lines after it name, and rewind and diff would take
+			// those for the file as it was first.
+			at := max(prep.lines[i].off, start)
+			waiting = fmt.Sprintf("line %d names %d file backup(s) Claude Code made moments ago that are not in its file-history yet (%s): taken in up to that line; the next import takes the rest, with them",
+				fi.lineNo+i, len(missing), strings.Join(missing, ", "))
+			prep.lines = prep.lines[:i]
+			size, full = at, hashHex(prep.data[:at])
 		}
 		fi.info, fi.captured = func() sourceSession { return prep.info }, prep.captured
 		if err := fi.take(prep.lines, true); err != nil {
@@ -745,6 +757,10 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		// Undo the problems counted for its lines: the file is the problem.
 		rep.Problems = rep.Problems[:problemsBefore]
 		res.Unparsed = 0
+		if waiting != "" {
+			res.Status, res.Note, res.Lines, res.Events, res.BytesIn = ImportUnchanged, waiting, 0, 0, 0
+			return res
+		}
 		if cut {
 			// One line, cut short: its agent is writing the first line
 			// of a new transcript. Nothing to import yet.
@@ -758,6 +774,12 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	}
 	if res.Lines == 0 && res.Status == ImportGrown {
 		res.Status = ImportUnchanged
+	}
+	if waiting != "" {
+		if res.Note != "" {
+			res.Note += "; "
+		}
+		res.Note += waiting
 	}
 	// The metadata says the lines are in once they are durable: Import
 	// writes it after its next flush.
@@ -1593,6 +1615,57 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 		return 0, err
 	}
 	return 1, appendWithGroup(eventlog.Event{Kind: eventlog.KindCheckpoint, Label: captureBackupsLabel, Body: id, Time: at})
+}
+
+// backupWait is how long after Claude Code made a file backup (the
+// backupTime a snapshot line gives it) an import waits for it to be on
+// disk: a live session's backup may land after the line that names it.
+// One older than this that is not there is taken to be gone (deleted, or
+// never kept), and the line is taken in without it, as before.
+const backupWait = time.Minute
+
+// heldForBackups is the index of the first of lines (to be taken in) that
+// names a file backup not captured yet, made less than backupWait ago and
+// not on disk yet, and the names of those backups; -1 when there is none.
+// The import takes the lines before it and leaves the rest to the next
+// import: a capture must come where its line is, not after the captures
+// of the lines that follow (firstCaptures takes the first of each file).
+func (r *Rook) heldForBackups(format, path string, lines []pendingLine, info sourceSession, captured backupSet) (int, []string) {
+	if format != FormatClaudeCode || info.Workspace == "" {
+		return -1, nil
+	}
+	sid := info.ID
+	if info.Subagent && info.ParentID != "" {
+		sid = info.ParentID
+	}
+	dir := claudeFileHistory(path, sid)
+	if dir == "" {
+		return -1, nil
+	}
+	now := r.clock.Now()
+	seen := backupSet{}
+	for i, p := range lines {
+		var missing []string
+		for rel, name := range p.m.Backups {
+			key := rel + "\x00" + name
+			if name == "" || captured[key] || seen[key] || strings.ContainsAny(name, "/\\") {
+				continue
+			}
+			seen[key] = true
+			t, ok := p.m.BackupTimes[name]
+			if !ok || now.Sub(t).Abs() > backupWait {
+				continue
+			}
+			if _, err := r.fs.Stat(filepath.Join(dir, name)); errors.Is(err, fs.ErrNotExist) {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) > 0 {
+			sort.Strings(missing)
+			return i, missing
+		}
+	}
+	return -1, nil
 }
 
 // fileKind names what a file that is not a regular one is.

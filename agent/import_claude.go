@@ -120,6 +120,7 @@ type claudeEntry struct {
 
 type claudeBackup struct {
 	BackupFileName *string `json:"backupFileName"`
+	BackupTime     string  `json:"backupTime"`
 }
 
 func (m *claudeMapper) session() sourceSession {
@@ -239,6 +240,12 @@ func (m *claudeMapper) mapEntry(l *claudeEntry) mappedLine {
 			}
 			if b.BackupFileName != nil {
 				out.Backups[p] = *b.BackupFileName
+				if t, err := time.Parse(time.RFC3339Nano, b.BackupTime); err == nil {
+					if out.BackupTimes == nil {
+						out.BackupTimes = map[string]time.Time{}
+					}
+					out.BackupTimes[*b.BackupFileName] = t
+				}
 			} else {
 				out.Backups[p] = ""
 			}

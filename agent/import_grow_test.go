@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,4 +184,66 @@ func cutLineCrashSweep(t *testing.T, chunk int) {
 				}
 			}
 		})
+}
+
+// TestImportWaitsForFileBackups: a live Claude Code session may write the
+// line naming a file backup before the backup itself lands in
+// file-history. An import that runs in between takes the lines up to that
+// line and says so; the next takes the line with its backup, so that
+// `session diff` compares with the file as it was before the first edit,
+// not as it was at a later backup.
+func TestImportWaitsForFileBackups(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	claude := filepath.Join(dir, "home", ".claude")
+	transcript := filepath.Join(claude, "projects", "-ws", "s1.jsonl")
+	backups := filepath.Join(claude, "file-history", "s1")
+	write := func(p, data string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(ws, "a.txt"), "one\nTWO\nthree\n")
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	snap := func(name string) string {
+		return fmt.Sprintf(`{"type":"file-history-snapshot","messageId":"m2","snapshot":{"messageId":"m2","trackedFileBackups":{"a.txt":{"backupFileName":%q,"version":1,"backupTime":%q}},"timestamp":%q},"isSnapshotUpdate":true}`, name, now, now)
+	}
+	lines := claudeLines("s1", 1)
+	for i := range lines {
+		lines[i] = strings.ReplaceAll(lines[i], `"cwd":"/home/u/proj"`, fmt.Sprintf(`"cwd":%q`, ws))
+	}
+	before := writeSource(t, vfs.OS, transcript, lines, "")
+	lines = append(lines, snap("h1@v1")) // its backup not written yet
+	writeSource(t, vfs.OS, transcript, lines, "")
+
+	r := diskRook(t, filepath.Join(dir, "store"))
+	rep := mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects"))
+	f := rep.Files[0]
+	if f.Status != ImportNew || f.Lines != len(lines)-1 || !strings.Contains(f.Note, "h1@v1") {
+		t.Fatalf("first import: %+v", f)
+	}
+	id := *f.Session
+	mustExport(t, r, id, before)
+
+	// The backup lands; the agent edits again, backing the file up anew.
+	write(filepath.Join(backups, "h1@v1"), "one\ntwo\n")
+	write(filepath.Join(backups, "h1@v2"), "one\nTWO\n")
+	lines = append(lines, claudeLines("s1", 2)[0], snap("h1@v2"))
+	data := writeSource(t, vfs.OS, transcript, lines, "")
+	rep = mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects"))
+	if f := rep.Files[0]; f.Status != ImportGrown || f.Lines != 3 || f.Note != "" {
+		t.Fatalf("second import: %+v", f)
+	}
+	mustExport(t, r, id, data)
+	var out bytes.Buffer
+	if _, err := r.Diff(id, &out, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "-two\n+TWO\n+three\n") {
+		t.Fatalf("diff against the first backup expected:\n%s", out.String())
+	}
 }

@@ -1575,6 +1575,7 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 		return 0, nil
 	}
 	m := &Manifest{V: manifestVersion, Root: sess.Workspace, CapturedAt: at.UTC(), Label: captureBackupsLabel, Files: map[string]FileEntry{}}
+	first := map[string]bool{} // the paths m has, as named first in the unit
 	for _, p := range unit {
 		for rel, name := range p.m.Backups {
 			key := rel + "\x00" + name
@@ -1587,6 +1588,12 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 				continue
 			}
 			captured[key] = true
+			if first[filepath.ToSlash(rel)] {
+				// Backed up again further on in the unit (a run of notes):
+				// the capture keeps the file as it was first.
+				continue
+			}
+			first[filepath.ToSlash(rel)] = true
 			if name == "" {
 				m.Absent = append(m.Absent, filepath.ToSlash(rel))
 				continue

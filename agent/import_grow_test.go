@@ -247,3 +247,50 @@ func TestImportWaitsForFileBackups(t *testing.T) {
 		t.Fatalf("diff against the first backup expected:\n%s", out.String())
 	}
 }
+
+// TestImportBackupsOfOneRunOfNotes: two snapshot lines in a row (one run
+// of notes, one event) that back the same file up twice make one capture
+// of the file as it was first: before its first edit, or absent when the
+// agent created it.
+func TestImportBackupsOfOneRunOfNotes(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	claude := filepath.Join(dir, "home", ".claude")
+	transcript := filepath.Join(claude, "projects", "-ws", "s1.jsonl")
+	backups := filepath.Join(claude, "file-history", "s1")
+	for p, data := range map[string]string{
+		filepath.Join(ws, "a.txt"):      "one\nTWO\nthree\n",
+		filepath.Join(ws, "new.txt"):    "created\nand edited\n",
+		filepath.Join(backups, "h1@v1"): "one\ntwo\n",
+		filepath.Join(backups, "h1@v2"): "one\nTWO\n",
+		filepath.Join(backups, "h2@v2"): "created\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := func(backups string) string {
+		return fmt.Sprintf(`{"type":"file-history-snapshot","messageId":"m2","snapshot":{"messageId":"m2","trackedFileBackups":{%s},"timestamp":"2026-02-10T21:01:09.000Z"},"isSnapshotUpdate":true}`, backups)
+	}
+	lines := claudeLines("s1", 1)
+	for i := range lines {
+		lines[i] = strings.ReplaceAll(lines[i], `"cwd":"/home/u/proj"`, fmt.Sprintf(`"cwd":%q`, ws))
+	}
+	lines = append(lines,
+		snap(`"a.txt":{"backupFileName":"h1@v1","version":1},"new.txt":{"backupFileName":null,"version":1}`),
+		snap(`"a.txt":{"backupFileName":"h1@v2","version":2},"new.txt":{"backupFileName":"h2@v2","version":2}`))
+	writeSource(t, vfs.OS, transcript, lines, "")
+	r := diskRook(t, filepath.Join(dir, "store"))
+	id := *mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects")).Files[0].Session
+	var out bytes.Buffer
+	d, err := r.Diff(id, &out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Files) != 2 || d.Files[1].Path != "new.txt" || d.Files[1].Status != "added" || !strings.Contains(out.String(), "-two\n+TWO\n+three\n") {
+		t.Fatalf("diff against the first backups expected: %+v\n%s", d.Files, out.String())
+	}
+}

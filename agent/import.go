@@ -689,7 +689,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			// the lines after it name, and rewind and diff would take
 			// those for the file as it was first.
 			at := max(prep.lines[i].off, start)
-			waiting = fmt.Sprintf("line %d names %d file backup(s) Claude Code made moments ago that are not in its file-history yet (%s): taken in up to that line; the next import takes the rest, with them",
+			waiting = fmt.Sprintf("line %d names %d file backup(s) Claude Code made moments ago that are not in its file-history yet (%s): taken in up to that line; the next import takes the rest, with them (or without them, a minute on)",
 				fi.lineNo+i, len(missing), strings.Join(missing, ", "))
 			prep.lines = prep.lines[:i]
 			size, full = at, hashHex(prep.data[:at])
@@ -1633,7 +1633,9 @@ const backupWait = time.Minute
 
 // heldForBackups is the index of the first of lines (to be taken in) that
 // names a file backup not captured yet, made less than backupWait ago and
-// not on disk yet, and the names of those backups; -1 when there is none.
+// not on disk yet (or a file created, while the session has no
+// file-history directory yet), and the names of those backups; -1 when
+// there is none.
 // The import takes the lines before it and leaves the rest to the next
 // import: a capture must come where its line is, not after the captures
 // of the lines that follow (firstCaptures takes the first of each file).
@@ -1655,12 +1657,22 @@ func (r *Rook) heldForBackups(format, path string, lines []pendingLine, info sou
 		var missing []string
 		for rel, name := range p.m.Backups {
 			key := rel + "\x00" + name
-			if name == "" || captured[key] || seen[key] || strings.ContainsAny(name, "/\\") {
+			if captured[key] || seen[key] || strings.ContainsAny(name, "/\\") {
 				continue
 			}
 			seen[key] = true
-			t, ok := p.m.BackupTimes[name]
+			t, ok := p.m.BackupTimes[rel]
 			if !ok || now.Sub(t).Abs() > backupWait {
+				continue
+			}
+			if name == "" {
+				// A file the agent created has no backup, but its capture
+				// (absent) is made only once the session has a
+				// file-history directory (captureBackups), which Claude
+				// Code makes with the session's first backup.
+				if _, err := r.fs.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+					missing = append(missing, filepath.Base(dir)+"/ (for "+rel+", created)")
+				}
 				continue
 			}
 			if _, err := r.fs.Stat(filepath.Join(dir, name)); errors.Is(err, fs.ErrNotExist) {

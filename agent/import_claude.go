@@ -238,14 +238,14 @@ func (m *claudeMapper) mapEntry(l *claudeEntry) mappedLine {
 			if out.Backups == nil {
 				out.Backups = map[string]string{}
 			}
+			if t, err := time.Parse(time.RFC3339Nano, b.BackupTime); err == nil {
+				if out.BackupTimes == nil {
+					out.BackupTimes = map[string]time.Time{}
+				}
+				out.BackupTimes[p] = t
+			}
 			if b.BackupFileName != nil {
 				out.Backups[p] = *b.BackupFileName
-				if t, err := time.Parse(time.RFC3339Nano, b.BackupTime); err == nil {
-					if out.BackupTimes == nil {
-						out.BackupTimes = map[string]time.Time{}
-					}
-					out.BackupTimes[*b.BackupFileName] = t
-				}
 			} else {
 				out.Backups[p] = ""
 			}

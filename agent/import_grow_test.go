@@ -294,3 +294,51 @@ func TestImportBackupsOfOneRunOfNotes(t *testing.T) {
 		t.Fatalf("diff against the first backups expected: %+v\n%s", d.Files, out.String())
 	}
 }
+
+// TestImportWaitsForFileHistory: a session whose first tracked file is one
+// the agent created names it with no backup before Claude Code has made
+// the session's file-history directory (with its first backup). An import
+// in between waits for it, so that the file is captured as absent, as an
+// import after the directory is there captures it, and diff says the
+// session added the file rather than changed it from a later backup.
+func TestImportWaitsForFileHistory(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	claude := filepath.Join(dir, "home", ".claude")
+	transcript := filepath.Join(claude, "projects", "-ws", "s1.jsonl")
+	backups := filepath.Join(claude, "file-history", "s1")
+	write := func(p, data string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(ws, "new.txt"), "created\nand edited\n")
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	snap := func(backup string) string {
+		return fmt.Sprintf(`{"type":"file-history-snapshot","messageId":"m2","snapshot":{"messageId":"m2","trackedFileBackups":{"new.txt":{"backupFileName":%s,"version":1,"backupTime":%q}},"timestamp":%q},"isSnapshotUpdate":true}`, backup, now, now)
+	}
+	lines := claudeLines("s1", 1)
+	for i := range lines {
+		lines[i] = strings.ReplaceAll(lines[i], `"cwd":"/home/u/proj"`, fmt.Sprintf(`"cwd":%q`, ws))
+	}
+	lines = append(lines, snap("null"))
+	writeSource(t, vfs.OS, transcript, lines, "")
+	r := diskRook(t, filepath.Join(dir, "store"))
+	if f := mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects")).Files[0]; f.Lines != len(lines)-1 || !strings.Contains(f.Note, "new.txt") {
+		t.Fatalf("first import: %+v", f)
+	}
+	write(filepath.Join(backups, "h2@v2"), "created\n")
+	lines = append(lines, claudeLines("s1", 2)[0], snap(`"h2@v2"`))
+	data := writeSource(t, vfs.OS, transcript, lines, "")
+	rep := mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects"))
+	id := *rep.Files[0].Session
+	mustExport(t, r, id, data)
+	d, err := r.Diff(id, nil, false)
+	if err != nil || len(d.Files) != 1 || d.Files[0].Status != "added" {
+		t.Fatalf("diff: %+v %v", d.Files, err)
+	}
+}

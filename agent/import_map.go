@@ -39,9 +39,9 @@ type mappedLine struct {
 	// names: path (relative to the workspace) -> backup file name, "" for
 	// a file that did not exist before the agent wrote it.
 	Backups map[string]string
-	// BackupTimes are when Claude Code made the backups (backupTime), by
-	// backup file name: one named but not on disk yet, and made moments
-	// ago, is on its way (heldForBackups).
+	// BackupTimes are when Claude Code backed the files up (backupTime),
+	// by path as in Backups: a backup named but not on disk yet, and made
+	// moments ago, is on its way (heldForBackups).
 	BackupTimes map[string]time.Time
 	// Unparsed says why the line is not a JSON entry this mapper knows
 	// (not JSON at all, a truncated last line...): it is kept as a note,

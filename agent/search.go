@@ -159,9 +159,7 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 		if err != nil {
 			return res, err
 		}
-		for i := len(all) - 1; i >= 0; i-- { // newest first
-			ids = append(ids, all[i])
-		}
+		ids = byLastEvent(r.Log, all)
 	}
 	lowered := make([][]byte, len(terms))
 	for i, t := range terms {
@@ -259,6 +257,40 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 		res.Hits = res.Hits[:opts.Limit]
 	}
 	return res, nil
+}
+
+// byLastEvent orders sessions by their last event, newest first, so that
+// a budget spends itself on recent conversation: an imported session's id
+// says when it was imported, not when it was spoken. A session whose
+// summary cannot be read goes last (its search says why).
+func byLastEvent(log *eventlog.Log, ids []eventlog.ID) []eventlog.ID {
+	type keyed struct {
+		id   eventlog.ID
+		last time.Time
+		ok   bool
+	}
+	ks := make([]keyed, len(ids))
+	for i, id := range ids {
+		ks[i].id = id
+		if s, err := log.Summary(id); err == nil {
+			ks[i].last, ks[i].ok = s.Updated, true
+		}
+	}
+	sort.SliceStable(ks, func(i, j int) bool {
+		a, b := ks[i], ks[j]
+		if a.ok != b.ok {
+			return a.ok
+		}
+		if !a.last.Equal(b.last) {
+			return a.last.After(b.last)
+		}
+		return a.id.String() > b.id.String()
+	})
+	out := make([]eventlog.ID, len(ks))
+	for i, k := range ks {
+		out[i] = k.id
+	}
+	return out
 }
 
 // searchGroup is the events naming one matching body.

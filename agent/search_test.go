@@ -188,6 +188,25 @@ func TestSearchRanksAcrossSessions(t *testing.T) {
 	}
 }
 
+// A budget spends itself on the newest conversation, not on the sessions
+// made last: an imported session made today may hold a transcript from last
+// year (its events keep the transcript's times).
+func TestSearchBudgetReadsNewestConversationFirst(t *testing.T) {
+	r, clk := viewsRook(t)
+	recent := viewsSession(t, r, "spoken last, imported first")
+	viewsAppend(t, r, clk, recent, Entry{Kind: eventlog.KindUser, Body: []byte("recent needle")})
+	old := viewsSession(t, r, "spoken long ago, imported last")
+	viewsAppend(t, r, clk, old, Entry{Kind: eventlog.KindUser, Body: []byte("old needle"), Time: clk.T.AddDate(-1, 0, 0)})
+	res, err := r.Search("needle", SearchOptions{MaxObjects: 1})
+	if err != nil || !res.Truncated || len(res.Hits) != 1 || res.Hits[0].Session != recent {
+		t.Fatalf("budget of one object: %+v %v (want the hit in %s)", res, err, recent)
+	}
+	res, err = r.Search("needle", SearchOptions{})
+	if err != nil || res.Truncated || len(res.Hits) != 2 {
+		t.Fatalf("whole: %+v %v", res, err)
+	}
+}
+
 func TestSearchBudgetAndUnreadable(t *testing.T) {
 	r, clk := viewsRook(t)
 	id := viewsSession(t, r, "budget")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -273,6 +274,7 @@ type SearchCmd struct {
 	Query   []string `arg:"" help:"Words to look for (case-insensitive; words of one letter and stopwords are dropped)."`
 	Session string   `help:"Search only this session (id, unique prefix, or last)." placeholder:"ID"`
 	Limit   int      `help:"At most N hits." default:"40"`
+	All     bool     `help:"Read every body, however many: no budget (sessions are read newest conversation first, and the budget, 20000 objects or 64 MiB, is what keeps a search of a large store quick)."`
 }
 
 type searchHitJSON struct {
@@ -304,6 +306,9 @@ func (c *SearchCmd) Run(e *Env) error {
 	}
 	defer r.Close()
 	opts := agent.SearchOptions{Limit: c.Limit}
+	if c.All {
+		opts.MaxObjects, opts.MaxBytes = math.MaxInt, math.MaxInt64
+	}
 	if c.Session != "" {
 		id, err := e.sessionArg(r, c.Session)
 		if err != nil {
@@ -324,7 +329,7 @@ func (c *SearchCmd) Run(e *Env) error {
 	if res.Truncated {
 		// Bytes or objects: the next body would have passed one of them
 		// (a single body larger than what is left of the bytes).
-		fmt.Fprintf(e.Stderr, "rook: note: the scan stopped at its budget (%d objects or %s) after reading %d object(s), %s, before every body: narrow with --session\n",
+		fmt.Fprintf(e.Stderr, "rook: note: the scan stopped at its budget (%d objects or %s) after reading %d object(s), %s, of the sessions whose conversation is newest: older ones were not searched: narrow with --session, or read every body with --all\n",
 			agent.SearchMaxObjects, formatBytes(agent.SearchMaxBytes), res.ObjectsScanned, formatBytes(res.BytesScanned))
 	}
 	if e.JSON {
@@ -352,6 +357,10 @@ func (c *SearchCmd) Run(e *Env) error {
 		case h.Also > 0:
 			fmt.Fprintf(w, "  (and %d other event%s with this text in this session)\n", h.Also, plural(h.Also, "", "s"))
 		}
+	}
+	if res.TotalHits == 0 && res.Truncated {
+		fmt.Fprintf(w, "nothing matched in the %d object(s) read before the budget stopped the scan (--all reads every one)\n", res.ObjectsScanned)
+		return nil
 	}
 	if res.TotalHits == 0 {
 		fmt.Fprintf(w, "nothing matched in %d object(s)\n", res.ObjectsScanned)

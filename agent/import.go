@@ -40,6 +40,8 @@ type ImportOptions struct {
 	// (BeyondRetention), so that the next maintain deletes no history
 	// unannounced.
 	Retention *RetentionPolicy
+
+	walked time.Time // when the files were listed (statToRecord)
 }
 
 func (o ImportOptions) chunkBytes() int {
@@ -206,6 +208,7 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 			}
 		}
 	}
+	opts.walked = r.clock.Now()
 	files, total, err := r.importFiles(opts.Format, paths, &rep)
 	if err != nil && len(opts.Paths) == 0 && errors.Is(err, fs.ErrNotExist) {
 		return rep, fmt.Errorf("%w (where %s keeps its transcripts by default): name the directory or files to import", err, FormatName(opts.Format))
@@ -229,9 +232,13 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	var done, unflushed int64
 	var metas []eventlog.Meta // sessions whose metadata waits for a flush
 	fresh := map[string]bool{}
-	for _, f := range files {
-		_, seen := known[f.path]
+	for i, f := range files {
+		m, seen := known[f.path]
 		fresh[f.path] = !seen
+		// What the file system says is enough to know a file unchanged
+		// (its size, modification and change times, as when its session
+		// came to hold all of it): a large history is not read again.
+		files[i].unchanged = seen && m.Source.Stat != nil && *m.Source.Stat == f.stat
 	}
 	ahead := r.startReadAhead(opts.Format, files, fresh, opts.MinCut, opts.chunkBytes())
 	defer ahead.close()
@@ -314,16 +321,50 @@ func (r *Rook) beyondRetention(p RetentionPolicy, rep *ImportReport) error {
 type sourceFile struct {
 	path string
 	size int64
+	stat eventlog.FileStat // as the walk found it, before the file is read
+	// unchanged: the file still has the size and times its session
+	// recorded when it came to hold all of it (Source.Stat): not read.
+	unchanged bool
+}
+
+// newSourceFile is a file to import, as the file system describes it.
+func newSourceFile(path string, fi fs.FileInfo) sourceFile {
+	return sourceFile{path: path, size: fi.Size(),
+		stat: eventlog.FileStat{Size: fi.Size(), MTime: fi.ModTime().UnixNano(), CTime: changeTime(fi)}}
+}
+
+func sameStat(a, b *eventlog.FileStat) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
+
+// statQuiet is how long before the walk a file must have last changed for
+// its stat to be recorded (Source.Stat): a file written within the same
+// tick of the file system's clock as the walk could change again with no
+// change of its times (git's "racy" files).
+const statQuiet = 2 * time.Second
+
+// statToRecord is what an import that leaves the session holding size
+// bytes of f records of the file: nil unless that is all of a plain file,
+// unchanged for statQuiet before the walk (at: when it began).
+func statToRecord(f sourceFile, zst bool, size int64, at time.Time) *eventlog.FileStat {
+	if zst || size != f.stat.Size || f.stat.MTime == 0 {
+		return nil
+	}
+	if at.Sub(time.Unix(0, f.stat.MTime)) < statQuiet || (f.stat.CTime != 0 && at.Sub(time.Unix(0, f.stat.CTime)) < statQuiet) {
+		return nil
+	}
+	st := f.stat
+	return &st
 }
 
 // importFiles lists the files under paths, parents before subagents.
 func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]sourceFile, int64, error) {
 	var out []sourceFile
 	seen := map[string]bool{}
-	add := func(p string, size int64) {
+	add := func(p string, fi fs.FileInfo) {
 		if !seen[p] {
 			seen[p] = true
-			out = append(out, sourceFile{p, size})
+			out = append(out, newSourceFile(p, fi))
 		}
 	}
 	// wanted: a file a walk takes. Codex's rollouts are rollout-*.jsonl and
@@ -364,7 +405,7 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 				notRegular(abs, info.Mode())
 				continue
 			}
-			add(abs, info.Size())
+			add(abs, info)
 			continue
 		}
 		walked := map[string]bool{}
@@ -387,7 +428,7 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 					}
 				case d.Type().IsRegular() && wanted(d.Name()):
 					if fi, err := d.Info(); err == nil {
-						add(path, fi.Size())
+						add(path, fi)
 					}
 				case d.Type()&fs.ModeSymlink == 0 && wanted(d.Name()):
 					notRegular(path, d.Type()) // a pipe named like a transcript
@@ -414,7 +455,7 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 					case fi.IsDir() && !walked[real]:
 						walk(real)
 					case fi.Mode().IsRegular() && wanted(d.Name()):
-						add(real, fi.Size())
+						add(real, fi)
 					case !fi.IsDir() && wanted(d.Name()):
 						notRegular(path, fi.Mode())
 					}
@@ -446,7 +487,7 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 					kept = append(kept, f)
 					continue
 				}
-				more = append(more, sourceFile{p, fi.Size()}) // the .zst named alone
+				more = append(more, newSourceFile(p, fi)) // the .zst named alone
 				plain[p] = true
 			} else if !r.sameRollout(p, f.path) {
 				kept = append(kept, f) // another rollout of the same name: its own
@@ -573,6 +614,11 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		rep.problem(ImportProblem{File: f.path, Reason: err.Error()})
 		return res
 	}
+	if f.unchanged {
+		id := known[f.path].ID
+		res.Status, res.Session = ImportUnchanged, &id
+		return res
+	}
 	if prep.err != nil {
 		return fail(prep.err)
 	}
@@ -625,11 +671,14 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		switch {
 		case done.size == size && done.sha == full:
 			res.Status, res.Session = ImportUnchanged, &c.ID
-			if c.Source.Size != done.size || c.Source.SHA256 != done.sha || moved != "" {
+			stat := statToRecord(f, zst, done.size, opts.walked)
+			if c.Source.Size != done.size || c.Source.SHA256 != done.sha || moved != "" || !sameStat(c.Source.Stat, stat) {
 				// A crash came after the lines and before the metadata,
-				// or the file moved.
+				// or the file moved, or its stat is not recorded yet (an
+				// import before rook recorded it, or a file that had
+				// just changed).
 				src := *c.Source
-				src.Size, src.SHA256 = done.size, done.sha
+				src.Size, src.SHA256, src.Stat = done.size, done.sha, stat
 				c.Source = &src
 				names.move(&c, moved, f.path, zst, &res)
 				*metas = append(*metas, c)
@@ -808,7 +857,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		}
 	}
 	res.Parent, res.Fork = sess.Parent, sess.Parent != nil && slices.Contains(sess.Tags, ForkTag)
-	src.Size, src.SHA256 = size, full
+	src.Size, src.SHA256, src.Stat = size, full, statToRecord(f, zst, size, opts.walked)
 	if src.ID == "" {
 		src.ID = info.ID
 	}

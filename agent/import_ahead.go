@@ -34,7 +34,7 @@ type readAhead struct {
 // cost is what a file is counted as against prepareBudget: a streamed
 // file is read later, a chunk at a time, by importFile.
 func (a *readAhead) cost(f sourceFile) int64 {
-	if streamed(f, a.chunk) {
+	if f.unchanged || streamed(f, a.chunk) {
 		return 1
 	}
 	return cost(f)
@@ -74,6 +74,10 @@ func (r *Rook) startReadAhead(format string, files []sourceFile, fresh map[strin
 		go func() {
 			defer a.wg.Done()
 			for i := range a.jobs {
+				if files[i].unchanged {
+					a.results[i] <- &mappedSource{} // known unchanged: not read
+					continue
+				}
 				a.results[i] <- r.prepareSource(format, files[i], fresh[files[i].path], minCut, chunk)
 			}
 		}()

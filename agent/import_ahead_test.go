@@ -19,7 +19,7 @@ func TestReadAheadIsBoundedAndEnds(t *testing.T) {
 	for i := range 8 {
 		p := fmt.Sprintf("/src/s%d.jsonl", i)
 		data := writeSource(t, fsys, p, claudeLines(fmt.Sprintf("s%d", i), 1), "")
-		files = append(files, sourceFile{p, int64(len(data))})
+		files = append(files, sourceFile{path: p, size: int64(len(data))})
 		fresh[p] = true
 	}
 	// One huge file: alone in flight, whatever the budget says (with

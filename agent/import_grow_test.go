@@ -342,3 +342,78 @@ func TestImportWaitsForFileHistory(t *testing.T) {
 		t.Fatalf("diff: %+v %v", d.Files, err)
 	}
 }
+
+// A file whose size, modification and change times are those its session
+// recorded when it came to hold all of it is unchanged without being read:
+// a large history is not read again by every import. A file written again
+// (its times move), even with the same bytes or the same size, is read.
+func TestImportKnowsAnUnchangedFileByItsStat(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	a := "/p/a.jsonl"
+	data := writeSource(t, fsys, a, claudeLines("a", 2), "")
+	first := mustImport(t, r, FormatClaudeCode, "/p")
+	id := *fileByPath(t, first, a).Session
+	m, err := r.Log.ReadMeta(id)
+	if err != nil || m.Source.Stat == nil || m.Source.Stat.Size != int64(len(data)) {
+		t.Fatalf("the stat is recorded: %+v %v", m.Source, err)
+	}
+	reads := 0
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if path == a && (op == vfs.OpOpenRead || op == vfs.OpRead) {
+			reads++
+		}
+		return nil
+	})
+	again := mustImport(t, r, FormatClaudeCode, "/p")
+	if f := fileByPath(t, again, a); f.Status != ImportUnchanged || *f.Session != id || reads != 0 {
+		t.Fatalf("unchanged: %+v, %d read(s) of the file", f, reads)
+	}
+	// The same bytes written again: read, found unchanged, its new stat
+	// recorded.
+	writeSourceFile(t, fsys, a, data)
+	reads = 0
+	again = mustImport(t, r, FormatClaudeCode, "/p")
+	if f := fileByPath(t, again, a); f.Status != ImportUnchanged || reads == 0 {
+		t.Fatalf("written again: %+v, %d read(s)", f, reads)
+	}
+	m2, _ := r.Log.ReadMeta(id)
+	if m2.Source.Stat == nil || *m2.Source.Stat == *m.Source.Stat {
+		t.Fatalf("the new stat is recorded: %+v, was %+v", m2.Source.Stat, m.Source.Stat)
+	}
+	// Another text of the same size: rewritten, as without the stat.
+	other := bytes.Replace(data, []byte(`"a"`), []byte(`"A"`), 1)
+	if len(other) != len(data) || bytes.Equal(other, data) {
+		t.Fatal("test data")
+	}
+	writeSourceFile(t, fsys, a, other)
+	if f := fileByPath(t, mustImport(t, r, FormatClaudeCode, "/p"), a); f.Status != ImportRewritten {
+		t.Fatalf("same size, other bytes: %+v", f)
+	}
+	fsys.SetHook(nil)
+}
+
+// A stat is recorded only for the whole of a plain file that had not
+// changed for statQuiet before the files were listed.
+func TestStatToRecord(t *testing.T) {
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	f := sourceFile{path: "/a.jsonl", size: 10, stat: eventlog.FileStat{Size: 10, MTime: at.Add(-time.Minute).UnixNano(), CTime: at.Add(-time.Minute).UnixNano()}}
+	if st := statToRecord(f, false, 10, at); st == nil || *st != f.stat {
+		t.Fatalf("quiet, whole: %+v", st)
+	}
+	for name, c := range map[string]struct {
+		f    sourceFile
+		zst  bool
+		size int64
+	}{
+		"part":           {f, false, 9},
+		"zstd":           {f, true, 10},
+		"just written":   {sourceFile{stat: eventlog.FileStat{Size: 10, MTime: at.Add(-time.Second).UnixNano()}}, false, 10},
+		"just changed":   {sourceFile{stat: eventlog.FileStat{Size: 10, MTime: f.stat.MTime, CTime: at.UnixNano()}}, false, 10},
+		"no times known": {sourceFile{stat: eventlog.FileStat{Size: 10}}, false, 10},
+	} {
+		if st := statToRecord(c.f, c.zst, c.size, at); st != nil {
+			t.Errorf("%s: recorded %+v", name, st)
+		}
+	}
+}

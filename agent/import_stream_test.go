@@ -46,7 +46,9 @@ func importDump(t *testing.T, r *Rook, rep ImportReport) string {
 			parent = pathOf[*m.Parent]
 		}
 		s := *m.Source
-		fmt.Fprintf(&b, "session %q title %q workspace %q tags %v parent %q source %+v\n", s.Path, m.Title, m.Workspace, m.Tags, parent, s)
+		stat := s.Stat != nil // its times are the file system's, which differ from run to run
+		s.Stat = nil
+		fmt.Fprintf(&b, "session %q title %q workspace %q tags %v parent %q source %+v stat %v\n", s.Path, m.Title, m.Workspace, m.Tags, parent, s, stat)
 		evs, err := r.Log.Read(m.ID, 0, 1<<20)
 		if err != nil {
 			t.Fatal(err)

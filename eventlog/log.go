@@ -53,6 +53,19 @@ type Source struct {
 	SHA256 string `json:"sha256"`           // hex, of those bytes
 	Zstd   bool   `json:"zstd,omitempty"`   // the file is zstd-compressed JSONL
 	Parent string `json:"parent,omitempty"` // the parent's source session id, for subagents
+	// Stat is what the file system said of the file, before it was read,
+	// when the session came to hold all of it (a plain file, not changed
+	// in the last seconds before): the next import takes a file that still
+	// has this size, modification and change times as unchanged, without
+	// reading it. nil: the next import reads and hashes the file.
+	Stat *FileStat `json:"stat,omitempty"`
+}
+
+// FileStat is a source file's size and times, as the file system gave them.
+type FileStat struct {
+	Size  int64 `json:"size"`
+	MTime int64 `json:"mtime_ns"`           // modification time, unix ns
+	CTime int64 `json:"ctime_ns,omitempty"` // inode change time, unix ns, where the OS gives it (0: not known)
 }
 
 // sourceJSON is Source as .meta stores it. JSON strings are UTF-8: a path

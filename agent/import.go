@@ -1262,7 +1262,7 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 		if m.Parent == nil {
 			p, ok := parentOf(known, m.Source.Parent)
 			if !ok {
-				if f != nil && f.Note == "" {
+				if f != nil && f.Note == "" && f.Status != ImportUnchanged { // said when it came in, not at every import
 					f.Note = fmt.Sprintf("its parent session %s is not imported: imported on its own (importing the parent later links them)", m.Source.Parent)
 				}
 				continue

@@ -631,6 +631,13 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	}
 	if len(head) == 0 {
 		res.Status, res.Note = ImportUnchanged, "empty: nothing to import yet"
+		if m, ok := known[f.path]; ok && m.Source.Size > 0 {
+			// Emptied (truncated, or written again and not yet
+			// written to): its session keeps what it held.
+			id := m.ID
+			res.Session = &id
+			res.Note = fmt.Sprintf("empty now: it held %s when imported as session %s, which keeps them; what is written to it next becomes a new session, unless it begins with the same lines", units.Bytes(m.Source.Size), m.ID)
+		}
 		return res
 	}
 	if other := otherFormat(opts.Format, head); other != "" {

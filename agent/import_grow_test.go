@@ -417,3 +417,19 @@ func TestStatToRecord(t *testing.T) {
 		}
 	}
 }
+
+// A file emptied since its import (truncated, or written again and not yet
+// written to) says so, and which session keeps its lines.
+func TestImportSaysAFileWasEmptied(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	a := "/p/a.jsonl"
+	data := writeSource(t, fsys, a, claudeLines("a", 1), "")
+	id := *fileByPath(t, mustImport(t, r, FormatClaudeCode, "/p"), a).Session
+	writeSourceFile(t, fsys, a, nil)
+	f := fileByPath(t, mustImport(t, r, FormatClaudeCode, "/p"), a)
+	if f.Status != ImportUnchanged || f.Session == nil || *f.Session != id || !strings.Contains(f.Note, "empty now") || !strings.Contains(f.Note, id.String()) {
+		t.Fatalf("emptied: %+v", f)
+	}
+	mustExport(t, r, id, data)
+}

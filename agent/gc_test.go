@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
@@ -116,6 +117,63 @@ func TestGCMarkingReportsProgress(t *testing.T) {
 	for i := 1; i < len(calls); i++ {
 		if calls[i][0] < calls[i-1][0] {
 			t.Fatalf("mark progress goes back: %v", calls)
+		}
+	}
+}
+
+// gc removes the temporary files of durable writes a crash left between
+// their create and their rename (renameio's ".NAME<digits>"), once older
+// than the grace; nothing else, and a dry run only counts them.
+func TestGCRemovesTheTemporaryFilesACrashLeft(t *testing.T) {
+	r, ws, _ := newWorkspace(t)
+	home := filepath.Join(filepath.Dir(ws), "store")
+	old := time.Now().Add(-time.Hour)
+	write := func(rel string, mtime time.Time) string {
+		p := filepath.Join(home, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("half a write"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	gone := []string{
+		write("events/.01M8R3W2S7TK8B6YBQNXPXW5PV.meta1234567890", old),
+		write("events/.01M8R3W2S7TK8B6YBQNXPXW5PV.log987", old),
+		write(".FORMAT42", old),
+		write("refs/checkpoints/.before7", old),
+		write("dict/.00000002.zdict31", old),
+	}
+	kept := []string{
+		write("events/.01M8R3W2S7TK8B6YBQNXPXW5PW.meta55", time.Now()), // a write in flight, for all gc knows
+		write("events/.hidden", old),
+		write("events/123", old),
+		write(".7", old),
+	}
+	rep, err := r.GC(10*time.Minute, true, nil)
+	if err != nil || rep.TempFiles != len(gone) || rep.TempBytes != int64(len(gone)*len("half a write")) {
+		t.Fatalf("dry run: %+v %v", rep, err)
+	}
+	for _, p := range append(gone, kept...) {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("a dry run removed %s", p)
+		}
+	}
+	if rep, err = r.GC(10*time.Minute, false, nil); err != nil || rep.TempFiles != len(gone) {
+		t.Fatalf("gc: %+v %v", rep, err)
+	}
+	for _, p := range gone {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left: %v", p, err)
+		}
+	}
+	for _, p := range kept {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed: %v", p, err)
 		}
 	}
 }

@@ -36,6 +36,11 @@ type GCReport struct {
 	SegmentsRemoved   int   `json:"segments_removed"`
 	DiskBefore        int64 `json:"disk_before"`
 	DiskAfter         int64 `json:"disk_after"`
+	// TempFiles and TempBytes: the temporary files of durable writes a
+	// crash left, removed (a dry run: to remove). The caller that knows
+	// every part of the home fills them (agent.Rook.GC).
+	TempFiles int   `json:"temp_files"`
+	TempBytes int64 `json:"temp_bytes"`
 }
 
 // Collect removes unreachable objects. It plans first: every index entry is

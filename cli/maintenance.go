@@ -131,8 +131,15 @@ func printGC(e *Env, rep cas.GCReport, grace time.Duration) {
 		fmt.Fprintf(w, ", %d kept for being newer than %s", rep.TooNew, grace)
 	}
 	fmt.Fprintln(w)
+	if rep.TempFiles > 0 {
+		what := "removed"
+		if rep.DryRun {
+			what = "would remove"
+		}
+		fmt.Fprintf(w, "%s%s %d temporary file(s) of writes a crash cut short (%s)\n", prefix, what, rep.TempFiles, formatBytes(rep.TempBytes))
+	}
 	if rep.DryRun {
-		if rep.Collectable > 0 {
+		if rep.Collectable > 0 || rep.TempFiles > 0 {
 			fmt.Fprintln(w, "run `rook store gc` to collect them")
 		}
 		return

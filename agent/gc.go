@@ -178,7 +178,9 @@ func (r *Rook) GCMarking(grace time.Duration, dryRun bool, mark, progress func(d
 	if err != nil {
 		return rep, err
 	}
-	rep.TempFiles, rep.TempBytes, err = r.sweepTemps(r.clock.Now().Add(-grace), dryRun)
+	// A minute at least, whatever the grace: a write in flight (one not a
+	// writer's, such as config.toml's) lasts milliseconds.
+	rep.TempFiles, rep.TempBytes, err = r.sweepTemps(r.clock.Now().Add(-max(grace, time.Minute)), dryRun)
 	return rep, err
 }
 
@@ -187,8 +189,7 @@ func (r *Rook) GCMarking(grace time.Duration, dryRun bool, mark, progress func(d
 // durable-write helper's ".NAME<digits>" (renameio; the in-memory file
 // system's ".NAME.tmp<n>") in the directories rook writes whole files
 // into, last written before cutoff. Nothing else removes them; readers
-// pass over them (storage.md, Home layout). gc holds the writer lock, and
-// every durable write is a writer's, so none is in flight.
+// pass over them (storage.md, Home layout).
 func (r *Rook) sweepTemps(cutoff time.Time, dryRun bool) (n int, bytes int64, err error) {
 	dirs := []string{r.home, filepath.Join(r.home, cas.EventsDir), filepath.Join(r.home, cas.DictDir),
 		filepath.Join(r.home, RefsDir, "checkpoints"), inbox.Dir(r.home)}

@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rookhq/rook/agent/inbox"
@@ -124,18 +122,7 @@ func (r *Rook) DrainInbox() (DrainReport, error) {
 // file may still append to it.
 func writerRunning(name string) bool {
 	pid := inbox.ProcessPID(name)
-	if pid <= 0 {
-		return false
-	}
-	if pid == os.Getpid() {
-		return true
-	}
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	err = p.Signal(syscall.Signal(0))
-	return err == nil || err == syscall.EPERM
+	return pid > 0 && processRunning(pid)
 }
 
 // inboxSession finds or starts the inbox session of a client.

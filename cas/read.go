@@ -144,10 +144,11 @@ func (s *Store) refreshView() error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.ctr = c
-	s.mu.Unlock()
+	// A reader's counters (its watermark) are read by loadRecent under
+	// recentMu, on whatever goroutine looks an object up: written under
+	// it too, with the look past the watermark they start.
 	s.recentMu.Lock()
+	s.ctr = c
 	s.recent, s.recentFrom, s.recentSeen = nil, nil, [2]int64{}
 	s.recentMu.Unlock()
 	return s.loadRecent()

@@ -615,9 +615,14 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		return res
 	}
 	if f.unchanged {
-		id := known[f.path].ID
-		res.Status, res.Session = ImportUnchanged, &id
-		return res
+		if m, ok := known[f.path]; ok && sameStat(m.Source.Stat, &f.stat) {
+			res.Status, res.Session = ImportUnchanged, &m.ID
+			return res
+		}
+		// Its session was taken, earlier in this import, by a file at
+		// another path (it moved while the files were listed): this one
+		// is read after all, as any file is.
+		prep = r.prepareSource(opts.Format, f, known[f.path].ID == eventlog.ID{}, opts.MinCut, opts.chunkBytes())
 	}
 	if prep.err != nil {
 		return fail(prep.err)

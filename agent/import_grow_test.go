@@ -433,3 +433,37 @@ func TestImportSaysAFileWasEmptied(t *testing.T) {
 	}
 	mustExport(t, r, id, data)
 }
+
+// A file listed with the stat its session recorded, then moved (during the
+// listing) to a path that is imported first, is that session's at its new
+// path; the old path is not reported as unchanged, least of all as the
+// session with the zero id.
+func TestImportUnchangedFileMovedWhileListed(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	p1 := "/p/a/subagents/x.jsonl" // listed first, imported last (a child's place)
+	p2 := "/p/b/x.jsonl"
+	writeSource(t, fsys, p1, claudeLines("x", 2), "")
+	if err := fsys.MkdirAll("/p/b", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	id := *fileByPath(t, mustImport(t, r, FormatClaudeCode, "/p"), p1).Session
+	moved := false
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpReadDir && path == "/p/b" && !moved {
+			moved = true
+			if err := fsys.Rename(p1, p2); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
+	rep, _ := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{"/p"}})
+	fsys.SetHook(nil)
+	if f := fileByPath(t, rep, p2); f.Status != ImportUnchanged || f.Session == nil || *f.Session != id || f.MovedFrom != p1 {
+		t.Fatalf("at its new path: %+v", f)
+	}
+	if f := fileByPath(t, rep, p1); f.Status == ImportUnchanged || f.Session != nil {
+		t.Fatalf("the path it left: %+v", f)
+	}
+}

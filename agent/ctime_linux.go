@@ -12,7 +12,7 @@ import (
 // 0 when the file system does not say.
 func changeTime(fi fs.FileInfo) int64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Ctim.Sec*1e9 + st.Ctim.Nsec
+		return st.Ctim.Nano() // int64 on every GOARCH (Sec is int32 on 386 and arm)
 	}
 	return 0
 }

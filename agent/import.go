@@ -341,7 +341,7 @@ func sameStat(a, b *eventlog.FileStat) bool {
 // its stat to be recorded (Source.Stat): a file written within the same
 // tick of the file system's clock as the walk could change again with no
 // change of its times (git's "racy" files).
-const statQuiet = 2 * time.Second
+const statQuiet = 3 * time.Second // above FAT's 2 s tick
 
 // statToRecord is what an import that leaves the session holding size
 // bytes of f records of the file: nil unless that is all of a plain file,

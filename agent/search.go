@@ -246,7 +246,7 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 		}
 	}
 	// One hit per body: memory is bounded by the bodies scanned, which the
-	// budget bounds.
+	// budget bounds (unless lifted: rook search --all).
 	for _, g := range hits {
 		g.hit.Also, g.hit.AlsoSessions = g.events-1, len(g.sessions)-1
 		res.Hits = append(res.Hits, g.hit)

@@ -1,0 +1,18 @@
+//go:build darwin
+
+package agent
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+// changeTime is a file's inode change time in unix ns, which no program
+// can set (a copy that keeps the modification time still changes it);
+// 0 when the file system does not say.
+func changeTime(fi fs.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ctimespec.Nano()
+	}
+	return 0
+}

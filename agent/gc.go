@@ -23,14 +23,10 @@ const DefaultGCGrace = 10 * time.Minute
 // features keep there), and, expanded, the files every reachable snapshot
 // names. A snapshot that cannot be read stops the mark: an incomplete mark
 // must never turn live objects into garbage.
-func (r *Rook) Roots(skip map[eventlog.ID]bool) (map[cas.Key]bool, error) {
-	return r.RootsProgress(skip, nil)
-}
-
-// RootsProgress is Roots, calling progress (when not nil) with the
-// sessions marked so far and their number: on a large store the mark
-// reads every event and every imported line, most of a gc's time.
-func (r *Rook) RootsProgress(skip map[eventlog.ID]bool, progress func(done, total int64)) (map[cas.Key]bool, error) {
+// progress (when not nil) is called with the sessions marked so far and
+// their number: on a large store the mark reads every event and every
+// imported line, most of a gc's time.
+func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)) (map[cas.Key]bool, error) {
 	live := map[cas.Key]bool{}
 	// containers are objects that name others: snapshots (their files) and
 	// imported source lines (the strings cut out of them).
@@ -159,18 +155,14 @@ func (r *Rook) walkRefs(mark func(cas.Key)) error {
 	return walk(filepath.Join(r.home, RefsDir))
 }
 
-// GC marks from the roots and sweeps the store (see cas.Store.Collect).
-func (r *Rook) GC(grace time.Duration, dryRun bool, progress func(done, total int64)) (cas.GCReport, error) {
-	return r.GCMarking(grace, dryRun, nil, progress)
-}
-
-// GCMarking is GC, with progress of the mark (sessions; see RootsProgress)
-// as well as of the sweep.
-func (r *Rook) GCMarking(grace time.Duration, dryRun bool, mark, progress func(done, total int64)) (cas.GCReport, error) {
+// GC marks from the roots and sweeps the store (see cas.Store.Collect),
+// calling mark with the progress of the mark (sessions; see Roots) and
+// progress with that of the sweep, each when not nil.
+func (r *Rook) GC(grace time.Duration, dryRun bool, mark, progress func(done, total int64)) (cas.GCReport, error) {
 	if err := r.Flush(); err != nil {
 		return cas.GCReport{}, err
 	}
-	live, err := r.RootsProgress(nil, mark)
+	live, err := r.Roots(nil, mark)
 	if err != nil {
 		return cas.GCReport{}, err
 	}

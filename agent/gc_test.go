@@ -28,14 +28,14 @@ func TestGCFreesWhatARemovedSessionAloneHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Flush()
-	rep, err := r.GC(0, false, nil)
+	rep, err := r.GC(0, false, nil, nil)
 	if err != nil || rep.Collectable != 0 {
 		t.Fatalf("gc with everything reachable: %+v %v", rep, err)
 	}
 	if _, err := r.Log.Remove(a); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = r.GC(0, false, nil)
+	rep, err = r.GC(0, false, nil, nil)
 	if err != nil || rep.Collectable != 1 {
 		t.Fatalf("gc after rm: %+v %v", rep, err)
 	}
@@ -80,7 +80,7 @@ func TestGCRefusesWhenAReachableSnapshotCannotBeRead(t *testing.T) {
 	}
 	defer r2.Close()
 	before, _ := r2.Store.Stats()
-	_, err = r2.GC(0, false, nil)
+	_, err = r2.GC(0, false, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "refuses") {
 		t.Fatalf("gc with an unreadable snapshot: %v", err)
 	}
@@ -103,7 +103,7 @@ func TestGCMarkingReportsProgress(t *testing.T) {
 	r.Append(b.ID, Entry{Kind: eventlog.KindAssistant, Body: []byte("in the second session")})
 	r.Flush()
 	var calls [][2]int64
-	rep, err := r.GCMarking(0, true, func(done, total int64) { calls = append(calls, [2]int64{done, total}) }, nil)
+	rep, err := r.GC(0, true, func(done, total int64) { calls = append(calls, [2]int64{done, total}) }, nil)
 	if err != nil || rep.Collectable != 0 {
 		t.Fatalf("gc: %+v %v", rep, err)
 	}
@@ -154,7 +154,7 @@ func TestGCRemovesTheTemporaryFilesACrashLeft(t *testing.T) {
 		write("events/123", old),
 		write(".7", old),
 	}
-	rep, err := r.GC(10*time.Minute, true, nil)
+	rep, err := r.GC(10*time.Minute, true, nil, nil)
 	if err != nil || rep.TempFiles != len(gone) || rep.TempBytes != int64(len(gone)*len("half a write")) {
 		t.Fatalf("dry run: %+v %v", rep, err)
 	}
@@ -163,7 +163,7 @@ func TestGCRemovesTheTemporaryFilesACrashLeft(t *testing.T) {
 			t.Fatalf("a dry run removed %s", p)
 		}
 	}
-	if rep, err = r.GC(10*time.Minute, false, nil); err != nil || rep.TempFiles != len(gone) {
+	if rep, err = r.GC(10*time.Minute, false, nil, nil); err != nil || rep.TempFiles != len(gone) {
 		t.Fatalf("gc: %+v %v", rep, err)
 	}
 	for _, p := range gone {

@@ -420,7 +420,7 @@ func TestImportedStringsSurviveGC(t *testing.T) {
 	r := testRook(t, fsys)
 	data := writeSource(t, fsys, "/p/s.jsonl", claudeLines("s", 1), "")
 	rep := mustImport(t, r, FormatClaudeCode, "/p")
-	if _, err := r.GC(0, false, nil); err != nil {
+	if _, err := r.GC(0, false, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	mustExport(t, r, *rep.Files[0].Session, data)

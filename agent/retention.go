@@ -256,7 +256,7 @@ func (r *Rook) Maintain(cfg Config, dryRun bool, progress func(stage string, don
 	if dryRun {
 		rep.GC, err = r.gcPlanWithout(rep.Prune.Deleted, grace, stage("gc"))
 	} else {
-		rep.GC, err = r.GC(grace, false, stage("gc"))
+		rep.GC, err = r.GC(grace, false, nil, stage("gc"))
 	}
 	if err != nil {
 		return rep, fmt.Errorf("gc: %w", err)
@@ -418,7 +418,7 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 			s.Events = ev
 			rep.BudgetDeleted = append(rep.BudgetDeleted, ref(s, fmt.Sprintf("oldest while over the %s budget", units.Bytes(budget))))
 		}
-		if g, err = r.GC(grace, false, progress); err != nil {
+		if g, err = r.GC(grace, false, nil, progress); err != nil {
 			return fmt.Errorf("gc: %w", err)
 		}
 		rep.BudgetGC = append(rep.BudgetGC, g)
@@ -466,7 +466,7 @@ func budgetBatch(cands int, over, stored int64, sessions int) int {
 // them.
 func (r *Rook) gcPlanWithout(gone []SessionRef, grace time.Duration, progress func(done, total int64)) (cas.GCReport, error) {
 	if len(gone) == 0 {
-		return r.GC(grace, true, progress)
+		return r.GC(grace, true, nil, progress)
 	}
 	if err := r.Flush(); err != nil {
 		return cas.GCReport{}, err
@@ -475,7 +475,7 @@ func (r *Rook) gcPlanWithout(gone []SessionRef, grace time.Duration, progress fu
 	for _, g := range gone {
 		skip[g.ID] = true
 	}
-	live, err := r.Roots(skip)
+	live, err := r.Roots(skip, nil)
 	if err != nil {
 		return cas.GCReport{}, err
 	}

@@ -280,7 +280,7 @@ func TestPruneDryRunChangesNothing(t *testing.T) {
 	if st.Objects != before.Objects {
 		t.Fatalf("prune removed objects: %d -> %d", before.Objects, st.Objects)
 	}
-	g, err := r.GC(0, false, nil)
+	g, err := r.GC(0, false, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func (c *StoreGCCmd) Run(e *Env) error {
 	m := newProgress(e.Stderr, "gc: marking")
 	m.unit = "sessions"
 	p := newProgress(e.Stderr, "gc")
-	rep, err := r.GCMarking(*grace, c.DryRun, m.update, p.update)
+	rep, err := r.GC(*grace, c.DryRun, m.update, p.update)
 	p.done()
 	if cerr := r.Close(); err == nil {
 		err = cerr

@@ -238,7 +238,7 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		// What the file system says is enough to know a file unchanged
 		// (its size, modification and change times, as when its session
 		// came to hold all of it): a large history is not read again.
-		files[i].unchanged = seen && m.Source.Stat != nil && *m.Source.Stat == f.stat
+		files[i].unchanged = seen && sameStat(m.Source.Stat, &f.stat)
 	}
 	ahead := r.startReadAhead(opts.Format, files, fresh, opts.MinCut, opts.chunkBytes())
 	defer ahead.close()
@@ -868,7 +868,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			}
 		}
 	}
-	res.Parent, res.Fork = sess.Parent, sess.Parent != nil && slices.Contains(sess.Tags, ForkTag)
+	res.Parent, res.Fork = sess.Parent, ImportedFork(*sess)
 	src.Size, src.SHA256, src.Stat = size, full, statToRecord(f, zst, size, opts.walked)
 	if src.ID == "" {
 		src.ID = info.ID
@@ -1206,10 +1206,17 @@ func capLabel(s string) string {
 	return s
 }
 
-// ForkTag tags an imported session forked from another (a Codex
+// forkTag tags an imported session forked from another (a Codex
 // rollout's forked_from_id): its parent is the session whose lines it
 // begins by copying, not one that spawned it.
-const ForkTag = "fork"
+const forkTag = "fork"
+
+// ImportedFork says whether m is an imported session linked to the session
+// it was forked from (forkTag), which it holds a copy of the lines of
+// rather than a fork point (ForkAt) in its events.
+func ImportedFork(m eventlog.Meta) bool {
+	return m.Parent != nil && m.Source != nil && slices.Contains(m.Tags, forkTag)
+}
 
 // placeholderTitle is the title of a session whose file has no prompt or
 // summary (yet).
@@ -1227,7 +1234,7 @@ func importedMeta(format, path string, zst bool, info sourceSession, known map[s
 	case info.Subagent:
 		tags = append(tags, "subagent")
 	case info.Fork && info.ParentID != "":
-		tags = append(tags, ForkTag)
+		tags = append(tags, forkTag)
 	}
 	m := eventlog.Meta{Title: title, Workspace: info.Workspace, Tags: tags,
 		// Until its lines are in, the session holds the empty prefix of its
@@ -1289,7 +1296,7 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 			}
 		}
 		if f != nil {
-			f.Parent, f.Fork = m.Parent, slices.Contains(m.Tags, ForkTag)
+			f.Parent, f.Fork = m.Parent, ImportedFork(m)
 		}
 	}
 	return nil

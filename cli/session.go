@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
@@ -329,7 +328,7 @@ func (c *SessionLsCmd) Run(e *Env) error {
 		}
 		// An imported fork (a Codex rollout's forked_from_id) holds a copy
 		// of its parent's lines, not its parent's events: no fork point.
-		imported := s.Parent != nil && s.Source != nil && slices.Contains(s.Tags, agent.ForkTag)
+		imported := agent.ImportedFork(s.Meta)
 		rows = append(rows, sessionRow{Summary: s, Fork: s.ForkAt != nil || imported, Child: s.Parent != nil && s.ForkAt == nil && !imported})
 	}
 	if e.JSON {

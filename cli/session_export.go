@@ -329,13 +329,12 @@ func (c *SearchCmd) Run(e *Env) error {
 	if res.Truncated {
 		// Bytes or objects: the next body would have passed one of them
 		// (a single body larger than what is left of the bytes).
+		unread := "of the sessions whose conversation is newest: older ones were not searched: narrow with --session, or read every body with --all"
 		if c.Session != "" {
-			fmt.Fprintf(e.Stderr, "rook: note: the scan stopped at its budget (%d objects or %s) after reading %d object(s), %s, the session's newest: its older events were not searched: read every body with --all\n",
-				agent.SearchMaxObjects, formatBytes(agent.SearchMaxBytes), res.ObjectsScanned, formatBytes(res.BytesScanned))
-		} else {
-			fmt.Fprintf(e.Stderr, "rook: note: the scan stopped at its budget (%d objects or %s) after reading %d object(s), %s, of the sessions whose conversation is newest: older ones were not searched: narrow with --session, or read every body with --all\n",
-				agent.SearchMaxObjects, formatBytes(agent.SearchMaxBytes), res.ObjectsScanned, formatBytes(res.BytesScanned))
+			unread = "the session's newest: its older events were not searched: read every body with --all"
 		}
+		fmt.Fprintf(e.Stderr, "rook: note: the scan stopped at its budget (%d objects or %s) after reading %d object(s), %s, %s\n",
+			agent.SearchMaxObjects, formatBytes(agent.SearchMaxBytes), res.ObjectsScanned, formatBytes(res.BytesScanned), unread)
 	}
 	if e.JSON {
 		hits := []searchHitJSON{}

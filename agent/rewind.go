@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -22,6 +23,28 @@ type RewindReport struct {
 	Undo      string   `json:"undo,omitempty"`
 	Paths     []string `json:"paths"`
 	KeepFiles bool     `json:"keep_files"`
+	// Interrupted are the earlier rewinds of the same session to the same
+	// event that stopped while writing files (killed, or a write failed).
+	// This rewind's own undo gives back the disk as such a rewind left it,
+	// half written; the earlier rewind's undo gives back the disk as it was
+	// before it.
+	Interrupted []InterruptedRewind `json:"interrupted,omitempty"`
+}
+
+// InterruptedRewind is a rewind that captured the disk onto its fork and
+// then did not record that it finished writing files.
+type InterruptedRewind struct {
+	Fork eventlog.ID `json:"session"`
+	Undo string      `json:"undo"`
+}
+
+// rewoundLabel labels the note a rewind appends to its fork once every file
+// is written. A fork whose last event is its capture of the disk before the
+// rewind, with no such note after it, is a rewind that stopped part way.
+const rewoundLabel = "rook:rewound:v1"
+
+func beforeRewindLabel(id eventlog.ID, to uint64) string {
+	return fmt.Sprintf("before rewind of %s to %d", id, to)
 }
 
 // NoFileBackupsError: a rewind was asked to put files back in an imported
@@ -95,13 +118,18 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 				return rep, err
 			}
 			c.linksAsIs = true
-			c.m.Label = fmt.Sprintf("before rewind of %s to %d", id, to)
+			c.m.Label = beforeRewindLabel(id, to)
 			for _, p := range rep.Paths {
 				if err := c.addPath(p); err != nil {
 					return rep, fmt.Errorf("capture %s before rewinding: %w: nothing changed", p, err)
 				}
 			}
 			before = c.m
+		}
+	}
+	if !keepFiles {
+		if rep.Interrupted, err = r.interruptedRewinds(id, to); err != nil {
+			return rep, fmt.Errorf("%w: nothing changed", err)
 		}
 	}
 	title := strings.TrimSpace(fmt.Sprintf("%s @%d", sum.Title, to))
@@ -113,6 +141,8 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 	if plan == nil {
 		return rep, r.Flush()
 	}
+	// A checkpoint is a barrier: the capture is durable when Append returns,
+	// before the first file is written (TestRewindRecordsTheUndoBeforeWritingFiles).
 	seq, err := r.Append(fork.ID, Entry{Kind: eventlog.KindCheckpoint, Label: before.Label, Body: before.Encode()})
 	if err != nil {
 		return rep, fmt.Errorf("record the disk before rewinding (fork %s made, nothing written): %w", fork.ID, err)
@@ -123,5 +153,37 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 	if err != nil {
 		return rep, fmt.Errorf("%w; `%s` puts back what was there", err, rep.Undo)
 	}
+	done, _ := json.Marshal(struct {
+		Restored int `json:"files_restored"`
+		Removed  int `json:"files_removed"`
+	}{rep.FilesRestored, rep.FilesRemoved})
+	if _, err := r.Append(fork.ID, Entry{Kind: eventlog.KindNote, Label: rewoundLabel, Body: done}); err != nil {
+		return rep, fmt.Errorf("every file was put back, but recording that on %s failed: %w", fork.ID, err)
+	}
 	return rep, nil
+}
+
+// interruptedRewinds finds the forks of earlier rewinds of id to `to` that
+// stopped while writing files: each ends at its capture of the disk before
+// that rewind, with no note that it finished. A fork that does not read is
+// passed over: it must not stop this rewind.
+func (r *Rook) interruptedRewinds(id eventlog.ID, to uint64) ([]InterruptedRewind, error) {
+	ids, err := r.Log.IDs()
+	if err != nil {
+		return nil, err
+	}
+	label := beforeRewindLabel(id, to)
+	var out []InterruptedRewind
+	for _, f := range ids {
+		m, err := r.Log.ReadMeta(f)
+		if err != nil || m.Parent == nil || *m.Parent != id || m.ForkAt == nil || *m.ForkAt != to || m.Source != nil {
+			continue
+		}
+		evs, err := r.Log.Read(f, to, 2)
+		if err != nil || len(evs) != 1 || evs[0].Kind != eventlog.KindCheckpoint || evs[0].Label != label {
+			continue
+		}
+		out = append(out, InterruptedRewind{Fork: f, Undo: fmt.Sprintf("rook session rewind %s --to %d", f, to)})
+	}
+	return out, nil
 }

@@ -380,3 +380,98 @@ func TestRestoreSweepsTempFilesOfDeadRestores(t *testing.T) {
 		t.Fatalf("dest/src holds %d entries, want app.go and the running one's", len(ents))
 	}
 }
+
+// A rewind records the disk as it was before it (the undo) durably before
+// it writes a single file: a crash at any point once the workspace has
+// started to change leaves a store that holds that record. Before, the
+// record waited for the close's barrier, so a crash while the files were
+// being written lost the only copy of the user's edits.
+func TestRewindRecordsTheUndoBeforeWritingFiles(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	ws := t.TempDir()
+	m, err := r.NewSession("edit", ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"a.go": "package a // one\n", "b.go": "package b // one\n"})
+	if _, err := r.Append(m.ID, Entry{Kind: eventlog.KindUser, Body: []byte("edit a and b")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.CaptureSession(m.ID, []string{"a.go", "b.go"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	edited := tree{"a.go": "package a // two, by hand\n", "b.go": "package b // two\n"}
+	writeTree(t, ws, edited)
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// At every write to the store from here on, while the workspace
+	// differs from the edited tree, keep what a crash would leave.
+	var crashes []*vfs.MemFS
+	fsys.SetHook(func(op vfs.Op, _ string) error {
+		if op.IsWrite() && readTree(t, ws)["a.go"] != edited["a.go"] {
+			crashes = append(crashes, fsys.CrashClone())
+		}
+		return nil
+	})
+	rep, err := r.Rewind(m.ID, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fsys.SetHook(nil)
+	for i, c := range crashes {
+		cr, err := Open(testHome, Options{FS: c, Writable: true})
+		if err != nil {
+			t.Fatalf("crash %d: open: %v", i, err)
+		}
+		evs, err := cr.Log.Read(rep.Fork, 0, 1<<20)
+		if err != nil || uint64(len(evs)) <= *rep.BeforeSeq || evs[*rep.BeforeSeq].Kind != eventlog.KindCheckpoint {
+			t.Fatalf("crash %d after the rewind began writing files: the fork holds %d event(s) (%v), not the capture of the disk before it at #%d", i, len(evs), err, *rep.BeforeSeq)
+		}
+		cr.Close()
+	}
+	t.Logf("%d crash point(s) after the first file was written", len(crashes))
+	if len(crashes) == 0 {
+		t.Fatal("no write to the store after the first file was written: the sweep checked nothing")
+	}
+
+	// Run again after the first crash point, the workspace now edited by
+	// hand again: the re-run names the rewind that did not finish, whose
+	// undo gives back the disk as it was before it. A rewind that finished
+	// is not named.
+	for _, tc := range []struct {
+		name        string
+		fsys        *vfs.MemFS
+		interrupted bool
+	}{{"after a crash", crashes[0], true}, {"after a finished rewind", fsys, false}} {
+		writeTree(t, ws, edited)
+		again, err := Open(testHome, Options{FS: tc.fsys, Writable: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep2, err := again.Rewind(m.ID, 1, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tc.interrupted {
+			if len(rep2.Interrupted) != 0 {
+				t.Fatalf("%s: %+v named as interrupted", tc.name, rep2.Interrupted)
+			}
+			again.Close()
+			continue
+		}
+		if len(rep2.Interrupted) != 1 || rep2.Interrupted[0].Fork != rep.Fork || rep2.Interrupted[0].Undo != rep.Undo {
+			t.Fatalf("%s: interrupted %+v, want fork %s with undo %q", tc.name, rep2.Interrupted, rep.Fork, rep.Undo)
+		}
+		writeTree(t, ws, tree{"a.go": "package a // three\n"})
+		if _, err := again.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+			t.Fatal(err)
+		}
+		sameTree(t, tc.name+": the interrupted rewind's undo", readTree(t, ws), edited)
+		again.Close()
+	}
+}

@@ -183,6 +183,9 @@ func (c *RewindCmd) Run(e *Env) error {
 	if rep.Undo != "" {
 		fmt.Fprintf(w, "  what was on disk before is captured on the new session; to put it back:\n    %s\n", rep.Undo)
 	}
+	for _, i := range rep.Interrupted {
+		fmt.Fprintf(w, "  an earlier rewind to %d (session %s) stopped before it finished; what was on disk before it:\n    %s\n", rep.EventsKept, i.Fork, i.Undo)
+	}
 	return nil
 }
 

@@ -344,10 +344,20 @@ func sameStat(a, b *eventlog.FileStat) bool {
 const statQuiet = 3 * time.Second // above FAT's 2 s tick
 
 // statToRecord is what an import that leaves the session holding size
-// bytes of f records of the file: nil unless that is all of a plain file,
-// unchanged for statQuiet before the walk (at: when it began).
-func statToRecord(f sourceFile, zst bool, size int64, at time.Time) *eventlog.FileStat {
-	if zst || size != f.stat.Size || f.stat.MTime == 0 {
+// bytes of f records of the file: nil unless that is all of the file,
+// unchanged for statQuiet before the walk (at: when it began). length is
+// how many bytes the import read of the file, through to its end: its
+// decompressed stream for .zst.
+func statToRecord(f sourceFile, zst bool, size, length int64, at time.Time) *eventlog.FileStat {
+	// A plain file's size is its bytes; a .zst's is of its compressed
+	// bytes, which say nothing of how long its stream is: all of it is
+	// what it decompressed to, to its end, with no error (a .zst cut short
+	// or damaged fails, and records nothing).
+	whole := size == f.stat.Size
+	if zst {
+		whole = size == length
+	}
+	if !whole || f.stat.MTime == 0 {
 		return nil
 	}
 	if at.Sub(time.Unix(0, f.stat.MTime)) < statQuiet || (f.stat.CTime != 0 && at.Sub(time.Unix(0, f.stat.CTime)) < statQuiet) {
@@ -683,7 +693,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		switch {
 		case done.size == size && done.sha == full:
 			res.Status, res.Session = ImportUnchanged, &c.ID
-			stat := statToRecord(f, zst, done.size, opts.walked)
+			stat := statToRecord(f, zst, done.size, size, opts.walked)
 			if c.Source.Size != done.size || c.Source.SHA256 != done.sha || moved != "" || !sameStat(c.Source.Stat, stat) {
 				// A crash came after the lines and before the metadata,
 				// or the file moved, or its stat is not recorded yet (an
@@ -730,6 +740,10 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		}
 		break
 	}
+	// All the file's bytes (decompressed, for .zst), read through to its
+	// end: a streamed file's are those hashed above, or, new, those read
+	// below.
+	length := size
 	if res.Status == ImportNew && rewrittenOf != nil {
 		res.Status = ImportRewritten
 		res.Note = fmt.Sprintf("changed since it was imported as session %s (not only grown): imported again as a new session; the old one is kept", rewrittenOf.ID)
@@ -808,6 +822,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		}
 		// What was read and taken in; for a file imported before, the bytes
 		// hashed above, unless it changed in between.
+		if res.Status == ImportNew {
+			length = cr.size // read through, not only as far as hashed
+		}
 		size, full = cr.size, cr.sum()
 	}
 	if from < start && res.BytesIn >= start-from {
@@ -869,7 +886,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		}
 	}
 	res.Parent, res.Fork = sess.Parent, ImportedFork(*sess)
-	src.Size, src.SHA256, src.Stat = size, full, statToRecord(f, zst, size, opts.walked)
+	src.Size, src.SHA256, src.Stat = size, full, statToRecord(f, zst, size, length, opts.walked)
 	if src.ID == "" {
 		src.ID = info.ID
 	}

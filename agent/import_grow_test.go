@@ -6,11 +6,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
@@ -393,26 +395,152 @@ func TestImportKnowsAnUnchangedFileByItsStat(t *testing.T) {
 	fsys.SetHook(nil)
 }
 
-// A stat is recorded only for the whole of a plain file that had not
-// changed for statQuiet before the files were listed.
+// A .zst rollout is known unchanged by its stat too, read whole or in
+// chunks: the stat recorded is the compressed file's (its size on disk),
+// once the session holds all of its decompressed stream. A plain rollout
+// compressed in place records the .zst's stat as it moves; a .zst cut short
+// fails, and is read again at every import until it is whole.
+func TestImportKnowsAnUnchangedZstByItsStat(t *testing.T) {
+	plain, enc := codexMainAndEncoder(t)
+	z := enc.EncodeAll(plain, nil)
+	for _, chunk := range []int{0, 100} {
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		a := "/c/" + filepath.Base(codexMainFile)
+		imp := func() ImportReport {
+			t.Helper()
+			rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{"/c"}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rep
+		}
+		writeSourceFile(t, fsys, a, plain)
+		id := *fileByPath(t, imp(), a).Session
+		// Compressed in place: the session moves to the .zst, and records
+		// its stat.
+		writeSourceFile(t, fsys, a+".zst", z)
+		if err := fsys.Remove(a); err != nil {
+			t.Fatal(err)
+		}
+		if f := fileByPath(t, imp(), a+".zst"); f.Status != ImportUnchanged || *f.Session != id || f.MovedFrom != a {
+			t.Fatalf("chunks of %d: compressed: %+v", chunk, f)
+		}
+		m, err := r.Log.ReadMeta(id)
+		if err != nil || m.Source.Stat == nil || m.Source.Stat.Size != int64(len(z)) || m.Source.Size != int64(len(plain)) || !m.Source.Zstd {
+			t.Fatalf("chunks of %d: the .zst's stat is recorded: %+v %v", chunk, m.Source, err)
+		}
+		reads := 0
+		fsys.SetHook(func(op vfs.Op, path string) error {
+			if path == a+".zst" && (op == vfs.OpOpenRead || op == vfs.OpRead) {
+				reads++
+			}
+			return nil
+		})
+		if f := fileByPath(t, imp(), a+".zst"); f.Status != ImportUnchanged || *f.Session != id || reads != 0 {
+			t.Fatalf("chunks of %d: unchanged: %+v, %d read(s) of the .zst", chunk, f, reads)
+		}
+		// Cut short (a copy that stopped, a disk that filled): it fails,
+		// and is no session's; read again by the next import.
+		writeSourceFile(t, fsys, a+".zst", z[:len(z)-7])
+		for i := range 2 {
+			reads = 0
+			if f := fileByPath(t, imp(), a+".zst"); f.Status != ImportFailed || reads == 0 {
+				t.Fatalf("chunks of %d: cut short, import %d: %+v, %d read(s)", chunk, i+1, f, reads)
+			}
+		}
+		// Whole again: read, unchanged, its new stat recorded; then not read.
+		writeSourceFile(t, fsys, a+".zst", z)
+		for i, want := range []bool{true, false} {
+			reads = 0
+			if f := fileByPath(t, imp(), a+".zst"); f.Status != ImportUnchanged || *f.Session != id || (reads > 0) != want {
+				t.Fatalf("chunks of %d: whole again, import %d: %+v, %d read(s)", chunk, i+1, f, reads)
+			}
+		}
+		fsys.SetHook(nil)
+		mustExport(t, r, id, plain)
+	}
+}
+
+// A .zst replaced by another of the same size, given the same modification
+// time (a copy that keeps it), is read again: its change time, which no
+// program sets, says it changed.
+func TestImportReadsAZstReplacedWithTheSameSizeAndTime(t *testing.T) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		t.Skip("no change time on this OS")
+	}
+	plain, enc := codexMainAndEncoder(t)
+	other := bytes.Replace(plain, []byte("05.123Z"), []byte("05.124Z"), 1)
+	z, zo := enc.EncodeAll(plain, nil), enc.EncodeAll(other, nil)
+	if bytes.Equal(other, plain) || len(z) != len(zo) {
+		t.Fatalf("test data: %d and %d bytes compressed", len(z), len(zo))
+	}
+	dir := t.TempDir()
+	home := filepath.Join(dir, "store")
+	if _, err := cas.Init(vfs.OS, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	// A minute on: the file written now is quiet when listed.
+	r, err := Open(home, Options{FS: vfs.OS, Clock: &clock.Fixed{T: time.Now().Add(time.Minute)}, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	path := filepath.Join(dir, "c", filepath.Base(codexMainFile)+".zst")
+	mtime := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	write := func(data []byte) {
+		t.Helper()
+		writeSourceFile(t, vfs.OS, path, data) // a new file, renamed over the old
+		if err := os.Chtimes(path, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(z)
+	id := *fileByPath(t, mustImport(t, r, FormatCodex, path), path).Session
+	m, err := r.Log.ReadMeta(id)
+	if err != nil || m.Source.Stat == nil || m.Source.Stat.CTime == 0 {
+		t.Fatalf("the stat is recorded, with a change time: %+v %v", m.Source, err)
+	}
+	time.Sleep(20 * time.Millisecond) // past the tick of the file system's clock
+	write(zo)
+	fi, err := os.Stat(path)
+	if err != nil || fi.Size() != m.Source.Stat.Size || fi.ModTime().UnixNano() != m.Source.Stat.MTime {
+		t.Fatalf("test setup: %v %v", fi, err)
+	}
+	if f := fileByPath(t, mustImport(t, r, FormatCodex, path), path); f.Status != ImportRewritten || *f.Session == id {
+		t.Fatalf("replaced: %+v", f)
+	}
+}
+
+// A stat is recorded only for the whole of a file that had not changed
+// for statQuiet before the files were listed: for a .zst, all of its
+// decompressed stream, whatever its compressed size.
 func TestStatToRecord(t *testing.T) {
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	f := sourceFile{path: "/a.jsonl", size: 10, stat: eventlog.FileStat{Size: 10, MTime: at.Add(-time.Minute).UnixNano(), CTime: at.Add(-time.Minute).UnixNano()}}
-	if st := statToRecord(f, false, 10, at); st == nil || *st != f.stat {
+	if st := statToRecord(f, false, 10, 10, at); st == nil || *st != f.stat {
 		t.Fatalf("quiet, whole: %+v", st)
 	}
+	z := f
+	z.path = "/a.jsonl.zst"
+	if st := statToRecord(z, true, 80, 80, at); st == nil || *st != z.stat {
+		t.Fatalf("quiet, whole .zst (10 bytes compressed, 80 decompressed): %+v", st)
+	}
 	for name, c := range map[string]struct {
-		f    sourceFile
-		zst  bool
-		size int64
+		f            sourceFile
+		zst          bool
+		size, length int64
 	}{
-		"part":           {f, false, 9},
-		"zstd":           {f, true, 10},
-		"just written":   {sourceFile{stat: eventlog.FileStat{Size: 10, MTime: at.Add(-time.Second).UnixNano()}}, false, 10},
-		"just changed":   {sourceFile{stat: eventlog.FileStat{Size: 10, MTime: f.stat.MTime, CTime: at.UnixNano()}}, false, 10},
-		"no times known": {sourceFile{stat: eventlog.FileStat{Size: 10}}, false, 10},
+		"part":                  {f, false, 9, 10},
+		"zstd, part":            {z, true, 79, 80},
+		"zstd, compressed size": {z, true, 10, 80}, // 10 bytes held of 80: not all of it
+		"just written":          {sourceFile{stat: eventlog.FileStat{Size: 10, MTime: at.Add(-time.Second).UnixNano()}}, false, 10, 10},
+		"just changed":          {sourceFile{stat: eventlog.FileStat{Size: 10, MTime: f.stat.MTime, CTime: at.UnixNano()}}, false, 10, 10},
+		"zstd, just changed":    {sourceFile{stat: eventlog.FileStat{Size: 10, MTime: f.stat.MTime, CTime: at.UnixNano()}}, true, 80, 80},
+		"no times known":        {sourceFile{stat: eventlog.FileStat{Size: 10}}, false, 10, 10},
+		"zstd, no times known":  {sourceFile{stat: eventlog.FileStat{Size: 10}}, true, 80, 80},
 	} {
-		if st := statToRecord(c.f, c.zst, c.size, at); st != nil {
+		if st := statToRecord(c.f, c.zst, c.size, c.length, at); st != nil {
 			t.Errorf("%s: recorded %+v", name, st)
 		}
 	}

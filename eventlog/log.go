@@ -54,10 +54,12 @@ type Source struct {
 	Zstd   bool   `json:"zstd,omitempty"`   // the file is zstd-compressed JSONL
 	Parent string `json:"parent,omitempty"` // the parent's source session id, for subagents
 	// Stat is what the file system said of the file, before it was read,
-	// when the session came to hold all of it (a plain file, not changed
-	// in the last seconds before): the next import takes a file that still
-	// has this size, modification and change times as unchanged, without
-	// reading it. nil: the next import reads and hashes the file.
+	// when the session came to hold all of it (all of a .zst's
+	// decompressed stream; the file not changed in the last seconds
+	// before): the next import takes a file that still has this size (on
+	// disk: compressed, for .zst), modification and change times as
+	// unchanged, without reading it. nil: the next import reads and hashes
+	// the file.
 	Stat *FileStat `json:"stat,omitempty"`
 }
 

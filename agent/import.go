@@ -153,6 +153,9 @@ type ImportReport struct {
 	// ZstBeside are the .zst rollouts left out because their plain file
 	// is beside them (the same rollout, which was read).
 	ZstBeside []string `json:"zst_beside,omitempty"`
+	// ForksTagged are the sessions of Codex forks imported before rook
+	// tagged them (forkTag), tagged now that their files were met again.
+	ForksTagged int `json:"forks_tagged"`
 }
 
 // StoredAdded is what the import added to the store's stored bytes.
@@ -279,6 +282,9 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		}
 	}
 	if err := r.commitImported(&metas); err != nil {
+		return rep, err
+	}
+	if err := r.tagForks(known, &rep); err != nil {
 		return rep, err
 	}
 	if err := r.linkParents(known, &rep); err != nil {
@@ -1228,11 +1234,86 @@ func capLabel(s string) string {
 // begins by copying, not one that spawned it.
 const forkTag = "fork"
 
+// subagentTag tags an imported subagent's session: its parent spawned it.
+const subagentTag = "subagent"
+
 // ImportedFork says whether m is an imported session linked to the session
 // it was forked from (forkTag), which it holds a copy of the lines of
 // rather than a fork point (ForkAt) in its events.
 func ImportedFork(m eventlog.Meta) bool {
 	return m.Parent != nil && m.Source != nil && slices.Contains(m.Tags, forkTag)
+}
+
+// tagForks tags forkTag the sessions of the Codex files this import met
+// again (unchanged or grown) that are forks imported before rook tagged
+// them: without the tag they show as children of the session they were
+// forked from. A fork says so in its first line (its session_meta's
+// forked_from_id), which the import does not read of a file it knows
+// unchanged by its stat, nor of one that grew: it is read from the
+// session's own first line, which is that line. Only the metadata
+// changes; once tagged, a session is not looked at again.
+func (r *Rook) tagForks(known map[string]eventlog.Meta, rep *ImportReport) error {
+	if rep.Format != FormatCodex {
+		return nil
+	}
+	for _, f := range rep.Files {
+		if f.Session == nil || (f.Status != ImportUnchanged && f.Status != ImportGrown) {
+			continue
+		}
+		m, ok := known[f.Path]
+		if !ok || m.ID != *f.Session || m.Source.Parent == "" || slices.Contains(m.Tags, forkTag) || slices.Contains(m.Tags, subagentTag) {
+			continue // not linked to another, or tagged what it is already
+		}
+		info, err := r.firstLineSession(m.ID)
+		if err != nil {
+			// It stays as it was, a child: the import itself is done.
+			rep.problem(ImportProblem{File: f.Path, Reason: fmt.Sprintf("session %s: its first line, which says whether it is a fork, cannot be read (%v): it is left untagged; `rook store verify` checks the store", m.ID, err)})
+			continue
+		}
+		if !info.Fork || info.ParentID != m.Source.Parent {
+			continue
+		}
+		m.Tags = append(slices.Clone(m.Tags), forkTag)
+		if err := r.Log.UpdateMeta(m); err != nil {
+			return err
+		}
+		known[f.Path] = m
+		rep.ForksTagged++
+	}
+	return nil
+}
+
+// firstLineSession is what the lines of a Codex session's first source
+// object (its rollout's first lines, the session_meta first) say of the
+// session.
+func (r *Rook) firstLineSession(id eventlog.ID) (sourceSession, error) {
+	evs, err := r.Log.Read(id, 0, 16)
+	if err != nil {
+		return sourceSession{}, err
+	}
+	for _, ev := range evs {
+		b, kind, err := r.Store.GetKind(ev.Body)
+		if err != nil {
+			return sourceSession{}, fmt.Errorf("event %d: %w", ev.Seq, err)
+		}
+		if kind != cas.KindSource {
+			continue
+		}
+		sl, err := decodeSourceLine(b)
+		if err != nil {
+			return sourceSession{}, fmt.Errorf("event %d: %w", ev.Seq, err)
+		}
+		lines, err := sl.expand(r.Store.Get)
+		if err != nil {
+			return sourceSession{}, fmt.Errorf("event %d: %w", ev.Seq, err)
+		}
+		m := newCodexMapper()
+		for _, line := range sourceLines(lines) {
+			m.mapLine(trimNewline(line))
+		}
+		return m.session(), nil
+	}
+	return sourceSession{}, nil
 }
 
 // placeholderTitle is the title of a session whose file has no prompt or
@@ -1249,7 +1330,7 @@ func importedMeta(format, path string, zst bool, info sourceSession, known map[s
 	tags := []string{format}
 	switch {
 	case info.Subagent:
-		tags = append(tags, "subagent")
+		tags = append(tags, subagentTag)
 	case info.Fork && info.ParentID != "":
 		tags = append(tags, forkTag)
 	}

@@ -586,3 +586,83 @@ func TestCodexTitleSkipsWhatCodexWrote(t *testing.T) {
 	}
 	checkView(t, newCodexMapper, []byte(strings.Join(append(lines, item("rename the flag")), "\n")))
 }
+
+// TestImportTagsAForkImportedBeforeForksWereTagged: a Codex fork imported
+// by a rook that did not tag forks shows as a child of the session it was
+// forked from. An import that meets its file again, unchanged (known by
+// its stat, unread) or grown, tags it, from the session's own first line;
+// its events are untouched, and it is tagged once. A subagent's session
+// that lost its tag is not a fork.
+func TestImportTagsAForkImportedBeforeForksWereTagged(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	plain, err := os.ReadFile(codexMainFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := os.ReadFile(codexSubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mainPath, subPath := "/c/"+filepath.Base(codexMainFile), "/c/"+filepath.Base(codexSubFile)
+	writeSourceFile(t, fsys, mainPath, plain)
+	writeSourceFile(t, fsys, subPath, sub)
+	writeSource(t, fsys, "/c/rollout-2026-01-02T03-00-00-"+codexForkID+".jsonl", []string{
+		`{"timestamp":"2026-01-02T03:00:00.000Z","type":"session_meta","payload":{"id":"` + codexForkID + `","cwd":"/home/dev/rook"}}`,
+		`{"timestamp":"2026-01-02T03:00:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"the parent"}]}}`,
+	}, "")
+	first := mustImport(t, r, FormatCodex, "/c")
+	id, subID := *fileByPath(t, first, mainPath).Session, *fileByPath(t, first, subPath).Session
+	// As an older rook left them: no fork tag (nor, here, a subagent one).
+	untag := func(id eventlog.ID) eventlog.Meta {
+		t.Helper()
+		m, err := r.Log.ReadMeta(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Tags = []string{FormatCodex}
+		if err := r.Log.UpdateMeta(m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if m := untag(id); m.Parent == nil || ImportedFork(m) {
+		t.Fatalf("an old import's fork: %+v", m)
+	}
+	untag(subID)
+	before, err := r.Log.Summary(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if path == mainPath && (op == vfs.OpOpenRead || op == vfs.OpRead) {
+			reads++
+		}
+		return nil
+	})
+	check := func(what, status string, tagged int) {
+		t.Helper()
+		rep := mustImport(t, r, FormatCodex, "/c")
+		f := fileByPath(t, rep, mainPath)
+		m, err := r.Log.ReadMeta(id)
+		if err != nil || f.Status != status || rep.ForksTagged != tagged || !f.Fork || !ImportedFork(m) || !slices.Equal(m.Tags, []string{FormatCodex, forkTag}) {
+			t.Fatalf("%s: %+v, %d tagged, tags %v %v", what, f, rep.ForksTagged, m.Tags, err)
+		}
+		if s, err := r.Log.ReadMeta(subID); err != nil || slices.Contains(s.Tags, forkTag) || fileByPath(t, rep, subPath).Fork {
+			t.Fatalf("%s: the subagent is tagged %v %v", what, s.Tags, err)
+		}
+	}
+	check("unchanged", ImportUnchanged, 1)
+	if after, err := r.Log.Summary(id); err != nil || after.Events != before.Events || after.Updated != before.Updated || reads != 0 {
+		t.Fatalf("events %d -> %d (%v), %d read(s) of the file", before.Events, after.Events, err, reads)
+	}
+	check("unchanged, again", ImportUnchanged, 0)
+	// Grown: the lines it takes in begin after the session_meta.
+	untag(id)
+	grown := append(slices.Clone(plain), `{"timestamp":"2026-01-03T00:00:00.000Z","type":"event_msg","payload":{"type":"agent_message","message":"resumed"}}`+"\n"...)
+	writeSourceFile(t, fsys, mainPath, grown)
+	check("grown", ImportGrown, 1)
+	fsys.SetHook(nil)
+	mustExport(t, r, id, grown)
+}

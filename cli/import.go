@@ -141,6 +141,9 @@ func printImport(e *Env, out importJSON) {
 	if rep.Linked > 0 {
 		fmt.Fprintf(w, "%d session(s) imported before their parent are now linked to it\n", rep.Linked)
 	}
+	if rep.ForksTagged > 0 {
+		fmt.Fprintf(w, "%d fork(s) imported before rook tagged them are now tagged fork: listed as forks of their parent, not children\n", rep.ForksTagged)
+	}
 	fmt.Fprintf(w, "%d line(s) -> %d event(s); %s in, ", rep.Lines, rep.Events, formatBytes(rep.BytesIn))
 	ratio := func(added int64) string {
 		if added <= 0 || rep.BytesIn == 0 {

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -1228,5 +1229,42 @@ func TestExportOfASessionAheadOfItsMetadata(t *testing.T) {
 		if !bytes.Equal(buf.Bytes(), grown) || x.Exact != c.exact || x.Ahead != c.head || x.Recorded != c.size {
 			t.Errorf("%s: exact %v ahead %v recorded %d (%d bytes written)", c.what, x.Exact, x.Ahead, x.Recorded, buf.Len())
 		}
+	}
+}
+
+// `last` is the session of the workspace active last, by its events' own
+// times: after an import of older transcripts it is not the file imported
+// last, and a session made since, with no event yet, is later than them.
+func TestLastIsTheSessionActiveLast(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	// b.jsonl is imported after a.jsonl (a newer id) but spoke earlier.
+	writeSource(t, fsys, "/p/a.jsonl", claudeLines("later", 9), "")
+	writeSource(t, fsys, "/p/b.jsonl", claudeLines("earlier", 5), "")
+	rep := mustImport(t, r, FormatClaudeCode, "/p")
+	later, earlier := *fileByPath(t, rep, "/p/a.jsonl").Session, *fileByPath(t, rep, "/p/b.jsonl").Session
+	if earlier.String() < later.String() {
+		t.Fatalf("ids %s < %s: the test needs the earlier talk imported second", earlier, later)
+	}
+	last := func() eventlog.ID {
+		t.Helper()
+		id, err := r.ResolveSession("last", "/home/u/proj")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	if got := last(); got != later {
+		t.Fatalf("last is %s, want %s, whose events are the newest", got, later)
+	}
+	m, err := r.NewSession("new", "/home/u/proj", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := last(); got != m.ID {
+		t.Fatalf("last is %s, want the session made now, %s", got, m.ID)
+	}
+	if _, err := r.ResolveSession("last", "/elsewhere"); !errors.Is(err, ErrNoLast) {
+		t.Fatalf("last in another workspace: %v", err)
 	}
 }

@@ -179,23 +179,60 @@ func (r *Rook) readBody(id cas.Key) (body []byte, imported bool, err error) {
 var ErrNoLast = errors.New("no session in this workspace")
 
 // ResolveSession turns what a user typed into a session id: a full id, a
-// unique prefix, or `last`, the newest session whose workspace is cwd.
+// unique prefix, or `last`, the session of cwd's workspace active last
+// (LastActive): where the user left off, which after an import of older
+// transcripts is not the session imported last.
 func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
 	if strings.EqualFold(arg, "last") {
 		ids, err := r.Log.IDs()
 		if err != nil {
 			return eventlog.ID{}, err
 		}
-		sort.Slice(ids, func(i, j int) bool { return ids[i].String() > ids[j].String() })
+		var best *eventlog.Summary
 		for _, id := range ids {
 			m, err := r.Log.ReadMeta(id)
-			if err == nil && SameDir(m.Workspace, cwd) {
-				return id, nil
+			if err != nil || !SameDir(m.Workspace, cwd) {
+				continue
+			}
+			s, err := r.Log.Summary(id)
+			if err != nil {
+				continue // a log that does not read is named by id, not by last
+			}
+			if best == nil || activeBefore(*best, s) {
+				best = &s
 			}
 		}
-		return eventlog.ID{}, fmt.Errorf("%w (%s): `rook session ls --all` lists every session, `-C DIR` picks another workspace", ErrNoLast, cwd)
+		if best == nil {
+			return eventlog.ID{}, fmt.Errorf("%w (%s): `rook session ls --all` lists every session, `-C DIR` picks another workspace", ErrNoLast, cwd)
+		}
+		return best.ID, nil
 	}
 	return r.Log.Resolve(arg)
+}
+
+// LastActive is when a session was last active: the time of its last event
+// (an imported transcript's own time, not the import's) or, with no event
+// yet, when it was created.
+func LastActive(s eventlog.Summary) time.Time {
+	if s.Events > 0 {
+		return s.Updated
+	}
+	return s.Created
+}
+
+// activeBefore says whether a was last active before b; of two active at
+// the same time, the one created first (the smaller id) was.
+func activeBefore(a, b eventlog.Summary) bool {
+	ta, tb := LastActive(a), LastActive(b)
+	if !ta.Equal(tb) {
+		return ta.Before(tb)
+	}
+	return a.ID.String() < b.ID.String()
+}
+
+// SortByLastActive orders sessions most recently active first.
+func SortByLastActive(ss []eventlog.Summary) {
+	sort.SliceStable(ss, func(i, j int) bool { return activeBefore(ss[j], ss[i]) })
 }
 
 // SameDir reports whether two workspace paths name the same directory.

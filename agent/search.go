@@ -259,38 +259,28 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 	return res, nil
 }
 
-// byLastEvent orders sessions by their last event, newest first, so that
-// a budget spends itself on recent conversation: an imported session's id
-// says when it was imported, not when it was spoken. A session whose
-// summary cannot be read goes last (its search says why).
+// byLastEvent orders sessions by when they were last active, newest
+// first (LastActive), so that a budget spends itself on recent
+// conversation: an imported session's id says when it was imported, not
+// when it was spoken. A session whose summary cannot be read goes last
+// (its search says why).
 func byLastEvent(log *eventlog.Log, ids []eventlog.ID) []eventlog.ID {
-	type keyed struct {
-		id   eventlog.ID
-		last time.Time
-		ok   bool
-	}
-	ks := make([]keyed, len(ids))
-	for i, id := range ids {
-		ks[i].id = id
+	var ok []eventlog.Summary
+	var bad []eventlog.ID
+	for _, id := range ids {
 		if s, err := log.Summary(id); err == nil {
-			ks[i].last, ks[i].ok = s.Updated, true
+			ok = append(ok, s)
+		} else {
+			bad = append(bad, id)
 		}
 	}
-	sort.SliceStable(ks, func(i, j int) bool {
-		a, b := ks[i], ks[j]
-		if a.ok != b.ok {
-			return a.ok
-		}
-		if !a.last.Equal(b.last) {
-			return a.last.After(b.last)
-		}
-		return a.id.String() > b.id.String()
-	})
-	out := make([]eventlog.ID, len(ks))
-	for i, k := range ks {
-		out[i] = k.id
+	SortByLastActive(ok)
+	out := make([]eventlog.ID, 0, len(ids))
+	for _, s := range ok {
+		out = append(out, s.ID)
 	}
-	return out
+	sort.Slice(bad, func(i, j int) bool { return bad[i].String() > bad[j].String() })
+	return append(out, bad...)
 }
 
 // searchGroup is the events naming one matching body.

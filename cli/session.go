@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/rookhq/rook/agent"
@@ -306,6 +305,9 @@ type sessionRow struct {
 	eventlog.Summary
 	Fork  bool `json:"fork"`
 	Child bool `json:"child"`
+	// Depth is how far under its parent the row is listed: 0 at the top,
+	// 1 right under its parent, 2 under one of its parent's children...
+	Depth int `json:"depth"`
 }
 
 func (c *SessionLsCmd) Run(e *Env) error {
@@ -318,7 +320,7 @@ func (c *SessionLsCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].ID.String() > all[j].ID.String() })
+	agent.SortByLastActive(all)
 	rows := []sessionRow{}
 	others := 0
 	for _, s := range all {
@@ -331,6 +333,7 @@ func (c *SessionLsCmd) Run(e *Env) error {
 		imported := agent.ImportedFork(s.Meta)
 		rows = append(rows, sessionRow{Summary: s, Fork: s.ForkAt != nil || imported, Child: s.Parent != nil && s.ForkAt == nil && !imported})
 	}
+	rows = underParents(rows)
 	if e.JSON {
 		return e.printJSON(rows)
 	}
@@ -355,8 +358,11 @@ func (c *SessionLsCmd) Run(e *Env) error {
 			} else if s.Child {
 				title = "↳ " + title
 			}
+			if s.Depth > 1 {
+				title = strings.Repeat("  ", s.Depth-1) + title
+			}
 			t.add(s.ID.String(), clip(title, 40), fmt.Sprint(s.Events), fmt.Sprintf("%d/%d", s.TokensIn, s.TokensOut),
-				s.Updated.UTC().Format("2006-01-02 15:04"), s.Workspace)
+				agent.LastActive(s.Summary).UTC().Format("2006-01-02 15:04"), s.Workspace)
 		}
 		t.write(e.Stdout)
 	}
@@ -364,6 +370,50 @@ func (c *SessionLsCmd) Run(e *Env) error {
 		fmt.Fprintf(e.Stdout, "(%d more in other workspaces: `rook session ls --all`)\n", others)
 	}
 	return nil
+}
+
+// underParents puts each fork and child right under its parent when the
+// parent is listed too, its own children under it in turn, keeping the
+// order rows are in (most recently active first) among siblings and among
+// the sessions listed at the top (those whose parent is not listed).
+// Depth says how far under.
+func underParents(rows []sessionRow) []sessionRow {
+	listed := make(map[eventlog.ID]bool, len(rows))
+	for _, r := range rows {
+		listed[r.ID] = true
+	}
+	kids := map[eventlog.ID][]sessionRow{}
+	var top []sessionRow
+	for _, r := range rows {
+		if r.Parent != nil && listed[*r.Parent] && *r.Parent != r.ID {
+			kids[*r.Parent] = append(kids[*r.Parent], r)
+		} else {
+			top = append(top, r)
+		}
+	}
+	out := make([]sessionRow, 0, len(rows))
+	placed := make(map[eventlog.ID]bool, len(rows))
+	var place func(r sessionRow, depth int)
+	place = func(r sessionRow, depth int) {
+		if placed[r.ID] {
+			return
+		}
+		placed[r.ID] = true
+		r.Depth = depth
+		out = append(out, r)
+		for _, k := range kids[r.ID] {
+			place(k, depth+1)
+		}
+	}
+	for _, r := range top {
+		place(r, 0)
+	}
+	// A parent loop (which nothing writes) would leave rows unplaced: list
+	// them rather than lose them.
+	for _, r := range rows {
+		place(r, 0)
+	}
+	return out
 }
 
 // clip cuts s to n runes, marking the cut, and makes it fit for a

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -247,9 +248,24 @@ func explain(err error, home string) string {
 	case errors.Is(err, cas.ErrNoStore):
 		return err.Error()
 	case errors.Is(err, os.ErrPermission):
+		// The file refused may be the user's own (a file to store or
+		// append, a workspace file to capture, an --output): then the
+		// store is not what to check.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			if p, aerr := filepath.Abs(pe.Path); aerr == nil && !inDir(home, p) {
+				return fmt.Sprintf("%v: check the permissions of %s", err, p)
+			}
+		}
 		return fmt.Sprintf("%v: check the permissions of %s (`rook doctor`)", err, home)
 	}
 	return err.Error()
+}
+
+// inDir reports whether path p is dir or below it.
+func inDir(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // openStore opens the store for a command, telling the user on stderr what

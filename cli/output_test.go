@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
 )
@@ -47,5 +49,23 @@ func TestJSONAsked(t *testing.T) {
 		if got := jsonAsked(strings.Fields(args)); got != want {
 			t.Errorf("jsonAsked(%s) = %v", args, got)
 		}
+	}
+}
+
+// TestExplainPermission: a file the user gave that rook may not read is
+// what to check, not the store; a file of the store is the store's.
+func TestExplainPermission(t *testing.T) {
+	home := "/home/u/.rook"
+	user := fmt.Errorf("read input: %w", &fs.PathError{Op: "open", Path: "/work/secret.txt", Err: fs.ErrPermission})
+	if got, want := explain(user, home), "read input: open /work/secret.txt: permission denied: check the permissions of /work/secret.txt"; got != want {
+		t.Errorf("user's file:\n got %q\nwant %q", got, want)
+	}
+	store := fmt.Errorf("open dictionaries: %w", &fs.PathError{Op: "open", Path: home + "/dict", Err: fs.ErrPermission})
+	if got, want := explain(store, home), "open dictionaries: open /home/u/.rook/dict: permission denied: check the permissions of /home/u/.rook (`rook doctor`)"; got != want {
+		t.Errorf("store's file:\n got %q\nwant %q", got, want)
+	}
+	beside := &fs.PathError{Op: "open", Path: "/home/u/.rook-old/x", Err: fs.ErrPermission}
+	if got := explain(beside, home); !strings.HasSuffix(got, "check the permissions of /home/u/.rook-old/x") {
+		t.Errorf("a directory beside the store's is not the store: %q", got)
 	}
 }

@@ -265,12 +265,12 @@ func (c *CheckpointLsCmd) Run(e *Env) error {
 
 // CheckpointRestoreCmd is `rook checkpoint restore`.
 type CheckpointRestoreCmd struct {
-	Checkpoint string `arg:"" help:"Checkpoint name, or a snapshot object id (prefix)."`
-	To         string `help:"Restore into DIR instead of the captured workspace." placeholder:"DIR"`
+	Checkpoint string   `arg:"" help:"Checkpoint name, or a snapshot object id (prefix)."`
+	To         nonEmpty `help:"Restore into DIR instead of the captured workspace." placeholder:"DIR"`
 }
 
 func (c *CheckpointRestoreCmd) Run(e *Env) error {
-	to := c.To
+	to := string(c.To)
 	if to != "" {
 		abs, err := filepath.Abs(to) // after -C: relative to the directory rook runs in
 		if err != nil {

@@ -74,6 +74,24 @@ func usageErr(format string, a ...any) error {
 	return &exitError{code: ExitUsage, msg: fmt.Sprintf(format, a...)}
 }
 
+// nonEmpty is a flag's value that may not be empty once the flag is
+// given: `--to "$DIR"` with DIR unset must not read as no --to at all (a
+// restore over the captured workspace, a search of every session, the
+// default store).
+type nonEmpty string
+
+func (v *nonEmpty) Decode(ctx *kong.DecodeContext) error {
+	var s string
+	if err := ctx.Scan.PopValueInto("value", &s); err != nil {
+		return err
+	}
+	if s == "" {
+		return errors.New("empty value: give one, or leave the flag out for its default")
+	}
+	*v = nonEmpty(s)
+	return nil
+}
+
 type kongExit int
 
 // Main runs rook with args and returns the exit code.

@@ -198,8 +198,8 @@ type CheckpointCmd struct {
 
 // CheckpointCreateCmd is `rook checkpoint create`.
 type CheckpointCreateCmd struct {
-	Name string `arg:"" help:"Checkpoint name (letters, digits, '.', '_', '-')."`
-	Path string `help:"Capture only this part of the workspace." placeholder:"P"`
+	Name string   `arg:"" help:"Checkpoint name (letters, digits, '.', '_', '-')."`
+	Path nonEmpty `help:"Capture only this part of the workspace." placeholder:"P"`
 	limitFlags
 }
 
@@ -211,7 +211,7 @@ func (c *CheckpointCreateCmd) Run(e *Env) error {
 	var ref agent.CheckpointRef
 	var m *agent.Manifest
 	err = e.write(func(r *agent.Rook) (err error) {
-		ref, m, err = r.CreateCheckpoint(c.Name, e.Cwd, c.Path, lim)
+		ref, m, err = r.CreateCheckpoint(c.Name, e.Cwd, string(c.Path), lim)
 		return err
 	})
 	if err != nil {

@@ -31,9 +31,9 @@ const (
 
 // CLI is the whole command tree.
 type CLI struct {
-	Home string `help:"Store directory (default: $ROOK_HOME, else ~/.rook)." placeholder:"DIR"`
-	JSON bool   `name:"json" help:"Print JSON instead of text, for scripts."`
-	Dir  string `short:"C" name:"dir" help:"Run as if started in DIR (like git -C): the workspace 'last' and new sessions use, and where relative paths start." placeholder:"DIR" type:"path"`
+	Home nonEmpty `help:"Store directory (default: $ROOK_HOME, else ~/.rook)." placeholder:"DIR"`
+	JSON bool     `name:"json" help:"Print JSON instead of text, for scripts."`
+	Dir  string   `short:"C" name:"dir" help:"Run as if started in DIR (like git -C): the workspace 'last' and new sessions use, and where relative paths start." placeholder:"DIR" type:"path"`
 
 	Init       InitCmd       `cmd:"" help:"Create the store (an existing one is left as it is)."`
 	Doctor     DoctorCmd     `cmd:"" help:"Say where the store is and whether it is healthy and private."`
@@ -134,7 +134,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	// taken from the directory rook runs in.
 	env.Cwd, err = resolveCwd(c.Dir)
 	if err == nil {
-		env.Home, err = resolveHome(c.Home)
+		env.Home, err = resolveHome(string(c.Home))
 	}
 	if err != nil {
 		// Not the store's: said as it is (explain's advice is about it).

@@ -74,14 +74,14 @@ func (c *InboxLsCmd) Run(e *Env) error {
 
 // InboxShowCmd is `rook inbox show`.
 type InboxShowCmd struct {
-	Client string `arg:"" help:"The inbox: claude, codex, cursor, gemini, or the client's own name (any case)."`
-	Date   string `help:"The day, YYYY-MM-DD (default: the newest day)." placeholder:"DATE"`
+	Client string   `arg:"" help:"The inbox: claude, codex, cursor, gemini, or the client's own name (any case)."`
+	Date   nonEmpty `help:"The day, YYYY-MM-DD (default: the newest day)." placeholder:"DATE"`
 }
 
 // Run shows one day's note.
 func (c *InboxShowCmd) Run(e *Env) error {
 	if c.Date != "" {
-		if _, err := time.Parse(time.DateOnly, c.Date); err != nil {
+		if _, err := time.Parse(time.DateOnly, string(c.Date)); err != nil {
 			return usageErr("--date %s: give a day as YYYY-MM-DD", c.Date)
 		}
 	}
@@ -90,7 +90,7 @@ func (c *InboxShowCmd) Run(e *Env) error {
 		return err
 	}
 	defer r.Close()
-	note, err := r.InboxShow(c.Client, c.Date)
+	note, err := r.InboxShow(c.Client, string(c.Date))
 	if err != nil {
 		return err
 	}
@@ -103,8 +103,8 @@ func (c *InboxShowCmd) Run(e *Env) error {
 
 // InboxActivityCmd is `rook inbox activity`.
 type InboxActivityCmd struct {
-	Client string `help:"Only this inbox (short name, any case)." placeholder:"CLIENT"`
-	Limit  int    `help:"The newest N attempts." default:"50"`
+	Client nonEmpty `help:"Only this inbox (short name, any case)." placeholder:"CLIENT"`
+	Limit  int      `help:"The newest N attempts." default:"50"`
 }
 
 // Run lists save attempts, oldest first.
@@ -121,7 +121,7 @@ func (c *InboxActivityCmd) Run(e *Env) error {
 	}
 	var out []inbox.Activity
 	for _, a := range acts {
-		if c.Client == "" || strings.EqualFold(a.Client, c.Client) {
+		if c.Client == "" || strings.EqualFold(a.Client, string(c.Client)) {
 			out = append(out, a)
 		}
 	}

@@ -21,7 +21,7 @@ type McpAddCmd struct {
 	Name      string        `arg:"" help:"A name to call the server by (lowercase letters, digits, . _ -)."`
 	URL       string        `name:"url" help:"The server's streamable HTTP endpoint." xor:"transport" placeholder:"URL"`
 	Header    []string      `help:"An HTTP header to send, K=V (repeatable)." placeholder:"K=V"`
-	BearerEnv string        `name:"bearer-env" help:"Send 'Authorization: Bearer' with the value of this environment variable (its name is stored, never the value)." placeholder:"VAR"`
+	BearerEnv nonEmpty      `name:"bearer-env" help:"Send 'Authorization: Bearer' with the value of this environment variable (its name is stored, never the value)." placeholder:"VAR"`
 	Command   string        `help:"Run the server as a program speaking MCP on stdio." xor:"transport" placeholder:"CMD"`
 	Arg       []string      `help:"An argument for --command (repeatable)." placeholder:"A"`
 	Env       []string      `help:"An environment variable for --command, K=V (repeatable)." placeholder:"K=V"`
@@ -157,10 +157,10 @@ func (c *McpAddCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	if c.BearerEnv != "" && os.Getenv(c.BearerEnv) == "" && !c.Offline {
+	if c.BearerEnv != "" && os.Getenv(string(c.BearerEnv)) == "" && !c.Offline {
 		return usageErr("--bearer-env %s: that variable is empty here", c.BearerEnv)
 	}
-	spec := mcpclient.Spec{Name: c.Name, URL: c.URL, Headers: headers, BearerEnv: c.BearerEnv, Command: c.Command, Args: c.Arg, Env: env}
+	spec := mcpclient.Spec{Name: c.Name, URL: c.URL, Headers: headers, BearerEnv: string(c.BearerEnv), Command: c.Command, Args: c.Arg, Env: env}
 	return e.write(func(r *agent.Rook) error {
 		co, err := clientOptions(r, e, c.Timeout)
 		if err != nil {

@@ -85,14 +85,14 @@ func (e *Env) readSession(arg string) (*agent.Rook, eventlog.ID, error) {
 // SessionNewCmd is `rook session new`.
 type SessionNewCmd struct {
 	Title     string   `help:"Session title."`
-	Workspace string   `help:"The directory the session works in (default: the current one, or -C)."`
+	Workspace nonEmpty `help:"The directory the session works in (default: the current one, or -C)." placeholder:"DIR"`
 	Tag       []string `help:"A tag (repeatable)."`
 }
 
 func (c *SessionNewCmd) Run(e *Env) error {
 	ws := e.Cwd
 	if c.Workspace != "" {
-		abs, err := filepath.Abs(c.Workspace) // after -C, like every relative path
+		abs, err := filepath.Abs(string(c.Workspace)) // after -C, like every relative path
 		if err != nil {
 			return err
 		}

@@ -272,7 +272,7 @@ func (c *ExportHTMLCmd) write(e *Env, page []byte) (err error) {
 // SearchCmd is `rook search`.
 type SearchCmd struct {
 	Query   []string `arg:"" help:"Words to look for (case-insensitive; words of one letter and stopwords are dropped)."`
-	Session string   `help:"Search only this session (id, unique prefix, or last)." placeholder:"ID"`
+	Session nonEmpty `help:"Search only this session (id, unique prefix, or last)." placeholder:"ID"`
 	Limit   int      `help:"At most N hits." default:"40"`
 	All     bool     `help:"Read every body, however many: no budget (sessions are read newest conversation first, and the budget, 20000 objects or 64 MiB, is what keeps a search of a large store quick)."`
 }
@@ -310,7 +310,7 @@ func (c *SearchCmd) Run(e *Env) error {
 		opts.MaxObjects, opts.MaxBytes = math.MaxInt, math.MaxInt64
 	}
 	if c.Session != "" {
-		id, err := e.sessionArg(r, c.Session)
+		id, err := e.sessionArg(r, string(c.Session))
 		if err != nil {
 			return err
 		}

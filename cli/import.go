@@ -216,19 +216,25 @@ func printImport(e *Env, out importJSON) {
 
 // ExportCmd is `rook export`.
 type ExportCmd struct {
-	Session string `arg:"" help:"Session id, unique prefix, or 'last'."`
-	Format  string `help:"The source format to write (claude-code or codex); it must be the one the session was imported from." placeholder:"FORMAT"`
-	Output  string `short:"o" help:"Write to FILE (atomically) instead of standard output." placeholder:"FILE"`
+	Session string   `arg:"" help:"Session id, unique prefix, or 'last'."`
+	Format  string   `help:"The source format to write (claude-code or codex); it must be the one the session was imported from." placeholder:"FORMAT"`
+	Output  nonEmpty `short:"o" help:"Write to FILE (atomically) instead of standard output (-: standard output)." placeholder:"FILE"`
 }
 
 // Run writes an imported session's source file back.
 func (c *ExportCmd) Run(e *Env) error {
-	if e.JSON && c.Output == "" {
+	// - is standard output, as it is standard input where rook reads one
+	// (store put, session append), never a file named "-".
+	output := string(c.Output)
+	if output == "-" {
+		output = ""
+	}
+	if e.JSON && output == "" {
 		return usageErr("--json needs --output FILE: the exported file itself goes to standard output otherwise")
 	}
-	if c.Output != "" {
-		if abs, err := filepath.Abs(c.Output); err == nil {
-			c.Output = abs // said in full: -C may have moved where it lands
+	if output != "" {
+		if abs, err := filepath.Abs(output); err == nil {
+			output = abs // said in full: -C may have moved where it lands
 		}
 	}
 	r, id, err := e.readSession(c.Session)
@@ -257,20 +263,20 @@ func (c *ExportCmd) Run(e *Env) error {
 	if c.Format != "" && c.Format != m.Source.Format {
 		return fmt.Errorf("session %s was imported from %s: it can be exported only as %s (--format %s)", id, m.Source.Format, m.Source.Format, m.Source.Format)
 	}
-	if c.Output != "" {
-		if fi, err := e.FS.Stat(c.Output); err == nil && fi.IsDir() {
-			return usageErr("--output %s is a directory: name the file to write", c.Output)
+	if output != "" {
+		if fi, err := e.FS.Stat(output); err == nil && fi.IsDir() {
+			return usageErr("--output %s is a directory: name the file to write", output)
 		}
 	}
 	var x agent.ExportResult
-	if c.Output == "" {
+	if output == "" {
 		if x, err = r.ExportSource(id, e.Stdout); err != nil {
 			return err
 		}
 	} else {
 		// Streamed to the file: a session of GBs is never held in memory.
 		var xerr error
-		err := writeOutput(e, c.Output, func(w io.Writer) error {
+		err := writeOutput(e, output, func(w io.Writer) error {
 			x, xerr = r.ExportSource(id, w)
 			return xerr
 		})
@@ -278,10 +284,10 @@ func (c *ExportCmd) Run(e *Env) error {
 			return xerr
 		}
 		if err != nil {
-			return fmt.Errorf("write %s: %w", c.Output, err)
+			return fmt.Errorf("write %s: %w", output, err)
 		}
 	}
-	return printExport(e, id, c.Output, x)
+	return printExport(e, id, output, x)
 }
 
 // writeOutput writes an --output file whole: a new file or a regular one

@@ -194,6 +194,11 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	if c.Through != nil && *c.Through < from {
 		return usageErr("--through %d is before --from %d", *c.Through, from)
 	}
+	// Neither is a file to write: "" is a script's unset variable (the
+	// current directory otherwise), "-" standard output elsewhere.
+	if c.Output == "" || c.Output == "-" {
+		return usageErr("--output %q: export-html writes a new file: name it", c.Output)
+	}
 	// Refuse an existing output before any work; the exclusive create
 	// below is what guarantees it.
 	if abs, err := filepath.Abs(c.Output); err == nil {

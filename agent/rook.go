@@ -183,6 +183,11 @@ var ErrNoLast = errors.New("no session in this workspace")
 // (LastActive): where the user left off, which after an import of older
 // transcripts is not the session imported last.
 func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
+	if strings.TrimSpace(arg) == "" {
+		// A script's unset variable: a usage error, as an empty object
+		// id is for store cat.
+		return eventlog.ID{}, badArgument("empty session id: give an id, a unique prefix of one, or last (`rook session ls --all` lists them)")
+	}
 	if strings.EqualFold(arg, "last") {
 		ids, err := r.Log.IDs()
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -255,6 +256,9 @@ func ReadFormat(fsys vfs.FS, home string) (int64, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, fmt.Errorf("%w: %s has no %s marker: run `rook init`", ErrNoStore, home, MarkerFile)
 	}
+	if errors.Is(err, syscall.ENOTDIR) {
+		return 0, fmt.Errorf("%w: %s is not a directory: give --home (or $ROOK_HOME) the store's directory", ErrNoStore, home)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -281,6 +285,11 @@ func LockHolder(fsys vfs.FS, home string) (string, error) {
 // Open opens the store at home.
 func Open(home string, opts Options) (*Store, error) {
 	opts.defaults()
+	// The marker first: what is at home may be no store, or a newer
+	// one, and that is what to say rather than how its parts failed.
+	if _, err := ReadFormat(opts.FS, home); err != nil {
+		return nil, err
+	}
 	var dir *dict.Dir
 	if opts.Dicts == nil {
 		var err error
@@ -301,9 +310,6 @@ func Open(home string, opts Options) (*Store, error) {
 	}
 	s.files.init(opts.FS, filepath.Join(home, SegmentsDir))
 	s.blocks.init(32 << 20)
-	if _, err := ReadFormat(s.fs, home); err != nil {
-		return nil, err
-	}
 	if opts.Writable {
 		if err := s.takeLock(); err != nil {
 			return nil, err

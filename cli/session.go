@@ -115,13 +115,13 @@ func (c *SessionNewCmd) Run(e *Env) error {
 
 // SessionAppendCmd is `rook session append`.
 type SessionAppendCmd struct {
-	ID        string `arg:"" help:"Session id, unique prefix, or last."`
-	File      string `arg:"" optional:"" help:"Body from FILE; - or nothing reads stdin." default:"-"`
-	Kind      string `help:"Event kind: user, assistant, reasoning, tool-call, tool-result, skill, checkpoint, compaction, error, note."`
-	Label     string `help:"Event label (a tool name, a model, a versioned note type)."`
-	TokensIn  uint64 `name:"tokens-in" placeholder:"N" help:"Input tokens this event cost."`
-	TokensOut uint64 `name:"tokens-out" placeholder:"N" help:"Output tokens this event cost."`
-	JSONL     string `name:"jsonl" help:"Append many events from FILE (- for stdin), one JSON object a line: kind, label, body or body_file, tokens_in, tokens_out." placeholder:"FILE"`
+	ID        string   `arg:"" help:"Session id, unique prefix, or last."`
+	File      string   `arg:"" optional:"" help:"Body from FILE; - or nothing reads stdin." default:"-"`
+	Kind      string   `help:"Event kind: user, assistant, reasoning, tool-call, tool-result, skill, checkpoint, compaction, error, note."`
+	Label     string   `help:"Event label (a tool name, a model, a versioned note type)."`
+	TokensIn  uint64   `name:"tokens-in" placeholder:"N" help:"Input tokens this event cost."`
+	TokensOut uint64   `name:"tokens-out" placeholder:"N" help:"Output tokens this event cost."`
+	JSONL     nonEmpty `name:"jsonl" help:"Append many events from FILE (- for stdin), one JSON object a line: kind, label, body or body_file, tokens_in, tokens_out." placeholder:"FILE"`
 }
 
 // jsonlEvent is one line of --jsonl input.
@@ -171,6 +171,9 @@ func (c *SessionAppendCmd) Run(e *Env) error {
 }
 
 func readInput(e *Env, file string) ([]byte, error) {
+	if file == "" {
+		return nil, usageErr("empty FILE: name the file to read, or give - (or nothing) to read stdin")
+	}
 	var b []byte
 	var err error
 	if file == "-" {
@@ -190,7 +193,7 @@ func readInput(e *Env, file string) ([]byte, error) {
 func (c *SessionAppendCmd) runJSONL(e *Env) error {
 	in := e.Stdin
 	if c.JSONL != "-" {
-		f, err := os.Open(c.JSONL)
+		f, err := os.Open(string(c.JSONL))
 		if err != nil {
 			return fmt.Errorf("read --jsonl: %w", err)
 		}

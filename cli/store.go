@@ -40,6 +40,9 @@ func (c *PutCmd) Run(e *Env) error {
 	if err != nil {
 		return usageErr("--kind: %v", err)
 	}
+	if c.File == "" {
+		return usageErr("empty FILE: name the file to store, or give - (or nothing) to read stdin")
+	}
 	var data []byte
 	if c.File == "-" {
 		data, err = io.ReadAll(io.LimitReader(e.Stdin, cas.MaxObjectSize+1))

@@ -38,6 +38,11 @@ func (c *SessionCaptureCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
+	for _, p := range c.Paths {
+		if p == "" { // a script's unset variable
+			return usageErr("an empty path: name files or directories inside the workspace")
+		}
+	}
 	var id eventlog.ID
 	var seq uint64
 	var m *agent.Manifest

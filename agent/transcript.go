@@ -335,7 +335,7 @@ type FindHit struct {
 	Kind    eventlog.Kind
 	Label   string
 	Offset  int64  // byte offset of the match in the body
-	Snippet string // one line of text around the match
+	Snippet string // one line of text around the match, encoded state as a marker
 	// Decoded: the snippet is the text of the JSON string the match is in
 	// (an imported event's source line), decoded, after its key; Offset
 	// still counts in the body as stored.
@@ -378,7 +378,10 @@ func ValidateQuery(q string) error {
 // a budget of events examined and body bytes searched. A body larger than
 // what is left of the byte budget is searched in part, and the cursor
 // resumes inside it. (The store reads a body whole: the byte budget bounds
-// the search, and a call loads at most the bodies it searches.)
+// the search, and a call loads at most the bodies it searches.) In an
+// imported event, a match inside encoded state (encodedValue: an image's
+// base64, a signature, encrypted reasoning) is no match, and a snippet of
+// its line as stored shows such a value as a marker (encodedMarker).
 func (r *Rook) Find(id eventlog.ID, q FindQuery) (FindResult, error) {
 	var res FindResult
 	if err := ValidateQuery(q.Query); err != nil {
@@ -452,14 +455,28 @@ scan:
 				}
 				cut = true
 			}
-			var at, end int
-			at, end, scratch = m.index(body, start, stop, scratch)
-			if escaped != nil && imported {
-				var eAt, eEnd int
-				eAt, eEnd, scratch = escaped.index(body, start, stop, scratch)
-				if eAt >= 0 && (at < 0 || eAt < at) {
-					at, end = eAt, eEnd
+			// In an imported body, a match in encoded state (an image's
+			// base64, a signature, encrypted reasoning) is none: the scan
+			// goes on after that value.
+			enc := encodedLines{body: body}
+			at, end := -1, -1
+			for from := start; from < stop; {
+				at, end, scratch = m.index(body, from, stop, scratch)
+				if escaped != nil && imported {
+					var eAt, eEnd int
+					eAt, eEnd, scratch = escaped.index(body, from, stop, scratch)
+					if eAt >= 0 && (at < 0 || eAt < at) {
+						at, end = eAt, eEnd
+					}
 				}
+				if at < 0 || !imported {
+					break
+				}
+				next := enc.overlap(at, end)
+				if next < 0 {
+					break
+				}
+				at, end, from = -1, -1, next
 			}
 			if at >= 0 {
 				res.Searched += int64(end - start)
@@ -467,8 +484,10 @@ scan:
 				hit := FindHit{Seq: ev.Seq, Kind: ev.Kind, Label: ev.Label, Offset: int64(at)}
 				if imported {
 					hit.Snippet, hit.Decoded = decodedSnippet(body, at, m)
-				}
-				if !hit.Decoded {
+					if !hit.Decoded {
+						hit.Snippet = enc.snippet(at, end)
+					}
+				} else {
 					hit.Snippet = Snippet(body, at, end, SnippetRunes)
 				}
 				res.Hits = append(res.Hits, hit)

@@ -552,3 +552,83 @@ func TestPreviewAndSnippet(t *testing.T) {
 		t.Errorf("search snippet with colors %q", s)
 	}
 }
+
+// TestFindSkipsEncodedState: in an imported session, find does not match
+// inside an image's base64, a thinking block's signature, redacted
+// thinking or Codex's encrypted reasoning, and no snippet shows them: a
+// hit on the line around them (a key) shows a marker in their place.
+func TestFindSkipsEncodedState(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	png := "iVBORw0KGgoAAAANSUhEUgAA" + strings.Repeat("QUJDRA", 400)
+	sig := "EsMCCkYIBxgCKkB" + strings.Repeat("c2lnbmVk", 50)
+	red := "EmwKAhgBEgy" + strings.Repeat("cmVkYWN0", 30)
+	enc := "gAAAAABpZW5j" + strings.Repeat("ZW5jcnlw", 80)
+	claude := []string{
+		`{"type":"user","sessionId":"s1","cwd":"/w","message":{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + png + `"}},{"type":"text","text":"what is in the picture"}]},"uuid":"u1","timestamp":"2026-02-10T21:00:00.000Z"}`,
+		`{"type":"assistant","sessionId":"s1","cwd":"/w","message":{"id":"m1","role":"assistant","content":[{"type":"thinking","thinking":"a login form","signature":"` + sig + `"}]},"uuid":"u2","timestamp":"2026-02-10T21:00:01.000Z"}`,
+		`{"type":"assistant","sessionId":"s1","cwd":"/w","message":{"id":"m1","role":"assistant","content":[{"type":"redacted_thinking","data":"` + red + `"}]},"uuid":"u3","timestamp":"2026-02-10T21:00:02.000Z"}`,
+		`{"type":"user","sessionId":"s1","cwd":"/w","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + png + `"}}]}]},"toolUseResult":{"type":"image","file":{"base64":"` + png + `","type":"image/png"}},"uuid":"u4","timestamp":"2026-02-10T21:00:03.000Z"}`,
+	}
+	writeSource(t, fsys, "/home/u/.claude/projects/-w/s1.jsonl", claude, "")
+	cid := *mustImport(t, r, FormatClaudeCode, "/home/u/.claude/projects").Files[0].Session
+	codex := []string{
+		`{"timestamp":"2026-01-03T09:00:00.000Z","type":"session_meta","payload":{"id":"019b8000-1111-7222-8333-444455556666","timestamp":"2026-01-03T09:00:00.000Z","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.80.0","source":"cli","model_provider":"openai"}}`,
+		`{"timestamp":"2026-01-03T09:00:00.020Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,` + png + `"},{"type":"input_text","text":"what is in the picture"}]}}`,
+		`{"timestamp":"2026-01-03T09:00:00.030Z","type":"event_msg","payload":{"type":"user_message","message":"what is in the picture","images":["data:image/png;base64,` + png + `"]}}`,
+		`{"timestamp":"2026-01-03T09:00:01.000Z","type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"a login form"}],"content":null,"encrypted_content":"` + enc + `"}}`,
+	}
+	writeSource(t, fsys, "/c/sessions/2026/01/03/rollout-2026-01-03T09-00-00-019b8000-1111-7222-8333-444455556666.jsonl", codex, "")
+	xid := *mustImport(t, r, FormatCodex, "/c").Files[0].Session
+	payloads := []string{"iVBOR", "QUJDRA", "EsMC", "c2lnbmVk", "EmwK", "cmVkYWN0", "gAAAA", "ZW5jcnlw"}
+	find := func(id eventlog.ID, q string) []FindHit {
+		t.Helper()
+		res, err := r.Find(id, FindQuery{Query: q})
+		if err != nil {
+			t.Fatalf("find %q: %v", q, err)
+		}
+		for _, h := range res.Hits {
+			for _, p := range payloads {
+				if strings.Contains(h.Snippet, p) {
+					t.Errorf("find %q: #%d's snippet shows encoded state: %q", q, h.Seq, h.Snippet)
+				}
+			}
+		}
+		return res.Hits
+	}
+	for _, id := range []eventlog.ID{cid, xid} {
+		// Inside the payloads, or running into one from the text before it:
+		// no match.
+		for _, q := range append(payloads, `"data":"iVBOR`, `base64,iVBOR`, `"signature":"EsMC`) {
+			if hits := find(id, q); len(hits) != 0 {
+				t.Errorf("find %q in %s: %+v", q, id, hits)
+			}
+		}
+		// Text after a payload on its line is found: the scan goes on
+		// past the payload.
+		if hits := find(id, "picture"); len(hits) == 0 || hits[0].Seq > 2 || !strings.Contains(hits[0].Snippet, "what is in the picture") {
+			t.Errorf("find picture in %s: %+v", id, hits)
+		}
+		// "A" is in every base64 payload: the hits are elsewhere.
+		find(id, "A")
+	}
+	// A key beside a payload is a match; its snippet shows the line with
+	// a marker for the payload.
+	for _, c := range []struct {
+		id        eventlog.ID
+		q, marker string
+	}{
+		{cid, `"data"`, `"data":"[image 2.4 KiB]"`},
+		{cid, `"signature"`, `"signature":"[signature 415 B]"`},
+		{cid, `redacted_thinking","data`, `"data":"[base64 251 B]"`},
+		{cid, `"base64":`, `"base64":"[image 2.4 KiB]"`},
+		{xid, `image_url`, `"image_url":"[image 2.4 KiB]"`},
+		{xid, `"images"`, `"images":["[image 2.4 KiB]"]`},
+		{xid, `encrypted_content`, `"encrypted_content":"[encrypted 652 B]"`},
+	} {
+		hits := find(c.id, c.q)
+		if len(hits) == 0 || !strings.Contains(hits[0].Snippet, c.marker) {
+			t.Errorf("find %q: %+v, want a snippet with %s", c.q, hits, c.marker)
+		}
+	}
+}

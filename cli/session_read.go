@@ -15,7 +15,9 @@ package cli
 // "body_base64" (show) or "data_base64" (entry). Text views made for
 // reading (show, quote, history previews, find snippets) replace control
 // characters other than newline and tab (terminal escape sequences) with
-// U+FFFD; entry writes a text body's bytes exactly as stored.
+// U+FFFD; entry writes a text body's bytes exactly as stored. find never
+// matches inside an imported line's encoded state (an image's base64, a
+// signature, encrypted reasoning) and shows it as a marker.
 
 import (
 	"encoding/base64"

@@ -1,0 +1,189 @@
+package agent
+
+import (
+	"bytes"
+
+	"github.com/rookhq/rook/internal/units"
+)
+
+// Encoded state in imported lines. A transcript carries bytes that are
+// not text anyone wrote or read: an image or a document in base64 (a
+// Claude Code image block's source data, the base64 of an image a Read
+// returned, a Codex input_image's data URL, a user_message's images), a
+// thinking block's signature, redacted thinking, Codex's encrypted
+// reasoning. Search never reads them (textOfImported), find never matches
+// inside them and shows them as a marker ("[image 3.9 KiB]"), and the
+// reading views render their blocks as a header ("[image]"). Only the
+// views that give the bytes as stored (session entry, show --raw, store
+// cat, export) carry them.
+
+// encodedKeys are the keys whose string values are encoded or signed
+// state when they read as base64 (a "signature" of words is text).
+var encodedKeys = map[string]bool{
+	"signature": true, "data": true, "encrypted_content": true, "base64": true,
+}
+
+// encodedValue says whether s, a string value of line, is encoded state:
+// base64 under one of encodedKeys, or a data URL in base64 under any key
+// (or none: an element of Codex's images).
+func encodedValue(line []byte, s *jsonString) bool {
+	content := line[s.Start+1 : s.End-1]
+	if encodedKeys[s.Key] && isBase64(content) {
+		return true
+	}
+	return isDataURL(content)
+}
+
+// isBase64 says whether a JSON string's content (as written: "\/" is a
+// '/') is base64, standard or URL-safe, and not empty.
+func isBase64(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9',
+			c == '+', c == '/', c == '=', c == '-', c == '_':
+		case c == '\\' && i+1 < len(b) && b[i+1] == '/':
+			i++
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// isDataURL says whether a JSON string's content is a data URL in base64
+// ("data:image/png;base64,iVBOR…").
+func isDataURL(b []byte) bool {
+	if !bytes.HasPrefix(b, []byte("data:")) {
+		return false
+	}
+	head := b[:min(len(b), 128)]
+	i := bytes.Index(head, []byte(";base64,"))
+	return i > 0 && isBase64(b[i+len(";base64,"):])
+}
+
+// encodedMarker is what a view shows for the content of an encoded
+// string value: what it is and its size as stored, "[image 3.9 KiB]",
+// "[signature 412 B]", "[encrypted 1.2 KiB]", else "[base64 …]".
+func encodedMarker(key string, content []byte) string {
+	what := "base64"
+	switch {
+	case key == "signature":
+		what = "signature"
+	case key == "encrypted_content":
+		what = "encrypted"
+	case isDataURL(content):
+		what = "data"
+		if bytes.HasPrefix(content, []byte("data:image/")) {
+			what = "image"
+		}
+	case isImageBase64(content):
+		what = "image"
+	}
+	return "[" + what + " " + units.Bytes(int64(len(content))) + "]"
+}
+
+// isImageBase64 says whether base64 begins with the signature of a PNG,
+// JPEG, GIF or WebP (RIFF) file.
+func isImageBase64(b []byte) bool {
+	for _, p := range []string{"iVBORw0KGgo", "/9j/", `\/9j\/`, "R0lGOD", "UklGR"} {
+		if bytes.HasPrefix(b, []byte(p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// encodedSpan is the content of an encoded string value, without its
+// quotes: body[start:end] of the body the line is in.
+type encodedSpan struct {
+	start, end int
+	marker     string
+}
+
+// encodedLines finds the encoded values of an imported body's lines for
+// find, parsing a line when a match first lands on it.
+type encodedLines struct {
+	body     []byte
+	from, to int // the line parsed: body[from:to], its newline left out
+	spans    []encodedSpan
+	parsed   bool
+}
+
+// line parses the line holding body[at], unless it is parsed already.
+func (c *encodedLines) line(at int) {
+	if c.parsed && c.from <= at && at < c.to {
+		return
+	}
+	c.parsed = true
+	c.from = bytes.LastIndexByte(c.body[:at], '\n') + 1
+	c.to = len(c.body)
+	if i := bytes.IndexByte(c.body[at:], '\n'); i >= 0 {
+		c.to = at + i
+	}
+	c.spans = c.spans[:0]
+	line := c.body[c.from:c.to]
+	strs, ok := stringValues(bytes.TrimRight(line, "\r"), len(`"x"`))
+	if !ok {
+		return
+	}
+	for i := range strs {
+		s := &strs[i]
+		if encodedValue(line, s) {
+			c.spans = append(c.spans, encodedSpan{c.from + s.Start + 1, c.from + s.End - 1,
+				encodedMarker(s.Key, line[s.Start+1:s.End-1])})
+		}
+	}
+}
+
+// overlap is the end of the encoded value the match body[at:end] reaches
+// into, or -1 when it touches none: a match in encoded state is no match,
+// and the search goes on after that value.
+func (c *encodedLines) overlap(at, end int) int {
+	for _, p := range []int{at, end - 1} {
+		if p < at || p >= len(c.body) {
+			continue
+		}
+		c.line(p)
+		for _, s := range c.spans {
+			if at < s.end && end > s.start {
+				return s.end
+			}
+		}
+	}
+	return -1
+}
+
+// snippet is the snippet of a match body[at:end] in an imported line,
+// from the line as stored (the match is not inside one string value):
+// the line alone, with each encoded value replaced by its marker.
+func (c *encodedLines) snippet(at, end int) string {
+	c.line(at)
+	if len(c.spans) == 0 {
+		return Snippet(c.body[c.from:c.to], at-c.from, min(end, c.to)-c.from, SnippetRunes)
+	}
+	line := make([]byte, 0, c.to-c.from)
+	p := c.from
+	mAt, mEnd := -1, -1
+	for _, s := range c.spans {
+		if mAt < 0 && at < s.start {
+			mAt = len(line) + at - p
+		}
+		if mEnd < 0 && end <= s.start {
+			mEnd = len(line) + end - p
+		}
+		line = append(line, c.body[p:s.start]...)
+		line = append(line, s.marker...)
+		p = s.end
+	}
+	if mAt < 0 {
+		mAt = len(line) + at - p
+	}
+	if mEnd < 0 {
+		mEnd = len(line) + min(end, c.to) - p
+	}
+	line = append(line, c.body[p:c.to]...)
+	return Snippet(line, mAt, mEnd, SnippetRunes)
+}

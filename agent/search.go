@@ -387,7 +387,7 @@ func appendStringValues(out, line []byte, nested bool) ([]byte, bool) {
 	}
 	for i := range strs {
 		s := &strs[i]
-		if notText(s) {
+		if notText(s) || encodedValue(line, s) {
 			continue
 		}
 		start := len(out)
@@ -424,6 +424,8 @@ func codexJSONString(s *jsonString) bool {
 // or "standard" would match every line), the names of types, and signed
 // or encoded state (a thinking block's signature, Codex's encrypted
 // reasoning, an image's bytes), which is never text a user wrote or read.
+// (Encoded state under other keys, an image Read returned as "base64" or
+// a Codex user_message's images as data URLs, encodedValue finds.)
 func notText(s *jsonString) bool {
 	if notTextKeys[s.Key] {
 		return true

@@ -342,3 +342,25 @@ func TestTextOfImportedReadsJSONInStrings(t *testing.T) {
 		t.Errorf("a file's JSON content: %q", got)
 	}
 }
+
+// TestSearchSkipsEncodedState: search reads no encoded state, whatever
+// key holds it: the base64 of an image a Read returned (toolUseResult's
+// file.base64), a Codex user_message's images (data URLs), beside the
+// keys notText names (an image block's data, a signature).
+func TestSearchSkipsEncodedState(t *testing.T) {
+	png := "iVBORw0KGgoAAAANSUhEUgAA" + strings.Repeat("QUJDRA", 100)
+	for _, line := range []string{
+		`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + png + `"}}]}]},"toolUseResult":{"type":"image","file":{"base64":"` + png + `","type":"image/png","originalSize":450}},"uuid":"u1"}`,
+		`{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"look at this","images":["data:image/png;base64,` + png + `"]}}`,
+		`{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/jpeg;base64,/9j/` + png + `"}]}}`,
+	} {
+		if got := string(textOfImported([]byte(line + "\n"))); strings.Contains(got, "QUJDRA") {
+			t.Errorf("encoded state read as text: %q", got)
+		}
+	}
+	// A "base64" of words, or text that names a data URL, is text.
+	line := `{"toolUseResult":{"base64":"not base64 at all","note":"data:image/png;base64, is how it starts"}}`
+	if got := string(textOfImported([]byte(line + "\n"))); got != "not base64 at all\ndata:image/png;base64, is how it starts\n" {
+		t.Errorf("text: %q", got)
+	}
+}

@@ -13,7 +13,8 @@ import (
 // thinking block's signature, redacted thinking, Codex's encrypted
 // reasoning. Search never reads them (textOfImported), find never matches
 // inside them and shows them as a marker ("[image 3.9 KiB]"), and the
-// reading views render their blocks as a header ("[image]"). Only the
+// reading views render their blocks as a header ("[image]"), and a line
+// they have no shape for with the same markers. Only the
 // views that give the bytes as stored (session entry, show --raw, store
 // cat, export) carry them.
 
@@ -123,19 +124,43 @@ func (c *encodedLines) line(at int) {
 	if i := bytes.IndexByte(c.body[at:], '\n'); i >= 0 {
 		c.to = at + i
 	}
-	c.spans = c.spans[:0]
-	line := c.body[c.from:c.to]
-	strs, ok := stringValues(bytes.TrimRight(line, "\r"), len(`"x"`))
+	c.spans = appendEncodedSpans(c.spans[:0], c.body[c.from:c.to], c.from)
+}
+
+// appendEncodedSpans appends the encoded values of line, a JSON line (a
+// line that is not JSON has none), at body offsets base+their offset in
+// line.
+func appendEncodedSpans(spans []encodedSpan, line []byte, base int) []encodedSpan {
+	line = bytes.TrimRight(line, "\r")
+	strs, ok := stringValues(line, len(`"x"`))
 	if !ok {
-		return
+		return spans
 	}
 	for i := range strs {
 		s := &strs[i]
 		if encodedValue(line, s) {
-			c.spans = append(c.spans, encodedSpan{c.from + s.Start + 1, c.from + s.End - 1,
+			spans = append(spans, encodedSpan{base + s.Start + 1, base + s.End - 1,
 				encodedMarker(s.Key, line[s.Start+1:s.End-1])})
 		}
 	}
+	return spans
+}
+
+// withoutEncoded is a JSON line with each encoded value replaced by its
+// marker: what a reading view shows of a line it has no shape for. A line
+// with none, or not JSON, is itself.
+func withoutEncoded(line []byte) []byte {
+	spans := appendEncodedSpans(nil, line, 0)
+	if len(spans) == 0 {
+		return line
+	}
+	out := make([]byte, 0, len(line))
+	p := 0
+	for _, s := range spans {
+		out = append(append(out, line[p:s.start]...), s.marker...)
+		p = s.end
+	}
+	return append(out, line[p:]...)
 }
 
 // overlap is the end of the encoded value the match body[at:end] reaches

@@ -125,7 +125,7 @@ func importedText(line []byte) []byte {
 		return line
 	}
 	for _, s := range strs {
-		if !previewKeys[s.Key] {
+		if !previewKeys[s.Key] || encodedValue(line, &s) {
 			continue
 		}
 		var text string

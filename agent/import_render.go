@@ -21,7 +21,9 @@ import (
 //
 // A line is rendered only when it decodes as the shapes below; any other
 // line (not JSON, a field of another type, an entry type not known yet)
-// is shown as it is, so the view never hides a line.
+// is shown as it is, so the view never hides a line, but for its encoded
+// state (an image's base64, a signature, encrypted reasoning), shown as a
+// marker ("[signature 412 B]", withoutEncoded).
 
 // RenderImported is the reading view of the body of an imported event:
 // each line rendered as text; a line that renders as more than one line
@@ -41,7 +43,7 @@ func renderBody(body []byte, headers bool) []byte {
 		r := renderer{headers: headers}
 		if !r.line(line) {
 			r.out.Reset()
-			r.out.Write(line)
+			r.out.Write(withoutEncoded(line)) // shown as it is, but for encoded state
 		}
 		text := bytes.TrimRight(r.out.Bytes(), " \n")
 		one := bytes.IndexByte(text, '\n') < 0

@@ -366,3 +366,26 @@ func TestPreviewOfImported(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderShowsNoEncodedState: a line the reading view has no shape for
+// is shown as it is, but for its encoded state (a signature, an image's
+// base64, encrypted reasoning): a marker in its place, in show, quote and
+// history previews alike.
+func TestRenderShowsNoEncodedState(t *testing.T) {
+	sig := "EsMCCkYIBxgCKkB" + strings.Repeat("c2lnbmVk", 20)
+	png := "iVBORw0KGgoAAAANSUhEUgAA" + strings.Repeat("QUJDRA", 100)
+	// "text": 7 is not a text block: the line does not decode.
+	line := `{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"` + sig + `"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + png + `"}},{"type":"text","text":7}]},"uuid":"u1"}`
+	want := `{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"[signature 175 B]"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"[image 624 B]"}},{"type":"text","text":7}]},"uuid":"u1"}` + "\n"
+	if got := string(RenderImported([]byte(line + "\n"))); got != want {
+		t.Errorf("rendered:\n%s\nwant:\n%s", got, want)
+	}
+	codex := `{"timestamp":"t","type":"response_item","payload":{"type":"reasoning","summary":7,"encrypted_content":"gAAAAABpZW5j"}}`
+	if got := string(RenderImported([]byte(codex + "\n"))); strings.Contains(got, "gAAAA") || !strings.Contains(got, `"encrypted_content":"[encrypted 12 B]"`) {
+		t.Errorf("codex: %s", got)
+	}
+	// A glimpse of a line (importedText) passes over a data URL.
+	if got := string(importedText([]byte(`{"content":"data:image/png;base64,` + png + `","text":"hello"}`))); got != "hello" {
+		t.Errorf("glimpse: %q", got)
+	}
+}

@@ -113,14 +113,16 @@ type ImportedFile struct {
 	Events   int    `json:"events"` // events appended
 	BytesIn  int64  `json:"bytes_in"`
 	Unparsed int    `json:"unparsed"`
+	Unknown  int    `json:"unknown"` // lines of entry types rook does not know
 	Note     string `json:"note,omitempty"`
 	// MovedFrom: the path the session was imported from before, where the
 	// file is no longer (sourceNames).
 	MovedFrom string `json:"moved_from,omitempty"`
 }
 
-// ImportProblem is a line that did not parse, or a file that could not be
-// read.
+// ImportProblem is a line that did not parse, the lines of a file of an
+// entry type rook does not know (at the first of them), or a file that
+// could not be read.
 type ImportProblem struct {
 	File   string `json:"file"`
 	Line   int    `json:"line,omitempty"`
@@ -146,7 +148,11 @@ type ImportReport struct {
 	StoredBefore int64           `json:"stored_before"` // the store's stored bytes
 	StoredAfter  int64           `json:"stored_after"`
 	Unparsed     int             `json:"unparsed"`
+	Unknown      int             `json:"unknown"` // lines of entry types rook does not know
 	Problems     []ImportProblem `json:"problems,omitempty"`
+	// ProblemsLeftOut: how many problems the list leaves out (it keeps
+	// the first MaxImportProblems).
+	ProblemsLeftOut int `json:"problems_left_out,omitempty"`
 	// BeyondRetention are the sessions of the imported files that `rook
 	// store prune` and `maintain` would delete now (ImportOptions.Retention).
 	BeyondRetention []SessionRef `json:"beyond_retention,omitempty"`
@@ -161,10 +167,14 @@ type ImportReport struct {
 // StoredAdded is what the import added to the store's stored bytes.
 func (rep *ImportReport) StoredAdded() int64 { return rep.StoredAfter - rep.StoredBefore }
 
-func (rep *ImportReport) problem(p ImportProblem) {
+// problem lists p, if the list has room, and says where (-1: left out).
+func (rep *ImportReport) problem(p ImportProblem) int {
 	if len(rep.Problems) < MaxImportProblems {
 		rep.Problems = append(rep.Problems, p)
+		return len(rep.Problems) - 1
 	}
+	rep.ProblemsLeftOut++
+	return -1
 }
 
 // Import takes transcripts of another agent into the store: each source
@@ -268,6 +278,7 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		rep.Events += res.Events
 		rep.BytesIn += res.BytesIn
 		rep.Unparsed += res.Unparsed
+		rep.Unknown += res.Unknown
 		switch res.Status {
 		case ImportNew:
 			rep.Sessions++
@@ -624,7 +635,7 @@ func hashHex(b []byte) string {
 func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, names *sourceNames, metas *[]eventlog.Meta, rep *ImportReport, progress func(taken int64)) ImportedFile {
 	known := names.known
 	res := ImportedFile{Path: f.path}
-	problemsBefore := len(rep.Problems) // those of the files before
+	problemsBefore, leftOutBefore := len(rep.Problems), rep.ProblemsLeftOut // those of the files before
 	fail := func(err error) ImportedFile {
 		res.Status, res.Note = ImportFailed, err.Error()
 		rep.problem(ImportProblem{File: f.path, Reason: err.Error()})
@@ -839,8 +850,8 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	if fi.sess == nil {
 		cut := !prep.streamed && len(prep.lines) == 1 && prep.lines[0].m.Unparsed == truncatedLine+"not JSON"
 		// Undo the problems counted for its lines: the file is the problem.
-		rep.Problems = rep.Problems[:problemsBefore]
-		res.Unparsed = 0
+		rep.Problems, rep.ProblemsLeftOut = rep.Problems[:problemsBefore], leftOutBefore
+		res.Unparsed, res.Unknown = 0, 0
 		if waiting != "" {
 			res.Status, res.Note, res.Lines, res.Events, res.BytesIn = ImportUnchanged, waiting, 0, 0, 0
 			return res
@@ -1043,6 +1054,9 @@ type fileImport struct {
 	last      time.Time // the time of the line before
 	group     []eventlog.Event
 	prevGrp   string
+	// unknown are the entry types rook does not know met in the lines
+	// taken in, each reported once, at its first line.
+	unknown map[string]*unknownLines
 }
 
 // take takes in the lines of a chunk. Lines wait for the next chunk while
@@ -1056,6 +1070,9 @@ func (fi *fileImport) take(lines []pendingLine, final bool) error {
 			fi.rep.problem(ImportProblem{File: fi.path, Line: fi.lineNo, Reason: p.m.Unparsed})
 		} else {
 			fi.entry = true
+		}
+		if p.m.Unknown != "" {
+			fi.unknownLine(p.m.Unknown)
 		}
 		fi.lineNo++
 		fi.heldBytes += int64(len(p.line))
@@ -1112,6 +1129,38 @@ func (fi *fileImport) take(lines []pendingLine, final bool) error {
 		err = fi.flushGroup()
 	}
 	return err
+}
+
+// unknownLines are the lines of one entry type rook does not know, in a
+// file: how many, and where their problem is listed (-1: left out).
+type unknownLines struct{ lines, problem int }
+
+// unknownLine counts a line of an entry type rook does not know (the
+// line at lineNo). A file's lines of one type are one problem, at the
+// first of them, which says how many: a newer agent may write thousands.
+func (fi *fileImport) unknownLine(typ string) {
+	fi.res.Unknown++
+	u := fi.unknown[typ]
+	if u == nil {
+		if fi.unknown == nil {
+			fi.unknown = map[string]*unknownLines{}
+		}
+		u = &unknownLines{problem: fi.rep.problem(ImportProblem{File: fi.path, Line: fi.lineNo})}
+		fi.unknown[typ] = u
+	}
+	u.lines++
+	if u.problem >= 0 {
+		fi.rep.Problems[u.problem].Reason = unknownReason(typ, u.lines)
+	}
+}
+
+// unknownReason is the problem reported of a file's lines of an entry type
+// rook does not know, at the first of them.
+func unknownReason(typ string, lines int) string {
+	if lines == 1 {
+		return fmt.Sprintf("a line of entry type %q, which rook does not know: kept byte for byte as a note", typ)
+	}
+	return fmt.Sprintf("the first of %d lines of entry type %q, which rook does not know: kept byte for byte as notes", lines, typ)
 }
 
 // appendWithGroup appends ev in one group with the events pending: a

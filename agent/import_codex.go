@@ -239,6 +239,12 @@ func (m *codexMapper) mapEntry(e *codexEntry) mappedLine {
 		if e.Model != "" {
 			m.model = e.Model
 		}
+	case "world_state", "inter_agent_communication", "inter_agent_communication_metadata":
+		// Newer Codex's: notes, on purpose.
+	default:
+		// A type rook does not know (a newer Codex's): still a note, and
+		// reported.
+		out.Unknown = e.Type
 	}
 	return out
 }
@@ -336,11 +342,26 @@ func (m *codexMapper) responseItem(e *codexEntry, out *mappedLine) {
 		out.Kind, out.Label = eventlog.KindToolResult, m.toolName[e.CallID]
 	default:
 		out.Label = "response_item:" + typ
+		if !codexNoteItems[typ] {
+			out.Unknown = out.Label
+		}
 	}
+}
+
+// codexNoteItems are the other response items Codex writes (ResponseItem
+// in codex-rs/protocol, peers.md 3.2): compaction state, snapshots, tools
+// made available, messages between agents, generated images. They are
+// notes, on purpose; an item not here or above is one rook does not know,
+// still a note, and reported.
+var codexNoteItems = map[string]bool{
+	"compaction": true, "compaction_summary": true, "compaction_trigger": true, "context_compaction": true,
+	"ghost_snapshot": true, "additional_tools": true, "agent_message": true, "image_generation_call": true,
 }
 
 func (m *codexMapper) eventMsg(e *codexEntry, out *mappedLine) {
 	typ := e.PType
+	// Codex has dozens of UI events, and adds more: any is known, a note
+	// unless mapped below (never reported as a type rook does not know).
 	out.Label = "event_msg:" + typ
 	switch typ {
 	case "error", "stream_error", "turn_aborted":

@@ -49,6 +49,7 @@ type codexWant struct {
 	in, out  uint64
 	time     string // RFC 3339; "" for none
 	unparsed string
+	unknown  string // the entry type rook does not know
 }
 
 func codexNote(label, at string) codexWant {
@@ -95,7 +96,7 @@ func TestCodexMapFixture(t *testing.T) {
 		34: codexNote("response_item:compaction", day+"03:06:00.002Z"),
 		35: codexNote("response_item:ghost_snapshot", day+"03:06:01.000Z"),
 		36: codexNote("event_msg:thread_name_updated", day+"03:06:02.000Z"),
-		37: codexNote("future_item", day+"03:06:03.000Z"),
+		37: {kind: eventlog.KindNote, label: "future_item", time: day + "03:06:03.000Z", unknown: "future_item"}, // a note, reported
 		38: {kind: eventlog.KindNote, label: codexUnparsed, unparsed: "not JSON"},
 		39: codexNote("event_msg:task_started", day+"03:06:05.000Z"),
 	}
@@ -122,9 +123,9 @@ func TestCodexMapFixture(t *testing.T) {
 
 func checkCodexLine(t *testing.T, n int, got mappedLine, w codexWant) {
 	t.Helper()
-	if got.Kind != w.kind || got.Label != w.label || got.TokensIn != w.in || got.TokensOut != w.out || got.Unparsed != w.unparsed || got.Group != "" {
-		t.Errorf("line %d: got %v %q tokens %d/%d unparsed %q group %q; want %v %q tokens %d/%d unparsed %q",
-			n, got.Kind, got.Label, got.TokensIn, got.TokensOut, got.Unparsed, got.Group, w.kind, w.label, w.in, w.out, w.unparsed)
+	if got.Kind != w.kind || got.Label != w.label || got.TokensIn != w.in || got.TokensOut != w.out || got.Unparsed != w.unparsed || got.Unknown != w.unknown || got.Group != "" {
+		t.Errorf("line %d: got %v %q tokens %d/%d unparsed %q unknown %q group %q; want %v %q tokens %d/%d unparsed %q unknown %q",
+			n, got.Kind, got.Label, got.TokensIn, got.TokensOut, got.Unparsed, got.Unknown, got.Group, w.kind, w.label, w.in, w.out, w.unparsed, w.unknown)
 	}
 	var at time.Time
 	if w.time != "" {

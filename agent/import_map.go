@@ -47,6 +47,11 @@ type mappedLine struct {
 	// (not JSON at all, a truncated last line...): it is kept as a note,
 	// byte for byte, and reported with its file:line. "" when it parsed.
 	Unparsed string
+	// Unknown is the entry type of a line that parsed but is of a type
+	// the mapper does not know (a newer agent's): a note, kept and cut as
+	// any, and counted and reported with its file:line. "" for the types
+	// it knows, those it keeps as notes on purpose included.
+	Unknown string
 }
 
 // lineMapper turns the lines of one source file into events, and gathers

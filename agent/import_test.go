@@ -221,6 +221,108 @@ func TestImportClaudeCodeMapsLinesAndExportsThemBack(t *testing.T) {
 	}
 }
 
+// TestImportReportsUnknownEntryTypes: a line of an entry type rook does not
+// know (a newer agent's) is kept byte for byte as a note, and counted and
+// reported: one problem per file and type, at its first line, saying how
+// many. The types rook keeps as notes on purpose are not reported, nor,
+// when the file grows, the lines an import before took in.
+func TestImportReportsUnknownEntryTypes(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/p/s.jsonl"
+	newEntry := func(s int) string {
+		return fmt.Sprintf(`{"type":"totally-new-entry","sessionId":"s","detail":{"n":%d},"timestamp":"2026-02-10T21:03:%02d.000Z"}`, s, s)
+	}
+	lines := append(claudeLines("s", 1),
+		`{"type":"queue-operation","operation":"enqueue","sessionId":"s","timestamp":"2026-02-10T21:02:00.000Z","content":"and the tests"}`,
+		`{"type":"custom-title","customTitle":"the server","sessionId":"s"}`,
+		`{"type":"attachment","attachment":{"type":"skill_listing","content":"x"},"sessionId":"s"}`,
+		`{"type":"system","subtype":"stop_hook_summary","hookCount":1,"sessionId":"s"}`,
+		`{"type":"summary","summary":"Server fix","leafUuid":"u"}`,
+		newEntry(1),
+		`{"type":"user","sessionId":"s","message":{"role":"user","content":"and now?"},"timestamp":"2026-02-10T21:03:02.000Z"}`,
+		newEntry(3),
+		`{"type":"another-new-one","sessionId":"s"}`,
+		newEntry(5),
+	)
+	data := writeSource(t, fsys, src, lines, "")
+	rep := mustImport(t, r, FormatClaudeCode, src)
+	f := fileByPath(t, rep, src)
+	if rep.Unknown != 4 || f.Unknown != 4 || rep.Unparsed != 0 || rep.ProblemsLeftOut != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	var where []string
+	for _, p := range rep.Problems {
+		where = append(where, fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Reason))
+	}
+	if got, want := strings.Join(where, "\n"), src+`:14: the first of 3 lines of entry type "totally-new-entry", which rook does not know: kept byte for byte as notes`+"\n"+
+		src+`:17: a line of entry type "another-new-one", which rook does not know: kept byte for byte as a note`; got != want {
+		t.Fatalf("problems:\n%s\nwant\n%s", got, want)
+	}
+	mustExport(t, r, *f.Session, data)
+	evs, err := r.Log.Read(*f.Session, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := evs[len(evs)-1]; ev.Kind != eventlog.KindNote || ev.Label != "totally-new-entry +2" { // a run of notes, as before
+		t.Fatalf("last event %v %q", ev.Kind, ev.Label)
+	}
+	// Grown: only the new lines count.
+	lines = append(lines, newEntry(6), `{"type":"user","sessionId":"s","message":{"role":"user","content":"done"}}`)
+	data = writeSource(t, fsys, src, lines, "")
+	rep = mustImport(t, r, FormatClaudeCode, src)
+	if f := fileByPath(t, rep, src); f.Status != ImportGrown || rep.Unknown != 1 || f.Unknown != 1 || len(rep.Problems) != 1 || rep.Problems[0].Line != 19 {
+		t.Fatalf("grown: %+v", rep)
+	}
+	mustExport(t, r, *f.Session, data)
+	if rep := mustImport(t, r, FormatClaudeCode, src); rep.Unknown != 0 || len(rep.Problems) != 0 {
+		t.Fatalf("unchanged: %+v", rep)
+	}
+	// Past the problems a report lists, they are counted.
+	many := claudeLines("m", 1)
+	for range MaxImportProblems + 1 {
+		many = append(many, "garbage")
+	}
+	writeSource(t, fsys, "/q/many.jsonl", append(many, newEntry(1)), "")
+	if rep := mustImport(t, r, FormatClaudeCode, "/q/many.jsonl"); len(rep.Problems) != MaxImportProblems || rep.ProblemsLeftOut != 2 || rep.Unknown != 1 {
+		t.Fatalf("%d problems listed, %d left out: %+v", len(rep.Problems), rep.ProblemsLeftOut, rep)
+	}
+}
+
+// The mappers know every entry type the agents write that they keep as
+// notes on purpose (peers.md, section 3); what they do not know is a note
+// all the same, which says its type.
+func TestMappersTellUnknownEntryTypes(t *testing.T) {
+	for _, c := range []struct {
+		format, line, unknown string
+	}{
+		{FormatClaudeCode, `{"type":"queue-operation","operation":"dequeue"}`, ""},
+		{FormatClaudeCode, `{"type":"ai-title","aiTitle":"x"}`, ""},
+		{FormatClaudeCode, `{"type":"file-history-delta","backup":{}}`, ""},
+		{FormatClaudeCode, `{"type":"progress","data":{"type":"some_new_progress"}}`, ""}, // progress of any kind
+		{FormatClaudeCode, `{"type":"system","subtype":"some_new_subtype"}`, ""},          // system lines of any subtype
+		{FormatClaudeCode, `{"type":"user"}`, ""},                                         // no message: a note, but a user line
+		{FormatClaudeCode, `{"type":"totally-new-entry","x":1}`, "totally-new-entry"},
+		{FormatClaudeCode, `{"type":"User","message":{"content":"hi"}}`, "User"},
+		{FormatCodex, `{"type":"world_state","payload":{}}`, ""},
+		{FormatCodex, `{"type":"event_msg","payload":{"type":"some_new_event"}}`, ""}, // UI events of any type
+		{FormatCodex, `{"type":"response_item","payload":{"type":"ghost_snapshot"}}`, ""},
+		{FormatCodex, `{"type":"response_item","payload":{"type":"image_generation_call","result":""}}`, ""},
+		{FormatCodex, `{"type":"response_item","payload":{"type":"message","role":"tool"}}`, ""},
+		{FormatCodex, `{"type":"future_item","payload":{}}`, "future_item"},
+		{FormatCodex, `{"type":"response_item","payload":{"type":"future_call"}}`, "response_item:future_call"},
+		{FormatCodex, `{"type":"response_item","payload":{}}`, "response_item:"},
+	} {
+		m, cuts := readLine(newMapper(c.format, "/p/s.jsonl"), []byte(c.line), 1)
+		if m.Unknown != c.unknown || m.Kind != eventlog.KindNote || m.Unparsed != "" {
+			t.Errorf("%s: %v %q unknown %q unparsed %q; want a note, unknown %q", c.line, m.Kind, m.Label, m.Unknown, m.Unparsed, c.unknown)
+		}
+		if c.unknown != "" && len(cuts) == 0 {
+			t.Errorf("%s: nothing cut out: it is kept as any note", c.line)
+		}
+	}
+}
+
 // TestImportCountsAMessagesTokensOnce: Claude Code repeats an API
 // message's usage on each of its lines, the output growing as it streams,
 // and other lines may come between them (a progress note, in a later
@@ -436,7 +538,8 @@ func TestImportCorpus(t *testing.T) {
 	}
 	r := diskRook(t, filepath.Join(t.TempDir(), "store"))
 	rep := mustImport(t, r, FormatClaudeCode, corpusDir)
-	if rep.Failed != 0 || rep.Sessions < 20 || rep.Unparsed != 0 {
+	// Every entry type of the real transcripts is one rook knows.
+	if rep.Failed != 0 || rep.Sessions < 20 || rep.Unparsed != 0 || rep.Unknown != 0 {
 		t.Fatalf("%+v", rep)
 	}
 	n := 0
@@ -494,7 +597,9 @@ func TestImportCodex(t *testing.T) {
 	}
 	r := diskRook(t, filepath.Join(dir, "store"))
 	rep := mustImport(t, r, FormatCodex, filepath.Join(dir, "sessions"))
-	if rep.Failed != 0 || rep.Sessions != 3 || rep.Unparsed != 2 { // the one line that is not JSON, in the plain and the .zst copy
+	// The one line that is not JSON, and the one of a type rook does not
+	// know (future_item), in the plain rollout and its .zst copy.
+	if rep.Failed != 0 || rep.Sessions != 3 || rep.Unparsed != 2 || rep.Unknown != 2 {
 		t.Fatalf("%+v", rep)
 	}
 	kinds := map[eventlog.Kind]int{}
@@ -1140,7 +1245,7 @@ func TestImportWaitsForAFirstLine(t *testing.T) {
 	writeSource(t, fsys, "/q/a.jsonl", append(claudeLines("a", 1), junk...), "")
 	writeSourceFile(t, fsys, "/q/b.jsonl", []byte(claudeLines("b", 1)[0][:40]))
 	rep = mustImport(t, r, FormatClaudeCode, "/q")
-	if f := fileByPath(t, rep, "/q/b.jsonl"); rep.Failed != 0 || f.Status != ImportUnchanged || len(rep.Problems) != MaxImportProblems {
+	if f := fileByPath(t, rep, "/q/b.jsonl"); rep.Failed != 0 || f.Status != ImportUnchanged || len(rep.Problems) != MaxImportProblems || rep.ProblemsLeftOut != 0 {
 		t.Fatalf("a first line being written, after %d problems: %+v (%d problems)", MaxImportProblems, f, len(rep.Problems))
 	}
 	// A line of JSON that is no entry is still not a transcript.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
@@ -190,11 +191,18 @@ func printImport(e *Env, out importJSON) {
 			fmt.Fprintf(w, "            %s\n", terminalLine(f.Note))
 		}
 	}
+	var kept []string // the lines kept as notes that are problems
+	if rep.Unparsed > 0 {
+		kept = append(kept, fmt.Sprintf("%d line(s) did not parse", rep.Unparsed))
+	}
+	if rep.Unknown > 0 {
+		kept = append(kept, fmt.Sprintf("%d line(s) are of an entry type rook does not know", rep.Unknown))
+	}
 	switch {
-	case rep.Unparsed > 0 && rep.Failed == 0:
-		fmt.Fprintf(w, "%d line(s) did not parse; they are kept byte for byte as notes:\n", rep.Unparsed)
-	case rep.Unparsed > 0:
-		fmt.Fprintf(w, "problems: %d file(s) failed, and %d line(s) did not parse (kept byte for byte as notes):\n", rep.Failed, rep.Unparsed)
+	case len(kept) > 0 && rep.Failed == 0:
+		fmt.Fprintf(w, "%s; they are kept byte for byte as notes:\n", strings.Join(kept, ", and "))
+	case len(kept) > 0:
+		fmt.Fprintf(w, "problems: %d file(s) failed, and %s (kept byte for byte as notes):\n", rep.Failed, strings.Join(kept, ", and "))
 	case len(rep.Problems) > 0:
 		fmt.Fprintln(w, "problems:")
 	}
@@ -205,8 +213,8 @@ func printImport(e *Env, out importJSON) {
 			fmt.Fprintf(w, "  %s: %s\n", terminalLine(p.File), terminalLine(p.Reason))
 		}
 	}
-	if n := rep.Unparsed + rep.Failed - len(rep.Problems); n > 0 {
-		fmt.Fprintf(w, "  ... and %d more\n", n)
+	if rep.ProblemsLeftOut > 0 {
+		fmt.Fprintf(w, "  ... and %d more\n", rep.ProblemsLeftOut)
 	}
 	if n := len(rep.BeyondRetention); n > 0 {
 		fmt.Fprintf(w, "note: the retention policy (config.toml, [storage.retention]) would delete %d of these session(s) at the next `rook store prune` or `maintain` (%s): tag the ones to keep (`rook session tag ID keep`) or raise the limit\n",

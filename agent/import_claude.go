@@ -69,6 +69,9 @@ type claudeLine struct {
 		Type string `json:"type"`
 	} `json:"data"`
 	Snapshot claudeSnapshot `json:"snapshot"`
+	// IsAPIErrorMessage: an assistant entry Claude Code wrote in the
+	// model's place when a call failed, its text the error.
+	IsAPIErrorMessage bool `json:"isApiErrorMessage"`
 }
 
 type claudeMessage struct {
@@ -101,7 +104,7 @@ type claudeBlock struct {
 // the fast path reads straight off the scanned line (scanClaudeEntry).
 type claudeEntry struct {
 	Type, Subtype, Timestamp, SessionID, Cwd, Summary string
-	IsMeta, IsCompactSummary                          bool
+	IsMeta, IsCompactSummary, IsAPIError              bool
 	DataType                                          string
 	Tracked                                           map[string]claudeBackup
 	// MsgOK: the line has a message that decodes; then its id, model and
@@ -170,6 +173,7 @@ func decodeClaudeEntry(line []byte) (claudeEntry, error) {
 	e := claudeEntry{
 		Type: l.Type, Subtype: l.Subtype, Timestamp: l.Timestamp, SessionID: l.SessionID, Cwd: l.Cwd,
 		Summary: l.Summary, IsMeta: l.IsMeta, IsCompactSummary: l.IsCompactSummary, DataType: l.Data.Type, Tracked: l.Snapshot.Tracked,
+		IsAPIError: l.IsAPIErrorMessage,
 	}
 	var msg claudeMessage
 	if json.Unmarshal(l.Message, &msg) != nil {
@@ -311,6 +315,15 @@ func (m *claudeMapper) mapUser(l *claudeEntry, out *mappedLine) {
 }
 
 func (m *claudeMapper) mapAssistant(l *claudeEntry, out *mappedLine) {
+	if l.IsAPIError {
+		// A call that failed (overloaded, a usage limit, a key refused):
+		// Claude Code writes the error in the model's place, a message of
+		// model <synthetic> whose text is the error. An error, as a
+		// system api_error line is; no API message: its usage (zeros)
+		// counts nothing, and it is a group of none.
+		out.Kind, out.Label = eventlog.KindError, "assistant:api_error"
+		return
+	}
 	if !l.MsgOK {
 		return
 	}

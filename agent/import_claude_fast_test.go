@@ -94,6 +94,15 @@ var fastPathSeeds = []string{
 	`{"type":"file-history-snapshot","snapshot":{"trackedFileBackups":{"a.go":{"backupFileName":null}}}}`,
 	`{"\u0074ype":"user"}`,
 	`{"typ\u00e9":"user"}`,
+	// A failed call, which Claude Code writes as an assistant message of
+	// its own; the flag of another type, twice, folded.
+	`{"type":"assistant","isApiErrorMessage":true,"error":"rate_limit","apiErrorStatus":429,"message":{"id":"5c0e9f4a","model":"<synthetic>","role":"assistant","content":[{"type":"text","text":"Claude AI usage limit reached|1767600000"}],"usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}}}`,
+	`{"type":"assistant","isApiErrorMessage":false,"message":{"model":"m","content":[{"type":"text","text":"API Error: 529"}]}}`,
+	`{"type":"assistant","isApiErrorMessage":"true","message":{"content":"x"}}`,
+	`{"type":"assistant","isApiErrorMessage":null}`,
+	`{"type":"assistant","isApiErrorMessage":true,"isApiErrorMessage":false}`,
+	`{"type":"assistant","isapierrormessage":true}`,
+	`{"type":"user","isApiErrorMessage":true,"message":{"content":"hi"}}`,
 }
 
 // Every line of the sample transcript takes the fast path.

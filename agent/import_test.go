@@ -323,6 +323,62 @@ func TestMappersTellUnknownEntryTypes(t *testing.T) {
 	}
 }
 
+// TestImportClaudeAPIErrors: Claude Code writes a call that failed as an
+// assistant message of its own (isApiErrorMessage, model <synthetic>, its
+// text the error): an error event, as a system api_error line is, counting
+// no tokens, which every command reads as any imported line.
+func TestImportClaudeAPIErrors(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/p/s.jsonl"
+	apiError := func(s int, text string) string {
+		return fmt.Sprintf(`{"type":"assistant","sessionId":"s","cwd":"/home/u/proj","message":{"id":"e%d","model":"<synthetic>","role":"assistant","type":"message","stop_reason":"stop_sequence","content":[{"type":"text","text":%q}],"usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}},"isApiErrorMessage":true,"error":"server_error","apiErrorStatus":529,"timestamp":"2026-02-10T21:00:%02d.000Z"}`, s, text, s)
+	}
+	lines := []string{
+		`{"type":"user","sessionId":"s","cwd":"/home/u/proj","message":{"role":"user","content":"go"},"timestamp":"2026-02-10T21:00:00.000Z"}`,
+		apiError(1, `API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`),
+		apiError(2, "Claude AI usage limit reached|1770760800"),
+		`{"type":"assistant","sessionId":"s","message":{"model":"claude-opus-4-6","id":"msg_a","role":"assistant","content":[{"type":"text","text":"done"}],"usage":{"input_tokens":3,"output_tokens":5}},"timestamp":"2026-02-10T21:00:03.000Z"}`,
+	}
+	for _, l := range lines[1:3] {
+		if !checkFastPath(t, []byte(l), viewLong) {
+			t.Errorf("the fast path declined %s", l)
+		}
+	}
+	data := writeSource(t, fsys, src, lines, "")
+	rep := mustImport(t, r, FormatClaudeCode, src)
+	id := *fileByPath(t, rep, src).Session
+	evs, err := r.Log.Read(id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range evs {
+		got = append(got, fmt.Sprintf("%s/%s/%d/%d/%v", ev.Kind, ev.Label, ev.TokensIn, ev.TokensOut, ev.More))
+	}
+	if want := "user//0/0/false error/assistant:api_error/0/0/false error/assistant:api_error/0/0/false assistant/claude-opus-4-6/3/5/false"; strings.Join(got, " ") != want {
+		t.Fatalf("events %s\nwant   %s", strings.Join(got, " "), want)
+	}
+	mustExport(t, r, id, data)
+	first := uint64(0)
+	page, err := r.History(id, HistoryQuery{From: &first, Limit: 10})
+	if err != nil || !strings.HasPrefix(page.Events[1].Preview, "API Error: 529") || page.Events[2].Preview != "Claude AI usage limit reached|1770760800" {
+		t.Fatalf("history: %+v %v", page.Events, err)
+	}
+	show, err := r.Show(id, ShowQuery{From: 1, Limit: 1, MaxBody: 1000})
+	if err != nil || !strings.Contains(string(show.Events[0].Text), "API Error: 529") {
+		t.Fatalf("show: %+v %v", show.Events, err)
+	}
+	// The context the model read last is the reply's usage, not an error's.
+	ctx, err := r.Context(id, DefaultContextWindow)
+	if err != nil || ctx.Reported == nil || ctx.Reported.Seq != 3 || ctx.Reported.Tokens != 8 {
+		t.Fatalf("context: %+v %v", ctx, err)
+	}
+	if res, err := r.Search("usage limit reached", SearchOptions{}); err != nil || len(res.Hits) != 1 || res.Hits[0].Kind != eventlog.KindError {
+		t.Fatalf("search: %+v %v", res, err)
+	}
+}
+
 // TestImportCountsAMessagesTokensOnce: Claude Code repeats an API
 // message's usage on each of its lines, the output growing as it streams,
 // and other lines may come between them (a progress note, in a later

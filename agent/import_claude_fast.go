@@ -123,12 +123,22 @@ func (r *fastReader) content(v int, e *claudeEntry) (int, bool) {
 	case '[':
 		e.BlocksOK = true
 		return r.array(v, func(v int) (int, bool) {
+			// The mapping reads the first block, and the text of the first
+			// text block that may title the session: the others are only
+			// checked.
 			var b *claudeBlock
+			var later claudeBlock
 			if e.Blocks == 0 {
-				b = &e.First // the mapping reads the first block only
+				b = &e.First
+			} else if e.Prompt == "" {
+				b = &later
 			}
 			e.Blocks++
-			return r.block(v, b)
+			end, ok := r.block(v, b)
+			if ok && b != nil && e.Prompt == "" && b.Type == "text" && claudeTitles(b.Text) {
+				e.Prompt = b.Text
+			}
+			return end, ok
 		})
 	}
 	// null, a number, an object...: encoding/json takes them into the

@@ -103,9 +103,10 @@ var codexReads = readsKeys(reflect.TypeOf(codexLine{}))
 func (m *codexMapper) reads(key string) bool { return codexReads(key) }
 
 // shortens: nothing under "info", whose total_token_usage tokenCount
-// compares whole with the previous line's.
+// compares whole with the previous line's, nor what codexShortensKey
+// spares.
 func (m *codexMapper) shortens(s *jsonString) bool {
-	return viewKeys[s.Key] && !underKey(s, "info")
+	return codexShortensKey(s.Key) && !underKey(s, "info")
 }
 
 func (m *codexMapper) session() sourceSession {
@@ -372,9 +373,7 @@ func (m *codexMapper) eventMsg(e *codexEntry, out *mappedLine) {
 		// The same prompt as the user message item before it: a note, but
 		// a title when the items are missing.
 		if m.userTitle == "" {
-			if text := strings.TrimSpace(e.Message); text != "" && !codexBoilerplate(text) {
-				m.userTitle = titleOf(text)
-			}
+			m.userTitle, _ = codexTitle(e.Message)
 		}
 	}
 }
@@ -440,13 +439,43 @@ func codexPrompt(content json.RawMessage) string {
 }
 
 // codexItemTitle is the title an item of a user message gives, ok when it
-// is the prompt: an input_text that is not boilerplate.
+// is the prompt: an input_text that is one (codexTitle).
 func codexItemTitle(typ, text string) (title string, ok bool) {
 	if typ != "input_text" {
 		return "", false
 	}
+	return codexTitle(text)
+}
+
+// codexTitle is the title a user's text gives, ok when it is a prompt: not
+// boilerplate; of a message Codex's IDE extension (or its desktop app)
+// wrote, the user's request in it, after the editor's state (active file,
+// open tabs, selection) or the files attached, which it begins with; a
+// message of that kind without one is none.
+func codexTitle(text string) (title string, ok bool) {
 	if text = strings.TrimSpace(text); text == "" || codexBoilerplate(text) {
+		return "", false
+	}
+	for _, p := range codexContextPrefixes {
+		if !strings.HasPrefix(text, p) {
+			continue
+		}
+		for _, mark := range codexRequestMarks {
+			if _, request, found := strings.Cut(text, "\n"+mark); found {
+				return codexTitle(request)
+			}
+		}
 		return "", false
 	}
 	return titleOf(text), true
 }
+
+// codexContextPrefixes begin a message that puts context before the user's
+// request, which follows one of codexRequestMarks on a line of its own:
+// "# Context from my IDE setup:\n\n## Active file: x.go\n\n## My request
+// for Codex:\nadd a retry". The view keeps these messages whole
+// (codexShortensKey): the context, however long, comes first.
+var (
+	codexContextPrefixes = []string{"# Context from my IDE setup:", "# Files mentioned by the user:"}
+	codexRequestMarks    = []string{"## My request for Codex:", "## My request:"}
+)

@@ -39,11 +39,14 @@ func (m *codexMapper) mapScanned(line []byte, strs []jsonString, members []jsonM
 }
 
 // codexShortensKey is the Codex view's shortens for the texts the fast
-// path reads: a payload's message and its content's text. The view also
-// spares every text under "info" (codexMapper.shortens), of which the fast
-// path reads none: only the token counts, and the total as written, which
-// it takes from the line.
-func codexShortensKey(key string) bool { return viewKeys[key] }
+// path reads: a payload's message and its content's text, which it does
+// not shorten: a user's request comes after the IDE's context, however
+// long (codexTitle). The view also spares every text under "info"
+// (codexMapper.shortens), of which the fast path reads none: only the
+// token counts, and the total as written, which it takes from the line.
+func codexShortensKey(key string) bool {
+	return viewKeys[key] && key != "text" && key != "message"
+}
 
 // scanCodexEntry reads a line's entry. strs and members are scanJSON's for
 // it; minLen is the view's (mapView): the texts the view would shorten,
@@ -186,6 +189,9 @@ func (r *fastReader) codexPrompt(v int) (string, bool) {
 		}
 		var typ, text string
 		end, ok := r.fields(v, codexItemFields, func(k, v int) (int, bool) {
+			if found {
+				return r.valueEnd(v) // read whole: none after the prompt
+			}
 			s, end, ok := r.anyString(v, codexItemFields[k])
 			*[...]*string{&typ, &text}[k] = s
 			return end, ok

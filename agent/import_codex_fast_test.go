@@ -195,7 +195,8 @@ var codexFastPathEdges = []string{
 }
 
 // codexLongEdges are lines with texts of more than viewLong bytes: the
-// ones the view shortens, and the ones under "info" it keeps whole.
+// ones the view shortens (an output), and the ones it keeps whole (a
+// prompt's, which codexTitle reads to its end; under "info").
 func codexLongEdges() []string {
 	long := strings.Repeat("a long prompt — with runes ", 60)
 	escaped := strings.Repeat(`esc\"aped \u00e9 `, 120)
@@ -207,6 +208,7 @@ func codexLongEdges() []string {
 		`{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"` + long + `"}}`,
 		`{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"text":"` + long + `"},"last_token_usage":{"input_tokens":1}}}}` + "\n" +
 			`{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"text":"` + long + `"},"last_token_usage":{"input_tokens":1}}}}`,
+		`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"# Context from my IDE setup:\n\n## Open tabs:\n` + long + `\n## My request for Codex:\nthe request"}]}}`,
 	}
 }
 

@@ -588,6 +588,46 @@ func TestCodexTitleSkipsWhatCodexWrote(t *testing.T) {
 	checkView(t, newCodexMapper, []byte(strings.Join(append(lines, item("rename the flag")), "\n")))
 }
 
+// Codex's IDE extension puts the editor's state before the user's request
+// in one message: the request titles, however long the state before it
+// (open tabs, a selection), read through the view and the fast path as
+// from the whole line; from the user_message event too, when the items
+// are missing. A message of that kind with no request titles nothing.
+func TestCodexTitleFromIDERequest(t *testing.T) {
+	item := func(text string) string {
+		return `{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":` + string(appendJSONString(nil, []byte(text))) + `}]}}`
+	}
+	event := func(text string) string {
+		return `{"type":"event_msg","payload":{"type":"user_message","message":` + string(appendJSONString(nil, []byte(text))) + `}}`
+	}
+	ide := "# Context from my IDE setup:\n\n## Active file: src/fetch.ts\n\n## Open tabs:\n- fetch.ts: src/fetch.ts\n" +
+		strings.Repeat("- a_rather_long_module_name.ts: src/some/deeply/nested/directory/a_rather_long_module_name.ts\n", 30) +
+		"\n## My request for Codex:\n\nadd a retry to the fetch\nwith backoff\n"
+	files := "# Files mentioned by the user:\n\n## shot.png: /home/u/shot.png\n\n## My request for Codex:\nmake it look like the screenshot\n\n<image name=[Image #1]>\n</image>"
+	for _, c := range []struct {
+		lines []string
+		want  string
+	}{
+		{[]string{item("<environment_context>\n</environment_context>"), item(ide), event(ide), item("later")}, "add a retry to the fetch"},
+		{[]string{event(ide), item("<environment_context>\n</environment_context>")}, "add a retry to the fetch"},
+		{[]string{item(files)}, "make it look like the screenshot"},
+		{[]string{item("# Context from my IDE setup:\n\n## Active file: a.go\n"), item("the real prompt")}, "the real prompt"},
+	} {
+		in := []byte(strings.Join(c.lines, "\n"))
+		m := newCodexMapper()
+		for _, line := range c.lines {
+			m.mapLine([]byte(line))
+		}
+		if got := m.session().Title; got != c.want {
+			t.Errorf("%q\ntitle %q\nwant  %q", c.lines, got, c.want)
+		}
+		checkView(t, newCodexMapper, in)
+		if scanned, took := checkCodexMapping(t, in); took != scanned {
+			t.Errorf("%q\nthe fast path took %d of %d lines", c.lines, took, scanned)
+		}
+	}
+}
+
 // TestImportTagsAForkImportedBeforeForksWereTagged: a Codex fork imported
 // by a rook that did not tag forks shows as a child of the session it was
 // forked from. An import that meets its file again, unchanged (known by

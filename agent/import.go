@@ -888,8 +888,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	} else {
 		// Grown: what its first import could not know (a crash cut it
 		// short, or the file said it only later) is filled in; what is
-		// there, perhaps set by hand, stays.
-		if sess.Title == placeholderTitle(opts.Format, src.ID) || sess.Title == placeholderTitle(opts.Format, "") {
+		// there, perhaps set by hand, stays, but for a title the lines
+		// taken in now rename (the user's later word).
+		if sess.Title == placeholderTitle(opts.Format, src.ID) || sess.Title == placeholderTitle(opts.Format, "") || info.Renamed {
 			sess.Title = made.Title
 		}
 		if sess.Workspace == "" {

@@ -29,6 +29,10 @@ type claudeMapper struct {
 	// cmdTitle is the first slash command run with no arguments (/init):
 	// the title when no prompt comes.
 	cmdTitle string
+	// customTitle is the last name the user gave the session (/rename),
+	// aiTitle the last Claude Code made for it: the session's Name, the
+	// user's over Claude Code's, as its list of sessions to resume has it.
+	customTitle, aiTitle string
 }
 
 // messageTokens are an API message's tokens: in (input and cache) and out.
@@ -64,6 +68,8 @@ type claudeLine struct {
 	// compaction, which Claude Code puts in a user entry after it.
 	IsCompactSummary bool            `json:"isCompactSummary"`
 	Summary          string          `json:"summary"`
+	CustomTitle      string          `json:"customTitle"` // a custom-title entry's
+	AITitle          string          `json:"aiTitle"`     // an ai-title entry's
 	Message          json.RawMessage `json:"message"`
 	Data             struct {
 		Type string `json:"type"`
@@ -104,6 +110,7 @@ type claudeBlock struct {
 // the fast path reads straight off the scanned line (scanClaudeEntry).
 type claudeEntry struct {
 	Type, Subtype, Timestamp, SessionID, Cwd, Summary string
+	CustomTitle, AITitle                              string
 	IsMeta, IsCompactSummary, IsAPIError              bool
 	DataType                                          string
 	Tracked                                           map[string]claudeBackup
@@ -132,6 +139,12 @@ func (m *claudeMapper) session() sourceSession {
 	s := m.sess
 	if s.Title == "" {
 		s.Title = m.cmdTitle
+	}
+	if s.Name = m.customTitle; s.Name == "" {
+		s.Name = m.aiTitle
+	}
+	if s.Name != "" {
+		s.Title = s.Name
 	}
 	return s
 }
@@ -175,7 +188,7 @@ func decodeClaudeEntry(line []byte) (claudeEntry, error) {
 	e := claudeEntry{
 		Type: l.Type, Subtype: l.Subtype, Timestamp: l.Timestamp, SessionID: l.SessionID, Cwd: l.Cwd,
 		Summary: l.Summary, IsMeta: l.IsMeta, IsCompactSummary: l.IsCompactSummary, DataType: l.Data.Type, Tracked: l.Snapshot.Tracked,
-		IsAPIError: l.IsAPIErrorMessage,
+		IsAPIError: l.IsAPIErrorMessage, CustomTitle: l.CustomTitle, AITitle: l.AITitle,
 	}
 	var msg claudeMessage
 	if json.Unmarshal(l.Message, &msg) != nil {
@@ -241,6 +254,12 @@ func (m *claudeMapper) mapEntry(l *claudeEntry) mappedLine {
 		if m.sess.Title == "" && l.Summary != "" {
 			m.sess.Title = titleOf(l.Summary)
 		}
+	case "custom-title":
+		// {"type":"custom-title","customTitle":"...","sessionId":...},
+		// appended at each /rename; ai-title likewise, with aiTitle.
+		m.customTitle = titleOf(l.CustomTitle)
+	case "ai-title":
+		m.aiTitle = titleOf(l.AITitle)
 	case "progress":
 		if l.DataType != "" {
 			out.Label = "progress:" + l.DataType

@@ -25,6 +25,7 @@ type codexMapper struct {
 	metaSeen  bool
 	lastTotal string // the previous token_count's total_token_usage, as written
 	userTitle string // the first real prompt of an event_msg user_message
+	name      string // the last thread name (thread_name_updated), as a title
 	sess      sourceSession
 }
 
@@ -52,6 +53,7 @@ type codexPayload struct {
 	Cwd          json.RawMessage `json:"cwd"`
 	Source       json.RawMessage `json:"source"`
 	Model        json.RawMessage `json:"model"`
+	ThreadName   json.RawMessage `json:"thread_name"`
 	Message      json.RawMessage `json:"message"`
 	Info         json.RawMessage `json:"info"`
 }
@@ -116,6 +118,9 @@ func (m *codexMapper) session() sourceSession {
 		// lost its response items: the UI event still has the prompt.
 		s.Title = m.userTitle
 	}
+	if s.Name = m.name; s.Name != "" {
+		s.Title = s.Name
+	}
 	return s
 }
 
@@ -139,7 +144,7 @@ func (m *codexMapper) cutKind(ml mappedLine, s jsonString) cas.Kind {
 type codexEntry struct {
 	Type, Timestamp string
 	// The payload's strings.
-	PType, Role, Name, CallID, ID, ForkedFromID, Cwd, Model string
+	PType, Role, Name, CallID, ID, ForkedFromID, Cwd, Model, ThreadName string
 	// The one structured member the line's types make the mapping read
 	// (codexDetail), read for those lines only: a session_meta's source,
 	// a user message's prompt (codexPrompt), a user_message event's
@@ -198,6 +203,7 @@ func decodeCodexEntry(line []byte) (codexEntry, error) {
 		Type: rawString(l.Type), Timestamp: rawString(l.Timestamp),
 		PType: rawString(p.Type), Role: rawString(p.Role), Name: rawString(p.Name), CallID: rawString(p.CallID),
 		ID: rawString(p.ID), ForkedFromID: rawString(p.ForkedFromID), Cwd: rawString(p.Cwd), Model: rawString(p.Model),
+		ThreadName: rawString(p.ThreadName),
 	}
 	switch codexDetail(e.Type, e.PType, e.Role) {
 	case "source":
@@ -375,6 +381,11 @@ func (m *codexMapper) eventMsg(e *codexEntry, out *mappedLine) {
 		if m.userTitle == "" {
 			m.userTitle, _ = codexTitle(e.Message)
 		}
+	case "thread_name_updated":
+		// {"type":"thread_name_updated","thread_id":...,"thread_name":...}:
+		// the user named the thread. thread_name is optional: without
+		// one, the thread has no name.
+		m.name = titleOf(e.ThreadName)
 	}
 }
 

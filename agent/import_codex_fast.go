@@ -21,13 +21,13 @@ package agent
 // the others are structured, read for the lines codexDetail names.
 var (
 	codexKeys        = [...]string{"timestamp", "type", "payload"}
-	codexPayloadKeys = [...]string{"type", "role", "name", "call_id", "id", "forked_from_id", "cwd", "model", "content", "message", "source", "info"}
+	codexPayloadKeys = [...]string{"type", "role", "name", "call_id", "id", "forked_from_id", "cwd", "model", "thread_name", "content", "message", "source", "info"}
 	codexItemFields  = []string{"type", "text"}
 	codexInfoFields  = []string{"total_token_usage", "last_token_usage"}
 	codexLastFields  = []string{"input_tokens", "output_tokens"}
 )
 
-const codexPayloadStrings = 8
+const codexPayloadStrings = 9
 
 // mapScanned is mapLine for a line scanJSON took, through the fast path,
 // or through mapLine on the line's view when the fast path declines.
@@ -86,7 +86,7 @@ type codexPayloadRead struct {
 
 func (p *codexPayloadRead) read(r *fastReader, v int) bool {
 	e := p.e
-	strField := [codexPayloadStrings]*string{&e.PType, &e.Role, &e.Name, &e.CallID, &e.ID, &e.ForkedFromID, &e.Cwd, &e.Model}
+	strField := [codexPayloadStrings]*string{&e.PType, &e.Role, &e.Name, &e.CallID, &e.ID, &e.ForkedFromID, &e.Cwd, &e.Model, &e.ThreadName}
 	_, ok := r.fields(v, codexPayloadKeys[:], func(k, v int) (int, bool) {
 		if k < codexPayloadStrings {
 			s, end, ok := r.anyString(v, codexPayloadKeys[k])

@@ -192,6 +192,11 @@ var codexFastPathEdges = []string{
 	`{"type":"event_msg","payload":{"type":"user_message","message":"<environment_context>x"}}` + "\n" +
 		`{"type":"event_msg","payload":{"type":"user_message","message":"  \n the ask\nmore"}}` + "\n" +
 		`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"# AGENTS.md"},{"type":"input_text","text":"the prompt"}]}}`,
+	// A thread's name, and what is not one.
+	`{"type":"event_msg","payload":{"type":"thread_name_updated","thread_id":"t","thread_name":"the name"}}` + "\n" +
+		`{"type":"event_msg","payload":{"type":"thread_name_updated","thread_id":"t","thread_name":null}}` + "\n" +
+		`{"type":"event_msg","payload":{"type":"thread_name_updated","thread_name":5}}` + "\n" +
+		`{"type":"event_msg","payload":{"type":"thread_name_updated","thread_name":"a","thread_name":"b"}}`,
 }
 
 // codexLongEdges are lines with texts of more than viewLong bytes: the

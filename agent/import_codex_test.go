@@ -628,6 +628,35 @@ func TestCodexTitleFromIDERequest(t *testing.T) {
 	}
 }
 
+// A thread's name titles its session over its prompt: the last one.
+func TestCodexThreadNameTitles(t *testing.T) {
+	name := func(name string) string {
+		return `{"type":"event_msg","payload":{"type":"thread_name_updated","thread_id":"019b8a10-aaaa-7222-8333-944455566677","thread_name":` + string(appendJSONString(nil, []byte(name))) + `}}`
+	}
+	prompt := `{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"add a retry to the fetch"}]}}`
+	for _, c := range []struct {
+		lines []string
+		want  string
+	}{
+		{[]string{prompt}, "add a retry to the fetch"},
+		{[]string{prompt, name("Fetch retries")}, "Fetch retries"},
+		{[]string{name("Fetch"), prompt, name("  Fetch retries\nand backoff")}, "Fetch retries"},
+	} {
+		in := []byte(strings.Join(c.lines, "\n"))
+		m := newCodexMapper()
+		for _, line := range c.lines {
+			m.mapLine([]byte(line))
+		}
+		if got := m.session().Title; got != c.want {
+			t.Errorf("%q\ntitle %q\nwant  %q", c.lines, got, c.want)
+		}
+		checkView(t, newCodexMapper, in)
+		if scanned, took := checkCodexMapping(t, in); took != scanned {
+			t.Errorf("%q\nthe fast path took %d of %d lines", c.lines, took, scanned)
+		}
+	}
+}
+
 // TestImportTagsAForkImportedBeforeForksWereTagged: a Codex fork imported
 // by a rook that did not tag forks shows as a child of the session it was
 // forked from. An import that meets its file again, unchanged (known by

@@ -84,12 +84,19 @@ type scannedMapper interface {
 type sourceSession struct {
 	ID        string // the source's own session id ("" if none seen)
 	ParentID  string // the parent's source session id, for a subagent or fork
-	Title     string // the first prompt, or a summary
+	Title     string // the name, else the first prompt, or a summary
 	Workspace string // the working directory
 	Subagent  bool
 	// Fork: ParentID is the session this one was forked from (a Codex
 	// rollout's forked_from_id), whose lines it begins by copying.
 	Fork bool
+	// Name is the session's name, as a title: the last the user gave it
+	// (Claude Code's /rename, Codex's thread name), else the last Claude
+	// Code made for it; "" if none. It titles the session over its prompt.
+	Name string
+	// Renamed: the lines taken in, after those an earlier import of the
+	// file took (sourceMapper), change Name.
+	Renamed bool
 }
 
 // fileKinds are the keys whose string values are file contents.

@@ -179,6 +179,10 @@ type sourceMapper struct {
 	format   string
 	reader   lineReader
 	captured backupSet
+	// named is the session's Name after the lines before start, once
+	// started says they have all been through the mapper.
+	started bool
+	named   string
 }
 
 func newSourceMapper(format, path string, minCut int) *sourceMapper {
@@ -203,6 +207,9 @@ func (sm *sourceMapper) mapChunk(data []byte, off, start int64, final bool) []pe
 			sm.captured.note(m)
 		}
 	}
+	if !sm.started && off+skip == start {
+		sm.started, sm.named = true, sm.reader.mapper.session().Name
+	}
 	rest := data[skip:]
 	lines := make([]pendingLine, 0, bytes.Count(rest, []byte{'\n'})+1)
 	at := off + skip
@@ -226,4 +233,9 @@ func (sm *sourceMapper) mapChunk(data []byte, off, start int64, final bool) []pe
 	return lines
 }
 
-func (sm *sourceMapper) session() sourceSession { return sm.reader.mapper.session() }
+// session is the mapper's, Renamed when the lines from start on renamed it.
+func (sm *sourceMapper) session() sourceSession {
+	s := sm.reader.mapper.session()
+	s.Renamed = sm.started && s.Name != sm.named
+	return s
+}

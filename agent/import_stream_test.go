@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -405,6 +406,70 @@ func TestGrownImportFillsInTheTitle(t *testing.T) {
 	mustImport(t, r, FormatClaudeCode, src)
 	if m, _ := r.Log.ReadMeta(*sessionIDOf(t, r, src)); m.Title != "mine" {
 		t.Fatalf("a title set by hand became %q", m.Title)
+	}
+}
+
+// A rename in the lines a file grew by retitles its session, over a title
+// set by hand; lines that rename nothing leave the title as it is, and a
+// file that did not change is not written again. Read whole, or a chunk
+// at a time (the lines before the new ones over several chunks).
+func TestGrownImportTakesARename(t *testing.T) {
+	rename := func(name string) string {
+		return `{"type":"custom-title","customTitle":` + string(appendJSONString(nil, []byte(name))) + `,"sessionId":"g"}`
+	}
+	for _, chunk := range []int{0, 100} {
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		src := "/src/p/g.jsonl"
+		imp := func() ImportedFile {
+			t.Helper()
+			rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fileByPath(t, rep, src)
+		}
+		title := func(want string) eventlog.Meta {
+			t.Helper()
+			m, err := r.Log.ReadMeta(*sessionIDOf(t, r, src))
+			if err != nil || m.Title != want {
+				t.Fatalf("chunk %d: title %q (%v), want %q", chunk, m.Title, err, want)
+			}
+			return m
+		}
+		lines := claudeLines("g", 1)
+		grow := func(more ...string) {
+			t.Helper()
+			lines = append(lines, more...)
+			writeSource(t, fsys, src, lines, "")
+			if f := imp(); f.Status != ImportGrown {
+				t.Fatalf("chunk %d: grown file imported as %+v", chunk, f)
+			}
+		}
+		writeSource(t, fsys, src, lines, "")
+		imp()
+		title("fix the server, turn 1")
+		grow(rename("  parser\nwork  "))
+		title("parser")
+		// Set by hand: stays while the file renames nothing.
+		m := title("parser")
+		m.Title = "mine"
+		if err := r.Log.UpdateMeta(m); err != nil {
+			t.Fatal(err)
+		}
+		grow(claudeLines("g", 2)...)
+		title("mine")
+		// An AI title is below the user's name: no rename.
+		grow(`{"type":"ai-title","aiTitle":"Fix the server","sessionId":"g"}`)
+		title("mine")
+		grow(rename("the server fix"))
+		before := title("the server fix")
+		if f := imp(); f.Status != ImportUnchanged {
+			t.Fatalf("chunk %d: unchanged file imported as %+v", chunk, f)
+		}
+		if after := title("the server fix"); !reflect.DeepEqual(before, after) {
+			t.Fatalf("chunk %d: an unchanged file's import wrote its metadata again:\n%+v\n%+v", chunk, before, after)
+		}
 	}
 }
 

@@ -290,13 +290,13 @@ func (m *claudeMapper) mapEntry(l *claudeEntry) mappedLine {
 }
 
 // claudeNoteTypes are the other entry types Claude Code writes (peers.md,
-// 3.1): metadata of the session (titles, modes, the last prompt, links),
+// 3.1): metadata of the session (modes, the last prompt, links),
 // queued prompts, attachments, backups, workflow journals. They are notes,
 // on purpose; a type not here or above is one rook does not know, still a
 // note, and reported (a newer Claude Code's, which a newer rook may map).
 var claudeNoteTypes = map[string]bool{
 	"attachment": true, "queue-operation": true, "file-history-delta": true, "last-prompt": true,
-	"custom-title": true, "ai-title": true, "agent-name": true, "agent-setting": true, "pr-link": true,
+	"agent-name": true, "agent-setting": true, "pr-link": true,
 	"mode": true, "permission-mode": true, "saved_hook_context": true, "fork-context-ref": true,
 	"frame-link": true, "relocated": true, "worktree-state": true, "bridge-session": true,
 	"atis-latch": true, "started": true, "result": true,

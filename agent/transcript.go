@@ -107,6 +107,10 @@ func (v BodyView) Elided() bool { return v.Omitted > 0 }
 type EventView struct {
 	eventlog.Event
 	BodyView
+	// Calls are, for an imported tool result, the seqs of the tool calls
+	// it answers (joined by their tool_use_id or call_id), where Show
+	// found them: in the page, or in the events shortly before it.
+	Calls []uint64
 }
 
 // viewBody reads an event's body (verified) and its sizes, keeping at most
@@ -167,6 +171,7 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 		return p, err
 	}
 	maxBody := max(q.MaxBody, 0)
+	bodies := make([][]byte, 0, len(evs))
 	for _, ev := range evs {
 		v, body := r.viewBody(ev, maxBody)
 		if v.imported && !q.Raw && v.Err == nil && !v.Binary {
@@ -175,7 +180,9 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 			v.Text, v.Omitted, v.Rendered = text[:n:n], int64(len(text)-n), true
 		}
 		p.Events = append(p.Events, EventView{Event: ev, BodyView: v})
+		bodies = append(bodies, body)
 	}
+	r.joinToolCalls(id, p.Events, bodies)
 	if n := len(evs); n > 0 && evs[n-1].Seq+1 < p.Total {
 		next := evs[n-1].Seq + 1
 		p.Next = &next

@@ -59,7 +59,9 @@ type showEventJSON struct {
 	Elided     bool      `json:"elided"`
 	Omitted    int64     `json:"body_bytes_omitted"`
 	Rendered   bool      `json:"rendered"`
-	Error      string    `json:"error,omitempty"`
+	// Calls: of an imported tool result, the seqs of the calls it answers.
+	Calls []uint64 `json:"calls,omitempty"`
+	Error string   `json:"error,omitempty"`
 }
 
 func (c *ShowCmd) Run(e *Env) error {
@@ -89,7 +91,7 @@ func (c *ShowCmd) Run(e *Env) error {
 		for _, v := range p.Events {
 			j := showEventJSON{Seq: v.Seq, Time: v.Time.UTC(), Kind: v.Kind.String(), Label: v.Label,
 				TokensIn: v.TokensIn, TokensOut: v.TokensOut, BodyID: hex.EncodeToString(v.Event.Body[:]),
-				Size: v.Size, Stored: v.Stored, Binary: v.Binary, Elided: v.Elided(), Omitted: v.Omitted, Rendered: v.Rendered}
+				Size: v.Size, Stored: v.Stored, Binary: v.Binary, Elided: v.Elided(), Omitted: v.Omitted, Rendered: v.Rendered, Calls: v.Calls}
 			switch {
 			case v.Err != nil:
 				j.Error = v.Err.Error()
@@ -118,6 +120,12 @@ func (c *ShowCmd) Run(e *Env) error {
 		head := fmt.Sprintf("── #%d %s", v.Seq, v.Kind)
 		if v.Label != "" {
 			head += " " + terminalLine(v.Label)
+		}
+		for i, c := range v.Calls {
+			if i == 0 {
+				head += " ←"
+			}
+			head += fmt.Sprintf(" #%d", c)
 		}
 		if v.Err != nil {
 			if v.Stored > 0 {

@@ -1,0 +1,149 @@
+package agent
+
+import (
+	"slices"
+
+	json "github.com/go-json-experiment/json/v1"
+
+	"github.com/rookhq/rook/eventlog"
+)
+
+// callLookBack bounds how far before a page Show looks for the calls its
+// tool results answer: a result comes soon after its call, and a page
+// must not cost a read of the whole session.
+const callLookBack = 256
+
+// toolCallIDs are the ids of the calls an imported event's lines make
+// (calls) or answer (results): Claude Code's tool_use block id and
+// tool_result tool_use_id, Codex's call_id of a call and of its output.
+func toolCallIDs(body []byte) (calls, results []string) {
+	for _, line := range sourceLines(body) {
+		var l struct {
+			Message struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+			Payload struct {
+				Type   string `json:"type"`
+				CallID string `json:"call_id"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(trimNewline(line), &l) != nil {
+			continue
+		}
+		switch l.Payload.Type {
+		case "function_call", "custom_tool_call", "local_shell_call", "web_search_call", "tool_search_call":
+			if l.Payload.CallID != "" {
+				calls = append(calls, l.Payload.CallID)
+			}
+		case "function_call_output", "custom_tool_call_output", "tool_search_output":
+			if l.Payload.CallID != "" {
+				results = append(results, l.Payload.CallID)
+			}
+		}
+		var blocks []struct {
+			Type      string `json:"type"`
+			ID        string `json:"id"`
+			ToolUseID string `json:"tool_use_id"`
+		}
+		if len(l.Message.Content) == 0 || l.Message.Content[0] != '[' || json.Unmarshal(l.Message.Content, &blocks) != nil {
+			continue
+		}
+		for _, b := range blocks {
+			switch {
+			case b.Type == "tool_use" && b.ID != "":
+				calls = append(calls, b.ID)
+			case b.Type == "tool_result" && b.ToolUseID != "":
+				results = append(results, b.ToolUseID)
+			}
+		}
+	}
+	return calls, results
+}
+
+// joinToolCalls sets, on each imported tool result of the page, the seqs
+// of the tool calls it answers (joined by tool_use_id / call_id), looking
+// among the page's earlier events and up to callLookBack events before
+// the page. bodies are the page's events' bodies (nil: unread).
+func (r *Rook) joinToolCalls(id eventlog.ID, page []EventView, bodies [][]byte) {
+	callAt := map[string]uint64{}
+	type pending struct {
+		i   int
+		ids []string
+	}
+	var waiting []pending
+	for i, v := range page {
+		if !v.imported || bodies[i] == nil || (v.Kind != eventlog.KindToolCall && v.Kind != eventlog.KindToolResult) {
+			continue
+		}
+		calls, results := toolCallIDs(bodies[i])
+		for _, c := range calls {
+			callAt[c] = v.Seq
+		}
+		var missing []string
+		for _, res := range results {
+			if seq, ok := callAt[res]; ok {
+				page[i].Calls = appendSeq(page[i].Calls, seq)
+			} else {
+				missing = append(missing, res)
+			}
+		}
+		if len(missing) > 0 {
+			waiting = append(waiting, pending{i, missing})
+		}
+	}
+	if len(waiting) == 0 || len(page) == 0 || page[0].Seq == 0 {
+		return
+	}
+	want := map[string]bool{}
+	for _, w := range waiting {
+		for _, c := range w.ids {
+			want[c] = true
+		}
+	}
+	// The calls before the page, newest first, until every one is found.
+	before := page[0].Seq
+	for looked := 0; looked < callLookBack && before > 0 && len(want) > 0; {
+		evs, err := r.Log.ReadBefore(id, before, min(64, callLookBack-looked))
+		if err != nil || len(evs) == 0 {
+			break
+		}
+		looked += len(evs)
+		before = evs[0].Seq
+		for j := len(evs) - 1; j >= 0; j-- {
+			ev := evs[j]
+			if ev.Kind != eventlog.KindToolCall {
+				continue
+			}
+			body, imported, err := r.readBody(ev.Body)
+			if err != nil || !imported {
+				continue
+			}
+			calls, _ := toolCallIDs(body)
+			for _, c := range calls {
+				if want[c] {
+					callAt[c] = ev.Seq
+					delete(want, c)
+				}
+			}
+		}
+	}
+	for _, w := range waiting {
+		for _, c := range w.ids {
+			if seq, ok := callAt[c]; ok {
+				page[w.i].Calls = appendSeq(page[w.i].Calls, seq)
+			}
+		}
+		slices.Sort(page[w.i].Calls)
+	}
+}
+
+// appendSeq appends seq unless it is there already (two results of one
+// event answering calls of one event).
+func appendSeq(seqs []uint64, seq uint64) []uint64 {
+	for _, s := range seqs {
+		if s == seq {
+			return seqs
+		}
+	}
+	return append(seqs, seq)
+}

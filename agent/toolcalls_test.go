@@ -1,0 +1,71 @@
+package agent
+
+import (
+	"os"
+	"testing"
+
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// checkJoins shows a session whole, then each event alone, and holds that
+// every tool result names the calls it answers, found in the page or, when
+// the page starts after them, before it; and that want results are joined.
+func checkJoins(t *testing.T, r *Rook, id eventlog.ID, want int) {
+	t.Helper()
+	whole, err := r.Show(id, ShowQuery{Limit: MaxPageEntries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := 0
+	for _, v := range whole.Events {
+		if v.Kind != eventlog.KindToolResult {
+			if len(v.Calls) > 0 {
+				t.Fatalf("#%d %s names calls %v", v.Seq, v.Kind, v.Calls)
+			}
+			continue
+		}
+		if len(v.Calls) == 0 {
+			continue
+		}
+		joined++
+		for _, c := range v.Calls {
+			if c >= v.Seq || whole.Events[c].Kind != eventlog.KindToolCall {
+				t.Fatalf("#%d answers #%d, a %s", v.Seq, c, whole.Events[c].Kind)
+			}
+		}
+		alone, err := r.Show(id, ShowQuery{From: v.Seq, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := alone.Events[0].Calls; len(got) != len(v.Calls) || got[0] != v.Calls[0] {
+			t.Fatalf("#%d alone answers %v, in the whole session %v", v.Seq, got, v.Calls)
+		}
+	}
+	if joined != want {
+		t.Fatalf("%d tool results joined to their calls, want %d", joined, want)
+	}
+}
+
+// Show joins an imported tool result to the call it answers, by Claude
+// Code's tool_use_id or Codex's call_id, within its page or before it.
+func TestShowJoinsToolResultsToTheirCalls(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	var lines []string
+	for turn := 0; turn < 3; turn++ {
+		lines = append(lines, claudeLines("s", turn)...)
+	}
+	writeSource(t, fsys, "/p/s.jsonl", lines, "")
+	checkJoins(t, r, *fileByPath(t, mustImport(t, r, FormatClaudeCode, "/p/s.jsonl"), "/p/s.jsonl").Session, 3)
+
+	b, err := os.ReadFile(codexMainFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSourceFile(t, fsys, "/c/"+codexMainFile, b)
+	rep := mustImport(t, r, FormatCodex, "/c/"+codexMainFile)
+	// Four of its five outputs answer a call it holds (call_Rk1, _Pt2,
+	// _Sh3, _Ts4); call_Unknown answers none.
+	checkJoins(t, r, *fileByPath(t, rep, "/c/"+codexMainFile).Session, 4)
+}

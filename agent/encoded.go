@@ -24,12 +24,18 @@ var encodedKeys = map[string]bool{
 	"signature": true, "data": true, "encrypted_content": true, "base64": true,
 }
 
+// minEncoded is the shortest value under one of encodedKeys taken for
+// encoded state: an image, a signature or encrypted reasoning is hundreds
+// of bytes at least, where a short word under "data" ("ok", "none") is
+// text someone may look for.
+const minEncoded = 64
+
 // encodedValue says whether s, a string value of line, is encoded state:
-// base64 under one of encodedKeys, or a data URL in base64 under any key
-// (or none: an element of Codex's images).
+// base64 of minEncoded bytes or more under one of encodedKeys, or a data
+// URL in base64 under any key (or none: an element of Codex's images).
 func encodedValue(line []byte, s *jsonString) bool {
 	content := line[s.Start+1 : s.End-1]
-	if encodedKeys[s.Key] && isBase64(content) {
+	if encodedKeys[s.Key] && len(content) >= minEncoded && isBase64(content) {
 		return true
 	}
 	return isDataURL(content)

@@ -380,9 +380,14 @@ func TestRenderShowsNoEncodedState(t *testing.T) {
 	if got := string(RenderImported([]byte(line + "\n"))); got != want {
 		t.Errorf("rendered:\n%s\nwant:\n%s", got, want)
 	}
-	codex := `{"timestamp":"t","type":"response_item","payload":{"type":"reasoning","summary":7,"encrypted_content":"gAAAAABpZW5j"}}`
-	if got := string(RenderImported([]byte(codex + "\n"))); strings.Contains(got, "gAAAA") || !strings.Contains(got, `"encrypted_content":"[encrypted 12 B]"`) {
+	codex := `{"timestamp":"t","type":"response_item","payload":{"type":"reasoning","summary":7,"encrypted_content":"gAAAAABpZW5j` + strings.Repeat("ZW5jcnlw", 8) + `"}}`
+	if got := string(RenderImported([]byte(codex + "\n"))); strings.Contains(got, "gAAAA") || !strings.Contains(got, `"encrypted_content":"[encrypted 76 B]"`) {
 		t.Errorf("codex: %s", got)
+	}
+	// A short word under one of the keys is text, not encoded state.
+	short := `{"timestamp":"t","type":"response_item","payload":{"type":"reasoning","summary":7,"data":"none"}}`
+	if got := string(RenderImported([]byte(short + "\n"))); !strings.Contains(got, `"data":"none"`) {
+		t.Errorf("a short value under data: %s", got)
 	}
 	// A glimpse of a line (importedText) passes over a data URL.
 	if got := string(importedText([]byte(`{"content":"data:image/png;base64,` + png + `","text":"hello"}`))); got != "hello" {

@@ -31,9 +31,9 @@ const (
 
 // CLI is the whole command tree.
 type CLI struct {
-	Home nonEmpty `help:"Store directory (default: $ROOK_HOME, else ~/.rook)." placeholder:"DIR"`
-	JSON bool     `name:"json" help:"Print JSON instead of text, for scripts."`
-	Dir  string   `short:"C" name:"dir" help:"Run as if started in DIR (like git -C): the workspace 'last' and new sessions use, and where relative paths start." placeholder:"DIR" type:"path"`
+	Home nonEmpty     `help:"Store directory (default: $ROOK_HOME, else ~/.rook)." placeholder:"DIR"`
+	JSON bool         `name:"json" help:"Print JSON instead of text, for scripts."`
+	Dir  nonEmptyPath `short:"C" name:"dir" help:"Run as if started in DIR (like git -C): the workspace 'last' and new sessions use, and where relative paths start." placeholder:"DIR"`
 
 	Init       InitCmd       `cmd:"" help:"Create the store (an existing one is left as it is)."`
 	Doctor     DoctorCmd     `cmd:"" help:"Say where the store is and whether it is healthy and private."`
@@ -92,6 +92,21 @@ func (v *nonEmpty) Decode(ctx *kong.DecodeContext) error {
 	return nil
 }
 
+// nonEmptyPath is a nonEmpty flag value that names a path, expanded as
+// kong's type:"path" expands one (~/, made absolute). kong's path mapper
+// takes "" as the current directory: `-C "$DIR"` with DIR unset would run
+// in the directory rook was started in, its sessions `last`.
+type nonEmptyPath string
+
+func (v *nonEmptyPath) Decode(ctx *kong.DecodeContext) error {
+	var s nonEmpty
+	if err := s.Decode(ctx); err != nil {
+		return err
+	}
+	*v = nonEmptyPath(kong.ExpandPath(string(s)))
+	return nil
+}
+
 type kongExit int
 
 // Main runs rook with args and returns the exit code.
@@ -132,7 +147,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		Command: "rook " + strings.Join(commandWords(ctx), " ")}
 	// -C first: like git, every relative path (--home included) is then
 	// taken from the directory rook runs in.
-	env.Cwd, err = resolveCwd(c.Dir)
+	env.Cwd, err = resolveCwd(string(c.Dir))
 	if err == nil {
 		env.Home, err = resolveHome(string(c.Home))
 	}

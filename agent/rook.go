@@ -180,7 +180,7 @@ var ErrNoLast = errors.New("no session in this workspace")
 
 // ResolveSession turns what a user typed into a session id: a full id, a
 // unique prefix, or `last`, the session of cwd's workspace active last
-// (LastActive): where the user left off, which after an import of older
+// (activeBefore): where the user left off, which after an import of older
 // transcripts is not the session imported last.
 func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
 	if strings.TrimSpace(arg) == "" {
@@ -215,22 +215,13 @@ func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
 	return r.Log.Resolve(arg)
 }
 
-// LastActive is when a session was last active: the time of its last event
-// (an imported transcript's own time, not the import's) or, with no event
-// yet, when it was created.
-func LastActive(s eventlog.Summary) time.Time {
-	if s.Events > 0 {
-		return s.Updated
-	}
-	return s.Created
-}
-
-// activeBefore says whether a was last active before b; of two active at
-// the same time, the one created first (the smaller id) was.
+// activeBefore says whether a was last active before b: by Updated, the
+// time of its last event (an imported transcript's own, not the import's)
+// or, with no event yet, of its creation; of two active at the same time,
+// the one created first (the smaller id) was.
 func activeBefore(a, b eventlog.Summary) bool {
-	ta, tb := LastActive(a), LastActive(b)
-	if !ta.Equal(tb) {
-		return ta.Before(tb)
+	if !a.Updated.Equal(b.Updated) {
+		return a.Updated.Before(b.Updated)
 	}
 	return a.ID.String() < b.ID.String()
 }

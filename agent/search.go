@@ -260,7 +260,7 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 }
 
 // byLastEvent orders sessions by when they were last active, newest
-// first (LastActive), so that a budget spends itself on recent
+// first (SortByLastActive), so that a budget spends itself on recent
 // conversation: an imported session's id says when it was imported, not
 // when it was spoken. A session whose summary cannot be read goes last
 // (its search says why).

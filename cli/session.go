@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/rookhq/rook/agent"
@@ -365,7 +366,7 @@ func (c *SessionLsCmd) Run(e *Env) error {
 				title = strings.Repeat("  ", s.Depth-1) + title
 			}
 			t.add(s.ID.String(), clip(title, 40), fmt.Sprint(s.Events), fmt.Sprintf("%d/%d", s.TokensIn, s.TokensOut),
-				agent.LastActive(s.Summary).UTC().Format("2006-01-02 15:04"), s.Workspace)
+				s.Updated.UTC().Format("2006-01-02 15:04"), s.Workspace)
 		}
 		t.write(e.Stdout)
 	}
@@ -376,45 +377,74 @@ func (c *SessionLsCmd) Run(e *Env) error {
 }
 
 // underParents puts each fork and child right under its parent when the
-// parent is listed too, its own children under it in turn, keeping the
-// order rows are in (most recently active first) among siblings and among
-// the sessions listed at the top (those whose parent is not listed).
-// Depth says how far under.
+// parent is listed too, its own children under it in turn. rows come most
+// recently active first; a family is listed where its most recently active
+// member is, and so are siblings among themselves: the session `last`
+// names is in the first family listed. Depth says how far under.
 func underParents(rows []sessionRow) []sessionRow {
-	listed := make(map[eventlog.ID]bool, len(rows))
-	for _, r := range rows {
-		listed[r.ID] = true
+	at := make(map[eventlog.ID]int, len(rows))
+	for i, r := range rows {
+		at[r.ID] = i
 	}
-	kids := map[eventlog.ID][]sessionRow{}
-	var top []sessionRow
-	for _, r := range rows {
-		if r.Parent != nil && listed[*r.Parent] && *r.Parent != r.ID {
-			kids[*r.Parent] = append(kids[*r.Parent], r)
-		} else {
-			top = append(top, r)
+	parent := func(i int) (int, bool) {
+		r := rows[i]
+		if r.Parent == nil || *r.Parent == r.ID {
+			return 0, false
+		}
+		p, ok := at[*r.Parent]
+		return p, ok
+	}
+	// rank: the place of the most recently active row of each row's
+	// family below it (itself included).
+	rank := make([]int, len(rows))
+	for i := range rank {
+		rank[i] = i
+	}
+	for i := range rows {
+		seen := map[int]bool{i: true}
+		for j := i; ; {
+			p, ok := parent(j)
+			if !ok || seen[p] {
+				break // the top, or a parent loop (which nothing writes)
+			}
+			seen[p] = true
+			rank[p] = min(rank[p], i)
+			j = p
 		}
 	}
+	kids := map[int][]int{}
+	var top []int
+	for i := range rows {
+		if p, ok := parent(i); ok {
+			kids[p] = append(kids[p], i)
+		} else {
+			top = append(top, i)
+		}
+	}
+	byRank := func(is []int) { sort.SliceStable(is, func(a, b int) bool { return rank[is[a]] < rank[is[b]] }) }
+	byRank(top)
 	out := make([]sessionRow, 0, len(rows))
-	placed := make(map[eventlog.ID]bool, len(rows))
-	var place func(r sessionRow, depth int)
-	place = func(r sessionRow, depth int) {
-		if placed[r.ID] {
+	placed := make([]bool, len(rows))
+	var place func(i, depth int)
+	place = func(i, depth int) {
+		if placed[i] {
 			return
 		}
-		placed[r.ID] = true
+		placed[i] = true
+		r := rows[i]
 		r.Depth = depth
 		out = append(out, r)
-		for _, k := range kids[r.ID] {
+		byRank(kids[i])
+		for _, k := range kids[i] {
 			place(k, depth+1)
 		}
 	}
-	for _, r := range top {
-		place(r, 0)
+	for _, i := range top {
+		place(i, 0)
 	}
-	// A parent loop (which nothing writes) would leave rows unplaced: list
-	// them rather than lose them.
-	for _, r := range rows {
-		place(r, 0)
+	// A parent loop leaves rows unplaced: list them rather than lose them.
+	for i := range rows {
+		place(i, 0)
 	}
 	return out
 }

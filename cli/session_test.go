@@ -7,8 +7,8 @@ import (
 )
 
 // underParents lists forks and children under their parent, their own
-// under them, siblings and the top level in the order given, and loses no
-// row to a parent loop.
+// under them, a family (and siblings among themselves) where its most
+// recently active member is, and loses no row to a parent loop.
 func TestUnderParents(t *testing.T) {
 	id := func(n byte) eventlog.ID { var i eventlog.ID; i[15] = n; return i }
 	row := func(n, parent byte) sessionRow {
@@ -25,7 +25,8 @@ func TestUnderParents(t *testing.T) {
 	// other's parent.
 	rows := []sessionRow{row(5, 1), row(2, 0), row(4, 5), row(1, 0), row(6, 9), row(3, 1), row(7, 8), row(8, 7)}
 	got := underParents(rows)
-	want := []struct{ id, depth byte }{{2, 0}, {1, 0}, {5, 1}, {4, 2}, {3, 1}, {6, 0}, {7, 0}, {8, 1}}
+	// 1's family first, as 5 is in it; among 1's children 5 before 3.
+	want := []struct{ id, depth byte }{{1, 0}, {5, 1}, {4, 2}, {3, 1}, {2, 0}, {6, 0}, {7, 0}, {8, 1}}
 	if len(got) != len(want) {
 		t.Fatalf("%d rows, want %d", len(got), len(want))
 	}

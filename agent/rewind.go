@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rookhq/rook/eventlog"
@@ -39,9 +40,15 @@ type InterruptedRewind struct {
 }
 
 // rewoundLabel labels the note a rewind appends to its fork once every file
-// is written. A fork whose last event is its capture of the disk before the
-// rewind, with no such note after it, is a rewind that stopped part way.
+// is written. A fork tagged rewindTag whose last event is its capture of
+// the disk before the rewind, with no such note after it, is a rewind that
+// stopped part way.
 const rewoundLabel = "rook:rewound:v1"
+
+// rewindTag tags the fork of a rewind that writes files. A rewind's fork
+// made by a rook before rewoundLabel has neither: finished or not, it
+// cannot be told, and it is not named as interrupted.
+const rewindTag = "rewind"
 
 func beforeRewindLabel(id eventlog.ID, to uint64) string {
 	return fmt.Sprintf("before rewind of %s to %d", id, to)
@@ -132,8 +139,11 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 			return rep, fmt.Errorf("%w: nothing changed", err)
 		}
 	}
-	title := strings.TrimSpace(fmt.Sprintf("%s @%d", sum.Title, to))
-	fork, err := r.Log.Fork(id, to, eventlog.Meta{Title: title})
+	meta := eventlog.Meta{Title: strings.TrimSpace(fmt.Sprintf("%s @%d", sum.Title, to))}
+	if plan != nil && !slices.Contains(sum.Tags, rewindTag) {
+		meta.Tags = append(slices.Clone(sum.Tags), rewindTag)
+	}
+	fork, err := r.Log.Fork(id, to, meta)
 	if err != nil {
 		return rep, err
 	}
@@ -158,14 +168,15 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 		Removed  int `json:"files_removed"`
 	}{rep.FilesRestored, rep.FilesRemoved})
 	if _, err := r.Append(fork.ID, Entry{Kind: eventlog.KindNote, Label: rewoundLabel, Body: done}); err != nil {
-		return rep, fmt.Errorf("every file was put back, but recording that on %s failed: %w", fork.ID, err)
+		return rep, fmt.Errorf("every file was put back, but recording that on %s failed: %w; `%s` puts back what was there", fork.ID, err, rep.Undo)
 	}
 	return rep, nil
 }
 
 // interruptedRewinds finds the forks of earlier rewinds of id to `to` that
 // stopped while writing files: each ends at its capture of the disk before
-// that rewind, with no note that it finished. A fork that does not read is
+// that rewind, with no note that it finished, and nothing was forked from
+// it since (its undo, once run, forks it). A fork that does not read is
 // passed over: it must not stop this rewind.
 func (r *Rook) interruptedRewinds(id eventlog.ID, to uint64) ([]InterruptedRewind, error) {
 	ids, err := r.Log.IDs()
@@ -173,10 +184,23 @@ func (r *Rook) interruptedRewinds(id eventlog.ID, to uint64) ([]InterruptedRewin
 		return nil, err
 	}
 	label := beforeRewindLabel(id, to)
-	var out []InterruptedRewind
+	var forks []eventlog.ID
+	forked := map[eventlog.ID]bool{}
 	for _, f := range ids {
 		m, err := r.Log.ReadMeta(f)
-		if err != nil || m.Parent == nil || *m.Parent != id || m.ForkAt == nil || *m.ForkAt != to || m.Source != nil {
+		if err != nil {
+			continue
+		}
+		if m.Parent != nil {
+			forked[*m.Parent] = true
+		}
+		if m.Parent != nil && *m.Parent == id && m.ForkAt != nil && *m.ForkAt == to && slices.Contains(m.Tags, rewindTag) {
+			forks = append(forks, f)
+		}
+	}
+	var out []InterruptedRewind
+	for _, f := range forks {
+		if forked[f] {
 			continue
 		}
 		evs, err := r.Log.Read(f, to, 2)

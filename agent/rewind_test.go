@@ -472,6 +472,23 @@ func TestRewindRecordsTheUndoBeforeWritingFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameTree(t, tc.name+": the interrupted rewind's undo", readTree(t, ws), edited)
+		// Its undo run, it is named no more; nor is a rewind's fork made
+		// by a rook before rewinds recorded that they finished (no tag:
+		// finished or not, it cannot be told).
+		old, err := again.Log.Fork(m.ID, 1, eventlog.Meta{Title: "an older rook's rewind"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := again.Append(old.ID, Entry{Kind: eventlog.KindCheckpoint, Label: beforeRewindLabel(m.ID, 1), Body: []byte("{}")}); err != nil {
+			t.Fatal(err)
+		}
+		rep3, err := again.Rewind(m.ID, 1, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep3.Interrupted) != 0 {
+			t.Fatalf("%s, once undone: %+v named as interrupted", tc.name, rep3.Interrupted)
+		}
 		again.Close()
 	}
 }

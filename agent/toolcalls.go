@@ -91,6 +91,11 @@ func (r *Rook) joinToolCalls(id eventlog.ID, page []EventView, bodies [][]byte) 
 			waiting = append(waiting, pending{i, missing})
 		}
 	}
+	defer func() {
+		for i := range page {
+			slices.Sort(page[i].Calls) // the order of the calls, not of the results
+		}
+	}()
 	if len(waiting) == 0 || len(page) == 0 || page[0].Seq == 0 {
 		return
 	}
@@ -133,7 +138,6 @@ func (r *Rook) joinToolCalls(id eventlog.ID, page []EventView, bodies [][]byte) 
 				page[w.i].Calls = appendSeq(page[w.i].Calls, seq)
 			}
 		}
-		slices.Sort(page[w.i].Calls)
 	}
 }
 

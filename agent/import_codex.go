@@ -100,7 +100,28 @@ func rawString(r json.RawMessage) string {
 	return s
 }
 
-var codexReads = readsKeys(reflect.TypeOf(codexLine{}))
+// codexBareLine is a line of a rollout an older Codex wrote (2025), with
+// no envelope: its top level is what a payload is today. peers.md 3.2
+// documents today's envelope only; what follows is what is publicly said
+// of the older generations, not checked against their source here: a
+// "direct" rollout is a header line with no type, {"id", "timestamp",
+// "instructions", "git"} (the session's metadata as it was; no cwd is
+// known to be there, it is read if one is), then bare response items
+// {"type": "message" | "function_call" | ..., ...}, the shapes of today's
+// response_item payloads, with no timestamp; a "legacy" one has
+// {"record_type": "state"} lines between them, which hold no
+// conversation.
+type codexBareLine struct {
+	codexPayload
+	RecordType json.RawMessage `json:"record_type"`
+}
+
+// codexReads: an envelope's members, and, at the top level of an older
+// rollout's line, a payload's and record_type.
+var codexReads = func() func(string) bool {
+	envelope, payload, bare := readsKeys(reflect.TypeOf(codexLine{})), readsKeys(reflect.TypeOf(codexPayload{})), readsKeys(reflect.TypeOf(codexBareLine{}))
+	return func(key string) bool { return envelope(key) || payload(key) || bare(key) }
+}()
 
 func (m *codexMapper) reads(key string) bool { return codexReads(key) }
 
@@ -143,6 +164,9 @@ func (m *codexMapper) cutKind(ml mappedLine, s jsonString) cas.Kind {
 // value of another type.
 type codexEntry struct {
 	Type, Timestamp string
+	// RecordType is the record_type of an older rollout's line with no
+	// type ("state"), read of those lines only.
+	RecordType string
 	// The payload's strings.
 	PType, Role, Name, CallID, ID, ForkedFromID, Cwd, Model, ThreadName string
 	// The one structured member the line's types make the mapping read
@@ -198,9 +222,28 @@ func decodeCodexEntry(line []byte) (codexEntry, error) {
 	if err := json.Unmarshal(line, &l); err != nil {
 		return codexEntry{}, err
 	}
+	e := codexEntry{Type: rawString(l.Type), Timestamp: rawString(l.Timestamp)}
 	p := &l.Payload
-	e := codexEntry{
-		Type: rawString(l.Type), Timestamp: rawString(l.Timestamp),
+	if e.Type == "" || codexItemTypes[e.Type] {
+		// No envelope: an older rollout's line (codexBareLine), whose top
+		// level is read as a payload. A response item is one, as if in a
+		// response_item; a line with neither type nor record_type but an
+		// id is the session's header, a session_meta.
+		var bare codexBareLine
+		if err := json.Unmarshal(line, &bare); err != nil {
+			return codexEntry{}, err
+		}
+		switch {
+		case e.Type != "":
+			e.Type, p = "response_item", &bare.codexPayload
+		case rawString(bare.RecordType) != "":
+			e.RecordType = rawString(bare.RecordType)
+		case rawString(bare.ID) != "":
+			e.Type, p = "session_meta", &bare.codexPayload
+		}
+	}
+	e = codexEntry{
+		Type: e.Type, Timestamp: e.Timestamp, RecordType: e.RecordType,
 		PType: rawString(p.Type), Role: rawString(p.Role), Name: rawString(p.Name), CallID: rawString(p.CallID),
 		ID: rawString(p.ID), ForkedFromID: rawString(p.ForkedFromID), Cwd: rawString(p.Cwd), Model: rawString(p.Model),
 		ThreadName: rawString(p.ThreadName),
@@ -221,12 +264,23 @@ func decodeCodexEntry(line []byte) (codexEntry, error) {
 // mapEntry maps a line's entry, whichever path read it: the one place the
 // mapper's state changes.
 func (m *codexMapper) mapEntry(e *codexEntry) mappedLine {
-	if e.Type == "" {
+	if e.Type == "" && e.RecordType == "" {
 		return mappedLine{Kind: eventlog.KindNote, Label: codexUnparsed, Unparsed: `no "type" field`}
 	}
 	out := mappedLine{Kind: eventlog.KindNote, Label: e.Type}
+	// An older rollout's items and state records have no timestamp: zero,
+	// the time of the line before (the header's at first).
 	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
 		out.Time = t
+	}
+	if e.Type == "" {
+		// An older rollout's state record, between its items: a note, on
+		// purpose. Only "state" is known.
+		out.Label = "record_type:" + e.RecordType
+		if e.RecordType != "state" {
+			out.Unknown = out.Label
+		}
+		return out
 	}
 	switch e.Type {
 	case "session_meta":
@@ -314,13 +368,33 @@ func codexSubagent(source json.RawMessage) (subagent bool, parent string) {
 	return true, parent
 }
 
+// codexCalls and codexOutputs are the response items that are a tool's
+// call, and its output.
+var (
+	codexCalls   = map[string]bool{"function_call": true, "custom_tool_call": true, "local_shell_call": true, "web_search_call": true, "tool_search_call": true}
+	codexOutputs = map[string]bool{"function_call_output": true, "custom_tool_call_output": true, "tool_search_output": true}
+)
+
+// codexItemTypes are the types of the response items rook knows (mapped,
+// or notes on purpose): never an envelope's type, so a line of one of
+// these types is a bare item of an older rollout (codexBareLine).
+var codexItemTypes = func() map[string]bool {
+	m := map[string]bool{"message": true, "reasoning": true}
+	for _, set := range []map[string]bool{codexCalls, codexOutputs, codexNoteItems} {
+		for typ := range set {
+			m[typ] = true
+		}
+	}
+	return m
+}()
+
 // codexToolNames name the calls that carry no name, as Codex itself does.
 var codexToolNames = map[string]string{"local_shell_call": "shell", "web_search_call": "web_search", "tool_search_call": "tool_search"}
 
 func (m *codexMapper) responseItem(e *codexEntry, out *mappedLine) {
 	typ := e.PType
-	switch typ {
-	case "message":
+	switch {
+	case typ == "message":
 		switch role := e.Role; role {
 		case "user":
 			out.Kind, out.Label = eventlog.KindUser, ""
@@ -334,9 +408,9 @@ func (m *codexMapper) responseItem(e *codexEntry, out *mappedLine) {
 		default:
 			out.Label = "message:" + role
 		}
-	case "reasoning":
+	case typ == "reasoning":
 		out.Kind, out.Label = eventlog.KindReasoning, m.model
-	case "function_call", "custom_tool_call", "local_shell_call", "web_search_call", "tool_search_call":
+	case codexCalls[typ]:
 		name := e.Name
 		if name == "" {
 			name = codexToolNames[typ]
@@ -345,7 +419,7 @@ func (m *codexMapper) responseItem(e *codexEntry, out *mappedLine) {
 		if e.CallID != "" {
 			m.toolName[e.CallID] = name
 		}
-	case "function_call_output", "custom_tool_call_output", "tool_search_output":
+	case codexOutputs[typ]:
 		out.Kind, out.Label = eventlog.KindToolResult, m.toolName[e.CallID]
 	default:
 		out.Label = "response_item:" + typ

@@ -11,7 +11,8 @@ package agent
 // ASCII, a key twice, a payload that is not an object, a token count that
 // is not a plain unsigned integer, an item of a user message's content
 // that is neither an object nor null...). A declined line goes through the
-// view and encoding/json as before. FuzzCodexFastPath holds the two to the
+// view and encoding/json as before, as does every line of an older
+// rollout, which has no envelope. FuzzCodexFastPath holds the two to the
 // same answers, and TestCodexFastPathTakesRollouts to taking every line of
 // the fixtures and of generated rollouts.
 
@@ -71,6 +72,12 @@ func scanCodexEntry(line []byte, strs []jsonString, members []jsonMember, minLen
 		}
 		return ok
 	})
+	if e.Type == "" || codexItemTypes[e.Type] {
+		// No envelope: an older rollout's line (codexBareLine), whose top
+		// level decodeCodexEntry reads as a payload. Rare (rollouts of
+		// 2025) and left to it.
+		return e, false
+	}
 	return e, ok && p.detail(&r)
 }
 

@@ -192,6 +192,17 @@ var codexFastPathEdges = []string{
 	`{"type":"event_msg","payload":{"type":"user_message","message":"<environment_context>x"}}` + "\n" +
 		`{"type":"event_msg","payload":{"type":"user_message","message":"  \n the ask\nmore"}}` + "\n" +
 		`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"# AGENTS.md"},{"type":"input_text","text":"the prompt"}]}}`,
+	// Older rollouts' lines, with no envelope (codexBareLine): declined,
+	// and mapped as encoding/json maps them; keys in another case, a
+	// payload where none belongs, an item whose type is not an item's.
+	codexDirectRollout,
+	codexLegacyRollout,
+	`{"ID":"s","Cwd":"/w","source":{"subagent":{"thread_spawn":{"parent_thread_id":"p"}}},"forked_from_id":"f"}`,
+	`{"TYPE":"function_call","Call_ID":"c","NAME":"n"}` + "\n" + `{"type":"function_call_output","call_id":"c","payload":{"call_id":"d"}}`,
+	`{"Record_Type":"state","type":null}`,
+	`{"type":"message","role":"user","content":[{"type":"input_text","text":"bare"}],"payload":{"type":"reasoning"}}`,
+	`{"type":"message","role":"user","payload":5}`,
+	`{"type":"session_meta","payload":{"id":"s"},"record_type":"state","role":"user"}`,
 	// A thread's name, and what is not one.
 	`{"type":"event_msg","payload":{"type":"thread_name_updated","thread_id":"t","thread_name":"the name"}}` + "\n" +
 		`{"type":"event_msg","payload":{"type":"thread_name_updated","thread_id":"t","thread_name":null}}` + "\n" +

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -321,6 +322,8 @@ func codexSeeds(t testing.TB) [][]byte {
 		[]byte(`{"TYPE":"event_msg","Payload":{"type":"user_message","message":"keys in another case"},"extra":[1,2]}`),
 		// A whole rollout in one input: checkView maps it line by line.
 		bytes.Join(codexLines(t, codexMainFile), []byte("\n")),
+		// Older rollouts, with no envelope.
+		[]byte(codexDirectRollout), []byte(codexLegacyRollout),
 		[]byte(`{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"t":"a"},"last_token_usage":{"input_tokens":5}}}}`+"\n"+
 			`{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"t":"b"},"last_token_usage":{"input_tokens":5}}}}`))
 }
@@ -735,4 +738,102 @@ func TestImportTagsAForkImportedBeforeForksWereTagged(t *testing.T) {
 	check("grown", ImportGrown, 1)
 	fsys.SetHook(nil)
 	mustExport(t, r, id, grown)
+}
+
+// Rollouts an older Codex wrote (2025), hand-made after the public
+// write-ups of those generations: a header line with no type, then bare
+// response items with no envelope and no timestamp; the legacy one with
+// state records between them. The direct one's header has no cwd (those
+// documented have none), the legacy one's has one (read when present).
+var (
+	codexDirectRollout = `{"id":"5973b6c0-94b8-487b-a530-2aeb6098ae0e","timestamp":"2025-05-12T10:20:30.123Z","instructions":"You are Codex.","git":{"commit_hash":"1f2e3d4c","branch":"main","repository_url":"git@github.com:dev/app.git"}}
+{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n  <cwd>/home/dev/app</cwd>\n</environment_context>"}]}
+{"type":"message","role":"user","content":[{"type":"input_text","text":"List the Go files of the project"}]}
+{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Listing files"}],"encrypted_content":"gAAAAB"}
+{"type":"function_call","id":"fc_1","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"call_1"}
+{"type":"function_call_output","call_id":"call_1","output":"{\"output\":\"main.go\\n\",\"metadata\":{\"exit_code\":0}}"}
+{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"main.go"}]}
+{"type":"future_item","id":"x"}`
+	codexLegacyRollout = `{"id":"0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9","timestamp":"2025-04-30T08:00:00Z","instructions":null,"cwd":"/home/dev/legacy"}
+{"record_type":"state"}
+{"type":"message","role":"user","content":[{"type":"input_text","text":"Why does the build fail?"}]}
+{"record_type":"state"}
+{"type":"local_shell_call","call_id":"call_9","status":"completed","action":{"type":"exec","command":["go","build"]}}
+{"type":"function_call_output","call_id":"call_9","output":"ok"}
+{"type":"message","role":"assistant","content":[{"type":"output_text","text":"It builds now."}]}
+{"record_type":"state"}`
+)
+
+// An older rollout's lines map as today's: the header a session_meta that
+// gives the session, each bare item as the same item in a response_item
+// envelope (calls and outputs joined by call_id, the title the first real
+// prompt), at no time of its own (the line before's), the state records
+// notes on purpose.
+func TestCodexOlderRollouts(t *testing.T) {
+	cases := []struct {
+		name  string
+		input string
+		want  []codexWant
+		sess  sourceSession
+	}{
+		{"direct", codexDirectRollout, []codexWant{
+			codexNote("session_meta", "2025-05-12T10:20:30.123Z"),
+			{kind: eventlog.KindUser}, // environment
+			{kind: eventlog.KindUser},
+			{kind: eventlog.KindReasoning},
+			{kind: eventlog.KindToolCall, label: "shell"},
+			{kind: eventlog.KindToolResult, label: "shell"},
+			{kind: eventlog.KindAssistant},
+			// A type rook does not know is not taken for an item: a note,
+			// reported, as on a line of today's.
+			{kind: eventlog.KindNote, label: "future_item", unknown: "future_item"},
+		}, sourceSession{ID: "5973b6c0-94b8-487b-a530-2aeb6098ae0e", Title: "List the Go files of the project"}},
+		{"legacy", codexLegacyRollout, []codexWant{
+			codexNote("session_meta", "2025-04-30T08:00:00Z"),
+			codexNote("record_type:state", ""),
+			{kind: eventlog.KindUser},
+			codexNote("record_type:state", ""),
+			{kind: eventlog.KindToolCall, label: "shell"}, // local_shell_call names no tool
+			{kind: eventlog.KindToolResult, label: "shell"},
+			{kind: eventlog.KindAssistant},
+			codexNote("record_type:state", ""),
+		}, sourceSession{ID: "0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9", Title: "Why does the build fail?", Workspace: "/home/dev/legacy"}},
+	}
+	for _, c := range cases {
+		lines := strings.Split(c.input, "\n")
+		if len(lines) != len(c.want) {
+			t.Fatalf("%s: %d lines, the table %d", c.name, len(lines), len(c.want))
+		}
+		m := newCodexMapper()
+		for i, line := range lines {
+			checkCodexLine(t, i+1, m.mapLine([]byte(line)), c.want[i])
+		}
+		if got := m.session(); got != c.sess {
+			t.Errorf("%s: session:\n got %+v\nwant %+v", c.name, got, c.sess)
+		}
+		// Mapped as an import maps them (the view, the fast path declining
+		// them), the same.
+		checkView(t, newCodexMapper, []byte(c.input))
+		checkCodexMapping(t, []byte(c.input))
+	}
+
+	// A bare item maps as the same object in a response_item envelope.
+	items := strings.Split(codexDirectRollout, "\n")
+	for _, line := range items[1 : len(items)-1] {
+		wrapped := `{"type":"response_item","payload":` + line + `}`
+		if a, b := newCodexMapper().mapLine([]byte(line)), newCodexMapper().mapLine([]byte(wrapped)); !reflect.DeepEqual(a, b) {
+			t.Errorf("%s\nmaps to %+v\nin an envelope to %+v", line, a, b)
+		}
+	}
+
+	// What is not such a line: a typeless line without an id, a record of
+	// a type rook does not know.
+	for line, want := range map[string]codexWant{
+		`{"timestamp":"2025-05-12T10:20:30Z","instructions":"x"}`: {kind: eventlog.KindNote, label: codexUnparsed, unparsed: `no "type" field`},
+		`{"id":5,"timestamp":"2025-05-12T10:20:30Z"}`:             {kind: eventlog.KindNote, label: codexUnparsed, unparsed: `no "type" field`},
+		`{"record_type":"snapshot"}`:                              {kind: eventlog.KindNote, label: "record_type:snapshot", unknown: "record_type:snapshot"},
+		`{"record_type":"state","id":"s"}`:                        codexNote("record_type:state", ""),
+	} {
+		checkCodexLine(t, 1, newCodexMapper().mapLine([]byte(line)), want)
+	}
 }

@@ -217,9 +217,15 @@ type contentBlock struct {
 // shapes above.
 func (r *renderer) line(line []byte) bool {
 	out := &r.out
-	var l renderedLine
-	if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &l) != nil || l.Type == "" {
+	if len(line) == 0 || line[0] != '{' {
 		return false
+	}
+	var l renderedLine
+	if json.Unmarshal(line, &l) != nil || l.Type == "" || codexItemTypes[l.Type] {
+		// Perhaps an older Codex's line, with no envelope (a bare
+		// reasoning's summary is not a string: it fails the decode).
+		rendered, _ := r.codexBare(line)
+		return rendered
 	}
 	if len(l.Payload) > 0 && l.Payload[0] == '{' {
 		return r.codex(l.Type, l.Payload)
@@ -550,6 +556,35 @@ func orderedMembers(obj json.RawMessage) ([]rawMember, bool) {
 	return members, true
 }
 
+// codexBare renders a line of a rollout an older Codex wrote, with no
+// envelope (codexBareLine), as the mapping reads it: a bare response item
+// as in a response_item envelope, the header as a session_meta, a state
+// record (the lines decodeCodexEntry reads with no envelope). bare is
+// false for any other line.
+func (r *renderer) codexBare(line []byte) (rendered, bare bool) {
+	var head struct {
+		Type       json.RawMessage `json:"type"`
+		RecordType json.RawMessage `json:"record_type"`
+		ID         json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(line, &head) != nil {
+		return false, false
+	}
+	typ := rawString([]byte(head.Type))
+	switch {
+	case codexItemTypes[typ]:
+		return r.codex("response_item", line), true
+	case typ != "":
+		return false, false
+	case rawString([]byte(head.RecordType)) != "":
+		fmt.Fprintf(&r.out, "[record_type] %s", rawString([]byte(head.RecordType)))
+		return true, true
+	case rawString([]byte(head.ID)) != "":
+		return r.codex("session_meta", line), true
+	}
+	return false, false
+}
+
 // codex renders a rollout line: its payload by the line's type.
 func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 	out := &r.out
@@ -583,7 +618,10 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 	}
 	switch typ {
 	case "session_meta":
-		fmt.Fprintf(out, "[session_meta] %s in %s", p.ID, p.Cwd)
+		fmt.Fprintf(out, "[session_meta] %s", p.ID)
+		if p.Cwd != "" { // an older rollout's header has none
+			fmt.Fprintf(out, " in %s", p.Cwd)
+		}
 	case "turn_context":
 		fmt.Fprintf(out, "[turn_context] %s in %s", p.Model, p.Cwd)
 	case "response_item":

@@ -88,6 +88,14 @@ var renderSeeds = []string{
 	`{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"  \nFix it","images":[]}}`,
 	`{"type":"system","subtype":"local_command","content":"<local-command-stdout>Set model to \u001b[1mOpus\u001b[22m \u001b[2J\u001b[</local-command-stdout>"}`,
 	`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"found it"}]}]},"toolUseResult":{"status":"completed","totalDurationMs":57709,"totalTokens":49100,"totalToolUseCount":25,"usage":{"input_tokens":6,"cache_creation_input_tokens":4896,"cache_read_input_tokens":40725,"output_tokens":3473}}}`,
+	// An older Codex's lines, with no envelope: the header, a state
+	// record, bare items.
+	`{"id":"5973b6c0","timestamp":"2025-05-12T10:20:30.123Z","instructions":"You are Codex.","git":{"branch":"main"}}`,
+	`{"record_type":"state"}`,
+	`{"type":"message","role":"user","content":[{"type":"input_text","text":"List the Go files"}]}`,
+	`{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Listing files"}],"encrypted_content":"gAAAAB"}`,
+	`{"type":"function_call","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"call_1"}`,
+	`{"type":"function_call_output","call_id":"call_1","output":"{\"output\":\"main.go\\n\",\"metadata\":{\"exit_code\":0}}"}`,
 }
 
 // TestRenderImported pins the rendering of each kind of line, and that a
@@ -139,6 +147,13 @@ func TestRenderImported(t *testing.T) {
 		// last message's usage (its own file's usage is each message's
 		// first streamed chunk)
 		"[subagent] 25 tool uses, 57.7 s; last message: 49100 tokens (in 6, cache read 40725, cache written 4896, out 3473)\n[tool_result]\nfound it\n",
+		// an older Codex's lines: as the same in an envelope
+		"[session_meta] 5973b6c0\n",
+		"[record_type] state\n",
+		"List the Go files\n",
+		"[reasoning]\nListing files\n",
+		"[function_call shell]\ncommand: ls\n",
+		"[function_call_output]\nmain.go\n",
 	}
 	for i, line := range renderSeeds {
 		if got := string(RenderImported([]byte(line + "\n"))); got != want[i] {

@@ -26,19 +26,22 @@ func toolCallIDs(body []byte) (calls, results []string) {
 				Type   string `json:"type"`
 				CallID string `json:"call_id"`
 			} `json:"payload"`
+			// An older Codex's bare item, with no envelope (codexBareLine).
+			Type   json.RawMessage `json:"type"`
+			CallID json.RawMessage `json:"call_id"`
 		}
 		if json.Unmarshal(trimNewline(line), &l) != nil {
 			continue
 		}
-		switch l.Payload.Type {
-		case "function_call", "custom_tool_call", "local_shell_call", "web_search_call", "tool_search_call":
-			if l.Payload.CallID != "" {
-				calls = append(calls, l.Payload.CallID)
-			}
-		case "function_call_output", "custom_tool_call_output", "tool_search_output":
-			if l.Payload.CallID != "" {
-				results = append(results, l.Payload.CallID)
-			}
+		typ, id := l.Payload.Type, l.Payload.CallID
+		if t := rawString(l.Type); codexItemTypes[t] {
+			typ, id = t, rawString(l.CallID)
+		}
+		switch {
+		case codexCalls[typ] && id != "":
+			calls = append(calls, id)
+		case codexOutputs[typ] && id != "":
+			results = append(results, id)
 		}
 		var blocks []struct {
 			Type      string `json:"type"`

@@ -68,4 +68,11 @@ func TestShowJoinsToolResultsToTheirCalls(t *testing.T) {
 	// Four of its five outputs answer a call it holds (call_Rk1, _Pt2,
 	// _Sh3, _Ts4); call_Unknown answers none.
 	checkJoins(t, r, *fileByPath(t, rep, "/c/"+codexMainFile).Session, 4)
+
+	// An older Codex's rollouts, whose items have no envelope: the output
+	// of each answers its call.
+	for name, rollout := range map[string]string{"/o/direct.jsonl": codexDirectRollout, "/o/legacy.jsonl": codexLegacyRollout} {
+		writeSourceFile(t, fsys, name, []byte(rollout+"\n"))
+		checkJoins(t, r, *fileByPath(t, mustImport(t, r, FormatCodex, name), name).Session, 1)
+	}
 }

@@ -616,18 +616,25 @@ func TestCodexTitleFromIDERequest(t *testing.T) {
 		{[]string{item(files)}, "make it look like the screenshot"},
 		{[]string{item("# Context from my IDE setup:\n\n## Active file: a.go\n"), item("the real prompt")}, "the real prompt"},
 	} {
-		in := []byte(strings.Join(c.lines, "\n"))
-		m := newCodexMapper()
-		for _, line := range c.lines {
-			m.mapLine([]byte(line))
-		}
-		if got := m.session().Title; got != c.want {
-			t.Errorf("%q\ntitle %q\nwant  %q", c.lines, got, c.want)
-		}
-		checkView(t, newCodexMapper, in)
-		if scanned, took := checkCodexMapping(t, in); took != scanned {
-			t.Errorf("%q\nthe fast path took %d of %d lines", c.lines, took, scanned)
-		}
+		checkCodexTitle(t, c.lines, c.want)
+	}
+}
+
+// checkCodexTitle maps lines and holds the session's title to want, the
+// view to the line, and the fast path to taking every line.
+func checkCodexTitle(t *testing.T, lines []string, want string) {
+	t.Helper()
+	in := []byte(strings.Join(lines, "\n"))
+	m := newCodexMapper()
+	for _, line := range lines {
+		m.mapLine([]byte(line))
+	}
+	if got := m.session().Title; got != want {
+		t.Errorf("%q\ntitle %q\nwant  %q", lines, got, want)
+	}
+	checkView(t, newCodexMapper, in)
+	if scanned, took := checkCodexMapping(t, in); took != scanned {
+		t.Errorf("%q\nthe fast path took %d of %d lines", lines, took, scanned)
 	}
 }
 
@@ -645,18 +652,7 @@ func TestCodexThreadNameTitles(t *testing.T) {
 		{[]string{prompt, name("Fetch retries")}, "Fetch retries"},
 		{[]string{name("Fetch"), prompt, name("  Fetch retries\nand backoff")}, "Fetch retries"},
 	} {
-		in := []byte(strings.Join(c.lines, "\n"))
-		m := newCodexMapper()
-		for _, line := range c.lines {
-			m.mapLine([]byte(line))
-		}
-		if got := m.session().Title; got != c.want {
-			t.Errorf("%q\ntitle %q\nwant  %q", c.lines, got, c.want)
-		}
-		checkView(t, newCodexMapper, in)
-		if scanned, took := checkCodexMapping(t, in); took != scanned {
-			t.Errorf("%q\nthe fast path took %d of %d lines", c.lines, took, scanned)
-		}
+		checkCodexTitle(t, c.lines, c.want)
 	}
 }
 

@@ -199,7 +199,7 @@ func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
 			if err != nil || !SameDir(m.Workspace, cwd) {
 				continue
 			}
-			s, err := r.Log.Summary(id)
+			s, err := r.Log.SummaryOf(m)
 			if err != nil {
 				continue // a log that does not read is named by id, not by last
 			}

@@ -781,6 +781,13 @@ func (l *Log) Summary(id ID) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
+	return l.SummaryOf(m)
+}
+
+// SummaryOf is Summary for a session whose metadata the caller has read
+// already (to pick sessions by it): the log's read only.
+func (l *Log) SummaryOf(m Meta) (Summary, error) {
+	id := m.ID
 	s := Summary{Meta: m, Updated: m.Created}
 	l.mu.Lock()
 	st := l.sessions[id]

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"sort"
 
 	"github.com/rookhq/rook/internal/units"
 )
@@ -144,12 +145,119 @@ func appendEncodedSpans(spans []encodedSpan, line []byte, base int) []encodedSpa
 	}
 	for i := range strs {
 		s := &strs[i]
+		content := line[s.Start+1 : s.End-1]
 		if encodedValue(line, s) {
 			spans = append(spans, encodedSpan{base + s.Start + 1, base + s.End - 1,
-				encodedMarker(s.Key, line[s.Start+1:s.End-1])})
+				encodedMarker(s.Key, content)})
+			continue
 		}
+		spans = appendNestedEncoded(spans, content, escapedQuote, base+s.Start+1)
 	}
 	return spans
+}
+
+// The quote of JSON written inside a JSON string as the line has it
+// (escaped), and as a decoded string has it.
+const (
+	escapedQuote = `\"`
+	plainQuote   = `"`
+)
+
+// appendNestedEncoded appends the encoded values of JSON written inside
+// a string, b (a tool's output as JSON text: Codex's MCP results carry
+// an image as {"content":[{"type":"image","data":"iVBOR…"}]} in their
+// output string), with q the quote as b has it. It goes by the same
+// rules as encodedValue, on the text, without parsing it (b is often
+// not whole JSON, or JSON with text around it): base64 of minEncoded
+// bytes or more as the value of one of encodedKeys, and base64 data URLs
+// as a whole string. The spans are at offsets base+their offset in b.
+func appendNestedEncoded(spans []encodedSpan, b []byte, q string, base int) []encodedSpan {
+	if !bytes.Contains(b, []byte(q)) {
+		return spans
+	}
+	var found []encodedSpan
+	for _, key := range encodedKeyNames {
+		needle := q + key + q
+		for from := 0; ; {
+			i := bytes.Index(b[from:], []byte(needle))
+			if i < 0 {
+				break
+			}
+			at := from + i + len(needle)
+			from = at
+			at = skipSpaces(b, at)
+			if at >= len(b) || b[at] != ':' {
+				continue
+			}
+			at = skipSpaces(b, at+1)
+			if !bytes.HasPrefix(b[at:], []byte(q)) {
+				continue
+			}
+			at += len(q)
+			end := at + base64Run(b[at:])
+			if end-at >= minEncoded && bytes.HasPrefix(b[end:], []byte(q)) {
+				found = append(found, encodedSpan{at, end, encodedMarker(key, b[at:end])})
+				from = end
+			}
+		}
+	}
+	for from := 0; ; {
+		i := bytes.Index(b[from:], []byte(q+"data:"))
+		if i < 0 {
+			break
+		}
+		at := from + i + len(q)
+		from = at
+		head := b[at:min(len(b), at+128)]
+		j := bytes.Index(head, []byte(";base64,"))
+		if j < 0 {
+			continue
+		}
+		end := at + j + len(";base64,")
+		if n := base64Run(b[end:]); n > 0 && bytes.HasPrefix(b[end+n:], []byte(q)) {
+			found = append(found, encodedSpan{at, end + n, encodedMarker("", b[at:end+n])})
+			from = end + n
+		}
+	}
+	if len(found) == 0 {
+		return spans
+	}
+	// In the order of b, as the callers walk them; a data URL under
+	// "data" is found twice, and kept once.
+	sort.Slice(found, func(i, j int) bool { return found[i].start < found[j].start })
+	end := -1
+	for _, s := range found {
+		if s.start < end {
+			continue
+		}
+		end = s.end
+		s.start, s.end = base+s.start, base+s.end
+		spans = append(spans, s)
+	}
+	return spans
+}
+
+// encodedKeyNames are encodedKeys, in a fixed order.
+var encodedKeyNames = []string{"base64", "data", "encrypted_content", "signature"}
+
+func skipSpaces(b []byte, at int) int {
+	for at < len(b) && b[at] == ' ' {
+		at++
+	}
+	return at
+}
+
+// base64Run is the length of the run of base64 characters b begins with.
+func base64Run(b []byte) int {
+	for i, c := range b {
+		switch {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9',
+			c == '+', c == '/', c == '=', c == '-', c == '_':
+		default:
+			return i
+		}
+	}
+	return len(b)
 }
 
 // withoutEncoded is a JSON line with each encoded value replaced by its
@@ -167,6 +275,17 @@ func withoutEncoded(line []byte) []byte {
 		p = s.end
 	}
 	return append(out, line[p:]...)
+}
+
+// maskNestedEncoded is text (a rendered view) with the encoded values of
+// JSON in it (appendNestedEncoded) replaced by their markers: text itself
+// when it has none.
+func maskNestedEncoded(text []byte) []byte {
+	spans := appendNestedEncoded(nil, text, plainQuote, 0)
+	if len(spans) == 0 {
+		return text
+	}
+	return masked(text, 0, len(text), spans)
 }
 
 // overlap is the end of the encoded value the match body[at:end] reaches

@@ -41,11 +41,15 @@ func renderBody(body []byte, headers bool) []byte {
 	for i, line := range bytes.Split(bytes.TrimRight(body, "\r\n"), []byte("\n")) {
 		line = bytes.TrimRight(line, "\r")
 		r := renderer{headers: headers}
-		if !r.line(line) {
-			r.out.Reset()
-			r.out.Write(withoutEncoded(line)) // shown as it is, but for encoded state
+		var text []byte
+		if r.line(line) {
+			// A tool's output shown as printed may be JSON with an image
+			// in it: shown as a marker too.
+			text = maskNestedEncoded(r.out.Bytes())
+		} else {
+			text = withoutEncoded(line) // shown as it is, but for encoded state
 		}
-		text := bytes.TrimRight(r.out.Bytes(), " \n")
+		text = bytes.TrimRight(text, " \n")
 		one := bytes.IndexByte(text, '\n') < 0
 		if i > 0 && !(one && short) {
 			out.WriteByte('\n')

@@ -96,6 +96,8 @@ var renderSeeds = []string{
 	`{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Listing files"}],"encrypted_content":"gAAAAB"}`,
 	`{"type":"function_call","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"call_1"}`,
 	`{"type":"function_call_output","call_id":"call_1","output":"{\"output\":\"main.go\\n\",\"metadata\":{\"exit_code\":0}}"}`,
+	// An MCP result with an image, JSON written in the output string.
+	`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"{\"content\":[{\"type\":\"image\",\"data\": \"iVBORw0KGgoAAAANSUhEUgAAQUJDRAQUJDRAQUJDRAQUJDRAQUJDRAQUJDRAQUJDRAQUJDRA\"},{\"type\":\"text\",\"text\":\"data:image/png;base64,QUJD\"}]}"}}`,
 }
 
 // TestRenderImported pins the rendering of each kind of line, and that a
@@ -154,6 +156,8 @@ func TestRenderImported(t *testing.T) {
 		"[reasoning]\nListing files\n",
 		"[function_call shell]\ncommand: ls\n",
 		"[function_call_output]\nmain.go\n",
+		// an image in JSON in a tool's output: a marker
+		"[function_call_output]\n" + `{"content":[{"type":"image","data": "[image 72 B]"},{"type":"text","text":"[image 26 B]"}]}` + "\n",
 	}
 	for i, line := range renderSeeds {
 		if got := string(RenderImported([]byte(line + "\n"))); got != want[i] {
@@ -230,11 +234,18 @@ func FuzzFindSnippet(f *testing.F) {
 		m := newFoldMatcher(query)
 		e := appendJSONString(nil, []byte(query))
 		for _, matcher := range []*foldMatcher{m, newFoldMatcher(string(e[1 : len(e)-1]))} {
-			at, _, _ := matcher.index(body, from, len(body), nil)
+			at, end, _ := matcher.index(body, from, len(body), nil)
 			if at < 0 {
 				continue
 			}
-			text, ok := decodedSnippet(body, at, m)
+			// As find does: a match in encoded state is none, and the
+			// line's encoded values are shown as markers.
+			enc := encodedLines{body: body}
+			if enc.overlap(at, end) >= 0 {
+				continue
+			}
+			enc.line(at)
+			text, ok := decodedSnippet(body, at, m, enc.spans)
 			if !ok {
 				continue
 			}
@@ -403,6 +414,16 @@ func TestRenderShowsNoEncodedState(t *testing.T) {
 	short := `{"timestamp":"t","type":"response_item","payload":{"type":"reasoning","summary":7,"data":"none"}}`
 	if got := string(RenderImported([]byte(short + "\n"))); !strings.Contains(got, `"data":"none"`) {
 		t.Errorf("a short value under data: %s", got)
+	}
+	// A tool's output, shown as printed, may be JSON with an image in it:
+	// an MCP result in Codex's output string, a Claude Code tool result.
+	mcp := `{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"{\"content\":[{\"type\":\"image\",\"data\":\"` + png + `\",\"mimeType\":\"image/png\"},{\"type\":\"text\",\"text\":\"data:image/png;base64,` + png + `\"}],\"isError\":false}"}}`
+	if got, want := string(RenderImported([]byte(mcp+"\n"))), "[function_call_output]\n"+`{"content":[{"type":"image","data":"[image 624 B]","mimeType":"image/png"},{"type":"text","text":"[image 646 B]"}],"isError":false}`+"\n"; got != want {
+		t.Errorf("an MCP result:\n%s\nwant:\n%s", got, want)
+	}
+	cl := `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"{\"shot\": \"data:image/png;base64,` + png + `\", \"data\": \"` + png + `\"}"}]},"uuid":"u1"}`
+	if got, want := string(RenderImported([]byte(cl+"\n"))), "[tool_result]\n"+`{"shot": "[image 646 B]", "data": "[image 624 B]"}`+"\n"; got != want {
+		t.Errorf("a tool result:\n%s\nwant:\n%s", got, want)
 	}
 	// A glimpse of a line (importedText) passes over a data URL.
 	if got := string(importedText([]byte(`{"content":"data:image/png;base64,` + png + `","text":"hello"}`))); got != "hello" {

@@ -1050,12 +1050,12 @@ func TestSearchReadsImportedText(t *testing.T) {
 func TestDecodedSnippetWindow(t *testing.T) {
 	m := newFoldMatcher("q")
 	body := []byte(`{"a":"xq` + strings.Repeat(`\n`, 100_000) + `\q"}`)
-	got, ok := decodedSnippet(body, bytes.IndexByte(body, 'q'), m)
+	got, ok := decodedSnippet(body, bytes.IndexByte(body, 'q'), m, nil)
 	if !ok || !strings.HasPrefix(got, "a: xq") {
 		t.Errorf("all escapes after the match: %q %v", got, ok)
 	}
 	// A match inside a character (a binary body) has no snippet of its own.
-	if _, ok := decodedSnippet([]byte("\"0\xdf\x99\x99\""), 3, newFoldMatcher("\xfc")); ok {
+	if _, ok := decodedSnippet([]byte("\"0\xdf\x99\x99\""), 3, newFoldMatcher("\xfc"), nil); ok {
 		t.Error("a match inside a character was decoded")
 	}
 }

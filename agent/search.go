@@ -402,10 +402,27 @@ func appendStringValues(out, line []byte, nested bool) ([]byte, bool) {
 				continue
 			}
 			out = append(out[:start], inner...)
+		} else if spans := appendNestedEncoded(nil, out[start:], plainQuote, start); len(spans) > 0 {
+			// JSON in the text (a tool's output): its encoded values are
+			// left out, as at the top level.
+			out = cutSpans(out, spans)
 		}
 		out = append(out, '\n')
 	}
 	return out, true
+}
+
+// cutSpans cuts the spans, in order and at offsets of b, out of b.
+func cutSpans(b []byte, spans []encodedSpan) []byte {
+	w := spans[0].start
+	for i, s := range spans {
+		next := len(b)
+		if i+1 < len(spans) {
+			next = spans[i+1].start
+		}
+		w += copy(b[w:], b[s.end:next])
+	}
+	return b[:w]
 }
 
 // maxCodexJSONString bounds the JSON-in-a-string search reads as values:

@@ -353,13 +353,22 @@ func TestSearchSkipsEncodedState(t *testing.T) {
 		`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + png + `"}}]}]},"toolUseResult":{"type":"image","file":{"base64":"` + png + `","type":"image/png","originalSize":450}},"uuid":"u1"}`,
 		`{"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"look at this","images":["data:image/png;base64,` + png + `"]}}`,
 		`{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/jpeg;base64,/9j/` + png + `"}]}}`,
+		// JSON written in a string: an MCP result in a Codex output, and
+		// too large for search to read as values; a tool's text output.
+		`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"{\"content\":[{\"type\":\"image\",\"data\":\"` + png + `\",\"mimeType\":\"image/png\"}],` + `\"pad\":\"` + strings.Repeat("x", maxCodexJSONString) + `\"}"}}`,
+		`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"{\"shot\": \"data:image/png;base64,` + png + `\", \"data\": \"` + png + `\"}"}]},"uuid":"u1"}`,
 	} {
 		if got := string(textOfImported([]byte(line + "\n"))); strings.Contains(got, "QUJDRA") {
 			t.Errorf("encoded state read as text: %q", got)
 		}
 	}
+	// The text around JSON's encoded values is read.
+	line := `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"{\"shot\":\"data:image/png;base64,` + png + `\",\"caption\":\"the login form\"}"}]},"uuid":"u1"}`
+	if got := string(textOfImported([]byte(line + "\n"))); got != "{\"shot\":\"\",\"caption\":\"the login form\"}\n" {
+		t.Errorf("text around a data URL in JSON text: %q", got)
+	}
 	// A "base64" of words, or text that names a data URL, is text.
-	line := `{"toolUseResult":{"base64":"not base64 at all","note":"data:image/png;base64, is how it starts"}}`
+	line = `{"toolUseResult":{"base64":"not base64 at all","note":"data:image/png;base64, is how it starts"}}`
 	if got := string(textOfImported([]byte(line + "\n"))); got != "not base64 at all\ndata:image/png;base64, is how it starts\n" {
 		t.Errorf("text: %q", got)
 	}

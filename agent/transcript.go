@@ -490,7 +490,8 @@ scan:
 				budget -= int64(end - start)
 				hit := FindHit{Seq: ev.Seq, Kind: ev.Kind, Label: ev.Label, Offset: int64(at)}
 				if imported {
-					hit.Snippet, hit.Decoded = decodedSnippet(body, at, m)
+					enc.line(at)
+					hit.Snippet, hit.Decoded = decodedSnippet(body, at, m, enc.spans)
 					if !hit.Decoded {
 						hit.Snippet = enc.snippet(at, end)
 					}
@@ -528,8 +529,10 @@ const decodedSnippetWindow = 1024
 // earlier one. ok is false when the match is not inside one string value
 // (it is in a key, a number, or spans a key and its value, or the line is
 // not JSON there): the caller shows the line as stored. The cost is a
-// scan of the line up to the match and the window around it.
-func decodedSnippet(body []byte, at int, m *foldMatcher) (string, bool) {
+// scan of the line up to the match and the window around it. Encoded
+// state in the string (spans, the line's, as encodedLines finds them: an
+// image in JSON written in the string) is shown as its marker.
+func decodedSnippet(body []byte, at int, m *foldMatcher, spans []encodedSpan) (string, bool) {
 	if at >= len(body) || !utf8.RuneStart(body[at]) {
 		return "", false // inside a character: a binary body's match
 	}
@@ -566,12 +569,12 @@ func decodedSnippet(body []byte, at int, m *foldMatcher) (string, bool) {
 			if j := skipJSONSpace(body, i+1); j < len(body) && body[j] == ':' {
 				return "", false // a key
 			}
-			return windowSnippet(body, open, ws, at, i, key, colon, m)
+			return windowSnippet(body, open, ws, at, i, key, colon, m, spans)
 		case i >= at+6*len(m.query)+decodedSnippetWindow:
 			// The window ends here, never inside an escape. (A character
 			// written as a pair of escapes may be cut in two: far from the
 			// match, past what the snippet shows.)
-			return windowSnippet(body, open, ws, at, i, key, colon, m)
+			return windowSnippet(body, open, ws, at, i, key, colon, m, spans)
 		case c == '\\':
 			n := 2
 			if i+1 < len(body) && body[i+1] == 'u' {
@@ -590,7 +593,7 @@ func decodedSnippet(body []byte, at int, m *foldMatcher) (string, bool) {
 // body[open] around the match at body[at], and makes the snippet; key is
 // shown before the text when the string is the value of the key whose ':'
 // is at body[colon].
-func windowSnippet(body []byte, open, ws, at, we int, key string, colon int, m *foldMatcher) (string, bool) {
+func windowSnippet(body []byte, open, ws, at, we int, key string, colon int, m *foldMatcher, spans []encodedSpan) (string, bool) {
 	for ws > open+1 && ws < at && body[ws]&0xC0 == 0x80 {
 		ws++ // a cut window does not start inside a character
 	}
@@ -603,11 +606,11 @@ func windowSnippet(body []byte, open, ws, at, we int, key string, colon int, m *
 		text = append(text, ": "...)
 	}
 	var ok bool
-	if text, ok = appendDecodedString(text, body[ws:at]); !ok {
+	if text, ok = appendDecodedString(text, masked(body, ws, at, spans)); !ok {
 		return "", false
 	}
 	match := len(text)
-	if text, ok = appendDecodedString(text, body[at:we]); !ok {
+	if text, ok = appendDecodedString(text, masked(body, at, we, spans)); !ok {
 		return "", false
 	}
 	// The match must still be there, decoded: one that ran past the
@@ -617,6 +620,27 @@ func windowSnippet(body []byte, open, ws, at, we int, key string, colon int, m *
 		return "", false
 	}
 	return Snippet(text, match, end, SnippetRunes), true
+}
+
+// masked is body[from:to] with the part of each of spans in it replaced
+// by the span's marker; body[from:to] itself when none is.
+func masked(body []byte, from, to int, spans []encodedSpan) []byte {
+	var out []byte
+	p := from
+	for _, s := range spans {
+		if s.end <= p || s.start >= to {
+			continue
+		}
+		if out == nil {
+			out = make([]byte, 0, to-from)
+		}
+		out = append(append(out, body[p:max(p, s.start)]...), s.marker...)
+		p = min(s.end, to)
+	}
+	if out == nil {
+		return body[from:to]
+	}
+	return append(out, body[p:to]...)
 }
 
 // prevNonSpace is the index of the last byte before i that is not JSON

@@ -577,6 +577,9 @@ func TestFindSkipsEncodedState(t *testing.T) {
 		`{"timestamp":"2026-01-03T09:00:00.020Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,` + png + `"},{"type":"input_text","text":"what is in the picture"}]}}`,
 		`{"timestamp":"2026-01-03T09:00:00.030Z","type":"event_msg","payload":{"type":"user_message","message":"what is in the picture","images":["data:image/png;base64,` + png + `"]}}`,
 		`{"timestamp":"2026-01-03T09:00:01.000Z","type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"a login form"}],"content":null,"encrypted_content":"` + enc + `"}}`,
+		// An MCP tool's result, JSON in the output string, with an image.
+		`{"timestamp":"2026-01-03T09:00:02.000Z","type":"response_item","payload":{"type":"function_call","name":"mcp__shot__take","arguments":"{}","call_id":"c1"}}`,
+		`{"timestamp":"2026-01-03T09:00:03.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"{\"content\":[{\"type\":\"image\",\"data\":\"` + png + `\",\"mimeType\":\"image/png\"},{\"type\":\"text\",\"text\":\"data:image/png;base64,` + png + `\"}],\"isError\":false}"}}`,
 	}
 	writeSource(t, fsys, "/c/sessions/2026/01/03/rollout-2026-01-03T09-00-00-019b8000-1111-7222-8333-444455556666.jsonl", codex, "")
 	xid := *mustImport(t, r, FormatCodex, "/c").Files[0].Session
@@ -625,6 +628,8 @@ func TestFindSkipsEncodedState(t *testing.T) {
 		{xid, `image_url`, `"image_url":"[image 2.4 KiB]"`},
 		{xid, `"images"`, `"images":["[image 2.4 KiB]"]`},
 		{xid, `encrypted_content`, `"encrypted_content":"[encrypted 652 B]"`},
+		{xid, `mimeType`, `[image 2.4 KiB]","mimeType`},
+		{xid, `isError`, `[image 2.4 KiB]"}],"isError`},
 	} {
 		hits := find(c.id, c.q)
 		if len(hits) == 0 || !strings.Contains(hits[0].Snippet, c.marker) {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rookhq/rook/cas"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -111,6 +112,11 @@ type EventView struct {
 	// it answers (joined by their tool_use_id or call_id), where Show
 	// found them: in the page, or in the events shortly before it.
 	Calls []uint64
+	// Children are the child sessions a subagent's transcript was
+	// imported as, for an imported tool result that reports the subagent
+	// (Claude Code's Task, Codex's spawn_agent), and for its call when
+	// the result is in the page too (linkSubagents).
+	Children []eventlog.ID
 }
 
 // viewBody reads an event's body (verified) and its sizes, keeping at most
@@ -142,6 +148,25 @@ type ShowPage struct {
 	Events  []EventView
 	Total   uint64  // events in the session when the page was read
 	Next    *uint64 // the seq after the page, when the session goes on
+	// Parent is the session's parent, when it has one.
+	Parent *ParentLink
+}
+
+// ParentLink is a session's link to its parent: the session that spawned
+// it (an imported subagent's), or that it was forked from.
+type ParentLink struct {
+	ID       eventlog.ID
+	Subagent bool    // an imported subagent's session (tagged subagent)
+	Fork     bool    // a fork: at ForkAt, or an imported fork (no ForkAt)
+	ForkAt   *uint64 // the fork holds the parent's events before it
+}
+
+// parentLink is m's link to its parent, nil if it has none.
+func parentLink(m eventlog.Meta) *ParentLink {
+	if m.Parent == nil || *m.Parent == m.ID {
+		return nil
+	}
+	return &ParentLink{ID: *m.Parent, Subagent: slices.Contains(m.Tags, subagentTag), Fork: m.ForkAt != nil || ImportedFork(m), ForkAt: m.ForkAt}
 }
 
 // ShowQuery picks a page of Show: up to Limit events from seq From on,
@@ -165,7 +190,7 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 	if err != nil {
 		return p, err
 	}
-	p.Total = s.Events
+	p.Total, p.Parent = s.Events, parentLink(s.Meta)
 	evs, err := r.Log.Read(id, q.From, q.Limit)
 	if err != nil {
 		return p, err
@@ -183,6 +208,7 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 		bodies = append(bodies, body)
 	}
 	r.joinToolCalls(id, p.Events, bodies)
+	r.linkSubagents(id, p.Events, bodies)
 	if n := len(evs); n > 0 && evs[n-1].Seq+1 < p.Total {
 		next := evs[n-1].Seq + 1
 		p.Next = &next

@@ -61,7 +61,10 @@ type showEventJSON struct {
 	Rendered   bool      `json:"rendered"`
 	// Calls: of an imported tool result, the seqs of the calls it answers.
 	Calls []uint64 `json:"calls,omitempty"`
-	Error string   `json:"error,omitempty"`
+	// Children: of an imported subagent's call or result, the sessions
+	// its transcript was imported as.
+	Children []eventlog.ID `json:"children,omitempty"`
+	Error    string        `json:"error,omitempty"`
 }
 
 func (c *ShowCmd) Run(e *Env) error {
@@ -91,7 +94,7 @@ func (c *ShowCmd) Run(e *Env) error {
 		for _, v := range p.Events {
 			j := showEventJSON{Seq: v.Seq, Time: v.Time.UTC(), Kind: v.Kind.String(), Label: v.Label,
 				TokensIn: v.TokensIn, TokensOut: v.TokensOut, BodyID: hex.EncodeToString(v.Event.Body[:]),
-				Size: v.Size, Stored: v.Stored, Binary: v.Binary, Elided: v.Elided(), Omitted: v.Omitted, Rendered: v.Rendered, Calls: v.Calls}
+				Size: v.Size, Stored: v.Stored, Binary: v.Binary, Elided: v.Elided(), Omitted: v.Omitted, Rendered: v.Rendered, Calls: v.Calls, Children: v.Children}
 			switch {
 			case v.Err != nil:
 				j.Error = v.Err.Error()
@@ -108,6 +111,18 @@ func (c *ShowCmd) Run(e *Env) error {
 		return unreadable(bad)
 	}
 	w := e.Stdout
+	if pl := p.Parent; pl != nil {
+		what := "child"
+		switch {
+		case pl.Subagent:
+			what = "subagent"
+		case pl.ForkAt != nil:
+			what = fmt.Sprintf("fork (at #%d)", *pl.ForkAt)
+		case pl.Fork:
+			what = "fork"
+		}
+		fmt.Fprintf(w, "%s of session %s: rook session show %s\n\n", what, pl.ID, pl.ID)
+	}
 	if len(p.Events) == 0 {
 		if p.Total == 0 {
 			fmt.Fprintf(w, "session %s has no events\n", id)
@@ -126,6 +141,9 @@ func (c *ShowCmd) Run(e *Env) error {
 				head += " ←"
 			}
 			head += fmt.Sprintf(" #%d", c)
+		}
+		for _, c := range v.Children {
+			head += " → session " + c.String()
 		}
 		if v.Err != nil {
 			if v.Stored > 0 {
@@ -152,6 +170,9 @@ func (c *ShowCmd) Run(e *Env) error {
 			fmt.Fprintf(w, "… %d more bytes of text: rook session show %s --from %d --limit 1 --max-body %d (--raw: the source lines)\n", v.Omitted, id, v.Seq, int64(len(v.Text))+v.Omitted)
 		} else if v.Elided() && !v.Binary {
 			fmt.Fprintf(w, "… %d more bytes elided: rook session entry %s %d --offset %d\n", v.Omitted, id, v.Seq, len(v.Text))
+		}
+		for _, c := range v.Children {
+			fmt.Fprintf(w, "→ the subagent's session: rook session show %s\n", c)
 		}
 		fmt.Fprintln(w)
 	}

@@ -176,8 +176,11 @@ type codexEntry struct {
 	Subagent    bool
 	SpawnParent string
 	Prompt      string
-	Message     string
-	Tokens      codexTokens
+	// EnvCwd: of an older rollout's bare user message, the cwd its
+	// <environment_context> names (codexEnvCwd).
+	EnvCwd  string
+	Message string
+	Tokens  codexTokens
 }
 
 // codexTokens is what a token_count's info gives: OK when it decodes as a
@@ -224,6 +227,7 @@ func decodeCodexEntry(line []byte) (codexEntry, error) {
 	}
 	e := codexEntry{Type: rawString(l.Type), Timestamp: rawString(l.Timestamp)}
 	p := &l.Payload
+	bareItem := false
 	if e.Type == "" || codexItemTypes[e.Type] {
 		// No envelope: an older rollout's line (codexBareLine), whose top
 		// level is read as a payload. A response item is one, as if in a
@@ -235,7 +239,7 @@ func decodeCodexEntry(line []byte) (codexEntry, error) {
 		}
 		switch {
 		case e.Type != "":
-			e.Type, p = "response_item", &bare.codexPayload
+			e.Type, p, bareItem = "response_item", &bare.codexPayload, true
 		case rawString(bare.RecordType) != "":
 			e.RecordType = rawString(bare.RecordType)
 		case rawString(bare.ID) != "":
@@ -253,6 +257,12 @@ func decodeCodexEntry(line []byte) (codexEntry, error) {
 		e.Subagent, e.SpawnParent = codexSubagent(p.Source)
 	case "content":
 		e.Prompt = codexPrompt(p.Content)
+		if bareItem {
+			// An older rollout's header may name no cwd: its first
+			// <environment_context> does. (Today's session_meta always
+			// names one; the fast path takes no bare line.)
+			e.EnvCwd = codexEnvCwd(p.Content)
+		}
 	case "message":
 		e.Message = rawString(p.Message)
 	case "info":
@@ -401,6 +411,9 @@ func (m *codexMapper) responseItem(e *codexEntry, out *mappedLine) {
 			if m.sess.Title == "" {
 				m.sess.Title = e.Prompt
 			}
+			if m.sess.Workspace == "" {
+				m.sess.Workspace = e.EnvCwd
+			}
 		case "assistant":
 			out.Kind, out.Label = eventlog.KindAssistant, m.model
 		case "developer", "system":
@@ -505,6 +518,25 @@ func codexBoilerplate(text string) bool {
 		}
 	}
 	return false
+}
+
+// codexEnvCwd is the working directory an <environment_context> in a
+// user message's input_text names (<cwd>/home/dev/app</cwd>), or "".
+func codexEnvCwd(content json.RawMessage) string {
+	var items []codexInputItem
+	if len(content) == 0 || content[0] != '[' || json.Unmarshal(content, &items) != nil {
+		return ""
+	}
+	for _, it := range items {
+		text := strings.TrimSpace(rawString(it.Text))
+		if rawString(it.Type) != "input_text" || len(text) < len("<environment_context>") || !strings.EqualFold(text[:len("<environment_context>")], "<environment_context>") {
+			continue
+		}
+		if cwd, ok := tagText(text, "cwd"); ok && cwd != "" && !strings.ContainsAny(cwd, "<\n") {
+			return cwd
+		}
+	}
+	return ""
 }
 
 // codexPrompt is the title a user message gives: its first input_text that

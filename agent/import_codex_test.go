@@ -783,7 +783,7 @@ func TestCodexOlderRollouts(t *testing.T) {
 			// A type rook does not know is not taken for an item: a note,
 			// reported, as on a line of today's.
 			{kind: eventlog.KindNote, label: "future_item", unknown: "future_item"},
-		}, sourceSession{ID: "5973b6c0-94b8-487b-a530-2aeb6098ae0e", Title: "List the Go files of the project"}},
+		}, sourceSession{ID: "5973b6c0-94b8-487b-a530-2aeb6098ae0e", Title: "List the Go files of the project", Workspace: "/home/dev/app"}},
 		{"legacy", codexLegacyRollout, []codexWant{
 			codexNote("session_meta", "2025-04-30T08:00:00Z"),
 			codexNote("record_type:state", ""),

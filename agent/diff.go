@@ -45,44 +45,85 @@ type SessionDiff struct {
 	Removed   int          `json:"removed"`
 	Unchanged int          `json:"unchanged"`
 	Captures  int          `json:"captures"`
+	// FromTranscript counts the files whose state before the session
+	// comes from its transcript's edit results (an imported Claude Code
+	// session), not from a capture.
+	FromTranscript int `json:"from_transcript"`
+}
+
+// firstStates is what firstCaptures finds: the root the states are of,
+// each path's first state, the captures read and, of the paths, how many
+// have their state from the transcript's edit results.
+type firstStates struct {
+	Root           string
+	First          map[string]Change
+	Captures       int
+	FromTranscript int
 }
 
 // firstCaptures walks a session's checkpoint events from seq `from` and
 // returns, for each path they name, its first capture there: the content
 // (or absence) before the agent's first change past that point. Diff uses
 // it from 0 (the session's baseline), rewind from the seq it rewinds to.
-func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (root string, first map[string]Change, captures int, err error) {
-	first = map[string]Change{}
+// In an imported Claude Code session (or a fork of one) the edit results
+// of its transcript are states too (transcript_states.go), taken in the
+// same walk: the first state of a path met, captured or from the
+// transcript, is its state.
+func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (firstStates, error) {
+	st := firstStates{First: map[string]Change{}}
+	ws := r.transcriptWorkspace(id)
 	for {
 		evs, err := r.Log.Read(id, from, 1024)
 		if err != nil {
-			return "", nil, 0, err
+			return firstStates{}, err
 		}
 		if len(evs) == 0 {
-			return root, first, captures, nil
+			return st, nil
 		}
 		for _, ev := range evs {
+			if ev.Kind == eventlog.KindToolResult && ws != "" {
+				if st.Root != "" && filepath.Clean(st.Root) != ws {
+					continue // captures of another root: the results' paths are not theirs
+				}
+				origs, err := r.editOriginals(ev.Body, ws)
+				if err != nil {
+					// Not a capture: a result that does not read gives
+					// no state, and stops nothing.
+					continue
+				}
+				for _, o := range origs {
+					if _, ok := st.First[o.Path]; ok {
+						continue
+					}
+					if st.Root == "" {
+						st.Root = ws
+					}
+					st.First[o.Path] = transcriptChange(o, ev.Body, ws)
+					st.FromTranscript++
+				}
+				continue
+			}
 			if ev.Kind != eventlog.KindCheckpoint {
 				continue
 			}
 			m, err := r.ReadManifest(ev.Body)
 			if err != nil {
-				return "", nil, 0, fmt.Errorf("checkpoint #%d cannot be read: %w", ev.Seq, err)
+				return firstStates{}, fmt.Errorf("checkpoint #%d cannot be read: %w", ev.Seq, err)
 			}
-			if root == "" {
-				root = m.Root
-			} else if filepath.Clean(root) != filepath.Clean(m.Root) {
-				return "", nil, 0, fmt.Errorf("checkpoint #%d captured %s, earlier ones %s", ev.Seq, m.Root, root)
+			if st.Root == "" {
+				st.Root = m.Root
+			} else if filepath.Clean(st.Root) != filepath.Clean(m.Root) {
+				return firstStates{}, fmt.Errorf("checkpoint #%d captured %s, earlier ones %s", ev.Seq, m.Root, st.Root)
 			}
-			captures++
+			st.Captures++
 			for p, f := range m.Files {
-				if _, ok := first[p]; !ok {
-					first[p] = Change{Path: p, File: f}
+				if _, ok := st.First[p]; !ok {
+					st.First[p] = Change{Path: p, File: f}
 				}
 			}
 			for _, p := range m.Absent {
-				if _, ok := first[p]; !ok {
-					first[p] = Change{Path: p, Remove: true}
+				if _, ok := st.First[p]; !ok {
+					st.First[p] = Change{Path: p, Remove: true}
 				}
 			}
 		}
@@ -94,12 +135,13 @@ func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (root string, first ma
 // writes a git-style patch (git apply takes it; git apply -R undoes it).
 func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error) {
 	d := SessionDiff{Session: id, Files: []FileChange{}}
-	root, first, captures, err := r.firstCaptures(id, 0)
+	st, err := r.firstCaptures(id, 0)
 	if err != nil {
 		return d, err
 	}
-	d.Root, d.Captures = root, captures
-	if captures == 0 {
+	root, first := st.Root, st.First
+	d.Root, d.Captures, d.FromTranscript = root, st.Captures, st.FromTranscript
+	if len(first) == 0 {
 		return d, nil
 	}
 	real, err := realRoot(root)
@@ -131,6 +173,10 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		if cur.Exists && cur.Mode.Perm.IsDir() {
 			cur = DiskFile{} // a directory where a file was: the file is gone
 		}
+		if first[p].transcript && had && cur.Exists && !cur.Mode.Link {
+			// The transcript does not say the mode: an edit keeps it.
+			base.Mode = cur.Mode
+		}
 		fc := FileChange{Path: p}
 		switch {
 		case !had && !cur.Exists:
@@ -151,7 +197,7 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 			fc.NoBody, fc.Reason = true, fmt.Sprintf("larger than %d KiB", MaxDiffBytes>>10)
 		default:
 			if had {
-				if df.Old, err = r.Store.Get(base.ID); err != nil {
+				if df.Old, err = r.changeData(first[p]); err != nil {
 					return d, fmt.Errorf("%s: its captured copy is unreadable: %w", p, err)
 				}
 			}

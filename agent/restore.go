@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 )
 
@@ -20,6 +21,13 @@ type Change struct {
 	Remove bool   // the path did not exist in the capture: delete it
 	File   FileEntry
 	data   []byte
+	// transcript: the state is what an edit result in the session's
+	// transcript says the file was (transcript_states.go), read from the
+	// line of event body src (workspace ws) when not held in data nor
+	// stored as an object of its own. Its mode is the file's on disk.
+	transcript bool
+	src        cas.Key
+	ws         string
 }
 
 // Plan is a checked restore: every path resolved inside the workspace,
@@ -54,13 +62,18 @@ func (r *Rook) planRestore(root string, changes []Change) (*Plan, error) {
 				return nil, fmt.Errorf("cannot remove %s: a directory is there now (restores put files back, not directory trees)", c.Path)
 			}
 		} else {
-			data, err := r.Store.Get(c.File.ID)
+			data, err := r.changeData(c)
 			if err != nil {
 				return nil, fmt.Errorf("cannot restore %s: its captured copy is unreadable: %w", c.Path, err)
 			}
 			c.data = data
-			if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
+			fi, err := os.Lstat(abs)
+			if err == nil && fi.IsDir() {
 				return nil, fmt.Errorf("cannot restore %s: a directory is there now", c.Path)
+			}
+			if c.transcript && err == nil && fi.Mode().IsRegular() {
+				// The transcript does not say the mode: an edit keeps it.
+				c.File.Mode = FileMode{Perm: fi.Mode().Perm()}
 			}
 		}
 		if err := writableDir(filepath.Dir(abs)); err != nil {

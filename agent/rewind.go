@@ -17,6 +17,10 @@ type RewindReport struct {
 	CheckpointsApplied int         `json:"checkpoints_applied"`
 	FilesRestored      int         `json:"files_restored"`
 	FilesRemoved       int         `json:"files_removed"`
+	// FromTranscript counts the files whose state to put back comes from
+	// the transcript's edit results (an imported Claude Code session
+	// without file backups), not from a capture.
+	FromTranscript int `json:"from_transcript"`
 	// BeforeSeq is the seq, on the fork, of the capture of the disk as it
 	// was before the rewind wrote anything: rewinding the fork to it puts
 	// the workspace back. Nil when no file was touched.
@@ -70,13 +74,16 @@ func (e *NoFileBackupsError) Error() string {
 // Rewind forks a session at `to` (the parent stays whole and readable) and,
 // unless keepFiles, puts every file the session captured at or after `to`
 // back as it was at its earliest such capture, removing files that did not
-// exist then. Before writing, it captures the disk as it is now onto the
-// fork, so the rewind itself can be undone: RewindReport.Undo.
+// exist then. In an imported Claude Code session the edit results at or
+// after `to` count as captures (firstCaptures). Before writing, it
+// captures the disk as it is now onto the fork, so the rewind itself can
+// be undone: RewindReport.Undo.
 //
 // Everything is checked first (paths inside the workspace, captured copies
 // readable, directories writable); if anything fails, nothing is written and
 // no fork is made. Asked for files in an imported session that has no
-// copies of any, it fails with a *NoFileBackupsError.
+// copies of any (nor edit results saying what they were), it fails with a
+// *NoFileBackupsError.
 func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, error) {
 	rep := RewindReport{Parent: id, EventsKept: to, KeepFiles: keepFiles, Paths: []string{}}
 	sum, err := r.Log.Summary(id)
@@ -89,25 +96,28 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 	var plan *Plan
 	var before *Manifest
 	if !keepFiles {
-		root, first, applied, err := r.firstCaptures(id, to)
+		st, err := r.firstCaptures(id, to)
 		if err != nil {
 			return rep, fmt.Errorf("%w: nothing changed", err)
 		}
-		changes := make([]Change, 0, len(first))
-		for _, c := range first {
+		root := st.Root
+		changes := make([]Change, 0, len(st.First))
+		for _, c := range st.First {
 			changes = append(changes, c)
 		}
-		rep.CheckpointsApplied = applied
-		if applied == 0 {
+		rep.CheckpointsApplied = st.Captures
+		rep.FromTranscript = st.FromTranscript
+		if st.Captures == 0 && st.FromTranscript == 0 {
 			// Nothing to put back: say why when it is because the session
-			// is imported and its transcript kept no copies of files (a
-			// rewind to after its last capture restores nothing, rightly).
+			// is imported and its transcript kept no copies of files, nor
+			// edit results saying what they were (a rewind to after its
+			// last capture or edit restores nothing, rightly).
 			if src := r.ImportedFrom(sum.Meta); src != nil {
-				_, _, all, err := r.firstCaptures(id, 0)
+				all, err := r.firstCaptures(id, 0)
 				if err != nil {
 					return rep, fmt.Errorf("%w: nothing changed", err)
 				}
-				if all == 0 {
+				if all.Captures == 0 && all.FromTranscript == 0 {
 					return rep, &NoFileBackupsError{Session: id, Source: src}
 				}
 			}

@@ -1,0 +1,258 @@
+package agent
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// editTranscript builds the lines of a Claude Code session in workspace ws
+// whose agent edits files: each step a tool_use line and its result.
+type editTranscript struct {
+	ws    string
+	lines []string
+	n     int
+}
+
+func (e *editTranscript) env() string {
+	return fmt.Sprintf(`"sessionId":"s1","cwd":%q,"version":"2.1.38"`, e.ws)
+}
+
+func (e *editTranscript) ts() string {
+	e.n++
+	return fmt.Sprintf("2026-02-10T21:00:%02d.000Z", e.n%60)
+}
+
+// step appends a tool call and its result: toolUseResult is written as
+// given (raw JSON), isError sets the tool_result's is_error.
+func (e *editTranscript) step(tool, toolUseResult string, isError bool) {
+	id := fmt.Sprintf("toolu_%d", len(e.lines))
+	e.lines = append(e.lines,
+		fmt.Sprintf(`{"type":"assistant",%s,"message":{"model":"claude-opus-4-6","id":"msg_%d","role":"assistant","content":[{"type":"tool_use","id":%q,"name":%q,"input":{}}]},"uuid":"a%d","timestamp":%q}`, e.env(), len(e.lines), id, tool, len(e.lines), e.ts()),
+		fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":[{"tool_use_id":%q,"type":"tool_result","content":"done","is_error":%v}]},"toolUseResult":%s,"uuid":"r%d","timestamp":%q}`, e.env(), id, isError, toolUseResult, len(e.lines), e.ts()))
+}
+
+func jsonq(s string) string { return string(appendJSONString(nil, []byte(s))) }
+
+// edit is an Edit result: the file at abs was original before it.
+func (e *editTranscript) edit(abs, original, old, new string) {
+	e.step("Edit", fmt.Sprintf(`{"filePath":%s,"oldString":%s,"newString":%s,"originalFile":%s,"structuredPatch":[],"userModified":false,"replaceAll":false}`,
+		jsonq(abs), jsonq(old), jsonq(new), jsonq(original)), false)
+}
+
+// write is a Write result: create (original nil) or update.
+func (e *editTranscript) write(abs string, original *string, content string) {
+	typ, orig := "create", "null"
+	if original != nil {
+		typ, orig = "update", jsonq(*original)
+	}
+	e.step("Write", fmt.Sprintf(`{"type":%q,"filePath":%s,"content":%s,"structuredPatch":[],"originalFile":%s}`, typ, jsonq(abs), jsonq(content), orig), false)
+}
+
+func readFileT(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// resultSeqs are the seqs of a session's tool results, in order.
+func resultSeqs(t *testing.T, r *Rook, id eventlog.ID) []uint64 {
+	t.Helper()
+	evs, err := r.Log.Read(id, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []uint64
+	for _, ev := range evs {
+		if ev.Kind == eventlog.KindToolResult {
+			out = append(out, ev.Seq)
+		}
+	}
+	return out
+}
+
+// TestTranscriptStatesDiffAndRewind: an imported Claude Code session with
+// no file-history backups gets each file's state before the agent's first
+// change of it from its edit results: diff shows what it changed, rewind
+// puts the files back (a created one removed) and can be undone. Results
+// that failed, or name files outside the workspace, give nothing.
+func TestTranscriptStatesDiffAndRewind(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	outside := filepath.Join(dir, "elsewhere", "x.txt")
+	claude := filepath.Join(dir, "home", ".claude")
+	transcript := filepath.Join(claude, "projects", "-ws", "s1.jsonl")
+	at := func(p string) string { return filepath.Join(ws, p) }
+
+	// big.txt's original is long (cut out of the line as an object of its
+	// own); odd.txt's is long and escaped a way the import does not cut
+	// (\u00e9), so it stays in the line and is read from there.
+	bigOrig := strings.Repeat("a line of the big file\n", 40)
+	oddOrig := strings.Repeat("caf\u00e9 line\n", 40)
+	e := &editTranscript{ws: ws}
+	e.lines = append(e.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit the files"},"uuid":"u0","timestamp":%q}`, e.env(), e.ts()))
+	e.edit(at("a.txt"), "one\ntwo\nthree\n", "two", "TWO")                // result 0
+	e.write(at("new/made.txt"), nil, "made\n")                            // result 1
+	e.edit(at("a.txt"), "one\nTWO\nthree\n", "three", "THREE")            // result 2: not a.txt's first
+	e.edit(outside, "outside before\n", "before", "after")                // result 3: outside, ignored
+	e.step("Edit", `"Error: String to replace not found in file."`, true) // result 4: failed
+	e.step("Edit", fmt.Sprintf(`{"filePath":%s,"originalFile":"fail before\n"}`, jsonq(at("failed.txt"))), true)
+	e.write(at("big.txt"), &bigOrig, "short now\n")
+	e.edit(at("same.txt"), "same\n", "same", "SAME")
+	line := fmt.Sprintf(`{"filePath":%s,"oldString":"x","newString":"y","originalFile":"%s","structuredPatch":[]}`, jsonq(at("odd.txt")), strings.ReplaceAll(strings.ReplaceAll(oddOrig, "\u00e9", `\u00e9`), "\n", `\n`))
+	e.step("Edit", line, false)
+	writeSource(t, vfs.OS, transcript, e.lines, "")
+
+	// The disk after the session (and a hand edit since: same.txt back).
+	writeTree(t, ws, tree{
+		"a.txt":        "mode:0755:one\nTWO\nTHREE\n",
+		"new/made.txt": "made\n",
+		"failed.txt":   "fail after\n",
+		"big.txt":      "short now\n",
+		"same.txt":     "same\n",
+		"odd.txt":      "changed\n",
+	})
+	writeTree(t, filepath.Dir(outside), tree{"x.txt": "outside after\n"})
+
+	r := diskRook(t, filepath.Join(dir, "store"))
+	rep := mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects"))
+	id := *rep.Files[0].Session
+	if _, err := r.Store.Get(cas.ID([]byte(bigOrig))); err != nil {
+		t.Fatalf("big.txt's original was not cut out of its line: %v", err)
+	}
+	if _, err := r.Store.Get(cas.ID([]byte(oddOrig))); err == nil {
+		t.Fatal("odd.txt's original was cut out of its line: the test wants it read from the line")
+	}
+	var out bytes.Buffer
+	d, err := r.Diff(id, &out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{}
+	for _, f := range d.Files {
+		got = append(got, f.Status+" "+f.Path)
+	}
+	if want := "modified a.txt,modified big.txt,added new/made.txt,modified odd.txt"; strings.Join(got, ",") != want {
+		t.Fatalf("diff files %v, want %s\n%s", got, want, out.String())
+	}
+	if d.Captures != 0 || d.FromTranscript != 5 || d.Unchanged != 1 {
+		t.Fatalf("diff %+v", d)
+	}
+	for _, want := range []string{
+		"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n-three\n+TWO\n+THREE\n", // the mode kept
+		"--- /dev/null\n+++ b/new/made.txt\n@@ -0,0 +1 @@\n+made\n",
+		"-caf\u00e9 line\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("the patch lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "failed.txt") || strings.Contains(out.String(), "x.txt") {
+		t.Fatalf("a failed result or a file outside the workspace is in the diff:\n%s", out.String())
+	}
+
+	// Rewound to between a.txt's two edits: a.txt as the second edit found
+	// it; the rest as before their first edit.
+	res := resultSeqs(t, r, id)
+	rw, err := r.Rewind(id, res[1], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rw.CheckpointsApplied != 0 || rw.FromTranscript != 5 || rw.FilesRemoved != 1 || rw.Undo == "" {
+		t.Fatalf("rewind %+v", rw)
+	}
+	for p, want := range map[string]string{"a.txt": "one\nTWO\nthree\n", "big.txt": bigOrig, "odd.txt": oddOrig, "same.txt": "same\n", "failed.txt": "fail after\n"} {
+		if got := readFileT(t, at(p)); got != want {
+			t.Fatalf("%s after the rewind: %q, want %q", p, got, want)
+		}
+	}
+	if _, err := os.Lstat(at("new/made.txt")); !os.IsNotExist(err) {
+		t.Fatalf("new/made.txt is still there: %v", err)
+	}
+	if fi, err := os.Stat(at("a.txt")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("a.txt's mode after the rewind: %v %v", fi.Mode(), err)
+	}
+	if got := readFileT(t, outside); got != "outside after\n" {
+		t.Fatalf("a file outside the workspace was written: %q", got)
+	}
+
+	// Rewound to the start: a.txt as it was before the session.
+	if _, err := r.Rewind(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFileT(t, at("a.txt")); got != "one\ntwo\nthree\n" {
+		t.Fatalf("a.txt after a rewind to 0: %q", got)
+	}
+	// The first rewind's undo puts its disk back, a.txt included.
+	if _, err := r.Rewind(rw.Fork, *rw.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFileT(t, at("a.txt")); got != "one\nTWO\nTHREE\n" {
+		t.Fatalf("a.txt after the undo: %q", got)
+	}
+	if got := readFileT(t, at("new/made.txt")); got != "made\n" {
+		t.Fatalf("new/made.txt after the undo: %q", got)
+	}
+
+	// Rewound past the last edit: nothing to put back, and no error (the
+	// session has states, just none after that point).
+	last := resultSeqs(t, r, id)
+	if rw, err := r.Rewind(id, last[len(last)-1]+1, false); err != nil || len(rw.Paths) != 0 {
+		t.Fatalf("rewind past the last edit: %+v %v", rw, err)
+	}
+}
+
+// TestTranscriptStatesYieldToEarlierBackups: where Claude Code's
+// file-history backup of a file comes before its edit result, the backup
+// is its state (it wins); a file with no backup still gets its state from
+// the transcript.
+func TestTranscriptStatesYieldToEarlierBackups(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	claude := filepath.Join(dir, "home", ".claude")
+	transcript := filepath.Join(claude, "projects", "-ws", "s1.jsonl")
+	backups := filepath.Join(claude, "file-history", "s1")
+	writeTree(t, backups, tree{"h1@v1": "from the backup\n"})
+	writeTree(t, ws, tree{"a.txt": "after\n", "b.txt": "b after\n"})
+	e := &editTranscript{ws: ws}
+	e.lines = append(e.lines,
+		fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit"},"uuid":"u0","timestamp":%q}`, e.env(), e.ts()),
+		`{"type":"file-history-snapshot","messageId":"m2","snapshot":{"messageId":"m2","trackedFileBackups":{"a.txt":{"backupFileName":"h1@v1","version":1,"backupTime":"2026-02-10T21:00:01.000Z"}},"timestamp":"2026-02-10T21:00:01.000Z"},"isSnapshotUpdate":true}`)
+	e.edit(filepath.Join(ws, "a.txt"), "from the transcript\n", "x", "y")
+	e.edit(filepath.Join(ws, "b.txt"), "b before\n", "x", "y")
+	writeSource(t, vfs.OS, transcript, e.lines, "")
+
+	r := diskRook(t, filepath.Join(dir, "store"))
+	rep := mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects"))
+	id := *rep.Files[0].Session
+	var out bytes.Buffer
+	d, err := r.Diff(id, &out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Captures != 1 || d.FromTranscript != 1 || len(d.Files) != 2 {
+		t.Fatalf("diff %+v\n%s", d, out.String())
+	}
+	if !strings.Contains(out.String(), "-from the backup\n+after\n") || !strings.Contains(out.String(), "-b before\n+b after\n") {
+		t.Fatalf("patch:\n%s", out.String())
+	}
+	if _, err := r.Rewind(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFileT(t, filepath.Join(ws, "a.txt")); got != "from the backup\n" {
+		t.Fatalf("a.txt after the rewind: %q", got)
+	}
+	if got := readFileT(t, filepath.Join(ws, "b.txt")); got != "b before\n" {
+		t.Fatalf("b.txt after the rewind: %q", got)
+	}
+}

@@ -108,14 +108,24 @@ func (c *DiffCmd) Run(e *Env) error {
 		return nil
 	}
 	fmt.Fprintf(e.Stderr, "%d file(s) changed, +%d -%d\n", len(d.Files), d.Added, d.Removed)
+	if d.FromTranscript > 0 {
+		fmt.Fprintln(e.Stderr, fromTranscript(d.FromTranscript, "compared with"))
+	}
 	return nil
+}
+
+// fromTranscript says how many files' states came from the transcript's
+// edit results rather than from captures (an imported Claude Code session
+// without file-history backups for them).
+func fromTranscript(n int, what string) string {
+	return fmt.Sprintf("%d file(s) %s what the transcript's edit results say they were before the agent first changed them (no file-history backups for them)", n, what)
 }
 
 // nothingChanged says why a diff is empty; source is set for an imported
 // session, whose captures can only come from its agent's own backups.
 func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
 	switch {
-	case d.Captures > 0:
+	case d.Captures > 0 || d.FromTranscript > 0:
 		return "this session changed nothing on disk"
 	case source != nil:
 		return noFileBackups(source, "nothing to compare")
@@ -151,6 +161,9 @@ func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff, source *eventlog.Source
 		fmt.Fprintf(e.Stdout, "%s %s  %s%s\n", sigil[f.Status], f.Path, counts, mode)
 	}
 	fmt.Fprintf(e.Stdout, "%d file(s) changed, +%d -%d\n", len(d.Files), d.Added, d.Removed)
+	if d.FromTranscript > 0 {
+		fmt.Fprintln(e.Stdout, fromTranscript(d.FromTranscript, "compared with"))
+	}
 }
 
 // RewindCmd is `rook session rewind`.
@@ -185,6 +198,9 @@ func (c *RewindCmd) Run(e *Env) error {
 		return nil
 	}
 	fmt.Fprintf(w, "  %d checkpoint(s) applied: %d file(s) restored, %d removed\n", rep.CheckpointsApplied, rep.FilesRestored, rep.FilesRemoved)
+	if rep.FromTranscript > 0 {
+		fmt.Fprintf(w, "  %s\n", fromTranscript(rep.FromTranscript, "put back as"))
+	}
 	if rep.Undo != "" {
 		fmt.Fprintf(w, "  what was on disk before is captured on the new session; to put it back:\n    %s\n", rep.Undo)
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // The reading view of an imported event. Its body is the source lines
@@ -163,6 +165,40 @@ type renderedLine struct {
 	// A Claude Code Task result: what the subagent cost (its own file's
 	// usage is each message's first streamed chunk only).
 	ToolUseResult json.RawMessage `json:"toolUseResult"`
+	// Read apart (systemDetail, the operation's text), so that a value of
+	// another type leaves the rest of the line rendered.
+	DurationMs      json.RawMessage `json:"durationMs"`      // system turn_duration
+	CompactMetadata json.RawMessage `json:"compactMetadata"` // system compact_boundary
+	Operation       json.RawMessage `json:"operation"`       // queue-operation
+}
+
+// systemDetail is what a Claude Code system line records beside its text,
+// or "": a turn's duration (turn_duration, which has no text: "12m3.4s"),
+// what a compaction was started by and the context it compacted
+// (compact_boundary: "auto, 167094 tokens before").
+func systemDetail(l *renderedLine) string {
+	if ms, err := strconv.ParseFloat(string(l.DurationMs), 64); err == nil && ms >= 0 && ms < 1e15 {
+		d := time.Duration(ms * float64(time.Millisecond))
+		if d >= time.Second {
+			d = d.Round(100 * time.Millisecond)
+		}
+		return d.String()
+	}
+	var m struct {
+		Trigger   string `json:"trigger"`
+		PreTokens *int64 `json:"preTokens"`
+	}
+	if len(l.CompactMetadata) == 0 || json.Unmarshal(l.CompactMetadata, &m) != nil {
+		return ""
+	}
+	var parts []string
+	if m.Trigger != "" {
+		parts = append(parts, m.Trigger)
+	}
+	if m.PreTokens != nil {
+		parts = append(parts, fmt.Sprintf("%d tokens before", *m.PreTokens))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // subagentCost renders, as a line, what a Task result says of its
@@ -251,10 +287,17 @@ func (r *renderer) line(line []byte) bool {
 		if l.Subtype != "" {
 			tag += " " + l.Subtype
 		}
-		if s, ok := rawText(l.Content); ok {
+		detail := systemDetail(&l)
+		switch s, ok := rawText(l.Content); {
+		case ok:
 			r.head("%s", tag)
 			out.WriteString(s)
-		} else {
+			if detail != "" {
+				fmt.Fprintf(out, " (%s)", detail)
+			}
+		case detail != "":
+			fmt.Fprintf(out, "[%s] %s", tag, detail)
+		default:
 			fmt.Fprintf(out, "[%s] %s", tag, firstText(line))
 		}
 	case "progress":
@@ -288,10 +331,43 @@ func (r *renderer) line(line []byte) bool {
 		for _, p := range slices.Sorted(maps.Keys(l.Snapshot.Tracked)) {
 			fmt.Fprintf(out, "\n%s", p)
 		}
+	case "queue-operation":
+		// A prompt typed while the agent worked, queued (enqueue) and
+		// later taken or dropped (dequeue, remove: no text).
+		tag := l.Type
+		if op, ok := rawText(l.Operation); ok && op != "" {
+			tag += " " + op
+		}
+		text := firstText(line)
+		if s, ok := rawText(l.Content); ok {
+			if sum := taskNotificationSummary(s); sum != "" {
+				text = Preview([]byte(sum), PreviewRunes)
+			}
+		}
+		fmt.Fprintf(out, "[%s] %s", tag, text)
 	default:
 		fmt.Fprintf(out, "[%s] %s", l.Type, firstText(line))
 	}
 	return true
+}
+
+// taskNotificationSummary is the summary of the notice Claude Code queues
+// when a background task ends ("<task-notification>...<summary>Background
+// command \"x\" completed (exit code 0)</summary>..."), whose first line
+// is only its tag; "" for any other text.
+func taskNotificationSummary(s string) string {
+	if !strings.HasPrefix(strings.TrimSpace(s), "<task-notification>") {
+		return ""
+	}
+	_, after, ok := strings.Cut(s, "<summary>")
+	if !ok {
+		return ""
+	}
+	sum, _, ok := strings.Cut(after, "</summary>")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(sum)
 }
 
 // content renders a message's content: a string, or blocks.
@@ -703,6 +779,8 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 		}
 	case "event_msg":
 		switch {
+		case p.Type == "patch_apply_end":
+			out.WriteString(patchApplied(payload))
 		case p.Type == "token_count":
 			if p.Info == nil {
 				out.WriteString("[token_count] no usage yet")
@@ -722,6 +800,27 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 		fmt.Fprintf(out, "[%s] %s", typ, firstText(payload))
 	}
 	return true
+}
+
+// patchApplied is a Codex patch_apply_end as one line: the patch tool's
+// report with its lines joined, so that the files it names show, not only
+// its first line ("Success. Updated the following files:"); a patch that
+// failed says so, with what the tool wrote to stderr.
+func patchApplied(payload json.RawMessage) string {
+	var p struct {
+		Stdout  string `json:"stdout"`
+		Stderr  string `json:"stderr"`
+		Success *bool  `json:"success"`
+	}
+	if json.Unmarshal(payload, &p) != nil {
+		return "[patch_apply_end] " + firstText(payload)
+	}
+	tag, text := "patch_apply_end", p.Stdout
+	if p.Success != nil && !*p.Success {
+		tag += ", failed"
+		text = p.Stderr + "\n" + p.Stdout
+	}
+	return fmt.Sprintf("[%s] %s", tag, Preview([]byte(strings.Join(strings.Fields(text), " ")), PreviewRunes))
 }
 
 // rawText is the text of a JSON string; ok is false for any other value.

@@ -177,6 +177,34 @@ func TestRenderImported(t *testing.T) {
 	}
 }
 
+// TestRenderImportedDetails: a line whose text is not all it says shows
+// what it records beside it: a turn's duration, what started a compaction
+// and the context it compacted, a queued prompt's operation, the summary
+// of a background task's notice, the files a Codex patch updated.
+func TestRenderImportedDetails(t *testing.T) {
+	for _, c := range []struct{ line, want string }{
+		{`{"type":"system","subtype":"turn_duration","durationMs":2729883}`, "[system turn_duration] 45m29.9s\n"},
+		{`{"type":"system","subtype":"turn_duration","durationMs":420}`, "[system turn_duration] 420ms\n"},
+		{`{"type":"system","subtype":"turn_duration","durationMs":"soon"}`, "[system turn_duration]\n"},
+		{`{"type":"system","subtype":"compact_boundary","content":"Conversation compacted","compactMetadata":{"trigger":"auto","preTokens":167094}}`,
+			"[system compact_boundary]\nConversation compacted (auto, 167094 tokens before)\n"},
+		{`{"type":"system","subtype":"compact_boundary","content":"Conversation compacted","compactMetadata":7}`,
+			"[system compact_boundary]\nConversation compacted\n"},
+		{`{"type":"queue-operation","operation":"enqueue","content":"check again"}`, "[queue-operation enqueue] check again\n"},
+		{`{"type":"queue-operation","operation":"remove"}`, "[queue-operation remove]\n"},
+		{`{"type":"queue-operation","operation":"enqueue","content":"<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n<summary>Background command \"Run the tests\" completed (exit code 0)</summary>\n</task-notification>\nRead the output file"}`,
+			"[queue-operation enqueue] Background command \"Run the tests\" completed (exit code 0)\n"},
+		{`{"timestamp":"t","type":"event_msg","payload":{"type":"patch_apply_end","call_id":"c","stdout":"Success. Updated the following files:\nM eventlog/log.go\nA eventlog/new.go\n","stderr":"","success":true}}`,
+			"[patch_apply_end] Success. Updated the following files: M eventlog/log.go A eventlog/new.go\n"},
+		{`{"timestamp":"t","type":"event_msg","payload":{"type":"patch_apply_end","call_id":"c","stdout":"","stderr":"Failed to find context\n@@ func x","success":false}}`,
+			"[patch_apply_end, failed] Failed to find context @@ func x\n"},
+	} {
+		if got := string(RenderImported([]byte(c.line + "\n"))); got != c.want {
+			t.Errorf("%s: got\n%q\nwant\n%q", c.line, got, c.want)
+		}
+	}
+}
+
 // renders says whether a line reads as one of the shapes the view knows.
 func renders(line []byte) bool {
 	r := renderer{headers: true}

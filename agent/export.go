@@ -33,6 +33,9 @@ type ExportedEvent struct {
 	// the head of their reading view (RenderImported); Cut counts the
 	// view's bytes left out.
 	Rendered bool
+	// Calls are, for an imported tool result, the seqs of the tool calls
+	// it answers, as session show finds them (joinToolCalls).
+	Calls []uint64
 }
 
 // Export is a range of a session ready to render.
@@ -106,8 +109,11 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 		err      string
 		rendered bool
 		cut      int64
+		source   []byte // an imported call's or result's lines, to join them
 	}
 	seen := map[cas.Key]head{}
+	page := make([]EventView, 0, len(evs))
+	sources := make([][]byte, 0, len(evs))
 	for _, ev := range evs {
 		h, ok := seen[ev.Body]
 		if !ok {
@@ -122,6 +128,9 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 					break
 				}
 				if imported {
+					if ev.Kind == eventlog.KindToolCall || ev.Kind == eventlog.KindToolResult {
+						h.source = b
+					}
 					b, h.rendered = RenderImported(b), true
 				}
 				h.body = exportCutUTF8(b, ExportMaxBody)
@@ -135,6 +144,12 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 		}
 		xe := ExportedEvent{Event: ev, Body: h.body, Size: h.size, Binary: h.binary, Err: h.err, Rendered: h.rendered, Cut: h.cut}
 		x.Events = append(x.Events, xe)
+		page = append(page, EventView{Event: ev, BodyView: BodyView{imported: h.rendered}})
+		sources = append(sources, h.source)
+	}
+	r.joinToolCalls(id, page, sources)
+	for i := range page {
+		x.Events[i].Calls = page[i].Calls
 	}
 	return x, nil
 }
@@ -234,6 +249,19 @@ func ExportHTML(x Export) []byte {
 		w("<section class=\"%s\" id=\"e%d\">\n<div class=\"meta\"><b>#%d</b> %s", exportEscape(kind), ev.Seq, ev.Seq, exportEscape(kind))
 		if ev.Label != "" {
 			w(" · %s", exportEscape(ev.Label))
+		}
+		for i, c := range ev.Calls {
+			// The call a tool result answers, a link to it when it is in
+			// this file.
+			sep := " "
+			if i == 0 {
+				sep = " ← "
+			}
+			if c >= x.From && c <= x.Through {
+				w("%s<a href=\"#e%d\">#%d</a>", sep, c, c)
+			} else {
+				w("%s#%d", sep, c)
+			}
 		}
 		w(" · <time>%s</time>", exportEscape(ev.Time.UTC().Format("2006-01-02 15:04:05.000 UTC")))
 		if ev.TokensIn > 0 || ev.TokensOut > 0 {

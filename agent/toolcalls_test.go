@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/rookhq/rook/eventlog"
@@ -74,5 +76,51 @@ func TestShowJoinsToolResultsToTheirCalls(t *testing.T) {
 	for name, rollout := range map[string]string{"/o/direct.jsonl": codexDirectRollout, "/o/legacy.jsonl": codexLegacyRollout} {
 		writeSourceFile(t, fsys, name, []byte(rollout+"\n"))
 		checkJoins(t, r, *fileByPath(t, mustImport(t, r, FormatCodex, name), name).Session, 1)
+	}
+}
+
+// The HTML export heads an imported tool result with the calls it
+// answers, as session show does: a link to the call when the file holds
+// it, its number when the range starts after it.
+func TestExportHTMLJoinsToolResultsToTheirCalls(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	b, err := os.ReadFile(codexMainFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSourceFile(t, fsys, "/c/"+codexMainFile, b)
+	id := *fileByPath(t, mustImport(t, r, FormatCodex, "/c/"+codexMainFile), "/c/"+codexMainFile).Session
+	whole, err := r.Show(id, ShowQuery{Limit: MaxPageEntries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := r.ExportRange(id, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(ExportHTML(x))
+	joined := 0
+	for _, v := range whole.Events {
+		if len(v.Calls) == 0 {
+			continue
+		}
+		joined++
+		c := v.Calls[0]
+		head := fmt.Sprintf("<b>#%d</b> tool-result · %s ← <a href=\"#e%d\">#%d</a> · ", v.Seq, v.Label, c, c)
+		if !strings.Contains(out, head) {
+			t.Errorf("#%d is not headed %q", v.Seq, head)
+		}
+		alone, err := r.ExportRange(id, v.Seq, &v.Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head = fmt.Sprintf("<b>#%d</b> tool-result · %s ← #%d · ", v.Seq, v.Label, c)
+		if got := string(ExportHTML(alone)); !strings.Contains(got, head) {
+			t.Errorf("#%d alone is not headed %q", v.Seq, head)
+		}
+	}
+	if joined != 4 {
+		t.Fatalf("%d tool results joined, want 4", joined)
 	}
 }

@@ -231,7 +231,14 @@ func ExportHTML(x Export) []byte {
 	if s.Workspace != "" {
 		w("<dt>workspace</dt><dd>%s</dd>\n", exportEscape(s.Workspace))
 	}
-	w("<dt>created</dt><dd>%s</dd>\n", exportEscape(s.Created.UTC().Format("2006-01-02 15:04:05 UTC")))
+	// An imported session was made when it was imported, not when its
+	// conversation took place (its events' own times say that).
+	if src := s.Source; src != nil {
+		w("<dt>source</dt><dd>%s transcript %s</dd>\n", exportEscape(src.Format), exportEscape(src.Path))
+		w("<dt>imported</dt><dd>%s</dd>\n", exportEscape(s.Created.UTC().Format("2006-01-02 15:04:05 UTC")))
+	} else {
+		w("<dt>created</dt><dd>%s</dd>\n", exportEscape(s.Created.UTC().Format("2006-01-02 15:04:05 UTC")))
+	}
 	w("<dt>events</dt><dd>#%d to #%d (%d of the session's %d)</dd>\n", x.From, x.Through, len(x.Events), s.Events)
 	w("<dt>tokens</dt><dd>%d in, %d out (whole session)</dd>\n", s.TokensIn, s.TokensOut)
 	w("</dl>\n")

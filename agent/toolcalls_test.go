@@ -124,3 +124,25 @@ func TestExportHTMLJoinsToolResultsToTheirCalls(t *testing.T) {
 		t.Fatalf("%d tool results joined, want 4", joined)
 	}
 }
+
+// The HTML export of an imported session says it was imported, and from
+// what, rather than calling the import's time its creation: the
+// conversation took place before, at its events' own times.
+func TestExportHTMLSaysImported(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	b, err := os.ReadFile(codexMainFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSourceFile(t, fsys, "/c/"+codexMainFile, b)
+	id := *fileByPath(t, mustImport(t, r, FormatCodex, "/c/"+codexMainFile), "/c/"+codexMainFile).Session
+	x, err := r.ExportRange(id, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(ExportHTML(x))
+	if !strings.Contains(out, "<dt>source</dt><dd>codex transcript /c/"+codexMainFile+"</dd>\n<dt>imported</dt><dd>") || strings.Contains(out, "<dt>created</dt>") {
+		t.Error("the header does not say the session was imported, and from what")
+	}
+}

@@ -132,7 +132,12 @@ func (c *ContextCmd) Run(e *Env) error {
 	}
 	fmt.Fprintf(w, "in context %d tokens  %.1f%% of usable%s\n", rep.InContextTokens, rep.PercentOfUsable(), estOver)
 	if rep.UnseenEvents > 0 || rep.UnseenBytes > 0 {
-		fmt.Fprintf(w, "  left out %d tokens (%s) of imported notes the model never read: progress, file snapshots, system lines\n", rep.UnseenTokens, formatBytes(rep.UnseenBytes))
+		// What those notes are, in the words of the agent that wrote them.
+		what := "progress, file snapshots, system lines"
+		if src := r.ImportedFrom(rep.Session.Meta); src != nil && src.Format == agent.FormatCodex {
+			what = "session metadata, turn contexts, token counts and other UI events"
+		}
+		fmt.Fprintf(w, "  left out %d tokens (%s) of imported notes the model never read: %s\n", rep.UnseenTokens, formatBytes(rep.UnseenBytes), what)
 	}
 	if p := rep.Reported; p != nil {
 		fmt.Fprintf(w, "last recorded %d tokens (in + out) at #%d  %.1f%% of usable%s\n", p.Tokens, p.Seq, rep.ReportedPercentOfUsable(), repOver)

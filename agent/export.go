@@ -109,11 +109,11 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 		err      string
 		rendered bool
 		cut      int64
-		source   []byte // an imported call's or result's lines, to join them
+		refs     toolCallRefs // an imported call's or result's ids, to join them
 	}
 	seen := map[cas.Key]head{}
 	page := make([]EventView, 0, len(evs))
-	sources := make([][]byte, 0, len(evs))
+	refs := make([]toolCallRefs, 0, len(evs))
 	for _, ev := range evs {
 		h, ok := seen[ev.Body]
 		if !ok {
@@ -128,9 +128,7 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 					break
 				}
 				if imported {
-					if ev.Kind == eventlog.KindToolCall || ev.Kind == eventlog.KindToolResult {
-						h.source = b
-					}
+					h.refs = toolCallRefsOf(ev.Kind, imported, b)
 					b, h.rendered = RenderImported(b), true
 				}
 				h.body = exportCutUTF8(b, ExportMaxBody)
@@ -145,9 +143,9 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 		xe := ExportedEvent{Event: ev, Body: h.body, Size: h.size, Binary: h.binary, Err: h.err, Rendered: h.rendered, Cut: h.cut}
 		x.Events = append(x.Events, xe)
 		page = append(page, EventView{Event: ev, BodyView: BodyView{imported: h.rendered}})
-		sources = append(sources, h.source)
+		refs = append(refs, h.refs)
 	}
-	r.joinToolCalls(id, page, sources)
+	r.joinToolCallRefs(id, page, refs)
 	for i := range page {
 		x.Events[i].Calls = page[i].Calls
 	}

@@ -63,11 +63,35 @@ func toolCallIDs(body []byte) (calls, results []string) {
 	return calls, results
 }
 
+// toolCallRefs are the ids of the calls an event makes and answers
+// (toolCallIDs).
+type toolCallRefs struct{ calls, results []string }
+
+// toolCallRefsOf is toolCallRefs of an event: none unless it is an
+// imported tool call or result whose body (nil: unread) is at hand.
+func toolCallRefsOf(kind eventlog.Kind, imported bool, body []byte) toolCallRefs {
+	if !imported || body == nil || (kind != eventlog.KindToolCall && kind != eventlog.KindToolResult) {
+		return toolCallRefs{}
+	}
+	calls, results := toolCallIDs(body)
+	return toolCallRefs{calls, results}
+}
+
 // joinToolCalls sets, on each imported tool result of the page, the seqs
 // of the tool calls it answers (joined by tool_use_id / call_id), looking
 // among the page's earlier events and up to callLookBack events before
 // the page. bodies are the page's events' bodies (nil: unread).
 func (r *Rook) joinToolCalls(id eventlog.ID, page []EventView, bodies [][]byte) {
+	refs := make([]toolCallRefs, len(page))
+	for i, v := range page {
+		refs[i] = toolCallRefsOf(v.Kind, v.imported, bodies[i])
+	}
+	r.joinToolCallRefs(id, page, refs)
+}
+
+// joinToolCallRefs is joinToolCalls, given the ids each event of the page
+// makes and answers rather than its body (an export keeps no bodies).
+func (r *Rook) joinToolCallRefs(id eventlog.ID, page []EventView, refs []toolCallRefs) {
 	callAt := map[string]uint64{}
 	type pending struct {
 		i   int
@@ -75,10 +99,7 @@ func (r *Rook) joinToolCalls(id eventlog.ID, page []EventView, bodies [][]byte) 
 	}
 	var waiting []pending
 	for i, v := range page {
-		if !v.imported || bodies[i] == nil || (v.Kind != eventlog.KindToolCall && v.Kind != eventlog.KindToolResult) {
-			continue
-		}
-		calls, results := toolCallIDs(bodies[i])
+		calls, results := refs[i].calls, refs[i].results
 		for _, c := range calls {
 			callAt[c] = v.Seq
 		}

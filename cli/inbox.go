@@ -64,7 +64,7 @@ func (c *InboxLsCmd) Run(e *Env) error {
 		return nil
 	}
 	for _, s := range list {
-		fmt.Fprintf(e.Stdout, "%s (%s): %d save(s) on %d day(s), last %s\n", s.Title, s.Client, s.Saves, len(s.Days), s.Last.Local().Format("2006-01-02 15:04"))
+		fmt.Fprintf(e.Stdout, "%s (%s): %d save(s) on %d day(s), last %s\n", s.Title, s.Client, s.Saves, len(s.Days), shownTime(s.Last))
 		for _, d := range s.Days {
 			fmt.Fprintf(e.Stdout, "  %s  %3d save(s)  %d character(s)\n", d.Date, d.Saves, d.Chars)
 		}
@@ -143,7 +143,7 @@ func (c *InboxActivityCmd) Run(e *Env) error {
 		if a.Detail != "" {
 			detail = "  " + a.Detail
 		}
-		fmt.Fprintf(e.Stdout, "%s  %-12s %-18s %7d char(s)  %s%s\n", a.Time.Local().Format("2006-01-02 15:04:05"), a.Client, a.Status, a.Chars, a.ClientName, detail)
+		fmt.Fprintf(e.Stdout, "%s  %-12s %-18s %7d char(s)  %s%s\n", shownTimeSec(a.Time), a.Client, a.Status, a.Chars, a.ClientName, detail)
 	}
 	return nil
 }
@@ -201,7 +201,7 @@ func (c *InboxStatusCmd) Run(e *Env) error {
 	if st.LastSave.IsZero() {
 		fmt.Fprintln(e.Stdout, "last save  none yet")
 	} else {
-		fmt.Fprintf(e.Stdout, "last save  %s from %s\n", st.LastSave.Local().Format("2006-01-02 15:04:05"), st.LastFrom)
+		fmt.Fprintf(e.Stdout, "last save  %s from %s\n", shownTimeSec(st.LastSave), st.LastFrom)
 	}
 	return nil
 }

@@ -256,7 +256,7 @@ func (c *McpLsCmd) Run(e *Env) error {
 	for _, s := range live {
 		sync := "never"
 		if !s.LastSync.IsZero() {
-			sync = s.LastSync.Local().Format("2006-01-02 15:04")
+			sync = shownTime(s.LastSync)
 		}
 		fmt.Fprintf(e.Stdout, "%-16s %-9s %-16s %-9s %-16s %s\n", s.Name, s.Transport(), s.Status, fmt.Sprintf("%d/%d", s.ToolsOn(), len(s.Tools)), sync, cleanLine(firstLine(s.LastError)))
 	}

@@ -116,3 +116,12 @@ func isTerminal(v any) bool {
 	f, ok := v.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
+
+// shownTime is how a time is shown to a person, to the minute: in the
+// local time zone ($TZ, else the system's), as ls and git log show
+// times, so that a session's "updated" reads as the user's clock did.
+// --json gives times in UTC (RFC 3339), for scripts.
+func shownTime(t time.Time) string { return t.Local().Format("2006-01-02 15:04") }
+
+// shownTimeSec is shownTime, to the second.
+func shownTimeSec(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }

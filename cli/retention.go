@@ -150,7 +150,7 @@ func printSessionRefs(w io.Writer, refs []agent.SessionRef) {
 		if title == "" {
 			title = "(untitled)"
 		}
-		t.add(s.ID.String(), clip(title, 40), s.Updated.UTC().Format("2006-01-02 15:04"), fmt.Sprint(s.Events), s.Reason)
+		t.add(s.ID.String(), clip(title, 40), shownTime(s.Updated), fmt.Sprint(s.Events), s.Reason)
 	}
 	t.write(w)
 }

@@ -366,7 +366,7 @@ func (c *SessionLsCmd) Run(e *Env) error {
 				title = strings.Repeat("  ", s.Depth-1) + title
 			}
 			t.add(s.ID.String(), clip(title, 40), fmt.Sprint(s.Events), fmt.Sprintf("%d/%d", s.TokensIn, s.TokensOut),
-				s.Updated.UTC().Format("2006-01-02 15:04"), s.Workspace)
+				shownTime(s.Updated), s.Workspace)
 		}
 		t.write(e.Stdout)
 	}

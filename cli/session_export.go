@@ -363,7 +363,7 @@ func (c *SearchCmd) Run(e *Env) error {
 		if h.Label != "" {
 			what += " " + clip(h.Label, 32)
 		}
-		fmt.Fprintf(w, "%s  #%d  %s  %s  %s\n", h.Session, h.Seq, what, h.Time.UTC().Format("2006-01-02 15:04"), clip(h.Title, 48))
+		fmt.Fprintf(w, "%s  #%d  %s  %s  %s\n", h.Session, h.Seq, what, shownTime(h.Time), clip(h.Title, 48))
 		fmt.Fprintf(w, "  %s\n", h.Snippet)
 		switch {
 		case h.AlsoSessions > 0: // a fork's or rewind's copy, or the same output again

@@ -292,7 +292,7 @@ func (c *HistoryCmd) Run(e *Env) error {
 			case l.Binary:
 				text = fmt.Sprintf("(binary, %d bytes)", l.Size)
 			}
-			rows = append(rows, []string{fmt.Sprintf("#%d", l.Seq), l.Time.UTC().Format("2006-01-02 15:04:05"),
+			rows = append(rows, []string{fmt.Sprintf("#%d", l.Seq), shownTimeSec(l.Time),
 				l.Kind.String(), clip(label, 24), size, text})
 		}
 		writeAligned(w, rows, map[int]bool{4: true})

@@ -257,7 +257,7 @@ func decodeRecord(b []byte, base int64) (record, int, error) {
 		return rec, 0, fmt.Errorf("%w: time", ErrBadRecord)
 	}
 	p += w
-	ev.Time = time.UnixMilli(base + dt)
+	ev.Time = time.UnixMilli(base + dt).UTC() // UTC: --json gives times in UTC, whatever $TZ
 	if len(body)-p < 16 {
 		return rec, 0, fmt.Errorf("%w: body id", ErrBadRecord)
 	}

@@ -38,7 +38,7 @@ func (id ID) Short() string { return id.String()[:10] }
 // Time is when the id was made.
 func (id ID) Time() time.Time {
 	ms := binary.BigEndian.Uint64(append([]byte{0, 0}, id[:6]...))
-	return time.UnixMilli(int64(ms))
+	return time.UnixMilli(int64(ms)).UTC()
 }
 
 // IsZero reports whether id is the zero id.

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/sys/unix"
@@ -38,6 +39,9 @@ func TestScripts(t *testing.T) {
 		Dir: "testdata",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("ROOK_HOME", filepath.Join(env.WorkDir, "store"))
+			// Times are shown in the local zone: the scripts pin it (a
+			// script that tests another sets TZ itself).
+			env.Setenv("TZ", "UTC")
 			env.Values[fakesKey{}] = &fakeServers{m: map[string]*fakeServer{}}
 			return nil
 		},
@@ -61,6 +65,14 @@ func TestScripts(t *testing.T) {
 			"mcpfake-status": mcpFakeStatus,
 			"mcpfake-stop":   mcpFakeStop,
 			"deadurl":        deadURL,
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "tzdata" {
+				// The system's time zone data, for a script that sets TZ.
+				_, err := time.LoadLocation("Asia/Tokyo")
+				return err == nil, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		UpdateScripts: os.Getenv("UPDATE_SCRIPTS") != "",
 	})

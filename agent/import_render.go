@@ -170,6 +170,12 @@ type renderedLine struct {
 	DurationMs      json.RawMessage `json:"durationMs"`      // system turn_duration
 	CompactMetadata json.RawMessage `json:"compactMetadata"` // system compact_boundary
 	Operation       json.RawMessage `json:"operation"`       // queue-operation
+	// system stop_hook_summary: the hooks run when the agent stopped,
+	// their errors, and whether one kept it going (and why).
+	HookInfos             json.RawMessage `json:"hookInfos"`
+	HookErrors            json.RawMessage `json:"hookErrors"`
+	PreventedContinuation json.RawMessage `json:"preventedContinuation"`
+	StopReason            json.RawMessage `json:"stopReason"`
 }
 
 // systemDetail is what a Claude Code system line records beside its text,
@@ -177,6 +183,9 @@ type renderedLine struct {
 // what a compaction was started by and the context it compacted
 // (compact_boundary: "auto, 167094 tokens before").
 func systemDetail(l *renderedLine) string {
+	if d := hooksDetail(l); d != "" {
+		return d
+	}
 	if ms, err := strconv.ParseFloat(string(l.DurationMs), 64); err == nil && ms >= 0 && ms < 1e15 {
 		d := time.Duration(ms * float64(time.Millisecond))
 		if d >= time.Second {
@@ -199,6 +208,44 @@ func systemDetail(l *renderedLine) string {
 		parts = append(parts, fmt.Sprintf("%d tokens before", *m.PreTokens))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// hooksDetail is what a Claude Code stop_hook_summary records: every hook
+// it ran (its first line names only the first), the errors they gave, and
+// whether one stopped the agent from stopping, with its reason: "3 hooks:
+// lint.sh; test.sh; notify.sh; 1 error: test.sh: exit 2; prevented
+// stopping: tests fail". "" for any other line.
+func hooksDetail(l *renderedLine) string {
+	var hooks []struct {
+		Command string `json:"command"`
+	}
+	if len(l.HookInfos) == 0 || l.HookInfos[0] != '[' || json.Unmarshal(l.HookInfos, &hooks) != nil || len(hooks) == 0 {
+		return ""
+	}
+	cmds := make([]string, 0, len(hooks))
+	for _, h := range hooks {
+		cmds = append(cmds, Preview([]byte(h.Command), 60))
+	}
+	d := fmt.Sprintf("%d hook(s): %s", len(hooks), strings.Join(cmds, "; "))
+	var errs []json.RawMessage
+	if len(l.HookErrors) > 0 && l.HookErrors[0] == '[' && json.Unmarshal(l.HookErrors, &errs) == nil && len(errs) > 0 {
+		texts := make([]string, 0, len(errs))
+		for _, e := range errs {
+			t, ok := rawText(e)
+			if !ok {
+				t = string(e)
+			}
+			texts = append(texts, Preview([]byte(t), 80))
+		}
+		d += fmt.Sprintf("; %d error(s): %s", len(errs), strings.Join(texts, "; "))
+	}
+	if string(l.PreventedContinuation) == "true" {
+		d += "; prevented stopping"
+		if r, ok := rawText(l.StopReason); ok && strings.TrimSpace(r) != "" {
+			d += ": " + Preview([]byte(r), 80)
+		}
+	}
+	return d
 }
 
 // subagentCost renders, as a line, what a Task result says of its
@@ -687,10 +734,8 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 			Query   string   `json:"query"`
 		} `json:"action"`
 		Info *struct {
-			Last struct {
-				Input  uint64 `json:"input_tokens"`
-				Output uint64 `json:"output_tokens"`
-			} `json:"last_token_usage"`
+			Last  *codexRenderedUsage `json:"last_token_usage"`
+			Total *codexRenderedUsage `json:"total_token_usage"`
 		} `json:"info"`
 	}
 	if json.Unmarshal(payload, &p) != nil {
@@ -782,9 +827,16 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 		case p.Type == "patch_apply_end":
 			out.WriteString(patchApplied(payload))
 		case p.Type == "token_count":
-			if p.Info == nil {
+			switch {
+			case p.Info == nil:
 				out.WriteString("[token_count] no usage yet")
-			} else {
+			case p.Info.Last == nil && p.Info.Total != nil:
+				// Only the session's total (what the import counts is the
+				// turn's: none here).
+				fmt.Fprintf(out, "[token_count] session total %d in, %d out", p.Info.Total.Input, p.Info.Total.Output)
+			case p.Info.Last == nil:
+				out.WriteString("[token_count] 0 in, 0 out")
+			default:
 				fmt.Fprintf(out, "[token_count] %d in, %d out", p.Info.Last.Input, p.Info.Last.Output)
 			}
 		case p.Message != "":
@@ -800,6 +852,12 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 		fmt.Fprintf(out, "[%s] %s", typ, firstText(payload))
 	}
 	return true
+}
+
+// codexRenderedUsage is a token_count's usage, as the view shows it.
+type codexRenderedUsage struct {
+	Input  uint64 `json:"input_tokens"`
+	Output uint64 `json:"output_tokens"`
 }
 
 // patchApplied is a Codex patch_apply_end as one line: the patch tool's

@@ -198,6 +198,18 @@ func TestRenderImportedDetails(t *testing.T) {
 			"[patch_apply_end] Success. Updated the following files: M eventlog/log.go A eventlog/new.go\n"},
 		{`{"timestamp":"t","type":"event_msg","payload":{"type":"patch_apply_end","call_id":"c","stdout":"","stderr":"Failed to find context\n@@ func x","success":false}}`,
 			"[patch_apply_end, failed] Failed to find context @@ func x\n"},
+		// Every hook a stop ran, not only the first; what failed, and a
+		// hook that kept the agent going.
+		{`{"type":"system","subtype":"stop_hook_summary","hookCount":3,"hookInfos":[{"command":"~/.claude/hooks/mark.sh"},{"command":"bun run ./dist/on-stop-test.js"},{"command":"stop-hook.sh"}],"hookErrors":[],"preventedContinuation":false,"stopReason":"","hasOutput":true,"level":"suggestion"}`,
+			"[system stop_hook_summary] 3 hook(s): ~/.claude/hooks/mark.sh; bun run ./dist/on-stop-test.js; stop-hook.sh\n"},
+		{`{"type":"system","subtype":"stop_hook_summary","hookInfos":[{"command":"test.sh"}],"hookErrors":["test.sh: exit 2: 3 tests fail"],"preventedContinuation":true,"stopReason":"the tests fail"}`,
+			"[system stop_hook_summary] 1 hook(s): test.sh; 1 error(s): test.sh: exit 2: 3 tests fail; prevented stopping: the tests fail\n"},
+		{`{"type":"system","subtype":"stop_hook_summary","hookInfos":7}`, "[system stop_hook_summary]\n"},
+		// A Codex token count with only the session's total: not 0 and 0.
+		{`{"timestamp":"t","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":50,"output_tokens":20}}}}`,
+			"[token_count] session total 50 in, 20 out\n"},
+		{`{"timestamp":"t","type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":5,"output_tokens":2},"total_token_usage":{"input_tokens":50,"output_tokens":20}}}}`,
+			"[token_count] 5 in, 2 out\n"},
 	} {
 		if got := string(RenderImported([]byte(c.line + "\n"))); got != c.want {
 			t.Errorf("%s: got\n%q\nwant\n%q", c.line, got, c.want)

@@ -149,6 +149,7 @@ func (c *ShowCmd) Run(e *Env) error {
 			if v.Stored > 0 {
 				head += fmt.Sprintf("  %s, %s stored", formatBytes(v.Size), formatBytes(v.Stored))
 			}
+			head += "  " + shownTimeSec(v.Time)
 			fmt.Fprintf(w, "%s\n(body unreadable: %v)\n\n", head, v.Err)
 			continue
 		}
@@ -156,6 +157,8 @@ func (c *ShowCmd) Run(e *Env) error {
 		if v.Elided() {
 			head += " (elided)"
 		}
+		// When it happened (an imported event: when the transcript says).
+		head += "  " + shownTimeSec(v.Time)
 		fmt.Fprintln(w, head)
 		if v.Binary {
 			fmt.Fprintf(w, "(binary, %d bytes: `rook store cat %s` writes them)\n", v.Size, hex.EncodeToString(v.Event.Body[:]))

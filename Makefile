@@ -28,6 +28,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzCodexLine \
 	./agent:FuzzRenderImported \
 	./agent:FuzzFindSnippet \
+	./agent:FuzzNestedEncoded \
 	./agent:FuzzDecodeLikeEncodingJSON \
 	./agent:FuzzClaudeFastPath \
 	./agent:FuzzCodexFastPath \

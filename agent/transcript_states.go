@@ -18,7 +18,8 @@ import (
 // the user line carrying the result of an Edit, MultiEdit or Write has a
 // toolUseResult object with the file's absolute filePath and
 //
-//   - Edit, MultiEdit: originalFile, the whole file before this edit;
+//   - Edit: originalFile, the whole file before this edit;
+//   - MultiEdit: originalFileContents, the same;
 //   - Write: type "create" (the file did not exist; originalFile null) or
 //     "update" with originalFile, the file before.
 //
@@ -54,6 +55,8 @@ type claudeEditResult struct {
 	FilePath     string  `json:"filePath"`
 	Type         string  `json:"type"`         // Write: create or update
 	OriginalFile *string `json:"originalFile"` // nil: null or not there
+	// MultiEdit's name for originalFile.
+	OriginalFileContents *string `json:"originalFileContents"`
 }
 
 // editOriginals reads the edit results among an imported event's lines
@@ -111,6 +114,9 @@ func editOriginalOf(line []byte, ws string) (editOriginal, bool) {
 	var res claudeEditResult
 	if results == 0 || json.Unmarshal(l.ToolUseResult, &res) != nil {
 		return editOriginal{}, false
+	}
+	if res.OriginalFile == nil {
+		res.OriginalFile = res.OriginalFileContents
 	}
 	rel, ok := workspaceRel(ws, res.FilePath)
 	switch {

@@ -256,3 +256,34 @@ func TestTranscriptStatesYieldToEarlierBackups(t *testing.T) {
 		t.Fatalf("b.txt after the rewind: %q", got)
 	}
 }
+
+// TestTranscriptStatesMultiEdit: a MultiEdit result names the file before
+// it originalFileContents (not originalFile, as Edit does): it is the
+// file's state, not the later Edit's originalFile (the file after the
+// MultiEdit).
+func TestTranscriptStatesMultiEdit(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	claude := filepath.Join(dir, "home", ".claude")
+	e := &editTranscript{ws: ws}
+	e.lines = append(e.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit"},"uuid":"u0","timestamp":%q}`, e.env(), e.ts()))
+	e.step("MultiEdit", fmt.Sprintf(`{"filePath":%s,"edits":[{"old_string":"one","new_string":"two","replace_all":false}],"originalFileContents":"one\n","structuredPatch":[],"userModified":false}`, jsonq(filepath.Join(ws, "m.txt"))), false)
+	e.edit(filepath.Join(ws, "m.txt"), "two\n", "two", "three")
+	writeSource(t, vfs.OS, filepath.Join(claude, "projects", "-ws", "s1.jsonl"), e.lines, "")
+	writeTree(t, ws, tree{"m.txt": "three\n"})
+	r := diskRook(t, filepath.Join(dir, "store"))
+	id := *mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects")).Files[0].Session
+	var out bytes.Buffer
+	if _, err := r.Diff(id, &out, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "-one\n+three\n") {
+		t.Fatalf("the diff does not start from the file before the MultiEdit:\n%s", out.String())
+	}
+	if _, err := r.Rewind(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFileT(t, filepath.Join(ws, "m.txt")); got != "one\n" {
+		t.Fatalf("m.txt after the rewind: %q, want the file before the MultiEdit", got)
+	}
+}

@@ -72,6 +72,7 @@ type firstStates struct {
 func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (firstStates, error) {
 	st := firstStates{First: map[string]Change{}}
 	ws := r.transcriptWorkspace(id)
+	unknown := map[string]bool{} // paths an edit result changed without saying from what
 	for {
 		evs, err := r.Log.Read(id, from, 1024)
 		if err != nil {
@@ -92,7 +93,14 @@ func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (firstStates, error) {
 					continue
 				}
 				for _, o := range origs {
-					if _, ok := st.First[o.Path]; ok {
+					if _, ok := st.First[o.Path]; ok || unknown[o.Path] {
+						continue
+					}
+					if o.Unknown {
+						// Changed, from what the result does not say:
+						// a later result's original is not the file
+						// before the session.
+						unknown[o.Path] = true
 						continue
 					}
 					if st.Root == "" {

@@ -48,6 +48,11 @@ type editOriginal struct {
 	Path   string // workspace path, slash-separated
 	Absent bool   // the file did not exist (Write create)
 	Text   []byte // its content otherwise
+	// Unknown: the result changed the file (it has a patch, or is a
+	// Write's update) but does not say what it was (an older Claude
+	// Code's Write or Edit). A later result's original is the file after
+	// this change, not before the session: it is no state of the path.
+	Unknown bool
 }
 
 // claudeEditResult is what an edit result's toolUseResult says of the file.
@@ -57,6 +62,8 @@ type claudeEditResult struct {
 	OriginalFile *string `json:"originalFile"` // nil: null or not there
 	// MultiEdit's name for originalFile.
 	OriginalFileContents *string `json:"originalFileContents"`
+	// An edit's patch: the result is of a change to the file.
+	StructuredPatch json.RawMessage `json:"structuredPatch"`
 }
 
 // editOriginals reads the edit results among an imported event's lines
@@ -126,8 +133,10 @@ func editOriginalOf(line []byte, ws string) (editOriginal, bool) {
 		return editOriginal{Path: rel, Text: []byte(*res.OriginalFile)}, true
 	case res.Type == "create":
 		return editOriginal{Path: rel, Absent: true}, true
+	case res.Type == "update" || len(res.StructuredPatch) > 0:
+		return editOriginal{Path: rel, Unknown: true}, true // an older Claude Code's result, without the file
 	}
-	return editOriginal{}, false // an older Claude Code's result, without the file
+	return editOriginal{}, false
 }
 
 // workspaceRel is the workspace path of an absolute path inside ws (taken
@@ -188,7 +197,7 @@ func (r *Rook) changeData(c Change) ([]byte, error) {
 		return nil, err
 	}
 	for _, o := range origs {
-		if o.Path == c.Path && !o.Absent && cas.ID(o.Text) == c.File.ID {
+		if o.Path == c.Path && !o.Absent && !o.Unknown && cas.ID(o.Text) == c.File.ID {
 			return o.Text, nil
 		}
 	}

@@ -287,3 +287,42 @@ func TestTranscriptStatesMultiEdit(t *testing.T) {
 		t.Fatalf("m.txt after the rewind: %q, want the file before the MultiEdit", got)
 	}
 }
+
+// TestTranscriptStatesUnknownFirstChange: an edit result that changed a
+// file without saying what it was (an older Claude Code's Write update or
+// Edit, with no originalFile) leaves the file without a state: a later
+// result's originalFile is the file after that change, and taking it as
+// the file before the session would have rewind write it back as such.
+func TestTranscriptStatesUnknownFirstChange(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	claude := filepath.Join(dir, "home", ".claude")
+	at := func(p string) string { return filepath.Join(ws, p) }
+	e := &editTranscript{ws: ws}
+	e.lines = append(e.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit"},"uuid":"u0","timestamp":%q}`, e.env(), e.ts()))
+	e.step("Write", fmt.Sprintf(`{"type":"update","filePath":%s,"content":"w middle\n","structuredPatch":[]}`, jsonq(at("w.txt"))), false)
+	e.edit(at("w.txt"), "w middle\n", "middle", "after")
+	e.step("Edit", fmt.Sprintf(`{"filePath":%s,"oldString":"before","newString":"middle","structuredPatch":[{"oldStart":1,"oldLines":1,"newStart":1,"newLines":1,"lines":["-e before","+e middle"]}]}`, jsonq(at("e.txt"))), false)
+	e.edit(at("e.txt"), "e middle\n", "middle", "after")
+	e.edit(at("known.txt"), "k before\n", "before", "after")
+	writeSource(t, vfs.OS, filepath.Join(claude, "projects", "-ws", "s1.jsonl"), e.lines, "")
+	writeTree(t, ws, tree{"w.txt": "w after\n", "e.txt": "e after\n", "known.txt": "k after\n"})
+	r := diskRook(t, filepath.Join(dir, "store"))
+	id := *mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects")).Files[0].Session
+	var out bytes.Buffer
+	d, err := r.Diff(id, &out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.FromTranscript != 1 || len(d.Files) != 1 || d.Files[0].Path != "known.txt" {
+		t.Fatalf("diff %+v\n%s", d, out.String())
+	}
+	if _, err := r.Rewind(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{"w.txt": "w after\n", "e.txt": "e after\n", "known.txt": "k before\n"} {
+		if got := readFileT(t, at(p)); got != want {
+			t.Fatalf("%s after the rewind: %q, want %q", p, got, want)
+		}
+	}
+}

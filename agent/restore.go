@@ -71,6 +71,13 @@ func (r *Rook) planRestore(root string, changes []Change) (*Plan, error) {
 			if err == nil && fi.IsDir() {
 				return nil, fmt.Errorf("cannot restore %s: a directory is there now", c.Path)
 			}
+			if c.transcript && err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				// The edit wrote through the link: its result says what
+				// the file the link leads to was, not the link. Writing
+				// that in the link's place would leave that file as the
+				// agent left it, and the link gone.
+				return nil, fmt.Errorf("cannot restore %s: a link is there now, and the transcript's edit result says what the file it leads to was, not the link", c.Path)
+			}
 			if c.transcript && err == nil && fi.Mode().IsRegular() {
 				// The transcript does not say the mode: an edit keeps it.
 				c.File.Mode = FileMode{Perm: fi.Mode().Perm()}

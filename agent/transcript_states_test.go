@@ -326,3 +326,30 @@ func TestTranscriptStatesUnknownFirstChange(t *testing.T) {
 		}
 	}
 }
+
+// TestTranscriptStatesLinkRefused: a file the agent edited that is a link
+// now (Claude Code writes through links) is not replaced by what the
+// result says the file was: that is the link's target's content. The
+// rewind fails and writes nothing.
+func TestTranscriptStatesLinkRefused(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	claude := filepath.Join(dir, "home", ".claude")
+	e := &editTranscript{ws: ws}
+	e.lines = append(e.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit"},"uuid":"u0","timestamp":%q}`, e.env(), e.ts()))
+	e.edit(filepath.Join(ws, "a.txt"), "a before\n", "before", "after")
+	e.edit(filepath.Join(ws, "link.txt"), "real before\n", "before", "after")
+	writeSource(t, vfs.OS, filepath.Join(claude, "projects", "-ws", "s1.jsonl"), e.lines, "")
+	writeTree(t, ws, tree{"a.txt": "a after\n", "real.txt": "real after\n", "link.txt": "link:real.txt"})
+	r := diskRook(t, filepath.Join(dir, "store"))
+	id := *mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects")).Files[0].Session
+	if _, err := r.Rewind(id, 0, false); err == nil || !strings.Contains(err.Error(), "link.txt") {
+		t.Fatalf("rewind over a link: %v", err)
+	}
+	if fi, err := os.Lstat(filepath.Join(ws, "link.txt")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("link.txt is no longer a link: %v %v", fi, err)
+	}
+	if got := readFileT(t, filepath.Join(ws, "a.txt")); got != "a after\n" {
+		t.Fatalf("a failed rewind wrote a.txt: %q", got)
+	}
+}

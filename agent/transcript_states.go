@@ -69,8 +69,8 @@ type claudeEditResult struct {
 // editOriginals reads the edit results among an imported event's lines
 // (body, the event's stored body: a source line object). Events of another
 // kind, and lines that hold no edit result, give nothing. Only the lines
-// whose keys name a filePath are expanded and decoded: most tool results
-// are not edits.
+// whose keys name a filePath and an original or a patch are expanded and
+// decoded: most tool results are not edits.
 func (r *Rook) editOriginals(body cas.Key, ws string) ([]editOriginal, error) {
 	b, kind, err := r.Store.GetKind(body)
 	if err != nil || kind != cas.KindSource {
@@ -80,8 +80,11 @@ func (r *Rook) editOriginals(body cas.Key, ws string) ([]editOriginal, error) {
 	if err != nil {
 		return nil, &cas.CorruptError{ID: body, Reason: err.Error()}
 	}
-	// Keys are never cut out of a line: filePath, if any, is in rest.
-	if !bytes.Contains(sl.Rest, []byte(`"filePath"`)) {
+	// Keys are never cut out of a line: filePath, if any, is in rest, and
+	// an edit's original or patch (a Read's result names a filePath too,
+	// and has neither: its file's text is not read back).
+	if !bytes.Contains(sl.Rest, []byte(`"filePath"`)) ||
+		!bytes.Contains(sl.Rest, []byte(`"originalFile`)) && !bytes.Contains(sl.Rest, []byte(`"structuredPatch"`)) {
 		return nil, nil
 	}
 	lines, err := sl.expand(r.Store.Get)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -352,4 +353,42 @@ func TestTranscriptStatesLinkRefused(t *testing.T) {
 	if got := readFileT(t, filepath.Join(ws, "a.txt")); got != "a after\n" {
 		t.Fatalf("a failed rewind wrote a.txt: %q", got)
 	}
+}
+
+// TestEditOriginalsSkipsReads: a Read's result names a filePath too (in
+// its file object), but holds no edit: diff and rewind, which look at
+// every tool result, do not read its file's text back from the store (a
+// session that read many large files made each diff read them all).
+func TestEditOriginalsSkipsReads(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	claude := filepath.Join(dir, "home", ".claude")
+	e := &editTranscript{ws: ws}
+	e.lines = append(e.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"read"},"uuid":"u0","timestamp":%q}`, e.env(), e.ts()))
+	content := strings.Repeat("a line of a large file that was read\n", 1<<16) // 2.4 MB
+	e.step("Read", fmt.Sprintf(`{"type":"text","file":{"filePath":%s,"content":%s,"numLines":65536,"startLine":1,"totalLines":65536}}`, jsonq(filepath.Join(ws, "big.txt")), jsonq(content)), false)
+	writeSource(t, vfs.OS, filepath.Join(claude, "projects", "-ws", "s1.jsonl"), e.lines, "")
+	r := diskRook(t, filepath.Join(dir, "store"))
+	id := *mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects")).Files[0].Session
+	evs, err := r.Log.Read(id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Kind != eventlog.KindToolResult {
+			continue
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		origs, err := r.editOriginals(ev.Body, ws)
+		runtime.ReadMemStats(&after)
+		if err != nil || len(origs) != 0 {
+			t.Fatalf("a Read's result: %v %v", origs, err)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > uint64(len(content))/4 {
+			t.Fatalf("reading a Read's result as an edit allocated %d bytes: its file's text was read back", n)
+		}
+		return
+	}
+	t.Fatal("no tool result")
 }

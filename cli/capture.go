@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
@@ -278,7 +277,7 @@ func (c *CheckpointLsCmd) Run(e *Env) error {
 	t := &table{right: map[int]bool{2: true, 3: true}}
 	t.add("name", "object", "files", "size", "created", "root")
 	for _, ref := range refs {
-		t.add(ref.Name, cas.Short(ref.ID), fmt.Sprint(ref.Files), formatBytes(ref.Bytes), ref.Created.Format(time.DateTime), ref.Root)
+		t.add(ref.Name, cas.Short(ref.ID), fmt.Sprint(ref.Files), formatBytes(ref.Bytes), shownTimeSec(ref.Created), ref.Root)
 	}
 	t.write(e.Stdout)
 	return nil

@@ -328,11 +328,13 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 // seenNotes are the labels of the imported notes the model reads, by
 // format: Claude Code's meta prompts (a skill's or a command's
 // instructions) and the summary after a compaction; Codex's developer and
-// system messages. Every other note (progress, snapshots, system lines,
-// UI events, metadata) is what the agent kept for itself.
+// system messages, and the user messages it wrote itself (the
+// environment, AGENTS.md, a skill: codexContextLabel). Every other note
+// (progress, snapshots, system lines, UI events, metadata) is what the
+// agent kept for itself.
 var seenNotes = map[string]map[string]bool{
 	FormatClaudeCode: {"user:meta": true, "user:compact-summary": true},
-	FormatCodex:      {"developer": true, "system": true},
+	FormatCodex:      {"developer": true, "system": true, codexContextLabel: true},
 }
 
 // seenShare is how many of the size bytes an imported note's event

@@ -293,3 +293,47 @@ func TestContextCodexWindowAfterACompaction(t *testing.T) {
 		t.Fatalf("after a compaction: %d compaction(s), window %d, reported %+v", ctx.Compactions, ctx.RecordedWindow, ctx.Reported)
 	}
 }
+
+// TestContextCodexContextNotes: the user messages Codex wrote itself (the
+// environment, an interrupted turn's marker) are notes the model read:
+// in context, alone or merged with the session_meta before them, of which
+// only the session_meta is left out.
+func TestContextCodexContextNotes(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	item := func(s int, role, typ, text string) string {
+		return fmt.Sprintf(`{"timestamp":"2026-01-07T08:30:%02d.000Z","type":"response_item","payload":{"type":"message","role":%q,"content":[{"type":%q,"text":%q}]}}`, s, role, typ, text)
+	}
+	lines := []string{
+		`{"timestamp":"2026-01-07T08:30:00.000Z","type":"session_meta","payload":{"id":"019b8a10-1111-7222-8333-944455566601","timestamp":"2026-01-07T08:30:00.000Z","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.80.0"}}`,
+		item(1, "user", "input_text", "<environment_context>\n  <cwd>/w</cwd>\n  <shell>bash</shell>\n</environment_context>"),
+		item(2, "user", "input_text", "count the lines"),
+		item(3, "assistant", "output_text", "42"),
+		item(4, "user", "input_text", "<turn_aborted>\n  The user interrupted the previous turn on purpose.\n</turn_aborted>"),
+		item(5, "user", "input_text", "and the words"),
+	}
+	writeSource(t, fsys, "/c/rollout-2026-01-07T08-30-00-019b8a10-1111-7222-8333-944455566601.jsonl", lines, "")
+	id := *mustImport(t, r, FormatCodex, "/c").Files[0].Session
+	if got, want := eventsAs(t, r, id, func(ev eventlog.Event) string { return ev.Kind.String() + ":" + ev.Label }), "note:session_meta +1 user: assistant: note:user:context user:"; got != want {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	rep, err := r.Context(id, DefaultContextWindow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (A stored object is a few bytes more than its lines: the shares are
+	// about the lines' lengths.)
+	meta, env, aborted := int64(len(lines[0])+1), int64(len(lines[1])+1), int64(len(lines[4])+1)
+	if rep.UnseenEvents != 0 || rep.InContextEvents != 5 || rep.UnseenBytes < meta || rep.UnseenBytes >= meta+env/2 {
+		t.Fatalf("in context %d events, unseen %d events %d bytes; want 5, 0 and about the session_meta's %d bytes", rep.InContextEvents, rep.UnseenEvents, rep.UnseenBytes, meta)
+	}
+	var note ContextKind
+	for _, k := range rep.Kinds {
+		if k.Kind == eventlog.KindNote {
+			note = k
+		}
+	}
+	if note.Events != 2 || note.Bytes < env+aborted || note.Bytes >= env+aborted+meta/2 {
+		t.Fatalf("notes in context %+v, want 2 events of about %d bytes", note, env+aborted)
+	}
+}

@@ -176,6 +176,11 @@ type codexEntry struct {
 	Subagent    bool
 	SpawnParent string
 	Prompt      string
+	// Context: of a user message, that Codex wrote it itself, for the
+	// model: its every item an input_text that is context
+	// (codexContextText), and one at least. Read in the same pass as the
+	// prompt (codexItems).
+	Context bool
 	// EnvCwd: of an older rollout's bare user message, the cwd its
 	// <environment_context> names (codexEnvCwd).
 	EnvCwd  string
@@ -256,7 +261,7 @@ func decodeCodexEntry(line []byte) (codexEntry, error) {
 	case "source":
 		e.Subagent, e.SpawnParent = codexSubagent(p.Source)
 	case "content":
-		e.Prompt = codexPrompt(p.Content)
+		e.Prompt, e.Context = codexPrompt(p.Content)
 		if bareItem {
 			// An older rollout's header may name no cwd: its first
 			// <environment_context> does. (Today's session_meta always
@@ -408,6 +413,14 @@ func (m *codexMapper) responseItem(e *codexEntry, out *mappedLine) {
 		switch role := e.Role; role {
 		case "user":
 			out.Kind, out.Label = eventlog.KindUser, ""
+			if e.Context {
+				// What Codex wrote in the user's place for the model (the
+				// environment, AGENTS.md, a skill...): a note, as Claude
+				// Code's meta prompts are, which the model read
+				// (seenNotes). A message with a prompt in it stays the
+				// user's.
+				out.Kind, out.Label = eventlog.KindNote, codexContextLabel
+			}
 			if m.sess.Title == "" {
 				m.sess.Title = e.Prompt
 			}
@@ -509,11 +522,11 @@ func codexTokensOf(info json.RawMessage) codexTokens {
 // user ran, a skill's text): never a title. Codex matches its own tags
 // without regard to case.
 var codexBoilerplatePrefixes = []string{"<environment_context>", "<user_instructions>", "# AGENTS.md", "<permissions", "<INSTRUCTIONS>",
-	"<turn_aborted>", "<subagent_notification>", "<user_shell_command>", "<skill>", "<context_update>"}
+	"<turn_aborted>", "<subagent_notification>", codexShellCommand, "<skill>", "<context_update>"}
 
 func codexBoilerplate(text string) bool {
 	for _, p := range codexBoilerplatePrefixes {
-		if len(text) >= len(p) && strings.EqualFold(text[:len(p)], p) {
+		if hasPrefixFold(text, p) {
 			return true
 		}
 	}
@@ -540,19 +553,64 @@ func codexEnvCwd(content json.RawMessage) string {
 }
 
 // codexPrompt is the title a user message gives: its first input_text that
-// is not boilerplate, or "" if it has none. Items are taken one by one, as
-// some versions put the environment and the prompt in one message.
-func codexPrompt(content json.RawMessage) string {
+// is not boilerplate, or "" if it has none; and whether the message is
+// context Codex wrote (codexItems). Items are taken one by one, as some
+// versions put the environment and the prompt in one message.
+func codexPrompt(content json.RawMessage) (prompt string, context bool) {
 	var items []codexInputItem
 	if len(content) == 0 || content[0] != '[' || json.Unmarshal(content, &items) != nil {
-		return ""
+		return "", false
 	}
+	var c codexItems
 	for _, it := range items {
-		if title, ok := codexItemTitle(rawString(it.Type), rawString(it.Text)); ok {
-			return title
-		}
+		c.add(rawString(it.Type), rawString(it.Text))
 	}
-	return ""
+	return c.prompt, c.context()
+}
+
+// codexContextLabel labels a user message Codex wrote itself, a note.
+const codexContextLabel = "user:context"
+
+// codexItems reads the items of a user message's content, one by one (a
+// null item as one of no type): its prompt, the first item that titles
+// (codexItemTitle), and whether it is context, every item an input_text
+// whose text is (codexContextText). Once the prompt is found, the items
+// after it change neither (the fast path skips them).
+type codexItems struct {
+	prompt            string
+	found             bool
+	contextText, more bool // an item is context text; one is something else
+}
+
+func (c *codexItems) add(typ, text string) {
+	if c.found {
+		return
+	}
+	if typ == "input_text" && codexContextText(text) {
+		c.contextText = true
+	} else {
+		c.more = true
+	}
+	c.prompt, c.found = codexItemTitle(typ, text)
+}
+
+func (c *codexItems) context() bool { return c.contextText && !c.more }
+
+// codexContextText says whether a user message's text is context Codex
+// wrote for the model: boilerplate (codexBoilerplate) once trimmed, but a
+// shell command the user ran (!ls): Codex writes its command and output
+// as <user_shell_command>, yet running it was the user's own action, a
+// user event as a prompt is.
+func codexContextText(text string) bool {
+	text = strings.TrimSpace(text)
+	return codexBoilerplate(text) && !hasPrefixFold(text, codexShellCommand)
+}
+
+const codexShellCommand = "<user_shell_command>"
+
+// hasPrefixFold is strings.HasPrefix without regard to case.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // codexItemTitle is the title an item of a user message gives, ok when it

@@ -137,7 +137,7 @@ func (p *codexPayloadRead) detail(r *fastReader) bool {
 	case "source":
 		e.Subagent, e.SpawnParent, ok = r.codexSubagent(v)
 	case "content":
-		e.Prompt, ok = r.codexPrompt(v)
+		e.Prompt, e.Context, ok = r.codexPrompt(v)
 	case "message":
 		e.Message, _, ok = r.anyString(v, "message")
 	case "info":
@@ -179,36 +179,37 @@ func (r *fastReader) codexSubagent(v int) (subagent bool, parent string, ok bool
 	return subagent, parent, true
 }
 
-// codexPrompt is codexPrompt of a user message's content at v.
-func (r *fastReader) codexPrompt(v int) (string, bool) {
+// codexPrompt is codexPrompt of a user message's content at v: its
+// prompt, and whether it is context, read in one walk of its items.
+func (r *fastReader) codexPrompt(v int) (prompt string, context, ok bool) {
 	if r.b[v] != '[' {
-		return "", true // a string, null...: no items, no prompt
+		return "", false, true // a string, null...: no items, no prompt
 	}
-	var prompt string
-	found := false
-	_, ok := r.array(v, func(v int) (int, bool) {
+	var c codexItems
+	_, ok = r.array(v, func(v int) (int, bool) {
 		switch r.b[v] {
 		case 'n':
-			return v + len("null"), true // a zero item, as encoding/json decodes it
+			c.add("", "") // a zero item, as encoding/json decodes it
+			return v + len("null"), true
 		case '{':
 		default:
 			return 0, false // fails the whole list in encoding/json: left to it
 		}
 		var typ, text string
 		end, ok := r.fields(v, codexItemFields, func(k, v int) (int, bool) {
-			if found {
-				return r.valueEnd(v) // read whole: none after the prompt
+			if c.found {
+				return r.valueEnd(v) // read whole: nothing changes after the prompt
 			}
 			s, end, ok := r.anyString(v, codexItemFields[k])
 			*[...]*string{&typ, &text}[k] = s
 			return end, ok
 		})
-		if ok && !found {
-			prompt, found = codexItemTitle(typ, text)
+		if ok {
+			c.add(typ, text)
 		}
 		return end, ok
 	})
-	return prompt, ok
+	return c.prompt, c.context(), ok
 }
 
 // codexTokens reads a token_count's info at v into t, as codexTokensOf

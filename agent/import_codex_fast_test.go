@@ -192,6 +192,19 @@ var codexFastPathEdges = []string{
 	`{"type":"event_msg","payload":{"type":"user_message","message":"<environment_context>x"}}` + "\n" +
 		`{"type":"event_msg","payload":{"type":"user_message","message":"  \n the ask\nmore"}}` + "\n" +
 		`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"# AGENTS.md"},{"type":"input_text","text":"the prompt"}]}}`,
+	// Context Codex wrote (every item an input_text of boilerplate), and
+	// what is not: a prompt or an image beside it, a null item, a shell
+	// command the user ran, a text of another type, a key twice.
+	`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"# AGENTS.md x"},{"type":"input_text","text":" <Environment_Context>"}]}}`,
+	`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<skill>"},{"type":"input_image","image_url":"data:"}]}}`,
+	`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<turn_aborted>"},{"type":"input_text","text":"go on"},{"type":"input_image"}]}}`,
+	`{"type":"response_item","payload":{"type":"message","role":"user","content":[null,{"type":"input_text","text":"<context_update>"}]}}`,
+	`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<context_update>"},null]}}`,
+	`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<user_shell_command>ls</user_shell_command>"}]}}`,
+	`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<skill>"},{"type":"input_text","text":null}]}}`,
+	`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<skill>","text":"a prompt"}]}}`,
+	`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"text":"<skill>","type":"input_text","type":"input_image"}]}}`,
+	`{"type":"response_item","payload":{"type":"message","role":"user","content":[]}}`,
 	// Older rollouts' lines, with no envelope (codexBareLine): declined,
 	// and mapped as encoding/json maps them; keys in another case, a
 	// payload where none belongs, an item whose type is not an item's.

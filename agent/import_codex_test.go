@@ -62,8 +62,8 @@ func TestCodexMapFixture(t *testing.T) {
 	want := []codexWant{
 		1:  codexNote("session_meta", day+"03:04:05.123Z"),
 		2:  codexNote("developer", day+"03:04:05.130Z"),
-		3:  {kind: eventlog.KindUser, time: day + "03:04:05.131Z"}, // AGENTS.md
-		4:  {kind: eventlog.KindUser, time: day + "03:04:05.132Z"}, // environment
+		3:  codexNote(codexContextLabel, day+"03:04:05.131Z"), // AGENTS.md: Codex wrote it
+		4:  codexNote(codexContextLabel, day+"03:04:05.132Z"), // environment
 		5:  codexNote("turn_context", day+"03:04:09.500Z"),
 		6:  {kind: eventlog.KindUser, time: day + "03:04:09.512Z"}, // the prompt
 		7:  codexNote("event_msg:user_message", day+"03:04:09.513Z"),
@@ -774,7 +774,7 @@ func TestCodexOlderRollouts(t *testing.T) {
 	}{
 		{"direct", codexDirectRollout, []codexWant{
 			codexNote("session_meta", "2025-05-12T10:20:30.123Z"),
-			{kind: eventlog.KindUser}, // environment
+			codexNote(codexContextLabel, ""), // environment
 			{kind: eventlog.KindUser},
 			{kind: eventlog.KindReasoning},
 			{kind: eventlog.KindToolCall, label: "shell"},
@@ -831,5 +831,95 @@ func TestCodexOlderRollouts(t *testing.T) {
 		`{"record_type":"state","id":"s"}`:                        codexNote("record_type:state", ""),
 	} {
 		checkCodexLine(t, 1, newCodexMapper().mapLine([]byte(line)), want)
+	}
+}
+
+// A user message Codex wrote itself, for the model (every item an
+// input_text that is its boilerplate: the environment, AGENTS.md, a
+// skill...), is a note, user:context, as Claude Code's meta prompts are:
+// not a prompt. A message with a prompt in it, an image, or anything else
+// stays the user's; so does a shell command the user ran (!ls), which was
+// the user's own action. Through the fast path, the view and, for an older
+// rollout's bare line, with no envelope, the same.
+func TestCodexContextNotes(t *testing.T) {
+	text := func(s string) string {
+		return `{"type":"input_text","text":` + string(appendJSONString(nil, []byte(s))) + `}`
+	}
+	const (
+		env    = "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"
+		agents = "# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>\nRun the tests.\n</INSTRUCTIONS>"
+		shell  = "<user_shell_command>\n<command>ls</command>\n<result>\nmain.go\n</result>\n</user_shell_command>"
+		image  = `{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo="}`
+	)
+	note := codexWant{kind: eventlog.KindNote, label: codexContextLabel}
+	user := codexWant{kind: eventlog.KindUser}
+	for _, c := range []struct {
+		content string // the message's content
+		want    codexWant
+		title   string
+	}{
+		// Each kind of boilerplate, whatever its case and the spaces
+		// around it.
+		{`[` + text(env) + `]`, note, ""},
+		{`[` + text("<user_instructions>\nBe terse.\n</user_instructions>") + `]`, note, ""},
+		{`[` + text(agents) + `]`, note, ""},
+		{`[` + text("<permissions instructions>\nsandbox: workspace-write\n</permissions instructions>") + `]`, note, ""},
+		{`[` + text("<INSTRUCTIONS>\nRun the tests.\n</INSTRUCTIONS>") + `]`, note, ""},
+		{`[` + text("<context_update>\n<cwd>/w/sub</cwd>\n</context_update>") + `]`, note, ""},
+		{`[` + text("<skill>\n<name>review</name>\n</skill>") + `]`, note, ""},
+		{`[` + text("<turn_aborted>\n  The user interrupted the previous turn on purpose.\n</turn_aborted>") + `]`, note, ""},
+		{`[` + text("<subagent_notification>{\"agent\":\"a\",\"status\":\"done\"}</subagent_notification>") + `]`, note, ""},
+		{`[` + text("\n  <ENVIRONMENT_CONTEXT>\n</ENVIRONMENT_CONTEXT>  ") + `]`, note, ""},
+		{`[` + text(agents) + `,` + text(env) + `]`, note, ""},
+		// Boilerplate and a prompt in one message: the user's, titled by
+		// the prompt.
+		{`[` + text(env) + `,` + text("rename the flag") + `]`, user, "rename the flag"},
+		{`[` + text("rename the flag") + `,` + text(env) + `]`, user, "rename the flag"},
+		// A shell command the user ran: the user's, and no title.
+		{`[` + text(shell) + `]`, user, ""},
+		{`[` + text(env) + `,` + text("  <USER_SHELL_COMMAND>ls</USER_SHELL_COMMAND>") + `]`, user, ""},
+		// An image, or an item of any other type, alone or beside the
+		// boilerplate.
+		{`[` + text(env) + `,` + image + `]`, user, ""},
+		{`[` + image + `,` + text(env) + `]`, user, ""},
+		{`[` + image + `]`, user, ""},
+		{`[null,` + text(env) + `]`, user, ""},
+		{`[{"text":` + string(appendJSONString(nil, []byte(env))) + `}]`, user, ""},
+		// No text, or one that is not boilerplate: the IDE's state without
+		// a request, an empty one, one of another type.
+		{`[]`, user, ""},
+		{`null`, user, ""},
+		{`"<environment_context></environment_context>"`, user, ""},
+		{`[` + text("  ") + `]`, user, ""},
+		{`[` + text(env) + `,{"type":"input_text","text":5}]`, user, ""},
+		{`[` + text("# Context from my IDE setup:\n\n## Active file: a.go\n") + `]`, user, ""},
+	} {
+		item := `{"type":"message","role":"user","content":` + c.content + `}`
+		for _, line := range []string{
+			`{"timestamp":"2026-01-02T03:04:05Z","type":"response_item","payload":` + item + `}`,
+			item, // an older rollout's bare item
+		} {
+			want := c.want
+			if strings.HasPrefix(line, `{"timestamp"`) {
+				want.time = "2026-01-02T03:04:05Z"
+			}
+			m := newCodexMapper()
+			got := m.mapLine([]byte(line))
+			checkCodexLine(t, 1, got, want)
+			if t.Failed() {
+				t.Fatalf("%s", line)
+			}
+			if s := m.session().Title; s != c.title {
+				t.Errorf("%s\ntitle %q, want %q", line, s, c.title)
+			}
+			checkView(t, newCodexMapper, []byte(line))
+			checkCodexMapping(t, []byte(line))
+		}
+		// The fast path reads today's line (not the bare one) and gives the
+		// same.
+		line := []byte(`{"type":"response_item","payload":` + item + `}`)
+		if !checkCodexFastPath(t, line, viewLong) {
+			t.Errorf("%s\nthe fast path declined it", line)
+		}
 	}
 }

@@ -575,7 +575,8 @@ const codexContextLabel = "user:context"
 // null item as one of no type): its prompt, the first item that titles
 // (codexItemTitle), and whether it is context, every item an input_text
 // whose text is (codexContextText). Once the prompt is found, the items
-// after it change neither (the fast path skips them).
+// after it change neither (the fast path skips them): the prompt is no
+// boilerplate, so the message is already not context.
 type codexItems struct {
 	prompt            string
 	found             bool

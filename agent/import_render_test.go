@@ -241,7 +241,9 @@ func FuzzRenderImported(f *testing.F) {
 		}
 		for _, line := range bytes.Split(bytes.TrimRight(body, "\r\n"), []byte("\n")) {
 			line = bytes.TrimRight(line, "\r")
-			if !renders(line) && !bytes.Contains(view, cleanView(bytes.TrimRight(line, " \n"))) {
+			// A line the view cannot render is in it as it is, but for
+			// its encoded state (withoutEncoded: markers in its place).
+			if !renders(line) && !bytes.Contains(view, cleanView(bytes.TrimRight(withoutEncoded(line), " \n"))) {
 				t.Fatalf("line %q is not in its view %q", line, view)
 			}
 		}

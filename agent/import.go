@@ -901,6 +901,11 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			if sess.Parent == nil {
 				sess.Parent = made.Parent
 			}
+			if slices.Contains(made.Tags, forkTag) && !slices.Contains(sess.Tags, forkTag) {
+				// A Claude Code fork an older rook imported unlinked
+				// (it did not read forkedFrom): linked now as a fork.
+				sess.Tags = append(slices.Clone(sess.Tags), forkTag)
+			}
 		}
 	}
 	res.Parent, res.Fork = sess.Parent, ImportedFork(*sess)
@@ -1280,7 +1285,7 @@ func capLabel(s string) string {
 }
 
 // forkTag tags an imported session forked from another (a Codex
-// rollout's forked_from_id): its parent is the session whose lines it
+// rollout's forked_from_id, a Claude Code transcript's forkedFrom): its parent is the session whose lines it
 // begins by copying, not one that spawned it.
 const forkTag = "fork"
 

@@ -26,6 +26,9 @@ type claudeMapper struct {
 	// far, on the lines before.
 	counted map[string]messageTokens
 	sess    sourceSession
+	// own: a conversation line (user or assistant) that is the session's
+	// own, not copied from the session it was forked from, came.
+	own bool
 	// cmdTitle is the first slash command run with no arguments (/init):
 	// the title when no prompt comes.
 	cmdTitle string
@@ -78,6 +81,15 @@ type claudeLine struct {
 	// IsAPIErrorMessage: an assistant entry Claude Code wrote in the
 	// model's place when a call failed, its text the error.
 	IsAPIErrorMessage bool `json:"isApiErrorMessage"`
+	// ForkedFrom: {"sessionId":...,"messageUuid":...} on each line a fork
+	// copied from the session it was forked from (claudeForkedFrom). Raw:
+	// a value of another shape is left unread, not the line's failure.
+	ForkedFrom json.RawMessage `json:"forkedFrom"`
+}
+
+// claudeForkedFrom is the part of a line's forkedFrom the mapping reads.
+type claudeForkedFrom struct {
+	SessionID string `json:"sessionId"`
 }
 
 type claudeMessage struct {
@@ -113,6 +125,7 @@ type claudeEntry struct {
 	CustomTitle, AITitle                              string
 	IsMeta, IsCompactSummary, IsAPIError              bool
 	DataType                                          string
+	ForkedFrom                                        string // forkedFrom.sessionId
 	Tracked                                           map[string]claudeBackup
 	// MsgOK: the line has a message that decodes; then its id, model and
 	// usage, and its content as a string (IsText) or as blocks (BlocksOK:
@@ -190,6 +203,10 @@ func decodeClaudeEntry(line []byte) (claudeEntry, error) {
 		Summary: l.Summary, IsMeta: l.IsMeta, IsCompactSummary: l.IsCompactSummary, DataType: l.Data.Type, Tracked: l.Snapshot.Tracked,
 		IsAPIError: l.IsAPIErrorMessage, CustomTitle: l.CustomTitle, AITitle: l.AITitle,
 	}
+	var ff claudeForkedFrom
+	if json.Unmarshal(l.ForkedFrom, &ff) == nil {
+		e.ForkedFrom = ff.SessionID
+	}
 	var msg claudeMessage
 	if json.Unmarshal(l.Message, &msg) != nil {
 		return e, nil
@@ -231,6 +248,7 @@ func (m *claudeMapper) mapEntry(l *claudeEntry) mappedLine {
 		// parent's session id.
 		m.sess.ParentID = l.SessionID
 	}
+	m.forkedFrom(l)
 	switch l.Type {
 	case "user":
 		m.mapUser(l, &out)
@@ -287,6 +305,41 @@ func (m *claudeMapper) mapEntry(l *claudeEntry) mappedLine {
 		}
 	}
 	return out
+}
+
+// forkedFrom reads whether the session is a fork: one made by `claude
+// --resume <id> --fork-session` (or --continue), /branch (formerly /fork),
+// or the Agent SDK's forkSession, which is a new file, under a new session
+// id, beginning with a copy of the lines of the session it was forked from
+// up to the fork point. Each copied line keeps its uuid and timestamp,
+// takes the new sessionId, and carries forkedFrom {sessionId: the session
+// forked from, messageUuid: the line's uuid there}; the fork's own lines,
+// after them, carry none. (A resume without --fork-session appends to the
+// same file: no new session.) Sources: Claude Agent SDK docs,
+// docs.claude.com/docs/agent-sdk/sessions ("Forking sessions": forkSession
+// false appends to the original, true makes a new session id); anthropics/
+// claude-code#44684 (--fork-session and /fork, alias /branch); the
+// forkedFrom {sessionId, messageUuid} of a fork's lines, as public readers
+// of real transcripts (2.1.x, e.g. a 2.1.123 line) read it, from its first
+// lines, and a public study of 389 real sessions ("every line of the fork
+// carries forkedFrom"); peers.md, section 3.1 (anthropics/claude-code#85179:
+// forks copy ~90% of their parent).
+//
+// The session is a fork of the session its first forkedFrom names, read
+// before any line of its own: a subagent's file is its spawner's child
+// whatever it copied, and a forkedFrom after the session's own lines, or
+// naming the session itself, makes no fork. Older Claude Codes wrote
+// forks, and resumes, without forkedFrom: those files are left unlinked,
+// since the lines two files share (a summary, a subagent's prompt, a
+// parent copied into several forks) do not say which came from which.
+func (m *claudeMapper) forkedFrom(l *claudeEntry) {
+	switch {
+	case m.own || m.sess.Subagent || m.sess.ParentID != "":
+	case l.ForkedFrom != "" && l.ForkedFrom != m.sess.ID:
+		m.sess.ParentID, m.sess.Fork = l.ForkedFrom, true
+	case l.ForkedFrom == "" && (l.Type == "user" || l.Type == "assistant"):
+		m.own = true
+	}
 }
 
 // claudeNoteTypes are the other entry types Claude Code writes (peers.md,

@@ -22,7 +22,7 @@ import json "github.com/go-json-experiment/json/v1"
 
 // claudeKeys are the top-level members the fast path reads, in the order
 // of the bits that say which it has seen.
-var claudeKeys = [...]string{"type", "subtype", "timestamp", "sessionId", "cwd", "isMeta", "summary", "message", "data", "snapshot", "isCompactSummary", "isApiErrorMessage", "customTitle", "aiTitle"}
+var claudeKeys = [...]string{"type", "subtype", "timestamp", "sessionId", "cwd", "isMeta", "summary", "message", "data", "snapshot", "isCompactSummary", "isApiErrorMessage", "customTitle", "aiTitle", "forkedFrom"}
 
 // scanClaudeEntry reads a line's entry. strs and members are scanJSON's
 // for it; minLen is the view's (mapView): the texts the view would
@@ -66,6 +66,8 @@ func scanClaudeEntry(line []byte, strs []jsonString, members []jsonMember, minLe
 			e.Tracked = s.Tracked
 		case "message":
 			ok = r.message(v, &e)
+		case "forkedFrom":
+			e.ForkedFrom, ok = r.forkedFrom(v)
 		}
 		return ok
 	})
@@ -74,6 +76,7 @@ func scanClaudeEntry(line []byte, strs []jsonString, members []jsonMember, minLe
 
 var (
 	dataFields    = []string{"type"}
+	forkFields    = []string{"sessionId"}
 	messageFields = []string{"id", "role", "model", "content", "usage"}
 	usageFields   = []string{"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}
 	blockFields   = []string{"type", "text", "id", "name", "tool_use_id", "is_error"}
@@ -90,6 +93,22 @@ func (r *fastReader) dataType(v int) (string, bool) {
 		return end, ok
 	})
 	return typ, ok
+}
+
+// forkedFrom is forkedFrom.sessionId, of an object; a value of another
+// shape is left to encoding/json (which reads none from it).
+func (r *fastReader) forkedFrom(v int) (string, bool) {
+	if r.b[v] != '{' {
+		return "", false
+	}
+	var sid string
+	_, ok := r.fields(v, forkFields, func(_, v int) (int, bool) {
+		var end int
+		var ok bool
+		sid, end, ok = r.stringValue(v, "sessionId")
+		return end, ok
+	})
+	return sid, ok
 }
 
 // message reads a message: its id, model, usage and content, checking the

@@ -112,6 +112,35 @@ var fastPathSeeds = []string{
 	`{"type":"ai-title","aiTitle":"the \u00e9 name","customTitle":"x"}`,
 	`{"type":"ai-title","aiTitle":null}`,
 	`{"type":"custom-title","customtitle":"x"}`,
+	// a fork's copied lines (forkedFrom), and shapes of it encoding/json
+	// reads nothing from, or fails on
+	`{"parentUuid":null,"type":"user","sessionId":"f","forkedFrom":{"sessionId":"p","messageUuid":"u1"},"message":{"role":"user","content":"hi"},"uuid":"u1"}`,
+	`{"type":"user","forkedFrom":{"messageUuid":"u1","sessionId":"p\u00e9","x":[1,{"y":null}]}}`,
+	`{"type":"user","forkedFrom":"p"}`,
+	`{"type":"user","forkedFrom":null}`,
+	`{"type":"user","forkedFrom":[]}`,
+	`{"type":"user","forkedFrom":{"sessionId":5}}`,
+	`{"type":"user","forkedFrom":{"sessionId":null}}`,
+	`{"type":"user","forkedFrom":{"SessionId":"p"}}`,
+	`{"type":"user","forkedFrom":{"sessionId":"p","sessionId":"q"}}`,
+	`{"type":"user","forkedFrom":{},"forkedFrom":{"sessionId":"q"}}`,
+	`{"type":"user","forkedfrom":{"sessionId":"p"}}`,
+}
+
+// A fork's copied line takes the fast path, and gives the session it was
+// forked from.
+func TestClaudeFastPathTakesForkedLines(t *testing.T) {
+	for i, line := range claudeForkLines("parent", "fork", 1) {
+		if !checkFastPath(t, []byte(line), viewLong) {
+			t.Errorf("line %d declined: %s", i+1, line)
+		}
+	}
+	line := []byte(claudeForkLines("parent", "fork", 1)[0])
+	var members []jsonMember
+	strs, _ := scanJSON(line, 0, &members)
+	if e, ok := scanClaudeEntry(line, strs, members, viewLong); !ok || e.ForkedFrom != "parent" || e.SessionID != "fork" {
+		t.Fatalf("%+v %v", e, ok)
+	}
 }
 
 // Every line of the sample transcript takes the fast path.

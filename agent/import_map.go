@@ -88,7 +88,8 @@ type sourceSession struct {
 	Workspace string // the working directory
 	Subagent  bool
 	// Fork: ParentID is the session this one was forked from (a Codex
-	// rollout's forked_from_id), whose lines it begins by copying.
+	// rollout's forked_from_id, a Claude Code transcript's forkedFrom),
+	// whose lines it begins by copying.
 	Fork bool
 	// Name is the session's name, as a title: the last the user gave it
 	// (Claude Code's /rename, Codex's thread name), else the last Claude

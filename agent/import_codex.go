@@ -343,8 +343,39 @@ func codexUnreadable(line []byte) mappedLine {
 	return out
 }
 
+// How Codex writes a fork, read in its source (openai/codex, one stored
+// version of each file):
+//   - codex-rs/core/src/thread_manager.rs (003535613cff33fb2e37e089f404741aad04ebd0):
+//     fork_thread loads the parent's rollout whole (get_rollout_history:
+//     every item that parses, its session_meta included) and keeps a
+//     prefix, cut before a user message (TruncateBeforeNthUserMessage),
+//     or all of it, plus a <turn_aborted> marker and a turn_aborted event
+//     when the parent is mid-turn (Interrupted): InitialHistory::Forked.
+//   - The session's Forked branch (record_initial_history) seeds its
+//     token usage from the copy's last token_count, then hands the items
+//     to the recorder as they are (persist_rollout_items).
+//   - codex-rs/rollout/src/policy.rs (0136a731d73e681bbc7826c9cf7ae2ae09d89fe9):
+//     session_meta and token_count are persisted, so both are copied.
+//   - codex-rs/rollout/src/recorder.rs (05eb6e5e8b57cdd7c732baa6782a3ea26a3cfac3),
+//     as codex-rs/core/src/rollout/recorder.rs (035416bfd9b70f179348fe3b74d4fe6f8ea91c07):
+//     the fork's own session_meta is written first, then the copied
+//     items, each serialized again and stamped with the time of writing
+//     (write_rollout_item: now_utc), not the parent's; load_rollout_items
+//     says "Later SessionMeta lines can be copied from fork history".
+//
+// So a fork's file is: its session_meta (forked_from_id: the parent), the
+// parent's session_meta (id: forked_from_id) and the rest of the copy,
+// then its own lines. Where the copy begins is known; where it ends is
+// not marked in the versions read: nothing is written between the copy
+// and the fork's first own line, the copy's timestamps are the fork's,
+// and a copied token_count reads as a turn's (the fork's own totals carry
+// on from the copy's last). Newer versions seen in the index, not checked
+// against openai/codex itself, append a thread_settings_applied event to
+// the copy, or copy nothing (a history_base), or leave the token_counts
+// out of the copy. The copied lines' tokens therefore still count as the
+// fork's own (README: a fork's tokens count its parent's again).
 func (m *codexMapper) sessionMeta(e *codexEntry) {
-	// A forked rollout may copy its parent's lines, their session_meta
+	// A forked rollout copies its parent's lines, their session_meta
 	// included, after its own: the first one is this session's.
 	if m.metaSeen {
 		return

@@ -254,6 +254,12 @@ func (m *claudeMapper) mapEntry(l *claudeEntry) mappedLine {
 		m.mapUser(l, &out)
 	case "assistant":
 		m.mapAssistant(l, &out)
+		if m.sess.Fork && l.ForkedFrom == m.sess.ParentID {
+			// A line the fork copied from its parent (forkedFrom names
+			// it): the parent spent its tokens, and counts them. The
+			// fork counts only its own (its lines carry no forkedFrom).
+			out.TokensIn, out.TokensOut = 0, 0
+		}
 	case "system":
 		out.Label = "system"
 		if l.Subtype != "" {

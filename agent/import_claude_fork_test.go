@@ -67,6 +67,20 @@ func TestImportLinksClaudeForksToTheirParent(t *testing.T) {
 	}
 	mustExport(t, r, *pf.Session, parentData)
 	fid := checkClaudeFork(t, r, rep, proj+"/F.jsonl", *pf.Session, forkData)
+	// The fork's copied turn counts no tokens: its parent spent them. Its
+	// own turn does. (A turn: 3 + 100 + 1000 in, 42 out.)
+	for _, c := range []struct {
+		id      eventlog.ID
+		in, out uint64
+	}{{*pf.Session, 2 * 1103, 2 * 42}, {fid, 1103, 42}} {
+		s, err := r.Log.Summary(c.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.TokensIn != c.in || s.TokensOut != c.out {
+			t.Errorf("session %s: %d in, %d out; want %d, %d", c.id, s.TokensIn, s.TokensOut, c.in, c.out)
+		}
+	}
 	before := metaOf(t, r, fid)
 	rep = mustImport(t, r, FormatClaudeCode, proj)
 	if rep.Unchanged != 2 || rep.Linked != 0 || rep.ForksTagged != 0 {

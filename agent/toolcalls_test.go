@@ -79,10 +79,9 @@ func TestShowJoinsToolResultsToTheirCalls(t *testing.T) {
 	}
 }
 
-// The HTML export heads an imported tool result with the calls it
-// answers, as session show does: a link to the call when the file holds
-// it, its number when the range starts after it.
-func TestExportHTMLJoinsToolResultsToTheirCalls(t *testing.T) {
+// importedCodexMain is a store holding the Codex fixture's main rollout.
+func importedCodexMain(t *testing.T) (*Rook, eventlog.ID) {
+	t.Helper()
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)
 	b, err := os.ReadFile(codexMainFile)
@@ -90,7 +89,14 @@ func TestExportHTMLJoinsToolResultsToTheirCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeSourceFile(t, fsys, "/c/"+codexMainFile, b)
-	id := *fileByPath(t, mustImport(t, r, FormatCodex, "/c/"+codexMainFile), "/c/"+codexMainFile).Session
+	return r, *fileByPath(t, mustImport(t, r, FormatCodex, "/c/"+codexMainFile), "/c/"+codexMainFile).Session
+}
+
+// The HTML export heads an imported tool result with the calls it
+// answers, as session show does: a link to the call when the file holds
+// it, its number when the range starts after it.
+func TestExportHTMLJoinsToolResultsToTheirCalls(t *testing.T) {
+	r, id := importedCodexMain(t)
 	whole, err := r.Show(id, ShowQuery{Limit: MaxPageEntries})
 	if err != nil {
 		t.Fatal(err)
@@ -129,14 +135,7 @@ func TestExportHTMLJoinsToolResultsToTheirCalls(t *testing.T) {
 // what, rather than calling the import's time its creation: the
 // conversation took place before, at its events' own times.
 func TestExportHTMLSaysImported(t *testing.T) {
-	fsys := vfs.NewMem()
-	r := testRook(t, fsys)
-	b, err := os.ReadFile(codexMainFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeSourceFile(t, fsys, "/c/"+codexMainFile, b)
-	id := *fileByPath(t, mustImport(t, r, FormatCodex, "/c/"+codexMainFile), "/c/"+codexMainFile).Session
+	r, id := importedCodexMain(t)
 	x, err := r.ExportRange(id, 0, nil)
 	if err != nil {
 		t.Fatal(err)

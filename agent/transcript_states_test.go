@@ -17,9 +17,30 @@ import (
 // editTranscript builds the lines of a Claude Code session in workspace ws
 // whose agent edits files: each step a tool_use line and its result.
 type editTranscript struct {
+	dir   string // the test's directory: the workspace, ~/.claude and the store under it
 	ws    string
 	lines []string
 	n     int
+}
+
+// newEditTranscript is a session in the workspace dir/ws of a new temporary
+// dir, its first line the user's prompt.
+func newEditTranscript(t *testing.T, prompt string) *editTranscript {
+	dir := t.TempDir()
+	e := &editTranscript{dir: dir, ws: filepath.Join(dir, "ws")}
+	e.lines = append(e.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":%s},"uuid":"u0","timestamp":%q}`, e.env(), jsonq(prompt), e.ts()))
+	return e
+}
+
+// imported writes the transcript where Claude Code keeps it, under
+// dir/home/.claude, with no file-history, and imports it into a store in
+// dir: the store and the session.
+func (e *editTranscript) imported(t *testing.T) (*Rook, eventlog.ID) {
+	t.Helper()
+	projects := filepath.Join(e.dir, "home", ".claude", "projects")
+	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "s1.jsonl"), e.lines, "")
+	r := diskRook(t, filepath.Join(e.dir, "store"))
+	return r, *mustImport(t, r, FormatClaudeCode, projects).Files[0].Session
 }
 
 func (e *editTranscript) env() string {
@@ -263,17 +284,12 @@ func TestTranscriptStatesYieldToEarlierBackups(t *testing.T) {
 // file's state, not the later Edit's originalFile (the file after the
 // MultiEdit).
 func TestTranscriptStatesMultiEdit(t *testing.T) {
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
-	claude := filepath.Join(dir, "home", ".claude")
-	e := &editTranscript{ws: ws}
-	e.lines = append(e.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit"},"uuid":"u0","timestamp":%q}`, e.env(), e.ts()))
+	e := newEditTranscript(t, "edit")
+	ws := e.ws
 	e.step("MultiEdit", fmt.Sprintf(`{"filePath":%s,"edits":[{"old_string":"one","new_string":"two","replace_all":false}],"originalFileContents":"one\n","structuredPatch":[],"userModified":false}`, jsonq(filepath.Join(ws, "m.txt"))), false)
 	e.edit(filepath.Join(ws, "m.txt"), "two\n", "two", "three")
-	writeSource(t, vfs.OS, filepath.Join(claude, "projects", "-ws", "s1.jsonl"), e.lines, "")
 	writeTree(t, ws, tree{"m.txt": "three\n"})
-	r := diskRook(t, filepath.Join(dir, "store"))
-	id := *mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects")).Files[0].Session
+	r, id := e.imported(t)
 	var out bytes.Buffer
 	if _, err := r.Diff(id, &out, false); err != nil {
 		t.Fatal(err)
@@ -295,21 +311,16 @@ func TestTranscriptStatesMultiEdit(t *testing.T) {
 // result's originalFile is the file after that change, and taking it as
 // the file before the session would have rewind write it back as such.
 func TestTranscriptStatesUnknownFirstChange(t *testing.T) {
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
-	claude := filepath.Join(dir, "home", ".claude")
+	e := newEditTranscript(t, "edit")
+	ws := e.ws
 	at := func(p string) string { return filepath.Join(ws, p) }
-	e := &editTranscript{ws: ws}
-	e.lines = append(e.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit"},"uuid":"u0","timestamp":%q}`, e.env(), e.ts()))
 	e.step("Write", fmt.Sprintf(`{"type":"update","filePath":%s,"content":"w middle\n","structuredPatch":[]}`, jsonq(at("w.txt"))), false)
 	e.edit(at("w.txt"), "w middle\n", "middle", "after")
 	e.step("Edit", fmt.Sprintf(`{"filePath":%s,"oldString":"before","newString":"middle","structuredPatch":[{"oldStart":1,"oldLines":1,"newStart":1,"newLines":1,"lines":["-e before","+e middle"]}]}`, jsonq(at("e.txt"))), false)
 	e.edit(at("e.txt"), "e middle\n", "middle", "after")
 	e.edit(at("known.txt"), "k before\n", "before", "after")
-	writeSource(t, vfs.OS, filepath.Join(claude, "projects", "-ws", "s1.jsonl"), e.lines, "")
 	writeTree(t, ws, tree{"w.txt": "w after\n", "e.txt": "e after\n", "known.txt": "k after\n"})
-	r := diskRook(t, filepath.Join(dir, "store"))
-	id := *mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects")).Files[0].Session
+	r, id := e.imported(t)
 	var out bytes.Buffer
 	d, err := r.Diff(id, &out, false)
 	if err != nil {
@@ -333,17 +344,12 @@ func TestTranscriptStatesUnknownFirstChange(t *testing.T) {
 // result says the file was: that is the link's target's content. The
 // rewind fails and writes nothing.
 func TestTranscriptStatesLinkRefused(t *testing.T) {
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
-	claude := filepath.Join(dir, "home", ".claude")
-	e := &editTranscript{ws: ws}
-	e.lines = append(e.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit"},"uuid":"u0","timestamp":%q}`, e.env(), e.ts()))
+	e := newEditTranscript(t, "edit")
+	ws := e.ws
 	e.edit(filepath.Join(ws, "a.txt"), "a before\n", "before", "after")
 	e.edit(filepath.Join(ws, "link.txt"), "real before\n", "before", "after")
-	writeSource(t, vfs.OS, filepath.Join(claude, "projects", "-ws", "s1.jsonl"), e.lines, "")
 	writeTree(t, ws, tree{"a.txt": "a after\n", "real.txt": "real after\n", "link.txt": "link:real.txt"})
-	r := diskRook(t, filepath.Join(dir, "store"))
-	id := *mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects")).Files[0].Session
+	r, id := e.imported(t)
 	if _, err := r.Rewind(id, 0, false); err == nil || !strings.Contains(err.Error(), "link.txt") {
 		t.Fatalf("rewind over a link: %v", err)
 	}
@@ -360,16 +366,11 @@ func TestTranscriptStatesLinkRefused(t *testing.T) {
 // every tool result, do not read its file's text back from the store (a
 // session that read many large files made each diff read them all).
 func TestEditOriginalsSkipsReads(t *testing.T) {
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
-	claude := filepath.Join(dir, "home", ".claude")
-	e := &editTranscript{ws: ws}
-	e.lines = append(e.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"read"},"uuid":"u0","timestamp":%q}`, e.env(), e.ts()))
+	e := newEditTranscript(t, "read")
+	ws := e.ws
 	content := strings.Repeat("a line of a large file that was read\n", 1<<16) // 2.4 MB
 	e.step("Read", fmt.Sprintf(`{"type":"text","file":{"filePath":%s,"content":%s,"numLines":65536,"startLine":1,"totalLines":65536}}`, jsonq(filepath.Join(ws, "big.txt")), jsonq(content)), false)
-	writeSource(t, vfs.OS, filepath.Join(claude, "projects", "-ws", "s1.jsonl"), e.lines, "")
-	r := diskRook(t, filepath.Join(dir, "store"))
-	id := *mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects")).Files[0].Session
+	r, id := e.imported(t)
 	evs, err := r.Log.Read(id, 0, 100)
 	if err != nil {
 		t.Fatal(err)

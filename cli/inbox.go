@@ -57,6 +57,9 @@ func (c *InboxLsCmd) Run(e *Env) error {
 		if list == nil {
 			list = []agent.InboxSummary{}
 		}
+		for i := range list {
+			list[i].Last = list[i].Last.UTC() // recorded in the zone mcp serve ran in
+		}
 		return e.printJSON(list)
 	}
 	if len(list) == 0 {
@@ -95,6 +98,9 @@ func (c *InboxShowCmd) Run(e *Env) error {
 		return err
 	}
 	if e.JSON {
+		for i := range note.Saves {
+			note.Saves[i].Time = note.Saves[i].Time.UTC()
+		}
 		return e.printJSON(note)
 	}
 	fmt.Fprintf(e.Stdout, "# %s, %s\n\n%s", note.Title, note.Date, note.Text())
@@ -131,6 +137,9 @@ func (c *InboxActivityCmd) Run(e *Env) error {
 	if e.JSON {
 		if out == nil {
 			out = []inbox.Activity{}
+		}
+		for i := range out {
+			out[i].Time = out[i].Time.UTC()
 		}
 		return e.printJSON(out)
 	}
@@ -190,6 +199,7 @@ func (c *InboxStatusCmd) Run(e *Env) error {
 		return err
 	}
 	if e.JSON {
+		st.LastSave = st.LastSave.UTC()
 		return e.printJSON(st)
 	}
 	state := "taking saves"

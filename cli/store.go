@@ -166,12 +166,12 @@ func (c *LsCmd) Run(e *Env) error {
 	}
 	t := &table{right: map[int]bool{2: true, 3: true}}
 	t.add("id", "kind", "logical", "stored", "where", "created")
-	for _, r := range rows {
+	for i, r := range rows {
 		where := r.Where
 		if where == "segment" {
 			where = "segment " + r.Segment
 		}
-		t.add(r.Short, r.Kind, formatBytes(r.Size), formatBytes(r.Stored), where, strings.Replace(r.Created[:16], "T", " ", 1))
+		t.add(r.Short, r.Kind, formatBytes(r.Size), formatBytes(r.Stored), where, shownTime(time.Unix(objs[i].Created, 0)))
 	}
 	t.write(e.Stdout)
 	return nil

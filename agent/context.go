@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -222,6 +223,12 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 				switch {
 				case err == nil:
 					b = bodyStat{size: info.Size, imported: info.Kind == cas.KindSource}
+					if b.imported {
+						// The model read the lines whole: with the strings
+						// the import cut out of them (a prompt, a tool's
+						// output, a file), which the object leaves out.
+						b.size = r.sourceLinesSize(ev.Body, info.Size)
+					}
 				case errors.As(err, &nf), errors.As(err, &ce):
 					b.missing = true
 				default:
@@ -335,6 +342,37 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 var seenNotes = map[string]map[string]bool{
 	FormatClaudeCode: {"user:meta": true, "user:compact-summary": true},
 	FormatCodex:      {"developer": true, "system": true, codexContextLabel: true},
+}
+
+// sourceLinesSize is the size of the lines a source line object holds,
+// the strings cut out of them put back (as their decoded text and quotes:
+// an estimate's measure, not the exact bytes of their escapes; one the
+// line holds twice, once), read off
+// the object's head and the store's sizes of the strings, none of them
+// read; stored, the object's own size, when it cannot be read (it is then
+// counted as missing elsewhere, or shown so by the commands that read it).
+func (r *Rook) sourceLinesSize(id cas.Key, stored int64) int64 {
+	b, err := r.Store.Get(id)
+	if err != nil {
+		return stored
+	}
+	sl, err := decodeSourceLine(b)
+	if err != nil {
+		return stored
+	}
+	size := int64(len(sl.Rest))
+	for i, c := range sl.Cuts {
+		// A string the line holds twice counts once: Claude Code writes
+		// a tool's output in the message the model reads and again in
+		// toolUseResult, for its own view.
+		if slices.ContainsFunc(sl.Cuts[:i], func(p lineCut) bool { return p.ID == c.ID }) {
+			continue
+		}
+		if info, err := r.Store.Stat(c.ID); err == nil {
+			size += info.Size + 2
+		}
+	}
+	return size
 }
 
 // seenShare is how many of the size bytes an imported note's event

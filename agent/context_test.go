@@ -337,3 +337,38 @@ func TestContextCodexContextNotes(t *testing.T) {
 		t.Fatalf("notes in context %+v, want 2 events of about %d bytes", note, env+aborted)
 	}
 }
+
+// TestContextImportedCountsCutStrings: an imported line counts whole in
+// the estimate, the strings the import cut out of it (a long prompt, a
+// tool's output) too, where the stored object leaves them out; a string a
+// line holds twice (Claude Code's tool output, in the message and in
+// toolUseResult) counts once.
+func TestContextImportedCountsCutStrings(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/p/s.jsonl"
+	prompt := strings.Repeat("explain this part of the code to me, ", 270) // ~10 KB
+	output := strings.Repeat("a line the command printed\n", 740)         // ~20 KB
+	q := func(s string) string { return string(appendJSONString(nil, []byte(s))) }
+	lines := []string{
+		`{"type":"user","sessionId":"s","message":{"role":"user","content":` + q(prompt) + `}}`,
+		`{"type":"assistant","sessionId":"s","message":{"model":"m","id":"msg_a","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"make"}}],"usage":{"input_tokens":3,"output_tokens":5}}}`,
+		`{"type":"user","sessionId":"s","message":{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":` + q(output) + `}]},"toolUseResult":{"stdout":` + q(output) + `,"stderr":""}}`,
+	}
+	writeSource(t, fsys, src, lines, "")
+	id := *fileByPath(t, mustImport(t, r, FormatClaudeCode, src), src).Session
+	rep, err := r.Context(id, DefaultContextWindow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bytesOf := map[eventlog.Kind]int64{}
+	for _, k := range rep.Kinds {
+		bytesOf[k.Kind] = k.Bytes
+	}
+	if b := bytesOf[eventlog.KindUser]; b < int64(len(prompt)) || b > int64(len(prompt))+300 {
+		t.Errorf("the prompt's line counts %d bytes; its prompt alone is %d", b, len(prompt))
+	}
+	if b := bytesOf[eventlog.KindToolResult]; b < int64(len(output)) || b > int64(len(output))+400 {
+		t.Errorf("the result's line counts %d bytes; its output (twice in it, counted once) is %d", b, len(output))
+	}
+}

@@ -348,7 +348,7 @@ func TestContextImportedCountsCutStrings(t *testing.T) {
 	r := testRook(t, fsys)
 	src := "/p/s.jsonl"
 	prompt := strings.Repeat("explain this part of the code to me, ", 270) // ~10 KB
-	output := strings.Repeat("a line the command printed\n", 740)         // ~20 KB
+	output := strings.Repeat("a line the command printed\n", 740)          // ~20 KB
 	q := func(s string) string { return string(appendJSONString(nil, []byte(s))) }
 	lines := []string{
 		`{"type":"user","sessionId":"s","message":{"role":"user","content":` + q(prompt) + `}}`,

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rookhq/rook/cas"
@@ -381,63 +383,220 @@ func TestRestoreSweepsTempFilesOfDeadRestores(t *testing.T) {
 	}
 }
 
+// rewindCase is a rewind about to run: a store made by testRook on fsys
+// (at testHome), the session id in it, rewound to `to`, whose workspace ws
+// (on the real disk) is before.
+type rewindCase struct {
+	fsys   *vfs.MemFS
+	r      *Rook
+	ws     string
+	id     eventlog.ID
+	to     uint64
+	before tree
+}
+
+// setTree makes the workspace root hold tr and nothing else.
+func setTree(t *testing.T, root string, tr tree) {
+	t.Helper()
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, root, tr)
+}
+
+func treesEqual(a, b tree) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for p, v := range a {
+		if w, ok := b[p]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// checkUndo opens a copy of the store fsys (what a crash left, or a store
+// whose writes failed) with the workspace as at, and checks that it holds
+// rep's capture of the disk before the rewind, durable on the fork, and
+// that rewinding the fork to it gives back c.before exactly.
+func checkUndo(t *testing.T, what string, c rewindCase, fsys *vfs.MemFS, at tree, rep RewindReport) {
+	t.Helper()
+	if rep.BeforeSeq == nil {
+		t.Fatalf("%s: the workspace changed, and the rewind reports no undo", what)
+	}
+	cr, err := Open(testHome, Options{FS: fsys.CrashClone(), Writable: true})
+	if err != nil {
+		t.Fatalf("%s: open: %v", what, err)
+	}
+	defer cr.Close()
+	evs, err := cr.Log.Read(rep.Fork, 0, 1<<20)
+	if err != nil || uint64(len(evs)) <= *rep.BeforeSeq || evs[*rep.BeforeSeq].Kind != eventlog.KindCheckpoint || evs[*rep.BeforeSeq].Label != beforeRewindLabel(c.id, c.to) {
+		t.Fatalf("%s, the workspace changed: the fork holds %d event(s) (%v), not the capture of the disk before the rewind at #%d", what, len(evs), err, *rep.BeforeSeq)
+	}
+	setTree(t, c.ws, at)
+	if _, err := cr.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatalf("%s: the undo: %v", what, err)
+	}
+	sameTree(t, what+": the undo", readTree(t, c.ws), c.before)
+}
+
+// rewindCrashSweep rewinds c (all of it, to c.to) and closes the store,
+// taking, at every write to the store, what a crash there would leave and
+// the workspace as it was then. At each, either the workspace is still
+// c.before, or the crash left the undo (the capture of the disk before the
+// rewind) on the fork, and running it gives back c.before exactly: from
+// the workspace as the crash left it and, at the first point the workspace
+// had changed (the store as it was while the files were written: no write
+// to the store comes between), from each part-written workspace too (the
+// files are written one by one, in rep.Paths' order). It returns the
+// rewind's report and the crash points at which the workspace had changed;
+// fsys is left as the rewind and the close left it.
+func rewindCrashSweep(t *testing.T, c rewindCase) (RewindReport, []*vfs.MemFS) {
+	t.Helper()
+	type point struct {
+		fsys *vfs.MemFS
+		ws   tree
+	}
+	var mu sync.Mutex
+	var points []point
+	c.fsys.SetHook(func(op vfs.Op, _ string) error {
+		if op.IsWrite() {
+			mu.Lock()
+			points = append(points, point{c.fsys.CrashClone(), readTree(t, c.ws)})
+			mu.Unlock()
+		}
+		return nil
+	})
+	rep, err := c.r.Rewind(c.id, c.to, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.fsys.SetHook(nil)
+	after := readTree(t, c.ws)
+	if treesEqual(after, c.before) || len(rep.Paths) == 0 {
+		t.Fatalf("the rewind changed nothing: %+v", rep)
+	}
+	var crashes []*vfs.MemFS
+	unchanged := 0
+	for i, p := range points {
+		if treesEqual(p.ws, c.before) {
+			unchanged++
+			continue
+		}
+		checkUndo(t, fmt.Sprintf("crash %d", i), c, p.fsys, p.ws, rep)
+		crashes = append(crashes, p.fsys)
+	}
+	t.Logf("%d crash point(s) before the first file was written, %d after", unchanged, len(crashes))
+	if unchanged == 0 || len(crashes) == 0 {
+		t.Fatal("no write to the store before the files were written, or none after: the sweep checked nothing")
+	}
+	for i := 1; i < len(rep.Paths); i++ {
+		part := tree{}
+		for p, v := range c.before {
+			part[p] = v
+		}
+		for _, p := range rep.Paths[:i] {
+			if v, ok := after[p]; ok {
+				part[p] = v
+			} else {
+				delete(part, p)
+			}
+		}
+		checkUndo(t, fmt.Sprintf("a crash after writing %d of %d file(s)", i, len(rep.Paths)), c, crashes[0], part, rep)
+	}
+	setTree(t, c.ws, c.before)
+	return rep, crashes
+}
+
+// rewindFaultSweep rewinds a new case from setup, and closes its store,
+// once for each write to the store the rewind and the close make, that
+// write and every one after it failing (a disk that went bad, or full).
+// Where the workspace changed, the rewind's error (if any) names the undo,
+// and the store as a crash then would leave it holds it and runs it to
+// give back the disk before.
+func rewindFaultSweep(t *testing.T, setup func(t *testing.T) rewindCase) {
+	t.Helper()
+	c := setup(t)
+	n0 := c.fsys.WriteOps()
+	if _, err := c.r.Rewind(c.id, c.to, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	writes := c.fsys.WriteOps() - n0
+	changed := 0
+	for k := 0; k < writes; k++ {
+		c := setup(t)
+		var n atomic.Int64
+		c.fsys.SetHook(func(op vfs.Op, _ string) error {
+			if op.IsWrite() && n.Add(1) > int64(k) {
+				return vfs.ErrInjected
+			}
+			return nil
+		})
+		rep, err := c.r.Rewind(c.id, c.to, false)
+		closeErr := c.r.Close()
+		c.fsys.SetHook(nil)
+		what := fmt.Sprintf("store writes failing from the %dth of %d", k, writes)
+		if err == nil && closeErr == nil {
+			t.Fatalf("%s: neither the rewind nor the close failed", what)
+		}
+		now := readTree(t, c.ws)
+		if treesEqual(now, c.before) {
+			if err == nil {
+				t.Fatalf("%s: the rewind reports no error, and wrote nothing", what)
+			}
+			continue
+		}
+		changed++
+		if err != nil && (rep.Undo == "" || !strings.Contains(err.Error(), rep.Undo)) {
+			t.Fatalf("%s: the workspace changed, and the error does not name the undo %q: %v", what, rep.Undo, err)
+		}
+		checkUndo(t, what, c, c.fsys, now, rep)
+	}
+	t.Logf("%d store write(s) in a rewind and its close; the workspace changed in %d of the runs with them failing", writes, changed)
+}
+
 // A rewind records the disk as it was before it (the undo) durably before
 // it writes a single file: a crash at any point once the workspace has
 // started to change leaves a store that holds that record. Before, the
 // record waited for the close's barrier, so a crash while the files were
 // being written lost the only copy of the user's edits.
 func TestRewindRecordsTheUndoBeforeWritingFiles(t *testing.T) {
-	fsys := vfs.NewMem()
-	r := testRook(t, fsys)
-	ws := t.TempDir()
-	m, err := r.NewSession("edit", ws, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeTree(t, ws, tree{"a.go": "package a // one\n", "b.go": "package b // one\n"})
-	if _, err := r.Append(m.ID, Entry{Kind: eventlog.KindUser, Body: []byte("edit a and b")}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := r.CaptureSession(m.ID, []string{"a.go", "b.go"}, "edit", DefaultLimits); err != nil {
-		t.Fatal(err)
-	}
 	edited := tree{"a.go": "package a // two, by hand\n", "b.go": "package b // two\n"}
-	writeTree(t, ws, edited)
-	if err := r.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	// At every write to the store from here on, while the workspace
-	// differs from the edited tree, keep what a crash would leave.
-	var crashes []*vfs.MemFS
-	fsys.SetHook(func(op vfs.Op, _ string) error {
-		if op.IsWrite() && readTree(t, ws)["a.go"] != edited["a.go"] {
-			crashes = append(crashes, fsys.CrashClone())
-		}
-		return nil
-	})
-	rep, err := r.Rewind(m.ID, 1, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	fsys.SetHook(nil)
-	for i, c := range crashes {
-		cr, err := Open(testHome, Options{FS: c, Writable: true})
+	setup := func(t *testing.T) rewindCase {
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		ws := t.TempDir()
+		m, err := r.NewSession("edit", ws, nil)
 		if err != nil {
-			t.Fatalf("crash %d: open: %v", i, err)
+			t.Fatal(err)
 		}
-		evs, err := cr.Log.Read(rep.Fork, 0, 1<<20)
-		if err != nil || uint64(len(evs)) <= *rep.BeforeSeq || evs[*rep.BeforeSeq].Kind != eventlog.KindCheckpoint {
-			t.Fatalf("crash %d after the rewind began writing files: the fork holds %d event(s) (%v), not the capture of the disk before it at #%d", i, len(evs), err, *rep.BeforeSeq)
+		writeTree(t, ws, tree{"a.go": "package a // one\n", "b.go": "package b // one\n"})
+		if _, err := r.Append(m.ID, Entry{Kind: eventlog.KindUser, Body: []byte("edit a and b")}); err != nil {
+			t.Fatal(err)
 		}
-		cr.Close()
+		if _, _, err := r.CaptureSession(m.ID, []string{"a.go", "b.go"}, "edit", DefaultLimits); err != nil {
+			t.Fatal(err)
+		}
+		writeTree(t, ws, edited)
+		if err := r.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return rewindCase{fsys: fsys, r: r, ws: ws, id: m.ID, to: 1, before: edited}
 	}
-	t.Logf("%d crash point(s) after the first file was written", len(crashes))
-	if len(crashes) == 0 {
-		t.Fatal("no write to the store after the first file was written: the sweep checked nothing")
-	}
+	c := setup(t)
+	fsys, ws := c.fsys, c.ws
+	rep, crashes := rewindCrashSweep(t, c)
+	rewindFaultSweep(t, setup)
 
 	// Run again after the first crash point, the workspace now edited by
 	// hand again: the re-run names the rewind that did not finish, whose
@@ -453,7 +612,7 @@ func TestRewindRecordsTheUndoBeforeWritingFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep2, err := again.Rewind(m.ID, 1, false)
+		rep2, err := again.Rewind(c.id, 1, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -475,14 +634,14 @@ func TestRewindRecordsTheUndoBeforeWritingFiles(t *testing.T) {
 		// Its undo run, it is named no more; nor is a rewind's fork made
 		// by a rook before rewinds recorded that they finished (no tag:
 		// finished or not, it cannot be told).
-		old, err := again.Log.Fork(m.ID, 1, eventlog.Meta{Title: "an older rook's rewind"})
+		old, err := again.Log.Fork(c.id, 1, eventlog.Meta{Title: "an older rook's rewind"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := again.Append(old.ID, Entry{Kind: eventlog.KindCheckpoint, Label: beforeRewindLabel(m.ID, 1), Body: []byte("{}")}); err != nil {
+		if _, err := again.Append(old.ID, Entry{Kind: eventlog.KindCheckpoint, Label: beforeRewindLabel(c.id, 1), Body: []byte("{}")}); err != nil {
 			t.Fatal(err)
 		}
-		rep3, err := again.Rewind(m.ID, 1, false)
+		rep3, err := again.Rewind(c.id, 1, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rookhq/rook/cas"
@@ -37,10 +38,18 @@ func newEditTranscript(t *testing.T, prompt string) *editTranscript {
 // dir: the store and the session.
 func (e *editTranscript) imported(t *testing.T) (*Rook, eventlog.ID) {
 	t.Helper()
-	projects := filepath.Join(e.dir, "home", ".claude", "projects")
-	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "s1.jsonl"), e.lines, "")
 	r := diskRook(t, filepath.Join(e.dir, "store"))
-	return r, *mustImport(t, r, FormatClaudeCode, projects).Files[0].Session
+	return r, e.importInto(t, r, vfs.OS)
+}
+
+// importInto writes the transcript where Claude Code keeps it, under
+// dir/home/.claude on fsys (r's filesystem), with no file-history, and
+// imports it into r: the session.
+func (e *editTranscript) importInto(t *testing.T, r *Rook, fsys vfs.FS) eventlog.ID {
+	t.Helper()
+	projects := filepath.Join(e.dir, "home", ".claude", "projects")
+	writeSource(t, fsys, filepath.Join(projects, "-ws", "s1.jsonl"), e.lines, "")
+	return *mustImport(t, r, FormatClaudeCode, projects).Files[0].Session
 }
 
 func (e *editTranscript) env() string {
@@ -392,4 +401,80 @@ func TestEditOriginalsSkipsReads(t *testing.T) {
 		return
 	}
 	t.Fatal("no tool result")
+}
+
+// TestTranscriptStatesRewindCrash: a rewind whose files' states come from
+// the transcript's edit results (an Edit of a file edited by hand since, a
+// Write that created a file, a Write that replaced one, an Edit of a file
+// deleted by hand since) records the disk before it durably before it
+// writes a file: at every crash point the workspace is as it was, or the
+// undo is on the fork and gives it back exactly, hand edits and modes
+// included; so where writes to the store fail. A file that cannot be
+// written midway fails the rewind with an error naming the undo, which
+// puts back what was there.
+func TestTranscriptStatesRewindCrash(t *testing.T) {
+	before := tree{
+		"a.txt":        "mode:0755:a one\nA TWO\nby hand\n",
+		"new/made.txt": "made\n",
+		"w.txt":        "w after\n",
+		"keep.txt":     "not the agent's\n",
+	}
+	setup := func(t *testing.T) rewindCase {
+		e := newEditTranscript(t, "edit the files")
+		at := func(p string) string { return filepath.Join(e.ws, p) }
+		orig := "w before\n"
+		e.edit(at("a.txt"), "a one\na two\n", "a two", "A TWO")
+		e.write(at("new/made.txt"), nil, "made\n")
+		e.write(at("w.txt"), &orig, "w after\n")
+		e.edit(at("sub/e.txt"), "e before\n", "before", "after")
+		writeTree(t, e.ws, before)
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		id := e.importInto(t, r, fsys)
+		if err := r.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return rewindCase{fsys: fsys, r: r, ws: e.ws, id: id, to: 1, before: before}
+	}
+
+	c := setup(t)
+	rep, _ := rewindCrashSweep(t, c)
+	if rep.CheckpointsApplied != 0 || rep.FromTranscript != 4 || rep.FilesRestored != 3 || rep.FilesRemoved != 1 {
+		t.Fatalf("rewind %+v: not the four files' states from the transcript", rep)
+	}
+	rewindFaultSweep(t, setup)
+
+	// Midway, sub/e.txt cannot be written: something put a file where its
+	// directory goes after the rewind checked it (at its first write to the
+	// store, the fork).
+	c = setup(t)
+	blocker := filepath.Join(c.ws, "sub")
+	var once sync.Once
+	c.fsys.SetHook(func(op vfs.Op, _ string) error {
+		if op.IsWrite() {
+			once.Do(func() { os.WriteFile(blocker, []byte("in the way\n"), 0o644) })
+		}
+		return nil
+	})
+	rep, err := c.r.Rewind(c.id, c.to, false)
+	c.fsys.SetHook(nil)
+	if err == nil || rep.Undo == "" || !strings.Contains(err.Error(), "sub/e.txt") || !strings.Contains(err.Error(), rep.Undo) {
+		t.Fatalf("a rewind that could not write sub/e.txt: %v; want an error naming it and the undo %q", err, rep.Undo)
+	}
+	if got := readFileT(t, filepath.Join(c.ws, "a.txt")); got != "a one\na two\n" {
+		t.Fatalf("a.txt after the failed rewind: %q; the test wants a file written before the failure", got)
+	}
+	if got := readFileT(t, filepath.Join(c.ws, "w.txt")); got != "w after\n" {
+		t.Fatalf("w.txt after the failed rewind: %q; the test wants a file left unwritten after the failure", got)
+	}
+	if in, err := c.r.interruptedRewinds(c.id, c.to); err != nil || len(in) != 1 || in[0].Undo != rep.Undo {
+		t.Fatalf("the failed rewind is not named as interrupted: %+v %v", in, err)
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "the failed rewind's undo", readTree(t, c.ws), before)
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -298,6 +299,7 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	if err := r.tagForks(known, &rep); err != nil {
 		return rep, err
 	}
+	linkContinuations(known)
 	if err := r.linkParents(known, &rep); err != nil {
 		return rep, err
 	}
@@ -885,6 +887,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		// Made from what the mapper knew at the file's first entry:
 		// brought up to what the whole file says.
 		sess.Title, sess.Workspace, sess.Tags, sess.Parent, src.Parent = made.Title, made.Workspace, made.Tags, made.Parent, made.Source.Parent
+		src.ContinuedIn = made.Source.ContinuedIn
 	} else {
 		// Grown: what its first import could not know (a crash cut it
 		// short, or the file said it only later) is filled in; what is
@@ -895,6 +898,10 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		}
 		if sess.Workspace == "" {
 			sess.Workspace = made.Workspace
+		}
+		if made.Source.ContinuedIn != "" {
+			// Written last, after the lines an earlier import took.
+			src.ContinuedIn = made.Source.ContinuedIn
 		}
 		if src.Parent == "" && made.Source.Parent != "" {
 			src.Parent = made.Source.Parent
@@ -1392,7 +1399,7 @@ func importedMeta(format, path string, zst bool, info sourceSession, known map[s
 	m := eventlog.Meta{Title: title, Workspace: info.Workspace, Tags: tags,
 		// Until its lines are in, the session holds the empty prefix of its
 		// file (a crash before the first flush leaves it so).
-		Source: &eventlog.Source{Format: format, Path: path, ID: info.ID, Zstd: zst, Parent: info.ParentID, SHA256: hashHex(nil)}}
+		Source: &eventlog.Source{Format: format, Path: path, ID: info.ID, Zstd: zst, Parent: info.ParentID, ContinuedIn: info.ContinuedIn, SHA256: hashHex(nil)}}
 	if info.ParentID != "" {
 		if p, ok := parentOf(known, info.ParentID); ok {
 			m.Parent = &p
@@ -1414,6 +1421,59 @@ func parentOf(known map[string]eventlog.Meta, sid string) (eventlog.ID, bool) {
 		return eventlog.ID{}, false
 	}
 	return best.ID, true
+}
+
+// linkContinuations makes each session a file says its conversation went
+// on in (Source.ContinuedIn: a Claude Code transcript's continued-in line,
+// claudeMapper.continuedIn) a fork of the session of that file, as its own
+// file would have said by forkedFrom: it begins with a copy of that
+// session's lines. Only a session linked to none (no Source.Parent, no
+// Parent), not a subagent, is: what its own file says comes first. It
+// sets Source.Parent and the fork tag in known; linkParents, next, links
+// and stores it, whichever of the two files was imported first.
+func linkContinuations(known map[string]eventlog.Meta) {
+	from := map[string]string{}   // continuing session's source id -> its predecessor's
+	parent := map[string]string{} // source id -> its parent's source id
+	for _, m := range known {
+		if c := m.Source.ContinuedIn; c != "" && c != m.Source.ID {
+			if p, ok := from[c]; !ok || m.Source.ID < p { // two naming one: the same answer each time
+				from[c] = m.Source.ID
+			}
+		}
+		if m.Source.Parent != "" {
+			parent[m.Source.ID] = m.Source.Parent
+		}
+	}
+	if len(from) == 0 {
+		return
+	}
+	paths := slices.Sorted(maps.Keys(known))
+	for _, path := range paths {
+		m := known[path]
+		prev, ok := from[m.Source.ID]
+		if !ok || m.Source.Parent != "" || m.Parent != nil || slices.Contains(m.Tags, subagentTag) {
+			continue
+		}
+		// Never a cycle: not under a session that descends from this one.
+		cycle := false
+		for p, n := prev, 0; p != "" && n <= len(known); p, n = parent[p], n+1 {
+			if p == m.Source.ID {
+				cycle = true
+				break
+			}
+		}
+		if cycle {
+			continue
+		}
+		src := *m.Source
+		src.Parent = prev
+		m.Source = &src
+		if !slices.Contains(m.Tags, forkTag) {
+			m.Tags = append(slices.Clone(m.Tags), forkTag)
+		}
+		known[path] = m
+		parent[m.Source.ID] = prev
+	}
 }
 
 // linkParents links every child session of the format whose parent is now

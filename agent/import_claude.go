@@ -85,6 +85,9 @@ type claudeLine struct {
 	// copied from the session it was forked from (claudeForkedFrom). Raw:
 	// a value of another shape is left unread, not the line's failure.
 	ForkedFrom json.RawMessage `json:"forkedFrom"`
+	// ContinuedInSessionID: a continued-in entry's, the session the
+	// conversation went on in (claudeMapper.continuedIn).
+	ContinuedInSessionID string `json:"continuedInSessionId"`
 }
 
 // claudeForkedFrom is the part of a line's forkedFrom the mapping reads.
@@ -126,6 +129,7 @@ type claudeEntry struct {
 	IsMeta, IsCompactSummary, IsAPIError              bool
 	DataType                                          string
 	ForkedFrom                                        string // forkedFrom.sessionId
+	ContinuedIn                                       string // continuedInSessionId
 	Tracked                                           map[string]claudeBackup
 	// MsgOK: the line has a message that decodes; then its id, model and
 	// usage, and its content as a string (IsText) or as blocks (BlocksOK:
@@ -202,6 +206,7 @@ func decodeClaudeEntry(line []byte) (claudeEntry, error) {
 		Type: l.Type, Subtype: l.Subtype, Timestamp: l.Timestamp, SessionID: l.SessionID, Cwd: l.Cwd,
 		Summary: l.Summary, IsMeta: l.IsMeta, IsCompactSummary: l.IsCompactSummary, DataType: l.Data.Type, Tracked: l.Snapshot.Tracked,
 		IsAPIError: l.IsAPIErrorMessage, CustomTitle: l.CustomTitle, AITitle: l.AITitle,
+		ContinuedIn: l.ContinuedInSessionID,
 	}
 	var ff claudeForkedFrom
 	if json.Unmarshal(l.ForkedFrom, &ff) == nil {
@@ -284,6 +289,8 @@ func (m *claudeMapper) mapEntry(l *claudeEntry) mappedLine {
 		m.customTitle = titleOf(l.CustomTitle)
 	case "ai-title":
 		m.aiTitle = titleOf(l.AITitle)
+	case "continued-in":
+		m.continuedIn(l)
 	case "progress":
 		if l.DataType != "" {
 			out.Label = "progress:" + l.DataType
@@ -346,6 +353,41 @@ func (m *claudeMapper) forkedFrom(l *claudeEntry) {
 	case l.ForkedFrom == "" && (l.Type == "user" || l.Type == "assistant"):
 		m.own = true
 	}
+}
+
+// continuedIn reads a continued-in entry, {"type":"continued-in",
+// "sessionId":<this session>,"continuedInSessionId":<new>}: Claude Code
+// writes it as the last line of a transcript whose conversation it moved
+// into a new session, when a live session is sent to the background (the
+// agents view's left arrow, Ctrl+B, /background or /bg). The CLI then runs
+// `claude bg-pty-host --session-id <new> --fork-session --resume
+// <old>.jsonl`: the new transcript begins with a copy of this one's lines
+// (their uuids and timestamps kept, the sessionId rewritten,
+// sessionKind "bg" added) and goes on with the conversation; this one
+// takes no more turns unless it is itself resumed later. The copy's lines
+// carry no forkedFrom, so this line is the only statement of where the
+// conversation went: the new session, when imported, is linked as a fork
+// of this one (linkContinuations), which is what it is: a session that
+// begins by copying this one's lines. Sources: a design note measuring
+// Claude Code 2.1.278 (the bg-pty-host command line, and the line itself
+// as the old transcript's last); a resume helper measuring 2.1.291/2.1.292
+// ("does not move a conversation, it copies it", and a copy's file is
+// written only once something is said in it); a live test of the left
+// arrow's background move waiting for this line; kenn-io/agentsview#1370
+// and its lineage parser (the copy's on-disk shape, sessionKind "bg", no
+// forkedFrom); anthropics/claude-code#70373, #73354, #80811 (backgrounding
+// forks the session under a new id); 0cv/herdr-mobile-relay#37. Not
+// compaction: a compacted conversation stays in its file
+// (compact_boundary).
+//
+// The line names its own session; one naming another (copied from
+// elsewhere), or a subagent's, or naming this session, is left a note.
+// The last one counts.
+func (m *claudeMapper) continuedIn(l *claudeEntry) {
+	if m.sess.Subagent || l.ContinuedIn == "" || l.ContinuedIn == m.sess.ID || (l.SessionID != "" && l.SessionID != m.sess.ID) {
+		return
+	}
+	m.sess.ContinuedIn = l.ContinuedIn
 }
 
 // claudeNoteTypes are the other entry types Claude Code writes (peers.md,

@@ -22,7 +22,7 @@ import json "github.com/go-json-experiment/json/v1"
 
 // claudeKeys are the top-level members the fast path reads, in the order
 // of the bits that say which it has seen.
-var claudeKeys = [...]string{"type", "subtype", "timestamp", "sessionId", "cwd", "isMeta", "summary", "message", "data", "snapshot", "isCompactSummary", "isApiErrorMessage", "customTitle", "aiTitle", "forkedFrom"}
+var claudeKeys = [...]string{"type", "subtype", "timestamp", "sessionId", "cwd", "isMeta", "summary", "message", "data", "snapshot", "isCompactSummary", "isApiErrorMessage", "customTitle", "aiTitle", "forkedFrom", "continuedInSessionId"}
 
 // scanClaudeEntry reads a line's entry. strs and members are scanJSON's
 // for it; minLen is the view's (mapView): the texts the view would
@@ -43,6 +43,8 @@ func scanClaudeEntry(line []byte, strs []jsonString, members []jsonMember, minLe
 			e.CustomTitle, ok = r.str(v, end, "customTitle")
 		case "aiTitle":
 			e.AITitle, ok = r.str(v, end, "aiTitle")
+		case "continuedInSessionId":
+			e.ContinuedIn, ok = r.str(v, end, "continuedInSessionId")
 		case "isMeta", "isCompactSummary", "isApiErrorMessage":
 			var bEnd int
 			b := &e.IsMeta

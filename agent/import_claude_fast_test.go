@@ -125,6 +125,15 @@ var fastPathSeeds = []string{
 	`{"type":"user","forkedFrom":{"sessionId":"p","sessionId":"q"}}`,
 	`{"type":"user","forkedFrom":{},"forkedFrom":{"sessionId":"q"}}`,
 	`{"type":"user","forkedfrom":{"sessionId":"p"}}`,
+	// the line closing a transcript whose conversation went on in another
+	// session (continued-in), and shapes encoding/json reads nothing from
+	`{"type":"continued-in","sessionId":"old","continuedInSessionId":"new"}`,
+	`{"type":"continued-in","continuedInSessionId":"n\u00e9w"}`,
+	`{"type":"continued-in","continuedInSessionId":null}`,
+	`{"type":"continued-in","continuedInSessionId":5}`,
+	`{"type":"continued-in","continuedInSessionId":{"sessionId":"new"}}`,
+	`{"type":"continued-in","continuedInSessionId":"a","continuedInSessionId":"b"}`,
+	`{"type":"continued-in","continuedinsessionid":"new"}`,
 }
 
 // A fork's copied line takes the fast path, and gives the session it was

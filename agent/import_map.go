@@ -95,6 +95,10 @@ type sourceSession struct {
 	// (Claude Code's /rename, Codex's thread name), else the last Claude
 	// Code made for it; "" if none. It titles the session over its prompt.
 	Name string
+	// ContinuedIn is the source session id the conversation went on in
+	// (a Claude Code transcript's continued-in line), "" if none: that
+	// session is linked as a fork of this one (linkContinuations).
+	ContinuedIn string
 	// Renamed: the lines taken in, after those an earlier import of the
 	// file took (sourceMapper), change Name.
 	Renamed bool

@@ -53,6 +53,10 @@ type Source struct {
 	SHA256 string `json:"sha256"`           // hex, of those bytes
 	Zstd   bool   `json:"zstd,omitempty"`   // the file is zstd-compressed JSONL
 	Parent string `json:"parent,omitempty"` // the parent's source session id, for subagents
+	// ContinuedIn is the source session id the file says the conversation
+	// went on in (a Claude Code transcript's continued-in line): that
+	// session, when imported, is linked to this one.
+	ContinuedIn string `json:"continued_in,omitempty"`
 	// Stat is what the file system said of the file, before it was read,
 	// when the session came to hold all of it (all of a .zst's
 	// decompressed stream; the file not changed in the last seconds

@@ -376,7 +376,8 @@ func (m *claudeMapper) forkedFrom(l *claudeEntry) {
 // arrow's background move waiting for this line; kenn-io/agentsview#1370
 // and its lineage parser (the copy's on-disk shape, sessionKind "bg", no
 // forkedFrom); anthropics/claude-code#70373, #73354, #80811 (backgrounding
-// forks the session under a new id); 0cv/herdr-mobile-relay#37. Not
+// forks the session under a new id); readers in other tools (herdr
+// journals, agents views) that follow the line to the new file. Not
 // compaction: a compacted conversation stays in its file
 // (compact_boundary).
 //

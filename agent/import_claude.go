@@ -259,10 +259,12 @@ func (m *claudeMapper) mapEntry(l *claudeEntry) mappedLine {
 		m.mapUser(l, &out)
 	case "assistant":
 		m.mapAssistant(l, &out)
-		if m.sess.Fork && l.ForkedFrom == m.sess.ParentID {
-			// A line the fork copied from its parent (forkedFrom names
-			// it): the parent spent its tokens, and counts them. The
-			// fork counts only its own (its lines carry no forkedFrom).
+		if m.sess.Fork && l.ForkedFrom != "" && l.ForkedFrom != m.sess.ID {
+			// A line the fork copied (forkedFrom names where from: its
+			// parent, or, in a fork of a fork, the session the parent
+			// copied it from in turn): that session spent its tokens, and
+			// counts them. The fork counts only its own (its lines carry
+			// no forkedFrom).
 			out.TokensIn, out.TokensOut = 0, 0
 		}
 	case "system":

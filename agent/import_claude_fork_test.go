@@ -171,3 +171,31 @@ func TestImportClaudeForkedFromThatMakesNoFork(t *testing.T) {
 		}
 	}
 }
+
+// A fork's line copied from another session than its parent (a fork of a
+// fork whose copy kept the forkedFrom of the lines its parent had copied
+// in turn, naming the grandparent, or its parent's own lines naming the
+// parent) counts no tokens either: some other session spent them. Only
+// the fork's own lines, which carry no forkedFrom, count.
+func TestImportClaudeForkCountsNoCopiedTokens(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/p/-home-u-proj"
+	var lines []string
+	lines = append(lines, claudeForkLines("P", "G", 1)...) // the first names the parent: P
+	lines = append(lines, claudeForkLines("F", "G", 2)...) // copied from F, which had them from P
+	lines = append(lines, claudeLines("G", 3)...)          // its own
+	writeSource(t, fsys, proj+"/G.jsonl", lines, "")
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	f := fileByPath(t, rep, proj+"/G.jsonl")
+	s, err := r.Log.Summary(*f.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := metaOf(t, r, *f.Session); m.Source.Parent != "P" || !slices.Contains(m.Tags, forkTag) {
+		t.Fatalf("meta %+v", m)
+	}
+	if s.TokensIn != 1103 || s.TokensOut != 42 {
+		t.Errorf("the fork counts %d in, %d out; want its own turn's 1103, 42", s.TokensIn, s.TokensOut)
+	}
+}

@@ -198,7 +198,13 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 	}
 	bodies := map[cas.Key]bodyStat{}
 	var byKind [256]ContextKind
+	// The last imported model's line that counts no tokens of its own: in
+	// a Claude Code fork, a line copied from the session it was forked
+	// from (its parent counts them); and whether rook appended after it.
+	var lastCopied *eventlog.Event
+	afterCopied := false
 	reset := func() {
+		lastCopied, afterCopied = nil, false
 		byKind = [256]ContextKind{}
 		rep.InContextEvents, rep.InContextBytes, rep.InContextTokens = 0, 0, 0
 		rep.UnseenEvents, rep.UnseenBytes, rep.UnseenTokens = 0, 0, 0
@@ -278,6 +284,14 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 				// session, continued): the count no longer covers all.
 				rep.Reported.After = true
 			}
+			switch {
+			case b.imported && ev.TokensIn == 0 && ev.TokensOut == 0 &&
+				(ev.Kind == eventlog.KindAssistant || ev.Kind == eventlog.KindReasoning || ev.Kind == eventlog.KindToolCall):
+				e := ev
+				lastCopied, afterCopied = &e, false
+			case !b.imported && ev.Kind != eventlog.KindCheckpoint:
+				afterCopied = true
+			}
 			if ev.Kind == eventlog.KindCheckpoint {
 				// A checkpoint's body is a manifest of captured files,
 				// kept for diff and rewind; the model never sees it.
@@ -315,6 +329,16 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 			rep.Kinds = append(rep.Kinds, byKind[k])
 		}
 	}
+	if rep.Reported == nil && lastCopied != nil && format == FormatClaudeCode {
+		// A Claude Code fork with no reply of its own yet: its copied
+		// lines count no tokens (the parent spent them), but the usage
+		// they recorded is still the model's own count of the context.
+		if body, err := r.Body(*lastCopied); err == nil {
+			if tokens, ok := claudeRecordedTokens(body); ok {
+				rep.Reported = &ReportedContext{Seq: lastCopied.Seq, Tokens: tokens, Imported: true, After: afterCopied}
+			}
+		}
+	}
 	if format == FormatCodex {
 		if rep.Reported != nil && rep.Reported.Imported {
 			if body, err := r.Body(eventlog.Event{Body: reportedBody}); err == nil {
@@ -330,6 +354,23 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// claudeRecordedTokens is the context size the last line of body with a
+// usage recorded (Claude Code repeats a message's usage on each of its
+// lines, the output growing: the last is the whole): its input, cache
+// reads and writes included, and its output.
+func claudeRecordedTokens(body []byte) (uint64, bool) {
+	lines := bytes.Split(bytes.TrimRight(body, "\n"), []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		e, err := decodeClaudeEntry(lines[i])
+		if err != nil || e.Usage == nil {
+			continue
+		}
+		u := e.Usage
+		return u.Input + u.CacheCreation + u.CacheRead + u.Output, true
+	}
+	return 0, false
 }
 
 // seenNotes are the labels of the imported notes the model reads, by

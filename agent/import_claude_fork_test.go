@@ -199,3 +199,27 @@ func TestImportClaudeForkCountsNoCopiedTokens(t *testing.T) {
 		t.Errorf("the fork counts %d in, %d out; want its own turn's 1103, 42", s.TokensIn, s.TokensOut)
 	}
 }
+
+// TestContextOfAClaudeForkWithNoReplyYet: a fork's copied lines count no
+// tokens, but session context still reads the context size they recorded
+// (the model's own count) until the fork has a reply of its own.
+func TestContextOfAClaudeForkWithNoReplyYet(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/p/-home-u-proj"
+	writeSource(t, fsys, proj+"/P.jsonl", claudeLines("P", 1), "")
+	writeSource(t, fsys, proj+"/F.jsonl", append(claudeForkLines("P", "F", 1), claudeLines("F", 3)[0]), "")
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	fid := *fileByPath(t, rep, proj+"/F.jsonl").Session
+	c, err := r.Context(fid, DefaultContextWindow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The copied message's last line: 3 + 100 + 1000 in, 42 out.
+	if p := c.Reported; p == nil || p.Tokens != 1103+42 || !p.Imported || p.After {
+		t.Fatalf("reported %+v, want 1145 tokens, imported", p)
+	}
+	if !c.ThresholdByReported() {
+		t.Fatal("the threshold is not judged by the recorded count")
+	}
+}

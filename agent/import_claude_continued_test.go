@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -26,21 +25,6 @@ func claudeContinuedIn(old, next string) string {
 	return `{"type":"continued-in","sessionId":"` + old + `","continuedInSessionId":"` + next + `"}`
 }
 
-// checkContinuation: the file was imported as the continuation of session
-// prev (source session id prevSID): linked to it as a fork, and holds its
-// lines exactly.
-func checkContinuation(t *testing.T, r *Rook, rep ImportReport, path string, prev eventlog.ID, prevSID string, data []byte) eventlog.ID {
-	t.Helper()
-	f := fileByPath(t, rep, path)
-	m := metaOf(t, r, *f.Session)
-	if f.Parent == nil || *f.Parent != prev || !f.Fork || f.Note != "" || !ImportedFork(m) || *m.Parent != prev ||
-		!slices.Equal(m.Tags, []string{FormatClaudeCode, forkTag}) || m.Source.Parent != prevSID {
-		t.Fatalf("continuation %s: %+v, meta %+v", path, f, m)
-	}
-	mustExport(t, r, *f.Session, data)
-	return *f.Session
-}
-
 // A transcript closed by a continued-in line names the session its
 // conversation went on in (sent to the background): that session, whose
 // lines begin with a copy of it and carry no forkedFrom, is linked as its
@@ -58,12 +42,12 @@ func TestImportLinksClaudeContinuations(t *testing.T) {
 		t.Fatalf("the session continued: %+v, meta %+v", of, om)
 	}
 	mustExport(t, r, *of.Session, oldData)
-	nid := checkContinuation(t, r, rep, proj+"/N.jsonl", *of.Session, "O", newData)
+	nid := checkClaudeFork(t, r, rep, proj+"/N.jsonl", *of.Session, "O", newData)
 	rep = mustImport(t, r, FormatClaudeCode, proj)
 	if rep.Unchanged != 2 || rep.Linked != 0 {
 		t.Fatalf("again: %+v", rep)
 	}
-	if got := checkContinuation(t, r, rep, proj+"/N.jsonl", *of.Session, "O", newData); got != nid {
+	if got := checkClaudeFork(t, r, rep, proj+"/N.jsonl", *of.Session, "O", newData); got != nid {
 		t.Fatalf("again: %s, was %s", got, nid)
 	}
 }
@@ -85,7 +69,7 @@ func TestImportLinksClaudeContinuationsInEitherOrder(t *testing.T) {
 		}
 		newData := writeSource(t, fsys, proj+"/N.jsonl", append(claudeBackgroundLines("O", "N", 1), claudeLines("N", 2)...), "")
 		rep = mustImport(t, r, FormatClaudeCode, proj)
-		checkContinuation(t, r, rep, proj+"/N.jsonl", oid, "O", newData)
+		checkClaudeFork(t, r, rep, proj+"/N.jsonl", oid, "O", newData)
 	})
 	t.Run("the continuation first", func(t *testing.T) {
 		fsys := vfs.NewMem()
@@ -97,7 +81,7 @@ func TestImportLinksClaudeContinuationsInEitherOrder(t *testing.T) {
 		}
 		writeSource(t, fsys, proj+"/O.jsonl", append(claudeLines("O", 1), claudeContinuedIn("O", "N")), "")
 		rep = mustImport(t, r, FormatClaudeCode, proj)
-		checkContinuation(t, r, rep, proj+"/N.jsonl", *fileByPath(t, rep, proj+"/O.jsonl").Session, "O", newData)
+		checkClaudeFork(t, r, rep, proj+"/N.jsonl", *fileByPath(t, rep, proj+"/O.jsonl").Session, "O", newData)
 	})
 }
 
@@ -131,7 +115,7 @@ func TestImportClaudeContinuationsLinkOnlyWhatTheySay(t *testing.T) {
 		writeSource(t, fsys, proj+"/O.jsonl", append(claudeLines("O", 3), claudeContinuedIn("O", "F")), "")
 		forkData := writeSource(t, fsys, proj+"/F.jsonl", append(claudeForkLines("P", "F", 1), claudeLines("F", 2)...), "")
 		rep := mustImport(t, r, FormatClaudeCode, proj)
-		checkClaudeFork(t, r, rep, proj+"/F.jsonl", *fileByPath(t, rep, proj+"/P.jsonl").Session, forkData)
+		checkClaudeFork(t, r, rep, proj+"/F.jsonl", *fileByPath(t, rep, proj+"/P.jsonl").Session, "P", forkData)
 	})
 	t.Run("a cycle", func(t *testing.T) {
 		fsys := vfs.NewMem()

@@ -37,14 +37,15 @@ func metaOf(t *testing.T, r *Rook, id eventlog.ID) eventlog.Meta {
 	return m
 }
 
-// checkClaudeFork: the file was imported as a fork of the session parent,
-// tagged so, and holds its lines exactly.
-func checkClaudeFork(t *testing.T, r *Rook, rep ImportReport, path string, parent eventlog.ID, data []byte) eventlog.ID {
+// checkClaudeFork: the file was imported as a fork of the session parent
+// (source session id parentSID: the one its forkedFrom names, or whose
+// continued-in line names it), tagged so, and holds its lines exactly.
+func checkClaudeFork(t *testing.T, r *Rook, rep ImportReport, path string, parent eventlog.ID, parentSID string, data []byte) eventlog.ID {
 	t.Helper()
 	f := fileByPath(t, rep, path)
 	m := metaOf(t, r, *f.Session)
 	if f.Parent == nil || *f.Parent != parent || !f.Fork || f.Note != "" || !ImportedFork(m) || *m.Parent != parent ||
-		!slices.Equal(m.Tags, []string{FormatClaudeCode, forkTag}) || m.Source.Parent != "P" {
+		!slices.Equal(m.Tags, []string{FormatClaudeCode, forkTag}) || m.Source.Parent != parentSID {
 		t.Fatalf("fork %s: %+v, meta %+v", path, f, m)
 	}
 	mustExport(t, r, *f.Session, data)
@@ -66,7 +67,7 @@ func TestImportLinksClaudeForksToTheirParent(t *testing.T) {
 		t.Fatalf("the parent: %+v", pf)
 	}
 	mustExport(t, r, *pf.Session, parentData)
-	fid := checkClaudeFork(t, r, rep, proj+"/F.jsonl", *pf.Session, forkData)
+	fid := checkClaudeFork(t, r, rep, proj+"/F.jsonl", *pf.Session, "P", forkData)
 	// The fork's copied turn counts no tokens: its parent spent them. Its
 	// own turn does. (A turn: 3 + 100 + 1000 in, 42 out.)
 	for _, c := range []struct {
@@ -86,7 +87,7 @@ func TestImportLinksClaudeForksToTheirParent(t *testing.T) {
 	if rep.Unchanged != 2 || rep.Linked != 0 || rep.ForksTagged != 0 {
 		t.Fatalf("again: %+v", rep)
 	}
-	checkClaudeFork(t, r, rep, proj+"/F.jsonl", *pf.Session, forkData)
+	checkClaudeFork(t, r, rep, proj+"/F.jsonl", *pf.Session, "P", forkData)
 	if after := metaOf(t, r, fid); !slices.Equal(after.Tags, before.Tags) || after.Title != before.Title {
 		t.Fatalf("again: %+v, was %+v", after, before)
 	}
@@ -110,7 +111,7 @@ func TestImportLinksAClaudeForkToAParentImportedLater(t *testing.T) {
 	if rep.Sessions != 1 {
 		t.Fatalf("%+v", rep)
 	}
-	checkClaudeFork(t, r, rep, proj+"/F.jsonl", *fileByPath(t, rep, proj+"/P.jsonl").Session, forkData)
+	checkClaudeFork(t, r, rep, proj+"/F.jsonl", *fileByPath(t, rep, proj+"/P.jsonl").Session, "P", forkData)
 	if rep = mustImport(t, r, FormatClaudeCode, proj); rep.Unchanged != 2 || rep.Linked != 0 {
 		t.Fatalf("again: %+v", rep)
 	}
@@ -137,7 +138,7 @@ func TestImportLinksAGrownClaudeForkAnOlderImportLeftUnlinked(t *testing.T) {
 	if f := fileByPath(t, rep, proj+"/F.jsonl"); f.Status != ImportGrown {
 		t.Fatalf("%+v", f)
 	}
-	checkClaudeFork(t, r, rep, proj+"/F.jsonl", pid, grown)
+	checkClaudeFork(t, r, rep, proj+"/F.jsonl", pid, "P", grown)
 }
 
 // What is not a fork: a subagent's file is its spawner's child, whatever

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"slices"
 	"strings"
 
 	json "github.com/go-json-experiment/json/v1"
@@ -20,41 +19,23 @@ import (
 //     "nickname": ...} (codex-rs SpawnAgentResult), as a string or as the
 //     text of an output content item; the child's rollout is imported
 //     under its thread id, its session_meta's id.
-func subagentRefs(body []byte) []string {
+//
+// It reads one line's toolUseResult and, of a Codex output item (typ),
+// its output: toolCallIDs decodes the line once for both.
+func subagentRefs(toolUseResult json.RawMessage, typ string, output json.RawMessage) []string {
 	var refs []string
-	for _, line := range sourceLines(body) {
-		var l struct {
-			ToolUseResult json.RawMessage `json:"toolUseResult"`
-			Payload       struct {
-				Type   string          `json:"type"`
-				Output json.RawMessage `json:"output"`
-			} `json:"payload"`
-			// An older Codex's bare item, with no envelope (codexBareLine).
-			Type   json.RawMessage `json:"type"`
-			Output json.RawMessage `json:"output"`
+	if len(toolUseResult) > 0 && toolUseResult[0] == '{' {
+		var tr struct {
+			AgentID json.RawMessage `json:"agentId"`
 		}
-		if json.Unmarshal(trimNewline(line), &l) != nil {
-			continue
-		}
-		if len(l.ToolUseResult) > 0 && l.ToolUseResult[0] == '{' {
-			var tr struct {
-				AgentID json.RawMessage `json:"agentId"`
-			}
-			if json.Unmarshal(l.ToolUseResult, &tr) == nil {
-				if a := rawString(tr.AgentID); a != "" {
-					refs = appendNew(refs, "agent-"+a)
-				}
+		if json.Unmarshal(toolUseResult, &tr) == nil {
+			if a := rawString(tr.AgentID); a != "" {
+				refs = append(refs, "agent-"+a)
 			}
 		}
-		typ, out := l.Payload.Type, l.Payload.Output
-		if t := rawString(l.Type); codexItemTypes[t] {
-			typ, out = t, l.Output
-		}
-		if codexOutputs[typ] {
-			for _, a := range codexSpawnedIDs(out) {
-				refs = appendNew(refs, a)
-			}
-		}
+	}
+	if codexOutputs[typ] {
+		refs = append(refs, codexSpawnedIDs(output)...)
 	}
 	return refs
 }
@@ -93,13 +74,6 @@ func codexSpawnedIDs(output json.RawMessage) []string {
 	return ids
 }
 
-func appendNew(ss []string, s string) []string {
-	if slices.Contains(ss, s) {
-		return ss
-	}
-	return append(ss, s)
-}
-
 // childSourceID is the source session id a child's file is known by:
 // its metadata's (the file name for Claude Code, without .jsonl and a
 // .zst after it).
@@ -116,17 +90,13 @@ func childSourceID(m eventlog.Meta) string {
 // metadata (small files, no events), once; a metadata file that does not
 // read is passed over.
 func (r *Rook) sessionChildren(id eventlog.ID) map[string]eventlog.ID {
-	ids, err := r.Log.IDs()
+	kids, err := r.Log.Children(id)
 	if err != nil {
 		return nil
 	}
 	out := map[string]eventlog.ID{}
-	for _, other := range ids {
-		if other == id {
-			continue
-		}
-		m, err := r.Log.ReadMeta(other)
-		if err != nil || m.Parent == nil || *m.Parent != id || ImportedFork(m) {
+	for _, m := range kids {
+		if ImportedFork(m) {
 			continue
 		}
 		sid := childSourceID(m)
@@ -145,17 +115,14 @@ func (r *Rook) sessionChildren(id eventlog.ID) map[string]eventlog.ID {
 // imported as (Children), and on the call it answers when that is in the
 // page too. The session's children are looked up only when the page
 // reports a subagent.
-func (r *Rook) linkSubagents(id eventlog.ID, page []EventView, bodies [][]byte) {
-	refs := map[int][]string{}
+func (r *Rook) linkSubagents(id eventlog.ID, page []EventView, refs []toolCallRefs) {
+	reports := false
 	for i, v := range page {
-		if !v.imported || bodies[i] == nil || v.Kind != eventlog.KindToolResult {
-			continue
-		}
-		if rs := subagentRefs(bodies[i]); len(rs) > 0 {
-			refs[i] = rs
+		if v.Kind == eventlog.KindToolResult && len(refs[i].subagents) > 0 {
+			reports = true
 		}
 	}
-	if len(refs) == 0 {
+	if !reports {
 		return
 	}
 	children := r.sessionChildren(id)
@@ -167,24 +134,20 @@ func (r *Rook) linkSubagents(id eventlog.ID, page []EventView, bodies [][]byte) 
 		at[v.Seq] = i
 	}
 	for i := range page {
-		for _, ref := range refs[i] {
+		if page[i].Kind != eventlog.KindToolResult {
+			continue
+		}
+		for _, ref := range refs[i].subagents {
 			child, ok := children[ref]
 			if !ok {
 				continue
 			}
-			page[i].Children = appendID(page[i].Children, child)
+			page[i].Children = appendUnique(page[i].Children, child)
 			for _, c := range page[i].Calls {
 				if j, ok := at[c]; ok {
-					page[j].Children = appendID(page[j].Children, child)
+					page[j].Children = appendUnique(page[j].Children, child)
 				}
 			}
 		}
 	}
-}
-
-func appendID(ids []eventlog.ID, id eventlog.ID) []eventlog.ID {
-	if slices.Contains(ids, id) {
-		return ids
-	}
-	return append(ids, id)
 }

@@ -13,35 +13,47 @@ import (
 // must not cost a read of the whole session.
 const callLookBack = 256
 
-// toolCallIDs are the ids of the calls an imported event's lines make
-// (calls) or answer (results): Claude Code's tool_use block id and
-// tool_result tool_use_id, Codex's call_id of a call and of its output.
-func toolCallIDs(body []byte) (calls, results []string) {
+// toolCallRefs are what an imported event's lines say of tool calls: the
+// ids of the calls they make (calls) or answer (results), Claude Code's
+// tool_use block id and tool_result tool_use_id, Codex's call_id of a
+// call and of its output; and the subagents a result reports
+// (subagentRefs), for linkSubagents. One decode of each line gives all.
+type toolCallRefs struct{ calls, results, subagents []string }
+
+// toolCallIDs reads the toolCallRefs of an imported event's lines.
+func toolCallIDs(body []byte) toolCallRefs {
+	var refs toolCallRefs
 	for _, line := range sourceLines(body) {
 		var l struct {
 			Message struct {
 				Content json.RawMessage `json:"content"`
 			} `json:"message"`
-			Payload struct {
-				Type   string `json:"type"`
-				CallID string `json:"call_id"`
+			ToolUseResult json.RawMessage `json:"toolUseResult"`
+			Payload       struct {
+				Type   string          `json:"type"`
+				CallID string          `json:"call_id"`
+				Output json.RawMessage `json:"output"`
 			} `json:"payload"`
 			// An older Codex's bare item, with no envelope (codexBareLine).
 			Type   json.RawMessage `json:"type"`
 			CallID json.RawMessage `json:"call_id"`
+			Output json.RawMessage `json:"output"`
 		}
 		if json.Unmarshal(trimNewline(line), &l) != nil {
 			continue
 		}
-		typ, id := l.Payload.Type, l.Payload.CallID
+		typ, id, output := l.Payload.Type, l.Payload.CallID, l.Payload.Output
 		if t := rawString(l.Type); codexItemTypes[t] {
-			typ, id = t, rawString(l.CallID)
+			typ, id, output = t, rawString(l.CallID), l.Output
 		}
 		switch {
 		case codexCalls[typ] && id != "":
-			calls = append(calls, id)
+			refs.calls = append(refs.calls, id)
 		case codexOutputs[typ] && id != "":
-			results = append(results, id)
+			refs.results = append(refs.results, id)
+		}
+		for _, a := range subagentRefs(l.ToolUseResult, typ, output) {
+			refs.subagents = appendUnique(refs.subagents, a)
 		}
 		var blocks []struct {
 			Type      string `json:"type"`
@@ -54,18 +66,14 @@ func toolCallIDs(body []byte) (calls, results []string) {
 		for _, b := range blocks {
 			switch {
 			case b.Type == "tool_use" && b.ID != "":
-				calls = append(calls, b.ID)
+				refs.calls = append(refs.calls, b.ID)
 			case b.Type == "tool_result" && b.ToolUseID != "":
-				results = append(results, b.ToolUseID)
+				refs.results = append(refs.results, b.ToolUseID)
 			}
 		}
 	}
-	return calls, results
+	return refs
 }
-
-// toolCallRefs are the ids of the calls an event makes and answers
-// (toolCallIDs).
-type toolCallRefs struct{ calls, results []string }
 
 // toolCallRefsOf is toolCallRefs of an event: none unless it is an
 // imported tool call or result whose body (nil: unread) is at hand.
@@ -73,24 +81,24 @@ func toolCallRefsOf(kind eventlog.Kind, imported bool, body []byte) toolCallRefs
 	if !imported || body == nil || (kind != eventlog.KindToolCall && kind != eventlog.KindToolResult) {
 		return toolCallRefs{}
 	}
-	calls, results := toolCallIDs(body)
-	return toolCallRefs{calls, results}
+	return toolCallIDs(body)
 }
 
-// joinToolCalls sets, on each imported tool result of the page, the seqs
-// of the tool calls it answers (joined by tool_use_id / call_id), looking
-// among the page's earlier events and up to callLookBack events before
-// the page. bodies are the page's events' bodies (nil: unread).
-func (r *Rook) joinToolCalls(id eventlog.ID, page []EventView, bodies [][]byte) {
+// pageToolCallRefs are toolCallRefsOf each event of a page (bodies: the
+// page's events' bodies, nil where unread).
+func pageToolCallRefs(page []EventView, bodies [][]byte) []toolCallRefs {
 	refs := make([]toolCallRefs, len(page))
 	for i, v := range page {
 		refs[i] = toolCallRefsOf(v.Kind, v.imported, bodies[i])
 	}
-	r.joinToolCallRefs(id, page, refs)
+	return refs
 }
 
-// joinToolCallRefs is joinToolCalls, given the ids each event of the page
-// makes and answers rather than its body (an export keeps no bodies).
+// joinToolCallRefs sets, on each imported tool result of the page, the
+// seqs of the tool calls it answers (joined by tool_use_id / call_id),
+// looking among the page's earlier events and up to callLookBack events
+// before the page. refs are what each event of the page says of calls
+// (pageToolCallRefs; an export keeps the refs, not the bodies).
 func (r *Rook) joinToolCallRefs(id eventlog.ID, page []EventView, refs []toolCallRefs) {
 	callAt := map[string]uint64{}
 	type pending struct {
@@ -106,7 +114,7 @@ func (r *Rook) joinToolCallRefs(id eventlog.ID, page []EventView, refs []toolCal
 		var missing []string
 		for _, res := range results {
 			if seq, ok := callAt[res]; ok {
-				page[i].Calls = appendSeq(page[i].Calls, seq)
+				page[i].Calls = appendUnique(page[i].Calls, seq)
 			} else {
 				missing = append(missing, res)
 			}
@@ -147,8 +155,7 @@ func (r *Rook) joinToolCallRefs(id eventlog.ID, page []EventView, refs []toolCal
 			if err != nil || !imported {
 				continue
 			}
-			calls, _ := toolCallIDs(body)
-			for _, c := range calls {
+			for _, c := range toolCallIDs(body).calls {
 				if want[c] {
 					callAt[c] = ev.Seq
 					delete(want, c)
@@ -159,19 +166,17 @@ func (r *Rook) joinToolCallRefs(id eventlog.ID, page []EventView, refs []toolCal
 	for _, w := range waiting {
 		for _, c := range w.ids {
 			if seq, ok := callAt[c]; ok {
-				page[w.i].Calls = appendSeq(page[w.i].Calls, seq)
+				page[w.i].Calls = appendUnique(page[w.i].Calls, seq)
 			}
 		}
 	}
 }
 
-// appendSeq appends seq unless it is there already (two results of one
-// event answering calls of one event).
-func appendSeq(seqs []uint64, seq uint64) []uint64 {
-	for _, s := range seqs {
-		if s == seq {
-			return seqs
-		}
+// appendUnique appends v unless s has it already (two results of one
+// event answering calls of one event; a subagent a line names twice).
+func appendUnique[T comparable](s []T, v T) []T {
+	if slices.Contains(s, v) {
+		return s
 	}
-	return append(seqs, seq)
+	return append(s, v)
 }

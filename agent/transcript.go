@@ -207,8 +207,9 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 		p.Events = append(p.Events, EventView{Event: ev, BodyView: v})
 		bodies = append(bodies, body)
 	}
-	r.joinToolCalls(id, p.Events, bodies)
-	r.linkSubagents(id, p.Events, bodies)
+	refs := pageToolCallRefs(p.Events, bodies)
+	r.joinToolCallRefs(id, p.Events, refs)
+	r.linkSubagents(id, p.Events, refs)
 	if n := len(evs); n > 0 && evs[n-1].Seq+1 < p.Total {
 		next := evs[n-1].Seq + 1
 		p.Next = &next

@@ -86,15 +86,19 @@ var (
 
 // dataType is data.type of a progress entry (the rest of data, often most
 // of the line, is skipped).
-func (r *fastReader) dataType(v int) (string, bool) {
-	var typ string
-	_, ok := r.fields(v, dataFields, func(_, v int) (int, bool) {
+func (r *fastReader) dataType(v int) (string, bool) { return r.onlyString(v, dataFields) }
+
+// onlyString reads the one member of the object at v the mapping needs, a
+// string (fields names it), skipping the others.
+func (r *fastReader) onlyString(v int, fields []string) (string, bool) {
+	var s string
+	_, ok := r.fields(v, fields, func(_, v int) (int, bool) {
 		var end int
 		var ok bool
-		typ, end, ok = r.stringValue(v, "type")
+		s, end, ok = r.stringValue(v, fields[0])
 		return end, ok
 	})
-	return typ, ok
+	return s, ok
 }
 
 // forkedFrom is forkedFrom.sessionId, of an object; a value of another
@@ -103,14 +107,7 @@ func (r *fastReader) forkedFrom(v int) (string, bool) {
 	if r.b[v] != '{' {
 		return "", false
 	}
-	var sid string
-	_, ok := r.fields(v, forkFields, func(_, v int) (int, bool) {
-		var end int
-		var ok bool
-		sid, end, ok = r.stringValue(v, "sessionId")
-		return end, ok
-	})
-	return sid, ok
+	return r.onlyString(v, forkFields)
 }
 
 // message reads a message: its id, model, usage and content, checking the

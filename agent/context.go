@@ -367,8 +367,8 @@ func claudeRecordedTokens(body []byte) (uint64, bool) {
 		if err != nil || e.Usage == nil {
 			continue
 		}
-		u := e.Usage
-		return u.Input + u.CacheCreation + u.CacheRead + u.Output, true
+		t := e.Usage.tokens()
+		return t.in + t.out, true
 	}
 	return 0, false
 }

@@ -110,6 +110,12 @@ type claudeUsage struct {
 	Output        uint64 `json:"output_tokens"`
 }
 
+// tokens is what a usage counts: its input, cache reads and writes
+// included (the context the model read), and its output.
+func (u *claudeUsage) tokens() messageTokens {
+	return messageTokens{in: u.Input + u.CacheCreation + u.CacheRead, out: u.Output}
+}
+
 type claudeBlock struct {
 	Type      string `json:"type"`
 	Text      string `json:"text"`
@@ -487,7 +493,7 @@ func (m *claudeMapper) mapAssistant(l *claudeEntry, out *mappedLine) {
 	if u == nil {
 		return
 	}
-	now := messageTokens{in: u.Input + u.CacheCreation + u.CacheRead, out: u.Output}
+	now := u.tokens()
 	if l.MsgID == "" {
 		out.TokensIn, out.TokensOut = now.in, now.out
 		return

@@ -500,16 +500,14 @@ func (c *SessionRmCmd) Run(e *Env) error {
 	damaged := false
 	err := e.writeSession(c.ID, func(r *agent.Rook, sid eventlog.ID) (err error) {
 		id = sid
-		ids, err := r.Log.IDs()
+		// Metadata only, and a damaged one passed over: rm is how a
+		// damaged session is got rid of.
+		kids, err := r.Log.Children(id)
 		if err != nil {
 			return err
 		}
-		for _, other := range ids {
-			// Metadata only, and a damaged one passed over: rm is how a
-			// damaged session is got rid of.
-			if m, err := r.Log.ReadMeta(other); err == nil && m.Parent != nil && *m.Parent == id {
-				children = append(children, other)
-			}
+		for _, m := range kids {
+			children = append(children, m.ID)
 		}
 		_, merr := r.Log.ReadMeta(id)
 		damaged = merr != nil

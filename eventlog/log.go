@@ -747,6 +747,27 @@ func (l *Log) Close() error {
 	return nil
 }
 
+// Children are the sessions whose parent is id (its forks, its
+// subagents' sessions), oldest first, by their metadata alone: every
+// session's is read once, and one that does not read is passed over (a
+// damaged session is not known to be a child).
+func (l *Log) Children(id ID) ([]Meta, error) {
+	ids, err := l.IDs()
+	if err != nil {
+		return nil, err
+	}
+	var out []Meta
+	for _, other := range ids {
+		if other == id {
+			continue
+		}
+		if m, err := l.ReadMeta(other); err == nil && m.Parent != nil && *m.Parent == id {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
 // IDs lists every session, oldest first.
 func (l *Log) IDs() ([]ID, error) {
 	// Sessions created in bulk exist for this writer before their

@@ -505,3 +505,26 @@ func TestRemoveADamagedSession(t *testing.T) {
 		t.Fatal("removed a session that is not there")
 	}
 }
+
+// TestChildren: a session's children are the sessions whose metadata
+// names it as their parent (its forks, and their forks not), oldest first.
+func TestChildren(t *testing.T) {
+	l := testLog(t, nil, Options{})
+	p, _ := l.Create(Meta{Title: "parent"})
+	other, _ := l.Create(Meta{Title: "other"})
+	l.Append(p.ID, Event{Kind: KindUser, Body: body(1)})
+	a, err := l.Fork(p.ID, 1, Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := l.Fork(p.ID, 0, Meta{})
+	l.Fork(a.ID, 0, Meta{}) // a grandchild
+	l.Fork(other.ID, 0, Meta{})
+	kids, err := l.Children(p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kids) != 2 || kids[0].ID != a.ID || kids[1].ID != b.ID {
+		t.Fatalf("children %+v, want %s and %s", kids, a.ID, b.ID)
+	}
+}

@@ -64,12 +64,22 @@ func isBase64(b []byte) bool {
 // isDataURL says whether a JSON string's content is a data URL in base64
 // ("data:image/png;base64,iVBOR…").
 func isDataURL(b []byte) bool {
+	i := dataURLPayload(b)
+	return i > 0 && isBase64(b[i:])
+}
+
+// dataURLPayload is where the base64 of a data URL b begins with starts,
+// after its ";base64," within its first 128 bytes; -1 if b begins with
+// none.
+func dataURLPayload(b []byte) int {
 	if !bytes.HasPrefix(b, []byte("data:")) {
-		return false
+		return -1
 	}
-	head := b[:min(len(b), 128)]
-	i := bytes.Index(head, []byte(";base64,"))
-	return i > 0 && isBase64(b[i+len(";base64,"):])
+	i := bytes.Index(b[:min(len(b), 128)], []byte(";base64,"))
+	if i < 0 {
+		return -1
+	}
+	return i + len(";base64,")
 }
 
 // encodedMarker is what a view shows for the content of an encoded
@@ -208,12 +218,11 @@ func appendNestedEncoded(spans []encodedSpan, b []byte, q string, base int) []en
 		}
 		at := from + i + len(q)
 		from = at
-		head := b[at:min(len(b), at+128)]
-		j := bytes.Index(head, []byte(";base64,"))
+		j := dataURLPayload(b[at:])
 		if j < 0 {
 			continue
 		}
-		end := at + j + len(";base64,")
+		end := at + j
 		if n := base64Run(b[end:]); n > 0 && bytes.HasPrefix(b[end+n:], []byte(q)) {
 			found = append(found, encodedSpan{at, end + n, encodedMarker("", b[at:end+n])})
 			from = end + n

@@ -244,7 +244,6 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	}
 	rep.StoredBefore = st.Stored
 	var done, unflushed int64
-	var metas []eventlog.Meta // sessions whose metadata waits for a flush
 	fresh := map[string]bool{}
 	for i, f := range files {
 		m, seen := known[f.path]
@@ -258,14 +257,14 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	defer ahead.close()
 	for i, f := range files {
 		prep := ahead.next(i)
-		res := r.importFile(opts, f, prep, names, &metas, &rep, func(n int64) {
+		res := r.importFile(opts, f, prep, names, &rep, func(n int64) {
 			if opts.Progress != nil {
 				opts.Progress(done+min(n, f.size), total)
 			}
 		})
 		ahead.release(f)
 		if unflushed += res.BytesIn; unflushed >= importFlushBytes {
-			if err := r.commitImported(&metas); err != nil {
+			if err := r.Log.Flush(); err != nil {
 				return rep, err
 			}
 			unflushed = 0
@@ -293,7 +292,7 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 			rep.Failed++
 		}
 	}
-	if err := r.commitImported(&metas); err != nil {
+	if err := r.Log.Flush(); err != nil {
 		return rep, err
 	}
 	if err := r.tagForks(known, &rep); err != nil {
@@ -634,7 +633,7 @@ func hashHex(b []byte) string {
 // importFile takes in one file: new, grown, unchanged or rewritten. A file
 // read whole ahead (prep) is one chunk; a big one is read here, a chunk at
 // a time (import_stream.go).
-func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, names *sourceNames, metas *[]eventlog.Meta, rep *ImportReport, progress func(taken int64)) ImportedFile {
+func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, names *sourceNames, rep *ImportReport, progress func(taken int64)) ImportedFile {
 	known := names.known
 	res := ImportedFile{Path: f.path}
 	problemsBefore, leftOutBefore := len(rep.Problems), rep.ProblemsLeftOut // those of the files before
@@ -722,7 +721,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 				src.Size, src.SHA256, src.Stat = done.size, done.sha, stat
 				c.Source = &src
 				names.move(&c, moved, f.path, zst, &res)
-				*metas = append(*metas, c)
+				if err := r.Log.StageMeta(c); err != nil {
+					return fail(fmt.Errorf("session %s: record what it holds of the file: %w", c.ID, err))
+				}
 				known[f.path] = c
 			}
 			return res
@@ -922,7 +923,10 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	}
 	sess.Source = &src
 	names.move(sess, movedFrom, f.path, zst, &res)
-	*metas = append(*metas, *sess)
+	// Written with the next flush, once the lines above are durable.
+	if err := r.Log.StageMeta(*sess); err != nil {
+		return fail(fmt.Errorf("session %s: record what it holds of the file: %w", sess.ID, err))
+	}
 	known[f.path] = *sess
 	return res
 }
@@ -1258,22 +1262,14 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 }
 
 // importFlushBytes is how many source bytes an import takes in between two
-// flushes (each a few fsyncs), after which the metadata of the sessions
-// written is brought up to date.
+// flushes (each a few fsyncs). A file's session records in its metadata
+// how much of the file it holds (StageMeta), written by the first flush
+// after its lines, the log's own barriers included: once the lines are
+// durable, in one batch with the other sessions' (the sessions created
+// since the last flush come into existence with it). A crash between the
+// two leaves the metadata behind the log, which the next import sees
+// (importedBytes) and corrects.
 const importFlushBytes = 64 << 20
-
-// commitImported makes the appended lines durable, then records in each
-// session's metadata how much of its source it holds, in one batch (the
-// sessions created since the last commit come into existence with it). A
-// crash between the two leaves the metadata behind the log, which the next
-// import sees (importedBytes) and corrects.
-func (r *Rook) commitImported(metas *[]eventlog.Meta) error {
-	if err := r.Log.FlushMeta(*metas...); err != nil {
-		return err
-	}
-	*metas = (*metas)[:0]
-	return nil
-}
 
 // pendingLine is a line mapped and waiting to be stored.
 type pendingLine struct {

@@ -174,6 +174,9 @@ type Log struct {
 	// created: sessions created in bulk whose metadata is not written yet
 	// (Create): the next flush writes it, once their logs are durable.
 	created map[ID]Meta
+	// staged: metadata of existing sessions that the next flush writes
+	// (StageMeta), with the created sessions', in one batch.
+	staged map[ID]Meta
 }
 
 // writerState is what the writer knows about a session it appends to.
@@ -207,7 +210,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if opts.BarrierEvery <= 0 || opts.BarrierEvery > maxBarrierEvery {
 		opts.BarrierEvery = maxBarrierEvery
 	}
-	l := &Log{dir: dir, opts: opts, fs: opts.FS, sessions: map[ID]*writerState{}, created: map[ID]Meta{}}
+	l := &Log{dir: dir, opts: opts, fs: opts.FS, sessions: map[ID]*writerState{}, created: map[ID]Meta{}, staged: map[ID]Meta{}}
 	if opts.Writable {
 		if err := opts.FS.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
@@ -353,17 +356,17 @@ func (l *Log) writable() error {
 // ReadMeta reads a session's metadata.
 func (l *Log) ReadMeta(id ID) (Meta, error) {
 	l.mu.Lock()
-	m, ok := l.created[id]
-	l.mu.Unlock()
-	if ok {
-		return m, nil
-	}
-	return l.readMetaFile(id)
+	defer l.mu.Unlock()
+	return l.metaLocked(id)
 }
 
-// metaLocked is ReadMeta for a caller holding l.mu.
+// metaLocked is ReadMeta for a caller holding l.mu: a metadata not written
+// yet (a session created in bulk, a StageMeta) is read as it will be.
 func (l *Log) metaLocked(id ID) (Meta, error) {
 	if m, ok := l.created[id]; ok {
+		return m, nil
+	}
+	if m, ok := l.staged[id]; ok {
 		return m, nil
 	}
 	return l.readMetaFile(id)
@@ -402,37 +405,38 @@ func (l *Log) UpdateMeta(m Meta) error {
 	return l.writeMeta(m)
 }
 
-// FlushMeta is Flush, then UpdateMeta of each of ms, the metadata written
-// in one batch once the events before it are durable: for a writer that
+// StageMeta is UpdateMeta deferred to the next flush (a barrier, or
+// Flush), which writes it once the events appended before it are durable,
+// in one batch with the other metadata it writes: for a writer that
 // records in metadata how much it has written (an import, of its source).
-func (l *Log) FlushMeta(ms ...Meta) error {
+// A session created in bulk and not flushed yet has its metadata written
+// once, as staged, rather than once when created and again as updated.
+func (l *Log) StageMeta(m Meta) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {
 		return err
 	}
-	var update []Meta
-	for _, m := range ms {
-		m, write, err := l.stageMeta(m)
-		if err != nil {
-			return err
-		}
-		if write {
-			update = append(update, m)
-		}
+	m, write, err := l.stageMeta(m)
+	if err == nil && write {
+		l.staged[m.ID] = m
 	}
-	return l.flushLocked(update...)
+	return err
 }
 
 // stageMeta is the first half of a metadata update, under l.mu: a session
 // created in bulk just has its pending metadata replaced (the next flush
 // writes it); for any other, write says the file is to be written, once
-// it is known to exist.
+// it is known to exist. A metadata staged before is replaced either way.
 func (l *Log) stageMeta(m Meta) (_ Meta, write bool, err error) {
 	m.V = metaVersion
 	if _, ok := l.created[m.ID]; ok {
 		l.created[m.ID] = m
 		return m, false, nil
+	}
+	if _, ok := l.staged[m.ID]; ok {
+		delete(l.staged, m.ID)
+		return m, true, nil // its file exists: a flush since would have written it
 	}
 	if _, err := l.readMetaFile(m.ID); err != nil {
 		return m, false, err
@@ -578,17 +582,17 @@ func (l *Log) Flush() error {
 
 // flushLocked is the barrier: it writes the buffered records of every
 // session and syncs them (side by side: vfs.SyncFiles), then writes the
-// metadata of the sessions created in bulk, and update, in one batch. The
-// metadata comes last, so that none ever names events, or a log, that a
-// crash could still take back.
-func (l *Log) flushLocked(update ...Meta) error {
+// metadata of the sessions created in bulk, and the staged metadata, in
+// one batch. The metadata comes last, so that none ever names events, or a
+// log, that a crash could still take back.
+func (l *Log) flushLocked() error {
 	ids := make([]ID, 0, len(l.sessions))
 	for id, st := range l.sessions {
 		if _, isNew := l.created[id]; len(st.buf) > 0 || isNew {
 			ids = append(ids, id)
 		}
 	}
-	if len(ids) == 0 && len(update) == 0 {
+	if len(ids) == 0 && len(l.staged) == 0 {
 		l.unflushed, l.unflushedSize = 0, 0
 		return nil
 	}
@@ -621,12 +625,14 @@ func (l *Log) flushLocked(update ...Meta) error {
 			return fail(fmt.Errorf("sync the event log directory: %w", err))
 		}
 	}
-	metas := make([]Meta, 0, len(l.created)+len(update))
+	metas := make([]Meta, 0, len(l.created)+len(l.staged))
 	for _, m := range l.created {
 		metas = append(metas, m)
 	}
+	for _, m := range l.staged {
+		metas = append(metas, m)
+	}
 	sort.Slice(metas, func(i, j int) bool { return metas[i].ID.String() < metas[j].ID.String() })
-	metas = append(metas, update...)
 	// A failure fails the writer, as any barrier's does: the events are
 	// durable, but a session created in bulk may not exist, and whoever
 	// appended them must not be told they are in.
@@ -634,6 +640,7 @@ func (l *Log) flushLocked(update ...Meta) error {
 		return fail(err)
 	}
 	clear(l.created)
+	clear(l.staged)
 	return nil
 }
 
@@ -1011,6 +1018,7 @@ func (l *Log) Remove(id ID) (uint64, error) {
 	}
 	// The metadata first: without it the session does not exist, and a
 	// crash before the log goes leaves only an orphan file.
+	delete(l.staged, id)
 	if _, ok := l.created[id]; ok {
 		delete(l.created, id) // never written
 	} else if err := l.fs.Remove(l.metaPath(id)); err != nil {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -377,7 +379,10 @@ func TestBulkCreate(t *testing.T) {
 		t.Fatal("a removed session still reads")
 	}
 	b.Title = "b, committed"
-	if err := l.FlushMeta(b); err != nil {
+	if err := l.StageMeta(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	ids := other()
@@ -394,9 +399,111 @@ func TestBulkCreate(t *testing.T) {
 	if s, err := l.Summary(b.ID); err != nil || s.Events != 0 {
 		t.Fatalf("summary of b: %+v %v", s, err)
 	}
-	// FlushMeta of a session that does not exist changes nothing.
-	if err := l.FlushMeta(Meta{ID: gone.ID}); err == nil {
-		t.Fatal("FlushMeta of a removed session succeeded")
+	// StageMeta of a session that does not exist changes nothing.
+	if err := l.StageMeta(Meta{ID: gone.ID}); err == nil {
+		t.Fatal("StageMeta of a removed session succeeded")
+	}
+}
+
+// TestStageMeta: a staged metadata is read as staged at once and written by
+// the next flush, a barrier included, after the logs; a session created in
+// bulk and staged before its first flush has its metadata written once; an
+// UpdateMeta or a Remove after the staging wins over it.
+func TestStageMeta(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	old, err := l.Create(Meta{Title: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	updated, err := l.Create(Meta{Title: "updated"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed, err := l.Create(Meta{Title: "removed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	written := map[ID]int{} // metadata files renamed into place, by session
+	var order []string      // the logs synced and metadata written, in order
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		name := filepath.Base(path)
+		if op == vfs.OpRename && strings.HasSuffix(name, ".meta") {
+			id, err := ParseID(strings.TrimSuffix(name, ".meta"))
+			if err != nil {
+				t.Errorf("metadata file %s: %v", name, err)
+			}
+			written[id]++
+			order = append(order, "meta")
+		}
+		if op == vfs.OpSync && strings.HasSuffix(name, ".log") {
+			order = append(order, "log")
+		}
+		return nil
+	})
+	l.SetBulk(true)
+	fresh, err := l.Create(Meta{Title: "fresh"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []ID{old.ID, fresh.ID} {
+		if _, err := l.Append(id, Event{Kind: KindUser, Body: body(1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Title, fresh.Title, updated.Title, removed.Title = "old, staged", "fresh, staged", "updated, staged", "removed, staged"
+	for _, m := range []Meta{old, fresh, updated, removed} {
+		if err := l.StageMeta(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m, err := l.ReadMeta(old.ID); err != nil || m.Title != "old, staged" {
+		t.Fatalf("ReadMeta of a staged session: %+v %v", m, err)
+	}
+	if m, err := l.readMetaFile(old.ID); err != nil || m.Title != "old" {
+		t.Fatalf("a staged metadata was written before a flush: %+v %v", m, err)
+	}
+	updated.Title = "updated, written"
+	if err := l.UpdateMeta(updated); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Remove(removed.ID); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	order = nil
+	mu.Unlock()
+	// A bulk barrier, not an explicit flush, writes them.
+	for i := 0; l.Unflushed() > 0 || i == 0; i++ {
+		if _, err := l.Append(old.ID, Event{Kind: KindUser, Body: body(i), Label: strings.Repeat("x", 200)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[ID]string{old.ID: "old, staged", fresh.ID: "fresh, staged", updated.ID: "updated, written"}
+	for id, title := range want {
+		if m, err := l.readMetaFile(id); err != nil || m.Title != title {
+			t.Fatalf("metadata of %s on disk after the barrier: %+v %v, want title %q", id, m, err, title)
+		}
+	}
+	if _, err := l.readMetaFile(removed.ID); err == nil {
+		t.Fatal("the barrier wrote the staged metadata of a removed session")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if written[fresh.ID] != 1 || written[old.ID] != 1 || written[updated.ID] != 1 {
+		t.Fatalf("metadata files written: fresh %d, old %d, updated %d times; want once each", written[fresh.ID], written[old.ID], written[updated.ID])
+	}
+	firstMeta, lastLog := slices.Index(order, "meta"), slices.Index(order, "log")
+	for i, what := range order {
+		if what == "log" {
+			lastLog = i
+		}
+	}
+	if lastLog < 0 || firstMeta < lastLog {
+		t.Fatalf("the barrier synced logs and wrote metadata in the order %v: the logs come first", order)
 	}
 }
 

@@ -1074,6 +1074,12 @@ type fileImport struct {
 	// unknown are the entry types rook does not know met in the lines
 	// taken in, each reported once, at its first line.
 	unknown map[string]*unknownLines
+	// parentCounts are the payload sums of the token_counts of the session
+	// a Codex fork was forked from (codexCountSums), read at the fork's
+	// first token_count that counts tokens (countsRead); nil when the file
+	// is no fork, or its parent is not imported.
+	parentCounts map[[32]byte]bool
+	countsRead   bool
 }
 
 // take takes in the lines of a chunk. Lines wait for the next chunk while
@@ -1238,6 +1244,13 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 			fi.last = t
 		}
 		ev := eventlog.Event{Kind: m.Kind, Label: capLabel(m.Label), Body: id, TokensIn: m.TokensIn, TokensOut: m.TokensOut, Time: t}
+		if (ev.TokensIn > 0 || ev.TokensOut > 0) && len(unit) == 1 && m.Label == codexTokenCountLabel && fi.copiedCount(unit[0].line) {
+			// A token_count a Codex fork copied from its parent: the
+			// parent spent those tokens, and counts them. It stays an
+			// event of its own, as its parent's line is, so that a fork
+			// of this fork finds it too.
+			ev.TokensIn, ev.TokensOut = 0, 0
+		}
 		if m.Group == "" || m.Group != fi.prevGrp || len(fi.group) == 16 {
 			if err := fi.flushGroup(); err != nil {
 				return nil, err
@@ -1259,6 +1272,88 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 		res.Events += n
 	}
 	return nil, nil
+}
+
+// copiedCount says whether line, a token_count that counts tokens, is one
+// a Codex fork copied from the session it was forked from: a fork's file
+// holds a copy of its parent's lines, token_counts included, and nothing
+// marks where the copy ends (codexMapper.sessionMeta), but a copied
+// token_count's payload is byte for byte one of the parent's
+// (codexPayloadSum). The parent's are read from its session, once: it is
+// decided here, as the lines are stored, file after file, rather than as
+// they are mapped, ahead and in parallel, when the parent may not be in
+// yet. A fork whose parent is not imported (yet) counts its copied
+// tokens, as its lines say; importing the parent later changes nothing
+// of it (its events are written once).
+func (fi *fileImport) copiedCount(line []byte) bool {
+	if !fi.countsRead {
+		fi.countsRead = true
+		fi.parentCounts = fi.forkParentCounts()
+	}
+	if len(fi.parentCounts) == 0 {
+		return false
+	}
+	sum, ok := codexPayloadSum(trimNewline(line))
+	return ok && fi.parentCounts[sum]
+}
+
+// forkParentCounts are the payload sums of the token_counts of the
+// session a Codex fork's session was forked from, or nil when it is no
+// fork or its parent is not imported.
+func (fi *fileImport) forkParentCounts() map[[32]byte]bool {
+	m := fi.sess
+	if fi.opts.Format != FormatCodex || m.Source == nil || m.Source.Parent == "" || !slices.Contains(m.Tags, forkTag) {
+		return nil
+	}
+	pid, ok := parentOf(fi.known, m.Source.Parent)
+	if !ok {
+		return nil
+	}
+	sums, err := fi.r.codexCountSums(pid)
+	if err != nil {
+		// The fork's lines are imported all the same, as if its parent
+		// were not there.
+		fi.rep.problem(ImportProblem{File: fi.path, Reason: fmt.Sprintf("session %s, which it was forked from: its token counts cannot be read (%v): the token counts it copied from it count again; `rook store verify` checks the store", pid, err)})
+		return nil
+	}
+	return sums
+}
+
+// codexCountSums are the payload sums (codexPayloadSum) of the token_count
+// lines of an imported Codex session: its events labeled so, each a line
+// of its own (a token_count that counts tokens is never merged with the
+// notes around it: mergeableLine). The log reads the events this import
+// appended and did not flush yet too, so a parent imported earlier in the
+// same run is read whole: its file was stored before its fork's.
+func (r *Rook) codexCountSums(id eventlog.ID) (map[[32]byte]bool, error) {
+	sums := map[[32]byte]bool{}
+	for from := uint64(0); ; {
+		evs, err := r.Log.Read(id, from, contextPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range evs {
+			if ev.Label != codexTokenCountLabel {
+				continue
+			}
+			body, imported, err := r.readBody(ev.Body)
+			if err != nil {
+				return nil, fmt.Errorf("event %d: %w", ev.Seq, err)
+			}
+			if !imported {
+				continue
+			}
+			for _, line := range sourceLines(body) {
+				if sum, ok := codexPayloadSum(trimNewline(line)); ok {
+					sums[sum] = true
+				}
+			}
+		}
+		if len(evs) < contextPage {
+			return sums, nil
+		}
+		from = evs[len(evs)-1].Seq + 1
+	}
 }
 
 // importFlushBytes is how many source bytes an import takes in between two

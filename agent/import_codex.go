@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"reflect"
 	"strings"
 	"time"
@@ -372,8 +373,18 @@ func codexUnreadable(line []byte) mappedLine {
 // on from the copy's last). Newer versions seen in the index, not checked
 // against openai/codex itself, append a thread_settings_applied event to
 // the copy, or copy nothing (a history_base), or leave the token_counts
-// out of the copy. The copied lines' tokens therefore still count as the
-// fork's own (README: a fork's tokens count its parent's again).
+// out of the copy. Of the copied lines, only the token_counts count
+// tokens, and they can be told from the fork's own: a copied
+// token_count's payload is its parent line's, byte for byte (the same
+// item serialized again; only the line's timestamp is new), and holds the
+// session's running total, which the fork's own turns carry on from the
+// copy's last: none of theirs is one of the parent's (one that repeats
+// the total before it counts nothing anyway: tokenCount).
+// The import stores a fork's token_count whose payload is one of its
+// parent's as counting no tokens (fileImport.copiedCount), when the
+// parent is imported, so that a fork's tokens are its own. Where the
+// parent is not imported (yet), or another Codex version wrote the copy
+// with other bytes, the copied tokens count again (README).
 func (m *codexMapper) sessionMeta(e *codexEntry) {
 	// A forked rollout copies its parent's lines, their session_meta
 	// included, after its own: the first one is this session's.
@@ -536,6 +547,25 @@ func (m *codexMapper) tokenCount(t codexTokens) (in, out uint64) {
 	}
 	// input_tokens includes the cached ones, as output_tokens the reasoning.
 	return t.In, t.Out
+}
+
+// codexTokenCountLabel labels a token_count's event (eventMsg).
+const codexTokenCountLabel = "event_msg:token_count"
+
+// codexPayloadSum is the SHA-256 of a rollout line's payload, as written;
+// ok when the line has one. A fork's copy of its parent's token_count has
+// the payload of the parent's line byte for byte (only the line's
+// timestamp is new), and a token_count's payload holds the session's
+// running total, which the fork's own turns carry on: the sum tells a
+// copied token_count from the fork's own (fileImport.copiedCount).
+func codexPayloadSum(line []byte) (sum [32]byte, ok bool) {
+	var l struct {
+		Payload json.RawMessage `json:"payload"`
+	}
+	if json.Unmarshal(line, &l) != nil || len(l.Payload) == 0 {
+		return sum, false
+	}
+	return sha256.Sum256(l.Payload), true
 }
 
 // codexTokensOf decodes a token_count's info.

@@ -1,0 +1,223 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// A Codex parent rollout (P), a fork of it (F) and a fork of the fork (G),
+// as Codex writes them (codexMapper.sessionMeta): a fork's file is its own
+// session_meta, then a copy of its parent's lines, the parent's
+// session_meta first, each written again with the time of writing, then
+// its own turns.
+const (
+	codexPID = "019c1000-0000-7000-8000-00000000000a"
+	codexFID = "019c1000-0000-7000-8000-00000000000b"
+	codexGID = "019c1000-0000-7000-8000-00000000000c"
+)
+
+// codexItem is a rollout line without its timestamp: a copy writes it
+// again at another time.
+type codexItem struct{ typ, payload string }
+
+func (it codexItem) at(ts string) string {
+	return fmt.Sprintf(`{"timestamp":%q,"type":%q,"payload":%s}`, ts, it.typ, it.payload)
+}
+
+// codexStamped are the items as lines written at minute min of hour, a
+// second apart.
+func codexStamped(items []codexItem, hour, min int) []string {
+	var out []string
+	for i, it := range items {
+		out = append(out, it.at(fmt.Sprintf("2026-02-03T%02d:%02d:%02d.000Z", hour, min, i%60)))
+	}
+	return out
+}
+
+func codexMetaItem(id, forkedFrom string) codexItem {
+	fork := ""
+	if forkedFrom != "" {
+		fork = `"forked_from_id":"` + forkedFrom + `",`
+	}
+	return codexItem{"session_meta", `{"id":"` + id + `",` + fork + `"cwd":"/home/dev/app","originator":"codex_cli_rs","cli_version":"0.80.0","source":"cli"}`}
+}
+
+// codexTurnItems are a turn of a rollout: a prompt, a reply, the
+// token_count that closes the turn (turn×1000 in, turn×10 out, the
+// session's totals in total, carried on), and one more with the same
+// usage, written when only the rate limits moved (counted once).
+func codexTurnItems(turn int, total *[2]int) []codexItem {
+	in, out := turn*1000, turn*10
+	total[0] += in
+	total[1] += out
+	usage := fmt.Sprintf(`{"total_token_usage":{"input_tokens":%d,"cached_input_tokens":0,"output_tokens":%d,"reasoning_output_tokens":0,"total_tokens":%d},"last_token_usage":{"input_tokens":%d,"cached_input_tokens":0,"output_tokens":%d,"reasoning_output_tokens":0,"total_tokens":%d},"model_context_window":258400}`,
+		total[0], total[1], total[0]+total[1], in, out, in+out)
+	count := func(used float64) codexItem {
+		return codexItem{"event_msg", fmt.Sprintf(`{"type":"token_count","info":%s,"rate_limits":{"primary":{"used_percent":%.1f,"window_minutes":300}}}`, usage, used)}
+	}
+	return []codexItem{
+		{"response_item", fmt.Sprintf(`{"type":"message","role":"user","content":[{"type":"input_text","text":"step %d"}]}`, turn)},
+		{"response_item", fmt.Sprintf(`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done with step %d"}]}`, turn)},
+		count(float64(turn)),
+		count(float64(turn) + 0.5),
+	}
+}
+
+// codexForkFiles are P (turns 1 and 2), F (P copied, then turn 3) and G
+// (F copied, then turn 4): their paths, in the order Codex's names sort,
+// which is the order they were written, and their lines. copied changes
+// the lines F copies from P, as another Codex version might write them.
+func codexForkFiles(copied func(string) string) (paths [3]string, lines [3][]string) {
+	var total [2]int
+	p := []codexItem{codexMetaItem(codexPID, "")}
+	p = append(p, codexTurnItems(1, &total)...)
+	p = append(p, codexTurnItems(2, &total)...)
+	f := []codexItem{codexMetaItem(codexFID, codexPID)}
+	for _, it := range p {
+		f = append(f, codexItem{it.typ, copied(it.payload)})
+	}
+	f = append(f, codexTurnItems(3, &total)...)
+	g := append([]codexItem{codexMetaItem(codexGID, codexFID)}, f...)
+	g = append(g, codexTurnItems(4, &total)...)
+	for i, c := range []struct {
+		id    string
+		items []codexItem
+	}{{codexPID, p}, {codexFID, f}, {codexGID, g}} {
+		paths[i] = fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T1%d-00-00-%s.jsonl", i, c.id)
+		lines[i] = codexStamped(c.items, 10+i, 0)
+	}
+	return paths, lines
+}
+
+func sameLine(s string) string { return s }
+
+// tokensOf checks a session's token totals.
+func tokensOf(t *testing.T, r *Rook, id eventlog.ID, what string, in, out uint64) {
+	t.Helper()
+	s, err := r.Log.Summary(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.TokensIn != in || s.TokensOut != out {
+		t.Errorf("%s: %d in, %d out; want %d, %d", what, s.TokensIn, s.TokensOut, in, out)
+	}
+}
+
+// Imported in one run, a Codex fork's token_counts copied from its parent
+// count no tokens: the parent spent them. Only its own turns count, and a
+// fork of the fork counts only its own too (what it copied of the fork
+// includes what the fork copied). The lines stay notes, exported byte for
+// byte.
+func TestImportCodexForkCountsNoCopiedTokens(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	paths, lines := codexForkFiles(sameLine)
+	var data [3][]byte
+	for i := range paths {
+		data[i] = writeSource(t, fsys, paths[i], lines[i], "")
+	}
+	rep := mustImport(t, r, FormatCodex, "/c")
+	var ids [3]eventlog.ID
+	for i, p := range paths {
+		f := fileByPath(t, rep, p)
+		ids[i] = *f.Session
+		if i > 0 && (!f.Fork || f.Parent == nil || *f.Parent != ids[i-1]) {
+			t.Fatalf("%s: %+v", p, f)
+		}
+		mustExport(t, r, ids[i], data[i])
+	}
+	tokensOf(t, r, ids[0], "the parent", 1000+2000, 10+20)
+	tokensOf(t, r, ids[1], "the fork", 3000, 30)
+	tokensOf(t, r, ids[2], "the fork's fork", 4000, 40)
+	// The copied token_counts are events still, as in the parent.
+	for i, want := range []int{4, 6, 8} {
+		if n := countLabel(t, r, ids[i], codexTokenCountLabel); n != want {
+			t.Errorf("session %d: %d token_count events, want %d", i, n, want)
+		}
+	}
+}
+
+// countLabel is how many of a session's events have the label.
+func countLabel(t *testing.T, r *Rook, id eventlog.ID, label string) int {
+	t.Helper()
+	evs, err := r.Log.Read(id, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range evs {
+		if ev.Label == label {
+			n++
+		}
+	}
+	return n
+}
+
+// A fork whose parent an earlier import took in finds the parent's
+// token_counts in its session: the same counts as in one run.
+func TestImportCodexForkOfAParentImportedBefore(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	paths, lines := codexForkFiles(sameLine)
+	parent := writeSource(t, fsys, paths[0], lines[0], "")
+	pid := *fileByPath(t, mustImport(t, r, FormatCodex, "/c"), paths[0]).Session
+	fork := writeSource(t, fsys, paths[1], lines[1], "")
+	rep := mustImport(t, r, FormatCodex, "/c")
+	if rep.Sessions != 1 || rep.Unchanged != 1 {
+		t.Fatalf("%+v", rep)
+	}
+	fid := *fileByPath(t, rep, paths[1]).Session
+	tokensOf(t, r, pid, "the parent", 3000, 30)
+	tokensOf(t, r, fid, "the fork", 3000, 30)
+	mustExport(t, r, pid, parent)
+	mustExport(t, r, fid, fork)
+}
+
+// A fork imported before its parent cannot tell its copy from its own
+// lines: it counts the copied tokens, as its lines say. Importing the
+// parent later changes nothing of it (its events are written once).
+func TestImportCodexForkBeforeItsParent(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	paths, lines := codexForkFiles(sameLine)
+	fork := writeSource(t, fsys, paths[1], lines[1], "")
+	fid := *fileByPath(t, mustImport(t, r, FormatCodex, "/c"), paths[1]).Session
+	tokensOf(t, r, fid, "the fork alone", 6000, 60)
+	parent := writeSource(t, fsys, paths[0], lines[0], "")
+	rep := mustImport(t, r, FormatCodex, "/c")
+	pid := *fileByPath(t, rep, paths[0]).Session
+	if f := fileByPath(t, rep, paths[1]); rep.Sessions != 1 || f.Status != ImportUnchanged || f.Parent == nil || *f.Parent != pid {
+		t.Fatalf("%+v", rep)
+	}
+	tokensOf(t, r, pid, "the parent", 3000, 30)
+	tokensOf(t, r, fid, "the fork, its parent imported", 6000, 60)
+	mustExport(t, r, pid, parent)
+	mustExport(t, r, fid, fork)
+}
+
+// A token_count the fork holds that is not byte for byte one of its
+// parent's (another Codex version wrote the copy: here one digit of the
+// window differs) is not known for a copy: it counts.
+func TestImportCodexForkCountsACopyNotByteForByte(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	paths, lines := codexForkFiles(func(payload string) string {
+		return strings.Replace(payload, `"model_context_window":258400`, `"model_context_window":258401`, 1)
+	})
+	var ids [2]eventlog.ID
+	var data [2][]byte
+	for i := range ids {
+		data[i] = writeSource(t, fsys, paths[i], lines[i], "")
+	}
+	rep := mustImport(t, r, FormatCodex, "/c")
+	for i := range ids {
+		ids[i] = *fileByPath(t, rep, paths[i]).Session
+		mustExport(t, r, ids[i], data[i])
+	}
+	tokensOf(t, r, ids[0], "the parent", 3000, 30)
+	tokensOf(t, r, ids[1], "the fork", 6000, 60)
+}

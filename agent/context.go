@@ -186,8 +186,10 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 	// The format of the imported lines: a fork of an imported session
 	// holds its parent's lines without a source of its own.
 	format := ""
-	if src := r.ImportedFrom(sum.Meta); src != nil {
-		format = src.Format
+	codexFork := false // a Codex fork: its token_counts copied from its parent count none
+	if im, ok := r.importedSession(sum.Meta); ok {
+		format = im.Source.Format
+		codexFork = format == FormatCodex && slices.Contains(im.Tags, forkTag)
 	}
 
 	// What the store says of each distinct body, stat'ed once.
@@ -198,9 +200,10 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 	}
 	bodies := map[cas.Key]bodyStat{}
 	var byKind [256]ContextKind
-	// The last imported model's line that counts no tokens of its own: in
-	// a Claude Code fork, a line copied from the session it was forked
-	// from (its parent counts them); and whether rook appended after it.
+	// The last imported line that recorded tokens but counts none of its
+	// own, copied from the session a fork was forked from (its parent
+	// counts them): in a Claude Code fork, a model's line; in a Codex
+	// fork, a token_count. And whether rook appended after it.
 	var lastCopied *eventlog.Event
 	afterCopied := false
 	reset := func() {
@@ -209,6 +212,16 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 		rep.InContextEvents, rep.InContextBytes, rep.InContextTokens = 0, 0, 0
 		rep.UnseenEvents, rep.UnseenBytes, rep.UnseenTokens = 0, 0, 0
 		rep.Reported = nil
+	}
+	// recordsTokens: an imported line of a kind that records tokens, which
+	// counts none when a fork copied it. Claude Code's model lines; of a
+	// Codex fork, its token_counts (another session's token_count that
+	// counts none repeats the count before it, or has none).
+	recordsTokens := func(ev eventlog.Event) bool {
+		if format == FormatCodex {
+			return codexFork && ev.Label == codexTokenCountLabel
+		}
+		return ev.Kind == eventlog.KindAssistant || ev.Kind == eventlog.KindReasoning || ev.Kind == eventlog.KindToolCall
 	}
 	var reportedBody cas.Key
 	// The last line that recorded tokens, compaction or not: the window
@@ -285,8 +298,7 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 				rep.Reported.After = true
 			}
 			switch {
-			case b.imported && ev.TokensIn == 0 && ev.TokensOut == 0 &&
-				(ev.Kind == eventlog.KindAssistant || ev.Kind == eventlog.KindReasoning || ev.Kind == eventlog.KindToolCall):
+			case b.imported && ev.TokensIn == 0 && ev.TokensOut == 0 && recordsTokens(ev):
 				e := ev
 				lastCopied, afterCopied = &e, false
 			case !b.imported && ev.Kind != eventlog.KindCheckpoint:
@@ -339,6 +351,17 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 			}
 		}
 	}
+	if rep.Reported == nil && lastCopied != nil && codexFork {
+		// A Codex fork with no turn of its own yet: the token_counts it
+		// copied count no tokens either, but the last still records the
+		// usage of the turn it closed, the context the fork starts from.
+		if body, err := r.Body(*lastCopied); err == nil {
+			if tokens, ok := codexRecordedTokens(body); ok {
+				rep.Reported = &ReportedContext{Seq: lastCopied.Seq, Tokens: tokens, Imported: true, After: afterCopied}
+				reportedBody = lastCopied.Body
+			}
+		}
+	}
 	if format == FormatCodex {
 		if rep.Reported != nil && rep.Reported.Imported {
 			if body, err := r.Body(eventlog.Event{Body: reportedBody}); err == nil {
@@ -369,6 +392,23 @@ func claudeRecordedTokens(body []byte) (uint64, bool) {
 		}
 		t := e.Usage.tokens()
 		return t.in + t.out, true
+	}
+	return 0, false
+}
+
+// codexRecordedTokens is the usage the last token_count line of body with
+// one recorded, as the import counts a token_count's (its turn's input
+// and output), when it records any.
+func codexRecordedTokens(body []byte) (uint64, bool) {
+	lines := bytes.Split(bytes.TrimRight(body, "\n"), []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		e, err := decodeCodexEntry(lines[i])
+		if err != nil || e.Type != "event_msg" || e.PType != "token_count" || !e.Tokens.OK {
+			continue
+		}
+		if t := e.Tokens.In + e.Tokens.Out; t > 0 {
+			return t, true
+		}
 	}
 	return 0, false
 }
@@ -481,17 +521,27 @@ func noteLabel(label string) (string, bool) {
 // for a fork (or rewind) of an imported session, which holds its parent's
 // lines up to the fork, its parent's; nil for a native session.
 func (r *Rook) ImportedFrom(m eventlog.Meta) *eventlog.Source {
+	if im, ok := r.importedSession(m); ok {
+		return im.Source
+	}
+	return nil
+}
+
+// importedSession is the imported session whose lines a session holds (see
+// ImportedFrom): itself, or the one it was forked from in rook; ok is
+// false for a native session.
+func (r *Rook) importedSession(m eventlog.Meta) (eventlog.Meta, bool) {
 	for range 64 { // forks of forks; a bound, as metadata may be damaged
 		if m.Source != nil || m.Parent == nil || m.ForkAt == nil {
-			return m.Source
+			return m, m.Source != nil
 		}
 		pm, err := r.Log.ReadMeta(*m.Parent)
 		if err != nil {
-			return nil
+			return eventlog.Meta{}, false
 		}
 		m = pm
 	}
-	return nil
+	return eventlog.Meta{}, false
 }
 
 // codexContextWindow is the model_context_window the last token_count

@@ -221,3 +221,32 @@ func TestImportCodexForkCountsACopyNotByteForByte(t *testing.T) {
 	tokensOf(t, r, ids[0], "the parent", 3000, 30)
 	tokensOf(t, r, ids[1], "the fork", 6000, 60)
 }
+
+// TestContextOfACodexForkWithNoTurnYet: a fork's copied token_counts count
+// no tokens, but session context still reads the usage the last of them
+// recorded (the model's own count, and its window) until the fork has a
+// turn of its own.
+func TestContextOfACodexForkWithNoTurnYet(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	paths, lines := codexForkFiles(sameLine)
+	writeSource(t, fsys, paths[0], lines[0], "")
+	// The fork's copy, its next prompt and the reply, whose token_count
+	// is not written yet.
+	copyEnd := len(lines[0]) + 1
+	writeSource(t, fsys, paths[1], lines[1][:copyEnd+2], "")
+	rep := mustImport(t, r, FormatCodex, "/c")
+	fid := *fileByPath(t, rep, paths[1]).Session
+	tokensOf(t, r, fid, "the fork", 0, 0)
+	c, err := r.Context(fid, DefaultContextWindow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The parent's last turn: 2000 in, 20 out.
+	if p := c.Reported; p == nil || p.Tokens != 2000+20 || !p.Imported || p.After || p.Window != 258400 {
+		t.Fatalf("reported %+v, want 2020 tokens, imported, in a window of 258400", p)
+	}
+	if c.RecordedWindow != 258400 || !c.ThresholdByReported() {
+		t.Fatalf("window %d, threshold by the recorded count: %v", c.RecordedWindow, c.ThresholdByReported())
+	}
+}

@@ -398,6 +398,14 @@ func (l *Log) UpdateMeta(m Meta) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
+	if _, ok := l.staged[m.ID]; ok {
+		// m may carry what was staged (ReadMeta reads it: how much of its
+		// source the session holds): written now, it could name events a
+		// crash can still take back. The flush makes them durable first.
+		if err := l.flushLocked(); err != nil {
+			return err
+		}
+	}
 	m, write, err := l.stageMeta(m)
 	if err != nil || !write {
 		return err

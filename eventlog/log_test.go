@@ -407,16 +407,13 @@ func TestBulkCreate(t *testing.T) {
 
 // TestStageMeta: a staged metadata is read as staged at once and written by
 // the next flush, a barrier included, after the logs; a session created in
-// bulk and staged before its first flush has its metadata written once; an
-// UpdateMeta or a Remove after the staging wins over it.
+// bulk and staged before its first flush has its metadata written once; a
+// Remove after the staging wins over it (an UpdateMeta:
+// TestUpdateMetaOfAStagedSession).
 func TestStageMeta(t *testing.T) {
 	fsys := vfs.NewMem()
 	l := testLog(t, fsys, Options{})
 	old, err := l.Create(Meta{Title: "old"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	updated, err := l.Create(Meta{Title: "updated"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,8 +451,8 @@ func TestStageMeta(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	old.Title, fresh.Title, updated.Title, removed.Title = "old, staged", "fresh, staged", "updated, staged", "removed, staged"
-	for _, m := range []Meta{old, fresh, updated, removed} {
+	old.Title, fresh.Title, removed.Title = "old, staged", "fresh, staged", "removed, staged"
+	for _, m := range []Meta{old, fresh, removed} {
 		if err := l.StageMeta(m); err != nil {
 			t.Fatal(err)
 		}
@@ -465,10 +462,6 @@ func TestStageMeta(t *testing.T) {
 	}
 	if m, err := l.readMetaFile(old.ID); err != nil || m.Title != "old" {
 		t.Fatalf("a staged metadata was written before a flush: %+v %v", m, err)
-	}
-	updated.Title = "updated, written"
-	if err := l.UpdateMeta(updated); err != nil {
-		t.Fatal(err)
 	}
 	if _, err := l.Remove(removed.ID); err != nil {
 		t.Fatal(err)
@@ -482,7 +475,7 @@ func TestStageMeta(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := map[ID]string{old.ID: "old, staged", fresh.ID: "fresh, staged", updated.ID: "updated, written"}
+	want := map[ID]string{old.ID: "old, staged", fresh.ID: "fresh, staged"}
 	for id, title := range want {
 		if m, err := l.readMetaFile(id); err != nil || m.Title != title {
 			t.Fatalf("metadata of %s on disk after the barrier: %+v %v, want title %q", id, m, err, title)
@@ -493,8 +486,8 @@ func TestStageMeta(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if written[fresh.ID] != 1 || written[old.ID] != 1 || written[updated.ID] != 1 {
-		t.Fatalf("metadata files written: fresh %d, old %d, updated %d times; want once each", written[fresh.ID], written[old.ID], written[updated.ID])
+	if written[fresh.ID] != 1 || written[old.ID] != 1 {
+		t.Fatalf("metadata files written: fresh %d, old %d times; want once each", written[fresh.ID], written[old.ID])
 	}
 	firstMeta, lastLog := slices.Index(order, "meta"), slices.Index(order, "log")
 	for i, what := range order {
@@ -633,5 +626,60 @@ func TestChildren(t *testing.T) {
 	}
 	if len(kids) != 2 || kids[0].ID != a.ID || kids[1].ID != b.ID {
 		t.Fatalf("children %+v, want %s and %s", kids, a.ID, b.ID)
+	}
+}
+
+// TestUpdateMetaOfAStagedSession: ReadMeta reads a staged metadata, so an
+// UpdateMeta made from it (a tag added) carries what was staged, how much
+// of its source a session holds: it is written only once the events
+// appended before the staging are durable, and stays written (the staged
+// one, older, does not come back with the next flush).
+func TestUpdateMetaOfAStagedSession(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	s, err := l.Create(Meta{Title: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var order []string // the logs synced and metadata written, in order
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		name := filepath.Base(path)
+		if op == vfs.OpRename && strings.HasSuffix(name, ".meta") {
+			order = append(order, "meta")
+		}
+		if op == vfs.OpSync && strings.HasSuffix(name, ".log") {
+			order = append(order, "log")
+		}
+		return nil
+	})
+	l.SetBulk(true)
+	if _, err := l.Append(s.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
+		t.Fatal(err)
+	}
+	s.Title = "s, staged"
+	if err := l.StageMeta(s); err != nil {
+		t.Fatal(err)
+	}
+	m, err := l.ReadMeta(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Tags = []string{"tagged"}
+	if err := l.UpdateMeta(m); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if i := slices.Index(order, "meta"); i < 0 || !slices.Contains(order[:i], "log") {
+		t.Errorf("UpdateMeta of a staged session synced logs and wrote metadata in the order %v: its events first", order)
+	}
+	mu.Unlock()
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.readMetaFile(s.ID); err != nil || got.Title != "s, staged" || !slices.Equal(got.Tags, []string{"tagged"}) {
+		t.Fatalf("metadata on disk: %+v %v, want the update", got, err)
 	}
 }

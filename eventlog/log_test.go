@@ -683,3 +683,53 @@ func TestUpdateMetaOfAStagedSession(t *testing.T) {
 		t.Fatalf("metadata on disk: %+v %v, want the update", got, err)
 	}
 }
+
+// TestRecoveryMakesTheTailItKeepsDurable: a writer that dies after writing
+// a barrier's records and before syncing them leaves them in the page
+// cache, whole. The next writer's open keeps them, and may from then on
+// write metadata that describes them (an import's, of how much of its
+// source a session holds) or append after them: so it syncs them first,
+// and a power cut after that open loses none of them.
+func TestRecoveryMakesTheTailItKeepsDurable(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	s, err := l.Create(Meta{Title: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(s.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The next barrier writes its records; the process dies at the sync.
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.HasSuffix(path, ".log") {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	if _, err := l.Append(s.ID, Event{Kind: KindAssistant, Body: body(2)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err == nil {
+		t.Fatal("the barrier succeeded without its sync")
+	}
+	fsys.SetHook(nil)
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true, Clock: l.opts.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if evs, err := w.Read(s.ID, 0, 10); err != nil || len(evs) != 2 {
+		t.Fatalf("after the writer died, the next one reads %d events (%v), want the 2 written whole", len(evs), err)
+	}
+	r, err := Open("/h/events", Options{FS: fsys.CrashClone()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := r.Read(s.ID, 0, 10); err != nil || len(evs) != 2 {
+		t.Fatalf("a power cut after the next writer's open leaves %d events (%v), want the 2 it kept", len(evs), err)
+	}
+}

@@ -224,7 +224,8 @@ func (r *reader) last() (Event, bool, error) {
 // record well before the end, the chain of records must run to the end of
 // the file and end outside a group. What does not (a torn write, records
 // that reached the disk out of order, half a group) is cut, its bytes kept
-// in the torn directory. Damage further back than a barrier's writes is
+// in the torn directory; what does is synced, as a killed writer may have
+// left it unsynced. Damage further back than a barrier's writes is
 // corruption, not a crash: it is reported, and the session refuses appends.
 func (l *Log) recoverAfterCrash() error {
 	mpath := filepath.Join(l.dir, dirtyMarker)
@@ -289,7 +290,13 @@ func (l *Log) repairTail(id ID) error {
 		cut = groupStart // a group the crash left half-written
 	}
 	if cut >= r.size {
-		return nil
+		// Whole, so kept; but not known to be synced: a killed (not
+		// powered-off) writer leaves its last records in the page cache.
+		// This writer may describe them in metadata (an import's
+		// StageMeta of how much of its source a session holds) or append
+		// after them, so they are made durable first, as the store does
+		// with the segment records its open takes in.
+		return f.Sync()
 	}
 	if cut < r.size-tailWindow {
 		l.sessions[id] = &writerState{damaged: fmt.Errorf("session %s: log damaged at offset %d (%v), before anything a crash can tear: appends refused; its events up to there read as usual", id, cut, serr)}

@@ -58,8 +58,12 @@ func (o osFS) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error 
 
 // WriteFilesAtomic writes each file to a renameio pending file beside it
 // (renameio would otherwise probe, with two more files and a rename on
-// every call, whether $TMPDIR could do), syncs them all at once, then
-// renames them in order and syncs the directory.
+// every call, whether $TMPDIR could do), then has renameio sync, close
+// and rename each over its name, side by side (as SyncFiles runs fsyncs),
+// and syncs the directory. renameio's replace always syncs the file
+// itself: syncing the batch first as well cost a second fsync per file,
+// one after the other, ~0.3 ms each (an import of 3,000 small sessions
+// writes 3,000 metadata files).
 func (o osFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) error {
 	pending := make([]*renameio.PendingFile, 0, len(files))
 	defer func() {
@@ -67,7 +71,6 @@ func (o osFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) 
 			pf.Cleanup() // after CloseAtomicallyReplace, a no-op
 		}
 	}()
-	syncs := make([]File, 0, len(files))
 	for _, f := range files {
 		pf, err := renameio.NewPendingFile(filepath.Join(dir, f.Name), renameio.WithPermissions(perm), renameio.WithExistingPermissions(), renameio.WithTempDir(dir))
 		if err != nil {
@@ -83,18 +86,9 @@ func (o osFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) 
 		if err := f.writeTo(pf); err != nil {
 			return err
 		}
-		syncs = append(syncs, pf.File)
 	}
-	if err := o.SyncFiles(syncs); err != nil {
+	if err := parallel(len(pending), func(i int) error { return pending[i].CloseAtomicallyReplace() }); err != nil {
 		return err
-	}
-	for _, pf := range pending {
-		// Syncs again, closes and renames. The second fsync of a file
-		// with nothing left to write took about 0.1 ms here (strace),
-		// which renameio's API does not let us skip.
-		if err := pf.CloseAtomicallyReplace(); err != nil {
-			return err
-		}
 	}
 	return o.SyncDir(dir)
 }
@@ -103,18 +97,25 @@ func (o osFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) 
 const maxParallelSyncs = 16
 
 func (osFS) SyncFiles(files []File) error {
-	if len(files) == 1 {
-		return files[0].Sync()
+	return parallel(len(files), func(i int) error { return files[i].Sync() })
+}
+
+// parallel runs do(0) ... do(n-1), at most maxParallelSyncs at once, and
+// joins their errors: fsyncs side by side, which one journal commit can
+// cover.
+func parallel(n int, do func(i int) error) error {
+	if n == 1 {
+		return do(0)
 	}
-	errs := make([]error, len(files))
+	errs := make([]error, n)
 	sem := make(chan struct{}, maxParallelSyncs)
 	var wg sync.WaitGroup
-	for i, f := range files {
+	for i := range n {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs[i] = f.Sync()
+			errs[i] = do(i)
 		}()
 	}
 	wg.Wait()

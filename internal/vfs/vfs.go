@@ -65,9 +65,10 @@ type FS interface {
 	// WriteFilesAtomic is WriteFileAtomic for several files of one
 	// directory, for a writer with many small files to bring up to date
 	// at once (an import's session metadata): each file is replaced
-	// atomically, in order, but not all together; their temp files are
-	// synced as one batch (SyncFiles) and the directory once. A crash
-	// leaves each file either old or new.
+	// atomically, but not all together and in no set order (the OS
+	// filesystem syncs and renames them side by side; MemFS in order, so
+	// that crash sweeps reproduce), and the directory synced once. A
+	// crash leaves each file either old or new.
 	WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) error
 	// SyncFiles is Sync of each file, as one batch: the OS filesystem runs
 	// the fsyncs side by side, so that one journal commit can cover many

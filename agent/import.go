@@ -52,6 +52,14 @@ func (o ImportOptions) chunkBytes() int {
 	return importChunkBytes
 }
 
+// streamChunkBytes is the chunk a streamed file is read in.
+func (o ImportOptions) streamChunkBytes() int {
+	if o.ChunkBytes > 0 {
+		return o.ChunkBytes
+	}
+	return streamChunkBytes
+}
+
 // FormatName is the name of the agent whose transcripts a format is.
 func FormatName(format string) string {
 	switch format {
@@ -804,15 +812,20 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			in = io.LimitReader(rc, size) // the bytes hashed above, however the file grows
 		}
 		sm := newSourceMapper(opts.Format, f.path, opts.MinCut)
-		fi.info, fi.captured = sm.session, sm.captured
-		cr := newChunkReader(in, opts.chunkBytes())
+		var info sourceSession // the mapper's, as of the chunk being stored
+		fi.info, fi.captured = func() sourceSession { return info }, sm.captured
+		cr := newChunkReader(in, opts.streamChunkBytes())
+		chunks, stop := sm.mapChunks(cr, from) // the next chunk mapped while this one is stored
+		defer stop()
 		ph := sha256.New() // of the bytes before start: still those the session holds?
 		var waiting []pendingLine
 		for off := int64(0); ; {
-			chunk, final, err := cr.next()
-			if err != nil {
-				return fail(fi.partly(err))
+			c := <-chunks
+			if c.err != nil {
+				return fail(fi.partly(c.err))
 			}
+			chunk, final := c.data, c.final
+			info = c.info
 			if off < start {
 				before := chunk[:min(start-off, int64(len(chunk)))]
 				ph.Write(before)
@@ -823,7 +836,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			if off < from {
 				fi.lineNo += bytes.Count(chunk[:min(from-off, int64(len(chunk)))], []byte{'\n'}) // counted, not taken
 			}
-			lines := append(waiting, sm.mapChunk(chunk, off, from, final)...)
+			lines := append(waiting, c.lines...)
 			off += int64(len(chunk))
 			if off < start && !final {
 				// A cut line taken again begins before the bytes checked
@@ -840,6 +853,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 				break
 			}
 		}
+		stop() // the reader's size and sum are final once it is done
 		// What was read and taken in; for a file imported before, the bytes
 		// hashed above, unless it changed in between.
 		if res.Status == ImportNew {
@@ -1063,7 +1077,7 @@ type fileImport struct {
 	sess      *eventlog.Meta // nil until made, at the first line that is an entry
 	created   bool           // sess was made by this import
 	entry     bool           // a line that is an entry was seen
-	noEntry   bool           // none in the first chunk's worth: not a transcript
+	noEntry   bool           // none in the first holdBytes: not a transcript
 	lineNo    int            // the next line's number in the file
 	held      []pendingLine  // lines waiting for the next chunk
 	heldBytes int64
@@ -1101,7 +1115,7 @@ func (fi *fileImport) take(lines []pendingLine, final bool) error {
 		fi.heldBytes += int64(len(p.line))
 	}
 	fi.held = append(fi.held, lines...)
-	// Waiting is bounded: past a chunk's worth of lines, a file that has
+	// Waiting is bounded: past holdBytes of lines, a file that has
 	// shown no entry is no transcript, and one that has shown no time or
 	// working directory goes on without (a file read whole would look
 	// further: no transcript of Claude Code or Codex comes to this).

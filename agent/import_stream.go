@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -21,11 +22,22 @@ import (
 // Code transcripts of several GB and Codex rollouts of tens of GB are
 // reported (../shared/reference/peers.md), and a file read whole is held
 // about three times over while it is mapped and stored. A file of at most
-// importChunkBytes (of decompressed bytes, as cost guesses them for .zst) is
-// read whole, mapped ahead of the store (import_ahead.go), and is one
-// chunk. The events are the same either way: a run of notes, or lines
-// before the file's first time or first entry, wait for the next chunk.
+// importChunkBytes is read whole, mapped ahead of the store
+// (import_ahead.go), and is one chunk; a bigger one is read in chunks of
+// streamChunkBytes, each mapped while the one before it is stored
+// (mapChunks). The events are the same either way: a run of notes, or
+// lines before the file's first time or first entry, wait for the next
+// chunk.
 const importChunkBytes = 64 << 20
+
+// streamChunkBytes is the chunk a file over importChunkBytes is read in:
+// one is mapped while the one before it is stored, both in memory. On a
+// 416 MB transcript, chunks of 64, 16, 8, 4, 2 and 1 MiB took ~4.4, 3.0,
+// 2.8, 2.6, 2.5 and 2.6 s, and 670, 350, 270, 215, 190 and 170 MB at the
+// peak (docs/performance.md). (A file up to importChunkBytes is read whole
+// because an import of it waits for the file backups its last lines name,
+// heldForBackups, which a file read in chunks does not.)
+const streamChunkBytes = 2 << 20
 
 // holdBytes bounds the lines a file taken in chunks holds back while it
 // has shown no entry, no time or no working directory (a variable for
@@ -231,6 +243,61 @@ func (sm *sourceMapper) mapChunk(data []byte, off, start int64, final bool) []pe
 		at += int64(len(line))
 	}
 	return lines
+}
+
+// mappedChunk is a chunk of a file read and mapped ahead of its storing
+// (mapChunks): its bytes, where they begin, its lines, the session as the
+// mapper saw it once through them, and whether it is the file's last.
+type mappedChunk struct {
+	data  []byte
+	off   int64
+	final bool
+	lines []pendingLine
+	info  sourceSession
+	err   error // reading failed: the last value sent
+}
+
+// mapChunks reads and maps the chunks of a file on a goroutine of its own,
+// one chunk ahead of the caller, which stores them: mapping (the scan of
+// each line, its cuts) and storing (hashing, compressing, appending) then
+// run side by side. The mapper and its state are the goroutine's alone;
+// each chunk carries the session as it was after that chunk (sm.session),
+// which is what the caller would have read with no goroutine. The lines
+// before from only go through the mapper (mapChunk), and noting their file
+// backups in sm.captured is done before the caller stores anything after
+// them, so the two never touch the set at once. The caller must call stop
+// (after which nothing more is read) before the reader is closed.
+func (sm *sourceMapper) mapChunks(cr *chunkReader, from int64) (chunks <-chan mappedChunk, stop func()) {
+	out := make(chan mappedChunk, 1)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(out)
+		for off := int64(0); ; {
+			data, final, err := cr.next()
+			c := mappedChunk{data: data, off: off, final: final, err: err}
+			if err == nil {
+				c.lines = sm.mapChunk(data, off, from, final)
+				c.info = sm.session()
+				off += int64(len(data))
+			}
+			select {
+			case out <- c:
+			case <-done:
+				return
+			}
+			if err != nil || final {
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return out, func() {
+		once.Do(func() { close(done) })
+		wg.Wait()
+	}
 }
 
 // session is the mapper's, Renamed when the lines from start on renamed it.

@@ -257,8 +257,10 @@ type mappedChunk struct {
 	err   error // reading failed: the last value sent
 }
 
-// mapChunks reads and maps the chunks of a file on a goroutine of its own,
-// one chunk ahead of the caller, which stores them: mapping (the scan of
+// mapChunks reads and maps the chunks of a file, one after the other, on a
+// goroutine of its own, up to two chunks ahead of the caller (one waiting
+// in the channel, one being mapped: three in memory with the one being
+// stored), which stores them in order: mapping (the scan of
 // each line, its cuts) and storing (hashing, compressing, appending) then
 // run side by side. The mapper and its state are the goroutine's alone;
 // each chunk carries the session as it was after that chunk (sm.session),

@@ -573,8 +573,9 @@ func (m *MemFS) WriteFileAtomic(name string, data []byte, perm fs.FileMode) erro
 
 // WriteFilesAtomic is WriteFileAtomic's steps for each file in turn, except
 // that the temp files are all written and synced before the first rename,
-// and the directory is synced once, at the end: what the OS implementation
-// does, one step at a time.
+// and the directory is synced once, at the end: one order the OS
+// implementation's (each file synced then renamed, the files side by side)
+// may take, one step at a time, so that crash sweeps reproduce.
 func (m *MemFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) (err error) {
 	type temp struct {
 		f       File

@@ -93,7 +93,8 @@ func (o osFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) 
 	return o.SyncDir(dir)
 }
 
-// maxParallelSyncs bounds the fsyncs SyncFiles has in flight.
+// maxParallelSyncs bounds the fsyncs in flight (SyncFiles, and
+// WriteFilesAtomic's syncs and renames).
 const maxParallelSyncs = 16
 
 func (osFS) SyncFiles(files []File) error {

@@ -176,6 +176,18 @@ type lineReader struct {
 }
 
 func (r *lineReader) read(line []byte) (mappedLine, []stringCut) {
+	m, strs := r.mapOnly(line)
+	if m.Unparsed != "" || strs == nil {
+		return m, nil
+	}
+	return m, lineCuts(line, strs, r.minCut, func(s jsonString) cas.Kind { return r.mapper.cutKind(m, s) })
+}
+
+// mapOnly is read without the strings to cut out, and the line's strings
+// (nil when it is not JSON): for a line taken in by an earlier import,
+// which goes through the mapper only for the state it leaves (mapChunk),
+// decoding its long strings for cuts would be work thrown away.
+func (r *lineReader) mapOnly(line []byte) (mappedLine, []jsonString) {
 	r.members = r.members[:0]
 	strs, ok := scanJSON(line, min(r.minCut, viewLong)+2, &r.members)
 	if !ok {
@@ -185,16 +197,10 @@ func (r *lineReader) read(line []byte) (mappedLine, []stringCut) {
 		r.view = mapView(r.view[:0], line, strs, viewLong, r.members, r.mapper)
 		return r.view
 	}
-	var m mappedLine
 	if sm, ok := r.mapper.(scannedMapper); ok {
-		m = sm.mapScanned(line, strs, r.members, view)
-	} else {
-		m = r.mapper.mapLine(view())
+		return sm.mapScanned(line, strs, r.members, view), strs
 	}
-	if m.Unparsed != "" {
-		return m, nil
-	}
-	return m, lineCuts(line, strs, r.minCut, func(s jsonString) cas.Kind { return r.mapper.cutKind(m, s) })
+	return r.mapper.mapLine(view()), strs
 }
 
 // viewKeys are the keys whose string values the mappers read only through

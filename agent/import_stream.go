@@ -215,7 +215,7 @@ func (sm *sourceMapper) mapChunk(data []byte, off, start int64, final bool) []pe
 	skip := min(max(start-off, 0), int64(len(data)))
 	if skip > 0 {
 		for _, line := range sourceLines(data[:skip]) {
-			m, _ := sm.reader.read(trimNewline(line))
+			m, _ := sm.reader.mapOnly(trimNewline(line))
 			sm.captured.note(m)
 		}
 	}

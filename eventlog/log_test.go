@@ -34,6 +34,16 @@ func testLog(t *testing.T, fsys vfs.FS, opts Options) *Log {
 	return l
 }
 
+// mustCreate creates a session titled title in l.
+func mustCreate(t *testing.T, l *Log, title string) Meta {
+	t.Helper()
+	m, err := l.Create(Meta{Title: title})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func body(i int) (b [16]byte) {
 	copy(b[:], fmt.Sprintf("body-%d", i))
 	return b
@@ -258,10 +268,7 @@ func TestTotalsAndTimes(t *testing.T) {
 	fsys := vfs.NewMem()
 	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	l := testLog(t, fsys, Options{Clock: clk})
-	m, err := l.Create(Meta{Title: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustCreate(t, l, "t")
 	var in, out []uint64 // totals after each event
 	var sumIn, sumOut uint64
 	start := clk.T
@@ -341,18 +348,9 @@ func TestBulkCreate(t *testing.T) {
 		}
 		return ids
 	}
-	a, err := l.Create(Meta{Title: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := l.Create(Meta{Title: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone, err := l.Create(Meta{Title: "gone"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := mustCreate(t, l, "a")
+	b := mustCreate(t, l, "b")
+	gone := mustCreate(t, l, "gone")
 	if vfs.Exists(fsys, l.metaPath(a.ID)) {
 		t.Fatal("a session created in bulk has its metadata written before a flush")
 	}
@@ -413,14 +411,8 @@ func TestBulkCreate(t *testing.T) {
 func TestStageMeta(t *testing.T) {
 	fsys := vfs.NewMem()
 	l := testLog(t, fsys, Options{})
-	old, err := l.Create(Meta{Title: "old"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	removed, err := l.Create(Meta{Title: "removed"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := mustCreate(t, l, "old")
+	removed := mustCreate(t, l, "removed")
 	var mu sync.Mutex
 	written := map[ID]int{} // metadata files renamed into place, by session
 	var order []string      // the logs synced and metadata written, in order
@@ -442,10 +434,7 @@ func TestStageMeta(t *testing.T) {
 		return nil
 	})
 	l.SetBulk(true)
-	fresh, err := l.Create(Meta{Title: "fresh"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh := mustCreate(t, l, "fresh")
 	for _, id := range []ID{old.ID, fresh.ID} {
 		if _, err := l.Append(id, Event{Kind: KindUser, Body: body(1)}); err != nil {
 			t.Fatal(err)
@@ -507,15 +496,9 @@ func TestStageMeta(t *testing.T) {
 func TestOrphanLogsAreRemoved(t *testing.T) {
 	fsys := vfs.NewMem()
 	l := testLog(t, fsys, Options{})
-	kept, err := l.Create(Meta{Title: "kept"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	kept := mustCreate(t, l, "kept")
 	l.SetBulk(true)
-	orphan, err := l.Create(Meta{Title: "never flushed"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	orphan := mustCreate(t, l, "never flushed")
 	if _, err := l.Append(orphan.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
 		t.Fatal(err)
 	}
@@ -582,10 +565,7 @@ func TestSourcePathNotUTF8RoundTrips(t *testing.T) {
 func TestRemoveADamagedSession(t *testing.T) {
 	fsys := vfs.NewMem()
 	l := testLog(t, fsys, Options{})
-	m, err := l.Create(Meta{Title: "to be damaged"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustCreate(t, l, "to be damaged")
 	if err := l.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -637,10 +617,7 @@ func TestChildren(t *testing.T) {
 func TestUpdateMetaOfAStagedSession(t *testing.T) {
 	fsys := vfs.NewMem()
 	l := testLog(t, fsys, Options{})
-	s, err := l.Create(Meta{Title: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, l, "s")
 	var mu sync.Mutex
 	var order []string // the logs synced and metadata written, in order
 	fsys.SetHook(func(op vfs.Op, path string) error {
@@ -693,10 +670,7 @@ func TestUpdateMetaOfAStagedSession(t *testing.T) {
 func TestRecoveryMakesTheTailItKeepsDurable(t *testing.T) {
 	fsys := vfs.NewMem()
 	l := testLog(t, fsys, Options{})
-	s, err := l.Create(Meta{Title: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustCreate(t, l, "s")
 	if _, err := l.Append(s.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
 		t.Fatal(err)
 	}

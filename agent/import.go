@@ -45,19 +45,16 @@ type ImportOptions struct {
 	walked time.Time // when the files were listed (statToRecord)
 }
 
-func (o ImportOptions) chunkBytes() int {
-	if o.ChunkBytes > 0 {
-		return o.ChunkBytes
-	}
-	return importChunkBytes
-}
+// chunkBytes is the size over which a file is streamed, streamChunkBytes
+// the chunk a streamed file is read in: ChunkBytes (tests) sets both.
+func (o ImportOptions) chunkBytes() int       { return o.chunkOr(importChunkBytes) }
+func (o ImportOptions) streamChunkBytes() int { return o.chunkOr(streamChunkBytes) }
 
-// streamChunkBytes is the chunk a streamed file is read in.
-func (o ImportOptions) streamChunkBytes() int {
+func (o ImportOptions) chunkOr(n int) int {
 	if o.ChunkBytes > 0 {
 		return o.ChunkBytes
 	}
-	return streamChunkBytes
+	return n
 }
 
 // FormatName is the name of the agent whose transcripts a format is.

@@ -234,6 +234,12 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 			return ContextReport{}, err
 		}
 		for _, ev := range evs {
+			if _, ok := ToolResultsFile(ev); ok {
+				// A tool output Claude Code saved whole beside the
+				// transcript (attachToolResults): the model read the
+				// preview its line holds, not this.
+				continue
+			}
 			b, ok := bodies[ev.Body]
 			if !ok {
 				info, err := r.Store.Stat(ev.Body)

@@ -124,6 +124,11 @@ type ImportedFile struct {
 	// MovedFrom: the path the session was imported from before, where the
 	// file is no longer (sourceNames).
 	MovedFrom string `json:"moved_from,omitempty"`
+	// ToolResults: Claude Code tool-results files taken in this time
+	// (attachToolResults); ToolResultsMissing: those its lines name that
+	// were not there (only their preview is kept).
+	ToolResults        int `json:"tool_results,omitempty"`
+	ToolResultsMissing int `json:"tool_results_missing,omitempty"`
 }
 
 // ImportProblem is a line that did not parse, the lines of a file of an
@@ -159,6 +164,9 @@ type ImportReport struct {
 	// ProblemsLeftOut: how many problems the list leaves out (it keeps
 	// the first MaxImportProblems).
 	ProblemsLeftOut int `json:"problems_left_out,omitempty"`
+	// ToolResults and ToolResultsMissing sum the files' (ImportedFile).
+	ToolResults        int `json:"tool_results"`
+	ToolResultsMissing int `json:"tool_results_missing"`
 	// BeyondRetention are the sessions of the imported files that `rook
 	// store prune` and `maintain` would delete now (ImportOptions.Retention).
 	BeyondRetention []SessionRef `json:"beyond_retention,omitempty"`
@@ -284,6 +292,8 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		rep.BytesIn += res.BytesIn
 		rep.Unparsed += res.Unparsed
 		rep.Unknown += res.Unknown
+		rep.ToolResults += res.ToolResults
+		rep.ToolResultsMissing += res.ToolResultsMissing
 		switch res.Status {
 		case ImportNew:
 			rep.Sessions++
@@ -1091,6 +1101,9 @@ type fileImport struct {
 	// is no fork, or its parent is not imported.
 	parentCounts map[[32]byte]bool
 	countsRead   bool
+	// toolResults are the names of the tool-results files the session
+	// holds (heldToolResults); nil until a line names one.
+	toolResults map[string]bool
 }
 
 // take takes in the lines of a chunk. Lines wait for the next chunk while
@@ -1278,6 +1291,12 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 		// `rook session diff` and rewind work on the session.
 		n, err := fi.r.captureBackups(fi.sess, fi.info(), fi.path, unit, fi.captured, t, fi.appendWithGroup)
 		if err != nil {
+			return nil, err
+		}
+		res.Events += n
+		// Outputs Claude Code saved beside the transcript, of which the
+		// lines hold only a preview.
+		if n, err = fi.attachToolResults(unit, t); err != nil {
 			return nil, err
 		}
 		res.Events += n
@@ -1810,6 +1829,10 @@ type ExportResult struct {
 	Ahead    bool  `json:"ahead,omitempty"`
 	Recorded int64 `json:"recorded_bytes"`
 	Zstd     bool  `json:"zstd,omitempty"` // the source was .zst: this is its decompressed JSONL
+	// ToolResults: Claude Code tool-results files the session holds
+	// (attachToolResults), which the transcript names and ExportToolResults
+	// writes back.
+	ToolResults int `json:"tool_results"`
 }
 
 // ErrNotImported: a session that did not come from another agent's file.
@@ -1849,7 +1872,11 @@ func (r *Rook) ExportSource(id eventlog.ID, w io.Writer) (ExportResult, error) {
 				return x, fmt.Errorf("event %d: %w", ev.Seq, err)
 			}
 			if kind != cas.KindSource {
-				if ev.Label != captureBackupsLabel {
+				if importedSideEvent(ev) {
+					if _, ok := ToolResultsFile(ev); ok {
+						x.ToolResults++
+					}
+				} else {
 					x.Skipped++
 				}
 				continue

@@ -161,6 +161,12 @@ func printImport(e *Env, out importJSON) {
 	} else {
 		fmt.Fprintf(w, "%s added to the store%s\n", formatBytes(rep.StoredAdded()), ratio(rep.StoredAdded()))
 	}
+	if rep.ToolResults > 0 {
+		fmt.Fprintf(w, "%d tool output(s) taken in whole from Claude Code's tool-results/ files\n", rep.ToolResults)
+	}
+	if n := rep.ToolResultsMissing; n > 0 {
+		fmt.Fprintf(w, "%d tool output(s) the lines name are not in their tool-results/ directory (deleted, or not copied with the transcripts): only the preview in the line is kept\n", n)
+	}
 	if n := len(rep.ZstBeside); n > 0 {
 		fmt.Fprintf(w, "%d .zst rollout(s) left out: the plain file beside each is the same rollout, and was read (Codex compressing it, or writing it back to resume it)\n", n)
 	}
@@ -227,6 +233,9 @@ type ExportCmd struct {
 	Session string   `arg:"" help:"Session id, unique prefix, or 'last'."`
 	Format  string   `help:"The source format to write (claude-code or codex); it must be the one the session was imported from." placeholder:"FORMAT"`
 	Output  nonEmpty `short:"o" help:"Write to FILE (atomically) instead of standard output (-: standard output)." placeholder:"FILE"`
+	// ToolResults: Claude Code's tool-results/ files, which the import
+	// took in beside the transcript (agent.ExportToolResults).
+	ToolResults nonEmpty `name:"tool-results" help:"Also write the outputs Claude Code saved whole beside the transcript (its <session>/tool-results/ files) into DIR, made if missing." placeholder:"DIR"`
 }
 
 // Run writes an imported session's source file back.
@@ -295,7 +304,18 @@ func (c *ExportCmd) Run(e *Env) error {
 			return fmt.Errorf("write %s: %w", output, err)
 		}
 	}
-	return printExport(e, id, output, x)
+	var tr *agent.ExportedToolResults
+	if dir := string(c.ToolResults); dir != "" {
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		t, err := r.ExportToolResults(id, dir)
+		if err != nil {
+			return fmt.Errorf("write the session's tool-results files to %s: %w", dir, err)
+		}
+		tr = &t
+	}
+	return printExport(e, id, output, x, tr)
 }
 
 // writeOutput writes an --output file whole: a new file or a regular one
@@ -324,13 +344,14 @@ func writeOutput(e *Env, path string, write func(io.Writer) error) error {
 	return e.FS.WriteFilesAtomic(filepath.Dir(path), []vfs.NamedData{{Name: filepath.Base(path), Stream: write}}, 0o600)
 }
 
-func printExport(e *Env, id eventlog.ID, output string, x agent.ExportResult) error {
+func printExport(e *Env, id eventlog.ID, output string, x agent.ExportResult, tr *agent.ExportedToolResults) error {
 	if e.JSON {
 		return e.printJSON(struct {
 			Session eventlog.ID `json:"session"`
 			Output  string      `json:"output"`
 			agent.ExportResult
-		}{id, output, x})
+			ToolResultsWritten *agent.ExportedToolResults `json:"tool_results_written,omitempty"`
+		}{id, output, x, tr})
 	}
 	where := filepath.Clean(output)
 	if output == "" {
@@ -350,6 +371,12 @@ func printExport(e *Env, id eventlog.ID, output string, x agent.ExportResult) er
 	}
 	if x.Skipped > 0 {
 		fmt.Fprintf(e.Stderr, "%d event(s) added in rook are not part of the source and were left out\n", x.Skipped)
+	}
+	switch {
+	case tr != nil:
+		fmt.Fprintf(e.Stderr, "wrote %d tool output file(s), %s, to %s\n", len(tr.Files), formatBytes(tr.Bytes), tr.Dir)
+	case x.ToolResults > 0:
+		fmt.Fprintf(e.Stderr, "the session holds %d tool output file(s) Claude Code saved beside the transcript, which it names (tool-results/): --tool-results DIR writes them\n", x.ToolResults)
 	}
 	if !x.Exact && !x.Ahead {
 		return &exitError{code: ExitFailure, msg: "the export differs from the imported source"}

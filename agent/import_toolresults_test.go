@@ -1,0 +1,214 @@
+package agent
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// persistedResult is the tool_result line of Claude Code for an output it
+// saved whole to a tool-results file at saved (as written in the line, on
+// the machine that wrote it), with a preview of it.
+func persistedResult(session, toolID, saved, preview string) string {
+	text := "<persisted-output>\nOutput too large (141KB). Full output saved to: " + saved + "\n\nPreview (first 2KB):\n" + preview + "\n...\n</persisted-output>"
+	q := string(appendJSONString(nil, []byte(text)))
+	return fmt.Sprintf(`{"type":"user","sessionId":%q,"cwd":"/home/u/proj","message":{"role":"user","content":[{"tool_use_id":%q,"type":"tool_result","content":%s,"is_error":false}]},"uuid":"r-%s","timestamp":"2026-02-10T22:00:00.000Z"}`,
+		session, toolID, q, toolID)
+}
+
+// toolResultEvents are a session's events that hold tool-results files:
+// "name body" each; the event before each is checked to be the tool
+// result that names it.
+func toolResultEvents(t *testing.T, r *Rook, id eventlog.ID) []string {
+	t.Helper()
+	evs, err := r.Log.Read(id, 0, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for i, ev := range evs {
+		name, ok := ToolResultsFile(ev)
+		if !ok {
+			continue
+		}
+		if i == 0 || evs[i-1].Kind != eventlog.KindToolResult {
+			t.Fatalf("event %d (%s) does not follow a tool result", ev.Seq, name)
+		}
+		if line, err := r.Body(evs[i-1]); err != nil || !bytes.Contains(line, []byte("tool-results/"+name)) {
+			t.Fatalf("event %d (%s) follows a tool result that does not name it: %v", ev.Seq, name, err)
+		}
+		body, err := r.Body(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s %s", name, body))
+	}
+	return out
+}
+
+func TestPersistedRefs(t *testing.T) {
+	line := func(text string) []byte {
+		return []byte(`{"content":` + string(appendJSONString(nil, []byte(text))) + `}`)
+	}
+	for _, c := range []struct {
+		name, text string
+		want       []persistedRef
+	}{
+		{"unix", "<persisted-output>\nOutput too large (141KB). Full output saved to: /home/u/.claude/projects/-p/S1/tool-results/toolu_01A.txt\n\nPreview (first 2KB):\nx\n</persisted-output>",
+			[]persistedRef{{"S1", "toolu_01A.txt"}}},
+		{"windows", `<persisted-output>` + "\n" + `Output too large. Full output saved to: C:\Users\u\.claude\projects\C--p\S2\tool-results\mcp-x.json` + "\n\nPreview:\n{}",
+			[]persistedRef{{"S2", "mcp-x.json"}}},
+		{"two", "<persisted-output>\nFull output saved to: /a/S/tool-results/one.txt\n\n</persisted-output> and <persisted-output>\nFull output saved to: /a/S/tool-results/two.txt\n\n",
+			[]persistedRef{{"S", "one.txt"}, {"S", "two.txt"}}},
+		{"no marker", "Full output saved to: /a/S/tool-results/x.txt", nil},
+		{"not in tool-results", "<persisted-output>\nFull output saved to: /a/S/other/x.txt\n\n", nil},
+		{"a parent directory", "<persisted-output>\nFull output saved to: /a/../tool-results/x.txt\n\n", nil},
+		{"not a plain name", "<persisted-output>\nFull output saved to: /a/S/tool-results/x y.txt\n\n", nil},
+		{"saved to, in the preview only", "<persisted-output>\nOutput too large.\n\nPreview: Full output saved to: /a/S/tool-results/x.txt\n", nil},
+		{"cut short", "<persisted-output>\nFull output saved to: /a/S/tool-res", nil},
+	} {
+		if got := persistedRefs(line(c.text)); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// A tool result whose output Claude Code saved to a tool-results file is
+// followed by an event holding the file, in the session of the line; the
+// file of a subagent's tool result is in its parent's directory. Export
+// writes the transcript byte-exact without them and the files on their
+// own; re-import adds nothing; a grown file adds only what its new lines
+// name; a file that is not there is counted, and only the preview kept.
+func TestImportClaudeToolResultsFiles(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/h/.claude/projects/-home-u-proj"
+	saved := func(sid, name string) string {
+		return "/home/u/.claude/projects/-home-u-proj/" + sid + "/tool-results/" + name
+	}
+	big := strings.Repeat("the whole output, line after line\n", 2000)
+	writeSourceFile(t, fsys, proj+"/S/tool-results/toolu_1.txt", []byte(big))
+	writeSourceFile(t, fsys, proj+"/S/tool-results/toolu_2.txt", []byte("second\n"))
+	writeSourceFile(t, fsys, proj+"/S/tool-results/toolu_9.txt", []byte("a subagent's\n"))
+	main := append(claudeLines("S", 1),
+		persistedResult("S", "toolu_1", saved("S", "toolu_1.txt"), "the whole output"),
+		persistedResult("S", "toolu_3", saved("S", "toolu_3.txt"), "gone"))
+	data := writeSource(t, fsys, proj+"/S.jsonl", main, "")
+	sub := append(claudeLines("S", 2), persistedResult("S", "toolu_9", saved("S", "toolu_9.txt"), "a sub"))
+	subData := writeSource(t, fsys, proj+"/S/subagents/agent-a1.jsonl", sub, "")
+
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	if rep.ToolResults != 2 || rep.ToolResultsMissing != 1 {
+		t.Fatalf("report: %d taken in, %d missing", rep.ToolResults, rep.ToolResultsMissing)
+	}
+	f := fileByPath(t, rep, proj+"/S.jsonl")
+	id := *f.Session
+	if s, err := r.Log.Summary(id); err != nil || f.ToolResults != 1 || f.ToolResultsMissing != 1 || uint64(f.Events) != s.Events {
+		t.Fatalf("file: %+v (%v)", f, err)
+	}
+	if got, want := toolResultEvents(t, r, id), []string{"toolu_1.txt " + big}; !slices.Equal(got, want) {
+		t.Fatalf("events: %.200q", got)
+	}
+	sid := *fileByPath(t, rep, proj+"/S/subagents/agent-a1.jsonl").Session
+	if got := toolResultEvents(t, r, sid); len(got) != 1 || got[0] != "toolu_9.txt a subagent's\n" {
+		t.Fatalf("subagent: %q", got)
+	}
+	mustExport(t, r, id, data)
+	mustExport(t, r, sid, subData)
+	var buf bytes.Buffer
+	if x, err := r.ExportSource(id, &buf); err != nil || x.Skipped != 0 || x.ToolResults != 1 {
+		t.Fatalf("export: %+v %v", x, err)
+	}
+	x, err := r.ExportToolResults(id, "/out/S/tool-results")
+	if err != nil || !slices.Equal(x.Files, []string{"toolu_1.txt"}) || x.Bytes != int64(len(big)) {
+		t.Fatalf("export tool results: %+v %v", x, err)
+	}
+	if b, err := vfs.ReadFile(fsys, "/out/S/tool-results/toolu_1.txt"); err != nil || string(b) != big {
+		t.Fatalf("exported file: %v", err)
+	}
+	// The model read the preview: the file is not in context.
+	withFile, err := r.Context(id, 200000)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Again: nothing new. The file that was missing arrives, but its
+	// line was taken in already (Claude Code writes it before the line).
+	writeSourceFile(t, fsys, proj+"/S/tool-results/toolu_3.txt", []byte("late\n"))
+	if rep = mustImport(t, r, FormatClaudeCode, proj); rep.Unchanged != 2 || rep.ToolResults != 0 || rep.Events != 0 {
+		t.Fatalf("again: %+v", rep)
+	}
+	// Grown by a line naming toolu_2, and one naming toolu_1 again (a
+	// copy of the line): only toolu_2 is taken in.
+	main = append(main, persistedResult("S", "toolu_2", saved("S", "toolu_2.txt"), "second"),
+		persistedResult("S", "toolu_1", saved("S", "toolu_1.txt"), "again"))
+	data = writeSource(t, fsys, proj+"/S.jsonl", main, "")
+	rep = mustImport(t, r, FormatClaudeCode, proj)
+	if f := fileByPath(t, rep, proj+"/S.jsonl"); f.Status != ImportGrown || f.ToolResults != 1 || f.Events != 3 {
+		t.Fatalf("grown: %+v", f)
+	}
+	if got := toolResultEvents(t, r, id); len(got) != 2 || got[1] != "toolu_2.txt second\n" {
+		t.Fatalf("grown: %.200q", got)
+	}
+	mustExport(t, r, id, data)
+
+	// Context: without the files, the same but for the lines added since.
+	r2 := testRook(t, vfs.NewMem())
+	r2.fs = fsys
+	for _, name := range []string{"toolu_1.txt", "toolu_2.txt", "toolu_3.txt", "toolu_9.txt"} {
+		if err := fsys.Remove(proj + "/S/tool-results/" + name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeSource(t, fsys, proj+"/S.jsonl", main[:len(main)-2], "")
+	rep = mustImport(t, r2, FormatClaudeCode, proj+"/S.jsonl")
+	without, err := r2.Context(*fileByPath(t, rep, proj+"/S.jsonl").Session, 200000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.ToolResultsMissing != 2 || withFile.InContextBytes != without.InContextBytes || withFile.EverEvents != without.EverEvents {
+		t.Fatalf("context with the file %+v, without %+v (missing %d)", withFile, without, rep.ToolResultsMissing)
+	}
+}
+
+// The files are read only from the project's session directories: a line
+// naming a file elsewhere, or one that escapes, is no reference.
+func TestImportReadsToolResultsOnlyInTheProject(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/h/.claude/projects/-p"
+	writeSourceFile(t, fsys, "/secret/tool-results/x.txt", []byte("secret"))
+	writeSourceFile(t, fsys, proj+"/other/tool-results/y.txt", []byte("a fork's parent's"))
+	lines := append(claudeLines("S", 1),
+		persistedResult("S", "t1", "/secret/tool-results/x.txt", "p"),          // the directory named is "secret": not in the project
+		persistedResult("S", "t2", "/any/where/other/tool-results/y.txt", "p"), // a session directory of the project
+		persistedResult("S", "t3", proj+"/../../tool-results/x.txt", "p"))
+	writeSource(t, fsys, proj+"/S.jsonl", lines, "")
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	id := *fileByPath(t, rep, proj+"/S.jsonl").Session
+	if got := toolResultEvents(t, r, id); len(got) != 1 || got[0] != "y.txt a fork's parent's" || rep.ToolResultsMissing != 1 {
+		t.Fatalf("events %q, missing %d", got, rep.ToolResultsMissing)
+	}
+	if _, err := fsys.Stat(filepath.Join(proj, "secret")); err == nil {
+		t.Fatal("made a directory")
+	}
+}
+
+func FuzzPersistedRefs(f *testing.F) {
+	f.Add([]byte(persistedResult("S", "toolu_1", "/home/u/.claude/projects/-p/S/tool-results/toolu_1.txt", "x")))
+	f.Add([]byte(`"<persisted-output>\nFull output saved to: C:\\a\\S\\tool-results\\t.json\n\n"`))
+	f.Add([]byte(`<persisted-output>saved to: /tool-results/`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		for _, ref := range persistedRefs(line) {
+			if !safeSideName(ref.session) || !safeSideName(ref.name) || strings.ContainsAny(ref.session+ref.name, `/\`) {
+				t.Fatalf("unsafe reference %+v", ref)
+			}
+		}
+	})
+}

@@ -248,6 +248,14 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		return rep, err
 	}
 	names := &sourceNames{known: known, atPath: atPath, movedAway: map[eventlog.ID]bool{}, beside: map[string]bool{}}
+	if opts.Format == FormatClaudeCode {
+		names.continuedIn = map[string]bool{}
+		for _, m := range known {
+			if c := m.Source.ContinuedIn; c != "" {
+				names.continuedIn[c] = true
+			}
+		}
+	}
 	for _, p := range rep.ZstBeside {
 		names.beside[p] = true
 	}
@@ -691,7 +699,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	if other := otherFormat(opts.Format, head); other != "" {
 		return fail(fmt.Errorf("this looks like a %s transcript, not %s: use `rook import %s`", other, opts.Format, other))
 	}
-	fi := &fileImport{r: r, opts: opts, path: f.path, zst: zst, rep: rep, res: &res, known: known}
+	fi := &fileImport{r: r, opts: opts, path: f.path, zst: zst, rep: rep, res: &res, known: known, continued: names.continuedIn}
 	start := int64(0) // the session holds the file's first start bytes
 	from := int64(-1) // where the lines to take in begin, when not at start
 	res.Status = ImportNew
@@ -747,6 +755,12 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			res.Status, res.Session, fi.sess, start = ImportGrown, &m.ID, &m, done.size
 			if s, err := r.Log.Summary(m.ID); err == nil && s.Events > 0 {
 				fi.last, fi.timed = s.Updated, true
+				// Lines that count tokens are in already: a continuation's
+				// copy, which its file begins with, is behind (taken in
+				// counting no tokens, or counting them when what it
+				// continues was not imported then): what it grew by is
+				// its own (fileImport.copiedTurn).
+				fi.pastCopy = s.TokensIn > 0 || s.TokensOut > 0
 			}
 			// A line that was cut short (no newline yet) is taken in again,
 			// whole, now that it may be: an event of its own, mapped as
@@ -949,6 +963,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		return fail(fmt.Errorf("session %s: record what it holds of the file: %w", sess.ID, err))
 	}
 	known[f.path] = *sess
+	if c := src.ContinuedIn; c != "" && names.continuedIn != nil {
+		names.continuedIn[c] = true
+	}
 	return res
 }
 
@@ -971,6 +988,12 @@ type sourceNames struct {
 	// beside are the .zst rollouts left out beside their plain files:
 	// there, but as good as gone.
 	beside map[string]bool
+	// continuedIn are the source session ids that a known session's file
+	// says its conversation went on in (Source.ContinuedIn), kept up to
+	// date as the files are imported: a Claude Code file whose session is
+	// not one of them is no continuation, and fileImport.copiedTurn looks
+	// no further. Nil for Codex.
+	continuedIn map[string]bool
 }
 
 // sourceName is a source file's name as it moves: without its directory
@@ -1104,6 +1127,18 @@ type fileImport struct {
 	// toolResults are the names of the tool-results files the session
 	// holds (heldToolResults); nil until a line names one.
 	toolResults map[string]bool
+	// continued is sourceNames.continuedIn: the source session ids some
+	// known session's file says it went on in.
+	continued map[string]bool
+	// copiedTurns are the uuids of the model's lines of the session a
+	// Claude Code continuation continues (continuedTurns), read at the
+	// continuation's first line that counts tokens (turnsRead); nil when
+	// the file is no continuation, or what it continues is not imported.
+	copiedTurns map[string]bool
+	turnsRead   bool
+	// pastCopy: the session holds lines that count tokens already (it
+	// grew): a continuation's copy is behind.
+	pastCopy bool
 }
 
 // take takes in the lines of a chunk. Lines wait for the next chunk while
@@ -1275,6 +1310,12 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 			// of this fork finds it too.
 			ev.TokensIn, ev.TokensOut = 0, 0
 		}
+		if (ev.TokensIn > 0 || ev.TokensOut > 0) && len(unit) == 1 && fi.opts.Format == FormatClaudeCode && fi.copiedTurn(unit[0].line) {
+			// A model's line a Claude Code continuation copied from the
+			// session it continues (sent to the background): that session
+			// spent the tokens, and counts them.
+			ev.TokensIn, ev.TokensOut = 0, 0
+		}
 		if m.Group == "" || m.Group != fi.prevGrp || len(fi.group) == 16 {
 			if err := fi.flushGroup(); err != nil {
 				return nil, err
@@ -1381,6 +1422,114 @@ func (r *Rook) codexCountSums(id eventlog.ID) (map[[32]byte]bool, error) {
 		}
 		if len(evs) < contextPage {
 			return sums, nil
+		}
+		from = evs[len(evs)-1].Seq + 1
+	}
+}
+
+// copiedTurn says whether line, a Claude Code model's line that counts
+// tokens, is one a continuation copied from the session it continues: a
+// session sent to the background goes on in a new file that begins with a
+// copy of the old one's lines (claudeMapper.continuedIn), their uuids
+// kept, their usage too, and no forkedFrom to mark them (as a fork's
+// copied lines have: claudeMapper.mapEntry counts those no tokens). A
+// copied line's uuid is one of the old session's lines' (continuedTurns);
+// the continuation's own turns have new ones. It is decided here, as the
+// lines are stored, file after file, rather than as they are mapped, ahead
+// and in parallel, when the old session may not be in yet. A continuation
+// imported before the session it continues (or without it) counts its
+// copied tokens, as its lines say; importing that session later changes
+// nothing of it (its events are written once). Only a file whose session
+// a known session names as its continuation is looked at: for any other,
+// this is a map lookup, once.
+func (fi *fileImport) copiedTurn(line []byte) bool {
+	if fi.pastCopy {
+		return false
+	}
+	if !fi.turnsRead {
+		fi.turnsRead = true
+		fi.copiedTurns = fi.continuedTurns()
+	}
+	if len(fi.copiedTurns) == 0 {
+		return false
+	}
+	id, ok := claudeUUID(trimNewline(line))
+	return ok && fi.copiedTurns[id]
+}
+
+// continuedTurns are the uuids of the model's lines of the session that
+// fi's session continues (a known session whose file's continued-in line
+// names it, the one linkContinuations links it to), or nil when none is
+// imported.
+func (fi *fileImport) continuedTurns() map[string]bool {
+	m := fi.sess
+	if m.Source == nil || m.Source.ID == "" || !fi.continued[m.Source.ID] || slices.Contains(m.Tags, subagentTag) {
+		return nil
+	}
+	sid := m.Source.ID
+	prev := ""
+	for _, k := range fi.known {
+		if k.Source.ContinuedIn == sid && k.Source.ID != sid && (prev == "" || k.Source.ID < prev) {
+			prev = k.Source.ID // two naming one: linkContinuations' choice
+		}
+	}
+	if prev == "" {
+		return nil
+	}
+	pid, ok := parentOf(fi.known, prev)
+	if !ok || pid == m.ID {
+		return nil
+	}
+	uuids, err := fi.r.claudeTurnUUIDs(pid)
+	if err != nil {
+		// The lines are imported all the same, as if the session they
+		// continue were not there.
+		fi.rep.problem(ImportProblem{File: fi.path, Reason: fmt.Sprintf("session %s, which it continues: its lines cannot be read (%v): the tokens it copied from it count again; `rook store verify` checks the store", pid, err)})
+		return nil
+	}
+	return uuids
+}
+
+// claudeTurnUUIDs are the uuids of the model's lines of an imported Claude
+// Code session (the events of the kinds mapAssistant gives a line with a
+// message, each a line of its own: such a line is never merged with
+// others, mergeableLine). A uuid is short, never a string the import cut
+// out of its line (MinCutString), so the line is read from its object
+// alone, each cut string put back empty. The log reads the events this
+// import appended and did not flush yet too, so a session imported earlier
+// in the same run is read whole.
+func (r *Rook) claudeTurnUUIDs(id eventlog.ID) (map[string]bool, error) {
+	uuids := map[string]bool{}
+	noText := func(cas.Key) ([]byte, error) { return nil, nil }
+	for from := uint64(0); ; {
+		evs, err := r.Log.Read(id, from, contextPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range evs {
+			if ev.Kind != eventlog.KindAssistant && ev.Kind != eventlog.KindReasoning && ev.Kind != eventlog.KindToolCall {
+				continue
+			}
+			b, kind, err := r.Store.GetKind(ev.Body)
+			if err != nil {
+				return nil, fmt.Errorf("event %d: %w", ev.Seq, err)
+			}
+			if kind != cas.KindSource {
+				continue // appended in rook, not imported
+			}
+			sl, err := decodeSourceLine(b)
+			if err != nil {
+				return nil, fmt.Errorf("event %d: %w", ev.Seq, &cas.CorruptError{ID: ev.Body, Reason: err.Error()})
+			}
+			lines, _ := sl.expand(noText)
+			for _, line := range sourceLines(lines) {
+				if u, ok := claudeUUID(trimNewline(line)); ok {
+					uuids[u] = true
+				}
+			}
+		}
+		if len(evs) < contextPage {
+			return uuids, nil
 		}
 		from = evs[len(evs)-1].Seq + 1
 	}

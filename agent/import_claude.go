@@ -376,9 +376,13 @@ func (m *claudeMapper) forkedFrom(l *claudeEntry) {
 // carry no forkedFrom, so this line is the only statement of where the
 // conversation went: the new session, when imported, is linked as a fork
 // of this one (linkContinuations), which is what it is: a session that
-// begins by copying this one's lines. Sources: a design note measuring
-// Claude Code 2.1.278 (the bg-pty-host command line, and the line itself
-// as the old transcript's last); a resume helper measuring 2.1.291/2.1.292
+// begins by copying this one's lines. The copied model lines carry their
+// usage, unmarked: the new session's import counts them no tokens when
+// this one is imported before it, telling them by their uuids
+// (fileImport.copiedTurn); imported first, it counts them again.
+// Sources: a design note measuring Claude Code 2.1.278 (the bg-pty-host
+// command line, and the line itself as the old transcript's last); a
+// resume helper measuring 2.1.291/2.1.292
 // ("does not move a conversation, it copies it", and a copy's file is
 // written only once something is said in it); a live test of the left
 // arrow's background move waiting for this line; kenn-io/agentsview#1370

@@ -1,6 +1,10 @@
 package agent
 
-import json "github.com/go-json-experiment/json/v1"
+import (
+	"bytes"
+
+	json "github.com/go-json-experiment/json/v1"
+)
 
 // The fast path of the Claude Code mapping (its reader: import_fast.go).
 // Decoding a line's view with encoding/json's rules took a sixth of an
@@ -196,4 +200,27 @@ func (r *fastReader) block(v int, b *claudeBlock) (int, bool) {
 		*[...]*string{&b.Type, &b.Text, &b.ID, &b.Name, &b.ToolUseID}[k] = s
 		return end, ok
 	})
+}
+
+// claudeUUID is a Claude Code line's uuid (its top-level "uuid" member),
+// read straight off the line, whose other members are only skipped; ok is
+// false when it has none, or one of another shape (Claude Code writes a
+// uuid as a plain string, without escapes). Only lines that may have been
+// copied into a continuation are read so (fileImport.copiedTurn).
+func claudeUUID(line []byte) (string, bool) {
+	r := fastReader{b: line}
+	var id []byte
+	r.object(r.skipSpace(0), func(key []byte, v int) (int, bool) {
+		if string(key) != "uuid" {
+			return r.valueEnd(v)
+		}
+		if end, ok := r.stringEnd(v); ok {
+			id = line[v+1 : end-1]
+		}
+		return 0, false // found: the rest is not read
+	})
+	if len(id) == 0 || bytes.IndexByte(id, '\\') >= 0 {
+		return "", false
+	}
+	return string(id), true
 }

@@ -1,0 +1,212 @@
+package agent
+
+import (
+	"testing"
+
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// A turn of claudeLines counts 3 + 100 + 1000 tokens in, 42 out (its
+// message's three lines repeat one usage: counted once).
+const claudeTurnIn, claudeTurnOut = 1103, 42
+
+// continuedFiles are the lines of session old, turns 1 and 2, closed by a
+// continued-in line naming session bg, and of session bg: the copy of
+// old's turns (claudeBackgroundLines), then its own turns (from 3 on).
+func continuedFiles(old, bg string, own ...int) (oldLines, bgLines []string) {
+	oldLines = append(claudeLines(old, 1), claudeLines(old, 2)...)
+	oldLines = append(oldLines, claudeContinuedIn(old, bg))
+	bgLines = append(claudeBackgroundLines(old, bg, 1), claudeBackgroundLines(old, bg, 2)...)
+	for _, turn := range own {
+		bgLines = append(bgLines, claudeLines(bg, turn)...)
+	}
+	return oldLines, bgLines
+}
+
+// modelEvents is how many of a session's events are the model's lines.
+func modelEvents(t *testing.T, r *Rook, id eventlog.ID) int {
+	t.Helper()
+	evs, err := r.Log.Read(id, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range evs {
+		if ev.Kind == eventlog.KindAssistant || ev.Kind == eventlog.KindReasoning || ev.Kind == eventlog.KindToolCall {
+			n++
+		}
+	}
+	return n
+}
+
+// Imported in one run, the session first (its file's name sorts first), a
+// continuation's copied model lines count no tokens: the session it
+// continues spent them, and counts them. Its own turns count. The lines
+// stay the events they were, exported byte for byte; importing again
+// changes nothing.
+func TestImportClaudeContinuationCountsNoCopiedTokens(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/p/-home-u-proj"
+	oldLines, bgLines := continuedFiles("O", "Q", 3, 4)
+	oldData := writeSource(t, fsys, proj+"/O.jsonl", oldLines, "")
+	bgData := writeSource(t, fsys, proj+"/Q.jsonl", bgLines, "")
+	for run := 0; run < 2; run++ {
+		rep := mustImport(t, r, FormatClaudeCode, proj)
+		oid := *fileByPath(t, rep, proj+"/O.jsonl").Session
+		mustExport(t, r, oid, oldData)
+		qid := checkClaudeFork(t, r, rep, proj+"/Q.jsonl", oid, "O", bgData)
+		tokensOf(t, r, oid, "the session continued", 2*claudeTurnIn, 2*claudeTurnOut)
+		tokensOf(t, r, qid, "its continuation", 2*claudeTurnIn, 2*claudeTurnOut)
+		// The copied lines are the model's lines still, as in O: 3 a turn.
+		if n := modelEvents(t, r, qid); n != 4*3 {
+			t.Errorf("the continuation has %d model events, want 12", n)
+		}
+		if run == 1 && rep.Unchanged != 2 {
+			t.Fatalf("again: %+v", rep)
+		}
+	}
+}
+
+// The session it continues imported by an earlier run, or earlier in the
+// same run as a file that grew by its continued-in line: the same counts.
+func TestImportClaudeContinuationOfASessionImportedBefore(t *testing.T) {
+	proj := "/p/-home-u-proj"
+	t.Run("in an earlier run", func(t *testing.T) {
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		oldLines, bgLines := continuedFiles("O", "N", 3)
+		oldData := writeSource(t, fsys, proj+"/O.jsonl", oldLines, "")
+		oid := *fileByPath(t, mustImport(t, r, FormatClaudeCode, proj), proj+"/O.jsonl").Session
+		// N sorts before O: what counts is that O is in, not the order.
+		bgData := writeSource(t, fsys, proj+"/N.jsonl", bgLines, "")
+		rep := mustImport(t, r, FormatClaudeCode, proj)
+		if rep.Sessions != 1 || rep.Unchanged != 1 {
+			t.Fatalf("%+v", rep)
+		}
+		nid := checkClaudeFork(t, r, rep, proj+"/N.jsonl", oid, "O", bgData)
+		mustExport(t, r, oid, oldData)
+		tokensOf(t, r, oid, "the session continued", 2*claudeTurnIn, 2*claudeTurnOut)
+		tokensOf(t, r, nid, "its continuation", claudeTurnIn, claudeTurnOut)
+	})
+	t.Run("grown by its continued-in line in the same run", func(t *testing.T) {
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		oldLines, bgLines := continuedFiles("O", "Q", 3)
+		writeSource(t, fsys, proj+"/O.jsonl", oldLines[:len(oldLines)-1], "") // live
+		oid := *fileByPath(t, mustImport(t, r, FormatClaudeCode, proj), proj+"/O.jsonl").Session
+		oldData := writeSource(t, fsys, proj+"/O.jsonl", oldLines, "")
+		bgData := writeSource(t, fsys, proj+"/Q.jsonl", bgLines, "")
+		rep := mustImport(t, r, FormatClaudeCode, proj)
+		if rep.Grown != 1 || rep.Sessions != 1 {
+			t.Fatalf("%+v", rep)
+		}
+		qid := checkClaudeFork(t, r, rep, proj+"/Q.jsonl", oid, "O", bgData)
+		mustExport(t, r, oid, oldData)
+		tokensOf(t, r, oid, "the session continued", 2*claudeTurnIn, 2*claudeTurnOut)
+		tokensOf(t, r, qid, "its continuation", claudeTurnIn, claudeTurnOut)
+	})
+}
+
+// A continuation imported before the session it continues (an earlier
+// run, or earlier in the same run: its file's name sorts first) cannot
+// tell its copy from its own lines: it counts the copied tokens, as its
+// lines say. Importing that session later changes nothing of it (its
+// events are written once); it is linked all the same.
+func TestImportClaudeContinuationBeforeTheSessionItContinues(t *testing.T) {
+	proj := "/p/-home-u-proj"
+	t.Run("an earlier run", func(t *testing.T) {
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		oldLines, bgLines := continuedFiles("O", "Q", 3)
+		bgData := writeSource(t, fsys, proj+"/Q.jsonl", bgLines, "")
+		qid := *fileByPath(t, mustImport(t, r, FormatClaudeCode, proj), proj+"/Q.jsonl").Session
+		tokensOf(t, r, qid, "the continuation alone", 3*claudeTurnIn, 3*claudeTurnOut)
+		oldData := writeSource(t, fsys, proj+"/O.jsonl", oldLines, "")
+		rep := mustImport(t, r, FormatClaudeCode, proj)
+		oid := *fileByPath(t, rep, proj+"/O.jsonl").Session
+		if got := checkClaudeFork(t, r, rep, proj+"/Q.jsonl", oid, "O", bgData); got != qid || rep.Sessions != 1 {
+			t.Fatalf("%+v", rep)
+		}
+		mustExport(t, r, oid, oldData)
+		tokensOf(t, r, oid, "the session continued", 2*claudeTurnIn, 2*claudeTurnOut)
+		tokensOf(t, r, qid, "the continuation, the session it continues imported", 3*claudeTurnIn, 3*claudeTurnOut)
+	})
+	t.Run("the same run", func(t *testing.T) {
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		oldLines, bgLines := continuedFiles("O", "N", 3)
+		oldData := writeSource(t, fsys, proj+"/O.jsonl", oldLines, "")
+		bgData := writeSource(t, fsys, proj+"/N.jsonl", bgLines, "")
+		rep := mustImport(t, r, FormatClaudeCode, proj)
+		oid := *fileByPath(t, rep, proj+"/O.jsonl").Session
+		nid := checkClaudeFork(t, r, rep, proj+"/N.jsonl", oid, "O", bgData)
+		mustExport(t, r, oid, oldData)
+		tokensOf(t, r, oid, "the session continued", 2*claudeTurnIn, 2*claudeTurnOut)
+		tokensOf(t, r, nid, "the continuation", 3*claudeTurnIn, 3*claudeTurnOut)
+	})
+}
+
+// A continuation taken in with no reply of its own yet (its copy and its
+// first prompt) counts no tokens, but session context reads the context
+// size the copy's last model line recorded; the turns it goes on with, in
+// later runs, count.
+func TestImportClaudeContinuationGrowsByItsOwnTurns(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/p/-home-u-proj"
+	oldLines, bgLines := continuedFiles("O", "Q", 3, 4)
+	copyEnd := len(bgLines) - 2*len(claudeLines("Q", 3))
+	oldData := writeSource(t, fsys, proj+"/O.jsonl", oldLines, "")
+	writeSource(t, fsys, proj+"/Q.jsonl", bgLines[:copyEnd+1], "")
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	oid := *fileByPath(t, rep, proj+"/O.jsonl").Session
+	qid := *fileByPath(t, rep, proj+"/Q.jsonl").Session
+	tokensOf(t, r, qid, "the copy and a prompt", 0, 0)
+	c, err := r.Context(qid, DefaultContextWindow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Reported; p == nil || p.Tokens != claudeTurnIn+claudeTurnOut || !p.Imported || p.After {
+		t.Fatalf("reported %+v, want %d tokens, imported", p, claudeTurnIn+claudeTurnOut)
+	}
+	// Its first reply: read against O's lines again, and counted.
+	writeSource(t, fsys, proj+"/Q.jsonl", bgLines[:copyEnd+len(claudeLines("Q", 3))], "")
+	if rep = mustImport(t, r, FormatClaudeCode, proj); rep.Grown != 1 {
+		t.Fatalf("%+v", rep)
+	}
+	tokensOf(t, r, qid, "with its first turn", claudeTurnIn, claudeTurnOut)
+	// Its next: the session counts tokens already, its copy is behind.
+	bgData := writeSource(t, fsys, proj+"/Q.jsonl", bgLines, "")
+	if rep = mustImport(t, r, FormatClaudeCode, proj); rep.Grown != 1 {
+		t.Fatalf("%+v", rep)
+	}
+	tokensOf(t, r, qid, "with its two turns", 2*claudeTurnIn, 2*claudeTurnOut)
+	tokensOf(t, r, oid, "the session continued", 2*claudeTurnIn, 2*claudeTurnOut)
+	mustExport(t, r, oid, oldData)
+	if got := checkClaudeFork(t, r, rep, proj+"/Q.jsonl", oid, "O", bgData); got != qid {
+		t.Fatalf("%s, was %s", got, qid)
+	}
+}
+
+// claudeUUID reads the top-level uuid only: not one nested in the
+// message, which comes before it.
+func TestClaudeUUID(t *testing.T) {
+	for _, c := range []struct {
+		line, want string
+		ok         bool
+	}{
+		{`{"type":"assistant","message":{"content":[{"type":"tool_use","input":{"uuid":"nested"}}]},"uuid":"top","x":1}`, "top", true},
+		{` { "uuid" : "a-b" }`, "a-b", true},
+		{`{"parentUuid":"p","type":"user"}`, "", false},
+		{`{"uuid":null}`, "", false},
+		{`{"uuid":"a\u0062"}`, "", false},
+		{`{"uuid":""}`, "", false},
+		{`not json`, "", false},
+	} {
+		if got, ok := claudeUUID([]byte(c.line)); got != c.want || ok != c.ok {
+			t.Errorf("%s: %q, %v; want %q, %v", c.line, got, ok, c.want, c.ok)
+		}
+	}
+}

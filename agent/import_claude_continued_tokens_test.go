@@ -46,6 +46,15 @@ func modelEvents(t *testing.T, r *Rook, id eventlog.ID) int {
 // stay the events they were, exported byte for byte; importing again
 // changes nothing.
 func TestImportClaudeContinuationCountsNoCopiedTokens(t *testing.T) {
+	t.Run("read whole", func(t *testing.T) { testContinuationCountsNoCopiedTokens(t, mustImport) })
+	t.Run("streamed", func(t *testing.T) {
+		testContinuationCountsNoCopiedTokens(t, func(t *testing.T, r *Rook, _ string, paths ...string) ImportReport {
+			return mustImportChunked(t, r, paths...)
+		})
+	})
+}
+
+func testContinuationCountsNoCopiedTokens(t *testing.T, importAll func(*testing.T, *Rook, string, ...string) ImportReport) {
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)
 	proj := "/p/-home-u-proj"
@@ -53,7 +62,7 @@ func TestImportClaudeContinuationCountsNoCopiedTokens(t *testing.T) {
 	oldData := writeSource(t, fsys, proj+"/O.jsonl", oldLines, "")
 	bgData := writeSource(t, fsys, proj+"/Q.jsonl", bgLines, "")
 	for run := 0; run < 2; run++ {
-		rep := mustImport(t, r, FormatClaudeCode, proj)
+		rep := importAll(t, r, FormatClaudeCode, proj)
 		oid := *fileByPath(t, rep, proj+"/O.jsonl").Session
 		mustExport(t, r, oid, oldData)
 		qid := checkClaudeFork(t, r, rep, proj+"/Q.jsonl", oid, "O", bgData)

@@ -2257,6 +2257,8 @@ func fileKind(m fs.FileMode) string {
 		return "a character device"
 	case m&fs.ModeDevice != 0:
 		return "a device"
+	case m.IsDir():
+		return "a directory"
 	}
 	return m.Type().String()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/units"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -180,10 +181,10 @@ func (fi *fileImport) attachToolResults(unit []pendingLine, at time.Time) (int, 
 				continue
 			}
 			path := filepath.Join(claudeProjectDir(fi.path), ref.session, "tool-results", ref.name)
-			data, err := vfs.ReadFile(fi.r.fs, path)
+			data, err := readSideFile(fi.r.fs, path)
 			if err != nil {
 				if !errors.Is(err, fs.ErrNotExist) {
-					fi.rep.problem(ImportProblem{File: path, Reason: fmt.Sprintf("a tool output line %d names, not read (%v): only its preview is kept", fi.lineNo, err)})
+					fi.rep.problem(ImportProblem{File: path, Reason: fmt.Sprintf("the output a tool result of %s names: %v: only its preview is kept", filepath.Base(fi.path), err)})
 				}
 				fi.res.ToolResultsMissing++
 				continue
@@ -201,6 +202,22 @@ func (fi *fileImport) attachToolResults(unit []pendingLine, at time.Time) (int, 
 		}
 	}
 	return n, nil
+}
+
+// readSideFile reads a regular file of at most cas.MaxObjectSize bytes
+// (checked before it is read: an output of GBs is not held in memory to
+// fail).
+func readSideFile(fsys vfs.FS, path string) ([]byte, error) {
+	st, err := fsys.Stat(path)
+	switch {
+	case err != nil:
+		return nil, err
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
+	case st.Size() > cas.MaxObjectSize:
+		return nil, fmt.Errorf("%s, more than the %s an object holds", units.Bytes(st.Size()), units.Bytes(cas.MaxObjectSize))
+	}
+	return vfs.ReadFile(fsys, path)
 }
 
 // heldToolResults are the names of the tool-results files the session

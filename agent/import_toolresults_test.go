@@ -188,12 +188,19 @@ func TestImportReadsToolResultsOnlyInTheProject(t *testing.T) {
 	lines := append(claudeLines("S", 1),
 		persistedResult("S", "t1", "/secret/tool-results/x.txt", "p"),          // the directory named is "secret": not in the project
 		persistedResult("S", "t2", "/any/where/other/tool-results/y.txt", "p"), // a session directory of the project
-		persistedResult("S", "t3", proj+"/../../tool-results/x.txt", "p"))
+		persistedResult("S", "t3", proj+"/../../tool-results/x.txt", "p"),
+		persistedResult("S", "t4", "/x/S/tool-results/dir.txt", "p")) // not a file: reported
 	writeSource(t, fsys, proj+"/S.jsonl", lines, "")
+	if err := fsys.MkdirAll(proj+"/S/tool-results/dir.txt", 0o700); err != nil {
+		t.Fatal(err)
+	}
 	rep := mustImport(t, r, FormatClaudeCode, proj)
 	id := *fileByPath(t, rep, proj+"/S.jsonl").Session
-	if got := toolResultEvents(t, r, id); len(got) != 1 || got[0] != "y.txt a fork's parent's" || rep.ToolResultsMissing != 1 {
+	if got := toolResultEvents(t, r, id); len(got) != 1 || got[0] != "y.txt a fork's parent's" || rep.ToolResultsMissing != 2 {
 		t.Fatalf("events %q, missing %d", got, rep.ToolResultsMissing)
+	}
+	if len(rep.Problems) != 1 || rep.Problems[0].File != proj+"/S/tool-results/dir.txt" || !strings.Contains(rep.Problems[0].Reason, "not a regular file (a directory)") {
+		t.Fatalf("problems: %+v", rep.Problems)
 	}
 	if _, err := fsys.Stat(filepath.Join(proj, "secret")); err == nil {
 		t.Fatal("made a directory")

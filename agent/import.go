@@ -276,17 +276,17 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	}
 	ahead := r.startReadAhead(opts.Format, files, fresh, opts.MinCut, opts.chunkBytes())
 	defer ahead.close()
-	for i, f := range files {
-		prep := ahead.next(i)
+	// importOne imports a file and sums it up in rep.
+	importOne := func(f sourceFile, prep *mappedSource, release func()) error {
 		res := r.importFile(opts, f, prep, names, &rep, func(n int64) {
 			if opts.Progress != nil {
 				opts.Progress(done+min(n, f.size), total)
 			}
 		})
-		ahead.release(f)
+		release()
 		if unflushed += res.BytesIn; unflushed >= importFlushBytes {
 			if err := r.Log.Flush(); err != nil {
-				return rep, err
+				return err
 			}
 			unflushed = 0
 		}
@@ -313,6 +313,36 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 			rep.Rewritten++
 		case ImportFailed:
 			rep.Failed++
+		}
+		return nil
+	}
+	var waiting []waitingFile // continuations, after what they continue
+	for i, f := range files {
+		prep := ahead.next(i)
+		if id, ok := continuationWaits(prep, names.continuedIn); ok {
+			ahead.release(f)
+			waiting = append(waiting, waitingFile{f, id})
+			continue
+		}
+		if err := importOne(f, prep, func() { ahead.release(f) }); err != nil {
+			return rep, err
+		}
+	}
+	for len(waiting) > 0 {
+		// The first that a file imported since says it continues, else
+		// the first: a continuation of a continuation comes after it.
+		k := 0
+		for j, w := range waiting {
+			if names.continuedIn[w.id] {
+				k = j
+				break
+			}
+		}
+		f := waiting[k].f
+		waiting = slices.Delete(waiting, k, k+1)
+		prep := r.prepareSource(opts.Format, f, fresh[f.path], opts.MinCut, opts.chunkBytes())
+		if err := importOne(f, prep, func() {}); err != nil {
+			return rep, err
 		}
 	}
 	if err := r.Log.Flush(); err != nil {
@@ -356,6 +386,31 @@ func (r *Rook) beyondRetention(p RetentionPolicy, rep *ImportReport) error {
 		}
 	}
 	return nil
+}
+
+// waitingFile is a Claude Code continuation an import takes in after the
+// other files (continuationWaits), and its source session id.
+type waitingFile struct {
+	f  sourceFile
+	id string
+}
+
+// continuationWaits says whether a Claude Code file new to the store, read
+// and mapped whole (prep), is a session sent to the background that no
+// file imported yet says it continues: it is then imported after the
+// others, and its source session id is returned. Its lines begin with a
+// copy of the session it continues, whose tokens count no tokens in it
+// when that session is in first (fileImport.copiedTurn); file names are
+// random uuids, so half of them would come first. Such a file's copied
+// lines carry "sessionKind":"bg" (claudeMapper.continuedIn), looked for
+// in its first 64 KiB; a file that has it and continues nothing is only
+// imported later.
+func continuationWaits(prep *mappedSource, continuedIn map[string]bool) (string, bool) {
+	if continuedIn == nil || prep == nil || !prep.mapped || prep.err != nil || prep.info.ID == "" || prep.info.Subagent || continuedIn[prep.info.ID] {
+		return "", false
+	}
+	head := prep.data[:min(len(prep.data), 64<<10)]
+	return prep.info.ID, bytes.Contains(head, []byte(`"sessionKind":"bg"`))
 }
 
 // sourceFile is one file found to import.

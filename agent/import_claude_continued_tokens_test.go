@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rookhq/rook/eventlog"
@@ -118,11 +121,13 @@ func TestImportClaudeContinuationOfASessionImportedBefore(t *testing.T) {
 	})
 }
 
-// A continuation imported before the session it continues (an earlier
-// run, or earlier in the same run: its file's name sorts first) cannot
-// tell its copy from its own lines: it counts the copied tokens, as its
-// lines say. Importing that session later changes nothing of it (its
-// events are written once); it is linked all the same.
+// A continuation imported in a run before the session it continues
+// cannot tell its copy from its own lines: it counts the copied tokens, as
+// its lines say. Importing that session later changes nothing of it (its
+// events are written once); it is linked all the same. In one run, a
+// continuation whose file's name sorts first waits for the other files
+// (continuationWaits), and counts only its own; streamed (a file over
+// 64 MiB, not mapped ahead), it does not wait.
 func TestImportClaudeContinuationBeforeTheSessionItContinues(t *testing.T) {
 	proj := "/p/-home-u-proj"
 	t.Run("an earlier run", func(t *testing.T) {
@@ -152,9 +157,61 @@ func TestImportClaudeContinuationBeforeTheSessionItContinues(t *testing.T) {
 		oid := *fileByPath(t, rep, proj+"/O.jsonl").Session
 		nid := checkClaudeFork(t, r, rep, proj+"/N.jsonl", oid, "O", bgData)
 		mustExport(t, r, oid, oldData)
+		mustExport(t, r, nid, bgData)
+		if len(rep.Files) != 2 || rep.Files[0].Path != proj+"/O.jsonl" {
+			t.Fatalf("the continuation did not wait: %+v", rep.Files)
+		}
 		tokensOf(t, r, oid, "the session continued", 2*claudeTurnIn, 2*claudeTurnOut)
+		tokensOf(t, r, nid, "the continuation", claudeTurnIn, claudeTurnOut)
+	})
+	t.Run("the same run, streamed", func(t *testing.T) {
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		oldLines, bgLines := continuedFiles("O", "N", 3)
+		writeSource(t, fsys, proj+"/O.jsonl", oldLines, "")
+		bgData := writeSource(t, fsys, proj+"/N.jsonl", bgLines, "")
+		rep := mustImportChunked(t, r, proj)
+		oid := *fileByPath(t, rep, proj+"/O.jsonl").Session
+		nid := checkClaudeFork(t, r, rep, proj+"/N.jsonl", oid, "O", bgData)
 		tokensOf(t, r, nid, "the continuation", 3*claudeTurnIn, 3*claudeTurnOut)
 	})
+}
+
+// A continuation of a continuation, both named before the session they
+// go back to: each waits, and is taken in after the one it continues.
+func TestImportClaudeContinuationsWaitInTurn(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/p/-home-u-proj"
+	// C continued in B, B in A: A and B sort first.
+	cLines, bLines := continuedFiles("C", "B", 3)
+	bLines = append(bLines, claudeContinuedIn("B", "A"))
+	var aLines []string
+	for _, l := range bLines[:len(bLines)-1] {
+		if strings.Contains(l, `"sessionKind":"bg"`) {
+			aLines = append(aLines, strings.Replace(l, `"sessionId":"B"`, `"sessionId":"A"`, 1))
+		} else {
+			aLines = append(aLines, strings.Replace(l, `"sessionId":"B"`, `"sessionId":"A","sessionKind":"bg"`, 1))
+		}
+	}
+	aLines = append(aLines, claudeLines("A", 4)...)
+	writeSource(t, fsys, proj+"/C.jsonl", cLines, "")
+	bData := writeSource(t, fsys, proj+"/B.jsonl", bLines, "")
+	aData := writeSource(t, fsys, proj+"/A.jsonl", aLines, "")
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	var order []string
+	for _, f := range rep.Files {
+		order = append(order, filepath.Base(f.Path))
+	}
+	if !slices.Equal(order, []string{"C.jsonl", "B.jsonl", "A.jsonl"}) {
+		t.Fatalf("order: %v", order)
+	}
+	cid := *fileByPath(t, rep, proj+"/C.jsonl").Session
+	bid := checkClaudeFork(t, r, rep, proj+"/B.jsonl", cid, "C", bData)
+	aid := checkClaudeFork(t, r, rep, proj+"/A.jsonl", bid, "B", aData)
+	tokensOf(t, r, cid, "the first", 2*claudeTurnIn, 2*claudeTurnOut)
+	tokensOf(t, r, bid, "its continuation", claudeTurnIn, claudeTurnOut)
+	tokensOf(t, r, aid, "the continuation's", claudeTurnIn, claudeTurnOut)
 }
 
 // A continuation taken in with no reply of its own yet (its copy and its

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -284,6 +286,9 @@ func (c *ExportCmd) Run(e *Env) error {
 		if fi, err := e.FS.Stat(output); err == nil && fi.IsDir() {
 			return usageErr("--output %s is a directory: name the file to write", output)
 		}
+		if dir := filepath.Dir(output); !exists(e, dir) {
+			return fmt.Errorf("write %s: the directory %s does not exist: make it first (mkdir -p)", output, dir)
+		}
 	}
 	var x agent.ExportResult
 	if output == "" {
@@ -316,6 +321,13 @@ func (c *ExportCmd) Run(e *Env) error {
 		tr = &t
 	}
 	return printExport(e, id, output, x, tr)
+}
+
+// exists says whether path is there (false only when it is known not
+// to be: a path that cannot be looked at is left to the write to fail).
+func exists(e *Env, path string) bool {
+	_, err := e.FS.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
 }
 
 // writeOutput writes an --output file whole: a new file or a regular one

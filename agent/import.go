@@ -255,6 +255,16 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 				names.continuedIn[c] = true
 			}
 		}
+	} else {
+		names.sourceIDs, names.inRun = map[string]bool{}, map[string]bool{}
+		for _, m := range known {
+			names.sourceIDs[m.Source.ID] = true
+		}
+		for _, f := range files {
+			if id := codexRolloutID(f.path); id != "" {
+				names.inRun[id] = true
+			}
+		}
 	}
 	for _, p := range rep.ZstBeside {
 		names.beside[p] = true
@@ -316,10 +326,10 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		}
 		return nil
 	}
-	var waiting []waitingFile // continuations, after what they continue
+	var waiting []waitingFile // copies, after what they copy (sourceNames.waits)
 	for i, f := range files {
 		prep := ahead.next(i)
-		if id, ok := continuationWaits(prep, names.continuedIn); ok {
+		if id, ok := names.waits(prep); ok {
 			ahead.release(f)
 			waiting = append(waiting, waitingFile{f, id})
 			continue
@@ -329,11 +339,11 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		}
 	}
 	for len(waiting) > 0 {
-		// The first that a file imported since says it continues, else
-		// the first: a continuation of a continuation comes after it.
+		// The first whose original came in since, else the first: a
+		// copy of a copy comes after it.
 		k := 0
 		for j, w := range waiting {
-			if names.continuedIn[w.id] {
+			if names.ready(w.id) {
 				k = j
 				break
 			}
@@ -388,29 +398,65 @@ func (r *Rook) beyondRetention(p RetentionPolicy, rep *ImportReport) error {
 	return nil
 }
 
-// waitingFile is a Claude Code continuation an import takes in after the
-// other files (continuationWaits), and its source session id.
+// waitingFile is a file an import takes in after the others
+// (sourceNames.waits), and the source session id it waits for.
 type waitingFile struct {
 	f  sourceFile
 	id string
 }
 
-// continuationWaits says whether a Claude Code file new to the store, read
-// and mapped whole (prep), is a session sent to the background that no
-// file imported yet says it continues: it is then imported after the
-// others, and its source session id is returned. Its lines begin with a
-// copy of the session it continues, whose tokens count no tokens in it
-// when that session is in first (fileImport.copiedTurn); file names are
-// random uuids, so half of them would come first. Such a file's copied
-// lines carry "sessionKind":"bg" (claudeMapper.continuedIn), looked for
-// in its first 64 KiB; a file that has it and continues nothing is only
-// imported later.
-func continuationWaits(prep *mappedSource, continuedIn map[string]bool) (string, bool) {
-	if continuedIn == nil || prep == nil || !prep.mapped || prep.err != nil || prep.info.ID == "" || prep.info.Subagent || continuedIn[prep.info.ID] {
+// waits says whether a file new to the store, read and mapped whole
+// (prep), begins with a copy of another session's lines that no file
+// imported yet is known for: it is then imported after the others, and
+// the source session id it waits for is returned (ready says when it came
+// in). The copy's tokens count none when that session is in first: it
+// spent them (a Claude Code continuation's copied model lines,
+// fileImport.copiedTurn; a Codex fork's copied token_counts,
+// fileImport.copiedCount). A file that waits for a session that is not
+// in the import is only imported later. A file over 64 MiB (read a chunk
+// at a time, not mapped ahead) does not wait.
+//   - A Claude Code session sent to the background: its copied lines
+//     carry "sessionKind":"bg" (claudeMapper.continuedIn), looked for in
+//     its first 64 KiB, and it waits until a file says it continues the
+//     session (Source.ContinuedIn): file names are random uuids, so half
+//     would come before it.
+//   - A Codex fork (forked_from_id): it waits for its parent, when the
+//     parent's rollout is one of the import's files (its name ends with
+//     the session id). Rollout names begin with their time, so a fork
+//     comes after its parent but across directories (archived_sessions/
+//     before sessions/).
+func (n *sourceNames) waits(prep *mappedSource) (string, bool) {
+	if prep == nil || !prep.mapped || prep.err != nil || prep.info.ID == "" || prep.info.Subagent {
 		return "", false
 	}
-	head := prep.data[:min(len(prep.data), 64<<10)]
-	return prep.info.ID, bytes.Contains(head, []byte(`"sessionKind":"bg"`))
+	switch {
+	case n.continuedIn != nil:
+		head := prep.data[:min(len(prep.data), 64<<10)]
+		return prep.info.ID, !n.continuedIn[prep.info.ID] && bytes.Contains(head, []byte(`"sessionKind":"bg"`))
+	case n.sourceIDs != nil:
+		p := prep.info.ParentID
+		return p, prep.info.Fork && p != "" && p != prep.info.ID && !n.sourceIDs[p] && n.inRun[p]
+	}
+	return "", false
+}
+
+// codexRolloutID is the session id a Codex rollout's name ends with
+// (rollout-<time>-<uuid>.jsonl[.zst]), "" for another name.
+func codexRolloutID(path string) string {
+	name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".zst"), ".jsonl")
+	if !strings.HasPrefix(name, "rollout-") || len(name) < len("rollout-")+36 {
+		return ""
+	}
+	id := name[len(name)-36:]
+	if strings.Count(id, "-") != 4 {
+		return ""
+	}
+	return id
+}
+
+// ready says whether what a waiting file waits for (waits) came in.
+func (n *sourceNames) ready(id string) bool {
+	return n.continuedIn[id] || n.sourceIDs[id]
 }
 
 // sourceFile is one file found to import.
@@ -1021,6 +1067,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	if c := src.ContinuedIn; c != "" && names.continuedIn != nil {
 		names.continuedIn[c] = true
 	}
+	if names.sourceIDs != nil {
+		names.sourceIDs[src.ID] = true
+	}
 	return res
 }
 
@@ -1049,6 +1098,12 @@ type sourceNames struct {
 	// not one of them is no continuation, and fileImport.copiedTurn looks
 	// no further. Nil for Codex.
 	continuedIn map[string]bool
+	// sourceIDs are the source session ids of the known sessions, kept up
+	// to date as the files are imported: a Codex fork whose parent is
+	// not one of them waits (sourceNames.waits), when its parent's
+	// rollout is among the files of the import (inRun, the ids their names
+	// end with). Nil for Claude Code.
+	sourceIDs, inRun map[string]bool
 }
 
 // sourceName is a source file's name as it moves: without its directory

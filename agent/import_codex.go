@@ -382,9 +382,11 @@ func codexUnreadable(line []byte) mappedLine {
 // the total before it counts nothing anyway: tokenCount).
 // The import stores a fork's token_count whose payload is one of its
 // parent's as counting no tokens (fileImport.copiedCount), when the
-// parent is imported, so that a fork's tokens are its own. Where the
-// parent is not imported (yet), or another Codex version wrote the copy
-// with other bytes, the copied tokens count again (README).
+// parent is imported, so that a fork's tokens are its own (in one run, a
+// fork whose parent's rollout is among the files waits for it:
+// sourceNames.waits). Where the parent is not imported (yet), or another
+// Codex version wrote the copy with other bytes, the copied tokens count
+// again (README).
 func (m *codexMapper) sessionMeta(e *codexEntry) {
 	// A forked rollout copies its parent's lines, their session_meta
 	// included, after its own: the first one is this session's.

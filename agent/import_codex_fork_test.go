@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -139,6 +140,51 @@ func TestImportCodexForkCountsNoCopiedTokens(t *testing.T) {
 			t.Errorf("session %d: %d token_count events, want %d", i, n, want)
 		}
 	}
+}
+
+// In one run, a fork whose rollout comes before its parent's (archived:
+// archived_sessions/ sorts before sessions/), and a fork of that fork
+// before both, wait for the files they copy (sourceNames.waits): each
+// counts only its own tokens. A fork whose parent is not in the import
+// does not wait.
+func TestImportCodexForksWaitForTheirParents(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	paths, lines := codexForkFiles(sameLine)
+	paths[0] = strings.Replace(paths[0], "/c/", "/c/sessions/", 1)
+	paths[1] = strings.Replace(paths[1], "/c/", "/c/archived_sessions/", 1)
+	paths[2] = strings.Replace(paths[2], "/c/2026/02/03/", "/c/archived_sessions/", 1) // sorts first
+	var data [3][]byte
+	for i := range paths {
+		data[i] = writeSource(t, fsys, paths[i], lines[i], "")
+	}
+	const loneID = "019c0000-0000-7000-8000-0000000000ff"
+	lone := "/c/other/rollout-2026-02-03T11-00-00-" + loneID + ".jsonl"
+	loneLines := slices.Clone(lines[1])
+	loneLines[0] = strings.Replace(loneLines[0], codexFID, loneID, 1)
+	loneLines[0] = strings.Replace(loneLines[0], codexPID, "019c0000-0000-7000-8000-000000000000", 1) // a parent not imported
+	writeSource(t, fsys, lone, loneLines, "")
+	rep := mustImport(t, r, FormatCodex, "/c")
+	var order []string
+	for _, f := range rep.Files {
+		order = append(order, f.Path)
+	}
+	if want := []string{lone, paths[0], paths[1], paths[2]}; !slices.Equal(order, want) {
+		t.Fatalf("order:\n%v\nwant\n%v", order, want)
+	}
+	var ids [3]eventlog.ID
+	for i, p := range paths {
+		f := fileByPath(t, rep, p)
+		ids[i] = *f.Session
+		if i > 0 && (!f.Fork || f.Parent == nil || *f.Parent != ids[i-1]) {
+			t.Fatalf("%s: %+v", p, f)
+		}
+		mustExport(t, r, ids[i], data[i])
+	}
+	tokensOf(t, r, ids[0], "the parent", 1000+2000, 10+20)
+	tokensOf(t, r, ids[1], "the fork", 3000, 30)
+	tokensOf(t, r, ids[2], "the fork's fork", 4000, 40)
+	tokensOf(t, r, *fileByPath(t, rep, lone).Session, "a fork of a session not imported", 6000, 60)
 }
 
 // countLabel is how many of a session's events have the label.

@@ -160,7 +160,7 @@ func claudeProjectDir(transcript string) string {
 
 // attachToolResults appends, for each tool-results file the tool result
 // lines of unit name that the session does not hold yet, an event holding
-// it (in one group with the unit's, by appendWithGroup). A file that is
+// it (in one group with the unit's). A file that is
 // not there (deleted, or a tree copied without it) is counted in the
 // file's result: only the preview is kept. It returns the events appended.
 func (fi *fileImport) attachToolResults(unit []pendingLine, at time.Time) (int, error) {
@@ -193,13 +193,23 @@ func (fi *fileImport) attachToolResults(unit []pendingLine, at time.Time) (int, 
 			if err != nil {
 				return n, err
 			}
-			if err := fi.appendWithGroup(eventlog.Event{Kind: eventlog.KindNote, Label: toolResultsLabel + ref.name, Body: res.ID, Time: at}); err != nil {
-				return n, err
+			// In the group with the line, every file it names: appended
+			// one by one (appendWithGroup), a crash or a failed Put after
+			// the first would keep the line and lose the rest for good
+			// (the line is not taken again).
+			if len(fi.group) == 16 {
+				if err := fi.flushGroup(); err != nil {
+					return n, err
+				}
 			}
+			fi.group = append(fi.group, eventlog.Event{Kind: eventlog.KindNote, Label: toolResultsLabel + ref.name, Body: res.ID, Time: at})
 			held[ref.name] = true
 			fi.res.ToolResults++
 			n++
 		}
+	}
+	if n > 0 {
+		return n, fi.flushGroup()
 	}
 	return n, nil
 }

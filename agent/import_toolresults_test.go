@@ -219,3 +219,40 @@ func FuzzPersistedRefs(f *testing.F) {
 		}
 	})
 }
+
+// A tool result line that names two files (two tool_result blocks) is
+// one group with both: a crash, or a failed write of the second, cannot
+// keep the line with only the first (the line is not taken again).
+func TestImportToolResultsOfOneLineAreOneGroup(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/h/.claude/projects/-p"
+	block := func(toolID string) string {
+		text := "<persisted-output>\nOutput too large (141KB). Full output saved to: /x/S/tool-results/" + toolID + ".txt\n\nPreview (first 2KB):\np\n</persisted-output>"
+		return fmt.Sprintf(`{"tool_use_id":%q,"type":"tool_result","content":%s}`, toolID, appendJSONString(nil, []byte(text)))
+	}
+	two := `{"type":"user","sessionId":"S","cwd":"/home/u/proj","message":{"role":"user","content":[` + block("t1") + `,` + block("t2") +
+		`]},"uuid":"r-two","timestamp":"2026-02-10T22:00:00.000Z"}`
+	writeSourceFile(t, fsys, proj+"/S/tool-results/t1.txt", []byte("one\n"))
+	writeSourceFile(t, fsys, proj+"/S/tool-results/t2.txt", []byte("two\n"))
+	data := writeSource(t, fsys, proj+"/S.jsonl", append(claudeLines("S", 1), two), "")
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	id := *fileByPath(t, rep, proj+"/S.jsonl").Session
+	evs, err := r.Log.Read(id, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.ToolResults != 2 || len(evs) < 3 {
+		t.Fatalf("%d taken in, %d events", rep.ToolResults, len(evs))
+	}
+	tail := evs[len(evs)-3:]
+	if tail[0].Kind != eventlog.KindToolResult || !tail[0].More || !tail[1].More || tail[2].More {
+		t.Fatalf("not one group: %+v", tail)
+	}
+	for i, name := range []string{"t1.txt", "t2.txt"} {
+		if got, ok := ToolResultsFile(tail[i+1]); !ok || got != name {
+			t.Fatalf("event %d: %q", i+1, got)
+		}
+	}
+	mustExport(t, r, id, data)
+}

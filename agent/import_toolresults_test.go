@@ -256,3 +256,37 @@ func TestImportToolResultsOfOneLineAreOneGroup(t *testing.T) {
 	}
 	mustExport(t, r, id, data)
 }
+
+// A tool result line cut short at one import (its agent writing it) is
+// taken in again whole at the next, with its file, once; streamed too.
+func TestImportToolResultsOfALineCutShort(t *testing.T) {
+	for _, streamed := range []bool{false, true} {
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		proj := "/h/.claude/projects/-p"
+		imp := func() ImportReport {
+			if streamed {
+				return mustImportChunked(t, r, proj)
+			}
+			return mustImport(t, r, FormatClaudeCode, proj)
+		}
+		writeSourceFile(t, fsys, proj+"/S/tool-results/t1.txt", []byte("whole\n"))
+		line := persistedResult("S", "t1", "/x/S/tool-results/t1.txt", "p")
+		lines := claudeLines("S", 1)
+		writeSource(t, fsys, proj+"/S.jsonl", lines, line[:len(line)-20])
+		id := *fileByPath(t, imp(), proj+"/S.jsonl").Session
+		if got := toolResultEvents(t, r, id); len(got) != 0 {
+			t.Fatalf("streamed %v: cut short: %q", streamed, got)
+		}
+		data := writeSource(t, fsys, proj+"/S.jsonl", append(lines, line), "")
+		if f := fileByPath(t, imp(), proj+"/S.jsonl"); f.ToolResults != 1 {
+			t.Fatalf("streamed %v: whole: %+v", streamed, f)
+		}
+		data = writeSource(t, fsys, proj+"/S.jsonl", append(lines, line, line), "")
+		imp()
+		if got := toolResultEvents(t, r, id); len(got) != 1 || got[0] != "t1.txt whole\n" {
+			t.Fatalf("streamed %v: %q", streamed, got)
+		}
+		mustExport(t, r, id, data)
+	}
+}

@@ -276,3 +276,28 @@ func TestClaudeUUID(t *testing.T) {
 		}
 	}
 }
+
+// A continuation imported before the session it continues, its copy cut
+// short at a model line (its file being written), counts the copy as its
+// lines say when it grows, the session it continues now imported: the
+// line taken in again whole counts, as the copy's lines before it did.
+func TestImportClaudeContinuationCopyCutShortBeforeTheSessionItContinues(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/p/-home-u-proj"
+	oldLines, bgLines := continuedFiles("O", "Q", 3)
+	turn := len(claudeLines("Q", 1))
+	// Up to turn 2's first model line (which counts its message), cut.
+	cut := bgLines[turn+1]
+	writeSource(t, fsys, proj+"/Q.jsonl", bgLines[:turn+1], cut[:len(cut)/2])
+	qid := *fileByPath(t, mustImport(t, r, FormatClaudeCode, proj), proj+"/Q.jsonl").Session
+	tokensOf(t, r, qid, "the copy's first turn", claudeTurnIn, claudeTurnOut)
+	writeSource(t, fsys, proj+"/O.jsonl", oldLines, "")
+	bgData := writeSource(t, fsys, proj+"/Q.jsonl", bgLines, "")
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	if rep.Grown != 1 || rep.Sessions != 1 {
+		t.Fatalf("%+v", rep)
+	}
+	mustExport(t, r, qid, bgData)
+	tokensOf(t, r, qid, "the continuation, imported first", 3*claudeTurnIn, 3*claudeTurnOut)
+}

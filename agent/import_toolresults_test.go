@@ -235,7 +235,8 @@ func TestImportToolResultsOfOneLineAreOneGroup(t *testing.T) {
 		`]},"uuid":"r-two","timestamp":"2026-02-10T22:00:00.000Z"}`
 	writeSourceFile(t, fsys, proj+"/S/tool-results/t1.txt", []byte("one\n"))
 	writeSourceFile(t, fsys, proj+"/S/tool-results/t2.txt", []byte("two\n"))
-	data := writeSource(t, fsys, proj+"/S.jsonl", append(claudeLines("S", 1), two), "")
+	// Then a line naming t1 again (the file is taken in once).
+	data := writeSource(t, fsys, proj+"/S.jsonl", append(claudeLines("S", 1), two, persistedResult("S", "t3", "/x/S/tool-results/t1.txt", "p")), "")
 	rep := mustImport(t, r, FormatClaudeCode, proj)
 	id := *fileByPath(t, rep, proj+"/S.jsonl").Session
 	evs, err := r.Log.Read(id, 0, 1000)
@@ -245,7 +246,10 @@ func TestImportToolResultsOfOneLineAreOneGroup(t *testing.T) {
 	if rep.ToolResults != 2 || len(evs) < 3 {
 		t.Fatalf("%d taken in, %d events", rep.ToolResults, len(evs))
 	}
-	tail := evs[len(evs)-3:]
+	if evs[len(evs)-1].Kind != eventlog.KindToolResult {
+		t.Fatalf("t1 taken in again: %+v", evs[len(evs)-1])
+	}
+	tail := evs[len(evs)-4 : len(evs)-1]
 	if tail[0].Kind != eventlog.KindToolResult || !tail[0].More || !tail[1].More || tail[2].More {
 		t.Fatalf("not one group: %+v", tail)
 	}

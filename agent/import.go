@@ -2270,9 +2270,12 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 			if strings.ContainsAny(name, "/\\") {
 				continue
 			}
-			data, err := vfs.ReadFile(r.fs, filepath.Join(dir, name))
+			data, err := readSideFile(r.fs, filepath.Join(dir, name))
 			if err != nil {
-				continue // no backup kept (or not readable): nothing to capture
+				// No backup kept, or not readable, or not a file (a FIFO
+				// would hang the import, a link to /dev/zero fill its
+				// memory): nothing to capture.
+				continue
 			}
 			res, err := r.Store.Put(cas.KindFile, data)
 			if err != nil {

@@ -191,7 +191,7 @@ func (fi *fileImport) attachToolResults(unit []pendingLine, at time.Time) (int, 
 			}
 			res, err := fi.r.Store.Put(cas.KindToolResult, data)
 			if err != nil {
-				return n, err
+				return n, fmt.Errorf("store %s: %w", path, err)
 			}
 			// In the group with the line, every file it names: appended
 			// one by one (appendWithGroup), a crash or a failed Put after
@@ -245,7 +245,7 @@ func (fi *fileImport) heldToolResults() (map[string]bool, error) {
 	for from := uint64(0); ; {
 		evs, err := fi.r.Log.Read(fi.sess.ID, from, 1024)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("session %s: read which tool-results files it holds: %w", fi.sess.ID, err)
 		}
 		if len(evs) == 0 {
 			return fi.toolResults, nil
@@ -315,12 +315,12 @@ func (r *Rook) ExportToolResults(id eventlog.ID, dir string) (ExportedToolResult
 	}
 	// In batches: a batch holds its files open until it renames them,
 	// and a session may hold hundreds.
-	for len(files) > 0 {
-		n := min(len(files), 64)
-		if err := r.fs.WriteFilesAtomic(dir, files[:n], 0o600); err != nil {
-			return x, err
+	for written := 0; written < len(files); {
+		n := min(len(files)-written, 64)
+		if err := r.fs.WriteFilesAtomic(dir, files[written:written+n], 0o600); err != nil {
+			return x, fmt.Errorf("%w (%d of the %d files written before it; each file is whole or as it was)", err, written, len(files))
 		}
-		files = files[n:]
+		written += n
 	}
 	return x, nil
 }

@@ -385,6 +385,8 @@ func printExport(e *Env, id eventlog.ID, output string, x agent.ExportResult, tr
 		fmt.Fprintf(e.Stderr, "%d event(s) added in rook are not part of the source and were left out\n", x.Skipped)
 	}
 	switch {
+	case tr != nil && len(tr.Files) == 0:
+		fmt.Fprintf(e.Stderr, "the session holds no tool output file Claude Code saved beside the transcript: nothing written to %s\n", tr.Dir)
 	case tr != nil:
 		fmt.Fprintf(e.Stderr, "wrote %d tool output file(s), %s, to %s\n", len(tr.Files), formatBytes(tr.Bytes), tr.Dir)
 	case x.ToolResults > 0:

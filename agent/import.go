@@ -833,12 +833,15 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			moved = c.Source.Path
 		}
 		switch {
-		case done.size == size && done.sha == full:
+		case done.size == size && done.sha == full && c.Source.Size == done.size:
+			// (A crash that came after the lines and before the
+			// metadata left c.Source.Size short of them: the file is
+			// grown by nothing, below, so that what its last lines say,
+			// its title, where its conversation went, is recorded too.)
 			res.Status, res.Session = ImportUnchanged, &c.ID
 			stat := statToRecord(f, zst, done.size, size, opts.walked)
-			if c.Source.Size != done.size || c.Source.SHA256 != done.sha || moved != "" || !sameStat(c.Source.Stat, stat) {
-				// A crash came after the lines and before the metadata,
-				// or the file moved, or its stat is not recorded yet (an
+			if c.Source.SHA256 != done.sha || moved != "" || !sameStat(c.Source.Stat, stat) {
+				// The file moved, or its stat is not recorded yet (an
 				// import before rook recorded it, or a file that had
 				// just changed).
 				src := *c.Source

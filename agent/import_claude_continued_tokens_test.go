@@ -301,3 +301,38 @@ func TestImportClaudeContinuationCopyCutShortBeforeTheSessionItContinues(t *test
 	mustExport(t, r, qid, bgData)
 	tokensOf(t, r, qid, "the continuation, imported first", 3*claudeTurnIn, 3*claudeTurnOut)
 }
+
+// A crash after the continued-in line was taken in and before the
+// metadata recording it: the next import finds the file's bytes all in
+// the session, records what its last lines say (where the conversation
+// went on), and the continuation is linked and counts its own tokens.
+func TestImportRecordsAContinuationAfterACrash(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/p/-home-u-proj"
+	oldLines, bgLines := continuedFiles("O", "N", 3)
+	writeSource(t, fsys, proj+"/O.jsonl", oldLines[:len(oldLines)-1], "")
+	oid := *fileByPath(t, mustImport(t, r, FormatClaudeCode, proj), proj+"/O.jsonl").Session
+	before := metaOf(t, r, oid)
+	oldData := writeSource(t, fsys, proj+"/O.jsonl", oldLines, "")
+	mustImport(t, r, FormatClaudeCode, proj)
+	if m := metaOf(t, r, oid); m.Source.ContinuedIn != "N" {
+		t.Fatalf("grown: %+v", m.Source)
+	}
+	// The metadata as the crash left it: the lines are in, it is not.
+	if err := r.Log.UpdateMeta(before); err != nil {
+		t.Fatal(err)
+	}
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	if f := fileByPath(t, rep, proj+"/O.jsonl"); f.Status != ImportUnchanged || f.Events != 0 {
+		t.Fatalf("after the crash: %+v", f)
+	}
+	if m := metaOf(t, r, oid); m.Source.ContinuedIn != "N" || m.Source.Size != int64(len(oldData)) {
+		t.Fatalf("after the crash: %+v", m.Source)
+	}
+	mustExport(t, r, oid, oldData)
+	bgData := writeSource(t, fsys, proj+"/N.jsonl", bgLines, "")
+	rep = mustImport(t, r, FormatClaudeCode, proj)
+	nid := checkClaudeFork(t, r, rep, proj+"/N.jsonl", oid, "O", bgData)
+	tokensOf(t, r, nid, "the continuation", claudeTurnIn, claudeTurnOut)
+}

@@ -32,6 +32,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzDecodeLikeEncodingJSON \
 	./agent:FuzzClaudeFastPath \
 	./agent:FuzzCodexFastPath \
+	./agent:FuzzPersistedRefs \
 	./agent/mcp:FuzzServeLine \
 	./agent/mcpclient:FuzzServerText
 

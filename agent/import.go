@@ -874,7 +874,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			if err != nil {
 				return fail(fmt.Errorf("session %s: %w", m.ID, err))
 			}
-			if isCut && cut < start {
+			if isCut && cut < start && size > start {
+				// (Not grown, after a crash before its metadata: the
+				// line is as cut as it was.)
 				from = cut
 			}
 		case names.beside[c.Source.Path] && done.size > size:

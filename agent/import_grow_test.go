@@ -595,3 +595,42 @@ func TestImportUnchangedFileMovedWhileListed(t *testing.T) {
 		t.Fatalf("the path it left: %+v", f)
 	}
 }
+
+// A crash after a cut last line was taken in and before the metadata:
+// the file unchanged since, the next import takes nothing (the cut line
+// is not taken in again: it did not grow).
+func TestImportCutLineAfterACrashUnchanged(t *testing.T) {
+	for _, chunk := range []int{0, 300} {
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		proj := "/p/-home-u-proj"
+		lines := append(claudeLines("s", 1), claudeLines("s", 2)...)
+		writeSource(t, fsys, proj+"/s.jsonl", lines[:4], "")
+		imp := func() ImportReport {
+			rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{proj}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rep
+		}
+		id := *fileByPath(t, imp(), proj+"/s.jsonl").Session
+		before := metaOf(t, r, id)
+		cut := lines[9]
+		data := writeSource(t, fsys, proj+"/s.jsonl", lines[:9], cut[:len(cut)/2])
+		imp()
+		s0, _ := r.Log.Summary(id)
+		if err := r.Log.UpdateMeta(before); err != nil {
+			t.Fatal(err)
+		}
+		rep := imp()
+		f := fileByPath(t, rep, proj+"/s.jsonl")
+		s1, _ := r.Log.Summary(id)
+		if f.Events != 0 || f.Unparsed != 0 || s1.Events != s0.Events || f.Status != ImportUnchanged {
+			t.Fatalf("chunks of %d: after the crash: %+v, %d events, were %d", chunk, f, s1.Events, s0.Events)
+		}
+		if m := metaOf(t, r, id); m.Source.Size != int64(len(data)) {
+			t.Fatalf("chunks of %d: %+v", chunk, m.Source)
+		}
+		mustExport(t, r, id, data)
+	}
+}

@@ -142,18 +142,20 @@ func TestImportCodexForkCountsNoCopiedTokens(t *testing.T) {
 	}
 }
 
-// In one run, a fork whose rollout comes before its parent's (archived:
-// archived_sessions/ sorts before sessions/), and a fork of that fork
-// before both, wait for the files they copy (sourceNames.waits): each
-// counts only its own tokens. A fork whose parent is not in the import
-// does not wait.
+// In one run, a fork whose rollout comes before its parent's (another
+// directory: archived_sessions/ sorts before sessions/; here older/), and
+// a fork of that fork before both (archived: it comes first, its parent
+// next), wait for the files they
+// copy (sourceNames.waits), and each is taken in once what it copies is:
+// each counts only its own tokens. A fork whose parent is not in the
+// import does not wait.
 func TestImportCodexForksWaitForTheirParents(t *testing.T) {
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)
 	paths, lines := codexForkFiles(sameLine)
 	paths[0] = strings.Replace(paths[0], "/c/", "/c/sessions/", 1)
-	paths[1] = strings.Replace(paths[1], "/c/", "/c/archived_sessions/", 1)
-	paths[2] = strings.Replace(paths[2], "/c/2026/02/03/", "/c/archived_sessions/", 1) // sorts first
+	paths[1] = strings.Replace(paths[1], "/c/2026/02/03/", "/c/older/", 1)
+	paths[2] = strings.Replace(paths[2], "/c/2026/02/03/", "/c/archived_sessions/", 1) // sorts first, before its parent
 	var data [3][]byte
 	for i := range paths {
 		data[i] = writeSource(t, fsys, paths[i], lines[i], "")

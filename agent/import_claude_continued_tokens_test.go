@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/vfs"
@@ -335,4 +337,41 @@ func TestImportRecordsAContinuationAfterACrash(t *testing.T) {
 	rep = mustImport(t, r, FormatClaudeCode, proj)
 	nid := checkClaudeFork(t, r, rep, proj+"/N.jsonl", oid, "O", bgData)
 	tokensOf(t, r, nid, "the continuation", claudeTurnIn, claudeTurnOut)
+}
+
+// Many continuations in one run, each named before the session it
+// continues: all wait, each gives back what the read-ahead holds for it
+// (it would hang at the third otherwise), and each counts only its own.
+func TestImportClaudeManyContinuationsWait(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/p/-home-u-proj"
+	const n = 2*prepareAhead + 3
+	for i := range n {
+		old, bg := fmt.Sprintf("z%d", i), fmt.Sprintf("a%d", i)
+		oldLines, bgLines := continuedFiles(old, bg, 3)
+		writeSource(t, fsys, proj+"/"+old+".jsonl", oldLines, "")
+		writeSource(t, fsys, proj+"/"+bg+".jsonl", bgLines, "")
+	}
+	done := make(chan ImportReport, 1)
+	go func() {
+		rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{proj}})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- rep
+	}()
+	var rep ImportReport
+	select {
+	case rep = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the import hangs")
+	}
+	if len(rep.Files) != 2*n || rep.Sessions != 2*n {
+		t.Fatalf("%d files, %d sessions", len(rep.Files), rep.Sessions)
+	}
+	for i := range n {
+		f := fileByPath(t, rep, fmt.Sprintf("%s/a%d.jsonl", proj, i))
+		tokensOf(t, r, *f.Session, "a continuation", claudeTurnIn, claudeTurnOut)
+	}
 }

@@ -298,3 +298,21 @@ func TestContextOfACodexForkWithNoTurnYet(t *testing.T) {
 		t.Fatalf("window %d, threshold by the recorded count: %v", c.RecordedWindow, c.ThresholdByReported())
 	}
 }
+
+// codexRolloutID reads the session id off Codex's rollout names, plain and
+// compressed, and nothing off other names.
+func TestCodexRolloutID(t *testing.T) {
+	const id = "0194a5b2-3c4d-7e8f-9a0b-1c2d3e4f5a6b"
+	for name, want := range map[string]string{
+		"/h/.codex/sessions/2025/01/22/rollout-2025-01-22T10-30-00-" + id + ".jsonl":            id,
+		"/h/.codex/archived_sessions/rollout-2025-01-22T10-30-00-" + id + ".jsonl.zst":          id,
+		"/h/.codex/sessions/2025/01/22/" + id + ".jsonl":                                        "",
+		"/h/.codex/sessions/rollout-2025-01-22T10-30-00-x" + strings.Repeat("a", 36) + ".jsonl": "",
+		"/h/.codex/history.jsonl": "",
+		"/h/.codex/sessions/copy-of-rollout-2025-01-22T10-30-00-" + id + ".jsonl": "",
+	} {
+		if got := codexRolloutID(name); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+}

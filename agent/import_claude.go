@@ -380,7 +380,7 @@ func (m *claudeMapper) forkedFrom(l *claudeEntry) {
 // usage, unmarked: the new session's import counts them no tokens when
 // this one is imported before it, telling them by their uuids
 // (fileImport.copiedTurn); in one run it waits for the other files
-// (continuationWaits); imported in a run before this one, it counts them
+// (sourceNames.waits); imported in a run before this one, it counts them
 // again.
 // Sources: a design note measuring Claude Code 2.1.278 (the bg-pty-host
 // command line, and the line itself as the old transcript's last); a

@@ -128,7 +128,7 @@ func TestImportClaudeContinuationOfASessionImportedBefore(t *testing.T) {
 // its lines say. Importing that session later changes nothing of it (its
 // events are written once); it is linked all the same. In one run, a
 // continuation whose file's name sorts first waits for the other files
-// (continuationWaits), and counts only its own; streamed (a file over
+// (sourceNames.waits), and counts only its own; streamed (a file over
 // 64 MiB, not mapped ahead), it does not wait.
 func TestImportClaudeContinuationBeforeTheSessionItContinues(t *testing.T) {
 	proj := "/p/-home-u-proj"

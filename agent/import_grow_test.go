@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -632,5 +633,51 @@ func TestImportCutLineAfterACrashUnchanged(t *testing.T) {
 			t.Fatalf("chunks of %d: %+v", chunk, m.Source)
 		}
 		mustExport(t, r, id, data)
+	}
+}
+
+// A file backup that is not a regular file (a FIFO, which no one writes)
+// is no backup: the import takes the lines in without it, and does not
+// wait on the pipe.
+func TestImportSkipsABackupThatIsNoFile(t *testing.T) {
+	mkfifo, err := exec.LookPath("mkfifo")
+	if err != nil {
+		t.Skip("no mkfifo")
+	}
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	claude := filepath.Join(dir, "home", ".claude")
+	transcript := filepath.Join(claude, "projects", "-ws", "s1.jsonl")
+	backups := filepath.Join(claude, "file-history", "s1")
+	if err := os.MkdirAll(backups, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec.Command(mkfifo, filepath.Join(backups, "h1@v1")).Run(); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	lines := claudeLines("s1", 1)
+	for i := range lines {
+		lines[i] = strings.ReplaceAll(lines[i], `"cwd":"/home/u/proj"`, fmt.Sprintf(`"cwd":%q`, ws))
+	}
+	lines = append(lines, fmt.Sprintf(`{"type":"file-history-snapshot","messageId":"m2","snapshot":{"messageId":"m2","trackedFileBackups":{"a.txt":{"backupFileName":"h1@v1","version":1,"backupTime":%q}},"timestamp":%q},"isSnapshotUpdate":true}`, now, now))
+	data := writeSource(t, vfs.OS, transcript, lines, "")
+	r := diskRook(t, filepath.Join(dir, "store"))
+	done := make(chan ImportReport, 1)
+	go func() {
+		rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{filepath.Join(claude, "projects")}})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- rep
+	}()
+	select {
+	case rep := <-done:
+		if f := rep.Files[0]; f.Status != ImportNew || f.Lines != len(lines) {
+			t.Fatalf("%+v", f)
+		}
+		mustExport(t, r, *rep.Files[0].Session, data)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the import waits on the pipe")
 	}
 }

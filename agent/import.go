@@ -1513,33 +1513,25 @@ func (fi *fileImport) forkParentCounts() map[[32]byte]bool {
 // same run is read whole: its file was stored before its fork's.
 func (r *Rook) codexCountSums(id eventlog.ID) (map[[32]byte]bool, error) {
 	sums := map[[32]byte]bool{}
-	for from := uint64(0); ; {
-		evs, err := r.Log.Read(id, from, contextPage)
+	err := r.eachEvent(id, func(ev eventlog.Event) error {
+		if ev.Label != codexTokenCountLabel {
+			return nil
+		}
+		body, imported, err := r.readBody(ev.Body)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("event %d: %w", ev.Seq, err)
 		}
-		for _, ev := range evs {
-			if ev.Label != codexTokenCountLabel {
-				continue
-			}
-			body, imported, err := r.readBody(ev.Body)
-			if err != nil {
-				return nil, fmt.Errorf("event %d: %w", ev.Seq, err)
-			}
-			if !imported {
-				continue
-			}
-			for _, line := range sourceLines(body) {
-				if sum, ok := codexPayloadSum(trimNewline(line)); ok {
-					sums[sum] = true
-				}
+		if !imported {
+			return nil
+		}
+		for _, line := range sourceLines(body) {
+			if sum, ok := codexPayloadSum(trimNewline(line)); ok {
+				sums[sum] = true
 			}
 		}
-		if len(evs) < contextPage {
-			return sums, nil
-		}
-		from = evs[len(evs)-1].Seq + 1
-	}
+		return nil
+	})
+	return sums, err
 }
 
 // copiedTurn says whether line, a Claude Code model's line that counts
@@ -1616,38 +1608,30 @@ func (fi *fileImport) continuedTurns() map[string]bool {
 func (r *Rook) claudeTurnUUIDs(id eventlog.ID) (map[string]bool, error) {
 	uuids := map[string]bool{}
 	noText := func(cas.Key) ([]byte, error) { return nil, nil }
-	for from := uint64(0); ; {
-		evs, err := r.Log.Read(id, from, contextPage)
+	err := r.eachEvent(id, func(ev eventlog.Event) error {
+		if ev.Kind != eventlog.KindAssistant && ev.Kind != eventlog.KindReasoning && ev.Kind != eventlog.KindToolCall {
+			return nil
+		}
+		b, kind, err := r.Store.GetKind(ev.Body)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("event %d: %w", ev.Seq, err)
 		}
-		for _, ev := range evs {
-			if ev.Kind != eventlog.KindAssistant && ev.Kind != eventlog.KindReasoning && ev.Kind != eventlog.KindToolCall {
-				continue
-			}
-			b, kind, err := r.Store.GetKind(ev.Body)
-			if err != nil {
-				return nil, fmt.Errorf("event %d: %w", ev.Seq, err)
-			}
-			if kind != cas.KindSource {
-				continue // appended in rook, not imported
-			}
-			sl, err := decodeSourceLine(b)
-			if err != nil {
-				return nil, fmt.Errorf("event %d: %w", ev.Seq, &cas.CorruptError{ID: ev.Body, Reason: err.Error()})
-			}
-			lines, _ := sl.expand(noText)
-			for _, line := range sourceLines(lines) {
-				if u, ok := claudeUUID(trimNewline(line)); ok {
-					uuids[u] = true
-				}
+		if kind != cas.KindSource {
+			return nil // appended in rook, not imported
+		}
+		sl, err := decodeSourceLine(b)
+		if err != nil {
+			return fmt.Errorf("event %d: %w", ev.Seq, &cas.CorruptError{ID: ev.Body, Reason: err.Error()})
+		}
+		lines, _ := sl.expand(noText)
+		for _, line := range sourceLines(lines) {
+			if u, ok := claudeUUID(trimNewline(line)); ok {
+				uuids[u] = true
 			}
 		}
-		if len(evs) < contextPage {
-			return uuids, nil
-		}
-		from = evs[len(evs)-1].Seq + 1
-	}
+		return nil
+	})
+	return uuids, err
 }
 
 // importFlushBytes is how many source bytes an import takes in between two

@@ -122,18 +122,7 @@ func TestImportCodexForkCountsNoCopiedTokens(t *testing.T) {
 		data[i] = writeSource(t, fsys, paths[i], lines[i], "")
 	}
 	rep := mustImport(t, r, FormatCodex, "/c")
-	var ids [3]eventlog.ID
-	for i, p := range paths {
-		f := fileByPath(t, rep, p)
-		ids[i] = *f.Session
-		if i > 0 && (!f.Fork || f.Parent == nil || *f.Parent != ids[i-1]) {
-			t.Fatalf("%s: %+v", p, f)
-		}
-		mustExport(t, r, ids[i], data[i])
-	}
-	tokensOf(t, r, ids[0], "the parent", 1000+2000, 10+20)
-	tokensOf(t, r, ids[1], "the fork", 3000, 30)
-	tokensOf(t, r, ids[2], "the fork's fork", 4000, 40)
+	ids := checkCodexForkChain(t, r, rep, paths, data)
 	// The copied token_counts are events still, as in the parent.
 	for i, want := range []int{4, 6, 8} {
 		if n := countLabel(t, r, ids[i], codexTokenCountLabel); n != want {
@@ -174,6 +163,15 @@ func TestImportCodexForksWaitForTheirParents(t *testing.T) {
 	if want := []string{lone, paths[0], paths[1], paths[2]}; !slices.Equal(order, want) {
 		t.Fatalf("order:\n%v\nwant\n%v", order, want)
 	}
+	checkCodexForkChain(t, r, rep, paths, data)
+	tokensOf(t, r, *fileByPath(t, rep, lone).Session, "a fork of a session not imported", 6000, 60)
+}
+
+// checkCodexForkChain checks the sessions of codexForkFiles' files: each a
+// fork of the one before, exported byte for byte, counting only its own
+// tokens. It returns their ids.
+func checkCodexForkChain(t *testing.T, r *Rook, rep ImportReport, paths [3]string, data [3][]byte) [3]eventlog.ID {
+	t.Helper()
 	var ids [3]eventlog.ID
 	for i, p := range paths {
 		f := fileByPath(t, rep, p)
@@ -186,7 +184,7 @@ func TestImportCodexForksWaitForTheirParents(t *testing.T) {
 	tokensOf(t, r, ids[0], "the parent", 1000+2000, 10+20)
 	tokensOf(t, r, ids[1], "the fork", 3000, 30)
 	tokensOf(t, r, ids[2], "the fork's fork", 4000, 40)
-	tokensOf(t, r, *fileByPath(t, rep, lone).Session, "a fork of a session not imported", 6000, 60)
+	return ids
 }
 
 // countLabel is how many of a session's events have the label.

@@ -242,21 +242,16 @@ func (fi *fileImport) heldToolResults() (map[string]bool, error) {
 	if fi.created {
 		return fi.toolResults, nil
 	}
-	for from := uint64(0); ; {
-		evs, err := fi.r.Log.Read(fi.sess.ID, from, 1024)
-		if err != nil {
-			return nil, fmt.Errorf("session %s: read which tool-results files it holds: %w", fi.sess.ID, err)
+	err := fi.r.eachEvent(fi.sess.ID, func(ev eventlog.Event) error {
+		if name, ok := ToolResultsFile(ev); ok {
+			fi.toolResults[name] = true
 		}
-		if len(evs) == 0 {
-			return fi.toolResults, nil
-		}
-		for _, ev := range evs {
-			if name, ok := ToolResultsFile(ev); ok {
-				fi.toolResults[name] = true
-			}
-		}
-		from = evs[len(evs)-1].Seq + 1
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session %s: read which tool-results files it holds: %w", fi.sess.ID, err)
 	}
+	return fi.toolResults, nil
 }
 
 // ExportedToolResults says what ExportToolResults wrote.
@@ -275,37 +270,31 @@ func (r *Rook) ExportToolResults(id eventlog.ID, dir string) (ExportedToolResult
 	x := ExportedToolResults{Dir: dir, Files: []string{}}
 	var files []vfs.NamedData
 	seen := map[string]bool{}
-	for from := uint64(0); ; {
-		evs, err := r.Log.Read(id, from, 1024)
+	err := r.eachEvent(id, func(ev eventlog.Event) error {
+		name, ok := ToolResultsFile(ev)
+		if !ok || seen[name] {
+			return nil
+		}
+		seen[name] = true
+		info, err := r.Store.Stat(ev.Body)
 		if err != nil {
-			return x, err
+			return fmt.Errorf("tool-results/%s (event %d): %w", name, ev.Seq, err)
 		}
-		if len(evs) == 0 {
-			break
-		}
-		for _, ev := range evs {
-			name, ok := ToolResultsFile(ev)
-			if !ok || seen[name] {
-				continue
-			}
-			seen[name] = true
-			info, err := r.Store.Stat(ev.Body)
+		body, seq := ev.Body, ev.Seq
+		files = append(files, vfs.NamedData{Name: name, Stream: func(w io.Writer) error {
+			b, err := r.Store.Get(body)
 			if err != nil {
-				return x, fmt.Errorf("tool-results/%s (event %d): %w", name, ev.Seq, err)
+				return fmt.Errorf("tool-results/%s (event %d): %w", name, seq, err)
 			}
-			body, seq := ev.Body, ev.Seq
-			files = append(files, vfs.NamedData{Name: name, Stream: func(w io.Writer) error {
-				b, err := r.Store.Get(body)
-				if err != nil {
-					return fmt.Errorf("tool-results/%s (event %d): %w", name, seq, err)
-				}
-				_, err = w.Write(b)
-				return err
-			}})
-			x.Files = append(x.Files, name)
-			x.Bytes += info.Size
-		}
-		from = evs[len(evs)-1].Seq + 1
+			_, err = w.Write(b)
+			return err
+		}})
+		x.Files = append(x.Files, name)
+		x.Bytes += info.Size
+		return nil
+	})
+	if err != nil {
+		return x, err
 	}
 	if len(files) == 0 {
 		return x, nil

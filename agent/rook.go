@@ -275,3 +275,23 @@ func (r *Rook) sessionsTagged(prefix string, bare bool) ([]taggedSession, error)
 	}
 	return out, nil
 }
+
+// eachEvent calls f with each of a session's events in order, a page at a
+// time, and stops at the first error f returns.
+func (r *Rook) eachEvent(id eventlog.ID, f func(eventlog.Event) error) error {
+	for from := uint64(0); ; {
+		evs, err := r.Log.Read(id, from, contextPage)
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			if err := f(ev); err != nil {
+				return err
+			}
+		}
+		if len(evs) < contextPage {
+			return nil
+		}
+		from = evs[len(evs)-1].Seq + 1
+	}
+}

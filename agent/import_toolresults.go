@@ -160,9 +160,9 @@ func claudeProjectDir(transcript string) string {
 
 // attachToolResults appends, for each tool-results file the tool result
 // lines of unit name that the session does not hold yet, an event holding
-// it (in one group with the unit's). A file that is
-// not there (deleted, or a tree copied without it) is counted in the
-// file's result: only the preview is kept. It returns the events appended.
+// it, in one group with the unit's. A file that is not there (deleted, or
+// a tree copied without it) is counted in the file's result: only the
+// preview is kept. It returns the events appended.
 func (fi *fileImport) attachToolResults(unit []pendingLine, at time.Time) (int, error) {
 	if fi.opts.Format != FormatClaudeCode {
 		return 0, nil
@@ -214,9 +214,10 @@ func (fi *fileImport) attachToolResults(unit []pendingLine, at time.Time) (int, 
 	return n, nil
 }
 
-// readSideFile reads a regular file of at most cas.MaxObjectSize bytes
-// (checked before it is read: an output of GBs is not held in memory to
-// fail).
+// readSideFile reads a file Claude Code keeps beside its transcripts (a
+// tool output, a file backup): a regular file of at most
+// cas.MaxObjectSize bytes, checked before it is read (a FIFO would hang
+// the import, a device or an output of GBs fill its memory).
 func readSideFile(fsys vfs.FS, path string) ([]byte, error) {
 	st, err := fsys.Stat(path)
 	switch {

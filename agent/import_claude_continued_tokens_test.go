@@ -32,17 +32,9 @@ func continuedFiles(old, bg string, own ...int) (oldLines, bgLines []string) {
 // modelEvents is how many of a session's events are the model's lines.
 func modelEvents(t *testing.T, r *Rook, id eventlog.ID) int {
 	t.Helper()
-	evs, err := r.Log.Read(id, 0, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, ev := range evs {
-		if ev.Kind == eventlog.KindAssistant || ev.Kind == eventlog.KindReasoning || ev.Kind == eventlog.KindToolCall {
-			n++
-		}
-	}
-	return n
+	return countEvents(t, r, id, func(ev eventlog.Event) bool {
+		return ev.Kind == eventlog.KindAssistant || ev.Kind == eventlog.KindReasoning || ev.Kind == eventlog.KindToolCall
+	})
 }
 
 // Imported in one run, the session first (its file's name sorts first), a

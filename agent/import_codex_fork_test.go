@@ -125,7 +125,7 @@ func TestImportCodexForkCountsNoCopiedTokens(t *testing.T) {
 	ids := checkCodexForkChain(t, r, rep, paths, data)
 	// The copied token_counts are events still, as in the parent.
 	for i, want := range []int{4, 6, 8} {
-		if n := countLabel(t, r, ids[i], codexTokenCountLabel); n != want {
+		if n := countEvents(t, r, ids[i], func(ev eventlog.Event) bool { return ev.Label == codexTokenCountLabel }); n != want {
 			t.Errorf("session %d: %d token_count events, want %d", i, n, want)
 		}
 	}
@@ -187,18 +187,17 @@ func checkCodexForkChain(t *testing.T, r *Rook, rep ImportReport, paths [3]strin
 	return ids
 }
 
-// countLabel is how many of a session's events have the label.
-func countLabel(t *testing.T, r *Rook, id eventlog.ID, label string) int {
+// countEvents is how many of a session's events match.
+func countEvents(t *testing.T, r *Rook, id eventlog.ID, match func(eventlog.Event) bool) int {
 	t.Helper()
-	evs, err := r.Log.Read(id, 0, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for _, ev := range evs {
-		if ev.Label == label {
+	if err := r.eachEvent(id, func(ev eventlog.Event) error {
+		if match(ev) {
 			n++
 		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	return n
 }

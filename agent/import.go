@@ -1445,7 +1445,7 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 		}
 		// File backups named in the unit become a capture, so that
 		// `rook session diff` and rewind work on the session.
-		n, err := fi.r.captureBackups(fi.sess, fi.info(), fi.path, unit, fi.captured, t, fi.appendWithGroup)
+		n, err := fi.r.captureBackups(fi.sess, fi.info(), fi.path, unit, fi.captured, t, fi.appendWithGroup, fi.rep.problem)
 		if err != nil {
 			return nil, err
 		}
@@ -2214,10 +2214,12 @@ const captureBackupsLabel = "claude-code:file-history"
 // captureBackups appends a capture of the Claude Code file backups that the
 // lines of unit name for the first time: each backup is a file's content
 // before the agent's first edit of it at that point; a path without one did
-// not exist. Backups missing on disk are left out. The capture's event is
-// appended by appendWithGroup, in one group with the unit's. It returns
-// the events appended (0 or 1).
-func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path string, unit []pendingLine, captured backupSet, at time.Time, appendWithGroup func(eventlog.Event) error) (int, error) {
+// not exist. Backups missing on disk are left out; one that is there but
+// cannot be taken (not a file, too big, unreadable) is left out too, and
+// reported to problem. The capture's event is appended by
+// appendWithGroup, in one group with the unit's. It returns the events
+// appended (0 or 1).
+func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path string, unit []pendingLine, captured backupSet, at time.Time, appendWithGroup func(eventlog.Event) error, problem func(ImportProblem) int) (int, error) {
 	sid := info.ID
 	if info.Subagent && info.ParentID != "" {
 		sid = info.ParentID
@@ -2259,11 +2261,15 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 			if strings.ContainsAny(name, "/\\") {
 				continue
 			}
-			data, err := readSideFile(r.fs, filepath.Join(dir, name))
+			backup := filepath.Join(dir, name)
+			data, err := readSideFile(r.fs, backup)
 			if err != nil {
-				// No backup kept, or not readable, or not a file (a FIFO
-				// would hang the import, a link to /dev/zero fill its
-				// memory): nothing to capture.
+				// No backup kept (nothing to capture), or one not readable,
+				// or not a file (a FIFO would hang the import, a link to
+				// /dev/zero fill its memory): said, and left out.
+				if !errors.Is(err, fs.ErrNotExist) {
+					problem(ImportProblem{File: backup, Reason: fmt.Sprintf("the file backup of %s: %v: the capture leaves it out (`rook session diff` will not show its change)", rel, err)})
+				}
 				continue
 			}
 			res, err := r.Store.Put(cas.KindFile, data)

@@ -637,8 +637,8 @@ func TestImportCutLineAfterACrashUnchanged(t *testing.T) {
 }
 
 // A file backup that is not a regular file (a FIFO, which no one writes)
-// is no backup: the import takes the lines in without it, and does not
-// wait on the pipe.
+// is no backup: the import takes the lines in without it, does not wait
+// on the pipe, and says so.
 func TestImportSkipsABackupThatIsNoFile(t *testing.T) {
 	mkfifo, err := exec.LookPath("mkfifo")
 	if err != nil {
@@ -675,6 +675,9 @@ func TestImportSkipsABackupThatIsNoFile(t *testing.T) {
 	case rep := <-done:
 		if f := rep.Files[0]; f.Status != ImportNew || f.Lines != len(lines) {
 			t.Fatalf("%+v", f)
+		}
+		if len(rep.Problems) != 1 || rep.Problems[0].File != filepath.Join(backups, "h1@v1") || !strings.Contains(rep.Problems[0].Reason, "the file backup of a.txt: not a regular file (a named pipe)") {
+			t.Fatalf("problems: %+v", rep.Problems)
 		}
 		mustExport(t, r, *rep.Files[0].Session, data)
 	case <-time.After(30 * time.Second):

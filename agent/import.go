@@ -410,9 +410,8 @@ type waitingFile struct {
 // imported yet is known for: it is then imported after the others, and
 // the source session id it waits for is returned (ready says when it came
 // in). The copy's tokens count none when that session is in first: it
-// spent them (a Claude Code continuation's copied model lines,
-// fileImport.copiedTurn; a Codex fork's copied token_counts,
-// fileImport.copiedCount). A file that waits for a session that is not
+// spent them (a Claude Code continuation's copied model lines, a Codex
+// fork's copied token_counts: fileImport.copiedLine). A file that waits for a session that is not
 // in the import is only imported later. A file over 64 MiB (read a chunk
 // at a time, not mapped ahead) does not wait.
 //   - A Claude Code session sent to the background: its copied lines
@@ -863,7 +862,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 				// copy, which its file begins with, is behind (taken in
 				// counting no tokens, or counting them when what it
 				// continues was not imported then): what it grew by is
-				// its own (fileImport.copiedTurn).
+				// its own (fileImport.copiedLine).
 				fi.pastCopy = s.TokensIn > 0 || s.TokensOut > 0
 			}
 			// A line that was cut short (no newline yet) is taken in again,
@@ -1100,7 +1099,7 @@ type sourceNames struct {
 	// continuedIn are the source session ids that a known session's file
 	// says its conversation went on in (Source.ContinuedIn), kept up to
 	// date as the files are imported: a Claude Code file whose session is
-	// not one of them is no continuation, and fileImport.copiedTurn looks
+	// not one of them is no continuation, and fileImport.copiedLine looks
 	// no further. Nil for Codex.
 	continuedIn map[string]bool
 	// sourceIDs are the source session ids of the known sessions, kept up
@@ -1233,26 +1232,22 @@ type fileImport struct {
 	// unknown are the entry types rook does not know met in the lines
 	// taken in, each reported once, at its first line.
 	unknown map[string]*unknownLines
-	// parentCounts are the payload sums of the token_counts of the session
-	// a Codex fork was forked from (codexCountSums), read at the fork's
-	// first token_count that counts tokens (countsRead); nil when the file
-	// is no fork, or its parent is not imported.
-	parentCounts map[[32]byte]bool
-	countsRead   bool
 	// toolResults are the names of the tool-results files the session
 	// holds (heldToolResults); nil until a line names one.
 	toolResults map[string]bool
 	// continued is sourceNames.continuedIn: the source session ids some
 	// known session's file says it went on in.
 	continued map[string]bool
-	// copiedTurns are the uuids of the model's lines of the session a
-	// Claude Code continuation continues (continuedTurns), read at the
-	// continuation's first line that counts tokens (turnsRead); nil when
-	// the file is no continuation, or what it continues is not imported.
-	copiedTurns map[string]bool
-	turnsRead   bool
+	// copied are the keys (copiedLine) of the lines of the session this
+	// file's session begins by copying: a Codex fork's parent's
+	// token_counts (forkParentCounts), a Claude Code continuation's
+	// continued session's model lines (continuedTurns). Read at the first
+	// line that counts tokens (copiedRead); nil when the file copies no
+	// session imported.
+	copied     map[string]bool
+	copiedRead bool
 	// pastCopy: the session holds lines that count tokens already (it
-	// grew): a continuation's copy is behind.
+	// grew): a Claude Code continuation's copy is behind.
 	pastCopy bool
 }
 
@@ -1418,17 +1413,13 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 			fi.last = t
 		}
 		ev := eventlog.Event{Kind: m.Kind, Label: capLabel(m.Label), Body: id, TokensIn: m.TokensIn, TokensOut: m.TokensOut, Time: t}
-		if (ev.TokensIn > 0 || ev.TokensOut > 0) && len(unit) == 1 && m.Label == codexTokenCountLabel && fi.copiedCount(unit[0].line) {
-			// A token_count a Codex fork copied from its parent: the
-			// parent spent those tokens, and counts them. It stays an
-			// event of its own, as its parent's line is, so that a fork
-			// of this fork finds it too.
-			ev.TokensIn, ev.TokensOut = 0, 0
-		}
-		if (ev.TokensIn > 0 || ev.TokensOut > 0) && len(unit) == 1 && fi.opts.Format == FormatClaudeCode && fi.copiedTurn(unit[0].line) {
-			// A model's line a Claude Code continuation copied from the
-			// session it continues (sent to the background): that session
-			// spent the tokens, and counts them.
+		if (ev.TokensIn > 0 || ev.TokensOut > 0) && len(unit) == 1 && fi.copiedLine(unit[0].line, m.Label) {
+			// A line copied from the session this one began as a copy of
+			// (a Codex fork's parent's token_count, a Claude Code
+			// continuation's continued session's model line): that
+			// session spent the tokens, and counts them. It stays an
+			// event of its own, as the line it copies is, so that a copy
+			// of this copy finds it too.
 			ev.TokensIn, ev.TokensOut = 0, 0
 		}
 		if m.Group == "" || m.Group != fi.prevGrp || len(fi.group) == 16 {
@@ -1460,33 +1451,59 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 	return nil, nil
 }
 
-// copiedCount says whether line, a token_count that counts tokens, is one
-// a Codex fork copied from the session it was forked from: a fork's file
-// holds a copy of its parent's lines, token_counts included, and nothing
-// marks where the copy ends (codexMapper.sessionMeta), but a copied
-// token_count's payload is byte for byte one of the parent's
-// (codexPayloadSum). The parent's are read from its session, once: it is
+// copiedLine says whether line, one that counts tokens and is an event on
+// its own, is one the file's session copied from a session imported
+// before it, which spent those tokens. Nothing in the line says so; its
+// key does (copied):
+//   - A Codex fork's file holds a copy of its parent's lines, token_counts
+//     included, and nothing marks where the copy ends
+//     (codexMapper.sessionMeta), but a copied token_count's payload is byte
+//     for byte one of the parent's (codexPayloadSum).
+//   - A Claude Code session sent to the background goes on in a new file
+//     that begins with a copy of the old one's lines
+//     (claudeMapper.continuedIn), their uuids kept, their usage too, and
+//     no forkedFrom to mark them (as a fork's copied lines have:
+//     claudeMapper.mapEntry counts those no tokens). A copied line's uuid
+//     is one of the old session's lines' (claudeUUID); the continuation's
+//     own turns have new ones.
+//
+// The copied session's keys are read from its session, once: it is
 // decided here, as the lines are stored, file after file, rather than as
-// they are mapped, ahead and in parallel, when the parent may not be in
-// yet. A fork whose parent is not imported (yet) counts its copied
-// tokens, as its lines say; importing the parent later changes nothing
-// of it (its events are written once).
-func (fi *fileImport) copiedCount(line []byte) bool {
-	if !fi.countsRead {
-		fi.countsRead = true
-		fi.parentCounts = fi.forkParentCounts()
-	}
-	if len(fi.parentCounts) == 0 {
+// they are mapped, ahead and in parallel, when that session may not be in
+// yet (sourceNames.waits orders one run's files so that it is). A copy
+// imported before the session it copies (or without it) counts its copied
+// tokens, as its lines say; importing that session later changes nothing
+// of it (its events are written once). For a file that copies no session,
+// this is a map lookup or two, once.
+func (fi *fileImport) copiedLine(line []byte, label string) bool {
+	codex := fi.opts.Format == FormatCodex
+	if codex && label != codexTokenCountLabel || !codex && fi.pastCopy {
 		return false
 	}
-	sum, ok := codexPayloadSum(trimNewline(line))
-	return ok && fi.parentCounts[sum]
+	if !fi.copiedRead {
+		fi.copiedRead = true
+		if codex {
+			fi.copied = fi.forkParentCounts()
+		} else {
+			fi.copied = fi.continuedTurns()
+		}
+	}
+	if len(fi.copied) == 0 {
+		return false
+	}
+	line = trimNewline(line)
+	if codex {
+		sum, ok := codexPayloadSum(line)
+		return ok && fi.copied[string(sum[:])]
+	}
+	id, ok := claudeUUID(line)
+	return ok && fi.copied[id]
 }
 
 // forkParentCounts are the payload sums of the token_counts of the
 // session a Codex fork's session was forked from, or nil when it is no
 // fork or its parent is not imported.
-func (fi *fileImport) forkParentCounts() map[[32]byte]bool {
+func (fi *fileImport) forkParentCounts() map[string]bool {
 	m := fi.sess
 	if fi.opts.Format != FormatCodex || m.Source == nil || m.Source.Parent == "" || !slices.Contains(m.Tags, forkTag) {
 		return nil
@@ -1511,8 +1528,8 @@ func (fi *fileImport) forkParentCounts() map[[32]byte]bool {
 // notes around it: mergeableLine). The log reads the events this import
 // appended and did not flush yet too, so a parent imported earlier in the
 // same run is read whole: its file was stored before its fork's.
-func (r *Rook) codexCountSums(id eventlog.ID) (map[[32]byte]bool, error) {
-	sums := map[[32]byte]bool{}
+func (r *Rook) codexCountSums(id eventlog.ID) (map[string]bool, error) {
+	sums := map[string]bool{}
 	err := r.eachEvent(id, func(ev eventlog.Event) error {
 		if ev.Label != codexTokenCountLabel {
 			return nil
@@ -1526,42 +1543,12 @@ func (r *Rook) codexCountSums(id eventlog.ID) (map[[32]byte]bool, error) {
 		}
 		for _, line := range sourceLines(body) {
 			if sum, ok := codexPayloadSum(trimNewline(line)); ok {
-				sums[sum] = true
+				sums[string(sum[:])] = true
 			}
 		}
 		return nil
 	})
 	return sums, err
-}
-
-// copiedTurn says whether line, a Claude Code model's line that counts
-// tokens, is one a continuation copied from the session it continues: a
-// session sent to the background goes on in a new file that begins with a
-// copy of the old one's lines (claudeMapper.continuedIn), their uuids
-// kept, their usage too, and no forkedFrom to mark them (as a fork's
-// copied lines have: claudeMapper.mapEntry counts those no tokens). A
-// copied line's uuid is one of the old session's lines' (continuedTurns);
-// the continuation's own turns have new ones. It is decided here, as the
-// lines are stored, file after file, rather than as they are mapped, ahead
-// and in parallel, when the old session may not be in yet. A continuation
-// imported before the session it continues (or without it) counts its
-// copied tokens, as its lines say; importing that session later changes
-// nothing of it (its events are written once). Only a file whose session
-// a known session names as its continuation is looked at: for any other,
-// this is a map lookup, once.
-func (fi *fileImport) copiedTurn(line []byte) bool {
-	if fi.pastCopy {
-		return false
-	}
-	if !fi.turnsRead {
-		fi.turnsRead = true
-		fi.copiedTurns = fi.continuedTurns()
-	}
-	if len(fi.copiedTurns) == 0 {
-		return false
-	}
-	id, ok := claudeUUID(trimNewline(line))
-	return ok && fi.copiedTurns[id]
 }
 
 // continuedTurns are the uuids of the model's lines of the session that

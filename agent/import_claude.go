@@ -379,7 +379,7 @@ func (m *claudeMapper) forkedFrom(l *claudeEntry) {
 // begins by copying this one's lines. The copied model lines carry their
 // usage, unmarked: the new session's import counts them no tokens when
 // this one is imported before it, telling them by their uuids
-// (fileImport.copiedTurn); in one run it waits for the other files
+// (fileImport.copiedLine); in one run it waits for the other files
 // (sourceNames.waits); imported in a run before this one, it counts them
 // again.
 // Sources: a design note measuring Claude Code 2.1.278 (the bg-pty-host

@@ -206,7 +206,7 @@ func (r *fastReader) block(v int, b *claudeBlock) (int, bool) {
 // read straight off the line, whose other members are only skipped; ok is
 // false when it has none, or one of another shape (Claude Code writes a
 // uuid as a plain string, without escapes). Only lines that may have been
-// copied into a continuation are read so (fileImport.copiedTurn).
+// copied into a continuation are read so (fileImport.copiedLine).
 func claudeUUID(line []byte) (string, bool) {
 	r := fastReader{b: line}
 	var id []byte

@@ -381,7 +381,7 @@ func codexUnreadable(line []byte) mappedLine {
 // copy's last: none of theirs is one of the parent's (one that repeats
 // the total before it counts nothing anyway: tokenCount).
 // The import stores a fork's token_count whose payload is one of its
-// parent's as counting no tokens (fileImport.copiedCount), when the
+// parent's as counting no tokens (fileImport.copiedLine), when the
 // parent is imported, so that a fork's tokens are its own (in one run, a
 // fork whose parent's rollout is among the files waits for it:
 // sourceNames.waits). Where the parent is not imported (yet), or another
@@ -559,7 +559,7 @@ const codexTokenCountLabel = "event_msg:token_count"
 // the payload of the parent's line byte for byte (only the line's
 // timestamp is new), and a token_count's payload holds the session's
 // running total, which the fork's own turns carry on: the sum tells a
-// copied token_count from the fork's own (fileImport.copiedCount).
+// copied token_count from the fork's own (fileImport.copiedLine).
 func codexPayloadSum(line []byte) (sum [32]byte, ok bool) {
 	var l struct {
 		Payload json.RawMessage `json:"payload"`

@@ -283,6 +283,9 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		// (its size, modification and change times, as when its session
 		// came to hold all of it): a large history is not read again.
 		files[i].unchanged = seen && sameStat(m.Source.Stat, &f.stat)
+		if seen {
+			files[i].held, files[i].heldBy, files[i].heldSum = m.Source.Size, m.ID, m.Source.SHA256
+		}
 	}
 	ahead := r.startReadAhead(opts.Format, files, fresh, opts.MinCut, opts.chunkBytes())
 	defer ahead.close()
@@ -466,6 +469,15 @@ type sourceFile struct {
 	// unchanged: the file still has the size and times its session
 	// recorded when it came to hold all of it (Source.Stat): not read.
 	unchanged bool
+	// held is how much of the file its session held when last imported
+	// (Source.Size; 0 for a file new to the store), heldBy that session
+	// and heldSum their SHA-256: prepareSource hashes those bytes on its
+	// way through the file, for importFile's check that the file begins
+	// with them, and, with the mapper's state after them kept, reads
+	// only the bytes after them into memory.
+	held    int64
+	heldBy  eventlog.ID
+	heldSum string
 }
 
 // newSourceFile is a file to import, as the file system describes it.
@@ -704,14 +716,24 @@ func (r *Rook) readSource(path string) ([]byte, bool, error) {
 // Import does for the next file while it stores the one before.
 type mappedSource struct {
 	streamed bool // too big to read whole: importFile reads it, a chunk at a time
-	data     []byte
-	zst      bool
-	err      error  // reading the file
-	full     string // SHA-256 of data, hex
-	mapped   bool   // lines, info and captured hold the whole file
+	// data are the file's bytes from base on: from its start, or, for a
+	// file whose session's mapper state is kept (state), from where that
+	// session ends (sourceFile.held), the bytes before only hashed.
+	data   []byte
+	base   int64
+	state  *importState
+	hashed []byte // the SHA-256 state (MarshalBinary) after those bytes
+	zst    bool
+	err    error  // reading the file
+	full   string // SHA-256 of data, hex
+	// prefix is the SHA-256 of data's first held bytes (sourceFile.held)
+	// when the file is longer: the bytes its session held. Hex.
+	prefix   string
+	mapped   bool // lines, info and captured hold the whole file
 	lines    []pendingLine
 	info     sourceSession
 	captured backupSet
+	sm       *sourceMapper // the mapper, after the lines
 }
 
 // prepareSource reads a file and hashes it; a file no session was
@@ -722,23 +744,39 @@ func (r *Rook) prepareSource(format string, f sourceFile, fresh bool, minCut, ch
 	if p.streamed {
 		return p
 	}
+	if r.readTail(format, f, minCut, p) {
+		return p
+	}
 	if p.data, p.zst, p.err = r.readSource(f.path); p.err != nil || len(p.data) == 0 {
 		return p
 	}
-	p.full = hashHex(p.data)
+	h := sha256.New()
+	if 0 < f.held && f.held < int64(len(p.data)) {
+		// One pass for both sums.
+		h.Write(p.data[:f.held])
+		p.prefix = hex.EncodeToString(h.Sum(nil))
+		h.Write(p.data[f.held:])
+	} else {
+		h.Write(p.data)
+	}
+	p.full = hex.EncodeToString(h.Sum(nil))
 	if fresh && otherFormat(format, p.data) == "" {
-		p.lines, p.info, p.captured = mapSource(format, f.path, p.data, 0, minCut)
+		p.mapSource(format, f.path, 0, minCut, nil)
 		p.mapped = true
 	}
 	return p
 }
 
-// mapSource maps the lines of a whole source file from start on (see
-// sourceMapper.mapChunk).
-func mapSource(format, path string, data []byte, start int64, minCut int) ([]pendingLine, sourceSession, backupSet) {
-	sm := newSourceMapper(format, path, minCut)
-	lines := sm.mapChunk(data, 0, start, true)
-	return lines, sm.session(), sm.captured
+// mapSource maps the lines of the whole file read from start on (see
+// sourceMapper.mapChunk). With a state (the mapper's after the first start
+// bytes: import_state.go), the lines before start are not mapped again.
+func (p *mappedSource) mapSource(format, path string, start int64, minCut int, st *importState) {
+	p.sm = newSourceMapper(format, path, minCut)
+	if st == nil || !p.sm.restore(*st) {
+		p.sm = newSourceMapper(format, path, minCut) // not half restored
+	}
+	p.lines = p.sm.mapChunk(p.data, p.base, start, true)
+	p.info, p.captured = p.sm.session(), p.sm.captured
 }
 
 func newMapper(format, path string) lineMapper {
@@ -779,6 +817,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		return fail(prep.err)
 	}
 	head, zst := prep.data, prep.zst
+	if prep.base > 0 {
+		head = []byte{'\n'} // what its session held of it: not empty, and of the format
+	}
 	if prep.streamed {
 		var err error
 		if head, zst, err = r.readHead(f.path, otherFormatHead); err != nil {
@@ -796,14 +837,14 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		}
 		return res
 	}
-	if other := otherFormat(opts.Format, head); other != "" {
+	if other := otherFormat(opts.Format, head); other != "" && prep.base == 0 {
 		return fail(fmt.Errorf("this looks like a %s transcript, not %s: use `rook import %s`", other, opts.Format, other))
 	}
 	fi := &fileImport{r: r, opts: opts, path: f.path, zst: zst, rep: rep, res: &res, known: known, continued: names.continuedIn}
 	start := int64(0) // the session holds the file's first start bytes
 	from := int64(-1) // where the lines to take in begin, when not at start
 	res.Status = ImportNew
-	size, full := int64(len(prep.data)), prep.full // a streamed new file's: known at its end
+	size, full := prep.base+int64(len(prep.data)), prep.full // a streamed new file's: known at its end
 	// The session the file is: the one imported from its path, else one
 	// imported from a path of its name that is gone (sourceNames), newest
 	// first; the first whose bytes the file begins with. When its path's
@@ -817,6 +858,15 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		if err != nil {
 			return fail(fmt.Errorf("session %s: %w", c.ID, err))
 		}
+		if prep.base > 0 && (c.ID != prep.state.sessionID() || done.size != prep.base) {
+			// Not the session, or not as far, that the bytes read
+			// were picked for (a crash before its metadata): read whole.
+			prep = r.readWhole(opts.Format, f, opts.MinCut, opts.chunkBytes())
+			if prep.err != nil {
+				return fail(prep.err)
+			}
+			size, full = int64(len(prep.data)), prep.full
+		}
 		prefix = ""
 		if prep.streamed {
 			if size, full, prefix, err = r.hashSource(f.path, done.size); err != nil {
@@ -824,6 +874,8 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			}
 		} else if done.size == size {
 			prefix = prep.full // the whole file, hashed already
+		} else if done.size == f.held && prep.prefix != "" {
+			prefix = prep.prefix // hashed already, as its session was
 		} else if done.size < size {
 			prefix = hashHex(prep.data[:done.size])
 		}
@@ -907,10 +959,32 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	}
 	fi.lineNo = 1
 	waiting := "" // the lines wait for file backups (heldForBackups)
+	// The mapper's state after the lines the session holds, when kept: a
+	// grown file's lines before are not mapped again (import_state.go).
+	var state *importState
+	if res.Status == ImportGrown && from == start {
+		if prep.base > 0 {
+			state = prep.state // what the bytes read were picked for (checked above)
+		} else if st, ok := r.loadImportState(m.ID, opts.Format, f.path, opts.MinCut, start, prefix); ok {
+			state = &st
+		}
+	}
+	if prep.base > 0 && (state == nil || res.Status != ImportGrown) {
+		// (A cut line taken again, before what was read.)
+		if prep = r.readWhole(opts.Format, f, opts.MinCut, opts.chunkBytes()); prep.err != nil {
+			return fail(prep.err)
+		}
+	}
+	var mapper *sourceMapper // after the file's lines, once taken in
+	endsLine := false        // the file's last byte taken in is a newline
 	if !prep.streamed {
-		fi.lineNo += bytes.Count(prep.data[:from], []byte{'\n'})
+		if prep.base > 0 {
+			fi.lineNo += state.Lines
+		} else {
+			fi.lineNo += bytes.Count(prep.data[:from], []byte{'\n'})
+		}
 		if !prep.mapped || from != 0 {
-			prep.lines, prep.info, prep.captured = mapSource(opts.Format, f.path, prep.data, from, opts.MinCut)
+			prep.mapSource(opts.Format, f.path, from, opts.MinCut, state)
 		}
 		if i, missing := r.heldForBackups(opts.Format, f.path, prep.lines, prep.info, prep.captured); i >= 0 {
 			// Taken up to the line, which the next import takes with its
@@ -921,11 +995,18 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			waiting = fmt.Sprintf("line %d names %d file backup(s) Claude Code made moments ago that are not in its file-history yet (%s): taken in up to that line; the next import takes the rest, with them (or without them, a minute on)",
 				fi.lineNo+i, len(missing), strings.Join(missing, ", "))
 			prep.lines = prep.lines[:i]
-			size, full = at, hashHex(prep.data[:at])
+			size = at
+			var err error
+			if full, err = prep.sumTo(at); err != nil {
+				return fail(err)
+			}
 		}
 		fi.info, fi.captured = func() sourceSession { return prep.info }, prep.captured
 		if err := fi.take(prep.lines, true); err != nil {
 			return fail(err)
+		}
+		if waiting == "" {
+			mapper, endsLine = prep.sm, size > prep.base && prep.data[size-prep.base-1] == '\n'
 		}
 	} else {
 		rc, _, err := r.openSource(f.path)
@@ -937,7 +1018,13 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		if res.Status != ImportNew {
 			in = io.LimitReader(rc, size) // the bytes hashed above, however the file grows
 		}
+		// The bytes before start are read again, for the check below
+		// that they are still those the session holds; with a state,
+		// their lines are not mapped again.
 		sm := newSourceMapper(opts.Format, f.path, opts.MinCut)
+		if state == nil || !sm.restore(*state) {
+			sm = newSourceMapper(opts.Format, f.path, opts.MinCut) // not half restored
+		}
 		var info sourceSession // the mapper's, as of the chunk being stored
 		fi.info, fi.captured = func() sourceSession { return info }, sm.captured
 		cr := newChunkReader(in, opts.streamChunkBytes())
@@ -945,6 +1032,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		defer stop()
 		ph := sha256.New() // of the bytes before start: still those the session holds?
 		var waiting []pendingLine
+		last := byte(0) // the last byte read
 		for off := int64(0); ; {
 			c := <-chunks
 			if c.err != nil {
@@ -952,6 +1040,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			}
 			chunk, final := c.data, c.final
 			info = c.info
+			if len(chunk) > 0 {
+				last = chunk[len(chunk)-1]
+			}
 			if off < start {
 				before := chunk[:min(start-off, int64(len(chunk)))]
 				ph.Write(before)
@@ -986,6 +1077,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			length = cr.size // read through, not only as far as hashed
 		}
 		size, full = cr.size, cr.sum()
+		if !fi.noEntry {
+			mapper, endsLine = sm, last == '\n'
+		}
 	}
 	if from < start && res.BytesIn >= start-from {
 		res.BytesIn -= start - from // taken in before: what the file grew by is new
@@ -1068,6 +1162,13 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		return fail(fmt.Errorf("session %s: record what it holds of the file: %w", sess.ID, err))
 	}
 	known[f.path] = *sess
+	if mapper != nil && endsLine && res.Status == ImportGrown {
+		// Kept for a file seen growing (a session still being written):
+		// one imported once, as most of a history is, keeps none. And
+		// only after a whole line: a last line cut short is mapped again
+		// with what follows it.
+		r.saveImportState(sess.ID, opts.Format, f.path, opts.MinCut, size, full, fi.lineNo-1, mapper)
+	}
 	if c := src.ContinuedIn; c != "" && names.continuedIn != nil {
 		names.continuedIn[c] = true
 	}

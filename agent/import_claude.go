@@ -55,6 +55,42 @@ func newClaudeMapper(path string) *claudeMapper {
 	return m
 }
 
+// claudeState is a claudeMapper's state, as kept (import_state.go).
+type claudeState struct {
+	ToolName    map[string]string    `json:"tool_name"`
+	Counted     map[string][2]uint64 `json:"counted"`
+	Sess        sourceSession        `json:"sess"`
+	Own         bool                 `json:"own"`
+	CmdTitle    string               `json:"cmd_title"`
+	CustomTitle string               `json:"custom_title"`
+	AITitle     string               `json:"ai_title"`
+}
+
+func (m *claudeMapper) saveState() ([]byte, error) {
+	counted := make(map[string][2]uint64, len(m.counted))
+	for id, t := range m.counted {
+		counted[id] = [2]uint64{t.in, t.out}
+	}
+	return json.Marshal(claudeState{ToolName: m.toolName, Counted: counted, Sess: m.sess, Own: m.own,
+		CmdTitle: m.cmdTitle, CustomTitle: m.customTitle, AITitle: m.aiTitle})
+}
+
+func (m *claudeMapper) loadState(data []byte) error {
+	var st claudeState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return err
+	}
+	m.toolName, m.counted = st.ToolName, make(map[string]messageTokens, len(st.Counted))
+	if m.toolName == nil {
+		m.toolName = map[string]string{}
+	}
+	for id, t := range st.Counted {
+		m.counted[id] = messageTokens{in: t[0], out: t[1]}
+	}
+	m.sess, m.own, m.cmdTitle, m.customTitle, m.aiTitle = st.Sess, st.Own, st.CmdTitle, st.CustomTitle, st.AITitle
+	return nil
+}
+
 type claudeSnapshot struct {
 	Tracked map[string]claudeBackup `json:"trackedFileBackups"`
 }

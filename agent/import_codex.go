@@ -32,6 +32,34 @@ type codexMapper struct {
 
 func newCodexMapper() lineMapper { return &codexMapper{toolName: map[string]string{}} }
 
+// codexState is a codexMapper's state, as kept (import_state.go).
+type codexState struct {
+	ToolName  map[string]string `json:"tool_name"`
+	Model     string            `json:"model"`
+	MetaSeen  bool              `json:"meta_seen"`
+	LastTotal string            `json:"last_total"`
+	UserTitle string            `json:"user_title"`
+	Name      string            `json:"name"`
+	Sess      sourceSession     `json:"sess"`
+}
+
+func (m *codexMapper) saveState() ([]byte, error) {
+	return json.Marshal(codexState{ToolName: m.toolName, Model: m.model, MetaSeen: m.metaSeen,
+		LastTotal: m.lastTotal, UserTitle: m.userTitle, Name: m.name, Sess: m.sess})
+}
+
+func (m *codexMapper) loadState(data []byte) error {
+	var st codexState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return err
+	}
+	if m.toolName = st.ToolName; m.toolName == nil {
+		m.toolName = map[string]string{}
+	}
+	m.model, m.metaSeen, m.lastTotal, m.userTitle, m.name, m.sess = st.Model, st.MetaSeen, st.LastTotal, st.UserTitle, st.Name, st.Sess
+	return nil
+}
+
 // codexLine is the part of a rollout line the mapping reads. Its values are
 // kept raw and read one by one, so that a field of an unexpected type (the
 // format changes often) reads as absent instead of failing the whole line.

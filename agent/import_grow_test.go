@@ -97,11 +97,14 @@ func TestImportGrowingAtRandomPoints(t *testing.T) {
 // byte, with as many events as an import that did not crash.
 func TestImportCutLineCrashSweep(t *testing.T) {
 	for _, chunk := range []int{0, 300} {
-		t.Run(fmt.Sprint("chunks of ", chunk), func(t *testing.T) { cutLineCrashSweep(t, chunk) })
+		t.Run(fmt.Sprint("chunks of ", chunk), func(t *testing.T) { cutLineCrashSweep(t, chunk, false) })
 	}
 }
 
-func cutLineCrashSweep(t *testing.T, chunk int) {
+// cutLineCrashSweep: the file is cut inside a line when last imported,
+// or, atLineEnd, after one, and imported cut at the line end before that
+// too (an import state is kept of a file seen growing).
+func cutLineCrashSweep(t *testing.T, chunk int, atLineEnd bool) {
 	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	importAll := func(fsys vfs.FS) error {
 		r, err := Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true})
@@ -119,12 +122,14 @@ func cutLineCrashSweep(t *testing.T, chunk int) {
 	for i, name := range []string{"/src/a.jsonl", "/src/s/subagents/agent-x.jsonl"} {
 		full[name] = writeSourceBytes(append(claudeLines("s", i), claudeLines("s", i+5)...), "")
 		cutAt[name] = len(full[name])/2 + 37*i // inside a line
+		if atLineEnd {
+			cutAt[name] += bytes.IndexByte(full[name][cutAt[name]:], '\n') + 1
+		}
 	}
-	write := func(fsys *vfs.MemFS, grown bool) {
+	// write writes each file, cut at cut(name) bytes.
+	write := func(fsys *vfs.MemFS, cut func(name string) int) {
 		for name, data := range full {
-			if !grown {
-				data = data[:cutAt[name]]
-			}
+			data = data[:cut(name)]
 			if err := fsys.MkdirAll(filepath.Dir(name), 0o700); err != nil {
 				panic(err)
 			}
@@ -135,11 +140,17 @@ func cutLineCrashSweep(t *testing.T, chunk int) {
 	}
 	setup := func(fsys *vfs.MemFS) {
 		initCrashStore(fsys)
-		write(fsys, false)
+		if atLineEnd {
+			write(fsys, func(name string) int { return bytes.LastIndexByte(full[name][:cutAt[name]-1], '\n') + 1 })
+			if err := importAll(fsys); err != nil {
+				panic(err)
+			}
+		}
+		write(fsys, func(name string) int { return cutAt[name] })
 		if err := importAll(fsys); err != nil {
 			panic(err)
 		}
-		write(fsys, true)
+		write(fsys, func(name string) int { return len(full[name]) })
 	}
 	// events are the events of each session, by source path.
 	events := func(fsys vfs.FS) map[string]uint64 {

@@ -70,6 +70,10 @@ type lineMapper interface {
 	// shortens says whether a view may shorten this string: the mapper
 	// reads it only through titleOf and prefix tests, if at all.
 	shortens(s *jsonString) bool
+	// saveState and loadState keep and restore what the mapper knows
+	// after the lines it has seen (import_state.go).
+	saveState() ([]byte, error)
+	loadState(data []byte) error
 }
 
 // scannedMapper is a lineMapper with a fast path for the lines scanJSON

@@ -195,6 +195,9 @@ type sourceMapper struct {
 	// started says they have all been through the mapper.
 	started bool
 	named   string
+	// restored: the mapper is where the lines before start left it
+	// (restore): they are not mapped again.
+	restored bool
 }
 
 func newSourceMapper(format, path string, minCut int) *sourceMapper {
@@ -213,7 +216,7 @@ const truncatedLine = "truncated last line (no newline): "
 // line cut short when last imported, whose rest is then a note.
 func (sm *sourceMapper) mapChunk(data []byte, off, start int64, final bool) []pendingLine {
 	skip := min(max(start-off, 0), int64(len(data)))
-	if skip > 0 {
+	if skip > 0 && !sm.restored {
 		for _, line := range sourceLines(data[:skip]) {
 			m, _ := sm.reader.mapOnly(trimNewline(line))
 			sm.captured.note(m)

@@ -183,7 +183,7 @@ func (r *Rook) Prune(p RetentionPolicy, dryRun bool) (PruneReport, error) {
 		return rep, nil
 	}
 	for _, d := range doomed {
-		n, err := r.Log.Remove(d.ID)
+		n, err := r.RemoveSession(d.ID)
 		if err != nil {
 			return rep, fmt.Errorf("delete session %s: %w", d.ID, err)
 		}
@@ -411,7 +411,7 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 		n := budgetBatch(len(cands), over, st.Stored, len(all))
 		rep.BudgetRounds++
 		for _, s := range cands[:n] {
-			ev, err := r.Log.Remove(s.ID)
+			ev, err := r.RemoveSession(s.ID)
 			if err != nil {
 				return fmt.Errorf("delete session %s: %w", s.ID, err)
 			}

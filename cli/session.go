@@ -511,7 +511,7 @@ func (c *SessionRmCmd) Run(e *Env) error {
 		}
 		_, merr := r.Log.ReadMeta(id)
 		damaged = merr != nil
-		n, err = r.Log.Remove(id)
+		n, err = r.RemoveSession(id)
 		return err
 	})
 	if err != nil {

@@ -1,0 +1,236 @@
+package agent
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding"
+	"encoding/hex"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+
+	json "github.com/go-json-experiment/json/v1"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// An import of a grown file maps only the lines it grew by, but the mapper
+// must first be where the lines before left it: which tool each call id
+// names, the tokens each message counted, the session's ids and titles, the
+// file backups captured. Mapping those lines again to get there cost about
+// a third of importing a 45 MB transcript grown by a line. The mapper's
+// state after the lines a session holds is therefore kept beside the store,
+// in importStateDir, one file per session of a big enough file seen
+// growing (imported again with more lines): a cache,
+// used only when it is the state after exactly the bytes the session holds
+// (the same size and SHA-256, the same path), written without fsync, and
+// passed over, the lines mapped again, whenever it is missing, damaged or
+// stale (storage.md, Import state).
+const importStateDir = "cache/import"
+
+// importStateVersion is the format of an import state file. It changes with
+// the state a mapper keeps (TestImportStateFields fails until it is
+// saved): a state of another version is passed over.
+const importStateVersion = 1
+
+// importStateMin is the smallest file whose import state is kept: mapping
+// a smaller one again costs less than a file of its own (a variable for
+// tests).
+var importStateMin int64 = 1 << 20
+
+// importState is the mapper's state after a session's first Size bytes of
+// its source file.
+type importState struct {
+	V       int    `json:"v"`
+	Session string `json:"session"`
+	Format  string `json:"format"`
+	Path    string `json:"path"`    // the mapper takes ids from it
+	MinCut  int    `json:"min_cut"` // and strings as long as this are cut
+	Size    int64  `json:"size"`
+	SHA256  string `json:"sha256"` // of the Size bytes, hex
+	Lines   int    `json:"lines"`  // newlines in them
+	// Mapper is the lineMapper's own state (saveState).
+	Mapper json.RawMessage `json:"mapper"`
+	// Backups are the file backups the lines named (backupSet), sorted.
+	Backups []string `json:"backups"`
+}
+
+func (r *Rook) importStatePath(id eventlog.ID) string {
+	return filepath.Join(r.home, importStateDir, id.String())
+}
+
+// saveImportState keeps the state of sm after the first size bytes of the
+// file, whose SHA-256 is sum and which hold lines newlines. It is a cache:
+// a file that cannot be written is left as it is (damaged, it is passed
+// over when read; a stale one does not match).
+func (r *Rook) saveImportState(id eventlog.ID, format, path string, minCut int, size int64, sum string, lines int, sm *sourceMapper) {
+	if size < importStateMin {
+		return
+	}
+	mapper, err := sm.reader.mapper.saveState()
+	if err != nil {
+		return
+	}
+	// Kept only if it restores to the same state: JSON would make a
+	// string that is not UTF-8 (a file name's) another.
+	if again := newMapper(format, path); again.loadState(mapper) != nil || !reflect.DeepEqual(again, sm.reader.mapper) {
+		return
+	}
+	backups := make([]string, 0, len(sm.captured))
+	for k := range sm.captured {
+		backups = append(backups, k)
+	}
+	slices.Sort(backups)
+	body, err := json.Marshal(importState{V: importStateVersion, Session: id.String(), Format: format, Path: path, MinCut: minCut,
+		Size: size, SHA256: sum, Lines: lines, Mapper: mapper, Backups: backups})
+	if err != nil {
+		return
+	}
+	// One line, as the inbox spool's: the CRC-32C of the JSON, then the
+	// JSON. Written in place, without fsync: a torn file fails the check.
+	data := fmt.Appendf(nil, "%08x %s\n", crc32.Checksum(body, castagnoli), body)
+	dir := filepath.Join(r.home, importStateDir)
+	if r.fs.MkdirAll(dir, cas.DirMode) != nil {
+		return
+	}
+	f, err := r.fs.OpenFile(r.importStatePath(id), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, cas.FileMode)
+	if err != nil {
+		return
+	}
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr != nil || cerr != nil {
+		r.fs.Remove(r.importStatePath(id))
+	}
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// loadImportState is the state kept for session id, if it is the state
+// after the first size bytes of the file at path, whose SHA-256 is sum.
+func (r *Rook) loadImportState(id eventlog.ID, format, path string, minCut int, size int64, sum string) (importState, bool) {
+	var st importState
+	if size < importStateMin {
+		return st, false
+	}
+	data, err := vfs.ReadFile(r.fs, r.importStatePath(id))
+	if err != nil {
+		return st, false
+	}
+	crc, body, ok := strings.Cut(strings.TrimSuffix(string(data), "\n"), " ")
+	if !ok || len(crc) != 8 || fmt.Sprintf("%08x", crc32.Checksum([]byte(body), castagnoli)) != crc {
+		return st, false
+	}
+	if json.Unmarshal([]byte(body), &st) != nil {
+		return st, false
+	}
+	if st.V != importStateVersion || st.Session != id.String() || st.Format != format || st.Path != path ||
+		st.MinCut != minCut || st.Size != size || st.SHA256 != sum {
+		return st, false
+	}
+	return st, true
+}
+
+// removeImportState drops a session's import state (its session is gone).
+func (r *Rook) removeImportState(id eventlog.ID) error {
+	if err := r.fs.Remove(r.importStatePath(id)); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
+}
+
+// RemoveSession deletes a session (eventlog.Log.Remove) and what rook keeps
+// of it beside its log: its import state. It returns its event count.
+func (r *Rook) RemoveSession(id eventlog.ID) (uint64, error) {
+	n, err := r.Log.Remove(id)
+	if err != nil {
+		return n, err
+	}
+	if err := r.removeImportState(id); err != nil {
+		return n, fmt.Errorf("session %s is deleted, but not its import state: %w", id, err)
+	}
+	return n, nil
+}
+
+// restore puts sm where the lines of st left it: the next lines it maps
+// are those after them.
+func (sm *sourceMapper) restore(st importState) bool {
+	if sm.reader.mapper.loadState(st.Mapper) != nil {
+		return false
+	}
+	for _, k := range st.Backups {
+		sm.captured[k] = true
+	}
+	sm.started, sm.named, sm.restored = true, sm.reader.mapper.session().Name, true
+	return true
+}
+
+func (st *importState) sessionID() eventlog.ID {
+	id, _ := eventlog.ParseID(st.Session)
+	return id
+}
+
+// readTail reads, of a file whose session's mapper state is kept after the
+// bytes it held (sourceFile.held), only the bytes after them into p; the
+// bytes before are hashed on the way, and must be those. It says whether
+// it did: otherwise the file is read whole. A .zst file is always read
+// whole (decompressed, it is in memory anyway).
+func (r *Rook) readTail(format string, f sourceFile, minCut int, p *mappedSource) bool {
+	if f.heldSum == "" || f.held < importStateMin || f.size <= f.held || strings.HasSuffix(f.path, ".zst") {
+		return false
+	}
+	st, ok := r.loadImportState(f.heldBy, format, f.path, minCut, f.held, f.heldSum)
+	if !ok {
+		return false
+	}
+	file, err := r.fs.OpenFile(f.path, os.O_RDONLY, 0)
+	if err != nil {
+		return false // read whole, which says what is wrong
+	}
+	defer file.Close()
+	h := sha256.New()
+	// Through one buffer: the bytes before are not kept.
+	if n, err := io.CopyBuffer(h, io.LimitReader(file, f.held), make([]byte, 1<<20)); err != nil || n != f.held {
+		return false
+	}
+	if hex.EncodeToString(h.Sum(nil)) != st.SHA256 {
+		return false // not the bytes the session holds: a rewritten file
+	}
+	hashed, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return false
+	}
+	var tail bytes.Buffer
+	tail.Grow(int(f.size-f.held) + 512)
+	if _, err := tail.ReadFrom(file); err != nil {
+		return false
+	}
+	h.Write(tail.Bytes())
+	p.data, p.base, p.state, p.hashed = tail.Bytes(), f.held, &st, hashed
+	p.prefix, p.full = st.SHA256, hex.EncodeToString(h.Sum(nil))
+	return true
+}
+
+// readWhole is prepareSource of a file, read whole.
+func (r *Rook) readWhole(format string, f sourceFile, minCut, chunk int) *mappedSource {
+	f.heldSum = "" // (readTail)
+	return r.prepareSource(format, f, false, minCut, chunk)
+}
+
+// sumTo is the SHA-256 of the file's first n bytes (n >= base), hex.
+func (p *mappedSource) sumTo(n int64) (string, error) {
+	h := sha256.New()
+	if p.base > 0 {
+		if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(p.hashed); err != nil {
+			return "", err
+		}
+	}
+	h.Write(p.data[:n-p.base])
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

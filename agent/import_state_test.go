@@ -1,0 +1,338 @@
+package agent
+
+import (
+	"bytes"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	json "github.com/go-json-experiment/json/v1"
+
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// setImportStateMin keeps the import state of files of at least n bytes
+// for the rest of the test.
+func setImportStateMin(t *testing.T, n int64) {
+	old := importStateMin
+	importStateMin = n
+	t.Cleanup(func() { importStateMin = old })
+}
+
+// A mapper's fields are all in its kept state (or named here as not
+// state): a field added to a mapper and not to its state would be lost
+// between two imports of a growing file.
+func TestImportStateFields(t *testing.T) {
+	for _, tc := range []struct {
+		mapper any
+		state  any
+		not    []string // set from the path, not from the lines
+	}{
+		{claudeMapper{}, claudeState{}, []string{"file"}},
+		{codexMapper{}, codexState{}, nil},
+	} {
+		mt, st := reflect.TypeOf(tc.mapper), reflect.TypeOf(tc.state)
+		if mt.NumField() != st.NumField()+len(tc.not) {
+			t.Errorf("%s has %d fields, %s %d (and %v are not state): a field of the mapper is not kept between imports; add it to %s and its saveState and loadState, and bump importStateVersion",
+				mt.Name(), mt.NumField(), st.Name(), st.NumField(), tc.not, st.Name())
+		}
+	}
+}
+
+// growingSources are files to import as they grow: a few of the corpus's
+// Claude Code transcripts, and the hand-made Codex rollouts.
+func growingSources(t *testing.T) (claude, codex [][]byte) {
+	paths, _ := filepath.Glob(filepath.Join(corpusDir, "*", "*.jsonl"))
+	slices.Sort(paths)
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && fi.Size() > 2<<20 && len(claude) < 2 {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			claude = append(claude, data)
+		}
+	}
+	if len(claude) == 0 {
+		claude = append(claude, writeSourceBytes(append(claudeLines("g", 1), claudeLines("g", 2)...), ""))
+	}
+	paths, _ = filepath.Glob(filepath.Join("testdata", "codex", "*.jsonl"))
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		codex = append(codex, data)
+	}
+	return claude, codex
+}
+
+// cutsOf are where a file is cut as it grows: after random lines, once in
+// the middle of a line, and at its end.
+func cutsOf(data []byte, rng *rand.Rand) []int {
+	var ends []int
+	for i, c := range data {
+		if c == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	var cuts []int
+	for range 5 {
+		cuts = append(cuts, ends[rng.IntN(len(ends))])
+	}
+	cuts = append(cuts, 1+rng.IntN(len(data)-1), len(data))
+	slices.Sort(cuts)
+	return slices.Compact(cuts)
+}
+
+// A file imported as it grows makes the same sessions and events, read
+// whole and in chunks, whether each import maps the lines before from the
+// state the import before kept or maps them again.
+func TestImportStateGrowsLikeWithout(t *testing.T) {
+	claude, codex := growingSources(t)
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, tc := range []struct {
+		format string
+		files  [][]byte
+		path   func(i int) string
+	}{
+		{FormatClaudeCode, claude, func(i int) string { return fmt.Sprintf("/src/-w/%08d-aaaa-bbbb-cccc-000000000000.jsonl", i) }},
+		{FormatCodex, codex, func(i int) string {
+			return fmt.Sprintf("/src/2026/01/02/rollout-2026-01-02T03-04-05-019b7d3a-5e1f-7c42-9a3b-2f6e8d1c%04d.jsonl", i)
+		}},
+	} {
+		for i, data := range tc.files {
+			cuts := cutsOf(data, rng)
+			for _, chunk := range []int{0, 64 << 10} {
+				t.Run(fmt.Sprintf("%s %d chunks of %d", tc.format, i, chunk), func(t *testing.T) {
+					src := tc.path(i)
+					run := func(keep bool) []string {
+						setImportStateMin(t, math.MaxInt64)
+						if keep {
+							setImportStateMin(t, 0)
+						}
+						fsys := vfs.NewMem()
+						r := testRook(t, fsys)
+						var dumps []string
+						grown := false
+						for _, c := range cuts {
+							writeSourceFile(t, fsys, src, data[:c])
+							rep, err := r.Import(ImportOptions{Format: tc.format, Paths: []string{src}, ChunkBytes: chunk})
+							if err != nil {
+								t.Fatal(err)
+							}
+							dumps = append(dumps, importDump(t, r, rep))
+							grown = grown || rep.Grown > 0
+							if id := rep.Files[0].Session; keep && grown && id != nil && data[c-1] == '\n' {
+								if _, err := fsys.Stat(r.importStatePath(*id)); err != nil {
+									t.Fatalf("after the cut at %d: no import state: %v", c, err)
+								}
+							}
+						}
+						return dumps
+					}
+					with, without := run(true), run(false)
+					for k := range cuts {
+						if with[k] != without[k] {
+							t.Fatalf("after the cut at %d of %v, the import from the kept state differs:\n%s\nfrom the lines mapped again:\n%s", cuts[k], cuts, with[k], without[k])
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// The kept state is what the grown file's import maps from: a state
+// changed (its checksum made again) shows in the events; a damaged one is
+// passed over.
+func TestImportStateIsWhatTheNextImportMapsFrom(t *testing.T) {
+	setImportStateMin(t, 0)
+	lines := append(claudeLines("u", 1), claudeLines("u", 2)...)
+	cut := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, `"tool_result"`) })
+	if cut < 0 {
+		t.Fatal("no tool result in the lines")
+	}
+	for _, chunk := range []int{0, 100} {
+		for _, damaged := range []bool{false, true} {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			src := "/src/-w/u.jsonl"
+			var id eventlog.ID
+			for _, n := range []int{1, cut} { // the state is kept once the file grows
+				writeSource(t, fsys, src, lines[:n], "")
+				rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+				if err != nil {
+					t.Fatal(err)
+				}
+				id = *rep.Files[0].Session
+			}
+			data, err := vfs.ReadFile(fsys, r.importStatePath(id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, body, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
+			var st importState
+			if err := json.Unmarshal([]byte(body), &st); err != nil {
+				t.Fatal(err)
+			}
+			var cs claudeState
+			if err := json.Unmarshal(st.Mapper, &cs); err != nil || len(cs.ToolName) == 0 {
+				t.Fatalf("state %s: %v", st.Mapper, err)
+			}
+			for k := range cs.ToolName {
+				cs.ToolName[k] = "Changed"
+			}
+			st.Mapper, _ = json.Marshal(cs)
+			b, _ := json.Marshal(st)
+			data = fmt.Appendf(nil, "%08x %s\n", crc32.Checksum(b, castagnoli), b)
+			if damaged {
+				data[len(data)/2] ^= 1
+			}
+			writeSourceFile(t, fsys, r.importStatePath(id), data)
+			writeSource(t, fsys, src, lines, "")
+			if _, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk}); err != nil {
+				t.Fatal(err)
+			}
+			label := ""
+			eventsAs(t, r, id, func(e eventlog.Event) string {
+				if e.Kind == eventlog.KindToolResult && label == "" {
+					label = e.Label
+				}
+				return ""
+			})
+			if want := map[bool]string{false: "Changed", true: "Bash"}[damaged]; label != want {
+				t.Errorf("chunks of %d, state damaged %v: the tool result is labelled %q, want %q", chunk, damaged, label, want)
+			}
+		}
+	}
+}
+
+// A file that changes between the pass that hashes it and the pass that
+// reads what it grew by, from where the kept state leaves off, fails as it
+// does when read from its start.
+func TestImportStateFileChangingUnderIt(t *testing.T) {
+	setImportStateMin(t, 0)
+	TestChunkedImportOfAFileChangingUnderIt(t)
+}
+
+// Deleting a session deletes its import state.
+func TestRemoveSessionDropsImportState(t *testing.T) {
+	setImportStateMin(t, 0)
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/src/-w/d.jsonl"
+	writeSource(t, fsys, src, claudeLines("d", 1)[:2], "")
+	id := *mustImport(t, r, FormatClaudeCode, src).Files[0].Session
+	if _, err := fsys.Stat(r.importStatePath(id)); !os.IsNotExist(err) {
+		t.Fatalf("a file imported once keeps a state: %v", err)
+	}
+	writeSource(t, fsys, src, claudeLines("d", 1), "")
+	mustImport(t, r, FormatClaudeCode, src)
+	if _, err := fsys.Stat(r.importStatePath(id)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.RemoveSession(id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsys.Stat(r.importStatePath(id)); !os.IsNotExist(err) {
+		t.Fatalf("the state of a deleted session: %v", err)
+	}
+	var out bytes.Buffer
+	if _, err := r.ExportSource(id, &out); err == nil {
+		t.Fatal("the session is still there")
+	}
+}
+
+// A grown file whose session's state is kept is read from where that
+// session ends: the bytes before are only hashed, and must be those the
+// session holds.
+func TestImportStateReadsOnlyWhatTheFileGrewBy(t *testing.T) {
+	setImportStateMin(t, 0)
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/src/-w/t.jsonl"
+	writeSource(t, fsys, src, claudeLines("t", 1)[:2], "")
+	mustImport(t, r, FormatClaudeCode, src)
+	first := writeSource(t, fsys, src, claudeLines("t", 1), "")
+	id := *mustImport(t, r, FormatClaudeCode, src).Files[0].Session
+	m, err := r.Log.ReadMeta(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		base  int64
+	}{
+		{"grown", append(claudeLines("t", 1), claudeLines("t", 2)...), int64(len(first))},
+		{"rewritten", append(claudeLines("t", 3), claudeLines("t", 2)...), 0},
+	} {
+		data := writeSource(t, fsys, src, tc.lines, "")
+		f := sourceFile{path: src, size: int64(len(data)), held: m.Source.Size, heldBy: id, heldSum: m.Source.SHA256}
+		p := r.prepareSource(FormatClaudeCode, f, false, MinCutString, importChunkBytes)
+		if p.err != nil || p.base != tc.base || !bytes.Equal(p.data, data[tc.base:]) || p.full != hashHex(data) {
+			t.Errorf("%s: read from %d (%d bytes), sum %s, err %v; want from %d, sum %s", tc.name, p.base, len(p.data), p.full, p.err, tc.base, hashHex(data))
+		}
+		if tc.base > 0 {
+			if got, err := p.sumTo(int64(len(data)) - 10); err != nil || got != hashHex(data[:len(data)-10]) {
+				t.Errorf("%s: sum of the first bytes %s %v", tc.name, got, err)
+			}
+		}
+	}
+}
+
+// The import of a grown file whose state is kept, crashed at every write:
+// the next import brings each session to the file, with the events of an
+// import that did not crash (a state written for lines that a crash then
+// lost does not match them, and is passed over).
+func TestImportStateCrashSweep(t *testing.T) {
+	setImportStateMin(t, 0)
+	for _, chunk := range []int{0, 300} {
+		t.Run(fmt.Sprint("chunks of ", chunk), func(t *testing.T) { cutLineCrashSweep(t, chunk, true) })
+	}
+}
+
+// The file backups the lines before named are in the state: a snapshot
+// that names one again, after the state, captures nothing new.
+func TestImportStateKeepsTheBackupsCaptured(t *testing.T) {
+	snap := `{"type":"file-history-snapshot","messageId":"m2","snapshot":{"messageId":"m2","trackedFileBackups":{"a.txt":{"backupFileName":"h1@v1","version":1,"backupTime":"2026-02-10T21:01:09.000Z"}},"timestamp":"2026-02-10T21:01:09.000Z"},"isSnapshotUpdate":true}`
+	steps := [][]string{
+		append(claudeLines("s3", 1), snap),
+		claudeLines("s3", 2),
+		append([]string{snap}, claudeLines("s3", 3)...),
+	}
+	run := func(keep bool) string {
+		setImportStateMin(t, math.MaxInt64)
+		if keep {
+			setImportStateMin(t, 0)
+		}
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		writeSourceFile(t, fsys, "/home/u/.claude/file-history/s3/h1@v1", []byte("before\n"))
+		src := "/home/u/.claude/projects/-home-u-proj/s3.jsonl"
+		var lines []string
+		var rep ImportReport
+		for _, s := range steps {
+			lines = append(lines, s...)
+			writeSource(t, fsys, src, lines, "")
+			rep = mustImport(t, r, FormatClaudeCode, src)
+		}
+		return importDump(t, r, rep)
+	}
+	with, without := run(true), run(false)
+	if with != without {
+		t.Fatalf("from the kept state:\n%s\nmapped again:\n%s", with, without)
+	}
+	if n := strings.Count(with, captureBackupsLabel); n != 1 {
+		t.Fatalf("%d captures of the backups, want 1:\n%s", n, with)
+	}
+}

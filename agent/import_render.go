@@ -69,15 +69,24 @@ func renderBody(body []byte, headers bool) []byte {
 // output kept them: Claude Code's local-command-stdout) are left out: they
 // are how the text looked, not what it says.
 func cleanView(b []byte) []byte {
-	if bytes.Contains(b, []byte("\x1b[")) {
-		b = stripSGR(b)
-	}
+	b = StripSGR(b)
 	return bytes.Map(func(c rune) rune {
 		if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
 			return '\uFFFD'
 		}
 		return c
 	}, b)
+}
+
+// StripSGR is b without the terminal sequences that set colors and
+// styles (ESC [ digits and semicolons m), for a view of text kept as a
+// program printed it (a tool's output saved whole): they are how it
+// looked, not what it says. b is returned as it is when it has none.
+func StripSGR(b []byte) []byte {
+	if !bytes.Contains(b, []byte("\x1b[")) {
+		return b
+	}
+	return stripSGR(b)
 }
 
 // stripSGR removes the terminal sequences that set colors and styles:

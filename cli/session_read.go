@@ -163,7 +163,9 @@ func (c *ShowCmd) Run(e *Env) error {
 		if v.Binary {
 			fmt.Fprintf(w, "(binary, %d bytes: `rook store cat %s` writes them)\n", v.Size, hex.EncodeToString(v.Event.Body[:]))
 		} else if len(v.Text) > 0 {
-			text := terminalText(v.Text)
+			// A saved output's colors are left out, as an imported
+			// line's are (entry writes the bytes as stored).
+			text := terminalText(agent.StripSGR(v.Text))
 			io.WriteString(w, text)
 			if !strings.HasSuffix(text, "\n") {
 				fmt.Fprintln(w)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"maps"
@@ -1014,26 +1015,40 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			return fail(err)
 		}
 		defer rc.Close()
+		// The bytes before start are read again, for the check that they
+		// are still those the session holds (ph, below). With a state,
+		// they are only hashed, through one buffer, and checked before
+		// any line is read; their lines are not mapped again.
+		sm := newSourceMapper(opts.Format, f.path, opts.MinCut)
+		base := int64(0) // where the chunks begin
+		var hashed hash.Hash
+		if state != nil && sm.restore(*state) {
+			hashed = sha256.New()
+			if n, err := io.CopyBuffer(hashed, io.LimitReader(rc, start), make([]byte, 1<<20)); err != nil {
+				return fail(err)
+			} else if n != start || hex.EncodeToString(hashed.Sum(nil)) != prefix {
+				return fail(fmt.Errorf("changed while it was being imported (its first %d bytes are no longer those of session %s): import it again", start, fi.sess.ID))
+			}
+			base, fi.lineNo = start, 1+state.Lines
+		} else {
+			sm = newSourceMapper(opts.Format, f.path, opts.MinCut) // not half restored
+		}
 		var in io.Reader = rc
 		if res.Status != ImportNew {
-			in = io.LimitReader(rc, size) // the bytes hashed above, however the file grows
-		}
-		// The bytes before start are read again, for the check below
-		// that they are still those the session holds; with a state,
-		// their lines are not mapped again.
-		sm := newSourceMapper(opts.Format, f.path, opts.MinCut)
-		if state == nil || !sm.restore(*state) {
-			sm = newSourceMapper(opts.Format, f.path, opts.MinCut) // not half restored
+			in = io.LimitReader(rc, size-base) // the bytes hashed above, however the file grows
 		}
 		var info sourceSession // the mapper's, as of the chunk being stored
 		fi.info, fi.captured = func() sourceSession { return info }, sm.captured
 		cr := newChunkReader(in, opts.streamChunkBytes())
+		if hashed != nil {
+			cr.hash, cr.size = hashed, base // the sum goes on from the bytes checked
+		}
 		chunks, stop := sm.mapChunks(cr, from) // the next chunk mapped while this one is stored
 		defer stop()
 		ph := sha256.New() // of the bytes before start: still those the session holds?
 		var waiting []pendingLine
 		last := byte(0) // the last byte read
-		for off := int64(0); ; {
+		for off := base; ; {
 			c := <-chunks
 			if c.err != nil {
 				return fail(fi.partly(c.err))

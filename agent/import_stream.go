@@ -280,7 +280,7 @@ func (sm *sourceMapper) mapChunks(cr *chunkReader, from int64) (chunks <-chan ma
 	go func() {
 		defer wg.Done()
 		defer close(out)
-		for off := int64(0); ; {
+		for off := cr.size; ; { // 0, or where the bytes checked before end
 			data, final, err := cr.next()
 			c := mappedChunk{data: data, off: off, final: final, err: err}
 			if err == nil {

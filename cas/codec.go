@@ -22,6 +22,12 @@ type encoder struct {
 	dicts dict.Set
 }
 
+// encoderWindow is how far back a match may reach: an encoder holds a
+// history of this size (and zeroes it, once per store opened for writing),
+// 8 MiB at zstd's default. Records are at most BulkBlockSize raw bytes of
+// small objects, or one bigger object alone.
+const encoderWindow = 1 << 20
+
 func newEncoder(level zstd.EncoderLevel, dicts dict.Set) *encoder {
 	return &encoder{level: level, encs: map[uint32]*zstd.Encoder{}, dicts: dicts}
 }
@@ -32,7 +38,7 @@ func (e *encoder) get(dictID uint32) (*zstd.Encoder, error) {
 	if enc, ok := e.encs[dictID]; ok {
 		return enc, nil
 	}
-	opts := []zstd.EOption{zstd.WithEncoderLevel(e.level), zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false)}
+	opts := []zstd.EOption{zstd.WithEncoderLevel(e.level), zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false), zstd.WithWindowSize(encoderWindow)}
 	if dictID != dict.None {
 		d, err := e.dicts.Lookup(dictID)
 		if err != nil {

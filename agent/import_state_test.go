@@ -224,22 +224,29 @@ func TestImportStateFileChangingUnderIt(t *testing.T) {
 	TestChunkedImportOfAFileChangingUnderIt(t)
 }
 
+// importGrownOnce imports the first two lines as src, then all of them, and
+// checks that the session, seen growing, keeps its import state.
+func importGrownOnce(t *testing.T, fsys *vfs.MemFS, r *Rook, src string, lines []string) eventlog.ID {
+	t.Helper()
+	writeSource(t, fsys, src, lines[:2], "")
+	id := *mustImport(t, r, FormatClaudeCode, src).Files[0].Session
+	if _, err := fsys.Stat(r.importStatePath(id)); !os.IsNotExist(err) {
+		t.Fatalf("a file imported once keeps a state: %v", err)
+	}
+	writeSource(t, fsys, src, lines, "")
+	mustImport(t, r, FormatClaudeCode, src)
+	if _, err := fsys.Stat(r.importStatePath(id)); err != nil {
+		t.Fatalf("a file seen growing keeps no state: %v", err)
+	}
+	return id
+}
+
 // Deleting a session deletes its import state.
 func TestRemoveSessionDropsImportState(t *testing.T) {
 	setImportStateMin(t, 0)
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)
-	src := "/src/-w/d.jsonl"
-	writeSource(t, fsys, src, claudeLines("d", 1)[:2], "")
-	id := *mustImport(t, r, FormatClaudeCode, src).Files[0].Session
-	if _, err := fsys.Stat(r.importStatePath(id)); !os.IsNotExist(err) {
-		t.Fatalf("a file imported once keeps a state: %v", err)
-	}
-	writeSource(t, fsys, src, claudeLines("d", 1), "")
-	mustImport(t, r, FormatClaudeCode, src)
-	if _, err := fsys.Stat(r.importStatePath(id)); err != nil {
-		t.Fatal(err)
-	}
+	id := importGrownOnce(t, fsys, r, "/src/-w/d.jsonl", claudeLines("d", 1))
 	if _, err := r.RemoveSession(id); err != nil {
 		t.Fatal(err)
 	}
@@ -260,10 +267,8 @@ func TestImportStateReadsOnlyWhatTheFileGrewBy(t *testing.T) {
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)
 	src := "/src/-w/t.jsonl"
-	writeSource(t, fsys, src, claudeLines("t", 1)[:2], "")
-	mustImport(t, r, FormatClaudeCode, src)
-	first := writeSource(t, fsys, src, claudeLines("t", 1), "")
-	id := *mustImport(t, r, FormatClaudeCode, src).Files[0].Session
+	id := importGrownOnce(t, fsys, r, src, claudeLines("t", 1))
+	first := writeSourceBytes(claudeLines("t", 1), "")
 	m, err := r.Log.ReadMeta(id)
 	if err != nil {
 		t.Fatal(err)

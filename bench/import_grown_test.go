@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/rookhq/rook/agent"
-	"github.com/rookhq/rook/cas"
 )
 
 // grownTranscript writes a transcript of about 45 MB, the corpus's
@@ -48,14 +47,7 @@ func grownTranscript(b *testing.B, dir string) (string, []byte) {
 func BenchmarkReimportGrown(b *testing.B) {
 	dir := b.TempDir()
 	path, line := grownTranscript(b, dir)
-	home := filepath.Join(b.TempDir(), "store")
-	if _, err := cas.Init(nil, nil, home); err != nil {
-		b.Fatal(err)
-	}
-	r, err := agent.Open(home, agent.Options{Writable: true})
-	if err != nil {
-		b.Fatal(err)
-	}
+	r, _ := newRook(b)
 	defer r.Close()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {

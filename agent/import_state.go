@@ -83,8 +83,12 @@ func (r *Rook) saveImportState(id eventlog.ID, format, path string, minCut int, 
 	if again := newMapper(format, path); again.loadState(mapper) != nil || !reflect.DeepEqual(again, sm.reader.mapper) {
 		return
 	}
-	backups := make([]string, 0, len(sm.captured))
-	for k := range sm.captured {
+	// Every backup the lines named, as an import without the state notes
+	// from the lines before (mapChunk), not only those captured: a backup
+	// not captured (no file-history directory yet, a path outside the
+	// workspace) is not captured later either.
+	backups := make([]string, 0, len(sm.backupsNamed))
+	for k := range sm.backupsNamed {
 		backups = append(backups, k)
 	}
 	slices.Sort(backups)
@@ -165,7 +169,7 @@ func (sm *sourceMapper) restore(st importState) bool {
 		return false
 	}
 	for _, k := range st.Backups {
-		sm.captured[k] = true
+		sm.captured[k], sm.backupsNamed[k] = true, true
 	}
 	sm.started, sm.named, sm.restored = true, sm.reader.mapper.session().Name, true
 	return true

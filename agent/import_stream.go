@@ -191,6 +191,10 @@ type sourceMapper struct {
 	format   string
 	reader   lineReader
 	captured backupSet
+	// backupsNamed are the file backups every line through the mapper named,
+	// taken in or not, captured or not: what an import without the
+	// state notes as captured from the lines before (kept: import_state.go).
+	backupsNamed backupSet
 	// named is the session's Name after the lines before start, once
 	// started says they have all been through the mapper.
 	started bool
@@ -201,7 +205,7 @@ type sourceMapper struct {
 }
 
 func newSourceMapper(format, path string, minCut int) *sourceMapper {
-	return &sourceMapper{format: format, reader: lineReader{mapper: newMapper(format, path), minCut: minCut}, captured: backupSet{}}
+	return &sourceMapper{format: format, reader: lineReader{mapper: newMapper(format, path), minCut: minCut}, captured: backupSet{}, backupsNamed: backupSet{}}
 }
 
 // truncatedLine begins the problem reported of a last line without its
@@ -220,6 +224,7 @@ func (sm *sourceMapper) mapChunk(data []byte, off, start int64, final bool) []pe
 		for _, line := range sourceLines(data[:skip]) {
 			m, _ := sm.reader.mapOnly(trimNewline(line))
 			sm.captured.note(m)
+			sm.backupsNamed.note(m)
 		}
 	}
 	if !sm.started && off+skip == start {
@@ -235,6 +240,7 @@ func (sm *sourceMapper) mapChunk(data []byte, off, start int64, final bool) []pe
 			p.m = mappedLine{Kind: eventlog.KindNote, Label: sm.format + ":continued"}
 		} else {
 			p.m, p.cuts = sm.reader.read(trimNewline(line))
+			sm.backupsNamed.note(p.m)
 			if p.m.Unparsed != "" && len(bytes.TrimSpace(line)) == 0 {
 				p.m.Unparsed = "blank line"
 			}

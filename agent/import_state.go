@@ -71,7 +71,7 @@ func (r *Rook) importStatePath(id eventlog.ID) string {
 // a file that cannot be written is left as it is (damaged, it is passed
 // over when read; a stale one does not match).
 func (r *Rook) saveImportState(id eventlog.ID, format, path string, minCut int, size int64, sum string, lines int, sm *sourceMapper) {
-	if size < importStateMin {
+	if size < importStateMin || sm.split {
 		return
 	}
 	mapper, err := sm.reader.mapper.saveState()

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/rookhq/rook/internal/vfs"
@@ -36,6 +37,43 @@ func TestImportStateKeepsTheBackupsNamedNotCaptured(t *testing.T) {
 			}
 			lines = append(lines, s...)
 			writeSource(t, fsys, src, lines, "")
+			rep = mustImport(t, r, FormatClaudeCode, src)
+		}
+		return importDump(t, r, rep)
+	}
+	with, without := run(true), run(false)
+	if with != without {
+		t.Fatalf("from the kept state:\n%s\nmapped again:\n%s", with, without)
+	}
+}
+
+// A last line that parsed without its newline, to which the file then
+// adds more than its newline (the rest of its line: a note): an import
+// without the state maps the whole line (which no longer parses) with the
+// lines before, one from the state kept the line as it parsed.
+func TestImportStateLineGrownPastItsEnd(t *testing.T) {
+	l1, l2, l3 := claudeLines("s6", 1), claudeLines("s6", 2), claudeLines("s6", 3)
+	// The tool call of turn 2 ends the file without its newline; its
+	// result comes in the third import.
+	call := 3
+	steps := []string{
+		strings.Join(l1, "\n") + "\n" + strings.Join(l2[:call+1], "\n"),
+		`{"type":"progress","x":1}` + "\n" + strings.Join(l2[call+1:call+3], "\n") + "\n",
+		strings.Join(l2[call+3:], "\n") + "\n" + strings.Join(l3, "\n") + "\n",
+	}
+	run := func(keep bool) string {
+		setImportStateMin(t, math.MaxInt64)
+		if keep {
+			setImportStateMin(t, 0)
+		}
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		src := "/src/-w/s6.jsonl"
+		data := ""
+		var rep ImportReport
+		for _, s := range steps {
+			data += s
+			writeSourceFile(t, fsys, src, []byte(data))
 			rep = mustImport(t, r, FormatClaudeCode, src)
 		}
 		return importDump(t, r, rep)

@@ -202,6 +202,11 @@ type sourceMapper struct {
 	// restored: the mapper is where the lines before start left it
 	// (restore): they are not mapped again.
 	restored bool
+	// split: start was inside a line (one that parsed without its
+	// newline when last imported), whose start went through the mapper
+	// alone and whose rest is a note: an import of the file from its
+	// start maps the line whole, so the state is not kept (import_state.go).
+	split bool
 }
 
 func newSourceMapper(format, path string, minCut int) *sourceMapper {
@@ -238,6 +243,7 @@ func (sm *sourceMapper) mapChunk(data []byte, off, start int64, final bool) []pe
 		if i == 0 && skip > 0 && data[skip-1] != '\n' {
 			// The rest of a line that was cut short when last imported.
 			p.m = mappedLine{Kind: eventlog.KindNote, Label: sm.format + ":continued"}
+			sm.split = true
 		} else {
 			p.m, p.cuts = sm.reader.read(trimNewline(line))
 			sm.backupsNamed.note(p.m)

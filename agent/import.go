@@ -971,9 +971,17 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		}
 	}
 	if prep.base > 0 && (state == nil || res.Status != ImportGrown) {
-		// (A cut line taken again, before what was read.)
+		// (A cut line taken again, before what was read; or no session
+		// the bytes read were picked for.)
 		if prep = r.readWhole(opts.Format, f, opts.MinCut, opts.chunkBytes()); prep.err != nil {
 			return fail(prep.err)
+		}
+		// What it takes in and records is what this read found, which
+		// may be more than the read before.
+		size, full = int64(len(prep.data)), prep.full
+		length = size
+		if res.Status == ImportGrown && (size < start || hashHex(prep.data[:start]) != prefix) {
+			return fail(fmt.Errorf("changed while it was being imported (its first %d bytes are no longer those of session %s): import it again", start, m.ID))
 		}
 	}
 	var mapper *sourceMapper // after the file's lines, once taken in

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"bytes"
+	"github.com/rookhq/rook/eventlog"
 	"math"
 	"strings"
 	"testing"
@@ -81,5 +83,106 @@ func TestImportStateLineGrownPastItsEnd(t *testing.T) {
 	with, without := run(true), run(false)
 	if with != without {
 		t.Fatalf("from the kept state:\n%s\nmapped again:\n%s", with, without)
+	}
+}
+
+// A grown file whose import stops before a line naming a file backup not
+// on disk yet (heldForBackups), imported from the state before and after:
+// the same events as without the state, at every step.
+func TestImportStateHeldForBackups(t *testing.T) {
+	snap := `{"type":"file-history-snapshot","messageId":"m9","snapshot":{"messageId":"m9","trackedFileBackups":{"a.txt":{"backupFileName":"h9@v1","version":1,"backupTime":"2026-11-30T09:59:50.000Z"}},"timestamp":"2026-11-30T09:59:50.000Z"},"isSnapshotUpdate":true}`
+	steps := [][]string{
+		claudeLines("s7", 1),
+		claudeLines("s7", 2),
+		append(append(claudeLines("s7", 3)[:4], snap), claudeLines("s7", 3)[4:]...),
+		nil, // the backup lands
+		append([]string{snap}, claudeLines("s7", 4)...),
+	}
+	for _, chunk := range []int{0, 300} {
+		run := func(keep bool) []string {
+			setImportStateMin(t, math.MaxInt64)
+			if keep {
+				setImportStateMin(t, 0)
+			}
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			writeSourceFile(t, fsys, "/home/u/.claude/file-history/s7/h0", []byte("x\n"))
+			src := "/home/u/.claude/projects/-home-u-proj/s7.jsonl"
+			var lines []string
+			var dumps []string
+			for i, s := range steps {
+				if i == 3 {
+					writeSourceFile(t, fsys, "/home/u/.claude/file-history/s7/h9@v1", []byte("before\n"))
+				}
+				lines = append(lines, s...)
+				writeSource(t, fsys, src, lines, "")
+				rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+				if err != nil {
+					t.Fatal(err)
+				}
+				dumps = append(dumps, importDump(t, r, rep)+rep.Files[0].Note)
+			}
+			return dumps
+		}
+		with, without := run(true), run(false)
+		for i := range with {
+			if with[i] != without[i] {
+				t.Fatalf("chunks of %d, step %d: from the kept state:\n%s\nmapped again:\n%s", chunk, i, with[i], without[i])
+			}
+		}
+		if chunk == 0 && !strings.Contains(with[2], "file backup(s)") {
+			t.Fatalf("step 2 is not held for the backup:\n%s", with[2])
+		}
+	}
+}
+
+// A file read from where its session's state leaves off, found to be no
+// grown session's after all (its session taken by a file at another path
+// earlier in the import: no candidate is left), is read again whole: what
+// its session records of it is what that second read took in, however the
+// file changed in between.
+func TestImportStateReadWholeAgainRecordsWhatItTook(t *testing.T) {
+	setImportStateMin(t, 0)
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/src/-w/w.jsonl"
+	lines := claudeLines("w", 1)
+	writeSource(t, fsys, src, lines[:2], "")
+	mustImport(t, r, FormatClaudeCode, src)
+	writeSource(t, fsys, src, lines, "")
+	id := *mustImport(t, r, FormatClaudeCode, src).Files[0].Session
+	m, err := r.Log.ReadMeta(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines = append(lines, claudeLines("w", 2)...)
+	data := writeSource(t, fsys, src, lines, "")
+	f := sourceFile{path: src, size: int64(len(data)), held: m.Source.Size, heldBy: id, heldSum: m.Source.SHA256}
+	prep := r.prepareSource(FormatClaudeCode, f, false, MinCutString, importChunkBytes)
+	if prep.base == 0 {
+		t.Fatal("not read from the state")
+	}
+	data = writeSource(t, fsys, src, append(lines, claudeLines("w", 3)...), "") // grown since
+	names := &sourceNames{known: map[string]eventlog.Meta{}, atPath: map[string][]eventlog.Meta{}, movedAway: map[eventlog.ID]bool{},
+		beside: map[string]bool{}, continuedIn: map[string]bool{}}
+	rep := &ImportReport{}
+	res := r.importFile(ImportOptions{Format: FormatClaudeCode, MinCut: MinCutString}, f, prep, names, rep, func(int64) {})
+	if res.Session == nil {
+		t.Fatalf("%+v", res)
+	}
+	if err := r.Log.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Log.ReadMeta(*res.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	x, err := r.ExportSource(*res.Session, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Source.Size != x.Bytes || got.Source.SHA256 != hashHex(out.Bytes()) {
+		t.Fatalf("%s: the session records %d bytes of its file (%s), holds %d (%s) of %d", res.Status, got.Source.Size, got.Source.SHA256, x.Bytes, hashHex(out.Bytes()), len(data))
 	}
 }

@@ -28,11 +28,11 @@ import (
 // a third of importing a 45 MB transcript grown by a line. The mapper's
 // state after the lines a session holds is therefore kept beside the store,
 // in importStateDir, one file per session of a big enough file seen
-// growing (imported again with more lines): a cache,
-// used only when it is the state after exactly the bytes the session holds
-// (the same size and SHA-256, the same path), written without fsync, and
-// passed over, the lines mapped again, whenever it is missing, damaged or
-// stale (storage.md, Import state).
+// growing (imported again with more lines): a cache, used only when it is
+// the state after exactly the bytes the session holds (the same size and
+// SHA-256, the same path), written without fsync, and passed over, the
+// lines mapped again, whenever it is missing, damaged or stale
+// (storage.md, Import state).
 const importStateDir = "cache/import"
 
 // importStateVersion is the format of an import state file. It changes with

@@ -2,11 +2,11 @@ package agent
 
 import (
 	"bytes"
-	"github.com/rookhq/rook/eventlog"
 	"math"
 	"strings"
 	"testing"
 
+	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/vfs"
 )
 

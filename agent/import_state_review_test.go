@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"math"
 	"strings"
 	"testing"
 
@@ -23,30 +22,14 @@ func TestImportStateKeepsTheBackupsNamedNotCaptured(t *testing.T) {
 		append([]string{snap}, claudeLines("s5", 2)...),
 		append([]string{snap}, claudeLines("s5", 3)...),
 	}
-	run := func(keep bool) string {
-		setImportStateMin(t, math.MaxInt64)
-		if keep {
-			setImportStateMin(t, 0)
+	src := "/home/u/.claude/projects/-home-u-proj/s5.jsonl"
+	write := writeSteps(t, src, steps)
+	importStepsBothWays(t, src, 0, len(steps), func(i int, fsys *vfs.MemFS) {
+		if i == 2 {
+			writeSourceFile(t, fsys, "/home/u/.claude/file-history/s5/h1@v1", []byte("before\n"))
 		}
-		fsys := vfs.NewMem()
-		r := testRook(t, fsys)
-		src := "/home/u/.claude/projects/-home-u-proj/s5.jsonl"
-		var lines []string
-		var rep ImportReport
-		for i, s := range steps {
-			if i == 2 {
-				writeSourceFile(t, fsys, "/home/u/.claude/file-history/s5/h1@v1", []byte("before\n"))
-			}
-			lines = append(lines, s...)
-			writeSource(t, fsys, src, lines, "")
-			rep = mustImport(t, r, FormatClaudeCode, src)
-		}
-		return importDump(t, r, rep)
-	}
-	with, without := run(true), run(false)
-	if with != without {
-		t.Fatalf("from the kept state:\n%s\nmapped again:\n%s", with, without)
-	}
+		write(i, fsys)
+	})
 }
 
 // A last line that parsed without its newline, to which the file then
@@ -63,27 +46,10 @@ func TestImportStateLineGrownPastItsEnd(t *testing.T) {
 		`{"type":"progress","x":1}` + "\n" + strings.Join(l2[call+1:call+3], "\n") + "\n",
 		strings.Join(l2[call+3:], "\n") + "\n" + strings.Join(l3, "\n") + "\n",
 	}
-	run := func(keep bool) string {
-		setImportStateMin(t, math.MaxInt64)
-		if keep {
-			setImportStateMin(t, 0)
-		}
-		fsys := vfs.NewMem()
-		r := testRook(t, fsys)
-		src := "/src/-w/s6.jsonl"
-		data := ""
-		var rep ImportReport
-		for _, s := range steps {
-			data += s
-			writeSourceFile(t, fsys, src, []byte(data))
-			rep = mustImport(t, r, FormatClaudeCode, src)
-		}
-		return importDump(t, r, rep)
-	}
-	with, without := run(true), run(false)
-	if with != without {
-		t.Fatalf("from the kept state:\n%s\nmapped again:\n%s", with, without)
-	}
+	src := "/src/-w/s6.jsonl"
+	importStepsBothWays(t, src, 0, len(steps), func(i int, fsys *vfs.MemFS) {
+		writeSourceFile(t, fsys, src, []byte(strings.Join(steps[:i+1], "")))
+	})
 }
 
 // A grown file whose import stops before a line naming a file backup not
@@ -98,38 +64,18 @@ func TestImportStateHeldForBackups(t *testing.T) {
 		nil, // the backup lands
 		append([]string{snap}, claudeLines("s7", 4)...),
 	}
+	src := "/home/u/.claude/projects/-home-u-proj/s7.jsonl"
+	write := writeSteps(t, src, steps)
 	for _, chunk := range []int{0, 300} {
-		run := func(keep bool) []string {
-			setImportStateMin(t, math.MaxInt64)
-			if keep {
-				setImportStateMin(t, 0)
+		with := importStepsBothWays(t, src, chunk, len(steps), func(i int, fsys *vfs.MemFS) {
+			switch i {
+			case 0:
+				writeSourceFile(t, fsys, "/home/u/.claude/file-history/s7/h0", []byte("x\n"))
+			case 3:
+				writeSourceFile(t, fsys, "/home/u/.claude/file-history/s7/h9@v1", []byte("before\n"))
 			}
-			fsys := vfs.NewMem()
-			r := testRook(t, fsys)
-			writeSourceFile(t, fsys, "/home/u/.claude/file-history/s7/h0", []byte("x\n"))
-			src := "/home/u/.claude/projects/-home-u-proj/s7.jsonl"
-			var lines []string
-			var dumps []string
-			for i, s := range steps {
-				if i == 3 {
-					writeSourceFile(t, fsys, "/home/u/.claude/file-history/s7/h9@v1", []byte("before\n"))
-				}
-				lines = append(lines, s...)
-				writeSource(t, fsys, src, lines, "")
-				rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
-				if err != nil {
-					t.Fatal(err)
-				}
-				dumps = append(dumps, importDump(t, r, rep)+rep.Files[0].Note)
-			}
-			return dumps
-		}
-		with, without := run(true), run(false)
-		for i := range with {
-			if with[i] != without[i] {
-				t.Fatalf("chunks of %d, step %d: from the kept state:\n%s\nmapped again:\n%s", chunk, i, with[i], without[i])
-			}
-		}
+			write(i, fsys)
+		})
 		if chunk == 0 && !strings.Contains(with[2], "file backup(s)") {
 			t.Fatalf("step 2 is not held for the backup:\n%s", with[2])
 		}

@@ -306,6 +306,52 @@ func TestImportStateCrashSweep(t *testing.T) {
 	}
 }
 
+// importStepsBothWays imports src after each of steps steps (step(i)
+// writes the file, and what lies beside it, as it is then), in chunks of
+// chunk, once keeping the import state of every file and once keeping
+// none; it fails unless every import makes the same sessions both ways,
+// and returns what each made (importDump, and the file's note).
+func importStepsBothWays(t *testing.T, src string, chunk, steps int, step func(i int, fsys *vfs.MemFS)) []string {
+	t.Helper()
+	run := func(keep bool) []string {
+		setImportStateMin(t, math.MaxInt64)
+		if keep {
+			setImportStateMin(t, 0)
+		}
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		var dumps []string
+		for i := range steps {
+			step(i, fsys)
+			rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dumps = append(dumps, importDump(t, r, rep)+rep.Files[0].Note)
+		}
+		return dumps
+	}
+	with, without := run(true), run(false)
+	for i := range with {
+		if with[i] != without[i] {
+			t.Fatalf("chunks of %d, import %d: from the kept state:\n%s\nmapped again:\n%s", chunk, i, with[i], without[i])
+		}
+	}
+	return with
+}
+
+// writeSteps is a step of importStepsBothWays that writes src as the
+// lines of the steps so far.
+func writeSteps(t *testing.T, src string, steps [][]string) func(i int, fsys *vfs.MemFS) {
+	return func(i int, fsys *vfs.MemFS) {
+		var lines []string
+		for _, s := range steps[:i+1] {
+			lines = append(lines, s...)
+		}
+		writeSource(t, fsys, src, lines, "")
+	}
+}
+
 // The file backups the lines before named are in the state: a snapshot
 // that names one again, after the state, captures nothing new.
 func TestImportStateKeepsTheBackupsCaptured(t *testing.T) {
@@ -315,28 +361,15 @@ func TestImportStateKeepsTheBackupsCaptured(t *testing.T) {
 		claudeLines("s3", 2),
 		append([]string{snap}, claudeLines("s3", 3)...),
 	}
-	run := func(keep bool) string {
-		setImportStateMin(t, math.MaxInt64)
-		if keep {
-			setImportStateMin(t, 0)
+	src := "/home/u/.claude/projects/-home-u-proj/s3.jsonl"
+	write := writeSteps(t, src, steps)
+	dumps := importStepsBothWays(t, src, 0, len(steps), func(i int, fsys *vfs.MemFS) {
+		if i == 0 {
+			writeSourceFile(t, fsys, "/home/u/.claude/file-history/s3/h1@v1", []byte("before\n"))
 		}
-		fsys := vfs.NewMem()
-		r := testRook(t, fsys)
-		writeSourceFile(t, fsys, "/home/u/.claude/file-history/s3/h1@v1", []byte("before\n"))
-		src := "/home/u/.claude/projects/-home-u-proj/s3.jsonl"
-		var lines []string
-		var rep ImportReport
-		for _, s := range steps {
-			lines = append(lines, s...)
-			writeSource(t, fsys, src, lines, "")
-			rep = mustImport(t, r, FormatClaudeCode, src)
-		}
-		return importDump(t, r, rep)
-	}
-	with, without := run(true), run(false)
-	if with != without {
-		t.Fatalf("from the kept state:\n%s\nmapped again:\n%s", with, without)
-	}
+		write(i, fsys)
+	})
+	with := dumps[len(dumps)-1]
 	if n := strings.Count(with, captureBackupsLabel); n != 1 {
 		t.Fatalf("%d captures of the backups, want 1:\n%s", n, with)
 	}

@@ -1078,6 +1078,12 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			}
 			lines := append(waiting, c.lines...)
 			off += int64(len(chunk))
+			if off < start && final {
+				// Cut short since it was hashed: it ends before the bytes
+				// its session holds do (its metadata would say it holds
+				// fewer than it does).
+				return fail(fmt.Errorf("changed while it was being imported (its first %d bytes are no longer those of session %s): import it again", start, fi.sess.ID))
+			}
 			if off < start && !final {
 				// A cut line taken again begins before the bytes checked
 				// above end: it waits for the check.

@@ -216,8 +216,8 @@ func TestImportStateStreamedCodexLikeWithout(t *testing.T) {
 
 // A file whose state is kept, changing between the pass that hashes it
 // and the pass that reads it from where the state leaves off: grown again
-// (only what was hashed is taken in), rewritten, truncated inside what it
-// grew by. Each the same as when
+// (only what was hashed is taken in), rewritten, truncated inside what the
+// session holds, truncated inside what it grew by. Each the same as when
 // the lines before are mapped again.
 func TestImportStateStreamedFileChangingUnderIt(t *testing.T) {
 	var lines [][]string
@@ -239,6 +239,7 @@ func TestImportStateStreamedFileChangingUnderIt(t *testing.T) {
 	}{
 		{"grown again", func() []byte { return upTo(4) }, ImportGrown},
 		{"rewritten", func() []byte { return writeSourceBytes(append(claudeLines("y", 1), claudeLines("y", 2)...), "") }, ImportFailed},
+		{"truncated inside what the session holds", func() []byte { return upTo(2)[:len(upTo(2))/2] }, ImportFailed},
 		{"truncated inside what it grew by", func() []byte { b := upTo(3); return b[:len(upTo(2))+(len(b)-len(upTo(2)))/2] }, ImportGrown},
 	} {
 		for _, chunk := range []int{100, 300} {

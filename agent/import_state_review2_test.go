@@ -141,17 +141,25 @@ func TestImportStateStreamedClaudeLikeWithout(t *testing.T) {
 	add(l5[:len(l5)-1], l5[len(l5)-1]) // the last line whole, but no newline
 	add(nil, "")                       // its newline (a blank line, too)
 	add(claudeLines("r", 6), `{"type":"user","mess`)
+	parts = append(parts, `age":{"role":"user","content":"done"}}`+"\n") // the cut line, whole
+	add(claudeLines("r", 7), "")
+	add(claudeLines("r", 8), "")
 	steps := []string{}
 	for i := range parts {
 		steps = append(steps, strings.Join(parts[:i+1], ""))
 	}
 	// The step adding the newline of l5 adds "\n" + "\n": a blank line.
 	src := "/src/-w/r.jsonl"
-	for _, chunk := range []int{1, 100, 300} {
+	defer func(n int64) { holdBytes = n }(holdBytes)
+	for _, chunk := range []int{1, 100, 300, -300} {
+		holdBytes = importChunkBytes
+		if chunk < 0 {
+			chunk, holdBytes = -chunk, 200 // lines held back no longer than 200 bytes
+		}
 		dumps, used := streamedBothWays(t, FormatClaudeCode, src, chunk, len(steps), func(i int, fsys *vfs.MemFS) {
 			writeSourceFile(t, fsys, src, []byte(steps[i]))
 		}, nil)
-		if used < 3 {
+		if used < 4 {
 			t.Errorf("chunks of %d: only %d imports started from a state", chunk, used)
 		}
 		if !strings.Contains(dumps[1], "not json at all") && !strings.Contains(dumps[1], "problem /src/-w/r.jsonl:") {

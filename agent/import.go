@@ -981,7 +981,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		size, full = int64(len(prep.data)), prep.full
 		length = size
 		if res.Status == ImportGrown && (size < start || hashHex(prep.data[:start]) != prefix) {
-			return fail(fmt.Errorf("changed while it was being imported (its first %d bytes are no longer those of session %s): import it again", start, m.ID))
+			return fail(changedUnder(start, m.ID))
 		}
 	}
 	var mapper *sourceMapper // after the file's lines, once taken in
@@ -1035,7 +1035,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			if n, err := io.CopyBuffer(hashed, io.LimitReader(rc, start), make([]byte, 1<<20)); err != nil {
 				return fail(err)
 			} else if n != start || hex.EncodeToString(hashed.Sum(nil)) != prefix {
-				return fail(fmt.Errorf("changed while it was being imported (its first %d bytes are no longer those of session %s): import it again", start, fi.sess.ID))
+				return fail(changedUnder(start, fi.sess.ID))
 			}
 			base, fi.lineNo = start, 1+state.Lines
 		} else {
@@ -1070,7 +1070,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 				before := chunk[:min(start-off, int64(len(chunk)))]
 				ph.Write(before)
 				if off+int64(len(before)) == start && hex.EncodeToString(ph.Sum(nil)) != prefix {
-					return fail(fmt.Errorf("changed while it was being imported (its first %d bytes are no longer those of session %s): import it again", start, fi.sess.ID))
+					return fail(changedUnder(start, fi.sess.ID))
 				}
 			}
 			if off < from {
@@ -1082,7 +1082,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 				// Cut short since it was hashed: it ends before the bytes
 				// its session holds do (its metadata would say it holds
 				// fewer than it does).
-				return fail(fmt.Errorf("changed while it was being imported (its first %d bytes are no longer those of session %s): import it again", start, fi.sess.ID))
+				return fail(changedUnder(start, fi.sess.ID))
 			}
 			if off < start && !final {
 				// A cut line taken again begins before the bytes checked
@@ -1205,6 +1205,13 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		names.sourceIDs[src.ID] = true
 	}
 	return res
+}
+
+// changedUnder is the error of a file whose first start bytes, those its
+// session id holds, changed between the pass that hashed them and the one
+// that reads it.
+func changedUnder(start int64, id eventlog.ID) error {
+	return fmt.Errorf("changed while it was being imported (its first %d bytes are no longer those of session %s): import it again", start, id)
 }
 
 // sourceNames finds the session of a file that moved. Codex compresses a

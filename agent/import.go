@@ -1191,11 +1191,12 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		return fail(fmt.Errorf("session %s: record what it holds of the file: %w", sess.ID, err))
 	}
 	known[f.path] = *sess
-	if mapper != nil && endsLine && res.Status == ImportGrown {
+	if mapper != nil && endsLine && (res.Status == ImportGrown || size >= importStateNewMin) {
 		// Kept for a file seen growing (a session still being written):
-		// one imported once, as most of a history is, keeps none. And
-		// only after a whole line: a last line cut short is mapped again
-		// with what follows it.
+		// one imported once, as most of a history is, keeps none, unless
+		// it is so big that mapping it again would cost seconds. And only
+		// after a whole line: a last line cut short is mapped again with
+		// what follows it.
 		r.saveImportState(sess.ID, opts.Format, f.path, opts.MinCut, size, full, fi.lineNo-1, mapper)
 	}
 	if c := src.ContinuedIn; c != "" && names.continuedIn != nil {

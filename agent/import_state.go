@@ -45,6 +45,13 @@ const importStateVersion = 1
 // tests).
 var importStateMin int64 = 1 << 20
 
+// importStateNewMin is the smallest file whose import state is kept when
+// it is first imported, before it is seen growing: one read in chunks
+// (importChunkBytes), whose lines take seconds to map again (3.4 s for a
+// 452 MB transcript), and whose state is a tiny part of its store (83 KB
+// for that one). A variable for tests.
+var importStateNewMin int64 = importChunkBytes
+
 // importState is the mapper's state after a session's first Size bytes of
 // its source file.
 type importState struct {

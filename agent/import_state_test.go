@@ -374,3 +374,33 @@ func TestImportStateKeepsTheBackupsCaptured(t *testing.T) {
 		t.Fatalf("%d captures of the backups, want 1:\n%s", n, with)
 	}
 }
+
+// A file as big as importStateNewMin keeps its state from its first
+// import: the first import of it grown does not map it whole again.
+func TestImportStateOfABigNewFile(t *testing.T) {
+	setImportStateMin(t, 0)
+	old := importStateNewMin
+	t.Cleanup(func() { importStateNewMin = old })
+	lines := claudeLines("n", 1)
+	src := "/src/-w/n.jsonl"
+	for _, tc := range []struct {
+		newMin int64
+		kept   bool
+	}{{1 << 40, false}, {1, true}} {
+		importStateNewMin = tc.newMin
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		writeSource(t, fsys, src, lines, "")
+		id := *mustImport(t, r, FormatClaudeCode, src).Files[0].Session
+		if _, err := fsys.Stat(r.importStatePath(id)); (err == nil) != tc.kept {
+			t.Errorf("new file, state kept from %d bytes: stat of its state %v, want kept %v", tc.newMin, err, tc.kept)
+		}
+	}
+	// And it is the state the grown file's import uses: the same as
+	// without, at every step.
+	importStateNewMin = 1
+	steps := [][]string{lines, claudeLines("n", 2), claudeLines("n", 3)}
+	for _, chunk := range []int{0, 300} {
+		importStepsBothWays(t, src, chunk, len(steps), writeSteps(t, src, steps))
+	}
+}

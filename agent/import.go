@@ -818,16 +818,15 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		return fail(prep.err)
 	}
 	head, zst := prep.data, prep.zst
-	if prep.base > 0 {
-		head = []byte{'\n'} // what its session held of it: not empty, and of the format
-	}
 	if prep.streamed {
 		var err error
 		if head, zst, err = r.readHead(f.path, otherFormatHead); err != nil {
 			return fail(err)
 		}
 	}
-	if len(head) == 0 {
+	// A file read from where its session ends (prep.base) begins with
+	// what that session holds: not empty, and of the format.
+	if len(head) == 0 && prep.base == 0 {
 		res.Status, res.Note = ImportUnchanged, "empty: nothing to import yet"
 		if m, ok := known[f.path]; ok && m.Source.Size > 0 {
 			// Emptied (truncated, or written again and not yet

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
-	"math"
 	"os"
 	"regexp"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -25,17 +25,9 @@ func streamedDump(t *testing.T, r *Rook, rep ImportReport) string {
 	for _, f := range rep.Files {
 		fmt.Fprintf(&b, "file %s status %s note %q lines %d events %d bytes %d unparsed %d\n", f.Path, f.Status, f.Note, f.Lines, f.Events, f.BytesIn, f.Unparsed)
 	}
-	ids, err := r.Log.IDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range ids {
-		m, err := r.Log.ReadMeta(id)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, m := range sessionMetas(t, r) {
 		var out bytes.Buffer
-		if _, err := r.ExportSource(id, &out); err != nil {
+		if _, err := r.ExportSource(m.ID, &out); err != nil {
 			t.Fatal(err)
 		}
 		st := "nil"
@@ -47,24 +39,34 @@ func streamedDump(t *testing.T, r *Rook, rep ImportReport) string {
 	return b.String()
 }
 
-// stateUsable says whether the import of src would start from a kept
-// state: the state of src's session is the one after the bytes the
-// session holds.
-func stateUsable(t *testing.T, r *Rook, format, src string) bool {
+// sessionMetas is the metadata of every session of r.
+func sessionMetas(t *testing.T, r *Rook) []eventlog.Meta {
 	t.Helper()
 	ids, err := r.Log.IDs()
 	if err != nil {
 		t.Fatal(err)
 	}
+	metas := make([]eventlog.Meta, 0, len(ids))
 	for _, id := range ids {
 		m, err := r.Log.ReadMeta(id)
 		if err != nil {
 			t.Fatal(err)
 		}
+		metas = append(metas, m)
+	}
+	return metas
+}
+
+// stateUsable says whether the import of src would start from a kept
+// state: the state of src's session is the one after the bytes the
+// session holds.
+func stateUsable(t *testing.T, r *Rook, format, src string) bool {
+	t.Helper()
+	for _, m := range sessionMetas(t, r) {
 		if m.Source == nil || m.Source.Path != src {
 			continue
 		}
-		if _, ok := r.loadImportState(id, format, src, MinCutString, m.Source.Size, m.Source.SHA256); ok {
+		if _, ok := r.loadImportState(m.ID, format, src, MinCutString, m.Source.Size, m.Source.SHA256); ok {
 			return true
 		}
 	}
@@ -75,55 +77,24 @@ func stateUsable(t *testing.T, r *Rook, format, src string) bool {
 // from run to run.
 var idsInNotes = regexp.MustCompile(`\b[0-9A-Z]{26}\b`)
 
-// streamedBothWays imports src (in format) after each step, in chunks of
-// chunk, keeping every state and keeping none; change, when not nil, is
-// called at the pass that takes the file in (its third open: readHead,
-// hashSource, then the read). It fails unless both ways make the same,
-// and returns what they made and how many imports started from a state.
+// streamedBothWays is importBothWays of src (in format) in chunks of
+// chunk, with what streamedDump says of each import (ids masked); change,
+// when not nil, is called at the pass that takes the file in. It also
+// returns how many imports started from a state.
 func streamedBothWays(t *testing.T, format, src string, chunk, steps int, step func(i int, fsys *vfs.MemFS), change func(i int, fsys *vfs.MemFS)) ([]string, int) {
 	t.Helper()
 	used := 0
-	run := func(keep bool) []string {
-		setImportStateMin(t, math.MaxInt64)
-		if keep {
-			setImportStateMin(t, 0)
-		}
-		fsys := vfs.NewMem()
-		r := testRook(t, fsys)
-		var dumps []string
-		for i := range steps {
-			step(i, fsys)
+	dumps := importBothWays(t, bothWays{format: format, src: src, chunk: chunk, steps: steps, step: step, change: change,
+		before: func(keep bool, i int, r *Rook) {
 			if keep && stateUsable(t, r, format, src) {
 				used++
 			}
-			if change != nil {
-				opens := 0
-				fsys.SetHook(func(op vfs.Op, path string) error {
-					if op == vfs.OpOpenRead && path == src {
-						if opens++; opens == 3 {
-							fsys.SetHook(nil)
-							change(i, fsys)
-						}
-					}
-					return nil
-				})
-			}
-			rep, err := r.Import(ImportOptions{Format: format, Paths: []string{src}, ChunkBytes: chunk, MinCut: MinCutString})
-			fsys.SetHook(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dumps = append(dumps, idsInNotes.ReplaceAllString(streamedDump(t, r, rep), "<id>"))
-		}
-		return dumps
-	}
-	with, without := run(true), run(false)
-	for i := range with {
-		if with[i] != without[i] {
-			t.Fatalf("%s chunks of %d, import %d: from the kept state:\n%s\nmapped again:\n%s", format, chunk, i, with[i], without[i])
-		}
-	}
-	return with, used
+		},
+		dump: func(t *testing.T, r *Rook, rep ImportReport) string {
+			return idsInNotes.ReplaceAllString(streamedDump(t, r, rep), "<id>")
+		},
+	})
+	return dumps, used
 }
 
 // A Claude Code file read in chunks, growing with lines that do not

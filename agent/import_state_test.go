@@ -114,37 +114,24 @@ func TestImportStateGrowsLikeWithout(t *testing.T) {
 			for _, chunk := range []int{0, 64 << 10} {
 				t.Run(fmt.Sprintf("%s %d chunks of %d", tc.format, i, chunk), func(t *testing.T) {
 					src := tc.path(i)
-					run := func(keep bool) []string {
-						setImportStateMin(t, math.MaxInt64)
-						if keep {
-							setImportStateMin(t, 0)
-						}
-						fsys := vfs.NewMem()
-						r := testRook(t, fsys)
-						var dumps []string
-						grown := false
-						for _, c := range cuts {
-							writeSourceFile(t, fsys, src, data[:c])
-							rep, err := r.Import(ImportOptions{Format: tc.format, Paths: []string{src}, ChunkBytes: chunk})
-							if err != nil {
-								t.Fatal(err)
+					grown := false
+					importBothWays(t, bothWays{format: tc.format, src: src, chunk: chunk, steps: len(cuts),
+						step: func(k int, fsys *vfs.MemFS) {
+							writeSourceFile(t, fsys, src, data[:cuts[k]])
+							if k == 0 {
+								grown = false
 							}
-							dumps = append(dumps, importDump(t, r, rep))
+						},
+						after: func(keep bool, k int, r *Rook, fsys *vfs.MemFS, rep ImportReport) {
 							grown = grown || rep.Grown > 0
-							if id := rep.Files[0].Session; keep && grown && id != nil && data[c-1] == '\n' {
+							if id := rep.Files[0].Session; keep && grown && id != nil && data[cuts[k]-1] == '\n' {
 								if _, err := fsys.Stat(r.importStatePath(*id)); err != nil {
-									t.Fatalf("after the cut at %d: no import state: %v", c, err)
+									t.Fatalf("after the cut at %d of %v: no import state: %v", cuts[k], cuts, err)
 								}
 							}
-						}
-						return dumps
-					}
-					with, without := run(true), run(false)
-					for k := range cuts {
-						if with[k] != without[k] {
-							t.Fatalf("after the cut at %d of %v, the import from the kept state differs:\n%s\nfrom the lines mapped again:\n%s", cuts[k], cuts, with[k], without[k])
-						}
-					}
+						},
+						dump: func(t *testing.T, r *Rook, rep ImportReport) string { return importDump(t, r, rep) },
+					})
 				})
 			}
 		}
@@ -306,13 +293,35 @@ func TestImportStateCrashSweep(t *testing.T) {
 	}
 }
 
-// importStepsBothWays imports src after each of steps steps (step(i)
-// writes the file, and what lies beside it, as it is then), in chunks of
-// chunk, once keeping the import state of every file and once keeping
-// none; it fails unless every import makes the same sessions both ways,
-// and returns what each made (importDump, and the file's note).
-func importStepsBothWays(t *testing.T, src string, chunk, steps int, step func(i int, fsys *vfs.MemFS)) []string {
+// bothWays is a file imported step by step twice, once keeping the import
+// state of every file and once keeping none (importBothWays).
+type bothWays struct {
+	format string // FormatClaudeCode when ""
+	src    string
+	chunk  int // ImportOptions.ChunkBytes
+	steps  int
+	// step writes the file, and what lies beside it, as it is at step i.
+	step func(i int, fsys *vfs.MemFS)
+	// change, when not nil, is called at the pass that takes the file in
+	// (its third open: readHead, hashSource, then the read).
+	change func(i int, fsys *vfs.MemFS)
+	// dump is what an import made (default importDump and the file's note).
+	dump func(t *testing.T, r *Rook, rep ImportReport) string
+	// before and after, when not nil, look at each import of either way.
+	before func(keep bool, i int, r *Rook)
+	after  func(keep bool, i int, r *Rook, fsys *vfs.MemFS, rep ImportReport)
+}
+
+// importBothWays runs b both ways; it fails unless every import makes the
+// same both ways, and returns what each made.
+func importBothWays(t *testing.T, b bothWays) []string {
 	t.Helper()
+	if b.format == "" {
+		b.format = FormatClaudeCode
+	}
+	if b.dump == nil {
+		b.dump = func(t *testing.T, r *Rook, rep ImportReport) string { return importDump(t, r, rep) + rep.Files[0].Note }
+	}
 	run := func(keep bool) []string {
 		setImportStateMin(t, math.MaxInt64)
 		if keep {
@@ -321,23 +330,48 @@ func importStepsBothWays(t *testing.T, src string, chunk, steps int, step func(i
 		fsys := vfs.NewMem()
 		r := testRook(t, fsys)
 		var dumps []string
-		for i := range steps {
-			step(i, fsys)
-			rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+		for i := range b.steps {
+			b.step(i, fsys)
+			if b.before != nil {
+				b.before(keep, i, r)
+			}
+			if b.change != nil {
+				opens := 0
+				fsys.SetHook(func(op vfs.Op, path string) error {
+					if op == vfs.OpOpenRead && path == b.src {
+						if opens++; opens == 3 {
+							fsys.SetHook(nil)
+							b.change(i, fsys)
+						}
+					}
+					return nil
+				})
+			}
+			rep, err := r.Import(ImportOptions{Format: b.format, Paths: []string{b.src}, ChunkBytes: b.chunk})
+			fsys.SetHook(nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			dumps = append(dumps, importDump(t, r, rep)+rep.Files[0].Note)
+			if b.after != nil {
+				b.after(keep, i, r, fsys, rep)
+			}
+			dumps = append(dumps, b.dump(t, r, rep))
 		}
 		return dumps
 	}
 	with, without := run(true), run(false)
 	for i := range with {
 		if with[i] != without[i] {
-			t.Fatalf("chunks of %d, import %d: from the kept state:\n%s\nmapped again:\n%s", chunk, i, with[i], without[i])
+			t.Fatalf("%s %s, chunks of %d, import %d: from the kept state:\n%s\nmapped again:\n%s", b.format, b.src, b.chunk, i, with[i], without[i])
 		}
 	}
 	return with
+}
+
+// importStepsBothWays is importBothWays of a Claude Code file src.
+func importStepsBothWays(t *testing.T, src string, chunk, steps int, step func(i int, fsys *vfs.MemFS)) []string {
+	t.Helper()
+	return importBothWays(t, bothWays{src: src, chunk: chunk, steps: steps, step: step})
 }
 
 // writeSteps is a step of importStepsBothWays that writes src as the

@@ -173,6 +173,10 @@ func (r *Rook) GC(grace time.Duration, dryRun bool, mark, progress func(done, to
 	// A minute at least, whatever the grace: a write in flight (one not a
 	// writer's, such as config.toml's) lasts milliseconds.
 	rep.TempFiles, rep.TempBytes, err = r.sweepTemps(r.clock.Now().Add(-max(grace, time.Minute)), dryRun)
+	if err != nil {
+		return rep, err
+	}
+	rep.ImportStates, rep.ImportStateBytes, err = r.sweepImportStates(dryRun)
 	return rep, err
 }
 

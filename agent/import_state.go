@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -126,11 +128,21 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // loadImportState is the state kept for session id, if it is the state
 // after the first size bytes of the file at path, whose SHA-256 is sum.
 func (r *Rook) loadImportState(id eventlog.ID, format, path string, minCut int, size int64, sum string) (importState, bool) {
-	var st importState
 	if size < importStateMin {
+		return importState{}, false
+	}
+	st, ok := r.readImportState(r.importStatePath(id))
+	if !ok || st.Session != id.String() || st.Format != format || st.Path != path ||
+		st.MinCut != minCut || st.Size != size || st.SHA256 != sum {
 		return st, false
 	}
-	data, err := vfs.ReadFile(r.fs, r.importStatePath(id))
+	return st, true
+}
+
+// readImportState reads the state at path: ok if its checksum holds, it
+// parses, and it is of this version.
+func (r *Rook) readImportState(path string) (st importState, ok bool) {
+	data, err := vfs.ReadFile(r.fs, path)
 	if err != nil {
 		return st, false
 	}
@@ -138,11 +150,7 @@ func (r *Rook) loadImportState(id eventlog.ID, format, path string, minCut int, 
 	if !ok || len(crc) != 8 || fmt.Sprintf("%08x", crc32.Checksum([]byte(body), castagnoli)) != crc {
 		return st, false
 	}
-	if json.Unmarshal([]byte(body), &st) != nil {
-		return st, false
-	}
-	if st.V != importStateVersion || st.Session != id.String() || st.Format != format || st.Path != path ||
-		st.MinCut != minCut || st.Size != size || st.SHA256 != sum {
+	if json.Unmarshal([]byte(body), &st) != nil || st.V != importStateVersion {
 		return st, false
 	}
 	return st, true
@@ -154,6 +162,70 @@ func (r *Rook) removeImportState(id eventlog.ID) error {
 		return err
 	}
 	return nil
+}
+
+// sweepImportStates removes (or, dry, counts) the import states no import
+// can use again: a state of no session (one deleted by a rook before
+// RemoveSession, or a crash between the two), one that does not parse or
+// fails its checksum (torn, and its file no longer growing to overwrite
+// it), and one whose transcript is gone or shorter than the bytes the
+// state follows (Claude Code deletes old transcripts after a month; a
+// rewritten file becomes a new session). Rook keeps the sessions; without
+// this, their states would stay for ever. A state is a cache: removing
+// one that could have been used costs the next import its speed, no more.
+func (r *Rook) sweepImportStates(dryRun bool) (n int, bytes int64, err error) {
+	dir := filepath.Join(r.home, importStateDir)
+	ents, err := r.fs.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	ids, err := r.Log.IDs()
+	if err != nil {
+		return 0, 0, err
+	}
+	sessions := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		sessions[id.String()] = true
+	}
+	for _, d := range ents {
+		if !d.Type().IsRegular() {
+			continue
+		}
+		path := filepath.Join(dir, d.Name())
+		if !sessions[d.Name()] || !r.importStateLive(path) {
+			fi, err := d.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return n, bytes, err
+			}
+			if !dryRun {
+				if err := r.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return n, bytes, fmt.Errorf("remove an import state no import can use: %w", err)
+				}
+			}
+			n++
+			bytes += fi.Size()
+		}
+	}
+	return n, bytes, nil
+}
+
+// importStateLive says whether the state at path parses and its
+// transcript still holds at least the bytes it follows. (Whether those are
+// still the same bytes is for the next import to check: hashing every
+// transcript would make gc read the whole history.)
+func (r *Rook) importStateLive(path string) bool {
+	st, ok := r.readImportState(path)
+	if !ok || st.Session != filepath.Base(path) {
+		return false
+	}
+	fi, err := r.fs.Stat(st.Path)
+	return err == nil && fi.Mode().IsRegular() && fi.Size() >= st.Size
 }
 
 // RemoveSession deletes a session (eventlog.Log.Remove) and what rook keeps

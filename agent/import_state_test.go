@@ -246,6 +246,80 @@ func TestRemoveSessionDropsImportState(t *testing.T) {
 	}
 }
 
+// gc removes the import states no import can use again (their file gone or
+// shorter than the bytes they follow, their session gone, their bytes
+// torn) and keeps the others; a dry run only counts them.
+func TestGCRemovesImportStatesNoImportCanUse(t *testing.T) {
+	setImportStateMin(t, 0)
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	ids := map[string]eventlog.ID{}
+	for _, name := range []string{"kept", "deleted", "shorter", "torn", "orphan"} {
+		ids[name] = importGrownOnce(t, fsys, r, "/src/-w/"+name+".jsonl", claudeLines(name, 1))
+	}
+	if err := fsys.Remove("/src/-w/deleted.jsonl"); err != nil {
+		t.Fatal(err)
+	}
+	writeSource(t, fsys, "/src/-w/shorter.jsonl", claudeLines("shorter", 1)[:1], "")
+	torn, err := vfs.ReadFile(fsys, r.importStatePath(ids["torn"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsys.OpenFile(r.importStatePath(ids["torn"]), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(torn[:len(torn)/2]); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	// A session deleted without its state (a rook before RemoveSession).
+	if _, err := r.Log.Remove(ids["orphan"]); err != nil {
+		t.Fatal(err)
+	}
+	var gone int64
+	for _, name := range []string{"deleted", "shorter", "torn", "orphan"} {
+		fi, err := fsys.Stat(r.importStatePath(ids[name]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone += fi.Size()
+	}
+	for _, dry := range []bool{true, false} {
+		rep, err := r.GC(0, dry, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.ImportStates != 4 || rep.ImportStateBytes != gone {
+			t.Fatalf("dry run %v: %d import states (%d bytes), want 4 (%d bytes)", dry, rep.ImportStates, rep.ImportStateBytes, gone)
+		}
+		for name, id := range ids {
+			_, err := fsys.Stat(r.importStatePath(id))
+			if want := name == "kept" || dry; (err == nil) != want {
+				t.Fatalf("dry run %v: state of %s there: %v, want %v", dry, name, err == nil, want)
+			}
+		}
+	}
+	if rep, err := r.GC(0, false, nil, nil); err != nil || rep.ImportStates != 0 {
+		t.Fatalf("gc again: %d import states, %v", rep.ImportStates, err)
+	}
+	// The state kept is still the one the next import of its grown file
+	// maps from: changed, it shows in the events (see
+	// TestImportStateIsWhatTheNextImportMapsFrom); here, it is still found.
+	kept := r.importStatePath(ids["kept"])
+	before, err := vfs.ReadFile(fsys, kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := r.readImportState(kept)
+	if !ok {
+		t.Fatalf("the kept state does not read back: %q", before)
+	}
+	if _, ok := r.loadImportState(ids["kept"], FormatClaudeCode, st.Path, st.MinCut, st.Size, st.SHA256); !ok {
+		t.Fatal("the kept state no longer matches its session")
+	}
+}
+
 // A grown file whose session's state is kept is read from where that
 // session ends: the bytes before are only hashed, and must be those the
 // session holds.

@@ -41,6 +41,11 @@ type GCReport struct {
 	// every part of the home fills them (agent.Rook.GC).
 	TempFiles int   `json:"temp_files"`
 	TempBytes int64 `json:"temp_bytes"`
+	// ImportStates and ImportStateBytes: the import states (a cache beside
+	// the store) no import can use again, removed (a dry run: to remove).
+	// agent.Rook.GC fills them too.
+	ImportStates     int   `json:"import_states"`
+	ImportStateBytes int64 `json:"import_state_bytes"`
 }
 
 // Collect removes unreachable objects. It plans first: every index entry is

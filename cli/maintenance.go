@@ -138,8 +138,15 @@ func printGC(e *Env, rep cas.GCReport, grace time.Duration) {
 		}
 		fmt.Fprintf(w, "%s%s %d temporary file(s) of writes a crash cut short (%s)\n", prefix, what, rep.TempFiles, formatBytes(rep.TempBytes))
 	}
+	if rep.ImportStates > 0 {
+		what := "removed"
+		if rep.DryRun {
+			what = "would remove"
+		}
+		fmt.Fprintf(w, "%s%s %d import state(s) of transcripts gone, rewritten or deleted (%s)\n", prefix, what, rep.ImportStates, formatBytes(rep.ImportStateBytes))
+	}
 	if rep.DryRun {
-		if rep.Collectable > 0 || rep.TempFiles > 0 {
+		if rep.Collectable > 0 || rep.TempFiles > 0 || rep.ImportStates > 0 {
 			fmt.Fprintln(w, "run `rook store gc` to collect them")
 		}
 		return

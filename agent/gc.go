@@ -170,14 +170,21 @@ func (r *Rook) GC(grace time.Duration, dryRun bool, mark, progress func(done, to
 	if err != nil {
 		return rep, err
 	}
+	return rep, r.sweepBeside(&rep, grace, dryRun)
+}
+
+// sweepBeside removes (or, dry, counts into rep) what a gc removes beside
+// objects: the temporary files crashes left and the import states no
+// import can use again.
+func (r *Rook) sweepBeside(rep *cas.GCReport, grace time.Duration, dryRun bool) (err error) {
 	// A minute at least, whatever the grace: a write in flight (one not a
 	// writer's, such as config.toml's) lasts milliseconds.
 	rep.TempFiles, rep.TempBytes, err = r.sweepTemps(r.clock.Now().Add(-max(grace, time.Minute)), dryRun)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	rep.ImportStates, rep.ImportStateBytes, err = r.sweepImportStates(dryRun)
-	return rep, err
+	return err
 }
 
 // sweepTemps removes (or, dry, counts) the temporary files of durable

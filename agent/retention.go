@@ -479,5 +479,9 @@ func (r *Rook) gcPlanWithout(gone []SessionRef, grace time.Duration, progress fu
 	if err != nil {
 		return cas.GCReport{}, err
 	}
-	return r.Store.Collect(cas.GCOptions{Live: func(id cas.Key) bool { return live[id] }, Grace: grace, DryRun: true, Progress: progress})
+	rep, err := r.Store.Collect(cas.GCOptions{Live: func(id cas.Key) bool { return live[id] }, Grace: grace, DryRun: true, Progress: progress})
+	if err != nil {
+		return rep, err
+	}
+	return rep, r.sweepBeside(&rep, grace, true)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/rookhq/rook/agent"
@@ -131,20 +132,7 @@ func printGC(e *Env, rep cas.GCReport, grace time.Duration) {
 		fmt.Fprintf(w, ", %d kept for being newer than %s", rep.TooNew, grace)
 	}
 	fmt.Fprintln(w)
-	if rep.TempFiles > 0 {
-		what := "removed"
-		if rep.DryRun {
-			what = "would remove"
-		}
-		fmt.Fprintf(w, "%s%s %d temporary file(s) of writes a crash cut short (%s)\n", prefix, what, rep.TempFiles, formatBytes(rep.TempBytes))
-	}
-	if rep.ImportStates > 0 {
-		what := "removed"
-		if rep.DryRun {
-			what = "would remove"
-		}
-		fmt.Fprintf(w, "%s%s %d import state(s) of transcripts gone, rewritten or deleted (%s)\n", prefix, what, rep.ImportStates, formatBytes(rep.ImportStateBytes))
-	}
+	printSwept(w, prefix, rep)
 	if rep.DryRun {
 		if rep.Collectable > 0 || rep.TempFiles > 0 || rep.ImportStates > 0 {
 			fmt.Fprintln(w, "run `rook store gc` to collect them")
@@ -154,6 +142,21 @@ func printGC(e *Env, rep cas.GCReport, grace time.Duration) {
 	fmt.Fprintf(w, "rewrote %d segment(s), removed %d; on disk %s → %s\n", rep.SegmentsRewritten, rep.SegmentsRemoved, formatBytes(rep.DiskBefore), formatBytes(rep.DiskAfter))
 	if rep.TooNew > 0 {
 		fmt.Fprintln(w, "objects written in the grace period are kept: a capture in flight looks like garbage until the event naming it lands")
+	}
+}
+
+// printSwept says what a gc removed beside objects (a dry run: would
+// remove), each line after prefix; nothing when there was nothing.
+func printSwept(w io.Writer, prefix string, rep cas.GCReport) {
+	what := "removed"
+	if rep.DryRun {
+		what = "would remove"
+	}
+	if rep.TempFiles > 0 {
+		fmt.Fprintf(w, "%s%s %d temporary file(s) of writes a crash cut short (%s)\n", prefix, what, rep.TempFiles, formatBytes(rep.TempBytes))
+	}
+	if rep.ImportStates > 0 {
+		fmt.Fprintf(w, "%s%s %d import state(s) of transcripts gone, rewritten or deleted (%s)\n", prefix, what, rep.ImportStates, formatBytes(rep.ImportStateBytes))
 	}
 }
 

@@ -219,6 +219,7 @@ func printMaintain(w io.Writer, rep agent.MaintainReport) {
 		fmt.Fprintf(w, "gc: scanned %d, reachable %d, collected %d (%s freed), %d too new\n",
 			g.Scanned, g.Reachable, g.Collectable, formatBytes(g.DiskBefore-g.DiskAfter), g.TooNew)
 	}
+	printSwept(w, dry+"gc: ", g)
 
 	for _, t := range rep.Trained {
 		would := t.Kept || (rep.DryRun && t.DictBytes > 0 && t.Gain > int64(t.DictBytes))

@@ -31,6 +31,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/internal/vfs"
 )
@@ -406,17 +408,27 @@ func Inbox(clientName string) (short, title string) {
 	case strings.HasPrefix(n, "gemini"):
 		return "gemini", "Gemini Inbox"
 	}
-	name := strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
+	// The name is printed (`rook inbox ls`) and typed back: remove what
+	// would break a terminal line, as mcp.SanitizeTitle does for titles
+	// (every Cc, C1 ones included, and the line and paragraph
+	// separators), then trim, so a name of controls and spaces is no name.
+	name := strings.TrimSpace(strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cc, r) || r == '\u2028' || r == '\u2029' {
 			return -1
 		}
 		return r
-	}, strings.TrimSpace(clientName))
+	}, clientName))
+	if len(name) > 64 {
+		// Cut on a character boundary: half a character is not UTF-8,
+		// and would come back as U+FFFD from the spool.
+		cut := 64
+		for cut > 0 && !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		name = strings.TrimSpace(name[:cut])
+	}
 	if name == "" {
 		name = "unknown client"
-	}
-	if len(name) > 64 {
-		name = name[:64]
 	}
 	return strings.ToLower(name), name + " Inbox"
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/internal/vfs"
 )
@@ -93,5 +94,27 @@ func TestInboxNames(t *testing.T) {
 	}
 	if ProcessPID(ProcessName(time.Unix(5, 0), 1234)) != 1234 {
 		t.Fatal("pid")
+	}
+}
+
+// TestInboxNameClean: a client's name becomes an inbox name and title that
+// print safely: no control character (C1 ones included, as in titles), no
+// character cut in half by the length limit, no blank name.
+func TestInboxNameClean(t *testing.T) {
+	long := strings.Repeat("a", 63) + "é"
+	for name, want := range map[string]string{
+		long:             strings.Repeat("a", 63),
+		"Zed\u009b31m":   "zed31m",
+		"\x01 \x01":      "unknown client",
+		" \x1b Zed \x1b": "zed",
+		"Zed\u2028Edit":  "zededit",
+	} {
+		s, title := Inbox(name)
+		if !utf8.ValidString(s) || !utf8.ValidString(title) {
+			t.Fatalf("%q: not UTF-8: %q / %q", name, s, title)
+		}
+		if s != want {
+			t.Fatalf("%q: short name %q, want %q", name, s, want)
+		}
 	}
 }

@@ -323,9 +323,11 @@ func (r *Rook) InboxShow(client, date string) (InboxDayNote, error) {
 
 // InboxStatus is whether saves are taken, and what waits to be drained.
 type InboxStatus struct {
-	Paused   bool      `json:"paused"`
-	Backlog  int       `json:"backlog"` // saves in the spool not yet in the store
-	LastSave time.Time `json:"last_save,omitempty"`
+	Paused  bool `json:"paused"`
+	Backlog int  `json:"backlog"` // saves in the spool not yet in the store
+	// omitzero: omitempty never omits a struct, and "0001-01-01" would
+	// read as a save.
+	LastSave time.Time `json:"last_save,omitzero"`
 	LastFrom string    `json:"last_from,omitempty"`
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -134,8 +135,14 @@ func (c *McpAddCmd) Run(e *Env) error {
 	if c.URL == "" && c.Command == "" {
 		return usageErr("give the server's --url (streamable HTTP) or --command (stdio)")
 	}
-	if c.URL != "" && !strings.HasPrefix(c.URL, "http://") && !strings.HasPrefix(c.URL, "https://") {
-		return usageErr("--url %s: give an http:// or https:// address", c.URL)
+	if c.URL != "" {
+		// Parsed as the client will parse it: an address it cannot use
+		// (no host, a space, an unclosed [) would be saved by --offline
+		// and then fail every sync and call.
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageErr("--url %s: give an http:// or https:// address with a host", c.URL)
+		}
 	}
 	if c.MaxTools < 1 || c.MaxTools > 1000 {
 		return usageErr("--max-tools %d: give 1 to 1000", c.MaxTools)

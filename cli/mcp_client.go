@@ -508,8 +508,13 @@ func (c *McpCallCmd) Run(e *Env) error {
 		}
 		return err
 	}
+	// A tool that ran and failed exits 1 with --json too: a script must
+	// not read its failure as success.
 	if e.JSON {
-		return e.printJSON(res)
+		if err := e.printJSON(res); err != nil || !res.IsError {
+			return err
+		}
+		return &exitError{code: ExitFailure, msg: "the tool reported an error (is_error in the result)"}
 	}
 	printResult(e.Stdout, res)
 	if res.IsError {

@@ -523,17 +523,20 @@ func (c *McpCallCmd) Run(e *Env) error {
 	return nil
 }
 
+// printResult prints a tool's result. Every string in it is the server's:
+// it reaches the terminal as descriptions do, without control characters
+// (the text keeps its newlines and tabs).
 func printResult(w io.Writer, res *mcpclient.Result) {
 	for _, c := range res.Content {
 		switch c.Type {
 		case "text":
-			fmt.Fprintln(w, strings.TrimRight(c.Text, "\n"))
+			fmt.Fprintln(w, strings.TrimRight(terminalText([]byte(c.Text)), "\n"))
 		case "image", "audio":
-			fmt.Fprintf(w, "[%s %s, %d bytes]\n", c.Type, c.MimeType, c.DataBytes)
+			fmt.Fprintf(w, "[%s %s, %d bytes]\n", c.Type, terminalLine(c.MimeType), c.DataBytes)
 		case "resource_link", "resource":
-			fmt.Fprintf(w, "[%s %s %s]\n", c.Type, c.Name, c.URI)
+			fmt.Fprintf(w, "[%s %s %s]\n", c.Type, terminalLine(c.Name), terminalLine(c.URI))
 		default:
-			fmt.Fprintf(w, "[%s]\n", c.Type)
+			fmt.Fprintf(w, "[%s]\n", terminalLine(c.Type))
 		}
 	}
 	if len(res.Structured) > 0 && string(res.Structured) != "null" {

@@ -378,10 +378,7 @@ func (e *Env) noteMissingStore() {
 // checkout, say) is followed, so that the write replaces the file it leads
 // to and not the link.
 func (e *Env) readMcpConfig(path string) (target string, data []byte, mode fs.FileMode, err error) {
-	target, mode = path, 0o600
-	if t, err := filepath.EvalSymlinks(path); err == nil {
-		target = t
-	}
+	target, mode = followLinks(path), 0o600
 	fi, err := e.FS.Stat(target)
 	if errors.Is(err, fs.ErrNotExist) {
 		return target, nil, mode, nil
@@ -397,6 +394,26 @@ func (e *Env) readMcpConfig(path string) (target string, data []byte, mode fs.Fi
 		return "", nil, 0, err
 	}
 	return target, data, fi.Mode().Perm(), nil
+}
+
+// followLinks is where path's symbolic links lead. A link to a file that
+// does not exist yet leads there too (EvalSymlinks fails on it): the file
+// is created at the link's target, and the link stays.
+func followLinks(path string) string {
+	for range 40 { // as the kernel's limit: a cycle of links ends here
+		if t, err := filepath.EvalSymlinks(path); err == nil {
+			return t
+		}
+		link, err := os.Readlink(path)
+		if err != nil {
+			return path // not a link: the file is missing, or unreadable
+		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(path), link)
+		}
+		path = link
+	}
+	return path
 }
 
 // writeMcpConfig replaces the file atomically, keeping its mode, and

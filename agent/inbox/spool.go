@@ -283,7 +283,18 @@ func ReadProgress(fsys vfs.FS, home string) (Progress, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(b, &p); err != nil {
+	err = json.Unmarshal(b, &p)
+	if err == nil && p == nil {
+		// null decodes into a nil map, which the drain would write to.
+		err = errors.New("not an object")
+	}
+	for name, off := range p {
+		if err == nil && off < 0 {
+			// An offset slices the spool file: it must not be negative.
+			err = fmt.Errorf("offset %d for %s", off, name)
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%s is damaged (%v): remove it to drain the spool again (notes already in the store are not taken twice)", drainedPath(home), err)
 	}
 	return p, nil

@@ -118,3 +118,22 @@ func TestInboxNameClean(t *testing.T) {
 		}
 	}
 }
+
+// TestDamagedProgress: a drained.json that is JSON but not a map of
+// offsets (null, a negative offset) is damaged like one that is not JSON:
+// an error that says what to do, never a panic in the drain.
+func TestDamagedProgress(t *testing.T) {
+	for _, content := range []string{"null", `{"a.jsonl":-5}`, "[]", "garbage"} {
+		fsys, home := newHome(t)
+		if err := fsys.MkdirAll(Dir(home), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := fsys.WriteFileAtomic(drainedPath(home), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p, err := ReadProgress(fsys, home)
+		if err == nil || !strings.Contains(err.Error(), "is damaged") {
+			t.Fatalf("%s: progress %v, error %v", content, p, err)
+		}
+	}
+}

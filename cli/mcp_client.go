@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/agent/mcpclient"
@@ -273,7 +274,12 @@ func (c *McpLsCmd) Run(e *Env) error {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	if len(s) > 80 {
-		s = s[:77] + "..."
+		// Cut on a character boundary: half a character shows as U+FFFD.
+		cut := 77
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
 	}
 	return s
 }

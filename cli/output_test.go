@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestTerminalLineOfTitlesAndPaths: what a table cell, a clipped title or
@@ -67,5 +68,18 @@ func TestExplainPermission(t *testing.T) {
 	beside := &fs.PathError{Op: "open", Path: "/home/u/.rook-old/x", Err: fs.ErrPermission}
 	if got := explain(beside, home); !strings.HasSuffix(got, "check the permissions of /home/u/.rook-old/x") {
 		t.Errorf("a directory beside the store's is not the store: %q", got)
+	}
+}
+
+// TestFirstLineCutsWholeCharacters: `mcp ls` shortens a server's last
+// error to 80 bytes without cutting a character in half (which would show
+// as U+FFFD).
+func TestFirstLineCutsWholeCharacters(t *testing.T) {
+	got := firstLine(strings.Repeat("a", 76) + strings.Repeat("é", 10))
+	if !utf8.ValidString(got) || !strings.HasSuffix(got, "...") || len(got) > 80 {
+		t.Fatalf("%q", got)
+	}
+	if got := firstLine("short é\nsecond"); got != "short é" {
+		t.Fatalf("%q", got)
 	}
 }

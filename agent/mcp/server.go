@@ -255,11 +255,28 @@ func (s *server) dispatch(req *request) *response {
 	}
 	switch req.method {
 	case "tools/list":
-		return resultReply(req.id, map[string]any{"tools": []tool{appendToInboxTool}})
+		return s.listTools(req)
 	case "tools/call":
 		return s.callTool(req)
 	}
 	return errorReply(req.id, newError(CodeMethodNotFound, fmt.Sprintf("method not found: %q", req.method), nil))
+}
+
+// listTools lists the one tool. The list is never paged, so no cursor
+// came from this server: a client that sends one gets -32602, as the
+// spec's pagination asks of an invalid cursor, rather than the first page
+// again as if it were the next. (null or "" is no cursor.)
+func (s *server) listTools(req *request) *response {
+	params, ok := paramsObject(req.params)
+	if !ok {
+		return errorReply(req.id, newError(CodeInvalidParams, "invalid params: tools/list takes an object", nil))
+	}
+	if c, ok := params["cursor"]; ok {
+		if c := string(bytes.TrimSpace(c)); c != "null" && c != `""` {
+			return errorReply(req.id, newError(CodeInvalidParams, "invalid params: invalid cursor: this server's list has one page, and gives no cursor", nil))
+		}
+	}
+	return resultReply(req.id, map[string]any{"tools": []tool{appendToInboxTool}})
 }
 
 // initialize negotiates the revision and learns which client this is: its

@@ -287,6 +287,24 @@ func TestHandshakeVersionNegotiation(t *testing.T) {
 	}
 }
 
+// The list has one page: a cursor the server never gave is invalid
+// (-32602), and no cursor, null or "", is the first page.
+func TestToolsListCursor(t *testing.T) {
+	f := newFixture(t)
+	s := startSession(t, f.opts())
+	s.initialize("codex-mcp-client")
+	for _, params := range []any{nil, map[string]any{}, map[string]any{"cursor": nil}, map[string]any{"cursor": ""}} {
+		if r := s.call("tools/list", params); r.Error != nil || !strings.Contains(string(r.Result), `"append_to_inbox"`) {
+			t.Fatalf("tools/list %v: %+v %s", params, r.Error, r.Result)
+		}
+	}
+	for _, params := range []any{map[string]any{"cursor": "page2"}, map[string]any{"cursor": 2}, []any{1}} {
+		if r := s.call("tools/list", params); r.code() != -32602 {
+			t.Fatalf("tools/list %v: %d %s, want -32602", params, r.code(), r.Result)
+		}
+	}
+}
+
 func TestToolsList(t *testing.T) {
 	f := newFixture(t)
 	s := startSession(t, f.opts())

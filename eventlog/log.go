@@ -492,6 +492,29 @@ func (l *Log) state(id ID) (*writerState, error) {
 		return nil, err
 	}
 	st := &writerState{size: r.size, base: r.base}
+	// Appends go at the end of the file, so the last whole record must end
+	// there: after bytes that do not read as records, an appended event
+	// would be acknowledged yet never read back (readers stop at the
+	// break). The open's crash recovery has cut any tail a crash tore, so
+	// such bytes are damage: appends are refused, as for damage found
+	// further back.
+	end := int64(logHeaderSize)
+	if ok {
+		off, rec, err := r.find(last.Seq)
+		if err != nil {
+			return nil, err
+		}
+		end = off + int64(rec.n)
+	}
+	if end != r.size {
+		after := "its header"
+		if ok {
+			after = fmt.Sprintf("its last event #%d", last.Seq)
+		}
+		st.damaged = fmt.Errorf("session %s: log damaged: %d bytes after %s (offset %d) do not read as events: appends refused, since an event written after them could not be read back; its events up to there read as usual (`rook session fork %s --at N` goes on in a copy)", id, r.size-end, after, end, id)
+		l.sessions[id] = st
+		return st, nil
+	}
 	if ok {
 		if last.More {
 			return nil, fmt.Errorf("session %s ends inside an event group: reopen the store to repair it", id)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -705,5 +706,57 @@ func TestRecoveryMakesTheTailItKeepsDurable(t *testing.T) {
 	}
 	if evs, err := r.Read(s.ID, 0, 10); err != nil || len(evs) != 2 {
 		t.Fatalf("a power cut after the next writer's open leaves %d events (%v), want the 2 it kept", len(evs), err)
+	}
+}
+
+// TestAppendAfterDamagedTailIsRefused: a log that a clean writer left ends
+// in bytes that are not records (cut mid-record by hand, a disk fault).
+// An event appended after them would never read back, so its seq must not
+// be acknowledged: the append is refused, and the events before still
+// read.
+func TestAppendAfterDamagedTailIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cut  func(size, lastLen int64) int64
+	}{
+		{"mid record", func(size, lastLen int64) int64 { return size - lastLen/2 }},
+		{"header and garbage", func(int64, int64) int64 { return logHeaderSize + 3 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := vfs.NewMem()
+			l := testLog(t, fsys, Options{})
+			s := mustCreate(t, l, "s")
+			for i := 0; i < 3; i++ {
+				if _, err := l.Append(s.ID, Event{Kind: KindUser, Body: body(i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			f, err := fsys.OpenFile(l.logPath(s.ID), os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, _ := f.Stat()
+			r, _ := newReader(f, s.ID)
+			off, _, _ := r.find(2)
+			if err := f.Truncate(tc.cut(st.Size(), st.Size()-off)); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			w := testLog(t, fsys, Options{})
+			seq, err := w.Append(s.ID, Event{Kind: KindUser, Body: body(9)})
+			if err == nil {
+				err = w.Flush()
+			}
+			if err == nil {
+				evs, _ := w.Read(s.ID, seq, 1)
+				t.Fatalf("append after a damaged tail acknowledged seq %d; it reads back as %d event(s)", seq, len(evs))
+			}
+			if !strings.Contains(err.Error(), "appends refused") {
+				t.Fatalf("error does not say appends are refused: %v", err)
+			}
+		})
 	}
 }

@@ -195,6 +195,14 @@ type writerState struct {
 // the logs it touched need their tails checked.
 const dirtyMarker = "WRITER-ACTIVE"
 
+// mayBeTorn says whether a writer may have left records half written at
+// the end of a log: one is running, or one did not close and no writer has
+// repaired its tails since (the dirty marker is there).
+func (l *Log) mayBeTorn() bool {
+	_, err := l.fs.Stat(filepath.Join(l.dir, dirtyMarker))
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
 // ErrNoSession: no such session.
 var ErrNoSession = errors.New("no such session")
 
@@ -907,7 +915,7 @@ func (l *Log) Read(id ID, from uint64, limit int) ([]Event, error) {
 		return nil, err
 	}
 	defer f.Close()
-	out, err := r.read(from, limit)
+	out, err := r.read(from, limit, l.mayBeTorn())
 	if err != nil {
 		return nil, err
 	}

@@ -760,3 +760,57 @@ func TestAppendAfterDamagedTailIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestReadReportsDamageWhenNoWriterCanHaveTornTheLog: with no writer
+// running or crashed (no dirty marker), a record that does not check out
+// is damage wherever it is, not a torn tail: reading across it, or from
+// past it, is an error rather than a silently shorter (or empty) page.
+func TestReadReportsDamageWhenNoWriterCanHaveTornTheLog(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	s := mustCreate(t, l, "s")
+	for i := 0; i < 200; i++ {
+		if _, err := l.Append(s.ID, Event{Kind: KindUser, Body: body(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsys.OpenFile(l.logPath(s.ID), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := newReader(f, s.ID)
+	off, _, _ := r.find(100)
+	b, _ := r.chunk(0, int(r.size))
+	f.Close()
+	copy(b[off:], []byte{0xff, 0xff, 0xff, 0xff})
+	if err := fsys.WriteFileAtomic(l.logPath(s.ID), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open("/h/events", Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := ro.Read(s.ID, 0, 150); err == nil {
+		t.Fatalf("read across the damage: %d events, no error", len(evs))
+	}
+	if evs, err := ro.Read(s.ID, 101, 10); err == nil {
+		t.Fatalf("read from past the damage: %d events, no error", len(evs))
+	}
+	if evs, err := ro.Read(s.ID, 0, 100); err != nil || len(evs) != 100 {
+		t.Fatalf("the events before the damage: %d, %v", len(evs), err)
+	}
+	if evs, err := ro.Read(s.ID, 250, 10); err != nil || len(evs) != 0 {
+		t.Fatalf("read past the end: %d events, %v", len(evs), err)
+	}
+	// A writer that did not close may have torn the tail: that reads as
+	// the events before it, for the next writer to cut.
+	if err := fsys.WriteFileAtomic("/h/events/"+dirtyMarker, []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := ro.Read(s.ID, 0, 150); err != nil || len(evs) != 100 {
+		t.Fatalf("with a writer's marker, a break near the end is a torn tail: %d events, %v", len(evs), err)
+	}
+}

@@ -166,8 +166,10 @@ func (r *reader) totals(last Event) (in, out uint64, err error) {
 	return in, out, nil
 }
 
-// read returns up to limit events from seq `from` on.
-func (r *reader) read(from uint64, limit int) ([]Event, error) {
+// read returns up to limit events from seq `from` on. torn says a writer
+// may have left a torn tail (the dirty marker is there): without one, a
+// break anywhere is damage.
+func (r *reader) read(from uint64, limit int, torn bool) ([]Event, error) {
 	if r.size <= logHeaderSize {
 		return nil, nil
 	}
@@ -175,7 +177,13 @@ func (r *reader) read(from uint64, limit int) ([]Event, error) {
 	if from > 0 {
 		o, _, err := r.find(from)
 		if err != nil {
-			return nil, nil // past the end: an empty page
+			// Past the end: an empty page. Unless a record at or past
+			// `from` is there beyond a break: then the page is damaged,
+			// not empty.
+			if last, ok, lerr := r.last(); !torn && lerr == nil && ok && last.Seq >= from {
+				return nil, fmt.Errorf("session %s: %w: event %d does not read back though the log goes on to event %d; %s", r.id, ErrBadRecord, from, last.Seq, damagedHint(r.id, "N"))
+			}
+			return nil, nil
 		}
 		off = o
 	}
@@ -187,12 +195,21 @@ func (r *reader) read(from uint64, limit int) ([]Event, error) {
 	if err != nil && !errors.Is(err, ErrBadRecord) {
 		return nil, err
 	}
-	// A bad record near the end is a torn tail the next writer cuts; one
-	// further back is damage, and the reader says so.
-	if err != nil && stop < r.size-tailWindow {
-		return out, fmt.Errorf("session %s: %v at seq %d: run `rook store verify`", r.id, err, from+uint64(len(out)))
+	// A bad record near the end is a torn tail the next writer cuts, when
+	// a writer may have left one; one further back, or any with no such
+	// writer, is damage, and the reader says so.
+	if err != nil && (!torn || stop < r.size-tailWindow) {
+		at := from + uint64(len(out))
+		return out, fmt.Errorf("session %s: %v at seq %d (offset %d): %s", r.id, err, at, stop, damagedHint(r.id, fmt.Sprint(at)))
 	}
 	return out, nil
+}
+
+// damagedHint says what to do about a session whose log is damaged: store
+// verify checks the objects, not the logs, so it is the events before the
+// damage that can be kept (at: the first damaged seq, or "N").
+func damagedHint(id ID, at string) string {
+	return fmt.Sprintf("its log is damaged there; pages before it read as usual, and `rook session fork %s --at %s` keeps the events before it in a new session", id, at)
 }
 
 // last returns the session's last whole event.

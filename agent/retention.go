@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -159,6 +160,12 @@ func (r *Rook) Prune(p RetentionPolicy, dryRun bool) (PruneReport, error) {
 		return rep, err
 	}
 	maxAge, maxN := Limit(p.MaxSessionAgeDays), Limit(p.MaxSessions)
+	// An age beyond what a Duration holds (about 292 years) would wrap
+	// around and put the cutoff in the future, deleting every session; no
+	// session is that old, so such a limit deletes none.
+	if int64(maxAge) > math.MaxInt64/int64(24*time.Hour) {
+		maxAge = 0
+	}
 	cutoff := r.clock.Now().Add(-time.Duration(maxAge) * 24 * time.Hour)
 	var doomed []SessionRef
 	for _, s := range all {

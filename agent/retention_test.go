@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -115,6 +116,24 @@ func TestPruneOrdersByLastEventNotCreation(t *testing.T) {
 	}
 	if rep.EventsDeleted != 3 {
 		t.Fatalf("events deleted %d", rep.EventsDeleted)
+	}
+}
+
+// TestPruneHugeMaxAgeDeletesNothing: an age limit of more days than a
+// Duration holds (a "never" written as a big number) wrapped around to a
+// cutoff in the future and deleted every session.
+func TestPruneHugeMaxAgeDeletesNothing(t *testing.T) {
+	r, clk := viewsRook(t)
+	ageSession(t, r, clk, 1, 100)
+	clk.Advance(24 * time.Hour)
+	for _, days := range []int{106752, 1000000, math.MaxInt} {
+		rep, err := r.Prune(RetentionPolicy{MaxSessionAgeDays: intp(days)}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Deleted) != 0 || rep.Kept != 1 {
+			t.Fatalf("max_session_age_days %d: deletes %+v, keeps %d", days, rep.Deleted, rep.Kept)
+		}
 	}
 }
 

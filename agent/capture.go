@@ -218,7 +218,7 @@ func (c *capturer) addPath(p string) error {
 	}
 	abs := filepath.Join(c.real, filepath.FromSlash(rel))
 	fi, err := os.Lstat(abs)
-	if errors.Is(err, fs.ErrNotExist) {
+	if notExist(err) {
 		for _, a := range c.m.Absent {
 			if a == rel {
 				return nil

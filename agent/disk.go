@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/zeebo/blake3"
 
@@ -26,7 +27,7 @@ type DiskFile struct {
 func statDisk(real, rel string) (DiskFile, error) {
 	abs := filepath.Join(real, filepath.FromSlash(rel))
 	fi, err := os.Lstat(abs)
-	if errors.Is(err, fs.ErrNotExist) {
+	if notExist(err) {
 		return DiskFile{}, nil
 	}
 	if err != nil {
@@ -57,6 +58,13 @@ func statDisk(real, rel string) (DiskFile, error) {
 		return DiskFile{Exists: true, Mode: FileMode{Perm: fi.Mode().Perm() | fs.ModeDir}}, nil
 	}
 	return DiskFile{}, fmt.Errorf("%s is not a regular file, directory or link", rel)
+}
+
+// notExist says err is an Lstat's of a path that is not there: missing,
+// or under a path that is now a file (ENOTDIR: a tool replaced the
+// directory by a file), which holds nothing either.
+func notExist(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
 
 // currentID is the id of what is at rel now, if anything.

@@ -389,12 +389,26 @@ func (l *Log) readMetaFile(id ID) (Meta, error) {
 	if err != nil {
 		return Meta{}, err
 	}
+	// Damaged metadata says where it is and what to do: `session rm`
+	// removes a session whose metadata does not read.
+	damaged := func(why string) error {
+		return fmt.Errorf("session %s: metadata unreadable (%s): %s: fix the file, or `rook session rm %s` removes the session", id, l.metaPath(id), why, id)
+	}
 	var m Meta
 	if err := json.Unmarshal(b, &m); err != nil {
-		return Meta{}, fmt.Errorf("session %s: metadata unreadable: %v", id, err)
+		return Meta{}, damaged(err.Error())
 	}
 	if m.V > metaVersion {
 		return Meta{}, fmt.Errorf("session %s: metadata version %d is newer than this rook: upgrade rook", id, m.V)
+	}
+	// The file's name is the session: metadata naming another (a copy
+	// under the wrong name, an id missing) would make this session read
+	// as that one, its events and counts another log's.
+	if m.ID == (ID{}) {
+		return Meta{}, damaged("it has no id")
+	}
+	if m.ID != id {
+		return Meta{}, damaged(fmt.Sprintf("it names session %s", m.ID))
 	}
 	return m, nil
 }

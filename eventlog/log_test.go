@@ -814,3 +814,42 @@ func TestReadReportsDamageWhenNoWriterCanHaveTornTheLog(t *testing.T) {
 		t.Fatalf("with a writer's marker, a break near the end is a torn tail: %d events, %v", len(evs), err)
 	}
 }
+
+// TestMetaOfAnotherSessionIsDamage: a metadata file is its session's only
+// when it names it. One naming another (copied under the wrong name) read
+// as that session, its summary another log's; one with no id read as
+// session 000..., whose log does not exist. Both are damage, reported with
+// the file and what to do.
+func TestMetaOfAnotherSessionIsDamage(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	a := mustCreate(t, l, "a")
+	b := mustCreate(t, l, "b")
+	if _, err := l.Append(a.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	aMeta, err := vfs.ReadFile(fsys, l.metaPath(a.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]byte{aMeta, []byte(`{"v":1,"title":"b"}`), []byte("garbage{")} {
+		if err := fsys.WriteFileAtomic(l.metaPath(b.ID), bad, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := l.Summary(b.ID)
+		if err == nil {
+			t.Fatalf("metadata %s reads as session %s with %d events", bad, s.ID, s.Events)
+		}
+		for _, want := range []string{l.metaPath(b.ID), "rook session rm " + b.ID.String()} {
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %q does not say %q", err, want)
+			}
+		}
+	}
+	if _, err := l.Remove(b.ID); err != nil {
+		t.Fatalf("rm of the damaged session: %v", err)
+	}
+}

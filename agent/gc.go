@@ -64,7 +64,8 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 		for from := uint64(0); ; {
 			evs, err := r.Log.Read(id, from, 4096)
 			if err != nil {
-				return nil, fmt.Errorf("session %s: %w", id, err)
+				// The log's error names the session already.
+				return nil, fmt.Errorf("%w: gc refuses to sweep with an incomplete mark", err)
 			}
 			if len(evs) == 0 {
 				break

@@ -161,7 +161,7 @@ func (r *reader) totals(last Event) (in, out uint64, err error) {
 		return 0, 0, err
 	}
 	if !reached {
-		return 0, 0, fmt.Errorf("session %s: token totals: %w: the records from %d to %d do not read back", r.id, ErrBadRecord, from, last.Seq)
+		return 0, 0, fmt.Errorf("session %s: token totals: %w: the records from %d to %d do not read back; %s", r.id, ErrBadRecord, from, last.Seq, damagedHint(r.id, "N"))
 	}
 	return in, out, nil
 }
@@ -228,9 +228,27 @@ func (r *reader) last() (Event, bool, error) {
 		return Event{}, false, err
 	}
 	var last Event
-	_, err = r.scan(off, func(_ int64, rec record) bool { last = rec.Event; return true })
-	if err != nil && !errors.Is(err, ErrBadRecord) {
-		return Event{}, false, err
+	for {
+		stop, err := r.scan(off, func(_ int64, rec record) bool { last = rec.Event; return true })
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrBadRecord) {
+			return Event{}, false, err
+		}
+		// A break with whole records after it is damage, not the end:
+		// the log's last record is further on. (Probing from the end
+		// finds it in a long log; in a short one the probe starts at
+		// the header, and stopping at the break made a damaged session
+		// read as one that ends there.)
+		next, _, ok, err := r.nextRecord(stop+1, r.size)
+		if err != nil {
+			return Event{}, false, err
+		}
+		if !ok {
+			break
+		}
+		off = next
 	}
 	return last, true, nil
 }

@@ -578,6 +578,16 @@ func (l *Log) Append(id ID, evs ...Event) (uint64, error) {
 	if st.damaged != nil {
 		return 0, st.damaged
 	}
+	// The session's token totals are sums kept in the records: a count so
+	// large that they would wrap around (and read back as a small one) is
+	// refused before anything is buffered.
+	in, out := st.cumIn, st.cumOut
+	for _, ev := range evs {
+		if in+ev.TokensIn < in || out+ev.TokensOut < out {
+			return 0, fmt.Errorf("session %s: tokens of %d in, %d out would overflow the session's totals (%d in, %d out)", id, ev.TokensIn, ev.TokensOut, st.cumIn, st.cumOut)
+		}
+		in, out = in+ev.TokensIn, out+ev.TokensOut
+	}
 	first := st.next
 	barrier := false
 	before := len(st.buf)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -851,5 +852,25 @@ func TestMetaOfAnotherSessionIsDamage(t *testing.T) {
 	}
 	if _, err := l.Remove(b.ID); err != nil {
 		t.Fatalf("rm of the damaged session: %v", err)
+	}
+}
+
+// TestTokenTotalsDoNotWrap: tokens that would take a session's totals past
+// 2^64 are refused, not summed into a small number.
+func TestTokenTotalsDoNotWrap(t *testing.T) {
+	l := testLog(t, nil, Options{})
+	s := mustCreate(t, l, "s")
+	if _, err := l.Append(s.ID, Event{Kind: KindUser, Body: body(1), TokensIn: math.MaxUint64}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(s.ID, Event{Kind: KindUser, Body: body(2), TokensIn: 5}); err == nil {
+		sum, _ := l.Summary(s.ID)
+		t.Fatalf("totals wrapped: %d tokens in", sum.TokensIn)
+	}
+	if _, err := l.Append(s.ID, Event{Kind: KindUser, Body: body(3), TokensOut: 1}, Event{Kind: KindUser, Body: body(4), TokensOut: math.MaxUint64}); err == nil {
+		t.Fatal("a group whose tokens overflow was appended")
+	}
+	if sum, err := l.Summary(s.ID); err != nil || sum.Events != 1 || sum.TokensIn != math.MaxUint64 || sum.TokensOut != 0 {
+		t.Fatalf("after refused appends: %+v %v", sum, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/units"
 )
 
 // SessionCmd groups the session commands.
@@ -220,28 +221,37 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 	}
 	var done []result
 	var bads []bad
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	br := bufio.NewReaderSize(in, 64<<10)
 	line := 0
-	for sc.Scan() {
+	for {
+		raw, long, rerr := readJSONLLine(br, maxJSONLLine)
+		if rerr != nil && rerr != io.EOF {
+			bads = append(bads, bad{line + 1, rerr.Error()})
+			break
+		}
+		if rerr == io.EOF && len(raw) == 0 && !long {
+			break
+		}
 		line++
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
-		}
-		en, err := parseJSONLine(text)
-		if err == nil {
-			var seq uint64
-			seq, err = r.Append(id, en)
+		text := bytes.TrimSpace(raw)
+		switch {
+		case long:
+			bads = append(bads, bad{line, fmt.Sprintf("longer than %s: give a body this large in a body_file", units.Bytes(maxJSONLLine))})
+		case len(text) > 0:
+			en, err := parseJSONLine(text)
 			if err == nil {
-				done = append(done, result{line, seq})
-				continue
+				var seq uint64
+				seq, err = r.Append(id, en)
+				if err == nil {
+					done = append(done, result{line, seq})
+					break
+				}
 			}
+			bads = append(bads, bad{line, err.Error()})
 		}
-		bads = append(bads, bad{line, err.Error()})
-	}
-	if err := sc.Err(); err != nil {
-		bads = append(bads, bad{line + 1, err.Error()})
+		if rerr == io.EOF {
+			break
+		}
 	}
 	if err := r.Close(); err != nil {
 		return err
@@ -268,6 +278,30 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d line(s) not appended, %d appended", len(bads), len(done))}
 	}
 	return nil
+}
+
+// maxJSONLLine bounds a line of append --jsonl (a larger body goes in a
+// body_file).
+const maxJSONLLine = 64 << 20
+
+// readJSONLLine reads one line, without its newline. A line longer than
+// max is read to its end and dropped (long), so that the lines after it
+// are still read: a scanner stopped there, and every good line after a
+// long one was left out without a word.
+func readJSONLLine(br *bufio.Reader, max int) (line []byte, long bool, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		if !long && len(line)+len(bytes.TrimSuffix(frag, []byte("\n"))) > max {
+			long, line = true, nil
+		}
+		if !long {
+			line = append(line, frag...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), long, err
+	}
 }
 
 func parseJSONLine(text []byte) (agent.Entry, error) {

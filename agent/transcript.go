@@ -159,6 +159,7 @@ type ParentLink struct {
 	Subagent bool    // an imported subagent's session (tagged subagent)
 	Fork     bool    // a fork: at ForkAt, or an imported fork (no ForkAt)
 	ForkAt   *uint64 // the fork holds the parent's events before it
+	Removed  bool    // the parent is not there any more (session rm, prune)
 }
 
 // parentLink is m's link to its parent, nil if it has none.
@@ -191,6 +192,12 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 		return p, err
 	}
 	p.Total, p.Parent = s.Events, parentLink(s.Meta)
+	if p.Parent != nil {
+		// rm and prune keep a session's forks and children: their
+		// parent may be gone, and showing it would fail.
+		_, err := r.Log.ReadMeta(p.Parent.ID)
+		p.Parent.Removed = errors.Is(err, eventlog.ErrNoSession)
+	}
 	evs, err := r.Log.Read(id, q.From, q.Limit)
 	if err != nil {
 		return p, err

@@ -121,7 +121,11 @@ func (c *ShowCmd) Run(e *Env) error {
 		case pl.Fork:
 			what = "fork"
 		}
-		fmt.Fprintf(w, "%s of session %s: rook session show %s\n\n", what, pl.ID, pl.ID)
+		if pl.Removed {
+			fmt.Fprintf(w, "%s of session %s, since removed\n\n", what, pl.ID)
+		} else {
+			fmt.Fprintf(w, "%s of session %s: rook session show %s\n\n", what, pl.ID, pl.ID)
+		}
 	}
 	if len(p.Events) == 0 {
 		if p.Total == 0 {

@@ -203,6 +203,20 @@ func (l *Log) mayBeTorn() bool {
 	return !errors.Is(err, fs.ErrNotExist)
 }
 
+// writerRaced says whether a writer may have been writing to the log of
+// id, size bytes when a read found no dirty marker, during that read: the
+// marker is there now (it is written before any record), or the log's
+// size moved (a writer that finished its records and closed made it
+// longer; one repairing a crash's tail, shorter). A break a read found at
+// its end is then a record caught half written; otherwise it is damage.
+func (l *Log) writerRaced(id ID, size int64) bool {
+	if l.mayBeTorn() {
+		return true
+	}
+	fi, err := l.fs.Stat(l.logPath(id))
+	return err != nil || fi.Size() != size
+}
+
 // ErrNoSession: no such session.
 var ErrNoSession = errors.New("no such session")
 
@@ -939,7 +953,14 @@ func (l *Log) Read(id ID, from uint64, limit int) ([]Event, error) {
 		return nil, err
 	}
 	defer f.Close()
-	out, err := r.read(from, limit, l.mayBeTorn())
+	torn := l.mayBeTorn()
+	out, err := r.read(from, limit, torn)
+	if err != nil && !torn && l.writerRaced(id, r.size) {
+		// A writer started while this read: it marks before it writes,
+		// so the break may be its record half written when the size was
+		// taken. A torn tail, as with the marker.
+		out, err = r.read(from, limit, true)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -872,5 +873,68 @@ func TestTokenTotalsDoNotWrap(t *testing.T) {
 	}
 	if sum, err := l.Summary(s.ID); err != nil || sum.Events != 1 || sum.TokensIn != math.MaxUint64 || sum.TokensOut != 0 {
 		t.Fatalf("after refused appends: %+v %v", sum, err)
+	}
+}
+
+// statGrown is a file system on which the log at path has grown since it
+// was opened: a writer finished the record a read caught half written.
+type statGrown struct {
+	vfs.FS
+	path string
+}
+
+type grownInfo struct{ fs.FileInfo }
+
+func (g grownInfo) Size() int64 { return g.FileInfo.Size() + 1 }
+
+func (s statGrown) Stat(name string) (fs.FileInfo, error) {
+	fi, err := s.FS.Stat(name)
+	if err == nil && name == s.path {
+		fi = grownInfo{fi}
+	}
+	return fi, err
+}
+
+// A read that finds a record half written at the end, with no dirty
+// marker, is not damage when the log's size moved meanwhile: a writer
+// marked, wrote and closed while the read ran (it reads the events before,
+// as with the marker). With the size as it was, it is damage.
+func TestReadOfARecordAWriterWasWriting(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	s := mustCreate(t, l, "s")
+	for i := 0; i < 5; i++ {
+		if _, err := l.Append(s.ID, Event{Kind: KindUser, Body: body(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsys.OpenFile(l.logPath(s.ID), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := newReader(f, s.ID)
+	off, _, _ := r.find(4)
+	b, _ := r.chunk(0, int(r.size))
+	f.Close()
+	// Half of a sixth record: the last one's first half again.
+	half := b[off : off+(int64(len(b))-off)/2]
+	if err := fsys.WriteFileAtomic(l.logPath(s.ID), append(b, half...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		fsys   vfs.FS
+		damage bool
+	}{{fsys, true}, {statGrown{fsys, l.logPath(s.ID)}, false}} {
+		ro, err := Open("/h/events", Options{FS: tc.fsys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := ro.Read(s.ID, 0, 10)
+		if tc.damage != (err != nil) || (err == nil && len(evs) != 5) {
+			t.Fatalf("size moved %v: %d events, %v", !tc.damage, len(evs), err)
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -223,9 +225,29 @@ func (m *claudeMapper) cutKind(ml mappedLine, s jsonString) cas.Kind { return de
 func (m *claudeMapper) mapLine(line []byte) mappedLine {
 	e, err := decodeClaudeEntry(line)
 	if err != nil {
-		return mappedLine{Kind: eventlog.KindNote, Label: "claude-code:unparsed", Unparsed: "not JSON"}
+		return mappedLine{Kind: eventlog.KindNote, Label: "claude-code:unparsed", Unparsed: claudeUnreadable(line, err)}
 	}
 	return m.mapEntry(&e)
+}
+
+// claudeUnreadable says why a line did not decode as a Claude Code entry.
+// A line that is JSON, but not an object or with a field of another type
+// than Claude Code writes (a newer version's), is not called "not JSON":
+// the report is what a user reads to find what is wrong with the line.
+func claudeUnreadable(line []byte, err error) string {
+	if !json.Valid(line) {
+		return "not JSON"
+	}
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Field == "" {
+		return "not a JSON object"
+	}
+	what, _, _ := strings.Cut(te.Value, " ") // "number -5": its kind
+	article := "a"
+	if strings.ContainsAny(what[:min(1, len(what))], "aeiou") {
+		article = "an"
+	}
+	return fmt.Sprintf("%q is %s %s, not the type Claude Code writes there", te.Field, article, what)
 }
 
 // mapScanned is mapLine for a line scanJSON took, through the fast path,

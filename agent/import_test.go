@@ -126,6 +126,27 @@ func fileByPath(t *testing.T, rep ImportReport, path string) ImportedFile {
 	return ImportedFile{}
 }
 
+// A line that does not decode as a Claude Code entry is reported with why:
+// one that is JSON (not an object, or a field of another type than Claude
+// Code writes) is not "not JSON", which would send the user looking for a
+// syntax error that is not there.
+func TestClaudeUnparsedSaysWhy(t *testing.T) {
+	for line, want := range map[string]string{
+		`{"type":"user",`:                  "not JSON",
+		`[1,2]`:                            "not a JSON object",
+		`"user"`:                           "not a JSON object",
+		`{"type":"user","timestamp":5}`:    `"timestamp" is a number, not the type Claude Code writes there`,
+		`{"type":"progress","data":"x"}`:   `"data" is a string, not the type Claude Code writes there`,
+		`{"type":"user","isMeta":[true]}`:  `"isMeta" is an array, not the type Claude Code writes there`,
+		`{"type":"user","isMeta":{"a":1}}`: `"isMeta" is an object, not the type Claude Code writes there`,
+	} {
+		m := newClaudeMapper("/p/s.jsonl").mapLine([]byte(line))
+		if m.Label != "claude-code:unparsed" || m.Unparsed != want {
+			t.Errorf("%s: %q %q, want unparsed %q", line, m.Label, m.Unparsed, want)
+		}
+	}
+}
+
 func TestImportClaudeCodeMapsLinesAndExportsThemBack(t *testing.T) {
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)

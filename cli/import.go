@@ -343,7 +343,10 @@ func writeOutput(e *Env, path string, write func(io.Writer) error) error {
 		if err := write(io.Discard); err != nil {
 			return err
 		}
-		f, err := e.FS.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+		// O_CREATE: a link to a file not there yet gets it made, as a
+		// shell's > does; without it the write failed with the link's
+		// "no such file or directory".
+		f, err := e.FS.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
 			return err
 		}

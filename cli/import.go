@@ -290,6 +290,17 @@ func (c *ExportCmd) Run(e *Env) error {
 			return fmt.Errorf("write %s: the directory %s does not exist: make it first (mkdir -p)", output, dir)
 		}
 	}
+	toolResults := string(c.ToolResults)
+	if toolResults != "" {
+		if abs, err := filepath.Abs(toolResults); err == nil {
+			toolResults = abs
+		}
+		// Checked before the transcript is written: failing after it
+		// would leave the --output written by a command that failed.
+		if fi, err := e.FS.Stat(toolResults); err == nil && !fi.IsDir() {
+			return usageErr("--tool-results %s is not a directory: name a directory (made if missing)", toolResults)
+		}
+	}
 	var x agent.ExportResult
 	if output == "" {
 		if x, err = r.ExportSource(id, e.Stdout); err != nil {
@@ -310,10 +321,7 @@ func (c *ExportCmd) Run(e *Env) error {
 		}
 	}
 	var tr *agent.ExportedToolResults
-	if dir := string(c.ToolResults); dir != "" {
-		if abs, err := filepath.Abs(dir); err == nil {
-			dir = abs
-		}
+	if dir := toolResults; dir != "" {
 		t, err := r.ExportToolResults(id, dir)
 		if err != nil {
 			return fmt.Errorf("write the session's tool-results files to %s: %w", dir, err)

@@ -1979,12 +1979,38 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 			inRun[*f.Session] = f
 		}
 	}
+	// live: the store's sessions, listed once, when a child names a
+	// parent: one removed (`rook session rm` it and import its file
+	// again, as the README says for a session an older rook imported)
+	// leaves its children naming a session that is gone; they are linked
+	// again, to the one its file is imported as now.
+	var live map[eventlog.ID]bool
+	gone := func(id eventlog.ID) (bool, error) {
+		if live == nil {
+			ids, err := r.Log.IDs()
+			if err != nil {
+				return false, err
+			}
+			live = make(map[eventlog.ID]bool, len(ids))
+			for _, id := range ids {
+				live[id] = true
+			}
+		}
+		return !live[id], nil
+	}
 	for path, m := range known {
 		if m.Source.Parent == "" {
 			continue
 		}
 		f := inRun[m.ID]
-		if m.Parent == nil {
+		stale := false
+		if m.Parent != nil {
+			var err error
+			if stale, err = gone(*m.Parent); err != nil {
+				return err
+			}
+		}
+		if m.Parent == nil || stale {
 			p, ok := parentOf(known, m.Source.Parent)
 			if !ok {
 				if f != nil && f.Note == "" && f.Status != ImportUnchanged { // said when it came in, not at every import

@@ -566,6 +566,52 @@ func TestImportLinksSubagentsToTheirParent(t *testing.T) {
 	}
 }
 
+// A parent removed and imported again (the README's remedy for a session
+// an older rook imported: `rook session rm` it and import its file again)
+// gets its children back: they are linked to the new session, not left
+// naming the one removed.
+func TestImportRelinksChildrenOfARemovedParent(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/p/-home-u-proj"
+	parent := proj + "/sess1.jsonl"
+	child := proj + "/sess1/subagents/agent-a1.jsonl"
+	writeSource(t, fsys, parent, claudeLines("sess1", 1), "")
+	writeSource(t, fsys, child, claudeLines("sess1", 2), "")
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	old, cid := *fileByPath(t, rep, parent).Session, *fileByPath(t, rep, child).Session
+	if _, err := r.RemoveSession(old); err != nil {
+		t.Fatal(err)
+	}
+	rep = mustImport(t, r, FormatClaudeCode, proj)
+	pid := *fileByPath(t, rep, parent).Session
+	if pid == old {
+		t.Fatalf("the parent is imported again as a new session: %s", pid)
+	}
+	m, err := r.Log.ReadMeta(cid)
+	if err != nil || m.Parent == nil || *m.Parent != pid {
+		t.Fatalf("child %s: parent %v, want %s (the removed one: %s); %v", cid, m.Parent, pid, old, err)
+	}
+	if f := fileByPath(t, rep, child); f.Parent == nil || *f.Parent != pid {
+		t.Fatalf("the report's child: %+v", f)
+	}
+	// Imported without its file in the run, it is counted as linked.
+	if _, err := r.RemoveSession(pid); err != nil {
+		t.Fatal(err)
+	}
+	rep = mustImport(t, r, FormatClaudeCode, parent)
+	if pid = *fileByPath(t, rep, parent).Session; rep.Linked != 1 {
+		t.Fatalf("children linked: %d, want 1", rep.Linked)
+	}
+	if m, err := r.Log.ReadMeta(cid); err != nil || m.Parent == nil || *m.Parent != pid {
+		t.Fatalf("child %s: parent %v, want %s; %v", cid, m.Parent, pid, err)
+	}
+	// Linked once: the next import has nothing to link.
+	if rep := mustImport(t, r, FormatClaudeCode, proj); rep.Linked != 0 {
+		t.Fatalf("linked again: %+v", rep)
+	}
+}
+
 func TestImportReportsAnUnreadableFileAndGoesOn(t *testing.T) {
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)

@@ -375,7 +375,10 @@ func (c *SessionLsCmd) Run(e *Env) error {
 	if e.JSON {
 		return e.printJSON(rows)
 	}
-	if len(rows) == 0 {
+	if len(rows) == 0 && c.All {
+		// Not "in" the current directory: --all looked at every workspace.
+		fmt.Fprintf(e.Stdout, "no sessions in the store %s\n", e.Home)
+	} else if len(rows) == 0 {
 		fmt.Fprintf(e.Stdout, "no sessions in %s\n", e.Cwd)
 	} else {
 		t := &table{right: map[int]bool{2: true}}

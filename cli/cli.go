@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/alecthomas/kong"
 
@@ -291,6 +292,20 @@ func explain(err error, home string) string {
 			}
 		}
 		return fmt.Sprintf("%v: check the permissions of %s (`rook doctor`)", err, home)
+	case errors.Is(err, syscall.ENOSPC):
+		// What the store's own error says ("close and reopen the store")
+		// is for a program holding it open; a command has exited, and the
+		// next one to open the store recovers what this one wrote.
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Path == os.Stdout.Name() {
+			return fmt.Sprintf("%v: the disk standard output goes to is full: free space, then run the command again", err)
+		}
+		if errors.As(err, &pe) {
+			if p, aerr := filepath.Abs(pe.Path); aerr == nil && !inDir(home, p) {
+				return fmt.Sprintf("%v: the disk holding %s is full: free space, then run the command again", err, p)
+			}
+		}
+		return fmt.Sprintf("%v: the disk holding the store %s is full: free space, then run the command again (it recovers what this one wrote)", err, home)
 	}
 	return err.Error()
 }

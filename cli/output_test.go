@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"syscall"
 	"testing"
 	"unicode/utf8"
 )
@@ -81,5 +82,25 @@ func TestFirstLineCutsWholeCharacters(t *testing.T) {
 	}
 	if got := firstLine("short é\nsecond"); got != "short é" {
 		t.Fatalf("%q", got)
+	}
+}
+
+// TestExplainDiskFull: a disk that filled says so and what to do; the
+// store's own "close and reopen the store" is not something a command's
+// user can do.
+func TestExplainDiskFull(t *testing.T) {
+	home := "/home/u/.rook"
+	store := fmt.Errorf("sync event bodies: an earlier write failed (%w); close and reopen the store to recover",
+		fmt.Errorf("write segment 00000001.seg: %w", &fs.PathError{Op: "write", Path: home + "/segments/00000001.seg", Err: syscall.ENOSPC}))
+	if got := explain(store, home); !strings.HasSuffix(got, ": the disk holding the store /home/u/.rook is full: free space, then run the command again (it recovers what this one wrote)") {
+		t.Errorf("the store's disk: %q", got)
+	}
+	out := fmt.Errorf("write /work/out.jsonl: %w", &fs.PathError{Op: "write", Path: "/work/out.jsonl", Err: syscall.ENOSPC})
+	if got, want := explain(out, home), "write /work/out.jsonl: write /work/out.jsonl: no space left on device: the disk holding /work/out.jsonl is full: free space, then run the command again"; got != want {
+		t.Errorf("an --output's disk:\n got %q\nwant %q", got, want)
+	}
+	stdout := &fs.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.ENOSPC}
+	if got := explain(stdout, home); !strings.HasSuffix(got, ": the disk standard output goes to is full: free space, then run the command again") {
+		t.Errorf("standard output's disk: %q", got)
 	}
 }

@@ -84,13 +84,27 @@ func (o osFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) 
 		}
 		pending = append(pending, pf)
 		if err := f.writeTo(pf); err != nil {
-			return err
+			return named(err, pf.Name(), filepath.Join(dir, f.Name))
 		}
 	}
-	if err := parallel(len(pending), func(i int) error { return pending[i].CloseAtomicallyReplace() }); err != nil {
+	if err := parallel(len(pending), func(i int) error {
+		return named(pending[i].CloseAtomicallyReplace(), pending[i].Name(), filepath.Join(dir, files[i].Name))
+	}); err != nil {
 		return err
 	}
 	return o.SyncDir(dir)
+}
+
+// named has an error that names a pending file (a write or sync of it
+// failed: a disk that filled) name the file it was to replace, as
+// NewPendingFile's does: the temporary name (".x.jsonl123...") is
+// renameio's, which the user never asked for, and is gone once it fails.
+func named(err error, tmp, name string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == tmp {
+		pe.Path = name
+	}
+	return err
 }
 
 // maxParallelSyncs bounds the fsyncs in flight (SyncFiles, and

@@ -161,6 +161,25 @@ func TestWriteFilesAtomic(t *testing.T) {
 	}
 }
 
+// TestWriteFilesAtomicErrorNamesTheFile: a write to the pending file that
+// fails (a disk that filled) names the file asked for, not renameio's
+// temporary file, which is gone once it fails.
+func TestWriteFilesAtomicErrorNamesTheFile(t *testing.T) {
+	dir := t.TempDir()
+	err := vfs.OS.WriteFilesAtomic(dir, []vfs.NamedData{{Name: "out.jsonl", Stream: func(w io.Writer) error {
+		w.(io.Closer).Close() // the write below fails, as on a full disk
+		_, err := w.Write([]byte("x"))
+		return err
+	}}}, 0o600)
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || pe.Path != filepath.Join(dir, "out.jsonl") {
+		t.Fatalf("error %v: want it to name %s", err, filepath.Join(dir, "out.jsonl"))
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("left in %s: %v", dir, ents)
+	}
+}
+
 // TestOSSyncFiles: every file of the batch is synced and an error of one
 // is returned (a closed file cannot be synced).
 func TestOSSyncFiles(t *testing.T) {

@@ -298,7 +298,7 @@ func (c *ExportCmd) Run(e *Env) error {
 		// Checked before the transcript is written: failing after it
 		// would leave the --output written by a command that failed.
 		if fi, err := e.FS.Stat(toolResults); err == nil && !fi.IsDir() {
-			return usageErr("--tool-results %s is not a directory: name a directory (made if missing)", toolResults)
+			return fmt.Errorf("write the session's tool-results files to %s: it is not a directory: name a directory (made if missing)", toolResults)
 		}
 	}
 	var x agent.ExportResult

@@ -76,7 +76,7 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 			from = evs[len(evs)-1].Seq + 1
 		}
 	}
-	if err := r.walkRefs(mark); err != nil {
+	if err := r.walkRefs(func(_ string, id cas.Key) { mark(id) }); err != nil {
 		return nil, err
 	}
 	for len(snapshots) > 0 {
@@ -116,9 +116,10 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 	return live, nil
 }
 
-// walkRefs calls mark for every object id any ref file names: refs are
-// text files of lines whose first field is a 32-hex id.
-func (r *Rook) walkRefs(mark func(cas.Key)) error {
+// walkRefs calls mark for every object id any ref file names, with the
+// file's path under the home: refs are text files of lines whose first
+// field is a 32-hex id.
+func (r *Rook) walkRefs(mark func(ref string, id cas.Key)) error {
 	var walk func(dir string) error
 	walk = func(dir string) error {
 		ents, err := r.fs.ReadDir(dir)
@@ -147,8 +148,9 @@ func (r *Rook) walkRefs(mark func(cas.Key)) error {
 				}
 				return fmt.Errorf("ref %s: %v: gc refuses to sweep with an incomplete mark", p, err)
 			}
+			rel, _ := filepath.Rel(r.home, p)
 			for _, l := range lines {
-				mark(l.id)
+				mark(filepath.ToSlash(rel), l.id)
 			}
 		}
 		return nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/dict"
 )
@@ -19,7 +20,7 @@ type StoreCmd struct {
 	Cat     CatCmd         `cmd:"" help:"Write an object's exact bytes to stdout."`
 	Ls      LsCmd          `cmd:"" help:"List objects, newest first."`
 	Stat    StatCmd        `cmd:"" help:"What the store holds and what it takes on disk, by part and kind."`
-	Verify  VerifyCmd      `cmd:"" help:"Re-read and re-hash every object; check every index entry against its segment."`
+	Verify  VerifyCmd      `cmd:"" help:"Re-read and re-hash every object; check every index entry against its segment; read every session's log and check that every object it names is there."`
 	Reindex ReindexCmd     `cmd:"" help:"Rebuild the index from the segments."`
 	Train   StoreTrainCmd  `cmd:"" help:"Train zstd dictionaries per object kind (kept only where they pay)."`
 	GC      StoreGCCmd     `cmd:"" name:"gc" help:"Collect objects nothing reaches (mark and sweep; --dry-run plans)."`
@@ -262,14 +263,21 @@ func bar(n, max int64, width int) string {
 // VerifyCmd is `rook store verify`.
 type VerifyCmd struct{}
 
+// verifyReport is verify's --json: the objects' report, and the sessions'
+// and refs' (what they name, and whether their logs read).
+type verifyReport struct {
+	cas.VerifyReport
+	References agent.ReferenceReport `json:"references"`
+}
+
 func (c *VerifyCmd) Run(e *Env) error {
-	s, err := e.openStore(false)
+	r, err := e.openRook(false)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer r.Close()
 	p := newProgress(e.Stderr, "verify")
-	rep, err := s.Verify(p.update)
+	rep, err := r.Store.Verify(p.update)
 	p.done()
 	if err != nil {
 		return err
@@ -277,8 +285,15 @@ func (c *VerifyCmd) Run(e *Env) error {
 	if rep.Problems == nil {
 		rep.Problems = []cas.Problem{}
 	}
+	p = newProgress(e.Stderr, "verify: sessions")
+	p.unit = "sessions"
+	refs, err := r.VerifyReferences(p.update)
+	p.done()
+	if err != nil {
+		return err
+	}
 	if e.JSON {
-		if err := e.printJSON(rep); err != nil {
+		if err := e.printJSON(verifyReport{rep, refs}); err != nil {
 			return err
 		}
 	} else {
@@ -288,14 +303,20 @@ func (c *VerifyCmd) Run(e *Env) error {
 		if len(rep.Problems) == 0 {
 			fmt.Fprintf(e.Stdout, "all %d objects verified (%d records in %d segment(s), %s read)\n", rep.Objects, rep.Records, rep.Segments, formatBytes(rep.Bytes))
 		}
+		for _, pr := range refs.Problems {
+			fmt.Fprintln(e.Stdout, terminalLine(pr.String()))
+		}
+		if len(refs.Problems) == 0 {
+			fmt.Fprintf(e.Stdout, "%d session(s) read to their end (%d events), %d ref(s): all %d objects they name are in the store\n", refs.Sessions, refs.Events, refs.Refs, refs.Named)
+		}
 	}
 	if rep.TornTail != "" && !e.JSON {
 		fmt.Fprintf(e.Stderr, "rook: note: %s: not acknowledged yet: a writer beside this verify is writing it, or a crash cut it mid-write (the next writer then cuts it off)\n", rep.TornTail)
 	}
-	if len(rep.Problems) == 0 {
+	if len(rep.Problems) == 0 && len(refs.Problems) == 0 {
 		return nil
 	}
-	msg := fmt.Sprintf("%d problem(s) found", len(rep.Problems))
+	msg := fmt.Sprintf("%d problem(s) found", len(rep.Problems)+len(refs.Problems))
 	if rep.Unreadable > 0 {
 		msg += fmt.Sprintf("; %d object(s) cannot be read back: putting an object's original bytes again repairs it", rep.Unreadable)
 	}
@@ -307,6 +328,12 @@ func (c *VerifyCmd) Run(e *Env) error {
 	}
 	if rep.Unreadable < len(rep.Problems)-rep.DamagedRegions-rep.WaitingRecords {
 		msg += "; `rook store reindex` rebuilds the index from what the segments hold"
+	}
+	if missing := refs.Missing(); missing > 0 {
+		msg += fmt.Sprintf("; %d object(s) named by sessions or refs are not in the store: `rook store reindex` finds any the segments still hold, and putting an object's original bytes again restores it", missing)
+	}
+	if n := len(refs.Problems) - refs.Missing(); n > 0 {
+		msg += fmt.Sprintf("; %d session(s) or line(s) do not read (each line above says what to do)", n)
 	}
 	return &exitError{code: ExitFailure, msg: msg}
 }

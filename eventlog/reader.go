@@ -205,9 +205,9 @@ func (r *reader) read(from uint64, limit int, torn bool) ([]Event, error) {
 	return out, nil
 }
 
-// damagedHint says what to do about a session whose log is damaged: store
-// verify checks the objects, not the logs, so it is the events before the
-// damage that can be kept (at: the first damaged seq, or "N").
+// damagedHint says what to do about a session whose log is damaged: its
+// events before the damage can be kept (at: the first damaged seq, or
+// "N"); nothing rebuilds a log.
 func damagedHint(id ID, at string) string {
 	return fmt.Sprintf("its log is damaged there; pages before it read as usual, and `rook session fork %s --at %s` keeps the events before it in a new session", id, at)
 }

@@ -1,0 +1,198 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/rookhq/rook/cas"
+)
+
+// ReferenceReport is what `rook store verify` finds beyond the objects
+// themselves (cas.Store.Verify): whether every session's log reads to its
+// end, and whether every object the sessions and refs name, followed into
+// the snapshots and imported lines that name others, is in the store. An
+// object the store holds but cannot read back is cas.Store.Verify's to
+// report; here it counts as there.
+type ReferenceReport struct {
+	Sessions int                `json:"sessions"` // sessions whose logs were read
+	Events   int64              `json:"events"`   // events read
+	Refs     int                `json:"refs"`     // ids named by ref files (checkpoints)
+	Named    int                `json:"objects_named"`
+	Problems []ReferenceProblem `json:"problems"`
+}
+
+// ReferenceProblem is a session whose log or metadata does not read, or
+// an object named and not in the store: named by a session's event (Seq),
+// a ref file (Ref), or a snapshot or imported line (In, its short id)
+// that one of those named (Session or Ref then say which).
+type ReferenceProblem struct {
+	Session string  `json:"session,omitempty"`
+	Seq     *uint64 `json:"seq,omitempty"`
+	Ref     string  `json:"ref,omitempty"`
+	In      string  `json:"in,omitempty"`
+	ID      string  `json:"id,omitempty"` // the missing object's short id
+	Reason  string  `json:"reason"`
+	// Also counts the other places that name the same missing object
+	// (each is reported once, where first found).
+	Also int `json:"also,omitempty"`
+}
+
+// Missing counts the problems that are objects not in the store.
+func (rep ReferenceReport) Missing() int {
+	n := 0
+	for _, p := range rep.Problems {
+		if p.ID != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func (p ReferenceProblem) String() string {
+	where := ""
+	switch {
+	case p.Session != "" && p.Seq != nil:
+		where = fmt.Sprintf("session %s #%d", p.Session, *p.Seq)
+	case p.Session != "":
+		where = "session " + p.Session
+	case p.Ref != "":
+		where = p.Ref
+	}
+	if p.In != "" {
+		where += ", in " + p.In
+	}
+	if strings.HasPrefix(p.Reason, where+": ") {
+		where = "" // a log's or metadata's error names its session already
+	}
+	s := p.Reason
+	if where != "" {
+		s = where + ": " + s
+	}
+	if p.Also > 0 {
+		s += fmt.Sprintf(" (and %d other place(s) name it)", p.Also)
+	}
+	return s
+}
+
+// VerifyReferences reads every session's metadata and log to its end and
+// checks that every object named is in the store (see ReferenceReport).
+// Unlike the gc's mark (Roots), which stops at the first log it cannot
+// read, it goes on past each problem to report them all. progress (when
+// not nil) is called with the sessions read so far and their number.
+func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceReport, error) {
+	rep := ReferenceReport{Problems: []ReferenceProblem{}}
+	type namer struct {
+		p   ReferenceProblem // where the name is: Session, Seq, Ref
+		idx int              // the problem reported for it, if missing: index+1
+	}
+	seen := map[cas.Key]*namer{}
+	var containers []cas.Key // snapshots and imported lines, to expand
+	kinds := map[cas.Key]cas.Kind{}
+	check := func(id cas.Key, at ReferenceProblem) {
+		if n, ok := seen[id]; ok {
+			if n.idx > 0 {
+				rep.Problems[n.idx-1].Also++
+			}
+			return
+		}
+		n := &namer{p: at}
+		seen[id] = n
+		info, err := r.Store.Stat(id)
+		var nf *cas.NotFoundError
+		switch {
+		case errors.As(err, &nf):
+			at.ID = cas.Short(id)
+			at.Reason = fmt.Sprintf("%s is not in the store", cas.Short(id))
+			rep.Problems = append(rep.Problems, at)
+			n.idx = len(rep.Problems)
+		case err == nil && (info.Kind == cas.KindSnapshot || info.Kind == cas.KindSource):
+			containers = append(containers, id)
+			kinds[id] = info.Kind
+		}
+	}
+	ids, err := r.Log.IDs()
+	if err != nil {
+		return rep, err
+	}
+	total := int64(len(ids)) + 1 // the refs and containers as a last step
+	for i, id := range ids {
+		if progress != nil {
+			progress(int64(i), total)
+		}
+		rep.Sessions++
+		sid := id.String()
+		if _, err := r.Log.ReadMeta(id); err != nil {
+			rep.Problems = append(rep.Problems, ReferenceProblem{Session: sid, Reason: err.Error()})
+		}
+		for from := uint64(0); ; {
+			evs, err := r.Log.Read(id, from, 4096)
+			for _, ev := range evs {
+				seq := ev.Seq
+				check(ev.Body, ReferenceProblem{Session: sid, Seq: &seq})
+			}
+			rep.Events += int64(len(evs))
+			if err != nil {
+				rep.Problems = append(rep.Problems, ReferenceProblem{Session: sid, Reason: err.Error()})
+				break
+			}
+			if len(evs) == 0 {
+				break
+			}
+			from = evs[len(evs)-1].Seq + 1
+		}
+	}
+	if progress != nil {
+		progress(total-1, total)
+	}
+	if err := r.walkRefs(func(ref string, id cas.Key) {
+		rep.Refs++
+		check(id, ReferenceProblem{Ref: ref})
+	}); err != nil {
+		return rep, err
+	}
+	for len(containers) > 0 {
+		id := containers[len(containers)-1]
+		containers = containers[:len(containers)-1]
+		at := seen[id].p // where the container is named
+		at.In = cas.Short(id)
+		var names []cas.Key
+		if kinds[id] == cas.KindSnapshot {
+			m, err := r.ReadManifest(id)
+			if err != nil {
+				// Unreadable is the object check's to report; one that
+				// reads and does not decode is this one's.
+				if _, gerr := r.Store.Get(id); gerr == nil {
+					at.Reason = fmt.Sprintf("the snapshot does not decode: %v", err)
+					rep.Problems = append(rep.Problems, at)
+				}
+				continue
+			}
+			for _, f := range m.Files {
+				names = append(names, f.ID)
+			}
+		} else {
+			b, err := r.Store.Get(id)
+			if err != nil {
+				continue
+			}
+			sl, err := decodeSourceLine(b)
+			if err != nil {
+				at.Reason = fmt.Sprintf("the imported line does not decode: %v", err)
+				rep.Problems = append(rep.Problems, at)
+				continue
+			}
+			for _, c := range sl.Cuts {
+				names = append(names, c.ID)
+			}
+		}
+		for _, n := range names {
+			check(n, at)
+		}
+	}
+	rep.Named = len(seen)
+	if progress != nil {
+		progress(total, total)
+	}
+	return rep, nil
+}

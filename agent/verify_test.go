@@ -1,0 +1,95 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// VerifyReferences reports each object a session's event or a ref names
+// that the store does not hold, once (counting the other places that
+// name it), and finds none in a store where everything is there.
+func TestVerifyReferencesFindsWhatIsMissing(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	id := newSession(t, r)
+	appendBodies(t, r, id, "one", "two")
+	rep, err := r.VerifyReferences(nil)
+	if err != nil || len(rep.Problems) != 0 || rep.Sessions != 1 || rep.Events != 2 || rep.Named != 2 {
+		t.Fatalf("a whole store: %+v, %v", rep, err)
+	}
+	// Two events and a ref naming an object that is not in the store
+	// (lost with a segment, say), beside one that is.
+	gone := cas.Key{0xde, 0xad}
+	if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindUser, Body: gone}, eventlog.Event{Kind: eventlog.KindUser, Body: gone}); err != nil {
+		t.Fatal(err)
+	}
+	ref := filepath.Join(testHome, RefsDir, "checkpoints", "x")
+	if err := fsys.MkdirAll(filepath.Dir(ref), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsys.OpenFile(ref, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("dead" + strings.Repeat("0", 28) + " 1\n"))
+	f.Close()
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = r.VerifyReferences(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || rep.Missing() != 1 || rep.Refs != 1 || rep.Events != 4 {
+		t.Fatalf("one missing object: %+v", rep)
+	}
+	p := rep.Problems[0]
+	if p.Session != id.String() || p.Seq == nil || *p.Seq != 2 || p.ID != cas.Short(gone) || p.Also != 2 {
+		t.Fatalf("the problem: %+v", p)
+	}
+	if s := p.String(); !strings.Contains(s, "#2: "+cas.Short(gone)+" is not in the store (and 2 other place(s) name it)") {
+		t.Fatalf("said as %q", s)
+	}
+}
+
+// An object named inside a snapshot or an imported line (a file of a
+// capture, a string cut out of a line) is checked too, and reported as
+// found in it.
+func TestVerifyReferencesFollowsContainers(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/src/-w/v.jsonl"
+	writeSource(t, fsys, src, claudeLines("v", 1), "")
+	sid := *mustImport(t, r, FormatClaudeCode, src).Files[0].Session
+	rep, err := r.VerifyReferences(nil)
+	if err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("an imported session: %+v, %v", rep, err)
+	}
+	// A line naming a string the store does not hold, stored and named
+	// by a new event.
+	sl := sourceLine{Cuts: []lineCut{{Gap: 1, ID: cas.Key{0xbe, 0xef}}}, Rest: []byte(`{""}`)}
+	put, err := r.Store.Put(cas.KindSource, sl.encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := put.ID
+	if _, err := r.Log.Append(sid, eventlog.Event{Kind: eventlog.KindNote, Body: bad}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = r.VerifyReferences(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || rep.Problems[0].In != cas.Short(bad) || rep.Problems[0].ID != cas.Short(cas.Key{0xbe, 0xef}) || rep.Problems[0].Session != sid.String() {
+		t.Fatalf("a line's missing string: %+v", rep.Problems)
+	}
+}

@@ -354,8 +354,12 @@ func (c *SessionLsCmd) Run(e *Env) error {
 		return err
 	}
 	defer r.Close()
+	// Sessions that do not read are left out of the list and named on
+	// stderr, and the command exits 1 after listing the others: one
+	// damaged session must not hide the rest.
 	all, err := r.Log.Sessions()
-	if err != nil {
+	var unreadable *eventlog.UnreadableError
+	if err != nil && !errors.As(err, &unreadable) {
 		return err
 	}
 	agent.SortByLastActive(all)
@@ -373,7 +377,10 @@ func (c *SessionLsCmd) Run(e *Env) error {
 	}
 	rows = underParents(rows)
 	if e.JSON {
-		return e.printJSON(rows)
+		if err := e.printJSON(rows); err != nil {
+			return err
+		}
+		return unreadableSessions(e, unreadable)
 	}
 	if len(rows) == 0 && c.All {
 		// Not "in" the current directory: --all looked at every workspace.
@@ -410,7 +417,23 @@ func (c *SessionLsCmd) Run(e *Env) error {
 	if others > 0 {
 		fmt.Fprintf(e.Stdout, "(%d more in other workspaces: `rook session ls --all`)\n", others)
 	}
-	return nil
+	return unreadableSessions(e, unreadable)
+}
+
+// unreadableSessions names on stderr the sessions a listing left out for
+// not reading (each error says what is wrong and what to do), and exits 1;
+// nil when there are none. Whatever their workspace: which it is may be
+// what does not read.
+func unreadableSessions(e *Env, u *eventlog.UnreadableError) error {
+	if u == nil {
+		return nil
+	}
+	if !e.JSON {
+		for _, err := range u.Errs {
+			fmt.Fprintf(e.Stderr, "rook: %s\n", terminalLine(err.Error()))
+		}
+	}
+	return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d session(s) do not read and are not listed (`rook store verify` lists every problem; `rook session rm ID` removes a session)", len(u.Errs))}
 }
 
 // underParents puts each fork and child right under its parent when the

@@ -926,21 +926,47 @@ func (l *Log) SummaryOf(m Meta) (Summary, error) {
 }
 
 // Sessions summarises every session, oldest first.
+//
+// A session whose metadata or log does not read is left out, and its error
+// is in the *UnreadableError returned beside the others: a caller that
+// lists them can list the rest and say which did not read; one that
+// decides from all of them (retention) treats it as any error.
 func (l *Log) Sessions() ([]Summary, error) {
 	ids, err := l.IDs()
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Summary, 0, len(ids))
+	var bad UnreadableError
 	for _, id := range ids {
 		s, err := l.Summary(id)
 		if err != nil {
-			return nil, err
+			bad.IDs, bad.Errs = append(bad.IDs, id), append(bad.Errs, err)
+			continue
 		}
 		out = append(out, s)
 	}
+	if len(bad.Errs) > 0 {
+		return out, &bad
+	}
 	return out, nil
 }
+
+// UnreadableError is the sessions Sessions left out, each with the error
+// its metadata or log gave.
+type UnreadableError struct {
+	IDs  []ID
+	Errs []error
+}
+
+func (e *UnreadableError) Error() string {
+	if len(e.Errs) == 1 {
+		return e.Errs[0].Error()
+	}
+	return fmt.Sprintf("%v (and %d other session(s) that do not read)", e.Errs[0], len(e.Errs)-1)
+}
+
+func (e *UnreadableError) Unwrap() []error { return e.Errs }
 
 // Read returns up to limit events of a session from seq `from` on, in
 // order. It costs O(limit) plus a bisection of the file, not O(session).

@@ -209,7 +209,11 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	if abs, err := filepath.Abs(c.Output); err == nil {
 		c.Output = abs // said in full: -C may have moved where it lands
 	}
-	if _, err := e.FS.Stat(c.Output); err == nil {
+	if fi, err := e.FS.Stat(c.Output); err == nil && fi.IsDir() {
+		// as export's: a directory is no file to write (nor one that would
+		// be overwritten)
+		return usageErr("--output %s is a directory: name the file to write", c.Output)
+	} else if err == nil {
 		return exportExistsErr(c.Output)
 	}
 	r, id, err := e.readSession(c.ID)

@@ -175,13 +175,17 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 		return err
 	}
 	if e.JSON {
-		return e.printJSON(rep)
+		if err := e.printJSON(rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(e.Stdout, "repacked %d objects from %d segment(s): stored %s → %s, on disk %s → %s\n", rep.Objects, rep.SegmentsRewritten,
+			formatBytes(rep.StoredBefore), formatBytes(rep.StoredAfter), formatBytes(rep.DiskBefore), formatBytes(rep.DiskAfter))
+		for _, k := range rep.Kept {
+			fmt.Fprintf(e.Stdout, "kept damaged segment %s: `rook store verify` lists what it affects\n", k)
+		}
 	}
-	fmt.Fprintf(e.Stdout, "repacked %d objects from %d segment(s): stored %s → %s, on disk %s → %s\n", rep.Objects, rep.SegmentsRewritten,
-		formatBytes(rep.StoredBefore), formatBytes(rep.StoredAfter), formatBytes(rep.DiskBefore), formatBytes(rep.DiskAfter))
-	for _, k := range rep.Kept {
-		fmt.Fprintf(e.Stdout, "kept damaged segment %s: `rook store verify` lists what it affects\n", k)
-	}
+	// Exit 1 with --json too: a script must not read damage as success.
 	if len(rep.Kept) > 0 {
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d damaged segment(s) kept in place", len(rep.Kept))}
 	}

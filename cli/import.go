@@ -368,13 +368,24 @@ func writeOutput(e *Env, path string, write func(io.Writer) error) error {
 }
 
 func printExport(e *Env, id eventlog.ID, output string, x agent.ExportResult, tr *agent.ExportedToolResults) error {
+	// An export that is not exact exits 1, with --json too: a script
+	// must not take it for the source.
+	notExact := func() error {
+		if !x.Exact && !x.Ahead {
+			return &exitError{code: ExitFailure, msg: "the export differs from the imported source"}
+		}
+		return nil
+	}
 	if e.JSON {
-		return e.printJSON(struct {
+		if err := e.printJSON(struct {
 			Session eventlog.ID `json:"session"`
 			Output  string      `json:"output"`
 			agent.ExportResult
 			ToolResultsWritten *agent.ExportedToolResults `json:"tool_results_written,omitempty"`
-		}{id, output, x, tr})
+		}{id, output, x, tr}); err != nil {
+			return err
+		}
+		return notExact()
 	}
 	where := filepath.Clean(output)
 	if output == "" {
@@ -403,8 +414,5 @@ func printExport(e *Env, id eventlog.ID, output string, x agent.ExportResult, tr
 	case x.ToolResults > 0:
 		fmt.Fprintf(e.Stderr, "the session holds %d tool output file(s) Claude Code saved beside the transcript, which it names (tool-results/): --tool-results DIR writes them\n", x.ToolResults)
 	}
-	if !x.Exact && !x.Ahead {
-		return &exitError{code: ExitFailure, msg: "the export differs from the imported source"}
-	}
-	return nil
+	return notExact()
 }

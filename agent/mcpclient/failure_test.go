@@ -129,6 +129,10 @@ func TestUnreachable(t *testing.T) {
 		{"connection refused", Spec{URL: "http://" + dead + "/mcp"}, []string{"could not be reached", "connection refused"}},
 		{"silent http", silentHTTP, []string{"did not complete the handshake within 300ms"}},
 		{"silent stdio", FakeSpec("fake", fakeEnv, FakeConfig{Silent: true}), []string{"did not complete the handshake within 300ms"}},
+		// A program that prints a banner on stdout (or is no MCP server):
+		// the failure says what it wrote.
+		{"stdio banner", Spec{Command: "/bin/sh", Args: []string{"-c", "echo; echo 'Welcome to the banner server'; echo second; exec sleep 10"}},
+			[]string{"did not complete the handshake within 300ms", `it wrote on its stdout what is not JSON-RPC: "Welcome to the banner server"`}},
 		{"no such program", Spec{Command: "/nonexistent/mcp-server"}, []string{"could not start", "no such file"}},
 		{"program not on PATH", Spec{Command: "rook-test-no-such-mcp-server"}, []string{"could not start", "not found"}},
 		{"program exits", FakeSpec("fake", fakeEnv, FakeConfig{ExitAtStart: true}), []string{"exit status 3", "told to exit at start"}},

@@ -252,7 +252,15 @@ func Connect(ctx context.Context, s Spec, o Options) (*Client, error) {
 	}
 	if err := c.handshake(ctx); err != nil {
 		c.tr.close()
-		return nil, c.timeoutAs(ctx, err, Unreachable, fmt.Sprintf("the server could not be reached: it did not complete the handshake within %v", c.lim.ConnectTimeout))
+		msg := fmt.Sprintf("the server could not be reached: it did not complete the handshake within %v", c.lim.ConnectTimeout)
+		if st, ok := c.tr.(*stdioTransport); ok {
+			if junk := st.stdoutJunk(); junk != "" {
+				// A program that prints a banner or logs on stdout, or is
+				// not an MCP server at all: what it wrote says which.
+				msg += fmt.Sprintf("; it wrote on its stdout what is not JSON-RPC: %q (a stdio MCP server writes only JSON-RPC there, its logs on stderr)", junk)
+			}
+		}
+		return nil, c.timeoutAs(ctx, err, Unreachable, msg)
 	}
 	return c, nil
 }

@@ -38,6 +38,9 @@ type stdioTransport struct {
 	err     error
 	exited  chan struct{} // closed when the program has been waited for
 	waitErr error
+	// junk is the first line the program wrote on stdout that is not
+	// JSON-RPC, cleaned: a handshake that never completes says it.
+	junk string
 
 	closeOnce sync.Once
 }
@@ -114,6 +117,13 @@ func (t *stdioTransport) read(out *os.File) {
 		}
 		msgs, derr := decodeMessages(line)
 		if derr != nil {
+			if text := strings.TrimSpace(string(line)); text != "" {
+				t.mu.Lock()
+				if t.junk == "" {
+					t.junk = clean(text, 120)
+				}
+				t.mu.Unlock()
+			}
 			continue
 		}
 		for _, m := range msgs {
@@ -145,6 +155,14 @@ func (t *stdioTransport) read(out *os.File) {
 	t.err = err
 	close(t.done)
 	t.mu.Unlock()
+}
+
+// stdoutJunk is the first line the program wrote on stdout that is not
+// JSON-RPC, if any.
+func (t *stdioTransport) stdoutJunk() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.junk
 }
 
 // exitFailure says how the program went away, with its last stderr line.

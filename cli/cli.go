@@ -156,6 +156,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		// Not the store's: said as it is (explain's advice is about it).
 		err = &exitError{code: ExitFailure, msg: err.Error()}
 	} else {
+		handleInterrupts(stderr)
 		err = ctx.Run(env)
 	}
 	if err == nil {

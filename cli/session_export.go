@@ -267,6 +267,9 @@ func (c *ExportHTMLCmd) write(e *Env, page []byte) (err error) {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", c.Output, err)
 	}
+	// Interrupted, it leaves no half page under the name asked for.
+	done := onInterrupt(func() { e.FS.Remove(c.Output) })
+	defer done()
 	defer func() {
 		if err != nil {
 			f.Close()

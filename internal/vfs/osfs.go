@@ -69,6 +69,7 @@ func (o osFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) 
 	defer func() {
 		for _, pf := range pending {
 			pf.Cleanup() // after CloseAtomicallyReplace, a no-op
+			inFlight.Delete(pf.Name())
 		}
 	}()
 	for _, f := range files {
@@ -83,6 +84,7 @@ func (o osFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) 
 			return err
 		}
 		pending = append(pending, pf)
+		inFlight.Store(pf.Name(), struct{}{})
 		if err := f.writeTo(pf); err != nil {
 			return named(err, pf.Name(), filepath.Join(dir, f.Name))
 		}
@@ -93,6 +95,22 @@ func (o osFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) 
 		return err
 	}
 	return o.SyncDir(dir)
+}
+
+// inFlight holds the names of the temporary files WriteFilesAtomic has
+// made and not yet renamed or removed, for RemoveInFlight.
+var inFlight sync.Map
+
+// RemoveInFlight removes the temporary files of the atomic writes under
+// way, for a process about to exit in the middle of them (interrupted):
+// the file each was to replace is left as it was, and nothing is left
+// beside it. (A crash leaves them: `rook store gc` removes those in the
+// store, and one beside an --output is the user's to remove.)
+func RemoveInFlight() {
+	inFlight.Range(func(name, _ any) bool {
+		os.Remove(name.(string))
+		return true
+	})
 }
 
 // named has an error that names a pending file (a write or sync of it

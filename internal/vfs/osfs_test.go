@@ -198,3 +198,52 @@ func TestOSSyncFiles(t *testing.T) {
 		t.Fatalf("SyncFiles with a closed file: %v, want os.ErrClosed", err)
 	}
 }
+
+// RemoveInFlight (an interrupted rook, about to exit) removes the temporary
+// file of an atomic write under way, and the file it was to replace stays
+// as it was: the write, let go on, fails rather than put anything there.
+func TestRemoveInFlight(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "out.jsonl")
+	mustNil(t, os.WriteFile(target, []byte("before"), 0o600))
+	writing, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- vfs.OS.WriteFilesAtomic(dir, []vfs.NamedData{{Name: "out.jsonl", Stream: func(w io.Writer) error {
+			io.WriteString(w, "half of it")
+			close(writing)
+			<-release
+			_, err := io.WriteString(w, ", the rest")
+			return err
+		}}}, 0o600)
+	}()
+	<-writing
+	temps := func() []string {
+		ents, err := os.ReadDir(dir)
+		mustNil(t, err)
+		var out []string
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".") {
+				out = append(out, e.Name())
+			}
+		}
+		return out
+	}
+	if len(temps()) != 1 {
+		t.Fatalf("no temporary file while writing: %v", temps())
+	}
+	vfs.RemoveInFlight()
+	if tmp := temps(); len(tmp) != 0 {
+		t.Fatalf("left after RemoveInFlight: %v", tmp)
+	}
+	close(release)
+	if err := <-done; err == nil {
+		t.Fatal("the write went on to replace the file after its temporary file was removed")
+	}
+	if b, _ := os.ReadFile(target); string(b) != "before" {
+		t.Fatalf("the target is %q", b)
+	}
+	if tmp := temps(); len(tmp) != 0 {
+		t.Fatalf("left: %v", tmp)
+	}
+}

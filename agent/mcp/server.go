@@ -99,7 +99,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 // lineRead is one line from stdin, or the error that ended input.
 type lineRead struct {
 	line    []byte
-	tooLong bool // over MaxLineBytes: line is empty, the rest was skipped
+	tooLong bool // over MaxLineBytes: line is its head, the rest was skipped
 	err     error
 }
 
@@ -128,13 +128,15 @@ func readLines(in io.Reader, lines chan<- lineRead, done <-chan struct{}) {
 
 // readLine reads up to the next newline, keeping at most MaxLineBytes: a
 // longer line is skipped to its end, so one huge message costs no more than
-// that in memory and the session goes on.
+// that in memory and the session goes on; of it, line is its first
+// tooLongHead bytes (which say what the message was).
 func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if !tooLong {
 			if len(line)+len(chunk) > MaxLineBytes+1 { // +1: the newline
-				tooLong, line = true, nil
+				// (longer than tooLongHead, as MaxLineBytes is)
+				tooLong, line = true, append(line, chunk...)[:tooLongHead]
 			} else {
 				line = append(line, chunk...)
 			}
@@ -143,11 +145,14 @@ func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
 			continue
 		}
 		if tooLong {
-			return nil, true, err
+			return line, true, err
 		}
 		return bytes.TrimSuffix(line, []byte("\n")), false, err
 	}
 }
+
+// tooLongHead is what is kept of a message over MaxLineBytes.
+const tooLongHead = 512
 
 // server is one client's session.
 type server struct {
@@ -215,6 +220,13 @@ func (s *server) handleLine(line []byte, tooLong bool) []byte {
 	case tooLong:
 		reply = errorReply(nullID, newError(CodeInvalidRequest,
 			fmt.Sprintf("invalid request: message over %d bytes", MaxLineBytes), nil))
+		if s.initialized && bytes.Contains(line, []byte(`"tools/call"`)) {
+			// A save too big to read (its content alone can be at most
+			// MaxContentChars): the activity log, which lists every save
+			// attempt, has it too.
+			s.logActivity(inbox.Activity{Time: s.clock.Now(), Client: s.client, ClientName: s.clientName, Status: statusInputInvalid,
+				Detail: fmt.Sprintf("a tools/call message over %d bytes, refused unread (a save's content is at most %d characters)", MaxLineBytes, MaxContentChars)})
+		}
 	case len(bytes.TrimSpace(line)) == 0:
 		return nil // a blank line (or a CRLF's leftover) is no message
 	default:

@@ -860,6 +860,25 @@ func TestTooLongLine(t *testing.T) {
 	}
 }
 
+// A save too big to read is refused unread and, being a save attempt, is
+// in the activity log; a huge message of another kind, or one before
+// initialize, is not.
+func TestTooLongSaveIsInTheActivityLog(t *testing.T) {
+	f := newFixture(t)
+	huge := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"append_to_inbox","arguments":{"content":"` + strings.Repeat("z", MaxLineBytes) + `"}}}`
+	hugePing := `{"jsonrpc":"2.0","id":3,"method":"ping","params":{"pad":"` + strings.Repeat("z", MaxLineBytes) + `"}}`
+	replies := runLines(t, f.opts(), huge,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","clientInfo":{"name":"cursor"}}}`,
+		huge, hugePing, `{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+	if len(replies) != 5 || replies[2].code() != -32600 || replies[4].Error != nil {
+		t.Fatalf("replies %+v", replies)
+	}
+	acts := activity(t, f)
+	if len(acts) != 1 || acts[0].Status != "input_invalid" || acts[0].Client != "cursor" || !strings.Contains(acts[0].Detail, "refused unread") {
+		t.Fatalf("activity %+v", acts)
+	}
+}
+
 func TestNoStoreAtStartIsNotFatal(t *testing.T) {
 	f := newFixture(t)
 	f.fs = vfs.NewMem()

@@ -122,6 +122,15 @@ func (s *server) appendToInbox(rawArgs json.RawMessage) (any, *rpcError) {
 	} else {
 		act.ID = save.ID
 	}
+	s.logActivity(act)
+	if rerr != nil {
+		return nil, rerr
+	}
+	return textResult(confirmation(now, args.title)), nil
+}
+
+// logActivity records a save attempt in the activity log.
+func (s *server) logActivity(act inbox.Activity) {
 	// Without a store there is no log either; the reply and the startup
 	// diagnostic already say so.
 	if err := s.writer.Log(act); err != nil && !errors.Is(err, inbox.ErrNoStore) {
@@ -129,10 +138,6 @@ func (s *server) appendToInbox(rawArgs json.RawMessage) (any, *rpcError) {
 		// write it changes nothing for the client.
 		s.logf("activity log: %v", err)
 	}
-	if rerr != nil {
-		return nil, rerr
-	}
-	return textResult(confirmation(now, args.title)), nil
 }
 
 // trySave checks a save in the order that tells the client the most useful

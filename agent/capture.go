@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/cas"
 )
@@ -56,6 +57,18 @@ func (e *EscapeError) Error() string {
 
 // excludedDirs are skipped by tree captures before anything is counted.
 var excludedDirs = map[string]bool{".git": true, "node_modules": true, "target": true, ".venv": true, "__pycache__": true, "dist": true, "build": true}
+
+// recordable says whether a manifest can hold the workspace path rel as
+// it is. A manifest refuses a backslash when it is read, and JSON writes
+// bytes that are not UTF-8 as U+FFFD: such a name, recorded, would make
+// every later diff and rewind of the session fail, or be restored under
+// another name.
+func recordable(rel string) error {
+	if !utf8.ValidString(rel) || strings.ContainsRune(rel, '\\') {
+		return fmt.Errorf("%q cannot be recorded in a capture: its name has a backslash or bytes that are not UTF-8 (rename it to capture it)", rel)
+	}
+	return nil
+}
 
 func within(root, p string) bool {
 	if p == root {
@@ -153,6 +166,10 @@ func (r *Rook) newCapturer(root string, limits Limits) (*capturer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !utf8.ValidString(root) {
+		// The manifest's root is JSON too: restored into another directory.
+		return nil, fmt.Errorf("workspace %q cannot be recorded in a capture: its path has bytes that are not UTF-8 (rename it to capture it)", root)
+	}
 	if limits.MaxFiles <= 0 {
 		limits.MaxFiles = DefaultLimits.MaxFiles
 	}
@@ -216,6 +233,9 @@ func (c *capturer) addPath(p string) error {
 	if err != nil {
 		return err
 	}
+	if err := recordable(rel); err != nil {
+		return err
+	}
 	abs := filepath.Join(c.real, filepath.FromSlash(rel))
 	fi, err := os.Lstat(abs)
 	if notExist(err) {
@@ -239,7 +259,8 @@ func (c *capturer) addPath(p string) error {
 // walk captures every file under the workspace directory rel. A tree
 // capture (tree=true) honours .gitignore and skips heavy directories and
 // the store itself before counting; links are recorded, never followed, and
-// links leading outside the workspace are skipped and listed.
+// links leading outside the workspace, like names a manifest cannot hold
+// (recordable), are skipped and listed.
 func (c *capturer) walk(rel string, tree bool) error {
 	abs := c.real
 	if rel != "" {
@@ -274,6 +295,13 @@ func (c *capturer) walk(rel string, tree bool) error {
 			if c.ignore != nil && c.ignore.Match(child, e.IsDir()) {
 				continue
 			}
+		}
+		if err := recordable(child); err != nil {
+			if tree {
+				c.m.Skipped = append(c.m.Skipped, err.Error())
+				continue
+			}
+			return err
 		}
 		fi, err := os.Lstat(childAbs)
 		if err != nil {
@@ -348,6 +376,9 @@ func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, e
 	if sub != "" && sub != "." {
 		rel, err = resolveInRoot(c.root, c.real, sub, true)
 		if err != nil {
+			return nil, err
+		}
+		if err := recordable(rel); err != nil {
 			return nil, err
 		}
 		// .gitignore files above sub still apply.

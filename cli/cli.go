@@ -75,6 +75,24 @@ func usageErr(format string, a ...any) error {
 	return &exitError{code: ExitUsage, msg: fmt.Sprintf(format, a...)}
 }
 
+// rawArg is an argument taken byte for byte. kong decodes a string
+// through JSON, which turns bytes that are not UTF-8 into U+FFFD: a file
+// name would name another file.
+type rawArg string
+
+func (v *rawArg) Decode(ctx *kong.DecodeContext) error {
+	t, err := ctx.Scan.PopValue("value")
+	if err != nil {
+		return err
+	}
+	s, ok := t.Value.(string)
+	if !ok {
+		s = fmt.Sprint(t.Value)
+	}
+	*v = rawArg(s)
+	return nil
+}
+
 // nonEmpty is a flag's value that may not be empty once the flag is
 // given: `--to "$DIR"` with DIR unset must not read as no --to at all (a
 // restore over the captured workspace, a search of every session, the
@@ -82,8 +100,8 @@ func usageErr(format string, a ...any) error {
 type nonEmpty string
 
 func (v *nonEmpty) Decode(ctx *kong.DecodeContext) error {
-	var s string
-	if err := ctx.Scan.PopValueInto("value", &s); err != nil {
+	var s rawArg // a directory's name byte for byte (--to, -C)
+	if err := s.Decode(ctx); err != nil {
 		return err
 	}
 	if s == "" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -47,9 +48,23 @@ func (r *Rook) planRestore(root string, changes []Change) (*Plan, error) {
 	}
 	p := &Plan{Root: filepath.Clean(root), real: real}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
+	written := map[string]bool{}
+	for _, c := range changes {
+		if !c.Remove {
+			written[c.Path] = true
+		}
+	}
 	for _, c := range changes {
 		if err := checkRel(c.Path); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
+		}
+		// A file to write where another needs a directory (a session that
+		// captured d/x, then d once a tool had made it a file): Apply would
+		// fail part way, so it is refused before anything is written.
+		for dir := path.Dir(c.Path); !c.Remove && dir != "."; dir = path.Dir(dir) {
+			if written[dir] {
+				return nil, fmt.Errorf("cannot restore both %s and %s: the captures hold %s as a file and as a directory (a tool replaced one by the other); put one back by hand, or restore to a point after the change", dir, c.Path, dir)
+			}
 		}
 		// The last element is not followed: a link there is replaced,
 		// never written through.
@@ -124,8 +139,10 @@ func (p *Plan) Apply() (written, removed int, err error) {
 			sweepRestoreTemps(dir)
 		}
 		if c.Remove {
+			// Under a path now a file (one this restore wrote: ENOTDIR),
+			// there is nothing to remove either.
 			err := os.Remove(abs)
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err != nil && !notExist(err) {
 				return written, removed, fmt.Errorf("remove %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
 			}
 			if err == nil {

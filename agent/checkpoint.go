@@ -212,11 +212,14 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 	var touched []string
 	changes := false
 	for _, c := range plan.Changes {
-		cur, ok, err := currentID(plan.real, c.Path)
+		cur, err := statDisk(plan.real, c.Path)
 		if err != nil {
 			return rep, err
 		}
-		differs := ok && (c.Remove || cur != c.File.ID)
+		ok := cur.Exists
+		// A mode, or a file where a link goes back, is overwritten too,
+		// even when the bytes are the same.
+		differs := ok && (c.Remove || cur.ID != c.File.ID || cur.Mode != c.File.Mode)
 		changes = changes || differs
 		if differs || (!ok && !c.Remove) {
 			touched = append(touched, c.Path)

@@ -66,9 +66,3 @@ func statDisk(real, rel string) (DiskFile, error) {
 func notExist(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
-
-// currentID is the id of what is at rel now, if anything.
-func currentID(real, rel string) (cas.Key, bool, error) {
-	d, err := statDisk(real, rel)
-	return d.ID, d.Exists, err
-}

@@ -70,6 +70,20 @@ func recordable(rel string) error {
 	return nil
 }
 
+// workspaceOnDisk says whether a session's workspace is a directory on this
+// disk. Where it is gone (moved, renamed, deleted, another machine), every
+// path would capture as absent and a rewind would make the directory anew.
+func workspaceOnDisk(root string) error {
+	fi, err := os.Stat(root)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil || notExist(err):
+		return fmt.Errorf("the session's workspace %s is not on this disk (moved, renamed, deleted, or on another machine)", root)
+	}
+	return err
+}
+
 func within(root, p string) bool {
 	if p == root {
 		return true

@@ -250,6 +250,9 @@ func (r *Rook) CaptureSession(id eventlog.ID, paths []string, label string, limi
 	if len(paths) == 0 {
 		return 0, nil, errors.New("name at least one path to capture")
 	}
+	if err := workspaceOnDisk(meta.Workspace); err != nil {
+		return 0, nil, fmt.Errorf("%w: nothing captured; put it back where it was, or start a new session where it is now", err)
+	}
 	m, err := r.CapturePaths(meta.Workspace, paths, label, limits)
 	if err != nil {
 		return 0, nil, err

@@ -123,6 +123,9 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 			}
 		}
 		if len(changes) > 0 {
+			if err := workspaceOnDisk(root); err != nil {
+				return rep, fmt.Errorf("%w: nothing changed (put it back where it was; --keep-files rewinds the conversation only)", err)
+			}
 			if plan, err = r.planRestore(root, changes); err != nil {
 				return rep, fmt.Errorf("%w: nothing changed", err)
 			}

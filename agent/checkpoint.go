@@ -254,6 +254,11 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 		rep.Saved = saveName
 	}
 	rep.Written, rep.Removed, err = plan.Apply()
+	if err != nil && rep.Saved != "" {
+		// Part of the workspace is written: say how to get it back, as a
+		// rewind names its undo.
+		err = fmt.Errorf("%w; `rook checkpoint restore %s` puts back what was there", err, rep.Saved)
+	}
 	return rep, err
 }
 

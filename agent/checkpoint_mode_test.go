@@ -2,7 +2,9 @@ package agent
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -39,4 +41,33 @@ func TestRestoreSavesAModeOrTypeItChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameTree(t, "after restoring the save", readTree(t, ws), edited)
+}
+
+// A restore that fails part way (here: a file it cannot replace, which
+// the plan does not see) says which checkpoint holds what it had already
+// overwritten, as a rewind names its undo: the error said only what
+// failed, and the saved files were found only by listing checkpoints.
+func TestRestoreFailingPartWayNamesTheSave(t *testing.T) {
+	r, ws, _ := newWorkspace(t)
+	writeTree(t, ws, tree{"a.txt": "one\n", "z/b.txt": "one\n"})
+	if _, _, err := r.CreateCheckpoint("c", ws, "", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"a.txt": "two\n", "z/b.txt": "two\n"})
+	stuck := filepath.Join(ws, "z/b.txt")
+	if err := exec.Command("chattr", "+i", stuck).Run(); err != nil {
+		t.Skipf("needs chattr +i (root, a file system that has it): %v", err)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", stuck).Run() })
+	_, m, err := r.ResolveCheckpoint("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.RestoreCheckpoint("c", m, "")
+	if err == nil {
+		t.Fatal("the restore replaced an immutable file")
+	}
+	if rep.Saved == "" || !strings.Contains(err.Error(), "rook checkpoint restore "+rep.Saved) {
+		t.Fatalf("the error does not name the save %q: %v", rep.Saved, err)
+	}
 }

@@ -159,7 +159,9 @@ func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff, source *eventlog.Source
 		if f.Status == "modified" && f.OldMode != f.NewMode {
 			mode = fmt.Sprintf("  mode %s → %s", f.OldMode, f.NewMode)
 		}
-		fmt.Fprintf(e.Stdout, "%s %s  %s%s\n", sigil[f.Status], f.Path, counts, mode)
+		// A name is the user's: a line break or an escape sequence in it
+		// must not make two lines of one, nor reach the terminal.
+		fmt.Fprintf(e.Stdout, "%s %s  %s%s\n", sigil[f.Status], terminalLine(f.Path), counts, mode)
 	}
 	fmt.Fprintf(e.Stdout, "%d file(s) changed, +%d -%d\n", len(d.Files), d.Added, d.Removed)
 	if d.FromTranscript > 0 {

@@ -36,3 +36,34 @@ func TestSessionCaptureKeepsThePathsBytes(t *testing.T) {
 		t.Fatalf("capture of %q: exit %d, %q %q: want a refusal naming it", name, code, out, e)
 	}
 }
+
+// `rook session diff --stat` writes one line a file: a name with a line
+// break or an escape sequence in it made two lines of one, or reached the
+// terminal as a command.
+func TestDiffStatWritesANameOnOneLine(t *testing.T) {
+	dir := t.TempDir()
+	home, ws := filepath.Join(dir, "store"), filepath.Join(dir, "ws")
+	os.MkdirAll(ws, 0o755)
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Main(append([]string{"--home", home, "-C", ws}, args...), strings.NewReader(""), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	if code, _, e := run("init"); code != 0 {
+		t.Fatal(e)
+	}
+	_, out, _ := run("session", "new")
+	id := strings.TrimSpace(out)
+	name := "two\nlines\x1b[2J.txt"
+	if code, _, e := run("session", "capture", id, name); code != 0 {
+		t.Fatal(e)
+	}
+	os.WriteFile(filepath.Join(ws, name), []byte("x\n"), 0o644)
+	code, out, e := run("session", "diff", "--stat", id)
+	if code != 0 {
+		t.Fatal(e)
+	}
+	if lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); len(lines) != 2 || strings.Contains(out, "\x1b") {
+		t.Fatalf("diff --stat of one file:\n%q", out)
+	}
+}

@@ -216,16 +216,22 @@ func (r *Rook) sweepImportStates(dryRun bool) (n int, bytes int64, err error) {
 }
 
 // importStateLive says whether the state at path parses and its
-// transcript still holds at least the bytes it follows. (Whether those are
-// still the same bytes is for the next import to check: hashing every
-// transcript would make gc read the whole history.)
+// transcript still holds at least the bytes it follows (a .zst one: is
+// there). (Whether those are still the same bytes is for the next import
+// to check: hashing every transcript would make gc read the whole
+// history.)
 func (r *Rook) importStateLive(path string) bool {
 	st, ok := r.readImportState(path)
 	if !ok || st.Session != filepath.Base(path) {
 		return false
 	}
 	fi, err := r.fs.Stat(st.Path)
-	return err == nil && fi.Mode().IsRegular() && fi.Size() >= st.Size
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	// A .zst file's state follows bytes of its decompressed stream, which
+	// its size on disk does not bound.
+	return strings.HasSuffix(st.Path, ".zst") || fi.Size() >= st.Size
 }
 
 // RemoveSession deletes a session (eventlog.Log.Remove) and what rook keeps

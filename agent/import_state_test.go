@@ -512,3 +512,26 @@ func TestImportStateOfABigNewFile(t *testing.T) {
 		importStepsBothWays(t, src, chunk, len(steps), writeSteps(t, src, steps))
 	}
 }
+
+// A .zst transcript's state follows bytes of its decompressed stream,
+// more than the file holds on disk: gc keeps it while the file is there.
+func TestGCKeepsTheImportStateOfAZstTranscript(t *testing.T) {
+	setImportStateMin(t, 0)
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/src/-w/z.jsonl.zst"
+	lines := claudeLines("z", 3)
+	writeZst(t, fsys, src, writeSourceBytes(lines[:2], ""))
+	id := *mustImport(t, r, FormatClaudeCode, src).Files[0].Session
+	writeZst(t, fsys, src, writeSourceBytes(lines, ""))
+	mustImport(t, r, FormatClaudeCode, src)
+	if _, err := fsys.Stat(r.importStatePath(id)); err != nil {
+		t.Fatalf("a .zst file seen growing keeps no state: %v", err)
+	}
+	if rep, err := r.GC(0, false, nil, nil); err != nil || rep.ImportStates != 0 {
+		t.Fatalf("gc: %d import states removed, %v", rep.ImportStates, err)
+	}
+	if _, err := fsys.Stat(r.importStatePath(id)); err != nil {
+		t.Fatalf("gc removed the state of a .zst file still there: %v", err)
+	}
+}

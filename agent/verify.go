@@ -123,7 +123,10 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 		rep.Sessions++
 		sid := id.String()
 		if _, err := r.Log.ReadMeta(id); err != nil {
+			// Its log is read through its metadata: reading it would
+			// only report this again.
 			rep.Problems = append(rep.Problems, ReferenceProblem{Session: sid, Reason: err.Error()})
+			continue
 		}
 		for from := uint64(0); ; {
 			evs, err := r.Log.Read(id, from, 4096)

@@ -93,3 +93,26 @@ func TestVerifyReferencesFollowsContainers(t *testing.T) {
 		t.Fatalf("a line's missing string: %+v", rep.Problems)
 	}
 }
+
+// A session whose metadata does not read is one problem, not one for its
+// metadata and another for its log (which cannot be read without it).
+func TestVerifyReferencesReportsDamagedMetadataOnce(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	id := newSession(t, r)
+	appendBodies(t, r, id, "one")
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	meta := filepath.Join(testHome, cas.EventsDir, id.String()+".meta")
+	if err := fsys.WriteFileAtomic(meta, []byte("garbage{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.VerifyReferences(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || rep.Problems[0].Session != id.String() {
+		t.Fatalf("damaged metadata: %+v", rep.Problems)
+	}
+}

@@ -3,6 +3,7 @@ package eventlog
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -936,5 +937,41 @@ func TestReadOfARecordAWriterWasWriting(t *testing.T) {
 		if tc.damage != (err != nil) || (err == nil && len(evs) != 5) {
 			t.Fatalf("size moved %v: %d events, %v", !tc.damage, len(evs), err)
 		}
+	}
+}
+
+// A short log (under a bisection's window) damaged in its middle, with
+// whole records after the damage: its summary and an append say it is
+// damaged, not that it has no event it plainly goes on to.
+func TestShortLogDamagedInTheMiddleSaysSo(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	s := mustCreate(t, l, "s")
+	for i := 0; i < 100; i++ {
+		if _, err := l.Append(s.ID, Event{Kind: KindUser, Body: body(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsys.OpenFile(l.logPath(s.ID), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := newReader(f, s.ID)
+	off, _, _ := r.find(5)
+	b, _ := r.chunk(0, int(r.size))
+	f.Close()
+	copy(b[off:], []byte{0xff, 0xff, 0xff, 0xff})
+	if err := fsys.WriteFileAtomic(l.logPath(s.ID), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := testLog(t, fsys, Options{})
+	if _, err := w.Summary(s.ID); err == nil || !errors.Is(err, ErrBadRecord) || strings.Contains(err.Error(), "has no event") {
+		t.Fatalf("summary: %v", err)
+	}
+	if _, err := w.Append(s.ID, Event{Kind: KindUser, Body: body(9)}); err == nil || !errors.Is(err, ErrBadRecord) || strings.Contains(err.Error(), "has no event") {
+		t.Fatalf("append: %v", err)
 	}
 }

@@ -123,7 +123,7 @@ func (r *reader) find(seq uint64) (int64, record, error) {
 	}
 	var found *record
 	var at int64
-	_, err := r.scan(lo, func(off int64, rec record) bool {
+	stop, err := r.scan(lo, func(off int64, rec record) bool {
 		if rec.Seq == seq {
 			found, at = &rec, off
 		}
@@ -134,6 +134,11 @@ func (r *reader) find(seq uint64) (int64, record, error) {
 	}
 	if err != nil && !errors.Is(err, ErrBadRecord) {
 		return 0, record{}, err
+	}
+	if err != nil {
+		// Stopped at a break before seq: a torn tail (seq past the
+		// end), or damage with seq beyond it (last reads past it).
+		return 0, record{}, fmt.Errorf("session %s: event %d not reached: %w at offset %d; %s", r.id, seq, err, stop, damagedHint(r.id, "N"))
 	}
 	return 0, record{}, fmt.Errorf("session %s has no event %d", r.id, seq)
 }

@@ -76,7 +76,7 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 			from = evs[len(evs)-1].Seq + 1
 		}
 	}
-	if err := r.walkRefs(func(_ string, id cas.Key) { mark(id) }); err != nil {
+	if err := r.walkRefs(func(_ string, id cas.Key) { mark(id) }, nil); err != nil {
 		return nil, err
 	}
 	for len(snapshots) > 0 {
@@ -118,8 +118,9 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 
 // walkRefs calls mark for every object id any ref file names, with the
 // file's path under the home: refs are text files of lines whose first
-// field is a 32-hex id.
-func (r *Rook) walkRefs(mark func(ref string, id cas.Key)) error {
+// field is a 32-hex id. A ref file that does not parse is an error, or,
+// when bad is not nil, passed to it and passed over.
+func (r *Rook) walkRefs(mark func(ref string, id cas.Key), bad func(ref string, err error)) error {
 	var walk func(dir string) error
 	walk = func(dir string) error {
 		ents, err := r.fs.ReadDir(dir)
@@ -146,16 +147,26 @@ func (r *Rook) walkRefs(mark func(ref string, id cas.Key)) error {
 				if strings.HasPrefix(e.Name(), ".") {
 					continue // a durable-write temp file
 				}
+				if bad != nil {
+					bad(refName(r.home, p), err)
+					continue
+				}
 				return fmt.Errorf("ref %s: %v: gc refuses to sweep with an incomplete mark", p, err)
 			}
-			rel, _ := filepath.Rel(r.home, p)
+			rel := refName(r.home, p)
 			for _, l := range lines {
-				mark(filepath.ToSlash(rel), l.id)
+				mark(rel, l.id)
 			}
 		}
 		return nil
 	}
 	return walk(filepath.Join(r.home, RefsDir))
+}
+
+// refName is a ref file's path under the home, with forward slashes.
+func refName(home, p string) string {
+	rel, _ := filepath.Rel(home, p)
+	return filepath.ToSlash(rel)
 }
 
 // GC marks from the roots and sweeps the store (see cas.Store.Collect),

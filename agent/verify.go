@@ -151,6 +151,8 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 	if err := r.walkRefs(func(ref string, id cas.Key) {
 		rep.Refs++
 		check(id, ReferenceProblem{Ref: ref})
+	}, func(ref string, err error) {
+		rep.Problems = append(rep.Problems, ReferenceProblem{Ref: ref, Reason: fmt.Sprintf("does not parse (%v): fix or remove the file (what it names is not known, and gc refuses to sweep while it is there)", err)})
 	}); err != nil {
 		return rep, err
 	}

@@ -116,3 +116,32 @@ func TestVerifyReferencesReportsDamagedMetadataOnce(t *testing.T) {
 		t.Fatalf("damaged metadata: %+v", rep.Problems)
 	}
 }
+
+// A ref file that does not parse is a problem verify reports, beside the
+// others, not an error that ends the check.
+func TestVerifyReferencesReportsADamagedRef(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	id := newSession(t, r)
+	gone := cas.Key{0xde, 0xad}
+	if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindUser, Body: gone}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ref := filepath.Join(testHome, RefsDir, "checkpoints", "x")
+	if err := fsys.MkdirAll(filepath.Dir(ref), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.WriteFileAtomic(ref, []byte("garbage\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.VerifyReferences(nil)
+	if err != nil {
+		t.Fatalf("a damaged ref ends verify: %v", err)
+	}
+	if len(rep.Problems) != 2 || rep.Missing() != 1 || rep.Problems[1].Ref != "refs/checkpoints/x" || !strings.HasPrefix(rep.Problems[1].String(), "refs/checkpoints/x: does not parse") {
+		t.Fatalf("problems: %+v", rep.Problems)
+	}
+}

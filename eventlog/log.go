@@ -940,6 +940,9 @@ func (l *Log) Sessions() ([]Summary, error) {
 	var bad UnreadableError
 	for _, id := range ids {
 		s, err := l.Summary(id)
+		if err != nil && l.removedSince(id, err) {
+			continue
+		}
 		if err != nil {
 			bad.IDs, bad.Errs = append(bad.IDs, id), append(bad.Errs, err)
 			continue
@@ -950,6 +953,23 @@ func (l *Log) Sessions() ([]Summary, error) {
 		return out, &bad
 	}
 	return out, nil
+}
+
+// removedSince says whether err, a session's that was listed, is that it
+// was removed since (`session rm` in another process: its metadata goes
+// first, then its log), not that it does not read.
+func (l *Log) removedSince(id ID, err error) bool {
+	if !errors.Is(err, ErrNoSession) && !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	l.mu.Lock()
+	_, made := l.created[id] // its metadata not written yet
+	l.mu.Unlock()
+	if made {
+		return false
+	}
+	_, serr := l.fs.Stat(l.metaPath(id))
+	return errors.Is(serr, fs.ErrNotExist)
 }
 
 // UnreadableError is the sessions Sessions left out, each with the error

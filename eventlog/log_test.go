@@ -975,3 +975,66 @@ func TestShortLogDamagedInTheMiddleSaysSo(t *testing.T) {
 		t.Fatalf("append: %v", err)
 	}
 }
+
+// removedMeanwhile is a file system on which another process's `session
+// rm` removes a session (metadata, then log) at a moment of a read: right
+// after the events directory is listed, or as the session's log is opened.
+type removedMeanwhile struct {
+	vfs.FS
+	afterList, beforeOpen func()
+	log                   string
+}
+
+func (s removedMeanwhile) ReadDir(dir string) ([]fs.DirEntry, error) {
+	ents, err := s.FS.ReadDir(dir)
+	if s.afterList != nil {
+		s.afterList()
+	}
+	return ents, err
+}
+
+func (s removedMeanwhile) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	if name == s.log && s.beforeOpen != nil {
+		s.beforeOpen()
+	}
+	return s.FS.OpenFile(name, flag, perm)
+}
+
+// A session removed by another process while Sessions lists the others
+// is not there any more: not one that does not read.
+func TestSessionsPassesOverASessionRemovedMeanwhile(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	a := mustCreate(t, l, "a")
+	if _, err := l.Append(a.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, when := range []string{"after the listing", "as its log is opened"} {
+		w := testLog(t, fsys, Options{})
+		b := mustCreate(t, w, "b")
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		rm := func() {
+			fsys.Remove(l.metaPath(b.ID))
+			fsys.Remove(l.logPath(b.ID))
+		}
+		rfs := removedMeanwhile{FS: fsys, log: l.logPath(b.ID)}
+		if when == "after the listing" {
+			rfs.afterList = rm
+		} else {
+			rfs.beforeOpen = rm
+		}
+		ro, err := Open("/h/events", Options{FS: rfs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss, err := ro.Sessions()
+		if err != nil || len(ss) != 1 || ss[0].ID != a.ID {
+			t.Fatalf("removed %s: %d session(s), %v", when, len(ss), err)
+		}
+	}
+}

@@ -3,9 +3,11 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
 )
 
 // ReferenceReport is what `rook store verify` finds beyond the objects
@@ -120,14 +122,27 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 		if progress != nil {
 			progress(int64(i), total)
 		}
-		rep.Sessions++
 		sid := id.String()
-		if _, err := r.Log.ReadMeta(id); err != nil {
+		// A session removed since the listing (`session rm` in another
+		// process: its metadata goes first, then its log) is not there,
+		// not a problem.
+		removed := func(err error) bool {
+			if !errors.Is(err, eventlog.ErrNoSession) && !errors.Is(err, fs.ErrNotExist) {
+				return false
+			}
+			_, merr := r.Log.ReadMeta(id)
+			return errors.Is(merr, eventlog.ErrNoSession)
+		}
+		if _, err := r.Log.ReadMeta(id); removed(err) {
+			continue
+		} else if err != nil {
 			// Its log is read through its metadata: reading it would
 			// only report this again.
+			rep.Sessions++
 			rep.Problems = append(rep.Problems, ReferenceProblem{Session: sid, Reason: err.Error()})
 			continue
 		}
+		rep.Sessions++
 		for from := uint64(0); ; {
 			evs, err := r.Log.Read(id, from, 4096)
 			for _, ev := range evs {
@@ -135,6 +150,9 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 				check(ev.Body, ReferenceProblem{Session: sid, Seq: &seq})
 			}
 			rep.Events += int64(len(evs))
+			if removed(err) {
+				break
+			}
 			if err != nil {
 				rep.Problems = append(rep.Problems, ReferenceProblem{Session: sid, Reason: err.Error()})
 				break

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,5 +144,46 @@ func TestVerifyReferencesReportsADamagedRef(t *testing.T) {
 	}
 	if len(rep.Problems) != 2 || rep.Missing() != 1 || rep.Problems[1].Ref != "refs/checkpoints/x" || !strings.HasPrefix(rep.Problems[1].String(), "refs/checkpoints/x: does not parse") {
 		t.Fatalf("problems: %+v", rep.Problems)
+	}
+}
+
+// removedAfterListing is a file system on which another process's
+// `session rm` removes a session right after the events directory is
+// listed.
+type removedAfterListing struct {
+	vfs.FS
+	rm func()
+}
+
+func (s removedAfterListing) ReadDir(dir string) ([]fs.DirEntry, error) {
+	ents, err := s.FS.ReadDir(dir)
+	if s.rm != nil && filepath.Base(dir) == cas.EventsDir {
+		s.rm()
+	}
+	return ents, err
+}
+
+// A session removed by another process while verify reads the others is
+// not there any more: not a problem.
+func TestVerifyReferencesPassesOverASessionRemovedMeanwhile(t *testing.T) {
+	fsys := vfs.NewMem()
+	w := testRook(t, fsys)
+	id := newSession(t, w)
+	appendBodies(t, w, id, "one")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	events := filepath.Join(testHome, cas.EventsDir)
+	r, err := Open(testHome, Options{FS: removedAfterListing{fsys, func() {
+		fsys.Remove(filepath.Join(events, id.String()+".meta"))
+		fsys.Remove(filepath.Join(events, id.String()+".log"))
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rep, err := r.VerifyReferences(nil)
+	if err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("%+v, %v", rep.Problems, err)
 	}
 }

@@ -143,8 +143,19 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 			continue
 		}
 		rep.Sessions++
-		for from := uint64(0); ; {
-			evs, err := r.Log.Read(id, from, 4096)
+		var damage error // met reading a page, before reading it again
+		for from, page := uint64(0), 4096; ; {
+			evs, err := r.Log.Read(id, from, page)
+			if err != nil && page > 1 && !removed(err) {
+				// A page that reaches the damage gives none of its
+				// events: those before it are read one at a time, to
+				// check what they name too.
+				damage, page = err, 1
+				continue
+			}
+			if err == nil && len(evs) == 0 && damage != nil {
+				err = damage // (the last record damaged reads as the end one at a time)
+			}
 			for _, ev := range evs {
 				seq := ev.Seq
 				check(ev.Body, ReferenceProblem{Session: sid, Seq: &seq})

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -185,5 +186,46 @@ func TestVerifyReferencesPassesOverASessionRemovedMeanwhile(t *testing.T) {
 	rep, err := r.VerifyReferences(nil)
 	if err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("%+v, %v", rep.Problems, err)
+	}
+}
+
+// A log damaged at its end: the events before the damage are still
+// checked (an object one of them names that is missing is reported), as
+// well as the damage.
+func TestVerifyReferencesChecksTheEventsBeforeDamage(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	id := newSession(t, r)
+	appendBodies(t, r, id, "one", "two")
+	if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindUser, Body: cas.Key{0xfe}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		appendBodies(t, r, id, fmt.Sprint("more ", i))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A byte of the last record, with no writer to have torn it: damage.
+	log := filepath.Join(testHome, cas.EventsDir, id.String()+".log")
+	b, err := vfs.ReadFile(fsys, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-10] ^= 0xff
+	if err := fsys.WriteFileAtomic(log, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(testHome, Options{FS: fsys, Clock: r.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	rep, err := ro.VerifyReferences(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Missing() != 1 || len(rep.Problems) != 2 || rep.Events != 22 {
+		t.Fatalf("%d events read, problems %v", rep.Events, rep.Problems)
 	}
 }

@@ -287,21 +287,26 @@ func (c *VerifyCmd) Run(e *Env) error {
 	}
 	p = newProgress(e.Stderr, "verify: sessions")
 	p.unit = "sessions"
-	refs, err := r.VerifyReferences(p.update)
+	refs, rerr := r.VerifyReferences(p.update)
 	p.done()
-	if err != nil {
-		return err
-	}
 	if e.JSON {
+		if rerr != nil {
+			return rerr
+		}
 		if err := e.printJSON(verifyReport{rep, refs}); err != nil {
 			return err
 		}
 	} else {
+		// The objects' report first, even when the sessions' could not be
+		// made (the store's sessions not listed): it is made already.
 		for _, pr := range rep.Problems {
 			fmt.Fprintln(e.Stdout, pr.String())
 		}
 		if len(rep.Problems) == 0 {
 			fmt.Fprintf(e.Stdout, "all %d objects verified (%d records in %d segment(s), %s read)\n", rep.Objects, rep.Records, rep.Segments, formatBytes(rep.Bytes))
+		}
+		if rerr != nil {
+			return fmt.Errorf("the sessions and refs could not be checked: %w", rerr)
 		}
 		for _, pr := range refs.Problems {
 			fmt.Fprintln(e.Stdout, terminalLine(pr.String()))

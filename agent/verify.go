@@ -153,8 +153,11 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 				damage, page = err, 1
 				continue
 			}
-			if err == nil && len(evs) == 0 && damage != nil {
-				err = damage // (the last record damaged reads as the end one at a time)
+			if damage != nil && (err != nil || len(evs) == 0) {
+				// Said as the page said it, which names the seq and the
+				// offset (one at a time, the last record damaged reads
+				// as the end).
+				err = damage
 			}
 			for _, ev := range evs {
 				seq := ev.Seq

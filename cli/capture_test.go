@@ -8,15 +8,15 @@ import (
 	"testing"
 )
 
-// A path given to `rook session capture` reaches the capture byte for
-// byte: kong's string decoding turns bytes that are not UTF-8 into
-// U+FFFD, which named another path (absent), so the file the tool was
-// about to change went uncaptured and the command said it had worked.
-func TestSessionCaptureKeepsThePathsBytes(t *testing.T) {
+// workspaceStore is a workspace and a store made with `rook init`, and
+// how to run rook in them: its exit code, stdout and stderr.
+func workspaceStore(t *testing.T) (ws string, run func(args ...string) (int, string, string)) {
+	t.Helper()
 	dir := t.TempDir()
-	home, ws := filepath.Join(dir, "store"), filepath.Join(dir, "ws")
+	home := filepath.Join(dir, "store")
+	ws = filepath.Join(dir, "ws")
 	os.MkdirAll(ws, 0o755)
-	run := func(args ...string) (int, string, string) {
+	run = func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
 		code := Main(append([]string{"--home", home, "-C", ws}, args...), strings.NewReader(""), &out, &errb)
 		return code, out.String(), errb.String()
@@ -24,6 +24,15 @@ func TestSessionCaptureKeepsThePathsBytes(t *testing.T) {
 	if code, _, e := run("init"); code != 0 {
 		t.Fatal(e)
 	}
+	return ws, run
+}
+
+// A path given to `rook session capture` reaches the capture byte for
+// byte: kong's string decoding turns bytes that are not UTF-8 into
+// U+FFFD, which named another path (absent), so the file the tool was
+// about to change went uncaptured and the command said it had worked.
+func TestSessionCaptureKeepsThePathsBytes(t *testing.T) {
+	ws, run := workspaceStore(t)
 	code, out, e := run("session", "new")
 	if code != 0 {
 		t.Fatal(e)
@@ -41,17 +50,7 @@ func TestSessionCaptureKeepsThePathsBytes(t *testing.T) {
 // break or an escape sequence in it made two lines of one, or reached the
 // terminal as a command.
 func TestDiffStatWritesANameOnOneLine(t *testing.T) {
-	dir := t.TempDir()
-	home, ws := filepath.Join(dir, "store"), filepath.Join(dir, "ws")
-	os.MkdirAll(ws, 0o755)
-	run := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := Main(append([]string{"--home", home, "-C", ws}, args...), strings.NewReader(""), &out, &errb)
-		return code, out.String(), errb.String()
-	}
-	if code, _, e := run("init"); code != 0 {
-		t.Fatal(e)
-	}
+	ws, run := workspaceStore(t)
 	_, out, _ := run("session", "new")
 	id := strings.TrimSpace(out)
 	name := "two\nlines\x1b[2J.txt"

@@ -764,15 +764,14 @@ func TestAppendAfterDamagedTailIsRefused(t *testing.T) {
 	}
 }
 
-// TestReadReportsDamageWhenNoWriterCanHaveTornTheLog: with no writer
-// running or crashed (no dirty marker), a record that does not check out
-// is damage wherever it is, not a torn tail: reading across it, or from
-// past it, is an error rather than a silently shorter (or empty) page.
-func TestReadReportsDamageWhenNoWriterCanHaveTornTheLog(t *testing.T) {
+// logDamagedAt is a store holding one session of n events, closed (no
+// dirty marker), whose record of event at has its first bytes damaged.
+func logDamagedAt(t *testing.T, n, at int) (*vfs.MemFS, Meta) {
+	t.Helper()
 	fsys := vfs.NewMem()
 	l := testLog(t, fsys, Options{})
 	s := mustCreate(t, l, "s")
-	for i := 0; i < 200; i++ {
+	for i := 0; i < n; i++ {
 		if _, err := l.Append(s.ID, Event{Kind: KindUser, Body: body(i)}); err != nil {
 			t.Fatal(err)
 		}
@@ -780,18 +779,37 @@ func TestReadReportsDamageWhenNoWriterCanHaveTornTheLog(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := fsys.OpenFile(l.logPath(s.ID), os.O_RDWR, 0)
+	b := logBytes(t, fsys, l, s.ID)
+	f, _ := fsys.OpenFile(l.logPath(s.ID), os.O_RDONLY, 0)
+	r, _ := newReader(f, s.ID)
+	off, _, err := r.find(uint64(at))
+	f.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _ := newReader(f, s.ID)
-	off, _, _ := r.find(100)
-	b, _ := r.chunk(0, int(r.size))
-	f.Close()
 	copy(b[off:], []byte{0xff, 0xff, 0xff, 0xff})
 	if err := fsys.WriteFileAtomic(l.logPath(s.ID), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return fsys, s
+}
+
+// logBytes is the log of id as it is on disk.
+func logBytes(t *testing.T, fsys vfs.FS, l *Log, id ID) []byte {
+	t.Helper()
+	b, err := vfs.ReadFile(fsys, l.logPath(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestReadReportsDamageWhenNoWriterCanHaveTornTheLog: with no writer
+// running or crashed (no dirty marker), a record that does not check out
+// is damage wherever it is, not a torn tail: reading across it, or from
+// past it, is an error rather than a silently shorter (or empty) page.
+func TestReadReportsDamageWhenNoWriterCanHaveTornTheLog(t *testing.T) {
+	fsys, s := logDamagedAt(t, 200, 100)
 	ro, err := Open("/h/events", Options{FS: fsys})
 	if err != nil {
 		t.Fatal(err)
@@ -944,29 +962,7 @@ func TestReadOfARecordAWriterWasWriting(t *testing.T) {
 // whole records after the damage: its summary and an append say it is
 // damaged, not that it has no event it plainly goes on to.
 func TestShortLogDamagedInTheMiddleSaysSo(t *testing.T) {
-	fsys := vfs.NewMem()
-	l := testLog(t, fsys, Options{})
-	s := mustCreate(t, l, "s")
-	for i := 0; i < 100; i++ {
-		if _, err := l.Append(s.ID, Event{Kind: KindUser, Body: body(i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f, err := fsys.OpenFile(l.logPath(s.ID), os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, _ := newReader(f, s.ID)
-	off, _, _ := r.find(5)
-	b, _ := r.chunk(0, int(r.size))
-	f.Close()
-	copy(b[off:], []byte{0xff, 0xff, 0xff, 0xff})
-	if err := fsys.WriteFileAtomic(l.logPath(s.ID), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fsys, s := logDamagedAt(t, 100, 5)
 	w := testLog(t, fsys, Options{})
 	if _, err := w.Summary(s.ID); err == nil || !errors.Is(err, ErrBadRecord) || strings.Contains(err.Error(), "has no event") {
 		t.Fatalf("summary: %v", err)

@@ -249,7 +249,9 @@ func (c *CheckpointCreateCmd) Run(e *Env) error {
 		return e.printJSON(map[string]any{"checkpoint": ref, "skipped": skipped})
 	}
 	for _, s := range m.Skipped {
-		fmt.Fprintf(e.Stderr, "rook: skipped %s\n", s)
+		// It names a file and where its link leads: the user's names,
+		// which may hold a line break or an escape sequence.
+		fmt.Fprintf(e.Stderr, "rook: skipped %s\n", terminalLine(s))
 	}
 	fmt.Fprintf(e.Stdout, "checkpoint %s: %d file(s), %s → %s\n", ref.Name, ref.Files, formatBytes(ref.Bytes), cas.Short(ref.ID))
 	return nil

@@ -66,3 +66,21 @@ func TestDiffStatWritesANameOnOneLine(t *testing.T) {
 		t.Fatalf("diff --stat of one file:\n%q", out)
 	}
 }
+
+// `rook checkpoint create` names on stderr what it skipped (a link leading
+// outside the workspace): a name with an escape sequence or a line break
+// in it reaches the terminal cleaned, one line.
+func TestCheckpointSkippedNamesAreCleaned(t *testing.T) {
+	ws, run := workspaceStore(t)
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644)
+	if err := os.Symlink("/etc/hostname", filepath.Join(ws, "out\x1b[2J\nside")); err != nil {
+		t.Skip(err)
+	}
+	code, _, e := run("checkpoint", "create", "c")
+	if code != 0 {
+		t.Fatal(e)
+	}
+	if !strings.Contains(e, "rook: skipped ") || strings.Contains(e, "\x1b") || strings.Count(e, "\n") != 1 {
+		t.Fatalf("stderr %q", e)
+	}
+}

@@ -338,7 +338,7 @@ func (c *SearchCmd) Run(e *Env) error {
 		return err
 	}
 	for _, s := range res.SkippedSessions {
-		fmt.Fprintf(e.Stderr, "rook: note: %s\n", s)
+		fmt.Fprintf(e.Stderr, "rook: note: %s\n", terminalLine(s))
 	}
 	if res.Unreadable > 0 {
 		fmt.Fprintf(e.Stderr, "rook: note: %d unreadable bod%s skipped (`rook store verify` says why)\n", res.Unreadable, exportBodies(res.Unreadable))

@@ -186,6 +186,9 @@ type RestoreReport struct {
 	Root    string `json:"root"`
 	Written int    `json:"files_written"`
 	Removed int    `json:"files_removed"`
+	// Unchanged counts the files already as the checkpoint holds them,
+	// left as they are (not written again).
+	Unchanged int `json:"files_unchanged"`
 	// Saved names the checkpoint holding the files the restore touched as
 	// they were (and the ones it created, as absent), when it changed
 	// anything: restoring it undoes this one.
@@ -253,7 +256,7 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 		}
 		rep.Saved = saveName
 	}
-	rep.Written, rep.Removed, err = plan.Apply()
+	rep.Written, rep.Removed, rep.Unchanged, err = plan.Apply()
 	if err != nil && rep.Saved != "" {
 		// Part of the workspace is written: say how to get it back, as a
 		// rewind names its undo.

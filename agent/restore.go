@@ -128,9 +128,10 @@ func writableDir(dir string) error {
 
 // Apply writes the plan: each file through a temporary file and a rename in
 // its directory (so a reader never sees half a file), with its mode; links
-// recreated; removed paths deleted. It is not one transaction: an I/O error
+// recreated; removed paths deleted; a file already as it is to be left
+// alone (unchanged). It is not one transaction: an I/O error
 // midway leaves the files already written, and says which.
-func (p *Plan) Apply() (written, removed int, err error) {
+func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 	swept := map[string]bool{}
 	for _, c := range p.Changes {
 		abs := filepath.Join(p.real, filepath.FromSlash(c.Path))
@@ -143,19 +144,26 @@ func (p *Plan) Apply() (written, removed int, err error) {
 			// there is nothing to remove either.
 			err := os.Remove(abs)
 			if err != nil && !notExist(err) {
-				return written, removed, fmt.Errorf("remove %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
+				return written, removed, unchanged, fmt.Errorf("remove %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
 			}
 			if err == nil {
 				removed++
 			}
 			continue
 		}
+		// A file already as it is to be (its bytes and mode) is left as
+		// it is: rewriting it would change its mtime (a build tool then
+		// rebuilds what depends on it) and break its hard links.
+		if cur, err := statDisk(p.real, c.Path); err == nil && cur.Exists && cur.ID == c.File.ID && cur.Mode == c.File.Mode {
+			unchanged++
+			continue
+		}
 		if err := writeWorkspaceFile(abs, c.File.Mode, c.data); err != nil {
-			return written, removed, fmt.Errorf("restore %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
+			return written, removed, unchanged, fmt.Errorf("restore %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
 		}
 		written++
 	}
-	return written, removed, nil
+	return written, removed, unchanged, nil
 }
 
 // restoreTmpPrefix starts the name of a restore's temporary files:

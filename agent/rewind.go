@@ -172,7 +172,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 	}
 	rep.BeforeSeq = &seq
 	rep.Undo = fmt.Sprintf("rook session rewind %s --to %d", fork.ID, seq)
-	rep.FilesRestored, rep.FilesRemoved, err = plan.Apply()
+	rep.FilesRestored, rep.FilesRemoved, _, err = plan.Apply()
 	if err != nil {
 		return rep, fmt.Errorf("%w; `%s` puts back what was there", err, rep.Undo)
 	}

@@ -319,7 +319,11 @@ func (c *CheckpointRestoreCmd) Run(e *Env) error {
 	if e.JSON {
 		return e.printJSON(rep)
 	}
-	fmt.Fprintf(e.Stdout, "restored %d file(s) into %s\n", rep.Written, rep.Root)
+	unchanged := ""
+	if rep.Unchanged > 0 {
+		unchanged = fmt.Sprintf(" (%d already as it holds them, left as they were)", rep.Unchanged)
+	}
+	fmt.Fprintf(e.Stdout, "restored %d file(s) into %s%s\n", rep.Written, rep.Root, unchanged)
 	if rep.Saved != "" {
 		fmt.Fprintf(e.Stdout, "the files it overwrote are in checkpoint %s: `rook checkpoint restore %s` puts them back\n", rep.Saved, rep.Saved)
 	}

@@ -585,7 +585,9 @@ func searchSnippet(line []byte, at int) string {
 	}
 	runes := []rune(strings.ToValidUTF8(string(line), "\uFFFD"))
 	for i, r := range runes {
-		if unicode.IsControl(r) {
+		// The line and paragraph separators break a line as a newline
+		// does (cleanRune, terminalLine): a snippet is one line.
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			runes[i] = ' '
 		}
 	}

@@ -551,6 +551,11 @@ func TestPreviewAndSnippet(t *testing.T) {
 	if s := searchSnippet(body, at); s != "bold then MATCH dim  ]0;title" {
 		t.Errorf("search snippet with colors %q", s)
 	}
+	// Nor does a search snippet hold a line or paragraph separator,
+	// which would break its one line as the other views' never do.
+	if s := searchSnippet([]byte("a\u2028b MATCH\u2029c"), 0); s != "a b MATCH c" {
+		t.Errorf("search snippet with separators %q", s)
+	}
 }
 
 // TestFindSkipsEncodedState: in an imported session, find does not match

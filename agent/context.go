@@ -159,7 +159,10 @@ func (c ContextReport) ThresholdByReported() bool {
 func ContextWindowSplit(window int64) (reserve, usable, threshold int64) {
 	reserve = window / 10
 	usable = window - reserve
-	threshold = usable * 80 / 100
+	// 80% of usable, computed so that no window a flag or a transcript
+	// gives (up to MaxInt64) overflows: usable*80 did past 1.15e17,
+	// making the threshold 0 or negative, and every session "over" it.
+	threshold = usable/100*80 + usable%100*80/100
 	return reserve, usable, threshold
 }
 

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"fmt"
+	"math"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -370,5 +372,18 @@ func TestContextImportedCountsCutStrings(t *testing.T) {
 	}
 	if b := bytesOf[eventlog.KindToolResult]; b < int64(len(output)) || b > int64(len(output))+400 {
 		t.Errorf("the result's line counts %d bytes; its output (twice in it, counted once) is %d", b, len(output))
+	}
+}
+
+// TestContextWindowSplitDoesNotOverflow: the threshold is 80% of the
+// usable window for any window, however large (--window takes any int64,
+// a transcript records what it records).
+func TestContextWindowSplitDoesNotOverflow(t *testing.T) {
+	for _, w := range []int64{1, 10, 200000, 1 << 57, math.MaxInt64} {
+		reserve, usable, threshold := ContextWindowSplit(w)
+		want := new(big.Int).Div(new(big.Int).Mul(big.NewInt(usable), big.NewInt(80)), big.NewInt(100))
+		if reserve != w/10 || usable != w-w/10 || threshold != want.Int64() {
+			t.Errorf("window %d: reserve %d, usable %d, threshold %d; want threshold %s", w, reserve, usable, threshold, want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"html"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/rookhq/rook/cas"
@@ -206,6 +207,18 @@ func exportEscape(s string) string {
 	return html.EscapeString(strings.ToValidUTF8(s, "\uFFFD"))
 }
 
+// exportIsolate is s escaped (exportEscape), as a bidi isolate (FSI ...
+// PDI) when it holds a bidi control: a right-to-left override in a title
+// or a label would otherwise reorder the text rook writes after it on the
+// line (an event's time and size, "rook session ID"), and the isolate's
+// end closes whatever s opened. Text without one is written as it is.
+func exportIsolate(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return unicode.Is(unicode.Bidi_Control, r) }) {
+		return exportEscape(s)
+	}
+	return "\u2068" + exportEscape(s) + "\u2069"
+}
+
 // ExportHTML renders an export as one self-contained HTML file: every
 // byte of content escaped, no scripts, no external resources, a
 // Content-Security-Policy that allows nothing but its inline style.
@@ -222,7 +235,7 @@ func ExportHTML(x Export) []byte {
 	// The policy is rook's own text (quotes, letters, base64): written as is.
 	w("<meta http-equiv=\"Content-Security-Policy\" content=\"%s\">\n", ExportCSP())
 	w("<meta name=\"referrer\" content=\"no-referrer\">\n")
-	w("<title>%s — rook session %s</title>\n", exportEscape(title), exportEscape(id))
+	w("<title>%s — rook session %s</title>\n", exportIsolate(title), exportEscape(id))
 	w("<style>%s</style>\n</head>\n<body>\n<header>\n", exportStyle)
 	w("<h1>%s</h1>\n<dl>\n", exportEscape(title))
 	w("<dt>session</dt><dd>%s</dd>\n", exportEscape(id))
@@ -253,7 +266,7 @@ func ExportHTML(x Export) []byte {
 		kind := ev.Kind.String()
 		w("<section class=\"%s\" id=\"e%d\">\n<div class=\"meta\"><b>#%d</b> %s", exportEscape(kind), ev.Seq, ev.Seq, exportEscape(kind))
 		if ev.Label != "" {
-			w(" · %s", exportEscape(ev.Label))
+			w(" · %s", exportIsolate(ev.Label))
 		}
 		for i, c := range ev.Calls {
 			// The call a tool result answers, a link to it when it is in

@@ -136,3 +136,28 @@ func TestExportCutUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestExportHTMLIsolatesBidiControls: a right-to-left override in a
+// title or a label does not reorder what the page says after it (the
+// event's time and size, "rook session ID" in the title).
+func TestExportHTMLIsolatesBidiControls(t *testing.T) {
+	r, clk := viewsRook(t)
+	m, err := r.NewSession("\u202eeltit", "/w", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewsAppend(t, r, clk, m.ID, Entry{Kind: eventlog.KindToolCall, Label: "\u202elebal", Body: []byte("x")})
+	x, err := r.ExportRange(m.ID, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(ExportHTML(x))
+	for _, want := range []string{
+		"<title>\u2068\u202eeltit\u2069 — rook session " + m.ID.String() + "</title>",
+		" · \u2068\u202elebal\u2069 · <time>",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}

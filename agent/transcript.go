@@ -303,6 +303,11 @@ func (r *Rook) History(id eventlog.ID, q HistoryQuery) (HistoryPage, error) {
 				body = previewOfImported(body)
 			} else if ev.Kind == eventlog.KindCheckpoint {
 				body = previewOfCapture(body)
+			} else {
+				// A command's colors are left out, as show, find, search
+				// and an imported event's preview leave them out: not
+				// "\uFFFD[31merror\uFFFD[0m" for a red "error".
+				body = StripSGR(body)
 			}
 			line.Preview = Preview(body, PreviewRunes)
 		}

@@ -642,3 +642,19 @@ func TestFindSkipsEncodedState(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryPreviewLeavesOutColors: a history line previews a colored
+// output as show, find and search read it, without its color sequences;
+// another escape sequence still shows its ESC as U+FFFD.
+func TestHistoryPreviewLeavesOutColors(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	id := newSession(t, r)
+	appendBodies(t, r, id, "\x1b[1;31merror\x1b[0m: build failed \x1b]0;x\x07\n")
+	p, err := r.History(id, HistoryQuery{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Events[0].Preview; got != "error: build failed \uFFFD]0;x\uFFFD" {
+		t.Errorf("preview %q", got)
+	}
+}

@@ -119,6 +119,13 @@ func BodyKind(k eventlog.Kind) cas.Kind {
 
 // NewSession starts a session.
 func (r *Rook) NewSession(title, workspace string, tags []string) (eventlog.Meta, error) {
+	// The tags `session tag` would take: one it refuses (white space, a
+	// control character) could not be removed with `session tag --rm`.
+	for _, t := range tags {
+		if err := ValidTag(t); err != nil {
+			return eventlog.Meta{}, err
+		}
+	}
 	return r.Log.Create(eventlog.Meta{Title: title, Workspace: workspace, Tags: tags})
 }
 

@@ -92,6 +92,11 @@ type SessionNewCmd struct {
 }
 
 func (c *SessionNewCmd) Run(e *Env) error {
+	for _, t := range c.Tag {
+		if err := agent.ValidTag(t); err != nil {
+			return usageErr("%v", err) // as session tag's
+		}
+	}
 	ws := e.Cwd
 	if c.Workspace != "" {
 		abs, err := filepath.Abs(string(c.Workspace)) // after -C, like every relative path

@@ -265,6 +265,17 @@ func resolveHome(flag string) (string, error) {
 // paths (files to append, --workspace, --output) are taken from there too.
 func resolveCwd(flag string) (string, error) {
 	if flag != "" {
+		// DIR is named as a shell's cd names it: through a link as given
+		// (…/link, not the directory it points to). Without -C the
+		// directory is $PWD (os.Getwd), which is that name after `cd
+		// link`; the target's name, which os.Getwd gives after Chdir,
+		// was another workspace, so `-C link` found no session `cd link`
+		// made, and made sessions `cd link` did not find.
+		logical := flag
+		if wd, err := os.Getwd(); err == nil && !filepath.IsAbs(flag) {
+			logical = filepath.Join(wd, flag)
+		}
+		logical = filepath.Clean(logical)
 		if err := os.Chdir(flag); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				// Most often an imported session's workspace, which was on
@@ -272,6 +283,13 @@ func resolveCwd(flag string) (string, error) {
 				return "", fmt.Errorf("-C %s: %w: a session whose workspace is not on this machine is named by its id (`rook session ls --all`)", flag, err)
 			}
 			return "", fmt.Errorf("-C %s: %w", flag, err)
+		}
+		// Only when that name is the directory now current: "link/.."
+		// is not, when link points elsewhere.
+		if at, err := os.Stat(logical); err == nil {
+			if dot, err := os.Stat("."); err == nil && os.SameFile(at, dot) {
+				return logical, nil
+			}
 		}
 	}
 	return os.Getwd()

@@ -511,16 +511,36 @@ func scoreBody(b []byte, terms [][]byte) (int, string) {
 		}
 		total += score
 		if score > best {
-			best, bestLine, bestAt = score, line, at
-			// at is an offset in the lower-cased line; where lower-casing
-			// changed lengths it is only near the match, which is enough
-			// to place a snippet.
+			best, bestLine, bestAt = score, line, at // in the lower-cased line
 		}
 	}
 	if total == 0 {
 		return 0, ""
 	}
-	return best + min(total-best, best/2) + 2*bits.OnesCount64(found), searchSnippet(bestLine, bestAt)
+	return best + min(total-best, best/2) + 2*bits.OnesCount64(found), searchSnippet(bestLine, lineOffset(bestLine, bestAt))
+}
+
+// lineOffset maps an offset in appendLower(line) back to line. Lower-casing
+// changes some characters' lengths (İ, 2 bytes, is i; the Kelvin sign, 3,
+// is k; a byte that is not UTF-8 becomes U+FFFD, 3): a line of Turkish
+// capitals before the match put the offset, as it was, a character too
+// far back for each, and the snippet missed the match on a long line.
+func lineOffset(line []byte, low int) int {
+	n := 0 // bytes of the lower-cased line so far
+	for i := 0; i < len(line); {
+		if n >= low {
+			return i
+		}
+		c := line[i]
+		if c < utf8.RuneSelf {
+			n, i = n+1, i+1
+			continue
+		}
+		r, w := utf8.DecodeRune(line[i:])
+		n += utf8.RuneLen(unicode.ToLower(r)) // RuneError, as bytes.ToLower writes it
+		i += w
+	}
+	return len(line)
 }
 
 // wholeWord says whether t occurs in line as a word of its own: not inside

@@ -373,3 +373,22 @@ func TestSearchSkipsEncodedState(t *testing.T) {
 		t.Errorf("text: %q", got)
 	}
 }
+
+// TestScoreBodySnippetShowsTheMatchAfterCharsLoweredShorter: a long line
+// of Turkish capitals (İ lower-cases to one byte, not two) before the
+// match still has the match in its snippet.
+func TestScoreBodySnippetShowsTheMatchAfterCharsLoweredShorter(t *testing.T) {
+	line := strings.Repeat("İ", 400) + " needle " + strings.Repeat("x", 300)
+	_, snippet := scoreBody([]byte(line), [][]byte{[]byte("needle")})
+	if !strings.Contains(snippet, "needle") {
+		t.Errorf("snippet %q lacks the match", snippet)
+	}
+	for _, c := range []struct {
+		line      string
+		low, want int
+	}{{"abc", 2, 2}, {"İİx", 2, 4}, {"\u212Ax", 1, 3}, {"\xffx", 3, 1}, {"ab", 5, 2}} {
+		if got := lineOffset([]byte(c.line), c.low); got != c.want {
+			t.Errorf("lineOffset(%q, %d) = %d, want %d", c.line, c.low, got, c.want)
+		}
+	}
+}

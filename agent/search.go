@@ -24,6 +24,9 @@ const (
 	SearchMaxBytes    = 64 << 20
 	SearchSnippetLen  = 160 // runes
 	DefaultSearchHits = 40
+	// SearchMaxTerms bounds the words of a query: each is looked for in
+	// every body read (3,000 took 10 s on the 17 MB corpus).
+	SearchMaxTerms = 32
 )
 
 // searchPage is how many event records a search reads at once.

@@ -314,8 +314,12 @@ func (c *SearchCmd) Run(e *Env) error {
 		return usageErr("--limit must be 1 or more")
 	}
 	query := strings.Join(c.Query, " ")
-	if len(agent.SearchTerms(query)) == 0 {
+	terms := agent.SearchTerms(query)
+	if len(terms) == 0 {
 		return usageErr("%q has no words to search for: give words of 2 or more letters that are not stopwords (the, and, of...)", query)
+	}
+	if len(terms) > agent.SearchMaxTerms {
+		return usageErr("the query has %d words; search takes at most %d (each is looked for in every body read): keep the telling ones, or use `rook session find` for a phrase", len(terms), agent.SearchMaxTerms)
 	}
 	r, err := e.openRook(false)
 	if err != nil {

@@ -388,6 +388,10 @@ func (c *FindCmd) Run(e *Env) error {
 	if c.Offset > 1<<62 {
 		return usageErr("--offset %d is too large", c.Offset)
 	}
+	if c.Through != nil && c.From > *c.Through {
+		// Nothing to search: not "no more matches", as if it had.
+		return usageErr("--from %d is after --through %d", c.From, *c.Through)
+	}
 	r, id, err := e.readSession(c.ID)
 	if err != nil {
 		return err

@@ -726,17 +726,7 @@ func TestAppendAfterDamagedTailIsRefused(t *testing.T) {
 		{"header and garbage", func(int64, int64) int64 { return logHeaderSize + 3 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fsys := vfs.NewMem()
-			l := testLog(t, fsys, Options{})
-			s := mustCreate(t, l, "s")
-			for i := 0; i < 3; i++ {
-				if _, err := l.Append(s.ID, Event{Kind: KindUser, Body: body(i)}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := l.Close(); err != nil {
-				t.Fatal(err)
-			}
+			fsys, l, s := closedLog(t, 3)
 			f, err := fsys.OpenFile(l.logPath(s.ID), os.O_RDWR, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -764,9 +754,9 @@ func TestAppendAfterDamagedTailIsRefused(t *testing.T) {
 	}
 }
 
-// logDamagedAt is a store holding one session of n events, closed (no
-// dirty marker), whose record of event at has its first bytes damaged.
-func logDamagedAt(t *testing.T, n, at int) (*vfs.MemFS, Meta) {
+// closedLog is a store holding one session of n events, its writer
+// closed (no dirty marker).
+func closedLog(t *testing.T, n int) (*vfs.MemFS, *Log, Meta) {
 	t.Helper()
 	fsys := vfs.NewMem()
 	l := testLog(t, fsys, Options{})
@@ -779,6 +769,14 @@ func logDamagedAt(t *testing.T, n, at int) (*vfs.MemFS, Meta) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return fsys, l, s
+}
+
+// logDamagedAt is closedLog's store with the record of event at damaged
+// (its first bytes).
+func logDamagedAt(t *testing.T, n, at int) (*vfs.MemFS, Meta) {
+	t.Helper()
+	fsys, l, s := closedLog(t, n)
 	b := logBytes(t, fsys, l, s.ID)
 	f, _ := fsys.OpenFile(l.logPath(s.ID), os.O_RDONLY, 0)
 	r, _ := newReader(f, s.ID)
@@ -919,17 +917,7 @@ func (s statGrown) Stat(name string) (fs.FileInfo, error) {
 // marked, wrote and closed while the read ran (it reads the events before,
 // as with the marker). With the size as it was, it is damage.
 func TestReadOfARecordAWriterWasWriting(t *testing.T) {
-	fsys := vfs.NewMem()
-	l := testLog(t, fsys, Options{})
-	s := mustCreate(t, l, "s")
-	for i := 0; i < 5; i++ {
-		if _, err := l.Append(s.ID, Event{Kind: KindUser, Body: body(i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	fsys, l, s := closedLog(t, 5)
 	f, err := fsys.OpenFile(l.logPath(s.ID), os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -3,11 +3,9 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 
 	"github.com/rookhq/rook/cas"
-	"github.com/rookhq/rook/eventlog"
 )
 
 // ReferenceReport is what `rook store verify` finds beyond the objects
@@ -85,12 +83,12 @@ func (p ReferenceProblem) String() string {
 func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceReport, error) {
 	rep := ReferenceReport{Problems: []ReferenceProblem{}}
 	type namer struct {
-		p   ReferenceProblem // where the name is: Session, Seq, Ref
-		idx int              // the problem reported for it, if missing: index+1
+		p    ReferenceProblem // where the name is: Session, Seq, Ref
+		idx  int              // the problem reported for it, if missing: index+1
+		kind cas.Kind         // a container's kind
 	}
 	seen := map[cas.Key]*namer{}
 	var containers []cas.Key // snapshots and imported lines, to expand
-	kinds := map[cas.Key]cas.Kind{}
 	check := func(id cas.Key, at ReferenceProblem) {
 		if n, ok := seen[id]; ok {
 			if n.idx > 0 {
@@ -110,7 +108,7 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 			n.idx = len(rep.Problems)
 		case err == nil && (info.Kind == cas.KindSnapshot || info.Kind == cas.KindSource):
 			containers = append(containers, id)
-			kinds[id] = info.Kind
+			n.kind = info.Kind
 		}
 	}
 	ids, err := r.Log.IDs()
@@ -124,15 +122,8 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 		}
 		sid := id.String()
 		// A session removed since the listing (`session rm` in another
-		// process: its metadata goes first, then its log) is not there,
-		// not a problem.
-		removed := func(err error) bool {
-			if !errors.Is(err, eventlog.ErrNoSession) && !errors.Is(err, fs.ErrNotExist) {
-				return false
-			}
-			_, merr := r.Log.ReadMeta(id)
-			return errors.Is(merr, eventlog.ErrNoSession)
-		}
+		// process) is not there, not a problem.
+		removed := func(err error) bool { return r.Log.RemovedSince(id, err) }
 		if _, err := r.Log.ReadMeta(id); removed(err) {
 			continue
 		} else if err != nil {
@@ -194,7 +185,7 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 		at := seen[id].p // where the container is named
 		at.In = cas.Short(id)
 		var names []cas.Key
-		if kinds[id] == cas.KindSnapshot {
+		if seen[id].kind == cas.KindSnapshot {
 			m, err := r.ReadManifest(id)
 			if err != nil {
 				// Unreadable is the object check's to report; one that

@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/agent/mcpclient"
@@ -275,11 +274,7 @@ func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	if len(s) > 80 {
 		// Cut on a character boundary: half a character shows as U+FFFD.
-		cut := 77
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "..."
+		s = s[:agent.CutUTF8([]byte(s), 77)] + "..."
 	}
 	return s
 }

@@ -940,7 +940,7 @@ func (l *Log) Sessions() ([]Summary, error) {
 	var bad UnreadableError
 	for _, id := range ids {
 		s, err := l.Summary(id)
-		if err != nil && l.removedSince(id, err) {
+		if err != nil && l.RemovedSince(id, err) {
 			continue
 		}
 		if err != nil {
@@ -955,10 +955,10 @@ func (l *Log) Sessions() ([]Summary, error) {
 	return out, nil
 }
 
-// removedSince says whether err, a session's that was listed, is that it
+// RemovedSince says whether err, a session's that was listed, is that it
 // was removed since (`session rm` in another process: its metadata goes
 // first, then its log), not that it does not read.
-func (l *Log) removedSince(id ID, err error) bool {
+func (l *Log) RemovedSince(id ID, err error) bool {
 	if !errors.Is(err, ErrNoSession) && !errors.Is(err, fs.ErrNotExist) {
 		return false
 	}

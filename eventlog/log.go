@@ -722,12 +722,26 @@ func (l *Log) flushLocked() error {
 }
 
 // mark writes the dirty marker, once in a writer's life: from then on a
-// crash makes the next writer's open check the logs touched since.
+// crash makes the next writer's open check the logs touched since. It
+// also names each session the barrier about to run appends to, with the
+// size of its log, durable and acknowledged: a break the next open finds
+// before that size is damage, not a torn tail, however near the end (a
+// short log is all within tailWindow). This costs nothing more: the
+// marker is written anyway, and a `rook session append` makes one
+// barrier. Sessions a long-lived writer touches later are not named; for
+// them tailWindow alone decides.
 func (l *Log) mark() error {
 	if l.marked {
 		return nil
 	}
-	if err := l.fs.WriteFileAtomic(filepath.Join(l.dir, dirtyMarker), []byte(l.opts.Clock.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
+	var b strings.Builder
+	b.WriteString(l.opts.Clock.Now().UTC().Format(time.RFC3339Nano) + "\n")
+	for id, st := range l.sessions {
+		if _, isNew := l.created[id]; len(st.buf) > 0 && !isNew {
+			fmt.Fprintf(&b, "%s %d\n", id, st.size)
+		}
+	}
+	if err := l.fs.WriteFileAtomic(filepath.Join(l.dir, dirtyMarker), []byte(b.String()), 0o600); err != nil {
 		return fmt.Errorf("mark the event log in use: %w", err)
 	}
 	l.marked = true

@@ -1022,3 +1022,69 @@ func TestSessionsPassesOverASessionRemovedMeanwhile(t *testing.T) {
 		}
 	}
 }
+
+// crashedAfterAppend is closedLog's store (n events, acknowledged) after
+// a writer appended one more event, flushed, and died without closing: its
+// dirty marker is left.
+func crashedAfterAppend(t *testing.T, n int) (*vfs.MemFS, *Log, Meta) {
+	t.Helper()
+	fsys, l, s := closedLog(t, n)
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true, Clock: l.opts.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append(s.ID, Event{Kind: KindUser, Body: body(n)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return fsys, l, s // w not closed: it crashed
+}
+
+// A short log lies all within tailWindow. Damage to an event acknowledged
+// before the crashed writer's barrier is not what the crash tore: the next
+// writer's open must not cut it (with every event after it) as a torn
+// tail, but report it and refuse appends, leaving the log as it is.
+func TestRecoveryDoesNotCutAcknowledgedEvents(t *testing.T) {
+	for _, torn := range []bool{false, true} {
+		t.Run(fmt.Sprintf("torn tail %v", torn), func(t *testing.T) {
+			fsys, l, s := crashedAfterAppend(t, 100)
+			b := logBytes(t, fsys, l, s.ID)
+			f, _ := fsys.OpenFile(l.logPath(s.ID), os.O_RDONLY, 0)
+			r, _ := newReader(f, s.ID)
+			off, _, err := r.find(5)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[off+6] ^= 0xff // a byte of event 5's record
+			if torn {
+				b = append(b, 0x13, 0x37) // and half a record the crash tore
+			}
+			if err := fsys.WriteFileAtomic(l.logPath(s.ID), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			w, err := Open("/h/events", Options{FS: fsys, Writable: true, Clock: l.opts.Clock, TornDir: "/h/torn"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			if after := logBytes(t, fsys, l, s.ID); len(after) != len(b) {
+				t.Fatalf("recovery cut the log from %d to %d bytes (notices %q)", len(b), len(after), w.Notices)
+			}
+			if len(w.Notices) != 1 || !strings.Contains(w.Notices[0], "damaged") {
+				t.Fatalf("notices %q do not report the damage", w.Notices)
+			}
+			_, err = w.Append(s.ID, Event{Kind: KindUser, Body: body(999)})
+			for _, want := range []string{"appends refused", "rook store verify", "rook session fork " + s.ID.String() + " --at 5"} {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("append: %v; want an error saying %q", err, want)
+				}
+			}
+			if evs, err := w.Read(s.ID, 0, 5); err != nil || len(evs) != 5 {
+				t.Fatalf("the events before the damage: %d, %v", len(evs), err)
+			}
+		})
+	}
+}

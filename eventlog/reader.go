@@ -210,6 +210,12 @@ func (r *reader) read(from uint64, limit int, torn bool) ([]Event, error) {
 	return out, nil
 }
 
+// damagedLogError is the error appends to a damaged log get: the damage,
+// at offset off, where event at was to be, and what to do.
+func damagedLogError(id ID, off int64, at uint64, why error) error {
+	return fmt.Errorf("session %s: log damaged at offset %d (event %d on: %v): appends refused, since an event written after the damage could not be read back; the events before it read as usual, `rook session fork %s --at %d` goes on in a copy, and `rook store verify` lists the damage", id, off, at, why, id, at)
+}
+
 // damagedHint says what to do about a session whose log is damaged: its
 // events before the damage can be kept (at: the first damaged seq, or
 // "N"); nothing rebuilds a log.
@@ -273,6 +279,7 @@ func (l *Log) recoverAfterCrash() error {
 	if err != nil {
 		return nil // clean shutdown (or never written)
 	}
+	durable := markedSizes(l.fs, mpath)
 	ids, err := l.IDs()
 	if err != nil {
 		return err
@@ -285,14 +292,40 @@ func (l *Log) recoverAfterCrash() error {
 		if lst.ModTime().Before(mst.ModTime().Add(-2e9)) {
 			continue // untouched since the last writer started
 		}
-		if err := l.repairTail(id); err != nil {
+		if err := l.repairTail(id, durable[id]); err != nil {
 			return err
 		}
 	}
 	return l.removeOrphanLogs()
 }
 
-func (l *Log) repairTail(id ID) error {
+// markedSizes reads the sizes the dirty marker gives (see mark): each
+// session's log was durable, and its events acknowledged, up to there when
+// the crashed writer first wrote to it. A marker without them (a bulk
+// Create's, an older rook's) or unreadable gives none.
+func markedSizes(fsys vfs.FS, path string) map[ID]int64 {
+	b, err := vfs.ReadFile(fsys, path)
+	if err != nil {
+		return nil
+	}
+	out := map[ID]int64{}
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		var name string
+		var size int64
+		if n, _ := fmt.Sscanf(line, "%s %d", &name, &size); n != 2 {
+			continue
+		}
+		if id, err := ParseID(name); err == nil && size >= logHeaderSize {
+			out[id] = size
+		}
+	}
+	return out
+}
+
+// repairTail checks the tail of the log of id, which a crashed writer may
+// have torn past durable (its size when that writer first wrote to it; 0:
+// not known, tailWindow alone bounds the tear).
+func (l *Log) repairTail(id ID, durable int64) error {
 	f, err := l.fs.OpenFile(l.logPath(id), os.O_RDWR, 0)
 	if err != nil {
 		return err
@@ -315,16 +348,21 @@ func (l *Log) repairTail(id ID) error {
 			start = off
 		}
 	}
-	groupStart := int64(-1)
+	groupStart, groupSeq := int64(-1), uint64(0)
+	var last *Event
 	stop, serr := r.scan(start, func(off int64, rec record) bool {
 		if groupStart < 0 {
-			groupStart = off
+			groupStart, groupSeq = off, rec.Seq
 		}
 		if !rec.More {
 			groupStart = -1
 		}
+		last = &rec.Event
 		return true
 	})
+	if serr != nil && !errors.Is(serr, ErrBadRecord) {
+		return serr // a read that failed is not a torn tail
+	}
 	cut := stop
 	if groupStart >= 0 {
 		cut = groupStart // a group the crash left half-written
@@ -338,9 +376,21 @@ func (l *Log) repairTail(id ID) error {
 		// with the segment records its open takes in.
 		return f.Sync()
 	}
-	if cut < r.size-tailWindow {
-		l.sessions[id] = &writerState{damaged: fmt.Errorf("session %s: log damaged at offset %d (%v), before anything a crash can tear: appends refused; its events up to there read as usual", id, cut, serr)}
-		l.Notices = append(l.Notices, fmt.Sprintf("session %s: log damaged at offset %d: %v", id, cut, serr))
+	if cut < r.size-tailWindow || cut < durable {
+		// Before anything the crash can have torn: acknowledged events
+		// are damaged. Nothing is cut (that would drop them); the log
+		// stays as it is, for the events before to read and fork.
+		at := uint64(0)
+		if last != nil {
+			at = last.Seq + 1
+		}
+		why := serr
+		if cut == groupStart {
+			at, why = groupSeq, errors.New("a group that does not end")
+		}
+		err := damagedLogError(id, cut, at, why)
+		l.sessions[id] = &writerState{damaged: err}
+		l.Notices = append(l.Notices, err.Error())
 		return nil
 	}
 	tail, err := r.chunk(cut, int(r.size-cut))

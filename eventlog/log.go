@@ -523,33 +523,25 @@ func (l *Log) state(id ID) (*writerState, error) {
 		return nil, err
 	}
 	defer f.Close()
+	st := &writerState{size: r.size, base: r.base}
+	// A reader of the whole session (show, export, verify, gc's mark)
+	// goes from its start and stops at a break: after one anywhere, deep
+	// in a long log as well as at its end, an appended event would be
+	// acknowledged yet never reached. So the records must run whole from
+	// the header to the end: their lengths and checksums are walked once
+	// per writer and session (0.1 s for a log of a million events, 50 MB;
+	// 1 ms for 10,000).
+	if stop, at, err := r.walk(); err != nil {
+		if !errors.Is(err, ErrBadRecord) {
+			return nil, err
+		}
+		st.damaged = damagedLogError(id, stop, at, err)
+		l.sessions[id] = st
+		return st, nil
+	}
 	last, ok, err := r.last()
 	if err != nil {
 		return nil, err
-	}
-	st := &writerState{size: r.size, base: r.base}
-	// Appends go at the end of the file, so the last whole record must end
-	// there: after bytes that do not read as records, an appended event
-	// would be acknowledged yet never read back (readers stop at the
-	// break). The open's crash recovery has cut any tail a crash tore, so
-	// such bytes are damage: appends are refused, as for damage found
-	// further back.
-	end := int64(logHeaderSize)
-	if ok {
-		off, rec, err := r.find(last.Seq)
-		if err != nil {
-			return nil, err
-		}
-		end = off + int64(rec.n)
-	}
-	if end != r.size {
-		after := "its header"
-		if ok {
-			after = fmt.Sprintf("its last event #%d", last.Seq)
-		}
-		st.damaged = fmt.Errorf("session %s: log damaged: %d bytes after %s (offset %d) do not read as events: appends refused, since an event written after them could not be read back; its events up to there read as usual (`rook session fork %s --at N` goes on in a copy)", id, r.size-end, after, end, id)
-		l.sessions[id] = st
-		return st, nil
 	}
 	if ok {
 		if last.More {

@@ -1088,3 +1088,28 @@ func TestRecoveryDoesNotCutAcknowledgedEvents(t *testing.T) {
 		})
 	}
 }
+
+// Damage deep in a long log (beyond what a bisection or the token totals
+// read near the end) must refuse appends, as damage near the end does: an
+// event appended after it was acknowledged, yet a reader of the session
+// from its start stopped at the damage and never reached it.
+func TestAppendAfterDamageDeepInALongLogIsRefused(t *testing.T) {
+	fsys, s := logDamagedAt(t, 3000, 100)
+	w := testLog(t, fsys, Options{})
+	seq, err := w.Append(s.ID, Event{Kind: KindUser, Body: body(9)})
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		evs, rerr := w.Read(s.ID, 0, 5000)
+		t.Fatalf("append after damage at event 100 acknowledged seq %d; a read from the start gives %d events (%v)", seq, len(evs), rerr)
+	}
+	for _, want := range []string{"appends refused", "rook store verify", "rook session fork " + s.ID.String() + " --at 100"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("append: %v; want an error saying %q", err, want)
+		}
+	}
+	if evs, err := w.Read(s.ID, 0, 100); err != nil || len(evs) != 100 {
+		t.Fatalf("the events before the damage: %d, %v", len(evs), err)
+	}
+}

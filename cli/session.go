@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/rookhq/rook/agent"
+	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/units"
 )
@@ -129,6 +130,7 @@ type SessionAppendCmd struct {
 	TokensIn  uint64   `name:"tokens-in" placeholder:"N" help:"Input tokens this event cost."`
 	TokensOut uint64   `name:"tokens-out" placeholder:"N" help:"Output tokens this event cost."`
 	JSONL     nonEmpty `name:"jsonl" help:"Append many events from FILE (- for stdin), one JSON object a line: kind, label, body or body_file, tokens_in, tokens_out." placeholder:"FILE"`
+	At        *uint64  `name:"at" placeholder:"SEQ" help:"With --jsonl: the first line's event is #SEQ. Lines whose seq the session holds already must be that event, and are skipped: run a stopped append again with the same --at to append the rest."`
 }
 
 // jsonlEvent is one line of --jsonl input.
@@ -142,6 +144,9 @@ type jsonlEvent struct {
 }
 
 func (c *SessionAppendCmd) Run(e *Env) error {
+	if c.At != nil && c.JSONL == "" {
+		return usageErr("--at goes with --jsonl")
+	}
 	if c.JSONL != "" {
 		if c.Kind != "" || c.Label != "" || c.TokensIn != 0 || c.TokensOut != 0 || c.File != "-" {
 			return usageErr("--jsonl takes everything from its lines: drop --kind, --label, --tokens-* and FILE")
@@ -197,6 +202,13 @@ func readInput(e *Env, file string) ([]byte, error) {
 // runJSONL appends one event per line. Each line is its own atomic append;
 // a bad line is reported with its number and skipped, and the command then
 // exits 1 having appended every good line.
+//
+// Without --json, each line's seq is printed as soon as it is durable (at
+// each barrier, every 256 events), not at the end: a run killed part way
+// has printed exactly the lines that are in for sure. With --at, the
+// lines already in (those, and any a barrier the kill cut short made
+// durable after all) are found by their seq and skipped, so running it
+// again appends each line once.
 func (c *SessionAppendCmd) runJSONL(e *Env) error {
 	in := e.Stdin
 	if c.JSONL != "-" {
@@ -216,6 +228,21 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		r.Close()
 		return err
 	}
+	// next is the seq the next good line is to have, with --at; held is
+	// how many events the session has: the lines before it are in.
+	var next, held uint64
+	if c.At != nil {
+		sum, err := r.Log.Summary(id)
+		if err != nil {
+			r.Close()
+			return err
+		}
+		next, held = *c.At, sum.Events
+		if next > held {
+			r.Close()
+			return &exitError{code: ExitFailure, msg: fmt.Sprintf("--at %d: session %s has %d events, so its next is #%d: nothing appended", next, id, held, held)}
+		}
+	}
 	type result struct {
 		Line int    `json:"line"`
 		Seq  uint64 `json:"seq"`
@@ -226,9 +253,21 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 	}
 	var done []result
 	var bads []bad
+	printed, already := 0, 0
+	// durable prints the seqs of the lines appended so far, all durable.
+	durable := func() {
+		if e.JSON {
+			return
+		}
+		for _, d := range done[printed:] {
+			fmt.Fprintln(e.Stdout, d.Seq)
+		}
+		printed = len(done)
+	}
+	var mismatch error
 	br := bufio.NewReaderSize(in, 64<<10)
 	line := 0
-	for {
+	for mismatch == nil {
 		raw, long, rerr := readJSONLLine(br, maxJSONLLine)
 		if rerr != nil && rerr != io.EOF {
 			bads = append(bads, bad{line + 1, rerr.Error()})
@@ -244,11 +283,27 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 			bads = append(bads, bad{line, fmt.Sprintf("longer than %s: give a body this large in a body_file", units.Bytes(maxJSONLLine))})
 		case len(text) > 0:
 			en, err := parseJSONLine(text)
+			if err == nil && c.At != nil && next < held {
+				// In already, by an earlier run: it must be this line.
+				if err = sameEvent(r, id, next, en); err != nil {
+					mismatch = fmt.Errorf("line %d: %v: not a run of this input from --at %d; nothing more appended", line, err, *c.At)
+					break
+				}
+				done = append(done, result{line, next})
+				already++
+				next++
+				durable()
+				break
+			}
 			if err == nil {
 				var seq uint64
 				seq, err = r.Append(id, en)
 				if err == nil {
 					done = append(done, result{line, seq})
+					next = seq + 1
+					if r.Log.Unflushed() == 0 {
+						durable() // that append made (or was) a barrier
+					}
 					break
 				}
 			}
@@ -259,6 +314,9 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		}
 	}
 	if err := r.Close(); err != nil {
+		if !e.JSON && printed > 0 {
+			fmt.Fprintf(e.Stderr, "rook: the %d line(s) printed are in (through line %d)\n", printed, done[printed-1].Line)
+		}
 		return err
 	}
 	if e.JSON {
@@ -268,19 +326,37 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		if bads == nil {
 			bads = []bad{}
 		}
-		if err := e.printJSON(map[string]any{"appended": done, "errors": bads}); err != nil {
+		if err := e.printJSON(map[string]any{"appended": done, "already": already, "errors": bads}); err != nil {
 			return err
 		}
 	} else {
-		for _, d := range done {
-			fmt.Fprintln(e.Stdout, d.Seq)
-		}
+		durable()
 		for _, b := range bads {
 			fmt.Fprintf(e.Stderr, "rook: line %d: %s\n", b.Line, b.Error)
 		}
 	}
+	if mismatch != nil {
+		return mismatch
+	}
 	if len(bads) > 0 {
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d line(s) not appended, %d appended", len(bads), len(done))}
+	}
+	return nil
+}
+
+// sameEvent says whether event seq of session id is the one en would
+// append (kind, label, tokens, body), and if not, how it differs.
+func sameEvent(r *agent.Rook, id eventlog.ID, seq uint64, en agent.Entry) error {
+	evs, err := r.Log.Read(id, seq, 1)
+	if err != nil {
+		return err
+	}
+	if len(evs) == 0 {
+		return fmt.Errorf("session %s has no event #%d", id, seq)
+	}
+	ev := evs[0]
+	if ev.Kind != en.Kind || ev.Label != en.Label || ev.TokensIn != en.TokensIn || ev.TokensOut != en.TokensOut || ev.Body != cas.ID(en.Body) {
+		return fmt.Errorf("session %s holds a different event at #%d (%s %q)", id, seq, ev.Kind, ev.Label)
 	}
 	return nil
 }

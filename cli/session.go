@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
@@ -230,14 +231,15 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 	}
 	// next is the seq the next good line is to have, with --at; held is
 	// how many events the session has: the lines before it are in.
-	var next, held uint64
+	sum, err := r.Log.Summary(id)
+	if err != nil {
+		r.Close()
+		return err
+	}
+	held := sum.Events
+	next := held
 	if c.At != nil {
-		sum, err := r.Log.Summary(id)
-		if err != nil {
-			r.Close()
-			return err
-		}
-		next, held = *c.At, sum.Events
+		next = *c.At
 		if next > held {
 			r.Close()
 			return &exitError{code: ExitFailure, msg: fmt.Sprintf("--at %d: session %s has %d events, so its next is #%d: nothing appended", next, id, held, held)}
@@ -254,8 +256,25 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 	var done []result
 	var bads []bad
 	printed, already := 0, 0
+	// in is how many lines are durable, and through which line: what a
+	// Ctrl-C (or SIGTERM), which ends rook at once, says is in.
+	var mu sync.Mutex
+	var safe, through int
+	first := next
+	stopped := onInterrupt(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(e.Stderr, "rook: append --jsonl stopped: %d line(s) are in for sure (through line %d, #%d on); lines after may be too: run it again with --at %d to append the rest, each once\n", safe, through, first, first)
+	})
+	defer stopped()
 	// durable prints the seqs of the lines appended so far, all durable.
 	durable := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		safe = len(done)
+		if safe > 0 {
+			through = done[safe-1].Line
+		}
 		if e.JSON {
 			return
 		}
@@ -313,7 +332,12 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 			break
 		}
 	}
-	if err := r.Close(); err != nil {
+	err = r.Close()
+	if err == nil {
+		durable() // the rest: the close made them durable
+	}
+	stopped()
+	if err != nil {
 		if !e.JSON && printed > 0 {
 			fmt.Fprintf(e.Stderr, "rook: the %d line(s) printed are in (through line %d)\n", printed, done[printed-1].Line)
 		}

@@ -1153,11 +1153,16 @@ func (l *Log) Remove(id ID) (uint64, error) {
 		delete(l.sessions, id)
 	}
 	// The metadata first: without it the session does not exist, and a
-	// crash before the log goes leaves only an orphan file.
+	// crash before the log goes leaves only an orphan file. Its removal is
+	// made durable before the log's: the two need not reach the disk in
+	// order, and metadata left naming a log that is gone is a session
+	// that does not read.
 	delete(l.staged, id)
 	if _, ok := l.created[id]; ok {
 		delete(l.created, id) // never written
 	} else if err := l.fs.Remove(l.metaPath(id)); err != nil {
+		return 0, err
+	} else if err := l.fs.SyncDir(l.dir); err != nil {
 		return 0, err
 	}
 	if err := l.fs.Remove(l.logPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {

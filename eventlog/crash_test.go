@@ -1,0 +1,125 @@
+package eventlog
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
+	"github.com/rookhq/rook/internal/vfs/vfstest"
+)
+
+// crashState is what a crash workload had acknowledged when it crashed:
+// each session's events (by body), and the sessions it had removed.
+type crashState struct {
+	events   map[ID][][16]byte
+	removed  map[ID]bool
+	removing ID // a removal begun: the session may be there or gone
+}
+
+// forkRmWorkload appends to two sessions, forks one and removes the
+// other, recording in st what each step acknowledged when it returned.
+func forkRmWorkload(fsys *vfs.MemFS, st *crashState) error {
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	l, err := Open("/h/events", Options{FS: fsys, Writable: true, Clock: clk})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	var ids []ID
+	for s := 0; s < 2; s++ {
+		m, err := l.Create(Meta{Title: "s"})
+		if err != nil {
+			return err
+		}
+		ids = append(ids, m.ID)
+		st.events[m.ID] = nil
+	}
+	for i := 0; i < 6; i++ {
+		id := ids[i%2]
+		if _, err := l.Append(id, Event{Kind: KindUser, Body: body(i)}); err != nil {
+			return err
+		}
+		if err := l.Flush(); err != nil {
+			return err
+		}
+		st.events[id] = append(st.events[id], body(i))
+	}
+	f, err := l.Fork(ids[0], 2, Meta{Title: "fork"})
+	if err != nil {
+		return err
+	}
+	st.events[f.ID] = st.events[ids[0]][:2]
+	st.removing = ids[1]
+	if _, err := l.Remove(ids[1]); err != nil {
+		return err
+	}
+	delete(st.events, ids[1])
+	st.removed[ids[1]] = true
+	if _, err := l.Append(f.ID, Event{Kind: KindUser, Body: body(99)}); err != nil {
+		return err
+	}
+	if err := l.Close(); err != nil {
+		return err
+	}
+	st.events[f.ID] = append(st.events[f.ID], body(99))
+	return nil
+}
+
+// TestForkAndRemoveCrashSweep crashes the workload at every write, with
+// the strict crash state and random survivals of unsynced writes and
+// directory entries: every session listed reads whole, every acknowledged
+// event and fork is there, an acknowledged removal stays done, and a
+// session goes on with its next seq.
+func TestForkAndRemoveCrashSweep(t *testing.T) {
+	var st crashState
+	n := vfstest.Sweep(t, rand.New(rand.NewPCG(7, 8)), 8, nil,
+		func(fsys *vfs.MemFS) error {
+			st = crashState{events: map[ID][][16]byte{}, removed: map[ID]bool{}}
+			return forkRmWorkload(fsys, &st)
+		},
+		func(k int, states []*vfs.MemFS) {
+			for i, fsys := range states {
+				l, err := Open("/h/events", Options{FS: fsys, Writable: true})
+				if err != nil {
+					t.Fatalf("crash at %d, state %d: open: %v", k, i, err)
+				}
+				ids, err := l.IDs()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, id := range ids {
+					if st.removed[id] {
+						t.Fatalf("crash at %d, state %d: session %s, removed, is back", k, i, id)
+					}
+					evs, err := l.Read(id, 0, 100)
+					if err != nil {
+						t.Fatalf("crash at %d, state %d: session %s is listed but does not read: %v", k, i, id, err)
+					}
+					want := st.events[id]
+					if len(evs) < len(want) {
+						t.Fatalf("crash at %d, state %d: session %s has %d events, %d acknowledged", k, i, id, len(evs), len(want))
+					}
+					for j, w := range want {
+						if evs[j].Body != w {
+							t.Fatalf("crash at %d, state %d: session %s event %d differs", k, i, id, j)
+						}
+					}
+					if seq, err := l.Append(id, Event{Kind: KindNote, Body: body(7)}); err != nil || seq != uint64(len(evs)) {
+						t.Fatalf("crash at %d, state %d: append to %s after recovery: seq %d, %v", k, i, id, seq, err)
+					}
+				}
+				for id := range st.events {
+					if _, err := l.ReadMeta(id); errors.Is(err, ErrNoSession) && id != st.removing {
+						t.Fatalf("crash at %d, state %d: acknowledged session %s is gone", k, i, id)
+					}
+				}
+				if err := l.Close(); err != nil {
+					t.Fatalf("crash at %d, state %d: close: %v", k, i, err)
+				}
+			}
+		})
+	t.Logf("swept %d crash points", n)
+}

@@ -59,24 +59,24 @@ func (s *syncBuffer) String() string {
 // sure, and the --at that runs it again: a Ctrl-C ends rook at once, and
 // running the same input again appended the lines already in twice.
 func TestAppendJSONLInterruptedSaysWhatIsIn(t *testing.T) {
-	home := t.TempDir()
+	home, ws := t.TempDir(), t.TempDir()
 	var out, errb bytes.Buffer
-	if Main([]string{"--home", home, "init"}, strings.NewReader(""), &out, &errb) != 0 {
+	if Main([]string{"--home", home, "-C", ws, "init"}, strings.NewReader(""), &out, &errb) != 0 {
 		t.Fatal(errb.String())
 	}
 	out.Reset()
-	if Main([]string{"--home", home, "session", "new"}, strings.NewReader(""), &out, &errb) != 0 {
+	if Main([]string{"--home", home, "-C", ws, "session", "new"}, strings.NewReader(""), &out, &errb) != 0 {
 		t.Fatal(errb.String())
 	}
 	id := strings.TrimSpace(out.String())
-	if Main([]string{"--home", home, "session", "append", id, "--kind", "user"}, strings.NewReader("first"), &out, &errb) != 0 {
+	if Main([]string{"--home", home, "-C", ws, "session", "append", id, "--kind", "user"}, strings.NewReader("first"), &out, &errb) != 0 {
 		t.Fatal(errb.String())
 	}
 	pr, pw := io.Pipe()
 	var stdout, stderr syncBuffer
 	ended := make(chan int)
 	go func() {
-		ended <- Main([]string{"--home", home, "session", "append", id, "--jsonl", "-"}, pr, &stdout, &stderr)
+		ended <- Main([]string{"--home", home, "-C", ws, "session", "append", id, "--jsonl", "-"}, pr, &stdout, &stderr)
 	}()
 	for i := 0; i < 300; i++ {
 		fmt.Fprintf(pw, `{"kind":"user","body":"line %d"}`+"\n", i)

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -215,6 +216,42 @@ func (l *Log) writerRaced(id ID, size int64) bool {
 	}
 	fi, err := l.fs.Stat(l.logPath(id))
 	return err != nil || fi.Size() != size
+}
+
+// noTear is a floor no break is above: every break is damage.
+const noTear = math.MaxInt64
+
+// ownTornFloor is, for a writer (own), where in the log of id a break may
+// be a record it is writing: from the size its last barrier synced on;
+// nowhere in a log it has not appended to. It holds the writer lock, and
+// its open repaired the tails a crashed writer left, so no other writer
+// can have torn one, whatever marker is there (a crashed writer's stays
+// until this one closes after a barrier of its own).
+func (l *Log) ownTornFloor(id ID) (floor int64, own bool) {
+	if !l.opts.Writable {
+		return 0, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st := l.sessions[id]; st != nil && st.damaged == nil {
+		return st.size, true
+	}
+	return noTear, true
+}
+
+// tornFloor is, for a reader, where in the log of id, size bytes, a break
+// may be a tail a writer tore: none when no writer is running or crashed;
+// else within tailWindow of the end, and not before the size the dirty
+// marker names for the log (durable when that writer first wrote to it).
+func (l *Log) tornFloor(id ID, size int64) int64 {
+	if !l.mayBeTorn() {
+		return noTear
+	}
+	floor := size - tailWindow
+	if d, ok := markedSizes(l.fs, filepath.Join(l.dir, dirtyMarker))[id]; ok && d > floor {
+		floor = d
+	}
+	return floor
 }
 
 // ErrNoSession: no such session.
@@ -1000,18 +1037,23 @@ func (l *Log) Read(id ID, from uint64, limit int) ([]Event, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
+	// In the writer, taken before the file's size is: a break from the
+	// size its last barrier synced on is its own flush under way.
+	floor, own := l.ownTornFloor(id)
 	f, r, err := l.openSession(id)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	torn := l.mayBeTorn()
-	out, err := r.read(from, limit, torn)
-	if err != nil && !torn && l.writerRaced(id, r.size) {
+	if !own {
+		floor = l.tornFloor(id, r.size)
+	}
+	out, err := r.read(from, limit, floor)
+	if err != nil && !own && floor > r.size && l.writerRaced(id, r.size) {
 		// A writer started while this read: it marks before it writes,
 		// so the break may be its record half written when the size was
 		// taken. A torn tail, as with the marker.
-		out, err = r.read(from, limit, true)
+		out, err = r.read(from, limit, r.size-tailWindow)
 	}
 	if err != nil {
 		return nil, err

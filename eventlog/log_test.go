@@ -1113,3 +1113,37 @@ func TestAppendAfterDamageDeepInALongLogIsRefused(t *testing.T) {
 		t.Fatalf("the events before the damage: %d, %v", len(evs), err)
 	}
 }
+
+// A writer left its dirty marker (it crashed, appending to one session),
+// and another session's log is damaged in its middle, within 512 KiB of
+// its end. The next writer's open repairs the tails that writer touched;
+// it then holds the writer lock, so no log can be torn under it: a read of
+// the damaged session (gc's mark, verify, show) reports the damage rather
+// than giving the events before it as the whole session (gc would then
+// sweep the bodies of the events after it).
+func TestWriterReadsReportDamageDespiteAnOldMarker(t *testing.T) {
+	fsys, s := logDamagedAt(t, 100, 50)
+	l := testLog(t, fsys, Options{})
+	other := mustCreate(t, l, "other")
+	if _, err := l.Append(other.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// l crashed: its marker stays. The next writer:
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true, Clock: l.opts.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if evs, err := w.Read(s.ID, 0, 1000); err == nil {
+		t.Fatalf("read of a log damaged at event 50: %d events, no error", len(evs))
+	}
+	if evs, err := w.Read(s.ID, 0, 50); err != nil || len(evs) != 50 {
+		t.Fatalf("the events before the damage: %d, %v", len(evs), err)
+	}
+	if evs, err := w.Read(other.ID, 0, 10); err != nil || len(evs) != 1 {
+		t.Fatalf("the other session: %d, %v", len(evs), err)
+	}
+}

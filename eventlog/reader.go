@@ -225,13 +225,15 @@ func (r *reader) totals(last Event) (in, out uint64, err error) {
 	return in, out, nil
 }
 
-// read returns up to limit events from seq `from` on. torn says a writer
-// may have left a torn tail (the dirty marker is there): without one, a
-// break anywhere is damage.
-func (r *reader) read(from uint64, limit int, torn bool) ([]Event, error) {
+// read returns up to limit events from seq `from` on. A break at or after
+// floor may be a tail a writer tore (or is writing), and ends the session;
+// one before it is damage (with no writer running or crashed, floor is
+// past the end: a break anywhere is damage).
+func (r *reader) read(from uint64, limit int, floor int64) ([]Event, error) {
 	if r.size <= logHeaderSize {
 		return nil, nil
 	}
+	torn := floor <= r.size
 	off := int64(logHeaderSize)
 	if from > 0 {
 		o, _, err := r.find(from)
@@ -254,10 +256,10 @@ func (r *reader) read(from uint64, limit int, torn bool) ([]Event, error) {
 	if err != nil && !errors.Is(err, ErrBadRecord) {
 		return nil, err
 	}
-	// A bad record near the end is a torn tail the next writer cuts, when
-	// a writer may have left one; one further back, or any with no such
-	// writer, is damage, and the reader says so.
-	if err != nil && (!torn || stop < r.size-tailWindow) {
+	// A bad record past floor is a torn tail the next writer cuts (or
+	// one the writer is writing); one before, damage, and the reader says
+	// so.
+	if err != nil && stop < floor {
 		at := from + uint64(len(out))
 		return out, fmt.Errorf("session %s: %v at seq %d (offset %d): %s", r.id, err, at, stop, damagedHint(r.id, fmt.Sprint(at)))
 	}

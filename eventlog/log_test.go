@@ -1147,3 +1147,33 @@ func TestWriterReadsReportDamageDespiteAnOldMarker(t *testing.T) {
 		t.Fatalf("the other session: %d, %v", len(evs), err)
 	}
 }
+
+// A log found shorter than the size it had durably when the crashed
+// writer first appended to it lost acknowledged events (no crash takes
+// back what was synced): the next writer's open reports it and refuses
+// appends, rather than keep the shorter log as whole and number new
+// events over the lost ones.
+func TestRecoveryReportsALogShorterThanItWasDurably(t *testing.T) {
+	fsys, l, s := crashedAfterAppend(t, 100)
+	f, _ := fsys.OpenFile(l.logPath(s.ID), os.O_RDWR, 0)
+	r, _ := newReader(f, s.ID)
+	off, rec, err := r.find(49)
+	if err == nil {
+		err = f.Truncate(off + int64(rec.n)) // whole records, events 0 to 49
+	}
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true, Clock: l.opts.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if len(w.Notices) != 1 || !strings.Contains(w.Notices[0], "short of what was durable") {
+		t.Fatalf("notices %q do not report the loss", w.Notices)
+	}
+	if seq, err := w.Append(s.ID, Event{Kind: KindUser, Body: body(999)}); err == nil || !strings.Contains(err.Error(), "appends refused") {
+		t.Fatalf("append: seq %d, %v", seq, err)
+	}
+}

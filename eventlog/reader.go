@@ -423,6 +423,18 @@ func (l *Log) repairTail(id ID, durable int64) error {
 	if groupStart >= 0 {
 		cut = groupStart // a group the crash left half-written
 	}
+	if cut >= r.size && r.size < durable {
+		// Whole, but shorter than it was durable: no crash takes back
+		// what was synced. Acknowledged events are gone: damage.
+		at := uint64(0)
+		if last != nil {
+			at = last.Seq + 1
+		}
+		err := damagedLogError(id, r.size, at, fmt.Errorf("%w: the log ends %d bytes short of what was durable before the crash", ErrBadRecord, durable-r.size))
+		l.sessions[id] = &writerState{damaged: err}
+		l.Notices = append(l.Notices, err.Error())
+		return nil
+	}
 	if cut >= r.size {
 		// Whole, so kept; but not known to be synced: a killed (not
 		// powered-off) writer leaves its last records in the page cache.

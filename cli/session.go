@@ -229,8 +229,9 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		r.Close()
 		return err
 	}
-	// next is the seq the next good line is to have, with --at; held is
-	// how many events the session has: the lines before it are in.
+	// next is the seq the next good line is to have (--at, else the
+	// session's next); held is how many events the session has: with
+	// --at, the lines before it are in already.
 	sum, err := r.Log.Summary(id)
 	if err != nil {
 		r.Close()
@@ -256,7 +257,7 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 	var done []result
 	var bads []bad
 	printed, already := 0, 0
-	// in is how many lines are durable, and through which line: what a
+	// safe is how many lines are durable, and through which line: what a
 	// Ctrl-C (or SIGTERM), which ends rook at once, says is in.
 	var mu sync.Mutex
 	var safe, through int

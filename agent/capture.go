@@ -287,6 +287,11 @@ func (c *capturer) walk(rel string, tree bool) error {
 	if err != nil {
 		return fmt.Errorf("capture %s: %w", displayRel(rel), err)
 	}
+	if !tree && rel != "" {
+		// Taken whole: what is added under it later is added (diff), and
+		// a rewind to before removes it (firstCaptures).
+		c.m.Dirs = append(c.m.Dirs, rel)
+	}
 	if tree && c.ignore != nil {
 		if b, err := os.ReadFile(filepath.Join(abs, ".gitignore")); err == nil {
 			c.ignore.AddFile(rel, b)

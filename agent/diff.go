@@ -59,6 +59,13 @@ type firstStates struct {
 	First          map[string]Change
 	Captures       int
 	FromTranscript int
+	// Prune are the directories under captured directories that did not
+	// exist when they were captured: a rewind removes them once it has
+	// removed the files added in them, if nothing else is left there.
+	Prune []string
+
+	seq  map[string]uint64 // the seq of each path's first state
+	dirs map[string]uint64 // the seq of each directory's first capture whole
 }
 
 // firstCaptures walks a session's checkpoint events from seq `from` and
@@ -68,9 +75,11 @@ type firstStates struct {
 // In an imported Claude Code session (or a fork of one) the edit results
 // of its transcript are states too (transcript_states.go), taken in the
 // same walk: the first state of a path met, captured or from the
-// transcript, is its state.
+// transcript, is its state. A capture of a directory whole is a state of
+// every path under it (capture_dirs.go): files added there since are
+// absent from it.
 func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (firstStates, error) {
-	st := firstStates{First: map[string]Change{}}
+	st := firstStates{First: map[string]Change{}, seq: map[string]uint64{}, dirs: map[string]uint64{}}
 	ws := r.transcriptWorkspace(id)
 	unknown := map[string]bool{} // paths an edit result changed without saying from what
 	for {
@@ -79,7 +88,9 @@ func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (firstStates, error) {
 			return firstStates{}, err
 		}
 		if len(evs) == 0 {
-			return st, nil
+			// Files added under a directory captured whole are states
+			// too: absent when it was captured.
+			return st, st.addedUnderDirs(r.Store.Home())
 		}
 		for _, ev := range evs {
 			if ev.Kind == eventlog.KindToolResult && ws != "" {
@@ -107,6 +118,7 @@ func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (firstStates, error) {
 						st.Root = ws
 					}
 					st.First[o.Path] = transcriptChange(o, ev.Body, ws)
+					st.seq[o.Path] = ev.Seq
 					st.FromTranscript++
 				}
 				continue
@@ -127,11 +139,18 @@ func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (firstStates, error) {
 			for p, f := range m.Files {
 				if _, ok := st.First[p]; !ok {
 					st.First[p] = Change{Path: p, File: f}
+					st.seq[p] = ev.Seq
 				}
 			}
 			for _, p := range m.Absent {
 				if _, ok := st.First[p]; !ok {
 					st.First[p] = Change{Path: p, Remove: true}
+					st.seq[p] = ev.Seq
+				}
+			}
+			for _, d := range m.Dirs {
+				if _, ok := st.dirs[d]; !ok {
+					st.dirs[d] = ev.Seq
 				}
 			}
 		}

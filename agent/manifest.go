@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,6 +25,13 @@ import (
 //	 "files":{"rel/path":{"id":"<32 hex>","size":12,"mode":"0644"}, "link":{"id":...,"mode":"link"}},
 //	 "absent":["rel/gone"],"total_bytes":12}
 //
+// Version 2 adds "dirs":["rel/dir","rel/dir/sub"]: the directories the
+// capture took whole (a named directory and every directory under it). A
+// path under one of them that the capture does not hold did not exist
+// then: a file added there since is added, and a rewind removes it. A
+// manifest without dirs is written as version 1, which every rook reads
+// alike.
+//
 // Paths are slash-separated, relative to root, clean, never absolute and
 // never with a ".." element. mode is the permission bits in octal, or
 // "link" for a symbolic link whose object holds the link's target.
@@ -34,13 +42,20 @@ type Manifest struct {
 	Label      string               `json:"label,omitempty"`
 	Files      map[string]FileEntry `json:"files"`
 	Absent     []string             `json:"absent,omitempty"`
-	TotalBytes int64                `json:"total_bytes"`
+	// Dirs (version 2) are the directories captured whole.
+	Dirs       []string `json:"dirs,omitempty"`
+	TotalBytes int64    `json:"total_bytes"`
 	// Skipped lists what a tree capture left out and why (links leading
 	// outside the workspace), for the user; restore ignores it.
 	Skipped []string `json:"skipped,omitempty"`
 }
 
-const manifestVersion = 1
+// manifestVersion is the newest manifest version this rook reads and
+// writes; manifestV1 is written when a manifest has no dirs.
+const (
+	manifestVersion = 2
+	manifestV1      = 1
+)
 
 // FileEntry is one captured file.
 type FileEntry struct {
@@ -150,6 +165,21 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 			return nil, fmt.Errorf("%w: %q is both captured and absent", ErrBadManifest, p)
 		}
 	}
+	if m.V < 2 && m.Dirs != nil {
+		return nil, fmt.Errorf("%w: version %d has no \"dirs\"", ErrBadManifest, m.V)
+	}
+	absent := map[string]bool{}
+	for _, p := range m.Absent {
+		absent[p] = true
+	}
+	for _, p := range m.Dirs {
+		if err := checkRel(p); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
+		}
+		if _, ok := m.Files[p]; ok || absent[p] {
+			return nil, fmt.Errorf("%w: %q is both a captured directory and a file or absent", ErrBadManifest, p)
+		}
+	}
 	if m.Files == nil {
 		m.Files = map[string]FileEntry{}
 	}
@@ -159,7 +189,14 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 // Encode writes the manifest as canonical JSON (sorted keys), so capturing
 // an unchanged tree twice gives the same bytes save for the time.
 func (m *Manifest) Encode() []byte {
-	m.V = manifestVersion
+	m.V = manifestV1
+	if len(m.Dirs) > 0 {
+		m.V = manifestVersion
+		sort.Strings(m.Dirs)
+		m.Dirs = slices.Compact(m.Dirs) // a directory named twice
+	} else {
+		m.Dirs = nil
+	}
 	sort.Strings(m.Absent)
 	b, _ := json.Marshal(m)
 	return b

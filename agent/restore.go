@@ -38,6 +38,36 @@ type Plan struct {
 	Root    string
 	real    string
 	Changes []Change
+	// prune are directories Apply removes last if they are left empty,
+	// deepest first (pruneDirs).
+	prune []string
+}
+
+// pruneDirs has Apply remove, after every change, those of dirs left
+// empty: directories a tool made under a directory captured whole, whose
+// files the plan removes. Each is checked as the plan's paths are (inside
+// the workspace, through no link); one that is not a directory now is
+// left alone.
+func (p *Plan) pruneDirs(dirs []string) error {
+	for _, d := range dirs {
+		if err := checkRel(d); err != nil {
+			return fmt.Errorf("%w: %v", ErrBadManifest, err)
+		}
+		if _, err := resolveInRoot(p.Root, p.real, d, false); err != nil {
+			return err
+		}
+		fi, err := os.Lstat(filepath.Join(p.real, filepath.FromSlash(d)))
+		if notExist(err) || err == nil && !fi.IsDir() {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		p.prune = append(p.prune, d)
+	}
+	// A directory sorts before what is in it: reversed, children first.
+	sort.Sort(sort.Reverse(sort.StringSlice(p.prune)))
+	return nil
 }
 
 // planRestore checks changes against root before anything is written.
@@ -162,6 +192,11 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 			return written, removed, unchanged, fmt.Errorf("restore %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
 		}
 		written++
+	}
+	for _, d := range p.prune {
+		// rmdir, never a recursive remove: a directory holding anything
+		// (a file the user put there since) stays, and so does a file.
+		syscall.Rmdir(filepath.Join(p.real, filepath.FromSlash(d)))
 	}
 	return written, removed, unchanged, nil
 }

@@ -74,7 +74,8 @@ func (e *NoFileBackupsError) Error() string {
 // Rewind forks a session at `to` (the parent stays whole and readable) and,
 // unless keepFiles, puts every file the session captured at or after `to`
 // back as it was at its earliest such capture, removing files that did not
-// exist then. In an imported Claude Code session the edit results at or
+// exist then (files added since under a directory captured whole too, and
+// the directories made for them: capture_dirs.go). In an imported Claude Code session the edit results at or
 // after `to` count as captures (firstCaptures). Before writing, it
 // captures the disk as it is now onto the fork, so the rewind itself can
 // be undone: RewindReport.Undo.
@@ -127,6 +128,9 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 				return rep, fmt.Errorf("%w: nothing changed (put it back where it was; --keep-files rewinds the conversation only)", err)
 			}
 			if plan, err = r.planRestore(root, changes); err != nil {
+				return rep, fmt.Errorf("%w: nothing changed", err)
+			}
+			if err := plan.pruneDirs(st.Prune); err != nil {
 				return rep, fmt.Errorf("%w: nothing changed", err)
 			}
 			for _, c := range plan.Changes {

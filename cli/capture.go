@@ -60,7 +60,11 @@ func (c *SessionCaptureCmd) Run(e *Env) error {
 		if absent == nil {
 			absent = []string{}
 		}
-		return e.printJSON(map[string]any{"session": id, "seq": seq, "files": len(m.Files), "absent": absent, "bytes": m.TotalBytes})
+		dirs := m.Dirs // captured whole: what is added to them later is added
+		if dirs == nil {
+			dirs = []string{}
+		}
+		return e.printJSON(map[string]any{"session": id, "seq": seq, "files": len(m.Files), "absent": absent, "dirs": dirs, "bytes": m.TotalBytes})
 	}
 	fmt.Fprintf(e.Stdout, "captured %d file(s), %s, %d absent, as checkpoint #%d of %s\n", len(m.Files), formatBytes(m.TotalBytes), len(m.Absent), seq, id)
 	return nil

@@ -1,0 +1,247 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+)
+
+func diffStatuses(t *testing.T, r *Rook, id eventlog.ID) map[string]string {
+	t.Helper()
+	d, err := r.Diff(id, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range d.Files {
+		got[f.Path] = f.Status
+	}
+	return got
+}
+
+func sameStatuses(t *testing.T, what string, got, want map[string]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: diff %v, want %v", what, got, want)
+	}
+	for p, s := range want {
+		if got[p] != s {
+			t.Fatalf("%s: diff %s: %q, want %q (all: %v)", what, p, got[p], s, got)
+		}
+	}
+}
+
+// A capture of a directory is of the directory as it was: files a tool
+// adds to it later, in it or in a new sub-directory, are added in the
+// diff, and a rewind to before removes them (and the directories made for
+// them), which its undo puts back. What .gitignore ignores, and what is
+// outside the directory, is left alone.
+func TestCaptureOfDirectorySeesAddedFiles(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	before := tree{
+		".gitignore":     "*.log\n",
+		"d/a.txt":        "a\n",
+		"d/old/b.txt":    "b\n",
+		"outside.txt":    "not captured\n",
+		"other/keep.txt": "not captured either\n",
+	}
+	writeTree(t, ws, before)
+	os.MkdirAll(filepath.Join(ws, "d", "empty"), 0o755)
+	r.Append(id, Entry{Kind: eventlog.KindUser, Body: []byte("please edit")})
+	_, m, err := r.CaptureSession(id, []string{"d"}, "edit", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"d", "d/empty", "d/old"}; !slices.Equal(m.Dirs, want) {
+		t.Fatalf("dirs %v, want %v", m.Dirs, want)
+	}
+	writeTree(t, ws, tree{
+		"d/a.txt":           "a, edited\n",
+		"d/new.txt":         "new\n",
+		"d/sub/deep/x.txt":  "in a new directory\n",
+		"d/old/c.txt":       "in an old one\n",
+		"d/empty/e.txt":     "in an empty one\n",
+		"d/run.log":         "ignored\n",
+		"outside-added.txt": "not under d\n",
+		"other/new.txt":     "not under d\n",
+	})
+	after := readTree(t, ws)
+
+	sameStatuses(t, "diff", diffStatuses(t, r, id), map[string]string{
+		"d/a.txt": "modified", "d/new.txt": "added", "d/sub/deep/x.txt": "added",
+		"d/old/c.txt": "added", "d/empty/e.txt": "added",
+	})
+
+	rep, err := r.Rewind(id, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.FilesRestored != 1 || rep.FilesRemoved != 4 {
+		t.Fatalf("report %+v", rep)
+	}
+	want := tree{}
+	for p, c := range after {
+		want[p] = c
+	}
+	for _, p := range []string{"d/new.txt", "d/sub/deep/x.txt", "d/old/c.txt", "d/empty/e.txt"} {
+		delete(want, p)
+	}
+	want["d/a.txt"] = "a\n"
+	sameTree(t, "after rewind", readTree(t, ws), want)
+	// The directories made for the added files are gone; the ones that
+	// were there (empty or not) stay.
+	for _, d := range []string{"d/sub", "d/sub/deep"} {
+		if _, err := os.Lstat(filepath.Join(ws, d)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s is still there after the rewind (%v)", d, err)
+		}
+	}
+	for _, d := range []string{"d/empty", "d/old", "d"} {
+		if fi, err := os.Stat(filepath.Join(ws, d)); err != nil || !fi.IsDir() {
+			t.Fatalf("%s is gone after the rewind (%v)", d, err)
+		}
+	}
+	sameStatuses(t, "diff after rewind", diffStatuses(t, r, id), map[string]string{})
+
+	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after undo", readTree(t, ws), after)
+}
+
+// A file a later capture names, added under a directory captured whole
+// before, was not there before: the earlier capture of the directory is
+// its baseline.
+func TestCaptureOfDirectoryIsTheBaselineOfFilesCapturedLater(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/a.txt": "a\n"})
+	if _, _, err := r.CaptureSession(id, []string{"d"}, "mkdir", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"d/n/new.txt": "first\n"})
+	if _, _, err := r.CaptureSession(id, []string{"d/n/new.txt"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"d/n/new.txt": "second\n"})
+	sameStatuses(t, "diff", diffStatuses(t, r, id), map[string]string{"d/n/new.txt": "added"})
+	rep, err := r.Rewind(id, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after rewind", readTree(t, ws), tree{"d/a.txt": "a\n"})
+	if _, err := os.Lstat(filepath.Join(ws, "d", "n")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("d/n is still there after the rewind (%v)", err)
+	}
+	// A rewind to after the capture of the directory puts back the file
+	// as the later capture holds it.
+	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Rewind(id, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after rewind to 1", readTree(t, ws), tree{"d/a.txt": "a\n", "d/n/new.txt": "first\n"})
+}
+
+// A captured directory replaced by a link to another directory of the
+// workspace: nothing in that directory is taken as added, and a rewind
+// removes nothing there.
+func TestCapturedDirectoryReplacedByALinkRemovesNothingThrough(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/a.txt": "a\n", "other/x.txt": "x\n"})
+	if _, _, err := r.CaptureSession(id, []string{"d"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(ws, "d"))
+	if err := os.Symlink("other", filepath.Join(ws, "d")); err != nil {
+		t.Skip(err)
+	}
+	for p, s := range diffStatuses(t, r, id) {
+		if s == "added" {
+			t.Fatalf("%s seen as added through the link", p)
+		}
+	}
+	r.Rewind(id, 0, false) // it may refuse: it must not remove other/x.txt
+	if b, err := os.ReadFile(filepath.Join(ws, "other", "x.txt")); err != nil || string(b) != "x\n" {
+		t.Fatalf("other/x.txt: %q, %v", b, err)
+	}
+}
+
+// A manifest written before version 2 (testdata: a capture of directory d
+// holding d/a.txt and d/sub/b.txt) reads, encodes to the same bytes, and
+// behaves as it did: a file added under d is not seen, nor removed.
+func TestManifestVersion1OfADirectoryBehavesAsBefore(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "manifest_v1_dir.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := DecodeManifest(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.V != 1 || m.Dirs != nil || len(m.Files) != 2 {
+		t.Fatalf("decoded %+v", m)
+	}
+	if got := m.Encode(); !bytes.Equal(got, raw) {
+		t.Fatalf("re-encoded as\n%s\nnot\n%s", got, raw)
+	}
+
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/a.txt": "old a\n", "d/sub/b.txt": "old b\n"})
+	for _, s := range []string{"old a\n", "old b\n"} {
+		if _, err := r.Store.Put(cas.KindFile, []byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, _ := json.Marshal(ws)
+	body := bytes.Replace(raw, []byte(`"/ROOT"`), root, 1)
+	if _, err := r.Append(id, Entry{Kind: eventlog.KindCheckpoint, Label: "edit", Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"d/a.txt": "new a\n", "d/added.txt": "added\n"})
+	sameStatuses(t, "diff", diffStatuses(t, r, id), map[string]string{"d/a.txt": "modified"})
+	rep, err := r.Rewind(id, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.FilesRestored != 1 || rep.FilesRemoved != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	sameTree(t, "after rewind", readTree(t, ws), tree{"d/a.txt": "old a\n", "d/sub/b.txt": "old b\n", "d/added.txt": "added\n"})
+}
+
+func TestManifestDirsAreVersionedAndChecked(t *testing.T) {
+	const files = `"files":{"d/a":{"id":"2b806e7d75371072494f629b7fe1a565","size":6,"mode":"0644"}}`
+	for _, c := range []struct{ text, err string }{
+		{`{"v":1,"root":"/w",` + files + `,"dirs":["d"]}`, `version 1 has no "dirs"`},
+		{`{"v":3,"root":"/w",` + files + `,"dirs":["d"]}`, "version 3"},
+		{`{"v":2,"root":"/w",` + files + `,"dirs":["../d"]}`, "leaves the workspace"},
+		{`{"v":2,"root":"/w",` + files + `,"dirs":["d/a"]}`, "both a captured directory and a file"},
+		{`{"v":2,"root":"/w",` + files + `,"absent":["e"],"dirs":["e"]}`, "both a captured directory and a file or absent"},
+	} {
+		if _, err := DecodeManifest([]byte(c.text)); err == nil || !errors.Is(err, ErrBadManifest) || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%s: %v, want %q", c.text, err, c.err)
+		}
+	}
+	m, err := DecodeManifest([]byte(`{"v":2,"root":"/w",` + files + `,"dirs":["d"]}`))
+	if err != nil || !slices.Equal(m.Dirs, []string{"d"}) {
+		t.Fatalf("%+v, %v", m, err)
+	}
+	// Named twice, a directory is recorded once; with dirs a manifest is
+	// version 2, without them version 1.
+	m.Dirs = []string{"d", "d"}
+	if b := m.Encode(); !bytes.Contains(b, []byte(`"v":2,`)) || !bytes.Contains(b, []byte(`"dirs":["d"]`)) {
+		t.Fatalf("encoded %s", b)
+	}
+	m.Dirs = nil
+	if b := m.Encode(); !bytes.Contains(b, []byte(`"v":1,`)) || bytes.Contains(b, []byte("dirs")) {
+		t.Fatalf("encoded %s", b)
+	}
+}

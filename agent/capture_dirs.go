@@ -2,10 +2,11 @@ package agent
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -16,39 +17,60 @@ import (
 // every path it removes first). A manifest of version 1 records no
 // directories: files added under a directory it captured are not seen, as
 // before.
+//
+// A path captured absent by a manifest of version 2 had nothing under it
+// either: a directory there now holds files added since, and a rewind to
+// before removes them and it. Of version 1, such a path is as before: the
+// diff does not see the directory, a rewind refuses ("a directory is there
+// now").
 
-// coveredSince returns the seq of the earliest capture of a directory
-// holding p (a proper ancestor of p) whole, if there is one.
+// coveredSince returns the seq of the earliest capture of a proper
+// ancestor of p whole, or as absent, if there is one: from it on, what
+// is under that ancestor and not captured was not there.
 func (st *firstStates) coveredSince(p string) (uint64, bool) {
 	var best uint64
 	found := false
 	for d := path.Dir(p); d != "."; d = path.Dir(d) {
-		if s, ok := st.dirs[d]; ok && (!found || s < best) {
-			best, found = s, true
+		for _, m := range []map[string]uint64{st.dirs, st.gone} {
+			if s, ok := m[d]; ok && (!found || s < best) {
+				best, found = s, true
+			}
 		}
 	}
 	return best, found
 }
 
+// existedWhenCovered says whether directory x was there at the first
+// capture that says what x held (of x itself, whole or absent, or of a
+// directory holding it); covered is false when no capture says.
+func (st *firstStates) existedWhenCovered(x string) (existed, covered bool) {
+	e, covered := st.coveredSince(x)
+	for _, m := range []map[string]uint64{st.dirs, st.gone} {
+		if s, ok := m[x]; ok && (!covered || s < e) {
+			e, covered = s, true
+		}
+	}
+	s, whole := st.dirs[x]
+	return whole && s == e, covered
+}
+
 // addedUnderDirs adds to st the files added under the directories captured
-// whole since their first capture, as absent: those first captured later
-// (after the directory, without them), and those on disk now that no
-// capture holds. Like a tree capture it passes over what .gitignore
+// whole (or absent, version 2) since their first capture, as absent: those
+// first captured later (after the directory, without them), and those on
+// disk now that no capture holds. Like a tree capture it passes over what .gitignore
 // ignores, heavy directories (node_modules, .git...), the store, names a
 // manifest cannot hold and the temporary files of restores; it never
 // follows a link. It also finds the directories to prune (st.Prune).
 func (st *firstStates) addedUnderDirs(home string) error {
-	if len(st.dirs) == 0 {
+	if len(st.dirs) == 0 && len(st.gone) == 0 {
 		return nil
 	}
-	added := map[string]bool{}
 	for p, c := range st.First {
 		if s, ok := st.coveredSince(p); ok && s < st.seq[p] {
 			if c.transcript {
 				st.FromTranscript--
 			}
 			st.First[p] = Change{Path: p, Remove: true}
-			added[p] = true
 		}
 	}
 	real, err := realRoot(st.Root)
@@ -59,38 +81,77 @@ func (st *firstStates) addedUnderDirs(home string) error {
 		return nil // the workspace is gone: diff and rewind say so
 	}
 	home, _ = filepath.EvalSymlinks(home)
-	w := addedWalker{st: st, real: real, home: home, added: added}
-	tops := make([]string, 0, len(st.dirs))
-	for d := range st.dirs {
-		if _, ok := st.coveredSince(d); !ok {
-			tops = append(tops, d) // the others are walked with it
+	w := addedWalker{st: st, real: real, home: home}
+	tops := map[string]bool{}
+	for _, m := range []map[string]uint64{st.dirs, st.gone} {
+		for d := range m {
+			if _, ok := st.coveredSince(d); !ok {
+				tops[d] = true // the others are walked with it
+			}
 		}
 	}
-	sort.Strings(tops)
-	for _, d := range tops {
+	for _, d := range slices.Sorted(maps.Keys(tops)) {
 		if err := w.top(d); err != nil {
 			return err
 		}
 	}
-	// The directories a tool made: neither there when a directory holding
-	// them was captured nor captured then themselves. The first one up
-	// that was there, and all above it, stay.
+	// A path captured absent, or added, that is a directory now: what is
+	// in it is added (walked above), and it goes once they are removed.
+	// Removing it as a file would fail.
+	var made []string
+	for p, c := range st.First {
+		if !c.Remove || c.transcript {
+			continue
+		}
+		_, gone := st.gone[p]
+		if _, covered := st.coveredSince(p); !gone && !covered {
+			continue
+		}
+		if isDir, err := dirNow(real, p); err != nil {
+			return err
+		} else if isDir {
+			made = append(made, p)
+		}
+	}
+	for _, p := range made {
+		delete(st.First, p)
+	}
+	// The directories a tool made for the files to remove: not there at
+	// the first capture that says what they held. The first one up that
+	// was there, and all above it, stay. One that holds no file to remove
+	// (empty) stays too: the undo writes files back, and could not make it
+	// again.
 	prune := map[string]bool{}
-	for p := range added {
+	for p, c := range st.First {
+		if !c.Remove || c.transcript {
+			continue
+		}
 		for x := path.Dir(p); x != "." && !prune[x]; x = path.Dir(x) {
-			s, captured := st.dirs[x]
-			cover, covered := st.coveredSince(x)
-			if !covered || captured && s <= cover {
+			if existed, covered := st.existedWhenCovered(x); existed || !covered {
 				break
 			}
 			prune[x] = true
 		}
 	}
-	for d := range prune {
-		st.Prune = append(st.Prune, d)
-	}
-	sort.Strings(st.Prune)
+	st.Prune = slices.Sorted(maps.Keys(prune))
 	return nil
+}
+
+// dirNow says whether workspace path rel is a directory now, reached
+// through no link.
+func dirNow(real, rel string) (bool, error) {
+	abs := real
+	for _, part := range strings.Split(rel, "/") {
+		abs = filepath.Join(abs, part)
+		fi, err := os.Lstat(abs)
+		if notExist(err) || err == nil && !fi.IsDir() {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("look for files added to %s: %w", rel, err)
+		}
+	}
+	return true, nil
 }
 
 type addedWalker struct {
@@ -98,23 +159,14 @@ type addedWalker struct {
 	real   string
 	home   string
 	ignore *Ignore
-	added  map[string]bool
 }
 
 // top walks the captured directory d as it is now, reached through no
 // link: a link put in place of d or a directory above it would lead the
 // walk, and a rewind's removals, to files outside what was captured.
 func (w *addedWalker) top(d string) error {
-	abs := w.real
-	for _, part := range strings.Split(d, "/") {
-		abs = filepath.Join(abs, part)
-		fi, err := os.Lstat(abs)
-		if notExist(err) || err == nil && !fi.IsDir() {
-			return nil // gone, or no longer a directory: nothing added in it
-		}
-		if err != nil {
-			return fmt.Errorf("look for files added to %s: %w", d, err)
-		}
+	if isDir, err := dirNow(w.real, d); err != nil || !isDir {
+		return err // not a directory now: nothing added in it
 	}
 	// The .gitignore files above d apply, as in a tree capture of it.
 	w.ignore = NewIgnore()
@@ -155,9 +207,23 @@ func (w *addedWalker) walk(rel string) error {
 		case e.Type().IsRegular() || e.Type()&os.ModeSymlink != 0:
 			if _, ok := w.st.First[child]; !ok {
 				w.st.First[child] = Change{Path: child, Remove: true}
-				w.added[child] = true
 			}
 		}
 	}
 	return nil
+}
+
+// firstMissingDir returns the first directory above workspace path rel, from
+// the top, that does not exist: the one a write of rel makes first. "" when
+// all are there.
+func firstMissingDir(real, rel string) string {
+	dir := ""
+	parts := strings.Split(rel, "/")
+	for _, part := range parts[:len(parts)-1] {
+		dir = path.Join(dir, part)
+		if _, err := os.Lstat(filepath.Join(real, filepath.FromSlash(dir))); notExist(err) {
+			return dir
+		}
+	}
+	return ""
 }

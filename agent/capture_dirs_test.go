@@ -245,3 +245,89 @@ func TestManifestDirsAreVersionedAndChecked(t *testing.T) {
 		t.Fatalf("encoded %s", b)
 	}
 }
+
+// A path captured absent that a tool makes a directory (a directory moved
+// there, or made and filled): its files are added in the diff, and a
+// rewind to before removes them and the directory (it used to refuse: "a
+// directory is there now"), which the undo puts back. An empty directory
+// made is left: the undo could not make it again.
+func TestAbsentPathMadeADirectory(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	before := tree{"src/a.txt": "a\n", "src/in/b.txt": "b\n", "d/keep.txt": "k\n"}
+	writeTree(t, ws, before)
+	// A move of src to dst: both captured first.
+	if _, m, err := r.CaptureSession(id, []string{"src", "dst", "d"}, "move", DefaultLimits); err != nil {
+		t.Fatal(err)
+	} else if !slices.Equal(m.Absent, []string{"dst"}) {
+		t.Fatalf("absent %v", m.Absent)
+	}
+	if err := os.Rename(filepath.Join(ws, "src"), filepath.Join(ws, "dst")); err != nil {
+		t.Fatal(err)
+	}
+	// And a new, empty directory under d.
+	os.MkdirAll(filepath.Join(ws, "d", "made", "empty"), 0o755)
+	after := readTree(t, ws)
+	sameStatuses(t, "diff", diffStatuses(t, r, id), map[string]string{
+		"src/a.txt": "removed", "src/in/b.txt": "removed", "dst/a.txt": "added", "dst/in/b.txt": "added",
+	})
+	rep, err := r.Rewind(id, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after rewind", readTree(t, ws), before)
+	if _, err := os.Lstat(filepath.Join(ws, "dst")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("dst is still there after the rewind (%v)", err)
+	}
+	if fi, err := os.Stat(filepath.Join(ws, "d", "made", "empty")); err != nil || !fi.IsDir() {
+		t.Fatalf("d/made/empty is gone after the rewind (%v)", err)
+	}
+	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after undo", readTree(t, ws), after)
+
+	// A capture of only an absent path (version 2: absent says nothing was
+	// under it) that a tool fills as a directory, with an ignored file in
+	// it: the ignored file stays, and so does the directory holding it.
+	r, ws, id = newWorkspace(t)
+	writeTree(t, ws, tree{".gitignore": "*.log\n"})
+	_, m, err := r.CaptureSession(id, []string{"out"}, "mkdir", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := m.Encode(); !bytes.Contains(b, []byte(`"v":2,`)) || bytes.Contains(b, []byte("dirs")) {
+		t.Fatalf("encoded %s", b)
+	}
+	writeTree(t, ws, tree{"out/x.txt": "x\n", "out/sub/y.txt": "y\n", "out/run.log": "log\n"})
+	sameStatuses(t, "diff", diffStatuses(t, r, id), map[string]string{"out/x.txt": "added", "out/sub/y.txt": "added"})
+	if _, err := r.Rewind(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after rewind", readTree(t, ws), tree{".gitignore": "*.log\n", "out/run.log": "log\n"})
+	if _, err := os.Lstat(filepath.Join(ws, "out", "sub")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("out/sub is still there after the rewind (%v)", err)
+	}
+}
+
+// A path captured absent by a manifest of version 1 (testdata: "out",
+// bytes as a rook before version 2 wrote them) that a tool made a
+// directory behaves as before: the diff does not see it, and a rewind
+// refuses, changing nothing.
+func TestManifestVersion1AbsentMadeADirectoryBehavesAsBefore(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "manifest_v1_absent.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ws, id := newWorkspace(t)
+	root, _ := json.Marshal(ws)
+	body := bytes.Replace(raw, []byte(`"/ROOT"`), root, 1)
+	if _, err := r.Append(id, Entry{Kind: eventlog.KindCheckpoint, Label: "edit", Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"out/x.txt": "x\n"})
+	sameStatuses(t, "diff", diffStatuses(t, r, id), map[string]string{})
+	if _, err := r.Rewind(id, 0, false); err == nil || !strings.Contains(err.Error(), "cannot remove out: a directory is there now") {
+		t.Fatalf("rewind: %v", err)
+	}
+	sameTree(t, "after the refused rewind", readTree(t, ws), tree{"out/x.txt": "x\n"})
+}

@@ -59,13 +59,17 @@ type firstStates struct {
 	First          map[string]Change
 	Captures       int
 	FromTranscript int
-	// Prune are the directories under captured directories that did not
-	// exist when they were captured: a rewind removes them once it has
-	// removed the files added in them, if nothing else is left there.
+	// Prune are the directories under captured directories (or absent
+	// paths) that did not exist when they were captured: a rewind removes
+	// them once it has removed the files in them, if nothing else is left.
 	Prune []string
 
 	seq  map[string]uint64 // the seq of each path's first state
 	dirs map[string]uint64 // the seq of each directory's first capture whole
+	// gone: the seq at which each path was first captured absent by a
+	// manifest of version 2. Nothing was under it either: what is there
+	// now was added.
+	gone map[string]uint64
 }
 
 // firstCaptures walks a session's checkpoint events from seq `from` and
@@ -79,7 +83,7 @@ type firstStates struct {
 // every path under it (capture_dirs.go): files added there since are
 // absent from it.
 func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (firstStates, error) {
-	st := firstStates{First: map[string]Change{}, seq: map[string]uint64{}, dirs: map[string]uint64{}}
+	st := firstStates{First: map[string]Change{}, seq: map[string]uint64{}, dirs: map[string]uint64{}, gone: map[string]uint64{}}
 	ws := r.transcriptWorkspace(id)
 	unknown := map[string]bool{} // paths an edit result changed without saying from what
 	for {
@@ -146,6 +150,9 @@ func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (firstStates, error) {
 				if _, ok := st.First[p]; !ok {
 					st.First[p] = Change{Path: p, Remove: true}
 					st.seq[p] = ev.Seq
+				}
+				if _, ok := st.gone[p]; !ok && m.V >= 2 {
+					st.gone[p] = ev.Seq // version 1 does not say so
 				}
 			}
 			for _, d := range m.Dirs {

@@ -28,9 +28,11 @@ import (
 // Version 2 adds "dirs":["rel/dir","rel/dir/sub"]: the directories the
 // capture took whole (a named directory and every directory under it). A
 // path under one of them that the capture does not hold did not exist
-// then: a file added there since is added, and a rewind removes it. A
-// manifest without dirs is written as version 1, which every rook reads
-// alike.
+// then: a file added there since is added, and a rewind removes it.
+// Version 2 says the same of each absent path: nothing was under it
+// either (in version 1, what a tool made a directory there is not seen). A
+// manifest without dirs or absent paths is written as version 1, which
+// every rook reads alike.
 //
 // Paths are slash-separated, relative to root, clean, never absolute and
 // never with a ".." element. mode is the permission bits in octal, or
@@ -51,7 +53,8 @@ type Manifest struct {
 }
 
 // manifestVersion is the newest manifest version this rook reads and
-// writes; manifestV1 is written when a manifest has no dirs.
+// writes; manifestV1 is written when a manifest has no dirs nor absent
+// paths, which the two versions read alike.
 const (
 	manifestVersion = 2
 	manifestV1      = 1
@@ -190,8 +193,10 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 // an unchanged tree twice gives the same bytes save for the time.
 func (m *Manifest) Encode() []byte {
 	m.V = manifestV1
-	if len(m.Dirs) > 0 {
+	if len(m.Dirs) > 0 || len(m.Absent) > 0 {
 		m.V = manifestVersion
+	}
+	if len(m.Dirs) > 0 {
 		sort.Strings(m.Dirs)
 		m.Dirs = slices.Compact(m.Dirs) // a directory named twice
 	} else {

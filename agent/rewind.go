@@ -74,9 +74,10 @@ func (e *NoFileBackupsError) Error() string {
 // Rewind forks a session at `to` (the parent stays whole and readable) and,
 // unless keepFiles, puts every file the session captured at or after `to`
 // back as it was at its earliest such capture, removing files that did not
-// exist then (files added since under a directory captured whole too, and
-// the directories made for them: capture_dirs.go). In an imported Claude Code session the edit results at or
-// after `to` count as captures (firstCaptures). Before writing, it
+// exist then (files added since under a directory captured whole, or under
+// a path captured absent, too, and the directories made for them:
+// capture_dirs.go). In an imported Claude Code session the edit results at
+// or after `to` count as captures (firstCaptures). Before writing, it
 // captures the disk as it is now onto the fork, so the rewind itself can
 // be undone: RewindReport.Undo.
 //
@@ -146,6 +147,19 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 			for _, p := range rep.Paths {
 				if err := c.addPath(p); err != nil {
 					return rep, fmt.Errorf("capture %s before rewinding: %w: nothing changed", p, err)
+				}
+			}
+			// The directories the rewind makes, as absent (the first
+			// missing one up from each file it writes): the undo removes
+			// them with the files (capture_dirs.go).
+			for _, ch := range plan.Changes {
+				if ch.Remove {
+					continue
+				}
+				if d := firstMissingDir(plan.real, ch.Path); d != "" {
+					if err := c.addPath(d); err != nil {
+						return rep, fmt.Errorf("capture %s before rewinding: %w: nothing changed", d, err)
+					}
 				}
 			}
 			before = c.m

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
 )
@@ -183,10 +184,17 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	code, msg := ExitFailure, ""
 	var ee *exitError
 	var bad *agent.BadArgumentError
+	var ambSession *eventlog.AmbiguousError
+	var ambObject *cas.AmbiguousError
 	switch {
 	case errors.As(err, &ee):
 		code, msg = ee.code, ee.msg
 	case errors.As(err, &bad):
+		code, msg = ExitUsage, err.Error()
+	case errors.As(err, &ambSession), errors.As(err, &ambObject):
+		// A prefix that names several sessions or objects is input to
+		// fix (the message lists them and asks for more characters),
+		// not a failure of the store: usage, like an empty id.
 		code, msg = ExitUsage, err.Error()
 	default:
 		msg = explain(err, env.Home)

@@ -20,6 +20,10 @@ func TestTerminalLineOfTitlesAndPaths(t *testing.T) {
 		"del\x7f c1\u009b31m":   "del\uFFFD c1\uFFFD31m",
 		"/src/caf\xe9.jsonl":    "/src/caf\uFFFD.jsonl",
 		"\uFFFD kept as it is":  "\uFFFD kept as it is",
+		// Bidi controls reorder what follows them on the line.
+		"abc\u202Efed.exe \u2066x\u2069 \u200E\u200F\u061C": "abc\uFFFDfed.exe \uFFFDx\uFFFD \uFFFD\uFFFD\uFFFD",
+		"\u202A\u202B\u202C\u202D\u2067\u2068":              "\uFFFD\uFFFD\uFFFD\uFFFD\uFFFD\uFFFD",
+		"עברית and العربية stay":                            "עברית and العربية stay",
 	} {
 		if got := terminalLine(in); got != want {
 			t.Errorf("terminalLine(%q) = %q, want %q", in, got, want)
@@ -33,6 +37,10 @@ func TestTerminalLineOfTitlesAndPaths(t *testing.T) {
 func TestTerminalTextKeepsLines(t *testing.T) {
 	in := "ambiguous:\n  \x1b[2Jid\n\tgive more"
 	if got, want := terminalText([]byte(in)), "ambiguous:\n  \uFFFD[2Jid\n\tgive more"; got != want {
+		t.Errorf("terminalText(%q) = %q, want %q", in, got, want)
+	}
+	in = "// check\u202E \u2066}\u2069\u2066 if admin\u2069\n"
+	if got, want := terminalText([]byte(in)), "// check\uFFFD \uFFFD}\uFFFD\uFFFD if admin\uFFFD\n"; got != want {
 		t.Errorf("terminalText(%q) = %q, want %q", in, got, want)
 	}
 }

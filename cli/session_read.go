@@ -604,7 +604,7 @@ func (c *QuoteCmd) Run(e *Env) error {
 
 // terminalText makes text safe to write to a terminal: newlines and tabs
 // stay, CRLF becomes LF, every other control character (escape sequences
-// included) becomes U+FFFD.
+// included) and every bidi control becomes U+FFFD.
 func terminalText(b []byte) string {
 	var s strings.Builder
 	s.Grow(len(b))
@@ -614,7 +614,7 @@ func terminalText(b []byte) string {
 		case r == '\r' && i+1 < len(b) && b[i+1] == '\n':
 		case r == '\n' || r == '\t':
 			s.WriteRune(r)
-		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
+		case unsafeForTerminal(r):
 			s.WriteRune('\uFFFD')
 		default:
 			s.WriteRune(r)
@@ -631,9 +631,19 @@ func terminalLine(s string) string {
 		switch {
 		case r == '\n' || r == '\t' || r == '\r':
 			return ' '
-		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
+		case unsafeForTerminal(r):
 			return '\uFFFD'
 		}
 		return r
 	}, s)
+}
+
+// unsafeForTerminal: a rune that would act on the terminal rather than
+// show. Besides control characters and the Unicode line and paragraph
+// separators, the bidi controls (U+061C, U+200E-U+200F, U+202A-U+202E,
+// U+2066-U+2069): a right-to-left override in a body or a file name
+// reorders what follows it on the line, so the text shown is not the text
+// stored (the "Trojan Source" trick).
+func unsafeForTerminal(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r)
 }

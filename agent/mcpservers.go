@@ -78,6 +78,14 @@ func (s *MCPServer) Transport() string {
 	return "http"
 }
 
+// Shown is s as rook shows it: a password in its URL replaced by "xxxxx"
+// (the saved setup keeps it, to connect).
+func (s *MCPServer) Shown() *MCPServer {
+	c := *s
+	c.Spec.URL = mcpclient.RedactURL(s.Spec.URL)
+	return &c
+}
+
 // ToolsOn counts the tools switched on (missing ones not counted).
 func (s *MCPServer) ToolsOn() int {
 	n := 0

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ type fakeMCP struct {
 	tools  []map[string]any
 	status int // non-zero: answer every request with this HTTP status
 	calls  []string
+	auth   []string // the Authorization header of each request
 }
 
 func (f *fakeMCP) setTools(names ...string) {
@@ -42,6 +44,7 @@ func (f *fakeMCP) setTools(names ...string) {
 func (f *fakeMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.auth = append(f.auth, r.Header.Get("Authorization"))
 	if f.status != 0 {
 		http.Error(w, "no", f.status)
 		return
@@ -169,6 +172,41 @@ func TestMCPSyncRules(t *testing.T) {
 	again, _, err := r.MCPServer("files")
 	if err != nil || toolStates(again) != toolStates(s) {
 		t.Fatalf("replayed: %s %v", toolStates(again), err)
+	}
+}
+
+// TestMCPURLCredentials: a password in a server's URL is kept to connect
+// (sent as Basic auth, at add and at every sync) and shown as xxxxx.
+func TestMCPURLCredentials(t *testing.T) {
+	fake := &fakeMCP{}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	r := testRook(t, vfs.NewMem())
+	ctx := context.Background()
+	fake.setTools("search")
+	u := strings.Replace(srv.URL, "http://", "http://alice:s3cret@", 1)
+	if _, _, err := r.MCPAdd(ctx, MCPAddOptions{Spec: mcpclient.Spec{Name: "web", URL: u}, Client: mcpOpts()}); err != nil {
+		t.Fatal(err)
+	}
+	fake.auth = nil
+	s, _, err := r.MCPSync(ctx, "web", mcpOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:s3cret"))
+	if len(fake.auth) == 0 || fake.auth[0] != basic {
+		t.Fatalf("sync sent Authorization %q, want %q", fake.auth, basic)
+	}
+	shown := s.Shown()
+	if want := strings.Replace(srv.URL, "http://", "http://alice:xxxxx@", 1); shown.Spec.URL != want {
+		t.Fatalf("shown URL %q, want %q", shown.Spec.URL, want)
+	}
+	if s.Spec.URL != u {
+		t.Fatalf("Shown changed the server's own URL to %q", s.Spec.URL)
+	}
+	b, _ := json.Marshal(shown)
+	if strings.Contains(string(b), "s3cret") {
+		t.Fatalf("shown server has the password: %s", b)
 	}
 }
 

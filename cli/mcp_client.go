@@ -141,7 +141,7 @@ func (c *McpAddCmd) Run(e *Env) error {
 		// and then fail every sync and call.
 		u, err := url.Parse(c.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usageErr("--url %s: give an http:// or https:// address with a host", c.URL)
+			return usageErr("--url %s: give an http:// or https:// address with a host", mcpclient.RedactURL(c.URL))
 		}
 	}
 	if c.MaxTools < 1 || c.MaxTools > 1000 {
@@ -185,7 +185,7 @@ func (c *McpAddCmd) Run(e *Env) error {
 
 func printServerChange(e *Env, what string, s *agent.MCPServer, rep agent.SyncReport) error {
 	if e.JSON {
-		return e.printJSON(map[string]any{"server": s, "changes": rep})
+		return e.printJSON(map[string]any{"server": s.Shown(), "changes": rep})
 	}
 	w := e.Stdout
 	if s.Status == agent.MCPOffline {
@@ -246,7 +246,7 @@ func (c *McpLsCmd) Run(e *Env) error {
 	var live []*agent.MCPServer
 	for _, s := range list {
 		if !s.Removed {
-			live = append(live, s)
+			live = append(live, s.Shown())
 		}
 	}
 	if e.JSON {
@@ -291,7 +291,7 @@ func (c *McpToolsCmd) Run(e *Env) error {
 		return err
 	}
 	if e.JSON {
-		return e.printJSON(s)
+		return e.printJSON(s.Shown())
 	}
 	fmt.Fprintf(e.Stdout, "%s: %d tool(s), %d on (at most %d)\n", s.Name, len(s.Tools), s.ToolsOn(), s.MaxTools)
 	for _, t := range s.Tools {

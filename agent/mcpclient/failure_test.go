@@ -273,3 +273,23 @@ func TestStdioServerGetsNoSecrets(t *testing.T) {
 		t.Fatalf("environment passed on:\n%s", env)
 	}
 }
+
+// TestRedactURL: a URL's password is never shown, whether or not the URL
+// parses; the rest of it is.
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://alice:s3cret@mcp.example.com/mcp": "https://alice:xxxxx@mcp.example.com/mcp",
+		"http://alice:@127.0.0.1:8080/x?y=1":       "http://alice:xxxxx@127.0.0.1:8080/x?y=1",
+		"https://mcp.example.com/mcp":              "https://mcp.example.com/mcp",
+		"https://token@mcp.example.com/mcp":        "https://token@mcp.example.com/mcp",
+		"ftp://bob:pw@h/x":                         "ftp://bob:xxxxx@h/x",
+		// Not a URL url.Parse takes (a space in the host): still no password.
+		"https://bob:p@ss w@h x/y": "https://bob:xxxxx@h x/y",
+		"https://h x/a:b@c":        "https://h x/a:b@c",
+		"not a url":                "not a url",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -45,9 +45,14 @@ const oauthProbeTimeout = 3 * time.Second
 func newHTTPTransport(s Spec, o Options, lim Limits, handle func(*message) *message) (*httpTransport, error) {
 	u, err := url.Parse(s.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("mcpclient: %q is not an http or https URL", s.URL)
+		return nil, fmt.Errorf("mcpclient: %q is not an http or https URL", RedactURL(s.URL))
 	}
 	t := &httpTransport{url: u, headers: http.Header{}, handle: handle, maxMsg: lim.MaxMessageBytes}
+	// A password in the URL is sent (Basic auth): a server that echoes it
+	// back does not get it shown.
+	if pw, ok := u.User.Password(); ok {
+		t.secret(pw)
+	}
 	for k, v := range s.Headers {
 		t.headers.Set(k, v)
 		t.secret(v)

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -54,6 +55,38 @@ type Spec struct {
 	Command string            `json:"command,omitempty"` // the program
 	Args    []string          `json:"args,omitempty"`    // its arguments
 	Env     map[string]string `json:"env,omitempty"`     // added to this process's environment
+}
+
+// RedactURL is raw with the password of its user information replaced by
+// "xxxxx" (as url.URL.Redacted does), for showing a server's URL: a URL
+// may carry a credential (https://user:secret@host/mcp), which is kept to
+// connect but never printed. Text that does not parse as a URL has what
+// follows the first ':' of its user information (before an '@' ahead of
+// the first '/', '?' or '#' after "://") replaced all the same.
+func RedactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		if _, ok := u.User.Password(); ok {
+			return u.Redacted()
+		}
+		return raw
+	}
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return raw
+	}
+	user, _, ok := strings.Cut(authority[:at], ":")
+	if !ok {
+		return raw
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
 
 // Limits bound what one server can make us do. A zero field takes its

@@ -217,7 +217,9 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 	for _, c := range plan.Changes {
 		cur, err := statDisk(plan.real, c.Path)
 		if err != nil {
-			return rep, err
+			// A named pipe where a file goes back, say: refused before
+			// anything is written, as the plan's own refusals are.
+			return rep, fmt.Errorf("%w: nothing written", err)
 		}
 		ok := cur.Exists
 		// A mode, or a file where a link goes back, is overwritten too,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
@@ -32,6 +33,11 @@ type FileChange struct {
 	// NoBody: changed, but shown without a diff (Reason says why).
 	NoBody bool   `json:"no_body,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Special: what is at the path now when it is not a regular file,
+	// directory or link ("named pipe", "socket", "device"...). It has no
+	// content to compare and no mode a patch can give: the path is listed,
+	// left out of the patch (NewMode is empty), and never opened.
+	Special string `json:"special,omitempty"`
 }
 
 // SessionDiff is what a session changed on disk: each path's first capture
@@ -201,6 +207,19 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		}
 		base, had := first[p].File, !first[p].Remove
 		cur, err := statDisk(real, p)
+		var nr *NotRegularError
+		if errors.As(err, &nr) {
+			// A named pipe (or socket, device) where the session's file
+			// was or now is: said for this path, and the rest compared.
+			kind := fileKind(nr.Type)
+			fc := FileChange{Path: p, Status: "added", NoBody: true, Special: strings.TrimPrefix(kind, "a "),
+				Reason: "not a regular file now (" + kind + ")"}
+			if had {
+				fc.Status, fc.OldMode = "modified", base.Mode.GitMode()
+			}
+			d.Files = append(d.Files, fc)
+			continue
+		}
 		if err != nil {
 			return d, err
 		}
@@ -270,7 +289,7 @@ func readDisk(real, rel string, cur DiskFile) ([]byte, error) {
 		t, err := os.Readlink(abs)
 		return []byte(t), err
 	}
-	return os.ReadFile(abs)
+	return readRegular(abs, rel)
 }
 
 // isBinary: a NUL in the first 8 KiB, as git decides.

@@ -41,7 +41,7 @@ func statDisk(real, rel string) (DiskFile, error) {
 		}
 		return DiskFile{Exists: true, Mode: FileMode{Link: true}, Size: int64(len(t)), ID: cas.ID([]byte(t))}, nil
 	case fi.Mode().IsRegular():
-		f, err := os.Open(abs)
+		f, err := openRegular(abs, rel)
 		if err != nil {
 			return DiskFile{}, err
 		}
@@ -57,7 +57,52 @@ func statDisk(real, rel string) (DiskFile, error) {
 	case fi.IsDir():
 		return DiskFile{Exists: true, Mode: FileMode{Perm: fi.Mode().Perm() | fs.ModeDir}}, nil
 	}
-	return DiskFile{}, fmt.Errorf("%s is not a regular file, directory or link", rel)
+	return DiskFile{}, &NotRegularError{Path: rel, Type: fi.Mode().Type()}
+}
+
+// NotRegularError: a workspace path that is a named pipe, a socket or a
+// device: it has no content to capture, compare or put back.
+type NotRegularError struct {
+	Path string
+	Type fs.FileMode
+}
+
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s is %s, not a regular file, directory or link", e.Path, fileKind(e.Type))
+}
+
+// openRegular opens a workspace file an Lstat found regular, for reading.
+// The path may have become a named pipe since, and opening one for reading
+// waits for a writer (forever): it is opened without waiting and read only
+// if it is still a regular file.
+func openRegular(abs, rel string) (*os.File, error) {
+	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		if fi.IsDir() {
+			return nil, fmt.Errorf("%s became a directory while being read", rel)
+		}
+		return nil, &NotRegularError{Path: rel, Type: fi.Mode().Type()}
+	}
+	return f, nil
+}
+
+// readRegular is os.ReadFile through openRegular.
+func readRegular(abs, rel string) ([]byte, error) {
+	f, err := openRegular(abs, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // notExist says err is an Lstat's of a path that is not there: missing,

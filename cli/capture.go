@@ -64,7 +64,16 @@ func (c *SessionCaptureCmd) Run(e *Env) error {
 		if dirs == nil {
 			dirs = []string{}
 		}
-		return e.printJSON(map[string]any{"session": id, "seq": seq, "files": len(m.Files), "absent": absent, "dirs": dirs, "bytes": m.TotalBytes})
+		skipped := m.Skipped
+		if skipped == nil {
+			skipped = []string{}
+		}
+		return e.printJSON(map[string]any{"session": id, "seq": seq, "files": len(m.Files), "absent": absent, "dirs": dirs, "bytes": m.TotalBytes, "skipped": skipped})
+	}
+	for _, s := range m.Skipped {
+		// As checkpoint create says them: a named pipe (socket,
+		// device) has nothing to capture.
+		fmt.Fprintf(e.Stderr, "rook: skipped %s\n", terminalLine(s))
 	}
 	fmt.Fprintf(e.Stdout, "captured %d file(s), %s, %d absent, as checkpoint #%d of %s\n", len(m.Files), formatBytes(m.TotalBytes), len(m.Absent), seq, id)
 	return nil
@@ -111,6 +120,13 @@ func (c *DiffCmd) Run(e *Env) error {
 	if len(d.Files) == 0 {
 		fmt.Fprintln(e.Stdout, nothingChanged(d, source))
 		return nil
+	}
+	// A patch cannot hold a named pipe (or socket, device): the paths
+	// left out of it are named beside it.
+	for _, f := range d.Files {
+		if f.Special != "" {
+			fmt.Fprintf(e.Stderr, "rook: note: %s is a %s now, not a regular file: left out of the patch\n", terminalLine(f.Path), f.Special)
+		}
 	}
 	fmt.Fprintf(e.Stderr, "%d file(s) changed, +%d -%d\n", len(d.Files), d.Added, d.Removed)
 	if d.FromTranscript > 0 {
@@ -160,7 +176,7 @@ func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff, source *eventlog.Source
 			counts = "(" + f.Reason + ")"
 		}
 		mode := ""
-		if f.Status == "modified" && f.OldMode != f.NewMode {
+		if f.Status == "modified" && f.NewMode != "" && f.OldMode != f.NewMode {
 			mode = fmt.Sprintf("  mode %s → %s", f.OldMode, f.NewMode)
 		}
 		// A name is the user's: a line break or an escape sequence in it

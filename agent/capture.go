@@ -169,9 +169,9 @@ type capturer struct {
 	m      *Manifest
 	home   string // the store home, never captured
 	ignore *Ignore
-	// linksAsIs records a named path that is a link as the link, even if it
-	// leads outside the workspace (its target is only text; nothing is
-	// read through it). Rewind's capture of the disk uses it.
+	// linksAsIs: the capture is a rewind's or restore's save of what it is
+	// about to replace, which must hold every path it names: a named pipe
+	// there is refused, not skipped.
 	linksAsIs bool
 }
 
@@ -243,7 +243,11 @@ func (c *capturer) add(rel string, fi fs.FileInfo) error {
 // addPath captures what a tool names: a file, a link, a whole directory, or
 // a path that does not exist (recorded as absent).
 func (c *capturer) addPath(p string) error {
-	rel, err := resolveInRoot(c.root, c.real, p, !c.linksAsIs)
+	// A link named itself is recorded as the link, wherever it leads: its
+	// target is only text, nothing is read through it, and a restore
+	// recreates the link without following it. Links earlier in the path
+	// are followed, and must stay inside.
+	rel, err := resolveInRoot(c.root, c.real, p, false)
 	if err != nil {
 		return err
 	}
@@ -291,8 +295,8 @@ func skippedSpecial(rel string, fi fs.FileInfo) string {
 // walk captures every file under the workspace directory rel. A tree
 // capture (tree=true) honours .gitignore and skips heavy directories and
 // the store itself before counting; links are recorded, never followed, and
-// links leading outside the workspace, like names a manifest cannot hold
-// (recordable), are skipped and listed.
+// in a tree capture links leading outside the workspace, like names a
+// manifest cannot hold (recordable), are skipped and listed.
 func (c *capturer) walk(rel string, tree bool) error {
 	abs := c.real
 	if rel != "" {
@@ -350,12 +354,12 @@ func (c *capturer) walk(rel string, tree bool) error {
 				return err
 			}
 		case fi.Mode()&fs.ModeSymlink != 0:
-			if _, err := resolveInRoot(c.root, c.real, child, true); err != nil {
-				if tree {
-					c.m.Skipped = append(c.m.Skipped, err.Error())
-					continue
-				}
-				return err
+			// In a directory named to capture, a link is recorded as
+			// the link, as a named one is; a whole-tree checkpoint
+			// leaves out those leading outside (and lists them).
+			if _, err := resolveInRoot(c.root, c.real, child, true); err != nil && tree {
+				c.m.Skipped = append(c.m.Skipped, err.Error())
+				continue
 			}
 			if err := c.add(child, fi); err != nil {
 				return err

@@ -88,6 +88,12 @@ func (r *Rook) planRestore(root string, changes []Change) (*Plan, error) {
 		if err := checkRel(c.Path); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
 		}
+		if c.Remove && underWritten(c.Path, written) {
+			// Under a file or link this restore writes there is nothing
+			// to remove; through a link just written (one leading
+			// outside, say) the removal would reach what it leads to.
+			continue
+		}
 		// A file to write where another needs a directory (a session that
 		// captured d/x, then d once a tool had made it a file): Apply would
 		// fail part way, so it is refused before anything is written.
@@ -136,6 +142,17 @@ func (r *Rook) planRestore(root string, changes []Change) (*Plan, error) {
 	return p, nil
 }
 
+// underWritten says whether a parent directory of rel is a path written
+// (as a file or link).
+func underWritten(rel string, written map[string]bool) bool {
+	for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
+		if written[dir] {
+			return true
+		}
+	}
+	return false
+}
+
 // writableDir checks that dir (or, if it does not exist yet, its nearest
 // existing ancestor, which Apply will create the rest under) can take new
 // entries.
@@ -164,6 +181,11 @@ func writableDir(dir string) error {
 func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 	swept := map[string]bool{}
 	for _, c := range p.Changes {
+		// Checked again as it is written: a link this restore (or anything
+		// since the plan) put in the path must not lead the write outside.
+		if _, err := resolveInRoot(p.Root, p.real, c.Path, false); err != nil {
+			return written, removed, unchanged, fmt.Errorf("%w (%d file(s) written, %d removed before this)", err, written, removed)
+		}
 		abs := filepath.Join(p.real, filepath.FromSlash(c.Path))
 		if dir := filepath.Dir(abs); !swept[dir] {
 			swept[dir] = true

@@ -190,7 +190,7 @@ func TestEscapesAreRefused(t *testing.T) {
 	os.WriteFile(filepath.Join(outside, "secret"), []byte("x"), 0o644)
 	os.Symlink(outside, filepath.Join(ws, "out"))
 	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(ws, "secretlink"))
-	for _, p := range []string{"../x", "/etc/passwd", "out/secret", "secretlink", "a/../../x"} {
+	for _, p := range []string{"../x", "/etc/passwd", "out/secret", "a/../../x"} {
 		_, _, err := r.CaptureSession(id, []string{p}, "", DefaultLimits)
 		var esc *EscapeError
 		if !errors.As(err, &esc) {
@@ -198,6 +198,17 @@ func TestEscapesAreRefused(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), "outside the workspace") {
 			t.Fatalf("capture %q: %v", p, err)
+		}
+	}
+	// A link named itself is recorded as the link, wherever it leads:
+	// its target is text, nothing outside is read.
+	_, m, err := r.CaptureSession(id, []string{"secretlink", "out"}, "", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"secretlink", "out"} {
+		if f, ok := m.Files[p]; !ok || !f.Mode.Link {
+			t.Fatalf("%s captured as %+v", p, m.Files[p])
 		}
 	}
 	// A manifest naming .. is refused before anything is written.

@@ -67,6 +67,22 @@ type showEventJSON struct {
 	Error    string        `json:"error,omitempty"`
 }
 
+// showJSON is a page of show, as history's is: the session, its events
+// from --from, how many it has and where the next page starts (null: this
+// is the last), and, of a fork or subagent, its parent (ids as session ls
+// gives them).
+type showJSON struct {
+	Session       string          `json:"session"`
+	Parent        *eventlog.ID    `json:"parent,omitempty"`
+	Fork          bool            `json:"fork"`
+	ForkAt        *uint64         `json:"fork_at,omitempty"`
+	Subagent      bool            `json:"subagent"`
+	ParentRemoved bool            `json:"parent_removed,omitempty"`
+	Events        []showEventJSON `json:"events"`
+	Total         uint64          `json:"total"`
+	NextFrom      *uint64         `json:"next_from"`
+}
+
 func (c *ShowCmd) Run(e *Env) error {
 	if c.Limit < 1 || c.Limit > agent.MaxPageEntries {
 		return usageErr("--limit must be 1 to %d, not %d", agent.MaxPageEntries, c.Limit)
@@ -105,7 +121,11 @@ func (c *ShowCmd) Run(e *Env) error {
 			}
 			out = append(out, j)
 		}
-		if err := e.printJSON(out); err != nil {
+		page := showJSON{Session: id.String(), Events: out, Total: p.Total, NextFrom: p.Next}
+		if pl := p.Parent; pl != nil {
+			page.Parent, page.Fork, page.ForkAt, page.Subagent, page.ParentRemoved = &pl.ID, pl.Fork, pl.ForkAt, pl.Subagent, pl.Removed
+		}
+		if err := e.printJSON(page); err != nil {
 			return err
 		}
 		return unreadable(bad)

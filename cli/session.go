@@ -452,6 +452,12 @@ type sessionRow struct {
 	// Depth is how far under its parent the row is listed: 0 at the top,
 	// 1 right under its parent, 2 under one of its parent's children...
 	Depth int `json:"depth"`
+	// Of a native fork (session fork, rewind), whose events and tokens
+	// include the copy of its parent's first fork_at events: its own,
+	// from fork_at on.
+	OwnEvents    *uint64 `json:"own_events,omitempty"`
+	OwnTokensIn  *uint64 `json:"own_tokens_in,omitempty"`
+	OwnTokensOut *uint64 `json:"own_tokens_out,omitempty"`
 }
 
 func (c *SessionLsCmd) Run(e *Env) error {
@@ -479,7 +485,17 @@ func (c *SessionLsCmd) Run(e *Env) error {
 		// An imported fork (a Codex rollout's forked_from_id) holds a copy
 		// of its parent's lines, not its parent's events: no fork point.
 		imported := agent.ImportedFork(s.Meta)
-		rows = append(rows, sessionRow{Summary: s, Fork: s.ForkAt != nil || imported, Child: s.Parent != nil && s.ForkAt == nil && !imported})
+		row := sessionRow{Summary: s, Fork: s.ForkAt != nil || imported, Child: s.Parent != nil && s.ForkAt == nil && !imported}
+		if at := s.ForkAt; at != nil && *at <= s.Events {
+			// A log damaged before the fork point still lists, with
+			// its totals, as a damaged session does: one session
+			// must not stop the listing.
+			if in, out, err := r.Log.TokensBefore(s.ID, *at); err == nil {
+				own, ownIn, ownOut := s.Events-*at, s.TokensIn-in, s.TokensOut-out
+				row.OwnEvents, row.OwnTokensIn, row.OwnTokensOut = &own, &ownIn, &ownOut
+			}
+		}
+		rows = append(rows, row)
 	}
 	rows = underParents(rows)
 	if e.JSON {
@@ -515,8 +531,14 @@ func (c *SessionLsCmd) Run(e *Env) error {
 			if s.Depth > 1 {
 				title = strings.Repeat("  ", s.Depth-1) + title
 			}
-			t.add(s.ID.String(), clip(title, 40), fmt.Sprint(s.Events), fmt.Sprintf("%d/%d", s.TokensIn, s.TokensOut),
-				shownTime(s.Updated), s.Workspace)
+			events, tokens := fmt.Sprint(s.Events), fmt.Sprintf("%d/%d", s.TokensIn, s.TokensOut)
+			if s.OwnEvents != nil {
+				// A fork's totals hold its copy of the parent's
+				// events: its own are said beside them.
+				events = fmt.Sprintf("%d (%d own)", s.Events, *s.OwnEvents)
+				tokens = fmt.Sprintf("%s (%d/%d own)", tokens, *s.OwnTokensIn, *s.OwnTokensOut)
+			}
+			t.add(s.ID.String(), clip(title, 40), events, tokens, shownTime(s.Updated), s.Workspace)
 		}
 		t.write(e.Stdout)
 	}

@@ -968,6 +968,22 @@ func (l *Log) SummaryOf(m Meta) (Summary, error) {
 	return s, nil
 }
 
+// TokensBefore returns the tokens of a session's events [0, seq), read
+// from its log file: what a fork's copy of its parent's events (its first
+// ForkAt, written whole when the fork is made) holds, from the running
+// totals its records keep, without summing every event.
+func (l *Log) TokensBefore(id ID, seq uint64) (in, out uint64, err error) {
+	if seq == 0 {
+		return 0, 0, nil
+	}
+	f, r, err := l.openLog(id)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	return r.totals(Event{Seq: seq - 1})
+}
+
 // Sessions summarises every session, oldest first.
 //
 // A session whose metadata or log does not read is left out, and its error

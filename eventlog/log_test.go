@@ -325,6 +325,14 @@ func TestTotalsAndTimes(t *testing.T) {
 		if s, err := ro.Summary(f.ID); err != nil || s.TokensIn != in[at-1]+1000 || s.Events != at+1 {
 			t.Fatalf("fork at %d, appended to, read from disk: %+v %v", at, s, err)
 		}
+		// The copied events' tokens, which ls takes from the totals
+		// to give the fork's own.
+		if bi, bo, err := ro.TokensBefore(f.ID, at); err != nil || bi != in[at-1] || bo != out[at-1] {
+			t.Fatalf("fork at %d: tokens before %d: %d/%d %v, want %d/%d", at, at, bi, bo, err, in[at-1], out[at-1])
+		}
+		if bi, bo, err := ro.TokensBefore(f.ID, 0); err != nil || bi != 0 || bo != 0 {
+			t.Fatalf("tokens before 0: %d/%d %v", bi, bo, err)
+		}
 		ro.Close()
 		fevs, err := l.Read(f.ID, 0, 10)
 		if err != nil || (at > 3 && !fevs[3].Time.Equal(evs[3].Time)) {

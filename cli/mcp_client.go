@@ -329,10 +329,12 @@ func onOff(b bool, yes, no string) string {
 	return no
 }
 
-// cleanLine keeps a server's text from driving the terminal.
+// cleanLine keeps a server's text from driving the terminal: control
+// characters, and the bidi controls that would reorder the rest of the
+// line (unsafeForTerminal), show as '?'.
 func cleanLine(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r < 0x20 && r != '\t' || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+		if r != '\t' && unsafeForTerminal(r) {
 			return '?'
 		}
 		return r

@@ -45,6 +45,22 @@ func TestTerminalTextKeepsLines(t *testing.T) {
 	}
 }
 
+// TestCleanLineOfServerText: an MCP server's tool names and descriptions
+// reach the terminal without control characters or bidi controls.
+func TestCleanLineOfServerText(t *testing.T) {
+	for in, want := range map[string]string{
+		"Append \x1b[31mred\x1b[0m text.": "Append ?[31mred?[0m text.",
+		"tab\tkept, c1\u009b, del\x7f":    "tab\tkept, c1?, del?",
+		"safe\u202Eexe.txt \u2066x\u2069": "safe?exe.txt ?x?",
+		"\u200E\u200F\u061C\u2028":        "????",
+		"café 日本":                         "café 日本",
+	} {
+		if got := cleanLine(in); got != want {
+			t.Errorf("cleanLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestJSONAsked(t *testing.T) {
 	for args, want := range map[string]bool{
 		"--json frob":           true,

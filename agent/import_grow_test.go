@@ -190,6 +190,7 @@ func cutLineCrashSweep(t *testing.T, chunk int, atLineEnd bool) {
 	vfstest.Sweep(t, rand.New(rand.NewPCG(7, 7)), 2, setup, func(fsys *vfs.MemFS) error { return importAll(fsys) },
 		func(k int, states []*vfs.MemFS) {
 			for _, s := range states {
+				verifyCrashState(t, fmt.Sprintf("crash at write %d", k), s, clk)
 				if err := importAll(s); err != nil {
 					t.Fatalf("crash at write %d: import again: %v", k, err)
 				}

@@ -824,6 +824,7 @@ func importCrashSweep(t *testing.T, chunk int) {
 	}
 	var sources map[string][]byte
 	check := func(k int, fsys *vfs.MemFS) {
+		verifyCrashState(t, fmt.Sprintf("crash at write %d", k), fsys, clk)
 		if _, err := importAll(fsys); err != nil {
 			t.Fatalf("crash at write %d: import again: %v", k, err)
 		}

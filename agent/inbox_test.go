@@ -169,6 +169,7 @@ func TestInboxDrainCrashSweep(t *testing.T) {
 		},
 		func(k int, states []*vfs.MemFS) {
 			for _, s := range states {
+				verifyCrashState(t, fmt.Sprintf("crash at write %d", k), s, clk)
 				if err := drain(s); err != nil {
 					t.Fatalf("crash at write %d: drain again: %v", k, err)
 				}

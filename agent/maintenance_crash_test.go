@@ -242,6 +242,26 @@ func checkMaintState(t *testing.T, what string, b *maintBase, op maintOp, r *Roo
 	}
 }
 
+// verifyCrashState opens what a crash left, writable as the next command
+// would, and checks that it verifies clean: every object reads and every
+// object a session or ref names is there.
+func verifyCrashState(t *testing.T, what string, fsys vfs.FS, clk clock.Clock) {
+	t.Helper()
+	r, err := Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true})
+	if err != nil {
+		t.Fatalf("%s: open: %v", what, err)
+	}
+	defer r.Close()
+	rep, err := r.Store.Verify(nil)
+	if err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("%s: verify: %v %v", what, err, rep.Problems)
+	}
+	refs, err := r.VerifyReferences(nil)
+	if err != nil || len(refs.Problems) != 0 {
+		t.Fatalf("%s: verify references: %v %v", what, err, refs.Problems)
+	}
+}
+
 // gcCollectsNothing: a gc after the operation finds nothing left to
 // collect.
 func gcCollectsNothing(t *testing.T, k int, r *Rook) {

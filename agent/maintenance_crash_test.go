@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -139,7 +140,7 @@ func sweepMaint(t *testing.T, b *maintBase, op maintOp) int {
 		}
 		fsys := b.fsys.CrashClone()
 		var states []*vfs.MemFS
-		fsys.CrashAtClones(k, rng, 1, func(c []*vfs.MemFS) { states = c })
+		fsys.CrashAtClones(k, rng, maintCrashSeeds(), func(c []*vfs.MemFS) { states = c })
 		r, err := Open(crashHome, Options{FS: fsys, Clock: b.clk, Writable: true})
 		if err == nil {
 			err = op.run(r)
@@ -163,6 +164,16 @@ func sweepMaint(t *testing.T, b *maintBase, op maintOp) int {
 			checkMaint(t, fmt.Sprintf("crash at write %d (state %d)", k, i), b, op, s, k)
 		}
 	}
+}
+
+// maintCrashSeeds is how many states with random survival of unsynced
+// writes each crash point gets besides the strict one: ROOK_CRASH_SEEDS
+// raises it for a longer hunt than CI's.
+func maintCrashSeeds() int {
+	if n, err := strconv.Atoi(os.Getenv("ROOK_CRASH_SEEDS")); err == nil && n > 0 {
+		return n
+	}
+	return 1
 }
 
 // checkMaint opens what a crash left and checks the invariants, runs the

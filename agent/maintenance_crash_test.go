@@ -129,8 +129,10 @@ type maintOp struct {
 }
 
 // sweepMaint runs op on a copy of the base for every crash point k in
-// turn, checks each state the crash leaves (the strict one and one with
-// random survival of unsynced writes), and returns the number of points.
+// turn, checks each state the crash leaves (the strict one and
+// maintCrashSeeds with random survival of unsynced writes), and returns
+// the number of points. A crashed operation must report an error: nothing
+// cut short may say it succeeded.
 func sweepMaint(t *testing.T, b *maintBase, op maintOp) int {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(11, 12))

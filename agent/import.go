@@ -1331,6 +1331,14 @@ func (fi *fileImport) partly(err error) error {
 	if fi.sess == nil {
 		return err
 	}
+	// The events of the last lines taken in may still wait in a group (a
+	// message's lines go in together) for the next chunk's, which never
+	// came: they are not in the session, and the next import takes their
+	// lines in again, whole; they are not counted as in it.
+	fi.res.Lines -= fi.groupLines
+	fi.res.Events -= len(fi.group)
+	fi.res.BytesIn -= fi.groupBytes
+	fi.group, fi.groupLines, fi.groupBytes = fi.group[:0], 0, 0
 	if fi.res.Lines == 0 && fi.created {
 		if _, rerr := fi.r.Log.Remove(fi.sess.ID); rerr != nil {
 			return errors.Join(err, fmt.Errorf("remove the empty session %s: %w", fi.sess.ID, rerr))
@@ -1366,6 +1374,10 @@ type fileImport struct {
 	last      time.Time // the time of the line before
 	group     []eventlog.Event
 	prevGrp   string
+	// groupLines and groupBytes are the source lines of the events in
+	// group, and their bytes: counted in res, not in the session yet.
+	groupLines int
+	groupBytes int64
 	// unknown are the entry types rook does not know met in the lines
 	// taken in, each reported once, at its first line.
 	unknown map[string]*unknownLines
@@ -1506,7 +1518,7 @@ func (fi *fileImport) flushGroup() error {
 		return nil
 	}
 	_, err := fi.r.Log.Append(fi.sess.ID, fi.group...)
-	fi.group = fi.group[:0]
+	fi.group, fi.groupLines, fi.groupBytes = fi.group[:0], 0, 0
 	return err
 }
 
@@ -1568,8 +1580,10 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 		fi.prevGrp = m.Group
 		res.Lines += len(unit)
 		res.Events++
+		fi.groupLines += len(unit)
 		for _, p := range unit {
 			res.BytesIn += int64(len(p.line))
+			fi.groupBytes += int64(len(p.line))
 		}
 		// File backups named in the unit become a capture, so that
 		// `rook session diff` and rewind work on the session.

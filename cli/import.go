@@ -54,6 +54,12 @@ func runImport(e *Env, format string, paths []string) error {
 	if abs, err := filepath.Abs(agentDir); err == nil {
 		agentDir = abs // CODEX_HOME may be relative
 	}
+	if fi, err := e.FS.Stat(agentDir); len(paths) == 0 && err == nil && !fi.IsDir() {
+		// $CODEX_HOME set to a rollout, say: "stat .../sessions: not a
+		// directory" would not say which setting is wrong.
+		return fmt.Errorf("%s, where %s keeps its transcripts (%s), is a file, not a directory: point %s at %s's directory, or name the files to import",
+			agentDir, agent.FormatName(format), agentDirSetting(format), agentDirVar(format), agent.FormatName(format))
+	}
 	cfg, err := e.loadConfig()
 	if err != nil {
 		return err
@@ -126,6 +132,23 @@ func runImport(e *Env, format string, paths []string) error {
 		msg += fmt.Sprintf("; the other %d were imported", ok)
 	}
 	return &exitError{code: ExitFailure, msg: msg}
+}
+
+// agentDirVar is the variable that names a format's agent's directory, and
+// agentDirSetting says where that directory came from: the variable, or
+// the home directory.
+func agentDirVar(format string) string {
+	if format == agent.FormatCodex {
+		return "$CODEX_HOME"
+	}
+	return "$CLAUDE_CONFIG_DIR"
+}
+
+func agentDirSetting(format string) string {
+	if os.Getenv(strings.TrimPrefix(agentDirVar(format), "$")) != "" {
+		return "as " + agentDirVar(format) + " says"
+	}
+	return "in your home directory"
 }
 
 // importJSON is the import's report and the store's size on disk around

@@ -805,7 +805,18 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 			r.head("%s", p.Type)
 			s, ok := rawText(p.Output)
 			if !ok {
-				out.Write(p.Output)
+				// An output with an image (a screenshot, view_image) is
+				// written as its content items, [{"type":"input_text",
+				// "text":...},{"type":"input_image",...}]: shown as a
+				// message's content is, not as JSON.
+				inner := renderer{headers: r.headers, depth: r.depth + 1}
+				if len(p.Output) > 0 && p.Output[0] == '[' && inner.depth < maxRenderDepth && inner.content(p.Output) {
+					start := out.Len()
+					out.Write(inner.out.Bytes())
+					noOutput(out, start)
+				} else {
+					out.Write(p.Output)
+				}
 				break
 			}
 			// A tool's output may be {"output": ..., "metadata": ...}

@@ -98,6 +98,9 @@ var renderSeeds = []string{
 	`{"type":"function_call_output","call_id":"call_1","output":"{\"output\":\"main.go\\n\",\"metadata\":{\"exit_code\":0}}"}`,
 	// An MCP result with an image, JSON written in the output string.
 	`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"{\"content\":[{\"type\":\"image\",\"data\": \"iVBORw0KGgoAAAANSUhEUgAAQUJDRAQUJDRAQUJDRAQUJDRAQUJDRAQUJDRAQUJDRAQUJDRA\"},{\"type\":\"text\",\"text\":\"data:image/png;base64,QUJD\"}]}"}}`,
+	// A newer Codex's output with an image: its content items.
+	`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"took a screenshot"},{"type":"input_image","image_url":"data:image/png;base64,QUJD"}]}}`,
+	`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":[]}}`,
 }
 
 // TestRenderImported pins the rendering of each kind of line, and that a
@@ -158,6 +161,10 @@ func TestRenderImported(t *testing.T) {
 		"[function_call_output]\nmain.go\n",
 		// an image in JSON in a tool's output: a marker
 		"[function_call_output]\n" + `{"content":[{"type":"image","data": "[image 72 B]"},{"type":"text","text":"[image 26 B]"}]}` + "\n",
+
+		// one written as content items: their text, an image a marker
+		"[function_call_output]\ntook a screenshot\n[input_image]\n",
+		"[function_call_output]\n(no content)\n",
 	}
 	for i, line := range renderSeeds {
 		if got := string(RenderImported([]byte(line + "\n"))); got != want[i] {

@@ -564,9 +564,16 @@ func codexContextWindow(body []byte) int64 {
 				Info *struct {
 					Window int64 `json:"model_context_window"`
 				} `json:"info"`
+				// An older Codex's, with no info: in the payload itself.
+				Window int64 `json:"model_context_window"`
 			} `json:"payload"`
 		}
-		if json.Unmarshal(line, &l) == nil && l.Payload.Type == "token_count" && l.Payload.Info != nil && l.Payload.Info.Window > 0 {
+		if json.Unmarshal(line, &l) != nil || l.Payload.Type != "token_count" {
+			continue
+		}
+		if w := l.Payload.Window; l.Payload.Info == nil && w > 0 {
+			window = w
+		} else if l.Payload.Info != nil && l.Payload.Info.Window > 0 {
 			window = l.Payload.Info.Window
 		}
 	}

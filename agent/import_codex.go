@@ -300,7 +300,19 @@ func decodeCodexEntry(line []byte) (codexEntry, error) {
 	case "message":
 		e.Message = rawString(p.Message)
 	case "info":
-		e.Tokens = codexTokensOf(p.Info)
+		info := p.Info
+		if len(info) == 0 && !bareItem {
+			// No info: an older Codex wrote the usage in the payload
+			// itself, {"type":"token_count","total_token_usage":...,
+			// "last_token_usage":...}.
+			var flat struct {
+				Payload json.RawMessage `json:"payload"`
+			}
+			if json.Unmarshal(line, &flat) == nil {
+				info = flat.Payload
+			}
+		}
+		e.Tokens = codexTokensOf(info)
 	}
 	return e, nil
 }

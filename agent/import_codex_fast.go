@@ -129,7 +129,10 @@ func (p *codexPayloadRead) detail(r *fastReader) bool {
 		}
 	}
 	if v == 0 {
-		return true // no such member: nothing to read
+		// No such member: nothing to read; but a token_count with no
+		// info has its usage in the payload itself (an older Codex's),
+		// left to encoding/json.
+		return name != "info"
 	}
 	r.next = 0 // back before the members read since
 	var ok bool

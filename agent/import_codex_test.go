@@ -976,3 +976,40 @@ func TestImportOfADamagedZstHoldsTheLinesItReports(t *testing.T) {
 	}
 	mustExport(t, r, *f.Session, plain)
 }
+
+// An older Codex wrote a token_count's usage in the payload itself, with
+// no info: its turns count their tokens as today's do (the same usage
+// again once), the view shows them, and session context reads its window.
+func TestCodexTokenCountWithoutInfo(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	count := func(total, last string) string {
+		return `{"timestamp":"2025-09-02T10:00:01Z","type":"event_msg","payload":{"type":"token_count","total_token_usage":` + total +
+			`,"last_token_usage":` + last + `,"model_context_window":128000}}`
+	}
+	lines := []string{
+		`{"timestamp":"2025-09-02T10:00:00Z","type":"session_meta","payload":{"id":"0199a1b2-0000-7000-8000-000000000001","cwd":"/w","source":"cli"}}`,
+		`{"timestamp":"2025-09-02T10:00:00Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"count my tokens"}]}}`,
+		count(`{"input_tokens":100,"output_tokens":10}`, `{"input_tokens":100,"output_tokens":10}`),
+		count(`{"input_tokens":100,"output_tokens":10}`, `{"input_tokens":100,"output_tokens":10}`), // the same again
+		count(`{"input_tokens":350,"output_tokens":40}`, `{"input_tokens":250,"output_tokens":30}`),
+		`{"timestamp":"2025-09-02T10:00:02Z","type":"event_msg","payload":{"type":"token_count","info":null}}`,
+	}
+	src := "/c/rollout-2025-09-02T10-00-00-0199a1b2-0000-7000-8000-000000000001.jsonl"
+	writeSourceFile(t, fsys, src, []byte(strings.Join(lines, "\n")+"\n"))
+	rep := mustImport(t, r, FormatCodex, src)
+	id := *fileByPath(t, rep, src).Session
+	s, err := r.Log.Summary(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.TokensIn != 350 || s.TokensOut != 40 {
+		t.Errorf("tokens %d/%d, want 350/40", s.TokensIn, s.TokensOut)
+	}
+	if got := string(RenderImported([]byte(lines[4] + "\n"))); got != "[token_count] 250 in, 30 out\n" {
+		t.Errorf("rendered %q", got)
+	}
+	if w := codexContextWindow([]byte(strings.Join(lines, "\n"))); w != 128000 {
+		t.Errorf("window %d, want 128000", w)
+	}
+}

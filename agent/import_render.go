@@ -742,10 +742,10 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 			Command []string `json:"command"`
 			Query   string   `json:"query"`
 		} `json:"action"`
-		Info *struct {
-			Last  *codexRenderedUsage `json:"last_token_usage"`
-			Total *codexRenderedUsage `json:"total_token_usage"`
-		} `json:"info"`
+		Info *codexRenderedInfo `json:"info"`
+		// An older Codex's token_count has no info: its usage is in the
+		// payload itself.
+		codexRenderedInfo
 	}
 	if json.Unmarshal(payload, &p) != nil {
 		return false
@@ -847,6 +847,9 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 		case p.Type == "patch_apply_end":
 			out.WriteString(patchApplied(payload))
 		case p.Type == "token_count":
+			if p.Info == nil && (p.Last != nil || p.Total != nil) {
+				p.Info = &p.codexRenderedInfo
+			}
 			switch {
 			case p.Info == nil:
 				out.WriteString("[token_count] no usage yet")
@@ -874,7 +877,13 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 	return true
 }
 
-// codexRenderedUsage is a token_count's usage, as the view shows it.
+// codexRenderedInfo is a token_count's info, and codexRenderedUsage one of
+// its usages, as the view shows them.
+type codexRenderedInfo struct {
+	Last  *codexRenderedUsage `json:"last_token_usage"`
+	Total *codexRenderedUsage `json:"total_token_usage"`
+}
+
 type codexRenderedUsage struct {
 	Input  uint64 `json:"input_tokens"`
 	Output uint64 `json:"output_tokens"`

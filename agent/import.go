@@ -2037,7 +2037,10 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 				return err
 			}
 			known[path] = m
-			if f == nil {
+			if f == nil || f.Status == ImportUnchanged || f.Status == ImportGrown {
+				// A session of an earlier import, its file in this run or
+				// not: the summary lists only the files that came in, so
+				// the count is what says it is linked now.
 				rep.Linked++
 			}
 		}

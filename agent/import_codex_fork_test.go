@@ -238,6 +238,14 @@ func TestImportCodexForkBeforeItsParent(t *testing.T) {
 	if f := fileByPath(t, rep, paths[1]); rep.Sessions != 1 || f.Status != ImportUnchanged || f.Parent == nil || *f.Parent != pid {
 		t.Fatalf("%+v", rep)
 	}
+	// Its file unchanged, listed nowhere in the summary: the count says
+	// it is linked now (once).
+	if rep.Linked != 1 {
+		t.Errorf("children linked: %d, want 1", rep.Linked)
+	}
+	if rep := mustImport(t, r, FormatCodex, "/c"); rep.Linked != 0 {
+		t.Errorf("linked again: %d", rep.Linked)
+	}
 	tokensOf(t, r, pid, "the parent", 3000, 30)
 	tokensOf(t, r, fid, "the fork, its parent imported", 6000, 60)
 	mustExport(t, r, pid, parent)

@@ -1013,3 +1013,29 @@ func TestCodexTokenCountWithoutInfo(t *testing.T) {
 		t.Errorf("window %d, want 128000", w)
 	}
 }
+
+// A rollout saved by an editor that put a byte order mark before its
+// first line: the line is still its session_meta (the session's id and
+// workspace), not a line that did not parse, and export writes the mark
+// back.
+func TestCodexRolloutWithAByteOrderMark(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	data := []byte("\xef\xbb\xbf" + `{"timestamp":"2026-01-02T10:00:00Z","type":"session_meta","payload":{"id":"019b0000-0000-7000-8000-00000000b0b0","cwd":"/w/bom","source":"cli"}}` + "\n" +
+		`{"timestamp":"2026-01-02T10:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"saved in Notepad"}]}}` + "\n")
+	src := "/c/rollout-2026-01-02T10-00-00-019b0000-0000-7000-8000-00000000b0b0.jsonl"
+	writeSourceFile(t, fsys, src, data)
+	rep := mustImport(t, r, FormatCodex, src)
+	f := fileByPath(t, rep, src)
+	if f.Unparsed != 0 || len(rep.Problems) != 0 {
+		t.Errorf("unparsed %d, problems %+v", f.Unparsed, rep.Problems)
+	}
+	m, err := r.Log.ReadMeta(*f.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Source.ID != "019b0000-0000-7000-8000-00000000b0b0" || m.Workspace != "/w/bom" || m.Title != "saved in Notepad" {
+		t.Errorf("source id %q, workspace %q, title %q", m.Source.ID, m.Workspace, m.Title)
+	}
+	mustExport(t, r, *f.Session, data)
+}

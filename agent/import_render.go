@@ -738,7 +738,9 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 		ID        string          `json:"id"`
 		Cwd       string          `json:"cwd"`
 		Model     string          `json:"model"`
-		Action    *struct {
+		// thread_name_updated's: the name the user gave the thread.
+		ThreadName *string `json:"thread_name"`
+		Action     *struct {
 			Command []string `json:"command"`
 			Query   string   `json:"query"`
 		} `json:"action"`
@@ -846,6 +848,13 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 		switch {
 		case p.Type == "patch_apply_end":
 			out.WriteString(patchApplied(payload))
+		case p.Type == "thread_name_updated":
+			// The name the session is titled by; none takes it away.
+			if p.ThreadName == nil {
+				out.WriteString("[thread_name_updated] (no name)")
+			} else {
+				fmt.Fprintf(out, "[thread_name_updated] %s", *p.ThreadName)
+			}
 		case p.Type == "token_count":
 			if p.Info == nil && (p.Last != nil || p.Total != nil) {
 				p.Info = &p.codexRenderedInfo

@@ -101,6 +101,8 @@ var renderSeeds = []string{
 	// A newer Codex's output with an image: its content items.
 	`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"took a screenshot"},{"type":"input_image","image_url":"data:image/png;base64,QUJD"}]}}`,
 	`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":[]}}`,
+	`{"timestamp":"t","type":"event_msg","payload":{"type":"thread_name_updated","thread_id":"x","thread_name":"Zebra fix"}}`,
+	`{"timestamp":"t","type":"event_msg","payload":{"type":"thread_name_updated","thread_id":"x"}}`,
 }
 
 // TestRenderImported pins the rendering of each kind of line, and that a
@@ -165,6 +167,9 @@ func TestRenderImported(t *testing.T) {
 		// one written as content items: their text, an image a marker
 		"[function_call_output]\ntook a screenshot\n[input_image]\n",
 		"[function_call_output]\n(no content)\n",
+		// the name the user gave the thread, or took away
+		"[thread_name_updated] Zebra fix\n",
+		"[thread_name_updated] (no name)\n",
 	}
 	for i, line := range renderSeeds {
 		if got := string(RenderImported([]byte(line + "\n"))); got != want[i] {

@@ -966,6 +966,15 @@ func TestImportOfADamagedZstHoldsTheLinesItReports(t *testing.T) {
 	if !strings.Contains(f.Note, fmt.Sprintf("the %d line(s) before are in session", x.Lines)) {
 		t.Errorf("note: %s", f.Note)
 	}
+	// Again, still damaged: the file is hashed against what its session
+	// holds, and says, as before, that it did not decompress.
+	rep, err = r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: 1 << 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := fileByPath(t, rep, src); again.Status != ImportFailed || !strings.HasPrefix(again.Note, "decompress: ") {
+		t.Errorf("imported again: %+v", again)
+	}
 	writeSourceFile(t, fsys, src, z)
 	rep, err = r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: 1 << 16})
 	if err != nil {

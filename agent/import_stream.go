@@ -75,21 +75,34 @@ func (r *Rook) openSource(path string) (io.ReadCloser, bool, error) {
 	return zstdFile{dec, f}, true, nil
 }
 
+// zstdFile reads a .zst file decompressed, its errors saying so. (The
+// decoder is not embedded: its WriteTo, which io.Copy takes, would be
+// zstdFile's too, its errors bare: "unexpected EOF".)
 type zstdFile struct {
-	*zstd.Decoder
-	f vfs.File
+	dec *zstd.Decoder
+	f   vfs.File
 }
 
 func (z zstdFile) Read(p []byte) (int, error) {
-	n, err := z.Decoder.Read(p)
+	n, err := z.dec.Read(p)
 	if err != nil && err != io.EOF {
 		err = fmt.Errorf("decompress: %w", err)
 	}
 	return n, err
 }
 
+// WriteTo is io.WriterTo for io.Copy (hashing a file), which writes the
+// decoded blocks as they are rather than through Read's copy.
+func (z zstdFile) WriteTo(w io.Writer) (int64, error) {
+	n, err := z.dec.WriteTo(w)
+	if err != nil {
+		err = fmt.Errorf("decompress: %w", err)
+	}
+	return n, err
+}
+
 func (z zstdFile) Close() error {
-	z.Decoder.Close()
+	z.dec.Close()
 	return z.f.Close()
 }
 

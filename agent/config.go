@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -199,7 +200,18 @@ func ParseConfig(path string, data []byte) (Config, error) {
 		}
 		return path
 	}
-	if und := md.Undecoded(); len(und) > 0 {
+	und := md.Undecoded()
+	// The decoder matches a key to its field in any case ("GC_Grace"),
+	// but TOML keys are case-sensitive and the defaults are filled by the
+	// key as written: a key in another case would be taken for some
+	// settings and silently replaced by its default for others. Every key
+	// must be spelled as documented.
+	for _, k := range md.Keys() {
+		if known := knownKeys(k[:len(k)-1]); len(und) == 0 && known != nil && !slices.Contains(known, k[len(k)-1]) {
+			und = []toml.Key{k}
+		}
+	}
+	if len(und) > 0 {
 		k := und[0]
 		msg := fmt.Sprintf("%s: unknown key %q", at(k...), k.String())
 		switch known := knownKeys(k[:len(k)-1]); {

@@ -673,6 +673,12 @@ storage.retention = { max_session_age_days = 0, max_sessions = 0, max_total_byte
 		{"[storage.retention]\nmax_session_age_days = -5\n", path + ": line 2: max_session_age_days is -5"},
 		{"[storage.retention]\nmax_sessions = \"many\"\n", path + ": line 2"},
 		{"[storage.retention]\nprotect_tags = [\"a b\"]\n", path + ": line 2: protect_tags: tag \"a b\" has white space"},
+		// TOML keys are case-sensitive: the decoder matched these to their
+		// fields anyway, and a gc_grace so written became the default.
+		{"[storage]\nGC_Grace = \"1h\"\n", path + ": line 2: unknown key \"storage.GC_Grace\" ([storage] takes gc_grace, retention)"},
+		{"[Storage]\ngc_grace = \"1h\"\n", path + ": line 1: unknown key \"Storage\" (the settings are under [mcp, storage])"},
+		{"[storage.Retention]\nmax_sessions = 3\n", path + ": line 1: unknown key \"storage.Retention\""},
+		{"storage.retention = { Protect_Tags = [\"x\"] }\n", path + ": unknown key \"storage.retention.Protect_Tags\""},
 	} {
 		write(c.text)
 		_, err := LoadConfig(fsys, home)

@@ -64,12 +64,17 @@ type doctorReport struct {
 
 func (c *DoctorCmd) Run(e *Env) error {
 	r := doctorReport{Home: e.Home, Problems: []string{}, Warnings: []string{}}
-	if _, err := e.FS.Stat(e.Home); err != nil {
+	if st, err := e.FS.Stat(e.Home); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			r.Problems = append(r.Problems, fmt.Sprintf("no store at %s: run `rook init`", e.Home))
 		} else {
 			r.Problems = append(r.Problems, err.Error())
 		}
+		return c.print(e, r)
+	} else if !st.IsDir() {
+		// Someone's file, not a store: its config, lock and privacy are
+		// not the store's, and `chmod -R` on it fixes nothing.
+		r.Problems = append(r.Problems, fmt.Sprintf("%s is not a directory, so no store: give --home (or $ROOK_HOME) the store's directory, or a new one for `rook init`", e.Home))
 		return c.print(e, r)
 	}
 	r.Exists = true

@@ -44,14 +44,26 @@ func (c *PutCmd) Run(e *Env) error {
 	if c.File == "" {
 		return usageErr("empty FILE: name the file to store, or give - (or nothing) to read stdin")
 	}
-	var data []byte
-	if c.File == "-" {
-		data, err = io.ReadAll(io.LimitReader(e.Stdin, cas.MaxObjectSize+1))
-	} else {
-		data, err = os.ReadFile(c.File)
+	// Read at most one byte past the limit: a file of many GiB was read
+	// whole into memory only to be refused (or to exhaust it).
+	in, name := e.Stdin, "standard input"
+	if c.File != "-" {
+		f, err := os.Open(c.File)
+		if err != nil {
+			return fmt.Errorf("read input: %w", err)
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > cas.MaxObjectSize {
+			return tooBig(fmt.Sprintf("%s (%s)", c.File, formatBytes(st.Size())))
+		}
+		in, name = f, c.File
 	}
+	data, err := io.ReadAll(io.LimitReader(in, cas.MaxObjectSize+1))
 	if err != nil {
 		return fmt.Errorf("read input: %w", err)
+	}
+	if len(data) > cas.MaxObjectSize {
+		return tooBig(name)
 	}
 	s, err := e.openStore(true)
 	if err != nil {
@@ -76,6 +88,10 @@ func (c *PutCmd) Run(e *Env) error {
 	}
 	fmt.Fprintln(e.Stdout, id)
 	return nil
+}
+
+func tooBig(what string) error {
+	return fmt.Errorf("%s is larger than an object can be (%s): nothing stored; split it, or store a compressed copy", what, formatBytes(cas.MaxObjectSize))
 }
 
 // CatCmd is `rook store cat`.

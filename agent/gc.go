@@ -205,7 +205,7 @@ func (r *Rook) sweepBeside(rep *cas.GCReport, grace time.Duration, dryRun bool) 
 // writes that a crash left between their create and their rename: the
 // durable-write helper's ".NAME<digits>" (renameio; the in-memory file
 // system's ".NAME.tmp<n>") in the directories rook writes whole files
-// into, last written before cutoff. Nothing else removes them; readers
+// into (in the home, FORMAT's only), last written before cutoff. Nothing else removes them; readers
 // pass over them (storage.md, Home layout).
 func (r *Rook) sweepTemps(cutoff time.Time, dryRun bool) (n int, bytes int64, err error) {
 	dirs := []string{r.home, filepath.Join(r.home, cas.EventsDir), filepath.Join(r.home, cas.DictDir),
@@ -220,6 +220,12 @@ func (r *Rook) sweepTemps(cutoff time.Time, dryRun bool) (n int, bytes int64, er
 		}
 		for _, d := range ents {
 			if !d.Type().IsRegular() || !isDurableWriteTemp(d.Name()) {
+				continue
+			}
+			// The home may hold the user's own files (a store made in a
+			// directory that was not empty): the only file rook writes
+			// whole there is FORMAT, so only its temporary file is rook's.
+			if dir == r.home && durableWriteTarget(d.Name()) != cas.MarkerFile {
 				continue
 			}
 			fi, err := d.Info()
@@ -251,4 +257,10 @@ func isDurableWriteTemp(name string) bool {
 	}
 	rest = strings.TrimSuffix(rest, ".tmp")
 	return len(rest) >= 2 // a name of its own before the digits
+}
+
+// durableWriteTarget is the name of the file a durable write's temporary
+// file name (see isDurableWriteTemp) was for.
+func durableWriteTarget(name string) string {
+	return strings.TrimSuffix(strings.TrimRight(name, "0123456789"), ".tmp")[1:]
 }

@@ -9,11 +9,14 @@ import (
 	"github.com/rookhq/rook/cas"
 )
 
+// maxDictSize is the largest dictionary `store train --size` makes.
+const maxDictSize = 4 << 20
+
 // StoreTrainCmd is `rook store train`.
 type StoreTrainCmd struct {
 	Kind    string `help:"Train only this kind (default: every kind)."`
 	Samples int    `help:"Objects to train each dictionary from." default:"512"`
-	Size    int    `help:"Dictionary size in bytes." default:"16384"`
+	Size    int    `help:"Dictionary size in bytes (256 to 4 MiB)." default:"16384"`
 	Min     int    `name:"min-objects" help:"Kinds with fewer objects get no dictionary." default:"32"`
 	DryRun  bool   `name:"dry-run" help:"Train and measure; keep nothing."`
 }
@@ -22,6 +25,11 @@ func (c *StoreTrainCmd) Run(e *Env) error {
 	opts := cas.TrainOptions{Samples: c.Samples, Size: c.Size, MinObjects: c.Min, DryRun: c.DryRun}
 	if c.Samples < 1 || c.Size < 256 || c.Min < 1 {
 		return usageErr("--samples and --min-objects must be 1 or more, --size 256 or more")
+	}
+	// The trainer allocates the size given up front: a mistyped size ran
+	// the machine out of memory. zstd's own trainer makes 110 KiB.
+	if c.Size > maxDictSize {
+		return usageErr("--size %d is more than a dictionary may be: at most %d (%s)", c.Size, maxDictSize, formatBytes(maxDictSize))
 	}
 	if c.Kind != "" {
 		k, err := cas.ParseKind(c.Kind)

@@ -257,16 +257,31 @@ func commandWords(ctx *kong.Context) []string {
 // $ROOK_HOME, else ~/.rook.
 func resolveHome(flag string) (string, error) {
 	if flag != "" {
-		return filepath.Abs(flag)
+		return absHome(flag)
 	}
 	if h := os.Getenv("ROOK_HOME"); h != "" {
-		return filepath.Abs(h)
+		return absHome(h)
 	}
 	u, err := os.UserHomeDir()
 	if err != nil {
 		return "", fmt.Errorf("cannot find your home directory (%v): pass --home DIR or set ROOK_HOME", err)
 	}
 	return filepath.Join(u, ".rook"), nil
+}
+
+// absHome makes a home absolute, expanding a leading ~ as -C DIR's is
+// (a shell leaves it as written in --home=~/x, and in a ROOK_HOME set in
+// quotes or a unit file): taken as written it was a directory named "~"
+// in whatever directory rook ran in, a new empty store in each.
+func absHome(h string) (string, error) {
+	if h == "~" || strings.HasPrefix(h, "~/") {
+		u, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("cannot expand ~ in the store's home %s (%v): give the directory without ~", h, err)
+		}
+		h = filepath.Join(u, h[1:])
+	}
+	return filepath.Abs(h)
 }
 
 // resolveCwd applies -C DIR as git does: rook then runs in DIR, so relative

@@ -194,6 +194,9 @@ func Init(fsys vfs.FS, clk clock.Clock, home string) (existed bool, err error) {
 	if st, err := fsys.Stat(home); err == nil && !st.IsDir() {
 		return false, fmt.Errorf("%s is not a directory: give --home a directory (new or existing)", home)
 	}
+	if err := DanglingHome(fsys, home); err != nil {
+		return false, err
+	}
 	mpath := filepath.Join(home, MarkerFile)
 	if b, err := vfs.ReadFile(fsys, mpath); err == nil {
 		if _, err := parseMarker(b); err != nil {
@@ -249,11 +252,28 @@ func (e *LockedError) Error() string {
 	return "store is locked by " + h
 }
 
+// DanglingHome says, as an error, when home is a symbolic link to nothing
+// (a store moved to another disk, linked from ~/.rook before the target
+// was made): init cannot make the directory the link names, and "run
+// `rook init`" would send the user round in a circle. nil otherwise.
+func DanglingHome(fsys vfs.FS, home string) error {
+	if _, err := fsys.Stat(home); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if st, err := fsys.Lstat(home); err != nil || st.Mode()&fs.ModeSymlink == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s is a symbolic link to a directory that does not exist (`ls -l %s` shows it): create the directory it names, or point it at an existing one, then run the command again", home, home)
+}
+
 // ReadFormat reads the store's format version without opening it.
 func ReadFormat(fsys vfs.FS, home string) (int64, error) {
 	mpath := filepath.Join(home, MarkerFile)
 	b, err := vfs.ReadFile(fsys, mpath)
 	if errors.Is(err, fs.ErrNotExist) {
+		if err := DanglingHome(fsys, home); err != nil {
+			return 0, fmt.Errorf("%w: %w", ErrNoStore, err)
+		}
 		return 0, fmt.Errorf("%w: %s has no %s marker: run `rook init`", ErrNoStore, home, MarkerFile)
 	}
 	if errors.Is(err, syscall.ENOTDIR) {

@@ -65,7 +65,9 @@ type doctorReport struct {
 func (c *DoctorCmd) Run(e *Env) error {
 	r := doctorReport{Home: e.Home, Problems: []string{}, Warnings: []string{}}
 	if st, err := e.FS.Stat(e.Home); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		if lerr := cas.DanglingHome(e.FS, e.Home); lerr != nil {
+			r.Problems = append(r.Problems, lerr.Error())
+		} else if errors.Is(err, fs.ErrNotExist) {
 			r.Problems = append(r.Problems, fmt.Sprintf("no store at %s: run `rook init`", e.Home))
 		} else {
 			r.Problems = append(r.Problems, err.Error())

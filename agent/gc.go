@@ -64,8 +64,10 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 		for from := uint64(0); ; {
 			evs, err := r.Log.Read(id, from, 4096)
 			if err != nil {
-				// The log's error names the session already.
-				return nil, fmt.Errorf("%w: gc refuses to sweep with an incomplete mark", err)
+				// The log's error names the session already, and how to
+				// keep what reads; what lets gc run again is said here, as
+				// a fork alone does not (the damaged log is still read).
+				return nil, fmt.Errorf("%w: gc refuses to sweep with an incomplete mark; once what reads is kept, `rook session rm %s` lets gc run again", err, id)
 			}
 			if len(evs) == 0 {
 				break

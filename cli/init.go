@@ -30,7 +30,7 @@ func (c *InitCmd) Run(e *Env) error {
 	// An existing directory is left as it is, but the user hears about it
 	// if other accounts can read what is about to hold their history.
 	if ex := exposed(e.FS, e.Home); len(ex) > 0 {
-		fmt.Fprintf(e.Stderr, "rook: warning: other accounts can read %s: run `chmod -R go-rwx %s`\n", ex[0], e.Home)
+		fmt.Fprintf(e.Stderr, "rook: warning: other accounts can read %s: run `%s`\n", ex[0], privacyFix(e.Home))
 	}
 	return nil
 }
@@ -105,7 +105,7 @@ func (c *DoctorCmd) Run(e *Env) error {
 	r.Exposed = exposed(e.FS, e.Home)
 	r.Private = len(r.Exposed) == 0
 	if !r.Private {
-		r.Fix = "chmod -R go-rwx " + e.Home
+		r.Fix = privacyFix(e.Home)
 		r.Problems = append(r.Problems, fmt.Sprintf("other accounts can read the store: run `%s`", r.Fix))
 	}
 	if holder, err := cas.LockHolder(e.FS, e.Home); err == nil {
@@ -122,6 +122,11 @@ func (c *DoctorCmd) Run(e *Env) error {
 	}
 	return c.print(e, r)
 }
+
+// privacyFix is the command that closes the store to other accounts, its
+// path quoted for the shell: pasted unquoted, a home with a space in its
+// name changed the permissions of other paths, and not the store's.
+func privacyFix(home string) string { return "chmod -R go-rwx " + shellQuote(home) }
 
 // exposed lists the store's paths (the home and what is directly in it or in
 // its part directories) that other accounts can read or enter.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
@@ -30,7 +31,7 @@ func (c *InitCmd) Run(e *Env) error {
 	// An existing directory is left as it is, but the user hears about it
 	// if other accounts can read what is about to hold their history.
 	if ex := exposed(e.FS, e.Home); len(ex) > 0 {
-		fmt.Fprintf(e.Stderr, "rook: warning: other accounts can read %s: run `%s`\n", ex[0], privacyFix(e.Home))
+		fmt.Fprintf(e.Stderr, "rook: warning: other accounts can read %s: run `%s`\n", ex[0], privacyFix(e.FS, e.Home))
 	}
 	return nil
 }
@@ -105,7 +106,7 @@ func (c *DoctorCmd) Run(e *Env) error {
 	r.Exposed = exposed(e.FS, e.Home)
 	r.Private = len(r.Exposed) == 0
 	if !r.Private {
-		r.Fix = privacyFix(e.Home)
+		r.Fix = privacyFix(e.FS, e.Home)
 		r.Problems = append(r.Problems, fmt.Sprintf("other accounts can read the store: run `%s`", r.Fix))
 	}
 	if holder, err := cas.LockHolder(e.FS, e.Home); err == nil {
@@ -124,12 +125,41 @@ func (c *DoctorCmd) Run(e *Env) error {
 }
 
 // privacyFix is the command that closes the store to other accounts, its
-// path quoted for the shell: pasted unquoted, a home with a space in its
-// name changed the permissions of other paths, and not the store's.
-func privacyFix(home string) string { return "chmod -R go-rwx " + shellQuote(home) }
+// paths quoted for the shell: pasted unquoted, a home with a space in its
+// name changed the permissions of other paths, and not the store's. In a
+// home that holds files of the user's own (init takes a directory that is
+// not empty), it closes the home and the store's parts, and leaves the
+// user's files as they are.
+func privacyFix(fsys vfs.FS, home string) string {
+	ents, _ := fsys.ReadDir(home)
+	var parts []string
+	foreign := false
+	for _, ent := range ents {
+		if storePart(ent.Name()) {
+			parts = append(parts, shellQuote(filepath.Join(home, ent.Name())))
+		} else {
+			foreign = true
+		}
+	}
+	if !foreign || len(parts) == 0 {
+		return "chmod -R go-rwx " + shellQuote(home)
+	}
+	return "chmod go-rwx " + shellQuote(home) + " && chmod -R go-rwx " + strings.Join(parts, " ")
+}
 
-// exposed lists the store's paths (the home and what is directly in it or in
-// its part directories) that other accounts can read or enter.
+// storePart says whether name, in the store's home, is rook's
+// (docs/storage.md, Home layout).
+func storePart(name string) bool {
+	switch name {
+	case cas.MarkerFile, cas.LockFile, agent.ConfigFile, cas.SegmentsDir, cas.IndexDir, cas.DictDir, cas.EventsDir,
+		agent.RefsDir, cas.TornDir, "inbox", "cache":
+		return true
+	}
+	return false
+}
+
+// exposed lists the store's paths (the home and its parts, and what is
+// directly in them) that other accounts can read or enter.
 func exposed(fsys vfs.FS, home string) []string {
 	var out []string
 	check := func(path string) {
@@ -140,6 +170,9 @@ func exposed(fsys vfs.FS, home string) []string {
 	check(home)
 	ents, _ := fsys.ReadDir(home)
 	for _, ent := range ents {
+		if !storePart(ent.Name()) {
+			continue // the user's own, not the store's to close
+		}
 		p := filepath.Join(home, ent.Name())
 		check(p)
 		if ent.IsDir() {

@@ -85,7 +85,19 @@ func (s *Store) Stats() (Stats, error) {
 
 func (s *Store) diskUsage() (DiskUsage, error) { return MeasureDisk(s.fs, s.home) }
 
-// MeasureDisk sizes every file under a store's home, by part, open or not
+// IsHomeEntry says whether name, in a store's home, is the store's: a
+// part of docs/storage.md's Home layout, this package's or the layers'
+// above it. Anything else there is the user's own.
+func IsHomeEntry(name string) bool {
+	switch name {
+	case MarkerFile, LockFile, SegmentsDir, IndexDir, DictDir, EventsDir, TornDir,
+		"config.toml", "refs", "inbox", "cache":
+		return true
+	}
+	return false
+}
+
+// MeasureDisk sizes every file of a store's home, by part, open or not
 // (`rook import` measures the store before it opens it and after it has
 // closed it, when the index is committed). It walks the home's few
 // directories (segments are 64 MiB each), never the objects.
@@ -96,6 +108,13 @@ func MeasureDisk(fsys vfs.FS, home string) (DiskUsage, error) {
 		return u, err
 	}
 	for _, e := range ents {
+		// A home may hold the user's own files beside the store (init
+		// takes a directory that is not empty): walking them measured the
+		// user's tree as the store's, and one unreadable directory there
+		// failed stat, doctor and import.
+		if !IsHomeEntry(e.Name()) {
+			continue
+		}
 		n, err := treeSize(fsys, filepath.Join(home, e.Name()), e)
 		if err != nil {
 			return u, err

@@ -363,6 +363,37 @@ func TestStatsCountByKind(t *testing.T) {
 	}
 }
 
+// A store made in a directory of the user's own (init takes one that is
+// not empty): its size is the store's, and the user's tree beside it is
+// not walked (one unreadable directory there failed stat and doctor).
+func TestMeasureDiskLeavesTheUsersFiles(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	mustPut(t, s, KindFile, bytes.Repeat([]byte("file body "), 1000))
+	s.Sync()
+	before, err := MeasureDisk(fsys, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, size := range map[string]int{"notes.txt": 1 << 20, "project/src/main.go": 1 << 20, ".zshrc": 100} {
+		p := filepath.Join(home, name)
+		if err := fsys.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := fsys.WriteFileAtomic(p, make([]byte, size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := MeasureDisk(fsys, home)
+	if err != nil || after != before {
+		t.Fatalf("the user's files counted: before %+v, after %+v (%v)", before, after, err)
+	}
+	st, err := s.Stats()
+	if err != nil || st.Disk != before {
+		t.Fatalf("stat: %+v, %v; want %+v", st.Disk, err, before)
+	}
+}
+
 func TestSecondWriterIsRefused(t *testing.T) {
 	s, home := newStore(t, vfs.OS, Options{Command: "rook store put"})
 	_, err := Open(home, Options{Writable: true})

@@ -135,7 +135,7 @@ func privacyFix(fsys vfs.FS, home string) string {
 	var parts []string
 	foreign := false
 	for _, ent := range ents {
-		if storePart(ent.Name()) {
+		if cas.IsHomeEntry(ent.Name()) {
 			parts = append(parts, shellQuote(filepath.Join(home, ent.Name())))
 		} else {
 			foreign = true
@@ -145,17 +145,6 @@ func privacyFix(fsys vfs.FS, home string) string {
 		return "chmod -R go-rwx " + shellQuote(home)
 	}
 	return "chmod go-rwx " + shellQuote(home) + " && chmod -R go-rwx " + strings.Join(parts, " ")
-}
-
-// storePart says whether name, in the store's home, is rook's
-// (docs/storage.md, Home layout).
-func storePart(name string) bool {
-	switch name {
-	case cas.MarkerFile, cas.LockFile, agent.ConfigFile, cas.SegmentsDir, cas.IndexDir, cas.DictDir, cas.EventsDir,
-		agent.RefsDir, cas.TornDir, "inbox", "cache":
-		return true
-	}
-	return false
 }
 
 // exposed lists the store's paths (the home and its parts, and what is
@@ -170,7 +159,7 @@ func exposed(fsys vfs.FS, home string) []string {
 	check(home)
 	ents, _ := fsys.ReadDir(home)
 	for _, ent := range ents {
-		if !storePart(ent.Name()) {
+		if !cas.IsHomeEntry(ent.Name()) {
 			continue // the user's own, not the store's to close
 		}
 		p := filepath.Join(home, ent.Name())

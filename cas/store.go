@@ -404,6 +404,12 @@ func (s *Store) openIndex() error {
 				return fmt.Errorf("move damaged index aside: %w", rerr)
 			}
 		}
+		// The index is derived: with its directory gone too (removed by
+		// hand, left out of a backup), put the directory back as init
+		// does, or reindex, the fix readers name, could never run.
+		if err2 := s.fs.MkdirAll(filepath.Dir(s.indexPath()), DirMode); err2 != nil {
+			return fmt.Errorf("create index: %w", err2)
+		}
 		t, err2 := index.Open(s.fs, s.indexPath(), true)
 		if err2 != nil {
 			return fmt.Errorf("create index: %w", err2)

@@ -178,6 +178,9 @@ func (r *Rook) GC(grace time.Duration, dryRun bool, mark, progress func(done, to
 	if err := r.Flush(); err != nil {
 		return cas.GCReport{}, err
 	}
+	if err := r.eventsDirThere(); err != nil {
+		return cas.GCReport{}, err
+	}
 	live, err := r.Roots(nil, mark)
 	if err != nil {
 		return cas.GCReport{}, err
@@ -187,6 +190,20 @@ func (r *Rook) GC(grace time.Duration, dryRun bool, mark, progress func(done, to
 		return rep, err
 	}
 	return rep, r.sweepBeside(&rep, grace, dryRun)
+}
+
+// eventsDirThere refuses a gc of a store whose events directory is gone
+// (removed by hand, a backup restored without it): init makes it and
+// nothing removes it, and without it there is no session to mark from,
+// so every object they named would be collected, before the directory
+// could be put back. (A writer does not open such a store: this is for a
+// dry run's plan.)
+func (r *Rook) eventsDirThere() error {
+	dir := filepath.Join(r.home, cas.EventsDir)
+	if _, err := r.fs.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("the sessions' directory %s is missing: gc refuses to sweep with no session to mark from (it would collect every object they name); put it back, or run `rook init` to make it anew, empty, if the sessions are gone for good", dir)
+	}
+	return nil
 }
 
 // sweepBeside removes (or, dry, counts into rep) what a gc removes beside

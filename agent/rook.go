@@ -7,6 +7,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -59,6 +60,18 @@ func Open(home string, opts Options) (*Rook, error) {
 	s, err := cas.Open(home, cas.Options{FS: opts.FS, Clock: opts.Clock, Writable: opts.Writable, Command: opts.Command})
 	if err != nil {
 		return nil, err
+	}
+	fsys := opts.FS
+	if fsys == nil {
+		fsys = vfs.OS
+	}
+	// init makes the events directory and nothing removes it. Gone (by
+	// hand, a backup restored without it), a writer's event log would
+	// make it anew, empty, and the next gc would collect every object the
+	// sessions named before they could be put back: no writer opens.
+	if _, err := fsys.Stat(filepath.Join(home, cas.EventsDir)); opts.Writable && errors.Is(err, fs.ErrNotExist) {
+		s.Close()
+		return nil, fmt.Errorf("the sessions' directory %s is missing: put it back, or run `rook init` to make it anew, empty, if the sessions are gone for good", filepath.Join(home, cas.EventsDir))
 	}
 	l, err := eventlog.Open(filepath.Join(home, cas.EventsDir), eventlog.Options{
 		FS: opts.FS, Clock: opts.Clock, Writable: opts.Writable, BarrierEvery: opts.BarrierEvery,

@@ -203,7 +203,9 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 		root = m.Root
 	}
 	rep := RestoreReport{Root: root}
-	plan, err := r.planRestore(root, manifestChanges(m))
+	// A tree capture never follows a link: every directory above its
+	// files was one.
+	plan, err := r.planRestore(root, manifestChanges(m), func(string) bool { return true })
 	if err != nil {
 		return rep, fmt.Errorf("%w: nothing written", err)
 	}

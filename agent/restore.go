@@ -71,7 +71,9 @@ func (p *Plan) pruneDirs(dirs []string) error {
 }
 
 // planRestore checks changes against root before anything is written.
-func (r *Rook) planRestore(root string, changes []Change) (*Plan, error) {
+// wasDir says whether a captured directory was a directory then (not a
+// link): a link in its place now is refused, never written through.
+func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string) bool) (*Plan, error) {
 	real, err := realRoot(root)
 	if err != nil {
 		return nil, err
@@ -105,6 +107,9 @@ func (r *Rook) planRestore(root string, changes []Change) (*Plan, error) {
 		// The last element is not followed: a link there is replaced,
 		// never written through.
 		if _, err := resolveInRoot(p.Root, real, c.Path, false); err != nil {
+			return nil, err
+		}
+		if err := linkAbove(real, c, wasDir); err != nil {
 			return nil, err
 		}
 		abs := filepath.Join(real, filepath.FromSlash(c.Path))
@@ -151,6 +156,27 @@ func underWritten(rel string, written map[string]bool) bool {
 		}
 	}
 	return false
+}
+
+// linkAbove refuses a change under a directory the capture had (wasDir)
+// that is a link now: writing or removing there would reach the files the
+// link leads to (inside the workspace, resolveInRoot allows it), not the
+// directory captured, and leave the link in place.
+func linkAbove(real string, c Change, wasDir func(string) bool) error {
+	for dir := path.Dir(c.Path); dir != "."; dir = path.Dir(dir) {
+		abs := filepath.Join(real, filepath.FromSlash(dir))
+		fi, err := os.Lstat(abs)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 || !wasDir(dir) {
+			continue
+		}
+		verb := "restore"
+		if c.Remove {
+			verb = "remove"
+		}
+		t, _ := os.Readlink(abs)
+		return fmt.Errorf("cannot %s %s: %s is a link now (to %s) where the capture had a directory, and rook does not write through it; remove the link (or put the directory back) and run this again", verb, c.Path, dir, t)
+	}
+	return nil
 }
 
 // writableDir checks that dir (or, if it does not exist yet, its nearest

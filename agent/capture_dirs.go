@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -108,7 +110,7 @@ func (st *firstStates) addedUnderDirs(home string) error {
 			continue
 		}
 		if isDir, err := dirNow(real, p); err != nil {
-			return err
+			st.unreadable(p, err)
 		} else if isDir {
 			made = append(made, p)
 		}
@@ -135,6 +137,25 @@ func (st *firstStates) addedUnderDirs(home string) error {
 	}
 	st.Prune = slices.Sorted(maps.Keys(prune))
 	return nil
+}
+
+// readDir is os.ReadDir; a test makes a directory unreadable with it
+// (chmod 000 does not stop root).
+var readDir = os.ReadDir
+
+// UnreadableDir is a directory under one a session captured whole that
+// could not be read when looking for files added to it.
+type UnreadableDir struct {
+	Path  string `json:"path"`
+	Error string `json:"error"`
+}
+
+func (st *firstStates) unreadable(rel string, err error) {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the path is rel, said once
+	}
+	st.Unreadable = append(st.Unreadable, UnreadableDir{Path: rel, Error: err.Error()})
 }
 
 // dirNow says whether workspace path rel is a directory now, reached
@@ -165,8 +186,13 @@ type addedWalker struct {
 // link: a link put in place of d or a directory above it would lead the
 // walk, and a rewind's removals, to files outside what was captured.
 func (w *addedWalker) top(d string) error {
-	if isDir, err := dirNow(w.real, d); err != nil || !isDir {
-		return err // not a directory now: nothing added in it
+	isDir, err := dirNow(w.real, d)
+	if err != nil {
+		w.st.unreadable(d, err)
+		return nil
+	}
+	if !isDir {
+		return nil // not a directory now: nothing added in it
 	}
 	// The .gitignore files above d apply, as in a tree capture of it.
 	w.ignore = NewIgnore()
@@ -185,9 +211,15 @@ func (w *addedWalker) walk(rel string) error {
 	if w.home != "" && abs == w.home {
 		return nil
 	}
-	ents, err := os.ReadDir(abs)
+	ents, err := readDir(abs)
+	if notExist(err) {
+		return nil // gone since it was listed
+	}
 	if err != nil {
-		return fmt.Errorf("look for files added to %s: %w", rel, err)
+		// What was added in it cannot be seen: the diff shows the rest
+		// and names it, a rewind refuses (it could not remove them).
+		w.st.unreadable(rel, err)
+		return nil
 	}
 	if b, err := os.ReadFile(filepath.Join(abs, ".gitignore")); err == nil {
 		w.ignore.AddFile(rel, b)

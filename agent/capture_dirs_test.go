@@ -331,3 +331,62 @@ func TestManifestVersion1AbsentMadeADirectoryBehavesAsBefore(t *testing.T) {
 	}
 	sameTree(t, "after the refused rewind", readTree(t, ws), tree{"out/x.txt": "x\n"})
 }
+
+// A directory under one captured whole that cannot be read does not stop
+// the diff: it shows the other changes and names the directory. A rewind,
+// which could not find what was added there to remove it, refuses before
+// writing anything.
+func TestUnreadableDirUnderCapturedDir(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/a.txt": "a\n"})
+	if _, _, err := r.CaptureSession(id, []string{"d"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"d/a.txt": "edited\n", "d/new.txt": "new\n", "d/x/hidden.txt": "unseen\n"})
+	// chmod 000 does not stop root: the directory is made unreadable by
+	// readDir.
+	locked, err := filepath.EvalSymlinks(filepath.Join(ws, "d", "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	osReadDir := readDir
+	t.Cleanup(func() { readDir = osReadDir })
+	readDir = func(dir string) ([]os.DirEntry, error) {
+		if dir == locked {
+			return nil, &os.PathError{Op: "open", Path: dir, Err: os.ErrPermission}
+		}
+		return osReadDir(dir)
+	}
+
+	d, err := r.Diff(id, nil, false)
+	if err != nil {
+		t.Fatalf("diff: %v", err)
+	}
+	got := map[string]string{}
+	for _, f := range d.Files {
+		got[f.Path] = f.Status
+	}
+	sameStatuses(t, "diff", got, map[string]string{"d/a.txt": "modified", "d/new.txt": "added"})
+	if len(d.Unreadable) != 1 || d.Unreadable[0].Path != "d/x" || d.Unreadable[0].Error != "permission denied" {
+		t.Fatalf("unreadable %+v, want d/x: permission denied", d.Unreadable)
+	}
+	b, _ := json.Marshal(d)
+	if !bytes.Contains(b, []byte(`"unreadable":[{"path":"d/x","error":"permission denied"}]`)) {
+		t.Fatalf("json %s does not name d/x", b)
+	}
+
+	_, err = r.Rewind(id, 0, false)
+	if err == nil || !strings.Contains(err.Error(), "d/x cannot be read (permission denied)") || !strings.HasSuffix(err.Error(), "nothing changed") {
+		t.Fatalf("rewind: %v, want a refusal naming d/x", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "d", "a.txt")); string(b) != "edited\n" {
+		t.Fatalf("rewind refused but wrote d/a.txt: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "d", "new.txt")); err != nil {
+		t.Fatalf("rewind refused but removed d/new.txt: %v", err)
+	}
+	ids, _ := r.Log.IDs()
+	if len(ids) != 1 {
+		t.Fatalf("a refused rewind made a fork: %v", ids)
+	}
+}

@@ -55,6 +55,9 @@ type SessionDiff struct {
 	// comes from its transcript's edit results (an imported Claude Code
 	// session), not from a capture.
 	FromTranscript int `json:"from_transcript"`
+	// Unreadable are the directories, under one the session captured
+	// whole, that could not be read: files added in them are not shown.
+	Unreadable []UnreadableDir `json:"unreadable,omitempty"`
 }
 
 // firstStates is what firstCaptures finds: the root the states are of,
@@ -69,6 +72,9 @@ type firstStates struct {
 	// paths) that did not exist when they were captured: a rewind removes
 	// them once it has removed the files in them, if nothing else is left.
 	Prune []string
+	// Unreadable are the directories under those captured whole that
+	// could not be read: what was added in them is not in First.
+	Unreadable []UnreadableDir
 
 	seq  map[string]uint64 // the seq of each path's first state
 	dirs map[string]uint64 // the seq of each directory's first capture whole
@@ -180,7 +186,7 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		return d, err
 	}
 	root, first := st.Root, st.First
-	d.Root, d.Captures, d.FromTranscript = root, st.Captures, st.FromTranscript
+	d.Root, d.Captures, d.FromTranscript, d.Unreadable = root, st.Captures, st.FromTranscript, st.Unreadable
 	if len(first) == 0 {
 		return d, nil
 	}

@@ -102,6 +102,12 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 		if err != nil {
 			return rep, fmt.Errorf("%w: nothing changed", err)
 		}
+		if len(st.Unreadable) > 0 {
+			// Files added in it could not be removed, nor even named in
+			// the undo: the rewind would leave them and say nothing.
+			u := st.Unreadable[0]
+			return rep, fmt.Errorf("cannot rewind the files: %s cannot be read (%s), so what was added in it since the capture cannot be found to remove; make it readable (chmod u+rx), or remove it yourself, and run this again (--keep-files rewinds the conversation only): nothing changed", u.Path, u.Error)
+		}
 		root := st.Root
 		changes := make([]Change, 0, len(st.First))
 		for _, c := range st.First {

@@ -110,6 +110,7 @@ func (c *DiffCmd) Run(e *Env) error {
 			}
 			return e.printJSON(d)
 		}
+		printUnreadable(e, d)
 		c.printStat(e, d, source)
 		return nil
 	}
@@ -117,6 +118,7 @@ func (c *DiffCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
+	printUnreadable(e, d)
 	if len(d.Files) == 0 {
 		fmt.Fprintln(e.Stdout, nothingChanged(d, source))
 		return nil
@@ -133,6 +135,14 @@ func (c *DiffCmd) Run(e *Env) error {
 		fmt.Fprintln(e.Stderr, fromTranscript(d.FromTranscript, "compared with"))
 	}
 	return nil
+}
+
+// printUnreadable says, on stderr, which directories the diff could not
+// look in: the files added there are missing from it.
+func printUnreadable(e *Env, d agent.SessionDiff) {
+	for _, u := range d.Unreadable {
+		fmt.Fprintf(e.Stderr, "rook: cannot read %s (%s): files added in it are not shown\n", terminalLine(u.Path), u.Error)
+	}
 }
 
 // fromTranscript says how many files' states came from the transcript's

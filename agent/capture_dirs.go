@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -229,8 +230,12 @@ func (w *addedWalker) walk(rel string) error {
 		switch {
 		case e.IsDir() && excludedDirs[name],
 			w.ignore.Match(child, e.IsDir()),
-			recordable(child) != nil,
 			strings.HasPrefix(name, restoreTmpPrefix) && strings.HasSuffix(name, ".tmp"):
+			continue
+		case recordable(child) != nil:
+			// Neither removable by a rewind nor savable for its undo: the
+			// diff and the rewind name it rather than pass it over.
+			w.st.Unrecordable = append(w.st.Unrecordable, strconv.Quote(child))
 			continue
 		case e.IsDir():
 			if err := w.walk(child); err != nil {

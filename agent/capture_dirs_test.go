@@ -390,3 +390,43 @@ func TestUnreadableDirUnderCapturedDir(t *testing.T) {
 		t.Fatalf("a refused rewind made a fork: %v", ids)
 	}
 }
+
+// A file added under a directory captured whole whose name a manifest
+// cannot hold (bytes that are not UTF-8, a backslash) is named by the
+// diff and left, and named, by a rewind: neither passes it over silently.
+func TestUnrecordableNamesAddedUnderCapturedDir(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/a.txt": "a\n"})
+	if _, _, err := r.CaptureSession(id, []string{"d"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"d/new.txt": "new\n", "d/\xff.txt": "latin-1\n", "d/b\\c/x.txt": "under a backslash\n"})
+	d, err := r.Diff(id, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`"d/\xff.txt"`, `"d/b\\c"`}
+	slices.Sort(want)
+	got := slices.Sorted(slices.Values(d.Unrecordable))
+	if !slices.Equal(got, want) {
+		t.Fatalf("diff unrecordable %q, want %q", got, want)
+	}
+	if len(d.Files) != 1 || d.Files[0].Path != "d/new.txt" {
+		t.Fatalf("diff files %+v, want d/new.txt added", d.Files)
+	}
+	rep, err := r.Rewind(id, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(slices.Values(rep.Unrecordable)); !slices.Equal(got, want) {
+		t.Fatalf("rewind unrecordable %q, want %q", got, want)
+	}
+	for _, p := range []string{"d/\xff.txt", "d/b\\c/x.txt"} {
+		if _, err := os.Stat(filepath.Join(ws, p)); err != nil {
+			t.Fatalf("rewind removed %q: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, "d/new.txt")); !os.IsNotExist(err) {
+		t.Fatalf("rewind left d/new.txt: %v", err)
+	}
+}

@@ -58,6 +58,10 @@ type SessionDiff struct {
 	// Unreadable are the directories, under one the session captured
 	// whole, that could not be read: files added in them are not shown.
 	Unreadable []UnreadableDir `json:"unreadable,omitempty"`
+	// Unrecordable are the files (or directories) added under a directory
+	// the session captured whole whose names rook cannot record (a
+	// backslash, or bytes that are not UTF-8), Go-quoted: not shown.
+	Unrecordable []string `json:"unrecordable,omitempty"`
 }
 
 // firstStates is what firstCaptures finds: the root the states are of,
@@ -75,6 +79,10 @@ type firstStates struct {
 	// Unreadable are the directories under those captured whole that
 	// could not be read: what was added in them is not in First.
 	Unreadable []UnreadableDir
+	// Unrecordable are the names (Go-quoted) of what was added under
+	// those directories that a manifest cannot hold (recordable): not in
+	// First.
+	Unrecordable []string
 
 	seq  map[string]uint64 // the seq of each path's first state
 	dirs map[string]uint64 // the seq of each directory's first capture whole
@@ -187,6 +195,7 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 	}
 	root, first := st.Root, st.First
 	d.Root, d.Captures, d.FromTranscript, d.Unreadable = root, st.Captures, st.FromTranscript, st.Unreadable
+	d.Unrecordable = st.Unrecordable
 	if len(first) == 0 {
 		return d, nil
 	}

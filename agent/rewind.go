@@ -27,7 +27,12 @@ type RewindReport struct {
 	BeforeSeq *uint64  `json:"before_seq,omitempty"`
 	Undo      string   `json:"undo,omitempty"`
 	Paths     []string `json:"paths"`
-	KeepFiles bool     `json:"keep_files"`
+	// Unrecordable are the files (or directories) added since under a
+	// directory captured whole that the rewind left, Go-quoted: their
+	// names cannot be recorded (a backslash, or bytes that are not UTF-8),
+	// so its undo could not put them back.
+	Unrecordable []string `json:"unrecordable,omitempty"`
+	KeepFiles    bool     `json:"keep_files"`
 	// Interrupted are the earlier rewinds of the same session to the same
 	// event that stopped while writing files (killed, or a write failed).
 	// This rewind's own undo gives back the disk as such a rewind left it,
@@ -108,6 +113,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 			u := st.Unreadable[0]
 			return rep, fmt.Errorf("cannot rewind the files: %s cannot be read (%s), so what was added in it since the capture cannot be found to remove; make it readable (chmod u+rx), or remove it yourself, and run this again (--keep-files rewinds the conversation only): nothing changed", u.Path, u.Error)
 		}
+		rep.Unrecordable = st.Unrecordable
 		root := st.Root
 		changes := make([]Change, 0, len(st.First))
 		for _, c := range st.First {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
@@ -143,6 +144,9 @@ func printUnreadable(e *Env, d agent.SessionDiff) {
 	for _, u := range d.Unreadable {
 		fmt.Fprintf(e.Stderr, "rook: cannot read %s (%s): files added in it are not shown\n", terminalLine(u.Path), u.Error)
 	}
+	if n := len(d.Unrecordable); n > 0 {
+		fmt.Fprintf(e.Stderr, "rook: %d file(s) added with names rook cannot record (a backslash, or bytes that are not UTF-8), not shown: %s\n", n, strings.Join(d.Unrecordable, ", "))
+	}
 }
 
 // fromTranscript says how many files' states came from the transcript's
@@ -156,6 +160,8 @@ func fromTranscript(n int, what string) string {
 // session, whose captures can only come from its agent's own backups.
 func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
 	switch {
+	case (d.Captures > 0 || d.FromTranscript > 0) && (len(d.Unreadable) > 0 || len(d.Unrecordable) > 0):
+		return "this session changed nothing else on disk that rook can compare"
 	case d.Captures > 0 || d.FromTranscript > 0:
 		return "this session changed nothing on disk"
 	case source != nil:
@@ -233,6 +239,9 @@ func (c *RewindCmd) Run(e *Env) error {
 	fmt.Fprintf(w, "  %d checkpoint(s) applied: %d file(s) restored, %d removed\n", rep.CheckpointsApplied, rep.FilesRestored, rep.FilesRemoved)
 	if rep.FromTranscript > 0 {
 		fmt.Fprintf(w, "  %s\n", fromTranscript(rep.FromTranscript, "put back as"))
+	}
+	if n := len(rep.Unrecordable); n > 0 {
+		fmt.Fprintf(w, "  left %d file(s) added with names rook cannot record (a backslash, or bytes that are not UTF-8): %s\n", n, strings.Join(rep.Unrecordable, ", "))
 	}
 	if rep.Undo != "" {
 		fmt.Fprintf(w, "  what was on disk before is captured on the new session; to put it back:\n    %s\n", rep.Undo)

@@ -1046,5 +1046,9 @@ func TestCodexRolloutWithAByteOrderMark(t *testing.T) {
 	if m.Source.ID != "019b0000-0000-7000-8000-00000000b0b0" || m.Workspace != "/w/bom" || m.Title != "saved in Notepad" {
 		t.Errorf("source id %q, workspace %q, title %q", m.Source.ID, m.Workspace, m.Title)
 	}
+	first := uint64(0)
+	if page, err := r.History(m.ID, HistoryQuery{From: &first, Limit: 1}); err != nil || strings.Contains(page.Events[0].Preview, "{") {
+		t.Errorf("preview: %+v %v", page.Events, err)
+	}
 	mustExport(t, r, *f.Session, data)
 }

@@ -1497,3 +1497,37 @@ func TestLastIsTheSessionActiveLast(t *testing.T) {
 		t.Fatalf("last in another workspace: %v", err)
 	}
 }
+
+// A Claude Code transcript saved by an editor that put a byte order mark
+// before its first line: the line is still the session's first prompt
+// (its id, workspace and title), not a line that did not parse, and
+// export writes the mark back.
+func TestClaudeTranscriptWithAByteOrderMark(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/home/u/.claude/projects/-home-u-proj/s1.jsonl"
+	lines := claudeLines("s1", 1)
+	lines[0] = "\ufeff" + lines[0]
+	data := writeSource(t, fsys, src, lines, "")
+	rep := mustImport(t, r, FormatClaudeCode, src)
+	f := fileByPath(t, rep, src)
+	if f.Unparsed != 0 || len(rep.Problems) != 0 {
+		t.Errorf("unparsed %d, problems %+v", f.Unparsed, rep.Problems)
+	}
+	m, err := r.Log.ReadMeta(*f.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Source.ID != "s1" || m.Workspace != "/home/u/proj" || m.Title != "fix the server, turn 1" {
+		t.Errorf("source id %q, workspace %q, title %q", m.Source.ID, m.Workspace, m.Title)
+	}
+	evs, err := r.Log.Read(m.ID, 0, 1)
+	if err != nil || len(evs) != 1 || evs[0].Kind != eventlog.KindUser {
+		t.Errorf("first event %+v %v", evs, err)
+	}
+	first := uint64(0)
+	if page, err := r.History(m.ID, HistoryQuery{From: &first, Limit: 1}); err != nil || page.Events[0].Preview != "fix the server, turn 1" {
+		t.Errorf("preview: %+v %v", page.Events, err)
+	}
+	mustExport(t, r, *f.Session, data)
+}

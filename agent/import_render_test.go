@@ -12,6 +12,7 @@ import (
 
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/fuzzseed"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // TestRenderImportedCorpus: every line of the real transcripts and of the
@@ -483,4 +484,36 @@ func TestRenderShowsNoEncodedState(t *testing.T) {
 	if got := string(importedText([]byte(`{"content":"data:image/png;base64,` + png + `","text":"hello"}`))); got != "hello" {
 		t.Errorf("glimpse: %q", got)
 	}
+}
+
+// A line with bytes that are not UTF-8 inside a string (a prompt pasted
+// from a file in another encoding) is still its text to read: show,
+// history and quote render it, each bad byte shown as U+FFFD, not the
+// whole event as "(binary, N bytes)"; raw show and export keep the bytes.
+func TestImportedLineWithBytesThatAreNotUTF8Renders(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/home/u/.claude/projects/-home-u-proj/s1.jsonl"
+	lines := claudeLines("s1", 1)
+	lines[0] = strings.Replace(lines[0], "fix the server", "fix the \xff\xfe server", 1)
+	data := writeSource(t, fsys, src, lines, "")
+	rep := mustImport(t, r, FormatClaudeCode, src)
+	id := *fileByPath(t, rep, src).Session
+	want := "fix the \ufffd\ufffd server, turn 1"
+	p, err := r.Show(id, ShowQuery{Limit: 1, MaxBody: 1 << 10})
+	if err != nil || p.Events[0].Binary || !p.Events[0].Rendered || !strings.Contains(string(p.Events[0].Text), want) {
+		t.Errorf("show: %+v %v", p.Events, err)
+	}
+	first := uint64(0)
+	if h, err := r.History(id, HistoryQuery{From: &first, Limit: 1}); err != nil || h.Events[0].Binary || h.Events[0].Preview != want {
+		t.Errorf("history: %+v %v", h.Events, err)
+	}
+	if q, err := r.Quote(id, 0, 0); err != nil || q.Binary || !strings.Contains(string(q.Data), want) {
+		t.Errorf("quote: %+v %v", q, err)
+	}
+	// Raw, the body is the bytes stored: binary, as before.
+	if p, err := r.Show(id, ShowQuery{Limit: 1, MaxBody: 1 << 10, Raw: true}); err != nil || !p.Events[0].Binary || p.Events[0].Rendered {
+		t.Errorf("raw show: %+v %v", p.Events, err)
+	}
+	mustExport(t, r, id, data)
 }

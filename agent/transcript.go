@@ -83,7 +83,7 @@ func runeStartAtOrBefore(b []byte, off int) int {
 type BodyView struct {
 	Size   int64 // logical bytes of the body object
 	Stored int64 // bytes it takes in the store (its share of a packed block)
-	Binary bool  // not valid UTF-8, or holds NUL: never print Text raw
+	Binary bool  // not valid UTF-8, or holds NUL: never print Text raw (never when Rendered: the view is text)
 	// Text is the shown part of the body, body[0:len(Text)]: cut on a
 	// UTF-8 boundary for text, on any byte for binary bodies. When
 	// Rendered, it is the head of the body's reading view instead.
@@ -206,10 +206,14 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 	bodies := make([][]byte, 0, len(evs))
 	for _, ev := range evs {
 		v, body := r.viewBody(ev, maxBody)
-		if v.imported && !q.Raw && v.Err == nil && !v.Binary {
+		if v.imported && !q.Raw && v.Err == nil {
+			// A line with bytes that are not UTF-8 in a string (a prompt
+			// pasted from another encoding) is binary as stored, but its
+			// view is text (RenderImported shows each bad byte as
+			// U+FFFD): the text is read, not "(binary, N bytes)".
 			text := RenderImported(body)
 			n := CutUTF8(text, maxBody)
-			v.Text, v.Omitted, v.Rendered = text[:n:n], int64(len(text)-n), true
+			v.Text, v.Omitted, v.Rendered, v.Binary = text[:n:n], int64(len(text)-n), true, false
 		}
 		p.Events = append(p.Events, EventView{Event: ev, BodyView: v})
 		bodies = append(bodies, body)
@@ -232,6 +236,7 @@ type HistoryLine struct {
 	Binary bool
 	// Preview is the body's first non-blank line, clipped to PreviewRunes,
 	// control characters replaced; "" for binary and unreadable bodies.
+	// An imported body is never Binary here: it previews its view.
 	Preview string
 	Err     error // the body could not be read
 }
@@ -297,8 +302,10 @@ func (r *Rook) History(id eventlog.ID, q HistoryQuery) (HistoryPage, error) {
 	}
 	for _, ev := range evs {
 		v, body := r.viewBody(ev, 0)
-		line := HistoryLine{Event: ev, Size: v.Size, Stored: v.Stored, Binary: v.Binary, Err: v.Err}
-		if v.Err == nil && !v.Binary {
+		line := HistoryLine{Event: ev, Size: v.Size, Stored: v.Stored, Binary: v.Binary && !v.imported, Err: v.Err}
+		if v.Err == nil && !line.Binary {
+			// An imported body previews its view, text even when its
+			// lines hold bytes that are not UTF-8 (as Show renders it).
 			if v.imported {
 				body = previewOfImported(body)
 			} else if ev.Kind == eventlog.KindCheckpoint {
@@ -904,7 +911,8 @@ func (r *Rook) readRange(id eventlog.ID, seq uint64, offset int64, n int, render
 		return br, fmt.Errorf("event #%d: %w", seq, err)
 	}
 	if rendered {
-		if info, err := r.Store.Stat(ev.Body); err == nil && info.Kind == cas.KindSource && !IsBinary(body) {
+		// The view is text even of lines with bytes that are not UTF-8.
+		if info, err := r.Store.Stat(ev.Body); err == nil && info.Kind == cas.KindSource {
 			body, br.Rendered = RenderImported(body), true
 		}
 	}

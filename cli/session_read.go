@@ -12,7 +12,10 @@ package cli
 // the text views: show and history say `(binary, N bytes)`, entry says how
 // to get the bytes, quote refuses. In --json, show and entry leave the text
 // field empty, set "binary": true and carry the bytes in base64 in
-// "body_base64" (show) or "data_base64" (entry). Text views made for
+// "body_base64" (show) or "data_base64" (entry). An imported event's
+// reading view is text even when its lines hold bytes that are not UTF-8
+// (each shown as U+FFFD): show and history render it, and --raw or entry
+// give the bytes as stored. Text views made for
 // reading (show, quote, history previews, find snippets) replace control
 // characters other than newline and tab (terminal escape sequences) with
 // U+FFFD; entry writes a text body's bytes exactly as stored. find never

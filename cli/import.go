@@ -125,13 +125,33 @@ func runImport(e *Env, format string, paths []string) error {
 	if rep.Failed > 1 {
 		msg = fmt.Sprintf("%d of %d file(s) could not be imported (the first%s; the summary lists them all)", rep.Failed, len(rep.Files), first)
 	}
-	switch ok := len(rep.Files) - rep.Failed; {
-	case ok == 1:
-		msg += "; the other file was imported"
-	case ok > 1:
-		msg += fmt.Sprintf("; the other %d were imported", ok)
-	}
+	msg += othersImported(rep)
 	return &exitError{code: ExitFailure, msg: msg}
+}
+
+// othersImported says what happened to the files that did not fail: an
+// unchanged one (empty, or nothing new since the last import) was not
+// imported, and saying so is what tells the user nothing is missing.
+func othersImported(rep agent.ImportReport) string {
+	imported := rep.Sessions + rep.Grown + rep.Rewritten
+	same := len(rep.Files) - rep.Failed - imported
+	verb := func(n int, one, many string) string {
+		if n == 1 {
+			return one
+		}
+		return many
+	}
+	const nothingNew = "had nothing new to import (empty, or unchanged since the last import)"
+	switch ok := imported + same; {
+	case ok == 0:
+		return ""
+	case same == 0:
+		return verb(ok, "; the other file was imported", fmt.Sprintf("; the other %d were imported", ok))
+	case imported == 0:
+		return verb(ok, "; the other file ", fmt.Sprintf("; the other %d ", ok)) + nothingNew
+	}
+	return fmt.Sprintf("; of the other %d, %d %s imported and %d %s", imported+same,
+		imported, verb(imported, "was", "were"), same, nothingNew)
 }
 
 // agentDirVar is the variable that names a format's agent's directory, and

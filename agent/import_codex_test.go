@@ -1052,3 +1052,38 @@ func TestCodexRolloutWithAByteOrderMark(t *testing.T) {
 	}
 	mustExport(t, r, *f.Session, data)
 }
+
+// A plain rollout named .jsonl.zst (renamed by hand, or copied over a
+// compressed one) is not said to be damaged ("decompress: magic number
+// mismatch"): the note says it is not zstd-compressed and what to do.
+// Read whole or in chunks alike. A .zst whose frames are followed by
+// bytes that are not one is damaged, as before.
+func TestCodexPlainRolloutNamedZst(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	plain := []byte(`{"timestamp":"2026-01-02T10:00:00Z","type":"session_meta","payload":{"id":"` + codexMainID + `","cwd":"/w","source":"cli"}}` + "\n")
+	src := "/c/rollout-2026-01-02T03-04-05-" + codexMainID + ".jsonl.zst"
+	writeSourceFile(t, fsys, src, plain)
+	for _, chunk := range []int{0, 1 << 10} {
+		rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: chunk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := fileByPath(t, rep, src)
+		if f.Status != ImportFailed || !strings.HasPrefix(f.Note, "not zstd-compressed") || !strings.Contains(f.Note, "rename it without .zst") {
+			t.Errorf("chunk %d: %+v", chunk, f)
+		}
+	}
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSourceFile(t, fsys, src, append(enc.EncodeAll(plain, nil), "garbage after the frame"...))
+	rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := fileByPath(t, rep, src); f.Status != ImportFailed || !strings.HasPrefix(f.Note, "decompress: ") {
+		t.Errorf("garbage after a frame: %+v", f)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -72,21 +73,23 @@ func (r *Rook) openSource(path string) (io.ReadCloser, bool, error) {
 		f.Close()
 		return nil, true, err
 	}
-	return zstdFile{dec, f}, true, nil
+	return zstdFile{dec, f, new(int64)}, true, nil
 }
 
 // zstdFile reads a .zst file decompressed, its errors saying so. (The
 // decoder is not embedded: its WriteTo, which io.Copy takes, would be
 // zstdFile's too, its errors bare: "unexpected EOF".)
 type zstdFile struct {
-	dec *zstd.Decoder
-	f   vfs.File
+	dec  *zstd.Decoder
+	f    vfs.File
+	read *int64 // bytes decompressed so far
 }
 
 func (z zstdFile) Read(p []byte) (int, error) {
 	n, err := z.dec.Read(p)
+	*z.read += int64(n)
 	if err != nil && err != io.EOF {
-		err = fmt.Errorf("decompress: %w", err)
+		err = z.error(err)
 	}
 	return n, err
 }
@@ -95,10 +98,21 @@ func (z zstdFile) Read(p []byte) (int, error) {
 // decoded blocks as they are rather than through Read's copy.
 func (z zstdFile) WriteTo(w io.Writer) (int64, error) {
 	n, err := z.dec.WriteTo(w)
+	*z.read += n
 	if err != nil {
-		err = fmt.Errorf("decompress: %w", err)
+		err = z.error(err)
 	}
 	return n, err
+}
+
+// error says why the file did not decompress. With no frame at its start
+// it is not compressed at all (a plain rollout renamed, or copied over a
+// compressed one): "magic number mismatch" would read as damage.
+func (z zstdFile) error(err error) error {
+	if *z.read == 0 && errors.Is(err, zstd.ErrMagicMismatch) {
+		return errors.New("not zstd-compressed, though named .zst (it does not start with a zstd frame): if it is plain JSONL, rename it without .zst")
+	}
+	return fmt.Errorf("decompress: %w", err)
 }
 
 func (z zstdFile) Close() error {

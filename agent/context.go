@@ -72,6 +72,13 @@ type ContextReport struct {
 	EverTokens  int64
 	Compactions int64
 
+	// RolledBackTurns and RolledBackEvents: the user turns a rollback took
+	// out of context since the last compaction (a Codex thread_rolled_back:
+	// the user undid its last turns, which Codex no longer sends), and the
+	// events of them that were in context.
+	RolledBackTurns  int64
+	RolledBackEvents int64
+
 	// Reported is the context size recorded last, since the last
 	// compaction: the input tokens of the newest event that recorded any
 	// (for a model's turn, its prompt, cache reads included) plus its
@@ -209,7 +216,21 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 	// fork, a token_count. And whether rook appended after it.
 	var lastCopied *eventlog.Event
 	afterCopied := false
+	// The report as it was before each user turn since the last
+	// compaction, for a rollback to go back to (codexRollback).
+	type turnStart struct {
+		byKind                      [256]ContextKind
+		inEvents, inBytes, inTokens int64
+		unEvents, unBytes, unTokens int64
+		reported                    *ReportedContext
+		reportedBody                cas.Key
+		lastCopied                  *eventlog.Event
+		afterCopied                 bool
+	}
+	var turns []turnStart
+	var reportedBody cas.Key
 	reset := func() {
+		turns = nil
 		lastCopied, afterCopied = nil, false
 		byKind = [256]ContextKind{}
 		rep.InContextEvents, rep.InContextBytes, rep.InContextTokens = 0, 0, 0
@@ -226,7 +247,6 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 		}
 		return ev.Kind == eventlog.KindAssistant || ev.Kind == eventlog.KindReasoning || ev.Kind == eventlog.KindToolCall
 	}
-	var reportedBody cas.Key
 	// The last line that recorded tokens, compaction or not: the window
 	// is the model's, and a compaction does not change it.
 	var lastTokensBody *cas.Key
@@ -283,6 +303,37 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 				// compacted line holds the history kept in its place (a
 				// Claude Code compact boundary is one short line).
 				rep.ReplayFrom = ev.Seq
+			}
+			if format == FormatCodex && b.imported {
+				switch {
+				case ev.Kind == eventlog.KindUser:
+					t := turnStart{byKind: byKind, inEvents: rep.InContextEvents, inBytes: rep.InContextBytes, inTokens: rep.InContextTokens,
+						unEvents: rep.UnseenEvents, unBytes: rep.UnseenBytes, unTokens: rep.UnseenTokens,
+						reportedBody: reportedBody, lastCopied: lastCopied, afterCopied: afterCopied}
+					if rep.Reported != nil {
+						c := *rep.Reported
+						t.reported = &c
+					}
+					turns = append(turns, t)
+				case ev.Label == codexRollbackLabel && len(turns) > 0:
+					// Codex drops the last num_turns user turns from the
+					// history it sends (all of them, if there are fewer):
+					// back to the report before the first of them.
+					var n int64
+					if body, err := r.Body(ev); err == nil {
+						n = min(int64(len(turns)), codexRolledBackTurns(body))
+					}
+					if n > 0 {
+						t := turns[int64(len(turns))-n]
+						turns = turns[:int64(len(turns))-n]
+						rep.RolledBackTurns += n
+						rep.RolledBackEvents += rep.InContextEvents - t.inEvents
+						byKind = t.byKind
+						rep.InContextEvents, rep.InContextBytes, rep.InContextTokens = t.inEvents, t.inBytes, t.inTokens
+						rep.UnseenEvents, rep.UnseenBytes, rep.UnseenTokens = t.unEvents, t.unBytes, t.unTokens
+						rep.Reported, reportedBody, lastCopied, afterCopied = t.reported, t.reportedBody, t.lastCopied, t.afterCopied
+					}
+				}
 			}
 			switch {
 			case ev.TokensIn > 0:
@@ -386,6 +437,29 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// codexRollbackLabel labels a thread_rolled_back event (eventMsg): the
+// user undid the last turns of the thread.
+const codexRollbackLabel = "event_msg:thread_rolled_back"
+
+// codexRolledBackTurns is how many turns the thread_rolled_back lines of
+// body undo: {"type":"event_msg","payload":{"type":"thread_rolled_back",
+// "num_turns":N}} (ThreadRolledBackEvent in codex-rs/protocol).
+func codexRolledBackTurns(body []byte) int64 {
+	var n int64
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		var l struct {
+			Payload struct {
+				Type     string `json:"type"`
+				NumTurns int64  `json:"num_turns"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(line, &l) == nil && l.Payload.Type == "thread_rolled_back" && l.Payload.NumTurns > 0 {
+			n += l.Payload.NumTurns
+		}
+	}
+	return n
 }
 
 // claudeRecordedTokens is the context size the last line of body with a

@@ -2064,7 +2064,10 @@ func mergeableLine(m mappedLine) bool {
 	// A note that recorded tokens (a Codex token_count) stays an event of
 	// its own: its input tokens are the context the model had at that
 	// turn (session context), which a sum over several turns is not.
-	return m.Kind == eventlog.KindNote && m.Unparsed == "" && !strings.HasSuffix(m.Label, ":continued") && m.TokensIn == 0 && m.TokensOut == 0
+	// Nor does a Codex rollback: it takes turns out of context, which
+	// session context finds by its label.
+	return m.Kind == eventlog.KindNote && m.Unparsed == "" && !strings.HasSuffix(m.Label, ":continued") && m.TokensIn == 0 && m.TokensOut == 0 &&
+		m.Label != codexRollbackLabel
 }
 
 // mergedLine is the event of a run of lines: the first line's, with the

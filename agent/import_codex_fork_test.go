@@ -321,3 +321,45 @@ func TestCodexRolloutID(t *testing.T) {
 		}
 	}
 }
+
+// A thread_rolled_back event (the user undid the last num_turns turns:
+// Codex drops them from the history it sends, drop_last_n_user_turns)
+// takes those turns out of session context: what is in context, and the
+// count recorded last, are those of the rollout that never had them.
+func TestCodexRollbackLeavesTurnsOutOfContext(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	var total, short [2]int
+	rolled := []codexItem{codexMetaItem(codexPID, "")}
+	for turn := 1; turn <= 3; turn++ {
+		rolled = append(rolled, codexTurnItems(turn, &total)...)
+	}
+	rolled = append(rolled, codexItem{"event_msg", `{"type":"thread_rolled_back","num_turns":2}`})
+	kept := append([]codexItem{codexMetaItem(codexFID, "")}, codexTurnItems(1, &short)...)
+	paths := []string{
+		"/c/2026/02/03/rollout-2026-02-03T10-00-00-" + codexPID + ".jsonl",
+		"/c/2026/02/03/rollout-2026-02-03T11-00-00-" + codexFID + ".jsonl",
+	}
+	writeSource(t, fsys, paths[0], codexStamped(rolled, 10, 0), "")
+	writeSource(t, fsys, paths[1], codexStamped(kept, 10, 0), "")
+	rep := mustImport(t, r, FormatCodex, "/c")
+	var ctx [2]ContextReport
+	for i, p := range paths {
+		var err error
+		if ctx[i], err = r.Context(*fileByPath(t, rep, p).Session, DefaultContextWindow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, want := ctx[0], ctx[1]
+	if got.InContextEvents != want.InContextEvents || got.InContextBytes != want.InContextBytes ||
+		got.Reported == nil || want.Reported == nil || got.Reported.Tokens != want.Reported.Tokens || got.RolledBackTurns != 2 {
+		t.Errorf("rolled back: %d events, %d bytes, reported %+v, %d turn(s) rolled back; want %d events, %d bytes, reported %+v",
+			got.InContextEvents, got.InContextBytes, got.Reported, got.RolledBackTurns, want.InContextEvents, want.InContextBytes, want.Reported)
+	}
+	// show says what the line did.
+	last := uint64(len(rolled) - 1)
+	if h, err := r.History(got.Session.ID, HistoryQuery{From: &last, Limit: 1}); err != nil || len(h.Events) != 1 ||
+		h.Events[0].Preview != "[thread_rolled_back] the last 2 turn(s) undone: the model no longer sees them" {
+		t.Errorf("history: %+v %v", h.Events, err)
+	}
+}

@@ -744,6 +744,8 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 		ID        string          `json:"id"`
 		Cwd       string          `json:"cwd"`
 		Model     string          `json:"model"`
+		// thread_rolled_back's: how many turns the user undid.
+		NumTurns int64 `json:"num_turns"`
 		// thread_name_updated's: the name the user gave the thread.
 		ThreadName *string `json:"thread_name"`
 		Action     *struct {
@@ -861,6 +863,10 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 			} else {
 				fmt.Fprintf(out, "[thread_name_updated] %s", *p.ThreadName)
 			}
+		case p.Type == "thread_rolled_back":
+			// The user undid the last turns: what the model is sent no
+			// longer holds them (session context leaves them out).
+			fmt.Fprintf(out, "[thread_rolled_back] the last %d turn(s) undone: the model no longer sees them", p.NumTurns)
 		case p.Type == "token_count":
 			if p.Info == nil && (p.Last != nil || p.Total != nil) {
 				p.Info = &p.codexRenderedInfo

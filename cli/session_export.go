@@ -49,6 +49,8 @@ type contextJSON struct {
 	EverBytes       int64             `json:"ever_bytes"`
 	EverEvents      int64             `json:"ever_events"`
 	Compactions     int64             `json:"compactions"`
+	RolledBackTurns int64             `json:"rolled_back_turns"`
+	RolledBackEvts  int64             `json:"rolled_back_events"`
 	ReplayFrom      uint64            `json:"replay_from"`
 	TokensIn        uint64            `json:"recorded_tokens_in"`
 	TokensOut       uint64            `json:"recorded_tokens_out"`
@@ -96,6 +98,7 @@ func (c *ContextCmd) Run(e *Env) error {
 			UnseenTokens: rep.UnseenTokens, UnseenBytes: rep.UnseenBytes, UnseenEvents: rep.UnseenEvents,
 			EverTokens: rep.EverTokens, EverBytes: rep.EverBytes, EverEvents: rep.EverEvents,
 			Compactions: rep.Compactions, ReplayFrom: rep.ReplayFrom,
+			RolledBackTurns: rep.RolledBackTurns, RolledBackEvts: rep.RolledBackEvents,
 			TokensIn: rep.Session.TokensIn, TokensOut: rep.Session.TokensOut,
 			MissingBodies: rep.MissingBodies, Kinds: []contextKindJSON{},
 		}
@@ -138,6 +141,9 @@ func (c *ContextCmd) Run(e *Env) error {
 			what = "session metadata, turn contexts, token counts and other UI events"
 		}
 		fmt.Fprintf(w, "  left out %d tokens (%s) of imported notes the model never read: %s\n", rep.UnseenTokens, formatBytes(rep.UnseenBytes), what)
+	}
+	if rep.RolledBackTurns > 0 {
+		fmt.Fprintf(w, "  left out %d event(s) of %d turn(s) the user rolled back (Codex no longer sends them)\n", rep.RolledBackEvents, rep.RolledBackTurns)
 	}
 	if p := rep.Reported; p != nil {
 		fmt.Fprintf(w, "last recorded %d tokens (in + out) at #%d  %.1f%% of usable%s\n", p.Tokens, p.Seq, rep.ReportedPercentOfUsable(), repOver)

@@ -124,7 +124,10 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 			switch {
 			case err == nil:
 				h.size = int64(len(b))
-				if exportIsBinary(b) {
+				// An imported event's view is text whatever its bytes
+				// (RenderImported shows a byte that is not UTF-8 as
+				// U+FFFD), as show renders it.
+				if exportIsBinary(b) && !imported {
 					h.binary = true
 					break
 				}

@@ -515,5 +515,10 @@ func TestImportedLineWithBytesThatAreNotUTF8Renders(t *testing.T) {
 	if p, err := r.Show(id, ShowQuery{Limit: 1, MaxBody: 1 << 10, Raw: true}); err != nil || !p.Events[0].Binary || p.Events[0].Rendered {
 		t.Errorf("raw show: %+v %v", p.Events, err)
 	}
+	// export-html renders it too.
+	x, err := r.ExportRange(id, 0, nil)
+	if err != nil || x.Events[0].Binary || !strings.Contains(string(x.Events[0].Body), want) {
+		t.Errorf("export-html: %+v %v", x.Events, err)
+	}
 	mustExport(t, r, id, data)
 }

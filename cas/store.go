@@ -339,6 +339,15 @@ func Open(home string, opts Options) (*Store, error) {
 		s.release()
 		return nil, err
 	}
+	if opts.Writable && dir != nil {
+		// A store from before dict/HIGHEST: record its highest file, so
+		// that losing it does not free its id. Failing to is no reason to
+		// refuse the writer (a full disk must still let gc run): training
+		// records the id itself before it writes a dictionary.
+		if err := dir.RecordHighest(); err != nil {
+			s.Notices = append(s.Notices, "dictionaries: "+err.Error())
+		}
+	}
 	if opts.Writable && !opts.ForReindex {
 		if err := s.recover(); err != nil {
 			s.release()

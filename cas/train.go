@@ -127,7 +127,10 @@ func (s *Store) trainKind(k Kind, opts TrainOptions) (TrainResult, error) {
 		}
 	}
 	res.Samples = len(train)
-	id := s.dicts.NextID()
+	id, err := s.dicts.NextID()
+	if err != nil {
+		return res, err
+	}
 	content, err := dict.Build(train, opts.Size, id)
 	if err != nil {
 		res.Reason = "training failed: " + err.Error()

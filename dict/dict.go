@@ -12,6 +12,16 @@
 //	content [length]  (a zstd dictionary, as zstd --train makes them)
 //
 // crc32c (Castagnoli) covers the first 28 bytes and the content.
+//
+// DIR/HIGHEST records the highest id ever given out, so that an id is
+// never given out twice, even when its file is lost (a user deleted it):
+// records that named the lost dictionary must keep failing as "dictionary
+// N is missing" (and the file from a backup must still fit), never decode
+// with another dictionary of the same id. Written through the durable-write
+// helper before the dictionary file it makes room for:
+//
+//	magic "rookdhi1" [8] | version u16 (=1) | reserved u16 (=0)
+//	highest u32 | crc32c u32 of bytes [0,16)
 package dict
 
 import (
@@ -20,6 +30,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -64,6 +75,47 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// HighestFile is the name, in the dictionary directory, of the record of
+// the highest dictionary id ever given out.
+const HighestFile = "HIGHEST"
+
+const (
+	highestMagic   = "rookdhi1"
+	highestVersion = 1
+	highestSize    = 20
+)
+
+// EncodeHighest lays out the record of the highest id given out.
+func EncodeHighest(id uint32) []byte {
+	b := make([]byte, highestSize)
+	copy(b, highestMagic)
+	binary.LittleEndian.PutUint16(b[8:], highestVersion)
+	binary.LittleEndian.PutUint32(b[12:], id)
+	binary.LittleEndian.PutUint32(b[16:], crc32.Checksum(b[:16], castagnoli))
+	return b
+}
+
+// DecodeHighest reads the record of the highest id given out. It never
+// panics.
+func DecodeHighest(b []byte) (uint32, error) {
+	if len(b) < 10 || string(b[:8]) != highestMagic {
+		return 0, errors.New("not a rook dictionary id record")
+	}
+	if v := binary.LittleEndian.Uint16(b[8:]); v != highestVersion {
+		return 0, fmt.Errorf("dictionary id record version %d (this rook reads %d; upgrade rook?)", v, highestVersion)
+	}
+	if len(b) != highestSize {
+		return 0, fmt.Errorf("%d bytes, not %d", len(b), highestSize)
+	}
+	if crc32.Checksum(b[:16], castagnoli) != binary.LittleEndian.Uint32(b[16:]) {
+		return 0, errors.New("checksum mismatch")
+	}
+	if binary.LittleEndian.Uint16(b[10:]) != 0 {
+		return 0, errors.New("reserved bytes set")
+	}
+	return binary.LittleEndian.Uint32(b[12:]), nil
+}
+
 // Info describes one dictionary.
 type Info struct {
 	ID      uint32    `json:"id"`
@@ -83,6 +135,10 @@ type Dir struct {
 	content map[uint32][]byte
 	info    map[uint32]Info
 	newest  map[uint8]uint32
+	// highest is what HIGHEST records (0: no record, a store from before
+	// it); highestErr says why it cannot be read (ids cannot be given out).
+	highest    uint32
+	highestErr error
 }
 
 // FileName is a dictionary's file name.
@@ -142,6 +198,15 @@ func OpenDir(fsys vfs.FS, dir string) (*Dir, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	hpath := filepath.Join(dir, HighestFile)
+	if b, err := vfs.ReadFile(fsys, hpath); err == nil {
+		d.highest, err = DecodeHighest(b)
+		if err != nil {
+			d.highestErr = fmt.Errorf("%s: %w", hpath, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		d.highestErr = err
 	}
 	for _, e := range ents {
 		name, ok := strings.CutSuffix(e.Name(), ".zdict")
@@ -233,19 +298,24 @@ func (d *Dir) List() []Info {
 }
 
 // Add stores a new dictionary for kind under the next free id and makes it
-// the kind's newest. The file is durable when Add returns.
+// the kind's newest. The id is recorded as given out before the file is
+// written: a crash between the two leaves an id without a file, which
+// nothing names, never a file whose id could be given out again. The file
+// is durable when Add returns.
 func (d *Dir) Add(kind uint8, content []byte, now time.Time) (uint32, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	id := uint32(1)
-	for existing := range d.info {
-		if existing >= id {
-			id = existing + 1
-		}
+	id, err := d.nextLocked()
+	if err != nil {
+		return 0, err
 	}
 	if err := d.fs.MkdirAll(d.dir, 0o700); err != nil {
 		return 0, err
 	}
+	if err := d.fs.WriteFileAtomic(filepath.Join(d.dir, HighestFile), EncodeHighest(id), 0o600); err != nil {
+		return 0, fmt.Errorf("record dictionary id %d as given out: %w", id, err)
+	}
+	d.highest = id
 	path := filepath.Join(d.dir, FileName(id))
 	if err := d.fs.WriteFileAtomic(path, Encode(id, kind, now, content), 0o600); err != nil {
 		return 0, fmt.Errorf("write dictionary: %w", err)
@@ -256,17 +326,53 @@ func (d *Dir) Add(kind uint8, content []byte, now time.Time) (uint32, error) {
 	return id, nil
 }
 
-// NextID is the id the next Add will use.
-func (d *Dir) NextID() uint32 {
+// NextID is the id the next Add will use: one more than the highest ever
+// given out, or than the highest file present, whichever is higher. An
+// error says why no id can be given out safely.
+func (d *Dir) NextID() (uint32, error) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	id := uint32(1)
-	for existing := range d.info {
-		if existing >= id {
-			id = existing + 1
-		}
+	return d.nextLocked()
+}
+
+func (d *Dir) nextLocked() (uint32, error) {
+	if d.highestErr != nil {
+		return 0, fmt.Errorf("the record of the dictionary ids given out cannot be read (%w), so a new dictionary could take the id of a lost one: put %s back from a backup, or, if no dictionary file was ever lost, remove it (the highest file present is then taken as the highest id)", d.highestErr, filepath.Join(d.dir, HighestFile))
 	}
-	return id
+	hi := max(d.highest, d.maxFileLocked())
+	if hi == math.MaxUint32 {
+		return 0, errors.New("every dictionary id is taken")
+	}
+	return hi + 1, nil
+}
+
+// maxFileLocked is the highest id with a file present (damaged or not).
+func (d *Dir) maxFileLocked() uint32 {
+	hi := uint32(0)
+	for id := range d.info {
+		hi = max(hi, id)
+	}
+	return hi
+}
+
+// RecordHighest makes sure the highest dictionary file present is
+// recorded as given out, for a store written before the record existed (or
+// given files from elsewhere): once recorded, losing that file no longer
+// frees its id. A writer calls it on open; it writes only when the record
+// is behind, and leaves an unreadable record alone (Add then says what to
+// do).
+func (d *Dir) RecordHighest() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	hi := d.maxFileLocked()
+	if d.highestErr != nil || hi <= d.highest {
+		return nil
+	}
+	if err := d.fs.WriteFileAtomic(filepath.Join(d.dir, HighestFile), EncodeHighest(hi), 0o600); err != nil {
+		return fmt.Errorf("record dictionary id %d as given out: %w", hi, err)
+	}
+	d.highest = hi
+	return nil
 }
 
 // MaxSample is how much of each sample Build learns from: its head.

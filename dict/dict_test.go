@@ -3,6 +3,7 @@ package dict
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -41,5 +42,37 @@ func TestBuildWithALargeSample(t *testing.T) {
 		if err != nil || !bytes.Equal(got, s) {
 			t.Fatalf("round trip through the dictionary: %v", err)
 		}
+	}
+}
+
+// TestHighestRecord: the record of the highest id given out reads back,
+// and any damage or a newer version is refused rather than guessed at.
+func TestHighestRecord(t *testing.T) {
+	b := EncodeHighest(7)
+	if len(b) != 20 {
+		t.Fatalf("%d bytes", len(b))
+	}
+	if id, err := DecodeHighest(b); err != nil || id != 7 {
+		t.Fatalf("round trip: %d %v", id, err)
+	}
+	for i := range b {
+		bad := bytes.Clone(b)
+		bad[i] ^= 0x10
+		if _, err := DecodeHighest(bad); err == nil {
+			t.Fatalf("byte %d flipped: accepted", i)
+		}
+	}
+	newer := bytes.Clone(b)
+	newer[8] = 2
+	if _, err := DecodeHighest(newer); err == nil || !strings.Contains(err.Error(), "upgrade rook") {
+		t.Fatalf("version 2: %v", err)
+	}
+	for _, n := range []int{0, 9, 19} {
+		if _, err := DecodeHighest(b[:n]); err == nil {
+			t.Fatalf("%d bytes: accepted", n)
+		}
+	}
+	if _, err := DecodeHighest(append(bytes.Clone(b), 0)); err == nil {
+		t.Fatal("21 bytes: accepted")
 	}
 }

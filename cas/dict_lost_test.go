@@ -1,0 +1,245 @@
+package cas
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/dict"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// trainMessages puts messages [from, to), trains the message kind and
+// returns the id of the dictionary kept.
+func trainMessages(t *testing.T, s *Store, shape, from, to int) uint32 {
+	t.Helper()
+	for i := from; i < to; i++ {
+		mustPut(t, s, KindMessage, shaped(shape, i))
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Train(TrainOptions{Kinds: []Kind{KindMessage}, Samples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[0].Kept {
+		t.Fatalf("no dictionary kept: %+v", res[0])
+	}
+	return res[0].DictID
+}
+
+// TestLostDictionaryIDIsNotReused: the newest dictionary file deleted, the
+// next train gave its id to a new dictionary, and objects written with the
+// lost one then failed as "content hash mismatch" (decoded with the wrong
+// dictionary), with no way back. Now the id is recorded as given out: the
+// new dictionary gets the next one, and the old objects say which
+// dictionary is missing, and read again once its file is put back.
+func TestLostDictionaryIDIsNotReused(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	first := trainMessages(t, s, 0, 0, 400)
+	if _, err := s.Repack(nil); err != nil {
+		t.Fatal(err)
+	}
+	old := message(7)
+	id := ID(old)
+	if info, err := s.Stat(id); err != nil || info.Dict != first {
+		t.Fatalf("after repack the object uses dictionary %d (%v), want %d", info.Dict, err, first)
+	}
+	s.Close()
+	path := filepath.Join(home, DictDir, dict.FileName(first))
+	saved, err := vfs.ReadFile(fsys, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(home, Options{FS: fsys, Clock: testClock(), Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := trainMessages(t, s, 1, 0, 800)
+	if second <= first {
+		t.Fatalf("the new dictionary got id %d; dictionary %d was lost, and its id must not be given out again", second, first)
+	}
+	_, err = s.Get(id)
+	var nd *NeedsDictError
+	if !errors.As(err, &nd) || nd.Dict != first || !strings.Contains(err.Error(), "dictionary 1 is missing") {
+		t.Fatalf("reading an object of the lost dictionary: %v", err)
+	}
+	s.Close()
+	// The file from a backup still fits.
+	if err := fsys.WriteFileAtomic(path, saved, FileMode); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(home, Options{FS: fsys, Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, err := s.Get(id); err != nil || !bytes.Equal(got, old) {
+		t.Fatalf("with the dictionary file put back: %v", err)
+	}
+}
+
+// TestStoreWithoutIDRecordOpensAndTrains: a store written before
+// dict/HIGHEST (dictionary files only) opens; a writer's open records its
+// highest file, so losing that file afterwards does not free its id.
+func TestStoreWithoutIDRecordOpensAndTrains(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	first := trainMessages(t, s, 0, 0, 400)
+	s.Close()
+	// What the old code left: the dictionary file and no record.
+	rec := filepath.Join(home, DictDir, dict.HighestFile)
+	if err := fsys.Remove(rec); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: fsys, Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.Get(ID(message(3))); err != nil || !bytes.Equal(got, message(3)) {
+		t.Fatalf("reader of an old store: %v", err)
+	}
+	r.Close()
+	if _, err := fsys.Stat(rec); err == nil {
+		t.Fatal("a reader wrote the id record")
+	}
+	s, err = Open(home, Options{FS: fsys, Clock: testClock(), Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	b, err := vfs.ReadFile(fsys, rec)
+	if err != nil {
+		t.Fatalf("a writer's open did not record the highest id: %v", err)
+	}
+	if hi, err := dict.DecodeHighest(b); err != nil || hi != first {
+		t.Fatalf("recorded %d (%v), want %d", hi, err, first)
+	}
+	if err := fsys.Remove(filepath.Join(home, DictDir, dict.FileName(first))); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(home, Options{FS: fsys, Clock: testClock(), Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if second := trainMessages(t, s, 1, 0, 800); second <= first {
+		t.Fatalf("dictionary %d's id given out again (%d)", first, second)
+	}
+}
+
+// TestDamagedIDRecordStopsTraining: with the record unreadable, no id is
+// known to be free: train says so and what to do; reads go on.
+func TestDamagedIDRecordStopsTraining(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	trainMessages(t, s, 0, 0, 400)
+	s.Close()
+	rec := filepath.Join(home, DictDir, dict.HighestFile)
+	b, _ := vfs.ReadFile(fsys, rec)
+	b[12] ^= 1
+	if err := fsys.WriteFileAtomic(rec, b, FileMode); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(home, Options{FS: fsys, Clock: testClock(), Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, err := s.Get(ID(message(3))); err != nil || !bytes.Equal(got, message(3)) {
+		t.Fatalf("read with a damaged id record: %v", err)
+	}
+	for i := 1000; i < 1400; i++ {
+		mustPut(t, s, KindMessage, shaped(1, i))
+	}
+	_, err = s.Train(TrainOptions{Kinds: []Kind{KindMessage}, Samples: 200})
+	if err == nil || !strings.Contains(err.Error(), "checksum mismatch") || !strings.Contains(err.Error(), "put "+rec+" back from a backup") {
+		t.Fatalf("train with a damaged id record: %v", err)
+	}
+	if after, _ := vfs.ReadFile(fsys, rec); !bytes.Equal(after, b) {
+		t.Fatal("the damaged record was rewritten")
+	}
+}
+
+// TestTrainCrashSweepNeverReusesAnID crashes a retrain at every write in
+// turn, then loses the newest dictionary file the crash left (a user
+// deletes it) and trains again: the id the crashed train gave out, file or
+// no file, is never given out again, and the objects of the first
+// dictionary still read.
+func TestTrainCrashSweepNeverReusesAnID(t *testing.T) {
+	base := vfs.NewMem()
+	s, home := newStore(t, base, Options{})
+	first := trainMessages(t, s, 0, 0, 400)
+	for i := 0; i < 800; i++ {
+		mustPut(t, s, KindMessage, shaped(1, i))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opts := TrainOptions{Kinds: []Kind{KindMessage}, Samples: 200}
+	for k := 0; ; k++ {
+		fsys := base.CrashClone()
+		s, err := Open(home, Options{FS: fsys, Clock: testClock(), Writable: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var clone *vfs.MemFS
+		fsys.CrashAt(k, func(c *vfs.MemFS) { clone = c })
+		_, err = s.Train(opts)
+		s.Close()
+		if clone == nil {
+			if err != nil {
+				t.Fatalf("no crash at write %d but train failed: %v", k, err)
+			}
+			t.Logf("swept %d crash points", k)
+			return
+		}
+		// Every id the crash left a file or a record of.
+		given := map[uint32]bool{}
+		dir := filepath.Join(home, DictDir)
+		ents, _ := clone.ReadDir(dir)
+		newest := ""
+		for _, e := range ents {
+			var id uint32
+			if _, err := fmt.Sscanf(e.Name(), "%08d.zdict", &id); err == nil && len(e.Name()) == 14 {
+				given[id] = true
+				newest = e.Name()
+			}
+		}
+		if b, err := vfs.ReadFile(clone, filepath.Join(dir, dict.HighestFile)); err == nil {
+			hi, err := dict.DecodeHighest(b)
+			if err != nil {
+				t.Fatalf("crash at write %d: id record: %v", k, err)
+			}
+			given[hi] = true
+		}
+		if newest != dict.FileName(first) {
+			if err := clone.Remove(filepath.Join(dir, newest)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err = Open(home, Options{FS: clone, Clock: testClock(), Writable: true})
+		if err != nil {
+			t.Fatalf("crash at write %d: open: %v", k, err)
+		}
+		res, err := s.Train(opts)
+		if err != nil || !res[0].Kept {
+			t.Fatalf("crash at write %d: train again: %v %+v", k, err, res)
+		}
+		if given[res[0].DictID] {
+			t.Fatalf("crash at write %d: dictionary id %d given out again (ids the crash left: %v)", k, res[0].DictID, given)
+		}
+		if got, err := s.Get(ID(message(5))); err != nil || !bytes.Equal(got, message(5)) {
+			t.Fatalf("crash at write %d: an object of dictionary %d: %v", k, first, err)
+		}
+		s.Close()
+	}
+}

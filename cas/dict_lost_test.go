@@ -243,3 +243,45 @@ func TestTrainCrashSweepNeverReusesAnID(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestMissingDictionaryReadsSayWhatToDo: an object whose record needs a
+// missing dictionary was reported as "corrupt", and the CLI added that
+// putting its bytes again repairs it. It is intact: every read names the
+// dictionary and says to put its file back, and verify lists each needed
+// dictionary with what waits for it.
+func TestMissingDictionaryReadsSayWhatToDo(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	first := trainMessages(t, s, 0, 0, 400)
+	if _, err := s.Repack(nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := fsys.Remove(filepath.Join(home, DictDir, dict.FileName(first))); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(home, Options{FS: fsys, Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Get(ID(message(9)))
+	if err == nil || strings.Contains(err.Error(), "corrupt") ||
+		!strings.Contains(err.Error(), "dictionary 1 is missing") ||
+		!strings.Contains(err.Error(), "put the dictionary file 00000001.zdict back from a backup") ||
+		!strings.Contains(err.Error(), "`rook store verify` lists every object that needs it") {
+		t.Fatalf("read of an object of a missing dictionary: %v", err)
+	}
+	rep, err := s.Verify(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.WaitingObjects != 400 || rep.Unreadable != 400 || len(rep.Dictionaries) != 1 {
+		t.Fatalf("verify: %d waiting of %d unreadable, dictionaries %+v", rep.WaitingObjects, rep.Unreadable, rep.Dictionaries)
+	}
+	d := rep.Dictionaries[0]
+	if d.ID != first || d.Objects != 400 || d.Records != rep.WaitingRecords || d.Records == 0 ||
+		d.File != filepath.Join(home, DictDir, "00000001.zdict") || !strings.Contains(d.Problem, "dictionary 1 is missing") {
+		t.Fatalf("verify's needed dictionary: %+v", d)
+	}
+}

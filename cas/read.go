@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/rookhq/rook/dict"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -51,6 +52,13 @@ func (e *CorruptError) Error() string {
 	where := fmt.Sprintf("segment %s offset %d", segName(e.Segment), e.Offset)
 	if e.Inline {
 		where = "inline in the index"
+	}
+	// An intact record whose dictionary file is missing or damaged: the
+	// object is not damaged, and the fix is the dictionary file, not its
+	// bytes.
+	var nd *NeedsDictError
+	if errors.As(e.cause, &nd) {
+		return fmt.Sprintf("object %s cannot be read (%s): %v: put the dictionary file %s back from a backup (the record itself is intact); `rook store verify` lists every object that needs it", Short(e.ID), where, nd, dict.FileName(nd.Dict))
 	}
 	return fmt.Sprintf("object %s is corrupt (%s): %s", Short(e.ID), where, e.Reason)
 }

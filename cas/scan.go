@@ -24,6 +24,10 @@ type Damage struct {
 	// cannot be loaded (Length is the record's length). Its objects are
 	// unknown until the dictionary is back; nothing cuts or collects it.
 	NeedsDict bool
+	// Dict and DictErr, with NeedsDict: the dictionary and why it cannot
+	// be loaded (missing, damaged).
+	Dict    uint32
+	DictErr string
 }
 
 func (d Damage) String() string {
@@ -91,7 +95,7 @@ func (s *Store) scanSegment(n uint32, from int64, fn func(r *scannedRecord) erro
 		var nd *NeedsDictError
 		if errors.As(err, &nd) {
 			h, _ := parseRecordHeader(hdr) // it parsed: the CRC held
-			damage = append(damage, Damage{Segment: n, Offset: off, Length: h.total(), Reason: nd.Error(), NeedsDict: true})
+			damage = append(damage, Damage{Segment: n, Offset: off, Length: h.total(), Reason: nd.Error(), NeedsDict: true, Dict: nd.Dict, DictErr: nd.Err.Error()})
 			if progress != nil {
 				progress(h.total())
 			}

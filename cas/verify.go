@@ -2,8 +2,11 @@ package cas
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/rookhq/rook/dict"
 )
 
 func (d *Damage) index(all []Damage) int {
@@ -53,10 +56,24 @@ type VerifyReport struct {
 	DamagedRegions int `json:"damaged_regions"`
 	// WaitingRecords are intact records whose dictionary cannot be loaded.
 	WaitingRecords int `json:"records_needing_a_dictionary"`
+	// WaitingObjects are the objects (counted in Unreadable too) in those
+	// records; Dictionaries says which dictionaries they wait for.
+	WaitingObjects int          `json:"objects_needing_a_dictionary"`
+	Dictionaries   []NeededDict `json:"dictionaries_needed,omitempty"`
 	// TornTail describes unacknowledged bytes at the end of the newest
 	// segment that the next writer will cut: a crash's leftovers, not damage.
 	TornTail string    `json:"torn_tail,omitempty"`
 	Problems []Problem `json:"problems"`
+}
+
+// NeededDict is a dictionary that intact records need and that cannot be
+// loaded: what is wrong with it, and what waits for it.
+type NeededDict struct {
+	ID      uint32 `json:"id"`
+	File    string `json:"file"`
+	Problem string `json:"problem"`
+	Records int    `json:"records"`
+	Objects int    `json:"objects"`
 }
 
 // memberLoc and memberFact are kept for every object a segment holds (a
@@ -179,6 +196,15 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 	}
 	count := counters{}
 	damageUsed := make([]bool, len(damage))
+	needed := map[uint32]*NeededDict{}
+	need := func(d *Damage) *NeededDict {
+		n := needed[d.Dict]
+		if n == nil {
+			n = &NeededDict{ID: d.Dict, File: filepath.Join(s.home, DictDir, dict.FileName(d.Dict)), Problem: d.DictErr}
+			needed[d.Dict] = n
+		}
+		return n
+	}
 	err = snap.Ascend(Key{}, func(id Key, v []byte) bool {
 		rep.Objects++
 		id2 := id
@@ -212,6 +238,8 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 		case !ok && d != nil && d.NeedsDict:
 			damageUsed[d.index(damage)] = true
 			bad(e, "unreadable: its "+d.Reason)
+			rep.WaitingObjects++
+			need(d).Objects++
 		case !ok && d != nil:
 			damageUsed[d.index(damage)] = true
 			bad(e, "its record is damaged ("+strings.TrimPrefix(d.Reason, ErrBadRecord.Error()+": ")+")")
@@ -247,10 +275,15 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 	for _, d := range damage {
 		if d.NeedsDict {
 			rep.WaitingRecords++
+			need(&d).Records++
 		} else {
 			rep.DamagedRegions++
 		}
 	}
+	for _, n := range needed {
+		rep.Dictionaries = append(rep.Dictionaries, *n)
+	}
+	sort.Slice(rep.Dictionaries, func(i, j int) bool { return rep.Dictionaries[i].ID < rep.Dictionaries[j].ID })
 	for _, p := range rep.Problems {
 		if p.Short != "" {
 			rep.Unreadable++

@@ -115,7 +115,8 @@ func (c *CatCmd) Run(e *Env) error {
 	data, err := s.Get(id)
 	if err != nil {
 		var ce *cas.CorruptError
-		if errors.As(err, &ce) {
+		var nd *cas.NeedsDictError
+		if errors.As(err, &ce) && !errors.As(err, &nd) {
 			return fmt.Errorf("%v: nothing written; `rook store verify` lists every damaged object, and putting the original bytes again repairs it", err)
 		}
 		return err
@@ -338,14 +339,16 @@ func (c *VerifyCmd) Run(e *Env) error {
 		return nil
 	}
 	msg := fmt.Sprintf("%d problem(s) found", len(rep.Problems)+len(refs.Problems))
-	if rep.Unreadable > 0 {
-		msg += fmt.Sprintf("; %d object(s) cannot be read back: putting an object's original bytes again repairs it", rep.Unreadable)
+	// Objects waiting for a dictionary file are not damaged: the fix is
+	// the file, said per dictionary, not their bytes.
+	if n := rep.Unreadable - rep.WaitingObjects; n > 0 {
+		msg += fmt.Sprintf("; %d object(s) cannot be read back: putting an object's original bytes again repairs it", n)
 	}
 	if rep.DamagedRegions > 0 {
 		msg += fmt.Sprintf("; %d damaged segment region(s)", rep.DamagedRegions)
 	}
-	if rep.WaitingRecords > 0 {
-		msg += fmt.Sprintf("; %d intact record(s) need a dictionary file that is damaged or missing: put it back", rep.WaitingRecords)
+	for _, d := range rep.Dictionaries {
+		msg += fmt.Sprintf("; %s: %d object(s) in %d intact record(s) need it: put %s back from a backup", d.Problem, d.Objects, d.Records, d.File)
 	}
 	if rep.Unreadable < len(rep.Problems)-rep.DamagedRegions-rep.WaitingRecords {
 		msg += "; `rook store reindex` rebuilds the index from what the segments hold"

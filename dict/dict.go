@@ -261,8 +261,10 @@ func (d *Dir) Lookup(id uint32) ([]byte, error) {
 	}
 	if id != None && d.fs != nil {
 		path := filepath.Join(d.dir, FileName(id))
-		if b, err := vfs.ReadFile(d.fs, path); err == nil {
-			if in, content, err := Decode(b); err == nil && in.ID == id {
+		b, err := vfs.ReadFile(d.fs, path)
+		if err == nil {
+			in, content, err := Decode(b)
+			if err == nil && in.ID == id {
 				in.File = path
 				d.mu.Lock()
 				if _, dup := d.content[id]; !dup {
@@ -273,6 +275,15 @@ func (d *Dir) Lookup(id uint32) ([]byte, error) {
 				d.mu.Unlock()
 				return c, nil
 			}
+			if err == nil {
+				err = fmt.Errorf("file names dictionary %d, header %d", id, in.ID)
+			}
+			// There, but not whole: say so (as OpenDir would have), not
+			// that it is missing. Not remembered: a file put back from a
+			// backup is read on the next lookup.
+			return nil, fmt.Errorf("dictionary %d (%s) is damaged: %s", id, path, err)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("dictionary %d (%s) cannot be read: %w", id, path, err)
 		}
 	}
 	return nil, fmt.Errorf("dictionary %d is missing from %s", id, d.dir)

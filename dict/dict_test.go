@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // TestBuildWithALargeSample: a sample of a few hundred KB (a large text
@@ -74,5 +77,37 @@ func TestHighestRecord(t *testing.T) {
 	}
 	if _, err := DecodeHighest(append(bytes.Clone(b), 0)); err == nil {
 		t.Fatal("21 bytes: accepted")
+	}
+}
+
+// TestLookupOfAFileAddedDamaged: a dictionary file that appeared after the
+// directory was opened and does not decode was reported as missing, so the
+// user looked for a file that is there. It is reported as damaged.
+func TestLookupOfAFileAddedDamaged(t *testing.T) {
+	fsys := vfs.NewMem()
+	if err := fsys.MkdirAll("/d", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenDir(fsys, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Lookup(1); err == nil || err.Error() != "dictionary 1 is missing from /d" {
+		t.Fatalf("no file: %v", err)
+	}
+	b := Encode(1, 1, time.Unix(0, 0), []byte("content"))
+	b[len(b)-1] ^= 1
+	if err := fsys.WriteFileAtomic("/d/00000001.zdict", b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Lookup(1); err == nil || err.Error() != "dictionary 1 (/d/00000001.zdict) is damaged: checksum mismatch" {
+		t.Fatalf("a damaged file: %v", err)
+	}
+	b[len(b)-1] ^= 1
+	if err := fsys.WriteFileAtomic("/d/00000001.zdict", b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := d.Lookup(1); err != nil || string(c) != "content" {
+		t.Fatalf("the file put back: %q %v", c, err)
 	}
 }

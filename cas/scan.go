@@ -31,6 +31,10 @@ type Damage struct {
 }
 
 func (d Damage) String() string {
+	if d.NeedsDict {
+		// Not damage: what it waits for, and what brings it back.
+		return fmt.Sprintf("segment %s offset %d: an intact record of %d bytes: %s (put the dictionary file back from a backup)", segName(d.Segment), d.Offset, d.Length, d.Reason)
+	}
 	return fmt.Sprintf("segment %s offset %d: %d damaged bytes: %s", segName(d.Segment), d.Offset, d.Length, d.Reason)
 }
 

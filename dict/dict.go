@@ -247,17 +247,15 @@ func OpenDir(fsys vfs.FS, dir string) (*Dir, error) {
 // have added it since the Dir was opened, and a writer there may have
 // recompressed (repack) objects with it that a reader here now reads.
 // Dictionary files are written once, whole (temp file and rename), and
-// never rewritten, so what is read then stands.
+// never rewritten, so what is read then stands. One that was damaged or
+// missing is read again too: the user puts it back from a backup, and a
+// process that runs for long (the MCP server) must then read it.
 func (d *Dir) Lookup(id uint32) ([]byte, error) {
 	d.mu.RLock()
 	c, ok := d.content[id]
-	in, known := d.info[id]
 	d.mu.RUnlock()
 	if ok {
 		return c, nil
-	}
-	if known {
-		return nil, fmt.Errorf("dictionary %d (%s) is damaged: %s", id, in.File, in.Damaged)
 	}
 	if id != None && d.fs != nil {
 		path := filepath.Join(d.dir, FileName(id))

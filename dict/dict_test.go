@@ -111,3 +111,35 @@ func TestLookupOfAFileAddedDamaged(t *testing.T) {
 		t.Fatalf("the file put back: %q %v", c, err)
 	}
 }
+
+// TestLookupAfterTheFileIsPutBack: a dictionary damaged when the directory
+// was opened stayed damaged for that process, even once the user put the
+// file back from a backup (a long-running MCP server kept failing).
+func TestLookupAfterTheFileIsPutBack(t *testing.T) {
+	fsys := vfs.NewMem()
+	if err := fsys.MkdirAll("/d", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	good := Encode(1, 1, time.Unix(0, 0), []byte("content"))
+	bad := bytes.Clone(good)
+	bad[len(bad)-1] ^= 1
+	if err := fsys.WriteFileAtomic("/d/00000001.zdict", bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenDir(fsys, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Lookup(1); err == nil || err.Error() != "dictionary 1 (/d/00000001.zdict) is damaged: checksum mismatch" {
+		t.Fatalf("damaged: %v", err)
+	}
+	if err := fsys.WriteFileAtomic("/d/00000001.zdict", good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := d.Lookup(1); err != nil || string(c) != "content" {
+		t.Fatalf("the file put back: %q %v", c, err)
+	}
+	if l := d.List(); len(l) != 1 || l[0].Damaged != "" {
+		t.Fatalf("listed after it was put back: %+v", l)
+	}
+}

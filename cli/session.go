@@ -364,7 +364,13 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		return mismatch
 	}
 	if len(bads) > 0 {
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d line(s) not appended, %d appended", len(bads), len(done))}
+		// done holds the lines an earlier run put in too (--at): counted
+		// as appended, a run that appended nothing said it had.
+		msg := fmt.Sprintf("%d line(s) not appended, %d appended", len(bads), len(done)-already)
+		if already > 0 {
+			msg += fmt.Sprintf(", %d in already", already)
+		}
+		return &exitError{code: ExitFailure, msg: msg}
 	}
 	return nil
 }

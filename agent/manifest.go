@@ -47,8 +47,9 @@ type Manifest struct {
 	// Dirs (version 2) are the directories captured whole.
 	Dirs       []string `json:"dirs,omitempty"`
 	TotalBytes int64    `json:"total_bytes"`
-	// Skipped lists what a tree capture left out and why (links leading
-	// outside the workspace), for the user; restore ignores it.
+	// Skipped lists what a capture left out and why (a tree capture's
+	// links leading outside the workspace; any capture's named pipes),
+	// for the user; restore ignores it.
 	Skipped []string `json:"skipped,omitempty"`
 }
 

@@ -17,6 +17,8 @@ FUZZ_TARGETS := \
 	./cas:FuzzDecodeRecord \
 	./cas:FuzzParseMarker \
 	./cas:FuzzDecodeEntry \
+	./dict:FuzzDecodeDict \
+	./dict:FuzzDecodeHighest \
 	./index:FuzzDecodeNode \
 	./index:FuzzDecodeMeta \
 	./eventlog:FuzzDecodeEventRecord \
@@ -33,6 +35,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzClaudeFastPath \
 	./agent:FuzzCodexFastPath \
 	./agent:FuzzPersistedRefs \
+	./agent:FuzzDecodeManifest \
 	./agent/mcp:FuzzServeLine \
 	./agent/mcpclient:FuzzServerText
 

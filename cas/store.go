@@ -192,7 +192,7 @@ func Init(fsys vfs.FS, clk clock.Clock, home string) (existed bool, err error) {
 		clk = clock.System
 	}
 	if st, err := fsys.Stat(home); err == nil && !st.IsDir() {
-		return false, fmt.Errorf("%s is not a directory: give --home a directory (new or existing)", home)
+		return false, fmt.Errorf("%s is not a directory: give --home (or $ROOK_HOME) a directory, new or existing", home)
 	}
 	if err := DanglingHome(fsys, home); err != nil {
 		return false, err

@@ -1127,6 +1127,12 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			res.Status, res.Note, res.Lines, res.BytesIn = ImportUnchanged, "its first line is still being written: nothing to import yet", 0, 0
 			return res
 		}
+		if !fi.written {
+			// Blank lines hold no more than an empty file does, and
+			// are reported as it is, not as a file of another kind.
+			res.Status, res.Note, res.Lines, res.BytesIn = ImportUnchanged, "only blank lines: nothing to import yet", 0, 0
+			return res
+		}
 		if fi.noEntry {
 			return fail(fmt.Errorf("no line of its first %s is a %s entry: not a transcript", units.Bytes(holdBytes), opts.Format))
 		}
@@ -1366,6 +1372,7 @@ type fileImport struct {
 	sess      *eventlog.Meta // nil until made, at the first line that is an entry
 	created   bool           // sess was made by this import
 	entry     bool           // a line that is an entry was seen
+	written   bool           // a line that is not blank was seen
 	noEntry   bool           // none in the first holdBytes: not a transcript
 	lineNo    int            // the next line's number in the file
 	held      []pendingLine  // lines waiting for the next chunk
@@ -1414,6 +1421,9 @@ func (fi *fileImport) take(lines []pendingLine, final bool) error {
 		}
 		if p.m.Unknown != "" {
 			fi.unknownLine(p.m.Unknown)
+		}
+		if p.m.Unparsed != "blank line" {
+			fi.written = true
 		}
 		fi.lineNo++
 		fi.heldBytes += int64(len(p.line))

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/rookhq/rook/dict"
 )
 
 // GCOptions steer a collection.
@@ -146,6 +148,19 @@ type RepackReport struct {
 	DiskBefore        int64    `json:"disk_before"`
 	DiskAfter         int64    `json:"disk_after"`
 	Kept              []string `json:"kept_damaged,omitempty"`
+	// KeptNeedsDict: segments kept, undamaged, because records in them
+	// need a dictionary that cannot be loaded (its file is missing or
+	// damaged); what they hold reads again once the file is put back.
+	KeptNeedsDict []KeptSegment `json:"kept_needs_dictionary,omitempty"`
+}
+
+// KeptSegment is a segment a repack left in place, and the dictionary its
+// records wait for.
+type KeptSegment struct {
+	Segment string `json:"segment"`
+	Dict    uint32 `json:"dictionary"`
+	File    string `json:"file"`    // the dictionary file to put back
+	Problem string `json:"problem"` // why it cannot be loaded
 }
 
 // Repack rewrites every segment: each live object is recompressed with its
@@ -177,7 +192,7 @@ func (s *Store) Repack(progress func(done, total int64)) (RepackReport, error) {
 		targets[n] = true
 	}
 	st, err := s.rewriteLocked(targets, func(Key, entry) bool { return true }, progress)
-	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.Objects, rep.Kept = st.rewritten, st.removed, st.moved, st.kept
+	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.Objects, rep.Kept, rep.KeptNeedsDict = st.rewritten, st.removed, st.moved, st.kept, st.keptNeedsDict
 	rep.StoredAfter = s.totalStored()
 	if after, derr := s.diskUsage(); derr == nil {
 		rep.DiskAfter = after.Total
@@ -196,7 +211,8 @@ func (s *Store) totalStored() int64 {
 type rewriteStats struct {
 	rewritten, removed int
 	moved              int64
-	kept               []string // damaged segments left in place
+	kept               []string      // damaged segments left in place
+	keptNeedsDict      []KeptSegment // undamaged ones left for their dictionary
 }
 
 // rewriteLocked moves the objects keep accepts out of the target segments
@@ -265,7 +281,22 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 		}
 		st.rewritten++
 		if len(damage) > 0 {
-			st.kept = append(st.kept, fmt.Sprintf("%s (%s)", segName(n), damage[0]))
+			// A record waiting for its dictionary is not damage: saying
+			// "damaged" sent the user looking for bad bytes, not for the
+			// dictionary file to put back.
+			var bad *Damage
+			for i := range damage {
+				if !damage[i].NeedsDict {
+					bad = &damage[i]
+					break
+				}
+			}
+			if bad != nil {
+				st.kept = append(st.kept, fmt.Sprintf("%s (%s)", segName(n), bad))
+			} else {
+				d := damage[0]
+				st.keptNeedsDict = append(st.keptNeedsDict, KeptSegment{Segment: segName(n), Dict: d.Dict, File: filepath.Join(s.home, DictDir, dict.FileName(d.Dict)), Problem: d.DictErr})
+			}
 			continue
 		}
 		removable = append(removable, n)

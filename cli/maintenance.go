@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/rookhq/rook/agent"
@@ -192,10 +193,22 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 		for _, k := range rep.Kept {
 			fmt.Fprintf(e.Stdout, "kept damaged segment %s: `rook store verify` lists what it affects\n", k)
 		}
+		for _, k := range rep.KeptNeedsDict {
+			fmt.Fprintf(e.Stdout, "kept segment %s: its records need dictionary %d, which cannot be loaded (%s): put %s back from a backup\n", k.Segment, k.Dict, k.Problem, k.File)
+		}
 	}
-	// Exit 1 with --json too: a script must not read damage as success.
+	// Exit 1 with --json too: a script must not read damage, or objects
+	// that cannot be read, as success.
+	var msgs []string
 	if len(rep.Kept) > 0 {
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d damaged segment(s) kept in place", len(rep.Kept))}
+		msgs = append(msgs, fmt.Sprintf("%d damaged segment(s) kept in place", len(rep.Kept)))
+	}
+	if len(rep.KeptNeedsDict) > 0 {
+		k := rep.KeptNeedsDict[0]
+		msgs = append(msgs, fmt.Sprintf("%d segment(s) kept in place: their records need a dictionary that cannot be loaded (%s): put %s back from a backup and run `rook store repack` again", len(rep.KeptNeedsDict), k.Problem, k.File))
+	}
+	if len(msgs) > 0 {
+		return &exitError{code: ExitFailure, msg: strings.Join(msgs, "; ")}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -407,7 +408,17 @@ func (c *ReindexCmd) Run(e *Env) error {
 		fmt.Fprintf(e.Stdout, "reindexed %d objects from %d records in %d segment(s)\n", rep.Objects, rep.Records, rep.Segments)
 	}
 	if len(rep.NeedsDict) > 0 {
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d record(s) need a dictionary that cannot be loaded; %d of their objects were kept from the old index: put the dictionary file back (`rook store stat` names it) and run `rook store reindex` again", len(rep.NeedsDict), rep.Carried)}
+		// Named here: `rook store stat` lists the dictionaries present,
+		// not one whose file is gone.
+		var files []string
+		seen := map[uint32]bool{}
+		for _, d := range rep.NeedsDict {
+			if !seen[d.Dict] {
+				seen[d.Dict] = true
+				files = append(files, filepath.Join(e.Home, cas.DictDir, dict.FileName(d.Dict)))
+			}
+		}
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d record(s) need a dictionary that cannot be loaded; %d of their objects were kept from the old index: put %s back from a backup and run `rook store reindex` again", len(rep.NeedsDict), rep.Carried, strings.Join(files, ", "))}
 	}
 	if len(rep.Damage) > 0 {
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d damaged region(s) skipped; an object whose only copy was there is not in the index any more (`rook store verify` lists what is left), and putting its original bytes again restores it", len(rep.Damage))}

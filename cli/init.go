@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
@@ -112,6 +113,11 @@ func (c *DoctorCmd) Run(e *Env) error {
 	if holder, err := cas.LockHolder(e.FS, e.Home); err == nil {
 		r.LockHolder = holder
 		r.LockChecked = true
+	} else if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		// A store this account may read but not write (another user's,
+		// a read-only mount): checking the lock needs write access. That
+		// is worth knowing, not a fault of the store.
+		r.Warnings = append(r.Warnings, fmt.Sprintf("lock holder unknown: the store is not writable by this user (%v); reading works, commands that write need an account that can write it", err))
 	} else {
 		r.Problems = append(r.Problems, "cannot check the writer lock: "+err.Error())
 	}

@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// readOnlyLock is the OS file system as an account that can read the
+// store but not write it sees it: taking the lock, which creates or opens
+// the lock file for writing, is refused.
+type readOnlyLock struct{ vfs.FS }
+
+func (readOnlyLock) TryLock(name string, _ fs.FileMode) (vfs.Lock, error) {
+	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
+}
+
+// TestDoctorReadOnlyStore: doctor on a store this user may read but not
+// write exited 1 with "cannot check the writer lock: permission denied",
+// as if the store were broken. It now reports the rest, says the lock
+// holder is unknown and why, and exits 0.
+func TestDoctorReadOnlyStore(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "store")
+	if _, err := cas.Init(vfs.OS, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	e := &Env{Stdout: &out, Stderr: &errb, FS: readOnlyLock{vfs.OS}, Home: home, JSON: true}
+	if err := (&DoctorCmd{}).Run(e); err != nil {
+		t.Fatalf("doctor on a read-only store failed: %v\n%s", err, out.String())
+	}
+	var r doctorReport
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if len(r.Problems) != 0 || r.LockChecked || !r.Exists {
+		t.Fatalf("problems %q, lock checked %v, exists %v; want no problem, the lock unchecked", r.Problems, r.LockChecked, r.Exists)
+	}
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "lock holder unknown: the store is not writable by this user") {
+		t.Fatalf("warnings %q: want one saying the lock holder is unknown and why", r.Warnings)
+	}
+}

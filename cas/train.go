@@ -153,12 +153,22 @@ func (s *Store) trainKind(k Kind, opts TrainOptions) (TrainResult, error) {
 		return res, err
 	}
 	// Scale the held-out saving to the kind's logical bytes.
-	s.mu.Lock()
+	// A reader (a dry run) has the counters of the index it last read,
+	// replaced under recentMu when it reads a newer one.
+	if s.opts.Writable {
+		s.mu.Lock()
+	} else {
+		s.recentMu.RLock()
+	}
 	kindBytes := int64(0)
 	if kc := s.ctr.Kinds[k]; kc != nil {
 		kindBytes = kc.Size
 	}
-	s.mu.Unlock()
+	if s.opts.Writable {
+		s.mu.Unlock()
+	} else {
+		s.recentMu.RUnlock()
+	}
 	if heldRaw > 0 {
 		res.Gain = (base - with) * kindBytes / heldRaw
 	}

@@ -39,11 +39,17 @@ func (c *StoreTrainCmd) Run(e *Env) error {
 		}
 		opts.Kinds = []cas.Kind{k}
 	}
-	var res []cas.TrainResult
-	err := e.write(func(r *agent.Rook) (err error) {
-		res, err = r.Store.Train(opts)
+	// A dry run keeps nothing: it reads as any reader does, so a writer
+	// at work (an import) does not make it fail; its estimate is of the
+	// store as it read it.
+	r, err := e.openRook(!c.DryRun)
+	if err != nil {
 		return err
-	})
+	}
+	res, err := r.Store.Train(opts)
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return err
 	}
@@ -75,7 +81,7 @@ func (c *StoreTrainCmd) Run(e *Env) error {
 		}
 	}
 	if kept > 0 && c.DryRun {
-		fmt.Fprintln(e.Stdout, "[dry run] nothing kept: run without --dry-run to train")
+		fmt.Fprintln(e.Stdout, "[dry run] nothing kept: run without --dry-run to train (taken without the writer lock: a writer at work meanwhile can change the figures)")
 	} else if kept > 0 {
 		fmt.Fprintln(e.Stdout, "new objects use the new dictionaries; existing ones keep theirs until `rook store repack`")
 	} else if current > 0 {

@@ -188,17 +188,24 @@ func (c *StoreMaintainCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	// Writable even for a dry run: gc's plan and dictionary training read
-	// the store as its writer does (a dry run still changes nothing).
-	var rep agent.MaintainReport
-	err = e.write(func(r *agent.Rook) (err error) {
-		p := &stagedProgress{w: e.Stderr}
-		rep, err = r.Maintain(cfg, c.DryRun, p.update)
-		p.done()
-		return err
-	})
+	// A dry run changes nothing, so it reads as any reader does: it
+	// needed the writer lock, and failed while an import held it. What
+	// a writer does meanwhile can make its plan stale; it says so.
+	r, err := e.openRook(!c.DryRun)
 	if err != nil {
 		return err
+	}
+	p := &stagedProgress{w: e.Stderr}
+	rep, err := r.Maintain(cfg, c.DryRun, p.update)
+	p.done()
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if c.DryRun {
+		rep.Notes = append(rep.Notes, "planned without the writer lock: a writer at work meanwhile (an import, a capture) can make this plan stale")
 	}
 	if e.JSON {
 		return e.printJSON(rep)

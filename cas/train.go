@@ -279,3 +279,12 @@ func (s *Store) Dictionaries() []dict.Info {
 	}
 	return s.dicts.List()
 }
+
+// MissingDictionaries lists the dictionary ids given out whose file is
+// not there (dict.Dir.Missing).
+func (s *Store) MissingDictionaries() []uint32 {
+	if s.dicts == nil {
+		return nil
+	}
+	return s.dicts.Missing()
+}

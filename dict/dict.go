@@ -306,6 +306,22 @@ func (d *Dir) List() []Info {
 	return out
 }
 
+// Missing lists the ids given out (up to what HIGHEST records) that have
+// no file: a file lost (records naming it cannot be read until it is put
+// back), or an id a crash left without its file (nothing names it).
+// List cannot show them: it lists the files present.
+func (d *Dir) Missing() []uint32 {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	var out []uint32
+	for id := uint32(1); id <= d.highest && id != 0; id++ {
+		if _, ok := d.info[id]; !ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // Add stores a new dictionary for kind under the next free id and makes it
 // the kind's newest. The id is recorded as given out before the file is
 // written: a crash between the two leaves an id without a file, which

@@ -26,6 +26,10 @@ type Options struct {
 	Clock    clock.Clock
 	Writable bool
 	Command  string // the writer's description for the lock file
+	// LockWait and LockWaiting: how a writer waits for the writer lock
+	// (cas.Options).
+	LockWait    time.Duration
+	LockWaiting func(holder string)
 	// BarrierEvery overrides the event log's barrier interval (tests).
 	BarrierEvery int
 }
@@ -57,7 +61,8 @@ func Open(home string, opts Options) (*Rook, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.System
 	}
-	s, err := cas.Open(home, cas.Options{FS: opts.FS, Clock: opts.Clock, Writable: opts.Writable, Command: opts.Command})
+	s, err := cas.Open(home, cas.Options{FS: opts.FS, Clock: opts.Clock, Writable: opts.Writable, Command: opts.Command,
+		LockWait: opts.LockWait, LockWaiting: opts.LockWaiting})
 	if err != nil {
 		return nil, err
 	}

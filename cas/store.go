@@ -13,12 +13,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -56,6 +58,15 @@ type Options struct {
 	Writable bool
 	// Command describes the writer in the lock file ("rook store put").
 	Command string
+	// LockWait is how long a writer's Open waits for the writer lock
+	// while another process holds it, before it fails with a LockedError:
+	// agents' hooks append at the same moment, and each holds the lock for
+	// milliseconds. 0 fails at once.
+	LockWait time.Duration
+	// LockWaiting, if set, is called once when a writer has waited about
+	// a second for the lock, with the holder as it described itself: the
+	// CLI tells a user at a terminal why nothing happens yet.
+	LockWaiting func(holder string)
 	// SegmentSize is the size past which a new segment is started.
 	SegmentSize int64
 	// BlockSize is how many raw bytes of small objects of one kind are
@@ -241,13 +252,17 @@ var ErrNoStore = errors.New("no rook store here")
 
 // LockedError: another process holds the writer lock.
 type LockedError struct {
-	Holder string // "pid N (command)", as the holder wrote it
+	Holder string        // "pid N (command)", as the holder wrote it
+	Waited time.Duration // how long the open waited for it (Options.LockWait)
 }
 
 func (e *LockedError) Error() string {
 	h := e.Holder
 	if h == "" {
 		h = "another process"
+	}
+	if e.Waited > 0 {
+		return "store is locked by " + h + " (waited " + e.Waited.String() + " for it)"
 	}
 	return "store is locked by " + h
 }
@@ -365,10 +380,10 @@ func Open(home string, opts Options) (*Store, error) {
 
 func (s *Store) takeLock() error {
 	path := filepath.Join(s.home, LockFile)
-	l, err := s.fs.TryLock(path, FileMode)
-	if errors.Is(err, vfs.ErrLocked) {
-		b, _ := vfs.ReadFile(s.fs, path)
-		return &LockedError{Holder: strings.TrimSpace(string(b))}
+	l, err := s.waitLock(path)
+	var le *LockedError
+	if errors.As(err, &le) {
+		return err
 	}
 	if err != nil {
 		return fmt.Errorf("take the writer lock %s: %w", path, err)
@@ -381,6 +396,59 @@ func (s *Store) takeLock() error {
 		f.Write([]byte(desc)) // best effort: it only describes the holder
 	}
 	return nil
+}
+
+// waitLock takes the writer lock, waiting up to Options.LockWait while
+// another process holds it. It polls, with a backoff from a few
+// milliseconds to a tenth of a second, jittered so that writers started
+// together do not retry in step: a writer holds the lock for milliseconds
+// (an append) or minutes (an import), and a poll costs one flock call.
+func (s *Store) waitLock(path string) (vfs.Lock, error) {
+	holder := func() string {
+		b, _ := vfs.ReadFile(s.fs, path)
+		return strings.TrimSpace(string(b))
+	}
+	l, err := s.fs.TryLock(path, FileMode)
+	if !errors.Is(err, vfs.ErrLocked) {
+		return l, err
+	}
+	wait := s.opts.LockWait
+	if wait <= 0 {
+		return nil, &LockedError{Holder: holder()}
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	var tell <-chan time.Time
+	if s.opts.LockWaiting != nil {
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		tell = t.C
+	}
+	backoff := 2 * time.Millisecond
+	for {
+		pause := time.NewTimer(backoff/2 + rand.N(backoff))
+		select {
+		case <-deadline.C:
+			pause.Stop()
+			// One last try: the holder may have let go just now.
+			l, err := s.fs.TryLock(path, FileMode)
+			if errors.Is(err, vfs.ErrLocked) {
+				return nil, &LockedError{Holder: holder(), Waited: wait}
+			}
+			return l, err
+		case <-tell:
+			pause.Stop()
+			tell = nil
+			s.opts.LockWaiting(holder())
+			continue
+		case <-pause.C:
+		}
+		l, err := s.fs.TryLock(path, FileMode)
+		if !errors.Is(err, vfs.ErrLocked) {
+			return l, err
+		}
+		backoff = min(backoff*2, 100*time.Millisecond)
+	}
 }
 
 func (s *Store) indexPath() string { return filepath.Join(s.home, IndexDir, IndexFile) }

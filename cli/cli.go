@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -36,6 +37,9 @@ type CLI struct {
 	Home nonEmpty     `help:"Store directory (default: $ROOK_HOME, else ~/.rook)." placeholder:"DIR"`
 	JSON bool         `name:"json" help:"Print JSON instead of text, for scripts."`
 	Dir  nonEmptyPath `short:"C" name:"dir" help:"Run as if started in DIR (like git -C): the workspace 'last' and new sessions use, and where relative paths start." placeholder:"DIR"`
+	// Agents' hooks write at the same moment: a writer waits its turn
+	// rather than failing. Readers never wait.
+	LockWait lockWait `name:"lock-wait" help:"How long a command that writes waits while another rook holds the store's writer lock, before it fails (default: $ROOK_LOCK_WAIT, else 10s; 0: fail at once)." placeholder:"DURATION"`
 
 	Init       InitCmd       `cmd:"" help:"Create the store (an existing one is left as it is)."`
 	Doctor     DoctorCmd     `cmd:"" help:"Say where the store is and whether it is healthy and private."`
@@ -62,6 +66,8 @@ type Env struct {
 	Command string
 	// Cwd is the workspace: -C DIR, else the current directory.
 	Cwd string
+	// LockWait is how long a writer waits for the writer lock (--lock-wait).
+	LockWait time.Duration
 }
 
 // exitError carries an exit code and a message already fit for the user.
@@ -127,6 +133,57 @@ func (v *nonEmptyPath) Decode(ctx *kong.DecodeContext) error {
 	return nil
 }
 
+// lockWait is --lock-wait: a duration (30s, 2m, 0), never negative.
+type lockWait struct {
+	d   time.Duration
+	set bool // given: else $ROOK_LOCK_WAIT, else defaultLockWait
+}
+
+// defaultLockWait is long enough for the writers an agent's hooks start
+// together (each holds the lock for milliseconds), short enough that a
+// hook stuck behind an import fails while someone is still looking.
+const defaultLockWait = 10 * time.Second
+
+func (v *lockWait) Decode(ctx *kong.DecodeContext) error {
+	var s rawArg
+	if err := s.Decode(ctx); err != nil {
+		return err
+	}
+	d, err := parseLockWait(string(s))
+	if err != nil {
+		return err
+	}
+	*v = lockWait{d: d, set: true}
+	return nil
+}
+
+func parseLockWait(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration: give one like 30s, 2m or 0 (fail at once)", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q: a wait cannot be negative: give one like 30s, 2m or 0 (fail at once)", s)
+	}
+	return d, nil
+}
+
+// wait is the lock wait in force: --lock-wait, else $ROOK_LOCK_WAIT (set
+// and not empty, as $ROOK_HOME is read), else the default.
+func (v lockWait) wait() (time.Duration, error) {
+	if v.set {
+		return v.d, nil
+	}
+	if s := os.Getenv("ROOK_LOCK_WAIT"); s != "" {
+		d, err := parseLockWait(s)
+		if err != nil {
+			return 0, usageErr("$ROOK_LOCK_WAIT: %v", err)
+		}
+		return d, nil
+	}
+	return defaultLockWait, nil
+}
+
 type kongExit int
 
 // Main runs rook with args and returns the exit code.
@@ -174,7 +231,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if err != nil {
 		// Not the store's: said as it is (explain's advice is about it).
 		err = &exitError{code: ExitFailure, msg: err.Error()}
-	} else {
+	} else if env.LockWait, err = c.LockWait.wait(); err == nil { // a usage error
 		handleInterrupts(stderr)
 		err = ctx.Run(env)
 	}
@@ -321,7 +378,13 @@ func resolveCwd(flag string) (string, error) {
 // openRook opens the store with its sessions, telling the user on stderr
 // what the open repaired.
 func (e *Env) openRook(writable bool) (*agent.Rook, error) {
-	r, err := agent.Open(e.Home, agent.Options{FS: e.FS, Clock: e.Clock, Writable: writable, Command: e.Command})
+	return e.openRookWait(writable, e.LockWait)
+}
+
+// openRookWait is openRook waiting up to wait for the writer lock.
+func (e *Env) openRookWait(writable bool, wait time.Duration) (*agent.Rook, error) {
+	r, err := agent.Open(e.Home, agent.Options{FS: e.FS, Clock: e.Clock, Writable: writable, Command: e.Command,
+		LockWait: wait, LockWaiting: e.lockWaiting(wait)})
 	if err != nil {
 		return nil, err
 	}
@@ -335,6 +398,8 @@ func (e *Env) openRook(writable bool) (*agent.Rook, error) {
 func explain(err error, home string) string {
 	var le *cas.LockedError
 	switch {
+	case errors.As(err, &le) && le.Waited > 0:
+		return err.Error() + ": wait for it to finish and run the command again, or stop it (`rook doctor` shows the holder); --lock-wait DURATION waits longer"
 	case errors.As(err, &le):
 		return err.Error() + ": wait for it to finish, or stop it (`rook doctor` shows the holder)"
 	case errors.Is(err, cas.ErrNewerFormat), errors.Is(err, cas.ErrOlderFormat):
@@ -384,6 +449,7 @@ func (e *Env) openStore(writable bool) (*cas.Store, error) {
 
 func (e *Env) openStoreWith(opts cas.Options) (*cas.Store, error) {
 	opts.FS, opts.Clock, opts.Command = e.FS, e.Clock, e.Command
+	opts.LockWait, opts.LockWaiting = e.LockWait, e.lockWaiting(e.LockWait)
 	s, err := cas.Open(e.Home, opts)
 	if err != nil {
 		return nil, err
@@ -392,6 +458,20 @@ func (e *Env) openStoreWith(opts cas.Options) (*cas.Store, error) {
 		fmt.Fprintf(e.Stderr, "rook: note: %s\n", n)
 	}
 	return s, nil
+}
+
+// lockWaiting says, on a terminal, that a writer waits for the lock: a
+// hook's or a script's stderr is left as it is.
+func (e *Env) lockWaiting(wait time.Duration) func(holder string) {
+	if !isTerminal(e.Stderr) {
+		return nil
+	}
+	return func(holder string) {
+		if holder == "" {
+			holder = "another process"
+		}
+		fmt.Fprintf(e.Stderr, "rook: waiting for the store's writer lock, held by %s (up to %s; --lock-wait changes it)\n", holder, wait)
+	}
 }
 
 // printJSON writes v as indented JSON, with <, > and & as themselves: it is

@@ -23,9 +23,9 @@ type InboxCmd struct {
 
 // openInbox opens the store for writing, which takes the spool in; when
 // another rook holds the writer lock it opens it read-only and says how
-// many saves wait.
+// many saves wait. It does not wait for the lock: these commands read.
 func (e *Env) openInbox() (*agent.Rook, error) {
-	r, err := e.openRook(true)
+	r, err := e.openRookWait(true, 0)
 	var le *cas.LockedError
 	if !errors.As(err, &le) {
 		return r, err

@@ -115,11 +115,12 @@ func truncateFile(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(os.Truncate(path, size))
 }
 
-// holdlock HOME: take the store's writer lock from the test process, as a
-// running writer would, until the script ends.
+// holdlock HOME [FOR]: take the store's writer lock from the test process,
+// as a running writer would, until the script ends, or for the duration
+// FOR (a writer that finishes while another waits).
 func holdLock(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: holdlock HOME")
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: holdlock HOME [FOR]")
 	}
 	f, err := os.OpenFile(filepath.Join(ts.MkAbs(args[0]), "lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	ts.Check(err)
@@ -127,7 +128,14 @@ func holdLock(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(f.Truncate(0))
 	_, err = fmt.Fprintf(f, "pid %d (rook session append)\n", os.Getpid())
 	ts.Check(err)
-	ts.Defer(func() { f.Close() })
+	var once sync.Once
+	release := func() { once.Do(func() { f.Close() }) }
+	if len(args) == 2 {
+		d, err := time.ParseDuration(args[1])
+		ts.Check(err)
+		time.AfterFunc(d, release)
+	}
+	ts.Defer(release)
 }
 
 // dropindex HOME: delete the index, as a lost or hand-deleted file.

@@ -113,7 +113,7 @@ func (p RetentionPolicy) protected(tags []string) bool {
 	return false
 }
 
-// sessionsNewestFirst lists every session, the most recently updated
+// sessionsNewestFirst lists every session, the most recently touched
 // first (ties: the newer id first).
 func (r *Rook) sessionsNewestFirst() ([]eventlog.Summary, error) {
 	all, err := r.Log.Sessions()
@@ -121,16 +121,33 @@ func (r *Rook) sessionsNewestFirst() ([]eventlog.Summary, error) {
 		return nil, err
 	}
 	sort.SliceStable(all, func(i, j int) bool {
-		if !all[i].Updated.Equal(all[j].Updated) {
-			return all[i].Updated.After(all[j].Updated)
+		if ti, tj := touched(all[i]), touched(all[j]); !ti.Equal(tj) {
+			return ti.After(tj)
 		}
 		return all[i].ID.String() > all[j].ID.String()
 	})
 	return all, nil
 }
 
+// touched is when a session was last worked on, what retention ranks
+// sessions by (max_sessions keeps the newest, the budget deletes the
+// oldest first): its last event, or, for a session made in this store
+// whose events are older than it (a fork or rewind copies its parent's
+// events, times and all), its creation: the fork made a moment ago is the
+// session the user touched last, not one as old as its parent's event it
+// was cut at. An imported session ranks by its transcript's own times: an
+// import of last year's history is old work, and must not push out the
+// sessions made before it (its age, though, counts from the import:
+// lastWritten).
+func touched(s eventlog.Summary) time.Time {
+	if s.Source != nil {
+		return s.Updated
+	}
+	return lastWritten(s)
+}
+
 func ref(s eventlog.Summary, reason string) SessionRef {
-	return SessionRef{ID: s.ID, Title: s.Title, Updated: s.Updated, Events: s.Events, Reason: reason}
+	return SessionRef{ID: s.ID, Title: s.Title, Updated: touched(s), Events: s.Events, Reason: reason}
 }
 
 // lastWritten is when rook last wrote a session: its last event, or its
@@ -148,7 +165,7 @@ func lastWritten(s eventlog.Summary) time.Time {
 }
 
 // Prune applies the retention policy to the sessions. Going from the most
-// recently updated session to the least, it deletes a session that rook has
+// recently touched session to the least, it deletes a session that rook has
 // not written for MaxSessionAgeDays (lastWritten), and one beyond the first
 // MaxSessions kept; a session with a protect tag is never deleted, and
 // counts toward MaxSessions. A dry run deletes nothing. The sessions'

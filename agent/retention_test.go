@@ -119,6 +119,52 @@ func TestPruneOrdersByLastEventNotCreation(t *testing.T) {
 	}
 }
 
+// A rewind made a moment ago is the session the user touched last, though
+// its events (copies of its parent's first ones) are older than the
+// parent's last: max_sessions keeps it over its parent.
+func TestPruneKeepsAFreshForkOverItsParent(t *testing.T) {
+	r, clk := viewsRook(t)
+	m, err := r.NewSession("parent", "/w", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, err := r.Append(m.ID, Entry{Kind: eventlog.KindUser, Body: fmt.Appendf(nil, "event %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Minute)
+	}
+	fork, err := r.Log.Fork(m.ID, 2, eventlog.Meta{Title: "parent @2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Prune(RetentionPolicy{MaxSessions: intp(1)}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []eventlog.ID{m.ID}; !reflect.DeepEqual(deletedIDs(rep.Deleted), want) {
+		t.Fatalf("deleted %v, want the parent %v (the fork is %v)", deletedIDs(rep.Deleted), want, fork.ID)
+	}
+	// The report gives the time it ranked the parent by: its last event.
+	if got, want := rep.Deleted[0].Updated, clk.Now().Add(-time.Minute); !got.Equal(want) {
+		t.Fatalf("deleted parent's updated %v, want its last event's %v", got, want)
+	}
+	// A newer event in the parent makes it the newest again.
+	clk.Advance(time.Minute)
+	if _, err := r.Append(m.ID, Entry{Kind: eventlog.KindUser, Body: []byte("back to it")}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = r.Prune(RetentionPolicy{MaxSessions: intp(1)}, true); err != nil {
+		t.Fatal(err)
+	}
+	if want := []eventlog.ID{fork.ID}; !reflect.DeepEqual(deletedIDs(rep.Deleted), want) {
+		t.Fatalf("after the parent's new event: deleted %v, want the fork %v", deletedIDs(rep.Deleted), want)
+	}
+}
+
 // TestPruneHugeMaxAgeDeletesNothing: an age limit of more days than a
 // Duration holds (a "never" written as a big number) wrapped around to a
 // cutoff in the future and deleted every session.

@@ -232,9 +232,14 @@ type MaintainReport struct {
 	BudgetDeleted []SessionRef   `json:"budget_deleted"`
 	BudgetGC      []cas.GCReport `json:"budget_gc"`
 	OverBudgetBy  int64          `json:"over_budget_by"`
-	StoredBefore  int64          `json:"stored_before"`
-	StoredAfter   int64          `json:"stored_after"`
-	Notes         []string       `json:"notes"`
+	// OverBudgetStuck: the store stays (in a dry run: would stay) over
+	// the budget with no session left that maintain may delete. Only the
+	// user can bring it under (Notes says how): unlike bytes the gc grace
+	// keeps, which a later run frees.
+	OverBudgetStuck bool     `json:"over_budget_stuck"`
+	StoredBefore    int64    `json:"stored_before"`
+	StoredAfter     int64    `json:"stored_after"`
+	Notes           []string `json:"notes"`
 }
 
 // Maintain keeps the store within its policy: prune the sessions, collect
@@ -365,6 +370,7 @@ func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.D
 			}
 		}
 		if len(cands) == 0 {
+			rep.OverBudgetStuck = true
 			rep.Notes = append(rep.Notes, fmt.Sprintf("would still be about %s over the %s budget: no session would be left that may be deleted (raise max_total_bytes, untag sessions or delete checkpoints)",
 				units.Bytes(freeable-budget), units.Bytes(budget)))
 			return nil
@@ -424,6 +430,7 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 		}
 		if len(cands) == 0 {
 			rep.OverBudgetBy = st.Stored - budget
+			rep.OverBudgetStuck = true
 			what := "checkpoints"
 			if len(all) > 0 {
 				what = fmt.Sprintf("%d protected session(s) (tags %s) and checkpoints", len(all), strings.Join(pol.ProtectTags, ", "))

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/rookhq/rook/agent"
@@ -208,9 +209,18 @@ func (c *StoreMaintainCmd) Run(e *Env) error {
 		rep.Notes = append(rep.Notes, "planned without the writer lock: a writer at work meanwhile (an import, a capture) can make this plan stale")
 	}
 	if e.JSON {
-		return e.printJSON(rep)
+		if err := e.printJSON(rep); err != nil {
+			return err
+		}
+	} else {
+		printMaintain(e.Stdout, rep)
 	}
-	printMaintain(e.Stdout, rep)
+	// Exit 1, with --json too: a maintain run from cron must not read a
+	// store it cannot hold to its budget as success. (A dry run plans.)
+	if rep.OverBudgetStuck && !rep.DryRun {
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("the store is still %s over its %s budget and every session left is protected: raise max_total_bytes in %s or untag sessions (`rook session tag ID --rm keep`)",
+			formatBytes(rep.OverBudgetBy), formatBytes(rep.Budget), filepath.Join(e.Home, agent.ConfigFile))}
+	}
 	return nil
 }
 

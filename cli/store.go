@@ -196,6 +196,17 @@ func (c *LsCmd) Run(e *Env) error {
 	return nil
 }
 
+// dictJSON is a dictionary as `store stat --json` gives it: dict.Info
+// with its kind by name, as every other kind in rook's output is.
+type dictJSON struct {
+	ID      uint32    `json:"id"`
+	Kind    string    `json:"kind,omitempty"`
+	Created time.Time `json:"created"`
+	Bytes   int       `json:"bytes"`
+	File    string    `json:"file"`
+	Damaged string    `json:"damaged,omitempty"`
+}
+
 // StatCmd is `rook store stat`.
 type StatCmd struct{}
 
@@ -220,9 +231,13 @@ func (c *StatCmd) Run(e *Env) error {
 		if st.Kinds == nil {
 			st.Kinds = []cas.KindStats{}
 		}
-		dicts := s.Dictionaries()
-		if dicts == nil {
-			dicts = []dict.Info{}
+		dicts := []dictJSON{}
+		for _, d := range s.Dictionaries() {
+			dj := dictJSON{ID: d.ID, Created: d.Created, Bytes: d.Bytes, File: d.File, Damaged: d.Damaged}
+			if d.Damaged == "" { // a damaged one's kind is not known
+				dj.Kind = cas.Kind(d.Kind).String()
+			}
+			dicts = append(dicts, dj)
 		}
 		missing := s.MissingDictionaries()
 		if missing == nil {

@@ -110,6 +110,16 @@ func (p *progress) done() {
 	}
 }
 
+// stdinHint tells a user at a terminal that rook now reads what they type:
+// without it, a command given no FILE sat waiting with no word of why.
+// what is what the input becomes ("the bytes to store"), instead how to
+// name a file ("give a FILE").
+func (e *Env) stdinHint(what, instead string) {
+	if isTerminal(e.Stdin) {
+		fmt.Fprintf(e.Stderr, "rook: reading %s from standard input; end it with Ctrl-D (or %s)\n", what, instead)
+	}
+}
+
 // isTerminal reports whether v is a terminal: progress meters, colour and
 // questions only go to one.
 func isTerminal(v any) bool {

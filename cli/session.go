@@ -164,7 +164,7 @@ func (c *SessionAppendCmd) Run(e *Env) error {
 	if len(c.Label) > eventlog.MaxLabel {
 		return usageErr("--label is %d bytes; at most %d", len(c.Label), eventlog.MaxLabel)
 	}
-	body, err := readInput(e, c.File)
+	body, err := readInput(e, c.File, "the event's body")
 	if err != nil {
 		return err
 	}
@@ -183,13 +183,16 @@ func (c *SessionAppendCmd) Run(e *Env) error {
 	return nil
 }
 
-func readInput(e *Env, file string) ([]byte, error) {
+// readInput reads FILE, or stdin for "-" (what: what it is, for the hint
+// a user at a terminal gets).
+func readInput(e *Env, file, what string) ([]byte, error) {
 	if file == "" {
 		return nil, usageErr("empty FILE: name the file to read, or give - (or nothing) to read stdin")
 	}
 	var b []byte
 	var err error
 	if file == "-" {
+		e.stdinHint(what, "give a FILE")
 		b, err = io.ReadAll(e.Stdin)
 	} else {
 		b, err = os.ReadFile(file)
@@ -212,7 +215,9 @@ func readInput(e *Env, file string) ([]byte, error) {
 // again appends each line once.
 func (c *SessionAppendCmd) runJSONL(e *Env) error {
 	in := e.Stdin
-	if c.JSONL != "-" {
+	if c.JSONL == "-" {
+		e.stdinHint("the events, one JSON object a line,", "give --jsonl FILE")
+	} else {
 		f, err := os.Open(string(c.JSONL))
 		if err != nil {
 			return fmt.Errorf("read --jsonl: %w", err)

@@ -58,6 +58,8 @@ func (c *PutCmd) Run(e *Env) error {
 			return tooBig(fmt.Sprintf("%s (%s)", c.File, formatBytes(st.Size())))
 		}
 		in, name = f, c.File
+	} else {
+		e.stdinHint("the bytes to store", "give a FILE")
 	}
 	data, err := io.ReadAll(io.LimitReader(in, cas.MaxObjectSize+1))
 	if err != nil {

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPTY opens a pseudo-terminal: what the user types goes into master,
+// and the command reads it from tty, a terminal.
+func openPTY(t *testing.T) (master, tty *os.File) {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	t.Cleanup(func() { master.Close() })
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Skipf("unlock the pseudo-terminal: %v", err)
+	}
+	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Skipf("name the pseudo-terminal: %v", err)
+	}
+	tty, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("open the pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	return master, tty
+}
+
+// A command given no FILE reads stdin: at a terminal it says so (and how
+// to end the input) before it waits; piped, it says nothing.
+func TestStdinHintOnATerminal(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "store")
+	ws := t.TempDir()
+	run := func(stdin *os.File, pipe string, args ...string) (string, string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		var in io.Reader = strings.NewReader(pipe)
+		if stdin != nil {
+			in = stdin
+		}
+		if code := Main(append([]string{"--home", home, "-C", ws}, args...), in, &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+		}
+		return out.String(), errb.String()
+	}
+	run(nil, "", "init")
+	id, _ := run(nil, "", "session", "new")
+	id = strings.TrimSpace(id)
+
+	for _, tc := range []struct {
+		args []string
+		hint string
+	}{
+		{[]string{"store", "put"}, "rook: reading the bytes to store from standard input; end it with Ctrl-D (or give a FILE)\n"},
+		{[]string{"session", "append", id, "--kind", "user"}, "rook: reading the event's body from standard input; end it with Ctrl-D (or give a FILE)\n"},
+		{[]string{"session", "append", id, "--jsonl", "-"}, "rook: reading the events, one JSON object a line, from standard input; end it with Ctrl-D (or give --jsonl FILE)\n"},
+	} {
+		master, tty := openPTY(t)
+		// Typed ahead: a line, then Ctrl-D at the start of the next,
+		// which ends the input.
+		line := "typed at the terminal\n"
+		if tc.args[len(tc.args)-1] == "-" {
+			line = `{"kind":"user","body":"typed"}` + "\n"
+		}
+		if _, err := master.Write([]byte(line + "\x04")); err != nil {
+			t.Fatal(err)
+		}
+		_, stderr := run(tty, "", tc.args...)
+		if stderr != tc.hint {
+			t.Errorf("%v at a terminal: stderr %q, want %q", tc.args, stderr, tc.hint)
+		}
+		// Piped: no hint.
+		pipe := "piped\n"
+		if tc.args[len(tc.args)-1] == "-" {
+			pipe = `{"kind":"user","body":"piped"}` + "\n"
+		}
+		if _, stderr := run(nil, pipe, tc.args...); stderr != "" {
+			t.Errorf("%v piped: stderr %q, want nothing", tc.args, stderr)
+		}
+	}
+}

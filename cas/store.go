@@ -325,6 +325,16 @@ func Open(home string, opts Options) (*Store, error) {
 	if _, err := ReadFormat(opts.FS, home); err != nil {
 		return nil, err
 	}
+	// init makes segments/ and nothing removes it. Gone (by hand, a
+	// backup restored without it), a writer failed at its first new
+	// segment with "no such file or directory", and reindex would make
+	// an empty index: the objects are as good as lost, which is what to
+	// say before anything is written. No writer opens.
+	if opts.Writable {
+		if _, err := opts.FS.Stat(filepath.Join(home, SegmentsDir)); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("the objects' directory %s is missing: put it back, or, if the objects are gone for good, run `rook init` to make it anew, empty, then `rook store reindex` so that the index forgets them too (`rook store verify` then lists what the sessions lost)", filepath.Join(home, SegmentsDir))
+		}
+	}
 	var dir *dict.Dir
 	if opts.Dicts == nil {
 		var err error

@@ -292,7 +292,7 @@ func (r *Rook) Maintain(cfg Config, dryRun bool, progress func(stage string, don
 	}
 
 	progress("train", 0, 0)
-	if rep.Trained, err = r.Store.Train(cas.TrainOptions{OnlyMissing: true, DryRun: dryRun}); err != nil {
+	if rep.Trained, err = r.Store.Train(cas.TrainOptions{OnlyMissing: true, DryRun: dryRun, Progress: stage("train")}); err != nil {
 		return rep, fmt.Errorf("train dictionaries: %w", err)
 	}
 	if rep.Trained == nil {

@@ -491,3 +491,29 @@ func TestReaderVerifyAcrossRepackIsClean(t *testing.T) {
 		t.Fatalf("verify after a repack in another process: %d objects, problems %v", rep.Objects, rep.Problems)
 	}
 }
+
+// Training reports its progress by kind, the last call saying every kind
+// is done: the CLI draws it on a terminal (`store train`, maintain).
+func TestTrainReportsProgress(t *testing.T) {
+	s, _ := newStore(t, vfs.NewMem(), Options{})
+	for i := 0; i < 100; i++ {
+		mustPut(t, s, KindMessage, message(i))
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	var calls [][2]int64
+	res, err := s.Train(TrainOptions{DryRun: true, Progress: func(done, total int64) { calls = append(calls, [2]int64{done, total}) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(len(Kinds))
+	if len(res) != len(Kinds) || len(calls) != len(Kinds)+1 {
+		t.Fatalf("%d results, progress calls %v; want %d kinds", len(res), calls, n)
+	}
+	for i, c := range calls {
+		if c != [2]int64{int64(i), n} {
+			t.Fatalf("progress call %d: %v, want [%d %d] (all: %v)", i, c, i, n, calls)
+		}
+	}
+}

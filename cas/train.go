@@ -15,6 +15,10 @@ type TrainOptions struct {
 	Size        int    // dictionary size (default 16 KiB)
 	MinObjects  int    // fewer objects of a kind: no dictionary (default 32)
 	DryRun      bool   // train and measure, keep nothing
+	// Progress, if not nil, hears how many of the kinds are done, after
+	// each: training one reads its samples and builds and measures a
+	// dictionary, seconds for a big kind.
+	Progress func(done, total int64)
 }
 
 // TrainResult says what training did for one kind.
@@ -78,12 +82,18 @@ func (s *Store) Train(opts TrainOptions) ([]TrainResult, error) {
 		kinds = Kinds
 	}
 	var out []TrainResult
-	for _, k := range kinds {
+	for i, k := range kinds {
+		if opts.Progress != nil {
+			opts.Progress(int64(i), int64(len(kinds)))
+		}
 		res, err := s.trainKind(k, opts)
 		if err != nil {
 			return out, fmt.Errorf("train %s: %w", k, err)
 		}
 		out = append(out, res)
+	}
+	if opts.Progress != nil {
+		opts.Progress(int64(len(kinds)), int64(len(kinds)))
 	}
 	return out, nil
 }

@@ -46,7 +46,11 @@ func (c *StoreTrainCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
+	p := newProgress(e.Stderr, "train")
+	p.unit = "kinds"
+	opts.Progress = p.update
 	res, err := r.Store.Train(opts)
+	p.done()
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}

@@ -168,10 +168,14 @@ type stagedProgress struct {
 	p     *progress
 }
 
+// stageUnits are what a stage's progress counts, where not bytes.
+var stageUnits = map[string]string{"train": "kinds"}
+
 func (s *stagedProgress) update(stage string, done, total int64) {
 	if stage != s.stage {
 		s.done()
 		s.stage, s.p = stage, newProgress(s.w, stage)
+		s.p.unit = stageUnits[stage]
 	}
 	if total > 0 {
 		s.p.update(done, total)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rookhq/rook/cas"
 )
 
 // openPTY opens a pseudo-terminal: what the user types goes into master,
@@ -86,6 +89,38 @@ func TestStdinHintOnATerminal(t *testing.T) {
 		}
 		if _, stderr := run(nil, pipe, tc.args...); stderr != "" {
 			t.Errorf("%v piped: stderr %q, want nothing", tc.args, stderr)
+		}
+	}
+}
+
+// `store train` and maintain's train stage draw their progress on a
+// terminal, as gc, verify and import do, and nothing when piped.
+func TestTrainProgressOnATerminal(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "store")
+	ws := t.TempDir()
+	run := func(stderr io.Writer, args ...string) {
+		t.Helper()
+		var out bytes.Buffer
+		if code := Main(append([]string{"--home", home, "-C", ws}, args...), strings.NewReader(""), &out, stderr); code != 0 {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+	}
+	run(io.Discard, "init")
+	for _, args := range [][]string{{"store", "train", "--dry-run"}, {"store", "maintain", "--dry-run"}} {
+		master, tty := openPTY(t)
+		run(tty, args...)
+		// With the terminal closed, the master reads what was written to
+		// it, then fails (EIO): no wait on a read that never ends.
+		tty.Close()
+		got, _ := io.ReadAll(master)
+		want := fmt.Sprintf("train: 100.0%%  %d of %d kinds", len(cas.Kinds), len(cas.Kinds))
+		if !bytes.Contains(got, []byte(want)) {
+			t.Errorf("%v at a terminal: stderr %q, want %q in it", args, got, want)
+		}
+		var piped bytes.Buffer
+		run(&piped, args...)
+		if piped.Len() != 0 {
+			t.Errorf("%v piped: stderr %q, want nothing", args, piped.String())
 		}
 	}
 }

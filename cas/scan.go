@@ -348,6 +348,12 @@ func (s *Store) openActive() error {
 		return err
 	}
 	n := segs[len(segs)-1]
+	if n < s.ctr.WMSegment {
+		// The newest segment the index took in is gone: the next write
+		// starts a segment after it (startSegment), rather than going on
+		// in an older one.
+		return nil
+	}
 	f, err := s.fs.OpenFile(s.segPath(n), os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("open segment for appending: %w", err)

@@ -845,3 +845,86 @@ func TestBlocksHoldAtMost65535Objects(t *testing.T) {
 		t.Fatalf("verify: %+v, %v", rep, err)
 	}
 }
+
+// A segment lost (deleted by hand, left out of a backup) never has its
+// number given to a new one while the index still names it: the objects
+// there must keep failing as in a segment that is missing, never be read
+// at the same offsets of another segment's records.
+func TestLostSegmentNumberIsNotReused(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	old := mustPut(t, s, KindFile, noise(20000, 3))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Remove(filepath.Join(home, SegmentsDir, segName(1))); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(home, Options{FS: fsys, Clock: testClock(), Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	mustPut(t, s2, KindFile, noise(20000, 5))
+	if err := s2.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	segs, err := s2.listSegments()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) != 1 || segs[0] != 2 {
+		t.Fatalf("segments %v after losing 1: the new one must not take its number", segs)
+	}
+	if _, err := s2.Get(old); err == nil || strings.Contains(err.Error(), "mismatch") {
+		t.Fatalf("object of the lost segment: %v", err)
+	}
+}
+
+// The same when older segments are left: the writer does not go on in
+// the newest one left, behind the one lost.
+func TestLostNewestSegmentIsNotAppendedBehind(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{SegmentSize: 64 << 10})
+	var ids []Key
+	for i := 0; i < 8; i++ {
+		ids = append(ids, mustPut(t, s, KindFile, noise(20000, uint64(2*i+1))))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s1, err := Open(home, Options{FS: fsys, Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s1.listSegments()
+	s1.Close()
+	last := before[len(before)-1]
+	if len(before) < 2 {
+		t.Fatalf("segments %v: the test needs two", before)
+	}
+	if err := fsys.Remove(filepath.Join(home, SegmentsDir, segName(last))); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(home, Options{FS: fsys, Clock: testClock(), Writable: true, SegmentSize: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	mustPut(t, s2, KindFile, noise(20000, 99))
+	if err := s2.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := s2.listSegments()
+	if got := after[len(after)-1]; got <= last {
+		t.Fatalf("segments %v after losing %d of %v", after, last, before)
+	}
+	if _, err := s2.Get(ids[0]); err != nil {
+		t.Fatalf("object of a segment left: %v", err)
+	}
+	if _, err := s2.Get(ids[len(ids)-1]); err == nil || strings.Contains(err.Error(), "mismatch") {
+		t.Fatalf("object of the lost segment: %v", err)
+	} else {
+		t.Log(err)
+	}
+}

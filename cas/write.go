@@ -504,6 +504,10 @@ func (s *Store) startSegment() error {
 	} else if len(segs) > 0 {
 		next = segs[len(segs)-1] + 1
 	}
+	// Never a number the index may still name: a segment lost (deleted
+	// by hand, left out of a backup) must keep reading as missing, not
+	// have its objects looked up at offsets in another's records.
+	next = max(next, s.ctr.WMSegment+1)
 	path := s.segPath(next)
 	f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
 	if err != nil {

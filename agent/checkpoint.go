@@ -147,6 +147,53 @@ func (r *Rook) Checkpoints() ([]CheckpointRef, error) {
 	return out, nil
 }
 
+// RemoveCheckpoints deletes the named checkpoints, each with every version
+// it holds (its history), and returns what they were. All names are checked
+// first: one that is not a checkpoint removes none. The snapshots and files
+// stay in the store until gc, which no longer keeps them for these refs,
+// collects what nothing else reaches. Each removal is made durable (the
+// directory synced) before RemoveCheckpoints returns; a crash before leaves
+// that ref as it was.
+func (r *Rook) RemoveCheckpoints(names []string) ([]CheckpointRef, error) {
+	var out []CheckpointRef
+	seen := map[string]bool{}
+	for _, name := range names {
+		if !checkpointName.MatchString(name) {
+			return nil, badArgument("checkpoint name %q: use letters, digits, '.', '_' and '-' (up to 100, starting with a letter or digit)", name)
+		}
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		lines, err := r.readRef(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no checkpoint named %s (`rook checkpoint ls` lists them): nothing removed", name)
+		}
+		if err != nil {
+			// A ref that does not parse can still go: rm is how it is
+			// got rid of.
+			if _, serr := r.fs.Stat(r.checkpointPath(name)); serr != nil {
+				return nil, err
+			}
+			out = append(out, CheckpointRef{Name: name})
+			continue
+		}
+		last := lines[len(lines)-1]
+		out = append(out, CheckpointRef{Name: name, ID: last.id, IDHex: hex.EncodeToString(last.id[:]), Created: last.at, Versions: len(lines)})
+	}
+	for _, ref := range out {
+		if err := r.fs.Remove(r.checkpointPath(ref.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("remove checkpoint %s: %w", ref.Name, err)
+		}
+	}
+	if len(out) > 0 {
+		if err := r.fs.SyncDir(filepath.Dir(r.checkpointPath(out[0].Name))); err != nil {
+			return nil, fmt.Errorf("sync %s: %w", filepath.Dir(r.checkpointPath(out[0].Name)), err)
+		}
+	}
+	return out, nil
+}
+
 // ResolveCheckpoint finds a checkpoint by name, or a snapshot by object id
 // prefix (a session capture, say).
 func (r *Rook) ResolveCheckpoint(arg string) (cas.Key, *Manifest, error) {

@@ -371,7 +371,7 @@ func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.D
 		}
 		if len(cands) == 0 {
 			rep.OverBudgetStuck = true
-			rep.Notes = append(rep.Notes, fmt.Sprintf("would still be about %s over the %s budget: no session would be left that may be deleted (raise max_total_bytes, untag sessions or delete checkpoints)",
+			rep.Notes = append(rep.Notes, fmt.Sprintf("would still be about %s over the %s budget: no session would be left that may be deleted (raise max_total_bytes, untag sessions or `rook checkpoint rm` checkpoints)",
 				units.Bytes(freeable-budget), units.Bytes(budget)))
 			return nil
 		}
@@ -435,7 +435,7 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 			if len(all) > 0 {
 				what = fmt.Sprintf("%d protected session(s) (tags %s) and checkpoints", len(all), strings.Join(pol.ProtectTags, ", "))
 			}
-			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget: no session is left that may be deleted; the rest is %s (raise max_total_bytes, untag sessions or delete checkpoints)",
+			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget: no session is left that may be deleted; the rest is %s (raise max_total_bytes, untag sessions or `rook checkpoint rm` checkpoints)",
 				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), what))
 			return nil
 		}

@@ -257,6 +257,35 @@ type CheckpointCmd struct {
 	Create  CheckpointCreateCmd  `cmd:"" help:"Capture the workspace (or --path) under a name."`
 	Ls      CheckpointLsCmd      `cmd:"" help:"List named checkpoints."`
 	Restore CheckpointRestoreCmd `cmd:"" help:"Write a checkpoint's files back (into its workspace, or --to DIR)."`
+	Rm      CheckpointRmCmd      `cmd:"" help:"Delete named checkpoints, with their history (gc then reclaims what nothing else keeps)."`
+}
+
+// CheckpointRmCmd is `rook checkpoint rm`.
+type CheckpointRmCmd struct {
+	Names []string `arg:"" name:"name" help:"Checkpoint names (rook checkpoint ls lists them)."`
+}
+
+func (c *CheckpointRmCmd) Run(e *Env) error {
+	var refs []agent.CheckpointRef
+	err := e.write(func(r *agent.Rook) (err error) {
+		refs, err = r.RemoveCheckpoints(c.Names)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(map[string]any{"removed": refs})
+	}
+	for _, ref := range refs {
+		if ref.IDHex == "" {
+			fmt.Fprintf(e.Stdout, "removed checkpoint %s, whose ref did not read\n", ref.Name)
+			continue
+		}
+		fmt.Fprintf(e.Stdout, "removed checkpoint %s (%d version(s), the newest %s)\n", ref.Name, ref.Versions, cas.Short(ref.ID))
+	}
+	fmt.Fprintln(e.Stdout, "their files stay in the store until `rook store gc` reclaims what nothing else keeps")
+	return nil
 }
 
 // CheckpointCreateCmd is `rook checkpoint create`.

@@ -46,7 +46,7 @@ type CLI struct {
 	Store      StoreCmd      `cmd:"" help:"Content-addressed objects: put, cat, ls, stat, verify, reindex; train, gc, repack, prune, maintain."`
 	Session    SessionCmd    `cmd:"" help:"Sessions: event logs you can page, search, quote, export and fork."`
 	Search     SearchCmd     `cmd:"" help:"Search every transcript."`
-	Checkpoint CheckpointCmd `cmd:"" help:"Named captures of the workspace: create, ls, restore."`
+	Checkpoint CheckpointCmd `cmd:"" help:"Named captures of the workspace: create, ls, restore, rm."`
 	Import     ImportCmd     `cmd:"" help:"Import Claude Code or Codex transcripts, losslessly and incrementally."`
 	Export     ExportCmd     `cmd:"" help:"Write an imported session's source file back, byte for byte."`
 	Mcp        McpCmd        `cmd:"" name:"mcp" help:"MCP: the inbox server AI clients save notes through (serve, install, uninstall), and the servers rook calls (add, ls, tools, sync, set, limit, call, rm)."`

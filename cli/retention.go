@@ -222,7 +222,7 @@ func (c *StoreMaintainCmd) Run(e *Env) error {
 	// Exit 1, with --json too: a maintain run from cron must not read a
 	// store it cannot hold to its budget as success. (A dry run plans.)
 	if rep.OverBudgetStuck && !rep.DryRun {
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("the store is still %s over its %s budget and every session left is protected: raise max_total_bytes in %s or untag sessions (`rook session tag ID --rm keep`)",
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("the store is still %s over its %s budget and every session left is protected: raise max_total_bytes in %s, untag sessions (`rook session tag ID --rm keep`) or remove checkpoints (`rook checkpoint rm NAME`)",
 			formatBytes(rep.OverBudgetBy), formatBytes(rep.Budget), filepath.Join(e.Home, agent.ConfigFile))}
 	}
 	return nil

@@ -130,6 +130,10 @@ type ImportedFile struct {
 	// were not there (only their preview is kept).
 	ToolResults        int `json:"tool_results,omitempty"`
 	ToolResultsMissing int `json:"tool_results_missing,omitempty"`
+	// BackupsMissing: Claude Code file backups its lines name that were
+	// not in the session's file-history directory (captureBackups): their
+	// files' changes are not in `rook session diff`.
+	BackupsMissing int `json:"backups_missing,omitempty"`
 }
 
 // ImportProblem is a line that did not parse, the lines of a file of an
@@ -168,6 +172,8 @@ type ImportReport struct {
 	// ToolResults and ToolResultsMissing sum the files' (ImportedFile).
 	ToolResults        int `json:"tool_results"`
 	ToolResultsMissing int `json:"tool_results_missing"`
+	// BackupsMissing sums the files' (ImportedFile).
+	BackupsMissing int `json:"backups_missing"`
 	// BeyondRetention are the sessions of the imported files that `rook
 	// store prune` and `maintain` would delete now (ImportOptions.Retention).
 	BeyondRetention []SessionRef `json:"beyond_retention,omitempty"`
@@ -316,6 +322,7 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		rep.Unknown += res.Unknown
 		rep.ToolResults += res.ToolResults
 		rep.ToolResultsMissing += res.ToolResultsMissing
+		rep.BackupsMissing += res.BackupsMissing
 		switch res.Status {
 		case ImportNew:
 			rep.Sessions++
@@ -1412,7 +1419,8 @@ type fileImport struct {
 // has shown no time (the first lines take the first time it has), and
 // while they are a run of notes that the next chunk may go on.
 func (fi *fileImport) take(lines []pendingLine, final bool) error {
-	for _, p := range lines {
+	for i, p := range lines {
+		lines[i].no = fi.lineNo
 		if p.m.Unparsed != "" {
 			fi.res.Unparsed++
 			fi.rep.problem(ImportProblem{File: fi.path, Line: fi.lineNo, Reason: p.m.Unparsed})
@@ -1597,7 +1605,8 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 		}
 		// File backups named in the unit become a capture, so that
 		// `rook session diff` and rewind work on the session.
-		n, err := fi.r.captureBackups(fi.sess, fi.info(), fi.path, unit, fi.captured, t, fi.appendWithGroup, fi.rep.problem)
+		n, gone, err := fi.r.captureBackups(fi.sess, fi.info(), fi.path, unit, fi.captured, t, fi.appendWithGroup, fi.rep.problem)
+		res.BackupsMissing += gone
 		if err != nil {
 			return nil, err
 		}
@@ -1798,6 +1807,7 @@ type pendingLine struct {
 	line []byte
 	m    mappedLine
 	cuts []stringCut // the strings to store apart
+	no   int         // its line number in the file (take), for the problems it has
 }
 
 // capLabel keeps a label within what an event may carry.
@@ -2394,25 +2404,26 @@ const captureBackupsLabel = "claude-code:file-history"
 // captureBackups appends a capture of the Claude Code file backups that the
 // lines of unit name for the first time: each backup is a file's content
 // before the agent's first edit of it at that point; a path without one did
-// not exist. Backups missing on disk are left out; one that is there but
-// cannot be taken (not a file, too big, unreadable) is left out too, and
-// reported to problem. The capture's event is appended by
-// appendWithGroup, in one group with the unit's. It returns the events
-// appended (0 or 1).
-func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path string, unit []pendingLine, captured backupSet, at time.Time, appendWithGroup func(eventlog.Event) error, problem func(ImportProblem) int) (int, error) {
+// not exist. A backup missing on disk (the session's file-history
+// directory is there, the backup not) or there but not to be taken (not a
+// file, too big, unreadable) is left out, and reported to problem: the
+// diff will not show that file's change. The capture's event is appended
+// by appendWithGroup, in one group with the unit's. It returns the events
+// appended (0 or 1) and how many backups were missing.
+func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path string, unit []pendingLine, captured backupSet, at time.Time, appendWithGroup func(eventlog.Event) error, problem func(ImportProblem) int) (events, missing int, err error) {
 	sid := info.ID
 	if info.Subagent && info.ParentID != "" {
 		sid = info.ParentID
 	}
 	dir := claudeFileHistory(path, sid)
 	if dir == "" || sess.Workspace == "" {
-		return 0, nil // captures are of a workspace, from the backups
+		return 0, 0, nil // captures are of a workspace, from the backups
 	}
 	if _, err := r.fs.Stat(dir); err != nil {
 		// No backups kept (deleted, or copied without them): a capture
 		// of only the files created would make diff say they are all the
 		// session changed.
-		return 0, nil
+		return 0, 0, nil
 	}
 	m := &Manifest{V: manifestVersion, Root: sess.Workspace, CapturedAt: at.UTC(), Label: captureBackupsLabel, Files: map[string]FileEntry{}}
 	first := map[string]bool{} // the paths m has, as named first in the unit
@@ -2449,26 +2460,32 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 				// /dev/zero fill its memory): said, and left out.
 				if !errors.Is(err, fs.ErrNotExist) {
 					problem(ImportProblem{File: backup, Reason: fmt.Sprintf("the file backup of %s: %v: the capture leaves it out (`rook session diff` will not show its change)", rel, err)})
+					continue
 				}
+				// Named, in a directory that holds the session's other
+				// backups, and not there (deleted, or not copied): said
+				// at the line that names it, as a missing tool output is.
+				missing++
+				problem(ImportProblem{File: path, Line: p.no, Reason: fmt.Sprintf("names the file backup of %s, %s, which is not there: the capture leaves it out (`rook session diff` will not show its change)", rel, backup)})
 				continue
 			}
 			res, err := r.Store.Put(cas.KindFile, data)
 			if err != nil {
-				return 0, err
+				return 0, missing, err
 			}
 			m.Files[filepath.ToSlash(rel)] = FileEntry{ID: res.ID, Size: int64(len(data)), Mode: FileMode{Perm: 0o644}}
 			m.TotalBytes += int64(len(data))
 		}
 	}
 	if len(m.Files) == 0 && len(m.Absent) == 0 {
-		return 0, nil
+		return 0, missing, nil
 	}
 	sort.Strings(m.Absent)
 	id, err := r.StoreManifest(m)
 	if err != nil {
-		return 0, err
+		return 0, missing, err
 	}
-	return 1, appendWithGroup(eventlog.Event{Kind: eventlog.KindCheckpoint, Label: captureBackupsLabel, Body: id, Time: at})
+	return 1, missing, appendWithGroup(eventlog.Event{Kind: eventlog.KindCheckpoint, Label: captureBackupsLabel, Body: id, Time: at})
 }
 
 // backupWait is how long after Claude Code made a file backup (the

@@ -161,8 +161,8 @@ func claudeProjectDir(transcript string) string {
 // attachToolResults appends, for each tool-results file the tool result
 // lines of unit name that the session does not hold yet, an event holding
 // it, in one group with the unit's. A file that is not there (deleted, or
-// a tree copied without it) is counted in the file's result: only the
-// preview is kept. It returns the events appended.
+// a tree copied without it) is counted in the file's result and reported
+// at its line: only the preview is kept. It returns the events appended.
 func (fi *fileImport) attachToolResults(unit []pendingLine, at time.Time) (int, error) {
 	if fi.opts.Format != FormatClaudeCode {
 		return 0, nil
@@ -183,7 +183,10 @@ func (fi *fileImport) attachToolResults(unit []pendingLine, at time.Time) (int, 
 			path := filepath.Join(claudeProjectDir(fi.path), ref.session, "tool-results", ref.name)
 			data, err := readSideFile(fi.r.fs, path)
 			if err != nil {
-				if !errors.Is(err, fs.ErrNotExist) {
+				if errors.Is(err, fs.ErrNotExist) {
+					// Said at the line, as a missing file backup is.
+					fi.rep.problem(ImportProblem{File: fi.path, Line: p.no, Reason: fmt.Sprintf("names the tool output %s, which is not there: only its preview is kept", path)})
+				} else {
 					fi.rep.problem(ImportProblem{File: path, Reason: fmt.Sprintf("the output a tool result of %s names: %v: only its preview is kept", filepath.Base(fi.path), err)})
 				}
 				fi.res.ToolResultsMissing++

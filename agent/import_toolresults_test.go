@@ -199,7 +199,10 @@ func TestImportReadsToolResultsOnlyInTheProject(t *testing.T) {
 	if got := toolResultEvents(t, r, id); len(got) != 1 || got[0] != "y.txt a fork's parent's" || rep.ToolResultsMissing != 2 {
 		t.Fatalf("events %q, missing %d", got, rep.ToolResultsMissing)
 	}
-	if len(rep.Problems) != 1 || rep.Problems[0].File != proj+"/S/tool-results/dir.txt" || !strings.Contains(rep.Problems[0].Reason, "not a regular file (a directory)") {
+	// The one not there is said at its line, where it was looked for
+	// (in the project); the one that is no file, at its path.
+	if len(rep.Problems) != 2 || rep.Problems[0].File != proj+"/S.jsonl" || rep.Problems[0].Line != 9 || !strings.Contains(rep.Problems[0].Reason, proj+"/secret/tool-results/x.txt, which is not there") ||
+		rep.Problems[1].File != proj+"/S/tool-results/dir.txt" || !strings.Contains(rep.Problems[1].Reason, "not a regular file (a directory)") {
 		t.Fatalf("problems: %+v", rep.Problems)
 	}
 	if _, err := fsys.Stat(filepath.Join(proj, "secret")); err == nil {

@@ -212,6 +212,9 @@ func printImport(e *Env, out importJSON) {
 	if n := rep.ToolResultsMissing; n > 0 {
 		fmt.Fprintf(w, "%d tool output(s) the lines name are not in their tool-results/ directory (deleted, or not copied with the transcripts): only the preview in the line is kept\n", n)
 	}
+	if n := rep.BackupsMissing; n > 0 {
+		fmt.Fprintf(w, "%d file backup(s) the lines name are not in Claude Code's file-history/ directory (deleted, or not copied with the transcripts): `rook session diff` leaves their files' changes out\n", n)
+	}
 	if n := len(rep.ZstBeside); n > 0 {
 		fmt.Fprintf(w, "%d .zst rollout(s) left out: the plain file beside each is the same rollout, and was read (Codex compressing it, or writing it back to resume it)\n", n)
 	}

@@ -179,6 +179,11 @@ type importJSON struct {
 	DiskAfter  *int64 `json:"disk_after"`
 }
 
+// sideLate says what to do with side files put back after their lines
+// were imported: an import takes them with the lines that name them, and
+// importing an unchanged transcript again reads no line.
+const sideLate = "; put there later, they are not taken in by importing again: `rook session rm` the session and import it again"
+
 func printImport(e *Env, out importJSON) {
 	rep := out.ImportReport
 	w := e.Stdout
@@ -210,10 +215,10 @@ func printImport(e *Env, out importJSON) {
 		fmt.Fprintf(w, "%d tool output(s) taken in whole from Claude Code's tool-results/ files\n", rep.ToolResults)
 	}
 	if n := rep.ToolResultsMissing; n > 0 {
-		fmt.Fprintf(w, "%d tool output(s) the lines name are not in their tool-results/ directory (deleted, or not copied with the transcripts): only the preview in the line is kept\n", n)
+		fmt.Fprintf(w, "%d tool output(s) the lines name are not in their tool-results/ directory (deleted, or not copied with the transcripts): only the preview in the line is kept%s\n", n, sideLate)
 	}
 	if n := rep.BackupsMissing; n > 0 {
-		fmt.Fprintf(w, "%d file backup(s) the lines name are not in Claude Code's file-history/ directory (deleted, or not copied with the transcripts): `rook session diff` leaves their files' changes out\n", n)
+		fmt.Fprintf(w, "%d file backup(s) the lines name are not in Claude Code's file-history/ directory (deleted, or not copied with the transcripts): `rook session diff` leaves their files' changes out%s\n", n, sideLate)
 	}
 	if n := len(rep.ZstBeside); n > 0 {
 		fmt.Fprintf(w, "%d .zst rollout(s) left out: the plain file beside each is the same rollout, and was read (Codex compressing it, or writing it back to resume it)\n", n)

@@ -78,13 +78,24 @@ func (s *MCPServer) Transport() string {
 	return "http"
 }
 
-// Shown is s as rook shows it: a password in its URL replaced by "xxxxx"
-// (the saved setup keeps it, to connect).
+// Shown is s as rook shows it: the user information of its URL and the
+// values of its headers replaced by "xxxxx" (the saved setup keeps them, to
+// connect). Header values are hidden whatever their names: Authorization
+// and X-Api-Key are the usual ones, but any header may carry a credential.
 func (s *MCPServer) Shown() *MCPServer {
 	c := *s
 	c.Spec.URL = mcpclient.RedactURL(s.Spec.URL)
+	if s.Spec.Headers != nil {
+		c.Spec.Headers = make(map[string]string, len(s.Spec.Headers))
+		for k := range s.Spec.Headers {
+			c.Spec.Headers[k] = Redacted
+		}
+	}
 	return &c
 }
+
+// Redacted stands for a credential rook keeps but does not show.
+const Redacted = "xxxxx"
 
 // ToolsOn counts the tools switched on (missing ones not counted).
 func (s *MCPServer) ToolsOn() int {

@@ -176,7 +176,8 @@ func TestMCPSyncRules(t *testing.T) {
 }
 
 // TestMCPURLCredentials: a password in a server's URL is kept to connect
-// (sent as Basic auth, at add and at every sync) and shown as xxxxx.
+// (sent as Basic auth, at add and at every sync) and shown as xxxxx, with
+// the user; so are the values of its headers.
 func TestMCPURLCredentials(t *testing.T) {
 	fake := &fakeMCP{}
 	srv := httptest.NewServer(fake)
@@ -185,7 +186,7 @@ func TestMCPURLCredentials(t *testing.T) {
 	ctx := context.Background()
 	fake.setTools("search")
 	u := strings.Replace(srv.URL, "http://", "http://alice:s3cret@", 1)
-	if _, _, err := r.MCPAdd(ctx, MCPAddOptions{Spec: mcpclient.Spec{Name: "web", URL: u}, Client: mcpOpts()}); err != nil {
+	if _, _, err := r.MCPAdd(ctx, MCPAddOptions{Spec: mcpclient.Spec{Name: "web", URL: u, Headers: map[string]string{"X-Api-Key": "k3y-s3cret"}}, Client: mcpOpts()}); err != nil {
 		t.Fatal(err)
 	}
 	fake.auth = nil
@@ -198,15 +199,18 @@ func TestMCPURLCredentials(t *testing.T) {
 		t.Fatalf("sync sent Authorization %q, want %q", fake.auth, basic)
 	}
 	shown := s.Shown()
-	if want := strings.Replace(srv.URL, "http://", "http://alice:xxxxx@", 1); shown.Spec.URL != want {
+	if want := strings.Replace(srv.URL, "http://", "http://xxxxx@", 1); shown.Spec.URL != want {
 		t.Fatalf("shown URL %q, want %q", shown.Spec.URL, want)
 	}
-	if s.Spec.URL != u {
-		t.Fatalf("Shown changed the server's own URL to %q", s.Spec.URL)
+	if s.Spec.URL != u || s.Spec.Headers["X-Api-Key"] != "k3y-s3cret" {
+		t.Fatalf("Shown changed the server's own setup: %q %v", s.Spec.URL, s.Spec.Headers)
+	}
+	if shown.Spec.Headers["X-Api-Key"] != "xxxxx" || len(shown.Spec.Headers) != 1 {
+		t.Fatalf("shown headers %v, want the name with xxxxx", shown.Spec.Headers)
 	}
 	b, _ := json.Marshal(shown)
-	if strings.Contains(string(b), "s3cret") {
-		t.Fatalf("shown server has the password: %s", b)
+	if strings.Contains(string(b), "s3cret") || strings.Contains(string(b), "alice") {
+		t.Fatalf("shown server has the credentials: %s", b)
 	}
 }
 

@@ -111,6 +111,23 @@ func TestHTTPStatusFailures(t *testing.T) {
 	}
 }
 
+// TestURLUserRedacted: a token given as a URL's user is sent (Basic auth)
+// and, like a password, not shown when the server writes it back.
+func TestURLUserRedacted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, _, _ := r.BasicAuth()
+		http.Error(w, "boom: you are "+user, http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	u := strings.Replace(srv.URL, "http://", "http://t0ken-s3cret@", 1)
+	_, err := Connect(context.Background(), Spec{URL: u + "/mcp"}, testOptions())
+	f := wantFailure(t, err, ProtocolError)
+	wantContains(t, f.Msg, "boom: you are [redacted]")
+	if strings.Contains(f.Msg, "s3cret") {
+		t.Fatalf("message %q", f.Msg)
+	}
+}
+
 func TestUnreachable(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -274,17 +291,20 @@ func TestStdioServerGetsNoSecrets(t *testing.T) {
 	}
 }
 
-// TestRedactURL: a URL's password is never shown, whether or not the URL
-// parses; the rest of it is.
+// TestRedactURL: a URL's user information (a password, or a token given
+// as the user) is never shown, whether or not the URL parses; the rest of
+// it is.
 func TestRedactURL(t *testing.T) {
 	for in, want := range map[string]string{
-		"https://alice:s3cret@mcp.example.com/mcp": "https://alice:xxxxx@mcp.example.com/mcp",
-		"http://alice:@127.0.0.1:8080/x?y=1":       "http://alice:xxxxx@127.0.0.1:8080/x?y=1",
+		"https://alice:s3cret@mcp.example.com/mcp": "https://xxxxx@mcp.example.com/mcp",
+		"http://alice:@127.0.0.1:8080/x?y=1":       "http://xxxxx@127.0.0.1:8080/x?y=1",
 		"https://mcp.example.com/mcp":              "https://mcp.example.com/mcp",
-		"https://token@mcp.example.com/mcp":        "https://token@mcp.example.com/mcp",
-		"ftp://bob:pw@h/x":                         "ftp://bob:xxxxx@h/x",
+		"https://t0ken@mcp.example.com/mcp":        "https://xxxxx@mcp.example.com/mcp",
+		"https://:pw@mcp.example.com/mcp":          "https://xxxxx@mcp.example.com/mcp",
+		"ftp://bob:pw@h/x":                         "ftp://xxxxx@h/x",
 		// Not a URL url.Parse takes (a space in the host): still no password.
-		"https://bob:p@ss w@h x/y": "https://bob:xxxxx@h x/y",
+		"https://bob:p@ss w@h x/y": "https://xxxxx@h x/y",
+		"https://t0ken@h x/y":      "https://xxxxx@h x/y",
 		"https://h x/a:b@c":        "https://h x/a:b@c",
 		"not a url":                "not a url",
 	} {

@@ -49,9 +49,12 @@ func newHTTPTransport(s Spec, o Options, lim Limits, handle func(*message) *mess
 	}
 	t := &httpTransport{url: u, headers: http.Header{}, handle: handle, maxMsg: lim.MaxMessageBytes}
 	// A password in the URL is sent (Basic auth): a server that echoes it
-	// back does not get it shown.
+	// back does not get it shown. Without a password the user is the
+	// credential (https://TOKEN@host).
 	if pw, ok := u.User.Password(); ok {
 		t.secret(pw)
+	} else if u.User != nil {
+		t.secret(u.User.Username())
 	}
 	for k, v := range s.Headers {
 		t.headers.Set(k, v)

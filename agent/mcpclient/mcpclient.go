@@ -57,18 +57,19 @@ type Spec struct {
 	Env     map[string]string `json:"env,omitempty"`     // added to this process's environment
 }
 
-// RedactURL is raw with the password of its user information replaced by
-// "xxxxx" (as url.URL.Redacted does), for showing a server's URL: a URL
-// may carry a credential (https://user:secret@host/mcp), which is kept to
-// connect but never printed. Text that does not parse as a URL has what
-// follows the first ':' of its user information (before an '@' ahead of
-// the first '/', '?' or '#' after "://") replaced all the same.
+// RedactURL is raw with its user information, user and password alike,
+// replaced by "xxxxx", for showing a server's URL: a URL may carry a
+// credential (https://user:secret@host/mcp, or a token as the user,
+// https://TOKEN@host/mcp), which is kept to connect but never printed.
+// Text that does not parse as a URL has what comes before an '@' ahead of
+// the first '/', '?' or '#' after "://" replaced all the same.
 func RedactURL(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
-		if _, ok := u.User.Password(); ok {
-			return u.Redacted()
+		if u.User == nil {
+			return raw
 		}
-		return raw
+		u.User = url.User("xxxxx")
+		return u.String()
 	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
@@ -82,11 +83,7 @@ func RedactURL(raw string) string {
 	if at < 0 {
 		return raw
 	}
-	user, _, ok := strings.Cut(authority[:at], ":")
-	if !ok {
-		return raw
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
+	return scheme + "://xxxxx" + rest[at:]
 }
 
 // Limits bound what one server can make us do. A zero field takes its

@@ -21,7 +21,8 @@ import (
 type McpAddCmd struct {
 	Name      string        `arg:"" help:"A name to call the server by (lowercase letters, digits, . _ -)."`
 	URL       string        `name:"url" help:"The server's streamable HTTP endpoint." xor:"transport" placeholder:"URL"`
-	Header    []string      `help:"An HTTP header to send, K=V (repeatable)." placeholder:"K=V"`
+	Header    []string      `help:"An HTTP header to send, K=V (repeatable); its value is saved as given, so a credential is refused: use --header-env." placeholder:"K=V"`
+	HeaderEnv []string      `name:"header-env" help:"An HTTP header to send with the value of an environment variable, K=VAR (repeatable; its name is stored, never the value)." placeholder:"K=VAR"`
 	BearerEnv nonEmpty      `name:"bearer-env" help:"Send 'Authorization: Bearer' with the value of this environment variable (its name is stored, never the value)." placeholder:"VAR"`
 	Command   string        `help:"Run the server as a program speaking MCP on stdio." xor:"transport" placeholder:"CMD"`
 	Arg       []string      `help:"An argument for --command (repeatable)." placeholder:"A"`
@@ -90,6 +91,20 @@ func splitKV(kvs []string, what string) (map[string]string, error) {
 	return out, nil
 }
 
+// credentialHeader says whether a header's name marks it as carrying a
+// credential (Authorization, Cookie, X-Api-Key, X-Auth-Token...), whose
+// value must not be saved as given. A header with a credential under
+// another name is still never shown (agent.MCPServer.Shown).
+func credentialHeader(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"auth", "key", "token", "secret", "pass", "cookie", "credential"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // clientOptions bounds a command's talk with a server: discovery by the
 // store's [mcp.discovery] settings, and everything by --timeout when given
 // (the connection, the discovery and the call alike).
@@ -143,6 +158,12 @@ func (c *McpAddCmd) Run(e *Env) error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return usageErr("--url %s: give an http:// or https:// address with a host", mcpclient.RedactURL(c.URL))
 		}
+		// The setup is saved as an event of the server's session, in the
+		// store for as long as the session is: a credential in it would be
+		// printed by `rook session show` and `rook store cat`.
+		if u.User != nil {
+			return usageErr("--url %s: a user or password in the address would be saved as given in the server's session; give a token by --bearer-env VAR, or any header by --header-env K=VAR (Authorization=VAR, VAR holding \"Basic ...\", for a user and password)", mcpclient.RedactURL(c.URL))
+		}
 	}
 	if c.MaxTools < 1 || c.MaxTools > 1000 {
 		return usageErr("--max-tools %d: give 1 to 1000", c.MaxTools)
@@ -153,12 +174,36 @@ func (c *McpAddCmd) Run(e *Env) error {
 	if c.URL != "" && (len(c.Arg) > 0 || len(c.Env) > 0) {
 		return usageErr("--arg and --env go with --command, not --url")
 	}
-	if c.Command != "" && (len(c.Header) > 0 || c.BearerEnv != "") {
-		return usageErr("--header and --bearer-env go with --url, not --command")
+	if c.Command != "" && (len(c.Header) > 0 || len(c.HeaderEnv) > 0 || c.BearerEnv != "") {
+		return usageErr("--header, --header-env and --bearer-env go with --url, not --command")
 	}
 	headers, err := splitKV(c.Header, "--header")
 	if err != nil {
 		return err
+	}
+	for k := range headers {
+		if credentialHeader(k) {
+			return usageErr("--header %s: its value would be saved as given in the server's session, and the name says it is a credential; give it by --header-env %s=VAR (the variable's name is saved, never its value)", k, k)
+		}
+	}
+	headerEnv, err := splitKV(c.HeaderEnv, "--header-env")
+	if err != nil {
+		return err
+	}
+	for k, v := range headerEnv {
+		switch _, dup := headers[k]; {
+		case v == "":
+			return usageErr("--header-env %s=: give the name of the variable holding the value", k)
+		case dup:
+			return usageErr("--header %s is given twice, by --header and --header-env", k)
+		case c.BearerEnv != "" && strings.EqualFold(k, "Authorization"):
+			return usageErr("--header-env %s and --bearer-env both set Authorization: give one", k)
+		case os.Getenv(v) == "" && !c.Offline:
+			return usageErr("--header-env %s=%s: that variable is empty here", k, v)
+		}
+	}
+	if len(headerEnv) == 0 {
+		headerEnv = nil
 	}
 	env, err := splitKV(c.Env, "--env")
 	if err != nil {
@@ -167,7 +212,7 @@ func (c *McpAddCmd) Run(e *Env) error {
 	if c.BearerEnv != "" && os.Getenv(string(c.BearerEnv)) == "" && !c.Offline {
 		return usageErr("--bearer-env %s: that variable is empty here", c.BearerEnv)
 	}
-	spec := mcpclient.Spec{Name: c.Name, URL: c.URL, Headers: headers, BearerEnv: string(c.BearerEnv), Command: c.Command, Args: c.Arg, Env: env}
+	spec := mcpclient.Spec{Name: c.Name, URL: c.URL, Headers: headers, BearerEnv: string(c.BearerEnv), HeaderEnv: headerEnv, Command: c.Command, Args: c.Arg, Env: env}
 	return e.write(func(r *agent.Rook) error {
 		co, err := clientOptions(r, e, c.Timeout)
 		if err != nil {

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -57,6 +59,14 @@ func newHTTPTransport(s Spec, o Options, lim Limits, handle func(*message) *mess
 		t.secret(u.User.Username())
 	}
 	for k, v := range s.Headers {
+		t.headers.Set(k, v)
+		t.secret(v)
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.HeaderEnv)) {
+		v := strings.TrimSpace(o.Getenv(s.HeaderEnv[k]))
+		if v == "" {
+			return nil, &Failure{Kind: NeedsCredential, Msg: fmt.Sprintf("the variable %s for header %s is not set; set it, or add the server again with another (`rook mcp rm`, `rook mcp add`)", s.HeaderEnv[k], k)}
+		}
 		t.headers.Set(k, v)
 		t.secret(v)
 	}

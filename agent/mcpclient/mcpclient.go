@@ -51,6 +51,10 @@ type Spec struct {
 	// value is read (through Options.Getenv) at connect time and sent as
 	// "Authorization: Bearer ..."; it is never stored.
 	BearerEnv string `json:"bearer_env,omitempty"`
+	// HeaderEnv maps a header to the environment variable holding its
+	// value (an API key: X-Api-Key, Authorization...), read like BearerEnv
+	// at connect time; only the variable's name is stored.
+	HeaderEnv map[string]string `json:"header_env,omitempty"`
 
 	Command string            `json:"command,omitempty"` // the program
 	Args    []string          `json:"args,omitempty"`    // its arguments
@@ -153,7 +157,7 @@ type Options struct {
 	// ProtocolVersion is asked for at initialize; default
 	// DefaultProtocolVersion. It must be one of ProtocolVersions.
 	ProtocolVersion string
-	// Getenv reads BearerEnv; default os.Getenv.
+	// Getenv reads BearerEnv and HeaderEnv; default os.Getenv.
 	Getenv func(string) string
 	// Stderr receives a stdio server's stderr; nil discards it.
 	Stderr io.Writer

@@ -131,6 +131,26 @@ func TestURLUserRedacted(t *testing.T) {
 	}
 }
 
+// TestURLUserNotInNetErrors: when the connection fails, the error names
+// the server's URL without its user information (a token as the user is
+// not hidden by net/http, which only hides a password).
+func TestURLUserNotInNetErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			c.Close() // no answer at all: the client sees EOF
+		}
+	}))
+	defer srv.Close()
+	for _, user := range []string{"t0ken-s3cret", "alice:s3cret"} {
+		u := strings.Replace(srv.URL, "http://", "http://"+user+"@", 1)
+		_, err := Connect(context.Background(), Spec{URL: u + "/mcp"}, testOptions())
+		if err == nil || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "alice") {
+			t.Fatalf("%s: error %v", user, err)
+		}
+	}
+}
+
 func TestUnreachable(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,6 +78,19 @@ func newHTTPTransport(s Spec, o Options, lim Limits, handle func(*message) *mess
 		}
 		t.headers.Set("Authorization", "Bearer "+tok)
 		t.secret(tok)
+	}
+	// The URL's user information is sent as Basic auth, as net/http would
+	// (unless an Authorization header is set), and kept out of the URL the
+	// requests go to: net/http names that URL in its errors, with a token
+	// given as the user in full.
+	if u.User != nil {
+		if t.headers.Get("Authorization") == "" {
+			pw, _ := u.User.Password()
+			basic := base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + pw))
+			t.headers.Set("Authorization", "Basic "+basic)
+			t.secret(basic)
+		}
+		u.User = nil
 	}
 	t.sentAuth = t.headers.Get("Authorization") != ""
 	tr := http.DefaultTransport.(*http.Transport).Clone()

@@ -79,19 +79,28 @@ func (s *MCPServer) Transport() string {
 }
 
 // Shown is s as rook shows it: the user information of its URL and the
-// values of its headers replaced by "xxxxx" (the saved setup keeps them, to
-// connect). Header values are hidden whatever their names: Authorization
-// and X-Api-Key are the usual ones, but any header may carry a credential.
+// values of its headers and of its program's environment replaced by
+// "xxxxx" (the saved setup keeps them, to connect). Values are hidden
+// whatever their names: Authorization, X-Api-Key and GITHUB_TOKEN are the
+// usual ones, but any header or variable may carry a credential.
 func (s *MCPServer) Shown() *MCPServer {
 	c := *s
 	c.Spec.URL = mcpclient.RedactURL(s.Spec.URL)
-	if s.Spec.Headers != nil {
-		c.Spec.Headers = make(map[string]string, len(s.Spec.Headers))
-		for k := range s.Spec.Headers {
-			c.Spec.Headers[k] = Redacted
-		}
-	}
+	c.Spec.Headers = redactValues(s.Spec.Headers)
+	c.Spec.Env = redactValues(s.Spec.Env)
 	return &c
+}
+
+// redactValues is m with every value Redacted (nil stays nil).
+func redactValues(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k := range m {
+		out[k] = Redacted
+	}
+	return out
 }
 
 // Redacted stands for a credential rook keeps but does not show.

@@ -208,6 +208,10 @@ func TestMCPURLCredentials(t *testing.T) {
 	if shown.Spec.Headers["X-Api-Key"] != "xxxxx" || len(shown.Spec.Headers) != 1 {
 		t.Fatalf("shown headers %v, want the name with xxxxx", shown.Spec.Headers)
 	}
+	stdio := (&MCPServer{Spec: mcpclient.Spec{Command: "srv", Env: map[string]string{"GITHUB_TOKEN": "ghp-s3cret"}}}).Shown()
+	if stdio.Spec.Env["GITHUB_TOKEN"] != "xxxxx" || len(stdio.Spec.Env) != 1 {
+		t.Fatalf("shown env %v, want the name with xxxxx", stdio.Spec.Env)
+	}
 	b, _ := json.Marshal(shown)
 	if strings.Contains(string(b), "s3cret") || strings.Contains(string(b), "alice") {
 		t.Fatalf("shown server has the credentials: %s", b)

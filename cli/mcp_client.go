@@ -26,7 +26,8 @@ type McpAddCmd struct {
 	BearerEnv nonEmpty      `name:"bearer-env" help:"Send 'Authorization: Bearer' with the value of this environment variable (its name is stored, never the value)." placeholder:"VAR"`
 	Command   string        `help:"Run the server as a program speaking MCP on stdio." xor:"transport" placeholder:"CMD"`
 	Arg       []string      `help:"An argument for --command (repeatable)." placeholder:"A"`
-	Env       []string      `help:"An environment variable for --command, K=V (repeatable)." placeholder:"K=V"`
+	Env       []string      `help:"An environment variable for --command, K=V (repeatable); its value is saved as given, so a credential is refused: use --env-from." placeholder:"K=V"`
+	EnvFrom   []string      `name:"env-from" help:"An environment variable for --command with the value of one of rook's, K=VAR (repeatable; its name is stored, never the value)." placeholder:"K=VAR"`
 	Offline   bool          `help:"Save the server without connecting to it now."`
 	MaxTools  int           `name:"max-tools" help:"How many of its tools may be on at once." default:"16"`
 	Timeout   time.Duration `help:"How long discovery may take (default: config.toml's [mcp.discovery] timeout, else 30s)." placeholder:"D"`
@@ -91,11 +92,12 @@ func splitKV(kvs []string, what string) (map[string]string, error) {
 	return out, nil
 }
 
-// credentialHeader says whether a header's name marks it as carrying a
-// credential (Authorization, Cookie, X-Api-Key, X-Auth-Token...), whose
-// value must not be saved as given. A header with a credential under
-// another name is still never shown (agent.MCPServer.Shown).
-func credentialHeader(name string) bool {
+// credentialName says whether a header's or an environment variable's
+// name marks it as carrying a credential (Authorization, Cookie, X-Api-Key,
+// X-Auth-Token, GITHUB_TOKEN...), whose value must not be saved as given.
+// A credential under another name is still never shown
+// (agent.MCPServer.Shown).
+func credentialName(name string) bool {
 	n := strings.ToLower(name)
 	for _, w := range []string{"auth", "key", "token", "secret", "pass", "cookie", "credential"} {
 		if strings.Contains(n, w) {
@@ -171,8 +173,8 @@ func (c *McpAddCmd) Run(e *Env) error {
 	if c.Timeout < 0 {
 		return usageErr("--timeout must not be negative (none or 0: config.toml's [mcp.discovery] timeout, else 30s)")
 	}
-	if c.URL != "" && (len(c.Arg) > 0 || len(c.Env) > 0) {
-		return usageErr("--arg and --env go with --command, not --url")
+	if c.URL != "" && (len(c.Arg) > 0 || len(c.Env) > 0 || len(c.EnvFrom) > 0) {
+		return usageErr("--arg, --env and --env-from go with --command, not --url")
 	}
 	if c.Command != "" && (len(c.Header) > 0 || len(c.HeaderEnv) > 0 || c.BearerEnv != "") {
 		return usageErr("--header, --header-env and --bearer-env go with --url, not --command")
@@ -182,7 +184,7 @@ func (c *McpAddCmd) Run(e *Env) error {
 		return err
 	}
 	for k := range headers {
-		if credentialHeader(k) {
+		if credentialName(k) {
 			return usageErr("--header %s: its value would be saved as given in the server's session, and the name says it is a credential; give it by --header-env %s=VAR (the variable's name is saved, never its value)", k, k)
 		}
 	}
@@ -209,10 +211,32 @@ func (c *McpAddCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
+	for k := range env {
+		if credentialName(k) {
+			return usageErr("--env %s: its value would be saved as given in the server's session, and the name says it is a credential; give it by --env-from %s=VAR (the variable's name is saved, never its value)", k, k)
+		}
+	}
+	envFrom, err := splitKV(c.EnvFrom, "--env-from")
+	if err != nil {
+		return err
+	}
+	for k, v := range envFrom {
+		switch _, dup := env[k]; {
+		case v == "":
+			return usageErr("--env-from %s=: give the name of the variable holding the value", k)
+		case dup:
+			return usageErr("--env %s is given twice, by --env and --env-from", k)
+		case os.Getenv(v) == "" && !c.Offline:
+			return usageErr("--env-from %s=%s: that variable is empty here", k, v)
+		}
+	}
+	if len(envFrom) == 0 {
+		envFrom = nil
+	}
 	if c.BearerEnv != "" && os.Getenv(string(c.BearerEnv)) == "" && !c.Offline {
 		return usageErr("--bearer-env %s: that variable is empty here", c.BearerEnv)
 	}
-	spec := mcpclient.Spec{Name: c.Name, URL: c.URL, Headers: headers, BearerEnv: string(c.BearerEnv), HeaderEnv: headerEnv, Command: c.Command, Args: c.Arg, Env: env}
+	spec := mcpclient.Spec{Name: c.Name, URL: c.URL, Headers: headers, BearerEnv: string(c.BearerEnv), HeaderEnv: headerEnv, Command: c.Command, Args: c.Arg, Env: env, EnvFrom: envFrom}
 	return e.write(func(r *agent.Rook) error {
 		co, err := clientOptions(r, e, c.Timeout)
 		if err != nil {

@@ -336,3 +336,23 @@ func TestRedactURL(t *testing.T) {
 		}
 	}
 }
+
+// TestStdioEnvFrom: a variable given by EnvFrom reaches the program with
+// the value of ours it names, read when it starts; ours unset, the program
+// is not started and the failure names it.
+func TestStdioEnvFrom(t *testing.T) {
+	spec := FakeSpec("fake", fakeEnv, FakeConfig{})
+	cfg := spec.Env[fakeEnv]
+	delete(spec.Env, fakeEnv)
+	spec.EnvFrom = map[string]string{fakeEnv: "MY_FAKE_CONFIG"}
+	o := testOptions()
+	o.Getenv = func(k string) string { return map[string]string{"MY_FAKE_CONFIG": cfg}[k] }
+	c := connect(t, spec, o)
+	if _, err := c.Tools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	o.Getenv = func(string) string { return "" }
+	_, err := Connect(context.Background(), spec, o)
+	wantContains(t, wantFailure(t, err, NeedsCredential).Msg, "the variable MY_FAKE_CONFIG for the server's "+fakeEnv+" is not set")
+}

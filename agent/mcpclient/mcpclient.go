@@ -59,6 +59,10 @@ type Spec struct {
 	Command string            `json:"command,omitempty"` // the program
 	Args    []string          `json:"args,omitempty"`    // its arguments
 	Env     map[string]string `json:"env,omitempty"`     // added to this process's environment
+	// EnvFrom maps a variable of the program's environment to one of ours
+	// holding its value (an API key), read when the program starts; only
+	// our variable's name is stored.
+	EnvFrom map[string]string `json:"env_from,omitempty"`
 }
 
 // RedactURL is raw with its user information, user and password alike,
@@ -157,7 +161,7 @@ type Options struct {
 	// ProtocolVersion is asked for at initialize; default
 	// DefaultProtocolVersion. It must be one of ProtocolVersions.
 	ProtocolVersion string
-	// Getenv reads BearerEnv and HeaderEnv; default os.Getenv.
+	// Getenv reads BearerEnv, HeaderEnv and EnvFrom; default os.Getenv.
 	Getenv func(string) string
 	// Stderr receives a stdio server's stderr; nil discards it.
 	Stderr io.Writer

@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -62,6 +64,13 @@ func startStdio(s Spec, o Options, lim Limits, handle func(*message) *message) (
 	slices.Sort(keys)
 	for _, k := range keys {
 		cmd.Env = append(cmd.Env, k+"="+s.Env[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.EnvFrom)) {
+		v := o.Getenv(s.EnvFrom[k])
+		if v == "" {
+			return nil, &Failure{Kind: NeedsCredential, Msg: fmt.Sprintf("the variable %s for the server's %s is not set; set it, or add the server again with another (`rook mcp rm`, `rook mcp add`)", s.EnvFrom[k], k)}
+		}
+		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	inR, inW, err := os.Pipe()
 	if err != nil {

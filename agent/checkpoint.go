@@ -179,7 +179,13 @@ func (r *Rook) RemoveCheckpoints(names []string) ([]CheckpointRef, error) {
 			continue
 		}
 		last := lines[len(lines)-1]
-		out = append(out, CheckpointRef{Name: name, ID: last.id, IDHex: hex.EncodeToString(last.id[:]), Created: last.at, Versions: len(lines)})
+		ref := CheckpointRef{Name: name, ID: last.id, IDHex: hex.EncodeToString(last.id[:]), Created: last.at, Versions: len(lines)}
+		// What it held, as ls shows it: left zero (not a failure) when the
+		// snapshot does not read, since rm is how such a ref is got rid of.
+		if m, err := r.ReadManifest(last.id); err == nil {
+			ref.Files, ref.Bytes, ref.Root = len(m.Files), m.TotalBytes, m.Root
+		}
+		out = append(out, ref)
 	}
 	for _, ref := range out {
 		if err := r.fs.Remove(r.checkpointPath(ref.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {

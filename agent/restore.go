@@ -125,7 +125,7 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			c.data = data
 			fi, err := os.Lstat(abs)
 			if err == nil && fi.IsDir() {
-				return nil, fmt.Errorf("cannot restore %s: a directory is there now", c.Path)
+				return nil, fmt.Errorf("cannot restore %s: a directory is there now (a restore puts files back, not directory trees): move it aside and run this again", c.Path)
 			}
 			if c.transcript && err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 				// The edit wrote through the link: its result says what
@@ -187,12 +187,15 @@ func writableDir(dir string) error {
 		fi, err := os.Stat(dir)
 		if err == nil {
 			if !fi.IsDir() {
-				return fmt.Errorf("%s is not a directory", dir)
+				// A tool replaced the directory by a file: say what to do,
+				// as the restore will not remove it.
+				return fmt.Errorf("%s is a file now where a directory must be: move it aside and run this again", dir)
 			}
 			return accessWrite(dir)
 		}
 		parent := filepath.Dir(dir)
-		if !errors.Is(err, fs.ErrNotExist) || parent == dir {
+		// ENOTDIR: a file further up is in the way; find it, to name it.
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) || parent == dir {
 			return err
 		}
 		dir = parent

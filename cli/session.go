@@ -428,6 +428,11 @@ func parseJSONLine(text []byte) (agent.Entry, error) {
 	if err := dec.Decode(&j); err != nil {
 		return agent.Entry{}, fmt.Errorf("not a JSON event: %v", err)
 	}
+	// One object a line: a second one after it (two lines joined) was
+	// dropped without a word.
+	if _, err := dec.Token(); err != io.EOF {
+		return agent.Entry{}, errors.New("not a JSON event: more after the object: give one JSON object a line")
+	}
 	kind, err := eventlog.ParseKind(j.Kind)
 	if err != nil {
 		return agent.Entry{}, err

@@ -103,3 +103,48 @@ func TestAppendJSONLInterruptedSaysWhatIsIn(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 }
+
+// An append --jsonl stopped part way names the bad lines it had read, as
+// its end would have: the stop said only how many lines were in, and a
+// bad line skipped before it went unreported.
+func TestAppendJSONLInterruptedReportsBadLines(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	var out, errb bytes.Buffer
+	if Main([]string{"--home", home, "-C", ws, "init"}, strings.NewReader(""), &out, &errb) != 0 {
+		t.Fatal(errb.String())
+	}
+	out.Reset()
+	if Main([]string{"--home", home, "-C", ws, "session", "new"}, strings.NewReader(""), &out, &errb) != 0 {
+		t.Fatal(errb.String())
+	}
+	id := strings.TrimSpace(out.String())
+	pr, pw := io.Pipe()
+	var stdout, stderr syncBuffer
+	ended := make(chan int)
+	go func() {
+		ended <- Main([]string{"--home", home, "-C", ws, "session", "append", id, "--jsonl", "-"}, pr, &stdout, &stderr)
+	}()
+	fmt.Fprintln(pw, `{"kind":"user","body":"first"}`)
+	fmt.Fprintln(pw, `{"kind":"bogus"}`)
+	for i := 0; i < 300; i++ {
+		fmt.Fprintf(pw, `{"kind":"user","body":"line %d"}`+"\n", i)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for strings.Count(stdout.String(), "\n") < 256 {
+		if time.Now().After(deadline) {
+			t.Fatalf("seqs not printed at the barrier: %q", stdout.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	exit = func(int) {}
+	t.Cleanup(func() { exit = os.Exit })
+	var said bytes.Buffer
+	interrupted(syscall.SIGTERM, &said)
+	want := "rook: line 2: unknown event kind \"bogus\": use one of user, assistant, reasoning, tool-call, tool-result, skill, checkpoint, compaction, error, note\n" +
+		"rook: append --jsonl stopped: 256 line(s) are in for sure (through line 257, #0 on); lines after may be too: run it again with --at 0 to append the rest, each once\n"
+	if stderr.String() != want {
+		t.Fatalf("stopped, said %q; want %q", stderr.String(), want)
+	}
+	pw.Close()
+	<-ended
+}

@@ -270,9 +270,20 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 	stopped := onInterrupt(func() {
 		mu.Lock()
 		defer mu.Unlock()
+		// The bad lines so far, reported at the end otherwise: the stop
+		// must not leave them unsaid.
+		for _, b := range bads {
+			fmt.Fprintf(e.Stderr, "rook: line %d: %s\n", b.Line, b.Error)
+		}
 		fmt.Fprintf(e.Stderr, "rook: append --jsonl stopped: %d line(s) are in for sure (through line %d, #%d on); lines after may be too: run it again with --at %d to append the rest, each once\n", safe, through, first, first)
 	})
 	defer stopped()
+	// addBad records a bad line, under mu: a stop reads bads.
+	addBad := func(line int, msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		bads = append(bads, bad{line, msg})
+	}
 	// durable prints the seqs of the lines appended so far, all durable.
 	durable := func() {
 		mu.Lock()
@@ -295,7 +306,7 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 	for mismatch == nil {
 		raw, long, rerr := readJSONLLine(br, maxJSONLLine)
 		if rerr != nil && rerr != io.EOF {
-			bads = append(bads, bad{line + 1, rerr.Error()})
+			addBad(line+1, rerr.Error())
 			break
 		}
 		if rerr == io.EOF && len(raw) == 0 && !long {
@@ -305,7 +316,7 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		text := bytes.TrimSpace(raw)
 		switch {
 		case long:
-			bads = append(bads, bad{line, fmt.Sprintf("longer than %s: give a body this large in a body_file", units.Bytes(maxJSONLLine))})
+			addBad(line, fmt.Sprintf("longer than %s: give a body this large in a body_file", units.Bytes(maxJSONLLine)))
 		case len(text) > 0:
 			en, err := parseJSONLine(text)
 			if err == nil && c.At != nil && next < held {
@@ -332,7 +343,7 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 					break
 				}
 			}
-			bads = append(bads, bad{line, err.Error()})
+			addBad(line, err.Error())
 		}
 		if rerr == io.EOF {
 			break

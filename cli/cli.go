@@ -413,6 +413,12 @@ func explain(err error, home string) string {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			if p, aerr := filepath.Abs(pe.Path); aerr == nil && !inDir(home, p) {
+				if pe.Op == "lstat" || pe.Op == "stat" {
+					// A stat needs no permission on the file itself: a
+					// directory on the way to it cannot be searched
+					// (chmod 000 on a workspace directory, say).
+					return fmt.Sprintf("%v: check the permissions of %s and the directories above it", err, filepath.Dir(p))
+				}
 				return fmt.Sprintf("%v: check the permissions of %s", err, p)
 			}
 		}

@@ -90,6 +90,12 @@ func TestExplainPermission(t *testing.T) {
 	if got, want := explain(store, home), "open dictionaries: open /home/u/.rook/dict: permission denied: check the permissions of /home/u/.rook (`rook doctor`)"; got != want {
 		t.Errorf("store's file:\n got %q\nwant %q", got, want)
 	}
+	// A stat refused is a directory above that cannot be searched: the
+	// file's own permissions are not what to check.
+	under := &fs.PathError{Op: "lstat", Path: "/work/src/sub/s.go", Err: fs.ErrPermission}
+	if got, want := explain(under, home), "lstat /work/src/sub/s.go: permission denied: check the permissions of /work/src/sub and the directories above it"; got != want {
+		t.Errorf("a file under a directory that cannot be searched:\n got %q\nwant %q", got, want)
+	}
 	beside := &fs.PathError{Op: "open", Path: "/home/u/.rook-old/x", Err: fs.ErrPermission}
 	if got := explain(beside, home); !strings.HasSuffix(got, "check the permissions of /home/u/.rook-old/x") {
 		t.Errorf("a directory beside the store's is not the store: %q", got)

@@ -104,9 +104,12 @@ vet:
 # -race on the packages that run goroutines; the scripts run the rook
 # binary, which -race would only slow down.
 RACE_PKGS := ./cas/... ./index/... ./internal/... ./eventlog/... ./agent/...
+# agent's crash sweeps take about 6 minutes under -race on 2 idle cores;
+# go test's default 10-minute limit per package failed on a loaded machine.
+TEST_TIMEOUT ?= 30m
 unit:
-	$(GO) test -race -count=1 $(RACE_PKGS)
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /cas -e /index -e /internal/ -e /eventlog -e /agent)
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e /cas -e /index -e /internal/ -e /eventlog -e /agent)
 
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do \

@@ -118,6 +118,18 @@ func (r *Rook) CreateCheckpoint(name, root, sub string, limits Limits) (Checkpoi
 		Files: len(m.Files), Bytes: m.TotalBytes, Root: m.Root}, m, nil
 }
 
+// checkpointRef describes the checkpoint name from its ref's lines: its
+// newest version, and what that held (left zero, not a failure, when the
+// snapshot does not read: ls still lists such a ref, and rm removes it).
+func (r *Rook) checkpointRef(name string, lines []refLine) CheckpointRef {
+	last := lines[len(lines)-1]
+	ref := CheckpointRef{Name: name, ID: last.id, IDHex: hex.EncodeToString(last.id[:]), Created: last.at, Versions: len(lines)}
+	if m, err := r.ReadManifest(last.id); err == nil {
+		ref.Files, ref.Bytes, ref.Root = len(m.Files), m.TotalBytes, m.Root
+	}
+	return ref
+}
+
 // Checkpoints lists the named checkpoints, newest first.
 func (r *Rook) Checkpoints() ([]CheckpointRef, error) {
 	ents, err := r.fs.ReadDir(filepath.Join(r.home, RefsDir, "checkpoints"))
@@ -136,12 +148,7 @@ func (r *Rook) Checkpoints() ([]CheckpointRef, error) {
 		if err != nil {
 			return nil, err
 		}
-		last := lines[len(lines)-1]
-		ref := CheckpointRef{Name: e.Name(), ID: last.id, IDHex: hex.EncodeToString(last.id[:]), Created: last.at, Versions: len(lines)}
-		if m, err := r.ReadManifest(last.id); err == nil {
-			ref.Files, ref.Bytes, ref.Root = len(m.Files), m.TotalBytes, m.Root
-		}
-		out = append(out, ref)
+		out = append(out, r.checkpointRef(e.Name(), lines))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.After(out[j].Created) })
 	return out, nil
@@ -178,14 +185,7 @@ func (r *Rook) RemoveCheckpoints(names []string) ([]CheckpointRef, error) {
 			out = append(out, CheckpointRef{Name: name})
 			continue
 		}
-		last := lines[len(lines)-1]
-		ref := CheckpointRef{Name: name, ID: last.id, IDHex: hex.EncodeToString(last.id[:]), Created: last.at, Versions: len(lines)}
-		// What it held, as ls shows it: left zero (not a failure) when the
-		// snapshot does not read, since rm is how such a ref is got rid of.
-		if m, err := r.ReadManifest(last.id); err == nil {
-			ref.Files, ref.Bytes, ref.Root = len(m.Files), m.TotalBytes, m.Root
-		}
-		out = append(out, ref)
+		out = append(out, r.checkpointRef(name, lines))
 	}
 	for _, ref := range out {
 		if err := r.fs.Remove(r.checkpointPath(ref.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -577,11 +577,13 @@ console.log(s[0].id);
 	rk sess-show-json --json session show "$id"
 	[[ $rc == 0 ]] || { echo "rook --json session show exited $rc"; said "$o"; return 1; }
 	js "$o.out" '
-const i = v.findIndex((e) => e.kind === "tool-call" && e.label === "echo");
-if (i < 0) return "no tool-call event for echo: " + JSON.stringify(v.map((e) => `${e.kind} ${e.label}`));
-const call = JSON.parse(v[i].body);
-if (call.server !== "everything" || call.tool !== "echo" || (call.arguments || {}).message !== a[0]) return "the call event: " + v[i].body;
-const r = v[i + 1];
+const ev = v.events; // a page: {session, events, total, next_from, ...}
+if (!Array.isArray(ev)) return "no events in: " + JSON.stringify(v).slice(0, 200);
+const i = ev.findIndex((e) => e.kind === "tool-call" && e.label === "echo");
+if (i < 0) return "no tool-call event for echo: " + JSON.stringify(ev.map((e) => `${e.kind} ${e.label}`));
+const call = JSON.parse(ev[i].body);
+if (call.server !== "everything" || call.tool !== "echo" || (call.arguments || {}).message !== a[0]) return "the call event: " + ev[i].body;
+const r = ev[i + 1];
 if (!r || r.kind !== "tool-result" || r.label !== "echo") return "the event after the call: " + JSON.stringify(r);
 if (!r.body.includes(JSON.stringify("Echo: " + a[0]))) return "the result event: " + r.body;
 ' "$echo_msg" || { echo "in session $id"; return 1; }

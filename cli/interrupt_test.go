@@ -59,37 +59,9 @@ func (s *syncBuffer) String() string {
 // sure, and the --at that runs it again: a Ctrl-C ends rook at once, and
 // running the same input again appended the lines already in twice.
 func TestAppendJSONLInterruptedSaysWhatIsIn(t *testing.T) {
-	home, ws := t.TempDir(), t.TempDir()
-	var out, errb bytes.Buffer
-	if Main([]string{"--home", home, "-C", ws, "init"}, strings.NewReader(""), &out, &errb) != 0 {
-		t.Fatal(errb.String())
-	}
-	out.Reset()
-	if Main([]string{"--home", home, "-C", ws, "session", "new"}, strings.NewReader(""), &out, &errb) != 0 {
-		t.Fatal(errb.String())
-	}
-	id := strings.TrimSpace(out.String())
-	if Main([]string{"--home", home, "-C", ws, "session", "append", id, "--kind", "user"}, strings.NewReader("first"), &out, &errb) != 0 {
-		t.Fatal(errb.String())
-	}
-	pr, pw := io.Pipe()
-	var stdout, stderr syncBuffer
-	ended := make(chan int)
-	go func() {
-		ended <- Main([]string{"--home", home, "-C", ws, "session", "append", id, "--jsonl", "-"}, pr, &stdout, &stderr)
-	}()
-	for i := 0; i < 300; i++ {
-		fmt.Fprintf(pw, `{"kind":"user","body":"line %d"}`+"\n", i)
-	}
-	// The first barrier (256 events) has made lines 1-256 durable; 257-300
+	// The first barrier (256 events) makes lines 1-256 durable; 257-300
 	// wait for the next, and the input goes on.
-	deadline := time.Now().Add(30 * time.Second)
-	for strings.Count(stdout.String(), "\n") < 256 {
-		if time.Now().After(deadline) {
-			t.Fatalf("seqs not printed at the barrier: %q", stdout.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	stderr, pw, ended := appendJSONLAtBarrier(t, `{"kind":"user","body":"first"}`, nil)
 	exit = func(int) {}
 	t.Cleanup(func() { exit = os.Exit })
 	var said bytes.Buffer
@@ -108,34 +80,7 @@ func TestAppendJSONLInterruptedSaysWhatIsIn(t *testing.T) {
 // its end would have: the stop said only how many lines were in, and a
 // bad line skipped before it went unreported.
 func TestAppendJSONLInterruptedReportsBadLines(t *testing.T) {
-	home, ws := t.TempDir(), t.TempDir()
-	var out, errb bytes.Buffer
-	if Main([]string{"--home", home, "-C", ws, "init"}, strings.NewReader(""), &out, &errb) != 0 {
-		t.Fatal(errb.String())
-	}
-	out.Reset()
-	if Main([]string{"--home", home, "-C", ws, "session", "new"}, strings.NewReader(""), &out, &errb) != 0 {
-		t.Fatal(errb.String())
-	}
-	id := strings.TrimSpace(out.String())
-	pr, pw := io.Pipe()
-	var stdout, stderr syncBuffer
-	ended := make(chan int)
-	go func() {
-		ended <- Main([]string{"--home", home, "-C", ws, "session", "append", id, "--jsonl", "-"}, pr, &stdout, &stderr)
-	}()
-	fmt.Fprintln(pw, `{"kind":"user","body":"first"}`)
-	fmt.Fprintln(pw, `{"kind":"bogus"}`)
-	for i := 0; i < 300; i++ {
-		fmt.Fprintf(pw, `{"kind":"user","body":"line %d"}`+"\n", i)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for strings.Count(stdout.String(), "\n") < 256 {
-		if time.Now().After(deadline) {
-			t.Fatalf("seqs not printed at the barrier: %q", stdout.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	stderr, pw, ended := appendJSONLAtBarrier(t, "", []string{`{"kind":"user","body":"first"}`, `{"kind":"bogus"}`})
 	exit = func(int) {}
 	t.Cleanup(func() { exit = os.Exit })
 	var said bytes.Buffer
@@ -147,4 +92,47 @@ func TestAppendJSONLInterruptedReportsBadLines(t *testing.T) {
 	}
 	pw.Close()
 	<-ended
+}
+
+// appendJSONLAtBarrier starts `rook session append --jsonl -` on a new
+// session (holding one event first, if before is a body), feeds it the
+// lines given and then 300 good ones, and returns once the first barrier
+// (256 events) has printed its seqs: the input stays open.
+func appendJSONLAtBarrier(t *testing.T, before string, lines []string) (*syncBuffer, *io.PipeWriter, chan int) {
+	t.Helper()
+	home, ws := t.TempDir(), t.TempDir()
+	var out, errb bytes.Buffer
+	if Main([]string{"--home", home, "-C", ws, "init"}, strings.NewReader(""), &out, &errb) != 0 {
+		t.Fatal(errb.String())
+	}
+	out.Reset()
+	if Main([]string{"--home", home, "-C", ws, "session", "new"}, strings.NewReader(""), &out, &errb) != 0 {
+		t.Fatal(errb.String())
+	}
+	id := strings.TrimSpace(out.String())
+	if before != "" {
+		if Main([]string{"--home", home, "-C", ws, "session", "append", id, "--jsonl", "-"}, strings.NewReader(before+"\n"), &out, &errb) != 0 {
+			t.Fatal(errb.String())
+		}
+	}
+	pr, pw := io.Pipe()
+	var stdout, stderr syncBuffer
+	ended := make(chan int)
+	go func() {
+		ended <- Main([]string{"--home", home, "-C", ws, "session", "append", id, "--jsonl", "-"}, pr, &stdout, &stderr)
+	}()
+	for _, l := range lines {
+		fmt.Fprintln(pw, l)
+	}
+	for i := 0; i < 300; i++ {
+		fmt.Fprintf(pw, `{"kind":"user","body":"line %d"}`+"\n", i)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for strings.Count(stdout.String(), "\n") < 256 {
+		if time.Now().After(deadline) {
+			t.Fatalf("seqs not printed at the barrier: %q", stdout.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return &stderr, pw, ended
 }

@@ -43,6 +43,13 @@ func (st *firstStates) coveredSince(p string) (uint64, bool) {
 	return best, found
 }
 
+// wasDir says whether the session's captures had d as a directory, reached
+// through no link: d, or a directory above it, captured whole or absent.
+func (st *firstStates) wasDir(d string) bool {
+	_, covered := st.coveredSince(d + "/x")
+	return covered
+}
+
 // existedWhenCovered says whether directory x was there at the first
 // capture that says what x held (of x itself, whole or absent, or of a
 // directory holding it); covered is false when no capture says.

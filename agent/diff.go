@@ -209,6 +209,15 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		// worktree deleted since.)
 		return d, fmt.Errorf("the session's workspace %s is not on this disk (moved, deleted, or on another machine): there is nothing to compare its %d captured file(s) with; `rook session show` reads what it did", root, len(first))
 	}
+	// A directory captured whole that is a link now was replaced by the
+	// link: the link is added in its place (git shows the type change as
+	// the files deleted and the link added), and nothing is compared
+	// through it.
+	for dir := range st.dirs {
+		if _, ok := first[dir]; !ok && linkedDir(real, dir+"/x", st.wasDir) == dir {
+			first[dir] = Change{Path: dir, Remove: true}
+		}
+	}
 	paths := make([]string, 0, len(first))
 	for p := range first {
 		paths = append(paths, p)
@@ -221,7 +230,10 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 			return d, fmt.Errorf("cannot compare %s: %w", p, err)
 		}
 		base, had := first[p].File, !first[p].Remove
-		cur, err := statDisk(real, p)
+		var cur DiskFile // under a link in place of a captured directory: gone
+		if linkedDir(real, p, st.wasDir) == "" {
+			cur, err = statDisk(real, p)
+		}
 		var nr *NotRegularError
 		if errors.As(err, &nr) {
 			// A named pipe (or socket, device) where the session's file

@@ -163,20 +163,36 @@ func underWritten(rel string, written map[string]bool) bool {
 // link leads to (inside the workspace, resolveInRoot allows it), not the
 // directory captured, and leave the link in place.
 func linkAbove(real string, c Change, wasDir func(string) bool) error {
-	for dir := path.Dir(c.Path); dir != "."; dir = path.Dir(dir) {
-		abs := filepath.Join(real, filepath.FromSlash(dir))
-		fi, err := os.Lstat(abs)
-		if err != nil || fi.Mode()&fs.ModeSymlink == 0 || !wasDir(dir) {
-			continue
-		}
-		verb := "restore"
-		if c.Remove {
-			verb = "remove"
-		}
-		t, _ := os.Readlink(abs)
-		return fmt.Errorf("cannot %s %s: %s is a link now (to %s) where the capture had a directory, and rook does not write through it; remove the link (or put the directory back) and run this again", verb, c.Path, dir, t)
+	dir := linkedDir(real, c.Path, wasDir)
+	if dir == "" {
+		return nil
 	}
-	return nil
+	verb := "restore"
+	if c.Remove {
+		verb = "remove"
+	}
+	t, _ := os.Readlink(filepath.Join(real, filepath.FromSlash(dir)))
+	return fmt.Errorf("cannot %s %s: %s is a link now (to %s) where the capture had a directory, and rook does not write through it; remove the link (or put the directory back) and run this again", verb, c.Path, dir, t)
+}
+
+// linkedDir returns the first directory above workspace path rel, from the
+// top, that the capture had (wasDir) and that is a link now; "" if there
+// is none. A link the capture does not say was a directory (one a named
+// path ran through) is followed, as the capture followed it.
+func linkedDir(real, rel string, wasDir func(string) bool) string {
+	parts := strings.Split(rel, "/")
+	dir := ""
+	for _, part := range parts[:len(parts)-1] {
+		dir = path.Join(dir, part)
+		fi, err := os.Lstat(filepath.Join(real, filepath.FromSlash(dir)))
+		if err != nil {
+			return ""
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 && wasDir(dir) {
+			return dir
+		}
+	}
+	return ""
 }
 
 // writableDir checks that dir (or, if it does not exist yet, its nearest

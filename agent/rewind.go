@@ -140,13 +140,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 			if err := workspaceOnDisk(root); err != nil {
 				return rep, fmt.Errorf("%w: nothing changed (put it back where it was; --keep-files rewinds the conversation only)", err)
 			}
-			// What was under a directory captured whole, or under a path
-			// captured absent, was reached through no link.
-			wasDir := func(d string) bool {
-				_, covered := st.coveredSince(d + "/x")
-				return covered
-			}
-			if plan, err = r.planRestore(root, changes, wasDir); err != nil {
+			if plan, err = r.planRestore(root, changes, st.wasDir); err != nil {
 				return rep, fmt.Errorf("%w: nothing changed", err)
 			}
 			if err := plan.pruneDirs(st.Prune); err != nil {

@@ -72,7 +72,13 @@ func (st *firstStates) existedWhenCovered(x string) (existed, covered bool) {
 // manifest cannot hold and the temporary files of restores; it never
 // follows a link. It also finds the directories to prune (st.Prune).
 func (st *firstStates) addedUnderDirs(home string) error {
-	if len(st.dirs) == 0 && len(st.gone) == 0 {
+	files := 0
+	for _, c := range st.First {
+		if !c.Remove {
+			files++
+		}
+	}
+	if len(st.dirs) == 0 && len(st.gone) == 0 && files == 0 {
 		return nil
 	}
 	for p, c := range st.First {
@@ -98,6 +104,22 @@ func (st *firstStates) addedUnderDirs(home string) error {
 			if _, ok := st.coveredSince(d); !ok {
 				tops[d] = true // the others are walked with it
 			}
+		}
+	}
+	// A file captured that is a directory now (a tool swapped them): what
+	// is in it was added too. A rewind removes it all to write the file
+	// back (planRestore's swap).
+	for p, c := range st.First {
+		if c.Remove {
+			continue
+		}
+		if _, covered := st.coveredSince(p); covered {
+			continue // walked with the directory holding it
+		}
+		if isDir, err := dirNow(real, p); err != nil {
+			st.unreadable(p, err)
+		} else if isDir {
+			tops[p] = true
 		}
 	}
 	for _, d := range slices.Sorted(maps.Keys(tops)) {

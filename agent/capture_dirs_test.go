@@ -428,3 +428,50 @@ func TestUnrecordableNamesAddedUnderCapturedDir(t *testing.T) {
 		t.Fatalf("rewind left d/new.txt: %v", err)
 	}
 }
+
+// A rewind that writes a file where a tool made a directory removes only
+// what its capture of the disk before it holds: a file added to the tree
+// since that capture stops it there, and stays, as does the directory
+// holding it. Without that capture it removes nothing.
+func TestRewindSwapRemovesOnlyTheSavedTree(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"a": "file a\n"})
+	if _, _, err := r.CaptureSession(id, []string{"a"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(ws, "a"))
+	writeTree(t, ws, tree{"a/x": "x\n", "a/sub/y": "y\n"})
+	st, err := r.firstCaptures(id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changes []Change
+	for _, c := range st.First {
+		changes = append(changes, c)
+	}
+	plan, err := r.planRestore(ws, changes, st.wasDir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := plan.Apply(); err == nil || !strings.Contains(err.Error(), "was not saved before") {
+		t.Fatalf("apply without the capture before: %v", err)
+	}
+	sameTree(t, "unsaved", readTree(t, ws), tree{"a/x": "x\n", "a/sub/y": "y\n"})
+
+	saved, err := r.CapturePaths(ws, []string{"a"}, "before", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.saved = saved
+	writeTree(t, ws, tree{"a/sub/late": "added after the capture\n"})
+	if _, _, _, err := plan.Apply(); err == nil || !strings.Contains(err.Error(), "remove the directory a/sub") {
+		t.Fatalf("apply with a file added since: %v", err)
+	}
+	sameTree(t, "added since", readTree(t, ws), tree{"a/sub/late": "added after the capture\n"})
+
+	os.Remove(filepath.Join(ws, "a", "sub", "late"))
+	if _, _, _, err := plan.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "applied", readTree(t, ws), tree{"a": "file a\n"})
+}

@@ -258,7 +258,7 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 	rep := RestoreReport{Root: root}
 	// A tree capture never follows a link: every directory above its
 	// files was one.
-	plan, err := r.planRestore(root, manifestChanges(m), func(string) bool { return true })
+	plan, err := r.planRestore(root, manifestChanges(m), func(string) bool { return true }, false)
 	if err != nil {
 		return rep, fmt.Errorf("%w: nothing written", err)
 	}

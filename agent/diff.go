@@ -209,12 +209,15 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		// worktree deleted since.)
 		return d, fmt.Errorf("the session's workspace %s is not on this disk (moved, deleted, or on another machine): there is nothing to compare its %d captured file(s) with; `rook session show` reads what it did", root, len(first))
 	}
-	// A directory captured whole that is a link now was replaced by the
-	// link: the link is added in its place (git shows the type change as
-	// the files deleted and the link added), and nothing is compared
-	// through it.
+	// A directory captured whole that is a link or a file now was
+	// replaced by it: it is added in its place (git shows the type change
+	// as the files deleted and the link or file added), and nothing is
+	// compared through a link.
 	for dir := range st.dirs {
-		if _, ok := first[dir]; !ok && linkedDir(real, dir+"/x", st.wasDir) == dir {
+		if _, ok := first[dir]; ok || linkedDir(real, dir, st.wasDir) != "" {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(real, filepath.FromSlash(dir))); err == nil && !fi.IsDir() {
 			first[dir] = Change{Path: dir, Remove: true}
 		}
 	}

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,6 +31,12 @@ type Change struct {
 	transcript bool
 	src        cas.Key
 	ws         string
+	// A rewind writes over a swap a tool made between a file and a
+	// directory (planRestore, swap): clearTree, the directory tree now at
+	// Path goes first; clearFile, the file (or link) now where a directory
+	// above Path must be goes first. What goes is in Plan.saved.
+	clearTree bool
+	clearFile string
 }
 
 // Plan is a checked restore: every path resolved inside the workspace,
@@ -41,6 +49,9 @@ type Plan struct {
 	// prune are directories Apply removes last if they are left empty,
 	// deepest first (pruneDirs).
 	prune []string
+	// saved is the capture of the disk taken before Apply (a rewind's):
+	// a tree a change clears (clearTree) goes only as far as it holds it.
+	saved *Manifest
 }
 
 // pruneDirs has Apply remove, after every change, those of dirs left
@@ -73,7 +84,11 @@ func (p *Plan) pruneDirs(dirs []string) error {
 // planRestore checks changes against root before anything is written.
 // wasDir says whether a captured directory was a directory then (not a
 // link): a link in its place now is refused, never written through.
-func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string) bool) (*Plan, error) {
+// swap (a rewind, whose capture of the disk before it holds all it
+// replaces): a file to write where a directory is now, or under a file
+// that is now where a directory was, replaces it (Change.clearTree,
+// clearFile) instead of being refused.
+func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string) bool, swap bool) (*Plan, error) {
 	real, err := realRoot(root)
 	if err != nil {
 		return nil, err
@@ -124,7 +139,12 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			}
 			c.data = data
 			fi, err := os.Lstat(abs)
-			if err == nil && fi.IsDir() {
+			if err == nil && fi.IsDir() && swap {
+				if err := clearableTree(abs, c.Path, c.Path); err != nil {
+					return nil, err
+				}
+				c.clearTree = true
+			} else if err == nil && fi.IsDir() {
 				return nil, fmt.Errorf("cannot restore %s: a directory is there now (a restore puts files back, not directory trees): move it aside and run this again", c.Path)
 			}
 			if c.transcript && err == nil && fi.Mode()&fs.ModeSymlink != 0 {
@@ -139,12 +159,64 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 				c.File.Mode = FileMode{Perm: fi.Mode().Perm()}
 			}
 		}
-		if err := writableDir(filepath.Dir(abs)); err != nil {
+		dir := filepath.Dir(abs)
+		if !c.Remove && swap {
+			if c.clearFile = fileAbove(real, c.Path); c.clearFile != "" {
+				dir = filepath.Dir(filepath.Join(real, filepath.FromSlash(c.clearFile)))
+			}
+		}
+		if err := writableDir(dir); err != nil {
 			return nil, fmt.Errorf("cannot restore %s: %w", c.Path, err)
 		}
 		p.Changes = append(p.Changes, c)
 	}
 	return p, nil
+}
+
+// clearableTree checks that the directory tree at abs (workspace path rel),
+// which a rewind is to replace by a file, can go: every directory in it
+// readable and writable, and none empty (its undo writes files back, and
+// could not make an empty directory again). Its files are captured before
+// (a named pipe there refuses the capture).
+func clearableTree(abs, top, rel string) error {
+	ents, err := readDir(abs)
+	if err != nil {
+		return fmt.Errorf("cannot restore %s: a directory is there now, and %w", top, err)
+	}
+	if err := accessWrite(abs); err != nil {
+		return fmt.Errorf("cannot restore %s: a directory is there now, and %w", top, err)
+	}
+	if len(ents) == 0 {
+		return fmt.Errorf("cannot restore %s: a directory is there now, and %s is empty: the rewind's undo could not make it again; remove it yourself and run this again", top, rel)
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			if err := clearableTree(filepath.Join(abs, e.Name()), top, rel+"/"+e.Name()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// fileAbove returns the first path above workspace path rel, from the top,
+// that is neither a directory nor a link to one: a file (or link) a tool
+// put where a directory was. "" when there is none.
+func fileAbove(real, rel string) string {
+	parts := strings.Split(rel, "/")
+	dir := ""
+	for _, part := range parts[:len(parts)-1] {
+		dir = path.Join(dir, part)
+		fi, err := os.Stat(filepath.Join(real, filepath.FromSlash(dir)))
+		if err == nil && fi.IsDir() {
+			continue
+		}
+		if _, lerr := os.Lstat(filepath.Join(real, filepath.FromSlash(dir))); lerr == nil {
+			return dir // a file, or a link to no directory
+		}
+		return ""
+	}
+	return ""
 }
 
 // underWritten says whether a parent directory of rel is a path written
@@ -236,6 +308,20 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 			swept[dir] = true
 			sweepRestoreTemps(dir)
 		}
+		if c.clearFile != "" {
+			n, err := p.removeInTheWay(c.clearFile)
+			removed += n
+			if err != nil {
+				return written, removed, unchanged, fmt.Errorf("restore %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
+			}
+		}
+		if c.clearTree {
+			n, err := p.removeTree(c.Path)
+			removed += n
+			if err != nil {
+				return written, removed, unchanged, fmt.Errorf("restore %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
+			}
+		}
 		if c.Remove {
 			// Under a path now a file (one this restore wrote: ENOTDIR),
 			// there is nothing to remove either.
@@ -266,6 +352,70 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 		syscall.Rmdir(filepath.Join(p.real, filepath.FromSlash(d)))
 	}
 	return written, removed, unchanged, nil
+}
+
+// removeInTheWay removes the file or link at workspace path rel that is
+// where a directory the plan writes into must be, if it still is; the
+// capture before the plan holds it.
+func (p *Plan) removeInTheWay(rel string) (int, error) {
+	if !p.saved.held(rel) {
+		return 0, fmt.Errorf("%s is in the way, and was not saved before: nothing removed", rel)
+	}
+	abs := filepath.Join(p.real, filepath.FromSlash(rel))
+	if fi, err := os.Lstat(abs); err != nil || fi.IsDir() {
+		return 0, nil // gone, or made a directory by an earlier change
+	}
+	if err := os.Remove(abs); err != nil {
+		return 0, fmt.Errorf("remove %s: %w", rel, err)
+	}
+	return 1, nil
+}
+
+// removeTree removes the directory tree at workspace path rel, which a
+// file replaces: the files the capture before the plan holds of it, then
+// its directories, deepest first, each only if empty (rmdir). Anything
+// added there since that capture stops it, and is left.
+func (p *Plan) removeTree(rel string) (int, error) {
+	if !p.saved.held(rel) {
+		return 0, fmt.Errorf("%s is a directory, and was not saved before: nothing removed", rel)
+	}
+	n := 0
+	for _, f := range slices.Sorted(maps.Keys(p.saved.Files)) {
+		if !strings.HasPrefix(f, rel+"/") {
+			continue
+		}
+		err := os.Remove(filepath.Join(p.real, filepath.FromSlash(f)))
+		if err != nil && !notExist(err) {
+			return n, fmt.Errorf("remove %s: %w", f, err)
+		}
+		if err == nil {
+			n++
+		}
+	}
+	var dirs []string
+	for _, d := range p.saved.Dirs {
+		if d == rel || strings.HasPrefix(d, rel+"/") {
+			dirs = append(dirs, d)
+		}
+	}
+	// A directory sorts before what is in it: reversed, children first.
+	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
+	for _, d := range dirs {
+		if err := syscall.Rmdir(filepath.Join(p.real, filepath.FromSlash(d))); err != nil && !notExist(err) {
+			return n, fmt.Errorf("remove the directory %s: %w (something was added there since the rewind captured it)", d, err)
+		}
+	}
+	return n, nil
+}
+
+// held says whether the manifest holds rel: as a file, or as a directory
+// captured whole.
+func (m *Manifest) held(rel string) bool {
+	if m == nil {
+		return false
+	}
+	_, ok := m.Files[rel]
+	return ok || slices.Contains(m.Dirs, rel)
 }
 
 // restoreTmpPrefix starts the name of a restore's temporary files:

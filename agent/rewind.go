@@ -140,7 +140,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 			if err := workspaceOnDisk(root); err != nil {
 				return rep, fmt.Errorf("%w: nothing changed (put it back where it was; --keep-files rewinds the conversation only)", err)
 			}
-			if plan, err = r.planRestore(root, changes, st.wasDir); err != nil {
+			if plan, err = r.planRestore(root, changes, st.wasDir, true); err != nil {
 				return rep, fmt.Errorf("%w: nothing changed", err)
 			}
 			if err := plan.pruneDirs(st.Prune); err != nil {
@@ -149,8 +149,9 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 			for _, c := range plan.Changes {
 				rep.Paths = append(rep.Paths, c.Path)
 			}
-			// The disk as it is now, hand edits included: the undo.
-			c, err := r.newCapturer(root, Limits{MaxFiles: len(rep.Paths) + 1, MaxBytes: 1 << 40, MaxFileBytes: 1 << 40})
+			// The disk as it is now, hand edits included: the undo. A
+			// directory tree a file replaces is in it whole, however big.
+			c, err := r.newCapturer(root, Limits{MaxFiles: 1 << 30, MaxBytes: 1 << 40, MaxFileBytes: 1 << 40})
 			if err != nil {
 				return rep, err
 			}
@@ -163,9 +164,17 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 			}
 			// The directories the rewind makes, as absent (the first
 			// missing one up from each file it writes): the undo removes
-			// them with the files (capture_dirs.go).
+			// them with the files (capture_dirs.go). A file where one of
+			// them must be goes first: the undo writes it back, and
+			// removes what the rewind wrote under it.
 			for _, ch := range plan.Changes {
 				if ch.Remove {
+					continue
+				}
+				if ch.clearFile != "" {
+					if err := c.addPath(ch.clearFile); err != nil {
+						return rep, fmt.Errorf("capture %s before rewinding: %w: nothing changed", ch.clearFile, err)
+					}
 					continue
 				}
 				if d := firstMissingDir(plan.real, ch.Path); d != "" {
@@ -175,6 +184,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 				}
 			}
 			before = c.m
+			plan.saved = before
 		}
 	}
 	if !keepFiles {

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -216,8 +219,77 @@ type MCPAddOptions struct {
 	Client   mcpclient.Options
 }
 
+// CredentialName says whether a header's or an environment variable's
+// name marks it as carrying a credential (Authorization, Cookie, X-Api-Key,
+// X-Auth-Token, GITHUB_TOKEN...), whose value must not be saved as given.
+// A credential under another name is still never shown (Shown).
+func CredentialName(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"auth", "key", "token", "secret", "pass", "cookie", "credential"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckMCPSpec refuses a setup MCPAdd would save with a credential in it
+// as given: the setup is an event of the server's session, printed by
+// `rook session show` and kept in the store as long as the session is. A
+// user or password in the URL, and a header or program variable whose
+// name says it is a credential, are refused (BadArgumentError); they are
+// given by the name of a variable instead (BearerEnv, HeaderEnv, EnvFrom),
+// read when rook connects. It also refuses a URL the client cannot use (no
+// host, a space, an unclosed [), which an offline add would save and every
+// sync and call would then fail on.
+// The messages name the CLI's flags.
+func CheckMCPSpec(s mcpclient.Spec) error {
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return badArgument("--url %s: give an http:// or https:// address with a host", mcpclient.RedactURL(s.URL))
+		}
+		if u.User != nil {
+			return badArgument("--url %s: a user or password in the address would be saved as given in the server's session; give a token by --bearer-env VAR, or any header by --header-env K=VAR (Authorization=VAR, VAR holding \"Basic ...\", for a user and password)", mcpclient.RedactURL(s.URL))
+		}
+	}
+	if err := checkByValue(s.Headers, s.HeaderEnv, "--header", "--header-env"); err != nil {
+		return err
+	}
+	if err := checkByValue(s.Env, s.EnvFrom, "--env", "--env-from"); err != nil {
+		return err
+	}
+	for k := range s.HeaderEnv {
+		if s.BearerEnv != "" && strings.EqualFold(k, "Authorization") {
+			return badArgument("--header-env %s and --bearer-env both set Authorization: give one", k)
+		}
+	}
+	return nil
+}
+
+// checkByValue checks one pair of a setup's maps: values given as they
+// are (headers, a program's variables) and the same kind given by a
+// variable's name. flag and envFlag are the CLI flags that fill them.
+func checkByValue(byValue, fromEnv map[string]string, flag, envFlag string) error {
+	for _, k := range slices.Sorted(maps.Keys(byValue)) {
+		if CredentialName(k) {
+			return badArgument("%s %s: its value would be saved as given in the server's session, and the name says it is a credential; give it by %s %s=VAR (the variable's name is saved, never its value)", flag, k, envFlag, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(fromEnv)) {
+		if fromEnv[k] == "" {
+			return badArgument("%s %s=: give the name of the variable holding the value", envFlag, k)
+		}
+		if _, dup := byValue[k]; dup {
+			return badArgument("%s %s is given twice, by %s and %s", flag, k, flag, envFlag)
+		}
+	}
+	return nil
+}
+
 // MCPAdd adds a server: it connects and reads the tool list at once, so a
-// server that cannot answer is found out now (unless offline).
+// server that cannot answer is found out now (unless offline). A setup
+// that would save a credential as given is refused (CheckMCPSpec).
 func (r *Rook) MCPAdd(ctx context.Context, o MCPAddOptions) (*MCPServer, SyncReport, error) {
 	name := o.Spec.Name
 	if !serverName.MatchString(name) {
@@ -225,6 +297,9 @@ func (r *Rook) MCPAdd(ctx context.Context, o MCPAddOptions) (*MCPServer, SyncRep
 	}
 	if (o.Spec.URL == "") == (o.Spec.Command == "") {
 		return nil, SyncReport{}, errors.New("give the server's --url (streamable HTTP) or its --command (stdio), not both")
+	}
+	if err := CheckMCPSpec(o.Spec); err != nil {
+		return nil, SyncReport{}, err
 	}
 	if _, _, err := r.mcpSession(name); err == nil {
 		return nil, SyncReport{}, fmt.Errorf("an MCP server named %q exists: `rook mcp rm %s` first, or choose another name", name, name)

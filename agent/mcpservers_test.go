@@ -175,9 +175,56 @@ func TestMCPSyncRules(t *testing.T) {
 	}
 }
 
-// TestMCPURLCredentials: a password in a server's URL is kept to connect
-// (sent as Basic auth, at add and at every sync) and shown as xxxxx, with
-// the user; so are the values of its headers.
+// TestMCPAddRefusesCredentials: the engine, not only the CLI, refuses a
+// setup that would save a credential as given (in the URL, or in a header
+// or program variable named like one), even offline, and saves nothing;
+// the message never holds the credential.
+func TestMCPAddRefusesCredentials(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	for _, c := range []struct {
+		spec mcpclient.Spec
+		want string
+	}{
+		{mcpclient.Spec{URL: "https://alice:s3cret@example.com/mcp"}, "--url https://xxxxx@example.com/mcp: a user or password in the address"},
+		{mcpclient.Spec{URL: "https://t0ken-s3cret@example.com/mcp"}, "--url https://xxxxx@example.com/mcp: a user or password"},
+		{mcpclient.Spec{URL: "ftp://alice:s3cret@example.com/mcp"}, "--url ftp://xxxxx@example.com/mcp: give an http:// or https:// address"},
+		{mcpclient.Spec{URL: "https://example.com/mcp", Headers: map[string]string{"X-Api-Key": "k3y-s3cret"}}, "--header X-Api-Key: its value would be saved as given in the server's session, and the name says it is a credential; give it by --header-env X-Api-Key=VAR"},
+		{mcpclient.Spec{URL: "https://example.com/mcp", Headers: map[string]string{"authorization": "Bearer s3cret"}}, "--header authorization: its value would be saved"},
+		{mcpclient.Spec{URL: "https://example.com/mcp", HeaderEnv: map[string]string{"X-Api-Key": ""}}, "--header-env X-Api-Key=: give the name of the variable"},
+		{mcpclient.Spec{URL: "https://example.com/mcp", Headers: map[string]string{"X-Tenant": "s3cret"}, HeaderEnv: map[string]string{"X-Tenant": "V"}}, "--header X-Tenant is given twice, by --header and --header-env"},
+		{mcpclient.Spec{URL: "https://example.com/mcp", BearerEnv: "T", HeaderEnv: map[string]string{"Authorization": "V"}}, "--header-env Authorization and --bearer-env both set Authorization: give one"},
+		{mcpclient.Spec{Command: "srv", Env: map[string]string{"GITHUB_TOKEN": "ghp-s3cret"}}, "--env GITHUB_TOKEN: its value would be saved as given in the server's session, and the name says it is a credential; give it by --env-from GITHUB_TOKEN=VAR"},
+		{mcpclient.Spec{Command: "srv", EnvFrom: map[string]string{"GITHUB_TOKEN": ""}}, "--env-from GITHUB_TOKEN=: give the name"},
+		{mcpclient.Spec{Command: "srv", Env: map[string]string{"HOST": "s3cret"}, EnvFrom: map[string]string{"HOST": "V"}}, "--env HOST is given twice, by --env and --env-from"},
+	} {
+		c.spec.Name = "srv"
+		_, _, err := r.MCPAdd(context.Background(), MCPAddOptions{Spec: c.spec, Offline: true, Client: mcpOpts()})
+		var bad *BadArgumentError
+		if !errors.As(err, &bad) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want a bad argument saying %q", c.spec, err, c.want)
+		} else if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%+v: the message holds the credential: %v", c.spec, err)
+		}
+	}
+	if list, err := r.MCPServers(); err != nil || len(list) != 0 {
+		t.Fatalf("servers saved: %v %v", list, err)
+	}
+	// The same setups by the names of variables are saved.
+	ok := []mcpclient.Spec{
+		{Name: "web", URL: "https://example.com/mcp", Headers: map[string]string{"X-Tenant": "acme"}, HeaderEnv: map[string]string{"X-Api-Key": "KEY"}, BearerEnv: "TOK"},
+		{Name: "gh", Command: "srv", Env: map[string]string{"GH_HOST": "example.com"}, EnvFrom: map[string]string{"GITHUB_TOKEN": "GH"}},
+	}
+	for _, spec := range ok {
+		if _, _, err := r.MCPAdd(context.Background(), MCPAddOptions{Spec: spec, Offline: true, Client: mcpOpts()}); err != nil {
+			t.Fatalf("%+v: %v", spec, err)
+		}
+	}
+}
+
+// TestMCPURLCredentials: a setup saved by an older rook, with a password
+// in its URL and a key in a header, is kept to connect (sent as Basic
+// auth, at every sync) and shown as xxxxx, with the user; so are the
+// values of its headers.
 func TestMCPURLCredentials(t *testing.T) {
 	fake := &fakeMCP{}
 	srv := httptest.NewServer(fake)
@@ -186,7 +233,16 @@ func TestMCPURLCredentials(t *testing.T) {
 	ctx := context.Background()
 	fake.setTools("search")
 	u := strings.Replace(srv.URL, "http://", "http://alice:s3cret@", 1)
-	if _, _, err := r.MCPAdd(ctx, MCPAddOptions{Spec: mcpclient.Spec{Name: "web", URL: u, Headers: map[string]string{"X-Api-Key": "k3y-s3cret"}}, Client: mcpOpts()}); err != nil {
+	old, _, err := r.MCPAdd(ctx, MCPAddOptions{Spec: mcpclient.Spec{Name: "web", URL: srv.URL}, Offline: true, Client: mcpOpts()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, id, err := r.MCPServer("web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Spec.URL, old.Spec.Headers = u, map[string]string{"X-Api-Key": "k3y-s3cret"}
+	if err := r.saveState(id, old); err != nil {
 		t.Fatal(err)
 	}
 	fake.auth = nil

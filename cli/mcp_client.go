@@ -7,8 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -92,19 +93,34 @@ func splitKV(kvs []string, what string) (map[string]string, error) {
 	return out, nil
 }
 
-// credentialName says whether a header's or an environment variable's
-// name marks it as carrying a credential (Authorization, Cookie, X-Api-Key,
-// X-Auth-Token, GITHUB_TOKEN...), whose value must not be saved as given.
-// A credential under another name is still never shown
-// (agent.MCPServer.Shown).
-func credentialName(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range []string{"auth", "key", "token", "secret", "pass", "cookie", "credential"} {
-		if strings.Contains(n, w) {
-			return true
+// splitPair reads a pair of flags giving a server's headers or its
+// program's environment: by value (flag K=V), and by the name of one of
+// rook's variables (envFlag K=VAR; nil when none is given).
+func splitPair(byValue, fromEnv []string, flag, envFlag string) (map[string]string, map[string]string, error) {
+	vals, err := splitKV(byValue, flag)
+	if err != nil {
+		return nil, nil, err
+	}
+	vars, err := splitKV(fromEnv, envFlag)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(vars) == 0 {
+		vars = nil
+	}
+	return vals, vars, nil
+}
+
+// checkSet refuses a variable named by envFlag that is empty here: the
+// server would be added without the credential it holds. An --offline
+// add is for setting up before the variable is.
+func checkSet(vars map[string]string, envFlag string) error {
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		if os.Getenv(vars[k]) == "" {
+			return usageErr("%s %s=%s: that variable is empty here", envFlag, k, vars[k])
 		}
 	}
-	return false
+	return nil
 }
 
 // clientOptions bounds a command's talk with a server: discovery by the
@@ -152,21 +168,6 @@ func (c *McpAddCmd) Run(e *Env) error {
 	if c.URL == "" && c.Command == "" {
 		return usageErr("give the server's --url (streamable HTTP) or --command (stdio)")
 	}
-	if c.URL != "" {
-		// Parsed as the client will parse it: an address it cannot use
-		// (no host, a space, an unclosed [) would be saved by --offline
-		// and then fail every sync and call.
-		u, err := url.Parse(c.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usageErr("--url %s: give an http:// or https:// address with a host", mcpclient.RedactURL(c.URL))
-		}
-		// The setup is saved as an event of the server's session, in the
-		// store for as long as the session is: a credential in it would be
-		// printed by `rook session show` and `rook store cat`.
-		if u.User != nil {
-			return usageErr("--url %s: a user or password in the address would be saved as given in the server's session; give a token by --bearer-env VAR, or any header by --header-env K=VAR (Authorization=VAR, VAR holding \"Basic ...\", for a user and password)", mcpclient.RedactURL(c.URL))
-		}
-	}
 	if c.MaxTools < 1 || c.MaxTools > 1000 {
 		return usageErr("--max-tools %d: give 1 to 1000", c.MaxTools)
 	}
@@ -179,64 +180,31 @@ func (c *McpAddCmd) Run(e *Env) error {
 	if c.Command != "" && (len(c.Header) > 0 || len(c.HeaderEnv) > 0 || c.BearerEnv != "") {
 		return usageErr("--header, --header-env and --bearer-env go with --url, not --command")
 	}
-	headers, err := splitKV(c.Header, "--header")
+	headers, headerEnv, err := splitPair(c.Header, c.HeaderEnv, "--header", "--header-env")
 	if err != nil {
 		return err
 	}
-	for k := range headers {
-		if credentialName(k) {
-			return usageErr("--header %s: its value would be saved as given in the server's session, and the name says it is a credential; give it by --header-env %s=VAR (the variable's name is saved, never its value)", k, k)
-		}
-	}
-	headerEnv, err := splitKV(c.HeaderEnv, "--header-env")
+	env, envFrom, err := splitPair(c.Env, c.EnvFrom, "--env", "--env-from")
 	if err != nil {
 		return err
-	}
-	for k, v := range headerEnv {
-		switch _, dup := headers[k]; {
-		case v == "":
-			return usageErr("--header-env %s=: give the name of the variable holding the value", k)
-		case dup:
-			return usageErr("--header %s is given twice, by --header and --header-env", k)
-		case c.BearerEnv != "" && strings.EqualFold(k, "Authorization"):
-			return usageErr("--header-env %s and --bearer-env both set Authorization: give one", k)
-		case os.Getenv(v) == "" && !c.Offline:
-			return usageErr("--header-env %s=%s: that variable is empty here", k, v)
-		}
-	}
-	if len(headerEnv) == 0 {
-		headerEnv = nil
-	}
-	env, err := splitKV(c.Env, "--env")
-	if err != nil {
-		return err
-	}
-	for k := range env {
-		if credentialName(k) {
-			return usageErr("--env %s: its value would be saved as given in the server's session, and the name says it is a credential; give it by --env-from %s=VAR (the variable's name is saved, never its value)", k, k)
-		}
-	}
-	envFrom, err := splitKV(c.EnvFrom, "--env-from")
-	if err != nil {
-		return err
-	}
-	for k, v := range envFrom {
-		switch _, dup := env[k]; {
-		case v == "":
-			return usageErr("--env-from %s=: give the name of the variable holding the value", k)
-		case dup:
-			return usageErr("--env %s is given twice, by --env and --env-from", k)
-		case os.Getenv(v) == "" && !c.Offline:
-			return usageErr("--env-from %s=%s: that variable is empty here", k, v)
-		}
-	}
-	if len(envFrom) == 0 {
-		envFrom = nil
-	}
-	if c.BearerEnv != "" && os.Getenv(string(c.BearerEnv)) == "" && !c.Offline {
-		return usageErr("--bearer-env %s: that variable is empty here", c.BearerEnv)
 	}
 	spec := mcpclient.Spec{Name: c.Name, URL: c.URL, Headers: headers, BearerEnv: string(c.BearerEnv), HeaderEnv: headerEnv, Command: c.Command, Args: c.Arg, Env: env, EnvFrom: envFrom}
+	// The engine refuses a credential given by value (MCPAdd checks the
+	// same): asked here, before the store is opened.
+	if err := agent.CheckMCPSpec(spec); err != nil {
+		return err
+	}
+	if !c.Offline {
+		if err := checkSet(headerEnv, "--header-env"); err != nil {
+			return err
+		}
+		if err := checkSet(envFrom, "--env-from"); err != nil {
+			return err
+		}
+		if c.BearerEnv != "" && os.Getenv(string(c.BearerEnv)) == "" {
+			return usageErr("--bearer-env %s: that variable is empty here", c.BearerEnv)
+		}
+	}
 	return e.write(func(r *agent.Rook) error {
 		co, err := clientOptions(r, e, c.Timeout)
 		if err != nil {

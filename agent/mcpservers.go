@@ -81,9 +81,9 @@ func (s *MCPServer) Transport() string {
 	return "http"
 }
 
-// Shown is s as rook shows it: the user information of its URL and the
-// values of its headers and of its program's environment replaced by
-// "xxxxx" (the saved setup keeps them, to connect). Values are hidden
+// Shown is s as rook shows it: the user information and query values of
+// its URL, and the values of its headers and of its program's environment,
+// replaced by "xxxxx" (the saved setup keeps them, to connect). Values are hidden
 // whatever their names: Authorization, X-Api-Key and GITHUB_TOKEN are the
 // usual ones, but any header or variable may carry a credential.
 func (s *MCPServer) Shown() *MCPServer {
@@ -236,10 +236,10 @@ func CredentialName(name string) bool {
 // CheckMCPSpec refuses a setup MCPAdd would save with a credential in it
 // as given: the setup is an event of the server's session, printed by
 // `rook session show` and kept in the store as long as the session is. A
-// user or password in the URL, and a header or program variable whose
-// name says it is a credential, are refused (BadArgumentError); they are
-// given by the name of a variable instead (BearerEnv, HeaderEnv, EnvFrom),
-// read when rook connects. It also refuses a URL the client cannot use (no
+// user or password in the URL, and a query parameter, header or program
+// variable whose name says it is a credential, are refused
+// (BadArgumentError); they are given by the name of a variable instead
+// (BearerEnv, HeaderEnv, EnvFrom), read when rook connects. It also refuses a URL the client cannot use (no
 // host, a space, an unclosed [), which an offline add would save and every
 // sync and call would then fail on.
 // The messages name the CLI's flags.
@@ -251,6 +251,11 @@ func CheckMCPSpec(s mcpclient.Spec) error {
 		}
 		if u.User != nil {
 			return badArgument("--url %s: a user or password in the address would be saved as given in the server's session; give a token by --bearer-env VAR, or any header by --header-env K=VAR (Authorization=VAR, VAR holding \"Basic ...\", for a user and password)", mcpclient.RedactURL(s.URL))
+		}
+		for _, k := range mcpclient.QueryNames(u.RawQuery) {
+			if CredentialName(k) {
+				return badArgument("--url %s: the query parameter %s would be saved as given in the server's session, and its name says it is a credential; give it in a header by --header-env K=VAR or --bearer-env VAR if the server takes one (the variable's name is saved, never its value)", mcpclient.RedactURL(s.URL), k)
+			}
 		}
 	}
 	if err := checkByValue(s.Headers, s.HeaderEnv, "--header", "--header-env"); err != nil {

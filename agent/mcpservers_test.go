@@ -187,6 +187,11 @@ func TestMCPAddRefusesCredentials(t *testing.T) {
 	}{
 		{mcpclient.Spec{URL: "https://alice:s3cret@example.com/mcp"}, "--url https://xxxxx@example.com/mcp: a user or password in the address"},
 		{mcpclient.Spec{URL: "https://t0ken-s3cret@example.com/mcp"}, "--url https://xxxxx@example.com/mcp: a user or password"},
+		{mcpclient.Spec{URL: "https://example.com/mcp?api_key=s3cret"}, "--url https://example.com/mcp?api_key=xxxxx: the query parameter api_key would be saved as given in the server's session, and its name says it is a credential; give it in a header by --header-env K=VAR or --bearer-env VAR"},
+		{mcpclient.Spec{URL: "https://example.com/mcp?v=2&access_token=s3cret"}, "--url https://example.com/mcp?v=xxxxx&access_token=xxxxx: the query parameter access_token"},
+		{mcpclient.Spec{URL: "https://example.com/mcp?Token=s3cret"}, "the query parameter Token "},
+		{mcpclient.Spec{URL: "https://example.com/mcp?key=s3cret"}, "the query parameter key "},
+		{mcpclient.Spec{URL: "https://example.com/mcp?%61uth=s3cret"}, "the query parameter auth "},
 		{mcpclient.Spec{URL: "ftp://alice:s3cret@example.com/mcp"}, "--url ftp://xxxxx@example.com/mcp: give an http:// or https:// address"},
 		{mcpclient.Spec{URL: "https://example.com/mcp", Headers: map[string]string{"X-Api-Key": "k3y-s3cret"}}, "--header X-Api-Key: its value would be saved as given in the server's session, and the name says it is a credential; give it by --header-env X-Api-Key=VAR"},
 		{mcpclient.Spec{URL: "https://example.com/mcp", Headers: map[string]string{"authorization": "Bearer s3cret"}}, "--header authorization: its value would be saved"},
@@ -211,7 +216,7 @@ func TestMCPAddRefusesCredentials(t *testing.T) {
 	}
 	// The same setups by the names of variables are saved.
 	ok := []mcpclient.Spec{
-		{Name: "web", URL: "https://example.com/mcp", Headers: map[string]string{"X-Tenant": "acme"}, HeaderEnv: map[string]string{"X-Api-Key": "KEY"}, BearerEnv: "TOK"},
+		{Name: "web", URL: "https://example.com/mcp?tenant=acme", Headers: map[string]string{"X-Tenant": "acme"}, HeaderEnv: map[string]string{"X-Api-Key": "KEY"}, BearerEnv: "TOK"},
 		{Name: "gh", Command: "srv", Env: map[string]string{"GH_HOST": "example.com"}, EnvFrom: map[string]string{"GITHUB_TOKEN": "GH"}},
 	}
 	for _, spec := range ok {

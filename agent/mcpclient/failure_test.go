@@ -320,11 +320,20 @@ func TestStdioServerGetsNoSecrets(t *testing.T) {
 func TestRedactURL(t *testing.T) {
 	for in, want := range map[string]string{
 		"https://alice:s3cret@mcp.example.com/mcp": "https://xxxxx@mcp.example.com/mcp",
-		"http://alice:@127.0.0.1:8080/x?y=1":       "http://xxxxx@127.0.0.1:8080/x?y=1",
-		"https://mcp.example.com/mcp":              "https://mcp.example.com/mcp",
-		"https://t0ken@mcp.example.com/mcp":        "https://xxxxx@mcp.example.com/mcp",
-		"https://:pw@mcp.example.com/mcp":          "https://xxxxx@mcp.example.com/mcp",
-		"ftp://bob:pw@h/x":                         "ftp://xxxxx@h/x",
+		"http://alice:@127.0.0.1:8080/x?y=1":       "http://xxxxx@127.0.0.1:8080/x?y=xxxxx",
+		// A query's values: a key may be given there.
+		"https://h/mcp?api_key=s3cret":          "https://h/mcp?api_key=xxxxx",
+		"https://h/mcp?a=1&token=s3cret#f":      "https://h/mcp?a=xxxxx&token=xxxxx#f",
+		"https://h/mcp?s3cret":                  "https://h/mcp?xxxxx",
+		"https://h/mcp?k=&x":                    "https://h/mcp?k=xxxxx&xxxxx",
+		"https://h/mcp?":                        "https://h/mcp?",
+		"/login?next=s3cret":                    "/login?next=xxxxx",
+		"https://h x/mcp?key=s3cret#a?b=c":      "https://h x/mcp?key=xxxxx#a?b=c",
+		"https://bob:pw@h x/mcp?key=s3cret&v=1": "https://xxxxx@h x/mcp?key=xxxxx&v=xxxxx",
+		"https://mcp.example.com/mcp":           "https://mcp.example.com/mcp",
+		"https://t0ken@mcp.example.com/mcp":     "https://xxxxx@mcp.example.com/mcp",
+		"https://:pw@mcp.example.com/mcp":       "https://xxxxx@mcp.example.com/mcp",
+		"ftp://bob:pw@h/x":                      "ftp://xxxxx@h/x",
 		// Not a URL url.Parse takes (a space in the host): still no password.
 		"https://bob:p@ss w@h x/y": "https://xxxxx@h x/y",
 		"https://t0ken@h x/y":      "https://xxxxx@h x/y",
@@ -335,6 +344,21 @@ func TestRedactURL(t *testing.T) {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// TestURLQueryNotInErrors: net/http names the URL it could not reach in
+// its error, query and all; the failure shows the query's values as xxxxx.
+func TestURLQueryNotInErrors(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	// https to a server speaking plain HTTP: a TLS failure, named with the URL.
+	u := strings.Replace(srv.URL, "http://", "https://", 1) + "/mcp?tenant=t3nant-s3cret"
+	_, err := Connect(context.Background(), Spec{URL: u}, testOptions())
+	f := wantFailure(t, err, Unreachable)
+	if strings.Contains(f.Error(), "s3cret") {
+		t.Fatalf("the failure shows the query: %v", f)
+	}
+	wantContains(t, f.Error(), "/mcp?tenant=xxxxx")
 }
 
 // TestStdioEnvFrom: a variable given by EnvFrom reaches the program with

@@ -59,6 +59,16 @@ func newHTTPTransport(s Spec, o Options, lim Limits, handle func(*message) *mess
 	} else if u.User != nil {
 		t.secret(u.User.Username())
 	}
+	// A query's values are sent as given (a setup saved by an older rook
+	// may hold a key there): a server that echoes one does not get it
+	// shown.
+	for _, p := range strings.Split(u.RawQuery, "&") {
+		_, v, _ := strings.Cut(p, "=")
+		t.secret(v)
+		if uv, err := url.QueryUnescape(v); err == nil && uv != v {
+			t.secret(uv)
+		}
+	}
 	for k, v := range s.Headers {
 		t.headers.Set(k, v)
 		t.secret(v)
@@ -167,6 +177,12 @@ func (t *httpTransport) post(ctx context.Context, body []byte) (*http.Response, 
 	hadSession := req.Header.Get("Mcp-Session-Id") != ""
 	resp, err := t.client.Do(req)
 	if err != nil {
+		// net/http names the URL in its errors, query and all: a
+		// credential in the query would reach the message.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = RedactURL(ue.URL)
+		}
 		return nil, netFailure(ctx, err)
 	}
 	if resp.StatusCode/100 == 2 {
@@ -368,7 +384,7 @@ func (t *httpTransport) statusFailure(ctx context.Context, resp *http.Response, 
 		msg += " (is this the server's streamable HTTP endpoint? rook does not speak the older HTTP+SSE transport)"
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
 		if loc := resp.Header.Get("Location"); loc != "" {
-			msg += fmt.Sprintf(" (it redirects to %s; edit the server's URL)", clean(loc, 200))
+			msg += fmt.Sprintf(" (it redirects to %s; edit the server's URL)", clean(RedactURL(loc), 200))
 		}
 	}
 	return &Failure{Kind: ProtocolError, Status: code, Msg: msg}

@@ -66,17 +66,22 @@ type Spec struct {
 }
 
 // RedactURL is raw with its user information, user and password alike,
-// replaced by "xxxxx", for showing a server's URL: a URL may carry a
-// credential (https://user:secret@host/mcp, or a token as the user,
-// https://TOKEN@host/mcp), which is kept to connect but never printed.
-// Text that does not parse as a URL has what comes before an '@' ahead of
-// the first '/', '?' or '#' after "://" replaced all the same.
+// and the value of each query parameter replaced by "xxxxx", for showing a
+// server's URL: a URL may carry a credential (https://user:secret@host/mcp,
+// a token as the user, https://TOKEN@host/mcp, or in the query,
+// https://host/mcp?api_key=TOKEN), which is kept to connect but never
+// printed. A query parameter's name stays: it says what was given. Text
+// that does not parse as a URL has what comes before an '@' ahead of the
+// first '/', '?' or '#' after "://", and its query, replaced all the same.
 func RedactURL(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
-		if u.User == nil {
+		if u.User == nil && u.RawQuery == "" {
 			return raw
 		}
-		u.User = url.User("xxxxx")
+		if u.User != nil {
+			u.User = url.User("xxxxx")
+		}
+		u.RawQuery = redactQuery(u.RawQuery)
 		return u.String()
 	}
 	scheme, rest, ok := strings.Cut(raw, "://")
@@ -87,11 +92,51 @@ func RedactURL(raw string) string {
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
 		authority = rest[:i]
 	}
-	at := strings.LastIndex(authority, "@")
-	if at < 0 {
-		return raw
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		rest = "xxxxx" + rest[at:]
 	}
-	return scheme + "://xxxxx" + rest[at:]
+	beforeFragment, fragment, hasFragment := strings.Cut(rest, "#")
+	if path, query, ok := strings.Cut(beforeFragment, "?"); ok {
+		rest = path + "?" + redactQuery(query)
+		if hasFragment {
+			rest += "#" + fragment
+		}
+	}
+	return scheme + "://" + rest
+}
+
+// redactQuery is a raw query with each parameter's value replaced by
+// "xxxxx", and a parameter without a name (?TOKEN) replaced whole.
+func redactQuery(q string) string {
+	if q == "" {
+		return q
+	}
+	parts := strings.Split(q, "&")
+	for i, p := range parts {
+		if k, _, ok := strings.Cut(p, "="); ok {
+			parts[i] = k + "=xxxxx"
+		} else if p != "" {
+			parts[i] = "xxxxx"
+		}
+	}
+	return strings.Join(parts, "&")
+}
+
+// QueryNames are the names of a raw query's parameters, unescaped where
+// they can be, in order.
+func QueryNames(q string) []string {
+	var names []string
+	for _, p := range strings.Split(q, "&") {
+		k, _, _ := strings.Cut(p, "=")
+		if k == "" {
+			continue
+		}
+		if u, err := url.QueryUnescape(k); err == nil {
+			k = u
+		}
+		names = append(names, k)
+	}
+	return names
 }
 
 // Limits bound what one server can make us do. A zero field takes its

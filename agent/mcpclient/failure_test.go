@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -379,4 +380,55 @@ func TestStdioEnvFrom(t *testing.T) {
 	o.Getenv = func(string) string { return "" }
 	_, err := Connect(context.Background(), spec, o)
 	wantContains(t, wantFailure(t, err, NeedsCredential).Msg, "the variable MY_FAKE_CONFIG for the server's "+fakeEnv+" is not set")
+}
+
+// TestStdioStderrMasked: the values a program was given by EnvFrom (read
+// at connect time) and Env never show in its stderr as rook passes it on,
+// nor in the failure naming its last line.
+func TestStdioStderrMasked(t *testing.T) {
+	spec := Spec{Command: "/bin/sh", Args: []string{"-c", `echo "starting with $API_KEY" >&2; printf 'host %s, key %s' "$HOST" "$API_KEY" >&2; exit 3`},
+		Env: map[string]string{"HOST": "h0st-example"}, EnvFrom: map[string]string{"API_KEY": "MY_KEY"}}
+	o := testOptions()
+	o.Getenv = func(k string) string { return map[string]string{"MY_KEY": "k3y-s3cret"}[k] }
+	var stderr bytes.Buffer
+	o.Stderr = &stderr
+	_, err := Connect(context.Background(), spec, o)
+	f := wantFailure(t, err, Unreachable)
+	wantContains(t, f.Msg, "its stderr ends: host xxxxx, key xxxxx")
+	if got, want := stderr.String(), "starting with xxxxx\nhost xxxxx, key xxxxx"; got != want {
+		t.Fatalf("stderr passed on %q, want %q", got, want)
+	}
+}
+
+// TestTailWriterMasks: a value split over writes, in a line held back long,
+// or one line of a value of several lines, is masked all the same; without
+// values, what is written is passed on as it comes.
+func TestTailWriterMasks(t *testing.T) {
+	var out bytes.Buffer
+	tw := newTailWriter(&out, []string{"s3cret-value", "-----BEGIN KEY-----\nabcdefgh\n-----END KEY-----", "abc"})
+	for _, p := range []string{"token s3c", "ret-val", "ue ok\nkey abcdefgh\n", "abc "} {
+		tw.Write([]byte(p))
+	}
+	if got, want := out.String(), "token xxxxx ok\nkey xxxxx\n"; got != want {
+		t.Fatalf("passed on %q, want %q (the unended line held)", got, want)
+	}
+	long := strings.Repeat("=", maxHeld) + "s3cret-"
+	tw.Write([]byte(long))
+	tw.Write([]byte("value"))
+	if strings.Contains(out.String(), "s3cret") {
+		t.Fatalf("a long line passed on part of a value: %q", out.String())
+	}
+	if got := tw.lastLine(); !strings.HasSuffix(got, "=xxxxx") {
+		t.Fatalf("last line %q", got)
+	}
+	tw.flush()
+	if got := out.String(); !strings.HasPrefix(got, "token xxxxx ok\nkey xxxxx\nabc ===") || !strings.HasSuffix(got, "=xxxxx") {
+		t.Fatalf("after flush %q", got)
+	}
+	out.Reset()
+	plain := newTailWriter(&out, nil)
+	plain.Write([]byte("no newline yet"))
+	if out.String() != "no newline yet" {
+		t.Fatalf("without values, passed on %q", out.String())
+	}
 }

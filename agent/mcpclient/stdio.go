@@ -65,12 +65,19 @@ func startStdio(s Spec, o Options, lim Limits, handle func(*message) *message) (
 	for _, k := range keys {
 		cmd.Env = append(cmd.Env, k+"="+s.Env[k])
 	}
+	// The values rook gives the program are masked in what it writes on
+	// its stderr (passed on, and named in failures): a program that logs
+	// its environment, or a token it was given, does not get it shown. A
+	// value given by EnvFrom is a credential read at connect time; one
+	// given by Env is never shown either (agent.MCPServer.Shown).
+	secrets := slices.Collect(maps.Values(s.Env))
 	for _, k := range slices.Sorted(maps.Keys(s.EnvFrom)) {
 		v := o.Getenv(s.EnvFrom[k])
 		if v == "" {
 			return nil, &Failure{Kind: NeedsCredential, Msg: fmt.Sprintf("the variable %s for the server's %s is not set; set it, or add the server again with another (`rook mcp rm`, `rook mcp add`)", s.EnvFrom[k], k)}
 		}
 		cmd.Env = append(cmd.Env, k+"="+v)
+		secrets = append(secrets, v)
 	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -84,7 +91,7 @@ func startStdio(s Spec, o Options, lim Limits, handle func(*message) *message) (
 	}
 	t := &stdioTransport{
 		cmd: cmd, in: inW, handle: handle, maxMsg: lim.MaxMessageBytes,
-		tail:    &tailWriter{w: o.Stderr},
+		tail:    newTailWriter(o.Stderr, secrets),
 		pending: map[string]chan delivery{},
 		done:    make(chan struct{}),
 		exited:  make(chan struct{}),
@@ -106,6 +113,7 @@ func startStdio(s Spec, o Options, lim Limits, handle func(*message) *message) (
 	}
 	go func() {
 		t.waitErr = cmd.Wait()
+		t.tail.flush() // a last line without a newline
 		close(t.exited)
 	}()
 	go t.read(outR)
@@ -129,7 +137,7 @@ func (t *stdioTransport) read(out *os.File) {
 			if text := strings.TrimSpace(string(line)); text != "" {
 				t.mu.Lock()
 				if t.junk == "" {
-					t.junk = clean(text, 120)
+					t.junk = clean(string(t.tail.mask([]byte(text))), 120)
 				}
 				t.mu.Unlock()
 			}
@@ -317,29 +325,98 @@ func (t *stdioTransport) close() error {
 	return nil
 }
 
-// tailWriter passes a program's stderr on and keeps its end for messages.
-// A failing destination is ignored: the program's stderr must not break.
+// tailWriter passes a program's stderr on and keeps its end for messages,
+// with the values the program was given masked (xxxxx). A line is held
+// back until it ends, so that a value split over two writes is masked
+// whole. A failing destination is ignored: the program's stderr must not
+// break.
 type tailWriter struct {
-	w   io.Writer
-	mu  sync.Mutex
-	buf []byte
+	w       io.Writer
+	secrets [][]byte // longest first, none holding a newline
+	mu      sync.Mutex
+	buf     []byte // the end of what was passed on
+	held    []byte // the start of a line not yet ended
+}
+
+// maxHeld bounds a line held back: of a longer one not yet ended (a
+// progress bar), all but the bytes that may begin a value are passed on.
+const maxHeld = 4 << 10
+
+// newTailWriter passes what is written on to w, masking secrets: each
+// line of one, of at least 4 bytes (shorter ones would mask common text).
+func newTailWriter(w io.Writer, secrets []string) *tailWriter {
+	t := &tailWriter{w: w}
+	seen := map[string]bool{}
+	for _, s := range secrets {
+		for _, line := range strings.Split(s, "\n") {
+			line = strings.TrimSuffix(line, "\r")
+			if len(line) >= 4 && !seen[line] {
+				seen[line] = true
+				t.secrets = append(t.secrets, []byte(line))
+			}
+		}
+	}
+	slices.SortFunc(t.secrets, func(a, b []byte) int { return len(b) - len(a) })
+	return t
 }
 
 func (t *tailWriter) Write(p []byte) (int, error) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.secrets) == 0 {
+		t.pass(p)
+		return len(p), nil
+	}
+	t.held = append(t.held, p...)
+	var out []byte
+	if i := bytes.LastIndexByte(t.held, '\n'); i >= 0 {
+		out = t.mask(t.held[:i+1])
+		t.held = append([]byte(nil), t.held[i+1:]...)
+	}
+	if len(t.held) > maxHeld {
+		m := t.mask(t.held)
+		keep := min(len(t.secrets[0])-1, len(m))
+		out = append(out, m[:len(m)-keep]...)
+		t.held = append([]byte(nil), m[len(m)-keep:]...)
+	}
+	t.pass(out)
+	return len(p), nil
+}
+
+// flush passes on a line held back: the program has exited.
+func (t *tailWriter) flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pass(t.mask(t.held))
+	t.held = nil
+}
+
+// mask is b with every secret replaced by xxxxx.
+func (t *tailWriter) mask(b []byte) []byte {
+	for _, s := range t.secrets {
+		b = bytes.ReplaceAll(b, s, []byte("xxxxx"))
+	}
+	return b
+}
+
+// pass keeps p's end and writes it on; t.mu is held.
+func (t *tailWriter) pass(p []byte) {
+	if len(p) == 0 {
+		return
+	}
 	t.buf = append(t.buf, p...)
 	if len(t.buf) > 8<<10 {
 		t.buf = append([]byte(nil), t.buf[len(t.buf)-4<<10:]...)
 	}
-	t.mu.Unlock()
 	t.w.Write(p)
-	return len(p), nil
 }
 
+// lastLine is the last line the program wrote on its stderr, masked.
 func (t *tailWriter) lastLine() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	lines := strings.Split(string(bytes.TrimSpace(t.buf)), "\n")
+	all := append(append([]byte(nil), t.buf...), t.mask(t.held)...)
+	lines := strings.Split(string(bytes.TrimSpace(all)), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 

@@ -258,6 +258,21 @@ func CheckMCPSpec(s mcpclient.Spec) error {
 			}
 		}
 	}
+	// A header net/http will not send would fail every sync and call, as
+	// "unreachable"; an offline add would save it.
+	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+		if !headerName(k) {
+			return badArgument("--header %q: a header's name is letters, digits and !#$%%&'*+-.^_`|~, without spaces or a colon", k)
+		}
+		if strings.ContainsFunc(s.Headers[k], func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			return badArgument("--header %s: its value holds a line break or another control character, which cannot be sent", k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.HeaderEnv)) {
+		if !headerName(k) {
+			return badArgument("--header-env %q: a header's name is letters, digits and !#$%%&'*+-.^_`|~, without spaces or a colon", k)
+		}
+	}
 	if err := checkByValue(s.Headers, s.HeaderEnv, "--header", "--header-env"); err != nil {
 		return err
 	}
@@ -270,6 +285,21 @@ func CheckMCPSpec(s mcpclient.Spec) error {
 		}
 	}
 	return nil
+}
+
+// headerName says whether name is an HTTP field name (RFC 9110 5.1: a
+// token), one net/http sends.
+func headerName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range []byte(name) {
+		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // checkByValue checks one pair of a setup's maps: values given as they

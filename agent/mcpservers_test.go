@@ -198,6 +198,10 @@ func TestMCPAddRefusesCredentials(t *testing.T) {
 		{mcpclient.Spec{URL: "https://example.com/mcp", HeaderEnv: map[string]string{"X-Api-Key": ""}}, "--header-env X-Api-Key=: give the name of the variable"},
 		{mcpclient.Spec{URL: "https://example.com/mcp", Headers: map[string]string{"X-Tenant": "s3cret"}, HeaderEnv: map[string]string{"X-Tenant": "V"}}, "--header X-Tenant is given twice, by --header and --header-env"},
 		{mcpclient.Spec{URL: "https://example.com/mcp", BearerEnv: "T", HeaderEnv: map[string]string{"Authorization": "V"}}, "--header-env Authorization and --bearer-env both set Authorization: give one"},
+		{mcpclient.Spec{URL: "https://example.com/mcp", Headers: map[string]string{"X Tenant": "acme"}}, `--header "X Tenant": a header's name is letters, digits and !#$%&'*+-.^_` + "`|~, without spaces or a colon"},
+		{mcpclient.Spec{URL: "https://example.com/mcp", Headers: map[string]string{"X-Tenant:": "acme"}}, `--header "X-Tenant:": a header's name`},
+		{mcpclient.Spec{URL: "https://example.com/mcp", HeaderEnv: map[string]string{"X-Api-Kéy": "V"}}, `--header-env "X-Api-Kéy": a header's name`},
+		{mcpclient.Spec{URL: "https://example.com/mcp", Headers: map[string]string{"X-Tenant": "acme\r\nX-Injected: s3cret"}}, "--header X-Tenant: its value holds a line break or another control character, which cannot be sent"},
 		{mcpclient.Spec{Command: "srv", Env: map[string]string{"GITHUB_TOKEN": "ghp-s3cret"}}, "--env GITHUB_TOKEN: its value would be saved as given in the server's session, and the name says it is a credential; give it by --env-from GITHUB_TOKEN=VAR"},
 		{mcpclient.Spec{Command: "srv", EnvFrom: map[string]string{"GITHUB_TOKEN": ""}}, "--env-from GITHUB_TOKEN=: give the name"},
 		{mcpclient.Spec{Command: "srv", Env: map[string]string{"HOST": "s3cret"}, EnvFrom: map[string]string{"HOST": "V"}}, "--env HOST is given twice, by --env and --env-from"},
@@ -216,7 +220,7 @@ func TestMCPAddRefusesCredentials(t *testing.T) {
 	}
 	// The same setups by the names of variables are saved.
 	ok := []mcpclient.Spec{
-		{Name: "web", URL: "https://example.com/mcp?tenant=acme", Headers: map[string]string{"X-Tenant": "acme"}, HeaderEnv: map[string]string{"X-Api-Key": "KEY"}, BearerEnv: "TOK"},
+		{Name: "web", URL: "https://example.com/mcp?tenant=acme", Headers: map[string]string{"X-Tenant": "acme\tcorp", "X-Odd_#Name~": "1"}, HeaderEnv: map[string]string{"X-Api-Key": "KEY"}, BearerEnv: "TOK"},
 		{Name: "gh", Command: "srv", Env: map[string]string{"GH_HOST": "example.com"}, EnvFrom: map[string]string{"GITHUB_TOKEN": "GH"}},
 	}
 	for _, spec := range ok {

@@ -35,6 +35,8 @@ func TestCredentials(t *testing.T) {
 		{name: "header from a variable", cfg: FakeConfig{Token: "s3cret"}, spec: Spec{HeaderEnv: map[string]string{"Authorization": "TOK"}}, token: "Bearer s3cret"},
 		{name: "header from a wrong variable", cfg: FakeConfig{Token: "s3cret"}, spec: Spec{HeaderEnv: map[string]string{"Authorization": "TOK"}}, token: "Bearer stale", kind: NeedsCredential, says: "rejected the credential"},
 		{name: "header variable not set", cfg: FakeConfig{Token: "s3cret"}, spec: Spec{HeaderEnv: map[string]string{"Authorization": "NOT_SET"}}, kind: NeedsCredential, says: "the variable NOT_SET for header Authorization is not set"},
+		{name: "header variable of two lines", cfg: FakeConfig{Token: "s3cret"}, spec: Spec{HeaderEnv: map[string]string{"Authorization": "TOK"}}, token: "Bearer s3cret\nstale", kind: NeedsCredential, says: "the variable TOK for header Authorization holds a line break or another control character, which cannot be sent; set it to the value alone"},
+		{name: "bearer variable of two lines", cfg: FakeConfig{Token: "s3cret"}, spec: Spec{BearerEnv: "TOK"}, token: "s3cret\r\nstale", kind: NeedsCredential, says: "the bearer token variable TOK holds a line break"},
 		{name: "variable not set", cfg: FakeConfig{Token: "s3cret"}, spec: Spec{BearerEnv: "NOT_SET"}, kind: NeedsCredential, says: "the bearer token variable NOT_SET is not set"},
 		{name: "oauth challenge", cfg: FakeConfig{Token: "s3cret", Challenge: metadata}, kind: NeedsOAuth, says: OAuthMessage},
 		{name: "oauth challenge without metadata", cfg: FakeConfig{Token: "s3cret", Challenge: `Bearer realm="mcp", scope="files"`}, kind: NeedsOAuth, says: OAuthMessage},

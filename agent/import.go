@@ -1642,8 +1642,9 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 // they are mapped, ahead and in parallel, when that session may not be in
 // yet (sourceNames.waits orders one run's files so that it is). A copy
 // imported before the session it copies (or without it) counts its copied
-// tokens, as its lines say; importing that session later changes nothing
-// of it (its events are written once). For a file that copies no session,
+// tokens, as its lines say (its events are written once); importing that
+// session later links it, and records those tokens in its metadata
+// (copiedTokens), which its totals leave out. For a file that copies no session,
 // this is a map lookup or two, once.
 func (fi *fileImport) copiedLine(line []byte, label string) bool {
 	codex := fi.opts.Format == FormatCodex
@@ -1719,6 +1720,70 @@ func (r *Rook) codexCountSums(id eventlog.ID) (map[string]bool, error) {
 		return nil
 	})
 	return sums, err
+}
+
+// copiedTokens are the tokens the events of m, a Codex fork or a Claude
+// Code fork or continuation, count for lines that copy one of its parent
+// pid's (the keys copiedLine matches: a token_count's payload sum, a
+// model line's uuid). An event copiedLine knew for a copy counts none; so
+// does a Claude Code fork's line marked forkedFrom (claudeMapper.mapEntry):
+// this is what an import made before the parent's counted.
+func (r *Rook) copiedTokens(m eventlog.Meta, pid eventlog.ID) (in, out uint64, err error) {
+	codex := m.Source.Format == FormatCodex
+	var keys map[string]bool
+	if codex {
+		keys, err = r.codexCountSums(pid)
+	} else {
+		keys, err = r.claudeTurnUUIDs(pid)
+	}
+	if err != nil || len(keys) == 0 {
+		return 0, 0, err
+	}
+	noText := func(cas.Key) ([]byte, error) { return nil, nil }
+	err = r.eachEvent(m.ID, func(ev eventlog.Event) error {
+		if ev.TokensIn == 0 && ev.TokensOut == 0 {
+			return nil
+		}
+		b, kind, err := r.Store.GetKind(ev.Body)
+		if err != nil {
+			return fmt.Errorf("event %d: %w", ev.Seq, err)
+		}
+		if kind != cas.KindSource {
+			return nil // appended in rook, not imported
+		}
+		sl, err := decodeSourceLine(b)
+		if err != nil {
+			return fmt.Errorf("event %d: %w", ev.Seq, &cas.CorruptError{ID: ev.Body, Reason: err.Error()})
+		}
+		// A uuid is never cut out of its line (claudeTurnUUIDs); a
+		// token_count's payload sum is of the whole line, strings and all.
+		expand := noText
+		if codex {
+			expand = r.Store.Get
+		}
+		b, err = sl.expand(expand)
+		if err != nil {
+			return fmt.Errorf("event %d: %w", ev.Seq, err)
+		}
+		lines := sourceLines(b)
+		if len(lines) != 1 {
+			return nil // a line that counts tokens is an event of its own
+		}
+		line := trimNewline(lines[0])
+		copied := false
+		if codex {
+			sum, ok := codexPayloadSum(line)
+			copied = ok && keys[string(sum[:])]
+		} else {
+			id, ok := claudeUUID(line)
+			copied = ok && keys[id]
+		}
+		if copied {
+			in, out = in+ev.TokensIn, out+ev.TokensOut
+		}
+		return nil
+	})
+	return in, out, err
 }
 
 // continuedTurns are the uuids of the model's lines of the session that
@@ -2053,6 +2118,19 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 				continue
 			}
 			m.Parent = &p
+			if slices.Contains(m.Tags, forkTag) {
+				// Imported before its parent, its copy of the parent's
+				// lines counted their tokens (fileImport.copiedLine could
+				// not tell them then): they are left out of its totals
+				// now, as they are when the parent comes first.
+				in, out, err := r.copiedTokens(m, p)
+				if err != nil {
+					return fmt.Errorf("session %s: the tokens it copied from session %s: %w", m.ID, p, err)
+				}
+				src := *m.Source
+				src.CopiedIn, src.CopiedOut = in, out
+				m.Source = &src
+			}
 			if err := r.Log.UpdateMeta(m); err != nil {
 				return err
 			}

@@ -117,11 +117,12 @@ func TestImportClaudeContinuationOfASessionImportedBefore(t *testing.T) {
 
 // A continuation imported in a run before the session it continues
 // cannot tell its copy from its own lines: it counts the copied tokens, as
-// its lines say. Importing that session later changes nothing of it (its
-// events are written once); it is linked all the same. In one run, a
+// its lines say. Importing that session later links it, and its totals
+// leave the copied tokens out (Source.CopiedIn: its events are written
+// once): it counts only its own, whichever came first. In one run, a
 // continuation whose file's name sorts first waits for the other files
-// (sourceNames.waits), and counts only its own; streamed (a file over
-// 64 MiB, not mapped ahead), it does not wait.
+// (sourceNames.waits); streamed (a file over 64 MiB, not mapped ahead),
+// it does not wait, and is linked at the end of the run.
 func TestImportClaudeContinuationBeforeTheSessionItContinues(t *testing.T) {
 	proj := "/p/-home-u-proj"
 	t.Run("an earlier run", func(t *testing.T) {
@@ -139,7 +140,7 @@ func TestImportClaudeContinuationBeforeTheSessionItContinues(t *testing.T) {
 		}
 		mustExport(t, r, oid, oldData)
 		tokensOf(t, r, oid, "the session continued", 2*claudeTurnIn, 2*claudeTurnOut)
-		tokensOf(t, r, qid, "the continuation, the session it continues imported", 3*claudeTurnIn, 3*claudeTurnOut)
+		tokensOf(t, r, qid, "the continuation, the session it continues imported", claudeTurnIn, claudeTurnOut)
 	})
 	t.Run("the same run", func(t *testing.T) {
 		fsys := vfs.NewMem()
@@ -167,7 +168,7 @@ func TestImportClaudeContinuationBeforeTheSessionItContinues(t *testing.T) {
 		rep := mustImportChunked(t, r, proj)
 		oid := *fileByPath(t, rep, proj+"/O.jsonl").Session
 		nid := checkClaudeFork(t, r, rep, proj+"/N.jsonl", oid, "O", bgData)
-		tokensOf(t, r, nid, "the continuation", 3*claudeTurnIn, 3*claudeTurnOut)
+		tokensOf(t, r, nid, "the continuation", claudeTurnIn, claudeTurnOut)
 	})
 }
 
@@ -273,8 +274,9 @@ func TestClaudeUUID(t *testing.T) {
 
 // A continuation imported before the session it continues, its copy cut
 // short at a model line (its file being written), counts the copy as its
-// lines say when it grows, the session it continues now imported: the
-// line taken in again whole counts, as the copy's lines before it did.
+// lines say when it grows, the session it continues now imported (the
+// line taken in again whole counts, as the copy's lines before it did),
+// until it is linked: then its totals leave the whole copy out.
 func TestImportClaudeContinuationCopyCutShortBeforeTheSessionItContinues(t *testing.T) {
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)
@@ -293,7 +295,7 @@ func TestImportClaudeContinuationCopyCutShortBeforeTheSessionItContinues(t *test
 		t.Fatalf("%+v", rep)
 	}
 	mustExport(t, r, qid, bgData)
-	tokensOf(t, r, qid, "the continuation, imported first", 3*claudeTurnIn, 3*claudeTurnOut)
+	tokensOf(t, r, qid, "the continuation, imported first", claudeTurnIn, claudeTurnOut)
 }
 
 // A crash after the continued-in line was taken in and before the

@@ -224,7 +224,9 @@ func TestImportCodexForkOfAParentImportedBefore(t *testing.T) {
 
 // A fork imported before its parent cannot tell its copy from its own
 // lines: it counts the copied tokens, as its lines say. Importing the
-// parent later changes nothing of it (its events are written once).
+// parent later links it, and its totals leave the copied tokens out
+// (Source.CopiedIn: its events are written once), as when the parent
+// comes first: the parent spent them.
 func TestImportCodexForkBeforeItsParent(t *testing.T) {
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)
@@ -247,8 +249,23 @@ func TestImportCodexForkBeforeItsParent(t *testing.T) {
 		t.Errorf("linked again: %d", rep.Linked)
 	}
 	tokensOf(t, r, pid, "the parent", 3000, 30)
-	tokensOf(t, r, fid, "the fork, its parent imported", 6000, 60)
+	tokensOf(t, r, fid, "the fork, its parent imported", 3000, 30)
+	if m := metaOf(t, r, fid); m.Source.CopiedIn != 3000 || m.Source.CopiedOut != 30 {
+		t.Errorf("copied %d in, %d out; want 3000, 30", m.Source.CopiedIn, m.Source.CopiedOut)
+	}
 	mustExport(t, r, pid, parent)
+	mustExport(t, r, fid, fork)
+	// Its file growing by a turn of its own adds that turn's tokens.
+	var total [2]int
+	for turn := 1; turn <= 3; turn++ {
+		codexTurnItems(turn, &total)
+	}
+	grown := append(slices.Clone(lines[1]), codexStamped(codexTurnItems(4, &total), 11, 0)...)
+	fork = writeSource(t, fsys, paths[1], grown, "")
+	if rep := mustImport(t, r, FormatCodex, "/c"); rep.Grown != 1 {
+		t.Fatalf("grown: %+v", rep)
+	}
+	tokensOf(t, r, fid, "the fork grown by its own turn", 3000+4000, 30+40)
 	mustExport(t, r, fid, fork)
 }
 

@@ -58,6 +58,14 @@ type Source struct {
 	// went on in (a Claude Code transcript's continued-in line): that
 	// session, when imported, is linked to this one.
 	ContinuedIn string `json:"continued_in,omitempty"`
+	// CopiedIn and CopiedOut are the tokens the session's events count
+	// for lines it copied from its parent (a Codex fork's token_counts, a
+	// Claude Code continuation's model lines) when it was imported before
+	// that parent, which spent them: Summary leaves them out of its
+	// totals, so that they count once, in the parent, whichever file was
+	// imported first (the events themselves are written once).
+	CopiedIn  uint64 `json:"copied_tokens_in,omitempty"`
+	CopiedOut uint64 `json:"copied_tokens_out,omitempty"`
 	// Stat is what the file system said of the file, before it was read,
 	// when the session came to hold all of it (all of a .zst's
 	// decompressed stream; the file not changed in the last seconds
@@ -947,6 +955,7 @@ func (l *Log) SummaryOf(m Meta) (Summary, error) {
 		last := st.pending[len(st.pending)-1]
 		s.Events, s.TokensIn, s.TokensOut, s.Updated = last.Seq+1, st.cumIn, st.cumOut, last.Time
 		l.mu.Unlock()
+		s.leaveOutCopied()
 		return s, nil
 	}
 	l.mu.Unlock()
@@ -965,7 +974,17 @@ func (l *Log) SummaryOf(m Meta) (Summary, error) {
 		}
 		s.Events, s.Updated = last.Seq+1, last.Time
 	}
+	s.leaveOutCopied()
 	return s, nil
+}
+
+// leaveOutCopied takes the tokens an imported session counted for lines
+// its parent spent (Source.CopiedIn, CopiedOut) out of its totals.
+func (s *Summary) leaveOutCopied() {
+	if src := s.Meta.Source; src != nil {
+		s.TokensIn -= min(src.CopiedIn, s.TokensIn)
+		s.TokensOut -= min(src.CopiedOut, s.TokensOut)
+	}
 }
 
 // TokensBefore returns the tokens of a session's events [0, seq), read

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
@@ -285,7 +287,7 @@ func printImport(e *Env, out importJSON) {
 type ExportCmd struct {
 	Session string   `arg:"" help:"Session id, unique prefix, or 'last'."`
 	Format  string   `help:"The source format to write (claude-code or codex); it must be the one the session was imported from." placeholder:"FORMAT"`
-	Output  nonEmpty `short:"o" help:"Write to FILE (atomically) instead of standard output (-: standard output)." placeholder:"FILE"`
+	Output  nonEmpty `short:"o" help:"Write to FILE (atomically) instead of standard output (-: standard output); a FILE named .zst is written zstd-compressed." placeholder:"FILE"`
 	// ToolResults: Claude Code's tool-results/ files, which the import
 	// took in beside the transcript (agent.ExportToolResults).
 	ToolResults nonEmpty `name:"tool-results" help:"Also write the outputs Claude Code saved whole beside the transcript (its <session>/tool-results/ files) into DIR, made if missing." placeholder:"DIR"`
@@ -353,17 +355,35 @@ func (c *ExportCmd) Run(e *Env) error {
 		}
 	}
 	var x agent.ExportResult
+	compressed := false
 	if output == "" {
 		if x, err = r.ExportSource(id, e.Stdout); err != nil {
 			return err
 		}
 	} else {
 		// Streamed to the file: a session of GBs is never held in memory.
+		// A file named .zst is written zstd-compressed, as its name says
+		// (Codex reads a .jsonl.zst rollout so): the import kept the
+		// decompressed lines only, so the compressed bytes are rook's,
+		// not the source's, and what is byte-exact is their decompression.
+		zst := strings.HasSuffix(output, ".zst")
 		var xerr error
 		err := writeOutput(e, output, func(w io.Writer) error {
-			x, xerr = r.ExportSource(id, w)
-			return xerr
+			if !zst {
+				x, xerr = r.ExportSource(id, w)
+				return xerr
+			}
+			zw, err := zstd.NewWriter(w, zstd.WithEncoderConcurrency(1))
+			if err != nil {
+				return err
+			}
+			if x, xerr = r.ExportSource(id, zw); xerr != nil {
+				zw.Close()
+				return xerr
+			}
+			return zw.Close()
 		})
+		compressed = zst
 		if xerr != nil {
 			return xerr
 		}
@@ -379,7 +399,7 @@ func (c *ExportCmd) Run(e *Env) error {
 		}
 		tr = &t
 	}
-	return printExport(e, id, output, x, tr)
+	return printExport(e, id, output, compressed, x, tr)
 }
 
 // exists says whether path is there (false only when it is known not
@@ -418,7 +438,7 @@ func writeOutput(e *Env, path string, write func(io.Writer) error) error {
 	return e.FS.WriteFilesAtomic(filepath.Dir(path), []vfs.NamedData{{Name: filepath.Base(path), Stream: write}}, 0o600)
 }
 
-func printExport(e *Env, id eventlog.ID, output string, x agent.ExportResult, tr *agent.ExportedToolResults) error {
+func printExport(e *Env, id eventlog.ID, output string, compressed bool, x agent.ExportResult, tr *agent.ExportedToolResults) error {
 	// An export that is not exact exits 1, with --json too: a script
 	// must not take it for the source.
 	notExact := func() error {
@@ -431,9 +451,12 @@ func printExport(e *Env, id eventlog.ID, output string, x agent.ExportResult, tr
 		if err := e.printJSON(struct {
 			Session eventlog.ID `json:"session"`
 			Output  string      `json:"output"`
+			// OutputZstd: the output (named .zst) is zstd-compressed by
+			// rook; bytes, sha256 and exact are of its decompression.
+			OutputZstd bool `json:"output_zstd,omitempty"`
 			agent.ExportResult
 			ToolResultsWritten *agent.ExportedToolResults `json:"tool_results_written,omitempty"`
-		}{id, output, x, tr}); err != nil {
+		}{id, output, compressed, x, tr}); err != nil {
 			return err
 		}
 		return notExact()
@@ -450,9 +473,19 @@ func printExport(e *Env, id eventlog.ID, output string, x agent.ExportResult, tr
 	case !x.Exact:
 		exact = "NOT the bytes the import took in (the session's source lines are incomplete: `rook store verify`)"
 	}
-	fmt.Fprintf(e.Stderr, "wrote %d line(s), %s, to %s: sha256 %s, %s\n", x.Lines, formatBytes(x.Bytes), where, x.SHA256, exact)
-	if x.Zstd {
-		fmt.Fprintf(e.Stderr, "the source %s was zstd-compressed: this is its decompressed JSONL (`zstd` recompresses it)\n", terminalLine(x.Source))
+	sha := "sha256"
+	if compressed {
+		where += ", zstd-compressed (its name ends in .zst)"
+		sha = "decompressed: sha256"
+	}
+	fmt.Fprintf(e.Stderr, "wrote %d line(s), %s, to %s: %s %s, %s\n", x.Lines, formatBytes(x.Bytes), where, sha, x.SHA256, exact)
+	switch {
+	case x.Zstd && compressed:
+		// The import kept the decompressed stream, never the file's own
+		// compressed bytes, which depend on the zstd that wrote them.
+		fmt.Fprintf(e.Stderr, "the source %s was zstd-compressed too, but its compressed bytes are not kept: rook compressed these itself, so the file differs from it while its decompressed JSONL is the same\n", terminalLine(x.Source))
+	case x.Zstd:
+		fmt.Fprintf(e.Stderr, "the source %s was zstd-compressed: this is its decompressed JSONL (`zstd` recompresses it; an --output named .zst is written compressed)\n", terminalLine(x.Source))
 	}
 	if x.Skipped > 0 {
 		fmt.Fprintf(e.Stderr, "%d event(s) added in rook are not part of the source and were left out\n", x.Skipped)

@@ -401,6 +401,11 @@ func (c *SearchCmd) Run(e *Env) error {
 	if res.Texts > len(res.Hits) {
 		more = fmt.Sprintf(", showing the best %d (--limit)", len(res.Hits))
 	}
+	// Said on standard output too, as "nothing matched" says it: the
+	// note on standard error is not seen by whatever reads only the hits.
+	if res.Truncated {
+		more += "; partial: the budget stopped the scan, older bodies were not read (--all reads every one)"
+	}
 	// A hit is a text; the events and bodies that have it are counted
 	// apart (a fork's copies, repeats).
 	fmt.Fprintf(w, "%d hit(s): %d event(s) in %d object(s) matched (%d scanned)%s\n", res.Texts, res.TotalHits, res.ObjectsMatched, res.ObjectsScanned, more)

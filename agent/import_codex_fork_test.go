@@ -380,3 +380,19 @@ func TestCodexRollbackLeavesTurnsOutOfContext(t *testing.T) {
 		t.Errorf("history: %+v %v", h.Events, err)
 	}
 }
+
+// A fork of a fork and the fork imported in imports before their
+// parents', each on its own, the grandparent last: each counts only its
+// own tokens at the end, as when imported parent first (what the fork of
+// the fork copied of the fork includes what the fork copied).
+func TestImportCodexForkChainChildrenFirst(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	paths, lines := codexForkFiles(sameLine)
+	var data [3][]byte
+	for i := 2; i >= 0; i-- {
+		data[i] = writeSource(t, fsys, paths[i], lines[i], "")
+		mustImport(t, r, FormatCodex, "/c")
+	}
+	checkCodexForkChain(t, r, mustImport(t, r, FormatCodex, "/c"), paths, data)
+}

@@ -354,7 +354,23 @@ func RemoveDrained(fsys vfs.FS, home string, p Progress, sizes map[string]int64,
 		if p[name] != size || live(strings.TrimSuffix(name, ".jsonl")) {
 			continue
 		}
-		if err := fsys.Remove(filepath.Join(spoolDir(home), name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// sizes were read before the drain took the saves in: the writer
+		// may have saved more (and been told so) and exited since. Now that
+		// it has exited the file cannot grow: look again, and keep a file
+		// with saves past the drained end for the next drain.
+		path := filepath.Join(spoolDir(home), name)
+		st, err := fsys.Stat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			delete(p, name)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if st.Size() != size {
+			continue
+		}
+		if err := fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		delete(p, name)

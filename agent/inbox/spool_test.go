@@ -137,3 +137,48 @@ func TestDamagedProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveDrainedKeepsLaterSaves: a server that saves after the drain read
+// its spool file, then exits before the drain is done, keeps those saves:
+// the file is not removed as drained, and the next drain takes them in.
+func TestRemoveDrainedKeepsLaterSaves(t *testing.T) {
+	fsys, home := newHome(t)
+	w := NewWriter(fsys, home, ProcessName(time.Unix(1, 0), 42))
+	now := time.Unix(100, 0)
+	save := func(content string) {
+		t.Helper()
+		if err := w.Save(Save{ID: w.NextID(now), Time: now, Client: "codex", ClientName: "codex", Content: content}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save("read by the drain")
+	prog := Progress{}
+	pending, sizes, err := ReadPending(fsys, home, prog)
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("%+v %v", pending, err)
+	}
+	prog[pending[0].File] = pending[0].End
+	// While the drain appends what it read, the server saves once more
+	// and exits.
+	save("saved during the drain")
+	w.Close()
+	if err := RemoveDrained(fsys, home, prog, sizes, func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	pending, _, err = ReadPending(fsys, home, prog)
+	if err != nil || len(pending) != 1 || pending[0].Save.Content != "saved during the drain" {
+		t.Fatalf("after the drain: %+v %v", pending, err)
+	}
+	// Once that is drained too, the file goes.
+	prog[pending[0].File] = pending[0].End
+	_, sizes, err = ReadPending(fsys, home, prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveDrained(fsys, home, prog, sizes, func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := listJSONL(fsys, spoolDir(home)); len(names) != 0 || len(prog) != 0 {
+		t.Fatalf("left %v, progress %v", names, prog)
+	}
+}

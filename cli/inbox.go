@@ -67,7 +67,7 @@ func (c *InboxLsCmd) Run(e *Env) error {
 		return nil
 	}
 	for _, s := range list {
-		fmt.Fprintf(e.Stdout, "%s (%s): %d save(s) on %d day(s), last %s\n", s.Title, s.Client, s.Saves, len(s.Days), shownTime(s.Last))
+		fmt.Fprintf(e.Stdout, "%s (%s): %d save(s) on %d day(s), last %s\n", terminalLine(s.Title), terminalLine(s.Client), s.Saves, len(s.Days), shownTime(s.Last))
 		for _, d := range s.Days {
 			fmt.Fprintf(e.Stdout, "  %s  %3d save(s)  %d character(s)\n", d.Date, d.Saves, d.Chars)
 		}
@@ -103,7 +103,10 @@ func (c *InboxShowCmd) Run(e *Env) error {
 		}
 		return e.printJSON(note)
 	}
-	fmt.Fprintf(e.Stdout, "# %s, %s\n\n%s", note.Title, note.Date, note.Text())
+	// What a client saved, and the name it gave, are its own words: an
+	// escape sequence in them must not reach the terminal (as with session
+	// bodies: U+FFFD in its place; --json keeps them exact).
+	fmt.Fprintf(e.Stdout, "# %s, %s\n\n%s", terminalLine(note.Title), note.Date, terminalText([]byte(note.Text())))
 	return nil
 }
 
@@ -152,7 +155,7 @@ func (c *InboxActivityCmd) Run(e *Env) error {
 		if a.Detail != "" {
 			detail = "  " + a.Detail
 		}
-		fmt.Fprintf(e.Stdout, "%s  %-12s %-18s %7d char(s)  %s%s\n", shownTimeSec(a.Time), a.Client, a.Status, a.Chars, a.ClientName, detail)
+		fmt.Fprintf(e.Stdout, "%s  %-12s %-18s %7d char(s)  %s\n", shownTimeSec(a.Time), terminalLine(a.Client), a.Status, a.Chars, terminalLine(a.ClientName+detail))
 	}
 	return nil
 }
@@ -211,7 +214,7 @@ func (c *InboxStatusCmd) Run(e *Env) error {
 	if st.LastSave.IsZero() {
 		fmt.Fprintln(e.Stdout, "last save  none yet")
 	} else {
-		fmt.Fprintf(e.Stdout, "last save  %s from %s\n", shownTimeSec(st.LastSave), st.LastFrom)
+		fmt.Fprintf(e.Stdout, "last save  %s from %s\n", shownTimeSec(st.LastSave), terminalLine(st.LastFrom))
 	}
 	return nil
 }

@@ -286,6 +286,12 @@ func (r *Rook) sessionsTagged(prefix string, bare bool) ([]taggedSession, error)
 		if err != nil {
 			continue
 		}
+		if m.ForkAt != nil {
+			// A fork copies its parent's tags: a fork of an inbox or a
+			// server's session is a copy of its events, not a second
+			// inbox or server.
+			continue
+		}
 		name, hasBare := "", false
 		for _, t := range m.Tags {
 			if t == prefix {

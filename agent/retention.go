@@ -95,7 +95,7 @@ type PruneReport struct {
 	DryRun          bool         `json:"dry_run"`
 	SessionsDeleted int          `json:"sessions_deleted"`
 	EventsDeleted   uint64       `json:"events_deleted"`
-	Protected       int          `json:"protected"` // kept by a protect tag (counted in Kept too)
+	Protected       int          `json:"protected"` // kept by a protect tag, or an inbox or MCP server's session (counted in Kept too)
 	Kept            int          `json:"kept"`
 	Deleted         []SessionRef `json:"deleted"`
 }
@@ -111,6 +111,21 @@ func (p RetentionPolicy) protected(tags []string) bool {
 		}
 	}
 	return false
+}
+
+// keeps reports whether retention must keep a session whatever its age or
+// rank: one with a protect tag, or a client's inbox or an MCP server's
+// session (found as `rook inbox` and `rook mcp` find them), which hold the
+// notes the user saved and the servers they set up, not history that ages.
+func (p RetentionPolicy) keeps(s eventlog.Summary) bool {
+	if p.protected(s.Tags) {
+		return true
+	}
+	if _, ok := taggedName(s.Meta, inboxTag, false); ok {
+		return true
+	}
+	_, ok := taggedName(s.Meta, "mcp", true)
+	return ok
 }
 
 // sessionsNewestFirst lists every session, the most recently touched
@@ -187,7 +202,7 @@ func (r *Rook) Prune(p RetentionPolicy, dryRun bool) (PruneReport, error) {
 	var doomed []SessionRef
 	for _, s := range all {
 		switch {
-		case p.protected(s.Tags):
+		case p.keeps(s):
 			rep.Protected++
 			rep.Kept++
 		case maxAge > 0 && lastWritten(s).Before(cutoff):
@@ -365,7 +380,7 @@ func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.D
 				continue
 			}
 			left++
-			if !pol.protected(all[i].Tags) {
+			if !pol.keeps(all[i]) {
 				cands = append(cands, all[i])
 			}
 		}
@@ -424,7 +439,7 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 		}
 		var cands []eventlog.Summary // oldest first
 		for i := len(all) - 1; i >= 0; i-- {
-			if !pol.protected(all[i].Tags) {
+			if !pol.keeps(all[i]) {
 				cands = append(cands, all[i])
 			}
 		}
@@ -433,7 +448,14 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 			rep.OverBudgetStuck = true
 			what := "checkpoints"
 			if len(all) > 0 {
-				what = fmt.Sprintf("%d protected session(s) (tags %s) and checkpoints", len(all), strings.Join(pol.ProtectTags, ", "))
+				kept := "tags " + strings.Join(pol.ProtectTags, ", ")
+				for _, s := range all {
+					if !pol.protected(s.Tags) {
+						kept += "; inboxes and MCP servers" // kept by keeps, not by a tag
+						break
+					}
+				}
+				what = fmt.Sprintf("%d protected session(s) (%s) and checkpoints", len(all), kept)
 			}
 			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget: no session is left that may be deleted; the rest is %s (raise max_total_bytes, untag sessions or `rook checkpoint rm` checkpoints)",
 				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), what))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -288,6 +289,49 @@ func TestPruneProtectTags(t *testing.T) {
 	// s4 kept, s3 over the limit, s2..s0 protected.
 	if rep.SessionsDeleted != 1 || rep.Protected != 3 || rep.Kept != 4 {
 		t.Fatalf("report %+v", rep)
+	}
+}
+
+// TestPruneKeepsInboxesAndServers: a client's inbox holds the notes the
+// user saved, an MCP server's session the server they set up: neither is
+// history that ages, so neither age, rank nor the budget deletes them (a
+// fork of one, a removed server's calls and the rest go as usual).
+func TestPruneKeepsInboxesAndServers(t *testing.T) {
+	r, clk := viewsRook(t)
+	inboxID := ageSession(t, r, clk, 1, 20<<10, "inbox", "inbox:claude")
+	server := ageSession(t, r, clk, 2, 20<<10, "mcp", "mcp:kit")
+	removed := ageSession(t, r, clk, 3, 20<<10, "mcp", "mcp-removed:old")
+	fork, err := r.Log.Fork(inboxID, 1, eventlog.Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(365 * 24 * time.Hour)
+	plain := ageSession(t, r, clk, 4, 20<<10)
+	rep, err := r.Prune(RetentionPolicy{MaxSessions: intp(1), MaxSessionAgeDays: intp(180), ProtectTags: []string{}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{plain.String(), inboxID.String(), server.String()}
+	sort.Strings(want)
+	if got := sessionIDs(t, r); !reflect.DeepEqual(got, want) {
+		t.Fatalf("left %v, want %v (removed server %s, fork %s)", got, want, removed, fork.ID)
+	}
+	if rep.Protected != 2 || rep.SessionsDeleted != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+
+	// The budget passes them over too, and says what is left.
+	rep2, err := r.Maintain(budgetConfig(1), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{inboxID.String(), server.String()}
+	sort.Strings(want)
+	if got := sessionIDs(t, r); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the budget: left %v, want %v", got, want)
+	}
+	if !rep2.OverBudgetStuck || len(rep2.Notes) != 1 || !strings.Contains(rep2.Notes[0], "2 protected session(s) (tags keep, pinned; inboxes and MCP servers)") {
+		t.Fatalf("report %+v", rep2)
 	}
 }
 

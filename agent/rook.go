@@ -286,25 +286,31 @@ func (r *Rook) sessionsTagged(prefix string, bare bool) ([]taggedSession, error)
 		if err != nil {
 			continue
 		}
-		if m.ForkAt != nil {
-			// A fork copies its parent's tags: a fork of an inbox or a
-			// server's session is a copy of its events, not a second
-			// inbox or server.
-			continue
-		}
-		name, hasBare := "", false
-		for _, t := range m.Tags {
-			if t == prefix {
-				hasBare = true
-			} else if n, ok := strings.CutPrefix(t, prefix+":"); ok {
-				name = n
-			}
-		}
-		if name != "" && (hasBare || !bare) {
+		if name, ok := taggedName(m, prefix, bare); ok {
 			out = append(out, taggedSession{ID: id, Meta: m, Name: name})
 		}
 	}
 	return out, nil
+}
+
+// taggedName is the name a session's tags "<prefix>:<name>" give it (the
+// last such tag) and, when bare is set, it has the tag "<prefix>" too.
+func taggedName(m eventlog.Meta, prefix string, bare bool) (string, bool) {
+	if m.ForkAt != nil {
+		// A fork copies its parent's tags: a fork of an inbox or a
+		// server's session is a copy of its events, not a second
+		// inbox or server.
+		return "", false
+	}
+	name, hasBare := "", false
+	for _, t := range m.Tags {
+		if t == prefix {
+			hasBare = true
+		} else if n, ok := strings.CutPrefix(t, prefix+":"); ok {
+			name = n
+		}
+	}
+	return name, name != "" && (hasBare || !bare)
 }
 
 // eachEvent calls f with each of a session's events in order, a page at a

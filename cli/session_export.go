@@ -381,7 +381,7 @@ func (c *SearchCmd) Run(e *Env) error {
 			what += " " + clip(h.Label, 32)
 		}
 		fmt.Fprintf(w, "%s  #%d  %s  %s  %s\n", h.Session, h.Seq, what, shownTime(h.Time), clip(h.Title, 48))
-		fmt.Fprintf(w, "  %s\n", h.Snippet)
+		fmt.Fprintf(w, "  %s\n", terminalLine(h.Snippet)) // bidi controls too, as show does
 		switch {
 		case h.AlsoSessions > 0: // a fork's or rewind's copy, or the same output again
 			fmt.Fprintf(w, "  (and %d other event%s with this text, in %d other session%s)\n", h.Also, plural(h.Also, "", "s"), h.AlsoSessions, plural(h.AlsoSessions, "", "s"))

@@ -314,7 +314,9 @@ func (c *HistoryCmd) Run(e *Env) error {
 			if label == "" {
 				label = "-"
 			}
-			size, text := formatBytes(l.Size), l.Preview
+			// The preview has no control characters left; terminalLine
+			// also takes out bidi controls, which would reorder the row.
+			size, text := formatBytes(l.Size), terminalLine(l.Preview)
 			switch {
 			case l.Err != nil:
 				text = fmt.Sprintf("(body unreadable: %v)", l.Err)
@@ -445,7 +447,7 @@ func (c *FindCmd) Run(e *Env) error {
 		if h.Label != "" {
 			head += " " + terminalLine(h.Label)
 		}
-		fmt.Fprintf(w, "%s (byte %d)\n    %s\n", head, h.Offset, h.Snippet)
+		fmt.Fprintf(w, "%s (byte %d)\n    %s\n", head, h.Offset, terminalLine(h.Snippet))
 	}
 	for _, s := range res.Unreadable {
 		fmt.Fprintf(w, "#%d not searched: body unreadable: %v\n", s.Seq, s.Err)

@@ -292,6 +292,12 @@ var ErrNoInbox = fmt.Errorf("no such inbox")
 func (r *Rook) InboxShow(client, date string) (InboxDayNote, error) {
 	short := strings.ToLower(strings.TrimSpace(client))
 	id, ok, err := r.findInbox(short)
+	if err == nil && !ok && short != "" {
+		// The name a client gives itself (claude-code, Claude Desktop,
+		// what `inbox activity` shows) names its inbox too.
+		short, _ = inbox.Inbox(client)
+		id, ok, err = r.findInbox(short)
+	}
 	if err != nil {
 		return InboxDayNote{}, err
 	}

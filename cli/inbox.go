@@ -112,7 +112,7 @@ func (c *InboxShowCmd) Run(e *Env) error {
 
 // InboxActivityCmd is `rook inbox activity`.
 type InboxActivityCmd struct {
-	Client nonEmpty `help:"Only this inbox (short name, any case)." placeholder:"CLIENT"`
+	Client nonEmpty `help:"Only this inbox (short name or the client's own name, any case)." placeholder:"CLIENT"`
 	Limit  int      `help:"The newest N attempts." default:"50"`
 }
 
@@ -128,9 +128,12 @@ func (c *InboxActivityCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
+	// The inbox's short name, or the name a client gives itself
+	// (claude-code names the claude inbox), as inbox show takes.
+	short, _ := inbox.Inbox(string(c.Client))
 	var out []inbox.Activity
 	for _, a := range acts {
-		if c.Client == "" || strings.EqualFold(a.Client, string(c.Client)) {
+		if c.Client == "" || strings.EqualFold(a.Client, string(c.Client)) || a.Client == short {
 			out = append(out, a)
 		}
 	}

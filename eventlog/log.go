@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"math"
@@ -177,9 +178,12 @@ type Log struct {
 	// bulk: barriers come every bulkBarrierBytes of buffered records
 	// rather than every BarrierEvery events (SetBulk).
 	bulk          bool
-	unflushedSize int   // bytes of buffered records, over every session
-	marked        bool  // the dirty marker is on disk
-	failed        error // a barrier failed: nothing more is acknowledged
+	unflushedSize int  // bytes of buffered records, over every session
+	marked        bool // the dirty marker is on disk
+	// named: the sessions the dirty marker names, with their durable
+	// sizes (mark).
+	named  map[ID]bool
+	failed error // a barrier failed: nothing more is acknowledged
 	// created: sessions created in bulk whose metadata is not written yet
 	// (Create): the next flush writes it, once their logs are durable.
 	created map[ID]Meta
@@ -277,7 +281,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if opts.BarrierEvery <= 0 || opts.BarrierEvery > maxBarrierEvery {
 		opts.BarrierEvery = maxBarrierEvery
 	}
-	l := &Log{dir: dir, opts: opts, fs: opts.FS, sessions: map[ID]*writerState{}, created: map[ID]Meta{}, staged: map[ID]Meta{}}
+	l := &Log{dir: dir, opts: opts, fs: opts.FS, sessions: map[ID]*writerState{}, named: map[ID]bool{}, created: map[ID]Meta{}, staged: map[ID]Meta{}}
 	if opts.Writable {
 		if err := opts.FS.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
@@ -349,8 +353,13 @@ func (l *Log) Create(m Meta) (Meta, error) {
 	m.V, m.ID, m.Created = metaVersion, id, now.UTC().Truncate(time.Millisecond)
 	base := m.Created.UnixMilli()
 	if l.bulk {
-		if err := l.mark(); err != nil {
-			return m, err
+		// The marker first (only its first write: the sessions to name
+		// are named by the barrier that writes to them): the next
+		// writer's open removes the orphan log a crash leaves.
+		if !l.marked {
+			if err := l.mark(); err != nil {
+				return m, err
+			}
 		}
 		// An import creates sessions by the hundred: it writes the log
 		// with no fsync and keeps the metadata, which is what makes a
@@ -758,31 +767,69 @@ func (l *Log) flushLocked() error {
 	return nil
 }
 
-// mark writes the dirty marker, once in a writer's life: from then on a
-// crash makes the next writer's open check the logs touched since. It
-// also names each session the barrier about to run appends to, with the
-// size of its log, durable and acknowledged: a break the next open finds
-// before that size is damage, not a torn tail, however near the end (a
-// short log is all within tailWindow). This costs nothing more: the
-// marker is written anyway, and a `rook session append` makes one
-// barrier. Sessions a long-lived writer touches later are not named; for
-// them tailWindow alone decides.
+// mark writes the dirty marker, the first time in a writer's life: from
+// then on a crash makes the next writer's open check the logs touched
+// since. The marker also names each session the barrier about to run
+// appends to, with the size of its log, durable and acknowledged: a break
+// the next open finds before that size is damage, not a torn tail, however
+// near the end (a short log is all within tailWindow). A session a
+// long-lived writer (an import, an MCP server) first appends to after its
+// first barrier is named then: its line is appended to the marker and
+// synced before the barrier writes its records, one fsync of a small file
+// at the first barrier of each such session (an append command makes one
+// barrier, and names its session in the marker's first write). A session
+// whose log holds only its header, or that this writer created in bulk
+// (nothing in it acknowledged before the barrier that writes its
+// metadata), needs no name until it has more.
+//
+// Appending moves the marker's modification time, from which recovery
+// checks the logs modified since: a log the writer last wrote before that
+// was synced by its barrier, before the next barrier appended, and has no
+// torn tail.
 func (l *Log) mark() error {
-	if l.marked {
-		return nil
-	}
-	var b strings.Builder
-	b.WriteString(l.opts.Clock.Now().UTC().Format(time.RFC3339Nano) + "\n")
+	var names strings.Builder
+	var ids []ID
 	for id, st := range l.sessions {
-		if _, isNew := l.created[id]; len(st.buf) > 0 && !isNew {
-			fmt.Fprintf(&b, "%s %d\n", id, st.size)
+		if _, isNew := l.created[id]; len(st.buf) > 0 && !isNew && st.size > logHeaderSize && !l.named[id] {
+			names.WriteString(markerLine(id, st.size))
+			ids = append(ids, id)
 		}
 	}
-	if err := l.fs.WriteFileAtomic(filepath.Join(l.dir, dirtyMarker), []byte(b.String()), 0o600); err != nil {
-		return fmt.Errorf("mark the event log in use: %w", err)
+	path := filepath.Join(l.dir, dirtyMarker)
+	if !l.marked {
+		data := l.opts.Clock.Now().UTC().Format(time.RFC3339Nano) + "\n" + names.String()
+		if err := l.fs.WriteFileAtomic(path, []byte(data), 0o600); err != nil {
+			return fmt.Errorf("mark the event log in use: %w", err)
+		}
+		l.marked = true
+	} else if len(ids) > 0 {
+		f, err := l.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err == nil {
+			_, err = io.WriteString(f, names.String())
+			if err == nil {
+				err = f.Sync()
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("name sessions in the event log's dirty marker (%s): %w", path, err)
+		}
 	}
-	l.marked = true
+	for _, id := range ids {
+		l.named[id] = true
+	}
 	return nil
+}
+
+// markerLine is a session's line in the dirty marker: its id, its log's
+// durable size, and a checksum of the two. A line a crash tore or garbled
+// before its fsync (an append, see mark) must not pass for a size: one
+// too large would report a whole log as damaged.
+func markerLine(id ID, size int64) string {
+	s := fmt.Sprintf("%s %d", id, size)
+	return fmt.Sprintf("%s %08x\n", s, crc32.Checksum([]byte(s), castagnoli))
 }
 
 // maxBatchFiles bounds the files a barrier holds open at once: the logs it
@@ -878,6 +925,7 @@ func (l *Log) Close() error {
 			return err
 		}
 		l.marked = false
+		clear(l.named)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -1183,5 +1184,83 @@ func TestRecoveryReportsALogShorterThanItWasDurably(t *testing.T) {
 	}
 	if seq, err := w.Append(s.ID, Event{Kind: KindUser, Body: body(999)}); err == nil || !strings.Contains(err.Error(), "appends refused") {
 		t.Fatalf("append: seq %d, %v", seq, err)
+	}
+}
+
+// A long-lived writer (an MCP server) appended to one session, then, after
+// that first barrier, to another it had not touched, and crashed. Damage
+// to an event acknowledged in that other session before the crash, near
+// its log's end, is damage: the next open must report it, not cut it with
+// every event after it as an unacknowledged tail. The marker names the
+// session with its durable size before the barrier writes to it.
+func TestRecoveryDoesNotCutEventsOfASessionTouchedAfterTheFirstBarrier(t *testing.T) {
+	fsys, l, s := closedLog(t, 100)
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true, Clock: l.opts.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := mustCreate(t, w, "first")
+	for _, id := range []ID{first.ID, s.ID} {
+		if _, err := w.Append(id, Event{Kind: KindUser, Body: body(1)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// w crashed. Event 5 of s, durable long before, is damaged.
+	b := logBytes(t, fsys, l, s.ID)
+	f, _ := fsys.OpenFile(l.logPath(s.ID), os.O_RDONLY, 0)
+	r, _ := newReader(f, s.ID)
+	off, _, err := r.find(5)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[off+6] ^= 0xff
+	if err := fsys.WriteFileAtomic(l.logPath(s.ID), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	next, err := Open("/h/events", Options{FS: fsys, Writable: true, Clock: l.opts.Clock, TornDir: "/h/torn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	if after := logBytes(t, fsys, l, s.ID); len(after) != len(b) {
+		t.Fatalf("recovery cut the log from %d to %d bytes (notices %q)", len(b), len(after), next.Notices)
+	}
+	if len(next.Notices) != 1 || !strings.Contains(next.Notices[0], "damaged") {
+		t.Fatalf("notices %q do not report the damage", next.Notices)
+	}
+	if _, err := next.Append(s.ID, Event{Kind: KindUser, Body: body(999)}); err == nil || !strings.Contains(err.Error(), "--at 5") {
+		t.Fatalf("append after the damage: %v", err)
+	}
+}
+
+// Lines are appended to the dirty marker (mark): one a crash tore or
+// garbled before its fsync gives no size. A digit turned into a larger
+// one would make recovery report a whole log as shorter than it was
+// durably.
+func TestMarkerLinesACrashDamagedGiveNoSize(t *testing.T) {
+	fsys := vfs.NewMem()
+	a, b := ID{1}, ID{2}
+	good := markerLine(a, 4711)
+	bad := strings.Replace(markerLine(b, 1234), " 1234 ", " 9234 ", 1)
+	torn := markerLine(b, 1234)[:30]
+	for _, tc := range []struct {
+		name, data string
+		want       map[ID]int64
+	}{
+		{"whole", "t\n" + good, map[ID]int64{a: 4711}},
+		{"garbled", "t\n" + good + bad, map[ID]int64{a: 4711}},
+		{"torn", "t\n" + good + torn, map[ID]int64{a: 4711}},
+		{"older rook", "t\n" + a.String() + " 4711\n", map[ID]int64{}},
+	} {
+		if err := fsys.WriteFileAtomic("/m", []byte(tc.data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := markedSizes(fsys, "/m"); !maps.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/rookhq/rook/internal/vfs"
@@ -357,8 +358,10 @@ func (l *Log) recoverAfterCrash() error {
 
 // markedSizes reads the sizes the dirty marker gives (see mark): each
 // session's log was durable, and its events acknowledged, up to there when
-// the crashed writer first wrote to it. A marker without them (a bulk
-// Create's, an older rook's) or unreadable gives none.
+// the crashed writer first wrote to it. A line whose checksum does not
+// hold (torn or garbled by the crash: lines are appended) is passed over,
+// as is one of an older rook (no checksum); a marker without lines (a bulk
+// Create's) or unreadable gives none.
 func markedSizes(fsys vfs.FS, path string) map[ID]int64 {
 	b, err := vfs.ReadFile(fsys, path)
 	if err != nil {
@@ -366,14 +369,19 @@ func markedSizes(fsys vfs.FS, path string) map[ID]int64 {
 	}
 	out := map[ID]int64{}
 	for _, line := range strings.Split(string(b), "\n")[1:] {
-		var name string
-		var size int64
-		if n, _ := fmt.Sscanf(line, "%s %d", &name, &size); n != 2 {
+		f := strings.Fields(line)
+		if len(f) != 3 {
 			continue
 		}
-		if id, err := ParseID(name); err == nil && size >= logHeaderSize {
-			out[id] = size
+		id, err := ParseID(f[0])
+		if err != nil {
+			continue
 		}
+		size, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil || size < logHeaderSize || markerLine(id, size) != line+"\n" {
+			continue
+		}
+		out[id] = size
 	}
 	return out
 }

@@ -1128,15 +1128,27 @@ func (l *Log) Read(id ID, from uint64, limit int) ([]Event, error) {
 		return nil, err
 	}
 	defer f.Close()
+	// A reader's floor takes a stat of the dirty marker, and with a
+	// writer running, a read of it: a tenth of a small read's time. Only
+	// a break needs it, so it is taken then (a writer that started or
+	// closed meanwhile is caught below, as one that did so after the
+	// file's size was taken always was).
+	floorAt := func() int64 { return floor }
 	if !own {
-		floor = l.tornFloor(id, r.size)
+		known := false
+		floorAt = func() int64 {
+			if !known {
+				floor, known = l.tornFloor(id, r.size), true
+			}
+			return floor
+		}
 	}
-	out, err := r.read(from, limit, floor)
-	if err != nil && !own && floor > r.size && l.writerRaced(id, r.size) {
+	out, err := r.read(from, limit, floorAt)
+	if err != nil && !own && floorAt() > r.size && l.writerRaced(id, r.size) {
 		// A writer started while this read: it marks before it writes,
 		// so the break may be its record half written when the size was
 		// taken. A torn tail, as with the marker.
-		out, err = r.read(from, limit, r.size-tailWindow)
+		out, err = r.read(from, limit, func() int64 { return r.size - tailWindow })
 	}
 	if err != nil {
 		return nil, err

@@ -227,14 +227,14 @@ func (r *reader) totals(last Event) (in, out uint64, err error) {
 }
 
 // read returns up to limit events from seq `from` on. A break at or after
-// floor may be a tail a writer tore (or is writing), and ends the session;
-// one before it is damage (with no writer running or crashed, floor is
-// past the end: a break anywhere is damage).
-func (r *reader) read(from uint64, limit int, floor int64) ([]Event, error) {
+// floor() may be a tail a writer tore (or is writing), and ends the
+// session; one before it is damage (with no writer running or crashed,
+// floor is past the end: a break anywhere is damage). floor is called
+// only at a break.
+func (r *reader) read(from uint64, limit int, floor func() int64) ([]Event, error) {
 	if r.size <= logHeaderSize {
 		return nil, nil
 	}
-	torn := floor <= r.size
 	off := int64(logHeaderSize)
 	if from > 0 {
 		o, _, err := r.find(from)
@@ -242,7 +242,7 @@ func (r *reader) read(from uint64, limit int, floor int64) ([]Event, error) {
 			// Past the end: an empty page. Unless a record at or past
 			// `from` is there beyond a break: then the page is damaged,
 			// not empty.
-			if last, ok, lerr := r.last(); !torn && lerr == nil && ok && last.Seq >= from {
+			if last, ok, lerr := r.last(); lerr == nil && ok && last.Seq >= from && floor() > r.size {
 				return nil, fmt.Errorf("session %s: %w: event %d does not read back though the log goes on to event %d; %s", r.id, ErrBadRecord, from, last.Seq, damagedHint(r.id, "N"))
 			}
 			return nil, nil
@@ -260,7 +260,7 @@ func (r *reader) read(from uint64, limit int, floor int64) ([]Event, error) {
 	// A bad record past floor is a torn tail the next writer cuts (or
 	// one the writer is writing); one before, damage, and the reader says
 	// so.
-	if err != nil && stop < floor {
+	if err != nil && stop < floor() {
 		at := from + uint64(len(out))
 		return out, fmt.Errorf("session %s: %v at seq %d (offset %d): %s", r.id, err, at, stop, damagedHint(r.id, fmt.Sprint(at)))
 	}

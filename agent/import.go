@@ -491,7 +491,7 @@ type sourceFile struct {
 // newSourceFile is a file to import, as the file system describes it.
 func newSourceFile(path string, fi fs.FileInfo) sourceFile {
 	return sourceFile{path: path, size: fi.Size(),
-		stat: eventlog.FileStat{Size: fi.Size(), MTime: fi.ModTime().UnixNano(), CTime: changeTime(fi)}}
+		stat: eventlog.FileStat{Size: fi.Size(), MTime: fi.ModTime().UnixNano(), CTime: vfs.ChangeTime(fi)}}
 }
 
 func sameStat(a, b *eventlog.FileStat) bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,5 +142,52 @@ func TestLookupAfterTheFileIsPutBack(t *testing.T) {
 	}
 	if l := d.List(); len(l) != 1 || l[0].Damaged != "" {
 		t.Fatalf("listed after it was put back: %+v", l)
+	}
+}
+
+// TestLookupOfADamagedFileReadsItOnce: every lookup of a damaged
+// dictionary read and checked its whole file again (5 ms for 4 MiB), so
+// rook store verify of many records that need it was slow. The file is
+// read once while it stays as it is, every lookup still says the same,
+// and a file put back is read again.
+func TestLookupOfADamagedFileReadsItOnce(t *testing.T) {
+	fsys := vfs.NewMem()
+	if err := fsys.MkdirAll("/d", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	good := Encode(1, 1, time.Unix(0, 0), []byte("content"))
+	bad := bytes.Clone(good)
+	bad[len(bad)-1] ^= 1
+	if err := fsys.WriteFileAtomic("/d/00000001.zdict", bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenDir(fsys, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	reads := 0
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpOpenRead && path == "/d/00000001.zdict" {
+			mu.Lock()
+			reads++
+			mu.Unlock()
+		}
+		return nil
+	})
+	const want = "dictionary 1 (/d/00000001.zdict) is damaged: checksum mismatch"
+	for range 100 {
+		if _, err := d.Lookup(1); err == nil || err.Error() != want {
+			t.Fatalf("damaged: %v", err)
+		}
+	}
+	if reads != 1 {
+		t.Fatalf("100 lookups read the damaged file %d times, want 1", reads)
+	}
+	if err := fsys.WriteFileAtomic("/d/00000001.zdict", good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := d.Lookup(1); err != nil || string(c) != "content" {
+		t.Fatalf("the file put back: %q %v", c, err)
 	}
 }

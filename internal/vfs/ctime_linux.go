@@ -1,16 +1,16 @@
 //go:build linux
 
-package agent
+package vfs
 
 import (
 	"io/fs"
 	"syscall"
 )
 
-// changeTime is a file's inode change time in unix ns, which no program
+// ChangeTime is a file's inode change time in unix ns, which no program
 // can set (a copy that keeps the modification time still changes it);
 // 0 when the file system does not say.
-func changeTime(fi fs.FileInfo) int64 {
+func ChangeTime(fi fs.FileInfo) int64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return st.Ctim.Nano() // int64 on every GOARCH (Sec is int32 on 386 and arm)
 	}

@@ -68,6 +68,10 @@ type Env struct {
 	Cwd string
 	// LockWait is how long a writer waits for the writer lock (--lock-wait).
 	LockWait time.Duration
+	// lockWaitErr is why $ROOK_LOCK_WAIT could not be read: only a command
+	// that takes the writer lock fails with it, so a bad value does not
+	// stop `rook session ls` (a reader never waits for the lock).
+	lockWaitErr error
 }
 
 // exitError carries an exit code and a message already fit for the user.
@@ -231,7 +235,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if err != nil {
 		// Not the store's: said as it is (explain's advice is about it).
 		err = &exitError{code: ExitFailure, msg: err.Error()}
-	} else if env.LockWait, err = c.LockWait.wait(); err == nil { // a usage error
+	} else {
+		env.LockWait, env.lockWaitErr = c.LockWait.wait()
 		handleInterrupts(stderr)
 		err = ctx.Run(env)
 	}
@@ -378,6 +383,9 @@ func resolveCwd(flag string) (string, error) {
 // openRook opens the store with its sessions, telling the user on stderr
 // what the open repaired.
 func (e *Env) openRook(writable bool) (*agent.Rook, error) {
+	if writable && e.lockWaitErr != nil {
+		return nil, e.lockWaitErr
+	}
 	return e.openRookWait(writable, e.LockWait)
 }
 
@@ -454,6 +462,9 @@ func (e *Env) openStore(writable bool) (*cas.Store, error) {
 }
 
 func (e *Env) openStoreWith(opts cas.Options) (*cas.Store, error) {
+	if opts.Writable && e.lockWaitErr != nil {
+		return nil, e.lockWaitErr
+	}
 	opts.FS, opts.Clock, opts.Command = e.FS, e.Clock, e.Command
 	opts.LockWait, opts.LockWaiting = e.LockWait, e.lockWaiting(e.LockWait)
 	s, err := cas.Open(e.Home, opts)

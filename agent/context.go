@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,6 +111,20 @@ type ReportedContext struct {
 	Window int64
 }
 
+// Count is Tokens as the int64 the estimates are, held at math.MaxInt64:
+// a recorded count is any uint64 (a transcript's, --tokens-in), and one
+// past it turned negative ("-0.3% of usable", never over the threshold).
+func (p ReportedContext) Count() int64 { return int64(min(p.Tokens, math.MaxInt64)) }
+
+// addTokens is a + b held at the largest count, never wrapped round to a
+// small one.
+func addTokens(a, b uint64) uint64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxUint64
+}
+
 // SetWindow measures the report against another window.
 func (c *ContextReport) SetWindow(window int64) {
 	c.Window = window
@@ -125,7 +140,7 @@ func (c ContextReport) ReportedPercentOfUsable() float64 {
 	if c.Reported == nil {
 		return 0
 	}
-	return c.percent(int64(c.Reported.Tokens))
+	return c.percent(c.Reported.Count())
 }
 
 func (c ContextReport) percent(tokens int64) float64 {
@@ -147,9 +162,9 @@ func (c ContextReport) OverThreshold() bool { return c.ThresholdTokens() > c.Thr
 func (c ContextReport) ThresholdTokens() int64 {
 	switch p := c.Reported; {
 	case c.ThresholdByReported():
-		return int64(p.Tokens)
+		return p.Count()
 	case p != nil && p.Imported && p.After:
-		return max(int64(p.Tokens), c.InContextTokens)
+		return max(p.Count(), c.InContextTokens)
 	}
 	return c.InContextTokens
 }
@@ -337,7 +352,7 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 			}
 			switch {
 			case ev.TokensIn > 0:
-				rep.Reported = &ReportedContext{Seq: ev.Seq, Tokens: ev.TokensIn + ev.TokensOut, Imported: b.imported}
+				rep.Reported = &ReportedContext{Seq: ev.Seq, Tokens: addTokens(ev.TokensIn, ev.TokensOut), Imported: b.imported}
 				reportedBody = ev.Body
 				if b.imported {
 					body := ev.Body
@@ -350,7 +365,7 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 				// only what it adds (its input was counted on the first).
 				// The message's last record is its whole count.
 				rep.Reported.Seq = ev.Seq
-				rep.Reported.Tokens += ev.TokensOut
+				rep.Reported.Tokens = addTokens(rep.Reported.Tokens, ev.TokensOut)
 				reportedBody = ev.Body
 			case !b.imported && ev.Kind != eventlog.KindCheckpoint && rep.Reported != nil:
 				// Appended in rook after the count (a fork of an imported

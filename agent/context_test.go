@@ -387,3 +387,38 @@ func TestContextWindowSplitDoesNotOverflow(t *testing.T) {
 		}
 	}
 }
+
+// TestContextReportedCountPastInt64: a recorded count near 2^64 (tokens
+// are any uint64) showed as "-0.3% of usable" and never over the
+// threshold, and an event's in + out past 2^64 wrapped round to a small
+// count. The count is held at the largest: far over the threshold.
+func TestContextReportedCountPastInt64(t *testing.T) {
+	r, clk := viewsRook(t)
+	for _, tc := range []struct {
+		in, out uint64
+		want    uint64
+	}{
+		{math.MaxUint64 - 605, 10, math.MaxUint64 - 595},
+		{math.MaxUint64 - 5, 10, math.MaxUint64},
+		{1 << 63, 0, 1 << 63},
+	} {
+		id := viewsSession(t, r, "huge")
+		viewsAppend(t, r, clk, id, Entry{Kind: eventlog.KindAssistant, Body: []byte("hi"), TokensIn: tc.in, TokensOut: tc.out})
+		rep, err := r.Context(id, DefaultContextWindow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Reported == nil || rep.Reported.Tokens != tc.want {
+			t.Fatalf("%d in, %d out: reported %+v, want %d tokens", tc.in, tc.out, rep.Reported, tc.want)
+		}
+		if pct := rep.ReportedPercentOfUsable(); !(pct > 1e12) || math.IsInf(pct, 0) {
+			t.Fatalf("%d in, %d out: %.1f%% of usable", tc.in, tc.out, pct)
+		}
+		// An imported count decides the threshold; one of rook's own is
+		// shown beside the estimate, which decides.
+		rep.Reported.Imported = true
+		if !rep.OverThreshold() || rep.ThresholdTokens() != math.MaxInt64 {
+			t.Fatalf("%d in, %d out: over the threshold %v, by %d", tc.in, tc.out, rep.OverThreshold(), rep.ThresholdTokens())
+		}
+	}
+}

@@ -130,7 +130,7 @@ func (c *ContextCmd) Run(e *Env) error {
 		over = " — over the compaction threshold"
 	}
 	estOver, repOver := over, ""
-	if p := rep.Reported; p != nil && rep.ThresholdTokens() == int64(p.Tokens) && p.Imported {
+	if p := rep.Reported; p != nil && rep.ThresholdTokens() == p.Count() && p.Imported {
 		estOver, repOver = "", over
 	}
 	fmt.Fprintf(w, "in context %d tokens  %.1f%% of usable%s\n", rep.InContextTokens, rep.PercentOfUsable(), estOver)

@@ -285,3 +285,58 @@ func TestMissingDictionaryReadsSayWhatToDo(t *testing.T) {
 		t.Fatalf("verify's needed dictionary: %+v", d)
 	}
 }
+
+// TestRepackNamesEveryMissingDictionary: a segment whose records need two
+// dictionaries that are both lost (one per kind) was reported as waiting
+// for the first only, so the user put that file back, repacked, and only
+// then met the second. Repack names each dictionary a segment waits for.
+func TestRepackNamesEveryMissingDictionary(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	for i := range 400 {
+		mustPut(t, s, KindMessage, shaped(0, i))
+		mustPut(t, s, KindToolResult, shaped(1, i))
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Train(TrainOptions{Kinds: []Kind{KindMessage, KindToolResult}, Samples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint32
+	for _, r := range res {
+		if !r.Kept {
+			t.Fatalf("no dictionary kept: %+v", r)
+		}
+		ids = append(ids, r.DictID)
+	}
+	if _, err := s.Repack(nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for _, id := range ids {
+		if err := fsys.Remove(filepath.Join(home, DictDir, dict.FileName(id))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err = Open(home, Options{FS: fsys, Clock: testClock(), Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rep, err := s.Repack(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, k := range rep.KeptNeedsDict {
+		got = append(got, fmt.Sprintf("%s:%d", k.Segment, k.Dict))
+		if want := fmt.Sprintf("dictionary %d is missing from %s", k.Dict, filepath.Join(home, DictDir)); k.Problem != want {
+			t.Errorf("problem %q, want %q", k.Problem, want)
+		}
+	}
+	if len(rep.KeptNeedsDict) != 2 || rep.KeptNeedsDict[0].Segment != rep.KeptNeedsDict[1].Segment || rep.KeptNeedsDict[0].Dict != ids[0] || rep.KeptNeedsDict[1].Dict != ids[1] {
+		t.Fatalf("kept %v, want one segment waiting for dictionaries %v", got, ids)
+	}
+}

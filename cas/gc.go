@@ -150,7 +150,8 @@ type RepackReport struct {
 	Kept              []string `json:"kept_damaged,omitempty"`
 	// KeptNeedsDict: segments kept, undamaged, because records in them
 	// need a dictionary that cannot be loaded (its file is missing or
-	// damaged); what they hold reads again once the file is put back.
+	// damaged); what they hold reads again once the file is put back. A
+	// segment is listed once per dictionary it waits for, in id order.
 	KeptNeedsDict []KeptSegment `json:"kept_needs_dictionary,omitempty"`
 }
 
@@ -294,8 +295,20 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 			if bad != nil {
 				st.kept = append(st.kept, fmt.Sprintf("%s (%s)", segName(n), bad))
 			} else {
-				d := damage[0]
-				st.keptNeedsDict = append(st.keptNeedsDict, KeptSegment{Segment: segName(n), Dict: d.Dict, File: filepath.Join(s.home, DictDir, dict.FileName(d.Dict)), Problem: d.DictErr})
+				// Every dictionary the segment waits for, once each: its
+				// records may need several (one per kind), and naming the
+				// first only had the user put one file back, repack again,
+				// and find the next.
+				seen := map[uint32]bool{}
+				var ks []KeptSegment
+				for _, d := range damage {
+					if !seen[d.Dict] {
+						seen[d.Dict] = true
+						ks = append(ks, KeptSegment{Segment: segName(n), Dict: d.Dict, File: filepath.Join(s.home, DictDir, dict.FileName(d.Dict)), Problem: d.DictErr})
+					}
+				}
+				sort.Slice(ks, func(i, j int) bool { return ks[i].Dict < ks[j].Dict })
+				st.keptNeedsDict = append(st.keptNeedsDict, ks...)
 			}
 			continue
 		}

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -214,8 +215,27 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 		msgs = append(msgs, fmt.Sprintf("%d damaged segment(s) kept in place", len(rep.Kept)))
 	}
 	if len(rep.KeptNeedsDict) > 0 {
-		k := rep.KeptNeedsDict[0]
-		msgs = append(msgs, fmt.Sprintf("%d segment(s) kept in place: their records need a dictionary that cannot be loaded (%s): put %s back from a backup and run `rook store repack` again", len(rep.KeptNeedsDict), k.Problem, k.File))
+		// Every dictionary, once: the segments may wait for several, and
+		// naming one had the user put it back only to meet the next.
+		segs, dicts := map[string]bool{}, map[uint32]cas.KeptSegment{}
+		var ids []uint32
+		for _, k := range rep.KeptNeedsDict {
+			segs[k.Segment] = true
+			if _, ok := dicts[k.Dict]; !ok {
+				dicts[k.Dict] = k
+				ids = append(ids, k.Dict)
+			}
+		}
+		slices.Sort(ids)
+		var problems, files []string
+		for _, id := range ids {
+			problems, files = append(problems, dicts[id].Problem), append(files, dicts[id].File)
+		}
+		what := "a dictionary that cannot be loaded"
+		if len(dicts) > 1 {
+			what = fmt.Sprintf("%d dictionaries that cannot be loaded", len(dicts))
+		}
+		msgs = append(msgs, fmt.Sprintf("%d segment(s) kept in place: their records need %s (%s): put %s back from a backup and run `rook store repack` again", len(segs), what, strings.Join(problems, "; "), strings.Join(files, " and ")))
 	}
 	if len(msgs) > 0 {
 		return &exitError{code: ExitFailure, msg: strings.Join(msgs, "; ")}

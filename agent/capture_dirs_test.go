@@ -172,6 +172,24 @@ func TestCapturedDirectoryReplacedByALinkRemovesNothingThrough(t *testing.T) {
 	}
 }
 
+// A captured directory replaced by a link leading outside the workspace:
+// the diff shows the type change as for a link inside (nothing is read
+// through it), rather than refuse to compare the files d held.
+func TestCapturedDirectoryReplacedByALinkOutsideDiffs(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/a.txt": "a\n"})
+	if _, _, err := r.CaptureSession(id, []string{"d"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	writeTree(t, outside, tree{"a.txt": "outside\n"})
+	os.RemoveAll(filepath.Join(ws, "d"))
+	if err := os.Symlink(outside, filepath.Join(ws, "d")); err != nil {
+		t.Skip(err)
+	}
+	sameStatuses(t, "diff", diffStatuses(t, r, id), map[string]string{"d": "added", "d/a.txt": "removed"})
+}
+
 // A manifest written before version 2 (testdata: a capture of directory d
 // holding d/a.txt and d/sub/b.txt) reads, encodes to the same bytes, and
 // behaves as it did: a file added under d is not seen, nor removed.

@@ -227,14 +227,16 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
-		// The disk may have changed under the captured path: never read
-		// through a link that now leads outside the workspace.
-		if _, err := resolveInRoot(filepath.Clean(root), real, p, false); err != nil {
-			return d, fmt.Errorf("cannot compare %s: %w", p, err)
-		}
 		base, had := first[p].File, !first[p].Remove
 		var cur DiskFile // under a link in place of a captured directory: gone
 		if linkedDir(real, p, st.wasDir) == "" {
+			// The disk may have changed under the captured path: never
+			// read through a link that now leads outside the workspace.
+			// (Under a link in place of a captured directory nothing is
+			// read, wherever it leads: the link shows as added.)
+			if _, err := resolveInRoot(filepath.Clean(root), real, p, false); err != nil {
+				return d, fmt.Errorf("cannot compare %s: %w", p, err)
+			}
 			cur, err = statDisk(real, p)
 		}
 		var nr *NotRegularError

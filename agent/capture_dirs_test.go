@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rookhq/rook/cas"
@@ -188,6 +189,25 @@ func TestCapturedDirectoryReplacedByALinkOutsideDiffs(t *testing.T) {
 		t.Skip(err)
 	}
 	sameStatuses(t, "diff", diffStatuses(t, r, id), map[string]string{"d": "added", "d/a.txt": "removed"})
+}
+
+// A named pipe compared just before the files under a link in place of a
+// captured directory does not make them read as named pipes too.
+func TestCapturedDirectoryReplacedByALinkAfterAPipe(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/a.txt": "a\n", "d-p": "p\n", "other/x.txt": "x\n"})
+	if _, _, err := r.CaptureSession(id, []string{"d", "d-p"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(ws, "d-p"))
+	if err := syscall.Mkfifo(filepath.Join(ws, "d-p"), 0o600); err != nil {
+		t.Skip(err)
+	}
+	os.RemoveAll(filepath.Join(ws, "d"))
+	if err := os.Symlink("other", filepath.Join(ws, "d")); err != nil {
+		t.Skip(err)
+	}
+	sameStatuses(t, "diff", diffStatuses(t, r, id), map[string]string{"d": "added", "d-p": "modified", "d/a.txt": "removed"})
 }
 
 // A manifest written before version 2 (testdata: a capture of directory d

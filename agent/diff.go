@@ -228,7 +228,10 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 	sort.Strings(paths)
 	for _, p := range paths {
 		base, had := first[p].File, !first[p].Remove
-		var cur DiskFile // under a link in place of a captured directory: gone
+		// Under a link in place of a captured directory: gone (and no
+		// error left from the path before, a named pipe's say).
+		var cur DiskFile
+		err = nil
 		if linkedDir(real, p, st.wasDir) == "" {
 			// The disk may have changed under the captured path: never
 			// read through a link that now leads outside the workspace.

@@ -513,3 +513,43 @@ func TestRewindSwapRemovesOnlyTheSavedTree(t *testing.T) {
 	}
 	sameTree(t, "applied", readTree(t, ws), tree{"a": "file a\n"})
 }
+
+// A rewind that swaps a file and a directory back removes a file only as
+// its capture of the disk before it holds it: one written since (the
+// agent still at work) stops it, and keeps what was written.
+func TestRewindSwapKeepsAFileChangedSinceTheSave(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"a": "file a\n", "d/f": "f\n"})
+	if _, _, err := r.CaptureSession(id, []string{"a", "d"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(ws, "a"))
+	os.RemoveAll(filepath.Join(ws, "d"))
+	writeTree(t, ws, tree{"a/x": "x\n", "d": "file d\n"})
+	st, err := r.firstCaptures(id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changes []Change
+	for _, c := range st.First {
+		changes = append(changes, c)
+	}
+	plan, err := r.planRestore(ws, changes, st.wasDir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.saved, err = r.CapturePaths(ws, []string{"a", "d"}, "before", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"a/x": "x written since\n", "d": "file d written since\n"})
+	if _, _, _, err := plan.Apply(); err == nil || !strings.Contains(err.Error(), "changed since the rewind captured it") {
+		t.Fatalf("apply over files written since: %v", err)
+	}
+	sameTree(t, "written since", readTree(t, ws), tree{"a/x": "x written since\n", "d": "file d written since\n"})
+	// a/x as saved: the tree goes, and the file in d's way stops it.
+	writeTree(t, ws, tree{"a/x": "x\n"})
+	if _, _, _, err := plan.Apply(); err == nil || !strings.Contains(err.Error(), "d changed since the rewind captured it") {
+		t.Fatalf("apply over d written since: %v", err)
+	}
+	sameTree(t, "d written since", readTree(t, ws), tree{"a": "file a\n", "d": "file d written since\n"})
+}

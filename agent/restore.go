@@ -365,6 +365,9 @@ func (p *Plan) removeInTheWay(rel string) (int, error) {
 	if fi, err := os.Lstat(abs); err != nil || fi.IsDir() {
 		return 0, nil // gone, or made a directory by an earlier change
 	}
+	if err := p.unchangedSinceSaved(rel); err != nil {
+		return 0, err
+	}
 	if err := os.Remove(abs); err != nil {
 		return 0, fmt.Errorf("remove %s: %w", rel, err)
 	}
@@ -383,6 +386,9 @@ func (p *Plan) removeTree(rel string) (int, error) {
 	for _, f := range slices.Sorted(maps.Keys(p.saved.Files)) {
 		if !strings.HasPrefix(f, rel+"/") {
 			continue
+		}
+		if err := p.unchangedSinceSaved(f); err != nil {
+			return n, err
 		}
 		err := os.Remove(filepath.Join(p.real, filepath.FromSlash(f)))
 		if err != nil && !notExist(err) {
@@ -406,6 +412,21 @@ func (p *Plan) removeTree(rel string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// unchangedSinceSaved refuses to remove the file (or link) at workspace
+// path rel when it is not what the capture before the plan holds of it:
+// written since (the agent still at work), the undo would put back the
+// older bytes, and what was written would be lost. Gone is as saved.
+func (p *Plan) unchangedSinceSaved(rel string) error {
+	cur, err := statDisk(p.real, rel)
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", rel, err)
+	}
+	if f := p.saved.Files[rel]; cur.Exists && (cur.ID != f.ID || cur.Mode.Link != f.Mode.Link) {
+		return fmt.Errorf("%s changed since the rewind captured it: it is left as it is, and nothing more removed", rel)
+	}
+	return nil
 }
 
 // held says whether the manifest holds rel: as a file, or as a directory

@@ -518,6 +518,10 @@ func (c *SessionLsCmd) Run(e *Env) error {
 			// its totals, as a damaged session does: one session
 			// must not stop the listing.
 			if in, out, err := r.Log.TokensBefore(s.ID, *at); err == nil {
+				// The totals leave out the copied tokens the parent's
+				// did (Meta.Copied), which are in its first ForkAt.
+				cin, cout := s.Copied()
+				in, out = in-min(cin, in), out-min(cout, out)
 				own, ownIn, ownOut := s.Events-*at, s.TokensIn-in, s.TokensOut-out
 				row.OwnEvents, row.OwnTokensIn, row.OwnTokensOut = &own, &ownIn, &ownOut
 			}

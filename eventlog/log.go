@@ -43,6 +43,22 @@ type Meta struct {
 	Tags      []string  `json:"tags,omitempty"`
 	// Source is set on a session imported from another agent's transcript.
 	Source *Source `json:"source,omitempty"`
+	// CopiedIn and CopiedOut, on a fork made in rook of a session whose
+	// totals leave copied tokens out (Source.CopiedIn, or these of a fork
+	// of one), are those the fork's copy of its events holds: its totals
+	// leave them out too, as its parent's do.
+	CopiedIn  uint64 `json:"copied_tokens_in,omitempty"`
+	CopiedOut uint64 `json:"copied_tokens_out,omitempty"`
+}
+
+// Copied are the tokens m's events count that its totals leave out: an
+// imported session's for the lines it copied from its parent
+// (Source.CopiedIn), or a fork's for those of the events it copied.
+func (m Meta) Copied() (in, out uint64) {
+	if m.Source != nil {
+		return m.Source.CopiedIn, m.Source.CopiedOut
+	}
+	return m.CopiedIn, m.CopiedOut
 }
 
 // Source says where an imported session came from and how much of it is
@@ -1029,10 +1045,9 @@ func (l *Log) SummaryOf(m Meta) (Summary, error) {
 // leaveOutCopied takes the tokens an imported session counted for lines
 // its parent spent (Source.CopiedIn, CopiedOut) out of its totals.
 func (s *Summary) leaveOutCopied() {
-	if src := s.Meta.Source; src != nil {
-		s.TokensIn -= min(src.CopiedIn, s.TokensIn)
-		s.TokensOut -= min(src.CopiedOut, s.TokensOut)
-	}
+	in, out := s.Meta.Copied()
+	s.TokensIn -= min(in, s.TokensIn)
+	s.TokensOut -= min(out, s.TokensOut)
 }
 
 // TokensBefore returns the tokens of a session's events [0, seq), read
@@ -1228,6 +1243,18 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 	body := make([]byte, end-logHeaderSize)
 	if _, err := f.ReadAt(body, logHeaderSize); err != nil {
 		return m, err
+	}
+	// The copied lines an imported parent's totals leave out come first
+	// in it (a copy of its own parent's lines begins its file): those
+	// before the fork point are in the fork's copy, and left out of its
+	// totals too, so that it counts what the parent counts up to there.
+	m.CopiedIn, m.CopiedOut = 0, 0
+	if cin, cout := pm.Copied(); (cin != 0 || cout != 0) && at > 0 {
+		in, out, err := r.totals(Event{Seq: at - 1})
+		if err != nil {
+			return m, err
+		}
+		m.CopiedIn, m.CopiedOut = min(cin, in), min(cout, out)
 	}
 	now := l.opts.Clock.Now()
 	id, err := l.ids.next(now)

@@ -553,3 +553,16 @@ func TestRewindSwapKeepsAFileChangedSinceTheSave(t *testing.T) {
 	}
 	sameTree(t, "d written since", readTree(t, ws), tree{"a": "file a\n", "d": "file d written since\n"})
 }
+
+// An empty directory captured whole that a tool made a file: the diff
+// shows the file added (it showed nothing: "changed nothing").
+func TestEmptyCapturedDirectoryMadeAFile(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	os.Mkdir(filepath.Join(ws, "e"), 0o700)
+	if _, _, err := r.CaptureSession(id, []string{"e"}, "write", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(ws, "e"))
+	writeTree(t, ws, tree{"e": "f\n"})
+	sameStatuses(t, "diff", diffStatuses(t, r, id), map[string]string{"e": "added"})
+}

@@ -196,7 +196,9 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 	root, first := st.Root, st.First
 	d.Root, d.Captures, d.FromTranscript, d.Unreadable = root, st.Captures, st.FromTranscript, st.Unreadable
 	d.Unrecordable = st.Unrecordable
-	if len(first) == 0 {
+	if len(first) == 0 && len(st.dirs) == 0 {
+		// (An empty directory captured whole holds no file, but may be a
+		// file or link now: below.)
 		return d, nil
 	}
 	real, err := realRoot(root)

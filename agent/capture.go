@@ -312,7 +312,9 @@ func (c *capturer) walk(rel string, tree bool) error {
 	if !tree && rel != "" {
 		// Taken whole: what is added under it later is added (diff), and
 		// a rewind to before removes it (firstCaptures).
-		c.m.Dirs = append(c.m.Dirs, rel)
+		if err := c.addDir(rel); err != nil {
+			return err
+		}
 	}
 	if tree && c.ignore != nil {
 		if b, err := os.ReadFile(filepath.Join(abs, ".gitignore")); err == nil {
@@ -378,6 +380,24 @@ func (c *capturer) walk(rel string, tree bool) error {
 			return &NotRegularError{Path: child, Type: fi.Mode().Type()}
 		}
 	}
+	return nil
+}
+
+// addDir records the workspace directory rel as taken whole, with its
+// mode: a rewind that makes it again gives it that mode.
+func (c *capturer) addDir(rel string) error {
+	fi, err := os.Lstat(filepath.Join(c.real, filepath.FromSlash(rel)))
+	if err != nil {
+		return fmt.Errorf("capture %s: %w", rel, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("capture %s: not a directory now (changed while captured)", rel)
+	}
+	if c.m.DirModes == nil {
+		c.m.DirModes = map[string]FileMode{}
+	}
+	c.m.Dirs = append(c.m.Dirs, rel)
+	c.m.DirModes[rel] = FileMode{Perm: fi.Mode().Perm()}
 	return nil
 }
 

@@ -26,6 +26,10 @@ import (
 // before removes them and it. Of version 1, such a path is as before: the
 // diff does not see the directory, a rewind refuses ("a directory is there
 // now").
+//
+// A directory captured whole is a state too: a rewind makes it again when
+// it is not a directory now (dirChanges). Of version 3 a capture holds
+// each one's mode, which a directory a rewind makes is given.
 
 // coveredSince returns the seq of the earliest capture of a proper
 // ancestor of p whole, or as absent, if there is one: from it on, what
@@ -62,6 +66,24 @@ func (st *firstStates) existedWhenCovered(x string) (existed, covered bool) {
 	}
 	s, whole := st.dirs[x]
 	return whole && s == e, covered
+}
+
+// dirChanges returns, as directories to make (Change.Dir), the directories
+// captured whole that were there at the first capture saying what they
+// held and whose own state is no file: a rewind makes again those that
+// are not directories now (an empty one removed, or made a file), which
+// no file it writes would make.
+func (st *firstStates) dirChanges() []Change {
+	var out []Change
+	for d := range st.dirs {
+		if _, ok := st.First[d]; ok {
+			continue // a file's state (or absent): that is put back
+		}
+		if existed, _ := st.existedWhenCovered(d); existed {
+			out = append(out, Change{Path: d, Dir: true})
+		}
+	}
+	return out
 }
 
 // addedUnderDirs adds to st the files added under the directories captured

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -257,7 +259,12 @@ func TestManifestDirsAreVersionedAndChecked(t *testing.T) {
 	const files = `"files":{"d/a":{"id":"2b806e7d75371072494f629b7fe1a565","size":6,"mode":"0644"}}`
 	for _, c := range []struct{ text, err string }{
 		{`{"v":1,"root":"/w",` + files + `,"dirs":["d"]}`, `version 1 has no "dirs"`},
-		{`{"v":3,"root":"/w",` + files + `,"dirs":["d"]}`, "version 3"},
+		{`{"v":4,"root":"/w",` + files + `,"dirs":["d"]}`, "version 4"},
+		{`{"v":2,"root":"/w",` + files + `,"dirs":["d"],"dir_modes":{"d":"0700"}}`, `version 2 has no "dir_modes"`},
+		{`{"v":3,"root":"/w",` + files + `,"dirs":["d"],"dir_modes":{"e":"0700"}}`, `names "e", which is not in "dirs"`},
+		{`{"v":3,"root":"/w",` + files + `,"dir_modes":{"d":"0700"}}`, `names "d", which is not in "dirs"`},
+		{`{"v":3,"root":"/w",` + files + `,"dirs":["d"],"dir_modes":{"d":"link"}}`, `has the mode "link"`},
+		{`{"v":3,"root":"/w",` + files + `,"dirs":["d"],"dir_modes":{"d":"755"}}`, `four octal digits`},
 		{`{"v":2,"root":"/w",` + files + `,"dirs":["../d"]}`, "leaves the workspace"},
 		{`{"v":2,"root":"/w",` + files + `,"dirs":["d/a"]}`, "both a captured directory and a file"},
 		{`{"v":2,"root":"/w",` + files + `,"absent":["e"],"dirs":["e"]}`, "both a captured directory and a file or absent"},
@@ -276,7 +283,16 @@ func TestManifestDirsAreVersionedAndChecked(t *testing.T) {
 	if b := m.Encode(); !bytes.Contains(b, []byte(`"v":2,`)) || !bytes.Contains(b, []byte(`"dirs":["d"]`)) {
 		t.Fatalf("encoded %s", b)
 	}
-	m.Dirs = nil
+	// With the directories' modes, version 3; it reads back the same.
+	m.DirModes = map[string]FileMode{"d": {Perm: 0o700}}
+	b := m.Encode()
+	if !bytes.Contains(b, []byte(`"v":3,`)) || !bytes.Contains(b, []byte(`"dir_modes":{"d":"0700"}`)) {
+		t.Fatalf("encoded %s", b)
+	}
+	if again, err := DecodeManifest(b); err != nil || again.DirModes["d"] != (FileMode{Perm: 0o700}) {
+		t.Fatalf("%+v, %v", again, err)
+	}
+	m.Dirs, m.DirModes = nil, nil
 	if b := m.Encode(); !bytes.Contains(b, []byte(`"v":1,`)) || bytes.Contains(b, []byte("dirs")) {
 		t.Fatalf("encoded %s", b)
 	}
@@ -554,8 +570,55 @@ func TestRewindSwapKeepsAFileChangedSinceTheSave(t *testing.T) {
 	sameTree(t, "d written since", readTree(t, ws), tree{"a": "file a\n", "d": "file d written since\n"})
 }
 
+// dirModes reads the modes of the workspace directories named.
+func dirModes(t *testing.T, ws string, dirs ...string) map[string]fs.FileMode {
+	t.Helper()
+	out := map[string]fs.FileMode{}
+	for _, d := range dirs {
+		fi, err := os.Lstat(filepath.Join(ws, d))
+		if err != nil || !fi.IsDir() {
+			t.Fatalf("%s is not a directory (%v)", d, err)
+		}
+		out[d] = fi.Mode().Perm()
+	}
+	return out
+}
+
+// A rewind makes the directories of a directory captured whole again with
+// their modes (it made them 0755 whatever they had been), and an empty
+// one too (it made none: no file it writes is in it), a read-only one
+// given its mode once the files are in it.
+func TestRewindMakesDirectoriesAgainWithTheirModes(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/a.txt": "a\n", "d/sub/b.txt": "b\n", "d/ro/c.txt": "c\n", "keep.txt": "k\n"})
+	os.Mkdir(filepath.Join(ws, "d", "empty"), 0o755)
+	want := map[string]fs.FileMode{"d": 0o700, "d/sub": 0o750, "d/empty": 0o711, "d/ro": 0o555}
+	for d, m := range want {
+		os.Chmod(filepath.Join(ws, d), m)
+	}
+	before := readTree(t, ws)
+	if _, m, err := r.CaptureSession(id, []string{"d"}, "rm", DefaultLimits); err != nil {
+		t.Fatal(err)
+	} else if m.DirModes["d/empty"] != (FileMode{Perm: 0o711}) || !bytes.Contains(m.Encode(), []byte(`"v":3,`)) {
+		t.Fatalf("captured %s", m.Encode())
+	}
+	os.Chmod(filepath.Join(ws, "d", "ro"), 0o755)
+	if err := os.RemoveAll(filepath.Join(ws, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Rewind(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after rewind", readTree(t, ws), before)
+	got := dirModes(t, ws, "d", "d/sub", "d/empty", "d/ro")
+	if !maps.Equal(got, want) {
+		t.Fatalf("modes after the rewind %v, want %v", got, want)
+	}
+}
+
 // An empty directory captured whole that a tool made a file: the diff
-// shows the file added (it showed nothing: "changed nothing").
+// shows the file added (it showed nothing), a rewind removes it and makes
+// the directory again (it left the file).
 func TestEmptyCapturedDirectoryMadeAFile(t *testing.T) {
 	r, ws, id := newWorkspace(t)
 	os.Mkdir(filepath.Join(ws, "e"), 0o700)
@@ -565,4 +628,11 @@ func TestEmptyCapturedDirectoryMadeAFile(t *testing.T) {
 	os.Remove(filepath.Join(ws, "e"))
 	writeTree(t, ws, tree{"e": "f\n"})
 	sameStatuses(t, "diff", diffStatuses(t, r, id), map[string]string{"e": "added"})
+	if _, err := r.Rewind(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirModes(t, ws, "e"); got["e"] != 0o700 {
+		t.Fatalf("e made again %v, want 0700", got["e"])
+	}
+	sameStatuses(t, "diff after rewind", diffStatuses(t, r, id), map[string]string{})
 }

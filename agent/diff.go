@@ -86,6 +86,8 @@ type firstStates struct {
 
 	seq  map[string]uint64 // the seq of each path's first state
 	dirs map[string]uint64 // the seq of each directory's first capture whole
+	// dirModes: each directory's mode at that capture (version 3).
+	dirModes map[string]FileMode
 	// gone: the seq at which each path was first captured absent by a
 	// manifest of version 2. Nothing was under it either: what is there
 	// now was added.
@@ -103,7 +105,7 @@ type firstStates struct {
 // every path under it (capture_dirs.go): files added there since are
 // absent from it.
 func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (firstStates, error) {
-	st := firstStates{First: map[string]Change{}, seq: map[string]uint64{}, dirs: map[string]uint64{}, gone: map[string]uint64{}}
+	st := firstStates{First: map[string]Change{}, seq: map[string]uint64{}, dirs: map[string]uint64{}, gone: map[string]uint64{}, dirModes: map[string]FileMode{}}
 	ws := r.transcriptWorkspace(id)
 	unknown := map[string]bool{} // paths an edit result changed without saying from what
 	for {
@@ -178,6 +180,9 @@ func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (firstStates, error) {
 			for _, d := range m.Dirs {
 				if _, ok := st.dirs[d]; !ok {
 					st.dirs[d] = ev.Seq
+					if mode, ok := m.DirModes[d]; ok {
+						st.dirModes[d] = mode
+					}
 				}
 			}
 		}

@@ -34,6 +34,12 @@ import (
 // manifest without dirs or absent paths is written as version 1, which
 // every rook reads alike.
 //
+// Version 3 adds "dir_modes":{"rel/dir":"0700"}: the permission bits of
+// the directories in dirs, each keyed by one of them, so a rewind makes a
+// directory it recreates as it was (before, 0755 whatever it had been).
+// It is written only with dirs: a manifest without stays version 1 or 2,
+// byte for byte as before.
+//
 // Paths are slash-separated, relative to root, clean, never absolute and
 // never with a ".." element. mode is the permission bits in octal, or
 // "link" for a symbolic link whose object holds the link's target.
@@ -45,8 +51,10 @@ type Manifest struct {
 	Files      map[string]FileEntry `json:"files"`
 	Absent     []string             `json:"absent,omitempty"`
 	// Dirs (version 2) are the directories captured whole.
-	Dirs       []string `json:"dirs,omitempty"`
-	TotalBytes int64    `json:"total_bytes"`
+	Dirs []string `json:"dirs,omitempty"`
+	// DirModes (version 3) are the modes of the directories in Dirs.
+	DirModes   map[string]FileMode `json:"dir_modes,omitempty"`
+	TotalBytes int64               `json:"total_bytes"`
 	// Skipped lists what a capture left out and why (a tree capture's
 	// links leading outside the workspace; any capture's named pipes),
 	// for the user; restore ignores it.
@@ -54,10 +62,12 @@ type Manifest struct {
 }
 
 // manifestVersion is the newest manifest version this rook reads and
-// writes; manifestV1 is written when a manifest has no dirs nor absent
-// paths, which the two versions read alike.
+// writes, when a manifest has dir modes; manifestV1 is written when a
+// manifest has no dirs nor absent paths, which the versions read alike,
+// and manifestV2 when it has no dir modes.
 const (
-	manifestVersion = 2
+	manifestVersion = 3
+	manifestV2      = 2
 	manifestV1      = 1
 )
 
@@ -176,12 +186,25 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 	for _, p := range m.Absent {
 		absent[p] = true
 	}
+	dirs := map[string]bool{}
 	for _, p := range m.Dirs {
+		dirs[p] = true
 		if err := checkRel(p); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
 		}
 		if _, ok := m.Files[p]; ok || absent[p] {
 			return nil, fmt.Errorf("%w: %q is both a captured directory and a file or absent", ErrBadManifest, p)
+		}
+	}
+	if m.V < 3 && m.DirModes != nil {
+		return nil, fmt.Errorf("%w: version %d has no \"dir_modes\"", ErrBadManifest, m.V)
+	}
+	for d, mode := range m.DirModes {
+		if !dirs[d] {
+			return nil, fmt.Errorf("%w: \"dir_modes\" names %q, which is not in \"dirs\"", ErrBadManifest, d)
+		}
+		if mode.Link {
+			return nil, fmt.Errorf("%w: directory %q has the mode \"link\"", ErrBadManifest, d)
 		}
 	}
 	if m.Files == nil {
@@ -195,7 +218,12 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 func (m *Manifest) Encode() []byte {
 	m.V = manifestV1
 	if len(m.Dirs) > 0 || len(m.Absent) > 0 {
+		m.V = manifestV2
+	}
+	if len(m.DirModes) > 0 {
 		m.V = manifestVersion
+	} else {
+		m.DirModes = nil
 	}
 	if len(m.Dirs) > 0 {
 		sort.Strings(m.Dirs)

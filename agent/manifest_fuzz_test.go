@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"maps"
 	"os"
 	"slices"
 	"testing"
@@ -30,6 +31,10 @@ func FuzzDecodeManifest(f *testing.F) {
 		}
 		if !slices.Equal(m.Paths(), again.Paths()) || !slices.Equal(m.Dirs, again.Dirs) {
 			t.Fatalf("paths changed in a round trip: %q %q, then %q %q", m.Paths(), m.Dirs, again.Paths(), again.Dirs)
+		}
+		// As written: "4755" reads as more bits than "0755", written alike.
+		if !maps.EqualFunc(m.DirModes, again.DirModes, func(a, b FileMode) bool { return a.Perm.Perm() == b.Perm.Perm() }) {
+			t.Fatalf("directory modes changed in a round trip: %v, then %v", m.DirModes, again.DirModes)
 		}
 	})
 }

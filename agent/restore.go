@@ -37,6 +37,10 @@ type Change struct {
 	// above Path must be goes first. What goes is in Plan.saved.
 	clearTree bool
 	clearFile string
+	// Dir: Path is a directory to make (a rewind's: one captured whole
+	// that is not a directory now, an empty one say). Nothing is written
+	// in it.
+	Dir bool
 }
 
 // Plan is a checked restore: every path resolved inside the workspace,
@@ -52,6 +56,13 @@ type Plan struct {
 	// saved is the capture of the disk taken before Apply (a rewind's):
 	// a tree a change clears (clearTree) goes only as far as it holds it.
 	saved *Manifest
+	// dirModes are the captured modes of directories Apply may make
+	// (manifest version 3); one not in it is made 0755, as before.
+	dirModes map[string]FileMode
+	// made are the directories Apply made that take a captured mode: made
+	// 0700, so that the owner can write in them whatever that mode, and
+	// given it last.
+	made []string
 }
 
 // pruneDirs has Apply remove, after every change, those of dirs left
@@ -97,7 +108,7 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
 	written := map[string]bool{}
 	for _, c := range changes {
-		if !c.Remove {
+		if !c.Remove && !c.Dir {
 			written[c.Path] = true
 		}
 	}
@@ -128,6 +139,29 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			return nil, err
 		}
 		abs := filepath.Join(real, filepath.FromSlash(c.Path))
+		if c.Dir {
+			if !swap {
+				return nil, fmt.Errorf("cannot make the directory %s: a restore puts files back", c.Path)
+			}
+			fi, err := os.Lstat(abs)
+			if err == nil && fi.IsDir() {
+				continue // there already: nothing to make
+			}
+			// A file or link where it was, or where a directory above it
+			// was, goes first (the capture before the plan holds it).
+			if c.clearFile = fileAbove(real, c.Path); c.clearFile == "" && err == nil {
+				c.clearFile = c.Path
+			}
+			dir := filepath.Dir(abs)
+			if c.clearFile != "" {
+				dir = filepath.Dir(filepath.Join(real, filepath.FromSlash(c.clearFile)))
+			}
+			if err := writableDir(dir); err != nil {
+				return nil, fmt.Errorf("cannot make the directory %s: %w", c.Path, err)
+			}
+			p.Changes = append(p.Changes, c)
+			continue
+		}
 		if c.Remove {
 			if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
 				return nil, fmt.Errorf("cannot remove %s: a directory is there now (restores put files back, not directory trees)", c.Path)
@@ -322,6 +356,12 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 				return written, removed, unchanged, fmt.Errorf("restore %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
 			}
 		}
+		if c.Dir {
+			if err := p.makeDirs(c.Path); err != nil {
+				return written, removed, unchanged, fmt.Errorf("make the directory %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
+			}
+			continue
+		}
 		if c.Remove {
 			// Under a path now a file (one this restore wrote: ENOTDIR),
 			// there is nothing to remove either.
@@ -341,6 +381,9 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 			unchanged++
 			continue
 		}
+		if err := p.makeDirs(path.Dir(c.Path)); err != nil {
+			return written, removed, unchanged, fmt.Errorf("restore %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
+		}
 		if err := writeWorkspaceFile(abs, c.File.Mode, c.data); err != nil {
 			return written, removed, unchanged, fmt.Errorf("restore %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
 		}
@@ -351,7 +394,51 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 		// (a file the user put there since) stays, and so does a file.
 		syscall.Rmdir(filepath.Join(p.real, filepath.FromSlash(d)))
 	}
+	// Deepest first: a parent's mode may forbid reaching its children.
+	sort.Sort(sort.Reverse(sort.StringSlice(p.made)))
+	for _, d := range p.made {
+		if err := os.Chmod(filepath.Join(p.real, filepath.FromSlash(d)), p.dirModes[d].Perm.Perm()); err != nil {
+			return written, removed, unchanged, fmt.Errorf("every file was put back, but giving the directory %s its captured mode failed: %w", d, err)
+		}
+	}
 	return written, removed, unchanged, nil
+}
+
+// makeDirs makes the missing directories of workspace path rel (rel and
+// those above it), one at a time from the top: one whose mode a capture
+// holds (dirModes) is given it at the end of Apply, the others are made
+// 0755 (less the umask), as they always were.
+func (p *Plan) makeDirs(rel string) error {
+	// The root itself, as before: a restore --to a directory not made.
+	if err := os.MkdirAll(p.real, 0o755); err != nil {
+		return err
+	}
+	if rel == "." || rel == "" {
+		return nil
+	}
+	dir := ""
+	for _, part := range strings.Split(rel, "/") {
+		dir = path.Join(dir, part)
+		abs := filepath.Join(p.real, filepath.FromSlash(dir))
+		if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+			continue
+		}
+		perm := fs.FileMode(0o755)
+		_, known := p.dirModes[dir]
+		if known {
+			perm = 0o700
+		}
+		if err := os.Mkdir(abs, perm); err != nil {
+			if fi, serr := os.Stat(abs); errors.Is(err, fs.ErrExist) && serr == nil && fi.IsDir() {
+				continue // made meanwhile
+			}
+			return err
+		}
+		if known {
+			p.made = append(p.made, dir)
+		}
+	}
+	return nil
 }
 
 // removeInTheWay removes the file or link at workspace path rel that is
@@ -480,10 +567,7 @@ func processRunning(pid int) bool {
 }
 
 func writeWorkspaceFile(abs string, mode FileMode, data []byte) error {
-	dir := filepath.Dir(abs)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
+	dir := filepath.Dir(abs) // made by Plan.makeDirs
 	if mode.Link {
 		tmp := filepath.Join(dir, fmt.Sprintf("%s%d.tmp", restoreTmpPrefix, os.Getpid()))
 		os.Remove(tmp)

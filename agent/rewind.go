@@ -119,6 +119,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 		for _, c := range st.First {
 			changes = append(changes, c)
 		}
+		changes = append(changes, st.dirChanges()...)
 		rep.CheckpointsApplied = st.Captures
 		rep.FromTranscript = st.FromTranscript
 		if st.Captures == 0 && st.FromTranscript == 0 {
@@ -146,6 +147,12 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 			if err := plan.pruneDirs(st.Prune); err != nil {
 				return rep, fmt.Errorf("%w: nothing changed", err)
 			}
+			plan.dirModes = st.dirModes
+		}
+		if plan != nil && len(plan.Changes) == 0 && len(plan.prune) == 0 {
+			plan = nil // every directory to make is there: nothing to do
+		}
+		if plan != nil {
 			for _, c := range plan.Changes {
 				rep.Paths = append(rep.Paths, c.Path)
 			}

@@ -57,6 +57,7 @@ func TestScripts(t *testing.T) {
 			"repeatfile":       repeatFile,
 			// for the capture, diff, rewind and checkpoint scripts
 			"checkmode": checkMode,
+			"checkdir":  checkDir,
 			"checklink": checkLink,
 			// for the mcp_client scripts
 			"mcpfake":        mcpFake,
@@ -230,6 +231,20 @@ func checkMode(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	if got := fi.Mode(); !got.IsRegular() || uint64(got.Perm()) != want {
 		ts.Fatalf("%s has mode %v (%04o), want a regular file with %04o", args[0], got, got.Perm(), want)
+	}
+}
+
+// checkdir DIR PERM: DIR is a directory (not a link to one) with PERM.
+func checkDir(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: checkdir DIR PERM")
+	}
+	want, err := strconv.ParseUint(args[1], 8, 32)
+	ts.Check(err)
+	fi, err := os.Lstat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if got := fi.Mode(); !got.IsDir() || uint64(got.Perm()) != want {
+		ts.Fatalf("%s has mode %v (%04o), want a directory with %04o", args[0], got, got.Perm(), want)
 	}
 }
 

@@ -618,7 +618,9 @@ func TestRewindMakesDirectoriesAgainWithTheirModes(t *testing.T) {
 
 // An empty directory captured whole that a tool made a file: the diff
 // shows the file added (it showed nothing), a rewind removes it and makes
-// the directory again (it left the file).
+// the directory again (it left the file), and its undo puts the file back
+// (it used to refuse to replace the empty directory: "the rewind's undo
+// could not make it again").
 func TestEmptyCapturedDirectoryMadeAFile(t *testing.T) {
 	r, ws, id := newWorkspace(t)
 	os.Mkdir(filepath.Join(ws, "e"), 0o700)
@@ -628,11 +630,16 @@ func TestEmptyCapturedDirectoryMadeAFile(t *testing.T) {
 	os.Remove(filepath.Join(ws, "e"))
 	writeTree(t, ws, tree{"e": "f\n"})
 	sameStatuses(t, "diff", diffStatuses(t, r, id), map[string]string{"e": "added"})
-	if _, err := r.Rewind(id, 0, false); err != nil {
+	rep, err := r.Rewind(id, 0, false)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if got := dirModes(t, ws, "e"); got["e"] != 0o700 {
 		t.Fatalf("e made again %v, want 0700", got["e"])
 	}
 	sameStatuses(t, "diff after rewind", diffStatuses(t, r, id), map[string]string{})
+	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after undo", readTree(t, ws), tree{"e": "f\n"})
 }

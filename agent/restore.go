@@ -209,9 +209,9 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 
 // clearableTree checks that the directory tree at abs (workspace path rel),
 // which a rewind is to replace by a file, can go: every directory in it
-// readable and writable, and none empty (its undo writes files back, and
-// could not make an empty directory again). Its files are captured before
-// (a named pipe there refuses the capture).
+// readable and writable. Its files and directories, empty ones too, are
+// captured before (a named pipe there refuses the capture): the undo makes
+// them again.
 func clearableTree(abs, top, rel string) error {
 	ents, err := readDir(abs)
 	if err != nil {
@@ -219,9 +219,6 @@ func clearableTree(abs, top, rel string) error {
 	}
 	if err := accessWrite(abs); err != nil {
 		return fmt.Errorf("cannot restore %s: a directory is there now, and %w", top, err)
-	}
-	if len(ents) == 0 {
-		return fmt.Errorf("cannot restore %s: a directory is there now, and %s is empty: the rewind's undo could not make it again; remove it yourself and run this again", top, rel)
 	}
 	for _, e := range ents {
 		if e.IsDir() {

@@ -28,8 +28,10 @@ import (
 // now").
 //
 // A directory captured whole is a state too: a rewind makes it again when
-// it is not a directory now (dirChanges). Of version 3 a capture holds
-// each one's mode, which a directory a rewind makes is given.
+// it is not a directory now (dirChanges), and removes those made since
+// under it, empty ones included (addedWalker.made), saving them for its
+// undo. Of version 3 a capture holds each one's mode, which a directory a
+// rewind makes is given.
 
 // coveredSince returns the seq of the earliest capture of a proper
 // ancestor of p whole, or as absent, if there is one: from it on, what
@@ -119,7 +121,7 @@ func (st *firstStates) addedUnderDirs(home string) error {
 		return nil // the workspace is gone: diff and rewind say so
 	}
 	home, _ = filepath.EvalSymlinks(home)
-	w := addedWalker{st: st, real: real, home: home}
+	w := addedWalker{st: st, real: real, home: home, made: map[string]bool{}}
 	tops := map[string]bool{}
 	for _, m := range []map[string]uint64{st.dirs, st.gone} {
 		for d := range m {
@@ -172,10 +174,10 @@ func (st *firstStates) addedUnderDirs(home string) error {
 	}
 	// The directories a tool made for the files to remove: not there at
 	// the first capture that says what they held. The first one up that
-	// was there, and all above it, stay. One that holds no file to remove
-	// (empty) stays too: the undo writes files back, and could not make it
-	// again.
-	prune := map[string]bool{}
+	// was there, and all above it, stay. Those the walk found (empty ones
+	// too) go as well: the rewind's capture before it holds them, so its
+	// undo makes them again.
+	prune := w.made
 	for p, c := range st.First {
 		if !c.Remove || c.transcript {
 			continue
@@ -232,6 +234,9 @@ type addedWalker struct {
 	real   string
 	home   string
 	ignore *Ignore
+	// made are the directories walked that were not there at the first
+	// capture saying what their parent held (or of them, absent).
+	made map[string]bool
 }
 
 // top walks the captured directory d as it is now, reached through no
@@ -246,6 +251,7 @@ func (w *addedWalker) top(d string) error {
 	if !isDir {
 		return nil // not a directory now: nothing added in it
 	}
+	w.noteMade(d)
 	// The .gitignore files above d apply, as in a tree capture of it.
 	w.ignore = NewIgnore()
 	dir := ""
@@ -289,6 +295,7 @@ func (w *addedWalker) walk(rel string) error {
 			w.st.Unrecordable = append(w.st.Unrecordable, strconv.Quote(child))
 			continue
 		case e.IsDir():
+			w.noteMade(child)
 			if err := w.walk(child); err != nil {
 				return err
 			}
@@ -299,6 +306,13 @@ func (w *addedWalker) walk(rel string) error {
 		}
 	}
 	return nil
+}
+
+// noteMade records directory rel if a capture says it was not there.
+func (w *addedWalker) noteMade(rel string) {
+	if existed, covered := w.st.existedWhenCovered(rel); covered && !existed {
+		w.made[rel] = true
+	}
 }
 
 // firstMissingDir returns the first directory above workspace path rel, from

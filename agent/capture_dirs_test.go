@@ -302,7 +302,8 @@ func TestManifestDirsAreVersionedAndChecked(t *testing.T) {
 // there, or made and filled): its files are added in the diff, and a
 // rewind to before removes them and the directory (it used to refuse: "a
 // directory is there now"), which the undo puts back. An empty directory
-// made is left: the undo could not make it again.
+// made goes too (it used to stay), and the undo makes it again, with its
+// mode.
 func TestAbsentPathMadeADirectory(t *testing.T) {
 	r, ws, id := newWorkspace(t)
 	before := tree{"src/a.txt": "a\n", "src/in/b.txt": "b\n", "d/keep.txt": "k\n"}
@@ -318,6 +319,7 @@ func TestAbsentPathMadeADirectory(t *testing.T) {
 	}
 	// And a new, empty directory under d.
 	os.MkdirAll(filepath.Join(ws, "d", "made", "empty"), 0o755)
+	os.Chmod(filepath.Join(ws, "d", "made"), 0o700)
 	after := readTree(t, ws)
 	sameStatuses(t, "diff", diffStatuses(t, r, id), map[string]string{
 		"src/a.txt": "removed", "src/in/b.txt": "removed", "dst/a.txt": "added", "dst/in/b.txt": "added",
@@ -330,13 +332,19 @@ func TestAbsentPathMadeADirectory(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(ws, "dst")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("dst is still there after the rewind (%v)", err)
 	}
-	if fi, err := os.Stat(filepath.Join(ws, "d", "made", "empty")); err != nil || !fi.IsDir() {
-		t.Fatalf("d/made/empty is gone after the rewind (%v)", err)
+	if _, err := os.Lstat(filepath.Join(ws, "d", "made")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("d/made is still there after the rewind (%v)", err)
 	}
 	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
 		t.Fatal(err)
 	}
 	sameTree(t, "after undo", readTree(t, ws), after)
+	if fi, err := os.Stat(filepath.Join(ws, "d", "made", "empty")); err != nil || !fi.IsDir() {
+		t.Fatalf("the undo did not make d/made/empty again (%v)", err)
+	}
+	if fi, err := os.Stat(filepath.Join(ws, "d", "made")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the undo made d/made again as %v (%v), not 0700", fi.Mode(), err)
+	}
 
 	// A capture of only an absent path (version 2: absent says nothing was
 	// under it) that a tool fills as a directory, with an ignored file in
@@ -587,7 +595,8 @@ func dirModes(t *testing.T, ws string, dirs ...string) map[string]fs.FileMode {
 // A rewind makes the directories of a directory captured whole again with
 // their modes (it made them 0755 whatever they had been), and an empty
 // one too (it made none: no file it writes is in it), a read-only one
-// given its mode once the files are in it.
+// given its mode once the files are in it. Its undo removes them all
+// again, empty ones included (an empty one used to stay, and so did d).
 func TestRewindMakesDirectoriesAgainWithTheirModes(t *testing.T) {
 	r, ws, id := newWorkspace(t)
 	writeTree(t, ws, tree{"d/a.txt": "a\n", "d/sub/b.txt": "b\n", "d/ro/c.txt": "c\n", "keep.txt": "k\n"})
@@ -606,7 +615,8 @@ func TestRewindMakesDirectoriesAgainWithTheirModes(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(ws, "d")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Rewind(id, 0, false); err != nil {
+	rep, err := r.Rewind(id, 0, false)
+	if err != nil {
 		t.Fatal(err)
 	}
 	sameTree(t, "after rewind", readTree(t, ws), before)
@@ -614,6 +624,14 @@ func TestRewindMakesDirectoriesAgainWithTheirModes(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Fatalf("modes after the rewind %v, want %v", got, want)
 	}
+	os.Chmod(filepath.Join(ws, "d", "ro"), 0o755) // for the undo, as a user without root would need
+	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "d")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("d is still there after the undo (%v)", err)
+	}
+	sameTree(t, "after undo", readTree(t, ws), tree{"keep.txt": "k\n"})
 }
 
 // An empty directory captured whole that a tool made a file: the diff

@@ -190,6 +190,13 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 					}
 				}
 			}
+			// The directories it removes (rmdir, once empty), with their
+			// modes: the undo makes them again.
+			for _, d := range plan.prune {
+				if err := c.addDir(d); err != nil {
+					return rep, fmt.Errorf("capture %s before rewinding: %w: nothing changed", d, err)
+				}
+			}
 			before = c.m
 			plan.saved = before
 		}

@@ -141,8 +141,17 @@ func (r *Rook) findInbox(short string) (eventlog.ID, bool, error) {
 	if err != nil {
 		return eventlog.ID{}, false, err
 	}
+	short = strings.ToLower(short)
 	for _, s := range list {
-		if s.Name == strings.ToLower(short) {
+		if s.Name == short {
+			return s.ID, true, nil
+		}
+	}
+	// An inbox named before format characters (U+202E) were dropped from
+	// names keeps its stored name, and is found by the typeable one too:
+	// `inbox show evil` shows it, and the client's new saves join it.
+	for _, s := range list {
+		if short != "" && strings.TrimSpace(inbox.Typeable(s.Name)) == short {
 			return s.ID, true, nil
 		}
 	}

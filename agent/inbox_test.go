@@ -267,3 +267,40 @@ func TestInboxSaveCrashSweep(t *testing.T) {
 			}
 		})
 }
+
+// TestInboxOldBidiName: an inbox named before format characters were
+// dropped from names ("evil" + U+202E) is still shown by its stored name,
+// by the typeable one, and takes the client's new saves (now spooled under
+// the typeable name) rather than a second inbox.
+func TestInboxOldBidiName(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.Local)
+	save := func(p int, short string) {
+		w := inbox.NewWriter(fsys, testHome, inbox.ProcessName(at, 1<<22+p))
+		s := inbox.Save{ID: w.NextID(at), Time: at, Client: short, ClientName: "evil\u202e", Content: fmt.Sprintf("save %d\n", p)}
+		if err := w.Save(s); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.DrainInbox(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save(0, "evil\u202e") // as older versions spooled it
+	if short, _ := inbox.Inbox("evil\u202e"); short != "evil" {
+		t.Fatalf("short name %q", short)
+	}
+	save(1, "evil")
+	list, err := r.Inboxes()
+	if err != nil || len(list) != 1 || list[0].Saves != 2 {
+		t.Fatalf("%+v %v", list, err)
+	}
+	for _, name := range []string{"evil\u202e", "evil", "EVIL"} {
+		if note, err := r.InboxShow(name, ""); err != nil || len(note.Saves) != 2 {
+			t.Fatalf("show %q: %+v %v", name, note, err)
+		}
+	}
+}

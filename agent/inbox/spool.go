@@ -435,16 +435,10 @@ func Inbox(clientName string) (short, title string) {
 	case strings.HasPrefix(n, "gemini"):
 		return "gemini", "Gemini Inbox"
 	}
-	// The name is printed (`rook inbox ls`) and typed back: remove what
-	// would break a terminal line, as mcp.SanitizeTitle does for titles
-	// (every Cc, C1 ones included, and the line and paragraph
-	// separators), then trim, so a name of controls and spaces is no name.
-	name := strings.TrimSpace(strings.Map(func(r rune) rune {
-		if unicode.Is(unicode.Cc, r) || r == '\u2028' || r == '\u2029' {
-			return -1
-		}
-		return r
-	}, clientName))
+	// The name is printed (`rook inbox ls`) and typed back (`rook inbox
+	// show`): keep only what can be, then trim, so a name of controls and
+	// spaces is no name.
+	name := strings.TrimSpace(Typeable(clientName))
 	if len(name) > 64 {
 		// Cut on a character boundary: half a character is not UTF-8,
 		// and would come back as U+FFFD from the spool.
@@ -458,6 +452,22 @@ func Inbox(clientName string) (short, title string) {
 		name = "unknown client"
 	}
 	return strings.ToLower(name), name + " Inbox"
+}
+
+// Typeable removes from a name what a terminal would act on or nobody
+// could type back: every control (Cc, C1 ones included, as
+// mcp.SanitizeTitle does for titles), every format character (Cf: the bidi
+// controls such as U+202E, zero-width spaces and joiners, soft hyphens)
+// and the line and paragraph separators. An inbox named with a bidi
+// control showed as U+FFFD in `inbox ls`, and only `--json inbox ls`
+// told the name `inbox show` needed.
+func Typeable(name string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) {
+			return -1
+		}
+		return r
+	}, name)
 }
 
 // ProcessName names this server process's spool and activity files:

@@ -103,11 +103,14 @@ func TestInboxNames(t *testing.T) {
 func TestInboxNameClean(t *testing.T) {
 	long := strings.Repeat("a", 63) + "é"
 	for name, want := range map[string]string{
-		long:             strings.Repeat("a", 63),
-		"Zed\u009b31m":   "zed31m",
-		"\x01 \x01":      "unknown client",
-		" \x1b Zed \x1b": "zed",
-		"Zed\u2028Edit":  "zededit",
+		long:              strings.Repeat("a", 63),
+		"Zed\u009b31m":    "zed31m",
+		"\x01 \x01":       "unknown client",
+		" \x1b Zed \x1b":  "zed",
+		"Zed\u2028Edit":   "zededit",
+		"evil\u202e":      "evil",
+		"Z\u200bed\ufeff": "zed",
+		"\u2066\u2069":    "unknown client",
 	} {
 		s, title := Inbox(name)
 		if !utf8.ValidString(s) || !utf8.ValidString(title) {

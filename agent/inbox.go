@@ -119,7 +119,7 @@ func (r *Rook) DrainInbox() (DrainReport, error) {
 }
 
 // writerRunning reports whether the server process that writes a spool
-// file may still append to it.
+// or activity file may still append to it.
 func writerRunning(name string) bool {
 	pid := inbox.ProcessPID(name)
 	return pid > 0 && processRunning(pid)

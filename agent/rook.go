@@ -97,6 +97,10 @@ func Open(home string, opts Options) (*Rook, error) {
 		} else if rep.Drained > 0 {
 			r.notices = append(r.notices, fmt.Sprintf("inbox: took in %d note(s) AI clients saved (`rook inbox ls`)", rep.Drained))
 		}
+		// Under the writer lock, so no two rooks merge at once.
+		if err := inbox.MergeActivity(r.fs, home, writerRunning); err != nil {
+			r.notices = append(r.notices, fmt.Sprintf("inbox: the activity logs of exited servers in %s were not merged: %v", inbox.Dir(home), err))
+		}
 	}
 	return r, nil
 }

@@ -9,7 +9,8 @@
 // Layout under the store home (docs/storage.md, "Inbox spool"):
 //
 //	inbox/spool/<process>.jsonl     one file per server process: its saves
-//	inbox/activity/<process>.jsonl  one file per server process: every attempt
+//	inbox/activity/<process>.jsonl  one file per live server process: every attempt
+//	inbox/activity/past.jsonl       the newest attempts of exited processes, merged
 //	inbox/drained.json              how far the drain has taken each spool file
 //	inbox/PAUSED                    present while saves are paused
 //
@@ -374,6 +375,80 @@ func RemoveDrained(fsys vfs.FS, home string, p Progress, sizes map[string]int64,
 			return err
 		}
 		delete(p, name)
+	}
+	return nil
+}
+
+// pastActivity is the activity file the attempts of exited server
+// processes are merged into (it has no pid: no process writes it).
+const pastActivity = "past.jsonl"
+
+// keepActivity bounds pastActivity: its newest attempts are kept, older
+// ones dropped. `rook inbox activity` shows the newest 50 by default.
+var keepActivity = 10000
+
+// MergeActivity folds the activity files of server processes that have
+// exited (live says which may still write) into pastActivity, keeping its
+// newest keepActivity attempts, then removes them. One file per `mcp
+// serve` process, never removed, grew the folder without bound, and every
+// `inbox activity` read them all; now the folder holds one file per live
+// server and one more. The merged file is replaced atomically before the
+// files merged are removed: a crash between the two leaves files whose
+// lines are already merged, and the next merge drops those (the same
+// bytes) instead of taking them twice. Torn lines are dropped.
+func MergeActivity(fsys vfs.FS, home string, live func(name string) bool) error {
+	dir := activityDir(home)
+	names, err := listJSONL(fsys, dir)
+	if err != nil {
+		return err
+	}
+	var gone []string
+	for _, name := range names {
+		if name != pastActivity && !live(strings.TrimSuffix(name, ".jsonl")) {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	type line struct {
+		raw []byte
+		at  time.Time
+	}
+	var lines []line
+	seen := map[string]bool{}
+	for _, name := range append([]string{pastActivity}, gone...) {
+		b, err := vfs.ReadFile(fsys, filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, raw := range bytes.Split(b, []byte{'\n'}) {
+			var a Activity
+			if decodeLine(raw, &a) != nil || seen[string(raw)] {
+				continue
+			}
+			seen[string(raw)] = true
+			lines = append(lines, line{raw, a.Time})
+		}
+	}
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].at.Before(lines[j].at) })
+	if len(lines) > keepActivity {
+		lines = lines[len(lines)-keepActivity:]
+	}
+	var out []byte
+	for _, l := range lines {
+		out = append(append(out, l.raw...), '\n')
+	}
+	if err := fsys.WriteFileAtomic(filepath.Join(dir, pastActivity), out, 0o600); err != nil {
+		return err
+	}
+	for _, name := range gone {
+		if err := fsys.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
 	return nil
 }

@@ -185,3 +185,74 @@ func TestRemoveDrainedKeepsLaterSaves(t *testing.T) {
 		t.Fatalf("left %v, progress %v", names, prog)
 	}
 }
+
+// TestMergeActivity: the activity files of exited server processes are
+// merged into one, bounded, and `inbox activity` reads the same attempts
+// from it; a live process's file is left alone, and a merge cut short
+// before it removed the merged files takes nothing twice.
+func TestMergeActivity(t *testing.T) {
+	fsys, home := newHome(t)
+	at := time.Unix(1000, 0)
+	for p := range 4 {
+		w := NewWriter(fsys, home, ProcessName(at, 100+p))
+		for i := range 3 {
+			if err := w.Log(Activity{Time: at.Add(time.Duration(i*4+p) * time.Second), Client: "codex", Status: "saved", Chars: p*10 + i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := ReadActivity(fsys, home)
+	if err != nil || len(before) != 12 {
+		t.Fatalf("%d %v", len(before), err)
+	}
+	live := ProcessName(at, 103)
+	running := func(name string) bool { return name == live }
+	files := func() []string {
+		names, err := listJSONL(fsys, activityDir(home))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	saved, _ := vfs.ReadFile(fsys, activityDir(home)+"/"+ProcessName(at, 100)+".jsonl")
+	if err := MergeActivity(fsys, home, running); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(files(), " "); got != live+".jsonl past.jsonl" {
+		t.Fatalf("files after the merge: %s", got)
+	}
+	check := func(want []Activity) {
+		t.Helper()
+		after, err := ReadActivity(fsys, home)
+		if err != nil || len(after) != len(want) {
+			t.Fatalf("%d attempts, want %d: %v", len(after), len(want), err)
+		}
+		for i := range want {
+			if !after[i].Time.Equal(want[i].Time) || after[i].Chars != want[i].Chars {
+				t.Fatalf("attempt %d: %+v, want %+v", i, after[i], want[i])
+			}
+		}
+	}
+	check(before)
+	// A merge cut short: a merged file is back. Merged again, once.
+	if err := fsys.WriteFileAtomic(activityDir(home)+"/"+ProcessName(at, 100)+".jsonl", saved, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := MergeActivity(fsys, home, running); err != nil {
+		t.Fatal(err)
+	}
+	check(before)
+	// The live one exits; the merged file keeps only the newest attempts.
+	defer func(n int) { keepActivity = n }(keepActivity)
+	keepActivity = 5
+	if err := MergeActivity(fsys, home, func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(files(), " "); got != "past.jsonl" {
+		t.Fatalf("files after the last merge: %s", got)
+	}
+	check(before[len(before)-5:])
+}

@@ -270,8 +270,15 @@ func (c *ExportHTMLCmd) write(e *Env, page []byte) (err error) {
 	if errors.Is(err, fs.ErrExist) {
 		return exportExistsErr(c.Output)
 	}
+	if errors.Is(err, fs.ErrNotExist) {
+		// As `rook export` says it: the open's own error named the
+		// path twice and said nothing of what to do.
+		return fmt.Errorf("write %s: the directory %s does not exist: make it first (mkdir -p)", c.Output, filepath.Dir(c.Output))
+	}
 	if err != nil {
-		return fmt.Errorf("create %s: %w", c.Output, err)
+		// The open's error names the path already (and a refused one
+		// gets its hint from explain).
+		return err
 	}
 	// Interrupted, it leaves no half page under the name asked for.
 	done := onInterrupt(func() { e.FS.Remove(c.Output) })

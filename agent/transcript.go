@@ -426,7 +426,8 @@ func ValidateQuery(q string) error {
 }
 
 // Find searches a session's bodies for a literal, case-insensitively
-// (Unicode simple folding, as strings.EqualFold), in an imported event's
+// (Unicode simple folding, as strings.EqualFold, and lower-casing, as
+// search: foldMatcher), in an imported event's
 // source lines also as a JSON string writes it, one hit per event, within
 // a budget of events examined and body bytes searched. A body larger than
 // what is left of the byte budget is searched in part, and the cursor
@@ -702,16 +703,26 @@ func prevNonSpace(b []byte, i int) int {
 	return -1
 }
 
-// foldMatcher finds a literal under Unicode simple case folding.
+// foldMatcher finds a literal under Unicode simple case folding, and
+// where two characters lower-case alike, as `rook search` matches (it
+// lower-cases query and bodies): İ (U+0130) lower-cases to i but is in no
+// fold class with it, so `find istanbul` missed "İSTANBUL" that search
+// found.
 type foldMatcher struct {
 	// ascii: the query is ASCII with no letter whose fold class leaves
 	// ASCII (k and s: the Kelvin sign, the long s), so a match is ASCII
-	// bytes only and lowering bytes in place keeps every offset.
+	// bytes only and lowering bytes in place keeps every offset. dotI: it
+	// has an i, which İ matches: a body with an İ is searched rune by rune.
 	ascii  bool
+	dotI   bool
 	lower  []byte
 	orbits [][]rune // each query rune's fold class
+	lowers []rune   // each query rune lower-cased
 	query  string
 }
+
+// capitalDotI is U+0130, İ, in UTF-8.
+var capitalDotI = []byte("\u0130")
 
 func newFoldMatcher(q string) *foldMatcher {
 	m := &foldMatcher{ascii: true, query: q}
@@ -720,10 +731,12 @@ func newFoldMatcher(q string) *foldMatcher {
 		if c >= utf8.RuneSelf || c == 'k' || c == 'K' || c == 's' || c == 'S' {
 			m.ascii = false
 		}
+		if c == 'i' || c == 'I' {
+			m.dotI = true
+		}
 	}
 	if m.ascii {
 		m.lower = []byte(strings.ToLower(q))
-		return m
 	}
 	for _, r := range q {
 		orbit := []rune{r}
@@ -731,6 +744,7 @@ func newFoldMatcher(q string) *foldMatcher {
 			orbit = append(orbit, f)
 		}
 		m.orbits = append(m.orbits, orbit)
+		m.lowers = append(m.lowers, unicode.ToLower(r))
 	}
 	return m
 }
@@ -742,8 +756,7 @@ func (m *foldMatcher) index(body []byte, start, stop int, scratch []byte) (int, 
 	if start >= stop {
 		return -1, -1, scratch
 	}
-	if m.ascii {
-		end := min(len(body), stop+len(m.lower)-1)
+	if end := min(len(body), stop+len(m.lower)-1); m.ascii && (!m.dotI || !bytes.Contains(body[start:end], capitalDotI)) {
 		scratch = append(scratch[:0], body[start:end]...)
 		for i, c := range scratch {
 			if 'A' <= c && c <= 'Z' {
@@ -767,7 +780,7 @@ func (m *foldMatcher) index(body []byte, start, stop int, scratch []byte) (int, 
 }
 
 func (m *foldMatcher) matchAt(body []byte, i int) (int, bool) {
-	for _, orbit := range m.orbits {
+	for k, orbit := range m.orbits {
 		if i >= len(body) {
 			return 0, false
 		}
@@ -775,7 +788,7 @@ func (m *foldMatcher) matchAt(body []byte, i int) (int, bool) {
 		if r >= utf8.RuneSelf {
 			r, w = utf8.DecodeRune(body[i:])
 		}
-		ok := false
+		ok := unicode.ToLower(r) == m.lowers[k]
 		for _, o := range orbit {
 			if o == r {
 				ok = true

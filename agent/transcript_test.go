@@ -387,6 +387,45 @@ func TestFindBasics(t *testing.T) {
 	}
 }
 
+// TestFindFoldsAsSearch: find matches what search matches, İ (U+0130) as
+// i both ways: `find istanbul` missed "İSTANBUL", which search found.
+func TestFindFoldsAsSearch(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	id := newSession(t, r)
+	appendBodies(t, r, id, "flights to İSTANBUL", "flights to istanbul", "nothing", "Kİ: ki")
+	for q, want := range map[string]string{
+		"istanbul": "[0 1]", "ISTANBUL": "[0 1]", "İSTANBUL": "[0 1]", "İstanbul": "[0 1]",
+		"to i": "[0 1]", "stanbul": "[0 1]", "ki": "[3]",
+	} {
+		res, err := r.Find(id, FindQuery{Query: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(seqs(res.Hits)); got != want {
+			t.Errorf("find %q: %s, want %s", q, got, want)
+		}
+	}
+	// The offset is of the match in the original bytes: İ is two.
+	res, _ := r.Find(id, FindQuery{Query: "ki"})
+	if len(res.Hits) != 1 || res.Hits[0].Offset != 0 {
+		t.Errorf("ki: %+v", res.Hits)
+	}
+	res, _ = r.Find(id, FindQuery{Query: "ki", From: 3, Offset: 1})
+	if len(res.Hits) != 1 || res.Hits[0].Offset != 5 {
+		t.Errorf("ki resumed: %+v", res.Hits)
+	}
+	// What search finds for each, it finds too.
+	for _, q := range []string{"istanbul", "İSTANBUL"} {
+		hits, err := r.Search(q, SearchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits.Hits) != 2 {
+			t.Errorf("search %q: %d hits", q, len(hits.Hits))
+		}
+	}
+}
+
 // A body bigger than the byte budget is searched a budget at a time, the
 // cursor resuming inside it; a match across the cut is still found.
 func TestFindBudgetCutsInsideABody(t *testing.T) {

@@ -34,7 +34,7 @@ const searchPage = 1024
 
 // ErrNoSearchTerms: a query with nothing to search for once short words and
 // stopwords are dropped.
-var ErrNoSearchTerms = errors.New("the query has no words to search for (words of 2 or more letters, not stopwords)")
+var ErrNoSearchTerms = errors.New("the query has no words to search for (words of 2 or more letters, not stopwords, or a word with symbols such as c++)")
 
 var searchStopwords = map[string]bool{
 	"an": true, "and": true, "are": true, "as": true, "at": true, "be": true, "but": true, "by": true,
@@ -48,20 +48,39 @@ var searchStopwords = map[string]bool{
 // path is one term: "2.1.39", "store.go", "home/dev/rook"; so is "-v" or
 // "__init__"), '.' and '/' trimmed from a word's ends (a sentence's full
 // stop, a path's leading slash), without words of one character,
-// stopwords and repeats.
+// stopwords and repeats. A word of the query (between spaces) whose only
+// words are of one character but that has symbols too ("c++", "F#",
+// "a+b") is one term, as written, less the quotes, brackets and
+// punctuation around it: split, it was nothing, and `rook search c++`
+// refused a query any user expects to work.
 func SearchTerms(query string) []string {
-	words := strings.FieldsFunc(strings.ToLower(query), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_./", r)
-	})
 	var terms []string
 	seen := map[string]bool{}
-	for _, w := range words {
-		w = strings.Trim(w, "./")
-		if utf8.RuneCountInString(w) < 2 || searchStopwords[w] || seen[w] {
-			continue
+	add := func(w string) {
+		if !seen[w] {
+			seen[w] = true
+			terms = append(terms, w)
 		}
-		seen[w] = true
-		terms = append(terms, w)
+	}
+	for _, field := range strings.Fields(strings.ToLower(query)) {
+		words := strings.FieldsFunc(field, func(r rune) bool {
+			return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_./", r)
+		})
+		short, long := false, false // words of one character, of more
+		for _, w := range words {
+			w = strings.Trim(w, "./")
+			if n := utf8.RuneCountInString(w); n < 2 {
+				short = short || n == 1
+				continue
+			}
+			long = true
+			if !searchStopwords[w] {
+				add(w)
+			}
+		}
+		if w := strings.Trim(field, "\"'`()[]{}<>,;:!?./"); short && !long && utf8.RuneCountInString(w) >= 2 {
+			add(w)
+		}
 	}
 	return terms
 }

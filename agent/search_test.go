@@ -21,6 +21,9 @@ func TestSearchTerms(t *testing.T) {
 		"re-index, re-index! x":           {"re-index"},
 		"Größe ÉTÉ/ 42":                   {"größe", "été", "42"},
 		"foo.bar(baz) ./":                 {"foo.bar", "baz"},
+		"c++ C# f#. (x++) vs c":           {"c++", "c#", "f#", "x++", "vs"}, // one letter and symbols: one term
+		"c++/cli a+b a. (a) \"a\" ++":     {"cli", "a+b"},
+		"C++ templates":                   {"c++", "templates"},
 	} {
 		if got := SearchTerms(q); !reflect.DeepEqual(got, want) {
 			t.Errorf("SearchTerms(%q) = %q, want %q", q, got, want)

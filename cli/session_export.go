@@ -301,7 +301,7 @@ func (c *ExportHTMLCmd) write(e *Env, page []byte) (err error) {
 
 // SearchCmd is `rook search`.
 type SearchCmd struct {
-	Query   []string `arg:"" help:"Words to look for (case-insensitive; words of one letter and stopwords are dropped)."`
+	Query   []string `arg:"" help:"Words to look for (case-insensitive; words of one letter and stopwords are dropped, but one letter with symbols, c++ or F#, is a word)."`
 	Session nonEmpty `help:"Search only this session (id, unique prefix, or last)." placeholder:"ID"`
 	Limit   int      `help:"At most N hits." default:"40"`
 	All     bool     `help:"Read every body, however many: no budget (sessions are read newest conversation first, and the budget, 20000 objects or 64 MiB, is what keeps a search of a large store quick)."`
@@ -329,7 +329,7 @@ func (c *SearchCmd) Run(e *Env) error {
 	query := strings.Join(c.Query, " ")
 	terms := agent.SearchTerms(query)
 	if len(terms) == 0 {
-		return usageErr("%q has no words to search for: give words of 2 or more letters that are not stopwords (the, and, of...)", query)
+		return usageErr("%q has no words to search for: give words of 2 or more letters that are not stopwords (the, and, of...), or one letter with symbols (c++, F#); `rook session find` looks for any text", query)
 	}
 	if len(terms) > agent.SearchMaxTerms {
 		return usageErr("the query has %d words; search takes at most %d (each is looked for in every body read): keep the telling ones, or use `rook session find` for a phrase", len(terms), agent.SearchMaxTerms)

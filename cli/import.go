@@ -293,6 +293,32 @@ type ExportCmd struct {
 	ToolResults nonEmpty `name:"tool-results" help:"Also write the outputs Claude Code saved whole beside the transcript (its <session>/tool-results/ files) into DIR, made if missing." placeholder:"DIR"`
 }
 
+// forkNotImported says, for a fork (or rewind) of an imported session,
+// that it is one and what can be exported: the imported session's file,
+// and the fork itself as a page or JSON. A fork holds its parent's lines
+// but not a whole file. The imported session may be further up: a fork of
+// a fork said only "not imported from a transcript file". nil when no
+// ancestor was imported (or one is gone).
+func forkNotImported(r *agent.Rook, m eventlog.Meta) error {
+	id, cur := m.ID, m
+	for hops := 0; cur.Parent != nil && cur.ForkAt != nil && hops < 64; hops++ {
+		pm, err := r.Log.ReadMeta(*cur.Parent)
+		if err != nil {
+			return nil
+		}
+		if pm.Source != nil {
+			what := fmt.Sprintf("a fork of the first %d event(s) of %s", *cur.ForkAt, pm.ID)
+			if cur.ID != id {
+				what = fmt.Sprintf("a fork of %s, which comes from the first %d event(s) of %s", *m.Parent, *cur.ForkAt, pm.ID)
+			}
+			return fmt.Errorf("session %s: not imported itself: it is %s, imported from %s: `rook export %s` writes that file; `rook session export-html %s -o FILE` or `rook session show %s --json` export this fork",
+				id, what, pm.Source.Path, pm.ID, id, id)
+		}
+		cur = pm
+	}
+	return nil
+}
+
 // Run writes an imported session's source file back.
 func (c *ExportCmd) Run(e *Env) error {
 	// - is standard output, as it is standard input where rook reads one
@@ -319,13 +345,8 @@ func (c *ExportCmd) Run(e *Env) error {
 		return err
 	}
 	if m.Source == nil {
-		if m.Parent != nil && m.ForkAt != nil {
-			// A fork (or rewind) of an imported session holds its lines,
-			// but not a whole file: say which session does.
-			if pm, err := r.Log.ReadMeta(*m.Parent); err == nil && pm.Source != nil {
-				return fmt.Errorf("session %s: not imported itself: it is a fork of the first %d event(s) of %s, imported from %s: `rook export %s` writes that file",
-					id, *m.ForkAt, pm.ID, pm.Source.Path, pm.ID)
-			}
+		if err := forkNotImported(r, m); err != nil {
+			return err
 		}
 		return fmt.Errorf("session %s: %w", id, agent.ErrNotImported)
 	}

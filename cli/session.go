@@ -485,6 +485,10 @@ type sessionRow struct {
 	OwnEvents    *uint64 `json:"own_events,omitempty"`
 	OwnTokensIn  *uint64 `json:"own_tokens_in,omitempty"`
 	OwnTokensOut *uint64 `json:"own_tokens_out,omitempty"`
+	// ParentRemoved: its parent is gone (session rm, prune). Listed at
+	// the top with "↳" as any fork, it read as a fork of whatever session
+	// was listed above it, its grandparent often.
+	ParentRemoved bool `json:"parent_removed,omitempty"`
 }
 
 func (c *SessionLsCmd) Run(e *Env) error {
@@ -528,6 +532,16 @@ func (c *SessionLsCmd) Run(e *Env) error {
 		}
 		rows = append(rows, row)
 	}
+	listed := make(map[eventlog.ID]bool, len(all))
+	for _, s := range all {
+		listed[s.ID] = true
+	}
+	for i, row := range rows {
+		if p := row.Parent; p != nil && *p != row.ID && !listed[*p] {
+			_, err := r.Log.ReadMeta(*p)
+			rows[i].ParentRemoved = errors.Is(err, eventlog.ErrNoSession)
+		}
+	}
 	rows = underParents(rows)
 	if e.JSON {
 		if err := e.printJSON(rows); err != nil {
@@ -548,7 +562,16 @@ func (c *SessionLsCmd) Run(e *Env) error {
 			if title == "" {
 				title = "(untitled)"
 			}
-			if s.Fork && s.ForkAt == nil {
+			if s.ParentRemoved {
+				// Not "↳": nothing listed is its parent.
+				what := "orphan"
+				if s.Fork && s.ForkAt != nil {
+					what = fmt.Sprintf("orphan @%d", *s.ForkAt)
+				} else if s.Fork {
+					what = "orphan fork"
+				}
+				title = fmt.Sprintf("(%s) %s", what, title)
+			} else if s.Fork && s.ForkAt == nil {
 				title = "↳fork " + title
 			} else if s.Fork {
 				if at := fmt.Sprintf(" @%d", *s.ForkAt); strings.HasSuffix(title, at) {

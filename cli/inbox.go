@@ -133,7 +133,10 @@ func (c *InboxActivityCmd) Run(e *Env) error {
 	short, _ := inbox.Inbox(string(c.Client))
 	var out []inbox.Activity
 	for _, a := range acts {
-		if c.Client == "" || strings.EqualFold(a.Client, string(c.Client)) || a.Client == short {
+		// An attempt logged under a name an older rook kept a format
+		// character in (U+202E) is the typeable name's too, as inbox
+		// show finds that inbox.
+		if c.Client == "" || strings.EqualFold(a.Client, string(c.Client)) || a.Client == short || strings.TrimSpace(inbox.Typeable(a.Client)) == short {
 			out = append(out, a)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -298,8 +297,11 @@ func jsonAsked(args []string) bool {
 		if a == "--json" {
 			asked = true
 		} else if v, ok := strings.CutPrefix(a, "--json="); ok {
-			b, err := strconv.ParseBool(v)
-			asked = err == nil && b
+			// The words kong's bool takes, and only those: by
+			// strconv.ParseBool's, --json=yes (which kong takes) got a
+			// usage error as plain text, and --json=t (which kong
+			// refuses) got one as JSON.
+			asked = v == "true" || v == "1" || v == "yes"
 		}
 	}
 	return asked

@@ -70,6 +70,10 @@ func TestJSONAsked(t *testing.T) {
 		"frob -- --json":        false,
 		"--json=false --json x": true,
 		"--json --json=0 x":     false,
+		"--json=yes x":          true,
+		"--json --json=no x":    false,
+		"--json=t x":            false,
+		"--json=TRUE x":         false,
 		"frob":                  false,
 	} {
 		if got := jsonAsked(strings.Fields(args)); got != want {

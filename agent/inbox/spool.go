@@ -31,10 +31,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -125,10 +127,18 @@ func NewWriter(fsys vfs.FS, home, name string) *Writer {
 
 // CheckStore says whether the store home is there to save into.
 func CheckStore(fsys vfs.FS, home string) error {
-	if _, err := fsys.Stat(filepath.Join(home, "FORMAT")); err != nil {
-		return fmt.Errorf("%w at %s (%v): run `rook init`", ErrNoStore, home, err)
+	_, err := fsys.Stat(filepath.Join(home, "FORMAT"))
+	switch {
+	case err == nil:
+		return nil
+	// `rook init` refuses a home that is a file, or a link to nothing:
+	// said as the store says it, what to fix is the home.
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%w at %s: %s is not a directory: give --home (or $ROOK_HOME) the store's directory", ErrNoStore, home, home)
+	case cas.DanglingHome(fsys, home) != nil:
+		return fmt.Errorf("%w at %s: %w", ErrNoStore, home, cas.DanglingHome(fsys, home))
 	}
-	return nil
+	return fmt.Errorf("%w at %s (%v): run `rook init`", ErrNoStore, home, err)
 }
 
 func (w *Writer) open(dir string, f *vfs.File) error {

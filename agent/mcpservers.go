@@ -525,6 +525,12 @@ func (r *Rook) MCPServer(name string) (*MCPServer, eventlog.ID, error) {
 
 // mcpSession finds a server's session and its current state.
 func (r *Rook) mcpSession(name string) (eventlog.ID, *MCPServer, error) {
+	// A name no server can have (MCPAdd refuses it) is input to fix, as
+	// an empty session id is: `rook mcp rm "$NAME"` with NAME unset said
+	// there was no server "" and exited 1, as if the store lacked it.
+	if !serverName.MatchString(name) {
+		return eventlog.ID{}, nil, badArgument("server name %q: no server has it: a name is 1 to 63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit (`rook mcp ls` lists them)", name)
+	}
 	list, err := r.sessionsTagged("mcp", true)
 	if err != nil {
 		return eventlog.ID{}, nil, err

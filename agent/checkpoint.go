@@ -218,6 +218,11 @@ func (r *Rook) ResolveCheckpoint(arg string) (cas.Key, *Manifest, error) {
 	if err != nil {
 		var bp *cas.BadPrefixError
 		var nf *cas.NotFoundError
+		// Neither a name nor an id (empty, as "$NAME" unset gives, or
+		// with a slash): input to fix, as checkpoint rm says of it.
+		if errors.As(err, &bp) && !checkpointName.MatchString(arg) {
+			return cas.Key{}, nil, badArgument("%q is neither a checkpoint name (letters, digits, '.', '_' and '-', up to 100, starting with a letter or digit) nor a snapshot id (4 to 32 hex characters): `rook checkpoint ls` lists them", arg)
+		}
 		if errors.As(err, &bp) || errors.As(err, &nf) {
 			return cas.Key{}, nil, fmt.Errorf("no checkpoint named %q and no snapshot object with that id: `rook checkpoint ls` lists them", arg)
 		}

@@ -300,6 +300,10 @@ var ErrNoInbox = fmt.Errorf("no such inbox")
 // InboxShow returns a client's note of one day (date "": its newest day).
 func (r *Rook) InboxShow(client, date string) (InboxDayNote, error) {
 	short := strings.ToLower(strings.TrimSpace(client))
+	if short == "" {
+		// A "$CLIENT" left unset: input to fix, not an inbox to look for.
+		return InboxDayNote{}, badArgument("an empty inbox name: give claude, codex, cursor, gemini or the client's own name (`rook inbox ls` lists the inboxes)")
+	}
 	id, ok, err := r.findInbox(short)
 	if err == nil && !ok && short != "" {
 		// The name a client gives itself (claude-code, Claude Desktop,

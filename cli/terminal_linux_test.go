@@ -124,3 +124,62 @@ func TestTrainProgressOnATerminal(t *testing.T) {
 		}
 	}
 }
+
+// The other long commands (verify, reindex, gc, repack, import) draw their
+// progress on a terminal too, and leave a piped stderr empty: a hook's or
+// a script's stderr holds only what went wrong.
+func TestLongWorkProgressOnATerminal(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "store")
+	ws := t.TempDir()
+	run := func(stderr io.Writer, args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if code := Main(append([]string{"--home", home, "-C", ws}, args...), strings.NewReader(""), &out, stderr); code != 0 {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		return strings.TrimSpace(out.String())
+	}
+	run(io.Discard, "init")
+	id := run(io.Discard, "session", "new")
+	if err := os.WriteFile(filepath.Join(ws, "msg.txt"), []byte("a message to store\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run(io.Discard, "session", "append", id, "--kind", "user", "msg.txt")
+	transcripts := filepath.Join(t.TempDir(), "projects")
+	line := `{"type":"user","sessionId":"s1","uuid":"u1","timestamp":"2026-01-02T03:04:05Z","cwd":"/w","message":{"role":"user","content":"hello"}}` + "\n"
+	if err := os.MkdirAll(filepath.Join(transcripts, "w"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(transcripts, "w", "s1.jsonl"), []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"import", "claude-code", transcripts}, "\rimport claude-code: "},
+		{[]string{"store", "verify"}, "\rverify: "},
+		{[]string{"store", "verify"}, "\rverify: sessions: "},
+		{[]string{"store", "reindex"}, "\rreindex: "},
+		{[]string{"store", "gc"}, "\rgc: marking: "},
+		{[]string{"store", "repack"}, "\rrepack: "},
+	} {
+		master, tty := openPTY(t)
+		run(tty, tc.args...)
+		tty.Close()
+		got, _ := io.ReadAll(master)
+		if !bytes.Contains(got, []byte(tc.want)) {
+			t.Errorf("%v at a terminal: stderr %q, want %q in it", tc.args, got, tc.want)
+		}
+		// The meter is cleared: what the command prints next starts on a
+		// clean line.
+		if !bytes.HasSuffix(got, []byte("\r\x1b[K")) {
+			t.Errorf("%v at a terminal: stderr %q does not end by clearing its line", tc.args, got)
+		}
+		var piped bytes.Buffer
+		run(&piped, tc.args...)
+		if piped.Len() != 0 {
+			t.Errorf("%v piped: stderr %q, want nothing", tc.args, piped.String())
+		}
+	}
+}

@@ -183,6 +183,17 @@ func (c *SessionAppendCmd) Run(e *Env) error {
 	return nil
 }
 
+// dirGiven refuses a directory named where a file is read (FILE, --jsonl
+// FILE), a failure as a missing file is (exit 1), saying what to give:
+// read, it failed as "read input: read DIR: is a directory", with no word
+// of what to give instead.
+func dirGiven(what, path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%s %s is a directory: name a file (or - for standard input)", what, path)}
+	}
+	return nil
+}
+
 // readInput reads FILE, or stdin for "-" (what: what it is, for the hint
 // a user at a terminal gets).
 func readInput(e *Env, file, what string) ([]byte, error) {
@@ -195,6 +206,9 @@ func readInput(e *Env, file, what string) ([]byte, error) {
 		e.stdinHint(what, "give a FILE")
 		b, err = io.ReadAll(e.Stdin)
 	} else {
+		if err := dirGiven("FILE", file); err != nil {
+			return nil, err
+		}
 		b, err = os.ReadFile(file)
 	}
 	if err != nil {
@@ -218,6 +232,9 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 	if c.JSONL == "-" {
 		e.stdinHint("the events, one JSON object a line,", "give --jsonl FILE")
 	} else {
+		if err := dirGiven("--jsonl", string(c.JSONL)); err != nil {
+			return err
+		}
 		f, err := os.Open(string(c.JSONL))
 		if err != nil {
 			return fmt.Errorf("read --jsonl: %w", err)

@@ -49,6 +49,9 @@ func (c *PutCmd) Run(e *Env) error {
 	// whole into memory only to be refused (or to exhaust it).
 	in, name := e.Stdin, "standard input"
 	if c.File != "-" {
+		if err := dirGiven("FILE", c.File); err != nil {
+			return err
+		}
 		f, err := os.Open(c.File)
 		if err != nil {
 			return fmt.Errorf("read input: %w", err)

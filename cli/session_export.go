@@ -222,6 +222,11 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	} else if err == nil {
 		return exportExistsErr(c.Output)
 	}
+	// As export's, before any work: the create at the end failed with
+	// "create F: open F: no such file or directory", no word of what to do.
+	if dir := filepath.Dir(c.Output); !exists(e, dir) {
+		return fmt.Errorf("write %s: the directory %s does not exist: make it first (mkdir -p)", c.Output, dir)
+	}
 	r, id, err := e.readSession(c.ID)
 	if err != nil {
 		return err

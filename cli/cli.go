@@ -236,7 +236,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		err = &exitError{code: ExitFailure, msg: err.Error()}
 	} else {
 		env.LockWait, env.lockWaitErr = c.LockWait.wait()
-		handleInterrupts(stderr)
+		handleInterrupts(stderr, c.JSON)
 		err = ctx.Run(env)
 	}
 	if err == nil {

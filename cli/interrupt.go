@@ -30,8 +30,8 @@ var interrupts struct {
 var exit = os.Exit
 
 // handleInterrupts starts, once per process, the handler of SIGINT and
-// SIGTERM.
-func handleInterrupts(stderr io.Writer) {
+// SIGTERM; asJSON: --json, under which the stop is said as a failure is.
+func handleInterrupts(stderr io.Writer, asJSON bool) {
 	interrupts.once.Do(func() {
 		ch := make(chan os.Signal, 1)
 		for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
@@ -41,7 +41,7 @@ func handleInterrupts(stderr io.Writer) {
 				signal.Notify(ch, sig)
 			}
 		}
-		go func() { interrupted(<-ch, stderr) }()
+		go func() { interrupted(<-ch, stderr, asJSON) }()
 	})
 }
 
@@ -66,7 +66,7 @@ func onInterrupt(cleanup func()) (done func()) {
 // interrupted runs the cleanups, removes the atomic writes' temporary
 // files, and exits. The lock is kept to the end: a cleanup that finishes
 // meanwhile cannot be called done half-way through.
-func interrupted(sig os.Signal, stderr io.Writer) {
+func interrupted(sig os.Signal, stderr io.Writer, asJSON bool) {
 	interrupts.mu.Lock()
 	defer interrupts.mu.Unlock() // (exit does not return but in a test)
 	for _, f := range interrupts.cleanups {
@@ -77,6 +77,12 @@ func interrupted(sig os.Signal, stderr io.Writer) {
 	if sig == syscall.SIGTERM {
 		code = 143
 	}
-	fmt.Fprintf(stderr, "rook: %v: stopped\n", sig)
+	// Under --json, as every failure: its last line is the JSON error (a
+	// script that parses it found "rook: interrupt: stopped").
+	if asJSON {
+		failJSON(stderr, code, fmt.Sprintf("%v: stopped", sig))
+	} else {
+		fmt.Fprintf(stderr, "rook: %v: stopped\n", sig)
+	}
 	exit(code)
 }

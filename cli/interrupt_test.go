@@ -21,17 +21,24 @@ func TestInterrupted(t *testing.T) {
 	t.Cleanup(func() { exit = os.Exit })
 	for _, tc := range []struct {
 		sig  os.Signal
+		json bool
 		code int
 		says string
-	}{{os.Interrupt, 130, "rook: interrupt: stopped"}, {syscall.SIGTERM, 143, "rook: terminated: stopped"}} {
+	}{
+		{os.Interrupt, false, 130, "rook: interrupt: stopped\n"},
+		{syscall.SIGTERM, false, 143, "rook: terminated: stopped\n"},
+		// Under --json the last line is the JSON error, as any failure's.
+		{os.Interrupt, true, 130, `{"error":"interrupt: stopped","exit_code":130}` + "\n"},
+		{syscall.SIGTERM, true, 143, `{"error":"terminated: stopped","exit_code":143}` + "\n"},
+	} {
 		ran, finished := 0, 0
 		doneA := onInterrupt(func() { ran++ })
 		doneB := onInterrupt(func() { finished++ })
 		doneB() // finished before the signal
 		var stderr bytes.Buffer
-		interrupted(tc.sig, &stderr)
+		interrupted(tc.sig, &stderr, tc.json)
 		doneA()
-		if ran != 1 || finished != 0 || code != tc.code || !bytes.HasPrefix(stderr.Bytes(), []byte(tc.says)) {
+		if ran != 1 || finished != 0 || code != tc.code || stderr.String() != tc.says {
 			t.Fatalf("%v: cleanups run %d and %d, exit %d, said %q", tc.sig, ran, finished, code, stderr.String())
 		}
 	}
@@ -65,7 +72,7 @@ func TestAppendJSONLInterruptedSaysWhatIsIn(t *testing.T) {
 	exit = func(int) {}
 	t.Cleanup(func() { exit = os.Exit })
 	var said bytes.Buffer
-	interrupted(os.Interrupt, &said)
+	interrupted(os.Interrupt, &said, false)
 	want := "rook: append --jsonl stopped: 256 line(s) are in for sure (through line 256, #1 on); lines after may be too: run it again with --at 1 to append the rest, each once\n"
 	if stderr.String() != want {
 		t.Fatalf("interrupted, said %q; want %q", stderr.String(), want)
@@ -84,7 +91,7 @@ func TestAppendJSONLInterruptedReportsBadLines(t *testing.T) {
 	exit = func(int) {}
 	t.Cleanup(func() { exit = os.Exit })
 	var said bytes.Buffer
-	interrupted(syscall.SIGTERM, &said)
+	interrupted(syscall.SIGTERM, &said, false)
 	want := "rook: line 2: unknown event kind \"bogus\": use one of user, assistant, reasoning, tool-call, tool-result, skill, checkpoint, compaction, error, note\n" +
 		"rook: append --jsonl stopped: 256 line(s) are in for sure (through line 257, #0 on); lines after may be too: run it again with --at 0 to append the rest, each once\n"
 	if stderr.String() != want {

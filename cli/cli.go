@@ -216,11 +216,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if err != nil {
 		// kong stops at the first bad word, so --json may not be parsed yet.
 		msg := terminalText([]byte(err.Error())) // it may quote the word given
+		help := usageHelp(err)
 		if jsonAsked(args) {
-			return failJSON(stderr, ExitUsage, msg+": run `rook --help` for usage")
+			return failJSON(stderr, ExitUsage, msg+": run `"+help+"` for usage")
 		}
 		fmt.Fprintf(stderr, "rook: %s\n", msg)
-		fmt.Fprintln(stderr, "run `rook --help` for usage")
+		fmt.Fprintf(stderr, "run `%s` for usage\n", help)
 		return ExitUsage
 	}
 	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, FS: vfs.OS, Clock: clock.System, JSON: c.JSON,
@@ -269,6 +270,19 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintf(stderr, "rook: %s\n", msg)
 	}
 	return code
+}
+
+// usageHelp is the help to read after a usage error: the command's own,
+// as far as the parse got (`rook mcp rm --help` shows the <name> that
+// "expected \"<name>\"" means; `rook --help` shows only the commands).
+func usageHelp(err error) string {
+	var pe *kong.ParseError
+	if errors.As(err, &pe) && pe.Context != nil {
+		if words := commandWords(pe.Context); len(words) > 0 {
+			return "rook " + strings.Join(words, " ") + " --help"
+		}
+	}
+	return "rook --help"
 }
 
 // jsonError is what a failed command prints on stderr under --json, one

@@ -236,14 +236,13 @@ func (c *DoctorCmd) print(e *Env, r doctorReport) error {
 		}
 	}
 	if len(r.Problems) > 0 {
-		msg := ""
-		for i, p := range r.Problems {
-			if i > 0 {
-				msg += "\nrook: "
-			}
-			msg += p
+		// Each its own "rook:" line in text; under --json one error
+		// line, where a "rook: " inside read as part of a message.
+		sep := "\nrook: "
+		if e.JSON {
+			sep = "; "
 		}
-		return &exitError{code: ExitFailure, msg: msg}
+		return &exitError{code: ExitFailure, msg: strings.Join(r.Problems, sep)}
 	}
 	return nil
 }

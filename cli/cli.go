@@ -383,6 +383,10 @@ func resolveCwd(flag string) (string, error) {
 				// the machine the agent ran on.
 				return "", fmt.Errorf("-C %s: %w: a session whose workspace is not on this machine is named by its id (`rook session ls --all`)", flag, err)
 			}
+			if errors.Is(err, syscall.ENOTDIR) {
+				// A file's name (the transcript, say): what -C takes.
+				return "", fmt.Errorf("-C %s: %w: give -C the directory to run in", flag, err)
+			}
 			return "", fmt.Errorf("-C %s: %w", flag, err)
 		}
 		// Only when that name is the directory now current: "link/.."

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/rookhq/rook/cas"
@@ -173,6 +174,12 @@ type capturer struct {
 	// about to replace, which must hold every path it names: a named pipe
 	// there is refused, not skipped.
 	linksAsIs bool
+	// stats, when not nil, gets what the file system said of each regular
+	// file read, if it had not changed for statQuiet before began: a
+	// rewind then tells a file still as captured without reading it again
+	// (Plan.sinceSaved).
+	stats map[string]savedStat
+	began time.Time
 }
 
 func (r *Rook) newCapturer(root string, limits Limits) (*capturer, error) {
@@ -194,7 +201,7 @@ func (r *Rook) newCapturer(root string, limits Limits) (*capturer, error) {
 		limits.MaxFileBytes = DefaultLimits.MaxFileBytes
 	}
 	home, _ := filepath.EvalSymlinks(r.Store.Home())
-	return &capturer{r: r, root: filepath.Clean(root), real: real, limits: limits, home: home,
+	return &capturer{r: r, root: filepath.Clean(root), real: real, limits: limits, home: home, began: time.Now(),
 		m: &Manifest{V: manifestVersion, Root: filepath.Clean(root), CapturedAt: r.clock.Now().UTC(), Files: map[string]FileEntry{}}}, nil
 }
 
@@ -237,6 +244,9 @@ func (c *capturer) add(rel string, fi fs.FileInfo) error {
 	}
 	c.m.Files[rel] = FileEntry{ID: res.ID, Size: int64(len(data)), Mode: mode}
 	c.m.TotalBytes += int64(len(data))
+	if st := statOf(fi); c.stats != nil && !mode.Link && st.size == int64(len(data)) && st.quiet(c.began) {
+		c.stats[rel] = st
+	}
 	return nil
 }
 

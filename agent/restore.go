@@ -13,9 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // Change is one path a restore writes or removes.
@@ -54,8 +56,13 @@ type Plan struct {
 	// deepest first (pruneDirs).
 	prune []string
 	// saved is the capture of the disk taken before Apply (a rewind's):
-	// a tree a change clears (clearTree) goes only as far as it holds it.
+	// a tree a change clears (clearTree) goes only as far as it holds it,
+	// and a path written or removed must still be as it holds it.
 	saved *Manifest
+	// savedStats are the sizes and times of the files saved read, when
+	// they had been still a while (capturer.stats): one that still has
+	// them is as saved, without being read again.
+	savedStats map[string]savedStat
 	// dirModes are the captured modes of directories Apply may make
 	// (manifest version 3); one not in it is made 0755, as before.
 	dirModes map[string]FileMode
@@ -359,6 +366,16 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 			}
 			continue
 		}
+		var cur DiskFile
+		var curErr error
+		if p.saved != nil {
+			// A rewind: what it overwrites or removes must be what its
+			// capture before it holds (the agent may still be at work),
+			// or the undo would put back the older copy.
+			if cur, curErr = p.sinceSaved(c.Path); curErr != nil {
+				return written, removed, unchanged, fmt.Errorf("%w (%d file(s) written, %d removed before this)", curErr, written, removed)
+			}
+		}
 		if c.Remove {
 			// Under a path now a file (one this restore wrote: ENOTDIR),
 			// there is nothing to remove either.
@@ -374,7 +391,10 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 		// A file already as it is to be (its bytes and mode) is left as
 		// it is: rewriting it would change its mtime (a build tool then
 		// rebuilds what depends on it) and break its hard links.
-		if cur, err := statDisk(p.real, c.Path); err == nil && cur.Exists && cur.ID == c.File.ID && cur.Mode == c.File.Mode {
+		if p.saved == nil {
+			cur, curErr = statDisk(p.real, c.Path)
+		}
+		if curErr == nil && cur.Exists && cur.ID == c.File.ID && cur.Mode == c.File.Mode {
 			unchanged++
 			continue
 		}
@@ -449,7 +469,7 @@ func (p *Plan) removeInTheWay(rel string) (int, error) {
 	if fi, err := os.Lstat(abs); err != nil || fi.IsDir() {
 		return 0, nil // gone, or made a directory by an earlier change
 	}
-	if err := p.unchangedSinceSaved(rel); err != nil {
+	if _, err := p.sinceSaved(rel); err != nil {
 		return 0, err
 	}
 	if err := os.Remove(abs); err != nil {
@@ -471,7 +491,7 @@ func (p *Plan) removeTree(rel string) (int, error) {
 		if !strings.HasPrefix(f, rel+"/") {
 			continue
 		}
-		if err := p.unchangedSinceSaved(f); err != nil {
+		if _, err := p.sinceSaved(f); err != nil {
 			return n, err
 		}
 		err := os.Remove(filepath.Join(p.real, filepath.FromSlash(f)))
@@ -498,19 +518,61 @@ func (p *Plan) removeTree(rel string) (int, error) {
 	return n, nil
 }
 
-// unchangedSinceSaved refuses to remove the file (or link) at workspace
-// path rel when it is not what the capture before the plan holds of it:
-// written since (the agent still at work), the undo would put back the
-// older bytes, and what was written would be lost. Gone is as saved.
-func (p *Plan) unchangedSinceSaved(rel string) error {
+// sinceSaved checks that the file (or link) at workspace path rel, which a
+// rewind is about to write over or remove, is still what its capture
+// before it holds: written since (the agent still at work, or a hand
+// edit), the undo would put back the older bytes and what was written
+// would be lost; so it is left as it is, and the rewind stops there. A
+// file made since where the capture holds none, or a directory, is
+// changed too. Gone is as saved (the undo writes the saved copy back).
+// A regular file with the size and times the capture read it with is
+// taken as saved without being read again (savedStats: a large file is
+// not hashed twice); any other is hashed as a stream. It returns the
+// path as it is now, with the saved id when it was not read.
+func (p *Plan) sinceSaved(rel string) (DiskFile, error) {
+	changed := fmt.Errorf("%s changed since the rewind captured it: it is left as it is, and nothing more written or removed", rel)
+	fi, err := os.Lstat(filepath.Join(p.real, filepath.FromSlash(rel)))
+	if notExist(err) {
+		return DiskFile{}, nil
+	}
+	if err != nil {
+		return DiskFile{}, err
+	}
+	if fi.IsDir() {
+		return DiskFile{}, changed
+	}
+	f, held := p.saved.Files[rel]
+	if st, ok := p.savedStats[rel]; ok && held && fi.Mode().IsRegular() && st == statOf(fi) {
+		return DiskFile{Exists: true, Mode: f.Mode, Size: f.Size, ID: f.ID}, nil
+	}
 	cur, err := statDisk(p.real, rel)
 	if err != nil {
-		return fmt.Errorf("remove %s: %w", rel, err)
+		return cur, err
 	}
-	if f := p.saved.Files[rel]; cur.Exists && (cur.ID != f.ID || cur.Mode.Link != f.Mode.Link) {
-		return fmt.Errorf("%s changed since the rewind captured it: it is left as it is, and nothing more removed", rel)
+	if !held || cur.ID != f.ID || cur.Mode != f.Mode {
+		return cur, changed
 	}
-	return nil
+	return cur, nil
+}
+
+// savedStat is what the file system says of a regular file: its size,
+// mode and times. A write changes the modification time and the change
+// time (which no program can set back); a chmod, the change time.
+type savedStat struct {
+	size, mtime, ctime int64
+	mode               fs.FileMode
+}
+
+func statOf(fi fs.FileInfo) savedStat {
+	return savedStat{size: fi.Size(), mtime: fi.ModTime().UnixNano(), ctime: vfs.ChangeTime(fi), mode: fi.Mode()}
+}
+
+// quiet says whether the file had not changed for statQuiet before at: a
+// file written within the same tick of the file system's clock as it was
+// read could change again with no change of its times (git's "racy"
+// files), and is hashed instead.
+func (s savedStat) quiet(at time.Time) bool {
+	return at.Sub(time.Unix(0, s.mtime)) >= statQuiet && (s.ctime == 0 || at.Sub(time.Unix(0, s.ctime)) >= statQuiet)
 }
 
 // held says whether the manifest holds rel: as a file, or as a directory

@@ -163,6 +163,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 				return rep, err
 			}
 			c.linksAsIs = true
+			c.stats = map[string]savedStat{}
 			c.m.Label = beforeRewindLabel(id, to)
 			for _, p := range rep.Paths {
 				if err := c.addPath(p); err != nil {
@@ -198,7 +199,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 				}
 			}
 			before = c.m
-			plan.saved = before
+			plan.saved, plan.savedStats = before, c.stats
 		}
 	}
 	if !keepFiles {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
@@ -660,5 +661,96 @@ func TestRewindRecordsTheUndoBeforeWritingFiles(t *testing.T) {
 			t.Fatalf("%s, once undone: %+v named as interrupted", tc.name, rep3.Interrupted)
 		}
 		again.Close()
+	}
+}
+
+// A file the agent writes (or makes) after a rewind captured the disk and
+// before the rewind gets to it is left as it is, and the rewind stops
+// there, saying so: it used to be overwritten (or removed), and the undo
+// held only the older copy, so what was written was lost.
+func TestRewindKeepsAFileChangedSinceItsCapture(t *testing.T) {
+	for _, tc := range []struct {
+		name, path string
+	}{
+		{"written back", "a.go"}, // the rewind writes a.go as it was
+		{"removed", "new.go"},    // the rewind removes new.go, made since
+		{"made again", "gone.go"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			ws := t.TempDir()
+			m, err := r.NewSession("edit", ws, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeTree(t, ws, tree{"a.go": "package a // one\n", "gone.go": "package gone\n"})
+			if _, _, err := r.CaptureSession(m.ID, []string{"a.go", "new.go", "gone.go"}, "edit", DefaultLimits); err != nil {
+				t.Fatal(err)
+			}
+			writeTree(t, ws, tree{"a.go": "package a // two\n", "new.go": "package new\n"})
+			os.Remove(filepath.Join(ws, "gone.go"))
+			// The agent writes the file once the rewind has captured the
+			// disk: when it records that capture, before any file is
+			// written.
+			since := "package " + strings.TrimSuffix(tc.path, ".go") + " // written since the capture\n"
+			fsys.SetHook(func(op vfs.Op, _ string) error {
+				if op == vfs.OpSync {
+					writeTree(t, ws, tree{tc.path: since})
+				}
+				return nil
+			})
+			_, err = r.Rewind(m.ID, 0, false)
+			fsys.SetHook(nil)
+			if err == nil || !strings.Contains(err.Error(), tc.path+" changed since the rewind captured it") {
+				t.Fatalf("rewind over %s written since its capture: %v", tc.path, err)
+			}
+			if got := readTree(t, ws)[tc.path]; got != since {
+				t.Fatalf("%s is %q, want what was written since, %q", tc.path, got, since)
+			}
+		})
+	}
+}
+
+// The check of a file against the rewind's capture reads it only when the
+// file system cannot say it is untouched: a file with the size and times
+// it was captured with is not hashed again (a large one would be read
+// twice), one written since is, even with its mtime set back (its change
+// time moved), and one written within statQuiet of the capture always is.
+func TestSinceSavedTrustsOnlyQuietStats(t *testing.T) {
+	ws := t.TempDir()
+	writeTree(t, ws, tree{"big.bin": "captured\n"})
+	abs := filepath.Join(ws, "big.bin")
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vfs.ChangeTime(fi) == 0 {
+		t.Skip("no change time on this OS")
+	}
+	st := statOf(fi)
+	if st.quiet(time.Now()) || !st.quiet(time.Now().Add(statQuiet)) {
+		t.Fatalf("a file just written is quiet, or one %v old is not", statQuiet)
+	}
+	// The saved id is not the bytes' own: taken as saved, the file was
+	// not read.
+	saved := FileEntry{ID: cas.ID([]byte("not read\n")), Size: fi.Size(), Mode: FileMode{Perm: fi.Mode().Perm()}}
+	p := &Plan{real: ws, saved: &Manifest{Files: map[string]FileEntry{"big.bin": saved}}, savedStats: map[string]savedStat{"big.bin": st}}
+	if cur, err := p.sinceSaved("big.bin"); err != nil || cur.ID != saved.ID {
+		t.Fatalf("a file with its captured stat: %+v, %v", cur, err)
+	}
+	time.Sleep(10 * time.Millisecond) // a tick of the file system's clock
+	writeTree(t, ws, tree{"big.bin": "written!\n"})
+	if err := os.Chtimes(abs, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.sinceSaved("big.bin"); err == nil || !strings.Contains(err.Error(), "big.bin changed since the rewind captured it") {
+		t.Fatalf("a file written since, its mtime set back: %v", err)
+	}
+	// Without a stat it is hashed: as saved when its bytes are.
+	p.saved.Files["big.bin"] = FileEntry{ID: cas.ID([]byte("written!\n")), Size: 9, Mode: saved.Mode}
+	delete(p.savedStats, "big.bin")
+	if _, err := p.sinceSaved("big.bin"); err != nil {
+		t.Fatalf("a file as saved, hashed: %v", err)
 	}
 }

@@ -70,6 +70,8 @@ type Plan struct {
 	// 0700, so that the owner can write in them whatever that mode, and
 	// given it last.
 	made []string
+	// dirsMade counts every directory Apply made (for a file, or itself).
+	dirsMade int
 }
 
 // pruneDirs has Apply remove, after every change, those of dirs left
@@ -451,6 +453,7 @@ func (p *Plan) makeDirs(rel string) error {
 			}
 			return err
 		}
+		p.dirsMade++
 		if known {
 			p.made = append(p.made, dir)
 		}

@@ -17,6 +17,9 @@ type RewindReport struct {
 	CheckpointsApplied int         `json:"checkpoints_applied"`
 	FilesRestored      int         `json:"files_restored"`
 	FilesRemoved       int         `json:"files_removed"`
+	// DirsMade counts the directories the rewind made: those captured
+	// whole that were gone (or a file), and those above a file it wrote.
+	DirsMade int `json:"dirs_made"`
 	// FromTranscript counts the files whose state to put back comes from
 	// the transcript's edit results (an imported Claude Code session
 	// without file backups), not from a capture.
@@ -228,6 +231,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 	rep.BeforeSeq = &seq
 	rep.Undo = fmt.Sprintf("rook session rewind %s --to %d", fork.ID, seq)
 	rep.FilesRestored, rep.FilesRemoved, _, err = plan.Apply()
+	rep.DirsMade = plan.dirsMade
 	if err != nil {
 		return rep, fmt.Errorf("%w; `%s` puts back what was there", err, rep.Undo)
 	}

@@ -236,7 +236,11 @@ func (c *RewindCmd) Run(e *Env) error {
 		fmt.Fprintln(w, "  files left as they are (--keep-files)")
 		return nil
 	}
-	fmt.Fprintf(w, "  %d checkpoint(s) applied: %d file(s) restored, %d removed\n", rep.CheckpointsApplied, rep.FilesRestored, rep.FilesRemoved)
+	fmt.Fprintf(w, "  %d checkpoint(s) applied: %d file(s) restored, %d removed", rep.CheckpointsApplied, rep.FilesRestored, rep.FilesRemoved)
+	if rep.DirsMade > 0 {
+		fmt.Fprintf(w, ", %d director(ies) made", rep.DirsMade)
+	}
+	fmt.Fprintln(w)
 	if rep.FromTranscript > 0 {
 		fmt.Fprintf(w, "  %s\n", fromTranscript(rep.FromTranscript, "put back as"))
 	}

@@ -406,6 +406,9 @@ func (c *capturer) addDir(rel string) error {
 	if c.m.DirModes == nil {
 		c.m.DirModes = map[string]FileMode{}
 	}
+	if _, ok := c.m.DirModes[rel]; ok {
+		return nil // taken already, in a directory captured whole
+	}
 	c.m.Dirs = append(c.m.Dirs, rel)
 	c.m.DirModes[rel] = FileMode{Perm: fi.Mode().Perm()}
 	return nil

@@ -82,7 +82,11 @@ func (st *firstStates) dirChanges() []Change {
 			continue // a file's state (or absent): that is put back
 		}
 		if existed, _ := st.existedWhenCovered(d); existed {
-			out = append(out, Change{Path: d, Dir: true})
+			c := Change{Path: d, Dir: true}
+			if m, ok := st.dirModes[d]; ok {
+				c.File.Mode, c.dirMode = m, true
+			}
+			out = append(out, c)
 		}
 	}
 	return out

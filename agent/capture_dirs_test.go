@@ -661,3 +661,65 @@ func TestEmptyCapturedDirectoryMadeAFile(t *testing.T) {
 	}
 	sameTree(t, "after undo", readTree(t, ws), tree{"e": "f\n"})
 }
+
+// A directory captured whole that is still there, chmodded since, gets its
+// captured mode back from a rewind, as a file does (it kept the new mode:
+// only the directories a rewind made got theirs), deepest first; the undo
+// gives it the mode it had before the rewind, and the files in it are
+// left as they are both ways.
+func TestRewindGivesAnExistingDirectoryItsCapturedMode(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/a.txt": "a\n", "d/sub/b.txt": "b\n"})
+	os.Chmod(filepath.Join(ws, "d"), 0o755)
+	os.Chmod(filepath.Join(ws, "d", "sub"), 0o750)
+	if _, _, err := r.CaptureSession(id, []string{"d"}, "chmod", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(ws, "d", "sub"), 0o700)
+	os.Chmod(filepath.Join(ws, "d"), 0o711)
+	before := readTree(t, ws)
+	rep, err := r.Rewind(id, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]fs.FileMode{"d": 0o755, "d/sub": 0o750}
+	if got := dirModes(t, ws, "d", "d/sub"); !maps.Equal(got, want) {
+		t.Fatalf("modes after the rewind %v, want %v", got, want)
+	}
+	sameTree(t, "after rewind", readTree(t, ws), before)
+	if rep.FilesRestored != 0 || rep.FilesRemoved != 0 || rep.DirsMade != 0 || rep.BeforeSeq == nil {
+		t.Fatalf("rewind report %+v", rep)
+	}
+	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]fs.FileMode{"d": 0o711, "d/sub": 0o700}
+	if got := dirModes(t, ws, "d", "d/sub"); !maps.Equal(got, want) {
+		t.Fatalf("modes after the undo %v, want %v", got, want)
+	}
+	sameTree(t, "after undo", readTree(t, ws), before)
+}
+
+// A named pipe in a directory whose mode a rewind puts back does not stop
+// the rewind: it is not replaced, so its undo needs no copy of it.
+func TestRewindGivesADirectoryWithAPipeItsMode(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/a.txt": "a\n"})
+	if _, _, err := r.CaptureSession(id, []string{"d"}, "chmod", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(ws, "d", "pipe"), 0o644); err != nil {
+		t.Skip(err)
+	}
+	mode := dirModes(t, ws, "d")["d"]
+	os.Chmod(filepath.Join(ws, "d"), 0o700)
+	if _, err := r.Rewind(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirModes(t, ws, "d")["d"]; got != mode {
+		t.Fatalf("d is %v after the rewind, want %v", got, mode)
+	}
+	if fi, err := os.Lstat(filepath.Join(ws, "d", "pipe")); err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
+		t.Fatalf("the pipe is gone (%v)", err)
+	}
+}

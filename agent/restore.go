@@ -41,8 +41,11 @@ type Change struct {
 	clearFile string
 	// Dir: Path is a directory to make (a rewind's: one captured whole
 	// that is not a directory now, an empty one say). Nothing is written
-	// in it.
-	Dir bool
+	// in it. A directory there already with another mode than the one
+	// captured (dirMode: File.Mode holds it) is given that mode (chmod).
+	Dir     bool
+	dirMode bool
+	chmod   bool
 }
 
 // Plan is a checked restore: every path resolved inside the workspace,
@@ -154,7 +157,14 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			}
 			fi, err := os.Lstat(abs)
 			if err == nil && fi.IsDir() {
-				continue // there already: nothing to make
+				if !c.dirMode || fi.Mode().Perm() == c.File.Mode.Perm.Perm() {
+					continue // there already: nothing to make
+				}
+				// There, with another mode (a chmod since): given its
+				// captured one last, as a file gets its mode back.
+				c.chmod = true
+				p.Changes = append(p.Changes, c)
+				continue
 			}
 			// A file or link where it was, or where a directory above it
 			// was, goes first (the capture before the plan holds it).
@@ -361,6 +371,10 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 			if err != nil {
 				return written, removed, unchanged, fmt.Errorf("restore %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
 			}
+		}
+		if c.chmod {
+			p.made = append(p.made, c.Path)
+			continue
 		}
 		if c.Dir {
 			if err := p.makeDirs(c.Path); err != nil {

@@ -168,11 +168,17 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 			c.linksAsIs = true
 			c.stats = map[string]savedStat{}
 			c.m.Label = beforeRewindLabel(id, to)
-			for _, p := range rep.Paths {
-				if err := c.addPath(p); err != nil {
-					return rep, fmt.Errorf("capture %s before rewinding: %w: nothing changed", p, err)
+			for _, ch := range plan.Changes {
+				// A directory given its captured mode back is taken
+				// whole, with its mode now, for the undo (a mode is
+				// recorded of a directory captured whole); a named pipe
+				// in it is passed over, as it is left where it is.
+				c.linksAsIs = !ch.chmod
+				if err := c.addPath(ch.Path); err != nil {
+					return rep, fmt.Errorf("capture %s before rewinding: %w: nothing changed", ch.Path, err)
 				}
 			}
+			c.linksAsIs = true
 			// The directories the rewind makes, as absent (the first
 			// missing one up from each file it writes): the undo removes
 			// them with the files (capture_dirs.go). A file where one of

@@ -2131,6 +2131,14 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 				src.CopiedIn, src.CopiedOut = in, out
 				m.Source = &src
 			}
+			// Its forks made in rook first: a crash before m is written
+			// leaves m unlinked, and the next import links it, and
+			// writes them, again.
+			if in, out := m.Copied(); in != 0 || out != 0 {
+				if err := r.leaveCopiedOutOfForks(m.ID, in, out); err != nil {
+					return fmt.Errorf("session %s: its forks made in rook: %w", m.ID, err)
+				}
+			}
 			if err := r.Log.UpdateMeta(m); err != nil {
 				return err
 			}
@@ -2144,6 +2152,53 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 		}
 		if f != nil {
 			f.Parent, f.Fork = m.Parent, ImportedFork(m)
+		}
+	}
+	return nil
+}
+
+// leaveCopiedOutOfForks gives the forks made in rook of session id, whose
+// totals now leave out the in and out tokens it copied (it was just linked
+// to its parent), and the forks of those, the copied tokens their copy of
+// its events holds, as eventlog's Fork does for a fork made after: made
+// before, they counted them still.
+func (r *Rook) leaveCopiedOutOfForks(id eventlog.ID, in, out uint64) error {
+	ids, err := r.Log.IDs()
+	if err != nil {
+		return err
+	}
+	forks := map[eventlog.ID][]eventlog.Meta{}
+	for _, f := range ids {
+		m, err := r.Log.ReadMeta(f)
+		if err != nil || m.Parent == nil || m.ForkAt == nil || m.Source != nil {
+			continue // imported sessions count their own copies
+		}
+		forks[*m.Parent] = append(forks[*m.Parent], m)
+	}
+	type copied struct {
+		id      eventlog.ID
+		in, out uint64
+	}
+	seen := map[eventlog.ID]bool{id: true}
+	for todo := []copied{{id, in, out}}; len(todo) > 0; {
+		p := todo[0]
+		todo = todo[1:]
+		for _, f := range forks[p.id] {
+			if seen[f.ID] {
+				continue
+			}
+			seen[f.ID] = true
+			var tin, tout uint64
+			if *f.ForkAt > 0 {
+				if tin, tout, err = r.Log.TokensBefore(p.id, *f.ForkAt); err != nil {
+					return fmt.Errorf("fork %s: %w", f.ID, err)
+				}
+			}
+			f.CopiedIn, f.CopiedOut = min(p.in, tin), min(p.out, tout)
+			if err := r.Log.UpdateMeta(f); err != nil {
+				return err
+			}
+			todo = append(todo, copied{f.ID, f.CopiedIn, f.CopiedOut})
 		}
 	}
 	return nil

@@ -463,27 +463,84 @@ func MergeActivity(fsys vfs.FS, home string, live func(name string) bool) error 
 	return nil
 }
 
-// ReadActivity returns every recorded attempt, oldest first.
+// ReadActivity returns every recorded attempt, oldest first. It takes no
+// lock, and a writer's open may merge files meanwhile (MergeActivity): a
+// file listed that is gone was merged, so the folder is read again (its
+// lines are in pastActivity now, which may not have been listed), and the
+// lines both pastActivity and a process's file hold (read before and
+// after the merge, or left in both by a merge cut short) count once.
 func ReadActivity(fsys vfs.FS, home string) ([]Activity, error) {
+	for tries := 0; ; tries++ {
+		out, err := readActivity(fsys, home)
+		if errors.Is(err, fs.ErrNotExist) && tries < 8 {
+			continue
+		}
+		return out, err
+	}
+}
+
+func readActivity(fsys vfs.FS, home string) ([]Activity, error) {
 	names, err := listJSONL(fsys, activityDir(home))
 	if err != nil {
 		return nil, err
 	}
-	var out []Activity
+	lines := newActivityLines()
 	for _, name := range names {
 		b, err := vfs.ReadFile(fsys, filepath.Join(activityDir(home), name))
 		if err != nil {
 			return nil, err
 		}
-		for _, line := range bytes.Split(b, []byte{'\n'}) {
-			var a Activity
-			if decodeLine(line, &a) == nil {
-				out = append(out, a)
-			}
-		}
+		lines.add(name, b)
 	}
+	var out []Activity
+	lines.each(func(_ string, a Activity) { out = append(out, a) })
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out, nil
+}
+
+// activityLines are the whole lines of activity files, counted apart in
+// pastActivity and in the processes' files: a line merged into
+// pastActivity whose file is still there (or was read before the merge)
+// is one attempt, not two, while identical lines in one file (attempts
+// in the same clock tick) are as many attempts.
+type activityLines struct {
+	past, procs map[string]int
+	decoded     map[string]Activity
+	order       []string // each distinct line once, as first read
+}
+
+func newActivityLines() *activityLines {
+	return &activityLines{past: map[string]int{}, procs: map[string]int{}, decoded: map[string]Activity{}}
+}
+
+// add takes in the lines of the activity file name, torn ones dropped.
+func (s *activityLines) add(name string, b []byte) {
+	counts := s.procs
+	if name == pastActivity {
+		counts = s.past
+	}
+	for _, raw := range bytes.Split(b, []byte{'\n'}) {
+		line := string(raw)
+		if _, ok := s.decoded[line]; !ok {
+			var a Activity
+			if decodeLine(raw, &a) != nil {
+				continue
+			}
+			s.decoded[line] = a
+			s.order = append(s.order, line)
+		}
+		counts[line]++
+	}
+}
+
+// each calls f with every attempt: each line as many times as
+// pastActivity, or the processes' files, hold it, whichever is more.
+func (s *activityLines) each(f func(line string, a Activity)) {
+	for _, line := range s.order {
+		for range max(s.past[line], s.procs[line]) {
+			f(line, s.decoded[line])
+		}
+	}
 }
 
 func listJSONL(fsys vfs.FS, dir string) ([]string, error) {

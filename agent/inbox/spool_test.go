@@ -256,3 +256,58 @@ func TestMergeActivity(t *testing.T) {
 	}
 	check(before[len(before)-5:])
 }
+
+// TestReadActivityWhileMerged: `inbox activity` takes no lock, and a
+// writer's open merges the files of exited servers meanwhile. A file
+// listed and merged before it was read failed the command ("no such file
+// or directory"); a merge cut short between writing past.jsonl and
+// removing what it merged showed those attempts twice. Every attempt is
+// listed once either way.
+func TestReadActivityWhileMerged(t *testing.T) {
+	fsys, home := newHome(t)
+	at := time.Unix(1000, 0)
+	for p := range 2 {
+		w := NewWriter(fsys, home, ProcessName(at, 100+p))
+		for i := range 3 {
+			if err := w.Log(Activity{Time: at.Add(time.Duration(i*2+p) * time.Second), Client: "codex", Status: "saved", Chars: p*10 + i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exited := func(string) bool { return false }
+	saved, err := vfs.ReadFile(fsys, activityDir(home)+"/"+ProcessName(at, 100)+".jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string) {
+		t.Helper()
+		acts, err := ReadActivity(fsys, home)
+		if err != nil || len(acts) != 6 {
+			t.Fatalf("%s: %d attempts, want 6: %v", what, len(acts), err)
+		}
+		for i, a := range acts {
+			if want := at.Add(time.Duration(i) * time.Second); !a.Time.Equal(want) {
+				t.Fatalf("%s: attempt %d at %v, want %v", what, i, a.Time, want)
+			}
+		}
+	}
+	// Another rook merges just as the first file listed is opened.
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpOpenRead && strings.HasSuffix(path, ProcessName(at, 100)+".jsonl") {
+			fsys.SetHook(nil)
+			if err := MergeActivity(fsys, home, exited); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
+	check("merged while read")
+	// A merge cut short: a merged file is still there.
+	if err := fsys.WriteFileAtomic(activityDir(home)+"/"+ProcessName(at, 100)+".jsonl", saved, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check("merged file left")
+}

@@ -756,7 +756,9 @@ func (m *foldMatcher) index(body []byte, start, stop int, scratch []byte) (int, 
 	if start >= stop {
 		return -1, -1, scratch
 	}
-	if end := min(len(body), stop+len(m.lower)-1); m.ascii && (!m.dotI || !bytes.Contains(body[start:end], capitalDotI)) {
+	// A match with an İ is a byte longer than the query: one starting
+	// before stop may end a byte past end, with the İ's second byte.
+	if end := min(len(body), stop+len(m.lower)-1); m.ascii && (!m.dotI || !bytes.Contains(body[start:min(len(body), end+1)], capitalDotI)) {
 		scratch = append(scratch[:0], body[start:end]...)
 		for i, c := range scratch {
 			if 'A' <= c && c <= 'Z' {

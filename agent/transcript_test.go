@@ -426,6 +426,32 @@ func TestFindFoldsAsSearch(t *testing.T) {
 	}
 }
 
+// TestFindDotIAcrossTheBudgetCut: a match that starts just before a
+// budget's cut and whose İ (two bytes) ends one byte past the bytes the
+// ASCII search looks at was missed by both calls: the İ was not seen, so
+// the bytes were searched as ASCII, and the next call starts at the cut.
+func TestFindDotIAcrossTheBudgetCut(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	id := newSession(t, r)
+	appendBodies(t, r, id, "xxxxxxxxxxB\u0130yyyy")
+	var hits []FindHit
+	q := FindQuery{Query: "bi", MaxBytes: 11} // the cut at the İ
+	for calls := 0; calls < 10; calls++ {
+		res, err := r.Find(id, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits = append(hits, res.Hits...)
+		if res.Next == nil {
+			break
+		}
+		q.From, q.Offset, q.Through = res.Next.From, res.Next.Offset, &res.Next.Through
+	}
+	if len(hits) != 1 || hits[0].Offset != 10 {
+		t.Fatalf("hits %+v, want one at byte 10", hits)
+	}
+}
+
 // A body bigger than the byte budget is searched a budget at a time, the
 // cursor resuming inside it; a match across the cut is still found.
 func TestFindBudgetCutsInsideABody(t *testing.T) {

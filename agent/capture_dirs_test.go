@@ -265,6 +265,11 @@ func TestManifestDirsAreVersionedAndChecked(t *testing.T) {
 		{`{"v":3,"root":"/w",` + files + `,"dir_modes":{"d":"0700"}}`, `names "d", which is not in "dirs"`},
 		{`{"v":3,"root":"/w",` + files + `,"dirs":["d"],"dir_modes":{"d":"link"}}`, `has the mode "link"`},
 		{`{"v":3,"root":"/w",` + files + `,"dirs":["d"],"dir_modes":{"d":"755"}}`, `four octal digits`},
+		// Read as a prefix, these were 0007, 0000 and 0755.
+		{`{"v":3,"root":"/w",` + files + `,"dirs":["d"],"dir_modes":{"d":"07zz"}}`, `four octal digits`},
+		{`{"v":3,"root":"/w",` + files + `,"dirs":["d"],"dir_modes":{"d":"0o75"}}`, `four octal digits`},
+		{`{"v":3,"root":"/w",` + files + `,"dirs":["d"],"dir_modes":{"d":" 755"}}`, `four octal digits`},
+		{`{"v":1,"root":"/w","files":{"d/a":{"id":"2b806e7d75371072494f629b7fe1a565","size":6,"mode":"06 4"}}}`, `four octal digits`},
 		{`{"v":2,"root":"/w",` + files + `,"dirs":["../d"]}`, "leaves the workspace"},
 		{`{"v":2,"root":"/w",` + files + `,"dirs":["d/a"]}`, "both a captured directory and a file"},
 		{`{"v":2,"root":"/w",` + files + `,"absent":["e"],"dirs":["e"]}`, "both a captured directory and a file or absent"},

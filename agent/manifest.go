@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -102,8 +103,11 @@ func (m *FileMode) UnmarshalJSON(b []byte) error {
 		*m = FileMode{Link: true}
 		return nil
 	}
-	var v uint32
-	if _, err := fmt.Sscanf(s, "%o", &v); err != nil || v > 0o7777 || len(s) != 4 {
+	// Every one of the four an octal digit: Sscanf's %o read a prefix
+	// ("07zz" as 0007, "0o75" as 0000, a rewind then making a directory
+	// 0000) and skipped spaces (" 755").
+	v, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || len(s) != 4 {
 		return fmt.Errorf("mode %q is not four octal digits or \"link\"", s)
 	}
 	*m = FileMode{Perm: fs.FileMode(v)}

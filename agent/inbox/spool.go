@@ -405,7 +405,9 @@ var keepActivity = 10000
 // server and one more. The merged file is replaced atomically before the
 // files merged are removed: a crash between the two leaves files whose
 // lines are already merged, and the next merge drops those (the same
-// bytes) instead of taking them twice. Torn lines are dropped.
+// bytes: a line is kept as many times as pastActivity, or the files
+// merged, hold it, whichever is more) instead of taking them twice. Torn
+// lines are dropped.
 func MergeActivity(fsys vfs.FS, home string, live func(name string) bool) error {
 	dir := activityDir(home)
 	names, err := listJSONL(fsys, dir)
@@ -421,12 +423,7 @@ func MergeActivity(fsys vfs.FS, home string, live func(name string) bool) error 
 	if len(gone) == 0 {
 		return nil
 	}
-	type line struct {
-		raw []byte
-		at  time.Time
-	}
-	var lines []line
-	seen := map[string]bool{}
+	read := newActivityLines()
 	for _, name := range append([]string{pastActivity}, gone...) {
 		b, err := vfs.ReadFile(fsys, filepath.Join(dir, name))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -435,15 +432,14 @@ func MergeActivity(fsys vfs.FS, home string, live func(name string) bool) error 
 		if err != nil {
 			return err
 		}
-		for _, raw := range bytes.Split(b, []byte{'\n'}) {
-			var a Activity
-			if decodeLine(raw, &a) != nil || seen[string(raw)] {
-				continue
-			}
-			seen[string(raw)] = true
-			lines = append(lines, line{raw, a.Time})
-		}
+		read.add(name, b)
 	}
+	type line struct {
+		raw string
+		at  time.Time
+	}
+	var lines []line
+	read.each(func(raw string, a Activity) { lines = append(lines, line{raw, a.Time}) })
 	sort.SliceStable(lines, func(i, j int) bool { return lines[i].at.Before(lines[j].at) })
 	if len(lines) > keepActivity {
 		lines = lines[len(lines)-keepActivity:]

@@ -311,3 +311,38 @@ func TestReadActivityWhileMerged(t *testing.T) {
 	}
 	check("merged file left")
 }
+
+// TestMergeActivityKeepsIdenticalAttempts: attempts made in the same clock
+// tick by one server are identical lines (a client's empty saves, refused
+// again and again); the merge took them for lines it already had and kept
+// one. Each is kept, and a merge cut short still takes none twice.
+func TestMergeActivityKeepsIdenticalAttempts(t *testing.T) {
+	fsys, home := newHome(t)
+	at := time.Unix(1000, 0)
+	name := ProcessName(at, 100)
+	w := NewWriter(fsys, home, name)
+	for range 3 {
+		if err := w.Log(Activity{Time: at, Client: "codex", Status: "input_invalid"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := vfs.ReadFile(fsys, activityDir(home)+"/"+name+".jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited := func(string) bool { return false }
+	for _, what := range []string{"merged", "merged again after a merge cut short"} {
+		if err := MergeActivity(fsys, home, exited); err != nil {
+			t.Fatal(err)
+		}
+		if acts, err := ReadActivity(fsys, home); err != nil || len(acts) != 3 {
+			t.Fatalf("%s: %d attempts, want 3: %v", what, len(acts), err)
+		}
+		if err := fsys.WriteFileAtomic(activityDir(home)+"/"+name+".jsonl", saved, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

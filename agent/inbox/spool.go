@@ -112,7 +112,11 @@ type Writer struct {
 	name  string // the process's file name
 	spool vfs.File
 	act   vfs.File
-	n     int
+	// lock is held on the spool file for as long as the writer has it
+	// open: the drain's sign that the writer is alive (see openSpool). Nil
+	// where the filesystem has no locks.
+	lock vfs.Lock
+	n    int
 	// torn: a failed save may have left part of a line that could not be
 	// cut off: the next save starts on a line of its own.
 	torn bool
@@ -151,7 +155,13 @@ func (w *Writer) open(dir string, f *vfs.File) error {
 	if err := w.fs.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	file, err := w.fs.OpenFile(filepath.Join(dir, w.name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	var file vfs.File
+	var err error
+	if dir == spoolDir(w.home) {
+		file, err = w.openSpool()
+	} else {
+		file, err = w.fs.OpenFile(filepath.Join(dir, w.name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	}
 	if err != nil {
 		return err
 	}
@@ -159,7 +169,7 @@ func (w *Writer) open(dir string, f *vfs.File) error {
 	// as its synced lines do: sync each directory up to the inbox's parent.
 	for d := dir; ; d = filepath.Dir(d) {
 		if err := w.fs.SyncDir(d); err != nil {
-			file.Close()
+			w.closeFile(file)
 			return err
 		}
 		if d == Dir(w.home) {
@@ -167,11 +177,99 @@ func (w *Writer) open(dir string, f *vfs.File) error {
 		}
 	}
 	if err := w.fs.SyncDir(w.home); err != nil {
-		file.Close()
+		w.closeFile(file)
 		return err
 	}
 	*f = file
 	return nil
+}
+
+// closeFile closes a file open could not finish opening, and lets go of
+// the spool lock with the spool file.
+func (w *Writer) closeFile(file vfs.File) {
+	file.Close()
+	if w.lock != nil && w.spool == nil {
+		w.lock.Unlock()
+		w.lock = nil
+	}
+}
+
+// lockedHeader is the first line of a spool file whose writer holds a lock
+// on it for its life (docs/storage.md, "Inbox spool"): a drain that can take
+// the lock knows the writer is gone, whatever its pid means here. It has
+// no id, so drains (older ones too) skip it as they skip a torn save.
+type lockedHeader struct {
+	V    int    `json:"v"`
+	Lock string `json:"lock"`
+}
+
+var lockedLine, _ = encodeLine(lockedHeader{V: saveVersion, Lock: "flock"})
+
+// lockTries bounds how often openSpool tries again while a drain holds the
+// lock of its new file: a drain holds it only to remove a file it found
+// unlocked, between this writer's create and its lock.
+var lockTries = 100
+
+// openSpool creates this process's spool file and locks it, for the
+// writer's life. A drain tells whether the writer of a spool file is alive
+// by trying its lock: the pid in the name is no help for a server in
+// another pid namespace (a sandboxed client, a container sharing the home),
+// where it names no process here, or another one. The file is created and
+// locked in two steps, so a drain can find it between the two, unlocked,
+// and remove it (holding the lock, as it always does to remove): the
+// writer then holds the lock of a file no longer in the spool, and starts
+// again. Once it holds the lock of the file its name leads to, no drain
+// removes it. Where the filesystem has no locks (NFS without lockd), the
+// file is opened as before, without the header: drains judge it by pid.
+func (w *Writer) openSpool() (vfs.File, error) {
+	path := filepath.Join(spoolDir(w.home), w.name)
+	for try := 0; ; try++ {
+		l, err := w.fs.TryLock(path, 0o600)
+		if errors.Is(err, vfs.ErrLocked) && try < lockTries {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			// No locks here, or held by a drain for a second: the pid
+			// will have to do. An error opening the file (no file, no
+			// permission) is said by the open below.
+			return w.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		}
+		held, err := l.File().Stat()
+		var named fs.FileInfo
+		if err == nil {
+			named, err = w.fs.Stat(path)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			l.Unlock()
+			return nil, err
+		}
+		if err != nil || !vfs.SameFile(held, named) {
+			l.Unlock()
+			if try >= lockTries {
+				return nil, fmt.Errorf("%s was removed as soon as created, %d times: is something other than rook cleaning the spool?", path, try+1)
+			}
+			continue
+		}
+		file, err := w.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			l.Unlock()
+			return nil, err
+		}
+		if held.Size() == 0 {
+			if _, err := file.Write(lockedLine); err != nil {
+				// Cut it off, or the next save starts on a line of its own.
+				if file.Truncate(0) != nil {
+					w.torn = true
+				}
+				file.Close()
+				l.Unlock()
+				return nil, err
+			}
+		}
+		w.lock = l
+		return file, nil
+	}
 }
 
 // NextID returns a new save id.
@@ -237,6 +335,13 @@ func (w *Writer) Close() error {
 				err = cerr
 			}
 		}
+	}
+	// Last: the drain may remove the spool file once the lock is free.
+	if w.lock != nil {
+		if uerr := w.lock.Unlock(); err == nil {
+			err = uerr
+		}
+		w.lock = nil
 	}
 	return err
 }
@@ -358,33 +463,80 @@ func ReadPending(fsys vfs.FS, home string, p Progress) ([]Pending, map[string]in
 }
 
 // RemoveDrained deletes the spool files that are wholly drained and whose
-// writer has exited (live reports whether a process file name's writer is
-// running), and forgets them in p.
+// writer has exited, and forgets them in p. A writer holds a lock on its
+// file while it runs (Writer.openSpool): a file whose lock the drain can
+// take, and that begins with the locked-writer header, has no writer. Only
+// for a file without the header (an older rook's, or written where locks
+// fail) and where locks fail does live, which reports whether a process
+// name's pid is running, decide. A file is removed while the drain holds
+// its lock, so a writer that created it but had not locked it yet sees it
+// gone and starts again.
 func RemoveDrained(fsys vfs.FS, home string, p Progress, sizes map[string]int64, live func(name string) bool) error {
 	for name, size := range sizes {
-		if p[name] != size || live(strings.TrimSuffix(name, ".jsonl")) {
+		if p[name] != size {
 			continue
 		}
-		// sizes were read before the drain took the saves in: the writer
-		// may have saved more (and been told so) and exited since. Now that
-		// it has exited the file cannot grow: look again, and keep a file
-		// with saves past the drained end for the next drain.
 		path := filepath.Join(spoolDir(home), name)
-		st, err := fsys.Stat(path)
-		if errors.Is(err, fs.ErrNotExist) {
+		if _, err := fsys.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			// Gone already (and not to be created again by TryLock).
 			delete(p, name)
 			continue
 		}
+		l, err := fsys.TryLock(path, 0o600)
+		if errors.Is(err, vfs.ErrLocked) {
+			continue // its writer runs
+		}
+		if err != nil {
+			l = nil // no locks here: the pid decides
+		}
+		if (l == nil || !lockedWriter(l.File())) && live(strings.TrimSuffix(name, ".jsonl")) {
+			unlock(l)
+			continue
+		}
+		err = removeSpool(fsys, path, size)
+		unlock(l)
 		if err != nil {
 			return err
 		}
-		if st.Size() != size {
-			continue
+		if _, err := fsys.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			delete(p, name)
 		}
-		if err := fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		delete(p, name)
+	}
+	return nil
+}
+
+func unlock(l vfs.Lock) {
+	if l != nil {
+		l.Unlock()
+	}
+}
+
+// lockedWriter reports whether a spool file begins with the header of a
+// writer that holds its lock for its life.
+func lockedWriter(f vfs.File) bool {
+	b := make([]byte, len(lockedLine))
+	n, _ := f.ReadAt(b, 0)
+	return bytes.Equal(b[:n], lockedLine)
+}
+
+// removeSpool removes a wholly drained spool file of a writer known gone.
+// sizes were read before the drain took the saves in: the writer may have
+// saved more (and been told so) and exited since. Now that it has exited
+// the file cannot grow: look again, and keep a file with saves past the
+// drained end for the next drain.
+func removeSpool(fsys vfs.FS, path string, size int64) error {
+	st, err := fsys.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if st.Size() != size {
+		return nil
+	}
+	if err := fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
 	return nil
 }

@@ -1157,10 +1157,11 @@ type memInfo struct {
 	size    int64
 	mode    fs.FileMode
 	modTime time.Time
+	node    *memNode // which file it is, for SameFile
 }
 
 func info(name string, n *memNode) memInfo {
-	return memInfo{name: name, size: int64(len(n.data)), mode: n.mode, modTime: n.modTime}
+	return memInfo{name: name, size: int64(len(n.data)), mode: n.mode, modTime: n.modTime, node: n}
 }
 
 func (i memInfo) Name() string       { return i.name }

@@ -129,6 +129,17 @@ func ReadFile(fsys FS, name string) ([]byte, error) {
 	return buf.Bytes(), err
 }
 
+// SameFile reports whether two FileInfos, from Stat or File.Stat of the
+// same FS, describe the same file (os.SameFile for the OS filesystem): a
+// holder of a lock on an open file checks that its name still leads to it.
+func SameFile(a, b fs.FileInfo) bool {
+	if ma, ok := a.(memInfo); ok {
+		mb, ok := b.(memInfo)
+		return ok && ma.node != nil && ma.node == mb.node
+	}
+	return os.SameFile(a, b)
+}
+
 // Exists reports whether name exists. Errors other than "not found" count as
 // existing so that callers go on to hit the real error.
 func Exists(fsys FS, name string) bool {

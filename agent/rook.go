@@ -91,15 +91,17 @@ func Open(home string, opts Options) (*Rook, error) {
 	}
 	r := &Rook{Store: s, Log: l, clock: opts.Clock, fs: opts.FS, home: home}
 	if opts.Writable {
+		// Under the writer lock, so no two rooks merge at once. Before
+		// the drain, which removes the spool files that tell an exited
+		// server's activity file from a live one's (inbox.MergeActivity).
+		if err := inbox.MergeActivity(r.fs, home, writerRunning); err != nil {
+			r.notices = append(r.notices, fmt.Sprintf("inbox: the activity logs of exited servers in %s were not merged: %v", inbox.Dir(home), err))
+		}
 		// Notes AI clients saved while no writer had the store come in now.
 		if rep, err := r.DrainInbox(); err != nil {
 			r.notices = append(r.notices, fmt.Sprintf("inbox: saves waiting in %s were not taken in: %v", inbox.Dir(home), err))
 		} else if rep.Drained > 0 {
 			r.notices = append(r.notices, fmt.Sprintf("inbox: took in %d note(s) AI clients saved (`rook inbox ls`)", rep.Drained))
-		}
-		// Under the writer lock, so no two rooks merge at once.
-		if err := inbox.MergeActivity(r.fs, home, writerRunning); err != nil {
-			r.notices = append(r.notices, fmt.Sprintf("inbox: the activity logs of exited servers in %s were not merged: %v", inbox.Dir(home), err))
 		}
 	}
 	return r, nil

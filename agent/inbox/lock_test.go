@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -205,5 +206,41 @@ func TestConcurrentWritersAndDrains(t *testing.T) {
 				t.Errorf("spool files left: %v", names)
 			}
 		})
+	}
+}
+
+// TestMergeActivityJudgesWritersByLock: an activity file was merged (and
+// removed) while its server, in another pid namespace, still wrote to it,
+// its later attempts lost; and that of an exited one whose pid names a
+// process here was never merged. Its spool file's lock decides now.
+func TestMergeActivityJudgesWritersByLock(t *testing.T) {
+	fsys, home := newHome(t)
+	running := NewWriter(fsys, home, ProcessName(time.Unix(1, 0), 7))
+	exited := NewWriter(fsys, home, ProcessName(time.Unix(2, 0), 8))
+	for i, w := range []*Writer{running, exited} {
+		// A refused attempt only: the lock is taken all the same.
+		if err := w.Log(Activity{Time: time.Unix(int64(3+i), 0), Client: "codex", Status: "paused"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exited.Close()
+	defer running.Close()
+	pidOf := func(live bool) func(string) bool { return func(string) bool { return live } }
+	if err := MergeActivity(fsys, home, pidOf(false)); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := listJSONL(fsys, activityDir(home))
+	if want := running.name + " " + pastActivity; strings.Join(names, " ") != want {
+		t.Fatalf("after the merge, with pids dead here: %v, want %s", names, want)
+	}
+	running.Close()
+	if err := MergeActivity(fsys, home, pidOf(true)); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := listJSONL(fsys, activityDir(home)); strings.Join(names, " ") != pastActivity {
+		t.Fatalf("after the merge, with pids live here: %v", names)
+	}
+	if got, err := ReadActivity(fsys, home); err != nil || len(got) != 2 {
+		t.Fatalf("%d attempts: %v", len(got), err)
 	}
 }

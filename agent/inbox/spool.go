@@ -319,6 +319,12 @@ func (w *Writer) Log(a Activity) error {
 	if err != nil {
 		return err
 	}
+	if w.act == nil {
+		// The spool file's lock says whether this process runs, for its
+		// activity file too (MergeActivity): take it first, even before
+		// any save. Best effort: without it the pid decides, as before.
+		_ = w.open(spoolDir(w.home), &w.spool)
+	}
 	if err := w.open(activityDir(w.home), &w.act); err != nil {
 		return err
 	}
@@ -482,18 +488,12 @@ func RemoveDrained(fsys vfs.FS, home string, p Progress, sizes map[string]int64,
 			delete(p, name)
 			continue
 		}
-		l, err := fsys.TryLock(path, 0o600)
-		if errors.Is(err, vfs.ErrLocked) {
-			continue // its writer runs
-		}
-		if err != nil {
-			l = nil // no locks here: the pid decides
-		}
-		if (l == nil || !lockedWriter(l.File())) && live(strings.TrimSuffix(name, ".jsonl")) {
+		l, running := writerRunning(fsys, path, name, live)
+		if running {
 			unlock(l)
 			continue
 		}
-		err = removeSpool(fsys, path, size)
+		err := removeSpool(fsys, path, size)
 		unlock(l)
 		if err != nil {
 			return err
@@ -503,6 +503,24 @@ func RemoveDrained(fsys vfs.FS, home string, p Progress, sizes map[string]int64,
 		}
 	}
 	return nil
+}
+
+// writerRunning tells whether the writer of the spool file path (named
+// name) runs: by its lock, or for a file without the locked-writer header,
+// or where locks fail, by live. When it does not, the lock of the file is
+// returned held (nil where locks fail), for the caller to unlock.
+func writerRunning(fsys vfs.FS, path, name string, live func(string) bool) (vfs.Lock, bool) {
+	l, err := fsys.TryLock(path, 0o600)
+	if errors.Is(err, vfs.ErrLocked) {
+		return nil, true
+	}
+	if err != nil {
+		l = nil // no locks here: the pid decides
+	}
+	if (l == nil || !lockedWriter(l.File())) && live(strings.TrimSuffix(name, ".jsonl")) {
+		return l, true
+	}
+	return l, false
 }
 
 func unlock(l vfs.Lock) {
@@ -568,7 +586,21 @@ func MergeActivity(fsys vfs.FS, home string, live func(name string) bool) error 
 	}
 	var gone []string
 	for _, name := range names {
-		if name != pastActivity && !live(strings.TrimSuffix(name, ".jsonl")) {
+		if name == pastActivity {
+			continue
+		}
+		// The process's spool file, while there, says by its lock
+		// whether it runs (RemoveDrained): its pid means nothing for a
+		// server in another pid namespace. Its file is removed by the
+		// drain once it is gone, so merge before draining.
+		path := filepath.Join(spoolDir(home), name)
+		running := live(strings.TrimSuffix(name, ".jsonl"))
+		if _, err := fsys.Stat(path); err == nil {
+			var l vfs.Lock
+			l, running = writerRunning(fsys, path, name, live)
+			unlock(l)
+		}
+		if !running {
 			gone = append(gone, name)
 		}
 	}

@@ -193,12 +193,17 @@ func TestRemoveDrainedKeepsLaterSaves(t *testing.T) {
 func TestMergeActivity(t *testing.T) {
 	fsys, home := newHome(t)
 	at := time.Unix(1000, 0)
+	var running103 *Writer
 	for p := range 4 {
 		w := NewWriter(fsys, home, ProcessName(at, 100+p))
 		for i := range 3 {
 			if err := w.Log(Activity{Time: at.Add(time.Duration(i*4+p) * time.Second), Client: "codex", Status: "saved", Chars: p*10 + i}); err != nil {
 				t.Fatal(err)
 			}
+		}
+		if p == 3 {
+			running103 = w // still running: its spool file's lock is held
+			continue
 		}
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
@@ -246,6 +251,9 @@ func TestMergeActivity(t *testing.T) {
 	}
 	check(before)
 	// The live one exits; the merged file keeps only the newest attempts.
+	if err := running103.Close(); err != nil {
+		t.Fatal(err)
+	}
 	defer func(n int) { keepActivity = n }(keepActivity)
 	keepActivity = 5
 	if err := MergeActivity(fsys, home, func(string) bool { return false }); err != nil {

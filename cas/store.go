@@ -281,18 +281,29 @@ func DanglingHome(fsys vfs.FS, home string) error {
 	return fmt.Errorf("%s is a symbolic link to a directory that does not exist (`ls -l %s` shows it): create the directory it names, or point it at an existing one, then run the command again", home, home)
 }
 
+// MissingStore turns err, from reading or stat-ing home's marker, into the
+// one message every command gives when there is no store at home (ErrNoStore,
+// with what to do). nil when err does not say the store is missing: the
+// caller reports err as it is.
+func MissingStore(fsys vfs.FS, home string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := DanglingHome(fsys, home); err != nil {
+			return fmt.Errorf("%w: %w", ErrNoStore, err)
+		}
+		return fmt.Errorf("%w: %s has no %s marker: run `rook init`", ErrNoStore, home, MarkerFile)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%w: %s is not a directory: give --home (or $ROOK_HOME) the store's directory", ErrNoStore, home)
+	}
+	return nil
+}
+
 // ReadFormat reads the store's format version without opening it.
 func ReadFormat(fsys vfs.FS, home string) (int64, error) {
 	mpath := filepath.Join(home, MarkerFile)
 	b, err := vfs.ReadFile(fsys, mpath)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := DanglingHome(fsys, home); err != nil {
-			return 0, fmt.Errorf("%w: %w", ErrNoStore, err)
-		}
-		return 0, fmt.Errorf("%w: %s has no %s marker: run `rook init`", ErrNoStore, home, MarkerFile)
-	}
-	if errors.Is(err, syscall.ENOTDIR) {
-		return 0, fmt.Errorf("%w: %s is not a directory: give --home (or $ROOK_HOME) the store's directory", ErrNoStore, home)
+	if err := MissingStore(fsys, home, err); err != nil {
+		return 0, err
 	}
 	if err != nil {
 		return 0, err

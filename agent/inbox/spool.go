@@ -31,7 +31,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -73,8 +72,9 @@ type Activity struct {
 const saveVersion = 1
 
 // ErrNoStore: the store home does not exist (or is not a store): saves have
-// nowhere to go.
-var ErrNoStore = errors.New("no rook store")
+// nowhere to go. It is the store's own error, so the CLI words it as every
+// other command does.
+var ErrNoStore = cas.ErrNoStore
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -129,20 +129,18 @@ func NewWriter(fsys vfs.FS, home, name string) *Writer {
 	return &Writer{fs: fsys, home: home, name: name + ".jsonl"}
 }
 
-// CheckStore says whether the store home is there to save into.
+// CheckStore says whether the store home is there to save into. A missing
+// home, one that is a file or a link to nothing, is said in the store's
+// words (cas.MissingStore), as every command says it.
 func CheckStore(fsys vfs.FS, home string) error {
-	_, err := fsys.Stat(filepath.Join(home, "FORMAT"))
-	switch {
-	case err == nil:
+	_, err := fsys.Stat(filepath.Join(home, cas.MarkerFile))
+	if err == nil {
 		return nil
-	// `rook init` refuses a home that is a file, or a link to nothing:
-	// said as the store says it, what to fix is the home.
-	case errors.Is(err, syscall.ENOTDIR):
-		return fmt.Errorf("%w at %s: %s is not a directory: give --home (or $ROOK_HOME) the store's directory", ErrNoStore, home, home)
-	case cas.DanglingHome(fsys, home) != nil:
-		return fmt.Errorf("%w at %s: %w", ErrNoStore, home, cas.DanglingHome(fsys, home))
 	}
-	return fmt.Errorf("%w at %s (%v): run `rook init`", ErrNoStore, home, err)
+	if merr := cas.MissingStore(fsys, home, err); merr != nil {
+		return merr
+	}
+	return fmt.Errorf("%w: cannot check %s (%v): run `rook init`", ErrNoStore, home, err)
 }
 
 func (w *Writer) open(dir string, f *vfs.File) error {

@@ -276,6 +276,9 @@ func CheckMCPSpec(s mcpclient.Spec) error {
 	if err := checkByValue(s.Headers, s.HeaderEnv, "--header", "--header-env"); err != nil {
 		return err
 	}
+	if err := checkHeaderCase(s.Headers, s.HeaderEnv); err != nil {
+		return err
+	}
 	if err := checkByValue(s.Env, s.EnvFrom, "--env", "--env-from"); err != nil {
 		return err
 	}
@@ -300,6 +303,29 @@ func headerName(name string) bool {
 		}
 	}
 	return true
+}
+
+// checkHeaderCase refuses two spellings of one header: HTTP names are
+// case-insensitive (X-Tenant and x-tenant are one header), so only one of
+// the values would be sent, and which one the user could not tell. Exact
+// repeats across the flags are checkByValue's.
+func checkHeaderCase(byValue, fromEnv map[string]string) error {
+	type given struct{ flag, name string }
+	var all []given
+	for _, k := range slices.Sorted(maps.Keys(byValue)) {
+		all = append(all, given{"--header", k})
+	}
+	for _, k := range slices.Sorted(maps.Keys(fromEnv)) {
+		all = append(all, given{"--header-env", k})
+	}
+	for i, a := range all {
+		for _, b := range all[i+1:] {
+			if a.name != b.name && strings.EqualFold(a.name, b.name) {
+				return badArgument("%s %s and %s %s name the same header (header names are case-insensitive): give it once", a.flag, a.name, b.flag, b.name)
+			}
+		}
+	}
+	return nil
 }
 
 // checkByValue checks one pair of a setup's maps: values given as they

@@ -91,7 +91,61 @@ func (s *MCPServer) Shown() *MCPServer {
 	c.Spec.URL = mcpclient.RedactURL(s.Spec.URL)
 	c.Spec.Headers = redactValues(s.Spec.Headers)
 	c.Spec.Env = redactValues(s.Spec.Env)
+	c.Spec.Args = RedactArgs(s.Spec.Args)
 	return &c
+}
+
+// credentialFlag says whether a program argument is a flag (-NAME or
+// --NAME, with =VALUE or without) whose name says it carries a credential,
+// as CredentialName judges a header's: --api-key=V, --token V. withValue:
+// the value is in the argument itself.
+func credentialFlag(arg string) (name string, withValue, ok bool) {
+	if !strings.HasPrefix(arg, "-") {
+		return "", false, false
+	}
+	name, _, withValue = strings.Cut(strings.TrimLeft(arg, "-"), "=")
+	if name == "" || !CredentialName(name) {
+		return "", false, false
+	}
+	return name, withValue, true
+}
+
+// RedactArgs is a program's arguments as rook shows them: the value of a
+// flag whose name says it is a credential, --api-key=V or --api-key V, is
+// Redacted (a setup saved before add refused them may hold one). nil stays
+// nil.
+func RedactArgs(args []string) []string {
+	if args == nil {
+		return nil
+	}
+	out := slices.Clone(args)
+	for i, a := range args {
+		name, withValue, ok := credentialFlag(a)
+		switch {
+		case ok && withValue:
+			out[i] = a[:strings.Index(a, name)+len(name)] + "=" + Redacted
+		case ok && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-"):
+			out[i+1] = Redacted
+		}
+	}
+	return out
+}
+
+// credentialInText finds -NAME=VALUE in a message (kong's, which quotes
+// the words it was given).
+var credentialInText = regexp.MustCompile(`(-{1,2}([A-Za-z0-9_.-]+)=)([^\s"']+)`)
+
+// RedactText is msg with the value of each -NAME=VALUE in it whose name
+// says it is a credential Redacted: for messages rook did not build, that
+// quote the command line.
+func RedactText(msg string) string {
+	return credentialInText.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := credentialInText.FindStringSubmatch(m)
+		if !CredentialName(sub[2]) {
+			return m
+		}
+		return sub[1] + Redacted
+	})
 }
 
 // redactValues is m with every value Redacted (nil stays nil).
@@ -256,6 +310,15 @@ func CheckMCPSpec(s mcpclient.Spec) error {
 			if CredentialName(k) {
 				return badArgument("--url %s: the query parameter %s would be saved as given in the server's session, and its name says it is a credential; give it in a header by --header-env K=VAR or --bearer-env VAR if the server takes one (the variable's name is saved, never its value)", mcpclient.RedactURL(s.URL), k)
 			}
+		}
+	}
+	// A program's flag is saved as given too: --api-key=V goes by the
+	// program's environment instead. Only the =V form is refused: after a
+	// bare --token the next word may be the program's own (a boolean
+	// flag); shown, it is masked all the same (RedactArgs).
+	for _, a := range s.Args {
+		if name, withValue, ok := credentialFlag(a); ok && withValue {
+			return badArgument("--arg %s: its value would be saved as given in the server's session, and the flag's name (%s) says it is a credential; pass it to the program in its environment by --env-from NAME=VAR, NAME the variable the program reads (the variable's name is saved, never its value)", RedactArgs([]string{a})[0], name)
 		}
 	}
 	// A header net/http will not send would fail every sync and call, as

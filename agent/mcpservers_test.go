@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -208,6 +209,9 @@ func TestMCPAddRefusesCredentials(t *testing.T) {
 		{mcpclient.Spec{Command: "srv", Env: map[string]string{"GITHUB_TOKEN": "ghp-s3cret"}}, "--env GITHUB_TOKEN: its value would be saved as given in the server's session, and the name says it is a credential; give it by --env-from GITHUB_TOKEN=VAR"},
 		{mcpclient.Spec{Command: "srv", EnvFrom: map[string]string{"GITHUB_TOKEN": ""}}, "--env-from GITHUB_TOKEN=: give the name"},
 		{mcpclient.Spec{Command: "srv", Env: map[string]string{"HOST": "s3cret"}, EnvFrom: map[string]string{"HOST": "V"}}, "--env HOST is given twice, by --env and --env-from"},
+		{mcpclient.Spec{Command: "srv", Args: []string{"serve", "--api-key=s3cret"}}, "--arg --api-key=xxxxx: its value would be saved as given in the server's session, and the flag's name (api-key) says it is a credential; pass it to the program in its environment by --env-from NAME=VAR"},
+		{mcpclient.Spec{Command: "srv", Args: []string{"-Token=s3cret"}}, "--arg -Token=xxxxx: "},
+		{mcpclient.Spec{Command: "srv", Args: []string{"--db-password=s3cret"}}, "--arg --db-password=xxxxx: "},
 	} {
 		c.spec.Name = "srv"
 		_, _, err := r.MCPAdd(context.Background(), MCPAddOptions{Spec: c.spec, Offline: true, Client: mcpOpts()})
@@ -224,7 +228,7 @@ func TestMCPAddRefusesCredentials(t *testing.T) {
 	// The same setups by the names of variables are saved.
 	ok := []mcpclient.Spec{
 		{Name: "web", URL: "https://example.com/mcp?tenant=acme", Headers: map[string]string{"X-Tenant": "acme\tcorp", "X-Odd_#Name~": "1"}, HeaderEnv: map[string]string{"X-Api-Key": "KEY"}, BearerEnv: "TOK"},
-		{Name: "gh", Command: "srv", Env: map[string]string{"GH_HOST": "example.com"}, EnvFrom: map[string]string{"GITHUB_TOKEN": "GH"}},
+		{Name: "gh", Command: "srv", Env: map[string]string{"GH_HOST": "example.com"}, EnvFrom: map[string]string{"GITHUB_TOKEN": "GH"}, Args: []string{"--verbose=2", "--token-file", "/run/tok", "serve"}},
 	}
 	for _, spec := range ok {
 		if _, _, err := r.MCPAdd(context.Background(), MCPAddOptions{Spec: spec, Offline: true, Client: mcpOpts()}); err != nil {
@@ -394,5 +398,27 @@ func TestMCPCallRules(t *testing.T) {
 	}
 	if _, _, err := r.MCPServer("x"); !errors.Is(err, ErrNoServer) {
 		t.Fatalf("removed: %v", err)
+	}
+}
+
+// TestRedactArgs: a program's flags whose names say they are credentials
+// are shown with xxxxx for their values, given with = or as the next word;
+// the setup itself keeps them, to start the program.
+func TestRedactArgs(t *testing.T) {
+	args := []string{"serve", "--api-key=s3cret", "--token", "s3cret", "--verbose=2", "--auth", "-v", "-Secret=a=b", "--", "--key="}
+	want := []string{"serve", "--api-key=xxxxx", "--token", "xxxxx", "--verbose=2", "--auth", "-v", "-Secret=xxxxx", "--", "--key=xxxxx"}
+	s := &MCPServer{Spec: mcpclient.Spec{Command: "srv", Args: args}}
+	if got := s.Shown().Spec.Args; !slices.Equal(got, want) {
+		t.Fatalf("shown args %q, want %q", got, want)
+	}
+	if s.Spec.Args[1] != "--api-key=s3cret" {
+		t.Fatalf("Shown changed the server's own setup: %q", s.Spec.Args)
+	}
+	if got := RedactArgs(nil); got != nil {
+		t.Fatalf("RedactArgs(nil) = %q", got)
+	}
+	msg := `--arg: expected string value but got "--api-key=s3cret" (long flag); perhaps try --arg="--api-key=s3cret"? --tenant=acme`
+	if got, want := RedactText(msg), `--arg: expected string value but got "--api-key=xxxxx" (long flag); perhaps try --arg="--api-key=xxxxx"? --tenant=acme`; got != want {
+		t.Fatalf("RedactText:\n got %s\nwant %s", got, want)
 	}
 }

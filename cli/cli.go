@@ -215,7 +215,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	ctx, err := parser.Parse(args)
 	if err != nil {
 		// kong stops at the first bad word, so --json may not be parsed yet.
-		msg := terminalText([]byte(err.Error())) // it may quote the word given
+		// It may quote the word given, a credential too
+		// (--arg --api-key=V): its value is masked.
+		msg := agent.RedactText(terminalText([]byte(err.Error())))
 		help := usageHelp(err)
 		if jsonAsked(args) {
 			return failJSON(stderr, ExitUsage, msg+": run `"+help+"` for usage")

@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // TestTerminalLineOfTitlesAndPaths: what a table cell, a clipped title or
@@ -136,5 +140,33 @@ func TestExplainDiskFull(t *testing.T) {
 	stdout := &fs.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.ENOSPC}
 	if got := explain(stdout, home); !strings.HasSuffix(got, ": the disk standard output goes to is full: free space, then run the command again") {
 		t.Errorf("standard output's disk: %q", got)
+	}
+}
+
+// refuseCreate is the OS file system as a user sees it who may not create
+// files in a directory (chmod 555, which root, running the tests, ignores).
+type refuseCreate struct{ vfs.FS }
+
+func (refuseCreate) OpenFile(name string, _ int, _ fs.FileMode) (vfs.File, error) {
+	return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EACCES}
+}
+
+// TestExportHTMLRefusedDirectory: export-html into a directory the user
+// may not write said "open F: permission denied: check the permissions of
+// F", the path twice and the wrong thing to check (F is not there yet).
+// It now says it once, with the directory to check.
+func TestExportHTMLRefusedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "x.html")
+	var stdout, stderr bytes.Buffer
+	e := &Env{Stdout: &stdout, Stderr: &stderr, FS: refuseCreate{vfs.OS}, Home: filepath.Join(dir, "store")}
+	err := (&ExportHTMLCmd{Output: out}).write(e, []byte("<html>"))
+	if err == nil {
+		t.Fatal("write succeeded")
+	}
+	got := explain(err, e.Home)
+	want := "write " + out + ": permission denied: you may not create files in " + dir + "; choose another --output, or check that directory's permissions"
+	if got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
 	}
 }

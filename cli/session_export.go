@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rookhq/rook/agent"
@@ -227,6 +228,9 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	if dir := filepath.Dir(c.Output); !exists(e, dir) {
 		return fmt.Errorf("write %s: the directory %s does not exist: make it first (mkdir -p)", c.Output, dir)
 	}
+	if err := notADirErr(e, c.Output); err != nil {
+		return err
+	}
 	r, id, err := e.readSession(c.ID)
 	if err != nil {
 		return err
@@ -264,6 +268,22 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	return nil
 }
 
+// notADirErr says, when a file stands where a directory on the way to
+// output should be (-o notes.txt/page.html), which one and what to do; the
+// open's own error was "open F: not a directory", with no word of either.
+// nil when none does.
+func notADirErr(e *Env, output string) error {
+	for dir := filepath.Dir(output); ; dir = filepath.Dir(dir) {
+		fi, err := e.FS.Stat(dir)
+		if err == nil && !fi.IsDir() {
+			return &exitError{code: ExitFailure, msg: fmt.Sprintf("write %s: %s is a file, not a directory: choose another --output", output, dir)}
+		}
+		if err == nil || dir == filepath.Dir(dir) {
+			return nil
+		}
+	}
+}
+
 func exportExistsErr(path string) error {
 	return &exitError{code: ExitFailure, msg: fmt.Sprintf("%s already exists: rook never overwrites a file; choose another --output or remove it first", path)}
 }
@@ -280,9 +300,21 @@ func (c *ExportHTMLCmd) write(e *Env, page []byte) (err error) {
 		// path twice and said nothing of what to do.
 		return fmt.Errorf("write %s: the directory %s does not exist: make it first (mkdir -p)", c.Output, filepath.Dir(c.Output))
 	}
+	// The open's own error ("open F: permission denied", to which explain
+	// added "check the permissions of F") named the path twice, and F, a
+	// file to create, is not what refused: its directory is.
+	if errors.Is(err, fs.ErrPermission) {
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("write %s: permission denied: you may not create files in %s; choose another --output, or check that directory's permissions", c.Output, filepath.Dir(c.Output))}
+	}
+	if errors.Is(err, syscall.EROFS) {
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("write %s: %s is on a read-only file system; choose another --output", c.Output, filepath.Dir(c.Output))}
+	}
+	if errors.Is(err, syscall.ENOTDIR) {
+		if nerr := notADirErr(e, c.Output); nerr != nil {
+			return nerr
+		}
+	}
 	if err != nil {
-		// The open's error names the path already (and a refused one
-		// gets its hint from explain).
 		return err
 	}
 	// Interrupted, it leaves no half page under the name asked for.

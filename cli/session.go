@@ -506,6 +506,11 @@ type sessionRow struct {
 	// the top with "↳" as any fork, it read as a fork of whatever session
 	// was listed above it, its grandparent often.
 	ParentRemoved bool `json:"parent_removed,omitempty"`
+	// ParentWorkspace: its parent is there but not listed, being in
+	// another workspace (plain ls lists one). Listed at the top with "↳",
+	// it read as a fork of the session above it, as a removed parent's
+	// did.
+	ParentWorkspace string `json:"parent_workspace,omitempty"`
 }
 
 func (c *SessionLsCmd) Run(e *Env) error {
@@ -549,14 +554,33 @@ func (c *SessionLsCmd) Run(e *Env) error {
 		}
 		rows = append(rows, row)
 	}
-	listed := make(map[eventlog.ID]bool, len(all))
+	// Listed: in rows, not in the store (a parent in another workspace
+	// is not listed without --all).
+	listed := make(map[eventlog.ID]bool, len(rows))
+	for _, row := range rows {
+		listed[row.ID] = true
+	}
+	byID := make(map[eventlog.ID]eventlog.Summary, len(all))
 	for _, s := range all {
-		listed[s.ID] = true
+		byID[s.ID] = s
 	}
 	for i, row := range rows {
-		if p := row.Parent; p != nil && *p != row.ID && !listed[*p] {
-			_, err := r.Log.ReadMeta(*p)
+		p := row.Parent
+		if p == nil || *p == row.ID || listed[*p] {
+			continue
+		}
+		ps, ok := byID[*p]
+		if !ok {
+			// Not in the listing: removed, or a log that does not read.
+			m, err := r.Log.ReadMeta(*p)
 			rows[i].ParentRemoved = errors.Is(err, eventlog.ErrNoSession)
+			if err != nil {
+				continue
+			}
+			ps.Workspace = m.Workspace
+		}
+		if !agent.SameDir(ps.Workspace, e.Cwd) {
+			rows[i].ParentWorkspace = ps.Workspace
 		}
 	}
 	rows = underParents(rows)
@@ -575,7 +599,7 @@ func (c *SessionLsCmd) Run(e *Env) error {
 		t := &table{right: map[int]bool{2: true}}
 		t.add("id", "title", "events", "tokens in/out", "updated", "workspace")
 		for _, s := range rows {
-			title := s.Title
+			title, note := s.Title, ""
 			if title == "" {
 				title = "(untitled)"
 			}
@@ -588,6 +612,17 @@ func (c *SessionLsCmd) Run(e *Env) error {
 					what = "orphan fork"
 				}
 				title = fmt.Sprintf("(%s) %s", what, title)
+			} else if s.ParentWorkspace != "" {
+				// Not "↳" either: its parent is not in this list.
+				what := "child"
+				if s.Fork && s.ForkAt != nil {
+					what = fmt.Sprintf("fork @%d", *s.ForkAt)
+				} else if s.Fork {
+					what = "fork"
+				}
+				// Said whole, before the title is clipped: cut, it
+				// would leave nothing of the title.
+				note = fmt.Sprintf("(%s, parent in another workspace) ", what)
 			} else if s.Fork && s.ForkAt == nil {
 				title = "↳fork " + title
 			} else if s.Fork {
@@ -609,7 +644,7 @@ func (c *SessionLsCmd) Run(e *Env) error {
 				events = fmt.Sprintf("%d (%d own)", s.Events, *s.OwnEvents)
 				tokens = fmt.Sprintf("%s (%d/%d own)", tokens, *s.OwnTokensIn, *s.OwnTokensOut)
 			}
-			t.add(s.ID.String(), clip(title, 40), events, tokens, shownTime(s.Updated), s.Workspace)
+			t.add(s.ID.String(), note+clip(title, 40), events, tokens, shownTime(s.Updated), s.Workspace)
 		}
 		t.write(e.Stdout)
 	}

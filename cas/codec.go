@@ -59,27 +59,50 @@ func (e *encoder) get(dictID uint32) (*zstd.Encoder, error) {
 }
 
 // encode compresses raw with the given dictionary (dict.None for none) and
-// returns the codec actually used and the stored bytes. A block that would
-// not shrink is stored raw, so nothing is ever stored larger than it is.
-// The frame carries no checksum of its own: the record CRC covers the
-// stored bytes and the object hash covers the decoded ones.
-func (e *encoder) encode(raw []byte, dictID uint32) (uint8, uint32, []byte, error) {
+// returns the codec actually used and dst with the stored bytes appended.
+// A block that would not shrink is stored raw, so nothing is ever stored
+// larger than it is. The frame carries no checksum of its own: the record
+// CRC covers the stored bytes and the object hash covers the decoded ones.
+func (e *encoder) encode(raw []byte, dictID uint32, dst []byte) (uint8, uint32, []byte, error) {
 	if len(raw) < minCompress {
-		return CodecRaw, dict.None, raw, nil
+		return CodecRaw, dict.None, append(dst, raw...), nil
 	}
 	enc, err := e.get(dictID)
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	out := enc.EncodeAll(raw, make([]byte, 0, len(raw)/2))
-	if len(out) >= len(raw) {
-		return CodecRaw, dict.None, raw, nil
+	out := enc.EncodeAll(raw, dst)
+	if len(out)-len(dst) >= len(raw) {
+		return CodecRaw, dict.None, append(out[:len(dst)], raw...), nil
 	}
 	codec := CodecZstd
 	if dictID != dict.None {
 		codec = CodecZstdDict
 	}
 	return codec, dictID, out, nil
+}
+
+// recordBufs holds the buffers records are built in before they go to
+// the segment file: every block of an import is compressed into one, so
+// a fresh buffer per block (half the raw size, zeroed) and a second copy
+// of the payload behind the header are not paid for each record. A
+// buffer belongs to one goroutine from getRecordBuf until putRecordBuf,
+// and nothing may keep a slice of it after that.
+var recordBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// maxPooledRecord is the largest buffer kept for reuse: a lone big object
+// makes a record as big as itself, which should not stay in memory.
+const maxPooledRecord = 4 << 20
+
+func getRecordBuf() *[]byte { return recordBufs.Get().(*[]byte) }
+
+// putRecordBuf gives back the buffer b was taken as, grown to rec.
+func putRecordBuf(b *[]byte, rec []byte) {
+	if cap(rec) > maxPooledRecord {
+		return
+	}
+	*b = rec[:0]
+	recordBufs.Put(b)
 }
 
 // NeedsDictError: an intact record (its checksum holds) whose dictionary

@@ -67,7 +67,7 @@ func TestCodecRoundTripsPastTheWindow(t *testing.T) {
 			enc, dec := newEncoder(level, set), newDecoder(set)
 			for _, n := range sizes {
 				raw := mixed(n, uint64(n))
-				codec, id, out, err := enc.encode(raw, d.id)
+				codec, id, out, err := enc.encode(raw, d.id, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -23,7 +23,7 @@ func recordSeeds() [][]byte {
 		{noise(300, 1)},
 	} {
 		raw := encodeBlock(members)
-		codec, d, payload, _ := enc.encode(raw, dict.None)
+		codec, d, payload, _ := enc.encode(raw, dict.None, nil)
 		h := recordHeader{Type: recTypeBlock, Kind: KindMessage, Codec: codec, Dict: d, Count: uint16(len(members)), Raw: uint32(len(raw)), Time: 1}
 		out = append(out, append(encodeRecordHeader(h, payload), payload...))
 	}

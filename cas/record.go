@@ -87,6 +87,13 @@ func (h recordHeader) total() int64 { return recHeaderSize + int64(h.Size) }
 
 func encodeRecordHeader(h recordHeader, payload []byte) []byte {
 	b := make([]byte, recHeaderSize)
+	putRecordHeader(b, h, payload)
+	return b
+}
+
+// putRecordHeader writes the header of a record with payload into b, at
+// least recHeaderSize long (a record built in place, payload behind it).
+func putRecordHeader(b []byte, h recordHeader, payload []byte) {
 	b[0], b[1] = 'R', 'K'
 	b[2] = h.Type
 	b[3] = uint8(h.Kind)
@@ -100,7 +107,6 @@ func encodeRecordHeader(h recordHeader, payload []byte) []byte {
 	c := crc32.Update(0, castagnoli, b[:24])
 	c = crc32.Update(c, castagnoli, payload)
 	binary.LittleEndian.PutUint32(b[24:], c)
-	return b
 }
 
 // parseRecordHeader checks the parts of a header that can be checked

@@ -252,12 +252,13 @@ func (s *Store) measure(objs [][]byte, content []byte, id, baseID uint32, blockS
 	if len(cur) > 0 {
 		blocks = append(blocks, encodeBlock(cur))
 	}
+	var p, w []byte // only their lengths count: reused for every block
 	for _, blk := range blocks {
-		_, _, p, err := s.enc.encode(blk, baseID)
+		_, _, p, err = s.enc.encode(blk, baseID, p[:0])
 		if err != nil {
 			return 0, 0, 0, err
 		}
-		_, _, w, err := trial.encode(blk, id)
+		_, _, w, err = trial.encode(blk, id, w[:0])
 		if err != nil {
 			return 0, 0, 0, err
 		}

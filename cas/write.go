@@ -309,14 +309,15 @@ func (s *Store) flushOpenBlocks() error {
 // sealedBlock is a full block whose compression runs on a goroutine of
 // its own while the writer goes on: it is appended when done is closed.
 type sealedBlock struct {
-	kind    Kind
-	objs    []*pendingObject
-	raw     []byte
-	done    chan struct{}
-	codec   uint8 // the compression's results, once done is closed
-	dictID  uint32
-	payload []byte
-	err     error
+	kind   Kind
+	objs   []*pendingObject
+	raw    []byte
+	done   chan struct{}
+	codec  uint8 // the compression's results, once done is closed
+	dictID uint32
+	buf    *[]byte // from recordBufs, holding rec
+	rec    []byte  // the record: header room, then the stored bytes
+	err    error
 }
 
 // maxSealed bounds the bulk blocks sealed and not yet appended (each held
@@ -344,11 +345,11 @@ func (s *Store) sealBlock(kind Kind, objs []*pendingObject) error {
 	if err := s.writeSealed(maxSealed - 1); err != nil {
 		return err
 	}
-	b := &sealedBlock{kind: kind, objs: objs, raw: blockOf(objs), done: make(chan struct{})}
+	b := &sealedBlock{kind: kind, objs: objs, raw: blockOf(objs), done: make(chan struct{}), buf: getRecordBuf()}
 	dictID := s.opts.Dicts.Newest(uint8(kind))
 	go func() {
 		defer close(b.done)
-		b.codec, b.dictID, b.payload, b.err = s.enc.encode(b.raw, dictID)
+		b.codec, b.dictID, b.rec, b.err = s.enc.encode(b.raw, dictID, (*b.buf)[:recHeaderSize])
 	}()
 	s.sealed = append(s.sealed, b)
 	return nil
@@ -365,7 +366,9 @@ func (s *Store) writeSealed(keep int) error {
 		if b.err != nil {
 			return fmt.Errorf("compress %s block: %w", b.kind, b.err)
 		}
-		if err := s.appendBlock(b.kind, b.objs, b.raw, b.codec, b.dictID, b.payload); err != nil {
+		err := s.appendBlock(b.kind, b.objs, b.raw, b.codec, b.dictID, b.rec)
+		putRecordBuf(b.buf, b.rec)
+		if err != nil {
 			return err
 		}
 	}
@@ -385,16 +388,20 @@ func blockOf(objs []*pendingObject) []byte {
 // segment and points the (uncommitted) index at it.
 func (s *Store) writeBlock(kind Kind, objs []*pendingObject) error {
 	raw := blockOf(objs)
-	codec, dictID, payload, err := s.enc.encode(raw, s.opts.Dicts.Newest(uint8(kind)))
+	buf := getRecordBuf()
+	codec, dictID, rec, err := s.enc.encode(raw, s.opts.Dicts.Newest(uint8(kind)), (*buf)[:recHeaderSize])
 	if err != nil {
 		return fmt.Errorf("compress %s block: %w", kind, err)
 	}
-	return s.appendBlock(kind, objs, raw, codec, dictID, payload)
+	err = s.appendBlock(kind, objs, raw, codec, dictID, rec)
+	putRecordBuf(buf, rec)
+	return err
 }
 
 // appendBlock appends a compressed block as one record and points the
-// (uncommitted) index at its members.
-func (s *Store) appendBlock(kind Kind, objs []*pendingObject, raw []byte, codec uint8, dictID uint32, payload []byte) error {
+// (uncommitted) index at its members. rec is the record with room for
+// its header, then the stored bytes; it is not kept.
+func (s *Store) appendBlock(kind Kind, objs []*pendingObject, raw []byte, codec uint8, dictID uint32, rec []byte) error {
 	// The record's time is every member's "created" time (entries do not
 	// repeat it): the newest put among them, so no member ever looks older
 	// than it is to gc's grace period. A repack carries old times forward.
@@ -403,7 +410,8 @@ func (s *Store) appendBlock(kind Kind, objs []*pendingObject, raw []byte, codec 
 		now = max(now, o.created)
 	}
 	h := recordHeader{Type: recTypeBlock, Kind: kind, Codec: codec, Count: uint16(len(objs)), Dict: dictID, Raw: uint32(len(raw)), Time: uint32(now)}
-	rec := append(encodeRecordHeader(h, payload), payload...)
+	payload := rec[recHeaderSize:]
+	putRecordHeader(rec, h, payload)
 	seg, off, err := s.appendRecord(rec)
 	if err != nil {
 		return err

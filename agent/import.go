@@ -2255,7 +2255,11 @@ func (r *Rook) putSourceLines(unit []pendingLine) (cas.Key, error) {
 	for _, p := range unit {
 		prev := 0
 		for _, c := range p.cuts {
-			res, err := r.Store.Put(c.Kind, c.Text)
+			put := r.Store.Put
+			if c.Owned {
+				put = r.Store.PutOwned // decoded for this cut alone: spare a copy
+			}
+			res, err := put(c.Kind, c.Text)
 			if err != nil {
 				return cas.Key{}, fmt.Errorf("store a string of the line: %w", err)
 			}

@@ -466,6 +466,11 @@ type stringCut struct {
 	Start, End int
 	Text       []byte
 	Kind       cas.Kind
+	// Owned: Text is a decoded copy of its own (the literal had escapes),
+	// never changed after, so the store may keep it instead of copying it
+	// again. Otherwise Text is a slice of the line, whose buffer an import
+	// reads the next lines into.
+	Owned bool
 }
 
 // lineCuts picks, among a line's strings (found by stringValues), those to
@@ -483,7 +488,8 @@ func lineCuts(line []byte, strs []jsonString, minLen int, kindOf func(jsonString
 		if !ok || len(text) < minLen {
 			continue // escaped some other way: keep it in the line
 		}
-		cuts = append(cuts, stringCut{Start: s.Start, End: s.End, Text: text, Kind: kindOf(*s)})
+		owned := len(text) > 0 && &text[0] != &line[s.Start+1]
+		cuts = append(cuts, stringCut{Start: s.Start, End: s.End, Text: text, Kind: kindOf(*s), Owned: owned})
 	}
 	return cuts
 }

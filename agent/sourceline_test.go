@@ -9,6 +9,7 @@ import (
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/internal/fuzzseed"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // lineSeeds are source lines of every shape the importer meets: real
@@ -200,5 +201,47 @@ func TestSpecialInString(t *testing.T) {
 		var w [8]byte
 		binary.LittleEndian.PutUint64(w[:], rng.Uint64())
 		check(w)
+	}
+}
+
+// A cut whose text was decoded (the literal had escapes) is handed to the
+// store as it is (PutOwned, no second copy); one that is a slice of the
+// line is not, since an import reads its next lines into the same buffer:
+// the stored texts stay what they were when the buffer is overwritten.
+func TestSourceLineCutsOwned(t *testing.T) {
+	plain := strings.Repeat("plain text of a tool output ", 20)
+	escaped := strings.Repeat("line\\tof a \\\"quoted\\\" output\\n", 20)
+	line := []byte(`{"a":"` + plain + `","b":"` + escaped + `"}` + "\n")
+	strs, ok := stringValues(trimNewline(line), 34)
+	if !ok {
+		t.Fatal("not a JSON line")
+	}
+	cuts := lineCuts(line, strs, 32, func(jsonString) cas.Kind { return cas.KindToolResult })
+	if len(cuts) != 2 {
+		t.Fatalf("%d cuts, want 2", len(cuts))
+	}
+	if cuts[0].Owned || &cuts[0].Text[0] != &line[cuts[0].Start+1] {
+		t.Fatalf("plain string: owned %v, want a slice of the line, not owned", cuts[0].Owned)
+	}
+	if !cuts[1].Owned {
+		t.Fatal("decoded string not owned: the store copies it again")
+	}
+	want := [][]byte{bytes.Clone(cuts[0].Text), bytes.Clone(cuts[1].Text)}
+
+	r := testRook(t, vfs.NewMem())
+	if _, err := r.putSourceLines([]pendingLine{{line: line, cuts: cuts}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range line {
+		line[i] = 'x' // the buffer, reused for the next lines
+	}
+	if err := r.Store.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cuts {
+		got, err := r.Store.Get(cas.ID(want[i]))
+		if err != nil || !bytes.Equal(got, want[i]) {
+			t.Fatalf("cut %d (owned %v): stored %.40q, %v; want %.40q", i, c.Owned, got, err, want[i])
+		}
 	}
 }

@@ -1744,16 +1744,9 @@ func (r *Rook) copiedTokens(m eventlog.Meta, pid eventlog.ID) (in, out uint64, e
 		if ev.TokensIn == 0 && ev.TokensOut == 0 {
 			return nil
 		}
-		b, kind, err := r.Store.GetKind(ev.Body)
-		if err != nil {
-			return fmt.Errorf("event %d: %w", ev.Seq, err)
-		}
-		if kind != cas.KindSource {
-			return nil // appended in rook, not imported
-		}
-		sl, err := decodeSourceLine(b)
-		if err != nil {
-			return fmt.Errorf("event %d: %w", ev.Seq, &cas.CorruptError{ID: ev.Body, Reason: err.Error()})
+		sl, imported, err := r.importedLine(ev)
+		if err != nil || !imported {
+			return err
 		}
 		// A uuid is never cut out of its line (claudeTurnUUIDs); a
 		// token_count's payload sum is of the whole line, strings and all.
@@ -1761,7 +1754,7 @@ func (r *Rook) copiedTokens(m eventlog.Meta, pid eventlog.ID) (in, out uint64, e
 		if codex {
 			expand = r.Store.Get
 		}
-		b, err = sl.expand(expand)
+		b, err := sl.expand(expand)
 		if err != nil {
 			return fmt.Errorf("event %d: %w", ev.Seq, err)
 		}
@@ -1784,6 +1777,23 @@ func (r *Rook) copiedTokens(m eventlog.Meta, pid eventlog.ID) (in, out uint64, e
 		return nil
 	})
 	return in, out, err
+}
+
+// importedLine reads the body of ev as an imported line (a source
+// object); imported is false for a body appended in rook. A body that
+// does not decode is a CorruptError naming it.
+func (r *Rook) importedLine(ev eventlog.Event) (sl sourceLine, imported bool, err error) {
+	b, kind, err := r.Store.GetKind(ev.Body)
+	if err != nil {
+		return sl, false, fmt.Errorf("event %d: %w", ev.Seq, err)
+	}
+	if kind != cas.KindSource {
+		return sl, false, nil
+	}
+	if sl, err = decodeSourceLine(b); err != nil {
+		return sl, true, fmt.Errorf("event %d: %w", ev.Seq, &cas.CorruptError{ID: ev.Body, Reason: err.Error()})
+	}
+	return sl, true, nil
 }
 
 // continuedTurns are the uuids of the model's lines of the session that
@@ -1834,16 +1844,9 @@ func (r *Rook) claudeTurnUUIDs(id eventlog.ID) (map[string]bool, error) {
 		if ev.Kind != eventlog.KindAssistant && ev.Kind != eventlog.KindReasoning && ev.Kind != eventlog.KindToolCall {
 			return nil
 		}
-		b, kind, err := r.Store.GetKind(ev.Body)
-		if err != nil {
-			return fmt.Errorf("event %d: %w", ev.Seq, err)
-		}
-		if kind != cas.KindSource {
-			return nil // appended in rook, not imported
-		}
-		sl, err := decodeSourceLine(b)
-		if err != nil {
-			return fmt.Errorf("event %d: %w", ev.Seq, &cas.CorruptError{ID: ev.Body, Reason: err.Error()})
+		sl, imported, err := r.importedLine(ev)
+		if err != nil || !imported {
+			return err
 		}
 		lines, _ := sl.expand(noText)
 		for _, line := range sourceLines(lines) {

@@ -2087,6 +2087,9 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 	// leaves its children naming a session that is gone; they are linked
 	// again, to the one its file is imported as now.
 	var live map[eventlog.ID]bool
+	// forks: the forks made in rook, by parent, listed once, when a link
+	// needs them (leaveCopiedOutOfForks).
+	var forks map[eventlog.ID][]eventlog.Meta
 	gone := func(id eventlog.ID) (bool, error) {
 		if live == nil {
 			ids, err := r.Log.IDs()
@@ -2138,7 +2141,13 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 			// leaves m unlinked, and the next import links it, and
 			// writes them, again.
 			if in, out := m.Copied(); in != 0 || out != 0 {
-				if err := r.leaveCopiedOutOfForks(m.ID, in, out); err != nil {
+				if forks == nil {
+					var err error
+					if forks, err = r.forksMadeInRook(); err != nil {
+						return err
+					}
+				}
+				if err := r.leaveCopiedOutOfForks(forks, m.ID, in, out); err != nil {
 					return fmt.Errorf("session %s: its forks made in rook: %w", m.ID, err)
 				}
 			}
@@ -2160,24 +2169,31 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 	return nil
 }
 
-// leaveCopiedOutOfForks gives the forks made in rook of session id, whose
-// totals now leave out the in and out tokens it copied (it was just linked
-// to its parent), and the forks of those, the copied tokens their copy of
-// its events holds, as eventlog's Fork does for a fork made after: made
-// before, they counted them still.
-func (r *Rook) leaveCopiedOutOfForks(id eventlog.ID, in, out uint64) error {
+// forksMadeInRook lists the forks made in rook (not imported: those count
+// their own copies), by the session they were forked from.
+func (r *Rook) forksMadeInRook() (map[eventlog.ID][]eventlog.Meta, error) {
 	ids, err := r.Log.IDs()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	forks := map[eventlog.ID][]eventlog.Meta{}
 	for _, f := range ids {
 		m, err := r.Log.ReadMeta(f)
 		if err != nil || m.Parent == nil || m.ForkAt == nil || m.Source != nil {
-			continue // imported sessions count their own copies
+			continue
 		}
 		forks[*m.Parent] = append(forks[*m.Parent], m)
 	}
+	return forks, nil
+}
+
+// leaveCopiedOutOfForks gives the forks made in rook of session id
+// (forks, from forksMadeInRook), whose totals now leave out the in and
+// out tokens it copied (it was just linked to its parent), and the forks
+// of those, the copied tokens their copy of its events holds, as
+// eventlog's Fork does for a fork made after: made before, they counted
+// them still.
+func (r *Rook) leaveCopiedOutOfForks(forks map[eventlog.ID][]eventlog.Meta, id eventlog.ID, in, out uint64) error {
 	type copied struct {
 		id      eventlog.ID
 		in, out uint64
@@ -2186,13 +2202,14 @@ func (r *Rook) leaveCopiedOutOfForks(id eventlog.ID, in, out uint64) error {
 	for todo := []copied{{id, in, out}}; len(todo) > 0; {
 		p := todo[0]
 		todo = todo[1:]
-		for _, f := range forks[p.id] {
+		for i, f := range forks[p.id] {
 			if seen[f.ID] {
 				continue
 			}
 			seen[f.ID] = true
 			var tin, tout uint64
 			if *f.ForkAt > 0 {
+				var err error
 				if tin, tout, err = r.Log.TokensBefore(p.id, *f.ForkAt); err != nil {
 					return fmt.Errorf("fork %s: %w", f.ID, err)
 				}
@@ -2201,6 +2218,7 @@ func (r *Rook) leaveCopiedOutOfForks(id eventlog.ID, in, out uint64) error {
 			if err := r.Log.UpdateMeta(f); err != nil {
 				return err
 			}
+			forks[p.id][i] = f
 			todo = append(todo, copied{f.ID, f.CopiedIn, f.CopiedOut})
 		}
 	}

@@ -315,11 +315,19 @@ func CheckMCPSpec(s mcpclient.Spec) error {
 	// A program's flag is saved as given too: --api-key=V goes by the
 	// program's environment instead. Only the =V form is refused: after a
 	// bare --token the next word may be the program's own (a boolean
-	// flag); shown, it is masked all the same (RedactArgs).
+	// flag); shown, it is masked all the same (RedactArgs). The name is a
+	// guess (--max-tokens=4096, --token-file=PATH say nothing secret): a
+	// number is let through, and the message says how to keep a value
+	// that is no secret (two words, saved as given, masked when shown).
 	for _, a := range s.Args {
-		if name, withValue, ok := credentialFlag(a); ok && withValue {
-			return badArgument("--arg %s: its value would be saved as given in the server's session, and the flag's name (%s) says it is a credential; pass it to the program in its environment by --env-from NAME=VAR, NAME the variable the program reads (the variable's name is saved, never its value)", RedactArgs([]string{a})[0], name)
+		name, withValue, ok := credentialFlag(a)
+		if !ok || !withValue {
+			continue
 		}
+		if _, v, _ := strings.Cut(a, "="); v != "" && strings.Trim(v, "0123456789") == "" {
+			continue
+		}
+		return badArgument("--arg %s: its value would be saved as given in the server's session, and the flag's name (%s) says it is a credential; pass it to the program in its environment by --env-from NAME=VAR, NAME the variable the program reads (the variable's name is saved, never its value); if the value is no secret (a file's path, say), give the flag and its value as two --arg words", RedactArgs([]string{a})[0], name)
 	}
 	// A header net/http will not send would fail every sync and call, as
 	// "unreachable"; an offline add would save it.

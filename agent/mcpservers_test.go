@@ -228,7 +228,7 @@ func TestMCPAddRefusesCredentials(t *testing.T) {
 	// The same setups by the names of variables are saved.
 	ok := []mcpclient.Spec{
 		{Name: "web", URL: "https://example.com/mcp?tenant=acme", Headers: map[string]string{"X-Tenant": "acme\tcorp", "X-Odd_#Name~": "1"}, HeaderEnv: map[string]string{"X-Api-Key": "KEY"}, BearerEnv: "TOK"},
-		{Name: "gh", Command: "srv", Env: map[string]string{"GH_HOST": "example.com"}, EnvFrom: map[string]string{"GITHUB_TOKEN": "GH"}, Args: []string{"--verbose=2", "--token-file", "/run/tok", "serve"}},
+		{Name: "gh", Command: "srv", Env: map[string]string{"GH_HOST": "example.com"}, EnvFrom: map[string]string{"GITHUB_TOKEN": "GH"}, Args: []string{"--verbose=2", "--token-file", "/run/tok", "--max-tokens=4096", "serve"}},
 	}
 	for _, spec := range ok {
 		if _, _, err := r.MCPAdd(context.Background(), MCPAddOptions{Spec: spec, Offline: true, Client: mcpOpts()}); err != nil {

@@ -255,7 +255,9 @@ type RestoreReport struct {
 
 // RestoreCheckpoint writes a captured tree into root (the capture's own
 // root unless the user gives another). Files that exist and differ are
-// first captured as a checkpoint "<name>.before-restore-<unix time>".
+// first captured as a checkpoint "<name>.before-restore-<unix time>"; a
+// file changed since (written after that save, say) is left as it is, and
+// the restore stops there.
 func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (RestoreReport, error) {
 	if root == "" {
 		root = m.Root
@@ -274,6 +276,10 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 	// nothing and saves nothing.
 	var touched []string
 	changes := false
+	// What each path must still be when the restore gets to it: the save
+	// holds what it overwrites; a file already as the checkpoint holds it
+	// must still be so (it is neither saved nor written).
+	expect := &Manifest{Files: map[string]FileEntry{}}
 	for _, c := range plan.Changes {
 		cur, err := statDisk(plan.real, c.Path)
 		if err != nil {
@@ -289,7 +295,11 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 		if differs || (!ok && !c.Remove) {
 			touched = append(touched, c.Path)
 		}
+		if ok && !differs {
+			expect.Files[c.Path] = c.File
+		}
 	}
+	plan.saved, plan.savedBy = expect, "the restore checked it"
 	if changes {
 		saveName, err := r.freeCheckpointName(fmt.Sprintf("%s.before-restore-%d", safeName(name), r.clock.Now().Unix()))
 		if err != nil {
@@ -300,6 +310,7 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 			return rep, err
 		}
 		c.linksAsIs = true
+		c.stats = map[string]savedStat{}
 		c.m.Label = saveName
 		for _, p := range touched {
 			if err := c.addPath(p); err != nil {
@@ -317,6 +328,14 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 			return rep, fmt.Errorf("save the files a restore overwrites: %w: nothing written", err)
 		}
 		rep.Saved = saveName
+		// Apply checks each path against the save before it writes or
+		// removes it: a file written since would be lost, the save holding
+		// only the older copy (Plan.sinceSaved).
+		for p, f := range c.m.Files {
+			expect.Files[p] = f
+		}
+		plan.savedStats = c.stats
+		plan.savedBy = "the restore saved it in " + saveName
 	}
 	rep.Written, rep.Removed, rep.Unchanged, err = plan.Apply()
 	if err != nil && rep.Saved != "" {

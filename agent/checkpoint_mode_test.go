@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // A restore that changes only a file's mode, or puts a link back where a
@@ -69,5 +71,53 @@ func TestRestoreFailingPartWayNamesTheSave(t *testing.T) {
 	}
 	if rep.Saved == "" || !strings.Contains(err.Error(), "rook checkpoint restore "+rep.Saved) {
 		t.Fatalf("the error does not name the save %q: %v", rep.Saved, err)
+	}
+}
+
+// A file written after a restore saved what it overwrites, and before the
+// restore gets to it, is left as it is, and the restore stops there,
+// saying so: it used to be overwritten, and the before-restore checkpoint
+// held only the older copy (or none, for a file the restore made or one
+// already as the checkpoint held it), so what was written was lost.
+func TestRestoreKeepsAFileChangedSinceItsSave(t *testing.T) {
+	for _, tc := range []struct {
+		name, path string
+	}{
+		{"written over", "a.go"},    // differs: saved, then overwritten
+		{"made again", "gone.go"},   // absent: saved as absent, then made
+		{"as checkpointed", "u.go"}, // unchanged: neither saved nor written
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			ws := t.TempDir()
+			writeTree(t, ws, tree{"a.go": "package a // one\n", "gone.go": "package gone\n", "u.go": "package u\n"})
+			if _, _, err := r.CreateCheckpoint("c", ws, "", DefaultLimits); err != nil {
+				t.Fatal(err)
+			}
+			writeTree(t, ws, tree{"a.go": "package a // two\n"})
+			os.Remove(filepath.Join(ws, "gone.go"))
+			_, m, err := r.ResolveCheckpoint("c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Written once the restore has saved what it overwrites: when
+			// it syncs that save, before any file is written.
+			since := "package " + strings.TrimSuffix(tc.path, ".go") + " // written since the save\n"
+			fsys.SetHook(func(op vfs.Op, _ string) error {
+				if op == vfs.OpSync {
+					writeTree(t, ws, tree{tc.path: since})
+				}
+				return nil
+			})
+			rep, err := r.RestoreCheckpoint("c", m, "")
+			fsys.SetHook(nil)
+			if err == nil || !strings.Contains(err.Error(), tc.path+" changed since the restore saved it in "+rep.Saved) {
+				t.Fatalf("restore over %s written since its save: %v", tc.path, err)
+			}
+			if got := readTree(t, ws)[tc.path]; got != since {
+				t.Fatalf("%s is %q, want what was written since, %q", tc.path, got, since)
+			}
+		})
 	}
 }

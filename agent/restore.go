@@ -58,7 +58,8 @@ type Plan struct {
 	// prune are directories Apply removes last if they are left empty,
 	// deepest first (pruneDirs).
 	prune []string
-	// saved is the capture of the disk taken before Apply (a rewind's):
+	// saved is the capture of the disk taken before Apply (a rewind's, or
+	// a restore's save with the files already as restored):
 	// a tree a change clears (clearTree) goes only as far as it holds it,
 	// and a path written or removed must still be as it holds it.
 	saved *Manifest
@@ -66,6 +67,9 @@ type Plan struct {
 	// they had been still a while (capturer.stats): one that still has
 	// them is as saved, without being read again.
 	savedStats map[string]savedStat
+	// savedBy ends the message naming a file changed since saved: "the
+	// rewind captured it" when empty.
+	savedBy string
 	// dirModes are the captured modes of directories Apply may make
 	// (manifest version 3); one not in it is made 0755, as before.
 	dirModes map[string]FileMode
@@ -385,9 +389,9 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 		var cur DiskFile
 		var curErr error
 		if p.saved != nil {
-			// A rewind: what it overwrites or removes must be what its
-			// capture before it holds (the agent may still be at work),
-			// or the undo would put back the older copy.
+			// What a rewind or restore overwrites or removes must be
+			// what its capture before it holds (the agent may still be at
+			// work), or the undo would put back the older copy.
 			if cur, curErr = p.sinceSaved(c.Path); curErr != nil {
 				return written, removed, unchanged, fmt.Errorf("%w (%d file(s) written, %d removed before this)", curErr, written, removed)
 			}
@@ -536,7 +540,7 @@ func (p *Plan) removeTree(rel string) (int, error) {
 }
 
 // sinceSaved checks that the file (or link) at workspace path rel, which a
-// rewind is about to write over or remove, is still what its capture
+// rewind (or restore) is about to write over or remove, is still what its capture
 // before it holds: written since (the agent still at work, or a hand
 // edit), the undo would put back the older bytes and what was written
 // would be lost; so it is left as it is, and the rewind stops there. A
@@ -547,7 +551,11 @@ func (p *Plan) removeTree(rel string) (int, error) {
 // not hashed twice); any other is hashed as a stream. It returns the
 // path as it is now, with the saved id when it was not read.
 func (p *Plan) sinceSaved(rel string) (DiskFile, error) {
-	changed := fmt.Errorf("%s changed since the rewind captured it: it is left as it is, and nothing more written or removed", rel)
+	by := p.savedBy
+	if by == "" {
+		by = "the rewind captured it"
+	}
+	changed := fmt.Errorf("%s changed since %s: it is left as it is, and nothing more written or removed", rel, by)
 	fi, err := os.Lstat(filepath.Join(p.real, filepath.FromSlash(rel)))
 	if notExist(err) {
 		return DiskFile{}, nil

@@ -467,7 +467,12 @@ func ReadPending(fsys vfs.FS, home string, p Progress) ([]Pending, map[string]in
 }
 
 // RemoveDrained deletes the spool files that are wholly drained and whose
-// writer has exited, and forgets them in p. A writer holds a lock on its
+// writer has exited, and forgets them in p. Wholly drained: no complete
+// valid save past the drained offset. A writer that exited leaving a torn
+// last line (or only its header) left bytes the drain never takes in: the
+// file used to stay, read again by every drain, for ever; now those bytes
+// are kept under torn/ (as a torn segment or log tail is) and the file
+// goes. A writer holds a lock on its
 // file while it runs (Writer.openSpool): a file whose lock the drain can
 // take, and that begins with the locked-writer header, has no writer. Only
 // for a file without the header (an older rook's, or written where locks
@@ -477,8 +482,8 @@ func ReadPending(fsys vfs.FS, home string, p Progress) ([]Pending, map[string]in
 // gone and starts again.
 func RemoveDrained(fsys vfs.FS, home string, p Progress, sizes map[string]int64, live func(name string) bool) error {
 	for name, size := range sizes {
-		if p[name] != size {
-			continue
+		if p[name] > size {
+			continue // the file was replaced: the next drain reads it again
 		}
 		path := filepath.Join(spoolDir(home), name)
 		if _, err := fsys.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -491,7 +496,7 @@ func RemoveDrained(fsys vfs.FS, home string, p Progress, sizes map[string]int64,
 			unlock(l)
 			continue
 		}
-		err := removeSpool(fsys, path, size)
+		err := removeSpool(fsys, home, path, p[name])
 		unlock(l)
 		if err != nil {
 			return err
@@ -536,25 +541,57 @@ func lockedWriter(f vfs.File) bool {
 }
 
 // removeSpool removes a wholly drained spool file of a writer known gone.
-// sizes were read before the drain took the saves in: the writer may have
+// The drain read the file before it took the saves in: the writer may have
 // saved more (and been told so) and exited since. Now that it has exited
-// the file cannot grow: look again, and keep a file with saves past the
-// drained end for the next drain.
-func removeSpool(fsys vfs.FS, path string, size int64) error {
-	st, err := fsys.Stat(path)
+// the file cannot grow: read it again, and keep a file with a complete
+// valid save past the drained offset off for the next drain. What else is
+// past it (a torn line, lines failing their checksum; never acknowledged)
+// is copied to torn/ before the file is removed.
+func removeSpool(fsys vfs.FS, home, path string, off int64) error {
+	b, err := vfs.ReadFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if st.Size() != size {
+	if off > int64(len(b)) {
 		return nil
+	}
+	rest := b[off:]
+	if hasSave(rest) {
+		return nil
+	}
+	if len(rest) > 0 && !bytes.Equal(rest, lockedLine) {
+		dir := filepath.Join(home, cas.TornDir)
+		if err := fsys.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		kept := filepath.Join(dir, fmt.Sprintf("inbox-spool.%s.%d.%d", filepath.Base(path), off, time.Now().UnixNano()))
+		if err := fsys.WriteFileAtomic(kept, rest, 0o600); err != nil {
+			return err
+		}
 	}
 	if err := fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
+}
+
+// hasSave reports whether b holds a complete, valid save line: one the
+// drain takes in.
+func hasSave(b []byte) bool {
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return false
+		}
+		var s Save
+		if decodeLine(b[:i], &s) == nil && s.ID != "" {
+			return true
+		}
+		b = b[i+1:]
+	}
 }
 
 // pastActivity is the activity file the attempts of exited server

@@ -354,3 +354,40 @@ func TestMergeActivityKeepsIdenticalAttempts(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveDrainedTornTail: a server that exited leaving a torn last line
+// (no newline), or a line failing its checksum, after its last good save
+// kept its spool file for ever, read again by every drain. Once its saves
+// are drained the file goes, its torn bytes kept under torn/; a complete
+// save past the drained end still keeps it.
+func TestRemoveDrainedTornTail(t *testing.T) {
+	for _, tail := range []string{"0000abcd {\"v\":1,\"id\":\"torn", "00000000 {\"v\":1,\"id\":\"bad\"}\n"} {
+		fsys, home := newHome(t)
+		w := NewWriter(fsys, home, ProcessName(time.Unix(1, 0), 42))
+		saveNote(t, w, "kept")
+		w.Close()
+		path := spoolDir(home) + "/" + w.name
+		b, _ := vfs.ReadFile(fsys, path)
+		if err := fsys.WriteFileAtomic(path, append(b, tail...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		gone := func(string) bool { return false }
+		drainOnce(t, fsys, home, got, gone)
+		drainOnce(t, fsys, home, got, gone)
+		if len(got) != 1 {
+			t.Fatalf("tail %q: drained %v", tail, got)
+		}
+		if names, _ := listJSONL(fsys, spoolDir(home)); len(names) != 0 {
+			t.Fatalf("tail %q: spool still holds %v", tail, names)
+		}
+		ents, err := fsys.ReadDir(home + "/torn")
+		if err != nil || len(ents) != 1 {
+			t.Fatalf("tail %q: torn/ holds %v (%v)", tail, ents, err)
+		}
+		kept, _ := vfs.ReadFile(fsys, home+"/torn/"+ents[0].Name())
+		if string(kept) != tail {
+			t.Fatalf("torn/ kept %q, want %q", kept, tail)
+		}
+	}
+}

@@ -360,8 +360,8 @@ func (c *ExportCmd) Run(e *Env) error {
 		if fi, err := e.FS.Stat(output); err == nil && fi.IsDir() {
 			return usageErr("--output %s is a directory: name the file to write", output)
 		}
-		if dir := filepath.Dir(output); !exists(e, dir) {
-			return fmt.Errorf("write %s: the directory %s does not exist: make it first (mkdir -p)", output, dir)
+		if err := outputDirErr(e, output); err != nil {
+			return err
 		}
 	}
 	toolResults := string(c.ToolResults)

@@ -223,12 +223,7 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	} else if err == nil {
 		return exportExistsErr(c.Output)
 	}
-	// As export's, before any work: the create at the end failed with
-	// "create F: open F: no such file or directory", no word of what to do.
-	if dir := filepath.Dir(c.Output); !exists(e, dir) {
-		return fmt.Errorf("write %s: the directory %s does not exist: make it first (mkdir -p)", c.Output, dir)
-	}
-	if err := notADirErr(e, c.Output); err != nil {
+	if err := outputDirErr(e, c.Output); err != nil {
 		return err
 	}
 	r, id, err := e.readSession(c.ID)
@@ -266,6 +261,18 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	}
 	fmt.Fprintf(e.Stdout, "wrote %s: %d event(s), #%d to #%d of %s%s%s\n", c.Output, len(x.Events), x.From, x.Through, id, rest, cutNote)
 	return nil
+}
+
+// outputDirErr says, before any work, what is wrong with the directory an
+// --output file is to be made in (export and export-html): it is not
+// there, or a file stands on the way. The create at the end failed with
+// the raw "open F: no such file or directory" or "not a directory", no
+// word of what to do. nil when neither is known.
+func outputDirErr(e *Env, output string) error {
+	if dir := filepath.Dir(output); !exists(e, dir) {
+		return fmt.Errorf("write %s: the directory %s does not exist: make it first (mkdir -p)", output, dir)
+	}
+	return notADirErr(e, output)
 }
 
 // notADirErr says, when a file stands where a directory on the way to

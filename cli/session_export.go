@@ -304,8 +304,13 @@ func (c *ExportHTMLCmd) write(e *Env, page []byte) (err error) {
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		// As `rook export` says it: the open's own error named the
-		// path twice and said nothing of what to do.
-		return fmt.Errorf("write %s: the directory %s does not exist: make it first (mkdir -p)", c.Output, filepath.Dir(c.Output))
+		// path twice and said nothing of what to do. Only when the
+		// directory is indeed gone: procfs and the like refuse a create
+		// with ENOENT in a directory that is there.
+		if derr := outputDirErr(e, c.Output); derr != nil {
+			return derr
+		}
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("write %s: %s refuses new files (it is there, but said no such file or directory); choose another --output", c.Output, filepath.Dir(c.Output))}
 	}
 	// The open's own error ("open F: permission denied", to which explain
 	// added "check the permissions of F") named the path twice, and F, a

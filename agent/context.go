@@ -629,17 +629,31 @@ func (r *Rook) ImportedFrom(m eventlog.Meta) *eventlog.Source {
 // ImportedFrom): itself, or the one it was forked from in rook; ok is
 // false for a native session.
 func (r *Rook) importedSession(m eventlog.Meta) (eventlog.Meta, bool) {
+	im, _, ok := r.ImportedAncestor(m)
+	return im, ok
+}
+
+// ImportedAncestor is the imported session whose lines m holds (see
+// ImportedFrom), and the session forked from it on the way there: m
+// itself, or a fork further down (m is a fork of a fork); fork is zero
+// when m was imported itself. ok is false for a native session, or one
+// whose ancestors cannot be read. `rook export` says from it which file a
+// fork's lines come from and how far.
+func (r *Rook) ImportedAncestor(m eventlog.Meta) (imported, fork eventlog.Meta, ok bool) {
 	for range 64 { // forks of forks; a bound, as metadata may be damaged
-		if m.Source != nil || m.Parent == nil || m.ForkAt == nil {
-			return m, m.Source != nil
+		if m.Source != nil {
+			return m, fork, true
+		}
+		if m.Parent == nil || m.ForkAt == nil {
+			break
 		}
 		pm, err := r.Log.ReadMeta(*m.Parent)
 		if err != nil {
-			return eventlog.Meta{}, false
+			break
 		}
-		m = pm
+		fork, m = m, pm
 	}
-	return eventlog.Meta{}, false
+	return eventlog.Meta{}, eventlog.Meta{}, false
 }
 
 // codexContextWindow is the model_context_window the last token_count

@@ -300,23 +300,16 @@ type ExportCmd struct {
 // a fork said only "not imported from a transcript file". nil when no
 // ancestor was imported (or one is gone).
 func forkNotImported(r *agent.Rook, m eventlog.Meta) error {
-	id, cur := m.ID, m
-	for hops := 0; cur.Parent != nil && cur.ForkAt != nil && hops < 64; hops++ {
-		pm, err := r.Log.ReadMeta(*cur.Parent)
-		if err != nil {
-			return nil
-		}
-		if pm.Source != nil {
-			what := fmt.Sprintf("a fork of the first %d event(s) of %s", *cur.ForkAt, pm.ID)
-			if cur.ID != id {
-				what = fmt.Sprintf("a fork of %s, which comes from the first %d event(s) of %s", *m.Parent, *cur.ForkAt, pm.ID)
-			}
-			return fmt.Errorf("session %s: not imported itself: it is %s, imported from %s: `rook export %s` writes that file; `rook session export-html %s -o FILE` or `rook session show %s --json` export this fork",
-				id, what, pm.Source.Path, pm.ID, id, id)
-		}
-		cur = pm
+	im, fork, ok := r.ImportedAncestor(m)
+	if !ok || fork.ForkAt == nil {
+		return nil
 	}
-	return nil
+	what := fmt.Sprintf("a fork of the first %d event(s) of %s", *fork.ForkAt, im.ID)
+	if fork.ID != m.ID {
+		what = fmt.Sprintf("a fork of %s, which comes from the first %d event(s) of %s", *m.Parent, *fork.ForkAt, im.ID)
+	}
+	return fmt.Errorf("session %s: not imported itself: it is %s, imported from %s: `rook export %s` writes that file; `rook session export-html %s -o FILE` or `rook session show %s --json` export this fork",
+		m.ID, what, im.Source.Path, im.ID, m.ID, m.ID)
 }
 
 // Run writes an imported session's source file back.

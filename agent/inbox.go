@@ -33,6 +33,9 @@ type InboxNote struct {
 type DrainReport struct {
 	Drained int `json:"drained"` // saves appended to inbox sessions
 	Skipped int `json:"skipped"` // saves already in the store (a drain cut short before)
+	// Torn: the torn tails of exited servers' spool files (never
+	// acknowledged saves), copied under torn/ as their files were removed.
+	Torn []string `json:"torn,omitempty"`
 }
 
 // DrainInbox takes the saves waiting in the spool into the clients' inbox
@@ -112,7 +115,9 @@ func (r *Rook) DrainInbox() (DrainReport, error) {
 			prog[name] = 0
 		}
 	}
-	if err := inbox.RemoveDrained(r.fs, r.home, prog, sizes, writerRunning); err != nil {
+	torn, err := inbox.RemoveDrained(r.fs, r.home, prog, sizes, writerRunning)
+	rep.Torn = torn
+	if err != nil {
 		return rep, err
 	}
 	return rep, inbox.WriteProgress(r.fs, r.home, prog)

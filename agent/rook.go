@@ -98,10 +98,14 @@ func Open(home string, opts Options) (*Rook, error) {
 			r.notices = append(r.notices, fmt.Sprintf("inbox: the activity logs of exited servers in %s were not merged: %v", inbox.Dir(home), err))
 		}
 		// Notes AI clients saved while no writer had the store come in now.
-		if rep, err := r.DrainInbox(); err != nil {
+		rep, err := r.DrainInbox()
+		if err != nil {
 			r.notices = append(r.notices, fmt.Sprintf("inbox: saves waiting in %s were not taken in: %v", inbox.Dir(home), err))
 		} else if rep.Drained > 0 {
 			r.notices = append(r.notices, fmt.Sprintf("inbox: took in %d note(s) AI clients saved (`rook inbox ls`)", rep.Drained))
+		}
+		for _, t := range rep.Torn {
+			r.notices = append(r.notices, fmt.Sprintf("inbox: an exited server's spool file ended in a torn save (never acknowledged to its client); its bytes are kept in %s and the file removed", t))
 		}
 	}
 	return r, nil

@@ -36,7 +36,7 @@ func drainOnce(t testing.TB, fsys vfs.FS, home string, got map[string]int, live 
 			prog[name] = 0
 		}
 	}
-	if err := RemoveDrained(fsys, home, prog, sizes, live); err != nil {
+	if _, err := RemoveDrained(fsys, home, prog, sizes, live); err != nil {
 		t.Fatal(err)
 	}
 	if err := WriteProgress(fsys, home, prog); err != nil {

@@ -479,8 +479,9 @@ func ReadPending(fsys vfs.FS, home string, p Progress) ([]Pending, map[string]in
 // fail) and where locks fail does live, which reports whether a process
 // name's pid is running, decide. A file is removed while the drain holds
 // its lock, so a writer that created it but had not locked it yet sees it
-// gone and starts again.
-func RemoveDrained(fsys vfs.FS, home string, p Progress, sizes map[string]int64, live func(name string) bool) error {
+// gone and starts again. The paths kept under torn/ are returned, for the
+// drain to say so (once: the file is gone after).
+func RemoveDrained(fsys vfs.FS, home string, p Progress, sizes map[string]int64, live func(name string) bool) (torn []string, err error) {
 	for name, size := range sizes {
 		if p[name] > size {
 			continue // the file was replaced: the next drain reads it again
@@ -496,16 +497,19 @@ func RemoveDrained(fsys vfs.FS, home string, p Progress, sizes map[string]int64,
 			unlock(l)
 			continue
 		}
-		err := removeSpool(fsys, home, path, p[name])
+		kept, err := removeSpool(fsys, home, path, p[name])
 		unlock(l)
 		if err != nil {
-			return err
+			return torn, err
+		}
+		if kept != "" {
+			torn = append(torn, kept)
 		}
 		if _, err := fsys.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			delete(p, name)
 		}
 	}
-	return nil
+	return torn, nil
 }
 
 // writerRunning tells whether the writer of the spool file path (named
@@ -546,36 +550,36 @@ func lockedWriter(f vfs.File) bool {
 // the file cannot grow: read it again, and keep a file with a complete
 // valid save past the drained offset off for the next drain. What else is
 // past it (a torn line, lines failing their checksum; never acknowledged)
-// is copied to torn/ before the file is removed.
-func removeSpool(fsys vfs.FS, home, path string, off int64) error {
+// is copied to torn/ before the file is removed; kept is that copy's path.
+func removeSpool(fsys vfs.FS, home, path string, off int64) (kept string, err error) {
 	b, err := vfs.ReadFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return "", nil
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	if off > int64(len(b)) {
-		return nil
+		return "", nil
 	}
 	rest := b[off:]
 	if hasSave(rest) {
-		return nil
+		return "", nil
 	}
 	if len(rest) > 0 && !bytes.Equal(rest, lockedLine) {
 		dir := filepath.Join(home, cas.TornDir)
 		if err := fsys.MkdirAll(dir, 0o700); err != nil {
-			return err
+			return "", err
 		}
-		kept := filepath.Join(dir, fmt.Sprintf("inbox-spool.%s.%d.%d", filepath.Base(path), off, time.Now().UnixNano()))
+		kept = filepath.Join(dir, fmt.Sprintf("inbox-spool.%s.%d.%d", filepath.Base(path), off, time.Now().UnixNano()))
 		if err := fsys.WriteFileAtomic(kept, rest, 0o600); err != nil {
-			return err
+			return "", err
 		}
 	}
 	if err := fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return "", err
 	}
-	return nil
+	return kept, nil
 }
 
 // hasSave reports whether b holds a complete, valid save line: one the

@@ -165,7 +165,7 @@ func TestRemoveDrainedKeepsLaterSaves(t *testing.T) {
 	// and exits.
 	save("saved during the drain")
 	w.Close()
-	if err := RemoveDrained(fsys, home, prog, sizes, func(string) bool { return false }); err != nil {
+	if _, err := RemoveDrained(fsys, home, prog, sizes, func(string) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
 	pending, _, err = ReadPending(fsys, home, prog)
@@ -178,7 +178,7 @@ func TestRemoveDrainedKeepsLaterSaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := RemoveDrained(fsys, home, prog, sizes, func(string) bool { return false }); err != nil {
+	if _, err := RemoveDrained(fsys, home, prog, sizes, func(string) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
 	if names, _ := listJSONL(fsys, spoolDir(home)); len(names) != 0 || len(prog) != 0 {

@@ -335,7 +335,7 @@ func CheckMCPSpec(s mcpclient.Spec) error {
 		if !headerName(k) {
 			return badArgument("--header %q: a header's name is letters, digits and !#$%%&'*+-.^_`|~, without spaces or a colon", k)
 		}
-		if strings.ContainsFunc(s.Headers[k], func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+		if !mcpclient.HeaderValue(s.Headers[k]) {
 			return badArgument("--header %s: its value holds a line break or another control character, which cannot be sent", k)
 		}
 	}

@@ -78,7 +78,7 @@ func newHTTPTransport(s Spec, o Options, lim Limits, handle func(*message) *mess
 		if v == "" {
 			return nil, &Failure{Kind: NeedsCredential, Msg: fmt.Sprintf("the variable %s for header %s is not set; set it, or add the server again with another (`rook mcp rm`, `rook mcp add`)", s.HeaderEnv[k], k)}
 		}
-		if !headerValue(v) {
+		if !HeaderValue(v) {
 			return nil, &Failure{Kind: NeedsCredential, Msg: fmt.Sprintf("the variable %s for header %s holds a line break or another control character, which cannot be sent; set it to the value alone", s.HeaderEnv[k], k)}
 		}
 		t.headers.Set(k, v)
@@ -89,7 +89,7 @@ func newHTTPTransport(s Spec, o Options, lim Limits, handle func(*message) *mess
 		if tok == "" {
 			return nil, &Failure{Kind: NeedsCredential, Msg: fmt.Sprintf("the bearer token variable %s is not set; set it, or add the server again with another (`rook mcp rm`, `rook mcp add`)", s.BearerEnv)}
 		}
-		if !headerValue(tok) {
+		if !HeaderValue(tok) {
 			return nil, &Failure{Kind: NeedsCredential, Msg: fmt.Sprintf("the bearer token variable %s holds a line break or another control character, which cannot be sent; set it to the token alone", s.BearerEnv)}
 		}
 		t.headers.Set("Authorization", "Bearer "+tok)
@@ -115,10 +115,11 @@ func newHTTPTransport(s Spec, o Options, lim Limits, handle func(*message) *mess
 	return t, nil
 }
 
-// headerValue says whether net/http sends v as a header's value: a value
+// HeaderValue says whether net/http sends v as a header's value: a value
 // it refuses fails every request, named as if the server were unreachable.
-// A variable read at connect time may hold one (a token file's two lines).
-func headerValue(v string) bool {
+// A variable read at connect time may hold one (a token file's two lines);
+// a value given at add is refused there (agent.CheckMCPSpec).
+func HeaderValue(v string) bool {
 	return !strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f })
 }
 

@@ -401,6 +401,9 @@ func (c *ExportCmd) Run(e *Env) error {
 		if xerr != nil {
 			return xerr
 		}
+		if werr := outputFileErr(e, output, err); werr != nil {
+			return werr
+		}
 		if err != nil {
 			return fmt.Errorf("write %s: %w", output, err)
 		}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -151,6 +152,10 @@ func (refuseCreate) OpenFile(name string, _ int, _ fs.FileMode) (vfs.File, error
 	return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EACCES}
 }
 
+func (refuseCreate) WriteFilesAtomic(dir string, files []vfs.NamedData, _ fs.FileMode) error {
+	return &fs.PathError{Op: "open", Path: filepath.Join(dir, files[0].Name), Err: syscall.EACCES}
+}
+
 // TestExportHTMLRefusedDirectory: export-html into a directory the user
 // may not write said "open F: permission denied: check the permissions of
 // F", the path twice and the wrong thing to check (F is not there yet).
@@ -168,5 +173,56 @@ func TestExportHTMLRefusedDirectory(t *testing.T) {
 	want := "write " + out + ": permission denied: you may not create files in " + dir + "; choose another --output, or check that directory's permissions"
 	if got != want {
 		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+}
+
+// readOnlyFS is the OS file system as on a read-only mount: every create
+// and atomic write fails with EROFS, naming the file asked for (as the
+// OS's atomic write names it).
+type readOnlyFS struct{ vfs.FS }
+
+func (readOnlyFS) OpenFile(name string, _ int, _ fs.FileMode) (vfs.File, error) {
+	return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EROFS}
+}
+
+func (readOnlyFS) WriteFilesAtomic(dir string, files []vfs.NamedData, _ fs.FileMode) error {
+	return &fs.PathError{Op: "open", Path: filepath.Join(dir, files[0].Name), Err: syscall.EROFS}
+}
+
+// TestOutputFileRefusedWordedAlike: `rook export -o F` on a read-only
+// file system, or in a directory the user may not write, said the raw
+// "open F: read-only file system" (or "open F: permission denied: check
+// the permissions of F"), while export-html said what refused and what to
+// do. Both now word it with one helper, the same way.
+func TestOutputFileRefusedWordedAlike(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		fs   vfs.FS
+		want string
+	}{
+		{readOnlyFS{vfs.OS}, "%s is on a read-only file system; choose another --output"},
+		{refuseCreate{vfs.OS}, "permission denied: you may not create files in %s; choose another --output, or check that directory's permissions"},
+	} {
+		e := &Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, FS: c.fs, Home: filepath.Join(dir, "store")}
+		html := filepath.Join(dir, "x.html")
+		herr := (&ExportHTMLCmd{Output: html}).write(e, []byte("<html>"))
+		out := filepath.Join(dir, "x.jsonl")
+		werr := writeOutput(e, out, func(w io.Writer) error { _, err := w.Write([]byte("{}\n")); return err })
+		xerr := outputFileErr(e, out, werr)
+		for _, g := range []struct {
+			err  error
+			path string
+		}{{herr, html}, {xerr, out}} {
+			if g.err == nil {
+				t.Fatalf("%s: no error", g.path)
+			}
+			want := "write " + g.path + ": " + fmt.Sprintf(c.want, dir)
+			if got := explain(g.err, e.Home); got != want {
+				t.Errorf("got  %q\nwant %q", got, want)
+			}
+			if exists(e, g.path) {
+				t.Errorf("%s left behind", g.path)
+			}
+		}
 	}
 }

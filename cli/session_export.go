@@ -291,6 +291,44 @@ func notADirErr(e *Env, output string) error {
 	}
 }
 
+// outputFileErr words the failure to make an --output file (export and
+// export-html share it), saying what refused and what to do; the raw
+// errors ("open F: permission denied", to which explain added "check the
+// permissions of F"; "open F: read-only file system") named the path
+// twice, and F, a file to create, is not what refused: its directory is.
+// nil when err is none it knows, left to the caller's own wording.
+func outputFileErr(e *Env, output string, err error) error {
+	if err == nil {
+		return nil
+	}
+	// A device or a link written through (export's -o /dev/..., a link
+	// to a file elsewhere) failed on what it leads to, not on output's
+	// directory: the raw error, naming it, is left as it is.
+	if fi, lerr := e.FS.Lstat(output); lerr == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		return nil
+	}
+	dir := filepath.Dir(output)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Only when the directory is indeed gone: procfs and the like
+		// refuse a create with ENOENT in a directory that is there.
+		if derr := outputDirErr(e, output); derr != nil {
+			return derr
+		}
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("write %s: %s refuses new files (it is there, but said no such file or directory); choose another --output", output, dir)}
+	case errors.Is(err, fs.ErrPermission):
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("write %s: permission denied: you may not create files in %s; choose another --output, or check that directory's permissions", output, dir)}
+	case errors.Is(err, syscall.EROFS):
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("write %s: %s is on a read-only file system; choose another --output", output, dir)}
+	case errors.Is(err, syscall.ENOTDIR):
+		return notADirErr(e, output)
+	case errors.Is(err, syscall.EISDIR):
+		// Made a directory since the check before any work.
+		return usageErr("--output %s is a directory: name the file to write", output)
+	}
+	return nil
+}
+
 func exportExistsErr(path string) error {
 	return &exitError{code: ExitFailure, msg: fmt.Sprintf("%s already exists: rook never overwrites a file; choose another --output or remove it first", path)}
 }
@@ -302,29 +340,8 @@ func (c *ExportHTMLCmd) write(e *Env, page []byte) (err error) {
 	if errors.Is(err, fs.ErrExist) {
 		return exportExistsErr(c.Output)
 	}
-	if errors.Is(err, fs.ErrNotExist) {
-		// As `rook export` says it: the open's own error named the
-		// path twice and said nothing of what to do. Only when the
-		// directory is indeed gone: procfs and the like refuse a create
-		// with ENOENT in a directory that is there.
-		if derr := outputDirErr(e, c.Output); derr != nil {
-			return derr
-		}
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("write %s: %s refuses new files (it is there, but said no such file or directory); choose another --output", c.Output, filepath.Dir(c.Output))}
-	}
-	// The open's own error ("open F: permission denied", to which explain
-	// added "check the permissions of F") named the path twice, and F, a
-	// file to create, is not what refused: its directory is.
-	if errors.Is(err, fs.ErrPermission) {
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("write %s: permission denied: you may not create files in %s; choose another --output, or check that directory's permissions", c.Output, filepath.Dir(c.Output))}
-	}
-	if errors.Is(err, syscall.EROFS) {
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("write %s: %s is on a read-only file system; choose another --output", c.Output, filepath.Dir(c.Output))}
-	}
-	if errors.Is(err, syscall.ENOTDIR) {
-		if nerr := notADirErr(e, c.Output); nerr != nil {
-			return nerr
-		}
+	if werr := outputFileErr(e, c.Output, err); werr != nil {
+		return werr
 	}
 	if err != nil {
 		return err

@@ -367,6 +367,14 @@ func (c *ExportCmd) Run(e *Env) error {
 		if fi, err := e.FS.Stat(toolResults); err == nil && !fi.IsDir() {
 			return fmt.Errorf("write the session's tool-results files to %s: it is not a directory: name a directory (made if missing)", toolResults)
 		}
+		// So is one that may not be made or written (a directory the
+		// user may not write, a read-only file system): that failed
+		// after the transcript was written, leaving it behind.
+		if d, err := agent.WritableDir(toolResults); err != nil {
+			if rerr := dirRefusedErr("write the session's tool-results files to "+toolResults, d, "--tool-results", err); rerr != nil {
+				return rerr
+			}
+		}
 	}
 	var x agent.ExportResult
 	compressed := false

@@ -316,15 +316,26 @@ func outputFileErr(e *Env, output string, err error) error {
 			return derr
 		}
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("write %s: %s refuses new files (it is there, but said no such file or directory); choose another --output", output, dir)}
-	case errors.Is(err, fs.ErrPermission):
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("write %s: permission denied: you may not create files in %s; choose another --output, or check that directory's permissions", output, dir)}
-	case errors.Is(err, syscall.EROFS):
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("write %s: %s is on a read-only file system; choose another --output", output, dir)}
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return dirRefusedErr("write "+output, dir, "--output", err)
 	case errors.Is(err, syscall.ENOTDIR):
 		return notADirErr(e, output)
 	case errors.Is(err, syscall.EISDIR):
 		// Made a directory since the check before any work.
 		return usageErr("--output %s is a directory: name the file to write", output)
+	}
+	return nil
+}
+
+// dirRefusedErr words a directory's refusal of new files (err: EACCES,
+// EPERM or EROFS) for what failed, naming the directory and the flag to
+// change; nil for any other err.
+func dirRefusedErr(what, dir, flag string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%s: permission denied: you may not create files in %s; choose another %s, or check that directory's permissions", what, dir, flag)}
+	case errors.Is(err, syscall.EROFS):
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%s: %s is on a read-only file system; choose another %s", what, dir, flag)}
 	}
 	return nil
 }

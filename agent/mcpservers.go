@@ -92,7 +92,54 @@ func (s *MCPServer) Shown() *MCPServer {
 	c.Spec.Headers = redactValues(s.Spec.Headers)
 	c.Spec.Env = redactValues(s.Spec.Env)
 	c.Spec.Args = RedactArgs(s.Spec.Args)
+	c.LastError = s.shownError()
 	return &c
+}
+
+// urlInText finds the URLs in a message: net/http's errors quote the URL
+// whole (Post "https://host/mcp?api_key=V": ...).
+var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
+
+// shownError is the saved last error as rook shows it. Rook masks the
+// message when it saves it now, but a server saved by an older rook may
+// hold its URL's user information or query values, a -NAME=VALUE
+// credential, or a value of its headers or environment that the program
+// or the server echoed: each is Redacted here, as the setup's own are.
+func (s *MCPServer) shownError() string {
+	if s.LastError == "" {
+		return ""
+	}
+	msg := urlInText.ReplaceAllStringFunc(s.LastError, mcpclient.RedactURL)
+	msg = RedactText(msg)
+	var values []string
+	for _, m := range []map[string]string{s.Spec.Headers, s.Spec.Env} {
+		values = slices.AppendSeq(values, maps.Values(m))
+	}
+	if u, err := url.Parse(s.Spec.URL); err == nil {
+		if u.User != nil {
+			pw, _ := u.User.Password()
+			values = append(values, u.User.Username(), pw)
+		}
+		for _, vs := range u.Query() {
+			values = append(values, vs...)
+		}
+	}
+	var secrets []string
+	for _, v := range values {
+		// each line of a value, of at least 4 bytes (shorter ones would
+		// mask common text), as the program's stderr is masked
+		for _, line := range strings.Split(v, "\n") {
+			if line = strings.TrimSuffix(line, "\r"); len(line) >= 4 {
+				secrets = append(secrets, line)
+			}
+		}
+	}
+	// Longest first: a value holding another is masked whole.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range secrets {
+		msg = strings.ReplaceAll(msg, v, Redacted)
+	}
+	return msg
 }
 
 // credentialFlag says whether a program argument is a flag (-NAME or

@@ -422,3 +422,34 @@ func TestRedactArgs(t *testing.T) {
 		t.Fatalf("RedactText:\n got %s\nwant %s", got, want)
 	}
 }
+
+// TestMCPShownLastErrorMasked: a last error saved by an older rook, which
+// did not mask it, was shown as saved (mcp ls, mcp tools --json), its
+// credentials and all. Shown masks them as it masks the setup's own.
+func TestMCPShownLastErrorMasked(t *testing.T) {
+	s := &MCPServer{
+		Spec: mcpclient.Spec{
+			URL:     "https://alice:pa55word@mcp.example.com/mcp?api_key=qk3y-s3cret",
+			Headers: map[string]string{"Authorization": "Bearer hdr-s3cret"},
+		},
+		LastError: `Post "https://alice:pa55word@mcp.example.com/mcp?api_key=qk3y-s3cret": dial tcp: refused; ` +
+			`the server said: bad token Bearer hdr-s3cret (pa55word); exec srv --token=flag-s3cret`,
+	}
+	got := s.Shown().LastError
+	want := `Post "https://xxxxx@mcp.example.com/mcp?api_key=xxxxx": dial tcp: refused; ` +
+		`the server said: bad token xxxxx (xxxxx); exec srv --token=xxxxx`
+	if got != want {
+		t.Fatalf("shown last error\n got  %q\n want %q", got, want)
+	}
+	if !strings.Contains(s.LastError, "hdr-s3cret") {
+		t.Fatalf("Shown changed the saved error: %q", s.LastError)
+	}
+	stdio := &MCPServer{Spec: mcpclient.Spec{Command: "srv", Env: map[string]string{"GITHUB_TOKEN": "ghp-s3cret\nline2"}},
+		LastError: "the program exited; its stderr ends: key ghp-s3cret"}
+	if got := stdio.Shown().LastError; got != "the program exited; its stderr ends: key xxxxx" {
+		t.Fatalf("shown stdio last error %q", got)
+	}
+	if got := (&MCPServer{}).Shown().LastError; got != "" {
+		t.Fatalf("no error shown as %q", got)
+	}
+}

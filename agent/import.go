@@ -134,6 +134,10 @@ type ImportedFile struct {
 	// not in the session's file-history directory (captureBackups): their
 	// files' changes are not in `rook session diff`.
 	BackupsMissing int `json:"backups_missing,omitempty"`
+	// BackupsLate: of a file unchanged since its session was imported
+	// with no file backups, the backups its session's file-history
+	// directory holds now (lateBackups): not taken in.
+	BackupsLate int `json:"backups_late,omitempty"`
 }
 
 // ImportProblem is a line that did not parse, the lines of a file of an
@@ -174,6 +178,10 @@ type ImportReport struct {
 	ToolResultsMissing int `json:"tool_results_missing"`
 	// BackupsMissing sums the files' (ImportedFile).
 	BackupsMissing int `json:"backups_missing"`
+	// BackupsLate sums the files' (ImportedFile), LateSessions are their
+	// sessions.
+	BackupsLate  int           `json:"backups_late"`
+	LateSessions []eventlog.ID `json:"backups_late_sessions,omitempty"`
 	// BeyondRetention are the sessions of the imported files that `rook
 	// store prune` and `maintain` would delete now (ImportOptions.Retention).
 	BeyondRetention []SessionRef `json:"beyond_retention,omitempty"`
@@ -323,6 +331,10 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		rep.ToolResults += res.ToolResults
 		rep.ToolResultsMissing += res.ToolResultsMissing
 		rep.BackupsMissing += res.BackupsMissing
+		if res.BackupsLate > 0 && res.Session != nil {
+			rep.BackupsLate += res.BackupsLate
+			rep.LateSessions = append(rep.LateSessions, *res.Session)
+		}
 		switch res.Status {
 		case ImportNew:
 			rep.Sessions++
@@ -814,6 +826,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	if f.unchanged {
 		if m, ok := known[f.path]; ok && sameStat(m.Source.Stat, &f.stat) {
 			res.Status, res.Session = ImportUnchanged, &m.ID
+			res.BackupsLate = r.lateBackups(m)
 			return res
 		}
 		// Its session was taken, earlier in this import, by a file at
@@ -911,6 +924,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 				}
 				known[f.path] = c
 			}
+			res.BackupsLate = r.lateBackups(c)
 			return res
 		case done.size <= size && done.sha == prefix:
 			m, movedFrom = c, moved

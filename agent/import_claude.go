@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -665,4 +666,58 @@ func claudeFileHistory(transcript, sessionID string) string {
 		}
 	}
 	return ""
+}
+
+// lateBackups counts the file backups in the Claude Code file-history
+// directory of the session m was imported as when that session took in
+// none: put there after its transcript was imported (the transcript
+// copied on its own, its backups later), they are not taken in by
+// importing it again, as its lines are not read again, and the import
+// says so. (A session that took some in was told of the ones missing
+// then, at their lines.) The directory's time, one stat, spares the
+// common case a read of the session: backups are made before the lines
+// that name them are written, so a directory that changed last before
+// the transcript did holds none put there later. A subagent's backups
+// are in its parent's directory, with the parent's: left out.
+func (r *Rook) lateBackups(m eventlog.Meta) int {
+	src := m.Source
+	if src == nil || src.Format != FormatClaudeCode || m.Workspace == "" || slices.Contains(m.Tags, subagentTag) {
+		return 0
+	}
+	dir := claudeFileHistory(src.Path, src.ID)
+	if dir == "" {
+		return 0
+	}
+	fi, err := r.fs.Stat(dir)
+	if err != nil || !fi.IsDir() || (src.Stat != nil && fi.ModTime().UnixNano() <= src.Stat.MTime) {
+		return 0
+	}
+	ents, err := r.fs.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		if e.Type().IsRegular() {
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	for from := uint64(0); ; {
+		evs, err := r.Log.Read(m.ID, from, 1024)
+		if err != nil {
+			return 0
+		}
+		for _, ev := range evs {
+			if ev.Kind == eventlog.KindCheckpoint && ev.Label == captureBackupsLabel {
+				return 0
+			}
+		}
+		if len(evs) < 1024 {
+			return n
+		}
+		from += uint64(len(evs))
+	}
 }

@@ -222,6 +222,13 @@ func printImport(e *Env, out importJSON) {
 	if n := rep.BackupsMissing; n > 0 {
 		fmt.Fprintf(w, "%d file backup(s) the lines name are not in Claude Code's file-history/ directory (deleted, or not copied with the transcripts): `rook session diff` leaves their files' changes out%s\n", n, sideLate)
 	}
+	if n := rep.BackupsLate; n > 0 {
+		ids := make([]string, len(rep.LateSessions))
+		for i, id := range rep.LateSessions {
+			ids[i] = id.String()
+		}
+		fmt.Fprintf(w, "%d file backup(s) in Claude Code's file-history/ were put there after their session was imported without them, and are not taken in by importing its unchanged transcript again (`rook session diff` and rewind go without them): `rook session rm` the session and import it again to take them in: %s\n", n, strings.Join(ids, ", "))
+	}
 	if n := len(rep.ZstBeside); n > 0 {
 		fmt.Fprintf(w, "%d .zst rollout(s) left out: the plain file beside each is the same rollout, and was read (Codex compressing it, or writing it back to resume it)\n", n)
 	}

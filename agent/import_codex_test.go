@@ -1087,3 +1087,26 @@ func TestCodexPlainRolloutNamedZst(t *testing.T) {
 		t.Errorf("garbage after a frame: %+v", f)
 	}
 }
+
+// A .zst cut short in the middle of a frame (a copy stopped, Codex still
+// compressing it) failed with "decompress: unexpected EOF", which says
+// neither what is wrong nor what to do: the note says it is cut short,
+// and how to take in what reads. Read whole or in chunks alike.
+func TestCodexZstCutShortSaysSo(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	plain, enc := codexMainAndEncoder(t)
+	z := enc.EncodeAll(plain, nil)
+	src := "/c/rollout-2026-01-02T03-04-05-" + codexMainID + ".jsonl.zst"
+	writeSourceFile(t, fsys, src, z[:len(z)-20])
+	for _, chunk := range []int{0, 1 << 10} {
+		rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: chunk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := fileByPath(t, rep, src)
+		if f.Status != ImportFailed || !strings.HasPrefix(f.Note, "decompress: cut short in the middle of a zstd frame") || !strings.Contains(f.Note, "`zstd -dc` it to the .jsonl") {
+			t.Errorf("chunk %d: %+v", chunk, f)
+		}
+	}
+}

@@ -112,6 +112,12 @@ func (z zstdFile) error(err error) error {
 	if *z.read == 0 && errors.Is(err, zstd.ErrMagicMismatch) {
 		return errors.New("not zstd-compressed, though named .zst (it does not start with a zstd frame): if it is plain JSONL, rename it without .zst")
 	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		// A frame cut short: the file was copied or written only in
+		// part (Codex compressing it, a copy stopped), or damaged.
+		// "unexpected EOF" alone says neither what nor what to do.
+		return fmt.Errorf("decompress: cut short in the middle of a zstd frame (damaged, or not yet all written): import it again once it is whole, or, to take in what reads, `zstd -dc` it to the .jsonl of the same name beside it, which import reads instead: %w", err)
+	}
 	return fmt.Errorf("decompress: %w", err)
 }
 

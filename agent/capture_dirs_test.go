@@ -728,3 +728,51 @@ func TestRewindGivesADirectoryWithAPipeItsMode(t *testing.T) {
 		t.Fatalf("the pipe is gone (%v)", err)
 	}
 }
+
+// A crash while a rewind writes the files of directories it makes leaves
+// each with its captured mode: they were made 0700 and given their modes
+// only once every file was written, so a crash (or a user who never ran
+// the undo) left them 0700. A read-only one is made with the owner's bits
+// added, and given its mode as soon as its last file is in.
+func TestRewindMakesDirectoriesWithTheirModesAtEveryPoint(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/a.txt": "a\n", "d/sub/b.txt": "b\n", "d/ro/c.txt": "c\n", "d/ro/c2.txt": "c2\n", "d/z.txt": "z\n"})
+	want := map[string]fs.FileMode{"d": 0o750, "d/sub": 0o711, "d/ro": 0o555}
+	for _, d := range []string{"d/ro", "d/sub", "d"} {
+		os.Chmod(filepath.Join(ws, d), want[d])
+	}
+	if _, _, err := r.CaptureSession(id, []string{"d"}, "rm", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(ws, "d", "ro"), 0o755)
+	if err := os.RemoveAll(filepath.Join(ws, "d")); err != nil {
+		t.Fatal(err)
+	}
+	points := 0
+	check := func(next string) {
+		points++
+		for d, m := range want {
+			fi, err := os.Lstat(filepath.Join(ws, d))
+			if err != nil {
+				continue // not made yet
+			}
+			got := fi.Mode().Perm()
+			if m&0o700 != 0o700 && strings.HasPrefix(next, d+"/") {
+				m |= 0o700 // files still to go in it
+			}
+			if got != m {
+				t.Errorf("before %q: %s is %v, want %v", next, d, got, m)
+			}
+		}
+	}
+	applyHook = func(point, rel string) { check(rel) }
+	_, err := r.Rewind(id, 0, false)
+	applyHook = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("")
+	if points < 5 {
+		t.Fatalf("%d point(s) checked", points)
+	}
+}

@@ -73,10 +73,17 @@ type Plan struct {
 	// dirModes are the captured modes of directories Apply may make
 	// (manifest version 3); one not in it is made 0755, as before.
 	dirModes map[string]FileMode
-	// made are the directories Apply made that take a captured mode: made
-	// 0700, so that the owner can write in them whatever that mode, and
-	// given it last.
+	// made are the directories Apply made whose captured mode lacks one
+	// of the owner's bits (a read-only 0555 one): made with them, so that
+	// the files can be written in them, and given their mode as soon as
+	// the last change under them is done (finishMade); a chain, top
+	// first, as the changes are sorted. Any other directory with a
+	// captured mode is made with it, so a crash leaves it so.
 	made []string
+	// chmods are the directories there already that take their captured
+	// mode back, given it last (after the prune, which may need to write
+	// in them).
+	chmods []string
 	// dirsMade counts every directory Apply made (for a file, or itself).
 	dirsMade int
 }
@@ -352,6 +359,12 @@ func writableDir(dir string) error {
 func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 	swept := map[string]bool{}
 	for _, c := range p.Changes {
+		if err := p.finishMade(c.Path); err != nil {
+			return written, removed, unchanged, fmt.Errorf("%w (%d file(s) written, %d removed before this)", err, written, removed)
+		}
+		if applyHook != nil {
+			applyHook(hookBetween, c.Path)
+		}
 		// Checked again as it is written: a link this restore (or anything
 		// since the plan) put in the path must not lead the write outside.
 		if _, err := resolveInRoot(p.Root, p.real, c.Path, false); err != nil {
@@ -377,7 +390,7 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 			}
 		}
 		if c.chmod {
-			p.made = append(p.made, c.Path)
+			p.chmods = append(p.chmods, c.Path)
 			continue
 		}
 		if c.Dir {
@@ -426,14 +439,17 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 		}
 		written++
 	}
+	if err := p.finishMade(""); err != nil {
+		return written, removed, unchanged, fmt.Errorf("every file was put back, but %w", err)
+	}
 	for _, d := range p.prune {
 		// rmdir, never a recursive remove: a directory holding anything
 		// (a file the user put there since) stays, and so does a file.
 		syscall.Rmdir(filepath.Join(p.real, filepath.FromSlash(d)))
 	}
 	// Deepest first: a parent's mode may forbid reaching its children.
-	sort.Sort(sort.Reverse(sort.StringSlice(p.made)))
-	for _, d := range p.made {
+	sort.Sort(sort.Reverse(sort.StringSlice(p.chmods)))
+	for _, d := range p.chmods {
 		if err := os.Chmod(filepath.Join(p.real, filepath.FromSlash(d)), p.dirModes[d].Perm.Perm()); err != nil {
 			return written, removed, unchanged, fmt.Errorf("every file was put back, but giving the directory %s its captured mode failed: %w", d, err)
 		}
@@ -441,10 +457,35 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 	return written, removed, unchanged, nil
 }
 
+// applyHook, when set (by tests), is called by Apply at the points a crash
+// may come: hookBetween before each change (rel is the change's path).
+var applyHook func(point, rel string)
+
+const hookBetween = "between"
+
+// finishMade gives the directories Apply made with the owner's bits added
+// (made) their captured mode, deepest first, once no change is left under
+// them: next is the path of the next change ("" when there is none), and
+// the changes are sorted, so what is under a directory comes together.
+func (p *Plan) finishMade(next string) error {
+	for len(p.made) > 0 {
+		d := p.made[len(p.made)-1]
+		if next != "" && strings.HasPrefix(next, d+"/") {
+			return nil // more to write in it (and in those above it)
+		}
+		if err := os.Chmod(filepath.Join(p.real, filepath.FromSlash(d)), p.dirModes[d].Perm.Perm()); err != nil {
+			return fmt.Errorf("giving the directory %s its captured mode failed: %w", d, err)
+		}
+		p.made = p.made[:len(p.made)-1]
+	}
+	return nil
+}
+
 // makeDirs makes the missing directories of workspace path rel (rel and
 // those above it), one at a time from the top: one whose mode a capture
-// holds (dirModes) is given it at the end of Apply, the others are made
-// 0755 (less the umask), as they always were.
+// holds (dirModes) is made with it (and the owner's bits, until
+// finishMade, when it lacks one), the others 0755 (less the umask), as
+// they always were.
 func (p *Plan) makeDirs(rel string) error {
 	// The root itself, as before: a restore --to a directory not made.
 	if err := os.MkdirAll(p.real, 0o755); err != nil {
@@ -461,9 +502,12 @@ func (p *Plan) makeDirs(rel string) error {
 			continue
 		}
 		perm := fs.FileMode(0o755)
-		_, known := p.dirModes[dir]
+		mode, known := p.dirModes[dir]
 		if known {
-			perm = 0o700
+			// Made with its captured mode, not 0700 given it at the end:
+			// a crash part way left it 0700 unless the undo was run. The
+			// owner's bits are added while files go in a read-only one.
+			perm = mode.Perm.Perm() | 0o700
 		}
 		if err := os.Mkdir(abs, perm); err != nil {
 			if fi, serr := os.Stat(abs); errors.Is(err, fs.ErrExist) && serr == nil && fi.IsDir() {
@@ -472,7 +516,14 @@ func (p *Plan) makeDirs(rel string) error {
 			return err
 		}
 		p.dirsMade++
-		if known {
+		if !known {
+			continue
+		}
+		// Mkdir took the umask off; the captured mode is the mode.
+		if err := os.Chmod(abs, perm); err != nil {
+			return err
+		}
+		if perm != mode.Perm.Perm() {
 			p.made = append(p.made, dir)
 		}
 	}

@@ -410,7 +410,7 @@ func (c *capturer) addDir(rel string) error {
 		return nil // taken already, in a directory captured whole
 	}
 	c.m.Dirs = append(c.m.Dirs, rel)
-	c.m.DirModes[rel] = FileMode{Perm: fi.Mode().Perm()}
+	c.m.DirModes[rel] = FileMode{Perm: fi.Mode() & dirModeBits}
 	return nil
 }
 

@@ -776,3 +776,55 @@ func TestRewindMakesDirectoriesWithTheirModesAtEveryPoint(t *testing.T) {
 		t.Fatalf("%d point(s) checked", points)
 	}
 }
+
+// A directory's setuid, setgid and sticky bits are captured with its mode
+// (dir_modes' first digit) and given back by a rewind: a sticky tmp
+// directory in the workspace was made again 0777, anyone able to remove
+// anyone's files in it, and a setgid one lost the bit that gives its
+// files its group.
+func TestRewindGivesBackADirectorysSpecialBits(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/tmp/a.txt": "a\n", "d/g/b.txt": "b\n"})
+	want := map[string]fs.FileMode{"d/tmp": 0o777 | fs.ModeSticky, "d/g": 0o750 | fs.ModeSetgid}
+	for d, m := range want {
+		if err := os.Chmod(filepath.Join(ws, d), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	modes := func() map[string]fs.FileMode {
+		out := map[string]fs.FileMode{}
+		for d := range want {
+			fi, err := os.Lstat(filepath.Join(ws, d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[d] = fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+		}
+		return out
+	}
+	if got := modes(); !maps.Equal(got, want) {
+		t.Skipf("this file system does not keep the bits: %v", got)
+	}
+	_, m, err := r.CaptureSession(id, []string{"d"}, "rm", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if enc := m.Encode(); !bytes.Contains(enc, []byte(`"d/g":"2750"`)) || !bytes.Contains(enc, []byte(`"d/tmp":"1777"`)) {
+		t.Fatalf("captured %s", enc)
+	}
+	if again, err := DecodeManifest(m.Encode()); err != nil || !maps.Equal(again.DirModes, m.DirModes) {
+		t.Fatalf("decoded %v (%v), want %v", again.DirModes, err, m.DirModes)
+	}
+	// d/tmp removed (the rewind makes it again), d/g chmodded (it gives
+	// the mode back).
+	if err := os.RemoveAll(filepath.Join(ws, "d", "tmp")); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(ws, "d", "g"), 0o750)
+	if _, err := r.Rewind(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := modes(); !maps.Equal(got, want) {
+		t.Fatalf("modes after the rewind %v, want %v", got, want)
+	}
+}

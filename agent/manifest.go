@@ -36,7 +36,7 @@ import (
 // every rook reads alike.
 //
 // Version 3 adds "dir_modes":{"rel/dir":"0700"}: the permission bits of
-// the directories in dirs, each keyed by one of them, so a rewind makes a
+// the directories in dirs (with setuid, setgid and sticky: "1777"), each keyed by one of them, so a rewind makes a
 // directory it recreates as it was (before, 0755 whatever it had been).
 // It is written only with dirs: a manifest without stays version 1 or 2,
 // byte for byte as before.
@@ -85,12 +85,35 @@ type FileMode struct {
 	Link bool
 }
 
-// MarshalJSON writes "0644" or "link".
+// specialBits are the setuid, setgid and sticky bits, as Go holds them
+// (fs.ModeSetuid...) and as the octal first digit of a mode (04000...).
+var specialBits = [...]struct {
+	mode fs.FileMode
+	oct  uint32
+}{{fs.ModeSetuid, 0o4000}, {fs.ModeSetgid, 0o2000}, {fs.ModeSticky, 0o1000}}
+
+// dirModeBits are the bits of a directory's mode a capture records
+// (dir_modes): its permission bits and the setuid, setgid and sticky ones
+// (a sticky tmp directory; a setgid one whose files take its group).
+const dirModeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+
+// dirPerm is the mode a directory is given: the permission bits and the
+// special ones (which os.Chmod and os.Mkdir take as Go holds them).
+func (m FileMode) dirPerm() fs.FileMode { return m.Perm & dirModeBits }
+
+// MarshalJSON writes "0644" or "link"; a directory's setuid, setgid and
+// sticky bits are its first digit ("1777"). A file's mode holds none.
 func (m FileMode) MarshalJSON() ([]byte, error) {
 	if m.Link {
 		return []byte(`"link"`), nil
 	}
-	return []byte(fmt.Sprintf(`"%04o"`, m.Perm.Perm())), nil
+	v := uint32(m.Perm.Perm())
+	for _, b := range specialBits {
+		if m.Perm&b.mode != 0 {
+			v |= b.oct
+		}
+	}
+	return []byte(fmt.Sprintf(`"%04o"`, v)), nil
 }
 
 // UnmarshalJSON reads "0644" or "link".
@@ -110,7 +133,13 @@ func (m *FileMode) UnmarshalJSON(b []byte) error {
 	if err != nil || len(s) != 4 {
 		return fmt.Errorf("mode %q is not four octal digits or \"link\"", s)
 	}
-	*m = FileMode{Perm: fs.FileMode(v)}
+	perm := fs.FileMode(v) & fs.ModePerm
+	for _, b := range specialBits {
+		if uint32(v)&b.oct != 0 {
+			perm |= b.mode
+		}
+	}
+	*m = FileMode{Perm: perm}
 	return nil
 }
 

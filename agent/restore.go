@@ -168,7 +168,7 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			}
 			fi, err := os.Lstat(abs)
 			if err == nil && fi.IsDir() {
-				if !c.dirMode || fi.Mode().Perm() == c.File.Mode.Perm.Perm() {
+				if !c.dirMode || fi.Mode()&dirModeBits == c.File.Mode.dirPerm() {
 					continue // there already: nothing to make
 				}
 				// There, with another mode (a chmod since): given its
@@ -450,7 +450,7 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 	// Deepest first: a parent's mode may forbid reaching its children.
 	sort.Sort(sort.Reverse(sort.StringSlice(p.chmods)))
 	for _, d := range p.chmods {
-		if err := os.Chmod(filepath.Join(p.real, filepath.FromSlash(d)), p.dirModes[d].Perm.Perm()); err != nil {
+		if err := os.Chmod(filepath.Join(p.real, filepath.FromSlash(d)), p.dirModes[d].dirPerm()); err != nil {
 			return written, removed, unchanged, fmt.Errorf("every file was put back, but giving the directory %s its captured mode failed: %w", d, err)
 		}
 	}
@@ -473,7 +473,7 @@ func (p *Plan) finishMade(next string) error {
 		if next != "" && strings.HasPrefix(next, d+"/") {
 			return nil // more to write in it (and in those above it)
 		}
-		if err := os.Chmod(filepath.Join(p.real, filepath.FromSlash(d)), p.dirModes[d].Perm.Perm()); err != nil {
+		if err := os.Chmod(filepath.Join(p.real, filepath.FromSlash(d)), p.dirModes[d].dirPerm()); err != nil {
 			return fmt.Errorf("giving the directory %s its captured mode failed: %w", d, err)
 		}
 		p.made = p.made[:len(p.made)-1]
@@ -507,9 +507,9 @@ func (p *Plan) makeDirs(rel string) error {
 			// Made with its captured mode, not 0700 given it at the end:
 			// a crash part way left it 0700 unless the undo was run. The
 			// owner's bits are added while files go in a read-only one.
-			perm = mode.Perm.Perm() | 0o700
+			perm = mode.dirPerm() | 0o700
 		}
-		if err := os.Mkdir(abs, perm); err != nil {
+		if err := os.Mkdir(abs, perm.Perm()); err != nil {
 			if fi, serr := os.Stat(abs); errors.Is(err, fs.ErrExist) && serr == nil && fi.IsDir() {
 				continue // made meanwhile
 			}
@@ -523,7 +523,7 @@ func (p *Plan) makeDirs(rel string) error {
 		if err := os.Chmod(abs, perm); err != nil {
 			return err
 		}
-		if perm != mode.Perm.Perm() {
+		if perm != mode.dirPerm() {
 			p.made = append(p.made, dir)
 		}
 	}

@@ -434,7 +434,23 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 		if err := p.makeDirs(path.Dir(c.Path)); err != nil {
 			return written, removed, unchanged, fmt.Errorf("restore %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
 		}
-		if err := writeWorkspaceFile(abs, c.File.Mode, c.data); err != nil {
+		// Checked again once the copy is written and synced, just before
+		// it is renamed over the file: the write and the sync took time,
+		// and the agent may have written the file meanwhile.
+		var recheck func() error
+		if p.saved != nil {
+			recheck = func() error {
+				if applyHook != nil {
+					applyHook(hookRename, c.Path)
+				}
+				_, err := p.sinceSaved(c.Path)
+				return err
+			}
+		}
+		if err := writeWorkspaceFile(abs, c.File.Mode, c.data, recheck); err != nil {
+			if errors.Is(err, errChangedSince) {
+				return written, removed, unchanged, fmt.Errorf("%w (%d file(s) written, %d removed before this)", err, written, removed)
+			}
 			return written, removed, unchanged, fmt.Errorf("restore %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
 		}
 		written++
@@ -461,7 +477,12 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 // may come: hookBetween before each change (rel is the change's path).
 var applyHook func(point, rel string)
 
-const hookBetween = "between"
+// hookBetween: before each change; hookRename: a file's copy written and
+// synced, before it is checked again and renamed over the file (rel).
+const (
+	hookBetween = "between"
+	hookRename  = "rename"
+)
 
 // finishMade gives the directories Apply made with the owner's bits added
 // (made) their captured mode, deepest first, once no change is left under
@@ -606,7 +627,7 @@ func (p *Plan) sinceSaved(rel string) (DiskFile, error) {
 	if by == "" {
 		by = "the rewind captured it"
 	}
-	changed := fmt.Errorf("%s changed since %s: it is left as it is, and nothing more written or removed", rel, by)
+	changed := fmt.Errorf("%w since %s: it is left as it is, and nothing more written or removed", &changedError{rel}, by)
 	fi, err := os.Lstat(filepath.Join(p.real, filepath.FromSlash(rel)))
 	if notExist(err) {
 		return DiskFile{}, nil
@@ -630,6 +651,17 @@ func (p *Plan) sinceSaved(rel string) (DiskFile, error) {
 	}
 	return cur, nil
 }
+
+// errChangedSince is what sinceSaved's error is (errors.Is) when the file
+// changed since it was saved.
+var errChangedSince = errors.New("changed")
+
+// changedError names the file sinceSaved found changed.
+type changedError struct{ rel string }
+
+func (e *changedError) Error() string { return e.rel + " changed" }
+
+func (e *changedError) Is(target error) bool { return target == errChangedSince }
 
 // savedStat is what the file system says of a regular file: its size,
 // mode and times. A write changes the modification time and the change
@@ -701,13 +733,22 @@ func processRunning(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-func writeWorkspaceFile(abs string, mode FileMode, data []byte) error {
+// writeWorkspaceFile writes data at abs through a temporary file (or link)
+// renamed over it; check, when not nil, runs just before the rename, and
+// an error from it leaves abs as it is.
+func writeWorkspaceFile(abs string, mode FileMode, data []byte, check func() error) error {
 	dir := filepath.Dir(abs) // made by Plan.makeDirs
 	if mode.Link {
 		tmp := filepath.Join(dir, fmt.Sprintf("%s%d.tmp", restoreTmpPrefix, os.Getpid()))
 		os.Remove(tmp)
 		if err := os.Symlink(string(data), tmp); err != nil {
 			return err
+		}
+		if check != nil {
+			if err := check(); err != nil {
+				os.Remove(tmp)
+				return err
+			}
 		}
 		return os.Rename(tmp, abs)
 	}
@@ -725,6 +766,9 @@ func writeWorkspaceFile(abs string, mode FileMode, data []byte) error {
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && check != nil {
+		err = check()
 	}
 	if err == nil {
 		err = os.Rename(tmp, abs)

@@ -754,3 +754,76 @@ func TestSinceSavedTrustsOnlyQuietStats(t *testing.T) {
 		t.Fatalf("a file as saved, hashed: %v", err)
 	}
 }
+
+// A file the agent writes while a rewind or restore writes its copy (the
+// write and the sync of the temporary file take time) is left as it is,
+// and the rewind stops there, saying so: it was checked only before the
+// copy was written, and the rename then put the older bytes over what
+// was written, which the undo did not hold either.
+func TestRewindKeepsAFileWrittenWhileItsCopyIsWritten(t *testing.T) {
+	for _, tc := range []struct {
+		name, path string
+	}{
+		{"written back", "a.go"}, // the rewind writes a.go as it was
+		{"made again", "gone.go"},
+		{"a link written back", "link"},
+		{"checkpoint restore", "a.go"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, ws, id := newWorkspace(t)
+			writeTree(t, ws, tree{"a.go": "package a // one\n", "gone.go": "package gone\n"})
+			os.Symlink("a.go", filepath.Join(ws, "link"))
+			restore := func() error {
+				_, err := r.Rewind(id, 0, false)
+				return err
+			}
+			by := "the rewind captured it"
+			if tc.name == "checkpoint restore" {
+				if _, _, err := r.CreateCheckpoint("cp", ws, "", DefaultLimits); err != nil {
+					t.Fatal(err)
+				}
+				_, m, err := r.ResolveCheckpoint("cp")
+				if err != nil {
+					t.Fatal(err)
+				}
+				restore = func() error {
+					_, err := r.RestoreCheckpoint("cp", m, ws)
+					return err
+				}
+				by = "the restore saved it"
+			} else if _, _, err := r.CaptureSession(id, []string{"a.go", "gone.go", "link"}, "edit", DefaultLimits); err != nil {
+				t.Fatal(err)
+			}
+			writeTree(t, ws, tree{"a.go": "package a // two\n"})
+			os.Remove(filepath.Join(ws, "gone.go"))
+			os.Remove(filepath.Join(ws, "link"))
+			os.Symlink("gone.go", filepath.Join(ws, "link"))
+			since := "package x // written since the capture\n"
+			hooked := false
+			applyHook = func(point, rel string) {
+				if point == hookRename && rel == tc.path {
+					hooked = true
+					os.Remove(filepath.Join(ws, rel))
+					writeTree(t, ws, tree{rel: since})
+				}
+			}
+			err := restore()
+			applyHook = nil
+			if !hooked {
+				t.Fatalf("%s was not written (%v)", tc.path, err)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.path+" changed since "+by) {
+				t.Fatalf("%s written while its copy was: %v", tc.path, err)
+			}
+			if got := readTree(t, ws)[tc.path]; got != since {
+				t.Fatalf("%s is %q, want what was written since, %q", tc.path, got, since)
+			}
+			ents, _ := os.ReadDir(ws)
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), restoreTmpPrefix) {
+					t.Fatalf("%s left in the workspace", e.Name())
+				}
+			}
+		})
+	}
+}

@@ -828,3 +828,45 @@ func TestRewindGivesBackADirectorysSpecialBits(t *testing.T) {
 		t.Fatalf("modes after the rewind %v, want %v", got, want)
 	}
 }
+
+// A captured mode without the special bits (every one a rook wrote before
+// they were recorded, whatever they were) leaves those a directory has:
+// a setgid bit it has from its parent, made or still there, is kept, not
+// taken off by giving it "0755".
+func TestRewindKeepsSpecialBitsACaptureDoesNotSay(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/a.txt": "a\n", "e/b.txt": "b\n"})
+	const bits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+	for _, d := range []string{"d", "e"} {
+		os.Chmod(filepath.Join(ws, d), 0o750|fs.ModeSetgid)
+	}
+	mode := func(d string) fs.FileMode {
+		fi, err := os.Lstat(filepath.Join(ws, d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Mode() & bits
+	}
+	if mode("d") != 0o750|fs.ModeSetgid {
+		t.Skip("this file system does not keep the setgid bit")
+	}
+	os.Chmod(ws, 0o755|fs.ModeSetgid) // e, made again, has it from ws
+	// As an older rook captured them: "0750".
+	m, err := r.CapturePaths(ws, []string{"d", "e"}, "old", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.DirModes["d"], m.DirModes["e"] = FileMode{Perm: 0o750}, FileMode{Perm: 0o750}
+	if _, err := r.Append(id, Entry{Kind: eventlog.KindCheckpoint, Label: "old", Body: m.Encode()}); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(ws, "e"))
+	if _, err := r.Rewind(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"d", "e"} {
+		if got := mode(d); got != 0o750|fs.ModeSetgid {
+			t.Errorf("%s is %v after the rewind, want %v", d, got, 0o750|fs.ModeSetgid)
+		}
+	}
+}

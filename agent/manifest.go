@@ -97,9 +97,18 @@ var specialBits = [...]struct {
 // (a sticky tmp directory; a setgid one whose files take its group).
 const dirModeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 
-// dirPerm is the mode a directory is given: the permission bits and the
-// special ones (which os.Chmod and os.Mkdir take as Go holds them).
-func (m FileMode) dirPerm() fs.FileMode { return m.Perm & dirModeBits }
+// dirPerm is the mode a directory whose mode is now `now` is given: the
+// permission bits and the special ones (as os.Chmod takes them). A mode
+// with none of the special bits keeps those it has now: a manifest written
+// before they were recorded says none whatever they were (a directory
+// in a setgid one has the bit from its parent).
+func (m FileMode) dirPerm(now fs.FileMode) fs.FileMode {
+	special := dirModeBits &^ fs.ModePerm
+	if m.Perm&special == 0 {
+		return m.Perm.Perm() | now&special
+	}
+	return m.Perm & dirModeBits
+}
 
 // MarshalJSON writes "0644" or "link"; a directory's setuid, setgid and
 // sticky bits are its first digit ("1777"). A file's mode holds none.

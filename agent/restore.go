@@ -168,7 +168,7 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			}
 			fi, err := os.Lstat(abs)
 			if err == nil && fi.IsDir() {
-				if !c.dirMode || fi.Mode()&dirModeBits == c.File.Mode.dirPerm() {
+				if !c.dirMode || fi.Mode()&dirModeBits == c.File.Mode.dirPerm(fi.Mode()) {
 					continue // there already: nothing to make
 				}
 				// There, with another mode (a chmod since): given its
@@ -466,7 +466,7 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 	// Deepest first: a parent's mode may forbid reaching its children.
 	sort.Sort(sort.Reverse(sort.StringSlice(p.chmods)))
 	for _, d := range p.chmods {
-		if err := os.Chmod(filepath.Join(p.real, filepath.FromSlash(d)), p.dirModes[d].dirPerm()); err != nil {
+		if err := chmodDir(filepath.Join(p.real, filepath.FromSlash(d)), p.dirModes[d]); err != nil {
 			return written, removed, unchanged, fmt.Errorf("every file was put back, but giving the directory %s its captured mode failed: %w", d, err)
 		}
 	}
@@ -494,7 +494,7 @@ func (p *Plan) finishMade(next string) error {
 		if next != "" && strings.HasPrefix(next, d+"/") {
 			return nil // more to write in it (and in those above it)
 		}
-		if err := os.Chmod(filepath.Join(p.real, filepath.FromSlash(d)), p.dirModes[d].dirPerm()); err != nil {
+		if err := chmodDir(filepath.Join(p.real, filepath.FromSlash(d)), p.dirModes[d]); err != nil {
 			return fmt.Errorf("giving the directory %s its captured mode failed: %w", d, err)
 		}
 		p.made = p.made[:len(p.made)-1]
@@ -528,7 +528,7 @@ func (p *Plan) makeDirs(rel string) error {
 			// Made with its captured mode, not 0700 given it at the end:
 			// a crash part way left it 0700 unless the undo was run. The
 			// owner's bits are added while files go in a read-only one.
-			perm = mode.dirPerm() | 0o700
+			perm = mode.Perm.Perm() | 0o700
 		}
 		if err := os.Mkdir(abs, perm.Perm()); err != nil {
 			if fi, serr := os.Stat(abs); errors.Is(err, fs.ErrExist) && serr == nil && fi.IsDir() {
@@ -541,14 +541,27 @@ func (p *Plan) makeDirs(rel string) error {
 			continue
 		}
 		// Mkdir took the umask off; the captured mode is the mode.
-		if err := os.Chmod(abs, perm); err != nil {
+		fi, err := os.Lstat(abs)
+		if err != nil {
 			return err
 		}
-		if perm != mode.dirPerm() {
+		if err := os.Chmod(abs, mode.dirPerm(fi.Mode())|perm); err != nil {
+			return err
+		}
+		if perm != mode.Perm.Perm() {
 			p.made = append(p.made, dir)
 		}
 	}
 	return nil
+}
+
+// chmodDir gives the directory abs the captured mode m (FileMode.dirPerm).
+func chmodDir(abs string, m FileMode) error {
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return err
+	}
+	return os.Chmod(abs, m.dirPerm(fi.Mode()))
 }
 
 // removeInTheWay removes the file or link at workspace path rel that is

@@ -216,7 +216,8 @@ var ErrNoLast = errors.New("no session in this workspace")
 // ResolveSession turns what a user typed into a session id: a full id, a
 // unique prefix, or `last`, the session of cwd's workspace active last
 // (activeBefore): where the user left off, which after an import of older
-// transcripts is not the session imported last.
+// transcripts is not the session imported last, and after a fork or a
+// rewind is the session it made, not its parent.
 func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
 	if strings.TrimSpace(arg) == "" {
 		// A script's unset variable: a usage error, as an empty object
@@ -250,13 +251,17 @@ func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
 	return r.Log.Resolve(arg)
 }
 
-// activeBefore says whether a was last active before b: by Updated, the
+// activeBefore says whether a was last active before b: by touched, the
 // time of its last event (an imported transcript's own, not the import's)
-// or, with no event yet, of its creation; of two active at the same time,
-// the one created first (the smaller id) was.
+// or its creation if that is later (a fork or a rewind, whose events are
+// copies of its parent's older ones: by their times the rewind just made
+// was active before its parent, and `rook session append last` after
+// `rook session rewind last --to N` went on in the timeline rewound from);
+// of two active at the same time, the one created first (the smaller id)
+// was.
 func activeBefore(a, b eventlog.Summary) bool {
-	if !a.Updated.Equal(b.Updated) {
-		return a.Updated.Before(b.Updated)
+	if ta, tb := touched(a), touched(b); !ta.Equal(tb) {
+		return ta.Before(tb)
 	}
 	return a.ID.String() < b.ID.String()
 }

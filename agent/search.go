@@ -281,11 +281,12 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 	return res, nil
 }
 
-// byLastEvent orders sessions by when they were last active, newest
-// first (SortByLastActive), so that a budget spends itself on recent
-// conversation: an imported session's id says when it was imported, not
-// when it was spoken. A session whose summary cannot be read goes last
-// (its search says why).
+// byLastEvent orders sessions by the time of their last event, newest
+// first, so that a budget spends itself on recent conversation: an
+// imported session's id says when it was imported, not when it was
+// spoken, and a fork's copy of its parent's events is as old as they are
+// (not SortByLastActive, which ranks a fork made now first). A session
+// whose summary cannot be read goes last (its search says why).
 func byLastEvent(log *eventlog.Log, ids []eventlog.ID) []eventlog.ID {
 	var ok []eventlog.Summary
 	var bad []eventlog.ID
@@ -296,7 +297,12 @@ func byLastEvent(log *eventlog.Log, ids []eventlog.ID) []eventlog.ID {
 			bad = append(bad, id)
 		}
 	}
-	SortByLastActive(ok)
+	sort.SliceStable(ok, func(i, j int) bool {
+		if a, b := ok[i].Updated, ok[j].Updated; !a.Equal(b) {
+			return a.After(b)
+		}
+		return ok[i].ID.String() > ok[j].ID.String()
+	})
 	out := make([]eventlog.ID, 0, len(ids))
 	for _, s := range ok {
 		out = append(out, s.ID)

@@ -511,6 +511,11 @@ type sessionRow struct {
 	// it read as a fork of the session above it, as a removed parent's
 	// did.
 	ParentWorkspace string `json:"parent_workspace,omitempty"`
+	// ParentUnreadable: its parent is there but not listed, its metadata
+	// or log not reading (named on stderr). Listed at the top with "↳",
+	// it read as a fork of the session above it, as a removed parent's
+	// did.
+	ParentUnreadable bool `json:"parent_unreadable,omitempty"`
 }
 
 func (c *SessionLsCmd) Run(e *Env) error {
@@ -571,13 +576,12 @@ func (c *SessionLsCmd) Run(e *Env) error {
 		}
 		ps, ok := byID[*p]
 		if !ok {
-			// Not in the listing: removed, or a log that does not read.
-			m, err := r.Log.ReadMeta(*p)
+			// Not in the listing: removed, or a session that does not
+			// read (its metadata, or its log: Sessions left it out).
+			_, err := r.Log.ReadMeta(*p)
 			rows[i].ParentRemoved = errors.Is(err, eventlog.ErrNoSession)
-			if err != nil {
-				continue
-			}
-			ps.Workspace = m.Workspace
+			rows[i].ParentUnreadable = !rows[i].ParentRemoved
+			continue
 		}
 		if !agent.SameDir(ps.Workspace, e.Cwd) {
 			rows[i].ParentWorkspace = ps.Workspace
@@ -612,7 +616,7 @@ func (c *SessionLsCmd) Run(e *Env) error {
 					what = "orphan fork"
 				}
 				title = fmt.Sprintf("(%s) %s", what, title)
-			} else if s.ParentWorkspace != "" {
+			} else if s.ParentWorkspace != "" || s.ParentUnreadable {
 				// Not "↳" either: its parent is not in this list.
 				what := "child"
 				if s.Fork && s.ForkAt != nil {
@@ -620,9 +624,13 @@ func (c *SessionLsCmd) Run(e *Env) error {
 				} else if s.Fork {
 					what = "fork"
 				}
+				where := "parent in another workspace"
+				if s.ParentUnreadable {
+					where = "parent does not read"
+				}
 				// Said whole, before the title is clipped: cut, it
 				// would leave nothing of the title.
-				note = fmt.Sprintf("(%s, parent in another workspace) ", what)
+				note = fmt.Sprintf("(%s, %s) ", what, where)
 			} else if s.Fork && s.ForkAt == nil {
 				title = "↳fork " + title
 			} else if s.Fork {

@@ -617,7 +617,9 @@ func noteLabel(label string) (string, bool) {
 
 // ImportedFrom is the source of a session's imported lines: its own, or,
 // for a fork (or rewind) of an imported session, which holds its parent's
-// lines up to the fork, its parent's; nil for a native session.
+// lines up to the fork, its parent's (once that is removed, a Source
+// that names only the format: removedImportedAncestor); nil for a native
+// session.
 func (r *Rook) ImportedFrom(m eventlog.Meta) *eventlog.Source {
 	if im, ok := r.importedSession(m); ok {
 		return im.Source
@@ -629,8 +631,42 @@ func (r *Rook) ImportedFrom(m eventlog.Meta) *eventlog.Source {
 // ImportedFrom): itself, or the one it was forked from in rook; ok is
 // false for a native session.
 func (r *Rook) importedSession(m eventlog.Meta) (eventlog.Meta, bool) {
-	im, _, ok := r.ImportedAncestor(m)
-	return im, ok
+	if im, _, ok := r.ImportedAncestor(m); ok {
+		return im, true
+	}
+	return r.removedImportedAncestor(m)
+}
+
+// removedImportedAncestor stands in for the imported session a fork's
+// lines come from when it, or a fork between them, was removed (session
+// rm, retention): the fork keeps its copy of the lines, but without this
+// its diff and rewind no longer read the transcript's edit results (it
+// "captured no files"), nor its context the lines' format. What they are
+// is then said by the format tag the fork took with them (a fork's tags
+// default to its parent's; an import tags a session with its format): a
+// Meta with the tags of the last session of the chain still there and a
+// Source that names only the format. ok is false for a native session,
+// or a chain broken by metadata that does not read.
+func (r *Rook) removedImportedAncestor(m eventlog.Meta) (eventlog.Meta, bool) {
+	for range 64 { // as ImportedAncestor
+		if m.Source != nil || m.Parent == nil || m.ForkAt == nil {
+			break
+		}
+		pm, err := r.Log.ReadMeta(*m.Parent)
+		if errors.Is(err, eventlog.ErrNoSession) {
+			for _, f := range []string{FormatClaudeCode, FormatCodex} {
+				if slices.Contains(m.Tags, f) {
+					return eventlog.Meta{ID: m.ID, Tags: m.Tags, Source: &eventlog.Source{Format: f}}, true
+				}
+			}
+			break
+		}
+		if err != nil {
+			break
+		}
+		m = pm
+	}
+	return eventlog.Meta{}, false
 }
 
 // ImportedAncestor is the imported session whose lines m holds (see

@@ -634,8 +634,10 @@ func (c *SessionLsCmd) Run(e *Env) error {
 			} else if s.Fork && s.ForkAt == nil {
 				title = "↳fork " + title
 			} else if s.Fork {
-				if at := fmt.Sprintf(" @%d", *s.ForkAt); strings.HasSuffix(title, at) {
-					title = "↳ " + title // a rewind's fork, titled "... @N" already
+				// A rewind's fork is titled "... @N" already ("@N", of an
+				// untitled session's: it read "↳@N @N").
+				if at := fmt.Sprintf(" @%d", *s.ForkAt); strings.HasSuffix(title, at) || s.Title == at[1:] {
+					title = "↳ " + title
 				} else {
 					title = fmt.Sprintf("↳@%d %s", *s.ForkAt, title)
 				}

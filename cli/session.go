@@ -644,6 +644,9 @@ func (c *SessionLsCmd) Run(e *Env) error {
 			} else if s.Child {
 				title = "↳ " + title
 			}
+			// The title is clipped, never the tree: clipped with its
+			// indent, a fork 20 deep showed nothing of its title ("…").
+			title = clip(title, 40)
 			if s.Depth > 1 {
 				title = strings.Repeat("  ", s.Depth-1) + title
 			}
@@ -654,7 +657,7 @@ func (c *SessionLsCmd) Run(e *Env) error {
 				events = fmt.Sprintf("%d (%d own)", s.Events, *s.OwnEvents)
 				tokens = fmt.Sprintf("%s (%d/%d own)", tokens, *s.OwnTokensIn, *s.OwnTokensOut)
 			}
-			t.add(s.ID.String(), note+clip(title, 40), events, tokens, shownTime(s.Updated), s.Workspace)
+			t.add(s.ID.String(), note+title, events, tokens, shownTime(s.Updated), s.Workspace)
 		}
 		t.write(e.Stdout)
 	}

@@ -106,7 +106,7 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 		return true
 	})
 	if err != nil {
-		return rep, fmt.Errorf("plan gc: %w: nothing collected", err)
+		return rep, fmt.Errorf("plan gc: %w: nothing collected", s.indexErr(err))
 	}
 	if opts.DryRun {
 		return rep, nil
@@ -251,7 +251,7 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 				id := ID(m)
 				v, ok, err := s.tree.Get(id)
 				if err != nil {
-					return err
+					return s.indexErr(err)
 				}
 				if !ok {
 					continue // an orphan copy

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/rookhq/rook/dict"
+	"github.com/rookhq/rook/index"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -245,7 +246,7 @@ func (s *Store) lookup(id Key) (entry, bool, error) {
 		}
 	}
 	if err != nil || !ok {
-		return entry{}, false, err
+		return entry{}, false, s.indexErr(err)
 	}
 	e, err := decodeEntry(v)
 	if err != nil {
@@ -447,7 +448,18 @@ func (s *Store) ascend(from Key, fn func(Key, []byte) bool) error {
 		emit(keys[0], recent[keys[0]].encode())
 		keys = keys[1:]
 	}
-	return err
+	return s.indexErr(err)
+}
+
+// indexErr names the index file and the way out when a node of it is
+// damaged: the tree's own error knows only the offset, and opening the
+// index checks its meta slots, not every node, so a damaged node is met
+// only when a read comes to it. Errors stay ErrCorrupt underneath.
+func (s *Store) indexErr(err error) error {
+	if err == nil || !errors.Is(err, index.ErrCorrupt) {
+		return err
+	}
+	return fmt.Errorf("index %s is damaged (%w): run `rook store reindex` to rebuild it from the segments", s.indexPath(), err)
 }
 
 // List returns objects newest first (by creation time, then by position in

@@ -302,7 +302,7 @@ func (s *Store) recover() error {
 		for _, f := range recs {
 			end = f.end
 			if _, ok, err := s.tree.Get(f.id); err != nil {
-				return err
+				return s.indexErr(err)
 			} else if ok {
 				continue // already known: the index's copy stands
 			}
@@ -581,7 +581,7 @@ func (s *Store) loadRecent() error {
 		}
 		for _, f := range recs {
 			if _, ok, err := snap.Get(f.id); err != nil {
-				return err
+				return s.indexErr(err)
 			} else if ok {
 				continue // the index's copy stands
 			}

@@ -121,7 +121,7 @@ func (s *Store) put(kind Kind, data []byte, owned bool) (PutResult, error) {
 	}
 	var old *entry
 	if v, ok, err := s.tree.Get(id); err != nil {
-		return res, fmt.Errorf("index lookup: %w", err)
+		return res, s.indexErr(err)
 	} else if ok {
 		e, derr := decodeEntry(v)
 		if known, ok := s.verified[id]; derr == nil && ok && known == rest {

@@ -93,6 +93,13 @@ func (c *DoctorCmd) Run(e *Env) error {
 		if st, err := s.Stats(); err == nil {
 			r.Objects, r.Stored = st.Objects, st.Disk.Total
 		}
+		// Opening checks the index's meta slots, not its nodes: a lookup
+		// reads the path from the root, so a damaged root, which fails
+		// every read, is not called ok. (Deeper nodes are verify's.)
+		var nf *cas.NotFoundError
+		if _, err := s.Stat(cas.Key{}); err != nil && !errors.As(err, &nf) {
+			r.Problems = append(r.Problems, err.Error())
+		}
 		s.Close()
 	}
 	// The config file the retention commands read: one they would refuse

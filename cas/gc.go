@@ -81,11 +81,15 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 	hdrs := map[blockKey]recordHeader{}
 	liveIn := map[uint32]int{}
 	deadIn := map[uint32]int{}
+	// An entry that does not decode stops the walk with an error of its
+	// own: the walk returns nil when told to stop, and assigned to err
+	// would have overwritten it, leaving a plan of the entries before it.
+	var bad error
 	err = s.tree.Snapshot().Ascend(Key{}, func(id Key, v []byte) bool {
 		rep.Scanned++
 		e, derr := decodeEntry(v)
 		if derr != nil {
-			err = &CorruptError{ID: id, Inline: true, Reason: derr.Error()}
+			bad = &CorruptError{ID: id, Inline: true, Reason: derr.Error()}
 			return false
 		}
 		switch {
@@ -105,6 +109,9 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 		}
 		return true
 	})
+	if err == nil {
+		err = bad
+	}
 	if err != nil {
 		return rep, fmt.Errorf("plan gc: %w: nothing collected", s.indexErr(err))
 	}

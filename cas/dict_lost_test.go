@@ -340,3 +340,35 @@ func TestRepackNamesEveryMissingDictionary(t *testing.T) {
 		t.Fatalf("kept %v, want one segment waiting for dictionaries %v", got, ids)
 	}
 }
+
+// TestTrainSaysWhySampledObjectsDoNotRead: with the dictionary every
+// object of a kind was written with lost, none of them reads, and train
+// said only "training failed: no input provided". It now says how many of
+// the objects it sampled do not read and why (the dictionary file to put
+// back), and trains nothing.
+func TestTrainSaysWhySampledObjectsDoNotRead(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	first := trainMessages(t, s, 0, 0, 400)
+	if _, err := s.Repack(nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := fsys.Remove(filepath.Join(home, DictDir, dict.FileName(first))); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(home, Options{FS: fsys, Clock: testClock(), Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := s.Train(TrainOptions{Kinds: []Kind{KindMessage}, Samples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res[0]
+	if r.Kept || !strings.Contains(r.Reason, "200 of the 200 object(s) sampled cannot be read") ||
+		!strings.Contains(r.Reason, "dictionary 1 is missing") || !strings.Contains(r.Reason, "rook store verify") {
+		t.Fatalf("train with every sampled object unreadable: %+v", r)
+	}
+}

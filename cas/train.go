@@ -116,12 +116,26 @@ func (s *Store) trainKind(k Kind, opts TrainOptions) (TrainResult, error) {
 	// An even spread over the kind's objects, newest to oldest.
 	step := max(1, len(objs)/opts.Samples)
 	var sample [][]byte
+	unreadable := 0
+	var firstErr error
 	for i := 0; i < len(objs) && len(sample) < opts.Samples; i += step {
 		b, err := s.Get(objs[i].ID)
 		if err != nil {
-			continue // verify reports it; training can do without
+			// verify reports it; training can do without, while enough
+			// of the sample reads
+			unreadable++
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
 		}
 		sample = append(sample, b)
+	}
+	if unreadable > 0 && len(sample) < min(opts.MinObjects, opts.Samples) {
+		// Not "training failed: no input provided": the objects are
+		// there, and what stops them reading is what to fix.
+		res.Reason = fmt.Sprintf("%d of the %d object(s) sampled cannot be read (the first: %v): a dictionary needs at least %d to learn from; `rook store verify` lists every object that does not read", unreadable, unreadable+len(sample), firstErr, opts.MinObjects)
+		return res, nil
 	}
 	// Train on half, measure on the other half, so the estimate is not
 	// flattered by measuring on what the dictionary was built from (with

@@ -130,7 +130,21 @@ func (r *Rook) checkpointRef(name string, lines []refLine) CheckpointRef {
 	return ref
 }
 
-// Checkpoints lists the named checkpoints, newest first.
+// UnreadableRefsError lists the checkpoints a listing left out because
+// their ref file does not parse; each error names the file and what to do.
+type UnreadableRefsError struct {
+	Names []string
+	Errs  []error
+}
+
+func (e *UnreadableRefsError) Error() string {
+	return fmt.Sprintf("%d checkpoint(s) do not read and are not listed (%s): fix the ref file, or `rook checkpoint rm NAME` removes the checkpoint", len(e.Errs), strings.Join(e.Names, ", "))
+}
+
+// Checkpoints lists the named checkpoints, newest first. A ref file that
+// does not parse is left out, not the end of the listing: the others are
+// returned with an *UnreadableRefsError naming it (rm is how it is got
+// rid of, and the listing is how its name is found).
 func (r *Rook) Checkpoints() ([]CheckpointRef, error) {
 	ents, err := r.fs.ReadDir(filepath.Join(r.home, RefsDir, "checkpoints"))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -140,17 +154,24 @@ func (r *Rook) Checkpoints() ([]CheckpointRef, error) {
 		return nil, err
 	}
 	var out []CheckpointRef
+	var bad []error
+	var badNames []string
 	for _, e := range ents {
 		if !checkpointName.MatchString(e.Name()) {
 			continue // a temp file of the durable-write helper
 		}
 		lines, err := r.readRef(e.Name())
 		if err != nil {
-			return nil, err
+			bad = append(bad, fmt.Errorf("%w: fix the file, or `rook checkpoint rm %s` removes the checkpoint", err, e.Name()))
+			badNames = append(badNames, e.Name())
+			continue
 		}
 		out = append(out, r.checkpointRef(e.Name(), lines))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.After(out[j].Created) })
+	if len(bad) > 0 {
+		return out, &UnreadableRefsError{Names: badNames, Errs: bad}
+	}
 	return out, nil
 }
 

@@ -339,18 +339,37 @@ func (c *CheckpointLsCmd) Run(e *Env) error {
 	}
 	defer r.Close()
 	refs, err := r.Checkpoints()
-	if err != nil {
+	var unreadable *agent.UnreadableRefsError
+	if err != nil && !errors.As(err, &unreadable) {
 		return err
+	}
+	// The checkpoints that read are listed, and the ones that do not are
+	// named after them, each with what to do, and exit 1.
+	done := func() error {
+		if unreadable == nil {
+			return nil
+		}
+		if !e.JSON {
+			for _, err := range unreadable.Errs {
+				fmt.Fprintf(e.Stderr, "rook: %s\n", terminalLine(err.Error()))
+			}
+		}
+		return &exitError{code: ExitFailure, msg: unreadable.Error()}
 	}
 	if e.JSON {
 		if refs == nil {
 			refs = []agent.CheckpointRef{}
 		}
-		return e.printJSON(refs)
+		if err := e.printJSON(refs); err != nil {
+			return err
+		}
+		return done()
 	}
 	if len(refs) == 0 {
-		fmt.Fprintln(e.Stdout, "no checkpoints: `rook checkpoint create NAME` makes one")
-		return nil
+		if unreadable == nil {
+			fmt.Fprintln(e.Stdout, "no checkpoints: `rook checkpoint create NAME` makes one")
+		}
+		return done()
 	}
 	t := &table{right: map[int]bool{2: true, 3: true}}
 	t.add("name", "object", "files", "size", "created", "root")
@@ -358,7 +377,7 @@ func (c *CheckpointLsCmd) Run(e *Env) error {
 		t.add(ref.Name, cas.Short(ref.ID), fmt.Sprint(ref.Files), formatBytes(ref.Bytes), shownTimeSec(ref.Created), ref.Root)
 	}
 	t.write(e.Stdout)
-	return nil
+	return done()
 }
 
 // CheckpointRestoreCmd is `rook checkpoint restore`.

@@ -153,7 +153,13 @@ func (r *Rook) walkRefs(mark func(ref string, id cas.Key), bad func(ref string, 
 					bad(refName(r.home, p), err)
 					continue
 				}
-				return fmt.Errorf("ref %s: %v: gc refuses to sweep with an incomplete mark", p, err)
+				// Say the way out, as verify does: what the file names is
+				// unknown until it is fixed or gone.
+				fix := "fix or remove the file"
+				if filepath.Base(dir) == "checkpoints" && filepath.Dir(dir) == filepath.Join(r.home, RefsDir) {
+					fix = fmt.Sprintf("fix the file, or `rook checkpoint rm %s` removes the checkpoint", e.Name())
+				}
+				return fmt.Errorf("ref %s: %v: gc refuses to sweep with an incomplete mark; %s", p, err, fix)
 			}
 			rel := refName(r.home, p)
 			for _, l := range lines {

@@ -38,6 +38,9 @@ type GCReport struct {
 	SegmentsRemoved   int   `json:"segments_removed"`
 	DiskBefore        int64 `json:"disk_before"`
 	DiskAfter         int64 `json:"disk_after"`
+	// MovedDamaged: damaged segments no index entry pointed into any
+	// more, moved from segments/ to torn/ (as repack does).
+	MovedDamaged []string `json:"moved_damaged,omitempty"`
 	// TempFiles and TempBytes: the temporary files of durable writes a
 	// crash left, removed (a dry run: to remove). The caller that knows
 	// every part of the home fills them (agent.Rook.GC).
@@ -135,7 +138,7 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 		return rep, nil
 	}
 	st, err := s.rewriteLocked(targets, func(id Key, _ entry) bool { return !dead[id] }, opts.Progress)
-	rep.SegmentsRewritten, rep.SegmentsRemoved = st.rewritten, st.removed
+	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.MovedDamaged = st.rewritten, st.removed, st.movedDamaged
 	if err != nil {
 		return rep, err
 	}
@@ -155,6 +158,9 @@ type RepackReport struct {
 	DiskBefore        int64    `json:"disk_before"`
 	DiskAfter         int64    `json:"disk_after"`
 	Kept              []string `json:"kept_damaged,omitempty"`
+	// MovedDamaged: damaged segments no index entry pointed into any
+	// more, moved from segments/ to torn/.
+	MovedDamaged []string `json:"moved_damaged,omitempty"`
 	// KeptNeedsDict: segments kept, undamaged, because records in them
 	// need a dictionary that cannot be loaded (its file is missing or
 	// damaged); what they hold reads again once the file is put back. A
@@ -201,6 +207,7 @@ func (s *Store) Repack(progress func(done, total int64)) (RepackReport, error) {
 	}
 	st, err := s.rewriteLocked(targets, func(Key, entry) bool { return true }, progress)
 	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.Objects, rep.Kept, rep.KeptNeedsDict = st.rewritten, st.removed, st.moved, st.kept, st.keptNeedsDict
+	rep.MovedDamaged = st.movedDamaged
 	rep.StoredAfter = s.totalStored()
 	if after, derr := s.diskUsage(); derr == nil {
 		rep.DiskAfter = after.Total
@@ -221,12 +228,14 @@ type rewriteStats struct {
 	moved              int64
 	kept               []string      // damaged segments left in place
 	keptNeedsDict      []KeptSegment // undamaged ones left for their dictionary
+	movedDamaged       []string      // damaged segments nothing needed, moved to torn/
 }
 
 // rewriteLocked moves the objects keep accepts out of the target segments
 // into new blocks, drops the entries of the ones it rejects, commits the
 // index, and deletes the targets. A target with damage is rewritten but
-// not deleted: what it still holds is reported, never thrown away.
+// not deleted: what it still holds is reported, never thrown away. Once no
+// index entry points into it, it is moved to torn/, as a torn tail is.
 func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) bool, progress func(done, total int64)) (rewriteStats, error) {
 	var st rewriteStats
 	// What a rewrite moves is old and read in bulk, if at all.
@@ -252,6 +261,11 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 		}
 	}
 	var removable []uint32
+	type keptSeg struct {
+		n   uint32
+		msg string
+	}
+	var damaged []keptSeg
 	for _, n := range nums {
 		damage, _, err := s.scanSegment(n, 0, func(r *scannedRecord) error {
 			for i, m := range r.members {
@@ -300,7 +314,7 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 				}
 			}
 			if bad != nil {
-				st.kept = append(st.kept, fmt.Sprintf("%s (%s)", segName(n), bad))
+				damaged = append(damaged, keptSeg{n, fmt.Sprintf("%s (%s)", segName(n), bad)})
 			} else {
 				// Every dictionary the segment waits for, once each: its
 				// records may need several (one per kind), and naming the
@@ -329,6 +343,37 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 	if err := s.tree.Compact(); err != nil {
 		return st, s.fail(fmt.Errorf("compact index: %w", err))
 	}
+	// A damaged segment that no entry points into any more (what read
+	// moved; what did not was put again elsewhere, or forgotten by a
+	// reindex) holds nothing rook can read, and left in segments/ it made
+	// verify fail for good, with no command to end it. Its bytes go to
+	// torn/, kept for inspection.
+	if len(damaged) > 0 {
+		used := map[uint32]bool{}
+		if err := s.tree.Snapshot().Ascend(Key{}, func(_ Key, v []byte) bool {
+			if e, err := decodeEntry(v); err == nil {
+				used[e.Loc.Segment] = true
+			} else {
+				used = nil // cannot tell: keep them all
+				return false
+			}
+			return true
+		}); err != nil {
+			used = nil
+		}
+		for _, d := range damaged {
+			if used == nil || used[d.n] {
+				st.kept = append(st.kept, d.msg)
+				continue
+			}
+			aside, err := s.moveToTorn(d.n)
+			if err != nil {
+				st.kept = append(st.kept, d.msg)
+				continue
+			}
+			st.movedDamaged = append(st.movedDamaged, fmt.Sprintf("%s (no object needs it any more; kept as %s)", d.msg, aside))
+		}
+	}
 	for _, n := range removable {
 		s.files.forget(n)
 		s.blocks.drop(n)
@@ -343,6 +388,25 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 		}
 	}
 	return st, nil
+}
+
+// moveToTorn moves a whole segment file to torn/ (named as a torn tail
+// cut at offset 0 is) and syncs both directories; it returns the new path.
+func (s *Store) moveToTorn(n uint32) (string, error) {
+	tornDir := filepath.Join(s.home, TornDir)
+	if err := s.fs.MkdirAll(tornDir, DirMode); err != nil {
+		return "", err
+	}
+	aside := filepath.Join(tornDir, fmt.Sprintf("%s.0.%d", segName(n), s.opts.Clock.Now().UnixNano()))
+	s.files.forget(n)
+	s.blocks.drop(n)
+	if err := s.fs.Rename(s.segPath(n), aside); err != nil {
+		return "", err
+	}
+	if err := s.fs.SyncDir(tornDir); err != nil {
+		return aside, err
+	}
+	return aside, s.fs.SyncDir(filepath.Join(s.home, SegmentsDir))
 }
 
 // stage queues an object for the next block of its kind, as Put does.

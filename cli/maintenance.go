@@ -160,6 +160,9 @@ func printGC(e *Env, rep cas.GCReport, grace time.Duration) {
 		return
 	}
 	fmt.Fprintf(w, "rewrote %d segment(s), removed %d; on disk %s → %s\n", rep.SegmentsRewritten, rep.SegmentsRemoved, formatBytes(rep.DiskBefore), formatBytes(rep.DiskAfter))
+	for _, m := range rep.MovedDamaged {
+		fmt.Fprintf(w, "moved damaged segment %s\n", m)
+	}
 	if rep.TooNew > 0 {
 		fmt.Fprintln(w, "objects written in the grace period are kept: a capture in flight looks like garbage until the event naming it lands")
 	}
@@ -203,6 +206,9 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 			formatBytes(rep.StoredBefore), formatBytes(rep.StoredAfter), formatBytes(rep.DiskBefore), formatBytes(rep.DiskAfter))
 		for _, k := range rep.Kept {
 			fmt.Fprintf(e.Stdout, "kept damaged segment %s: `rook store verify` lists what it affects\n", k)
+		}
+		for _, k := range rep.MovedDamaged {
+			fmt.Fprintf(e.Stdout, "moved damaged segment %s\n", k)
 		}
 		for _, k := range rep.KeptNeedsDict {
 			fmt.Fprintf(e.Stdout, "kept segment %s: its records need dictionary %d, which cannot be loaded (%s): put %s back from a backup\n", k.Segment, k.Dict, k.Problem, k.File)

@@ -1028,6 +1028,11 @@ func (l *Log) SummaryOf(m Meta) (Summary, error) {
 		return s, err
 	}
 	defer f.Close()
+	// The last record and the totals one (at most cumEvery-1 back) are
+	// near the end: read at once (a short log is already, whole).
+	if err := r.holdTail(wholeLog); err != nil {
+		return s, err
+	}
 	last, ok, err := r.last()
 	if err != nil {
 		return s, err

@@ -1313,3 +1313,47 @@ func TestReadsWithoutABreakDoNotLookAtTheMarker(t *testing.T) {
 		t.Fatalf("5 reads without a break looked at the marker %d times", looks)
 	}
 }
+
+// A summary reads a short log whole and a long one's tail at once: on
+// either side of wholeLog, and across a totals record, its counts are
+// those of the events themselves.
+func TestSummaryOnEitherSideOfWholeLog(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	label := strings.Repeat("l", 100)
+	want := map[ID][3]uint64{}
+	for _, n := range []int{0, 1, 63, 64, 65, 440, 470, 500, 1500} {
+		m := mustCreate(t, l, "s")
+		var in, out uint64
+		for i := 0; i < n; i++ {
+			ev := Event{Kind: KindUser, Body: body(i), Label: label, TokensIn: uint64(i*7 + 1), TokensOut: uint64(i % 5)}
+			if _, err := l.Append(m.ID, ev); err != nil {
+				t.Fatal(err)
+			}
+			in, out = in+ev.TokensIn, out+ev.TokensOut
+		}
+		want[m.ID] = [3]uint64{uint64(n), in, out}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open("/h/events", Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := false
+	for id, w := range want {
+		fi, err := fsys.Stat(ro.logPath(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		long = long || fi.Size() > wholeLog
+		s, err := ro.Summary(id)
+		if err != nil || [3]uint64{s.Events, s.TokensIn, s.TokensOut} != w {
+			t.Fatalf("log of %d bytes: %d events, %d/%d tokens (%v), want %v", fi.Size(), s.Events, s.TokensIn, s.TokensOut, err, w)
+		}
+	}
+	if !long {
+		t.Fatal("no log longer than wholeLog")
+	}
+}

@@ -22,7 +22,17 @@ type reader struct {
 	id   ID
 	base int64 // the header's base time
 	size int64
+	// held: the file's bytes [heldOff, heldOff+len(held)), read at once
+	// (a short log whole, with its header; a long one's tail, holdTail)
+	// and not again: a summary reads a short log's records up to three
+	// times (its last, the totals record, the records after it).
+	held    []byte
+	heldOff int64
 }
+
+// wholeLog is the size up to which newReader reads a log whole, in the
+// read that takes its header: most sessions' logs are shorter.
+const wholeLog = 64 << 10
 
 func newReader(f vfs.File, id ID) (*reader, error) {
 	st, err := f.Stat()
@@ -30,6 +40,9 @@ func newReader(f vfs.File, id ID) (*reader, error) {
 		return nil, err
 	}
 	hdr := make([]byte, logHeaderSize)
+	if st.Size() > logHeaderSize && st.Size() <= wholeLog {
+		hdr = make([]byte, st.Size())
+	}
 	if _, err := f.ReadAt(hdr, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
@@ -40,7 +53,26 @@ func newReader(f vfs.File, id ID) (*reader, error) {
 	if h.id != id {
 		return nil, fmt.Errorf("session %s: %w: log header names session %s", id, ErrBadRecord, h.id)
 	}
-	return &reader{f: f, id: id, base: h.base, size: st.Size()}, nil
+	r := &reader{f: f, id: id, base: h.base, size: st.Size()}
+	if len(hdr) > logHeaderSize {
+		r.held = hdr
+	}
+	return r, nil
+}
+
+// holdTail reads the last n bytes of the log at once, for the reads near
+// its end that follow (a summary's) to take from memory.
+func (r *reader) holdTail(n int64) error {
+	off := max(0, r.size-n)
+	if r.held != nil && r.heldOff <= off {
+		return nil
+	}
+	b, err := r.chunk(off, int(r.size-off))
+	if err != nil {
+		return err
+	}
+	r.held, r.heldOff = b, off
+	return nil
 }
 
 // chunk reads [off, off+n) clipped to the file.
@@ -49,6 +81,11 @@ func (r *reader) chunk(off int64, n int) ([]byte, error) {
 		return nil, nil
 	}
 	n = int(min(int64(n), r.size-off))
+	if off >= r.heldOff && off+int64(n) <= r.heldOff+int64(len(r.held)) {
+		// Capped: a caller's append must not write over what is held.
+		i := int(off - r.heldOff)
+		return r.held[i : i+n : i+n], nil
+	}
 	b := make([]byte, n)
 	if _, err := r.f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
@@ -81,7 +118,9 @@ func (r *reader) scan(off int64, fn func(off int64, rec record) bool) (int64, er
 	const window = 64 << 10
 	var buf []byte
 	bufOff := off
-	var prev *Event
+	// The seq before, not a pointer to its record: that would put each
+	// record on the heap.
+	prev, started := uint64(0), false
 	for off < r.size {
 		if off+maxRecordSize > bufOff+int64(len(buf)) && bufOff+int64(len(buf)) < r.size {
 			b, err := r.chunk(off, window)
@@ -94,13 +133,13 @@ func (r *reader) scan(off int64, fn func(off int64, rec record) bool) (int64, er
 		if err != nil {
 			return off, err
 		}
-		if prev != nil && rec.Seq != prev.Seq+1 {
-			return off, fmt.Errorf("%w: seq %d follows %d", ErrBadRecord, rec.Seq, prev.Seq)
+		if started && rec.Seq != prev+1 {
+			return off, fmt.Errorf("%w: seq %d follows %d", ErrBadRecord, rec.Seq, prev)
 		}
 		if !fn(off, rec) {
 			return off, nil
 		}
-		prev = &rec.Event
+		prev, started = rec.Seq, true
 		off += int64(n)
 	}
 	return off, nil
@@ -176,16 +215,16 @@ func (r *reader) find(seq uint64) (int64, record, error) {
 			hi = mid
 		}
 	}
-	var found *record
-	var at int64
+	var found record
+	at := int64(-1)
 	stop, err := r.scan(lo, func(off int64, rec record) bool {
 		if rec.Seq == seq {
-			found, at = &rec, off
+			found, at = rec, off
 		}
 		return rec.Seq < seq
 	})
-	if found != nil {
-		return at, *found, nil
+	if at >= 0 {
+		return at, found, nil
 	}
 	if err != nil && !errors.Is(err, ErrBadRecord) {
 		return 0, record{}, err

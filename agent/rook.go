@@ -263,7 +263,7 @@ func activeBefore(a, b eventlog.Summary) bool {
 	if ta, tb := touched(a), touched(b); !ta.Equal(tb) {
 		return ta.Before(tb)
 	}
-	return a.ID.String() < b.ID.String()
+	return a.ID.Compare(b.ID) < 0
 }
 
 // SortByLastActive orders sessions most recently active first.

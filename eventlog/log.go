@@ -466,7 +466,7 @@ func (l *Log) metaLocked(id ID) (Meta, error) {
 
 // readMetaFile reads a session's metadata file.
 func (l *Log) readMetaFile(id ID) (Meta, error) {
-	b, err := vfs.ReadFile(l.fs, l.metaPath(id))
+	b, err := vfs.ReadOwnFile(l.fs, l.metaPath(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Meta{}, fmt.Errorf("%w: %s", ErrNoSession, id)
 	}
@@ -569,7 +569,7 @@ func (l *Log) openSession(id ID) (f vfs.File, r *reader, err error) {
 
 // openLog opens a session's log for reading; the caller closes f.
 func (l *Log) openLog(id ID) (f vfs.File, r *reader, err error) {
-	f, err = l.fs.OpenFile(l.logPath(id), os.O_RDONLY, 0)
+	f, err = vfs.OpenOwn(l.fs, l.logPath(id))
 	if err != nil {
 		return nil, nil, fmt.Errorf("session %s: %w", id, err)
 	}
@@ -994,7 +994,7 @@ func (l *Log) IDs() ([]ID, error) {
 			out = append(out, id)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	slices.SortFunc(out, ID.Compare)
 	return slices.Compact(out), nil
 }
 
@@ -1029,7 +1029,9 @@ func (l *Log) SummaryOf(m Meta) (Summary, error) {
 	}
 	defer f.Close()
 	// The last record and the totals one (at most cumEvery-1 back) are
-	// near the end: read at once (a short log is already, whole).
+	// near the end: read at once (a short log is already, whole). Their
+	// labels are not wanted.
+	r.noLabels = true
 	if err := r.holdTail(wholeLog); err != nil {
 		return s, err
 	}
@@ -1068,6 +1070,7 @@ func (l *Log) TokensBefore(id ID, seq uint64) (in, out uint64, err error) {
 		return 0, 0, err
 	}
 	defer f.Close()
+	r.noLabels = true
 	return r.totals(Event{Seq: seq - 1})
 }
 

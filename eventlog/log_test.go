@@ -1357,3 +1357,27 @@ func TestSummaryOnEitherSideOfWholeLog(t *testing.T) {
 		t.Fatal("no log longer than wholeLog")
 	}
 }
+
+// Compare orders ids as their text does, which is the order listings and
+// `last` go by: on ids that differ in any byte, at either end of its
+// values.
+func TestIDCompareOrdersAsTheText(t *testing.T) {
+	var ids []ID
+	for i := range 16 {
+		for _, v := range []byte{0, 1, 0x1f, 0x20, 0x7f, 0x80, 0xfe, 0xff} {
+			var id ID
+			id[i] = v
+			ids = append(ids, id)
+			id[15-i] ^= 0xa5
+			ids = append(ids, id)
+		}
+	}
+	sign := func(n int) int { return min(max(n, -1), 1) }
+	for _, a := range ids {
+		for _, b := range ids {
+			if got, want := a.Compare(b), sign(strings.Compare(a.String(), b.String())); got != want {
+				t.Fatalf("%s.Compare(%s) = %d, the text says %d", a, b, got, want)
+			}
+		}
+	}
+}

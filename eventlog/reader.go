@@ -28,6 +28,14 @@ type reader struct {
 	// times (its last, the totals record, the records after it).
 	held    []byte
 	heldOff int64
+	// noLabels: the records read leave their labels out (decodeRecordLabel),
+	// for a reader that does not show them.
+	noLabels bool
+}
+
+// decode is decodeRecord as r reads records.
+func (r *reader) decode(b []byte) (record, int, error) {
+	return decodeRecordLabel(b, r.base, !r.noLabels)
 }
 
 // wholeLog is the size up to which newReader reads a log whole, in the
@@ -104,7 +112,7 @@ func (r *reader) nextRecord(off, limit int64) (int64, Event, bool, error) {
 		return 0, Event{}, false, err
 	}
 	for i := 0; int64(i) < limit-off && i < len(b); i++ {
-		if rec, _, err := decodeRecord(b[i:], r.base); err == nil {
+		if rec, _, err := r.decode(b[i:]); err == nil {
 			return off + int64(i), rec.Event, true, nil
 		}
 	}
@@ -129,7 +137,7 @@ func (r *reader) scan(off int64, fn func(off int64, rec record) bool) (int64, er
 			}
 			buf, bufOff = b, off
 		}
-		rec, n, err := decodeRecord(buf[off-bufOff:], r.base)
+		rec, n, err := r.decode(buf[off-bufOff:])
 		if err != nil {
 			return off, err
 		}
@@ -160,7 +168,7 @@ func (r *reader) walk() (stop int64, at uint64, err error) {
 			if err != nil {
 				return off, 0, err
 			}
-			rec, _, err := decodeRecord(b, r.base)
+			rec, _, err := r.decode(b)
 			if err != nil {
 				return off, 0, err
 			}

@@ -204,24 +204,40 @@ func appendRecord(dst []byte, rec *record, base int64) []byte {
 	return dst
 }
 
+// The errors of bytes that are not a record at all, made once: a reader
+// looking for where records start (nextRecord) meets one at nearly every
+// offset it tries.
+var (
+	errTruncated = fmt.Errorf("%w: truncated", ErrBadRecord)
+	errBadLength = fmt.Errorf("%w: bad length", ErrBadRecord)
+	errChecksum  = fmt.Errorf("%w: checksum mismatch", ErrBadRecord)
+)
+
 // decodeRecord reads one record from the front of b and returns it with
 // its length. It never panics.
 func decodeRecord(b []byte, base int64) (record, int, error) {
+	return decodeRecordLabel(b, base, true)
+}
+
+// decodeRecordLabel is decodeRecord; without label, the record's label is
+// checked but left empty, not copied out (a reader that wants only seqs and
+// tokens: a summary).
+func decodeRecordLabel(b []byte, base int64, label bool) (record, int, error) {
 	var rec record
 	ev := &rec.Event
 	if len(b) < 5 {
-		return rec, 0, fmt.Errorf("%w: truncated", ErrBadRecord)
+		return rec, 0, errTruncated
 	}
 	n, w := binary.Uvarint(b[4:])
 	if w <= 0 || n > maxRecordSize {
-		return rec, 0, fmt.Errorf("%w: bad length", ErrBadRecord)
+		return rec, 0, errBadLength
 	}
 	total := 4 + w + int(n)
 	if total > len(b) {
-		return rec, 0, fmt.Errorf("%w: truncated", ErrBadRecord)
+		return rec, 0, errTruncated
 	}
 	if crc32.Checksum(b[4:total], castagnoli) != binary.LittleEndian.Uint32(b) {
-		return rec, 0, fmt.Errorf("%w: checksum mismatch", ErrBadRecord)
+		return rec, 0, errChecksum
 	}
 	body := b[4+w : total]
 	if len(body) < 1+2+16+3 {
@@ -274,14 +290,16 @@ func decodeRecord(b []byte, base int64) (record, int, error) {
 		}
 	}
 	ev.TokensIn, ev.TokensOut = vals[0], vals[1]
-	label := vals[nvals-1]
+	labelLen := vals[nvals-1]
 	if nvals == 5 {
 		rec.CumIn, rec.CumOut = vals[2], vals[3]
 	}
-	if label > MaxLabel || int(label) != len(body)-p {
+	if labelLen > MaxLabel || int(labelLen) != len(body)-p {
 		return rec, 0, fmt.Errorf("%w: label length", ErrBadRecord)
 	}
-	ev.Label = string(body[p:])
+	if label {
+		ev.Label = string(body[p:])
+	}
 	rec.n = total
 	return rec, total, nil
 }

@@ -247,3 +247,24 @@ func TestRemoveInFlight(t *testing.T) {
 		t.Fatalf("left: %v", tmp)
 	}
 }
+
+// OpenOwn opens as os.Open does, without the poller: the same bytes, and
+// for a file that is not there the same error, which callers test with
+// errors.Is and show.
+func TestOpenOwnIsOpen(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "f")
+	if err := os.WriteFile(name, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := vfs.ReadOwnFile(vfs.OS, name)
+	if err != nil || string(b) != "hello" {
+		t.Fatalf("read %q, %v", b, err)
+	}
+	missing := filepath.Join(dir, "missing")
+	_, err = vfs.OpenOwn(vfs.OS, missing)
+	_, oserr := os.Open(missing)
+	if !errors.Is(err, fs.ErrNotExist) || err.Error() != oserr.Error() {
+		t.Fatalf("missing file: %v, os.Open says %v", err, oserr)
+	}
+}

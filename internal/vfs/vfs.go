@@ -116,6 +116,20 @@ func ReadFile(fsys FS, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readAll(f)
+}
+
+// ReadOwnFile is ReadFile of a file the store wrote itself (OpenOwn).
+func ReadOwnFile(fsys FS, name string) ([]byte, error) {
+	f, err := OpenOwn(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	return readAll(f)
+}
+
+// readAll reads f to its end and closes it.
+func readAll(f File) ([]byte, error) {
 	defer f.Close()
 	// Read into a buffer of the size the file says it has, as os.ReadFile
 	// does, instead of growing one: a transcript of many MiB is read at
@@ -125,7 +139,7 @@ func ReadFile(fsys FS, name string) ([]byte, error) {
 		size = int(fi.Size()) // what fits an int, with room for the last read
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size+512))
-	_, err = buf.ReadFrom(f)
+	_, err := buf.ReadFrom(f)
 	return buf.Bytes(), err
 }
 

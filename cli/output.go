@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -45,6 +46,11 @@ func (t *table) write(w io.Writer) {
 			}
 		}
 	}
+	// Buffered: a write per row was a system call per row, 5,000 of
+	// them for a long session ls.
+	bw := bufio.NewWriter(w)
+	defer bw.Flush()
+	w = bw
 	total := 0
 	for i, r := range t.rows {
 		var b strings.Builder

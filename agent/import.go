@@ -872,7 +872,8 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	var m eventlog.Meta
 	movedFrom := "" // the path m was imported from, where this file was
 	var rewrittenOf *eventlog.Meta
-	prefix := "" // the SHA-256 of the file's first bytes, as many as m holds
+	prefix := ""           // the SHA-256 of the file's first bytes, as many as m holds
+	var probe *sourceProbe // a streamed file, read as far as a session holds
 	for _, c := range names.candidates(r.fs, f.path) {
 		done, err := r.importedBytes(c)
 		if err != nil {
@@ -889,8 +890,18 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		}
 		prefix = ""
 		if prep.streamed {
-			if size, full, prefix, err = r.hashSource(f.path, done.size); err != nil {
+			if probe == nil {
+				probe = &sourceProbe{r: r, path: f.path}
+				defer probe.close()
+			}
+			var more bool
+			if size, full, prefix, more, err = probe.to(done.size); err != nil {
 				return fail(err)
+			}
+			if more {
+				// Longer than the session: how much, and its sum, are
+				// known once the pass below has read it to its end.
+				size, full = done.size+1, ""
 			}
 		} else if done.size == size {
 			prefix = prep.full // the whole file, hashed already
@@ -1038,33 +1049,33 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			mapper, endsLine = prep.sm, size > prep.base && prep.data[size-prep.base-1] == '\n'
 		}
 	} else {
-		rc, _, err := r.openSource(f.path)
-		if err != nil {
-			return fail(err)
-		}
-		defer rc.Close()
 		// The bytes before start are read again, for the check that they
-		// are still those the session holds (ph, below). With a state,
-		// they are only hashed, through one buffer, and checked before
-		// any line is read; their lines are not mapped again.
+		// are still those the session holds (ph, below), unless there is
+		// a state: then the lines before are not mapped again, and the
+		// pass goes on from where the probe above checked them.
 		sm := newSourceMapper(opts.Format, f.path, opts.MinCut)
 		base := int64(0) // where the chunks begin
 		var hashed hash.Hash
+		var in io.Reader
 		if state != nil && sm.restore(*state) {
-			hashed = sha256.New()
-			if n, err := io.CopyBuffer(hashed, io.LimitReader(rc, start), make([]byte, 1<<20)); err != nil {
-				return fail(err)
-			} else if n != start || hex.EncodeToString(hashed.Sum(nil)) != prefix {
+			if probe == nil || probe.n != start {
+				// (Not what the probe found the session holds: never
+				// so, it says the file is grown, perhaps by nothing.)
 				return fail(changedUnder(start, fi.sess.ID))
 			}
+			in, hashed = probe.rest(), probe.h
 			base, fi.lineNo = start, 1+state.Lines
 		} else {
 			sm = newSourceMapper(opts.Format, f.path, opts.MinCut) // not half restored
+			rc, _, err := r.openSource(f.path)
+			if err != nil {
+				return fail(err)
+			}
+			defer rc.Close()
+			in = rc
 		}
-		var in io.Reader = rc
-		if res.Status != ImportNew {
-			in = io.LimitReader(rc, size-base) // the bytes hashed above, however the file grows
-		}
+		// Read to its end, however it grew since the probe: what is
+		// recorded, its size and sum, is what this pass read.
 		var info sourceSession // the mapper's, as of the chunk being stored
 		fi.info, fi.captured = func() sourceSession { return info }, sm.captured
 		cr := newChunkReader(in, opts.streamChunkBytes())
@@ -1122,10 +1133,10 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		stop() // the reader's size and sum are final once it is done
 		// What was read and taken in; for a file imported before, the bytes
 		// hashed above, unless it changed in between.
-		if res.Status == ImportNew {
-			length = cr.size // read through, not only as far as hashed
-		}
 		size, full = cr.size, cr.sum()
+		if !fi.noEntry {
+			length = cr.size // read through to its end
+		}
 		if !fi.noEntry {
 			mapper, endsLine = sm, last == '\n'
 		}

@@ -140,25 +140,83 @@ func (r *Rook) readHead(path string, n int64) ([]byte, bool, error) {
 	return b, zst, err
 }
 
-// hashSource reads a source file through and returns its size, its
-// SHA-256 and that of its first at bytes (of the whole file if shorter).
-func (r *Rook) hashSource(path string, at int64) (size int64, full, prefix string, err error) {
-	rc, _, err := r.openSource(path)
-	if err != nil {
-		return 0, "", "", err
+// sourceProbe reads a streamed source file from its start, hashing it, as
+// far as the bytes a session of it holds, and one byte more: is it that
+// session's file, unchanged, cut short or grown? A grown file is then read
+// on from there by the pass that takes it in (rest), with the same hash:
+// the file is read once, not hashed through and then read again (on a 95
+// MB rollout grown by a line, twice its bytes).
+type sourceProbe struct {
+	r    *Rook
+	path string
+	rc   io.ReadCloser // nil until the first look
+	h    hash.Hash     // of the n bytes read
+	n    int64
+	peek []byte // the byte read past n, not hashed yet (none at the end)
+}
+
+// to reads the file as far as at bytes and says how far it reached (size,
+// and full, the SHA-256 of all of it, when it ends there or before) or
+// that it goes on past at (more: size and full are not known yet). prefix
+// is the SHA-256 of its first at bytes (of all of it if shorter), hex.
+func (p *sourceProbe) to(at int64) (size int64, full, prefix string, more bool, err error) {
+	if p.rc != nil && p.peek == nil && at >= p.n {
+		// Read through already, to its end at or before at.
+		sum := hex.EncodeToString(p.h.Sum(nil))
+		return p.n, sum, sum, false, nil
 	}
-	defer rc.Close()
-	h := sha256.New()
-	n, err := io.CopyN(h, rc, at)
-	if err != nil && err != io.EOF {
-		return 0, "", "", err
+	if p.rc == nil || at < p.n {
+		// From its start (again, for a session that holds less than
+		// one looked at before: rare).
+		p.close()
+		if p.rc, _, err = p.r.openSource(p.path); err != nil {
+			p.rc = nil
+			return 0, "", "", false, err
+		}
+		p.h, p.n, p.peek = sha256.New(), 0, []byte{}
 	}
-	prefix = hex.EncodeToString(h.Sum(nil))
-	m, err := io.Copy(h, rc)
-	if err != nil {
-		return 0, "", "", err
+	if at > p.n {
+		p.h.Write(p.peek)
+		p.n += int64(len(p.peek))
+		m, err := io.CopyBuffer(p.h, io.LimitReader(p.rc, at-p.n), make([]byte, 1<<20))
+		p.n += m
+		if err != nil {
+			return 0, "", "", false, err
+		}
+		p.peek = []byte{}
+		if p.n < at {
+			p.peek = nil // at its end
+		}
 	}
-	return n + m, hex.EncodeToString(h.Sum(nil)), prefix, nil
+	if p.peek != nil && len(p.peek) == 0 {
+		b := make([]byte, 1)
+		switch n, err := io.ReadFull(p.rc, b); {
+		case n == 1:
+			p.peek = b
+		case err == io.EOF:
+			p.peek = nil
+		default:
+			return 0, "", "", false, err
+		}
+	}
+	sum := hex.EncodeToString(p.h.Sum(nil))
+	if p.peek != nil {
+		return 0, "", sum, true, nil
+	}
+	return p.n, sum, sum, false, nil
+}
+
+// rest is the file from where to left off: the byte peeked, then the
+// rest. The hash goes on with what the caller reads.
+func (p *sourceProbe) rest() io.Reader {
+	return io.MultiReader(bytes.NewReader(p.peek), p.rc)
+}
+
+func (p *sourceProbe) close() {
+	if p.rc != nil {
+		p.rc.Close()
+		p.rc = nil
+	}
 }
 
 // chunkReader cuts what it reads into chunks of whole lines of about max

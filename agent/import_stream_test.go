@@ -242,21 +242,25 @@ func TestChunkedCorpusImportIsTheSame(t *testing.T) {
 	}
 }
 
-// A file that changes between the pass that hashes it and the pass that
-// takes it in fails, and its session keeps what it held; a file that only
-// grows in between is taken in up to what was hashed.
+// A file that changes while it is imported: grown again once the bytes its
+// session holds are read, it is taken in to its new end; rewritten when
+// the import opens it, it is a new session. Either way the session the
+// report names holds the file as it was read, byte for byte, and the next
+// import finds it unchanged. (The file is read once: the bytes its session
+// holds are checked, and the pass that takes it in goes on from there, with
+// a kept state, or reads it again from its start, with none.)
 func TestChunkedImportOfAFileChangingUnderIt(t *testing.T) {
 	src := "/src/p/c.jsonl"
 	a := claudeLines("c", 1)
 	ab := append(claudeLines("c", 1), claudeLines("c", 2)...)
 	for _, tc := range []struct {
-		name    string
-		then    []string
-		status  string
-		exports []string
+		name   string
+		atRead bool // changed once the bytes the session holds are read, else when opened
+		then   []string
+		status string
 	}{
-		{"grown", append(ab, claudeLines("c", 3)...), ImportGrown, ab},
-		{"rewritten", append(claudeLines("c", 7), claudeLines("c", 8)...), ImportFailed, a},
+		{"grown", true, append(ab, claudeLines("c", 3)...), ImportGrown},
+		{"rewritten", false, append(claudeLines("c", 7), claudeLines("c", 8)...), ImportRewritten},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fsys := vfs.NewMem()
@@ -264,24 +268,47 @@ func TestChunkedImportOfAFileChangingUnderIt(t *testing.T) {
 			writeSource(t, fsys, src, a, "")
 			mustImportChunked(t, r, src)
 			writeSource(t, fsys, src, ab, "")
-			opens := 0
+			opens, reads := 0, 0
 			fsys.SetHook(func(op vfs.Op, path string) error {
-				if op == vfs.OpOpenRead && path == src {
-					if opens++; opens == 3 { // readHead, hashSource, then the pass that takes it in
-						fsys.SetHook(nil)
-						writeSource(t, fsys, src, tc.then, "")
+				if path != src {
+					return nil
+				}
+				if op == vfs.OpOpenRead {
+					opens++
+				}
+				change := opens == 2 && op == vfs.OpOpenRead && !tc.atRead // readHead, then the import's read
+				if op == vfs.OpRead && opens >= 2 {
+					// The bytes the session holds, one past them, then on.
+					reads++
+					change = reads == 3 && tc.atRead
+				}
+				switch {
+				case change && tc.atRead:
+					// Written on, in place, as its agent does: what
+					// reads it sees the new lines.
+					fsys.SetHook(nil)
+					w, err := fsys.OpenFile(src, os.O_WRONLY|os.O_APPEND, 0)
+					if err != nil {
+						t.Fatal(err)
 					}
+					if _, err := w.Write(writeSourceBytes(tc.then[len(ab):], "")); err != nil {
+						t.Fatal(err)
+					}
+					w.Close()
+				case change:
+					fsys.SetHook(nil)
+					writeSource(t, fsys, src, tc.then, "")
 				}
 				return nil
 			})
 			rep := mustImportChunked(t, r, src)
+			fsys.SetHook(nil)
 			f := rep.Files[0]
-			if f.Status != tc.status || (tc.status == ImportFailed && !strings.Contains(f.Note, "changed while it was being imported")) {
-				t.Fatalf("status %s, note %q; want %s", f.Status, f.Note, tc.status)
+			if f.Status != tc.status || opens < 2 {
+				t.Fatalf("status %s, note %q, %d opens; want %s", f.Status, f.Note, opens, tc.status)
 			}
-			id := *sessionIDOf(t, r, src)
-			mustExport(t, r, id, []byte(strings.Join(tc.exports, "\n")+"\n"))
-			if again := mustImportChunked(t, r, src); tc.status == ImportFailed && again.Rewritten != 1 {
+			mustExport(t, r, *f.Session, []byte(strings.Join(tc.then, "\n")+"\n"))
+			if again := mustImportChunked(t, r, src); again.Unchanged != 1 {
 				t.Fatalf("the next import: %+v", again.Files[0])
 			}
 		})
@@ -546,4 +573,35 @@ func FuzzChunkedImport(f *testing.F) {
 			t.Fatalf("chunks of %d bytes:\n%s\nread whole:\n%s", int(chunk%512)+1, got, whole)
 		}
 	})
+}
+
+// A file read in chunks that grew is read once, from its start to its end:
+// the read that checks the bytes its session holds goes on through what it
+// grew by (it used to be hashed through, then read again).
+func TestChunkedImportReadsAGrownFileOnce(t *testing.T) {
+	setImportStateMin(t, 0)
+	src := "/src/p/o.jsonl"
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	var lines []string
+	for turn := 1; turn <= 4; turn++ {
+		lines = append(lines, claudeLines("o", turn)...)
+		writeSource(t, fsys, src, lines, "")
+		opens := 0
+		fsys.SetHook(func(op vfs.Op, path string) error {
+			if op == vfs.OpOpenRead && path == src {
+				opens++
+			}
+			return nil
+		})
+		f := mustImportChunked(t, r, src).Files[0]
+		fsys.SetHook(nil)
+		// Its first MiB, to tell its format, then the file, once its
+		// import state is kept (with none, the lines are mapped again
+		// from the start, a read of their own).
+		if turn > 2 && (f.Status != ImportGrown || opens != 2) {
+			t.Fatalf("turn %d: %s, opened %d times, want grown and 2", turn, f.Status, opens)
+		}
+	}
+	mustExport(t, r, *sessionIDOf(t, r, src), writeSourceBytes(lines, ""))
 }

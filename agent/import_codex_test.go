@@ -924,69 +924,81 @@ func TestCodexContextNotes(t *testing.T) {
 	}
 }
 
-// A .zst rollout damaged part way, read in chunks: the lines before the
-// damage are in its session, as many as the report says (the last one's
-// event waited for the next chunk's, which never came), and the next
-// import of the whole file takes in the rest.
+// A .zst rollout damaged part way: the lines before the damage are in its
+// session, as many as the report says (the last one's event waited for the
+// next chunk's, which never came), and the next import of the whole file
+// takes in the rest. The same whether it is read in chunks or, small, read
+// whole (which took in no line at all), and whether the damage is past the
+// MiB read ahead to tell the format or within it.
 func TestImportOfADamagedZstHoldsTheLinesItReports(t *testing.T) {
-	fsys := vfs.NewMem()
-	r := testRook(t, fsys)
-	plain, enc := codexMainAndEncoder(t)
-	// Over the MiB read ahead of the import (otherFormatHead), which a
-	// damage within fails whole.
-	for i := 0; len(plain) < 3<<20/2; i++ {
-		plain = fmt.Appendf(plain, `{"timestamp":"2026-01-02T04:00:00Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"%d %s"}]}}`+"\n", i, strings.Repeat("x", 4000))
+	for _, tc := range []struct {
+		name       string
+		chunk, big int
+	}{
+		{"in chunks", 1 << 16, 3 << 20 / 2},
+		{"read whole", 0, 3 << 20 / 2},
+		{"read whole, damaged within its first MiB", 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			chunk, big := tc.chunk, tc.big
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			plain, enc := codexMainAndEncoder(t)
+			for i := 0; len(plain) < big; i++ {
+				plain = fmt.Appendf(plain, `{"timestamp":"2026-01-02T04:00:00Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"%d %s"}]}}`+"\n", i, strings.Repeat("x", 4000))
+			}
+			// A frame a line, as a file compressed in pieces is: the frames
+			// before the damage decompress; the last is cut in half.
+			lines := bytes.SplitAfter(plain, []byte{'\n'})
+			lines = lines[:len(lines)-1] // after the last newline
+			var z []byte
+			for _, l := range lines {
+				z = enc.EncodeAll(l, z)
+			}
+			src := "/c/rollout-2026-01-02T03-04-05-" + codexMainID + ".jsonl.zst"
+			writeSourceFile(t, fsys, src, z[:len(z)-len(enc.EncodeAll(lines[len(lines)-1], nil))/2])
+			rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := fileByPath(t, rep, src)
+			if f.Status != ImportFailed || f.Session == nil || f.Lines == 0 {
+				t.Fatalf("the damaged file: %+v", f)
+			}
+			var buf bytes.Buffer
+			x, err := r.ExportSource(*f.Session, &buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x.Lines != f.Lines || !bytes.HasPrefix(plain, buf.Bytes()) {
+				t.Fatalf("the report says %d line(s) are in session %s, which holds %d", f.Lines, f.Session, x.Lines)
+			}
+			if !strings.Contains(f.Note, fmt.Sprintf("the %d line(s) before are in session", x.Lines)) {
+				t.Errorf("note: %s", f.Note)
+			}
+			// Again, still damaged: the file is read on from what its session
+			// holds (the lines the decoder gives before its error, which may be
+			// more than it gave the first time), and says, as before, that it did
+			// not decompress.
+			rep, err = r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			again := fileByPath(t, rep, src)
+			if again.Status != ImportFailed || !strings.HasPrefix(again.Note, "decompress: ") {
+				t.Errorf("imported again: %+v", again)
+			}
+			writeSourceFile(t, fsys, src, z)
+			rep, err = r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := fileByPath(t, rep, src); g.Status != ImportGrown || g.Lines+f.Lines+again.Lines != len(lines) {
+				t.Fatalf("imported whole: %+v (after %d and %d line(s))", g, f.Lines, again.Lines)
+			}
+			mustExport(t, r, *f.Session, plain)
+		})
 	}
-	// A frame a line, as a file compressed in pieces is: the frames
-	// before the damage decompress; the last is cut in half.
-	lines := bytes.SplitAfter(plain, []byte{'\n'})
-	lines = lines[:len(lines)-1] // after the last newline
-	var z []byte
-	for _, l := range lines {
-		z = enc.EncodeAll(l, z)
-	}
-	src := "/c/rollout-2026-01-02T03-04-05-" + codexMainID + ".jsonl.zst"
-	writeSourceFile(t, fsys, src, z[:len(z)-len(enc.EncodeAll(lines[len(lines)-1], nil))/2])
-	rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: 1 << 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := fileByPath(t, rep, src)
-	if f.Status != ImportFailed || f.Session == nil || f.Lines == 0 {
-		t.Fatalf("the damaged file: %+v", f)
-	}
-	var buf bytes.Buffer
-	x, err := r.ExportSource(*f.Session, &buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if x.Lines != f.Lines || !bytes.HasPrefix(plain, buf.Bytes()) {
-		t.Fatalf("the report says %d line(s) are in session %s, which holds %d", f.Lines, f.Session, x.Lines)
-	}
-	if !strings.Contains(f.Note, fmt.Sprintf("the %d line(s) before are in session", x.Lines)) {
-		t.Errorf("note: %s", f.Note)
-	}
-	// Again, still damaged: the file is read on from what its session
-	// holds (the lines the decoder gives before its error, which may be
-	// more than it gave the first time), and says, as before, that it did
-	// not decompress.
-	rep, err = r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: 1 << 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	again := fileByPath(t, rep, src)
-	if again.Status != ImportFailed || !strings.HasPrefix(again.Note, "decompress: ") {
-		t.Errorf("imported again: %+v", again)
-	}
-	writeSourceFile(t, fsys, src, z)
-	rep, err = r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: 1 << 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g := fileByPath(t, rep, src); g.Status != ImportGrown || g.Lines+f.Lines+again.Lines != len(lines) {
-		t.Fatalf("imported whole: %+v (after %d and %d line(s))", g, f.Lines, again.Lines)
-	}
-	mustExport(t, r, *f.Session, plain)
 }
 
 // An older Codex wrote a token_count's usage in the payload itself, with

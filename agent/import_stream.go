@@ -137,6 +137,12 @@ func (r *Rook) readHead(path string, n int64) ([]byte, bool, error) {
 	}
 	defer rc.Close()
 	b, err := io.ReadAll(io.LimitReader(rc, n))
+	if err != nil && zst && len(b) > 0 {
+		// A .zst damaged within its head: what decompressed tells its
+		// format, and the pass that takes it in meets the damage after
+		// the lines before it, and says so.
+		err = nil
+	}
 	return b, zst, err
 }
 
@@ -230,6 +236,7 @@ type chunkReader struct {
 	eof   bool
 	hash  hash.Hash // every byte returned goes through it
 	size  int64     // bytes returned so far
+	err   error     // reading failed, after the whole lines before were returned
 }
 
 func newChunkReader(r io.Reader, max int) *chunkReader {
@@ -239,6 +246,9 @@ func newChunkReader(r io.Reader, max int) *chunkReader {
 // next returns the next chunk, whether it is the last, and nil, true, nil
 // at the end.
 func (c *chunkReader) next() ([]byte, bool, error) {
+	if c.err != nil {
+		return nil, false, c.err
+	}
 	if c.eof && len(c.carry) == 0 {
 		return nil, true, nil
 	}
@@ -259,8 +269,17 @@ func (c *chunkReader) next() ([]byte, bool, error) {
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
 			c.eof = true
-		} else if err != nil {
+		} else if err != nil && cut < 0 {
 			return nil, false, err
+		} else if err != nil {
+			// (A .zst damaged part way.) The whole lines before are
+			// a chunk, taken in, not lost with the rest of the chunk;
+			// the error comes next.
+			c.err = err
+			buf = buf[:cut+1]
+			c.hash.Write(buf)
+			c.size += int64(len(buf))
+			return buf, false, nil
 		}
 	}
 	if !c.eof {

@@ -2211,10 +2211,14 @@ func (r *Rook) forksMadeInRook() (map[eventlog.ID][]eventlog.Meta, error) {
 	forks := map[eventlog.ID][]eventlog.Meta{}
 	for _, f := range ids {
 		m, err := r.Log.ReadMeta(f)
-		if err != nil || m.Parent == nil || m.ForkAt == nil || m.Source != nil {
+		if err != nil || m.Source != nil {
 			continue
 		}
-		forks[*m.Parent] = append(forks[*m.Parent], m)
+		// By the session its copy comes from: its parent, or past a
+		// removed one, its ancestor.
+		if from, _, ok := m.ForkedFrom(); ok {
+			forks[from] = append(forks[from], m)
+		}
 	}
 	return forks, nil
 }
@@ -2240,9 +2244,9 @@ func (r *Rook) leaveCopiedOutOfForks(forks map[eventlog.ID][]eventlog.Meta, id e
 			}
 			seen[f.ID] = true
 			var tin, tout uint64
-			if *f.ForkAt > 0 {
+			if _, at, _ := f.ForkedFrom(); at > 0 {
 				var err error
-				if tin, tout, err = r.Log.TokensBefore(p.id, *f.ForkAt); err != nil {
+				if tin, tout, err = r.Log.TokensBefore(p.id, at); err != nil {
 					return fmt.Errorf("fork %s: %w", f.ID, err)
 				}
 			}

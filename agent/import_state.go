@@ -237,6 +237,9 @@ func (r *Rook) importStateLive(path string) bool {
 // RemoveSession deletes a session (eventlog.Log.Remove) and what rook keeps
 // of it beside its log: its import state. It returns its event count.
 func (r *Rook) RemoveSession(id eventlog.ID) (uint64, error) {
+	if err := r.keepForksLinked(id); err != nil {
+		return 0, fmt.Errorf("session %s is not deleted: its forks: %w", id, err)
+	}
 	n, err := r.Log.Remove(id)
 	if err != nil {
 		return n, err
@@ -245,6 +248,46 @@ func (r *Rook) RemoveSession(id eventlog.ID) (uint64, error) {
 		return n, fmt.Errorf("session %s is deleted, but not its import state: %w", id, err)
 	}
 	return n, nil
+}
+
+// keepForksLinked gives the forks made in rook of id, before id goes,
+// the session their copy of id's events comes from in turn
+// (Meta.Ancestor): id's parent, of which they hold the first events up to
+// the lower of the two fork points. They stay orphans (their parent is
+// gone), but an import that links an imported ancestor to its parent
+// later still reaches them (tagForks) to leave out of their totals the
+// tokens it copied. Each fork's metadata is written whole before id is
+// removed: a crash in between leaves id there and the forks' totals as
+// they were; rm again ends it.
+func (r *Rook) keepForksLinked(id eventlog.ID) error {
+	m, err := r.Log.ReadMeta(id)
+	if err != nil {
+		return nil // damaged: rm is how one gets rid of it
+	}
+	anc, at, ok := m.ForkedFrom()
+	if !ok {
+		return nil // not a fork: nothing is above its forks
+	}
+	ids, err := r.Log.IDs()
+	if err != nil {
+		return err
+	}
+	for _, other := range ids {
+		f, err := r.Log.ReadMeta(other)
+		if err != nil || f.Source != nil || f.ID == id {
+			continue // an imported fork counts its own copy
+		}
+		from, fat, ok := f.ForkedFrom()
+		if !ok || from != id {
+			continue
+		}
+		a, aat := anc, min(fat, at)
+		f.Ancestor, f.AncestorAt = &a, &aat
+		if err := r.Log.UpdateMeta(f); err != nil {
+			return fmt.Errorf("fork %s: %w", f.ID, err)
+		}
+	}
+	return nil
 }
 
 // restore puts sm where the lines of st left it: the next lines it maps

@@ -49,6 +49,27 @@ type Meta struct {
 	// leave them out too, as its parent's do.
 	CopiedIn  uint64 `json:"copied_tokens_in,omitempty"`
 	CopiedOut uint64 `json:"copied_tokens_out,omitempty"`
+	// Ancestor and AncestorAt, on a fork made in rook whose parent (a
+	// fork too) was removed, are the nearest session still there whose
+	// events [0, AncestorAt) the fork's copy holds: Parent keeps naming
+	// the removed one (the fork is an orphan), and this is how a change
+	// to the ancestor's counting (an imported ancestor linked to its
+	// parent later) still reaches the fork.
+	Ancestor   *ID     `json:"ancestor,omitempty"`
+	AncestorAt *uint64 `json:"ancestor_at,omitempty"`
+}
+
+// ForkedFrom is the session m holds a copy of the first events of, and
+// how many: its Ancestor once its parent is removed, else its parent.
+// ok is false for a session that is not a fork.
+func (m Meta) ForkedFrom() (id ID, at uint64, ok bool) {
+	if m.Ancestor != nil && m.AncestorAt != nil {
+		return *m.Ancestor, *m.AncestorAt, true
+	}
+	if m.Parent != nil && m.ForkAt != nil {
+		return *m.Parent, *m.ForkAt, true
+	}
+	return ID{}, 0, false
 }
 
 // Copied are the tokens m's events count that its totals leave out: an

@@ -216,7 +216,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 			return rep, fmt.Errorf("%w: nothing changed", err)
 		}
 	}
-	meta := eventlog.Meta{Title: strings.TrimSpace(fmt.Sprintf("%s @%d", sum.Title, to))}
+	meta := eventlog.Meta{Title: rewoundTitle(sum.Meta, to)}
 	if plan != nil && !slices.Contains(sum.Tags, rewindTag) {
 		meta.Tags = append(slices.Clone(sum.Tags), rewindTag)
 	}
@@ -288,4 +288,22 @@ func (r *Rook) interruptedRewinds(id eventlog.ID, to uint64) ([]InterruptedRewin
 		out = append(out, InterruptedRewind{Fork: f, Undo: fmt.Sprintf("rook session rewind %s --to %d", f, to)})
 	}
 	return out, nil
+}
+
+// rewoundTitle is the title of a rewind of m to seq to: m's, "@to" after
+// it. A rewind of a fork (a rewind, most often) at N titled "... @N"
+// replaces that "@N": rewinding again and again reads "title @1", not
+// "title @4 @1". A title that ends so by chance, not at its fork point,
+// keeps it.
+func rewoundTitle(m eventlog.Meta, to uint64) string {
+	title := m.Title
+	if m.ForkAt != nil {
+		at := fmt.Sprintf("@%d", *m.ForkAt)
+		if title == at {
+			title = ""
+		} else {
+			title = strings.TrimSuffix(title, " "+at)
+		}
+	}
+	return strings.TrimSpace(fmt.Sprintf("%s @%d", title, to))
 }

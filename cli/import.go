@@ -308,7 +308,10 @@ type ExportCmd struct {
 // ancestor was imported (or one is gone).
 func forkNotImported(r *agent.Rook, m eventlog.Meta) error {
 	im, fork, ok := r.ImportedAncestor(m)
-	if !ok || fork.ForkAt == nil {
+	if !ok {
+		return forkOfRemoved(r, m)
+	}
+	if fork.ForkAt == nil {
 		return nil
 	}
 	what := fmt.Sprintf("a fork of the first %d event(s) of %s", *fork.ForkAt, im.ID)
@@ -317,6 +320,33 @@ func forkNotImported(r *agent.Rook, m eventlog.Meta) error {
 	}
 	return fmt.Errorf("session %s: not imported itself: it is %s, imported from %s: `rook export %s` writes that file; `rook session export-html %s -o FILE` or `rook session show %s --json` export this fork",
 		m.ID, what, im.Source.Path, im.ID, m.ID, m.ID)
+}
+
+// forkOfRemoved is forkNotImported for a fork whose imported ancestor,
+// or a fork between them, was removed: the fork still holds the lines
+// (agent.ImportedFrom says whose format), but no session is left whose
+// file `rook export` can write; it said only "not imported from a
+// transcript file", as for a session made in rook. nil when m holds no
+// imported lines.
+func forkOfRemoved(r *agent.Rook, m eventlog.Meta) error {
+	src := r.ImportedFrom(m)
+	if src == nil {
+		return nil
+	}
+	gone := "a session"
+	for p := m; p.Parent != nil && p.ForkAt != nil; {
+		pm, err := r.Log.ReadMeta(*p.Parent)
+		if errors.Is(err, eventlog.ErrNoSession) {
+			gone = "session " + p.Parent.String()
+			break
+		}
+		if err != nil || pm.ID == m.ID {
+			break
+		}
+		p = pm
+	}
+	return fmt.Errorf("session %s: not imported itself: it is a fork of a session imported from %s, and %s on the way to it was removed: no session is left whose transcript rook can write back; `rook session export-html %s -o FILE` or `rook session show %s --json` export this fork (import the transcript again to `rook export` it)",
+		m.ID, src.Format, gone, m.ID, m.ID)
 }
 
 // Run writes an imported session's source file back.

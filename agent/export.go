@@ -50,6 +50,9 @@ type Export struct {
 	Asked           uint64
 	TruncatedEvents bool
 	Events          []ExportedEvent
+	// ParentRemoved: the session is a fork (or a child) whose parent was
+	// removed; the header says so beside its id.
+	ParentRemoved bool
 }
 
 // CutBodies counts the events whose body was cut.
@@ -76,6 +79,10 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 		return Export{}, err
 	}
 	x := Export{Session: sum, From: from}
+	if sum.Parent != nil {
+		_, err := r.Log.ReadMeta(*sum.Parent)
+		x.ParentRemoved = errors.Is(err, eventlog.ErrNoSession)
+	}
 	if sum.Events == 0 {
 		return x, fmt.Errorf("session %s: %w", id, ErrEmptySession)
 	}
@@ -242,6 +249,21 @@ func ExportHTML(x Export) []byte {
 	w("<style>%s</style>\n</head>\n<body>\n<header>\n", exportStyle)
 	w("<h1>%s</h1>\n<dl>\n", exportEscape(title))
 	w("<dt>session</dt><dd>%s</dd>\n", exportEscape(id))
+	// A fork's first events are copies of its parent's: without this the
+	// page read as a session of its own from #0.
+	if s.Parent != nil && (s.ForkAt != nil || ImportedFork(s.Meta)) {
+		parent := exportEscape(s.Parent.String())
+		if x.ParentRemoved {
+			parent += " (removed)"
+		}
+		if s.ForkAt != nil && *s.ForkAt == 0 {
+			w("<dt>fork of</dt><dd>session %s at #0: it copied none of its events</dd>\n", parent)
+		} else if s.ForkAt != nil {
+			w("<dt>fork of</dt><dd>session %s at #%d: its events before #%d are copies of that session's</dd>\n", parent, *s.ForkAt, *s.ForkAt)
+		} else {
+			w("<dt>fork of</dt><dd>session %s: its transcript begins with a copy of that session's lines</dd>\n", parent)
+		}
+	}
 	if s.Workspace != "" {
 		w("<dt>workspace</dt><dd>%s</dd>\n", exportEscape(s.Workspace))
 	}

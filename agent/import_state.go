@@ -237,7 +237,29 @@ func (r *Rook) importStateLive(path string) bool {
 // RemoveSession deletes a session (eventlog.Log.Remove) and what rook keeps
 // of it beside its log: its import state. It returns its event count.
 func (r *Rook) RemoveSession(id eventlog.ID) (uint64, error) {
-	if err := r.keepForksLinked(id); err != nil {
+	return r.removeSession(id, nil)
+}
+
+// sessionRemover removes many sessions (retention), reading every
+// session's metadata once for all of them, not once per fork removed.
+type sessionRemover struct {
+	r     *Rook
+	forks map[eventlog.ID][]eventlog.ID // forkIndex, made at the first removal
+}
+
+func (sr *sessionRemover) remove(id eventlog.ID) (uint64, error) {
+	if sr.forks == nil {
+		idx, err := sr.r.forkIndex()
+		if err != nil {
+			return 0, fmt.Errorf("session %s is not deleted: its forks: %w", id, err)
+		}
+		sr.forks = idx
+	}
+	return sr.r.removeSession(id, sr.forks)
+}
+
+func (r *Rook) removeSession(id eventlog.ID, forks map[eventlog.ID][]eventlog.ID) (uint64, error) {
+	if err := r.keepForksLinked(id, forks); err != nil {
 		return 0, fmt.Errorf("session %s is not deleted: its forks: %w", id, err)
 	}
 	n, err := r.Log.Remove(id)
@@ -250,6 +272,26 @@ func (r *Rook) RemoveSession(id eventlog.ID) (uint64, error) {
 	return n, nil
 }
 
+// forkIndex lists the forks made in rook by the session their copy comes
+// from (Meta.ForkedFrom), for keepForksLinked.
+func (r *Rook) forkIndex() (map[eventlog.ID][]eventlog.ID, error) {
+	ids, err := r.Log.IDs()
+	if err != nil {
+		return nil, err
+	}
+	idx := map[eventlog.ID][]eventlog.ID{}
+	for _, other := range ids {
+		f, err := r.Log.ReadMeta(other)
+		if err != nil || f.Source != nil {
+			continue // an imported fork counts its own copy
+		}
+		if from, _, ok := f.ForkedFrom(); ok {
+			idx[from] = append(idx[from], f.ID)
+		}
+	}
+	return idx, nil
+}
+
 // keepForksLinked gives the forks made in rook of id, before id goes,
 // the session their copy of id's events comes from in turn
 // (Meta.Ancestor): id's parent, of which they hold the first events up to
@@ -258,8 +300,9 @@ func (r *Rook) RemoveSession(id eventlog.ID) (uint64, error) {
 // later still reaches them (tagForks) to leave out of their totals the
 // tokens it copied. Each fork's metadata is written whole before id is
 // removed: a crash in between leaves id there and the forks' totals as
-// they were; rm again ends it.
-func (r *Rook) keepForksLinked(id eventlog.ID) error {
+// they were; rm again ends it. forks, when not nil, is forkIndex's list,
+// kept up to date here; nil, every session's metadata is read.
+func (r *Rook) keepForksLinked(id eventlog.ID, forks map[eventlog.ID][]eventlog.ID) error {
 	m, err := r.Log.ReadMeta(id)
 	if err != nil {
 		return nil // damaged: rm is how one gets rid of it
@@ -268,14 +311,18 @@ func (r *Rook) keepForksLinked(id eventlog.ID) error {
 	if !ok {
 		return nil // not a fork: nothing is above its forks
 	}
-	ids, err := r.Log.IDs()
-	if err != nil {
-		return err
+	candidates := forks[id]
+	if forks == nil {
+		idx, err := r.forkIndex()
+		if err != nil {
+			return err
+		}
+		candidates = idx[id]
 	}
-	for _, other := range ids {
+	for _, other := range candidates {
 		f, err := r.Log.ReadMeta(other)
 		if err != nil || f.Source != nil || f.ID == id {
-			continue // an imported fork counts its own copy
+			continue // gone since, or an imported fork: it counts its own copy
 		}
 		from, fat, ok := f.ForkedFrom()
 		if !ok || from != id {
@@ -286,6 +333,12 @@ func (r *Rook) keepForksLinked(id eventlog.ID) error {
 		if err := r.Log.UpdateMeta(f); err != nil {
 			return fmt.Errorf("fork %s: %w", f.ID, err)
 		}
+		if forks != nil {
+			forks[anc] = append(forks[anc], f.ID)
+		}
+	}
+	if forks != nil {
+		delete(forks, id)
 	}
 	return nil
 }

@@ -221,8 +221,9 @@ func (r *Rook) Prune(p RetentionPolicy, dryRun bool) (PruneReport, error) {
 		rep.Deleted = append(rep.Deleted, doomed...)
 		return rep, nil
 	}
+	rm := sessionRemover{r: r}
 	for _, d := range doomed {
-		n, err := r.RemoveSession(d.ID)
+		n, err := rm.remove(d.ID)
 		if err != nil {
 			return rep, fmt.Errorf("delete session %s: %w", d.ID, err)
 		}
@@ -417,6 +418,7 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 		return nil
 	}
 	g := rep.GC // the last gc: what waits for the grace
+	rm := sessionRemover{r: r}
 	for {
 		st, err := r.Store.Stats()
 		if err != nil {
@@ -464,7 +466,7 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 		n := budgetBatch(len(cands), over, st.Stored, len(all))
 		rep.BudgetRounds++
 		for _, s := range cands[:n] {
-			ev, err := r.RemoveSession(s.ID)
+			ev, err := rm.remove(s.ID)
 			if err != nil {
 				return fmt.Errorf("delete session %s: %w", s.ID, err)
 			}

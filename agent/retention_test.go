@@ -828,3 +828,66 @@ func TestReadmeDocumentsEverySetting(t *testing.T) {
 		}
 	}
 }
+
+// TestRemovingForkChainsKeepsTheirAncestor: removing forks of forks, one by
+// one (session rm) or many at once (retention, which reads every session's
+// metadata once for all of them), in either order, leaves the fork below
+// them naming the session its copy comes from, at the lowest fork point on
+// the way: removing the lower fork first named the upper one, and removing
+// that one next must pass the name on again.
+func TestRemovingForkChainsKeepsTheirAncestor(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		order []int // indexes into the chain's forks, 1 = F1, 2 = F2
+		batch bool
+	}{
+		{"rm upper first", []int{1, 2}, false},
+		{"rm lower first", []int{2, 1}, false},
+		{"batch upper first", []int{1, 2}, true},
+		{"batch lower first", []int{2, 1}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, clk := viewsRook(t)
+			b, err := r.NewSession("b", "/w", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 4 {
+				if _, err := r.Append(b.ID, Entry{Kind: eventlog.KindUser, Body: fmt.Appendf(nil, "event %d", i)}); err != nil {
+					t.Fatal(err)
+				}
+				clk.Advance(time.Minute)
+			}
+			chain := []eventlog.ID{b.ID}
+			for i, at := range []uint64{3, 2, 1} {
+				f, err := r.Log.Fork(chain[i], at, eventlog.Meta{Title: fmt.Sprintf("F%d", i+1)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				chain = append(chain, f.ID)
+			}
+			if err := r.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			rm := sessionRemover{r: r}
+			for _, i := range tc.order {
+				var err error
+				if tc.batch {
+					_, err = rm.remove(chain[i])
+				} else {
+					_, err = r.RemoveSession(chain[i])
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			m, err := r.Log.ReadMeta(chain[3])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if from, at, ok := m.ForkedFrom(); !ok || from != b.ID || at != 1 {
+				t.Fatalf("F3 forked from %v at %d (%v), want %v at 1", from, at, ok, b.ID)
+			}
+		})
+	}
+}

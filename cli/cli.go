@@ -239,7 +239,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		err = &exitError{code: ExitFailure, msg: err.Error()}
 	} else {
 		env.LockWait, env.lockWaitErr = c.LockWait.wait()
-		handleInterrupts(stderr, c.JSON)
+		// A command that takes the signals as its normal end (mcp serve)
+		// handles them itself: the crash-like stop would also run.
+		if !ownsSignals(ctx) {
+			handleInterrupts(stderr, c.JSON)
+		}
 		err = ctx.Run(env)
 	}
 	if err == nil {
@@ -321,6 +325,19 @@ func jsonAsked(args []string) bool {
 		}
 	}
 	return asked
+}
+
+// signalsOwner is a command that handles SIGINT and SIGTERM itself.
+type signalsOwner interface{ ownsSignals() }
+
+// ownsSignals: the command run is a signalsOwner.
+func ownsSignals(ctx *kong.Context) bool {
+	n := ctx.Selected()
+	if n == nil || !n.Target.CanAddr() {
+		return false
+	}
+	_, ok := n.Target.Addr().Interface().(signalsOwner)
+	return ok
 }
 
 func commandWords(ctx *kong.Context) []string {

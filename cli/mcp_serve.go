@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/rookhq/rook/agent/inbox"
@@ -13,15 +16,40 @@ import (
 // child process and talks to over stdio (see agent/mcp).
 type McpServeCmd struct{}
 
-// Run serves MCP until the client closes stdin. It never opens the store:
-// saves go to this process's spool file in the store home, so it runs
-// beside a rook that holds the writer lock.
+// ownsSignals: SIGTERM is how an MCP client ends a stdio server that does
+// not exit once its stdin is closed (the spec's shutdown; rook's own
+// client after 2 s), and SIGINT reaches the server with its client when
+// Ctrl-C stops the client in a terminal. Either is a normal end, not the
+// crash-like stop of other commands, which said "rook: terminated:
+// stopped" into the client's log and exited 143.
+func (*McpServeCmd) ownsSignals() {}
+
+// Run serves MCP until the client closes stdin or sends SIGTERM or SIGINT.
+// It never opens the store: saves go to this process's spool file in the
+// store home, so it runs beside a rook that holds the writer lock.
 func (c *McpServeCmd) Run(e *Env) error {
 	in := e.Stdin
 	if in == nil {
 		in = os.Stdin
 	}
-	return mcp.Serve(context.Background(), in, e.Stdout, mcp.Options{
+	var sigs []os.Signal
+	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		// One ignored stays ignored (a shell's background job ignores
+		// SIGINT): Notify would catch it.
+		if !signal.Ignored(sig) {
+			sigs = append(sigs, sig)
+		}
+	}
+	ctx := context.Background()
+	if len(sigs) > 0 { // (Notify with none would catch every signal)
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, sigs...)
+		defer stop()
+	}
+	// A signal stops the server between messages: a save under way is
+	// synced and answered first, then the spool is closed and its lock
+	// released, and rook exits 0, saying nothing.
+	err := mcp.Serve(ctx, in, e.Stdout, mcp.Options{
 		FS:    e.FS,
 		Home:  e.Home,
 		Clock: e.Clock,
@@ -30,4 +58,8 @@ func (c *McpServeCmd) Run(e *Env) error {
 		ProcessName: inbox.ProcessName(time.Now(), os.Getpid()),
 		Log:         e.Stderr,
 	})
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
 }

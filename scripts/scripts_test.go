@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -423,15 +424,65 @@ func mcpFakeStop(ts *testscript.TestScript, neg bool, args []string) {
 	s.srv.Close()
 }
 
-// deadurl NAME: set NAME to an HTTP URL where nothing listens (the address
-// of a listener just closed): connections to it are refused.
+// deadurl NAME: set NAME to an HTTP URL where nothing listens: connections
+// to it are refused until the script ends.
 func deadURL(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: deadurl NAME")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, release, err := refusingAddr()
 	ts.Check(err)
-	addr := l.Addr().String()
-	ts.Check(l.Close())
+	ts.Defer(func() { release() })
 	ts.Setenv(args[0], "http://"+addr+"/mcp")
+}
+
+// refusingAddr is a loopback address where connections are refused: a
+// socket bound to its port and never listening holds the port (without
+// SO_REUSEADDR, so no other socket may bind it) until release. The port
+// of a listener just closed was free again: a fake that a script running
+// beside started could get it and answer (14 times in 20,000).
+func refusingAddr() (addr string, release func() error, err error) {
+	// Close-on-exec under ForkLock, as the net package does: rook, run by
+	// a script meanwhile, is not to hold the port too.
+	syscall.ForkLock.RLock()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+	if err == nil {
+		unix.CloseOnExec(fd)
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		return "", nil, fmt.Errorf("deadurl: socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		unix.Close(fd)
+		return "", nil, fmt.Errorf("deadurl: bind: %w", err)
+	}
+	sa, err := unix.Getsockname(fd)
+	in4, ok := sa.(*unix.SockaddrInet4)
+	if err != nil || !ok {
+		unix.Close(fd)
+		return "", nil, fmt.Errorf("deadurl: getsockname: %v %T", err, sa)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(in4.Port)), func() error { return unix.Close(fd) }, nil
+}
+
+// TestDeadURLRefuses: deadurl's address refuses connections, and no other
+// socket can take its port while the script runs. It gave the port of a
+// listener just closed, which a fake started beside could get and answer.
+func TestDeadURLRefuses(t *testing.T) {
+	addr, release, err := refusingAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if l, err := net.Listen("tcp", addr); err == nil {
+		l.Close()
+		t.Fatalf("another listener got %s", addr)
+	}
+	if c, err := net.Dial("tcp", addr); !errors.Is(err, syscall.ECONNREFUSED) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("dial %s: %v, want connection refused", addr, err)
+	}
 }

@@ -45,6 +45,11 @@ func (c *McpServeCmd) Run(e *Env) error {
 		var stop context.CancelFunc
 		ctx, stop = signal.NotifyContext(ctx, sigs...)
 		defer stop()
+		// The first signal only asks: a second (a client that gave up
+		// waiting, or a user pressing Ctrl-C again) ends the process at
+		// once, as without the handler, even while a reply is stuck in
+		// a pipe the client stopped reading.
+		go func() { <-ctx.Done(); stop() }()
 	}
 	// A signal stops the server between messages: a save under way is
 	// synced and answered first, then the spool is closed and its lock

@@ -100,3 +100,65 @@ func TestMcpServeSignalIsANormalEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestMcpServeSecondSignalEndsIt: a server whose replies a client stopped
+// reading is stuck writing one; the first SIGTERM only asks it to end
+// between messages, so it stayed until a SIGKILL. A second signal ends it
+// at once, as without the handler.
+func TestMcpServeSecondSignalEndsIt(t *testing.T) {
+	if home := os.Getenv("ROOK_TEST_MCP_SERVE_STUCK_HOME"); home != "" {
+		os.Exit(Main([]string{"--home", home, "mcp", "serve"}, os.Stdin, os.Stdout, os.Stderr))
+	}
+	if testing.Short() {
+		t.Skip("subprocess test")
+	}
+	dir := t.TempDir()
+	home := filepath.Join(dir, "store")
+	var out, errb bytes.Buffer
+	if Main([]string{"--home", home, "-C", dir, "init"}, strings.NewReader(""), &out, &errb) != 0 {
+		t.Fatal(errb.String())
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMcpServeSecondSignalEndsIt$")
+	cmd.Env = append(os.Environ(), "ROOK_TEST_MCP_SERVE_STUCK_HOME="+home)
+	cmd.Dir = dir
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe() // never read: the pipe fills
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdout.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		// More replies than a pipe holds (64 KiB on Linux); the writes of
+		// the requests themselves block once the server is stuck.
+		io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`+"\n")
+		for id := 2; id < 5000; id++ {
+			if _, err := fmt.Fprintf(stdin, `{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`+"\n", id); err != nil {
+				return
+			}
+		}
+	}()
+	go func() { done <- cmd.Wait() }()
+	time.Sleep(500 * time.Millisecond) // stuck by now
+	deadline := time.After(20 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return // ended
+		case <-tick.C:
+			cmd.Process.Signal(syscall.SIGTERM)
+		case <-deadline:
+			cmd.Process.Kill()
+			<-done
+			t.Fatal("still running after 20 s of SIGTERMs")
+		}
+	}
+}

@@ -372,3 +372,75 @@ func TestTrainSaysWhySampledObjectsDoNotRead(t *testing.T) {
 		t.Fatalf("train with every sampled object unreadable: %+v", r)
 	}
 }
+
+// TestRepackKeepsADamagedSegmentWaitingForADictionary: a damaged segment
+// that no index entry points into was moved to torn/ even when its other
+// records are intact and wait for a lost dictionary. Their objects cannot
+// be hashed, so an index rebuilt without the old one (reindex after the
+// index itself was damaged) holds no entry for them: the segment was their
+// only copy, and putting the dictionary back no longer brought them back.
+// Such a segment stays in segments/.
+func TestRepackKeepsADamagedSegmentWaitingForADictionary(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{BulkBlockSize: 16 << 10}) // several records
+	first := trainMessages(t, s, 0, 0, 400)
+	if _, err := s.Repack(nil); err != nil {
+		t.Fatal(err)
+	}
+	e, ok, err := s.lookup(ID(shaped(0, 0)))
+	if err != nil || !ok {
+		t.Fatalf("lookup: %v %v", ok, err)
+	}
+	seg := e.Loc.Segment
+	type span struct{ off, end int64 }
+	var withDict []span
+	if _, _, err := s.scanSegment(seg, 0, func(r *scannedRecord) error {
+		if r.h.Dict == first {
+			withDict = append(withDict, span{r.off, r.end})
+		}
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(withDict) < 2 {
+		t.Fatalf("%d record(s) compressed with dictionary %d, want 2 or more", len(withDict), first)
+	}
+	s.Close()
+	last := withDict[len(withDict)-1]
+	flip(t, fsys, filepath.Join(home, SegmentsDir, segName(seg)), (last.off+last.end)/2)
+	if err := fsys.Remove(filepath.Join(home, DictDir, dict.FileName(first))); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(home, Options{FS: fsys, Clock: testClock(), Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// The index as a rebuild without the old one leaves it: no entry
+	// for an object of the segment.
+	s.mu.Lock()
+	var gone []Key
+	err = s.tree.Snapshot().Ascend(Key{}, func(id Key, v []byte) bool {
+		if e, derr := decodeEntry(v); derr == nil && e.Loc.Segment == seg {
+			gone = append(gone, id)
+		}
+		return true
+	})
+	for _, id := range gone {
+		s.tree.Delete(id)
+	}
+	if err == nil {
+		err = s.tree.Commit(s.ctr.encode())
+	}
+	s.mu.Unlock()
+	if err != nil || len(gone) == 0 {
+		t.Fatalf("dropping %d entries: %v", len(gone), err)
+	}
+	rep, err := s.Repack(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsys.Stat(filepath.Join(home, SegmentsDir, segName(seg))); err != nil || len(rep.MovedDamaged) != 0 || len(rep.Kept) != 1 {
+		t.Fatalf("segment %s with records waiting for dictionary %d: %v; moved %v, kept %v", segName(seg), first, err, rep.MovedDamaged, rep.Kept)
+	}
+}

@@ -264,6 +264,11 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 	type keptSeg struct {
 		n   uint32
 		msg string
+		// waits: intact records in it wait for a dictionary. Their
+		// objects cannot be hashed, so no index entry may name them
+		// (a reindex without the old index): the segment can be their
+		// only copy, read again once the dictionary is put back.
+		waits bool
 	}
 	var damaged []keptSeg
 	for _, n := range nums {
@@ -307,14 +312,15 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 			// "damaged" sent the user looking for bad bytes, not for the
 			// dictionary file to put back.
 			var bad *Damage
+			waits := false
 			for i := range damage {
-				if !damage[i].NeedsDict {
+				if !damage[i].NeedsDict && bad == nil {
 					bad = &damage[i]
-					break
 				}
+				waits = waits || damage[i].NeedsDict
 			}
 			if bad != nil {
-				damaged = append(damaged, keptSeg{n, fmt.Sprintf("%s (%s)", segName(n), bad)})
+				damaged = append(damaged, keptSeg{n, fmt.Sprintf("%s (%s)", segName(n), bad), waits})
 			} else {
 				// Every dictionary the segment waits for, once each: its
 				// records may need several (one per kind), and naming the
@@ -362,7 +368,7 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 			used = nil
 		}
 		for _, d := range damaged {
-			if used == nil || used[d.n] {
+			if used == nil || used[d.n] || d.waits {
 				st.kept = append(st.kept, d.msg)
 				continue
 			}

@@ -354,6 +354,10 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 	// reindex) holds nothing rook can read, and left in segments/ it made
 	// verify fail for good, with no command to end it. Its bytes go to
 	// torn/, kept for inspection.
+	// A move whose directory sync failed is a move all the same (the
+	// file is in torn/): reported so, and its error returned once the
+	// rest is done.
+	var moveErr error
 	if len(damaged) > 0 {
 		used := map[uint32]bool{}
 		if err := s.tree.Snapshot().Ascend(Key{}, func(_ Key, v []byte) bool {
@@ -373,11 +377,14 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 				continue
 			}
 			aside, err := s.moveToTorn(d.n)
-			if err != nil {
-				st.kept = append(st.kept, d.msg)
+			if aside == "" {
+				st.kept = append(st.kept, d.msg) // not moved: in place
 				continue
 			}
 			st.movedDamaged = append(st.movedDamaged, fmt.Sprintf("%s (no object needs it any more; kept as %s)", d.msg, aside))
+			if err != nil && moveErr == nil {
+				moveErr = fmt.Errorf("damaged segment %s moved to %s, but syncing the directories failed: %w", segName(d.n), aside, err)
+			}
 		}
 	}
 	for _, n := range removable {
@@ -393,11 +400,12 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 			return st, err
 		}
 	}
-	return st, nil
+	return st, moveErr
 }
 
 // moveToTorn moves a whole segment file to torn/ (named as a torn tail
-// cut at offset 0 is) and syncs both directories; it returns the new path.
+// cut at offset 0 is) and syncs both directories; it returns the new path
+// once the file is there, with the error of a sync that failed.
 func (s *Store) moveToTorn(n uint32) (string, error) {
 	tornDir := filepath.Join(s.home, TornDir)
 	if err := s.fs.MkdirAll(tornDir, DirMode); err != nil {

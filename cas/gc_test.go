@@ -563,3 +563,51 @@ func TestGCPlanStopsAtAnEntryItCannotDecode(t *testing.T) {
 		}
 	}
 }
+
+// A damaged segment moved to torn/ whose directory sync then failed was
+// reported as kept in place (`kept damaged segment`, verify to list what
+// it affects) with no error, though it was gone from segments/. The move
+// is reported as a move, and the failed sync as the error it is.
+func TestRepackReportsAMoveWhoseSyncFailed(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	id := mustPut(t, s, KindFile, noise(5000, 1))
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	e, ok, err := s.lookup(id)
+	if err != nil || !ok || e.Inline {
+		t.Fatalf("lookup: %+v %v %v", e, ok, err)
+	}
+	s.Close()
+	seg := filepath.Join(home, SegmentsDir, segName(e.Loc.Segment))
+	flip(t, fsys, seg, e.Loc.Offset+100)
+	s, err = Open(home, Options{FS: fsys, Clock: testClock(), Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Nothing points into the damaged segment any more (its object
+	// forgotten, as a reindex does with what does not read).
+	s.mu.Lock()
+	s.tree.Delete(id)
+	err = s.tree.Commit(s.ctr.encode())
+	s.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpSyncDir && filepath.Base(path) == TornDir {
+			return errors.New("injected sync failure")
+		}
+		return nil
+	})
+	rep, err := s.Repack(nil)
+	fsys.SetHook(nil)
+	if _, serr := fsys.Stat(seg); serr == nil {
+		t.Fatalf("segment not moved: report %+v, %v", rep, err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "injected sync failure") || len(rep.Kept) != 0 || len(rep.MovedDamaged) != 1 {
+		t.Fatalf("segment moved to torn/, sync failed: report kept %v, moved %v; err %v", rep.Kept, rep.MovedDamaged, err)
+	}
+}

@@ -269,9 +269,13 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 		// (a reindex without the old index): the segment can be their
 		// only copy, read again once the dictionary is put back.
 		waits bool
+		// stale: objects it holds a copy of that reads, their entries
+		// naming another copy, which may not read.
+		stale []Key
 	}
 	var damaged []keptSeg
 	for _, n := range nums {
+		var stale []Key
 		damage, _, err := s.scanSegment(n, 0, func(r *scannedRecord) error {
 			for i, m := range r.members {
 				id := ID(m)
@@ -287,6 +291,7 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 					return err
 				}
 				if e.Loc != (location{Segment: n, Offset: r.off, Member: i}) {
+					stale = append(stale, id)
 					continue // a stale copy: the entry points elsewhere
 				}
 				if !keep(id, e) {
@@ -320,7 +325,7 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 				waits = waits || damage[i].NeedsDict
 			}
 			if bad != nil {
-				damaged = append(damaged, keptSeg{n, fmt.Sprintf("%s (%s)", segName(n), bad), waits})
+				damaged = append(damaged, keptSeg{n, fmt.Sprintf("%s (%s)", segName(n), bad), waits, stale})
 			} else {
 				// Every dictionary the segment waits for, once each: its
 				// records may need several (one per kind), and naming the
@@ -372,7 +377,7 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 			used = nil
 		}
 		for _, d := range damaged {
-			if used == nil || used[d.n] || d.waits {
+			if used == nil || used[d.n] || d.waits || s.holdsOnlyCopy(d.stale) {
 				st.kept = append(st.kept, d.msg)
 				continue
 			}
@@ -401,6 +406,30 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 		}
 	}
 	return st, moveErr
+}
+
+// holdsOnlyCopy says whether a segment holding a copy that reads of each of
+// ids (the copies its entries do not name) holds the only one of some: its
+// entry's copy does not read (a reindex, which takes in every copy that
+// reads, would find the segment's), or cannot be told.
+func (s *Store) holdsOnlyCopy(ids []Key) bool {
+	for _, id := range ids {
+		v, ok, err := s.tree.Get(id)
+		if err != nil {
+			return true
+		}
+		if !ok {
+			continue // collected since: nothing needs it
+		}
+		e, err := decodeEntry(v)
+		if err != nil {
+			return true
+		}
+		if _, err := s.readEntry(id, e, false); err != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // moveToTorn moves a whole segment file to torn/ (named as a torn tail

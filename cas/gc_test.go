@@ -611,3 +611,67 @@ func TestRepackReportsAMoveWhoseSyncFailed(t *testing.T) {
 		t.Fatalf("segment moved to torn/, sync failed: report kept %v, moved %v; err %v", rep.Kept, rep.MovedDamaged, err)
 	}
 }
+
+// A damaged segment no entry points into can still hold the one copy of
+// an object that reads: an older copy, the entry naming a newer one that
+// is damaged. It was moved to torn/ all the same, where a reindex (which
+// takes in every copy that reads) no longer finds it. It stays.
+func TestRepackKeepsADamagedSegmentWithTheOnlyCopyThatReads(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	x := mustPut(t, s, KindFile, noise(5000, 1))
+	if err := s.Sync(); err != nil { // a record of its own
+		t.Fatal(err)
+	}
+	y := mustPut(t, s, KindFile, noise(5000, 2))
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	ex, _, _ := s.lookup(x)
+	ey, _, _ := s.lookup(y)
+	if ex.Inline || ey.Inline || ex.Loc.Segment != ey.Loc.Segment || ex.Loc.Offset == ey.Loc.Offset {
+		t.Fatalf("x %+v, y %+v: want two records of one segment", ex.Loc, ey.Loc)
+	}
+	// A second copy of x in a segment of its own, the one its entry names.
+	s.mu.Lock()
+	s.tree.Delete(x)
+	err := s.tree.Commit(s.ctr.encode())
+	if err == nil {
+		err = s.startSegment()
+	}
+	s.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, s, KindFile, noise(5000, 1))
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	ex2, _, _ := s.lookup(x)
+	if ex2.Loc.Segment == ex.Loc.Segment {
+		t.Fatalf("second copy of x in segment %d too", ex2.Loc.Segment)
+	}
+	s.Close()
+	old := filepath.Join(home, SegmentsDir, segName(ex.Loc.Segment))
+	flip(t, fsys, old, ey.Loc.Offset+100)                                                         // y's record
+	flip(t, fsys, filepath.Join(home, SegmentsDir, segName(ex2.Loc.Segment)), ex2.Loc.Offset+100) // x's newer copy
+	s, err = Open(home, Options{FS: fsys, Clock: testClock(), Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.mu.Lock()
+	s.tree.Delete(y) // forgotten, as a reindex forgets what does not read
+	err = s.tree.Commit(s.ctr.encode())
+	s.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Repack(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsys.Stat(old); err != nil || len(rep.MovedDamaged) != 0 {
+		t.Fatalf("segment %s, the only copy of %s that reads: %v; moved %v, kept %v", segName(ex.Loc.Segment), Short(x), err, rep.MovedDamaged, rep.Kept)
+	}
+}

@@ -763,7 +763,11 @@ func writeWorkspaceFile(abs string, mode FileMode, data []byte, check func() err
 				return err
 			}
 		}
-		return os.Rename(tmp, abs)
+		if err := os.Rename(tmp, abs); err != nil {
+			os.Remove(tmp) // not left in the workspace, as a file's copy is not
+			return err
+		}
+		return nil
 	}
 	f, err := os.CreateTemp(dir, fmt.Sprintf("%s%d-*.tmp", restoreTmpPrefix, os.Getpid()))
 	if err != nil {

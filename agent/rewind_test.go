@@ -827,3 +827,24 @@ func TestRewindKeepsAFileWrittenWhileItsCopyIsWritten(t *testing.T) {
 		})
 	}
 }
+
+// A link whose rename over its path fails (a directory there now, made
+// since the plan) leaves no temporary link behind in the workspace, as a
+// file's temporary copy is removed: it was left there until the next
+// restore in that directory swept it.
+func TestWriteWorkspaceLinkLeavesNoTempOnAFailedRename(t *testing.T) {
+	ws := t.TempDir()
+	writeTree(t, ws, tree{"x/keep.txt": "keep\n"})
+	for _, mode := range []FileMode{{Link: true}, {Perm: 0o644}} {
+		err := writeWorkspaceFile(filepath.Join(ws, "x"), mode, []byte("a.go"), nil)
+		if err == nil {
+			t.Fatalf("%v: renamed over a directory", mode)
+		}
+		ents, _ := os.ReadDir(ws)
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), restoreTmpPrefix) {
+				t.Errorf("%v: %s left in the workspace (%v)", mode, e.Name(), err)
+			}
+		}
+	}
+}

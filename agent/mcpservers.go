@@ -115,6 +115,13 @@ func (s *MCPServer) shownError() string {
 	for _, m := range []map[string]string{s.Spec.Headers, s.Spec.Env} {
 		values = slices.AppendSeq(values, maps.Values(m))
 	}
+	// The program's credential arguments, as RedactArgs masks them in
+	// the setup: --token V's V too, which RedactText does not know.
+	for i, a := range RedactArgs(s.Spec.Args) {
+		if v := s.Spec.Args[i]; a != v {
+			values = append(values, v[max(len(a)-len(Redacted), 0):])
+		}
+	}
 	if u, err := url.Parse(s.Spec.URL); err == nil {
 		if u.User != nil {
 			pw, _ := u.User.Password()

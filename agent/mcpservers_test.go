@@ -453,3 +453,15 @@ func TestMCPShownLastErrorMasked(t *testing.T) {
 		t.Fatalf("no error shown as %q", got)
 	}
 }
+
+// TestMCPShownLastErrorMasksCredentialArgs: a program given its token as
+// --token V (masked in the setup shown) that echoed it on its stderr,
+// saved in the last error by an older rook, showed it: only -NAME=VALUE
+// was masked in the text.
+func TestMCPShownLastErrorMasksCredentialArgs(t *testing.T) {
+	s := &MCPServer{Spec: mcpclient.Spec{Command: "srv", Args: []string{"--verbose", "--token", "tok-s3cret", "--api-key=key-s3cret", "serve"}},
+		LastError: "the program exited; its stderr ends: token tok-s3cret refused (key key-s3cret); serve failed"}
+	if got, want := s.Shown().LastError, "the program exited; its stderr ends: token xxxxx refused (key xxxxx); serve failed"; got != want {
+		t.Fatalf("shown last error\n got  %q\n want %q", got, want)
+	}
+}

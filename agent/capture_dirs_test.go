@@ -870,3 +870,47 @@ func TestRewindKeepsSpecialBitsACaptureDoesNotSay(t *testing.T) {
 		}
 	}
 }
+
+// A read-only directory a rewind makes keeps the owner's bits until its
+// last file is in, though a sibling whose name sorts between it and its
+// files ("d/ro.txt" between "d/ro" and "d/ro/c.txt": '.' and '-' come
+// before '/') is written in between: it was given 0555 at that sibling,
+// and its files were then refused (permission denied), the rewind
+// stopping part way.
+func TestRewindKeepsAMadeDirectoryWritableAcrossASiblingBetween(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/ro/c.txt": "c\n", "d/ro.txt": "dot\n", "d/ro-x.txt": "dash\n"})
+	os.Chmod(filepath.Join(ws, "d", "ro"), 0o555)
+	t.Cleanup(func() { os.Chmod(filepath.Join(ws, "d", "ro"), 0o755) }) // removable by a user not root
+	if _, _, err := r.CaptureSession(id, []string{"d"}, "rm", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(ws, "d", "ro"), 0o755)
+	if err := os.RemoveAll(filepath.Join(ws, "d")); err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	applyHook = func(point, rel string) {
+		if point != hookBetween || !strings.HasPrefix(rel, "d/ro/") {
+			return
+		}
+		seen = true
+		if fi, err := os.Lstat(filepath.Join(ws, "d", "ro")); err == nil && fi.Mode().Perm()&0o700 != 0o700 {
+			t.Errorf("before %s: d/ro is %v, its files still to go in", rel, fi.Mode().Perm())
+		}
+	}
+	_, err := r.Rewind(id, 0, false)
+	applyHook = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !seen {
+		t.Fatal("d/ro/c.txt was not written")
+	}
+	if got := readTree(t, ws); got["d/ro/c.txt"] != "c\n" || got["d/ro.txt"] != "dot\n" || got["d/ro-x.txt"] != "dash\n" {
+		t.Fatalf("after the rewind: %v", got)
+	}
+	if fi, err := os.Lstat(filepath.Join(ws, "d", "ro")); err != nil || fi.Mode().Perm() != 0o555 {
+		t.Fatalf("d/ro after the rewind: %v (%v)", fi.Mode(), err)
+	}
+}

@@ -358,8 +358,8 @@ func writableDir(dir string) error {
 // midway leaves the files already written, and says which.
 func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 	swept := map[string]bool{}
-	for _, c := range p.Changes {
-		if err := p.finishMade(c.Path); err != nil {
+	for i, c := range p.Changes {
+		if err := p.finishMade(p.Changes[i:]); err != nil {
 			return written, removed, unchanged, fmt.Errorf("%w (%d file(s) written, %d removed before this)", err, written, removed)
 		}
 		if applyHook != nil {
@@ -455,7 +455,7 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 		}
 		written++
 	}
-	if err := p.finishMade(""); err != nil {
+	if err := p.finishMade(nil); err != nil {
 		return written, removed, unchanged, fmt.Errorf("every file was put back, but %w", err)
 	}
 	for _, d := range p.prune {
@@ -486,13 +486,16 @@ const (
 
 // finishMade gives the directories Apply made with the owner's bits added
 // (made) their captured mode, deepest first, once no change is left under
-// them: next is the path of the next change ("" when there is none), and
-// the changes are sorted, so what is under a directory comes together.
-func (p *Plan) finishMade(next string) error {
+// them: rest are the changes still to come, sorted by path. What is under
+// a directory comes together, but not always right after it: "d/ro.txt"
+// sorts between "d/ro" and "d/ro/c.txt" ('.' and '-' before '/'), so the
+// next change alone does not say that d/ro is done.
+func (p *Plan) finishMade(rest []Change) error {
 	for len(p.made) > 0 {
 		d := p.made[len(p.made)-1]
-		if next != "" && strings.HasPrefix(next, d+"/") {
-			return nil // more to write in it (and in those above it)
+		i := sort.Search(len(rest), func(i int) bool { return rest[i].Path >= d+"/" })
+		if i < len(rest) && strings.HasPrefix(rest[i].Path, d+"/") {
+			return nil // more to write in it (those made before it wait)
 		}
 		if err := chmodDir(filepath.Join(p.real, filepath.FromSlash(d)), p.dirModes[d]); err != nil {
 			return fmt.Errorf("giving the directory %s its captured mode failed: %w", d, err)

@@ -538,6 +538,30 @@ func (s *Store) startSegment() error {
 	return nil
 }
 
+// segmentIsFile says what is wrong with a directory entry named like a
+// segment that is not a regular file (a directory made by hand, say):
+// read as a segment it failed every command with only "read ...: is a
+// directory". It is not skipped: the index may name its number, and
+// rook never deletes what it did not write.
+func segmentIsFile(fsys vfs.FS, path string, e fs.DirEntry) error {
+	mode := e.Type()
+	if mode&fs.ModeSymlink != 0 {
+		fi, err := fsys.Stat(path)
+		if err != nil {
+			return fmt.Errorf("segment %s: %w", path, err)
+		}
+		mode = fi.Mode().Type()
+	}
+	if mode.IsRegular() {
+		return nil
+	}
+	what := "not a regular file"
+	if mode.IsDir() {
+		what = "a directory"
+	}
+	return fmt.Errorf("%s is named like a segment but is %s, which rook never makes there: move it out of %s/ (rook does not delete it), then run the command again", path, what, SegmentsDir)
+}
+
 // listSegments returns the segment numbers present, ascending.
 func (s *Store) listSegments() ([]uint32, error) {
 	ents, err := s.fs.ReadDir(filepath.Join(s.home, SegmentsDir))
@@ -549,9 +573,14 @@ func (s *Store) listSegments() ([]uint32, error) {
 	}
 	var out []uint32
 	for _, e := range ents {
-		if n, ok := parseSegName(e.Name()); ok {
-			out = append(out, n)
+		n, ok := parseSegName(e.Name())
+		if !ok {
+			continue
 		}
+		if err := segmentIsFile(s.fs, filepath.Join(s.home, SegmentsDir, e.Name()), e); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out, nil

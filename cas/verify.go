@@ -134,6 +134,17 @@ func (s *Store) storeState() (string, error) {
 	return fmt.Sprint(s.tree.Snapshot().TxID(), segs), nil
 }
 
+// indexProblem is the problem of an index that does not check out. The
+// index package's errors begin "index: " already (index.ErrCorrupt's
+// text): prefixed again they read "index: index: corrupt".
+func indexProblem(err error) Problem {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "index: ") {
+		msg = "index: " + msg
+	}
+	return Problem{Reason: msg}
+}
+
 func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, error) {
 	var rep VerifyReport
 	if s.opts.Writable {
@@ -142,7 +153,7 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 		}
 	}
 	if err := s.tree.Check(); err != nil {
-		rep.Problems = append(rep.Problems, Problem{Reason: "index: " + err.Error()})
+		rep.Problems = append(rep.Problems, indexProblem(err))
 	}
 	segs, err := s.listSegments()
 	if err != nil {
@@ -255,7 +266,7 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 		return true
 	})
 	if err != nil {
-		rep.Problems = append(rep.Problems, Problem{Reason: "index: " + err.Error()})
+		rep.Problems = append(rep.Problems, indexProblem(err))
 	}
 	for _, f := range facts {
 		if !f.used {

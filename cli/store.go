@@ -389,7 +389,13 @@ func (c *VerifyCmd) Run(e *Env) error {
 		msg += fmt.Sprintf("; %d object(s) named by sessions or refs are not in the store: `rook store reindex` finds any the segments still hold, and putting an object's original bytes again restores it", missing)
 	}
 	if n := len(refs.Problems) - refs.Missing(); n > 0 {
-		msg += fmt.Sprintf("; %d session(s) or line(s) do not read (each line above says what to do)", n)
+		// Under --json there are no lines above: the report's problems
+		// say it.
+		where := "each line above says what to do"
+		if e.JSON {
+			where = "each of references.problems in the report says what to do"
+		}
+		msg += fmt.Sprintf("; %d session(s) or line(s) do not read (%s)", n, where)
 	}
 	return &exitError{code: ExitFailure, msg: msg}
 }

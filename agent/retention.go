@@ -274,8 +274,9 @@ type MaintainReport struct {
 // budget rounds, each from the gc plan without the sessions before it
 // (planBudget).
 //
-// progress, if not nil, hears each stage ("prune", "gc", "train",
-// "budget") and the stages' own progress.
+// progress, if not nil, hears each stage ("prune", "gc: marking" then
+// "gc", "train", "budget") and the stages' own progress: gc's mark counts
+// sessions.
 func (r *Rook) Maintain(cfg Config, dryRun bool, progress func(stage string, done, total int64)) (MaintainReport, error) {
 	if progress == nil {
 		progress = func(string, int64, int64) {}
@@ -297,11 +298,11 @@ func (r *Rook) Maintain(cfg Config, dryRun bool, progress func(stage string, don
 		return rep, err
 	}
 
-	progress("gc", 0, 0)
+	progress("gc: marking", 0, 0)
 	if dryRun {
-		rep.GC, err = r.gcPlanWithout(rep.Prune.Deleted, grace, stage("gc"))
+		rep.GC, err = r.gcPlanWithout(rep.Prune.Deleted, grace, stage("gc: marking"), stage("gc"))
 	} else {
-		rep.GC, err = r.GC(grace, false, nil, stage("gc"))
+		rep.GC, err = r.GC(grace, false, stage("gc: marking"), stage("gc"))
 	}
 	if err != nil {
 		return rep, fmt.Errorf("gc: %w", err)
@@ -399,7 +400,7 @@ func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.D
 			deleted = append(deleted, d)
 			rep.BudgetDeleted = append(rep.BudgetDeleted, d)
 		}
-		if g, err = r.gcPlanWithout(deleted, grace, progress); err != nil {
+		if g, err = r.gcPlanWithout(deleted, grace, nil, progress); err != nil {
 			return fmt.Errorf("gc: %w", err)
 		}
 		rep.BudgetGC = append(rep.BudgetGC, g)
@@ -519,9 +520,9 @@ func budgetBatch(cands int, over, stored int64, sessions int) int {
 // gcPlanWithout is a dry-run gc as it would run once the given sessions
 // are deleted: their bodies count as garbage unless something else reaches
 // them.
-func (r *Rook) gcPlanWithout(gone []SessionRef, grace time.Duration, progress func(done, total int64)) (cas.GCReport, error) {
+func (r *Rook) gcPlanWithout(gone []SessionRef, grace time.Duration, mark, progress func(done, total int64)) (cas.GCReport, error) {
 	if len(gone) == 0 {
-		return r.GC(grace, true, nil, progress)
+		return r.GC(grace, true, mark, progress)
 	}
 	if err := r.Flush(); err != nil {
 		return cas.GCReport{}, err
@@ -530,7 +531,7 @@ func (r *Rook) gcPlanWithout(gone []SessionRef, grace time.Duration, progress fu
 	for _, g := range gone {
 		skip[g.ID] = true
 	}
-	live, err := r.Roots(skip, nil)
+	live, err := r.Roots(skip, mark)
 	if err != nil {
 		return cas.GCReport{}, err
 	}

@@ -125,7 +125,8 @@ func (c *StoreGCCmd) Run(e *Env) error {
 	m := newProgress(e.Stderr, "gc: marking")
 	m.unit = "sessions"
 	p := newProgress(e.Stderr, "gc")
-	rep, err := r.GC(*grace, c.DryRun, m.update, p.update)
+	rep, err := r.GC(*grace, c.DryRun, m.update, m.then(p))
+	m.done() // when the sweep had nothing to draw
 	p.done()
 	if cerr := r.Close(); err == nil {
 		err = cerr

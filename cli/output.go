@@ -84,6 +84,10 @@ type progress struct {
 	label string
 	unit  string // what done and total count; "": bytes
 	last  time.Time
+	// drawn: the meter is on the line now. done clears only then: a
+	// stage that drew nothing left a "\r\x1b[K" of its own, a blank
+	// clear for each.
+	drawn bool
 }
 
 func newProgress(w io.Writer, label string) *progress {
@@ -98,7 +102,7 @@ func (p *progress) update(done, total int64) {
 	if now.Sub(p.last) < 100*time.Millisecond && done < total {
 		return
 	}
-	p.last = now
+	p.last, p.drawn = now, true
 	pct := 100.0
 	if total > 0 {
 		pct = float64(done) * 100 / float64(total)
@@ -111,8 +115,18 @@ func (p *progress) update(done, total int64) {
 }
 
 func (p *progress) done() {
-	if p.on {
+	if p.on && p.drawn {
 		fmt.Fprint(p.w, "\r\x1b[K")
+	}
+	p.drawn = false
+}
+
+// then is the update of a meter drawn over p's line once it starts: p is
+// no longer on the line, and its done must not clear next's.
+func (p *progress) then(next *progress) func(done, total int64) {
+	return func(done, total int64) {
+		p.drawn = false
+		next.update(done, total)
 	}
 }
 

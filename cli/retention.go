@@ -169,7 +169,7 @@ type stagedProgress struct {
 }
 
 // stageUnits are what a stage's progress counts, where not bytes.
-var stageUnits = map[string]string{"train": "kinds"}
+var stageUnits = map[string]string{"train": "kinds", "gc: marking": "sessions"}
 
 func (s *stagedProgress) update(stage string, done, total int64) {
 	if stage != s.stage {

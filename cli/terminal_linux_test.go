@@ -183,3 +183,43 @@ func TestLongWorkProgressOnATerminal(t *testing.T) {
 		}
 	}
 }
+
+// maintain draws each stage that has work to show on a terminal, gc's
+// mark as gc does, and clears only what it drew: it showed no progress for
+// its prune and gc stages, only a "\r\x1b[K" each, lines cleared that
+// nothing was drawn on.
+func TestMaintainProgressOnATerminal(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "store")
+	ws := t.TempDir()
+	run := func(stderr io.Writer, args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if code := Main(append([]string{"--home", home, "-C", ws}, args...), strings.NewReader(""), &out, stderr); code != 0 {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		return strings.TrimSpace(out.String())
+	}
+	run(io.Discard, "init")
+	id := run(io.Discard, "session", "new")
+	if err := os.WriteFile(filepath.Join(ws, "msg.txt"), []byte("a message to store\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run(io.Discard, "session", "append", id, "--kind", "user", "msg.txt")
+	for _, args := range [][]string{{"store", "maintain"}, {"store", "maintain", "--dry-run"}, {"store", "gc"}} {
+		master, tty := openPTY(t)
+		run(tty, args...)
+		tty.Close()
+		got, _ := io.ReadAll(master)
+		if !bytes.Contains(got, []byte("\rgc: marking: 100.0%  ")) {
+			t.Errorf("%v at a terminal: stderr %q, want gc's mark drawn in it", args, got)
+		}
+		// Every clear follows something drawn: none at the start, none
+		// right after another.
+		if bytes.HasPrefix(got, []byte("\r\x1b[K")) || bytes.Contains(got, []byte("\r\x1b[K\r\x1b[K")) {
+			t.Errorf("%v at a terminal: stderr %q clears a line nothing was drawn on", args, got)
+		}
+		if !bytes.HasSuffix(got, []byte("\r\x1b[K")) {
+			t.Errorf("%v at a terminal: stderr %q does not end by clearing its line", args, got)
+		}
+	}
+}

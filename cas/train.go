@@ -40,6 +40,10 @@ type TrainResult struct {
 	// WouldKeep: a dry run found the dictionary worth keeping.
 	WouldKeep bool   `json:"would_keep,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+	// Unreadable: the sampled objects that could not be read, when too
+	// few others read to train on (Reason says why): the cause to fix is
+	// then the store's damage, not the kind's size.
+	Unreadable int `json:"unreadable,omitempty"`
 }
 
 // ErrNoDictDir: the store was opened with a dictionary set it cannot add to.
@@ -135,6 +139,7 @@ func (s *Store) trainKind(k Kind, opts TrainOptions) (TrainResult, error) {
 		// Not "training failed: no input provided": the objects are
 		// there, and what stops them reading is what to fix.
 		res.Reason = fmt.Sprintf("%d of the %d object(s) sampled cannot be read (the first: %v): a dictionary needs at least %d to learn from; `rook store verify` lists every object that does not read", unreadable, unreadable+len(sample), firstErr, opts.MinObjects)
+		res.Unreadable = unreadable
 		return res, nil
 	}
 	// Train on half, measure on the other half, so the estimate is not

@@ -64,8 +64,11 @@ func (c *StoreTrainCmd) Run(e *Env) error {
 		}
 		return e.printJSON(map[string]any{"dry_run": c.DryRun, "kinds": res})
 	}
-	kept, current := 0, 0
+	kept, current, unreadable := 0, 0, 0
 	for _, t := range res {
+		if t.Unreadable > 0 {
+			unreadable++
+		}
 		// A retrain's saving is over the kind's current dictionary.
 		over := ""
 		if t.Against != 0 {
@@ -91,6 +94,10 @@ func (c *StoreTrainCmd) Run(e *Env) error {
 		fmt.Fprintln(e.Stdout, "new objects use the new dictionaries; existing ones keep theirs until `rook store repack`")
 	} else if current > 0 {
 		fmt.Fprintln(e.Stdout, "no dictionary trained: none would be enough better than the current ones to pay for itself")
+	} else if c.Kind == "" && unreadable > 0 {
+		// Not "needs enough similar objects": the objects are there, and
+		// what stops them reading is what to fix.
+		fmt.Fprintf(e.Stdout, "no dictionary trained: too few objects of %d kind(s) read back to learn from (said above): `rook store verify` lists every object that does not read and how to repair it\n", unreadable)
 	} else if c.Kind == "" {
 		fmt.Fprintln(e.Stdout, "no dictionary trained: a kind needs enough similar objects for one to pay for itself")
 	}

@@ -291,6 +291,20 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 					return err
 				}
 				if e.Loc != (location{Segment: n, Offset: r.off, Member: i}) {
+					// A spare copy: if the entry's own copy does not read,
+					// this one repairs it (as putting the bytes again
+					// does). Dropped with its segment, the object was
+					// lost for good.
+					if _, queued := s.pending[id]; !queued && keep(id, e) {
+						if _, rerr := s.readEntry(id, e, false); rerr != nil {
+							old := e
+							if err := s.stage(&pendingObject{id: id, kind: e.Kind, data: append([]byte(nil), m...), created: int64(r.h.Time), old: &old}); err != nil {
+								return err
+							}
+							st.moved++
+							continue
+						}
+					}
 					stale = append(stale, id)
 					continue // a stale copy: the entry points elsewhere
 				}

@@ -615,7 +615,8 @@ func TestRepackReportsAMoveWhoseSyncFailed(t *testing.T) {
 // A damaged segment no entry points into can still hold the one copy of
 // an object that reads: an older copy, the entry naming a newer one that
 // is damaged. It was moved to torn/ all the same, where a reindex (which
-// takes in every copy that reads) no longer finds it. It stays.
+// takes in every copy that reads) no longer finds it. It is kept, or its
+// copy moved into a new block before the segment goes.
 func TestRepackKeepsADamagedSegmentWithTheOnlyCopyThatReads(t *testing.T) {
 	fsys := vfs.NewMem()
 	s, home := newStore(t, fsys, Options{})
@@ -671,7 +672,75 @@ func TestRepackKeepsADamagedSegmentWithTheOnlyCopyThatReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fsys.Stat(old); err != nil || len(rep.MovedDamaged) != 0 {
-		t.Fatalf("segment %s, the only copy of %s that reads: %v; moved %v, kept %v", segName(ex.Loc.Segment), Short(x), err, rep.MovedDamaged, rep.Kept)
+	// The copy that reads repairs x's entry (moved into a new block);
+	// only then may its damaged segment go to torn/.
+	if got, gerr := s.Get(x); gerr != nil || !bytes.Equal(got, noise(5000, 1)) {
+		_, serr := fsys.Stat(old)
+		t.Fatalf("segment %s, the only copy of %s that reads: %v; %s: %v; moved %v, kept %v", segName(ex.Loc.Segment), Short(x), serr, Short(x), gerr, rep.MovedDamaged, rep.Kept)
+	}
+}
+
+// An object whose entry names a damaged copy can have a spare copy that
+// reads in another, undamaged segment (an older, superseded one). A gc or
+// repack rewriting that segment took the spare for a stale copy and
+// deleted it with the segment: the object was lost for good. The spare
+// repairs the entry instead, as putting the bytes again does.
+func TestRewriteRepairsFromASpareCopy(t *testing.T) {
+	for _, op := range []string{"gc", "repack"} {
+		t.Run(op, func(t *testing.T) {
+			fsys := vfs.NewMem()
+			s, home := newStore(t, fsys, Options{Clock: testClock()})
+			data := noise(5000, 1)
+			x := mustPut(t, s, KindFile, data)
+			if err := s.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			spare, _, _ := s.lookup(x)
+			// A second copy of x in a segment of its own, the one its
+			// entry names.
+			s.mu.Lock()
+			s.tree.Delete(x)
+			err := s.tree.Commit(s.ctr.encode())
+			if err == nil {
+				err = s.startSegment()
+			}
+			s.mu.Unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustPut(t, s, KindFile, data)
+			if err := s.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			named, _, _ := s.lookup(x)
+			if spare.Inline || named.Loc.Segment == spare.Loc.Segment {
+				t.Fatalf("spare %+v, named %+v: want two segments", spare.Loc, named.Loc)
+			}
+			s.Close()
+			flip(t, fsys, filepath.Join(home, SegmentsDir, segName(named.Loc.Segment)), named.Loc.Offset+100)
+			s, err = Open(home, Options{FS: fsys, Clock: testClock(), Writable: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.Get(x); err == nil {
+				t.Fatal("the named copy reads: damage not made")
+			}
+			if op == "gc" {
+				_, err = s.Collect(GCOptions{Live: func(Key) bool { return true }})
+			} else {
+				_, err = s.Repack(nil)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := s.Get(x); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("%s threw away the spare copy: %v", op, err)
+			}
+			rep, err := s.Verify(nil)
+			if err != nil || rep.Unreadable != 0 {
+				t.Fatalf("verify after %s: %d unreadable, %v %v", op, rep.Unreadable, rep.Problems, err)
+			}
+		})
 	}
 }

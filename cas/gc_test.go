@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rookhq/rook/dict"
+	"github.com/rookhq/rook/index"
 	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
 	"github.com/rookhq/rook/internal/vfs/vfstest"
@@ -742,5 +743,64 @@ func TestRewriteRepairsFromASpareCopy(t *testing.T) {
 				t.Fatalf("verify after %s: %d unreadable, %v %v", op, rep.Unreadable, rep.Problems, err)
 			}
 		})
+	}
+}
+
+// A reindex carries over the old index's entries of records waiting for a
+// dictionary. It ignored the error of a walk that met a damaged node: the
+// objects past it silently got no entry. It keeps what it read, and says so.
+func TestReindexReportsADamagedOldIndex(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	for i := 0; i < 1500; i++ {
+		mustPut(t, s, KindMessage, message(i))
+	}
+	s.Sync()
+	res, err := s.Train(TrainOptions{})
+	if err != nil || !res[0].Kept {
+		t.Fatalf("%+v %v", res, err)
+	}
+	for i := 1500; i < 1600; i++ {
+		mustPut(t, s, KindMessage, message(i))
+	}
+	s.Close()
+	// Damage a node the walk meets about half way.
+	idx := filepath.Join(home, IndexDir, IndexFile)
+	b, _ := vfs.ReadFile(fsys, idx)
+	var c *vfs.MemFS
+	for off := int64(8192); off < int64(len(b)) && c == nil; off += 101 {
+		try := fsys.CrashClone()
+		flip(t, try, idx, off)
+		tr, err := index.Open(try, idx, false)
+		if err != nil {
+			continue
+		}
+		n := 0
+		err = tr.Snapshot().Ascend(Key{}, func(Key, []byte) bool { n++; return true })
+		tr.Close()
+		if err != nil && n > 400 && n < 1200 {
+			c = try
+		}
+	}
+	if c == nil {
+		t.Fatal("no index node to damage found")
+	}
+	if err := c.Remove(filepath.Join(home, DictDir, dict.FileName(res[0].DictID))); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(home, Options{FS: c, Writable: true, ForReindex: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	rep, err := w.Reindex(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Carried == 0 || rep.Carried >= 100 || !strings.Contains(rep.CarryErr, "old index") {
+		t.Fatalf("reindex over a damaged old index: carried %d, carry error %q (%+v, %v)", rep.Carried, rep.CarryErr, rep, w.Notices)
+	}
+	if st, _ := w.Stats(); st.Objects != int64(1500+rep.Carried) {
+		t.Fatalf("objects after reindex %d, carried %d", st.Objects, rep.Carried)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/rookhq/rook/internal/vfs"
 )
@@ -400,6 +401,11 @@ type ReindexReport struct {
 	// Carried counts their objects kept from the old index.
 	NeedsDict []Damage
 	Carried   int
+	// CarryErr, when not empty: the old index could not be read whole
+	// while carrying those entries over (a damaged node, an entry that
+	// does not decode). Carried counts what was kept; objects of waiting
+	// records it held past the damage have no entry now.
+	CarryErr string
 }
 
 // Reindex rebuilds the index from the segments, which are the truth. Damage
@@ -480,9 +486,17 @@ func (s *Store) reindexLocked(progress func(done, total int64)) (ReindexReport, 
 	}
 	// The objects of a record that waits for its dictionary cannot be
 	// re-hashed; the old index still knows them: keep those entries.
+	// A damaged old index keeps what reads before the damage and says so:
+	// ignored, the objects past it silently lost their entries.
 	if len(waiting) > 0 && s.tree != nil {
-		s.tree.Snapshot().Ascend(Key{}, func(id Key, v []byte) bool {
-			if e, err := decodeEntry(v); err == nil && waiting[blockKey{e.Loc.Segment, e.Loc.Offset}] {
+		var bad []string
+		err := s.tree.Snapshot().Ascend(Key{}, func(id Key, v []byte) bool {
+			e, derr := decodeEntry(v)
+			if derr != nil {
+				bad = append(bad, fmt.Sprintf("the entry of %s does not decode (%v)", Short(id), derr))
+				return true
+			}
+			if waiting[blockKey{e.Loc.Segment, e.Loc.Offset}] {
 				if _, ok := found[id]; !ok {
 					found[id] = e
 					rep.Carried++
@@ -490,6 +504,15 @@ func (s *Store) reindexLocked(progress func(done, total int64)) (ReindexReport, 
 			}
 			return true
 		})
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("the old index stops reading partway (%v)", err))
+		}
+		if len(bad) > 0 {
+			if len(bad) > 3 {
+				bad = append(bad[:3], fmt.Sprintf("%d more", len(bad)-3))
+			}
+			rep.CarryErr = strings.Join(bad, "; ")
+		}
 	}
 	ids := make([]Key, 0, len(found))
 	for id, e := range found {

@@ -429,7 +429,7 @@ func (c *ReindexCmd) Run(e *Env) error {
 		for _, d := range rep.NeedsDict {
 			waiting = append(waiting, d.String())
 		}
-		if err := e.printJSON(map[string]any{"segments": rep.Segments, "records": rep.Records, "objects": rep.Objects, "damage": damage, "cut": rep.Cut, "needs_dictionary": waiting, "carried": rep.Carried}); err != nil {
+		if err := e.printJSON(map[string]any{"segments": rep.Segments, "records": rep.Records, "objects": rep.Objects, "damage": damage, "cut": rep.Cut, "needs_dictionary": waiting, "carried": rep.Carried, "carry_error": rep.CarryErr}); err != nil {
 			return err
 		}
 	} else {
@@ -441,6 +441,9 @@ func (c *ReindexCmd) Run(e *Env) error {
 		}
 		for _, d := range rep.NeedsDict {
 			fmt.Fprintf(e.Stdout, "waiting: segment %s offset %d: %s\n", fmt.Sprintf("%08d.seg", d.Segment), d.Offset, d.Reason)
+		}
+		if rep.CarryErr != "" {
+			fmt.Fprintf(e.Stdout, "not carried: %s\n", rep.CarryErr)
 		}
 		fmt.Fprintf(e.Stdout, "reindexed %d objects from %d records in %d segment(s)\n", rep.Objects, rep.Records, rep.Segments)
 	}
@@ -455,7 +458,13 @@ func (c *ReindexCmd) Run(e *Env) error {
 				files = append(files, filepath.Join(e.Home, cas.DictDir, dict.FileName(d.Dict)))
 			}
 		}
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d record(s) need a dictionary that cannot be loaded; %d of their objects were kept from the old index: put %s back from a backup and run `rook store reindex` again", len(rep.NeedsDict), rep.Carried, strings.Join(files, ", "))}
+		msg := fmt.Sprintf("%d record(s) need a dictionary that cannot be loaded; %d of their objects were kept from the old index", len(rep.NeedsDict), rep.Carried)
+		if rep.CarryErr != "" {
+			// Said, not hidden: the objects past the damage have no entry
+			// until the dictionary is back and a reindex re-hashes them.
+			msg += fmt.Sprintf(", not all (%s)", rep.CarryErr)
+		}
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%s: put %s back from a backup and run `rook store reindex` again", msg, strings.Join(files, ", "))}
 	}
 	if len(rep.Damage) > 0 {
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d damaged region(s) skipped; an object whose only copy was there is not in the index any more (`rook store verify` lists what is left), and putting its original bytes again restores it", len(rep.Damage))}

@@ -376,7 +376,9 @@ func (c *CheckpointLsCmd) Run(e *Env) error {
 	for _, ref := range refs {
 		t.add(ref.Name, cas.Short(ref.ID), fmt.Sprint(ref.Files), formatBytes(ref.Bytes), shownTimeSec(ref.Created), ref.Root)
 	}
-	t.write(e.Stdout)
+	if err := t.write(e.Stdout); err != nil {
+		return err
+	}
 	return done()
 }
 

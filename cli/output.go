@@ -34,9 +34,11 @@ func (t *table) add(cells ...string) {
 	t.rows = append(t.rows, row)
 }
 
-func (t *table) write(w io.Writer) {
+// write returns the first write error: a full disk or a closed stdout
+// must fail the command, not end it with exit 0 and half a table.
+func (t *table) write(w io.Writer) error {
 	if len(t.rows) == 0 {
-		return
+		return nil
 	}
 	widths := make([]int, len(t.rows[0]))
 	for _, r := range t.rows {
@@ -49,8 +51,6 @@ func (t *table) write(w io.Writer) {
 	// Buffered: a write per row was a system call per row, 5,000 of
 	// them for a long session ls.
 	bw := bufio.NewWriter(w)
-	defer bw.Flush()
-	w = bw
 	total := 0
 	for i, r := range t.rows {
 		var b strings.Builder
@@ -68,12 +68,17 @@ func (t *table) write(w io.Writer) {
 			}
 		}
 		line := b.String()
-		fmt.Fprintln(w, line)
+		if _, err := fmt.Fprintln(bw, line); err != nil {
+			return err
+		}
 		if i == 0 {
 			total = utf8.RuneCountInString(line)
-			fmt.Fprintln(w, strings.Repeat("─", total))
+			if _, err := fmt.Fprintln(bw, strings.Repeat("─", total)); err != nil {
+				return err
+			}
 		}
 	}
+	return bw.Flush()
 }
 
 // progress draws a one-line progress meter on a terminal and nothing when

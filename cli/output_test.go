@@ -226,3 +226,50 @@ func TestOutputFileRefusedWordedAlike(t *testing.T) {
 		}
 	}
 }
+
+// fullWriter fails every write as standard output on a full disk does.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) {
+	return 0, &fs.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.ENOSPC}
+}
+
+// A command that prints a table exits 1 when standard output cannot take
+// it: the table's buffered writes were never checked, so `rook session ls
+// > /dev/full` said nothing and exited 0 (--json exited 1).
+func TestTableWriteErrorsExit1(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	run := func(stdin string, stdout io.Writer, args ...string) (int, string) {
+		var errb bytes.Buffer
+		code := Main(append([]string{"--home", home, "-C", ws}, args...), strings.NewReader(stdin), stdout, &errb)
+		return code, errb.String()
+	}
+	var out bytes.Buffer
+	if code, e := run("", &out, "init"); code != 0 {
+		t.Fatal(e)
+	}
+	out.Reset()
+	if code, e := run("", &out, "session", "new"); code != 0 {
+		t.Fatal(e)
+	}
+	id := strings.TrimSpace(out.String())
+	if code, e := run(`{"kind":"user","body":"first"}`+"\n", io.Discard, "session", "append", id, "--jsonl", "-"); code != 0 {
+		t.Fatal(e)
+	}
+	if code, e := run("", io.Discard, "checkpoint", "create", "c"); code != 0 {
+		t.Fatal(e)
+	}
+	for _, args := range [][]string{
+		{"session", "ls"},
+		{"session", "history", id},
+		{"session", "context", id},
+		{"checkpoint", "ls"},
+		{"store", "ls"},
+		{"store", "stat"},
+	} {
+		code, e := run("", fullWriter{}, args...)
+		if code != ExitFailure || !strings.Contains(e, "no space left on device") {
+			t.Errorf("rook %s to a full disk: exit %d, stderr %q", strings.Join(args, " "), code, e)
+		}
+	}
+}

@@ -119,7 +119,9 @@ func (c *StorePruneCmd) Run(e *Env) error {
 	if e.JSON {
 		return e.printJSON(rep)
 	}
-	printPrune(e.Stdout, "", rep)
+	if err := printPrune(e.Stdout, "", rep); err != nil {
+		return err
+	}
 	if !c.DryRun && rep.SessionsDeleted > 0 {
 		fmt.Fprintln(e.Stdout, "run `rook store gc` to reclaim the space")
 	}
@@ -134,15 +136,15 @@ func dryPrefix(dry bool) string {
 }
 
 // printPrune writes a prune's summary line and the sessions it deleted.
-func printPrune(w io.Writer, stage string, rep agent.PruneReport) {
+func printPrune(w io.Writer, stage string, rep agent.PruneReport) error {
 	fmt.Fprintf(w, "%s%ssessions deleted %d, events deleted %d, protected %d, kept %d\n",
 		dryPrefix(rep.DryRun), stage, rep.SessionsDeleted, rep.EventsDeleted, rep.Protected, rep.Kept)
-	printSessionRefs(w, rep.Deleted)
+	return printSessionRefs(w, rep.Deleted)
 }
 
-func printSessionRefs(w io.Writer, refs []agent.SessionRef) {
+func printSessionRefs(w io.Writer, refs []agent.SessionRef) error {
 	if len(refs) == 0 {
-		return
+		return nil
 	}
 	t := &table{right: map[int]bool{3: true}}
 	t.add("id", "title", "updated", "events", "reason")
@@ -153,7 +155,7 @@ func printSessionRefs(w io.Writer, refs []agent.SessionRef) {
 		}
 		t.add(s.ID.String(), clip(title, 40), shownTime(s.Updated), fmt.Sprint(s.Events), s.Reason)
 	}
-	t.write(w)
+	return t.write(w)
 }
 
 // StoreMaintainCmd is `rook store maintain`.
@@ -216,8 +218,8 @@ func (c *StoreMaintainCmd) Run(e *Env) error {
 		if err := e.printJSON(rep); err != nil {
 			return err
 		}
-	} else {
-		printMaintain(e.Stdout, rep)
+	} else if err := printMaintain(e.Stdout, rep); err != nil {
+		return err
 	}
 	// Exit 1, with --json too: a maintain run from cron must not read a
 	// store it cannot hold to its budget as success. (A dry run plans.)
@@ -228,9 +230,16 @@ func (c *StoreMaintainCmd) Run(e *Env) error {
 	return nil
 }
 
-func printMaintain(w io.Writer, rep agent.MaintainReport) {
+// printMaintain returns the first error of its tables' writes.
+func printMaintain(w io.Writer, rep agent.MaintainReport) error {
+	var werr error
+	checked := func(err error) {
+		if werr == nil {
+			werr = err
+		}
+	}
 	dry := dryPrefix(rep.DryRun)
-	printPrune(w, "prune: ", rep.Prune)
+	checked(printPrune(w, "prune: ", rep.Prune))
 
 	g := rep.GC
 	if rep.DryRun {
@@ -265,7 +274,7 @@ func printMaintain(w io.Writer, rep agent.MaintainReport) {
 		last := rep.BudgetGC[len(rep.BudgetGC)-1]
 		fmt.Fprintf(w, "%sbudget: would delete %d oldest unprotected session(s) in %d round(s); gc would then collect %d (%s stored), %d too new\n", dry,
 			len(rep.BudgetDeleted), rep.BudgetRounds, last.Collectable, formatBytes(last.CollectableStored), last.TooNew)
-		printSessionRefs(w, rep.BudgetDeleted)
+		checked(printSessionRefs(w, rep.BudgetDeleted))
 	} else if rep.BudgetRounds > 0 {
 		var collected, freed int64
 		for _, b := range rep.BudgetGC {
@@ -274,7 +283,7 @@ func printMaintain(w io.Writer, rep agent.MaintainReport) {
 		}
 		fmt.Fprintf(w, "budget: deleted %d oldest unprotected session(s) in %d round(s); gc collected %d (%s freed)\n",
 			len(rep.BudgetDeleted), rep.BudgetRounds, collected, formatBytes(freed))
-		printSessionRefs(w, rep.BudgetDeleted)
+		checked(printSessionRefs(w, rep.BudgetDeleted))
 	}
 	if budget > 0 {
 		fmt.Fprintf(w, "%sstored %s of the %s budget\n", dry, formatBytes(rep.StoredAfter), formatBytes(budget))
@@ -284,4 +293,5 @@ func printMaintain(w io.Writer, rep agent.MaintainReport) {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
+	return werr
 }

@@ -659,7 +659,9 @@ func (c *SessionLsCmd) Run(e *Env) error {
 			}
 			t.add(s.ID.String(), note+title, events, tokens, shownTime(s.Updated), s.Workspace)
 		}
-		t.write(e.Stdout)
+		if err := t.write(e.Stdout); err != nil {
+			return err
+		}
 	}
 	if others > 0 {
 		fmt.Fprintf(e.Stdout, "(%d more in other workspaces: `rook session ls --all`)\n", others)

@@ -167,7 +167,9 @@ func (c *ContextCmd) Run(e *Env) error {
 		for _, k := range rep.Kinds {
 			t.add(k.Kind.String(), fmt.Sprint(k.Events), formatBytes(k.Bytes), fmt.Sprint(k.Tokens), bar(k.Tokens, rep.InContextTokens, 20))
 		}
-		t.write(w)
+		if err := t.write(w); err != nil {
+			return err
+		}
 	}
 	if rep.MissingBodies > 0 {
 		fmt.Fprintf(e.Stderr, "rook: note: %d event(s) name a body the store cannot describe; they count as 0 bytes (`rook store verify`)\n", rep.MissingBodies)

@@ -329,7 +329,9 @@ func (c *HistoryCmd) Run(e *Env) error {
 			rows = append(rows, []string{fmt.Sprintf("#%d", l.Seq), shownTimeSec(l.Time),
 				l.Kind.String(), clip(label, 24), size, text})
 		}
-		writeAligned(w, rows, map[int]bool{4: true})
+		if err := writeAligned(w, rows, map[int]bool{4: true}); err != nil {
+			return err
+		}
 	}
 	if p.PrevBefore != nil {
 		fmt.Fprintf(w, "earlier: --before %d\n", *p.PrevBefore)
@@ -341,10 +343,11 @@ func (c *HistoryCmd) Run(e *Env) error {
 }
 
 // writeAligned writes rows as space-padded columns (right-aligned where
-// right says), without a header; the last column is not padded.
-func writeAligned(w io.Writer, rows [][]string, right map[int]bool) {
+// right says), without a header; the last column is not padded. It
+// returns the first write error, as table.write does.
+func writeAligned(w io.Writer, rows [][]string, right map[int]bool) error {
 	if len(rows) == 0 {
-		return
+		return nil
 	}
 	widths := make([]int, len(rows[0]))
 	for _, r := range rows {
@@ -368,8 +371,11 @@ func writeAligned(w io.Writer, rows [][]string, right map[int]bool) {
 				b.WriteString(c)
 			}
 		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+		if _, err := fmt.Fprintln(w, strings.TrimRight(b.String(), " ")); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // FindCmd is `rook session find`.

@@ -197,8 +197,7 @@ func (c *LsCmd) Run(e *Env) error {
 		}
 		t.add(r.Short, r.Kind, formatBytes(r.Size), formatBytes(r.Stored), where, shownTime(time.Unix(objs[i].Created, 0)))
 	}
-	t.write(e.Stdout)
-	return nil
+	return t.write(e.Stdout)
 }
 
 // dictJSON is a dictionary as `store stat --json` gives it: dict.Info
@@ -296,8 +295,7 @@ func (c *StatCmd) Run(e *Env) error {
 	for _, k := range st.Kinds {
 		t.add(k.Kind, fmt.Sprint(k.Objects), formatBytes(k.Size), formatBytes(k.Stored), ratio(k.Size, k.Stored), bar(k.Stored, st.Stored, 20))
 	}
-	t.write(w)
-	return nil
+	return t.write(w)
 }
 
 // bar draws n's share of total in width cells.

@@ -1020,7 +1020,8 @@ func (l *Log) IDs() ([]ID, error) {
 }
 
 // Summary reads a session's metadata and the totals its last record holds.
-// It costs two small reads, whatever the session's length.
+// Past the metadata it costs one small read of the log's tail (the last
+// record and the totals one together), whatever the session's length.
 func (l *Log) Summary(id ID) (Summary, error) {
 	m, err := l.ReadMeta(id)
 	if err != nil {

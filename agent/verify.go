@@ -3,9 +3,12 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
 )
 
 // ReferenceReport is what `rook store verify` finds beyond the objects
@@ -20,6 +23,11 @@ type ReferenceReport struct {
 	Refs     int                `json:"refs"`     // ids named by ref files (checkpoints)
 	Named    int                `json:"objects_named"`
 	Problems []ReferenceProblem `json:"problems"`
+
+	// namedIn is the session that first named each object, when a
+	// session did: ImportFormats says from it which objects an import
+	// put, and so which a re-read of the transcripts can put back.
+	namedIn func(cas.Key) string
 }
 
 // ReferenceProblem is a session whose log or metadata does not read, or
@@ -73,6 +81,38 @@ func (p ReferenceProblem) String() string {
 		s += fmt.Sprintf(" (and %d other place(s) name it)", p.Also)
 	}
 	return s
+}
+
+// ImportFormats lists the formats (FormatClaudeCode, FormatCodex) of the
+// imported sessions among those that name the objects ids, as rep (from
+// VerifyReferences) found them named: `rook import FORMAT --reread` puts
+// those back from the transcripts.
+func (r *Rook) ImportFormats(rep ReferenceReport, ids []cas.Key) []string {
+	var formats []string
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if rep.namedIn == nil {
+			break
+		}
+		sid := rep.namedIn(id)
+		if sid == "" || seen[sid] {
+			continue
+		}
+		seen[sid] = true
+		lid, err := eventlog.ParseID(sid)
+		if err != nil {
+			continue
+		}
+		m, err := r.Log.ReadMeta(lid)
+		if err != nil {
+			continue
+		}
+		if src := r.ImportedFrom(m); src != nil && !slices.Contains(formats, src.Format) {
+			formats = append(formats, src.Format)
+		}
+	}
+	sort.Strings(formats)
+	return formats
 }
 
 // VerifyReferences reads every session's metadata and log to its end and
@@ -219,6 +259,12 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 		}
 	}
 	rep.Named = len(seen)
+	rep.namedIn = func(id cas.Key) string {
+		if n, ok := seen[id]; ok {
+			return n.p.Session
+		}
+		return ""
+	}
 	if progress != nil {
 		progress(total, total)
 	}

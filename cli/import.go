@@ -26,6 +26,8 @@ type ImportCmd struct {
 // importPaths are what `rook import FORMAT` takes.
 type importPaths struct {
 	Paths []string `arg:"" optional:"" help:"Session files, project directories or whole trees (default: the agent's own directory)."`
+	// Reread is a repair, not an import: see agent.Reread.
+	Reread bool `help:"Import nothing: read the files again from their start and put back each object of theirs that this store holds but cannot read (what rook store verify lists as unreadable), then verify the store."`
 }
 
 // ImportClaudeCodeCmd is `rook import claude-code [PATH...]`.
@@ -35,23 +37,35 @@ type ImportClaudeCodeCmd struct{ importPaths }
 type ImportCodexCmd struct{ importPaths }
 
 // Run imports Claude Code transcripts.
-func (c *ImportClaudeCodeCmd) Run(e *Env) error { return runImport(e, agent.FormatClaudeCode, c.Paths) }
+func (c *ImportClaudeCodeCmd) Run(e *Env) error {
+	if c.Reread {
+		return runReread(e, agent.FormatClaudeCode, c.Paths)
+	}
+	return runImport(e, agent.FormatClaudeCode, c.Paths)
+}
 
 // Run imports Codex rollouts.
-func (c *ImportCodexCmd) Run(e *Env) error { return runImport(e, agent.FormatCodex, c.Paths) }
+func (c *ImportCodexCmd) Run(e *Env) error {
+	if c.Reread {
+		return runReread(e, agent.FormatCodex, c.Paths)
+	}
+	return runImport(e, agent.FormatCodex, c.Paths)
+}
 
-func runImport(e *Env, format string, paths []string) error {
+// importAgentDir checks the paths an import was given and finds the
+// agent's own directory, where the defaults are.
+func importAgentDir(e *Env, format string, paths []string) (string, error) {
 	for _, p := range paths {
 		if p == "" {
 			// Taken as the current directory, "" would import every
 			// transcript below it: a script's empty variable.
-			return usageErr("an empty path: give a file or directory (none: the agent's own directory)")
+			return "", usageErr("an empty path: give a file or directory (none: the agent's own directory)")
 		}
 	}
 	home, err := os.UserHomeDir()
 	agentDir := agent.AgentDirOf(format, home, os.Getenv)
 	if err != nil && len(paths) == 0 && !filepath.IsAbs(agentDir) {
-		return fmt.Errorf("no home directory to find the default transcripts in (%v): give the paths to import", err)
+		return "", fmt.Errorf("no home directory to find the default transcripts in (%v): give the paths to import", err)
 	}
 	if abs, err := filepath.Abs(agentDir); err == nil {
 		agentDir = abs // CODEX_HOME may be relative
@@ -59,8 +73,16 @@ func runImport(e *Env, format string, paths []string) error {
 	if fi, err := e.FS.Stat(agentDir); len(paths) == 0 && err == nil && !fi.IsDir() {
 		// $CODEX_HOME set to a rollout, say: "stat .../sessions: not a
 		// directory" would not say which setting is wrong.
-		return fmt.Errorf("%s, where %s keeps its transcripts (%s), is a file, not a directory: point %s at %s's directory, or name the files to import",
+		return "", fmt.Errorf("%s, where %s keeps its transcripts (%s), is a file, not a directory: point %s at %s's directory, or name the files to import",
 			agentDir, agent.FormatName(format), agentDirSetting(format), agentDirVar(format), agent.FormatName(format))
+	}
+	return agentDir, nil
+}
+
+func runImport(e *Env, format string, paths []string) error {
+	agentDir, err := importAgentDir(e, format, paths)
+	if err != nil {
+		return err
 	}
 	cfg, err := e.loadConfig()
 	if err != nil {
@@ -561,4 +583,80 @@ func printExport(e *Env, id eventlog.ID, output string, compressed bool, x agent
 		fmt.Fprintf(e.Stderr, "the session holds %d tool output file(s) Claude Code saved beside the transcript, which it names (tool-results/): --tool-results DIR writes them\n", x.ToolResults)
 	}
 	return notExact()
+}
+
+// rereadJSON is import --reread's --json: what was put back, and what the
+// store's verify found after.
+type rereadJSON struct {
+	agent.RereadReport
+	Unreadable     int           `json:"unreadable_objects"`
+	DamagedRegions int           `json:"damaged_regions"`
+	Problems       []cas.Problem `json:"problems"`
+}
+
+// runReread is `rook import FORMAT --reread`: a repair from the
+// transcripts, then the store's verify, whose unreadable objects are what
+// the repair could not put back.
+func runReread(e *Env, format string, paths []string) error {
+	agentDir, err := importAgentDir(e, format, paths)
+	if err != nil {
+		return err
+	}
+	var out rereadJSON
+	err = e.write(func(r *agent.Rook) error {
+		p := newProgress(e.Stderr, "import "+format+" --reread")
+		rep, rerr := r.Reread(agent.ImportOptions{Format: format, Paths: paths, AgentDir: agentDir, Progress: p.update})
+		p.done()
+		out.RereadReport = rep
+		if rerr != nil {
+			return rerr
+		}
+		p = newProgress(e.Stderr, "verify")
+		vrep, verr := r.Store.Verify(p.update)
+		p.done()
+		if verr != nil {
+			return fmt.Errorf("the objects were put back, but the store's verify could not run: %w", verr)
+		}
+		out.Unreadable, out.DamagedRegions = vrep.Unreadable, vrep.DamagedRegions
+		out.Problems = vrep.Problems
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if out.Problems == nil {
+		out.Problems = []cas.Problem{}
+	}
+	if e.JSON {
+		if err := e.printJSON(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(e.Stdout, "%s: %d file(s) read again: %d object(s) restored of the %d they make; nothing imported\n",
+			format, out.Files, out.Restored, out.Objects)
+		for _, f := range out.Failed {
+			fmt.Fprintf(e.Stdout, "  failed  %s: %s\n", terminalLine(f.Path), terminalLine(f.Note))
+		}
+		if len(out.Problems) == 0 {
+			fmt.Fprintln(e.Stdout, "the store verifies: every object reads back")
+		} else if len(out.Problems) == out.DamagedRegions && out.Unreadable == 0 {
+			// Segments are never rewritten in place: the damaged bytes
+			// stay, holding nothing any object needs.
+			fmt.Fprintf(e.Stdout, "every object reads back; the %d damaged segment region(s) hold no object any more: `rook store repack` moves their segments aside\n", out.DamagedRegions)
+		} else {
+			fmt.Fprintln(e.Stdout, "the store's verify still finds:")
+			for _, pr := range out.Problems {
+				fmt.Fprintln(e.Stdout, "  "+pr.String())
+			}
+		}
+	}
+	switch {
+	case out.Unreadable > 0:
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d object(s) still cannot be read back: the files read make other objects (a file imported in several steps, as it grew, was cut at other points; or a file changed since): `rook session rm` the sessions they belong to and import the files again; `rook store verify` lists them", out.Unreadable)}
+	case len(out.Problems) > out.DamagedRegions:
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("every object reads back, but the store's verify finds %d other problem(s): `rook store verify` says what to do", len(out.Problems))}
+	case len(out.Failed) > 0:
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d of %d file(s) could not be read; the store verifies", len(out.Failed), out.Files)}
+	}
+	return nil
 }

@@ -373,6 +373,17 @@ func (c *VerifyCmd) Run(e *Env) error {
 	// the file, said per dictionary, not their bytes.
 	if n := rep.Unreadable - rep.WaitingObjects; n > 0 {
 		msg += fmt.Sprintf("; %d object(s) cannot be read back: putting an object's original bytes again repairs it", n)
+		// An import's objects are its transcripts' bytes: reading
+		// those again puts them back, which no user could by hand.
+		var ids []cas.Key
+		for _, pr := range rep.Problems {
+			if pr.ID != nil {
+				ids = append(ids, *pr.ID)
+			}
+		}
+		for _, f := range r.ImportFormats(refs, ids) {
+			msg += fmt.Sprintf("; those of imported %s sessions: `rook import %s --reread PATH...` reads their transcripts again and puts them back", agent.FormatName(f), f)
+		}
 	}
 	if rep.DamagedRegions > 0 {
 		msg += fmt.Sprintf("; %d damaged segment region(s)", rep.DamagedRegions)

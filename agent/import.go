@@ -432,8 +432,8 @@ type waitingFile struct {
 // (prep), begins with a copy of another session's lines that no file
 // imported yet is known for: it is then imported after the others, and
 // the source session id it waits for is returned (ready says when it came
-// in). The copy's tokens count none when that session is in first: it
-// spent them (a Claude Code continuation's copied model lines, a Codex
+// in). The copy's totals leave its tokens out when that session is in
+// first: it spent them (a Claude Code continuation's copied model lines, a Codex
 // fork's copied token_counts: fileImport.copiedLine). A file that waits for a session that is not
 // in the import is only imported later. A file over 64 MiB (read a chunk
 // at a time, not mapped ahead) does not wait.
@@ -951,7 +951,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 				fi.last, fi.timed = s.Updated, true
 				// Lines that count tokens are in already: a continuation's
 				// copy, which its file begins with, is behind (taken in
-				// counting no tokens, or counting them when what it
+				// left out of its totals, or counted in them when what it
 				// continues was not imported then): what it grew by is
 				// its own (fileImport.copiedLine).
 				fi.pastCopy = s.TokensIn > 0 || s.TokensOut > 0
@@ -1225,6 +1225,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	}
 	res.Parent, res.Fork = sess.Parent, ImportedFork(*sess)
 	src.Size, src.SHA256, src.Stat = size, full, statToRecord(f, zst, size, length, opts.walked)
+	src.CopiedIn, src.CopiedOut = src.CopiedIn+fi.copiedIn, src.CopiedOut+fi.copiedOut
 	if src.ID == "" {
 		src.ID = info.ID
 	}
@@ -1441,6 +1442,10 @@ type fileImport struct {
 	// session imported.
 	copied     map[string]bool
 	copiedRead bool
+	// copiedIn and copiedOut are the tokens of the copied lines this
+	// import took in (copiedLine), added to Source.CopiedIn and CopiedOut
+	// with the metadata that says the lines are in.
+	copiedIn, copiedOut uint64
 	// pastCopy: the session holds lines that count tokens already (it
 	// grew): a Claude Code continuation's copy is behind.
 	pastCopy bool
@@ -1616,10 +1621,15 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 			// A line copied from the session this one began as a copy of
 			// (a Codex fork's parent's token_count, a Claude Code
 			// continuation's continued session's model line): that
-			// session spent the tokens, and counts them. It stays an
-			// event of its own, as the line it copies is, so that a copy
-			// of this copy finds it too.
-			ev.TokensIn, ev.TokensOut = 0, 0
+			// session spent the tokens, and counts them. The event
+			// counts them as its line says, as it does when the copy is
+			// imported first, and the session's totals leave them out
+			// (Source.CopiedIn): should that session be removed, they
+			// count here again (keepCopiedCounted). It stays an event of
+			// its own, as the line it copies is, so that a copy of this
+			// copy finds it too.
+			fi.copiedIn += ev.TokensIn
+			fi.copiedOut += ev.TokensOut
 		}
 		if m.Group == "" || m.Group != fi.prevGrp || len(fi.group) == 16 {
 			if err := fi.flushGroup(); err != nil {
@@ -1672,11 +1682,12 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 // The copied session's keys are read from its session, once: it is
 // decided here, as the lines are stored, file after file, rather than as
 // they are mapped, ahead and in parallel, when that session may not be in
-// yet (sourceNames.waits orders one run's files so that it is). A copy
-// imported before the session it copies (or without it) counts its copied
-// tokens, as its lines say (its events are written once); importing that
-// session later links it, and records those tokens in its metadata
-// (copiedTokens), which its totals leave out. For a file that copies no session,
+// yet (sourceNames.waits orders one run's files so that it is). The
+// events count the copied lines' tokens in either order (they are written
+// once, and count again should that session be removed); what the copy
+// leaves out of its totals is in its metadata: added here, or, for a copy
+// imported before the session it copies (or without it), recorded when
+// importing that session later links it (copiedTokens). For a file that copies no session,
 // this is a map lookup or two, once.
 func (fi *fileImport) copiedLine(line []byte, label string) bool {
 	codex := fi.opts.Format == FormatCodex
@@ -1757,9 +1768,9 @@ func (r *Rook) codexCountSums(id eventlog.ID) (map[string]bool, error) {
 // copiedTokens are the tokens the events of m, a Codex fork or a Claude
 // Code fork or continuation, count for lines that copy one of its parent
 // pid's (the keys copiedLine matches: a token_count's payload sum, a
-// model line's uuid). An event copiedLine knew for a copy counts none; so
-// does a Claude Code fork's line marked forkedFrom (claudeMapper.mapEntry):
-// this is what an import made before the parent's counted.
+// model line's uuid), whichever was imported first (copiedLine leaves an
+// event's tokens as its line says). A Claude Code fork's line marked
+// forkedFrom counts none (claudeMapper.mapEntry).
 func (r *Rook) copiedTokens(m eventlog.Meta, pid eventlog.ID) (in, out uint64, err error) {
 	codex := m.Source.Format == FormatCodex
 	var keys map[string]bool
@@ -2155,7 +2166,9 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 				}
 				continue
 			}
-			m.Parent = &p
+			// Linked anew: what it leaves out is counted by p (a removed
+			// parent's Ancestor no longer applies).
+			m.Parent, m.Ancestor, m.AncestorAt = &p, nil, nil
 			if slices.Contains(m.Tags, forkTag) {
 				// Imported before its parent, its copy of the parent's
 				// lines counted their tokens (fileImport.copiedLine could

@@ -424,8 +424,8 @@ func codexUnreadable(line []byte) mappedLine {
 // session's running total, which the fork's own turns carry on from the
 // copy's last: none of theirs is one of the parent's (one that repeats
 // the total before it counts nothing anyway: tokenCount).
-// The import stores a fork's token_count whose payload is one of its
-// parent's as counting no tokens (fileImport.copiedLine), when the
+// The import leaves a fork's token_count whose payload is one of its
+// parent's out of the fork's totals (fileImport.copiedLine), when the
 // parent is imported, so that a fork's tokens are its own (in one run, a
 // fork whose parent's rollout is among the files waits for it:
 // sourceNames.waits). Where the parent is not imported (yet), or another

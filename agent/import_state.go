@@ -259,6 +259,9 @@ func (sr *sessionRemover) remove(id eventlog.ID) (uint64, error) {
 }
 
 func (r *Rook) removeSession(id eventlog.ID, forks map[eventlog.ID][]eventlog.ID) (uint64, error) {
+	if err := r.keepCopiedCounted(id, forks); err != nil {
+		return 0, fmt.Errorf("session %s is not deleted: the sessions that copied its lines: %w", id, err)
+	}
 	if err := r.keepForksLinked(id, forks); err != nil {
 		return 0, fmt.Errorf("session %s is not deleted: its forks: %w", id, err)
 	}
@@ -273,7 +276,9 @@ func (r *Rook) removeSession(id eventlog.ID, forks map[eventlog.ID][]eventlog.ID
 }
 
 // forkIndex lists the forks made in rook by the session their copy comes
-// from (Meta.ForkedFrom), for keepForksLinked.
+// from (Meta.ForkedFrom), for keepForksLinked, and the imported sessions
+// whose totals leave out tokens they copied by their parent, for
+// keepCopiedCounted.
 func (r *Rook) forkIndex() (map[eventlog.ID][]eventlog.ID, error) {
 	ids, err := r.Log.IDs()
 	if err != nil {
@@ -282,7 +287,13 @@ func (r *Rook) forkIndex() (map[eventlog.ID][]eventlog.ID, error) {
 	idx := map[eventlog.ID][]eventlog.ID{}
 	for _, other := range ids {
 		f, err := r.Log.ReadMeta(other)
-		if err != nil || f.Source != nil {
+		if err != nil {
+			continue
+		}
+		if f.Source != nil {
+			if p, ok := copiedFrom(f); ok {
+				idx[p] = append(idx[p], f.ID)
+			}
 			continue // an imported fork counts its own copy
 		}
 		if from, _, ok := f.ForkedFrom(); ok {
@@ -290,6 +301,97 @@ func (r *Rook) forkIndex() (map[eventlog.ID][]eventlog.ID, error) {
 		}
 	}
 	return idx, nil
+}
+
+// copiedFrom is the session that counts the tokens an imported session's
+// totals leave out (Meta.Copied): its parent, or once that is removed, the
+// session that counts what its parent had copied (Meta.Ancestor).
+func copiedFrom(m eventlog.Meta) (eventlog.ID, bool) {
+	if in, out := m.Copied(); m.Source == nil || in == 0 && out == 0 {
+		return eventlog.ID{}, false
+	}
+	if m.Ancestor != nil {
+		return *m.Ancestor, true
+	}
+	if m.Parent != nil {
+		return *m.Parent, true
+	}
+	return eventlog.ID{}, false
+}
+
+// keepCopiedCounted has the imported sessions that copied lines of id (a
+// Codex fork, a Claude Code continuation), whose totals leave out the
+// tokens of those lines because id counts them (Source.CopiedIn), count
+// them again before id goes: a session counts what it copied once no
+// session it links to counts it, whichever was imported first (of a copy
+// of id, itself a fork, all but the share id's own parent counts). The forks
+// made in rook of each are written first (leaveCopiedOutOfForks: their
+// copy counts what the session counts up to the fork point), then the
+// session; id is removed after: a crash in between leaves id there and
+// the session still leaving the tokens out, and rm again ends it. (A
+// crash between a fork and its session leaves the fork counting the
+// tokens already, as it will once id is gone.) forks is as for
+// keepForksLinked.
+func (r *Rook) keepCopiedCounted(id eventlog.ID, forks map[eventlog.ID][]eventlog.ID) error {
+	pm, err := r.Log.ReadMeta(id)
+	if err != nil || pm.Source == nil {
+		// Damaged (rm is how one gets rid of it), or made in rook: an
+		// import links a session to an imported parent only.
+		return nil
+	}
+	// What id copied of its own parent, which that parent counts: a copy
+	// of id's lines begins with it (id's copy comes first in its file), so
+	// the least of it and what a session copied of id stays left out.
+	anc, ok := copiedFrom(pm)
+	var keepIn, keepOut uint64
+	if ok {
+		keepIn, keepOut = pm.Copied()
+	}
+	candidates := forks[id]
+	if forks == nil {
+		idx, err := r.forkIndex()
+		if err != nil {
+			return err
+		}
+		candidates = idx[id]
+	}
+	var inRook map[eventlog.ID][]eventlog.Meta // forksMadeInRook, read once needed
+	for _, other := range candidates {
+		m, err := r.Log.ReadMeta(other)
+		if from, ok := copiedFrom(m); err != nil || !ok || from != id {
+			continue // gone since, or a fork made in rook: keepForksLinked's
+		}
+		in, out := m.Copied()
+		in, out = min(in, keepIn), min(out, keepOut)
+		if cin, cout := m.Copied(); in == cin && out == cout {
+			continue
+		}
+		if inRook == nil {
+			if inRook, err = r.forksMadeInRook(); err != nil {
+				return err
+			}
+		}
+		if err := r.leaveCopiedOutOfForks(inRook, m.ID, in, out); err != nil {
+			return fmt.Errorf("session %s: its forks made in rook: %w", m.ID, err)
+		}
+		src := *m.Source
+		src.CopiedIn, src.CopiedOut = in, out
+		m.Source = &src
+		// Parent keeps naming id (an import of id's file again links the
+		// session to it anew); the session that counts what is still left
+		// out is id's.
+		m.Ancestor = nil
+		if in != 0 || out != 0 {
+			m.Ancestor = &anc
+			if forks != nil {
+				forks[anc] = append(forks[anc], m.ID)
+			}
+		}
+		if err := r.Log.UpdateMeta(m); err != nil {
+			return fmt.Errorf("session %s: %w", m.ID, err)
+		}
+	}
+	return nil
 }
 
 // keepForksLinked gives the forks made in rook of id, before id goes,

@@ -54,7 +54,10 @@ type Meta struct {
 	// events [0, AncestorAt) the fork's copy holds: Parent keeps naming
 	// the removed one (the fork is an orphan), and this is how a change
 	// to the ancestor's counting (an imported ancestor linked to its
-	// parent later) still reaches the fork.
+	// parent later) still reaches the fork. On an imported session whose
+	// totals leave copied tokens out (Source.CopiedIn), Ancestor alone
+	// (no AncestorAt) names the session that counts them once its parent
+	// is removed (agent's keepCopiedCounted).
 	Ancestor   *ID     `json:"ancestor,omitempty"`
 	AncestorAt *uint64 `json:"ancestor_at,omitempty"`
 }

@@ -303,6 +303,20 @@ func (r *Rook) forkIndex() (map[eventlog.ID][]eventlog.ID, error) {
 	return idx, nil
 }
 
+// forksOf lists the sessions forkIndex files under id: from forks when
+// given (a batch of removals keeps it), else from every session's
+// metadata, read now.
+func (r *Rook) forksOf(id eventlog.ID, forks map[eventlog.ID][]eventlog.ID) ([]eventlog.ID, error) {
+	if forks != nil {
+		return forks[id], nil
+	}
+	idx, err := r.forkIndex()
+	if err != nil {
+		return nil, err
+	}
+	return idx[id], nil
+}
+
 // copiedFrom is the session that counts the tokens an imported session's
 // totals leave out (Meta.Copied): its parent, or once that is removed, the
 // session that counts what its parent had copied (Meta.Ancestor).
@@ -347,13 +361,9 @@ func (r *Rook) keepCopiedCounted(id eventlog.ID, forks map[eventlog.ID][]eventlo
 	if ok {
 		keepIn, keepOut = pm.Copied()
 	}
-	candidates := forks[id]
-	if forks == nil {
-		idx, err := r.forkIndex()
-		if err != nil {
-			return err
-		}
-		candidates = idx[id]
+	candidates, err := r.forksOf(id, forks)
+	if err != nil {
+		return err
 	}
 	var inRook map[eventlog.ID][]eventlog.Meta // forksMadeInRook, read once needed
 	for _, other := range candidates {
@@ -413,13 +423,9 @@ func (r *Rook) keepForksLinked(id eventlog.ID, forks map[eventlog.ID][]eventlog.
 	if !ok {
 		return nil // not a fork: nothing is above its forks
 	}
-	candidates := forks[id]
-	if forks == nil {
-		idx, err := r.forkIndex()
-		if err != nil {
-			return err
-		}
-		candidates = idx[id]
+	candidates, err := r.forksOf(id, forks)
+	if err != nil {
+		return err
 	}
 	for _, other := range candidates {
 		f, err := r.Log.ReadMeta(other)

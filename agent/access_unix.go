@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -47,4 +48,10 @@ func WritableDir(dir string) (string, error) {
 			return d, nil
 		}
 	}
+}
+
+// ownDir says whether the user this process writes as owns fi.
+func ownDir(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
 }

@@ -629,7 +629,6 @@ func TestRewindMakesDirectoriesAgainWithTheirModes(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Fatalf("modes after the rewind %v, want %v", got, want)
 	}
-	os.Chmod(filepath.Join(ws, "d", "ro"), 0o755) // for the undo, as a user without root would need
 	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
 		t.Fatal(err)
 	}

@@ -86,6 +86,14 @@ type Plan struct {
 	chmods []string
 	// dirsMade counts every directory Apply made (for a file, or itself).
 	dirsMade int
+	// lifted are the directories there already that a rewind writes or
+	// removes in and that only their own mode closes to their owner, the
+	// user (a read-only 0555 one, say one a rewind made, which its undo
+	// removes): the mode each has, by workspace path ("." the root).
+	// Apply adds the owner's bits (u+rwx) before the first change, and
+	// gives each at the end the mode the plan says: its captured mode
+	// (chmods), or the one it had. A crash in between leaves it u+rwx.
+	lifted map[string]fs.FileMode
 }
 
 // pruneDirs has Apply remove, after every change, those of dirs left
@@ -109,6 +117,10 @@ func (p *Plan) pruneDirs(dirs []string) error {
 			return err
 		}
 		p.prune = append(p.prune, d)
+		// Removing it writes in its parent: one read-only (that a rewind
+		// made, say) is opened too. One that cannot be is not refused:
+		// the directory stays, as it does holding a file.
+		p.writable(filepath.Dir(filepath.Join(p.real, filepath.FromSlash(d))), true)
 	}
 	// A directory sorts before what is in it: reversed, children first.
 	sort.Sort(sort.Reverse(sort.StringSlice(p.prune)))
@@ -186,7 +198,7 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			if c.clearFile != "" {
 				dir = filepath.Dir(filepath.Join(real, filepath.FromSlash(c.clearFile)))
 			}
-			if err := writableDir(dir); err != nil {
+			if err := p.writable(dir, true); err != nil {
 				return nil, fmt.Errorf("cannot make the directory %s: %w", c.Path, err)
 			}
 			p.Changes = append(p.Changes, c)
@@ -229,7 +241,7 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 				dir = filepath.Dir(filepath.Join(real, filepath.FromSlash(c.clearFile)))
 			}
 		}
-		if err := writableDir(dir); err != nil {
+		if err := p.writable(dir, swap); err != nil {
 			return nil, fmt.Errorf("cannot restore %s: %w", c.Path, err)
 		}
 		p.Changes = append(p.Changes, c)
@@ -328,6 +340,38 @@ func linkedDir(real, rel string, wasDir func(string) bool) string {
 	return ""
 }
 
+// writable checks, as writableDir, that dir (or its nearest existing
+// ancestor) can take new entries. With lift (a rewind, or its undo), one
+// the user owns that only its own mode closes (the owner's write or search
+// bit off: a read-only 0555 directory) is not refused: Apply opens it for
+// the changes (Plan.lifted), as the user could with chmod. One of another
+// user is refused, saying so: rook never changes its mode.
+func (p *Plan) writable(dir string, lift bool) error {
+	err := writableDir(dir)
+	var pe *osPathError
+	if err == nil || !errors.As(err, &pe) || !errors.Is(err, syscall.EACCES) {
+		return err
+	}
+	fi, serr := os.Stat(pe.path)
+	if serr != nil || !fi.IsDir() {
+		return err
+	}
+	if !ownDir(fi) {
+		return fmt.Errorf("%w (it is not yours: its owner, or root, can let you write in it)", err)
+	}
+	rel, rerr := filepath.Rel(p.real, pe.path)
+	if !lift || fi.Mode().Perm()&0o300 == 0o300 || rerr != nil || !filepath.IsLocal(rel) {
+		// Not a rewind; or its owner's bits let it write (something else
+		// refuses); or not in the workspace.
+		return err
+	}
+	if p.lifted == nil {
+		p.lifted = map[string]fs.FileMode{}
+	}
+	p.lifted[filepath.ToSlash(rel)] = fi.Mode() & dirModeBits
+	return nil
+}
+
 // writableDir checks that dir (or, if it does not exist yet, its nearest
 // existing ancestor, which Apply will create the rest under) can take new
 // entries.
@@ -357,6 +401,29 @@ func writableDir(dir string) error {
 // alone (unchanged). It is not one transaction: an I/O error
 // midway leaves the files already written, and says which.
 func (p *Plan) Apply() (written, removed, unchanged int, err error) {
+	written, removed, unchanged, err = p.apply()
+	if err != nil {
+		// The directories it opened get the modes they had back: the
+		// undo's capture holds them so.
+		for _, d := range slices.Backward(slices.Sorted(maps.Keys(p.lifted))) {
+			chmodLifted(filepath.Join(p.real, filepath.FromSlash(d)), p.lifted[d])
+		}
+	}
+	return written, removed, unchanged, err
+}
+
+func (p *Plan) apply() (written, removed, unchanged int, err error) {
+	// Parents first: one the owner may not search hides its children.
+	for _, d := range slices.Sorted(maps.Keys(p.lifted)) {
+		if d != "." {
+			if _, err := resolveInRoot(p.Root, p.real, d, true); err != nil {
+				return 0, 0, 0, err
+			}
+		}
+		if err := os.Chmod(filepath.Join(p.real, filepath.FromSlash(d)), p.lifted[d]|0o700); err != nil {
+			return 0, 0, 0, fmt.Errorf("open the directory %s to write in it (chmod u+rwx): %w: nothing written", d, err)
+		}
+	}
 	swept := map[string]bool{}
 	for i, c := range p.Changes {
 		if err := p.finishMade(p.Changes[i:]); err != nil {
@@ -464,11 +531,20 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 		syscall.Rmdir(filepath.Join(p.real, filepath.FromSlash(d)))
 	}
 	// Deepest first: a parent's mode may forbid reaching its children.
-	sort.Sort(sort.Reverse(sort.StringSlice(p.chmods)))
-	for _, d := range p.chmods {
-		if err := chmodDir(filepath.Join(p.real, filepath.FromSlash(d)), p.dirModes[d]); err != nil {
+	// One opened (lifted) and not given its captured mode gets the one it
+	// had (a pruned one is gone).
+	dirs := slices.Concat(p.chmods, slices.Collect(maps.Keys(p.lifted)))
+	slices.Sort(dirs)
+	for _, d := range slices.Backward(slices.Compact(dirs)) {
+		abs := filepath.Join(p.real, filepath.FromSlash(d))
+		if !slices.Contains(p.chmods, d) {
+			if err := chmodLifted(abs, p.lifted[d]); err != nil {
+				return written, removed, unchanged, fmt.Errorf("every file was put back, but giving the directory %s back its mode failed: %w", d, err)
+			}
+		} else if err := chmodDir(abs, p.dirModes[d]); err != nil {
 			return written, removed, unchanged, fmt.Errorf("every file was put back, but giving the directory %s its captured mode failed: %w", d, err)
 		}
+		delete(p.lifted, d)
 	}
 	return written, removed, unchanged, nil
 }
@@ -556,6 +632,19 @@ func (p *Plan) makeDirs(rel string) error {
 		}
 	}
 	return nil
+}
+
+// chmodLifted gives the directory abs, that Apply opened, the mode it had:
+// if it is still a directory (not removed, nor replaced by a link).
+func chmodLifted(abs string, mode fs.FileMode) error {
+	fi, err := os.Lstat(abs)
+	if notExist(err) || err == nil && !fi.IsDir() {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return os.Chmod(abs, mode)
 }
 
 // chmodDir gives the directory abs the captured mode m (FileMode.dirPerm).

@@ -1,0 +1,161 @@
+//go:build unix
+
+package agent
+
+import (
+	"errors"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// chmodBackOnCleanup gives the directories named u+rwx at the end, those
+// still there, so that the TempDir's removal works for a user not root.
+func chmodBackOnCleanup(t *testing.T, ws string, dirs ...string) {
+	t.Cleanup(func() {
+		for _, d := range dirs {
+			os.Chmod(filepath.Join(ws, d), 0o755)
+		}
+	})
+}
+
+// The undo of a rewind that made a read-only directory removes it, as
+// storage.md says: planned as a user not root, it refused ("cannot write
+// into .../d/ro: permission denied: nothing changed"), the directory
+// being read-only, though the user owns it. It is opened for the undo
+// (u+rwx), and both it and d (read-only too, in the second case: its
+// directory d/ro is removed from it) go.
+func TestRewindUndoRemovesReadOnlyDirectoriesItMade(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	for _, modes := range []map[string]fs.FileMode{
+		{"d": 0o755, "d/ro": 0o555},
+		{"d": 0o555, "d/ro": 0o555},
+	} {
+		r, ws, id := newWorkspace(t)
+		writeTree(t, ws, tree{"d/ro/c.txt": "c\n", "keep.txt": "k\n"})
+		chmodBackOnCleanup(t, ws, "d/ro", "d")
+		for _, d := range []string{"d/ro", "d"} {
+			os.Chmod(filepath.Join(ws, d), modes[d])
+		}
+		if _, _, err := r.CaptureSession(id, []string{"d"}, "rm", DefaultLimits); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(filepath.Join(ws, "d"), 0o755)
+		os.Chmod(filepath.Join(ws, "d", "ro"), 0o755)
+		if err := os.RemoveAll(filepath.Join(ws, "d")); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := r.Rewind(id, 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := dirModes(t, ws, "d", "d/ro"); !maps.Equal(got, modes) {
+			t.Fatalf("modes after the rewind %v, want %v", got, modes)
+		}
+		if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+			t.Fatalf("undo (d %v): %v", modes["d"], err)
+		}
+		if _, err := os.Lstat(filepath.Join(ws, "d")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("d is still there after the undo (%v)", err)
+		}
+		sameTree(t, "after undo", readTree(t, ws), tree{"keep.txt": "k\n"})
+	}
+}
+
+// A directory made read-only since the capture, which a rewind writes a
+// file into, was refused at planning as a user not root ("cannot write
+// into .../d: permission denied"), though the rewind gives d its captured
+// mode 0755 itself: it is opened for the writes and given that mode. e,
+// whose mode no capture holds (only e/b.txt was captured), is opened for
+// the write and given back the mode it had, 0555, and so is the
+// workspace itself; the undo puts them back as they were.
+func TestRewindWritesIntoADirectoryMadeReadOnlySince(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/a.txt": "a\n", "e/b.txt": "b\n", "top.txt": "t\n"})
+	os.Chmod(filepath.Join(ws, "d"), 0o755)
+	chmodBackOnCleanup(t, ws, "d", "e", ".")
+	if _, _, err := r.CaptureSession(id, []string{"d", "e/b.txt", "top.txt"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	edited := tree{"d/a.txt": "a edited\n", "e/b.txt": "b edited\n", "top.txt": "t edited\n"}
+	writeTree(t, ws, edited)
+	readOnly := map[string]fs.FileMode{"d": 0o555, "e": 0o555, ".": 0o555}
+	for d, m := range readOnly {
+		os.Chmod(filepath.Join(ws, d), m)
+	}
+	rep, err := r.Rewind(id, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after rewind", readTree(t, ws), tree{"d/a.txt": "a\n", "e/b.txt": "b\n", "top.txt": "t\n"})
+	want := map[string]fs.FileMode{"d": 0o755, "e": 0o555, ".": 0o555}
+	if got := dirModes(t, ws, "d", "e", "."); !maps.Equal(got, want) {
+		t.Fatalf("modes after the rewind %v, want %v", got, want)
+	}
+	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatalf("undo: %v", err)
+	}
+	sameTree(t, "after undo", readTree(t, ws), edited)
+	if got := dirModes(t, ws, "d", "e", "."); !maps.Equal(got, readOnly) {
+		t.Fatalf("modes after the undo %v, want %v", got, readOnly)
+	}
+}
+
+// A rewind that opened a read-only directory and stopped on an error (a
+// file in it written since its capture before the rewind) gives the
+// directory the mode it had back, as nothing more is written in it.
+func TestRewindStoppedGivesAnOpenedDirectoryItsModeBack(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/a.txt": "a\n", "d/b.txt": "b\n"})
+	chmodBackOnCleanup(t, ws, "d")
+	if _, _, err := r.CaptureSession(id, []string{"d"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"d/a.txt": "a edited\n", "d/b.txt": "b edited\n"})
+	os.Chmod(filepath.Join(ws, "d"), 0o555)
+	applyHook = func(point, rel string) {
+		if point == hookBetween && rel == "d/b.txt" {
+			writeTree(t, ws, tree{"d/b.txt": "b written since\n"})
+		}
+	}
+	_, err := r.Rewind(id, 0, false)
+	applyHook = nil
+	if err == nil || !strings.Contains(err.Error(), "d/b.txt changed since the rewind captured it") {
+		t.Fatalf("rewind: %v, want it stopped at d/b.txt", err)
+	}
+	sameTree(t, "after the rewind", readTree(t, ws), tree{"d/a.txt": "a\n", "d/b.txt": "b written since\n"})
+	if got := dirModes(t, ws, "d")["d"]; got != 0o555 {
+		t.Fatalf("d is %v after the rewind stopped, want %v", got, fs.FileMode(0o555))
+	}
+}
+
+// A directory the user does not own is not opened, read-only or not: a
+// rewind that must write in it is refused, saying so, nothing written.
+func TestRewindDoesNotOpenADirectoryOfAnotherUser(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	fi, err := os.Stat("/")
+	if err != nil || ownDir(fi) {
+		t.Skipf("/ is this user's (%v): no directory of another user to try", err)
+	}
+	p := &Plan{Root: "/", real: "/"}
+	err = p.writable("/", true)
+	if err == nil || !strings.Contains(err.Error(), "cannot write into /: permission denied") || !strings.Contains(err.Error(), "not yours") {
+		t.Fatalf("writable /: %v, want a refusal", err)
+	}
+	if len(p.lifted) != 0 {
+		t.Fatalf("lifted %v", p.lifted)
+	}
+}

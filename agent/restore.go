@@ -403,6 +403,13 @@ func writableDir(dir string) error {
 func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 	written, removed, unchanged, err = p.apply()
 	if err != nil {
+		// Nothing more is written in the directories it made: those made
+		// with the owner's bits added get their captured modes, deepest
+		// first (the undo opens them again to remove them).
+		for _, d := range slices.Backward(p.made) {
+			chmodDir(filepath.Join(p.real, filepath.FromSlash(d)), p.dirModes[d])
+		}
+		p.made = nil
 		// The directories it opened get the modes they had back: the
 		// undo's capture holds them so.
 		for _, d := range slices.Backward(slices.Sorted(maps.Keys(p.lifted))) {

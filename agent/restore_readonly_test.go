@@ -140,6 +140,48 @@ func TestRewindStoppedGivesAnOpenedDirectoryItsModeBack(t *testing.T) {
 	}
 }
 
+// A rewind that stops on an error gives the read-only directories it made
+// their modes: they were left with the owner's bits added (d/ro, 0555,
+// showed 0755), though nothing more is written in them. Its undo then
+// removes them.
+func TestRewindStoppedGivesTheDirectoriesItMadeTheirModes(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/ro/c.txt": "c\n", "d/ro/c2.txt": "c2\n", "keep.txt": "k\n"})
+	chmodBackOnCleanup(t, ws, "d/ro", "d")
+	modes := map[string]fs.FileMode{"d": 0o555, "d/ro": 0o555}
+	for _, d := range []string{"d/ro", "d"} {
+		os.Chmod(filepath.Join(ws, d), modes[d])
+	}
+	if _, _, err := r.CaptureSession(id, []string{"d"}, "rm", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(ws, "d"), 0o755)
+	os.Chmod(filepath.Join(ws, "d", "ro"), 0o755)
+	if err := os.RemoveAll(filepath.Join(ws, "d")); err != nil {
+		t.Fatal(err)
+	}
+	applyHook = func(point, rel string) {
+		if point == hookBetween && rel == "d/ro/c2.txt" {
+			writeTree(t, ws, tree{"d/ro/c2.txt": "made since\n"})
+		}
+	}
+	rep, err := r.Rewind(id, 0, false)
+	applyHook = nil
+	if err == nil || !strings.Contains(err.Error(), "d/ro/c2.txt changed since the rewind captured it") {
+		t.Fatalf("rewind: %v, want it stopped at d/ro/c2.txt", err)
+	}
+	if got := dirModes(t, ws, "d", "d/ro"); !maps.Equal(got, modes) {
+		t.Fatalf("modes after the rewind stopped %v, want %v", got, modes)
+	}
+	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatalf("undo: %v", err)
+	}
+	sameTree(t, "after undo", readTree(t, ws), tree{"keep.txt": "k\n"})
+}
+
 // A directory the user does not own is not opened, read-only or not: a
 // rewind that must write in it is refused, saying so, nothing written.
 func TestRewindDoesNotOpenADirectoryOfAnotherUser(t *testing.T) {

@@ -26,7 +26,10 @@ type osPathError struct {
 }
 
 func (e *osPathError) Error() string { return "cannot " + e.op + " " + e.path + ": " + e.err.Error() }
-func (e *osPathError) Unwrap() error { return e.err }
+
+// Unwrap gives the *fs.PathError beneath: the CLI reads its path to say
+// what to check (the directory, not the store).
+func (e *osPathError) Unwrap() error { return &fs.PathError{Op: e.op, Path: e.path, Err: e.err} }
 
 // WritableDir asks the OS whether this process may make dir (when it is
 // missing) and files in it, of the nearest directory on the way that is

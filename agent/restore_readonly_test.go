@@ -201,3 +201,22 @@ func TestRewindDoesNotOpenADirectoryOfAnotherUser(t *testing.T) {
 		t.Fatalf("lifted %v", p.lifted)
 	}
 }
+
+// A directory the plan may not write in is named as the file system error
+// (*fs.PathError) the CLI reads to say what to check: it said to check the
+// permissions of the store ("rook: cannot restore r/x.txt: cannot write
+// into .../ws/r: permission denied: nothing changed: check the permissions
+// of ~/.rook (`rook doctor`)"), which has nothing to do with it.
+func TestWriteRefusalNamesTheDirectory(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	err := writableDir("/")
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || pe.Path != "/" || !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("writableDir(/): %#v, want a *fs.PathError naming /", err)
+	}
+	if got, want := err.Error(), "cannot write into /: permission denied"; got != want {
+		t.Fatalf("says %q, want %q", got, want)
+	}
+}

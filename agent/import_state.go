@@ -290,10 +290,10 @@ func (r *Rook) forkIndex() (map[eventlog.ID][]eventlog.ID, error) {
 		if err != nil {
 			continue
 		}
+		if p, ok := copiedFrom(f); ok {
+			idx[p] = append(idx[p], f.ID)
+		}
 		if f.Source != nil {
-			if p, ok := copiedFrom(f); ok {
-				idx[p] = append(idx[p], f.ID)
-			}
 			continue // an imported fork counts its own copy
 		}
 		if from, _, ok := f.ForkedFrom(); ok {
@@ -319,9 +319,18 @@ func (r *Rook) forksOf(id eventlog.ID, forks map[eventlog.ID][]eventlog.ID) ([]e
 
 // copiedFrom is the session that counts the tokens an imported session's
 // totals leave out (Meta.Copied): its parent, or once that is removed, the
-// session that counts what its parent had copied (Meta.Ancestor).
+// session that counts what its parent had copied (Meta.Ancestor). Of a
+// fork made in rook, it is the Ancestor without AncestorAt that
+// keepForksLinked gave it when the imported session it was forked from
+// was removed.
 func copiedFrom(m eventlog.Meta) (eventlog.ID, bool) {
-	if in, out := m.Copied(); m.Source == nil || in == 0 && out == 0 {
+	if in, out := m.Copied(); in == 0 && out == 0 {
+		return eventlog.ID{}, false
+	}
+	if m.Source == nil {
+		if m.Ancestor != nil && m.AncestorAt == nil {
+			return *m.Ancestor, true
+		}
 		return eventlog.ID{}, false
 	}
 	if m.Ancestor != nil {
@@ -384,9 +393,13 @@ func (r *Rook) keepCopiedCounted(id eventlog.ID, forks map[eventlog.ID][]eventlo
 		if err := r.leaveCopiedOutOfForks(inRook, m.ID, in, out); err != nil {
 			return fmt.Errorf("session %s: its forks made in rook: %w", m.ID, err)
 		}
-		src := *m.Source
-		src.CopiedIn, src.CopiedOut = in, out
-		m.Source = &src
+		if m.Source != nil {
+			src := *m.Source
+			src.CopiedIn, src.CopiedOut = in, out
+			m.Source = &src
+		} else {
+			m.CopiedIn, m.CopiedOut = in, out // a fork made in rook of a removed copy of id
+		}
 		// Parent keeps naming id (an import of id's file again links the
 		// session to it anew); the session that counts what is still left
 		// out is id's.
@@ -420,7 +433,13 @@ func (r *Rook) keepForksLinked(id eventlog.ID, forks map[eventlog.ID][]eventlog.
 		return nil // damaged: rm is how one gets rid of it
 	}
 	anc, at, ok := m.ForkedFrom()
-	if !ok {
+	// An imported id (not a fork by ForkedFrom) whose totals leave out
+	// what its parent counts: its forks made in rook leave out their share
+	// of that too, and must count it again once that session goes
+	// (keepCopiedCounted finds them by the Ancestor, without AncestorAt,
+	// given here). Unlinked, they left it out for good.
+	counter, counted := copiedFrom(m)
+	if !ok && (m.Source == nil || !counted) {
 		return nil // not a fork: nothing is above its forks
 	}
 	candidates, err := r.forksOf(id, forks)
@@ -432,17 +451,25 @@ func (r *Rook) keepForksLinked(id eventlog.ID, forks map[eventlog.ID][]eventlog.
 		if err != nil || f.Source != nil || f.ID == id {
 			continue // gone since, or an imported fork: it counts its own copy
 		}
-		from, fat, ok := f.ForkedFrom()
-		if !ok || from != id {
+		from, fat, fok := f.ForkedFrom()
+		if !fok || from != id {
 			continue
 		}
-		a, aat := anc, min(fat, at)
-		f.Ancestor, f.AncestorAt = &a, &aat
+		a := anc
+		if ok {
+			aat := min(fat, at)
+			f.Ancestor, f.AncestorAt = &a, &aat
+		} else if in, out := f.Copied(); in != 0 || out != 0 {
+			a = counter
+			f.Ancestor, f.AncestorAt = &a, nil
+		} else {
+			continue // it counts all it copied
+		}
 		if err := r.Log.UpdateMeta(f); err != nil {
 			return fmt.Errorf("fork %s: %w", f.ID, err)
 		}
 		if forks != nil {
-			forks[anc] = append(forks[anc], f.ID)
+			forks[a] = append(forks[a], f.ID)
 		}
 	}
 	if forks != nil {

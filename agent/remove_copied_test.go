@@ -180,3 +180,44 @@ func removeTheMiddleOfACodexForkChain(t *testing.T, batch bool) {
 	}
 	tokensOf(t, r, ids[2], "g, p and f removed", 10000, 100)
 }
+
+// A fork made in rook of an imported Codex fork leaves out, as the fork
+// does, what the fork copied of its parent. The fork removed, and then the
+// parent: the fork made in rook counts it again. It was left out for good
+// (counted nowhere): nothing linked it to the parent once the fork was gone.
+func TestRemoveAForkThenItsParentReachesTheForkMadeInRook(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			paths, lines := codexForkFiles(sameLine)
+			for i := range 2 {
+				writeSource(t, fsys, paths[i], lines[i], "")
+			}
+			rep := mustImport(t, r, FormatCodex, "/c")
+			pid, fid := *fileByPath(t, rep, paths[0]).Session, *fileByPath(t, rep, paths[1]).Session
+			fs, err := r.Log.Summary(fid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rf, err := r.Log.Fork(fid, fs.Events, eventlog.Meta{Title: "rf"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tokensOf(t, r, rf.ID, "the fork made in rook", 3000, 30)
+			remove := r.RemoveSession
+			if batch {
+				rm := sessionRemover{r: r}
+				remove = rm.remove
+			}
+			if _, err := remove(fid); err != nil {
+				t.Fatal(err)
+			}
+			tokensOf(t, r, rf.ID, "the fork made in rook, the fork removed", 3000, 30)
+			if _, err := remove(pid); err != nil {
+				t.Fatal(err)
+			}
+			tokensOf(t, r, rf.ID, "the fork made in rook, the fork and the parent removed", 6000, 60)
+		})
+	}
+}

@@ -57,7 +57,9 @@ type Meta struct {
 	// parent later) still reaches the fork. On an imported session whose
 	// totals leave copied tokens out (Source.CopiedIn), Ancestor alone
 	// (no AncestorAt) names the session that counts them once its parent
-	// is removed (agent's keepCopiedCounted).
+	// is removed (agent's keepCopiedCounted); so it does on a fork made in
+	// rook of such a session once that session is removed (it leaves out
+	// its share of what that session left out).
 	Ancestor   *ID     `json:"ancestor,omitempty"`
 	AncestorAt *uint64 `json:"ancestor_at,omitempty"`
 }

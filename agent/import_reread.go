@@ -33,7 +33,13 @@ type RereadReport struct {
 // What it cannot repair stays damaged: a file imported in several steps
 // (it grew between imports) was cut into other objects than a whole
 // import of it makes. `rook store verify` after says what is left.
-func (r *Rook) Reread(opts ImportOptions) (rep RereadReport, err error) {
+//
+// scratchMade, if not nil, is told the scratch directory as soon as it is
+// made, empty, and its done is called once the directory is removed: the
+// CLI removes it should rook be interrupted in between (a Ctrl-C ends
+// rook at once, no defer run), as the scratch store holds as much as the
+// files make.
+func (r *Rook) Reread(opts ImportOptions, scratchMade func(dir string) (done func())) (rep RereadReport, err error) {
 	rep.Format = opts.Format
 	if opts.Format != FormatClaudeCode && opts.Format != FormatCodex {
 		return rep, fmt.Errorf("unknown transcript format %q: use %s or %s", opts.Format, FormatClaudeCode, FormatCodex)
@@ -44,7 +50,14 @@ func (r *Rook) Reread(opts ImportOptions) (rep RereadReport, err error) {
 	if err != nil {
 		return rep, fmt.Errorf("make a scratch store to read the transcripts into: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	done := func() {}
+	if scratchMade != nil {
+		done = scratchMade(tmp)
+	}
+	defer func() {
+		os.RemoveAll(tmp)
+		done()
+	}()
 	home := filepath.Join(tmp, "store")
 	if _, err := cas.Init(r.fs, r.clock, home); err != nil {
 		return rep, fmt.Errorf("make a scratch store in %s: %w", home, err)

@@ -605,7 +605,10 @@ func runReread(e *Env, format string, paths []string) error {
 	var out rereadJSON
 	err = e.write(func(r *agent.Rook) error {
 		p := newProgress(e.Stderr, "import "+format+" --reread")
-		rep, rerr := r.Reread(agent.ImportOptions{Format: format, Paths: paths, AgentDir: agentDir, Progress: p.update})
+		// Interrupted, rook exits at once: the scratch store in $TMPDIR,
+		// as big as what the files make, is removed first.
+		rep, rerr := r.Reread(agent.ImportOptions{Format: format, Paths: paths, AgentDir: agentDir, Progress: p.update},
+			func(dir string) func() { return onInterrupt(func() { os.RemoveAll(dir) }) })
 		p.done()
 		out.RereadReport = rep
 		if rerr != nil {

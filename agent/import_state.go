@@ -382,16 +382,18 @@ func (r *Rook) keepCopiedCounted(id eventlog.ID, forks map[eventlog.ID][]eventlo
 		}
 		in, out := m.Copied()
 		in, out = min(in, keepIn), min(out, keepOut)
-		if cin, cout := m.Copied(); in == cin && out == cout {
-			continue
-		}
-		if inRook == nil {
-			if inRook, err = r.forksMadeInRook(); err != nil {
-				return err
+		// Its totals unchanged (all it copied of id is id's own copy), it
+		// is still written: it leaves that out for anc now, and must be
+		// reached when anc goes.
+		if cin, cout := m.Copied(); in != cin || out != cout {
+			if inRook == nil {
+				if inRook, err = r.forksMadeInRook(); err != nil {
+					return err
+				}
 			}
-		}
-		if err := r.leaveCopiedOutOfForks(inRook, m.ID, in, out); err != nil {
-			return fmt.Errorf("session %s: its forks made in rook: %w", m.ID, err)
+			if err := r.leaveCopiedOutOfForks(inRook, m.ID, in, out); err != nil {
+				return fmt.Errorf("session %s: its forks made in rook: %w", m.ID, err)
+			}
 		}
 		if m.Source != nil {
 			src := *m.Source

@@ -221,3 +221,52 @@ func TestRemoveAForkThenItsParentReachesTheForkMadeInRook(t *testing.T) {
 		})
 	}
 }
+
+// A fork of a Codex fork made before the fork's own turns copies only
+// what the fork copied of the parent: removing the fork leaves the fork of
+// it leaving all of that out, and it must still reach it once the parent
+// is removed too. It was not reached (the fork of the fork, its totals
+// unchanged, was never linked to the parent): the tokens counted nowhere.
+func TestRemoveAForkThenItsParentReachesAForkOfItsCopy(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			var total [2]int
+			p := []codexItem{codexMetaItem(codexPID, "")}
+			p = append(p, codexTurnItems(1, &total)...)
+			p = append(p, codexTurnItems(2, &total)...)
+			f := append([]codexItem{codexMetaItem(codexFID, codexPID)}, p...)
+			g := append([]codexItem{codexMetaItem(codexGID, codexFID)}, f...) // f before its own turn
+			f = append(f, codexTurnItems(3, &total)...)
+			g = append(g, codexTurnItems(4, &total)...)
+			var paths [3]string
+			for i, c := range []struct {
+				id    string
+				items []codexItem
+			}{{codexPID, p}, {codexFID, f}, {codexGID, g}} {
+				paths[i] = fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T1%d-00-00-%s.jsonl", i, c.id)
+				writeSource(t, fsys, paths[i], codexStamped(c.items, 10+i, 0), "")
+			}
+			rep := mustImport(t, r, FormatCodex, "/c")
+			var ids [3]eventlog.ID
+			for i := range paths {
+				ids[i] = *fileByPath(t, rep, paths[i]).Session
+			}
+			tokensOf(t, r, ids[2], "g", 4000, 40)
+			remove := r.RemoveSession
+			if batch {
+				rm := sessionRemover{r: r}
+				remove = rm.remove
+			}
+			if _, err := remove(ids[1]); err != nil {
+				t.Fatal(err)
+			}
+			tokensOf(t, r, ids[2], "g, f removed", 4000, 40)
+			if _, err := remove(ids[0]); err != nil {
+				t.Fatal(err)
+			}
+			tokensOf(t, r, ids[2], "g, f and p removed", 7000, 70)
+		})
+	}
+}

@@ -441,7 +441,12 @@ func (r *Rook) keepForksLinked(id eventlog.ID, forks map[eventlog.ID][]eventlog.
 	// (keepCopiedCounted finds them by the Ancestor, without AncestorAt,
 	// given here). Unlinked, they left it out for good.
 	counter, counted := copiedFrom(m)
-	if !ok && (m.Source == nil || !counted) {
+	if counted {
+		// (A fork made in rook given one: the imported session its copy
+		// came from is removed, and only the session that counts what it
+		// leaves out is left to link its forks to.)
+		ok = false
+	} else if !ok {
 		return nil // not a fork: nothing is above its forks
 	}
 	candidates, err := r.forksOf(id, forks)

@@ -270,3 +270,52 @@ func TestRemoveAForkThenItsParentReachesAForkOfItsCopy(t *testing.T) {
 		})
 	}
 }
+
+// Past two removals: the imported fork removed, then the fork made in rook
+// of it, a fork made in rook of that one still counts what they copied of
+// the parent once the parent goes too. It was linked to the removed
+// imported fork (where its copy came from), not to the parent that counts
+// the tokens it leaves out: they counted nowhere.
+func TestRemoveAChainOfForksThenTheParentReachesTheLastFork(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			paths, lines := codexForkFiles(sameLine)
+			for i := range 2 {
+				writeSource(t, fsys, paths[i], lines[i], "")
+			}
+			rep := mustImport(t, r, FormatCodex, "/c")
+			pid, fid := *fileByPath(t, rep, paths[0]).Session, *fileByPath(t, rep, paths[1]).Session
+			fork := func(id eventlog.ID) eventlog.ID {
+				s, err := r.Log.Summary(id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := r.Log.Fork(id, s.Events, eventlog.Meta{Title: "rf"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m.ID
+			}
+			rf := fork(fid)
+			rg := fork(rf)
+			tokensOf(t, r, rg, "the fork of the fork made in rook", 3000, 30)
+			remove := r.RemoveSession
+			if batch {
+				rm := sessionRemover{r: r}
+				remove = rm.remove
+			}
+			for _, id := range []eventlog.ID{fid, rf} {
+				if _, err := remove(id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tokensOf(t, r, rg, "the fork of the fork made in rook, the fork and its fork removed", 3000, 30)
+			if _, err := remove(pid); err != nil {
+				t.Fatal(err)
+			}
+			tokensOf(t, r, rg, "the fork of the fork made in rook, the parent removed too", 6000, 60)
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -134,18 +135,35 @@ func TestMcpServeSecondSignalEndsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
+	var sent atomic.Int64
 	go func() {
 		// More replies than a pipe holds (64 KiB on Linux); the writes of
 		// the requests themselves block once the server is stuck.
 		io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`+"\n")
-		for id := 2; id < 5000; id++ {
+		for id := 2; id < 100000; id++ {
 			if _, err := fmt.Fprintf(stdin, `{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`+"\n", id); err != nil {
 				return
 			}
+			sent.Add(1)
 		}
 	}()
 	go func() { done <- cmd.Wait() }()
-	time.Sleep(500 * time.Millisecond) // stuck by now
+	// Stuck: it stopped reading requests (none sent for half a second).
+	for last, quiet := int64(-1), 0; quiet < 5; {
+		select {
+		case err := <-done:
+			t.Fatalf("ended before any signal: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if n := sent.Load(); n == last && n > 0 {
+			quiet++
+		} else {
+			last, quiet = n, 0
+		}
+	}
+	if sent.Load() >= 100000-2 {
+		t.Fatal("the server read every request: never stuck")
+	}
 	deadline := time.After(20 * time.Second)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()

@@ -826,6 +826,14 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	res := ImportedFile{Path: f.path}
 	problemsBefore, leftOutBefore := len(rep.Problems), rep.ProblemsLeftOut // those of the files before
 	fail := func(err error) ImportedFile {
+		// An object of the session it adds to that does not read: a
+		// plain import cannot mend it, --reread can (a lost dictionary
+		// file is another matter, and its message says what to do).
+		var ce *cas.CorruptError
+		var nd *cas.NeedsDictError
+		if errors.As(err, &ce) && !errors.As(err, &nd) {
+			err = fmt.Errorf("%w: `rook import %s --reread` of this file reads it again and puts the damaged objects back", err, opts.Format)
+		}
 		res.Status, res.Note = ImportFailed, err.Error()
 		rep.problem(ImportProblem{File: f.path, Reason: err.Error()})
 		return res

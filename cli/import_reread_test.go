@@ -31,7 +31,8 @@ func TestRereadInterruptedRemovesItsScratchStore(t *testing.T) {
 	t.Setenv("TMPDIR", tmp)
 	home := filepath.Join(dir, "store")
 	var out, errb bytes.Buffer
-	if Main([]string{"--home", home, "init"}, strings.NewReader(""), &out, &errb) != 0 {
+	// -C: another test's -C may have left the working directory removed.
+	if Main([]string{"--home", home, "-C", dir, "init"}, strings.NewReader(""), &out, &errb) != 0 {
 		t.Fatal(errb.String())
 	}
 	src := filepath.Join(dir, "s1.jsonl")

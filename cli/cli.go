@@ -192,6 +192,7 @@ type kongExit int
 // Main runs rook with args and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	var c CLI
+	out := &outputWriter{w: stdout}
 	defer func() {
 		if r := recover(); r != nil {
 			if k, ok := r.(kongExit); ok {
@@ -204,7 +205,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	parser, err := kong.New(&c,
 		kong.Name("rook"),
 		kong.Description("rook is the memory of an AI agent: every session, message, tool call and file it touched, in one compact content-addressed store."),
-		kong.Writers(stdout, stderr),
+		kong.Writers(out, stderr),
 		kong.Exit(func(code int) { panic(kongExit(code)) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 	)
@@ -213,6 +214,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		return ExitFailure
 	}
 	ctx, err := parser.Parse(args)
+	if err != nil && out.err != nil {
+		// The help asked for did not reach stdout: not a usage error.
+		return exitWith(stderr, out.failure(nil), "", jsonAsked(args))
+	}
 	if err != nil {
 		// kong stops at the first bad word, so --json may not be parsed yet.
 		// It may quote the word given, a credential too
@@ -226,7 +231,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintf(stderr, "run `%s` for usage\n", help)
 		return ExitUsage
 	}
-	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, FS: vfs.OS, Clock: clock.System, JSON: c.JSON,
+	env := &Env{Stdin: stdin, Stdout: out, Stderr: stderr, FS: vfs.OS, Clock: clock.System, JSON: c.JSON,
 		Command: "rook " + strings.Join(commandWords(ctx), " ")}
 	// -C first: like git, every relative path (--home included) is then
 	// taken from the directory rook runs in.
@@ -244,11 +249,17 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		if !ownsSignals(ctx) {
 			handleInterrupts(stderr, c.JSON)
 		}
-		err = ctx.Run(env)
+		err = out.failure(ctx.Run(env))
 	}
 	if err == nil {
 		return ExitOK
 	}
+	return exitWith(stderr, err, env.Home, c.JSON)
+}
+
+// exitWith tells the user on stderr why the command failed with err (as
+// JSON under --json) and returns the exit code.
+func exitWith(stderr io.Writer, err error, home string, asJSON bool) int {
 	code, msg := ExitFailure, ""
 	var ee *exitError
 	var bad *agent.BadArgumentError
@@ -265,11 +276,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		// not a failure of the store: usage, like an empty id.
 		code, msg = ExitUsage, err.Error()
 	default:
-		msg = explain(err, env.Home)
+		msg = explain(err, home)
 	}
 	// Paths and titles in a message come from file names and transcripts.
 	msg = terminalText([]byte(msg))
-	if c.JSON {
+	if asJSON {
 		return failJSON(stderr, code, msg)
 	}
 	if msg != "" {
@@ -444,7 +455,10 @@ func (e *Env) openRookWait(writable bool, wait time.Duration) (*agent.Rook, erro
 // explain adds what to do to the errors users meet most.
 func explain(err error, home string) string {
 	var le *cas.LockedError
+	var oe *outputError
 	switch {
+	case errors.As(err, &oe):
+		return explainOutput(oe)
 	case errors.As(err, &le) && le.Waited > 0:
 		return err.Error() + ": wait for it to finish and run the command again, or stop it (`rook doctor` shows the holder); --lock-wait DURATION waits longer"
 	case errors.As(err, &le):
@@ -475,9 +489,6 @@ func explain(err error, home string) string {
 		// is for a program holding it open; a command has exited, and the
 		// next one to open the store recovers what this one wrote.
 		var pe *fs.PathError
-		if errors.As(err, &pe) && pe.Path == os.Stdout.Name() {
-			return fmt.Sprintf("%v: the disk standard output goes to is full: free space, then run the command again", err)
-		}
 		if errors.As(err, &pe) {
 			if p, aerr := filepath.Abs(pe.Path); aerr == nil && !inDir(home, p) {
 				return fmt.Sprintf("%v: the disk holding %s is full: free space, then run the command again", err, p)
@@ -486,6 +497,17 @@ func explain(err error, home string) string {
 		return fmt.Sprintf("%v: the disk holding the store %s is full: free space, then run the command again (it recovers what this one wrote)", err, home)
 	}
 	return err.Error()
+}
+
+// explainOutput says that only the output failed: a user who reads "run
+// it again" after `rook session new` or `capture` would make a second
+// session or checkpoint.
+func explainOutput(oe *outputError) string {
+	const rest = "nothing else failed (what the command changes is changed)"
+	if errors.Is(oe, syscall.ENOSPC) {
+		return fmt.Sprintf("%v: the disk standard output goes to is full, so the output is cut short; %s", oe, rest)
+	}
+	return fmt.Sprintf("%v: the output is cut short; %s", oe, rest)
 }
 
 // inDir reports whether path p is dir or below it.

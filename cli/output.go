@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -81,6 +82,47 @@ func (t *table) write(w io.Writer) error {
 	return bw.Flush()
 }
 
+// outputWriter is standard output as every command writes it: it keeps
+// the first write that failed, and Main exits non-zero with it. Most
+// status lines are printed with an unchecked Fprintf, so `rook store stat
+// > /dev/full` exited 0 with nothing written; checked here, once, no
+// command can forget. After a failure it writes nothing more: an output
+// with a hole in the middle (a disk freed meanwhile) would read as whole.
+type outputWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (o *outputWriter) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.err = err
+	}
+	return n, err
+}
+
+// failure is the error a command that ended with err exits with: its own,
+// else the output's. An error of its own says more (the output failing
+// too changes nothing of it); one that is the output's (a table, --json
+// returned it) is told as the output's.
+func (o *outputWriter) failure(err error) error {
+	if o.err == nil || (err != nil && !errors.Is(err, o.err)) {
+		return err
+	}
+	return &outputError{o.err}
+}
+
+// outputError: standard output did not take all of what rook wrote (a
+// full disk, a pipe closed early, a file it may not grow). The command's
+// work was done: output comes after it, as nothing below the CLI prints.
+type outputError struct{ err error }
+
+func (e *outputError) Error() string { return e.err.Error() }
+func (e *outputError) Unwrap() error { return e.err }
+
 // progress draws a one-line progress meter on a terminal and nothing when
 // stderr is piped.
 type progress struct {
@@ -148,6 +190,9 @@ func (e *Env) stdinHint(what, instead string) {
 // isTerminal reports whether v is a terminal: progress meters, colour and
 // questions only go to one.
 func isTerminal(v any) bool {
+	if o, ok := v.(*outputWriter); ok {
+		v = o.w
+	}
 	f, ok := v.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

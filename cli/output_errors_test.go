@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/agent/mcpclient"
+)
+
+// outputRun runs rook against one store and workspace.
+type outputRun struct {
+	t        *testing.T
+	home, ws string
+}
+
+func (r *outputRun) main(stdin string, stdout, stderr io.Writer, args ...string) int {
+	return Main(append([]string{"--home", r.home, "-C", r.ws}, args...), strings.NewReader(stdin), stdout, stderr)
+}
+
+// ok runs a command that must succeed, and returns its stdout.
+func (r *outputRun) ok(stdin string, args ...string) string {
+	r.t.Helper()
+	var out, errb bytes.Buffer
+	if code := r.main(stdin, &out, &errb, args...); code != 0 {
+		r.t.Fatalf("rook %s: exit %d: %s", strings.Join(args, " "), code, errb.String())
+	}
+	return out.String()
+}
+
+// claudeLine is one Claude Code transcript line, for an import to take.
+const claudeLine = `{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/home/dev/app","sessionId":"7c1e2a9b-3f4d-4e5a-8b6c-0d1e2f3a4b5c","version":"2.0.76","type":"user","message":{"role":"user","content":"where are the quokkas"},"uuid":"3b0f6c2e-1d4a-4c8e-9f2b-5a6d7e8f9a01","timestamp":"2026-01-05T10:00:00.100Z"}` + "\n"
+
+// TestEveryCommandFailsWhenStdoutFails: a command whose output standard
+// output does not take exits 1 and says so in one line on stderr (JSON
+// under --json). Status lines were printed unchecked: `rook store stat >
+// /dev/full` on an empty store, `init`, `session new`, `session rm`, the
+// import summary and most others exited 0 with nothing written. What the
+// command does is done all the same: the session rm removes stays
+// removed, the session new makes is there.
+func TestEveryCommandFailsWhenStdoutFails(t *testing.T) {
+	r := &outputRun{t: t, home: filepath.Join(t.TempDir(), "store"), ws: t.TempDir()}
+	r.ok("", "init")
+	id := strings.TrimSpace(r.ok("", "session", "new", "--title", "quokkas"))
+	r.ok("where are the quokkas", "session", "append", id, "--kind", "user")
+	if err := os.WriteFile(filepath.Join(r.ws, "a.txt"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.ok("", "session", "capture", id, "a.txt")
+	r.ok("", "checkpoint", "create", "c")
+	transcript := filepath.Join(t.TempDir(), "7c1e2a9b-3f4d-4e5a-8b6c-0d1e2f3a4b5c.jsonl")
+	if err := os.WriteFile(transcript, []byte(claudeLine), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var imp struct {
+		Files []struct{ Session string }
+	}
+	if err := json.Unmarshal([]byte(r.ok("", "--json", "import", "claude-code", transcript)), &imp); err != nil || len(imp.Files) != 1 {
+		t.Fatalf("import --json: %v %+v", err, imp)
+	}
+	imported := imp.Files[0].Session
+	object := strings.TrimSpace(r.ok("an object", "store", "put"))
+	fake := httptest.NewServer(mcpclient.NewFake(mcpclient.FakeConfig{Tools: []mcpclient.FakeTool{{Name: "echo"}}}))
+	defer fake.Close()
+
+	for _, mode := range []string{"text", "json"} {
+		// What a command removes or makes once, one for each mode.
+		doomed := strings.TrimSpace(r.ok("", "session", "new", "--title", "doomed "+mode))
+		r.ok("", "checkpoint", "create", "doomed-"+mode)
+		sessionsBefore := len(sessionIDs(t, r))
+		for _, c := range []struct {
+			stdin string
+			args  []string
+		}{
+			{"", []string{"init"}},
+			{"", []string{"doctor"}},
+			{"more bytes " + mode, []string{"store", "put"}},
+			{"", []string{"store", "cat", object}},
+			{"", []string{"store", "ls"}},
+			{"", []string{"store", "stat"}},
+			{"", []string{"store", "verify"}},
+			{"", []string{"store", "reindex"}},
+			{"", []string{"store", "train"}},
+			{"", []string{"store", "gc", "--dry-run"}},
+			{"", []string{"store", "gc"}},
+			{"", []string{"store", "repack"}},
+			{"", []string{"store", "prune"}},
+			{"", []string{"store", "maintain"}},
+			{"", []string{"session", "new"}},
+			{"said again", []string{"session", "append", id, "--kind", "user"}},
+			{`{"kind":"user","body":"in a batch"}` + "\n", []string{"session", "append", id, "--jsonl", "-"}},
+			{"", []string{"session", "ls"}},
+			{"", []string{"session", "show", id}},
+			{"", []string{"session", "history", id}},
+			{"", []string{"session", "find", id, "quokkas"}},
+			{"", []string{"session", "entry", id, "0"}},
+			{"", []string{"session", "quote", id, "0"}},
+			{"", []string{"session", "context", id}},
+			{"", []string{"session", "export-html", id, "-o", filepath.Join(t.TempDir(), "s.html")}},
+			{"", []string{"session", "capture", id, "a.txt"}},
+			{"", []string{"session", "diff", id}},
+			{"", []string{"session", "fork", id, "--at", "1"}},
+			{"", []string{"session", "tag", id, "keep"}},
+			{"", []string{"session", "rm", doomed}},
+			{"", []string{"search", "quokkas"}},
+			{"", []string{"checkpoint", "create", "c"}},
+			{"", []string{"checkpoint", "ls"}},
+			{"", []string{"checkpoint", "restore", "c", "--to", t.TempDir()}},
+			{"", []string{"checkpoint", "rm", "doomed-" + mode}},
+			{"", []string{"import", "claude-code", transcript}},
+			{"", []string{"export", imported}},
+			{"", []string{"export", imported, "-o", filepath.Join(t.TempDir(), "x.jsonl")}},
+			{"", []string{"mcp", "install", "claude-code", "--print"}},
+			{"", []string{"mcp", "add", "web-" + mode, "--url", fake.URL}},
+			{"", []string{"mcp", "ls"}},
+			{"", []string{"mcp", "tools", "web-" + mode}},
+			{"", []string{"mcp", "sync", "web-" + mode}},
+			{"", []string{"mcp", "set", "web-" + mode, "echo", "--off"}},
+			{"", []string{"mcp", "set", "web-" + mode, "echo", "--on"}},
+			{"", []string{"mcp", "limit", "web-" + mode, "5"}},
+			{"", []string{"mcp", "call", "web-" + mode, "echo", "--yes"}},
+			{"", []string{"mcp", "rm", "web-" + mode}},
+			{"", []string{"inbox", "ls"}},
+			{"", []string{"inbox", "activity"}},
+			{"", []string{"inbox", "pause"}},
+			{"", []string{"inbox", "resume"}},
+			{"", []string{"inbox", "status"}},
+			{"", []string{"--help"}},
+			{"", []string{"session", "--help"}},
+		} {
+			args := c.args
+			if args[0] == "export" && (mode == "json") == (len(args) == 2) {
+				// Under --json export needs --output; without it,
+				// export -o says what it wrote on stderr.
+				continue
+			}
+			if mode == "json" {
+				args = append([]string{"--json"}, args...)
+			}
+			var errb bytes.Buffer
+			code := r.main(c.stdin, fullWriter{}, &errb, args...)
+			checkOutputFailed(t, mode, args, code, errb.String())
+		}
+		// The work was done, only its output lost.
+		var out, errb bytes.Buffer
+		if code := r.main("", &out, &errb, "session", "show", doomed); code == 0 {
+			t.Errorf("%s: session rm did not remove %s", mode, doomed)
+		}
+		if got := r.ok("", "checkpoint", "ls"); strings.Contains(got, "doomed-"+mode) {
+			t.Errorf("%s: checkpoint rm did not remove doomed-%s:\n%s", mode, mode, got)
+		}
+		// session new, session fork and mcp add (the server's calls'
+		// session) made one each; session rm removed one.
+		if got := len(sessionIDs(t, r)); got != sessionsBefore+2 {
+			t.Errorf("%s: %d sessions after, %d before", mode, got, sessionsBefore)
+		}
+	}
+}
+
+// checkOutputFailed: exit 1, and the last line on stderr says the output
+// was cut short.
+func checkOutputFailed(t *testing.T, mode string, args []string, code int, stderr string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+	last := lines[len(lines)-1]
+	const want = "write /dev/stdout: no space left on device: the disk standard output goes to is full, so the output is cut short; nothing else failed (what the command changes is changed)"
+	if mode == "json" {
+		var je jsonError
+		if err := json.Unmarshal([]byte(last), &je); err != nil || je.ExitCode != ExitFailure || je.Error != want {
+			t.Errorf("rook %s to a full disk: exit %d, stderr %q", strings.Join(args, " "), code, stderr)
+		}
+	} else if last != "rook: "+want {
+		t.Errorf("rook %s to a full disk: exit %d, stderr %q", strings.Join(args, " "), code, stderr)
+	}
+	if code != ExitFailure {
+		t.Errorf("rook %s to a full disk: exit %d, want %d", strings.Join(args, " "), code, ExitFailure)
+	}
+}
+
+// sessionIDs lists every session in the store.
+func sessionIDs(t *testing.T, r *outputRun) []string {
+	t.Helper()
+	var rows []struct{ ID string }
+	if err := json.Unmarshal([]byte(r.ok("", "--json", "session", "ls", "--all")), &rows); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(rows))
+	for i, row := range rows {
+		ids[i] = row.ID
+	}
+	return ids
+}

@@ -193,6 +193,12 @@ type kongExit int
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	var c CLI
 	out := &outputWriter{w: stdout}
+	// kong wraps its help to a terminal's width, which it reads only
+	// from an *os.File: a terminal gets the help as it is.
+	var helpOut io.Writer = out
+	if isTerminal(stdout) {
+		helpOut = stdout
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			if k, ok := r.(kongExit); ok {
@@ -205,7 +211,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	parser, err := kong.New(&c,
 		kong.Name("rook"),
 		kong.Description("rook is the memory of an AI agent: every session, message, tool call and file it touched, in one compact content-addressed store."),
-		kong.Writers(out, stderr),
+		kong.Writers(helpOut, stderr),
 		kong.Exit(func(code int) { panic(kongExit(code)) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 	)

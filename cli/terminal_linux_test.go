@@ -223,3 +223,66 @@ func TestMaintainProgressOnATerminal(t *testing.T) {
 		}
 	}
 }
+
+// `session diff` colours its patch when stdout is a terminal, through the
+// writer Main wraps stdout in to keep its write errors: wrapped, stdout
+// was no longer an *os.File, and a terminal got the patch uncoloured.
+func TestDiffColouredOnATerminal(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "store")
+	ws := t.TempDir()
+	run := func(stdout io.Writer, args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if stdout == nil {
+			stdout = &out
+		}
+		if code := Main(append([]string{"--home", home, "-C", ws}, args...), strings.NewReader(""), stdout, &errb); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+		}
+		return strings.TrimSpace(out.String())
+	}
+	run(nil, "init")
+	id := run(nil, "session", "new")
+	file := filepath.Join(ws, "a.txt")
+	if err := os.WriteFile(file, []byte("before\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(nil, "session", "capture", id, "a.txt")
+	if err := os.WriteFile(file, []byte("after\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	master, tty := openPTY(t)
+	run(tty, "session", "diff", id)
+	tty.Close() // the master then reads what was written, then EIO
+	got, _ := io.ReadAll(master)
+	if !bytes.Contains(got, []byte("+after")) || !bytes.Contains(got, []byte("\x1b[")) {
+		t.Errorf("session diff at a terminal: %q, want a coloured patch", got)
+	}
+	if piped := run(nil, "session", "diff", id); strings.Contains(piped, "\x1b[") {
+		t.Errorf("session diff piped: %q, want no colour", piped)
+	}
+}
+
+// `rook --help` at a terminal is wrapped to its width, as kong wraps it
+// when it writes to the terminal itself; a writer around stdout hid the
+// terminal from kong, and every help was cut at 80 columns.
+func TestHelpFitsTheTerminal(t *testing.T) {
+	master, tty := openPTY(t)
+	if err := unix.IoctlSetWinsize(int(tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 160}); err != nil {
+		t.Skipf("size the pseudo-terminal: %v", err)
+	}
+	t.Setenv("COLUMNS", "") // kong would take it over the terminal's
+	var errb bytes.Buffer
+	if code := Main([]string{"--help"}, strings.NewReader(""), tty, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	tty.Close()
+	got, _ := io.ReadAll(master)
+	long := 0
+	for _, line := range strings.Split(string(got), "\n") {
+		long = max(long, len(strings.TrimRight(line, "\r")))
+	}
+	if long <= 80 {
+		t.Errorf("--help on a 160-column terminal: its longest line has %d columns:\n%s", long, got)
+	}
+}

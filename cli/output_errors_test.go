@@ -3,11 +3,16 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rookhq/rook/agent/mcpclient"
@@ -194,4 +199,85 @@ func sessionIDs(t *testing.T, r *outputRun) []string {
 		ids[i] = row.ID
 	}
 	return ids
+}
+
+// TestClosedPipe: stdout a pipe whose reader has gone (`rook store stat |
+// head -0`, the head done). As a table always did, rook dies of SIGPIPE,
+// saying nothing, as other Unix tools do; started with SIGPIPE ignored,
+// it gets EPIPE and exits 1 with one line. The status lines of `store
+// stat` on an empty store exited 0 there.
+func TestClosedPipe(t *testing.T) {
+	if home := os.Getenv("ROOK_TEST_CLOSED_PIPE_HOME"); home != "" {
+		if os.Getenv("ROOK_TEST_CLOSED_PIPE_IGNORE") != "" {
+			signal.Ignore(syscall.SIGPIPE)
+		}
+		os.Exit(Main([]string{"--home", home, "store", "stat"}, os.Stdin, os.Stdout, os.Stderr))
+	}
+	if testing.Short() {
+		t.Skip("subprocess test")
+	}
+	dir := t.TempDir()
+	home := filepath.Join(dir, "store")
+	r := &outputRun{t: t, home: home, ws: dir}
+	r.ok("", "init")
+	for _, ignored := range []bool{false, true} {
+		read, write, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		read.Close() // the reader is gone before rook writes
+		cmd := exec.Command(os.Args[0], "-test.run=^TestClosedPipe$")
+		cmd.Env = append(os.Environ(), "ROOK_TEST_CLOSED_PIPE_HOME="+home)
+		if ignored {
+			cmd.Env = append(cmd.Env, "ROOK_TEST_CLOSED_PIPE_IGNORE=1")
+		}
+		cmd.Dir = dir
+		cmd.Stdout = write
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err = cmd.Run()
+		write.Close()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("ignored %v: %v, want a failure; stderr %q", ignored, err, stderr.String())
+		}
+		ws := exit.Sys().(syscall.WaitStatus)
+		switch {
+		case !ignored && (!ws.Signaled() || ws.Signal() != syscall.SIGPIPE || stderr.Len() != 0):
+			t.Errorf("SIGPIPE not ignored: %v, stderr %q; want killed by SIGPIPE, saying nothing", err, stderr.String())
+		case ignored && (ws.ExitStatus() != ExitFailure || stderr.String() != "rook: write /dev/stdout: broken pipe: the output is cut short; nothing else failed (what the command changes is changed)\n"):
+			t.Errorf("SIGPIPE ignored: %v, stderr %q; want exit 1 and one line", err, stderr.String())
+		}
+	}
+}
+
+// flakyWriter fails its first write, as a disk that was full for a
+// moment, and takes the rest.
+type flakyWriter struct {
+	failed bool
+	got    bytes.Buffer
+}
+
+func (w *flakyWriter) Write(p []byte) (int, error) {
+	if !w.failed {
+		w.failed = true
+		return 0, &fs.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.ENOSPC}
+	}
+	return w.got.Write(p)
+}
+
+// TestNoOutputAfterAFailedWrite: once a write to stdout failed, rook
+// writes nothing more there: what came after the lost line would make an
+// output with a hole in it, which a reader takes for the whole.
+func TestNoOutputAfterAFailedWrite(t *testing.T) {
+	r := &outputRun{t: t, home: filepath.Join(t.TempDir(), "store"), ws: t.TempDir()}
+	r.ok("", "init")
+	for _, args := range [][]string{{"store", "stat"}, {"--json", "store", "stat"}, {"doctor"}} {
+		var w flakyWriter
+		var errb bytes.Buffer
+		code := r.main("", &w, &errb, args...)
+		if code != ExitFailure || w.got.Len() != 0 {
+			t.Errorf("rook %s: exit %d, wrote %q after the failed write; stderr %q", strings.Join(args, " "), code, w.got.String(), errb.String())
+		}
+	}
 }

@@ -203,9 +203,11 @@ func sessionIDs(t *testing.T, r *outputRun) []string {
 
 // TestClosedPipe: stdout a pipe whose reader has gone (`rook store stat |
 // head -0`, the head done). As a table always did, rook dies of SIGPIPE,
-// saying nothing, as other Unix tools do; started with SIGPIPE ignored,
-// it gets EPIPE and exits 1 with one line. The status lines of `store
-// stat` on an empty store exited 0 there.
+// saying nothing, as other Unix tools do. In a process that ignores
+// SIGPIPE (signal.Ignore: Go does not keep a SIG_IGN of it inherited
+// from the shell, so only a program that runs Main itself) the write
+// fails with EPIPE, and rook exits 1 with one line; the status lines of
+// `store stat` on an empty store exited 0 there.
 func TestClosedPipe(t *testing.T) {
 	if home := os.Getenv("ROOK_TEST_CLOSED_PIPE_HOME"); home != "" {
 		if os.Getenv("ROOK_TEST_CLOSED_PIPE_IGNORE") != "" {
@@ -278,6 +280,46 @@ func TestNoOutputAfterAFailedWrite(t *testing.T) {
 		code := r.main("", &w, &errb, args...)
 		if code != ExitFailure || w.got.Len() != 0 {
 			t.Errorf("rook %s: exit %d, wrote %q after the failed write; stderr %q", strings.Join(args, " "), code, w.got.String(), errb.String())
+		}
+	}
+}
+
+// TestStderrNotWritable: rook whose stderr takes nothing (a full disk)
+// does its work and exits as it would: a note, a progress meter or the
+// reason of a failure that cannot be said changes no exit code, and
+// nothing panics.
+func TestStderrNotWritable(t *testing.T) {
+	r := &outputRun{t: t, home: filepath.Join(t.TempDir(), "store"), ws: t.TempDir()}
+	transcript := filepath.Join(t.TempDir(), "7c1e2a9b-3f4d-4e5a-8b6c-0d1e2f3a4b5c.jsonl")
+	if err := os.WriteFile(transcript, []byte(claudeLine), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A meter is drawn only on a terminal, which cannot be made to fail
+	// its writes here: drawn on a full disk.
+	p := &progress{w: fullWriter{}, on: true, label: "verify"}
+	p.update(1, 2)
+	p.then(&progress{w: fullWriter{}, on: true, label: "gc"})(2, 2)
+	p.done()
+	for _, c := range []struct {
+		stdin string
+		args  []string
+		code  int
+	}{
+		{"", []string{"init"}, ExitOK},
+		{"", []string{"session", "new"}, ExitOK},
+		{"typed", []string{"store", "put"}, ExitOK},
+		{"", []string{"import", "claude-code", transcript}, ExitOK},
+		{"", []string{"store", "verify"}, ExitOK},
+		{"", []string{"store", "gc"}, ExitOK},
+		{"", []string{"store", "train"}, ExitOK},
+		{"", []string{"session", "show", "0000"}, ExitFailure},
+		{"", []string{"--json", "session", "show", "0000"}, ExitFailure},
+		{"", []string{"session", "show"}, ExitUsage},
+		{"", []string{"--json", "no-such-command"}, ExitUsage},
+	} {
+		var out bytes.Buffer
+		if code := r.main(c.stdin, &out, fullWriter{}, c.args...); code != c.code {
+			t.Errorf("rook %s with stderr on a full disk: exit %d, want %d", strings.Join(c.args, " "), code, c.code)
 		}
 	}
 }

@@ -222,7 +222,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	ctx, err := parser.Parse(args)
 	if err != nil && out.err != nil {
 		// The help asked for did not reach stdout: not a usage error.
-		return exitWith(stderr, out.failure(nil), "", jsonAsked(args))
+		return exitWith(stderr, out.failure(nil, stderr), "", jsonAsked(args))
 	}
 	if err != nil {
 		// kong stops at the first bad word, so --json may not be parsed yet.
@@ -255,7 +255,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		if !ownsSignals(ctx) {
 			handleInterrupts(stderr, c.JSON)
 		}
-		err = out.failure(ctx.Run(env))
+		err = out.failure(ctx.Run(env), stderr)
 	}
 	if err == nil {
 		return ExitOK
@@ -505,15 +505,19 @@ func explain(err error, home string) string {
 	return err.Error()
 }
 
-// explainOutput says that only the output failed: a user who reads "run
+// explainOutput says what a failed write to stdout lost, and, when
+// nothing else failed, that only the output did: a user who reads "run
 // it again" after `rook session new` or `capture` would make a second
 // session or checkpoint.
 func explainOutput(oe *outputError) string {
-	const rest = "nothing else failed (what the command changes is changed)"
+	msg := fmt.Sprintf("%v: the output is cut short", oe)
 	if errors.Is(oe, syscall.ENOSPC) {
-		return fmt.Sprintf("%v: the disk standard output goes to is full, so the output is cut short; %s", oe, rest)
+		msg = fmt.Sprintf("%v: the disk standard output goes to is full, so the output is cut short", oe)
 	}
-	return fmt.Sprintf("%v: the output is cut short; %s", oe, rest)
+	if oe.alone {
+		msg += "; nothing else failed (what the command changes is changed)"
+	}
+	return msg
 }
 
 // inDir reports whether path p is dir or below it.

@@ -114,9 +114,7 @@ func runImport(e *Env, format string, paths []string) error {
 		if out.Files == nil {
 			out.Files = []agent.ImportedFile{} // [], not null, when nothing was found
 		}
-		if err := e.printJSON(out); err != nil {
-			return err
-		}
+		e.printJSON(out) // a failed write is Main's to tell, after the verdict below
 	} else {
 		printImport(e, out)
 		if budget := agent.Limit(cfg.Storage.Retention.MaxTotalBytes); budget > 0 && rep.StoredAfter > budget {
@@ -532,7 +530,7 @@ func printExport(e *Env, id eventlog.ID, output string, compressed bool, x agent
 		return nil
 	}
 	if e.JSON {
-		if err := e.printJSON(struct {
+		e.printJSON(struct {
 			Session eventlog.ID `json:"session"`
 			Output  string      `json:"output"`
 			// OutputZstd: the output (named .zst) is zstd-compressed by
@@ -540,9 +538,7 @@ func printExport(e *Env, id eventlog.ID, output string, compressed bool, x agent
 			OutputZstd bool `json:"output_zstd,omitempty"`
 			agent.ExportResult
 			ToolResultsWritten *agent.ExportedToolResults `json:"tool_results_written,omitempty"`
-		}{id, output, compressed, x, tr}); err != nil {
-			return err
-		}
+		}{id, output, compressed, x, tr}) // a failed write is Main's to tell, after notExact's verdict
 		return notExact()
 	}
 	where := filepath.Clean(output)
@@ -631,9 +627,7 @@ func runReread(e *Env, format string, paths []string) error {
 		out.Problems = []cas.Problem{}
 	}
 	if e.JSON {
-		if err := e.printJSON(out); err != nil {
-			return err
-		}
+		e.printJSON(out) // a failed write is Main's to tell, after the verdict below
 	} else {
 		fmt.Fprintf(e.Stdout, "%s: %d file(s) read again: %d object(s) restored of the %d they make; nothing imported\n",
 			format, out.Files, out.Restored, out.Objects)

@@ -189,9 +189,7 @@ func exposed(fsys vfs.FS, home string) []string {
 
 func (c *DoctorCmd) print(e *Env, r doctorReport) error {
 	if e.JSON {
-		if err := e.printJSON(r); err != nil {
-			return err
-		}
+		e.printJSON(r) // a failed write is Main's to tell, after the verdict below
 	} else {
 		w := e.Stdout
 		fmt.Fprintf(w, "store      %s\n", r.Home)

@@ -551,7 +551,7 @@ func (c *McpCallCmd) Run(e *Env) error {
 	// A tool that ran and failed exits 1 with --json too: a script must
 	// not read its failure as success.
 	if e.JSON {
-		if err := e.printJSON(res); err != nil || !res.IsError {
+		if err := e.printJSON(res); !res.IsError {
 			return err
 		}
 		return &exitError{code: ExitFailure, msg: "the tool reported an error (is_error in the result)"}

@@ -104,21 +104,28 @@ func (o *outputWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// failure is the error a command that ended with err exits with: its own,
-// else the output's. An error of its own says more (the output failing
-// too changes nothing of it); one that is the output's (a table, --json
-// returned it) is told as the output's.
-func (o *outputWriter) failure(err error) error {
-	if o.err == nil || (err != nil && !errors.Is(err, o.err)) {
+// failure is the error a command that ended with err exits with: its own
+// (a verify's problems, a tool's error), else the output's. When both
+// failed, the lost output is a note on stderr before the command's error:
+// its verdict is the exit, and the last line under --json.
+func (o *outputWriter) failure(err error, stderr io.Writer) error {
+	switch {
+	case o.err == nil:
 		return err
+	case err == nil || errors.Is(err, o.err): // a table or printJSON returned it
+		return &outputError{err: o.err, alone: true}
 	}
-	return &outputError{o.err}
+	fmt.Fprintf(stderr, "rook: note: %s\n", explainOutput(&outputError{err: o.err}))
+	return err
 }
 
 // outputError: standard output did not take all of what rook wrote (a
 // full disk, a pipe closed early, a file it may not grow). The command's
 // work was done: output comes after it, as nothing below the CLI prints.
-type outputError struct{ err error }
+type outputError struct {
+	err   error
+	alone bool // nothing else failed
+}
 
 func (e *outputError) Error() string { return e.err.Error() }
 func (e *outputError) Unwrap() error { return e.err }

@@ -323,3 +323,59 @@ func TestStderrNotWritable(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnFailureWinsOverLostOutput: a command that fails on its own (bad
+// lines not appended, a damaged store, a tool's error) and whose output
+// is lost too exits with its own failure, the last line on stderr (the
+// JSON one under --json), after a note that the output is cut short.
+// Under --json the lost output was the error, "nothing else failed" with
+// it: a verify that found damage said only that the disk was full.
+func TestOwnFailureWinsOverLostOutput(t *testing.T) {
+	r := &outputRun{t: t, home: filepath.Join(t.TempDir(), "store"), ws: t.TempDir()}
+	r.ok("", "init")
+	id := strings.TrimSpace(r.ok("", "session", "new"))
+	r.ok(strings.Repeat("an object large enough for a segment ", 4), "store", "put")
+	seg := filepath.Join(r.home, "segments", "00000001.seg")
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-10] ^= 0xff // inside the record's payload
+	if err := os.WriteFile(seg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fake := httptest.NewServer(mcpclient.NewFake(mcpclient.FakeConfig{Tools: []mcpclient.FakeTool{
+		{Name: "fails", Result: json.RawMessage(`{"content":[{"type":"text","text":"no"}],"isError":true}`)}}}))
+	defer fake.Close()
+	r.ok("", "mcp", "add", "web", "--url", fake.URL)
+
+	const note = "rook: note: write /dev/stdout: no space left on device: the disk standard output goes to is full, so the output is cut short"
+	for _, c := range []struct {
+		stdin string
+		args  []string
+		own   string // the command's own error
+	}{
+		{`{"kind":"user","body":"in"}` + "\nnot json\n", []string{"session", "append", id, "--jsonl", "-"}, "1 line(s) not appended, 1 appended"},
+		{"", []string{"store", "verify"}, "2 problem(s) found"},
+		{"", []string{"mcp", "call", "web", "fails", "--yes"}, "the tool reported an error"},
+	} {
+		for _, asJSON := range []bool{false, true} {
+			args := c.args
+			if asJSON {
+				args = append([]string{"--json"}, args...)
+			}
+			var errb bytes.Buffer
+			code := r.main(c.stdin, fullWriter{}, &errb, args...)
+			lines := strings.Split(strings.TrimRight(errb.String(), "\n"), "\n")
+			last := lines[len(lines)-1]
+			own := strings.HasPrefix(last, "rook: "+c.own)
+			if asJSON {
+				var je jsonError
+				own = json.Unmarshal([]byte(last), &je) == nil && strings.HasPrefix(je.Error, c.own) && je.ExitCode == ExitFailure
+			}
+			if code != ExitFailure || !own || !strings.Contains(errb.String(), note+"\n") {
+				t.Errorf("rook %s to a full disk: exit %d, stderr:\n%s\nwant exit 1, the note, and %q last", strings.Join(args, " "), code, errb.String(), c.own)
+			}
+		}
+	}
+}

@@ -140,7 +140,7 @@ func TestExplainDiskFull(t *testing.T) {
 	}
 	// Standard output's: what the command did is done, only its output
 	// is lost; "run the command again" would make a second session.
-	stdout := &outputError{&fs.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.ENOSPC}}
+	stdout := &outputError{err: &fs.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.ENOSPC}, alone: true}
 	if got, want := explain(stdout, home), "write /dev/stdout: no space left on device: the disk standard output goes to is full, so the output is cut short; nothing else failed (what the command changes is changed)"; got != want {
 		t.Errorf("standard output's disk:\n got %q\nwant %q", got, want)
 	}

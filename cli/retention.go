@@ -214,12 +214,11 @@ func (c *StoreMaintainCmd) Run(e *Env) error {
 	if c.DryRun {
 		rep.Notes = append(rep.Notes, "planned without the writer lock: a writer at work meanwhile (an import, a capture) can make this plan stale")
 	}
+	// A failed write is Main's to tell, after the verdict below.
 	if e.JSON {
-		if err := e.printJSON(rep); err != nil {
-			return err
-		}
-	} else if err := printMaintain(e.Stdout, rep); err != nil {
-		return err
+		e.printJSON(rep)
+	} else {
+		printMaintain(e.Stdout, rep)
 	}
 	// Exit 1, with --json too: a maintain run from cron must not read a
 	// store it cannot hold to its budget as success. (A dry run plans.)
@@ -230,16 +229,11 @@ func (c *StoreMaintainCmd) Run(e *Env) error {
 	return nil
 }
 
-// printMaintain returns the first error of its tables' writes.
-func printMaintain(w io.Writer, rep agent.MaintainReport) error {
-	var werr error
-	checked := func(err error) {
-		if werr == nil {
-			werr = err
-		}
-	}
+// printMaintain writes maintain's report; a write that fails is
+// stdout's, which Main tells after maintain's own verdict.
+func printMaintain(w io.Writer, rep agent.MaintainReport) {
 	dry := dryPrefix(rep.DryRun)
-	checked(printPrune(w, "prune: ", rep.Prune))
+	printPrune(w, "prune: ", rep.Prune)
 
 	g := rep.GC
 	if rep.DryRun {
@@ -274,7 +268,7 @@ func printMaintain(w io.Writer, rep agent.MaintainReport) error {
 		last := rep.BudgetGC[len(rep.BudgetGC)-1]
 		fmt.Fprintf(w, "%sbudget: would delete %d oldest unprotected session(s) in %d round(s); gc would then collect %d (%s stored), %d too new\n", dry,
 			len(rep.BudgetDeleted), rep.BudgetRounds, last.Collectable, formatBytes(last.CollectableStored), last.TooNew)
-		checked(printSessionRefs(w, rep.BudgetDeleted))
+		printSessionRefs(w, rep.BudgetDeleted)
 	} else if rep.BudgetRounds > 0 {
 		var collected, freed int64
 		for _, b := range rep.BudgetGC {
@@ -283,7 +277,7 @@ func printMaintain(w io.Writer, rep agent.MaintainReport) error {
 		}
 		fmt.Fprintf(w, "budget: deleted %d oldest unprotected session(s) in %d round(s); gc collected %d (%s freed)\n",
 			len(rep.BudgetDeleted), rep.BudgetRounds, collected, formatBytes(freed))
-		checked(printSessionRefs(w, rep.BudgetDeleted))
+		printSessionRefs(w, rep.BudgetDeleted)
 	}
 	if budget > 0 {
 		fmt.Fprintf(w, "%sstored %s of the %s budget\n", dry, formatBytes(rep.StoredAfter), formatBytes(budget))
@@ -293,5 +287,4 @@ func printMaintain(w io.Writer, rep agent.MaintainReport) error {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-	return werr
 }

@@ -384,9 +384,7 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		if bads == nil {
 			bads = []bad{}
 		}
-		if err := e.printJSON(map[string]any{"appended": done, "already": already, "errors": bads}); err != nil {
-			return err
-		}
+		e.printJSON(map[string]any{"appended": done, "already": already, "errors": bads}) // a failed write is Main's to tell, after the verdict below
 	} else {
 		durable()
 		for _, b := range bads {
@@ -589,9 +587,7 @@ func (c *SessionLsCmd) Run(e *Env) error {
 	}
 	rows = underParents(rows)
 	if e.JSON {
-		if err := e.printJSON(rows); err != nil {
-			return err
-		}
+		e.printJSON(rows) // a failed write is Main's to tell, after unreadableSessions' verdict
 		return unreadableSessions(e, unreadable)
 	}
 	if len(rows) == 0 && c.All {
@@ -659,9 +655,7 @@ func (c *SessionLsCmd) Run(e *Env) error {
 			}
 			t.add(s.ID.String(), note+title, events, tokens, shownTime(s.Updated), s.Workspace)
 		}
-		if err := t.write(e.Stdout); err != nil {
-			return err
-		}
+		t.write(e.Stdout) // a failed write is Main's to tell, after unreadableSessions' verdict
 	}
 	if others > 0 {
 		fmt.Fprintf(e.Stdout, "(%d more in other workspaces: `rook session ls --all`)\n", others)

@@ -128,9 +128,7 @@ func (c *ShowCmd) Run(e *Env) error {
 		if pl := p.Parent; pl != nil {
 			page.Parent, page.Fork, page.ForkAt, page.Subagent, page.ParentRemoved = &pl.ID, pl.Fork, pl.ForkAt, pl.Subagent, pl.Removed
 		}
-		if err := e.printJSON(page); err != nil {
-			return err
-		}
+		e.printJSON(page) // a failed write is Main's to tell, after unreadable's verdict
 		return unreadable(bad)
 	}
 	w := e.Stdout
@@ -294,10 +292,9 @@ func (c *HistoryCmd) Run(e *Env) error {
 			}
 			evs = append(evs, j)
 		}
-		if err := e.printJSON(historyJSON{Session: id.String(), Events: evs, Total: p.Total,
-			PrevBefore: p.PrevBefore, NextFrom: p.NextFrom}); err != nil {
-			return err
-		}
+		// A failed write is Main's to tell, after unreadable's verdict.
+		e.printJSON(historyJSON{Session: id.String(), Events: evs, Total: p.Total,
+			PrevBefore: p.PrevBefore, NextFrom: p.NextFrom})
 		return unreadable(bad)
 	}
 	w := e.Stdout
@@ -329,9 +326,7 @@ func (c *HistoryCmd) Run(e *Env) error {
 			rows = append(rows, []string{fmt.Sprintf("#%d", l.Seq), shownTimeSec(l.Time),
 				l.Kind.String(), clip(label, 24), size, text})
 		}
-		if err := writeAligned(w, rows, map[int]bool{4: true}); err != nil {
-			return err
-		}
+		writeAligned(w, rows, map[int]bool{4: true}) // a failed write is Main's to tell, after unreadable's verdict
 	}
 	if p.PrevBefore != nil {
 		fmt.Fprintf(w, "earlier: --before %d\n", *p.PrevBefore)
@@ -441,10 +436,9 @@ func (c *FindCmd) Run(e *Env) error {
 		for _, s := range res.Unreadable {
 			skips = append(skips, findSkipJSON{s.Seq, s.Err.Error()})
 		}
-		if err := e.printJSON(findJSON{Session: id.String(), Hits: hits, Next: res.Next, Through: res.Through,
-			Unreadable: skips}); err != nil {
-			return err
-		}
+		// A failed write is Main's to tell, after unreadable's verdict.
+		e.printJSON(findJSON{Session: id.String(), Hits: hits, Next: res.Next, Through: res.Through,
+			Unreadable: skips})
 		return unreadable(len(res.Unreadable))
 	}
 	w := e.Stdout

@@ -340,9 +340,7 @@ func (c *VerifyCmd) Run(e *Env) error {
 		if rerr != nil {
 			return rerr
 		}
-		if err := e.printJSON(verifyReport{rep, refs}); err != nil {
-			return err
-		}
+		e.printJSON(verifyReport{rep, refs}) // a failed write is Main's to tell, after the verdict below
 	} else {
 		// The objects' report first, even when the sessions' could not be
 		// made (the store's sessions not listed): it is made already.
@@ -438,9 +436,7 @@ func (c *ReindexCmd) Run(e *Env) error {
 		for _, d := range rep.NeedsDict {
 			waiting = append(waiting, d.String())
 		}
-		if err := e.printJSON(map[string]any{"segments": rep.Segments, "records": rep.Records, "objects": rep.Objects, "damage": damage, "cut": rep.Cut, "needs_dictionary": waiting, "carried": rep.Carried, "carry_error": rep.CarryErr}); err != nil {
-			return err
-		}
+		e.printJSON(map[string]any{"segments": rep.Segments, "records": rep.Records, "objects": rep.Objects, "damage": damage, "cut": rep.Cut, "needs_dictionary": waiting, "carried": rep.Carried, "carry_error": rep.CarryErr}) // a failed write is Main's to tell, after the verdict below
 	} else {
 		for _, c := range rep.Cut {
 			fmt.Fprintf(e.Stdout, "cut torn tail: %s\n", c)

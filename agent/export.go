@@ -66,6 +66,17 @@ func (x *Export) CutBodies() int {
 	return n
 }
 
+// UnreadableBodies counts the events whose body could not be read.
+func (x *Export) UnreadableBodies() int {
+	n := 0
+	for _, ev := range x.Events {
+		if ev.Err != "" {
+			n++
+		}
+	}
+	return n
+}
+
 // ErrEmptySession: a session with no events has nothing to export.
 var ErrEmptySession = errors.New("the session has no events")
 

@@ -245,12 +245,15 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 		fmt.Fprintf(e.Stderr, "rook: note: #%d to #%d is %d events; one export holds at most %d, so it stops at #%d: `--from %d` exports the rest\n",
 			x.From, x.Asked, x.Asked-x.From+1, agent.ExportMaxEvents, x.Through, x.Through+1)
 	}
-	cut := x.CutBodies()
+	cut, bad := x.CutBodies(), x.UnreadableBodies()
 	if e.JSON {
-		return e.printJSON(map[string]any{
+		if err := e.printJSON(map[string]any{
 			"output": c.Output, "session": id, "events": len(x.Events), "from": x.From, "through": x.Through,
-			"truncated_events": x.TruncatedEvents, "cut_bodies": cut, "bytes": len(page),
-		})
+			"truncated_events": x.TruncatedEvents, "cut_bodies": cut, "unreadable": bad, "bytes": len(page),
+		}); err != nil {
+			return err
+		}
+		return unreadable(bad)
 	}
 	cutNote := ""
 	if cut > 0 {
@@ -262,7 +265,9 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 		rest = fmt.Sprintf(" (it has %d; `--from %d` exports the next ones)", total, x.Through+1)
 	}
 	fmt.Fprintf(e.Stdout, "wrote %s: %d event(s), #%d to #%d of %s%s%s\n", c.Output, len(x.Events), x.From, x.Through, id, rest, cutNote)
-	return nil
+	// The page is whole, each body the store could not read marked on
+	// it; but a page with holes is no good export: exit 1, as show does.
+	return unreadable(bad)
 }
 
 // outputDirErr says, before any work, what is wrong with the directory an

@@ -350,6 +350,39 @@ func Preview(text []byte, n int) string {
 	return strings.TrimRight(b.String(), " ")
 }
 
+// ShownText is text made safe to show, on a terminal or in a page (show,
+// quote, export-html): newlines and tabs stay, CRLF becomes LF, every
+// other control character (escape sequences included) and every bidi
+// control (Unshowable) becomes U+FFFD, as does a byte that is not UTF-8.
+func ShownText(b []byte) string {
+	var s strings.Builder
+	s.Grow(len(b))
+	for i := 0; i < len(b); {
+		r, w := utf8.DecodeRune(b[i:])
+		switch {
+		case r == '\r' && i+1 < len(b) && b[i+1] == '\n':
+		case r == '\n' || r == '\t':
+			s.WriteRune(r)
+		case Unshowable(r):
+			s.WriteRune('\uFFFD')
+		default:
+			s.WriteRune(r)
+		}
+		i += w
+	}
+	return s.String()
+}
+
+// Unshowable: a rune that would act on the terminal or the page rather
+// than show. Besides control characters and the Unicode line and
+// paragraph separators, the bidi controls (U+061C, U+200E-U+200F,
+// U+202A-U+202E, U+2066-U+2069): a right-to-left override in a body or a
+// file name reorders what follows it on the line, so the text shown is
+// not the text stored (the "Trojan Source" trick).
+func Unshowable(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r)
+}
+
 // cleanRune keeps a rune fit for one line of a terminal.
 func cleanRune(r rune) rune {
 	switch {

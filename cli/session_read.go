@@ -30,7 +30,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/rookhq/rook/agent"
@@ -627,27 +626,10 @@ func (c *QuoteCmd) Run(e *Env) error {
 	return nil
 }
 
-// terminalText makes text safe to write to a terminal: newlines and tabs
-// stay, CRLF becomes LF, every other control character (escape sequences
-// included) and every bidi control becomes U+FFFD.
-func terminalText(b []byte) string {
-	var s strings.Builder
-	s.Grow(len(b))
-	for i := 0; i < len(b); {
-		r, w := utf8.DecodeRune(b[i:])
-		switch {
-		case r == '\r' && i+1 < len(b) && b[i+1] == '\n':
-		case r == '\n' || r == '\t':
-			s.WriteRune(r)
-		case unsafeForTerminal(r):
-			s.WriteRune('\uFFFD')
-		default:
-			s.WriteRune(r)
-		}
-		i += w
-	}
-	return s.String()
-}
+// terminalText makes text safe to write to a terminal (agent.ShownText):
+// newlines and tabs stay, CRLF becomes LF, every other control character
+// (escape sequences included) and every bidi control becomes U+FFFD.
+func terminalText(b []byte) string { return agent.ShownText(b) }
 
 // terminalLine is terminalText on one line: newlines and tabs become
 // spaces.
@@ -664,11 +646,5 @@ func terminalLine(s string) string {
 }
 
 // unsafeForTerminal: a rune that would act on the terminal rather than
-// show. Besides control characters and the Unicode line and paragraph
-// separators, the bidi controls (U+061C, U+200E-U+200F, U+202A-U+202E,
-// U+2066-U+2069): a right-to-left override in a body or a file name
-// reorders what follows it on the line, so the text shown is not the text
-// stored (the "Trojan Source" trick).
-func unsafeForTerminal(r rune) bool {
-	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r)
-}
+// show (agent.Unshowable).
+func unsafeForTerminal(r rune) bool { return agent.Unshowable(r) }

@@ -332,7 +332,9 @@ func ExportHTML(x Export) []byte {
 		default:
 			// As show prints it: no colors, and no control character
 			// or bidi control, which would reorder the page's lines.
-			w("<pre>%s</pre>\n", exportEscape(ShownText(StripSGR(ev.Body))))
+			// The newline after <pre> is the page's: an HTML parser
+			// drops it, and would drop a body's own first one.
+			w("<pre>\n%s</pre>\n", exportEscape(ShownText(StripSGR(ev.Body))))
 			if ev.Cut > 0 && ev.Rendered {
 				w("<p class=\"note\">… %d more bytes not shown: <code>rook session show %s --from %d --limit 1 --max-body %d</code> reads it all.</p>\n",
 					ev.Cut, exportEscape(id), ev.Seq, int64(len(ev.Body))+ev.Cut)

@@ -153,7 +153,9 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 					h.refs = toolCallRefsOf(ev.Kind, imported, b)
 					b, h.rendered = RenderImported(b), true
 				}
-				h.body = exportCutUTF8(b, ExportMaxBody)
+				// A copy of the head: a slice of b would keep the whole
+				// body in memory for as long as the export (512 of them).
+				h.body = bytes.Clone(exportCutUTF8(b, ExportMaxBody))
 				h.cut = int64(len(b) - len(h.body))
 			case errors.As(err, &nf), errors.As(err, &ce):
 				h.err = err.Error()

@@ -84,21 +84,11 @@ func toolCallRefsOf(kind eventlog.Kind, imported bool, body []byte) toolCallRefs
 	return toolCallIDs(body)
 }
 
-// pageToolCallRefs are toolCallRefsOf each event of a page (bodies: the
-// page's events' bodies, nil where unread).
-func pageToolCallRefs(page []EventView, bodies [][]byte) []toolCallRefs {
-	refs := make([]toolCallRefs, len(page))
-	for i, v := range page {
-		refs[i] = toolCallRefsOf(v.Kind, v.imported, bodies[i])
-	}
-	return refs
-}
-
 // joinToolCallRefs sets, on each imported tool result of the page, the
 // seqs of the tool calls it answers (joined by tool_use_id / call_id),
 // looking among the page's earlier events and up to callLookBack events
 // before the page. refs are what each event of the page says of calls
-// (pageToolCallRefs; an export keeps the refs, not the bodies).
+// (toolCallRefsOf; a page keeps the refs, not the bodies).
 func (r *Rook) joinToolCallRefs(id eventlog.ID, page []EventView, refs []toolCallRefs) {
 	callAt := map[string]uint64{}
 	type pending struct {

@@ -137,7 +137,9 @@ func (r *Rook) viewBody(ev eventlog.Event, max int) (BodyView, []byte) {
 	if !v.Binary {
 		n = CutUTF8(body, max)
 	}
-	v.Text = body[:n:n]
+	// A copy: a slice of body would keep the whole body in memory for
+	// as long as the view (a page of them).
+	v.Text = bytes.Clone(body[:n])
 	v.Omitted = int64(len(body) - n)
 	return v, body
 }
@@ -203,7 +205,9 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 		return p, err
 	}
 	maxBody := max(q.MaxBody, 0)
-	bodies := make([][]byte, 0, len(evs))
+	// What each event says of tool calls, read off its body here: the
+	// page keeps the heads of the bodies, not the bodies.
+	refs := make([]toolCallRefs, 0, len(evs))
 	for _, ev := range evs {
 		v, body := r.viewBody(ev, maxBody)
 		if v.imported && !q.Raw && v.Err == nil {
@@ -213,12 +217,11 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 			// U+FFFD): the text is read, not "(binary, N bytes)".
 			text := RenderImported(body)
 			n := CutUTF8(text, maxBody)
-			v.Text, v.Omitted, v.Rendered, v.Binary = text[:n:n], int64(len(text)-n), true, false
+			v.Text, v.Omitted, v.Rendered, v.Binary = bytes.Clone(text[:n]), int64(len(text)-n), true, false
 		}
 		p.Events = append(p.Events, EventView{Event: ev, BodyView: v})
-		bodies = append(bodies, body)
+		refs = append(refs, toolCallRefsOf(ev.Kind, v.imported, body))
 	}
-	refs := pageToolCallRefs(p.Events, bodies)
 	r.joinToolCallRefs(id, p.Events, refs)
 	r.linkSubagents(id, p.Events, refs)
 	if n := len(evs); n > 0 && evs[n-1].Seq+1 < p.Total {

@@ -93,6 +93,11 @@ type ContextReport struct {
 	// MissingBodies counts events whose body the store could not describe
 	// (missing or with a damaged index entry); they count as 0 bytes.
 	MissingBodies int64
+	// UnreadableBodies counts imported events whose lines the store
+	// describes but cannot read back (a damaged or lost segment): they
+	// count at the size the index gives, which leaves out the strings the
+	// import cut from them (sourceLinesSize), so the report falls short.
+	UnreadableBodies int64
 }
 
 // ReportedContext is the context size an event recorded.
@@ -219,9 +224,10 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 
 	// What the store says of each distinct body, stat'ed once.
 	type bodyStat struct {
-		size     int64
-		imported bool // a source line
-		missing  bool // missing or undescribable: counts as 0 bytes
+		size       int64
+		imported   bool // a source line
+		missing    bool // missing or undescribable: counts as 0 bytes
+		unreadable bool // a source line that does not read: its stored size
 	}
 	bodies := map[cas.Key]bodyStat{}
 	var byKind [256]ContextKind
@@ -290,7 +296,9 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 						// The model read the lines whole: with the strings
 						// the import cut out of them (a prompt, a tool's
 						// output, a file), which the object leaves out.
-						b.size = r.sourceLinesSize(ev.Body, info.Size)
+						var ok bool
+						b.size, ok = r.sourceLinesSize(ev.Body, info.Size)
+						b.unreadable = !ok
 					}
 				case errors.As(err, &nf), errors.As(err, &ce):
 					b.missing = true
@@ -301,6 +309,9 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 			}
 			if b.missing {
 				rep.MissingBodies++
+			}
+			if b.unreadable {
+				rep.UnreadableBodies++
 			}
 			size := b.size
 			tokens := EstimateTokens(size)
@@ -528,18 +539,20 @@ var seenNotes = map[string]map[string]bool{
 // an estimate's measure, not the exact bytes of their escapes; one the
 // line holds twice, once), read off
 // the object's head and the store's sizes of the strings, none of them
-// read; stored, the object's own size, when it cannot be read (it is then
-// counted as missing elsewhere, or shown so by the commands that read it).
-func (r *Rook) sourceLinesSize(id cas.Key, stored int64) int64 {
+// read; stored, the object's own size, and ok false when it cannot be
+// read, or a string cut out of it cannot be described (Context counts it
+// in UnreadableBodies: the size falls short).
+func (r *Rook) sourceLinesSize(id cas.Key, stored int64) (size int64, ok bool) {
 	b, err := r.Store.Get(id)
 	if err != nil {
-		return stored
+		return stored, false
 	}
 	sl, err := decodeSourceLine(b)
 	if err != nil {
-		return stored
+		return stored, false
 	}
-	size := int64(len(sl.Rest))
+	ok = true
+	size = int64(len(sl.Rest))
 	for i, c := range sl.Cuts {
 		// A string the line holds twice counts once: Claude Code writes
 		// a tool's output in the message the model reads and again in
@@ -549,9 +562,11 @@ func (r *Rook) sourceLinesSize(id cas.Key, stored int64) int64 {
 		}
 		if info, err := r.Store.Stat(c.ID); err == nil {
 			size += info.Size + 2
+		} else {
+			ok = false
 		}
 	}
-	return size
+	return size, ok
 }
 
 // seenShare is how many of the size bytes an imported note's event
@@ -574,7 +589,7 @@ func (r *Rook) seenShare(format string, ev eventlog.Event, size int64) (int64, e
 	var nf *cas.NotFoundError
 	var ce *cas.CorruptError
 	if errors.As(err, &nf) || errors.As(err, &ce) {
-		return 0, nil // counted as missing already, if the object is
+		return 0, nil // counted as unreadable already (sourceLinesSize read it first)
 	} else if err != nil {
 		return 0, err
 	}

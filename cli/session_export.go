@@ -59,6 +59,7 @@ type contextJSON struct {
 	ReportedAt      *uint64           `json:"reported_at,omitempty"`
 	ReportedPercent *float64          `json:"reported_percent_of_usable,omitempty"`
 	MissingBodies   int64             `json:"missing_bodies"`
+	Unreadable      int64             `json:"unreadable_bodies"`
 	Kinds           []contextKindJSON `json:"kinds"`
 }
 
@@ -101,7 +102,7 @@ func (c *ContextCmd) Run(e *Env) error {
 			Compactions: rep.Compactions, ReplayFrom: rep.ReplayFrom,
 			RolledBackTurns: rep.RolledBackTurns, RolledBackEvts: rep.RolledBackEvents,
 			TokensIn: rep.Session.TokensIn, TokensOut: rep.Session.TokensOut,
-			MissingBodies: rep.MissingBodies, Kinds: []contextKindJSON{},
+			MissingBodies: rep.MissingBodies, Unreadable: rep.UnreadableBodies, Kinds: []contextKindJSON{},
 		}
 		switch p := rep.Reported; {
 		case rep.ThresholdByReported():
@@ -173,6 +174,9 @@ func (c *ContextCmd) Run(e *Env) error {
 	}
 	if rep.MissingBodies > 0 {
 		fmt.Fprintf(e.Stderr, "rook: note: %d event(s) name a body the store cannot describe; they count as 0 bytes (`rook store verify`)\n", rep.MissingBodies)
+	}
+	if rep.UnreadableBodies > 0 {
+		fmt.Fprintf(e.Stderr, "rook: note: %d event(s) name a body the store cannot read (`rook store verify` says why): they count at the size the index gives, without the text the import cut from them, so the figures above may fall short\n", rep.UnreadableBodies)
 	}
 	return nil
 }

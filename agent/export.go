@@ -37,6 +37,10 @@ type ExportedEvent struct {
 	// Calls are, for an imported tool result, the seqs of the tool calls
 	// it answers, as session show finds them (joinToolCalls).
 	Calls []uint64
+	// Children are, for an imported subagent's call and its result, the
+	// child session its transcript was imported as (linkSubagents), as
+	// session show names them.
+	Children []eventlog.ID
 }
 
 // Export is a range of a session ready to render.
@@ -170,8 +174,9 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 		refs = append(refs, h.refs)
 	}
 	r.joinToolCallRefs(id, page, refs)
+	r.linkSubagents(id, page, refs)
 	for i := range page {
-		x.Events[i].Calls = page[i].Calls
+		x.Events[i].Calls, x.Events[i].Children = page[i].Calls, page[i].Children
 	}
 	return x, nil
 }
@@ -319,6 +324,9 @@ func ExportHTML(x Export) []byte {
 				w("%s#%d", sep, c)
 			}
 		}
+		for _, c := range ev.Children {
+			w(" → session %s", exportEscape(c.String()))
+		}
 		w(" · <time>%s</time>", exportEscape(ev.Time.UTC().Format("2006-01-02 15:04:05.000 UTC")))
 		if ev.TokensIn > 0 || ev.TokensOut > 0 {
 			w(" · tokens %d in, %d out", ev.TokensIn, ev.TokensOut)
@@ -344,6 +352,10 @@ func ExportHTML(x Export) []byte {
 				w("<p class=\"note\">… %d more bytes not shown: <code>rook session entry %s %d</code> reads it all.</p>\n",
 					ev.Cut, exportEscape(id), ev.Seq)
 			}
+		}
+		for _, c := range ev.Children {
+			// The page links nothing outside itself: how to read it.
+			w("<p class=\"note\">→ the subagent's session: <code>rook session export-html %s --output FILE</code> exports it.</p>\n", exportEscape(c.String()))
 		}
 		w("</section>\n")
 	}

@@ -268,18 +268,24 @@ func ExportHTML(x Export) []byte {
 	w("<h1>%s</h1>\n<dl>\n", exportEscape(title))
 	w("<dt>session</dt><dd>%s</dd>\n", exportEscape(id))
 	// A fork's first events are copies of its parent's: without this the
-	// page read as a session of its own from #0.
-	if s.Parent != nil && (s.ForkAt != nil || ImportedFork(s.Meta)) {
-		parent := exportEscape(s.Parent.String())
+	// page read as a session of its own from #0. A subagent's (or another
+	// child's) page says whose, as show does.
+	if pl := parentLink(s.Meta); pl != nil {
+		parent := exportEscape(pl.ID.String())
 		if x.ParentRemoved {
 			parent += " (removed)"
 		}
-		if s.ForkAt != nil && *s.ForkAt == 0 {
+		switch {
+		case pl.ForkAt != nil && *pl.ForkAt == 0:
 			w("<dt>fork of</dt><dd>session %s at #0: it copied none of its events</dd>\n", parent)
-		} else if s.ForkAt != nil {
-			w("<dt>fork of</dt><dd>session %s at #%d: its events before #%d are copies of that session's</dd>\n", parent, *s.ForkAt, *s.ForkAt)
-		} else {
+		case pl.ForkAt != nil:
+			w("<dt>fork of</dt><dd>session %s at #%d: its events before #%d are copies of that session's</dd>\n", parent, *pl.ForkAt, *pl.ForkAt)
+		case pl.Fork:
 			w("<dt>fork of</dt><dd>session %s: its transcript begins with a copy of that session's lines</dd>\n", parent)
+		case pl.Subagent:
+			w("<dt>subagent of</dt><dd>session %s</dd>\n", parent)
+		default:
+			w("<dt>child of</dt><dd>session %s</dd>\n", parent)
 		}
 	}
 	if s.Workspace != "" {

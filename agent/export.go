@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html"
@@ -342,7 +343,7 @@ func ExportHTML(x Export) []byte {
 		case ev.Err != "":
 			w("<p class=\"note\">(body unreadable: %s)</p>\n", exportEscape(ev.Err))
 		case ev.Binary:
-			w("<p class=\"note\">(binary, %d bytes)</p>\n", ev.Size)
+			w("<p class=\"note\">(binary, %d bytes: <code>rook store cat %s</code> writes them)</p>\n", ev.Size, hex.EncodeToString(ev.Event.Body[:]))
 		case ev.Size == 0:
 			w("<p class=\"note\">(empty)</p>\n")
 		default:

@@ -43,7 +43,7 @@ func TestExportHTMLEscapesAndCSP(t *testing.T) {
 		"&lt;script&gt;alert(1)&lt;/script&gt; &amp; &#39;q&#39; &#34;d&#34;",
 		"&lt;b&gt;bash&lt;/b&gt;",
 		"ls &lt;/pre&gt;",
-		"(binary, 4 bytes)",
+		"(binary, 4 bytes: <code>rook store cat ",
 		"/w/&lt;ws&gt;",
 		id.String(),
 		"#0 to #3",

@@ -2140,7 +2140,7 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 	var live map[eventlog.ID]bool
 	// forks: the forks made in rook, by parent, listed once, when a link
 	// needs them (leaveCopiedOutOfForks).
-	var forks map[eventlog.ID][]eventlog.Meta
+	forks := &forkIndex{r: r}
 	gone := func(id eventlog.ID) (bool, error) {
 		if live == nil {
 			ids, err := r.Log.IDs()
@@ -2194,12 +2194,6 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 			// leaves m unlinked, and the next import links it, and
 			// writes them, again.
 			if in, out := m.Copied(); in != 0 || out != 0 {
-				if forks == nil {
-					var err error
-					if forks, err = r.forksMadeInRook(); err != nil {
-						return err
-					}
-				}
 				if err := r.leaveCopiedOutOfForks(forks, m.ID, in, out); err != nil {
 					return fmt.Errorf("session %s: its forks made in rook: %w", m.ID, err)
 				}
@@ -2222,35 +2216,14 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 	return nil
 }
 
-// forksMadeInRook lists the forks made in rook (not imported: those count
-// their own copies), by the session they were forked from.
-func (r *Rook) forksMadeInRook() (map[eventlog.ID][]eventlog.Meta, error) {
-	ids, err := r.Log.IDs()
-	if err != nil {
-		return nil, err
-	}
-	forks := map[eventlog.ID][]eventlog.Meta{}
-	for _, f := range ids {
-		m, err := r.Log.ReadMeta(f)
-		if err != nil || m.Source != nil {
-			continue
-		}
-		// By the session its copy comes from: its parent, or past a
-		// removed one, its ancestor.
-		if from, _, ok := m.ForkedFrom(); ok {
-			forks[from] = append(forks[from], m)
-		}
-	}
-	return forks, nil
-}
-
 // leaveCopiedOutOfForks gives the forks made in rook of session id
-// (forks, from forksMadeInRook), whose totals now leave out the in and
-// out tokens it copied (it was just linked to its parent), and the forks
-// of those, the copied tokens their copy of its events holds, as
-// eventlog's Fork does for a fork made after: made before, they counted
-// them still.
-func (r *Rook) leaveCopiedOutOfForks(forks map[eventlog.ID][]eventlog.Meta, id eventlog.ID, in, out uint64) error {
+// (those forks lists under it that are forks made in rook of it, read
+// now), whose totals now leave out the in and out tokens it copied (it
+// was just linked to its parent, or its parent is being removed), and
+// the forks of those, the copied tokens their copy of its events holds,
+// as eventlog's Fork does for a fork made after: made before, they
+// counted them still.
+func (r *Rook) leaveCopiedOutOfForks(forks *forkIndex, id eventlog.ID, in, out uint64) error {
 	type copied struct {
 		id      eventlog.ID
 		in, out uint64
@@ -2259,14 +2232,22 @@ func (r *Rook) leaveCopiedOutOfForks(forks map[eventlog.ID][]eventlog.Meta, id e
 	for todo := []copied{{id, in, out}}; len(todo) > 0; {
 		p := todo[0]
 		todo = todo[1:]
-		for i, f := range forks[p.id] {
-			if seen[f.ID] {
+		candidates, err := forks.of(p.id)
+		if err != nil {
+			return err
+		}
+		for _, other := range candidates {
+			if seen[other] {
 				continue
+			}
+			f, err := r.Log.ReadMeta(other)
+			from, at, ok := f.ForkedFrom()
+			if err != nil || f.Source != nil || !ok || from != p.id {
+				continue // gone, imported (it counts its own copy), or its copy comes from elsewhere now
 			}
 			seen[f.ID] = true
 			var tin, tout uint64
-			if _, at, _ := f.ForkedFrom(); at > 0 {
-				var err error
+			if at > 0 {
 				if tin, tout, err = r.Log.TokensBefore(p.id, at); err != nil {
 					return fmt.Errorf("fork %s: %w", f.ID, err)
 				}
@@ -2275,7 +2256,6 @@ func (r *Rook) leaveCopiedOutOfForks(forks map[eventlog.ID][]eventlog.Meta, id e
 			if err := r.Log.UpdateMeta(f); err != nil {
 				return err
 			}
-			forks[p.id][i] = f
 			todo = append(todo, copied{f.ID, f.CopiedIn, f.CopiedOut})
 		}
 	}

@@ -237,28 +237,24 @@ func (r *Rook) importStateLive(path string) bool {
 // RemoveSession deletes a session (eventlog.Log.Remove) and what rook keeps
 // of it beside its log: its import state. It returns its event count.
 func (r *Rook) RemoveSession(id eventlog.ID) (uint64, error) {
-	return r.removeSession(id, nil)
+	return r.removeSession(id, &forkIndex{r: r})
 }
 
 // sessionRemover removes many sessions (retention), reading every
 // session's metadata once for all of them, not once per fork removed.
 type sessionRemover struct {
 	r     *Rook
-	forks map[eventlog.ID][]eventlog.ID // forkIndex, made at the first removal
+	forks *forkIndex // kept from one removal to the next
 }
 
 func (sr *sessionRemover) remove(id eventlog.ID) (uint64, error) {
 	if sr.forks == nil {
-		idx, err := sr.r.forkIndex()
-		if err != nil {
-			return 0, fmt.Errorf("session %s is not deleted: its forks: %w", id, err)
-		}
-		sr.forks = idx
+		sr.forks = &forkIndex{r: sr.r}
 	}
 	return sr.r.removeSession(id, sr.forks)
 }
 
-func (r *Rook) removeSession(id eventlog.ID, forks map[eventlog.ID][]eventlog.ID) (uint64, error) {
+func (r *Rook) removeSession(id eventlog.ID, forks *forkIndex) (uint64, error) {
 	if err := r.keepCopiedCounted(id, forks); err != nil {
 		return 0, fmt.Errorf("session %s is not deleted: the sessions that copied its lines: %w", id, err)
 	}
@@ -275,46 +271,70 @@ func (r *Rook) removeSession(id eventlog.ID, forks map[eventlog.ID][]eventlog.ID
 	return n, nil
 }
 
-// forkIndex lists the forks made in rook by the session their copy comes
-// from (Meta.ForkedFrom), for keepForksLinked, and the imported sessions
-// whose totals leave out tokens they copied by their parent, for
-// keepCopiedCounted.
-func (r *Rook) forkIndex() (map[eventlog.ID][]eventlog.ID, error) {
-	ids, err := r.Log.IDs()
-	if err != nil {
-		return nil, err
+// forkIndex lists, by session, the sessions whose copy of events or
+// tokens comes from it: the forks made in rook by the session their copy
+// comes from (Meta.ForkedFrom), for keepForksLinked and
+// leaveCopiedOutOfForks, and the imported sessions whose totals leave out
+// tokens they copied by the session that counts them (copiedFrom), for
+// keepCopiedCounted. It is made from one read of every session's metadata,
+// at the first question (a removal that needs none reads none), and kept
+// by one removal (one `session rm`) or a batch of them (retention): each
+// write that gives a session another source adds it under that one (add),
+// a removed session's list goes (drop). It holds ids, not metadata: what
+// it lists is read again when used, and passed over when it no longer
+// says what it was listed for, so that a removal sees what the ones
+// before it wrote, never a copy from before.
+type forkIndex struct {
+	r  *Rook
+	by map[eventlog.ID][]eventlog.ID // nil until read
+}
+
+// of lists the sessions filed under id.
+func (x *forkIndex) of(id eventlog.ID) ([]eventlog.ID, error) {
+	if x.by == nil {
+		if err := x.read(); err != nil {
+			return nil, err
+		}
 	}
-	idx := map[eventlog.ID][]eventlog.ID{}
+	return x.by[id], nil
+}
+
+func (x *forkIndex) read() error {
+	ids, err := x.r.Log.IDs()
+	if err != nil {
+		return err
+	}
+	by := map[eventlog.ID][]eventlog.ID{}
 	for _, other := range ids {
-		f, err := r.Log.ReadMeta(other)
+		f, err := x.r.Log.ReadMeta(other)
 		if err != nil {
 			continue
 		}
 		if p, ok := copiedFrom(f); ok {
-			idx[p] = append(idx[p], f.ID)
+			by[p] = append(by[p], f.ID)
 		}
 		if f.Source != nil {
 			continue // an imported fork counts its own copy
 		}
 		if from, _, ok := f.ForkedFrom(); ok {
-			idx[from] = append(idx[from], f.ID)
+			by[from] = append(by[from], f.ID)
 		}
 	}
-	return idx, nil
+	x.by = by
+	return nil
 }
 
-// forksOf lists the sessions forkIndex files under id: from forks when
-// given (a batch of removals keeps it), else from every session's
-// metadata, read now.
-func (r *Rook) forksOf(id eventlog.ID, forks map[eventlog.ID][]eventlog.ID) ([]eventlog.ID, error) {
-	if forks != nil {
-		return forks[id], nil
+// add files id under from, whose copy it now names: it is written with
+// that, or is about to be (not read yet, the index reads it from then).
+func (x *forkIndex) add(from, id eventlog.ID) {
+	if x.by != nil {
+		x.by[from] = append(x.by[from], id)
 	}
-	idx, err := r.forkIndex()
-	if err != nil {
-		return nil, err
-	}
-	return idx[id], nil
+}
+
+// drop forgets what is filed under a removed session.
+func (x *forkIndex) drop(id eventlog.ID) {
+	delete(x.by, id)
 }
 
 // copiedFrom is the session that counts the tokens an imported session's
@@ -353,9 +373,9 @@ func copiedFrom(m eventlog.Meta) (eventlog.ID, bool) {
 // session; id is removed after: a crash in between leaves id there and
 // the session still leaving the tokens out, and rm again ends it. (A
 // crash between a fork and its session leaves the fork counting the
-// tokens already, as it will once id is gone.) forks is as for
-// keepForksLinked.
-func (r *Rook) keepCopiedCounted(id eventlog.ID, forks map[eventlog.ID][]eventlog.ID) error {
+// tokens already, as it will once id is gone.) forks is the removal's
+// index (forkIndex), kept up to date here.
+func (r *Rook) keepCopiedCounted(id eventlog.ID, forks *forkIndex) error {
 	pm, err := r.Log.ReadMeta(id)
 	if err != nil || pm.Source == nil {
 		// Damaged (rm is how one gets rid of it), or made in rook: an
@@ -370,11 +390,10 @@ func (r *Rook) keepCopiedCounted(id eventlog.ID, forks map[eventlog.ID][]eventlo
 	if ok {
 		keepIn, keepOut = pm.Copied()
 	}
-	candidates, err := r.forksOf(id, forks)
+	candidates, err := forks.of(id)
 	if err != nil {
 		return err
 	}
-	var inRook map[eventlog.ID][]eventlog.Meta // forksMadeInRook, read once needed
 	for _, other := range candidates {
 		m, err := r.Log.ReadMeta(other)
 		if from, ok := copiedFrom(m); err != nil || !ok || from != id {
@@ -386,12 +405,7 @@ func (r *Rook) keepCopiedCounted(id eventlog.ID, forks map[eventlog.ID][]eventlo
 		// is still written: it leaves that out for anc now, and must be
 		// reached when anc goes.
 		if cin, cout := m.Copied(); in != cin || out != cout {
-			if inRook == nil {
-				if inRook, err = r.forksMadeInRook(); err != nil {
-					return err
-				}
-			}
-			if err := r.leaveCopiedOutOfForks(inRook, m.ID, in, out); err != nil {
+			if err := r.leaveCopiedOutOfForks(forks, m.ID, in, out); err != nil {
 				return fmt.Errorf("session %s: its forks made in rook: %w", m.ID, err)
 			}
 		}
@@ -408,9 +422,7 @@ func (r *Rook) keepCopiedCounted(id eventlog.ID, forks map[eventlog.ID][]eventlo
 		m.Ancestor = nil
 		if in != 0 || out != 0 {
 			m.Ancestor = &anc
-			if forks != nil {
-				forks[anc] = append(forks[anc], m.ID)
-			}
+			forks.add(anc, m.ID)
 		}
 		if err := r.Log.UpdateMeta(m); err != nil {
 			return fmt.Errorf("session %s: %w", m.ID, err)
@@ -427,9 +439,9 @@ func (r *Rook) keepCopiedCounted(id eventlog.ID, forks map[eventlog.ID][]eventlo
 // later still reaches them (tagForks) to leave out of their totals the
 // tokens it copied. Each fork's metadata is written whole before id is
 // removed: a crash in between leaves id there and the forks' totals as
-// they were; rm again ends it. forks, when not nil, is forkIndex's list,
-// kept up to date here; nil, every session's metadata is read.
-func (r *Rook) keepForksLinked(id eventlog.ID, forks map[eventlog.ID][]eventlog.ID) error {
+// they were; rm again ends it. forks is the removal's index (forkIndex),
+// kept up to date here.
+func (r *Rook) keepForksLinked(id eventlog.ID, forks *forkIndex) error {
 	m, err := r.Log.ReadMeta(id)
 	if err != nil {
 		return nil // damaged: rm is how one gets rid of it
@@ -449,7 +461,7 @@ func (r *Rook) keepForksLinked(id eventlog.ID, forks map[eventlog.ID][]eventlog.
 	} else if !ok {
 		return nil // not a fork: nothing is above its forks
 	}
-	candidates, err := r.forksOf(id, forks)
+	candidates, err := forks.of(id)
 	if err != nil {
 		return err
 	}
@@ -475,13 +487,9 @@ func (r *Rook) keepForksLinked(id eventlog.ID, forks map[eventlog.ID][]eventlog.
 		if err := r.Log.UpdateMeta(f); err != nil {
 			return fmt.Errorf("fork %s: %w", f.ID, err)
 		}
-		if forks != nil {
-			forks[a] = append(forks[a], f.ID)
-		}
+		forks.add(a, f.ID)
 	}
-	if forks != nil {
-		delete(forks, id)
-	}
+	forks.drop(id)
 	return nil
 }
 

@@ -233,8 +233,8 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 	var byKind [256]ContextKind
 	// The last imported line that recorded tokens but counts none of its
 	// own, copied from the session a fork was forked from (its parent
-	// counts them): in a Claude Code fork, a model's line; in a Codex
-	// fork, a token_count. And whether rook appended after it.
+	// counts them): in a Claude Code fork a rook before this one
+	// imported, a model's line; in a Codex fork, a token_count. And whether rook appended after it.
 	var lastCopied *eventlog.Event
 	afterCopied := false
 	// The report as it was before each user turn since the last
@@ -428,9 +428,10 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 		}
 	}
 	if rep.Reported == nil && lastCopied != nil && format == FormatClaudeCode {
-		// A Claude Code fork with no reply of its own yet: its copied
-		// lines count no tokens (the parent spent them), but the usage
-		// they recorded is still the model's own count of the context.
+		// A Claude Code fork with no reply of its own yet, imported by a
+		// rook that stored its copied lines counting no tokens (the
+		// parent spent them): the usage they recorded is still the
+		// model's own count of the context.
 		if body, err := r.Body(*lastCopied); err == nil {
 			if tokens, ok := claudeRecordedTokens(body); ok {
 				rep.Reported = &ReportedContext{Seq: lastCopied.Seq, Tokens: tokens, Imported: true, After: afterCopied}

@@ -1682,10 +1682,16 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 //   - A Claude Code session sent to the background goes on in a new file
 //     that begins with a copy of the old one's lines
 //     (claudeMapper.continuedIn), their uuids kept, their usage too, and
-//     no forkedFrom to mark them (as a fork's copied lines have:
-//     claudeMapper.mapEntry counts those no tokens). A copied line's uuid
-//     is one of the old session's lines' (claudeUUID); the continuation's
-//     own turns have new ones.
+//     no forkedFrom to mark them. A copied line's uuid is one of the old
+//     session's lines' (claudeUUID); the continuation's own turns have
+//     new ones.
+//   - A Claude Code fork (claudeMapper.forkedFrom) begins with a copy of
+//     its parent's lines, their usage kept, each marked forkedFrom
+//     {sessionId, messageUuid}: messageUuid is the uuid of the parent's
+//     line it copies (claudeCopiedUUID; /branch keeps the uuid too). Not
+//     every line so marked was copied from the parent itself (a fork of a
+//     fork's copy of the grandparent's lines): as for a continuation, the
+//     parent's lines say which the parent counts, its own or its copies.
 //
 // The copied session's keys are read from its session, once: it is
 // decided here, as the lines are stored, file after file, rather than as
@@ -1704,9 +1710,12 @@ func (fi *fileImport) copiedLine(line []byte, label string) bool {
 	}
 	if !fi.copiedRead {
 		fi.copiedRead = true
-		if codex {
+		switch {
+		case codex:
 			fi.copied = fi.forkParentCounts()
-		} else {
+		case fi.info().Fork:
+			fi.copied = fi.forkedFromTurns()
+		default:
 			fi.copied = fi.continuedTurns()
 		}
 	}
@@ -1718,7 +1727,7 @@ func (fi *fileImport) copiedLine(line []byte, label string) bool {
 		sum, ok := codexPayloadSum(line)
 		return ok && fi.copied[string(sum[:])]
 	}
-	id, ok := claudeUUID(line)
+	id, ok := claudeCopiedUUID(line)
 	return ok && fi.copied[id]
 }
 
@@ -1777,8 +1786,8 @@ func (r *Rook) codexCountSums(id eventlog.ID) (map[string]bool, error) {
 // Code fork or continuation, count for lines that copy one of its parent
 // pid's (the keys copiedLine matches: a token_count's payload sum, a
 // model line's uuid), whichever was imported first (copiedLine leaves an
-// event's tokens as its line says). A Claude Code fork's line marked
-// forkedFrom counts none (claudeMapper.mapEntry).
+// event's tokens as its line says). (A Claude Code fork's copied line
+// that a rook before this one stored counts none.)
 func (r *Rook) copiedTokens(m eventlog.Meta, pid eventlog.ID) (in, out uint64, err error) {
 	codex := m.Source.Format == FormatCodex
 	var keys map[string]bool
@@ -1819,7 +1828,7 @@ func (r *Rook) copiedTokens(m eventlog.Meta, pid eventlog.ID) (in, out uint64, e
 			sum, ok := codexPayloadSum(line)
 			copied = ok && keys[string(sum[:])]
 		} else {
-			id, ok := claudeUUID(line)
+			id, ok := claudeCopiedUUID(line)
 			copied = ok && keys[id]
 		}
 		if copied {
@@ -1845,6 +1854,28 @@ func (r *Rook) importedLine(ev eventlog.Event) (sl sourceLine, imported bool, er
 		return sl, true, fmt.Errorf("event %d: %w", ev.Seq, &cas.CorruptError{ID: ev.Body, Reason: err.Error()})
 	}
 	return sl, true, nil
+}
+
+// forkedFromTurns are the uuids of the model's lines of the session a
+// Claude Code fork's lines say it was forked from (claudeMapper.forkedFrom),
+// or nil when that session is not imported.
+func (fi *fileImport) forkedFromTurns() map[string]bool {
+	info := fi.info()
+	if !info.Fork || info.ParentID == "" || info.Subagent {
+		return nil
+	}
+	pid, ok := parentOf(fi.known, info.ParentID)
+	if !ok || pid == fi.sess.ID {
+		return nil
+	}
+	uuids, err := fi.r.claudeTurnUUIDs(pid)
+	if err != nil {
+		// The lines are imported all the same, as if the session they
+		// were forked from were not there.
+		fi.rep.problem(ImportProblem{File: fi.path, Reason: fmt.Sprintf("session %s, which it was forked from: its lines cannot be read (%v): the tokens it copied from it count again; `rook store verify` checks the store", pid, err)})
+		return nil
+	}
+	return uuids
 }
 
 // continuedTurns are the uuids of the model's lines of the session that

@@ -329,15 +329,12 @@ func (m *claudeMapper) mapEntry(l *claudeEntry) mappedLine {
 	case "user":
 		m.mapUser(l, &out)
 	case "assistant":
+		// A line a fork copied (forkedFrom) counts its tokens as its line
+		// says, as a continuation's copied line does: its parent spent
+		// them, and the fork's totals leave them out while the parent is
+		// imported and counts them (fileImport.copiedLine, copiedTokens),
+		// and count them again once it is removed (keepCopiedCounted).
 		m.mapAssistant(l, &out)
-		if m.sess.Fork && l.ForkedFrom != "" && l.ForkedFrom != m.sess.ID {
-			// A line the fork copied (forkedFrom names where from: its
-			// parent, or, in a fork of a fork, the session the parent
-			// copied it from in turn): that session spent its tokens, and
-			// counts them. The fork counts only its own (its lines carry
-			// no forkedFrom).
-			out.TokensIn, out.TokensOut = 0, 0
-		}
 	case "system":
 		out.Label = "system"
 		if l.Subtype != "" {

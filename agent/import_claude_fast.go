@@ -202,6 +202,51 @@ func (r *fastReader) block(v int, b *claudeBlock) (int, bool) {
 	})
 }
 
+// claudeCopiedUUID is the uuid of the line a Claude Code line copies, as
+// far as the line says: a fork's copied line's forkedFrom.messageUuid
+// (claudeMapper.forkedFrom), else its own uuid (a continuation's copy
+// keeps its lines' uuids, and so does /branch). ok is false when it has
+// neither, of the shape claudeUUID reads.
+func claudeCopiedUUID(line []byte) (string, bool) {
+	r := fastReader{b: line}
+	var own, from []byte
+	str := func(v int) ([]byte, int, bool) {
+		end, ok := r.stringEnd(v)
+		if !ok {
+			return nil, 0, false
+		}
+		return line[v+1 : end-1], end, true
+	}
+	r.object(r.skipSpace(0), func(key []byte, v int) (int, bool) {
+		switch string(key) {
+		case "uuid":
+			if s, end, ok := str(v); ok {
+				own = s
+				return end, true
+			}
+		case "forkedFrom":
+			if v < len(line) && line[v] == '{' {
+				return r.object(v, func(key []byte, v int) (int, bool) {
+					if string(key) == "messageUuid" {
+						if s, end, ok := str(v); ok {
+							from = s
+							return end, true
+						}
+					}
+					return r.valueEnd(v)
+				})
+			}
+		}
+		return r.valueEnd(v)
+	})
+	for _, id := range [][]byte{from, own} {
+		if len(id) > 0 && bytes.IndexByte(id, '\\') < 0 {
+			return string(id), true
+		}
+	}
+	return "", false
+}
+
 // claudeUUID is a Claude Code line's uuid (its top-level "uuid" member),
 // read straight off the line, whose other members are only skipped; ok is
 // false when it has none, or one of another shape (Claude Code writes a

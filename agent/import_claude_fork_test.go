@@ -68,8 +68,8 @@ func TestImportLinksClaudeForksToTheirParent(t *testing.T) {
 	}
 	mustExport(t, r, *pf.Session, parentData)
 	fid := checkClaudeFork(t, r, rep, proj+"/F.jsonl", *pf.Session, "P", forkData)
-	// The fork's copied turn counts no tokens: its parent spent them. Its
-	// own turn does. (A turn: 3 + 100 + 1000 in, 42 out.)
+	// The fork's totals leave its copied turn's tokens out: its parent
+	// spent them. Its own turn counts. (A turn: 3 + 100 + 1000 in, 42 out.)
 	for _, c := range []struct {
 		id      eventlog.ID
 		in, out uint64
@@ -176,9 +176,12 @@ func TestImportClaudeForkedFromThatMakesNoFork(t *testing.T) {
 // A fork's line copied from another session than its parent (a fork of a
 // fork whose copy kept the forkedFrom of the lines its parent had copied
 // in turn, naming the grandparent, or its parent's own lines naming the
-// parent) counts no tokens either: some other session spent them. Only
-// the fork's own lines, which carry no forkedFrom, count.
-func TestImportClaudeForkCountsNoCopiedTokens(t *testing.T) {
+// parent) counts in the fork while no session it links to counts it: as
+// a Codex fork's copy does, imported alone, all of it; its parent
+// imported, all but what the parent holds (its lines' uuids); the parent
+// removed, all again. It counted none: a copy whose parent is removed, or
+// never imported, counted nowhere.
+func TestImportClaudeForkCountsCopiedTokensNoSessionCounts(t *testing.T) {
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)
 	proj := "/p/-home-u-proj"
@@ -188,22 +191,25 @@ func TestImportClaudeForkCountsNoCopiedTokens(t *testing.T) {
 	lines = append(lines, claudeLines("G", 3)...)          // its own
 	writeSource(t, fsys, proj+"/G.jsonl", lines, "")
 	rep := mustImport(t, r, FormatClaudeCode, proj)
-	f := fileByPath(t, rep, proj+"/G.jsonl")
-	s, err := r.Log.Summary(*f.Session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := metaOf(t, r, *f.Session); m.Source.Parent != "P" || !slices.Contains(m.Tags, forkTag) {
+	gid := *fileByPath(t, rep, proj+"/G.jsonl").Session
+	if m := metaOf(t, r, gid); m.Source.Parent != "P" || !slices.Contains(m.Tags, forkTag) {
 		t.Fatalf("meta %+v", m)
 	}
-	if s.TokensIn != 1103 || s.TokensOut != 42 {
-		t.Errorf("the fork counts %d in, %d out; want its own turn's 1103, 42", s.TokensIn, s.TokensOut)
+	tokensOf(t, r, gid, "the fork alone", 3*claudeTurnIn, 3*claudeTurnOut)
+	writeSource(t, fsys, proj+"/P.jsonl", claudeLines("P", 1), "")
+	rep = mustImport(t, r, FormatClaudeCode, proj)
+	pid := *fileByPath(t, rep, proj+"/P.jsonl").Session
+	tokensOf(t, r, gid, "the fork, its parent imported", 2*claudeTurnIn, 2*claudeTurnOut)
+	if _, err := r.RemoveSession(pid); err != nil {
+		t.Fatal(err)
 	}
+	tokensOf(t, r, gid, "the fork, its parent removed", 3*claudeTurnIn, 3*claudeTurnOut)
 }
 
-// TestContextOfAClaudeForkWithNoReplyYet: a fork's copied lines count no
-// tokens, but session context still reads the context size they recorded
-// (the model's own count) until the fork has a reply of its own.
+// TestContextOfAClaudeForkWithNoReplyYet: a fork's totals leave its
+// copied lines' tokens out, but session context still reads the context
+// size they recorded (the model's own count) until the fork has a reply
+// of its own.
 func TestContextOfAClaudeForkWithNoReplyYet(t *testing.T) {
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)

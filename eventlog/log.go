@@ -103,8 +103,8 @@ type Source struct {
 	ContinuedIn string `json:"continued_in,omitempty"`
 	// CopiedIn and CopiedOut are the tokens the session's events count
 	// for lines it copied from its parent (a Codex fork's token_counts, a
-	// Claude Code continuation's model lines) when it was imported before
-	// that parent, which spent them: Summary leaves them out of its
+	// Claude Code continuation's or fork's model lines) when it was
+	// imported before that parent, which spent them: Summary leaves them out of its
 	// totals, so that they count once, in the parent, whichever file was
 	// imported first (the events themselves are written once).
 	CopiedIn  uint64 `json:"copied_tokens_in,omitempty"`

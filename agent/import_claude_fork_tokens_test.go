@@ -1,0 +1,118 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// claudeForkFiles are the lines of a parent P (turns 1 and 2) and of a
+// fork F of it (P's turns copied, each line marked forkedFrom, then its
+// own turn 3). regenerate gives the copied lines new uuids, keeping
+// forkedFrom.messageUuid the parent's, as the Agent SDK's forkSession is
+// said to.
+func claudeForkFiles(regenerate bool) (parent, fork []string) {
+	parent = append(claudeLines("P", 1), claudeLines("P", 2)...)
+	for turn := 1; turn <= 2; turn++ {
+		for _, l := range claudeForkLines("P", "F", turn) {
+			if regenerate {
+				l = strings.Replace(l, `,"uuid":"`, `,"uuid":"new-`, 1)
+			}
+			fork = append(fork, l)
+		}
+	}
+	return parent, append(fork, claudeLines("F", 3)...)
+}
+
+// A Claude Code fork's copied model lines count once, in its parent,
+// whichever file is imported first (in an earlier run, or the same one),
+// and count in the fork once the parent is removed (session rm, or
+// retention), in the fork made in rook of the fork too: the copied lines'
+// events count their tokens and the fork's totals leave them out
+// (Source.CopiedIn), as a Codex fork's do. They counted none: once the
+// parent was removed, the tokens it had spent counted nowhere.
+func TestClaudeForkCopiedTokensCountOnce(t *testing.T) {
+	proj := "/p/-home-u-proj"
+	for _, order := range []string{"parent first", "fork first", "one run"} {
+		for _, regenerate := range []bool{false, true} {
+			for _, batch := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/new uuids=%v/batch=%v", order, regenerate, batch), func(t *testing.T) {
+					fsys := vfs.NewMem()
+					r := testRook(t, fsys)
+					parent, fork := claudeForkFiles(regenerate)
+					files, lines := []string{"P.jsonl", "F.jsonl"}, [][]string{parent, fork}
+					if order == "fork first" {
+						files[0], files[1] = files[1], files[0]
+						lines[0], lines[1] = lines[1], lines[0]
+					}
+					var rep ImportReport
+					for i := range files {
+						writeSource(t, fsys, proj+"/"+files[i], lines[i], "")
+						if order != "one run" {
+							rep = mustImport(t, r, FormatClaudeCode, proj)
+						}
+					}
+					if order == "one run" {
+						rep = mustImport(t, r, FormatClaudeCode, proj)
+					}
+					pid := *fileByPath(t, rep, proj+"/P.jsonl").Session
+					fid := *fileByPath(t, rep, proj+"/F.jsonl").Session
+					if f := fileByPath(t, rep, proj+"/F.jsonl"); f.Parent == nil || *f.Parent != pid || !f.Fork {
+						t.Fatalf("the fork: %+v", f)
+					}
+					tokensOf(t, r, pid, "the parent", 2*claudeTurnIn, 2*claudeTurnOut)
+					tokensOf(t, r, fid, "the fork", claudeTurnIn, claudeTurnOut)
+					if in, out := metaOf(t, r, fid).Copied(); in != 2*claudeTurnIn || out != 2*claudeTurnOut {
+						t.Errorf("the fork leaves out %d in, %d out; want its copy's %d, %d", in, out, 2*claudeTurnIn, 2*claudeTurnOut)
+					}
+					s, err := r.Log.Summary(fid)
+					if err != nil {
+						t.Fatal(err)
+					}
+					rf, err := r.Log.Fork(fid, s.Events, eventlog.Meta{Title: "rf"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					tokensOf(t, r, rf.ID, "the fork made in rook", claudeTurnIn, claudeTurnOut)
+					remove := r.RemoveSession
+					if batch {
+						rm := sessionRemover{r: r}
+						remove = rm.remove
+					}
+					if _, err := remove(pid); err != nil {
+						t.Fatal(err)
+					}
+					tokensOf(t, r, fid, "the fork, its parent removed", 3*claudeTurnIn, 3*claudeTurnOut)
+					tokensOf(t, r, rf.ID, "the fork made in rook, the parent removed", 3*claudeTurnIn, 3*claudeTurnOut)
+				})
+			}
+		}
+	}
+}
+
+// claudeCopiedUUID reads the uuid of the line copied: forkedFrom's
+// messageUuid where there is one (wherever it comes), else the line's own.
+func TestClaudeCopiedUUID(t *testing.T) {
+	for _, c := range []struct {
+		line, want string
+		ok         bool
+	}{
+		{`{"uuid":"new","forkedFrom":{"sessionId":"P","messageUuid":"old"}}`, "old", true},
+		{`{"forkedFrom":{"messageUuid":"old","sessionId":"P"},"uuid":"new"}`, "old", true},
+		{`{"type":"assistant","message":{"content":[{"type":"tool_use","input":{"uuid":"nested"}}]},"uuid":"top","x":1}`, "top", true},
+		{`{"uuid":"own","forkedFrom":{"sessionId":"P"}}`, "own", true},
+		{`{"uuid":"own","forkedFrom":"P"}`, "own", true},
+		{`{"uuid":"own","forkedFrom":{"messageUuid":"a\u0062"}}`, "own", true},
+		{`{"forkedFrom":{"messageUuid":"old"}}`, "old", true},
+		{`{"uuid":null}`, "", false},
+		{`{"uuid":""}`, "", false},
+		{`not json`, "", false},
+	} {
+		if got, ok := claudeCopiedUUID([]byte(c.line)); got != c.want || ok != c.ok {
+			t.Errorf("%s: %q, %v; want %q, %v", c.line, got, ok, c.want, c.ok)
+		}
+	}
+}

@@ -264,11 +264,14 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	}
 	names := &sourceNames{known: known, atPath: atPath, movedAway: map[eventlog.ID]bool{}, beside: map[string]bool{}}
 	if opts.Format == FormatClaudeCode {
-		names.continuedIn = map[string]bool{}
+		names.continuedIn, names.pending = map[string]bool{}, map[string]bool{}
 		for _, m := range known {
 			if c := m.Source.ContinuedIn; c != "" {
 				names.continuedIn[c] = true
 			}
+		}
+		for _, f := range files {
+			names.pending[claudeFileID(f.path)] = true
 		}
 	} else {
 		names.sourceIDs, names.inRun = map[string]bool{}, map[string]bool{}
@@ -312,6 +315,9 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 			}
 		})
 		release()
+		if names.pending != nil {
+			delete(names.pending, claudeFileID(f.path))
+		}
 		if unflushed += res.BytesIn; unflushed >= importFlushBytes {
 			if err := r.Log.Flush(); err != nil {
 				return err
@@ -442,6 +448,10 @@ type waitingFile struct {
 //     its first 64 KiB, and it waits until a file says it continues the
 //     session (Source.ContinuedIn): file names are random uuids, so half
 //     would come before it.
+//   - A Claude Code fork (forkedFrom): it waits for its parent while the
+//     parent's file (named by its session id) is one of the import's
+//     files not taken in yet, new or grown: a fork copies its parent up to
+//     its last line, which the run may be taking in.
 //   - A Codex fork (forked_from_id): it waits for its parent, when the
 //     parent's rollout is one of the import's files (its name ends with
 //     the session id). Rollout names begin with their time, so a fork
@@ -453,6 +463,9 @@ func (n *sourceNames) waits(prep *mappedSource) (string, bool) {
 	}
 	switch {
 	case n.continuedIn != nil:
+		if p := prep.info.ParentID; prep.info.Fork && p != "" && p != prep.info.ID {
+			return p, n.pending[p]
+		}
 		head := prep.data[:min(len(prep.data), 64<<10)]
 		return prep.info.ID, !n.continuedIn[prep.info.ID] && bytes.Contains(head, []byte(`"sessionKind":"bg"`))
 	case n.sourceIDs != nil:
@@ -478,7 +491,13 @@ func codexRolloutID(path string) string {
 
 // ready says whether what a waiting file waits for (waits) came in.
 func (n *sourceNames) ready(id string) bool {
-	return n.continuedIn[id] || n.sourceIDs[id]
+	return n.continuedIn[id] || n.sourceIDs[id] || n.pending != nil && !n.pending[id]
+}
+
+// claudeFileID is the session id a Claude Code transcript's name is
+// (<session id>.jsonl).
+func claudeFileID(path string) string {
+	return strings.TrimSuffix(sourceName(path), ".jsonl")
 }
 
 // sourceFile is one file found to import.
@@ -1299,6 +1318,10 @@ type sourceNames struct {
 	// rollout is among the files of the import (inRun, the ids their names
 	// end with). Nil for Claude Code.
 	sourceIDs, inRun map[string]bool
+	// pending are the source session ids the names of the import's Claude
+	// Code files say (claudeFileID), until each file is taken in: a fork
+	// whose parent's is one waits for it (waits). Nil for Codex.
+	pending map[string]bool
 }
 
 // sourceName is a source file's name as it moves: without its directory

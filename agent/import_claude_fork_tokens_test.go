@@ -116,3 +116,27 @@ func TestClaudeCopiedUUID(t *testing.T) {
 		}
 	}
 }
+
+// A fork made of a live session (/branch copies it to its last line) is
+// often imported in the run that takes in what its parent grew by since
+// the last: it waits for its parent's file, as it would for a parent new
+// to the store, so that what it copied of those lines is left out too.
+// Its name sorting first, it was taken in before them: it counted them,
+// and so did its parent.
+func TestClaudeForkWaitsForItsParentGrowing(t *testing.T) {
+	proj := "/p/-home-u-proj"
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	parent, fork := claudeForkFiles(false)
+	writeSource(t, fsys, proj+"/P.jsonl", parent[:len(claudeLines("P", 1))], "")
+	pid := *fileByPath(t, mustImport(t, r, FormatClaudeCode, proj), proj+"/P.jsonl").Session
+	writeSource(t, fsys, proj+"/P.jsonl", parent, "")
+	writeSource(t, fsys, proj+"/F.jsonl", fork, "")
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	if rep.Grown != 1 || rep.Sessions != 1 || len(rep.Files) != 2 || rep.Files[0].Path != proj+"/P.jsonl" {
+		t.Fatalf("the fork did not wait for its parent: %+v", rep.Files)
+	}
+	fid := *fileByPath(t, rep, proj+"/F.jsonl").Session
+	tokensOf(t, r, pid, "the parent", 2*claudeTurnIn, 2*claudeTurnOut)
+	tokensOf(t, r, fid, "the fork", claudeTurnIn, claudeTurnOut)
+}

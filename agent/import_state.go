@@ -299,6 +299,7 @@ func (x *forkIndex) of(id eventlog.ID) ([]eventlog.ID, error) {
 	return x.by[id], nil
 }
 
+// read makes the index from every session's metadata, read once.
 func (x *forkIndex) read() error {
 	ids, err := x.r.Log.IDs()
 	if err != nil {
@@ -324,8 +325,9 @@ func (x *forkIndex) read() error {
 	return nil
 }
 
-// add files id under from, whose copy it now names: it is written with
-// that, or is about to be (not read yet, the index reads it from then).
+// add files id under from, the source its metadata names now, written
+// or about to be. An index not read yet is left so: it will read what
+// was written.
 func (x *forkIndex) add(from, id eventlog.ID) {
 	if x.by != nil {
 		x.by[from] = append(x.by[from], id)

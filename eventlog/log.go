@@ -104,9 +104,10 @@ type Source struct {
 	// CopiedIn and CopiedOut are the tokens the session's events count
 	// for lines it copied from its parent (a Codex fork's token_counts, a
 	// Claude Code continuation's or fork's model lines) when it was
-	// imported before that parent, which spent them: Summary leaves them out of its
-	// totals, so that they count once, in the parent, whichever file was
-	// imported first (the events themselves are written once).
+	// imported before that parent, which spent them: Summary leaves them
+	// out of its totals, so that they count once, in the parent,
+	// whichever file was imported first (the events themselves are
+	// written once).
 	CopiedIn  uint64 `json:"copied_tokens_in,omitempty"`
 	CopiedOut uint64 `json:"copied_tokens_out,omitempty"`
 	// Stat is what the file system said of the file, before it was read,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -90,7 +91,7 @@ func (s *Store) scanSegment(n uint32, from int64, fn func(r *scannedRecord) erro
 		return damage, 0, nil // not even a whole header: nothing else to read
 	}
 	if from > size {
-		return damage, from, fmt.Errorf("segment %s is %d bytes but the index took in records up to offset %d: acknowledged data is missing; run `rook store reindex`", segName(n), size, from)
+		return damage, from, shortSegmentError(n, size, from)
 	}
 	end := from
 	off := from
@@ -560,6 +561,42 @@ func (s *Store) segmentBytes(segs []uint32) int64 {
 		}
 	}
 	return total
+}
+
+func shortSegmentError(n uint32, size, from int64) error {
+	return fmt.Errorf("segment %s is %d bytes but the index took in records up to offset %d: acknowledged data is missing; run `rook store reindex`", segName(n), size, from)
+}
+
+// CheckWatermark says whether the newest segment the index took records in
+// is there and holds them all, as a writer's open checks (recover): one
+// stat, no record read, so `rook doctor` can tell what a reader's open
+// passes over in silence. A segment cut short (a copy or a restore that
+// stopped early) makes every writer refuse the store; one gone makes the
+// next writer start a new segment as if nothing were missing, its objects
+// unreadable.
+func (s *Store) CheckWatermark() error {
+	n, off := s.ctr.WMSegment, s.ctr.WMOffset
+	if !s.wmKnown || n == 0 || off <= segHeaderSize {
+		return nil
+	}
+	st, err := s.fs.Stat(s.segPath(n))
+	if errors.Is(err, fs.ErrNotExist) {
+		segs, lerr := s.listSegments()
+		if lerr != nil {
+			return lerr
+		}
+		if len(segs) > 0 && segs[len(segs)-1] > n {
+			return nil // a newer segment took over: gc or repack emptied this one
+		}
+		return fmt.Errorf("segment %s is missing, and the index took in records up to offset %d of it: put it back from a backup; if it is gone for good, `rook store reindex` makes the index forget its objects (`rook store verify` then lists what the sessions lost)", segName(n), off)
+	}
+	if err != nil {
+		return fmt.Errorf("segment %s: %w", segName(n), err)
+	}
+	if st.Size() < off {
+		return shortSegmentError(n, st.Size(), off)
+	}
+	return nil
 }
 
 // loadRecent runs when a reader opens the store: it looks up, in memory,

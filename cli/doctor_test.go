@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/dict"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -48,5 +49,38 @@ func TestDoctorReadOnlyStore(t *testing.T) {
 	}
 	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "lock holder unknown: the store is not writable by this user") {
 		t.Fatalf("warnings %q: want one saying the lock holder is unknown and why", r.Warnings)
+	}
+}
+
+// TestDoctorNamesLostDictionaries: with a dictionary file lost (removed,
+// or left out of a backup) or damaged, every object compressed with it is
+// unreadable, yet doctor said ok: it read the index only. It now names
+// each, with the fix, and exits 1.
+func TestDoctorNamesLostDictionaries(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "store")
+	if _, err := cas.Init(vfs.OS, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	// Dictionaries 1 and 2 given out: 1's file is lost, 2's is garbage.
+	if err := os.WriteFile(filepath.Join(home, cas.DictDir, dict.HighestFile), dict.EncodeHighest(2), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	damaged := filepath.Join(home, cas.DictDir, dict.FileName(2))
+	if err := os.WriteFile(damaged, []byte("not a dictionary"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	e := &Env{Stdout: &out, Stderr: &errb, FS: vfs.OS, Home: home, JSON: true}
+	if err := (&DoctorCmd{}).Run(e); err == nil {
+		t.Fatalf("doctor passed a store with its dictionaries lost:\n%s", out.String())
+	}
+	var r doctorReport
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	missing := "dictionary 1 is missing (no file " + filepath.Join(home, cas.DictDir, dict.FileName(1)) + "): "
+	if len(r.Problems) != 2 || !strings.HasPrefix(r.Problems[0], missing) || !strings.Contains(r.Problems[0], "put it back from a backup") ||
+		!strings.HasPrefix(r.Problems[1], "dictionary 2 is damaged (") || !strings.Contains(r.Problems[1], "put "+damaged+" back from a backup") {
+		t.Fatalf("problems %q: want dictionary 1 named missing and 2 damaged, each with its fix", r.Problems)
 	}
 }

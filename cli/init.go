@@ -10,6 +10,7 @@ import (
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/dict"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -100,6 +101,13 @@ func (c *DoctorCmd) Run(e *Env) error {
 		if _, err := s.Stat(cas.Key{}); err != nil && !errors.As(err, &nf) {
 			r.Problems = append(r.Problems, err.Error())
 		}
+		// What a writer's open refuses (a segment cut short) or passes
+		// over (one gone), and a reader's does not say: doctor said ok
+		// of a store no write could open.
+		if err := s.CheckWatermark(); err != nil {
+			r.Problems = append(r.Problems, err.Error())
+		}
+		r.Problems = append(r.Problems, dictionaryProblems(e.Home, s)...)
 		s.Close()
 	}
 	// The config file the retention commands read: one they would refuse
@@ -135,6 +143,23 @@ func (c *DoctorCmd) Run(e *Env) error {
 		}
 	}
 	return c.print(e, r)
+}
+
+// dictionaryProblems names the dictionaries lost or damaged: every object
+// compressed with one is unreadable until its file is back, and doctor
+// said ok of a store whose every transcript failed to read. (`store stat`
+// lists them too; whether records need them is verify's to read.)
+func dictionaryProblems(home string, s *cas.Store) []string {
+	var out []string
+	for _, id := range s.MissingDictionaries() {
+		out = append(out, fmt.Sprintf("dictionary %d is missing (no file %s): the objects compressed with it cannot be read until it is back: put it back from a backup (`rook store verify` says whether any object needs it)", id, filepath.Join(home, cas.DictDir, dict.FileName(id))))
+	}
+	for _, d := range s.Dictionaries() {
+		if d.Damaged != "" {
+			out = append(out, fmt.Sprintf("dictionary %d is damaged (%s): the objects compressed with it cannot be read until it is whole: put %s back from a backup (`rook store verify` says whether any object needs it)", d.ID, d.Damaged, d.File))
+		}
+	}
+	return out
 }
 
 // privacyFix is the command that closes the store to other accounts, its

@@ -473,6 +473,8 @@ func explain(err error, home string) string {
 		return err.Error()
 	case errors.Is(err, cas.ErrNoStore):
 		return err.Error()
+	case errors.Is(err, cas.ErrBadMarker):
+		return err.Error() + ": " + markerFix(home)
 	case errors.Is(err, os.ErrPermission):
 		// The file refused may be the user's own (a file to store or
 		// append, a workspace file to capture, an --output): then the
@@ -518,6 +520,16 @@ func explainOutput(oe *outputError) string {
 		msg += "; nothing else failed (what the command changes is changed)"
 	}
 	return msg
+}
+
+// markerFix is what to do with a format marker that does not read (zeroed
+// by a crash of the file system, cut short, edited): it is never
+// rewritten, and no command said how to get past it. A new one keeps the
+// store: init writes a marker into a home that has none, and leaves the
+// parts that are there (objects, index, sessions) as they are.
+func markerFix(home string) string {
+	path := shellQuote(filepath.Join(home, cas.MarkerFile))
+	return fmt.Sprintf("if rook made this store, move the marker aside (`mv %s %s.damaged`) and run `rook init`: it writes a new one and keeps what the store holds (`rook store verify` then checks it)", path, path)
 }
 
 // inDir reports whether path p is dir or below it.

@@ -87,7 +87,11 @@ func (c *DoctorCmd) Run(e *Env) error {
 	r.Format = v
 	if err != nil {
 		r.FormatError = err.Error()
-		r.Problems = append(r.Problems, err.Error())
+		if errors.Is(err, cas.ErrBadMarker) {
+			r.Problems = append(r.Problems, err.Error()+": "+markerFix(e.Home))
+		} else {
+			r.Problems = append(r.Problems, err.Error())
+		}
 	} else if s, err := cas.Open(e.Home, cas.Options{FS: e.FS, Clock: e.Clock}); err != nil {
 		r.Problems = append(r.Problems, err.Error())
 	} else {

@@ -3,7 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rookhq/rook/agent"
@@ -22,21 +24,33 @@ type InboxCmd struct {
 }
 
 // openInbox opens the store for writing, which takes the spool in; when
-// another rook holds the writer lock it opens it read-only and says how
-// many saves wait. It does not wait for the lock: these commands read.
+// another rook holds the writer lock, or this user cannot write the store
+// (another account's, a read-only mount), it opens it read-only and says
+// how many saves wait. It does not wait for the lock: these commands read.
 func (e *Env) openInbox() (*agent.Rook, error) {
 	r, err := e.openRookWait(true, 0)
 	var le *cas.LockedError
-	if !errors.As(err, &le) {
+	locked := errors.As(err, &le)
+	if !locked && !notWritable(err) {
 		return r, err
 	}
 	if r, err = e.openRook(false); err != nil {
 		return nil, err
 	}
-	if st, err := r.InboxState(); err == nil && st.Backlog > 0 {
-		fmt.Fprintf(e.Stderr, "rook: note: %d save(s) wait to be taken in: %v; they will be once it is done\n", st.Backlog, le)
+	if st, serr := r.InboxState(); serr == nil && st.Backlog > 0 {
+		if locked {
+			fmt.Fprintf(e.Stderr, "rook: note: %d save(s) wait to be taken in: %v; they will be once it is done\n", st.Backlog, le)
+		} else {
+			fmt.Fprintf(e.Stderr, "rook: note: %d save(s) wait to be taken in, which needs an account that can write the store\n", st.Backlog)
+		}
 	}
 	return r, nil
+}
+
+// notWritable reports whether err says this user cannot write the store
+// (a store of another account, a read-only mount): reading it works.
+func notWritable(err error) bool {
+	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)
 }
 
 // InboxLsCmd is `rook inbox ls`.

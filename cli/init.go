@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
@@ -132,7 +131,7 @@ func (c *DoctorCmd) Run(e *Env) error {
 	if holder, err := cas.LockHolder(e.FS, e.Home); err == nil {
 		r.LockHolder = holder
 		r.LockChecked = true
-	} else if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+	} else if notWritable(err) {
 		// A store this account may read but not write (another user's,
 		// a read-only mount): checking the lock needs write access. That
 		// is worth knowing, not a fault of the store.

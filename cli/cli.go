@@ -481,6 +481,13 @@ func explain(err error, home string) string {
 		// store is not what to check.
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
+			if p, aerr := filepath.Abs(pe.Path); aerr == nil && pe.Op == "mkdir" && !inDir(home, filepath.Dir(p)) {
+				// The home, or a directory above it, made where this
+				// user may not write (init): the directory it is made
+				// in is what to check. The home is not there yet, and
+				// `rook doctor` of it says to run `rook init`.
+				return fmt.Sprintf("%v: check the permissions of %s, the directory it is made in", err, filepath.Dir(p))
+			}
 			if p, aerr := filepath.Abs(pe.Path); aerr == nil && !inDir(home, p) {
 				if pe.Op == "lstat" || pe.Op == "stat" {
 					// A stat needs no permission on the file itself: a

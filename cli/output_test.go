@@ -109,6 +109,23 @@ func TestExplainPermission(t *testing.T) {
 	if got := explain(beside, home); !strings.HasSuffix(got, "check the permissions of /home/u/.rook-old/x") {
 		t.Errorf("a directory beside the store's is not the store: %q", got)
 	}
+	// init making the home in a directory it may not write: that
+	// directory is what to check. The home's own permissions (it is not
+	// there) and `rook doctor` (which says "run `rook init`") went round
+	// in a circle.
+	made := fmt.Errorf("create store home: %w", &fs.PathError{Op: "mkdir", Path: home, Err: fs.ErrPermission})
+	if got, want := explain(made, home), "create store home: mkdir /home/u/.rook: permission denied: check the permissions of /home/u, the directory it is made in"; got != want {
+		t.Errorf("the home made where it may not be:\n got %q\nwant %q", got, want)
+	}
+	above := fmt.Errorf("create store home: %w", &fs.PathError{Op: "mkdir", Path: "/srv/rook", Err: fs.ErrPermission})
+	if got, want := explain(above, "/srv/rook/store"), "create store home: mkdir /srv/rook: permission denied: check the permissions of /srv, the directory it is made in"; got != want {
+		t.Errorf("a directory above the home made where it may not be:\n got %q\nwant %q", got, want)
+	}
+	// A part of the store made in its home: the home is the store's.
+	part := fmt.Errorf("create segments: %w", &fs.PathError{Op: "mkdir", Path: home + "/segments", Err: fs.ErrPermission})
+	if got, want := explain(part, home), "create segments: mkdir /home/u/.rook/segments: permission denied: check the permissions of /home/u/.rook (`rook doctor`)"; got != want {
+		t.Errorf("a part of the store:\n got %q\nwant %q", got, want)
+	}
 }
 
 // TestFirstLineCutsWholeCharacters: `mcp ls` shortens a server's last

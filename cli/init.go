@@ -57,6 +57,9 @@ type doctorReport struct {
 	DiskTotal   uint64   `json:"disk_total_bytes"`
 	Problems    []string `json:"problems"`
 
+	// ObjectsCounted: the index read, so Objects is its count; without
+	// it, "holds 0 objects" read as a store that lost everything.
+	ObjectsCounted bool `json:"objects_counted"`
 	// ObjectsVerified is always false: doctor reads the index, not the
 	// objects; saying so keeps its "ok" from reading as `store verify`'s.
 	ObjectsVerified bool   `json:"objects_verified"`
@@ -93,9 +96,12 @@ func (c *DoctorCmd) Run(e *Env) error {
 		}
 	} else if s, err := cas.Open(e.Home, cas.Options{FS: e.FS, Clock: e.Clock}); err != nil {
 		r.Problems = append(r.Problems, err.Error())
+		if d, err := cas.MeasureDisk(e.FS, e.Home); err == nil {
+			r.Stored = d.Total
+		}
 	} else {
 		if st, err := s.Stats(); err == nil {
-			r.Objects, r.Stored = st.Objects, st.Disk.Total
+			r.Objects, r.Stored, r.ObjectsCounted = st.Objects, st.Disk.Total, true
 		}
 		// Opening checks the index's meta slots, not its nodes: a lookup
 		// reads the path from the root, so a damaged root, which fails
@@ -225,7 +231,11 @@ func (c *DoctorCmd) print(e *Env, r doctorReport) error {
 			switch {
 			case r.FormatError == "":
 				fmt.Fprintf(w, "format     %d (this rook reads up to %d)\n", r.Format, cas.FormatVersion)
-				fmt.Fprintf(w, "holds      %d objects, %s on disk\n", r.Objects, formatBytes(r.Stored))
+				if r.ObjectsCounted {
+					fmt.Fprintf(w, "holds      %d objects, %s on disk\n", r.Objects, formatBytes(r.Stored))
+				} else {
+					fmt.Fprintf(w, "holds      unknown: the index does not read (below); %s on disk\n", formatBytes(r.Stored))
+				}
 				fmt.Fprintf(w, "verify     not run: doctor does not read the objects; `rook store verify` re-reads and re-hashes them\n")
 			case r.Format > cas.FormatVersion:
 				fmt.Fprintf(w, "format     %d, newer than this rook reads (%d): upgrade rook\n", r.Format, cas.FormatVersion)

@@ -209,16 +209,37 @@ func Init(fsys vfs.FS, clk clock.Clock, home string) (existed bool, err error) {
 		return false, err
 	}
 	mpath := filepath.Join(home, MarkerFile)
-	if b, err := vfs.ReadFile(fsys, mpath); err == nil {
+	// found: a store is there, its marker b; its part directories are put
+	// back if gone.
+	found := func(b []byte) (bool, error) {
 		if _, err := parseMarker(b); err != nil {
 			return true, fmt.Errorf("%s: %w", mpath, err)
 		}
 		return true, ensureDirs(fsys, home)
+	}
+	if b, err := vfs.ReadFile(fsys, mpath); err == nil {
+		return found(b)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return false, err
 	}
 	if err := fsys.MkdirAll(home, DirMode); err != nil {
 		return false, fmt.Errorf("create store home: %w", err)
+	}
+	// Made under the writer lock: two inits at once (hooks run together)
+	// both found no marker, and the second reopened the index the first
+	// had made, under a writer using it, and wrote the marker again; some
+	// failed on each other's index file.
+	l, made, err := initLock(fsys, home)
+	if err != nil {
+		return false, err
+	}
+	if l != nil {
+		defer l.Unlock()
+	}
+	if b, err := vfs.ReadFile(fsys, mpath); err == nil {
+		return found(b) // another init made it while this one waited
+	} else if made {
+		return true, err
 	}
 	if err := ensureDirs(fsys, home); err != nil {
 		return false, err
@@ -236,6 +257,36 @@ func Init(fsys vfs.FS, clk clock.Clock, home string) (existed bool, err error) {
 		return false, fmt.Errorf("write format marker: %w", err)
 	}
 	return false, nil
+}
+
+// initLockTries bounds how long init waits, 5 ms a try, for the writer
+// lock of a home with no marker: the holder is another init, which is done
+// in milliseconds (a writer cannot open a store without a marker).
+const initLockTries = 2000
+
+// initLock takes the writer lock of home, for init to make the store. While
+// another process holds it, it waits; made reports that the marker
+// appeared meanwhile (another init made the store, a writer may hold it
+// now): the lock is not taken then.
+func initLock(fsys vfs.FS, home string) (l vfs.Lock, made bool, err error) {
+	path := filepath.Join(home, LockFile)
+	for try := 0; ; try++ {
+		l, err := fsys.TryLock(path, FileMode)
+		if !errors.Is(err, vfs.ErrLocked) {
+			if err != nil {
+				return nil, false, fmt.Errorf("take the writer lock %s: %w", path, err)
+			}
+			return l, false, nil
+		}
+		if _, err := fsys.Stat(filepath.Join(home, MarkerFile)); err == nil {
+			return nil, true, nil
+		}
+		if try == initLockTries {
+			b, _ := vfs.ReadFile(fsys, path)
+			return nil, false, &LockedError{Holder: strings.TrimSpace(string(b)), Waited: initLockTries * 5 * time.Millisecond}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func ensureDirs(fsys vfs.FS, home string) error {

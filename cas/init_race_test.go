@@ -1,0 +1,112 @@
+package cas
+
+import (
+	"bytes"
+	"io/fs"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// raceFS runs before once, the first time the format marker is opened,
+// after that open found no marker: another rook that makes the store and
+// writes to it between one init's look for the marker and the rest of it.
+type raceFS struct {
+	vfs.FS
+	marker string
+	once   sync.Once
+	before func()
+}
+
+func (r *raceFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	f, err := r.FS.OpenFile(name, flag, perm)
+	if name == r.marker && err != nil {
+		r.once.Do(r.before)
+	}
+	return f, err
+}
+
+// TestInitRacingInitLeavesTheStore: two `rook init` run at once on a new
+// home (hooks an agent runs together, each making sure the store is
+// there) both found no marker and both went on to make the store without
+// the writer lock: the second opened for writing the index the first had
+// made and a writer was using, and wrote the marker again, saying it had
+// created the store; with 20 at once, some failed ("rename
+// objects.idx.tmp: no such file or directory"). init now makes the store
+// under the writer lock, and one that finds the marker once it holds the
+// lock leaves the store as it is.
+func TestInitRacingInitLeavesTheStore(t *testing.T) {
+	mem := vfs.NewMem()
+	home := "/home/u/.rook"
+	var first []byte
+	var id Key
+	rfs := &raceFS{FS: mem, marker: filepath.Join(home, MarkerFile)}
+	rfs.before = func() {
+		if _, err := Init(mem, testClock(), home); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(home, Options{FS: mem, Clock: testClock(), Writable: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id = mustPut(t, s, KindNote, bytes.Repeat([]byte("written by the rook that made the store "), 20))
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if first, err = vfs.ReadFile(mem, filepath.Join(home, MarkerFile)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := &clock.Fixed{T: testClock().T.Add(time.Hour)}
+	existed, err := Init(rfs, later, home)
+	if err != nil {
+		t.Fatalf("init racing another: %v", err)
+	}
+	if !existed {
+		t.Errorf("init said it created a store another init had made")
+	}
+	if now, _ := vfs.ReadFile(mem, filepath.Join(home, MarkerFile)); !bytes.Equal(now, first) {
+		t.Errorf("the marker was written again: %q, was %q", now, first)
+	}
+	s, err := Open(home, Options{FS: mem, Clock: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Get(id); err != nil {
+		t.Fatalf("the object written before the second init: %v", err)
+	}
+}
+
+// TestInitConcurrent: many inits at once on a new home all succeed, and
+// leave one store.
+func TestInitConcurrent(t *testing.T) {
+	for round := range 5 {
+		home := filepath.Join(t.TempDir(), "store")
+		var wg sync.WaitGroup
+		errs := make(chan error, 20)
+		for range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := Init(vfs.OS, nil, home); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("round %d: %v", round, err)
+		}
+		s, err := Open(home, Options{Writable: true})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		s.Close()
+	}
+}

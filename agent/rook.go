@@ -70,13 +70,9 @@ func Open(home string, opts Options) (*Rook, error) {
 	if fsys == nil {
 		fsys = vfs.OS
 	}
-	// init makes the events directory and nothing removes it. Gone (by
-	// hand, a backup restored without it), a writer's event log would
-	// make it anew, empty, and the next gc would collect every object the
-	// sessions named before they could be put back: no writer opens.
-	if _, err := fsys.Stat(filepath.Join(home, cas.EventsDir)); opts.Writable && errors.Is(err, fs.ErrNotExist) {
+	if err := MissingSessionsDir(fsys, home); opts.Writable && err != nil {
 		s.Close()
-		return nil, fmt.Errorf("the sessions' directory %s is missing: put it back, or run `rook init` to make it anew, empty, if the sessions are gone for good", filepath.Join(home, cas.EventsDir))
+		return nil, err
 	}
 	l, err := eventlog.Open(filepath.Join(home, cas.EventsDir), eventlog.Options{
 		FS: opts.FS, Clock: opts.Clock, Writable: opts.Writable, BarrierEvery: opts.BarrierEvery,
@@ -109,6 +105,20 @@ func Open(home string, opts Options) (*Rook, error) {
 		}
 	}
 	return r, nil
+}
+
+// MissingSessionsDir says, as an error, when the store's sessions'
+// directory is gone. init makes it and nothing removes it. Gone (by hand,
+// a backup restored without it), a writer's event log would make it anew,
+// empty, and the next gc would collect every object the sessions named
+// before they could be put back: no writer opens (Open), and doctor says
+// so.
+func MissingSessionsDir(fsys vfs.FS, home string) error {
+	dir := filepath.Join(home, cas.EventsDir)
+	if _, err := fsys.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("the sessions' directory %s is missing: put it back, or run `rook init` to make it anew, empty, if the sessions are gone for good", dir)
+	}
+	return nil
 }
 
 // Notices says what opening repaired, and what it took in.

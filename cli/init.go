@@ -10,6 +10,7 @@ import (
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/dict"
+	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -60,6 +61,11 @@ type doctorReport struct {
 	// ObjectsCounted: the index read, so Objects is its count; without
 	// it, "holds 0 objects" read as a store that lost everything.
 	ObjectsCounted bool `json:"objects_counted"`
+	// Sessions are the sessions whose metadata and log read, as session
+	// ls lists them; SessionsUnreadable the ones that do not.
+	Sessions           int           `json:"sessions"`
+	SessionsUnreadable []eventlog.ID `json:"sessions_unreadable,omitempty"`
+	sessionsRead       bool
 	// ObjectsVerified is always false: doctor reads the index, not the
 	// objects; saying so keeps its "ok" from reading as `store verify`'s.
 	ObjectsVerified bool   `json:"objects_verified"`
@@ -119,6 +125,9 @@ func (c *DoctorCmd) Run(e *Env) error {
 		r.Problems = append(r.Problems, dictionaryProblems(e.Home, s)...)
 		s.Close()
 	}
+	if r.FormatError == "" {
+		r.Problems = append(r.Problems, doctorSessions(e, &r)...)
+	}
 	// The config file the retention commands read: one they would refuse
 	// (a typo in a key, a bad value) is a problem, in their words.
 	if _, err := e.FS.Stat(filepath.Join(e.Home, agent.ConfigFile)); err == nil {
@@ -152,6 +161,31 @@ func (c *DoctorCmd) Run(e *Env) error {
 		}
 	}
 	return c.print(e, r)
+}
+
+// doctorSessions counts the sessions as `session ls` reads them (each one's
+// metadata and the end of its log: no body), and names those that do not
+// read: zeroed by a crash of the file system, they were left out of every
+// listing while doctor said ok.
+func doctorSessions(e *Env, r *doctorReport) []string {
+	if err := agent.MissingSessionsDir(e.FS, e.Home); err != nil {
+		return []string{err.Error()} // no writer opens the store
+	}
+	l, err := eventlog.Open(filepath.Join(e.Home, cas.EventsDir), eventlog.Options{FS: e.FS, Clock: e.Clock})
+	if err != nil {
+		return []string{"cannot read the sessions: " + err.Error()}
+	}
+	list, err := l.Sessions()
+	var u *eventlog.UnreadableError
+	if err != nil && !errors.As(err, &u) {
+		return []string{"cannot read the sessions: " + err.Error()}
+	}
+	r.Sessions, r.sessionsRead = len(list), true
+	if u == nil {
+		return nil
+	}
+	r.SessionsUnreadable = u.IDs
+	return []string{fmt.Sprintf("%d session(s) do not read: %v: `rook store verify` lists every problem; `rook session rm ID` removes a session", len(u.IDs), u)}
 }
 
 // dictionaryProblems names the dictionaries lost or damaged: every object
@@ -241,6 +275,13 @@ func (c *DoctorCmd) print(e *Env, r doctorReport) error {
 				fmt.Fprintf(w, "format     %d, newer than this rook reads (%d): upgrade rook\n", r.Format, cas.FormatVersion)
 			default:
 				fmt.Fprintf(w, "format     unreadable: %s\n", r.FormatError)
+			}
+			switch {
+			case !r.sessionsRead:
+			case len(r.SessionsUnreadable) > 0:
+				fmt.Fprintf(w, "sessions   %d read, %d do not\n", r.Sessions, len(r.SessionsUnreadable))
+			default:
+				fmt.Fprintf(w, "sessions   %d\n", r.Sessions)
 			}
 			switch {
 			case r.ConfigError != "":

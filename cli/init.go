@@ -175,6 +175,7 @@ func doctorSessions(e *Env, r *doctorReport) []string {
 	if err != nil {
 		return []string{"cannot read the sessions: " + err.Error()}
 	}
+	defer l.Close() // a reader: nothing to flush, closed all the same
 	list, err := l.Sessions()
 	var u *eventlog.UnreadableError
 	if err != nil && !errors.As(err, &u) {

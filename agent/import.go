@@ -2413,6 +2413,18 @@ func trimNewline(line []byte) []byte {
 	return bytes.TrimSuffix(line, []byte{'\r'})
 }
 
+// entryBytes is a line as the mappers and the views read it: past a
+// UTF-8 byte order mark an editor saved before the file's first line, and
+// past NUL bytes a crash left before it (the file's length was written
+// but not the data, a delayed allocation lost, and the agent, started
+// again, appended its next entry right after them). Such a line is not
+// JSON to the scanner, so it is stored whole, what comes before the entry
+// with it, and export writes it back.
+func entryBytes(line []byte) []byte {
+	line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
+	return bytes.TrimLeft(line, "\x00")
+}
+
 // importedState is how much of its source a session holds.
 type importedState struct {
 	size int64

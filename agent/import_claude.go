@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -225,11 +224,8 @@ func claudeShortens(key string) bool { return viewKeys[key] }
 func (m *claudeMapper) cutKind(ml mappedLine, s jsonString) cas.Kind { return defaultCutKind(ml, s) }
 
 func (m *claudeMapper) mapLine(line []byte) mappedLine {
-	// A file saved by an editor may begin with a UTF-8 byte order mark:
-	// its first line is the session's first entry all the same. (Such a
-	// line is not JSON to the scanner, so it is stored whole, the mark
-	// with it, and export writes it back.)
-	line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
+	// After a byte order mark or a crash's NULs, the entry all the same.
+	line = entryBytes(line)
 	e, err := decodeClaudeEntry(line)
 	if err != nil {
 		return mappedLine{Kind: eventlog.KindNote, Label: "claude-code:unparsed", Unparsed: claudeUnreadable(line, err)}

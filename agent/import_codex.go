@@ -245,10 +245,8 @@ func codexDetail(typ, ptype, role string) string {
 }
 
 func (m *codexMapper) mapLine(line []byte) mappedLine {
-	// A file saved by an editor may begin with a UTF-8 byte order mark:
-	// its first line is the session_meta all the same. (Such a line is
-	// not JSON to the scanner, so it is stored whole, the mark with it.)
-	line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
+	// After a byte order mark or a crash's NULs, the entry all the same.
+	line = entryBytes(line)
 	e, err := decodeCodexEntry(line)
 	if err != nil {
 		return codexUnreadable(line)

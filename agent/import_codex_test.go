@@ -1125,3 +1125,32 @@ func TestCodexZstCutShortSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// A rollout a crash left NUL bytes in, Codex's next line appended right
+// after them: the line is still the item it is (the prompt), not a line
+// that did not parse, and export writes the NULs back.
+func TestCodexRolloutLineAfterCrashNULs(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	data := []byte(`{"timestamp":"2026-01-02T10:00:00Z","type":"session_meta","payload":{"id":"019b0000-0000-7000-8000-00000000c0c0","cwd":"/w/nul","source":"cli"}}` + "\n" +
+		strings.Repeat("\x00", 512) + `{"timestamp":"2026-01-02T10:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"after the crash"}]}}` + "\n")
+	src := "/c/rollout-2026-01-02T10-00-00-019b0000-0000-7000-8000-00000000c0c0.jsonl"
+	writeSourceFile(t, fsys, src, data)
+	rep := mustImport(t, r, FormatCodex, src)
+	f := fileByPath(t, rep, src)
+	if f.Unparsed != 0 || len(rep.Problems) != 0 {
+		t.Errorf("unparsed %d, problems %+v", f.Unparsed, rep.Problems)
+	}
+	m, err := r.Log.ReadMeta(*f.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Title != "after the crash" {
+		t.Errorf("title %q", m.Title)
+	}
+	page, err := r.History(m.ID, HistoryQuery{Limit: 10})
+	if err != nil || len(page.Events) != 2 || page.Events[1].Kind != eventlog.KindUser || page.Events[1].Preview != "after the crash" {
+		t.Errorf("history: %+v %v", page.Events, err)
+	}
+	mustExport(t, r, *f.Session, data)
+}

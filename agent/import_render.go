@@ -41,13 +41,9 @@ func renderBody(body []byte, headers bool) []byte {
 	var out bytes.Buffer
 	short := false // the line before rendered as one line
 	for i, line := range bytes.Split(bytes.TrimRight(body, "\r\n"), []byte("\n")) {
-		line = bytes.TrimRight(line, "\r")
-		if i == 0 {
-			// A file's first line, as an editor saved it: after a byte
-			// order mark, the mappers read it as the entry it is, and so
-			// does its view.
-			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
-		}
+		// After a byte order mark or a crash's NULs, the mappers read the
+		// entry it is, and so does its view.
+		line = entryBytes(bytes.TrimRight(line, "\r"))
 		r := renderer{headers: headers}
 		var text []byte
 		if r.line(line) {

@@ -1531,3 +1531,46 @@ func TestClaudeTranscriptWithAByteOrderMark(t *testing.T) {
 	}
 	mustExport(t, r, *f.Session, data)
 }
+
+// A transcript a crash left NUL bytes in: the file's length was written
+// but not the data before it (a delayed allocation lost), and the agent,
+// started again, appended its next entry right after the NULs. That line
+// is still the entry it is (here the next turn's prompt), not a line that
+// did not parse, its view shows the entry, and export writes the NULs
+// back.
+func TestClaudeTranscriptEntryAfterCrashNULs(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/home/u/.claude/projects/-home-u-proj/s1.jsonl"
+	lines := append(claudeLines("s1", 1), claudeLines("s1", 2)...)
+	second := len(claudeLines("s1", 1))
+	lines[second] = strings.Repeat("\x00", 4096) + lines[second]
+	data := writeSource(t, fsys, src, lines, "")
+	rep := mustImport(t, r, FormatClaudeCode, src)
+	f := fileByPath(t, rep, src)
+	if f.Unparsed != 0 || len(rep.Problems) != 0 {
+		t.Errorf("unparsed %d, problems %+v", f.Unparsed, rep.Problems)
+	}
+	page, err := r.History(*f.Session, HistoryQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, ev := range page.Events {
+		if ev.Preview == "fix the server, turn 2" {
+			found = ev.Kind == eventlog.KindUser
+		}
+		if strings.Contains(ev.Preview, "\uFFFD") {
+			t.Errorf("event %d shows the NULs: %q", ev.Seq, ev.Preview)
+		}
+	}
+	if !found {
+		t.Errorf("turn 2's prompt is no user event: %+v", page.Events)
+	}
+	// search reads the entry's text, as in any other line.
+	res, err := r.Search("server turn 2", SearchOptions{})
+	if err != nil || len(res.Hits) == 0 || res.Hits[0].Snippet != "fix the server, turn 2" {
+		t.Errorf("search: %+v %v", res.Hits, err)
+	}
+	mustExport(t, r, *f.Session, data)
+}

@@ -393,7 +393,7 @@ func textOfImported(body []byte) []byte {
 		var line []byte
 		line, body, _ = bytes.Cut(body, []byte("\n"))
 		var ok bool
-		if out, ok = appendStringValues(out, line, false); !ok {
+		if out, ok = appendStringValues(out, entryBytes(line), false); !ok {
 			out = append(append(out, line...), '\n')
 		}
 	}

@@ -131,6 +131,9 @@ type SearchResult struct {
 	Truncated bool
 	// Unreadable counts bodies skipped because they are missing or corrupt.
 	Unreadable int
+	// TooLarge counts bodies skipped because each alone is larger than the
+	// byte budget (a transcript's line with a file or an image in it).
+	TooLarge int
 	// SkippedSessions says which sessions could not be read (in full).
 	SkippedSessions []string
 }
@@ -215,14 +218,29 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 				}
 				// Stat first, so the byte budget is kept without reading
 				// a body that would break it.
+				// A body larger than the whole budget is skipped, counted:
+				// no budget left could read it, and stopping at it would
+				// leave every older body unsearched, each time.
 				info, serr := r.Store.Stat(obj)
+				if serr == nil && info.Size > opts.MaxBytes {
+					res.TooLarge++
+					scanned[obj] = sc
+					continue
+				}
 				if serr == nil && res.BytesScanned+info.Size > opts.MaxBytes {
 					res.Truncated = true
 					break
 				}
 				b, imported, err := r.readBody(obj)
+				if err == nil && int64(len(b)) > opts.MaxBytes {
+					// Stat did not know it: an imported line's stored
+					// size leaves out the long strings cut from it.
+					res.TooLarge++
+					scanned[obj] = sc
+					continue
+				}
 				if err == nil && res.BytesScanned+int64(len(b)) > opts.MaxBytes {
-					res.Truncated = true // Stat did not know it (a writer's unsynced body)
+					res.Truncated = true // Stat did not know it (a writer's unsynced body, an imported line)
 					break
 				}
 				var nf *cas.NotFoundError

@@ -244,6 +244,30 @@ func TestSearchBudgetAndUnreadable(t *testing.T) {
 	}
 }
 
+// A body larger than the whole byte budget (a transcript's 50 MB line: a
+// file read whole, an image) is skipped and counted, not where the scan
+// stops: the budget could never read it, and stopping there left every
+// older body and session unsearched by each search.
+func TestSearchSkipsABodyLargerThanTheBudget(t *testing.T) {
+	r, clk := viewsRook(t)
+	old := viewsSession(t, r, "older")
+	viewsAppend(t, r, clk, old, Entry{Kind: eventlog.KindUser, Body: []byte("old needle")})
+	id := viewsSession(t, r, "huge output")
+	viewsAppend(t, r, clk, id,
+		Entry{Kind: eventlog.KindUser, Body: []byte("first needle")},
+		Entry{Kind: eventlog.KindToolResult, Body: []byte("needle " + strings.Repeat("x", 200))},
+		Entry{Kind: eventlog.KindAssistant, Body: []byte("last needle")},
+	)
+	res, err := r.Search("needle", SearchOptions{MaxBytes: 100})
+	if err != nil || res.Truncated || res.TooLarge != 1 || res.TotalHits != 3 || res.ObjectsScanned != 3 {
+		t.Fatalf("budget of 100 bytes: %+v %v (want the 3 small bodies read, the large one counted)", res, err)
+	}
+	res, err = r.Search("needle", SearchOptions{})
+	if err != nil || res.Truncated || res.TooLarge != 0 || res.TotalHits != 4 {
+		t.Fatalf("whole: %+v %v", res, err)
+	}
+}
+
 // TestSearchGroupsAForksCopies: a fork shares its parent's events, and an
 // agent repeats itself. Each matching body is one hit: the newest event
 // naming it, counting the others; a fork's copy (the same time) shows as

@@ -448,6 +448,9 @@ func (c *SearchCmd) Run(e *Env) error {
 	if res.Unreadable > 0 {
 		fmt.Fprintf(e.Stderr, "rook: note: %d unreadable bod%s skipped (`rook store verify` says why)\n", res.Unreadable, exportBodies(res.Unreadable))
 	}
+	if res.TooLarge > 0 {
+		fmt.Fprintf(e.Stderr, "rook: note: %d bod%s larger than the whole budget (%s) not read: --all reads every one\n", res.TooLarge, exportBodies(res.TooLarge), formatBytes(agent.SearchMaxBytes))
+	}
 	if res.Truncated {
 		// Bytes or objects: the next body would have passed one of them
 		// (a single body larger than what is left of the bytes).
@@ -467,6 +470,7 @@ func (c *SearchCmd) Run(e *Env) error {
 		return e.printJSON(map[string]any{
 			"terms": res.Terms, "hits": hits, "total_hits": res.TotalHits, "objects_scanned": res.ObjectsScanned,
 			"objects_matched": res.ObjectsMatched, "texts_matched": res.Texts, "truncated": res.Truncated, "unreadable": res.Unreadable,
+			"too_large": res.TooLarge,
 		})
 	}
 	w := e.Stdout
@@ -488,6 +492,10 @@ func (c *SearchCmd) Run(e *Env) error {
 		fmt.Fprintf(w, "nothing matched in the %d object(s) read before the budget stopped the scan (--all reads every one)\n", res.ObjectsScanned)
 		return nil
 	}
+	if res.TotalHits == 0 && res.TooLarge > 0 {
+		fmt.Fprintf(w, "nothing matched in %d object(s); %d larger than the budget not read (--all reads every one)\n", res.ObjectsScanned, res.TooLarge)
+		return nil
+	}
 	if res.TotalHits == 0 {
 		fmt.Fprintf(w, "nothing matched in %d object(s)\n", res.ObjectsScanned)
 		return nil
@@ -500,6 +508,8 @@ func (c *SearchCmd) Run(e *Env) error {
 	// note on standard error is not seen by whatever reads only the hits.
 	if res.Truncated {
 		more += "; partial: the budget stopped the scan, older bodies were not read (--all reads every one)"
+	} else if res.TooLarge > 0 {
+		more += fmt.Sprintf("; partial: %d bod%s larger than the budget not read (--all reads every one)", res.TooLarge, exportBodies(res.TooLarge))
 	}
 	// A hit is a text; the events and bodies that have it are counted
 	// apart (a fork's copies, repeats).

@@ -1154,3 +1154,31 @@ func TestCodexRolloutLineAfterCrashNULs(t *testing.T) {
 	}
 	mustExport(t, r, *f.Session, data)
 }
+
+// A rollout compressed by `zstd --long=31` (from a pipe, so with no
+// content size): its frame declares a 2 GiB window, more than the
+// decoder's default 512 MiB. It is read all the same, as `zstd -d
+// --long=31` reads it; the window is a bound, not what is allocated.
+func TestCodexZstWithALongWindow(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	plain := []byte(`{"timestamp":"2026-01-02T10:00:00Z","type":"session_meta","payload":{"id":"` + codexMainID + `","cwd":"/w/long","source":"cli"}}` + "\n" +
+		`{"timestamp":"2026-01-02T10:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"compressed with a long window"}]}}` + "\n")
+	// A frame: magic, a header with a window descriptor and no content
+	// size (exponent 31-10, mantissa 0: 2 GiB), one last raw block.
+	frame := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 21 << 3}
+	n := len(plain)<<3 | 1
+	frame = append(frame, byte(n), byte(n>>8), byte(n>>16))
+	frame = append(frame, plain...)
+	src := "/c/rollout-2026-01-02T03-04-05-" + codexMainID + ".jsonl.zst"
+	writeSourceFile(t, fsys, src, frame)
+	rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}})
+	if err != nil {
+		t.Fatalf("import: %v (%+v)", err, rep.Problems)
+	}
+	f := fileByPath(t, rep, src)
+	if f.Lines != 2 || f.Unparsed != 0 || len(rep.Problems) != 0 {
+		t.Fatalf("lines %d, unparsed %d, problems %+v", f.Lines, f.Unparsed, rep.Problems)
+	}
+	mustExport(t, r, *f.Session, plain)
+}

@@ -68,7 +68,10 @@ func (r *Rook) openSource(path string) (io.ReadCloser, bool, error) {
 	if !strings.HasSuffix(path, ".zst") {
 		return f, false, nil
 	}
-	dec, err := zstd.NewReader(f, zstd.WithDecoderMaxMemory(4<<30))
+	// The window zstd allows at most (2 GiB, `zstd --long=31`), not the
+	// decoder's default 512 MiB: a frame declares its window as a bound,
+	// and memory grows with what the file holds, up to the 4 GiB cap.
+	dec, err := zstd.NewReader(f, zstd.WithDecoderMaxMemory(4<<30), zstd.WithDecoderMaxWindow(1<<31))
 	if err != nil {
 		f.Close()
 		return nil, true, err

@@ -894,7 +894,8 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	if other := otherFormat(opts.Format, head); other != "" && prep.base == 0 {
 		return fail(fmt.Errorf("this looks like a %s transcript, not %s: use `rook import %s`", other, opts.Format, other))
 	}
-	fi := &fileImport{r: r, opts: opts, path: f.path, zst: zst, rep: rep, res: &res, known: known, continued: names.continuedIn}
+	fi := &fileImport{r: r, opts: opts, path: f.path, zst: zst, rep: rep, res: &res, known: known, continued: names.continuedIn,
+		modTime: time.Unix(0, f.stat.MTime)}
 	start := int64(0) // the session holds the file's first start bytes
 	from := int64(-1) // where the lines to take in begin, when not at start
 	res.Status = ImportNew
@@ -1450,6 +1451,7 @@ type fileImport struct {
 	heldBytes int64
 	timed     bool      // last is known (the first time the file has, or its session's last)
 	last      time.Time // the time of the line before
+	modTime   time.Time // when the file was last written: the time of lines before any with one
 	group     []eventlog.Event
 	prevGrp   string
 	// groupLines and groupBytes are the source lines of the events in
@@ -1536,6 +1538,12 @@ func (fi *fileImport) take(lines []pendingLine, final bool) error {
 		}
 		if !fi.timed && patient {
 			return nil
+		}
+		if !fi.timed {
+			// No line has a time (a file of Claude Code's summaries
+			// only): when the file was written, not when it is
+			// imported.
+			fi.last = fi.modTime
 		}
 		fi.timed = true
 	}

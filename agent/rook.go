@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -208,6 +209,17 @@ func (r *Rook) bodyObject(id cas.Key) ([]byte, error) {
 // readBody is bodyObject, and whether the body is an imported line (a
 // source object): the reading view renders those.
 func (r *Rook) readBody(id cas.Key) (body []byte, imported bool, err error) {
+	return r.readBodyWithin(id, math.MaxInt64)
+}
+
+// errBodyTooLarge: the body is larger than readBodyWithin was to read.
+var errBodyTooLarge = errors.New("body larger than the bytes to read")
+
+// readBodyWithin is readBody for a body of at most max bytes; a larger
+// imported line is not put together (errBodyTooLarge): its object leaves
+// out the long strings cut from it, which count by their own size (their
+// JSON escapes aside), known without reading them.
+func (r *Rook) readBodyWithin(id cas.Key, max int64) (body []byte, imported bool, err error) {
 	b, kind, err := r.Store.GetKind(id)
 	if err != nil || kind != cas.KindSource {
 		return b, false, err
@@ -215,6 +227,17 @@ func (r *Rook) readBody(id cas.Key) (body []byte, imported bool, err error) {
 	sl, err := decodeSourceLine(b)
 	if err != nil {
 		return nil, true, &cas.CorruptError{ID: id, Reason: err.Error()}
+	}
+	if max < math.MaxInt64 {
+		size := int64(len(sl.Rest))
+		for _, c := range sl.Cuts {
+			if info, err := r.Store.Stat(c.ID); err == nil {
+				size += info.Size
+			}
+		}
+		if size > max {
+			return nil, true, errBodyTooLarge
+		}
 	}
 	b, err = sl.expand(r.Store.Get)
 	return b, true, err

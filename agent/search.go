@@ -217,10 +217,10 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 					break
 				}
 				// Stat first, so the byte budget is kept without reading
-				// a body that would break it.
-				// A body larger than the whole budget is skipped, counted:
-				// no budget left could read it, and stopping at it would
-				// leave every older body unsearched, each time.
+				// a body that would break it. A body larger than the
+				// whole budget is skipped, counted: no budget left could
+				// read it, and stopping at it would leave every older body
+				// unsearched, each time.
 				info, serr := r.Store.Stat(obj)
 				if serr == nil && info.Size > opts.MaxBytes {
 					res.TooLarge++
@@ -231,10 +231,11 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 					res.Truncated = true
 					break
 				}
-				b, imported, err := r.readBody(obj)
-				if err == nil && int64(len(b)) > opts.MaxBytes {
-					// Stat did not know it: an imported line's stored
-					// size leaves out the long strings cut from it.
+				b, imported, err := r.readBodyWithin(obj, opts.MaxBytes)
+				if errors.Is(err, errBodyTooLarge) || err == nil && int64(len(b)) > opts.MaxBytes {
+					// Stat did not know it: an imported line's object
+					// leaves out the long strings cut from it (known
+					// before they are read but for their escapes).
 					res.TooLarge++
 					scanned[obj] = sc
 					continue

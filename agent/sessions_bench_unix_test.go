@@ -16,9 +16,13 @@ import (
 )
 
 // listStore is a store on disk with n sessions of 1 to 200 events each
-// (a fork of every 100th), made through the agent API, its writer closed:
-// what `rook session ls` reads.
-func listStore(b *testing.B, n int) string {
+// (a fork of every 100th) in 10 workspaces, made through the agent API,
+// its writer closed: what `rook session ls` reads.
+func listStore(b *testing.B, n int) string { return listStoreIn(b, n, 10) }
+
+// listStoreIn is listStore with the sessions spread over workspaces
+// /work/ws0, /work/ws1... in turn.
+func listStoreIn(b *testing.B, n, workspaces int) string {
 	b.Helper()
 	home := b.TempDir()
 	if _, err := cas.Init(vfs.OS, clock.System, home); err != nil {
@@ -31,7 +35,7 @@ func listStore(b *testing.B, n int) string {
 	r.Log.SetBulk(true)
 	rng := rand.New(rand.NewSource(1))
 	for i := 0; i < n; i++ {
-		m, err := r.NewSession(fmt.Sprintf("session %d", i), fmt.Sprintf("/work/ws%d", i%10), nil)
+		m, err := r.NewSession(fmt.Sprintf("session %d", i), fmt.Sprintf("/work/ws%d", i%workspaces), nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -79,6 +83,38 @@ func BenchmarkSessions(b *testing.B) {
 			}
 			// The machine may be shared: the process's CPU time (user
 			// and system, every thread's) says more than the wall's.
+			b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// BenchmarkResolveLast is what every `rook session ... last` pays before
+// its own work: finding the session of the workspace active last, among
+// n sessions all in that workspace.
+func BenchmarkResolveLast(b *testing.B) {
+	for _, n := range []int{5000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			home := listStoreIn(b, n, 1)
+			r, err := Open(home, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			want, err := r.ResolveSession("last", "/work/ws0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			cpu0 := cpuTime(b)
+			for i := 0; i < b.N; i++ {
+				id, err := r.ResolveSession("last", "/work/ws0")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if id != want {
+					b.Fatalf("last is %s, was %s", id, want)
+				}
+			}
 			b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}

@@ -175,7 +175,11 @@ type Entry struct {
 	Body      []byte
 	TokensIn  uint64
 	TokensOut uint64
-	Time      time.Time // zero: now
+	// Time zero: now. A session made in rook and not forked must not be
+	// given a time later than its append (lastActive bounds its events by
+	// its log's modification time); an earlier one, as an inbox save's, is
+	// fine.
+	Time time.Time
 }
 
 // Append stores the entries' bodies and appends them to the session as one
@@ -258,23 +262,9 @@ func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
 		return eventlog.ID{}, badArgument("empty session id: give an id, a unique prefix of one, or last (`rook session ls --all` lists them)")
 	}
 	if strings.EqualFold(arg, "last") {
-		ids, err := r.Log.IDs()
+		best, err := r.lastActive(cwd)
 		if err != nil {
 			return eventlog.ID{}, err
-		}
-		var best *eventlog.Summary
-		for _, id := range ids {
-			m, err := r.Log.ReadMeta(id)
-			if err != nil || !SameDir(m.Workspace, cwd) {
-				continue
-			}
-			s, err := r.Log.SummaryOf(m)
-			if err != nil {
-				continue // a log that does not read is named by id, not by last
-			}
-			if best == nil || activeBefore(*best, s) {
-				best = &s
-			}
 		}
 		if best == nil {
 			return eventlog.ID{}, fmt.Errorf("%w (%s): `rook session ls --all` lists every session, `-C DIR` picks another workspace", ErrNoLast, cwd)
@@ -282,6 +272,62 @@ func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
 		return best.ID, nil
 	}
 	return r.Log.Resolve(arg)
+}
+
+// lastActive is the session of workspace cwd active last (activeBefore),
+// nil when there is none; a session whose metadata or log does not read is
+// left out (it is named by id, not by last). Every session's metadata is
+// read, but not every log: reading thousands of logs' tails cost seconds.
+// A session made here and not forked has only events stamped as they were
+// appended (or before: an inbox save's), so its log's modification time
+// bounds when it was touched (WrittenBy); the logs are read newest bound
+// first, and the reading stops at a bound older than the best session
+// found, which no session left can beat. The rest (imported ones, whose
+// events carry their transcript's times, forks and rewinds, which copy
+// theirs, logs the bound cannot be had for) are read every time.
+func (r *Rook) lastActive(cwd string) (*eventlog.Summary, error) {
+	ids, err := r.Log.IDs()
+	if err != nil {
+		return nil, err
+	}
+	type candidate struct {
+		meta    eventlog.Meta
+		bound   time.Time
+		bounded bool
+	}
+	var cands []candidate
+	for _, id := range ids {
+		m, err := r.Log.ReadMeta(id)
+		if err != nil || !SameDir(m.Workspace, cwd) {
+			continue
+		}
+		c := candidate{meta: m}
+		if m.Source == nil && m.Parent == nil && m.ForkAt == nil {
+			c.bound, c.bounded = r.Log.WrittenBy(id)
+		}
+		cands = append(cands, c)
+	}
+	// Unbounded first, then the newest bound first.
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].bounded != cands[j].bounded {
+			return !cands[i].bounded
+		}
+		return cands[i].bound.After(cands[j].bound)
+	})
+	var best *eventlog.Summary
+	for _, c := range cands {
+		if c.bounded && best != nil && c.bound.Before(touched(*best)) {
+			break // touched no later than its bound: before best, as are all after it
+		}
+		s, err := r.Log.SummaryOf(c.meta)
+		if err != nil {
+			continue
+		}
+		if best == nil || activeBefore(*best, s) {
+			best = &s
+		}
+	}
+	return best, nil
 }
 
 // activeBefore says whether a was last active before b: by touched, the

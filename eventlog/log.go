@@ -1025,6 +1025,40 @@ func (l *Log) IDs() ([]ID, error) {
 	return slices.Compact(out), nil
 }
 
+// mtimeSlack is how far a file's modification time may lag behind the
+// clock's time of the write that set it: file systems keep times to a
+// second or two (FAT: 2 s), and Linux stamps them from a clock that may be
+// a tick behind the one time.Now reads.
+const mtimeSlack = 2 * time.Second
+
+// WrittenBy is a time by which the session's log had last been written:
+// its file's modification time, plus mtimeSlack. No event this Log's
+// clock stamped as it appended it, and not the session's creation, is
+// later (an event given its own time, an imported line's, may be). ok is
+// false where the file's time cannot say that: a file system other than
+// the OS's (MemFS keeps a logical clock), a clock other than the system's
+// (a test's), events or metadata this writer has not written yet, a log
+// that does not stat.
+func (l *Log) WrittenBy(id ID) (t time.Time, ok bool) {
+	if l.fs != vfs.OS || l.opts.Clock != clock.System {
+		return time.Time{}, false
+	}
+	l.mu.Lock()
+	_, made := l.created[id]
+	_, staged := l.staged[id]
+	st := l.sessions[id]
+	unwritten := made || staged || (st != nil && len(st.pending) > 0)
+	l.mu.Unlock()
+	if unwritten {
+		return time.Time{}, false
+	}
+	fi, err := l.fs.Stat(l.logPath(id))
+	if err != nil {
+		return time.Time{}, false
+	}
+	return fi.ModTime().Add(mtimeSlack), true
+}
+
 // Summary reads a session's metadata and the totals its last record holds.
 // Past the metadata it costs one small read of the log's tail (the last
 // record and the totals one together), whatever the session's length.

@@ -393,7 +393,7 @@ func (l *Log) recoverAfterCrash() error {
 		if err != nil {
 			continue
 		}
-		if lst.ModTime().Before(mst.ModTime().Add(-2e9)) {
+		if lst.ModTime().Before(mst.ModTime().Add(-mtimeSlack)) {
 			continue // untouched since the last writer started
 		}
 		if err := l.repairTail(id, durable[id]); err != nil {

@@ -1,0 +1,213 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// lastByFullScan is what `last` resolved to before lastActive read only
+// the logs that could be newer: every session's summary, the greatest by
+// activeBefore.
+func lastByFullScan(t *testing.T, r *Rook, cwd string) eventlog.ID {
+	t.Helper()
+	ids, err := r.Log.IDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var best *eventlog.Summary
+	for _, id := range ids {
+		m, err := r.Log.ReadMeta(id)
+		if err != nil || !SameDir(m.Workspace, cwd) {
+			continue
+		}
+		s, err := r.Log.SummaryOf(m)
+		if err != nil {
+			continue
+		}
+		if best == nil || activeBefore(*best, s) {
+			best = &s
+		}
+	}
+	if best == nil {
+		t.Fatal("the full scan finds no session")
+	}
+	return best.ID
+}
+
+// onDisk is a writable Rook on the OS file system with the system clock:
+// the only place where a log's modification time bounds its events
+// (eventlog's WrittenBy), and so where lastActive skips logs.
+func onDisk(t *testing.T) (*Rook, string) {
+	t.Helper()
+	home := t.TempDir()
+	if _, err := cas.Init(vfs.OS, clock.System, home); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, home
+}
+
+const lastWS = "/work/last"
+
+func newIn(t *testing.T, r *Rook, title string) eventlog.ID {
+	t.Helper()
+	m, err := r.NewSession(title, lastWS, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.ID
+}
+
+func appendAt(t *testing.T, r *Rook, id eventlog.ID, at time.Time) {
+	t.Helper()
+	if _, err := r.Append(id, Entry{Kind: eventlog.KindUser, Label: "u", Body: []byte("b " + at.String()), Time: at}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Log.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setLogTime sets a session's log's modification time, as a log last
+// written then has.
+func setLogTime(t *testing.T, home string, id eventlog.ID, at time.Time) {
+	t.Helper()
+	if err := os.Chtimes(filepath.Join(home, cas.EventsDir, id.String()+".log"), at, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkLast resolves last, and checks it against the full scan and want.
+func checkLast(t *testing.T, r *Rook, want eventlog.ID) {
+	t.Helper()
+	if full := lastByFullScan(t, r, lastWS); full != want {
+		t.Fatalf("the full scan says %s, the test wants %s", full, want)
+	}
+	got, err := r.ResolveSession("last", lastWS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("last is %s, want %s (the full scan's)", got, want)
+	}
+}
+
+// An old session appended to after newer ones were made is last: its
+// log, written last, is read first.
+func TestLastIsTheSessionAppendedLast(t *testing.T) {
+	r, _ := onDisk(t)
+	old := newIn(t, r, "old")
+	for i := range 20 {
+		newIn(t, r, "newer "+string(rune('a'+i)))
+	}
+	appendAt(t, r, old, time.Time{})
+	checkLast(t, r, old)
+}
+
+// A fork made now of an old session is last (its creation), whatever
+// the times of the events it copied.
+func TestLastIsTheForkJustMade(t *testing.T) {
+	r, _ := onDisk(t)
+	old := newIn(t, r, "old")
+	appendAt(t, r, old, time.Now().Add(-48*time.Hour))
+	appendAt(t, r, old, time.Now().Add(-47*time.Hour))
+	newIn(t, r, "newer")
+	f, err := r.Log.Fork(old, 1, eventlog.Meta{Title: "old @1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLast(t, r, f.ID)
+}
+
+// Of two sessions touched at the same time, the one created last is:
+// one whose bound is exactly the best time found is still read.
+func TestLastOfEqualTimesAtTheBound(t *testing.T) {
+	r, home := onDisk(t)
+	newIn(t, r, "older")
+	// Two sessions created in the same millisecond, no events: touched
+	// at the same time, their creation.
+	r.Log.SetBulk(true)
+	var a, b eventlog.Meta
+	for i := 0; ; i++ {
+		if i == 10000 {
+			t.Skip("no two sessions created in the same millisecond")
+		}
+		var err error
+		if a, err = r.Log.Create(eventlog.Meta{Title: "a", Workspace: lastWS}); err != nil {
+			t.Fatal(err)
+		}
+		if b, err = r.Log.Create(eventlog.Meta{Title: "b", Workspace: lastWS}); err != nil {
+			t.Fatal(err)
+		}
+		if a.Created.Equal(b.Created) {
+			break
+		}
+	}
+	r.Log.SetBulk(false)
+	if err := r.Log.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// a, created first, is read first (the newer bound) and found best;
+	// b's bound is then exactly that time: b may still be later, by id.
+	setLogTime(t, home, a.ID, a.Created.Add(-time.Second))
+	setLogTime(t, home, b.ID, b.Created.Add(-2*time.Second))
+	checkLast(t, r, b.ID)
+}
+
+// A session whose log or metadata does not read is not last: the next
+// one is, as the full scan has it.
+func TestLastSkipsDamagedSessions(t *testing.T) {
+	r, home := onDisk(t)
+	want := newIn(t, r, "good")
+	appendAt(t, r, want, time.Time{})
+	badLog := newIn(t, r, "bad log")
+	appendAt(t, r, badLog, time.Time{})
+	badMeta := newIn(t, r, "bad meta")
+	appendAt(t, r, badMeta, time.Time{})
+	if err := os.WriteFile(filepath.Join(home, cas.EventsDir, badLog.String()+".log"), []byte("not a log"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, cas.EventsDir, badMeta.String()+".meta"), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	checkLast(t, r, want)
+}
+
+// An imported session's events carry its transcript's times, which may
+// be later than the import (a transcript from a machine whose clock was
+// ahead): its log's time bounds nothing, and it is read whatever it is.
+// So is a fork of it, which copies those times.
+func TestLastImportedAheadOfItsLog(t *testing.T) {
+	r, home := onDisk(t)
+	imp, err := r.Log.Create(eventlog.Meta{Title: "imported", Workspace: lastWS, Source: &eventlog.Source{Format: "claude-code", Path: "/t/a.jsonl"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := time.Now().Add(time.Hour)
+	appendAt(t, r, imp.ID, ahead)
+	setLogTime(t, home, imp.ID, time.Now().Add(-time.Hour)) // imported an hour ago
+	native := newIn(t, r, "native")
+	appendAt(t, r, native, time.Time{})
+	checkLast(t, r, imp.ID)
+
+	f, err := r.Log.Fork(imp.ID, 1, eventlog.Meta{Title: "fork"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Log.Remove(imp.ID); err != nil {
+		t.Fatal(err)
+	}
+	setLogTime(t, home, f.ID, time.Now().Add(-time.Hour)) // forked an hour ago
+	checkLast(t, r, f.ID)
+}

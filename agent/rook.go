@@ -277,7 +277,8 @@ func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
 // lastActive is the session of workspace cwd active last (activeBefore),
 // nil when there is none; a session whose metadata or log does not read is
 // left out (it is named by id, not by last). Every session's metadata is
-// read, but not every log: reading thousands of logs' tails cost seconds.
+// read, but not every log: opening and reading each log's tail was most
+// of what resolving last cost in a store of thousands of sessions.
 // A session made here and not forked has only events stamped as they were
 // appended (or before: an inbox save's), so its log's modification time
 // bounds when it was touched (WrittenBy); the logs are read newest bound

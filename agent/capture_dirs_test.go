@@ -259,7 +259,11 @@ func TestManifestDirsAreVersionedAndChecked(t *testing.T) {
 	const files = `"files":{"d/a":{"id":"2b806e7d75371072494f629b7fe1a565","size":6,"mode":"0644"}}`
 	for _, c := range []struct{ text, err string }{
 		{`{"v":1,"root":"/w",` + files + `,"dirs":["d"]}`, `version 1 has no "dirs"`},
-		{`{"v":4,"root":"/w",` + files + `,"dirs":["d"]}`, "version 4"},
+		{`{"v":5,"root":"/w",` + files + `,"dirs":["d"]}`, "version 5"},
+		{`{"v":3,"root":"/w",` + files + `,"opened":{"d":"0555"}}`, `version 3 has no "opened"`},
+		{`{"v":4,"root":"/w",` + files + `,"dirs":["d"],"opened":{"d":"0555"}}`, `"opened" names "d", which is in "dirs"`},
+		{`{"v":4,"root":"/w",` + files + `,"opened":{"../e":"0555"}}`, "leaves the workspace"},
+		{`{"v":4,"root":"/w",` + files + `,"opened":{"e":"link"}}`, `has the mode "link"`},
 		{`{"v":2,"root":"/w",` + files + `,"dirs":["d"],"dir_modes":{"d":"0700"}}`, `version 2 has no "dir_modes"`},
 		{`{"v":3,"root":"/w",` + files + `,"dirs":["d"],"dir_modes":{"e":"0700"}}`, `names "e", which is not in "dirs"`},
 		{`{"v":3,"root":"/w",` + files + `,"dir_modes":{"d":"0700"}}`, `names "d", which is not in "dirs"`},
@@ -297,8 +301,18 @@ func TestManifestDirsAreVersionedAndChecked(t *testing.T) {
 	if again, err := DecodeManifest(b); err != nil || again.DirModes["d"] != (FileMode{Perm: 0o700}) {
 		t.Fatalf("%+v, %v", again, err)
 	}
-	m.Dirs, m.DirModes = nil, nil
-	if b := m.Encode(); !bytes.Contains(b, []byte(`"v":1,`)) || bytes.Contains(b, []byte("dirs")) {
+	// With the modes of directories a rewind opens, version 4 ("." the
+	// workspace itself).
+	m.Opened = map[string]FileMode{".": {Perm: 0o555}, "e": {Perm: 0o500}}
+	b = m.Encode()
+	if !bytes.Contains(b, []byte(`"v":4,`)) || !bytes.Contains(b, []byte(`"opened":{".":"0555","e":"0500"}`)) {
+		t.Fatalf("encoded %s", b)
+	}
+	if again, err := DecodeManifest(b); err != nil || !maps.Equal(again.Opened, m.Opened) {
+		t.Fatalf("%+v, %v", again, err)
+	}
+	m.Dirs, m.DirModes, m.Opened = nil, nil, nil
+	if b := m.Encode(); !bytes.Contains(b, []byte(`"v":1,`)) || bytes.Contains(b, []byte("dirs")) || bytes.Contains(b, []byte("opened")) {
 		t.Fatalf("encoded %s", b)
 	}
 }

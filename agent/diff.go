@@ -88,6 +88,10 @@ type firstStates struct {
 	dirs map[string]uint64 // the seq of each directory's first capture whole
 	// dirModes: each directory's mode at that capture (version 3).
 	dirModes map[string]FileMode
+	// opened: the mode of each directory a rewind's capture before it
+	// recorded (version 4: one it opened to write in), at the first such
+	// capture, unless captured whole before (dirModes then has the mode).
+	opened map[string]FileMode
 	// gone: the seq at which each path was first captured absent by a
 	// manifest of version 2. Nothing was under it either: what is there
 	// now was added.
@@ -105,7 +109,7 @@ type firstStates struct {
 // every path under it (capture_dirs.go): files added there since are
 // absent from it.
 func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (firstStates, error) {
-	st := firstStates{First: map[string]Change{}, seq: map[string]uint64{}, dirs: map[string]uint64{}, gone: map[string]uint64{}, dirModes: map[string]FileMode{}}
+	st := firstStates{First: map[string]Change{}, seq: map[string]uint64{}, dirs: map[string]uint64{}, gone: map[string]uint64{}, dirModes: map[string]FileMode{}, opened: map[string]FileMode{}}
 	ws := r.transcriptWorkspace(id)
 	unknown := map[string]bool{} // paths an edit result changed without saying from what
 	for {
@@ -183,6 +187,17 @@ func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (firstStates, error) {
 					if mode, ok := m.DirModes[d]; ok {
 						st.dirModes[d] = mode
 					}
+					if mode, ok := st.opened[d]; ok {
+						// Its mode, recorded earlier, is its first.
+						st.dirModes[d] = mode
+						delete(st.opened, d)
+					}
+				}
+			}
+			for d, mode := range m.Opened {
+				_, whole := st.dirs[d]
+				if _, ok := st.opened[d]; !ok && !whole {
+					st.opened[d] = mode
 				}
 			}
 		}

@@ -41,6 +41,14 @@ import (
 // It is written only with dirs: a manifest without stays version 1 or 2,
 // byte for byte as before.
 //
+// Version 4 adds "opened":{".":"0555","rel/dir":"0555"}: the modes of
+// directories a rewind's capture before it does not hold whole whose mode
+// the rewind changes (one it opens, u+rwx, to write in: a read-only one
+// the user owns), "." the workspace itself. Its undo gives each its mode
+// back, so a crash mid-rewind, which leaves them open, is undone too. It
+// is written only when there are any: a manifest without stays version 1,
+// 2 or 3, byte for byte as before.
+//
 // Paths are slash-separated, relative to root, clean, never absolute and
 // never with a ".." element. mode is the permission bits in octal, or
 // "link" for a symbolic link whose object holds the link's target.
@@ -54,7 +62,10 @@ type Manifest struct {
 	// Dirs (version 2) are the directories captured whole.
 	Dirs []string `json:"dirs,omitempty"`
 	// DirModes (version 3) are the modes of the directories in Dirs.
-	DirModes   map[string]FileMode `json:"dir_modes,omitempty"`
+	DirModes map[string]FileMode `json:"dir_modes,omitempty"`
+	// Opened (version 4) are the modes of directories not in Dirs whose
+	// mode the rewind this captures the disk before changes.
+	Opened     map[string]FileMode `json:"opened,omitempty"`
 	TotalBytes int64               `json:"total_bytes"`
 	// Skipped lists what a capture left out and why (a tree capture's
 	// links leading outside the workspace; any capture's named pipes),
@@ -63,11 +74,13 @@ type Manifest struct {
 }
 
 // manifestVersion is the newest manifest version this rook reads and
-// writes, when a manifest has dir modes; manifestV1 is written when a
-// manifest has no dirs nor absent paths, which the versions read alike,
-// and manifestV2 when it has no dir modes.
+// writes, when a manifest has opened directories; manifestV1 is written
+// when a manifest has no dirs nor absent paths, which the versions read
+// alike, manifestV2 when it has no dir modes, manifestV3 when it has no
+// opened directories.
 const (
-	manifestVersion = 3
+	manifestVersion = 4
+	manifestV3      = 3
 	manifestV2      = 2
 	manifestV1      = 1
 )
@@ -249,6 +262,22 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 			return nil, fmt.Errorf("%w: directory %q has the mode \"link\"", ErrBadManifest, d)
 		}
 	}
+	if m.V < 4 && m.Opened != nil {
+		return nil, fmt.Errorf("%w: version %d has no \"opened\"", ErrBadManifest, m.V)
+	}
+	for d, mode := range m.Opened {
+		if d != "." {
+			if err := checkRel(d); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
+			}
+		}
+		if dirs[d] {
+			return nil, fmt.Errorf("%w: \"opened\" names %q, which is in \"dirs\"", ErrBadManifest, d)
+		}
+		if mode.Link {
+			return nil, fmt.Errorf("%w: directory %q has the mode \"link\"", ErrBadManifest, d)
+		}
+	}
 	if m.Files == nil {
 		m.Files = map[string]FileEntry{}
 	}
@@ -263,9 +292,14 @@ func (m *Manifest) Encode() []byte {
 		m.V = manifestV2
 	}
 	if len(m.DirModes) > 0 {
-		m.V = manifestVersion
+		m.V = manifestV3
 	} else {
 		m.DirModes = nil
+	}
+	if len(m.Opened) > 0 {
+		m.V = manifestVersion
+	} else {
+		m.Opened = nil
 	}
 	if len(m.Dirs) > 0 {
 		sort.Strings(m.Dirs)

@@ -92,8 +92,67 @@ type Plan struct {
 	// removes): the mode each has, by workspace path ("." the root).
 	// Apply adds the owner's bits (u+rwx) before the first change, and
 	// gives each at the end the mode the plan says: its captured mode
-	// (chmods), or the one it had. A crash in between leaves it u+rwx.
+	// (chmods), or the one it had. A crash in between leaves it u+rwx;
+	// the rewind's capture before it records the mode it had (Opened),
+	// which its undo gives back (modes).
 	lifted map[string]fs.FileMode
+	// modes are the directories there already (by workspace path, "."
+	// the root) that a rewind's capture before it records as opened
+	// (Manifest.Opened) and whose mode is another now: each is given the
+	// recorded one last, with those taking their captured mode.
+	modes map[string]fs.FileMode
+}
+
+// giveModes has Apply give the directories in opened (a rewind's capture
+// before it: those that rewind opened) the modes it recorded, at the end:
+// those still there as directories, the user's, with another mode now
+// (the rewind they were opened for crashed, say, leaving them u+rwx).
+func (p *Plan) giveModes(opened map[string]FileMode) error {
+	for d, m := range opened {
+		abs := p.real
+		if d != "." {
+			if err := checkRel(d); err != nil {
+				return fmt.Errorf("%w: %v", ErrBadManifest, err)
+			}
+			if _, err := resolveInRoot(p.Root, p.real, d, false); err != nil {
+				return err
+			}
+			abs = filepath.Join(p.real, filepath.FromSlash(d))
+		}
+		fi, err := os.Lstat(abs)
+		if notExist(err) || err == nil && (!fi.IsDir() || !ownDir(fi)) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if mode := m.dirPerm(fi.Mode()); fi.Mode()&dirModeBits != mode {
+			if p.modes == nil {
+				p.modes = map[string]fs.FileMode{}
+			}
+			p.modes[d] = mode
+		}
+	}
+	return nil
+}
+
+// openedNow returns the modes now of the directories whose mode Apply
+// changes and that saved, the capture before it, does not hold whole
+// (Manifest.Opened): those it opens (lifted), and those it gives a mode
+// (modes). The undo gives them back.
+func (p *Plan) openedNow(saved *Manifest) (map[string]FileMode, error) {
+	out := map[string]FileMode{}
+	for _, d := range slices.Concat(slices.Collect(maps.Keys(p.lifted)), slices.Collect(maps.Keys(p.modes))) {
+		if slices.Contains(saved.Dirs, d) {
+			continue // its mode is in dir_modes
+		}
+		fi, err := os.Lstat(filepath.Join(p.real, filepath.FromSlash(d)))
+		if err != nil {
+			return nil, err
+		}
+		out[d] = FileMode{Perm: fi.Mode() & dirModeBits}
+	}
+	return out, nil
 }
 
 // pruneDirs has Apply remove, after every change, those of dirs left
@@ -538,13 +597,18 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 		syscall.Rmdir(filepath.Join(p.real, filepath.FromSlash(d)))
 	}
 	// Deepest first: a parent's mode may forbid reaching its children.
-	// One opened (lifted) and not given its captured mode gets the one it
-	// had (a pruned one is gone).
-	dirs := slices.Concat(p.chmods, slices.Collect(maps.Keys(p.lifted)))
+	// One opened (lifted) and not given its captured mode, nor the one a
+	// rewind's capture recorded (modes), gets the one it had (a pruned one
+	// is gone).
+	dirs := slices.Concat(p.chmods, slices.Collect(maps.Keys(p.lifted)), slices.Collect(maps.Keys(p.modes)))
 	slices.Sort(dirs)
 	for _, d := range slices.Backward(slices.Compact(dirs)) {
 		abs := filepath.Join(p.real, filepath.FromSlash(d))
-		if !slices.Contains(p.chmods, d) {
+		if mode, ok := p.modes[d]; ok && !slices.Contains(p.chmods, d) {
+			if err := chmodLifted(abs, mode); err != nil {
+				return written, removed, unchanged, fmt.Errorf("every file was put back, but giving the directory %s back the mode it had before the rewind failed: %w", d, err)
+			}
+		} else if !slices.Contains(p.chmods, d) {
 			if err := chmodLifted(abs, p.lifted[d]); err != nil {
 				return written, removed, unchanged, fmt.Errorf("every file was put back, but giving the directory %s back its mode failed: %w", d, err)
 			}

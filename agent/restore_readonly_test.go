@@ -4,12 +4,15 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rookhq/rook/eventlog"
 )
 
 // chmodBackOnCleanup gives the directories named u+rwx at the end, those
@@ -218,5 +221,98 @@ func TestWriteRefusalNamesTheDirectory(t *testing.T) {
 	}
 	if got, want := err.Error(), "cannot write into /: permission denied"; got != want {
 		t.Fatalf("says %q, want %q", got, want)
+	}
+}
+
+// crashAt has the next rewind stop dead before its change number k (from
+// 0), as a kill or a power cut would: nothing of Apply's clean-up runs.
+// It returns whether the rewind reached that point.
+func crashAt(t *testing.T, r *Rook, id eventlog.ID, k int) (crashed bool) {
+	t.Helper()
+	type crash struct{}
+	n := 0
+	applyHook = func(point, rel string) {
+		if point != hookBetween {
+			return
+		}
+		if n == k {
+			panic(crash{})
+		}
+		n++
+	}
+	defer func() {
+		applyHook = nil
+		if v := recover(); v != nil {
+			if _, ok := v.(crash); !ok {
+				panic(v)
+			}
+			crashed = true
+		}
+	}()
+	if _, err := r.Rewind(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	return false
+}
+
+// rewindFork returns the fork a rewind of id made (the only one).
+func rewindFork(t *testing.T, r *Rook, id eventlog.ID) eventlog.ID {
+	t.Helper()
+	ids, err := r.Log.IDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range ids {
+		if m, err := r.Log.ReadMeta(f); err == nil && m.Parent != nil && *m.Parent == id {
+			return f
+		}
+	}
+	t.Fatalf("no fork of %s", id)
+	return eventlog.ID{}
+}
+
+// A crash mid-rewind left the read-only directories it had opened to
+// write in (u+rwx) so for good when their capture did not hold them whole
+// (e: only e/b.txt was captured; the workspace itself): its undo put the
+// files back and left them 0755. The rewind's capture before it records
+// the modes of the directories it opens; its undo gives them back. At
+// every point a crash may come.
+func TestRewindUndoAfterACrashClosesTheDirectoriesItOpened(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	readOnly := map[string]fs.FileMode{".": 0o555, "e": 0o555, "e/f": 0o500}
+	edited := tree{"a.txt": "a edited\n", "e/b.txt": "b edited\n", "e/f/c.txt": "c edited\n", "z.txt": "z edited\n"}
+	for k := 0; ; k++ {
+		r, ws, id := newWorkspace(t)
+		writeTree(t, ws, tree{"a.txt": "a\n", "e/b.txt": "b\n", "e/f/c.txt": "c\n", "z.txt": "z\n"})
+		chmodBackOnCleanup(t, ws, "e/f", "e", ".")
+		if _, _, err := r.CaptureSession(id, []string{"a.txt", "e/b.txt", "e/f/c.txt", "z.txt"}, "edit", DefaultLimits); err != nil {
+			t.Fatal(err)
+		}
+		writeTree(t, ws, edited)
+		for _, d := range []string{"e/f", "e", "."} {
+			os.Chmod(filepath.Join(ws, d), readOnly[d])
+		}
+		if !crashAt(t, r, id, k) {
+			if k < 4 {
+				t.Fatalf("the rewind ended before its change %d", k)
+			}
+			break
+		}
+		if k > 0 {
+			// Opened, as the crash left them.
+			if got := dirModes(t, ws, "e"); got["e"] != 0o755 {
+				t.Fatalf("crash before change %d: e is %v, want it open", k, got["e"])
+			}
+		}
+		fork := rewindFork(t, r, id)
+		if _, err := r.Rewind(fork, 0, false); err != nil {
+			t.Fatalf("crash before change %d: undo: %v", k, err)
+		}
+		sameTree(t, fmt.Sprintf("crash before change %d, undone", k), readTree(t, ws), edited)
+		if got := dirModes(t, ws, ".", "e", "e/f"); !maps.Equal(got, readOnly) {
+			t.Fatalf("crash before change %d: modes after the undo %v, want %v", k, got, readOnly)
+		}
 	}
 }

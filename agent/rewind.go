@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -150,9 +151,19 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 			if err := plan.pruneDirs(st.Prune); err != nil {
 				return rep, fmt.Errorf("%w: nothing changed", err)
 			}
-			plan.dirModes = st.dirModes
+			// A directory an earlier rewind opened is made again, if it
+			// must be, with the mode it had then.
+			plan.dirModes = maps.Clone(st.dirModes)
+			for d, m := range st.opened {
+				if _, ok := plan.dirModes[d]; !ok {
+					plan.dirModes[d] = m
+				}
+			}
+			if err := plan.giveModes(st.opened); err != nil {
+				return rep, fmt.Errorf("%w: nothing changed", err)
+			}
 		}
-		if plan != nil && len(plan.Changes) == 0 && len(plan.prune) == 0 {
+		if plan != nil && len(plan.Changes) == 0 && len(plan.prune) == 0 && len(plan.modes) == 0 {
 			plan = nil // every directory to make is there: nothing to do
 		}
 		if plan != nil {
@@ -206,6 +217,12 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 				if err := c.addDir(d); err != nil {
 					return rep, fmt.Errorf("capture %s before rewinding: %w: nothing changed", d, err)
 				}
+			}
+			// The directories it opens to write in, or gives a mode an
+			// earlier rewind's capture recorded, with their modes now: a
+			// crash leaves the first open, and its undo gives both back.
+			if c.m.Opened, err = plan.openedNow(c.m); err != nil {
+				return rep, fmt.Errorf("capture the directories' modes before rewinding: %w: nothing changed", err)
 			}
 			before = c.m
 			plan.saved, plan.savedStats = before, c.stats

@@ -107,7 +107,9 @@ type Plan struct {
 // before it: those that rewind opened) the modes it recorded, at the end:
 // those still there as directories, the user's, with another mode now
 // (the rewind they were opened for crashed, say, leaving them u+rwx).
-func (p *Plan) giveModes(opened map[string]FileMode) error {
+// With onlyOpen, only those whose mode now is the one recorded with the
+// owner's bits added, as Apply opens one: a crash left it so.
+func (p *Plan) giveModes(opened map[string]FileMode, onlyOpen bool) error {
 	for d, m := range opened {
 		abs := p.real
 		if d != "." {
@@ -126,7 +128,11 @@ func (p *Plan) giveModes(opened map[string]FileMode) error {
 		if err != nil {
 			return err
 		}
-		if mode := m.dirPerm(fi.Mode()); fi.Mode()&dirModeBits != mode {
+		mode := m.dirPerm(fi.Mode())
+		if onlyOpen && fi.Mode()&dirModeBits != mode|0o700 {
+			continue
+		}
+		if fi.Mode()&dirModeBits != mode {
 			if p.modes == nil {
 				p.modes = map[string]fs.FileMode{}
 			}

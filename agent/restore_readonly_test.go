@@ -316,3 +316,43 @@ func TestRewindUndoAfterACrashClosesTheDirectoriesItOpened(t *testing.T) {
 		}
 	}
 }
+
+// Run again after a crash, the same rewind (which names the crashed one
+// as interrupted) found the directories that one had opened u+rwx, wrote
+// in them and left them so: it gives them the modes the crashed one's
+// capture recorded. One whose mode was changed since the crash (by the
+// user) is left as it is.
+func TestRewindAgainAfterACrashClosesTheDirectoriesItOpened(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	readOnly := map[string]fs.FileMode{".": 0o555, "e": 0o555, "e/f": 0o500, "g": 0o555}
+	for k := 0; k < 3; k++ {
+		r, ws, id := newWorkspace(t)
+		writeTree(t, ws, tree{"a.txt": "a\n", "e/b.txt": "b\n", "e/f/c.txt": "c\n", "g/d.txt": "d\n"})
+		chmodBackOnCleanup(t, ws, "e/f", "e", "g", ".")
+		if _, _, err := r.CaptureSession(id, []string{"a.txt", "e/b.txt", "e/f/c.txt", "g/d.txt"}, "edit", DefaultLimits); err != nil {
+			t.Fatal(err)
+		}
+		writeTree(t, ws, tree{"a.txt": "a edited\n", "e/b.txt": "b edited\n", "e/f/c.txt": "c edited\n", "g/d.txt": "d edited\n"})
+		for _, d := range []string{"e/f", "e", "g", "."} {
+			os.Chmod(filepath.Join(ws, d), readOnly[d])
+		}
+		if !crashAt(t, r, id, k) {
+			t.Fatalf("the rewind ended before its change %d", k)
+		}
+		os.Chmod(filepath.Join(ws, "g"), 0o750) // the user's, since
+		rep, err := r.Rewind(id, 0, false)
+		if err != nil {
+			t.Fatalf("crash before change %d: again: %v", k, err)
+		}
+		if len(rep.Interrupted) != 1 {
+			t.Fatalf("crash before change %d: interrupted %v", k, rep.Interrupted)
+		}
+		sameTree(t, fmt.Sprintf("crash before change %d, again", k), readTree(t, ws), tree{"a.txt": "a\n", "e/b.txt": "b\n", "e/f/c.txt": "c\n", "g/d.txt": "d\n"})
+		want := map[string]fs.FileMode{".": 0o555, "e": 0o555, "e/f": 0o500, "g": 0o750}
+		if got := dirModes(t, ws, ".", "e", "e/f", "g"); !maps.Equal(got, want) {
+			t.Fatalf("crash before change %d: modes after the rewind again %v, want %v", k, got, want)
+		}
+	}
+}

@@ -50,6 +50,10 @@ type RewindReport struct {
 type InterruptedRewind struct {
 	Fork eventlog.ID `json:"session"`
 	Undo string      `json:"undo"`
+	// opened are the modes of the directories it opened to write in, as
+	// its capture recorded them (Manifest.Opened): the crash left them
+	// u+rwx, and the rewind run again gives them back.
+	opened map[string]FileMode
 }
 
 // rewoundLabel labels the note a rewind appends to its fork once every file
@@ -107,6 +111,9 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 	var plan *Plan
 	var before *Manifest
 	if !keepFiles {
+		if rep.Interrupted, err = r.interruptedRewinds(id, to); err != nil {
+			return rep, fmt.Errorf("%w: nothing changed", err)
+		}
 		st, err := r.firstCaptures(id, to)
 		if err != nil {
 			return rep, fmt.Errorf("%w: nothing changed", err)
@@ -159,7 +166,10 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 					plan.dirModes[d] = m
 				}
 			}
-			if err := plan.giveModes(st.opened); err != nil {
+			if err := plan.giveModes(st.opened, false); err != nil {
+				return rep, fmt.Errorf("%w: nothing changed", err)
+			}
+			if err := plan.giveModes(reopened(rep.Interrupted, st.opened), true); err != nil {
 				return rep, fmt.Errorf("%w: nothing changed", err)
 			}
 		}
@@ -228,11 +238,6 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 			plan.saved, plan.savedStats = before, c.stats
 		}
 	}
-	if !keepFiles {
-		if rep.Interrupted, err = r.interruptedRewinds(id, to); err != nil {
-			return rep, fmt.Errorf("%w: nothing changed", err)
-		}
-	}
 	meta := eventlog.Meta{Title: rewoundTitle(sum.Meta, to)}
 	if plan != nil && !slices.Contains(sum.Tags, rewindTag) {
 		meta.Tags = append(slices.Clone(sum.Tags), rewindTag)
@@ -281,6 +286,7 @@ func (r *Rook) interruptedRewinds(id eventlog.ID, to uint64) ([]InterruptedRewin
 	label := beforeRewindLabel(id, to)
 	var forks []eventlog.ID
 	forked := map[eventlog.ID]bool{}
+	slices.SortFunc(ids, func(a, b eventlog.ID) int { return strings.Compare(a.String(), b.String()) }) // oldest first
 	for _, f := range ids {
 		m, err := r.Log.ReadMeta(f)
 		if err != nil {
@@ -302,9 +308,32 @@ func (r *Rook) interruptedRewinds(id eventlog.ID, to uint64) ([]InterruptedRewin
 		if err != nil || len(evs) != 1 || evs[0].Kind != eventlog.KindCheckpoint || evs[0].Label != label {
 			continue
 		}
-		out = append(out, InterruptedRewind{Fork: f, Undo: fmt.Sprintf("rook session rewind %s --to %d", f, to)})
+		ir := InterruptedRewind{Fork: f, Undo: fmt.Sprintf("rook session rewind %s --to %d", f, to)}
+		if m, err := r.ReadManifest(evs[0].Body); err == nil {
+			ir.opened = m.Opened
+		}
+		out = append(out, ir)
 	}
 	return out, nil
+}
+
+// reopened returns the directories the interrupted rewinds opened that
+// are still open as such a crash leaves them (the mode recorded, u+rwx
+// added), with the mode recorded, the oldest rewind's first: the rewind
+// run again gives them that mode, unless the session's own captures
+// (taken) record one. A directory whose mode was changed since is left.
+func reopened(interrupted []InterruptedRewind, taken map[string]FileMode) map[string]FileMode {
+	out := map[string]FileMode{}
+	for _, ir := range interrupted {
+		for d, m := range ir.opened {
+			if _, ok := taken[d]; !ok {
+				if _, ok := out[d]; !ok {
+					out[d] = m
+				}
+			}
+		}
+	}
+	return out
 }
 
 // rewoundTitle is the title of a rewind of m to seq to: m's, "@to" after

@@ -281,7 +281,7 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			c.data = data
 			fi, err := os.Lstat(abs)
 			if err == nil && fi.IsDir() && swap {
-				if err := clearableTree(abs, c.Path, c.Path); err != nil {
+				if err := p.clearableTree(abs, c.Path); err != nil {
 					return nil, err
 				}
 				c.clearTree = true
@@ -314,22 +314,24 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 	return p, nil
 }
 
-// clearableTree checks that the directory tree at abs (workspace path rel),
-// which a rewind is to replace by a file, can go: every directory in it
-// readable and writable. Its files and directories, empty ones too, are
-// captured before (a named pipe there refuses the capture): the undo makes
-// them again.
-func clearableTree(abs, top, rel string) error {
+// clearableTree checks that the directory tree at abs (workspace path
+// top), which a rewind is to replace by a file, can go: every directory in
+// it readable and writable, a read-only one of the user's opened as any
+// the rewind writes in (Plan.writable). Its files and directories, empty
+// ones too, are captured before with their modes (a named pipe there
+// refuses the capture): the undo makes them again, read-only ones so, and
+// gives those still there after a crash their modes back.
+func (p *Plan) clearableTree(abs, top string) error {
 	ents, err := readDir(abs)
 	if err != nil {
 		return fmt.Errorf("cannot restore %s: a directory is there now, and %w", top, err)
 	}
-	if err := accessWrite(abs); err != nil {
+	if err := p.writable(abs, true); err != nil {
 		return fmt.Errorf("cannot restore %s: a directory is there now, and %w", top, err)
 	}
 	for _, e := range ents {
 		if e.IsDir() {
-			if err := clearableTree(filepath.Join(abs, e.Name()), top, rel+"/"+e.Name()); err != nil {
+			if err := p.clearableTree(filepath.Join(abs, e.Name()), top); err != nil {
 				return err
 			}
 		}

@@ -356,3 +356,99 @@ func TestRewindAgainAfterACrashClosesTheDirectoriesItOpened(t *testing.T) {
 		}
 	}
 }
+
+// A rewind that puts a file back where a tool made a directory tree
+// holding a read-only directory of the user's (a/ro, 0555) was refused
+// ("cannot restore a: a directory is there now, and cannot write into
+// .../a/ro: permission denied"), and so was the undo of a rewind the
+// other way (a tree captured, a file now). The tree's read-only
+// directories are opened to remove what is in them, as any the rewind
+// writes in; the undo makes them again with their modes. A crash at any
+// point is undone by the undo, modes included.
+func TestRewindSwapsATreeHoldingAReadOnlyDirectory(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	treeNow := tree{"a/x.txt": "x\n", "a/ro/y.txt": "y\n", "a/ro/in/z.txt": "z\n", "keep.txt": "k\n"}
+	modes := map[string]fs.FileMode{"a": 0o755, "a/ro": 0o555, "a/ro/in": 0o500}
+	makeTree := func(t *testing.T, ws string) {
+		writeTree(t, ws, treeNow)
+		for _, d := range []string{"a/ro/in", "a/ro"} {
+			os.Chmod(filepath.Join(ws, d), modes[d])
+		}
+	}
+	removeTree := func(t *testing.T, ws string) {
+		for _, d := range []string{"a/ro", "a/ro/in"} {
+			os.Chmod(filepath.Join(ws, d), 0o755)
+		}
+		if err := os.RemoveAll(filepath.Join(ws, "a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fileNow := tree{"a": "file\n", "keep.txt": "k\n"}
+	// A file captured, a tree now; the rewind and its undo. Then a tree
+	// captured, a file now: its undo removes the tree.
+	for _, fileFirst := range []bool{true, false} {
+		r, ws, id := newWorkspace(t)
+		chmodBackOnCleanup(t, ws, "a/ro/in", "a/ro")
+		var before, after tree
+		if fileFirst {
+			writeTree(t, ws, fileNow)
+			before, after = fileNow, treeNow
+		} else {
+			makeTree(t, ws)
+			before, after = treeNow, fileNow
+		}
+		if _, _, err := r.CaptureSession(id, []string{"a"}, "swap", DefaultLimits); err != nil {
+			t.Fatal(err)
+		}
+		if fileFirst {
+			os.Remove(filepath.Join(ws, "a"))
+			makeTree(t, ws)
+		} else {
+			removeTree(t, ws)
+			writeTree(t, ws, fileNow)
+		}
+		rep, err := r.Rewind(id, 0, false)
+		if err != nil {
+			t.Fatalf("file first %v: %v", fileFirst, err)
+		}
+		sameTree(t, "after the rewind", readTree(t, ws), before)
+		if !fileFirst {
+			if got := dirModes(t, ws, "a", "a/ro", "a/ro/in"); !maps.Equal(got, modes) {
+				t.Fatalf("modes after the rewind %v, want %v", got, modes)
+			}
+		}
+		if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+			t.Fatalf("file first %v: undo: %v", fileFirst, err)
+		}
+		sameTree(t, "after the undo", readTree(t, ws), after)
+		if fileFirst {
+			if got := dirModes(t, ws, "a", "a/ro", "a/ro/in"); !maps.Equal(got, modes) {
+				t.Fatalf("modes after the undo %v, want %v", got, modes)
+			}
+		}
+	}
+	// Crashed before each change (the tree's removal is one), then undone.
+	for k := 0; k < 2; k++ {
+		r, ws, id := newWorkspace(t)
+		chmodBackOnCleanup(t, ws, "a/ro/in", "a/ro")
+		writeTree(t, ws, fileNow)
+		if _, _, err := r.CaptureSession(id, []string{"a", "keep.txt"}, "swap", DefaultLimits); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(ws, "a"))
+		makeTree(t, ws)
+		writeTree(t, ws, tree{"keep.txt": "k edited\n"})
+		if !crashAt(t, r, id, k) {
+			t.Fatalf("the rewind ended before its change %d", k)
+		}
+		if _, err := r.Rewind(rewindFork(t, r, id), 0, false); err != nil {
+			t.Fatalf("crash before change %d: undo: %v", k, err)
+		}
+		sameTree(t, fmt.Sprintf("crash before change %d, undone", k), readTree(t, ws), tree{"a/x.txt": "x\n", "a/ro/y.txt": "y\n", "a/ro/in/z.txt": "z\n", "keep.txt": "k edited\n"})
+		if got := dirModes(t, ws, "a", "a/ro", "a/ro/in"); !maps.Equal(got, modes) {
+			t.Fatalf("crash before change %d: modes after the undo %v, want %v", k, got, modes)
+		}
+	}
+}

@@ -109,6 +109,19 @@ type firstStates struct {
 // every path under it (capture_dirs.go): files added there since are
 // absent from it.
 func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (firstStates, error) {
+	st, err := r.capturedStates(id, from)
+	if err != nil {
+		return st, err
+	}
+	// Files added under a directory captured whole are states too:
+	// absent when it was captured.
+	return st, st.addedUnderDirs(r.Store.Home())
+}
+
+// capturedStates is firstCaptures but for the files added since under
+// the directories captured whole: what the captures (and edit results)
+// say, read from the store alone, not the disk.
+func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) {
 	st := firstStates{First: map[string]Change{}, seq: map[string]uint64{}, dirs: map[string]uint64{}, gone: map[string]uint64{}, dirModes: map[string]FileMode{}, opened: map[string]FileMode{}}
 	ws := r.transcriptWorkspace(id)
 	unknown := map[string]bool{} // paths an edit result changed without saying from what
@@ -118,9 +131,7 @@ func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (firstStates, error) {
 			return firstStates{}, err
 		}
 		if len(evs) == 0 {
-			// Files added under a directory captured whole are states
-			// too: absent when it was captured.
-			return st, st.addedUnderDirs(r.Store.Home())
+			return st, nil
 		}
 		for _, ev := range evs {
 			if ev.Kind == eventlog.KindToolResult && ws != "" {

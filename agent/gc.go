@@ -230,7 +230,7 @@ func (r *Rook) sweepBeside(rep *cas.GCReport, grace time.Duration, dryRun bool) 
 // writes that a crash left between their create and their rename: the
 // durable-write helper's ".NAME<digits>" (renameio; the in-memory file
 // system's ".NAME.tmp<n>") in the directories rook writes whole files
-// into (in the home, FORMAT's only), last written before cutoff. Nothing else removes them; readers
+// into (in the home, FORMAT's and rewind-opened.json's only), last written before cutoff. Nothing else removes them; readers
 // pass over them (storage.md, Home layout).
 func (r *Rook) sweepTemps(cutoff time.Time, dryRun bool) (n int, bytes int64, err error) {
 	dirs := []string{r.home, filepath.Join(r.home, cas.EventsDir), filepath.Join(r.home, cas.DictDir),
@@ -249,8 +249,9 @@ func (r *Rook) sweepTemps(cutoff time.Time, dryRun bool) (n int, bytes int64, er
 			}
 			// The home may hold the user's own files (a store made in a
 			// directory that was not empty): the only file rook writes
-			// whole there is FORMAT, so only its temporary file is rook's.
-			if dir == r.home && durableWriteTarget(d.Name()) != cas.MarkerFile {
+			// whole there are FORMAT and rewind-opened.json, so only their
+			// temporary files are rook's.
+			if t := durableWriteTarget(d.Name()); dir == r.home && t != cas.MarkerFile && t != rewindOpenedFile {
 				continue
 			}
 			fi, err := d.Info()

@@ -145,6 +145,7 @@ func TestGCRemovesTheTemporaryFilesACrashLeft(t *testing.T) {
 		write("events/.01M8R3W2S7TK8B6YBQNXPXW5PV.meta1234567890", old),
 		write("events/.01M8R3W2S7TK8B6YBQNXPXW5PV.log987", old),
 		write(".FORMAT42", old),
+		write(".rewind-opened.json815", old),
 		write("refs/checkpoints/.before7", old),
 		write("dict/.00000002.zdict31", old),
 	}

@@ -452,3 +452,73 @@ func TestRewindSwapsATreeHoldingAReadOnlyDirectory(t *testing.T) {
 		}
 	}
 }
+
+// A directory of the user's without the owner's search bit (p, 0600)
+// above the files a rewind puts back was refused ("p/g.txt cannot be
+// read (permission denied)"): nothing under it can be looked at. It is
+// opened (u+x) for the duration, as a read-only one is (u+rwx), recorded
+// first in the store (rewind-opened.json), and given its mode back at
+// the end. After a crash, the next rewind closes it first. At every point
+// a crash may come, the undo then leaves p as it was.
+func TestRewindOpensADirectoryWithoutItsSearchBit(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	captured := tree{"p/q/f.txt": "f\n", "p/g.txt": "g\n", "z.txt": "z\n"}
+	edited := tree{"p/q/f.txt": "f edited\n", "p/g.txt": "g edited\n", "z.txt": "z edited\n"}
+	setUp := func(t *testing.T) (*Rook, string, eventlog.ID) {
+		r, ws, id := newWorkspace(t)
+		writeTree(t, ws, captured)
+		chmodBackOnCleanup(t, ws, "p")
+		if _, _, err := r.CaptureSession(id, []string{"p/q/f.txt", "p/g.txt", "z.txt"}, "edit", DefaultLimits); err != nil {
+			t.Fatal(err)
+		}
+		writeTree(t, ws, edited)
+		os.Chmod(filepath.Join(ws, "p"), 0o600)
+		return r, ws, id
+	}
+	pMode := func(t *testing.T, ws string) fs.FileMode {
+		fi, err := os.Lstat(filepath.Join(ws, "p"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Mode().Perm()
+	}
+	r, ws, id := setUp(t)
+	rep, err := r.Rewind(id, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := pMode(t, ws); m != 0o600 {
+		t.Fatalf("p is %v after the rewind", m)
+	}
+	os.Chmod(filepath.Join(ws, "p"), 0o700)
+	sameTree(t, "after the rewind", readTree(t, ws), captured)
+	os.Chmod(filepath.Join(ws, "p"), 0o600)
+	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatalf("undo: %v", err)
+	}
+	if m := pMode(t, ws); m != 0o600 {
+		t.Fatalf("p is %v after the undo", m)
+	}
+	if _, err := os.Lstat(filepath.Join(r.home, rewindOpenedFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("%s is left (%v)", rewindOpenedFile, err)
+	}
+	for k := 0; k < 3; k++ {
+		r, ws, id := setUp(t)
+		if !crashAt(t, r, id, k) {
+			t.Fatalf("the rewind ended before its change %d", k)
+		}
+		if m := pMode(t, ws); m&0o100 == 0 {
+			t.Fatalf("crash before change %d: p is %v, want it open", k, m)
+		}
+		if _, err := r.Rewind(rewindFork(t, r, id), 0, false); err != nil {
+			t.Fatalf("crash before change %d: undo: %v", k, err)
+		}
+		if m := pMode(t, ws); m != 0o600 {
+			t.Fatalf("crash before change %d: p is %v after the undo", k, m)
+		}
+		os.Chmod(filepath.Join(ws, "p"), 0o700)
+		sameTree(t, fmt.Sprintf("crash before change %d, undone", k), readTree(t, ws), edited)
+	}
+}

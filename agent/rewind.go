@@ -99,8 +99,30 @@ func (e *NoFileBackupsError) Error() string {
 // no fork is made. Asked for files in an imported session that has no
 // copies of any (nor edit results saying what they were), it fails with a
 // *NoFileBackupsError.
-func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, error) {
-	rep := RewindReport{Parent: id, EventsKept: to, KeepFiles: keepFiles, Paths: []string{}}
+func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindReport, err error) {
+	rep = RewindReport{Parent: id, EventsKept: to, KeepFiles: keepFiles, Paths: []string{}}
+	// The directories opened to search them are closed however it ends:
+	// those the plan gave a mode once every file was put back aside.
+	var searched *searchOpened
+	var plan *Plan
+	applied := false
+	defer func() {
+		if v := recover(); v != nil {
+			// As a crash: the record of those opened stays, and the
+			// next rewind closes them (closeLeftOpen).
+			panic(v)
+		}
+		kept := func(d string) bool {
+			if !applied {
+				return false
+			}
+			_, given := plan.modes[d]
+			return given || slices.Contains(plan.chmods, d)
+		}
+		if cerr := searched.close(kept); cerr != nil && err == nil {
+			err = fmt.Errorf("the rewind is done, but %w", cerr)
+		}
+	}()
 	sum, err := r.Log.Summary(id)
 	if err != nil {
 		return rep, err
@@ -108,14 +130,27 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 	if to > sum.Events {
 		return rep, fmt.Errorf("cannot rewind to %d: session %s has %d events (0 to %d)", to, id, sum.Events, sum.Events)
 	}
-	var plan *Plan
 	var before *Manifest
 	if !keepFiles {
+		// A rewind that crashed may have left directories open.
+		if err := r.closeLeftOpen(); err != nil {
+			return rep, fmt.Errorf("%w: nothing changed", err)
+		}
 		if rep.Interrupted, err = r.interruptedRewinds(id, to); err != nil {
 			return rep, fmt.Errorf("%w: nothing changed", err)
 		}
-		st, err := r.firstCaptures(id, to)
+		st, err := r.capturedStates(id, to)
 		if err != nil {
+			return rep, fmt.Errorf("%w: nothing changed", err)
+		}
+		// A directory of the user's without its search bit hides all
+		// under it: opened (u+x) before anything is looked at.
+		if real, rerr := realRoot(st.Root); st.Root != "" && rerr == nil {
+			if searched, err = r.openToSearch(real, st.paths()); err != nil {
+				return rep, fmt.Errorf("%w: nothing changed", err)
+			}
+		}
+		if err := st.addedUnderDirs(r.Store.Home()); err != nil {
 			return rep, fmt.Errorf("%w: nothing changed", err)
 		}
 		if len(st.Unreadable) > 0 {
@@ -234,6 +269,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 			if c.m.Opened, err = plan.openedNow(c.m); err != nil {
 				return rep, fmt.Errorf("capture the directories' modes before rewinding: %w: nothing changed", err)
 			}
+			searched.originals(c.m)
 			before = c.m
 			plan.saved, plan.savedStats = before, c.stats
 		}
@@ -263,6 +299,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (RewindReport, 
 	if err != nil {
 		return rep, fmt.Errorf("%w; `%s` puts back what was there", err, rep.Undo)
 	}
+	applied = true
 	done, _ := json.Marshal(struct {
 		Restored int `json:"files_restored"`
 		Removed  int `json:"files_removed"`

@@ -1,0 +1,165 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// rewindOpenedFile, in the store's home, records the directories of a
+// workspace that a rewind opened to search them (u+x): the user's own,
+// on the way to the paths it puts back, whose mode had the owner's search
+// bit off (0600, say), so that nothing under them could be looked at. It
+// is written (durable-write helper) before each one is opened, so a crash
+// never leaves one open unrecorded, and removed once they are closed
+// again. A rewind finding it (a crash left it: a writer holds the lock)
+// closes them first (closeLeftOpen).
+const rewindOpenedFile = "rewind-opened.json"
+
+// rewindOpened is that file: {"v":1,"root":"/real/ws","dirs":{"p":"0600"}}.
+type rewindOpened struct {
+	V    int                 `json:"v"`
+	Root string              `json:"root"` // the workspace's real path
+	Dirs map[string]FileMode `json:"dirs"` // by workspace path ("." the root): the mode each had
+}
+
+// searchOpened are the directories a rewind opened to search them.
+type searchOpened struct {
+	r   *Rook
+	rec rewindOpened
+}
+
+// openToSearch opens, top down, the directories on the way to each of
+// paths (those above it, and it) in the workspace at real that are the
+// user's and lack the owner's search bit, recording each before. One it
+// cannot look at (under another user's directory without it), or a link,
+// is left: the checks that follow refuse what they cannot reach.
+func (r *Rook) openToSearch(real string, paths []string) (*searchOpened, error) {
+	s := &searchOpened{r: r, rec: rewindOpened{V: 1, Root: real, Dirs: map[string]FileMode{}}}
+	dirs := map[string]bool{".": true}
+	for _, p := range paths {
+		for d := p; d != "."; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(dirs)) { // a parent sorts first
+		abs := filepath.Join(real, filepath.FromSlash(d))
+		fi, err := os.Lstat(abs)
+		if err != nil || !fi.IsDir() || !ownDir(fi) || fi.Mode()&0o100 != 0 {
+			continue
+		}
+		mode := fi.Mode() & dirModeBits
+		s.rec.Dirs[d] = FileMode{Perm: mode}
+		if err := s.record(); err != nil {
+			delete(s.rec.Dirs, d)
+			return s, fmt.Errorf("record the directory %s before opening it to search it: %w", d, err)
+		}
+		if err := os.Chmod(abs, mode|0o100); err != nil {
+			return s, fmt.Errorf("open the directory %s to search it (chmod u+x): %w", d, err)
+		}
+	}
+	return s, nil
+}
+
+// record writes the file whole, or removes it when no directory is open.
+func (s *searchOpened) record() error {
+	p := filepath.Join(s.r.home, rewindOpenedFile)
+	if len(s.rec.Dirs) == 0 {
+		if err := s.r.fs.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	b, _ := json.Marshal(s.rec)
+	return s.r.fs.WriteFileAtomic(p, b, cas.FileMode)
+}
+
+// originals gives, in m (the capture before the rewind), the directories
+// opened to search them the modes they had before: the undo gives those.
+func (s *searchOpened) originals(m *Manifest) {
+	for d, mode := range s.rec.Dirs {
+		if _, ok := m.DirModes[d]; ok {
+			m.DirModes[d] = mode
+		}
+		if _, ok := m.Opened[d]; ok {
+			m.Opened[d] = mode
+		}
+	}
+}
+
+// close gives the directories opened to search them their modes back,
+// deepest first, but those the plan gave a mode (kept), and removes the
+// record. Each is closed only if it still has the mode it had with the
+// owner's bits added (as opened, or further opened to write in it): one
+// changed since otherwise is the user's doing.
+func (s *searchOpened) close(kept func(d string) bool) error {
+	if s == nil || len(s.rec.Dirs) == 0 {
+		return nil
+	}
+	for _, d := range slices.Backward(slices.Sorted(maps.Keys(s.rec.Dirs))) {
+		if kept == nil || !kept(d) {
+			if err := closeOpened(filepath.Join(s.rec.Root, filepath.FromSlash(d)), s.rec.Dirs[d].Perm); err != nil {
+				return fmt.Errorf("giving the directory %s back its mode %v failed: %w", d, s.rec.Dirs[d].Perm, err)
+			}
+		}
+		delete(s.rec.Dirs, d)
+	}
+	return s.record()
+}
+
+// closeOpened gives the directory abs the mode it had, if it has that mode
+// with owner's bits added (and is still a directory).
+func closeOpened(abs string, had fs.FileMode) error {
+	fi, err := os.Lstat(abs)
+	if notExist(err) || err == nil && !fi.IsDir() {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	now := fi.Mode() & dirModeBits
+	if now == had || now&^0o700 != had&^0o700 || now&had&0o700 != had&0o700 {
+		return nil
+	}
+	return os.Chmod(abs, had)
+}
+
+// closeLeftOpen closes the directories that a rewind which crashed opened
+// to search them (rewindOpenedFile), and removes the record.
+func (r *Rook) closeLeftOpen() error {
+	b, err := vfs.ReadFile(r.fs, filepath.Join(r.home, rewindOpenedFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s := &searchOpened{r: r}
+	if err := json.Unmarshal(b, &s.rec); err != nil || s.rec.V != 1 || !filepath.IsAbs(s.rec.Root) {
+		return fmt.Errorf("%s does not read (%v): it names the directories a rewind that crashed opened to search them; give them their modes back by hand, remove it, and run this again", filepath.Join(r.home, rewindOpenedFile), err)
+	}
+	for d := range s.rec.Dirs {
+		if d != "." && checkRel(d) != nil {
+			delete(s.rec.Dirs, d) // never a path outside the workspace
+		}
+	}
+	if len(s.rec.Dirs) == 0 {
+		return s.record()
+	}
+	return s.close(nil)
+}
+
+// paths are the workspace paths the states name: files, absent paths and
+// directories captured whole.
+func (st *firstStates) paths() []string {
+	return slices.Concat(slices.Collect(maps.Keys(st.First)), slices.Collect(maps.Keys(st.dirs)), slices.Collect(maps.Keys(st.gone)))
+}

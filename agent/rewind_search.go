@@ -163,3 +163,26 @@ func (r *Rook) closeLeftOpen() error {
 func (st *firstStates) paths() []string {
 	return slices.Concat(slices.Collect(maps.Keys(st.First)), slices.Collect(maps.Keys(st.dirs)), slices.Collect(maps.Keys(st.gone)))
 }
+
+// LeftOpen returns the workspace directories (absolute paths) that the
+// record a rewind that crashed left (rewindOpenedFile) names as opened to
+// search them; none when there is no record. `rook doctor` tells; the
+// next rewind closes them.
+func LeftOpen(fsys vfs.FS, home string) ([]string, error) {
+	b, err := vfs.ReadFile(fsys, filepath.Join(home, rewindOpenedFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rec rewindOpened
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("%s does not read: %v", filepath.Join(home, rewindOpenedFile), err)
+	}
+	var out []string
+	for _, d := range slices.Sorted(maps.Keys(rec.Dirs)) {
+		out = append(out, filepath.Join(rec.Root, filepath.FromSlash(d)))
+	}
+	return out, nil
+}

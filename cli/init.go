@@ -154,6 +154,13 @@ func (c *DoctorCmd) Run(e *Env) error {
 	} else {
 		r.Problems = append(r.Problems, "cannot check the writer lock: "+err.Error())
 	}
+	// A rewind that crashed left directories of a workspace open (u+x);
+	// while a writer holds the lock, a rewind may be running.
+	if dirs, err := agent.LeftOpen(e.FS, e.Home); err != nil {
+		r.Warnings = append(r.Warnings, err.Error())
+	} else if len(dirs) > 0 && r.LockChecked && r.LockHolder == "" {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("a rewind that stopped (killed, or the machine went down) left %d workspace director(ies) it had opened to search them (u+x): %s; the next `rook session rewind` gives them their modes back", len(dirs), strings.Join(dirs, ", ")))
+	}
 	if free, total, err := vfs.DiskFree(e.Home); err == nil {
 		r.DiskFree, r.DiskTotal = free, total
 		if free < 1<<30 {

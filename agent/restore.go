@@ -479,7 +479,7 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 		p.made = nil
 		// The directories it opened get the modes they had back: the
 		// undo's capture holds them so.
-		for _, d := range slices.Backward(slices.Sorted(maps.Keys(p.lifted))) {
+		for _, d := range slices.Backward(topDown(slices.Collect(maps.Keys(p.lifted)))) {
 			chmodLifted(filepath.Join(p.real, filepath.FromSlash(d)), p.lifted[d])
 		}
 	}
@@ -488,7 +488,7 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 
 func (p *Plan) apply() (written, removed, unchanged int, err error) {
 	// Parents first: one the owner may not search hides its children.
-	for _, d := range slices.Sorted(maps.Keys(p.lifted)) {
+	for _, d := range topDown(slices.Collect(maps.Keys(p.lifted))) {
 		if d != "." {
 			if _, err := resolveInRoot(p.Root, p.real, d, true); err != nil {
 				return 0, 0, 0, err
@@ -609,8 +609,7 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 	// rewind's capture recorded (modes), gets the one it had (a pruned one
 	// is gone).
 	dirs := slices.Concat(p.chmods, slices.Collect(maps.Keys(p.lifted)), slices.Collect(maps.Keys(p.modes)))
-	slices.Sort(dirs)
-	for _, d := range slices.Backward(slices.Compact(dirs)) {
+	for _, d := range slices.Backward(slices.Compact(topDown(dirs))) {
 		abs := filepath.Join(p.real, filepath.FromSlash(d))
 		if mode, ok := p.modes[d]; ok && !slices.Contains(p.chmods, d) {
 			if err := chmodLifted(abs, mode); err != nil {
@@ -626,6 +625,25 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 		delete(p.lifted, d)
 	}
 	return written, removed, unchanged, nil
+}
+
+// topDown sorts workspace directory paths so that each comes after those
+// above it: "." (the workspace) first, as a path sorting before it ("-d",
+// "+x": '-' and '+' before '.') is under it too; the others sorted, a
+// parent before what is in it.
+func topDown(dirs []string) []string {
+	slices.SortFunc(dirs, func(a, b string) int {
+		switch {
+		case a == b:
+			return 0
+		case a == ".":
+			return -1
+		case b == ".":
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return dirs
 }
 
 // applyHook, when set (by tests), is called by Apply at the points a crash

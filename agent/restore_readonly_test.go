@@ -522,3 +522,37 @@ func TestRewindOpensADirectoryWithoutItsSearchBit(t *testing.T) {
 		sameTree(t, fmt.Sprintf("crash before change %d, undone", k), readTree(t, ws), edited)
 	}
 }
+
+// The workspace itself is opened first and closed last: "-d" sorts
+// before "." ('-' before '.'), so it was looked at (and closed) while
+// the workspace could not be searched, and the rewind refused.
+func TestRewindOpensTheWorkspaceFirstAndClosesItLast(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"-d/f.txt": "f\n"})
+	chmodBackOnCleanup(t, ws, ".", "-d")
+	if _, _, err := r.CaptureSession(id, []string{"-d/f.txt"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"-d/f.txt": "f edited\n"})
+	want := map[string]fs.FileMode{".": 0o600, "-d": 0o600}
+	os.Chmod(filepath.Join(ws, "-d"), 0o600)
+	os.Chmod(ws, 0o600)
+	if _, err := r.Rewind(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(ws, 0o700) // to look in it
+	got := dirModes(t, ws, "-d")
+	got["."] = fi.Mode().Perm()
+	if !maps.Equal(got, want) {
+		t.Fatalf("modes after the rewind %v, want %v", got, want)
+	}
+	os.Chmod(filepath.Join(ws, "-d"), 0o700)
+	sameTree(t, "after the rewind", readTree(t, ws), tree{"-d/f.txt": "f\n"})
+}

@@ -51,7 +51,7 @@ func (r *Rook) openToSearch(real string, paths []string) (*searchOpened, error) 
 			dirs[d] = true
 		}
 	}
-	for _, d := range slices.Sorted(maps.Keys(dirs)) { // a parent sorts first
+	for _, d := range topDown(slices.Collect(maps.Keys(dirs))) {
 		abs := filepath.Join(real, filepath.FromSlash(d))
 		fi, err := os.Lstat(abs)
 		if err != nil || !fi.IsDir() || !ownDir(fi) || fi.Mode()&0o100 != 0 {
@@ -105,7 +105,7 @@ func (s *searchOpened) close(kept func(d string) bool) error {
 	if s == nil || len(s.rec.Dirs) == 0 {
 		return nil
 	}
-	for _, d := range slices.Backward(slices.Sorted(maps.Keys(s.rec.Dirs))) {
+	for _, d := range slices.Backward(topDown(slices.Collect(maps.Keys(s.rec.Dirs)))) {
 		if kept == nil || !kept(d) {
 			if err := closeOpened(filepath.Join(s.rec.Root, filepath.FromSlash(d)), s.rec.Dirs[d].Perm); err != nil {
 				return fmt.Errorf("giving the directory %s back its mode %v failed: %w", d, s.rec.Dirs[d].Perm, err)

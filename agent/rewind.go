@@ -146,7 +146,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 		// A directory of the user's without its search bit hides all
 		// under it: opened (u+x) before anything is looked at.
 		if real, rerr := realRoot(st.Root); st.Root != "" && rerr == nil {
-			if searched, err = r.openToSearch(real, st.paths()); err != nil {
+			if searched, err = r.openToSearch(real, st.dirsToReach()); err != nil {
 				return rep, fmt.Errorf("%w: nothing changed", err)
 			}
 		}

@@ -38,16 +38,16 @@ type searchOpened struct {
 	rec rewindOpened
 }
 
-// openToSearch opens, top down, the directories on the way to each of
-// paths (those above it, and it) in the workspace at real that are the
+// openToSearch opens, top down, each of reach (workspace directories)
+// and the directories above it in the workspace at real that are the
 // user's and lack the owner's search bit, recording each before. One it
 // cannot look at (under another user's directory without it), or a link,
 // is left: the checks that follow refuse what they cannot reach.
-func (r *Rook) openToSearch(real string, paths []string) (*searchOpened, error) {
+func (r *Rook) openToSearch(real string, reach []string) (*searchOpened, error) {
 	s := &searchOpened{r: r, rec: rewindOpened{V: 1, Root: real, Dirs: map[string]FileMode{}}}
 	dirs := map[string]bool{".": true}
-	for _, p := range paths {
-		for d := p; d != "."; d = path.Dir(d) {
+	for _, p := range reach {
+		for d := p; d != "." && !dirs[d]; d = path.Dir(d) {
 			dirs[d] = true
 		}
 	}
@@ -158,10 +158,22 @@ func (r *Rook) closeLeftOpen() error {
 	return s.close(nil)
 }
 
-// paths are the workspace paths the states name: files, absent paths and
-// directories captured whole.
-func (st *firstStates) paths() []string {
-	return slices.Concat(slices.Collect(maps.Keys(st.First)), slices.Collect(maps.Keys(st.dirs)), slices.Collect(maps.Keys(st.gone)))
+// dirsToReach are the workspace directories the states need searched:
+// those holding the files (or absent paths) they name, the directories
+// captured whole, and the paths captured absent (a directory there now
+// holds what was added since). A file's own path is not looked at: most
+// are files, and a lstat each costs a rewind of many files.
+func (st *firstStates) dirsToReach() []string {
+	dirs := map[string]bool{}
+	for p := range st.First {
+		dirs[path.Dir(p)] = true
+	}
+	for _, m := range []map[string]uint64{st.dirs, st.gone} {
+		for d := range m {
+			dirs[d] = true
+		}
+	}
+	return slices.Collect(maps.Keys(dirs))
 }
 
 // LeftOpen returns the workspace directories (absolute paths) that the

@@ -556,3 +556,45 @@ func TestRewindOpensTheWorkspaceFirstAndClosesItLast(t *testing.T) {
 	os.Chmod(filepath.Join(ws, "-d"), 0o700)
 	sameTree(t, "after the rewind", readTree(t, ws), tree{"-d/f.txt": "f\n"})
 }
+
+// Nested directories without their search bits (p, 0400, and p/q, 0600),
+// the files of both put back, then the undo: the undo gave p the mode its
+// capture recorded (0400: p was opened to write in too) with the plan's
+// modes, and only then closed p/q, which it could no longer reach ("the rewind is done, but giving
+// the directory p/q back its mode failed: permission denied"). Apply
+// closes them all, deepest first.
+func TestRewindClosesNestedDirectoriesWithoutTheirSearchBits(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"p/q/f.txt": "f\n", "p/g.txt": "g\n"})
+	chmodBackOnCleanup(t, ws, "p", "p/q")
+	if _, _, err := r.CaptureSession(id, []string{"p/q/f.txt", "p/g.txt"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"p/q/f.txt": "f edited\n", "p/g.txt": "g edited\n"})
+	os.Chmod(filepath.Join(ws, "p", "q"), 0o600)
+	os.Chmod(filepath.Join(ws, "p"), 0o400)
+	check := func(what string) {
+		t.Helper()
+		fi, err := os.Lstat(filepath.Join(ws, "p"))
+		if err != nil || fi.Mode().Perm() != 0o400 {
+			t.Fatalf("%s: p is %v (%v)", what, fi.Mode(), err)
+		}
+		os.Chmod(filepath.Join(ws, "p"), 0o700)
+		defer os.Chmod(filepath.Join(ws, "p"), 0o400)
+		if got := dirModes(t, ws, "p/q")["p/q"]; got != 0o600 {
+			t.Fatalf("%s: p/q is %v", what, got)
+		}
+	}
+	rep, err := r.Rewind(id, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("after the rewind")
+	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatalf("undo: %v", err)
+	}
+	check("after the undo")
+}

@@ -102,24 +102,18 @@ func (e *NoFileBackupsError) Error() string {
 func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindReport, err error) {
 	rep = RewindReport{Parent: id, EventsKept: to, KeepFiles: keepFiles, Paths: []string{}}
 	// The directories opened to search them are closed however it ends:
-	// those the plan gave a mode once every file was put back aside.
+	// by Apply, once it runs, with those it opens to write in (the plan
+	// holds them so); else here.
 	var searched *searchOpened
-	var plan *Plan
-	applied := false
+	applying := false
 	defer func() {
 		if v := recover(); v != nil {
 			// As a crash: the record of those opened stays, and the
 			// next rewind closes them (closeLeftOpen).
 			panic(v)
 		}
-		kept := func(d string) bool {
-			if !applied {
-				return false
-			}
-			_, given := plan.modes[d]
-			return given || slices.Contains(plan.chmods, d)
-		}
-		if cerr := searched.close(kept); cerr != nil && err == nil {
+		cerr := searched.close(!applying)
+		if cerr != nil && err == nil {
 			err = fmt.Errorf("the rewind is done, but %w", cerr)
 		}
 	}()
@@ -130,6 +124,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 	if to > sum.Events {
 		return rep, fmt.Errorf("cannot rewind to %d: session %s has %d events (0 to %d)", to, id, sum.Events, sum.Events)
 	}
+	var plan *Plan
 	var before *Manifest
 	if !keepFiles {
 		// A rewind that crashed may have left directories open.
@@ -207,6 +202,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 			if err := plan.giveModes(reopened(rep.Interrupted, st.opened), true); err != nil {
 				return rep, fmt.Errorf("%w: nothing changed", err)
 			}
+			searched.intoPlan(plan)
 		}
 		if plan != nil && len(plan.Changes) == 0 && len(plan.prune) == 0 && len(plan.modes) == 0 {
 			plan = nil // every directory to make is there: nothing to do
@@ -294,12 +290,12 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 	}
 	rep.BeforeSeq = &seq
 	rep.Undo = fmt.Sprintf("rook session rewind %s --to %d", fork.ID, seq)
+	applying = true
 	rep.FilesRestored, rep.FilesRemoved, _, err = plan.Apply()
 	rep.DirsMade = plan.dirsMade
 	if err != nil {
 		return rep, fmt.Errorf("%w; `%s` puts back what was there", err, rep.Undo)
 	}
-	applied = true
 	done, _ := json.Marshal(struct {
 		Restored int `json:"files_restored"`
 		Removed  int `json:"files_removed"`

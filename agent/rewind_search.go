@@ -96,17 +96,34 @@ func (s *searchOpened) originals(m *Manifest) {
 	}
 }
 
+// intoPlan has Apply close the directories opened to search them, with
+// those it opens to write in (Plan.lifted, with the modes they had before
+// either): deepest first, after the changes and the modes the plan gives,
+// or when it stops on an error. The capture before the rewind records
+// them (Manifest.Opened), so its undo closes them too after a crash.
+func (s *searchOpened) intoPlan(p *Plan) {
+	if s == nil || len(s.rec.Dirs) == 0 {
+		return
+	}
+	if p.lifted == nil {
+		p.lifted = map[string]fs.FileMode{}
+	}
+	for d, m := range s.rec.Dirs {
+		p.lifted[d] = m.Perm
+	}
+}
+
 // close gives the directories opened to search them their modes back,
-// deepest first, but those the plan gave a mode (kept), and removes the
-// record. Each is closed only if it still has the mode it had with the
-// owner's bits added (as opened, or further opened to write in it): one
-// changed since otherwise is the user's doing.
-func (s *searchOpened) close(kept func(d string) bool) error {
+// deepest first (unless Apply did: shut false), and removes the record.
+// Each is closed only if it still has the mode it had with owner's bits
+// added (as opened, or further opened to write in it): one changed since
+// otherwise is the user's doing.
+func (s *searchOpened) close(shut bool) error {
 	if s == nil || len(s.rec.Dirs) == 0 {
 		return nil
 	}
 	for _, d := range slices.Backward(topDown(slices.Collect(maps.Keys(s.rec.Dirs)))) {
-		if kept == nil || !kept(d) {
+		if shut {
 			if err := closeOpened(filepath.Join(s.rec.Root, filepath.FromSlash(d)), s.rec.Dirs[d].Perm); err != nil {
 				return fmt.Errorf("giving the directory %s back its mode %v failed: %w", d, s.rec.Dirs[d].Perm, err)
 			}
@@ -155,7 +172,7 @@ func (r *Rook) closeLeftOpen() error {
 	if len(s.rec.Dirs) == 0 {
 		return s.record()
 	}
-	return s.close(nil)
+	return s.close(true)
 }
 
 // dirsToReach are the workspace directories the states need searched:

@@ -246,17 +246,29 @@ func Init(fsys vfs.FS, clk clock.Clock, home string) (existed bool, err error) {
 	}
 	// The index first, the marker last: a store is a store once its marker
 	// is durable, and by then everything it needs exists.
-	t, err := index.Open(fsys, filepath.Join(home, IndexDir, IndexFile), true)
-	if err != nil {
-		return false, fmt.Errorf("create index: %w", err)
-	}
-	if err := t.Close(); err != nil {
+	if err := createIndex(fsys, filepath.Join(home, IndexDir, IndexFile)); err != nil {
 		return false, err
 	}
 	if err := fsys.WriteFileAtomic(mpath, encodeMarker(clk.Now()), FileMode); err != nil {
 		return false, fmt.Errorf("write format marker: %w", err)
 	}
 	return false, nil
+}
+
+// createIndex makes an empty index where there is none. One that is there
+// (a home whose marker was moved aside, the way past a damaged one) is left
+// as it is: it is derived, and a writer's open rebuilds it from the
+// segments if it is damaged; opened here, a damaged one failed init, and a
+// home with no marker is one no other command opens.
+func createIndex(fsys vfs.FS, path string) error {
+	if _, err := fsys.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	t, err := index.Open(fsys, path, true)
+	if err != nil {
+		return fmt.Errorf("create index: %w", err)
+	}
+	return t.Close()
 }
 
 // initLockTries bounds how long init waits, 5 ms a try, for the writer

@@ -122,7 +122,8 @@ func (c *DoctorCmd) Run(e *Env) error {
 		if err := s.CheckWatermark(); err != nil {
 			r.Problems = append(r.Problems, err.Error())
 		}
-		r.Problems = append(r.Problems, dictionaryProblems(e.Home, s)...)
+		r.Warnings = append(r.Warnings, missingDictionaries(e.Home, s)...)
+		r.Problems = append(r.Problems, damagedDictionaries(s)...)
 		s.Close()
 	}
 	if r.FormatError == "" {
@@ -196,15 +197,28 @@ func doctorSessions(e *Env, r *doctorReport) []string {
 	return []string{fmt.Sprintf("%d session(s) do not read: %v: `rook store verify` lists every problem; `rook session rm ID` removes a session", len(u.IDs), u)}
 }
 
-// dictionaryProblems names the dictionaries lost or damaged: every object
-// compressed with one is unreadable until its file is back, and doctor
-// said ok of a store whose every transcript failed to read. (`store stat`
-// lists them too; whether records need them is verify's to read.)
-func dictionaryProblems(home string, s *cas.Store) []string {
+// missingDictionaries names the dictionary ids given out that have no
+// file. A file lost leaves every object compressed with it unreadable
+// until it is back, and doctor said ok of such a store; but a train cut
+// short (a crash, a full disk between recording the id and writing the
+// file) leaves the same, with no record naming it and no file to put
+// back. Only reading the records tells the two apart, which is verify's
+// work: a warning, so a healthy store is not failed for good.
+func missingDictionaries(home string, s *cas.Store) []string {
 	var out []string
 	for _, id := range s.MissingDictionaries() {
-		out = append(out, fmt.Sprintf("dictionary %d is missing (no file %s): the objects compressed with it cannot be read until it is back: put it back from a backup (`rook store verify` says whether any object needs it)", id, filepath.Join(home, cas.DictDir, dict.FileName(id))))
+		out = append(out, fmt.Sprintf("dictionary %d is missing (no file %s): lost, or a train a crash or a full disk cut short; `rook store verify` says whether records need it: if they do, they cannot be read until it is back: put it back from a backup", id, filepath.Join(home, cas.DictDir, dict.FileName(id))))
 	}
+	return out
+}
+
+// damagedDictionaries names the dictionary files that do not read: every
+// object compressed with one is unreadable until it is whole, and doctor
+// said ok of a store whose every transcript failed to read. (A file is
+// written whole, once, by the durable-write helper: one that does not
+// read was damaged after.)
+func damagedDictionaries(s *cas.Store) []string {
+	var out []string
 	for _, d := range s.Dictionaries() {
 		if d.Damaged != "" {
 			out = append(out, fmt.Sprintf("dictionary %d is damaged (%s): the objects compressed with it cannot be read until it is whole: put %s back from a backup (`rook store verify` says whether any object needs it)", d.ID, d.Damaged, d.File))

@@ -41,6 +41,23 @@ var ErrOlderFormat = errors.New("store was written by a pre-release rook (format
 // ErrBadMarker is returned for a marker that cannot be read.
 var ErrBadMarker = errors.New("format marker is malformed")
 
+// ErrMarkerOtherFormat is returned with ErrBadMarker for a malformed marker
+// that still names a format other than this rook's (damaged in place,
+// something after it): the way past a malformed marker, a new one written
+// by init, would mark that format's data as this rook's.
+var ErrMarkerOtherFormat = errors.New("do not move it aside for `rook init`, which would mark the store as this rook's format: put the marker back from a backup, or use the rook that made the store")
+
+// badMarker is the malformed-marker error for why; raw is the marker's
+// fields, when it is a JSON object, so that one which still names another
+// format says so.
+func badMarker(why string, raw map[string]json.RawMessage) error {
+	var n int64
+	if err := json.Unmarshal(raw["format"], &n); err == nil && n >= 1 && n != FormatVersion {
+		return fmt.Errorf("%w: %s; it names format %d, not this rook's %d: %w", ErrBadMarker, why, n, FormatVersion, ErrMarkerOtherFormat)
+	}
+	return fmt.Errorf("%w: %s", ErrBadMarker, why)
+}
+
 func markerCheck(format int64, created string) string {
 	return fmt.Sprintf("%08x", crc32.Checksum([]byte(fmt.Sprintf("format=%d created=%s", format, created)), castagnoli))
 }
@@ -62,7 +79,7 @@ func parseMarker(b []byte) (int64, error) {
 		return 0, fmt.Errorf("%w: not a JSON object", ErrBadMarker)
 	}
 	if dec.More() {
-		return 0, fmt.Errorf("%w: trailing data", ErrBadMarker)
+		return 0, badMarker("trailing data", raw)
 	}
 	var m marker
 	fv, ok := raw["format"]
@@ -82,10 +99,10 @@ func parseMarker(b []byte) (int64, error) {
 	}
 	m.Format = f
 	if err := json.Unmarshal(raw["created"], &m.Created); err != nil {
-		return 0, fmt.Errorf("%w: \"created\" is not a string", ErrBadMarker)
+		return 0, badMarker(`"created" is not a string`, raw)
 	}
 	if err := json.Unmarshal(raw["check"], &m.Check); err != nil || m.Check != markerCheck(m.Format, m.Created) {
-		return 0, fmt.Errorf("%w: checksum does not match", ErrBadMarker)
+		return 0, badMarker("checksum does not match", raw)
 	}
 	if m.Format > FormatVersion {
 		return m.Format, fmt.Errorf("%w (store format %d, this rook reads up to %d)", ErrNewerFormat, m.Format, FormatVersion)

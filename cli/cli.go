@@ -474,7 +474,7 @@ func explain(err error, home string) string {
 	case errors.Is(err, cas.ErrNoStore):
 		return err.Error()
 	case errors.Is(err, cas.ErrBadMarker):
-		return err.Error() + ": " + markerFix(home)
+		return badMarkerMessage(err, home)
 	case errors.Is(err, os.ErrPermission):
 		// The file refused may be the user's own (a file to store or
 		// append, a workspace file to capture, an --output): then the
@@ -527,6 +527,15 @@ func explainOutput(oe *outputError) string {
 		msg += "; nothing else failed (what the command changes is changed)"
 	}
 	return msg
+}
+
+// badMarkerMessage is err, a malformed marker, with how to get past it;
+// one that still names another format says already why not by init.
+func badMarkerMessage(err error, home string) string {
+	if errors.Is(err, cas.ErrMarkerOtherFormat) {
+		return err.Error()
+	}
+	return err.Error() + ": " + markerFix(home)
 }
 
 // markerFix is what to do with a format marker that does not read (zeroed

@@ -96,7 +96,7 @@ func (c *DoctorCmd) Run(e *Env) error {
 	if err != nil {
 		r.FormatError = err.Error()
 		if errors.Is(err, cas.ErrBadMarker) {
-			r.Problems = append(r.Problems, err.Error()+": "+markerFix(e.Home))
+			r.Problems = append(r.Problems, badMarkerMessage(err, e.Home))
 		} else {
 			r.Problems = append(r.Problems, err.Error())
 		}

@@ -63,9 +63,12 @@ type doctorReport struct {
 	ObjectsCounted bool `json:"objects_counted"`
 	// Sessions are the sessions whose metadata and log read, as session
 	// ls lists them; SessionsUnreadable the ones that do not.
+	// SessionsCounted: the sessions were read, so Sessions is their count;
+	// without it (no marker, the sessions' directory gone), "sessions": 0
+	// read as a store with none.
 	Sessions           int           `json:"sessions"`
+	SessionsCounted    bool          `json:"sessions_counted"`
 	SessionsUnreadable []eventlog.ID `json:"sessions_unreadable,omitempty"`
-	sessionsRead       bool
 	// ObjectsVerified is always false: doctor reads the index, not the
 	// objects; saying so keeps its "ok" from reading as `store verify`'s.
 	ObjectsVerified bool   `json:"objects_verified"`
@@ -189,7 +192,7 @@ func doctorSessions(e *Env, r *doctorReport) []string {
 	if err != nil && !errors.As(err, &u) {
 		return []string{"cannot read the sessions: " + err.Error()}
 	}
-	r.Sessions, r.sessionsRead = len(list), true
+	r.Sessions, r.SessionsCounted = len(list), true
 	if u == nil {
 		return nil
 	}
@@ -299,7 +302,7 @@ func (c *DoctorCmd) print(e *Env, r doctorReport) error {
 				fmt.Fprintf(w, "format     unreadable: %s\n", r.FormatError)
 			}
 			switch {
-			case !r.sessionsRead:
+			case !r.SessionsCounted:
 			case len(r.SessionsUnreadable) > 0:
 				fmt.Fprintf(w, "sessions   %d read, %d do not\n", r.Sessions, len(r.SessionsUnreadable))
 			default:

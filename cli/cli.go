@@ -530,7 +530,8 @@ func explainOutput(oe *outputError) string {
 }
 
 // badMarkerMessage is err, a malformed marker, with how to get past it;
-// one that still names another format says already why not by init.
+// one that still names another format already says why init is not the
+// way past it.
 func badMarkerMessage(err error, home string) string {
 	if errors.Is(err, cas.ErrMarkerOtherFormat) {
 		return err.Error()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -108,5 +109,40 @@ func TestInitConcurrent(t *testing.T) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		s.Close()
+	}
+}
+
+// markerWriteFS calls during when the format marker is written: init
+// holds the writer lock then.
+type markerWriteFS struct {
+	vfs.FS
+	marker string
+	during func()
+}
+
+func (m *markerWriteFS) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error {
+	if name == m.marker {
+		m.during()
+	}
+	return m.FS.WriteFileAtomic(name, data, perm)
+}
+
+// TestInitNamesItselfInTheLock: init holds the writer lock while it makes
+// a store, and wrote nothing in the lock file: doctor run meanwhile said
+// "writer none (the store is free)" of a held lock, and another init that
+// waited for it failed naming "another process". It describes itself as
+// a writer does.
+func TestInitNamesItselfInTheLock(t *testing.T) {
+	mem := vfs.NewMem()
+	home := "/home/u/.rook"
+	var holder string
+	var herr error
+	mfs := &markerWriteFS{FS: mem, marker: filepath.Join(home, MarkerFile)}
+	mfs.during = func() { holder, herr = LockHolder(mem, home) }
+	if _, err := Init(mfs, testClock(), home); err != nil {
+		t.Fatal(err)
+	}
+	if herr != nil || !strings.HasPrefix(holder, "pid ") || !strings.HasSuffix(holder, "(rook init)") {
+		t.Fatalf("lock holder while init makes the store: %q, %v; want pid N (rook init)", holder, herr)
 	}
 }

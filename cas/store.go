@@ -288,6 +288,7 @@ func initLock(fsys vfs.FS, home string) (l vfs.Lock, made bool, err error) {
 			if err != nil {
 				return nil, false, fmt.Errorf("take the writer lock %s: %w", path, err)
 			}
+			describeHolder(l, "rook init")
 			return l, false, nil
 		}
 		if _, err := fsys.Stat(filepath.Join(home, MarkerFile)); err == nil {
@@ -473,13 +474,19 @@ func (s *Store) takeLock() error {
 		return fmt.Errorf("take the writer lock %s: %w", path, err)
 	}
 	s.lock = l
-	desc := "pid " + strconv.Itoa(os.Getpid()) + " (" + s.opts.Command + ")\n"
+	describeHolder(l, s.opts.Command)
+	return nil
+}
+
+// describeHolder writes who holds the lock l ("pid N (command)") into the
+// lock file, for LockHolder and LockedError to name. Best effort: it only
+// describes the holder.
+func describeHolder(l vfs.Lock, command string) {
 	f := l.File()
 	if err := f.Truncate(0); err == nil {
 		f.Seek(0, 0)
-		f.Write([]byte(desc)) // best effort: it only describes the holder
+		f.Write([]byte("pid " + strconv.Itoa(os.Getpid()) + " (" + command + ")\n"))
 	}
-	return nil
 }
 
 // waitLock takes the writer lock, waiting up to Options.LockWait while

@@ -251,12 +251,11 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	}
 	cut, bad := x.CutBodies(), x.UnreadableBodies()
 	if e.JSON {
-		if err := e.printJSON(map[string]any{
+		// A failed write is Main's to tell, after unreadable's verdict.
+		e.printJSON(map[string]any{
 			"output": c.Output, "session": id, "events": len(x.Events), "from": x.From, "through": x.Through,
 			"truncated_events": x.TruncatedEvents, "cut_bodies": cut, "unreadable": bad, "bytes": len(page),
-		}); err != nil {
-			return err
-		}
+		})
 		return unreadable(bad)
 	}
 	cutNote := ""

@@ -231,9 +231,18 @@ func ExportCSP() string {
 	return "default-src 'none'; style-src " + ExportStyleHash() + "; base-uri 'none'; form-action 'none'"
 }
 
-// exportEscape escapes text for HTML; bytes that are not UTF-8 become U+FFFD.
+// exportEscape escapes text for HTML; bytes that are not UTF-8 become
+// U+FFFD, and so does every control character but a newline or a tab, as
+// show prints a title or a label (ShownText): an ESC, a BEL or a C1
+// control is no text, and HTML forbids them. Bidi controls are left to
+// exportIsolate.
 func exportEscape(s string) string {
-	return html.EscapeString(strings.ToValidUTF8(s, "\uFFFD"))
+	return html.EscapeString(strings.Map(func(r rune) rune {
+		if r != '\n' && r != '\t' && Unshowable(r) && !unicode.Is(unicode.Bidi_Control, r) {
+			return '\uFFFD'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD")))
 }
 
 // exportIsolate is s escaped (exportEscape), as a bidi isolate (FSI ...

@@ -162,6 +162,38 @@ func TestExportHTMLIsolatesBidiControls(t *testing.T) {
 	}
 }
 
+// A title's, a label's or a workspace's control characters are shown as
+// U+FFFD, as show prints them and as the page's bodies are: an ESC, a BEL
+// or a C1 control went into the page as it was (HTML forbids them, and
+// the escape sequence read as "[31m" with an invisible ESC before it).
+// Newlines and tabs stay, bidi controls are isolated, not replaced.
+func TestExportHTMLShowsControlsAsReplacement(t *testing.T) {
+	r, clk := viewsRook(t)
+	m, err := r.NewSession("t\x1b[31mred\x07", "/w/a\x1bb", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewsAppend(t, r, clk, m.ID, Entry{Kind: eventlog.KindToolCall, Label: "lab\u0085el\r\u2028\u202e", Body: []byte("x")})
+	x, err := r.ExportRange(m.ID, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(ExportHTML(x))
+	for _, want := range []string{
+		"<title>t\uFFFD[31mred\uFFFD — rook session ",
+		"<h1>t\uFFFD[31mred\uFFFD</h1>",
+		"<dd>/w/a\uFFFDb</dd>",
+		" · \u2068lab\uFFFDel\uFFFD\uFFFD\u202e\u2069 · <time>",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if i := strings.IndexFunc(out, func(r rune) bool { return r == 0x1b || r == 0x07 || r == 0x85 || r == '\r' || r == 0x2028 }); i >= 0 {
+		t.Errorf("a control character at byte %d: %q", i, out[max(i-40, 0):min(i+40, len(out))])
+	}
+}
+
 // An export keeps the head of each body, not the body: the head held a
 // slice of the whole body read, so an export of 512 events of 8 MB each
 // held 4 GB (measured before the fix: 40 such bodies, 416 MB resident).

@@ -160,7 +160,7 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 				}
 				// A copy of the head: a slice of b would keep the whole
 				// body in memory for as long as the export (512 of them).
-				h.body = bytes.Clone(exportCutUTF8(b, ExportMaxBody))
+				h.body = bytes.Clone(b[:CutShown(b, ExportMaxBody)])
 				h.cut = int64(len(b) - len(h.body))
 			case errors.As(err, &nf), errors.As(err, &ce):
 				h.err = err.Error()
@@ -185,19 +185,6 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 // exportIsBinary: bytes that are not text (a NUL, or not UTF-8).
 func exportIsBinary(b []byte) bool {
 	return bytes.IndexByte(b, 0) >= 0 || !utf8.Valid(b)
-}
-
-// exportCutUTF8 returns at most n bytes of b, cut before a rune that would not
-// fit whole.
-func exportCutUTF8(b []byte, n int) []byte {
-	if len(b) <= n {
-		return b
-	}
-	cut := n
-	for cut > 0 && cut > n-utf8.UTFMax && !utf8.RuneStart(b[cut]) {
-		cut--
-	}
-	return b[:cut]
 }
 
 // exportStyle is the export's only style sheet. The Content-Security-Policy

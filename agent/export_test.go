@@ -126,10 +126,11 @@ func TestExportRangeCaps(t *testing.T) {
 	}
 }
 
+// An export's heads are cut as show's (CutShown): never inside a character.
 func TestExportCutUTF8(t *testing.T) {
 	for _, s := range []string{"abc", "ab€", "a€€", "𝄞𝄞", "ééé"} {
 		for n := 0; n <= len(s); n++ {
-			got := exportCutUTF8([]byte(s), n)
+			got := []byte(s)[:CutShown([]byte(s), n)]
 			if len(got) > n || !utf8.Valid(got) || !strings.HasPrefix(s, string(got)) || len(got) < n-3 {
 				t.Fatalf("cut %q to %d: %q", s, n, got)
 			}

@@ -64,6 +64,27 @@ func CutUTF8(b []byte, max int) int {
 	return max // not UTF-8 here: no character to keep whole
 }
 
+// CutShown is CutUTF8 for a head shown as text (show, export-html): nor
+// does it end between a CR and its LF, or inside a color sequence (ESC [
+// digits m), whose halves show as U+FFFD (ShownText) where the whole shows
+// as a line's end or, its colors left out (StripSGR), as nothing.
+func CutShown(b []byte, limit int) int {
+	n := CutUTF8(b, limit)
+	if n >= len(b) {
+		return n
+	}
+	// The last ESC shortly before the cut: a color sequence is a few
+	// bytes (ESC [ 38;2;255;255;255 m, 19).
+	from := max(n-32, 0)
+	if i := bytes.LastIndexByte(b[from:n], 0x1b); i >= 0 && sgrEnd(b, from+i) > n {
+		n = from + i
+	}
+	if n > 0 && b[n-1] == '\r' && b[n] == '\n' {
+		n--
+	}
+	return n
+}
+
 // runeStartAtOrBefore moves off back to the start of the character it falls
 // in (at most 3 bytes back).
 func runeStartAtOrBefore(b []byte, off int) int {
@@ -85,7 +106,8 @@ type BodyView struct {
 	Stored int64 // bytes it takes in the store (its share of a packed block)
 	Binary bool  // not valid UTF-8, or holds NUL: never print Text raw (never when Rendered: the view is text)
 	// Text is the shown part of the body, body[0:len(Text)]: cut on a
-	// UTF-8 boundary for text, on any byte for binary bodies. When
+	// UTF-8 boundary for text, and not inside a CRLF or a color sequence
+	// (CutShown), on any byte for binary bodies. When
 	// Rendered, it is the head of the body's reading view instead.
 	Text []byte
 	// Omitted is how many bytes follow Text; the rest reads with
@@ -135,7 +157,7 @@ func (r *Rook) viewBody(ev eventlog.Event, max int) (BodyView, []byte) {
 	v.Binary = IsBinary(body)
 	n := min(max, len(body))
 	if !v.Binary {
-		n = CutUTF8(body, max)
+		n = CutShown(body, max)
 	}
 	// A copy: a slice of body would keep the whole body in memory for
 	// as long as the view (a page of them).
@@ -216,7 +238,7 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 			// view is text (RenderImported shows each bad byte as
 			// U+FFFD): the text is read, not "(binary, N bytes)".
 			text := RenderImported(body)
-			n := CutUTF8(text, maxBody)
+			n := CutShown(text, maxBody)
 			v.Text, v.Omitted, v.Rendered, v.Binary = bytes.Clone(text[:n]), int64(len(text)-n), true, false
 		}
 		p.Events = append(p.Events, EventView{Event: ev, BodyView: v})

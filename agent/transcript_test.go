@@ -764,3 +764,50 @@ func heapInUse() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapInuse)
 }
+
+// A body's head, as show and export-html cut it, ends where what shows
+// ends: not between a CR and its LF, nor inside a color sequence. Cut
+// there, the half left (a CR alone, "ESC [3") showed as U+FFFD, a
+// character the body does not hold, at the end of the head.
+func TestHeadsEndOnWhatShows(t *testing.T) {
+	r, clk := viewsRook(t)
+	m, err := r.NewSession("heads", "/w", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crlf := strings.Repeat(strings.Repeat("x", 99)+"\r\n", 100)              // a CR at 99, 200, ...
+	sgr := strings.Repeat(strings.Repeat("y", 95)+"\x1b[31mred\x1b[0m", 100) // ESC at 95 and 103, ...
+	viewsAppend(t, r, clk, m.ID, Entry{Kind: eventlog.KindToolResult, Body: []byte(crlf)}, Entry{Kind: eventlog.KindToolResult, Body: []byte(sgr)})
+	check := func(what string, head []byte, omitted int64, body string) {
+		t.Helper()
+		if shown := ShownText(StripSGR(head)); strings.ContainsRune(shown, '\uFFFD') {
+			t.Errorf("%s: the head shows a U+FFFD the body does not hold: ...%q", what, shown[max(len(shown)-20, 0):])
+		}
+		if !strings.HasPrefix(body, string(head)) || int64(len(body)-len(head)) != omitted {
+			t.Errorf("%s: head of %d bytes, %d omitted, of a body of %d", what, len(head), omitted, len(body))
+		}
+	}
+	for _, maxBody := range []int{100, 200, 96, 97, 98, 99, 101, 104, 105, 106} {
+		p, err := r.Show(m.ID, ShowQuery{Limit: 2, MaxBody: maxBody})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("show --max-body %d, CRLF", maxBody), p.Events[0].Text, p.Events[0].Omitted, crlf)
+		check(fmt.Sprintf("show --max-body %d, colors", maxBody), p.Events[1].Text, p.Events[1].Omitted, sgr)
+	}
+	// export-html cuts at ExportMaxBody: the first's CR just before it,
+	// the second's color sequence across it.
+	crlf2 := strings.Repeat("x", ExportMaxBody-1) + "\r\n" + crlf
+	sgr2 := strings.Repeat("y", ExportMaxBody-3) + "\x1b[31mred\x1b[0m" + sgr
+	m2, err := r.NewSession("export", "/w", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewsAppend(t, r, clk, m2.ID, Entry{Kind: eventlog.KindToolResult, Body: []byte(crlf2)}, Entry{Kind: eventlog.KindToolResult, Body: []byte(sgr2)})
+	x, err := r.ExportRange(m2.ID, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("export-html, CRLF", x.Events[0].Body, x.Events[0].Cut, crlf2)
+	check("export-html, colors", x.Events[1].Body, x.Events[1].Cut, sgr2)
+}

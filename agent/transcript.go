@@ -64,10 +64,11 @@ func CutUTF8(b []byte, max int) int {
 	return max // not UTF-8 here: no character to keep whole
 }
 
-// CutShown is CutUTF8 for a head shown as text (show, export-html): nor
-// does it end between a CR and its LF, or inside a color sequence (ESC [
-// digits m), whose halves show as U+FFFD (ShownText) where the whole shows
-// as a line's end or, its colors left out (StripSGR), as nothing.
+// CutShown is CutUTF8 for a head shown as text (show, export-html): the
+// head does not end between a CR and its LF either, or inside a color
+// sequence (ESC [ digits m); their halves show as U+FFFD (ShownText), where
+// the whole shows as a line's end or, its colors left out (StripSGR), as
+// nothing.
 func CutShown(b []byte, limit int) int {
 	n := CutUTF8(b, limit)
 	if n >= len(b) {

@@ -240,6 +240,22 @@ func (r *Rook) RemoveSession(id eventlog.ID) (uint64, error) {
 	return r.removeSession(id, &forkIndex{r: r})
 }
 
+// RemoveSessionListingChildren is RemoveSession that also lists the
+// sessions whose parent id is (its forks, its subagents' sessions), which
+// stay, oldest first, as eventlog.Log.Children would: from the read of
+// every session's metadata the removal makes for its forks (forkIndex),
+// not a second one. (`session rm` read them all twice for a fork or an
+// imported session.)
+func (r *Rook) RemoveSessionListingChildren(id eventlog.ID) (uint64, []eventlog.ID, error) {
+	forks := &forkIndex{r: r}
+	children, err := forks.childrenOf(id)
+	if err != nil {
+		return 0, nil, err
+	}
+	n, err := r.removeSession(id, forks)
+	return n, children, err
+}
+
 // sessionRemover removes many sessions (retention), reading every
 // session's metadata once for all of them, not once per fork removed.
 type sessionRemover struct {
@@ -287,6 +303,20 @@ func (r *Rook) removeSession(id eventlog.ID, forks *forkIndex) (uint64, error) {
 type forkIndex struct {
 	r  *Rook
 	by map[eventlog.ID][]eventlog.ID // nil until read
+	// children lists the sessions by their Parent, as read: for the one
+	// removal that says which stay (RemoveSessionListingChildren); the
+	// writes of a removal never change a Parent.
+	children map[eventlog.ID][]eventlog.ID
+}
+
+// childrenOf lists the sessions whose parent is id, oldest first.
+func (x *forkIndex) childrenOf(id eventlog.ID) ([]eventlog.ID, error) {
+	if x.by == nil {
+		if err := x.read(); err != nil {
+			return nil, err
+		}
+	}
+	return x.children[id], nil
 }
 
 // of lists the sessions filed under id.
@@ -305,11 +335,14 @@ func (x *forkIndex) read() error {
 	if err != nil {
 		return err
 	}
-	by := map[eventlog.ID][]eventlog.ID{}
+	by, children := map[eventlog.ID][]eventlog.ID{}, map[eventlog.ID][]eventlog.ID{}
 	for _, other := range ids {
 		f, err := x.r.Log.ReadMeta(other)
 		if err != nil {
 			continue
+		}
+		if f.Parent != nil && *f.Parent != f.ID {
+			children[*f.Parent] = append(children[*f.Parent], f.ID)
 		}
 		if p, ok := copiedFrom(f); ok {
 			by[p] = append(by[p], f.ID)
@@ -321,7 +354,7 @@ func (x *forkIndex) read() error {
 			by[from] = append(by[from], f.ID)
 		}
 	}
-	x.by = by
+	x.by, x.children = by, children
 	return nil
 }
 

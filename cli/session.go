@@ -803,18 +803,13 @@ func (c *SessionRmCmd) Run(e *Env) error {
 	damaged := false
 	err := e.writeSession(c.ID, func(r *agent.Rook, sid eventlog.ID) (err error) {
 		id = sid
-		// Metadata only, and a damaged one passed over: rm is how a
-		// damaged session is got rid of.
-		kids, err := r.Log.Children(id)
-		if err != nil {
-			return err
-		}
-		for _, m := range kids {
-			children = append(children, m.ID)
-		}
+		// A damaged metadata is passed over: rm is how a damaged
+		// session is got rid of.
 		_, merr := r.Log.ReadMeta(id)
 		damaged = merr != nil
-		n, err = r.RemoveSession(id)
+		var kids []eventlog.ID
+		n, kids, err = r.RemoveSessionListingChildren(id)
+		children = append(children, kids...)
 		return err
 	})
 	if err != nil {

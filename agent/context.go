@@ -37,8 +37,10 @@ type ContextKind struct {
 }
 
 // ContextReport is what a conversation costs against a context window.
-// Token counts are estimates from body sizes (EstimateTokens), except
-// TokensIn and TokensOut, which are what the log recorded.
+// Token counts are estimates from body sizes (EstimateTokens), but for
+// the images in imported lines, which count by their dimensions as the
+// provider counts them (context_image.go), and TokensIn and TokensOut,
+// which are what the log recorded. Bytes are as stored, images too.
 type ContextReport struct {
 	Session eventlog.Summary
 
@@ -228,8 +230,12 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 		imported   bool // a source line
 		missing    bool // missing or undescribable: counts as 0 bytes
 		unreadable bool // a source line that does not read: its stored size
+		// images: of a source line, the bytes of size that are images'
+		// strings, and what they count instead (context_image.go).
+		imageBytes, imageTokens int64
 	}
 	bodies := map[cas.Key]bodyStat{}
+	images := map[cas.Key]int64{} // cutImageTokens's, by string
 	var byKind [256]ContextKind
 	// The last imported line that recorded tokens but counts none of its
 	// own, copied from the session a fork was forked from (its parent
@@ -296,8 +302,8 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 						// The model read the lines whole: with the strings
 						// the import cut out of them (a prompt, a tool's
 						// output, a file), which the object leaves out.
-						var ok bool
-						b.size, ok = r.sourceLinesSize(ev.Body, info.Size)
+						ls, ok := r.sourceLinesSize(ev.Body, info.Size, images)
+						b.size, b.imageBytes, b.imageTokens = ls.size, ls.imageBytes, ls.imageTokens
 						b.unreadable = !ok
 					}
 				case errors.As(err, &nf), errors.As(err, &ce):
@@ -314,7 +320,7 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 				rep.UnreadableBodies++
 			}
 			size := b.size
-			tokens := EstimateTokens(size)
+			tokens := EstimateTokens(size-b.imageBytes) + b.imageTokens
 			rep.EverEvents++
 			rep.EverBytes += size
 			rep.EverTokens += tokens
@@ -406,7 +412,9 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 					rep.UnseenEvents++
 					continue
 				}
-				size, tokens = seen, EstimateTokens(seen)
+				if seen < size {
+					size, tokens = seen, EstimateTokens(seen)
+				}
 			}
 			k := &byKind[ev.Kind]
 			k.Kind = ev.Kind
@@ -535,39 +543,59 @@ var seenNotes = map[string]map[string]bool{
 	FormatCodex:      {"developer": true, "system": true, codexContextLabel: true},
 }
 
+// linesSize is what sourceLinesSize measures of a source line object.
+type linesSize struct {
+	size int64
+	// imageBytes of size are the strings of images (their base64), which
+	// count imageTokens, not a quarter of their bytes.
+	imageBytes, imageTokens int64
+}
+
 // sourceLinesSize is the size of the lines a source line object holds,
 // the strings cut out of them put back (as their decoded text and quotes:
 // an estimate's measure, not the exact bytes of their escapes; one the
 // line holds twice, once), read off
 // the object's head and the store's sizes of the strings, none of them
-// read; stored, the object's own size, and ok false when it cannot be
+// read but those that sit where an image does (mayBeImage), to tell an
+// image (counted by its dimensions) from text; stored, the object's own
+// size, and ok false when it cannot be
 // read, or a string cut out of it cannot be described (Context counts it
-// in UnreadableBodies: the size falls short).
-func (r *Rook) sourceLinesSize(id cas.Key, stored int64) (size int64, ok bool) {
+// in UnreadableBodies: the size falls short). images caches what
+// cutImageTokens read, by string.
+func (r *Rook) sourceLinesSize(id cas.Key, stored int64, images map[cas.Key]int64) (ls linesSize, ok bool) {
 	b, err := r.Store.Get(id)
 	if err != nil {
-		return stored, false
+		return linesSize{size: stored}, false
 	}
 	sl, err := decodeSourceLine(b)
 	if err != nil {
-		return stored, false
+		return linesSize{size: stored}, false
 	}
 	ok = true
-	size = int64(len(sl.Rest))
+	ls.size = int64(len(sl.Rest))
+	at := 0 // where the cut is in rest
 	for i, c := range sl.Cuts {
+		at += c.Gap
 		// A string the line holds twice counts once: Claude Code writes
 		// a tool's output in the message the model reads and again in
-		// toolUseResult, for its own view.
+		// toolUseResult, for its own view (an image a Read returned, too).
 		if slices.ContainsFunc(sl.Cuts[:i], func(p lineCut) bool { return p.ID == c.ID }) {
 			continue
 		}
-		if info, err := r.Store.Stat(c.ID); err == nil {
-			size += info.Size + 2
-		} else {
+		info, err := r.Store.Stat(c.ID)
+		if err != nil {
 			ok = false
+			continue
+		}
+		ls.size += info.Size + 2
+		if mayBeImage(sl.Rest, at) {
+			if t, isImage := r.cutImageTokens(c.ID, images); isImage {
+				ls.imageBytes += info.Size + 2
+				ls.imageTokens += t
+			}
 		}
 	}
-	return size, ok
+	return ls, ok
 }
 
 // seenShare is how many of the size bytes an imported note's event

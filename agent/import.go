@@ -2203,6 +2203,11 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 	// forks: the forks made in rook, by parent, listed once, when a link
 	// needs them (leaveCopiedOutOfForks).
 	forks := &forkIndex{r: r}
+	// grown: a session whose file grew in this run.
+	grown := func(id eventlog.ID) bool {
+		f := inRun[id]
+		return f != nil && f.Status == ImportGrown
+	}
 	gone := func(id eventlog.ID) (bool, error) {
 		if live == nil {
 			ids, err := r.Log.IDs()
@@ -2227,6 +2232,12 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 			if stale, err = gone(*m.Parent); err != nil {
 				return err
 			}
+		}
+		if !stale && m.Parent != nil && grown(*m.Parent) {
+			if err := r.recountCopied(forks, &m); err != nil {
+				return fmt.Errorf("session %s: the tokens it copied from session %s: %w", m.ID, *m.Parent, err)
+			}
+			known[path] = m
 		}
 		if m.Parent == nil || stale {
 			p, ok := parentOf(known, m.Source.Parent)
@@ -2276,6 +2287,36 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 		}
 	}
 	return nil
+}
+
+// recountCopied has m, an imported fork linked to a parent that grew in
+// this run, leave out of its totals the tokens of all the lines it copied
+// of the parent (copiedTokens), not only of those the parent held when m
+// came in: a fork imported before its parent's last lines (its file
+// imported on its own, or one over 64 MiB, which does not wait for its
+// parent: sourceNames.waits) counted the copies of those, and the parent
+// counts them now. m is written only if that changes what it leaves out,
+// its forks made in rook first (as linkParents does). A fork whose parent
+// was removed (Ancestor) is linked anew instead, and a subagent copies
+// nothing.
+func (r *Rook) recountCopied(forks *forkIndex, m *eventlog.Meta) error {
+	if m.Ancestor != nil || !slices.Contains(m.Tags, forkTag) {
+		return nil
+	}
+	in, out, err := r.copiedTokens(*m, *m.Parent)
+	if err != nil {
+		return err
+	}
+	if cin, cout := m.Copied(); in == cin && out == cout {
+		return nil
+	}
+	if err := r.leaveCopiedOutOfForks(forks, m.ID, in, out); err != nil {
+		return fmt.Errorf("its forks made in rook: %w", err)
+	}
+	src := *m.Source
+	src.CopiedIn, src.CopiedOut = in, out
+	m.Source = &src
+	return r.Log.UpdateMeta(*m)
 }
 
 // leaveCopiedOutOfForks gives the forks made in rook of session id

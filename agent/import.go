@@ -2247,6 +2247,17 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 				}
 				continue
 			}
+			if parentsReach(known, p, m.ID) {
+				// Files that say each was forked from the other (damaged,
+				// or made by hand): linked both ways, each would leave out
+				// what the other holds, and the lines both hold would count
+				// nowhere. The session imported first stays unlinked and
+				// counts them.
+				if f != nil && f.Note == "" {
+					f.Note = fmt.Sprintf("its parent session %s (session %s) says it was forked from this one in turn: left unlinked", m.Source.Parent, p)
+				}
+				continue
+			}
 			// Linked anew: what it leaves out is counted by p (a removed
 			// parent's Ancestor no longer applies).
 			m.Parent, m.Ancestor, m.AncestorAt = &p, nil, nil
@@ -2287,6 +2298,29 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 		}
 	}
 	return nil
+}
+
+// parentsReach says whether following the Parent links of known's
+// sessions up from session from comes to session to (a link of to to
+// from would close a cycle).
+func parentsReach(known map[string]eventlog.Meta, from, to eventlog.ID) bool {
+	parent := make(map[eventlog.ID]*eventlog.ID, len(known))
+	for _, m := range known {
+		parent[m.ID] = m.Parent
+	}
+	seen := map[eventlog.ID]bool{}
+	for id := from; !seen[id]; {
+		if id == to {
+			return true
+		}
+		seen[id] = true
+		p := parent[id]
+		if p == nil {
+			return false
+		}
+		id = *p
+	}
+	return false
 }
 
 // recountCopied has m, an imported fork linked to a parent that grew in

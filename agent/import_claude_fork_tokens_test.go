@@ -140,3 +140,64 @@ func TestClaudeForkWaitsForItsParentGrowing(t *testing.T) {
 	tokensOf(t, r, pid, "the parent", 2*claudeTurnIn, 2*claudeTurnOut)
 	tokensOf(t, r, fid, "the fork", claudeTurnIn, claudeTurnOut)
 }
+
+// Two files that each say they were forked from the other (forkedFrom
+// naming each other: damaged, or written by hand) are not linked both
+// ways: so linked, each left out of its totals the lines the other holds,
+// and the turn both hold counted nowhere (a session's Parent chain was a
+// cycle, and a removal gave the other its own id as Ancestor). The one
+// imported first stays unlinked and counts all its lines; each of the
+// three turns counts once, in whichever order the files come, and the
+// session left counts all its own once the other is removed.
+func TestClaudeForksNamingEachOtherCountEveryTurnOnce(t *testing.T) {
+	proj := "/p/-home-u-proj"
+	for _, order := range []string{"one run", "P first", "F first"} {
+		t.Run(order, func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			files := map[string][]string{
+				"P": append(claudeForkLines("F", "P", 1), claudeLines("P", 2)...), // turn 1 said to come from F
+				"F": append(claudeForkLines("P", "F", 2), claudeLines("F", 3)...), // P's turn 2 copied
+			}
+			var rep ImportReport
+			for _, s := range []string{"P", "F"} {
+				if order == "F first" {
+					s = map[string]string{"P": "F", "F": "P"}[s]
+				}
+				writeSource(t, fsys, proj+"/"+s+".jsonl", files[s], "")
+				if order != "one run" {
+					rep = mustImport(t, r, FormatClaudeCode, proj)
+				}
+			}
+			if order == "one run" {
+				rep = mustImport(t, r, FormatClaudeCode, proj)
+			}
+			pid := *fileByPath(t, rep, proj+"/P.jsonl").Session
+			fid := *fileByPath(t, rep, proj+"/F.jsonl").Session
+			mp, mf := metaOf(t, r, pid), metaOf(t, r, fid)
+			if mp.Parent != nil && mf.Parent != nil {
+				t.Fatalf("linked both ways: P's parent %v, F's %v", *mp.Parent, *mf.Parent)
+			}
+			sum := func() (in uint64) {
+				for _, id := range []eventlog.ID{pid, fid} {
+					s, err := r.Log.Summary(id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					in += s.TokensIn
+				}
+				return in
+			}
+			if in := sum(); in != 3*claudeTurnIn {
+				t.Errorf("the two count %d in; want the three turns' %d", in, 3*claudeTurnIn)
+			}
+			if _, err := r.RemoveSession(pid); err != nil {
+				t.Fatal(err)
+			}
+			tokensOf(t, r, fid, "F, P removed", 2*claudeTurnIn, 2*claudeTurnOut)
+			if m := metaOf(t, r, fid); m.Ancestor != nil && *m.Ancestor == fid {
+				t.Errorf("F's Ancestor is itself")
+			}
+		})
+	}
+}

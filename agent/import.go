@@ -1719,7 +1719,7 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 //   - A Claude Code fork (claudeMapper.forkedFrom) begins with a copy of
 //     its parent's lines, their usage kept, each marked forkedFrom
 //     {sessionId, messageUuid}: messageUuid is the uuid of the parent's
-//     line it copies (claudeCopiedUUID; /branch keeps the uuid too). Not
+//     line it copies (claudeCopies; /branch keeps the uuid too). Not
 //     every line so marked was copied from the parent itself (a fork of a
 //     fork's copy of the grandparent's lines): as for a continuation, the
 //     parent's lines say which the parent counts, its own or its copies.
@@ -1758,8 +1758,7 @@ func (fi *fileImport) copiedLine(line []byte, label string) bool {
 		sum, ok := codexPayloadSum(line)
 		return ok && fi.copied[string(sum[:])]
 	}
-	id, ok := claudeCopiedUUID(line)
-	return ok && fi.copied[id]
+	return claudeCopies(fi.copied, line)
 }
 
 // forkParentCounts are the payload sums of the token_counts of the
@@ -1859,8 +1858,7 @@ func (r *Rook) copiedTokens(m eventlog.Meta, pid eventlog.ID) (in, out uint64, e
 			sum, ok := codexPayloadSum(line)
 			copied = ok && keys[string(sum[:])]
 		} else {
-			id, ok := claudeCopiedUUID(line)
-			copied = ok && keys[id]
+			copied = claudeCopies(keys, line)
 		}
 		if copied {
 			in, out = in+ev.TokensIn, out+ev.TokensOut

@@ -202,14 +202,15 @@ func (r *fastReader) block(v int, b *claudeBlock) (int, bool) {
 	})
 }
 
-// claudeCopiedUUID is the uuid of the line a Claude Code line copies, as
-// far as the line says: a fork's copied line's forkedFrom.messageUuid
-// (claudeMapper.forkedFrom), else its own uuid (a continuation's copy
-// keeps its lines' uuids, and so does /branch). ok is false when it has
-// neither, of the shape claudeUUID reads.
-func claudeCopiedUUID(line []byte) (string, bool) {
+// claudeCopiedUUIDs are the uuids that say which line a Claude Code line
+// copies: a fork's copied line's forkedFrom.messageUuid
+// (claudeMapper.forkedFrom), and its own uuid (a continuation's copy
+// keeps its lines' uuids, and so does /branch; the Agent SDK's
+// forkSession is said to give new ones). Each is "" when the line has
+// none of the shape claudeUUID reads.
+func claudeCopiedUUIDs(line []byte) (from, own string) {
 	r := fastReader{b: line}
-	var own, from []byte
+	var ownB, fromB []byte
 	str := func(v int) ([]byte, int, bool) {
 		end, ok := r.stringEnd(v)
 		if !ok {
@@ -221,7 +222,7 @@ func claudeCopiedUUID(line []byte) (string, bool) {
 		switch string(key) {
 		case "uuid":
 			if s, end, ok := str(v); ok {
-				own = s
+				ownB = s
 				return end, true
 			}
 		case "forkedFrom":
@@ -229,7 +230,7 @@ func claudeCopiedUUID(line []byte) (string, bool) {
 				return r.object(v, func(key []byte, v int) (int, bool) {
 					if string(key) == "messageUuid" {
 						if s, end, ok := str(v); ok {
-							from = s
+							fromB = s
 							return end, true
 						}
 					}
@@ -239,12 +240,24 @@ func claudeCopiedUUID(line []byte) (string, bool) {
 		}
 		return r.valueEnd(v)
 	})
-	for _, id := range [][]byte{from, own} {
-		if len(id) > 0 && bytes.IndexByte(id, '\\') < 0 {
-			return string(id), true
+	plain := func(id []byte) string {
+		if bytes.IndexByte(id, '\\') >= 0 {
+			return ""
 		}
+		return string(id)
 	}
-	return "", false
+	return plain(fromB), plain(ownB)
+}
+
+// claudeCopies says whether a Claude Code line copies one of the lines
+// whose uuids are keys: by either of its uuids (claudeCopiedUUIDs). Uuids
+// are unique, so either that names such a line is enough: a messageUuid
+// that names no line of the parent (damaged, or written otherwise by
+// another version) leaves the line's own uuid, which /branch keeps, to
+// say it.
+func claudeCopies(keys map[string]bool, line []byte) bool {
+	from, own := claudeCopiedUUIDs(line)
+	return from != "" && keys[from] || own != "" && keys[own]
 }
 
 // claudeUUID is a Claude Code line's uuid (its top-level "uuid" member),

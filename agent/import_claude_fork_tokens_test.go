@@ -93,26 +93,38 @@ func TestClaudeForkCopiedTokensCountOnce(t *testing.T) {
 	}
 }
 
-// claudeCopiedUUID reads the uuid of the line copied: forkedFrom's
-// messageUuid where there is one (wherever it comes), else the line's own.
-func TestClaudeCopiedUUID(t *testing.T) {
+// claudeCopiedUUIDs reads both keys of the line copied: forkedFrom's
+// messageUuid (wherever it comes) and the line's own uuid, each "" when
+// it is missing or not a plain string.
+func TestClaudeCopiedUUIDs(t *testing.T) {
 	for _, c := range []struct {
-		line, want string
-		ok         bool
+		line, from, own string
 	}{
-		{`{"uuid":"new","forkedFrom":{"sessionId":"P","messageUuid":"old"}}`, "old", true},
-		{`{"forkedFrom":{"messageUuid":"old","sessionId":"P"},"uuid":"new"}`, "old", true},
-		{`{"type":"assistant","message":{"content":[{"type":"tool_use","input":{"uuid":"nested"}}]},"uuid":"top","x":1}`, "top", true},
-		{`{"uuid":"own","forkedFrom":{"sessionId":"P"}}`, "own", true},
-		{`{"uuid":"own","forkedFrom":"P"}`, "own", true},
-		{`{"uuid":"own","forkedFrom":{"messageUuid":"a\u0062"}}`, "own", true},
-		{`{"forkedFrom":{"messageUuid":"old"}}`, "old", true},
-		{`{"uuid":null}`, "", false},
-		{`{"uuid":""}`, "", false},
-		{`not json`, "", false},
+		{`{"uuid":"new","forkedFrom":{"sessionId":"P","messageUuid":"old"}}`, "old", "new"},
+		{`{"forkedFrom":{"messageUuid":"old","sessionId":"P"},"uuid":"new"}`, "old", "new"},
+		{`{"type":"assistant","message":{"content":[{"type":"tool_use","input":{"uuid":"nested"}}]},"uuid":"top","x":1}`, "", "top"},
+		{`{"uuid":"own","forkedFrom":{"sessionId":"P"}}`, "", "own"},
+		{`{"uuid":"own","forkedFrom":"P"}`, "", "own"},
+		{`{"uuid":"own","forkedFrom":{"messageUuid":"a\u0062"}}`, "", "own"},
+		{`{"uuid":"own","forkedFrom":{"messageUuid":7}}`, "", "own"},
+		{`{"forkedFrom":{"messageUuid":"old"}}`, "old", ""},
+		{`{"uuid":null}`, "", ""},
+		{`{"uuid":""}`, "", ""},
+		{`not json`, "", ""},
 	} {
-		if got, ok := claudeCopiedUUID([]byte(c.line)); got != c.want || ok != c.ok {
-			t.Errorf("%s: %q, %v; want %q, %v", c.line, got, ok, c.want, c.ok)
+		if from, own := claudeCopiedUUIDs([]byte(c.line)); from != c.from || own != c.own {
+			t.Errorf("%s: %q, %q; want %q, %q", c.line, from, own, c.from, c.own)
+		}
+	}
+	keys := map[string]bool{"old": true}
+	for line, want := range map[string]bool{
+		`{"uuid":"new","forkedFrom":{"messageUuid":"old"}}`:  true,
+		`{"uuid":"old","forkedFrom":{"messageUuid":"gone"}}`: true,
+		`{"uuid":"new","forkedFrom":{"messageUuid":"gone"}}`: false,
+		`{"uuid":"","forkedFrom":{"messageUuid":""}}`:        false,
+	} {
+		if got := claudeCopies(keys, []byte(line)); got != want {
+			t.Errorf("claudeCopies(%s) = %v, want %v", line, got, want)
 		}
 	}
 }
@@ -198,6 +210,38 @@ func TestClaudeForksNamingEachOtherCountEveryTurnOnce(t *testing.T) {
 			if m := metaOf(t, r, fid); m.Ancestor != nil && *m.Ancestor == fid {
 				t.Errorf("F's Ancestor is itself")
 			}
+		})
+	}
+}
+
+// A fork's copied line whose forkedFrom.messageUuid names no line of the
+// parent (a uuid it does not have: damaged, or another Claude Code's
+// idea of it), its own uuid kept as /branch keeps it, is still the copy
+// of the parent's line of that uuid: uuids are unique, so either key that
+// names a line the parent counts is enough. Read by messageUuid alone, it
+// counted in the fork and in the parent.
+func TestClaudeForkLineWithAMissingMessageUUIDCountsOnce(t *testing.T) {
+	proj := "/p/-home-u-proj"
+	for _, parentFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("parent first=%v", parentFirst), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			parent, fork := claudeForkFiles(false)
+			for i, l := range fork {
+				fork[i] = strings.Replace(l, `"messageUuid":"`, `"messageUuid":"gone-`, 1)
+			}
+			files, lines := []string{"P.jsonl", "F.jsonl"}, [][]string{parent, fork}
+			if !parentFirst {
+				files[0], files[1] = files[1], files[0]
+				lines[0], lines[1] = lines[1], lines[0]
+			}
+			var rep ImportReport
+			for i := range files {
+				writeSource(t, fsys, proj+"/"+files[i], lines[i], "")
+				rep = mustImport(t, r, FormatClaudeCode, proj)
+			}
+			tokensOf(t, r, *fileByPath(t, rep, proj+"/P.jsonl").Session, "the parent", 2*claudeTurnIn, 2*claudeTurnOut)
+			tokensOf(t, r, *fileByPath(t, rep, proj+"/F.jsonl").Session, "the fork", claudeTurnIn, claudeTurnOut)
 		})
 	}
 }

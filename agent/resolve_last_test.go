@@ -211,3 +211,17 @@ func TestLastImportedAheadOfItsLog(t *testing.T) {
 	setLogTime(t, home, f.ID, time.Now().Add(-time.Hour)) // forked an hour ago
 	checkLast(t, r, f.ID)
 }
+
+// A log whose modification time is older than its session's creation (a
+// store restored from an archive that set its files' times back, a log
+// touched by hand) bounds nothing: it is read, and its session, touched
+// last, is last.
+func TestLastWhenALogsTimeIsBeforeItsCreation(t *testing.T) {
+	r, home := onDisk(t)
+	newIn(t, r, "older")
+	restored := newIn(t, r, "restored")
+	newIn(t, r, "newer")
+	appendAt(t, r, restored, time.Time{})
+	setLogTime(t, home, restored, time.Now().Add(-time.Hour))
+	checkLast(t, r, restored)
+}

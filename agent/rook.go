@@ -305,6 +305,10 @@ func (r *Rook) lastActive(cwd string) (*eventlog.Summary, error) {
 		c := candidate{meta: m}
 		if m.Source == nil && m.Parent == nil && m.ForkAt == nil {
 			c.bound, c.bounded = r.Log.WrittenBy(id)
+			// The log was written after the session was created: a time
+			// before that (a log whose time a restore or a touch set
+			// back) says nothing of when it was last written.
+			c.bounded = c.bounded && !c.bound.Before(m.Created)
 		}
 		cands = append(cands, c)
 	}

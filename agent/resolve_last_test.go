@@ -225,3 +225,32 @@ func TestLastWhenALogsTimeIsBeforeItsCreation(t *testing.T) {
 	setLogTime(t, home, restored, time.Now().Add(-time.Hour))
 	checkLast(t, r, restored)
 }
+
+// A store whose file times all moved back (restored from an archive that
+// set them so, a file system stamping from a clock behind rook's): the
+// first log read, touched after its bound, shows the bounds are not to be
+// trusted, and every log is read. Here the log of the session touched
+// before last was written last (its torn tail cut, say), and each log's
+// time is an hour behind.
+func TestLastWhenTheLogsTimesAreBehindTheEvents(t *testing.T) {
+	r, home := onDisk(t)
+	before := newIn(t, r, "touched before")
+	last := newIn(t, r, "touched last")
+	appendAt(t, r, before, time.Time{})
+	appendAt(t, r, last, time.Time{})
+	// Both made two hours ago, so that their creation is no sign.
+	for _, id := range []eventlog.ID{before, last} {
+		m, err := r.Log.ReadMeta(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Created = m.Created.Add(-2 * time.Hour)
+		if err := r.Log.UpdateMeta(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	behind := time.Now().Add(-time.Hour)
+	setLogTime(t, home, before, behind.Add(time.Second))
+	setLogTime(t, home, last, behind)
+	checkLast(t, r, last)
+}

@@ -320,13 +320,20 @@ func (r *Rook) lastActive(cwd string) (*eventlog.Summary, error) {
 		return cands[i].bound.After(cands[j].bound)
 	})
 	var best *eventlog.Summary
+	trusted := true // no log read was touched after its bound
 	for _, c := range cands {
-		if c.bounded && best != nil && c.bound.Before(touched(*best)) {
+		if trusted && c.bounded && best != nil && c.bound.Before(touched(*best)) {
 			break // touched no later than its bound: before best, as are all after it
 		}
 		s, err := r.Log.SummaryOf(c.meta)
 		if err != nil {
 			continue
+		}
+		if c.bounded && touched(s).After(c.bound) {
+			// Its file's time is behind its events (the store's times set
+			// back by a restore, a file system stamping them from another
+			// clock): no bound is to be trusted, every log is read.
+			trusted = false
 		}
 		if best == nil || activeBefore(*best, s) {
 			best = &s

@@ -285,7 +285,8 @@ func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
 // first, and the reading stops at a bound older than the best session
 // found, which no session left can beat. The rest (imported ones, whose
 // events carry their transcript's times, forks and rewinds, which copy
-// theirs, logs the bound cannot be had for) are read every time.
+// theirs, logs the bound cannot be had for) are read every time, as is
+// every log once one read shows its time behind its events.
 func (r *Rook) lastActive(cwd string) (*eventlog.Summary, error) {
 	ids, err := r.Log.IDs()
 	if err != nil {

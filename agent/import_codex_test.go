@@ -1159,19 +1159,34 @@ func TestCodexRolloutLineAfterCrashNULs(t *testing.T) {
 // content size): its frame declares a 2 GiB window, more than the
 // decoder's default 512 MiB. It is read all the same, as `zstd -d
 // --long=31` reads it; the window is a bound, not what is allocated.
+// A frame declaring a window over maxZstdWindow (`zstd --long=31`) is
+// refused, saying how to import it: the decoder would allocate the whole
+// declared window at once, whatever the file holds. A window within it
+// (`zstd --long=29`) reads.
 func TestCodexZstWithALongWindow(t *testing.T) {
-	fsys := vfs.NewMem()
-	r := testRook(t, fsys)
 	plain := []byte(`{"timestamp":"2026-01-02T10:00:00Z","type":"session_meta","payload":{"id":"` + codexMainID + `","cwd":"/w/long","source":"cli"}}` + "\n" +
 		`{"timestamp":"2026-01-02T10:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"compressed with a long window"}]}}` + "\n")
 	// A frame: magic, a header with a window descriptor and no content
-	// size (exponent 31-10, mantissa 0: 2 GiB), one last raw block.
-	frame := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 21 << 3}
-	n := len(plain)<<3 | 1
-	frame = append(frame, byte(n), byte(n>>8), byte(n>>16))
-	frame = append(frame, plain...)
+	// size (exponent log2-10, mantissa 0), one last raw block.
+	frame := func(log2 byte) []byte {
+		f := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, (log2 - 10) << 3}
+		n := len(plain)<<3 | 1
+		f = append(f, byte(n), byte(n>>8), byte(n>>16))
+		return append(f, plain...)
+	}
 	src := "/c/rollout-2026-01-02T03-04-05-" + codexMainID + ".jsonl.zst"
-	writeSourceFile(t, fsys, src, frame)
+
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	writeSourceFile(t, fsys, src, frame(31))
+	rep, _ := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}})
+	if rep.Sessions != 0 || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Reason, "zstd -d --long=31") {
+		t.Fatalf("a 2 GiB window: sessions %d, problems %+v, want it refused naming zstd -d --long=31", rep.Sessions, rep.Problems)
+	}
+
+	fsys = vfs.NewMem()
+	r = testRook(t, fsys)
+	writeSourceFile(t, fsys, src, frame(29))
 	rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}})
 	if err != nil {
 		t.Fatalf("import: %v (%+v)", err, rep.Problems)

@@ -68,10 +68,13 @@ func (r *Rook) openSource(path string) (io.ReadCloser, bool, error) {
 	if !strings.HasSuffix(path, ".zst") {
 		return f, false, nil
 	}
-	// The window zstd allows at most (2 GiB, `zstd --long=31`), not the
-	// decoder's default 512 MiB: a frame declares its window as a bound,
-	// and memory grows with what the file holds, up to the 4 GiB cap.
-	dec, err := zstd.NewReader(f, zstd.WithDecoderMaxMemory(4<<30), zstd.WithDecoderMaxWindow(1<<31))
+	// The window stays at most maxZstdWindow: the decoder allocates the
+	// whole window a frame declares at its first block, whatever the file
+	// holds, so a 162-byte file declaring 2 GiB (`zstd --long=31`) had rook
+	// ask for 2 GiB at once (out of memory under a ulimit). A larger
+	// window is refused saying how to import the file (zstdFile.error),
+	// as zstd itself refuses one over 128 MiB without --long.
+	dec, err := zstd.NewReader(f, zstd.WithDecoderMaxMemory(4<<30), zstd.WithDecoderMaxWindow(maxZstdWindow))
 	if err != nil {
 		f.Close()
 		return nil, true, err
@@ -121,8 +124,15 @@ func (z zstdFile) error(err error) error {
 		// "unexpected EOF" alone says neither what nor what to do.
 		return fmt.Errorf("decompress: cut short in the middle of a zstd frame (damaged, or not yet all written): import it again once it is whole, or, to take in what reads, `zstd -dc` it to the .jsonl of the same name beside it, which import reads instead: %w", err)
 	}
+	if errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		return fmt.Errorf("decompress: compressed with a window over %d MiB (`zstd --long=30` or more), more memory than import gives one file: `zstd -d --long=31` it to the .jsonl of the same name beside it, which import reads instead: %w", maxZstdWindow>>20, err)
+	}
 	return fmt.Errorf("decompress: %w", err)
 }
+
+// maxZstdWindow is the largest window a .zst source may declare: the
+// decoder's own default, which `zstd --long` up to 29 stays within.
+const maxZstdWindow = 512 << 20
 
 func (z zstdFile) Close() error {
 	z.dec.Close()

@@ -205,19 +205,23 @@ func (c *McpAddCmd) Run(e *Env) error {
 			return usageErr("--bearer-env %s: that variable is empty here", c.BearerEnv)
 		}
 	}
-	return e.write(func(r *agent.Rook) error {
+	var s *agent.MCPServer
+	var rep agent.SyncReport
+	err = e.write(func(r *agent.Rook) error {
 		co, err := clientOptions(r, e, c.Timeout)
 		if err != nil {
 			return err
 		}
 		ctx, cancel := discoveryContext(co)
 		defer cancel()
-		s, rep, err := r.MCPAdd(ctx, agent.MCPAddOptions{Spec: spec, MaxTools: c.MaxTools, Offline: c.Offline, Client: co})
-		if err != nil {
-			return err
-		}
-		return printServerChange(e, "added", s, rep)
+		s, rep, err = r.MCPAdd(ctx, agent.MCPAddOptions{Spec: spec, MaxTools: c.MaxTools, Offline: c.Offline, Client: co})
+		return err
 	})
+	if err != nil {
+		return err
+	}
+	// Said only once Close has made the server's setup durable.
+	return printServerChange(e, "added", s, rep)
 }
 
 func printServerChange(e *Env, what string, s *agent.MCPServer, rep agent.SyncReport) error {
@@ -435,22 +439,25 @@ func schemaSummary(raw json.RawMessage) string {
 
 // Run reads a server's tools again.
 func (c *McpSyncCmd) Run(e *Env) error {
-	return e.write(func(r *agent.Rook) error {
+	var s *agent.MCPServer
+	var rep agent.SyncReport
+	err := e.write(func(r *agent.Rook) error {
 		co, err := clientOptions(r, e, c.Timeout)
 		if err != nil {
 			return err
 		}
 		ctx, cancel := discoveryContext(co)
 		defer cancel()
-		s, rep, err := r.MCPSync(ctx, c.Name, co)
-		if err != nil {
-			if s != nil {
-				return fmt.Errorf("%w (its setup is kept; status %s)", err, s.Status)
-			}
-			return err
+		s, rep, err = r.MCPSync(ctx, c.Name, co)
+		if err != nil && s != nil {
+			return fmt.Errorf("%w (its setup is kept; status %s)", err, s.Status)
 		}
-		return printServerChange(e, "synced", s, rep)
+		return err
 	})
+	if err != nil {
+		return err
+	}
+	return printServerChange(e, "synced", s, rep)
 }
 
 // Run changes a tool's settings.
@@ -466,47 +473,49 @@ func (c *McpSetCmd) Run(e *Env) error {
 	if set.On == nil && set.ReadOnly == nil && set.Approval == nil {
 		return usageErr("say what to set: --on/--off, --read-only/--no-read-only, --approval/--no-approval")
 	}
-	return e.write(func(r *agent.Rook) error {
-		s, err := r.MCPSet(c.Name, c.Tool, set)
-		if err != nil {
-			return err
-		}
-		t := s.Tool(c.Tool)
-		if e.JSON {
-			return e.printJSON(t)
-		}
-		fmt.Fprintf(e.Stdout, "%s %s: %s, %s, %s\n", s.Name, t.Name, onOff(t.On, "on", "off"), onOff(t.ReadOnly, "read-only", "may change things"), onOff(t.Approval, "asks for approval", "runs without asking"))
-		return nil
+	var s *agent.MCPServer
+	err := e.write(func(r *agent.Rook) (err error) {
+		s, err = r.MCPSet(c.Name, c.Tool, set)
+		return err
 	})
+	if err != nil {
+		return err
+	}
+	t := s.Tool(c.Tool)
+	if e.JSON {
+		return e.printJSON(t)
+	}
+	fmt.Fprintf(e.Stdout, "%s %s: %s, %s, %s\n", s.Name, t.Name, onOff(t.On, "on", "off"), onOff(t.ReadOnly, "read-only", "may change things"), onOff(t.Approval, "asks for approval", "runs without asking"))
+	return nil
 }
 
 // Run sets how many tools may be on.
 func (c *McpLimitCmd) Run(e *Env) error {
-	return e.write(func(r *agent.Rook) error {
-		s, err := r.MCPLimit(c.Name, c.N)
-		if err != nil {
-			return err
-		}
-		if e.JSON {
-			return e.printJSON(map[string]any{"server": s.Name, "max_tools": s.MaxTools, "on": s.ToolsOn()})
-		}
-		fmt.Fprintf(e.Stdout, "%s: at most %d tools on at once (%d on now)\n", s.Name, s.MaxTools, s.ToolsOn())
-		return nil
+	var s *agent.MCPServer
+	err := e.write(func(r *agent.Rook) (err error) {
+		s, err = r.MCPLimit(c.Name, c.N)
+		return err
 	})
+	if err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(map[string]any{"server": s.Name, "max_tools": s.MaxTools, "on": s.ToolsOn()})
+	}
+	fmt.Fprintf(e.Stdout, "%s: at most %d tools on at once (%d on now)\n", s.Name, s.MaxTools, s.ToolsOn())
+	return nil
 }
 
 // Run removes a server.
 func (c *McpRmCmd) Run(e *Env) error {
-	return e.write(func(r *agent.Rook) error {
-		if err := r.MCPRemove(c.Name); err != nil {
-			return err
-		}
-		if e.JSON {
-			return e.printJSON(map[string]any{"removed": c.Name})
-		}
-		fmt.Fprintf(e.Stdout, "removed %s (its calls stay in its session: `rook session ls --all`)\n", c.Name)
-		return nil
-	})
+	if err := e.write(func(r *agent.Rook) error { return r.MCPRemove(c.Name) }); err != nil {
+		return err
+	}
+	if e.JSON {
+		return e.printJSON(map[string]any{"removed": c.Name})
+	}
+	fmt.Fprintf(e.Stdout, "removed %s (its calls stay in its session: `rook session ls --all`)\n", c.Name)
+	return nil
 }
 
 // Run calls a tool.

@@ -38,7 +38,7 @@ func serveLineSeeds() [][]byte {
 }
 
 func TestWriteFuzzSeeds(t *testing.T) {
-	fuzzseed.Write(t, map[string][][]byte{"FuzzServeLine": serveLineSeeds()})
+	fuzzseed.Write(t, map[string][][]byte{"FuzzServeLine": serveLineSeeds(), "FuzzIDScanner": idScannerSeeds()})
 }
 
 // FuzzServeLine: any line fed to a fresh, initialized server never panics
@@ -80,6 +80,46 @@ func FuzzServeLine(f *testing.F) {
 			if err := json.Unmarshal(l, &r); err != nil || r.JSONRPC != "2.0" || r.ID == nil || (r.Result == nil) == (r.Error == nil) {
 				t.Fatalf("not a JSON-RPC reply (%v): %q", err, l)
 			}
+		}
+	})
+}
+
+func idScannerSeeds() [][]byte {
+	return append(serveLineSeeds(),
+		[]byte(`{"method":"ping","params":{"id":4,"a":["}",{"id":5}]},"id" : "x\\\"y"}`),
+		[]byte(`{"\u0069d":7,"id":8}`),
+		[]byte(`{"id":1,"id":{}}`),
+		[]byte(` {"id":-0.5e-3 }`),
+	)
+}
+
+// FuzzIDScanner: on any message short enough to parse, fed whole or a
+// byte at a time (as if split anywhere between reads), the scanner reads
+// the id parseMessage replies with, or finds none where parseMessage finds
+// none, so a message too long to parse gets the reply id it would have had.
+func FuzzIDScanner(f *testing.F) {
+	for _, s := range idScannerSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if !json.Valid(line) {
+			return // the scanner does not check validity; parseMessage does
+		}
+		want := nullID
+		if req, reply := parseMessage(line); reply != nil {
+			want = reply.ID
+		} else if req == nil {
+			return // a response: parseMessage does not read its id
+		} else if req.id != nil {
+			want = req.id
+		}
+		var whole, bytewise idScanner
+		whole.feed(line)
+		for i := range line {
+			bytewise.feed(line[i : i+1])
+		}
+		if !bytes.Equal(whole.ID(), want) || !bytes.Equal(bytewise.ID(), want) {
+			t.Fatalf("%q: scanner id %s (a byte at a time %s), parseMessage's %s", line, whole.ID(), bytewise.ID(), want)
 		}
 	})
 }

@@ -86,7 +86,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 			}
 			return fmt.Errorf("read stdin: %w", l.err)
 		}
-		reply := s.handleLine(l.line, l.tooLong)
+		reply := s.handleLine(l)
 		if reply == nil {
 			continue
 		}
@@ -99,7 +99,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 // lineRead is one line from stdin, or the error that ended input.
 type lineRead struct {
 	line    []byte
-	tooLong bool // over MaxLineBytes: line is its head, the rest was skipped
+	tooLong bool            // over MaxLineBytes: line is its head, the rest was skipped
+	id      json.RawMessage // of a line too long: its id, or nullID when it could not be read
 	err     error
 }
 
@@ -108,10 +109,11 @@ type lineRead struct {
 func readLines(in io.Reader, lines chan<- lineRead, done <-chan struct{}) {
 	br := bufio.NewReaderSize(in, 64<<10)
 	for {
-		line, tooLong, err := readLine(br)
+		var ids idScanner
+		line, tooLong, err := readLine(br, &ids)
 		if len(line) > 0 || tooLong {
 			select {
-			case lines <- lineRead{line: line, tooLong: tooLong}:
+			case lines <- lineRead{line: line, tooLong: tooLong, id: ids.ID()}:
 			case <-done:
 				return
 			}
@@ -129,17 +131,21 @@ func readLines(in io.Reader, lines chan<- lineRead, done <-chan struct{}) {
 // readLine reads up to the next newline, keeping at most MaxLineBytes: a
 // longer line is skipped to its end, so one huge message costs no more than
 // that in memory and the session goes on; of it, line is its first
-// tooLongHead bytes (which say what the message was).
-func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
+// tooLongHead bytes (which say what the message was), and ids reads its
+// id as the rest streams past.
+func readLine(br *bufio.Reader, ids *idScanner) (line []byte, tooLong bool, err error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if !tooLong {
-			if len(line)+len(chunk) > MaxLineBytes+1 { // +1: the newline
-				// (longer than tooLongHead, as MaxLineBytes is)
-				tooLong, line = true, append(line, chunk...)[:tooLongHead]
-			} else {
-				line = append(line, chunk...)
-			}
+		switch {
+		case tooLong:
+			ids.feed(chunk)
+		case len(line)+len(chunk) > MaxLineBytes+1: // +1: the newline
+			ids.feed(line)
+			ids.feed(chunk)
+			// (longer than tooLongHead, as MaxLineBytes is)
+			tooLong, line = true, append(line, chunk...)[:tooLongHead]
+		default:
+			line = append(line, chunk...)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
@@ -214,11 +220,12 @@ func buildVersion() string {
 
 // handleLine answers one incoming line: the reply line to write, or nil.
 // It never panics and never returns more than one line, whatever the input.
-func (s *server) handleLine(line []byte, tooLong bool) []byte {
+func (s *server) handleLine(l lineRead) []byte {
+	line := l.line
 	var reply *response
 	switch {
-	case tooLong:
-		reply = errorReply(nullID, newError(CodeInvalidRequest,
+	case l.tooLong:
+		reply = errorReply(l.id, newError(CodeInvalidRequest,
 			fmt.Sprintf("invalid request: message over %d bytes", MaxLineBytes), nil))
 		if s.initialized && bytes.Contains(line, []byte(`"tools/call"`)) {
 			// A save too big to read (its content alone can be at most

@@ -860,6 +860,36 @@ func TestTooLongLine(t *testing.T) {
 	}
 }
 
+// A message too long to read is answered with its own id when the id can
+// be read from it, wherever it stands: it was answered with id null, so
+// the client never got a reply to its request. An id that cannot be read
+// (none, not a string or number, not an object at all) is still null.
+func TestTooLongLineKeepsItsID(t *testing.T) {
+	f := newFixture(t)
+	pad := strings.Repeat("z", MaxLineBytes)
+	lines := []struct{ line, id string }{
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"append_to_inbox","arguments":{"content":"` + pad + `"}}}`, "7"},
+		{`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"append_to_inbox","arguments":{"content":"` + pad + `","id":9}},"id" : "req-8"}`, `"req-8"`},
+		{`{"jsonrpc":"2.0","\u0069d":-1.5e3,"method":"ping","params":{"pad":["a\"}",{"id":1}],"more":"` + pad + `"}}`, "-1.5e3"},
+		{`{"jsonrpc":"2.0","method":"ping","params":{"id":4,"pad":"` + pad + `"}}`, "null"},
+		{`{"jsonrpc":"2.0","id":{"n":5},"method":"ping","params":{"pad":"` + pad + `"}}`, "null"},
+		{`["jsonrpc","2.0","id",6,"` + pad + `"]`, "null"},
+	}
+	var in []string
+	for _, l := range lines {
+		in = append(in, l.line)
+	}
+	replies := runLines(t, f.opts(), append(in, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)...)
+	if len(replies) != len(lines)+1 || replies[len(lines)].Error != nil || string(replies[len(lines)].ID) != "2" {
+		t.Fatalf("replies %+v", replies)
+	}
+	for i, l := range lines {
+		if replies[i].code() != CodeInvalidRequest || string(replies[i].ID) != l.id {
+			t.Errorf("message %d: reply id %s code %d, want id %s code %d", i, replies[i].ID, replies[i].code(), l.id, CodeInvalidRequest)
+		}
+	}
+}
+
 // A save too big to read is refused unread and, being a save attempt, is
 // in the activity log; a huge message of another kind, or one before
 // initialize, is not.

@@ -37,6 +37,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzPersistedRefs \
 	./agent:FuzzDecodeManifest \
 	./agent/mcp:FuzzServeLine \
+	./agent/mcp:FuzzIDScanner \
 	./agent/mcpclient:FuzzServerText
 
 .PHONY: all build demo test vet unit fuzz-short fuzz bench bench-smoke clean

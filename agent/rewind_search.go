@@ -42,7 +42,9 @@ type searchOpened struct {
 // and the directories above it in the workspace at real that are the
 // user's and lack the owner's search bit, recording each before. One it
 // cannot look at (under another user's directory without it), or a link,
-// is left: the checks that follow refuse what they cannot reach.
+// is left, and so is all under it: through a link, the chmod would reach
+// a directory elsewhere (outside the workspace). The checks that follow
+// refuse what they cannot reach.
 func (r *Rook) openToSearch(real string, reach []string) (*searchOpened, error) {
 	s := &searchOpened{r: r, rec: rewindOpened{V: 1, Root: real, Dirs: map[string]FileMode{}}}
 	dirs := map[string]bool{".": true}
@@ -51,10 +53,18 @@ func (r *Rook) openToSearch(real string, reach []string) (*searchOpened, error) 
 			dirs[d] = true
 		}
 	}
+	reached := map[string]bool{} // directories, reached through directories
 	for _, d := range topDown(slices.Collect(maps.Keys(dirs))) {
+		if d != "." && !reached[path.Dir(d)] {
+			continue
+		}
 		abs := filepath.Join(real, filepath.FromSlash(d))
 		fi, err := os.Lstat(abs)
-		if err != nil || !fi.IsDir() || !ownDir(fi) || fi.Mode()&0o100 != 0 {
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		reached[d] = true
+		if !ownDir(fi) || fi.Mode()&0o100 != 0 {
 			continue
 		}
 		mode := fi.Mode() & dirModeBits

@@ -1,0 +1,86 @@
+//go:build unix
+
+package agent
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// crashingRecord is the store's file system, but a crash (a panic, as a
+// kill) at the write of rewind-opened.json number k (from 0).
+type crashingRecord struct {
+	vfs.FS
+	k int
+	n *int // the writes so far
+}
+
+var errCrash = errors.New("crash")
+
+func (c crashingRecord) WriteFileAtomic(name string, data []byte, perm fs.FileMode) error {
+	if filepath.Base(name) == rewindOpenedFile {
+		if *c.n == c.k {
+			panic(errCrash)
+		}
+		*c.n++
+	}
+	return c.FS.WriteFileAtomic(name, data, perm)
+}
+
+// modeOf is the permission bits of the directory abs.
+func modeOf(t *testing.T, abs string) fs.FileMode {
+	t.Helper()
+	fi, err := os.Lstat(abs)
+	if err != nil || !fi.IsDir() {
+		t.Fatalf("%s is not a directory (%v)", abs, err)
+	}
+	return fi.Mode().Perm()
+}
+
+// A directory the captures name under one that is a link now (p, leading
+// outside the workspace) was opened to search it through the link: the
+// directory outside (out/q, 0600) was given u+x, and a crash then left it
+// so. The rewind refuses the link later, but looks at nothing through it
+// first: a directory is opened only when reached through directories.
+func TestRewindOpensNothingThroughALink(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"p/q/s/f.txt": "f\n"})
+	if _, _, err := r.CaptureSession(id, []string{"p/q/s/f.txt"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	// The agent moved p outside and left a link: p/q and p/q/s lead
+	// there, neither searchable.
+	out := filepath.Join(filepath.Dir(ws), "out")
+	if err := os.Rename(filepath.Join(ws, "p"), out); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(out, filepath.Join(ws, "p")); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(out, "q", "s"), 0o600)
+	os.Chmod(filepath.Join(out, "q"), 0o600)
+	t.Cleanup(func() {
+		os.Chmod(filepath.Join(out, "q"), 0o755)
+		os.Chmod(filepath.Join(out, "q", "s"), 0o755)
+	})
+	r.fs = crashingRecord{FS: r.fs, k: 1, n: new(int)}
+	func() {
+		defer func() {
+			if v := recover(); v != nil && v != errCrash {
+				panic(v)
+			}
+		}()
+		r.Rewind(id, 0, false)
+	}()
+	if m := modeOf(t, filepath.Join(out, "q")); m != 0o600 {
+		t.Fatalf("%s, outside the workspace, is %v, want 0600", filepath.Join(out, "q"), m)
+	}
+}

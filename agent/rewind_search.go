@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/internal/vfs"
@@ -132,9 +133,14 @@ func (s *searchOpened) close(shut bool) error {
 	if s == nil || len(s.rec.Dirs) == 0 {
 		return nil
 	}
+	// The workspace reached through a link now (moved, and a link left
+	// in its place): what the paths lead to is not what was opened.
+	if real, err := realRoot(s.rec.Root); err != nil || real != s.rec.Root {
+		shut = false
+	}
 	for _, d := range slices.Backward(topDown(slices.Collect(maps.Keys(s.rec.Dirs)))) {
 		if shut {
-			if err := closeOpened(filepath.Join(s.rec.Root, filepath.FromSlash(d)), s.rec.Dirs[d].Perm); err != nil {
+			if err := closeOpened(s.rec.Root, d, s.rec.Dirs[d].Perm); err != nil {
 				return fmt.Errorf("giving the directory %s back its mode %v failed: %w", d, s.rec.Dirs[d].Perm, err)
 			}
 		}
@@ -143,21 +149,42 @@ func (s *searchOpened) close(shut bool) error {
 	return s.record()
 }
 
-// closeOpened gives the directory abs the mode it had, if it has that mode
-// with owner's bits added (and is still a directory).
-func closeOpened(abs string, had fs.FileMode) error {
-	fi, err := os.Lstat(abs)
-	if notExist(err) || err == nil && !fi.IsDir() {
-		return nil
-	}
-	if err != nil {
+// closeOpened gives the directory d (workspace path) in the workspace at
+// real the mode it had, if it has that mode with owner's bits added (and
+// is still a directory, reached through directories: through a link put
+// on the way since, the chmod would reach another, one no rewind opened).
+func closeOpened(real, d string, had fs.FileMode) error {
+	fi, err := lstatThroughDirs(real, d)
+	if err != nil || fi == nil || !fi.IsDir() {
 		return err
 	}
 	now := fi.Mode() & dirModeBits
 	if now == had || now&^0o700 != had&^0o700 || now&had&0o700 != had&0o700 {
 		return nil
 	}
-	return os.Chmod(abs, had)
+	return os.Chmod(filepath.Join(real, filepath.FromSlash(d)), had)
+}
+
+// lstatThroughDirs is os.Lstat of the workspace path rel ("." the
+// workspace itself) in the workspace at real, when every element on the
+// way, the workspace included, is a directory; else (one is gone, a file
+// or a link) nil.
+func lstatThroughDirs(real, rel string) (fs.FileInfo, error) {
+	abs := real
+	fi, err := os.Lstat(abs)
+	if rel != "." {
+		for _, part := range strings.Split(rel, "/") {
+			if err != nil || !fi.IsDir() {
+				break
+			}
+			abs = filepath.Join(abs, part)
+			fi, err = os.Lstat(abs)
+		}
+	}
+	if notExist(err) || err == nil && abs != filepath.Join(real, filepath.FromSlash(rel)) {
+		return nil, nil
+	}
+	return fi, err
 }
 
 // closeLeftOpen closes the directories that a rewind which crashed opened

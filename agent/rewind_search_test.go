@@ -84,3 +84,44 @@ func TestRewindOpensNothingThroughALink(t *testing.T) {
 		t.Fatalf("%s, outside the workspace, is %v, want 0600", filepath.Join(out, "q"), m)
 	}
 }
+
+// A crash left p/q open and recorded (rewind-opened.json); the user then
+// moved p away and put in its place a link to another directory of theirs
+// holding q (0700, never opened by a rewind). The next rewind gave that
+// q, through the link, the mode recorded (0600). A recorded directory is
+// closed only when reached through directories from the workspace itself.
+func TestRewindClosesNothingACrashLeftThroughALink(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"p/q/f.txt": "f\n", "z.txt": "z\n"})
+	if _, _, err := r.CaptureSession(id, []string{"p/q/f.txt", "z.txt"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"p/q/f.txt": "f edited\n", "z.txt": "z edited\n"})
+	os.Chmod(filepath.Join(ws, "p", "q"), 0o600)
+	chmodBackOnCleanup(t, ws, "p/q")
+	if !crashAt(t, r, id, 0) {
+		t.Fatal("the rewind ended before its first change")
+	}
+	if _, err := os.Lstat(filepath.Join(r.home, rewindOpenedFile)); err != nil {
+		t.Fatalf("no record of p/q opened: %v", err)
+	}
+	os.Chmod(filepath.Join(ws, "p", "q"), 0o755)
+	if err := os.Rename(filepath.Join(ws, "p"), filepath.Join(filepath.Dir(ws), "moved")); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(filepath.Dir(ws), "other")
+	if err := os.MkdirAll(filepath.Join(other, "q"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(other, "q"), 0o700)
+	if err := os.Symlink(other, filepath.Join(ws, "p")); err != nil {
+		t.Fatal(err)
+	}
+	r.Rewind(id, 0, false) // refuses the link
+	if m := modeOf(t, filepath.Join(other, "q")); m != 0o700 {
+		t.Fatalf("%s, which no rewind opened, is %v, want 0700", filepath.Join(other, "q"), m)
+	}
+}

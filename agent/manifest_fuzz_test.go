@@ -20,6 +20,14 @@ func FuzzDecodeManifest(f *testing.F) {
 	}
 	f.Add([]byte(`{"v":2,"root":"/r","captured_at":"2026-12-02T03:00:00Z","files":{"d/a":{"id":"2b806e7d75371072494f629b7fe1a565","size":1,"mode":"0644"}},"absent":["d/b"],"dirs":["d","d/s"],"skipped":["d/p: a named pipe"],"total_bytes":1}`))
 	f.Add([]byte(`{"v":2,"root":"/r","files":{},"dirs":["../x"]}`))
+	// Version 3 (dir modes) and 4 (the directories a rewind opened, "."
+	// the workspace itself), and ones each version refuses.
+	f.Add([]byte(`{"v":3,"root":"/r","files":{"d/a":{"id":"2b806e7d75371072494f629b7fe1a565","size":1,"mode":"0644"}},"dirs":["d"],"dir_modes":{"d":"2755"},"total_bytes":1}`))
+	f.Add([]byte(`{"v":4,"root":"/r","files":{"e/b":{"id":"2b806e7d75371072494f629b7fe1a565","size":1,"mode":"0644"}},"dirs":["d"],"dir_modes":{"d":"0555"},"opened":{".":"0555","e":"0500","e/f":"1777"},"total_bytes":1}`))
+	f.Add([]byte(`{"v":4,"root":"/r","files":{},"opened":{"../e":"0555","e/./f":"0500","/e":"0555"}}`))
+	f.Add([]byte(`{"v":4,"root":"/r","files":{},"dirs":["d"],"opened":{"d":"0555"}}`))
+	f.Add([]byte(`{"v":3,"root":"/r","files":{},"opened":{"e":"0555"}}`))
+	f.Add([]byte(`{"v":4,"root":"/r","files":{},"opened":{"e":"link"}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := DecodeManifest(b)
 		if err != nil {
@@ -35,6 +43,16 @@ func FuzzDecodeManifest(f *testing.F) {
 		// Setuid, setgid and sticky included: "4755" is written as read.
 		if !maps.Equal(m.DirModes, again.DirModes) {
 			t.Fatalf("directory modes changed in a round trip: %v, then %v", m.DirModes, again.DirModes)
+		}
+		if !maps.Equal(m.Opened, again.Opened) {
+			t.Fatalf("the directories a rewind opened changed in a round trip: %v, then %v", m.Opened, again.Opened)
+		}
+		// What a rewind acts on is in the workspace: "." or a clean
+		// relative path.
+		for d := range again.Opened {
+			if d != "." && checkRel(d) != nil {
+				t.Fatalf("\"opened\" names %q", d)
+			}
 		}
 	})
 }

@@ -209,7 +209,11 @@ func (r *Rook) closeLeftOpen() error {
 	if len(s.rec.Dirs) == 0 {
 		return s.record()
 	}
-	return s.close(true)
+	if err := s.close(true); err != nil {
+		// A directory above one since closed by hand, say, hides it.
+		return fmt.Errorf("a rewind that crashed left directories of %s open to search them, recorded in %s, and %w; let it be reached (chmod u+x the directories above it), or give them their modes by hand (chmod) and remove that file, and run this again", s.rec.Root, filepath.Join(r.home, rewindOpenedFile), err)
+	}
+	return nil
 }
 
 // dirsToReach are the workspace directories the states need searched:

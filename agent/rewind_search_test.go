@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rookhq/rook/internal/vfs"
@@ -123,5 +124,50 @@ func TestRewindClosesNothingACrashLeftThroughALink(t *testing.T) {
 	r.Rewind(id, 0, false) // refuses the link
 	if m := modeOf(t, filepath.Join(other, "q")); m != 0o700 {
 		t.Fatalf("%s, which no rewind opened, is %v, want 0700", filepath.Join(other, "q"), m)
+	}
+}
+
+// A crash left p and p/q open and recorded; the user then closed p by
+// hand (0600 again), which hides p/q. Every rewind after refused with
+// "giving the directory p/q back its mode -rw------- failed: lstat ...:
+// permission denied: nothing changed", naming neither the record nor what
+// to do. It says both; once p is open, the next rewind closes them.
+func TestRewindSaysWhatToDoWhenACrashLeftADirectoryItCannotClose(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"p/q/f.txt": "f\n"})
+	if _, _, err := r.CaptureSession(id, []string{"p/q/f.txt"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"p/q/f.txt": "f edited\n"})
+	os.Chmod(filepath.Join(ws, "p", "q"), 0o600)
+	os.Chmod(filepath.Join(ws, "p"), 0o600)
+	chmodBackOnCleanup(t, ws, "p", "p/q")
+	if !crashAt(t, r, id, 0) {
+		t.Fatal("the rewind ended before its first change")
+	}
+	os.Chmod(filepath.Join(ws, "p"), 0o600)
+	_, err := r.Rewind(id, 0, false)
+	if err == nil {
+		t.Fatal("the rewind went on with p/q hidden")
+	}
+	record := filepath.Join(r.home, rewindOpenedFile)
+	for _, want := range []string{"p/q", record, "chmod", "run this again", "nothing changed"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("says %q, without %q", err, want)
+		}
+	}
+	os.Chmod(filepath.Join(ws, "p"), 0o700)
+	if _, err := r.Rewind(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := modeOf(t, filepath.Join(ws, "p")); got != 0o600 {
+		t.Fatalf("p is %v after the rewind, want 0600", got)
+	}
+	os.Chmod(filepath.Join(ws, "p"), 0o700)
+	if got := modeOf(t, filepath.Join(ws, "p", "q")); got != 0o600 {
+		t.Fatalf("p/q is %v after the rewind, want 0600", got)
 	}
 }

@@ -127,24 +127,27 @@ func TestRewindClosesNothingACrashLeftThroughALink(t *testing.T) {
 	}
 }
 
-// A crash left p and p/q open and recorded; the user then closed p by
-// hand (0600 again), which hides p/q. Every rewind after refused with
-// "giving the directory p/q back its mode -rw------- failed: lstat ...:
-// permission denied: nothing changed", naming neither the record nor what
-// to do. It says both; once p is open, the next rewind closes them.
+// A crash left p, p/q and p/q/r open and recorded; the user then closed
+// p by hand (0600 again), which hides the others. Every rewind after
+// refused with "giving the directory p/q/r back its mode -rw------- failed:
+// lstat ...: permission denied: nothing changed", naming neither the
+// record nor what to do. It says both, whether the directory it cannot
+// look at is the one to close or one on the way; once p is open, the
+// next rewind closes them.
 func TestRewindSaysWhatToDoWhenACrashLeftADirectoryItCannotClose(t *testing.T) {
 	if !notRoot(t) {
 		return
 	}
 	r, ws, id := newWorkspace(t)
-	writeTree(t, ws, tree{"p/q/f.txt": "f\n"})
-	if _, _, err := r.CaptureSession(id, []string{"p/q/f.txt"}, "edit", DefaultLimits); err != nil {
+	writeTree(t, ws, tree{"p/q/r/f.txt": "f\n"})
+	if _, _, err := r.CaptureSession(id, []string{"p/q/r/f.txt"}, "edit", DefaultLimits); err != nil {
 		t.Fatal(err)
 	}
-	writeTree(t, ws, tree{"p/q/f.txt": "f edited\n"})
+	writeTree(t, ws, tree{"p/q/r/f.txt": "f edited\n"})
+	os.Chmod(filepath.Join(ws, "p", "q", "r"), 0o600)
 	os.Chmod(filepath.Join(ws, "p", "q"), 0o600)
 	os.Chmod(filepath.Join(ws, "p"), 0o600)
-	chmodBackOnCleanup(t, ws, "p", "p/q")
+	chmodBackOnCleanup(t, ws, "p", "p/q", "p/q/r")
 	if !crashAt(t, r, id, 0) {
 		t.Fatal("the rewind ended before its first change")
 	}
@@ -154,7 +157,7 @@ func TestRewindSaysWhatToDoWhenACrashLeftADirectoryItCannotClose(t *testing.T) {
 		t.Fatal("the rewind went on with p/q hidden")
 	}
 	record := filepath.Join(r.home, rewindOpenedFile)
-	for _, want := range []string{"p/q", record, "chmod", "run this again", "nothing changed"} {
+	for _, want := range []string{"p/q/r", record, "chmod", "run this again", "nothing changed"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("says %q, without %q", err, want)
 		}
@@ -169,5 +172,9 @@ func TestRewindSaysWhatToDoWhenACrashLeftADirectoryItCannotClose(t *testing.T) {
 	os.Chmod(filepath.Join(ws, "p"), 0o700)
 	if got := modeOf(t, filepath.Join(ws, "p", "q")); got != 0o600 {
 		t.Fatalf("p/q is %v after the rewind, want 0600", got)
+	}
+	os.Chmod(filepath.Join(ws, "p", "q"), 0o700)
+	if got := modeOf(t, filepath.Join(ws, "p", "q", "r")); got != 0o600 {
+		t.Fatalf("p/q/r is %v after the rewind, want 0600", got)
 	}
 }

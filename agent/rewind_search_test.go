@@ -178,3 +178,46 @@ func TestRewindSaysWhatToDoWhenACrashLeftADirectoryItCannotClose(t *testing.T) {
 		t.Fatalf("p/q/r is %v after the rewind, want 0600", got)
 	}
 }
+
+// As above, but the directory holding the workspace (a) moved after the
+// crash, and a link to another of the user's left in its place: the
+// recorded root leads there, to a workspace no rewind opened. The next
+// rewind (of another session) closes nothing through it.
+func TestRewindClosesNothingACrashLeftInAWorkspaceMovedSince(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	r, dir, another := newWorkspace(t)
+	dir = filepath.Dir(dir)
+	ws := filepath.Join(dir, "a", "ws")
+	writeTree(t, ws, tree{"p/f.txt": "f\n"})
+	m, err := r.NewSession("edit", ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.CaptureSession(m.ID, []string{"p/f.txt"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"p/f.txt": "f edited\n"})
+	os.Chmod(filepath.Join(ws, "p"), 0o600)
+	chmodBackOnCleanup(t, ws, "p")
+	if !crashAt(t, r, m.ID, 0) {
+		t.Fatal("the rewind ended before its first change")
+	}
+	if err := os.Rename(filepath.Join(dir, "a"), filepath.Join(dir, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other")
+	if err := os.MkdirAll(filepath.Join(other, "ws", "p"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, filepath.Join(dir, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Rewind(another, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := modeOf(t, filepath.Join(other, "ws", "p")); got != 0o700 {
+		t.Fatalf("%s, which no rewind opened, is %v, want 0700", filepath.Join(other, "ws", "p"), got)
+	}
+}

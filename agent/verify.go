@@ -164,7 +164,8 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 		// A session removed since the listing (`session rm` in another
 		// process) is not there, not a problem.
 		removed := func(err error) bool { return r.Log.RemovedSince(id, err) }
-		if _, err := r.Log.ReadMeta(id); removed(err) {
+		m, err := r.Log.ReadMeta(id)
+		if removed(err) {
 			continue
 		} else if err != nil {
 			// Its log is read through its metadata: reading it would
@@ -199,7 +200,7 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 				break
 			}
 			if err != nil {
-				rep.Problems = append(rep.Problems, ReferenceProblem{Session: sid, Reason: err.Error()})
+				rep.Problems = append(rep.Problems, ReferenceProblem{Session: sid, Reason: r.unreadLogReason(m, err)})
 				break
 			}
 			if len(evs) == 0 {
@@ -269,4 +270,19 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 		progress(total, total)
 	}
 	return rep, nil
+}
+
+// unreadLogReason says why a session's log does not read and what to do:
+// for an imported session whose log has lost its header, importing its
+// transcript again, after `session rm`, gives its events back.
+func (r *Rook) unreadLogReason(m eventlog.Meta, err error) string {
+	// A fork in rook of an imported session is not its transcript's:
+	// importing that again gives back the imported session, not the fork.
+	var he *eventlog.HeaderError
+	im, ok := r.importedSession(m)
+	if !errors.As(err, &he) || !ok || im.ID != m.ID || im.Source == nil || im.Source.Path == "" {
+		return err.Error()
+	}
+	src := im.Source
+	return fmt.Sprintf("%v; it was imported from %s: after `rook session rm %s`, `rook import %s %s` imports it again", err, src.Path, m.ID, src.Format, src.Path)
 }

@@ -602,10 +602,28 @@ func (l *Log) openLog(id ID) (f vfs.File, r *reader, err error) {
 	}
 	if r, err = newReader(f, id); err != nil {
 		f.Close()
+		if errors.Is(err, ErrBadRecord) {
+			err = &HeaderError{ID: id, Path: l.logPath(id), Err: err}
+		}
 		return nil, nil, err
 	}
 	return f, r, nil
 }
+
+// HeaderError is a session's log whose header does not read (a file
+// zeroed or cut by a crash, or overwritten): none of its events can be
+// read, and nothing rebuilds them from the log, so it says what can.
+type HeaderError struct {
+	ID   ID
+	Path string // the log file
+	Err  error  // wraps ErrBadRecord
+}
+
+func (e *HeaderError) Error() string {
+	return fmt.Sprintf("%v: the log's header does not read, so none of its events can be: put %s back from a backup, or `rook session rm %s` removes the session", e.Err, e.Path, e.ID)
+}
+
+func (e *HeaderError) Unwrap() error { return e.Err }
 
 // state loads the writer's view of a session.
 func (l *Log) state(id ID) (*writerState, error) {

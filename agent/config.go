@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -178,9 +179,23 @@ func LoadConfig(fsys vfs.FS, home string) (Config, error) {
 		return DefaultConfig(), nil
 	}
 	if err != nil {
-		return Config{}, fmt.Errorf("read %s: %w", path, err)
+		return Config{}, configReadError(path, err)
 	}
 	return ParseConfig(path, data)
+}
+
+// configReadError names the config file that did not read once (an
+// *fs.PathError names it already) and, for a directory in its place, the
+// fix.
+func configReadError(path string, err error) error {
+	if errors.Is(err, syscall.EISDIR) {
+		return fmt.Errorf("%s is a directory, not a config file: remove it (rook then uses the defaults) or put the config file in its place", path)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		return err
+	}
+	return fmt.Errorf("read %s: %w", path, err)
 }
 
 // ParseConfig parses a config file's bytes; path is only for errors.

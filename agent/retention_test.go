@@ -756,6 +756,19 @@ storage.retention = { max_session_age_days = 0, max_sessions = 0, max_total_byte
 
 	// Errors name the file, the line, and what is wrong.
 	path := filepath.Join(home, ConfigFile)
+	// A directory in the file's place: named once, with the fix.
+	if err := fsys.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.MkdirAll(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(fsys, home); err == nil || err.Error() != path+" is a directory, not a config file: remove it (rook then uses the defaults) or put the config file in its place" {
+		t.Fatalf("directory: %v", err)
+	}
+	if err := fsys.Remove(path); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct{ text, want string }{
 		{"[storage.retention]\nmax_session = 3\n", path + ": line 2: unknown key \"storage.retention.max_session\" ([storage.retention] takes max_session_age_days, max_sessions, max_total_bytes, protect_tags)"},
 		{"[storage]\n\ngcgrace = \"5m\"\n", path + ": line 3: unknown key \"storage.gcgrace\""},

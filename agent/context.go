@@ -490,7 +490,7 @@ func codexRolledBackTurns(body []byte) int64 {
 				NumTurns int64  `json:"num_turns"`
 			} `json:"payload"`
 		}
-		if json.Unmarshal(line, &l) == nil && l.Payload.Type == "thread_rolled_back" && l.Payload.NumTurns > 0 {
+		if json.Unmarshal(entryBytes(line), &l) == nil && l.Payload.Type == "thread_rolled_back" && l.Payload.NumTurns > 0 {
 			n += l.Payload.NumTurns
 		}
 	}
@@ -504,7 +504,9 @@ func codexRolledBackTurns(body []byte) int64 {
 func claudeRecordedTokens(body []byte) (uint64, bool) {
 	lines := bytes.Split(bytes.TrimRight(body, "\n"), []byte("\n"))
 	for i := len(lines) - 1; i >= 0; i-- {
-		e, err := decodeClaudeEntry(lines[i])
+		// Past a byte order mark or a crash's NULs, as the import read
+		// the line (entryBytes).
+		e, err := decodeClaudeEntry(entryBytes(lines[i]))
 		if err != nil || e.Usage == nil {
 			continue
 		}
@@ -520,7 +522,7 @@ func claudeRecordedTokens(body []byte) (uint64, bool) {
 func codexRecordedTokens(body []byte) (uint64, bool) {
 	lines := bytes.Split(bytes.TrimRight(body, "\n"), []byte("\n"))
 	for i := len(lines) - 1; i >= 0; i-- {
-		e, err := decodeCodexEntry(lines[i])
+		e, err := decodeCodexEntry(entryBytes(lines[i]))
 		if err != nil || e.Type != "event_msg" || e.PType != "token_count" || !e.Tokens.OK {
 			continue
 		}
@@ -751,7 +753,7 @@ func codexContextWindow(body []byte) int64 {
 				Window int64 `json:"model_context_window"`
 			} `json:"payload"`
 		}
-		if json.Unmarshal(line, &l) != nil || l.Payload.Type != "token_count" {
+		if json.Unmarshal(entryBytes(line), &l) != nil || l.Payload.Type != "token_count" {
 			continue
 		}
 		if w := l.Payload.Window; l.Payload.Info == nil && w > 0 {

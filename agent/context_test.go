@@ -422,3 +422,26 @@ func TestContextReportedCountPastInt64(t *testing.T) {
 		}
 	}
 }
+
+// A line a crash left NULs before (or an editor a byte order mark) is its
+// entry all the same, as the importers read it (entryBytes): its usage
+// counts, and so does a Codex token_count's window and a rollback's turns.
+func TestRecordedTokensPastNULs(t *testing.T) {
+	for _, pre := range []string{"\x00\x00\x00", "\xef\xbb\xbf"} {
+		claude := pre + `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":100,"cache_read_input_tokens":20,"output_tokens":7}}}` + "\n"
+		if got, ok := claudeRecordedTokens([]byte(claude)); !ok || got != 127 {
+			t.Errorf("claude after %q: %d, %v; want 127", pre, got, ok)
+		}
+		codex := pre + `{"type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":5000,"output_tokens":100},"model_context_window":400000}}}` + "\n"
+		if got, ok := codexRecordedTokens([]byte(codex)); !ok || got != 5100 {
+			t.Errorf("codex after %q: %d, %v; want 5100", pre, got, ok)
+		}
+		if got := codexContextWindow([]byte(codex)); got != 400000 {
+			t.Errorf("codex window after %q: %d; want 400000", pre, got)
+		}
+		rollback := pre + `{"type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":2}}` + "\n"
+		if got := codexRolledBackTurns([]byte(rollback)); got != 2 {
+			t.Errorf("codex rollback after %q: %d; want 2", pre, got)
+		}
+	}
+}

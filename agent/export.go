@@ -352,8 +352,11 @@ func ExportHTML(x Export) []byte {
 				w("<p class=\"note\">… %d more bytes not shown: <code>rook session show %s --from %d --limit 1 --max-body %d</code> reads it all.</p>\n",
 					ev.Cut, exportEscape(id), ev.Seq, int64(len(ev.Body))+ev.Cut)
 			} else if ev.Cut > 0 {
-				w("<p class=\"note\">… %d more bytes not shown: <code>rook session entry %s %d</code> reads it all.</p>\n",
-					ev.Cut, exportEscape(id), ev.Seq)
+				// entry reads a page at a time (EntryPageBytes), each
+				// naming the next --offset; store cat writes the body
+				// whole, as the binary note says.
+				w("<p class=\"note\">… %d more bytes not shown: <code>rook store cat %s</code> writes the whole body; <code>rook session entry %s %d</code> reads it page by page.</p>\n",
+					ev.Cut, hex.EncodeToString(ev.Event.Body[:]), exportEscape(id), ev.Seq)
 			}
 		}
 		for _, c := range ev.Children {

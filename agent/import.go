@@ -1818,14 +1818,9 @@ func (r *Rook) codexCountSums(id eventlog.ID) (map[string]bool, error) {
 // model line's uuid), whichever was imported first (copiedLine leaves an
 // event's tokens as its line says). (A Claude Code fork's copied line
 // that a rook before this one stored counts none.)
-func (r *Rook) copiedTokens(m eventlog.Meta, pid eventlog.ID) (in, out uint64, err error) {
+func (r *Rook) copiedTokens(m eventlog.Meta, pid eventlog.ID, parents *parentKeys) (in, out uint64, err error) {
 	codex := m.Source.Format == FormatCodex
-	var keys map[string]bool
-	if codex {
-		keys, err = r.codexCountSums(pid)
-	} else {
-		keys, err = r.claudeTurnUUIDs(pid)
-	}
+	keys, err := parents.of(pid, codex)
 	if err != nil || len(keys) == 0 {
 		return 0, 0, err
 	}
@@ -1866,6 +1861,38 @@ func (r *Rook) copiedTokens(m eventlog.Meta, pid eventlog.ID) (in, out uint64, e
 		return nil
 	})
 	return in, out, err
+}
+
+// parentKeys are the keys copiedLine matches of each parent session
+// (codexCountSums, claudeTurnUUIDs), read once per linkParents: a parent
+// whose file grew is counted against for every fork it has
+// (recountCopied), and was read again for each.
+type parentKeys struct {
+	r  *Rook
+	by map[eventlog.ID]map[string]bool
+}
+
+// of reads the keys of parent session pid, a Codex one or a Claude
+// Code one, unless it has already.
+func (p *parentKeys) of(pid eventlog.ID, codex bool) (map[string]bool, error) {
+	if keys, ok := p.by[pid]; ok {
+		return keys, nil
+	}
+	var keys map[string]bool
+	var err error
+	if codex {
+		keys, err = p.r.codexCountSums(pid)
+	} else {
+		keys, err = p.r.claudeTurnUUIDs(pid)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p.by == nil {
+		p.by = map[eventlog.ID]map[string]bool{}
+	}
+	p.by[pid] = keys
+	return keys, nil
 }
 
 // importedLine reads the body of ev as an imported line (a source
@@ -2201,6 +2228,9 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 	// forks: the forks made in rook, by parent, listed once, when a link
 	// needs them (leaveCopiedOutOfForks).
 	forks := &forkIndex{r: r}
+	// parents: the keys of the parents a fork is counted against, read
+	// once in this run (the sessions they are read from were all written).
+	parents := &parentKeys{r: r}
 	// grown: a session whose file grew in this run.
 	grown := func(id eventlog.ID) bool {
 		f := inRun[id]
@@ -2232,7 +2262,7 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 			}
 		}
 		if !stale && m.Parent != nil && grown(*m.Parent) {
-			if err := r.recountCopied(forks, &m); err != nil {
+			if err := r.recountCopied(forks, parents, &m); err != nil {
 				return fmt.Errorf("session %s: the tokens it copied from session %s: %w", m.ID, *m.Parent, err)
 			}
 			known[path] = m
@@ -2264,7 +2294,7 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 				// lines counted their tokens (fileImport.copiedLine could
 				// not tell them then): they are left out of its totals
 				// now, as they are when the parent comes first.
-				in, out, err := r.copiedTokens(m, p)
+				in, out, err := r.copiedTokens(m, p, parents)
 				if err != nil {
 					return fmt.Errorf("session %s: the tokens it copied from session %s: %w", m.ID, p, err)
 				}
@@ -2331,11 +2361,11 @@ func parentsReach(known map[string]eventlog.Meta, from, to eventlog.ID) bool {
 // its forks made in rook first (as linkParents does). A fork whose parent
 // was removed (Ancestor) is linked anew instead, and a subagent copies
 // nothing.
-func (r *Rook) recountCopied(forks *forkIndex, m *eventlog.Meta) error {
+func (r *Rook) recountCopied(forks *forkIndex, parents *parentKeys, m *eventlog.Meta) error {
 	if m.Ancestor != nil || !slices.Contains(m.Tags, forkTag) {
 		return nil
 	}
-	in, out, err := r.copiedTokens(*m, *m.Parent)
+	in, out, err := r.copiedTokens(*m, *m.Parent, parents)
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzCodexFastPath \
 	./agent:FuzzPersistedRefs \
 	./agent:FuzzDecodeManifest \
+	./agent:FuzzStringImageTokens \
 	./agent/mcp:FuzzServeLine \
 	./agent/mcp:FuzzIDScanner \
 	./agent/mcpclient:FuzzServerText

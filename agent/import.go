@@ -2262,10 +2262,16 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 			}
 		}
 		if !stale && m.Parent != nil && grown(*m.Parent) {
-			if err := r.recountCopied(forks, parents, &m); err != nil {
-				return fmt.Errorf("session %s: the tokens it copied from session %s: %w", m.ID, *m.Parent, err)
+			recounted := m
+			if err := r.recountCopied(forks, parents, &recounted); err != nil {
+				// A fork that does not read (its log or metadata damaged)
+				// is its own problem: the rest of the import, and the
+				// other links, go on; it stays linked as it was.
+				forkNotRecounted(rep, f, path, m, err)
+			} else {
+				m = recounted
+				known[path] = m
 			}
-			known[path] = m
 		}
 		if m.Parent == nil || stale {
 			p, ok := parentOf(known, m.Source.Parent)
@@ -2326,6 +2332,23 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 		}
 	}
 	return nil
+}
+
+// forkNotRecounted reports m, the session of the file at path (f, if it
+// is in this run), a fork that recountCopied could not count against its
+// grown parent: its totals still count what it copied of the parent's new
+// lines, until it reads again.
+func forkNotRecounted(rep *ImportReport, f *ImportedFile, path string, m eventlog.Meta, err error) {
+	why := fmt.Sprintf("session %s: the tokens it copied from session %s, which grew, could not be counted again (its totals may count them twice): %v: `rook store verify` checks the store and says what to do",
+		m.ID, *m.Parent, err)
+	rep.problem(ImportProblem{File: path, Reason: why})
+	if f == nil {
+		return
+	}
+	if f.Note != "" {
+		why = f.Note + "; " + why
+	}
+	f.Note = why
 }
 
 // parentsReach says whether following the Parent links of known's

@@ -1,0 +1,60 @@
+package agent
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// A fork whose log does not read, when its parent's file grew, cannot be
+// counted against the parent again (recountCopied): it is a problem of
+// the import, naming the fork's session and `rook store verify`, and the
+// import goes on: the parent's new lines are in, and a fork of another
+// parent that came in now is linked to it.
+func TestImportGoesOnPastAForkThatDoesNotRead(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	dir := "/p/-home-u-proj"
+	pPath, fPath, gPath, qPath := dir+"/P.jsonl", dir+"/F.jsonl", dir+"/G.jsonl", dir+"/Q.jsonl"
+	writeSource(t, fsys, pPath, claudeLines("P", 1), "")
+	writeSource(t, fsys, fPath, append(claudeForkLines("P", "F", 1), claudeLines("F", 2)...), "")
+	writeSource(t, fsys, gPath, append(claudeForkLines("Q", "G", 1), claudeLines("G", 2)...), "")
+	rep := mustImport(t, r, FormatClaudeCode, dir)
+	pid, fid, gid := *fileByPath(t, rep, pPath).Session, *fileByPath(t, rep, fPath).Session, *fileByPath(t, rep, gPath).Session
+	if f := fileByPath(t, rep, fPath); f.Parent == nil || *f.Parent != pid {
+		t.Fatalf("the fork is not linked to its parent: %+v", f)
+	}
+	if f := fileByPath(t, rep, gPath); f.Parent != nil {
+		t.Fatalf("the fork of a parent not imported yet is linked: %+v", f)
+	}
+
+	if err := fsys.WriteFileAtomic(filepath.Join(testHome, cas.EventsDir, fid.String()+".log"), []byte("not a log"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeSource(t, fsys, pPath, append(claudeLines("P", 1), claudeLines("P", 2)...), "")
+	writeSource(t, fsys, qPath, claudeLines("Q", 1), "")
+	rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{dir}})
+	if err != nil {
+		t.Fatalf("the import stopped at the damaged fork: %v", err)
+	}
+	if f := fileByPath(t, rep, pPath); f.Status != ImportGrown {
+		t.Fatalf("the parent: %+v", f)
+	}
+	qid := fileByPath(t, rep, qPath).Session
+	if m := metaOf(t, r, gid); qid == nil || m.Parent == nil || *m.Parent != *qid {
+		t.Fatalf("the fork of the parent imported now is not linked to it: %+v", m)
+	}
+	found := false
+	for _, p := range rep.Problems {
+		found = found || (p.File == fPath && strings.Contains(p.Reason, fid.String()) && strings.Contains(p.Reason, "rook store verify"))
+	}
+	if !found {
+		t.Fatalf("no problem names the fork %s and `rook store verify`: %+v", fid, rep.Problems)
+	}
+	if f := fileByPath(t, rep, fPath); !strings.Contains(f.Note, "rook store verify") || f.Parent == nil || *f.Parent != pid {
+		t.Fatalf("the fork's file says nothing: %+v", f)
+	}
+}

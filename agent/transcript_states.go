@@ -93,7 +93,7 @@ func (r *Rook) editOriginals(body cas.Key, ws string) ([]editOriginal, error) {
 	}
 	var out []editOriginal
 	for _, line := range sourceLines(lines) {
-		if o, ok := editOriginalOf(trimNewline(line), ws); ok {
+		if o, ok := editOriginalOf(entryBytes(trimNewline(line)), ws); ok {
 			out = append(out, o)
 		}
 	}

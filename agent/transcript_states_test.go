@@ -478,3 +478,29 @@ func TestTranscriptStatesRewindCrash(t *testing.T) {
 	}
 	sameTree(t, "the failed rewind's undo", readTree(t, c.ws), before)
 }
+
+// TestTranscriptStatesPastLeadingNULs: an edit result whose line a crash
+// left NUL bytes before (entryBytes) is imported as a tool result, and
+// says what its file was before, as any: diff shows the change and rewind
+// puts the file back.
+func TestTranscriptStatesPastLeadingNULs(t *testing.T) {
+	e := newEditTranscript(t, "edit")
+	ws := e.ws
+	e.edit(filepath.Join(ws, "n.txt"), "one\n", "one", "two")
+	e.lines[len(e.lines)-1] = "\x00\x00\x00" + e.lines[len(e.lines)-1]
+	writeTree(t, ws, tree{"n.txt": "two\n"})
+	r, id := e.imported(t)
+	var out bytes.Buffer
+	if _, err := r.Diff(id, &out, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "-one\n+two\n") {
+		t.Fatalf("the diff does not show the edit of the line after the NULs:\n%s", out.String())
+	}
+	if _, err := r.Rewind(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFileT(t, filepath.Join(ws, "n.txt")); got != "one\n" {
+		t.Fatalf("n.txt after the rewind: %q, want the file before the edit", got)
+	}
+}

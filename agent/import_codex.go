@@ -601,12 +601,15 @@ const codexTokenCountLabel = "event_msg:token_count"
 // the payload of the parent's line byte for byte (only the line's
 // timestamp is new), and a token_count's payload holds the session's
 // running total, which the fork's own turns carry on: the sum tells a
-// copied token_count from the fork's own (fileImport.copiedLine).
+// copied token_count from the fork's own (fileImport.copiedLine). The
+// line is read past what a crash or an editor left before its entry
+// (entryBytes), as the mapper read it: a copy with NULs before it is a
+// copy still.
 func codexPayloadSum(line []byte) (sum [32]byte, ok bool) {
 	var l struct {
 		Payload json.RawMessage `json:"payload"`
 	}
-	if json.Unmarshal(line, &l) != nil || len(l.Payload) == 0 {
+	if json.Unmarshal(entryBytes(line), &l) != nil || len(l.Payload) == 0 {
 		return sum, false
 	}
 	return sha256.Sum256(l.Payload), true

@@ -396,3 +396,27 @@ func TestImportCodexForkChainChildrenFirst(t *testing.T) {
 	}
 	checkCodexForkChain(t, r, mustImport(t, r, FormatCodex, "/c"), paths, data)
 }
+
+// A token_count that a crash left NUL bytes before (entryBytes), in the
+// parent or in the fork's copy of it, is the parent's line all the same:
+// the mapper reads the token_count past them, and the fork leaves its
+// tokens out, as it does for the copies without.
+func TestImportCodexForkCopiedCountPastNULs(t *testing.T) {
+	for i, which := range []string{"the parent's line", "the fork's copy"} {
+		t.Run(which, func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			paths, lines := codexForkFiles(sameLine)
+			damaged := slices.Clone(lines[i])
+			k := slices.IndexFunc(damaged, func(l string) bool { return strings.Contains(l, `"token_count"`) })
+			damaged[k] = "\x00\x00\x00" + damaged[k]
+			lines[i] = damaged
+			writeSource(t, fsys, paths[0], lines[0], "")
+			data := writeSource(t, fsys, paths[1], lines[1], "")
+			rep := mustImport(t, r, FormatCodex, "/c")
+			fid := *fileByPath(t, rep, paths[1]).Session
+			tokensOf(t, r, fid, "the fork", 3000, 30) // its own turn 3 only
+			mustExport(t, r, fid, data)
+		})
+	}
+}

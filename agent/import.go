@@ -2267,7 +2267,7 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 				// A fork that does not read (its log or metadata damaged)
 				// is its own problem: the rest of the import, and the
 				// other links, go on; it stays linked as it was.
-				forkNotRecounted(rep, f, path, m, err)
+				forkNotCounted(rep, f, path, m.ID, *m.Parent, "its parent grew, and its totals may count what it copied of the new lines twice", err)
 			} else {
 				m = recounted
 				known[path] = m
@@ -2302,7 +2302,8 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 				// now, as they are when the parent comes first.
 				in, out, err := r.copiedTokens(m, p, parents)
 				if err != nil {
-					return fmt.Errorf("session %s: the tokens it copied from session %s: %w", m.ID, p, err)
+					forkNotCounted(rep, f, path, m.ID, p, "left unlinked from it (the next import tries again)", err)
+					continue
 				}
 				src := *m.Source
 				src.CopiedIn, src.CopiedOut = in, out
@@ -2334,13 +2335,13 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 	return nil
 }
 
-// forkNotRecounted reports m, the session of the file at path (f, if it
-// is in this run), a fork that recountCopied could not count against its
-// grown parent: its totals still count what it copied of the parent's new
-// lines, until it reads again.
-func forkNotRecounted(rep *ImportReport, f *ImportedFile, path string, m eventlog.Meta, err error) {
-	why := fmt.Sprintf("session %s: the tokens it copied from session %s, which grew, could not be counted again (its totals may count them twice): %v: `rook store verify` checks the store and says what to do",
-		m.ID, *m.Parent, err)
+// forkNotCounted reports session id, of the file at path (f, if it is in
+// this run), a fork whose tokens copied from session pid could not be
+// counted (its log or metadata does not read): what became of it, and
+// why.
+func forkNotCounted(rep *ImportReport, f *ImportedFile, path string, id, pid eventlog.ID, what string, err error) {
+	why := fmt.Sprintf("session %s: the tokens it copied from session %s could not be counted (%v): %s; `rook store verify` checks the store and says what to do",
+		id, pid, err, what)
 	rep.problem(ImportProblem{File: path, Reason: why})
 	if f == nil {
 		return

@@ -58,3 +58,39 @@ func TestImportGoesOnPastAForkThatDoesNotRead(t *testing.T) {
 		t.Fatalf("the fork's file says nothing: %+v", f)
 	}
 }
+
+// A fork imported before its parent, whose log does not read when the
+// parent comes in, cannot have what it copied counted (copiedTokens): it
+// is a problem of the import, naming it and `rook store verify`, it stays
+// unlinked (an import after it reads again links it), and the parent is
+// imported.
+func TestImportGoesOnPastAnUnlinkedForkThatDoesNotRead(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	dir := "/p/-home-u-proj"
+	pPath, fPath := dir+"/P.jsonl", dir+"/F.jsonl"
+	writeSource(t, fsys, fPath, append(claudeForkLines("P", "F", 1), claudeLines("F", 2)...), "")
+	fid := *fileByPath(t, mustImport(t, r, FormatClaudeCode, dir), fPath).Session
+
+	if err := fsys.WriteFileAtomic(filepath.Join(testHome, cas.EventsDir, fid.String()+".log"), []byte("not a log"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeSource(t, fsys, pPath, claudeLines("P", 1), "")
+	rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{dir}})
+	if err != nil {
+		t.Fatalf("the import stopped at the damaged fork: %v", err)
+	}
+	if f := fileByPath(t, rep, pPath); f.Status != ImportNew {
+		t.Fatalf("the parent: %+v", f)
+	}
+	found := false
+	for _, p := range rep.Problems {
+		found = found || (p.File == fPath && strings.Contains(p.Reason, fid.String()) && strings.Contains(p.Reason, "rook store verify"))
+	}
+	if !found {
+		t.Fatalf("no problem names the fork %s and `rook store verify`: %+v", fid, rep.Problems)
+	}
+	if f := fileByPath(t, rep, fPath); !strings.Contains(f.Note, "rook store verify") || f.Parent != nil || rep.Linked != 0 {
+		t.Fatalf("the fork's file: %+v (linked: %d)", f, rep.Linked)
+	}
+}

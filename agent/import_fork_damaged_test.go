@@ -94,3 +94,28 @@ func TestImportGoesOnPastAnUnlinkedForkThatDoesNotRead(t *testing.T) {
 		t.Fatalf("the fork's file: %+v (linked: %d)", f, rep.Linked)
 	}
 }
+
+// Checking the imported sessions against the retention policy reads every
+// session of the store: one that does not read (any, not only one of the
+// import's) makes the check a problem of the import, not its failure,
+// once its files are in: the report says what was imported.
+func TestImportGoesOnPastASessionTheRetentionCheckCannotRead(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	other := newSession(t, r)
+	if err := fsys.WriteFileAtomic(filepath.Join(testHome, cas.EventsDir, other.String()+".log"), []byte("not a log"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := "/p/-home-u-proj"
+	writeSource(t, fsys, dir+"/P.jsonl", claudeLines("P", 1), "")
+	rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{dir}, Retention: &RetentionPolicy{}})
+	if err != nil {
+		t.Fatalf("the import failed at the retention check: %v", err)
+	}
+	if f := fileByPath(t, rep, dir+"/P.jsonl"); f.Status != ImportNew {
+		t.Fatalf("the file: %+v", f)
+	}
+	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Reason, other.String()) || !strings.Contains(rep.Problems[0].Reason, "retention") {
+		t.Fatalf("no problem names the session the check could not read: %+v", rep.Problems)
+	}
+}

@@ -295,9 +295,12 @@ func printImport(e *Env, out importJSON) {
 		fmt.Fprintln(w, "problems:")
 	}
 	for _, p := range rep.Problems {
-		if p.Line > 0 {
+		switch {
+		case p.File == "":
+			fmt.Fprintf(w, "  %s\n", terminalLine(p.Reason))
+		case p.Line > 0:
 			fmt.Fprintf(w, "  %s:%d: %s\n", terminalLine(p.File), p.Line, terminalLine(p.Reason))
-		} else {
+		default:
 			fmt.Fprintf(w, "  %s: %s\n", terminalLine(p.File), terminalLine(p.Reason))
 		}
 	}

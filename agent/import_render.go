@@ -41,17 +41,19 @@ func renderBody(body []byte, headers bool) []byte {
 	var out bytes.Buffer
 	short := false // the line before rendered as one line
 	for i, line := range bytes.Split(bytes.TrimRight(body, "\r\n"), []byte("\n")) {
-		// After a byte order mark or a crash's NULs, the mappers read the
-		// entry it is, and so does its view.
-		line = entryBytes(bytes.TrimRight(line, "\r"))
+		raw := bytes.TrimRight(line, "\r")
 		r := renderer{headers: headers}
 		var text []byte
-		if r.line(line) {
+		// After a byte order mark or a crash's NULs, the mappers read the
+		// entry it is, and so does its view; a line that does not render
+		// is shown whole, what came before its entry too (a line of NULs
+		// only is not an empty one).
+		if r.line(entryBytes(raw)) {
 			// A tool's output shown as printed may be JSON with an image
 			// in it: shown as a marker too.
 			text = maskNestedEncoded(r.out.Bytes())
 		} else {
-			text = withoutEncoded(line) // shown as it is, but for encoded state
+			text = withoutEncoded(raw) // shown as it is, but for encoded state
 		}
 		text = bytes.TrimRight(text, " \n")
 		one := bytes.IndexByte(text, '\n') < 0

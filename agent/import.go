@@ -2557,10 +2557,14 @@ func trimNewline(line []byte) []byte {
 // but not the data, a delayed allocation lost, and the agent, started
 // again, appended its next entry right after them). Such a line is not
 // JSON to the scanner, so it is stored whole, what comes before the entry
-// with it, and export writes it back.
+// with it, and export writes it back. The NULs are passed only before an
+// entry, a JSON object: NULs before "0" are junk, not the number 0.
 func entryBytes(line []byte) []byte {
 	line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
-	return bytes.TrimLeft(line, "\x00")
+	if entry := bytes.TrimLeft(line, "\x00"); len(entry) < len(line) && bytes.HasPrefix(entry, []byte("{")) {
+		return entry
+	}
+	return line
 }
 
 // importedState is how much of its source a session holds.

@@ -2,6 +2,7 @@ package cas
 
 import (
 	"bytes"
+	"errors"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -144,5 +145,50 @@ func TestInitNamesItselfInTheLock(t *testing.T) {
 	}
 	if herr != nil || !strings.HasPrefix(holder, "pid ") || !strings.HasSuffix(holder, "(rook init)") {
 		t.Fatalf("lock holder while init makes the store: %q, %v; want pid N (rook init)", holder, herr)
+	}
+}
+
+// TestInitWaitEndsWhenAnotherMakesTheStore: init waiting for the lock of
+// a home with no marker stops waiting when the marker appears (the holder
+// was another init, and a writer may hold the lock from then on): it
+// reports the store as found, long before its wait is over.
+func TestInitWaitEndsWhenAnotherMakesTheStore(t *testing.T) {
+	mem := vfs.NewMem()
+	home := "/home/u/.rook"
+	if _, err := Init(mem, testClock(), home); err != nil {
+		t.Fatal(err)
+	}
+	marker, err := vfs.ReadFile(mem, filepath.Join(home, MarkerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Remove(filepath.Join(home, MarkerFile)); err != nil {
+		t.Fatal(err)
+	}
+	l, err := mem.TryLock(filepath.Join(home, LockFile), FileMode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	time.AfterFunc(50*time.Millisecond, func() {
+		mem.WriteFileAtomic(filepath.Join(home, MarkerFile), marker, FileMode)
+	})
+	start := time.Now()
+	existed, err := InitWith(mem, testClock(), home, Options{LockWait: time.Minute})
+	if err != nil || !existed {
+		t.Fatalf("init while another made the store: existed %v, %v", existed, err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("init waited %v after the marker appeared", d)
+	}
+
+	// With no wait at all it fails at once, naming no wait.
+	if err := mem.Remove(filepath.Join(home, MarkerFile)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = InitWith(mem, testClock(), home, Options{})
+	var le *LockedError
+	if !errors.As(err, &le) || le.Waited != 0 {
+		t.Fatalf("init with no wait on a held lock: %v", err)
 	}
 }

@@ -192,10 +192,22 @@ type Store struct {
 // (docs/adr/0002-128-bit-ids.md says why 128).
 type Key = index.Key
 
+// InitLockWait is how long Init waits for the writer lock of a home with
+// no marker: the holder is another init, done in milliseconds (a writer
+// cannot open a store without a marker).
+const InitLockWait = 10 * time.Second
+
 // Init creates a store at home: the directory (0700, an existing one is
 // left as it is), the format marker, and the parts' directories. Running it
-// on an existing store is harmless and reports existed=true.
+// on an existing store is harmless and reports existed=true. It waits up
+// to InitLockWait for the writer lock; InitWith takes the wait from opts.
 func Init(fsys vfs.FS, clk clock.Clock, home string) (existed bool, err error) {
+	return InitWith(fsys, clk, home, Options{LockWait: InitLockWait})
+}
+
+// InitWith is Init waiting for the writer lock as opts says (LockWait,
+// LockWaiting, Command; the other fields are not used).
+func InitWith(fsys vfs.FS, clk clock.Clock, home string, opts Options) (existed bool, err error) {
 	if fsys == nil {
 		fsys = vfs.OS
 	}
@@ -229,16 +241,24 @@ func Init(fsys vfs.FS, clk clock.Clock, home string) (existed bool, err error) {
 	// both found no marker, and the second reopened the index the first
 	// had made, under a writer using it, and wrote the marker again; some
 	// failed on each other's index file.
-	l, made, err := initLock(fsys, home)
+	// While it waits, another init may make the store (and a writer may
+	// hold the lock from then on): the wait ends when the marker appears.
+	command := opts.Command
+	if command == "" {
+		command = "rook init"
+	}
+	marked := func() bool { _, err := fsys.Stat(mpath); return err == nil }
+	l, err := waitForLock(fsys, filepath.Join(home, LockFile), opts.LockWait, opts.LockWaiting, marked)
 	if err != nil {
-		return false, err
+		return false, lockError(home, err)
 	}
 	if l != nil {
 		defer l.Unlock()
+		describeHolder(l, command)
 	}
 	if b, err := vfs.ReadFile(fsys, mpath); err == nil {
 		return found(b) // another init made it while this one waited
-	} else if made {
+	} else if l == nil {
 		return true, err
 	}
 	if err := ensureDirs(fsys, home); err != nil {
@@ -269,37 +289,6 @@ func createIndex(fsys vfs.FS, path string) error {
 		return fmt.Errorf("create index: %w", err)
 	}
 	return t.Close()
-}
-
-// initLockTries bounds how long init waits, 5 ms a try, for the writer
-// lock of a home with no marker: the holder is another init, which is done
-// in milliseconds (a writer cannot open a store without a marker).
-const initLockTries = 2000
-
-// initLock takes the writer lock of home, for init to make the store. While
-// another process holds it, it waits; made reports that the marker
-// appeared meanwhile (another init made the store, a writer may hold it
-// now): the lock is not taken then.
-func initLock(fsys vfs.FS, home string) (l vfs.Lock, made bool, err error) {
-	path := filepath.Join(home, LockFile)
-	for try := 0; ; try++ {
-		l, err := fsys.TryLock(path, FileMode)
-		if !errors.Is(err, vfs.ErrLocked) {
-			if err != nil {
-				return nil, false, fmt.Errorf("take the writer lock %s: %w", path, err)
-			}
-			describeHolder(l, "rook init")
-			return l, false, nil
-		}
-		if _, err := fsys.Stat(filepath.Join(home, MarkerFile)); err == nil {
-			return nil, true, nil
-		}
-		if try == initLockTries {
-			b, _ := vfs.ReadFile(fsys, path)
-			return nil, false, &LockedError{Holder: strings.TrimSpace(string(b)), Waited: initLockTries * 5 * time.Millisecond}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func ensureDirs(fsys vfs.FS, home string) error {
@@ -464,18 +453,23 @@ func Open(home string, opts Options) (*Store, error) {
 }
 
 func (s *Store) takeLock() error {
-	path := filepath.Join(s.home, LockFile)
-	l, err := s.waitLock(path)
-	var le *LockedError
-	if errors.As(err, &le) {
-		return err
-	}
+	l, err := waitForLock(s.fs, filepath.Join(s.home, LockFile), s.opts.LockWait, s.opts.LockWaiting, nil)
 	if err != nil {
-		return fmt.Errorf("take the writer lock %s: %w", path, err)
+		return lockError(s.home, err)
 	}
 	s.lock = l
 	describeHolder(l, s.opts.Command)
 	return nil
+}
+
+// lockError is err from waitForLock as the user reads it: a LockedError
+// as it is, any other failure with the lock file's path.
+func lockError(home string, err error) error {
+	var le *LockedError
+	if errors.As(err, &le) {
+		return err
+	}
+	return fmt.Errorf("take the writer lock %s: %w", filepath.Join(home, LockFile), err)
 }
 
 // describeHolder writes who holds the lock l ("pid N (command)") into the
@@ -489,28 +483,34 @@ func describeHolder(l vfs.Lock, command string) {
 	}
 }
 
-// waitLock takes the writer lock, waiting up to Options.LockWait while
-// another process holds it. It polls, with a backoff from a few
-// milliseconds to a tenth of a second, jittered so that writers started
-// together do not retry in step: a writer holds the lock for milliseconds
-// (an append) or minutes (an import), and a poll costs one flock call.
-func (s *Store) waitLock(path string) (vfs.Lock, error) {
+// waitForLock takes the lock at path, waiting up to wait while another
+// process holds it (0: fail at once), with a LockedError when it could
+// not. It polls, with a backoff from a few milliseconds to a tenth of a
+// second, jittered so that writers started together do not retry in step:
+// a writer holds the lock for milliseconds (an append) or minutes (an
+// import), and a poll costs one flock call. waiting, if set, is told the
+// holder once after about a second. stop, if set, is asked after each
+// failed try: when it says so, the wait ends with neither lock nor error.
+func waitForLock(fsys vfs.FS, path string, wait time.Duration, waiting func(holder string), stop func() bool) (vfs.Lock, error) {
 	holder := func() string {
-		b, _ := vfs.ReadFile(s.fs, path)
+		b, _ := vfs.ReadFile(fsys, path)
 		return strings.TrimSpace(string(b))
 	}
-	l, err := s.fs.TryLock(path, FileMode)
+	stopped := func() bool { return stop != nil && stop() }
+	l, err := fsys.TryLock(path, FileMode)
 	if !errors.Is(err, vfs.ErrLocked) {
 		return l, err
 	}
-	wait := s.opts.LockWait
+	if stopped() {
+		return nil, nil
+	}
 	if wait <= 0 {
 		return nil, &LockedError{Holder: holder()}
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	var tell <-chan time.Time
-	if s.opts.LockWaiting != nil {
+	if waiting != nil {
 		t := time.NewTimer(time.Second)
 		defer t.Stop()
 		tell = t.C
@@ -522,21 +522,27 @@ func (s *Store) waitLock(path string) (vfs.Lock, error) {
 		case <-deadline.C:
 			pause.Stop()
 			// One last try: the holder may have let go just now.
-			l, err := s.fs.TryLock(path, FileMode)
+			l, err := fsys.TryLock(path, FileMode)
 			if errors.Is(err, vfs.ErrLocked) {
+				if stopped() {
+					return nil, nil
+				}
 				return nil, &LockedError{Holder: holder(), Waited: wait}
 			}
 			return l, err
 		case <-tell:
 			pause.Stop()
 			tell = nil
-			s.opts.LockWaiting(holder())
+			waiting(holder())
 			continue
 		case <-pause.C:
 		}
-		l, err := s.fs.TryLock(path, FileMode)
+		l, err := fsys.TryLock(path, FileMode)
 		if !errors.Is(err, vfs.ErrLocked) {
 			return l, err
+		}
+		if stopped() {
+			return nil, nil
 		}
 		backoff = min(backoff*2, 100*time.Millisecond)
 	}

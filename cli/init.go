@@ -18,7 +18,11 @@ import (
 type InitCmd struct{}
 
 func (c *InitCmd) Run(e *Env) error {
-	existed, err := cas.Init(e.FS, e.Clock, e.Home)
+	if e.lockWaitErr != nil {
+		return e.lockWaitErr
+	}
+	existed, err := cas.InitWith(e.FS, e.Clock, e.Home, cas.Options{Command: e.Command,
+		LockWait: e.LockWait, LockWaiting: e.lockWaiting(e.LockWait)})
 	if err != nil {
 		return err
 	}

@@ -2252,6 +2252,9 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 		}
 		return !live[id], nil
 	}
+	// parentOfID: each known session's parent, made at the first link
+	// that needs it and kept up with the links made since.
+	var parentOfID map[eventlog.ID]*eventlog.ID
 	for path, m := range known {
 		if m.Source.Parent == "" {
 			continue
@@ -2284,7 +2287,13 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 				}
 				continue
 			}
-			if parentsReach(known, p, m.ID) {
+			if parentOfID == nil {
+				parentOfID = make(map[eventlog.ID]*eventlog.ID, len(known))
+				for _, k := range known {
+					parentOfID[k.ID] = k.Parent
+				}
+			}
+			if parentsReach(parentOfID, p, m.ID) {
 				// Files that say each was forked from the other (damaged,
 				// or made by hand): linked both ways, each would leave out
 				// what the other holds, and the lines both hold would count
@@ -2324,6 +2333,9 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 				return err
 			}
 			known[path] = m
+			if parentOfID != nil {
+				parentOfID[m.ID] = m.Parent
+			}
 			if f == nil || f.Status == ImportUnchanged || f.Status == ImportGrown {
 				// A session of an earlier import, its file in this run or
 				// not: the summary lists only the files that came in, so
@@ -2355,14 +2367,10 @@ func forkNotCounted(rep *ImportReport, f *ImportedFile, path string, id, pid eve
 	f.Note = why
 }
 
-// parentsReach says whether following the Parent links of known's
-// sessions up from session from comes to session to (a link of to to
-// from would close a cycle).
-func parentsReach(known map[string]eventlog.Meta, from, to eventlog.ID) bool {
-	parent := make(map[eventlog.ID]*eventlog.ID, len(known))
-	for _, m := range known {
-		parent[m.ID] = m.Parent
-	}
+// parentsReach says whether following the links of parent (a session's
+// parent by its id) up from session from comes to session to (a link of to
+// to from would close a cycle).
+func parentsReach(parent map[eventlog.ID]*eventlog.ID, from, to eventlog.ID) bool {
 	seen := map[eventlog.ID]bool{}
 	for id := from; !seen[id]; {
 		if id == to {

@@ -1255,6 +1255,15 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		}
 	}
 	res.Parent, res.Fork = sess.Parent, ImportedFork(*sess)
+	if !fi.created && size > src.Size && hasImportedForks(known, sess.ID) {
+		// Grown, now or by an import cut short after the lines and
+		// before the metadata (then grown by nothing now, and reported
+		// unchanged): written with the new size, once the lines are
+		// durable, the mark has linkParents recount the forks, and stays
+		// until it has, for the next import, which finds the file
+		// unchanged, should this one be cut short before.
+		src.RecountForks = true
+	}
 	src.Size, src.SHA256, src.Stat = size, full, statToRecord(f, zst, size, length, opts.walked)
 	src.CopiedIn, src.CopiedOut = src.CopiedIn+fi.copiedIn, src.CopiedOut+fi.copiedOut
 	if src.ID == "" {
@@ -2212,6 +2221,18 @@ func linkContinuations(known map[string]eventlog.Meta) {
 	}
 }
 
+// hasImportedForks says whether an imported fork in known is linked to
+// session id: one whose totals leave out what it copied of id
+// (recountCopied), to be counted again when id's file grows.
+func hasImportedForks(known map[string]eventlog.Meta, id eventlog.ID) bool {
+	for _, m := range known {
+		if m.Parent != nil && *m.Parent == id && m.Source != nil && slices.Contains(m.Tags, forkTag) {
+			return true
+		}
+	}
+	return false
+}
+
 // linkParents links every child session of the format whose parent is now
 // imported: children imported before their parent (in an earlier run, or
 // this one) are linked as soon as the parent arrives.
@@ -2234,11 +2255,22 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 	// parents: the keys of the parents a fork is counted against, read
 	// once in this run (the sessions they are read from were all written).
 	parents := &parentKeys{r: r}
-	// grown: a session whose file grew in this run.
-	grown := func(id eventlog.ID) bool {
-		f := inRun[id]
-		return f != nil && f.Status == ImportGrown
+	// due: a session whose forks are to be recounted: its file grew in
+	// this run, or it is marked (Source.RecountForks: it grew in this run
+	// or in one cut short before it recounted them).
+	marked := map[eventlog.ID]bool{}
+	for _, m := range known {
+		if m.Source.RecountForks {
+			marked[m.ID] = true
+		}
 	}
+	due := func(id eventlog.ID) bool {
+		f := inRun[id]
+		return f != nil && f.Status == ImportGrown || marked[id]
+	}
+	// notRecounted: a session one of whose forks could not be recounted:
+	// its mark stays, and the next import tries again.
+	notRecounted := map[eventlog.ID]bool{}
 	gone := func(id eventlog.ID) (bool, error) {
 		if live == nil {
 			ids, err := r.Log.IDs()
@@ -2267,12 +2299,14 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 				return err
 			}
 		}
-		if !stale && m.Parent != nil && grown(*m.Parent) {
+		if !stale && m.Parent != nil && due(*m.Parent) {
 			recounted := m
 			if err := r.recountCopied(forks, parents, &recounted); err != nil {
 				// A fork that does not read (its log or metadata damaged)
 				// is its own problem: the rest of the import, and the
-				// other links, go on; it stays linked as it was.
+				// other links, go on; it stays linked as it was, and its
+				// parent's mark stays for the next import.
+				notRecounted[*m.Parent] = true
 				forkNotCounted(rep, f, path, m.ID, *m.Parent, "its parent grew, and its totals may count what it copied of the new lines twice", err)
 			} else {
 				m = recounted
@@ -2346,6 +2380,27 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 		if f != nil {
 			f.Parent, f.Fork = m.Parent, ImportedFork(m)
 		}
+	}
+	return r.clearRecountMarks(known, notRecounted)
+}
+
+// clearRecountMarks clears the mark of each session of known whose forks
+// were all recounted (Source.RecountForks): their metadata is written
+// (UpdateMeta is durable when it returns), so a crash before this leaves
+// the mark, and the next import's recount changes nothing.
+func (r *Rook) clearRecountMarks(known map[string]eventlog.Meta, notRecounted map[eventlog.ID]bool) error {
+	for _, path := range slices.Sorted(maps.Keys(known)) {
+		m := known[path]
+		if !m.Source.RecountForks || notRecounted[m.ID] {
+			continue
+		}
+		src := *m.Source
+		src.RecountForks = false
+		m.Source = &src
+		if err := r.Log.UpdateMeta(m); err != nil {
+			return fmt.Errorf("session %s: clear its mark that its forks are to be recounted: %w", m.ID, err)
+		}
+		known[path] = m
 	}
 	return nil
 }

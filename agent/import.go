@@ -1833,9 +1833,17 @@ func (r *Rook) codexCountSums(id eventlog.ID) (map[string]bool, error) {
 func (r *Rook) copiedTokens(m eventlog.Meta, pid eventlog.ID, parents *parentKeys) (in, out uint64, err error) {
 	codex := m.Source.Format == FormatCodex
 	keys, err := parents.of(pid, codex)
-	if err != nil || len(keys) == 0 {
-		return 0, 0, err
+	if err != nil {
+		return 0, 0, &sessionUnread{id: pid, err: err}
 	}
+	if len(keys) == 0 {
+		return 0, 0, nil
+	}
+	defer func() {
+		if err != nil {
+			err = &sessionUnread{id: m.ID, err: err}
+		}
+	}()
 	noText := func(cas.Key) ([]byte, error) { return nil, nil }
 	err = r.eachEvent(m.ID, func(ev eventlog.Event) error {
 		if ev.TokensIn == 0 && ev.TokensOut == 0 {
@@ -1874,6 +1882,17 @@ func (r *Rook) copiedTokens(m eventlog.Meta, pid eventlog.ID, parents *parentKey
 	})
 	return in, out, err
 }
+
+// sessionUnread is the error of copiedTokens: which of the two sessions,
+// the fork or its parent, does not read (its log, or an object of its
+// events), for the way out forkNotCounted names.
+type sessionUnread struct {
+	id  eventlog.ID
+	err error
+}
+
+func (e *sessionUnread) Error() string { return e.err.Error() }
+func (e *sessionUnread) Unwrap() error { return e.err }
 
 // parentKeys are the keys copiedLine matches of each parent session
 // (codexCountSums, claudeTurnUUIDs), read once per linkParents: a parent
@@ -2307,7 +2326,7 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 				// other links, go on; it stays linked as it was, and its
 				// parent's mark stays for the next import.
 				notRecounted[*m.Parent] = true
-				forkNotCounted(rep, f, path, m.ID, *m.Parent, "its parent grew, and its totals may count what it copied of the new lines twice", err)
+				forkNotCounted(rep, known, f, path, m.ID, *m.Parent, "its parent grew, and its totals may count what it copied of the new lines twice", err)
 			} else {
 				m = recounted
 				known[path] = m
@@ -2348,7 +2367,7 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 				// now, as they are when the parent comes first.
 				in, out, err := r.copiedTokens(m, p, parents)
 				if err != nil {
-					forkNotCounted(rep, f, path, m.ID, p, "left unlinked from it (the next import tries again)", err)
+					forkNotCounted(rep, known, f, path, m.ID, p, "left unlinked from it, counting what it copied", err)
 					continue
 				}
 				src := *m.Source
@@ -2407,11 +2426,12 @@ func (r *Rook) clearRecountMarks(known map[string]eventlog.Meta, notRecounted ma
 
 // forkNotCounted reports session id, of the file at path (f, if it is in
 // this run), a fork whose tokens copied from session pid could not be
-// counted (its log or metadata does not read): what became of it, and
-// why.
-func forkNotCounted(rep *ImportReport, f *ImportedFile, path string, id, pid eventlog.ID, what string, err error) {
-	why := fmt.Sprintf("session %s: the tokens it copied from session %s could not be counted (%v): %s; `rook store verify` checks the store and says what to do",
-		id, pid, err, what)
+// counted (its log, or its parent's, does not read: err): what became of
+// it, why, and the way out. Nothing changes until the damage is mended,
+// so every import reports it again.
+func forkNotCounted(rep *ImportReport, known map[string]eventlog.Meta, f *ImportedFile, path string, id, pid eventlog.ID, what string, err error) {
+	why := fmt.Sprintf("session %s: the tokens it copied from session %s could not be counted (%v): %s; %s",
+		id, pid, err, what, unreadWayOut(known, id, err))
 	rep.problem(ImportProblem{File: path, Reason: why})
 	if f == nil {
 		return
@@ -2420,6 +2440,39 @@ func forkNotCounted(rep *ImportReport, f *ImportedFile, path string, id, pid eve
 		why = f.Note + "; " + why
 	}
 	f.Note = why
+}
+
+// unreadWayOut is what to run for a fork that could not be counted
+// (forkNotCounted; fork: its session) for the session that does not read
+// (err's sessionUnread, the fork's own if none says): an object of its
+// events that does not read is put back from its transcript (`import
+// --reread`, the session kept); else the session is removed and its
+// transcript imported again, which links and counts it anew. Every
+// import reports the fork until then.
+func unreadWayOut(known map[string]eventlog.Meta, fork eventlog.ID, err error) string {
+	id := fork
+	var su *sessionUnread
+	if errors.As(err, &su) {
+		id = su.id
+	}
+	const verify = "`rook store verify` checks the rest of the store"
+	var src *eventlog.Source
+	for _, m := range known {
+		if m.ID == id {
+			src = m.Source
+			break
+		}
+	}
+	if src == nil {
+		return fmt.Sprintf("every import reports it until session %s reads: %s", id, verify)
+	}
+	var ce *cas.CorruptError
+	if errors.As(err, &ce) {
+		return fmt.Sprintf("every import reports it until session %s reads: `rook import %s --reread %s` puts back what the store cannot read of it (else `rook session rm %s`, then `rook import %s %s` imports it again); %s",
+			id, src.Format, src.Path, id, src.Format, src.Path, verify)
+	}
+	return fmt.Sprintf("every import reports it until session %s reads: `rook session rm %s`, then `rook import %s %s` imports it again; %s",
+		id, id, src.Format, src.Path, verify)
 }
 
 // parentsReach says whether following the links of parent (a session's

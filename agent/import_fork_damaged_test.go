@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -118,4 +119,104 @@ func TestImportGoesOnPastASessionTheRetentionCheckCannotRead(t *testing.T) {
 	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Reason, other.String()) || !strings.Contains(rep.Problems[0].Reason, "retention") {
 		t.Fatalf("no problem names the session the check could not read: %+v", rep.Problems)
 	}
+}
+
+// wayOutReported: a problem of the import, of the file at path, names
+// session bad as the one that does not read and the way out for it:
+// `rook session rm` it, then import its file (badPath) again.
+func wayOutReported(t *testing.T, rep ImportReport, path string, bad eventlog.ID, badPath string) {
+	t.Helper()
+	want := "`rook session rm " + bad.String() + "`, then `rook import claude-code " + badPath + "` imports it again"
+	for _, p := range rep.Problems {
+		if p.File == path && strings.Contains(p.Reason, want) && strings.Contains(p.Reason, "every import reports it") {
+			return
+		}
+	}
+	t.Fatalf("no problem of %s names the way out %q: %+v", path, want, rep.Problems)
+}
+
+// A fork whose log does not read is reported at every import, not only
+// the one that met it, with the command that mends it; running that
+// command links it and counts what it copied once. Both ways a fork is
+// counted against its parent: linked when the parent comes in after it,
+// and recounted when the parent's file grows (its parent's mark,
+// Source.RecountForks, stays until the fork reads).
+func TestForkThatDoesNotReadIsReportedUntilMended(t *testing.T) {
+	for _, grown := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unlinked", true: "parent grown"}[grown], func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			dir := "/p/-home-u-proj"
+			pPath, fPath := dir+"/P.jsonl", dir+"/F.jsonl"
+			forkLines := append(claudeForkLines("P", "F", 1), claudeLines("F", 3)...) // its own turn, 3: not one of P's
+			if grown {
+				writeSource(t, fsys, pPath, claudeLines("P", 1), "")
+			}
+			writeSource(t, fsys, fPath, forkLines, "")
+			fid := *fileByPath(t, mustImport(t, r, FormatClaudeCode, dir), fPath).Session
+			if err := fsys.WriteFileAtomic(filepath.Join(testHome, cas.EventsDir, fid.String()+".log"), []byte("not a log"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			pLines := claudeLines("P", 1)
+			if grown {
+				pLines = append(pLines, claudeLines("P", 2)...)
+			}
+			writeSource(t, fsys, pPath, pLines, "")
+			for i := range 2 {
+				rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{dir}})
+				if err != nil {
+					t.Fatalf("import %d: %v", i, err)
+				}
+				wayOutReported(t, rep, fPath, fid, fPath)
+			}
+
+			// The way out, as the message says.
+			if _, err := r.RemoveSession(fid); err != nil {
+				t.Fatal(err)
+			}
+			rep := mustImport(t, r, FormatClaudeCode, fPath)
+			pid := *sessionIDOf(t, r, pPath)
+			nid := fileByPath(t, rep, fPath).Session
+			if f := fileByPath(t, rep, fPath); f.Parent == nil || *f.Parent != pid || len(rep.Problems) != 0 {
+				t.Fatalf("imported again: %+v, problems %+v", f, rep.Problems)
+			}
+			tokensOf(t, r, *nid, "the fork imported again", claudeTurnIn, claudeTurnOut)
+			rep = mustImport(t, r, FormatClaudeCode, dir)
+			if len(rep.Problems) != 0 {
+				t.Fatalf("mended, the import still reports: %+v", rep.Problems)
+			}
+			if m := metaOf(t, r, pid); m.Source.RecountForks {
+				t.Fatalf("mended, the parent keeps its mark: %+v", m.Source)
+			}
+		})
+	}
+}
+
+// A parent whose log does not read when its forks are to be recounted (a
+// crash left its mark, Source.RecountForks): the problem names the
+// parent, not the fork, and the way out for it.
+func TestForkRecountNamesTheParentThatDoesNotRead(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	dir := "/p/-home-u-proj"
+	pPath, fPath := dir+"/P.jsonl", dir+"/F.jsonl"
+	writeSource(t, fsys, pPath, claudeLines("P", 1), "")
+	writeSource(t, fsys, fPath, append(claudeForkLines("P", "F", 1), claudeLines("F", 2)...), "")
+	rep := mustImport(t, r, FormatClaudeCode, dir)
+	pid := *fileByPath(t, rep, pPath).Session
+	m := metaOf(t, r, pid)
+	src := *m.Source
+	src.RecountForks = true
+	m.Source = &src
+	if err := r.Log.UpdateMeta(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.WriteFileAtomic(filepath.Join(testHome, cas.EventsDir, pid.String()+".log"), []byte("not a log"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wayOutReported(t, rep, fPath, pid, pPath)
 }

@@ -445,7 +445,9 @@ type waitingFile struct {
 // first: it spent them (a Claude Code continuation's copied model lines, a Codex
 // fork's copied token_counts: fileImport.copiedLine). A file that waits for a session that is not
 // in the import is only imported later. A file over 64 MiB (read a chunk
-// at a time, not mapped ahead) does not wait.
+// at a time, not mapped ahead) waits by what its first MiB says
+// (mappedSource.headInfo), as a smaller one does; one whose first lines
+// there say no session (a line over a MiB) does not.
 //   - A Claude Code session sent to the background: its copied lines
 //     carry "sessionKind":"bg" (claudeMapper.continuedIn), looked for in
 //     its first 64 KiB, and it waits until a file says it continues the
@@ -461,19 +463,28 @@ type waitingFile struct {
 //     comes after its parent but across directories (archived_sessions/
 //     before sessions/).
 func (n *sourceNames) waits(prep *mappedSource) (string, bool) {
-	if prep == nil || !prep.mapped || prep.err != nil || prep.info.ID == "" || prep.info.Subagent {
+	if prep == nil || prep.err != nil {
+		return "", false
+	}
+	info, head := prep.info, prep.data[:min(len(prep.data), 64<<10)]
+	if !prep.mapped {
+		if prep.headInfo == nil {
+			return "", false
+		}
+		info, head = *prep.headInfo, prep.head[:min(len(prep.head), 64<<10)] // streamed: its first lines
+	}
+	if info.ID == "" || info.Subagent {
 		return "", false
 	}
 	switch {
 	case n.continuedIn != nil:
-		if p := prep.info.ParentID; prep.info.Fork && p != "" && p != prep.info.ID {
+		if p := info.ParentID; info.Fork && p != "" && p != info.ID {
 			return p, n.pending[p]
 		}
-		head := prep.data[:min(len(prep.data), 64<<10)]
-		return prep.info.ID, !n.continuedIn[prep.info.ID] && bytes.Contains(head, []byte(`"sessionKind":"bg"`))
+		return info.ID, !n.continuedIn[info.ID] && bytes.Contains(head, []byte(`"sessionKind":"bg"`))
 	case n.sourceIDs != nil:
-		p := prep.info.ParentID
-		return p, prep.info.Fork && p != "" && p != prep.info.ID && !n.sourceIDs[p] && n.inRun[p]
+		p := info.ParentID
+		return p, info.Fork && p != "" && p != info.ID && !n.sourceIDs[p] && n.inRun[p]
 	}
 	return "", false
 }
@@ -776,6 +787,13 @@ type mappedSource struct {
 	info     sourceSession
 	captured backupSet
 	sm       *sourceMapper // the mapper, after the lines
+	// head is, for a streamed file new to the store, its first
+	// otherFormatHead bytes, and headInfo the session its whole lines
+	// there say (mapHead): which session it is and what it copies (a
+	// Claude Code fork's first forkedFrom line, a Codex rollout's
+	// session_meta), enough to know whether it waits (sourceNames.waits).
+	head     []byte
+	headInfo *sourceSession
 }
 
 // prepareSource reads a file and hashes it; a file no session was
@@ -784,6 +802,9 @@ type mappedSource struct {
 func (r *Rook) prepareSource(format string, f sourceFile, fresh bool, minCut, chunk int) *mappedSource {
 	p := &mappedSource{streamed: streamed(f, chunk)}
 	if p.streamed {
+		if fresh {
+			r.mapHead(format, f, minCut, p)
+		}
 		return p
 	}
 	if r.readTail(format, f, minCut, p) {
@@ -814,6 +835,27 @@ func (r *Rook) prepareSource(format string, f sourceFile, fresh bool, minCut, ch
 		p.mapped = true
 	}
 	return p
+}
+
+// mapHead reads the first otherFormatHead bytes of a streamed file
+// (p.head, which importFile then reads no more) and maps its whole lines
+// there (p.headInfo): a fork or continuation too big to read ahead waits
+// for what it copies as a smaller one does. A file that does not read has
+// neither: importFile reads it, and says what is wrong.
+func (r *Rook) mapHead(format string, f sourceFile, minCut int, p *mappedSource) {
+	b, zst, err := r.readHead(f.path, otherFormatHead)
+	if err != nil {
+		return
+	}
+	p.head, p.zst = b, zst
+	end := bytes.LastIndexByte(b, '\n')
+	if end < 0 || otherFormat(format, b[:end+1]) != "" {
+		return
+	}
+	sm := newSourceMapper(format, f.path, minCut)
+	sm.mapChunk(b[:end+1], 0, 0, false)
+	info := sm.session()
+	p.headInfo = &info
 }
 
 // mapSource maps the lines of the whole file read from start on (see
@@ -875,7 +917,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		return fail(prep.err)
 	}
 	head, zst := prep.data, prep.zst
-	if prep.streamed {
+	if prep.streamed && prep.head != nil {
+		head = prep.head // read ahead (mapHead)
+	} else if prep.streamed {
 		var err error
 		if head, zst, err = r.readHead(f.path, otherFormatHead); err != nil {
 			return fail(err)
@@ -2498,9 +2542,10 @@ func parentsReach(parent map[eventlog.ID]*eventlog.ID, from, to eventlog.ID) boo
 // this run, leave out of its totals the tokens of all the lines it copied
 // of the parent (copiedTokens), not only of those the parent held when m
 // came in: a fork imported before its parent's last lines (its file
-// imported on its own, or one over 64 MiB, which does not wait for its
-// parent: sourceNames.waits) counted the copies of those, and the parent
-// counts them now. m is written only if that changes what it leaves out,
+// imported on its own, or a Codex fork, which waits only for a parent not
+// in yet: sourceNames.waits) counted the copies of those, and the parent
+// counts them now. A parent marked by an import cut short before its
+// recount (Source.RecountForks) is taken as grown. m is written only if that changes what it leaves out,
 // its forks made in rook first (as linkParents does). A fork whose parent
 // was removed (Ancestor) is linked anew instead, and a subagent copies
 // nothing.

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/rookhq/rook/eventlog"
@@ -80,5 +82,60 @@ func TestForkLeavesOutWhatItsParentGrewBy(t *testing.T) {
 			tokensOf(t, r, fid, "the fork, its parent removed", pIn+ownIn, pOut+ownOut)
 			tokensOf(t, r, rf.ID, "the fork made in rook, the parent removed", pIn+ownIn, pOut+ownOut)
 		})
+	}
+}
+
+// A fork too big to read ahead (streamed: over the chunk, here 100 bytes)
+// waits for its parent's file in the same run (a Claude Code fork's new or
+// grown, a Codex fork's new), as a smaller one does: it is imported after the parent, with what it copied
+// left out as it comes in (not by a recount after), and its first lines
+// alone say so (sourceMapper on its head).
+func TestStreamedForkWaitsForItsParent(t *testing.T) {
+	for _, format := range []string{FormatClaudeCode, FormatCodex} {
+		for _, grown := range []bool{false, true} {
+			if format == FormatCodex && grown {
+				continue // a Codex fork waits only for a parent not in yet, of any size (sourceNames.waits)
+			}
+			t.Run(format+map[bool]string{false: "/new", true: "/grown"}[grown], func(t *testing.T) {
+				fsys := vfs.NewMem()
+				r := testRook(t, fsys)
+				var dir, pPath, fPath string
+				var parent, fork []string
+				firstTurn := len(claudeLines("P", 1))
+				ownIn, ownOut := uint64(claudeTurnIn), uint64(claudeTurnOut)
+				if format == FormatClaudeCode {
+					dir = "/p/-home-u-proj"
+					pPath, fPath = dir+"/P.jsonl", dir+"/F.jsonl" // the fork first, by name
+					parent, fork = claudeForkFiles(false)
+				} else {
+					dir = "/c"
+					paths, lines := codexForkFiles(sameLine)
+					// The fork's rollout first: archived_sessions/ before sessions/.
+					pPath, fPath = "/c/sessions/"+filepath.Base(paths[0]), "/c/archived_sessions/"+filepath.Base(paths[1])
+					parent, fork = lines[0], lines[1]
+					firstTurn = 1 + 4
+					ownIn, ownOut = 3000, 30
+				}
+				if grown {
+					writeSource(t, fsys, pPath, parent[:firstTurn], "")
+					mustImport(t, r, format, dir)
+				}
+				writeSource(t, fsys, pPath, parent, "")
+				writeSource(t, fsys, fPath, fork, "")
+				rep, err := r.Import(ImportOptions{Format: format, Paths: []string{dir}, ChunkBytes: 100})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var order []string
+				for _, f := range rep.Files {
+					order = append(order, f.Path)
+				}
+				if !slices.Equal(order, []string{pPath, fPath}) {
+					t.Fatalf("the fork did not wait for its parent: %q", order)
+				}
+				f := fileByPath(t, rep, fPath)
+				tokensOf(t, r, *f.Session, "the fork", ownIn, ownOut)
+			})
+		}
 	}
 }

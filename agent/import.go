@@ -2545,8 +2545,9 @@ func parentsReach(parent map[eventlog.ID]*eventlog.ID, from, to eventlog.ID) boo
 // imported on its own, or a Codex fork, which waits only for a parent not
 // in yet: sourceNames.waits) counted the copies of those, and the parent
 // counts them now. A parent marked by an import cut short before its
-// recount (Source.RecountForks) is taken as grown. m is written only if that changes what it leaves out,
-// its forks made in rook first (as linkParents does). A fork whose parent
+// recount (Source.RecountForks) is taken as grown. m is written only if
+// that changes what it leaves out, its forks made in rook first (as
+// linkParents does). A fork whose parent
 // was removed (Ancestor) is linked anew instead, and a subagent copies
 // nothing.
 func (r *Rook) recountCopied(forks *forkIndex, parents *parentKeys, m *eventlog.Meta) error {

@@ -49,12 +49,6 @@ type Meta struct {
 	// leave them out too, as its parent's do.
 	CopiedIn  uint64 `json:"copied_tokens_in,omitempty"`
 	CopiedOut uint64 `json:"copied_tokens_out,omitempty"`
-	// RecountForks says the session's file grew, and the imported forks
-	// linked to it are still to leave out what they copied of its new
-	// lines (their CopiedIn and CopiedOut counted again): written with
-	// the lines it took in, cleared once every fork's count is written,
-	// so that an import cut short in between has the next one do it.
-	RecountForks bool `json:"recount_forks,omitempty"`
 	// Ancestor and AncestorAt, on a fork made in rook whose parent (a
 	// fork too) was removed, are the nearest session still there whose
 	// events [0, AncestorAt) the fork's copy holds: Parent keeps naming

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"unicode/utf8"
 
 	"github.com/rookhq/rook/cas"
@@ -375,7 +376,14 @@ func jsonStringEnd(b []byte, i int) (int, bool) {
 	for j := i + 1; j < len(b); j++ {
 		// Skip eight plain bytes at a time: most of a transcript is the
 		// text inside long strings.
-		for j+8 <= len(b) && !specialInString(binary.LittleEndian.Uint64(b[j:])) {
+		for j+8 <= len(b) {
+			special := specialBytes(binary.LittleEndian.Uint64(b[j:]))
+			if special != 0 {
+				// Straight to the first special byte: the plain ones
+				// before it need no look of their own.
+				j += bits.TrailingZeros64(special) / 8
+				break
+			}
 			j += 8
 		}
 		if j >= len(b) {
@@ -406,15 +414,19 @@ func jsonStringEnd(b []byte, i int) (int, bool) {
 	return 0, false
 }
 
-// specialInString says whether any of the eight bytes of w ends or escapes
-// a string, or may not be in one: a quote, a backslash, a control
-// character. Each test is the classic "has a zero byte" bit trick, exact
-// as a whole: (x - 0x01..) & ^x & 0x80.. is non-zero iff some byte of x is
-// zero, and with 0x20.. in place of 0x01.. iff some byte is below 0x20.
-func specialInString(w uint64) bool {
+// specialBytes marks the bytes of w (read little-endian) that end or
+// escape a string, or may not be in one: a quote, a backslash, a control
+// character. Non-zero iff there is one; the lowest set bit is the high bit
+// of the first. Each test is the classic "has a zero
+// byte" bit trick: (x - 0x01..) & ^x & 0x80.. is non-zero iff some byte of
+// x is zero, and with 0x20.. in place of 0x01.. iff some byte is below
+// 0x20. A borrow only runs upward from a byte that is itself marked, so a
+// byte above the first marked one may be marked wrongly, never one below
+// it: the lowest mark is exact.
+func specialBytes(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote, backslash := w^(ones*'"'), w^(ones*'\\')
-	return ((quote-ones)&^quote|(backslash-ones)&^backslash|(w-ones*0x20)&^w)&highs != 0
+	return ((quote-ones)&^quote | (backslash-ones)&^backslash | (w-ones*0x20)&^w) & highs
 }
 
 // jsonNumberEnd returns the index just past the number starting at b[i]:

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -170,18 +171,36 @@ func cutLine(line []byte, minLen int, kindOf func(jsonString) cas.Kind) (rest []
 	return append(rest, line[prev:]...), gaps, texts, kinds
 }
 
-// TestSpecialInString checks the word test against the byte test: every
-// byte value at every position among plain bytes, and random words.
-func TestSpecialInString(t *testing.T) {
+// TestSpecialBytes checks the word test against the byte test: whether
+// there is a special byte, and where the first is (jsonStringEnd jumps
+// straight to it), for every byte value at every position among plain
+// bytes, two special bytes in one word, and random words.
+func TestSpecialBytes(t *testing.T) {
 	special := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
 	check := func(w [8]byte) {
 		t.Helper()
-		want := false
-		for _, c := range w {
-			want = want || special(c)
+		want := 8 // no special byte
+		for i, c := range w {
+			if special(c) {
+				want = i
+				break
+			}
 		}
-		if got := specialInString(binary.LittleEndian.Uint64(w[:])); got != want {
-			t.Fatalf("specialInString(%q) = %v, want %v", w[:], got, want)
+		got := 8
+		if m := specialBytes(binary.LittleEndian.Uint64(w[:])); m != 0 {
+			got = bits.TrailingZeros64(m) / 8
+		}
+		if got != want {
+			t.Fatalf("specialBytes(%q): first special byte at %d, want %d", w[:], got, want)
+		}
+	}
+	for _, first := range []byte{0, 0x1f, '"', '\\'} { // a borrow from a special byte below
+		for pos := range 7 {
+			for c := range 256 {
+				w := [8]byte{'a', 'a', 'a', 'a', 'a', 'a', 'a', 'a'}
+				w[pos], w[pos+1] = first, byte(c)
+				check(w)
+			}
 		}
 	}
 	for _, fill := range []byte{'a', ' ', 0x7f, 0x80, 0xff, '!', '#', '[', ']'} {

@@ -285,3 +285,36 @@ func TestClaudeTitles(t *testing.T) {
 		checkView(t, func() lineMapper { return newClaudeMapper("/p/s.jsonl") }, []byte(strings.Join(c.lines, "\n")))
 	}
 }
+
+// BenchmarkClaudeMapping reads the lines of the shared corpus as an import
+// does (scanned, mapped, their cuts picked): the mapping an import runs
+// on its read-ahead goroutines, without the store's hashing, compression
+// and I/O, and with its CPU alone to measure on a loaded machine.
+func BenchmarkClaudeMapping(b *testing.B) {
+	var files [][]byte
+	err := filepath.WalkDir(corpusDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".jsonl") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		files = append(files, data)
+		return err
+	})
+	if err != nil || len(files) == 0 {
+		b.Skipf("no corpus at %s: %v", corpusDir, err)
+	}
+	var size int64
+	for _, f := range files {
+		size += int64(len(f))
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, f := range files {
+			lr := lineReader{mapper: newClaudeMapper("bench.jsonl"), minCut: MinCutString}
+			for _, line := range sourceLines(f) {
+				lr.read(trimNewline(line))
+			}
+		}
+	}
+}

@@ -30,7 +30,7 @@ func checkFastPath(t *testing.T, line []byte, minLen int) bool {
 func checkFastPathListing(t *testing.T, line []byte, minLen, listed int) bool {
 	t.Helper()
 	var members []jsonMember
-	strs, ok := scanJSON(line, listed, &members)
+	strs, ok := scanJSON(line, listed, &members, nil)
 	if !ok {
 		return false
 	}
@@ -146,7 +146,7 @@ func TestClaudeFastPathTakesForkedLines(t *testing.T) {
 	}
 	line := []byte(claudeForkLines("parent", "fork", 1)[0])
 	var members []jsonMember
-	strs, _ := scanJSON(line, 0, &members)
+	strs, _ := scanJSON(line, 0, &members, nil)
 	if e, ok := scanClaudeEntry(line, strs, members, viewLong); !ok || e.ForkedFrom != "parent" || e.SessionID != "fork" {
 		t.Fatalf("%+v %v", e, ok)
 	}

@@ -28,7 +28,7 @@ func checkCodexFastPath(t *testing.T, line []byte, minLen int) bool {
 func checkCodexFastPathListing(t *testing.T, line []byte, minLen, listed int) bool {
 	t.Helper()
 	var members []jsonMember
-	strs, ok := scanJSON(line, listed, &members)
+	strs, ok := scanJSON(line, listed, &members, nil)
 	if !ok {
 		return false
 	}
@@ -58,7 +58,7 @@ func checkCodexMapping(t *testing.T, input []byte) (scanned, took int) {
 	fast, slow := newCodexMapper().(*codexMapper), newCodexMapper().(*codexMapper)
 	for _, line := range bytes.Split(input, []byte("\n")) {
 		var members []jsonMember
-		strs, ok := scanJSON(line, min(MinCutString, viewLong)+2, &members)
+		strs, ok := scanJSON(line, min(MinCutString, viewLong)+2, &members, nil)
 		if !ok {
 			continue // the import maps it with mapLine, fast path or not
 		}
@@ -288,7 +288,7 @@ func TestCodexFastPathTakesRollouts(t *testing.T) {
 		if took != scanned {
 			for _, line := range bytes.Split(input, []byte("\n")) {
 				var members []jsonMember
-				if strs, ok := scanJSON(line, 0, &members); ok {
+				if strs, ok := scanJSON(line, 0, &members, nil); ok {
 					if _, ok := scanCodexEntry(line, strs, members, viewLong); !ok {
 						t.Errorf("%s: declined %.300s", name, line)
 					}

@@ -176,6 +176,7 @@ type lineReader struct {
 	mapper  lineMapper
 	minCut  int
 	members []jsonMember
+	keys    keyNames
 	view    []byte
 }
 
@@ -193,7 +194,10 @@ func (r *lineReader) read(line []byte) (mappedLine, []stringCut) {
 // decoding its long strings for cuts would be work thrown away.
 func (r *lineReader) mapOnly(line []byte) (mappedLine, []jsonString) {
 	r.members = r.members[:0]
-	strs, ok := scanJSON(line, min(r.minCut, viewLong)+2, &r.members)
+	if r.keys == nil {
+		r.keys = keyNames{}
+	}
+	strs, ok := scanJSON(line, min(r.minCut, viewLong)+2, &r.members, r.keys)
 	if !ok {
 		return r.mapper.mapLine(line), nil
 	}

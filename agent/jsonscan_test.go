@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -89,7 +90,18 @@ func FuzzStringValues(f *testing.F) {
 		// The members of a top-level object, put together again, are
 		// the same object.
 		var members []jsonMember
-		if _, ok := scanJSON(b, 0, &members); !ok || len(members) == 0 {
+		strs, ok := scanJSON(b, 0, &members, nil)
+		// Keys taken from a table, new or holding them already, change
+		// no answer.
+		names := keyNames{}
+		for range 2 {
+			var named []jsonMember
+			nstrs, nok := scanJSON(b, 0, &named, names)
+			if nok != ok || !reflect.DeepEqual(nstrs, strs) || !reflect.DeepEqual(named, members) {
+				t.Fatalf("%q: with interned keys\n got %v %+v %+v\nwant %v %+v %+v", b, nok, nstrs, named, ok, strs, members)
+			}
+		}
+		if !ok || len(members) == 0 {
 			return
 		}
 		again := []byte{'{'}
@@ -117,6 +129,49 @@ func FuzzStringValues(f *testing.F) {
 			t.Fatalf("%q: members put together give %q (%v, %v)", b, again, xerr, yerr)
 		}
 	})
+}
+
+// A line's keys are made into strings once for all the lines of a file
+// (keyNames), not once per line: a scan of a line seen before allocates
+// the same whatever its number of keys. The table stays bounded: a key
+// too long, or one past its size, is still read, just not kept.
+func TestScanKeysInterned(t *testing.T) {
+	line := func(keys int) []byte {
+		b := []byte(`{"type":"progress"`)
+		for i := range keys {
+			b = fmt.Appendf(b, `,"key_%d":{"inner_%d":%d}`, i, i, i)
+		}
+		return append(b, '}')
+	}
+	allocs := func(b []byte, names keyNames) float64 {
+		members := make([]jsonMember, 0, 1024)
+		scanJSON(b, 0, &members, names) // the first scan fills names
+		return testing.AllocsPerRun(10, func() {
+			members = members[:0]
+			if _, ok := scanJSON(b, 0, &members, names); !ok {
+				t.Fatal("not JSON")
+			}
+		})
+	}
+	few, many := allocs(line(2), keyNames{}), allocs(line(200), keyNames{})
+	if many != few {
+		t.Errorf("a line of 401 keys seen before: %v allocations, one of 5: %v", many, few)
+	}
+	if plain := allocs(line(200), nil); plain < 400 {
+		t.Errorf("without a table, %v allocations for 401 keys", plain)
+	}
+
+	names := keyNames{}
+	long := strings.Repeat("k", maxKeyName+1)
+	for i := range maxKeyNames + 10 {
+		scanJSON(fmt.Appendf(nil, `{"%s":1,"n%d":2}`, long, i), 0, nil, names)
+	}
+	if len(names) != maxKeyNames {
+		t.Errorf("%d keys kept, at most %d", len(names), maxKeyNames)
+	}
+	if _, ok := names[long]; ok {
+		t.Errorf("a key of %d bytes kept", len(long))
+	}
 }
 
 // encoding/json refuses documents nested deeper than 10,000; so does
@@ -147,7 +202,7 @@ func checkView(t *testing.T, newMapper func() lineMapper, input []byte) {
 	whole, viewed := newMapper(), newMapper()
 	for _, line := range bytes.Split(input, []byte("\n")) {
 		var members []jsonMember
-		strs, ok := scanJSON(line, 0, &members)
+		strs, ok := scanJSON(line, 0, &members, nil)
 		if !ok {
 			continue
 		}

@@ -217,7 +217,7 @@ func (s *jsonString) canonical(line []byte) ([]byte, bool) {
 // json.Valid would say (FuzzStringValues holds the two together): the
 // importer reads each line once, here, instead of validating it first.
 func stringValues(b []byte, minLen int) ([]jsonString, bool) {
-	return scanJSON(b, minLen, nil)
+	return scanJSON(b, minLen, nil, nil)
 }
 
 // jsonMember is a member of a document's top-level object: b[Start:End]
@@ -227,9 +227,36 @@ type jsonMember struct {
 	Key        string
 }
 
+// keyNames interns the keys a scan reads: the lines of a transcript repeat
+// the same few dozen keys, and one string of each for all its lines saves
+// an allocation per key of every line (most of an import's allocations).
+// A nil keyNames makes a string of each key.
+type keyNames map[string]string
+
+// maxKeyNames bounds how many keys are kept and maxKeyName how long one
+// may be: lines with keys of their own (a tool input's) must not make the
+// table grow with the file.
+const (
+	maxKeyNames = 1024
+	maxKeyName  = 64
+)
+
+// name is the key whose literal, without escapes, is lit.
+func (k keyNames) name(lit []byte) string {
+	if s, ok := k[string(lit)]; ok {
+		return s
+	}
+	s := string(lit)
+	if k != nil && len(k) < maxKeyNames && len(lit) <= maxKeyName {
+		k[s] = s
+	}
+	return s
+}
+
 // scanJSON is stringValues that also lists the top-level object's members
-// in *members, when members is not nil and the document is an object.
-func scanJSON(b []byte, minLen int, members *[]jsonMember) ([]jsonString, bool) {
+// in *members, when members is not nil and the document is an object, and
+// takes its keys' strings from names.
+func scanJSON(b []byte, minLen int, members *[]jsonMember, names keyNames) ([]jsonString, bool) {
 	const (
 		wantValue = iota // a value: the document, an element, after a key
 		wantKey          // a key: after '{' or after ',' in an object
@@ -313,7 +340,7 @@ func scanJSON(b []byte, minLen int, members *[]jsonMember) ([]jsonString, bool) 
 				return nil, false
 			}
 			if lit := b[i+1 : end-1]; bytes.IndexByte(lit, '\\') < 0 {
-				lastKey = string(lit) // no escapes: the bytes are the key
+				lastKey = names.name(lit) // no escapes: the bytes are the key
 			} else if err := json.Unmarshal(b[i:end], &lastKey); err != nil {
 				lastKey = ""
 			}

@@ -444,12 +444,12 @@ func jsonStringEnd(b []byte, i int) (int, bool) {
 // specialBytes marks the bytes of w (read little-endian) that end or
 // escape a string, or may not be in one: a quote, a backslash, a control
 // character. Non-zero iff there is one; the lowest set bit is the high bit
-// of the first. Each test is the classic "has a zero
-// byte" bit trick: (x - 0x01..) & ^x & 0x80.. is non-zero iff some byte of
-// x is zero, and with 0x20.. in place of 0x01.. iff some byte is below
-// 0x20. A borrow only runs upward from a byte that is itself marked, so a
-// byte above the first marked one may be marked wrongly, never one below
-// it: the lowest mark is exact.
+// of the first. Each test is the classic "has a zero byte" bit trick:
+// (x - 0x01..) & ^x & 0x80.. is non-zero iff some byte of x is zero, and
+// with 0x20.. in place of 0x01.. iff some byte is below 0x20. A borrow
+// only runs upward from a byte that is itself marked, so a byte above the
+// first marked one may be marked wrongly, never one below it: the lowest
+// mark of each test, and so of the three together, is exact.
 func specialBytes(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote, backslash := w^(ones*'"'), w^(ones*'\\')

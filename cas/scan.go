@@ -526,9 +526,13 @@ func (s *Store) reindexLocked(progress func(done, total int64)) (ReindexReport, 
 	// may hold records written but not yet synced.
 	if len(segs) > 0 {
 		if err := s.syncSegment(segs[len(segs)-1]); err != nil {
-			return rep, err
+			return rep, s.fail(err)
 		}
 	}
+	// From here until the rebuilt index is in place, the tree and the
+	// counters disagree: a failure marks the store failed, so that no
+	// later Sync commits the counters (and a watermark past the objects
+	// written since the last commit) over a tree that lost their entries.
 	s.tree.Discard() // everything pending is in the segments just scanned
 	i := 0
 	err = s.tree.Rebuild(func() (Key, []byte, bool) {
@@ -540,7 +544,7 @@ func (s *Store) reindexLocked(progress func(done, total int64)) (ReindexReport, 
 		return id, found[id].encode(), true
 	}, ctr.encode())
 	if err != nil {
-		return rep, fmt.Errorf("write rebuilt index: %w", err)
+		return rep, s.fail(fmt.Errorf("write rebuilt index: %w", err))
 	}
 	s.ctr = ctr
 	s.wmKnown = true

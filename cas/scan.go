@@ -288,6 +288,10 @@ func (s *Store) recover() error {
 		return nil
 	}
 	last := segs[len(segs)-1]
+	// A commit named records in the segment the committed watermark is
+	// in, and every commit syncs the name of the segment it names first:
+	// a newer one's name may never have been synced (activeSegment.named).
+	named := s.wmKnown && last <= s.ctr.WMSegment
 	taken := 0
 	for _, n := range segs {
 		if n < s.ctr.WMSegment {
@@ -334,7 +338,7 @@ func (s *Store) recover() error {
 	if taken > 0 {
 		s.Notices = append(s.Notices, fmt.Sprintf("index was behind the segments: took in %d object(s) written before a crash", taken))
 	}
-	if err := s.openActive(); err != nil {
+	if err := s.openActive(named); err != nil {
 		return err
 	}
 	if s.dirty {
@@ -343,8 +347,9 @@ func (s *Store) recover() error {
 	return nil
 }
 
-// openActive opens the newest segment for appending.
-func (s *Store) openActive() error {
+// openActive opens the newest segment for appending; named says whether
+// its directory entry is known durable (activeSegment.named).
+func (s *Store) openActive(named bool) error {
 	segs, err := s.listSegments()
 	if err != nil || len(segs) == 0 {
 		return err
@@ -367,18 +372,14 @@ func (s *Store) openActive() error {
 	}
 	// Not known to be synced: a killed (not powered-off) writer leaves
 	// records in the page cache that recover may have just taken in. The
-	// next commit fsyncs first.
-	s.active = &activeSegment{f: f, number: n, size: size, synced: false}
+	// next commit fsyncs first (and the directory, unless named).
+	s.active = &activeSegment{f: f, number: n, size: size, synced: false, named: named}
 	return nil
 }
 
 func (s *Store) syncSegment(n uint32) error {
 	if s.active != nil && s.active.number == n {
-		if err := s.active.f.Sync(); err != nil {
-			return err
-		}
-		s.active.synced = true
-		return nil
+		return s.syncActive()
 	}
 	f, err := s.fs.OpenFile(s.segPath(n), os.O_RDWR, 0)
 	if err != nil {
@@ -388,7 +389,12 @@ func (s *Store) syncSegment(n uint32) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// Its name too: it may be a segment a failed writer created and
+	// never synced the directory of (activeSegment.named).
+	return s.fs.SyncDir(filepath.Join(s.home, SegmentsDir))
 }
 
 // ReindexReport says what a rebuild found.
@@ -554,7 +560,9 @@ func (s *Store) reindexLocked(progress func(done, total int64)) (ReindexReport, 
 		s.active.f.Close()
 		s.active = nil
 	}
-	return rep, s.openActive()
+	// The rebuilt index names the newest segment, synced above with its
+	// name (syncSegment).
+	return rep, s.openActive(true)
 }
 
 func (s *Store) segmentBytes(segs []uint32) int64 {

@@ -70,6 +70,13 @@ type activeSegment struct {
 	number uint32
 	size   int64
 	synced bool
+	// named: the segment's directory entry is known durable. A segment
+	// this writer created is (startSegment syncs the directory before any
+	// record goes in); one it adopted at open may not be: a writer that
+	// failed or was killed between creating it and syncing the directory
+	// left it, and records synced into it would go with its name at a
+	// power cut. The first sync of the segment syncs the directory too.
+	named bool
 }
 
 // PutResult says what a Put did.
@@ -243,10 +250,9 @@ func (s *Store) syncOrBarrier(commit bool) error {
 		return nil
 	}
 	if s.active != nil && !s.active.synced {
-		if err := s.active.f.Sync(); err != nil {
-			return s.fail(fmt.Errorf("sync segment %s: %w", segName(s.active.number), err))
+		if err := s.syncActive(); err != nil {
+			return s.fail(err)
 		}
-		s.active.synced = true
 	}
 	every := s.opts.CommitEvery
 	if every == 0 {
@@ -259,6 +265,23 @@ func (s *Store) syncOrBarrier(commit bool) error {
 		return s.fail(fmt.Errorf("commit index: %w", err))
 	}
 	s.dirty, s.sinceCommit = false, 0
+	return nil
+}
+
+// syncActive fsyncs the active segment and, the first time, its directory
+// if the segment's name is not known durable (activeSegment.named).
+func (s *Store) syncActive() error {
+	if err := s.active.f.Sync(); err != nil {
+		return fmt.Errorf("sync segment %s: %w", segName(s.active.number), err)
+	}
+	if !s.active.named {
+		dir := filepath.Join(s.home, SegmentsDir)
+		if err := s.fs.SyncDir(dir); err != nil {
+			return fmt.Errorf("sync %s (segment %s): %w", dir, segName(s.active.number), err)
+		}
+		s.active.named = true
+	}
+	s.active.synced = true
 	return nil
 }
 
@@ -534,7 +557,7 @@ func (s *Store) startSegment() error {
 		f.Close()
 		return fmt.Errorf("sync %s: %w", filepath.Dir(path), err)
 	}
-	s.active = &activeSegment{f: f, number: next, size: segHeaderSize, synced: true}
+	s.active = &activeSegment{f: f, number: next, size: segHeaderSize, synced: true, named: true}
 	return nil
 }
 

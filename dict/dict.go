@@ -381,12 +381,30 @@ func (d *Dir) Add(kind uint8, content []byte, now time.Time) (uint32, error) {
 	d.highest = id
 	path := filepath.Join(d.dir, FileName(id))
 	if err := d.fs.WriteFileAtomic(path, Encode(id, kind, now, content), 0o600); err != nil {
-		return 0, fmt.Errorf("write dictionary: %w", err)
+		return 0, fmt.Errorf("write dictionary: %w", d.takeBack(path, err))
 	}
 	d.info[id] = Info{ID: id, Kind: kind, Created: now.UTC(), Bytes: len(content), File: path}
 	d.content[id] = content
 	d.newest[kind] = id
 	return id, nil
+}
+
+// takeBack removes the file of an Add that failed, if it is there: the
+// rename may have happened and the directory sync after it failed. Left,
+// the next writer took it as its kind's newest and compressed with it,
+// and a power cut could then take its name, leaving those records
+// needing a dictionary that is gone. Nothing names it yet (the writer
+// that adds holds the store's lock and has not used it), and its id stays
+// given out (HIGHEST). It returns err, with what to do if the file stays.
+func (d *Dir) takeBack(path string, err error) error {
+	if _, serr := d.fs.Stat(path); serr != nil {
+		return err
+	}
+	if rerr := d.fs.Remove(path); rerr != nil {
+		return fmt.Errorf("%w; and removing the file failed (%v): remove %s before rook writes again, as nothing names it and its name may not survive a power cut", err, rerr, path)
+	}
+	d.fs.SyncDir(d.dir) // at best: unsynced, the removal still hides it from the next writer
+	return err
 }
 
 // NextID is the id the next Add will use: one more than the highest ever

@@ -191,3 +191,43 @@ func TestLookupOfADamagedFileReadsItOnce(t *testing.T) {
 		t.Fatalf("the file put back: %q %v", c, err)
 	}
 }
+
+// TestAddWhoseDirectorySyncFailedLeavesNoFile: a dictionary file renamed
+// into place whose directory sync then failed (a full disk) was left
+// there: the next writer took it as its kind's newest and compressed
+// with it, and a power cut could then take the file's name and leave
+// those records needing a dictionary that is gone. Add takes the file
+// back; its id stays given out.
+func TestAddWhoseDirectorySyncFailedLeavesNoFile(t *testing.T) {
+	fsys := vfs.NewMem()
+	if err := fsys.MkdirAll("/d", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenDir(fsys, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncs := 0
+	fsys.SetHook(func(op vfs.Op, _ string) error {
+		if op == vfs.OpSyncDir {
+			if syncs++; syncs == 2 { // HIGHEST's is the first
+				return vfs.ErrInjected
+			}
+		}
+		return nil
+	})
+	if _, err := d.Add(1, []byte("content"), time.Unix(0, 0)); err == nil {
+		t.Fatal("Add reported success though its directory sync failed")
+	}
+	fsys.SetHook(nil)
+	next, err := OpenDir(fsys, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := next.Newest(1); id != None {
+		t.Fatalf("the next writer takes dictionary %d, whose name a power cut can take", id)
+	}
+	if id, err := next.NextID(); err != nil || id != 2 {
+		t.Fatalf("the next id: %d %v, want 2", id, err)
+	}
+}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -49,26 +50,15 @@ func failOnce(fsys *vfs.MemFS, k int) func() bool {
 }
 
 // sweepMaintFaults runs op on a copy of the base with each write
-// operation k in turn failing once, closes the store, and checks both
-// what is on the disk and what a power cut right after the close leaves.
+// operation k in turn failing once, closes the store, and checks what is
+// on the disk, what a power cut right after the close leaves, and what a
+// power cut leaves after the next command wrote.
 func sweepMaintFaults(t *testing.T, b *maintBase, op maintOp) int {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(21, 22))
 	for k := 0; ; k++ {
-		if op.reset != nil {
-			op.reset()
-		}
-		fsys := b.fsys.CrashClone()
-		hit := failOnce(fsys, k)
-		r, err := Open(crashHome, Options{FS: fsys, Clock: b.clk, Writable: true})
-		if err == nil {
-			err = op.run(r)
-			if cerr := r.Close(); err == nil {
-				err = cerr
-			}
-		}
-		fsys.SetHook(nil)
-		if !hit() {
+		fsys, hit, err := runFaulted(t, b, op, k)
+		if !hit {
 			if err != nil {
 				t.Fatalf("no fault at write %d but the operation failed: %v", k, err)
 			}
@@ -77,13 +67,113 @@ func sweepMaintFaults(t *testing.T, b *maintBase, op maintOp) int {
 		if err != nil && !isNoSpace(err) {
 			t.Fatalf("fault at write %d: the error %v does not carry the fault", k, err)
 		}
-		states := []*vfs.MemFS{fsys.CrashClone(), fsys.CrashCloneRandom(rng), fsys}
-		for i, s := range states {
+		what := fmt.Sprintf("fault at write %d (error %v)", k, err)
+		for i, s := range []*vfs.MemFS{fsys.CrashClone(), fsys.CrashCloneRandom(rng), fsys} {
 			if op.reset != nil {
 				op.reset()
 			}
-			checkMaint(t, fmt.Sprintf("fault at write %d (error %v; state %d)", k, err, i), b, op, s, k)
+			checkMaint(t, fmt.Sprintf("%s (state %d: %s)", what, i, faultStates[i]), b, op, s, k)
 		}
+		// The next command, on the disk as the fault left it, writes and
+		// is acknowledged, and then the power goes: what the faulted
+		// operation left in doubt (a rename whose directory sync failed,
+		// say) must not take the next command's writes with it. The run
+		// is the same again (MemFS and the clock are deterministic).
+		fsys, _, _ = runFaulted(t, b, op, k)
+		nextCommand(t, what+", the next command", b, fsys)
+		for i, s := range []*vfs.MemFS{fsys.CrashClone(), fsys.CrashCloneRandom(rng), fsys} {
+			checkAfterNext(t, fmt.Sprintf("%s, the next command (state %d: %s)", what, i, faultStates[i]), b, op, s)
+		}
+	}
+}
+
+// faultStates names the states sweepMaintFaults checks.
+var faultStates = []string{"a power cut", "a power cut, some unsynced writes kept", "no power cut"}
+
+// runFaulted runs op on a copy of the base with write operation k
+// failing once, and closes the store, as a command does; it returns the
+// file system, whether the fault was reached, and the operation's error
+// (or the close's).
+func runFaulted(t *testing.T, b *maintBase, op maintOp, k int) (*vfs.MemFS, bool, error) {
+	t.Helper()
+	if op.reset != nil {
+		op.reset()
+	}
+	fsys := b.fsys.CrashClone()
+	hit := failOnce(fsys, k)
+	r, err := Open(crashHome, Options{FS: fsys, Clock: b.clk, Writable: true})
+	if err == nil {
+		err = op.run(r)
+		if cerr := r.Close(); err == nil {
+			err = cerr
+		}
+	}
+	fsys.SetHook(nil)
+	return fsys, hit(), err
+}
+
+// nextCommandTitle names the session nextCommand writes.
+const nextCommandTitle = "written after the fault"
+
+// nextCommand is the command a user runs after the faulted one: it opens
+// the store, writes a session of messages (the kind training makes a
+// dictionary for) and closes it, every write acknowledged.
+func nextCommand(t *testing.T, what string, b *maintBase, fsys *vfs.MemFS) {
+	t.Helper()
+	r, err := Open(crashHome, Options{FS: fsys, Clock: b.clk, Writable: true})
+	if err != nil {
+		t.Fatalf("%s: open: %v", what, err)
+	}
+	m, err := r.NewSession(nextCommandTitle, b.ws, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	for i := 0; i < 40; i++ {
+		if _, err := r.Append(m.ID, Entry{Kind: eventlog.KindAssistant, Label: "model", Body: maintTrainBody(90000 + i)}); err != nil {
+			t.Fatalf("%s: append: %v", what, err)
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatalf("%s: close: %v", what, err)
+	}
+}
+
+// checkAfterNext opens what a power cut after nextCommand left and checks
+// the invariants (not running the operation again: it could delete the
+// next command's session), and that the session nextCommand wrote is
+// there and reads whole.
+func checkAfterNext(t *testing.T, what string, b *maintBase, op maintOp, fsys *vfs.MemFS) {
+	t.Helper()
+	r, err := Open(crashHome, Options{FS: fsys, Clock: b.clk, Writable: true})
+	if err != nil {
+		t.Fatalf("%s: open: %v", what, err)
+	}
+	defer r.Close()
+	checkMaintState(t, what, b, op, r)
+	found := false
+	ids, err := r.Log.IDs()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	for _, id := range ids {
+		m, err := r.Log.ReadMeta(id)
+		if err != nil || m.Title != nextCommandTitle {
+			continue
+		}
+		found = true
+		evs, err := r.Log.Read(id, 0, 1000)
+		if err != nil || len(evs) != 40 {
+			t.Fatalf("%s: the next command's session holds %d events (%v), want 40", what, len(evs), err)
+		}
+		for i, ev := range evs {
+			body, err := r.Body(ev)
+			if err != nil || !bytes.Equal(body, maintTrainBody(90000+i)) {
+				t.Fatalf("%s: the next command's event %d: %v", what, i, err)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("%s: the next command's session is gone", what)
 	}
 }
 

@@ -1320,10 +1320,14 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		return fail(fmt.Errorf("session %s: record what it holds of the file: %w", sess.ID, err))
 	}
 	known[f.path] = *sess
-	if mapper != nil && endsLine && (res.Status == ImportGrown || size >= importStateNewMin) {
+	if mapper != nil && endsLine && (res.Status == ImportGrown || size >= importStateNewMin || zst) {
 		// Kept for a file seen growing (a session still being written):
 		// one imported once, as most of a history is, keeps none, unless
-		// it is so big that mapping it again would cost seconds. And only
+		// it is so big that mapping it again would cost seconds, or a
+		// .zst: a zstd stream cannot be read from where its session ends,
+		// so without the state its first growth (an active session
+		// compressed as it goes, or recompressed) mapped every line again
+		// (5 s of a 58 MB rollout grown by 1 MB, 0.6 s with it). And only
 		// after a whole line: a last line cut short is mapped again with
 		// what follows it.
 		r.saveImportState(sess.ID, opts.Format, f.path, opts.MinCut, size, full, fi.lineNo-1, mapper)

@@ -549,17 +549,21 @@ func (st *importState) sessionID() eventlog.ID {
 // readTail reads, of a file whose session's mapper state is kept after the
 // bytes it held (sourceFile.held), only the bytes after them into p; the
 // bytes before are hashed on the way, and must be those. It says whether
-// it did: otherwise the file is read whole. A .zst file is always read
-// whole (decompressed, it is in memory anyway).
+// it did: otherwise the file is read whole. A .zst file is decompressed
+// from its start (a zstd stream cannot seek), but the bytes before are
+// only hashed, not held in memory: a grown one's memory is its tail, and
+// one recompressed unchanged holds none (its tail is empty).
 func (r *Rook) readTail(format string, f sourceFile, minCut int, p *mappedSource) bool {
-	if f.heldSum == "" || f.held < importStateMin || f.size <= f.held || strings.HasSuffix(f.path, ".zst") {
+	zst := strings.HasSuffix(f.path, ".zst")
+	// (A .zst's size on disk says nothing of how long its stream is.)
+	if f.heldSum == "" || f.held < importStateMin || (!zst && f.size <= f.held) {
 		return false
 	}
 	st, ok := r.loadImportState(f.heldBy, format, f.path, minCut, f.held, f.heldSum)
 	if !ok {
 		return false
 	}
-	file, err := r.fs.OpenFile(f.path, os.O_RDONLY, 0)
+	file, _, err := r.openSource(f.path)
 	if err != nil {
 		return false // read whole, which says what is wrong
 	}
@@ -577,12 +581,14 @@ func (r *Rook) readTail(format string, f sourceFile, minCut int, p *mappedSource
 		return false
 	}
 	var tail bytes.Buffer
-	tail.Grow(int(f.size-f.held) + 512)
+	if !zst {
+		tail.Grow(int(f.size-f.held) + 512)
+	}
 	if _, err := tail.ReadFrom(file); err != nil {
 		return false
 	}
 	h.Write(tail.Bytes())
-	p.data, p.base, p.state, p.hashed = tail.Bytes(), f.held, &st, hashed
+	p.data, p.base, p.state, p.hashed, p.zst = tail.Bytes(), f.held, &st, hashed, zst
 	p.prefix, p.full = st.SHA256, hex.EncodeToString(h.Sum(nil))
 	return true
 }

@@ -1,0 +1,63 @@
+package agent
+
+import (
+	"os"
+	"testing"
+
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// A .zst rollout keeps its import state from its first import (a zstd
+// stream cannot be read from where its session ends, so without it the
+// first growth mapped every line again), and an import of it grown, or
+// recompressed unchanged, decompresses the bytes its session holds only
+// through the hash: what it holds in memory is what the file grew by.
+func TestImportOfAGrownZstReadsOnlyItsTail(t *testing.T) {
+	setImportStateMin(t, 0)
+	data, err := os.ReadFile(codexMainFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := len(data) / 2
+	for data[cut-1] != '\n' {
+		cut++
+	}
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/codex/2026/01/02/rollout-2026-01-02T03-04-05-" + codexMainID + ".jsonl.zst"
+	writeZst(t, fsys, src, data[:cut])
+	id := *mustImport(t, r, FormatCodex, src).Files[0].Session
+	if !stateUsable(t, r, FormatCodex, src) {
+		t.Fatal("a .zst imported once keeps no import state: its first growth maps every line again")
+	}
+	held := sourceFile{path: src, held: int64(cut), heldBy: id}
+	for _, m := range sessionMetas(t, r) {
+		held.heldSum = m.Source.SHA256
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{{"recompressed unchanged", data[:cut]}, {"grown", data}} {
+		writeZst(t, fsys, src, tc.data)
+		fi, err := fsys.Stat(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := held
+		f.size = fi.Size()
+		p := r.prepareSource(FormatCodex, f, false, MinCutString, importChunkBytes)
+		if p.err != nil || p.base != int64(cut) || len(p.data) != len(tc.data)-cut || p.full != hashHex(tc.data) || !p.zst {
+			t.Fatalf("%s: read from %d, %d bytes in memory, err %v: want only the %d bytes after the %d its session holds",
+				tc.name, p.base, len(p.data), p.err, len(tc.data)-cut, cut)
+		}
+	}
+	rep := mustImport(t, r, FormatCodex, src)
+	if f := rep.Files[0]; f.Status != ImportGrown || *f.Session != id {
+		t.Fatalf("grown: %+v", f)
+	}
+	mustExport(t, r, id, data)
+	writeZst(t, fsys, src, data) // recompressed, unchanged
+	if f := mustImport(t, r, FormatCodex, src).Files[0]; f.Status != ImportUnchanged || *f.Session != id {
+		t.Fatalf("recompressed unchanged: %+v", f)
+	}
+}

@@ -284,6 +284,9 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 			return ContextReport{}, err
 		}
 		for _, ev := range evs {
+			if _, ok := SessionMemoryFile(ev); ok {
+				continue // Claude Code's notes beside the transcript: not what the model read
+			}
 			if _, ok := ToolResultsFile(ev); ok {
 				// A tool output Claude Code saved whole beside the
 				// transcript (attachToolResults): the model read the

@@ -138,6 +138,9 @@ type ImportedFile struct {
 	// with no file backups, the backups its session's file-history
 	// directory holds now (lateBackups): not taken in.
 	BackupsLate int `json:"backups_late,omitempty"`
+	// SessionMemory: Claude Code session-memory files (new, or changed
+	// since) taken in this time (takeSideFiles).
+	SessionMemory int `json:"session_memory,omitempty"`
 }
 
 // ImportProblem is a line that did not parse, the lines of a file of an
@@ -182,6 +185,8 @@ type ImportReport struct {
 	// sessions.
 	BackupsLate  int           `json:"backups_late"`
 	LateSessions []eventlog.ID `json:"backups_late_sessions,omitempty"`
+	// SessionMemory sums the files' (ImportedFile).
+	SessionMemory int `json:"session_memory"`
 	// BeyondRetention are the sessions of the imported files that `rook
 	// store prune` and `maintain` would delete now (ImportOptions.Retention).
 	BeyondRetention []SessionRef `json:"beyond_retention,omitempty"`
@@ -309,12 +314,24 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	defer ahead.close()
 	// importOne imports a file and sums it up in rep.
 	importOne := func(f sourceFile, prep *mappedSource, release func()) error {
+		var prev *eventlog.FileStat // what the file's session recorded before
+		if m, ok := known[f.path]; ok {
+			prev = m.Source.Stat
+		}
 		res := r.importFile(opts, f, prep, names, &rep, func(n int64) {
 			if opts.Progress != nil {
 				opts.Progress(done+min(n, f.size), total)
 			}
 		})
 		release()
+		if res.Status != ImportFailed {
+			if err := r.takeSideFiles(known[f.path], prev, &res, &rep); err != nil {
+				// Its lines are in: only the side files are not.
+				why := "side files not taken in: " + err.Error()
+				res.Note = strings.TrimPrefix(res.Note+"; "+why, "; ")
+				rep.problem(ImportProblem{File: f.path, Reason: why})
+			}
+		}
 		if names.pending != nil {
 			delete(names.pending, claudeFileID(f.path))
 		}
@@ -337,6 +354,7 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		rep.ToolResults += res.ToolResults
 		rep.ToolResultsMissing += res.ToolResultsMissing
 		rep.BackupsMissing += res.BackupsMissing
+		rep.SessionMemory += res.SessionMemory
 		if res.BackupsLate > 0 && res.Session != nil {
 			rep.BackupsLate += res.BackupsLate
 			rep.LateSessions = append(rep.LateSessions, *res.Session)

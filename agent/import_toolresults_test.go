@@ -24,7 +24,8 @@ func persistedResult(session, toolID, saved, preview string) string {
 
 // toolResultEvents are a session's events that hold tool-results files:
 // "name body" each; the event before each is checked to be the tool
-// result that names it.
+// result that names it, or, for a file taken in late (after the
+// session's last line: takeSideFiles), a tool result before it.
 func toolResultEvents(t *testing.T, r *Rook, id eventlog.ID) []string {
 	t.Helper()
 	evs, err := r.Log.Read(id, 0, 10000)
@@ -37,11 +38,23 @@ func toolResultEvents(t *testing.T, r *Rook, id eventlog.ID) []string {
 		if !ok {
 			continue
 		}
-		if i == 0 || evs[i-1].Kind != eventlog.KindToolResult {
-			t.Fatalf("event %d (%s) does not follow a tool result", ev.Seq, name)
+		late := true // no line after it
+		for _, after := range evs[i+1:] {
+			if _, side := ToolResultsFile(after); !side {
+				late = false
+			}
 		}
-		if line, err := r.Body(evs[i-1]); err != nil || !bytes.Contains(line, []byte("tool-results/"+name)) {
-			t.Fatalf("event %d (%s) follows a tool result that does not name it: %v", ev.Seq, name, err)
+		named := false
+		for j := i - 1; j >= 0 && !named; j-- {
+			if evs[j].Kind == eventlog.KindToolResult {
+				line, err := r.Body(evs[j])
+				named = err == nil && bytes.Contains(line, []byte("tool-results/"+name))
+			} else if _, side := ToolResultsFile(evs[j]); !side && !late {
+				break
+			}
+		}
+		if !named {
+			t.Fatalf("event %d (%s) follows no tool result that names it", ev.Seq, name)
 		}
 		body, err := r.Body(ev)
 		if err != nil {
@@ -138,11 +151,23 @@ func TestImportClaudeToolResultsFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Again: nothing new. The file that was missing arrives, but its
-	// line was taken in already (Claude Code writes it before the line).
-	writeSourceFile(t, fsys, proj+"/S/tool-results/toolu_3.txt", []byte("late\n"))
+	// Again: nothing new. The file that was missing arrives after its
+	// line was taken in: the import takes it in, though the transcript is
+	// unchanged, after the session's lines, once.
 	if rep = mustImport(t, r, FormatClaudeCode, proj); rep.Unchanged != 2 || rep.ToolResults != 0 || rep.Events != 0 {
 		t.Fatalf("again: %+v", rep)
+	}
+	writeSourceFile(t, fsys, proj+"/S/tool-results/toolu_3.txt", []byte("late\n"))
+	if rep = mustImport(t, r, FormatClaudeCode, proj); rep.Unchanged != 2 || rep.ToolResults != 1 || rep.Events != 1 ||
+		fileByPath(t, rep, proj+"/S.jsonl").ToolResults != 1 {
+		t.Fatalf("late file: %+v", rep)
+	}
+	if got := toolResultEvents(t, r, id); len(got) != 2 || got[1] != "toolu_3.txt late\n" {
+		t.Fatalf("late file: %.200q", got)
+	}
+	mustExport(t, r, id, data)
+	if rep = mustImport(t, r, FormatClaudeCode, proj); rep.ToolResults != 0 || rep.Events != 0 {
+		t.Fatalf("late file, again: taken twice: %+v", rep)
 	}
 	// Grown by a line naming toolu_2, and one naming toolu_1 again (a
 	// copy of the line): only toolu_2 is taken in.
@@ -153,7 +178,7 @@ func TestImportClaudeToolResultsFiles(t *testing.T) {
 	if f := fileByPath(t, rep, proj+"/S.jsonl"); f.Status != ImportGrown || f.ToolResults != 1 || f.Events != 3 {
 		t.Fatalf("grown: %+v", f)
 	}
-	if got := toolResultEvents(t, r, id); len(got) != 2 || got[1] != "toolu_2.txt second\n" {
+	if got := toolResultEvents(t, r, id); len(got) != 3 || got[2] != "toolu_2.txt second\n" {
 		t.Fatalf("grown: %.200q", got)
 	}
 	mustExport(t, r, id, data)

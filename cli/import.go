@@ -236,8 +236,11 @@ func printImport(e *Env, out importJSON) {
 	if rep.ToolResults > 0 {
 		fmt.Fprintf(w, "%d tool output(s) taken in whole from Claude Code's tool-results/ files\n", rep.ToolResults)
 	}
+	if n := rep.SessionMemory; n > 0 {
+		fmt.Fprintf(w, "%d session-memory file(s) taken in from Claude Code's <session>/session-memory/ (new, or changed since)\n", n)
+	}
 	if n := rep.ToolResultsMissing; n > 0 {
-		fmt.Fprintf(w, "%d tool output(s) the lines name are not in their tool-results/ directory (deleted, or not copied with the transcripts): only the preview in the line is kept%s\n", n, sideLate)
+		fmt.Fprintf(w, "%d tool output(s) the lines name are not in their tool-results/ directory (deleted, or not copied with the transcripts): only the preview in the line is kept; put there later, the next import takes them in\n", n)
 	}
 	if n := rep.BackupsMissing; n > 0 {
 		fmt.Fprintf(w, "%d file backup(s) the lines name are not in Claude Code's file-history/ directory (deleted, or not copied with the transcripts): `rook session diff` leaves their files' changes out%s\n", n, sideLate)

@@ -381,6 +381,7 @@ func (m *MemFS) openLocked(name string, flag int, perm fs.FileMode) (*memFile, e
 		}
 		n = &memNode{mode: perm.Perm(), modTime: m.now()}
 		d.children[base] = n
+		d.modTime = n.modTime // a directory changes with its entries, as on disk
 	default:
 		return nil, err
 	}
@@ -416,6 +417,7 @@ func (m *MemFS) Remove(name string) error {
 		delete(d.syncedChildren, base)
 	}
 	delete(d.children, base)
+	d.modTime = m.now()
 	return nil
 }
 
@@ -464,6 +466,8 @@ func (m *MemFS) renameLocked(op, np string) error {
 	}
 	delete(od.children, ob)
 	nd.children[nb] = n
+	od.modTime = m.now()
+	nd.modTime = od.modTime
 	if n.isDir() {
 		delete(od.syncedChildren, ob)
 		nd.syncedChildren[nb] = n

@@ -1,0 +1,220 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+)
+
+// Side files a Claude Code session keeps beside its transcript that no
+// line of it names when they are written: its session memory (Claude
+// Code's notes on the session, <project>/<session id>/session-memory/,
+// rewritten as the session goes on), and tool-results files written after
+// the line that names them was imported. An import takes them in after
+// the file's lines, whatever became of the file (new, grown, unchanged):
+// a note event per file, appended to the session, holding its bytes.
+// Nothing is stored twice: a session-memory file is taken again only when
+// its bytes differ from the last copy its session holds (each version is
+// kept: the notes are rewritten, and the older ones are history too), a
+// tool-results file only when its session holds none of its name. Export
+// leaves these events out of the transcript, as it does the files taken
+// in with the lines (importedSideEvent).
+
+// sessionMemoryLabel begins the label of an event that holds a file of a
+// Claude Code session's session-memory directory: its path there follows.
+const sessionMemoryLabel = "claude-code:session-memory/"
+
+// SessionMemoryFile names the session-memory file an event holds, when it
+// holds one (an import of a Claude Code transcript made it).
+func SessionMemoryFile(ev eventlog.Event) (string, bool) {
+	name, ok := strings.CutPrefix(ev.Label, sessionMemoryLabel)
+	if !ok || ev.Kind != eventlog.KindNote || !safeSidePath(name) {
+		return "", false
+	}
+	return name, true
+}
+
+// safeSidePath says whether name is a relative path of plain names
+// (safeSideName) separated by "/".
+func safeSidePath(name string) bool {
+	for _, part := range strings.Split(name, "/") {
+		if !safeSideName(part) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxSessionMemoryDepth bounds how deep the session-memory directory is
+// walked (Claude Code writes files at its top).
+const maxSessionMemoryDepth = 4
+
+// takeSideFiles takes in, after an import of a Claude Code transcript
+// left its session m (res.Session), the side files no line took in. prev
+// is the file's stat its session recorded before this import (nil: none,
+// or a session new to the store): a file or directory that changed last
+// before it holds nothing written later, so a session whose side files
+// are all older than its transcript is not read (the common case: one
+// stat of each directory, as lateBackups does).
+func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *ImportedFile, rep *ImportReport) error {
+	src := m.Source
+	if src == nil || src.Format != FormatClaudeCode || res.Session == nil || *res.Session != m.ID {
+		return nil
+	}
+	changed := func(t time.Time) bool { return prev == nil || t.UnixNano() > prev.MTime }
+	var memory []sideFile
+	if !isSubagentFile(src.Path) {
+		memory = r.sessionMemoryFiles(filepath.Join(filepath.Dir(src.Path), claudeFileID(src.Path), "session-memory"), rep)
+	}
+	fresh := false
+	for _, f := range memory {
+		fresh = fresh || changed(f.mtime)
+	}
+	// The tool-results directory the session's lines name files in: its
+	// own session directory's, or, for a subagent, its parent's. Files
+	// in it only: a new session took in all its lines named.
+	results := filepath.Join(claudeProjectDir(src.Path), sideSessionDir(src.Path), "tool-results")
+	lateResults := false
+	if st, err := r.fs.Stat(results); err == nil && st.IsDir() && res.Status != ImportNew && res.Status != ImportRewritten {
+		lateResults = changed(st.ModTime())
+	}
+	if !fresh && !lateResults {
+		return nil
+	}
+	held := map[string]cas.Key{} // the last copy of each session-memory file
+	heldResults := map[string]bool{}
+	var named []persistedNamed // tool-results files its lines name
+	err := r.eachEvent(m.ID, func(ev eventlog.Event) error {
+		if name, ok := SessionMemoryFile(ev); ok {
+			held[name] = ev.Body
+		}
+		if name, ok := ToolResultsFile(ev); ok {
+			heldResults[name] = true
+		}
+		if lateResults && ev.Kind == eventlog.KindToolResult {
+			line, err := r.Body(ev)
+			if err != nil {
+				return err
+			}
+			for _, ref := range persistedRefs(line) {
+				named = append(named, persistedNamed{ref, ev.Time})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("session %s: read which side files it holds: %w", m.ID, err)
+	}
+	var evs []eventlog.Event
+	for _, f := range memory {
+		data, err := readSideFile(r.fs, f.path)
+		if err != nil {
+			rep.problem(ImportProblem{File: f.path, Reason: fmt.Sprintf("a session-memory file of %s: %v: not taken in", filepath.Base(src.Path), err)})
+			continue
+		}
+		if k, ok := held[f.name]; ok && k == cas.ID(data) {
+			continue
+		}
+		put, err := r.Store.Put(cas.KindMemory, data)
+		if err != nil {
+			return fmt.Errorf("store %s: %w", f.path, err)
+		}
+		evs = append(evs, eventlog.Event{Kind: eventlog.KindNote, Label: sessionMemoryLabel + f.name, Body: put.ID, Time: f.mtime})
+		res.SessionMemory++
+	}
+	for _, n := range named {
+		if heldResults[n.ref.name] {
+			continue
+		}
+		path := filepath.Join(claudeProjectDir(src.Path), n.ref.session, "tool-results", n.ref.name)
+		data, err := readSideFile(r.fs, path)
+		if err != nil {
+			continue // still not there: reported when its line was taken in
+		}
+		put, err := r.Store.Put(cas.KindToolResult, data)
+		if err != nil {
+			return fmt.Errorf("store %s: %w", path, err)
+		}
+		evs = append(evs, eventlog.Event{Kind: eventlog.KindNote, Label: toolResultsLabel + n.ref.name, Body: put.ID, Time: n.at})
+		heldResults[n.ref.name] = true
+		res.ToolResults++
+	}
+	// Each event holds one whole file: a crash between two keeps the
+	// first, and the next import takes the rest.
+	for len(evs) > 0 {
+		k := min(len(evs), 16)
+		if _, err := r.Log.Append(m.ID, evs[:k]...); err != nil {
+			return fmt.Errorf("session %s: %w", m.ID, err)
+		}
+		res.Events += k
+		evs = evs[k:]
+	}
+	return nil
+}
+
+// persistedNamed is a tool-results file a line names, and the line's time.
+type persistedNamed struct {
+	ref persistedRef
+	at  time.Time
+}
+
+// sideFile is a file in a session's side directory.
+type sideFile struct {
+	path, name string // name: its path within the directory, "/" between
+	mtime      time.Time
+}
+
+// sessionMemoryFiles lists the regular files under dir, sorted by name;
+// one that is not a plain name, or not a regular file, is reported and
+// left out.
+func (r *Rook) sessionMemoryFiles(dir string, rep *ImportReport) []sideFile {
+	var out []sideFile
+	var walk func(d, prefix string, depth int)
+	walk = func(d, prefix string, depth int) {
+		ents, err := r.fs.ReadDir(d)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				rep.problem(ImportProblem{File: d, Reason: "session-memory directory not readable: " + err.Error()})
+			}
+			return
+		}
+		for _, e := range ents {
+			path := filepath.Join(d, e.Name())
+			switch {
+			case !safeSideName(e.Name()):
+				rep.problem(ImportProblem{File: path, Reason: "not a plain file name: not taken in"})
+			case e.IsDir() && depth < maxSessionMemoryDepth:
+				walk(path, prefix+e.Name()+"/", depth+1)
+			case e.Type().IsRegular():
+				if fi, err := e.Info(); err == nil {
+					out = append(out, sideFile{path: path, name: prefix + e.Name(), mtime: fi.ModTime()})
+				}
+			default:
+				rep.problem(ImportProblem{File: path, Reason: fmt.Sprintf("not a regular file (%s): not taken in", fileKind(e.Type()))})
+			}
+		}
+	}
+	walk(dir, "", 1)
+	return out
+}
+
+// isSubagentFile says whether a Claude Code transcript is a subagent's.
+func isSubagentFile(path string) bool {
+	return strings.HasPrefix(filepath.Base(path), "agent-") || filepath.Base(filepath.Dir(path)) == "subagents"
+}
+
+// sideSessionDir is the name of the session directory a transcript's
+// side files are in: its own (<session id>.jsonl beside <session id>/),
+// or a subagent's parent's.
+func sideSessionDir(path string) string {
+	if filepath.Base(filepath.Dir(path)) == "subagents" {
+		return filepath.Base(filepath.Dir(filepath.Dir(path)))
+	}
+	return claudeFileID(path)
+}

@@ -1,0 +1,103 @@
+package agent
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// sessionMemoryEvents are a session's events that hold session-memory
+// files: "name body" each, in order.
+func sessionMemoryEvents(t *testing.T, r *Rook, id eventlog.ID) []string {
+	t.Helper()
+	var out []string
+	err := r.eachEvent(id, func(ev eventlog.Event) error {
+		if name, ok := SessionMemoryFile(ev); ok {
+			body, err := r.Body(ev)
+			if err != nil {
+				return err
+			}
+			out = append(out, fmt.Sprintf("%s %s", name, body))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Claude Code's session memory (<project>/<session id>/session-memory/)
+// is taken in with its session: each file a note holding its bytes, taken
+// again only when it changed (each version kept, none twice), also while
+// the transcript is unchanged. Export still writes the transcript byte
+// for byte; a subagent's file takes none of its parent's.
+func TestImportClaudeSessionMemory(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/h/.claude/projects/-home-u-proj"
+	mem := proj + "/S/session-memory/"
+	writeSourceFile(t, fsys, mem+"summary.md", []byte("# Session\nfirst notes\n"))
+	writeSourceFile(t, fsys, mem+"notes/todo.md", []byte("- a\n"))
+	data := writeSource(t, fsys, proj+"/S.jsonl", claudeLines("S", 1), "")
+	subData := writeSource(t, fsys, proj+"/S/subagents/agent-a1.jsonl", claudeLines("S", 2), "")
+
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	f := fileByPath(t, rep, proj+"/S.jsonl")
+	id := *f.Session
+	want := []string{"notes/todo.md - a\n", "summary.md # Session\nfirst notes\n"}
+	if got := sessionMemoryEvents(t, r, id); !slices.Equal(got, want) || f.SessionMemory != 2 || rep.SessionMemory != 2 {
+		t.Fatalf("new: %q (%d in the file's report, %d in all)", got, f.SessionMemory, rep.SessionMemory)
+	}
+	sid := *fileByPath(t, rep, proj+"/S/subagents/agent-a1.jsonl").Session
+	if got := sessionMemoryEvents(t, r, sid); len(got) != 0 {
+		t.Fatalf("the subagent took its parent's session memory: %q", got)
+	}
+	if s, err := r.Log.Summary(id); err != nil || uint64(f.Events) != s.Events {
+		t.Fatalf("events: %+v, %v", f, err)
+	}
+	mustExport(t, r, id, data)
+	mustExport(t, r, sid, subData)
+	var buf bytes.Buffer
+	if x, err := r.ExportSource(id, &buf); err != nil || x.Skipped != 0 {
+		t.Fatalf("export: %+v %v", x, err)
+	}
+
+	// Again, nothing changed: nothing added.
+	if rep = mustImport(t, r, FormatClaudeCode, proj); rep.Events != 0 || rep.SessionMemory != 0 {
+		t.Fatalf("again: %+v", rep)
+	}
+	before, err := r.Context(id, 200000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Claude Code rewrites its notes, the transcript unchanged: the new
+	// version is taken in, the old one kept.
+	writeSourceFile(t, fsys, mem+"summary.md", []byte("# Session\nfirst notes\nmore notes\n"))
+	rep = mustImport(t, r, FormatClaudeCode, proj)
+	if f := fileByPath(t, rep, proj+"/S.jsonl"); f.Status != ImportUnchanged || f.SessionMemory != 1 || f.Events != 1 {
+		t.Fatalf("rewritten notes: %+v", f)
+	}
+	want = append(want, "summary.md # Session\nfirst notes\nmore notes\n")
+	if got := sessionMemoryEvents(t, r, id); !slices.Equal(got, want) {
+		t.Fatalf("rewritten notes: %q", got)
+	}
+	// Not in context: the model did not read the notes as they stand.
+	if after, err := r.Context(id, 200000); err != nil || after.InContextBytes != before.InContextBytes {
+		t.Fatalf("context: %d bytes with the notes' new version, %d before (%v)", after.InContextBytes, before.InContextBytes, err)
+	}
+	// The transcript grows: its lines come in, no note again.
+	data = writeSource(t, fsys, proj+"/S.jsonl", append(claudeLines("S", 1), claudeLines("S", 3)...), "")
+	rep = mustImport(t, r, FormatClaudeCode, proj)
+	if f := fileByPath(t, rep, proj+"/S.jsonl"); f.Status != ImportGrown || f.SessionMemory != 0 {
+		t.Fatalf("grown: %+v", f)
+	}
+	if got := sessionMemoryEvents(t, r, id); !slices.Equal(got, want) {
+		t.Fatalf("grown: %q", got)
+	}
+	mustExport(t, r, id, data)
+}

@@ -145,6 +145,20 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 		heldResults[n.ref.name] = true
 		res.ToolResults++
 	}
+	// Appended after the session's last event, never timed before it: the
+	// session's last activity (session ls, last) does not go back to a
+	// line's time or an old file's.
+	if len(evs) > 0 {
+		s, err := r.Log.Summary(m.ID)
+		if err != nil {
+			return fmt.Errorf("session %s: %w", m.ID, err)
+		}
+		for i := range evs {
+			if evs[i].Time.Before(s.Updated) {
+				evs[i].Time = s.Updated
+			}
+		}
+	}
 	// Each event holds one whole file: a crash between two keeps the
 	// first, and the next import takes the rest.
 	for len(evs) > 0 {

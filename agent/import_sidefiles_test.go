@@ -57,8 +57,10 @@ func TestImportClaudeSessionMemory(t *testing.T) {
 	if got := sessionMemoryEvents(t, r, sid); len(got) != 0 {
 		t.Fatalf("the subagent took its parent's session memory: %q", got)
 	}
-	if s, err := r.Log.Summary(id); err != nil || uint64(f.Events) != s.Events {
-		t.Fatalf("events: %+v, %v", f, err)
+	// After the session's lines, never timed before them (the files' times
+	// here are 1970's): the session's last activity is its last line's.
+	if s, err := r.Log.Summary(id); err != nil || uint64(f.Events) != s.Events || s.Updated.Year() < 2026 {
+		t.Fatalf("events: %+v, last activity %v, %v", f, s.Updated, err)
 	}
 	mustExport(t, r, id, data)
 	mustExport(t, r, sid, subData)
@@ -76,9 +78,17 @@ func TestImportClaudeSessionMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Claude Code rewrites its notes, the transcript unchanged: the new
-	// version is taken in, the old one kept.
+	// version is taken in, the old one kept, after the session's last
+	// event (its time not before it: the file's, here, is 1970's).
+	last, err := r.Log.Summary(id)
+	if err != nil {
+		t.Fatal(err)
+	}
 	writeSourceFile(t, fsys, mem+"summary.md", []byte("# Session\nfirst notes\nmore notes\n"))
 	rep = mustImport(t, r, FormatClaudeCode, proj)
+	if s, err := r.Log.Summary(id); err != nil || s.Updated.Before(last.Updated) {
+		t.Fatalf("the session's last activity went back from %v to %v (%v)", last.Updated, s.Updated, err)
+	}
 	if f := fileByPath(t, rep, proj+"/S.jsonl"); f.Status != ImportUnchanged || f.SessionMemory != 1 || f.Events != 1 {
 		t.Fatalf("rewritten notes: %+v", f)
 	}

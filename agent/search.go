@@ -175,18 +175,19 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = SearchMaxBytes
 	}
-	var ids []eventlog.ID
+	var sessions []searchedSession
 	if opts.Session != nil {
-		if _, err := r.Log.ReadMeta(*opts.Session); err != nil {
+		m, err := r.Log.ReadMeta(*opts.Session)
+		if err != nil {
 			return res, err
 		}
-		ids = []eventlog.ID{*opts.Session}
+		sessions = []searchedSession{{id: *opts.Session, meta: m}}
 	} else {
 		all, err := r.Log.IDs()
 		if err != nil {
 			return res, err
 		}
-		ids = byLastEvent(r.Log, all)
+		sessions = byLastEvent(r.Log, all)
 	}
 	lowered := make([][]byte, len(terms))
 	for i, t := range terms {
@@ -198,16 +199,16 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 	// line every turn repeats, is another body of the same text.
 	hits := map[uint64]*searchGroup{}
 	seed := maphash.MakeSeed()
-	for _, id := range ids {
+	for _, ss := range sessions {
 		if res.Truncated {
 			break
 		}
-		meta, err := r.Log.ReadMeta(id)
-		if err != nil {
-			res.SkippedSessions = append(res.SkippedSessions, fmt.Sprintf("session %s skipped: %v", id, err))
+		id, meta := ss.id, ss.meta
+		if ss.metaErr != nil {
+			res.SkippedSessions = append(res.SkippedSessions, fmt.Sprintf("session %s skipped: %v", id, ss.metaErr))
 			continue
 		}
-		refs, order, err := r.searchRefs(id)
+		refs, order, err := r.searchRefs(meta)
 		if err != nil {
 			res.SkippedSessions = append(res.SkippedSessions, fmt.Sprintf("%v (searched what precedes the damage)", err))
 		}
@@ -302,20 +303,35 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 	return res, nil
 }
 
+// searchedSession is a session Search goes through, with its metadata
+// as read once for it (metaErr when it did not read: the session is
+// skipped, saying why).
+type searchedSession struct {
+	id      eventlog.ID
+	meta    eventlog.Meta
+	metaErr error
+}
+
 // byLastEvent orders sessions by the time of their last event, newest
 // first, so that a budget spends itself on recent conversation: an
 // imported session's id says when it was imported, not when it was
 // spoken, and a fork's copy of its parent's events is as old as they are
 // (not SortByLastActive, which ranks a fork made now first). A session
-// whose summary cannot be read goes last (its search says why).
-func byLastEvent(log *eventlog.Log, ids []eventlog.ID) []eventlog.ID {
+// whose summary cannot be read goes last (its search says why). Each
+// session's metadata is read here once, and kept for the search.
+func byLastEvent(log *eventlog.Log, ids []eventlog.ID) []searchedSession {
 	var ok []eventlog.Summary
-	var bad []eventlog.ID
+	var bad []searchedSession
 	for _, id := range ids {
-		if s, err := log.Summary(id); err == nil {
+		m, err := log.ReadMeta(id)
+		if err != nil {
+			bad = append(bad, searchedSession{id: id, metaErr: err})
+			continue
+		}
+		if s, err := log.SummaryOf(m); err == nil {
 			ok = append(ok, s)
 		} else {
-			bad = append(bad, id)
+			bad = append(bad, searchedSession{id: id, meta: m})
 		}
 	}
 	sort.SliceStable(ok, func(i, j int) bool {
@@ -324,11 +340,11 @@ func byLastEvent(log *eventlog.Log, ids []eventlog.ID) []eventlog.ID {
 		}
 		return ok[i].ID.String() > ok[j].ID.String()
 	})
-	out := make([]eventlog.ID, 0, len(ids))
+	out := make([]searchedSession, 0, len(ids))
 	for _, s := range ok {
-		out = append(out, s.ID)
+		out = append(out, searchedSession{id: s.ID, meta: s.Meta})
 	}
-	sort.Slice(bad, func(i, j int) bool { return bad[i].String() > bad[j].String() })
+	sort.Slice(bad, func(i, j int) bool { return bad[i].id.String() > bad[j].id.String() })
 	return append(out, bad...)
 }
 
@@ -352,17 +368,18 @@ func newerHit(a, b SearchHit) bool {
 	return a.Seq > b.Seq
 }
 
-// searchRefs maps each searchable body of a session to the events that
-// name it, and orders the bodies by their newest event, newest first (so
-// a budget spends itself on recent conversation). On a damaged log it
-// returns what it read before the damage with the error.
-func (r *Rook) searchRefs(id eventlog.ID) (map[cas.Key][]searchRef, []cas.Key, error) {
+// searchRefs maps each searchable body of a session (its metadata read
+// already) to the events that name it, and orders the bodies by their
+// newest event, newest first (so a budget spends itself on recent
+// conversation). On a damaged log it returns what it read before the
+// damage with the error.
+func (r *Rook) searchRefs(meta eventlog.Meta) (map[cas.Key][]searchRef, []cas.Key, error) {
 	refs := map[cas.Key][]searchRef{}
 	var order []cas.Key // by first sight; reversed below
 	var rerr error
 	from := uint64(0)
 	for {
-		evs, err := r.Log.Read(id, from, searchPage)
+		evs, err := r.Log.ReadOf(meta, from, searchPage)
 		if err != nil {
 			rerr = err
 		}

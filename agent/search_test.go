@@ -2,8 +2,10 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unicode/utf8"
 
@@ -417,5 +419,47 @@ func TestScoreBodySnippetShowsTheMatchAfterCharsLoweredShorter(t *testing.T) {
 		if got := lineOffset([]byte(c.line), c.low); got != c.want {
 			t.Errorf("lineOffset(%q, %d) = %d, want %d", c.line, c.low, got, c.want)
 		}
+	}
+}
+
+// Search read each session's metadata twice: once to order the sessions
+// (byLastEvent's summaries), once again to search them. Once is enough,
+// across every session and for one named by --session.
+func TestSearchReadsEachSessionsMetadataOnce(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	const n = 5
+	var ids []eventlog.ID
+	for i := range n {
+		id := newSession(t, r)
+		appendBodies(t, r, id, fmt.Sprintf("flaky test number %d", i))
+		ids = append(ids, id)
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	metaOpens := func(opts SearchOptions) int64 {
+		var opens atomic.Int64
+		fsys.SetHook(func(op vfs.Op, name string) error {
+			if op == vfs.OpOpenRead && strings.HasSuffix(name, ".meta") {
+				opens.Add(1)
+			}
+			return nil
+		})
+		res, err := r.Search("flaky", opts)
+		fsys.SetHook(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Hits) == 0 {
+			t.Fatal("no hit")
+		}
+		return opens.Load()
+	}
+	if got := metaOpens(SearchOptions{}); got != n {
+		t.Errorf("searching %d sessions opened their metadata %d times, want %d", n, got, n)
+	}
+	if got := metaOpens(SearchOptions{Session: &ids[2]}); got != 1 {
+		t.Errorf("searching one session opened its metadata %d times, want 1", got)
 	}
 }

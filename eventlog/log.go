@@ -1226,13 +1226,25 @@ func (e *UnreadableError) Unwrap() []error { return e.Errs }
 // Read returns up to limit events of a session from seq `from` on, in
 // order. It costs O(limit) plus a bisection of the file, not O(session).
 func (l *Log) Read(id ID, from uint64, limit int) ([]Event, error) {
+	return l.read(id, from, limit, l.openSession)
+}
+
+// ReadOf is Read for a session whose metadata the caller has read already
+// (as SummaryOf): the log's read only, not the metadata again for each
+// page (a search reads every session's pages).
+func (l *Log) ReadOf(m Meta, from uint64, limit int) ([]Event, error) {
+	return l.read(m.ID, from, limit, l.openLog)
+}
+
+// read is Read, the log opened by open (openSession, or openLog).
+func (l *Log) read(id ID, from uint64, limit int, open func(ID) (vfs.File, *reader, error)) ([]Event, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
 	// In the writer, taken before the file's size is: a break from the
 	// size its last barrier synced on is its own flush under way.
 	floor, own := l.ownTornFloor(id)
-	f, r, err := l.openSession(id)
+	f, r, err := open(id)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"html"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
@@ -141,27 +140,32 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 	for _, ev := range evs {
 		h, ok := seen[ev.Body]
 		if !ok {
-			b, imported, err := r.readBody(ev.Body)
+			// A large imported line comes shortened to the head shown
+			// (readBodyHead): its size and what is cut still count it whole.
+			bh, err := r.readBodyHead(ev.Body, ExportMaxBody+headSlack)
+			b, imported := bh.body, bh.imported
 			var nf *cas.NotFoundError
 			var ce *cas.CorruptError
 			switch {
 			case err == nil:
-				h.size = int64(len(b))
+				h.size = bh.size
 				// An imported event's view is text whatever its bytes
 				// (RenderImported shows a byte that is not UTF-8 as
 				// U+FFFD), as show renders it.
-				if exportIsBinary(b) && !imported {
+				if bh.binary && !imported {
 					h.binary = true
 					break
 				}
+				cut := h.size
 				if imported {
 					h.refs = toolCallRefsOf(ev.Kind, imported, b)
 					b, h.rendered = RenderImported(b), true
+					cut = int64(len(b)) + bh.dropped
 				}
 				// A copy of the head: a slice of b would keep the whole
 				// body in memory for as long as the export (512 of them).
 				h.body = bytes.Clone(b[:CutShown(b, ExportMaxBody)])
-				h.cut = int64(len(b) - len(h.body))
+				h.cut = cut - int64(len(h.body))
 			case errors.As(err, &nf), errors.As(err, &ce):
 				h.err = err.Error()
 			default:
@@ -180,11 +184,6 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 		x.Events[i].Calls, x.Events[i].Children = page[i].Calls, page[i].Children
 	}
 	return x, nil
-}
-
-// exportIsBinary: bytes that are not text (a NUL, or not UTF-8).
-func exportIsBinary(b []byte) bool {
-	return bytes.IndexByte(b, 0) >= 0 || !utf8.Valid(b)
 }
 
 // exportStyle is the export's only style sheet. The Content-Security-Policy

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/agent/inbox"
 	"github.com/rookhq/rook/cas"
@@ -245,6 +246,109 @@ func (r *Rook) readBodyWithin(id cas.Key, max int64) (body []byte, imported bool
 	}
 	b, err = sl.expand(r.Store.Get)
 	return b, true, err
+}
+
+// shortenLinesOver is the size past which an imported line read for a
+// view that shows only its head (show, history, export-html) is put
+// together with each string cut from it shortened to what the head can
+// show (readBodyHead): a line of 100 MB (a tool's whole output) was put
+// together, rendered and cut whole, 20 s and 600 MB for a few KiB shown.
+const shortenLinesOver = 4 << 20
+
+// headSlack is what a shortened string keeps past the bytes the head
+// shows: a view's text is the line's strings, reshaped (indented, colors
+// left out), so a string kept that much longer still gives the whole
+// head and the first line a preview reads.
+const headSlack = 64 << 10
+
+// bodyHead is an event's body as a view of its head reads it.
+type bodyHead struct {
+	// body is the body; of an imported line over shortenLinesOver, the
+	// line with each string longer than the head's keep shortened to it
+	// (on a character boundary): still a line of the same JSON shape,
+	// whose first bytes and view are the whole line's.
+	body     []byte
+	imported bool  // a source object: the body is an imported line
+	size     int64 // the whole body's bytes
+	dropped  int64 // the bytes of view the shortened strings left out (viewLen)
+	binary   bool  // the whole body is binary (IsBinary)
+}
+
+// viewLen is how many bytes text takes in a reading view (cleanView):
+// its color sequences left out, each control character and byte that is
+// not UTF-8 a U+FFFD. What a view shortened by readBodyHead leaves out is
+// counted so: exact for a string the view shows as written (a tool's
+// output, a reply), close for one it reshapes (a call's arguments), and
+// not for the white space a view trims at its end.
+func viewLen(text []byte) int64 {
+	n := int64(0)
+	for i := 0; i < len(text); {
+		if j := sgrEnd(text, i); j > 0 {
+			i = j
+			continue
+		}
+		c, w := utf8.DecodeRune(text[i:])
+		switch {
+		case c == utf8.RuneError && w == 1, c < 0x20 && c != '\n' && c != '\t', c == 0x7f:
+			n += int64(utf8.RuneLen(utf8.RuneError))
+		default:
+			n += int64(w)
+		}
+		i += w
+	}
+	return n
+}
+
+// readBodyHead reads an event's body for a view that shows at most keep
+// bytes of it (past headSlack) or of its reading view. Every object is
+// read whole and verified, as a body always is; only the long strings of
+// a large imported line are not written back whole.
+func (r *Rook) readBodyHead(id cas.Key, keep int) (bodyHead, error) {
+	b, kind, err := r.Store.GetKind(id)
+	if err != nil {
+		return bodyHead{}, err
+	}
+	if kind != cas.KindSource {
+		return bodyHead{body: b, size: int64(len(b)), binary: IsBinary(b)}, nil
+	}
+	h := bodyHead{imported: true}
+	sl, err := decodeSourceLine(b)
+	if err != nil {
+		return h, &cas.CorruptError{ID: id, Reason: err.Error()}
+	}
+	size := int64(len(sl.Rest))
+	for _, c := range sl.Cuts {
+		if info, err := r.Store.Stat(c.ID); err == nil {
+			size += info.Size
+		}
+	}
+	if size <= shortenLinesOver {
+		keep = math.MaxInt
+	}
+	out := make([]byte, 0, len(sl.Rest)+len(sl.Cuts)*MinCutString*2)
+	p := 0
+	for _, c := range sl.Cuts {
+		out = append(out, sl.Rest[p:p+c.Gap]...)
+		p += c.Gap
+		text, err := r.Store.Get(c.ID)
+		if err != nil {
+			return h, fmt.Errorf("string %s of the line: %w", cas.Short(c.ID), err)
+		}
+		if n := CutShown(text, keep); n < len(text) {
+			tail := text[n:]
+			h.dropped += viewLen(tail)
+			h.size += jsonEscapedLen(tail)
+			// Escaped in the line, a NUL is text: only bytes that are
+			// not UTF-8 make it binary.
+			h.binary = h.binary || !utf8.Valid(tail)
+			text = text[:n]
+		}
+		out = appendJSONString(out, text)
+	}
+	h.body = append(out, sl.Rest[p:]...)
+	h.size += int64(len(h.body))
+	h.binary = h.binary || IsBinary(h.body)
+	return h, nil
 }
 
 // ErrNoLast: `last` names no session here.

@@ -170,6 +170,22 @@ func appendJSONString(dst, s []byte) []byte {
 	return append(dst, '"')
 }
 
+// jsonEscapedLen is how many bytes appendJSONString writes for s, its
+// quotes left out.
+func jsonEscapedLen(s []byte) int64 {
+	n := int64(len(s))
+	for _, c := range s {
+		switch {
+		case c >= 0x20 && c != '"' && c != '\\':
+		case shortEscape[c] != 0:
+			n++
+		default:
+			n += 5
+		}
+	}
+	return n
+}
+
 // shortEscape is the letter a byte is escaped with after a backslash by
 // JSON.stringify and serde_json (0: none, \u00xx for control characters);
 // shortUnescape reads one back. appendJSONString and canonicalText share

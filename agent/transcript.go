@@ -122,6 +122,9 @@ type BodyView struct {
 	Err error
 	// imported: the body is a line of an imported transcript.
 	imported bool
+	// dropped: the bytes of view of a large imported line's strings that
+	// it was rendered without (readBodyHead, viewLen); Omitted counts them.
+	dropped int64
 }
 
 // Elided reports whether the body was cut.
@@ -143,19 +146,20 @@ type EventView struct {
 }
 
 // viewBody reads an event's body (verified) and its sizes, keeping at most
-// max bytes of it.
+// max bytes of it. The body it returns is, for a large imported line, the
+// line shortened for its head (readBodyHead).
 func (r *Rook) viewBody(ev eventlog.Event, max int) (BodyView, []byte) {
 	var v BodyView
 	if info, err := r.Store.Stat(ev.Body); err == nil {
 		v.Size, v.Stored, v.imported = info.Size, info.Stored, info.Kind == cas.KindSource
 	}
-	body, err := r.Body(ev)
+	h, err := r.readBodyHead(ev.Body, max+headSlack)
 	if err != nil {
 		v.Err = err
 		return v, nil
 	}
-	v.Size = int64(len(body))
-	v.Binary = IsBinary(body)
+	body := h.body
+	v.Size, v.Binary, v.dropped = h.size, h.binary, h.dropped
 	n := min(max, len(body))
 	if !v.Binary {
 		n = CutShown(body, max)
@@ -163,7 +167,7 @@ func (r *Rook) viewBody(ev eventlog.Event, max int) (BodyView, []byte) {
 	// A copy: a slice of body would keep the whole body in memory for
 	// as long as the view (a page of them).
 	v.Text = bytes.Clone(body[:n])
-	v.Omitted = int64(len(body) - n)
+	v.Omitted = h.size - int64(n)
 	return v, body
 }
 
@@ -240,7 +244,7 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 			// U+FFFD): the text is read, not "(binary, N bytes)".
 			text := RenderImported(body)
 			n := CutShown(text, maxBody)
-			v.Text, v.Omitted, v.Rendered, v.Binary = bytes.Clone(text[:n]), int64(len(text)-n), true, false
+			v.Text, v.Omitted, v.Rendered, v.Binary = bytes.Clone(text[:n]), int64(len(text)-n)+v.dropped, true, false
 		}
 		p.Events = append(p.Events, EventView{Event: ev, BodyView: v})
 		refs = append(refs, toolCallRefsOf(ev.Kind, v.imported, body))

@@ -142,7 +142,7 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 		if !ok {
 			// A large imported line comes shortened to the head shown
 			// (readBodyHead): its size and what is cut still count it whole.
-			bh, err := r.readBodyHead(ev.Body, ExportMaxBody+headSlack)
+			bh, err := r.readBodyHead(ev.Body, ExportMaxBody)
 			b, imported := bh.body, bh.imported
 			var nf *cas.NotFoundError
 			var ce *cas.CorruptError

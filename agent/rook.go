@@ -299,11 +299,12 @@ func viewLen(text []byte) int64 {
 	return n
 }
 
-// readBodyHead reads an event's body for a view that shows at most keep
-// bytes of it (past headSlack) or of its reading view. Every object is
-// read whole and verified, as a body always is; only the long strings of
-// a large imported line are not written back whole.
-func (r *Rook) readBodyHead(id cas.Key, keep int) (bodyHead, error) {
+// readBodyHead reads an event's body for a view that shows at most shown
+// bytes of it or of its reading view. Every object is read whole and
+// verified, as a body always is; only the long strings of a large
+// imported line are not written back whole (each keeps shown+headSlack
+// bytes).
+func (r *Rook) readBodyHead(id cas.Key, shown int) (bodyHead, error) {
 	b, kind, err := r.Store.GetKind(id)
 	if err != nil {
 		return bodyHead{}, err
@@ -322,8 +323,9 @@ func (r *Rook) readBodyHead(id cas.Key, keep int) (bodyHead, error) {
 			size += info.Size
 		}
 	}
-	if size <= shortenLinesOver {
-		keep = math.MaxInt
+	keep := math.MaxInt
+	if size > shortenLinesOver && shown < math.MaxInt-headSlack {
+		keep = max(shown, 0) + headSlack
 	}
 	out := make([]byte, 0, len(sl.Rest)+len(sl.Cuts)*MinCutString*2)
 	p := 0

@@ -153,7 +153,7 @@ func (r *Rook) viewBody(ev eventlog.Event, max int) (BodyView, []byte) {
 	if info, err := r.Store.Stat(ev.Body); err == nil {
 		v.Size, v.Stored, v.imported = info.Size, info.Stored, info.Kind == cas.KindSource
 	}
-	h, err := r.readBodyHead(ev.Body, max+headSlack)
+	h, err := r.readBodyHead(ev.Body, max)
 	if err != nil {
 		v.Err = err
 		return v, nil

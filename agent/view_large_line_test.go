@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
@@ -65,6 +66,15 @@ func TestViewsOfAHugeImportedLineReadItsHeadOnly(t *testing.T) {
 	}
 	if limit := 3 * int64(len(out)); allocated > limit {
 		t.Errorf("show of one %d-byte line allocated %d bytes, more than %d", len(whole), allocated, limit)
+	}
+
+	// Asked for all of it (--max-body as large as it goes), it is all.
+	all, err := r.Show(id, ShowQuery{From: big.Seq, Limit: 1, MaxBody: math.MaxInt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if av := all.Events[0]; !bytes.Equal(av.Text, view) || av.Omitted != 0 {
+		t.Errorf("show --max-body %d: %d bytes of text, %d omitted; want the whole view, %d", math.MaxInt, len(av.Text), av.Omitted, len(view))
 	}
 
 	raw, err := r.Show(id, ShowQuery{From: big.Seq, Limit: 1, MaxBody: maxBody, Raw: true})

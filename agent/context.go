@@ -235,7 +235,7 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 		imageBytes, imageTokens int64
 	}
 	bodies := map[cas.Key]bodyStat{}
-	images := map[cas.Key]int64{} // cutImageTokens's, by string
+	images := map[cas.Key]imageCount{} // cutImages's, by string
 	var byKind [256]ContextKind
 	// The last imported line that recorded tokens but counts none of its
 	// own, copied from the session a fork was forked from (its parent
@@ -561,13 +561,14 @@ type linesSize struct {
 // an estimate's measure, not the exact bytes of their escapes; one the
 // line holds twice, once), read off
 // the object's head and the store's sizes of the strings, none of them
-// read but those that sit where an image does (mayBeImage), to tell an
-// image (counted by its dimensions) from text; stored, the object's own
+// read but those that sit where an image does (mayBeImage) or are a
+// tool's output (outputKeys), to tell an image (counted by its
+// dimensions) from text, and images its rest kept (restImages); stored, the object's own
 // size, and ok false when it cannot be
 // read, or a string cut out of it cannot be described (Context counts it
 // in UnreadableBodies: the size falls short). images caches what
-// cutImageTokens read, by string.
-func (r *Rook) sourceLinesSize(id cas.Key, stored int64, images map[cas.Key]int64) (ls linesSize, ok bool) {
+// cutImages read, by string.
+func (r *Rook) sourceLinesSize(id cas.Key, stored int64, images map[cas.Key]imageCount) (ls linesSize, ok bool) {
 	b, err := r.Store.Get(id)
 	if err != nil {
 		return linesSize{size: stored}, false
@@ -593,13 +594,14 @@ func (r *Rook) sourceLinesSize(id cas.Key, stored int64, images map[cas.Key]int6
 			continue
 		}
 		ls.size += info.Size + 2
-		if mayBeImage(sl.Rest, at) {
-			if t, isImage := r.cutImageTokens(c.ID, images); isImage {
-				ls.imageBytes += info.Size + 2
-				ls.imageTokens += t
-			}
+		if img, isImage := r.cutImages(c.ID, info.Size, sl.Rest, at, images); isImage {
+			ls.imageBytes += img.bytes
+			ls.imageTokens += img.tokens
 		}
 	}
+	img := restImages(sl.Rest)
+	ls.imageBytes += img.bytes
+	ls.imageTokens += img.tokens
 	return ls, ok
 }
 

@@ -8,6 +8,7 @@ import (
 	"image"
 	"image/color"
 	"image/gif"
+	"strings"
 	"testing"
 )
 
@@ -47,7 +48,8 @@ func gifHeader(w, h uint16) []byte {
 // The image header reader takes base64 from transcripts, untrusted: a
 // crafted header (dimensions of 2^31 pixels a side, a JPEG's largest,
 // a header cut short, base64 broken by newlines or of the URL-safe
-// alphabet, a data URL with parameters) never panics, and whatever it
+// alphabet, a data URL with parameters, a WebP's chunk of each kind)
+// never panics, and whatever it
 // declares an image counts at least 1 token and at most the fallback's
 // (the provider scales every image down to 1.15 MP: 1534).
 func FuzzStringImageTokens(f *testing.F) {
@@ -62,6 +64,8 @@ func FuzzStringImageTokens(f *testing.F) {
 		gifHeader(65535, 65535), gifHeader(1, 65535),
 		pngHeader(300, 200)[:20], jpegHeader(3000, 2000)[:9],
 		[]byte("RIFF\x00\x00\x00\x00WEBPVP8 "),
+		webpHead("VP8 ", 300, 200), webpHead("VP8L", 16384, 16384), webpHead("VP8X", 1<<24, 1<<24),
+		webpHead("VP8X", 4000, 3000)[:26], webpHead("VP8L", 0, 0), webpHead("ALPH", 1, 1),
 	} {
 		b64 := base64.StdEncoding.EncodeToString(raw)
 		f.Add([]byte(b64))
@@ -72,6 +76,13 @@ func FuzzStringImageTokens(f *testing.F) {
 	}
 	f.Add([]byte("data:image/png,not base64"))
 	f.Add([]byte("iVBORw0KGgo"))
+	// restImages reads a source line's rest: strings at image keys,
+	// escaped ones, JSON in strings, quotes that do not close.
+	png := base64.StdEncoding.EncodeToString(pngHeader(300, 200))
+	f.Add([]byte(`{"data":"` + strings.ReplaceAll(png, "/", `\/`) + `"}`))
+	f.Add([]byte(`{"output":"{\"content\":[{\"type\":\"image\",\"data\":\"` + png + `\"}]}"}`))
+	f.Add([]byte(`["data:image/png;base64,` + png + `", "iVBOR`))
+	f.Add([]byte(`{"data":"iVBORw0KGgo\`))
 	f.Fuzz(func(t *testing.T, text []byte) {
 		tokens, ok := stringImageTokens(text)
 		if ok && (tokens < 1 || tokens > imageFallbackTokens) {
@@ -79,6 +90,9 @@ func FuzzStringImageTokens(f *testing.F) {
 		}
 		if !ok && tokens != 0 {
 			t.Fatalf("%q is no image but counts %d", text, tokens)
+		}
+		if c := restImages(text); c.bytes < 0 || c.bytes > int64(len(text)) || c.tokens < 0 || c.bytes == 0 && c.tokens != 0 {
+			t.Fatalf("the rest %q holds images of %d bytes counting %d tokens", text, c.bytes, c.tokens)
 		}
 	})
 }

@@ -3,10 +3,12 @@ package agent
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"image"
 	"image/jpeg"
 	"image/png"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/rookhq/rook/eventlog"
@@ -132,5 +134,129 @@ func TestImageTokens(t *testing.T) {
 	}
 	if _, ok := stringImageTokens([]byte(base64.StdEncoding.EncodeToString([]byte("some text, not an image, long enough")))); ok {
 		t.Error("base64 of text taken for an image")
+	}
+}
+
+// webpHead is the head of a WebP file of w×h pixels with a first chunk of
+// the given kind ("VP8 ", "VP8L", "VP8X"), as the container spec lays
+// them out; none of its pixels.
+func webpHead(kind string, w, h int) []byte {
+	data := make([]byte, 10)
+	switch kind {
+	case "VP8X":
+		data[0] = 0x10 // alpha
+		data[4], data[5], data[6] = byte(w-1), byte((w-1)>>8), byte((w-1)>>16)
+		data[7], data[8], data[9] = byte(h-1), byte((h-1)>>8), byte((h-1)>>16)
+	case "VP8L":
+		data[0] = 0x2f
+		binary.LittleEndian.PutUint32(data[1:], uint32(w-1)|uint32(h-1)<<14)
+	case "VP8 ":
+		data[0], data[1], data[2] = 0x50, 0x2f, 0x00 // a key frame's tag
+		data[3], data[4], data[5] = 0x9d, 0x01, 0x2a
+		binary.LittleEndian.PutUint16(data[6:], uint16(w))
+		binary.LittleEndian.PutUint16(data[8:], uint16(h))
+	}
+	b := append([]byte("RIFF\x00\x10\x00\x00WEBP"+kind), 0, 0x10, 0, 0)
+	return append(b, data...)
+}
+
+// TestWebPTokens: a WebP counted a fixed 1600 tokens, whatever its size;
+// its size is read off its first chunk, of each of the three kinds, as
+// a PNG's is.
+func TestWebPTokens(t *testing.T) {
+	for _, c := range []struct {
+		kind string
+		w, h int
+	}{
+		{"VP8 ", 300, 200}, {"VP8L", 300, 200}, {"VP8X", 300, 200},
+		{"VP8X", 4000, 3000}, {"VP8L", 16384, 16384}, {"VP8 ", 1, 1},
+	} {
+		b64 := base64.StdEncoding.EncodeToString(webpHead(c.kind, c.w, c.h))
+		for _, text := range []string{b64, "data:image/webp;base64," + b64} {
+			got, ok := stringImageTokens([]byte(text))
+			if want := imageTokens(c.w, c.h); !ok || got != want {
+				t.Errorf("a %q WebP of %d×%d counts %d, %v; want %d", c.kind, c.w, c.h, got, ok, want)
+			}
+		}
+	}
+	// A head that is not one of the three, or cut short: still an
+	// image, at the fallback.
+	for _, raw := range [][]byte{webpHead("ALPH", 3, 3), webpHead("VP8X", 300, 200)[:25], []byte("RIFF\x00\x00\x00\x00WEBPVP8 ")} {
+		if got, ok := stringImageTokens([]byte(base64.StdEncoding.EncodeToString(raw))); !ok || got != imageFallbackTokens {
+			t.Errorf("%q counts %d, %v; want %d", raw, got, ok, imageFallbackTokens)
+		}
+	}
+}
+
+// TestContextCountsImagesOtherPathsMissed: images the import leaves in a
+// line instead of cutting them out (shorter than MinCutString, or base64
+// written with "\/" for '/', which a cut could not give back byte for
+// byte), and an image inside a Codex tool's output string (an MCP
+// screenshot: {"content":[{"type":"image","data":...}]} as JSON text)
+// counted a quarter of their base64 bytes: the escaped 300×200 PNG as
+// ~80K tokens. They count by their pixels.
+func TestContextCountsImagesOtherPathsMissed(t *testing.T) {
+	pngB64 := pngBase64(t, noisyImage(300, 200)) // 80 tokens
+	escaped := strings.ReplaceAll(pngB64, "/", `\/`)
+	if escaped == pngB64 {
+		t.Fatal("the PNG's base64 has no '/' to escape")
+	}
+	const tolerance = 150 // the lines' own few tokens
+
+	t.Run("claude-code-escaped", func(t *testing.T) {
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		src := "/p/s.jsonl"
+		writeSource(t, fsys, src, []string{
+			`{"type":"user","sessionId":"s","message":{"role":"user","content":[{"type":"text","text":"what is on this screen?"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + escaped + `"}}]}}`,
+		}, "")
+		id := *fileByPath(t, mustImport(t, r, FormatClaudeCode, src), src).Session
+		rep, err := r.Context(id, DefaultContextWindow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.EverTokens < 80 || rep.EverTokens > 80+tolerance {
+			t.Errorf("a prompt with a 300×200 PNG written with \\/ counts %d tokens (%d bytes), want 80 for the image and the line's few", rep.EverTokens, rep.EverBytes)
+		}
+	})
+
+	t.Run("codex-tool-output", func(t *testing.T) {
+		fsys := vfs.NewMem()
+		r := testRook(t, fsys)
+		lines := []string{
+			`{"timestamp":"2026-01-07T08:30:00.000Z","type":"session_meta","payload":{"id":"019b8a10-1111-7222-8333-944455566603","timestamp":"2026-01-07T08:30:00.000Z","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.80.0"}}`,
+			`{"timestamp":"2026-01-07T08:30:01.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"{\"content\":[{\"type\":\"image\",\"data\":\"` + pngB64 + `\",\"mimeType\":\"image/png\"},{\"type\":\"text\",\"text\":\"data:image/png;base64,` + pngB64 + `\"}],\"isError\":false}"}}`,
+		}
+		writeSource(t, fsys, "/c/rollout-2026-01-07T08-30-00-019b8a10-1111-7222-8333-944455566603.jsonl", lines, "")
+		id := *mustImport(t, r, FormatCodex, "/c").Files[0].Session
+		rep, err := r.Context(id, DefaultContextWindow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range rep.Kinds {
+			if k.Kind == eventlog.KindToolResult && (k.Tokens < 2*80 || k.Tokens > 2*80+tolerance) {
+				t.Errorf("an MCP output with a 300×200 PNG and its data URL counts %d tokens (%d bytes), want 160 for the images and the line's few", k.Tokens, k.Bytes)
+			}
+		}
+	})
+
+	// Tiny: a 2×2 PNG under MinCutString, in the line itself, and one in
+	// a short tool output's JSON text.
+	tiny := pngBase64(t, noisyImage(2, 2))
+	if len(tiny) >= MinCutString {
+		t.Fatalf("the 2×2 PNG's base64 is %d bytes, not tiny", len(tiny))
+	}
+	for _, rest := range []string{
+		`{"type":"image","source":{"type":"base64","data":"` + tiny + `"}}`,
+		`{"type":"image","source":{"type":"base64","data":"` + strings.ReplaceAll(tiny, "/", `\/`) + `"}}`,
+		`{"payload":{"type":"function_call_output","output":"{\"content\":[{\"type\":\"image\",\"data\":\"` + tiny + `\"}]}"}}`,
+		`{"content":[{"type":"input_image","image_url":"data:image/png;base64,` + tiny + `"}]}`,
+	} {
+		if got := restImages([]byte(rest)); got.tokens != 1 || got.bytes != int64(len(tiny))+2 && got.bytes != int64(len(strings.ReplaceAll(tiny, "/", `\/`)))+2 && got.bytes != int64(len("data:image/png;base64,")+len(tiny))+2 {
+			t.Errorf("restImages(%s) = %+v, want the 2×2 PNG's 1 token", rest, got)
+		}
+	}
+	if got := restImages([]byte(`{"text":"iVBORw0KGgo is how a PNG's base64 begins","data":"R0lGOD"}`)); got != (imageCount{}) {
+		t.Errorf("text mentioning a PNG counts as images: %+v", got)
 	}
 }

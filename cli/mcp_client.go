@@ -16,6 +16,7 @@ import (
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/agent/mcpclient"
+	"github.com/rookhq/rook/eventlog"
 )
 
 // McpAddCmd is `rook mcp add`.
@@ -540,6 +541,7 @@ func (c *McpCallCmd) Run(e *Env) error {
 		}
 	}
 	var res *mcpclient.Result
+	var session eventlog.ID // the server's, where the call is recorded
 	err := e.write(func(r *agent.Rook) error {
 		ctx, cancel := context.WithTimeout(context.Background(), c.Timeout+5*time.Second)
 		defer cancel()
@@ -547,8 +549,11 @@ func (c *McpCallCmd) Run(e *Env) error {
 		if o.Client, err = clientOptions(r, e, c.Timeout); err != nil {
 			return err
 		}
-		res, err = r.MCPCall(ctx, c.Name, c.Tool, args, o)
-		return err
+		if res, err = r.MCPCall(ctx, c.Name, c.Tool, args, o); err != nil {
+			return err
+		}
+		_, session, _ = r.MCPServer(c.Name) // only named in a message
+		return nil
 	})
 	if err != nil {
 		var f *mcpclient.Failure
@@ -567,9 +572,24 @@ func (c *McpCallCmd) Run(e *Env) error {
 	}
 	printResult(e.Stdout, res)
 	if res.IsError {
-		return &exitError{code: ExitFailure, msg: "the tool reported an error (above)"}
+		return &exitError{code: ExitFailure, msg: toolErrorMessage(e, session)}
 	}
 	return nil
+}
+
+// toolErrorMessage is what a call whose tool reported an error exits
+// with: its text is above, unless standard output lost it (a closed pipe,
+// a full disk: "(above)" pointed at nothing), and then where the result
+// is kept.
+func toolErrorMessage(e *Env, session eventlog.ID) string {
+	if !stdoutLost(e.Stdout) {
+		return "the tool reported an error (above)"
+	}
+	where := "`rook session ls --all` lists the server's session"
+	if !session.IsZero() {
+		where = fmt.Sprintf("`rook session show %s`", session)
+	}
+	return "the tool reported an error; its text was lost with the output, and is recorded in the server's session: " + where
 }
 
 // printResult prints a tool's result. Every string in it is the server's:

@@ -104,6 +104,13 @@ func (o *outputWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// stdoutLost says whether w, a command's standard output, failed a
+// write: what the command printed did not all arrive.
+func stdoutLost(w io.Writer) bool {
+	o, ok := w.(*outputWriter)
+	return ok && o.err != nil
+}
+
 // failure is the error a command that ended with err exits with: its own
 // (a verify's problems, a tool's error), else the output's. When both
 // failed, the lost output is a note on stderr before the command's error:

@@ -1381,3 +1381,36 @@ func TestIDCompareOrdersAsTheText(t *testing.T) {
 		}
 	}
 }
+
+// Damage at a session's first event: the hint said `rook session fork
+// <id> --at 0`, which makes an empty session. Appends and reads say
+// instead that nothing before it reads, and how to remove the session
+// (or import its transcript again); and the removal it names works.
+func TestDamageAtTheFirstEventHint(t *testing.T) {
+	fsys, s := logDamagedAt(t, 10, 0)
+	w := testLog(t, fsys, Options{})
+	_, aerr := w.Append(s.ID, Event{Kind: KindUser, Body: body(9)})
+	_, rerr := w.Read(s.ID, 0, 10)
+	for what, err := range map[string]error{"append": aerr, "read": rerr} {
+		if err == nil {
+			t.Fatalf("%s of a log damaged at its first event: no error", what)
+		}
+		if strings.Contains(err.Error(), "--at 0") {
+			t.Errorf("%s: %v; suggests a fork that keeps nothing", what, err)
+		}
+		for _, want := range []string{"no event before the damage reads", "rook session rm " + s.ID.String(), "importing that file again"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v; want it to say %q", what, err, want)
+			}
+		}
+	}
+	if !strings.Contains(aerr.Error(), "appends refused") || !strings.Contains(aerr.Error(), "rook store verify") {
+		t.Errorf("append: %v; want it to say appends are refused and how to list the damage", aerr)
+	}
+	if _, err := w.Remove(s.ID); err != nil {
+		t.Fatalf("remove, as the hint says: %v", err)
+	}
+	if _, err := w.ReadMeta(s.ID); err == nil {
+		t.Fatal("the session is still there after its removal")
+	}
+}

@@ -317,14 +317,30 @@ func (r *reader) read(from uint64, limit int, floor func() int64) ([]Event, erro
 // damagedLogError is the error appends to a damaged log get: the damage,
 // at offset off, where event at was to be, and what to do.
 func damagedLogError(id ID, off int64, at uint64, why error) error {
-	return fmt.Errorf("session %s: log damaged at offset %d (event %d on: %w): appends refused, since an event written after the damage could not be read back; the events before it read as usual, `rook session fork %s --at %d` goes on in a copy, and `rook store verify` lists the damage", id, off, at, why, id, at)
+	keep := fmt.Sprintf("the events before it read as usual, `rook session fork %s --at %d` goes on in a copy", id, at)
+	if at == 0 {
+		keep = noEventKept(id)
+	}
+	return fmt.Errorf("session %s: log damaged at offset %d (event %d on: %w): appends refused, since an event written after the damage could not be read back; %s, and `rook store verify` lists the damage", id, off, at, why, keep)
 }
 
 // damagedHint says what to do about a session whose log is damaged: its
 // events before the damage can be kept (at: the first damaged seq, or
 // "N"); nothing rebuilds a log.
 func damagedHint(id ID, at string) string {
+	if at == "0" {
+		return "its log is damaged there; " + noEventKept(id)
+	}
 	return fmt.Sprintf("its log is damaged there; pages before it read as usual, and `rook session fork %s --at %s` keeps the events before it in a new session", id, at)
+}
+
+// noEventKept says what to do about a session damaged at its first
+// event: nothing before the damage reads, so a fork there (--at 0) would
+// be an empty session, and the events after it do not read either. What
+// is left is to remove it, and to bring back one that was imported from
+// a transcript by importing that again.
+func noEventKept(id ID) string {
+	return fmt.Sprintf("no event before the damage reads, so a fork would keep nothing: `rook session rm %s` removes the session, and one imported from a transcript comes back whole by importing that file again (`rook import claude-code FILE`, `rook import codex FILE`)", id)
 }
 
 // last returns the session's last whole event.

@@ -2,7 +2,11 @@ package cas
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rookhq/rook/internal/vfs"
@@ -50,5 +54,83 @@ func TestInitWithoutMarkerLeavesADamagedIndex(t *testing.T) {
 	got, err := w.Get(id)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("the object after init and the writer's rebuild: %v", err)
+	}
+}
+
+// A format marker zeroed or garbled could not say which format made the
+// store, so every command offered the one way past it, a new marker by
+// `rook init`: for a store a pre-release or a newer rook made, that would
+// mark its data as this rook's. The store's parts carry versions (the
+// index's meta slots, the segment headers): the error says what they
+// say, and which rook to use when it is not this one.
+func TestMalformedMarkerSaysWhichRookFromParts(t *testing.T) {
+	mem := vfs.NewMem()
+	s, home := newStore(t, mem, Options{})
+	mustPut(t, s, KindNote, bytes.Repeat([]byte("an object in a segment "), 20))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	write := func(path string, b []byte) {
+		t.Helper()
+		if err := mem.WriteFileAtomic(path, b, FileMode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(path string) []byte {
+		t.Helper()
+		b, err := vfs.ReadFile(mem, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	mpath := filepath.Join(home, MarkerFile)
+	write(mpath, make([]byte, len(read(mpath)))) // zeroed by a crash of the file system
+
+	check := func(what string, other bool, wants ...string) {
+		t.Helper()
+		_, rerr := ReadFormat(mem, home)
+		_, ierr := Init(mem, testClock(), home)
+		for _, err := range []error{rerr, ierr} {
+			if !errors.Is(err, ErrBadMarker) || errors.Is(err, ErrMarkerOtherFormat) != other {
+				t.Fatalf("%s: %v; want a malformed marker, of another format: %v", what, err, other)
+			}
+			for _, want := range wants {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%s: %v; want it to say %q", what, err, want)
+				}
+			}
+		}
+	}
+	check("this rook's parts", false, "the store's parts are this rook's format (index format 2, 1 segment(s) of format 1)")
+
+	// The index's slots of format 1: a pre-release rook's store.
+	ipath := filepath.Join(home, IndexDir, IndexFile)
+	idx := read(ipath)
+	for slot := 0; slot < 2*indexSlotSize; slot += indexSlotSize {
+		if string(idx[slot:slot+8]) != "rookidx1" {
+			continue
+		}
+		n := 68 + int(binary.LittleEndian.Uint32(idx[slot+64:]))
+		binary.LittleEndian.PutUint16(idx[slot+8:], 1)
+		binary.LittleEndian.PutUint32(idx[slot+12:], 0)
+		binary.LittleEndian.PutUint32(idx[slot+12:], crc32.Checksum(idx[slot:slot+n], castagnoli))
+	}
+	write(ipath, idx)
+	check("a pre-release rook's index", true, "index format 1", "a pre-release rook made it", "use that rook")
+
+	// A segment of a newer format: a newer rook's store.
+	spath := filepath.Join(home, SegmentsDir, segName(1))
+	seg := read(spath)
+	copy(seg, encodeSegmentHeader(segmentHeader{Version: segVersion + 1, Number: 1}))
+	write(spath, seg)
+	check("a newer rook's segment", true, "1 segment(s) of format 2", "a newer rook made it: upgrade rook")
+
+	// Parts that do not read say nothing: the error is as it was.
+	write(ipath, make([]byte, len(idx)))
+	write(spath, make([]byte, len(seg)))
+	check("parts that do not read", false)
+	if _, err := ReadFormat(mem, home); strings.Contains(err.Error(), "parts") {
+		t.Errorf("parts that do not read: %v; want nothing said of them", err)
 	}
 }

@@ -6,7 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/rookhq/rook/index"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // FormatVersion is the store-level format this build writes and reads. It
@@ -111,4 +120,103 @@ func parseMarker(b []byte) (int64, error) {
 		return m.Format, fmt.Errorf("%w (store format %d, this rook reads %d)", ErrOlderFormat, m.Format, FormatVersion)
 	}
 	return m.Format, nil
+}
+
+// What a store's parts say of the format that made it, when its marker
+// does not read (partsFormat).
+type partsVerdict int
+
+const (
+	partsUnknown partsVerdict = iota // no part read: nothing to go by
+	partsThis                        // this rook's format
+	partsOlder                       // format 1, a pre-release rook's
+	partsNewer                       // a newer rook's
+)
+
+// partsFormat reads the versions a store's parts carry, to tell which
+// rook made a store whose marker is zeroed or garbled: the index's meta
+// slots (index format 1 was store format 1's, 256-bit ids; 2 is this
+// rook's) and the segment headers (1 is this rook's), only those whose
+// checksum is right. what names the versions read, for the message.
+func partsFormat(fsys vfs.FS, home string) (v partsVerdict, what string) {
+	var seen []string
+	verdict := func(newer, older bool) {
+		switch {
+		case newer:
+			v = partsNewer
+		case older && v != partsNewer:
+			v = partsOlder
+		case v == partsUnknown:
+			v = partsThis
+		}
+	}
+	if b, err := readHead(fsys, filepath.Join(home, IndexDir, IndexFile), 2*indexSlotSize); err == nil {
+		for slot := 0; slot+indexSlotSize <= len(b); slot += indexSlotSize {
+			if iv, ok := index.SlotVersion(b[slot : slot+indexSlotSize]); ok {
+				if s := fmt.Sprintf("index format %d", iv); !slices.Contains(seen, s) {
+					seen = append(seen, s)
+				}
+				verdict(iv > index.FormatVersion, iv < index.FormatVersion)
+			}
+		}
+	}
+	entries, _ := fsys.ReadDir(filepath.Join(home, SegmentsDir))
+	segs := map[uint16]int{}
+	for _, en := range entries {
+		if _, ok := parseSegName(en.Name()); !ok {
+			continue
+		}
+		b, err := readHead(fsys, filepath.Join(home, SegmentsDir, en.Name()), segHeaderSize)
+		if err != nil {
+			continue
+		}
+		if h, err := parseSegmentHeader(b); err == nil || errors.Is(err, ErrNewerSegment) {
+			segs[h.Version]++
+			verdict(h.Version > segVersion, false)
+		}
+	}
+	for _, sv := range slices.Sorted(maps.Keys(segs)) {
+		seen = append(seen, fmt.Sprintf("%d segment(s) of format %d", segs[sv], sv))
+	}
+	return v, strings.Join(seen, ", ")
+}
+
+// indexSlotSize is the page each of the index file's two meta slots owns
+// (index/doc.go).
+const indexSlotSize = 4096
+
+// readHead reads up to n bytes from the start of a file.
+func readHead(fsys vfs.FS, name string, n int) ([]byte, error) {
+	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	m, err := io.ReadFull(f, b)
+	if err != nil && err != io.ErrUnexpectedEOF {
+		return nil, err
+	}
+	return b[:m], nil
+}
+
+// withPartsFormat is err, a marker that does not read, with what the
+// store's parts say of the rook that made it: a newer or pre-release
+// rook's parts mean the way past a malformed marker (a new one, written
+// by init) would mark another format's data as this rook's
+// (ErrMarkerOtherFormat); this rook's parts, that it is the way.
+func withPartsFormat(fsys vfs.FS, home string, err error) error {
+	if !errors.Is(err, ErrBadMarker) || errors.Is(err, ErrMarkerOtherFormat) {
+		return err
+	}
+	v, what := partsFormat(fsys, home)
+	switch v {
+	case partsThis:
+		return fmt.Errorf("%w; the store's parts are this rook's format (%s)", err, what)
+	case partsOlder:
+		return fmt.Errorf("%w; the store's parts (%s) say a pre-release rook made it (format 1, 256-bit ids), which this rook does not read: use that rook, or move the store directory aside and run `rook init`: %w", err, what, ErrMarkerOtherFormat)
+	case partsNewer:
+		return fmt.Errorf("%w; the store's parts (%s) say a newer rook made it: upgrade rook to read it: %w", err, what, ErrMarkerOtherFormat)
+	}
+	return err
 }

@@ -225,7 +225,7 @@ func InitWith(fsys vfs.FS, clk clock.Clock, home string, opts Options) (existed 
 	// back if gone.
 	found := func(b []byte) (bool, error) {
 		if _, err := parseMarker(b); err != nil {
-			return true, fmt.Errorf("%s: %w", mpath, err)
+			return true, fmt.Errorf("%s: %w", mpath, withPartsFormat(fsys, home, err))
 		}
 		return true, ensureDirs(fsys, home)
 	}
@@ -363,7 +363,7 @@ func ReadFormat(fsys vfs.FS, home string) (int64, error) {
 	}
 	v, err := parseMarker(b)
 	if err != nil {
-		return v, fmt.Errorf("%s: %w", mpath, err)
+		return v, fmt.Errorf("%s: %w", mpath, withPartsFormat(fsys, home, err))
 	}
 	return v, nil
 }

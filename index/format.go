@@ -141,11 +141,7 @@ func DecodeMeta(b []byte) (Meta, error) {
 	if len(b) < n {
 		return Meta{}, fmt.Errorf("%w: meta slot: short (%d bytes, need %d)", ErrCorrupt, len(b), n)
 	}
-	want := le.Uint32(b[metaCRCOff:])
-	crc := crc32.Update(0, castagnoli, b[:metaCRCOff])
-	crc = crc32.Update(crc, castagnoli, []byte{0, 0, 0, 0})
-	crc = crc32.Update(crc, castagnoli, b[metaCRCOff+4:n])
-	if crc != want {
+	if slotCRC(b[:n]) != le.Uint32(b[metaCRCOff:]) {
 		return Meta{}, fmt.Errorf("%w: meta slot: checksum mismatch", ErrCorrupt)
 	}
 	if r := le.Uint16(b[10:]); r != 0 {
@@ -507,4 +503,31 @@ func (n Node) AppendEncode(dst []byte) []byte {
 		}
 	}
 	return appendNode(dst, n.Leaf, ents)
+}
+
+// SlotVersion is the format version a meta slot declares (b: its page, or
+// more), and false when its magic or checksum is wrong: the version of a
+// slot read only to tell which rook wrote the file (a store whose format
+// marker is damaged), whatever version it is.
+func SlotVersion(b []byte) (uint16, bool) {
+	if len(b) < metaHeaderLen || !bytes.Equal(b[0:8], magic[:]) {
+		return 0, false
+	}
+	le := binary.LittleEndian
+	n := metaHeaderLen + int(le.Uint32(b[64:]))
+	if n > len(b) || n > slotSize {
+		return 0, false
+	}
+	if slotCRC(b[:n]) != le.Uint32(b[metaCRCOff:]) {
+		return 0, false
+	}
+	return le.Uint16(b[8:]), true
+}
+
+// slotCRC is the checksum of a meta slot's encoding enc: its bytes with
+// the crc field as zeros.
+func slotCRC(enc []byte) uint32 {
+	crc := crc32.Update(0, castagnoli, enc[:metaCRCOff])
+	crc = crc32.Update(crc, castagnoli, []byte{0, 0, 0, 0})
+	return crc32.Update(crc, castagnoli, enc[metaCRCOff+4:])
 }

@@ -22,8 +22,9 @@ import (
 // bit off (0600, say), so that nothing under them could be looked at. It
 // is written (durable-write helper) before each one is opened, so a crash
 // never leaves one open unrecorded, and removed once they are closed
-// again. A rewind finding it (a crash left it: a writer holds the lock)
-// closes them first (closeLeftOpen).
+// again. A writer's open finding it (a crash left it: the writer holds
+// the lock, so no rewind runs) closes them (closeLeftOpenAtOpen), and so
+// does a rewind before it opens any (closeLeftOpen).
 const rewindOpenedFile = "rewind-opened.json"
 
 // rewindOpened is that file: {"v":1,"root":"/real/ws","dirs":{"p":"0600"}}.
@@ -237,7 +238,7 @@ func (st *firstStates) dirsToReach() []string {
 // LeftOpen returns the workspace directories (absolute paths) that the
 // record a rewind that crashed left (rewindOpenedFile) names as opened to
 // search them; none when there is no record. `rook doctor` tells; the
-// next rewind closes them.
+// next writer's open closes them.
 func LeftOpen(fsys vfs.FS, home string) ([]string, error) {
 	b, err := vfs.ReadFile(fsys, filepath.Join(home, rewindOpenedFile))
 	if errors.Is(err, fs.ErrNotExist) {

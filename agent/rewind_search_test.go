@@ -221,3 +221,54 @@ func TestRewindClosesNothingACrashLeftInAWorkspaceMovedSince(t *testing.T) {
 		t.Fatalf("%s, which no rewind opened, is %v, want 0700", filepath.Join(other, "ws", "p"), got)
 	}
 }
+
+// A rewind that crashed left directories open to search them: only the
+// next rewind gave them their modes back. A writer's open does, under the
+// lock no rewind runs without, and says so; a reader's open leaves them.
+func TestWriterOpenClosesWhatACrashedRewindLeftOpen(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"p/q/f.txt": "f\n"})
+	if _, _, err := r.CaptureSession(id, []string{"p/q/f.txt"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"p/q/f.txt": "f edited\n"})
+	os.Chmod(filepath.Join(ws, "p", "q"), 0o600)
+	os.Chmod(filepath.Join(ws, "p"), 0o600)
+	chmodBackOnCleanup(t, ws, "p", "p/q")
+	if !crashAt(t, r, id, 0) {
+		t.Fatal("the rewind ended before its first change")
+	}
+	if got := modeOf(t, filepath.Join(ws, "p")); got == 0o600 {
+		t.Fatal("the crashed rewind left p closed: nothing to test")
+	}
+	r.Close()
+	ro, err := Open(r.home, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro.Close()
+	if dirs, err := LeftOpen(vfs.OS, r.home); err != nil || len(dirs) != 2 {
+		t.Fatalf("after a reader's open: %q, %v; want p and p/q still recorded", dirs, err)
+	}
+	w, err := Open(r.home, Options{Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if n := strings.Join(w.Notices(), "\n"); !strings.Contains(n, "gave 2 workspace director(ies)") {
+		t.Errorf("the writer's notices %q do not say what it closed", n)
+	}
+	if got := modeOf(t, filepath.Join(ws, "p")); got != 0o600 {
+		t.Errorf("p is %v after a writer's open, want 0600", got)
+	}
+	os.Chmod(filepath.Join(ws, "p"), 0o700)
+	if got := modeOf(t, filepath.Join(ws, "p", "q")); got != 0o600 {
+		t.Errorf("p/q is %v after a writer's open, want 0600", got)
+	}
+	if _, err := os.Lstat(filepath.Join(r.home, rewindOpenedFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s is left (%v)", rewindOpenedFile, err)
+	}
+}

@@ -105,8 +105,30 @@ func Open(home string, opts Options) (*Rook, error) {
 		for _, t := range rep.Torn {
 			r.notices = append(r.notices, fmt.Sprintf("inbox: an exited server's spool file ended in a torn save (never acknowledged to its client); its bytes are kept in %s and the file removed", t))
 		}
+		r.notices = append(r.notices, r.closeLeftOpenAtOpen()...)
 	}
 	return r, nil
+}
+
+// closeLeftOpenAtOpen gives the workspace directories a rewind that
+// stopped left open to search them (rewindOpenedFile) their modes back,
+// as a writer's open repairs what a crashed writer left: under the lock,
+// no rewind is running. Only the next rewind did, and a user who wants
+// no rewind had no way out but chmod by hand. What it did, or why it
+// could not (the directories stay recorded, and doctor names them), is a
+// notice: the open goes on.
+func (r *Rook) closeLeftOpenAtOpen() []string {
+	dirs, err := LeftOpen(r.fs, r.home)
+	if err == nil && len(dirs) == 0 {
+		return nil
+	}
+	if err == nil {
+		err = r.closeLeftOpen()
+	}
+	if err != nil {
+		return []string{fmt.Sprintf("rewind: %v", err)}
+	}
+	return []string{fmt.Sprintf("rewind: gave %d workspace director(ies) a rewind that stopped had opened to search them (u+x) their modes back: %s", len(dirs), strings.Join(dirs, ", "))}
 }
 
 // MissingSessionsDir says, as an error, when the store's sessions'

@@ -167,7 +167,7 @@ func (c *DoctorCmd) Run(e *Env) error {
 	if dirs, err := agent.LeftOpen(e.FS, e.Home); err != nil {
 		r.Warnings = append(r.Warnings, err.Error())
 	} else if len(dirs) > 0 && r.LockChecked && r.LockHolder == "" {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("a rewind that stopped (killed, or the machine went down) left %d workspace director(ies) it had opened to search them (u+x): %s; the next `rook session rewind` gives them their modes back", len(dirs), strings.Join(dirs, ", ")))
+		r.Warnings = append(r.Warnings, fmt.Sprintf("a rewind that stopped (killed, or the machine went down) left %d workspace director(ies) it had opened to search them (u+x): %s; any command that writes to the store gives them their modes back as it opens it (`rook inbox ls`, say)", len(dirs), strings.Join(dirs, ", ")))
 	}
 	if free, total, err := vfs.DiskFree(e.Home); err == nil {
 		r.DiskFree, r.DiskTotal = free, total

@@ -563,8 +563,8 @@ type linesSize struct {
 // the object's head and the store's sizes of the strings, none of them
 // read but those that sit where an image does (mayBeImage) or are a
 // tool's output (outputKeys), to tell an image (counted by its
-// dimensions) from text, and images its rest kept (restImages); stored, the object's own
-// size, and ok false when it cannot be
+// dimensions) from text, and images its rest kept (restImages); stored,
+// the object's own size, and ok false when it cannot be
 // read, or a string cut out of it cannot be described (Context counts it
 // in UnreadableBodies: the size falls short). images caches what
 // cutImages read, by string.

@@ -259,8 +259,8 @@ func nestedImages(b []byte, q string) imageCount {
 // written with "\/" for '/' (a cut must give the line back byte for
 // byte, and JSON.stringify writes '/' as is), that sit where an image
 // does and whose size reads; and images in JSON written inside its
-// strings (a short tool output). The rest is the line with whole string literals cut out, so
-// its quotes still pair.
+// strings (a short tool output). The rest is the line with whole string
+// literals cut out, so its quotes still pair.
 func restImages(rest []byte) imageCount {
 	var c imageCount
 	for i := 0; i < len(rest); {

@@ -122,10 +122,8 @@ func (r *Rook) closeLeftOpenAtOpen() []string {
 	if err == nil && len(dirs) == 0 {
 		return nil
 	}
-	if err == nil {
-		err = r.closeLeftOpen()
-	}
-	if err != nil {
+	// A record that does not read: closeLeftOpen's error says what to do.
+	if err := r.closeLeftOpen(); err != nil {
 		return []string{fmt.Sprintf("rewind: %v", err)}
 	}
 	return []string{fmt.Sprintf("rewind: gave %d workspace director(ies) a rewind that stopped had opened to search them (u+x) their modes back: %s", len(dirs), strings.Join(dirs, ", "))}

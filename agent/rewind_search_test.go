@@ -272,3 +272,23 @@ func TestWriterOpenClosesWhatACrashedRewindLeftOpen(t *testing.T) {
 		t.Errorf("%s is left (%v)", rewindOpenedFile, err)
 	}
 }
+
+// A record that does not read: a writer's open goes on, and its notice
+// says what to do (closeLeftOpen's words), not only that it does not
+// parse.
+func TestWriterOpenSaysWhatToDoWithARewindRecordThatDoesNotRead(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	r.Close()
+	if err := fsys.WriteFileAtomic(filepath.Join(testHome, rewindOpenedFile), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(testHome, Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatalf("a writer's open with a record that does not read: %v", err)
+	}
+	defer w.Close()
+	if n := strings.Join(w.Notices(), "\n"); !strings.Contains(n, "give them their modes back by hand, remove it") {
+		t.Errorf("notices %q do not say what to do with the record", n)
+	}
+}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/zeebo/blake3"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
@@ -316,6 +319,11 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		switch {
 		case had && base.Size > MaxDiffBytes, cur.Exists && cur.Size > MaxDiffBytes:
 			fc.NoBody, fc.Reason = true, fmt.Sprintf("larger than %d KiB", MaxDiffBytes>>10)
+			if w != nil {
+				if df.OldBlob, df.NewBlob, err = r.unreadBlobs(first[p], had, real, p, cur); err != nil {
+					return d, err
+				}
+			}
 		default:
 			if had {
 				if df.Old, err = r.changeData(first[p]); err != nil {
@@ -348,6 +356,52 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		d.Files = append(d.Files, fc)
 	}
 	return d, nil
+}
+
+// unreadBlobs names the git blobs of a file too large to diff, for its
+// section's index line (git apply misreads a section without one): its
+// captured copy, read whole as a rewind would read it, and the disk's,
+// hashed as a stream.
+func (r *Rook) unreadBlobs(c Change, had bool, real, rel string, cur DiskFile) (old, now string, err error) {
+	if had {
+		b, err := r.changeData(c)
+		if err != nil {
+			return "", "", fmt.Errorf("%s: its captured copy is unreadable: %w", rel, err)
+		}
+		old = GitBlobID(b)
+	}
+	if cur.Exists {
+		if now, err = diskBlobID(real, rel, cur); err != nil {
+			return "", "", err
+		}
+	}
+	return old, now, nil
+}
+
+// diskBlobID names the git blob of the workspace file rel, which statDisk
+// found as cur, hashing it as a stream.
+func diskBlobID(real, rel string, cur DiskFile) (string, error) {
+	abs := filepath.Join(real, filepath.FromSlash(rel))
+	if cur.Mode.Link {
+		t, err := os.Readlink(abs)
+		return GitBlobID([]byte(t)), err
+	}
+	f, err := openRegular(abs, rel)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	git, ours := newGitBlobHash(cur.Size), blake3.New()
+	n, err := io.Copy(io.MultiWriter(git, ours), f)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", rel, err)
+	}
+	var id cas.Key
+	copy(id[:], ours.Sum(nil))
+	if n != cur.Size || id != cur.ID {
+		return "", fmt.Errorf("%s changed while being compared: run the diff again", rel)
+	}
+	return hex.EncodeToString(git.Sum(nil)), nil
 }
 
 // readDisk reads a workspace file (a link: its target).

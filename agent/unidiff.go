@@ -2,7 +2,10 @@ package agent
 
 import (
 	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
+	"hash"
 	"io"
 	"strconv"
 	"strings"
@@ -19,8 +22,12 @@ type DiffFile struct {
 	OldMode string // git mode before: "100644", "100755", "120000"; "" = did not exist (an added file)
 	NewMode string // git mode now; "" = does not exist now (a removed file)
 	// NoBody: report the change without a diff body (binary, or too large to diff);
-	// Old/New may be nil then.
+	// Old/New may be nil then, with OldBlob/NewBlob set instead.
 	NoBody bool
+	// OldBlob, NewBlob: git's object names of the contents (GitBlobID), for
+	// the index line of a NoBody section whose Old or New is not given (too
+	// large to read for a diff); else computed from Old and New.
+	OldBlob, NewBlob string
 }
 
 // diffContext is the number of unchanged lines shown around each change, as git's default -U3.
@@ -135,6 +142,10 @@ func writeSection(buf *bytes.Buffer, d DiffFile, color bool) (added, removed int
 		meta("new mode " + d.NewMode)
 	}
 	if binary {
+		// git writes an index line here, and git apply needs a header
+		// line beyond "diff --git": without one it misreads the section
+		// and every one after it.
+		meta(indexLine(d))
 		buf.WriteString("Binary files " + oldLabel + " and " + newLabel + " differ\n")
 		return 0, 0
 	}
@@ -157,6 +168,46 @@ func writeSection(buf *bytes.Buffer, d DiffFile, color bool) (added, removed int
 	fileLine("+++ ", newLabel)
 	writeHunks(buf, a, b, changes, color)
 	return added, removed
+}
+
+// indexLine is git's "index OLD..NEW[ MODE]" line of d: its blobs' names
+// abbreviated (0000000 for a side that does not exist), and the mode when
+// it is the same on both sides (else the header's mode lines say it).
+func indexLine(d DiffFile) string {
+	side := func(mode, blob string, data []byte) string {
+		switch {
+		case mode == "":
+			return strings.Repeat("0", gitAbbrev)
+		case blob == "":
+			blob = GitBlobID(data)
+		}
+		return blob[:gitAbbrev]
+	}
+	line := "index " + side(d.OldMode, d.OldBlob, d.Old) + ".." + side(d.NewMode, d.NewBlob, d.New)
+	if d.OldMode != "" && d.OldMode == d.NewMode {
+		line += " " + d.OldMode
+	}
+	return line
+}
+
+// gitAbbrev is how many hex digits of a blob's name an index line shows,
+// as git's default.
+const gitAbbrev = 7
+
+// GitBlobID is the name git gives the blob of data: the hex SHA-1 of
+// "blob <size>\x00" and data.
+func GitBlobID(data []byte) string {
+	h := newGitBlobHash(int64(len(data)))
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// newGitBlobHash starts the SHA-1 of a git blob of size bytes: the bytes
+// written to it next.
+func newGitBlobHash(size int64) hash.Hash {
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", size)
+	return h
 }
 
 func tabIfSpace(label string) string {

@@ -592,20 +592,26 @@ func TestUnidiffRandom(t *testing.T) {
 	}
 }
 
+// Blob names a caller gives for contents it did not read.
+const (
+	udBlobA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	udBlobB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+)
+
 func TestUnidiffHeaders(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		d    DiffFile
 		want string
 	}{
-		{"binary modified", DiffFile{Path: "img.png", OldMode: "100644", NewMode: "100644", NoBody: true},
-			"diff --git a/img.png b/img.png\nBinary files a/img.png and b/img.png differ\n"},
-		{"binary added", DiffFile{Path: "img.png", NewMode: "100644", NoBody: true},
-			"diff --git a/img.png b/img.png\nnew file mode 100644\nBinary files /dev/null and b/img.png differ\n"},
-		{"binary removed, quoted", DiffFile{Path: "é.bin", OldMode: "100755", NoBody: true},
-			"diff --git \"a/\\303\\251.bin\" \"b/\\303\\251.bin\"\ndeleted file mode 100755\nBinary files \"a/\\303\\251.bin\" and /dev/null differ\n"},
-		{"binary mode change", DiffFile{Path: "x", OldMode: "100644", NewMode: "100755", NoBody: true},
-			"diff --git a/x b/x\nold mode 100644\nnew mode 100755\nBinary files a/x and b/x differ\n"},
+		{"binary modified", DiffFile{Path: "img.png", OldMode: "100644", NewMode: "100644", NoBody: true, OldBlob: udBlobA, NewBlob: udBlobB},
+			"diff --git a/img.png b/img.png\nindex aaaaaaa..bbbbbbb 100644\nBinary files a/img.png and b/img.png differ\n"},
+		{"binary added", DiffFile{Path: "img.png", NewMode: "100644", NoBody: true, NewBlob: udBlobB},
+			"diff --git a/img.png b/img.png\nnew file mode 100644\nindex 0000000..bbbbbbb\nBinary files /dev/null and b/img.png differ\n"},
+		{"binary removed, quoted", DiffFile{Path: "é.bin", OldMode: "100755", NoBody: true, OldBlob: udBlobA},
+			"diff --git \"a/\\303\\251.bin\" \"b/\\303\\251.bin\"\ndeleted file mode 100755\nindex aaaaaaa..0000000\nBinary files \"a/\\303\\251.bin\" and /dev/null differ\n"},
+		{"binary mode change", DiffFile{Path: "x", OldMode: "100644", NewMode: "100755", NoBody: true, OldBlob: udBlobA, NewBlob: udBlobB},
+			"diff --git a/x b/x\nold mode 100644\nnew mode 100755\nindex aaaaaaa..bbbbbbb\nBinary files a/x and b/x differ\n"},
 		{"nobody, same content, mode change", DiffFile{Path: "x", Old: []byte("a"), New: []byte("a"), OldMode: "100644", NewMode: "100755", NoBody: true},
 			"diff --git a/x b/x\nold mode 100644\nnew mode 100755\n"},
 		{"symlink", DiffFile{Path: "l", Old: []byte("a"), New: []byte("b"), OldMode: "120000", NewMode: "120000"},
@@ -695,5 +701,77 @@ func TestUnidiffHunkRange(t *testing.T) {
 		if got := hunkRange(c.start, c.count); got != c.want {
 			t.Errorf("hunkRange(%d, %d) = %q, want %q", c.start, c.count, got, c.want)
 		}
+	}
+}
+
+// A binary file modified in place (its mode kept) has a section with no
+// header line but "diff --git": git apply then misreads the whole patch
+// ("inconsistent old filename"), failing the text sections after it too.
+// As git does, the section has an index line naming both blobs, so the
+// patch parses, `--exclude` applies the rest, and the names are git's.
+func TestUnidiffBinaryIndexLine(t *testing.T) {
+	oldT := udTree{"a.bin": udReg("\x00old"), "b.txt": udReg("one\n"), "c.bin": udReg("\x00gone")}
+	newT := udTree{"a.bin": udReg("\x00new"), "b.txt": udReg("one\ntwo\n"), "n.bin": udExec("\x00made")}
+	var patch bytes.Buffer
+	for _, p := range udSortedPaths(oldT, newT) {
+		d := udDiffFile(p, oldT, newT)
+		d.NoBody = strings.HasSuffix(p, ".bin")
+		if _, _, err := WriteGitDiff(&patch, d, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pf := filepath.Join(t.TempDir(), "p.diff")
+	if err := os.WriteFile(pf, patch.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := udInitTree(t, oldT)
+	stat := string(udRun(t, dir, nil, "apply", "--numstat", pf))
+	if want := "-\t-\ta.bin\n1\t0\tb.txt\n-\t-\tc.bin\n-\t-\tn.bin\n"; stat != want {
+		t.Errorf("git apply --numstat:\n%s\nwant:\n%s\npatch:\n%s", stat, want, patch.Bytes())
+	}
+	udRun(t, dir, nil, "apply", "--exclude=*.bin", pf)
+	if got := udReadTree(t, dir)["b.txt"]; got != newT["b.txt"] {
+		t.Errorf("b.txt after git apply --exclude: %q", got.data)
+	}
+	abbrev := func(data string) string {
+		h := filepath.Join(t.TempDir(), "blob")
+		if err := os.WriteFile(h, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(udRun(t, dir, nil, "hash-object", h)))[:7]
+	}
+	for _, want := range []string{
+		"diff --git a/a.bin b/a.bin\nindex " + abbrev("\x00old") + ".." + abbrev("\x00new") + " 100644\nBinary files a/a.bin and b/a.bin differ\n",
+		"diff --git a/c.bin b/c.bin\ndeleted file mode 100644\nindex " + abbrev("\x00gone") + "..0000000\nBinary files a/c.bin and /dev/null differ\n",
+		"diff --git a/n.bin b/n.bin\nnew file mode 100755\nindex 0000000.." + abbrev("\x00made") + "\nBinary files /dev/null and b/n.bin differ\n",
+	} {
+		if !bytes.Contains(patch.Bytes(), []byte(want)) {
+			t.Errorf("patch lacks %q:\n%s", want, patch.Bytes())
+		}
+	}
+}
+
+// A file too large to diff is hashed as a stream for its index line: the
+// name git gives its bytes, and an error if it changed since it was
+// compared.
+func TestDiskBlobID(t *testing.T) {
+	dir := t.TempDir()
+	data := bytes.Repeat([]byte("a line of text\n"), 20000)
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := statDisk(dir, "big.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := diskBlobID(dir, "big.txt", cur)
+	if err != nil || got != GitBlobID(data) {
+		t.Fatalf("diskBlobID = %s, %v; want %s", got, err, GitBlobID(data))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), append(data, 'x'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := diskBlobID(dir, "big.txt", cur); err == nil || !strings.Contains(err.Error(), "changed while being compared") {
+		t.Fatalf("a file changed since: %v", err)
 	}
 }

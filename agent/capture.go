@@ -230,15 +230,24 @@ func (c *capturer) add(rel string, fi fs.FileInfo) error {
 		if c.m.TotalBytes+fi.Size() > c.limits.MaxBytes {
 			return &LimitError{What: "bytes in all", Limit: c.limits.MaxBytes, Path: rel, Flag: "--max-bytes"}
 		}
-		b, err := readRegular(abs, rel)
+		b, err := readRegular(abs, rel, c.limits.MaxFileBytes)
+		if errors.Is(err, errLargerThan) {
+			// Written to while captured, past the bound.
+			return &LimitError{What: "bytes in one file", Limit: c.limits.MaxFileBytes, Path: rel, Flag: "--max-file-bytes"}
+		}
 		if err != nil {
 			return fmt.Errorf("capture %s: %w", rel, err)
+		}
+		if c.m.TotalBytes+int64(len(b)) > c.limits.MaxBytes {
+			return &LimitError{What: "bytes in all", Limit: c.limits.MaxBytes, Path: rel, Flag: "--max-bytes"}
 		}
 		data, mode = b, FileMode{Perm: fi.Mode().Perm()}
 	default:
 		return &NotRegularError{Path: rel, Type: fi.Mode().Type()}
 	}
-	res, err := c.r.Store.Put(cas.KindFile, data)
+	// data was read for this Put alone: the store keeps it, not a copy
+	// (a file of hundreds of MB is held once).
+	res, err := c.r.Store.PutOwned(cas.KindFile, data)
 	if err != nil {
 		return fmt.Errorf("capture %s: %w", rel, err)
 	}

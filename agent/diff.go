@@ -411,7 +411,11 @@ func readDisk(real, rel string, cur DiskFile) ([]byte, error) {
 		t, err := os.Readlink(abs)
 		return []byte(t), err
 	}
-	return readRegular(abs, rel)
+	b, err := readRegular(abs, rel, cur.Size)
+	if errors.Is(err, errLargerThan) {
+		return nil, fmt.Errorf("%s changed while being compared: run the diff again", rel)
+	}
+	return b, err
 }
 
 // isBinary: a NUL in the first 8 KiB, as git decides.

@@ -95,14 +95,46 @@ func openRegular(abs, rel string) (*os.File, error) {
 	return f, nil
 }
 
-// readRegular is os.ReadFile through openRegular.
-func readRegular(abs, rel string) ([]byte, error) {
+// errLargerThan: a file read with readRegular holds more than its max
+// bytes (written to while it was read, past what its Lstat said).
+var errLargerThan = errors.New("larger than the bound it was read with")
+
+// readRegular is os.ReadFile through openRegular, reading at most max
+// bytes: past them it fails with errLargerThan. The buffer is sized once,
+// from the file's size, so a large file is held once, not in the doubling
+// copies io.ReadAll makes of it, and a file growing while it is read does
+// not grow the read past its bound.
+func readRegular(abs, rel string, max int64) ([]byte, error) {
 	f, err := openRegular(abs, rel)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	// One byte more than the bound reads a file grown past it; one more
+	// than the size tells the end without a second buffer.
+	b := make([]byte, 0, min(fi.Size(), max)+1)
+	r := io.LimitReader(f, max+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grown since the Stat: room for more
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if int64(len(b)) > max {
+		return nil, errLargerThan
+	}
+	return b, nil
 }
 
 // notExist says err is an Lstat's of a path that is not there: missing,

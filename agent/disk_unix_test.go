@@ -21,7 +21,7 @@ func TestOpenRegularNeverWaitsOnAPipe(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := readRegular(p, "pipe")
+		_, err := readRegular(p, "pipe", 1<<20)
 		done <- err
 	}()
 	select {

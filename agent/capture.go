@@ -274,6 +274,9 @@ func (c *capturer) addPath(p string) error {
 		return err
 	}
 	abs := filepath.Join(c.real, filepath.FromSlash(rel))
+	if err := c.notStore(p, abs); err != nil {
+		return err
+	}
 	fi, err := os.Lstat(abs)
 	if notExist(err) {
 		for _, a := range c.m.Absent {
@@ -300,6 +303,16 @@ func (c *capturer) addPath(p string) error {
 		return nil
 	}
 	return c.add(rel, fi)
+}
+
+// notStore refuses the path p (at abs) when it is in the store's home:
+// captured, its files (the index, the event logs) would be put back by a
+// rewind over the live store, the events and objects written since lost.
+func (c *capturer) notStore(p, abs string) error {
+	if c.home != "" && within(c.home, abs) {
+		return fmt.Errorf("%s is in rook's store %s: its files are never captured (a rewind would write their old copies over the store)", p, c.home)
+	}
+	return nil
 }
 
 // special: not a regular file, directory or link.
@@ -347,11 +360,16 @@ func (c *capturer) walk(rel string, tree bool) error {
 			child = rel + "/" + e.Name()
 		}
 		childAbs := filepath.Join(abs, e.Name())
+		if c.home != "" && childAbs == c.home {
+			// The store is never captured: a rewind would write its
+			// old files over the live store. A session capture says so.
+			if !tree {
+				c.m.Skipped = append(c.m.Skipped, child+": rook's store, never captured")
+			}
+			continue
+		}
 		if tree {
 			if e.IsDir() && excludedDirs[e.Name()] {
-				continue
-			}
-			if c.home != "" && (childAbs == c.home) {
 				continue
 			}
 			if c.ignore != nil && c.ignore.Match(child, e.IsDir()) {

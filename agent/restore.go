@@ -205,6 +205,7 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 		return nil, err
 	}
 	p := &Plan{Root: filepath.Clean(root), real: real}
+	home, _ := filepath.EvalSymlinks(r.Store.Home())
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
 	written := map[string]bool{}
 	for _, c := range changes {
@@ -239,6 +240,12 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			return nil, err
 		}
 		abs := filepath.Join(real, filepath.FromSlash(c.Path))
+		if inStore(home, abs, c.Remove) {
+			// A capture an older rook made of a directory holding the
+			// store, or a restore --to the store: writing there would put
+			// old copies of its index and logs over the live ones.
+			return nil, fmt.Errorf("cannot restore %s: it is in rook's store %s, which a restore never writes", c.Path, home)
+		}
 		if c.Dir {
 			if !swap {
 				return nil, fmt.Errorf("cannot make the directory %s: a restore puts files back", c.Path)
@@ -312,6 +319,20 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 		p.Changes = append(p.Changes, c)
 	}
 	return p, nil
+}
+
+// inStore says whether the workspace file at abs is in the store's home
+// (its directory resolved, a link above it leading there too), or, for a
+// removal, holds the store.
+func inStore(home, abs string, remove bool) bool {
+	if home == "" {
+		return false
+	}
+	if within(home, abs) || remove && within(abs, home) {
+		return true
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	return err == nil && within(home, filepath.Join(dir, filepath.Base(abs)))
 }
 
 // clearableTree checks that the directory tree at abs (workspace path

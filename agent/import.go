@@ -325,11 +325,13 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		})
 		release()
 		if res.Status != ImportFailed {
-			if err := r.takeSideFiles(known[f.path], prev, &res, &rep); err != nil {
+			if m, err := r.takeSideFiles(known[f.path], prev, &res, &rep); err != nil {
 				// Its lines are in: only the side files are not.
 				why := "side files not taken in: " + err.Error()
 				res.Note = strings.TrimPrefix(res.Note+"; "+why, "; ")
 				rep.problem(ImportProblem{File: f.path, Reason: why})
+			} else if m != nil {
+				known[f.path] = *m
 			}
 		}
 		if names.pending != nil {

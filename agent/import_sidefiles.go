@@ -59,15 +59,23 @@ const maxSessionMemoryDepth = 4
 // left its session m (res.Session), the side files no line took in. prev
 // is the file's stat its session recorded before this import (nil: none,
 // or a session new to the store): a file or directory that changed last
-// before it holds nothing written later, so a session whose side files
-// are all older than its transcript is not read (the common case: one
-// stat of each directory, as lateBackups does).
-func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *ImportedFile, rep *ImportReport) error {
+// before it, or before the side files an import looked at last
+// (Source.SideSeen), holds nothing written later, so a session whose side
+// files are all older than both is not read (the common case: one stat
+// of each directory, as lateBackups does). It returns the metadata it
+// staged with a new SideSeen (nil: none).
+func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *ImportedFile, rep *ImportReport) (*eventlog.Meta, error) {
 	src := m.Source
 	if src == nil || src.Format != FormatClaudeCode || res.Session == nil || *res.Session != m.ID {
-		return nil
+		return nil, nil
 	}
-	changed := func(t time.Time) bool { return prev == nil || t.UnixNano() > prev.MTime }
+	lookedAt := r.clock.Now()
+	changed := func(t time.Time) bool {
+		return t.UnixNano() > src.SideSeen && (prev == nil || t.UnixNano() > prev.MTime)
+	}
+	// seen: the newest time of the files looked at and held or taken in;
+	// whole: none failed to read (one that did is looked at again).
+	seen, whole := int64(0), true
 	var memory []sideFile
 	if !isSubagentFile(src.Path) {
 		memory = r.sessionMemoryFiles(filepath.Join(filepath.Dir(src.Path), claudeFileID(src.Path), "session-memory"), rep)
@@ -83,9 +91,12 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 	lateResults := false
 	if st, err := r.fs.Stat(results); err == nil && st.IsDir() && res.Status != ImportNew && res.Status != ImportRewritten {
 		lateResults = changed(st.ModTime())
+		if lateResults {
+			seen = st.ModTime().UnixNano() // looked at below
+		}
 	}
 	if !fresh && !lateResults {
-		return nil
+		return nil, nil
 	}
 	held := map[string]cas.Key{} // the last copy of each session-memory file
 	heldResults := map[string]bool{}
@@ -109,21 +120,23 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("session %s: read which side files it holds: %w", m.ID, err)
+		return nil, fmt.Errorf("session %s: read which side files it holds: %w", m.ID, err)
 	}
 	var evs []eventlog.Event
 	for _, f := range memory {
 		data, err := readSideFile(r.fs, f.path)
 		if err != nil {
 			rep.problem(ImportProblem{File: f.path, Reason: fmt.Sprintf("a session-memory file of %s: %v: not taken in", filepath.Base(src.Path), err)})
+			whole = false
 			continue
 		}
+		seen = max(seen, f.mtime.UnixNano())
 		if k, ok := held[f.name]; ok && k == cas.ID(data) {
 			continue
 		}
 		put, err := r.Store.Put(cas.KindMemory, data)
 		if err != nil {
-			return fmt.Errorf("store %s: %w", f.path, err)
+			return nil, fmt.Errorf("store %s: %w", f.path, err)
 		}
 		evs = append(evs, eventlog.Event{Kind: eventlog.KindNote, Label: sessionMemoryLabel + f.name, Body: put.ID, Time: f.mtime})
 		res.SessionMemory++
@@ -135,11 +148,14 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 		path := filepath.Join(claudeProjectDir(src.Path), n.ref.session, "tool-results", n.ref.name)
 		data, err := readSideFile(r.fs, path)
 		if err != nil {
-			continue // still not there: reported when its line was taken in
+			// Still not there (its directory changes when it comes):
+			// reported when its line was taken in.
+			whole = whole && errors.Is(err, fs.ErrNotExist)
+			continue
 		}
 		put, err := r.Store.Put(cas.KindToolResult, data)
 		if err != nil {
-			return fmt.Errorf("store %s: %w", path, err)
+			return nil, fmt.Errorf("store %s: %w", path, err)
 		}
 		evs = append(evs, eventlog.Event{Kind: eventlog.KindNote, Label: toolResultsLabel + n.ref.name, Body: put.ID, Time: n.at})
 		heldResults[n.ref.name] = true
@@ -151,7 +167,7 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 	if len(evs) > 0 {
 		s, err := r.Log.Summary(m.ID)
 		if err != nil {
-			return fmt.Errorf("session %s: %w", m.ID, err)
+			return nil, fmt.Errorf("session %s: %w", m.ID, err)
 		}
 		for i := range evs {
 			if evs[i].Time.Before(s.Updated) {
@@ -164,12 +180,32 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 	for len(evs) > 0 {
 		k := min(len(evs), 16)
 		if _, err := r.Log.Append(m.ID, evs[:k]...); err != nil {
-			return fmt.Errorf("session %s: %w", m.ID, err)
+			return nil, fmt.Errorf("session %s: %w", m.ID, err)
 		}
 		res.Events += k
 		evs = evs[k:]
 	}
-	return nil
+	return r.stageSideSeen(m, seen, whole, lookedAt)
+}
+
+// stageSideSeen records in m's metadata (staged: written once the events
+// appended before are durable; a crash before leaves the files to be
+// looked at again) that the side files up to time seen were looked at,
+// when all were (whole). A file changed within statQuiet of when they
+// were looked at could change again with no change of its time (a file
+// system's clock ticks coarsely): it is left to be looked at again.
+func (r *Rook) stageSideSeen(m eventlog.Meta, seen int64, whole bool, lookedAt time.Time) (*eventlog.Meta, error) {
+	seen = min(seen, lookedAt.Add(-statQuiet).UnixNano())
+	if !whole || seen <= m.Source.SideSeen {
+		return nil, nil
+	}
+	src := *m.Source
+	src.SideSeen = seen
+	m.Source = &src
+	if err := r.Log.StageMeta(m); err != nil {
+		return nil, fmt.Errorf("session %s: record the side files looked at: %w", m.ID, err)
+	}
+	return &m, nil
 }
 
 // persistedNamed is a tool-results file a line names, and the line's time.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rookhq/rook/eventlog"
@@ -95,6 +97,20 @@ func TestImportClaudeSessionMemory(t *testing.T) {
 	want = append(want, "summary.md # Session\nfirst notes\nmore notes\n")
 	if got := sessionMemoryEvents(t, r, id); !slices.Equal(got, want) {
 		t.Fatalf("rewritten notes: %q", got)
+	}
+	// Again, nothing changed since (the notes newer than the transcript
+	// still): the notes are not read, nor the session's events, again.
+	var opened atomic.Int64
+	fsys.SetHook(func(op vfs.Op, name string) error {
+		if op == vfs.OpOpenRead && strings.HasPrefix(name, mem) {
+			opened.Add(1)
+		}
+		return nil
+	})
+	rep = mustImport(t, r, FormatClaudeCode, proj)
+	fsys.SetHook(nil)
+	if opened.Load() != 0 || rep.Events != 0 {
+		t.Fatalf("again after the notes changed: %d session-memory file(s) read, %d event(s) added", opened.Load(), rep.Events)
 	}
 	// Not in context: the model did not read the notes as they stand.
 	if after, err := r.Context(id, 200000); err != nil || after.InContextBytes != before.InContextBytes {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rookhq/rook/eventlog"
@@ -166,8 +167,22 @@ func TestImportClaudeToolResultsFiles(t *testing.T) {
 		t.Fatalf("late file: %.200q", got)
 	}
 	mustExport(t, r, id, data)
-	if rep = mustImport(t, r, FormatClaudeCode, proj); rep.ToolResults != 0 || rep.Events != 0 {
+	// Nor is the session read again for it: its directory, newer than
+	// the transcript still, was looked at (Source.SideSeen).
+	var logOpens atomic.Int64
+	fsys.SetHook(func(op vfs.Op, name string) error {
+		if op == vfs.OpOpenRead && strings.HasSuffix(name, id.String()+".log") {
+			logOpens.Add(1)
+		}
+		return nil
+	})
+	rep = mustImport(t, r, FormatClaudeCode, proj)
+	fsys.SetHook(nil)
+	if rep.ToolResults != 0 || rep.Events != 0 {
 		t.Fatalf("late file, again: taken twice: %+v", rep)
+	}
+	if n := logOpens.Load(); n != 0 {
+		t.Fatalf("late file, again: the session's log read %d time(s)", n)
 	}
 	// Grown by a line naming toolu_2, and one naming toolu_1 again (a
 	// copy of the line): only toolu_2 is taken in.

@@ -124,6 +124,14 @@ type Source struct {
 	// unchanged, without reading it. nil: the next import reads and hashes
 	// the file.
 	Stat *FileStat `json:"stat,omitempty"`
+	// SideSeen is, of a Claude Code transcript, the newest modification
+	// time (unix ns) of the side files beside it (session-memory files,
+	// the tool-results directory) that an import looked at and found
+	// held or took in: the next import looks at them again only when one
+	// changed after it (and after Stat's). Without it, files newer than
+	// the transcript (notes written after its last line) had every
+	// import read them and the session's events again. 0: none recorded.
+	SideSeen int64 `json:"side_seen_ns,omitempty"`
 }
 
 // FileStat is a source file's size and times, as the file system gave them.

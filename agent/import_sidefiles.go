@@ -76,13 +76,22 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 	// seen: the newest time of the files looked at and held or taken in;
 	// whole: none failed to read (one that did is looked at again).
 	seen, whole := int64(0), true
-	var memory []sideFile
+	var memory, leftOut []sideFile
 	if !isSubagentFile(src.Path) {
-		memory = r.sessionMemoryFiles(filepath.Join(filepath.Dir(src.Path), claudeFileID(src.Path), "session-memory"), rep)
+		memory, leftOut = r.sessionMemoryFiles(filepath.Join(filepath.Dir(src.Path), claudeFileID(src.Path), "session-memory"), rep)
 	}
 	fresh := false
 	for _, f := range memory {
 		fresh = fresh || changed(f.mtime)
+	}
+	// One left out is reported once, as it comes (or changes), not at
+	// every import of the history after: its time counts as looked at.
+	for _, f := range leftOut {
+		if changed(f.mtime) {
+			rep.problem(ImportProblem{File: f.path, Reason: f.why})
+			fresh = true
+		}
+		seen = max(seen, f.mtime.UnixNano())
 	}
 	// The tool-results directory the session's lines name files in: its
 	// own session directory's, or, for a subagent, its parent's. Files
@@ -92,7 +101,7 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 	if st, err := r.fs.Stat(results); err == nil && st.IsDir() && res.Status != ImportNew && res.Status != ImportRewritten {
 		lateResults = changed(st.ModTime())
 		if lateResults {
-			seen = st.ModTime().UnixNano() // looked at below
+			seen = max(seen, st.ModTime().UnixNano()) // looked at below
 		}
 	}
 	if !fresh && !lateResults {
@@ -218,13 +227,21 @@ type persistedNamed struct {
 type sideFile struct {
 	path, name string // name: its path within the directory, "/" between
 	mtime      time.Time
+	why        string // of one left out: why
 }
 
-// sessionMemoryFiles lists the regular files under dir, sorted by name;
-// one that is not a plain name, or not a regular file, is reported and
-// left out.
-func (r *Rook) sessionMemoryFiles(dir string, rep *ImportReport) []sideFile {
-	var out []sideFile
+// sessionMemoryFiles lists the regular files under dir, sorted by name,
+// and those left out (not a plain name, or not a regular file), with why.
+// A directory that does not read is reported.
+func (r *Rook) sessionMemoryFiles(dir string, rep *ImportReport) (out, leftOut []sideFile) {
+	leave := func(path string, e fs.DirEntry, why string) {
+		fi, err := e.Info()
+		if err != nil { // its time not known: reported now
+			rep.problem(ImportProblem{File: path, Reason: why})
+			return
+		}
+		leftOut = append(leftOut, sideFile{path: path, mtime: fi.ModTime(), why: why})
+	}
 	var walk func(d, prefix string, depth int)
 	walk = func(d, prefix string, depth int) {
 		ents, err := r.fs.ReadDir(d)
@@ -238,7 +255,7 @@ func (r *Rook) sessionMemoryFiles(dir string, rep *ImportReport) []sideFile {
 			path := filepath.Join(d, e.Name())
 			switch {
 			case !safeSideName(e.Name()):
-				rep.problem(ImportProblem{File: path, Reason: "not a plain file name: not taken in"})
+				leave(path, e, "not a plain file name: not taken in")
 			case e.IsDir() && depth < maxSessionMemoryDepth:
 				walk(path, prefix+e.Name()+"/", depth+1)
 			case e.Type().IsRegular():
@@ -246,12 +263,12 @@ func (r *Rook) sessionMemoryFiles(dir string, rep *ImportReport) []sideFile {
 					out = append(out, sideFile{path: path, name: prefix + e.Name(), mtime: fi.ModTime()})
 				}
 			default:
-				rep.problem(ImportProblem{File: path, Reason: fmt.Sprintf("not a regular file (%s): not taken in", fileKind(e.Type()))})
+				leave(path, e, fmt.Sprintf("not a regular file (%s): not taken in", fileKind(e.Type())))
 			}
 		}
 	}
 	walk(dir, "", 1)
-	return out
+	return out, leftOut
 }
 
 // isSubagentFile says whether a Claude Code transcript is a subagent's.

@@ -127,3 +127,37 @@ func TestImportClaudeSessionMemory(t *testing.T) {
 	}
 	mustExport(t, r, id, data)
 }
+
+// TestImportClaudeSessionMemoryLeftOutReportedOnce: a session-memory
+// file left out (not a plain name) is reported by the import that finds
+// it, not again by every import of the unchanged history after.
+func TestImportClaudeSessionMemoryLeftOutReportedOnce(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/h/.claude/projects/-home-u-proj"
+	writeSource(t, fsys, proj+"/S.jsonl", claudeLines("S", 1), "")
+	writeSourceFile(t, fsys, proj+"/S/session-memory/summary.md", []byte("# Session\n"))
+	odd := proj + "/S/session-memory/my notes.md"
+	writeSourceFile(t, fsys, odd, []byte("- a\n"))
+	reported := func(rep ImportReport) bool {
+		for _, p := range rep.Problems {
+			if p.File == odd {
+				return true
+			}
+		}
+		return false
+	}
+	if rep := mustImport(t, r, FormatClaudeCode, proj); !reported(rep) || rep.SessionMemory != 1 {
+		t.Fatalf("new: %+v", rep)
+	}
+	for i := range 2 {
+		if rep := mustImport(t, r, FormatClaudeCode, proj); reported(rep) || rep.Events != 0 {
+			t.Fatalf("again (%d): reported again: %+v", i, rep.Problems)
+		}
+	}
+	// Written again: reported again.
+	writeSourceFile(t, fsys, odd, []byte("- b\n"))
+	if rep := mustImport(t, r, FormatClaudeCode, proj); !reported(rep) || rep.Events != 0 {
+		t.Fatalf("changed: %+v", rep)
+	}
+}

@@ -298,7 +298,9 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 					if _, queued := s.pending[id]; !queued && keep(id, e) {
 						if _, rerr := s.readEntry(id, e, false); rerr != nil {
 							old := e
-							if err := s.stage(&pendingObject{id: id, kind: e.Kind, data: append([]byte(nil), m...), created: int64(r.h.Time), old: &old}); err != nil {
+							obj := &pendingObject{id: id, kind: e.Kind, created: int64(r.h.Time), old: &old}
+							s.hold(obj, m, false)
+							if err := s.stage(obj); err != nil {
 								return err
 							}
 							st.moved++
@@ -315,7 +317,9 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 					continue
 				}
 				old := e
-				if err := s.stage(&pendingObject{id: id, kind: e.Kind, data: append([]byte(nil), m...), created: int64(r.h.Time), old: &old}); err != nil {
+				obj := &pendingObject{id: id, kind: e.Kind, created: int64(r.h.Time), old: &old}
+				s.hold(obj, m, false)
+				if err := s.stage(obj); err != nil {
 					return err
 				}
 				st.moved++
@@ -470,10 +474,7 @@ func (s *Store) moveToTorn(n uint32) (string, error) {
 func (s *Store) stage(obj *pendingObject) error {
 	s.pending[obj.id] = obj
 	s.dirty = true
-	blockSize, packMax := s.opts.BlockSize, s.opts.PackMax
-	if s.bulk {
-		blockSize, packMax = s.opts.BulkBlockSize, s.opts.BulkPackMax
-	}
+	blockSize, packMax := s.packing()
 	if len(obj.data) >= packMax {
 		return s.sealBlock(obj.kind, []*pendingObject{obj})
 	}

@@ -58,6 +58,9 @@ type pendingObject struct {
 	data    []byte
 	created int64
 	old     *entry // the unreadable copy this one repairs, if any
+	// block, when set, is the raw block of this object alone, data its
+	// tail (hold): blockOf takes it as it is.
+	block []byte
 }
 
 type openBlock struct {
@@ -155,12 +158,36 @@ func (s *Store) put(kind Kind, data []byte, owned bool) (PutResult, error) {
 		}
 		res.Repaired = true
 	}
+	obj := &pendingObject{id: id, kind: kind, created: s.opts.Clock.Now().Unix(), old: old}
+	s.hold(obj, data, owned)
+	s.noteVerified(id, rest)
+	return res, s.fail(s.stage(obj))
+}
+
+// hold gives obj the bytes data: a copy, unless owned says the caller
+// hands data over. An object that gets a block of its own (PackMax or
+// more) is copied straight into that block's raw bytes, behind its length:
+// a big object was copied once by Put and once more into its block, and
+// each copy held in memory beside the other until the block was written.
+func (s *Store) hold(obj *pendingObject, data []byte, owned bool) {
+	if _, packMax := s.packing(); len(data) >= packMax {
+		obj.block = encodeBlock([][]byte{data})
+		obj.data = obj.block[len(obj.block)-len(data):]
+		return
+	}
 	if !owned {
 		data = append([]byte(nil), data...)
 	}
-	obj := &pendingObject{id: id, kind: kind, data: data, created: s.opts.Clock.Now().Unix(), old: old}
-	s.noteVerified(id, rest)
-	return res, s.fail(s.stage(obj))
+	obj.data = data
+}
+
+// packing is the block size and PackMax in force: the bulk ones while
+// SetBulk is on.
+func (s *Store) packing() (blockSize, packMax int) {
+	if s.bulk {
+		return s.opts.BulkBlockSize, s.opts.BulkPackMax
+	}
+	return s.opts.BlockSize, s.opts.PackMax
 }
 
 // noteVerified remembers that the object id holds the bytes whose digest
@@ -400,6 +427,9 @@ func (s *Store) writeSealed(keep int) error {
 
 // blockOf is the raw block of objs.
 func blockOf(objs []*pendingObject) []byte {
+	if len(objs) == 1 && objs[0].block != nil {
+		return objs[0].block
+	}
 	members := make([][]byte, len(objs))
 	for i, o := range objs {
 		members[i] = o.data

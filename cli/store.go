@@ -102,10 +102,9 @@ func (c *PutCmd) Run(e *Env) error {
 
 // readObject reads in to its end, or to one byte past the largest object,
 // into a buffer sized once from size, what the file said it holds (0 when
-// unknown: stdin). io.ReadAll grew its buffer as it read, and a file
-// was allocated about twice over (16 MiB: 2.2 bytes per byte) and copied
-// on the way before it was stored. A file that grew since its Stat is still read to
-// its end.
+// unknown: stdin). io.ReadAll grew its buffer as it read: a file was
+// allocated about twice over (16 MiB: 2.2 bytes per byte) and copied on
+// the way. A file that grew since its Stat is still read to its end.
 func readObject(in io.Reader, size int64) ([]byte, error) {
 	// 512 bytes past the size: the read that finds the end must not make
 	// bytes.Buffer grow (it wants that much room before every read).

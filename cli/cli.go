@@ -545,7 +545,7 @@ func badMarkerMessage(err error, home string) string {
 // store: init writes a marker into a home that has none, and leaves the
 // parts that are there (objects, index, sessions) as they are.
 func markerFix(home string) string {
-	path := shellQuote(filepath.Join(home, cas.MarkerFile))
+	path := agent.ShellQuote(filepath.Join(home, cas.MarkerFile))
 	return fmt.Sprintf("if rook made this store, move the marker aside (`mv %s %s.damaged`) and run `rook init`: it writes a new one and keeps what the store holds (`rook store verify` then checks it)", path, path)
 }
 

@@ -246,15 +246,15 @@ func privacyFix(fsys vfs.FS, home string) string {
 	foreign := false
 	for _, ent := range ents {
 		if cas.IsHomeEntry(ent.Name()) {
-			parts = append(parts, shellQuote(filepath.Join(home, ent.Name())))
+			parts = append(parts, agent.ShellQuote(filepath.Join(home, ent.Name())))
 		} else {
 			foreign = true
 		}
 	}
 	if !foreign || len(parts) == 0 {
-		return "chmod -R go-rwx " + shellQuote(home)
+		return "chmod -R go-rwx " + agent.ShellQuote(home)
 	}
-	return "chmod go-rwx " + shellQuote(home) + " && chmod -R go-rwx " + strings.Join(parts, " ")
+	return "chmod go-rwx " + agent.ShellQuote(home) + " && chmod -R go-rwx " + strings.Join(parts, " ")
 }
 
 // exposed lists the store's paths (the home and its parts, and what is

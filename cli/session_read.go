@@ -27,7 +27,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -456,47 +455,11 @@ func (c *FindCmd) Run(e *Env) error {
 		fmt.Fprintf(w, "no matches: session %s has no events\n", id)
 	case res.Next != nil:
 		fmt.Fprintf(w, "continue: rook session find %s %s --from %d --offset %d --through %d\n",
-			id, shellQuote(c.Query), res.Next.From, res.Next.Offset, res.Next.Through)
+			id, agent.ShellQuote(c.Query), res.Next.From, res.Next.Offset, res.Next.Through)
 	default:
 		fmt.Fprintf(w, "no more matches (searched through #%d)\n", *res.Through)
 	}
 	return unreadable(len(res.Unreadable))
-}
-
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:@%+=,-]+$`)
-
-// shellQuote quotes s for a POSIX shell, when it needs quoting ($'...',
-// which bash, zsh and ksh read, for bytes a terminal must not get).
-func shellQuote(s string) string {
-	if shellSafe.MatchString(s) {
-		return s
-	}
-	if terminalLine(s) == s && utf8.ValidString(s) {
-		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-	}
-	// What a terminal must not get (a control character, a line break,
-	// bytes that are not UTF-8) is written as \xNN in $'...', so the
-	// printed command still names the same bytes: replacing them, as
-	// terminalLine does, made it look for something else.
-	var b strings.Builder
-	b.WriteString("$'")
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1, terminalLine(string(r)) != string(r):
-			for _, c := range []byte(s[i : i+n]) {
-				fmt.Fprintf(&b, `\x%02x`, c)
-			}
-		case r == '\'' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	b.WriteString("'")
-	return b.String()
 }
 
 // bodyArgs name a range of one event's body: entry and quote take them.

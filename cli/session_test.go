@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"os/exec"
 	"testing"
 
 	"github.com/rookhq/rook/eventlog"
@@ -34,28 +33,6 @@ func TestUnderParents(t *testing.T) {
 	for i, w := range want {
 		if got[i].ID != id(w.id) || got[i].Depth != int(w.depth) {
 			t.Fatalf("row %d: %d at depth %d, want %d at depth %d", i, got[i].ID[15], got[i].Depth, w.id, w.depth)
-		}
-	}
-}
-
-// TestShellQuoteKeepsTheBytes: the continue: line of session find repeats
-// the query; run in a shell, it must name the same bytes, even those it
-// must not send to a terminal as they are.
-func TestShellQuoteKeepsTheBytes(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("needs bash")
-	}
-	for _, q := range []string{"plain", "it's", "a b", "tab\there", "line\nbreak", "\xff\xfe", "esc\x1b[31m", `back\slash 'q'`, "héllo wörld"} {
-		quoted := shellQuote(q)
-		if terminalLine(quoted) != quoted {
-			t.Errorf("shellQuote(%q) = %q: not safe for a terminal", q, quoted)
-		}
-		out, err := exec.Command("bash", "-c", "printf %s "+quoted).Output()
-		if err != nil {
-			t.Fatalf("bash: %v", err)
-		}
-		if string(out) != q {
-			t.Errorf("shellQuote(%q) = %s, which the shell reads as %q", q, quoted, out)
 		}
 	}
 }

@@ -2534,13 +2534,14 @@ func unreadWayOut(known map[string]eventlog.Meta, fork eventlog.ID, err error) s
 	if src == nil {
 		return fmt.Sprintf("every import reports it until session %s reads: %s", id, verify)
 	}
+	path := ShellQuote(src.Path) // a command to paste: one word
 	var ce *cas.CorruptError
 	if errors.As(err, &ce) {
 		return fmt.Sprintf("every import reports it until session %s reads: `rook import %s --reread %s` puts back what the store cannot read of it (else `rook session rm %s`, then `rook import %s %s` imports it again); %s",
-			id, src.Format, src.Path, id, src.Format, src.Path, verify)
+			id, src.Format, path, id, src.Format, path, verify)
 	}
 	return fmt.Sprintf("every import reports it until session %s reads: `rook session rm %s`, then `rook import %s %s` imports it again; %s",
-		id, id, src.Format, src.Path, verify)
+		id, id, src.Format, path, verify)
 }
 
 // parentsReach says whether following the links of parent (a session's

@@ -220,3 +220,23 @@ func TestForkRecountNamesTheParentThatDoesNotRead(t *testing.T) {
 	}
 	wayOutReported(t, rep, fPath, pid, pPath)
 }
+
+// The way out is a command to paste: a transcript's path with a space in
+// it (a home or a directory named by hand) is quoted, as one word.
+func TestForkWayOutQuotesThePath(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	dir := "/p/My Projects/-home-u-proj"
+	pPath, fPath := dir+"/P.jsonl", dir+"/F.jsonl"
+	writeSource(t, fsys, fPath, append(claudeForkLines("P", "F", 1), claudeLines("F", 3)...), "")
+	fid := *fileByPath(t, mustImport(t, r, FormatClaudeCode, dir), fPath).Session
+	if err := fsys.WriteFileAtomic(filepath.Join(testHome, cas.EventsDir, fid.String()+".log"), []byte("not a log"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeSource(t, fsys, pPath, claudeLines("P", 1), "")
+	rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wayOutReported(t, rep, fPath, fid, "'"+fPath+"'")
+}

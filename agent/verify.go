@@ -284,5 +284,5 @@ func (r *Rook) unreadLogReason(m eventlog.Meta, err error) string {
 		return err.Error()
 	}
 	src := im.Source
-	return fmt.Sprintf("%v; it was imported from %s: after `rook session rm %s`, `rook import %s %s` imports it again", err, src.Path, m.ID, src.Format, src.Path)
+	return fmt.Sprintf("%v; it was imported from %s: after `rook session rm %s`, `rook import %s %s` imports it again", err, src.Path, m.ID, src.Format, ShellQuote(src.Path))
 }

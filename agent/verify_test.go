@@ -229,3 +229,27 @@ func TestVerifyReferencesChecksTheEventsBeforeDamage(t *testing.T) {
 		t.Fatalf("%d events read, problems %v", rep.Events, rep.Problems)
 	}
 }
+
+// The way out verify prints for an imported session whose log lost its
+// header is a command to paste: a path with a space in it is one word.
+func TestVerifyWayOutQuotesThePath(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	path := "/p/My Projects/-home-u-proj/S.jsonl"
+	writeSource(t, fsys, path, claudeLines("S", 1), "")
+	id := *fileByPath(t, mustImport(t, r, FormatClaudeCode, path), path).Session
+	if err := fsys.WriteFileAtomic(filepath.Join(testHome, cas.EventsDir, id.String()+".log"), []byte("not a log"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.VerifyReferences(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "`rook import claude-code '" + path + "'` imports it again"
+	for _, p := range rep.Problems {
+		if p.Session == id.String() && strings.Contains(p.Reason, want) {
+			return
+		}
+	}
+	t.Fatalf("no problem of session %s says %q: %+v", id, want, rep.Problems)
+}

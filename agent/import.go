@@ -2514,9 +2514,13 @@ func forkNotCounted(rep *ImportReport, known map[string]eventlog.Meta, f *Import
 // (forkNotCounted; fork: its session) for the session that does not read
 // (err's sessionUnread, the fork's own if none says): an object of its
 // events that does not read is put back from its transcript (`import
-// --reread`, the session kept); else the session is removed and its
-// transcript imported again, which links and counts it anew. Every
-// import reports the fork until then.
+// --reread`, the session kept); a log whose header does not read is
+// removed and its transcript imported again, which links and counts it
+// anew. Anything else (a lost dictionary file, whose objects read again
+// once it is back; a file the system will not open; a record damaged
+// inside the log) is not mended by removing the session, and verify
+// says what is wrong, as it does for those. Every import reports the
+// fork until then.
 func unreadWayOut(known map[string]eventlog.Meta, fork eventlog.ID, err error) string {
 	id := fork
 	var su *sessionUnread
@@ -2531,17 +2535,21 @@ func unreadWayOut(known map[string]eventlog.Meta, fork eventlog.ID, err error) s
 			break
 		}
 	}
-	if src == nil {
-		return fmt.Sprintf("every import reports it until session %s reads: %s", id, verify)
-	}
-	path := ShellQuote(src.Path) // a command to paste: one word
 	var ce *cas.CorruptError
-	if errors.As(err, &ce) {
+	var nd *cas.NeedsDictError
+	var he *eventlog.HeaderError
+	switch {
+	case src == nil, errors.As(err, &nd):
+	case errors.As(err, &ce):
+		path := ShellQuote(src.Path) // a command to paste: one word
 		return fmt.Sprintf("every import reports it until session %s reads: `rook import %s --reread %s` puts back what the store cannot read of it (else `rook session rm %s`, then `rook import %s %s` imports it again); %s",
 			id, src.Format, path, id, src.Format, path, verify)
+	case errors.As(err, &he):
+		path := ShellQuote(src.Path)
+		return fmt.Sprintf("every import reports it until session %s reads: `rook session rm %s`, then `rook import %s %s` imports it again; %s",
+			id, id, src.Format, path, verify)
 	}
-	return fmt.Sprintf("every import reports it until session %s reads: `rook session rm %s`, then `rook import %s %s` imports it again; %s",
-		id, id, src.Format, path, verify)
+	return fmt.Sprintf("every import reports it until session %s reads: `rook store verify` says what is wrong and what to do", id)
 }
 
 // parentsReach says whether following the links of parent (a session's

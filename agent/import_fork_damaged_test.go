@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"errors"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -239,4 +241,58 @@ func TestForkWayOutQuotesThePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	wayOutReported(t, rep, fPath, fid, "'"+fPath+"'")
+}
+
+// A fork whose log cannot be opened for a reason of the system's (here
+// permission), not damage, is reported too, but with no way out that
+// removes it: `session rm` is for a log whose header does not read (as
+// verify says it), and the fork's events may be all there.
+func TestForkThatCannotBeReadIsNotToldToBeRemoved(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	dir := "/p/-home-u-proj"
+	pPath, fPath := dir+"/P.jsonl", dir+"/F.jsonl"
+	writeSource(t, fsys, pPath, claudeLines("P", 1), "")
+	writeSource(t, fsys, fPath, append(claudeForkLines("P", "F", 1), claudeLines("F", 3)...), "")
+	fid := *fileByPath(t, mustImport(t, r, FormatClaudeCode, dir), fPath).Session
+	writeSource(t, fsys, pPath, append(claudeLines("P", 1), claudeLines("P", 2)...), "")
+	fLog := filepath.Join(testHome, cas.EventsDir, fid.String()+".log")
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpOpenRead && path == fLog {
+			return fs.ErrPermission
+		}
+		return nil
+	})
+	rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{pPath}})
+	fsys.SetHook(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Problems {
+		if strings.Contains(p.Reason, "session "+fid.String()+": the tokens it copied") {
+			if strings.Contains(p.Reason, "rook session rm") || !strings.Contains(p.Reason, "`rook store verify`") {
+				t.Fatalf("a fork that cannot be opened is told: %s", p.Reason)
+			}
+			return
+		}
+	}
+	t.Fatalf("the fork that cannot be read is not reported: %+v", rep.Problems)
+}
+
+// An object that does not read because its dictionary file is gone reads
+// again once the file is back: the way out names neither --reread nor
+// session rm (a CorruptError that wraps a NeedsDictError, as readEntry
+// gives it).
+func TestForkWayOutForALostDictionary(t *testing.T) {
+	id := eventlog.ID{1}
+	known := map[string]eventlog.Meta{"/p/F.jsonl": {ID: id, Source: &eventlog.Source{Format: FormatClaudeCode, Path: "/p/F.jsonl"}}}
+	lost := errors.Join(&cas.CorruptError{ID: cas.Key{2}, Reason: "record needs dictionary 3"}, &cas.NeedsDictError{Dict: 3, Err: fs.ErrNotExist})
+	got := unreadWayOut(known, id, &sessionUnread{id: id, err: lost})
+	if strings.Contains(got, "--reread") || strings.Contains(got, "session rm") || !strings.Contains(got, "`rook store verify` says") {
+		t.Fatalf("a lost dictionary: %s", got)
+	}
+	damaged := &cas.CorruptError{ID: cas.Key{2}, Reason: "checksum"}
+	if got := unreadWayOut(known, id, &sessionUnread{id: id, err: damaged}); !strings.Contains(got, "`rook import claude-code --reread /p/F.jsonl`") {
+		t.Fatalf("a damaged object: %s", got)
+	}
 }

@@ -593,6 +593,24 @@ func statToRecord(f sourceFile, zst bool, size, length int64, at time.Time) *eve
 	return &st
 }
 
+// beingWritten says whether line, the last of f, is one its agent is still
+// writing: cut short (no newline, and it does not parse) in a file changed
+// within statQuiet of the walk (at). Such a line is left for the next import
+// rather than stored: stored, it would be stored again, longer, at every
+// import while it grows (a line that does not parse has no strings cut out
+// and shared), in space quadratic in the line. A file quiet for longer, or
+// one with no time, has its cut line taken in, as the line of a crash. Only
+// the modification time counts: it is what a write changes, where the
+// change time also moves with a chmod or a touch.
+func beingWritten(f sourceFile, line pendingLine, at time.Time) bool {
+	return strings.HasPrefix(line.m.Unparsed, truncatedLine) && f.stat.MTime != 0 &&
+		at.Sub(time.Unix(0, f.stat.MTime)) < statQuiet
+}
+
+// lastLineNote is said of a file whose last line was left for the next
+// import (beingWritten).
+const lastLineNote = "its last line is still being written (no newline yet, changed moments ago): taken in up to it; the next import takes it"
+
 // importFiles lists the files under paths, parents before subagents.
 func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]sourceFile, int64, error) {
 	var out []sourceFile
@@ -1119,6 +1137,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	}
 	var mapper *sourceMapper // after the file's lines, once taken in
 	endsLine := false        // the file's last byte taken in is a newline
+	heldLast := false        // its last line is left for the next import (beingWritten)
 	if !prep.streamed {
 		if prep.base > 0 {
 			fi.lineNo += state.Lines
@@ -1143,11 +1162,22 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 				return fail(err)
 			}
 		}
+		if i := len(prep.lines) - 1; waiting == "" && i >= 0 && beingWritten(f, prep.lines[i], opts.walked) {
+			// Taken up to the line (or, a cut line taken again, up to
+			// where the session ends): the mapper has read it, so its
+			// state is not kept.
+			at := max(prep.lines[i].off, start)
+			prep.lines, size, heldLast = prep.lines[:i], at, true
+			var err error
+			if full, err = prep.sumTo(at); err != nil {
+				return fail(err)
+			}
+		}
 		fi.info, fi.captured = func() sourceSession { return prep.info }, prep.captured
 		if err := fi.take(prep.lines, true); err != nil {
 			return fail(err)
 		}
-		if waiting == "" {
+		if waiting == "" && !heldLast {
 			mapper, endsLine = prep.sm, size > prep.base && prep.data[size-prep.base-1] == '\n'
 		}
 	} else {
@@ -1224,6 +1254,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 				continue
 			}
 			waiting = nil
+			if i := len(lines) - 1; final && i >= 0 && beingWritten(f, lines[i], opts.walked) {
+				lines, heldLast = lines[:i], true
+			}
 			if err := fi.take(lines, final); err != nil {
 				return fail(fi.partly(err))
 			}
@@ -1236,6 +1269,14 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		// What was read and taken in; for a file imported before, the bytes
 		// hashed above, unless it changed in between.
 		size, full = cr.size, cr.sum()
+		if heldLast {
+			// Taken up to the line, whose sum the reader kept; or, a cut
+			// line taken again, up to where the session ends.
+			size, full = cr.tailAt, cr.tailSum
+			if size < start {
+				size, full = start, prefix
+			}
+		}
 		if !fi.noEntry {
 			length = cr.size // read through to its end
 		}
@@ -1247,7 +1288,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		res.BytesIn -= start - from // taken in before: what the file grew by is new
 	}
 	if fi.sess == nil {
-		cut := !prep.streamed && len(prep.lines) == 1 && prep.lines[0].m.Unparsed == truncatedLine+"not JSON"
+		cut := !prep.streamed && len(prep.lines) == 1 && prep.lines[0].m.Unparsed == truncatedLine+"not JSON" || heldLast && !fi.written
 		// Undo the problems counted for its lines: the file is the problem.
 		rep.Problems, rep.ProblemsLeftOut = rep.Problems[:problemsBefore], leftOutBefore
 		res.Unparsed, res.Unknown = 0, 0
@@ -1275,12 +1316,11 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	if res.Lines == 0 && res.Status == ImportGrown {
 		res.Status = ImportUnchanged
 	}
-	if waiting != "" {
-		if res.Note != "" {
-			res.Note += "; "
-		}
-		res.Note += waiting
+	notes := []string{res.Note, waiting}
+	if heldLast {
+		notes = append(notes, lastLineNote)
 	}
+	res.Note = strings.Join(slices.DeleteFunc(notes, func(n string) bool { return n == "" }), "; ")
 	// The metadata says the lines are in once they are durable: Import
 	// writes it after its next flush.
 	sess, info := fi.sess, fi.info()

@@ -249,7 +249,12 @@ type chunkReader struct {
 	eof   bool
 	hash  hash.Hash // every byte returned goes through it
 	size  int64     // bytes returned so far
-	err   error     // reading failed, after the whole lines before were returned
+	// tailAt is where the file's last line begins when it has no newline
+	// (its last chunk returned), and tailSum the SHA-256 of the bytes
+	// before, hex: what an import that leaves that line out holds.
+	tailAt  int64
+	tailSum string
+	err     error // reading failed, after the whole lines before were returned
 }
 
 func newChunkReader(r io.Reader, max int) *chunkReader {
@@ -299,7 +304,15 @@ func (c *chunkReader) next() ([]byte, bool, error) {
 		c.carry = append([]byte(nil), buf[cut+1:]...)
 		buf = buf[:cut+1]
 	}
-	c.hash.Write(buf)
+	if len(buf) > 0 && buf[len(buf)-1] != '\n' {
+		// The last chunk, ending in a line with no newline: the sum
+		// before it is kept on the way.
+		c.hash.Write(buf[:cut+1])
+		c.tailAt, c.tailSum = c.size+int64(cut+1), hex.EncodeToString(c.hash.Sum(nil))
+		c.hash.Write(buf[cut+1:])
+	} else {
+		c.hash.Write(buf)
+	}
 	c.size += int64(len(buf))
 	return buf, c.eof && len(c.carry) == 0, nil
 }

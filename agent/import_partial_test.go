@@ -1,0 +1,235 @@
+package agent
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
+	"github.com/rookhq/rook/internal/vfs/vfstest"
+)
+
+// growingLineFile is a transcript whose last line, a tool result with a
+// long output, is being written: head, its whole lines before, and the
+// line (with its newline); whole is the file once written, a line after.
+func growingLineFile() (head, line, whole []byte) {
+	turn2 := claudeLines("g", 2)
+	head = writeSourceBytes(append(claudeLines("g", 1), turn2[:6]...), "")
+	line = []byte(turn2[6] + "\n")
+	whole = writeSourceBytes(append(claudeLines("g", 1), turn2...), "")
+	return head, line, whole
+}
+
+// writeAt writes a file in fsys and sets clk to after: how long after the
+// file's modification time the next import's walk begins.
+func writeAt(t *testing.T, fsys *vfs.MemFS, clk *clock.Fixed, path string, data []byte, after time.Duration) {
+	t.Helper()
+	if err := fsys.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.WriteFileAtomic(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := fsys.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.T = fi.ModTime().Add(after)
+}
+
+// clockedRook is a store in fsys whose clock the test sets.
+func clockedRook(t *testing.T, fsys *vfs.MemFS) (*Rook, *clock.Fixed) {
+	t.Helper()
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	if _, err := cas.Init(fsys, clk, testHome); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(testHome, Options{FS: fsys, Clock: clk, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, clk
+}
+
+// TestImportLeavesALineBeingWritten: a last line cut short in a file that
+// changed moments ago (its agent writing a big tool result) is left for
+// the next import, which takes it once whole: stored once, its strings
+// cut out, not again at every import while it grows. What the session
+// holds meanwhile exports byte for byte, read whole or in chunks.
+func TestImportLeavesALineBeingWritten(t *testing.T) {
+	head, line, whole := growingLineFile()
+	src := "/src/p/g.jsonl"
+	for _, chunk := range []int{0, 200} {
+		t.Run(fmt.Sprint("chunks of ", chunk), func(t *testing.T) {
+			// The whole file imported at once: the events to end with.
+			ref, refClk := clockedRook(t, vfs.NewMem())
+			writeAt(t, ref.fs.(*vfs.MemFS), refClk, src, whole, time.Second)
+			want, err := ref.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantSum, _ := ref.Log.Summary(*fileByPath(t, want, src).Session)
+
+			fsys := vfs.NewMem()
+			r, clk := clockedRook(t, fsys)
+			var id eventlog.ID
+			for i, cut := range []int{len(line) / 4, len(line) / 2, len(line) - 2} {
+				writeAt(t, fsys, clk, src, append(bytes.Clone(head), line[:cut]...), time.Second)
+				rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+				if err != nil {
+					t.Fatal(err)
+				}
+				f := fileByPath(t, rep, src)
+				if f.Session == nil || f.Unparsed != 0 || !strings.Contains(f.Note, "last line is still being written") {
+					t.Fatalf("import %d: %+v", i, f)
+				}
+				if i > 0 && f.Status != ImportUnchanged {
+					t.Fatalf("import %d: grown only within the line: %+v", i, f)
+				}
+				id = *f.Session
+				mustExport(t, r, id, head)
+				m, _ := r.Log.ReadMeta(id)
+				if m.Source.Size != int64(len(head)) || m.Source.Stat != nil {
+					t.Fatalf("import %d: the session holds %d bytes (stat %+v), want %d", i, m.Source.Size, m.Source.Stat, len(head))
+				}
+			}
+			writeAt(t, fsys, clk, src, whole, time.Second)
+			rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := fileByPath(t, rep, src); f.Status != ImportGrown || f.Note != "" || f.Unparsed != 0 {
+				t.Fatalf("finished: %+v", f)
+			}
+			mustExport(t, r, id, whole)
+			s, err := r.Log.Summary(id)
+			if err != nil || s.Events != wantSum.Events || s.TokensIn != wantSum.TokensIn || s.TokensOut != wantSum.TokensOut {
+				t.Fatalf("imported while its last line grew: %+v, at once: %+v (%v)", s, wantSum, err)
+			}
+		})
+	}
+}
+
+// TestImportTakesAQuietCutLine: a file whose last line is cut short and
+// that has not changed for statQuiet (a crash cut it, or its agent
+// stopped) has the line taken in, kept byte for byte, as before; so does
+// a file's first line, being written, once quiet.
+func TestImportTakesAQuietCutLine(t *testing.T) {
+	head, line, _ := growingLineFile()
+	src := "/src/p/g.jsonl"
+	for _, chunk := range []int{0, 200} {
+		t.Run(fmt.Sprint("chunks of ", chunk), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r, clk := clockedRook(t, fsys)
+			cut := append(bytes.Clone(head), line[:len(line)/2]...)
+			writeAt(t, fsys, clk, src, cut, statQuiet)
+			rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := fileByPath(t, rep, src)
+			if f.Session == nil || f.Unparsed != 1 || f.Note != "" {
+				t.Fatalf("%+v", f)
+			}
+			mustExport(t, r, *f.Session, cut)
+
+			// A new file of one line being written: nothing yet.
+			first := "/src/p/h.jsonl"
+			writeAt(t, fsys, clk, first, line[:len(line)/2], time.Second)
+			rep, err = r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{first}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := fileByPath(t, rep, first); f.Session != nil || f.Status != ImportUnchanged || !strings.Contains(f.Note, "first line is still being written") {
+				t.Fatalf("a first line being written: %+v", f)
+			}
+		})
+	}
+}
+
+// TestImportLineBeingWrittenCrashSweep: the import of a file grown by
+// whole lines and a line being written, crashed at every write. The next
+// imports, the line being written still and then whole, bring the session
+// to the file, exported byte for byte, with the events of an import that
+// did not crash.
+func TestImportLineBeingWrittenCrashSweep(t *testing.T) {
+	head, line, whole := growingLineFile()
+	mid := bytes.IndexByte(head[len(head)/2:], '\n') + len(head)/2 + 1 // a line end half way
+	src := "/src/g.jsonl"
+	for _, chunk := range []int{0, 300} {
+		t.Run(fmt.Sprint("chunks of ", chunk), func(t *testing.T) {
+			clk := &clock.Fixed{}
+			importAll := func(fsys vfs.FS) error {
+				r, err := Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true})
+				if err != nil {
+					return err
+				}
+				_, err = r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{"/src"}, ChunkBytes: chunk})
+				if cerr := r.Close(); err == nil {
+					err = cerr
+				}
+				return err
+			}
+			setup := func(fsys *vfs.MemFS) {
+				initCrashStore(fsys)
+				writeAt(t, fsys, clk, src, head[:mid], statQuiet)
+				if err := importAll(fsys); err != nil {
+					panic(err)
+				}
+				writeAt(t, fsys, clk, src, append(bytes.Clone(head), line[:len(line)/3]...), time.Second)
+			}
+			// finish: the line grown, then whole, each imported.
+			finish := func(fsys *vfs.MemFS) (uint64, error) {
+				writeAt(t, fsys, clk, src, append(bytes.Clone(head), line[:len(line)/2]...), time.Second)
+				if err := importAll(fsys); err != nil {
+					return 0, err
+				}
+				writeAt(t, fsys, clk, src, whole, time.Second)
+				if err := importAll(fsys); err != nil {
+					return 0, err
+				}
+				r, err := Open(crashHome, Options{FS: fsys, Clock: clk})
+				if err != nil {
+					return 0, err
+				}
+				defer r.Close()
+				ids, err := r.Log.IDs()
+				if err != nil || len(ids) != 1 {
+					return 0, fmt.Errorf("sessions %v %v", ids, err)
+				}
+				var buf bytes.Buffer
+				if x, err := r.ExportSource(ids[0], &buf); err != nil || !x.Exact || !bytes.Equal(buf.Bytes(), whole) {
+					return 0, fmt.Errorf("export %+v %v", x, err)
+				}
+				s, err := r.Log.Summary(ids[0])
+				return s.Events, err
+			}
+			ref := vfs.NewMem()
+			setup(ref)
+			if err := importAll(ref); err != nil {
+				t.Fatal(err)
+			}
+			want, err := finish(ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vfstest.Sweep(t, rand.New(rand.NewPCG(7, 8)), 2, setup, func(fsys *vfs.MemFS) error { return importAll(fsys) },
+				func(k int, states []*vfs.MemFS) {
+					for _, s := range states {
+						verifyCrashState(t, fmt.Sprintf("crash at write %d", k), s, clk)
+						if got, err := finish(s); err != nil || got != want {
+							t.Fatalf("crash at write %d: %d events (%v), want %d", k, got, err, want)
+						}
+					}
+				})
+		})
+	}
+}

@@ -123,15 +123,19 @@ func truncateFile(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(os.Truncate(path, size))
 }
 
-// age FILE...: set each file's modification time an hour back, as if its
-// writer stopped long ago: import takes in a quiet file's last line cut
-// short, where it leaves one changed moments ago for the next import.
+// age AGO FILE...: set each file's modification time back by the duration
+// AGO. An hour: its writer stopped long ago, and import takes in a last
+// line cut short. A negative one (a time to come) stands for a file
+// written moments ago however slow the machine: import leaves such a line
+// for the next import.
 func ageFile(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) == 0 {
-		ts.Fatalf("usage: age FILE...")
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: age AGO FILE...")
 	}
-	at := time.Now().Add(-time.Hour)
-	for _, a := range args {
+	ago, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	at := time.Now().Add(-ago)
+	for _, a := range args[1:] {
 		ts.Check(os.Chtimes(ts.MkAbs(a), at, at))
 	}
 }

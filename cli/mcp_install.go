@@ -146,7 +146,10 @@ func (m mcpEntry) shellLine() string {
 	return strings.Join(words, " ")
 }
 
-// shellQuote quotes s for a POSIX shell when it needs it.
+// shellArg quotes s for a POSIX shell when it needs it. Not
+// agent.ShellQuote: that writes control bytes as $'\xNN', which a plain
+// sh (dash) does not read, and a client may run this line with sh; here a
+// line break stays inside '...', which every POSIX shell reads.
 func shellArg(s string) string {
 	if s == "" {
 		return "''"

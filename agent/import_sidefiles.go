@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -98,9 +99,16 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 	// in it only: a new session took in all its lines named.
 	results := filepath.Join(claudeProjectDir(src.Path), sideSessionDir(src.Path), "tool-results")
 	lateResults := false
-	if st, err := r.fs.Stat(results); err == nil && st.IsDir() && res.Status != ImportNew && res.Status != ImportRewritten {
-		lateResults = changed(st.ModTime())
-		if lateResults {
+	// resultsBefore: what is recorded as looked at stays before the time of the
+	// tool-results directory when it is not looked at (a new session's):
+	// a file that came there after its line was read (missing), before a
+	// session-memory note taken in now, is looked for at the next import,
+	// not passed over for good.
+	resultsBefore := int64(math.MaxInt64)
+	if st, err := r.fs.Stat(results); err == nil && st.IsDir() {
+		if res.Status == ImportNew || res.Status == ImportRewritten {
+			resultsBefore = st.ModTime().UnixNano() - 1
+		} else if lateResults = changed(st.ModTime()); lateResults {
 			seen = max(seen, st.ModTime().UnixNano()) // looked at below
 		}
 	}
@@ -194,7 +202,7 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 		res.Events += k
 		evs = evs[k:]
 	}
-	return r.stageSideSeen(m, seen, whole, lookedAt)
+	return r.stageSideSeen(m, min(seen, resultsBefore), whole, lookedAt)
 }
 
 // stageSideSeen records in m's metadata (staged: written once the events

@@ -337,3 +337,44 @@ func TestImportToolResultsOfALineCutShort(t *testing.T) {
 		mustExport(t, r, id, data)
 	}
 }
+
+// A tool-results file that comes while a new session's import runs, after
+// its line was read (reported missing) and before the side files are
+// looked at, with a session-memory note written after it: the note is
+// taken in and marks the side files looked at up to its time, but the
+// tool-results directory of a new session is not looked at. The next
+// import must still take the file in, not pass over it for good.
+func TestImportClaudeToolResultsFileArrivingDuringNewImport(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/h/.claude/projects/-home-u-proj"
+	saved := "/home/u/.claude/projects/-home-u-proj/S/tool-results/toolu_3.txt"
+	if err := fsys.MkdirAll(proj+"/S/tool-results", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	main := append(claudeLines("S", 1), persistedResult("S", "toolu_3", saved, "late"))
+	writeSource(t, fsys, proj+"/S.jsonl", main, "")
+	var looked, arrived atomic.Bool
+	fsys.SetHook(func(op vfs.Op, name string) error {
+		// Its line was read and the file looked for: as the session's
+		// side files are listed, the file comes, then a note.
+		if strings.HasSuffix(name, "/toolu_3.txt") {
+			looked.Store(true)
+		}
+		if looked.Load() && op == vfs.OpReadDir && strings.HasSuffix(name, "/session-memory") && arrived.CompareAndSwap(false, true) {
+			writeSourceFile(t, fsys, proj+"/S/tool-results/toolu_3.txt", []byte("late\n"))
+			writeSourceFile(t, fsys, proj+"/S/session-memory/summary.md", []byte("notes\n"))
+		}
+		return nil
+	})
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	fsys.SetHook(nil)
+	if !arrived.Load() || rep.ToolResultsMissing != 1 || rep.SessionMemory != 1 {
+		t.Fatalf("first import: arrived %v, %+v", arrived.Load(), rep)
+	}
+	id := *fileByPath(t, rep, proj+"/S.jsonl").Session
+	rep = mustImport(t, r, FormatClaudeCode, proj)
+	if got := toolResultEvents(t, r, id); rep.ToolResults != 1 || !slices.Equal(got, []string{"toolu_3.txt late\n"}) {
+		t.Fatalf("the file that came during the first import is not taken in: %+v, events %q", rep, got)
+	}
+}

@@ -99,11 +99,11 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 	// in it only: a new session took in all its lines named.
 	results := filepath.Join(claudeProjectDir(src.Path), sideSessionDir(src.Path), "tool-results")
 	lateResults := false
-	// resultsBefore: what is recorded as looked at stays before the time of the
-	// tool-results directory when it is not looked at (a new session's):
-	// a file that came there after its line was read (missing), before a
-	// session-memory note taken in now, is looked for at the next import,
-	// not passed over for good.
+	// resultsBefore: what is recorded as looked at stays before the
+	// tool-results directory's time when it is not looked at (a new
+	// session's): a file that came there after its line was read
+	// (missing), before a session-memory note taken in now, is looked
+	// for at the next import, not passed over for good.
 	resultsBefore := int64(math.MaxInt64)
 	if st, err := r.fs.Stat(results); err == nil && st.IsDir() {
 		if res.Status == ImportNew || res.Status == ImportRewritten {

@@ -245,8 +245,9 @@ func (c *capturer) add(rel string, fi fs.FileInfo) error {
 	default:
 		return &NotRegularError{Path: rel, Type: fi.Mode().Type()}
 	}
-	// data was read for this Put alone: the store keeps it, not a copy
-	// (a file of hundreds of MB is held once).
+	// data was read for this Put alone: the store may keep it rather
+	// than a copy (a small file packed with others; an object of PackMax
+	// and up is copied once, into a block of its own).
 	res, err := c.r.Store.PutOwned(cas.KindFile, data)
 	if err != nil {
 		return fmt.Errorf("capture %s: %w", rel, err)

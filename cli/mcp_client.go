@@ -552,7 +552,9 @@ func (c *McpCallCmd) Run(e *Env) error {
 		if res, err = r.MCPCall(ctx, c.Name, c.Tool, args, o); err != nil {
 			return err
 		}
-		_, session, _ = r.MCPServer(c.Name) // only named in a message
+		if res.IsError {
+			_, session, _ = r.MCPServer(c.Name) // only named in its message
+		}
 		return nil
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // DiskFile is a workspace path as it is on disk now.
@@ -114,22 +115,10 @@ func readRegular(abs, rel string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One byte more than the bound reads a file grown past it; one more
-	// than the size tells the end without a second buffer.
-	b := make([]byte, 0, min(fi.Size(), max)+1)
-	r := io.LimitReader(f, max+1)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // grown since the Stat: room for more
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	// One byte more than the bound reads a file grown past it.
+	b, err := vfs.ReadSized(f, fi.Size(), max)
+	if err != nil {
+		return nil, err
 	}
 	if int64(len(b)) > max {
 		return nil, errLargerThan

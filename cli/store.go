@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/dict"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // StoreCmd groups the object-store commands.
@@ -106,11 +106,7 @@ func (c *PutCmd) Run(e *Env) error {
 // allocated about twice over (16 MiB: 2.2 bytes per byte) and copied on
 // the way. A file that grew since its Stat is still read to its end.
 func readObject(in io.Reader, size int64) ([]byte, error) {
-	// 512 bytes past the size: the read that finds the end must not make
-	// bytes.Buffer grow (it wants that much room before every read).
-	buf := bytes.NewBuffer(make([]byte, 0, min(size, cas.MaxObjectSize)+bytes.MinRead))
-	_, err := buf.ReadFrom(io.LimitReader(in, cas.MaxObjectSize+1))
-	return buf.Bytes(), err
+	return vfs.ReadSized(in, size, cas.MaxObjectSize)
 }
 
 func tooBig(what string) error {

@@ -131,15 +131,31 @@ func ReadOwnFile(fsys FS, name string) ([]byte, error) {
 // readAll reads f to its end and closes it.
 func readAll(f File) ([]byte, error) {
 	defer f.Close()
-	// Read into a buffer of the size the file says it has, as os.ReadFile
-	// does, instead of growing one: a transcript of many MiB is read at
-	// once. A file that grew since is still read to its end.
-	size := 0
-	if fi, err := f.Stat(); err == nil && fi.Size() > 0 && int64(int(fi.Size())+512) == fi.Size()+512 {
-		size = int(fi.Size()) // what fits an int, with room for the last read
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size+512))
-	_, err := buf.ReadFrom(f)
+	return ReadSized(f, size, -1)
+}
+
+// ReadSized reads r to its end into a buffer sized once from size, what
+// r's file said it holds (0 when unknown, stdin), as os.ReadFile does:
+// a file of many MiB is held once, not in the doubling copies io.ReadAll
+// makes of it. A reader that gives more than size (a file that grew since
+// its Stat) is still read to its end, or, with max >= 0, to one byte past
+// max: more than max bytes back is the caller's "too large".
+func ReadSized(r io.Reader, size, max int64) ([]byte, error) {
+	if max >= 0 {
+		r = io.LimitReader(r, max+1)
+		size = min(size, max+1)
+	}
+	if size < 0 || int64(int(size)+bytes.MinRead) != size+bytes.MinRead {
+		size = 0 // what does not fit an int, with room for the last read
+	}
+	// MinRead past the size: the read that finds the end must not make
+	// the buffer grow (it wants that much room before every read).
+	buf := bytes.NewBuffer(make([]byte, 0, int(size)+bytes.MinRead))
+	_, err := buf.ReadFrom(r)
 	return buf.Bytes(), err
 }
 

@@ -306,11 +306,12 @@ func (c *capturer) addPath(p string) error {
 	return c.add(rel, fi)
 }
 
-// notStore refuses the path p (at abs) when it is in the store's home:
-// captured, its files (the index, the event logs) would be put back by a
-// rewind over the live store, the events and objects written since lost.
+// notStore refuses the path p (at abs) when it is in the store's home,
+// reached through a link or not (restore's rule, inStore): captured, its
+// files (the index, the event logs) would be put back by a rewind over the
+// live store, the events and objects written since lost.
 func (c *capturer) notStore(p, abs string) error {
-	if c.home != "" && within(c.home, abs) {
+	if inStore(c.home, abs, false) {
 		return fmt.Errorf("%s is in rook's store %s: its files are never captured (a rewind would write their old copies over the store)", p, c.home)
 	}
 	return nil

@@ -106,3 +106,21 @@ func TestCaptureNeverTakesTheStore(t *testing.T) {
 		}
 	}
 }
+
+// A link in the workspace leading into the store (inside the workspace
+// too, so the capture follows it) named the store's files under another
+// path: capture's own check compared the path as given, where restore's
+// resolves the directory above it. Both use one check now.
+func TestCaptureThroughALinkNeverTakesTheStore(t *testing.T) {
+	r, ws := newWorkspaceHoldingStore(t)
+	m, err := r.NewSession("edit", ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("sub", "store"), filepath.Join(ws, "st")); err != nil {
+		t.Fatal(err)
+	}
+	if _, man, err := r.CaptureSession(m.ID, []string{"st/lock"}, "write", DefaultLimits); err == nil || !strings.Contains(err.Error(), "rook's store") {
+		t.Fatalf("a capture of a store file through a link: %v (files %v), want a refusal", err, man.Paths())
+	}
+}

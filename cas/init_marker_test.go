@@ -107,6 +107,7 @@ func TestMalformedMarkerSaysWhichRookFromParts(t *testing.T) {
 	// The index's slots of format 1: a pre-release rook's store.
 	ipath := filepath.Join(home, IndexDir, IndexFile)
 	idx := read(ipath)
+	const indexSlotSize = 4096 // the page each meta slot owns (index/doc.go)
 	for slot := 0; slot < 2*indexSlotSize; slot += indexSlotSize {
 		if string(idx[slot:slot+8]) != "rookidx1" {
 			continue

@@ -150,15 +150,11 @@ func partsFormat(fsys vfs.FS, home string) (v partsVerdict, what string) {
 			v = partsThis
 		}
 	}
-	if b, err := readHead(fsys, filepath.Join(home, IndexDir, IndexFile), 2*indexSlotSize); err == nil {
-		for slot := 0; slot+indexSlotSize <= len(b); slot += indexSlotSize {
-			if iv, ok := index.SlotVersion(b[slot : slot+indexSlotSize]); ok {
-				if s := fmt.Sprintf("index format %d", iv); !slices.Contains(seen, s) {
-					seen = append(seen, s)
-				}
-				verdict(iv > index.FormatVersion, iv < index.FormatVersion)
-			}
+	for _, iv := range index.SlotVersions(fsys, filepath.Join(home, IndexDir, IndexFile)) {
+		if s := fmt.Sprintf("index format %d", iv); !slices.Contains(seen, s) {
+			seen = append(seen, s)
 		}
+		verdict(iv > index.FormatVersion, iv < index.FormatVersion)
 	}
 	entries, _ := fsys.ReadDir(filepath.Join(home, SegmentsDir))
 	segs := map[uint16]int{}
@@ -180,10 +176,6 @@ func partsFormat(fsys vfs.FS, home string) (v partsVerdict, what string) {
 	}
 	return v, strings.Join(seen, ", ")
 }
-
-// indexSlotSize is the page each of the index file's two meta slots owns
-// (index/doc.go).
-const indexSlotSize = 4096
 
 // readHead reads up to n bytes from the start of a file.
 func readHead(fsys vfs.FS, name string, n int) ([]byte, error) {

@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"os"
+
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // KeySize is the length of a key: a 128-bit object id.
@@ -505,11 +509,33 @@ func (n Node) AppendEncode(dst []byte) []byte {
 	return appendNode(dst, n.Leaf, ents)
 }
 
-// SlotVersion is the format version a meta slot declares (b: its page, or
-// more), and false when its magic or checksum is wrong: the version of a
-// slot read only to tell which rook wrote the file (a store whose format
-// marker is damaged), whatever version it is.
-func SlotVersion(b []byte) (uint16, bool) {
+// SlotVersions are the format versions the meta slots of the index file
+// at path declare, of those whose magic and checksum are right, whatever
+// version they are: read only to tell which rook wrote the file (a store
+// whose format marker is damaged). Nil when the file does not read.
+func SlotVersions(fsys vfs.FS, path string) []uint16 {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var vs []uint16
+	for i := range 2 {
+		page := make([]byte, slotSize)
+		n, err := f.ReadAt(page, int64(i*slotSize))
+		if err != nil && err != io.EOF {
+			return vs
+		}
+		if v, ok := slotVersion(page[:n]); ok {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// slotVersion is the format version a meta slot declares (b: its page),
+// and false when its magic or checksum is wrong.
+func slotVersion(b []byte) (uint16, bool) {
 	if len(b) < metaHeaderLen || !bytes.Equal(b[0:8], magic[:]) {
 		return 0, false
 	}

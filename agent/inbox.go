@@ -140,9 +140,12 @@ func (r *Rook) inboxSession(short, clientName string) (eventlog.ID, error) {
 	return m.ID, err
 }
 
-// findInbox finds a client's inbox session by its short name.
+// findInbox finds a client's inbox session by its short name. An inbox
+// has both tags, "inbox" and "inbox:<client>" (inboxSession makes it so): a
+// session the user tagged "inbox:todo" alone, a label of their own, is no
+// inbox (it was: the client's saves went into it, and `inbox ls` listed it).
 func (r *Rook) findInbox(short string) (eventlog.ID, bool, error) {
-	list, err := r.sessionsTagged(inboxTag, false)
+	list, err := r.sessionsTagged(inboxTag, true)
 	if err != nil {
 		return eventlog.ID{}, false, err
 	}
@@ -216,7 +219,7 @@ type InboxDay struct {
 // Inboxes lists the inboxes, each with its notes per day. It drains the
 // spool first when the store is open for writing.
 func (r *Rook) Inboxes() ([]InboxSummary, error) {
-	list, err := r.sessionsTagged(inboxTag, false)
+	list, err := r.sessionsTagged(inboxTag, true) // both tags, as findInbox
 	if err != nil {
 		return nil, err
 	}

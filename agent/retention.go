@@ -121,7 +121,7 @@ func (p RetentionPolicy) keeps(s eventlog.Summary) bool {
 	if p.protected(s.Tags) {
 		return true
 	}
-	if _, ok := taggedName(s.Meta, inboxTag, false); ok {
+	if _, ok := taggedName(s.Meta, inboxTag, true); ok {
 		return true
 	}
 	_, ok := taggedName(s.Meta, "mcp", true)

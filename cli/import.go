@@ -390,6 +390,9 @@ func (c *ExportCmd) Run(e *Env) error {
 		if abs, err := filepath.Abs(output); err == nil {
 			output = abs // said in full: -C may have moved where it lands
 		}
+		if err := insideStoreErr(e, "--output", output); err != nil {
+			return err
+		}
 	}
 	r, id, err := e.readSession(c.Session)
 	if err != nil {
@@ -424,6 +427,9 @@ func (c *ExportCmd) Run(e *Env) error {
 	if toolResults != "" {
 		if abs, err := filepath.Abs(toolResults); err == nil {
 			toolResults = abs
+		}
+		if err := insideStoreErr(e, "--tool-results", toolResults); err != nil {
+			return err
 		}
 		// Checked before the transcript is written: failing after it
 		// would leave the --output written by a command that failed.

@@ -220,6 +220,9 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	if abs, err := filepath.Abs(c.Output); err == nil {
 		c.Output = abs // said in full: -C may have moved where it lands
 	}
+	if err := insideStoreErr(e, "--output", c.Output); err != nil {
+		return err
+	}
 	if fi, err := e.FS.Stat(c.Output); err == nil && fi.IsDir() {
 		// as export's: a directory is no file to write (nor one that would
 		// be overwritten)
@@ -346,6 +349,40 @@ func dirRefusedErr(what, dir, flag string, err error) error {
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%s: %s is on a read-only file system; choose another %s", what, dir, flag)}
 	}
 	return nil
+}
+
+// insideStoreErr refuses a path rook is asked to write (flag: --output,
+// --tool-results) that is, or leads by a link to, the store's directory
+// or anything in it: export -o ~/.rook/segments/00000001.seg replaced the
+// store's segment with the transcript, every object in it lost, and said
+// it wrote the file (a link to a store file was written through alike).
+// The store is rook's alone; nothing a user exports belongs in it. nil
+// when path is elsewhere.
+func insideStoreErr(e *Env, flag, path string) error {
+	home := realPath(e.Home)
+	rel, err := filepath.Rel(home, realPath(path))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil
+	}
+	return usageErr("%s %s is inside the store %s: writing there would overwrite or litter rook's own files; choose a path outside it", flag, path, e.Home)
+}
+
+// realPath is where path leads once every link on the way is followed:
+// those of the directories above it too, and a link to a file not there
+// yet (followLinks), as a write to path would follow them.
+func realPath(path string) string {
+	path = filepath.Clean(path)
+	if t := followLinks(path); t != path {
+		return t
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return path // there, and no link
+	}
+	dir := filepath.Dir(path)
+	if dir == path {
+		return path
+	}
+	return filepath.Join(realPath(dir), filepath.Base(path))
 }
 
 func exportExistsErr(path string) error {

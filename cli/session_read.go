@@ -453,6 +453,11 @@ func (c *FindCmd) Run(e *Env) error {
 	switch {
 	case res.Through == nil:
 		fmt.Fprintf(w, "no matches: session %s has no events\n", id)
+	case res.Next != nil && strings.HasPrefix(c.Query, "-"):
+		// After the flags, behind "--": put before them, a query "-v"
+		// was read as a flag, and the printed line did not run.
+		fmt.Fprintf(w, "continue: rook session find %s --from %d --offset %d --through %d -- %s\n",
+			id, res.Next.From, res.Next.Offset, res.Next.Through, agent.ShellQuote(c.Query))
 	case res.Next != nil:
 		fmt.Fprintf(w, "continue: rook session find %s %s --from %d --offset %d --through %d\n",
 			id, agent.ShellQuote(c.Query), res.Next.From, res.Next.Offset, res.Next.Through)

@@ -469,6 +469,12 @@ func (r *Rook) lastActive(cwd string) (*eventlog.Summary, error) {
 	return best, nil
 }
 
+// LastActive is when a session was last active, as `last`, `session ls`'s
+// order and retention take it (touched): its last event, or its creation
+// if that is later (a fork or rewind holds copies of older events); an
+// imported session's last event at its transcript's own time.
+func LastActive(s eventlog.Summary) time.Time { return touched(s) }
+
 // activeBefore says whether a was last active before b: by touched, the
 // time of its last event (an imported transcript's own, not the import's)
 // or its creation if that is later (a fork or a rewind, whose events are

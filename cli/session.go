@@ -542,6 +542,10 @@ func (c *SessionLsCmd) Run(e *Env) error {
 		// of its parent's lines, not its parent's events: no fork point.
 		imported := agent.ImportedFork(s.Meta)
 		row := sessionRow{Summary: s, Fork: s.ForkAt != nil || imported, Child: s.Parent != nil && s.ForkAt == nil && !imported}
+		// "updated" is what orders the list and what retention ages
+		// by (prune shows it so): a fork made now is updated now, not
+		// when the last event it copied was written.
+		row.Updated = agent.LastActive(s)
 		if at := s.ForkAt; at != nil && *at <= s.Events {
 			// A log damaged before the fork point still lists, with
 			// its totals, as a damaged session does: one session

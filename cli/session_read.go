@@ -18,7 +18,8 @@ package cli
 // give the bytes as stored. Text views made for
 // reading (show, quote, history previews, find snippets) replace control
 // characters other than newline and tab (terminal escape sequences) with
-// U+FFFD; entry writes a text body's bytes exactly as stored. find never
+// U+FFFD; entry writes a text body's bytes exactly as stored when piped (at a
+// terminal, control characters as U+FFFD, as show). find never
 // matches inside an imported line's encoded state (an image's base64, a
 // signature, encrypted reasoning) and shows it as a marker.
 
@@ -526,8 +527,20 @@ func (c *EntryCmd) Run(e *Env) error {
 		fmt.Fprintf(w, "(binary, %d bytes here: --json gives them in base64; `rook store cat %s` writes the whole body)\n",
 			len(br.Data), hex.EncodeToString(br.Event.Body[:]))
 	} else if len(br.Data) > 0 {
-		w.Write(br.Data)
-		if br.Data[len(br.Data)-1] != '\n' {
+		data := br.Data
+		if isTerminal(e.Stdout) {
+			// At a terminal, as show and quote: written raw, escape
+			// sequences in a tool's output (a title set, the clipboard
+			// written by OSC 52, text concealed) acted on the terminal,
+			// and what showed was not what is stored. Piped, the bytes
+			// go as stored.
+			if shown := terminalText(data); shown != string(data) {
+				data = []byte(shown)
+				defer fmt.Fprintln(e.Stderr, "rook: note: control characters are shown as U+FFFD at a terminal; piped (| cat -v), entry writes the bytes as stored")
+			}
+		}
+		w.Write(data)
+		if data[len(data)-1] != '\n' {
 			fmt.Fprintln(w)
 		}
 	}

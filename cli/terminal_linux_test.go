@@ -286,3 +286,42 @@ func TestHelpFitsTheTerminal(t *testing.T) {
 		t.Errorf("--help on a 160-column terminal: its longest line has %d columns:\n%s", long, got)
 	}
 }
+
+// `session entry` at a terminal shows a body's control characters as
+// U+FFFD, as show and quote do: written raw, a tool's output holding
+// escape sequences (a window title set, the clipboard written by OSC 52,
+// the screen cleared, text concealed) acted on the user's terminal, and
+// what was shown was not what is stored. Piped, it writes the bytes as
+// stored.
+func TestEntryEscapesOnATerminal(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "store")
+	ws := t.TempDir()
+	body := "ok \x1b]52;c;cHduZWQ=\x07 \x1b[2J\x1b[8mhidden\x1b[0m end\n"
+	run := func(stdout io.Writer, stdin string, args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if stdout == nil {
+			stdout = &out
+		}
+		if code := Main(append([]string{"--home", home, "-C", ws}, args...), strings.NewReader(stdin), stdout, &errb); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+		}
+		return out.String()
+	}
+	run(nil, "", "init")
+	id := strings.TrimSpace(run(nil, "", "session", "new"))
+	run(nil, body, "session", "append", id, "--kind", "tool-result")
+	master, tty := openPTY(t)
+	run(tty, "", "session", "entry", id, "0")
+	tty.Close() // the master then reads what was written, then EIO
+	got, _ := io.ReadAll(master)
+	if bytes.ContainsAny(got, "\x1b\x07") {
+		t.Errorf("session entry at a terminal wrote control characters: %q", got)
+	}
+	if !bytes.Contains(got, []byte("ok \uFFFD]52;c;cHduZWQ=\uFFFD \uFFFD[2J\uFFFD[8mhidden\uFFFD[0m end")) {
+		t.Errorf("session entry at a terminal: %q, want the body with U+FFFD for each control character", got)
+	}
+	if piped := run(nil, "", "session", "entry", id, "0"); !strings.Contains(piped, body) {
+		t.Errorf("session entry piped: %q, want the body as stored", piped)
+	}
+}

@@ -168,6 +168,9 @@ func (c *SessionAppendCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
+	if err := checkpointBody(kind, body); err != nil {
+		return usageErr("%v", err)
+	}
 	var seq uint64
 	err = e.writeSession(c.ID, func(r *agent.Rook, id eventlog.ID) (err error) {
 		seq, err = r.Append(id, agent.Entry{Kind: kind, Label: c.Label, Body: body, TokensIn: c.TokensIn, TokensOut: c.TokensOut})
@@ -479,7 +482,21 @@ func parseJSONLine(text []byte) (agent.Entry, error) {
 	case j.Body != nil:
 		en.Body = []byte(*j.Body)
 	}
-	return en, nil
+	return en, checkpointBody(kind, en.Body)
+}
+
+// checkpointBody refuses a checkpoint event whose body is no capture
+// manifest: session diff and rewind read every checkpoint of a session,
+// and one appended by hand ("step 1 done") made them fail on that
+// session for good, an event being there to stay.
+func checkpointBody(kind eventlog.Kind, body []byte) error {
+	if kind != eventlog.KindCheckpoint {
+		return nil
+	}
+	if _, err := agent.DecodeManifest(body); err != nil {
+		return fmt.Errorf("a checkpoint event's body is a capture manifest, as `rook session capture` writes it, and this is none (%v): session diff and rewind would fail on it; give it as --kind note", err)
+	}
+	return nil
 }
 
 // SessionLsCmd is `rook session ls`.

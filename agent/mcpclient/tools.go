@@ -111,6 +111,12 @@ func parseResult(raw json.RawMessage) (*Result, error) {
 		Structured json.RawMessage    `json:"structuredContent"`
 		IsError    bool               `json:"isError"`
 	}
+	// A result must be an object: null would decode as an empty one, and
+	// a call the server answered with nothing would pass for a tool that
+	// ran and said nothing.
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		return nil, protocolf(nil, "the server's tools/call answer is not a call result: %s instead of an object", clean(string(t), 40))
+	}
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, protocolf(err, "the server's tools/call answer is not a call result: %v", err)
 	}

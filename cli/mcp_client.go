@@ -594,6 +594,17 @@ func toolErrorMessage(e *Env, session eventlog.ID) string {
 	return "the tool reported an error; its text was lost with the output, and is recorded in the server's session: " + where
 }
 
+// joinNonEmpty joins the non-empty words with spaces.
+func joinNonEmpty(words ...string) string {
+	var out []string
+	for _, w := range words {
+		if w = strings.TrimSpace(w); w != "" {
+			out = append(out, w)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
 // printResult prints a tool's result. Every string in it is the server's:
 // it reaches the terminal as descriptions do, without control characters
 // (the text keeps its newlines and tabs).
@@ -604,8 +615,22 @@ func printResult(w io.Writer, res *mcpclient.Result) {
 			fmt.Fprintln(w, strings.TrimRight(terminalText([]byte(c.Text)), "\n"))
 		case "image", "audio":
 			fmt.Fprintf(w, "[%s %s, %d bytes]\n", c.Type, terminalLine(c.MimeType), c.DataBytes)
-		case "resource_link", "resource":
-			fmt.Fprintf(w, "[%s %s %s]\n", c.Type, terminalLine(c.Name), terminalLine(c.URI))
+		case "resource_link":
+			fmt.Fprintf(w, "[%s]\n", joinNonEmpty(c.Type, terminalLine(c.Name), terminalLine(c.URI)))
+		case "resource":
+			// An embedded resource is the tool's answer itself (a file's
+			// contents, as filesystem and GitHub servers return them):
+			// its text is printed under a line naming it, a blob is
+			// described as an image is.
+			head := joinNonEmpty(c.Type, terminalLine(c.URI), terminalLine(c.MimeType))
+			switch {
+			case c.Text != "":
+				fmt.Fprintf(w, "[%s]\n%s\n", head, strings.TrimRight(terminalText([]byte(c.Text)), "\n"))
+			case c.DataBytes > 0:
+				fmt.Fprintf(w, "[%s, %d bytes]\n", head, c.DataBytes)
+			default:
+				fmt.Fprintf(w, "[%s]\n", head)
+			}
 		default:
 			fmt.Fprintf(w, "[%s]\n", terminalLine(c.Type))
 		}

@@ -766,8 +766,36 @@ type MCPCallOptions struct {
 var ErrRefused = errors.New("call refused")
 
 // MCPCall calls one tool and records the call and its result (or its
-// failure) as events of the server's session.
+// failure) as events of the server's session. It holds the store's
+// writer lock for the whole call: a command calls PlanMCPCall on a
+// store opened for reading, RunMCPCall with no store open, and
+// RecordMCPCall on one opened for writing, so that a slow server, or an
+// approval nobody answers, keeps no other rook from writing.
 func (r *Rook) MCPCall(ctx context.Context, name, tool string, args json.RawMessage, o MCPCallOptions) (*mcpclient.Result, error) {
+	p, err := r.PlanMCPCall(name, tool, args, o)
+	if err != nil {
+		return nil, err
+	}
+	res, cerr := RunMCPCall(ctx, p, o.Client)
+	if err := r.RecordMCPCall(p, res, cerr); err != nil {
+		return res, err
+	}
+	return res, cerr
+}
+
+// MCPCallPlan is a call checked against the server's settings (and
+// approved, where the tool asks for approval), ready to run.
+type MCPCallPlan struct {
+	Session eventlog.ID // the server's, where the call is recorded
+	Server  *MCPServer  // its state when the call was checked
+	Tool    string
+	Args    json.RawMessage
+}
+
+// PlanMCPCall checks a call: the tool is there and on, read-only where
+// only reading is allowed, the arguments an object, and approved where
+// the tool needs approval. It only reads the store.
+func (r *Rook) PlanMCPCall(name, tool string, args json.RawMessage, o MCPCallOptions) (*MCPCallPlan, error) {
 	id, s, err := r.mcpSession(name)
 	if err != nil {
 		return nil, err
@@ -796,8 +824,24 @@ func (r *Rook) MCPCall(ctx context.Context, name, tool string, args json.RawMess
 		}
 		return nil, fmt.Errorf("%w: not approved", ErrRefused)
 	}
-	callBody, _ := json.Marshal(map[string]any{"server": name, "tool": tool, "arguments": args})
-	res, cerr := mcpCallOnce(ctx, s.Spec, tool, args, o.Client)
+	return &MCPCallPlan{Session: id, Server: s, Tool: tool, Args: args}, nil
+}
+
+// RunMCPCall makes a planned call. It needs no store.
+func RunMCPCall(ctx context.Context, p *MCPCallPlan, o mcpclient.Options) (*mcpclient.Result, error) {
+	return mcpCallOnce(ctx, p.Server.Spec, p.Tool, p.Args, o)
+}
+
+// RecordMCPCall records a call made and its result (or its failure,
+// cerr) as events of the server's session, and the server's status as
+// the call found it: a failure to reach it or to be let in changes it; a
+// tool's own error (a JSON-RPC error, an isError result) says nothing
+// about the server. The status goes on the server's state as it is now,
+// not as it was when the call was planned: a change made meanwhile
+// (`rook mcp set`, `limit`) is kept.
+func (r *Rook) RecordMCPCall(p *MCPCallPlan, res *mcpclient.Result, cerr error) error {
+	name, tool := p.Server.Name, p.Tool
+	callBody, _ := json.Marshal(map[string]any{"server": name, "tool": tool, "arguments": p.Args})
 	var resBody []byte
 	kind := eventlog.KindToolResult
 	if cerr != nil {
@@ -806,14 +850,17 @@ func (r *Rook) MCPCall(ctx context.Context, name, tool string, args json.RawMess
 	} else {
 		resBody, _ = json.Marshal(res)
 	}
-	if _, err := r.Append(id, Entry{Kind: eventlog.KindToolCall, Label: tool, Body: callBody}, Entry{Kind: kind, Label: tool, Body: resBody}); err != nil {
-		return res, err
+	if _, err := r.Append(p.Session, Entry{Kind: eventlog.KindToolCall, Label: tool, Body: callBody}, Entry{Kind: kind, Label: tool, Body: resBody}); err != nil {
+		return err
 	}
-	// The server's status follows what the call learnt about reaching it:
-	// a failure to reach it or to be let in changes it; a tool's own error
-	// (a JSON-RPC error, an isError result) says nothing about the server.
+	s, err := r.lastState(p.Session)
+	if err != nil {
+		return err
+	}
 	status, lastErr := s.Status, s.LastError
 	switch st := statusOf(cerr); {
+	case s.Removed:
+		// removed while the call ran: its last state says so, and stays
 	case cerr == nil:
 		status, lastErr = MCPOK, ""
 	case st == MCPUnreachable || st == MCPNeedsCredential || st == MCPNeedsOAuth:
@@ -821,13 +868,9 @@ func (r *Rook) MCPCall(ctx context.Context, name, tool string, args json.RawMess
 	}
 	if status != s.Status || lastErr != s.LastError {
 		s.Status, s.LastError = status, lastErr
-		if err := r.saveState(id, s); err != nil {
-			return res, err
-		}
-	} else if err := r.Flush(); err != nil {
-		return res, err
+		return r.saveState(p.Session, s)
 	}
-	return res, cerr
+	return r.Flush()
 }
 
 func mcpCallOnce(ctx context.Context, spec mcpclient.Spec, tool string, args json.RawMessage, o mcpclient.Options) (*mcpclient.Result, error) {

@@ -540,30 +540,49 @@ func (c *McpCallCmd) Run(e *Env) error {
 			return strings.EqualFold(strings.TrimSpace(line), "y") || strings.EqualFold(strings.TrimSpace(line), "yes")
 		}
 	}
-	var res *mcpclient.Result
-	var session eventlog.ID // the server's, where the call is recorded
-	err := e.write(func(r *agent.Rook) error {
-		ctx, cancel := context.WithTimeout(context.Background(), c.Timeout+5*time.Second)
-		defer cancel()
-		var err error
-		if o.Client, err = clientOptions(r, e, c.Timeout); err != nil {
-			return err
-		}
-		if res, err = r.MCPCall(ctx, c.Name, c.Tool, args, o); err != nil {
-			return err
-		}
-		if res.IsError {
-			_, session, _ = r.MCPServer(c.Name) // only named in its message
-		}
-		return nil
-	})
+	// The call is checked (and approved) on the store opened for reading,
+	// made with no store open, and recorded with the store opened for
+	// writing: the writer lock, held for the whole call, kept every other
+	// rook from writing (a capture, an import, the inbox's drain) while a
+	// slow server answered, or an approval prompt waited, for as long as
+	// --timeout allows and more.
+	var plan *agent.MCPCallPlan
+	var co mcpclient.Options
+	r, err := e.openRook(false)
 	if err != nil {
-		var f *mcpclient.Failure
-		if errors.As(err, &f) && f.Kind == mcpclient.Unreachable {
-			return fmt.Errorf("server %s: %v (its setup is kept; the call is recorded in its session)", c.Name, err)
-		}
 		return err
 	}
+	co, err = clientOptions(r, e, c.Timeout)
+	if err == nil {
+		plan, err = r.PlanMCPCall(c.Name, c.Tool, args, o)
+	}
+	r.Close()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout+5*time.Second)
+	res, cerr := agent.RunMCPCall(ctx, plan, co)
+	cancel()
+	if err := e.write(func(r *agent.Rook) error { return r.RecordMCPCall(plan, res, cerr) }); err != nil {
+		if cerr == nil && res != nil {
+			// The call ran: its result is what the user asked for, shown
+			// even though it could not be recorded.
+			if e.JSON {
+				e.printJSON(res)
+			} else {
+				printResult(e.Stdout, res)
+			}
+		}
+		return fmt.Errorf("the call to %s of %s was made, but it could not be recorded in the server's session: %w", c.Tool, c.Name, err)
+	}
+	if cerr != nil {
+		var f *mcpclient.Failure
+		if errors.As(cerr, &f) && f.Kind == mcpclient.Unreachable {
+			return fmt.Errorf("server %s: %v (its setup is kept; the call is recorded in its session)", c.Name, cerr)
+		}
+		return cerr
+	}
+	session := plan.Session // named in a tool error's message
 	// A tool that ran and failed exits 1 with --json too: a script must
 	// not read its failure as success.
 	if e.JSON {

@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rookhq/rook/agent"
+	"github.com/rookhq/rook/agent/mcpclient"
+	"github.com/rookhq/rook/eventlog"
+)
+
+// TestMcpCallHoldsNoLockWhileTheServerWorks: `rook mcp call` held the
+// store's writer lock for the whole call, so while a slow server worked
+// (up to --timeout, 60s by default) every other rook that writes (a
+// capture from an agent's hook, an import, the inbox's drain) waited its
+// --lock-wait and failed. Now the lock is taken only to record the call,
+// once the server has answered, and the call is still recorded.
+func TestMcpCallHoldsNoLockWhileTheServerWorks(t *testing.T) {
+	r := &outputRun{t: t, home: filepath.Join(t.TempDir(), "store"), ws: t.TempDir()}
+	r.ok("", "init")
+	fake := mcpclient.NewFake(mcpclient.FakeConfig{Tools: []mcpclient.FakeTool{{Name: "slow", Sleep: 3 * time.Second}}})
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	r.ok("", "mcp", "add", "fake", "--url", srv.URL)
+
+	type ran struct {
+		code     int
+		out, err string
+	}
+	done := make(chan ran, 1)
+	go func() {
+		var out, errb bytes.Buffer
+		code := r.main("", &out, &errb, "mcp", "call", "fake", "slow", `{"n":1}`)
+		done <- ran{code, out.String(), errb.String()}
+	}()
+	// Once the server has the call, another rook writes at once.
+	for deadline := time.Now().Add(20 * time.Second); !slices.Contains(fake.Methods(), "tools/call"); {
+		if time.Now().After(deadline) {
+			t.Fatal("the call never reached the server")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var out, errb bytes.Buffer
+	if code := r.main("", &out, &errb, "--lock-wait", "0", "session", "new", "--title", "meanwhile"); code != 0 {
+		t.Errorf("a write while the server worked on the call: exit %d: %s", code, errb.String())
+	}
+	got := <-done
+	if got.code != 0 || !strings.Contains(got.out, `slow called with {"n":1}`) {
+		t.Fatalf("the call: exit %d, stdout %q, stderr %q", got.code, got.out, got.err)
+	}
+
+	// Recorded: the call and its result, in the server's session.
+	ro, err := agent.Open(r.home, agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	_, id, err := ro.MCPServer("fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := ro.Log.Read(id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []eventlog.Kind
+	for _, ev := range evs {
+		if ev.Label == "slow" {
+			kinds = append(kinds, ev.Kind)
+		}
+	}
+	if !slices.Equal(kinds, []eventlog.Kind{eventlog.KindToolCall, eventlog.KindToolResult}) {
+		t.Fatalf("recorded %v, want the call and its result", kinds)
+	}
+}

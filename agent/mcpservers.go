@@ -325,6 +325,9 @@ type MCPAddOptions struct {
 	MaxTools int  // 0: DefaultMaxTools
 	Offline  bool // save without connecting
 	Client   mcpclient.Options
+	// Discovery, when set, is the server's tool list read beforehand
+	// (DiscoverMCP, with no store open): MCPAdd does not connect.
+	Discovery *MCPToolList
 }
 
 // CredentialName says whether a header's or an environment variable's
@@ -478,18 +481,7 @@ func checkByValue(byValue, fromEnv map[string]string, flag, envFlag string) erro
 // that would save a credential as given is refused (CheckMCPSpec).
 func (r *Rook) MCPAdd(ctx context.Context, o MCPAddOptions) (*MCPServer, SyncReport, error) {
 	name := o.Spec.Name
-	if !serverName.MatchString(name) {
-		return nil, SyncReport{}, badArgument("server name %q: use 1 to 63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", name)
-	}
-	if (o.Spec.URL == "") == (o.Spec.Command == "") {
-		return nil, SyncReport{}, errors.New("give the server's --url (streamable HTTP) or its --command (stdio), not both")
-	}
-	if err := CheckMCPSpec(o.Spec); err != nil {
-		return nil, SyncReport{}, err
-	}
-	if _, _, err := r.mcpSession(name); err == nil {
-		return nil, SyncReport{}, fmt.Errorf("an MCP server named %q exists: `rook mcp rm %s` first, or choose another name", name, name)
-	} else if !errors.Is(err, ErrNoServer) {
+	if err := r.CheckMCPAdd(o.Spec); err != nil {
 		return nil, SyncReport{}, err
 	}
 	s := &MCPServer{V: 1, Name: name, Spec: o.Spec, MaxTools: o.MaxTools, Added: r.clock.Now().UTC(), Status: MCPOffline, Tools: []MCPTool{}}
@@ -501,18 +493,66 @@ func (r *Rook) MCPAdd(ctx context.Context, o MCPAddOptions) (*MCPServer, SyncRep
 	}
 	rep := newSyncReport()
 	if !o.Offline {
-		tools, info, err := mcpDiscover(ctx, o.Spec, o.Client)
-		if err != nil {
-			return nil, rep, fmt.Errorf("%w (nothing saved; `--offline` saves the server without connecting)", err)
+		d := o.Discovery
+		if d == nil {
+			var err error
+			if d, err = DiscoverMCP(ctx, o.Spec, o.Client); err != nil {
+				return nil, rep, AddFailed(err)
+			}
 		}
-		s.applyDiscovery(info, r.clock.Now())
-		rep = mergeTools(s, tools, true)
+		s.applyDiscovery(d.info, r.clock.Now())
+		rep = mergeTools(s, d.tools, true)
 	}
 	m, err := r.Log.Create(eventlog.Meta{Title: "MCP server " + name, Tags: []string{"mcp", "mcp:" + name}})
 	if err != nil {
 		return nil, rep, err
 	}
 	return s, rep, r.saveState(m.ID, s)
+}
+
+// AddFailed is the error of an add whose discovery failed.
+func AddFailed(err error) error {
+	return fmt.Errorf("%w (nothing saved; `--offline` saves the server without connecting)", err)
+}
+
+// MCPToolList is a server's whole tool list and what connecting learnt.
+type MCPToolList struct {
+	tools []mcpclient.Tool
+	info  discoveryInfo
+}
+
+// DiscoverMCP connects and reads the whole tool list. It needs no store:
+// a command reads the list with no store open, then opens it for writing
+// to apply it (MCPAddOptions.Discovery, ApplyMCPSync), so that a slow
+// server keeps no other rook from writing.
+func DiscoverMCP(ctx context.Context, spec mcpclient.Spec, o mcpclient.Options) (*MCPToolList, error) {
+	tools, info, err := mcpDiscover(ctx, spec, o)
+	if err != nil {
+		return nil, err
+	}
+	return &MCPToolList{tools: tools, info: info}, nil
+}
+
+// CheckMCPAdd refuses, before anything is asked of the server, a setup
+// MCPAdd would refuse: a bad name or setup, or a name taken. It only
+// reads the store.
+func (r *Rook) CheckMCPAdd(spec mcpclient.Spec) error {
+	name := spec.Name
+	if !serverName.MatchString(name) {
+		return badArgument("server name %q: use 1 to 63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+	}
+	if (spec.URL == "") == (spec.Command == "") {
+		return errors.New("give the server's --url (streamable HTTP) or its --command (stdio), not both")
+	}
+	if err := CheckMCPSpec(spec); err != nil {
+		return err
+	}
+	if _, _, err := r.mcpSession(name); err == nil {
+		return fmt.Errorf("an MCP server named %q exists: `rook mcp rm %s` first, or choose another name", name, name)
+	} else if !errors.Is(err, ErrNoServer) {
+		return err
+	}
+	return nil
 }
 
 // discoveryInfo is what a successful connection learnt.
@@ -522,6 +562,8 @@ func (s *MCPServer) applyDiscovery(info discoveryInfo, now time.Time) {
 	s.Status, s.LastError, s.LastSync = MCPOK, "", now.UTC()
 	s.Protocol, s.Server = info.protocol, info.server
 }
+
+func must(b []byte, _ error) []byte { return b }
 
 // mcpDiscover connects and reads the whole tool list.
 func mcpDiscover(ctx context.Context, spec mcpclient.Spec, o mcpclient.Options) ([]mcpclient.Tool, discoveryInfo, error) {
@@ -557,11 +599,27 @@ func statusOf(err error) string {
 // MCPSync reads a server's tool list again. A server that cannot answer
 // keeps its setup; its status says why.
 func (r *Rook) MCPSync(ctx context.Context, name string, o mcpclient.Options) (*MCPServer, SyncReport, error) {
+	_, s, err := r.mcpSession(name)
+	if err != nil {
+		return nil, SyncReport{}, err
+	}
+	d, derr := DiscoverMCP(ctx, s.Spec, o)
+	return r.ApplyMCPSync(name, s.Spec, d, derr)
+}
+
+// ApplyMCPSync applies a discovery of a server's tools (or its failure,
+// derr) to the server's state as it is now: a change made while the list
+// was read (`rook mcp set`, `limit`) is kept. spec is the setup the list
+// was read with: if the server was removed, or removed and added again
+// with another setup meanwhile, nothing is applied.
+func (r *Rook) ApplyMCPSync(name string, spec mcpclient.Spec, d *MCPToolList, derr error) (*MCPServer, SyncReport, error) {
 	id, s, err := r.mcpSession(name)
 	if err != nil {
 		return nil, SyncReport{}, err
 	}
-	tools, info, derr := mcpDiscover(ctx, s.Spec, o)
+	if a, _ := json.Marshal(s.Spec); string(a) != string(must(json.Marshal(spec))) {
+		return nil, SyncReport{}, fmt.Errorf("server %s was removed and added again while its tools were read: `rook mcp sync %s` reads them again", name, name)
+	}
 	if derr != nil {
 		s.Status, s.LastError = statusOf(derr), derr.Error()
 		if err := r.saveState(id, s); err != nil {
@@ -570,8 +628,8 @@ func (r *Rook) MCPSync(ctx context.Context, name string, o mcpclient.Options) (*
 		return s, newSyncReport(), derr
 	}
 	first := s.Status == MCPOffline && len(s.Tools) == 0 // added offline: this is the first look
-	s.applyDiscovery(info, r.clock.Now())
-	rep := mergeTools(s, tools, first)
+	s.applyDiscovery(d.info, r.clock.Now())
+	rep := mergeTools(s, d.tools, first)
 	return s, rep, r.saveState(id, s)
 }
 

@@ -2,10 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,5 +80,56 @@ func TestMcpCallHoldsNoLockWhileTheServerWorks(t *testing.T) {
 	}
 	if !slices.Equal(kinds, []eventlog.Kind{eventlog.KindToolCall, eventlog.KindToolResult}) {
 		t.Fatalf("recorded %v, want the call and its result", kinds)
+	}
+}
+
+// TestMcpSyncAndAddHoldNoLockWhileTheServerWorks: add and sync read the
+// tool list (up to the connect timeout and the discovery timeout, 45s by
+// default) holding the writer lock too. Now the list is read with no
+// store open, and applied after.
+func TestMcpSyncAndAddHoldNoLockWhileTheServerWorks(t *testing.T) {
+	r := &outputRun{t: t, home: filepath.Join(t.TempDir(), "store"), ws: t.TempDir()}
+	r.ok("", "init")
+	fake := mcpclient.NewFake(mcpclient.FakeConfig{Tools: []mcpclient.FakeTool{{Name: "echo"}}})
+	var slow atomic.Bool
+	listing := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		if slow.Load() && bytes.Contains(body, []byte(`"tools/list"`)) {
+			listing <- struct{}{}
+			time.Sleep(2 * time.Second)
+		}
+		fake.ServeHTTP(w, req)
+	}))
+	defer srv.Close()
+	r.ok("", "mcp", "add", "fake", "--url", srv.URL)
+	slow.Store(true)
+
+	for _, args := range [][]string{{"mcp", "sync", "fake"}, {"mcp", "add", "second", "--url", srv.URL}} {
+		done := make(chan string, 1)
+		go func() {
+			var out, errb bytes.Buffer
+			if code := r.main("", &out, &errb, args...); code != 0 {
+				done <- fmt.Sprintf("exit %d: %s", code, errb.String())
+				return
+			}
+			done <- out.String()
+		}()
+		select {
+		case <-listing:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: the tool list was never asked for", args)
+		}
+		var out, errb bytes.Buffer
+		if code := r.main("", &out, &errb, "--lock-wait", "0", "session", "new"); code != 0 {
+			t.Errorf("%s: a write while the server listed its tools: exit %d: %s", args, code, errb.String())
+		}
+		if got := <-done; !strings.Contains(got, " 1 tool(s), 1 on") {
+			t.Fatalf("%s: %s", args, got)
+		}
+	}
+	if out := r.ok("", "mcp", "ls"); !strings.Contains(out, "second ") || !strings.Contains(out, "fake ") {
+		t.Fatalf("mcp ls: %s", out)
 	}
 }

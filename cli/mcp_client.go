@@ -164,6 +164,34 @@ func discoveryContext(co mcpclient.Options) (context.Context, context.CancelFunc
 	return context.WithTimeout(context.Background(), co.Limits.ConnectTimeout+co.Limits.Timeout+5*time.Second)
 }
 
+// checkError marks an error found before the server was asked: it is
+// returned as it is, not as a failed discovery.
+type checkError struct{ error }
+
+func (e checkError) Unwrap() error { return e.error }
+
+// readToolList reads a server's tool list with no store open: check
+// (on the store opened for reading) says which setup to read it with, or
+// refuses; its error comes back as it is.
+func readToolList(e *Env, timeout time.Duration, check func(r *agent.Rook) (mcpclient.Spec, error)) (*agent.MCPToolList, error) {
+	r, err := e.openRook(false)
+	if err != nil {
+		return nil, checkError{err}
+	}
+	co, err := clientOptions(r, e, timeout)
+	var spec mcpclient.Spec
+	if err == nil {
+		spec, err = check(r)
+	}
+	r.Close()
+	if err != nil {
+		return nil, checkError{err}
+	}
+	ctx, cancel := discoveryContext(co)
+	defer cancel()
+	return agent.DiscoverMCP(ctx, spec, co)
+}
+
 // Run adds a server.
 func (c *McpAddCmd) Run(e *Env) error {
 	if c.URL == "" && c.Command == "" {
@@ -206,6 +234,21 @@ func (c *McpAddCmd) Run(e *Env) error {
 			return usageErr("--bearer-env %s: that variable is empty here", c.BearerEnv)
 		}
 	}
+	// The tool list is read with no store open (checked first on the
+	// store opened for reading), then added with it open for writing: a
+	// slow server keeps no other rook from writing (see McpCallCmd.Run).
+	var list *agent.MCPToolList
+	if !c.Offline {
+		if list, err = readToolList(e, c.Timeout, func(r *agent.Rook) (mcpclient.Spec, error) {
+			return spec, r.CheckMCPAdd(spec)
+		}); err != nil {
+			var ce checkError
+			if errors.As(err, &ce) {
+				return ce.error
+			}
+			return agent.AddFailed(err)
+		}
+	}
 	var s *agent.MCPServer
 	var rep agent.SyncReport
 	err = e.write(func(r *agent.Rook) error {
@@ -215,7 +258,7 @@ func (c *McpAddCmd) Run(e *Env) error {
 		}
 		ctx, cancel := discoveryContext(co)
 		defer cancel()
-		s, rep, err = r.MCPAdd(ctx, agent.MCPAddOptions{Spec: spec, MaxTools: c.MaxTools, Offline: c.Offline, Client: co})
+		s, rep, err = r.MCPAdd(ctx, agent.MCPAddOptions{Spec: spec, MaxTools: c.MaxTools, Offline: c.Offline, Client: co, Discovery: list})
 		return err
 	})
 	if err != nil {
@@ -440,16 +483,26 @@ func schemaSummary(raw json.RawMessage) string {
 
 // Run reads a server's tools again.
 func (c *McpSyncCmd) Run(e *Env) error {
+	// Read with no store open, applied with it open for writing (see
+	// McpAddCmd.Run).
+	var spec mcpclient.Spec
+	list, derr := readToolList(e, c.Timeout, func(r *agent.Rook) (mcpclient.Spec, error) {
+		s, _, err := r.MCPServer(c.Name)
+		if err != nil {
+			return spec, err
+		}
+		spec = s.Spec
+		return spec, nil
+	})
+	var ce checkError
+	if errors.As(derr, &ce) {
+		return ce.error
+	}
 	var s *agent.MCPServer
 	var rep agent.SyncReport
 	err := e.write(func(r *agent.Rook) error {
-		co, err := clientOptions(r, e, c.Timeout)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := discoveryContext(co)
-		defer cancel()
-		s, rep, err = r.MCPSync(ctx, c.Name, co)
+		var err error
+		s, rep, err = r.ApplyMCPSync(c.Name, spec, list, derr)
 		if err != nil && s != nil {
 			return fmt.Errorf("%w (its setup is kept; status %s)", err, s.Status)
 		}

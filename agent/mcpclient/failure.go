@@ -58,6 +58,22 @@ type Failure struct {
 	Status int    // the HTTP status, when there was one
 	Msg    string // complete and plain; server-written parts are cleaned of control characters
 	Err    error  // the cause (*RPCError for a server's JSON-RPC error), may be nil
+	// answerLost: the request reached the server (or was written to the
+	// program), and the connection went away before its answer came.
+	answerLost bool
+}
+
+// lostAnswer marks an Unreachable failure that came after the request
+// was sent: the server may have acted on it. Other errors stay as they
+// are.
+func lostAnswer(err error) error {
+	var f *Failure
+	if !errors.As(err, &f) || f.Kind != Unreachable || f == errClosed {
+		return err
+	}
+	c := *f
+	c.answerLost = true
+	return &c
 }
 
 func (f *Failure) Error() string {

@@ -236,12 +236,14 @@ func (t *httpTransport) roundTrip(ctx context.Context, req *message, limit int64
 	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
 		return nil, 0, protocolf(nil, "the server accepted %s (HTTP %d) without answering it", req.Method, resp.StatusCode)
 	case mt == "text/event-stream":
+		// The server took the request (2xx): a connection lost from here
+		// on lost its answer, not the request.
 		m, err := t.readStream(ctx, lr, want, req.Method)
-		return m, lr.n, err
+		return m, lr.n, lostAnswer(err)
 	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
 		b, err := io.ReadAll(lr)
 		if err != nil {
-			return nil, lr.n, t.readFailure(ctx, err)
+			return nil, lr.n, lostAnswer(t.readFailure(ctx, err))
 		}
 		m, err := t.pick(ctx, b, want, req.Method)
 		if err != nil {

@@ -535,6 +535,15 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 		if errors.As(err, &big) {
 			return nil, &Failure{Kind: ProtocolError, Msg: fmt.Sprintf("the server's answer to tools/call is larger than %d bytes", big.limit), Err: err}
 		}
+		var f *Failure
+		if errors.As(err, &f) && f.answerLost {
+			// Not "could not be reached": the server had the call, and a
+			// user told it was never reached calls again, running twice
+			// a tool that sends or deletes.
+			return nil, &Failure{Kind: f.Kind, Status: f.Status, Err: f.Err,
+				Msg: "the server went away before it answered tools/call (" + strings.TrimPrefix(f.Msg, "the server could not be reached: ") +
+					"): the tool may have run; check before calling it again"}
+		}
 		// The server was reached (it answered initialize): a call that
 		// runs out of time failed on its own, not the server.
 		return nil, c.timeoutAs(ctx, err, ProtocolError, "the tool did not finish in time (the server answered, the call timed out)")

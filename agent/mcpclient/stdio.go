@@ -275,7 +275,9 @@ func (t *stdioTransport) roundTrip(ctx context.Context, req *message, limit int6
 			return t.delivered(d, limit)
 		default:
 		}
-		return nil, 0, t.err
+		// The request was written: the program may have read it and
+		// acted before it went away.
+		return nil, 0, lostAnswer(t.err)
 	case <-ctx.Done():
 		return nil, 0, ctx.Err()
 	}

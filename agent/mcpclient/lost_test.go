@@ -1,0 +1,69 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A call whose answer was cut off (the event stream closed mid-event, the
+// program died while it worked) was said as "the server could not be
+// reached": the server had the call, and the tool may have run. A user
+// told the server was not reached calls again, and a tool that sends or
+// deletes does it twice.
+func TestCallAnswerLost(t *testing.T) {
+	t.Run("event stream cut", func(t *testing.T) {
+		f := NewFake(FakeConfig{Tools: someTools(1)})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if !bytes.Contains(body, []byte(`"tools/call"`)) {
+				f.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":")
+			w.(http.Flusher).Flush()
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		}))
+		defer srv.Close()
+		c := connect(t, Spec{URL: srv.URL}, testOptions())
+		_, err := c.Call(context.Background(), "tool_00", nil)
+		msg := wantFailure(t, err, Unreachable).Msg
+		wantContains(t, msg, "before it answered tools/call", "the tool may have run")
+		if strings.Contains(msg, "could not be reached") {
+			t.Fatalf("said as never reached: %q", msg)
+		}
+	})
+	t.Run("program dies during the call", func(t *testing.T) {
+		c := connect(t, FakeSpec("fake", fakeEnv, FakeConfig{Tools: []FakeTool{{Name: "slow", Sleep: 5 * time.Second}}}), testOptions())
+		st := c.tr.(*stdioTransport)
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			signalGroup(st.cmd.Process, 9)
+		}()
+		_, err := c.Call(context.Background(), "slow", nil)
+		msg := wantFailure(t, err, Unreachable).Msg
+		wantContains(t, msg, "before it answered tools/call", "the program exited (signal: killed)", "the tool may have run")
+	})
+	t.Run("refused before the call is sent", func(t *testing.T) {
+		f, spec := httpFake(t, FakeConfig{Tools: someTools(1)})
+		c := connect(t, spec, testOptions())
+		_ = f
+		c.tr.(*httpTransport).url.Host = "127.0.0.1:1" // nothing listens there
+		_, err := c.Call(context.Background(), "tool_00", nil)
+		if msg := wantFailure(t, err, Unreachable).Msg; strings.Contains(msg, "may have run") {
+			t.Fatalf("a call never sent said as maybe run: %q", msg)
+		}
+	})
+}

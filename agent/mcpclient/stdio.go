@@ -259,6 +259,9 @@ func (t *stdioTransport) roundTrip(ctx context.Context, req *message, limit int6
 		if ctx.Err() != nil {
 			return nil, 0, ctx.Err()
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, 0, context.DeadlineExceeded // ctx's deadline (see notify)
+		}
 		select {
 		case <-t.done:
 			return nil, 0, t.err
@@ -301,6 +304,12 @@ func (t *stdioTransport) notify(ctx context.Context, msg *message) error {
 	if err := t.write(msg, deadline); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The write's deadline is ctx's: on a loaded machine the
+			// pipe's can fire before ctx's timer has, and the timeout
+			// was said as a program that could not be written to.
+			return context.DeadlineExceeded
 		}
 		return unreachable(err, "could not write to the program: %v", err)
 	}

@@ -953,3 +953,45 @@ func TestSanitizeTitle(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// TestNotUnicodeRefused: content or a title holding bytes that are not
+// UTF-8, or an escaped unpaired surrogate, was saved with U+FFFD in their
+// place and the client told "Saved": the note was not what was sent, and
+// nobody knew. Now the save is refused (input_invalid), nothing is saved,
+// and a literal U+FFFD, or a surrogate pair, is saved as sent.
+func TestNotUnicodeRefused(t *testing.T) {
+	const save = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"append_to_inbox","arguments":%s}}`
+	tests := []struct {
+		name, args, field string
+		want              string // saved content; "" when refused
+	}{
+		{"content not UTF-8", "{\"content\":\"bad \xff\xfe here\"}", "content", ""},
+		{"content lone surrogate", `{"content":"lone \ud800 here"}`, "content", ""},
+		{"title not UTF-8", "{\"content\":\"x\",\"title\":\"t\xc3\"}", "title", ""},
+		{"title lone low surrogate", `{"content":"x","title":"\udc00"}`, "title", ""},
+		{"literal U+FFFD", `{"content":"kept \ufffd and ` + "\xef\xbf\xbd" + `"}`, "", "kept \ufffd and \ufffd"},
+		{"surrogate pair", `{"content":"crab \ud83e\udd80"}`, "", "crab 🦀"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			s := startSession(t, f.opts())
+			s.initialize("claude-code")
+			r := s.roundTrip(fmt.Sprintf(save, tt.args))
+			s.close()
+			saves := pendingSaves(t, f)
+			if tt.want != "" {
+				if r.Error != nil || len(saves) != 1 || saves[0].Content != tt.want {
+					t.Fatalf("reply %+v, saves %+v, want %q saved", r.Error, saves, tt.want)
+				}
+				return
+			}
+			if r.code() != CodeInputInvalid || !strings.Contains(r.Error.Message, "not Unicode text") || len(saves) != 0 {
+				t.Fatalf("reply %+v, saves %+v: want input_invalid and nothing saved", r.Error, saves)
+			}
+			if field := r.Error.Data["field"]; field != tt.field {
+				t.Fatalf("field %v, want %s", field, tt.field)
+			}
+		})
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"github.com/rookhq/rook/agent/inbox"
 )
 
@@ -240,6 +242,8 @@ func parseArgs(raw json.RawMessage) (args, *rpcError) {
 		return a, invalid(`"content" is required: the text to save`, "content")
 	case !contentOK:
 		return a, invalid(`"content" must be a string`, "content")
+	case !unicodeText(rawContent):
+		return a, invalid(notUnicode("content"), "content")
 	case strings.TrimSpace(a.content) == "":
 		return a, invalid(`"content" is empty: give the text to save`, "content")
 	case a.chars > MaxContentChars:
@@ -262,6 +266,9 @@ func parseTitle(raw json.RawMessage) (string, *rpcError) {
 	var title string
 	if !isJSONString(raw) || json.Unmarshal(raw, &title) != nil {
 		return "", invalid(`"title" must be a string`, "title")
+	}
+	if !unicodeText(raw) {
+		return "", invalid(notUnicode("title"), "title")
 	}
 	// The limit applies to the title as sent, as the input schema's
 	// maxLength does for clients that validate before calling.
@@ -287,6 +294,19 @@ func SanitizeTitle(title string) string {
 		}
 		return r
 	}, title))
+}
+
+// unicodeText says whether a JSON string, as sent, is Unicode text:
+// encoding/json decodes bytes that are not UTF-8, and \uD800-style escapes
+// of unpaired surrogates, as U+FFFD, and the note saved would not be the
+// text sent, without a word. The strict decoder refuses both.
+func unicodeText(raw json.RawMessage) bool {
+	var s string
+	return jsonv2.Unmarshal(raw, &s) == nil
+}
+
+func notUnicode(field string) string {
+	return fmt.Sprintf(`%q is not Unicode text (bytes that are not UTF-8, or an unpaired surrogate escape such as \ud800): it could not be saved as sent; send it as UTF-8`, field)
 }
 
 func invalid(msg, field string) *rpcError {

@@ -88,6 +88,21 @@ func TestHTTPStatusFailures(t *testing.T) {
 	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "https://elsewhere.example/mcp", http.StatusFound)
 	})
+	mux.HandleFunc("/busy", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "30")
+		http.Error(w, "slow down", http.StatusTooManyRequests)
+	})
+	mux.HandleFunc("/busy-date", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", time.Now().Add(2*time.Minute).UTC().Format(http.TimeFormat))
+		http.Error(w, "slow down", http.StatusTooManyRequests)
+	})
+	mux.HandleFunc("/busy-bare", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "slow down", http.StatusTooManyRequests)
+	})
+	mux.HandleFunc("/down", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	cases := []struct {
@@ -95,6 +110,12 @@ func TestHTTPStatusFailures(t *testing.T) {
 		kind FailureKind
 		says []string
 	}{
+		// A 429 said only "HTTP 429 Too Many Requests": not when to try
+		// again, though the server said so in Retry-After.
+		{"/busy", ProtocolError, []string{"HTTP 429", "slow down", "the server asks to wait 30 s before trying again"}},
+		{"/busy-date", ProtocolError, []string{"HTTP 429", "the server asks to wait 1", "s before trying again"}},
+		{"/busy-bare", ProtocolError, []string{"HTTP 429", "wait before trying again"}},
+		{"/down", Unreachable, []string{"HTTP 503", "the server asks to wait 120 s before trying again"}},
 		{"/echo500", ProtocolError, []string{"HTTP 500", "boom: you sent Bearer [redacted]"}},
 		{"/rpc400", ProtocolError, []string{"HTTP 400", "Bad Request:  [2Jno session (code -32600)"}},
 		{"/asleep", Unreachable, []string{"could not be reached", "HTTP 502"}},

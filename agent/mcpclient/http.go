@@ -16,6 +16,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -393,6 +394,14 @@ func (t *httpTransport) statusFailure(ctx context.Context, resp *http.Response, 
 	if d := t.detail(body); d != "" {
 		msg += ": " + d
 	}
+	// How long to wait, when the server says (Retry-After): a 429 or a
+	// 503 said only its status, not when trying again would work.
+	wait := retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	if wait > 0 {
+		msg += fmt.Sprintf("; the server asks to wait %d s before trying again", int((wait+time.Second-1)/time.Second))
+	} else if code == http.StatusTooManyRequests {
+		msg += "; wait before trying again"
+	}
 	switch code {
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return &Failure{Kind: Unreachable, Status: code, Msg: "the server could not be reached: what is in front of it " + strings.TrimPrefix(msg, "the server ")}
@@ -404,6 +413,22 @@ func (t *httpTransport) statusFailure(ctx context.Context, resp *http.Response, 
 		}
 	}
 	return &Failure{Kind: ProtocolError, Status: code, Msg: msg}
+}
+
+// retryAfter reads a Retry-After header (RFC 9110 10.2.3): seconds, or
+// an HTTP date. 0 when absent, unreadable or past; at most a day.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		d = time.Duration(min(max(n, 0), 86400)) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), 24*time.Hour)
 }
 
 // detail is the JSON-RPC error message in an error body, or its first

@@ -182,11 +182,11 @@ func TestDiscoveryFailures(t *testing.T) {
 		{"page not an object", FakeConfig{Tools: someTools(4), PageSize: 2, Malformed: "not-object"}, Limits{}, "page 2 is malformed: it is not an object"},
 		{"tools not an array", FakeConfig{Tools: someTools(4), PageSize: 2, Malformed: "tools-not-array"}, Limits{}, "tools is not an array"},
 		{"tool without a name", FakeConfig{Tools: someTools(4), PageSize: 2, Malformed: "nameless"}, Limits{}, "tool 3 has no name"},
-		{"too many tools", FakeConfig{Tools: someTools(10), PageSize: 3}, Limits{MaxTools: 5}, "more than 5 tools"},
-		{"too many pages", FakeConfig{Tools: someTools(10), PageSize: 2}, Limits{MaxPages: 3}, "more than 3 pages"},
-		{"oversized", FakeConfig{Tools: someTools(4), PageSize: 2, PadBytes: 3000}, Limits{MaxBytes: 5000}, "larger than 5000 bytes"},
-		{"one oversized page", FakeConfig{Tools: someTools(1), PadBytes: 9000}, Limits{MaxBytes: 5000}, "larger than 5000 bytes"},
-		{"too slow", FakeConfig{Tools: someTools(1), SilentMethods: []string{"tools/list"}}, Limits{Timeout: 300 * time.Millisecond}, "not read within 300ms"},
+		{"too many tools", FakeConfig{Tools: someTools(10), PageSize: 3}, Limits{MaxTools: 5}, "more than 5 tools (rook reads at most [mcp.discovery] max_tools in config.toml)"},
+		{"too many pages", FakeConfig{Tools: someTools(10), PageSize: 2}, Limits{MaxPages: 3}, "more than 3 pages (rook reads at most [mcp.discovery] max_pages in config.toml)"},
+		{"oversized", FakeConfig{Tools: someTools(4), PageSize: 2, PadBytes: 3000}, Limits{MaxBytes: 5000}, "larger than 5000 bytes (rook reads at most [mcp.discovery] max_bytes in config.toml)"},
+		{"one oversized page", FakeConfig{Tools: someTools(1), PadBytes: 9000}, Limits{MaxBytes: 5000}, "larger than 5000 bytes (rook reads at most [mcp.discovery] max_bytes in config.toml)"},
+		{"too slow", FakeConfig{Tools: someTools(1), SilentMethods: []string{"tools/list"}}, Limits{Timeout: 300 * time.Millisecond}, "not read within 300ms (--timeout, or [mcp.discovery] timeout in config.toml, allows more)"},
 	}
 	for _, m := range allModes {
 		for _, tc := range cases {

@@ -567,7 +567,7 @@ func (c *Client) Tools(ctx context.Context) ([]Tool, error) {
 	)
 	for page := 1; ; page++ {
 		if page > c.lim.MaxPages {
-			return nil, discoveryf(nil, "the tool list has more than %d pages", c.lim.MaxPages)
+			return nil, discoveryf(nil, "the tool list has more than %d pages%s", c.lim.MaxPages, raise("max_pages"))
 		}
 		var params any = struct{}{}
 		if cursor != nil {
@@ -582,14 +582,14 @@ func (c *Client) Tools(ctx context.Context) ([]Tool, error) {
 			var re *RPCError
 			switch {
 			case errors.As(err, &big):
-				return nil, discoveryf(err, "the tool list is larger than %d bytes", c.lim.MaxBytes)
+				return nil, discoveryf(err, "the tool list is larger than %d bytes%s", c.lim.MaxBytes, raise("max_bytes"))
 			case page == 1 && errors.As(err, &re) && re.Code == codeMethodNotFound && !c.declaresTools():
 				return []Tool{}, nil // a server without tools
 			}
-			return nil, c.timeoutAs(ctx, err, DiscoveryError, fmt.Sprintf("the tool list was not read within %v", c.lim.Timeout))
+			return nil, c.timeoutAs(ctx, err, DiscoveryError, fmt.Sprintf("the tool list was not read within %v (--timeout, or [mcp.discovery] timeout in config.toml, allows more)", c.lim.Timeout))
 		}
 		if used > c.lim.MaxBytes {
-			return nil, discoveryf(nil, "the tool list is larger than %d bytes", c.lim.MaxBytes)
+			return nil, discoveryf(nil, "the tool list is larger than %d bytes%s", c.lim.MaxBytes, raise("max_bytes"))
 		}
 		list, next, err := parseToolsPage(raw, page)
 		if err != nil {
@@ -602,7 +602,7 @@ func (c *Client) Tools(ctx context.Context) ([]Tool, error) {
 			names[t.Name] = true
 			tools = append(tools, t)
 			if len(tools) > c.lim.MaxTools {
-				return nil, discoveryf(nil, "the server offers more than %d tools", c.lim.MaxTools)
+				return nil, discoveryf(nil, "the server offers more than %d tools%s", c.lim.MaxTools, raise("max_tools"))
 			}
 		}
 		if next == nil {
@@ -617,6 +617,12 @@ func (c *Client) Tools(ctx context.Context) ([]Tool, error) {
 		cursors[*next] = true
 		cursor = next
 	}
+}
+
+// raise names the setting that bounds a tool list: a list past it fails
+// whole, and only raising it reads that server's tools.
+func raise(key string) string {
+	return " (rook reads at most [mcp.discovery] " + key + " in config.toml)"
 }
 
 func (c *Client) declaresTools() bool {

@@ -197,6 +197,11 @@ func TestUnreachable(t *testing.T) {
 		// the failure says what it wrote.
 		{"stdio banner", Spec{Command: "/bin/sh", Args: []string{"-c", "echo; echo 'Welcome to the banner server'; echo second; exec sleep 10"}},
 			[]string{"did not complete the handshake within 300ms", `it wrote on its stdout what is not JSON-RPC: "Welcome to the banner server"`}},
+		// A program that prints its usage on stdout and exits (not an MCP
+		// server, or one missing a flag): the failure said only "the
+		// program exited (exit status 2)", not what it wrote.
+		{"stdio usage and exit", Spec{Command: "/bin/sh", Args: []string{"-c", "echo 'usage: srv --stdio'; exit 2"}},
+			[]string{"the program exited (exit status 2)", `it wrote on its stdout what is not JSON-RPC: "usage: srv --stdio"`}},
 		{"no such program", Spec{Command: "/nonexistent/mcp-server"}, []string{"could not start", "no such file"}},
 		{"program not on PATH", Spec{Command: "rook-test-no-such-mcp-server"}, []string{"could not start", "not found"}},
 		{"program exits", FakeSpec("fake", fakeEnv, FakeConfig{ExitAtStart: true}), []string{"exit status 3", "told to exit at start"}},

@@ -336,14 +336,24 @@ func Connect(ctx context.Context, s Spec, o Options) (*Client, error) {
 	if err := c.handshake(ctx); err != nil {
 		c.tr.close()
 		msg := fmt.Sprintf("the server could not be reached: it did not complete the handshake within %v", c.lim.ConnectTimeout)
+		var wrote string
 		if st, ok := c.tr.(*stdioTransport); ok {
 			if junk := st.stdoutJunk(); junk != "" {
 				// A program that prints a banner or logs on stdout, or is
 				// not an MCP server at all: what it wrote says which.
-				msg += fmt.Sprintf("; it wrote on its stdout what is not JSON-RPC: %q (a stdio MCP server writes only JSON-RPC there, its logs on stderr)", junk)
+				wrote = fmt.Sprintf("; it wrote on its stdout what is not JSON-RPC: %q (a stdio MCP server writes only JSON-RPC there, its logs on stderr)", junk)
 			}
 		}
-		return nil, c.timeoutAs(ctx, err, Unreachable, msg)
+		err = c.timeoutAs(ctx, err, Unreachable, msg+wrote)
+		// A program that printed its usage and exited says so too, not
+		// only "the program exited (exit status 2)".
+		var f *Failure
+		if wrote != "" && errors.As(err, &f) && f.Kind == Unreachable && !strings.HasSuffix(f.Msg, wrote) {
+			g := *f
+			g.Msg += wrote
+			err = &g
+		}
+		return nil, err
 	}
 	return c, nil
 }

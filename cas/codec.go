@@ -3,6 +3,7 @@ package cas
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -20,6 +21,9 @@ type encoder struct {
 	mu    sync.Mutex
 	encs  map[uint32]*zstd.Encoder
 	dicts dict.Set
+	// compressed counts the raw bytes given to zstd, for tests: what an
+	// incompressible object costs is what the encoder is made to read.
+	compressed atomic.Int64
 }
 
 // encoderWindow is how far back a match may reach: an encoder holds a
@@ -71,6 +75,9 @@ func (e *encoder) encode(raw []byte, dictID uint32, dst []byte) (uint8, uint32, 
 	if err != nil {
 		return 0, 0, nil, err
 	}
+	if len(raw) >= sampleMin && !e.samplePays(enc, raw) {
+		return CodecRaw, dict.None, append(dst, raw...), nil
+	}
 	// Room for the whole frame, or the raw bytes instead, before it is
 	// made: EncodeAll appends frame blocks of 128 KiB one by one, and a
 	// big object's record, grown by append, was copied over and over (a
@@ -78,6 +85,7 @@ func (e *encoder) encode(raw []byte, dictID uint32, dst []byte) (uint8, uint32, 
 	if need := len(dst) + enc.MaxEncodedSize(len(raw)); cap(dst) < need {
 		dst = append(make([]byte, 0, need), dst...)
 	}
+	e.compressed.Add(int64(len(raw)))
 	out := enc.EncodeAll(raw, dst)
 	if len(out)-len(dst) >= len(raw) {
 		return CodecRaw, dict.None, append(out[:len(dst)], raw...), nil
@@ -87,6 +95,46 @@ func (e *encoder) encode(raw []byte, dictID uint32, dst []byte) (uint8, uint32, 
 		codec = CodecZstdDict
 	}
 	return codec, dictID, out, nil
+}
+
+// A block of sampleMin bytes or more (one big object alone: bulk blocks
+// of small objects stay under it) is first compressed in samples:
+// sampleCount windows of sampleWindow bytes spread evenly over it, each
+// compressed by the encoder the block would be (same level, same
+// dictionary). If they shrink by less than 1/sampleGain, the block is
+// stored raw without compressing the rest: 100 MB of random bytes cost
+// about 0.4 s of zstd CPU and a 100 MB buffer, to be stored raw anyway.
+//
+// This is the choice "raw when compression does not pay" made on a sample
+// (docs/storage.md, "Compression"): a block that does shrink as a whole
+// but not in its samples (compressible parts between them, or matches
+// reaching further back than a window) is stored raw, as valid a record
+// as the compressed one would have been, bigger by what compression would
+// have saved, which the samples say is little. A sample that pays sends
+// the whole block to zstd, as before, to the same bytes.
+const (
+	sampleMin    = 4 << 20
+	sampleWindow = 128 << 10 // one zstd block
+	sampleCount  = 16
+	sampleGain   = 64
+)
+
+// samplePays says whether raw's samples shrink by 1/sampleGain or more.
+func (e *encoder) samplePays(enc *zstd.Encoder, raw []byte) bool {
+	n := min(sampleCount, max(4, len(raw)/(1<<20)))
+	bp := getRecordBuf() // room for one sample's frame, kept for the next
+	buf := *bp
+	defer func() { putRecordBuf(bp, buf) }()
+	var in, out int
+	for i := range n {
+		start := i * (len(raw) - sampleWindow) / (n - 1)
+		w := raw[start : start+sampleWindow]
+		e.compressed.Add(int64(len(w)))
+		in += len(w)
+		buf = enc.EncodeAll(w, buf[:0])
+		out += len(buf)
+	}
+	return out < in-in/sampleGain
 }
 
 // recordBufs holds the buffers records are built in before they go to

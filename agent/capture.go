@@ -214,7 +214,7 @@ func (c *capturer) add(rel string, fi fs.FileInfo) error {
 		return &LimitError{What: "file(s)", Limit: int64(c.limits.MaxFiles), Path: rel, Flag: "--max-files"}
 	}
 	abs := filepath.Join(c.real, filepath.FromSlash(rel))
-	var data []byte
+	var data, room []byte // room: data behind cas.ObjectRoom bytes, when read so
 	var mode FileMode
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
@@ -230,7 +230,7 @@ func (c *capturer) add(rel string, fi fs.FileInfo) error {
 		if c.m.TotalBytes+fi.Size() > c.limits.MaxBytes {
 			return &LimitError{What: "bytes in all", Limit: c.limits.MaxBytes, Path: rel, Flag: "--max-bytes"}
 		}
-		b, err := readRegular(abs, rel, c.limits.MaxFileBytes)
+		b, err := readRegularRoom(abs, rel, c.limits.MaxFileBytes, cas.ObjectRoom)
 		if errors.Is(err, errLargerThan) {
 			// Written to while captured, past the bound.
 			return &LimitError{What: "bytes in one file", Limit: c.limits.MaxFileBytes, Path: rel, Flag: "--max-file-bytes"}
@@ -238,6 +238,7 @@ func (c *capturer) add(rel string, fi fs.FileInfo) error {
 		if err != nil {
 			return fmt.Errorf("capture %s: %w", rel, err)
 		}
+		room, b = b, b[cas.ObjectRoom:]
 		if c.m.TotalBytes+int64(len(b)) > c.limits.MaxBytes {
 			return &LimitError{What: "bytes in all", Limit: c.limits.MaxBytes, Path: rel, Flag: "--max-bytes"}
 		}
@@ -246,9 +247,17 @@ func (c *capturer) add(rel string, fi fs.FileInfo) error {
 		return &NotRegularError{Path: rel, Type: fi.Mode().Type()}
 	}
 	// data was read for this Put alone: the store may keep it rather
-	// than a copy (a small file packed with others; an object of PackMax
-	// and up is copied once, into a block of its own).
-	res, err := c.r.Store.PutOwned(cas.KindFile, data)
+	// than a copy (a small file packed with others), and lay a big one
+	// out as its block where it was read, behind its room (a 300 MB file
+	// was held three times over: read, copied into its block, and copied
+	// again into a record when it did not compress).
+	var res cas.PutResult
+	var err error
+	if room != nil {
+		res, err = c.r.Store.PutInPlace(cas.KindFile, room)
+	} else {
+		res, err = c.r.Store.PutOwned(cas.KindFile, data)
+	}
 	if err != nil {
 		return fmt.Errorf("capture %s: %w", rel, err)
 	}

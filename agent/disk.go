@@ -106,6 +106,14 @@ var errLargerThan = errors.New("larger than the bound it was read with")
 // copies io.ReadAll makes of it, and a file growing while it is read does
 // not grow the read past its bound.
 func readRegular(abs, rel string, max int64) ([]byte, error) {
+	b, err := readRegularRoom(abs, rel, max, 0)
+	return b, err
+}
+
+// readRegularRoom is readRegular with room bytes in front of the file's
+// (vfs.ReadSizedRoom): a capture reads a file behind cas.ObjectRoom for
+// PutInPlace, which stores a big one from where it was read.
+func readRegularRoom(abs, rel string, max int64, room int) ([]byte, error) {
 	f, err := openRegular(abs, rel)
 	if err != nil {
 		return nil, err
@@ -116,11 +124,11 @@ func readRegular(abs, rel string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	// One byte more than the bound reads a file grown past it.
-	b, err := vfs.ReadSized(f, fi.Size(), max)
+	b, err := vfs.ReadSizedRoom(f, room, fi.Size(), max)
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(b)) > max {
+	if int64(len(b)-room) > max {
 		return nil, errLargerThan
 	}
 	return b, nil

@@ -17,9 +17,12 @@ func TestLargePutAllocatesLittle(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		data []byte
+		max  float64
 	}{
-		{"incompressible", noise(size, 11)},
-		{"one byte repeated", bytes.Repeat([]byte{'a'}, size)},
+		// The copy into the block; the block itself is written behind
+		// the record header, not copied into a record (it was: 2.28).
+		{"incompressible", noise(size, 11), 1.5},
+		{"one byte repeated", bytes.Repeat([]byte{'a'}, size), 2.5},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, _ := newStore(t, vfs.OS, Options{})
@@ -29,8 +32,8 @@ func TestLargePutAllocatesLittle(t *testing.T) {
 			runtime.ReadMemStats(&after)
 			perByte := float64(after.TotalAlloc-before.TotalAlloc) / size
 			t.Logf("%s: %.2f bytes allocated per byte put", c.name, perByte)
-			if perByte > 2.5 {
-				t.Errorf("putting %d bytes allocated %.2f bytes per byte; want at most 2.5 (a copy into the block, and the record)", size, perByte)
+			if perByte > c.max {
+				t.Errorf("putting %d bytes allocated %.2f bytes per byte; want at most %.1f (a copy into the block, and the record if it compresses)", size, perByte, c.max)
 			}
 			s = reopen(t, s, false)
 			got, err := s.Get(id)

@@ -68,15 +68,27 @@ func (e *encoder) get(dictID uint32) (*zstd.Encoder, error) {
 // larger than it is. The frame carries no checksum of its own: the record
 // CRC covers the stored bytes and the object hash covers the decoded ones.
 func (e *encoder) encode(raw []byte, dictID uint32, dst []byte) (uint8, uint32, []byte, error) {
+	codec, dictID, out, err := e.compress(raw, dictID, dst)
+	if err == nil && codec == CodecRaw {
+		out = append(out, raw...)
+	}
+	return codec, dictID, out, err
+}
+
+// compress is encode, except that a block stored raw is not appended to
+// dst (out is dst as given): the writer writes the record header and the
+// block itself, so that a big object that does not compress is not copied
+// into a record buffer of its size first (one more copy of it held).
+func (e *encoder) compress(raw []byte, dictID uint32, dst []byte) (uint8, uint32, []byte, error) {
 	if len(raw) < minCompress {
-		return CodecRaw, dict.None, append(dst, raw...), nil
+		return CodecRaw, dict.None, dst, nil
 	}
 	enc, err := e.get(dictID)
 	if err != nil {
 		return 0, 0, nil, err
 	}
 	if len(raw) >= sampleMin && !e.samplePays(enc, raw) {
-		return CodecRaw, dict.None, append(dst, raw...), nil
+		return CodecRaw, dict.None, dst, nil
 	}
 	// Room for the whole frame, or the raw bytes instead, before it is
 	// made: EncodeAll appends frame blocks of 128 KiB one by one, and a
@@ -88,7 +100,7 @@ func (e *encoder) encode(raw []byte, dictID uint32, dst []byte) (uint8, uint32, 
 	e.compressed.Add(int64(len(raw)))
 	out := enc.EncodeAll(raw, dst)
 	if len(out)-len(dst) >= len(raw) {
-		return CodecRaw, dict.None, append(out[:len(dst)], raw...), nil
+		return CodecRaw, dict.None, out[:len(dst)], nil
 	}
 	codec := CodecZstd
 	if dictID != dict.None {

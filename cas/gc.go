@@ -299,7 +299,7 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 						if _, rerr := s.readEntry(id, e, false); rerr != nil {
 							old := e
 							obj := &pendingObject{id: id, kind: e.Kind, created: int64(r.h.Time), old: &old}
-							s.hold(obj, m, false)
+							s.hold(obj, m, false, nil)
 							if err := s.stage(obj); err != nil {
 								return err
 							}
@@ -318,7 +318,7 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 				}
 				old := e
 				obj := &pendingObject{id: id, kind: e.Kind, created: int64(r.h.Time), old: &old}
-				s.hold(obj, m, false)
+				s.hold(obj, m, false, nil)
 				if err := s.stage(obj); err != nil {
 					return err
 				}

@@ -2,6 +2,7 @@ package cas
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -96,15 +97,37 @@ type PutResult struct {
 // compared are taken as known without reading the copy again (noteVerified),
 // so a copy damaged since is repaired by the next process's Put, or found by
 // verify. The object is durable only after Sync (or Close) returns.
-func (s *Store) Put(kind Kind, data []byte) (PutResult, error) { return s.put(kind, data, false) }
+func (s *Store) Put(kind Kind, data []byte) (PutResult, error) { return s.put(kind, data, false, nil) }
 
 // PutOwned is Put for a caller that hands data over: the store may keep
 // the slice itself instead of a copy, so the caller must never change it
 // afterwards. An import builds each of its objects once and spares a copy
 // of every byte it stores.
-func (s *Store) PutOwned(kind Kind, data []byte) (PutResult, error) { return s.put(kind, data, true) }
+func (s *Store) PutOwned(kind Kind, data []byte) (PutResult, error) {
+	return s.put(kind, data, true, nil)
+}
 
-func (s *Store) put(kind Kind, data []byte, owned bool) (PutResult, error) {
+// ObjectRoom is how many bytes a caller of PutInPlace leaves free in
+// front of the object: room for its length, the block's member table.
+const ObjectRoom = binary.MaxVarintLen32
+
+// PutInPlace is PutOwned of buf[ObjectRoom:], whose first ObjectRoom
+// bytes the store may write too: an object of a block of its own (PackMax
+// and up) becomes its block where it lies, its length written in front of
+// it, and is not copied at all. A file read to be stored (`rook store
+// put`, a capture) is read behind that room (vfs.ReadSized's room) and
+// held once: copied into its block it was held twice, three times with a
+// record of its size (100 MB of random bytes: 315 MB peak).
+func (s *Store) PutInPlace(kind Kind, buf []byte) (PutResult, error) {
+	if len(buf) < ObjectRoom {
+		return PutResult{}, fmt.Errorf("PutInPlace given %d bytes, less than the %d bytes of room in front of the object", len(buf), ObjectRoom)
+	}
+	return s.put(kind, buf[ObjectRoom:], true, buf)
+}
+
+// put stores data; room, when not nil, is data with ObjectRoom bytes in
+// front (PutInPlace).
+func (s *Store) put(kind Kind, data []byte, owned bool, room []byte) (PutResult, error) {
 	if !kind.Valid() {
 		return PutResult{}, fmt.Errorf("unknown kind %d", kind)
 	}
@@ -159,7 +182,7 @@ func (s *Store) put(kind Kind, data []byte, owned bool) (PutResult, error) {
 		res.Repaired = true
 	}
 	obj := &pendingObject{id: id, kind: kind, created: s.opts.Clock.Now().Unix(), old: old}
-	s.hold(obj, data, owned)
+	s.hold(obj, data, owned, room)
 	s.noteVerified(id, rest)
 	return res, s.fail(s.stage(obj))
 }
@@ -169,8 +192,18 @@ func (s *Store) put(kind Kind, data []byte, owned bool) (PutResult, error) {
 // more) is copied straight into that block's raw bytes, behind its length:
 // a big object was copied once by Put and once more into its block, and
 // each copy held in memory beside the other until the block was written.
-func (s *Store) hold(obj *pendingObject, data []byte, owned bool) {
+// With room (PutInPlace), the block is laid out where data lies, and
+// nothing is copied: the same bytes as encodeBlock's.
+func (s *Store) hold(obj *pendingObject, data []byte, owned bool, room []byte) {
 	if _, packMax := s.packing(); len(data) >= packMax {
+		if room != nil {
+			var n [ObjectRoom]byte
+			l := binary.PutUvarint(n[:], uint64(len(data)))
+			obj.block = room[ObjectRoom-l:]
+			copy(obj.block, n[:l])
+			obj.data = data
+			return
+		}
 		obj.block = encodeBlock([][]byte{data})
 		obj.data = obj.block[len(obj.block)-len(data):]
 		return
@@ -399,7 +432,7 @@ func (s *Store) sealBlock(kind Kind, objs []*pendingObject) error {
 	dictID := s.opts.Dicts.Newest(uint8(kind))
 	go func() {
 		defer close(b.done)
-		b.codec, b.dictID, b.rec, b.err = s.enc.encode(b.raw, dictID, (*b.buf)[:recHeaderSize])
+		b.codec, b.dictID, b.rec, b.err = s.enc.compress(b.raw, dictID, (*b.buf)[:recHeaderSize])
 	}()
 	s.sealed = append(s.sealed, b)
 	return nil
@@ -442,7 +475,7 @@ func blockOf(objs []*pendingObject) []byte {
 func (s *Store) writeBlock(kind Kind, objs []*pendingObject) error {
 	raw := blockOf(objs)
 	buf := getRecordBuf()
-	codec, dictID, rec, err := s.enc.encode(raw, s.opts.Dicts.Newest(uint8(kind)), (*buf)[:recHeaderSize])
+	codec, dictID, rec, err := s.enc.compress(raw, s.opts.Dicts.Newest(uint8(kind)), (*buf)[:recHeaderSize])
 	if err != nil {
 		return fmt.Errorf("compress %s block: %w", kind, err)
 	}
@@ -453,7 +486,9 @@ func (s *Store) writeBlock(kind Kind, objs []*pendingObject) error {
 
 // appendBlock appends a compressed block as one record and points the
 // (uncommitted) index at its members. rec is the record with room for
-// its header, then the stored bytes; it is not kept.
+// its header, then the stored bytes (from encoder.compress: for a block
+// stored raw, the header room alone, and raw is the payload); it is not
+// kept.
 func (s *Store) appendBlock(kind Kind, objs []*pendingObject, raw []byte, codec uint8, dictID uint32, rec []byte) error {
 	// The record's time is every member's "created" time (entries do not
 	// repeat it): the newest put among them, so no member ever looks older
@@ -463,9 +498,15 @@ func (s *Store) appendBlock(kind Kind, objs []*pendingObject, raw []byte, codec 
 		now = max(now, o.created)
 	}
 	h := recordHeader{Type: recTypeBlock, Kind: kind, Codec: codec, Count: uint16(len(objs)), Dict: dictID, Raw: uint32(len(raw)), Time: uint32(now)}
-	payload := rec[recHeaderSize:]
+	payload, rest := rec[recHeaderSize:], []byte(nil)
+	if codec == CodecRaw {
+		// The block is the payload, written from where it is, behind
+		// the header.
+		rec = rec[:recHeaderSize]
+		payload, rest = raw, raw
+	}
 	putRecordHeader(rec, h, payload)
-	seg, off, err := s.appendRecord(rec)
+	seg, off, err := s.appendRecord(rec, rest)
 	if err != nil {
 		return err
 	}
@@ -492,7 +533,7 @@ func (s *Store) appendBlock(kind Kind, objs []*pendingObject, raw []byte, codec 
 		s.ctr.add(e, +1)
 		delete(s.pending, o.id)
 	}
-	s.ctr.WMSegment, s.ctr.WMOffset = seg, off+int64(len(rec))
+	s.ctr.WMSegment, s.ctr.WMOffset = seg, off+recHeaderSize+int64(len(payload))
 	return nil
 }
 
@@ -521,17 +562,24 @@ func parseSegName(name string) (uint32, bool) {
 
 func (s *Store) segPath(n uint32) string { return filepath.Join(s.home, SegmentsDir, segName(n)) }
 
-// appendRecord writes rec at the end of the active segment, starting a new
-// segment first when this one is full. It returns where the record landed.
-func (s *Store) appendRecord(rec []byte) (uint32, int64, error) {
-	if s.active == nil || (s.active.size > segHeaderSize && s.active.size+int64(len(rec)) > s.opts.SegmentSize) {
+// appendRecord writes rec, then rest (the payload of a record stored raw,
+// written from where it is; nil otherwise), at the end of the active
+// segment, starting a new segment first when this one is full. It returns
+// where the record landed.
+func (s *Store) appendRecord(rec, rest []byte) (uint32, int64, error) {
+	n := int64(len(rec) + len(rest))
+	if s.active == nil || (s.active.size > segHeaderSize && s.active.size+n > s.opts.SegmentSize) {
 		if err := s.startSegment(); err != nil {
 			return 0, 0, err
 		}
 	}
 	a := s.active
 	off := a.size
-	if _, err := a.f.Write(rec); err != nil {
+	_, err := a.f.Write(rec)
+	if err == nil && len(rest) > 0 {
+		_, err = a.f.Write(rest)
+	}
+	if err != nil {
 		// Whatever part of rec reached the file is a torn tail: cut it now
 		// so the next record starts at a record boundary.
 		if terr := a.f.Truncate(off); terr == nil {
@@ -541,9 +589,9 @@ func (s *Store) appendRecord(rec []byte) (uint32, int64, error) {
 		}
 		return 0, 0, fmt.Errorf("write segment %s: %w", segName(a.number), err)
 	}
-	a.size += int64(len(rec))
+	a.size += n
 	a.synced = false
-	s.sinceCommit += int64(len(rec))
+	s.sinceCommit += n
 	return a.number, off, nil
 }
 

@@ -68,10 +68,11 @@ func (c *PutCmd) Run(e *Env) error {
 	} else {
 		e.stdinHint("the bytes to store", "give a FILE")
 	}
-	data, err := readObject(in, size)
+	buf, err := readObject(in, size)
 	if err != nil {
 		return fmt.Errorf("read input: %w", err)
 	}
+	data := buf[cas.ObjectRoom:]
 	if len(data) > cas.MaxObjectSize {
 		return tooBig(name)
 	}
@@ -79,7 +80,7 @@ func (c *PutCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.Put(kind, data)
+	res, err := s.PutInPlace(kind, buf)
 	if err == nil {
 		err = s.Sync() // the id is printed only once the bytes are durable
 	}
@@ -105,8 +106,11 @@ func (c *PutCmd) Run(e *Env) error {
 // unknown: stdin). io.ReadAll grew its buffer as it read: a file was
 // allocated about twice over (16 MiB: 2.2 bytes per byte) and copied on
 // the way. A file that grew since its Stat is still read to its end.
+// The bytes come behind cas.ObjectRoom bytes of room, for PutInPlace: a
+// big object is then stored from where it was read, not copied into a
+// block first.
 func readObject(in io.Reader, size int64) ([]byte, error) {
-	return vfs.ReadSized(in, size, cas.MaxObjectSize)
+	return vfs.ReadSizedRoom(in, cas.ObjectRoom, size, cas.MaxObjectSize)
 }
 
 func tooBig(what string) error {

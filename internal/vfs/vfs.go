@@ -145,16 +145,24 @@ func readAll(f File) ([]byte, error) {
 // its Stat) is still read to its end, or, with max >= 0, to one byte past
 // max: more than max bytes back is the caller's "too large".
 func ReadSized(r io.Reader, size, max int64) ([]byte, error) {
+	return ReadSizedRoom(r, 0, size, max)
+}
+
+// ReadSizedRoom is ReadSized with room bytes (zero) in front of what is
+// read, in the same buffer: cas.Store.PutInPlace lays a big object out as
+// its block there, without copying it. max bounds what is read, not the
+// room.
+func ReadSizedRoom(r io.Reader, room int, size, max int64) ([]byte, error) {
 	if max >= 0 {
 		r = io.LimitReader(r, max+1)
 		size = min(size, max+1)
 	}
-	if size < 0 || int64(int(size)+bytes.MinRead) != size+bytes.MinRead {
+	if size < 0 || int64(room+int(size)+bytes.MinRead) != int64(room)+size+bytes.MinRead {
 		size = 0 // what does not fit an int, with room for the last read
 	}
 	// MinRead past the size: the read that finds the end must not make
 	// the buffer grow (it wants that much room before every read).
-	buf := bytes.NewBuffer(make([]byte, 0, int(size)+bytes.MinRead))
+	buf := bytes.NewBuffer(make([]byte, room, room+int(size)+bytes.MinRead))
 	_, err := buf.ReadFrom(r)
 	return buf.Bytes(), err
 }

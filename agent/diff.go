@@ -360,15 +360,12 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 
 // unreadBlobs names the git blobs of a file too large to diff, for its
 // section's index line (git apply misreads a section without one): its
-// captured copy, read whole as a rewind would read it, and the disk's,
-// hashed as a stream.
+// captured copy and the disk's, each hashed as a stream.
 func (r *Rook) unreadBlobs(c Change, had bool, real, rel string, cur DiskFile) (old, now string, err error) {
 	if had {
-		b, err := r.changeData(c)
-		if err != nil {
+		if old, err = r.changeBlobID(c); err != nil {
 			return "", "", fmt.Errorf("%s: its captured copy is unreadable: %w", rel, err)
 		}
-		old = GitBlobID(b)
 	}
 	if cur.Exists {
 		if now, err = diskBlobID(real, rel, cur); err != nil {
@@ -376,6 +373,33 @@ func (r *Rook) unreadBlobs(c Change, had bool, real, rel string, cur DiskFile) (
 		}
 	}
 	return old, now, nil
+}
+
+// changeBlobID names the git blob of a change's content. A captured
+// copy is hashed as the store streams it (Store.WriteTo): read whole, a
+// captured file of 300 MB was held three times over, to name its blob.
+// Content from a transcript's edit result is in memory already.
+func (r *Rook) changeBlobID(c Change) (string, error) {
+	if c.data != nil {
+		return GitBlobID(c.data), nil
+	}
+	h := newGitBlobHash(c.File.Size)
+	n, err := r.Store.WriteTo(c.File.ID, h)
+	var nf *cas.NotFoundError
+	if c.transcript && errors.As(err, &nf) {
+		b, err := r.changeData(c) // the edit result's text
+		if err != nil {
+			return "", err
+		}
+		return GitBlobID(b), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if n != c.File.Size {
+		return "", fmt.Errorf("object %s holds %d bytes, its capture says %d", cas.Short(c.File.ID), n, c.File.Size)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // diskBlobID names the git blob of the workspace file rel, which statDisk

@@ -1165,7 +1165,8 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		if i := len(prep.lines) - 1; waiting == "" && i >= 0 && beingWritten(f, prep.lines[i], opts.walked) {
 			// Taken up to the line (or, a cut line taken again, up to
 			// where the session ends): the mapper has read it, so its
-			// state is not kept.
+			// state is kept only if the line left none in it
+			// (cutLeftNoTrace), as the state after the lines before.
 			at := max(prep.lines[i].off, start)
 			prep.lines, size, heldLast = prep.lines[:i], at, true
 			var err error
@@ -1177,7 +1178,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		if err := fi.take(prep.lines, true); err != nil {
 			return fail(err)
 		}
-		if waiting == "" && !heldLast {
+		if waiting == "" && (!heldLast || prep.sm.cutLeftNoTrace) {
+			// (Held, size is where the line begins: after a newline, or
+			// at the bytes read from, whose state is kept already.)
 			mapper, endsLine = prep.sm, size > prep.base && prep.data[size-prep.base-1] == '\n'
 		}
 	} else {
@@ -1280,8 +1283,14 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		if !fi.noEntry {
 			length = cr.size // read through to its end
 		}
-		if !fi.noEntry {
+		if !fi.noEntry && !heldLast {
 			mapper, endsLine = sm, last == '\n'
+		} else if !fi.noEntry && sm.cutLeftNoTrace && size > start {
+			// Held: kept as the state after the lines before the line,
+			// which the line left as it was; size is where it begins,
+			// after a newline. (At start, the state is the one kept
+			// already, or, a cut line taken again, none is.)
+			mapper, endsLine = sm, true
 		}
 	}
 	if from < start && res.BytesIn >= start-from {

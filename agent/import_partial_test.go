@@ -159,13 +159,21 @@ func TestImportTakesAQuietCutLine(t *testing.T) {
 // whole lines and a line being written, crashed at every write. The next
 // imports, the line being written still and then whole, bring the session
 // to the file, exported byte for byte, with the events of an import that
-// did not crash.
+// did not crash. Each with the import state kept (the sweep's import keeps
+// the state after the lines before the one being written) and without.
 func TestImportLineBeingWrittenCrashSweep(t *testing.T) {
 	head, line, whole := growingLineFile()
 	mid := bytes.IndexByte(head[len(head)/2:], '\n') + len(head)/2 + 1 // a line end half way
 	src := "/src/g.jsonl"
-	for _, chunk := range []int{0, 300} {
-		t.Run(fmt.Sprint("chunks of ", chunk), func(t *testing.T) {
+	for _, tc := range []struct {
+		chunk int
+		keep  bool
+	}{{0, false}, {300, false}, {0, true}, {300, true}} {
+		chunk := tc.chunk
+		t.Run(fmt.Sprintf("chunks of %d, state kept %v", chunk, tc.keep), func(t *testing.T) {
+			if tc.keep {
+				setImportStateMin(t, 0)
+			}
 			clk := &clock.Fixed{}
 			importAll := func(fsys vfs.FS) error {
 				r, err := Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true})
@@ -230,6 +238,83 @@ func TestImportLineBeingWrittenCrashSweep(t *testing.T) {
 						}
 					}
 				})
+		})
+	}
+}
+
+// TestImportStateKeptUpToALineBeingWritten: a session that grows with a
+// half-written line at the end of its file at each import keeps its
+// mapper's state after the lines before that line, so the next import
+// maps only what the file grew by, not the session from its start. The
+// line cut each time is a tool result whose label comes from the state
+// (the tool its call named, lines before): the events at the end are
+// those of the whole file imported at once.
+func TestImportStateKeptUpToALineBeingWritten(t *testing.T) {
+	setImportStateMin(t, 0)
+	src := "/src/p/k.jsonl"
+	var turns [][]string
+	for turn := 1; turn <= 5; turn++ {
+		turns = append(turns, claudeLines("k", turn))
+	}
+	upTo := func(n int) []string { // the lines of the first n turns
+		var lines []string
+		for _, l := range turns[:n] {
+			lines = append(lines, l...)
+		}
+		return lines
+	}
+	whole := writeSourceBytes(upTo(len(turns)), "")
+	label := func(e eventlog.Event) string {
+		return fmt.Sprintf("%s/%s/%d/%d", e.Kind, e.Label, e.TokensIn, e.TokensOut)
+	}
+	for _, chunk := range []int{0, 200} {
+		t.Run(fmt.Sprint("chunks of ", chunk), func(t *testing.T) {
+			ref, refClk := clockedRook(t, vfs.NewMem())
+			writeAt(t, ref.fs.(*vfs.MemFS), refClk, src, whole, time.Second)
+			want, err := ref.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantEvents := eventsAs(t, ref, *fileByPath(t, want, src).Session, label)
+
+			fsys := vfs.NewMem()
+			r, clk := clockedRook(t, fsys)
+			var id eventlog.ID
+			for n := 1; n < len(turns); n++ {
+				// The turns so far, the next one's lines up to its tool
+				// result, and half of that line.
+				next := turns[n]
+				lines := append(upTo(n), next[:6]...)
+				data := writeSourceBytes(lines, next[6][:len(next[6])/2])
+				writeAt(t, fsys, clk, src, data, time.Second)
+				rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+				if err != nil {
+					t.Fatal(err)
+				}
+				f := fileByPath(t, rep, src)
+				if f.Session == nil || !strings.Contains(f.Note, "last line is still being written") {
+					t.Fatalf("import %d: %+v", n, f)
+				}
+				id = *f.Session
+				mustExport(t, r, id, writeSourceBytes(lines, ""))
+				// Seen growing from the second import on: the state is
+				// the one after the bytes the session holds.
+				if n > 1 && !stateUsable(t, r, FormatClaudeCode, src) {
+					t.Fatalf("import %d, grown with a line being written: no import state the next import can start from", n)
+				}
+			}
+			writeAt(t, fsys, clk, src, whole, time.Second)
+			rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := fileByPath(t, rep, src); f.Status != ImportGrown || f.Note != "" || f.Unparsed != 0 {
+				t.Fatalf("finished: %+v", f)
+			}
+			mustExport(t, r, id, whole)
+			if got := eventsAs(t, r, id, label); got != wantEvents {
+				t.Fatalf("imported while it grew:\n%s\nat once:\n%s", got, wantEvents)
+			}
 		})
 	}
 }

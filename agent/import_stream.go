@@ -343,6 +343,13 @@ type sourceMapper struct {
 	// alone and whose rest is a note: an import of the file from its
 	// start maps the line whole, so the state is not kept (import_state.go).
 	split bool
+	// cutLeftNoTrace: the file's last line, cut short (no newline) and
+	// not parsed, left the mapper's kept state as it was (saveState gives
+	// the same bytes before and after it). An import that leaves that line
+	// for the next (beingWritten) can then keep the state as the state
+	// after the lines before it: without, a session that grows with a
+	// half-written line at each import was mapped from its start each time.
+	cutLeftNoTrace bool
 }
 
 func newSourceMapper(format, path string, minCut int) *sourceMapper {
@@ -381,13 +388,23 @@ func (sm *sourceMapper) mapChunk(data []byte, off, start int64, final bool) []pe
 			p.m = mappedLine{Kind: eventlog.KindNote, Label: sm.format + ":continued"}
 			sm.split = true
 		} else {
+			// The file's last line, with no newline: the state before it
+			// is compared with the state after (cutLeftNoTrace). Once per
+			// import at most, and only of a file that ends so.
+			cut := final && line[len(line)-1] != '\n' && at+int64(len(line)) == off+int64(len(data))
+			var before []byte
+			if cut {
+				before, _ = sm.reader.mapper.saveState()
+			}
 			p.m, p.cuts = sm.reader.read(trimNewline(line))
 			sm.backupsNamed.note(p.m)
 			if p.m.Unparsed != "" && len(bytes.TrimSpace(line)) == 0 {
 				p.m.Unparsed = "blank line"
 			}
-			if p.m.Unparsed != "" && final && line[len(line)-1] != '\n' && at+int64(len(line)) == off+int64(len(data)) {
+			if p.m.Unparsed != "" && cut {
 				p.m.Unparsed = truncatedLine + p.m.Unparsed
+				after, err := sm.reader.mapper.saveState()
+				sm.cutLeftNoTrace = before != nil && err == nil && bytes.Equal(before, after)
 			}
 		}
 		lines = append(lines, p)

@@ -128,15 +128,25 @@ func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) 
 	st := firstStates{First: map[string]Change{}, seq: map[string]uint64{}, dirs: map[string]uint64{}, gone: map[string]uint64{}, dirModes: map[string]FileMode{}, opened: map[string]FileMode{}}
 	ws := r.transcriptWorkspace(id)
 	unknown := map[string]bool{} // paths an edit result changed without saying from what
+	fromTranscript := map[string]bool{}
+	// Late captures (lateBackupsLabel), appended after the session's
+	// lines, stand at the seq of the line that named their backups: taken
+	// once the walk is done, each path's state the earliest.
+	start := from
+	var late []eventlog.Event
 	for {
 		evs, err := r.Log.Read(id, from, 1024)
 		if err != nil {
 			return firstStates{}, err
 		}
 		if len(evs) == 0 {
-			return st, nil
+			return st, st.takeLate(r, late, start, unknown, fromTranscript)
 		}
 		for _, ev := range evs {
+			if _, ok := lateCaptureAt(ev); ok {
+				late = append(late, ev)
+				continue
+			}
 			if ev.Kind == eventlog.KindToolResult && ws != "" {
 				if st.Root != "" && filepath.Clean(st.Root) != ws {
 					continue // captures of another root: the results' paths are not theirs
@@ -164,6 +174,7 @@ func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) 
 					st.First[o.Path] = transcriptChange(o, ev.Body, ws)
 					st.seq[o.Path] = ev.Seq
 					st.FromTranscript++
+					fromTranscript[o.Path] = true
 				}
 				continue
 			}
@@ -445,4 +456,57 @@ func readDisk(real, rel string, cur DiskFile) ([]byte, error) {
 // isBinary: a NUL in the first 8 KiB, as git decides.
 func isBinary(b []byte) bool {
 	return bytes.IndexByte(b[:min(len(b), binaryProbe)], 0) >= 0
+}
+
+// takeLate takes the late captures of file backups (lateBackupsLabel) that
+// stand at or after from: a path's state is theirs when it has none, or
+// one from later in the session (the capture holds the file before the
+// line it stands at). A path an edit result changed without saying from
+// what, or captured absent or under a directory captured whole, is left
+// as it is.
+func (st *firstStates) takeLate(r *Rook, late []eventlog.Event, from uint64, unknown, fromTranscript map[string]bool) error {
+	for _, ev := range late {
+		at, _ := lateCaptureAt(ev)
+		if at < from {
+			continue
+		}
+		m, err := r.ReadManifest(ev.Body)
+		if err != nil {
+			return fmt.Errorf("checkpoint #%d cannot be read: %w", ev.Seq, err)
+		}
+		if st.Root == "" {
+			st.Root = m.Root
+		} else if filepath.Clean(st.Root) != filepath.Clean(m.Root) {
+			return fmt.Errorf("checkpoint #%d captured %s, earlier ones %s", ev.Seq, m.Root, st.Root)
+		}
+		st.Captures++
+		for p, f := range m.Files {
+			if seq, ok := st.seq[p]; unknown[p] || ok && seq <= at || st.underDirBefore(p, at) {
+				continue
+			}
+			if fromTranscript[p] {
+				st.FromTranscript--
+				delete(fromTranscript, p)
+			}
+			st.First[p] = Change{Path: p, File: f}
+			st.seq[p] = at
+		}
+	}
+	return nil
+}
+
+// underDirBefore says whether p is under a directory captured whole (or a
+// path captured absent) at or before seq at: its state is that capture's.
+func (st *firstStates) underDirBefore(p string, at uint64) bool {
+	for d, seq := range st.dirs {
+		if seq <= at && strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	for g, seq := range st.gone {
+		if seq <= at && strings.HasPrefix(p, g+"/") {
+			return true
+		}
+	}
+	return false
 }

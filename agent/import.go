@@ -136,8 +136,13 @@ type ImportedFile struct {
 	BackupsMissing int `json:"backups_missing,omitempty"`
 	// BackupsLate: of a file unchanged since its session was imported
 	// with no file backups, the backups its session's file-history
-	// directory holds now (lateBackups): not taken in.
+	// directory holds now (lateBackups) that this import did not look at
+	// to take in (lateCaptures): ones no line names.
 	BackupsLate int `json:"backups_late,omitempty"`
+	// BackupsLateTaken: file backups put in the session's file-history
+	// directory after the lines that name them were imported, taken in
+	// this time (lateCaptures).
+	BackupsLateTaken int `json:"backups_late_taken,omitempty"`
 	// SessionMemory: Claude Code session-memory files (new, or changed
 	// since) taken in this time (takeSideFiles).
 	SessionMemory int `json:"session_memory,omitempty"`
@@ -183,8 +188,10 @@ type ImportReport struct {
 	BackupsMissing int `json:"backups_missing"`
 	// BackupsLate sums the files' (ImportedFile), LateSessions are their
 	// sessions.
-	BackupsLate  int           `json:"backups_late"`
-	LateSessions []eventlog.ID `json:"backups_late_sessions,omitempty"`
+	BackupsLate int `json:"backups_late"`
+	// BackupsLateTaken sums the files' (ImportedFile).
+	BackupsLateTaken int           `json:"backups_late_taken"`
+	LateSessions     []eventlog.ID `json:"backups_late_sessions,omitempty"`
 	// SessionMemory sums the files' (ImportedFile).
 	SessionMemory int `json:"session_memory"`
 	// BeyondRetention are the sessions of the imported files that `rook
@@ -357,6 +364,7 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		rep.ToolResultsMissing += res.ToolResultsMissing
 		rep.BackupsMissing += res.BackupsMissing
 		rep.SessionMemory += res.SessionMemory
+		rep.BackupsLateTaken += res.BackupsLateTaken
 		if res.BackupsLate > 0 && res.Session != nil {
 			rep.BackupsLate += res.BackupsLate
 			rep.LateSessions = append(rep.LateSessions, *res.Session)

@@ -664,10 +664,11 @@ func claudeFileHistory(transcript, sessionID string) string {
 // lateBackups counts the file backups in the Claude Code file-history
 // directory of the session m was imported as when that session took in
 // none: put there after its transcript was imported (the transcript
-// copied on its own, its backups later), they are not taken in by
-// importing it again, as its lines are not read again, and the import
-// says so. (A session that took some in was told of the ones missing
-// then, at their lines.) The directory's time, one stat, spares the
+// copied on its own, its backups later). Those its lines name are taken
+// in by takeSideFiles (lateCaptures), which sets the count to 0 when it
+// looked; counted, they are ones no line names, or that did not read.
+// (A session that took some in was told of the ones missing then, at
+// their lines.) The directory's time, one stat, spares the
 // common case a read of the session: backups are made before the lines
 // that name them are written, so a directory that changed last before
 // the transcript did holds none put there later. A subagent's backups
@@ -704,7 +705,7 @@ func (r *Rook) lateBackups(m eventlog.Meta) int {
 			return 0
 		}
 		for _, ev := range evs {
-			if ev.Kind == eventlog.KindCheckpoint && ev.Label == captureBackupsLabel {
+			if _, late := lateCaptureAt(ev); late || ev.Kind == eventlog.KindCheckpoint && ev.Label == captureBackupsLabel {
 				return 0
 			}
 		}

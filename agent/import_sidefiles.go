@@ -1,11 +1,14 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +20,9 @@ import (
 // line of it names when they are written: its session memory (Claude
 // Code's notes on the session, <project>/<session id>/session-memory/,
 // rewritten as the session goes on), and tool-results files written after
-// the line that names them was imported. An import takes them in after
+// the line that names them was imported, and file backups put in the
+// session's file-history directory after the lines that name them were
+// imported (lateCaptures). An import takes them in after
 // the file's lines, whatever became of the file (new, grown, unchanged):
 // a note event per file, appended to the session, holding its bytes.
 // Nothing is stored twice: a session-memory file is taken again only when
@@ -112,9 +117,26 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 			seen = max(seen, st.ModTime().UnixNano()) // looked at below
 		}
 	}
-	if !fresh && !lateResults {
+	// The session's file-history directory: file backups put there after
+	// the lines that name them were imported (lateCaptures). A new
+	// session's import looked for them at its lines: what comes there
+	// after is looked for at the next import, as for tool-results.
+	history, lateHistory := "", false
+	if !isSubagentFile(src.Path) && m.Workspace != "" {
+		if d := claudeFileHistory(src.Path, src.ID); d != "" {
+			if st, err := r.fs.Stat(d); err == nil && st.IsDir() {
+				if res.Status == ImportNew || res.Status == ImportRewritten {
+					resultsBefore = min(resultsBefore, st.ModTime().UnixNano()-1)
+				} else if lateHistory = changed(st.ModTime()); lateHistory {
+					history, seen = d, max(seen, st.ModTime().UnixNano())
+				}
+			}
+		}
+	}
+	if !fresh && !lateResults && !lateHistory {
 		return nil, nil
 	}
+	late := lateBackups{named: map[string]namedBackup{}, captured: map[string]bool{}}
 	held := map[string]cas.Key{} // the last copy of each session-memory file
 	heldResults := map[string]bool{}
 	var named []persistedNamed // tool-results files its lines name
@@ -124,6 +146,11 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 		}
 		if name, ok := ToolResultsFile(ev); ok {
 			heldResults[name] = true
+		}
+		if lateHistory {
+			if err := r.noteBackups(&late, m, ev); err != nil {
+				return err
+			}
 		}
 		if lateResults && ev.Kind == eventlog.KindToolResult {
 			line, err := r.Body(ev)
@@ -177,6 +204,15 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 		evs = append(evs, eventlog.Event{Kind: eventlog.KindNote, Label: toolResultsLabel + n.ref.name, Body: put.ID, Time: n.at})
 		heldResults[n.ref.name] = true
 		res.ToolResults++
+	}
+	if lateHistory {
+		caps, ok, err := r.lateCaptures(&late, m, history, rep, &res.BackupsLateTaken)
+		if err != nil {
+			return nil, err
+		}
+		whole = whole && ok
+		evs = append(evs, caps...)
+		res.BackupsLate = 0 // (lateBackups): taken in now, or not there
 	}
 	// Appended after the session's last event, never timed before it: the
 	// session's last activity (session ls, last) does not go back to a
@@ -292,4 +328,154 @@ func sideSessionDir(path string) string {
 		return filepath.Base(filepath.Dir(filepath.Dir(path)))
 	}
 	return claudeFileID(path)
+}
+
+// lateBackupsLabel begins the label of a note event that holds a capture
+// (its body, a manifest) of the Claude Code file backups put in the
+// session's file-history directory after the lines that name them were
+// imported: the seq it stands at follows, the seq after the first line
+// that named them, where the import that found them there would have
+// captured them. Diff and rewind take it as a capture at that seq
+// (capturedStates); a note, not a checkpoint, so that a rook that does
+// not know it does not take it for a capture at the session's end (a
+// rewind would put back the files as they were before their first edit).
+const lateBackupsLabel = "claude-code:file-history-late@"
+
+// lateCaptureAt is the seq a late capture of file backups stands at, if
+// ev is one.
+func lateCaptureAt(ev eventlog.Event) (uint64, bool) {
+	at, ok := strings.CutPrefix(ev.Label, lateBackupsLabel)
+	if !ok || ev.Kind != eventlog.KindNote {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(at, 10, 64)
+	if err != nil || n >= ev.Seq {
+		return 0, false
+	}
+	return n, true
+}
+
+// namedBackup is the first file backup a session's lines name for a path.
+type namedBackup struct {
+	name string // "": the file was created (nothing to back up)
+	at   uint64 // the seq after the line
+	time time.Time
+}
+
+// lateBackups gathers, from a session's events, the file backups its
+// lines named first for each path and the paths its captures hold.
+type lateBackups struct {
+	named    map[string]namedBackup
+	captured map[string]bool
+	mapper   lineMapper
+}
+
+// noteBackups notes what ev says of the session's file backups.
+func (r *Rook) noteBackups(late *lateBackups, m eventlog.Meta, ev eventlog.Event) error {
+	_, isLate := lateCaptureAt(ev)
+	switch {
+	case isLate || ev.Kind == eventlog.KindCheckpoint && ev.Label == captureBackupsLabel:
+		man, err := r.ReadManifest(ev.Body)
+		if err != nil {
+			return fmt.Errorf("the capture at #%d: %w", ev.Seq, err)
+		}
+		for p := range man.Files {
+			late.captured[p] = true
+		}
+		for _, p := range man.Absent {
+			late.captured[p] = true
+		}
+	case ev.Kind == eventlog.KindNote && (strings.Contains(ev.Label, "file-history-snapshot") || strings.Contains(ev.Label, " +")):
+		// A snapshot's line, or a run of notes that may hold some
+		// (mergedLine: labelled by its first line, " +n" when they differ).
+		body, err := r.Body(ev)
+		if err != nil {
+			return err
+		}
+		if late.mapper == nil {
+			late.mapper = newClaudeMapper(m.Source.Path) // (a snapshot's backups need no state)
+		}
+		for _, line := range sourceLines(body) {
+			if bytes.Contains(line, []byte(`"file-history-snapshot"`)) {
+				late.note(m, late.mapper.mapLine(trimNewline(line)), ev)
+			}
+		}
+	}
+	return nil
+}
+
+// note notes the backups a snapshot line of ev names, each path's first.
+func (late *lateBackups) note(m eventlog.Meta, ml mappedLine, ev eventlog.Event) {
+	for rel, name := range ml.Backups {
+		if filepath.IsAbs(rel) {
+			if r, err := filepath.Rel(m.Workspace, rel); err == nil {
+				rel = r // an absolute path inside the workspace
+			}
+		}
+		rel = filepath.ToSlash(rel)
+		if _, ok := late.named[rel]; ok || checkRel(rel) != nil {
+			continue
+		}
+		late.named[rel] = namedBackup{name: name, at: ev.Seq + 1, time: ev.Time}
+	}
+}
+
+// lateCaptures makes, of the file backups in the session's file-history
+// directory dir that its lines named first for a path no capture of the
+// session holds, a capture per line (lateBackupsLabel): the backups put
+// there after the lines were imported. A path is taken once: once
+// captured, it is in late.captured at the next import. A backup still not
+// there is left for an import after (the directory changes when it comes);
+// one there that does not read is reported, and the directory is looked
+// at again (ok false).
+func (r *Rook) lateCaptures(late *lateBackups, m eventlog.Meta, dir string, rep *ImportReport, taken *int) (evs []eventlog.Event, ok bool, err error) {
+	ok = true
+	byAt := map[uint64]*Manifest{}
+	var ats []uint64
+	times := map[uint64]time.Time{}
+	paths := make([]string, 0, len(late.named))
+	for p := range late.named {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		b := late.named[p]
+		if late.captured[p] || b.name == "" || strings.ContainsAny(b.name, "/\\") {
+			continue
+		}
+		path := filepath.Join(dir, b.name)
+		data, err := readSideFile(r.fs, path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			rep.problem(ImportProblem{File: path, Reason: fmt.Sprintf("the file backup of %s: %v: not taken in", p, err)})
+			ok = false
+			continue
+		}
+		put, err := r.Store.Put(cas.KindFile, data)
+		if err != nil {
+			return nil, false, fmt.Errorf("store %s: %w", path, err)
+		}
+		man := byAt[b.at]
+		if man == nil {
+			// Captured at the line's time, as at its import: the same
+			// manifest whichever import takes it.
+			man = &Manifest{V: manifestVersion, Root: m.Workspace, CapturedAt: b.time.UTC(), Label: captureBackupsLabel, Files: map[string]FileEntry{}}
+			byAt[b.at], times[b.at] = man, b.time
+			ats = append(ats, b.at)
+		}
+		man.Files[p] = FileEntry{ID: put.ID, Size: int64(len(data)), Mode: FileMode{Perm: 0o644}}
+		man.TotalBytes += int64(len(data))
+		*taken++
+	}
+	slices.Sort(ats)
+	for _, at := range ats {
+		id, err := r.StoreManifest(byAt[at])
+		if err != nil {
+			return nil, false, err
+		}
+		evs = append(evs, eventlog.Event{Kind: eventlog.KindNote, Label: lateBackupsLabel + strconv.FormatUint(at, 10), Body: id, Time: times[at]})
+	}
+	return evs, ok, nil
 }

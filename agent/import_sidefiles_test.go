@@ -161,3 +161,70 @@ func TestImportClaudeSessionMemoryLeftOutReportedOnce(t *testing.T) {
 		t.Fatalf("changed: %+v", rep)
 	}
 }
+
+// Claude Code file backups put in the session's file-history directory
+// after its transcript was imported without them are taken in by the next
+// import of the unchanged transcript: a capture per line that named a
+// path first, which diff and rewind take at that line (capturedStates),
+// once; a path named again later keeps its first backup. Export still
+// writes the transcript byte for byte.
+func TestImportLateFileBackups(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/h/.claude/projects/-home-u-proj"
+	hist := "/h/.claude/file-history/S/"
+	snap := func(files string) string {
+		return `{"type":"file-history-snapshot","messageId":"m","snapshot":{"messageId":"m","trackedFileBackups":{` + files + `},"timestamp":"2026-02-10T21:01:09.000Z"},"isSnapshotUpdate":true}`
+	}
+	lines := append(claudeLines("S", 1), snap(`"a.txt":{"backupFileName":"h1@v1","version":1,"backupTime":"2026-02-10T21:01:09.000Z"}`))
+	lines = append(lines, claudeLines("S", 2)...)
+	lines = append(lines, snap(`"a.txt":{"backupFileName":"h1@v2","version":2,"backupTime":"2026-02-10T21:02:09.000Z"},"/home/u/proj/b.txt":{"backupFileName":"h2@v1","version":1,"backupTime":"2026-02-10T21:02:09.000Z"}`))
+	data := writeSource(t, fsys, proj+"/S.jsonl", lines, "")
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	id := *rep.Files[0].Session
+	first := uint64(len(claudeLines("S", 1))) // the seq of the first snapshot's event
+
+	writeSourceFile(t, fsys, hist+"h1@v1", []byte("a before\n"))
+	writeSourceFile(t, fsys, hist+"h1@v2", []byte("a between\n"))
+	writeSourceFile(t, fsys, hist+"h2@v1", []byte("b before\n"))
+	rep = mustImport(t, r, FormatClaudeCode, proj)
+	if rep.BackupsLateTaken != 2 || rep.BackupsLate != 0 || rep.Events != 2 {
+		t.Fatalf("late backups: taken %d, reported late %d, events %d", rep.BackupsLateTaken, rep.BackupsLate, rep.Events)
+	}
+	content := func(st firstStates, p string) string {
+		c, ok := st.First[p]
+		if !ok {
+			return "<none>"
+		}
+		b, err := r.Store.Get(c.File.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	st, err := r.capturedStates(id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := content(st, "a.txt"), content(st, "b.txt"); a != "a before\n" || b != "b before\n" || st.Captures != 2 {
+		t.Fatalf("from the start: a %q, b %q, %d captures", a, b, st.Captures)
+	}
+	// Past the line that named a.txt first: its late capture stands
+	// before, and is not a state of a rewind to there.
+	st, err = r.capturedStates(id, first+2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := content(st, "a.txt"), content(st, "b.txt"); a != "<none>" || b != "b before\n" {
+		t.Fatalf("past the first snapshot: a %q, b %q", a, b)
+	}
+	// Again: nothing more.
+	if rep = mustImport(t, r, FormatClaudeCode, proj); rep.Events != 0 || rep.BackupsLateTaken != 0 || rep.BackupsLate != 0 {
+		t.Fatalf("again: %d events, %d taken, %d late", rep.Events, rep.BackupsLateTaken, rep.BackupsLate)
+	}
+	mustExport(t, r, id, data)
+	var buf bytes.Buffer
+	if x, err := r.ExportSource(id, &buf); err != nil || x.Skipped != 0 {
+		t.Fatalf("export: %+v %v", x, err)
+	}
+}

@@ -95,7 +95,8 @@ func (r *Rook) saveImportState(id eventlog.ID, format, path string, minCut int, 
 	// Every backup the lines named, as an import without the state notes
 	// from the lines before (mapChunk), not only those captured: a backup
 	// not captured (no file-history directory yet, a path outside the
-	// workspace) is not captured later either.
+	// workspace) is not captured later by a line either (a backup put
+	// there later is taken by takeSideFiles, from the session's events).
 	backups := make([]string, 0, len(sm.backupsNamed))
 	for k := range sm.backupsNamed {
 		backups = append(backups, k)

@@ -61,6 +61,9 @@ func importedSideEvent(ev eventlog.Event) bool {
 	if ev.Kind == eventlog.KindCheckpoint && ev.Label == captureBackupsLabel {
 		return true
 	}
+	if _, ok := lateCaptureAt(ev); ok {
+		return true
+	}
 	if _, ok := SessionMemoryFile(ev); ok {
 		return true
 	}

@@ -175,7 +175,7 @@ func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
 // back).
 func noFileBackups(source *eventlog.Source, so string) string {
 	if source.Format == agent.FormatClaudeCode {
-		return "this session's transcript was imported from Claude Code without file backups, so it has " + so + ": they come from Claude Code's file-history directory (~/.claude/file-history/<session>, beside the projects directory the transcript was imported from) when it kept them (taken with the lines that name them: backups put there after the import are not taken in by importing again; `rook session rm` the session and import it again), or from the transcript's Edit and Write results, of which it has none that succeeded on a file in its workspace"
+		return "this session's transcript was imported from Claude Code without file backups, so it has " + so + ": they come from Claude Code's file-history directory (~/.claude/file-history/<session>, beside the projects directory the transcript was imported from) when it kept them (taken with the lines that name them, or by the next import when put there later), or from the transcript's Edit and Write results, of which it has none that succeeded on a file in its workspace"
 	}
 	return fmt.Sprintf("this session's transcript was imported from %s, whose transcripts keep no copies of files, so it has %s", agent.FormatName(source.Format), so)
 }

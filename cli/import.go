@@ -201,10 +201,9 @@ type importJSON struct {
 	DiskAfter  *int64 `json:"disk_after"`
 }
 
-// sideLate says what to do with side files put back after their lines
-// were imported: an import takes them with the lines that name them, and
-// importing an unchanged transcript again reads no line.
-const sideLate = "; put there later, they are not taken in by importing again: `rook session rm` the session and import it again"
+// sideLate says what becomes of side files put back after their lines
+// were imported: the next import takes them in (takeSideFiles).
+const sideLate = "; put there later, the next import takes them in"
 
 func printImport(e *Env, out importJSON) {
 	rep := out.ImportReport
@@ -236,6 +235,9 @@ func printImport(e *Env, out importJSON) {
 	if rep.ToolResults > 0 {
 		fmt.Fprintf(w, "%d tool output(s) taken in whole from Claude Code's tool-results/ files\n", rep.ToolResults)
 	}
+	if n := rep.BackupsLateTaken; n > 0 {
+		fmt.Fprintf(w, "%d file backup(s) put in Claude Code's file-history/ after their lines were imported taken in: `rook session diff` and rewind use them\n", n)
+	}
 	if n := rep.SessionMemory; n > 0 {
 		fmt.Fprintf(w, "%d session-memory file(s) taken in from Claude Code's <session>/session-memory/ (new, or changed since)\n", n)
 	}
@@ -250,7 +252,7 @@ func printImport(e *Env, out importJSON) {
 		for i, id := range rep.LateSessions {
 			ids[i] = id.String()
 		}
-		fmt.Fprintf(w, "%d file backup(s) in Claude Code's file-history/ were put there after their session was imported without them, and are not taken in by importing its unchanged transcript again (`rook session diff` and rewind go without them): `rook session rm` the session and import it again to take them in: %s\n", n, strings.Join(ids, ", "))
+		fmt.Fprintf(w, "%d file backup(s) in Claude Code's file-history/ were put there after their session was imported without them, and no line of its transcript names them (or they did not read, as said above): not taken in (`rook session diff` and rewind go without them): %s\n", n, strings.Join(ids, ", "))
 	}
 	if n := len(rep.ZstBeside); n > 0 {
 		fmt.Fprintf(w, "%d .zst rollout(s) left out: the plain file beside each is the same rollout, and was read (Codex compressing it, or writing it back to resume it)\n", n)

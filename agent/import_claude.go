@@ -683,7 +683,7 @@ func (r *Rook) lateBackups(m eventlog.Meta) int {
 		return 0
 	}
 	fi, err := r.fs.Stat(dir)
-	if err != nil || !fi.IsDir() || (src.Stat != nil && fi.ModTime().UnixNano() <= src.Stat.MTime) {
+	if err != nil || !fi.IsDir() || (src.Stat != nil && sideTime(fi) <= src.Stat.MTime) {
 		return 0
 	}
 	ents, err := r.fs.ReadDir(dir)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // Side files a Claude Code session keeps beside its transcript that no
@@ -76,8 +77,8 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 		return nil, nil
 	}
 	lookedAt := r.clock.Now()
-	changed := func(t time.Time) bool {
-		return t.UnixNano() > src.SideSeen && (prev == nil || t.UnixNano() > prev.MTime)
+	changed := func(t int64) bool {
+		return t > src.SideSeen && (prev == nil || t > prev.MTime)
 	}
 	// seen: the newest time of the files looked at and held or taken in;
 	// whole: none failed to read (one that did is looked at again).
@@ -88,16 +89,16 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 	}
 	fresh := false
 	for _, f := range memory {
-		fresh = fresh || changed(f.mtime)
+		fresh = fresh || changed(f.changed)
 	}
 	// One left out is reported once, as it comes (or changes), not at
 	// every import of the history after: its time counts as looked at.
 	for _, f := range leftOut {
-		if changed(f.mtime) {
+		if changed(f.changed) {
 			rep.problem(ImportProblem{File: f.path, Reason: f.why})
 			fresh = true
 		}
-		seen = max(seen, f.mtime.UnixNano())
+		seen = max(seen, f.changed)
 	}
 	// The tool-results directory the session's lines name files in: its
 	// own session directory's, or, for a subagent, its parent's. Files
@@ -112,9 +113,9 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 	resultsBefore := int64(math.MaxInt64)
 	if st, err := r.fs.Stat(results); err == nil && st.IsDir() {
 		if res.Status == ImportNew || res.Status == ImportRewritten {
-			resultsBefore = st.ModTime().UnixNano() - 1
-		} else if lateResults = changed(st.ModTime()); lateResults {
-			seen = max(seen, st.ModTime().UnixNano()) // looked at below
+			resultsBefore = sideTime(st) - 1
+		} else if lateResults = changed(sideTime(st)); lateResults {
+			seen = max(seen, sideTime(st)) // looked at below
 		}
 	}
 	// The session's file-history directory: file backups put there after
@@ -126,9 +127,9 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 		if d := claudeFileHistory(src.Path, src.ID); d != "" {
 			if st, err := r.fs.Stat(d); err == nil && st.IsDir() {
 				if res.Status == ImportNew || res.Status == ImportRewritten {
-					resultsBefore = min(resultsBefore, st.ModTime().UnixNano()-1)
-				} else if lateHistory = changed(st.ModTime()); lateHistory {
-					history, seen = d, max(seen, st.ModTime().UnixNano())
+					resultsBefore = min(resultsBefore, sideTime(st)-1)
+				} else if lateHistory = changed(sideTime(st)); lateHistory {
+					history, seen = d, max(seen, sideTime(st))
 				}
 			}
 		}
@@ -174,7 +175,7 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 			whole = false
 			continue
 		}
-		seen = max(seen, f.mtime.UnixNano())
+		seen = max(seen, f.changed)
 		if k, ok := held[f.name]; ok && k == cas.ID(data) {
 			continue
 		}
@@ -271,6 +272,7 @@ type persistedNamed struct {
 type sideFile struct {
 	path, name string // name: its path within the directory, "/" between
 	mtime      time.Time
+	changed    int64  // sideTime
 	why        string // of one left out: why
 }
 
@@ -284,7 +286,7 @@ func (r *Rook) sessionMemoryFiles(dir string, rep *ImportReport) (out, leftOut [
 			rep.problem(ImportProblem{File: path, Reason: why})
 			return
 		}
-		leftOut = append(leftOut, sideFile{path: path, mtime: fi.ModTime(), why: why})
+		leftOut = append(leftOut, sideFile{path: path, mtime: fi.ModTime(), changed: sideTime(fi), why: why})
 	}
 	var walk func(d, prefix string, depth int)
 	walk = func(d, prefix string, depth int) {
@@ -304,7 +306,7 @@ func (r *Rook) sessionMemoryFiles(dir string, rep *ImportReport) (out, leftOut [
 				walk(path, prefix+e.Name()+"/", depth+1)
 			case e.Type().IsRegular():
 				if fi, err := e.Info(); err == nil {
-					out = append(out, sideFile{path: path, name: prefix + e.Name(), mtime: fi.ModTime()})
+					out = append(out, sideFile{path: path, name: prefix + e.Name(), mtime: fi.ModTime(), changed: sideTime(fi)})
 				}
 			default:
 				leave(path, e, fmt.Sprintf("not a regular file (%s): not taken in", fileKind(e.Type())))
@@ -478,4 +480,16 @@ func (r *Rook) lateCaptures(late *lateBackups, m eventlog.Meta, dir string, rep 
 		evs = append(evs, eventlog.Event{Kind: eventlog.KindNote, Label: lateBackupsLabel + strconv.FormatUint(at, 10), Body: id, Time: times[at]})
 	}
 	return evs, ok, nil
+}
+
+// sideTime is when a side file or directory last changed, as the marks
+// (side_seen_ns, the transcript's recorded time) are compared with: the
+// later of its modification time and its change time. A copy that keeps
+// the times (cp -p, tar, rsync -a) sets the modification time back, to
+// before the mark, but not the change time, which the copy sets to when
+// it was made: the file is looked at (and, held already, not taken
+// twice). The change time comes with the stat: no more reads. (Where the
+// file system gives none, it is the modification time alone.)
+func sideTime(fi fs.FileInfo) int64 {
+	return max(fi.ModTime().UnixNano(), vfs.ChangeTime(fi))
 }

@@ -162,6 +162,10 @@ const MaxImportProblems = 200
 
 // ImportReport sums an import up.
 type ImportReport struct {
+	// subdirs are, of each directory the walk listed, the names of the
+	// directories in it: takeSideFiles passes over a side directory the
+	// walk found absent, without a stat or a listing of its own.
+	subdirs      map[string]map[string]bool
 	Format       string          `json:"format"`
 	Files        []ImportedFile  `json:"files"`
 	Sessions     int             `json:"sessions_new"` // files seen for the first time (a rewritten file's new session is counted in Rewritten)
@@ -681,10 +685,16 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 				rep.Failed++
 				return
 			}
+			if rep.subdirs == nil {
+				rep.subdirs = map[string]map[string]bool{}
+			}
+			kids := map[string]bool{}
+			rep.subdirs[dir] = kids
 			for _, d := range ents {
 				path := filepath.Join(dir, d.Name())
 				switch {
 				case d.IsDir():
+					kids[d.Name()] = true
 					if !walked[path] { // reached through a link already
 						walk(path)
 					}

@@ -228,3 +228,41 @@ func TestImportLateFileBackups(t *testing.T) {
 		t.Fatalf("export: %+v %v", x, err)
 	}
 }
+
+// A re-import of a tree whose sessions have no side directories looks
+// for none of them: the walk listed each session's directory (or found
+// none), and takeSideFiles passes over what it found absent, without a
+// stat or a listing of its own.
+func TestImportSideFilesReuseTheWalk(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/h/.claude/projects/-home-u-proj"
+	writeSource(t, fsys, proj+"/S.jsonl", claudeLines("S", 1), "")
+	writeSource(t, fsys, proj+"/T.jsonl", claudeLines("T", 1), "")
+	writeSource(t, fsys, proj+"/T/subagents/agent-a1.jsonl", claudeLines("T", 2), "")
+	mustImport(t, r, FormatClaudeCode, proj)
+	var looked atomic.Int64
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if strings.HasSuffix(path, "/session-memory") || strings.HasSuffix(path, "/tool-results") {
+			looked.Add(1)
+		}
+		return nil
+	})
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	fsys.SetHook(nil)
+	if rep.Unchanged != 3 || looked.Load() != 0 {
+		t.Fatalf("%d unchanged; %d look(s) at side directories the walk found absent", rep.Unchanged, looked.Load())
+	}
+	// Named on its own (no walk), a file's side directories are looked for.
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if strings.HasSuffix(path, "/session-memory") || strings.HasSuffix(path, "/tool-results") {
+			looked.Add(1)
+		}
+		return nil
+	})
+	mustImport(t, r, FormatClaudeCode, proj+"/S.jsonl")
+	fsys.SetHook(nil)
+	if looked.Load() == 0 {
+		t.Fatal("a file named on its own: its side directories not looked for")
+	}
+}

@@ -349,8 +349,12 @@ func TestImportClaudeToolResultsFileArrivingDuringNewImport(t *testing.T) {
 	r := testRook(t, fsys)
 	proj := "/h/.claude/projects/-home-u-proj"
 	saved := "/home/u/.claude/projects/-home-u-proj/S/tool-results/toolu_3.txt"
-	if err := fsys.MkdirAll(proj+"/S/tool-results", 0o700); err != nil {
-		t.Fatal(err)
+	// (The session-memory directory is there, empty, when the walk lists
+	// the tree: one the walk does not find is not listed by this import.)
+	for _, d := range []string{"/S/tool-results", "/S/session-memory"} {
+		if err := fsys.MkdirAll(proj+d, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	main := append(claudeLines("S", 1), persistedResult("S", "toolu_3", saved, "late"))
 	writeSource(t, fsys, proj+"/S.jsonl", main, "")

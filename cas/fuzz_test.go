@@ -123,7 +123,9 @@ func FuzzDecodeEntry(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded entry does not decode: %v", err)
 		}
-		if e2.Kind != e.Kind || e2.Size != e.Size || e2.Loc != e.Loc || !bytes.Equal(e2.Data, e.Data) {
+		// Every field: Inline and Stored too (Stored is what store stat
+		// sums; a round trip that lost it would go unseen).
+		if e2.Kind != e.Kind || e2.Inline != e.Inline || e2.Size != e.Size || e2.Stored != e.Stored || e2.Loc != e.Loc || !bytes.Equal(e2.Data, e.Data) {
 			t.Fatalf("entry changed in a round trip: %+v vs %+v", e, e2)
 		}
 	})

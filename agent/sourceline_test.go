@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,12 +101,24 @@ func FuzzDecodeSourceLine(f *testing.F) {
 			// Non-minimal varints decode too; the re-encoding must
 			// decode the same.
 			again, err := decodeSourceLine(sl.encode())
-			if err != nil || again.Offset != sl.Offset || len(again.Cuts) != len(sl.Cuts) || !bytes.Equal(again.Rest, sl.Rest) {
+			// Every cut, gap and id, not only how many there are.
+			if err != nil || again.Offset != sl.Offset || !slices.Equal(again.Cuts, sl.Cuts) || !bytes.Equal(again.Rest, sl.Rest) {
 				t.Fatalf("re-encoding differs: %v", err)
 			}
 		}
-		if _, err := sl.expand(func(cas.Key) ([]byte, error) { return []byte("x"), nil }); err != nil {
+		// Expanded, the line is its rest with each cut put back as the
+		// string "x" (3 bytes quoted), in order.
+		out, err := sl.expand(func(cas.Key) ([]byte, error) { return []byte("x"), nil })
+		if err != nil {
 			t.Fatal(err)
+		}
+		want, p := []byte{}, 0
+		for _, c := range sl.Cuts {
+			want = append(append(want, sl.Rest[p:p+c.Gap]...), `"x"`...)
+			p += c.Gap
+		}
+		if want = append(want, sl.Rest[p:]...); !bytes.Equal(out, want) {
+			t.Fatalf("expanded to %q, want %q", out, want)
 		}
 	})
 }

@@ -28,6 +28,19 @@ func FuzzDecodeManifest(f *testing.F) {
 	f.Add([]byte(`{"v":4,"root":"/r","files":{},"dirs":["d"],"opened":{"d":"0555"}}`))
 	f.Add([]byte(`{"v":3,"root":"/r","files":{},"opened":{"e":"0555"}}`))
 	f.Add([]byte(`{"v":4,"root":"/r","files":{},"opened":{"e":"link"}}`))
+	// One seed for each refusal of DecodeManifest and checkRel, so the
+	// fuzzer starts at the edge of each check rather than finding it.
+	f.Add([]byte(`{"v":5,"root":"/r","files":{}}`))
+	f.Add([]byte(`{"v":1,"root":"r","files":{}}`))
+	for _, p := range []string{`a\\b`, `a\u0000`, `/a`, `a/./b`, `..`, `../a`, `.`} {
+		f.Add([]byte(`{"v":2,"root":"/r","files":{},"absent":["` + p + `"]}`))
+	}
+	f.Add([]byte(`{"v":2,"root":"/r","files":{"a":{"id":"2b806e7d75371072494f629b7fe1a565","size":1,"mode":"0644"}},"absent":["a"]}`))
+	f.Add([]byte(`{"v":1,"root":"/r","files":{},"dirs":["d"]}`))
+	f.Add([]byte(`{"v":2,"root":"/r","files":{},"absent":["d"],"dirs":["d","d"]}`))
+	f.Add([]byte(`{"v":2,"root":"/r","files":{},"dirs":["d"],"dir_modes":{"d":"0755"}}`))
+	f.Add([]byte(`{"v":3,"root":"/r","files":{},"dirs":["d"],"dir_modes":{"e":"0755","d":"link"}}`))
+	f.Add([]byte(`{"v":4,"root":"/r","files":{},"dirs":["d"],"dir_modes":{"d":"4755"},"opened":{".":"link","d/e":"0555"}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := DecodeManifest(b)
 		if err != nil {

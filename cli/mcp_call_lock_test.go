@@ -133,3 +133,32 @@ func TestMcpSyncAndAddHoldNoLockWhileTheServerWorks(t *testing.T) {
 		t.Fatalf("mcp ls: %s", out)
 	}
 }
+
+// TestMcpCallNotRecordedSaysWhyTheCallFailed: when the call failed (the
+// server could not be reached) and its record failed too (the store's
+// writer lock held by another rook), the error said only "the call ...
+// was made, but it could not be recorded": the call's own failure was
+// lost, and a user read it as a call that ran and whose output was lost.
+func TestMcpCallNotRecordedSaysWhyTheCallFailed(t *testing.T) {
+	r := &outputRun{t: t, home: filepath.Join(t.TempDir(), "store"), ws: t.TempDir()}
+	r.ok("", "init")
+	fake := mcpclient.NewFake(mcpclient.FakeConfig{Tools: []mcpclient.FakeTool{{Name: "echo"}}})
+	srv := httptest.NewServer(fake)
+	r.ok("", "mcp", "add", "fake", "--url", srv.URL)
+	srv.Close() // unreachable from now on
+
+	holder, err := agent.Open(r.home, agent.Options{Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	var out, errb bytes.Buffer
+	code := r.main("", &out, &errb, "--lock-wait", "0", "mcp", "call", "fake", "echo", `{}`)
+	msg := errb.String()
+	if code == 0 || !strings.Contains(msg, "could not be reached") || !strings.Contains(msg, "not recorded") && !strings.Contains(msg, "could not be recorded") {
+		t.Fatalf("exit %d, stderr %q: want the call's failure and that it is not recorded", code, msg)
+	}
+	if strings.Contains(msg, "was made") {
+		t.Fatalf("stderr %q: a call that never reached the server is said to have been made", msg)
+	}
+}

@@ -626,6 +626,12 @@ func (c *McpCallCmd) Run(e *Env) error {
 				printResult(e.Stdout, res)
 			}
 		}
+		if cerr != nil {
+			// The call's own failure is said too: "was made" alone
+			// read as a call that ran and whose output was lost, for a
+			// server that was never reached.
+			return fmt.Errorf("the call to %s of %s failed: %v; the failure could not be recorded in the server's session either: %w", c.Tool, c.Name, cerr, err)
+		}
 		return fmt.Errorf("the call to %s of %s was made, but it could not be recorded in the server's session: %w", c.Tool, c.Name, err)
 	}
 	if cerr != nil {

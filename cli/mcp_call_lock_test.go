@@ -162,3 +162,26 @@ func TestMcpCallNotRecordedSaysWhyTheCallFailed(t *testing.T) {
 		t.Fatalf("stderr %q: a call that never reached the server is said to have been made", msg)
 	}
 }
+
+// TestMcpCallBadLockWaitRefusedBeforeTheCall: with $ROOK_LOCK_WAIT not a
+// duration, a command that writes fails before it does anything. mcp
+// call made the call first (with the store opened for reading, which
+// reads no lock wait) and then failed to record it: the tool ran, and
+// nothing of it was kept.
+func TestMcpCallBadLockWaitRefusedBeforeTheCall(t *testing.T) {
+	r := &outputRun{t: t, home: filepath.Join(t.TempDir(), "store"), ws: t.TempDir()}
+	r.ok("", "init")
+	fake := mcpclient.NewFake(mcpclient.FakeConfig{Tools: []mcpclient.FakeTool{{Name: "echo"}}})
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	r.ok("", "mcp", "add", "fake", "--url", srv.URL)
+	t.Setenv("ROOK_LOCK_WAIT", "soon")
+	var out, errb bytes.Buffer
+	code := r.main("", &out, &errb, "mcp", "call", "fake", "echo", `{}`)
+	if code == 0 || !strings.Contains(errb.String(), "not a duration") {
+		t.Fatalf("exit %d, stderr %q: want the lock wait refused", code, errb.String())
+	}
+	if slices.Contains(fake.Methods(), "tools/call") {
+		t.Fatalf("the tool was called (%v), and the call could not be recorded: %s", fake.Methods(), errb.String())
+	}
+}

@@ -174,6 +174,9 @@ func (e checkError) Unwrap() error { return e.error }
 // (on the store opened for reading) says which setup to read it with, or
 // refuses; its error comes back as it is.
 func readToolList(e *Env, timeout time.Duration, check func(r *agent.Rook) (mcpclient.Spec, error)) (*agent.MCPToolList, error) {
+	if e.lockWaitErr != nil {
+		return nil, checkError{e.lockWaitErr} // the write after would fail
+	}
 	r, err := e.openRook(false)
 	if err != nil {
 		return nil, checkError{err}
@@ -599,6 +602,11 @@ func (c *McpCallCmd) Run(e *Env) error {
 	// rook from writing (a capture, an import, the inbox's drain) while a
 	// slow server answered, or an approval prompt waited, for as long as
 	// --timeout allows and more.
+	// A lock wait that is no duration fails every write: said before the
+	// call, not once it ran and could not be recorded.
+	if e.lockWaitErr != nil {
+		return e.lockWaitErr
+	}
 	var plan *agent.MCPCallPlan
 	var co mcpclient.Options
 	r, err := e.openRook(false)

@@ -152,6 +152,8 @@ func TestMcpCallNotRecordedSaysWhyTheCallFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Close()
+	defer func(w time.Duration) { recordLockWait = w }(recordLockWait)
+	recordLockWait = 0 // the record fails at once: the lock is never freed
 	var out, errb bytes.Buffer
 	code := r.main("", &out, &errb, "--lock-wait", "0", "mcp", "call", "fake", "echo", `{}`)
 	msg := errb.String()
@@ -183,5 +185,57 @@ func TestMcpCallBadLockWaitRefusedBeforeTheCall(t *testing.T) {
 	}
 	if slices.Contains(fake.Methods(), "tools/call") {
 		t.Fatalf("the tool was called (%v), and the call could not be recorded: %s", fake.Methods(), errb.String())
+	}
+}
+
+// TestMcpCallRecordWaitsForTheLock: the call is made with no store open;
+// a writer holding the lock when it is to be recorded (a capture, an
+// import) made a call run with --lock-wait 0 fail to be recorded, though
+// the tool had run: before, such a call failed before it was made. A call
+// made is now recorded once the lock is free, whatever --lock-wait says.
+func TestMcpCallRecordWaitsForTheLock(t *testing.T) {
+	r := &outputRun{t: t, home: filepath.Join(t.TempDir(), "store"), ws: t.TempDir()}
+	r.ok("", "init")
+	fake := mcpclient.NewFake(mcpclient.FakeConfig{Tools: []mcpclient.FakeTool{{Name: "echo"}}})
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	r.ok("", "mcp", "add", "fake", "--url", srv.URL)
+
+	holder, err := agent.Open(r.home, agent.Options{Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for !slices.Contains(fake.Methods(), "tools/call") {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(500 * time.Millisecond)
+		holder.Close()
+	}()
+	var out, errb bytes.Buffer
+	if code := r.main("", &out, &errb, "--lock-wait", "0", "mcp", "call", "fake", "echo", `{"n":2}`); code != 0 {
+		t.Fatalf("exit %d, stderr %q: a call made was not recorded", code, errb.String())
+	}
+	ro, err := agent.Open(r.home, agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	_, id, err := ro.MCPServer("fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := ro.Log.Read(id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []eventlog.Kind
+	for _, ev := range evs {
+		if ev.Label == "echo" {
+			kinds = append(kinds, ev.Kind)
+		}
+	}
+	if !slices.Equal(kinds, []eventlog.Kind{eventlog.KindToolCall, eventlog.KindToolResult}) {
+		t.Fatalf("recorded %v, want the call and its result", kinds)
 	}
 }

@@ -575,6 +575,11 @@ func (c *McpRmCmd) Run(e *Env) error {
 	return nil
 }
 
+// recordLockWait is the least a call made waits for the writer lock to
+// be recorded: the writers an agent's hooks start hold it for
+// milliseconds, an import for longer. (A variable for the tests.)
+var recordLockWait = 30 * time.Second
+
 // Run calls a tool.
 func (c *McpCallCmd) Run(e *Env) error {
 	args := json.RawMessage(c.Args)
@@ -624,7 +629,19 @@ func (c *McpCallCmd) Run(e *Env) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout+5*time.Second)
 	res, cerr := agent.RunMCPCall(ctx, plan, co)
 	cancel()
-	if err := e.write(func(r *agent.Rook) error { return r.RecordMCPCall(plan, res, cerr) }); err != nil {
+	// The call is made: recording it waits for the writer lock at least
+	// recordLockWait, whatever --lock-wait says. Failing at once (a
+	// capture holding the lock for a moment) lost the record of a tool
+	// that ran; before the call ran with no store open, such a call
+	// failed before it was made.
+	rec, err := e.openRookWait(true, max(e.LockWait, recordLockWait))
+	if err == nil {
+		err = rec.RecordMCPCall(plan, res, cerr)
+		if cerr := rec.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
 		if cerr == nil && res != nil {
 			// The call ran: its result is what the user asked for, shown
 			// even though it could not be recorded.

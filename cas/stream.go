@@ -84,10 +84,27 @@ func (s *Store) streamEntry(id Key, e entry, w io.Writer) (n int64, streamed boo
 	bad := func(reason string, cause error) error {
 		return &CorruptError{ID: id, Segment: e.Loc.Segment, Offset: e.Loc.Offset, Reason: reason, cause: cause}
 	}
-	// The payload is read once, through the record's checksum.
+	// The record is checked against its CRC before any of it is decoded,
+	// as Get checks it: the zstd decoder sizes its history from the frame
+	// header, and a damaged window byte made it allocate what it claimed
+	// (256 MiB for one byte) before a CRC at the end found the damage; a
+	// damaged dictionary id was reported as a missing dictionary of an
+	// intact record. This reads the payload twice (the second time from
+	// the page cache): what goes to w comes from a record that checks
+	// out, and the object's hash is still checked at the end.
 	crc := crc32.New(castagnoli)
 	crc.Write(hdr[:24])
-	payload := io.TeeReader(io.NewSectionReader(f, e.Loc.Offset+recHeaderSize, int64(h.Size)), crc)
+	got, err := io.CopyBuffer(crc, io.NewSectionReader(f, e.Loc.Offset+recHeaderSize, int64(h.Size)), make([]byte, 64<<10))
+	if err != nil {
+		return 0, true, bad(fmt.Sprintf("read: %v", err), err)
+	}
+	if got != int64(h.Size) {
+		return 0, true, bad(fmt.Sprintf("%v: the segment ends inside it", ErrTruncated), ErrTruncated)
+	}
+	if crc.Sum32() != h.CRC {
+		return 0, true, bad(fmt.Sprintf("%v: checksum mismatch", ErrBadRecord), ErrBadRecord)
+	}
+	payload := io.NewSectionReader(f, e.Loc.Offset+recHeaderSize, int64(h.Size))
 	var raw io.Reader
 	switch h.Codec {
 	case CodecRaw:
@@ -142,20 +159,13 @@ func (s *Store) streamEntry(id Key, e entry, w io.Writer) (n int64, streamed boo
 	if n != e.Size {
 		return n, true, bad(fmt.Sprintf("%v: decoded %d bytes, header says %d", ErrBadRecord, n, e.Size), ErrBadRecord)
 	}
-	// Whatever is left of the payload (a frame's end) goes through the
-	// checksum too; a frame that decodes past the block is damage.
+	// A frame that decodes past the block is damage.
 	if extra, err := io.Copy(io.Discard, br); err != nil || extra != 0 {
 		return n, true, bad(fmt.Sprintf("%v: the record decodes past its block", ErrBadRecord), ErrBadRecord)
 	}
-	if _, err := io.Copy(io.Discard, payload); err != nil {
-		return n, true, bad(fmt.Sprintf("read: %v", err), err)
-	}
-	if crc.Sum32() != h.CRC {
-		return n, true, bad(fmt.Sprintf("%v: checksum mismatch", ErrBadRecord), ErrBadRecord)
-	}
-	var got Key
-	copy(got[:], sum.Sum(nil))
-	if got != id {
+	var sumKey Key
+	copy(sumKey[:], sum.Sum(nil))
+	if sumKey != id {
 		return n, true, bad("content hash mismatch", nil)
 	}
 	return n, true, nil

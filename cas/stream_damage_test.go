@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/rookhq/rook/internal/vfs"
@@ -58,5 +59,39 @@ func TestWriteToChecksARecordBeforeDecodingIt(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("%d bytes of a record that fails its CRC went to the writer", out.Len())
+	}
+}
+
+// A streamed record whose dictionary id is damaged is damage, not an
+// intact record waiting for a dictionary: WriteTo looked the dictionary
+// up before checking the CRC, and told the user to put a dictionary file
+// back "(the record itself is intact)".
+func TestWriteToDamagedDictionaryIDIsDamage(t *testing.T) {
+	s, home := newStore(t, vfs.OS, Options{})
+	trainMessages(t, s, 0, 0, 400)
+	id := mustPut(t, s, KindMessage, mixed(2<<20, 8))
+	s = reopen(t, s, false)
+	info, err := s.Stat(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Codec != CodecZstdDict {
+		t.Fatalf("codec %d, want a record compressed with a dictionary", info.Codec)
+	}
+	seg := filepath.Join(home, SegmentsDir, segName(info.Segment))
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[info.Offset+8] ^= 0x40 // the header's dictionary id
+	if err := os.WriteFile(seg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	_, err = s.WriteTo(id, &out)
+	var ce *CorruptError
+	var nd *NeedsDictError
+	if !errors.As(err, &ce) || errors.As(err, &nd) || !strings.Contains(err.Error(), "checksum mismatch") {
+		t.Fatalf("damaged dictionary id: %v; want a checksum CorruptError, not a missing dictionary", err)
 	}
 }

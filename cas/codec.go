@@ -122,7 +122,9 @@ func (e *encoder) compress(raw []byte, dictID uint32, dst []byte) (uint8, uint32
 // but not in its samples (compressible parts between them, or matches
 // reaching further back than a window) is stored raw, as valid a record
 // as the compressed one would have been, bigger by what compression would
-// have saved, which the samples say is little. A sample that pays sends
+// have saved: usually little, but up to 32 times the compressed size for
+// content repeating at a distance longer than a window (docs/storage.md
+// gives the figures). A sample that pays sends
 // the whole block to zstd, as before, to the same bytes.
 const (
 	sampleMin    = 4 << 20

@@ -115,7 +115,7 @@ const ObjectRoom = binary.MaxVarintLen32
 // bytes the store may write too: an object of a block of its own (PackMax
 // and up) becomes its block where it lies, its length written in front of
 // it, and is not copied at all. A file read to be stored (`rook store
-// put`, a capture) is read behind that room (vfs.ReadSized's room) and
+// put`, a capture) is read behind that room (vfs.ReadSizedRoom) and
 // held once: copied into its block it was held twice, three times with a
 // record of its size (100 MB of random bytes: 315 MB peak).
 func (s *Store) PutInPlace(kind Kind, buf []byte) (PutResult, error) {

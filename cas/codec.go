@@ -136,9 +136,10 @@ const (
 // samplePays says whether raw's samples shrink by 1/sampleGain or more.
 func (e *encoder) samplePays(enc *zstd.Encoder, raw []byte) bool {
 	n := min(sampleCount, max(4, len(raw)/(1<<20)))
-	bp := getRecordBuf() // room for one sample's frame, kept for the next
-	buf := *bp
-	defer func() { putRecordBuf(bp, buf) }()
+	// Room for one sample's frame, made once for the block's samples: not
+	// from recordBufs, whose buffers a GC (or the race detector) drops, so
+	// what a big put allocates stays what it is (codec_alloc_test.go).
+	buf := make([]byte, 0, enc.MaxEncodedSize(sampleWindow))
 	var in, out int
 	for i := range n {
 		start := i * (len(raw) - sampleWindow) / (n - 1)

@@ -94,59 +94,86 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 		proj := claudeProjectDir(src.Path)
 		return !absent(proj, session) && !absent(filepath.Join(proj, session), name)
 	}
-	var memory, leftOut []sideFile
-	if !isSubagentFile(src.Path) && sideDir(claudeFileID(src.Path), "session-memory") {
-		memory, leftOut = r.sessionMemoryFiles(filepath.Join(filepath.Dir(src.Path), claudeFileID(src.Path), "session-memory"), rep)
-	}
-	fresh := false
-	for _, f := range memory {
-		fresh = fresh || changed(f.changed)
-	}
-	// One left out is reported once, as it comes (or changes), not at
-	// every import of the history after: its time counts as looked at.
-	for _, f := range leftOut {
-		if changed(f.changed) {
-			rep.problem(ImportProblem{File: f.path, Reason: f.why})
-			fresh = true
-		}
-		seen = max(seen, f.changed)
-	}
 	// The tool-results directory the session's lines name files in: its
 	// own session directory's, or, for a subagent, its parent's. Files
 	// in it only: a new session took in all its lines named.
 	results := filepath.Join(claudeProjectDir(src.Path), sideSessionDir(src.Path), "tool-results")
-	lateResults := false
+	var (
+		memory, leftOut          []sideFile
+		fresh, lateResults       bool
+		history                  string
+		lateHistory              bool
+		resultsBefore, seenFiles int64 = math.MaxInt64, 0
+	)
+	lookMemory := func() {
+		memory, leftOut = r.sessionMemoryFiles(filepath.Join(filepath.Dir(src.Path), claudeFileID(src.Path), "session-memory"), rep)
+		for _, f := range memory {
+			fresh = fresh || changed(f.changed)
+		}
+		for _, f := range leftOut {
+			fresh = fresh || changed(f.changed)
+			seenFiles = max(seenFiles, f.changed)
+		}
+	}
 	// resultsBefore: what is recorded as looked at stays before the
 	// tool-results directory's time when it is not looked at (a new
 	// session's): a file that came there after its line was read
 	// (missing), before a session-memory note taken in now, is looked
 	// for at the next import, not passed over for good.
-	resultsBefore := int64(math.MaxInt64)
-	if !sideDir(sideSessionDir(src.Path), "tool-results") {
-		// Not there when the walk listed its parent.
-	} else if st, err := r.fs.Stat(results); err == nil && st.IsDir() {
-		if res.Status == ImportNew || res.Status == ImportRewritten {
-			resultsBefore = sideTime(st) - 1
-		} else if lateResults = changed(sideTime(st)); lateResults {
-			seen = max(seen, sideTime(st)) // looked at below
+	lookResults := func() {
+		if st, err := r.fs.Stat(results); err == nil && st.IsDir() {
+			if res.Status == ImportNew || res.Status == ImportRewritten {
+				resultsBefore = min(resultsBefore, sideTime(st)-1)
+			} else if lateResults = changed(sideTime(st)); lateResults {
+				seenFiles = max(seenFiles, sideTime(st)) // looked at below
+			}
 		}
+	}
+	memoryPassed, resultsPassed := false, false
+	if !isSubagentFile(src.Path) {
+		if memoryPassed = !sideDir(claudeFileID(src.Path), "session-memory"); !memoryPassed {
+			lookMemory()
+		}
+	}
+	if resultsPassed = !sideDir(sideSessionDir(src.Path), "tool-results"); !resultsPassed {
+		lookResults()
 	}
 	// The session's file-history directory: file backups put there after
 	// the lines that name them were imported (lateCaptures). A new
 	// session's import looked for them at its lines: what comes there
 	// after is looked for at the next import, as for tool-results.
-	history, lateHistory := "", false
 	if !isSubagentFile(src.Path) && m.Workspace != "" {
 		if d := claudeFileHistory(src.Path, src.ID); d != "" {
 			if st, err := r.fs.Stat(d); err == nil && st.IsDir() {
 				if res.Status == ImportNew || res.Status == ImportRewritten {
 					resultsBefore = min(resultsBefore, sideTime(st)-1)
 				} else if lateHistory = changed(sideTime(st)); lateHistory {
-					history, seen = d, max(seen, sideTime(st))
+					history, seenFiles = d, max(seenFiles, sideTime(st))
 				}
 			}
 		}
 	}
+	if fresh || lateResults || lateHistory {
+		// The side-file mark is about to move, to the time of what is
+		// taken now: a side directory the walk found absent could have
+		// been made since, before that time, and would then be passed
+		// over by every import after. Look at it now (a no-op import,
+		// the common case, still makes no look of its own).
+		if memoryPassed {
+			lookMemory()
+		}
+		if resultsPassed {
+			lookResults()
+		}
+	}
+	// One left out is reported once, as it comes (or changes), not at
+	// every import of the history after: its time counts as looked at.
+	for _, f := range leftOut {
+		if changed(f.changed) {
+			rep.problem(ImportProblem{File: f.path, Reason: f.why})
+		}
+	}
+	seen = max(seen, seenFiles)
 	if !fresh && !lateResults && !lateHistory {
 		return nil, nil
 	}

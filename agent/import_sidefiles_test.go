@@ -266,3 +266,44 @@ func TestImportSideFilesReuseTheWalk(t *testing.T) {
 		t.Fatal("a file named on its own: its side directories not looked for")
 	}
 }
+
+// A side directory made after the walk listed its parent is passed over by
+// that import (the walk found it absent), but must be looked at by the
+// next: a session-memory file rewritten after it, in the same import,
+// must not move the side-file mark (side_seen_ns) past its time, or it
+// is never looked at again.
+func TestImportSideDirMadeAfterTheWalkSeenNextTime(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/h/.claude/projects/-home-u-proj"
+	saved := "/home/u/.claude/projects/-home-u-proj/S/tool-results/toolu_3.txt"
+	writeSourceFile(t, fsys, proj+"/S/session-memory/summary.md", []byte("notes 1\n"))
+	writeSource(t, fsys, proj+"/S.jsonl", append(claudeLines("S", 1), persistedResult("S", "toolu_3", saved, "late")), "")
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	if rep.ToolResultsMissing != 1 || rep.SessionMemory != 1 {
+		t.Fatalf("first import: %+v", rep)
+	}
+	id := *fileByPath(t, rep, proj+"/S.jsonl").Session
+	// After the walk listed S/ (no tool-results/ in it), as the session's
+	// side files are looked at: the tool output comes, then the notes
+	// are rewritten.
+	var arrived atomic.Bool
+	fsys.SetHook(func(op vfs.Op, name string) error {
+		if op == vfs.OpReadDir && strings.HasSuffix(name, "/S/session-memory") && arrived.CompareAndSwap(false, true) {
+			writeSourceFile(t, fsys, proj+"/S/tool-results/toolu_3.txt", []byte("late\n"))
+			writeSourceFile(t, fsys, proj+"/S/session-memory/summary.md", []byte("notes 2\n"))
+		}
+		return nil
+	})
+	rep = mustImport(t, r, FormatClaudeCode, proj)
+	fsys.SetHook(nil)
+	if !arrived.Load() || rep.SessionMemory != 1 {
+		t.Fatalf("second import: arrived %v, %+v", arrived.Load(), rep)
+	}
+	for i := 0; i < 2; i++ {
+		mustImport(t, r, FormatClaudeCode, proj)
+	}
+	if got := toolResultEvents(t, r, id); !slices.Equal(got, []string{"toolu_3.txt late\n"}) {
+		t.Fatalf("a tool-results directory made after the walk is never taken in: events %q", got)
+	}
+}

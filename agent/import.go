@@ -705,6 +705,9 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 				case d.Type()&fs.ModeSymlink == 0 && wanted(d.Name()):
 					notRegular(path, d.Type()) // a pipe named like a transcript
 				case d.Type()&fs.ModeSymlink != 0:
+					// A link might be to a directory (a side directory
+					// kept elsewhere): not one the walk found absent.
+					kids[d.Name()] = true
 					// Followed, to what it links to: a transcript or a
 					// directory linked into the tree is imported as if named
 					// (once, however many links reach it).

@@ -3,6 +3,8 @@ package agent
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -305,5 +307,35 @@ func TestImportSideDirMadeAfterTheWalkSeenNextTime(t *testing.T) {
 	}
 	if got := toolResultEvents(t, r, id); !slices.Equal(got, []string{"toolu_3.txt late\n"}) {
 		t.Fatalf("a tool-results directory made after the walk is never taken in: events %q", got)
+	}
+}
+
+// A side directory that is a link to a directory (a session's
+// tool-results/ kept on another disk) is a directory the walk listed: the
+// import looks in it, though the walk does not list it as a directory.
+func TestImportSideDirLinkedLooked(t *testing.T) {
+	dir := t.TempDir()
+	r := diskRook(t, filepath.Join(dir, "store"))
+	proj := filepath.Join(dir, ".claude/projects/-home-u-proj")
+	saved := "/home/u/.claude/projects/-home-u-proj/S/tool-results/toolu_3.txt"
+	elsewhere := filepath.Join(dir, "elsewhere")
+	for _, d := range []string{elsewhere, filepath.Join(proj, "S")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(proj, "S", "tool-results")); err != nil {
+		t.Fatal(err)
+	}
+	writeSource(t, vfs.OS, filepath.Join(proj, "S.jsonl"), append(claudeLines("S", 1), persistedResult("S", "toolu_3", saved, "late")), "")
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	if rep.ToolResultsMissing != 1 {
+		t.Fatalf("first import: %+v", rep)
+	}
+	id := *fileByPath(t, rep, filepath.Join(proj, "S.jsonl")).Session
+	writeSourceFile(t, vfs.OS, filepath.Join(elsewhere, "toolu_3.txt"), []byte("late\n"))
+	mustImport(t, r, FormatClaudeCode, proj)
+	if got := toolResultEvents(t, r, id); !slices.Equal(got, []string{"toolu_3.txt late\n"}) {
+		t.Fatalf("a tool output put in a linked tool-results directory is not taken in: events %q", got)
 	}
 }

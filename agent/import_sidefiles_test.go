@@ -3,15 +3,19 @@ package agent
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
+	"github.com/rookhq/rook/internal/vfs/vfstest"
 )
 
 // sessionMemoryEvents are a session's events that hold session-memory
@@ -338,4 +342,83 @@ func TestImportSideDirLinkedLooked(t *testing.T) {
 	if got := toolResultEvents(t, r, id); !slices.Equal(got, []string{"toolu_3.txt late\n"}) {
 		t.Fatalf("a tool output put in a linked tool-results directory is not taken in: events %q", got)
 	}
+}
+
+// TestImportLateFileBackupsCrashSweep crashes the import that takes in
+// file backups put there late at every write in turn: the import after
+// takes each in once (one late capture per line, no event twice), and
+// export stays byte for byte.
+func TestImportLateFileBackupsCrashSweep(t *testing.T) {
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	proj := "/h/.claude/projects/-home-u-proj"
+	hist := "/h/.claude/file-history/S/"
+	snap := func(files string) string {
+		return `{"type":"file-history-snapshot","messageId":"m","snapshot":{"messageId":"m","trackedFileBackups":{` + files + `},"timestamp":"2026-02-10T21:01:09.000Z"},"isSnapshotUpdate":true}`
+	}
+	lines := append(claudeLines("S", 1), snap(`"a.txt":{"backupFileName":"h1@v1","version":1,"backupTime":"2026-02-10T21:01:09.000Z"}`))
+	lines = append(lines, claudeLines("S", 2)...)
+	lines = append(lines, snap(`"b.txt":{"backupFileName":"h2@v1","version":1,"backupTime":"2026-02-10T21:02:09.000Z"}`))
+	data := writeSourceBytes(lines, "")
+	importAll := func(fsys vfs.FS) (ImportReport, error) {
+		r, err := Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true})
+		if err != nil {
+			return ImportReport{}, err
+		}
+		rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{proj}})
+		if cerr := r.Close(); err == nil {
+			err = cerr
+		}
+		return rep, err
+	}
+	n := vfstest.Sweep(t, rand.New(rand.NewPCG(3, 3)), 1,
+		func(fsys *vfs.MemFS) {
+			initCrashStore(fsys)
+			writeSourceFile(t, fsys, proj+"/S.jsonl", data)
+			if _, err := importAll(fsys); err != nil {
+				t.Fatal(err)
+			}
+			writeSourceFile(t, fsys, hist+"h1@v1", []byte("a before\n"))
+			writeSourceFile(t, fsys, hist+"h2@v1", []byte("b before\n"))
+		},
+		func(fsys *vfs.MemFS) error { _, err := importAll(fsys); return err },
+		func(k int, states []*vfs.MemFS) {
+			for _, fsys := range states {
+				verifyCrashState(t, fmt.Sprintf("crash at write %d", k), fsys, clk)
+				for i := 0; i < 2; i++ {
+					if _, err := importAll(fsys); err != nil {
+						t.Fatalf("crash at write %d: import again: %v", k, err)
+					}
+				}
+				r, err := Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids, _ := r.Log.IDs()
+				if len(ids) != 1 {
+					t.Fatalf("crash at write %d: %d sessions", k, len(ids))
+				}
+				late := 0
+				if err := r.eachEvent(ids[0], func(ev eventlog.Event) error {
+					if _, ok := lateCaptureAt(ev); ok {
+						late++
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				st, err := r.capturedStates(ids[0], 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if late != 2 || len(st.First) != 2 {
+					t.Fatalf("crash at write %d: %d late captures, states of %d paths", k, late, len(st.First))
+				}
+				mustExport(t, r, ids[0], data)
+				r.Close()
+			}
+		})
+	if n == 0 {
+		t.Fatal("no write swept")
+	}
+	t.Logf("%d crash points", n)
 }

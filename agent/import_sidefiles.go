@@ -397,6 +397,19 @@ func lateCaptureAt(ev eventlog.Event) (uint64, bool) {
 	return n, true
 }
 
+// LateCaptureLabel says whether a note with this label is taken by diff
+// and rewind as a late capture of file backups (lateCaptureAt): its body
+// must then be a capture manifest, or both fail on the session for good.
+// `session append` refuses one that is not.
+func LateCaptureLabel(label string) bool {
+	at, ok := strings.CutPrefix(label, lateBackupsLabel)
+	if !ok {
+		return false
+	}
+	_, err := strconv.ParseUint(at, 10, 64)
+	return err == nil
+}
+
 // namedBackup is the first file backup a session's lines name for a path.
 type namedBackup struct {
 	name string // "": the file was created (nothing to back up)

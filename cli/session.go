@@ -168,7 +168,7 @@ func (c *SessionAppendCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	if err := checkpointBody(kind, body); err != nil {
+	if err := checkpointBody(kind, c.Label, body); err != nil {
 		return usageErr("%v", err)
 	}
 	var seq uint64
@@ -482,14 +482,23 @@ func parseJSONLine(text []byte) (agent.Entry, error) {
 	case j.Body != nil:
 		en.Body = []byte(*j.Body)
 	}
-	return en, checkpointBody(kind, en.Body)
+	return en, checkpointBody(kind, en.Label, en.Body)
 }
 
 // checkpointBody refuses a checkpoint event whose body is no capture
 // manifest: session diff and rewind read every checkpoint of a session,
 // and one appended by hand ("step 1 done") made them fail on that
 // session for good, an event being there to stay.
-func checkpointBody(kind eventlog.Kind, body []byte) error {
+//
+// A note labelled as an import's late capture of file backups
+// (agent.LateCaptureLabel) is read as a capture too, by the same commands.
+func checkpointBody(kind eventlog.Kind, label string, body []byte) error {
+	if kind == eventlog.KindNote && agent.LateCaptureLabel(label) {
+		if _, err := agent.DecodeManifest(body); err != nil {
+			return fmt.Errorf("a note labelled %s is read by session diff and rewind as a capture: its body is a capture manifest, and this is none (%v): they would fail on it; give it another label", label, err)
+		}
+		return nil
+	}
 	if kind != eventlog.KindCheckpoint {
 		return nil
 	}

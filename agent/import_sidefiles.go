@@ -495,7 +495,10 @@ func (r *Rook) lateCaptures(late *lateBackups, m eventlog.Meta, dir string, rep 
 	slices.Sort(paths)
 	for _, p := range paths {
 		b := late.named[p]
-		if late.captured[p] || b.name == "" || strings.ContainsAny(b.name, "/\\") {
+		// A name with a "/", or "." or "..", is no file in dir: ".."
+		// read dir's parent, reported (a directory), and left dir to be
+		// looked at again, the session read again, at every import.
+		if late.captured[p] || b.name == "" || b.name == "." || b.name == ".." || strings.ContainsAny(b.name, "/\\") {
 			continue
 		}
 		path := filepath.Join(dir, b.name)

@@ -422,3 +422,30 @@ func TestImportLateFileBackupsCrashSweep(t *testing.T) {
 	}
 	t.Logf("%d crash points", n)
 }
+
+// A snapshot line naming its backup ".." (a damaged or hostile
+// transcript) made the late look read the file-history directory's
+// parent, a directory: reported, and the directory left to be looked at
+// again, so every import after read the session again and reported it
+// again. Such a name is no backup, as one with a "/" is not.
+func TestImportLateFileBackupDotDotIsNoBackup(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/h/.claude/projects/-home-u-proj"
+	hist := "/h/.claude/file-history/S/"
+	snap := `{"type":"file-history-snapshot","messageId":"m","snapshot":{"messageId":"m","trackedFileBackups":{"a.txt":{"backupFileName":"..","version":1,"backupTime":"2026-02-10T21:01:09.000Z"},"b.txt":{"backupFileName":"h2@v1","version":1,"backupTime":"2026-02-10T21:01:09.000Z"}},"timestamp":"2026-02-10T21:01:09.000Z"},"isSnapshotUpdate":true}`
+	writeSource(t, fsys, proj+"/S.jsonl", append(claudeLines("S", 1), snap), "")
+	mustImport(t, r, FormatClaudeCode, proj)
+	writeSourceFile(t, fsys, hist+"h2@v1", []byte("b before\n"))
+	if rep := mustImport(t, r, FormatClaudeCode, proj); rep.BackupsLateTaken != 1 {
+		t.Fatalf("late backups taken: %d, want b.txt's", rep.BackupsLateTaken)
+	}
+	for i := range 2 {
+		rep := mustImport(t, r, FormatClaudeCode, proj)
+		for _, p := range rep.Problems {
+			if strings.Contains(p.Reason, "a.txt") {
+				t.Fatalf("import %d after: %q reported again", i+1, p.Reason)
+			}
+		}
+	}
+}

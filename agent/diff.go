@@ -143,7 +143,10 @@ func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) 
 			return st, st.takeLate(r, late, start, unknown, fromTranscript)
 		}
 		for _, ev := range evs {
-			if _, ok := lateCaptureAt(ev); ok {
+			// Only an imported Claude Code session (ws) has them: in
+			// another, such a label is a note's own (an MCP client's
+			// title, in its inbox), and its body no manifest.
+			if _, ok := lateCaptureAt(ev); ok && ws != "" {
 				late = append(late, ev)
 				continue
 			}

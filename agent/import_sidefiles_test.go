@@ -449,3 +449,24 @@ func TestImportLateFileBackupDotDotIsNoBackup(t *testing.T) {
 		}
 	}
 }
+
+// Only an imported Claude Code session holds late captures of file
+// backups (lateCaptures): in any other, a note that happens to be
+// labelled as one (an MCP client's note titled so, in its inbox) is a
+// note. Read as a capture, its body (no manifest) made the session's diff
+// and rewind fail for good.
+func TestLateCaptureLabelOnlyInAnImportedSession(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	id := newSession(t, r)
+	appendBodies(t, r, id, "hello")
+	if _, err := r.Append(id, Entry{Kind: eventlog.KindNote, Label: lateBackupsLabel + "0", Body: []byte(`{"id":"n1","content":"step 1 done"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := r.capturedStates(id, 0)
+	if err != nil {
+		t.Fatalf("a note in a session not imported, read as a capture: %v", err)
+	}
+	if st.Captures != 0 || len(st.First) != 0 {
+		t.Fatalf("%d captures, states %v: want none", st.Captures, st.First)
+	}
+}

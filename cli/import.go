@@ -201,9 +201,11 @@ type importJSON struct {
 	DiskAfter  *int64 `json:"disk_after"`
 }
 
-// sideLate says what becomes of side files put back after their lines
-// were imported: the next import takes them in (takeSideFiles).
-const sideLate = "; put there later, the next import takes them in"
+// sideLate says what becomes of file backups put back after their lines
+// were imported: the next import takes in a file's first backup, where no
+// capture of the session holds that file yet (lateCaptures); a later
+// version of a file already captured is not taken.
+const sideLate = "; put there later, the next import takes in each file's first backup the session holds no capture of"
 
 func printImport(e *Env, out importJSON) {
 	rep := out.ImportReport

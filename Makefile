@@ -17,6 +17,7 @@ FUZZ_TARGETS := \
 	./cas:FuzzDecodeRecord \
 	./cas:FuzzParseMarker \
 	./cas:FuzzDecodeEntry \
+	./cas:FuzzRepeatScan \
 	./dict:FuzzDecodeDict \
 	./dict:FuzzDecodeHighest \
 	./index:FuzzDecodeNode \

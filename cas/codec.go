@@ -1,6 +1,7 @@
 package cas
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,9 @@ type encoder struct {
 	// compressed counts the raw bytes given to zstd, for tests: what an
 	// incompressible object costs is what the encoder is made to read.
 	compressed atomic.Int64
+	// repeatWork counts the steps the repeat check took (repeatScan),
+	// for tests: what it costs a block that does not compress.
+	repeatWork atomic.Int64
 }
 
 // encoderWindow is how far back a match may reach: an encoder holds a
@@ -113,18 +117,19 @@ func (e *encoder) compress(raw []byte, dictID uint32, dst []byte) (uint8, uint32
 // of small objects stay under it) is first compressed in samples:
 // sampleCount windows of sampleWindow bytes spread evenly over it, each
 // compressed by the encoder the block would be (same level, same
-// dictionary). If they shrink by less than 1/sampleGain, the block is
-// stored raw without compressing the rest: 100 MB of random bytes cost
+// dictionary). If they shrink by less than 1/sampleGain and the repeat
+// check below finds few repeats, the block is stored raw without
+// compressing the rest: 100 MB of random bytes cost
 // about 0.4 s of zstd CPU and a 100 MB buffer, to be stored raw anyway.
 //
 // This is the choice "raw when compression does not pay" made on a sample
-// (docs/storage.md, "Compression"): a block that does shrink as a whole
-// but not in its samples (compressible parts between them, or matches
-// reaching further back than a window) is stored raw, as valid a record
-// as the compressed one would have been, bigger by what compression would
-// have saved: usually little, but up to 32 times the compressed size for
-// content repeating at a distance longer than a window (docs/storage.md
-// gives the figures). A sample that pays sends
+// (docs/storage.md, "Compression"). Matches reaching further back than a
+// sample window, up to the encoder's, the samples cannot see: a block
+// whose samples do not pay is checked for those (repeatsPay) before it is
+// stored raw. One that would still shrink as a whole (compressible parts
+// between the samples and the probes, repeats the probes miss) is stored
+// raw, as valid a record as the compressed one would have been, bigger
+// by what compression would have saved. Samples or repeats that pay send
 // the whole block to zstd, as before, to the same bytes.
 const (
 	sampleMin    = 4 << 20
@@ -149,7 +154,96 @@ func (e *encoder) samplePays(enc *zstd.Encoder, raw []byte) bool {
 		buf = enc.EncodeAll(w, buf[:0])
 		out += len(buf)
 	}
-	return out < in-in/sampleGain
+	if out < in-in/sampleGain {
+		return true
+	}
+	return e.repeatsPay(raw)
+}
+
+// The samples see no match reaching further back than their own
+// 128 KiB, while the encoder's reach is encoderWindow: a block of
+// random runs repeated within that reach (16 MiB made of one 512 KiB run,
+// repeated) is random in every sample yet compresses 32-fold whole. So a
+// block whose samples do not pay is checked for repeats, cheaply: an
+// 8-byte fingerprint every repeatStride bytes goes into a small hash
+// table (the latest position for each), and a probe of repeatProbe bytes
+// every repeatEvery bytes looks each of its positions up. A run repeated
+// from d bytes back, d at most encoderWindow, has a fingerprinted
+// position in its source for the probe to find, two in fact (one lost to
+// a collision in the table does not lose the probe), whatever d is; a
+// match found is checked byte for byte and extended over the probe. If
+// repeats of repeatMin bytes or more cover 1/sampleGain of the probed
+// bytes, the block is compressed whole, to the same bytes as a block
+// whose samples pay.
+//
+// Work: a table of 64 KiB on the stack, one insert every 1 KiB, and per
+// 128 KiB probed at most 2 KiB of lookups and each probed byte compared
+// at most twice, whatever the bytes: at most 1/20 of the block's length
+// in steps, 1/60 on random bytes, none of it in zstd (TestRepeatCheckWork).
+// zstd's faster levels reach whole runs only up to about 960 KiB back;
+// runs repeated from nearer the window's end still halve (repeat_test.go).
+const (
+	repeatStride = 1 << 10
+	repeatProbe  = 2 << 10
+	repeatEvery  = 128 << 10
+	repeatMin    = 64
+	repeatBits   = 13 // table slots: 8 times the fingerprints in a window
+)
+
+// repeatsPay says whether repeats within the encoder's window cover
+// 1/sampleGain or more of raw's probes.
+func (e *encoder) repeatsPay(raw []byte) bool {
+	matched, probed, work := repeatScan(raw)
+	e.repeatWork.Add(int64(work))
+	return probed > 0 && matched >= probed/sampleGain
+}
+
+// repeatScan probes raw for repeats (repeatsPay) and returns the bytes
+// found repeated, the bytes probed, and the steps taken (fingerprints
+// inserted, looked up, and bytes compared), for tests.
+func repeatScan(raw []byte) (matched, probed, work int) {
+	// A slot holds a fingerprint's latest position + 1 in its low 32
+	// bits (0: none) and the fingerprint's high 32 bits, so that most
+	// lookups that miss are told so without reading raw where it points.
+	var table [1 << repeatBits]uint64
+	next := 0 // the next position to fingerprint
+	for p := repeatEvery; p+repeatProbe <= len(raw); p += repeatEvery {
+		for ; next < p; next += repeatStride {
+			fp := binary.LittleEndian.Uint64(raw[next:])
+			table[(fp*0x9e3779b97f4a7c15)>>(64-repeatBits)] = fp>>32<<32 | uint64(next+1)
+			work++
+		}
+		end := p + repeatProbe
+		probed += repeatProbe
+		floor := p // bytes below floor are compared already
+		for i := p; i+8 <= end; i++ {
+			work++
+			fp := binary.LittleEndian.Uint64(raw[i:])
+			e := table[(fp*0x9e3779b97f4a7c15)>>(64-repeatBits)]
+			s := int(uint32(e)) - 1
+			if e>>32 != fp>>32 || s < 0 || i-s > encoderWindow || binary.LittleEndian.Uint64(raw[s:]) != fp {
+				continue
+			}
+			// Extend the match over the probe, both ways (not back
+			// past the block's start), comparing each byte of the
+			// probe at most once each way: a probe costs at most
+			// repeatProbe lookups and 2*repeatProbe compares, whatever
+			// the bytes.
+			lo, hi := i, i+8
+			for lo > floor && s > i-lo && raw[lo-1] == raw[s-(i-lo)-1] {
+				lo--
+			}
+			for hi < end && raw[hi] == raw[s+(hi-i)] {
+				hi++
+			}
+			work += hi - lo
+			if hi-lo >= repeatMin {
+				matched += hi - lo
+			}
+			floor, i = hi, hi-1
+		}
+	}
+	return matched, probed, work
 }
 
 // recordBufs holds the buffers records are built in before they go to

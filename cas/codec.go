@@ -177,9 +177,9 @@ func (e *encoder) samplePays(enc *zstd.Encoder, raw []byte) bool {
 // whose samples pay.
 //
 // Work: a table of 64 KiB on the stack, one insert every 1 KiB, and per
-// 128 KiB probed at most 2 KiB of lookups and each probed byte compared
-// at most twice, whatever the bytes: at most 1/20 of the block's length
-// in steps, 1/60 on random bytes, none of it in zstd (TestRepeatCheckWork).
+// 128 KiB a 2 KiB probe whose bytes are each looked up and compared at
+// most once, whatever the bytes: at most 1/30 of the block's length in
+// steps, 1/60 on random bytes, none of it in zstd (TestRepeatCheckWork).
 // zstd's faster levels reach whole runs only up to about 960 KiB back;
 // runs repeated from nearer the window's end still halve (repeat_test.go).
 const (
@@ -225,10 +225,10 @@ func repeatScan(raw []byte) (matched, probed, work int) {
 				continue
 			}
 			// Extend the match over the probe, both ways (not back
-			// past the block's start), comparing each byte of the
-			// probe at most once each way: a probe costs at most
-			// repeatProbe lookups and 2*repeatProbe compares, whatever
-			// the bytes.
+			// past the block's start nor into the last match), and
+			// go on after it: the matches compared are disjoint, so a
+			// probe costs at most repeatProbe lookups and repeatProbe
+			// compares, whatever the bytes.
 			lo, hi := i, i+8
 			for lo > floor && s > i-lo && raw[lo-1] == raw[s-(i-lo)-1] {
 				lo--

@@ -276,7 +276,8 @@ type RestoreReport struct {
 
 // RestoreCheckpoint writes a captured tree into root (the capture's own
 // root unless the user gives another). Files that exist and differ are
-// first captured as a checkpoint "<name>.before-restore-<unix time>"; a
+// first captured as a checkpoint "<name>.before-restore-<unix time>"
+// (name shortened to keep it a checkpoint name: freeCheckpointName); a
 // file changed since (written after that save, say) is left as it is, and
 // the restore stops there.
 func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (RestoreReport, error) {
@@ -322,7 +323,7 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 	}
 	plan.saved, plan.savedBy = expect, "the restore checked it"
 	if changes {
-		saveName, err := r.freeCheckpointName(fmt.Sprintf("%s.before-restore-%d", safeName(name), r.clock.Now().Unix()))
+		saveName, err := r.freeCheckpointName(safeName(name), fmt.Sprintf(".before-restore-%d", r.clock.Now().Unix()))
 		if err != nil {
 			return rep, err
 		}
@@ -367,19 +368,36 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 	return rep, err
 }
 
-// freeCheckpointName returns name, or name-2, name-3... whichever is not
-// taken yet.
-func (r *Rook) freeCheckpointName(name string) (string, error) {
+// maxCheckpointName is the longest name a checkpoint may have
+// (checkpointName).
+const maxCheckpointName = 100
+
+// freeCheckpointName returns base+suffix, or base+suffix-2, -3...,
+// whichever is not taken yet, base shortened as needed so that the whole
+// stays a checkpoint name (at most 100 characters): a longer one would be
+// written, but neither listed nor restorable by its name.
+func (r *Rook) freeCheckpointName(base, suffix string) (string, error) {
 	for i := 1; i < 1000; i++ {
-		cand := name
+		tail := suffix
 		if i > 1 {
-			cand = fmt.Sprintf("%s-%d", name, i)
+			tail = fmt.Sprintf("%s-%d", suffix, i)
+		}
+		cand := base
+		if len(cand)+len(tail) > maxCheckpointName {
+			// base is a checkpoint name, ASCII: cutting it keeps its
+			// first character, a letter or digit. A '.', '_' or '-' it
+			// would end with goes too, to read as one word before tail.
+			cand = strings.TrimRight(cand[:maxCheckpointName-len(tail)], "._-")
+		}
+		cand += tail
+		if !checkpointName.MatchString(cand) {
+			return "", fmt.Errorf("no checkpoint name can be made of %q and %q", base, tail)
 		}
 		if _, err := r.fs.Stat(r.checkpointPath(cand)); errors.Is(err, fs.ErrNotExist) {
 			return cand, nil
 		}
 	}
-	return "", fmt.Errorf("no free checkpoint name like %s", name)
+	return "", fmt.Errorf("no free checkpoint name like %s%s", base, suffix)
 }
 
 func safeName(name string) string {

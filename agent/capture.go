@@ -337,7 +337,8 @@ func skippedSpecial(rel string, fi fs.FileInfo) string {
 
 // walk captures every file under the workspace directory rel. A tree
 // capture (tree=true) honours .gitignore and skips heavy directories and
-// the store itself before counting; links are recorded, never followed, and
+// the store itself before counting; every capture skips a restore's
+// temporary files (.rook-restore-*.tmp); links are recorded, never followed, and
 // in a tree capture links leading outside the workspace, like names a
 // manifest cannot hold (recordable), are skipped and listed.
 func (c *capturer) walk(rel string, tree bool) error {
@@ -371,6 +372,12 @@ func (c *capturer) walk(rel string, tree bool) error {
 			child = rel + "/" + e.Name()
 		}
 		childAbs := filepath.Join(abs, e.Name())
+		if isRestoreTemp(e.Name()) {
+			// A restore's temporary file, left by one killed before its
+			// rename: rook's partial copy, not the user's (the diff's
+			// walk passes over it too).
+			continue
+		}
 		if c.home != "" && childAbs == c.home {
 			// The store is never captured: a rewind would write its
 			// old files over the live store. A session capture says so.

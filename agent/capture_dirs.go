@@ -291,7 +291,7 @@ func (w *addedWalker) walk(rel string) error {
 		switch {
 		case e.IsDir() && excludedDirs[name],
 			w.ignore.Match(child, e.IsDir()),
-			strings.HasPrefix(name, restoreTmpPrefix) && strings.HasSuffix(name, ".tmp"):
+			isRestoreTemp(name):
 			continue
 		case recordable(child) != nil:
 			// Neither removable by a rewind nor savable for its undo: the

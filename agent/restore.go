@@ -920,6 +920,13 @@ func (m *Manifest) held(rel string) bool {
 // .rook-restore-<pid>-<random>.tmp (a link's: .rook-restore-<pid>.tmp).
 const restoreTmpPrefix = ".rook-restore-"
 
+// isRestoreTemp says whether a file name is a restore's temporary file:
+// captures and the diff's walk pass over one, a partial copy of rook's own
+// (left by a restore killed before its rename), not the user's.
+func isRestoreTemp(name string) bool {
+	return strings.HasPrefix(name, restoreTmpPrefix) && strings.HasSuffix(name, ".tmp")
+}
+
 // sweepRestoreTemps removes, from a directory a restore is about to write
 // into, the temporary files of restores whose process is gone (killed, or
 // the machine crashed, between creating one and renaming it into place):
@@ -931,7 +938,7 @@ func sweepRestoreTemps(dir string) {
 	}
 	for _, e := range ents {
 		name := e.Name()
-		if !strings.HasPrefix(name, restoreTmpPrefix) || !strings.HasSuffix(name, ".tmp") {
+		if !isRestoreTemp(name) {
 			continue
 		}
 		pidText, _, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(name, restoreTmpPrefix), ".tmp"), "-")

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -161,6 +162,28 @@ func resolveInRoot(root, real, p string, followLast bool) (string, error) {
 	return filepath.ToSlash(rel), nil
 }
 
+// captureHook, when set (by tests), is called by a capture at the points
+// where the workspace may change under it (a tool at work): captureListed
+// for each entry of a directory's listing, before its Lstat; captureRead
+// before a path is read (a file's bytes, a link's target, a directory's
+// listing).
+var captureHook func(point, rel string)
+
+const (
+	captureListed = "listed"
+	captureRead   = "read"
+)
+
+// errGone: a path a capture found (listed, or Lstat'ed) was removed before
+// it was read. A walk passes over it; a path the capture was named is
+// recorded as absent, as one not there to begin with is.
+var errGone = errors.New("removed while it was captured")
+
+// gone wraps err, a read's of rel that found nothing there, as errGone.
+func gone(rel string, err error) error {
+	return fmt.Errorf("capture %s: %w (%w)", displayRel(rel), errGone, err)
+}
+
 // capturer builds a manifest, counting against the limits.
 type capturer struct {
 	r      *Rook
@@ -214,13 +237,19 @@ func (c *capturer) add(rel string, fi fs.FileInfo) error {
 		return &LimitError{What: "file(s)", Limit: int64(c.limits.MaxFiles), Path: rel, Flag: "--max-files"}
 	}
 	abs := filepath.Join(c.real, filepath.FromSlash(rel))
+	if captureHook != nil {
+		captureHook(captureRead, rel)
+	}
 	var data, room []byte // room: data behind cas.ObjectRoom bytes, when read so
 	var mode FileMode
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		t, err := os.Readlink(abs)
+		if notExist(err) {
+			return gone(rel, err)
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("capture %s: %w", rel, err)
 		}
 		data, mode = []byte(t), FileMode{Link: true}
 	case fi.Mode().IsRegular():
@@ -234,6 +263,9 @@ func (c *capturer) add(rel string, fi fs.FileInfo) error {
 		if errors.Is(err, errLargerThan) {
 			// Written to while captured, past the bound.
 			return &LimitError{What: "bytes in one file", Limit: c.limits.MaxFileBytes, Path: rel, Flag: "--max-file-bytes"}
+		}
+		if notExist(err) {
+			return gone(rel, err)
 		}
 		if err != nil {
 			return fmt.Errorf("capture %s: %w", rel, err)
@@ -289,19 +321,14 @@ func (c *capturer) addPath(p string) error {
 	}
 	fi, err := os.Lstat(abs)
 	if notExist(err) {
-		for _, a := range c.m.Absent {
-			if a == rel {
-				return nil
-			}
-		}
-		c.m.Absent = append(c.m.Absent, rel)
+		c.addAbsent(rel)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	if fi.IsDir() {
-		return c.walk(rel, false)
+		return c.absentIfGone(rel, c.walk(rel, false))
 	}
 	if special(fi) && !c.linksAsIs {
 		// A named pipe has no content to keep (and opening it would
@@ -312,7 +339,42 @@ func (c *capturer) addPath(p string) error {
 		c.m.Skipped = append(c.m.Skipped, skippedSpecial(rel, fi))
 		return nil
 	}
-	return c.add(rel, fi)
+	return c.absentIfGone(rel, c.add(rel, fi))
+}
+
+// absentIfGone returns err, the capture's of the path it was named, rel,
+// unless that is errGone: removed after its Lstat, before it was read (a
+// tool at work), rel is then recorded as absent, as if it had gone
+// before.
+func (c *capturer) absentIfGone(rel string, err error) error {
+	if errors.Is(err, errGone) && c.goneWhole(rel) {
+		c.addAbsent(rel)
+		return nil
+	}
+	return err
+}
+
+// addAbsent records the workspace path rel as absent (once).
+func (c *capturer) addAbsent(rel string) {
+	if !slices.Contains(c.m.Absent, rel) {
+		c.m.Absent = append(c.m.Absent, rel)
+	}
+}
+
+// goneWhole says whether nothing at or under the workspace path rel is in
+// the manifest: a path removed while captured is recorded as absent only
+// then (a walk passes over what goes under a directory it is taking, and
+// fails only when the directory itself goes before it is listed).
+func (c *capturer) goneWhole(rel string) bool {
+	if _, ok := c.m.Files[rel]; ok || slices.Contains(c.m.Dirs, rel) {
+		return false
+	}
+	for p := range c.m.Files {
+		if strings.HasPrefix(p, rel+"/") {
+			return false
+		}
+	}
+	return true
 }
 
 // notStore refuses the path p (at abs) when it is in the store's home,
@@ -349,7 +411,13 @@ func (c *capturer) walk(rel string, tree bool) error {
 	if within(abs, c.home) && tree && abs == c.home {
 		return nil
 	}
+	if captureHook != nil {
+		captureHook(captureRead, rel)
+	}
 	ents, err := os.ReadDir(abs)
+	if notExist(err) && rel != "" {
+		return gone(rel, err)
+	}
 	if err != nil {
 		return fmt.Errorf("capture %s: %w", displayRel(rel), err)
 	}
@@ -401,13 +469,21 @@ func (c *capturer) walk(rel string, tree bool) error {
 			}
 			return err
 		}
+		if captureHook != nil {
+			captureHook(captureListed, child)
+		}
 		fi, err := os.Lstat(childAbs)
+		if notExist(err) {
+			continue // removed since the listing: not there
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("capture %s: %w", child, err)
 		}
 		switch {
 		case fi.IsDir():
-			if err := c.walk(child, tree); err != nil {
+			// Removed after its Lstat: not there either, nor is it
+			// taken (walk fails before it records anything of it).
+			if err := c.walk(child, tree); err != nil && !errors.Is(err, errGone) {
 				return err
 			}
 		case fi.Mode()&fs.ModeSymlink != 0:
@@ -418,11 +494,11 @@ func (c *capturer) walk(rel string, tree bool) error {
 				c.m.Skipped = append(c.m.Skipped, err.Error())
 				continue
 			}
-			if err := c.add(child, fi); err != nil {
+			if err := c.add(child, fi); err != nil && !errors.Is(err, errGone) {
 				return err
 			}
 		case fi.Mode().IsRegular():
-			if err := c.add(child, fi); err != nil {
+			if err := c.add(child, fi); err != nil && !errors.Is(err, errGone) {
 				return err
 			}
 		default:
@@ -442,6 +518,9 @@ func (c *capturer) walk(rel string, tree bool) error {
 // mode: a rewind that makes it again gives it that mode.
 func (c *capturer) addDir(rel string) error {
 	fi, err := os.Lstat(filepath.Join(c.real, filepath.FromSlash(rel)))
+	if notExist(err) {
+		return gone(rel, err)
+	}
 	if err != nil {
 		return fmt.Errorf("capture %s: %w", rel, err)
 	}
@@ -519,7 +598,12 @@ func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, e
 			return nil, fmt.Errorf("capture %s: %w", sub, err)
 		}
 		if !fi.IsDir() {
-			return c.m, c.add(rel, fi)
+			// Removed since its Lstat: the checkpoint says it is not
+			// there, as a session capture of it would.
+			if err := c.absentIfGone(rel, c.add(rel, fi)); err != nil {
+				return nil, err
+			}
+			return c.m, nil
 		}
 	}
 	if err := c.walk(rel, true); err != nil {

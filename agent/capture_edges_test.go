@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -50,4 +53,105 @@ func TestCaptureSkipsRestoreTemps(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("a session capture of d", m, 2)
+}
+
+// setCaptureHook sets captureHook for the test, unset at its end.
+func setCaptureHook(t *testing.T, h func(point, rel string)) {
+	t.Helper()
+	captureHook = h
+	t.Cleanup(func() { captureHook = nil })
+}
+
+// removeAt returns a capture hook that removes ws/rel (a file, or a
+// directory and all it holds) when the capture gets to point at rel.
+func removeAt(t *testing.T, ws string, at map[string]string) func(point, rel string) {
+	return func(point, rel string) {
+		if at[rel] == point {
+			if err := os.RemoveAll(filepath.Join(ws, filepath.FromSlash(rel))); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
+// A file, link or directory removed while a capture walks the workspace
+// (a tool at work, a build's temporary file) is passed over, whether it
+// goes between the directory's listing and its Lstat or between that and
+// its read: it is not there, and the capture of the rest goes on, where
+// it failed with "no such file or directory".
+func TestCaptureWalkPassesOverRemoved(t *testing.T) {
+	for _, point := range []string{captureListed, captureRead} {
+		t.Run(point, func(t *testing.T) {
+			r, ws, id := newWorkspace(t)
+			writeTree(t, ws, tree{
+				"a.txt":     "a\n",
+				"gone.txt":  "gone\n",
+				"gone.link": "link:a.txt",
+				"d/b.txt":   "b\n",
+				"d/gone":    "gone\n",
+				"e/c.txt":   "c\n",
+			})
+			at := map[string]string{"gone.txt": point, "gone.link": point, "d/gone": point, "e": point}
+			setCaptureHook(t, removeAt(t, ws, at))
+			_, m, err := r.CreateCheckpoint("all", ws, "", DefaultLimits)
+			if err != nil {
+				t.Fatalf("a tree capture: %v", err)
+			}
+			if got := strings.Join(fileNames(m), " "); got != "a.txt d/b.txt" {
+				t.Fatalf("a tree capture holds %s, want a.txt d/b.txt", got)
+			}
+			if len(m.Absent) != 0 {
+				t.Fatalf("a tree capture records as absent %v", m.Absent)
+			}
+			writeTree(t, ws, tree{"d/gone": "gone\n"})
+			_, m, err = r.CaptureSession(id, []string{"d"}, "write", DefaultLimits)
+			if err != nil {
+				t.Fatalf("a session capture of d: %v", err)
+			}
+			if got := strings.Join(fileNames(m), " "); got != "d/b.txt" {
+				t.Fatalf("a session capture of d holds %s, want d/b.txt", got)
+			}
+		})
+	}
+}
+
+// A path a capture is named (a session capture's, or checkpoint create
+// --path's) removed after its Lstat, before it is read, is recorded as
+// absent, as one not there to begin with is by a session capture: not an
+// error that fails the capture.
+func TestCaptureNamedPathRemovedIsAbsent(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"keep.txt": "k\n", "x.txt": "x\n", "l": "link:keep.txt", "nd/f.txt": "f\n"})
+	setCaptureHook(t, removeAt(t, ws, map[string]string{"x.txt": captureRead, "l": captureRead, "nd": captureRead}))
+	_, m, err := r.CaptureSession(id, []string{"keep.txt", "x.txt", "l", "nd"}, "write", DefaultLimits)
+	if err != nil {
+		t.Fatalf("a session capture: %v", err)
+	}
+	if got := strings.Join(fileNames(m), " "); got != "keep.txt" {
+		t.Fatalf("the session capture holds %s, want keep.txt", got)
+	}
+	if got := strings.Join(m.Absent, " "); got != "l nd x.txt" {
+		t.Fatalf("the session capture records as absent %q, want l nd x.txt", got)
+	}
+	if len(m.Dirs) != 0 {
+		t.Fatalf("the session capture takes whole %v", m.Dirs)
+	}
+	writeTree(t, ws, tree{"x.txt": "x\n"})
+	_, m, err = r.CreateCheckpoint("one", ws, "x.txt", DefaultLimits)
+	if err != nil {
+		t.Fatalf("checkpoint create --path x.txt: %v", err)
+	}
+	if len(m.Files) != 0 || strings.Join(m.Absent, " ") != "x.txt" {
+		t.Fatalf("checkpoint --path x.txt: files %v absent %v, want x.txt absent", m.Paths(), m.Absent)
+	}
+}
+
+// fileNames: the paths m holds files (or links) for, sorted.
+func fileNames(m *Manifest) []string {
+	var out []string
+	for p := range m.Files {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
 }

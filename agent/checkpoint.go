@@ -68,16 +68,22 @@ func parseRefLines(b []byte) ([]refLine, error) {
 	return out, nil
 }
 
+// readRef reads the lines of the checkpoint name's ref. A ref file that
+// does not read (other than missing: fs.ErrNotExist, as it was) or parse
+// is an error that names the file and the way out.
 func (r *Rook) readRef(name string) ([]refLine, error) {
 	b, err := vfs.ReadFile(r.fs, r.checkpointPath(name))
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	lines, err := parseRefLines(b)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint %s: ref file %s: %v", name, r.checkpointPath(name), err)
+	if err == nil {
+		var lines []refLine
+		if lines, err = parseRefLines(b); err == nil {
+			return lines, nil
+		}
+		err = fmt.Errorf(`%v (each line is "<32-hex snapshot id> <unix nanoseconds>")`, err)
 	}
-	return lines, nil
+	return nil, fmt.Errorf("checkpoint %s: ref file %s: %v: fix the file, or `rook checkpoint rm %s` removes the checkpoint", name, r.checkpointPath(name), err, name)
 }
 
 // CreateCheckpoint captures the workspace root (or its part sub) under a
@@ -162,7 +168,7 @@ func (r *Rook) Checkpoints() ([]CheckpointRef, error) {
 		}
 		lines, err := r.readRef(e.Name())
 		if err != nil {
-			bad = append(bad, fmt.Errorf("%w: fix the file, or `rook checkpoint rm %s` removes the checkpoint", err, e.Name()))
+			bad = append(bad, err) // it names the file and the way out
 			badNames = append(badNames, e.Name())
 			continue
 		}

@@ -37,6 +37,11 @@ type CheckpointRef struct {
 	Files    int       `json:"files"`
 	Bytes    int64     `json:"bytes"`
 	Root     string    `json:"root"`
+	// Unreadable: the newest version's snapshot does not read back
+	// (damaged, or gone from the store): Files, Bytes and Root are not
+	// known, and Error says why.
+	Unreadable bool   `json:"unreadable,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 func (r *Rook) checkpointPath(name string) string {
@@ -125,14 +130,18 @@ func (r *Rook) CreateCheckpoint(name, root, sub string, limits Limits) (Checkpoi
 }
 
 // checkpointRef describes the checkpoint name from its ref's lines: its
-// newest version, and what that held (left zero, not a failure, when the
-// snapshot does not read: ls still lists such a ref, and rm removes it).
+// newest version, and what that held (not a failure when the snapshot
+// does not read: the ref says Unreadable, ls lists and flags it, and rm
+// removes it).
 func (r *Rook) checkpointRef(name string, lines []refLine) CheckpointRef {
 	last := lines[len(lines)-1]
 	ref := CheckpointRef{Name: name, ID: last.id, IDHex: hex.EncodeToString(last.id[:]), Created: last.at, Versions: len(lines)}
-	if m, err := r.ReadManifest(last.id); err == nil {
-		ref.Files, ref.Bytes, ref.Root = len(m.Files), m.TotalBytes, m.Root
+	m, err := r.ReadManifest(last.id)
+	if err != nil {
+		ref.Unreadable, ref.Error = true, err.Error()
+		return ref
 	}
+	ref.Files, ref.Bytes, ref.Root = len(m.Files), m.TotalBytes, m.Root
 	return ref
 }
 
@@ -147,7 +156,8 @@ func (e *UnreadableRefsError) Error() string {
 	return fmt.Sprintf("%d checkpoint(s) do not read and are not listed (%s): fix the ref file, or `rook checkpoint rm NAME` removes the checkpoint", len(e.Errs), strings.Join(e.Names, ", "))
 }
 
-// Checkpoints lists the named checkpoints, newest first. A ref file that
+// Checkpoints lists the named checkpoints, newest first; one whose snapshot
+// does not read is listed, Unreadable. A ref file that
 // does not parse is left out, not the end of the listing: the others are
 // returned with an *UnreadableRefsError naming it (rm is how it is got
 // rid of, and the listing is how its name is found).

@@ -344,17 +344,39 @@ func (c *CheckpointLsCmd) Run(e *Env) error {
 		return err
 	}
 	// The checkpoints that read are listed, and the ones that do not are
-	// named after them, each with what to do, and exit 1.
+	// named after them, each with what to do, and exit 1: a ref file that
+	// does not parse is left out, one whose snapshot does not read is
+	// listed, flagged "?" (what it holds is not known).
+	var noSnapshot []string
+	for _, ref := range refs {
+		if ref.Unreadable {
+			noSnapshot = append(noSnapshot, ref.Name)
+		}
+	}
 	done := func() error {
-		if unreadable == nil {
+		var msgs []string
+		if unreadable != nil {
+			if !e.JSON {
+				for _, err := range unreadable.Errs {
+					fmt.Fprintf(e.Stderr, "rook: %s\n", terminalLine(err.Error()))
+				}
+			}
+			msgs = append(msgs, unreadable.Error())
+		}
+		if len(noSnapshot) > 0 {
+			if !e.JSON {
+				for _, ref := range refs {
+					if ref.Unreadable {
+						fmt.Fprintf(e.Stderr, "rook: %s\n", terminalLine(fmt.Sprintf("checkpoint %s: its snapshot %s does not read (%s): `rook store verify` checks the store; `rook checkpoint rm %s` removes the checkpoint", ref.Name, cas.Short(ref.ID), ref.Error, ref.Name)))
+					}
+				}
+			}
+			msgs = append(msgs, fmt.Sprintf("%d checkpoint(s) marked ? do not read (%s): `rook store verify` checks the store; `rook checkpoint rm NAME` removes a checkpoint", len(noSnapshot), strings.Join(noSnapshot, ", ")))
+		}
+		if len(msgs) == 0 {
 			return nil
 		}
-		if !e.JSON {
-			for _, err := range unreadable.Errs {
-				fmt.Fprintf(e.Stderr, "rook: %s\n", terminalLine(err.Error()))
-			}
-		}
-		return &exitError{code: ExitFailure, msg: unreadable.Error()}
+		return &exitError{code: ExitFailure, msg: strings.Join(msgs, "; ")}
 	}
 	if e.JSON {
 		if refs == nil {
@@ -372,6 +394,10 @@ func (c *CheckpointLsCmd) Run(e *Env) error {
 	t := &table{right: map[int]bool{2: true, 3: true}}
 	t.add("name", "object", "files", "size", "created", "root")
 	for _, ref := range refs {
+		if ref.Unreadable {
+			t.add(ref.Name, cas.Short(ref.ID), "?", "?", shownTimeSec(ref.Created), "?")
+			continue
+		}
 		t.add(ref.Name, cas.Short(ref.ID), fmt.Sprint(ref.Files), formatBytes(ref.Bytes), shownTimeSec(ref.Created), ref.Root)
 	}
 	t.write(e.Stdout) // a failed write is Main's to tell, after done's verdict

@@ -245,7 +245,10 @@ func (r *Rook) ResolveCheckpoint(arg string) (cas.Key, *Manifest, error) {
 		if err == nil {
 			id := lines[len(lines)-1].id
 			m, err := r.ReadManifest(id)
-			return id, m, err
+			if err != nil {
+				return id, nil, fmt.Errorf("checkpoint %s: its snapshot %s does not read (%w)%s; `rook checkpoint rm %s` removes the checkpoint", arg, cas.Short(id), err, verifyHint(err), arg)
+			}
+			return id, m, nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return cas.Key{}, nil, err
@@ -273,7 +276,24 @@ func (r *Rook) ResolveCheckpoint(arg string) (cas.Key, *Manifest, error) {
 		return cas.Key{}, nil, fmt.Errorf("object %s is a %s, not a checkpoint snapshot", cas.Short(id), info.Kind)
 	}
 	m, err := r.ReadManifest(id)
-	return id, m, err
+	if err != nil {
+		return id, nil, fmt.Errorf("snapshot %s does not read (%w)%s", cas.Short(id), err, verifyHint(err))
+	}
+	return id, m, nil
+}
+
+// verifyHint is what to add to err, a read of the store's that failed,
+// to say what to do: "`rook store verify` checks the store" when the
+// object is damaged or gone; nothing when err says it already (a missing
+// dictionary's) or is no store read's.
+func verifyHint(err error) string {
+	var nd *cas.NeedsDictError
+	var ce *cas.CorruptError
+	var nf *cas.NotFoundError
+	if errors.As(err, &nd) || !(errors.As(err, &ce) || errors.As(err, &nf)) {
+		return ""
+	}
+	return ": `rook store verify` checks the store"
 }
 
 // RestoreReport says what a checkpoint restore did.
@@ -305,6 +325,10 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 	// files was one.
 	plan, err := r.planRestore(root, manifestChanges(m), func(string) bool { return true }, false)
 	if err != nil {
+		if h := verifyHint(err); h != "" {
+			// A file's captured copy the store cannot read back.
+			return rep, fmt.Errorf("%w: nothing written; %s", err, strings.TrimPrefix(h, ": "))
+		}
 		return rep, fmt.Errorf("%w: nothing written", err)
 	}
 	// When the restore would overwrite or remove something that differs,

@@ -466,7 +466,8 @@ func isBinary(b []byte) bool {
 // one from later in the session (the capture holds the file before the
 // line it stands at). A path an edit result changed without saying from
 // what, or captured absent or under a directory captured whole, is left
-// as it is.
+// as it is. A path captured absent (a file the session created) is
+// absent there.
 func (st *firstStates) takeLate(r *Rook, late []eventlog.Event, from uint64, unknown, fromTranscript map[string]bool) error {
 	for _, ev := range late {
 		at, _ := lateCaptureAt(ev)
@@ -483,16 +484,25 @@ func (st *firstStates) takeLate(r *Rook, late []eventlog.Event, from uint64, unk
 			return fmt.Errorf("checkpoint #%d captured %s, earlier ones %s", ev.Seq, m.Root, st.Root)
 		}
 		st.Captures++
-		for p, f := range m.Files {
+		take := func(p string, c Change) {
 			if seq, ok := st.seq[p]; unknown[p] || ok && seq <= at || st.underDirBefore(p, at) {
-				continue
+				return
 			}
 			if fromTranscript[p] {
 				st.FromTranscript--
 				delete(fromTranscript, p)
 			}
-			st.First[p] = Change{Path: p, File: f}
+			st.First[p] = c
 			st.seq[p] = at
+		}
+		for p, f := range m.Files {
+			take(p, Change{Path: p, File: f})
+		}
+		for _, p := range m.Absent {
+			take(p, Change{Path: p, Remove: true})
+			if g, ok := st.gone[p]; m.V >= 2 && (!ok || at < g) {
+				st.gone[p] = at
+			}
 		}
 	}
 	return nil

@@ -2,9 +2,11 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -177,7 +179,7 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 	if !fresh && !lateResults && !lateHistory {
 		return nil, nil
 	}
-	late := lateBackups{named: map[string]namedBackup{}, captured: map[string]bool{}}
+	late := newLateBackups()
 	held := map[string]cas.Key{} // the last copy of each session-memory file
 	heldResults := map[string]bool{}
 	var named []persistedNamed // tool-results files its lines name
@@ -410,35 +412,54 @@ func LateCaptureLabel(label string) bool {
 	return err == nil
 }
 
-// namedBackup is the first file backup a session's lines name for a path.
+// namedBackup is a file backup a session's lines name, at the line that
+// names it first.
 type namedBackup struct {
 	name string // "": the file was created (nothing to back up)
 	at   uint64 // the seq after the line
 	time time.Time
 }
 
+// backupAt is a path at a seq: where a capture of it stands.
+type backupAt struct {
+	path string
+	at   uint64
+}
+
 // lateBackups gathers, from a session's events, the file backups its
-// lines named first for each path and the paths its captures hold.
+// lines name, each at the line that names it first, and where its
+// captures stand for which paths.
 type lateBackups struct {
-	named    map[string]namedBackup
-	captured map[string]bool
+	seen     map[string]bool          // path "\x00" backup name: named
+	named    map[backupAt]namedBackup // the backup a line names first for a path
+	captured map[backupAt]bool        // the paths a capture at each seq holds
 	mapper   lineMapper
 }
 
-// noteBackups notes what ev says of the session's file backups.
+func newLateBackups() lateBackups {
+	return lateBackups{seen: map[string]bool{}, named: map[backupAt]namedBackup{}, captured: map[backupAt]bool{}}
+}
+
+// noteBackups notes what ev says of the session's file backups. A capture
+// an import made of a line's backups (captureBackupsLabel) follows the
+// line's event: it stands at the seq after that event, as the late ones
+// for that line do.
 func (r *Rook) noteBackups(late *lateBackups, m eventlog.Meta, ev eventlog.Event) error {
-	_, isLate := lateCaptureAt(ev)
+	at, isLate := lateCaptureAt(ev)
 	switch {
 	case isLate || ev.Kind == eventlog.KindCheckpoint && ev.Label == captureBackupsLabel:
+		if !isLate {
+			at = ev.Seq
+		}
 		man, err := r.ReadManifest(ev.Body)
 		if err != nil {
 			return fmt.Errorf("the capture at #%d: %w", ev.Seq, err)
 		}
 		for p := range man.Files {
-			late.captured[p] = true
+			late.captured[backupAt{p, at}] = true
 		}
 		for _, p := range man.Absent {
-			late.captured[p] = true
+			late.captured[backupAt{p, at}] = true
 		}
 	case ev.Kind == eventlog.KindNote && (strings.Contains(ev.Label, "file-history-snapshot") || strings.Contains(ev.Label, " +")):
 		// A snapshot's line, or a run of notes that may hold some
@@ -459,46 +480,75 @@ func (r *Rook) noteBackups(late *lateBackups, m eventlog.Meta, ev eventlog.Event
 	return nil
 }
 
-// note notes the backups a snapshot line of ev names, each path's first.
+// note notes the backups a snapshot line of ev names, each at the first
+// line that names it, as captureBackups takes them: a backup named again
+// is not taken again, and of two a run of lines names for one path, the
+// first.
 func (late *lateBackups) note(m eventlog.Meta, ml mappedLine, ev eventlog.Event) {
 	for rel, name := range ml.Backups {
+		if late.seen[rel+"\x00"+name] {
+			continue
+		}
+		late.seen[rel+"\x00"+name] = true
 		if filepath.IsAbs(rel) {
 			if r, err := filepath.Rel(m.Workspace, rel); err == nil {
 				rel = r // an absolute path inside the workspace
 			}
 		}
 		rel = filepath.ToSlash(rel)
-		if _, ok := late.named[rel]; ok || checkRel(rel) != nil {
+		k := backupAt{rel, ev.Seq + 1}
+		if _, ok := late.named[k]; ok || checkRel(rel) != nil {
 			continue
 		}
-		late.named[rel] = namedBackup{name: name, at: ev.Seq + 1, time: ev.Time}
+		late.named[k] = namedBackup{name: name, at: k.at, time: ev.Time}
 	}
 }
 
 // lateCaptures makes, of the file backups in the session's file-history
-// directory dir that its lines named first for a path no capture of the
-// session holds, a capture per line (lateBackupsLabel): the backups put
-// there after the lines were imported. A path is taken once: once
-// captured, it is in late.captured at the next import. A backup still not
-// there is left for an import after (the directory changes when it comes);
-// one there that does not read is reported, and the directory is looked
-// at again (ok false).
+// directory dir that its lines name and no capture of the session holds
+// at the line that names them first, a capture per line
+// (lateBackupsLabel): the backups put there after the lines were
+// imported, every version of a file (@v1, @v2...) at its own line. A path
+// a line names with no backup (a file the agent created) is captured
+// absent there, as an import that found the directory would have. Each is
+// taken once: once captured, the next import finds it in late.captured. A
+// backup still not there is left for an import after (the directory
+// changes when it comes); one there that does not read is reported, and
+// the directory is looked at again (ok false).
 func (r *Rook) lateCaptures(late *lateBackups, m eventlog.Meta, dir string, rep *ImportReport, taken *int) (evs []eventlog.Event, ok bool, err error) {
 	ok = true
 	byAt := map[uint64]*Manifest{}
-	var ats []uint64
-	times := map[uint64]time.Time{}
-	paths := make([]string, 0, len(late.named))
-	for p := range late.named {
-		paths = append(paths, p)
+	keys := make([]backupAt, 0, len(late.named))
+	for k := range late.named {
+		keys = append(keys, k)
 	}
-	slices.Sort(paths)
-	for _, p := range paths {
-		b := late.named[p]
+	slices.SortFunc(keys, func(a, b backupAt) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return strings.Compare(a.path, b.path)
+	})
+	manifest := func(b namedBackup) *Manifest {
+		man := byAt[b.at]
+		if man == nil {
+			// Captured at the line's time, as at its import: the same
+			// manifest whichever import takes it.
+			man = &Manifest{V: manifestVersion, Root: m.Workspace, CapturedAt: b.time.UTC(), Label: captureBackupsLabel, Files: map[string]FileEntry{}}
+			byAt[b.at] = man
+		}
+		return man
+	}
+	for _, k := range keys {
+		b, p := late.named[k], k.path
 		// A name with a "/", or "." or "..", is no file in dir: ".."
 		// read dir's parent, reported (a directory), and left dir to be
 		// looked at again, the session read again, at every import.
-		if late.captured[p] || b.name == "" || b.name == "." || b.name == ".." || strings.ContainsAny(b.name, "/\\") {
+		if late.captured[k] || b.name == "." || b.name == ".." || strings.ContainsAny(b.name, "/\\") {
+			continue
+		}
+		if b.name == "" {
+			man := manifest(b)
+			man.Absent = append(man.Absent, p) // (sorted: keys are)
 			continue
 		}
 		path := filepath.Join(dir, b.name)
@@ -515,25 +565,19 @@ func (r *Rook) lateCaptures(late *lateBackups, m eventlog.Meta, dir string, rep 
 		if err != nil {
 			return nil, false, fmt.Errorf("store %s: %w", path, err)
 		}
-		man := byAt[b.at]
-		if man == nil {
-			// Captured at the line's time, as at its import: the same
-			// manifest whichever import takes it.
-			man = &Manifest{V: manifestVersion, Root: m.Workspace, CapturedAt: b.time.UTC(), Label: captureBackupsLabel, Files: map[string]FileEntry{}}
-			byAt[b.at], times[b.at] = man, b.time
-			ats = append(ats, b.at)
-		}
+		man := manifest(b)
 		man.Files[p] = FileEntry{ID: put.ID, Size: int64(len(data)), Mode: FileMode{Perm: 0o644}}
 		man.TotalBytes += int64(len(data))
 		*taken++
 	}
-	slices.Sort(ats)
+	ats := slices.Sorted(maps.Keys(byAt))
 	for _, at := range ats {
-		id, err := r.StoreManifest(byAt[at])
+		man := byAt[at]
+		id, err := r.StoreManifest(man)
 		if err != nil {
 			return nil, false, err
 		}
-		evs = append(evs, eventlog.Event{Kind: eventlog.KindNote, Label: lateBackupsLabel + strconv.FormatUint(at, 10), Body: id, Time: times[at]})
+		evs = append(evs, eventlog.Event{Kind: eventlog.KindNote, Label: lateBackupsLabel + strconv.FormatUint(at, 10), Body: id, Time: man.CapturedAt})
 	}
 	return evs, ok, nil
 }

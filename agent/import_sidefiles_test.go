@@ -170,10 +170,11 @@ func TestImportClaudeSessionMemoryLeftOutReportedOnce(t *testing.T) {
 
 // Claude Code file backups put in the session's file-history directory
 // after its transcript was imported without them are taken in by the next
-// import of the unchanged transcript: a capture per line that named a
-// path first, which diff and rewind take at that line (capturedStates),
-// once; a path named again later keeps its first backup. Export still
-// writes the transcript byte for byte.
+// import of the unchanged transcript: a capture per line that named
+// backups first, which diff and rewind take at that line
+// (capturedStates), once; a path named again later with another backup
+// has that one captured at that line. Export still writes the transcript
+// byte for byte.
 func TestImportLateFileBackups(t *testing.T) {
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)
@@ -194,7 +195,7 @@ func TestImportLateFileBackups(t *testing.T) {
 	writeSourceFile(t, fsys, hist+"h1@v2", []byte("a between\n"))
 	writeSourceFile(t, fsys, hist+"h2@v1", []byte("b before\n"))
 	rep = mustImport(t, r, FormatClaudeCode, proj)
-	if rep.BackupsLateTaken != 2 || rep.BackupsLate != 0 || rep.Events != 2 {
+	if rep.BackupsLateTaken != 3 || rep.BackupsLate != 0 || rep.Events != 2 {
 		t.Fatalf("late backups: taken %d, reported late %d, events %d", rep.BackupsLateTaken, rep.BackupsLate, rep.Events)
 	}
 	content := func(st firstStates, p string) string {
@@ -215,13 +216,14 @@ func TestImportLateFileBackups(t *testing.T) {
 	if a, b := content(st, "a.txt"), content(st, "b.txt"); a != "a before\n" || b != "b before\n" || st.Captures != 2 {
 		t.Fatalf("from the start: a %q, b %q, %d captures", a, b, st.Captures)
 	}
-	// Past the line that named a.txt first: its late capture stands
-	// before, and is not a state of a rewind to there.
+	// Past the line that named a.txt first: its late capture there
+	// stands before, and is not a state of a rewind to there; its
+	// second backup, at the second line, is.
 	st, err = r.capturedStates(id, first+2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := content(st, "a.txt"), content(st, "b.txt"); a != "<none>" || b != "b before\n" {
+	if a, b := content(st, "a.txt"), content(st, "b.txt"); a != "a between\n" || b != "b before\n" {
 		t.Fatalf("past the first snapshot: a %q, b %q", a, b)
 	}
 	// Again: nothing more.

@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// lateSnap is a Claude Code file-history snapshot line naming files, each
+// `"path":{"backupFileName":...}` as given.
+func lateSnap(files string) string {
+	return `{"type":"file-history-snapshot","messageId":"m","snapshot":{"messageId":"m","trackedFileBackups":{` + files + `},"timestamp":"2026-02-10T21:01:09.000Z"},"isSnapshotUpdate":true}`
+}
+
+// lateBackup is one entry of lateSnap: a backup named name (null: a file
+// the agent created, with nothing to back up).
+func lateBackup(path, name string, version int) string {
+	b := "null"
+	if name != "" {
+		b = fmt.Sprintf("%q", name)
+	}
+	return fmt.Sprintf(`%q:{"backupFileName":%s,"version":%d,"backupTime":"2026-02-10T21:01:09.000Z"}`, path, b, version)
+}
+
+// lateAts are the seqs the late captures of a session stand at, in the
+// order of their events.
+func lateAts(t *testing.T, r *Rook, id eventlog.ID) []uint64 {
+	t.Helper()
+	var out []uint64
+	if err := r.eachEvent(id, func(ev eventlog.Event) error {
+		if at, ok := lateCaptureAt(ev); ok {
+			out = append(out, at)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// stateOf says what a path's state is in st: its content, "<absent>", or
+// "<none>" (no state).
+func stateOf(t *testing.T, r *Rook, st firstStates, p string) string {
+	t.Helper()
+	c, ok := st.First[p]
+	switch {
+	case !ok:
+		return "<none>"
+	case c.Remove:
+		return "<absent>"
+	}
+	b, err := r.changeData(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// statesFrom is capturedStates, or the test fails.
+func statesFrom(t *testing.T, r *Rook, id eventlog.ID, from uint64) firstStates {
+	t.Helper()
+	st, err := r.capturedStates(id, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// Late backups of every version (@v2, @v3...) are taken, each at the line
+// that first names it: a rewind to between two lines that backed a file
+// up puts back the later backup, not nothing. A file the session created
+// (its first line names no backup) is captured absent at that line, so a
+// rewind to before it removes it.
+func TestImportLateBackupVersionsAtTheirLines(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/h/.claude/projects/-home-u-proj"
+	hist := "/h/.claude/file-history/S/"
+	lines := append(claudeLines("S", 1), lateSnap(lateBackup("a.txt", "h1@v1", 1)+","+lateBackup("/home/u/proj/c.txt", "", 1)))
+	lines = append(lines, claudeLines("S", 2)...)
+	lines = append(lines, lateSnap(lateBackup("a.txt", "h1@v2", 2)+","+lateBackup("/home/u/proj/c.txt", "c1@v2", 2)))
+	lines = append(lines, claudeLines("S", 3)...)
+	lines = append(lines, lateSnap(lateBackup("a.txt", "h1@v3", 3)))
+	data := writeSource(t, fsys, proj+"/S.jsonl", lines, "")
+	id := *mustImport(t, r, FormatClaudeCode, proj).Files[0].Session
+
+	writeSourceFile(t, fsys, hist+"h1@v1", []byte("a v1\n"))
+	writeSourceFile(t, fsys, hist+"h1@v2", []byte("a v2\n"))
+	writeSourceFile(t, fsys, hist+"c1@v2", []byte("c v2\n"))
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	if rep.BackupsLateTaken != 3 || rep.Events != 2 {
+		t.Fatalf("late backups: taken %d, events %d; want 3 backups (and c.txt absent) in 2 captures", rep.BackupsLateTaken, rep.Events)
+	}
+	ats := lateAts(t, r, id)
+	if len(ats) != 2 || ats[0] >= ats[1] {
+		t.Fatalf("late captures at %v: want one per line that named a backup first", ats)
+	}
+	for _, c := range []struct {
+		from uint64
+		a, c string
+	}{
+		{0, "a v1\n", "<absent>"},
+		{ats[0], "a v1\n", "<absent>"},
+		{ats[0] + 1, "a v2\n", "c v2\n"},
+		{ats[1], "a v2\n", "c v2\n"},
+		{ats[1] + 1, "<none>", "<none>"}, // h1@v3 not there yet
+	} {
+		st := statesFrom(t, r, id, c.from)
+		if a, cc := stateOf(t, r, st, "a.txt"), stateOf(t, r, st, "c.txt"); a != c.a || cc != c.c {
+			t.Fatalf("from #%d: a.txt %q, c.txt %q; want %q, %q", c.from, a, cc, c.a, c.c)
+		}
+	}
+
+	// The third version comes later still: taken at its own line, the
+	// others not again.
+	writeSourceFile(t, fsys, hist+"h1@v3", []byte("a v3\n"))
+	if rep = mustImport(t, r, FormatClaudeCode, proj); rep.BackupsLateTaken != 1 || rep.Events != 1 {
+		t.Fatalf("the third version: taken %d, events %d", rep.BackupsLateTaken, rep.Events)
+	}
+	ats = lateAts(t, r, id)
+	if len(ats) != 3 {
+		t.Fatalf("late captures at %v", ats)
+	}
+	if a := stateOf(t, r, statesFrom(t, r, id, ats[1]+1), "a.txt"); a != "a v3\n" {
+		t.Fatalf("past the second snapshot: a.txt %q, want the third version", a)
+	}
+	if rep = mustImport(t, r, FormatClaudeCode, proj); rep.Events != 0 || rep.BackupsLateTaken != 0 {
+		t.Fatalf("again: %d events, %d taken", rep.Events, rep.BackupsLateTaken)
+	}
+	mustExport(t, r, id, data)
+}
+
+// A backup of a later version put there after the import that captured
+// the file's first one (the directory was there, its first backup in it,
+// the later one not yet) is taken at its own line: the file captured
+// already is no reason to pass it over.
+func TestImportLateBackupVersionAfterFirstCaptured(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/h/.claude/projects/-home-u-proj"
+	hist := "/h/.claude/file-history/S/"
+	writeSourceFile(t, fsys, hist+"h1@v1", []byte("a v1\n"))
+	lines := append(claudeLines("S", 1), lateSnap(lateBackup("a.txt", "h1@v1", 1)))
+	lines = append(lines, claudeLines("S", 2)...)
+	lines = append(lines, lateSnap(lateBackup("a.txt", "h1@v2", 2)))
+	lines = append(lines, claudeLines("S", 3)...)
+	writeSource(t, fsys, proj+"/S.jsonl", lines, "")
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	id := *rep.Files[0].Session
+	if rep.BackupsMissing != 1 {
+		t.Fatalf("first import: %d backups missing, want h1@v2", rep.BackupsMissing)
+	}
+	var first uint64 // the seq of the capture of h1@v1
+	if err := r.eachEvent(id, func(ev eventlog.Event) error {
+		if ev.Kind == eventlog.KindCheckpoint && ev.Label == captureBackupsLabel {
+			first = ev.Seq
+		}
+		return nil
+	}); err != nil || first == 0 {
+		t.Fatalf("no capture at the first import (%v)", err)
+	}
+
+	writeSourceFile(t, fsys, hist+"h1@v2", []byte("a v2\n"))
+	if rep = mustImport(t, r, FormatClaudeCode, proj); rep.BackupsLateTaken != 1 || rep.Events != 1 {
+		t.Fatalf("late second version: taken %d, events %d", rep.BackupsLateTaken, rep.Events)
+	}
+	if a := stateOf(t, r, statesFrom(t, r, id, 0), "a.txt"); a != "a v1\n" {
+		t.Fatalf("from the start: a.txt %q", a)
+	}
+	if a := stateOf(t, r, statesFrom(t, r, id, first+1), "a.txt"); a != "a v2\n" {
+		t.Fatalf("past the first capture: a.txt %q, want the second version", a)
+	}
+	if rep = mustImport(t, r, FormatClaudeCode, proj); rep.Events != 0 || rep.BackupsLateTaken != 0 {
+		t.Fatalf("again: %d events, %d taken", rep.Events, rep.BackupsLateTaken)
+	}
+}

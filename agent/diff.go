@@ -127,7 +127,9 @@ func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (firstStates, error) {
 func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) {
 	st := firstStates{First: map[string]Change{}, seq: map[string]uint64{}, dirs: map[string]uint64{}, gone: map[string]uint64{}, dirModes: map[string]FileMode{}, opened: map[string]FileMode{}}
 	ws := r.transcriptWorkspace(id)
-	unknown := map[string]bool{} // paths an edit result changed without saying from what
+	// unknown: the paths an edit result changed without saying from
+	// what, at the seq of the first such result.
+	unknown := map[string]uint64{}
 	fromTranscript := map[string]bool{}
 	// Late captures (lateBackupsLabel), appended after the session's
 	// lines, stand at the seq of the line that named their backups: taken
@@ -161,14 +163,17 @@ func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) 
 					continue
 				}
 				for _, o := range origs {
-					if _, ok := st.First[o.Path]; ok || unknown[o.Path] {
+					if _, ok := st.First[o.Path]; ok {
+						continue
+					}
+					if _, ok := unknown[o.Path]; ok {
 						continue
 					}
 					if o.Unknown {
 						// Changed, from what the result does not say:
 						// a later result's original is not the file
 						// before the session.
-						unknown[o.Path] = true
+						unknown[o.Path] = ev.Seq
 						continue
 					}
 					if st.Root == "" {
@@ -463,12 +468,15 @@ func isBinary(b []byte) bool {
 
 // takeLate takes the late captures of file backups (lateBackupsLabel) that
 // stand at or after from: a path's state is theirs when it has none, or
-// one from later in the session (the capture holds the file before the
-// line it stands at). A path an edit result changed without saying from
-// what, or captured absent or under a directory captured whole, is left
-// as it is. A path captured absent (a file the session created) is
-// absent there.
-func (st *firstStates) takeLate(r *Rook, late []eventlog.Event, from uint64, unknown, fromTranscript map[string]bool) error {
+// one from later in the session. A late capture holds the file before the
+// line it stands at, so it comes before an edit result (or any other
+// state) at the same seq: Claude Code writes a file's snapshot line just
+// before the result of the edit that backed it up, and with no capture
+// made at the import, that result's event has the seq the capture stands
+// at. A path an edit result changed earlier without saying from what, or
+// captured absent or under a directory captured whole, is left as it is.
+// A path captured absent (a file the session created) is absent there.
+func (st *firstStates) takeLate(r *Rook, late []eventlog.Event, from uint64, unknown map[string]uint64, fromTranscript map[string]bool) error {
 	for _, ev := range late {
 		at, _ := lateCaptureAt(ev)
 		if at < from {
@@ -485,7 +493,12 @@ func (st *firstStates) takeLate(r *Rook, late []eventlog.Event, from uint64, unk
 		}
 		st.Captures++
 		take := func(p string, c Change) {
-			if seq, ok := st.seq[p]; unknown[p] || ok && seq <= at || st.underDirBefore(p, at) {
+			if u, ok := unknown[p]; ok && u < at {
+				return
+			}
+			// (At the same seq, a capture's state stays: only an edit
+			// result's gives way.)
+			if seq, ok := st.seq[p]; ok && (seq < at || seq == at && !fromTranscript[p]) || st.underDirBefore(p, at) {
 				return
 			}
 			if fromTranscript[p] {

@@ -1,7 +1,11 @@
 package agent
 
 import (
+	"bytes"
 	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rookhq/rook/eventlog"
@@ -174,5 +178,55 @@ func TestImportLateBackupVersionAfterFirstCaptured(t *testing.T) {
 	}
 	if rep = mustImport(t, r, FormatClaudeCode, proj); rep.Events != 0 || rep.BackupsLateTaken != 0 {
 		t.Fatalf("again: %d events, %d taken", rep.Events, rep.BackupsLateTaken)
+	}
+}
+
+// Claude Code writes a file's snapshot line just before the result of the
+// edit that backed it up: a late capture stands at the seq of that
+// result. It holds the file before the edit, and is the path's state
+// there, not the result's original (a result's that says none, an older
+// Claude Code's, changed the file from what the capture holds).
+func TestLateCaptureBeforeTheEditResultAtItsSeq(t *testing.T) {
+	e := newEditTranscript(t, "edit")
+	ws := e.ws
+	backups := filepath.Join(e.dir, "home", ".claude", "file-history", "s1")
+	editAt := func(n int, p, result string) {
+		id := fmt.Sprintf("toolu_%d", n)
+		e.lines = append(e.lines,
+			fmt.Sprintf(`{"type":"assistant",%s,"message":{"model":"claude-opus-4-6","id":"msg_%d","role":"assistant","content":[{"type":"tool_use","id":%q,"name":"Edit","input":{}}]},"uuid":"a%d","timestamp":%q}`, e.env(), n, id, n, e.ts()),
+			lateSnap(lateBackup(p, fmt.Sprintf("h%d@v1", n), 1)),
+			fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":[{"tool_use_id":%q,"type":"tool_result","content":"done","is_error":false}]},"toolUseResult":%s,"uuid":"r%d","timestamp":%q}`, e.env(), id, result, n, e.ts()))
+	}
+	editAt(1, "a.txt", fmt.Sprintf(`{"filePath":%s,"oldString":"x","newString":"y","originalFile":"a from the result\n","structuredPatch":[],"userModified":false,"replaceAll":false}`, jsonq(filepath.Join(ws, "a.txt"))))
+	editAt(2, "b.txt", fmt.Sprintf(`{"filePath":%s,"oldString":"before","newString":"after","structuredPatch":[{"oldStart":1,"oldLines":1,"newStart":1,"newLines":1,"lines":["-b before","+b after"]}]}`, jsonq(filepath.Join(ws, "b.txt"))))
+	writeTree(t, ws, tree{"a.txt": "a after\n", "b.txt": "b after\n"})
+	r, id := e.imported(t)
+
+	writeTree(t, backups, tree{"h1@v1": "a from the backup\n", "h2@v1": "b before\n"})
+	if rep := mustImport(t, r, FormatClaudeCode, filepath.Join(e.dir, "home", ".claude", "projects")); rep.BackupsLateTaken != 2 {
+		t.Fatalf("late backups taken: %d", rep.BackupsLateTaken)
+	}
+	ats, results := lateAts(t, r, id), resultSeqs(t, r, id)
+	if len(ats) != 2 || !slices.Contains(results, ats[0]) || !slices.Contains(results, ats[1]) {
+		t.Fatalf("late captures at %v, edit results at %v: want them at the same seqs", ats, results)
+	}
+	var out bytes.Buffer
+	d, err := r.Diff(id, &out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Captures != 2 || d.FromTranscript != 0 || len(d.Files) != 2 {
+		t.Fatalf("diff %+v\n%s", d, out.String())
+	}
+	if !strings.Contains(out.String(), "-a from the backup\n+a after\n") || !strings.Contains(out.String(), "-b before\n+b after\n") {
+		t.Fatalf("patch:\n%s", out.String())
+	}
+	if _, err := r.Rewind(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{"a.txt": "a from the backup\n", "b.txt": "b before\n"} {
+		if got := readFileT(t, filepath.Join(ws, p)); got != want {
+			t.Fatalf("%s after the rewind: %q, want %q", p, got, want)
+		}
 	}
 }

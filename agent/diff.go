@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -133,15 +134,24 @@ func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) 
 	fromTranscript := map[string]bool{}
 	// Late captures (lateBackupsLabel), appended after the session's
 	// lines, stand at the seq of the line that named their backups: taken
-	// once the walk is done, each path's state the earliest.
+	// once the walk is done, each path's state the earliest. A fork's
+	// include those its ancestors hold past its copy of their events
+	// (forkLate).
 	start := from
-	var late []eventlog.Event
+	var late []lateCapture
 	for {
 		evs, err := r.Log.Read(id, from, 1024)
 		if err != nil {
 			return firstStates{}, err
 		}
 		if len(evs) == 0 {
+			if ws != "" {
+				more, err := r.forkLate(id)
+				if err != nil {
+					return firstStates{}, err
+				}
+				late = append(late, more...)
+			}
 			return st, st.takeLate(r, late, start, unknown, fromTranscript)
 		}
 		for _, ev := range evs {
@@ -149,7 +159,7 @@ func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) 
 			// another, such a label is a note's own (an MCP client's
 			// title, in its inbox), and its body no manifest.
 			if _, ok := lateCaptureAt(ev); ok && ws != "" {
-				late = append(late, ev)
+				late = append(late, lateCapture{ev, id})
 				continue
 			}
 			if ev.Kind == eventlog.KindToolResult && ws != "" {
@@ -476,20 +486,21 @@ func isBinary(b []byte) bool {
 // at. A path an edit result changed earlier without saying from what, or
 // captured absent or under a directory captured whole, is left as it is.
 // A path captured absent (a file the session created) is absent there.
-func (st *firstStates) takeLate(r *Rook, late []eventlog.Event, from uint64, unknown map[string]uint64, fromTranscript map[string]bool) error {
-	for _, ev := range late {
+func (st *firstStates) takeLate(r *Rook, late []lateCapture, from uint64, unknown map[string]uint64, fromTranscript map[string]bool) error {
+	for _, lc := range late {
+		ev := lc.ev
 		at, _ := lateCaptureAt(ev)
 		if at < from {
 			continue
 		}
 		m, err := r.ReadManifest(ev.Body)
 		if err != nil {
-			return fmt.Errorf("checkpoint #%d cannot be read: %w", ev.Seq, err)
+			return fmt.Errorf("%s cannot be read: %w", lc, err)
 		}
 		if st.Root == "" {
 			st.Root = m.Root
 		} else if filepath.Clean(st.Root) != filepath.Clean(m.Root) {
-			return fmt.Errorf("checkpoint #%d captured %s, earlier ones %s", ev.Seq, m.Root, st.Root)
+			return fmt.Errorf("%s captured %s, earlier ones %s", lc, m.Root, st.Root)
 		}
 		st.Captures++
 		take := func(p string, c Change) {
@@ -519,6 +530,68 @@ func (st *firstStates) takeLate(r *Rook, late []eventlog.Event, from uint64, unk
 		}
 	}
 	return nil
+}
+
+// lateCapture is a late capture's event, and the session whose log holds
+// it: the session read, or an ancestor of that fork (forkLate).
+type lateCapture struct {
+	ev eventlog.Event
+	of eventlog.ID
+}
+
+func (lc lateCapture) String() string {
+	return fmt.Sprintf("the late capture of file backups #%d of session %s", lc.ev.Seq, lc.of)
+}
+
+// forkLate returns, for a fork made in rook, the late captures of file
+// backups its ancestors hold that stand before its fork point but that
+// its copy of their events does not hold: an import appends them to the
+// imported session after its lines, so past the point a fork was made at,
+// or after the fork was made. Each ancestor is read from the point its
+// fork below was made at (before it, the fork's copy holds its events),
+// and a capture is taken when it stands before every fork point on the way
+// (after one, it holds a file before a line that fork does not have). A
+// fork whose parent was removed reads from the ancestor it was copied
+// from (Meta.ForkedFrom); an ancestor removed takes its late captures
+// with it. Not a fork: none.
+func (r *Rook) forkLate(id eventlog.ID) ([]lateCapture, error) {
+	m, err := r.Log.ReadMeta(id)
+	if err != nil {
+		return nil, err
+	}
+	var out []lateCapture
+	limit := uint64(math.MaxUint64)
+	for range 64 { // forks of forks; a bound, as ImportedAncestor's
+		pid, at, ok := m.ForkedFrom()
+		if !ok {
+			break
+		}
+		limit = min(limit, at)
+		pm, err := r.Log.ReadMeta(pid)
+		if errors.Is(err, eventlog.ErrNoSession) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the session %s was forked from: %w", pid, err)
+		}
+		for from := at; ; {
+			evs, err := r.Log.Read(pid, from, 1024)
+			if err != nil {
+				return nil, fmt.Errorf("the session %s was forked from: %w", pid, err)
+			}
+			if len(evs) == 0 {
+				break
+			}
+			for _, ev := range evs {
+				if n, ok := lateCaptureAt(ev); ok && n < limit {
+					out = append(out, lateCapture{ev, pid})
+				}
+			}
+			from = evs[len(evs)-1].Seq + 1
+		}
+		m = pm
+	}
+	return out, nil
 }
 
 // underDirBefore says whether p is under a directory captured whole (or a

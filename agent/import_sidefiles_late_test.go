@@ -230,3 +230,75 @@ func TestLateCaptureBeforeTheEditResultAtItsSeq(t *testing.T) {
 		}
 	}
 }
+
+// A fork made in rook holds a copy of its parent's events before the fork
+// point, not the late captures an import appends to the parent after its
+// lines (made after the fork, or standing past the fork point in the
+// parent's log): its diff and rewind read those of the parent that stand
+// before the fork point, up the chain of forks (a fork of a fork; one in
+// the middle removed), and none that stand at or past it.
+func TestForkReadsParentLateCaptures(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/h/.claude/projects/-home-u-proj"
+	hist := "/h/.claude/file-history/S/"
+	lines := append(claudeLines("S", 1), lateSnap(lateBackup("a.txt", "h1@v1", 1)+","+lateBackup("/home/u/proj/c.txt", "", 1)))
+	lines = append(lines, claudeLines("S", 2)...)
+	lines = append(lines, lateSnap(lateBackup("b.txt", "h2@v1", 1)))
+	lines = append(lines, claudeLines("S", 3)...)
+	writeSource(t, fsys, proj+"/S.jsonl", lines, "")
+	id := *mustImport(t, r, FormatClaudeCode, proj).Files[0].Session
+	// The seq of the event holding the line that names b.txt's backup:
+	// forked there, the fork holds a.txt's line, not b.txt's.
+	var bLine uint64
+	if err := r.eachEvent(id, func(ev eventlog.Event) error {
+		if ev.Kind == eventlog.KindNote {
+			if body, err := r.Body(ev); err == nil && strings.Contains(string(body), "h2@v1") {
+				bLine = ev.Seq
+			}
+		}
+		return nil
+	}); err != nil || bLine == 0 {
+		t.Fatalf("no line names h2@v1 (%v)", err)
+	}
+	fork := func(parent eventlog.ID, at uint64) eventlog.ID {
+		m, err := r.Log.Fork(parent, at, eventlog.Meta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.ID
+	}
+	f := fork(id, bLine)
+	g := fork(f, bLine-1)
+	atB := fork(id, bLine+1) // holds b.txt's line, not the edit after it
+
+	writeSourceFile(t, fsys, hist+"h1@v1", []byte("a before\n"))
+	writeSourceFile(t, fsys, hist+"h2@v1", []byte("b before\n"))
+	if rep := mustImport(t, r, FormatClaudeCode, proj); rep.BackupsLateTaken != 2 {
+		t.Fatalf("late backups taken: %d", rep.BackupsLateTaken)
+	}
+	// A fork made after, past the parent's late captures: its copy holds
+	// them, taken once.
+	sum, err := r.Log.Summary(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := fork(id, sum.Events)
+	check := func(name string, s eventlog.ID, captures int, a, b, c string) {
+		t.Helper()
+		st := statesFrom(t, r, s, 0)
+		if ga, gb, gc := stateOf(t, r, st, "a.txt"), stateOf(t, r, st, "b.txt"), stateOf(t, r, st, "c.txt"); ga != a || gb != b || gc != c || st.Captures != captures {
+			t.Fatalf("%s: a.txt %q, b.txt %q, c.txt %q, %d captures; want %q, %q, %q, %d", name, ga, gb, gc, st.Captures, a, b, c, captures)
+		}
+	}
+	check("the parent", id, 2, "a before\n", "b before\n", "<absent>")
+	check("the fork", f, 1, "a before\n", "<none>", "<absent>")
+	check("the fork's fork", g, 1, "a before\n", "<none>", "<absent>")
+	check("the fork at the edit after b.txt's line", atB, 1, "a before\n", "<none>", "<absent>")
+	check("a fork of all of it", whole, 2, "a before\n", "b before\n", "<absent>")
+	// Its parent removed, the fork's fork reads its ancestor's.
+	if _, err := r.RemoveSession(f); err != nil {
+		t.Fatal(err)
+	}
+	check("the fork's fork, its parent removed", g, 1, "a before\n", "<none>", "<absent>")
+}

@@ -348,21 +348,25 @@ func TestImportSideDirLinkedLooked(t *testing.T) {
 
 // TestImportLateFileBackupsCrashSweep crashes the import that takes in
 // file backups put there late at every write in turn: the import after
-// takes each in once (one late capture per line, no event twice), and
+// takes each in once (one late capture per line, a path at a line in one
+// of them only: a.txt's @v1 and the created c.txt, absent, at the first
+// snapshot's, its @v2 and b.txt's at the second), diff and rewind find
+// each version at its line, a fork made before (at the second snapshot's
+// line) reads the parent's late capture before its fork point only, and
 // export stays byte for byte.
 func TestImportLateFileBackupsCrashSweep(t *testing.T) {
 	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	proj := "/h/.claude/projects/-home-u-proj"
 	hist := "/h/.claude/file-history/S/"
-	snap := func(files string) string {
-		return `{"type":"file-history-snapshot","messageId":"m","snapshot":{"messageId":"m","trackedFileBackups":{` + files + `},"timestamp":"2026-02-10T21:01:09.000Z"},"isSnapshotUpdate":true}`
-	}
-	lines := append(claudeLines("S", 1), snap(`"a.txt":{"backupFileName":"h1@v1","version":1,"backupTime":"2026-02-10T21:01:09.000Z"}`))
+	lines := append(claudeLines("S", 1), lateSnap(lateBackup("a.txt", "h1@v1", 1)+","+lateBackup("/home/u/proj/c.txt", "", 1)))
 	lines = append(lines, claudeLines("S", 2)...)
-	lines = append(lines, snap(`"b.txt":{"backupFileName":"h2@v1","version":1,"backupTime":"2026-02-10T21:02:09.000Z"}`))
+	lines = append(lines, lateSnap(lateBackup("a.txt", "h1@v2", 2)+","+lateBackup("b.txt", "h2@v1", 1)))
 	data := writeSourceBytes(lines, "")
+	open := func(fsys vfs.FS) (*Rook, error) {
+		return Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true})
+	}
 	importAll := func(fsys vfs.FS) (ImportReport, error) {
-		r, err := Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true})
+		r, err := open(fsys)
 		if err != nil {
 			return ImportReport{}, err
 		}
@@ -379,43 +383,104 @@ func TestImportLateFileBackupsCrashSweep(t *testing.T) {
 			if _, err := importAll(fsys); err != nil {
 				t.Fatal(err)
 			}
-			writeSourceFile(t, fsys, hist+"h1@v1", []byte("a before\n"))
-			writeSourceFile(t, fsys, hist+"h2@v1", []byte("b before\n"))
+			// A fork at the second snapshot's line, made before the
+			// backups come.
+			r, err := open(fsys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, _ := r.Log.IDs()
+			var second uint64
+			if err := r.eachEvent(ids[0], func(ev eventlog.Event) error {
+				if b, err := r.Body(ev); err == nil && ev.Kind == eventlog.KindNote && bytes.Contains(b, []byte("h2@v1")) {
+					second = ev.Seq
+				}
+				return nil
+			}); err != nil || second == 0 {
+				t.Fatalf("no event holds the second snapshot (%v)", err)
+			}
+			if _, err := r.Log.Fork(ids[0], second, eventlog.Meta{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			writeSourceFile(t, fsys, hist+"h1@v1", []byte("a v1\n"))
+			writeSourceFile(t, fsys, hist+"h1@v2", []byte("a v2\n"))
+			writeSourceFile(t, fsys, hist+"h2@v1", []byte("b v1\n"))
 		},
 		func(fsys *vfs.MemFS) error { _, err := importAll(fsys); return err },
 		func(k int, states []*vfs.MemFS) {
 			for _, fsys := range states {
-				verifyCrashState(t, fmt.Sprintf("crash at write %d", k), fsys, clk)
+				at := fmt.Sprintf("crash at write %d", k)
+				verifyCrashState(t, at, fsys, clk)
 				for i := 0; i < 2; i++ {
 					if _, err := importAll(fsys); err != nil {
-						t.Fatalf("crash at write %d: import again: %v", k, err)
+						t.Fatalf("%s: import again: %v", at, err)
 					}
 				}
-				r, err := Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true})
+				r, err := open(fsys)
 				if err != nil {
 					t.Fatal(err)
 				}
+				var id, fork eventlog.ID
 				ids, _ := r.Log.IDs()
-				if len(ids) != 1 {
-					t.Fatalf("crash at write %d: %d sessions", k, len(ids))
+				for _, x := range ids {
+					if m, err := r.Log.ReadMeta(x); err == nil && m.ForkAt != nil {
+						fork = x
+					} else {
+						id = x
+					}
 				}
-				late := 0
-				if err := r.eachEvent(ids[0], func(ev eventlog.Event) error {
-					if _, ok := lateCaptureAt(ev); ok {
-						late++
+				if len(ids) != 2 || fork.IsZero() || id.IsZero() {
+					t.Fatalf("%s: sessions %v", at, ids)
+				}
+				// Each path at each line in one late capture.
+				var held []string
+				if err := r.eachEvent(id, func(ev eventlog.Event) error {
+					n, ok := lateCaptureAt(ev)
+					if !ok {
+						return nil
+					}
+					m, err := r.ReadManifest(ev.Body)
+					if err != nil {
+						return err
+					}
+					for p := range m.Files {
+						held = append(held, fmt.Sprintf("%s@%d", p, n))
+					}
+					for _, p := range m.Absent {
+						held = append(held, fmt.Sprintf("%s-absent@%d", p, n))
 					}
 					return nil
 				}); err != nil {
 					t.Fatal(err)
 				}
-				st, err := r.capturedStates(ids[0], 0)
-				if err != nil {
-					t.Fatal(err)
+				ats := lateAts(t, r, id)
+				if len(ats) != 2 {
+					t.Fatalf("%s: late captures at %v, want two", at, ats)
 				}
-				if late != 2 || len(st.First) != 2 {
-					t.Fatalf("crash at write %d: %d late captures, states of %d paths", k, late, len(st.First))
+				slices.Sort(held)
+				want := []string{fmt.Sprintf("a.txt@%d", ats[0]), fmt.Sprintf("a.txt@%d", ats[1]), fmt.Sprintf("b.txt@%d", ats[1]), fmt.Sprintf("c.txt-absent@%d", ats[0])}
+				slices.Sort(want)
+				if !slices.Equal(held, want) {
+					t.Fatalf("%s: late captures at %v hold %v, want %v", at, ats, held, want)
 				}
-				mustExport(t, r, ids[0], data)
+				for _, c := range []struct {
+					s        eventlog.ID
+					from     uint64
+					a, b, cc string
+				}{
+					{id, 0, "a v1\n", "b v1\n", "<absent>"},
+					{id, ats[0] + 1, "a v2\n", "b v1\n", "<none>"},
+					{fork, 0, "a v1\n", "<none>", "<absent>"},
+				} {
+					st := statesFrom(t, r, c.s, c.from)
+					if a, b, cc := stateOf(t, r, st, "a.txt"), stateOf(t, r, st, "b.txt"), stateOf(t, r, st, "c.txt"); a != c.a || b != c.b || cc != c.cc {
+						t.Fatalf("%s: %s from #%d: a.txt %q, b.txt %q, c.txt %q; want %q, %q, %q", at, c.s, c.from, a, b, cc, c.a, c.b, c.cc)
+					}
+				}
+				mustExport(t, r, id, data)
 				r.Close()
 			}
 		})

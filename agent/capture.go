@@ -191,7 +191,7 @@ type capturer struct {
 	real   string
 	limits Limits
 	m      *Manifest
-	home   string // the store home, never captured
+	store  storeGuard // the store home, never captured
 	ignore *Ignore
 	// linksAsIs: the capture is a rewind's or restore's save of what it is
 	// about to replace, which must hold every path it names: a named pipe
@@ -223,8 +223,11 @@ func (r *Rook) newCapturer(root string, limits Limits) (*capturer, error) {
 	if limits.MaxFileBytes <= 0 {
 		limits.MaxFileBytes = DefaultLimits.MaxFileBytes
 	}
-	home, _ := filepath.EvalSymlinks(r.Store.Home())
-	return &capturer{r: r, root: filepath.Clean(root), real: real, limits: limits, home: home, began: time.Now(),
+	store := newStoreGuard(r.Store.Home())
+	if err := store.check(root, real, "capture"); err != nil {
+		return nil, err
+	}
+	return &capturer{r: r, root: filepath.Clean(root), real: real, limits: limits, store: store, began: time.Now(),
 		m: &Manifest{V: manifestVersion, Root: filepath.Clean(root), CapturedAt: r.clock.Now().UTC(), Files: map[string]FileEntry{}}}, nil
 }
 
@@ -378,14 +381,11 @@ func (c *capturer) goneWhole(rel string) bool {
 }
 
 // notStore refuses the path p (at abs) when it is in the store's home,
-// reached through a link or not (restore's rule, inStore): captured, its
-// files (the index, the event logs) would be put back by a rewind over the
-// live store, the events and objects written since lost.
+// reached through a link or not (InStore): captured, its files (the
+// index, the event logs) would be put back by a rewind over the live
+// store, the events and objects written since lost.
 func (c *capturer) notStore(p, abs string) error {
-	if inStore(c.home, abs, false) {
-		return fmt.Errorf("%s is in rook's store %s: its files are never captured (a rewind would write their old copies over the store)", p, c.home)
-	}
-	return nil
+	return c.store.checkEntry(p, abs, "capture")
 }
 
 // special: not a regular file, directory or link.
@@ -408,7 +408,7 @@ func (c *capturer) walk(rel string, tree bool) error {
 	if rel != "" {
 		abs = filepath.Join(c.real, filepath.FromSlash(rel))
 	}
-	if within(abs, c.home) && tree && abs == c.home {
+	if tree && abs == c.store.real {
 		return nil
 	}
 	if captureHook != nil {
@@ -446,7 +446,7 @@ func (c *capturer) walk(rel string, tree bool) error {
 			// walk passes over it too).
 			continue
 		}
-		if c.home != "" && childAbs == c.home {
+		if childAbs == c.store.real {
 			// The store is never captured: a rewind would write its
 			// old files over the live store. A session capture says so.
 			if !tree {
@@ -579,6 +579,10 @@ func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, e
 			return nil, err
 		}
 		if err := recordable(rel); err != nil {
+			return nil, err
+		}
+		// Walked through a link named last: followed.
+		if err := c.store.check(sub, filepath.Join(c.real, filepath.FromSlash(rel)), "capture"); err != nil {
 			return nil, err
 		}
 		// .gitignore files above sub still apply.

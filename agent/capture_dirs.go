@@ -124,8 +124,7 @@ func (st *firstStates) addedUnderDirs(home string) error {
 	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
 		return nil // the workspace is gone: diff and rewind say so
 	}
-	home, _ = filepath.EvalSymlinks(home)
-	w := addedWalker{st: st, real: real, home: home, made: map[string]bool{}}
+	w := addedWalker{st: st, real: real, home: newStoreGuard(home).real, made: map[string]bool{}}
 	tops := map[string]bool{}
 	for _, m := range []map[string]uint64{st.dirs, st.gone} {
 		for d := range m {

@@ -124,3 +124,98 @@ func TestCaptureThroughALinkNeverTakesTheStore(t *testing.T) {
 		t.Fatalf("a capture of a store file through a link: %v (files %v), want a refusal", err, man.Paths())
 	}
 }
+
+// A link in the workspace to the store's directory, and a path under it
+// naming a directory the store does not have yet: the old check resolved
+// the directory above the file, which did not exist, so it compared the
+// path as given and let it through. A restore made the directory inside
+// the store and wrote the file there; a capture recorded it as absent (a
+// rewind would then write there too). One guard (InStore) resolves the
+// longest existing prefix, so both are refused.
+func TestStoreGuardThroughALinkToANewDirectory(t *testing.T) {
+	r, ws := newWorkspaceHoldingStore(t)
+	home := filepath.Join(ws, "sub", "store")
+	if err := os.Symlink(filepath.Join("sub", "store"), filepath.Join(ws, "st")); err != nil {
+		t.Fatal(err)
+	}
+	// And a dangling link to a directory the store does not have yet.
+	if err := os.Symlink(filepath.Join("sub", "store", "new", "deeper"), filepath.Join(ws, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Store.Put(cas.KindFile, []byte("planted\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{"st/newdir/x", "st/newdir/deeper/x", "dangling/x"} {
+		m := &Manifest{V: 1, Root: ws, Files: map[string]FileEntry{
+			in: {ID: res.ID, Size: 8, Mode: FileMode{Perm: 0o644}},
+		}}
+		_, err := r.RestoreCheckpoint("bad", m, "")
+		if err == nil || !strings.Contains(err.Error(), "inside rook's store") || !strings.Contains(err.Error(), in) {
+			t.Errorf("a restore of %s (a link into the store): %v, want a refusal naming it", in, err)
+		}
+		for _, d := range []string{"newdir", "new"} {
+			if _, err := os.Lstat(filepath.Join(home, d)); err == nil {
+				t.Fatalf("the restore of %s made %s inside the store", in, d)
+			}
+		}
+		s, err := r.NewSession("edit", ws, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, man, err := r.CaptureSession(s.ID, []string{in}, "write", DefaultLimits); err == nil || !strings.Contains(err.Error(), "inside rook's store") {
+			t.Errorf("a capture of %s (a link into the store): %v (absent %v), want a refusal", in, err, man.Absent)
+		}
+	}
+	// A tree capture of a directory inside the store (through the link,
+	// or named as it is) takes none of its files: refused.
+	for _, sub := range []string{"st/events", "sub/store/events"} {
+		if man, err := r.CaptureTree(ws, sub, "cp", DefaultLimits); err == nil || !strings.Contains(err.Error(), "inside rook's store") {
+			t.Errorf("a tree capture of %s: %v (files %v), want a refusal", sub, err, man.Paths())
+		}
+	}
+	// A restore into a directory inside the store (--to) likewise.
+	ok := &Manifest{V: 1, Root: ws, Files: map[string]FileEntry{"a.txt": {ID: res.ID, Size: 8, Mode: FileMode{Perm: 0o644}}}}
+	if _, err := r.RestoreCheckpoint("cp", ok, filepath.Join(ws, "st", "restored")); err == nil || !strings.Contains(err.Error(), "inside rook's store") {
+		t.Errorf("a restore --to a new directory in the store: %v, want a refusal", err)
+	}
+	if _, err := os.Lstat(filepath.Join(home, "restored")); err == nil {
+		t.Fatalf("a restore --to the store made its directory there")
+	}
+}
+
+func TestInStore(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home", "store")
+	os.MkdirAll(home, 0o700)
+	os.Symlink(home, filepath.Join(base, "link"))
+	os.Symlink(filepath.Join(home, "a", "b"), filepath.Join(base, "dangling"))
+	os.Symlink("dangling", filepath.Join(base, "chain"))
+	os.Symlink(filepath.Join(base, "loop2"), filepath.Join(base, "loop1"))
+	os.Symlink(filepath.Join(base, "loop1"), filepath.Join(base, "loop2"))
+	for _, c := range []struct {
+		path string
+		in   bool
+	}{
+		{home, true},
+		{filepath.Join(home, "x"), true},
+		{filepath.Join(home, "new", "dir", "x"), true},
+		{filepath.Join(base, "link"), true},
+		{filepath.Join(base, "link", "new", "x"), true},
+		{filepath.Join(base, "dangling"), true},
+		{filepath.Join(base, "dangling", "x"), true},
+		{filepath.Join(base, "chain", "x"), true},
+		{filepath.Join(base, "home"), false},
+		{filepath.Join(base, "home", "store2"), false},
+		{filepath.Join(base, "loop1", "x"), false},
+		{filepath.Join(base, "other", "x"), false},
+	} {
+		err := InStore(home, c.path, "write")
+		if (err != nil) != c.in {
+			t.Errorf("InStore(%s): %v, want inside=%v", c.path, err, c.in)
+		}
+		if err != nil && (!strings.Contains(err.Error(), c.path) || !strings.Contains(err.Error(), home) || !strings.Contains(err.Error(), "outside")) {
+			t.Errorf("InStore(%s): %q does not name the path, the store and what to do", c.path, err)
+		}
+	}
+}

@@ -205,7 +205,10 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 		return nil, err
 	}
 	p := &Plan{Root: filepath.Clean(root), real: real}
-	home, _ := filepath.EvalSymlinks(r.Store.Home())
+	store := newStoreGuard(r.Store.Home())
+	if err := store.check(p.Root, real, "restore into"); err != nil {
+		return nil, err
+	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
 	written := map[string]bool{}
 	for _, c := range changes {
@@ -236,15 +239,20 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 		if _, err := resolveInRoot(p.Root, real, c.Path, false); err != nil {
 			return nil, err
 		}
-		if err := linkAbove(real, c, wasDir); err != nil {
+		abs := filepath.Join(real, filepath.FromSlash(c.Path))
+		// A capture an older rook made of a directory holding the store,
+		// a restore --to the store, a link in the workspace leading into
+		// it (to a directory it does not have yet, too): writing there
+		// would put old copies of its index and logs over the live ones.
+		// The last element is not followed (a link there is replaced).
+		if err := store.checkEntry(c.Path, abs, "restore"); err != nil {
 			return nil, err
 		}
-		abs := filepath.Join(real, filepath.FromSlash(c.Path))
-		if inStore(home, abs, c.Remove) {
-			// A capture an older rook made of a directory holding the
-			// store, or a restore --to the store: writing there would put
-			// old copies of its index and logs over the live ones.
-			return nil, fmt.Errorf("cannot restore %s: it is in rook's store %s, which a restore never writes", c.Path, home)
+		if c.Remove && store.holds(abs) {
+			return nil, fmt.Errorf("cannot remove %s: it holds rook's store %s, which a restore never removes; move the store (ROOK_HOME) or restore to a point where %s is there", c.Path, store.home, c.Path)
+		}
+		if err := linkAbove(real, c, wasDir); err != nil {
+			return nil, err
 		}
 		if c.Dir {
 			if !swap {
@@ -319,20 +327,6 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 		p.Changes = append(p.Changes, c)
 	}
 	return p, nil
-}
-
-// inStore says whether the workspace file at abs is in the store's home
-// (its directory resolved, a link above it leading there too), or, for a
-// removal, holds the store.
-func inStore(home, abs string, remove bool) bool {
-	if home == "" {
-		return false
-	}
-	if within(home, abs) || remove && within(abs, home) {
-		return true
-	}
-	dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
-	return err == nil && within(home, filepath.Join(dir, filepath.Base(abs)))
 }
 
 // clearableTree checks that the directory tree at abs (workspace path

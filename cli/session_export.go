@@ -353,36 +353,16 @@ func dirRefusedErr(what, dir, flag string, err error) error {
 
 // insideStoreErr refuses a path rook is asked to write (flag: --output,
 // --tool-results) that is, or leads by a link to, the store's directory
-// or anything in it: export -o ~/.rook/segments/00000001.seg replaced the
-// store's segment with the transcript, every object in it lost, and said
-// it wrote the file (a link to a store file was written through alike).
-// The store is rook's alone; nothing a user exports belongs in it. nil
-// when path is elsewhere.
+// or anything in it (agent.InStore): export -o ~/.rook/segments/00000001.seg
+// replaced the store's segment with the transcript, every object in it
+// lost, and said it wrote the file (a link to a store file was written
+// through alike). The store is rook's alone; nothing a user exports
+// belongs in it. nil when path is elsewhere.
 func insideStoreErr(e *Env, flag, path string) error {
-	home := realPath(e.Home)
-	rel, err := filepath.Rel(home, realPath(path))
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return nil
+	if err := agent.InStore(e.Home, path, "write "+flag); err != nil {
+		return usageErr("%s", err.Error())
 	}
-	return usageErr("%s %s is inside the store %s: writing there would overwrite or litter rook's own files; choose a path outside it", flag, path, e.Home)
-}
-
-// realPath is where path leads once every link on the way is followed:
-// those of the directories above it too, and a link to a file not there
-// yet (followLinks), as a write to path would follow them.
-func realPath(path string) string {
-	path = filepath.Clean(path)
-	if t := followLinks(path); t != path {
-		return t
-	}
-	if _, err := os.Lstat(path); err == nil {
-		return path // there, and no link
-	}
-	dir := filepath.Dir(path)
-	if dir == path {
-		return path
-	}
-	return filepath.Join(realPath(dir), filepath.Base(path))
+	return nil
 }
 
 func exportExistsErr(path string) error {

@@ -71,6 +71,22 @@ type Env struct {
 	// that takes the writer lock fails with it, so a bad value does not
 	// stop `rook session ls` (a reader never waits for the lock).
 	lockWaitErr error
+	// holdNotes: the command opens the store for reading, then for
+	// writing (mcp add, sync, call): what the reader's open notes (a
+	// repair it found to make) is held, and the writer's open, which
+	// finds the same and says what it did, says it instead. heldNotes
+	// are printed when no writer's open came (releaseNotes).
+	holdNotes bool
+	heldNotes []string
+}
+
+// releaseNotes prints the notes a reader's open held (holdNotes) that no
+// writer's open said instead.
+func (e *Env) releaseNotes() {
+	for _, n := range e.heldNotes {
+		fmt.Fprintf(e.Stderr, "rook: note: %s\n", n)
+	}
+	e.heldNotes, e.holdNotes = nil, false
 }
 
 // exitError carries an exit code and a message already fit for the user.
@@ -447,10 +463,23 @@ func (e *Env) openRook(writable bool) (*agent.Rook, error) {
 
 // openRookWait is openRook waiting up to wait for the writer lock.
 func (e *Env) openRookWait(writable bool, wait time.Duration) (*agent.Rook, error) {
+	return e.openRookTelling(writable, wait, e.lockWaiting(wait))
+}
+
+// openRookTelling is openRookWait with what to say while it waits for the
+// lock (waiting; nil: nothing).
+func (e *Env) openRookTelling(writable bool, wait time.Duration, waiting func(holder string)) (*agent.Rook, error) {
 	r, err := agent.Open(e.Home, agent.Options{FS: e.FS, Clock: e.Clock, Writable: writable, Command: e.Command,
-		LockWait: wait, LockWaiting: e.lockWaiting(wait)})
+		LockWait: wait, LockWaiting: waiting})
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case e.holdNotes && !writable:
+		e.heldNotes = append(e.heldNotes, r.Notices()...)
+		return r, nil
+	case writable:
+		e.heldNotes = nil // the writer's open found the same, and says what it did
 	}
 	for _, n := range r.Notices() {
 		fmt.Fprintf(e.Stderr, "rook: note: %s\n", n)

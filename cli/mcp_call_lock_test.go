@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -237,5 +238,73 @@ func TestMcpCallRecordWaitsForTheLock(t *testing.T) {
 	}
 	if !slices.Equal(kinds, []eventlog.Kind{eventlog.KindToolCall, eventlog.KindToolResult}) {
 		t.Fatalf("recorded %v, want the call and its result", kinds)
+	}
+}
+
+// TestMcpRepairNoteOnce: add, sync and call open the store for reading
+// (to check the request, with no lock held while the server works), then
+// for writing (to record it). A store whose open notes a repair (an index
+// whose meta slot was torn) had the note printed by both opens: twice,
+// the second with "rewrote it", as if two things had been repaired. It is
+// printed once: the writer's, which says what the open did.
+func TestMcpRepairNoteOnce(t *testing.T) {
+	fake := mcpclient.NewFake(mcpclient.FakeConfig{Tools: []mcpclient.FakeTool{{Name: "echo"}}})
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	for _, args := range [][]string{
+		{"mcp", "sync", "fake"},
+		{"mcp", "call", "fake", "echo", `{"n":1}`},
+		{"mcp", "add", "second", "--url", srv.URL},
+		{"mcp", "call", "fake", "nosuchtool", `{}`}, // refused before any write: the read's note
+	} {
+		r := &outputRun{t: t, home: filepath.Join(t.TempDir(), "store"), ws: t.TempDir()}
+		r.ok("", "init")
+		r.ok("", "mcp", "add", "fake", "--url", srv.URL)
+		// Tear the first meta slot of the index (its checksum fails): an
+		// open uses the other, and a writer's rewrites it.
+		f, err := os.OpenFile(filepath.Join(r.home, "index", "objects.idx"), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte("XXXXXXXX"), 20); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		var out, errb bytes.Buffer
+		r.main("", &out, &errb, args...)
+		if n := strings.Count(errb.String(), "rook: note: index:"); n != 1 {
+			t.Errorf("%s: the repair note printed %d time(s), want once: %q", args, n, errb.String())
+		}
+	}
+}
+
+// TestMcpCallNotRecordedSaysNotToRunItAgain: a call that ran, whose
+// record found the writer lock held past its wait, failed with the lock's
+// usual advice, "wait for it to finish and run the command again": run
+// again, the tool runs again (a second message sent, a second file
+// written). It says the call ran, its result is above, and that running
+// the command again calls the tool again.
+func TestMcpCallNotRecordedSaysNotToRunItAgain(t *testing.T) {
+	r := &outputRun{t: t, home: filepath.Join(t.TempDir(), "store"), ws: t.TempDir()}
+	r.ok("", "init")
+	fake := mcpclient.NewFake(mcpclient.FakeConfig{Tools: []mcpclient.FakeTool{{Name: "echo"}}})
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	r.ok("", "mcp", "add", "fake", "--url", srv.URL)
+	holder, err := agent.Open(r.home, agent.Options{Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	defer func(w time.Duration) { recordLockWait = w }(recordLockWait)
+	recordLockWait = 0
+	var out, errb bytes.Buffer
+	code := r.main("", &out, &errb, "--lock-wait", "0", "mcp", "call", "fake", "echo", `{"n":3}`)
+	msg := errb.String()
+	if code != 1 || !strings.Contains(out.String(), `echo called with {"n":3}`) {
+		t.Fatalf("exit %d, stdout %q, stderr %q: want the result shown and exit 1", code, out.String(), msg)
+	}
+	if strings.Contains(msg, "run the command again") || !strings.Contains(msg, "calls the tool again") || !strings.Contains(msg, "result is above") {
+		t.Fatalf("stderr %q: want the call said to have run, its result above, and that running it again calls the tool again", msg)
 	}
 }

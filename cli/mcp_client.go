@@ -16,6 +16,7 @@ import (
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/agent/mcpclient"
+	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 )
 
@@ -240,6 +241,8 @@ func (c *McpAddCmd) Run(e *Env) error {
 	// The tool list is read with no store open (checked first on the
 	// store opened for reading), then added with it open for writing: a
 	// slow server keeps no other rook from writing (see McpCallCmd.Run).
+	e.holdNotes = true
+	defer e.releaseNotes()
 	var list *agent.MCPToolList
 	if !c.Offline {
 		if list, err = readToolList(e, c.Timeout, func(r *agent.Rook) (mcpclient.Spec, error) {
@@ -488,6 +491,8 @@ func schemaSummary(raw json.RawMessage) string {
 func (c *McpSyncCmd) Run(e *Env) error {
 	// Read with no store open, applied with it open for writing (see
 	// McpAddCmd.Run).
+	e.holdNotes = true
+	defer e.releaseNotes()
 	var spec mcpclient.Spec
 	list, derr := readToolList(e, c.Timeout, func(r *agent.Rook) (mcpclient.Spec, error) {
 		s, _, err := r.MCPServer(c.Name)
@@ -612,6 +617,8 @@ func (c *McpCallCmd) Run(e *Env) error {
 	if e.lockWaitErr != nil {
 		return e.lockWaitErr
 	}
+	e.holdNotes = true
+	defer e.releaseNotes()
 	var plan *agent.MCPCallPlan
 	var co mcpclient.Options
 	r, err := e.openRook(false)
@@ -634,7 +641,24 @@ func (c *McpCallCmd) Run(e *Env) error {
 	// capture holding the lock for a moment) lost the record of a tool
 	// that ran; before the call ran with no store open, such a call
 	// failed before it was made.
-	rec, err := e.openRookWait(true, max(e.LockWait, recordLockWait))
+	wait := max(e.LockWait, recordLockWait)
+	var waiting func(string)
+	if isTerminal(e.Stderr) {
+		// What the lock is waited for: the call has run, and this
+		// wait is the record's (at least recordLockWait, whatever
+		// --lock-wait says), not the call's.
+		ran := "ran"
+		if cerr != nil {
+			ran = "failed"
+		}
+		waiting = func(holder string) {
+			if holder == "" {
+				holder = "another process"
+			}
+			fmt.Fprintf(e.Stderr, "rook: the call to %s of %s %s; waiting for the store's writer lock, held by %s, to record it in the server's session (up to %s)\n", c.Tool, c.Name, ran, holder, wait)
+		}
+	}
+	rec, err := e.openRookTelling(true, wait, waiting)
 	if err == nil {
 		err = rec.RecordMCPCall(plan, res, cerr)
 		if cerr := rec.Close(); err == nil {
@@ -657,7 +681,18 @@ func (c *McpCallCmd) Run(e *Env) error {
 			// server that was never reached.
 			return fmt.Errorf("the call to %s of %s failed: %v; the failure could not be recorded in the server's session either: %w", c.Tool, c.Name, cerr, err)
 		}
-		return fmt.Errorf("the call to %s of %s was made, but it could not be recorded in the server's session: %w", c.Tool, c.Name, err)
+		// Not the lock's usual advice ("run the command again"): run
+		// again, the tool runs again.
+		where := "above"
+		if e.JSON {
+			where = "on standard output"
+		}
+		why := err.Error()
+		var le *cas.LockedError
+		if errors.As(err, &le) {
+			why += " (`rook doctor` shows the holder)"
+		}
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("the call to %s of %s ran (its result is %s), but it could not be recorded in the server's session: %s; running the command again calls the tool again", c.Tool, c.Name, where, why)}
 	}
 	if cerr != nil {
 		var f *mcpclient.Failure

@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rookhq/rook/agent"
+	"github.com/rookhq/rook/agent/mcpclient"
 	"github.com/rookhq/rook/cas"
 )
 
@@ -323,5 +328,43 @@ func TestEntryEscapesOnATerminal(t *testing.T) {
 	}
 	if piped := run(nil, "", "session", "entry", id, "0"); !strings.Contains(piped, body) {
 		t.Errorf("session entry piped: %q, want the body as stored", piped)
+	}
+}
+
+// TestMcpCallRecordWaitSaysWhatItWaitsFor: an mcp call whose record
+// waits for the writer lock said, at a terminal, "waiting for the store's
+// writer lock ... (up to 30s; --lock-wait changes it)": nothing of the
+// call having run already (the wait is its record's), and --lock-wait 0,
+// given, had not changed it (the record waits at least recordLockWait).
+func TestMcpCallRecordWaitSaysWhatItWaitsFor(t *testing.T) {
+	r := &outputRun{t: t, home: filepath.Join(t.TempDir(), "store"), ws: t.TempDir()}
+	r.ok("", "init")
+	fake := mcpclient.NewFake(mcpclient.FakeConfig{Tools: []mcpclient.FakeTool{{Name: "echo"}}})
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	r.ok("", "mcp", "add", "fake", "--url", srv.URL)
+	holder, err := agent.Open(r.home, agent.Options{Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for !slices.Contains(fake.Methods(), "tools/call") {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(1500 * time.Millisecond) // past the second a writer waits before it says so
+		holder.Close()
+	}()
+	defer func(w time.Duration) { recordLockWait = w }(recordLockWait)
+	recordLockWait = 20 * time.Second
+	master, tty := openPTY(t)
+	var out bytes.Buffer
+	if code := r.main("", &out, tty, "--lock-wait", "0", "mcp", "call", "fake", "echo", `{"n":4}`); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	tty.Close()
+	got, _ := io.ReadAll(master)
+	want := "rook: the call to echo of fake ran; waiting for the store's writer lock, held by "
+	if !bytes.Contains(got, []byte(want)) || !bytes.Contains(got, []byte("to record it in the server's session (up to 20s)")) || bytes.Contains(got, []byte("--lock-wait changes it")) {
+		t.Fatalf("stderr at a terminal %q: want %q, saying it waits to record the call, up to 20s", got, want)
 	}
 }

@@ -499,6 +499,25 @@ func ValidateQuery(q string) error {
 // imported event, a match inside encoded state (encodedValue: an image's
 // base64, a signature, encrypted reasoning) is no match, and a snippet of
 // its line as stored shows such a value as a marker (encodedMarker).
+// PastEndError: a seq to start at past a session's last event.
+type PastEndError struct {
+	Session eventlog.ID
+	Seq     uint64 // asked for
+	Events  uint64 // the session's
+}
+
+func (e *PastEndError) Error() string {
+	return fmt.Sprintf("%d is past the end of session %s: %s", e.Seq, e.Session, e.Has())
+}
+
+// Has says how many events the session has, and which seqs to give.
+func (e *PastEndError) Has() string {
+	if e.Events == 0 {
+		return "it has no events yet"
+	}
+	return fmt.Sprintf("it has %d event(s), #0 to #%d", e.Events, e.Events-1)
+}
+
 func (r *Rook) Find(id eventlog.ID, q FindQuery) (FindResult, error) {
 	var res FindResult
 	if err := ValidateQuery(q.Query); err != nil {
@@ -517,6 +536,10 @@ func (r *Rook) Find(id eventlog.ID, q FindQuery) (FindResult, error) {
 	s, err := r.Log.Summary(id)
 	if err != nil {
 		return res, err
+	}
+	if q.From > 0 && q.From >= s.Events {
+		// Nothing to search: not "no more matches", as if it had been.
+		return res, &PastEndError{Session: id, Seq: q.From, Events: s.Events}
 	}
 	if s.Events == 0 {
 		return res, nil

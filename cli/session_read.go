@@ -26,6 +26,7 @@ package cli
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -423,6 +424,14 @@ func (c *FindCmd) Run(e *Env) error {
 	}
 	defer r.Close()
 	res, err := r.Find(id, agent.FindQuery{Query: c.Query, From: c.From, Offset: int64(c.Offset), Through: c.Through})
+	var past *agent.PastEndError
+	if errors.As(err, &past) {
+		msg := fmt.Sprintf("--from %d is past the end of session %s: %s", c.From, id, past.Has())
+		if past.Events > 0 {
+			msg += fmt.Sprintf("; give --from 0 to %d", past.Events-1)
+		}
+		return &exitError{code: ExitFailure, msg: msg}
+	}
 	if err != nil {
 		return err
 	}

@@ -3,12 +3,15 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // ReferenceReport is what `rook store verify` finds beyond the objects
@@ -23,6 +26,11 @@ type ReferenceReport struct {
 	Refs     int                `json:"refs"`     // ids named by ref files (checkpoints)
 	Named    int                `json:"objects_named"`
 	Problems []ReferenceProblem `json:"problems"`
+	// LogsWithoutMeta are the event logs (paths) with no .meta beside
+	// them: no session, so nothing lists them, and gc, which marks from
+	// the sessions, does not keep what their events name. Each is a
+	// problem too.
+	LogsWithoutMeta []string `json:"logs_without_meta"`
 
 	// namedIn is the session that first named each object, when a
 	// session did: ImportFormats says from it which objects an import
@@ -121,7 +129,15 @@ func (r *Rook) ImportFormats(rep ReferenceReport, ids []cas.Key) []string {
 // read, it goes on past each problem to report them all. progress (when
 // not nil) is called with the sessions read so far and their number.
 func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceReport, error) {
-	rep := ReferenceReport{Problems: []ReferenceProblem{}}
+	rep := ReferenceReport{Problems: []ReferenceProblem{}, LogsWithoutMeta: []string{}}
+	// Listed before the sessions are read and again after: a writer
+	// creating sessions in bulk (an import) writes a log's .meta at its
+	// next barrier, so one that had none then and has one now was being
+	// made.
+	orphans, err := LogsWithoutMeta(r.fs, r.home)
+	if err != nil {
+		return rep, err
+	}
 	type namer struct {
 		p    ReferenceProblem // where the name is: Session, Seq, Ref
 		idx  int              // the problem reported for it, if missing: index+1
@@ -259,6 +275,19 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 			check(n, at)
 		}
 	}
+	if len(orphans) > 0 {
+		still, err := LogsWithoutMeta(r.fs, r.home)
+		if err != nil {
+			return rep, err
+		}
+		for _, p := range still {
+			if !slices.Contains(orphans, p) {
+				continue
+			}
+			rep.LogsWithoutMeta = append(rep.LogsWithoutMeta, p)
+			rep.Problems = append(rep.Problems, ReferenceProblem{Reason: p + ": " + noMetaReason})
+		}
+	}
 	rep.Named = len(seen)
 	rep.namedIn = func(id cas.Key) string {
 		if n, ok := seen[id]; ok {
@@ -285,4 +314,42 @@ func (r *Rook) unreadLogReason(m eventlog.Meta, err error) string {
 	}
 	src := im.Source
 	return fmt.Sprintf("%v; it was imported from %s: after `rook session rm %s`, `rook import %s %s` imports it again", err, src.Path, m.ID, src.Format, ShellQuote(src.Path))
+}
+
+// noMetaReason says what an event log with no .meta is, and what to do.
+const noMetaReason = "an event log with no .meta beside it: it is no session (session ls, show and diff pass over it), and gc, which keeps what sessions name, does not keep the objects its events name; put its .meta back from a backup, or move the log out of the store if it is not wanted (nothing removes it for you)"
+
+// LogsWithoutMeta lists the event logs of the store at home (their paths,
+// sorted) that have no .meta beside them. A session exists exactly when
+// its .meta does: such a log is a session lost (its .meta deleted, or
+// missed by a restore from a backup), or one a writer is creating in bulk
+// (its .meta comes at the writer's next barrier).
+func LogsWithoutMeta(fsys vfs.FS, home string) ([]string, error) {
+	dir := filepath.Join(home, cas.EventsDir)
+	ents, err := fsys.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	metas := map[string]bool{}
+	for _, e := range ents {
+		if name, ok := strings.CutSuffix(e.Name(), ".meta"); ok {
+			metas[name] = true
+		}
+	}
+	var out []string
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".log")
+		if !ok || metas[name] {
+			continue
+		}
+		if _, err := eventlog.ParseID(name); err != nil {
+			continue // not a session's log
+		}
+		out = append(out, filepath.Join(dir, e.Name()))
+	}
+	sort.Strings(out)
+	return out, nil
 }

@@ -134,15 +134,17 @@ func (s *Store) storeState() (string, error) {
 	return fmt.Sprint(s.tree.Snapshot().TxID(), segs), nil
 }
 
-// indexProblem is the problem of an index that does not check out. The
-// index package's errors begin "index: " already (index.ErrCorrupt's
-// text): prefixed again they read "index: index: corrupt".
-func indexProblem(err error) Problem {
+// indexProblem is the problem of the index at path that does not check
+// out, said as the other commands say it (the file named, the index
+// error in brackets). The index package's errors begin "index: " already
+// (index.ErrCorrupt's text): prefixed again they read "index: index:
+// corrupt".
+func indexProblem(path string, err error) Problem {
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "index: ") {
 		msg = "index: " + msg
 	}
-	return Problem{Reason: msg}
+	return Problem{Reason: fmt.Sprintf("index %s is damaged (%s)", path, msg)}
 }
 
 func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, error) {
@@ -153,7 +155,7 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 		}
 	}
 	if err := s.tree.Check(); err != nil {
-		rep.Problems = append(rep.Problems, indexProblem(err))
+		rep.Problems = append(rep.Problems, indexProblem(s.indexPath(), err))
 	}
 	segs, err := s.listSegments()
 	if err != nil {
@@ -266,7 +268,7 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 		return true
 	})
 	if err != nil {
-		rep.Problems = append(rep.Problems, indexProblem(err))
+		rep.Problems = append(rep.Problems, indexProblem(s.indexPath(), err))
 	}
 	for _, f := range facts {
 		if !f.used {

@@ -655,7 +655,7 @@ func runReread(e *Env, format string, paths []string) error {
 		} else if len(out.Problems) == out.DamagedRegions && out.Unreadable == 0 {
 			// Segments are never rewritten in place: the damaged bytes
 			// stay, holding nothing any object needs.
-			fmt.Fprintf(e.Stdout, "every object reads back; the %d damaged segment region(s) hold no object any more: `rook store repack` moves their segments aside\n", out.DamagedRegions)
+			fmt.Fprintf(e.Stdout, "every object reads back; the %d damaged segment region(s) hold no object any more: %s\n", out.DamagedRegions, repackMovesDamaged(e.Home))
 		} else {
 			fmt.Fprintln(e.Stdout, "the store's verify still finds:")
 			for _, pr := range out.Problems {

@@ -73,6 +73,8 @@ type doctorReport struct {
 	Sessions           int           `json:"sessions"`
 	SessionsCounted    bool          `json:"sessions_counted"`
 	SessionsUnreadable []eventlog.ID `json:"sessions_unreadable,omitempty"`
+	// LogsWithoutMeta: event logs with no .meta beside them (paths).
+	LogsWithoutMeta []string `json:"logs_without_meta,omitempty"`
 	// ObjectsVerified is always false: doctor reads the index, not the
 	// objects; saying so keeps its "ok" from reading as `store verify`'s.
 	ObjectsVerified bool   `json:"objects_verified"`
@@ -197,11 +199,20 @@ func doctorSessions(e *Env, r *doctorReport) []string {
 		return []string{"cannot read the sessions: " + err.Error()}
 	}
 	r.Sessions, r.SessionsCounted = len(list), true
+	var out []string
+	if logs, err := agent.LogsWithoutMeta(e.FS, e.Home); err != nil {
+		out = append(out, "cannot list the sessions' logs: "+err.Error())
+	} else if len(logs) > 0 {
+		// No session: counted nowhere, and gc does not keep what their
+		// events name.
+		r.LogsWithoutMeta = logs
+		out = append(out, fmt.Sprintf("%d event log(s) in %s have no .meta beside them: %s: they are no sessions (nothing lists their events), and gc does not keep the objects they name: put each .meta back from a backup, or move the log out of the store (if an import is running, run doctor again once it is done)", len(logs), filepath.Join(e.Home, cas.EventsDir), strings.Join(logs, ", ")))
+	}
 	if u == nil {
-		return nil
+		return out
 	}
 	r.SessionsUnreadable = u.IDs
-	return []string{fmt.Sprintf("%d session(s) do not read: %v: `rook store verify` lists every problem; `rook session rm ID` removes a session", len(u.IDs), u)}
+	return append(out, fmt.Sprintf("%d session(s) do not read: %v: `rook store verify` lists every problem; `rook session rm ID` removes a session", len(u.IDs), u))
 }
 
 // missingDictionaries names the dictionary ids given out that have no

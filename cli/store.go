@@ -400,7 +400,12 @@ func (c *VerifyCmd) Run(e *Env) error {
 			msg += fmt.Sprintf("; those of imported %s sessions: `rook import %s --reread PATH...` reads their transcripts again and puts them back", agent.FormatName(f), f)
 		}
 	}
-	if rep.DamagedRegions > 0 {
+	if rep.DamagedRegions > 0 && rep.Unreadable == 0 {
+		// Every object reads back: what is damaged holds none, and a
+		// repack, which copies the objects out, moves those segments
+		// aside (cas Repack: to torn/, once no entry points into them).
+		msg += fmt.Sprintf("; %d damaged segment region(s), holding no object any more: %s", rep.DamagedRegions, repackMovesDamaged(e.Home))
+	} else if rep.DamagedRegions > 0 {
 		msg += fmt.Sprintf("; %d damaged segment region(s)", rep.DamagedRegions)
 	}
 	for _, d := range rep.Dictionaries {
@@ -412,7 +417,14 @@ func (c *VerifyCmd) Run(e *Env) error {
 	if missing := refs.Missing(); missing > 0 {
 		msg += fmt.Sprintf("; %d object(s) named by sessions or refs are not in the store: `rook store reindex` finds any the segments still hold, and putting an object's original bytes again restores it", missing)
 	}
-	if n := len(refs.Problems) - refs.Missing(); n > 0 {
+	if n := len(refs.LogsWithoutMeta); n > 0 {
+		where := "named above"
+		if e.JSON {
+			where = "references.logs_without_meta in the report"
+		}
+		msg += fmt.Sprintf("; %d event log(s) have no .meta (%s): no session lists their events, and gc does not keep what they name: put each .meta back from a backup, or move the log out of the store", n, where)
+	}
+	if n := len(refs.Problems) - refs.Missing() - len(refs.LogsWithoutMeta); n > 0 {
 		// Under --json there are no lines above: the report's problems
 		// say it.
 		where := "each line above says what to do"
@@ -492,4 +504,12 @@ func (c *ReindexCmd) Run(e *Env) error {
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d damaged region(s) skipped; an object whose only copy was there is not in the index any more (`rook store verify` lists what is left), and putting its original bytes again restores it", len(rep.Damage))}
 	}
 	return nil
+}
+
+// repackMovesDamaged says what `rook store repack` does with damaged
+// segment regions that hold no object any more: it copies every object
+// out of their segments and moves the segments to the store's torn/
+// directory, where they are kept (nothing is deleted).
+func repackMovesDamaged(home string) string {
+	return fmt.Sprintf("`rook store repack` moves the segment(s) holding them to %s%c (kept there, nothing deleted)", filepath.Join(home, cas.TornDir), filepath.Separator)
 }

@@ -219,3 +219,32 @@ func TestInStore(t *testing.T) {
 		}
 	}
 }
+
+// An import of a directory that holds the store (a home directory, with
+// the store at ~/.rook) walked into it and took the store's own .jsonl
+// files (an MCP server's inbox spool) as transcripts; named, a path in
+// the store was imported from too. The store is passed over in a walk,
+// as a tree capture passes over it, and refused when named (InStore).
+func TestImportNeverReadsTheStore(t *testing.T) {
+	r, ws := newWorkspaceHoldingStore(t)
+	home := filepath.Join(ws, "sub", "store")
+	writeSource(t, vfs.OS, filepath.Join(ws, "proj", "a1.jsonl"), claudeLines("a1", 1), "")
+	writeSource(t, vfs.OS, filepath.Join(home, "inbox", "spool.jsonl"), claudeLines("s1", 1), "")
+	if err := os.Symlink(filepath.Join(home, "inbox"), filepath.Join(ws, "proj", "linked")); err != nil {
+		t.Fatal(err)
+	}
+	rep := mustImport(t, r, FormatClaudeCode, ws)
+	for _, f := range rep.Files {
+		if strings.HasPrefix(f.Path, home) {
+			t.Errorf("the import took the store's %s (%s)", f.Path, f.Status)
+		}
+	}
+	if rep.Sessions != 1 {
+		t.Errorf("imported %d session(s), want the one outside the store: %+v", rep.Sessions, rep.Files)
+	}
+	for _, p := range []string{filepath.Join(home, "inbox"), filepath.Join(home, "inbox", "spool.jsonl"), filepath.Join(ws, "proj", "linked", "spool.jsonl")} {
+		if _, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{p}}); err == nil || !strings.Contains(err.Error(), "inside rook's store") {
+			t.Errorf("an import of %s: %v, want a refusal", p, err)
+		}
+	}
+}

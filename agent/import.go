@@ -654,9 +654,19 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 		rep.Files = append(rep.Files, ImportedFile{Path: path, Status: ImportFailed, Note: why})
 		rep.Failed++
 	}
+	// The store's own directory is never read as transcripts (its
+	// inbox's spool files are .jsonl): refused when named, passed over
+	// in a walk (InStore).
+	var store storeGuard
+	if r.fs == vfs.OS {
+		store = newStoreGuard(r.home)
+	}
 	for _, p := range paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
+			return nil, 0, err
+		}
+		if err := store.check(p, abs, "import from"); err != nil {
 			return nil, 0, err
 		}
 		if real, err := filepath.EvalSymlinks(abs); err == nil && r.fs == vfs.OS {
@@ -678,6 +688,9 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 		var walk func(dir string)
 		walk = func(dir string) {
 			walked[dir] = true
+			if store.real != "" && within(store.real, dir) {
+				return // the store, in the tree walked (~ holding ~/.rook)
+			}
 			ents, err := r.fs.ReadDir(dir)
 			if err != nil {
 				rep.problem(ImportProblem{File: dir, Reason: err.Error()})
@@ -727,6 +740,8 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 					fi, err := r.fs.Stat(real)
 					switch {
 					case err != nil:
+					case store.real != "" && within(store.real, real):
+						// A link into the store: passed over, as the store is.
 					case fi.IsDir() && !walked[real]:
 						walk(real)
 					case fi.Mode().IsRegular() && wanted(d.Name()):

@@ -174,6 +174,19 @@ func TestStoreGuardThroughALinkToANewDirectory(t *testing.T) {
 			t.Errorf("a tree capture of %s: %v (files %v), want a refusal", sub, err, man.Paths())
 		}
 	}
+	// A removal of a directory that holds the store, through a link
+	// too, is refused naming the store.
+	for _, in := range []string{"sub", "lsub"} {
+		os.Symlink("sub", filepath.Join(ws, "lsub"))
+		gone := &Manifest{V: 1, Root: ws, Files: map[string]FileEntry{}, Absent: []string{in + "/store"}}
+		if _, err := r.RestoreCheckpoint("gone", gone, ""); err == nil || !strings.Contains(err.Error(), "inside rook's store") {
+			t.Errorf("a restore removing %s/store: %v, want a refusal", in, err)
+		}
+	}
+	holds := &Manifest{V: 1, Root: ws, Files: map[string]FileEntry{}, Absent: []string{"sub"}}
+	if _, err := r.RestoreCheckpoint("holds", holds, ""); err == nil || !strings.Contains(err.Error(), "rook's store "+home+" is inside it") {
+		t.Errorf("a restore removing sub, which holds the store: %v, want a refusal naming the store", err)
+	}
 	// A restore into a directory inside the store (--to) likewise.
 	ok := &Manifest{V: 1, Root: ws, Files: map[string]FileEntry{"a.txt": {ID: res.ID, Size: 8, Mode: FileMode{Perm: 0o644}}}}
 	if _, err := r.RestoreCheckpoint("cp", ok, filepath.Join(ws, "st", "restored")); err == nil || !strings.Contains(err.Error(), "inside rook's store") {

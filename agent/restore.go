@@ -249,7 +249,7 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			return nil, err
 		}
 		if c.Remove && store.holds(abs) {
-			return nil, fmt.Errorf("cannot remove %s: it holds rook's store %s, which a restore never removes; move the store (ROOK_HOME) or restore to a point where %s is there", c.Path, store.home, c.Path)
+			return nil, fmt.Errorf("cannot remove %s: rook's store %s is inside it, and a restore never removes the store; move the store out of the workspace (and point ROOK_HOME at it) to restore this", c.Path, store.home)
 		}
 		if err := linkAbove(real, c, wasDir); err != nil {
 			return nil, err

@@ -28,8 +28,9 @@ type ReferenceReport struct {
 	Problems []ReferenceProblem `json:"problems"`
 	// LogsWithoutMeta are the event logs (paths) with no .meta beside
 	// them: no session, so nothing lists them, and gc, which marks from
-	// the sessions, does not keep what their events name. Each is a
-	// problem too.
+	// the sessions, does not keep what their events name. Named, not
+	// problems: a session rm or prune that stopped part way (a full
+	// disk) leaves one, of a session the user removed.
 	LogsWithoutMeta []string `json:"logs_without_meta"`
 
 	// namedIn is the session that first named each object, when a
@@ -285,7 +286,6 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 				continue
 			}
 			rep.LogsWithoutMeta = append(rep.LogsWithoutMeta, p)
-			rep.Problems = append(rep.Problems, ReferenceProblem{Reason: p + ": " + noMetaReason})
 		}
 	}
 	rep.Named = len(seen)
@@ -316,8 +316,8 @@ func (r *Rook) unreadLogReason(m eventlog.Meta, err error) string {
 	return fmt.Sprintf("%v; it was imported from %s: after `rook session rm %s`, `rook import %s %s` imports it again", err, src.Path, m.ID, src.Format, ShellQuote(src.Path))
 }
 
-// noMetaReason says what an event log with no .meta is, and what to do.
-const noMetaReason = "an event log with no .meta beside it: it is no session (session ls, show and diff pass over it), and gc, which keeps what sessions name, does not keep the objects its events name; put its .meta back from a backup, or move the log out of the store if it is not wanted (nothing removes it for you)"
+// NoMetaReason says what an event log with no .meta is, and what to do.
+const NoMetaReason = "an event log with no .meta beside it: no session lists its events (a session rm or prune that stopped part way leaves one, and so does a .meta lost), and gc, which keeps what sessions name, does not keep the objects they name; if its session was not removed, put its .meta back from a backup; if it was, move the log out of the store (nothing removes it for you)"
 
 // LogsWithoutMeta lists the event logs of the store at home (their paths,
 // sorted) that have no .meta beside them. A session exists exactly when

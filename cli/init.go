@@ -199,20 +199,21 @@ func doctorSessions(e *Env, r *doctorReport) []string {
 		return []string{"cannot read the sessions: " + err.Error()}
 	}
 	r.Sessions, r.SessionsCounted = len(list), true
-	var out []string
 	if logs, err := agent.LogsWithoutMeta(e.FS, e.Home); err != nil {
-		out = append(out, "cannot list the sessions' logs: "+err.Error())
+		r.Warnings = append(r.Warnings, "cannot list the sessions' logs: "+err.Error())
 	} else if len(logs) > 0 {
 		// No session: counted nowhere, and gc does not keep what their
-		// events name.
+		// events name. A warning: a session rm that stopped part way
+		// leaves one, of a session removed (an import running may have
+		// one it has not finished creating).
 		r.LogsWithoutMeta = logs
-		out = append(out, fmt.Sprintf("%d event log(s) in %s have no .meta beside them: %s: they are no sessions (nothing lists their events), and gc does not keep the objects they name: put each .meta back from a backup, or move the log out of the store (if an import is running, run doctor again once it is done)", len(logs), filepath.Join(e.Home, cas.EventsDir), strings.Join(logs, ", ")))
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d event log(s) in %s have no .meta beside them (%s): no session lists their events, and gc does not keep the objects they name: if their session was not removed, put each .meta back from a backup; if it was, move the log out of the store", len(logs), filepath.Join(e.Home, cas.EventsDir), strings.Join(logs, ", ")))
 	}
 	if u == nil {
-		return out
+		return nil
 	}
 	r.SessionsUnreadable = u.IDs
-	return append(out, fmt.Sprintf("%d session(s) do not read: %v: `rook store verify` lists every problem; `rook session rm ID` removes a session", len(u.IDs), u))
+	return []string{fmt.Sprintf("%d session(s) do not read: %v: `rook store verify` lists every problem; `rook session rm ID` removes a session", len(u.IDs), u)}
 }
 
 // missingDictionaries names the dictionary ids given out that have no

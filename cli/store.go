@@ -377,6 +377,20 @@ func (c *VerifyCmd) Run(e *Env) error {
 			fmt.Fprintf(e.Stdout, "%d session(s) read to their end (%d events), %d ref(s): all %d objects they name are in the store\n", refs.Sessions, refs.Events, refs.Refs, refs.Named)
 		}
 	}
+	if !e.JSON {
+		// Named, not failed: a session rm that stopped part way leaves
+		// one as a .meta lost does (agent.NoMetaReason).
+		for _, p := range refs.LogsWithoutMeta {
+			fmt.Fprintf(e.Stdout, "%s: %s\n", terminalLine(p), agent.NoMetaReason)
+		}
+	}
+	if n := len(refs.LogsWithoutMeta); n > 0 {
+		where := "named above"
+		if e.JSON {
+			where = "references.logs_without_meta"
+		}
+		fmt.Fprintf(e.Stderr, "rook: note: %d event log(s) have no .meta beside them (%s): gc does not keep the objects their events name\n", n, where)
+	}
 	if rep.TornTail != "" && !e.JSON {
 		fmt.Fprintf(e.Stderr, "rook: note: %s: not acknowledged yet: a writer beside this verify is writing it, or a crash cut it mid-write (the next writer then cuts it off)\n", rep.TornTail)
 	}
@@ -417,14 +431,7 @@ func (c *VerifyCmd) Run(e *Env) error {
 	if missing := refs.Missing(); missing > 0 {
 		msg += fmt.Sprintf("; %d object(s) named by sessions or refs are not in the store: `rook store reindex` finds any the segments still hold, and putting an object's original bytes again restores it", missing)
 	}
-	if n := len(refs.LogsWithoutMeta); n > 0 {
-		where := "named above"
-		if e.JSON {
-			where = "references.logs_without_meta in the report"
-		}
-		msg += fmt.Sprintf("; %d event log(s) have no .meta (%s): no session lists their events, and gc does not keep what they name: put each .meta back from a backup, or move the log out of the store", n, where)
-	}
-	if n := len(refs.Problems) - refs.Missing() - len(refs.LogsWithoutMeta); n > 0 {
+	if n := len(refs.Problems) - refs.Missing(); n > 0 {
 		// Under --json there are no lines above: the report's problems
 		// say it.
 		where := "each line above says what to do"

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -259,5 +260,36 @@ func TestImportNeverReadsTheStore(t *testing.T) {
 		if _, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{p}}); err == nil || !strings.Contains(err.Error(), "inside rook's store") {
 			t.Errorf("an import of %s: %v, want a refusal", p, err)
 		}
+	}
+}
+
+// ExportToolResults wrote its files into whatever directory it was given:
+// the CLI refuses a --tool-results inside the store, but the engine did
+// not, and a link to a directory the store does not have yet led there
+// too. It refuses it (InStore), nothing written.
+func TestExportToolResultsNeverWritesTheStore(t *testing.T) {
+	r, ws := newWorkspaceHoldingStore(t)
+	home := filepath.Join(ws, "sub", "store")
+	m, err := r.NewSession("imported", ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Append(m.ID, Entry{Kind: eventlog.KindNote, Label: toolResultsLabel + "toolu_1.txt", Body: []byte("a tool's output\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(home, "results"), filepath.Join(ws, "out")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{filepath.Join(home, "results"), filepath.Join(ws, "out")} {
+		if _, err := r.ExportToolResults(m.ID, dir); err == nil || !strings.Contains(err.Error(), "inside rook's store") {
+			t.Errorf("tool-results written to %s: %v, want a refusal", dir, err)
+		}
+		if _, err := os.Lstat(filepath.Join(home, "results")); err == nil {
+			t.Fatalf("the export made %s in the store", filepath.Join(home, "results"))
+		}
+	}
+	x, err := r.ExportToolResults(m.ID, filepath.Join(ws, "elsewhere"))
+	if err != nil || len(x.Files) != 1 {
+		t.Fatalf("an export outside the store: %+v, %v", x, err)
 	}
 }

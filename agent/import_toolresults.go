@@ -278,6 +278,12 @@ type ExportedToolResults struct {
 // missing. A session that holds none writes nothing.
 func (r *Rook) ExportToolResults(id eventlog.ID, dir string) (ExportedToolResults, error) {
 	x := ExportedToolResults{Dir: dir, Files: []string{}}
+	if r.fs == vfs.OS {
+		// Never into the store, however dir leads there (InStore).
+		if err := InStore(r.home, dir, "write tool-results files to"); err != nil {
+			return x, err
+		}
+	}
 	var files []vfs.NamedData
 	seen := map[string]bool{}
 	err := r.eachEvent(id, func(ev eventlog.Event) error {

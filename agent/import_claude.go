@@ -239,6 +239,9 @@ func (m *claudeMapper) mapLine(line []byte) mappedLine {
 // the report is what a user reads to find what is wrong with the line.
 func claudeUnreadable(line []byte, err error) string {
 	if !json.Valid(line) {
+		if nestedTooDeep(line) {
+			return tooDeep
+		}
 		return "not JSON"
 	}
 	var te *json.UnmarshalTypeError

@@ -372,6 +372,9 @@ func (m *codexMapper) mapEntry(e *codexEntry) mappedLine {
 func codexUnreadable(line []byte) mappedLine {
 	out := mappedLine{Kind: eventlog.KindNote, Label: codexUnparsed, Unparsed: "not JSON"}
 	if !json.Valid(line) {
+		if nestedTooDeep(line) {
+			out.Unparsed = tooDeep
+		}
 		return out
 	}
 	var env codexTyped

@@ -404,6 +404,40 @@ func scanJSON(b []byte, minLen int, members *[]jsonMember, names keyNames) ([]js
 // document is not JSON to it, so not to stringValues either.
 const maxJSONDepth = 10000
 
+// nestedTooDeep says whether b, a line that is not JSON, is not JSON to
+// encoding/json because its arrays and objects nest deeper than
+// maxJSONDepth, before anything else in it is wrong: what the import
+// reports of such a line ("not JSON" would send its reader looking for a
+// syntax error). The levels are counted in a loop, outside strings: no
+// recursion, however deep the line goes.
+func nestedTooDeep(b []byte) bool {
+	depth, in := 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case in && c == '\\':
+			i++
+		case in:
+			in = c != '"'
+		case c == '"':
+			in = true
+		case c == '{' || c == '[':
+			if depth++; depth > maxJSONDepth {
+				// Too deep here, unless encoding/json met an error
+				// before (its offset is past the byte it stopped at).
+				var raw json.RawMessage
+				var se *json.SyntaxError
+				return !errors.As(json.Unmarshal(b, &raw), &se) || se.Offset > int64(i)
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
+}
+
+// tooDeep is the problem reported of a line that nestedTooDeep.
+var tooDeep = fmt.Sprintf("nested too deep (arrays and objects more than %d levels deep, which no JSON reader here takes): kept as it is", maxJSONDepth)
+
 func skipJSONSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
 		i++

@@ -1204,6 +1204,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			// state is kept only if the line left none in it
 			// (cutLeftNoTrace), as the state after the lines before.
 			at := max(prep.lines[i].off, start)
+			fi.see(prep.lines[i], true)
 			prep.lines, size, heldLast = prep.lines[:i], at, true
 			var err error
 			if full, err = prep.sumTo(at); err != nil {
@@ -1294,6 +1295,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			}
 			waiting = nil
 			if i := len(lines) - 1; final && i >= 0 && beingWritten(f, lines[i], opts.walked) {
+				fi.see(lines[i], true)
 				lines, heldLast = lines[:i], true
 			}
 			if err := fi.take(lines, final); err != nil {
@@ -1333,7 +1335,10 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		res.BytesIn -= start - from // taken in before: what the file grew by is new
 	}
 	if fi.sess == nil {
-		cut := !prep.streamed && len(prep.lines) == 1 && prep.lines[0].m.Unparsed == truncatedLine+"not JSON" || heldLast && !fi.written
+		// One line, cut short: its agent is writing the first line of a
+		// new transcript (or a crash cut it). The same read whole or in
+		// chunks, held for the next import (beingWritten) or not.
+		cut := fi.content == 1 && fi.cutLast
 		// Undo the problems counted for its lines: the file is the problem.
 		rep.Problems, rep.ProblemsLeftOut = rep.Problems[:problemsBefore], leftOutBefore
 		res.Unparsed, res.Unknown = 0, 0
@@ -1341,16 +1346,21 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			res.Status, res.Note, res.Lines, res.Events, res.BytesIn = ImportUnchanged, waiting, 0, 0, 0
 			return res
 		}
-		if cut {
-			// One line, cut short: its agent is writing the first line
-			// of a new transcript. Nothing to import yet.
-			res.Status, res.Note, res.Lines, res.BytesIn = ImportUnchanged, "its first line is still being written: nothing to import yet", 0, 0
+		if !fi.written && !fi.noEntry {
+			// Blank lines, NUL bytes and a byte order mark hold no more
+			// than an empty file does, and are reported as it is, not as
+			// a file of another kind.
+			res.Status, res.Note, res.Lines, res.BytesIn = ImportUnchanged, fi.filler.String()+": nothing to import yet", 0, 0
 			return res
 		}
-		if !fi.written {
-			// Blank lines hold no more than an empty file does, and
-			// are reported as it is, not as a file of another kind.
-			res.Status, res.Note, res.Lines, res.BytesIn = ImportUnchanged, "only blank lines: nothing to import yet", 0, 0
+		if cut {
+			// Nothing to import yet: the next import takes the line
+			// once whole.
+			res.Status, res.Lines, res.BytesIn = ImportUnchanged, 0, 0
+			res.Note = "its only line is cut short (no newline yet) and is not JSON: nothing to import yet; the next import takes it once whole"
+			if heldLast {
+				res.Note = "its first line is still being written: nothing to import yet"
+			}
 			return res
 		}
 		if fi.noEntry {
@@ -1609,7 +1619,10 @@ type fileImport struct {
 	sess      *eventlog.Meta // nil until made, at the first line that is an entry
 	created   bool           // sess was made by this import
 	entry     bool           // a line that is an entry was seen
-	written   bool           // a line that is not blank was seen
+	written   bool           // a line that is not filler (fillerOf) was seen
+	filler    filler         // the kinds of filler of the lines that are only filler
+	content   int            // the lines seen that are not filler
+	cutLast   bool           // the last of them is cut short (no newline) and not JSON, or held
 	noEntry   bool           // none in the first holdBytes: not a transcript
 	lineNo    int            // the next line's number in the file
 	held      []pendingLine  // lines waiting for the next chunk
@@ -1649,6 +1662,66 @@ type fileImport struct {
 	pastCopy bool
 }
 
+// filler is what a line holds that is not text: nothing but white space,
+// NUL bytes (a crash's, or space its agent set aside before writing) and a
+// UTF-8 byte order mark (an editor's). A file of only filler holds no
+// more than an empty one does: nothing to import yet.
+type filler uint8
+
+const (
+	fillerBlank filler = 1 << iota
+	fillerNUL
+	fillerBOM
+)
+
+// fillerOf says what filler line is made of, 0 if it holds anything else.
+func fillerOf(line []byte) filler {
+	var f filler
+	if b, ok := bytes.CutPrefix(line, []byte("\xef\xbb\xbf")); ok {
+		f, line = fillerBOM, b
+	}
+	for _, c := range line {
+		switch c {
+		case 0:
+			f |= fillerNUL
+		case ' ', '\t', '\r', '\n', '\v', '\f':
+		default:
+			return 0
+		}
+	}
+	if f == 0 {
+		f = fillerBlank // only white space (a line of NULs or a BOM is not blank)
+	}
+	return f
+}
+
+// String says what a file of only f holds: "only NUL bytes and blank lines".
+func (f filler) String() string {
+	var kinds []string
+	for _, k := range []struct {
+		f    filler
+		what string
+	}{{fillerBOM, "a byte order mark"}, {fillerNUL, "NUL bytes"}, {fillerBlank, "blank lines"}} {
+		if f&k.f != 0 {
+			kinds = append(kinds, k.what)
+		}
+	}
+	return "only " + strings.Join(kinds, " and ")
+}
+
+// see notes what a line of the file is (fileImport.written, filler,
+// content, cutLast): a line taken in, or, held, a last line left for the
+// next import (beingWritten), seen without being taken in.
+func (fi *fileImport) see(p pendingLine, held bool) {
+	if f := fillerOf(p.line); f != 0 {
+		fi.filler |= f
+		return
+	}
+	fi.written = true
+	fi.content++
+	fi.cutLast = held || p.m.Unparsed == truncatedLine+"not JSON"
+}
+
 // take takes in the lines of a chunk. Lines wait for the next chunk while
 // the file has shown no entry (it may be no transcript at all), while it
 // has shown no time (the first lines take the first time it has), and
@@ -1665,9 +1738,7 @@ func (fi *fileImport) take(lines []pendingLine, final bool) error {
 		if p.m.Unknown != "" {
 			fi.unknownLine(p.m.Unknown)
 		}
-		if p.m.Unparsed != "blank line" {
-			fi.written = true
-		}
+		fi.see(p, false)
 		fi.lineNo++
 		fi.heldBytes += int64(len(p.line))
 	}

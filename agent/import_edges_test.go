@@ -65,3 +65,106 @@ func TestImportNestedTooDeep(t *testing.T) {
 		}
 	}
 }
+
+// TestImportNewCutLineSameBothWays: a new file whose only line is cut
+// short (no newline: its agent writing its first line, or a crash that
+// cut it) is left for the next import, unchanged, no session and no
+// problem, whether the file is read whole or in chunks (a file over 64
+// MiB), written moments ago or quiet for an hour: read in chunks, a quiet
+// one failed as "not a transcript". Once whole it is a new session,
+// exported byte for byte.
+func TestImportNewCutLineSameBothWays(t *testing.T) {
+	line := claudeLines("c", 1)[6]
+	for _, cut := range []string{line[:len(line)/2], line[:12], "{", "hello wor"} {
+		for _, after := range []time.Duration{time.Second, time.Hour} {
+			for _, chunk := range []int{0, 5, 300} {
+				name := fmt.Sprintf("%q, changed %v before, chunks of %d", cut[:min(len(cut), 20)], after, chunk)
+				fsys := vfs.NewMem()
+				r, clk := clockedRook(t, fsys)
+				src := "/src/p/c.jsonl"
+				writeAt(t, fsys, clk, src, []byte(cut), after)
+				rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				f := fileByPath(t, rep, src)
+				want := "its only line is cut short (no newline yet)"
+				if after < statQuiet {
+					want = "its first line is still being written"
+				}
+				if f.Status != ImportUnchanged || f.Session != nil || f.Lines != 0 || f.BytesIn != 0 || len(rep.Problems) != 0 || rep.Failed != 0 ||
+					!strings.Contains(f.Note, want) || !strings.Contains(f.Note, "nothing to import yet") {
+					t.Fatalf("%s: %+v, problems %+v", name, f, rep.Problems)
+				}
+				if ids, _ := r.Log.IDs(); len(ids) != 0 {
+					t.Fatalf("%s: a session made: %v", name, ids)
+				}
+				whole := writeSourceBytes([]string{line}, "")
+				writeAt(t, fsys, clk, src, whole, after)
+				rep, err = r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if f := fileByPath(t, rep, src); f.Status != ImportNew || f.Session == nil {
+					t.Fatalf("%s: once whole: %+v", name, f)
+				} else {
+					mustExport(t, r, *f.Session, whole)
+				}
+			}
+		}
+	}
+}
+
+// TestImportOnlyFiller: a new file of only NUL bytes (space a crash left,
+// or its agent set aside) or only a UTF-8 byte order mark, with or without
+// a newline, blank lines or none, holds no more than an empty file: it is
+// unchanged, "nothing to import yet", no session and no problem (it was
+// "its first line is still being written", or a failed file, "not a
+// transcript"), read whole or in chunks. When its agent then writes an
+// entry after them, the file is a session, exported byte for byte.
+func TestImportOnlyFiller(t *testing.T) {
+	entry := claudeLines("n", 1)[0]
+	for _, tc := range []struct{ data, note string }{
+		{"\x00", "only NUL bytes"},
+		{strings.Repeat("\x00", 4096), "only NUL bytes"},
+		{"\x00\x00\x00\n", "only NUL bytes"},
+		{"\x00\x00\n\n\x00\x00", "only NUL bytes and blank lines"},
+		{"\xef\xbb\xbf", "only a byte order mark"},
+		{"\xef\xbb\xbf\n", "only a byte order mark"},
+		{"\xef\xbb\xbf\r\n\n", "only a byte order mark and blank lines"},
+		{"\xef\xbb\xbf\x00\x00", "only a byte order mark and NUL bytes"},
+	} {
+		for _, after := range []time.Duration{time.Second, time.Hour} {
+			for _, chunk := range []int{0, 3} {
+				name := fmt.Sprintf("%q, changed %v before, chunks of %d", tc.data[:min(len(tc.data), 8)], after, chunk)
+				fsys := vfs.NewMem()
+				r, clk := clockedRook(t, fsys)
+				src := "/src/p/n.jsonl"
+				writeAt(t, fsys, clk, src, []byte(tc.data), after)
+				rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				f := fileByPath(t, rep, src)
+				if want := tc.note + ": nothing to import yet"; f.Status != ImportUnchanged || f.Session != nil || f.Note != want ||
+					f.Lines != 0 || len(rep.Problems) != 0 || rep.Failed != 0 {
+					t.Fatalf("%s: %+v, problems %+v, want unchanged, note %q", name, f, rep.Problems, want)
+				}
+				if ids, _ := r.Log.IDs(); len(ids) != 0 {
+					t.Fatalf("%s: a session made: %v", name, ids)
+				}
+				grown := []byte(tc.data + entry + "\n")
+				writeAt(t, fsys, clk, src, grown, after)
+				rep, err = r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if f := fileByPath(t, rep, src); f.Status != ImportNew || f.Session == nil {
+					t.Fatalf("%s: an entry after: %+v", name, f)
+				} else {
+					mustExport(t, r, *f.Session, grown)
+				}
+			}
+		}
+	}
+}

@@ -545,6 +545,13 @@ func FuzzChunkedImport(f *testing.F) {
 	f.Add([]byte(strings.Join(claudeLines("f", 1), "\n")+"\n"), []byte(strings.Join(claudeLines("f", 2), "\n")), uint16(100))
 	f.Add([]byte("junk\n"+strings.Join(claudeLines("f", 1), "\r\n")), []byte("\n{\"type\":\"user\""), uint16(1))
 	f.Add([]byte(`{"type":"progress","data":{"type":"x"},"cwd":"/w"}`+"\n"+`{"type":"summary","summary":"s"}`), []byte("\n\n"), uint16(7))
+	// A new file whose only line is cut short (its agent writing it, or a
+	// crash cut it): nothing to import yet, read whole or in chunks (read
+	// in chunks, it failed as no transcript); then whole.
+	f.Add([]byte(`{"type":"user","sessionId":"f","mess`), []byte(`age":{"role":"user","content":"hi"},"cwd":"/w","timestamp":"2026-02-10T21:00:01.000Z"}`+"\n"), uint16(4))
+	// Only NUL bytes, or a byte order mark: nothing to import yet.
+	f.Add([]byte("\x00\x00\x00\x00\x00\x00\x00\x00\x00"), []byte("\n"), uint16(2))
+	f.Add([]byte("\xef\xbb\xbf"), []byte(strings.Join(claudeLines("f", 1), "\n")), uint16(1))
 	f.Fuzz(func(t *testing.T, data, more []byte, chunk uint16) {
 		if len(data)+len(more) > 1<<16 {
 			return

@@ -972,6 +972,17 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		if errors.As(err, &ce) && !errors.As(err, &nd) {
 			err = fmt.Errorf("%w: `rook import %s --reread` of this file reads it again and puts the damaged objects back", err, opts.Format)
 		}
+		if res.Lines == 0 && r.goneSource(f.path, err) {
+			// Listed by the walk, then deleted or moved away before it
+			// was read (its agent removing a session, a project renamed):
+			// nothing to read, nothing wrong with it. The import goes on.
+			res.Status, res.Session, res.Parent = ImportUnchanged, nil, nil
+			res.Note = goneNote
+			if m, ok := known[f.path]; ok {
+				res.Note += fmt.Sprintf("; session %s keeps the %s it held", m.ID, units.Bytes(m.Source.Size))
+			}
+			return res
+		}
 		res.Status, res.Note = ImportFailed, err.Error()
 		rep.problem(ImportProblem{File: f.path, Reason: err.Error()})
 		return res
@@ -1454,6 +1465,21 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		names.sourceIDs[src.ID] = true
 	}
 	return res
+}
+
+// goneNote is said of a file the walk listed that was gone when the import
+// came to read it.
+const goneNote = "gone before it was read (deleted or moved away after the files were listed): nothing taken in from it"
+
+// goneSource says whether err is the source file's own not being there
+// (opening it, not something of the store's), and it is not there now.
+func (r *Rook) goneSource(path string, err error) bool {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || pe.Path != path || !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	_, serr := r.fs.Stat(path)
+	return errors.Is(serr, fs.ErrNotExist)
 }
 
 // changedUnder is the error of a file whose first start bytes, those its

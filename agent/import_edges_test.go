@@ -1,11 +1,15 @@
 package agent
 
 import (
+	"bytes"
 	"fmt"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -166,5 +170,75 @@ func TestImportOnlyFiller(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestImportFileGoneBeforeRead: a file listed by the walk and gone (deleted,
+// or moved away) before the import read it is reported as gone before it
+// was read, not failed: the import goes on with the others, and a session
+// imported from it before keeps what it held.
+func TestImportFileGoneBeforeRead(t *testing.T) {
+	for _, chunk := range []int{0, 300} {
+		fsys := vfs.NewMem()
+		r, clk := clockedRook(t, fsys)
+		dir := "/src/p"
+		data := map[string][]byte{}
+		for _, n := range []string{"a", "b", "c"} {
+			data[n] = writeSourceBytes(claudeLines(n, 1), "")
+			writeAt(t, fsys, clk, filepath.Join(dir, n+".jsonl"), data[n], time.Hour)
+		}
+		gone := filepath.Join(dir, "b.jsonl")
+		vanish := func() {
+			var once sync.Once
+			fsys.SetHook(func(op vfs.Op, path string) error {
+				if op == vfs.OpOpenRead && path == gone {
+					once.Do(func() {
+						if err := fsys.Remove(gone); err != nil {
+							t.Error(err)
+						}
+					})
+				}
+				return nil
+			})
+		}
+		check := func(what string, rep ImportReport, session *eventlog.ID) {
+			t.Helper()
+			f := fileByPath(t, rep, gone)
+			if f.Status != ImportUnchanged || !strings.Contains(f.Note, "gone before it was read") || rep.Failed != 0 || len(rep.Problems) != 0 || f.Lines != 0 {
+				t.Fatalf("chunks of %d, %s: %+v, problems %+v", chunk, what, f, rep.Problems)
+			}
+			if session != nil && !strings.Contains(f.Note, session.String()) {
+				t.Fatalf("chunks of %d, %s: the note does not name the session that keeps what it held: %q", chunk, what, f.Note)
+			}
+			for _, n := range []string{"a", "c"} {
+				if f := fileByPath(t, rep, filepath.Join(dir, n+".jsonl")); f.Session == nil {
+					t.Fatalf("chunks of %d, %s: %s not imported: %+v", chunk, what, n, f)
+				}
+			}
+		}
+		vanish()
+		rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{dir}, ChunkBytes: chunk})
+		fsys.SetHook(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("new", rep, nil)
+		if ids, _ := r.Log.IDs(); len(ids) != 2 {
+			t.Fatalf("chunks of %d: %d sessions, want 2", chunk, len(ids))
+		}
+
+		// Imported, then grown, and gone before the next import read it.
+		writeAt(t, fsys, clk, gone, data["b"], time.Hour)
+		rep = mustImport(t, r, FormatClaudeCode, dir)
+		id := *fileByPath(t, rep, gone).Session
+		writeAt(t, fsys, clk, gone, append(bytes.Clone(data["b"]), writeSourceBytes(claudeLines("b", 2), "")...), time.Hour)
+		vanish()
+		rep, err = r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{dir}, ChunkBytes: chunk})
+		fsys.SetHook(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("grown", rep, &id)
+		mustExport(t, r, id, data["b"])
 	}
 }

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// A transcript the walk listed and that is gone (deleted, or moved away)
+// before import read it is reported as gone before it was read, not as a
+// failed file: the others are imported, and rook import exits 0, with
+// --json too. (A script cannot time a file's going between the listing and
+// the reading: the file system here removes it as import opens it.)
+func TestImportFileGoneBeforeRead(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "store")
+	var out, errb bytes.Buffer
+	if Main([]string{"--home", home, "-C", dir, "init"}, strings.NewReader(""), &out, &errb) != 0 {
+		t.Fatal(errb.String())
+	}
+	src := filepath.Join(dir, "p")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		line := `{"type":"user","sessionId":"` + n + `","uuid":"u1","timestamp":"2026-01-02T03:04:05Z","cwd":"/w","message":{"role":"user","content":"hello"}}` + "\n"
+		if err := os.WriteFile(filepath.Join(src, n+".jsonl"), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, asJSON := range []bool{false, true} {
+		gone := filepath.Join(src, []string{"b", "c"}[i]+".jsonl")
+		out.Reset()
+		errb.Reset()
+		e := &Env{Stdout: &out, Stderr: &errb, Home: home, JSON: asJSON, FS: onOpen{vfs.OS, func(name string) {
+			if name == gone {
+				os.Remove(gone) // as its agent deletes it, after the walk listed it
+			}
+		}}}
+		if err := runImport(e, "claude-code", []string{src}); err != nil {
+			t.Fatalf("json %v: exit with %v\n%s%s", asJSON, err, out.String(), errb.String())
+		}
+		if !asJSON {
+			want := regexp.MustCompile(`(?m)^claude-code: 3 file\(s\): 2 new, 0 grown, 1 unchanged, 0 rewritten \(imported again as new sessions\), 0 failed$` +
+				`(?s:.*)^  unchanged -  ` + regexp.QuoteMeta(gone) + `  0 line\(s\)\n {12}gone before it was read \(deleted or moved away after the files were listed\): nothing taken in from it$`)
+			if !want.MatchString(out.String()) || strings.Contains(out.String(), "problems") {
+				t.Fatalf("summary:\n%s", out.String())
+			}
+			continue
+		}
+		var rep struct {
+			Failed int `json:"files_failed"`
+			Files  []struct{ Path, Status, Note string }
+		}
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		found := false
+		for _, f := range rep.Files {
+			if f.Path == gone {
+				found = f.Status == "unchanged" && strings.HasPrefix(f.Note, "gone before it was read")
+			}
+		}
+		if !found || rep.Failed != 0 {
+			t.Fatalf("--json:\n%s", out.String())
+		}
+	}
+}

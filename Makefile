@@ -13,6 +13,14 @@ DEMO_TRANSCRIPTS ?= ../shared/corpus/claude-code
 FUZZTIME ?= 100000x
 
 # Each fuzz target as package:Target. CI runs each for $(FUZZTIME).
+# Left out: ./agent:FuzzChunkedImport, which makes two stores for every
+# input, one reading it whole, one in chunks, and imports it into each
+# twice (as it is, then grown): about 100-230 execs/s here (5,000 runs in
+# 44 s at a load of 13 on 2 cores, 2026-12-03; FuzzClaudeLine, listed, ran
+# 2,000-2,500/s beside it): $(FUZZTIME) of it would take 8-15 minutes
+# alone. Its seeds (a lone cut line, NULs, a BOM, CRLF...) run in
+# `make unit` as any test does; to fuzz it:
+#   go test ./agent -run '^$' -fuzz '^FuzzChunkedImport$' -fuzztime 5000x -fuzzminimizetime 200x
 FUZZ_TARGETS := \
 	./cas:FuzzDecodeRecord \
 	./cas:FuzzParseMarker \

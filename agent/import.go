@@ -1721,8 +1721,12 @@ func fillerOf(line []byte) filler {
 	return f
 }
 
-// String says what a file of only f holds: "only NUL bytes and blank lines".
+// String says what a file of only f holds: "only NUL bytes and blank
+// lines", or "empty" (none: emptied since it was first read).
 func (f filler) String() string {
+	if f == 0 {
+		return "empty"
+	}
 	var kinds []string
 	for _, k := range []struct {
 		f    filler
@@ -1731,6 +1735,9 @@ func (f filler) String() string {
 		if f&k.f != 0 {
 			kinds = append(kinds, k.what)
 		}
+	}
+	if n := len(kinds); n > 2 {
+		kinds = []string{strings.Join(kinds[:n-1], ", "), kinds[n-1]}
 	}
 	return "only " + strings.Join(kinds, " and ")
 }

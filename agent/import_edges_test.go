@@ -70,6 +70,22 @@ func TestImportNestedTooDeep(t *testing.T) {
 	}
 }
 
+func TestFillerString(t *testing.T) {
+	for f, want := range map[filler]string{
+		0:                        "empty",
+		fillerOf([]byte(" \n")):  "only blank lines",
+		fillerOf([]byte("\x00")): "only NUL bytes",
+		fillerOf([]byte("\xef\xbb\xbf\x00\r\n")) | fillerBlank: "only a byte order mark, NUL bytes and blank lines",
+	} {
+		if got := f.String(); got != want {
+			t.Errorf("%08b: %q, want %q", f, got, want)
+		}
+	}
+	if f := fillerOf([]byte("\x00{")); f != 0 {
+		t.Errorf("a line with an entry after NULs is filler: %08b", f)
+	}
+}
+
 // TestImportNewCutLineSameBothWays: a new file whose only line is cut
 // short (no newline: its agent writing its first line, or a crash that
 // cut it) is left for the next import, unchanged, no session and no

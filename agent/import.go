@@ -105,6 +105,9 @@ const (
 	ImportUnchanged = "unchanged" // nothing new
 	ImportRewritten = "rewritten" // changed other than by growing: a new session
 	ImportFailed    = "failed"    // unreadable: skipped
+	// ImportGone: listed, then gone (deleted or moved away) before it was
+	// read: nothing taken in, nothing wrong with it.
+	ImportGone = "gone"
 )
 
 // ImportedFile is what happened to one source file.
@@ -173,6 +176,7 @@ type ImportReport struct {
 	Unchanged    int             `json:"files_unchanged"`
 	Rewritten    int             `json:"files_rewritten"`
 	Failed       int             `json:"files_failed"`
+	Gone         int             `json:"files_gone"`      // listed, then gone before they were read (ImportGone)
 	Linked       int             `json:"children_linked"` // sessions of earlier imports linked to a parent imported now
 	Events       int             `json:"events"`
 	Lines        int             `json:"lines"`
@@ -384,6 +388,8 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 			rep.Rewritten++
 		case ImportFailed:
 			rep.Failed++
+		case ImportGone:
+			rep.Gone++
 		}
 		return nil
 	}
@@ -976,7 +982,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			// Listed by the walk, then deleted or moved away before it
 			// was read (its agent removing a session, a project renamed):
 			// nothing to read, nothing wrong with it. The import goes on.
-			res.Status, res.Session, res.Parent = ImportUnchanged, nil, nil
+			res.Status, res.Session, res.Parent = ImportGone, nil, nil
 			res.Note = goneNote
 			if m, ok := known[f.path]; ok {
 				res.Note += fmt.Sprintf("; session %s keeps the %s it held", m.ID, units.Bytes(m.Source.Size))

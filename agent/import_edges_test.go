@@ -220,7 +220,7 @@ func TestImportFileGoneBeforeRead(t *testing.T) {
 		check := func(what string, rep ImportReport, session *eventlog.ID) {
 			t.Helper()
 			f := fileByPath(t, rep, gone)
-			if f.Status != ImportUnchanged || !strings.Contains(f.Note, "gone before it was read") || rep.Failed != 0 || len(rep.Problems) != 0 || f.Lines != 0 {
+			if f.Status != ImportGone || !strings.Contains(f.Note, "gone before it was read") || rep.Gone != 1 || rep.Failed != 0 || len(rep.Problems) != 0 || f.Lines != 0 || f.Session != nil {
 				t.Fatalf("chunks of %d, %s: %+v, problems %+v", chunk, what, f, rep.Problems)
 			}
 			if session != nil && !strings.Contains(f.Note, session.String()) {

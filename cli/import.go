@@ -163,7 +163,10 @@ func othersImported(rep agent.ImportReport) string {
 		}
 		return many
 	}
-	const nothingNew = "had nothing new to import (empty, or unchanged since the last import)"
+	nothingNew := "had nothing new to import (empty, or unchanged since the last import)"
+	if rep.Gone > 0 {
+		nothingNew = "had nothing new to import (empty, gone before it was read, or unchanged since the last import)"
+	}
 	switch ok := imported + same; {
 	case ok == 0:
 		return ""
@@ -210,8 +213,12 @@ const sideLate = "; put there later, the next import takes in each file's first 
 func printImport(e *Env, out importJSON) {
 	rep := out.ImportReport
 	w := e.Stdout
-	fmt.Fprintf(w, "%s: %d file(s): %d new, %d grown, %d unchanged, %d rewritten (imported again as new sessions), %d failed\n",
+	fmt.Fprintf(w, "%s: %d file(s): %d new, %d grown, %d unchanged, %d rewritten (imported again as new sessions), %d failed",
 		rep.Format, len(rep.Files), rep.Sessions, rep.Grown, rep.Unchanged, rep.Rewritten, rep.Failed)
+	if rep.Gone > 0 {
+		fmt.Fprintf(w, ", %d gone before they were read", rep.Gone) // (listed, then deleted or moved away)
+	}
+	fmt.Fprintln(w)
 	if rep.Linked > 0 {
 		fmt.Fprintf(w, "%d session(s) imported before their parent are now linked to it\n", rep.Linked)
 	}

@@ -47,8 +47,8 @@ func TestImportFileGoneBeforeRead(t *testing.T) {
 			t.Fatalf("json %v: exit with %v\n%s%s", asJSON, err, out.String(), errb.String())
 		}
 		if !asJSON {
-			want := regexp.MustCompile(`(?m)^claude-code: 3 file\(s\): 2 new, 0 grown, 1 unchanged, 0 rewritten \(imported again as new sessions\), 0 failed$` +
-				`(?s:.*)^  unchanged -  ` + regexp.QuoteMeta(gone) + `  0 line\(s\)\n {12}gone before it was read \(deleted or moved away after the files were listed\): nothing taken in from it$`)
+			want := regexp.MustCompile(`(?m)^claude-code: 3 file\(s\): 2 new, 0 grown, 0 unchanged, 0 rewritten \(imported again as new sessions\), 0 failed, 1 gone before they were read$` +
+				`(?s:.*)^  gone      -  ` + regexp.QuoteMeta(gone) + `  0 line\(s\)\n {12}gone before it was read \(deleted or moved away after the files were listed\): nothing taken in from it$`)
 			if !want.MatchString(out.String()) || strings.Contains(out.String(), "problems") {
 				t.Fatalf("summary:\n%s", out.String())
 			}
@@ -56,6 +56,7 @@ func TestImportFileGoneBeforeRead(t *testing.T) {
 		}
 		var rep struct {
 			Failed int `json:"files_failed"`
+			Gone   int `json:"files_gone"`
 			Files  []struct{ Path, Status, Note string }
 		}
 		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
@@ -64,11 +65,27 @@ func TestImportFileGoneBeforeRead(t *testing.T) {
 		found := false
 		for _, f := range rep.Files {
 			if f.Path == gone {
-				found = f.Status == "unchanged" && strings.HasPrefix(f.Note, "gone before it was read")
+				found = f.Status == "gone" && strings.HasPrefix(f.Note, "gone before it was read")
 			}
 		}
-		if !found || rep.Failed != 0 {
+		if !found || rep.Failed != 0 || rep.Gone != 1 {
 			t.Fatalf("--json:\n%s", out.String())
 		}
+	}
+	// Beside a file that fails (JSON, but no entry): exit 1 for that one,
+	// and stderr counts the gone one among those with nothing new.
+	if err := os.WriteFile(filepath.Join(src, "x.jsonl"), []byte(`{"hello":"world"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(src, "a.jsonl")
+	out.Reset()
+	e := &Env{Stdout: &out, Stderr: &errb, Home: home, FS: onOpen{vfs.OS, func(name string) {
+		if name == gone {
+			os.Remove(gone)
+		}
+	}}}
+	err := runImport(e, "claude-code", []string{src})
+	if err == nil || !strings.HasSuffix(err.Error(), "; the other file had nothing new to import (empty, gone before it was read, or unchanged since the last import)") {
+		t.Fatalf("beside a failed file: %v\n%s", err, out.String())
 	}
 }

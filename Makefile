@@ -46,6 +46,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzPersistedRefs \
 	./agent:FuzzDecodeManifest \
 	./agent:FuzzStringImageTokens \
+	./agent:FuzzNestedTooDeep \
 	./agent/mcp:FuzzServeLine \
 	./agent/mcp:FuzzIDScanner \
 	./agent/mcpclient:FuzzServerText

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -257,4 +259,29 @@ func TestImportFileGoneBeforeRead(t *testing.T) {
 		check("grown", rep, &id)
 		mustExport(t, r, id, data["b"])
 	}
+}
+
+// FuzzNestedTooDeep: nestedTooDeep says a line is too deep exactly when
+// encoding/json refuses it for its depth (its "exceeded max depth"), never
+// for a line it refuses for anything met before.
+func FuzzNestedTooDeep(f *testing.F) {
+	deep := strings.Repeat("[", maxJSONDepth+1)
+	f.Add([]byte(deep))
+	f.Add([]byte(strings.Repeat(`{"a":`, maxJSONDepth) + "[1]" + strings.Repeat("}", maxJSONDepth)))
+	f.Add([]byte(strings.Repeat("[", maxJSONDepth) + "1" + strings.Repeat("]", maxJSONDepth)))
+	f.Add([]byte("x" + deep))
+	f.Add([]byte(`["\"[[` + deep[4:] + `"` + deep))
+	f.Add([]byte(`{"a":"` + "\x01" + `",` + deep))
+	f.Add([]byte(`[1 2` + deep))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if json.Valid(b) {
+			return // (never asked of JSON)
+		}
+		var raw json.RawMessage
+		var se *json.SyntaxError
+		want := errors.As(json.Unmarshal(b, &raw), &se) && strings.HasSuffix(se.Error(), "exceeded max depth")
+		if got := nestedTooDeep(b); got != want {
+			t.Fatalf("nestedTooDeep %v, encoding/json: %v (%d bytes)", got, se, len(b))
+		}
+	})
 }

@@ -436,7 +436,7 @@ func nestedTooDeep(b []byte) bool {
 }
 
 // tooDeep is the problem reported of a line that nestedTooDeep.
-var tooDeep = fmt.Sprintf("nested too deep (arrays and objects more than %d levels deep, which no JSON reader here takes): kept as it is", maxJSONDepth)
+var tooDeep = fmt.Sprintf("nested too deep (arrays and objects more than %d levels deep, past what rook reads as JSON): kept as it is", maxJSONDepth)
 
 func skipJSONSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {

@@ -285,3 +285,38 @@ func FuzzNestedTooDeep(f *testing.F) {
 		}
 	})
 }
+
+// A fork imported before its parent, its file grown and then gone before
+// the import that takes in the parent read it: its session is linked to
+// the parent all the same, and the count of sessions linked says so (the
+// summary lists the file as gone, not as linked).
+func TestImportGoneForkLinkedCounted(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	paths, lines := codexForkFiles(sameLine)
+	writeSource(t, fsys, paths[1], lines[1], "")
+	fid := *fileByPath(t, mustImport(t, r, FormatCodex, "/c"), paths[1]).Session
+	writeSource(t, fsys, paths[0], lines[0], "")
+	writeSource(t, fsys, paths[1], append(lines[1], lines[1][len(lines[1])-1]), "")
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpOpenRead && path == paths[1] {
+			fsys.Remove(paths[1])
+		}
+		return nil
+	})
+	rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{"/c"}})
+	fsys.SetHook(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := *fileByPath(t, rep, paths[0]).Session
+	if f := fileByPath(t, rep, paths[1]); f.Status != ImportGone || rep.Gone != 1 {
+		t.Fatalf("%+v", f)
+	}
+	if m := metaOf(t, r, fid); m.Parent == nil || *m.Parent != pid {
+		t.Fatalf("the fork's session is not linked to its parent: %+v", m.Parent)
+	}
+	if rep.Linked != 1 {
+		t.Fatalf("children linked: %d, want 1", rep.Linked)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -551,19 +552,23 @@ func (c *SessionLsCmd) Run(e *Env) error {
 	// Sessions that do not read are left out of the list and named on
 	// stderr, and the command exits 1 after listing the others: one
 	// damaged session must not hide the rest.
-	all, err := r.Log.Sessions()
+	// Plain ls reads the logs of this workspace's sessions only (and of
+	// their parents, below): every session's metadata says where it is.
+	// A log that does not read in another workspace is not this listing's
+	// to name (`ls --all`, `store verify` do); metadata that does not read
+	// is, whatever its workspace: which it is may be what does not read.
+	var keep func(eventlog.Meta) bool
+	if !c.All {
+		keep = func(m eventlog.Meta) bool { return agent.SameDir(m.Workspace, e.Cwd) }
+	}
+	all, others, err := r.Log.SessionsWhere(keep)
 	var unreadable *eventlog.UnreadableError
 	if err != nil && !errors.As(err, &unreadable) {
 		return err
 	}
 	agent.SortByLastActive(all)
 	rows := []sessionRow{}
-	others := 0
 	for _, s := range all {
-		if !c.All && !agent.SameDir(s.Workspace, e.Cwd) {
-			others++
-			continue
-		}
 		// An imported fork (a Codex rollout's forked_from_id) holds a copy
 		// of its parent's lines, not its parent's events: no fork point.
 		imported := agent.ImportedFork(s.Meta)
@@ -603,6 +608,17 @@ func (c *SessionLsCmd) Run(e *Env) error {
 			continue
 		}
 		ps, ok := byID[*p]
+		if !ok && !c.All {
+			// Not summarised: in another workspace (or gone, or not
+			// reading), its log read now. One that does not read is
+			// named on stderr as this listing's own are: a row says so.
+			if s, err := r.Log.Summary(*p); err == nil {
+				ps, ok = s, true
+				byID[*p] = s
+			} else if !errors.Is(err, eventlog.ErrNoSession) && !r.Log.RemovedSince(*p, err) {
+				unreadable = addUnreadable(unreadable, *p, err)
+			}
+		}
 		if !ok {
 			// Not in the listing: removed, or a session that does not
 			// read (its metadata, or its log: Sessions left it out).
@@ -691,6 +707,18 @@ func (c *SessionLsCmd) Run(e *Env) error {
 		fmt.Fprintf(e.Stdout, "(%d more in other workspaces: `rook session ls --all`)\n", others)
 	}
 	return unreadableSessions(e, unreadable)
+}
+
+// addUnreadable adds session id's error to u (made when nil), unless id
+// is in it already.
+func addUnreadable(u *eventlog.UnreadableError, id eventlog.ID, err error) *eventlog.UnreadableError {
+	if u == nil {
+		u = &eventlog.UnreadableError{}
+	}
+	if !slices.Contains(u.IDs, id) {
+		u.IDs, u.Errs = append(u.IDs, id), append(u.Errs, err)
+	}
+	return u
 }
 
 // unreadableSessions names on stderr the sessions a listing left out for

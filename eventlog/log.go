@@ -1175,14 +1175,36 @@ func (l *Log) TokensBefore(id ID, seq uint64) (in, out uint64, err error) {
 // lists them can list the rest and say which did not read; one that
 // decides from all of them (retention) treats it as any error.
 func (l *Log) Sessions() ([]Summary, error) {
+	out, _, err := l.SessionsWhere(nil)
+	return out, err
+}
+
+// SessionsWhere is Sessions of the sessions whose metadata keep takes (all
+// of them when keep is nil): every session's metadata is read, but only
+// the logs of those kept, which is what listing one workspace of a store
+// of thousands costs. passed counts the sessions whose metadata read and
+// keep did not take. A session whose metadata does not read is in the
+// *UnreadableError whatever keep would say (what it would be kept by may
+// be what does not read); one whose log does not read, only if kept.
+func (l *Log) SessionsWhere(keep func(Meta) bool) (out []Summary, passed int, err error) {
 	ids, err := l.IDs()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	out := make([]Summary, 0, len(ids))
+	if keep == nil {
+		out = make([]Summary, 0, len(ids))
+	}
 	var bad UnreadableError
 	for _, id := range ids {
-		s, err := l.Summary(id)
+		m, err := l.ReadMeta(id)
+		if err == nil && keep != nil && !keep(m) {
+			passed++
+			continue
+		}
+		var s Summary
+		if err == nil {
+			s, err = l.SummaryOf(m)
+		}
 		if err != nil && l.RemovedSince(id, err) {
 			continue
 		}
@@ -1193,9 +1215,9 @@ func (l *Log) Sessions() ([]Summary, error) {
 		out = append(out, s)
 	}
 	if len(bad.Errs) > 0 {
-		return out, &bad
+		return out, passed, &bad
 	}
-	return out, nil
+	return out, passed, nil
 }
 
 // RemovedSince says whether err, a session's that was listed, is that it

@@ -1414,3 +1414,66 @@ func TestDamageAtTheFirstEventHint(t *testing.T) {
 		t.Fatal("the session is still there after its removal")
 	}
 }
+
+// openCounting counts the session logs opened through it.
+type openCounting struct {
+	vfs.FS
+	logs map[string]int
+}
+
+func (s openCounting) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	if strings.HasSuffix(name, ".log") {
+		s.logs[filepath.Base(name)]++
+	}
+	return s.FS.OpenFile(name, flag, perm)
+}
+
+// SessionsWhere reads every session's metadata but only the logs of those
+// it keeps: a log that does not read among the others is not its error,
+// metadata that does not read is, whatever keep would say.
+func TestSessionsWhereReadsKeptLogsOnly(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	var ms []Meta
+	for _, ws := range []string{"/a", "/b", "/b", "/a"} {
+		m, err := l.Create(Meta{Title: ws, Workspace: ws})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(m.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// ms[1]'s log gone, ms[2]'s metadata garbage.
+	if err := fsys.Remove(l.logPath(ms[1].ID)); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.WriteFileAtomic(l.metaPath(ms[2].ID), []byte("not json\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfs := openCounting{FS: fsys, logs: map[string]int{}}
+	ro, err := Open("/h/events", Options{FS: cfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, passed, err := ro.SessionsWhere(func(m Meta) bool { return m.Workspace == "/a" })
+	var u *UnreadableError
+	if !errors.As(err, &u) || len(u.IDs) != 1 || u.IDs[0] != ms[2].ID {
+		t.Fatalf("error %v, want ms[2]'s metadata alone", err)
+	}
+	if len(ss) != 2 || ss[0].ID != ms[0].ID || ss[1].ID != ms[3].ID || passed != 1 {
+		t.Fatalf("%d sessions, %d passed, want ms[0], ms[3] and 1", len(ss), passed)
+	}
+	want := map[string]int{filepath.Base(l.logPath(ms[0].ID)): 1, filepath.Base(l.logPath(ms[3].ID)): 1}
+	if !maps.Equal(cfs.logs, want) {
+		t.Fatalf("logs opened %v, want %v", cfs.logs, want)
+	}
+	// Sessions (keep nil) reads them all and names the log gone too.
+	if _, err := ro.Sessions(); !errors.As(err, &u) || len(u.IDs) != 2 {
+		t.Fatalf("Sessions: %v, want 2 sessions that do not read", err)
+	}
+}

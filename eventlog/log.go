@@ -505,9 +505,18 @@ func (l *Log) metaLocked(id ID) (Meta, error) {
 	return l.readMetaFile(id)
 }
 
+// metaBufs are buffers to read metadata files into (vfs.ReadOwnLine):
+// listing a store reads every session's, most a few hundred bytes.
+var metaBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
 // readMetaFile reads a session's metadata file.
 func (l *Log) readMetaFile(id ID) (Meta, error) {
-	b, err := vfs.ReadOwnFile(l.fs, l.metaPath(id))
+	bp := metaBufs.Get().(*[]byte)
+	b, err := vfs.ReadOwnLine(l.fs, l.metaPath(id), *bp)
+	if cap(b) > cap(*bp) && cap(b) <= 64<<10 {
+		*bp = b[:0] // grown for a longer file (past 64 KiB: let go)
+	}
+	defer metaBufs.Put(bp) // Unmarshal keeps nothing of b
 	if errors.Is(err, fs.ErrNotExist) {
 		return Meta{}, fmt.Errorf("%w: %s", ErrNoSession, id)
 	}

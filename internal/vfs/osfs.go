@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 
@@ -45,6 +46,56 @@ func OpenOwn(fsys FS, name string) (File, error) {
 			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 		}
 		return os.NewFile(uintptr(fd), name), nil
+	}
+}
+
+// ReadOwnLine reads a small file the store wrote itself, whole and at
+// once (by rename), as one line ending in its only newline (a session's
+// metadata), into buf's room (grown when it is too short), and returns
+// what it read. On the OS filesystem it costs open(2), read(2) and
+// close(2): a read that comes back short of buf's room ending in the
+// newline had the whole file (a regular file's read is short at its end
+// alone), which spares ReadOwnFile's fcntl (os.NewFile's), fstat and the
+// read that finds the end. Anything else, a file longer than the room or
+// not ending so, is read on to its end. buf is the caller's to reuse once
+// it is done with what came back.
+func ReadOwnLine(fsys FS, name string, buf []byte) ([]byte, error) {
+	if _, ok := fsys.(osFS); !ok {
+		b, err := ReadOwnFile(fsys, name)
+		return append(buf[:0], b...), err
+	}
+	var fd int
+	for {
+		var err error
+		fd, err = unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+		break
+	}
+	defer unix.Close(fd)
+	b := buf[:0]
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, max(cap(b), 512))
+		}
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+		}
+		if n == 0 {
+			return b, nil
+		}
+		b = b[:len(b)+n]
+		if len(b) < cap(b) && b[len(b)-1] == '\n' {
+			return b, nil
+		}
 	}
 }
 

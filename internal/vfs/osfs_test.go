@@ -268,3 +268,43 @@ func TestOpenOwnIsOpen(t *testing.T) {
 		t.Fatalf("missing file: %v, os.Open says %v", err, oserr)
 	}
 }
+
+// ReadOwnLine reads what os.ReadFile does, whatever the file: one line
+// short of the buffer (read once), longer than it, with no newline at its
+// end, with more than one line, empty; a file not there is os.Open's
+// error. A buffer with room is used, not a new one.
+func TestReadOwnLine(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("x", 10000) + "\n"
+	for _, fsys := range []vfs.FS{vfs.OS, vfs.NewMem()} {
+		if err := fsys.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for i, data := range []string{`{"v":1}` + "\n", long, strings.Repeat("y", 4096), "a\nb\n", "a\nb", "\n", ""} {
+			name := filepath.Join(dir, fmt.Sprint("f", i))
+			if err := fsys.WriteFileAtomic(name, []byte(data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, room := range []int{0, 1, 16, 4096, 20000} {
+				buf := make([]byte, 0, room)
+				b, err := vfs.ReadOwnLine(fsys, name, buf)
+				if err != nil || string(b) != data {
+					t.Fatalf("%T, file %d, room %d: read %d bytes (%.20q), %v; want %d", fsys, i, room, len(b), b, err, len(data))
+				}
+				if room > len(data) && len(data) > 0 && &b[0] != &buf[:1][0] {
+					t.Fatalf("%T, file %d, room %d: a new buffer", fsys, i, room)
+				}
+			}
+		}
+		missing := filepath.Join(dir, "missing")
+		_, err := vfs.ReadOwnLine(fsys, missing, nil)
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%T: missing file: %v", fsys, err)
+		}
+		if fsys == vfs.OS {
+			if _, oserr := os.Open(missing); err.Error() != oserr.Error() {
+				t.Fatalf("missing file: %v, os.Open says %v", err, oserr)
+			}
+		}
+	}
+}

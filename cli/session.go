@@ -552,6 +552,7 @@ func (c *SessionLsCmd) Run(e *Env) error {
 	// Sessions that do not read are left out of the list and named on
 	// stderr, and the command exits 1 after listing the others: one
 	// damaged session must not hide the rest.
+	//
 	// Plain ls reads the logs of this workspace's sessions only (and of
 	// their parents, below): every session's metadata says where it is.
 	// A log that does not read in another workspace is not this listing's

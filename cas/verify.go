@@ -188,10 +188,14 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 	committed, _ := decodeCounters(snap.UserMeta())
 	var regions []Damage // damage that is not an unacknowledged torn tail
 	for _, d := range damage {
-		if d.AtTail && len(segs) > 0 && d.Segment == segs[len(segs)-1] && snap.TxID() > 0 &&
+		if d.AtTail && len(segs) > 0 && d.Segment == segs[len(segs)-1] &&
 			(d.Segment > committed.WMSegment || d.Segment == committed.WMSegment && d.Offset >= committed.WMOffset) {
 			// Past the watermark at the end of the newest segment: a write
-			// no Sync acknowledged. The next writer cuts it.
+			// no Sync acknowledged. The next writer cuts it (recover). An
+			// index that never committed has its watermark at the start:
+			// a first writer killed inside its first segment's header
+			// left a file the next writer cuts the same way, and called
+			// damage it failed verify until then.
 			rep.TornTail = d.String()
 			continue
 		}

@@ -241,6 +241,16 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 	// What a rewrite moves is old and read in bulk, if at all.
 	defer func(bulk bool) { s.bulk = bulk }(s.bulk)
 	s.bulk = true
+	if s.active != nil && targets[s.active.number] && s.active.size <= segHeaderSize {
+		// It holds no record: nothing to move out of it, and sealed for a
+		// new one it was only replaced by another empty file (each gc
+		// after one that left it, each repack after one killed once its
+		// segment was made). The moved records go into it.
+		delete(targets, s.active.number)
+	}
+	if len(targets) == 0 {
+		return st, nil
+	}
 	if s.active != nil && targets[s.active.number] {
 		// Seal it: new blocks must land in a segment that is not a target.
 		if err := s.startSegment(); err != nil {

@@ -1,10 +1,16 @@
 package cas
 
 import (
+	"bytes"
+	"fmt"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rookhq/rook/internal/vfs"
 )
@@ -74,6 +80,158 @@ func TestVerifyFirstSegmentCutMidCreateIsATornTail(t *testing.T) {
 		w.Close()
 		if err != nil || len(rep.Problems) != 0 || rep.TornTail != "" {
 			t.Errorf("%d bytes: verify after the writer's open: %v %v %q", size, err, rep.Problems, rep.TornTail)
+		}
+	}
+}
+
+// A rewrite sealed the active segment and started a new one even when the
+// active one held no record (a gc or repack that moved nothing left it; a
+// repack killed after starting its segment left it, and the next writer
+// went on in it): each gc after one that collected everything rewrote
+// "1 segment" and removed it, making and syncing a new empty file each
+// time, and a repack after a killed one left the killed one's segment
+// for a new one. A segment with no record is now left as the active one
+// and written into.
+func TestRewriteKeepsAnEmptyActiveSegment(t *testing.T) {
+	clk := testClock()
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{Clock: clk})
+	for i := 0; i < 20; i++ {
+		mustPut(t, s, KindMessage, message(i))
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Hour)
+	// Nothing is live: everything goes, and one segment with no record
+	// is left to write into.
+	if rep, err := s.Collect(GCOptions{Grace: time.Minute}); err != nil || rep.Collectable != 20 {
+		t.Fatalf("gc: %+v %v", rep, err)
+	}
+	left := segFiles(t, fsys, home)
+	if len(left) != 1 {
+		t.Fatalf("after a gc that collected everything: %v", left)
+	}
+	for _, size := range left {
+		if size != segHeaderSize {
+			t.Fatalf("after a gc that collected everything: %v", left)
+		}
+	}
+	// A gc with nothing to collect rewrites nothing.
+	rep, err := s.Collect(GCOptions{Grace: time.Minute})
+	if err != nil || rep.SegmentsRewritten != 0 || rep.SegmentsRemoved != 0 {
+		t.Fatalf("gc of an empty store: %+v %v", rep, err)
+	}
+	if got := segFiles(t, fsys, home); !maps.Equal(got, left) {
+		t.Fatalf("gc of an empty store: segments %v, were %v", got, left)
+	}
+	// Nor does a repack, reopened or not.
+	if rp, err := s.Repack(nil); err != nil || rp.SegmentsRewritten != 0 || rp.SegmentsRemoved != 0 {
+		t.Fatalf("repack of an empty store: %+v %v", rp, err)
+	}
+	s.Close()
+	s, err = Open(home, Options{FS: fsys, Clock: clk, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if rp, err := s.Repack(nil); err != nil || rp.SegmentsRewritten != 0 {
+		t.Fatalf("repack of an empty store, reopened: %+v %v", rp, err)
+	}
+	if got := segFiles(t, fsys, home); !maps.Equal(got, left) {
+		t.Fatalf("repack of an empty store: segments %v, were %v", got, left)
+	}
+	// What is put next goes into it; a repack then moves it to a new
+	// segment and removes the old one.
+	id := mustPut(t, s, KindNote, []byte("a note after the empty ones, long enough not to be inline"))
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for name := range left {
+		if got := segFiles(t, fsys, home); len(got) != 1 || got[name] <= segHeaderSize {
+			t.Fatalf("after a put: %v, want %s written into", got, name)
+		}
+	}
+	if rp, err := s.Repack(nil); err != nil || rp.SegmentsRewritten != 1 || rp.SegmentsRemoved != 1 {
+		t.Fatalf("repack: %+v %v", rp, err)
+	}
+	if _, err := s.Get(id); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.Verify(nil); err != nil || len(v.Problems) != 0 || v.Orphans != 0 {
+		t.Fatalf("verify: %v %v, %d orphans", err, v.Problems, v.Orphans)
+	}
+}
+
+// TestKilledGCAndRepackLeaveNothingBehind kills (SIGKILL: every write
+// made stays, synced or not) and crashes (power cut) gc and repack at
+// every write: what is left must not fail a reader's verify before any
+// writer opened the store (a segment with no or part of a header, or a
+// header alone, is a crash's leftover, not damage), and after the next
+// writer's open and a repack that finishes, no segment other than the
+// newest is without a record, and every live object reads.
+func TestKilledGCAndRepackLeaveNothingBehind(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	var live map[Key][]byte
+	for k := 0; ; k++ {
+		fsys := vfs.NewMem()
+		initCrashStore(fsys)
+		var states []*vfs.MemFS
+		n := 0
+		fsys.SetHook(func(op vfs.Op, _ string) error {
+			if !op.IsWrite() {
+				return nil
+			}
+			n++
+			if n-1 == k {
+				states = []*vfs.MemFS{fsys.KillClone(), fsys.CrashClone(), fsys.CrashCloneRandom(rng)}
+			}
+			if n-1 >= k {
+				return vfs.ErrInjected
+			}
+			return nil
+		})
+		live = map[Key][]byte{}
+		err := gcWorkload(fsys, crashHome, live)
+		if states == nil {
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("swept %d write points", k)
+			return
+		}
+		for si, c := range states {
+			what := fmt.Sprintf("kill/crash %d at write %d", si, k)
+			if r, err := Open(crashHome, Options{FS: c}); err == nil {
+				v, err := r.Verify(nil)
+				r.Close()
+				if err != nil || len(v.Problems) != 0 {
+					t.Fatalf("%s: reader's verify: %v %v (segments %v)", what, err, v.Problems, segFiles(t, c, crashHome))
+				}
+			}
+			w, err := Open(crashHome, Options{FS: c, Writable: true, SegmentSize: 8 << 10})
+			if err != nil {
+				t.Fatalf("%s: open: %v", what, err)
+			}
+			if _, err := w.Repack(nil); err != nil {
+				t.Fatalf("%s: repack: %v", what, err)
+			}
+			for id, b := range live {
+				if got, err := w.Get(id); err != nil || !bytes.Equal(got, b) {
+					t.Fatalf("%s: live object %s: %v", what, Short(id), err)
+				}
+			}
+			if v, err := w.Verify(nil); err != nil || len(v.Problems) != 0 || v.Orphans != 0 {
+				t.Fatalf("%s: verify after repack: %v %v, %d orphans", what, err, v.Problems, v.Orphans)
+			}
+			w.Close()
+			segs := segFiles(t, c, crashHome)
+			names := slices.Sorted(maps.Keys(segs))
+			for _, name := range names[:max(len(names)-1, 0)] {
+				if segs[name] <= segHeaderSize {
+					t.Fatalf("%s: after a finished repack, %s holds no record: %v", what, name, segs)
+				}
+			}
 		}
 	}
 }

@@ -724,6 +724,18 @@ func (m *MemFS) crashCloneLocked() *MemFS {
 	)
 }
 
+// KillClone returns an independent MemFS holding what a killed process
+// (SIGKILL, not a power cut) leaves: every change it made, synced or not,
+// since the kernel keeps what was written. No locks are held in the clone.
+func (m *MemFS) KillClone() *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cloneWith(
+		func(d *memNode, name string) *memNode { return d.children[name] },
+		func(n *memNode) []byte { return bytes.Clone(n.data) },
+	)
+}
+
 // CrashCloneRandom is CrashClone for a luckier power cut: besides everything
 // durable, some unsynced changes happen to have reached the disk. It models:
 //

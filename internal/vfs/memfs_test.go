@@ -1153,3 +1153,27 @@ func TestMemCrashCloneRandomHolesAndTruncates(t *testing.T) {
 		}
 	}
 }
+
+// A killed process's writes stay, synced or not, in a clone of its own.
+func TestMemKillCloneKeepsUnsyncedChanges(t *testing.T) {
+	m := vfs.NewMem()
+	mustNil(t, m.MkdirAll("/d", 0o755))
+	f, err := m.OpenFile("/d/f", os.O_RDWR|os.O_CREATE, 0o644)
+	mustNil(t, err)
+	_, err = f.Write([]byte("abc"))
+	mustNil(t, err)
+	c := m.KillClone()
+	if got := contents(t, c, "/d/f"); got != "abc" {
+		t.Fatalf("unsynced file after a kill: %q, want abc", got)
+	}
+	// Durable in the clone: a power cut after the kill keeps it.
+	if got := contents(t, c.CrashClone(), "/d/f"); got != "abc" {
+		t.Fatalf("the kill's state after a power cut: %q, want abc", got)
+	}
+	_, err = f.Write([]byte("def"))
+	mustNil(t, err)
+	if got := contents(t, c, "/d/f"); got != "abc" {
+		t.Fatalf("writing the original changed the clone: %q", got)
+	}
+	mustNil(t, f.Close())
+}

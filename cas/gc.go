@@ -226,7 +226,7 @@ func (s *Store) totalStored() int64 {
 type rewriteStats struct {
 	rewritten, removed int
 	moved              int64
-	kept               []string      // damaged segments left in place
+	kept               []string      // damaged segments, and ones the index still names, left in place
 	keptNeedsDict      []KeptSegment // undamaged ones left for their dictionary
 	movedDamaged       []string      // damaged segments nothing needed, moved to torn/
 }
@@ -391,11 +391,16 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 	// file is in torn/): reported so, and its error returned once the
 	// rest is done.
 	var moveErr error
-	if len(damaged) > 0 {
-		used := map[uint32]bool{}
+	// What the committed index still names, by segment: every object a
+	// target held was moved or dropped, so an entry naming one now is an
+	// object its scan never met (a segment cut short at a record
+	// boundary, which reads as whole).
+	var used map[uint32]int
+	if len(damaged) > 0 || len(removable) > 0 {
+		used = map[uint32]int{}
 		if err := s.tree.Snapshot().Ascend(Key{}, func(_ Key, v []byte) bool {
 			if e, err := decodeEntry(v); err == nil {
-				used[e.Loc.Segment] = true
+				used[e.Loc.Segment]++
 			} else {
 				used = nil // cannot tell: keep them all
 				return false
@@ -404,8 +409,10 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 		}); err != nil {
 			used = nil
 		}
+	}
+	if len(damaged) > 0 {
 		for _, d := range damaged {
-			if used == nil || used[d.n] || d.waits || s.holdsOnlyCopy(d.stale) {
+			if used == nil || used[d.n] > 0 || d.waits || s.holdsOnlyCopy(d.stale) {
 				st.kept = append(st.kept, d.msg)
 				continue
 			}
@@ -420,6 +427,20 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 			}
 		}
 	}
+	// Deleted, such a segment was gone for good, with whatever of it a
+	// backup could have put back: kept, it is reported as damage is.
+	gone := removable[:0]
+	for _, n := range removable {
+		switch {
+		case used == nil:
+			st.kept = append(st.kept, fmt.Sprintf("%s (the index could not be read to check that nothing names it any more; run `rook store verify`)", segName(n)))
+		case used[n] > 0:
+			st.kept = append(st.kept, fmt.Sprintf("%s (the index names %d object(s) in it that are not among its records: it was cut short or replaced since; put the whole file back from a backup, or run `rook store reindex` to forget them)", segName(n), used[n]))
+		default:
+			gone = append(gone, n)
+		}
+	}
+	removable = gone
 	for _, n := range removable {
 		s.files.forget(n)
 		s.blocks.drop(n)

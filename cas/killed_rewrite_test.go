@@ -364,3 +364,95 @@ func TestRepackUnderWriteFaults(t *testing.T) {
 		}
 	}
 }
+
+// A sealed segment cut short at a record boundary (a copy or a restore
+// that stopped early) reads as whole: no damage. A repack rewrote it and
+// deleted it, though the index still named an object past its new end,
+// and said nothing; putting the whole file back from a backup, which made
+// that object read again, was then the only way left, for a file rook
+// had deleted. The segment is now kept, and the repack says so.
+func TestRepackKeepsASegmentTheIndexStillNames(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{SegmentSize: 4 << 10})
+	var ids []Key
+	for i := 0; i < 40; i++ {
+		ids = append(ids, mustPut(t, s, KindMessage, append(message(i), bytes.Repeat([]byte("m"), 300)...)))
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	path := filepath.Join(home, SegmentsDir, segName(1))
+	whole, err := vfs.ReadFile(fsys, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	var lost Key
+	if _, _, err := r.scanSegment(1, 0, func(rec *scannedRecord) error {
+		last, lost = rec.off, ID(rec.members[0])
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if last <= segHeaderSize {
+		t.Fatal("segment 1 holds one record only")
+	}
+	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(last); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	w, err := Open(home, Options{FS: fsys, Writable: true, SegmentSize: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { w.Close() }()
+	rp, err := w.Repack(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsys.Stat(path); err != nil {
+		t.Fatalf("repack removed %s, which the index still names: %v (report %+v)", segName(1), err, rp)
+	}
+	if len(rp.Kept) != 1 || !strings.Contains(rp.Kept[0], segName(1)) || !strings.Contains(rp.Kept[0], "backup") {
+		t.Fatalf("repack kept %q, want %s with what to do", rp.Kept, segName(1))
+	}
+	// Every other object moved and reads.
+	for _, id := range ids {
+		if _, err := w.Get(id); err != nil && id != lost {
+			t.Fatalf("%s: %v", Short(id), err)
+		}
+	}
+	// The whole file put back: the object reads again, and the next
+	// repack moves it out and removes the segment.
+	w.Close()
+	if err := fsys.WriteFileAtomic(path, whole, FileMode); err != nil {
+		t.Fatal(err)
+	}
+	w, err = Open(home, Options{FS: fsys, Writable: true, SegmentSize: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Get(lost); err != nil {
+		t.Fatalf("put back, %s: %v", Short(lost), err)
+	}
+	if rp, err := w.Repack(nil); err != nil || len(rp.Kept) != 0 {
+		t.Fatalf("repack after the put back: %+v %v", rp, err)
+	}
+	if _, err := fsys.Stat(path); err == nil {
+		t.Fatalf("%s still there once nothing names it", segName(1))
+	}
+	if v, err := w.Verify(nil); err != nil || len(v.Problems) != 0 || v.Orphans != 0 {
+		t.Fatalf("verify: %v %v, %d orphans", err, v.Problems, v.Orphans)
+	}
+}

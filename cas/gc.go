@@ -41,6 +41,10 @@ type GCReport struct {
 	// MovedDamaged: damaged segments no index entry pointed into any
 	// more, moved from segments/ to torn/ (as repack does).
 	MovedDamaged []string `json:"moved_damaged,omitempty"`
+	// Kept: segments rewritten but left in place, as repack's are: damaged
+	// ones an entry still points into, and ones the index names objects
+	// in that they do not hold (cut short).
+	Kept []string `json:"kept_damaged,omitempty"`
 	// TempFiles and TempBytes: the temporary files of durable writes a
 	// crash left, removed (a dry run: to remove). The caller that knows
 	// every part of the home fills them (agent.Rook.GC).
@@ -138,7 +142,7 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 		return rep, nil
 	}
 	st, err := s.rewriteLocked(targets, func(id Key, _ entry) bool { return !dead[id] }, opts.Progress)
-	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.MovedDamaged = st.rewritten, st.removed, st.movedDamaged
+	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.MovedDamaged, rep.Kept = st.rewritten, st.removed, st.movedDamaged, st.kept
 	if err != nil {
 		return rep, err
 	}

@@ -456,3 +456,54 @@ func TestRepackKeepsASegmentTheIndexStillNames(t *testing.T) {
 		t.Fatalf("verify: %v %v, %d orphans", err, v.Problems, v.Orphans)
 	}
 }
+
+// gc keeps such a segment too, and, as repack does, says so: its report
+// said nothing of the segments it kept, damaged or still named.
+func TestGCReportsTheSegmentsItKeeps(t *testing.T) {
+	clk := testClock()
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{Clock: clk, SegmentSize: 4 << 10})
+	var ids []Key
+	for i := 0; i < 40; i++ {
+		ids = append(ids, mustPut(t, s, KindMessage, append(message(i), bytes.Repeat([]byte("g"), 300)...)))
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	path := filepath.Join(home, SegmentsDir, segName(1))
+	r, err := Open(home, Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	if _, _, err := r.scanSegment(1, 0, func(rec *scannedRecord) error { last = rec.off; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(last); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	clk.Advance(time.Hour)
+	w, err := Open(home, Options{FS: fsys, Clock: clk, Writable: true, SegmentSize: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	// ids[0], in segment 1, is garbage: segment 1 is rewritten.
+	rep, err := w.Collect(GCOptions{Live: func(id Key) bool { return id != ids[0] }, Grace: time.Minute})
+	if err != nil || rep.Collectable != 1 {
+		t.Fatalf("gc: %+v %v", rep, err)
+	}
+	if _, err := fsys.Stat(path); err != nil {
+		t.Fatalf("gc removed %s, which the index still names: %v", segName(1), err)
+	}
+	if len(rep.Kept) != 1 || !strings.Contains(rep.Kept[0], segName(1)) {
+		t.Fatalf("gc kept %q, want %s", rep.Kept, segName(1))
+	}
+}

@@ -171,6 +171,9 @@ func printGC(e *Env, rep cas.GCReport, grace time.Duration) {
 	for _, m := range rep.MovedDamaged {
 		fmt.Fprintf(w, "moved damaged segment %s\n", m)
 	}
+	for _, k := range rep.Kept {
+		fmt.Fprintf(w, "kept damaged segment %s: `rook store verify` lists what it affects\n", k)
+	}
 	if rep.TooNew > 0 {
 		fmt.Fprintln(w, "objects written in the grace period are kept: a capture in flight looks like garbage until the event naming it lands")
 	}

@@ -431,8 +431,9 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 			}
 		}
 	}
-	// Deleted, such a segment was gone for good, with whatever of it a
-	// backup could have put back: kept, it is reported as damage is.
+	// A segment the index still names is kept and reported as a damaged
+	// one is: deleted, it went without a word, and what verify then said
+	// of its objects had no file left to look at.
 	gone := removable[:0]
 	for _, n := range removable {
 		switch {

@@ -193,9 +193,8 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 			// Past the watermark at the end of the newest segment: a write
 			// no Sync acknowledged. The next writer cuts it (recover). An
 			// index that never committed has its watermark at the start:
-			// a first writer killed inside its first segment's header
-			// left a file the next writer cuts the same way, and called
-			// damage it failed verify until then.
+			// what a first writer killed inside its first segment's
+			// header left is cut the same way (verify called it damage).
 			rep.TornTail = d.String()
 			continue
 		}

@@ -205,6 +205,13 @@ func (t *Tree) rebuild(fill func(b *builder) error, userMeta []byte) error {
 	}
 	// From here on path names the new file: switch to it whatever happens.
 	renamed = true
+	// Reopened by its new name, so that a later write's error names the
+	// file the user can find (path), not the temp name it had; if that
+	// open fails, the handle we hold is the same file.
+	if nf, err := t.fsys.OpenFile(t.path, os.O_RDWR, 0); err == nil {
+		f.Close()
+		f = nf
+	}
 	t.state.Store(&state{m: m, h: t.newHandle(f)})
 	t.appendAt = m.FileEnd
 	t.compactRetryAt = 0

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/rookhq/rook/internal/vfs"
@@ -632,5 +633,32 @@ func TestDeleteAll(t *testing.T) {
 	}
 	if st := tr.Stats(); st.Height != 0 || st.Entries != 0 || st.LiveBytes != 0 {
 		t.Fatalf("after deleting everything: %+v", st)
+	}
+}
+
+// A write that fails after a Rebuild names the index file the user can
+// find, not the temp name it was built under (gone since the rename).
+func TestWriteErrorAfterRebuildNamesTheIndex(t *testing.T) {
+	fsys := vfs.NewMem()
+	tr := mustOpen(t, fsys, "/index", true)
+	defer tr.Close()
+	want := model{Key{1}: []byte("one"), Key{2}: []byte("two")}
+	if err := tr.Rebuild(want.iter(), nil); err != nil {
+		t.Fatal(err)
+	}
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpWrite {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	tr.Put(Key{3}, []byte("three"))
+	err := tr.Commit(nil)
+	fsys.SetHook(nil)
+	if err == nil {
+		t.Fatal("commit with every write failing succeeded")
+	}
+	if strings.Contains(err.Error(), ".tmp") || !strings.Contains(err.Error(), "/index") {
+		t.Fatalf("commit error %q: want it to name /index, not /index.tmp", err)
 	}
 }

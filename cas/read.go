@@ -293,6 +293,14 @@ func (s *Store) readEntry(id Key, e entry, useCache bool) ([]byte, error) {
 	if useCache {
 		blk = s.blocks.get(blockKey{e.Loc.Segment, e.Loc.Offset})
 	}
+	if blk == nil && e.Size >= rangedMin {
+		// A big object alone in its record, too big for the block cache:
+		// decoded straight into the buffer returned, not into a block
+		// that is then copied (three copies of it held at once).
+		if r := s.openAlone(id, e); r != nil && int(r.h.Raw) > s.blocks.max/4 {
+			return r.ReadAll()
+		}
+	}
 	if blk == nil {
 		var err error
 		blk, err = s.readBlock(e.Loc.Segment, e.Loc.Offset)

@@ -1,0 +1,361 @@
+package cas
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/zeebo/blake3"
+
+	"github.com/rookhq/rook/dict"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// rangedMin is the object size from which OpenObject reads an object alone
+// in its record in parts (ReadRange) instead of reading the record whole:
+// below it a packed block is at most a couple of MiB, decoded once into
+// the block cache.
+const rangedMin = streamMin
+
+// ObjectReader reads parts of one object (OpenObject). An object alone in
+// a big record is read from its segment a range at a time, so a view that
+// shows the first KiB of a 100 MB tool output neither holds nor decodes
+// the rest; any other object (inline, packed with others, not yet
+// written, or small) is read whole and verified when opened, and its
+// ranges are served from memory.
+//
+// What a range of an object read from its record checks (docs/storage.md,
+// "Reading part of an object"): before any of the record is decoded, its
+// CRC-32C over the whole stored payload, its codec and dictionary, and
+// that the block's length table says the size the index does. What it
+// cannot check is the object's BLAKE3 hash, which covers every byte: a
+// range is only known to be the object's bytes as far as the CRC says
+// they are the bytes that were written. WriteTo and ReadAll, which read
+// every byte, check the hash too.
+//
+// An ObjectReader is not safe for concurrent use. It holds no file of its
+// own: the store's segment handles stay the store's.
+type ObjectReader struct {
+	s    *Store
+	id   Key
+	kind Kind
+	size int64
+
+	// data is the whole object, already verified: every object not read
+	// in ranges.
+	data []byte
+	full bool
+
+	// Of an object alone in its record.
+	f       vfs.File
+	e       entry
+	h       recordHeader
+	hdr     []byte
+	lenSize int64 // bytes of the block's length table (the object's uvarint length)
+	checked bool  // the record's CRC held
+}
+
+// OpenObject opens an object for reading in ranges. It reads the index
+// entry and, for an object alone in a big record, the record's header; the
+// record's CRC is checked at the first read.
+func (s *Store) OpenObject(id Key) (*ObjectReader, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if o, ok := s.pending[id]; ok {
+		r := &ObjectReader{s: s, id: id, kind: o.kind, size: int64(len(o.data)), data: o.data, full: true}
+		s.mu.Unlock()
+		return r, nil
+	}
+	s.mu.Unlock()
+	e, ok, err := s.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, &NotFoundError{Prefix: hex.EncodeToString(id[:])}
+	}
+	if !e.Inline && e.Size >= rangedMin {
+		if r := s.openAlone(id, e); r != nil {
+			return r, nil
+		}
+	}
+	b, kind, err := s.GetKind(id)
+	if err != nil {
+		return nil, err
+	}
+	return &ObjectReader{s: s, id: id, kind: kind, size: int64(len(b)), data: b, full: true}, nil
+}
+
+// openAlone is the reader of an object alone in its record, nil when it is
+// not (a packed block) or its record cannot even be opened: Get then reads
+// it, with Get's errors and the stale-view retry of a reader.
+func (s *Store) openAlone(id Key, e entry) *ObjectReader {
+	f, err := s.files.get(e.Loc.Segment)
+	if err != nil {
+		return nil
+	}
+	hdr := make([]byte, recHeaderSize)
+	if _, err := f.ReadAt(hdr, e.Loc.Offset); err != nil {
+		return nil
+	}
+	h, err := parseRecordHeader(hdr)
+	if err != nil || h.Count != 1 || h.Kind != e.Kind || e.Loc.Member != 0 {
+		return nil
+	}
+	return &ObjectReader{s: s, id: id, kind: e.Kind, size: e.Size, f: f, e: e, h: h, hdr: hdr,
+		lenSize: int64(binary.PutUvarint(make([]byte, binary.MaxVarintLen64), uint64(e.Size)))}
+}
+
+// Size is the object's size in bytes.
+func (r *ObjectReader) Size() int64 { return r.size }
+
+// Kind is the object's kind.
+func (r *ObjectReader) Kind() Kind { return r.kind }
+
+// Ranged reports whether ranges are read from the object's record (true)
+// or were read whole and verified when it was opened.
+func (r *ObjectReader) Ranged() bool { return !r.full }
+
+func (r *ObjectReader) bad(reason string, cause error) error {
+	return &CorruptError{ID: r.id, Segment: r.e.Loc.Segment, Offset: r.e.Loc.Offset, Reason: reason, cause: cause}
+}
+
+// check verifies the record once, before any of it is decoded: its CRC
+// over the whole stored payload (read in pieces, never held), its codec
+// and dictionary id, and that the block holds exactly the object's length
+// and the object. The zstd decoder sizes its history from the frame
+// header, and a damaged window byte made it allocate what it claimed
+// before a CRC at the end found the damage.
+func (r *ObjectReader) check() error {
+	if r.checked {
+		return nil
+	}
+	crc := crc32.New(castagnoli)
+	crc.Write(r.hdr[:24])
+	got, err := io.CopyBuffer(crc, io.NewSectionReader(r.f, r.e.Loc.Offset+recHeaderSize, int64(r.h.Size)), make([]byte, 64<<10))
+	if err != nil {
+		return r.bad(fmt.Sprintf("read: %v", err), err)
+	}
+	if got != int64(r.h.Size) {
+		return r.bad(fmt.Sprintf("%v: the segment ends inside it", ErrTruncated), ErrTruncated)
+	}
+	if crc.Sum32() != r.h.CRC {
+		return r.bad(fmt.Sprintf("%v: checksum mismatch", ErrBadRecord), ErrBadRecord)
+	}
+	if err := r.checkHeader(); err != nil {
+		return err
+	}
+	r.checked = true
+	return nil
+}
+
+// checkHeader checks what the record header says of the block: a codec it
+// knows, with a dictionary only when it names one, and a decoded size that
+// is exactly the object's length and the object.
+func (r *ObjectReader) checkHeader() error {
+	switch r.h.Codec {
+	case CodecRaw:
+		if r.h.Dict != dict.None {
+			return r.bad(fmt.Sprintf("%v: raw record names dictionary %d", ErrBadRecord, r.h.Dict), ErrBadRecord)
+		}
+	case CodecZstd, CodecZstdDict:
+		if (r.h.Codec == CodecZstd) != (r.h.Dict == dict.None) {
+			return r.bad(fmt.Sprintf("%v: codec %d with dictionary %d", ErrBadRecord, r.h.Codec, r.h.Dict), ErrBadRecord)
+		}
+	default:
+		return r.bad(fmt.Sprintf("%v: unknown codec %d", ErrBadRecord, r.h.Codec), ErrBadRecord)
+	}
+	if int64(r.h.Raw) != r.lenSize+r.size {
+		return r.bad("index entry does not match its record", nil)
+	}
+	return nil
+}
+
+// block returns the record's decoded block as a stream, positioned after
+// the object's length (which it checks), and a function that releases
+// its decoder.
+func (r *ObjectReader) block() (io.Reader, func(), error) {
+	payload := io.NewSectionReader(r.f, r.e.Loc.Offset+recHeaderSize, int64(r.h.Size))
+	var raw io.Reader = payload
+	done := func() {}
+	if r.h.Codec != CodecRaw {
+		opts := []zstd.DOption{zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxRecordBlobSz), zstd.WithDecoderLowmem(true)}
+		if r.h.Dict != dict.None {
+			d, err := r.s.opts.Dicts.Lookup(r.h.Dict)
+			if err != nil {
+				nd := &NeedsDictError{Dict: r.h.Dict, Err: err}
+				return nil, nil, r.bad(nd.Error(), nd)
+			}
+			if dict.IsZstdDict(d) {
+				opts = append(opts, zstd.WithDecoderDicts(d))
+			} else {
+				opts = append(opts, zstd.WithDecoderDictRaw(r.h.Dict, d))
+			}
+		}
+		zr, err := zstd.NewReader(payload, opts...)
+		if err != nil {
+			return nil, nil, r.bad(fmt.Sprintf("%v: zstd: %v", ErrBadRecord, err), ErrBadRecord)
+		}
+		raw, done = zr, zr.Close
+	}
+	br := bufio.NewReaderSize(raw, 64<<10)
+	l, err := binary.ReadUvarint(br)
+	if err != nil {
+		done()
+		return nil, nil, r.bad(fmt.Sprintf("block member table unreadable: %v", err), err)
+	}
+	if int64(l) != r.size {
+		done()
+		return nil, nil, r.bad("index entry does not match its record", nil)
+	}
+	return br, done, nil
+}
+
+// ReadRange returns up to n bytes of the object from offset off: fewer
+// only where the object ends. An offset past the end is an error; at the
+// end, an empty range. A range read from the object's record is checked as
+// the type's comment says (the record's CRC, not the object's hash).
+func (r *ObjectReader) ReadRange(off, n int64) ([]byte, error) {
+	if off < 0 || off > r.size {
+		return nil, fmt.Errorf("offset %d is outside object %s (%d bytes)", off, Short(r.id), r.size)
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("a range of %d bytes", n)
+	}
+	n = min(n, r.size-off)
+	if r.full {
+		return append([]byte(nil), r.data[off:off+n]...), nil
+	}
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	out := make([]byte, n)
+	if n == 0 {
+		return out, nil
+	}
+	if r.h.Codec == CodecRaw {
+		got, err := r.f.ReadAt(out, r.e.Loc.Offset+recHeaderSize+r.lenSize+off)
+		if got != len(out) {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = ErrTruncated
+			}
+			return nil, r.bad(fmt.Sprintf("read: %v", err), err)
+		}
+		return out, nil
+	}
+	blk, done, err := r.block()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if _, err := io.CopyN(io.Discard, blk, off); err != nil {
+		return nil, r.bad(fmt.Sprintf("%v: decoding up to offset %d: %v", ErrBadRecord, off, err), ErrBadRecord)
+	}
+	if _, err := io.ReadFull(blk, out); err != nil {
+		return nil, r.bad(fmt.Sprintf("%v: decoding bytes %d to %d: %v", ErrBadRecord, off, off+n, err), ErrBadRecord)
+	}
+	return out, nil
+}
+
+// WriteTo writes the whole object to w, hashed as it goes: the bytes
+// written are only known to be the object's once it returns nil (see
+// Store.WriteTo). An error of w is returned as it was.
+func (r *ObjectReader) WriteTo(w io.Writer) (int64, error) {
+	if r.full {
+		n, err := w.Write(r.data)
+		return int64(n), err
+	}
+	if err := r.check(); err != nil {
+		return 0, err
+	}
+	blk, done, err := r.block()
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	sum := blake3.New()
+	n, err := io.Copy(io.MultiWriter(callerWriter{w}, sum), io.LimitReader(blk, r.size))
+	var werr *writeError
+	if errors.As(err, &werr) {
+		return n, werr.err
+	}
+	if err != nil {
+		return n, r.bad(fmt.Sprintf("read: %v", err), err)
+	}
+	if n != r.size {
+		return n, r.bad(fmt.Sprintf("%v: decoded %d bytes, header says %d", ErrBadRecord, n, r.size), ErrBadRecord)
+	}
+	// A frame that decodes past the block is damage.
+	if extra, err := io.Copy(io.Discard, blk); err != nil || extra != 0 {
+		return n, r.bad(fmt.Sprintf("%v: the record decodes past its block", ErrBadRecord), ErrBadRecord)
+	}
+	var sumKey Key
+	copy(sumKey[:], sum.Sum(nil))
+	if sumKey != r.id {
+		return n, r.bad("content hash mismatch", nil)
+	}
+	return n, nil
+}
+
+// ReadAll returns the whole object, verified against its id. An object
+// alone in its record is decoded straight into the one buffer returned:
+// reading the record whole held its stored bytes, its decoded block (grown
+// by append) and a copy of the object at once.
+func (r *ObjectReader) ReadAll() ([]byte, error) {
+	if r.full {
+		return append([]byte(nil), r.data...), nil
+	}
+	var buf []byte
+	if r.h.Codec == CodecRaw && !r.checked {
+		// A raw payload is the block: read it once into the buffer,
+		// checked there, instead of a pass for the CRC and another.
+		if err := r.checkHeader(); err != nil {
+			return nil, err
+		}
+		buf = make([]byte, r.h.Size)
+		got, err := r.f.ReadAt(buf, r.e.Loc.Offset+recHeaderSize)
+		if got != len(buf) {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = ErrTruncated
+			}
+			return nil, r.bad(fmt.Sprintf("read: %v", err), err)
+		}
+		if err := checkRecord(r.hdr, buf, r.h); err != nil {
+			return nil, r.bad(err.Error(), err)
+		}
+		r.checked = true
+		if l, n := binary.Uvarint(buf); n <= 0 || int64(n) != r.lenSize || int64(l) != r.size {
+			return nil, r.bad("index entry does not match its record", nil)
+		}
+	} else {
+		if err := r.check(); err != nil {
+			return nil, err
+		}
+		blk, done, err := r.block()
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		buf = make([]byte, r.lenSize+r.size)
+		binary.PutUvarint(buf, uint64(r.size))
+		if _, err := io.ReadFull(blk, buf[r.lenSize:]); err != nil {
+			return nil, r.bad(fmt.Sprintf("%v: zstd: %v", ErrBadRecord, err), ErrBadRecord)
+		}
+		if extra, err := io.Copy(io.Discard, blk); err != nil || extra != 0 {
+			return nil, r.bad(fmt.Sprintf("%v: the record decodes past its block", ErrBadRecord), ErrBadRecord)
+		}
+	}
+	data := buf[r.lenSize:len(buf):len(buf)]
+	if ID(data) != r.id {
+		return nil, r.bad("content hash mismatch", nil)
+	}
+	return data, nil
+}

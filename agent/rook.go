@@ -292,6 +292,9 @@ type bodyHead struct {
 	size     int64 // the whole body's bytes
 	dropped  int64 // the bytes of view the shortened strings left out (viewLen)
 	binary   bool  // the whole body is binary (IsBinary)
+	// partial: body is only the first bytes of the body (a big one,
+	// streamed), enough for CutShown at the bytes shown.
+	partial bool
 }
 
 // viewLen is how many bytes text takes in a reading view (cleanView):
@@ -324,8 +327,29 @@ func viewLen(text []byte) int64 {
 // verified, as a body always is; only the long strings of a large
 // imported line are not written back whole (each keeps shown+headSlack
 // bytes).
+//
+// A big body alone in its record (not an imported line) is streamed once
+// instead (streamBody): verified as a whole read is, only its first
+// shown+headSlack bytes kept, and scanned for binary bytes as it goes by;
+// the head then says where CutShown cuts it at shown (or, when it cannot,
+// the body is read whole). So is each big string of a large imported
+// line (readStringHead).
 func (r *Rook) readBodyHead(id cas.Key, shown int) (bodyHead, error) {
-	b, kind, err := r.Store.GetKind(id)
+	o, err := r.Store.OpenObject(id)
+	if err != nil {
+		return bodyHead{}, err
+	}
+	kind := o.Kind()
+	if !readWhole && kind != cas.KindSource && o.Ranged() && shown < math.MaxInt-headSlack && int64(max(shown, 0)+headSlack) < o.Size() {
+		head, binary, err := streamBody(o, max(shown, 0)+headSlack)
+		if err != nil {
+			return bodyHead{}, err
+		}
+		if _, ok := headWithin(head, max(shown, 0), o.Size()); ok {
+			return bodyHead{body: head, size: o.Size(), binary: binary, partial: true}, nil
+		}
+	}
+	b, err := o.ReadAll()
 	if err != nil {
 		return bodyHead{}, err
 	}
@@ -352,6 +376,17 @@ func (r *Rook) readBodyHead(id cas.Key, shown int) (bodyHead, error) {
 	for _, c := range sl.Cuts {
 		out = append(out, sl.Rest[p:p+c.Gap]...)
 		p += c.Gap
+		if keep < math.MaxInt && !readWhole {
+			sh, err := r.readStringHead(c.ID, keep)
+			if err != nil {
+				return h, fmt.Errorf("string %s of the line: %w", cas.Short(c.ID), err)
+			}
+			h.dropped += sh.view
+			h.size += sh.escaped
+			h.binary = h.binary || sh.binary
+			out = appendJSONString(out, sh.text)
+			continue
+		}
 		text, err := r.Store.Get(c.ID)
 		if err != nil {
 			return h, fmt.Errorf("string %s of the line: %w", cas.Short(c.ID), err)

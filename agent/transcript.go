@@ -125,6 +125,9 @@ type BodyView struct {
 	// dropped: the bytes of view of a large imported line's strings that
 	// it was rendered without (readBodyHead, viewLen); Omitted counts them.
 	dropped int64
+	// partial: the body viewBody returned is only the body's first bytes
+	// (readBodyHead streamed a big one).
+	partial bool
 }
 
 // Elided reports whether the body was cut.
@@ -159,7 +162,7 @@ func (r *Rook) viewBody(ev eventlog.Event, max int) (BodyView, []byte) {
 		return v, nil
 	}
 	body := h.body
-	v.Size, v.Binary, v.dropped = h.size, h.binary, h.dropped
+	v.Size, v.Binary, v.dropped, v.partial = h.size, h.binary, h.dropped, h.partial
 	n := min(max, len(body))
 	if !v.Binary {
 		n = CutShown(body, max)
@@ -336,6 +339,24 @@ func (r *Rook) History(id eventlog.ID, q HistoryQuery) (HistoryPage, error) {
 		if v.Err == nil && !line.Binary {
 			// An imported body previews its view, text even when its
 			// lines hold bytes that are not UTF-8 (as Show renders it).
+			preview, ok := "", false
+			if v.partial && ev.Kind != eventlog.KindCheckpoint {
+				// A big body streamed: its head says its first line,
+				// unless that runs past it.
+				preview, ok = previewOfHead(body, PreviewRunes)
+			}
+			if !ok && v.partial {
+				if body, err = r.Body(ev); err != nil {
+					line.Err = err
+					p.Events = append(p.Events, line)
+					continue
+				}
+			}
+			if ok {
+				line.Preview = preview
+				p.Events = append(p.Events, line)
+				continue
+			}
 			if v.imported {
 				body = previewOfImported(body)
 			} else if ev.Kind == eventlog.KindCheckpoint {
@@ -1007,6 +1028,9 @@ func (r *Rook) readRange(id eventlog.ID, seq uint64, offset int64, n int, render
 		return br, err
 	}
 	br.Event = ev
+	if o, err := r.Store.OpenObject(ev.Body); err == nil && !readWhole && o.Ranged() && o.Kind() != cas.KindSource {
+		return readRangeOf(o, br, offset, n)
+	}
 	body, err := r.Body(ev)
 	if err != nil {
 		return br, fmt.Errorf("event #%d: %w", seq, err)
@@ -1037,6 +1061,59 @@ func (r *Rook) readRange(id eventlog.ID, seq uint64, offset int64, n int, render
 	br.Offset = int64(start)
 	br.Data = rest[:end:end]
 	br.End = br.Offset + int64(end)
+	if br.End < br.Total {
+		next := br.End
+		br.Next = &next
+	}
+	return br, nil
+}
+
+// readRangeOf is readRange of a big body (not an imported line) read in
+// parts: streamed once, verified as a whole read is, to say whether it is
+// binary, and only the range and the few bytes around it that say where
+// characters start read (ObjectReader.ReadRange). It held the whole body,
+// twice.
+func readRangeOf(o *cas.ObjectReader, br BodyRange, offset int64, n int) (BodyRange, error) {
+	seq := br.Seq
+	_, binary, err := streamBody(o, 0)
+	if err != nil {
+		return br, fmt.Errorf("event #%d: %w", seq, err)
+	}
+	br.Total, br.Binary = o.Size(), binary
+	if offset < 0 || offset > br.Total {
+		return br, &OffsetError{Seq: seq, Offset: offset, Total: br.Total}
+	}
+	// The range, the character the offset falls in, and the one its end
+	// falls in.
+	lo := max(offset-(utf8.UTFMax-1), 0)
+	hi := min(offset+int64(n)+utf8.UTFMax, br.Total)
+	win, err := o.ReadRange(lo, hi-lo)
+	if err != nil {
+		return br, fmt.Errorf("event #%d: %w", seq, err)
+	}
+	start := offset
+	if !br.Binary && offset > 0 && offset < br.Total {
+		// runeStartAtOrBefore, on the window.
+		for at := offset; at >= 0 && at > offset-utf8.UTFMax; at-- {
+			if at == 0 || utf8.RuneStart(win[at-lo]) {
+				start = at
+				break
+			}
+		}
+	}
+	rest := win[start-lo:] // all of the body's rest, or more than n bytes of it
+	restLen := br.Total - start
+	end := min(int64(n), restLen)
+	if !br.Binary && end < restLen {
+		end = int64(CutUTF8(rest, n))
+		if end == 0 {
+			_, w := utf8.DecodeRune(rest)
+			end = int64(w)
+		}
+	}
+	br.Offset = start
+	br.Data = rest[:end:end]
+	br.End = br.Offset + end
 	if br.End < br.Total {
 		next := br.End
 		br.Next = &next

@@ -1,0 +1,318 @@
+package agent
+
+// Reading the head of a big body. A view that shows the first KiB of a
+// body (show, history, export-html) still says whether the whole body is
+// binary and how much it left out, which takes every byte: a big body is
+// streamed once (cas.ObjectReader.WriteTo, its record's CRC checked first
+// and its hash at the end, so the body is verified as a whole read is),
+// keeping only its head and counting the rest as it goes by. It was read
+// whole into memory, copied and scanned: a 24 MiB tool output held 40 to
+// 60 MiB for a page that shows 4 KiB of it.
+
+import (
+	"bytes"
+	"unicode/utf8"
+
+	"github.com/rookhq/rook/cas"
+)
+
+// readWhole makes the views read every body whole, as they did before big
+// ones were streamed: the tests compare what the two give.
+var readWhole = false
+
+// headMargin is how many bytes past what a head shows are kept to cut it
+// exactly where the whole body would be cut (CutShown looks at the bytes
+// after its limit: a character, a CRLF, a color sequence's end).
+const headMargin = 4 << 10
+
+// utf8Stream validates UTF-8 written in pieces: Valid is utf8.Valid of
+// everything written, once Close has been called.
+type utf8Stream struct {
+	invalid bool
+	carry   [utf8.UTFMax]byte
+	nc      int
+}
+
+func (u *utf8Stream) write(p []byte) {
+	if u.invalid {
+		return
+	}
+	// A character cut by the previous piece: complete it first.
+	for u.nc > 0 && len(p) > 0 {
+		for u.nc < utf8.UTFMax && !utf8.FullRune(u.carry[:u.nc]) && len(p) > 0 {
+			u.carry[u.nc] = p[0]
+			u.nc++
+			p = p[1:]
+		}
+		if !utf8.FullRune(u.carry[:u.nc]) {
+			return // still cut: wait for more
+		}
+		r, size := utf8.DecodeRune(u.carry[:u.nc])
+		if r == utf8.RuneError && size == 1 {
+			u.invalid = true
+			return
+		}
+		u.nc = 0
+	}
+	// A character cut at the end of this piece is kept for the next.
+	s := len(p)
+	for i := len(p) - 1; i >= 0 && i >= len(p)-(utf8.UTFMax-1); i-- {
+		if utf8.RuneStart(p[i]) {
+			if !utf8.FullRune(p[i:]) {
+				s = i
+			}
+			break
+		}
+	}
+	if !utf8.Valid(p[:s]) {
+		u.invalid = true
+		return
+	}
+	u.nc = copy(u.carry[:], p[s:])
+}
+
+// valid says whether everything written was UTF-8, the stream ended.
+func (u *utf8Stream) valid() bool { return !u.invalid && u.nc == 0 }
+
+// binaryScan says of a body written in pieces what IsBinary says of it
+// whole, and keeps its first keep bytes.
+type binaryScan struct {
+	keep int
+	head []byte
+	nul  bool
+	utf  utf8Stream
+}
+
+func (b *binaryScan) Write(p []byte) (int, error) {
+	if room := b.keep - len(b.head); room > 0 {
+		b.head = append(b.head, p[:min(room, len(p))]...)
+	}
+	if !b.nul && bytes.IndexByte(p, 0) >= 0 {
+		b.nul = true
+	}
+	if !b.nul {
+		b.utf.write(p)
+	}
+	return len(p), nil
+}
+
+func (b *binaryScan) binary() bool { return b.nul || !b.utf.valid() }
+
+// tailCount counts, of the bytes written to it, what a view shortened by
+// readBodyHead leaves out: viewLen, jsonEscapedLen and whether they are
+// UTF-8, as those give them of the bytes whole.
+type tailCount struct {
+	view    int64
+	escaped int64
+	utf     utf8Stream
+	carry   []byte // a character or color sequence cut by the end of a piece
+}
+
+func (t *tailCount) Write(p []byte) (int, error) {
+	t.escaped += jsonEscapedLen(p)
+	t.utf.write(p)
+	b := p
+	if len(t.carry) > 0 {
+		b = append(t.carry, p...)
+	}
+	i := t.viewOf(b, false)
+	t.carry = append(t.carry[:0:0], b[i:]...)
+	return len(p), nil
+}
+
+// close counts what a piece left cut.
+func (t *tailCount) close() {
+	t.viewOf(t.carry, true)
+	t.carry = nil
+}
+
+// viewOf adds viewLen's count of b up to where a character or a color
+// sequence runs past its end (unless final), and returns where it
+// stopped.
+func (t *tailCount) viewOf(b []byte, final bool) int {
+	i := 0
+	for i < len(b) {
+		if b[i] == 0x1b && !final {
+			// Whether it starts a color sequence is known once the
+			// sequence ends.
+			j := i + 1
+			if j < len(b) && b[j] == '[' {
+				j++
+				for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == ';') {
+					j++
+				}
+			}
+			if j >= len(b) {
+				return i
+			}
+		}
+		if j := sgrEnd(b, i); j > 0 {
+			i = j
+			continue
+		}
+		if !final && !utf8.FullRune(b[i:]) {
+			return i
+		}
+		c, w := utf8.DecodeRune(b[i:])
+		switch {
+		case c == utf8.RuneError && w == 1, c < 0x20 && c != '\n' && c != '\t', c == 0x7f:
+			t.view += int64(utf8.RuneLen(utf8.RuneError))
+		default:
+			t.view += int64(w)
+		}
+		i += w
+	}
+	return i
+}
+
+// sgrOpenAtEnd says whether a color sequence that starts in b[from:] is
+// still open at b's end: cut there, the bytes after it decide whether it
+// is one.
+func sgrOpenAtEnd(b []byte, from int) bool {
+	i := bytes.LastIndexByte(b[max(from, 0):], 0x1b)
+	if i < 0 {
+		return false
+	}
+	j := max(from, 0) + i + 1
+	if j < len(b) && b[j] == '[' {
+		j++
+		for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == ';') {
+			j++
+		}
+	}
+	return j >= len(b)
+}
+
+// headWithin is CutShown(body, limit) of a body of which head holds the
+// first bytes, and ok when head holds enough of it to say (else the whole
+// body is needed).
+func headWithin(head []byte, limit int, size int64) (int, bool) {
+	if int64(len(head)) >= size {
+		return CutShown(head, limit), true
+	}
+	if limit+utf8.UTFMax >= len(head) {
+		return 0, false
+	}
+	n := CutShown(head, limit)
+	// CutShown looks back from the cut (up to 35 bytes before limit) for
+	// a color sequence that runs past it: one still open at head's end
+	// is not known.
+	if sgrOpenAtEnd(head, limit-40) {
+		return 0, false
+	}
+	return n, true
+}
+
+// streamBody reads a big body whole as a stream, verified, keeping its
+// first keep bytes: the head and whether it is binary.
+func streamBody(o *cas.ObjectReader, keep int) (head []byte, binary bool, err error) {
+	s := &binaryScan{keep: keep}
+	if _, err := o.WriteTo(s); err != nil {
+		return nil, false, err
+	}
+	return s.head, s.binary(), nil
+}
+
+// stringHead is what readBodyHead keeps of a string cut from a large
+// imported line: its first bytes, to CutShown(text, keep), and what the
+// rest would have added to the line and its view.
+type stringHead struct {
+	text    []byte // text[:CutShown(text, keep)]
+	escaped int64  // jsonEscapedLen of the rest
+	view    int64  // viewLen of the rest
+	binary  bool   // the rest is not UTF-8
+}
+
+// readStringHead reads a cut string for readBodyHead: a big one alone in
+// its record is streamed, verified, keeping keep+headMargin bytes; any
+// other is read whole.
+func (r *Rook) readStringHead(id cas.Key, keep int) (stringHead, error) {
+	o, err := r.Store.OpenObject(id)
+	if err != nil {
+		return stringHead{}, err
+	}
+	whole := func() (stringHead, error) {
+		text, err := o.ReadAll()
+		if err != nil {
+			return stringHead{}, err
+		}
+		var h stringHead
+		n := CutShown(text, keep)
+		tail := text[n:]
+		h.text = text[:n]
+		if len(tail) > 0 {
+			h.view, h.escaped, h.binary = viewLen(tail), jsonEscapedLen(tail), !utf8.Valid(tail)
+		}
+		return h, nil
+	}
+	if !o.Ranged() || int64(keep)+headMargin >= o.Size() {
+		return whole()
+	}
+	w := &cutWriter{keep: keep, want: keep + headMargin}
+	if _, err := o.WriteTo(w); err != nil {
+		return stringHead{}, err
+	}
+	if !w.cut {
+		return whole()
+	}
+	w.tail.close()
+	return stringHead{text: w.head, escaped: w.tail.escaped, view: w.tail.view, binary: !w.tail.utf.valid()}, nil
+}
+
+// cutWriter keeps the first want bytes written, cuts them where CutShown
+// cuts the whole, and counts the rest (tailCount).
+type cutWriter struct {
+	keep, want int
+	head       []byte
+	cut        bool // the head was cut: head is the text kept, tail counts the rest
+	failed     bool // the head could not say where the whole is cut
+	tail       tailCount
+}
+
+func (w *cutWriter) Write(p []byte) (int, error) {
+	written := len(p)
+	if w.failed {
+		return written, nil
+	}
+	if !w.cut {
+		room := w.want - len(w.head)
+		w.head = append(w.head, p[:min(room, len(p))]...)
+		if len(w.head) < w.want {
+			return written, nil
+		}
+		rest := p[min(room, len(p)):]
+		n, ok := headWithin(w.head, w.keep, int64(len(w.head))+1)
+		if !ok {
+			w.failed = true
+			return written, nil
+		}
+		w.tail.Write(w.head[n:])
+		w.head, w.cut = w.head[:n:n], true
+		p = rest
+	}
+	w.tail.Write(p)
+	return written, nil
+}
+
+// previewOfHead is Preview(StripSGR(body), n) of a body of which head
+// holds the first bytes, and ok when head holds enough of it to say.
+func previewOfHead(head []byte, n int) (string, bool) {
+	// A cut no color sequence spans (the byte before it is not one a
+	// sequence holds before its end) at the start of a character: the
+	// colors left out of head[:k] are the whole body's.
+	k := -1
+	for i := len(head) - 1; i > 0 && i >= len(head)-16; i-- {
+		if c := head[i-1]; utf8.RuneStart(head[i]) && c != 0x1b && c != '[' && c != ';' && !(c >= '0' && c <= '9') {
+			k = i
+			break
+		}
+	}
+	if k < 0 {
+		return "", false
+	}
+	t := bytes.TrimLeft(StripSGR(head[:k]), " \t\r\n")
+	if bytes.IndexByte(t, '\n') < 0 && utf8.RuneCount(t) <= n {
+		return "", false // the first line may go on past the head
+	}
+	return Preview(t, n), true
+}

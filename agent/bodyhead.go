@@ -170,10 +170,13 @@ func (t *tailCount) viewOf(b []byte, final bool) int {
 // is one.
 func sgrOpenAtEnd(b []byte, from int) bool {
 	i := bytes.LastIndexByte(b[max(from, 0):], 0x1b)
-	if i < 0 {
-		return false
-	}
-	j := max(from, 0) + i + 1
+	return i >= 0 && sgrRunsToEnd(b, max(from, 0)+i)
+}
+
+// sgrRunsToEnd says whether what may be a color sequence at b[i] (an ESC)
+// runs to b's end: the bytes after it decide whether it is one.
+func sgrRunsToEnd(b []byte, i int) bool {
+	j := i + 1
 	if j < len(b) && b[j] == '[' {
 		j++
 		for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == ';') {
@@ -315,4 +318,20 @@ func previewOfHead(head []byte, n int) (string, bool) {
 		return "", false // the first line may go on past the head
 	}
 	return Preview(t, n), true
+}
+
+// windowScan keeps bytes [lo, hi) of a body written in pieces, and says
+// whether the whole is binary.
+type windowScan struct {
+	binaryScan
+	lo, hi, pos int64
+	win         []byte
+}
+
+func (w *windowScan) Write(p []byte) (int, error) {
+	if s, e := max(w.lo-w.pos, 0), min(w.hi-w.pos, int64(len(p))); s < e {
+		w.win = append(w.win, p[s:e]...)
+	}
+	w.pos += int64(len(p))
+	return w.binaryScan.Write(p)
 }

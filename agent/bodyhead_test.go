@@ -93,6 +93,9 @@ func bigBodies() map[string][]byte {
 		"colored head": append(bytes.Repeat([]byte("\x1b[1m\x1b[0m"), 20<<10), log...),
 		"digits":       append(append([]byte("x\x1b["), bytes.Repeat([]byte("1;"), 40<<10)...), append([]byte("m"), log...)...),
 		"noise":        noiseBytes(size),
+		// A snippet that runs past the part find keeps (colors are not
+		// counted): it is read from the whole body.
+		"needle colors": append(append([]byte("start NEEDLE "), bytes.Repeat([]byte("\x1b[1m"), 20<<10)...), log...),
 	}
 	// Characters, CRLF and color sequences across the cuts of show
 	// (4096), export-html (8192) and entry's pages.
@@ -140,6 +143,8 @@ func TestBigBodyViewsMatchWholeReads(t *testing.T) {
 		Ranges  []BodyRange
 		Errs    []string
 		Export  Export
+		Finds   []FindResult
+		FindErr []string
 	}
 	read := func(whole bool) views {
 		readWhole = whole
@@ -177,9 +182,28 @@ func TestBigBodyViewsMatchWholeReads(t *testing.T) {
 		if v.Export, err = r.ExportRange(m.ID, 0, nil); err != nil {
 			t.Fatal(err)
 		}
+		for seq := range uint64(len(names)) {
+			for _, q := range []string{"€", "31m", "needle", "zzz"} {
+				for _, off := range []int64{0, 4097} {
+					for _, budget := range []int64{0, 5000} {
+						f, err := r.Find(m.ID, FindQuery{Query: q, From: seq, Offset: off, Through: &seq, MaxBytes: budget})
+						for i, u := range f.Unreadable {
+							f.Unreadable[i].Err = fmt.Errorf("%v", u.Err) // compared by what they say
+						}
+						v.Finds = append(v.Finds, f)
+						v.FindErr = append(v.FindErr, fmt.Sprint(err))
+					}
+				}
+			}
+		}
 		return v
 	}
 	want, got := read(true), read(false)
+	for i := range want.Finds {
+		if w, g := want.Finds[i], got.Finds[i]; !reflect.DeepEqual(w, g) || want.FindErr[i] != got.FindErr[i] {
+			t.Errorf("find %d: %+v (%s); read whole: %+v (%s)", i, g, got.FindErr[i], w, want.FindErr[i])
+		}
+	}
 	partial := 0
 	for _, v := range got.Show[2].Events {
 		if v.partial {
@@ -229,7 +253,7 @@ func TestBigBodyViewsHoldLittle(t *testing.T) {
 	if err := r.Store.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	const limit = 8 << 20 // the decoder's history and buffers, the page
+	const limit = 8 << 20 // the decoder's history and buffers, the page, find's 4 MiB
 	for _, c := range []struct {
 		name string
 		fn   func() error
@@ -239,6 +263,8 @@ func TestBigBodyViewsHoldLittle(t *testing.T) {
 		{"entry", func() error { _, err := r.ReadBody(m.ID, 0, 12<<20, EntryPageBytes); return err }},
 		{"quote", func() error { _, err := r.Quote(m.ID, 0, 1000); return err }},
 		{"export-html", func() error { _, err := r.ExportRange(m.ID, 0, nil); return err }},
+		// The part searched: 4 MiB and the bytes around it.
+		{"find", func() error { _, err := r.Find(m.ID, FindQuery{Query: "no such text", Offset: 1 << 20}); return err }},
 	} {
 		var err error
 		a := allocatedBy(func() { err = c.fn() })

@@ -515,8 +515,9 @@ func ValidateQuery(q string) error {
 // source lines also as a JSON string writes it, one hit per event, within
 // a budget of events examined and body bytes searched. A body larger than
 // what is left of the byte budget is searched in part, and the cursor
-// resumes inside it. (The store reads a body whole: the byte budget bounds
-// the search, and a call loads at most the bodies it searches.) In an
+// resumes inside it. (A big body is streamed whole, to verify it and say
+// whether it is binary, but only the part searched is kept (findPart);
+// any other is read whole: the byte budget bounds the search.) In an
 // imported event, a match inside encoded state (encodedValue: an image's
 // base64, a signature, encrypted reasoning) is no match, and a snippet of
 // its line as stored shows such a value as a marker (encodedMarker).
@@ -598,17 +599,32 @@ scan:
 				break scan
 			}
 			res.Examined++
-			body, imported, err := r.readBody(ev.Body)
+			// body is the whole body, or of a big one (findPart) the
+			// part from base on that the search and its snippet read;
+			// offsets in it count from base.
+			var body []byte
+			var imported, binary, partial bool
+			var base int64
+			total := int64(-1)
+			if o, oerr := r.Store.OpenObject(ev.Body); oerr == nil && !readWhole && o.Ranged() && o.Kind() != cas.KindSource {
+				body, base, binary, err = findPart(o, off, budget)
+				total, partial = o.Size(), base+int64(len(body)) < o.Size()
+			} else {
+				body, imported, err = r.readBody(ev.Body)
+			}
 			if err != nil {
 				res.Unreadable = append(res.Unreadable, FindSkip{Seq: ev.Seq, Err: err})
 				seq, off = ev.Seq+1, 0
 				continue
 			}
-			start := int(min(off, int64(len(body))))
-			if !IsBinary(body) {
+			if total < 0 {
+				total, binary = int64(len(body)), IsBinary(body)
+			}
+			start := int(min(off, total) - base)
+			if !binary {
 				start = runeStartAtOrBefore(body, start)
 			}
-			stop, cut := len(body), false
+			stop, cut := int(total-base), false
 			if int64(stop-start) > budget {
 				stop = start + int(budget)
 				if s := CutUTF8(body, stop); s > start {
@@ -642,15 +658,25 @@ scan:
 			if at >= 0 {
 				res.Searched += int64(end - start)
 				budget -= int64(end - start)
-				hit := FindHit{Seq: ev.Seq, Kind: ev.Kind, Label: ev.Label, Offset: int64(at)}
+				hit := FindHit{Seq: ev.Seq, Kind: ev.Kind, Label: ev.Label, Offset: base + int64(at)}
 				if imported {
 					enc.line(at)
 					hit.Snippet, hit.Decoded = decodedSnippet(body, at, m, enc.spans)
 					if !hit.Decoded {
 						hit.Snippet = enc.snippet(at, end)
 					}
+				} else if snip, ok := snippetOf(body, at, end, SnippetRunes, partial); ok {
+					hit.Snippet = snip
 				} else {
-					hit.Snippet = Snippet(body, at, end, SnippetRunes)
+					// The snippet runs past the part read (a run of
+					// color sequences): from the whole body.
+					whole, err := r.Body(ev)
+					if err != nil {
+						res.Unreadable = append(res.Unreadable, FindSkip{Seq: ev.Seq, Err: err})
+						seq, off = ev.Seq+1, 0
+						continue
+					}
+					hit.Snippet = Snippet(whole, int(base)+at, int(base)+end, SnippetRunes)
 				}
 				res.Hits = append(res.Hits, hit)
 				seq, off = ev.Seq+1, 0
@@ -659,7 +685,7 @@ scan:
 			res.Searched += int64(stop - start)
 			budget -= int64(stop - start)
 			if cut {
-				seq, off = ev.Seq, int64(stop)
+				seq, off = ev.Seq, base+int64(stop)
 				break scan
 			}
 			seq, off = ev.Seq+1, 0
@@ -916,6 +942,15 @@ func (m *foldMatcher) matchAt(body []byte, i int) (int, bool) {
 // about snippetBefore of them before the match, control characters
 // replaced, an ellipsis where it is cut.
 func Snippet(body []byte, at, end, n int) string {
+	s, _ := snippetOf(body, at, end, n, false)
+	return s
+}
+
+// snippetOf is Snippet of a body of which body holds a part (partial),
+// at least 256 bytes before the match when it does not start the body,
+// and ok when that part holds all the snippet reads (else the whole body
+// is needed).
+func snippetOf(body []byte, at, end, n int, partial bool) (string, bool) {
 	from := at
 	for k := 0; k < snippetBefore && from > 0; k++ {
 		_, w := utf8.DecodeLastRune(body[:from])
@@ -927,6 +962,9 @@ func Snippet(body []byte, at, end, n int) string {
 	}
 	i, count := from, 0
 	for i < len(body) && count < n {
+		if partial && (len(body)-i < utf8.UTFMax || body[i] == 0x1b && sgrRunsToEnd(body, i)) {
+			return "", false
+		}
 		if body[i] == 0x1b {
 			// A color a command's output kept is not text (cleanView),
 			// unless the match is in it (a search for "31m").
@@ -942,9 +980,26 @@ func Snippet(body []byte, at, end, n int) string {
 	}
 	if i < len(body) {
 		b.WriteString("…")
-		return b.String()
+		return b.String(), true
 	}
-	return strings.TrimRight(b.String(), " ")
+	return strings.TrimRight(b.String(), " "), !partial
+}
+
+// findPart reads what Find searches of a big body (not an imported
+// line) from offset off with budget bytes left: the bytes from 256 before
+// off (a snippet's start, a character's) to 64 KiB past the budget (a
+// match that ends past it, a snippet's end), and whether the whole body is
+// binary. The body is streamed once, whole, verified by its hash; the
+// part is all that is kept. It was read whole and held.
+func findPart(o *cas.ObjectReader, off, budget int64) (part []byte, base int64, binary bool, err error) {
+	st := min(max(off, 0), o.Size())
+	w := &windowScan{lo: max(st-256, 0)}
+	w.hi = min(st+budget+64<<10, o.Size())
+	w.win = make([]byte, 0, w.hi-w.lo)
+	if _, err := o.WriteTo(w); err != nil {
+		return nil, 0, false, err
+	}
+	return w.win, w.lo, w.binary(), nil
 }
 
 // BodyRange is a range of one event's body: a page of `session entry` or

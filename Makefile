@@ -35,6 +35,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzStringValues \
 	./agent:FuzzCutLine \
 	./agent:FuzzDecodeSourceLine \
+	./agent:FuzzStreamedCounts \
 	./agent:FuzzClaudeLine \
 	./agent:FuzzCodexLine \
 	./agent:FuzzRenderImported \

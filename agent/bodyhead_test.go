@@ -342,3 +342,50 @@ func TestBigImportedStringsMatchWholeReads(t *testing.T) {
 		t.Errorf("export-html differs from the strings read whole")
 	}
 }
+
+// FuzzStreamedCounts: any bytes, written in pieces cut anywhere, count as
+// they do whole, and a head says what the whole says when it says it can.
+func FuzzStreamedCounts(f *testing.F) {
+	f.Add([]byte("plain \x1b[31mred\x1b[0m é€😀\r\n\x00\xff"), uint64(7), 5)
+	f.Add([]byte("\x1b[1;2;3"), uint64(1), 1)
+	f.Fuzz(func(t *testing.T, whole []byte, seed uint64, limit int) {
+		rng := rand.New(rand.NewPCG(seed, seed>>7))
+		var u utf8Stream
+		bs := &binaryScan{}
+		tc := &tailCount{}
+		for rest := whole; len(rest) > 0; {
+			k := min(len(rest), 1+rng.IntN(16))
+			u.write(rest[:k])
+			bs.Write(rest[:k])
+			tc.Write(rest[:k])
+			rest = rest[k:]
+		}
+		tc.close()
+		if u.valid() != utf8.Valid(whole) || bs.binary() != IsBinary(whole) {
+			t.Fatalf("%q: streamed valid %v binary %v", whole, u.valid(), bs.binary())
+		}
+		if tc.view != viewLen(whole) || tc.escaped != jsonEscapedLen(whole) || tc.utf.valid() != utf8.Valid(whole) {
+			t.Fatalf("%q: streamed view %d escaped %d; whole %d %d", whole, tc.view, tc.escaped, viewLen(whole), jsonEscapedLen(whole))
+		}
+		if len(whole) == 0 {
+			return
+		}
+		head := whole[:rng.IntN(len(whole))+1]
+		limit = min(max(limit, 0), len(head))
+		if n, ok := headWithin(head, limit, int64(len(whole))); ok && n != CutShown(whole, limit) {
+			t.Fatalf("%q: head of %d cut at %d for %d, the whole at %d", whole, len(head), n, limit, CutShown(whole, limit))
+		}
+		if p, ok := previewOfHead(head, 8); ok && p != Preview(StripSGR(whole), 8) {
+			t.Fatalf("%q: preview of a head of %d %q, of the whole %q", whole, len(head), p, Preview(StripSGR(whole), 8))
+		}
+		// A snippet of a part holding 256 bytes or more before the match
+		// (findPart).
+		at := rng.IntN(len(whole))
+		end := min(at+rng.IntN(8), len(whole))
+		lo := max(at-256-rng.IntN(8), 0)
+		hi := end + rng.IntN(len(whole)-end+1)
+		if s, ok := snippetOf(whole[lo:hi], at-lo, end-lo, 20, hi < len(whole)); ok && s != Snippet(whole, at, end, 20) {
+			t.Fatalf("%q: snippet of bytes %d to %d %q, of the whole %q", whole, lo, hi, s, Snippet(whole, at, end, 20))
+		}
+	})
+}

@@ -606,10 +606,13 @@ scan:
 			var imported, binary, partial bool
 			var base int64
 			total := int64(-1)
-			if o, oerr := r.Store.OpenObject(ev.Body); oerr == nil && !readWhole && o.Ranged() && o.Kind() != cas.KindSource {
+			switch o, oerr := r.Store.OpenObject(ev.Body); {
+			case oerr == nil && o.Kind() != cas.KindSource && o.Ranged() && !readWhole:
 				body, base, binary, err = findPart(o, off, budget)
 				total, partial = o.Size(), base+int64(len(body)) < o.Size()
-			} else {
+			case oerr == nil && o.Kind() != cas.KindSource:
+				body, err = o.ReadAll()
+			default:
 				body, imported, err = r.readBody(ev.Body)
 			}
 			if err != nil {
@@ -1083,10 +1086,15 @@ func (r *Rook) readRange(id eventlog.ID, seq uint64, offset int64, n int, render
 		return br, err
 	}
 	br.Event = ev
-	if o, err := r.Store.OpenObject(ev.Body); err == nil && !readWhole && o.Ranged() && o.Kind() != cas.KindSource {
+	var body []byte
+	switch o, oerr := r.Store.OpenObject(ev.Body); {
+	case oerr == nil && o.Kind() != cas.KindSource && o.Ranged() && !readWhole:
 		return readRangeOf(o, br, offset, n)
+	case oerr == nil && o.Kind() != cas.KindSource:
+		body, err = o.ReadAll()
+	default:
+		body, err = r.Body(ev)
 	}
-	body, err := r.Body(ev)
 	if err != nil {
 		return br, fmt.Errorf("event #%d: %w", seq, err)
 	}

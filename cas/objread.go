@@ -47,9 +47,10 @@ type ObjectReader struct {
 	size int64
 
 	// data is the whole object, already verified: every object not read
-	// in ranges.
-	data []byte
-	full bool
+	// in ranges. shared: it is a pending object's, never handed out.
+	data   []byte
+	full   bool
+	shared bool
 
 	// Of an object alone in its record.
 	f       vfs.File
@@ -70,7 +71,7 @@ func (s *Store) OpenObject(id Key) (*ObjectReader, error) {
 		return nil, ErrClosed
 	}
 	if o, ok := s.pending[id]; ok {
-		r := &ObjectReader{s: s, id: id, kind: o.kind, size: int64(len(o.data)), data: o.data, full: true}
+		r := &ObjectReader{s: s, id: id, kind: o.kind, size: int64(len(o.data)), data: o.data, full: true, shared: true}
 		s.mu.Unlock()
 		return r, nil
 	}
@@ -308,10 +309,16 @@ func (r *ObjectReader) WriteTo(w io.Writer) (int64, error) {
 // ReadAll returns the whole object, verified against its id. An object
 // alone in its record is decoded straight into the one buffer returned:
 // reading the record whole held its stored bytes, its decoded block (grown
-// by append) and a copy of the object at once.
+// by append) and a copy of the object at once. An object read whole when
+// it was opened is returned as read, not copied again: the caller may keep
+// the buffer, and changes what the reader's later ranges give if it
+// changes it.
 func (r *ObjectReader) ReadAll() ([]byte, error) {
 	if r.full {
-		return append([]byte(nil), r.data...), nil
+		if r.shared {
+			return append([]byte(nil), r.data...), nil
+		}
+		return r.data, nil
 	}
 	var buf []byte
 	if r.h.Codec == CodecRaw && !r.checked {

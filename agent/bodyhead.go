@@ -1,7 +1,8 @@
 package agent
 
 // Reading the head of a big body. A view that shows the first KiB of a
-// body (show, history, export-html) still says whether the whole body is
+// body (show, history, export-html; entry, quote and find a range of it)
+// still says whether the whole body is
 // binary and how much it left out, which takes every byte: a big body is
 // streamed once (cas.ObjectReader.WriteTo, its record's CRC checked first
 // and its hash at the end, so the body is verified as a whole read is),
@@ -25,8 +26,8 @@ var readWhole = false
 // after its limit: a character, a CRLF, a color sequence's end).
 const headMargin = 4 << 10
 
-// utf8Stream validates UTF-8 written in pieces: Valid is utf8.Valid of
-// everything written, once Close has been called.
+// utf8Stream validates UTF-8 written in pieces: once the last piece is
+// written, valid is utf8.Valid of everything written.
 type utf8Stream struct {
 	invalid bool
 	carry   [utf8.UTFMax]byte

@@ -117,6 +117,29 @@ func TestForkAndRemoveCrashSweep(t *testing.T) {
 						t.Fatalf("crash at %d, state %d: acknowledged session %s is gone", k, i, id)
 					}
 				}
+				// A log without metadata left is one of no event (a
+				// Create's, which marks nothing): a fork's or a removal's
+				// is tagged in the marker, and recovery removes it.
+				ents, err := fsys.ReadDir("/h/events")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range ents {
+					name, ok := strings.CutSuffix(e.Name(), ".log")
+					if !ok {
+						continue
+					}
+					id, err := ParseID(name)
+					if err != nil {
+						continue
+					}
+					if _, err := fsys.Stat(l.metaPath(id)); err == nil {
+						continue
+					}
+					if fi, err := fsys.Stat(l.logPath(id)); err == nil && fi.Size() > logHeaderSize {
+						t.Fatalf("crash at %d, state %d: recovery left %s, %d bytes, without metadata (notices %q)", k, i, e.Name(), fi.Size(), l.Notices)
+					}
+				}
 				if err := l.Close(); err != nil {
 					t.Fatalf("crash at %d, state %d: close: %v", k, i, err)
 				}

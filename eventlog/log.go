@@ -239,8 +239,15 @@ type Log struct {
 	marked        bool // the dirty marker is on disk
 	// named: the sessions the dirty marker names, with their durable
 	// sizes (mark).
-	named  map[ID]bool
-	failed error // a barrier failed: nothing more is acknowledged
+	named map[ID]bool
+	// born: the sessions the dirty marker tags "new" (created by this
+	// writer, their logs written before their metadata; see tagNew).
+	born map[ID]bool
+	// removing: the sessions a Remove tagged "rm" in the dirty marker and
+	// has not finished removing: Close leaves the marker, so that the
+	// next writer's open removes what is left of them.
+	removing map[ID]bool
+	failed   error // a barrier failed: nothing more is acknowledged
 	// created: sessions created in bulk whose metadata is not written yet
 	// (Create): the next flush writes it, once their logs are durable.
 	created map[ID]Meta
@@ -338,7 +345,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if opts.BarrierEvery <= 0 || opts.BarrierEvery > maxBarrierEvery {
 		opts.BarrierEvery = maxBarrierEvery
 	}
-	l := &Log{dir: dir, opts: opts, fs: opts.FS, sessions: map[ID]*writerState{}, named: map[ID]bool{}, created: map[ID]Meta{}, staged: map[ID]Meta{}}
+	l := &Log{dir: dir, opts: opts, fs: opts.FS, sessions: map[ID]*writerState{}, named: map[ID]bool{}, born: map[ID]bool{}, removing: map[ID]bool{}, created: map[ID]Meta{}, staged: map[ID]Meta{}}
 	if opts.Writable {
 		if err := opts.FS.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
@@ -350,15 +357,26 @@ func Open(dir string, opts Options) (*Log, error) {
 	return l, nil
 }
 
-// removeOrphanLogs deletes the logs that have no metadata: a session
-// exists exactly when its .meta does, so these are what a crash left of
-// sessions never created (inside Create or Fork, or before the barrier
-// that writes a bulk session's metadata) or half removed. None of their
-// events was acknowledged. Recovery runs it, so only after a writer that
-// did not close: a bulk Create marks the log in use first, and listing a
-// directory of thousands of sessions at every open would cost each append
-// command milliseconds.
-func (l *Log) removeOrphanLogs() error {
+// removeOrphanLogs deals with the logs that have no metadata. A session
+// exists exactly when its .meta does, but a log without one may still hold
+// acknowledged events (its .meta deleted by hand, lost to a disk fault or
+// a restore): only the logs the crashed writer itself left are removed,
+// those whose events were never acknowledged or were being removed:
+//   - a log of no event (its header, or less): Create writes the log
+//     before the metadata; nothing is lost with it;
+//   - a log the marker tags "rm": a Remove had begun (it tags the log
+//     before it removes the .meta);
+//   - a log the marker tags "new" (a Fork's, a session created in bulk:
+//     tagged before their log has records) and does not name with a
+//     size: its metadata was never written, so none of its events was
+//     acknowledged (a born session is named with a size before the first
+//     barrier after its metadata, see mark).
+//
+// Any other is kept where it is, and named in a notice. Recovery runs it,
+// so only after a writer that did not close: listing a directory of
+// thousands of sessions at every open would cost each append command
+// milliseconds.
+func (l *Log) removeOrphanLogs(sizes map[ID]int64, tags map[ID]string) error {
 	ents, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return err
@@ -375,18 +393,29 @@ func (l *Log) removeOrphanLogs() error {
 		if !ok || metas[name] {
 			continue
 		}
-		if _, err := ParseID(name); err != nil {
+		id, err := ParseID(name)
+		if err != nil {
 			continue // not a session's log: not ours to remove
 		}
-		if err := l.fs.Remove(filepath.Join(l.dir, e.Name())); err != nil {
-			return fmt.Errorf("remove orphan session log %s: %w", e.Name(), err)
+		path := filepath.Join(l.dir, e.Name())
+		fi, err := l.fs.Stat(path)
+		if err != nil {
+			return fmt.Errorf("session log without metadata %s: %w", path, err)
+		}
+		_, sized := sizes[id]
+		if fi.Size() > logHeaderSize && tags[id] != tagRemoving && (tags[id] != tagNew || sized) {
+			l.Notices = append(l.Notices, fmt.Sprintf("kept %s: an event log with no .meta beside it, holding %d bytes of events that may have been acknowledged, so recovery does not remove it: no session lists them, and gc does not keep the objects they name; if its session was not removed, put its .meta back from a backup; if it was, move the log out of the store (`rook doctor` and `rook store verify` list it)", path, fi.Size()-logHeaderSize))
+			continue
+		}
+		if err := l.fs.Remove(path); err != nil {
+			return fmt.Errorf("remove session log %s, which a crash left without metadata: %w", path, err)
 		}
 		removed++
 	}
 	if removed == 0 {
 		return nil
 	}
-	l.Notices = append(l.Notices, fmt.Sprintf("removed %d session log(s) without metadata that a crash left (sessions never created, no event acknowledged)", removed))
+	l.Notices = append(l.Notices, fmt.Sprintf("removed %d session log(s) without metadata that a crash left (sessions never created or being removed, no event acknowledged)", removed))
 	return l.fs.SyncDir(l.dir)
 }
 
@@ -870,40 +899,94 @@ func (l *Log) flushLocked() error {
 // checks the logs modified since: a log the writer last wrote before that
 // was synced by its barrier, before the next barrier appended, and has no
 // torn tail.
+//
+// A session created in bulk that the barrier writes records to is tagged
+// "new" (see tagNew); once its metadata is written, it is named with a
+// size at the next barrier that appends to it, whatever its size.
 func (l *Log) mark() error {
 	var names strings.Builder
-	var ids []ID
+	var ids, born []ID
 	for id, st := range l.sessions {
-		if _, isNew := l.created[id]; len(st.buf) > 0 && !isNew && st.size > logHeaderSize && !l.named[id] {
+		_, isNew := l.created[id]
+		switch {
+		case len(st.buf) == 0:
+		case isNew && !l.born[id]:
+			names.WriteString(markerTag(id, tagNew))
+			born = append(born, id)
+		case !isNew && (st.size > logHeaderSize || l.born[id]) && !l.named[id]:
 			names.WriteString(markerLine(id, st.size))
 			ids = append(ids, id)
 		}
 	}
-	path := filepath.Join(l.dir, dirtyMarker)
-	if !l.marked {
-		data := l.opts.Clock.Now().UTC().Format(time.RFC3339Nano) + "\n" + names.String()
-		if err := l.fs.WriteFileAtomic(path, []byte(data), 0o600); err != nil {
-			return fmt.Errorf("mark the event log in use: %w", err)
-		}
-		l.marked = true
-	} else if len(ids) > 0 {
-		f, err := l.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-		if err == nil {
-			_, err = io.WriteString(f, names.String())
-			if err == nil {
-				err = f.Sync()
-			}
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("name sessions in the event log's dirty marker (%s): %w", path, err)
-		}
+	if err := l.writeMarker(names.String()); err != nil {
+		return err
 	}
 	for _, id := range ids {
 		l.named[id] = true
 	}
+	for _, id := range born {
+		l.born[id] = true
+	}
+	return nil
+}
+
+// writeMarker writes the dirty marker with lines, the first time in a
+// writer's life; after, appends lines to it (if any) and syncs it.
+func (l *Log) writeMarker(lines string) error {
+	path := filepath.Join(l.dir, dirtyMarker)
+	if !l.marked {
+		data := l.opts.Clock.Now().UTC().Format(time.RFC3339Nano) + "\n" + lines
+		if err := l.fs.WriteFileAtomic(path, []byte(data), 0o600); err != nil {
+			return fmt.Errorf("mark the event log in use: %w", err)
+		}
+		l.marked = true
+		return nil
+	}
+	if lines == "" {
+		return nil
+	}
+	f, err := l.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err == nil {
+		_, err = io.WriteString(f, lines)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("name sessions in the event log's dirty marker (%s): %w", path, err)
+	}
+	return nil
+}
+
+// The tags of the dirty marker's tag lines (markerTag).
+const (
+	// tagNew: the session's log is written before its metadata (a Fork, a
+	// session created in bulk): until the metadata is, nothing in it is
+	// acknowledged.
+	tagNew = "new"
+	// tagRemoving: a Remove has begun: the session is going.
+	tagRemoving = "rm"
+)
+
+// markerTag is a dirty marker's line tagging a session: its id, the tag
+// and a checksum of the two. A reader of an older rook passes it over (its
+// second field is not a size).
+func markerTag(id ID, tag string) string {
+	s := fmt.Sprintf("%s %s", id, tag)
+	return fmt.Sprintf("%s %08x\n", s, crc32.Checksum([]byte(s), castagnoli))
+}
+
+// tagNew tags a session this writer is about to write the log of, ahead
+// of its metadata, in the dirty marker: the next writer's open removes its
+// log if a crash leaves it without metadata.
+func (l *Log) tagNew(id ID) error {
+	if err := l.writeMarker(markerTag(id, tagNew)); err != nil {
+		return err
+	}
+	l.born[id] = true
 	return nil
 }
 
@@ -1001,7 +1084,9 @@ func (l *Log) Close() error {
 	if err := l.flushLocked(); err != nil {
 		return err
 	}
-	if l.marked {
+	// A removal that did not finish keeps the marker: the next writer's
+	// open removes what it left.
+	if l.marked && len(l.removing) == 0 {
 		if err := l.fs.Remove(filepath.Join(l.dir, dirtyMarker)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
@@ -1010,6 +1095,7 @@ func (l *Log) Close() error {
 		}
 		l.marked = false
 		clear(l.named)
+		clear(l.born)
 	}
 	return nil
 }
@@ -1415,6 +1501,9 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 		body = appendRecord(body[:cut], &fixed, r.base)
 	}
 	data := append(encodeHeader(logHeader{id: id, base: r.base}), body...)
+	if err := l.tagNew(id); err != nil {
+		return m, err
+	}
 	if err := l.fs.WriteFileAtomic(l.logPath(id), data, 0o600); err != nil {
 		return m, fmt.Errorf("write fork log: %w", err)
 	}
@@ -1465,7 +1554,14 @@ func (l *Log) Remove(id ID) (uint64, error) {
 	// crash before the log goes leaves only an orphan file. Its removal is
 	// made durable before the log's: the two need not reach the disk in
 	// order, and metadata left naming a log that is gone is a session
-	// that does not read.
+	// that does not read. Before either, the session is tagged "rm" in the
+	// dirty marker: the next writer's open then removes a log this leaves
+	// (a crash, a removal that fails), and tells it from a log whose
+	// metadata was lost otherwise, whose events it keeps.
+	if err := l.writeMarker(markerTag(id, tagRemoving)); err != nil {
+		return 0, err
+	}
+	l.removing[id] = true
 	delete(l.staged, id)
 	if _, ok := l.created[id]; ok {
 		delete(l.created, id) // never written
@@ -1475,9 +1571,13 @@ func (l *Log) Remove(id ID) (uint64, error) {
 		return 0, err
 	}
 	if err := l.fs.Remove(l.logPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("session %s: its metadata is removed, its log not (the next writer's open removes it): %w", id, err)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
 		return 0, err
 	}
-	return s.Events, l.fs.SyncDir(l.dir)
+	delete(l.removing, id)
+	return s.Events, nil
 }
 
 // Resolve finds the session whose id starts with prefix (case-insensitive).

@@ -399,7 +399,7 @@ func (l *Log) recoverAfterCrash() error {
 	if err != nil {
 		return nil // clean shutdown (or never written)
 	}
-	durable := markedSizes(l.fs, mpath)
+	durable, tags := readMarker(l.fs, mpath)
 	ids, err := l.IDs()
 	if err != nil {
 		return err
@@ -416,7 +416,7 @@ func (l *Log) recoverAfterCrash() error {
 			return err
 		}
 	}
-	return l.removeOrphanLogs()
+	return l.removeOrphanLogs(durable, tags)
 }
 
 // markedSizes reads the sizes the dirty marker gives (see mark): each
@@ -426,11 +426,19 @@ func (l *Log) recoverAfterCrash() error {
 // as is one of an older rook (no checksum); a marker without lines (a bulk
 // Create's) or unreadable gives none.
 func markedSizes(fsys vfs.FS, path string) map[ID]int64 {
+	sizes, _ := readMarker(fsys, path)
+	return sizes
+}
+
+// readMarker reads the dirty marker: the sizes it gives (markedSizes),
+// and the sessions it tags (markerTag; "rm" over "new"), with the same
+// checks.
+func readMarker(fsys vfs.FS, path string) (map[ID]int64, map[ID]string) {
 	b, err := vfs.ReadFile(fsys, path)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	out := map[ID]int64{}
+	out, tags := map[ID]int64{}, map[ID]string{}
 	for _, line := range strings.Split(string(b), "\n")[1:] {
 		f := strings.Fields(line)
 		if len(f) != 3 {
@@ -440,13 +448,19 @@ func markedSizes(fsys vfs.FS, path string) map[ID]int64 {
 		if err != nil {
 			continue
 		}
+		if (f[1] == tagNew || f[1] == tagRemoving) && markerTag(id, f[1]) == line+"\n" {
+			if tags[id] != tagRemoving {
+				tags[id] = f[1]
+			}
+			continue
+		}
 		size, err := strconv.ParseInt(f[1], 10, 64)
 		if err != nil || size < logHeaderSize || markerLine(id, size) != line+"\n" {
 			continue
 		}
 		out[id] = size
 	}
-	return out
+	return out, tags
 }
 
 // repairTail checks the tail of the log of id, which a crashed writer may

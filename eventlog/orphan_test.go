@@ -1,0 +1,178 @@
+package eventlog
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// TestLostMetaLogIsKept: a session whose .meta is lost some other way than
+// a crash of the writer (deleted by hand, a disk fault) still holds
+// acknowledged events in its log. The recovery after a later writer's
+// crash keeps that log where it is, and says so in a notice naming it.
+func TestLostMetaLogIsKept(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	lost := mustCreate(t, l, "lost")
+	if _, err := l.Append(lost.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := vfs.ReadFile(fsys, l.logPath(lost.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A writer appends to another session and dies without closing.
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := mustCreate(t, w, "other")
+	if _, err := w.Append(other.ID, Event{Kind: KindUser, Body: body(2)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Remove(l.metaPath(lost.ID)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open("/h/events", Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := vfs.ReadFile(fsys, l.logPath(lost.ID))
+	if err != nil {
+		t.Fatalf("the recovery removed a log of acknowledged events whose .meta was lost: %v", err)
+	}
+	if string(after) != string(before) {
+		t.Fatal("the recovery changed a log whose .meta was lost")
+	}
+	if len(r.Notices) != 1 || !strings.Contains(r.Notices[0], filepath.Base(l.logPath(lost.ID))) || !strings.Contains(r.Notices[0], "rook doctor") {
+		t.Fatalf("notices %q: want one naming the kept log", r.Notices)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRemoveCutShortIsFinished: a session rm that removed the .meta but
+// failed to remove the log leaves the dirty marker, so the next writer's
+// open finishes the removal.
+func TestRemoveCutShortIsFinished(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	gone := mustCreate(t, l, "gone")
+	if _, err := l.Append(gone.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	logPath := l.logPath(gone.ID)
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpRemove && path == logPath {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	if _, err := l.Remove(gone.ID); err == nil {
+		t.Fatal("remove with its log's removal failing succeeded")
+	}
+	fsys.SetHook(nil)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !vfs.Exists(fsys, logPath) || vfs.Exists(fsys, l.metaPath(gone.ID)) {
+		t.Fatal("setup: want the .meta gone and the log left")
+	}
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vfs.Exists(fsys, logPath) {
+		t.Fatalf("the next writer's open left the log of a session rm cut short (notices %q)", w.Notices)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBulkOrphanWithRecordsIsRemoved: a session created in bulk whose
+// records a barrier wrote, but whose metadata it did not (the writer
+// failed there and died), was never acknowledged: the next writer's open
+// removes its log.
+func TestBulkOrphanWithRecordsIsRemoved(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	l.SetBulk(true)
+	m := mustCreate(t, l, "bulk")
+	if _, err := l.Append(m.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
+		t.Fatal(err)
+	}
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if strings.Contains(filepath.Base(path), ".meta") {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	if err := l.Flush(); err == nil {
+		t.Fatal("flush with its metadata failing succeeded")
+	}
+	fsys.SetHook(nil)
+	fi, err := fsys.Stat(l.logPath(m.ID))
+	if err != nil || fi.Size() <= logHeaderSize {
+		t.Fatalf("setup: want the log with records: %v", err)
+	}
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vfs.Exists(fsys, l.logPath(m.ID)) {
+		t.Fatalf("the next writer's open left a bulk session's log never acknowledged (notices %q)", w.Notices)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestForkLostMetaLogIsKept: a fork (tagged "new" in the dirty marker, its
+// log written before its metadata) goes on to acknowledged events; its
+// .meta lost then, recovery after the writer's crash keeps its log. A
+// fork at 0 holds only its header when its metadata is written: its first
+// barrier names it with a size all the same.
+func TestForkLostMetaLogIsKept(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	parent := mustCreate(t, l, "parent")
+	if _, err := l.Append(parent.ID, Event{Kind: KindUser, Body: body(0)}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := l.Fork(parent.ID, 0, Meta{Title: "fork"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(f.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Remove(l.metaPath(f.ID)); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !vfs.Exists(fsys, l.logPath(f.ID)) {
+		t.Fatalf("the recovery removed a fork's log of acknowledged events (notices %q)", w.Notices)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -30,7 +30,8 @@ type ReferenceReport struct {
 	// them: no session, so nothing lists them, and gc, which marks from
 	// the sessions, does not keep what their events name. Named, not
 	// problems: a session rm or prune that stopped part way (a full
-	// disk) leaves one, of a session the user removed.
+	// disk) leaves one, of a session the user removed, until the next
+	// writer's open removes it (eventlog: the dirty marker tags it).
 	LogsWithoutMeta []string `json:"logs_without_meta"`
 
 	// namedIn is the session that first named each object, when a
@@ -317,7 +318,7 @@ func (r *Rook) unreadLogReason(m eventlog.Meta, err error) string {
 }
 
 // NoMetaReason says what an event log with no .meta is, and what to do.
-const NoMetaReason = "an event log with no .meta beside it: no session lists its events (a session rm or prune that stopped part way leaves one, and so does a .meta lost), and gc, which keeps what sessions name, does not keep the objects they name; if its session was not removed, put its .meta back from a backup; if it was, move the log out of the store (nothing removes it for you)"
+const NoMetaReason = "an event log with no .meta beside it: no session lists its events (a session rm or prune that stopped part way leaves one until the next writer's open removes it; a .meta lost leaves one that nothing removes, as its events may have been acknowledged), and gc, which keeps what sessions name, does not keep the objects they name; if its session was not removed, put its .meta back from a backup; if it was, move the log out of the store"
 
 // LogsWithoutMeta lists the event logs of the store at home (their paths,
 // sorted) that have no .meta beside them. A session exists exactly when

@@ -176,3 +176,42 @@ func TestForkLostMetaLogIsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStaleNewTagRemovesNothing: a fork acknowledged (its metadata
+// written) by a writer that then crashed is tagged "new" in the marker it
+// left; a writer that recovers and closes without a barrier of its own
+// leaves that marker. The tag must not make a later recovery take the
+// fork's log for one never acknowledged once its .meta is lost.
+func TestStaleNewTagRemovesNothing(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	parent := mustCreate(t, l, "parent")
+	if _, err := l.Append(parent.ID, Event{Kind: KindUser, Body: body(0)}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := l.Fork(parent.ID, 1, Meta{Title: "fork"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// l crashes: no Close. The next writer recovers and closes.
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Remove(l.metaPath(f.ID)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open("/h/events", Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !vfs.Exists(fsys, l.logPath(f.ID)) {
+		t.Fatalf("a recovery removed an acknowledged fork's log on an earlier writer's tag (notices %q)", r.Notices)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

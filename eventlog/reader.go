@@ -416,7 +416,33 @@ func (l *Log) recoverAfterCrash() error {
 			return err
 		}
 	}
-	return l.removeOrphanLogs(durable, tags)
+	if err := l.removeOrphanLogs(durable, tags); err != nil {
+		return err
+	}
+	if len(tags) == 0 {
+		return nil
+	}
+	// The tags are spent: a log they name now has its metadata (the
+	// session was made, or its removal did not get that far) or is gone.
+	// Left in the marker (it stays until this writer closes after a
+	// barrier), one would make a later recovery remove the log of a
+	// session acknowledged since, whose .meta was lost otherwise. The
+	// sizes stay: readers still tell tears from damage by them.
+	b, err := vfs.ReadFile(l.fs, mpath)
+	if err != nil {
+		return err
+	}
+	var kept strings.Builder
+	for i, line := range strings.SplitAfter(string(b), "\n") {
+		if f := strings.Fields(line); i > 0 && len(f) == 3 && (f[1] == tagNew || f[1] == tagRemoving) {
+			continue
+		}
+		kept.WriteString(line)
+	}
+	if err := l.fs.WriteFileAtomic(mpath, []byte(kept.String()), 0o600); err != nil {
+		return fmt.Errorf("clear spent tags from the event log's dirty marker (%s): %w", mpath, err)
+	}
+	return nil
 }
 
 // markedSizes reads the sizes the dirty marker gives (see mark): each

@@ -159,13 +159,21 @@ func (r *ObjectReader) check() error {
 }
 
 // checkHeader checks what the record header says of the block: a codec it
-// knows, with a dictionary only when it names one, and a decoded size that
-// is exactly the object's length and the object.
+// knows, with a dictionary only when it names one, a raw payload as long
+// as the block, and a decoded size that is exactly the object's length
+// and the object.
 func (r *ObjectReader) checkHeader() error {
 	switch r.h.Codec {
 	case CodecRaw:
 		if r.h.Dict != dict.None {
 			return r.bad(fmt.Sprintf("%v: raw record names dictionary %d", ErrBadRecord, r.h.Dict), ErrBadRecord)
+		}
+		// A raw payload is the block. Checked before ReadAll sizes its
+		// buffer from the stored size (a damaged one claimed up to 2 GiB
+		// before the CRC was read) and before ReadRange reads the file at
+		// the block's offsets (past a shorter payload, bytes no CRC covers).
+		if r.h.Size != r.h.Raw {
+			return r.bad(fmt.Sprintf("%v: raw record stores %d bytes of a %d-byte block", ErrBadRecord, r.h.Size, r.h.Raw), ErrBadRecord)
 		}
 	case CodecZstd, CodecZstdDict:
 		if (r.h.Codec == CodecZstd) != (r.h.Dict == dict.None) {

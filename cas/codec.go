@@ -216,7 +216,14 @@ func repeatScan(raw []byte) (matched, probed, work int) {
 		end := p + repeatProbe
 		probed += repeatProbe
 		floor := p // bytes below floor are compared already
-		for i := p; i+8 <= end; i++ {
+		// Every position of the probe is looked up, its last 7 too
+		// where raw goes on past the probe (their fingerprints reach
+		// past it; a match is counted only up to its end):
+		// the source of a run has a fingerprinted position every
+		// repeatStride bytes, and a probe that looked up only those
+		// positions whose 8 bytes fit in it reached one of them, not
+		// two, in 7 alignments of 1024.
+		for i := p; i < end && i+8 <= len(raw); i++ {
 			work++
 			fp := binary.LittleEndian.Uint64(raw[i:])
 			e := table[(fp*0x9e3779b97f4a7c15)>>(64-repeatBits)]
@@ -229,7 +236,7 @@ func repeatScan(raw []byte) (matched, probed, work int) {
 			// go on after it: the matches compared are disjoint, so a
 			// probe costs at most repeatProbe lookups and repeatProbe
 			// compares, whatever the bytes.
-			lo, hi := i, i+8
+			lo, hi := i, min(i+8, end)
 			for lo > floor && s > i-lo && raw[lo-1] == raw[s-(i-lo)-1] {
 				lo--
 			}

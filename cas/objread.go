@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/zeebo/blake3"
@@ -39,7 +40,10 @@ const rangedMin = streamMin
 // every byte, check the hash too.
 //
 // An ObjectReader is not safe for concurrent use. It holds no file of its
-// own: the store's segment handles stay the store's.
+// own: the store's segment handles stay the store's. A gc or repack of
+// the same Store that removes the segment closes the handle it reads
+// from; its next read then finds the object where the index says it is
+// now (moved), as a reader's Get does.
 type ObjectReader struct {
 	s    *Store
 	id   Key
@@ -113,6 +117,45 @@ func (s *Store) openAlone(id Key, e entry) *ObjectReader {
 	}
 	return &ObjectReader{s: s, id: id, kind: e.Kind, size: e.Size, f: f, e: e, h: h, hdr: hdr,
 		lenSize: int64(binary.PutUvarint(make([]byte, binary.MaxVarintLen64), uint64(e.Size)))}
+}
+
+// moved is whether a read that failed with err is to be tried again,
+// or the error to return instead. A read that failed on a segment handle
+// the store closed (a gc or repack of this Store removed or moved the
+// segment since the reader opened it, or the store was closed) was
+// reported as a corrupt object, which it was not: the reader now reads
+// the object where the index says it is and the read is tried again, or
+// says why it cannot (ErrClosed, not found, or the error of reading it
+// where it is now).
+func (r *ObjectReader) moved(err error) (bool, error) {
+	if err == nil || r.full || !errors.Is(err, fs.ErrClosed) {
+		return false, err
+	}
+	r.s.mu.Lock()
+	closed := r.s.closed
+	r.s.mu.Unlock()
+	if closed {
+		return false, ErrClosed
+	}
+	e, ok, lerr := r.s.lookup(r.id)
+	if lerr != nil {
+		return false, lerr
+	}
+	if !ok {
+		return false, &NotFoundError{Prefix: hex.EncodeToString(r.id[:])}
+	}
+	if !e.Inline && e.Size >= rangedMin {
+		if nr := r.s.openAlone(r.id, e); nr != nil {
+			*r = *nr
+			return true, nil
+		}
+	}
+	b, kind, gerr := r.s.GetKind(r.id)
+	if gerr != nil {
+		return false, gerr
+	}
+	*r = ObjectReader{s: r.s, id: r.id, kind: kind, size: int64(len(b)), data: b, full: true}
+	return true, nil
 }
 
 // Size is the object's size in bytes.
@@ -233,6 +276,14 @@ func (r *ObjectReader) block() (io.Reader, func(), error) {
 // end, an empty range. A range read from the object's record is checked as
 // the type's comment says (the record's CRC, not the object's hash).
 func (r *ObjectReader) ReadRange(off, n int64) ([]byte, error) {
+	b, err := r.readRange(off, n)
+	if again, err := r.moved(err); !again {
+		return b, err
+	}
+	return r.readRange(off, n)
+}
+
+func (r *ObjectReader) readRange(off, n int64) ([]byte, error) {
 	if off < 0 || off > r.size {
 		return nil, fmt.Errorf("offset %d is outside object %s (%d bytes)", off, Short(r.id), r.size)
 	}
@@ -278,6 +329,17 @@ func (r *ObjectReader) ReadRange(off, n int64) ([]byte, error) {
 // written are only known to be the object's once it returns nil (see
 // Store.WriteTo). An error of w is returned as it was.
 func (r *ObjectReader) WriteTo(w io.Writer) (int64, error) {
+	n, err := r.writeTo(w)
+	if n > 0 {
+		return n, err // part written: not to be written again
+	}
+	if again, err := r.moved(err); !again {
+		return n, err
+	}
+	return r.writeTo(w)
+}
+
+func (r *ObjectReader) writeTo(w io.Writer) (int64, error) {
 	if r.full {
 		n, err := w.Write(r.data)
 		return int64(n), err
@@ -322,6 +384,14 @@ func (r *ObjectReader) WriteTo(w io.Writer) (int64, error) {
 // the buffer, and changes what the reader's later ranges give if it
 // changes it.
 func (r *ObjectReader) ReadAll() ([]byte, error) {
+	b, err := r.readAll()
+	if again, err := r.moved(err); !again {
+		return b, err
+	}
+	return r.readAll()
+}
+
+func (r *ObjectReader) readAll() ([]byte, error) {
 	if r.full {
 		if r.shared {
 			return append([]byte(nil), r.data...), nil

@@ -297,8 +297,11 @@ func (s *Store) readEntry(id Key, e entry, useCache bool) ([]byte, error) {
 		// A big object alone in its record, too big for the block cache:
 		// decoded straight into the buffer returned, not into a block
 		// that is then copied (three copies of it held at once).
+		// readAll, not ReadAll: readEntry runs under s.mu too (Put's
+		// dedup check, gc), where ReadAll's look-up again would wait on
+		// it; GetKind has a retry of its own.
 		if r := s.openAlone(id, e); r != nil && int(r.h.Raw) > s.blocks.max/4 {
-			return r.ReadAll()
+			return r.readAll()
 		}
 	}
 	if blk == nil {

@@ -203,12 +203,14 @@ func TestKilledGCAndRepackLeaveNothingBehind(t *testing.T) {
 		}
 		for si, c := range states {
 			what := fmt.Sprintf("kill/crash %d at write %d", si, k)
-			if r, err := Open(crashHome, Options{FS: c}); err == nil {
-				v, err := r.Verify(nil)
-				r.Close()
-				if err != nil || len(v.Problems) != 0 {
-					t.Fatalf("%s: reader's verify: %v %v (segments %v)", what, err, v.Problems, segFiles(t, c, crashHome))
-				}
+			r, err := Open(crashHome, Options{FS: c})
+			if err != nil {
+				t.Fatalf("%s: reader's open: %v", what, err)
+			}
+			v, err := r.Verify(nil)
+			r.Close()
+			if err != nil || len(v.Problems) != 0 {
+				t.Fatalf("%s: reader's verify: %v %v (segments %v)", what, err, v.Problems, segFiles(t, c, crashHome))
 			}
 			w, err := Open(crashHome, Options{FS: c, Writable: true, SegmentSize: 8 << 10})
 			if err != nil {

@@ -251,6 +251,13 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 		if c.Remove && store.holds(abs) {
 			return nil, fmt.Errorf("cannot remove %s: rook's store %s is inside it, and a restore never removes the store; move the store out of the workspace (and point ROOK_HOME at it) to restore this", c.Path, store.home)
 		}
+		if !c.Remove && !c.Dir && store.holds(abs) {
+			// A file or link to write where a directory holding the
+			// store is now: a rewind would remove that tree first
+			// (clearTree), the store with it, and its save of what it
+			// replaces passes over the store.
+			return nil, fmt.Errorf("cannot restore %s: a directory there now holds rook's store %s, and a restore never removes the store; move the store out of the workspace (and point ROOK_HOME at it) to restore this", c.Path, store.home)
+		}
 		if err := linkAbove(real, c, wasDir); err != nil {
 			return nil, err
 		}

@@ -145,7 +145,9 @@ func resolveLinks(p string, hops int) string {
 		if dir == p {
 			return p
 		}
-		return filepath.Join(resolveLinks(dir, hops-1), filepath.Base(p))
+		// Not there: no link followed here, so none counted (a path
+		// many new directories deep under a link is resolved whole).
+		return filepath.Join(resolveLinks(dir, hops), filepath.Base(p))
 	}
 	return p
 }

@@ -42,3 +42,36 @@ func TestRewindNeverClearsATreeHoldingTheStore(t *testing.T) {
 		t.Fatalf("the store's events directory: %v", err)
 	}
 }
+
+// The guard follows every link on the way to a path, however many of the
+// path's directories do not exist yet: maxLinks bounds the links followed,
+// not the names below them. A path 45 new directories deep under a link
+// into the store was taken as outside it (the names counted as links), and
+// a write there would have made them inside the store.
+func TestStoreGuardDeepNewPathThroughALink(t *testing.T) {
+	ws := t.TempDir()
+	home := filepath.Join(ws, "store")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("store", filepath.Join(ws, "st")); err != nil {
+		t.Fatal(err)
+	}
+	g := newStoreGuard(home)
+	for _, depth := range []int{1, 39, 45, 200} {
+		rel := "st" + strings.Repeat("/d", depth) + "/x"
+		abs := filepath.Join(ws, filepath.FromSlash(rel))
+		if err := g.check(rel, abs, "restore"); err == nil {
+			t.Errorf("check of %s (%d new directories under a link into the store): nil, want a refusal", rel, depth)
+		}
+		if err := g.checkEntry(rel, abs, "restore"); err == nil {
+			t.Errorf("checkEntry of %s (%d new directories under a link into the store): nil, want a refusal", rel, depth)
+		}
+	}
+	// A loop of links still ends.
+	os.Symlink("loop2", filepath.Join(ws, "loop1"))
+	os.Symlink("loop1", filepath.Join(ws, "loop2"))
+	if err := g.check("loop1/x", filepath.Join(ws, "loop1", "x"), "restore"); err != nil {
+		t.Errorf("check of a path through a loop of links outside the store: %v", err)
+	}
+}

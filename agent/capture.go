@@ -602,15 +602,21 @@ func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, e
 			return nil, fmt.Errorf("capture %s: %w", sub, err)
 		}
 		if !fi.IsDir() {
-			// Removed since its Lstat: the checkpoint says it is not
-			// there, as a session capture of it would.
-			if err := c.absentIfGone(rel, c.add(rel, fi)); err != nil {
+			// Removed since its Lstat, it fails the checkpoint as one
+			// not there at its Lstat does (and a directory removed before
+			// it is listed): a checkpoint saying it is absent would be
+			// one whose restore removes it.
+			if err := c.add(rel, fi); errors.Is(err, errGone) {
+				return nil, fmt.Errorf("%w: nothing saved; run it again once %s is there", err, sub)
+			} else if err != nil {
 				return nil, err
 			}
 			return c.m, nil
 		}
 	}
-	if err := c.walk(rel, true); err != nil {
+	if err := c.walk(rel, true); errors.Is(err, errGone) {
+		return nil, fmt.Errorf("%w: nothing saved; run it again once %s is there", err, sub)
+	} else if err != nil {
 		return nil, err
 	}
 	return c.m, nil

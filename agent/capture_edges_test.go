@@ -115,10 +115,10 @@ func TestCaptureWalkPassesOverRemoved(t *testing.T) {
 	}
 }
 
-// A path a capture is named (a session capture's, or checkpoint create
-// --path's) removed after its Lstat, before it is read, is recorded as
-// absent, as one not there to begin with is by a session capture: not an
-// error that fails the capture.
+// A path a session capture is named, removed after its Lstat, before it
+// is read, is recorded as absent, as one not there to begin with is: not
+// an error that fails the capture. checkpoint create --path fails instead,
+// as it does for a path not there to begin with.
 func TestCaptureNamedPathRemovedIsAbsent(t *testing.T) {
 	r, ws, id := newWorkspace(t)
 	writeTree(t, ws, tree{"keep.txt": "k\n", "x.txt": "x\n", "l": "link:keep.txt", "nd/f.txt": "f\n"})
@@ -136,13 +136,19 @@ func TestCaptureNamedPathRemovedIsAbsent(t *testing.T) {
 	if len(m.Dirs) != 0 {
 		t.Fatalf("the session capture takes whole %v", m.Dirs)
 	}
-	writeTree(t, ws, tree{"x.txt": "x\n"})
-	_, m, err = r.CreateCheckpoint("one", ws, "x.txt", DefaultLimits)
-	if err != nil {
-		t.Fatalf("checkpoint create --path x.txt: %v", err)
-	}
-	if len(m.Files) != 0 || strings.Join(m.Absent, " ") != "x.txt" {
-		t.Fatalf("checkpoint --path x.txt: files %v absent %v, want x.txt absent", m.Paths(), m.Absent)
+	// checkpoint create --path names what to save, and one not there
+	// fails it: removed after its Lstat, before it is read, it fails it
+	// alike, nothing saved. A checkpoint recording it absent would be
+	// one whose restore removes the file.
+	for _, sub := range []string{"x.txt", "nd"} {
+		writeTree(t, ws, tree{"x.txt": "x\n", "nd/f.txt": "f\n"})
+		_, m, err = r.CreateCheckpoint("one", ws, sub, DefaultLimits)
+		if err == nil || !strings.Contains(err.Error(), "removed while it was captured") || !strings.Contains(err.Error(), sub) {
+			t.Fatalf("checkpoint create --path %s, removed while captured: %v (files %v, absent %v), want it to fail naming it", sub, err, fileNames(m), m.Absent)
+		}
+		if _, _, err := r.ResolveCheckpoint("one"); err == nil {
+			t.Fatalf("checkpoint create --path %s failed, yet the checkpoint was made", sub)
+		}
 	}
 }
 

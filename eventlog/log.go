@@ -243,11 +243,12 @@ type Log struct {
 	// born: the sessions the dirty marker tags "new" (created by this
 	// writer, their logs written before their metadata; see tagNew).
 	born map[ID]bool
-	// removing: the sessions a Remove tagged "rm" in the dirty marker and
-	// has not finished removing: Close leaves the marker, so that the
-	// next writer's open removes what is left of them.
-	removing map[ID]bool
-	failed   error // a barrier failed: nothing more is acknowledged
+	// unfinished: the sessions a Remove tagged "rm" in the dirty marker
+	// and did not finish removing, and the forks tagged "new" whose
+	// metadata was not written: Close leaves the marker, so that the next
+	// writer's open removes what is left of them.
+	unfinished map[ID]bool
+	failed     error // a barrier failed: nothing more is acknowledged
 	// created: sessions created in bulk whose metadata is not written yet
 	// (Create): the next flush writes it, once their logs are durable.
 	created map[ID]Meta
@@ -345,7 +346,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if opts.BarrierEvery <= 0 || opts.BarrierEvery > maxBarrierEvery {
 		opts.BarrierEvery = maxBarrierEvery
 	}
-	l := &Log{dir: dir, opts: opts, fs: opts.FS, sessions: map[ID]*writerState{}, named: map[ID]bool{}, born: map[ID]bool{}, removing: map[ID]bool{}, created: map[ID]Meta{}, staged: map[ID]Meta{}}
+	l := &Log{dir: dir, opts: opts, fs: opts.FS, sessions: map[ID]*writerState{}, named: map[ID]bool{}, born: map[ID]bool{}, unfinished: map[ID]bool{}, created: map[ID]Meta{}, staged: map[ID]Meta{}}
 	if opts.Writable {
 		if err := opts.FS.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
@@ -1084,9 +1085,9 @@ func (l *Log) Close() error {
 	if err := l.flushLocked(); err != nil {
 		return err
 	}
-	// A removal that did not finish keeps the marker: the next writer's
-	// open removes what it left.
-	if l.marked && len(l.removing) == 0 {
+	// A removal or a fork that did not finish keeps the marker: the next
+	// writer's open removes what it left.
+	if l.marked && len(l.unfinished) == 0 {
 		if err := l.fs.Remove(filepath.Join(l.dir, dirtyMarker)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
@@ -1504,6 +1505,10 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 	if err := l.tagNew(id); err != nil {
 		return m, err
 	}
+	// Cut short from here on, the fork's log may be left without its
+	// metadata: the marker stays at Close, and the next writer's open
+	// removes it (tagged "new", named with no size).
+	l.unfinished[id] = true
 	if err := l.fs.WriteFileAtomic(l.logPath(id), data, 0o600); err != nil {
 		return m, fmt.Errorf("write fork log: %w", err)
 	}
@@ -1521,6 +1526,7 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 	if err := l.writeMeta(m); err != nil {
 		return m, err
 	}
+	delete(l.unfinished, id)
 	return m, nil
 }
 
@@ -1561,7 +1567,7 @@ func (l *Log) Remove(id ID) (uint64, error) {
 	if err := l.writeMarker(markerTag(id, tagRemoving)); err != nil {
 		return 0, err
 	}
-	l.removing[id] = true
+	l.unfinished[id] = true
 	delete(l.staged, id)
 	if _, ok := l.created[id]; ok {
 		delete(l.created, id) // never written
@@ -1576,7 +1582,7 @@ func (l *Log) Remove(id ID) (uint64, error) {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return 0, err
 	}
-	delete(l.removing, id)
+	delete(l.unfinished, id)
 	return s.Events, nil
 }
 

@@ -215,3 +215,56 @@ func TestStaleNewTagRemovesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestForkCutShortIsFinished: a fork whose metadata could not be written
+// (the error said so) leaves its log, holding a copy of the parent's
+// events, without .meta. Its "new" tag must outlive the writer's Close,
+// so that the next writer's open removes that log: left, nothing removed
+// it, and verify and doctor named it as a log that may hold events.
+func TestForkCutShortIsFinished(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	parent := mustCreate(t, l, "parent")
+	if _, err := l.Append(parent.ID, Event{Kind: KindUser, Body: body(0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpRename && strings.HasSuffix(path, ".meta") {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	if _, err := l.Fork(parent.ID, 1, Meta{Title: "fork"}); err == nil {
+		t.Fatal("fork with its metadata failing succeeded")
+	}
+	fsys.SetHook(nil)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var orphans []string
+	ents, err := fsys.ReadDir("/h/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if name, ok := strings.CutSuffix(e.Name(), ".log"); ok && !vfs.Exists(fsys, filepath.Join("/h/events", name+".meta")) {
+			orphans = append(orphans, e.Name())
+		}
+	}
+	if len(orphans) != 1 {
+		t.Fatalf("setup: want the fork's log left without .meta, have %q", orphans)
+	}
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vfs.Exists(fsys, filepath.Join("/h/events", orphans[0])) {
+		t.Fatalf("the next writer's open left the log of a fork cut short (notices %q)", w.Notices)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -370,8 +370,11 @@ func Open(dir string, opts Options) (*Log, error) {
 //   - a log the marker tags "new" (a Fork's, a session created in bulk:
 //     tagged before their log has records) and does not name with a
 //     size: its metadata was never written, so none of its events was
-//     acknowledged (a born session is named with a size before the first
-//     barrier after its metadata, see mark).
+//     acknowledged (a session created in bulk is named with its size by
+//     the barrier that writes its metadata, flushLocked; a fork, by the
+//     first barrier that appends to it, see mark). A fork not appended to
+//     since it was made holds only copies of its parent's events: with
+//     its .meta lost before such a recovery, its log is removed.
 //
 // Any other is kept where it is, and named in a notice. Recovery runs it,
 // so only after a writer that did not close: listing a directory of
@@ -876,6 +879,27 @@ func (l *Log) flushLocked() error {
 	if err := l.writeMetas(metas...); err != nil {
 		return fail(err)
 	}
+	// The sessions tagged "new" whose metadata is now written are named
+	// with their sizes: acknowledged from here on, their logs must not
+	// read to a recovery as never made (its .meta lost, a log tagged "new"
+	// and named with no size is removed), whether or not a later barrier
+	// appends to them.
+	var names strings.Builder
+	var born []ID
+	for id := range l.created {
+		if st := l.sessions[id]; st != nil && l.born[id] && !l.named[id] {
+			names.WriteString(markerLine(id, st.size))
+			born = append(born, id)
+		}
+	}
+	if len(born) > 0 {
+		if err := l.writeMarker(names.String()); err != nil {
+			return fail(err)
+		}
+	}
+	for _, id := range born {
+		l.named[id] = true
+	}
 	clear(l.created)
 	clear(l.staged)
 	return nil
@@ -902,8 +926,10 @@ func (l *Log) flushLocked() error {
 // torn tail.
 //
 // A session created in bulk that the barrier writes records to is tagged
-// "new" (see tagNew); once its metadata is written, it is named with a
-// size at the next barrier that appends to it, whatever its size.
+// "new" (see tagNew); the barrier that writes its metadata names it with
+// its size (flushLocked). A fork, tagged "new" when it is made, is named
+// with its size at the first barrier that appends to it, whatever its
+// size.
 func (l *Log) mark() error {
 	var names strings.Builder
 	var ids, born []ID

@@ -268,3 +268,37 @@ func TestForkCutShortIsFinished(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBulkLostMetaLogIsKept: a session created in bulk whose metadata a
+// barrier wrote is acknowledged, whether or not a later barrier appends
+// to it: its .meta lost before the recovery after the writer's crash, the
+// recovery keeps its log (its "new" tag must not read as never made).
+func TestBulkLostMetaLogIsKept(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	l.SetBulk(true)
+	m := mustCreate(t, l, "bulk")
+	if _, err := l.Append(m.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !vfs.Exists(fsys, l.metaPath(m.ID)) {
+		t.Fatal("setup: the flush did not write the metadata")
+	}
+	// The writer dies without closing; the .meta is lost.
+	if err := fsys.Remove(l.metaPath(m.ID)); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !vfs.Exists(fsys, l.logPath(m.ID)) {
+		t.Fatalf("the recovery removed the log of a bulk session acknowledged (notices %q)", w.Notices)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -509,18 +509,6 @@ func ValidateQuery(q string) error {
 	return nil
 }
 
-// Find searches a session's bodies for a literal, case-insensitively
-// (Unicode simple folding, as strings.EqualFold, and lower-casing, as
-// search: foldMatcher), in an imported event's
-// source lines also as a JSON string writes it, one hit per event, within
-// a budget of events examined and body bytes searched. A body larger than
-// what is left of the byte budget is searched in part, and the cursor
-// resumes inside it. (A big body is streamed whole, to verify it and say
-// whether it is binary, but only the part searched is kept (findPart);
-// any other is read whole: the byte budget bounds the search.) In an
-// imported event, a match inside encoded state (encodedValue: an image's
-// base64, a signature, encrypted reasoning) is no match, and a snippet of
-// its line as stored shows such a value as a marker (encodedMarker).
 // PastEndError: a seq to start at past a session's last event.
 type PastEndError struct {
 	Session eventlog.ID
@@ -540,6 +528,19 @@ func (e *PastEndError) Has() string {
 	return fmt.Sprintf("it has %d event(s), #0 to #%d", e.Events, e.Events-1)
 }
 
+// Find searches a session's bodies for a literal, case-insensitively
+// (Unicode simple folding, as strings.EqualFold, and lower-casing, as
+// search: foldMatcher), in an imported event's
+// source lines also as a JSON string writes it, one hit per event, within
+// a budget of events examined and body bytes searched. A body larger than
+// what is left of the byte budget is searched in part, and the cursor
+// resumes inside it. (A big body is streamed whole, to verify it and say
+// whether it is binary, but only the part searched is kept (findPart);
+// any other is read whole: the byte budget bounds the search.) In an
+// imported event, a match inside encoded state (encodedValue: an image's
+// base64, a signature, encrypted reasoning) is no match, and a snippet of
+// its line as stored shows such a value as a marker (encodedMarker). A
+// From past the session's last event is a *PastEndError.
 func (r *Rook) Find(id eventlog.ID, q FindQuery) (FindResult, error) {
 	var res FindResult
 	if err := ValidateQuery(q.Query); err != nil {

@@ -308,3 +308,42 @@ func TestMcpCallNotRecordedSaysNotToRunItAgain(t *testing.T) {
 		t.Fatalf("stderr %q: want the call said to have run, its result above, and that running it again calls the tool again", msg)
 	}
 }
+
+// TestMcpCallNotRecordedOutputLost: a call that ran but could not be
+// recorded (the writer lock held), its output lost too (a full disk): the
+// error said its result was "above", where nothing arrived, and nothing
+// kept it. It says the result was lost with the output.
+func TestMcpCallNotRecordedOutputLost(t *testing.T) {
+	r := &outputRun{t: t, home: filepath.Join(t.TempDir(), "store"), ws: t.TempDir()}
+	r.ok("", "init")
+	fake := mcpclient.NewFake(mcpclient.FakeConfig{Tools: []mcpclient.FakeTool{{Name: "echo"}}})
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	r.ok("", "mcp", "add", "fake", "--url", srv.URL)
+
+	holder, err := agent.Open(r.home, agent.Options{Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	defer func(w time.Duration) { recordLockWait = w }(recordLockWait)
+	recordLockWait = 0
+	for _, json := range []bool{false, true} {
+		args := []string{"--lock-wait", "0", "mcp", "call", "fake", "echo", `{}`}
+		if json {
+			args = append([]string{"--json"}, args...)
+		}
+		var errb bytes.Buffer
+		code := r.main("", fullWriter{}, &errb, args...)
+		msg := errb.String()
+		if code == 0 || !strings.Contains(msg, "could not be recorded") {
+			t.Fatalf("json %v: exit %d, stderr %q: want the record's failure", json, code, msg)
+		}
+		if strings.Contains(msg, "its result is above") || strings.Contains(msg, "its result is on standard output") {
+			t.Fatalf("json %v: stderr %q: points at a result standard output lost", json, msg)
+		}
+		if !strings.Contains(msg, "lost with the output") {
+			t.Fatalf("json %v: stderr %q: want the result said lost", json, msg)
+		}
+	}
+}

@@ -683,16 +683,20 @@ func (c *McpCallCmd) Run(e *Env) error {
 		}
 		// Not the lock's usual advice ("run the command again"): run
 		// again, the tool runs again.
-		where := "above"
-		if e.JSON {
-			where = "on standard output"
+		result := "its result is above"
+		switch {
+		case stdoutLost(e.Stdout):
+			// Neither printed nor recorded: "above" pointed at nothing.
+			result = "its result was lost with the output"
+		case e.JSON:
+			result = "its result is on standard output"
 		}
 		why := err.Error()
 		var le *cas.LockedError
 		if errors.As(err, &le) {
 			why += " (`rook doctor` shows the holder)"
 		}
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("the call to %s of %s ran (its result is %s), but it could not be recorded in the server's session: %s; running the command again calls the tool again", c.Tool, c.Name, where, why)}
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("the call to %s of %s ran (%s), but it could not be recorded in the server's session: %s; running the command again calls the tool again", c.Tool, c.Name, result, why)}
 	}
 	if cerr != nil {
 		var f *mcpclient.Failure

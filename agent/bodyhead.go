@@ -107,24 +107,56 @@ type tailCount struct {
 	escaped int64
 	utf     utf8Stream
 	carry   []byte // a character or color sequence cut by the end of a piece
+	// digits: carry is ESC [, followed by this many digits and
+	// semicolons, counted, not kept: a run of them MiB long was carried
+	// whole, copied and scanned again at every piece.
+	digits int64
 }
 
 func (t *tailCount) Write(p []byte) (int, error) {
+	written := len(p)
 	t.escaped += jsonEscapedLen(p)
 	t.utf.write(p)
+	if t.digits > 0 {
+		// ESC [ digits... cut by the pieces: the first byte past the
+		// digits says whether it is a color sequence (m: nothing shown)
+		// or not (ESC a U+FFFD, then [ and each digit a byte).
+		k := 0
+		for k < len(p) && (p[k] >= '0' && p[k] <= '9' || p[k] == ';') {
+			k++
+		}
+		t.digits += int64(k)
+		if k == len(p) {
+			return written, nil
+		}
+		if p[k] == 'm' {
+			k++
+		} else {
+			t.view += int64(utf8.RuneLen(utf8.RuneError)) + 1 + t.digits
+		}
+		p, t.carry, t.digits = p[k:], t.carry[:0], 0
+	}
 	b := p
 	if len(t.carry) > 0 {
 		b = append(t.carry, p...)
 	}
 	i := t.viewOf(b, false)
 	t.carry = append(t.carry[:0:0], b[i:]...)
-	return len(p), nil
+	if len(t.carry) > 2 && t.carry[0] == 0x1b && t.carry[1] == '[' {
+		// Cut in its digits (viewOf stops at an ESC only so).
+		t.digits = int64(len(t.carry) - 2)
+		t.carry = t.carry[:2]
+	}
+	return written, nil
 }
 
 // close counts what a piece left cut.
 func (t *tailCount) close() {
 	t.viewOf(t.carry, true)
-	t.carry = nil
+	if t.digits > 0 {
+		t.view += t.digits // not a sequence: each a byte shown
+	}
+	t.carry, t.digits = nil, 0
 }
 
 // viewOf adds viewLen's count of b up to where a character or a color

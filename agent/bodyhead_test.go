@@ -389,3 +389,29 @@ func FuzzStreamedCounts(f *testing.F) {
 		}
 	})
 }
+
+// A color sequence's digits that run on for MiB (ESC [ then digits, no
+// m: not a sequence after all) were carried from piece to piece whole,
+// each piece copying and scanning them again: 16 MiB of them took 3 s
+// (quadratic), where viewLen of the whole is linear. The carry stays a
+// few bytes, and the counts are the whole's.
+func TestTailCountLongDigitRun(t *testing.T) {
+	for _, end := range []string{"", "m", "x", "é"} {
+		whole := append(append([]byte("a\x1b["), bytes.Repeat([]byte("1;"), 1<<20)...), end...)
+		tc := &tailCount{}
+		most := 0
+		for rest := whole; len(rest) > 0; {
+			k := min(len(rest), 64<<10)
+			tc.Write(rest[:k])
+			rest = rest[k:]
+			most = max(most, len(tc.carry))
+		}
+		tc.close()
+		if tc.view != viewLen(whole) || tc.escaped != jsonEscapedLen(whole) {
+			t.Fatalf("end %q: view %d escaped %d; whole %d %d", end, tc.view, tc.escaped, viewLen(whole), jsonEscapedLen(whole))
+		}
+		if most > 64 {
+			t.Fatalf("end %q: carried %d bytes from piece to piece", end, most)
+		}
+	}
+}

@@ -1485,6 +1485,9 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 	if ok {
 		count = last.Seq + 1
 	}
+	if at > count && count == 0 {
+		return m, fmt.Errorf("cannot fork at %d: session %s has no events (only --at 0 forks it, into another empty session)", at, parent)
+	}
 	if at > count {
 		return m, fmt.Errorf("cannot fork at %d: session %s has %d events (fork at 0 to %d)", at, parent, count, count)
 	}
@@ -1498,9 +1501,12 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 		end = off + int64(rec.n)
 		tail = &rec
 	}
+	// A ReadAt that fills body at the end of the file may say io.EOF (as
+	// it does for an empty body: a fork at 0 of a session with no
+	// events): what was asked for was read.
 	body := make([]byte, end-logHeaderSize)
-	if _, err := f.ReadAt(body, logHeaderSize); err != nil {
-		return m, err
+	if n, err := f.ReadAt(body, logHeaderSize); err != nil && (n < len(body) || !errors.Is(err, io.EOF)) {
+		return m, fmt.Errorf("fork session %s: read its log: %w", parent, err)
 	}
 	// The copied lines an imported parent's totals leave out come first
 	// in it (a copy of its own parent's lines begins its file): those

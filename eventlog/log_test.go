@@ -143,6 +143,50 @@ func TestForkKeepsExactlyTheEventsBeforeTheSplit(t *testing.T) {
 	}
 }
 
+// TestForkOfAnEmptySession: a session with no events forks at 0 (its only
+// fork point) into another empty session that goes on on its own, on the
+// in-memory file system as on disk (a ReadAt of nothing at the end of a
+// file may say io.EOF, which Fork gave back bare); past 0 it is refused,
+// saying the session has no events.
+func TestForkOfAnEmptySession(t *testing.T) {
+	for _, name := range []string{"mem", "disk"} {
+		t.Run(name, func(t *testing.T) {
+			var fsys vfs.FS = vfs.NewMem()
+			dir := "/h/events"
+			if name == "disk" {
+				fsys, dir = vfs.OS, filepath.Join(t.TempDir(), "events")
+			}
+			l, err := Open(dir, Options{FS: fsys, Writable: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			m, err := l.Create(Meta{Title: "empty", Workspace: "/w"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := l.Fork(m.ID, 0, Meta{})
+			if err != nil {
+				t.Fatalf("fork of an empty session at 0: %v", err)
+			}
+			s, err := l.Summary(f.ID)
+			if err != nil || s.Events != 0 || s.Parent == nil || *s.Parent != m.ID || s.ForkAt == nil || *s.ForkAt != 0 || s.Title != "empty" || s.Workspace != "/w" {
+				t.Fatalf("fork: %+v %v", s, err)
+			}
+			if seq, err := l.Append(f.ID, Event{Kind: KindUser, Body: body(1)}); err != nil || seq != 0 {
+				t.Fatalf("append to the fork: seq %d, %v", seq, err)
+			}
+			if s, err := l.Summary(m.ID); err != nil || s.Events != 0 {
+				t.Fatalf("parent after the fork's append: %+v %v", s, err)
+			}
+			_, err = l.Fork(m.ID, 1, Meta{})
+			if err == nil || !strings.Contains(err.Error(), "has no events") || !strings.Contains(err.Error(), "--at 0") {
+				t.Fatalf("fork of an empty session at 1: %v", err)
+			}
+		})
+	}
+}
+
 func TestConcurrentPairsStayAdjacent(t *testing.T) {
 	l := testLog(t, nil, Options{BarrierEvery: 16})
 	m, _ := l.Create(Meta{})

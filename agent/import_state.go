@@ -257,6 +257,47 @@ func (r *Rook) RemoveSessionListingChildren(id eventlog.ID) (uint64, []eventlog.
 	return n, children, err
 }
 
+// RemoveLogWithoutMeta removes the event log of id, which has no .meta
+// beside it (eventlog.Log.RemoveLogWithoutMeta: a log with its .meta is
+// refused), and the import state kept for it. It returns what the log
+// held, and lists the sessions whose parent id was, which stay.
+func (r *Rook) RemoveLogWithoutMeta(id eventlog.ID) (eventlog.LeftoverLog, []eventlog.ID, error) {
+	kids, err := r.Log.Children(id)
+	if err != nil {
+		return eventlog.LeftoverLog{}, nil, err
+	}
+	left, err := r.Log.RemoveLogWithoutMeta(id)
+	if err != nil {
+		return left, nil, err
+	}
+	if err := r.removeImportState(id); err != nil {
+		return left, nil, fmt.Errorf("the event log %s is removed, but not its import state: %w", left.Path, err)
+	}
+	children := make([]eventlog.ID, 0, len(kids))
+	for _, m := range kids {
+		children = append(children, m.ID)
+	}
+	return left, children, nil
+}
+
+// LogsWithoutMetaMatching lists the event logs with no .meta beside them
+// (LogsWithoutMeta) whose session id starts with prefix
+// (case-insensitive): what an id that names no session may name.
+func (r *Rook) LogsWithoutMetaMatching(prefix string) ([]string, error) {
+	logs, err := LogsWithoutMeta(r.fs, r.home)
+	if err != nil {
+		return nil, err
+	}
+	p := strings.ToUpper(strings.TrimSpace(prefix))
+	var out []string
+	for _, path := range logs {
+		if p != "" && strings.HasPrefix(filepath.Base(path), p) {
+			out = append(out, path)
+		}
+	}
+	return out, nil
+}
+
 // sessionRemover removes many sessions (retention), reading every
 // session's metadata once for all of them, not once per fork removed.
 type sessionRemover struct {

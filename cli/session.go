@@ -821,6 +821,35 @@ func clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
+// rmLogWithoutMeta is `session rm ARG` where ARG names no session
+// (notFound, the error resolving it gave): an event log with no .meta
+// beside it, named by its full id (the file's name), is removed; a prefix
+// of one removes nothing, and the error says which log it is and how to
+// remove it.
+func rmLogWithoutMeta(r *agent.Rook, arg string, notFound error) (eventlog.ID, eventlog.LeftoverLog, []eventlog.ID, error) {
+	logs, err := r.LogsWithoutMetaMatching(arg)
+	if err != nil {
+		return eventlog.ID{}, eventlog.LeftoverLog{}, nil, fmt.Errorf("%w (and the event logs with no .meta do not list: %v)", notFound, err)
+	}
+	if len(logs) == 0 {
+		return eventlog.ID{}, eventlog.LeftoverLog{}, nil, notFound
+	}
+	id, perr := eventlog.ParseID(strings.ToUpper(strings.TrimSpace(arg)))
+	if perr == nil && len(logs) == 1 && filepath.Base(logs[0]) == id.String()+".log" {
+		left, kids, err := r.RemoveLogWithoutMeta(id)
+		return id, left, kids, err
+	}
+	if len(logs) == 1 {
+		name := strings.TrimSuffix(filepath.Base(logs[0]), ".log")
+		return eventlog.ID{}, eventlog.LeftoverLog{}, nil, fmt.Errorf("%w matches %q: the event log %s has no .meta beside it (`rook doctor` and `rook store verify` list it); `rook session rm %s` removes it", eventlog.ErrNoSession, arg, logs[0], name)
+	}
+	named := strings.Join(logs[:min(len(logs), 3)], ", ")
+	if len(logs) > 3 {
+		named += fmt.Sprintf(" and %d more", len(logs)-3)
+	}
+	return eventlog.ID{}, eventlog.LeftoverLog{}, nil, fmt.Errorf("%w matches %q: the event logs %s have no .meta beside them (`rook doctor` and `rook store verify` list them); `rook session rm` with one's full id (its file's name) removes it", eventlog.ErrNoSession, arg, named)
+}
+
 // SessionForkCmd is `rook session fork`.
 type SessionForkCmd struct {
 	ID    string `arg:"" help:"Session id, unique prefix, or last."`
@@ -860,7 +889,23 @@ func (c *SessionRmCmd) Run(e *Env) error {
 	var n uint64
 	children := []eventlog.ID{} // its forks and subagents: they stay
 	damaged := false
-	err := e.writeSession(c.ID, func(r *agent.Rook, sid eventlog.ID) (err error) {
+	var left *eventlog.LeftoverLog // an event log with no .meta, removed
+	err := e.write(func(r *agent.Rook) (err error) {
+		sid, err := e.sessionArg(r, c.ID)
+		if errors.Is(err, eventlog.ErrNoSession) {
+			// An event log whose .meta is gone is no session, but doctor
+			// and verify list it, and rm, named its full id, removes it.
+			lid, l, kids, lerr := rmLogWithoutMeta(r, c.ID, err)
+			if lerr != nil {
+				return lerr
+			}
+			id, left = lid, &l
+			children = append(children, kids...)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 		id = sid
 		// A damaged metadata is passed over: rm is how a damaged
 		// session is got rid of.
@@ -879,9 +924,21 @@ func (c *SessionRmCmd) Run(e *Env) error {
 		if damaged {
 			out["events_removed"] = nil // unknown: the metadata did not read
 		}
+		if left != nil {
+			out["events_removed"], out["log_without_meta"] = left.Events, left.Path
+			if left.CountErr != nil {
+				out["events_removed"] = nil // unknown: the log did not read
+			}
+		}
 		return e.printJSON(out)
 	}
-	if damaged {
+	if left != nil {
+		held := fmt.Sprintf("it held %d event(s) (%d bytes)", left.Events, left.Bytes)
+		if left.CountErr != nil {
+			held = fmt.Sprintf("how many events it held is not known (its log does not read: %v)", left.CountErr)
+		}
+		fmt.Fprintf(e.Stdout, "removed the event log %s, which had no .meta beside it (no session listed it): %s; the objects they name stay in the store until `rook store gc` reclaims them\n", left.Path, held)
+	} else if damaged {
 		fmt.Fprintf(e.Stdout, "removed session %s, whose metadata could not be read (how many events it had is not known); their bodies stay in the store until `rook store gc` reclaims them\n", id)
 	} else {
 		fmt.Fprintf(e.Stdout, "removed session %s with %d event(s); their bodies stay in the store until `rook store gc` reclaims them\n", id, n)

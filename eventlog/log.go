@@ -408,7 +408,7 @@ func (l *Log) removeOrphanLogs(sizes map[ID]int64, tags map[ID]string) error {
 		}
 		_, sized := sizes[id]
 		if fi.Size() > logHeaderSize && tags[id] != tagRemoving && (tags[id] != tagNew || sized) {
-			l.Notices = append(l.Notices, fmt.Sprintf("kept %s: an event log with no .meta beside it, holding %d bytes of events that may have been acknowledged, so recovery does not remove it: no session lists them, and gc does not keep the objects they name; if its session was not removed, put its .meta back from a backup; if it was, move the log out of the store (`rook doctor` and `rook store verify` list it)", path, fi.Size()-logHeaderSize))
+			l.Notices = append(l.Notices, fmt.Sprintf("kept %s: an event log with no .meta beside it, holding %d bytes of events that may have been acknowledged, so recovery does not remove it: no session lists them, and gc does not keep the objects they name; if its session was not removed, put its .meta back from a backup; if it was, `rook session rm %s` removes the log (`rook doctor` and `rook store verify` list it)", path, fi.Size()-logHeaderSize, id))
 			continue
 		}
 		if err := l.fs.Remove(path); err != nil {
@@ -1616,6 +1616,84 @@ func (l *Log) Remove(id ID) (uint64, error) {
 	}
 	delete(l.unfinished, id)
 	return s.Events, nil
+}
+
+// LeftoverLog is an event log that had no .meta beside it, as
+// RemoveLogWithoutMeta removed it.
+type LeftoverLog struct {
+	Path  string
+	Bytes int64 // the bytes after its header
+	// Events is how many events it held; CountErr, when not nil, why
+	// that is not known (its log does not read whole).
+	Events   uint64
+	CountErr error
+}
+
+// RemoveLogWithoutMeta removes the event log of id when no .meta is
+// beside it: a session whose .meta was lost (deleted, missed by a restore)
+// or a removal cut short. No session lists it and recovery keeps it (its
+// events may have been acknowledged), so this, asked for by name, is how
+// it goes. A log with its .meta is a session, and is refused: Remove
+// removes it. It returns what the log held, read before it goes.
+//
+// Under the writer lock no other writer makes a session meanwhile; a
+// session this one is creating (in bulk, its .meta not written yet) is
+// refused too.
+func (l *Log) RemoveLogWithoutMeta(id ID) (LeftoverLog, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := LeftoverLog{Path: l.logPath(id)}
+	if err := l.writable(); err != nil {
+		return out, err
+	}
+	st := l.sessions[id]
+	if _, made := l.created[id]; made || (st != nil && len(st.pending) > 0) {
+		return out, fmt.Errorf("session %s is being written: its log is not a leftover one", id)
+	}
+	if _, err := l.fs.Stat(l.metaPath(id)); err == nil {
+		return out, fmt.Errorf("session %s has its .meta beside its log: it is a session, which `rook session rm %s` removes as one", id, id)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return out, fmt.Errorf("session %s: look for its .meta: %w", id, err)
+	}
+	fi, err := l.fs.Stat(out.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, fmt.Errorf("%w matches %q: no .meta and no event log %s", ErrNoSession, id, out.Path)
+	}
+	if err != nil {
+		return out, fmt.Errorf("event log %s: %w", out.Path, err)
+	}
+	out.Bytes = max(0, fi.Size()-logHeaderSize)
+	out.Events, out.CountErr = l.countEvents(id)
+	if err := l.fs.Remove(out.Path); err != nil {
+		return out, fmt.Errorf("remove the event log %s: %w", out.Path, err)
+	}
+	delete(l.sessions, id) // what this writer knew of its log (appends before its .meta went)
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return out, fmt.Errorf("remove the event log %s: sync %s: %w", out.Path, l.dir, err)
+	}
+	return out, nil
+}
+
+// countEvents counts the events of id's log, checking that its records
+// run whole from its header to its end.
+func (l *Log) countEvents(id ID) (uint64, error) {
+	f, r, err := l.openLog(id)
+	if err != nil {
+		if he := (*HeaderError)(nil); errors.As(err, &he) {
+			err = he.Err
+		}
+		return 0, err
+	}
+	defer f.Close()
+	stop, at, err := r.walk()
+	if err != nil {
+		return 0, fmt.Errorf("damaged at offset %d, event %d on: %w", stop, at, err)
+	}
+	last, ok, err := r.last()
+	if err != nil || !ok {
+		return 0, err
+	}
+	return last.Seq + 1, nil
 }
 
 // Resolve finds the session whose id starts with prefix (case-insensitive).

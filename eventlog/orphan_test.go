@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -300,5 +301,83 @@ func TestBulkLostMetaLogIsKept(t *testing.T) {
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRemoveLogWithoutMeta: the log of a session whose .meta is lost is
+// removed when named, with what it held; a log with its .meta (a session)
+// is never removed this way, nor is a session created in bulk whose .meta
+// is not written yet, nor one whose log is damaged counted as whole.
+func TestRemoveLogWithoutMeta(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	lost, kept := mustCreate(t, l, "lost"), mustCreate(t, l, "kept")
+	for _, id := range []ID{lost.ID, kept.ID} {
+		if _, err := l.Append(id, Event{Kind: KindUser, Body: body(0)}, Event{Kind: KindUser, Body: body(1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.RemoveLogWithoutMeta(kept.ID); err == nil || !strings.Contains(err.Error(), "has its .meta") {
+		t.Fatalf("a session's log (its .meta beside it): %v", err)
+	}
+	if !vfs.Exists(fsys, l.logPath(kept.ID)) || !vfs.Exists(fsys, l.metaPath(kept.ID)) {
+		t.Fatal("a session's log was removed as one without .meta")
+	}
+
+	if err := fsys.Remove(l.metaPath(lost.ID)); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := fsys.Stat(l.logPath(lost.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, err := l.RemoveLogWithoutMeta(lost.ID)
+	if err != nil || left.Events != 2 || left.CountErr != nil || left.Bytes != fi.Size()-logHeaderSize || left.Path != l.logPath(lost.ID) {
+		t.Fatalf("removed %+v, %v", left, err)
+	}
+	if vfs.Exists(fsys, l.logPath(lost.ID)) {
+		t.Fatal("the log without .meta is still there")
+	}
+	if _, err := l.RemoveLogWithoutMeta(lost.ID); !errors.Is(err, ErrNoSession) {
+		t.Fatalf("again: %v", err)
+	}
+	if s, err := l.Summary(kept.ID); err != nil || s.Events != 2 {
+		t.Fatalf("the other session: %+v %v", s, err)
+	}
+
+	// A damaged log: removed, its count not known.
+	dam := mustCreate(t, l, "damaged")
+	if _, err := l.Append(dam.ID, Event{Kind: KindUser, Body: body(0)}, Event{Kind: KindUser, Body: body(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := vfs.ReadFile(fsys, l.logPath(dam.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[logHeaderSize+6] ^= 0xff
+	if err := fsys.WriteFileAtomic(l.logPath(dam.ID), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Remove(l.metaPath(dam.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := l.RemoveLogWithoutMeta(dam.ID); err != nil || left.CountErr == nil {
+		t.Fatalf("damaged log: %+v, %v", left, err)
+	}
+
+	// A session created in bulk: its .meta comes at the next flush.
+	l.SetBulk(true)
+	bulk, err := l.Create(Meta{Title: "bulk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.RemoveLogWithoutMeta(bulk.ID); err == nil || !vfs.Exists(fsys, l.logPath(bulk.ID)) {
+		t.Fatalf("a session being created in bulk: %v", err)
 	}
 }

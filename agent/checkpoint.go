@@ -296,6 +296,18 @@ func verifyHint(err error) string {
 	return ": `rook store verify` checks the store"
 }
 
+// nothingDone is err, which stopped a restore or a rewind before it
+// changed anything, saying so (done: "nothing written", "nothing
+// changed") and, when it is a read of the store's that failed (a file's
+// captured copy, a capture's record, damaged or gone), ending with what
+// checks the store: checkpoint restore and session rewind say the same.
+func nothingDone(err error, done string) error {
+	if h := verifyHint(err); h != "" {
+		return fmt.Errorf("%w: %s; %s", err, done, strings.TrimPrefix(h, ": "))
+	}
+	return fmt.Errorf("%w: %s", err, done)
+}
+
 // RestoreReport says what a checkpoint restore did.
 type RestoreReport struct {
 	Root    string `json:"root"`
@@ -325,11 +337,7 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 	// files was one.
 	plan, err := r.planRestore(root, manifestChanges(m), func(string) bool { return true }, false)
 	if err != nil {
-		if h := verifyHint(err); h != "" {
-			// A file's captured copy the store cannot read back.
-			return rep, fmt.Errorf("%w: nothing written; %s", err, strings.TrimPrefix(h, ": "))
-		}
-		return rep, fmt.Errorf("%w: nothing written", err)
+		return rep, nothingDone(err, "nothing written")
 	}
 	// When the restore would overwrite or remove something that differs,
 	// save first every path it changes: those files as they are, and the

@@ -129,24 +129,24 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 	if !keepFiles {
 		// A rewind that crashed may have left directories open.
 		if err := r.closeLeftOpen(); err != nil {
-			return rep, fmt.Errorf("%w: nothing changed", err)
+			return rep, nothingDone(err, "nothing changed")
 		}
 		if rep.Interrupted, err = r.interruptedRewinds(id, to); err != nil {
-			return rep, fmt.Errorf("%w: nothing changed", err)
+			return rep, nothingDone(err, "nothing changed")
 		}
 		st, err := r.capturedStates(id, to)
 		if err != nil {
-			return rep, fmt.Errorf("%w: nothing changed", err)
+			return rep, nothingDone(err, "nothing changed")
 		}
 		// A directory of the user's without its search bit hides all
 		// under it: opened (u+x) before anything is looked at.
 		if real, rerr := realRoot(st.Root); st.Root != "" && rerr == nil {
 			if searched, err = r.openToSearch(real, st.dirsToReach()); err != nil {
-				return rep, fmt.Errorf("%w: nothing changed", err)
+				return rep, nothingDone(err, "nothing changed")
 			}
 		}
 		if err := st.addedUnderDirs(r.Store.Home()); err != nil {
-			return rep, fmt.Errorf("%w: nothing changed", err)
+			return rep, nothingDone(err, "nothing changed")
 		}
 		if len(st.Unreadable) > 0 {
 			// Files added in it could not be removed, nor even named in
@@ -171,7 +171,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 			if src := r.ImportedFrom(sum.Meta); src != nil {
 				all, err := r.firstCaptures(id, 0)
 				if err != nil {
-					return rep, fmt.Errorf("%w: nothing changed", err)
+					return rep, nothingDone(err, "nothing changed")
 				}
 				if all.Captures == 0 && all.FromTranscript == 0 {
 					return rep, &NoFileBackupsError{Session: id, Source: src}
@@ -183,10 +183,10 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 				return rep, fmt.Errorf("%w: nothing changed (put it back where it was; --keep-files rewinds the conversation only)", err)
 			}
 			if plan, err = r.planRestore(root, changes, st.wasDir, true); err != nil {
-				return rep, fmt.Errorf("%w: nothing changed", err)
+				return rep, nothingDone(err, "nothing changed")
 			}
 			if err := plan.pruneDirs(st.Prune); err != nil {
-				return rep, fmt.Errorf("%w: nothing changed", err)
+				return rep, nothingDone(err, "nothing changed")
 			}
 			// A directory an earlier rewind opened is made again, if it
 			// must be, with the mode it had then.
@@ -197,10 +197,10 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 				}
 			}
 			if err := plan.giveModes(st.opened, false); err != nil {
-				return rep, fmt.Errorf("%w: nothing changed", err)
+				return rep, nothingDone(err, "nothing changed")
 			}
 			if err := plan.giveModes(reopened(rep.Interrupted, st.opened), true); err != nil {
-				return rep, fmt.Errorf("%w: nothing changed", err)
+				return rep, nothingDone(err, "nothing changed")
 			}
 			searched.intoPlan(plan)
 		}

@@ -934,8 +934,29 @@ func (r *Rook) RecordMCPCall(p *MCPCallPlan, res *mcpclient.Result, cerr error) 
 func mcpCallOnce(ctx context.Context, spec mcpclient.Spec, tool string, args json.RawMessage, o mcpclient.Options) (*mcpclient.Result, error) {
 	c, err := mcpclient.Connect(ctx, spec, o)
 	if err != nil {
-		return nil, err
+		return nil, err // the server not reached: no call made
 	}
 	defer c.Close()
-	return c.Call(ctx, tool, args)
+	res, err := c.Call(ctx, tool, args)
+	if err != nil {
+		return nil, &callSentError{err}
+	}
+	return res, nil
+}
+
+// callSentError is a call's failure that came once the server had been
+// reached and sent tools/call: the server may have run the tool (a call
+// that timed out, an answer lost, an error it answered with).
+type callSentError struct{ err error }
+
+func (e *callSentError) Error() string { return e.err.Error() }
+func (e *callSentError) Unwrap() error { return e.err }
+
+// MCPCallSent says whether err, a failure RunMCPCall gave, came after
+// the server was sent the call, so that the tool may have run and running
+// the call again may run it twice; not when the server was never reached
+// (nor the handshake done), and the tool did not run.
+func MCPCallSent(err error) bool {
+	var s *callSentError
+	return errors.As(err, &s)
 }

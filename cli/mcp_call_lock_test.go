@@ -347,3 +347,50 @@ func TestMcpCallNotRecordedOutputLost(t *testing.T) {
 		}
 	}
 }
+
+// TestMcpCallFailedAfterTheServerHadItNotRecorded: a call the server had
+// (it timed out before the tool answered) whose record then found the
+// writer lock held past its wait failed with the lock's usual advice,
+// "wait for it to finish and run the command again": run again, the
+// tool, which may have run, is called again. It says the server had the
+// call, and that running the command again may run the tool again; a call
+// whose server was never reached keeps the lock's advice (the tool did
+// not run).
+func TestMcpCallFailedAfterTheServerHadItNotRecorded(t *testing.T) {
+	r := &outputRun{t: t, home: filepath.Join(t.TempDir(), "store"), ws: t.TempDir()}
+	r.ok("", "init")
+	fake := mcpclient.NewFake(mcpclient.FakeConfig{Tools: []mcpclient.FakeTool{{Name: "slow", Sleep: 3 * time.Second}}})
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	r.ok("", "mcp", "add", "fake", "--url", srv.URL)
+	holder, err := agent.Open(r.home, agent.Options{Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	defer func(w time.Duration) { recordLockWait = w }(recordLockWait)
+	recordLockWait = 100 * time.Millisecond // waited for, then given up
+	for _, json := range []bool{false, true} {
+		args := []string{"--lock-wait", "0", "mcp", "call", "fake", "slow", `{}`, "--timeout", "1s"}
+		if json {
+			args = append([]string{"--json"}, args...)
+		}
+		var out, errb bytes.Buffer
+		code := r.main("", &out, &errb, args...)
+		msg := errb.String()
+		if code != 1 || out.Len() != 0 || !strings.Contains(msg, "did not finish in time") || !strings.Contains(msg, "could not be recorded") {
+			t.Fatalf("json %v: exit %d, stdout %q, stderr %q: want the call's failure and that it is not recorded", json, code, out.String(), msg)
+		}
+		if strings.Contains(msg, "run the command again") || !strings.Contains(msg, "the server had the call") || !strings.Contains(msg, "running the command again may run the tool again") || !strings.Contains(msg, "`rook doctor` shows the holder") {
+			t.Fatalf("json %v: stderr %q: want no advice to run it again, and that running it again may run the tool again", json, msg)
+		}
+	}
+
+	// Never reached: the tool did not run, and the lock's advice stands.
+	srv.Close()
+	var out, errb bytes.Buffer
+	code := r.main("", &out, &errb, "--lock-wait", "0", "mcp", "call", "fake", "slow", `{}`, "--timeout", "1s")
+	if msg := errb.String(); code != 1 || !strings.Contains(msg, "could not be reached") || !strings.Contains(msg, "run the command again") || strings.Contains(msg, "the server had the call") {
+		t.Fatalf("unreached: exit %d, stderr %q", code, msg)
+	}
+}

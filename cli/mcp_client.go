@@ -675,11 +675,23 @@ func (c *McpCallCmd) Run(e *Env) error {
 				printResult(e.Stdout, res)
 			}
 		}
-		if cerr != nil {
+		why := err.Error()
+		var le *cas.LockedError
+		if errors.As(err, &le) {
+			why += " (`rook doctor` shows the holder)"
+		}
+		if cerr != nil && !agent.MCPCallSent(cerr) {
 			// The call's own failure is said too: "was made" alone
 			// read as a call that ran and whose output was lost, for a
-			// server that was never reached.
+			// server that was never reached. The tool did not run:
+			// the lock's advice, to run the command again, stands.
 			return fmt.Errorf("the call to %s of %s failed: %v; the failure could not be recorded in the server's session either: %w", c.Tool, c.Name, cerr, err)
+		}
+		if cerr != nil {
+			// The server had the call (it timed out, its answer was
+			// lost): the tool may have run, and the lock's usual advice
+			// ("run the command again") would run it again.
+			return &exitError{code: ExitFailure, msg: fmt.Sprintf("the call to %s of %s failed: %v; the failure could not be recorded in the server's session either: %s; the server had the call, so the tool may have run: running the command again may run the tool again: check what it did first", c.Tool, c.Name, cerr, why)}
 		}
 		// Not the lock's usual advice ("run the command again"): run
 		// again, the tool runs again.
@@ -690,11 +702,6 @@ func (c *McpCallCmd) Run(e *Env) error {
 			result = "its result was lost with the output"
 		case e.JSON:
 			result = "its result is on standard output"
-		}
-		why := err.Error()
-		var le *cas.LockedError
-		if errors.As(err, &le) {
-			why += " (`rook doctor` shows the holder)"
 		}
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("the call to %s of %s ran (%s), but it could not be recorded in the server's session: %s; running the command again calls the tool again", c.Tool, c.Name, result, why)}
 	}

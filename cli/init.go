@@ -207,7 +207,7 @@ func doctorSessions(e *Env, r *doctorReport) []string {
 		// leaves one, of a session removed (an import running may have
 		// one it has not finished creating).
 		r.LogsWithoutMeta = logs
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%d event log(s) in %s have no .meta beside them (%s): no session lists their events, and gc does not keep the objects they name: if their session was not removed, put each .meta back from a backup; if it was, `rook session rm ID` (the log's name) removes it", len(logs), filepath.Join(e.Home, cas.EventsDir), strings.Join(logs, ", ")))
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d event log(s) in %s have no .meta beside them (%s): no session lists their events, and gc does not keep the objects they name: if their session was not removed, put each .meta back from a backup; if it was, `rook session rm ID` (ID: the log's file name without .log) removes it", len(logs), filepath.Join(e.Home, cas.EventsDir), strings.Join(logs, ", ")))
 	}
 	if u == nil {
 		return nil

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rookhq/rook/cas"
+	"io"
 	"slices"
 	"strings"
 	"unicode"
@@ -1091,6 +1092,8 @@ func (r *Rook) readRange(id eventlog.ID, seq uint64, offset int64, n int, render
 	switch o, oerr := r.Store.OpenObject(ev.Body); {
 	case oerr == nil && o.Kind() != cas.KindSource && o.Ranged() && !readWhole:
 		return readRangeOf(o, br, offset, n)
+	case oerr == nil && o.Kind() == cas.KindSource && !rendered && !readWhole:
+		return r.readLineRange(o, br, offset, n)
 	case oerr == nil && o.Kind() != cas.KindSource:
 		body, err = o.ReadAll()
 	default:
@@ -1155,6 +1158,14 @@ func readRangeOf(o *cas.ObjectReader, br BodyRange, offset int64, n int) (BodyRa
 	if err != nil {
 		return br, fmt.Errorf("event #%d: %w", seq, err)
 	}
+	return rangeOfWindow(br, win, lo, offset, n), nil
+}
+
+// rangeOfWindow finishes a range of a body read in parts (br.Total and
+// br.Binary set, offset checked): win holds the body's bytes from lo =
+// max(offset-(utf8.UTFMax-1), 0) through the range's end and the
+// character it falls in, or to the body's end.
+func rangeOfWindow(br BodyRange, win []byte, lo, offset int64, n int) BodyRange {
 	start := offset
 	if !br.Binary && offset > 0 && offset < br.Total {
 		// runeStartAtOrBefore, on the window.
@@ -1182,7 +1193,87 @@ func readRangeOf(o *cas.ObjectReader, br BodyRange, offset int64, n int) (BodyRa
 		next := br.End
 		br.Next = &next
 	}
-	return br, nil
+	return br
+}
+
+// readLineRange is readRange of an imported line's bytes as stored
+// (entry), the line not put together: its bytes are written out once as
+// a stream (the rest of its object, each string cut from it streamed from
+// its own object, verified as a whole read is, and escaped back into its
+// JSON literal on the way) to count them and say whether they are binary,
+// keeping only the range and the few bytes around it that say where
+// characters start. A line holding a 24 MiB tool output was put together
+// whole, and held twice, for a page of 64 KiB.
+func (r *Rook) readLineRange(o *cas.ObjectReader, br BodyRange, offset int64, n int) (BodyRange, error) {
+	seq := br.Seq
+	b, err := o.ReadAll()
+	if err != nil {
+		return br, fmt.Errorf("event #%d: %w", seq, err)
+	}
+	sl, err := decodeSourceLine(b)
+	if err != nil {
+		return br, fmt.Errorf("event #%d: %w", seq, &cas.CorruptError{ID: br.Event.Body, Reason: err.Error()})
+	}
+	lo := max(offset-(utf8.UTFMax-1), 0)
+	w := &windowScan{lo: lo, hi: max(offset, 0) + int64(n) + utf8.UTFMax}
+	if err := r.writeLine(&sl, w); err != nil {
+		return br, fmt.Errorf("event #%d: %w", seq, err)
+	}
+	br.Total, br.Binary = w.pos, w.binary()
+	if offset < 0 || offset > br.Total {
+		return br, &OffsetError{Seq: seq, Offset: offset, Total: br.Total}
+	}
+	return rangeOfWindow(br, w.win, lo, offset, n), nil
+}
+
+// writeLine writes what sl.expand gives to w, in pieces: each cut string
+// streamed from its object (a big one is never held whole) and escaped as
+// appendJSONString escapes it.
+func (r *Rook) writeLine(sl *sourceLine, w io.Writer) error {
+	p := 0
+	quote := []byte{'"'}
+	for _, c := range sl.Cuts {
+		w.Write(sl.Rest[p : p+c.Gap])
+		p += c.Gap
+		w.Write(quote)
+		if err := r.writeEscaped(c.ID, w); err != nil {
+			return fmt.Errorf("string %s of the line: %w", cas.Short(c.ID), err)
+		}
+		w.Write(quote)
+	}
+	w.Write(sl.Rest[p:])
+	return nil
+}
+
+// writeEscaped writes the text of object id to w escaped as
+// appendJSONString escapes it, its quotes left out.
+func (r *Rook) writeEscaped(id cas.Key, w io.Writer) error {
+	o, err := r.Store.OpenObject(id)
+	if err != nil {
+		return err
+	}
+	_, err = o.WriteTo(&escapeWriter{w: w})
+	return err
+}
+
+// escapeWriter writes what is written to it to w escaped as
+// appendJSONString escapes it, quotes left out.
+type escapeWriter struct {
+	w   io.Writer
+	buf []byte
+}
+
+func (e *escapeWriter) Write(p []byte) (int, error) {
+	const piece = 32 << 10
+	for rest := p; len(rest) > 0; {
+		k := min(len(rest), piece)
+		e.buf = appendJSONString(e.buf[:0], rest[:k])
+		if _, err := e.w.Write(e.buf[1 : len(e.buf)-1]); err != nil {
+			return 0, err
+		}
+		rest = rest[k:]
+	}
+	return len(p), nil
 }
 
 // Quote returns a bounded quote of event seq's body: up to QuoteBytes bytes

@@ -16,9 +16,9 @@ import (
 
 // importTrickyLines imports a Claude Code transcript whose lines hold long
 // strings that are cut out (tricky text: escapes, colors, CRLF, control
-// characters, bytes that are not UTF-8 and characters cut at a string's
-// ends) beside long ones that are not (\u escapes, surrogate pairs), and
-// one line that ends in CR.
+// characters) beside long ones that are not (\u escapes, surrogate pairs,
+// bytes that are not UTF-8), one line that ends in CR and a binary line
+// with strings cut from it.
 func importTrickyLines(t *testing.T) (*Rook, eventlog.ID) {
 	t.Helper()
 	fsys := vfs.NewMem()
@@ -28,10 +28,11 @@ func importTrickyLines(t *testing.T) (*Rook, eventlog.ID) {
 	lines := []string{
 		fmt.Sprintf(`{"type":"user","uuid":"u1","parentUuid":null,%s,"timestamp":"2026-02-10T21:00:00.000Z","message":{"role":"user","content":"run it"}}`, env),
 	}
-	result := func(i int, content string) string {
+	result2 := func(i int, content, stdout string) string {
 		return fmt.Sprintf(`{"type":"user","uuid":"u%d","parentUuid":"u1",%s,"timestamp":"2026-02-10T21:00:02.000Z","message":{"role":"user","content":[{"tool_use_id":"toolu_%d","type":"tool_result","content":%s}]},"toolUseResult":{"stdout":%s,"note":"\u00e9 \ud83d\ude00 done"}}`,
-			i, env, i, content, content)
+			i, env, i, content, stdout)
 	}
+	result := func(i int, content string) string { return result2(i, content, content) }
 	texts := [][]byte{
 		trickyText(rng, 600, false),
 		trickyText(rng, 64<<10, false),
@@ -45,6 +46,10 @@ func importTrickyLines(t *testing.T) (*Rook, eventlog.ID) {
 	nonCanon := `"` + strings.Repeat(`\u00e9\ud83d\ude00 \/ \r\n`, 200) + `"`
 	lines = append(lines, result(len(texts)+2, nonCanon))
 	lines = append(lines, result(len(texts)+3, string(appendJSONString(nil, texts[1])))+"\r")
+	// A string that is not UTF-8 is not cut (the line is binary): bytes
+	// that are not UTF-8 a few bytes before and after a cut string.
+	lines = append(lines, result2(len(texts)+4, string(appendJSONString(nil, texts[1])),
+		"\"\xe2\x82\",\"y\":"+string(appendJSONString(nil, texts[0]))+",\"z\":\"\x82\",\"x\":"+string(appendJSONString(nil, texts[2]))))
 	path := "/p/-home-u-proj/S.jsonl"
 	writeSource(t, fsys, path, lines, "")
 	id := *fileByPath(t, mustImport(t, r, FormatClaudeCode, path), path).Session
@@ -94,7 +99,7 @@ func TestImportedLineRangesMatchWholeReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	cuts := 0
+	cuts, binaryCut := 0, false
 	for _, ev := range evs {
 		body, err := r.Body(ev)
 		if err != nil {
@@ -103,6 +108,7 @@ func TestImportedLineRangesMatchWholeReads(t *testing.T) {
 		size := int64(len(body))
 		bounds := lineBoundaries(t, r, ev)
 		cuts += len(bounds) / 2
+		binaryCut = binaryCut || len(bounds) > 0 && IsBinary(body)
 		offs := []int64{-1, 0, 1, 2, 3, size - 3, size - 1, size, size + 1, 1 << 40}
 		for _, b := range bounds {
 			for d := int64(-4); d <= 4; d++ {
@@ -142,8 +148,8 @@ func TestImportedLineRangesMatchWholeReads(t *testing.T) {
 			t.Fatalf("#%d: pages give %d bytes, the line is %d", ev.Seq, len(all), len(body))
 		}
 	}
-	if cuts < 5 {
-		t.Fatalf("%d strings cut from the lines: the test reads no cut string", cuts)
+	if cuts < 9 || !binaryCut {
+		t.Fatalf("%d strings cut from the lines (a binary line's: %v): the test reads too few", cuts, binaryCut)
 	}
 }
 

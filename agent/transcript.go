@@ -1233,16 +1233,22 @@ func (r *Rook) writeLine(sl *sourceLine, w io.Writer) error {
 	p := 0
 	quote := []byte{'"'}
 	for _, c := range sl.Cuts {
-		w.Write(sl.Rest[p : p+c.Gap])
+		if _, err := w.Write(sl.Rest[p : p+c.Gap]); err != nil {
+			return err
+		}
 		p += c.Gap
-		w.Write(quote)
+		if _, err := w.Write(quote); err != nil {
+			return err
+		}
 		if err := r.writeEscaped(c.ID, w); err != nil {
 			return fmt.Errorf("string %s of the line: %w", cas.Short(c.ID), err)
 		}
-		w.Write(quote)
+		if _, err := w.Write(quote); err != nil {
+			return err
+		}
 	}
-	w.Write(sl.Rest[p:])
-	return nil
+	_, err := w.Write(sl.Rest[p:])
+	return err
 }
 
 // writeEscaped writes the text of object id to w escaped as

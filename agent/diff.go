@@ -572,12 +572,12 @@ func (r *Rook) forkLate(id eventlog.ID) ([]lateCapture, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("the session %s was forked from: %w", pid, err)
+			return nil, forkParentErr(pid, err)
 		}
 		for from := at; ; {
 			evs, err := r.Log.Read(pid, from, 1024)
 			if err != nil {
-				return nil, fmt.Errorf("the session %s was forked from: %w", pid, err)
+				return nil, forkParentErr(pid, err)
 			}
 			if len(evs) == 0 {
 				break
@@ -592,6 +592,14 @@ func (r *Rook) forkLate(id eventlog.ID) ([]lateCapture, error) {
 		m = pm
 	}
 	return out, nil
+}
+
+// forkParentErr says that a fork's file states cannot be known: the
+// parent whose late file backups they may take does not read. Failing is
+// the safe answer (a rewind from states missing a capture would write the
+// wrong file); the message says where to look.
+func forkParentErr(pid eventlog.ID, err error) error {
+	return fmt.Errorf("the session %s this one was forked from does not read, and the file backups it holds may be this fork's states: %w; `rook store verify` says what is damaged", pid, err)
 }
 
 // underDirBefore says whether p is under a directory captured whole (or a

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/vfs"
 )
@@ -301,4 +302,36 @@ func TestForkReadsParentLateCaptures(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("the fork's fork, its parent removed", g, 1, "a before\n", "<none>", "<absent>")
+}
+
+// A fork whose parent does not read cannot know its late captures: its
+// states fail, and the error names the parent and where to look.
+func TestForkOfAParentThatDoesNotReadSaysWhereToLook(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	proj := "/h/.claude/projects/-home-u-proj"
+	lines := append(claudeLines("S", 1), lateSnap(lateBackup("a.txt", "h1@v1", 1)))
+	lines = append(lines, claudeLines("S", 2)...)
+	writeSource(t, fsys, proj+"/S.jsonl", lines, "")
+	id := *mustImport(t, r, FormatClaudeCode, proj).Files[0].Session
+	m, err := r.Log.Fork(id, 1, eventlog.Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The parent's log garbled near its end, past the fork point.
+	logPath := filepath.Join(testHome, cas.EventsDir, id.String()+".log")
+	b, err := vfs.ReadFile(fsys, logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(b) - 40; i < len(b)-8; i++ {
+		b[i] ^= 0x5a
+	}
+	if err := fsys.WriteFileAtomic(logPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.capturedStates(m.ID, 0)
+	if err == nil || !strings.Contains(err.Error(), id.String()) || !strings.Contains(err.Error(), "rook store verify") {
+		t.Fatalf("states of a fork whose parent does not read: %v", err)
+	}
 }

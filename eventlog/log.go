@@ -245,8 +245,9 @@ type Log struct {
 	born map[ID]bool
 	// unfinished: the sessions a Remove tagged "rm" in the dirty marker
 	// and did not finish removing, and the forks tagged "new" whose
-	// metadata was not written: Close leaves the marker, so that the next
-	// writer's open removes what is left of them.
+	// metadata was not written (tagged "rm" too once the Fork failed,
+	// forkFailed): Close leaves the marker, so that the next writer's
+	// open removes what is left of them.
 	unfinished map[ID]bool
 	failed     error // a barrier failed: nothing more is acknowledged
 	// created: sessions created in bulk whose metadata is not written yet
@@ -372,15 +373,21 @@ func Open(dir string, opts Options) (*Log, error) {
 //     size: its metadata was never written, so none of its events was
 //     acknowledged (a session created in bulk is named with its size by
 //     the barrier that writes its metadata, flushLocked; a fork, by the
-//     first barrier that appends to it, see mark). A fork not appended to
-//     since it was made holds only copies of its parent's events: with
-//     its .meta lost before such a recovery, its log is removed.
+//     first barrier that appends to it, see mark).
+//
+// A fork's log is the exception: the marker records, with its "new" tag
+// and before its log is written, the metadata the fork is made with
+// (markerFork). A fork's log without .meta, not tagged "rm", whose header
+// names it and whose events run whole to at least its fork point, has
+// that metadata written back (a crash after its log was written, before
+// or after its .meta was: made or acknowledged, it is whole, and its
+// events are copies of its parent's), and is a session again.
 //
 // Any other is kept where it is, and named in a notice. Recovery runs it,
 // so only after a writer that did not close: listing a directory of
 // thousands of sessions at every open would cost each append command
 // milliseconds.
-func (l *Log) removeOrphanLogs(sizes map[ID]int64, tags map[ID]string) error {
+func (l *Log) removeOrphanLogs(sizes map[ID]int64, tags map[ID]string, forks map[ID]Meta) error {
 	ents, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return err
@@ -406,8 +413,22 @@ func (l *Log) removeOrphanLogs(sizes map[ID]int64, tags map[ID]string) error {
 		if err != nil {
 			return fmt.Errorf("session log without metadata %s: %w", path, err)
 		}
+		fm, recorded := forks[id]
+		recorded = recorded && tags[id] != tagRemoving
+		if recorded {
+			rebuilt, err := l.rebuildForkMeta(fm, sizes[id])
+			if err != nil {
+				return err
+			}
+			if rebuilt {
+				continue
+			}
+		}
+		// A recorded fork whose log does not read as its own (damaged)
+		// may still have been acknowledged: kept, as a log of unknown
+		// events is.
 		_, sized := sizes[id]
-		if fi.Size() > logHeaderSize && tags[id] != tagRemoving && (tags[id] != tagNew || sized) {
+		if fi.Size() > logHeaderSize && tags[id] != tagRemoving && (tags[id] != tagNew || sized || recorded) {
 			l.Notices = append(l.Notices, fmt.Sprintf("kept %s: an event log with no .meta beside it, holding %d bytes of events that may have been acknowledged, so recovery does not remove it: no session lists them, and gc does not keep the objects they name; if its session was not removed, put its .meta back from a backup; if it was, `rook session rm %s` removes the log (`rook doctor` and `rook store verify` list it)", path, fi.Size()-logHeaderSize, id))
 			continue
 		}
@@ -421,6 +442,34 @@ func (l *Log) removeOrphanLogs(sizes map[ID]int64, tags map[ID]string) error {
 	}
 	l.Notices = append(l.Notices, fmt.Sprintf("removed %d session log(s) without metadata that a crash left (sessions never created or being removed, no event acknowledged)", removed))
 	return l.fs.SyncDir(l.dir)
+}
+
+// rebuildForkMeta writes back the metadata m a fork was made with (the
+// dirty marker's record of it) when its log, without .meta, reads as that
+// fork's: its header names it, and its events run whole to at least its
+// fork point. It says whether it did; a log that does not read so is left
+// to the rules for any other (removeOrphanLogs). A fork appended to since
+// it was made (durable: the size the marker names it with) has its tail
+// checked first, as a session's is: the crash may have torn it.
+func (l *Log) rebuildForkMeta(m Meta, durable int64) (bool, error) {
+	f, _, err := l.openLog(m.ID)
+	if err != nil {
+		return false, nil // its header does not read, or does not name it
+	}
+	f.Close()
+	if err := l.repairTail(m.ID, durable); err != nil {
+		return false, err
+	}
+	n, err := l.countEvents(m.ID)
+	if err != nil || n < *m.ForkAt {
+		delete(l.sessions, m.ID) // what repairTail found of a log that stays no session
+		return false, nil
+	}
+	if err := l.writeMeta(m); err != nil {
+		return false, fmt.Errorf("rebuild the metadata of fork %s, which a crash left without its .meta: %w", m.ID, err)
+	}
+	l.Notices = append(l.Notices, fmt.Sprintf("rebuilt %s: the fork %s of session %s at event %d had its event log and no .meta after a crash; its metadata is back as the fork was made (title %q; a later title or tag change is not), from the record WRITER-ACTIVE kept of it", l.metaPath(m.ID), m.ID, *m.Parent, *m.ForkAt, m.Title))
+	return true, nil
 }
 
 func (l *Log) logPath(id ID) string  { return filepath.Join(l.dir, id.String()+".log") }
@@ -996,7 +1045,51 @@ const (
 	tagNew = "new"
 	// tagRemoving: a Remove has begun: the session is going.
 	tagRemoving = "rm"
+	// tagFork: the line records a fork's metadata (markerFork), written
+	// with its "new" tag before its log.
+	tagFork = "fork"
 )
+
+// markerFork is a dirty marker's line recording the metadata a Fork is
+// about to write: its id, "fork", the metadata's JSON in unpadded
+// base64url (no spaces, so the line splits in four fields) and a
+// checksum of the three. A fork's log, tagged "new", holds copies of its
+// parent's events only, so nothing there tells one made (its .meta
+// written, then lost before the recovery after its writer's crash) from
+// one never made: with this line the recovery rebuilds the .meta of the
+// first rather than remove its log (removeOrphanLogs). A reader of an
+// older rook passes it over (it has four fields).
+func markerFork(m Meta) (string, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	s := fmt.Sprintf("%s %s %s", m.ID, tagFork, base64.RawURLEncoding.EncodeToString(b))
+	return fmt.Sprintf("%s %08x\n", s, crc32.Checksum([]byte(s), castagnoli)), nil
+}
+
+// parseMarkerFork reads a markerFork line (f its fields): the metadata
+// it records, if its checksum holds and the metadata is a fork's under
+// the line's id.
+func parseMarkerFork(f []string, line string) (Meta, bool) {
+	id, err := ParseID(f[0])
+	if err != nil {
+		return Meta{}, false
+	}
+	s := strings.Join(f[:3], " ")
+	if fmt.Sprintf("%s %08x", s, crc32.Checksum([]byte(s), castagnoli)) != line {
+		return Meta{}, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(f[2])
+	if err != nil {
+		return Meta{}, false
+	}
+	var m Meta
+	if json.Unmarshal(b, &m) != nil || m.ID != id || m.Parent == nil || m.ForkAt == nil || m.V < 1 || m.V > metaVersion {
+		return Meta{}, false
+	}
+	return m, true
+}
 
 // markerTag is a dirty marker's line tagging a session: its id, the tag
 // and a checksum of the two. A reader of an older rook passes it over (its
@@ -1008,9 +1101,10 @@ func markerTag(id ID, tag string) string {
 
 // tagNew tags a session this writer is about to write the log of, ahead
 // of its metadata, in the dirty marker: the next writer's open removes its
-// log if a crash leaves it without metadata.
-func (l *Log) tagNew(id ID) error {
-	if err := l.writeMarker(markerTag(id, tagNew)); err != nil {
+// log if a crash leaves it without metadata. more are lines written with
+// the tag (a fork's markerFork).
+func (l *Log) tagNew(id ID, more string) error {
+	if err := l.writeMarker(markerTag(id, tagNew) + more); err != nil {
 		return err
 	}
 	l.born[id] = true
@@ -1459,6 +1553,12 @@ func (l *Log) ReadBefore(id ID, before uint64, limit int) ([]Event, error) {
 // with the same seqs and bodies: it copies records, never content. m gives
 // the new session's title and tags; workspace and tags default to the
 // parent's.
+//
+// The fork is acknowledged when Fork returns: a crash after its log is
+// written leaves it whole after the next writer's open, its .meta lost
+// or not (rebuilt from the dirty marker's record of it, markerFork); a
+// crash before, or a Fork that fails before its metadata is written,
+// leaves nothing of it once that open has run.
 func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -1534,16 +1634,6 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 		body = appendRecord(body[:cut], &fixed, r.base)
 	}
 	data := append(encodeHeader(logHeader{id: id, base: r.base}), body...)
-	if err := l.tagNew(id); err != nil {
-		return m, err
-	}
-	// Cut short from here on, the fork's log may be left without its
-	// metadata: the marker stays at Close, and the next writer's open
-	// removes it (tagged "new", named with no size).
-	l.unfinished[id] = true
-	if err := l.fs.WriteFileAtomic(l.logPath(id), data, 0o600); err != nil {
-		return m, fmt.Errorf("write fork log: %w", err)
-	}
 	m.V, m.ID, m.Created = metaVersion, id, now.UTC().Truncate(time.Millisecond)
 	m.Parent, m.ForkAt = &parent, &at
 	if m.Workspace == "" {
@@ -1555,11 +1645,41 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 	if m.Tags == nil {
 		m.Tags = pm.Tags
 	}
-	if err := l.writeMeta(m); err != nil {
+	// The marker records the metadata with the "new" tag, before the
+	// log: a crash that leaves the log without its .meta (before the
+	// .meta is written, or with it written and lost before the recovery)
+	// has the next writer's open rebuild the .meta from it, so that an
+	// acknowledged fork is never lost (removeOrphanLogs).
+	rec, err := markerFork(m)
+	if err != nil {
 		return m, err
+	}
+	if err := l.tagNew(id, rec); err != nil {
+		return m, err
+	}
+	// Cut short from here on, the fork's log may be left without its
+	// metadata: the marker stays at Close.
+	l.unfinished[id] = true
+	if err := l.fs.WriteFileAtomic(l.logPath(id), data, 0o600); err != nil {
+		return m, l.forkFailed(id, fmt.Errorf("write fork log: %w", err))
+	}
+	if err := l.writeMeta(m); err != nil {
+		return m, l.forkFailed(id, err)
 	}
 	delete(l.unfinished, id)
 	return m, nil
+}
+
+// forkFailed tags the fork id, whose log or metadata a Fork could not
+// write (err), "rm" in the dirty marker: the error said the fork was not
+// made, so the next writer's open removes what it left rather than
+// rebuild its metadata from the marker. The marker stays at Close
+// (unfinished).
+func (l *Log) forkFailed(id ID, err error) error {
+	if terr := l.writeMarker(markerTag(id, tagRemoving)); terr != nil {
+		return fmt.Errorf("%w; and marking the fork %s to be removed failed too (%v): the next writer's open may make it a session, which `rook session rm %s` removes", err, id, terr, id)
+	}
+	return err
 }
 
 // Remove deletes a session's events and metadata (its bodies stay in the

@@ -399,7 +399,7 @@ func (l *Log) recoverAfterCrash() error {
 	if err != nil {
 		return nil // clean shutdown (or never written)
 	}
-	durable, tags := readMarker(l.fs, mpath)
+	durable, tags, forks := readMarker(l.fs, mpath)
 	ids, err := l.IDs()
 	if err != nil {
 		return err
@@ -416,25 +416,27 @@ func (l *Log) recoverAfterCrash() error {
 			return err
 		}
 	}
-	if err := l.removeOrphanLogs(durable, tags); err != nil {
+	if err := l.removeOrphanLogs(durable, tags, forks); err != nil {
 		return err
 	}
-	if len(tags) == 0 {
+	if len(tags) == 0 && len(forks) == 0 {
 		return nil
 	}
-	// The tags are spent: a log they name now has its metadata (the
-	// session was made, or its removal did not get that far) or is gone.
-	// Left in the marker (it stays until this writer closes after a
-	// barrier), one would make a later recovery remove the log of a
-	// session acknowledged since, whose .meta was lost otherwise. The
-	// sizes stay: readers still tell tears from damage by them.
+	// The tags and the forks' records are spent: a log they name now has
+	// its metadata (the session was made, rebuilt, or its removal did not
+	// get that far) or is gone (or is kept, named in a notice). Left in
+	// the marker (it stays until this writer closes after a barrier), a
+	// tag would make a later recovery remove the log of a session
+	// acknowledged since, whose .meta was lost otherwise, and a record
+	// bring back metadata changed since. The sizes stay: readers still
+	// tell tears from damage by them.
 	b, err := vfs.ReadFile(l.fs, mpath)
 	if err != nil {
 		return err
 	}
 	var kept strings.Builder
 	for i, line := range strings.SplitAfter(string(b), "\n") {
-		if f := strings.Fields(line); i > 0 && len(f) == 3 && (f[1] == tagNew || f[1] == tagRemoving) {
+		if f := strings.Fields(line); i > 0 && ((len(f) == 3 && (f[1] == tagNew || f[1] == tagRemoving)) || (len(f) == 4 && f[1] == tagFork)) {
 			continue
 		}
 		kept.WriteString(line)
@@ -452,21 +454,27 @@ func (l *Log) recoverAfterCrash() error {
 // as is one of an older rook (no checksum); a marker without lines (a bulk
 // Create's) or unreadable gives none.
 func markedSizes(fsys vfs.FS, path string) map[ID]int64 {
-	sizes, _ := readMarker(fsys, path)
+	sizes, _, _ := readMarker(fsys, path)
 	return sizes
 }
 
 // readMarker reads the dirty marker: the sizes it gives (markedSizes),
-// and the sessions it tags (markerTag; "rm" over "new"), with the same
-// checks.
-func readMarker(fsys vfs.FS, path string) (map[ID]int64, map[ID]string) {
+// the sessions it tags (markerTag; "rm" over "new"), and the metadata of
+// the forks it records (markerFork), with the same checks.
+func readMarker(fsys vfs.FS, path string) (map[ID]int64, map[ID]string, map[ID]Meta) {
 	b, err := vfs.ReadFile(fsys, path)
 	if err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	out, tags := map[ID]int64{}, map[ID]string{}
+	out, tags, forks := map[ID]int64{}, map[ID]string{}, map[ID]Meta{}
 	for _, line := range strings.Split(string(b), "\n")[1:] {
 		f := strings.Fields(line)
+		if len(f) == 4 && f[1] == tagFork {
+			if m, ok := parseMarkerFork(f, line); ok {
+				forks[m.ID] = m
+			}
+			continue
+		}
 		if len(f) != 3 {
 			continue
 		}
@@ -486,7 +494,7 @@ func readMarker(fsys vfs.FS, path string) (map[ID]int64, map[ID]string) {
 		}
 		out[id] = size
 	}
-	return out, tags
+	return out, tags, forks
 }
 
 // repairTail checks the tail of the log of id, which a crashed writer may

@@ -1,0 +1,340 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
+	"github.com/rookhq/rook/internal/vfs/vfstest"
+)
+
+// TestForkLostMetaRebuilt: a fork made (its .meta written: acknowledged)
+// and not appended to, whose writer then crashed, is tagged "new" and
+// named with no size in the marker left. Its .meta lost before the
+// recovery, its log (copies of its parent's events) was removed as one
+// never made. The recovery now writes its metadata back as the fork was
+// made: parent, fork point, title, tags and workspace.
+func TestForkLostMetaRebuilt(t *testing.T) {
+	for _, at := range []uint64{0, 2} {
+		fsys := vfs.NewMem()
+		l := testLog(t, fsys, Options{})
+		parent, err := l.Create(Meta{Title: "parent", Workspace: "/w"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			if _, err := l.Append(parent.ID, Event{Kind: KindUser, Body: body(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, err := l.Fork(parent.ID, at, Meta{Title: "the fork", Tags: []string{"keep", "x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// l crashes (no Close); the fork's .meta is lost before the
+		// next writer's open.
+		if err := fsys.Remove(l.metaPath(f.ID)); err != nil {
+			t.Fatal(err)
+		}
+		w, err := Open("/h/events", Options{FS: fsys, Writable: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := w.ReadMeta(f.ID)
+		if err != nil {
+			t.Fatalf("fork at %d: acknowledged fork gone after recovery: %v (notices %q)", at, err, w.Notices)
+		}
+		if m.Parent == nil || *m.Parent != parent.ID || m.ForkAt == nil || *m.ForkAt != at || m.Title != "the fork" || !slices.Equal(m.Tags, []string{"keep", "x"}) || m.Workspace != "/w" || !m.Created.Equal(f.Created) {
+			t.Fatalf("fork at %d: rebuilt metadata %+v, want %+v", at, m, f)
+		}
+		evs, err := w.Read(f.ID, 0, 10)
+		if err != nil || uint64(len(evs)) != at {
+			t.Fatalf("fork at %d: rebuilt fork reads %d events, %v", at, len(evs), err)
+		}
+		if len(w.Notices) != 1 || !strings.Contains(w.Notices[0], "rebuilt") || !strings.Contains(w.Notices[0], f.ID.String()) {
+			t.Fatalf("fork at %d: notices %q: want one saying the fork's metadata was rebuilt", at, w.Notices)
+		}
+		// The record is spent, as the tags are: the marker (kept until
+		// w closes after a barrier) no longer holds it.
+		if b, err := vfs.ReadFile(fsys, "/h/events/"+dirtyMarker); err != nil || strings.Contains(string(b), " "+tagFork+" ") {
+			t.Fatalf("fork at %d: the marker after recovery still records the fork (%v): %q", at, err, b)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// The marker's record is spent: a later crash recovery, the
+		// fork removed since, brings nothing back.
+		if _, err := testLogAt(t, fsys).Remove(f.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// testLogAt opens the writer of /h/events again, on a store a test left.
+func testLogAt(t *testing.T, fsys vfs.FS) *Log {
+	t.Helper()
+	l, err := Open("/h/events", Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// forkState is what forkWorkload had acknowledged when it crashed.
+type forkState struct {
+	parent  ID
+	fork    ID // zero until Fork returned
+	forkEvs int
+}
+
+// forkWorkload makes a session of 3 events, forks it at 2 with its own
+// title and tags, appends to the fork, and forks the fork at 0, recording
+// what each step acknowledged; it never closes (its writer is killed).
+func forkWorkload(fsys *vfs.MemFS, st *forkState) error {
+	clk := &clock.Fixed{T: time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)}
+	l, err := Open("/h/events", Options{FS: fsys, Writable: true, Clock: clk})
+	if err != nil {
+		return err
+	}
+	p, err := l.Create(Meta{Title: "parent", Workspace: "/w"})
+	if err != nil {
+		return err
+	}
+	st.parent = p.ID
+	for i := 0; i < 3; i++ {
+		if _, err := l.Append(p.ID, Event{Kind: KindUser, Body: body(i)}); err != nil {
+			return err
+		}
+	}
+	f, err := l.Fork(p.ID, 2, Meta{Title: "fork", Tags: []string{"keep"}})
+	if err != nil {
+		return err
+	}
+	st.fork, st.forkEvs = f.ID, 2
+	if _, err := l.Append(f.ID, Event{Kind: KindUser, Body: body(9)}); err != nil {
+		return err
+	}
+	if err := l.Flush(); err != nil {
+		return err
+	}
+	st.forkEvs = 3
+	_, err = l.Fork(f.ID, 0, Meta{Title: "fork of fork"})
+	return err
+}
+
+// TestForkCrashSweepLostMeta crashes a fork at every write, with the
+// strict crash state and random survivals of unsynced writes; each state
+// is recovered as it is, and again with the forks' .meta lost before the
+// recovery. After it, every log has its .meta (no fork is half there),
+// every session made by a fork is whole (its parent, fork point, title,
+// tags and the events it copied), and an acknowledged fork is there with
+// every event acknowledged.
+func TestForkCrashSweepLostMeta(t *testing.T) {
+	var st forkState
+	n := vfstest.Sweep(t, rand.New(rand.NewPCG(3, 4)), 6, nil,
+		func(fsys *vfs.MemFS) error {
+			st = forkState{}
+			return forkWorkload(fsys, &st)
+		},
+		func(k int, states []*vfs.MemFS) {
+			for i, crashed := range states {
+				for _, lose := range []bool{false, true} {
+					fsys := crashed.KillClone()
+					if lose {
+						ents, _ := fsys.ReadDir("/h/events")
+						for _, e := range ents {
+							b, _ := vfs.ReadFile(fsys, "/h/events/"+e.Name())
+							if strings.HasSuffix(e.Name(), ".meta") && strings.Contains(string(b), `"parent":`) {
+								if err := fsys.Remove("/h/events/" + e.Name()); err != nil {
+									t.Fatal(err)
+								}
+							}
+						}
+					}
+					checkForkRecovery(t, fsys, st, k, i, lose)
+				}
+			}
+		})
+	if n < 10 {
+		t.Fatalf("swept %d crash points: the workload writes more", n)
+	}
+	t.Logf("swept %d crash points", n)
+}
+
+func checkForkRecovery(t *testing.T, fsys *vfs.MemFS, st forkState, k, i int, lost bool) {
+	t.Helper()
+	where := func() string { return fmt.Sprintf("crash at %d, state %d (forks' .meta lost: %v)", k, i, lost) }
+	l, err := Open("/h/events", Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatalf("%s: open: %v", where(), err)
+	}
+	defer l.Close()
+	ents, err := fsys.ReadDir("/h/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".log")
+		if !ok {
+			continue
+		}
+		// A Create's log of no event, which a crash leaves before its
+		// writer wrote a marker, waits for a later recovery: nothing is
+		// lost with it.
+		if id, err := ParseID(name); err == nil && !vfs.Exists(fsys, l.metaPath(id)) && !(id != st.fork && logSize(fsys, l.logPath(id)) <= logHeaderSize) {
+			t.Fatalf("%s: recovery left the log %s without .meta (notices %q)", where(), e.Name(), l.Notices)
+		}
+	}
+	sessions, err := l.Sessions()
+	if err != nil {
+		t.Fatalf("%s: sessions: %v", where(), err)
+	}
+	found := false
+	for _, s := range sessions {
+		if s.Parent == nil {
+			if s.Title != "parent" {
+				t.Fatalf("%s: session %+v is none the workload made", where(), s.Meta)
+			}
+			continue
+		}
+		evs, err := l.Read(s.ID, 0, 10)
+		if err != nil {
+			t.Fatalf("%s: session %s is listed but does not read: %v", where(), s.ID, err)
+		}
+		switch {
+		case s.Title == "fork":
+			if pm, err := l.ReadMeta(*s.Parent); err != nil || pm.Title != "parent" {
+				t.Fatalf("%s: fork %s names parent %s: %v", where(), s.ID, *s.Parent, err)
+			}
+			if *s.ForkAt != 2 || s.Title != "fork" || !slices.Equal(s.Tags, []string{"keep"}) || s.Workspace != "/w" {
+				t.Fatalf("%s: fork %+v, want it at 2 with its title, tags and workspace", where(), s.Meta)
+			}
+			if len(evs) < 2 || evs[0].Body != body(0) || evs[1].Body != body(1) {
+				t.Fatalf("%s: fork %s holds %d events, not its parent's first 2", where(), s.ID, len(evs))
+			}
+			if s.ID == st.fork {
+				found = true
+				if len(evs) < st.forkEvs {
+					t.Fatalf("%s: fork has %d events, %d acknowledged", where(), len(evs), st.forkEvs)
+				}
+			}
+		case s.Title == "fork of fork":
+			if pm, err := l.ReadMeta(*s.Parent); err != nil || pm.Title != "fork" {
+				t.Fatalf("%s: fork of the fork %s names parent %s: %v", where(), s.ID, *s.Parent, err)
+			}
+			if *s.ForkAt != 0 || s.Title != "fork of fork" || len(evs) != 0 {
+				t.Fatalf("%s: fork of the fork %+v with %d events", where(), s.Meta, len(evs))
+			}
+		default:
+			t.Fatalf("%s: session %+v is no fork the workload made", where(), s.Meta)
+		}
+		if seq, err := l.Append(s.ID, Event{Kind: KindNote, Body: body(7)}); err != nil || seq != uint64(len(evs)) {
+			t.Fatalf("%s: append to %s after recovery: seq %d, %v", where(), s.ID, seq, err)
+		}
+	}
+	if st.fork != (ID{}) && !found {
+		t.Fatalf("%s: the acknowledged fork %s is gone (notices %q)", where(), st.fork, l.Notices)
+	}
+	if _, err := l.ReadMeta(st.parent); st.parent != (ID{}) && errors.Is(err, ErrNoSession) {
+		t.Fatalf("%s: the parent is gone", where())
+	}
+}
+
+func logSize(fsys vfs.FS, path string) int64 {
+	fi, err := fsys.Stat(path)
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
+}
+
+// TestRemovedForkNotRebuilt: a fork removed by the writer that made it,
+// the removal cut short after its .meta went (its log's removal failed),
+// keeps its log, which the marker both records as a fork and tags "rm".
+// The next writer's open removes that log: the removal was begun, and the
+// fork is not brought back from the marker's record of it.
+func TestRemovedForkNotRebuilt(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	parent := mustCreate(t, l, "parent")
+	if _, err := l.Append(parent.ID, Event{Kind: KindUser, Body: body(0)}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := l.Fork(parent.ID, 1, Meta{Title: "fork"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpRemove && strings.HasSuffix(path, ".log") {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	if _, err := l.Remove(f.ID); err == nil {
+		t.Fatal("setup: the removal with its log's removal failing succeeded")
+	}
+	fsys.SetHook(nil)
+	if vfs.Exists(fsys, l.metaPath(f.ID)) || !vfs.Exists(fsys, l.logPath(f.ID)) {
+		t.Fatal("setup: want the fork's log left without its .meta")
+	}
+	// l crashes: no Close.
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.ReadMeta(f.ID); !errors.Is(err, ErrNoSession) {
+		t.Fatalf("a fork being removed is back after recovery (notices %q)", w.Notices)
+	}
+	if vfs.Exists(fsys, l.logPath(f.ID)) {
+		t.Fatalf("the recovery left the log of a fork being removed (notices %q)", w.Notices)
+	}
+}
+
+// TestDamagedForkLostMetaKept: an acknowledged fork whose .meta is lost
+// and whose log's header was then damaged (a disk fault) is not rebuilt
+// (its log does not read as the fork's), and not removed either, as a
+// fork never made would be: it may hold acknowledged events, so it is
+// kept and named, as any log without .meta.
+func TestDamagedForkLostMetaKept(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	parent := mustCreate(t, l, "parent")
+	if _, err := l.Append(parent.ID, Event{Kind: KindUser, Body: body(0)}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := l.Fork(parent.ID, 1, Meta{Title: "fork"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// l crashes; the fork's .meta is lost and its log's header damaged.
+	if err := fsys.Remove(l.metaPath(f.ID)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := vfs.ReadFile(fsys, l.logPath(f.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[20] ^= 0xff
+	if err := fsys.WriteFileAtomic(l.logPath(f.ID), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatalf("open with a damaged fork log without .meta: %v", err)
+	}
+	defer w.Close()
+	if vfs.Exists(fsys, l.metaPath(f.ID)) {
+		t.Fatal("the recovery rebuilt the metadata of a log whose header does not read")
+	}
+	if !vfs.Exists(fsys, l.logPath(f.ID)) || len(w.Notices) != 1 || !strings.Contains(w.Notices[0], "kept") {
+		t.Fatalf("the recovery did not keep the damaged log of an acknowledged fork (notices %q)", w.Notices)
+	}
+}

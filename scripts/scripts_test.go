@@ -27,6 +27,7 @@ import (
 
 	"github.com/rookhq/rook/agent/mcpclient"
 	"github.com/rookhq/rook/cli"
+	"github.com/rookhq/rook/eventlog"
 )
 
 func TestMain(m *testing.M) {
@@ -57,6 +58,7 @@ func TestScripts(t *testing.T) {
 			// for the session scripts
 			"setenvfromstdout": setEnvFromStdout,
 			"repeatfile":       repeatFile,
+			"crashfork":        crashFork,
 			// for the capture, diff, rewind and checkpoint scripts
 			"checkmode": checkMode,
 			"checkdir":  checkDir,
@@ -503,4 +505,24 @@ func TestDeadURLRefuses(t *testing.T) {
 		}
 		t.Fatalf("dial %s: %v, want connection refused", addr, err)
 	}
+}
+
+// crashfork HOME PARENT AT TITLE: fork session PARENT at AT in HOME's event
+// logs, as `rook session fork` does, and print the fork's id, leaving
+// the writer as a kill after the fork does: not closed, its
+// WRITER-ACTIVE in place. No lock is taken: nothing else writes while a
+// script runs its commands one at a time.
+func crashFork(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: crashfork HOME PARENT AT TITLE")
+	}
+	l, err := eventlog.Open(filepath.Join(ts.MkAbs(args[0]), "events"), eventlog.Options{Writable: true})
+	ts.Check(err)
+	parent, err := eventlog.ParseID(args[1])
+	ts.Check(err)
+	at, err := strconv.ParseUint(args[2], 10, 64)
+	ts.Check(err)
+	m, err := l.Fork(parent, at, eventlog.Meta{Title: args[3]})
+	ts.Check(err)
+	fmt.Fprintln(ts.Stdout(), m.ID)
 }

@@ -32,6 +32,7 @@ FUZZ_TARGETS := \
 	./index:FuzzDecodeMeta \
 	./eventlog:FuzzDecodeEventRecord \
 	./eventlog:FuzzParseLogHeader \
+	./eventlog:FuzzReadMarker \
 	./agent:FuzzStringValues \
 	./agent:FuzzCutLine \
 	./agent:FuzzDecodeSourceLine \

@@ -2,12 +2,17 @@ package eventlog
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"hash/crc32"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rookhq/rook/internal/fuzzseed"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // fuzzBase is the base time the fuzz targets decode records against.
@@ -85,11 +90,109 @@ func FuzzParseLogHeader(f *testing.F) {
 	})
 }
 
+// markerSeeds are dirty markers: one with a size, tags and a fork's
+// record, and one whose fork record's checksum does not hold.
+func markerSeeds() [][]byte {
+	var id, parent ID
+	copy(id[:], "0123456789abcdef")
+	copy(parent[:], "fedcba9876543210")
+	at := uint64(3)
+	rec, err := markerFork(Meta{V: metaVersion, ID: id, Title: "a fork", Workspace: "/w", Created: time.UnixMilli(fuzzBase).UTC(), Parent: &parent, ForkAt: &at, Tags: []string{"keep"}})
+	if err != nil {
+		panic(err)
+	}
+	head := "2026-12-03T08:00:00Z\n"
+	good := head + markerLine(parent, 200) + markerTag(id, tagNew) + rec + markerTag(parent, tagRemoving)
+	// The record whole but its checksum off by one digit: a line the
+	// crash garbled where its metadata still reads.
+	garbled := []byte(rec)
+	garbled[len(garbled)-2] ^= 1
+	return [][]byte{[]byte(good), append([]byte(head), garbled...)}
+}
+
+// FuzzReadMarker: a dirty marker of any bytes reads without a panic, and
+// a fork's record it gives is a fork's, under its own id, that re-encodes
+// to a line reading back the same.
+func FuzzReadMarker(f *testing.F) {
+	for _, s := range markerSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fsys := vfs.NewMem()
+		if err := fsys.WriteFileAtomic("/m", b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, _, forks := readMarker(fsys, "/m")
+		for id, m := range forks {
+			if m.ID != id || m.Parent == nil || m.ForkAt == nil {
+				t.Fatalf("fork record %+v under %s", m, id)
+			}
+			line, err := markerFork(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line = strings.TrimSuffix(line, "\n")
+			back, ok := parseMarkerFork(strings.Fields(line), line)
+			if !ok {
+				t.Fatalf("re-encoded fork record %q does not read", line)
+			}
+			b1, _ := json.Marshal(m)
+			b2, _ := json.Marshal(back)
+			if !bytes.Equal(b1, b2) {
+				t.Fatalf("fork record reads back as %s, was %s", b2, b1)
+			}
+		}
+	})
+}
+
 func TestWriteFuzzSeeds(t *testing.T) {
 	var id ID
 	copy(id[:], "0123456789abcdef")
 	fuzzseed.Write(t, map[string][][]byte{
 		"FuzzDecodeEventRecord": recordSeeds(),
 		"FuzzParseLogHeader":    {encodeHeader(logHeader{id: id, base: fuzzBase}), []byte("rookevt\x00")},
+		"FuzzReadMarker":        markerSeeds(),
 	})
+}
+
+// TestMarkerForkRecord: a fork's record in the dirty marker reads back as
+// the metadata written; a line whose checksum does not hold (torn or
+// garbled by a crash), or whose metadata names another session or is no
+// fork's, gives nothing.
+func TestMarkerForkRecord(t *testing.T) {
+	seeds := markerSeeds()
+	fsys := vfs.NewMem()
+	if err := fsys.WriteFileAtomic("/m", seeds[0], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sizes, tags, forks := readMarker(fsys, "/m")
+	var id, parent ID
+	copy(id[:], "0123456789abcdef")
+	copy(parent[:], "fedcba9876543210")
+	m, ok := forks[id]
+	if !ok || len(forks) != 1 || *m.Parent != parent || *m.ForkAt != 3 || m.Title != "a fork" || m.Workspace != "/w" || len(m.Tags) != 1 || !m.Created.Equal(time.UnixMilli(fuzzBase)) {
+		t.Fatalf("fork records %+v", forks)
+	}
+	if sizes[parent] != 200 || tags[id] != tagNew || tags[parent] != tagRemoving {
+		t.Fatalf("the fork record disturbed the other lines: sizes %v, tags %v", sizes, tags)
+	}
+	if err := fsys.WriteFileAtomic("/m", seeds[1], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, forks := readMarker(fsys, "/m"); len(forks) != 0 {
+		t.Fatalf("a garbled fork record read as %+v", forks)
+	}
+	// Checksums that hold over metadata no fork's, or another session's.
+	other := m
+	other.ID = parent
+	notFork := m
+	notFork.ForkAt = nil
+	for _, bad := range []Meta{other, notFork} {
+		b, _ := json.Marshal(bad)
+		s := fmt.Sprintf("%s %s %s", id, tagFork, base64.RawURLEncoding.EncodeToString(b))
+		line := fmt.Sprintf("%s %08x", s, crc32.Checksum([]byte(s), castagnoli))
+		if _, ok := parseMarkerFork(strings.Fields(line), line); ok {
+			t.Fatalf("record of %s read as a fork's record of %s", b, id)
+		}
+	}
 }

@@ -138,6 +138,7 @@ func forkWorkload(fsys *vfs.MemFS, st *forkState) error {
 // every event acknowledged.
 func TestForkCrashSweepLostMeta(t *testing.T) {
 	var st forkState
+	rebuilt := map[bool]int{} // recoveries that rebuilt a fork's .meta, by whether the .meta was lost
 	n := vfstest.Sweep(t, rand.New(rand.NewPCG(3, 4)), 6, nil,
 		func(fsys *vfs.MemFS) error {
 			st = forkState{}
@@ -158,24 +159,35 @@ func TestForkCrashSweepLostMeta(t *testing.T) {
 							}
 						}
 					}
-					checkForkRecovery(t, fsys, st, k, i, lose)
+					if checkForkRecovery(t, fsys, st, k, i, lose) {
+						rebuilt[lose]++
+					}
 				}
 			}
 		})
 	if n < 10 {
 		t.Fatalf("swept %d crash points: the workload writes more", n)
 	}
-	t.Logf("swept %d crash points", n)
+	if rebuilt[true] == 0 {
+		t.Fatal("no recovery rebuilt a fork's .meta: the sweep does not reach what it tests")
+	}
+	t.Logf("swept %d crash points; recoveries that rebuilt a fork's .meta: %d with the forks' .meta lost, %d as the crash left them", n, rebuilt[true], rebuilt[false])
 }
 
-func checkForkRecovery(t *testing.T, fsys *vfs.MemFS, st forkState, k, i int, lost bool) {
+// checkForkRecovery recovers fsys and checks it; it says whether the
+// recovery rebuilt a fork's .meta.
+func checkForkRecovery(t *testing.T, fsys *vfs.MemFS, st forkState, k, i int, lost bool) bool {
 	t.Helper()
 	where := func() string { return fmt.Sprintf("crash at %d, state %d (forks' .meta lost: %v)", k, i, lost) }
 	l, err := Open("/h/events", Options{FS: fsys, Writable: true})
 	if err != nil {
 		t.Fatalf("%s: open: %v", where(), err)
 	}
-	defer l.Close()
+	defer func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("%s: close after recovery: %v", where(), err)
+		}
+	}()
 	ents, err := fsys.ReadDir("/h/events")
 	if err != nil {
 		t.Fatal(err)
@@ -185,10 +197,10 @@ func checkForkRecovery(t *testing.T, fsys *vfs.MemFS, st forkState, k, i int, lo
 		if !ok {
 			continue
 		}
-		// A Create's log of no event, which a crash leaves before its
-		// writer wrote a marker, waits for a later recovery: nothing is
-		// lost with it.
-		if id, err := ParseID(name); err == nil && !vfs.Exists(fsys, l.metaPath(id)) && !(id != st.fork && logSize(fsys, l.logPath(id)) <= logHeaderSize) {
+		// The parent's Create cut short leaves a log of no event before
+		// its writer wrote a marker: it waits for a later recovery,
+		// nothing is lost with it. Any other log has its .meta.
+		if id, err := ParseID(name); err == nil && !vfs.Exists(fsys, l.metaPath(id)) && !(st.parent == ID{} && logSize(fsys, l.logPath(id)) <= logHeaderSize) {
 			t.Fatalf("%s: recovery left the log %s without .meta (notices %q)", where(), e.Name(), l.Notices)
 		}
 	}
@@ -245,6 +257,12 @@ func checkForkRecovery(t *testing.T, fsys *vfs.MemFS, st forkState, k, i int, lo
 	if _, err := l.ReadMeta(st.parent); st.parent != (ID{}) && errors.Is(err, ErrNoSession) {
 		t.Fatalf("%s: the parent is gone", where())
 	}
+	for _, n := range l.Notices {
+		if strings.HasPrefix(n, "rebuilt ") {
+			return true
+		}
+	}
+	return false
 }
 
 func logSize(fsys vfs.FS, path string) int64 {

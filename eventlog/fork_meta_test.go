@@ -68,23 +68,7 @@ func TestForkLostMetaRebuilt(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		// The marker's record is spent: a later crash recovery, the
-		// fork removed since, brings nothing back.
-		if _, err := testLogAt(t, fsys).Remove(f.ID); err != nil {
-			t.Fatal(err)
-		}
 	}
-}
-
-// testLogAt opens the writer of /h/events again, on a store a test left.
-func testLogAt(t *testing.T, fsys vfs.FS) *Log {
-	t.Helper()
-	l, err := Open("/h/events", Options{FS: fsys, Writable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
 }
 
 // forkState is what forkWorkload had acknowledged when it crashed.

@@ -328,21 +328,42 @@ func (r *ObjectReader) readRange(off, n int64) ([]byte, error) {
 // WriteTo writes the whole object to w, hashed as it goes: the bytes
 // written are only known to be the object's once it returns nil (see
 // Store.WriteTo). An error of w is returned as it was.
+//
+// A gc or repack of the same Store that moves the object while it is being
+// written (moved) does not fail it: the rest is read from where the object
+// is now, from the byte reached (what was written is skipped, not written
+// again), and the hash covers what w got from both records.
 func (r *ObjectReader) WriteTo(w io.Writer) (int64, error) {
-	n, err := r.writeTo(w)
-	if n > 0 {
-		return n, err // part written: not to be written again
+	sum := blake3.New()
+	n, err := r.writeFrom(w, sum, 0)
+	var werr *writeError
+	if errors.As(err, &werr) {
+		return n, werr.err // w's own error (a closed file too): not a move
 	}
 	if again, err := r.moved(err); !again {
 		return n, err
 	}
-	return r.writeTo(w)
+	m, err := r.writeFrom(w, sum, n)
+	if errors.As(err, &werr) {
+		err = werr.err
+	}
+	return n + m, err
 }
 
-func (r *ObjectReader) writeTo(w io.Writer) (int64, error) {
+// writeFrom writes the object from offset off to w, adding it to sum,
+// which holds the object's first off bytes, and checks sum against the
+// object's id once the last byte is written. An error of w is returned
+// as a *writeError.
+func (r *ObjectReader) writeFrom(w io.Writer, sum *blake3.Hasher, off int64) (int64, error) {
 	if r.full {
-		n, err := w.Write(r.data)
-		return int64(n), err
+		// Verified when read; the hash still covers the part written
+		// from the record it was read from before it moved.
+		n, err := callerWriter{w}.Write(r.data[off:])
+		if err != nil || off == 0 {
+			return int64(n), err
+		}
+		sum.Write(r.data[off:])
+		return int64(n), r.checkSum(sum)
 	}
 	if err := r.check(); err != nil {
 		return 0, err
@@ -352,28 +373,34 @@ func (r *ObjectReader) writeTo(w io.Writer) (int64, error) {
 		return 0, err
 	}
 	defer done()
-	sum := blake3.New()
-	n, err := io.Copy(io.MultiWriter(callerWriter{w}, sum), io.LimitReader(blk, r.size))
-	var werr *writeError
-	if errors.As(err, &werr) {
-		return n, werr.err
+	if _, err := io.CopyN(io.Discard, blk, off); err != nil {
+		return 0, r.bad(fmt.Sprintf("%v: decoding up to offset %d: %v", ErrBadRecord, off, err), err)
+	}
+	n, err := io.Copy(io.MultiWriter(callerWriter{w}, sum), io.LimitReader(blk, r.size-off))
+	if _, ok := err.(*writeError); ok {
+		return n, err
 	}
 	if err != nil {
 		return n, r.bad(fmt.Sprintf("read: %v", err), err)
 	}
-	if n != r.size {
-		return n, r.bad(fmt.Sprintf("%v: decoded %d bytes, header says %d", ErrBadRecord, n, r.size), ErrBadRecord)
+	if off+n != r.size {
+		return n, r.bad(fmt.Sprintf("%v: decoded %d bytes, header says %d", ErrBadRecord, off+n, r.size), ErrBadRecord)
 	}
 	// A frame that decodes past the block is damage.
 	if extra, err := io.Copy(io.Discard, blk); err != nil || extra != 0 {
 		return n, r.bad(fmt.Sprintf("%v: the record decodes past its block", ErrBadRecord), ErrBadRecord)
 	}
+	return n, r.checkSum(sum)
+}
+
+// checkSum checks the hash of every byte written against the object's id.
+func (r *ObjectReader) checkSum(sum *blake3.Hasher) error {
 	var sumKey Key
 	copy(sumKey[:], sum.Sum(nil))
 	if sumKey != r.id {
-		return n, r.bad("content hash mismatch", nil)
+		return r.bad("content hash mismatch", nil)
 	}
-	return n, nil
+	return nil
 }
 
 // ReadAll returns the whole object, verified against its id. An object

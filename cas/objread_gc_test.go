@@ -3,6 +3,8 @@ package cas
 import (
 	"bytes"
 	"errors"
+	"io/fs"
+	"path/filepath"
 	"testing"
 
 	"github.com/rookhq/rook/internal/vfs"
@@ -50,5 +52,90 @@ func TestObjectReaderAfterARepackRemovedItsSegment(t *testing.T) {
 				t.Fatalf("range after the store closed: %v, want ErrClosed", err)
 			}
 		})
+	}
+}
+
+// A repack in the same process that closed the segment handle after
+// WriteTo had written part of the object made WriteTo fail (the handle
+// closed under it), where ReadRange finds the object where it is now and
+// reads again. WriteTo now goes on from the byte it reached, in the
+// object's new record: the writer gets every byte once.
+func TestObjectReaderWriteToResumesAfterARepackMidCopy(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"raw", noise(2<<20, 9)}, {"zstd", mixed(2<<20, 9)}} {
+		t.Run(c.name, func(t *testing.T) {
+			fsys := vfs.NewMem()
+			s, home := newStore(t, fsys, Options{})
+			id := mustPut(t, s, KindToolResult, c.data)
+			if err := s.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			info, err := s.Stat(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seg := filepath.Join(home, SegmentsDir, segName(info.Segment))
+			if _, err := fsys.Stat(seg); err != nil {
+				t.Fatalf("segment path: %v", err)
+			}
+			// The first read of the object's segment once part of it
+			// was written runs a repack, which removes that segment and
+			// closes the store's handle to it before the read.
+			var out bytes.Buffer
+			repacked := false
+			var rp RepackReport
+			var rerr error
+			fsys.SetHook(func(op vfs.Op, path string) error {
+				if op != vfs.OpRead || path != seg || out.Len() == 0 || repacked {
+					return nil
+				}
+				repacked = true
+				rp, rerr = s.Repack(nil)
+				return nil
+			})
+			n, err := s.WriteTo(id, &out)
+			fsys.SetHook(nil)
+			if !repacked || rerr != nil || rp.SegmentsRemoved == 0 {
+				t.Fatalf("no repack mid-copy: ran %v, %+v, %v", repacked, rp, rerr)
+			}
+			if err != nil {
+				t.Fatalf("WriteTo after a repack mid-copy: %d bytes, %v", n, err)
+			}
+			if n != int64(len(c.data)) || !bytes.Equal(out.Bytes(), c.data) {
+				t.Fatalf("WriteTo wrote %d bytes (returned %d), want the object's %d exactly", out.Len(), n, len(c.data))
+			}
+		})
+	}
+}
+
+// closedWriter takes its first write and fails every later one as a
+// closed file does.
+type closedWriter struct{ writes int }
+
+func (w *closedWriter) Write(p []byte) (int, error) {
+	w.writes++
+	if w.writes > 1 {
+		return 0, fs.ErrClosed
+	}
+	return len(p), nil
+}
+
+// A writer that fails as a closed file does is the caller's error, not a
+// segment a repack closed: WriteTo returns it without reading the object
+// again or writing to the writer again.
+func TestObjectReaderWriteToReturnsAClosedWritersError(t *testing.T) {
+	s, _ := newStore(t, nil, Options{})
+	data := noise(2<<20, 9)
+	id := mustPut(t, s, KindToolResult, data)
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	w := &closedWriter{}
+	n, err := s.WriteTo(id, w)
+	var ce *CorruptError
+	if !errors.Is(err, fs.ErrClosed) || errors.As(err, &ce) || n == 0 || w.writes != 2 {
+		t.Fatalf("WriteTo to a closed writer: %d bytes, %d writes, %v", n, w.writes, err)
 	}
 }

@@ -567,6 +567,9 @@ func (s *Store) openIndex() error {
 	case !s.opts.Writable && errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("index %s is missing: run `rook store reindex` to rebuild it from the segments", s.indexPath())
 	case !s.opts.Writable:
+		if oserr, ok := indexReadFailure(s.indexPath(), err); ok {
+			return errors.New(indexReadFailed(s.indexPath(), oserr, "the command"))
+		}
 		return fmt.Errorf("index %s is damaged (%v): run `rook store reindex` to rebuild it from the segments", s.indexPath(), err)
 	case errors.Is(err, index.ErrCorrupt) || errors.Is(err, fs.ErrNotExist):
 		// A writer rebuilds: the segments are the truth. (A missing index

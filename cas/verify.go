@@ -1,12 +1,15 @@
 package cas
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/rookhq/rook/dict"
+	"github.com/rookhq/rook/index"
 )
 
 func (d *Damage) index(all []Damage) int {
@@ -25,7 +28,21 @@ type Problem struct {
 	Segment string `json:"segment,omitempty"`
 	Offset  int64  `json:"offset"`
 	Reason  string `json:"reason"`
+	// Status says what a problem of the index is: ProblemIndexDamaged or
+	// ProblemIndexReadFailed; empty for the others.
+	Status string `json:"status,omitempty"`
 }
+
+// The Status of a problem of the index.
+const (
+	// ProblemIndexDamaged: the index's bytes do not check out; a
+	// reindex rebuilds it from the segments.
+	ProblemIndexDamaged = "index_damaged"
+	// ProblemIndexReadFailed: reading the index failed (an I/O error,
+	// permission denied, too many open files): what it holds is not
+	// known to be wrong, and the fix is the disk or the permissions.
+	ProblemIndexReadFailed = "index_read_failed"
+)
 
 func (p Problem) String() string {
 	where := ""
@@ -62,8 +79,12 @@ type VerifyReport struct {
 	Dictionaries   []NeededDict `json:"dictionaries_needed,omitempty"`
 	// TornTail describes unacknowledged bytes at the end of the newest
 	// segment that the next writer will cut: a crash's leftovers, not damage.
-	TornTail string    `json:"torn_tail,omitempty"`
-	Problems []Problem `json:"problems"`
+	TornTail string `json:"torn_tail,omitempty"`
+	// IndexReadFailed: a read of the index failed (not damage): the
+	// report is of the part that was read, and verify is to run again
+	// once the disk or the permissions are fixed.
+	IndexReadFailed bool      `json:"index_read_failed"`
+	Problems        []Problem `json:"problems"`
 }
 
 // NeededDict is a dictionary that intact records need and that cannot be
@@ -108,15 +129,23 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 	}
 	for attempt := 0; ; attempt++ {
 		if err := s.refreshView(); err != nil {
-			return VerifyReport{}, err
+			var rep VerifyReport
+			if _, ok := indexReadFailure(s.indexPath(), err); ok && attempt == 0 {
+				rep.addIndexProblem(s.indexPath(), err)
+				return rep, nil
+			}
+			return rep, err
 		}
 		before, berr := s.storeState()
 		rep, err := s.verifyOnce(progress)
-		if (err == nil && len(rep.Problems) == 0) || attempt == 4 || berr != nil {
+		if (err == nil && len(rep.Problems) == 0) || attempt == 4 || berr != nil || rep.IndexReadFailed {
 			return rep, err
 		}
 		if err := s.tree.Refresh(); err != nil {
-			return rep, err
+			// What was found stands, with why it was not looked at
+			// again: a read of the index that failed is not damage.
+			rep.addIndexProblem(s.indexPath(), err)
+			return rep, nil
 		}
 		if after, aerr := s.storeState(); aerr != nil || after == before {
 			return rep, err
@@ -138,13 +167,47 @@ func (s *Store) storeState() (string, error) {
 // out, said as the other commands say it (the file named, the index
 // error in brackets). The index package's errors begin "index: " already
 // (index.ErrCorrupt's text): prefixed again they read "index: index:
-// corrupt".
+// corrupt". A read of the file the OS failed is not damage, and says so.
 func indexProblem(path string, err error) Problem {
+	if oserr, ok := indexReadFailure(path, err); ok {
+		return Problem{Status: ProblemIndexReadFailed, Reason: indexReadFailed(path, oserr, "`rook store verify`")}
+	}
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "index: ") {
 		msg = "index: " + msg
 	}
-	return Problem{Reason: fmt.Sprintf("index %s is damaged (%s)", path, msg)}
+	return Problem{Status: ProblemIndexDamaged, Reason: fmt.Sprintf("index %s is damaged (%s)", path, msg)}
+}
+
+// indexReadFailure is the OS's error of an operation on the index file
+// at path that failed (an I/O error, permission denied, too many open
+// files), and whether err is one: that is not damage (index.ErrCorrupt).
+func indexReadFailure(path string, err error) (error, bool) {
+	var pe *fs.PathError
+	if err == nil || errors.Is(err, index.ErrCorrupt) || !errors.As(err, &pe) || pe.Path != path {
+		return nil, false
+	}
+	return pe.Err, true
+}
+
+// indexReadFailed says that reading the index at path failed with the
+// OS's error oserr, and what to do: not a rebuild, but the disk or the
+// permissions, and then the command again.
+func indexReadFailed(path string, oserr error, again string) string {
+	return fmt.Sprintf("reading index %s failed (%v): that is not damage, and the store may be fine: check the disk and the file's permissions (or the open-files limit), then run %s again", path, oserr, again)
+}
+
+// addIndexProblem records a problem of the index in rep: a read that
+// failed once (the reads after it fail alike and say nothing more).
+func (rep *VerifyReport) addIndexProblem(path string, err error) {
+	p := indexProblem(path, err)
+	if p.Status == ProblemIndexReadFailed {
+		if rep.IndexReadFailed {
+			return
+		}
+		rep.IndexReadFailed = true
+	}
+	rep.Problems = append(rep.Problems, p)
 }
 
 func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, error) {
@@ -155,7 +218,7 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 		}
 	}
 	if err := s.tree.Check(); err != nil {
-		rep.Problems = append(rep.Problems, indexProblem(s.indexPath(), err))
+		rep.addIndexProblem(s.indexPath(), err)
 	}
 	segs, err := s.listSegments()
 	if err != nil {
@@ -270,11 +333,14 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 		}
 		return true
 	})
+	// The walk stopped where a read failed: every object after it was
+	// not looked at (not an orphan) and the counters not summed.
+	walked := err == nil || errors.Is(err, index.ErrCorrupt)
 	if err != nil {
-		rep.Problems = append(rep.Problems, indexProblem(s.indexPath(), err))
+		rep.addIndexProblem(s.indexPath(), err)
 	}
 	for _, f := range facts {
-		if !f.used {
+		if !f.used && walked {
 			rep.Orphans++
 		}
 	}
@@ -283,7 +349,7 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 		if d.NeedsDict {
 			p.Reason = d.Reason + " (the record itself is intact: put the dictionary file back)"
 		}
-		if !damageUsed[i] {
+		if !damageUsed[i] && walked {
 			p.Reason += " (no live object is stored there)"
 		}
 		rep.Problems = append(rep.Problems, p)
@@ -306,6 +372,9 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 		}
 	}
 	for _, k := range Kinds {
+		if !walked {
+			break
+		}
 		s.mu.Lock()
 		want := s.committedKind(snap.UserMeta(), k)
 		s.mu.Unlock()

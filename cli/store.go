@@ -425,7 +425,17 @@ func (c *VerifyCmd) Run(e *Env) error {
 	for _, d := range rep.Dictionaries {
 		msg += fmt.Sprintf("; %s: %d object(s) in %d intact record(s) need it: put %s back from a backup", d.Problem, d.Objects, d.Records, d.File)
 	}
-	if rep.Unreadable < len(rep.Problems)-rep.DamagedRegions-rep.WaitingRecords {
+	// A read of the index that failed is no damage to rebuild: what
+	// failed, and to run verify again once the disk or the permissions
+	// are fixed (what the rest found stands for the part read).
+	readFailed := 0
+	for _, pr := range rep.Problems {
+		if pr.Status == cas.ProblemIndexReadFailed {
+			readFailed++
+			msg += "; " + pr.Reason
+		}
+	}
+	if rep.Unreadable < len(rep.Problems)-rep.DamagedRegions-rep.WaitingRecords-readFailed {
 		msg += "; `rook store reindex` rebuilds the index from what the segments hold"
 	}
 	if missing := refs.Missing(); missing > 0 {

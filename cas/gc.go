@@ -43,8 +43,11 @@ type GCReport struct {
 	MovedDamaged []string `json:"moved_damaged,omitempty"`
 	// Kept: segments rewritten but left in place, as repack's are: damaged
 	// ones an entry still points into, and ones the index names objects
-	// in that they do not hold (cut short).
-	Kept []string `json:"kept_damaged,omitempty"`
+	// in that they do not hold (cut short). Not those kept because the
+	// index could not be read, which are not known to be damaged: every
+	// segment left in place is in KeptInPlace, with why.
+	Kept        []string      `json:"kept_damaged,omitempty"`
+	KeptInPlace []KeptInPlace `json:"kept,omitempty"`
 	// TempFiles and TempBytes: the temporary files of durable writes a
 	// crash left, removed (a dry run: to remove). The caller that knows
 	// every part of the home fills them (agent.Rook.GC).
@@ -142,7 +145,8 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 		return rep, nil
 	}
 	st, err := s.rewriteLocked(targets, func(id Key, _ entry) bool { return !dead[id] }, opts.Progress)
-	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.MovedDamaged, rep.Kept = st.rewritten, st.removed, st.movedDamaged, st.kept
+	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.MovedDamaged = st.rewritten, st.removed, st.movedDamaged
+	rep.Kept, rep.KeptInPlace = st.keptDamaged(), st.kept
 	if err != nil {
 		return rep, err
 	}
@@ -154,14 +158,16 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 
 // RepackReport says what a repack did.
 type RepackReport struct {
-	SegmentsRewritten int      `json:"segments_rewritten"`
-	SegmentsRemoved   int      `json:"segments_removed"`
-	Objects           int64    `json:"objects"`
-	StoredBefore      int64    `json:"stored_before"`
-	StoredAfter       int64    `json:"stored_after"`
-	DiskBefore        int64    `json:"disk_before"`
-	DiskAfter         int64    `json:"disk_after"`
-	Kept              []string `json:"kept_damaged,omitempty"`
+	SegmentsRewritten int   `json:"segments_rewritten"`
+	SegmentsRemoved   int   `json:"segments_removed"`
+	Objects           int64 `json:"objects"`
+	StoredBefore      int64 `json:"stored_before"`
+	StoredAfter       int64 `json:"stored_after"`
+	DiskBefore        int64 `json:"disk_before"`
+	DiskAfter         int64 `json:"disk_after"`
+	// Kept and KeptInPlace: as GCReport's.
+	Kept        []string      `json:"kept_damaged,omitempty"`
+	KeptInPlace []KeptInPlace `json:"kept,omitempty"`
 	// MovedDamaged: damaged segments no index entry pointed into any
 	// more, moved from segments/ to torn/.
 	MovedDamaged []string `json:"moved_damaged,omitempty"`
@@ -171,6 +177,30 @@ type RepackReport struct {
 	// segment is listed once per dictionary it waits for, in id order.
 	KeptNeedsDict []KeptSegment `json:"kept_needs_dictionary,omitempty"`
 }
+
+// Why a gc or repack left a segment it rewrote in place (KeptInPlace).
+const (
+	// KeptDamaged: damage in it (not a missing dictionary) that an
+	// index entry still points into, or that holds the only copy of an
+	// object that reads, or that could not be moved to torn/.
+	KeptDamaged = "damaged"
+	// KeptIndexNamesMissing: the index names objects in it that are not
+	// among its records (cut short at a record boundary, or replaced).
+	KeptIndexNamesMissing = "index_names_missing"
+	// KeptIndexUnreadable: the index could not be read to check that
+	// nothing names it any more. Nothing is known to be wrong with it.
+	KeptIndexUnreadable = "index_unreadable"
+)
+
+// KeptInPlace is a segment a gc or repack rewrote and left in place.
+type KeptInPlace struct {
+	Segment string `json:"segment"`
+	Reason  string `json:"reason"` // KeptDamaged, KeptIndexNamesMissing or KeptIndexUnreadable
+	Detail  string `json:"detail"` // the segment, what is known of it and what to do
+}
+
+// Damaged reports whether the segment is known to be damaged.
+func (k KeptInPlace) Damaged() bool { return k.Reason != KeptIndexUnreadable }
 
 // KeptSegment is a segment a repack left in place, and the dictionary its
 // records wait for.
@@ -210,7 +240,8 @@ func (s *Store) Repack(progress func(done, total int64)) (RepackReport, error) {
 		targets[n] = true
 	}
 	st, err := s.rewriteLocked(targets, func(Key, entry) bool { return true }, progress)
-	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.Objects, rep.Kept, rep.KeptNeedsDict = st.rewritten, st.removed, st.moved, st.kept, st.keptNeedsDict
+	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.Objects, rep.KeptNeedsDict = st.rewritten, st.removed, st.moved, st.keptNeedsDict
+	rep.Kept, rep.KeptInPlace = st.keptDamaged(), st.kept
 	rep.MovedDamaged = st.movedDamaged
 	rep.StoredAfter = s.totalStored()
 	if after, derr := s.diskUsage(); derr == nil {
@@ -230,9 +261,26 @@ func (s *Store) totalStored() int64 {
 type rewriteStats struct {
 	rewritten, removed int
 	moved              int64
-	kept               []string      // damaged segments, and ones the index still names, left in place
+	kept               []KeptInPlace // damaged segments, and ones the index still names or could not be read for, left in place
 	keptNeedsDict      []KeptSegment // undamaged ones left for their dictionary
 	movedDamaged       []string      // damaged segments nothing needed, moved to torn/
+}
+
+// keep records a segment left in place.
+func (st *rewriteStats) keep(n uint32, reason, detail string) {
+	st.kept = append(st.kept, KeptInPlace{Segment: segName(n), Reason: reason, Detail: detail})
+}
+
+// keptDamaged is the details of the segments left in place that are
+// known to be damaged (the reports' kept_damaged).
+func (st *rewriteStats) keptDamaged() []string {
+	var out []string
+	for _, k := range st.kept {
+		if k.Damaged() {
+			out = append(out, k.Detail)
+		}
+	}
+	return out
 }
 
 // rewriteLocked moves the objects keep accepts out of the target segments
@@ -417,12 +465,12 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 	if len(damaged) > 0 {
 		for _, d := range damaged {
 			if used == nil || used[d.n] > 0 || d.waits || s.holdsOnlyCopy(d.stale) {
-				st.kept = append(st.kept, d.msg)
+				st.keep(d.n, KeptDamaged, d.msg)
 				continue
 			}
 			aside, err := s.moveToTorn(d.n)
 			if aside == "" {
-				st.kept = append(st.kept, d.msg) // not moved: in place
+				st.keep(d.n, KeptDamaged, d.msg) // not moved: in place
 				continue
 			}
 			st.movedDamaged = append(st.movedDamaged, fmt.Sprintf("%s (no object needs it any more; kept as %s)", d.msg, aside))
@@ -438,9 +486,9 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 	for _, n := range removable {
 		switch {
 		case used == nil:
-			st.kept = append(st.kept, fmt.Sprintf("%s (the index could not be read to check that nothing names it any more; run `rook store verify`)", segName(n)))
+			st.keep(n, KeptIndexUnreadable, fmt.Sprintf("%s (not known to be damaged: the index could not be read to check that nothing names it any more; run `rook store verify`, then gc or repack again to remove it)", segName(n)))
 		case used[n] > 0:
-			st.kept = append(st.kept, fmt.Sprintf("%s (the index names %d object(s) in it that are not among its records: it was cut short or replaced since; put the whole file back from a backup, or run `rook store reindex` to forget them)", segName(n), used[n]))
+			st.keep(n, KeptIndexNamesMissing, fmt.Sprintf("%s (the index names %d object(s) in it that are not among its records: it was cut short or replaced since; put the whole file back from a backup, or run `rook store reindex` to forget them)", segName(n), used[n]))
 		default:
 			gone = append(gone, n)
 		}

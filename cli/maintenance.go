@@ -168,14 +168,26 @@ func printGC(e *Env, rep cas.GCReport, grace time.Duration) {
 		return
 	}
 	fmt.Fprintf(w, "rewrote %d segment(s), removed %d; on disk %s → %s\n", rep.SegmentsRewritten, rep.SegmentsRemoved, formatBytes(rep.DiskBefore), formatBytes(rep.DiskAfter))
-	for _, m := range rep.MovedDamaged {
-		fmt.Fprintf(w, "moved damaged segment %s\n", m)
-	}
-	for _, k := range rep.Kept {
-		fmt.Fprintf(w, "kept damaged segment %s: `rook store verify` lists what it affects\n", k)
-	}
+	printSegmentsLeft(w, "", rep.MovedDamaged, rep.KeptInPlace)
 	if rep.TooNew > 0 {
 		fmt.Fprintln(w, "objects written in the grace period are kept: a capture in flight looks like garbage until the event naming it lands")
+	}
+}
+
+// printSegmentsLeft says, each line after prefix, which segments a gc or
+// repack rewrote and moved to torn/ (damaged, nothing needing them) or
+// left in place, and why: only one known to be damaged is called so (one
+// kept because the index could not be read is not known to be).
+func printSegmentsLeft(w io.Writer, prefix string, moved []string, kept []cas.KeptInPlace) {
+	for _, m := range moved {
+		fmt.Fprintf(w, "%smoved damaged segment %s\n", prefix, m)
+	}
+	for _, k := range kept {
+		if k.Damaged() {
+			fmt.Fprintf(w, "%skept damaged segment %s: `rook store verify` lists what it affects\n", prefix, k.Detail)
+		} else {
+			fmt.Fprintf(w, "%skept segment %s\n", prefix, k.Detail)
+		}
 	}
 }
 
@@ -213,12 +225,7 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 	} else {
 		fmt.Fprintf(e.Stdout, "repacked %d objects from %d segment(s): stored %s → %s, on disk %s → %s\n", rep.Objects, rep.SegmentsRewritten,
 			formatBytes(rep.StoredBefore), formatBytes(rep.StoredAfter), formatBytes(rep.DiskBefore), formatBytes(rep.DiskAfter))
-		for _, k := range rep.Kept {
-			fmt.Fprintf(e.Stdout, "kept damaged segment %s: `rook store verify` lists what it affects\n", k)
-		}
-		for _, k := range rep.MovedDamaged {
-			fmt.Fprintf(e.Stdout, "moved damaged segment %s\n", k)
-		}
+		printSegmentsLeft(e.Stdout, "", rep.MovedDamaged, rep.KeptInPlace)
 		for _, k := range rep.KeptNeedsDict {
 			fmt.Fprintf(e.Stdout, "kept segment %s: its records need dictionary %d, which cannot be loaded (%s): put %s back from a backup\n", k.Segment, k.Dict, k.Problem, k.File)
 		}
@@ -228,6 +235,9 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 	var msgs []string
 	if len(rep.Kept) > 0 {
 		msgs = append(msgs, fmt.Sprintf("%d damaged segment(s) kept in place", len(rep.Kept)))
+	}
+	if n := len(rep.KeptInPlace) - len(rep.Kept); n > 0 {
+		msgs = append(msgs, fmt.Sprintf("%d segment(s) kept in place, not known to be damaged: the index could not be read to check that nothing names them any more; run `rook store verify`, then `rook store repack` again", n))
 	}
 	if len(rep.KeptNeedsDict) > 0 {
 		// Every dictionary, once: the segments may wait for several, and

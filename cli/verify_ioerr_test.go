@@ -38,23 +38,10 @@ func TestVerifyIndexReadFailureIsNotDamage(t *testing.T) {
 	}
 }
 
-func verifyIndexReadFailure(t *testing.T, home string, arm func(op vfs.Op, path string) bool, again string, asJSON bool) {
-	fsys := vfs.NewMem()
-	if _, err := cas.Init(fsys, nil, home); err != nil {
-		t.Fatal(err)
-	}
-	s, err := cas.Open(home, cas.Options{FS: fsys, Writable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 100 {
-		if _, err := s.Put(cas.KindFile, bytes.Repeat([]byte{byte(i)}, 200+i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+// failIndexReads makes every read of the index of the store at home fail
+// with EIO from the first operation arm is true of (that one included),
+// and returns the index's path.
+func failIndexReads(fsys *vfs.MemFS, home string, arm func(op vfs.Op, path string) bool) string {
 	idx := filepath.Join(home, cas.IndexDir, cas.IndexFile)
 	armed := false
 	fsys.SetHook(func(op vfs.Op, path string) error {
@@ -64,8 +51,37 @@ func verifyIndexReadFailure(t *testing.T, home string, arm func(op vfs.Op, path 
 		}
 		return nil
 	})
+	return idx
+}
+
+// newMemStore makes a store at home in a new MemFS holding n small
+// objects, written and synced.
+func newMemStore(t *testing.T, home string, n int) *vfs.MemFS {
+	t.Helper()
+	fsys := vfs.NewMem()
+	if _, err := cas.Init(fsys, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	s, err := cas.Open(home, cas.Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := s.Put(cas.KindFile, bytes.Repeat([]byte{byte(i)}, 200+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return fsys
+}
+
+func verifyIndexReadFailure(t *testing.T, home string, arm func(op vfs.Op, path string) bool, again string, asJSON bool) {
+	fsys := newMemStore(t, home, 100)
+	idx := failIndexReads(fsys, home, arm)
 	var out, errb bytes.Buffer
-	err = (&VerifyCmd{}).Run(&Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, JSON: asJSON})
+	err := (&VerifyCmd{}).Run(&Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, JSON: asJSON})
 	fsys.SetHook(nil)
 	if err == nil {
 		t.Fatal("verify passed a store whose index reads fail")

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// `rook store repack` called a segment it kept because the index could
+// not be read "kept damaged segment" (and counted it among the damaged
+// in its verdict and in kept_damaged): nothing said it was damaged. It
+// now says it is kept and not known to be damaged, and --json gives its
+// reason in kept.
+func TestRepackKeptForAnUnreadableIndexIsNotCalledDamaged(t *testing.T) {
+	home := "/home/u/.rook"
+	for _, asJSON := range []bool{false, true} {
+		fsys := newMemStore(t, home, 20)
+		// The index's reads fail from the repack's commit on.
+		failIndexReads(fsys, home, func(op vfs.Op, path string) bool {
+			return op == vfs.OpSync && filepath.Dir(path) == filepath.Join(home, cas.IndexDir)
+		})
+		var out, errb bytes.Buffer
+		err := (&StoreRepackCmd{}).Run(&Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, JSON: asJSON})
+		fsys.SetHook(nil)
+		if err == nil || strings.Contains(err.Error(), "damaged segment") || !strings.Contains(err.Error(), "1 segment(s) kept in place, not known to be damaged") {
+			t.Errorf("json %v: verdict %v: want the segment kept, not called damaged", asJSON, err)
+		}
+		if !asJSON {
+			if strings.Contains(out.String(), "damaged segment") || !strings.Contains(out.String(), "kept segment 00000001.seg (not known to be damaged: the index could not be read") {
+				t.Errorf("output:\n%s\nwant 00000001.seg kept, not known to be damaged", out.String())
+			}
+			continue
+		}
+		var rep struct {
+			KeptDamaged []string          `json:"kept_damaged"`
+			Kept        []cas.KeptInPlace `json:"kept"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("%v: %s", err, out.String())
+		}
+		if len(rep.KeptDamaged) != 0 || len(rep.Kept) != 1 || rep.Kept[0].Reason != cas.KeptIndexUnreadable || rep.Kept[0].Segment != "00000001.seg" {
+			t.Errorf("--json: %s: want 00000001.seg in kept with reason %s, and no kept_damaged", out.String(), cas.KeptIndexUnreadable)
+		}
+	}
+}

@@ -244,6 +244,7 @@ func printMaintain(w io.Writer, rep agent.MaintainReport) {
 			g.Scanned, g.Reachable, g.Collectable, formatBytes(g.DiskBefore-g.DiskAfter), g.TooNew)
 	}
 	printSwept(w, dry+"gc: ", g)
+	printSegmentsLeft(w, "gc: ", g.MovedDamaged, g.KeptInPlace)
 
 	for _, t := range rep.Trained {
 		would := t.Kept || (rep.DryRun && t.DictBytes > 0 && t.Gain > int64(t.DictBytes))
@@ -278,6 +279,9 @@ func printMaintain(w io.Writer, rep agent.MaintainReport) {
 		fmt.Fprintf(w, "budget: deleted %d oldest unprotected session(s) in %d round(s); gc collected %d (%s freed)\n",
 			len(rep.BudgetDeleted), rep.BudgetRounds, collected, formatBytes(freed))
 		printSessionRefs(w, rep.BudgetDeleted)
+		for _, b := range rep.BudgetGC {
+			printSegmentsLeft(w, "budget: gc: ", b.MovedDamaged, b.KeptInPlace)
+		}
 	}
 	if budget > 0 {
 		fmt.Fprintf(w, "%sstored %s of the %s budget\n", dry, formatBytes(rep.StoredAfter), formatBytes(budget))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/internal/vfs"
 )
@@ -45,6 +46,29 @@ func TestRepackKeptForAnUnreadableIndexIsNotCalledDamaged(t *testing.T) {
 		}
 		if len(rep.KeptDamaged) != 0 || len(rep.Kept) != 1 || rep.Kept[0].Reason != cas.KeptIndexUnreadable || rep.Kept[0].Segment != "00000001.seg" {
 			t.Errorf("--json: %s: want 00000001.seg in kept with reason %s, and no kept_damaged", out.String(), cas.KeptIndexUnreadable)
+		}
+	}
+}
+
+// maintain's text named no segment its gc kept or moved (only --json
+// did); it names them as gc does, those of the budget's rounds too, and
+// calls one kept for an unreadable index what it is.
+func TestPrintMaintainNamesSegmentsKeptAndMoved(t *testing.T) {
+	rep := agent.MaintainReport{
+		GC: cas.GCReport{MovedDamaged: []string{"00000001.seg (x) (no object needs it any more; kept as T)"},
+			KeptInPlace: []cas.KeptInPlace{{Segment: "00000002.seg", Reason: cas.KeptDamaged, Detail: "00000002.seg (y)"}}},
+		Budget: 1000, BudgetRounds: 1, BudgetDeleted: []agent.SessionRef{},
+		BudgetGC: []cas.GCReport{{KeptInPlace: []cas.KeptInPlace{{Segment: "00000003.seg", Reason: cas.KeptIndexUnreadable, Detail: "00000003.seg (not known to be damaged: z)"}}}},
+	}
+	var out bytes.Buffer
+	printMaintain(&out, rep)
+	for _, want := range []string{
+		"\ngc: moved damaged segment 00000001.seg (x) (no object needs it any more; kept as T)\n",
+		"\ngc: kept damaged segment 00000002.seg (y): `rook store verify` lists what it affects\n",
+		"\nbudget: gc: kept segment 00000003.seg (not known to be damaged: z)\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output:\n%s\nwant the line %q", out.String(), strings.TrimSpace(want))
 		}
 	}
 }

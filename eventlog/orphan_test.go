@@ -9,55 +9,100 @@ import (
 	"github.com/rookhq/rook/internal/vfs"
 )
 
+// orphanStore is the set-up of the recovery tests: event logs on a MemFS
+// with a writer (l) and a session (s) holding one event, its log (log)
+// and its metadata (meta); a parent session, when forks are made from it.
+type orphanStore struct {
+	t         *testing.T
+	fsys      *vfs.MemFS
+	l         *Log
+	s         Meta
+	log, meta string
+}
+
+// newOrphanStore makes it, l in bulk mode if bulk (the session then
+// created in bulk, its metadata written at the next flush).
+func newOrphanStore(t *testing.T, title string, bulk bool) *orphanStore {
+	t.Helper()
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	l.SetBulk(bulk)
+	s := mustCreate(t, l, title)
+	if _, err := l.Append(s.ID, Event{Kind: KindUser, Body: body(0)}); err != nil {
+		t.Fatal(err)
+	}
+	return &orphanStore{t: t, fsys: fsys, l: l, s: s, log: l.logPath(s.ID), meta: l.metaPath(s.ID)}
+}
+
+// failing runs do with the operations fail is true of failing
+// (vfs.ErrInjected), and wants do to fail.
+func (o *orphanStore) failing(what string, fail func(op vfs.Op, path string) bool, do func() error) {
+	o.t.Helper()
+	o.fsys.SetHook(func(op vfs.Op, path string) error {
+		if fail(op, path) {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	err := do()
+	o.fsys.SetHook(nil)
+	if err == nil {
+		o.t.Fatalf("%s succeeded", what)
+	}
+}
+
+// must fails the test on err.
+func (o *orphanStore) must(err error) {
+	o.t.Helper()
+	if err != nil {
+		o.t.Fatal(err)
+	}
+}
+
+// loseMeta removes a session's .meta, as a hand or a disk fault does.
+func (o *orphanStore) loseMeta(id ID) {
+	o.t.Helper()
+	o.must(o.fsys.Remove(o.l.metaPath(id)))
+}
+
+// recover opens the next writer, whose open runs the recovery, and closes
+// it; it returns whether the log at path is still there, and the notices
+// of the open.
+func (o *orphanStore) recover(path string) (kept bool, notices []string) {
+	o.t.Helper()
+	w, err := Open("/h/events", Options{FS: o.fsys, Writable: true})
+	o.must(err)
+	kept = vfs.Exists(o.fsys, path)
+	o.must(w.Close())
+	return kept, w.Notices
+}
+
 // TestLostMetaLogIsKept: a session whose .meta is lost some other way than
 // a crash of the writer (deleted by hand, a disk fault) still holds
 // acknowledged events in its log. The recovery after a later writer's
 // crash keeps that log where it is, and says so in a notice naming it.
 func TestLostMetaLogIsKept(t *testing.T) {
-	fsys := vfs.NewMem()
-	l := testLog(t, fsys, Options{})
-	lost := mustCreate(t, l, "lost")
-	if _, err := l.Append(lost.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	before, err := vfs.ReadFile(fsys, l.logPath(lost.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrphanStore(t, "lost", false)
+	o.must(o.l.Close())
+	before, err := vfs.ReadFile(o.fsys, o.log)
+	o.must(err)
 	// A writer appends to another session and dies without closing.
-	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, err := Open("/h/events", Options{FS: o.fsys, Writable: true})
+	o.must(err)
 	other := mustCreate(t, w, "other")
-	if _, err := w.Append(other.ID, Event{Kind: KindUser, Body: body(2)}); err != nil {
-		t.Fatal(err)
+	_, err = w.Append(other.ID, Event{Kind: KindUser, Body: body(2)})
+	o.must(err)
+	o.must(w.Flush())
+	o.loseMeta(o.s.ID)
+	kept, notices := o.recover(o.log)
+	if !kept {
+		t.Fatal("the recovery removed a log of acknowledged events whose .meta was lost")
 	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
+	if after, err := vfs.ReadFile(o.fsys, o.log); err != nil || string(after) != string(before) {
+		t.Fatalf("the recovery changed a log whose .meta was lost: %v", err)
 	}
-	if err := fsys.Remove(l.metaPath(lost.ID)); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open("/h/events", Options{FS: fsys, Writable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, err := vfs.ReadFile(fsys, l.logPath(lost.ID))
-	if err != nil {
-		t.Fatalf("the recovery removed a log of acknowledged events whose .meta was lost: %v", err)
-	}
-	if string(after) != string(before) {
-		t.Fatal("the recovery changed a log whose .meta was lost")
-	}
-	if len(r.Notices) != 1 || !strings.Contains(r.Notices[0], filepath.Base(l.logPath(lost.ID))) || !strings.Contains(r.Notices[0], "rook doctor") {
-		t.Fatalf("notices %q: want one naming the kept log", r.Notices)
-	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
+	if len(notices) != 1 || !strings.Contains(notices[0], filepath.Base(o.log)) || !strings.Contains(notices[0], "rook doctor") {
+		t.Fatalf("notices %q: want one naming the kept log", notices)
 	}
 }
 
@@ -65,41 +110,18 @@ func TestLostMetaLogIsKept(t *testing.T) {
 // failed to remove the log leaves the dirty marker, so the next writer's
 // open finishes the removal.
 func TestRemoveCutShortIsFinished(t *testing.T) {
-	fsys := vfs.NewMem()
-	l := testLog(t, fsys, Options{})
-	gone := mustCreate(t, l, "gone")
-	if _, err := l.Append(gone.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	logPath := l.logPath(gone.ID)
-	fsys.SetHook(func(op vfs.Op, path string) error {
-		if op == vfs.OpRemove && path == logPath {
-			return vfs.ErrInjected
-		}
-		return nil
+	o := newOrphanStore(t, "gone", false)
+	o.must(o.l.Flush())
+	o.failing("remove with its log's removal failing", func(op vfs.Op, path string) bool { return op == vfs.OpRemove && path == o.log }, func() error {
+		_, err := o.l.Remove(o.s.ID)
+		return err
 	})
-	if _, err := l.Remove(gone.ID); err == nil {
-		t.Fatal("remove with its log's removal failing succeeded")
-	}
-	fsys.SetHook(nil)
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if !vfs.Exists(fsys, logPath) || vfs.Exists(fsys, l.metaPath(gone.ID)) {
+	o.must(o.l.Close())
+	if !vfs.Exists(o.fsys, o.log) || vfs.Exists(o.fsys, o.meta) {
 		t.Fatal("setup: want the .meta gone and the log left")
 	}
-	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if vfs.Exists(fsys, logPath) {
-		t.Fatalf("the next writer's open left the log of a session rm cut short (notices %q)", w.Notices)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
+	if kept, notices := o.recover(o.log); kept {
+		t.Fatalf("the next writer's open left the log of a session rm cut short (notices %q)", notices)
 	}
 }
 
@@ -108,36 +130,13 @@ func TestRemoveCutShortIsFinished(t *testing.T) {
 // failed there and died), was never acknowledged: the next writer's open
 // removes its log.
 func TestBulkOrphanWithRecordsIsRemoved(t *testing.T) {
-	fsys := vfs.NewMem()
-	l := testLog(t, fsys, Options{})
-	l.SetBulk(true)
-	m := mustCreate(t, l, "bulk")
-	if _, err := l.Append(m.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
-		t.Fatal(err)
-	}
-	fsys.SetHook(func(op vfs.Op, path string) error {
-		if strings.Contains(filepath.Base(path), ".meta") {
-			return vfs.ErrInjected
-		}
-		return nil
-	})
-	if err := l.Flush(); err == nil {
-		t.Fatal("flush with its metadata failing succeeded")
-	}
-	fsys.SetHook(nil)
-	fi, err := fsys.Stat(l.logPath(m.ID))
-	if err != nil || fi.Size() <= logHeaderSize {
+	o := newOrphanStore(t, "bulk", true)
+	o.failing("flush with its metadata failing", func(_ vfs.Op, path string) bool { return strings.Contains(filepath.Base(path), ".meta") }, o.l.Flush)
+	if fi, err := o.fsys.Stat(o.log); err != nil || fi.Size() <= logHeaderSize {
 		t.Fatalf("setup: want the log with records: %v", err)
 	}
-	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if vfs.Exists(fsys, l.logPath(m.ID)) {
-		t.Fatalf("the next writer's open left a bulk session's log never acknowledged (notices %q)", w.Notices)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
+	if kept, notices := o.recover(o.log); kept {
+		t.Fatalf("the next writer's open left a bulk session's log never acknowledged (notices %q)", notices)
 	}
 }
 
@@ -147,34 +146,15 @@ func TestBulkOrphanWithRecordsIsRemoved(t *testing.T) {
 // fork at 0 holds only its header when its metadata is written: its first
 // barrier names it with a size all the same.
 func TestForkLostMetaLogIsKept(t *testing.T) {
-	fsys := vfs.NewMem()
-	l := testLog(t, fsys, Options{})
-	parent := mustCreate(t, l, "parent")
-	if _, err := l.Append(parent.ID, Event{Kind: KindUser, Body: body(0)}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := l.Fork(parent.ID, 0, Meta{Title: "fork"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Append(f.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := fsys.Remove(l.metaPath(f.ID)); err != nil {
-		t.Fatal(err)
-	}
-	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !vfs.Exists(fsys, l.logPath(f.ID)) {
-		t.Fatalf("the recovery removed a fork's log of acknowledged events (notices %q)", w.Notices)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
+	o := newOrphanStore(t, "parent", false)
+	f, err := o.l.Fork(o.s.ID, 0, Meta{Title: "fork"})
+	o.must(err)
+	_, err = o.l.Append(f.ID, Event{Kind: KindUser, Body: body(1)})
+	o.must(err)
+	o.must(o.l.Flush())
+	o.loseMeta(f.ID)
+	if kept, notices := o.recover(o.l.logPath(f.ID)); !kept {
+		t.Fatalf("the recovery removed a fork's log of acknowledged events (notices %q)", notices)
 	}
 }
 
@@ -184,36 +164,14 @@ func TestForkLostMetaLogIsKept(t *testing.T) {
 // leaves that marker. The tag must not make a later recovery take the
 // fork's log for one never acknowledged once its .meta is lost.
 func TestStaleNewTagRemovesNothing(t *testing.T) {
-	fsys := vfs.NewMem()
-	l := testLog(t, fsys, Options{})
-	parent := mustCreate(t, l, "parent")
-	if _, err := l.Append(parent.ID, Event{Kind: KindUser, Body: body(0)}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := l.Fork(parent.ID, 1, Meta{Title: "fork"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := newOrphanStore(t, "parent", false)
+	f, err := o.l.Fork(o.s.ID, 1, Meta{Title: "fork"})
+	o.must(err)
 	// l crashes: no Close. The next writer recovers and closes.
-	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := fsys.Remove(l.metaPath(f.ID)); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open("/h/events", Options{FS: fsys, Writable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !vfs.Exists(fsys, l.logPath(f.ID)) {
-		t.Fatalf("a recovery removed an acknowledged fork's log on an earlier writer's tag (notices %q)", r.Notices)
-	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
+	o.recover(o.l.logPath(f.ID))
+	o.loseMeta(f.ID)
+	if kept, notices := o.recover(o.l.logPath(f.ID)); !kept {
+		t.Fatalf("a recovery removed an acknowledged fork's log on an earlier writer's tag (notices %q)", notices)
 	}
 }
 
@@ -223,50 +181,26 @@ func TestStaleNewTagRemovesNothing(t *testing.T) {
 // so that the next writer's open removes that log: left, nothing removed
 // it, and verify and doctor named it as a log that may hold events.
 func TestForkCutShortIsFinished(t *testing.T) {
-	fsys := vfs.NewMem()
-	l := testLog(t, fsys, Options{})
-	parent := mustCreate(t, l, "parent")
-	if _, err := l.Append(parent.ID, Event{Kind: KindUser, Body: body(0)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	fsys.SetHook(func(op vfs.Op, path string) error {
-		if op == vfs.OpRename && strings.HasSuffix(path, ".meta") {
-			return vfs.ErrInjected
-		}
-		return nil
+	o := newOrphanStore(t, "parent", false)
+	o.must(o.l.Flush())
+	o.failing("fork with its metadata failing", func(op vfs.Op, path string) bool { return op == vfs.OpRename && strings.HasSuffix(path, ".meta") }, func() error {
+		_, err := o.l.Fork(o.s.ID, 1, Meta{Title: "fork"})
+		return err
 	})
-	if _, err := l.Fork(parent.ID, 1, Meta{Title: "fork"}); err == nil {
-		t.Fatal("fork with its metadata failing succeeded")
-	}
-	fsys.SetHook(nil)
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	o.must(o.l.Close())
 	var orphans []string
-	ents, err := fsys.ReadDir("/h/events")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ents, err := o.fsys.ReadDir("/h/events")
+	o.must(err)
 	for _, e := range ents {
-		if name, ok := strings.CutSuffix(e.Name(), ".log"); ok && !vfs.Exists(fsys, filepath.Join("/h/events", name+".meta")) {
+		if name, ok := strings.CutSuffix(e.Name(), ".log"); ok && !vfs.Exists(o.fsys, filepath.Join("/h/events", name+".meta")) {
 			orphans = append(orphans, e.Name())
 		}
 	}
 	if len(orphans) != 1 {
 		t.Fatalf("setup: want the fork's log left without .meta, have %q", orphans)
 	}
-	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if vfs.Exists(fsys, filepath.Join("/h/events", orphans[0])) {
-		t.Fatalf("the next writer's open left the log of a fork cut short (notices %q)", w.Notices)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
+	if kept, notices := o.recover(filepath.Join("/h/events", orphans[0])); kept {
+		t.Fatalf("the next writer's open left the log of a fork cut short (notices %q)", notices)
 	}
 }
 
@@ -275,32 +209,15 @@ func TestForkCutShortIsFinished(t *testing.T) {
 // to it: its .meta lost before the recovery after the writer's crash, the
 // recovery keeps its log (its "new" tag must not read as never made).
 func TestBulkLostMetaLogIsKept(t *testing.T) {
-	fsys := vfs.NewMem()
-	l := testLog(t, fsys, Options{})
-	l.SetBulk(true)
-	m := mustCreate(t, l, "bulk")
-	if _, err := l.Append(m.ID, Event{Kind: KindUser, Body: body(1)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if !vfs.Exists(fsys, l.metaPath(m.ID)) {
+	o := newOrphanStore(t, "bulk", true)
+	o.must(o.l.Flush())
+	if !vfs.Exists(o.fsys, o.meta) {
 		t.Fatal("setup: the flush did not write the metadata")
 	}
 	// The writer dies without closing; the .meta is lost.
-	if err := fsys.Remove(l.metaPath(m.ID)); err != nil {
-		t.Fatal(err)
-	}
-	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !vfs.Exists(fsys, l.logPath(m.ID)) {
-		t.Fatalf("the recovery removed the log of a bulk session acknowledged (notices %q)", w.Notices)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
+	o.loseMeta(o.s.ID)
+	if kept, notices := o.recover(o.log); !kept {
+		t.Fatalf("the recovery removed the log of a bulk session acknowledged (notices %q)", notices)
 	}
 }
 

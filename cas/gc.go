@@ -38,16 +38,7 @@ type GCReport struct {
 	SegmentsRemoved   int   `json:"segments_removed"`
 	DiskBefore        int64 `json:"disk_before"`
 	DiskAfter         int64 `json:"disk_after"`
-	// MovedDamaged: damaged segments no index entry pointed into any
-	// more, moved from segments/ to torn/ (as repack does).
-	MovedDamaged []string `json:"moved_damaged,omitempty"`
-	// Kept: segments rewritten but left in place, as repack's are: damaged
-	// ones an entry still points into, and ones the index names objects
-	// in that they do not hold (cut short). Not those kept because the
-	// index could not be read, which are not known to be damaged: every
-	// segment left in place is in KeptInPlace, with why.
-	Kept        []string      `json:"kept_damaged,omitempty"`
-	KeptInPlace []KeptInPlace `json:"kept,omitempty"`
+	SegmentsLeft
 	// TempFiles and TempBytes: the temporary files of durable writes a
 	// crash left, removed (a dry run: to remove). The caller that knows
 	// every part of the home fills them (agent.Rook.GC).
@@ -145,8 +136,7 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 		return rep, nil
 	}
 	st, err := s.rewriteLocked(targets, func(id Key, _ entry) bool { return !dead[id] }, opts.Progress)
-	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.MovedDamaged = st.rewritten, st.removed, st.movedDamaged
-	rep.Kept, rep.KeptInPlace = st.keptDamaged(), st.kept
+	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.SegmentsLeft = st.rewritten, st.removed, st.segmentsLeft()
 	if err != nil {
 		return rep, err
 	}
@@ -165,12 +155,7 @@ type RepackReport struct {
 	StoredAfter       int64 `json:"stored_after"`
 	DiskBefore        int64 `json:"disk_before"`
 	DiskAfter         int64 `json:"disk_after"`
-	// Kept and KeptInPlace: as GCReport's.
-	Kept        []string      `json:"kept_damaged,omitempty"`
-	KeptInPlace []KeptInPlace `json:"kept,omitempty"`
-	// MovedDamaged: damaged segments no index entry pointed into any
-	// more, moved from segments/ to torn/.
-	MovedDamaged []string `json:"moved_damaged,omitempty"`
+	SegmentsLeft
 	// KeptNeedsDict: segments kept, undamaged, because records in them
 	// need a dictionary that cannot be loaded (its file is missing or
 	// damaged); what they hold reads again once the file is put back. A
@@ -191,6 +176,21 @@ const (
 	// nothing names it any more. Nothing is known to be wrong with it.
 	KeptIndexUnreadable = "index_unreadable"
 )
+
+// SegmentsLeft says which of the segments a gc or repack rewrote it did
+// not delete (GCReport, RepackReport).
+type SegmentsLeft struct {
+	// MovedDamaged: damaged segments no index entry pointed into any
+	// more, moved from segments/ to torn/.
+	MovedDamaged []string `json:"moved_damaged,omitempty"`
+	// Kept: segments left in place that are known to be damaged: damaged
+	// ones an entry still points into, and ones the index names objects
+	// in that they do not hold (cut short). Not those kept because the
+	// index could not be read, which are not known to be damaged: every
+	// segment left in place is in KeptInPlace, with why.
+	Kept        []string      `json:"kept_damaged,omitempty"`
+	KeptInPlace []KeptInPlace `json:"kept,omitempty"`
+}
 
 // KeptInPlace is a segment a gc or repack rewrote and left in place.
 type KeptInPlace struct {
@@ -241,7 +241,7 @@ func (s *Store) Repack(progress func(done, total int64)) (RepackReport, error) {
 	}
 	st, err := s.rewriteLocked(targets, func(Key, entry) bool { return true }, progress)
 	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.Objects, rep.KeptNeedsDict = st.rewritten, st.removed, st.moved, st.keptNeedsDict
-	rep.Kept, rep.KeptInPlace = st.keptDamaged(), st.kept
+	rep.SegmentsLeft = st.segmentsLeft()
 	rep.MovedDamaged = st.movedDamaged
 	rep.StoredAfter = s.totalStored()
 	if after, derr := s.diskUsage(); derr == nil {
@@ -271,16 +271,16 @@ func (st *rewriteStats) keep(n uint32, reason, detail string) {
 	st.kept = append(st.kept, KeptInPlace{Segment: segName(n), Reason: reason, Detail: detail})
 }
 
-// keptDamaged is the details of the segments left in place that are
-// known to be damaged (the reports' kept_damaged).
-func (st *rewriteStats) keptDamaged() []string {
-	var out []string
+// segmentsLeft is the segments moved to torn/ or left in place, and, of
+// these, the details of those known to be damaged (kept_damaged).
+func (st *rewriteStats) segmentsLeft() SegmentsLeft {
+	left := SegmentsLeft{MovedDamaged: st.movedDamaged, KeptInPlace: st.kept}
 	for _, k := range st.kept {
 		if k.Damaged() {
-			out = append(out, k.Detail)
+			left.Kept = append(left.Kept, k.Detail)
 		}
 	}
-	return out
+	return left
 }
 
 // rewriteLocked moves the objects keep accepts out of the target segments

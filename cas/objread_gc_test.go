@@ -10,22 +10,39 @@ import (
 	"github.com/rookhq/rook/internal/vfs"
 )
 
+// movedCases are the objects of the tests of a reader whose object a
+// repack moves: one stored raw, one compressed, each alone in its record.
+func movedCases() []struct {
+	name string
+	data []byte
+} {
+	return []struct {
+		name string
+		data []byte
+	}{{"raw", noise(2<<20, 9)}, {"zstd", mixed(2<<20, 9)}}
+}
+
+// syncedObject puts data, synced, into a new writable store on fsys, and
+// returns the store, its home and the object's id.
+func syncedObject(t *testing.T, fsys vfs.FS, data []byte) (*Store, string, Key) {
+	t.Helper()
+	s, home := newStore(t, fsys, Options{})
+	id := mustPut(t, s, KindToolResult, data)
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return s, home, id
+}
+
 // A repack in the same process that removes the segment an ObjectReader
 // reads from closed the store's handle under it: the next range read
 // failed as "object ... is corrupt" (read: file already closed), for an
 // object that was intact and had only moved; so did a read after the
 // store was closed.
 func TestObjectReaderAfterARepackRemovedItsSegment(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		data []byte
-	}{{"raw", noise(2<<20, 9)}, {"zstd", mixed(2<<20, 9)}} {
+	for _, c := range movedCases() {
 		t.Run(c.name, func(t *testing.T) {
-			s, _ := newStore(t, vfs.OS, Options{})
-			id := mustPut(t, s, KindToolResult, c.data)
-			if err := s.Sync(); err != nil {
-				t.Fatal(err)
-			}
+			s, _, id := syncedObject(t, vfs.OS, c.data)
 			r, err := s.OpenObject(id)
 			if err != nil {
 				t.Fatal(err)
@@ -61,17 +78,10 @@ func TestObjectReaderAfterARepackRemovedItsSegment(t *testing.T) {
 // reads again. WriteTo now goes on from the byte it reached, in the
 // object's new record: the writer gets every byte once.
 func TestObjectReaderWriteToResumesAfterARepackMidCopy(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		data []byte
-	}{{"raw", noise(2<<20, 9)}, {"zstd", mixed(2<<20, 9)}} {
+	for _, c := range movedCases() {
 		t.Run(c.name, func(t *testing.T) {
 			fsys := vfs.NewMem()
-			s, home := newStore(t, fsys, Options{})
-			id := mustPut(t, s, KindToolResult, c.data)
-			if err := s.Sync(); err != nil {
-				t.Fatal(err)
-			}
+			s, home, id := syncedObject(t, fsys, c.data)
 			info, err := s.Stat(id)
 			if err != nil {
 				t.Fatal(err)
@@ -126,12 +136,7 @@ func (w *closedWriter) Write(p []byte) (int, error) {
 // segment a repack closed: WriteTo returns it without reading the object
 // again or writing to the writer again.
 func TestObjectReaderWriteToReturnsAClosedWritersError(t *testing.T) {
-	s, _ := newStore(t, nil, Options{})
-	data := noise(2<<20, 9)
-	id := mustPut(t, s, KindToolResult, data)
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	s, _, id := syncedObject(t, vfs.NewMem(), noise(2<<20, 9))
 	w := &closedWriter{}
 	n, err := s.WriteTo(id, w)
 	var ce *CorruptError

@@ -55,10 +55,10 @@ func TestRepackKeptForAnUnreadableIndexIsNotCalledDamaged(t *testing.T) {
 // calls one kept for an unreadable index what it is.
 func TestPrintMaintainNamesSegmentsKeptAndMoved(t *testing.T) {
 	rep := agent.MaintainReport{
-		GC: cas.GCReport{MovedDamaged: []string{"00000001.seg (x) (no object needs it any more; kept as T)"},
-			KeptInPlace: []cas.KeptInPlace{{Segment: "00000002.seg", Reason: cas.KeptDamaged, Detail: "00000002.seg (y)"}}},
+		GC: cas.GCReport{SegmentsLeft: cas.SegmentsLeft{MovedDamaged: []string{"00000001.seg (x) (no object needs it any more; kept as T)"},
+			KeptInPlace: []cas.KeptInPlace{{Segment: "00000002.seg", Reason: cas.KeptDamaged, Detail: "00000002.seg (y)"}}}},
 		Budget: 1000, BudgetRounds: 1, BudgetDeleted: []agent.SessionRef{},
-		BudgetGC: []cas.GCReport{{KeptInPlace: []cas.KeptInPlace{{Segment: "00000003.seg", Reason: cas.KeptIndexUnreadable, Detail: "00000003.seg (not known to be damaged: z)"}}}},
+		BudgetGC: []cas.GCReport{{SegmentsLeft: cas.SegmentsLeft{KeptInPlace: []cas.KeptInPlace{{Segment: "00000003.seg", Reason: cas.KeptIndexUnreadable, Detail: "00000003.seg (not known to be damaged: z)"}}}}},
 	}
 	var out bytes.Buffer
 	printMaintain(&out, rep)

@@ -168,7 +168,7 @@ func printGC(e *Env, rep cas.GCReport, grace time.Duration) {
 		return
 	}
 	fmt.Fprintf(w, "rewrote %d segment(s), removed %d; on disk %s → %s\n", rep.SegmentsRewritten, rep.SegmentsRemoved, formatBytes(rep.DiskBefore), formatBytes(rep.DiskAfter))
-	printSegmentsLeft(w, "", rep.MovedDamaged, rep.KeptInPlace)
+	printSegmentsLeft(w, "", rep.SegmentsLeft)
 	if rep.TooNew > 0 {
 		fmt.Fprintln(w, "objects written in the grace period are kept: a capture in flight looks like garbage until the event naming it lands")
 	}
@@ -178,11 +178,11 @@ func printGC(e *Env, rep cas.GCReport, grace time.Duration) {
 // repack rewrote and moved to torn/ (damaged, nothing needing them) or
 // left in place, and why: only one known to be damaged is called so (one
 // kept because the index could not be read is not known to be).
-func printSegmentsLeft(w io.Writer, prefix string, moved []string, kept []cas.KeptInPlace) {
-	for _, m := range moved {
+func printSegmentsLeft(w io.Writer, prefix string, left cas.SegmentsLeft) {
+	for _, m := range left.MovedDamaged {
 		fmt.Fprintf(w, "%smoved damaged segment %s\n", prefix, m)
 	}
-	for _, k := range kept {
+	for _, k := range left.KeptInPlace {
 		if k.Damaged() {
 			fmt.Fprintf(w, "%skept damaged segment %s: `rook store verify` lists what it affects\n", prefix, k.Detail)
 		} else {
@@ -225,7 +225,7 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 	} else {
 		fmt.Fprintf(e.Stdout, "repacked %d objects from %d segment(s): stored %s → %s, on disk %s → %s\n", rep.Objects, rep.SegmentsRewritten,
 			formatBytes(rep.StoredBefore), formatBytes(rep.StoredAfter), formatBytes(rep.DiskBefore), formatBytes(rep.DiskAfter))
-		printSegmentsLeft(e.Stdout, "", rep.MovedDamaged, rep.KeptInPlace)
+		printSegmentsLeft(e.Stdout, "", rep.SegmentsLeft)
 		for _, k := range rep.KeptNeedsDict {
 			fmt.Fprintf(e.Stdout, "kept segment %s: its records need dictionary %d, which cannot be loaded (%s): put %s back from a backup\n", k.Segment, k.Dict, k.Problem, k.File)
 		}

@@ -244,7 +244,7 @@ func printMaintain(w io.Writer, rep agent.MaintainReport) {
 			g.Scanned, g.Reachable, g.Collectable, formatBytes(g.DiskBefore-g.DiskAfter), g.TooNew)
 	}
 	printSwept(w, dry+"gc: ", g)
-	printSegmentsLeft(w, "gc: ", g.MovedDamaged, g.KeptInPlace)
+	printSegmentsLeft(w, "gc: ", g.SegmentsLeft)
 
 	for _, t := range rep.Trained {
 		would := t.Kept || (rep.DryRun && t.DictBytes > 0 && t.Gain > int64(t.DictBytes))
@@ -280,7 +280,7 @@ func printMaintain(w io.Writer, rep agent.MaintainReport) {
 			len(rep.BudgetDeleted), rep.BudgetRounds, collected, formatBytes(freed))
 		printSessionRefs(w, rep.BudgetDeleted)
 		for _, b := range rep.BudgetGC {
-			printSegmentsLeft(w, "budget: gc: ", b.MovedDamaged, b.KeptInPlace)
+			printSegmentsLeft(w, "budget: gc: ", b.SegmentsLeft)
 		}
 	}
 	if budget > 0 {

@@ -242,7 +242,6 @@ func (s *Store) Repack(progress func(done, total int64)) (RepackReport, error) {
 	st, err := s.rewriteLocked(targets, func(Key, entry) bool { return true }, progress)
 	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.Objects, rep.KeptNeedsDict = st.rewritten, st.removed, st.moved, st.keptNeedsDict
 	rep.SegmentsLeft = st.segmentsLeft()
-	rep.MovedDamaged = st.movedDamaged
 	rep.StoredAfter = s.totalStored()
 	if after, derr := s.diskUsage(); derr == nil {
 		rep.DiskAfter = after.Total

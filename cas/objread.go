@@ -332,7 +332,8 @@ func (r *ObjectReader) readRange(off, n int64) ([]byte, error) {
 // A gc or repack of the same Store that moves the object while it is being
 // written (moved) does not fail it: the rest is read from where the object
 // is now, from the byte reached (what was written is skipped, not written
-// again), and the hash covers what w got from both records.
+// again), and the hash covers what w got from both records. Moved again
+// after that, it fails saying the output is partial and to run again.
 func (r *ObjectReader) WriteTo(w io.Writer) (int64, error) {
 	sum := blake3.New()
 	n, err := r.writeFrom(w, sum, 0)
@@ -346,6 +347,9 @@ func (r *ObjectReader) WriteTo(w io.Writer) (int64, error) {
 	m, err := r.writeFrom(w, sum, n)
 	if errors.As(err, &werr) {
 		err = werr.err
+	} else if n+m > 0 && errors.Is(err, fs.ErrClosed) {
+		// Moved again: not tried a third time, and not damage.
+		err = fmt.Errorf("object %s was moved twice by a gc or repack of this store while it was being written: the %d bytes written are only part of it (the object is not damaged); run the command again", Short(r.id), n+m)
 	}
 	return n + m, err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rookhq/rook/internal/vfs"
@@ -142,5 +143,41 @@ func TestObjectReaderWriteToReturnsAClosedWritersError(t *testing.T) {
 	var ce *CorruptError
 	if !errors.Is(err, fs.ErrClosed) || errors.As(err, &ce) || n == 0 || w.writes != 2 {
 		t.Fatalf("WriteTo to a closed writer: %d bytes, %d writes, %v", n, w.writes, err)
+	}
+}
+
+// A second gc in the same process that moves the object again while
+// WriteTo goes on from where the first left it is not tried a third time:
+// WriteTo fails saying that what was written is only part of the object
+// and to run again, not that the object is corrupt.
+func TestObjectReaderWriteToMovedTwiceSaysTheOutputIsPartial(t *testing.T) {
+	fsys := vfs.NewMem()
+	data := noise(2<<20, 9)
+	s, home, id := syncedObject(t, fsys, data)
+	// A repack at the first read of a segment after more of the object
+	// was written than at the last one, twice.
+	var out bytes.Buffer
+	repacks, at := 0, 0
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op != vfs.OpRead || filepath.Dir(path) != filepath.Join(home, SegmentsDir) || out.Len() <= at || repacks == 2 {
+			return nil
+		}
+		repacks, at = repacks+1, out.Len()
+		if _, err := s.Repack(nil); err != nil {
+			t.Errorf("repack: %v", err)
+		}
+		return nil
+	})
+	n, err := s.WriteTo(id, &out)
+	fsys.SetHook(nil)
+	if repacks != 2 {
+		t.Fatalf("%d repacks mid-copy, want 2", repacks)
+	}
+	var ce *CorruptError
+	if err == nil || errors.As(err, &ce) || !strings.Contains(err.Error(), "only part of it") || !strings.Contains(err.Error(), "run the command again") {
+		t.Fatalf("WriteTo with the object moved twice: %d bytes, %v; want it said partial, not corrupt", n, err)
+	}
+	if n != int64(out.Len()) || n == 0 || n >= int64(len(data)) || !bytes.Equal(out.Bytes(), data[:n]) {
+		t.Fatalf("wrote %d bytes (returned %d): want the object's first bytes, each once", out.Len(), n)
 	}
 }

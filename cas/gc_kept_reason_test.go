@@ -9,22 +9,20 @@ import (
 	"github.com/rookhq/rook/internal/vfs"
 )
 
-// failIndexReadsAfterCommit makes every read of the index fail (EIO) from
-// the first sync of it on: a gc's or repack's commit, when the store was
-// synced before.
-func failIndexReadsAfterCommit(fsys *vfs.MemFS, home string) {
-	dir := filepath.Join(home, IndexDir)
+// failIndexReads makes every read of the index fail with errno from the
+// first operation arm is true of (that one included), and returns the
+// index's path.
+func failIndexReads(fsys *vfs.MemFS, home string, errno syscall.Errno, arm func(op vfs.Op, path string) bool) string {
+	idx := filepath.Join(home, IndexDir, IndexFile)
 	armed := false
 	fsys.SetHook(func(op vfs.Op, path string) error {
-		if filepath.Dir(path) != dir {
-			return nil
-		}
-		armed = armed || op == vfs.OpSync
-		if armed && op == vfs.OpRead {
-			return syscall.EIO
+		armed = armed || arm(op, path)
+		if armed && op == vfs.OpRead && path == idx {
+			return errno
 		}
 		return nil
 	})
+	return idx
 }
 
 // A segment a gc or repack kept because the index could not be read (to
@@ -44,7 +42,11 @@ func TestKeptForAnUnreadableIndexIsNotDamaged(t *testing.T) {
 			if err := s.Sync(); err != nil {
 				t.Fatal(err)
 			}
-			failIndexReadsAfterCommit(fsys, home)
+			// From the gc's or repack's commit of the index on (the
+			// store was synced before).
+			failIndexReads(fsys, home, syscall.EIO, func(op vfs.Op, path string) bool {
+				return op == vfs.OpSync && path == filepath.Join(home, IndexDir, IndexFile)
+			})
 			var damaged []string
 			var kept []KeptInPlace
 			var err error

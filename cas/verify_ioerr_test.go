@@ -25,16 +25,8 @@ func TestVerifyTellsAnIndexReadFailureFromDamage(t *testing.T) {
 			s = reopen(t, s, false)
 			// Every read of the index fails once verify lists the
 			// segments (after a reader's look at the newest commit).
-			idx := filepath.Join(home, IndexDir, IndexFile)
-			armed := false
-			fsys.SetHook(func(op vfs.Op, path string) error {
-				if op == vfs.OpReadDir && path == filepath.Join(home, SegmentsDir) {
-					armed = true
-				}
-				if armed && op == vfs.OpRead && path == idx {
-					return errno
-				}
-				return nil
+			idx := failIndexReads(fsys, home, errno, func(op vfs.Op, path string) bool {
+				return op == vfs.OpReadDir && path == filepath.Join(home, SegmentsDir)
 			})
 			rep, err := s.Verify(nil)
 			fsys.SetHook(nil)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -598,6 +599,11 @@ func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, e
 			}
 		}
 		fi, err := os.Lstat(filepath.Join(c.real, filepath.FromSlash(rel)))
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			// A checkpoint of a path not there would be one whose restore
+			// removes it: refused, saying what to give instead.
+			return nil, fmt.Errorf("--path %s: there is no such file or directory in the workspace %s: nothing saved; name a file or directory in it, or leave --path out to capture the whole workspace", sub, c.m.Root)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("capture %s: %w", sub, err)
 		}

@@ -132,6 +132,9 @@ func (c *CatCmd) Run(e *Env) error {
 	}
 	defer s.Close()
 	id, err := s.Resolve(c.Prefix)
+	if nf := (*cas.NotFoundError)(nil); errors.As(err, &nf) {
+		return fmt.Errorf("%w: `rook store ls` lists the objects", err)
+	}
 	if err != nil {
 		return err
 	}

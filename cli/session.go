@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -187,13 +188,18 @@ func (c *SessionAppendCmd) Run(e *Env) error {
 	return nil
 }
 
-// dirGiven refuses a directory named where a file is read (FILE, --jsonl
-// FILE), a failure as a missing file is (exit 1), saying what to give:
-// read, it failed as "read input: read DIR: is a directory", with no word
-// of what to give instead.
-func dirGiven(what, path string) error {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
+// inputGiven refuses a directory, or a path that is not there, named
+// where a file is read (FILE, --jsonl FILE): a failure (exit 1) saying
+// what to give. Read, a directory failed as "read input: read DIR: is a
+// directory", a missing file as "read input: open F: no such file or
+// directory", with no word of what to give instead.
+func inputGiven(what, path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case err == nil && st.IsDir():
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%s %s is a directory: name a file (or - for standard input)", what, path)}
+	case errors.Is(err, fs.ErrNotExist):
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%s %s does not exist: name a file (or - for standard input)", what, path)}
 	}
 	return nil
 }
@@ -210,7 +216,7 @@ func readInput(e *Env, file, what string) ([]byte, error) {
 		e.stdinHint(what, "give a FILE")
 		b, err = io.ReadAll(e.Stdin)
 	} else {
-		if err := dirGiven("FILE", file); err != nil {
+		if err := inputGiven("FILE", file); err != nil {
 			return nil, err
 		}
 		b, err = os.ReadFile(file)
@@ -236,7 +242,7 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 	if c.JSONL == "-" {
 		e.stdinHint("the events, one JSON object a line,", "give --jsonl FILE")
 	} else {
-		if err := dirGiven("--jsonl", string(c.JSONL)); err != nil {
+		if err := inputGiven("--jsonl", string(c.JSONL)); err != nil {
 			return err
 		}
 		f, err := os.Open(string(c.JSONL))

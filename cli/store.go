@@ -50,7 +50,7 @@ func (c *PutCmd) Run(e *Env) error {
 	// whole into memory only to be refused (or to exhaust it).
 	in, name, size := e.Stdin, "standard input", int64(0)
 	if c.File != "-" {
-		if err := dirGiven("FILE", c.File); err != nil {
+		if err := inputGiven("FILE", c.File); err != nil {
 			return err
 		}
 		f, err := os.Open(c.File)

@@ -346,7 +346,7 @@ func (c *McpUninstallCmd) Run(e *Env) error {
 	}
 	out, removed, err := mcpConfigUninstall(data)
 	if err != nil {
-		return fmt.Errorf("%s: %v; nothing changed", path, err)
+		return fmt.Errorf("%s: %v; nothing changed (fix it, or take the entry out by hand: `rook mcp uninstall %s --print`)", path, err, cl.name)
 	}
 	if removed == nil {
 		rep.Action = "not_installed"

@@ -158,11 +158,21 @@ func TestLongWorkProgressOnATerminal(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(transcripts, "w", "s1.jsonl"), []byte(line), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	rollouts := filepath.Join(t.TempDir(), "sessions")
+	rollout := `{"timestamp":"2026-01-07T08:30:00.100Z","type":"session_meta","payload":{"id":"019b8a10-1111-7222-8333-944455566677","timestamp":"2026-01-07T08:30:00.050Z","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.80.0"}}` + "\n" +
+		`{"timestamp":"2026-01-07T08:30:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hello"}]}}` + "\n"
+	if err := os.MkdirAll(rollouts, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(rollouts, "rollout-2026-01-07T08-30-00-019b8a10-1111-7222-8333-944455566677.jsonl"), []byte(rollout), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"import", "claude-code", transcripts}, "\rimport claude-code: "},
+		{[]string{"import", "codex", rollouts}, "\rimport codex: "},
 		{[]string{"store", "verify"}, "\rverify: "},
 		{[]string{"store", "verify"}, "\rverify: sessions: "},
 		{[]string{"store", "reindex"}, "\rreindex: "},

@@ -1048,7 +1048,7 @@ type OffsetError struct {
 }
 
 func (e *OffsetError) Error() string {
-	return fmt.Sprintf("offset %d is past the end of event #%d's body (%d bytes)", e.Offset, e.Seq, e.Total)
+	return fmt.Sprintf("offset %d is past the end of event #%d's body (%d bytes): give --offset 0 to %d", e.Offset, e.Seq, e.Total, e.Total)
 }
 
 // Event returns one event of a session.

@@ -204,10 +204,13 @@ func ParseConfig(path string, data []byte) (Config, error) {
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&c)
 	if err != nil {
 		var pe toml.ParseError
+		// What to do is the same for both: the file is the user's to
+		// fix, and without it rook runs on its defaults.
+		const fix = ": fix the file (README.md, Settings, lists the keys), or remove it to use the defaults"
 		if errors.As(err, &pe) {
-			return Config{}, fmt.Errorf("%s: line %d: %s", path, pe.Position.Line, strings.TrimPrefix(pe.Message, "toml: "))
+			return Config{}, fmt.Errorf("%s: line %d: %s"+fix, path, pe.Position.Line, strings.TrimPrefix(pe.Message, "toml: "))
 		}
-		return Config{}, fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "toml: "))
+		return Config{}, fmt.Errorf("%s: %s"+fix, path, strings.TrimPrefix(err.Error(), "toml: "))
 	}
 	at := func(key ...string) string {
 		if n := keyLine(data, key); n > 0 {

@@ -216,6 +216,10 @@ func InitWith(fsys vfs.FS, clk clock.Clock, home string, opts Options) (existed 
 	}
 	if st, err := fsys.Stat(home); err == nil && !st.IsDir() {
 		return false, fmt.Errorf("%s is not a directory: give --home (or $ROOK_HOME) a directory, new or existing", home)
+	} else if errors.Is(err, syscall.ENOTDIR) {
+		if f := FileInTheWay(fsys, home); f != "" {
+			return false, fmt.Errorf("%s is a file, not a directory, so %s cannot be a store: give --home (or $ROOK_HOME) a directory, new or existing", f, home)
+		}
 	}
 	if err := DanglingHome(fsys, home); err != nil {
 		return false, err
@@ -334,6 +338,26 @@ func DanglingHome(fsys vfs.FS, home string) error {
 	return fmt.Errorf("%s is a symbolic link to a directory that does not exist (`ls -l %s` shows it): create the directory it names, or point it at an existing one, then run the command again", home, home)
 }
 
+// FileInTheWay names the file (anything but a directory) above home on
+// its path that keeps home from being a directory: the message says which
+// one, where "open HOME/FORMAT: not a directory" did not. "" when there is
+// none (or home itself is the file: its callers say that already).
+func FileInTheWay(fsys vfs.FS, home string) string {
+	for dir := filepath.Dir(home); dir != home; home, dir = dir, filepath.Dir(dir) {
+		st, err := fsys.Stat(dir)
+		if err == nil {
+			if st.IsDir() {
+				return ""
+			}
+			return dir
+		}
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return ""
+		}
+	}
+	return ""
+}
+
 // MissingStore turns err, from reading or stat-ing home's marker, into the
 // one message every command gives when there is no store at home (ErrNoStore,
 // with what to do). nil when err does not say the store is missing: the
@@ -346,6 +370,9 @@ func MissingStore(fsys vfs.FS, home string, err error) error {
 		}
 		return fmt.Errorf("%w: %s has no %s marker: run `rook init`", ErrNoStore, home, MarkerFile)
 	case errors.Is(err, syscall.ENOTDIR):
+		if f := FileInTheWay(fsys, home); f != "" {
+			return fmt.Errorf("%w: %s is a file, not a directory, so %s cannot be a store: give --home (or $ROOK_HOME) the store's directory", ErrNoStore, f, home)
+		}
 		return fmt.Errorf("%w: %s is not a directory: give --home (or $ROOK_HOME) the store's directory", ErrNoStore, home)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
@@ -87,6 +88,8 @@ func (c *DoctorCmd) Run(e *Env) error {
 	if st, err := e.FS.Stat(e.Home); err != nil {
 		if lerr := cas.DanglingHome(e.FS, e.Home); lerr != nil {
 			r.Problems = append(r.Problems, lerr.Error())
+		} else if f := cas.FileInTheWay(e.FS, e.Home); f != "" && errors.Is(err, syscall.ENOTDIR) {
+			r.Problems = append(r.Problems, fmt.Sprintf("%s is a file, not a directory, so %s cannot be a store: give --home (or $ROOK_HOME) the store's directory, or a new one for `rook init`", f, e.Home))
 		} else if errors.Is(err, fs.ErrNotExist) {
 			r.Problems = append(r.Problems, fmt.Sprintf("no store at %s: run `rook init`", e.Home))
 		} else {

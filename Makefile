@@ -32,7 +32,8 @@ FUZZ_TARGETS := \
 	./index:FuzzDecodeMeta \
 	./eventlog:FuzzDecodeEventRecord \
 	./eventlog:FuzzParseLogHeader \
-	./eventlog:FuzzReadMarker \
+	./eventlog:FuzzParseDirtyMarker \
+	./eventlog:FuzzDecodeMeta \
 	./agent:FuzzStringValues \
 	./agent:FuzzCutLine \
 	./agent:FuzzDecodeSourceLine \
@@ -49,6 +50,11 @@ FUZZ_TARGETS := \
 	./agent:FuzzDecodeManifest \
 	./agent:FuzzStringImageTokens \
 	./agent:FuzzNestedTooDeep \
+	./agent:FuzzParseRefLines \
+	./agent:FuzzParseConfig \
+	./agent/inbox:FuzzDecodeSpoolLine \
+	./agent/inbox:FuzzReadPending \
+	./agent/inbox:FuzzReadProgress \
 	./agent/mcp:FuzzServeLine \
 	./agent/mcp:FuzzIDScanner \
 	./agent/mcpclient:FuzzServerText

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,9 +91,9 @@ func FuzzParseLogHeader(f *testing.F) {
 	})
 }
 
-// markerSeeds are dirty markers: one with a size, tags and a fork's
+// forkMarkerSeeds are dirty markers: one with a size, tags and a fork's
 // record, and one whose fork record's checksum does not hold.
-func markerSeeds() [][]byte {
+func forkMarkerSeeds() [][]byte {
 	var id, parent ID
 	copy(id[:], "0123456789abcdef")
 	copy(parent[:], "fedcba9876543210")
@@ -110,19 +111,58 @@ func markerSeeds() [][]byte {
 	return [][]byte{[]byte(good), append([]byte(head), garbled...)}
 }
 
-// FuzzReadMarker: a dirty marker of any bytes reads without a panic, and
-// a fork's record it gives is a fork's, under its own id, that re-encodes
-// to a line reading back the same.
-func FuzzReadMarker(f *testing.F) {
-	for _, s := range markerSeeds() {
+// fuzzID is the session the metadata and marker seeds name.
+func fuzzID() ID {
+	var id ID
+	copy(id[:], "0123456789abcdef")
+	return id
+}
+
+func markerSeeds() [][]byte {
+	id, other := fuzzID(), fuzzID()
+	other[15] = 'g'
+	head := "2026-11-30T10:00:00.123Z\n"
+	return [][]byte{
+		[]byte(head),
+		[]byte(head + markerLine(id, logHeaderSize) + markerTag(other, tagNew)),
+		[]byte(head + markerLine(id, 1<<20) + markerTag(id, tagRemoving) + markerTag(id, tagNew)),
+		[]byte(head + markerLine(id, 99)[:20]),                          // torn
+		[]byte(head + id.String() + " 4096 00000000\n"),                 // checksum wrong
+		[]byte(head + id.String() + " 4096\n" + id.String() + " new\n"), // an older rook's
+	}
+}
+
+// FuzzParseDirtyMarker: what the dirty marker gives is only what a writer
+// wrote: each size and tag re-encodes to a line of the input.
+func FuzzParseDirtyMarker(f *testing.F) {
+	for _, s := range append(markerSeeds(), forkMarkerSeeds()...) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fsys := vfs.NewMem()
-		if err := fsys.WriteFileAtomic("/m", b, 0o600); err != nil {
-			t.Fatal(err)
+		sizes, tags, forks := parseMarker(b)
+		// The lines past the writer's; the last one may lack its newline
+		// and still be whole (its checksum holds): a crash cut the append
+		// just before it.
+		lines := strings.SplitAfter(string(b), "\n")[1:]
+		if n := len(lines); n > 0 && !strings.HasSuffix(lines[n-1], "\n") {
+			lines[n-1] += "\n"
 		}
-		_, _, forks := readMarker(fsys, "/m")
+		has := func(line string) bool { return slices.Contains(lines, line) }
+		for id, size := range sizes {
+			if size < logHeaderSize || !has(markerLine(id, size)) {
+				t.Fatalf("size %d of %s is no line of the marker", size, id)
+			}
+		}
+		for id, tag := range tags {
+			if (tag != tagNew && tag != tagRemoving) || !has(markerTag(id, tag)) {
+				t.Fatalf("tag %q of %s is no line of the marker", tag, id)
+			}
+			if tag == tagNew && has(markerTag(id, tagRemoving)) {
+				t.Fatalf("%s tagged new over rm", id)
+			}
+		}
+		// A fork's record is a fork's, under its own id, and re-encodes
+		// to a line that reads back the same.
 		for id, m := range forks {
 			if m.ID != id || m.Parent == nil || m.ForkAt == nil {
 				t.Fatalf("fork record %+v under %s", m, id)
@@ -145,13 +185,63 @@ func FuzzReadMarker(f *testing.F) {
 	})
 }
 
+func metaSeeds() [][]byte {
+	id := fuzzID()
+	at := uint64(12)
+	parent := fuzzID()
+	parent[0] = 'p'
+	metas := []Meta{
+		{V: 1, ID: id, Created: time.UnixMilli(fuzzBase).UTC()},
+		{V: 1, ID: id, Title: "fix the parser", Workspace: "/home/u/p", Created: time.UnixMilli(fuzzBase).UTC(), Parent: &parent, ForkAt: &at, Tags: []string{"keep", "x"}, CopiedIn: 5},
+		{V: 1, ID: id, Created: time.UnixMilli(fuzzBase).UTC(), Source: &Source{Format: "claude-code", Path: "/t/\xe9.jsonl", Size: 10, SHA256: "ab", Stat: &FileStat{Size: 10, MTime: 1}, SideSeen: 3}, Ancestor: &parent, AncestorAt: &at},
+	}
+	var out [][]byte
+	for _, m := range metas {
+		b, err := json.Marshal(m)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, append(b, '\n'))
+	}
+	return append(out, []byte(`{"v":2}`), []byte(`{"v":1,"id":"`+id.String()+`","source":{"path":"a","path_bytes":"!!"}}`))
+}
+
+// FuzzDecodeMeta: a .meta that decodes names its session, and writes back
+// (as writeMetas does) to bytes that decode to the same metadata.
+func FuzzDecodeMeta(f *testing.F) {
+	for _, s := range metaSeeds() {
+		f.Add(s)
+	}
+	id := fuzzID()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := decodeMeta(b, id, "x.meta")
+		if err != nil {
+			return
+		}
+		if m.ID != id || m.V > metaVersion {
+			t.Fatalf("accepted metadata of %s, version %d", m.ID, m.V)
+		}
+		enc, err := json.Marshal(m)
+		if err != nil {
+			t.Fatalf("decoded metadata does not encode: %v", err)
+		}
+		m2, err := decodeMeta(enc, id, "x.meta")
+		if err != nil {
+			t.Fatalf("written metadata does not decode: %v\n%s", err, enc)
+		}
+		enc2, _ := json.Marshal(m2)
+		if !bytes.Equal(enc, enc2) || m2.Created.UnixNano() != m.Created.UnixNano() || (m.Source != nil && m2.Source.Path != m.Source.Path) {
+			t.Fatalf("metadata changed in a round trip:\n%s\n%s", enc, enc2)
+		}
+	})
+}
+
 func TestWriteFuzzSeeds(t *testing.T) {
-	var id ID
-	copy(id[:], "0123456789abcdef")
 	fuzzseed.Write(t, map[string][][]byte{
 		"FuzzDecodeEventRecord": recordSeeds(),
-		"FuzzParseLogHeader":    {encodeHeader(logHeader{id: id, base: fuzzBase}), []byte("rookevt\x00")},
-		"FuzzReadMarker":        markerSeeds(),
+		"FuzzParseLogHeader":    {encodeHeader(logHeader{id: fuzzID(), base: fuzzBase}), []byte("rookevt\x00")},
+		"FuzzParseDirtyMarker":  append(markerSeeds(), forkMarkerSeeds()...),
+		"FuzzDecodeMeta":        metaSeeds(),
 	})
 }
 
@@ -160,7 +250,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 // garbled by a crash), or whose metadata names another session or is no
 // fork's, gives nothing.
 func TestMarkerForkRecord(t *testing.T) {
-	seeds := markerSeeds()
+	seeds := forkMarkerSeeds()
 	fsys := vfs.NewMem()
 	if err := fsys.WriteFileAtomic("/m", seeds[0], 0o600); err != nil {
 		t.Fatal(err)

@@ -605,10 +605,16 @@ func (l *Log) readMetaFile(id ID) (Meta, error) {
 	if err != nil {
 		return Meta{}, err
 	}
+	return decodeMeta(b, id, l.metaPath(id))
+}
+
+// decodeMeta decodes the metadata file of session id (at path, for
+// errors) and checks it names that session.
+func decodeMeta(b []byte, id ID, path string) (Meta, error) {
 	// Damaged metadata says where it is and what to do: `session rm`
 	// removes a session whose metadata does not read.
 	damaged := func(why string) error {
-		return fmt.Errorf("session %s: metadata unreadable (%s): %s: fix the file, or `rook session rm %s` removes the session", id, l.metaPath(id), why, id)
+		return fmt.Errorf("session %s: metadata unreadable (%s): %s: fix the file, or `rook session rm %s` removes the session", id, path, why, id)
 	}
 	var m Meta
 	if err := json.Unmarshal(b, &m); err != nil {

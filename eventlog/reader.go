@@ -466,6 +466,13 @@ func readMarker(fsys vfs.FS, path string) (map[ID]int64, map[ID]string, map[ID]M
 	if err != nil {
 		return nil, nil, nil
 	}
+	return parseMarker(b)
+}
+
+// parseMarker decodes the dirty marker's bytes (see readMarker): its
+// first line is the writer's, each further one a size, a tag or a fork's
+// record.
+func parseMarker(b []byte) (map[ID]int64, map[ID]string, map[ID]Meta) {
 	out, tags, forks := map[ID]int64{}, map[ID]string{}, map[ID]Meta{}
 	for _, line := range strings.Split(string(b), "\n")[1:] {
 		f := strings.Fields(line)

@@ -26,6 +26,8 @@ FUZZ_TARGETS := \
 	./cas:FuzzParseMarker \
 	./cas:FuzzDecodeEntry \
 	./cas:FuzzRepeatScan \
+	./cas:FuzzParseSegmentHeader \
+	./cas:FuzzDecodeCounters \
 	./dict:FuzzDecodeDict \
 	./dict:FuzzDecodeHighest \
 	./index:FuzzDecodeNode \

@@ -59,7 +59,8 @@ FUZZ_TARGETS := \
 	./agent/inbox:FuzzReadProgress \
 	./agent/mcp:FuzzServeLine \
 	./agent/mcp:FuzzIDScanner \
-	./agent/mcpclient:FuzzServerText
+	./agent/mcpclient:FuzzServerText \
+	./cli:FuzzMCPConfigInstall
 
 .PHONY: all build demo test vet unit fuzz-short fuzz bench bench-smoke clean
 

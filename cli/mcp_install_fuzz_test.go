@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/rookhq/rook/internal/fuzzseed"
+)
+
+// Seed corpora live in testdata/fuzz/<Target>/ as well as in f.Add, so a
+// plain `go test` replays them. Regenerate the files with:
+// ROOK_WRITE_FUZZ_SEEDS=1 go test -run TestWriteFuzzSeeds ./cli/
+
+func mcpConfigSeeds() [][]byte {
+	var out [][]byte
+	for _, s := range []string{
+		``,
+		`{}`,
+		"{\n  \"theme\": \"dark\",\n  \"mcpServers\": {\n    \"other\": {\"command\": \"x\", \"args\": [1, 2.50, null]}\n  }\n}\n",
+		`{"mcpServers":{"rook":{"command":"/old/rook","args":["mcp","serve"]},"z":{}},"n":1e400}`,
+		`{"mcpServers":{"rook":1,"rook":2}}`,
+		`{"mcpServers":[]}`,
+		`{"a":"\u00e9\ud800<>&","mcpServers":{"\u2028":true}}`,
+		`[]`,
+		`{"a":1} {}`,
+	} {
+		out = append(out, []byte(s))
+	}
+	return out
+}
+
+// FuzzMCPConfigInstall: whatever a client's JSON config file holds, rook
+// mcp install either refuses it or writes valid JSON whose mcpServers.rook
+// is the entry and whose every other member, at both levels, keeps its
+// value; installing again changes nothing, and uninstall takes back only
+// the entry.
+func FuzzMCPConfigInstall(f *testing.F) {
+	for _, s := range mcpConfigSeeds() {
+		f.Add(s)
+	}
+	entry := json.RawMessage(`{"command":"/usr/bin/rook","args":["mcp","serve"]}`)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		top, at, servers, err := mcpConfigServers(data)
+		if err != nil {
+			return
+		}
+		out, _, changed, err := mcpConfigInstall(data, entry)
+		if err != nil {
+			return // a duplicate key, mcpServers not an object...
+		}
+		if !json.Valid(out) {
+			t.Fatalf("install wrote invalid JSON:\n%s", out)
+		}
+		top2, at2, servers2, err := mcpConfigServers(out)
+		if err != nil || at2 < 0 {
+			t.Fatalf("installed config does not read back (%v):\n%s", err, out)
+		}
+		i, err := findMember(servers2, mcpServerName, "")
+		if err != nil || i < 0 || !sameJSON(servers2[i].value, entry) {
+			t.Fatalf("no rook entry after install (%v):\n%s", err, out)
+		}
+		if changed {
+			keeps(t, "top", top, top2, "mcpServers")
+			if at >= 0 {
+				keeps(t, "mcpServers", servers, servers2, mcpServerName)
+			}
+		}
+		if _, _, again, err := mcpConfigInstall(out, entry); err != nil || again {
+			t.Fatalf("a second install changed the file (%v)", err)
+		}
+		un, removed, err := mcpConfigUninstall(out)
+		if err != nil || !sameJSON(removed, entry) {
+			t.Fatalf("uninstall after install: %v, removed %s", err, removed)
+		}
+		top3, _, servers3, err := mcpConfigServers(un)
+		if err != nil {
+			t.Fatalf("uninstalled config does not read back (%v):\n%s", err, un)
+		}
+		keeps(t, "top", top2, top3, "mcpServers")
+		keeps(t, "mcpServers", servers2, servers3, mcpServerName)
+	})
+}
+
+// keeps checks every member of before but skip is in after, in the same
+// order, with the same value.
+func keeps(t *testing.T, what string, before, after []jsonMember, skip string) {
+	t.Helper()
+	j := 0
+	for _, m := range before {
+		if m.key == skip {
+			continue
+		}
+		for j < len(after) && after[j].key == skip {
+			j++
+		}
+		if j >= len(after) || after[j].key != m.key || !sameJSON(after[j].value, m.value) {
+			t.Fatalf("%s member %q lost or changed", what, m.key)
+		}
+		j++
+	}
+}
+
+func TestWriteFuzzSeeds(t *testing.T) {
+	fuzzseed.Write(t, map[string][][]byte{"FuzzMCPConfigInstall": mcpConfigSeeds()})
+}

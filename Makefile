@@ -60,7 +60,8 @@ FUZZ_TARGETS := \
 	./agent/mcp:FuzzServeLine \
 	./agent/mcp:FuzzIDScanner \
 	./agent/mcpclient:FuzzServerText \
-	./cli:FuzzMCPConfigInstall
+	./cli:FuzzMCPConfigInstall \
+	./cli:FuzzTOMLString
 
 .PHONY: all build demo test vet unit fuzz-short fuzz bench bench-smoke clean
 

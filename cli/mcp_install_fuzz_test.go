@@ -2,7 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/BurntSushi/toml"
 
 	"github.com/rookhq/rook/internal/fuzzseed"
 )
@@ -100,6 +103,37 @@ func keeps(t *testing.T, what string, before, after []jsonMember, skip string) {
 	}
 }
 
+func tomlSeeds() [][]byte {
+	var out [][]byte
+	for _, s := range []string{"/usr/local/bin/rook", `C:\Program Files\rook "x"`, "a\x7fb\x00\t\n\u2028", "\xff\xfe", "it's"} {
+		out = append(out, []byte(s))
+	}
+	return out
+}
+
+// FuzzTOMLString: the command and arguments rook mcp install prints for
+// Codex's config.toml read back as the same strings (each byte that is not
+// UTF-8 as U+FFFD, as in the JSON configs).
+func FuzzTOMLString(f *testing.F) {
+	for _, s := range tomlSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := string(b)
+		var v struct{ X string }
+		if _, err := toml.Decode("x = "+tomlString(s)+"\n", &v); err != nil {
+			t.Fatalf("%q as TOML %s does not parse: %v", s, tomlString(s), err)
+		}
+		var want strings.Builder
+		for _, r := range s {
+			want.WriteRune(r)
+		}
+		if v.X != want.String() {
+			t.Fatalf("%q reads back as %q", s, v.X)
+		}
+	})
+}
+
 func TestWriteFuzzSeeds(t *testing.T) {
-	fuzzseed.Write(t, map[string][][]byte{"FuzzMCPConfigInstall": mcpConfigSeeds()})
+	fuzzseed.Write(t, map[string][][]byte{"FuzzMCPConfigInstall": mcpConfigSeeds(), "FuzzTOMLString": tomlSeeds()})
 }

@@ -54,6 +54,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzNestedTooDeep \
 	./agent:FuzzParseRefLines \
 	./agent:FuzzParseConfig \
+	./agent:FuzzIgnoreMatch \
 	./agent/inbox:FuzzDecodeSpoolLine \
 	./agent/inbox:FuzzReadPending \
 	./agent/inbox:FuzzReadProgress \

@@ -236,14 +236,30 @@ func ignoreSplit(pat string) []string {
 // slash-separated path t. A "**" segment matches zero or more path elements,
 // or, as the last segment, one or more.
 func ignoreMatchSegs(segs []string, t string) bool {
-	for len(segs) > 0 {
-		if segs[0] == "**" {
-			rest := segs[1:]
-			if len(rest) == 0 {
+	m := segMatcher{segs: segs}
+	return m.match(0, t)
+}
+
+// segMatcher matches pattern segments against a path. Each "**" tries the
+// rest of the pattern at every element of the path: with several of them,
+// the same rest at the same place is reached in many ways, and trying each
+// again was exponential in the number of "**"s (a .gitignore line such as
+// "**/a/**/a/.../b" hung capture on a deep path). failed remembers, by the
+// segment and the length of the path left, the places already tried: each
+// is tried once.
+type segMatcher struct {
+	segs   []string
+	failed map[[2]int]bool
+}
+
+func (m *segMatcher) match(i int, t string) bool {
+	for i < len(m.segs) {
+		if m.segs[i] == "**" {
+			if i+1 == len(m.segs) {
 				return t != ""
 			}
 			for {
-				if ignoreMatchSegs(rest, t) {
+				if m.matchAt(i+1, t) {
 					return true
 				}
 				slash := strings.IndexByte(t, '/')
@@ -262,12 +278,29 @@ func ignoreMatchSegs(segs []string, t string) bool {
 		} else {
 			t = ""
 		}
-		if !ignoreGlob(segs[0], elem) {
+		if !ignoreGlob(m.segs[i], elem) {
 			return false
 		}
-		segs = segs[1:]
+		i++
 	}
 	return t == ""
+}
+
+// matchAt is match of the segments from i against t (a suffix of the
+// path), once: a place that failed fails again without being tried.
+func (m *segMatcher) matchAt(i int, t string) bool {
+	key := [2]int{i, len(t)}
+	if m.failed[key] {
+		return false
+	}
+	if m.match(i, t) {
+		return true
+	}
+	if m.failed == nil {
+		m.failed = map[[2]int]bool{}
+	}
+	m.failed[key] = true
+	return false
 }
 
 // ignoreGlob matches a glob without slashes against one path element, like

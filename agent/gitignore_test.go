@@ -8,9 +8,11 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 type ignoreCheck struct {
@@ -698,4 +700,110 @@ func TestGitignoreRandomAgainstGit(t *testing.T) {
 	if compared < 1000 || nIgnored < 100 {
 		t.Errorf("random cross-check too weak: %d compared, %d ignored", compared, nIgnored)
 	}
+}
+
+// A .gitignore line with many "**" (one a workspace could hold, or an
+// attacker could commit) against a deep path: matching it tried every way
+// of spreading the path over the "**"s, exponential in their number (8 of
+// them took 6 s against a path 40 deep, each more multiplied that), and
+// capture hung on it. It answers at once, and the same.
+func TestIgnoreManyDoubleStarsDoNotHang(t *testing.T) {
+	deep := strings.TrimSuffix(strings.Repeat("a/", 40), "/")
+	for _, c := range []struct {
+		pattern, path string
+		want          bool
+	}{
+		{strings.Repeat("**/a/", 12) + "b", deep, false},
+		{strings.Repeat("**/a/", 12) + "b", deep + "/b", true},
+		{strings.Repeat("**/", 30) + "b", deep, false},
+		{"x/" + strings.Repeat("**/", 30) + "a", "x/" + deep, true},
+	} {
+		ig := NewIgnore()
+		ig.AddFile("", []byte(c.pattern+"\n"))
+		done := make(chan bool, 1)
+		go func() { done <- ig.Match(c.path, false) }()
+		select {
+		case got := <-done:
+			if got != c.want {
+				t.Errorf("%q against %q: %v, want %v", c.pattern, c.path, got, c.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%q against a path %d deep: no answer in 10 s", c.pattern, strings.Count(c.path, "/")+1)
+		}
+	}
+}
+
+// naiveMatchSegs is ignoreMatchSegs as it was, trying every place again:
+// the reference FuzzIgnoreMatch holds the remembering matcher to.
+func naiveMatchSegs(segs []string, t string) bool {
+	for len(segs) > 0 {
+		if segs[0] == "**" {
+			rest := segs[1:]
+			if len(rest) == 0 {
+				return t != ""
+			}
+			for {
+				if naiveMatchSegs(rest, t) {
+					return true
+				}
+				slash := strings.IndexByte(t, '/')
+				if slash < 0 {
+					return false
+				}
+				t = t[slash+1:]
+			}
+		}
+		if t == "" {
+			return false
+		}
+		elem := t
+		if slash := strings.IndexByte(t, '/'); slash >= 0 {
+			elem, t = t[:slash], t[slash+1:]
+		} else {
+			t = ""
+		}
+		if !ignoreGlob(segs[0], elem) {
+			return false
+		}
+		segs = segs[1:]
+	}
+	return t == ""
+}
+
+// FuzzIgnoreMatch: any .gitignore and path match without a panic, and
+// each pattern of it matches the path as the reference matcher says (for
+// patterns and paths small enough for the reference to answer).
+func FuzzIgnoreMatch(f *testing.F) {
+	f.Add([]byte("*.log\n!keep.log\nbuild/\n/a/**/b\n"), "a/x/y/b", false)
+	f.Add([]byte("**/a/**/a/**/b\n"), "a/a/a/a/b", false)
+	f.Add([]byte("x/**\n\\#y\n[a-c]?\n[[:digit:]]*/z\n"), "x/1/z", true)
+	f.Add([]byte("**/**/**\na\\/b\n\ufeffq\r\n"), "a/b", true)
+	f.Fuzz(func(t *testing.T, content []byte, path string, isDir bool) {
+		ig := NewIgnore()
+		ig.AddFile("", content)
+		ig.AddFile("d", content)
+		ig.Match(path, isDir)
+		ig.Match("d/"+path, isDir)
+		if strings.Count(path, "/") > 12 {
+			return
+		}
+		for _, pat := range ig.byDir[""] {
+			if !pat.anchored || slices.Index(pat.segs, "**") < 0 {
+				continue
+			}
+			stars := 0
+			for _, s := range pat.segs {
+				if s == "**" {
+					stars++
+				}
+			}
+			if stars > 4 {
+				continue
+			}
+			sub := strings.Trim(path, "/")
+			if got, want := ignoreMatchSegs(pat.segs, sub), naiveMatchSegs(pat.segs, sub); got != want {
+				t.Fatalf("%q against %q: %v, the reference says %v", pat.segs, sub, got, want)
+			}
+		}
+	})
 }

@@ -62,7 +62,8 @@ FUZZ_TARGETS := \
 	./agent/mcp:FuzzIDScanner \
 	./agent/mcpclient:FuzzServerText \
 	./cli:FuzzMCPConfigInstall \
-	./cli:FuzzTOMLString
+	./cli:FuzzTOMLString \
+	./cli:FuzzReadJSONLLine
 
 .PHONY: all build demo test vet unit fuzz-short fuzz bench bench-smoke clean
 

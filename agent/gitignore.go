@@ -237,6 +237,15 @@ func ignoreSplit(pat string) []string {
 // or, as the last segment, one or more.
 func ignoreMatchSegs(segs []string, t string) bool {
 	m := segMatcher{segs: segs}
+	// One "**" tries the rest at each place once already: only with two
+	// or more is a place reached again, and worth remembering.
+	stars := 0
+	for _, s := range segs {
+		if s == "**" {
+			stars++
+		}
+	}
+	m.remember = stars >= 2
 	return m.match(0, t)
 }
 
@@ -248,8 +257,9 @@ func ignoreMatchSegs(segs []string, t string) bool {
 // segment and the length of the path left, the places already tried: each
 // is tried once.
 type segMatcher struct {
-	segs   []string
-	failed map[[2]int]bool
+	segs     []string
+	remember bool
+	failed   map[[2]int]bool
 }
 
 func (m *segMatcher) match(i int, t string) bool {
@@ -295,6 +305,9 @@ func (m *segMatcher) matchAt(i int, t string) bool {
 	}
 	if m.match(i, t) {
 		return true
+	}
+	if !m.remember {
+		return false
 	}
 	if m.failed == nil {
 		m.failed = map[[2]int]bool{}

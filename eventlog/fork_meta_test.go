@@ -1,9 +1,11 @@
 package eventlog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -338,5 +340,124 @@ func TestDamagedForkLostMetaKept(t *testing.T) {
 	}
 	if !vfs.Exists(fsys, l.logPath(f.ID)) || len(w.Notices) != 1 || !strings.Contains(w.Notices[0], "kept") {
 		t.Fatalf("the recovery did not keep the damaged log of an acknowledged fork (notices %q)", w.Notices)
+	}
+}
+
+// TestDamagedForkCopyLostMetaNotCut: a fork not appended to (the marker
+// names it with no size) is the log Fork wrote whole, in one atomic
+// write: a record of it that does not read is damage, not a tail the
+// crash tore. With its .meta lost, the recovery keeps its log as it is
+// (every byte: it may hold acknowledged events) rather than cut it there.
+func TestDamagedForkCopyLostMetaNotCut(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	parent := mustCreate(t, l, "parent")
+	for i := 0; i < 3; i++ {
+		if _, err := l.Append(parent.ID, Event{Kind: KindUser, Body: body(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := l.Fork(parent.ID, 3, Meta{Title: "fork"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// l crashes; the fork's .meta is lost and a byte of its copy of
+	// event 1 is damaged.
+	if err := fsys.Remove(l.metaPath(f.ID)); err != nil {
+		t.Fatal(err)
+	}
+	b := logBytes(t, fsys, l, f.ID)
+	lf, _ := fsys.OpenFile(l.logPath(f.ID), os.O_RDONLY, 0)
+	r, _ := newReader(lf, f.ID)
+	off, _, err := r.find(1)
+	lf.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[off+6] ^= 0xff
+	if err := fsys.WriteFileAtomic(l.logPath(f.ID), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true, TornDir: "/h/torn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if after := logBytes(t, fsys, l, f.ID); !bytes.Equal(after, b) {
+		t.Fatalf("the recovery cut the damaged log of a fork from %d to %d bytes (notices %q)", len(b), len(after), w.Notices)
+	}
+	if vfs.Exists(fsys, l.metaPath(f.ID)) {
+		t.Fatalf("the recovery rebuilt the metadata of a fork whose copy of its parent's events does not read (notices %q)", w.Notices)
+	}
+}
+
+// TestForkLostMetaDamagedPastForkPointRebuilt: a fork appended to at
+// length (its log longer than a tail a crash can tear), whose .meta is
+// lost and whose own events are then damaged deep in its log, still reads
+// as the fork made: its copy of its parent's events is whole. The
+// recovery rebuilds its .meta (the events before the damage read, as a
+// session's would) rather than keep a log no session lists, the marker's
+// record of it, the only copy of its metadata, then dropped.
+func TestForkLostMetaDamagedPastForkPointRebuilt(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	parent := mustCreate(t, l, "parent")
+	for i := 0; i < 2; i++ {
+		if _, err := l.Append(parent.ID, Event{Kind: KindUser, Body: body(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := l.Fork(parent.ID, 2, Meta{Title: "fork"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; logSize(fsys, l.logPath(f.ID)) < tailWindow+64<<10; i++ {
+		for j := 0; j < 500; j++ {
+			if _, err := l.Append(f.ID, Event{Kind: KindUser, Body: body(i*500 + j)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// l crashes; the fork's .meta is lost and its event 5 damaged.
+	if err := fsys.Remove(l.metaPath(f.ID)); err != nil {
+		t.Fatal(err)
+	}
+	b := logBytes(t, fsys, l, f.ID)
+	lf, _ := fsys.OpenFile(l.logPath(f.ID), os.O_RDONLY, 0)
+	r, _ := newReader(lf, f.ID)
+	off, _, err := r.find(5)
+	lf.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[off+6] ^= 0xff
+	if err := fsys.WriteFileAtomic(l.logPath(f.ID), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true, TornDir: "/h/torn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	m, err := w.ReadMeta(f.ID)
+	if err != nil || m.Title != "fork" || m.ForkAt == nil || *m.ForkAt != 2 {
+		t.Fatalf("the fork's .meta was not rebuilt: %+v, %v (notices %q)", m, err, w.Notices)
+	}
+	if evs, err := w.Read(f.ID, 0, 5); err != nil || len(evs) != 5 {
+		t.Fatalf("the rebuilt fork's events before the damage: %d, %v", len(evs), err)
+	}
+	if after := logBytes(t, fsys, l, f.ID); !bytes.Equal(after, b) {
+		t.Fatalf("the recovery changed the damaged log from %d to %d bytes", len(b), len(after))
+	}
+	rebuilt, damaged := false, false
+	for _, n := range w.Notices {
+		rebuilt = rebuilt || strings.HasPrefix(n, "rebuilt ")
+		damaged = damaged || strings.Contains(n, "event 5 on")
+	}
+	if !rebuilt || !damaged {
+		t.Fatalf("notices %q: want one saying the fork was rebuilt, one that its log is damaged at event 5", w.Notices)
 	}
 }

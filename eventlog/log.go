@@ -416,7 +416,15 @@ func (l *Log) removeOrphanLogs(sizes map[ID]int64, tags map[ID]string, forks map
 		fm, recorded := forks[id]
 		recorded = recorded && tags[id] != tagRemoving
 		if recorded {
-			rebuilt, err := l.rebuildForkMeta(fm, sizes[id])
+			durable, sized := sizes[id]
+			if !sized {
+				// Not appended to since it was made (its first barrier
+				// names it, before it writes its records): its log is
+				// the one Fork wrote whole, in one atomic write. A break
+				// in it is damage, not a tail the crash tore.
+				durable = fi.Size()
+			}
+			rebuilt, err := l.rebuildForkMeta(fm, durable)
 			if err != nil {
 				return err
 			}
@@ -447,10 +455,12 @@ func (l *Log) removeOrphanLogs(sizes map[ID]int64, tags map[ID]string, forks map
 // rebuildForkMeta writes back the metadata m a fork was made with (the
 // dirty marker's record of it) when its log, without .meta, reads as that
 // fork's: its header names it, and its events run whole to at least its
-// fork point. It says whether it did; a log that does not read so is left
-// to the rules for any other (removeOrphanLogs). A fork appended to since
-// it was made (durable: the size the marker names it with) has its tail
-// checked first, as a session's is: the crash may have torn it.
+// fork point (damage past it, in events appended to the fork, leaves a
+// damaged session, as it would with its .meta there). It says whether it
+// did; a log that does not read so is left to the rules for any other
+// (removeOrphanLogs). Its tail is checked first, as a session's is, from
+// durable: the size the marker names it with (a fork appended to since
+// it was made, whose tail the crash may have torn), else its whole size.
 func (l *Log) rebuildForkMeta(m Meta, durable int64) (bool, error) {
 	f, _, err := l.openLog(m.ID)
 	if err != nil {
@@ -460,7 +470,7 @@ func (l *Log) rebuildForkMeta(m Meta, durable int64) (bool, error) {
 	if err := l.repairTail(m.ID, durable); err != nil {
 		return false, err
 	}
-	n, err := l.countEvents(m.ID)
+	n, err := l.wholeEvents(m.ID)
 	if err != nil || n < *m.ForkAt {
 		delete(l.sessions, m.ID) // what repairTail found of a log that stays no session
 		return false, nil
@@ -470,6 +480,28 @@ func (l *Log) rebuildForkMeta(m Meta, durable int64) (bool, error) {
 	}
 	l.Notices = append(l.Notices, fmt.Sprintf("rebuilt %s: the fork %s of session %s at event %d had its event log and no .meta after a crash; its metadata is back as the fork was made (title %q; a later title or tag change is not), from the record WRITER-ACTIVE kept of it", l.metaPath(m.ID), m.ID, *m.Parent, *m.ForkAt, m.Title))
 	return true, nil
+}
+
+// wholeEvents counts the events of id's log that read whole from its
+// header on, up to the first that does not (ErrBadRecord).
+func (l *Log) wholeEvents(id ID) (uint64, error) {
+	f, r, err := l.openLog(id)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	_, at, err := r.walk()
+	if errors.Is(err, ErrBadRecord) {
+		return at, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	last, ok, err := r.last()
+	if err != nil || !ok {
+		return 0, err
+	}
+	return last.Seq + 1, nil
 }
 
 func (l *Log) logPath(id ID) string  { return filepath.Join(l.dir, id.String()+".log") }

@@ -461,3 +461,38 @@ func TestForkLostMetaDamagedPastForkPointRebuilt(t *testing.T) {
 		t.Fatalf("notices %q: want one saying the fork was rebuilt, one that its log is damaged at event 5", w.Notices)
 	}
 }
+
+// TestForkLostMetaRebuiltAsLastWritten: a fork whose metadata its writer
+// changed after making it (a title, tags; the agent layer sets its
+// ancestor when its parent is removed), then crashed, its .meta lost: the
+// recovery brings back the metadata as last written and acknowledged, not
+// as the fork was made.
+func TestForkLostMetaRebuiltAsLastWritten(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := testLog(t, fsys, Options{})
+	parent := mustCreate(t, l, "parent")
+	if _, err := l.Append(parent.ID, Event{Kind: KindUser, Body: body(0)}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := l.Fork(parent.ID, 1, Meta{Title: "fork"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Title, f.Tags, f.Ancestor, f.AncestorAt = "renamed", []string{"t"}, &parent.ID, f.ForkAt
+	if err := l.UpdateMeta(f); err != nil {
+		t.Fatal(err)
+	}
+	// l crashes; the fork's .meta is lost.
+	if err := fsys.Remove(l.metaPath(f.ID)); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open("/h/events", Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	m, err := w.ReadMeta(f.ID)
+	if err != nil || m.Title != "renamed" || !slices.Equal(m.Tags, []string{"t"}) || m.Ancestor == nil || *m.Ancestor != parent.ID {
+		t.Fatalf("rebuilt metadata %+v, %v; want the last written %+v (notices %q)", m, err, f, w.Notices)
+	}
+}

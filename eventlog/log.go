@@ -249,7 +249,12 @@ type Log struct {
 	// forkFailed): Close leaves the marker, so that the next writer's
 	// open removes what is left of them.
 	unfinished map[ID]bool
-	failed     error // a barrier failed: nothing more is acknowledged
+	// recorded: the forks this writer made, whose metadata the dirty
+	// marker records (markerFork): each write of their metadata records
+	// it again first (writeMetas), so that a recovery that rebuilds a
+	// lost .meta brings back the last written.
+	recorded map[ID]bool
+	failed   error // a barrier failed: nothing more is acknowledged
 	// created: sessions created in bulk whose metadata is not written yet
 	// (Create): the next flush writes it, once their logs are durable.
 	created map[ID]Meta
@@ -347,7 +352,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if opts.BarrierEvery <= 0 || opts.BarrierEvery > maxBarrierEvery {
 		opts.BarrierEvery = maxBarrierEvery
 	}
-	l := &Log{dir: dir, opts: opts, fs: opts.FS, sessions: map[ID]*writerState{}, named: map[ID]bool{}, born: map[ID]bool{}, unfinished: map[ID]bool{}, created: map[ID]Meta{}, staged: map[ID]Meta{}}
+	l := &Log{dir: dir, opts: opts, fs: opts.FS, sessions: map[ID]*writerState{}, named: map[ID]bool{}, born: map[ID]bool{}, unfinished: map[ID]bool{}, recorded: map[ID]bool{}, created: map[ID]Meta{}, staged: map[ID]Meta{}}
 	if opts.Writable {
 		if err := opts.FS.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
@@ -377,7 +382,8 @@ func Open(dir string, opts Options) (*Log, error) {
 //
 // A fork's log is the exception: the marker records, with its "new" tag
 // and before its log is written, the metadata the fork is made with
-// (markerFork). A fork's log without .meta, not tagged "rm", whose header
+// (markerFork), and again before each later write of it (writeMetas). A
+// fork's log without .meta, not tagged "rm", whose header
 // names it and whose events run whole to at least its fork point, has
 // that metadata written back (a crash after its log was written, before
 // or after its .meta was: made or acknowledged, it is whole, and its
@@ -478,7 +484,7 @@ func (l *Log) rebuildForkMeta(m Meta, durable int64) (bool, error) {
 	if err := l.writeMeta(m); err != nil {
 		return false, fmt.Errorf("rebuild the metadata of fork %s, which a crash left without its .meta: %w", m.ID, err)
 	}
-	l.Notices = append(l.Notices, fmt.Sprintf("rebuilt %s: the fork %s of session %s at event %d had its event log and no .meta after a crash; its metadata is back as the fork was made (title %q; a later title or tag change is not), from the record WRITER-ACTIVE kept of it", l.metaPath(m.ID), m.ID, *m.Parent, *m.ForkAt, m.Title))
+	l.Notices = append(l.Notices, fmt.Sprintf("rebuilt %s: the fork %s of session %s at event %d had its event log and no .meta after a crash; its metadata is back as its writer last wrote it (title %q), from the record WRITER-ACTIVE kept of it", l.metaPath(m.ID), m.ID, *m.Parent, *m.ForkAt, m.Title))
 	return true, nil
 }
 
@@ -571,7 +577,29 @@ func (l *Log) writeMeta(m Meta) error { return l.writeMetas(m) }
 
 // writeMetas writes sessions' metadata files, in batches of at most
 // maxBatchFiles (WriteFilesAtomic: each file old or new after a crash).
+//
+// A fork this writer made (recorded) has its metadata recorded again in
+// the dirty marker first, the marker's last record of it the one a
+// recovery reads: with its .meta lost, the fork comes back as last
+// written, not as made (a title, tags, its ancestor once its parent is
+// removed). A fork the metadata no longer says is one is not recorded.
 func (l *Log) writeMetas(ms ...Meta) error {
+	var recs strings.Builder
+	for _, m := range ms {
+		if !l.recorded[m.ID] || m.Parent == nil || m.ForkAt == nil {
+			continue
+		}
+		rec, err := markerFork(m)
+		if err != nil {
+			return err
+		}
+		recs.WriteString(rec)
+	}
+	if recs.Len() > 0 { // written, not appended to, were there none
+		if err := l.writeMarker(recs.String()); err != nil {
+			return err
+		}
+	}
 	for len(ms) > 0 {
 		chunk := ms[:min(len(ms), maxBatchFiles)]
 		ms = ms[len(chunk):]
@@ -1089,7 +1117,8 @@ const (
 )
 
 // markerFork is a dirty marker's line recording the metadata a Fork is
-// about to write: its id, "fork", the metadata's JSON in unpadded
+// about to write (or a later write of it, writeMetas: the last line read
+// is the one kept): its id, "fork", the metadata's JSON in unpadded
 // base64url (no spaces, so the line splits in four fields) and a
 // checksum of the three. A fork's log, tagged "new", holds copies of its
 // parent's events only, so nothing there tells one made (its .meta
@@ -1255,6 +1284,7 @@ func (l *Log) Close() error {
 		l.marked = false
 		clear(l.named)
 		clear(l.born)
+		clear(l.recorded)
 	}
 	return nil
 }
@@ -1705,6 +1735,7 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 		return m, l.forkFailed(id, err)
 	}
 	delete(l.unfinished, id)
+	l.recorded[id] = true
 	return m, nil
 }
 

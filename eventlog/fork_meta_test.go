@@ -78,10 +78,12 @@ type forkState struct {
 	parent  ID
 	fork    ID // zero until Fork returned
 	forkEvs int
+	retag   bool // the fork's new tags acknowledged
 }
 
 // forkWorkload makes a session of 3 events, forks it at 2 with its own
-// title and tags, appends to the fork, and forks the fork at 0, recording
+// title and tags, appends to the fork, changes its tags, and forks the
+// fork at 0, recording
 // what each step acknowledged; it never closes (its writer is killed).
 func forkWorkload(fsys *vfs.MemFS, st *forkState) error {
 	clk := &clock.Fixed{T: time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)}
@@ -111,6 +113,11 @@ func forkWorkload(fsys *vfs.MemFS, st *forkState) error {
 		return err
 	}
 	st.forkEvs = 3
+	f.Tags = []string{"keep", "more"}
+	if err := l.UpdateMeta(f); err != nil {
+		return err
+	}
+	st.retag = true
 	_, err = l.Fork(f.ID, 0, Meta{Title: "fork of fork"})
 	return err
 }
@@ -211,7 +218,8 @@ func checkForkRecovery(t *testing.T, fsys *vfs.MemFS, st forkState, k, i int, lo
 			if pm, err := l.ReadMeta(*s.Parent); err != nil || pm.Title != "parent" {
 				t.Fatalf("%s: fork %s names parent %s: %v", where(), s.ID, *s.Parent, err)
 			}
-			if *s.ForkAt != 2 || s.Title != "fork" || !slices.Equal(s.Tags, []string{"keep"}) || s.Workspace != "/w" {
+			retagged := slices.Equal(s.Tags, []string{"keep", "more"})
+			if *s.ForkAt != 2 || s.Title != "fork" || !(retagged || slices.Equal(s.Tags, []string{"keep"})) || s.Workspace != "/w" {
 				t.Fatalf("%s: fork %+v, want it at 2 with its title, tags and workspace", where(), s.Meta)
 			}
 			if len(evs) < 2 || evs[0].Body != body(0) || evs[1].Body != body(1) {
@@ -221,6 +229,9 @@ func checkForkRecovery(t *testing.T, fsys *vfs.MemFS, st forkState, k, i int, lo
 				found = true
 				if len(evs) < st.forkEvs {
 					t.Fatalf("%s: fork has %d events, %d acknowledged", where(), len(evs), st.forkEvs)
+				}
+				if st.retag && !retagged {
+					t.Fatalf("%s: fork has tags %q, its new tags acknowledged", where(), s.Tags)
 				}
 			}
 		case s.Title == "fork of fork":

@@ -352,6 +352,11 @@ func TestDamagedForkLostMetaKept(t *testing.T) {
 	if !vfs.Exists(fsys, l.logPath(f.ID)) || len(w.Notices) != 1 || !strings.Contains(w.Notices[0], "kept") {
 		t.Fatalf("the recovery did not keep the damaged log of an acknowledged fork (notices %q)", w.Notices)
 	}
+	// The marker's record of the fork goes with the recovery: the notice
+	// says what it was, and how to make it again.
+	if want := "`rook session fork " + parent.ID.String() + " --at 1`"; !strings.Contains(w.Notices[0], want) {
+		t.Fatalf("notice %q does not say the log was the fork of %s at 1, nor %s", w.Notices[0], parent.ID, want)
+	}
 }
 
 // TestDamagedForkCopyLostMetaNotCut: a fork not appended to (the marker

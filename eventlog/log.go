@@ -443,7 +443,13 @@ func (l *Log) removeOrphanLogs(sizes map[ID]int64, tags map[ID]string, forks map
 		// events is.
 		_, sized := sizes[id]
 		if fi.Size() > logHeaderSize && tags[id] != tagRemoving && (tags[id] != tagNew || sized || recorded) {
-			l.Notices = append(l.Notices, fmt.Sprintf("kept %s: an event log with no .meta beside it, holding %d bytes of events that may have been acknowledged, so recovery does not remove it: no session lists them, and gc does not keep the objects they name; if its session was not removed, put its .meta back from a backup; if it was, `rook session rm %s` removes the log (`rook doctor` and `rook store verify` list it)", path, fi.Size()-logHeaderSize, id))
+			was := ""
+			if recorded {
+				// The record goes with this recovery (the marker is
+				// rewritten without it): the notice keeps what it says.
+				was = fmt.Sprintf("; WRITER-ACTIVE recorded it as the fork of session %s at event %d (title %q), but the log does not read as that fork's (its header, or its copy of the first %d events, damaged): `rook session fork %s --at %d` makes the fork again from its parent", *fm.Parent, *fm.ForkAt, fm.Title, *fm.ForkAt, *fm.Parent, *fm.ForkAt)
+			}
+			l.Notices = append(l.Notices, fmt.Sprintf("kept %s: an event log with no .meta beside it, holding %d bytes of events that may have been acknowledged, so recovery does not remove it: no session lists them, and gc does not keep the objects they name; if its session was not removed, put its .meta back from a backup; if it was, `rook session rm %s` removes the log (`rook doctor` and `rook store verify` list it)%s", path, fi.Size()-logHeaderSize, id, was))
 			continue
 		}
 		if err := l.fs.Remove(path); err != nil {

@@ -464,8 +464,8 @@ func (l *Log) removeOrphanLogs(sizes map[ID]int64, tags map[ID]string, forks map
 	return l.fs.SyncDir(l.dir)
 }
 
-// rebuildForkMeta writes back the metadata m a fork was made with (the
-// dirty marker's record of it) when its log, without .meta, reads as that
+// rebuildForkMeta writes back the metadata m of a fork as its writer last
+// wrote it (the dirty marker's last record of it) when its log, without .meta, reads as that
 // fork's: its header names it, and its events run whole to at least its
 // fork point (damage past it, in events appended to the fork, leaves a
 // damaged session, as it would with its .meta there). It says whether it

@@ -145,6 +145,9 @@ type renderer struct {
 	out     bytes.Buffer
 	headers bool // write the lines that only name a block
 	depth   int  // tool results inside tool results
+	// lz: the line is rendered with its cut strings as placeholders
+	// (renderedStream); nil for a line read whole.
+	lz *lazyLine
 }
 
 // maxRenderDepth bounds the tool results rendered inside tool results: a
@@ -324,6 +327,7 @@ func (r *renderer) line(line []byte) bool {
 	if json.Unmarshal(line, &l) != nil || l.Type == "" || codexItemTypes[l.Type] {
 		// Perhaps an older Codex's line, with no envelope (a bare
 		// reasoning's summary is not a string: it fails the decode).
+		r.dependsOn(line)
 		rendered, _ := r.codexBare(line)
 		return rendered
 	}
@@ -347,6 +351,7 @@ func (r *renderer) line(line []byte) bool {
 		if l.Subtype != "" {
 			tag += " " + l.Subtype
 		}
+		r.dependsOn(l.HookInfos, l.HookErrors, l.StopReason, l.CompactMetadata)
 		detail := systemDetail(&l)
 		switch s, ok := rawText(l.Content); {
 		case ok:
@@ -358,6 +363,7 @@ func (r *renderer) line(line []byte) bool {
 		case detail != "":
 			fmt.Fprintf(out, "[%s] %s", tag, detail)
 		default:
+			r.dependsOn(line)
 			fmt.Fprintf(out, "[%s] %s", tag, firstText(line))
 		}
 	case "progress":
@@ -371,6 +377,7 @@ func (r *renderer) line(line []byte) bool {
 		if len(l.Data) == 0 || json.Unmarshal(l.Data, &d) != nil {
 			return false
 		}
+		r.dependsOn(l.Data)
 		switch text := firstText(l.Data); {
 		case d.HookName != "" || d.Command != "":
 			fmt.Fprintf(out, "[progress %s] %s: %s", d.Type, d.HookName, d.Command)
@@ -394,6 +401,7 @@ func (r *renderer) line(line []byte) bool {
 	case "queue-operation":
 		// A prompt typed while the agent worked, queued (enqueue) and
 		// later taken or dropped (dequeue, remove: no text).
+		r.dependsOn(line)
 		tag := l.Type
 		if op, ok := rawText(l.Operation); ok && op != "" {
 			tag += " " + op
@@ -406,6 +414,7 @@ func (r *renderer) line(line []byte) bool {
 		}
 		fmt.Fprintf(out, "[%s] %s", tag, text)
 	default:
+		r.dependsOn(line)
 		fmt.Fprintf(out, "[%s] %s", l.Type, firstText(line))
 	}
 	return true
@@ -434,7 +443,7 @@ func taskNotificationSummary(s string) string {
 func (r *renderer) content(content json.RawMessage) bool {
 	out := &r.out
 	if s, ok := rawText(content); ok {
-		out.WriteString(readable(s))
+		out.WriteString(r.readable(s))
 		return true
 	}
 	var blocks []contentBlock
@@ -446,14 +455,14 @@ func (r *renderer) content(content json.RawMessage) bool {
 	}
 	for i, b := range blocks {
 		if i > 0 {
-			endLine(out)
+			r.endLine()
 		}
 		switch b.Type {
 		case "text", "input_text", "output_text":
 			if b.Text == nil {
 				return false
 			}
-			out.WriteString(readable(*b.Text))
+			out.WriteString(r.readable(*b.Text))
 		case "thinking":
 			r.head("thinking")
 			out.WriteString(b.Thinking)
@@ -469,7 +478,7 @@ func (r *renderer) content(content json.RawMessage) bool {
 			}
 			r.head("%s", tag)
 			start := out.Len()
-			inner := renderer{headers: r.headers, depth: r.depth + 1}
+			inner := renderer{headers: r.headers, depth: r.depth + 1, lz: r.lz}
 			if len(b.Content) > 0 && b.Content[0] == '[' && inner.depth < maxRenderDepth && inner.content(b.Content) {
 				out.Write(inner.out.Bytes())
 			} else if s, ok := rawText(b.Content); ok {
@@ -477,7 +486,7 @@ func (r *renderer) content(content json.RawMessage) bool {
 			} else {
 				out.Write(b.Content)
 			}
-			noOutput(out, start)
+			r.noOutput(start)
 		default:
 			fmt.Fprintf(out, "[%s]", b.Type)
 		}
@@ -514,9 +523,13 @@ func (r *renderer) arguments(args json.RawMessage) {
 	}
 	for i, m := range members {
 		if i > 0 {
-			endLine(out)
+			r.endLine()
 		}
 		s, isText := rawText(m.value)
+		if !isText {
+			// Laid out (writeNested, shellWords) by what its texts say.
+			r.dependsOn(m.value)
+		}
 		var words []string
 		if !isText && m.key == "command" {
 			words = commandWords(m.value)
@@ -533,7 +546,7 @@ func (r *renderer) arguments(args json.RawMessage) {
 			fmt.Fprintf(out, "%s: %s", m.key, firstString(m.value))
 		case !isText:
 			fmt.Fprintf(out, "%s: %s", m.key, m.value)
-		case r.headers && strings.Contains(s, "\n"):
+		case r.headers && r.hasNewline(s):
 			fmt.Fprintf(out, "%s:\n%s", m.key, s)
 		case !r.headers:
 			// A preview shows one line: the text's first, after its key.
@@ -784,7 +797,7 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 			r.head("reasoning")
 			for _, s := range append(summary, content...) {
 				if s.Text != nil {
-					endLine(out)
+					r.endLine()
 					out.WriteString(*s.Text)
 				}
 			}
@@ -795,6 +808,9 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 				args = p.Input
 			}
 			// function_call arguments are an object written as a string.
+			if s, ok := rawText(args); ok {
+				r.dependsOn([]byte(s))
+			}
 			if s, ok := rawText(args); ok && json.Valid([]byte(s)) {
 				args = json.RawMessage(s)
 			}
@@ -808,6 +824,9 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 				return false
 			}
 			r.head("local_shell_call")
+			for _, w := range p.Action.Command {
+				r.dependsOn([]byte(w))
+			}
 			out.WriteString(shellWords(p.Action.Command))
 		case "function_call_output", "custom_tool_call_output":
 			r.head("%s", p.Type)
@@ -817,11 +836,11 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 				// written as its content items, [{"type":"input_text",
 				// "text":...},{"type":"input_image",...}]: shown as a
 				// message's content is, not as JSON.
-				inner := renderer{headers: r.headers, depth: r.depth + 1}
+				inner := renderer{headers: r.headers, depth: r.depth + 1, lz: r.lz}
 				if len(p.Output) > 0 && p.Output[0] == '[' && inner.depth < maxRenderDepth && inner.content(p.Output) {
 					start := out.Len()
 					out.Write(inner.out.Bytes())
-					noOutput(out, start)
+					r.noOutput(start)
 				} else {
 					out.Write(p.Output)
 				}
@@ -836,23 +855,26 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 					ExitCode *int `json:"exit_code"`
 				} `json:"metadata"`
 			}
-			if strings.HasPrefix(s, "{") && json.Unmarshal([]byte(s), &wrapped) == nil && wrapped.Output != nil {
+			if r.startsWithBrace(s) && json.Unmarshal([]byte(s), &wrapped) == nil && wrapped.Output != nil {
 				s = *wrapped.Output
 				if c := wrapped.Metadata.ExitCode; c != nil && *c != 0 {
 					s = fmt.Sprintf("(exit code %d)%s%s", *c, r.afterExitCode(), s)
 				}
 			} else if !r.headers {
+				r.dependsOn([]byte(s))
 				s = outputOfExec(s)
 			}
 			start := out.Len()
 			out.WriteString(s)
-			noOutput(out, start)
+			r.noOutput(start)
 		default:
+			r.dependsOn(payload)
 			fmt.Fprintf(out, "[%s] %s", p.Type, firstText(payload))
 		}
 	case "event_msg":
 		switch {
 		case p.Type == "patch_apply_end":
+			r.dependsOn(payload)
 			out.WriteString(patchApplied(payload))
 		case p.Type == "thread_name_updated":
 			// The name the session is titled by; none takes it away.
@@ -883,14 +905,16 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 			}
 		case p.Message != "":
 			r.head("%s", p.Type)
-			out.WriteString(readable(p.Message))
+			out.WriteString(r.readable(p.Message))
 		case p.Text != "":
 			r.head("%s", p.Type)
-			out.WriteString(readable(p.Text))
+			out.WriteString(r.readable(p.Text))
 		default:
+			r.dependsOn(payload)
 			fmt.Fprintf(out, "[%s] %s", p.Type, firstText(payload))
 		}
 	default:
+		r.dependsOn(payload)
 		fmt.Fprintf(out, "[%s] %s", typ, firstText(payload))
 	}
 	return true

@@ -1089,7 +1089,13 @@ func (r *Rook) readRange(id eventlog.ID, seq uint64, offset int64, n int, render
 	}
 	br.Event = ev
 	var body []byte
-	switch o, oerr := r.Store.OpenObject(ev.Body); {
+	o, oerr := r.Store.OpenObject(ev.Body)
+	if oerr == nil && o.Kind() == cas.KindSource && rendered && !readWhole {
+		if rb, done, err := r.renderedRange(o, br, offset, n); done || err != nil {
+			return rb, err
+		}
+	}
+	switch {
 	case oerr == nil && o.Kind() != cas.KindSource && o.Ranged() && !readWhole:
 		return readRangeOf(o, br, offset, n)
 	case oerr == nil && o.Kind() == cas.KindSource && !rendered && !readWhole:
@@ -1224,6 +1230,39 @@ func (r *Rook) readLineRange(o *cas.ObjectReader, br BodyRange, offset int64, n 
 		return br, &OffsetError{Seq: seq, Offset: offset, Total: br.Total}
 	}
 	return rangeOfWindow(br, w.win, lo, offset, n), nil
+}
+
+// renderedRange is readRange of an imported line's reading view
+// (RenderImported), the line neither put together nor rendered whole:
+// its view is streamed once (renderedStream: each string the view shows
+// streamed from its own object, verified as a whole read is) to count it,
+// keeping only the range and the few bytes around it that say where
+// characters start. done is false when the view cannot be streamed: the
+// line is then rendered whole. A quote of a line holding a 24 MiB tool
+// output held the line and its view whole, over 200 MiB.
+func (r *Rook) renderedRange(o *cas.ObjectReader, br BodyRange, offset int64, n int) (BodyRange, bool, error) {
+	seq := br.Seq
+	b, err := o.ReadAll()
+	if err != nil {
+		return br, true, fmt.Errorf("event #%d: %w", seq, err)
+	}
+	sl, err := decodeSourceLine(b)
+	if err != nil {
+		return br, true, fmt.Errorf("event #%d: %w", seq, &cas.CorruptError{ID: br.Event.Body, Reason: err.Error()})
+	}
+	lo := max(offset-(utf8.UTFMax-1), 0)
+	w := &windowScan{lo: lo, hi: max(offset, 0) + int64(n) + utf8.UTFMax}
+	switch ok, err := r.renderedStream(&sl, w); {
+	case err != nil:
+		return br, true, fmt.Errorf("event #%d: %w", seq, err)
+	case !ok:
+		return br, false, nil
+	}
+	br.Total, br.Binary, br.Rendered = w.pos, w.binary(), true
+	if offset < 0 || offset > br.Total {
+		return br, true, &OffsetError{Seq: seq, Offset: offset, Total: br.Total}
+	}
+	return rangeOfWindow(br, w.win, lo, offset, n), true, nil
 }
 
 // writeLine writes what sl.expand gives to w, in pieces: each cut string

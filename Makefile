@@ -43,6 +43,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzClaudeLine \
 	./agent:FuzzCodexLine \
 	./agent:FuzzRenderImported \
+	./agent:FuzzStreamedView \
 	./agent:FuzzFindSnippet \
 	./agent:FuzzNestedEncoded \
 	./agent:FuzzDecodeLikeEncodingJSON \

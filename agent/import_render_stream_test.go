@@ -10,9 +10,11 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -262,4 +264,71 @@ func TestQuoteOfABigImportedLineHoldsTheQuote(t *testing.T) {
 	if n := after.TotalAlloc - before.TotalAlloc; n > uint64(len(out))/2 {
 		t.Fatalf("a quote of an imported line of %d bytes allocated %d bytes: the line was put together and rendered whole", len(out), n)
 	}
+}
+
+// FuzzStreamedView: a line with long strings in it (each # in the line
+// is fill repeated past MinCutString), its strings cut out as an import
+// cuts them, streams as RenderImported renders it whole, where it
+// streams; never a panic.
+func FuzzStreamedView(f *testing.F) {
+	for _, s := range renderSeeds {
+		f.Add([]byte(strings.ReplaceAll(s, `"out"`, `"#"`)), "ab \x1b[31m\n")
+	}
+	for _, s := range []string{
+		`{"type":"user","message":{"content":[{"type":"tool_result","content":"#"}]}}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","content":[{"type":"text","text":"#"},{"type":"text","text":"x#"}]}]}}`,
+		`{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"#\u001b["},{"type":"text","text":"#"},{"type":"tool_use","name":"W","input":{"a":"#","b":["#"]}}]}}`,
+		`{"type":"system","subtype":"s","content":"#","durationMs":12}`,
+		`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","output":"#"}}`,
+		`{"timestamp":"t","type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"#"},{"type":"summary_text","text":"#"}]}}`,
+	} {
+		f.Add([]byte(s), " \n")
+		f.Add([]byte(s), "m\x1b[0")
+		f.Add([]byte(s), `"data":"`)
+	}
+	fsys := vfs.NewMem()
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	if _, err := cas.Init(fsys, clk, testHome); err != nil {
+		f.Fatal(err)
+	}
+	r, err := Open(testHome, Options{FS: fsys, Clock: clk, Writable: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { r.Close() })
+	f.Fuzz(func(t *testing.T, line []byte, fill string) {
+		if len(line) > 4096 || len(fill) > 64 || bytes.IndexByte(line, '\n') >= 0 {
+			return
+		}
+		if fill == "" {
+			fill = " "
+		}
+		long := appendJSONString(nil, []byte(strings.Repeat(fill, MinCutString/len(fill)+1)))
+		line = bytes.ReplaceAll(line, []byte("#"), long[1:len(long)-1])
+		strs, ok := stringValues(line, MinCutString+2)
+		if !ok {
+			return
+		}
+		cuts := lineCuts(line, strs, MinCutString, func(jsonString) cas.Kind { return cas.KindToolResult })
+		var sl sourceLine
+		prev := 0
+		for _, c := range cuts {
+			res, err := r.Store.Put(c.Kind, c.Text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sl.Cuts = append(sl.Cuts, lineCut{Gap: c.Start - prev, ID: res.ID})
+			sl.Rest = append(sl.Rest, line[prev:c.Start]...)
+			prev = c.End
+		}
+		sl.Rest = append(sl.Rest, line[prev:]...)
+		var buf bytes.Buffer
+		streamed, err := r.renderedStream(&sl, &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if view := RenderImported(line); streamed && !bytes.Equal(buf.Bytes(), view) {
+			t.Fatalf("%q streams as %q, renders whole as %q", line, buf.Bytes(), view)
+		}
+	})
 }

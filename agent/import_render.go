@@ -809,7 +809,7 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 			}
 			// function_call arguments are an object written as a string.
 			if s, ok := rawText(args); ok {
-				r.dependsOn([]byte(s))
+				r.dependsOnText(s)
 			}
 			if s, ok := rawText(args); ok && json.Valid([]byte(s)) {
 				args = json.RawMessage(s)
@@ -825,7 +825,7 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 			}
 			r.head("local_shell_call")
 			for _, w := range p.Action.Command {
-				r.dependsOn([]byte(w))
+				r.dependsOnText(w)
 			}
 			out.WriteString(shellWords(p.Action.Command))
 		case "function_call_output", "custom_tool_call_output":
@@ -861,7 +861,7 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 					s = fmt.Sprintf("(exit code %d)%s%s", *c, r.afterExitCode(), s)
 				}
 			} else if !r.headers {
-				r.dependsOn([]byte(s))
+				r.dependsOnText(s)
 				s = outputOfExec(s)
 			}
 			start := out.Len()

@@ -95,6 +95,13 @@ func (r *renderer) dependsOn(vals ...[]byte) {
 	}
 }
 
+// dependsOnText is dependsOn of a decoded text.
+func (r *renderer) dependsOnText(s string) {
+	if r.lz != nil && hasMarkString(s) {
+		r.lz.bad = true
+	}
+}
+
 // whole is k when s is exactly the decoded placeholder of cut k.
 func (lz *lazyLine) whole(s string) (int, bool) {
 	if len(s) < len(markOpen)+len(markClose)+1 || s[:len(markOpen)] != markOpen || s[len(s)-len(markClose):] != markClose {

@@ -332,3 +332,45 @@ func FuzzStreamedView(f *testing.F) {
 		}
 	})
 }
+
+// A quote of an imported line whose shown string cannot be read fails as
+// it did when the line was rendered whole; a string the view does not
+// show is not read.
+func TestQuoteOfALineWithAStringGone(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	id := newSession(t, r)
+	long := strings.Repeat("output ", 100)
+	put, err := r.Store.Put(cas.KindToolResult, []byte(long))
+	kept := put.ID
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone cas.Key
+	copy(gone[:], "gone")
+	line := func(shown, unshown cas.Key) []byte {
+		head := `{"type":"user","message":{"content":[{"type":"tool_result","content":`
+		mid := `}]},"toolUseResult":{"stdout":`
+		sl := sourceLine{Cuts: []lineCut{{Gap: len(head), ID: shown}, {Gap: len(mid), ID: unshown}}, Rest: []byte(head + mid + `}}`)}
+		return sl.encode()
+	}
+	for _, b := range [][]byte{line(gone, kept), line(kept, gone)} {
+		res, err := r.Store.Put(cas.KindSource, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindToolResult, Body: res.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readWhole = true
+	_, werr := r.Quote(id, 0, 0)
+	readWhole = false
+	_, gerr := r.Quote(id, 0, 0)
+	if werr == nil || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+		t.Errorf("quote of a line whose output is gone: %v; rendered whole: %v", gerr, werr)
+	}
+	q, err := r.Quote(id, 1, 0)
+	if err != nil || !q.Rendered || !strings.Contains(string(q.Data), strings.TrimSpace(long)) {
+		t.Errorf("quote of a line whose unshown string is gone: %q (rendered %v), %v", trim(q.Data), q.Rendered, err)
+	}
+}

@@ -1091,7 +1091,7 @@ func (r *Rook) readRange(id eventlog.ID, seq uint64, offset int64, n int, render
 	var body []byte
 	o, oerr := r.Store.OpenObject(ev.Body)
 	if oerr == nil && o.Kind() == cas.KindSource && rendered && !readWhole {
-		if rb, done, err := r.renderedRange(o, br, offset, n); done || err != nil {
+		if rb, done, err := r.renderedRange(o, br, offset, n); done {
 			return rb, err
 		}
 	}
@@ -1237,25 +1237,23 @@ func (r *Rook) readLineRange(o *cas.ObjectReader, br BodyRange, offset int64, n 
 // its view is streamed once (renderedStream: each string the view shows
 // streamed from its own object, verified as a whole read is) to count it,
 // keeping only the range and the few bytes around it that say where
-// characters start. done is false when the view cannot be streamed: the
-// line is then rendered whole. A quote of a line holding a 24 MiB tool
+// characters start. done is false when the view cannot be streamed, or
+// a read failed: the line is then rendered whole (which reports the
+// failure as it always has). A quote of a line holding a 24 MiB tool
 // output held the line and its view whole, over 200 MiB.
 func (r *Rook) renderedRange(o *cas.ObjectReader, br BodyRange, offset int64, n int) (BodyRange, bool, error) {
 	seq := br.Seq
 	b, err := o.ReadAll()
 	if err != nil {
-		return br, true, fmt.Errorf("event #%d: %w", seq, err)
+		return br, false, nil
 	}
 	sl, err := decodeSourceLine(b)
 	if err != nil {
-		return br, true, fmt.Errorf("event #%d: %w", seq, &cas.CorruptError{ID: br.Event.Body, Reason: err.Error()})
+		return br, false, nil
 	}
 	lo := max(offset-(utf8.UTFMax-1), 0)
 	w := &windowScan{lo: lo, hi: max(offset, 0) + int64(n) + utf8.UTFMax}
-	switch ok, err := r.renderedStream(&sl, w); {
-	case err != nil:
-		return br, true, fmt.Errorf("event #%d: %w", seq, err)
-	case !ok:
+	if ok, err := r.renderedStream(&sl, w); !ok || err != nil {
 		return br, false, nil
 	}
 	br.Total, br.Binary, br.Rendered = w.pos, w.binary(), true

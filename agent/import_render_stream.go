@@ -64,11 +64,12 @@ type lazyLine struct {
 
 // cutProps is what the view asked of a cut string, read from its object.
 type cutProps struct {
-	spaced    bool // the space scan ran
-	blank     bool // nothing but white space (unicode.IsSpace)
-	firstText bool // its first line is not blank (readable leaves it as it is)
-	nlDone    bool // the newline scan ran
-	nl        bool // it holds a newline
+	spaced    bool  // the space scan ran
+	blank     bool  // nothing but white space (unicode.IsSpace)
+	firstText bool  // it is not blank (readable leaves it from skip on)
+	skip      int64 // where its first line that is not blank starts
+	nlDone    bool  // the newline scan ran
+	nl        bool  // it holds a newline
 	firstDone bool
 	first     int // its first byte, -1 when empty
 }
@@ -151,21 +152,27 @@ func (lz *lazyLine) spaces(k int) *cutProps {
 		if len(s.carry) > 0 {
 			s.found = true // a character cut off by the end: not a space
 		}
-		p.spaced, p.blank, p.firstText = true, !s.found, s.found && !s.nlBefore
+		p.spaced, p.blank, p.firstText, p.skip = true, !s.found, s.found, s.lineStart
 	}
 	return p
 }
 
 // spaceScan finds the first character that is not white space, and says
 // whether a newline came before it.
+// lineStart is where the line it is on starts (after the last newline
+// before it).
 type spaceScan struct {
 	carry           []byte
 	found, nlBefore bool
+	total           int64 // bytes written before this piece
+	lineStart       int64
 }
 
 func (s *spaceScan) Write(p []byte) (int, error) {
 	n := len(p)
 	b := p
+	at := s.total - int64(len(s.carry)) // where b starts
+	s.total += int64(n)
 	if len(s.carry) > 0 {
 		b = append(s.carry, p...)
 		s.carry = nil
@@ -173,7 +180,7 @@ func (s *spaceScan) Write(p []byte) (int, error) {
 	for i := 0; i < len(b); {
 		if c := b[i]; c < utf8.RuneSelf {
 			if c == '\n' {
-				s.nlBefore = true
+				s.nlBefore, s.lineStart = true, at+int64(i)+1
 			}
 			if !unicode.IsSpace(rune(c)) {
 				s.found = true
@@ -216,14 +223,24 @@ func (s *firstScan) Write(p []byte) (int, error) {
 	return 0, nil
 }
 
-// readable is readable(s), of a placeholder too: its string as it is when
-// its first line is not blank; anything else needs the text.
+// readable is readable(s), of a placeholder too: its string from its
+// first line that is not blank on (a placeholder that says so, k+skip,
+// when that is not its start); a blank one needs the text.
 func (r *renderer) readable(s string) string {
 	if r.lz == nil || !hasMarkString(s) {
 		return readable(s)
 	}
-	if k, ok := r.lz.whole(s); !ok || !r.lz.spaces(k).firstText {
+	k, ok := r.lz.whole(s)
+	if !ok {
 		r.lz.bad = true
+		return s
+	}
+	p := r.lz.spaces(k)
+	switch {
+	case !p.firstText:
+		r.lz.bad = true
+	case p.skip > 0:
+		return markOpen + strconv.Itoa(k) + "+" + strconv.FormatInt(p.skip, 10) + markClose
 	}
 	return s
 }
@@ -316,11 +333,33 @@ func (r *renderer) endLine() {
 	endLine(&r.out)
 }
 
+// skipWriter writes to w what is written to it past its first skip bytes.
+type skipWriter struct {
+	w    io.Writer
+	skip int64
+}
+
+func (s *skipWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	if s.skip > 0 {
+		k := min(s.skip, int64(len(p)))
+		p, s.skip = p[k:], s.skip-k
+	}
+	if len(p) == 0 {
+		return n, nil
+	}
+	if _, err := s.w.Write(p); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
 // A piece of a view rendered with placeholders.
 type viewPiece struct {
 	kind int
 	text []byte // pieceText
 	cut  int    // pieceDecoded, pieceRaw
+	skip int64  // pieceDecoded: its text from this byte on
 }
 
 const (
@@ -366,12 +405,19 @@ func splitMarks(b []byte, n int) ([]viewPiece, bool) {
 		if e < 0 {
 			return nil, false
 		}
-		digits := string(b[len(open):e])
+		digits, skipDigits, hasSkip := strings.Cut(string(b[len(open):e]), "+")
 		k, err := strconv.Atoi(digits)
 		if err != nil || k < 0 || k >= n || strconv.Itoa(k) != digits {
 			return nil, false
 		}
-		out = append(out, viewPiece{kind: kind, cut: k})
+		var skip int64
+		if hasSkip {
+			skip, err = strconv.ParseInt(skipDigits, 10, 64)
+			if err != nil || kind != pieceDecoded || skip <= 0 || strconv.FormatInt(skip, 10) != skipDigits {
+				return nil, false
+			}
+		}
+		out = append(out, viewPiece{kind: kind, cut: k, skip: skip})
 		b = b[e+len(close):]
 	}
 	return out, true
@@ -623,7 +669,7 @@ func (r *Rook) renderedStream(sl *sourceLine, w io.Writer) (bool, error) {
 			var o *cas.ObjectReader
 			if o, err = r.Store.OpenObject(id); err == nil {
 				if pc.kind == pieceDecoded {
-					_, err = o.WriteTo(nw)
+					_, err = o.WriteTo(&skipWriter{w: nw, skip: pc.skip})
 				} else {
 					_, err = o.WriteTo(&escapeWriter{w: nw})
 				}

@@ -14,13 +14,15 @@ package agent
 // That holds only where the view writes a string as it is (a tool's
 // output, a reply, a thought, an argument) or as its JSON literal. Where
 // the view looks into a string (a first line, a preview, whether it is
-// JSON, shell words, its colors ...) the renderer says so (dependsOn) and
-// the line is rendered whole, as before. The few things the view asks of
-// a string it writes as it is (blank? a newline in it? its first line
-// blank? its first byte a brace? ending with a newline?) are read from
-// the string's object, a scan that stops once it knows. A view in which
-// an encoded value may sit (maskNestedEncoded finds one only after one
-// of its keys in quotes) is rendered whole too.
+// JSON, shell words, a nested argument's layout) the renderer says so
+// (dependsOn) and the line is rendered whole, as before. The few things
+// the view asks of a string it writes as it is (blank? a newline in it?
+// where does its first line that is not blank start? its first byte a
+// brace?) are read from the string's object, a scan that stops once it
+// knows; whether it ends with a newline (endLine) is seen as it is
+// written (markEndLine). A view in which an encoded value may sit
+// (maskNestedEncoded finds one only after one of its keys in quotes) is
+// rendered whole too, and so is an object of several lines.
 
 import (
 	"bytes"

@@ -237,6 +237,11 @@ type Log struct {
 	bulk          bool
 	unflushedSize int  // bytes of buffered records, over every session
 	marked        bool // the dirty marker is on disk
+	// markerCut: an append to the dirty marker failed, and may have left
+	// part of a line at its end: the next append starts a new line, so a
+	// line it writes is not glued to the torn one (whose checksum then
+	// fails both) and lost.
+	markerCut bool
 	// named: the sessions the dirty marker names, with their durable
 	// sizes (mark).
 	named map[ID]bool
@@ -1093,6 +1098,9 @@ func (l *Log) writeMarker(lines string) error {
 	if lines == "" {
 		return nil
 	}
+	if l.markerCut {
+		lines = "\n" + lines // readers pass over an empty line
+	}
 	f, err := l.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err == nil {
 		_, err = io.WriteString(f, lines)
@@ -1103,6 +1111,7 @@ func (l *Log) writeMarker(lines string) error {
 			err = cerr
 		}
 	}
+	l.markerCut = err != nil
 	if err != nil {
 		return fmt.Errorf("name sessions in the event log's dirty marker (%s): %w", path, err)
 	}

@@ -333,7 +333,9 @@ func (r *ObjectReader) readRange(off, n int64) ([]byte, error) {
 // written (moved) does not fail it: the rest is read from where the object
 // is now, from the byte reached (what was written is skipped, not written
 // again), and the hash covers what w got from both records. Moved again
-// after that, it fails saying the output is partial and to run again.
+// after that, it fails saying the output is partial (or that nothing was
+// written) and to run again, never that the object is corrupt; the store
+// closed meanwhile, it fails with ErrClosed.
 func (r *ObjectReader) WriteTo(w io.Writer) (int64, error) {
 	sum := blake3.New()
 	n, err := r.writeFrom(w, sum, 0)
@@ -346,9 +348,22 @@ func (r *ObjectReader) WriteTo(w io.Writer) (int64, error) {
 	}
 	m, err := r.writeFrom(w, sum, n)
 	if errors.As(err, &werr) {
-		err = werr.err
-	} else if n+m > 0 && errors.Is(err, fs.ErrClosed) {
-		// Moved again: not tried a third time, and not damage.
+		return n + m, werr.err
+	}
+	if !errors.Is(err, fs.ErrClosed) {
+		return n + m, err
+	}
+	// The handle closed again: the store was closed, or the object moved
+	// again, which is not tried a third time. Neither is damage.
+	r.s.mu.Lock()
+	closed := r.s.closed
+	r.s.mu.Unlock()
+	switch {
+	case closed:
+		err = ErrClosed
+	case n+m == 0:
+		err = fmt.Errorf("object %s was moved twice by a gc or repack of this store before any of it was written: nothing was written (the object is not damaged); run the command again", Short(r.id))
+	default:
 		err = fmt.Errorf("object %s was moved twice by a gc or repack of this store while it was being written: the %d bytes written are only part of it (the object is not damaged); run the command again", Short(r.id), n+m)
 	}
 	return n + m, err

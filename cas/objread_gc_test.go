@@ -181,3 +181,76 @@ func TestObjectReaderWriteToMovedTwiceSaysTheOutputIsPartial(t *testing.T) {
 		t.Fatalf("wrote %d bytes (returned %d): want the object's first bytes, each once", out.Len(), n)
 	}
 }
+
+// Moved twice before WriteTo wrote a byte (each repack closing the handle
+// while the record's checksum was read), the object was called corrupt:
+// "read: file already closed", for an object that had only moved. It says
+// it was moved, that nothing was written, and to run again.
+func TestObjectReaderWriteToMovedTwiceBeforeAByteIsNotCorrupt(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home, id := syncedObject(t, fsys, noise(2<<20, 9))
+	var out bytes.Buffer
+	// Not at the read of a record's header that opens the reader (the
+	// first read of each segment): at the next, the checksum's.
+	// Not the repack's own reads.
+	repacks, seen, busy := 0, map[string]bool{}, false
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if busy || op != vfs.OpRead || filepath.Dir(path) != filepath.Join(home, SegmentsDir) || out.Len() > 0 || repacks == 2 {
+			return nil
+		}
+		if !seen[path] {
+			seen[path] = true
+			return nil
+		}
+		repacks, busy = repacks+1, true
+		if _, err := s.Repack(nil); err != nil {
+			t.Errorf("repack: %v", err)
+		}
+		busy = false
+		return nil
+	})
+	n, err := s.WriteTo(id, &out)
+	fsys.SetHook(nil)
+	if repacks != 2 {
+		t.Fatalf("%d repacks before a byte was written, want 2", repacks)
+	}
+	var ce *CorruptError
+	if err == nil || errors.As(err, &ce) || !strings.Contains(err.Error(), "moved twice") || !strings.Contains(err.Error(), "run the command again") {
+		t.Fatalf("WriteTo with the object moved twice before a byte: %d bytes, %v; want it said moved, not corrupt", n, err)
+	}
+	if n != 0 || out.Len() != 0 {
+		t.Fatalf("wrote %d bytes (returned %d), want none", out.Len(), n)
+	}
+}
+
+// The store closed while WriteTo went on from where a repack left it was
+// said to be a second move by a gc or repack: it is ErrClosed, as a read
+// of a closed store is.
+func TestObjectReaderWriteToStoreClosedAfterAMoveSaysClosed(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home, id := syncedObject(t, fsys, noise(2<<20, 9))
+	var out bytes.Buffer
+	step, at := 0, 0
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op != vfs.OpRead || filepath.Dir(path) != filepath.Join(home, SegmentsDir) || out.Len() <= at || step == 2 {
+			return nil
+		}
+		step, at = step+1, out.Len()
+		if step == 1 {
+			if _, err := s.Repack(nil); err != nil {
+				t.Errorf("repack: %v", err)
+			}
+		} else if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		return nil
+	})
+	n, err := s.WriteTo(id, &out)
+	fsys.SetHook(nil)
+	if step != 2 {
+		t.Fatalf("%d steps mid-copy, want a repack and a close", step)
+	}
+	if !errors.Is(err, ErrClosed) || strings.Contains(err.Error(), "moved") {
+		t.Fatalf("WriteTo with the store closed after a move: %d bytes, %v; want ErrClosed", n, err)
+	}
+}

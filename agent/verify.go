@@ -128,7 +128,10 @@ func (r *Rook) ImportFormats(rep ReferenceReport, ids []cas.Key) []string {
 // VerifyReferences reads every session's metadata and log to its end and
 // checks that every object named is in the store (see ReferenceReport).
 // Unlike the gc's mark (Roots), which stops at the first log it cannot
-// read, it goes on past each problem to report them all. progress (when
+// read, it goes on past each problem to report them all; but a lookup in
+// the index that fails (not "not there": the index does not read) makes
+// it return an error after the walk, as what it named was not checked.
+// progress (when
 // not nil) is called with the sessions read so far and their number.
 func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceReport, error) {
 	rep := ReferenceReport{Problems: []ReferenceProblem{}, LogsWithoutMeta: []string{}}
@@ -147,6 +150,10 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 	}
 	seen := map[cas.Key]*namer{}
 	var containers []cas.Key // snapshots and imported lines, to expand
+	// lookupErr: the first lookup that failed otherwise than "not there"
+	// (the index does not read: EIO, too many open files). What it named
+	// is neither there nor missing, so the check cannot say all are there.
+	var lookupErr error
 	check := func(id cas.Key, at ReferenceProblem) {
 		if n, ok := seen[id]; ok {
 			if n.idx > 0 {
@@ -164,6 +171,12 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 			at.Reason = fmt.Sprintf("%s is not in the store", cas.Short(id))
 			rep.Problems = append(rep.Problems, at)
 			n.idx = len(rep.Problems)
+		case err != nil:
+			if lookupErr == nil {
+				where := strings.TrimSuffix(at.String(), ": ") // no Reason: where only
+				lookupErr = fmt.Errorf("%s, named by %s, could not be looked up in the store (%w): the objects named were not all checked; check the disk and the store's permissions, then run again",
+					cas.Short(id), where, err)
+			}
 		case err == nil && (info.Kind == cas.KindSnapshot || info.Kind == cas.KindSource):
 			containers = append(containers, id)
 			n.kind = info.Kind
@@ -288,6 +301,9 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 			}
 			rep.LogsWithoutMeta = append(rep.LogsWithoutMeta, p)
 		}
+	}
+	if lookupErr != nil {
+		return rep, lookupErr
 	}
 	rep.Named = len(seen)
 	rep.namedIn = func(id cas.Key) string {

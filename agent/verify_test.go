@@ -253,3 +253,45 @@ func TestVerifyWayOutQuotesThePath(t *testing.T) {
 	}
 	t.Fatalf("no problem of session %s says %q: %+v", id, want, rep.Problems)
 }
+
+// An object whose lookup fails (the index does not read: EIO, too many
+// open files) is not checked: verify must not say everything named is in
+// the store, nor call it missing; it says the check could not be made.
+func TestVerifyReferencesSaysALookupThatFailed(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	id := newSession(t, r)
+	appendBodies(t, r, id, "one", "two")
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(testHome, Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	idx := filepath.Join(testHome, cas.IndexDir, cas.IndexFile)
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if (op == vfs.OpRead || op == vfs.OpOpenRead) && path == idx {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	defer fsys.SetHook(nil)
+	rep, err := r.VerifyReferences(nil)
+	if err == nil {
+		t.Fatalf("lookups failed, and verify says %+v", rep)
+	}
+	if rep.Missing() != 0 {
+		t.Fatalf("a failed lookup reported as missing: %+v", rep.Problems)
+	}
+	if !strings.Contains(err.Error(), "could not be looked up") || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("said as %q", err)
+	}
+	if testing.Verbose() {
+		t.Log(err)
+	}
+}

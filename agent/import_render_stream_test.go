@@ -171,12 +171,16 @@ func TestStreamedViewsOfHandMadeLinesMatchWholeOnes(t *testing.T) {
 	result(q([]byte(long + `{"type":"image","data":"` + strings.Repeat("iVBORw0KGgoAAAANSUhEUg", 20) + `"}`)))
 	result(q([]byte(long + `"data:image/png;base64,` + strings.Repeat("iVBORw0K", 40) + `"`)))
 	result(q([]byte(long+`"da`)) + `,"x":` + q([]byte(`ta": "`+long)))
+	// A data URL as a whole string in an object written as it is: the
+	// quote that opens it is in the line, the rest in the cut string.
+	result(`{"url":` + q([]byte("data:image/png;base64,"+strings.Repeat("iVBORw0K", 40))) + `}`)
 	msg(q([]byte(long + "\nsecond line")))
 	msg(q([]byte("\n  \n" + long)))                                    // its blank first lines left out
 	msg(q([]byte(strings.Repeat(" \n\u00a0", 500<<10) + "\t" + long))) // past the first pieces of its stream
 	msg(q([]byte(strings.Repeat("  ", 200))))
 	msg(`[{"type":"thinking","thinking":` + q(tricky(2000)) + `,"signature":` + q([]byte(strings.Repeat("c2ln", 100))) + `},{"type":"text","text":` + q([]byte(long)) + `}]`)
 	msg(`[{"type":"tool_use","name":"Write","input":{"file_path":"/a.go","content":` + q([]byte(long+"\n"+long)) + `}}]`)
+	msg(`[{"type":"tool_use","name":"Write","input":{"file_path":"/a.go","content":` + q([]byte("\n"+long)) + `}}]`) // its only newline first
 	msg(`[{"type":"tool_use","name":"Write","input":{"file_path":"/a.go","content":` + q([]byte(long)) + `,"more":` + q([]byte(long)) + `}}]`)
 	msg(`[{"type":"tool_use","name":"MultiEdit","input":{"edits":[{"old_string":` + q([]byte(long)) + `,"new_string":"b"}]}}]`)
 	msg(`[{"type":"tool_use","name":"X","input":` + q([]byte(long)) + `}]`)

@@ -21,8 +21,9 @@ package agent
 // brace?) are read from the string's object, a scan that stops once it
 // knows; whether it ends with a newline (endLine) is seen as it is
 // written (markEndLine). A view in which an encoded value may sit
-// (maskNestedEncoded finds one only after one of its keys in quotes) is
-// rendered whole too, and so is an object of several lines.
+// (maskNestedEncoded finds one only after one of its keys in quotes, or
+// after a quote and "data:") is rendered whole too, and so is an object
+// of several lines.
 
 import (
 	"bytes"

@@ -33,7 +33,7 @@ const maxProblems = 20
 func (t *Tree) Check() error {
 	st := t.state.Load()
 	defer runtime.KeepAlive(st.h)
-	c := &checker{st: st}
+	c := &checker{st: st, visited: map[uint64]bool{}}
 	sl, err := readSlots(st.h.f, t.path)
 	if err != nil {
 		if errors.Is(err, ErrNewerFormat) {
@@ -97,6 +97,7 @@ type checker struct {
 	entries  uint64
 	live     uint64
 	refs     []Ref
+	visited  map[uint64]bool // offsets of the nodes walked (at most one per node in the file): true once reported as shared
 	prev     Key
 	havePrev bool
 }
@@ -136,6 +137,7 @@ func (c *checker) walk(ref Ref, level uint32, sep *Key) {
 		return
 	}
 	c.refs = append(c.refs, ref)
+	c.visited[ref.Off] = false
 	c.live += uint64(ref.Len)
 	if n.leaf != (level == 1) {
 		c.addErr(levelErr(ref, n, level))
@@ -155,7 +157,24 @@ func (c *checker) walk(ref Ref, level uint32, sep *Key) {
 		}
 		return
 	}
+	badChild := false
 	for i, child := range n.refs {
+		if err := childBelow(ref, child); err != nil {
+			if !badChild { // once per node: a damaged node may hold many
+				c.addErr(err)
+			}
+			badChild = true
+			continue
+		}
+		if reported, ok := c.visited[child.Off]; ok {
+			// Not walked again: a damaged tree whose nodes share
+			// children has exponentially many paths.
+			if !reported {
+				c.add("node at offset %d is referenced more than once", child.Off)
+				c.visited[child.Off] = true
+			}
+			continue
+		}
 		k := n.key(i)
 		c.walk(child, level-1, &k)
 	}

@@ -75,6 +75,12 @@
 // by bulk loads), and a node that a commit leaves below 1 KiB is merged with
 // a sibling.
 //
+// Every writer appends a node's children before the node itself (a commit
+// writes bottom-up, a bulk load closes a node before its parent, and an
+// unchanged child is older still), so a child always ends at or before its
+// parent's offset. Readers insist on it: a reference at or after its parent
+// is damage, which rules out cycles.
+//
 // # Transactions
 //
 // Put and Delete buffer changes in memory. Commit applies them copy-on-write:
@@ -121,7 +127,13 @@
 // instead of falling back: falling back (and truncating) could destroy data
 // a newer rook wrote. Any node whose bytes are damaged fails its
 // checksum when read, so Get and Ascend return ErrCorrupt rather than wrong
-// data. Check verifies the whole file: both meta slots and their padding,
+// data. Nor can damage that keeps every checksum right (deliberate, or a
+// coincidence) make a walk endless or exponential: Get and Ascend reject a
+// child that does not lie before its parent, and Ascend a key that does not
+// follow the one before it, which a node reached twice (the shared child of
+// a damaged tree) always repeats; Check walks each node at most once and
+// reports one reached again. Each failure names the node's offset. Check
+// verifies the whole file: both meta slots and their padding,
 // every node ever appended (garbage of earlier commits included, so damage
 // anywhere is found) and the structure of the committed tree. A writable
 // Open that had to pass over a damaged slot rewrites it at once (an empty

@@ -476,22 +476,60 @@ func (t *Tree) get(st *state, k *Key) ([]byte, bool, error) {
 		if i < 0 {
 			return nil, false, nil
 		}
+		if err := childBelow(ref, n.refs[i]); err != nil {
+			return nil, false, err
+		}
 		ref = n.refs[i]
 	}
 }
 
+// childBelow checks that child, referenced by the branch at parent, lies
+// wholly before it in the file. Every writer appends a node's children
+// before the node itself (a commit writes bottom-up, a bulk load closes
+// a node before its parent, and unchanged children are older still), so
+// a reference at or after its parent is damage: and a walk that followed
+// it could go round a cycle.
+func childBelow(parent, child Ref) error {
+	if child.end() > parent.Off {
+		return fmt.Errorf("%w: node at offset %d: child at offset %d does not lie before its parent (children are written first)", ErrCorrupt, parent.Off, child.Off)
+	}
+	return nil
+}
+
 // ascend walks st from from (nil: the start) in key order. Values passed to
 // fn alias node bytes.
+//
+// The walk holds the tree to its invariants as it goes, so damage cannot
+// make it endless or exponential: each child lies before its parent (no
+// cycles), and the keys it meets ascend strictly (a node reached twice,
+// as the shared child of a damaged tree is, repeats its keys). So every
+// node is visited at most once (but for the first leaf, which a walk
+// from a key enters part way), and a walk costs at most the height times
+// the nodes in the file.
 func (t *Tree) ascend(st *state, from *Key, fill bool, fn func(k *Key, v []byte) bool) error {
 	if st.m.Height == 0 {
 		return nil
 	}
-	_, err := t.walk(st, st.m.Root, st.m.Height, from, fill, fn)
+	w := &walker{t: t, st: st, fill: fill, fn: fn}
+	if from != nil {
+		w.low = *from
+	}
+	_, err := w.walk(st.m.Root, st.m.Height, from)
 	return err
 }
 
-func (t *Tree) walk(st *state, ref Ref, level uint32, from *Key, fill bool, fn func(k *Key, v []byte) bool) (bool, error) {
-	n, err := t.readNode(st, ref, fill)
+type walker struct {
+	t    *Tree
+	st   *state
+	fill bool
+	fn   func(k *Key, v []byte) bool
+	low  Key  // every key met is >= low ...
+	prev Key  // ... and > prev, once seen
+	seen bool // a key was met
+}
+
+func (w *walker) walk(ref Ref, level uint32, from *Key) (bool, error) {
+	n, err := w.t.readNode(w.st, ref, w.fill)
 	if err != nil {
 		return false, err
 	}
@@ -505,7 +543,11 @@ func (t *Tree) walk(st *state, ref Ref, level uint32, from *Key, fill bool, fn f
 		}
 		for ; i < n.count(); i++ {
 			k := n.key(i)
-			if !fn(&k, n.value(i)) {
+			if w.seen && bytes.Compare(k[:], w.prev[:]) <= 0 || !w.seen && bytes.Compare(k[:], w.low[:]) < 0 {
+				return false, fmt.Errorf("%w: node at offset %d: key %x out of order in the walk (a node reached twice, or keys out of place)", ErrCorrupt, ref.Off, k[:])
+			}
+			w.prev, w.seen = k, true
+			if !w.fn(&k, n.value(i)) {
 				return false, nil
 			}
 		}
@@ -516,7 +558,10 @@ func (t *Tree) walk(st *state, ref Ref, level uint32, from *Key, fill bool, fn f
 		i = max(n.childFor(from), 0)
 	}
 	for ; i < len(n.refs); i++ {
-		cont, err := t.walk(st, n.refs[i], level-1, from, fill, fn)
+		if err := childBelow(ref, n.refs[i]); err != nil {
+			return false, err
+		}
+		cont, err := w.walk(n.refs[i], level-1, from)
 		if err != nil || !cont {
 			return cont, err
 		}

@@ -210,19 +210,81 @@ func readInput(e *Env, file, what string) ([]byte, error) {
 	if file == "" {
 		return nil, usageErr("empty FILE: name the file to read, or give - (or nothing) to read stdin")
 	}
-	var b []byte
-	var err error
 	if file == "-" {
 		e.stdinHint(what, "give a FILE")
-		b, err = io.ReadAll(e.Stdin)
-	} else {
-		if err := inputGiven("FILE", file); err != nil {
-			return nil, err
+		b, err := readBody(e.Stdin, -1)
+		if err == errBodyTooBig {
+			return nil, &exitError{code: ExitFailure, msg: fmt.Sprintf("standard input holds more than the %s an event body (a store object) holds: nothing appended", bodyLimit())}
 		}
-		b, err = os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("read input: %w", err)
+		}
+		return b, nil
 	}
+	if err := inputGiven("FILE", file); err != nil {
+		return nil, err
+	}
+	b, err := readBodyFile(file)
 	if err != nil {
+		var big *bodyTooBigError
+		if errors.As(err, &big) {
+			return nil, &exitError{code: ExitFailure, msg: big.Error() + ": nothing appended"}
+		}
 		return nil, fmt.Errorf("read input: %w", err)
+	}
+	return b, nil
+}
+
+var errBodyTooBig = errors.New("event body too big")
+
+// bodyLimit is maxBody for a message: "1.0 GiB (1073741824 bytes)".
+func bodyLimit() string { return fmt.Sprintf("%s (%d bytes)", units.Bytes(maxBody), maxBody) }
+
+// bodyTooBigError is readBodyFile's refusal: which file, and the limit.
+type bodyTooBigError struct{ msg string }
+
+func (e *bodyTooBigError) Error() string { return e.msg }
+
+// readBody reads r, up to maxBody bytes: errBodyTooBig if it holds more.
+// It reads at most one byte past the limit, so a source without end
+// (/dev/zero) fails instead of filling memory. size is what r is known
+// to hold (-1: unknown), to refuse it before reading.
+func readBody(r io.Reader, size int64) ([]byte, error) {
+	if size > maxBody {
+		return nil, errBodyTooBig
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > maxBody {
+		return nil, errBodyTooBig
+	}
+	return b, nil
+}
+
+// readBodyFile reads the body in the file at path, refusing more than
+// maxBody bytes: a regular file by its size before reading, anything else
+// (a device, a FIFO) while reading. The error names the file and the
+// limit.
+func readBodyFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size := int64(-1)
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		size = st.Size()
+	}
+	b, err := readBody(f, size)
+	switch {
+	case err == errBodyTooBig && size >= 0:
+		return nil, &bodyTooBigError{fmt.Sprintf("%s is %d bytes, more than the %s an event body (a store object) holds", path, size, bodyLimit())}
+	case err == errBodyTooBig:
+		return nil, &bodyTooBigError{fmt.Sprintf("%s holds more than the %s an event body (a store object) holds", path, bodyLimit())}
+	case err != nil:
+		return nil, err // an *os.PathError: it names the file
 	}
 	return b, nil
 }
@@ -433,6 +495,11 @@ func sameEvent(r *agent.Rook, id eventlog.ID, seq uint64, en agent.Entry) error 
 	return nil
 }
 
+// maxBody is the largest event body append reads (FILE, stdin, a
+// body_file): the store's limit on an object. A variable so that tests
+// can lower it.
+var maxBody int64 = cas.MaxObjectSize
+
 // maxJSONLLine bounds a line of append --jsonl (a larger body goes in a
 // body_file).
 const maxJSONLLine = 64 << 20
@@ -481,7 +548,11 @@ func parseJSONLine(text []byte) (agent.Entry, error) {
 	case j.Body != nil && j.BodyFile != "":
 		return en, errors.New("give body or body_file, not both")
 	case j.BodyFile != "":
-		b, err := os.ReadFile(j.BodyFile)
+		b, err := readBodyFile(j.BodyFile)
+		var big *bodyTooBigError
+		if errors.As(err, &big) {
+			return en, fmt.Errorf("body_file %v", big)
+		}
 		if err != nil {
 			return en, fmt.Errorf("body_file: %v", err)
 		}

@@ -38,6 +38,10 @@ type location struct {
 
 const entryVersion = 2
 
+// maxSegmentNumber is the largest segment number: a segment file name
+// holds 8 decimal digits.
+const maxSegmentNumber = 99_999_999
+
 func (e entry) encode() []byte {
 	b := make([]byte, 0, 16+len(e.Data))
 	flags := byte(0)
@@ -195,6 +199,10 @@ func decodeCounters(b []byte) (counters, error) {
 			return c, err
 		}
 		vals[i] = v
+	}
+	if vals[0] > maxSegmentNumber {
+		// Cut to 32 bits it named another segment (2^32+5 read as 5).
+		return c, fmt.Errorf("index counters: watermark segment %d is past the largest segment number, %d", vals[0], maxSegmentNumber)
 	}
 	c.WMSegment, c.WMOffset, c.DedupHits, c.DedupBytes = uint32(vals[0]), vals[1], vals[2], vals[3]
 	for p < len(b) {

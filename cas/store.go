@@ -642,8 +642,13 @@ func (s *Store) openIndex() error {
 	}
 	snap := s.tree.Snapshot()
 	c, err := decodeCounters(snap.UserMeta())
-	if err != nil {
-		return fmt.Errorf("index %s: %w", s.indexPath(), err)
+	switch {
+	case err != nil && s.opts.ForReindex:
+		// The reindex about to run counts everything again.
+		c = counters{Kinds: map[Kind]*kindCounters{}}
+		s.Notices = append(s.Notices, fmt.Sprintf("index %s: %v: the reindex counts anew", s.indexPath(), err))
+	case err != nil:
+		return fmt.Errorf("index %s is damaged (%v): run `rook store reindex` to rebuild it from the segments", s.indexPath(), err)
 	}
 	s.ctr = c
 	s.wmKnown = snap.TxID() > 0

@@ -598,31 +598,37 @@ func (s *Store) appendRecord(rec, rest []byte) (uint32, int64, error) {
 // startSegment seals the active segment (fsync) and creates the next one:
 // header written and synced, directory synced, before any record goes in.
 func (s *Store) startSegment() error {
-	next := uint32(1)
+	next := uint64(1)
 	if s.active != nil {
 		if !s.active.synced {
 			if err := s.active.f.Sync(); err != nil {
 				return fmt.Errorf("seal segment %s: %w", segName(s.active.number), err)
 			}
 		}
-		next = s.active.number + 1
+		next = uint64(s.active.number) + 1
 		s.active.f.Close()
 		s.active = nil
 	} else if segs, err := s.listSegments(); err != nil {
 		return err
 	} else if len(segs) > 0 {
-		next = segs[len(segs)-1] + 1
+		next = uint64(segs[len(segs)-1]) + 1
 	}
 	// Never a number the index may still name: a segment lost (deleted
 	// by hand, left out of a backup) must keep reading as missing, not
 	// have its objects looked up at offsets in another's records.
-	next = max(next, s.ctr.WMSegment+1)
-	path := s.segPath(next)
+	next = max(next, uint64(s.ctr.WMSegment)+1)
+	if next > maxSegmentNumber {
+		// A longer name would be left out of every listing (and its
+		// objects out of a reindex).
+		return fmt.Errorf("create segment: no segment number left: the next would be %d, past %d (segment names hold 8 digits); the index's watermark names segment %d: if the store holds no such segment, that is damage: run `rook store reindex`", next, maxSegmentNumber, s.ctr.WMSegment)
+	}
+	num := uint32(next)
+	path := s.segPath(num)
 	f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
 	if err != nil {
 		return fmt.Errorf("create segment: %w", err)
 	}
-	hdr := encodeSegmentHeader(segmentHeader{Version: segVersion, Number: next, Created: s.opts.Clock.Now().UnixNano()})
+	hdr := encodeSegmentHeader(segmentHeader{Version: segVersion, Number: num, Created: s.opts.Clock.Now().UnixNano()})
 	if _, err := f.Write(hdr); err != nil {
 		f.Close()
 		return fmt.Errorf("write segment header %s: %w", path, err)
@@ -635,7 +641,7 @@ func (s *Store) startSegment() error {
 		f.Close()
 		return fmt.Errorf("sync %s: %w", filepath.Dir(path), err)
 	}
-	s.active = &activeSegment{f: f, number: next, size: segHeaderSize, synced: true, named: true}
+	s.active = &activeSegment{f: f, number: num, size: segHeaderSize, synced: true, named: true}
 	return nil
 }
 

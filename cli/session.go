@@ -247,18 +247,46 @@ func (e *bodyTooBigError) Error() string { return e.msg }
 
 // readBody reads r, up to maxBody bytes: errBodyTooBig if it holds more.
 // It reads at most one byte past the limit, so a source without end
-// (/dev/zero) fails instead of filling memory. size is what r is known
-// to hold (-1: unknown), to refuse it before reading.
+// (/dev/zero) fails instead of filling memory; and it reads in chunks,
+// joined at the end, so such a source costs the limit in memory once,
+// not the copies a growing buffer makes. size is what r is known to hold
+// (-1: unknown), to refuse it before reading.
 func readBody(r io.Reader, size int64) ([]byte, error) {
 	if size > maxBody {
 		return nil, errBodyTooBig
 	}
-	b, err := io.ReadAll(io.LimitReader(r, maxBody+1))
-	if err != nil {
-		return nil, err
+	left := maxBody + 1
+	chunk := int64(64 << 10)
+	if size >= 0 {
+		chunk = size + 1 // the whole file, and the byte that shows its end
 	}
-	if int64(len(b)) > maxBody {
-		return nil, errBodyTooBig
+	var chunks [][]byte
+	total := 0
+	for {
+		buf := make([]byte, min(chunk, left))
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			chunks = append(chunks, buf[:n])
+			total += n
+			left -= int64(n)
+		}
+		if left == 0 {
+			return nil, errBodyTooBig
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		chunk = min(2*chunk, 16<<20)
+	}
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	b := make([]byte, 0, total)
+	for _, c := range chunks {
+		b = append(b, c...)
 	}
 	return b, nil
 }
@@ -279,7 +307,7 @@ func readBodyFile(path string) ([]byte, error) {
 	}
 	b, err := readBody(f, size)
 	switch {
-	case err == errBodyTooBig && size >= 0:
+	case err == errBodyTooBig && size > maxBody:
 		return nil, &bodyTooBigError{fmt.Sprintf("%s is %d bytes, more than the %s an event body (a store object) holds", path, size, bodyLimit())}
 	case err == errBodyTooBig:
 		return nil, &bodyTooBigError{fmt.Sprintf("%s holds more than the %s an event body (a store object) holds", path, bodyLimit())}

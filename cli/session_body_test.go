@@ -76,3 +76,34 @@ func TestAppendBodyOverLimit(t *testing.T) {
 		t.Fatalf("history after the refused appends: exit %d, %s %s", code, out, e)
 	}
 }
+
+// TestReadBodyChunks: a source of unknown size is read in growing chunks;
+// what they join to is the source, up to the limit exactly.
+func TestReadBodyChunks(t *testing.T) {
+	lowBody(t, 300000)
+	src := make([]byte, 300001)
+	for i := range src {
+		src[i] = byte(i * 7)
+	}
+	for _, n := range []int{0, 1, 65535, 65536, 65537, 200000, 300000} {
+		b, err := readBody(onlyReader{bytes.NewReader(src[:n])}, -1)
+		if err != nil || !bytes.Equal(b, src[:n]) {
+			t.Fatalf("%d bytes: got %d, %v", n, len(b), err)
+		}
+		b, err = readBody(bytes.NewReader(src[:n]), int64(n))
+		if err != nil || !bytes.Equal(b, src[:n]) {
+			t.Fatalf("%d bytes, size known: got %d, %v", n, len(b), err)
+		}
+	}
+	if _, err := readBody(onlyReader{bytes.NewReader(src)}, -1); err != errBodyTooBig {
+		t.Fatalf("one byte over: %v", err)
+	}
+	// A file that grew after its size was taken.
+	if _, err := readBody(bytes.NewReader(src), 10); err != errBodyTooBig {
+		t.Fatalf("grown past the limit: %v", err)
+	}
+}
+
+type onlyReader struct{ r *bytes.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }

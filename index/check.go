@@ -23,8 +23,11 @@ const maxProblems = 20
 //     damage anywhere is reported);
 //   - the tree: every reachable node's checksum and encoding, leaves exactly
 //     at level 1, keys strictly ascending within and across nodes, each
-//     branch key equal to its child's first key, no node reachable twice or
-//     overlapping another, and the entry count and live bytes in the meta.
+//     branch key equal to its child's first key, each child before its
+//     parent in the file, no node reachable twice (each is walked once, so
+//     a damaged tree whose nodes share children is not walked down every
+//     path) or overlapping another, and the entry count and live bytes in
+//     the meta.
 //
 // It returns nil or the problems found (at most maxProblems, joined with
 // errors.Join), each wrapping ErrCorrupt. On a read-only Tree whose file a

@@ -32,6 +32,7 @@ FUZZ_TARGETS := \
 	./dict:FuzzDecodeHighest \
 	./index:FuzzDecodeNode \
 	./index:FuzzDecodeMeta \
+	./index:FuzzWalk \
 	./eventlog:FuzzDecodeEventRecord \
 	./eventlog:FuzzParseLogHeader \
 	./eventlog:FuzzParseDirtyMarker \

@@ -259,3 +259,112 @@ func TestChildrenBeforeParents(t *testing.T) {
 	mustCheck(t, tr)
 	mustDiff(t, tr.Snapshot(), want)
 }
+
+// fuzzTree builds, from b, an index file of up to 8 nodes whose branches
+// point anywhere (themselves, later nodes, shared children) with every
+// checksum right. Each node is 3 bytes of b: leaf or branch, fan-out, and
+// a seed for its children. It returns the file and the node count.
+func fuzzTree(b []byte) (file []byte, nodes int, height uint32) {
+	if len(b) < 4 {
+		return nil, 0, 0
+	}
+	height = uint32(b[0])%maxHeight + 1
+	root := int(b[1])
+	b = b[2:]
+	nodes = min(len(b)/3, 8)
+	if nodes == 0 {
+		return nil, 0, 0
+	}
+	root %= nodes
+	build := func(offs []uint64, lens []uint32) ([]byte, []uint64, []uint32) {
+		var body []byte
+		var gotOffs []uint64
+		var gotLens []uint32
+		for i := range nodes {
+			d := b[3*i : 3*i+3]
+			fan := int(d[1])%35 + 8 // 2-byte lengths: at least 128 bytes
+			var n Node
+			n.Leaf = d[0]&1 == 0
+			for j := range fan {
+				n.Keys = append(n.Keys, seqKey(j+int(d[0]>>1)))
+				if n.Leaf {
+					n.Values = append(n.Values, []byte{byte(j)})
+					continue
+				}
+				c := (int(d[2]) + j*int(d[0]>>4)) % nodes
+				ref := Ref{Off: 9000, Len: 1000} // placeholders of the same encoded size
+				if offs != nil {
+					ref = Ref{Off: offs[c], Len: lens[c]}
+				}
+				n.Children = append(n.Children, ref)
+			}
+			off := uint64(dataStart + len(body))
+			start := len(body)
+			body = n.AppendEncode(body)
+			gotOffs = append(gotOffs, off)
+			gotLens = append(gotLens, uint32(len(body)-start))
+		}
+		return body, gotOffs, gotLens
+	}
+	_, offs, lens := build(nil, nil)
+	body, _, _ := build(offs, lens)
+	end := uint64(dataStart + len(body))
+	m := Meta{Root: Ref{Off: offs[root], Len: lens[root]}, Height: height, Entries: 1, FileEnd: end, LiveBytes: uint64(lens[root]), UserMeta: []byte{}}
+	file = make([]byte, dataStart, end)
+	copy(file, m.Encode())
+	return append(file, body...), nodes, height
+}
+
+// FuzzWalk: whatever shape a damaged tree has, Check, Ascend and Get
+// finish after a number of node reads bounded by the nodes in the file,
+// never exponential in the height.
+func FuzzWalk(f *testing.F) {
+	f.Add([]byte{5, 5, 0, 0, 0, 1, 140, 0, 1, 140, 1, 1, 140, 2, 1, 140, 3, 1, 140, 4, 1, 140, 5})
+	f.Add([]byte{31, 0, 1, 140, 0})
+	f.Add([]byte{31, 0, 1, 140, 1, 1, 140, 0})
+	f.Add([]byte{3, 2, 0, 3, 0, 0x11, 9, 0, 0x21, 30, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		file, nodes, _ := fuzzTree(b)
+		if file == nil {
+			return
+		}
+		fsys := vfs.NewMem()
+		f, err := fsys.OpenFile("/index", os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write(file)
+		f.Close()
+		tr, err := Open(fsys, "/index", false)
+		if err != nil {
+			return
+		}
+		defer tr.Close()
+		tr.cache = newNodeCache(0) // every visit reads: count them
+		reads := 0
+		fsys.SetHook(func(op vfs.Op, _ string) error {
+			if op == vfs.OpRead {
+				reads++
+			}
+			return nil
+		})
+		// Each node read once per entry naming it, at most, plus the
+		// slots and the scan.
+		bound := 16 + nodes*(1+42)*2
+		tr.Check()
+		if reads > bound {
+			t.Fatalf("Check: %d reads for %d nodes", reads, nodes)
+		}
+		reads = 0
+		tr.Snapshot().Ascend(Key{}, func(Key, []byte) bool { return true })
+		tr.Snapshot().Ascend(seqKey(20), func(Key, []byte) bool { return true })
+		if reads > 2*int(maxHeight)*bound {
+			t.Fatalf("Ascend: %d reads for %d nodes", reads, nodes)
+		}
+		reads = 0
+		tr.Snapshot().Get(seqKey(9))
+		if reads > int(maxHeight) {
+			t.Fatalf("Get: %d reads", reads)
+		}
+	})
+}

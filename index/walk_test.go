@@ -263,7 +263,8 @@ func TestChildrenBeforeParents(t *testing.T) {
 // fuzzTree builds, from b, an index file of up to 8 nodes whose branches
 // point anywhere (themselves, later nodes, shared children) with every
 // checksum right. Each node is 3 bytes of b: leaf or branch, fan-out, and
-// a seed for its children. It returns the file and the node count.
+// a seed for its children. It returns the file, the node count and the
+// height the meta gives (nil when b is too short).
 func fuzzTree(b []byte) (file []byte, nodes int, height uint32) {
 	if len(b) < 4 {
 		return nil, 0, 0
@@ -329,12 +330,12 @@ func FuzzWalk(f *testing.F) {
 			return
 		}
 		fsys := vfs.NewMem()
-		f, err := fsys.OpenFile("/index", os.O_RDWR|os.O_CREATE, 0o600)
+		fh, err := fsys.OpenFile("/index", os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.Write(file)
-		f.Close()
+		fh.Write(file)
+		fh.Close()
 		tr, err := Open(fsys, "/index", false)
 		if err != nil {
 			return

@@ -502,10 +502,10 @@ func childBelow(parent, child Ref) error {
 // The walk holds the tree to its invariants as it goes, so damage cannot
 // make it endless or exponential: each child lies before its parent (no
 // cycles), and the keys it meets ascend strictly (a node reached twice,
-// as the shared child of a damaged tree is, repeats its keys). So every
-// node is visited at most once (but for the first leaf, which a walk
-// from a key enters part way), and a walk costs at most the height times
-// the nodes in the file.
+// as the shared child of a damaged tree is, repeats its keys: reaching a
+// leaf the second time fails the walk). A node reached again is read
+// again on the way down to that failure, so a node is read at most
+// twice, and a walk costs at most twice the nodes in the file.
 func (t *Tree) ascend(st *state, from *Key, fill bool, fn func(k *Key, v []byte) bool) error {
 	if st.m.Height == 0 {
 		return nil

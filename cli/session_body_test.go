@@ -107,3 +107,29 @@ func TestReadBodyChunks(t *testing.T) {
 type onlyReader struct{ r *bytes.Reader }
 
 func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
+
+// readsCounted counts the bytes read from it (all zeros, without end).
+type readsCounted struct{ n int }
+
+func (r *readsCounted) Read(p []byte) (int, error) {
+	clear(p)
+	r.n += len(p)
+	return len(p), nil
+}
+
+// TestBodyRefusedBySize: a source whose size is known to be past the
+// limit (a regular file) is refused before any byte of it is read, as
+// README says; read, a 1 GiB + 1 file took 5.5 s and 1 GiB of memory
+// to refuse.
+func TestBodyRefusedBySize(t *testing.T) {
+	lowBody(t, 1000)
+	r := &readsCounted{}
+	if _, err := readBody(r, 1001); err != errBodyTooBig || r.n != 0 {
+		t.Fatalf("size 1001 past a limit of 1000: %v after reading %d bytes", err, r.n)
+	}
+	// Unknown size: read to one byte past the limit, no further.
+	r = &readsCounted{}
+	if _, err := readBody(r, -1); err != errBodyTooBig || r.n != 1001 {
+		t.Fatalf("unknown size: %v after reading %d bytes", err, r.n)
+	}
+}

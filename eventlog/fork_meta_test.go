@@ -379,21 +379,7 @@ func TestDamagedForkCopyLostMetaNotCut(t *testing.T) {
 	}
 	// l crashes; the fork's .meta is lost and a byte of its copy of
 	// event 1 is damaged.
-	if err := fsys.Remove(l.metaPath(f.ID)); err != nil {
-		t.Fatal(err)
-	}
-	b := logBytes(t, fsys, l, f.ID)
-	lf, _ := fsys.OpenFile(l.logPath(f.ID), os.O_RDONLY, 0)
-	r, _ := newReader(lf, f.ID)
-	off, _, err := r.find(1)
-	lf.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[off+6] ^= 0xff
-	if err := fsys.WriteFileAtomic(l.logPath(f.ID), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	b := loseMetaDamageEvent(t, fsys, l, f.ID, 1)
 	w, err := Open("/h/events", Options{FS: fsys, Writable: true, TornDir: "/h/torn"})
 	if err != nil {
 		t.Fatal(err)
@@ -438,21 +424,7 @@ func TestForkLostMetaDamagedPastForkPointRebuilt(t *testing.T) {
 		}
 	}
 	// l crashes; the fork's .meta is lost and its event 5 damaged.
-	if err := fsys.Remove(l.metaPath(f.ID)); err != nil {
-		t.Fatal(err)
-	}
-	b := logBytes(t, fsys, l, f.ID)
-	lf, _ := fsys.OpenFile(l.logPath(f.ID), os.O_RDONLY, 0)
-	r, _ := newReader(lf, f.ID)
-	off, _, err := r.find(5)
-	lf.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[off+6] ^= 0xff
-	if err := fsys.WriteFileAtomic(l.logPath(f.ID), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	b := loseMetaDamageEvent(t, fsys, l, f.ID, 5)
 	w, err := Open("/h/events", Options{FS: fsys, Writable: true, TornDir: "/h/torn"})
 	if err != nil {
 		t.Fatal(err)
@@ -511,4 +483,33 @@ func TestForkLostMetaRebuiltAsLastWritten(t *testing.T) {
 	if err != nil || m.Title != "renamed" || !slices.Equal(m.Tags, []string{"t"}) || m.Ancestor == nil || *m.Ancestor != parent.ID {
 		t.Fatalf("rebuilt metadata %+v, %v; want the last written %+v (notices %q)", m, err, f, w.Notices)
 	}
+}
+
+// loseMetaDamageEvent is a crash's aftermath for the fork id: its .meta
+// lost and a byte of its event seq damaged. It returns the log's bytes.
+func loseMetaDamageEvent(t *testing.T, fsys *vfs.MemFS, l *Log, id ID, seq uint64) []byte {
+	t.Helper()
+	if err := fsys.Remove(l.metaPath(id)); err != nil {
+		t.Fatal(err)
+	}
+	b := logBytes(t, fsys, l, id)
+	lf, err := fsys.OpenFile(l.logPath(id), os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newReader(lf, id)
+	if err != nil {
+		lf.Close()
+		t.Fatal(err)
+	}
+	off, _, err := r.find(seq)
+	lf.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[off+6] ^= 0xff
+	if err := fsys.WriteFileAtomic(l.logPath(id), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -121,24 +121,20 @@ type memberFact struct {
 // removes segments while it reads would make the index it read and the
 // segments it read disagree. So a reader starts from the index's newest
 // commit, and when it finds problems and the index or the segments changed
-// while it read, it reads again (a few times at most), reporting only what
-// holds for one state of the store.
+// while it read, it reads again (verifyAttempts times at most), reporting
+// only what holds for one state of the store. Every attempt tells a read
+// of the index that failed the same way (a read failure, not damage).
 func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 	if s.opts.Writable {
 		return s.verifyOnce(progress)
 	}
-	for attempt := 0; ; attempt++ {
+	for attempt := 1; ; attempt++ {
 		if err := s.refreshView(); err != nil {
-			var rep VerifyReport
-			if _, ok := indexReadFailure(s.indexPath(), err); ok && attempt == 0 {
-				rep.addIndexProblem(s.indexPath(), err)
-				return rep, nil
-			}
-			return rep, err
+			return s.viewFailed(err)
 		}
 		before, berr := s.storeState()
 		rep, err := s.verifyOnce(progress)
-		if (err == nil && len(rep.Problems) == 0) || attempt == 4 || berr != nil || rep.IndexReadFailed {
+		if (err == nil && len(rep.Problems) == 0) || attempt == verifyAttempts || berr != nil || rep.IndexReadFailed {
 			return rep, err
 		}
 		if err := s.tree.Refresh(); err != nil {
@@ -151,6 +147,23 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 			return rep, err
 		}
 	}
+}
+
+// verifyAttempts bounds how many times a reader's verify reads a store
+// that keeps changing under it.
+const verifyAttempts = 5
+
+// viewFailed is what a reader's verify reports when its look at the
+// index's newest commit failed with err, on whichever attempt: a read of
+// the index that failed is a problem of the report (not damage), anything
+// else the error.
+func (s *Store) viewFailed(err error) (VerifyReport, error) {
+	var rep VerifyReport
+	if _, ok := indexReadFailure(s.indexPath(), err); ok {
+		rep.addIndexProblem(s.indexPath(), err)
+		return rep, nil
+	}
+	return rep, err
 }
 
 // storeState names what a reader's verify read: the index commit and the

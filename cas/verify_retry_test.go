@@ -1,0 +1,107 @@
+package cas
+
+import (
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// retryingVerify makes a store of many small segments and a reader of it,
+// and runs the reader's verify while a repack in the same MemFS commits
+// and removes the segments the reader listed (during verify's first read
+// of a segment): the first attempt meets a segment gone and reads the
+// store again. after, when not nil, is installed as the MemFS hook once
+// the repack is done. It returns the report, the error and the home.
+func retryingVerify(t *testing.T, after func(fsys *vfs.MemFS, home string) func(op vfs.Op, path string) error) (VerifyReport, error, string) {
+	t.Helper()
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{SegmentSize: 8192, BlockSize: 4096})
+	for i := range 60 {
+		mustPut(t, s, KindFile, noise(3000, uint64(2*i+1)))
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if segs, err := s.listSegments(); err != nil || len(segs) < 3 {
+		t.Fatalf("segments %v %v: want several", segs, err)
+	}
+	r, err := Open(home, Options{FS: fsys, Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	repacked := false
+	rep, err := r.Verify(func(done, total int64) {
+		if repacked {
+			return
+		}
+		repacked = true
+		if _, err := s.Repack(nil); err != nil {
+			t.Fatal(err)
+		}
+		if after != nil {
+			fsys.SetHook(after(fsys, home))
+		}
+	})
+	fsys.SetHook(nil)
+	if !repacked {
+		t.Fatal("verify read no segment")
+	}
+	return rep, err, home
+}
+
+// The store changing under a reader's verify (a repack removing the
+// segments it listed) makes it read the store again, and what it reports
+// is of the new state: here, nothing wrong.
+func TestVerifyReadsAgainAfterARepackRemovedItsSegments(t *testing.T) {
+	rep, err, _ := retryingVerify(t, nil)
+	if err != nil || len(rep.Problems) != 0 || rep.Objects != 60 {
+		t.Fatalf("verify across a repack: %d objects, problems %v, error %v: want 60 objects, nothing wrong", rep.Objects, rep.Problems, err)
+	}
+}
+
+// A read of the index that fails on verify's second attempt (after the
+// store changed under the first) was not told as one: the first attempt
+// reports such a failure as index_read_failed (not damage, no reindex
+// advice), the second returned the OS error bare, with an empty report.
+// Every attempt now says it the same way.
+func TestVerifyTellsASecondAttemptsIndexReadFailure(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.EIO, syscall.EACCES, syscall.EMFILE} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			var idx string
+			rep, err, _ := retryingVerify(t, func(fsys *vfs.MemFS, home string) func(vfs.Op, string) error {
+				// Every read of the index fails from the first listing
+				// of the segments after the repack: once the first
+				// attempt has looked at the index's newest commit,
+				// before the second reads it.
+				idx = filepath.Join(home, IndexDir, IndexFile)
+				armed := false
+				return func(op vfs.Op, path string) error {
+					armed = armed || (op == vfs.OpReadDir && path == filepath.Join(home, SegmentsDir))
+					if armed && op == vfs.OpRead && path == idx {
+						return errno
+					}
+					return nil
+				}
+			})
+			if err != nil {
+				t.Fatalf("verify failed (%v): want the index read failure in the report", err)
+			}
+			if !rep.IndexReadFailed || len(rep.Problems) != 1 {
+				t.Fatalf("index read failed %v, problems %+v: want the read failure reported once", rep.IndexReadFailed, rep.Problems)
+			}
+			p := rep.Problems[0]
+			if p.Status != ProblemIndexReadFailed || strings.Contains(p.Reason, "damaged") || strings.Contains(p.Reason, "reindex") {
+				t.Fatalf("problem %q (status %q): want the index read failure, not damage", p.Reason, p.Status)
+			}
+			for _, want := range []string{idx, errno.Error(), "the store may be fine", "run `rook store verify` again"} {
+				if !strings.Contains(p.Reason, want) {
+					t.Errorf("problem %q does not say %q", p.Reason, want)
+				}
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/rookhq/rook/dict"
 	"github.com/rookhq/rook/index"
@@ -123,21 +124,39 @@ type memberFact struct {
 // commit, and when it finds problems and the index or the segments changed
 // while it read, it reads again (verifyAttempts times at most), reporting
 // only what holds for one state of the store. Every attempt tells a read
-// of the index that failed the same way (a read failure, not damage).
+// of the index that failed the same way (a read failure, not damage). A
+// file that vanished under it (a segment a gc or repack removed, an index
+// a writer replaced) is the store changing, not a failed read: it reads
+// the new state.
 func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 	if s.opts.Writable {
 		return s.verifyOnce(progress)
 	}
 	for attempt := 1; ; attempt++ {
+		last := attempt == verifyAttempts
 		if err := s.refreshView(); err != nil {
+			if s.indexGone(err) && !last {
+				vanishedPause(attempt)
+				continue
+			}
 			return s.viewFailed(err)
 		}
 		before, berr := s.storeState()
 		rep, err := s.verifyOnce(progress)
-		if (err == nil && len(rep.Problems) == 0) || attempt == verifyAttempts || berr != nil || rep.IndexReadFailed {
+		if (err == nil && len(rep.Problems) == 0) || berr != nil || rep.IndexReadFailed {
+			return rep, err
+		}
+		if last {
+			if seg, ok := s.segmentGone(err); ok {
+				return rep, fmt.Errorf("the store kept changing while verify read it: it read it %d times, and segment %s was removed under the last (a gc or repack is running beside it): run `rook store verify` again once that is done", verifyAttempts, seg)
+			}
 			return rep, err
 		}
 		if err := s.tree.Refresh(); err != nil {
+			if s.indexGone(err) {
+				vanishedPause(attempt)
+				continue
+			}
 			// What was found stands, with why it was not looked at
 			// again: a read of the index that failed is not damage.
 			rep.addIndexProblem(s.indexPath(), err)
@@ -153,12 +172,40 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 // that keeps changing under it.
 const verifyAttempts = 5
 
+// vanishedPause waits a little before verify looks again for an index
+// that was not there on its attempt-th look: a writer that replaces it
+// (moving a damaged one aside, then creating the new one) is given the
+// time to put it back (10, 20, 30, 40 ms: 100 ms in all).
+func vanishedPause(attempt int) {
+	time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
+}
+
+// indexGone says whether err is the index file's not being there.
+func (s *Store) indexGone(err error) bool {
+	var pe *fs.PathError
+	return errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe) && pe.Path == s.indexPath()
+}
+
+// segmentGone says whether err is a segment's not being there, and
+// which: one listed, then removed (by a gc or repack) before it was read.
+func (s *Store) segmentGone(err error) (string, bool) {
+	var pe *fs.PathError
+	if !errors.Is(err, fs.ErrNotExist) || !errors.As(err, &pe) || filepath.Dir(pe.Path) != filepath.Join(s.home, SegmentsDir) {
+		return "", false
+	}
+	return filepath.Base(pe.Path), true
+}
+
 // viewFailed is what a reader's verify reports when its look at the
 // index's newest commit failed with err, on whichever attempt: a read of
-// the index that failed is a problem of the report (not damage), anything
-// else the error.
+// the index that failed is a problem of the report (not damage); an index
+// not there (after looking again) is missing, as a reader's open says;
+// anything else is the error.
 func (s *Store) viewFailed(err error) (VerifyReport, error) {
 	var rep VerifyReport
+	if s.indexGone(err) {
+		return rep, fmt.Errorf("index %s is missing: run `rook store reindex` to rebuild it from the segments", s.indexPath())
+	}
 	if _, ok := indexReadFailure(s.indexPath(), err); ok {
 		rep.addIndexProblem(s.indexPath(), err)
 		return rep, nil

@@ -105,3 +105,141 @@ func TestVerifyTellsASecondAttemptsIndexReadFailure(t *testing.T) {
 		})
 	}
 }
+
+// readerOf makes a store holding n objects in several segments, closed,
+// and a reader of it.
+func readerOf(t *testing.T, n int) (*vfs.MemFS, *Store, string) {
+	t.Helper()
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{SegmentSize: 8192, BlockSize: 4096})
+	for i := range n {
+		mustPut(t, s, KindFile, noise(3000, uint64(2*i+1)))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: fsys, Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return fsys, r, home
+}
+
+// An index that vanished while verify looked for its newest commit (a
+// writer's open moves a damaged index aside and puts a rebuilt one in its
+// place) was reported as an index read failure (ENOENT: "check the disk
+// and the file's permissions"). The store changed: verify reads it again.
+func TestVerifyReadsAgainWhenTheIndexWasReplaced(t *testing.T) {
+	fsys, r, home := readerOf(t, 40)
+	idx := filepath.Join(home, IndexDir, IndexFile)
+	b, err := vfs.ReadFile(fsys, idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy, moved, replaced := false, false, false
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if busy {
+			return nil
+		}
+		busy = true
+		defer func() { busy = false }()
+		switch {
+		case !moved && op == vfs.OpStat && path == idx:
+			// Moved aside just before verify looks at it ...
+			moved = true
+			if err := fsys.Rename(idx, idx+".damaged"); err != nil {
+				t.Error(err)
+			}
+		case moved && !replaced:
+			// ... and a new file of the same commit put in its place
+			// at the next operation.
+			replaced = true
+			if err := fsys.WriteFileAtomic(idx, b, 0o600); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
+	rep, err := r.Verify(nil)
+	fsys.SetHook(nil)
+	if err != nil || len(rep.Problems) != 0 || rep.IndexReadFailed || rep.Objects != 40 {
+		t.Fatalf("verify across an index replaced: %d objects, read failed %v, problems %v, error %v: want 40 objects, nothing wrong", rep.Objects, rep.IndexReadFailed, rep.Problems, err)
+	}
+	if !replaced {
+		t.Fatal("the index was not replaced under verify")
+	}
+}
+
+// An index gone for good (removed by hand after the reader opened) is
+// not a read failure either, once verify has looked again a few times:
+// it is missing, and a reindex rebuilds it, as a reader's open says.
+func TestVerifyCallsAnIndexGoneForGoodMissing(t *testing.T) {
+	fsys, r, home := readerOf(t, 10)
+	idx := filepath.Join(home, IndexDir, IndexFile)
+	if err := fsys.Remove(idx); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Verify(nil)
+	if err == nil {
+		t.Fatalf("verify with the index gone: report %+v, no error", rep)
+	}
+	if rep.IndexReadFailed || strings.Contains(err.Error(), "check the disk") {
+		t.Fatalf("index gone called a read failure: %v (report %+v)", err, rep)
+	}
+	for _, want := range []string{"index " + idx + " is missing", "rook store reindex"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
+
+// A segment that vanishes under every attempt (the store changing all
+// the time: here a writer commits while each attempt reads, and the
+// segment's open fails with ENOENT) is read again a bounded number of
+// times; then verify says the store kept changing and to run it again,
+// not a bare "file does not exist".
+func TestVerifyGivesUpOnAStoreThatKeepsChanging(t *testing.T) {
+	fsys := vfs.NewMem()
+	w, home := newStore(t, fsys, Options{SegmentSize: 8192, BlockSize: 4096})
+	for i := range 20 {
+		mustPut(t, w, KindFile, noise(3000, uint64(2*i+1)))
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: fsys, Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	seg := filepath.Join(home, SegmentsDir, segName(2))
+	busy, opens, puts := false, 0, 0
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if busy || op != vfs.OpOpenRead || path != seg {
+			return nil
+		}
+		busy = true
+		defer func() { busy = false }()
+		opens++
+		puts++
+		mustPut(t, w, KindFile, noise(100, uint64(1000+2*puts)))
+		if err := w.Sync(); err != nil {
+			t.Error(err)
+		}
+		return syscall.ENOENT
+	})
+	rep, err := r.Verify(nil)
+	fsys.SetHook(nil)
+	if opens != verifyAttempts {
+		t.Errorf("segment opened %d times: want one per attempt, %d", opens, verifyAttempts)
+	}
+	if err == nil {
+		t.Fatalf("report %+v, no error: want verify to give up", rep)
+	}
+	for _, want := range []string{"kept changing", segName(2), "run `rook store verify` again"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}

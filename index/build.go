@@ -15,10 +15,12 @@ import (
 // is in memory.
 type builder struct {
 	f       vfs.File
-	buf     []byte // encoded nodes not yet written; buf[0] is at file offset flushed
+	hook    func(off uint64, ents []entry) // Tree.layoutHook
+	buf     []byte                         // encoded nodes not yet written; buf[0] is at file offset flushed
 	flushed uint64
 	levels  [][]entry // levels[0]: open leaf; levels[i]: open branch at height i+1
 	sizes   []int     // payload bytes of each open node
+	refs    []Ref     // the children of the branch being closed (reused)
 	count   uint64
 	last    Key
 	err     error
@@ -70,6 +72,19 @@ func (b *builder) push(i int, e entry) error {
 func (b *builder) close(i int) error {
 	ents := b.levels[i]
 	off := b.end()
+	if i > 0 && b.hook != nil {
+		b.hook(off, ents)
+	}
+	if i > 0 {
+		b.refs = b.refs[:0]
+		for _, e := range ents {
+			b.refs = append(b.refs, e.ref)
+		}
+		if err := childrenFirst(off, b.refs); err != nil {
+			b.err = err
+			return err
+		}
+	}
 	start := len(b.buf)
 	b.buf = appendNode(b.buf, i == 0, ents)
 	ref := Ref{Off: off, Len: uint32(len(b.buf) - start)}
@@ -172,7 +187,11 @@ func (t *Tree) rebuild(fill func(b *builder) error, userMeta []byte) error {
 		}
 	}()
 	b := newBuilder(f)
+	b.hook = t.layoutHook
 	if err := fill(b); err != nil {
+		if errors.Is(err, errChildNotFirst) {
+			return fmt.Errorf("index: rebuild: %w", err)
+		}
 		return err
 	}
 	root, height, err := b.finish()

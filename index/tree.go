@@ -42,6 +42,12 @@ type Tree struct {
 	compactSlack   int64  // compaction threshold slack; < 0 disables (tests)
 	compactRetryAt uint64 // after a failed compaction, wait until the file grows to this
 	needDirSync    bool   // a Rebuild renamed the file but could not sync the directory
+
+	// layoutHook, set only by tests (export_test.go), sees the entries
+	// of every branch node a commit or a rebuild is about to encode at
+	// offset off, and may change their child references: a writer's bug
+	// made on demand.
+	layoutHook func(off uint64, ents []entry)
 }
 
 type pendingOp struct {

@@ -2,6 +2,7 @@ package index
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -205,16 +206,41 @@ func (c *committer) drop(ref Ref) {
 
 func (c *committer) write(leaf bool, ents []entry) (childRef, error) {
 	off := c.base + uint64(len(c.buf))
+	if !leaf && c.t.layoutHook != nil {
+		c.t.layoutHook(off, ents)
+	}
 	start := len(c.buf)
 	c.buf = appendNode(c.buf, leaf, ents)
 	n, err := decodeNode(bytes.Clone(c.buf[start:]))
 	if err != nil {
 		return childRef{}, fmt.Errorf("internal error: encoded node does not decode: %v", err)
 	}
+	if err := childrenFirst(off, n.refs); err != nil {
+		return childRef{}, err
+	}
 	ref := Ref{Off: off, Len: uint32(len(n.data))}
 	c.fresh[off] = n
 	c.live += int64(ref.Len)
 	return childRef{key: ents[0].key, ref: ref, fresh: true}, nil
+}
+
+// errChildNotFirst is a writer's bug: a branch node about to be written
+// whose child does not lie before it.
+var errChildNotFirst = errors.New("internal error (a bug in rook, not damage to the index)")
+
+// childrenFirst checks, before a writer puts the branch node at off in
+// its buffer, that each of its children lies wholly before it: readers
+// reject any other layout as damage (childBelow), and every writer puts
+// children first, so one that does not is a bug, refused before anything
+// of the commit or rebuild reaches the file. One comparison per child of
+// each node written.
+func childrenFirst(off uint64, children []Ref) error {
+	for _, r := range children {
+		if r.end() > off {
+			return fmt.Errorf("%w: the branch node to be written at offset %d references a child at offset %d that does not lie before it; nothing was written to the index: it is as it was", errChildNotFirst, off, r.Off)
+		}
+	}
+	return nil
 }
 
 // writeSplit writes ents as one or more nodes of at most nodeTarget bytes.

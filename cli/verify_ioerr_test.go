@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -83,6 +84,84 @@ func verifyIndexReadFailure(t *testing.T, home string, arm func(op vfs.Op, path 
 	var out, errb bytes.Buffer
 	err := (&VerifyCmd{}).Run(&Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, JSON: asJSON})
 	fsys.SetHook(nil)
+	checkIndexReadFailureVerdict(t, idx, again, asJSON, out, err)
+}
+
+// A read of the index that fails on verify's second attempt (a repack
+// in another process removed the segment verify was about to read, so it
+// reads the store again) was the bare OS error, with no report under
+// --json: it is now said as the first attempt's is.
+func TestVerifySecondAttemptIndexReadFailureIsNotDamage(t *testing.T) {
+	home := "/home/u/.rook"
+	segs := filepath.Join(home, cas.SegmentsDir)
+	for _, asJSON := range []bool{false, true} {
+		t.Run(fmt.Sprintf("json=%v", asJSON), func(t *testing.T) {
+			// Many small segments: verify reads on to the next one.
+			fsys := vfs.NewMem()
+			if _, err := cas.Init(fsys, nil, home); err != nil {
+				t.Fatal(err)
+			}
+			w, err := cas.Open(home, cas.Options{FS: fsys, Writable: true, SegmentSize: 8192, BlockSize: 4096})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			for i := range 40 {
+				b := make([]byte, 3000)
+				r := rand.New(rand.NewPCG(uint64(i), 1))
+				for j := range b {
+					b[j] = byte(r.Uint32())
+				}
+				if _, err := w.Put(cas.KindFile, b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			idx := filepath.Join(home, cas.IndexDir, cas.IndexFile)
+			busy, repacked, armed := false, false, false
+			fsys.SetHook(func(op vfs.Op, path string) error {
+				if busy {
+					return nil
+				}
+				switch {
+				case !repacked && op == vfs.OpRead && filepath.Dir(path) == segs:
+					// verify reads the first segment: the repack
+					// removes them all (the next one verify opens is
+					// gone).
+					busy = true
+					_, err := w.Repack(nil)
+					busy, repacked = false, true
+					if err != nil {
+						t.Error(err)
+					}
+				case repacked && op == vfs.OpReadDir && path == segs:
+					// Verify has looked at the index's new commit and
+					// lists the segments: every read of the index fails
+					// from here.
+					armed = true
+				case armed && op == vfs.OpRead && path == idx:
+					return syscall.EIO
+				}
+				return nil
+			})
+			var out, errb bytes.Buffer
+			err = (&VerifyCmd{}).Run(&Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, JSON: asJSON})
+			fsys.SetHook(nil)
+			if !repacked || !armed {
+				t.Fatalf("repacked %v, index reads failed %v: want both under verify", repacked, armed)
+			}
+			checkIndexReadFailureVerdict(t, idx, "run `rook store verify` again", asJSON, out, err)
+		})
+	}
+}
+
+// checkIndexReadFailureVerdict checks verify's verdict err and output out
+// say that reading the index at idx failed with EIO (not damage), and
+// what to run again.
+func checkIndexReadFailureVerdict(t *testing.T, idx, again string, asJSON bool, out bytes.Buffer, err error) {
+	t.Helper()
 	if err == nil {
 		t.Fatal("verify passed a store whose index reads fail")
 	}

@@ -191,9 +191,14 @@ func (r *Rook) NewSession(title, workspace string, tags []string) (eventlog.Meta
 
 // Entry is one event to append: its body is stored as an object.
 type Entry struct {
-	Kind      eventlog.Kind
-	Label     string
-	Body      []byte
+	Kind  eventlog.Kind
+	Label string
+	Body  []byte
+	// InPlace, when set, is Body with cas.ObjectRoom bytes of room in
+	// front (Body is InPlace[cas.ObjectRoom:]), handed over to the store
+	// (cas.Store.PutInPlace): a big body is laid out as its block where
+	// it lies, not copied, so an append holds it once.
+	InPlace   []byte
 	TokensIn  uint64
 	TokensOut uint64
 	// Time zero: now. A session made in rook and not forked must not be
@@ -211,7 +216,16 @@ func (r *Rook) Append(id eventlog.ID, entries ...Entry) (uint64, error) {
 		if !e.Kind.Valid() {
 			return 0, fmt.Errorf("unknown event kind %d", e.Kind)
 		}
-		res, err := r.Store.Put(BodyKind(e.Kind), e.Body)
+		var res cas.PutResult
+		var err error
+		switch {
+		case e.InPlace == nil:
+			res, err = r.Store.Put(BodyKind(e.Kind), e.Body)
+		case len(e.InPlace) != len(e.Body)+cas.ObjectRoom || (len(e.Body) > 0 && &e.InPlace[cas.ObjectRoom] != &e.Body[0]):
+			return 0, errors.New("Entry.InPlace is not Body with cas.ObjectRoom bytes of room in front")
+		default:
+			res, err = r.Store.PutInPlace(BodyKind(e.Kind), e.InPlace)
+		}
 		if err != nil {
 			return 0, fmt.Errorf("store event body: %w", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/units"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // SessionCmd groups the session commands.
@@ -166,16 +168,17 @@ func (c *SessionAppendCmd) Run(e *Env) error {
 	if len(c.Label) > eventlog.MaxLabel {
 		return usageErr("--label is %d bytes; at most %d", len(c.Label), eventlog.MaxLabel)
 	}
-	body, err := readInput(e, c.File, "the event's body")
+	buf, err := readInput(e, c.File, "the event's body")
 	if err != nil {
 		return err
 	}
+	body := buf[cas.ObjectRoom:]
 	if err := checkpointBody(kind, c.Label, body); err != nil {
 		return usageErr("%v", err)
 	}
 	var seq uint64
 	err = e.writeSession(c.ID, func(r *agent.Rook, id eventlog.ID) (err error) {
-		seq, err = r.Append(id, agent.Entry{Kind: kind, Label: c.Label, Body: body, TokensIn: c.TokensIn, TokensOut: c.TokensOut})
+		seq, err = r.Append(id, agent.Entry{Kind: kind, Label: c.Label, Body: body, InPlace: buf, TokensIn: c.TokensIn, TokensOut: c.TokensOut})
 		return err
 	})
 	if err != nil {
@@ -205,34 +208,46 @@ func inputGiven(what, path string) error {
 }
 
 // readInput reads FILE, or stdin for "-" (what: what it is, for the hint
-// a user at a terminal gets).
+// a user at a terminal gets). What it returns is the body behind
+// cas.ObjectRoom bytes of room, for agent.Entry.InPlace: a big body is
+// held once, not copied into its block.
 func readInput(e *Env, file, what string) ([]byte, error) {
 	if file == "" {
 		return nil, usageErr("empty FILE: name the file to read, or give - (or nothing) to read stdin")
 	}
 	if file == "-" {
 		e.stdinHint(what, "give a FILE")
-		b, err := readBody(e.Stdin, -1)
+		b, err := readBody(e.Stdin, -1, e.bodySpool)
 		if err == errBodyTooBig {
 			return nil, &exitError{code: ExitFailure, msg: fmt.Sprintf("standard input holds more than the %s an event body (a store object) holds: nothing appended", bodyLimit())}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read input: %w", err)
+			return nil, readErr(err)
 		}
 		return b, nil
 	}
 	if err := inputGiven("FILE", file); err != nil {
 		return nil, err
 	}
-	b, err := readBodyFile(file)
+	b, err := readBodyFile(file, e.bodySpool)
 	if err != nil {
 		var big *bodyTooBigError
 		if errors.As(err, &big) {
 			return nil, &exitError{code: ExitFailure, msg: big.Error() + ": nothing appended"}
 		}
-		return nil, fmt.Errorf("read input: %w", err)
+		return nil, readErr(err)
 	}
 	return b, nil
+}
+
+// readErr is a failure to read the body: the input's, or the spool's
+// (which says itself what failed, where, and what to do).
+func readErr(err error) error {
+	var se *spoolError
+	if errors.As(err, &se) {
+		return err
+	}
+	return fmt.Errorf("read input: %w", err)
 }
 
 var errBodyTooBig = errors.New("event body too big")
@@ -245,57 +260,140 @@ type bodyTooBigError struct{ msg string }
 
 func (e *bodyTooBigError) Error() string { return e.msg }
 
+// spillAt is how much of a body of unknown size (stdin, a pipe, a
+// device) readBody holds in memory; past it the body goes to a spool
+// file (a variable so that tests can lower it).
+var spillAt int64 = 8 << 20
+
 // readBody reads r, up to maxBody bytes: errBodyTooBig if it holds more.
-// It reads at most one byte past the limit, so a source without end
-// (/dev/zero) fails instead of filling memory; and it reads in chunks,
-// joined at the end, so such a source costs the limit in memory once,
-// not the copies a growing buffer makes. size is what r is known to hold
-// (-1: unknown), to refuse it before reading.
-func readBody(r io.Reader, size int64) ([]byte, error) {
+// What it returns is the body behind cas.ObjectRoom bytes of room. size
+// is what r is known to hold (-1: unknown), to refuse it before reading
+// and read it into one buffer of its size.
+//
+// A body of unknown size is held in memory up to spillAt; past that, it
+// is copied to a spool file (spool: an unnamed file in the store) until
+// its end, or one byte past the limit, and only then, its size known,
+// read back into one buffer. So a source without end (/dev/zero) or too
+// large is refused holding spillAt at most: read into memory, a 1 GiB
+// stdin took 1 GiB of it to refuse, and a body under the limit was held
+// twice (chunks, then their join).
+func readBody(r io.Reader, size int64, spool func() (vfs.File, error)) ([]byte, error) {
 	if size > maxBody {
 		return nil, errBodyTooBig
 	}
-	left := maxBody + 1
-	chunk := int64(64 << 10)
 	if size >= 0 {
-		chunk = size + 1 // the whole file, and the byte that shows its end
+		b, err := vfs.ReadSizedRoom(r, cas.ObjectRoom, size, maxBody)
+		if err == nil && int64(len(b)-cas.ObjectRoom) > maxBody {
+			err = errBodyTooBig // a file that grew since its size was taken
+		}
+		return b, err
 	}
-	var chunks [][]byte
-	total := 0
-	for {
-		buf := make([]byte, min(chunk, left))
-		n, err := io.ReadFull(r, buf)
-		if n > 0 {
-			chunks = append(chunks, buf[:n])
-			total += n
-			left -= int64(n)
-		}
-		if left == 0 {
-			return nil, errBodyTooBig
-		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		chunk = min(2*chunk, 16<<20)
+	held := min(spillAt, maxBody)
+	b, err := vfs.ReadSizedRoom(r, cas.ObjectRoom, 0, held)
+	n := int64(len(b) - cas.ObjectRoom)
+	switch {
+	case err != nil:
+		return nil, err
+	case n <= held:
+		return b, nil // all of it
+	case held == maxBody:
+		return nil, errBodyTooBig
 	}
-	if len(chunks) == 1 {
-		return chunks[0], nil
+	if spool == nil {
+		return nil, errors.New("more than the body held in memory, and no spool file to hold it")
 	}
-	b := make([]byte, 0, total)
-	for _, c := range chunks {
-		b = append(b, c...)
+	f, err := spool()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	w := spoolWriter{f}
+	if _, err := w.Write(b[cas.ObjectRoom:]); err != nil {
+		return nil, err
+	}
+	b = nil
+	more, err := io.Copy(w, io.LimitReader(r, maxBody+1-n))
+	if err != nil {
+		return nil, err
+	}
+	if n += more; n > maxBody {
+		return nil, errBodyTooBig
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, &spoolError{f.Name(), err}
+	}
+	b, err = vfs.ReadSizedRoom(f, cas.ObjectRoom, n, n)
+	if err == nil && int64(len(b)-cas.ObjectRoom) != n {
+		err = fmt.Errorf("read back %d bytes of the %d written", len(b)-cas.ObjectRoom, n)
+	}
+	if err != nil {
+		return nil, &spoolError{f.Name(), err}
 	}
 	return b, nil
 }
 
+// spoolError is a failure of the spool file a large body of unknown size
+// goes through: its message says where, and what to do.
+type spoolError struct {
+	path string
+	err  error
+}
+
+func (e *spoolError) Error() string {
+	return fmt.Sprintf("hold the body (more than %s of standard input or a pipe) in a spool file in %s: %v: free space there, or give the body as a regular FILE, which is read without one",
+		units.Bytes(spillAt), filepath.Dir(e.path), e.err)
+}
+
+func (e *spoolError) Unwrap() error { return e.err }
+
+// spoolWriter tells the spool's failures (a full disk) from the input's.
+type spoolWriter struct{ f vfs.File }
+
+func (w spoolWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil {
+		err = &spoolError{w.f.Name(), err}
+	}
+	return n, err
+}
+
+// bodySpool makes readBody's spool file: in the store's events/, so that
+// the body goes to the disk the store is on (not $TMPDIR, often memory),
+// named as a durable write's temporary file and removed at once, kept
+// open: its space is freed when it is closed, or rook ends, however it
+// ends. A crash between its create and its remove leaves it to `rook
+// store gc`, as such files are.
+func (e *Env) bodySpool() (vfs.File, error) {
+	dir := filepath.Join(e.Home, cas.EventsDir)
+	for tries := 0; ; tries++ {
+		name := filepath.Join(dir, fmt.Sprintf(".append-body%d", rand.Uint64()))
+		f, err := e.FS.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) && tries < 100 {
+			continue
+		}
+		if err != nil {
+			if _, merr := e.FS.Stat(filepath.Join(e.Home, cas.MarkerFile)); merr != nil {
+				if serr := cas.MissingStore(e.FS, e.Home, merr); serr != nil {
+					return nil, serr // no store to append to: say that
+				}
+			}
+			return nil, &spoolError{name, err}
+		}
+		if err := e.FS.Remove(name); err != nil {
+			f.Close()
+			e.FS.Remove(name)
+			return nil, &spoolError{name, err}
+		}
+		return f, nil
+	}
+}
+
 // readBodyFile reads the body in the file at path, refusing more than
 // maxBody bytes: a regular file by its size before reading, anything else
-// (a device, a FIFO) while reading. The error names the file and the
-// limit.
-func readBodyFile(path string) ([]byte, error) {
+// (a device, a FIFO) while reading, through spool past spillAt (readBody).
+// The body comes behind cas.ObjectRoom bytes of room. The error names
+// the file and the limit.
+func readBodyFile(path string, spool func() (vfs.File, error)) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -305,14 +403,14 @@ func readBodyFile(path string) ([]byte, error) {
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 		size = st.Size()
 	}
-	b, err := readBody(f, size)
+	b, err := readBody(f, size, spool)
 	switch {
 	case err == errBodyTooBig && size > maxBody:
 		return nil, &bodyTooBigError{fmt.Sprintf("%s is %d bytes, more than the %s an event body (a store object) holds", path, size, bodyLimit())}
 	case err == errBodyTooBig:
 		return nil, &bodyTooBigError{fmt.Sprintf("%s holds more than the %s an event body (a store object) holds", path, bodyLimit())}
 	case err != nil:
-		return nil, err // an *os.PathError: it names the file
+		return nil, err // an *os.PathError: it names the file; or a *spoolError
 	}
 	return b, nil
 }
@@ -435,7 +533,7 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		case long:
 			addBad(line, fmt.Sprintf("longer than %s: give a body this large in a body_file", units.Bytes(maxJSONLLine)))
 		case len(text) > 0:
-			en, err := parseJSONLine(text)
+			en, err := parseJSONLine(text, e.bodySpool)
 			if err == nil && c.At != nil && next < held {
 				// In already, by an earlier run: it must be this line.
 				if err = sameEvent(r, id, next, en); err != nil {
@@ -552,7 +650,7 @@ func readJSONLLine(br *bufio.Reader, max int) (line []byte, long bool, err error
 	}
 }
 
-func parseJSONLine(text []byte) (agent.Entry, error) {
+func parseJSONLine(text []byte, spool func() (vfs.File, error)) (agent.Entry, error) {
 	var j jsonlEvent
 	dec := json.NewDecoder(bytes.NewReader(text))
 	dec.DisallowUnknownFields()
@@ -576,7 +674,7 @@ func parseJSONLine(text []byte) (agent.Entry, error) {
 	case j.Body != nil && j.BodyFile != "":
 		return en, errors.New("give body or body_file, not both")
 	case j.BodyFile != "":
-		b, err := readBodyFile(j.BodyFile)
+		b, err := readBodyFile(j.BodyFile, spool)
 		var big *bodyTooBigError
 		if errors.As(err, &big) {
 			return en, fmt.Errorf("body_file %v", big)
@@ -584,7 +682,7 @@ func parseJSONLine(text []byte) (agent.Entry, error) {
 		if err != nil {
 			return en, fmt.Errorf("body_file: %v", err)
 		}
-		en.Body = b
+		en.Body, en.InPlace = b[cas.ObjectRoom:], b
 	case j.Body != nil:
 		en.Body = []byte(*j.Body)
 	}

@@ -2,10 +2,16 @@ package cli
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // lowBody lowers the body limit for a test: files past the real one
@@ -23,7 +29,7 @@ func TestBodyFileOverLimit(t *testing.T) {
 	big := filepath.Join(dir, "big")
 	os.WriteFile(ok, bytes.Repeat([]byte("a"), 1000), 0o600)
 	os.WriteFile(big, bytes.Repeat([]byte("a"), 1001), 0o600)
-	en, err := parseJSONLine([]byte(`{"kind":"note","body_file":"` + ok + `"}`))
+	en, err := parseJSONLine([]byte(`{"kind":"note","body_file":"`+ok+`"}`), nil)
 	if err != nil || len(en.Body) != 1000 {
 		t.Fatalf("body_file at the limit: %d bytes, %v", len(en.Body), err)
 	}
@@ -33,7 +39,7 @@ func TestBodyFileOverLimit(t *testing.T) {
 				continue
 			}
 		}
-		_, err = parseJSONLine([]byte(`{"kind":"note","body_file":"` + f + `"}`))
+		_, err = parseJSONLine([]byte(`{"kind":"note","body_file":"`+f+`"}`), nil)
 		if err == nil || !strings.Contains(err.Error(), f) || !strings.Contains(err.Error(), "1000 B") {
 			t.Fatalf("body_file %s over the limit: %v", f, err)
 		}
@@ -77,8 +83,8 @@ func TestAppendBodyOverLimit(t *testing.T) {
 	}
 }
 
-// TestReadBodyChunks: a source of unknown size is read in growing chunks;
-// what they join to is the source, up to the limit exactly.
+// TestReadBodyChunks: a source of unknown size, held in memory (the
+// limit under spillAt), is read whole, up to the limit exactly.
 func TestReadBodyChunks(t *testing.T) {
 	lowBody(t, 300000)
 	src := make([]byte, 300001)
@@ -86,20 +92,20 @@ func TestReadBodyChunks(t *testing.T) {
 		src[i] = byte(i * 7)
 	}
 	for _, n := range []int{0, 1, 65535, 65536, 65537, 200000, 300000} {
-		b, err := readBody(onlyReader{bytes.NewReader(src[:n])}, -1)
-		if err != nil || !bytes.Equal(b, src[:n]) {
+		b, err := readBody(onlyReader{bytes.NewReader(src[:n])}, -1, nil)
+		if err != nil || !bytes.Equal(b[cas.ObjectRoom:], src[:n]) {
 			t.Fatalf("%d bytes: got %d, %v", n, len(b), err)
 		}
-		b, err = readBody(bytes.NewReader(src[:n]), int64(n))
-		if err != nil || !bytes.Equal(b, src[:n]) {
+		b, err = readBody(bytes.NewReader(src[:n]), int64(n), nil)
+		if err != nil || !bytes.Equal(b[cas.ObjectRoom:], src[:n]) {
 			t.Fatalf("%d bytes, size known: got %d, %v", n, len(b), err)
 		}
 	}
-	if _, err := readBody(onlyReader{bytes.NewReader(src)}, -1); err != errBodyTooBig {
+	if _, err := readBody(onlyReader{bytes.NewReader(src)}, -1, nil); err != errBodyTooBig {
 		t.Fatalf("one byte over: %v", err)
 	}
 	// A file that grew after its size was taken.
-	if _, err := readBody(bytes.NewReader(src), 10); err != errBodyTooBig {
+	if _, err := readBody(bytes.NewReader(src), 10, nil); err != errBodyTooBig {
 		t.Fatalf("grown past the limit: %v", err)
 	}
 }
@@ -124,12 +130,215 @@ func (r *readsCounted) Read(p []byte) (int, error) {
 func TestBodyRefusedBySize(t *testing.T) {
 	lowBody(t, 1000)
 	r := &readsCounted{}
-	if _, err := readBody(r, 1001); err != errBodyTooBig || r.n != 0 {
+	if _, err := readBody(r, 1001, nil); err != errBodyTooBig || r.n != 0 {
 		t.Fatalf("size 1001 past a limit of 1000: %v after reading %d bytes", err, r.n)
 	}
 	// Unknown size: read to one byte past the limit, no further.
 	r = &readsCounted{}
-	if _, err := readBody(r, -1); err != errBodyTooBig || r.n != 1001 {
+	if _, err := readBody(r, -1, nil); err != errBodyTooBig || r.n != 1001 {
 		t.Fatalf("unknown size: %v after reading %d bytes", err, r.n)
 	}
+}
+
+// zeros is a source of zero bytes without end (n < 0), or of n bytes,
+// of unknown size: stdin from /dev/zero or a pipe.
+type zeros struct{ n int64 }
+
+func (z *zeros) Read(p []byte) (int, error) {
+	if z.n == 0 {
+		return 0, io.EOF
+	}
+	if z.n > 0 && int64(len(p)) > z.n {
+		p = p[:z.n]
+	}
+	clear(p)
+	if z.n > 0 {
+		z.n -= int64(len(p))
+	}
+	return len(p), nil
+}
+
+// allocated is how many bytes the heap gave out while fn ran.
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestAppendStdinMemory: a body of unknown size (stdin) is held in
+// memory once, and one past the limit is refused holding little of it.
+// Read whole into memory, a stdin past the limit took the limit in
+// memory to refuse (1 GiB: 1 GiB of RSS), and a body under it was held
+// three times (its chunks, their join, its block).
+func TestAppendStdinMemory(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	run := func(stdin io.Reader, args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Main(append([]string{"--home", home, "-C", ws}, args...), stdin, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	if code, _, e := run(strings.NewReader(""), "init"); code != 0 {
+		t.Fatal(e)
+	}
+	code, id, e := run(strings.NewReader(""), "session", "new")
+	if code != 0 {
+		t.Fatal(e)
+	}
+	id = strings.TrimSpace(id)
+	const limit = 128 << 20
+	lowBody(t, limit)
+	var code2 int
+	var errs string
+	n := allocated(func() { code2, _, errs = run(&zeros{-1}, "session", "append", id, "--kind", "note") })
+	t.Logf("stdin without end: exit %d, %d MiB allocated", code2, n>>20)
+	if code2 != 1 || !strings.Contains(errs, "standard input holds more than the 128.0 MiB") {
+		t.Fatalf("stdin without end: exit %d, %s", code2, errs)
+	}
+	if n > limit/3 {
+		t.Fatalf("refusing a stdin past a limit of %d MiB allocated %d MiB", limit>>20, n>>20)
+	}
+	var out string
+	n = allocated(func() { code2, out, errs = run(&zeros{limit}, "session", "append", id, "--kind", "note") })
+	t.Logf("stdin at the limit: exit %d, %d MiB allocated", code2, n>>20)
+	if code2 != 0 || strings.TrimSpace(out) != "0" {
+		t.Fatalf("stdin at the limit: exit %d, %s %s", code2, out, errs)
+	}
+	// Held once (the read), and the compressor's room for its frame
+	// (cas: MaxEncodedSize of the block); read whole, 519 MiB.
+	if n > limit*5/2 {
+		t.Fatalf("appending a stdin body of %d MiB allocated %d MiB", limit>>20, n>>20)
+	}
+	if code, out, e := run(nil, "--json", "session", "history", id); code != 0 || !strings.Contains(out, `"size": 134217728`) || !strings.Contains(out, `"total": 1`) {
+		t.Fatalf("entry 0: exit %d, %s %s", code, out, e)
+	}
+	noSpoolLeft(t, home)
+}
+
+// noSpoolLeft: no spool file is left in the store.
+func noSpoolLeft(t *testing.T, home string) {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(home, cas.EventsDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ents {
+		if strings.HasPrefix(d.Name(), ".") {
+			t.Fatalf("left in events/: %s", d.Name())
+		}
+	}
+}
+
+// lowSpill lowers how much of a body of unknown size is held in memory
+// before it goes to a spool file.
+func lowSpill(t *testing.T, n int64) {
+	old := spillAt
+	spillAt = n
+	t.Cleanup(func() { spillAt = old })
+}
+
+// tempSpool is a spool in dir, as Env.bodySpool makes: created, then
+// removed while open. made counts them.
+func tempSpool(t *testing.T, made *int) func() (vfs.File, error) {
+	dir := t.TempDir()
+	return func() (vfs.File, error) {
+		*made++
+		f, err := os.CreateTemp(dir, "spool")
+		if err == nil {
+			err = os.Remove(f.Name())
+		}
+		return f, err
+	}
+}
+
+// TestReadBodySpool: past spillAt a body of unknown size goes through the
+// spool, and is read back whole up to the limit exactly; one byte more
+// is refused. A size known (a regular file) needs no spool.
+func TestReadBodySpool(t *testing.T) {
+	lowBody(t, 1000)
+	lowSpill(t, 100)
+	src := make([]byte, 1001)
+	for i := range src {
+		src[i] = byte(i*7 + 1)
+	}
+	for _, n := range []int{0, 1, 100, 101, 999, 1000} {
+		made := 0
+		b, err := readBody(onlyReader{bytes.NewReader(src[:n])}, -1, tempSpool(t, &made))
+		if err != nil || !bytes.Equal(b[cas.ObjectRoom:], src[:n]) {
+			t.Fatalf("%d bytes: got %d, %v", n, len(b)-cas.ObjectRoom, err)
+		}
+		if want := n > 100; (made == 1) != want || made > 1 {
+			t.Fatalf("%d bytes: %d spool files made", n, made)
+		}
+		b, err = readBody(bytes.NewReader(src[:n]), int64(n), nil)
+		if err != nil || !bytes.Equal(b[cas.ObjectRoom:], src[:n]) {
+			t.Fatalf("%d bytes, size known: got %d, %v", n, len(b)-cas.ObjectRoom, err)
+		}
+	}
+	made := 0
+	if _, err := readBody(onlyReader{bytes.NewReader(src)}, -1, tempSpool(t, &made)); err != errBodyTooBig {
+		t.Fatalf("maxBody+1: %v", err)
+	}
+	r := &readsCounted{}
+	if _, err := readBody(r, -1, tempSpool(t, &made)); err != errBodyTooBig || r.n != 1001 {
+		t.Fatalf("without end: %v after reading %d bytes", err, r.n)
+	}
+	if _, err := readBody(bytes.NewReader(src), 1001, nil); err != errBodyTooBig {
+		t.Fatalf("size maxBody+1: %v", err)
+	}
+}
+
+// TestReadBodySpoolFails: a spool that cannot be written (a full disk)
+// is an error that says where and what to do, not the input's.
+func TestReadBodySpoolFails(t *testing.T) {
+	lowBody(t, 1000)
+	lowSpill(t, 100)
+	path := filepath.Join(t.TempDir(), "spool")
+	os.WriteFile(path, nil, 0o600)
+	_, err := readBody(onlyReader{bytes.NewReader(make([]byte, 500))}, -1, func() (vfs.File, error) {
+		return os.Open(path) // read-only: every write fails
+	})
+	var se *spoolError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "in a spool file in "+filepath.Dir(path)) ||
+		!strings.Contains(err.Error(), "free space there, or give the body as a regular FILE") {
+		t.Fatalf("spool not writable: %v", err)
+	}
+	t.Log(readErr(err))
+}
+
+// TestAppendStdinLimit: through the command, a stdin body of the limit
+// exactly goes in through the spool, one byte more is refused (exit 1,
+// nothing appended), and neither leaves a spool file in the store; with
+// no store, the spool's failure says so.
+func TestAppendStdinLimit(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	run := func(stdin string, args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Main(append([]string{"--home", home, "-C", ws}, args...), onlyReader{bytes.NewReader([]byte(stdin))}, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	lowBody(t, 1000)
+	lowSpill(t, 100)
+	if code, _, e := run(strings.Repeat("a", 500), "session", "append", "last", "--kind", "note"); code != 1 || !strings.Contains(e, "run `rook init`") {
+		t.Fatalf("no store: exit %d, %s", code, e)
+	}
+	if code, _, e := run("", "init"); code != 0 {
+		t.Fatal(e)
+	}
+	code, id, e := run("", "session", "new")
+	if code != 0 {
+		t.Fatal(e)
+	}
+	id = strings.TrimSpace(id)
+	if code, out, e := run(strings.Repeat("a", 1000), "session", "append", id, "--kind", "note"); code != 0 || out != "0\n" {
+		t.Fatalf("maxBody: exit %d, %s %s", code, out, e)
+	}
+	if code, _, e := run(strings.Repeat("b", 1001), "--json", "session", "append", id, "--kind", "note"); code != 1 || !strings.Contains(e, `"error":"standard input holds more than the 1000 B (1000 bytes)`) {
+		t.Fatalf("maxBody+1: exit %d, %s", code, e)
+	}
+	if code, out, e := run("", "session", "show", id); code != 0 || !strings.Contains(out, strings.Repeat("a", 50)) || strings.Contains(out, "bbbb") || strings.Contains(out, "#1") {
+		t.Fatalf("show: exit %d, %s %s", code, out, e)
+	}
+	noSpoolLeft(t, home)
 }

@@ -523,7 +523,7 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 	swept := map[string]bool{}
 	for i, c := range p.Changes {
 		if err := p.finishMade(p.Changes[i:]); err != nil {
-			return written, removed, unchanged, fmt.Errorf("%w (%d file(s) written, %d removed before this)", err, written, removed)
+			return written, removed, unchanged, fmt.Errorf("%w%s", err, p.soFar(written, removed))
 		}
 		if applyHook != nil {
 			applyHook(hookBetween, c.Path)
@@ -531,7 +531,7 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 		// Checked again as it is written: a link this restore (or anything
 		// since the plan) put in the path must not lead the write outside.
 		if _, err := resolveInRoot(p.Root, p.real, c.Path, false); err != nil {
-			return written, removed, unchanged, fmt.Errorf("%w (%d file(s) written, %d removed before this)", err, written, removed)
+			return written, removed, unchanged, fmt.Errorf("%w%s", err, p.soFar(written, removed))
 		}
 		abs := filepath.Join(p.real, filepath.FromSlash(c.Path))
 		if dir := filepath.Dir(abs); !swept[dir] {
@@ -542,14 +542,14 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 			n, err := p.removeInTheWay(c.clearFile)
 			removed += n
 			if err != nil {
-				return written, removed, unchanged, fmt.Errorf("restore %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
+				return written, removed, unchanged, fmt.Errorf("restore %s: %w%s", c.Path, err, p.soFar(written, removed))
 			}
 		}
 		if c.clearTree {
 			n, err := p.removeTree(c.Path)
 			removed += n
 			if err != nil {
-				return written, removed, unchanged, fmt.Errorf("restore %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
+				return written, removed, unchanged, fmt.Errorf("restore %s: %w%s", c.Path, err, p.soFar(written, removed))
 			}
 		}
 		if c.chmod {
@@ -558,7 +558,7 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 		}
 		if c.Dir {
 			if err := p.makeDirs(c.Path); err != nil {
-				return written, removed, unchanged, fmt.Errorf("make the directory %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
+				return written, removed, unchanged, fmt.Errorf("make the directory %s: %w%s", c.Path, err, p.soFar(written, removed))
 			}
 			continue
 		}
@@ -569,7 +569,7 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 			// what its capture before it holds (the agent may still be at
 			// work), or the undo would put back the older copy.
 			if cur, curErr = p.sinceSaved(c.Path); curErr != nil {
-				return written, removed, unchanged, fmt.Errorf("%w (%d file(s) written, %d removed before this)", curErr, written, removed)
+				return written, removed, unchanged, fmt.Errorf("%w%s", curErr, p.soFar(written, removed))
 			}
 		}
 		if c.Remove {
@@ -577,7 +577,7 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 			// there is nothing to remove either.
 			err := os.Remove(abs)
 			if err != nil && !notExist(err) {
-				return written, removed, unchanged, fmt.Errorf("remove %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
+				return written, removed, unchanged, fmt.Errorf("remove %s: %w%s", c.Path, err, p.soFar(written, removed))
 			}
 			if err == nil {
 				removed++
@@ -595,7 +595,7 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 			continue
 		}
 		if err := p.makeDirs(path.Dir(c.Path)); err != nil {
-			return written, removed, unchanged, fmt.Errorf("restore %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
+			return written, removed, unchanged, fmt.Errorf("restore %s: %w%s", c.Path, err, p.soFar(written, removed))
 		}
 		// Checked again once the copy is written and synced, just before
 		// it is renamed over the file: the write and the sync took time,
@@ -612,9 +612,9 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 		}
 		if err := writeWorkspaceFile(abs, c.File.Mode, c.data, recheck); err != nil {
 			if errors.Is(err, errChangedSince) {
-				return written, removed, unchanged, fmt.Errorf("%w (%d file(s) written, %d removed before this)", err, written, removed)
+				return written, removed, unchanged, fmt.Errorf("%w%s", err, p.soFar(written, removed))
 			}
-			return written, removed, unchanged, fmt.Errorf("restore %s: %w (%d file(s) written, %d removed before this)", c.Path, err, written, removed)
+			return written, removed, unchanged, fmt.Errorf("restore %s: %w%s", c.Path, err, p.soFar(written, removed))
 		}
 		written++
 	}
@@ -708,7 +708,7 @@ func (p *Plan) finishMade(rest []Change) error {
 func (p *Plan) makeDirs(rel string) error {
 	// The root itself, as before: a restore --to a directory not made.
 	if err := os.MkdirAll(p.real, 0o755); err != nil {
-		return err
+		return mkdirError(err)
 	}
 	if rel == "." || rel == "" {
 		return nil
@@ -732,7 +732,7 @@ func (p *Plan) makeDirs(rel string) error {
 			if fi, serr := os.Stat(abs); errors.Is(err, fs.ErrExist) && serr == nil && fi.IsDir() {
 				continue // made meanwhile
 			}
-			return err
+			return mkdirError(err)
 		}
 		p.dirsMade++
 		if !known {
@@ -751,6 +751,16 @@ func (p *Plan) makeDirs(rel string) error {
 		}
 	}
 	return nil
+}
+
+// soFar is what an Apply stopped by an error had done: ": nothing
+// written" when nothing (no file, no directory in the root), so that a
+// refusal at the first file reads as the plan's own refusals do.
+func (p *Plan) soFar(written, removed int) string {
+	if written == 0 && removed == 0 && p.dirsMade == 0 {
+		return ": nothing written"
+	}
+	return fmt.Sprintf(" (%d file(s) written, %d removed before this)", written, removed)
 }
 
 // chmodLifted gives the directory abs, that Apply opened, the mode it had:

@@ -24,6 +24,11 @@ func (c *InitCmd) Run(e *Env) error {
 	}
 	existed, err := cas.InitWith(e.FS, e.Clock, e.Home, cas.Options{Command: e.Command,
 		LockWait: e.LockWait, LockWaiting: e.lockWaiting(e.LockWait)})
+	if why, ok := agent.MkdirRefused(err); ok {
+		// Raw, "create store home: mkdir /proc/x: no such file or
+		// directory", of a /proc that is there.
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("cannot make the store home %s: %s: give --home (or $ROOK_HOME) a directory on a disk you can write", e.Home, why)}
+	}
 	if err != nil {
 		return err
 	}

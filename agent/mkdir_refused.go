@@ -1,0 +1,55 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// MkdirRefused explains a failed mkdir (an *fs.PathError, as os.Mkdir
+// and os.MkdirAll return) that no permission fixes: the directory it was
+// to be made in is there, but its filesystem makes none in it. A
+// filesystem of the kernel's (/proc, /sys) answers "no such file or
+// directory", which, raw, sent the user looking for a directory that is
+// there; a read-only one, "read-only file system". The reason names the
+// directory that refused; the caller says what to give instead. "" and
+// false for any other failure.
+func MkdirRefused(err error) (string, bool) {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || pe.Op != "mkdir" {
+		return "", false
+	}
+	parent := filepath.Dir(pe.Path)
+	switch {
+	case errors.Is(pe.Err, syscall.EROFS):
+		return fmt.Sprintf("%s is on a read-only filesystem (mkdir %s: %v)", parent, pe.Path, pe.Err), true
+	case errors.Is(pe.Err, fs.ErrNotExist):
+		// The parent there, a directory: not a race with its removal
+		// (that is the usual meaning, and the raw error says it).
+		if fi, serr := os.Stat(parent); serr == nil && fi.IsDir() {
+			return fmt.Sprintf("%s takes no new directories (mkdir %s: %v): its filesystem is not a disk's but the kernel's, as /proc's and /sys's are", parent, pe.Path, pe.Err), true
+		}
+	}
+	return "", false
+}
+
+// mkdirError is a directory a restore could not make, its reason said
+// (MkdirRefused) when the filesystem refused it.
+func mkdirError(err error) error {
+	if why, ok := MkdirRefused(err); ok {
+		return fmt.Errorf("cannot make the directory %s: %s: restore into a directory on a disk you can write", pathOf(err), why)
+	}
+	return err
+}
+
+// pathOf is the path of err's *fs.PathError.
+func pathOf(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Path
+	}
+	return ""
+}

@@ -1747,11 +1747,38 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 		return m, l.forkFailed(id, fmt.Errorf("write fork log: %w", err))
 	}
 	if err := l.writeMeta(m); err != nil {
-		return m, l.forkFailed(id, err)
+		return m, l.forkMetaFailed(id, err)
 	}
 	delete(l.unfinished, id)
 	l.recorded[id] = true
 	return m, nil
+}
+
+// forkMetaFailed is Fork's failure to write the fork's metadata (err).
+// The durable write may have renamed the .meta into place and then failed
+// to sync the directory: the fork was then there, though Fork failed
+// (readers listed it, and a writer's open kept it, a session with its
+// metadata, "rm" tag or not). It is removed, its metadata first and that
+// removal synced (the log left is one without metadata, tagged "rm",
+// which the next writer's open removes), so that the error means what it
+// says: no fork. When that fails too, the error says the fork may be
+// there, and names it.
+func (l *Log) forkMetaFailed(id ID, err error) error {
+	err = l.forkFailed(id, err)
+	if _, serr := l.fs.Stat(l.metaPath(id)); errors.Is(serr, fs.ErrNotExist) {
+		return err
+	}
+	rerr := l.fs.Remove(l.metaPath(id))
+	if rerr == nil || errors.Is(rerr, fs.ErrNotExist) {
+		rerr = l.fs.SyncDir(l.dir)
+	}
+	if rerr != nil {
+		return fmt.Errorf("%w; its metadata was in place, and removing it failed too (%v): the fork %s may be a session now, or after a crash: `rook session ls` shows it, `rook session rm %s` removes it", err, rerr, id, id)
+	}
+	if rerr := l.fs.Remove(l.logPath(id)); rerr == nil {
+		l.fs.SyncDir(l.dir) // else the next writer's open removes it ("rm")
+	}
+	return err
 }
 
 // forkFailed tags the fork id, whose log or metadata a Fork could not

@@ -491,9 +491,13 @@ func (e *Env) openRookTelling(writable bool, wait time.Duration, waiting func(ho
 func explain(err error, home string) string {
 	var le *cas.LockedError
 	var oe *outputError
+	var se *spoolError
 	switch {
 	case errors.As(err, &oe):
 		return explainOutput(oe)
+	case errors.As(err, &se):
+		return err.Error() // says itself what to do: not the store's hints
+
 	case errors.As(err, &le) && le.Waited > 0:
 		return err.Error() + ": wait for it to finish and run the command again, or stop it (`rook doctor` shows the holder); --lock-wait DURATION waits longer"
 	case errors.As(err, &le):

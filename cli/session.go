@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
@@ -340,8 +341,12 @@ type spoolError struct {
 }
 
 func (e *spoolError) Error() string {
-	return fmt.Sprintf("hold the body (more than %s of standard input or a pipe) in a spool file in %s: %v: free space there, or give the body as a regular FILE, which is read without one",
-		units.Bytes(spillAt), filepath.Dir(e.path), e.err)
+	do := "give the body as a regular FILE, which is read without one"
+	if errors.Is(e.err, syscall.ENOSPC) {
+		do = "free space there, or " + do
+	}
+	return fmt.Sprintf("hold the body (more than %s of standard input or a pipe) in a spool file in %s: %v: %s",
+		units.Bytes(spillAt), filepath.Dir(e.path), e.err, do)
 }
 
 func (e *spoolError) Unwrap() error { return e.err }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rookhq/rook/cas"
@@ -301,10 +303,27 @@ func TestReadBodySpoolFails(t *testing.T) {
 	})
 	var se *spoolError
 	if !errors.As(err, &se) || !strings.Contains(err.Error(), "in a spool file in "+filepath.Dir(path)) ||
-		!strings.Contains(err.Error(), "free space there, or give the body as a regular FILE") {
+		!strings.HasSuffix(err.Error(), ": give the body as a regular FILE, which is read without one") {
 		t.Fatalf("spool not writable: %v", err)
 	}
-	t.Log(readErr(err))
+	// A full disk: free space there, and no word of the store's hints
+	// (explain's for a full store, "it recovers what this one wrote").
+	_, err = readBody(onlyReader{bytes.NewReader(make([]byte, 500))}, -1, func() (vfs.File, error) {
+		f, err := os.Create(path)
+		return fullFile{f}, err
+	})
+	msg := explain(readErr(err), "/home/u/.rook")
+	if !strings.HasSuffix(msg, ": no space left on device: free space there, or give the body as a regular FILE, which is read without one") {
+		t.Fatalf("spool on a full disk: %s", msg)
+	}
+	t.Log(msg)
+}
+
+// fullFile is a file on a full disk.
+type fullFile struct{ *os.File }
+
+func (f fullFile) Write(p []byte) (int, error) {
+	return 0, &fs.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
 }
 
 // TestAppendStdinLimit: through the command, a stdin body of the limit

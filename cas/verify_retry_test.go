@@ -243,3 +243,54 @@ func TestVerifyGivesUpOnAStoreThatKeepsChanging(t *testing.T) {
 		}
 	}
 }
+
+// An index that vanished when verify looked again at it after finding
+// problems (to tell whether the store changed under it: here a repack
+// removed the segments it listed, and a writer then moved the index aside
+// and put a new one in its place) is the store changing too, not a read
+// failure (ENOENT called "check the disk"): verify reads the new state.
+func TestVerifyReadsAgainWhenTheIndexWasReplacedAfterProblems(t *testing.T) {
+	moved, replaced := false, false
+	rep, err, _ := retryingVerify(t, func(fsys *vfs.MemFS, home string) func(vfs.Op, string) error {
+		idx := filepath.Join(home, IndexDir, IndexFile)
+		busy := false
+		return func(op vfs.Op, path string) error {
+			if busy {
+				return nil
+			}
+			busy = true
+			defer func() { busy = false }()
+			switch {
+			case !moved && op == vfs.OpStat && path == idx:
+				// The first look at the index after the repack: verify's
+				// look again, once the first attempt met a segment gone.
+				b, err := vfs.ReadFile(fsys, idx)
+				if err == nil {
+					err = fsys.Rename(idx, idx+".damaged")
+				}
+				if err == nil {
+					err = fsys.WriteFileAtomic(idx+".new", b, 0o600)
+				}
+				if err != nil {
+					t.Error(err)
+				}
+				moved = true
+			case moved && !replaced:
+				replaced = true
+				if err := fsys.Rename(idx+".new", idx); err != nil {
+					t.Error(err)
+				}
+			}
+			return nil
+		}
+	})
+	if !moved {
+		t.Fatal("verify did not look at the index again after the repack")
+	}
+	if err != nil || len(rep.Problems) != 0 || rep.IndexReadFailed || rep.Objects != 60 {
+		t.Fatalf("verify across a repack and an index replaced: %d objects, read failed %v, problems %v, error %v: want 60 objects, nothing wrong", rep.Objects, rep.IndexReadFailed, rep.Problems, err)
+	}
+	if !replaced {
+		t.Fatal("verify did not look for the index again")
+	}
+}

@@ -144,14 +144,16 @@ func (s *Store) GetKind(id Key) ([]byte, Kind, error) {
 
 // refreshView makes a reader see the index's newest commit and what is past
 // its watermark now: after a gc or repack removed the segments its view
-// named.
+// named. An index whose newest commit does not read (no valid meta slot,
+// counters that do not decode) is damaged, said as a reader's open says
+// it: with the reindex that rebuilds it.
 func (s *Store) refreshView() error {
 	if err := s.tree.Refresh(); err != nil {
-		return err
+		return s.indexErr(err)
 	}
 	c, err := decodeCounters(s.tree.Snapshot().UserMeta())
 	if err != nil {
-		return err
+		return fmt.Errorf("index %s is damaged (%v): run `rook store reindex` to rebuild it from the segments", s.indexPath(), err)
 	}
 	// A reader's counters (its watermark) are read by loadRecent under
 	// recentMu, on whatever goroutine looks an object up: written under

@@ -200,7 +200,8 @@ func (s *Store) segmentGone(err error) (string, bool) {
 // index's newest commit failed with err, on whichever attempt: a read of
 // the index that failed is a problem of the report (not damage); an index
 // not there (after looking again) is missing, as a reader's open says;
-// anything else is the error.
+// anything else is the error (a damaged index's says so, with the fix:
+// refreshView).
 func (s *Store) viewFailed(err error) (VerifyReport, error) {
 	var rep VerifyReport
 	if s.indexGone(err) {

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rookhq/rook/index"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -292,5 +293,58 @@ func TestVerifyReadsAgainWhenTheIndexWasReplacedAfterProblems(t *testing.T) {
 	}
 	if !replaced {
 		t.Fatal("verify did not look for the index again")
+	}
+}
+
+// An index whose newest commit does not read (both meta slots damaged,
+// or counters that do not decode: here put in place after the reader
+// opened) was verify's bare index error ("index: corrupt: ... no valid
+// meta slot", "index counters unreadable"), with no word of what to do.
+// It is damaged, and a reindex rebuilds it, as a reader's open says.
+func TestVerifyCallsAnIndexWhoseNewestCommitIsDamagedDamaged(t *testing.T) {
+	for _, tc := range []struct {
+		name, says string
+		damage     func(t *testing.T, fsys *vfs.MemFS, idx string)
+	}{
+		{"meta slots", "no valid meta slot", func(t *testing.T, fsys *vfs.MemFS, idx string) {
+			b, err := vfs.ReadFile(fsys, idx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 8192 { // both meta slots
+				b[i] ^= 0x55
+			}
+			if err := fsys.WriteFileAtomic(idx, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"counters", "index counters unreadable", func(t *testing.T, fsys *vfs.MemFS, idx string) {
+			w, err := index.Open(fsys, idx, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			if err := w.Commit([]byte{1, 0xff}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys, r, home := readerOf(t, 10)
+			idx := filepath.Join(home, IndexDir, IndexFile)
+			tc.damage(t, fsys, idx)
+			rep, err := r.Verify(nil)
+			if err == nil {
+				t.Fatalf("verify of a damaged index: report %+v, no error", rep)
+			}
+			if rep.IndexReadFailed || strings.Contains(err.Error(), "check the disk") {
+				t.Fatalf("damage called a read failure: %v (report %+v)", err, rep)
+			}
+			for _, want := range []string{"index " + idx + " is damaged", tc.says, "run `rook store reindex`"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
 	}
 }

@@ -195,6 +195,9 @@ func (t *Tree) rebuild(fill func(b *builder) error, userMeta []byte) error {
 		return err
 	}
 	root, height, err := b.finish()
+	if errors.Is(err, errChildNotFirst) {
+		return fmt.Errorf("index: rebuild: %w", err) // no node was written: a bug
+	}
 	if err != nil {
 		return fmt.Errorf("index: rebuild: write nodes: %w", err)
 	}

@@ -132,6 +132,7 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 	if s.opts.Writable {
 		return s.verifyOnce(progress)
 	}
+	reads := 0 // attempts that read the store (an index not found reads none)
 	for attempt := 1; ; attempt++ {
 		last := attempt == verifyAttempts
 		if err := s.refreshView(); err != nil {
@@ -142,13 +143,14 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 			return s.viewFailed(err)
 		}
 		before, berr := s.storeState()
+		reads++
 		rep, err := s.verifyOnce(progress)
 		if (err == nil && len(rep.Problems) == 0) || berr != nil || rep.IndexReadFailed {
 			return rep, err
 		}
 		if last {
 			if seg, ok := s.segmentGone(err); ok {
-				return rep, fmt.Errorf("the store kept changing while verify read it: it read it %d times, and segment %s was removed under the last (a gc or repack is running beside it): run `rook store verify` again once that is done", verifyAttempts, seg)
+				return rep, fmt.Errorf("the store kept changing while verify read it: it read it %d times, and segment %s was removed under the last (a gc or repack is running beside it): run `rook store verify` again once that is done", reads, seg)
 			}
 			return rep, err
 		}

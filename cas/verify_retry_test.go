@@ -1,6 +1,7 @@
 package cas
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -242,6 +243,61 @@ func TestVerifyGivesUpOnAStoreThatKeepsChanging(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+}
+
+// The error of a verify that gave up says how many times it read the
+// store: an attempt whose look at the index found none (a writer was
+// replacing it) read nothing, and was counted as a read ("read it 5
+// times" of a store read 4).
+func TestVerifyGivingUpCountsTheReadsItMade(t *testing.T) {
+	fsys := vfs.NewMem()
+	w, home := newStore(t, fsys, Options{SegmentSize: 8192, BlockSize: 4096})
+	for i := range 20 {
+		mustPut(t, w, KindFile, noise(3000, uint64(2*i+1)))
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: fsys, Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	idx := filepath.Join(home, IndexDir, IndexFile)
+	seg := filepath.Join(home, SegmentsDir, segName(2))
+	busy, gone, opens, puts := false, false, 0, 0
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if busy {
+			return nil
+		}
+		if !gone && op == vfs.OpStat && path == idx {
+			gone = true // the first look finds no index
+			return syscall.ENOENT
+		}
+		if op != vfs.OpOpenRead || path != seg {
+			return nil
+		}
+		busy = true
+		defer func() { busy = false }()
+		opens++
+		puts++
+		mustPut(t, w, KindFile, noise(100, uint64(1000+2*puts)))
+		if err := w.Sync(); err != nil {
+			t.Error(err)
+		}
+		return syscall.ENOENT
+	})
+	rep, err := r.Verify(nil)
+	fsys.SetHook(nil)
+	if !gone || opens != verifyAttempts-1 {
+		t.Fatalf("index gone %v, segment opened %d times: want the index gone once, then %d reads", gone, opens, verifyAttempts-1)
+	}
+	if err == nil {
+		t.Fatalf("report %+v, no error: want verify to give up", rep)
+	}
+	if want := fmt.Sprintf("it read it %d times", verifyAttempts-1); !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
 	}
 }
 

@@ -33,7 +33,8 @@ func TestVerifyIndexReadFailureIsNotDamage(t *testing.T) {
 	} {
 		for _, asJSON := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/json=%v", c.name, asJSON), func(t *testing.T) {
-				verifyIndexReadFailure(t, home, c.arm, c.again, asJSON)
+				// A store that did not open has no report to print.
+				verifyIndexReadFailure(t, home, c.arm, c.again, asJSON, c.name != "opening the store")
 			})
 		}
 	}
@@ -78,13 +79,13 @@ func newMemStore(t *testing.T, home string, n int) *vfs.MemFS {
 	return fsys
 }
 
-func verifyIndexReadFailure(t *testing.T, home string, arm func(op vfs.Op, path string) bool, again string, asJSON bool) {
+func verifyIndexReadFailure(t *testing.T, home string, arm func(op vfs.Op, path string) bool, again string, asJSON, report bool) {
 	fsys := newMemStore(t, home, 100)
 	idx := failIndexReads(fsys, home, arm)
 	var out, errb bytes.Buffer
 	err := (&VerifyCmd{}).Run(&Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, JSON: asJSON})
 	fsys.SetHook(nil)
-	checkIndexReadFailureVerdict(t, idx, again, asJSON, out, err)
+	checkIndexReadFailureVerdict(t, idx, again, asJSON, report, out, err)
 }
 
 // A read of the index that fails on verify's second attempt (a repack
@@ -152,15 +153,16 @@ func TestVerifySecondAttemptIndexReadFailureIsNotDamage(t *testing.T) {
 			if !repacked || !armed {
 				t.Fatalf("repacked %v, index reads failed %v: want both under verify", repacked, armed)
 			}
-			checkIndexReadFailureVerdict(t, idx, "run `rook store verify` again", asJSON, out, err)
+			checkIndexReadFailureVerdict(t, idx, "run `rook store verify` again", asJSON, true, out, err)
 		})
 	}
 }
 
 // checkIndexReadFailureVerdict checks verify's verdict err and output out
 // say that reading the index at idx failed with EIO (not damage), and
-// what to run again.
-func checkIndexReadFailureVerdict(t *testing.T, idx, again string, asJSON bool, out bytes.Buffer, err error) {
+// what to run again; under --json, when report (the store opened), out is
+// the report, marked so.
+func checkIndexReadFailureVerdict(t *testing.T, idx, again string, asJSON, report bool, out bytes.Buffer, err error) {
 	t.Helper()
 	if err == nil {
 		t.Fatal("verify passed a store whose index reads fail")
@@ -179,8 +181,11 @@ func checkIndexReadFailureVerdict(t *testing.T, idx, again string, asJSON bool, 
 			t.Errorf("verdict %q does not say %q", err, want)
 		}
 	}
-	if !asJSON || out.Len() == 0 { // no report when the store did not open
+	if !asJSON || !report {
 		return
+	}
+	if out.Len() == 0 {
+		t.Fatalf("--json: no report, only the verdict %q", err)
 	}
 	var rep struct {
 		IndexReadFailed bool `json:"index_read_failed"`

@@ -196,7 +196,7 @@ func (t *Tree) rebuild(fill func(b *builder) error, userMeta []byte) error {
 	}
 	root, height, err := b.finish()
 	if errors.Is(err, errChildNotFirst) {
-		return fmt.Errorf("index: rebuild: %w", err) // no node was written: a bug
+		return fmt.Errorf("index: rebuild: %w", err) // a bug, not a failed write
 	}
 	if err != nil {
 		return fmt.Errorf("index: rebuild: write nodes: %w", err)

@@ -876,6 +876,9 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 		case p.Type == "patch_apply_end":
 			r.dependsOn(payload)
 			out.WriteString(patchApplied(payload))
+		case p.Type == "exec_command_begin" || p.Type == "exec_command_end":
+			r.dependsOn(payload)
+			out.WriteString(execCommand(p.Type, payload))
 		case p.Type == "thread_name_updated":
 			// The name the session is titled by; none takes it away.
 			if p.ThreadName == nil {
@@ -951,6 +954,47 @@ func patchApplied(payload json.RawMessage) string {
 		text = p.Stderr + "\n" + p.Stdout
 	}
 	return fmt.Sprintf("[%s] %s", tag, Preview([]byte(strings.Join(strings.Fields(text), " ")), PreviewRunes))
+}
+
+// execCommand is a Codex exec_command_begin or exec_command_end (the
+// events of a command Codex ran, which its Extended persistence keeps):
+// the command, and of its end how it ended (its exit code when not 0, or
+// the status of one that did not run) and the first line of what it
+// printed, its aggregated output or else its stdout and stderr; "(no
+// output)" when it printed nothing. The whole output is the paired
+// function_call_output's. A payload that does not read so is shown as
+// other events are.
+func execCommand(typ string, payload json.RawMessage) string {
+	var p struct {
+		Command    []string `json:"command"`
+		ExitCode   *int64   `json:"exit_code"`
+		Status     string   `json:"status"`
+		Aggregated string   `json:"aggregated_output"`
+		Stdout     string   `json:"stdout"`
+		Stderr     string   `json:"stderr"`
+	}
+	if json.Unmarshal(payload, &p) != nil {
+		return fmt.Sprintf("[%s] %s", typ, firstText(payload))
+	}
+	tag := typ
+	switch {
+	case p.Status == "declined":
+		tag += ", declined"
+	case p.ExitCode != nil && *p.ExitCode != 0:
+		tag += fmt.Sprintf(", exit code %d", *p.ExitCode)
+	}
+	head := strings.TrimRight(fmt.Sprintf("[%s] %s", tag, Preview([]byte(shellWords(p.Command)), PreviewRunes)), " ")
+	if typ == "exec_command_begin" {
+		return head
+	}
+	printed := p.Aggregated
+	if strings.TrimSpace(printed) == "" {
+		printed = p.Stdout + "\n" + p.Stderr
+	}
+	if strings.TrimSpace(printed) == "" {
+		return head + "\n(no output)"
+	}
+	return head + "\n" + Preview([]byte(printed), PreviewRunes)
 }
 
 // rawText is the text of a JSON string; ok is false for any other value.

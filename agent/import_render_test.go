@@ -104,6 +104,8 @@ var renderSeeds = []string{
 	`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":[]}}`,
 	`{"timestamp":"t","type":"event_msg","payload":{"type":"thread_name_updated","thread_id":"x","thread_name":"Zebra fix"}}`,
 	`{"timestamp":"t","type":"event_msg","payload":{"type":"thread_name_updated","thread_id":"x"}}`,
+	// a command Codex ran, and how it ended
+	`{"timestamp":"t","type":"event_msg","payload":{"type":"exec_command_end","call_id":"c","command":["bash","-lc","go vet"],"stdout":"","stderr":"vet: x.go:3: unreachable code\n","aggregated_output":"","exit_code":2,"status":"failed"}}`,
 }
 
 // TestRenderImported pins the rendering of each kind of line, and that a
@@ -171,6 +173,7 @@ func TestRenderImported(t *testing.T) {
 		// the name the user gave the thread, or took away
 		"[thread_name_updated] Zebra fix\n",
 		"[thread_name_updated] (no name)\n",
+		"[exec_command_end, exit code 2] bash -lc 'go vet'\nvet: x.go:3: unreachable code\n",
 	}
 	for i, line := range renderSeeds {
 		if got := string(RenderImported([]byte(line + "\n"))); got != want[i] {
@@ -211,6 +214,20 @@ func TestRenderImportedDetails(t *testing.T) {
 			"[patch_apply_end] Success. Updated the following files: M eventlog/log.go A eventlog/new.go\n"},
 		{`{"timestamp":"t","type":"event_msg","payload":{"type":"patch_apply_end","call_id":"c","stdout":"","stderr":"Failed to find context\n@@ func x","success":false}}`,
 			"[patch_apply_end, failed] Failed to find context @@ func x\n"},
+		// A command Codex ran (exec_command_begin/end, what its Extended
+		// persistence keeps): the command and how it ended, then the
+		// first line of what it printed, not a bare tag (an empty stdout
+		// hid a failure's stderr).
+		{`{"timestamp":"t","type":"event_msg","payload":{"type":"exec_command_begin","call_id":"c","turn_id":"t1","command":["bash","-lc","go test ./..."],"cwd":"/w","parsed_cmd":[{"type":"unknown","cmd":"go test ./..."}]}}`,
+			"[exec_command_begin] bash -lc 'go test ./...'\n"},
+		{`{"timestamp":"t","type":"event_msg","payload":{"type":"exec_command_end","call_id":"c","turn_id":"t1","command":["bash","-lc","npm test"],"cwd":"/w","stdout":"","stderr":"npm ERR! missing script: test\n","aggregated_output":"npm ERR! missing script: test\n","exit_code":1,"duration":{"secs":0,"nanos":300000000},"formatted_output":"npm ERR! missing script: test\n","status":"failed"}}`,
+			"[exec_command_end, exit code 1] bash -lc 'npm test'\nnpm ERR! missing script: test\n"},
+		{`{"timestamp":"t","type":"event_msg","payload":{"type":"exec_command_end","call_id":"c","command":["ls"],"stdout":"a.go\nb.go\n","stderr":"","exit_code":0,"formatted_output":"a.go\nb.go\n"}}`,
+			"[exec_command_end] ls\na.go\n"},
+		{`{"timestamp":"t","type":"event_msg","payload":{"type":"exec_command_end","call_id":"c","command":["true"],"stdout":"","stderr":"","aggregated_output":"","exit_code":0}}`,
+			"[exec_command_end] true\n(no output)\n"},
+		{`{"timestamp":"t","type":"event_msg","payload":{"type":"exec_command_end","call_id":"c","command":["rm","-rf","/"],"exit_code":-1,"status":"declined"}}`,
+			"[exec_command_end, declined] rm -rf /\n(no output)\n"},
 		// Every hook a stop ran, not only the first; what failed, and a
 		// hook that kept the agent going.
 		{`{"type":"system","subtype":"stop_hook_summary","hookCount":3,"hookInfos":[{"command":"~/.claude/hooks/mark.sh"},{"command":"bun run ./dist/on-stop-test.js"},{"command":"stop-hook.sh"}],"hookErrors":[],"preventedContinuation":false,"stopReason":"","hasOutput":true,"level":"suggestion"}`,

@@ -2041,7 +2041,7 @@ func (fi *fileImport) copiedLine(line []byte, label string) bool {
 // fork or its parent is not imported.
 func (fi *fileImport) forkParentCounts() map[string]bool {
 	m := fi.sess
-	if fi.opts.Format != FormatCodex || m.Source == nil || m.Source.Parent == "" || !slices.Contains(m.Tags, forkTag) {
+	if fi.opts.Format != FormatCodex || m.Source == nil || m.Source.Parent == "" || !copiesParent(*m) {
 		return nil
 	}
 	pid, ok := parentOf(fi.known, m.Source.Parent)
@@ -2326,6 +2326,21 @@ const forkTag = "fork"
 // subagentTag tags an imported subagent's session: its parent spawned it.
 const subagentTag = "subagent"
 
+// copiesParent says whether m, an imported session, may begin with a copy
+// of its parent's lines, whose tokens the parent spent (copiedLine,
+// copiedTokens): a fork (forkTag), or a Codex subagent, which Codex spawns
+// with its parent's history when asked to (spawn_agent's fork_context, or
+// fork_turns, whose default is all: AgentControl.spawn_forked_thread keeps
+// the parent's messages, session_meta and events, its token_counts
+// included, byte for byte). A subagent spawned without it copied nothing,
+// and none of its token_counts is one of its parent's: its own usage
+// starts from nothing, and a payload sum matches only the same bytes.
+// (A Claude Code subagent's transcript copies nothing.)
+func copiesParent(m eventlog.Meta) bool {
+	return slices.Contains(m.Tags, forkTag) ||
+		m.Source != nil && m.Source.Format == FormatCodex && slices.Contains(m.Tags, subagentTag)
+}
+
 // ImportedFork says whether m is an imported session linked to the session
 // it was forked from (forkTag), which it holds a copy of the lines of
 // rather than a fork point (ForkAt) in its events.
@@ -2508,7 +2523,7 @@ func linkContinuations(known map[string]eventlog.Meta) {
 // (recountCopied), to be counted again when id's file grows.
 func hasImportedForks(known map[string]eventlog.Meta, id eventlog.ID) bool {
 	for _, m := range known {
-		if m.Parent != nil && *m.Parent == id && m.Source != nil && slices.Contains(m.Tags, forkTag) {
+		if m.Parent != nil && *m.Parent == id && m.Source != nil && copiesParent(m) {
 			return true
 		}
 	}
@@ -2623,7 +2638,7 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 			// Linked anew: what it leaves out is counted by p (a removed
 			// parent's Ancestor no longer applies).
 			m.Parent, m.Ancestor, m.AncestorAt = &p, nil, nil
-			if slices.Contains(m.Tags, forkTag) {
+			if copiesParent(m) {
 				// Imported before its parent, its copy of the parent's
 				// lines counted their tokens (fileImport.copiedLine could
 				// not tell them then): they are left out of its totals
@@ -2779,7 +2794,7 @@ func parentsReach(parent map[eventlog.ID]*eventlog.ID, from, to eventlog.ID) boo
 // was removed (Ancestor) is linked anew instead, and a subagent copies
 // nothing.
 func (r *Rook) recountCopied(forks *forkIndex, parents *parentKeys, m *eventlog.Meta) error {
-	if m.Ancestor != nil || !slices.Contains(m.Tags, forkTag) {
+	if m.Ancestor != nil || !copiesParent(*m) {
 		return nil
 	}
 	in, out, err := r.copiedTokens(*m, *m.Parent, parents)

@@ -420,3 +420,62 @@ func TestImportCodexForkCopiedCountPastNULs(t *testing.T) {
 		})
 	}
 }
+
+// codexForkedSubagentFile is a subagent Codex spawned with its parent's
+// history (spawn_agent fork_context, or V2's fork_turns, whose default
+// is all: AgentControl.spawn_forked_thread): its session_meta names the
+// parent twice (forked_from_id and source.subagent.thread_spawn), then
+// come the parent's lines it keeps (keep_forked_rollout_item: messages,
+// session_meta, event_msg, token_counts included, copied byte for byte as
+// a fork's are), then its own turn (3).
+func codexForkedSubagentFile(parent []codexItem, total *[2]int) (path string, lines []string) {
+	const sid = "019c1000-0000-7000-8000-00000000000d"
+	items := []codexItem{{"session_meta", `{"id":"` + sid + `","forked_from_id":"` + codexPID + `","cwd":"/home/dev/app","originator":"codex_cli_rs","cli_version":"0.98.0","source":{"subagent":{"thread_spawn":{"parent_thread_id":"` + codexPID + `","depth":1,"agent_role":"worker","agent_nickname":"Hooke"}}}}`}}
+	for _, it := range parent {
+		if it.typ == "response_item" && strings.Contains(it.payload, `"role":"assistant"`) {
+			continue // an assistant message that is not a final answer is left out
+		}
+		items = append(items, it)
+	}
+	items = append(items, codexTurnItems(3, total)...)
+	return "/c/2026/02/03/rollout-2026-02-03T10-30-00-" + sid + ".jsonl", codexStamped(items, 10, 30)
+}
+
+// A subagent spawned with its parent's history counts only its own
+// tokens, as a fork does: the token_counts it copied were the parent's
+// (they counted them twice: 6000 in for a turn of 3000). Imported with
+// its parent, or before it (linked and recounted when the parent comes),
+// and exported byte for byte.
+func TestImportCodexForkedSubagentCountsNoCopiedTokens(t *testing.T) {
+	for _, parentFirst := range []bool{true, false} {
+		t.Run(fmt.Sprint("parent first ", parentFirst), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			var total [2]int
+			p := []codexItem{codexMetaItem(codexPID, "")}
+			p = append(p, codexTurnItems(1, &total)...)
+			p = append(p, codexTurnItems(2, &total)...)
+			ppath := fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID)
+			spath, slines := codexForkedSubagentFile(p, &total)
+			var parent []byte
+			if parentFirst {
+				parent = writeSource(t, fsys, ppath, codexStamped(p, 10, 0), "")
+			}
+			sub := writeSource(t, fsys, spath, slines, "")
+			rep := mustImport(t, r, FormatCodex, "/c")
+			if !parentFirst {
+				parent = writeSource(t, fsys, ppath, codexStamped(p, 10, 0), "")
+				rep = mustImport(t, r, FormatCodex, "/c")
+			}
+			pid, sid := *fileByPath(t, rep, ppath).Session, *fileByPath(t, rep, spath).Session
+			m := metaOf(t, r, sid)
+			if m.Parent == nil || *m.Parent != pid || !slices.Contains(m.Tags, subagentTag) {
+				t.Fatalf("the subagent: parent %v, tags %v; want %s, subagent", m.Parent, m.Tags, pid)
+			}
+			tokensOf(t, r, pid, "the parent", 3000, 30)
+			tokensOf(t, r, sid, "the forked subagent", 3000, 30)
+			mustExport(t, r, pid, parent)
+			mustExport(t, r, sid, sub)
+		})
+	}
+}

@@ -2044,6 +2044,12 @@ func (fi *fileImport) forkParentCounts() map[string]bool {
 	if fi.opts.Format != FormatCodex || m.Source == nil || m.Source.Parent == "" || !copiesParent(*m) {
 		return nil
 	}
+	if !slices.Contains(m.Tags, forkTag) && !fi.info().Fork {
+		// A subagent whose rollout holds no copy of its parent's
+		// (codexMapper.sessionMeta): its parent's token_counts are not
+		// read for nothing.
+		return nil
+	}
 	pid, ok := parentOf(fi.known, m.Source.Parent)
 	if !ok {
 		return nil
@@ -2334,7 +2340,9 @@ const subagentTag = "subagent"
 // the parent's messages, session_meta and events, its token_counts
 // included, byte for byte). A subagent spawned without it copied nothing,
 // and none of its token_counts is one of its parent's: its own usage
-// starts from nothing, and a payload sum matches only the same bytes.
+// starts from nothing, and a payload sum matches only the same bytes (as
+// its lines are stored, only one whose rollout holds a copied
+// session_meta reads its parent's: forkParentCounts).
 // (A Claude Code subagent's transcript copies nothing.)
 func copiesParent(m eventlog.Meta) bool {
 	return slices.Contains(m.Tags, forkTag) ||

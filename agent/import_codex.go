@@ -436,6 +436,13 @@ func (m *codexMapper) sessionMeta(e *codexEntry) {
 	// A forked rollout copies its parent's lines, their session_meta
 	// included, after its own: the first one is this session's.
 	if m.metaSeen {
+		// A subagent's rollout that holds another session_meta copies its
+		// parent's history (spawn_agent with its history: the copy keeps
+		// the parent's session_meta, as a fork's does): its token_counts
+		// may be the parent's (copiesParent).
+		if m.sess.Subagent {
+			m.sess.Fork = true
+		}
 		return
 	}
 	m.metaSeen = true

@@ -249,7 +249,9 @@ func TestCodexSessionFromOddLines(t *testing.T) {
 		`{"type":"turn_context","payload":{"cwd":"/tmp/w","model":"m1"}}`,
 		// A review subagent names no parent.
 		`{"type":"session_meta","payload":{"id":"s1","cwd":"/tmp/meta","forked_from_id":"f1","source":{"subagent":"review"}}}`,
-		// A second session_meta (a fork copies its parent's) changes nothing.
+		// A second session_meta (a fork copies its parent's) changes
+		// nothing of what the first said; in a subagent's rollout, it says
+		// the subagent copies its parent's history (Fork).
 		`{"type":"session_meta","payload":{"id":"s2","cwd":"/tmp/other","source":{"subagent":{"thread_spawn":{"parent_thread_id":"p2"}}}}}`,
 		// Only boilerplate from the items; the UI event has the prompt.
 		`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<user_instructions>\nbe brief\n</user_instructions>"},{"type":"input_image","image_url":"data:"}]}}`,
@@ -258,7 +260,7 @@ func TestCodexSessionFromOddLines(t *testing.T) {
 	} {
 		m.mapLine([]byte(line))
 	}
-	want := sourceSession{ID: "s1", ParentID: "f1", Title: "rename the flag", Workspace: "/tmp/meta", Subagent: true}
+	want := sourceSession{ID: "s1", ParentID: "f1", Title: "rename the flag", Workspace: "/tmp/meta", Subagent: true, Fork: true}
 	if got := m.session(); got != want {
 		t.Errorf("session:\n got %+v\nwant %+v", got, want)
 	}

@@ -85,6 +85,7 @@ type codexPayload struct {
 	ThreadName   json.RawMessage `json:"thread_name"`
 	Message      json.RawMessage `json:"message"`
 	Info         json.RawMessage `json:"info"`
+	Output       json.RawMessage `json:"output"`
 }
 
 // The other shapes the mapping decodes: a line of unknown payload (only its
@@ -116,6 +117,20 @@ type (
 )
 
 const codexUnparsed = "codex:unparsed"
+
+// codexForkedSpawnMark begins the output Codex writes, as the spawn
+// call's, at the end of the parent's history it copies into a subagent it
+// spawns with it (FORKED_SPAWN_AGENT_OUTPUT_MESSAGE in codex-rs/core's
+// agent control): "... Treat the next user message as your new task".
+const codexForkedSpawnMark = "You are the newly spawned agent. The prior conversation history was forked from your parent agent."
+
+// codexSpawnMarked says whether a function_call_output's output, as
+// written, is a string that begins with codexForkedSpawnMark, read as
+// written (Codex escapes none of its characters): a prefix compared, not
+// an output decoded, on every tool output of every rollout.
+func codexSpawnMarked(output []byte) bool {
+	return len(output) > len(codexForkedSpawnMark) && output[0] == '"' && string(output[1:1+len(codexForkedSpawnMark)]) == codexForkedSpawnMark
+}
 
 // rawString is the string a raw JSON value holds, or "" for any other value.
 func rawString(r json.RawMessage) string {
@@ -215,6 +230,10 @@ type codexEntry struct {
 	EnvCwd  string
 	Message string
 	Tokens  codexTokens
+	// SpawnMark: of a function_call_output, that its output is the mark
+	// of the end of a parent's history copied into a subagent
+	// (codexForkedSpawnMark).
+	SpawnMark bool
 }
 
 // codexTokens is what a token_count's info gives: OK when it decodes as a
@@ -240,6 +259,8 @@ func codexDetail(typ, ptype, role string) string {
 		return "message"
 	case typ == "event_msg" && ptype == "token_count":
 		return "info"
+	case typ == "response_item" && ptype == "function_call_output":
+		return "output"
 	}
 	return ""
 }
@@ -301,6 +322,8 @@ func decodeCodexEntry(line []byte) (codexEntry, error) {
 		}
 	case "message":
 		e.Message = rawString(p.Message)
+	case "output":
+		e.SpawnMark = codexSpawnMarked(p.Output)
 	case "info":
 		info := p.Info
 		if len(info) == 0 && !bareItem {
@@ -543,6 +566,12 @@ func (m *codexMapper) responseItem(e *codexEntry, out *mappedLine) {
 		}
 	case codexOutputs[typ]:
 		out.Kind, out.Label = eventlog.KindToolResult, m.toolName[e.CallID]
+		if e.SpawnMark && m.sess.Subagent {
+			// The end of the parent's history a subagent copied: its task
+			// is the next user message, which titles it, not the
+			// parent's prompt the copy began with.
+			m.sess.Title, m.userTitle = "", ""
+		}
 	default:
 		out.Label = "response_item:" + typ
 		if !codexNoteItems[typ] {

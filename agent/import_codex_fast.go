@@ -22,7 +22,7 @@ package agent
 // the others are structured, read for the lines codexDetail names.
 var (
 	codexKeys        = [...]string{"timestamp", "type", "payload"}
-	codexPayloadKeys = [...]string{"type", "role", "name", "call_id", "id", "forked_from_id", "cwd", "model", "thread_name", "content", "message", "source", "info"}
+	codexPayloadKeys = [...]string{"type", "role", "name", "call_id", "id", "forked_from_id", "cwd", "model", "thread_name", "content", "message", "source", "info", "output"}
 	codexItemFields  = []string{"type", "text"}
 	codexInfoFields  = []string{"total_token_usage", "last_token_usage"}
 	codexLastFields  = []string{"input_tokens", "output_tokens"}
@@ -87,7 +87,7 @@ func scanCodexEntry(line []byte, strs []jsonString, members []jsonMember, minLen
 // the payload and the payload's before the member, as Codex writes them.
 type codexPayloadRead struct {
 	e    *codexEntry
-	at   [4]int // where each structured member's value starts (0: absent)
+	at   [5]int // where each structured member's value starts (0: absent)
 	done bool   // the detail is read
 }
 
@@ -143,6 +143,8 @@ func (p *codexPayloadRead) detail(r *fastReader) bool {
 		e.Prompt, e.Context, ok = r.codexPrompt(v)
 	case "message":
 		e.Message, _, ok = r.anyString(v, "message")
+	case "output":
+		e.SpawnMark, ok = codexSpawnMarked(r.b[v:]), true
 	case "info":
 		_, ok = r.codexTokens(v, &e.Tokens)
 	}

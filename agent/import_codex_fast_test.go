@@ -125,6 +125,16 @@ var codexFastPathEdges = []string{
 	`{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":1,"total_token_usage":2}}}`,
 	`{"type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":1},"last_token_usage":{"output_tokens":2}}}}`,
 	`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"a","text":"b"}]}}`,
+	// A subagent's copy of its parent's history, its end marked in a
+	// function_call_output: the output read, escaped, not a string, twice.
+	`{"type":"session_meta","payload":{"id":"s","source":{"subagent":{"thread_spawn":{"parent_thread_id":"p"}}}}}` + "\n" +
+		`{"type":"session_meta","payload":{"id":"p","source":"cli"}}` + "\n" +
+		`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"parent prompt"}]}}` + "\n" +
+		`{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"You are the newly spawned agent. The prior conversation history was forked from your parent agent. Treat the next user message as your new task."}}` + "\n" +
+		`{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"own task"}]}}`,
+	`{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"You are the newly spawned agent. The prior conversation history was forked from your parent \u0061gent."}}`,
+	`{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":["You are the newly spawned agent. The prior conversation history was forked from your parent agent."]}}`,
+	`{"type":"response_item","payload":{"type":"function_call_output","output":"x","output":"You are the newly spawned agent. The prior conversation history was forked from your parent agent."}}`,
 	// null, and values of other types.
 	`{"type":"response_item","payload":null}`,
 	`{"type":"response_item","payload":"x"}`,

@@ -437,6 +437,9 @@ func codexForkedSubagentFile(parent []codexItem, total *[2]int) (path string, li
 		}
 		items = append(items, it)
 	}
+	// The copy's end, as Codex marks it: the spawn call's output, telling
+	// the subagent that its task is the next user message.
+	items = append(items, codexItem{"response_item", `{"type":"function_call_output","call_id":"call_spawn","output":"` + codexForkedSpawnMark + ` Treat the next user message as your new task, and use the forked history only as background context."}`})
 	items = append(items, codexTurnItems(3, total)...)
 	return "/c/2026/02/03/rollout-2026-02-03T10-30-00-" + sid + ".jsonl", codexStamped(items, 10, 30)
 }
@@ -471,6 +474,11 @@ func TestImportCodexForkedSubagentCountsNoCopiedTokens(t *testing.T) {
 			m := metaOf(t, r, sid)
 			if m.Parent == nil || *m.Parent != pid || !slices.Contains(m.Tags, subagentTag) {
 				t.Fatalf("the subagent: parent %v, tags %v; want %s, subagent", m.Parent, m.Tags, pid)
+			}
+			// Titled by its own task, the prompt after the copy, not by the
+			// parent's first prompt it copied.
+			if m.Title != "step 3" {
+				t.Errorf("the subagent's title %q, want %q", m.Title, "step 3")
 			}
 			tokensOf(t, r, pid, "the parent", 3000, 30)
 			tokensOf(t, r, sid, "the forked subagent", 3000, 30)

@@ -487,3 +487,28 @@ func TestImportCodexForkedSubagentCountsNoCopiedTokens(t *testing.T) {
 		})
 	}
 }
+
+// A subagent spawned with its parent's history and no turn of its own yet
+// reads its context as a fork does: from the usage the last token_count
+// it copied recorded (the parent's last turn), not as nothing.
+func TestContextOfACodexForkedSubagentWithNoTurnYet(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	var total [2]int
+	p := []codexItem{codexMetaItem(codexPID, "")}
+	p = append(p, codexTurnItems(1, &total)...)
+	p = append(p, codexTurnItems(2, &total)...)
+	writeSource(t, fsys, fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID), codexStamped(p, 10, 0), "")
+	spath, slines := codexForkedSubagentFile(p, &total)
+	writeSource(t, fsys, spath, slines[:len(slines)-3], "") // its task and reply, no token_count yet
+	rep := mustImport(t, r, FormatCodex, "/c")
+	sid := *fileByPath(t, rep, spath).Session
+	tokensOf(t, r, sid, "the subagent", 0, 0)
+	c, err := r.Context(sid, DefaultContextWindow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp := c.Reported; rp == nil || rp.Tokens != 2000+20 || !rp.Imported || rp.Window != 258400 {
+		t.Fatalf("reported %+v, want 2020 tokens, imported, in a window of 258400", rp)
+	}
+}

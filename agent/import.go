@@ -2037,8 +2037,9 @@ func (fi *fileImport) copiedLine(line []byte, label string) bool {
 }
 
 // forkParentCounts are the payload sums of the token_counts of the
-// session a Codex fork's session was forked from, or nil when it is no
-// fork or its parent is not imported.
+// session a Codex fork's session was forked from (or a subagent's, whose
+// rollout holds a copy of its parent's history, was spawned by), or nil
+// when it is neither or its parent is not imported.
 func (fi *fileImport) forkParentCounts() map[string]bool {
 	m := fi.sess
 	if fi.opts.Format != FormatCodex || m.Source == nil || m.Source.Parent == "" || !copiesParent(*m) {
@@ -2799,8 +2800,9 @@ func parentsReach(parent map[eventlog.ID]*eventlog.ID, from, to eventlog.ID) boo
 // recount (Source.RecountForks) is taken as grown. m is written only if
 // that changes what it leaves out, its forks made in rook first (as
 // linkParents does). A fork whose parent
-// was removed (Ancestor) is linked anew instead, and a subagent copies
-// nothing.
+// was removed (Ancestor) is linked anew instead. A Codex subagent is
+// recounted too (copiesParent): one spawned without its parent's history
+// copied nothing, and none of its lines matches.
 func (r *Rook) recountCopied(forks *forkIndex, parents *parentKeys, m *eventlog.Meta) error {
 	if m.Ancestor != nil || !copiesParent(*m) {
 		return nil

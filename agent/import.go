@@ -211,6 +211,14 @@ type ImportReport struct {
 	// ForksTagged are the sessions of Codex forks imported before rook
 	// tagged them (forkTag), tagged now that their files were met again.
 	ForksTagged int `json:"forks_tagged"`
+	// Paths are where the import looked (absolute): the files and
+	// directories named, else the agent's own directory (DefaultImportDir),
+	// so that a summary of nothing found says where nothing was.
+	Paths []string `json:"paths"`
+	// OtherJSONL counts the .jsonl files a Codex import's walk passed
+	// over: not named rollout-*, they are not Codex rollouts (Claude Code
+	// transcripts given to the wrong import, most likely).
+	OtherJSONL int `json:"other_jsonl,omitempty"`
 }
 
 // StoredAdded is what the import added to the store's stored bytes.
@@ -672,6 +680,7 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 		if err != nil {
 			return nil, 0, err
 		}
+		rep.Paths = append(rep.Paths, abs)
 		if err := store.check(p, abs, "import from"); err != nil {
 			return nil, 0, err
 		}
@@ -721,6 +730,8 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 					if fi, err := d.Info(); err == nil {
 						add(path, fi)
 					}
+				case format == FormatCodex && d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".jsonl") && d.Name() != "history.jsonl":
+					rep.OtherJSONL++ // not a rollout: said when none is found
 				case d.Type()&fs.ModeSymlink == 0 && wanted(d.Name()):
 					notRegular(path, d.Type()) // a pipe named like a transcript
 				case d.Type()&fs.ModeSymlink != 0:

@@ -114,6 +114,9 @@ func runImport(e *Env, format string, paths []string) error {
 		if out.Files == nil {
 			out.Files = []agent.ImportedFile{} // [], not null, when nothing was found
 		}
+		if out.Paths == nil {
+			out.Paths = []string{}
+		}
 		e.printJSON(out) // a failed write is Main's to tell, after the verdict below
 	} else {
 		printImport(e, out)
@@ -271,7 +274,20 @@ func printImport(e *Env, out importJSON) {
 		if rep.Format == agent.FormatCodex {
 			kinds = "rollout-*.jsonl or .jsonl.zst"
 		}
-		fmt.Fprintf(w, "no transcript found: no %s file there, nor in the directories below\n", kinds)
+		where, named := "", make([]string, len(rep.Paths))
+		for i, p := range rep.Paths {
+			named[i] = agent.ShellQuote(p)
+		}
+		if len(rep.Paths) > 0 {
+			// With no path, the agent's own directory: one the user did
+			// not type, so "there" would not say where.
+			where = " in " + terminalLine(strings.Join(rep.Paths, ", "))
+		}
+		fmt.Fprintf(w, "no transcript found%s: no %s file there, nor in the directories below\n", where, kinds)
+		if rep.OtherJSONL > 0 {
+			fmt.Fprintf(w, "%d other .jsonl file(s) there are not Codex rollouts: Claude Code transcripts? `rook import claude-code %s` imports them\n",
+				rep.OtherJSONL, terminalLine(strings.Join(named, " ")))
+		}
 	}
 	for _, f := range rep.Files {
 		if f.Status == agent.ImportUnchanged && f.MovedFrom == "" && f.Note == "" {

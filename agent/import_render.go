@@ -1089,9 +1089,17 @@ func outputOfExec(s string) string {
 // previewOfImported is the text a history line previews of an imported
 // event: its reading view without the lines that only name a block
 // ("[tool_use Bash]" repeats the event's kind and label), so a call
-// previews as its arguments and a result as its output.
+// previews as its arguments and a result as its output. The notice Claude
+// Code writes in the user's place when a background task ends, whose
+// first line is only its tag, previews as its summary, as the queued copy
+// of it does ("[task-notification] Background command \"x\" completed").
 func previewOfImported(body []byte) []byte {
 	if view := renderBody(body, false); len(bytes.TrimSpace(view)) > 0 {
+		if bytes.HasPrefix(bytes.TrimLeft(view, " \t\r\n"), []byte("<task-notification>")) {
+			if sum := taskNotificationSummary(string(view)); sum != "" {
+				return []byte("[task-notification] " + sum)
+			}
+		}
 		return view
 	}
 	return RenderImported(body)

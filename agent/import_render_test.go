@@ -436,6 +436,13 @@ func TestPreviewOfImported(t *testing.T) {
 		{`{"timestamp":"t","type":"event_msg","payload":{"type":"task_started"}}`, "[task_started]"},
 		{`{"type":"user","message":{"content":"[Request interrupted by user]"}}`, "[Request interrupted by user]"},
 		{`{"type":"user","message":{"content":"[WIP]\nfix it"}}`, "[WIP]"}, // a prompt's own brackets are text
+		// Claude Code's notice of a background task's end, written in the
+		// user's place: its summary, not the tag its first line is
+		{`{"type":"user","message":{"role":"user","content":"<task-notification>\n<task-id>b1</task-id>\n<output-file>/tmp/b1.output</output-file>\n<status>completed</status>\n<summary>Background command \"Run the tests\" completed (exit code 0)</summary>\n</task-notification>\nRead the output file to retrieve the result: /tmp/b1.output"}}`,
+			`[task-notification] Background command "Run the tests" completed (exit code 0)`},
+		{`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"<task-notification>\n<task-id>b1</task-id>\n<summary>Background command \"x\" failed (exit code 1)</summary>\n</task-notification>"}]}}`,
+			`[task-notification] Background command "x" failed (exit code 1)`},
+		{`{"type":"user","message":{"role":"user","content":"<task-notification>\n<task-id>b1</task-id>\n</task-notification>"}}`, "<task-notification>"}, // no summary: as it is
 		// a text of several lines previews as its first, after its key
 		{`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":{"command":"\ncd /w &&\n  make test","description":"Run the tests"}}]}}`, "command: cd /w &&"},
 		// a list previews as its first text

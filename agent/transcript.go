@@ -183,6 +183,42 @@ type ShowPage struct {
 	Next    *uint64 // the seq after the page, when the session goes on
 	// Parent is the session's parent, when it has one.
 	Parent *ParentLink
+	// Unlinked is, of an imported session with no parent link, the parent
+	// its transcript names: a subagent or fork imported without it.
+	Unlinked *UnlinkedParent
+}
+
+// UnlinkedParent is the parent an imported session's transcript names
+// (eventlog.Source.Parent) where the session holds no link to one: a
+// subagent's or a fork's file imported while its parent's was not.
+type UnlinkedParent struct {
+	SourceID string // the parent's session id in its agent
+	Format   string
+	Subagent bool // tagged subagent
+	Fork     bool // tagged fork
+	// Imported: a session of that source id is in the store all the same
+	// (left unlinked: say, one of a loop of forks).
+	Imported bool
+}
+
+// UnlinkedParentOf is the parent m's transcript names that m holds no
+// link to, nil when there is none (or m is linked to it); Imported is not
+// known from m alone: false.
+func UnlinkedParentOf(m eventlog.Meta) *UnlinkedParent { return unlinkedParent(m) }
+
+// SourceIDOf is the id an imported session is known by in its agent (a
+// Claude Code transcript's file name without .jsonl, a Codex thread's id),
+// as a child's metadata names its parent's; "" for a native session.
+func SourceIDOf(m eventlog.Meta) string { return childSourceID(m) }
+
+// unlinkedParent is the parent m's transcript names that m holds no link
+// to, nil when there is none (or m is linked to it).
+func unlinkedParent(m eventlog.Meta) *UnlinkedParent {
+	if m.Parent != nil || m.Source == nil || m.Source.Parent == "" || m.Source.Parent == m.Source.ID {
+		return nil
+	}
+	return &UnlinkedParent{SourceID: m.Source.Parent, Format: m.Source.Format,
+		Subagent: slices.Contains(m.Tags, subagentTag), Fork: slices.Contains(m.Tags, forkTag)}
 }
 
 // ParentLink is a session's link to its parent: the session that spawned
@@ -224,12 +260,22 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 	if err != nil {
 		return p, err
 	}
-	p.Total, p.Parent = s.Events, parentLink(s.Meta)
+	p.Total, p.Parent, p.Unlinked = s.Events, parentLink(s.Meta), unlinkedParent(s.Meta)
 	if p.Parent != nil {
 		// rm and prune keep a session's forks and children: their
 		// parent may be gone, and showing it would fail.
 		_, err := r.Log.ReadMeta(p.Parent.ID)
 		p.Parent.Removed = errors.Is(err, eventlog.ErrNoSession)
+	}
+	if u := p.Unlinked; u != nil {
+		// Every session's metadata, read once (no log): is the parent in
+		// the store after all? (A metadata file that does not read is
+		// passed over: not this page's to tell.)
+		found, _, _ := r.Log.SessionsWhere(func(m eventlog.Meta) bool {
+			return m.Source != nil && m.Source.Format == u.Format && m.ID != id &&
+				(m.Source.ID == u.SourceID || childSourceID(m) == u.SourceID)
+		})
+		u.Imported = len(found) > 0
 	}
 	evs, err := r.Log.Read(id, q.From, q.Limit)
 	if err != nil {

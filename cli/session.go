@@ -749,6 +749,12 @@ type sessionRow struct {
 	// it read as a fork of the session above it, as a removed parent's
 	// did.
 	ParentUnreadable bool `json:"parent_unreadable,omitempty"`
+	// ParentNotImported: of an imported subagent or fork with no parent,
+	// the session id its transcript names its parent by (in its agent),
+	// no session of which is in the store: its file was imported alone.
+	// Listed at the top with no mark, it read as a session of its own.
+	ParentNotImported string `json:"parent_not_imported,omitempty"`
+	unlinked          *agent.UnlinkedParent
 }
 
 func (c *SessionLsCmd) Run(e *Env) error {
@@ -766,9 +772,17 @@ func (c *SessionLsCmd) Run(e *Env) error {
 	// A log that does not read in another workspace is not this listing's
 	// to name (`ls --all`, `store verify` do); metadata that does not read
 	// is, whatever its workspace: which it is may be what does not read.
-	var keep func(eventlog.Meta) bool
-	if !c.All {
-		keep = func(m eventlog.Meta) bool { return agent.SameDir(m.Workspace, e.Cwd) }
+	//
+	// Every session's metadata is read, so the keep function also notes
+	// which agents' sessions the store holds (by format and source id),
+	// to tell a subagent or fork whose parent's file was not imported.
+	agentIDs := map[[2]string]bool{}
+	keep := func(m eventlog.Meta) bool {
+		if m.Source != nil {
+			agentIDs[[2]string{m.Source.Format, m.Source.ID}] = true
+			agentIDs[[2]string{m.Source.Format, agent.SourceIDOf(m)}] = true
+		}
+		return c.All || agent.SameDir(m.Workspace, e.Cwd)
 	}
 	all, others, err := r.Log.SessionsWhere(keep)
 	var unreadable *eventlog.UnreadableError
@@ -786,6 +800,9 @@ func (c *SessionLsCmd) Run(e *Env) error {
 		// by (prune shows it so): a fork made now is updated now, not
 		// when the last event it copied was written.
 		row.Updated = agent.LastActive(s)
+		if u := agent.UnlinkedParentOf(s.Meta); u != nil && !agentIDs[[2]string{u.Format, u.SourceID}] {
+			row.ParentNotImported, row.unlinked = u.SourceID, u
+		}
 		if at := s.ForkAt; at != nil && *at <= s.Events {
 			// A log damaged before the fork point still lists, with
 			// its totals, as a damaged session does: one session
@@ -882,6 +899,15 @@ func (c *SessionLsCmd) Run(e *Env) error {
 				// Said whole, before the title is clipped: cut, it
 				// would leave nothing of the title.
 				note = fmt.Sprintf("(%s, %s) ", what, where)
+			} else if s.ParentNotImported != "" {
+				// Not "↳" either: no session of its parent is here.
+				what := "child"
+				if s.unlinked.Subagent {
+					what = "subagent"
+				} else if s.unlinked.Fork {
+					what = "fork"
+				}
+				note = fmt.Sprintf("(%s, parent not imported) ", what)
 			} else if s.Fork && s.ForkAt == nil {
 				title = "↳fork " + title
 			} else if s.Fork {

@@ -75,15 +75,20 @@ type showEventJSON struct {
 // is the last), and, of a fork or subagent, its parent (ids as session ls
 // gives them).
 type showJSON struct {
-	Session       string          `json:"session"`
-	Parent        *eventlog.ID    `json:"parent,omitempty"`
-	Fork          bool            `json:"fork"`
-	ForkAt        *uint64         `json:"fork_at,omitempty"`
-	Subagent      bool            `json:"subagent"`
-	ParentRemoved bool            `json:"parent_removed,omitempty"`
-	Events        []showEventJSON `json:"events"`
-	Total         uint64          `json:"total"`
-	NextFrom      *uint64         `json:"next_from"`
+	Session       string       `json:"session"`
+	Parent        *eventlog.ID `json:"parent,omitempty"`
+	Fork          bool         `json:"fork"`
+	ForkAt        *uint64      `json:"fork_at,omitempty"`
+	Subagent      bool         `json:"subagent"`
+	ParentRemoved bool         `json:"parent_removed,omitempty"`
+	// ParentSource: of an imported subagent or fork with no parent, the
+	// session id its transcript names its parent by (in its agent), and
+	// whether a session of that id is in the store (unlinked all the same).
+	ParentSource         string          `json:"parent_source,omitempty"`
+	ParentSourceImported *bool           `json:"parent_source_imported,omitempty"`
+	Events               []showEventJSON `json:"events"`
+	Total                uint64          `json:"total"`
+	NextFrom             *uint64         `json:"next_from"`
 }
 
 func (c *ShowCmd) Run(e *Env) error {
@@ -128,6 +133,9 @@ func (c *ShowCmd) Run(e *Env) error {
 		if pl := p.Parent; pl != nil {
 			page.Parent, page.Fork, page.ForkAt, page.Subagent, page.ParentRemoved = &pl.ID, pl.Fork, pl.ForkAt, pl.Subagent, pl.Removed
 		}
+		if u := p.Unlinked; u != nil {
+			page.Fork, page.Subagent, page.ParentSource, page.ParentSourceImported = u.Fork, u.Subagent, u.SourceID, &u.Imported
+		}
 		e.printJSON(page) // a failed write is Main's to tell, after unreadable's verdict
 		return unreadable(bad)
 	}
@@ -146,6 +154,22 @@ func (c *ShowCmd) Run(e *Env) error {
 			fmt.Fprintf(w, "%s of session %s, since removed\n\n", what, pl.ID)
 		} else {
 			fmt.Fprintf(w, "%s of session %s: rook session show %s\n\n", what, pl.ID, pl.ID)
+		}
+	}
+	if u := p.Unlinked; u != nil {
+		// A subagent's or fork's file imported without its parent's: its
+		// transcript says whose it is, which no link does yet.
+		what := "child"
+		switch {
+		case u.Subagent:
+			what = "subagent"
+		case u.Fork:
+			what = "fork"
+		}
+		if u.Imported {
+			fmt.Fprintf(w, "%s of %s session %s, not linked to it\n\n", what, agent.FormatName(u.Format), terminalLine(u.SourceID))
+		} else {
+			fmt.Fprintf(w, "%s of %s session %s, whose transcript is not imported: importing it links them\n\n", what, agent.FormatName(u.Format), terminalLine(u.SourceID))
 		}
 	}
 	if len(p.Events) == 0 {

@@ -551,7 +551,8 @@ var notTextKeys = map[string]bool{
 
 // scoreBody scores a body line by line against lower-case terms: for each
 // term found on a line, 4 plus its count on the line up to 3, and 4 more
-// for each term when the line has every term. The body's score is its
+// for each term when the line has every term, 6 more again when it has
+// them together, as the query gives them (termsTogether). The body's score is its
 // best line's, plus what its other lines score up to half as much again,
 // plus 2 for each term found anywhere in it: a long body that mentions
 // some of the words on many lines (a log, a run of progress notes) does
@@ -589,6 +590,9 @@ func scoreBody(b []byte, terms [][]byte) (int, string) {
 		}
 		if all {
 			score += 4 * len(terms)
+			if len(terms) > 1 && termsTogether(low, terms) {
+				score += 6 * len(terms) // "mix test" as written
+			}
 		}
 		total += score
 		if score > best {
@@ -599,6 +603,53 @@ func scoreBody(b []byte, terms [][]byte) (int, string) {
 		return 0, ""
 	}
 	return best + min(total-best, best/2) + 2*bits.OnesCount64(found), searchSnippet(bestLine, lineOffset(bestLine, bestAt))
+}
+
+// termsTogether says whether line holds the terms one after another, in
+// the query's order, each a word of its own, with only blanks between
+// them: "mix test" in "run mix test --seed 0", not in "mix format, test"
+// nor "remix testing".
+func termsTogether(line []byte, terms [][]byte) bool {
+	for off := 0; off < len(line); {
+		i := bytes.Index(line[off:], terms[0])
+		if i < 0 {
+			return false
+		}
+		i += off
+		if termsTogetherAt(line, i, terms) {
+			return true
+		}
+		off = i + 1
+	}
+	return false
+}
+
+// termsTogetherAt is termsTogether of the terms starting at line[i:].
+func termsTogetherAt(line []byte, i int, terms [][]byte) bool {
+	if i > 0 && wordBefore(line[:i]) && wordAfter(terms[0]) {
+		return false
+	}
+	j := i
+	for k, t := range terms {
+		if k > 0 {
+			n := j
+			for n < len(line) && (line[n] == ' ' || line[n] == '\t') {
+				n++
+			}
+			if n == j {
+				return false
+			}
+			j = n
+		}
+		if !bytes.HasPrefix(line[j:], t) {
+			return false
+		}
+		j += len(t)
+		if j < len(line) && wordAfter(line[j:]) && wordBefore(t) {
+			return false
+		}
+	}
+	return true
 }
 
 // lineOffset maps an offset in appendLower(line) back to line. Lower-casing

@@ -35,11 +35,11 @@ func TestSearchTerms(t *testing.T) {
 
 func TestScoreBody(t *testing.T) {
 	terms := [][]byte{[]byte("flaky"), []byte("test")}
-	// Line 1: flaky (4+1, a word +3) test (4+1+3) all (+4×2) = 24. Line
-	// 2: test x5 (4+3+3) = 10, at most half of 24 again. Both terms
-	// found: +2×2.
+	// Line 1: flaky (4+1, a word +3) test (4+1+3) all (+4×2), together
+	// (+6×2) = 36. Line 2: test x5 (4+3+3) = 10, at most half of 36
+	// again. Both terms found: +2×2.
 	score, snip := scoreBody([]byte("A Flaky test\ntest test test test test\nnothing"), terms)
-	if score != 38 || snip != "A Flaky test" {
+	if score != 50 || snip != "A Flaky test" {
 		t.Fatalf("score %d snippet %q", score, snip)
 	}
 	if score, _ := scoreBody([]byte("no match here"), terms); score != 0 {
@@ -109,6 +109,39 @@ func TestScoreBodyPrefersWholeWords(t *testing.T) {
 	}
 }
 
+// TestScoreBodyPrefersTermsTogether: "mix test" ranks the command that
+// runs it above a body whose lines say mix and test apart, again and
+// again (a project's notes: mix igniter.install, [:dev, :test]), which
+// outranked every `mix test` of the corpus's sessions.
+func TestScoreBodyPrefersTermsTogether(t *testing.T) {
+	terms := [][]byte{[]byte("mix"), []byte("test")}
+	together, snip := scoreBody([]byte("mix test 2>&1 | tail -5\nRun the tests"), terms)
+	apart, _ := scoreBody([]byte(strings.Repeat("mix igniter.install credo, only: [:dev, :test]; mix deps.audit, test it\n", 3)), terms)
+	if together <= apart {
+		t.Fatalf("the terms together scored %d, apart on 3 lines %d", together, apart)
+	}
+	if snip != "mix test 2>&1 | tail -5" {
+		t.Fatalf("snippet %q", snip)
+	}
+	for _, c := range []struct {
+		line string
+		want bool
+	}{
+		{"run mix test --seed 0", true},
+		{"mix  \ttest", true},
+		{"mix format, test", false},
+		{"test mix", false},    // the order given
+		{"remix test", false},  // words of their own
+		{"mix testing", false}, // words of their own
+		{"mix mix test", true}, // a later start
+		{"mixtest", false},     // a blank between
+	} {
+		if got := termsTogether([]byte(c.line), terms); got != c.want {
+			t.Errorf("termsTogether(%q) = %v", c.line, got)
+		}
+	}
+}
+
 // TestScoreBodyCountsEveryTermFound: a body with every term, each on a
 // line of its own, outranks one that says one term again and again.
 func TestScoreBodyCountsEveryTermFound(t *testing.T) {
@@ -126,9 +159,9 @@ func TestSearchRanksAcrossSessions(t *testing.T) {
 	b := viewsSession(t, r, "second")
 	shared := []byte("the flaky test again")
 	viewsAppend(t, r, clk, a,
-		Entry{Kind: eventlog.KindUser, Body: []byte("please fix the flaky test")},            // 24 + 4
-		Entry{Kind: eventlog.KindAssistant, Body: []byte("done: flaky test fixed\ntest ok")}, // 24 + 8 + 4
-		Entry{Kind: eventlog.KindUser, Body: shared},                                         // 24 + 4
+		Entry{Kind: eventlog.KindUser, Body: []byte("please fix the flaky test")},            // 24 + 12 (together) + 4
+		Entry{Kind: eventlog.KindAssistant, Body: []byte("done: flaky test fixed\ntest ok")}, // 24 + 12 + 8 + 4
+		Entry{Kind: eventlog.KindUser, Body: shared},                                         // 24 + 12 + 4
 		Entry{Kind: eventlog.KindCheckpoint, Body: []byte("flaky test flaky test")},          // not searched
 		Entry{Kind: eventlog.KindNote, Body: []byte("unrelated")},
 	)
@@ -151,7 +184,7 @@ func TestSearchRanksAcrossSessions(t *testing.T) {
 	}
 	// The shared body is one hit, shown as its newest event (b's), which
 	// counts the other (a's #2).
-	want := []hit{{a, 1, 36}, {b, 0, 28}, {a, 0, 28}, {b, 1, 10}}
+	want := []hit{{a, 1, 48}, {b, 0, 40}, {a, 0, 40}, {b, 1, 10}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("hits %+v\nwant %+v", got, want)
 	}

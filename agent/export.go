@@ -57,6 +57,9 @@ type Export struct {
 	// ParentRemoved: the session is a fork (or a child) whose parent was
 	// removed; the header says so beside its id.
 	ParentRemoved bool
+	// Unlinked: of an imported subagent or fork with no parent, the parent
+	// its transcript names (not imported, as a rule), as show says it.
+	Unlinked *UnlinkedParent
 }
 
 // CutBodies counts the events whose body was cut.
@@ -98,6 +101,7 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 		_, err := r.Log.ReadMeta(*sum.Parent)
 		x.ParentRemoved = errors.Is(err, eventlog.ErrNoSession)
 	}
+	x.Unlinked = r.unlinkedParent(sum.Meta)
 	if sum.Events == 0 {
 		return x, fmt.Errorf("session %s: %w", id, ErrEmptySession)
 	}
@@ -283,6 +287,20 @@ func ExportHTML(x Export) []byte {
 		default:
 			w("<dt>child of</dt><dd>session %s</dd>\n", parent)
 		}
+	}
+	if u := x.Unlinked; u != nil {
+		what := "child"
+		switch {
+		case u.Subagent:
+			what = "subagent"
+		case u.Fork:
+			what = "fork"
+		}
+		whose := ", whose transcript is not imported"
+		if u.Imported {
+			whose = ", not linked to it"
+		}
+		w("<dt>%s of</dt><dd>%s session %s%s</dd>\n", what, exportEscape(FormatName(u.Format)), exportEscape(u.SourceID), whose)
 	}
 	if s.Workspace != "" {
 		w("<dt>workspace</dt><dd>%s</dd>\n", exportEscape(s.Workspace))

@@ -211,6 +211,23 @@ func UnlinkedParentOf(m eventlog.Meta) *UnlinkedParent { return unlinkedParent(m
 // as a child's metadata names its parent's; "" for a native session.
 func SourceIDOf(m eventlog.Meta) string { return childSourceID(m) }
 
+// unlinkedParent is unlinkedParent(m) with Imported said: every session's
+// metadata is read, once (no log), when m names a parent it holds no link
+// to (a metadata file that does not read is passed over: not this
+// caller's to tell).
+func (r *Rook) unlinkedParent(m eventlog.Meta) *UnlinkedParent {
+	u := unlinkedParent(m)
+	if u == nil {
+		return nil
+	}
+	found, _, _ := r.Log.SessionsWhere(func(o eventlog.Meta) bool {
+		return o.Source != nil && o.Source.Format == u.Format && o.ID != m.ID &&
+			(o.Source.ID == u.SourceID || childSourceID(o) == u.SourceID)
+	})
+	u.Imported = len(found) > 0
+	return u
+}
+
 // unlinkedParent is the parent m's transcript names that m holds no link
 // to, nil when there is none (or m is linked to it).
 func unlinkedParent(m eventlog.Meta) *UnlinkedParent {
@@ -260,23 +277,14 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 	if err != nil {
 		return p, err
 	}
-	p.Total, p.Parent, p.Unlinked = s.Events, parentLink(s.Meta), unlinkedParent(s.Meta)
+	p.Total, p.Parent = s.Events, parentLink(s.Meta)
 	if p.Parent != nil {
 		// rm and prune keep a session's forks and children: their
 		// parent may be gone, and showing it would fail.
 		_, err := r.Log.ReadMeta(p.Parent.ID)
 		p.Parent.Removed = errors.Is(err, eventlog.ErrNoSession)
 	}
-	if u := p.Unlinked; u != nil {
-		// Every session's metadata, read once (no log): is the parent in
-		// the store after all? (A metadata file that does not read is
-		// passed over: not this page's to tell.)
-		found, _, _ := r.Log.SessionsWhere(func(m eventlog.Meta) bool {
-			return m.Source != nil && m.Source.Format == u.Format && m.ID != id &&
-				(m.Source.ID == u.SourceID || childSourceID(m) == u.SourceID)
-		})
-		u.Imported = len(found) > 0
-	}
+	p.Unlinked = r.unlinkedParent(s.Meta)
 	evs, err := r.Log.Read(id, q.From, q.Limit)
 	if err != nil {
 		return p, err

@@ -211,10 +211,10 @@ func UnlinkedParentOf(m eventlog.Meta) *UnlinkedParent { return unlinkedParent(m
 // as a child's metadata names its parent's; "" for a native session.
 func SourceIDOf(m eventlog.Meta) string { return childSourceID(m) }
 
-// unlinkedParent is unlinkedParent(m) with Imported said: every session's
-// metadata is read, once (no log), when m names a parent it holds no link
-// to (a metadata file that does not read is passed over: not this
-// caller's to tell).
+// unlinkedParent is the package's unlinkedParent(m) with Imported said:
+// when m names a parent it holds no link to, every session's metadata is
+// read, once, and the log of a session of that source id only (a metadata
+// file that does not read is passed over: not this caller's to tell).
 func (r *Rook) unlinkedParent(m eventlog.Meta) *UnlinkedParent {
 	u := unlinkedParent(m)
 	if u == nil {

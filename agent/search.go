@@ -606,9 +606,10 @@ func scoreBody(b []byte, terms [][]byte) (int, string) {
 }
 
 // termsTogether says whether line holds the terms one after another, in
-// the query's order, each a word of its own, with only blanks between
-// them: "mix test" in "run mix test --seed 0", not in "mix format, test"
-// nor "remix testing".
+// the query's order, each a word of its own, with only blanks (and the
+// stopwords the terms leave out) between them: "mix test" in "run mix
+// test --seed 0", not in "mix format, test" nor "remix testing"; "fix
+// parser" in "fix the parser".
 func termsTogether(line []byte, terms [][]byte) bool {
 	for off := 0; off < len(line); {
 		i := bytes.Index(line[off:], terms[0])
@@ -632,12 +633,22 @@ func termsTogetherAt(line []byte, i int, terms [][]byte) bool {
 	j := i
 	for k, t := range terms {
 		if k > 0 {
-			n := j
-			for n < len(line) && (line[n] == ' ' || line[n] == '\t') {
-				n++
-			}
+			n := skipBlanks(line, j)
 			if n == j {
 				return false
+			}
+			// Stopwords, which the terms leave out, may stand between
+			// them: "fix the parser" for the terms fix, parser.
+			for {
+				w := n
+				for w < len(line) && line[w] >= 'a' && line[w] <= 'z' {
+					w++
+				}
+				after := skipBlanks(line, w)
+				if w == n || after == w || !searchStopwords[string(line[n:w])] || bytes.HasPrefix(line[n:], t) {
+					break
+				}
+				n = after
 			}
 			j = n
 		}
@@ -650,6 +661,15 @@ func termsTogetherAt(line []byte, i int, terms [][]byte) bool {
 		}
 	}
 	return true
+}
+
+// skipBlanks is the offset of the first byte at or after i in line that
+// is not a space or a tab.
+func skipBlanks(line []byte, i int) int {
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+		i++
+	}
+	return i
 }
 
 // lineOffset maps an offset in appendLower(line) back to line. Lower-casing

@@ -140,6 +140,24 @@ func TestScoreBodyPrefersTermsTogether(t *testing.T) {
 			t.Errorf("termsTogether(%q) = %v", c.line, got)
 		}
 	}
+	// The stopwords the query's terms leave out may stand between them:
+	// "fix the parser" is the terms fix, parser.
+	fix := [][]byte{[]byte("fix"), []byte("parser")}
+	for _, c := range []struct {
+		line string
+		want bool
+	}{
+		{"please fix the parser now", true},
+		{"fix it in the parser", true},
+		{"fix parser", true},
+		{"fix their parser", false}, // not a stopword
+		{"fix the", false},
+		{"fix the theparser", false},
+	} {
+		if got := termsTogether([]byte(c.line), fix); got != c.want {
+			t.Errorf("termsTogether(%q) = %v", c.line, got)
+		}
+	}
 }
 
 // TestScoreBodyCountsEveryTermFound: a body with every term, each on a

@@ -1092,12 +1092,26 @@ func outputOfExec(s string) string {
 // previews as its arguments and a result as its output. The notice Claude
 // Code writes in the user's place when a background task ends, whose
 // first line is only its tag, previews as its summary, as the queued copy
-// of it does ("[task-notification] Background command \"x\" completed").
+// of it does ("[task-notification] Background command \"x\" completed");
+// a slash command as typed ("/review src"), not its first tag.
 func previewOfImported(body []byte) []byte {
 	if view := renderBody(body, false); len(bytes.TrimSpace(view)) > 0 {
-		if bytes.HasPrefix(bytes.TrimLeft(view, " \t\r\n"), []byte("<task-notification>")) {
+		lead := bytes.TrimLeft(view, " \t\r\n")
+		switch {
+		case bytes.HasPrefix(lead, []byte("<task-notification>")):
 			if sum := taskNotificationSummary(string(view)); sum != "" {
 				return []byte("[task-notification] " + sum)
+			}
+		case bytes.HasPrefix(lead, []byte("<command-message>")), bytes.HasPrefix(lead, []byte("<command-name>")):
+			// A slash command, as the user typed it (as it titles a
+			// session), not the tags Claude Code wraps it in. Its head
+			// says it: a preview is one line.
+			head := string(lead[:min(len(lead), 64<<10)])
+			if name, ok := tagText(head, "command-name"); ok && name != "" {
+				if args, _ := tagText(head, "command-args"); args != "" {
+					name += " " + args
+				}
+				return []byte(name)
 			}
 		}
 		return view

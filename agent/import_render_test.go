@@ -443,6 +443,11 @@ func TestPreviewOfImported(t *testing.T) {
 		{`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"<task-notification>\n<task-id>b1</task-id>\n<summary>Background command \"x\" failed (exit code 1)</summary>\n</task-notification>"}]}}`,
 			`[task-notification] Background command "x" failed (exit code 1)`},
 		{`{"type":"user","message":{"role":"user","content":"<task-notification>\n<task-id>b1</task-id>\n</task-notification>"}}`, "<task-notification>"}, // no summary: as it is
+		// a slash command as the user typed it, not the tags Claude Code
+		// wraps it in
+		{`{"type":"user","message":{"role":"user","content":"<command-message>beads:create</command-message>\n<command-name>/beads:create</command-name>\n<command-args>set up credo\n\nand dialyzer</command-args>"}}`, "/beads:create set up credo"},
+		{`{"type":"user","message":{"role":"user","content":"<command-name>/mcp</command-name>\n            <command-message>mcp</command-message>\n            <command-args></command-args>"}}`, "/mcp"},
+		{`{"type":"user","message":{"role":"user","content":"<command-message>x</command-message>"}}`, "<command-message>x</command-message>"}, // no name: as it is
 		// a text of several lines previews as its first, after its key
 		{`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":{"command":"\ncd /w &&\n  make test","description":"Run the tests"}}]}}`, "command: cd /w &&"},
 		// a list previews as its first text

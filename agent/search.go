@@ -234,32 +234,61 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 					res.Truncated = true
 					break
 				}
-				b, imported, err := r.readBodyWithin(obj, opts.MaxBytes)
-				if errors.Is(err, errBodyTooLarge) || err == nil && int64(len(b)) > opts.MaxBytes {
-					// Stat did not know it: an imported line's object
-					// leaves out the long strings cut from it (known
-					// before they are read but for their escapes).
-					res.TooLarge++
-					scanned[obj] = sc
-					continue
+				var (
+					b        []byte
+					imported bool
+					err      error
+					text     func() uint64 // the hash of the text scored
+				)
+				// A big imported line is scored streamed (searchText), when
+				// it can be exactly; else it is read whole.
+				if streamed, _ := r.openStreamed(obj, opts.MaxBytes); streamed != nil {
+					if streamed.total > opts.MaxBytes {
+						res.TooLarge++ // as the whole path, without reading it whole
+						scanned[obj] = sc
+						continue
+					}
+					if res.BytesScanned+streamed.total > opts.MaxBytes {
+						res.Truncated = true
+						break
+					}
+					if score, snip, h, serr := r.searchText(streamed, lowered, seed); serr == nil {
+						res.ObjectsScanned++
+						res.BytesScanned += streamed.total
+						sc.score, sc.snippet, text = score, snip, func() uint64 { return h }
+					}
 				}
-				if err == nil && res.BytesScanned+int64(len(b)) > opts.MaxBytes {
-					res.Truncated = true // Stat did not know it (a writer's unsynced body, an imported line)
-					break
+				if text == nil {
+					b, imported, err = r.readBodyWithin(obj, opts.MaxBytes)
+					if errors.Is(err, errBodyTooLarge) || err == nil && int64(len(b)) > opts.MaxBytes {
+						// Stat did not know it: an imported line's object
+						// leaves out the long strings cut from it (known
+						// before they are read but for their escapes).
+						res.TooLarge++
+						scanned[obj] = sc
+						continue
+					}
+					if err == nil && res.BytesScanned+int64(len(b)) > opts.MaxBytes {
+						res.Truncated = true // Stat did not know it (a writer's unsynced body, an imported line)
+						break
+					}
+					if err == nil {
+						res.ObjectsScanned++
+						res.BytesScanned += int64(len(b))
+						if imported {
+							b = textOfImported(b)
+						}
+						sc.score, sc.snippet = scoreBody(b, lowered)
+						text = func() uint64 { return maphash.Bytes(seed, b) }
+					}
 				}
 				var nf *cas.NotFoundError
 				var ce *cas.CorruptError
 				switch {
 				case err == nil:
-					res.ObjectsScanned++
-					res.BytesScanned += int64(len(b))
-					if imported {
-						b = textOfImported(b)
-					}
-					sc.score, sc.snippet = scoreBody(b, lowered)
 					if sc.score > 0 {
 						res.ObjectsMatched++
-						sc.text = maphash.Bytes(seed, b)
+						sc.text = text()
 					}
 				case errors.As(err, &nf), errors.As(err, &ce):
 					sc.bad = true
@@ -467,30 +496,34 @@ func appendStringValues(out, line []byte, nested bool) ([]byte, bool) {
 		return out, false
 	}
 	for i := range strs {
-		s := &strs[i]
-		if notText(s) || encodedValue(line, s) {
-			continue
-		}
-		start := len(out)
-		var ok bool
-		if out, ok = appendDecodedString(out, line[s.Start+1:s.End-1]); !ok {
-			continue
-		}
-		if text := out[start:]; !nested && codexJSONString(s) && len(text) <= maxCodexJSONString && len(text) > 1 && text[0] == '{' && json.Valid(text) {
-			inner := bytes.Clone(text)
-			if more, ok := appendStringValues(out[:start], inner, true); ok {
-				out = more
-				continue
-			}
-			out = append(out[:start], inner...)
-		} else if spans := appendNestedEncoded(nil, out[start:], plainQuote, start); len(spans) > 0 {
-			// JSON in the text (a tool's output): its encoded values are
-			// left out, as at the top level.
-			out = cutSpans(out, spans)
-		}
-		out = append(out, '\n')
+		out = appendStringValue(out, line, &strs[i], nested)
 	}
 	return out, true
+}
+
+// appendStringValue appends what appendStringValues reads of s, one string
+// value of line: nothing when it is not text, else its text and a newline.
+func appendStringValue(out, line []byte, s *jsonString, nested bool) []byte {
+	if notText(s) || encodedValue(line, s) {
+		return out
+	}
+	start := len(out)
+	var ok bool
+	if out, ok = appendDecodedString(out, line[s.Start+1:s.End-1]); !ok {
+		return out
+	}
+	if text := out[start:]; !nested && codexJSONString(s) && len(text) <= maxCodexJSONString && len(text) > 1 && text[0] == '{' && json.Valid(text) {
+		inner := bytes.Clone(text)
+		if more, ok := appendStringValues(out[:start], inner, true); ok {
+			return more
+		}
+		out = append(out[:start], inner...)
+	} else if spans := appendNestedEncoded(nil, out[start:], plainQuote, start); len(spans) > 0 {
+		// JSON in the text (a tool's output): its encoded values are
+		// left out, as at the top level.
+		out = cutSpans(out, spans)
+	}
+	return append(out, '\n')
 }
 
 // cutSpans cuts the spans, in order and at offsets of b, out of b.
@@ -560,49 +593,71 @@ var notTextKeys = map[string]bool{
 // every term on lines of their own outranks one term said again and again.
 // Its snippet is the best line.
 func scoreBody(b []byte, terms [][]byte) (int, string) {
-	total, best := 0, 0
-	var bestLine []byte
-	var bestAt int
-	var low []byte   // the line lower-cased, in one buffer for every line
-	var found uint64 // the terms found in the body (the first 64)
+	s := bodyScore{terms: terms}
 	for len(b) > 0 {
 		var line []byte
 		line, b, _ = bytes.Cut(b, []byte("\n"))
-		low = appendLower(low[:0], line)
-		score, all, at := 0, true, -1
-		for i, t := range terms {
-			n := bytes.Count(low, t)
-			if n == 0 {
-				all = false
-				continue
-			}
-			found |= 1 << (i % 64)
-			score += 4 + min(n, 3)
-			if wholeWord(low, t) {
-				score += 3 // "mix test" over mix_audit and attestation
-			}
-			if i := bytes.Index(low, t); at < 0 || i < at {
-				at = i
-			}
-		}
-		if score == 0 {
+		s.line(line)
+	}
+	return s.result()
+}
+
+// bodyScore is scoreBody fed a line at a time (the streamed search feeds it
+// the lines of a text it never holds whole: keep, the best line is copied).
+type bodyScore struct {
+	terms       [][]byte
+	keep        bool
+	total, best int
+	bestLine    []byte
+	bestAt      int
+	low         []byte // the line lower-cased, in one buffer for every line
+	found       uint64 // the terms found in the body (the first 64)
+}
+
+func (s *bodyScore) line(line []byte) {
+	s.low = appendLower(s.low[:0], line)
+	score, all, at := 0, true, -1
+	for i, t := range s.terms {
+		n := bytes.Count(s.low, t)
+		if n == 0 {
+			all = false
 			continue
 		}
-		if all {
-			score += 4 * len(terms)
-			if len(terms) > 1 && termsTogether(low, terms) {
-				score += 6 * len(terms) // "mix test" as written
-			}
+		s.found |= 1 << (i % 64)
+		score += 4 + min(n, 3)
+		if wholeWord(s.low, t) {
+			score += 3 // "mix test" over mix_audit and attestation
 		}
-		total += score
-		if score > best {
-			best, bestLine, bestAt = score, line, at // in the lower-cased line
+		if i := bytes.Index(s.low, t); at < 0 || i < at {
+			at = i
 		}
 	}
-	if total == 0 {
+	if score == 0 {
+		return
+	}
+	if all {
+		score += 4 * len(s.terms)
+		if len(s.terms) > 1 && termsTogether(s.low, s.terms) {
+			score += 6 * len(s.terms) // "mix test" as written
+		}
+	}
+	s.total += score
+	if score > s.best {
+		s.best, s.bestAt = score, at // in the lower-cased line
+		if s.keep {
+			s.bestLine = append(s.bestLine[:0], line...)
+		} else {
+			s.bestLine = line
+		}
+	}
+}
+
+func (s *bodyScore) result() (int, string) {
+	if s.total == 0 {
 		return 0, ""
 	}
-	return best + min(total-best, best/2) + 2*bits.OnesCount64(found), searchSnippet(bestLine, lineOffset(bestLine, bestAt))
+	best := s.best
+	return best + min(s.total-best, best/2) + 2*bits.OnesCount64(s.found), searchSnippet(s.bestLine, lineOffset(s.bestLine, s.bestAt))
 }
 
 // termsTogether says whether line holds the terms one after another, in

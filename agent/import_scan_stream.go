@@ -1,0 +1,386 @@
+package agent
+
+// Find and search over a big imported line, streamed. An imported event's
+// body is its source line with the long strings cut out of it (sourceLine):
+// find matched against the line put back together (sl.expand), and search
+// against its text (textOfImported), each held whole: a line holding a
+// 24 MiB tool output cost hundreds of MiB for each. A line whose cut strings
+// add up to more than streamLinesOver is now read in pieces instead:
+//
+//   - each cut string's object is streamed once first (cutScan) for what
+//     the whole-line path asked of its bytes: its escaped length, whether
+//     it is UTF-8, base64 or a data URL (encodedValue), whether JSON with
+//     an encoded value may be written in it (appendNestedEncoded), and its
+//     first and last KiB;
+//   - the line with each cut string replaced by the placeholder "x" (its
+//     skeleton) is parsed as the line was: the keys, the strings that are
+//     not cut, the encoded values outside the cut strings;
+//   - then the line, or its text, is streamed (writeLine, or each string's
+//     text) through the matcher or the scorer, which keep a few KiB.
+//
+// Whatever the streamed path cannot give exactly as the whole-line path
+// does, it does not try: the line is then read whole, as before. That is a
+// cut string that is not UTF-8, may hold JSON with an encoded value in it
+// (`"data`, `"base64"`, `"signature"`, `"encrypted_content"` in its text),
+// a Codex argument or output of at most maxCodexJSONString (search reads
+// its JSON), a skeleton line that is not JSON, a body that is binary, any
+// read error (the whole path reports it as it always has), a decoded line
+// of search's text longer than streamTextLine, or a find snippet whose
+// window finds no byte to start or end at outside an escape.
+
+import (
+	"bytes"
+	"errors"
+	"hash/maphash"
+	"io"
+	"math"
+	"sort"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/units"
+)
+
+// streamLinesOver is the size (the cut strings' text and the rest of the
+// line) past which find and search read an imported line streamed. A var:
+// the tests stream every line to compare the two paths.
+var streamLinesOver int64 = 4 << 20
+
+// streamTextLine bounds a line of search's text (a string's text up to a
+// newline) the streamed search holds; a longer one is read whole.
+var streamTextLine = 1 << 20
+
+// cutKeep is how many bytes of text the streamed paths keep of each end of
+// a cut string: a find snippet reads at most SnippetRunes characters of 4
+// bytes (escaped: 6 a byte) past a match, in a neighbouring string.
+const cutKeep = 1 << 10
+
+// errNotStreamed: the line cannot be read streamed exactly; it is read whole.
+var errNotStreamed = errors.New("not streamed")
+
+// cutScan is what the streamed paths know of one cut string's text, read
+// once from its object.
+type cutScan struct {
+	size     int64 // text bytes
+	escLen   int64 // jsonEscapedLen of the text
+	utf      utf8Stream
+	allB64   bool  // every byte so far a base64 character
+	lastNon  int64 // the last byte that is not a base64 character, -1
+	nested   bool  // a needle of appendNestedEncoded in the text
+	first    byte  // the text's first byte
+	headText []byte
+	tailText []byte
+	over     []byte // the last bytes of the previous piece, for needles
+	// esc: the whole text escaped, when it is at most 2*cutKeep bytes;
+	// else head and tail, the escapes of its first and last cutKeep bytes.
+	esc, head, tail []byte
+	valid           bool
+}
+
+// nestedNeedles are what appendNestedEncoded looks for, as a decoded
+// text has them (escaped, each quote is \", and found the same way).
+var nestedNeedles = [][]byte{[]byte(`"base64"`), []byte(`"data`), []byte(`"encrypted_content"`), []byte(`"signature"`)}
+
+func (c *cutScan) Write(p []byte) (int, error) {
+	if c.size == 0 && len(p) > 0 {
+		c.first = p[0]
+	}
+	for i, b := range p {
+		if !isBase64Byte(b) {
+			c.lastNon = c.size + int64(i)
+		}
+	}
+	c.escLen += jsonEscapedLen(p)
+	c.utf.write(p)
+	if !c.nested {
+		look := append(c.over, p...)
+		for _, n := range nestedNeedles {
+			if bytes.Contains(look, n) {
+				c.nested = true
+			}
+		}
+		keep := min(len(look), len(`"encrypted_content"`))
+		c.over = append(c.over[:0], look[len(look)-keep:]...)
+	}
+	if room := 2*cutKeep - len(c.headText); room > 0 {
+		c.headText = append(c.headText, p[:min(room, len(p))]...)
+	}
+	c.tailText = append(c.tailText, p...)
+	if len(c.tailText) > 2*cutKeep {
+		c.tailText = append(c.tailText[:0], c.tailText[len(c.tailText)-cutKeep:]...)
+	}
+	c.size += int64(len(p))
+	return len(p), nil
+}
+
+func (c *cutScan) finish() {
+	c.valid = c.utf.valid()
+	c.allB64 = c.size > 0 && c.lastNon < 0
+	if c.size <= 2*cutKeep {
+		c.esc = appendJSONString(nil, c.headText)
+		c.esc = c.esc[1 : len(c.esc)-1]
+		c.head, c.tail = c.esc, nil
+	} else {
+		h := appendJSONString(nil, c.headText[:cutKeep])
+		c.head = h[1 : len(h)-1]
+		t := appendJSONString(nil, c.tailText[len(c.tailText)-cutKeep:])
+		c.tail = t[1 : len(t)-1]
+	}
+	c.headText, c.tailText, c.over = nil, nil, nil
+}
+
+func isBase64Byte(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' ||
+		c == '+' || c == '/' || c == '=' || c == '-' || c == '_'
+}
+
+// escHead is the first bytes of the string's escaped content: all of it
+// when kept whole.
+func (c *cutScan) escHead() []byte { return c.head }
+
+// dataURL is isDataURL of the escaped content.
+func (c *cutScan) dataURL() bool {
+	h := c.escHead()
+	i := dataURLPayload(h)
+	if i <= 0 || int64(i) >= c.escLen {
+		return false
+	}
+	// The rest of the content past the head: the text past the head's
+	// bytes, all base64 (so written as it is).
+	headText := int64(min(c.size, cutKeep))
+	if c.esc != nil {
+		headText = c.size
+	}
+	return (i == len(h) || isBase64(h[i:])) && c.lastNon < headText
+}
+
+// encoded is encodedValue of the cut string under key.
+func (c *cutScan) encoded(key string) bool {
+	if encodedKeys[key] && c.escLen >= minEncoded && c.allB64 {
+		return true
+	}
+	return c.dataURL()
+}
+
+// marker is encodedMarker of the cut string under key.
+func (c *cutScan) marker(key string) string {
+	what := "base64"
+	h := c.escHead()
+	switch {
+	case key == "signature":
+		what = "signature"
+	case key == "encrypted_content":
+		what = "encrypted"
+	case c.dataURL():
+		what = "data"
+		if bytes.HasPrefix(h, []byte("data:image/")) {
+			what = "image"
+		}
+	case isImageBase64(h):
+		what = "image"
+	}
+	return "[" + what + " " + units.Bytes(c.escLen) + "]"
+}
+
+// streamedLine is an imported line prepared to be read streamed.
+type streamedLine struct {
+	sl    sourceLine
+	cuts  []cutScan
+	skel  []byte  // the line, each cut string the literal "x"
+	skelQ []int   // where each cut's placeholder starts in skel
+	realQ []int64 // and its literal in the line
+	total int64   // the line's bytes (len of sl.expand)
+	// pieces: piece i of rest starts at restAt[i] in the line and skelAt[i]
+	// in the skeleton.
+	restAt []int64
+	skelAt []int
+}
+
+// placeholder is what a cut string is in the skeleton.
+const placeholder = `"x"`
+
+// openStreamed prepares object id, when it is an imported line over
+// streamLinesOver, to be read streamed; nil when it is not one (or any read
+// fails: the whole path reads it again, and says what failed). max bounds
+// the line as readBodyWithin does (errBodyTooLarge).
+func (r *Rook) openStreamed(id cas.Key, max int64) (*streamedLine, error) {
+	if readWhole {
+		return nil, nil
+	}
+	b, kind, err := r.Store.GetKind(id)
+	if err != nil || kind != cas.KindSource {
+		return nil, nil
+	}
+	sl, err := decodeSourceLine(b)
+	if err != nil || len(sl.Cuts) == 0 {
+		return nil, nil
+	}
+	size := int64(len(sl.Rest))
+	for _, c := range sl.Cuts {
+		info, err := r.Store.Stat(c.ID)
+		if err != nil {
+			return nil, nil
+		}
+		size += info.Size
+	}
+	if size <= streamLinesOver {
+		return nil, nil
+	}
+	if max < math.MaxInt64 && size > max {
+		return nil, errBodyTooLarge
+	}
+	s := &streamedLine{sl: sl, cuts: make([]cutScan, len(sl.Cuts))}
+	for i, c := range sl.Cuts {
+		o, err := r.Store.OpenObject(c.ID)
+		if err != nil {
+			return nil, nil
+		}
+		cs := &s.cuts[i]
+		cs.lastNon = -1
+		if _, err := o.WriteTo(cs); err != nil {
+			return nil, nil
+		}
+		cs.finish()
+	}
+	p := 0
+	var pos int64
+	for i, c := range sl.Cuts {
+		s.restAt = append(s.restAt, pos)
+		s.skelAt = append(s.skelAt, len(s.skel))
+		s.skel = append(s.skel, sl.Rest[p:p+c.Gap]...)
+		pos += int64(c.Gap)
+		p += c.Gap
+		s.skelQ = append(s.skelQ, len(s.skel))
+		s.realQ = append(s.realQ, pos)
+		s.skel = append(s.skel, placeholder...)
+		pos += s.cuts[i].escLen + 2
+	}
+	s.restAt = append(s.restAt, pos)
+	s.skelAt = append(s.skelAt, len(s.skel))
+	s.skel = append(s.skel, sl.Rest[p:]...)
+	s.total = pos + int64(len(sl.Rest)-p)
+	return s, nil
+}
+
+// cutAt is the cut whose placeholder starts at skel[q], or -1.
+func (s *streamedLine) cutAt(q int) int {
+	i := sort.SearchInts(s.skelQ, q)
+	if i < len(s.skelQ) && s.skelQ[i] == q {
+		return i
+	}
+	return -1
+}
+
+// realOf maps an offset of the skeleton outside the placeholders to the
+// line.
+func (s *streamedLine) realOf(q int) int64 {
+	i := sort.Search(len(s.skelAt), func(i int) bool { return s.skelAt[i] > q }) - 1
+	return s.restAt[i] + int64(q-s.skelAt[i])
+}
+
+// searchText is what Search scores of the line, streamed: the score and
+// snippet scoreBody gives of textOfImported of the line, and the hash of
+// that text. errNotStreamed: read the line whole.
+func (r *Rook) searchText(s *streamedLine, terms [][]byte, seed maphash.Seed) (int, string, uint64, error) {
+	sc := &textScorer{score: bodyScore{terms: terms, keep: true}}
+	sc.hash.SetSeed(seed)
+	skel := s.skel
+	for lineStart := 0; lineStart < len(skel); {
+		line := skel[lineStart:]
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i]
+		}
+		next := lineStart + len(line) + 1
+		entry := entryBytes(line)
+		eOff := lineStart + len(line) - len(entry)
+		strs, ok := stringValues(entry, len(`"x"`))
+		if !ok {
+			for _, q := range s.skelQ {
+				if q >= lineStart && q < lineStart+len(line) {
+					return 0, "", 0, errNotStreamed
+				}
+			}
+			sc.Write(line)
+			sc.Write([]byte("\n"))
+			lineStart = next
+			continue
+		}
+		var out []byte
+		for i := range strs {
+			st := &strs[i]
+			k := s.cutAt(eOff + st.Start)
+			if k < 0 {
+				out = appendStringValue(out[:0], entry, st, false)
+				sc.Write(out)
+				continue
+			}
+			c := &s.cuts[k]
+			if notText(st) || c.encoded(st.Key) {
+				continue
+			}
+			if !c.valid || c.nested || codexJSONString(st) && c.size <= maxCodexJSONString && c.first == '{' {
+				return 0, "", 0, errNotStreamed
+			}
+			o, err := r.Store.OpenObject(s.sl.Cuts[k].ID)
+			if err != nil {
+				return 0, "", 0, errNotStreamed
+			}
+			if _, err := o.WriteTo(sc); err != nil {
+				return 0, "", 0, errNotStreamed
+			}
+			sc.Write([]byte("\n"))
+		}
+		lineStart = next
+	}
+	if sc.long {
+		return 0, "", 0, errNotStreamed
+	}
+	sc.flush()
+	score, snip := sc.score.result()
+	return score, snip, sc.hash.Sum64(), nil
+}
+
+// textScorer scores a text written in pieces line by line (bodyScore),
+// holding one line at a time, and hashes it.
+type textScorer struct {
+	score bodyScore
+	hash  maphash.Hash
+	line  []byte
+	long  bool // a line over streamTextLine: given up
+}
+
+func (t *textScorer) Write(p []byte) (int, error) {
+	n := len(p)
+	if t.long {
+		return n, nil
+	}
+	t.hash.Write(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			t.line = append(t.line, p...)
+			break
+		}
+		if len(t.line) == 0 {
+			t.score.line(p[:i])
+		} else {
+			t.line = append(t.line, p[:i]...)
+			t.score.line(t.line)
+			t.line = t.line[:0]
+		}
+		p = p[i+1:]
+	}
+	if len(t.line) > streamTextLine {
+		t.long = true
+	}
+	return n, nil
+}
+
+// flush scores the last line, not ended by a newline.
+func (t *textScorer) flush() {
+	if len(t.line) > 0 {
+		t.score.line(t.line)
+		t.line = t.line[:0]
+	}
+}
+
+var _ io.Writer = (*textScorer)(nil)

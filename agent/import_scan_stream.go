@@ -33,7 +33,6 @@ import (
 	"errors"
 	"hash/maphash"
 	"io"
-	"math"
 	"sort"
 
 	"github.com/rookhq/rook/cas"
@@ -198,46 +197,54 @@ type streamedLine struct {
 // placeholder is what a cut string is in the skeleton.
 const placeholder = `"x"`
 
-// openStreamed prepares object id, when it is an imported line over
-// streamLinesOver, to be read streamed; nil when it is not one (or any read
-// fails: the whole path reads it again, and says what failed). max bounds
-// the line as readBodyWithin does (errBodyTooLarge).
-func (r *Rook) openStreamed(id cas.Key, max int64) (*streamedLine, error) {
-	if readWhole {
-		return nil, nil
-	}
+// readBodyOrStream is readBodyWithin, but for an imported line over
+// streamLinesOver (and within max), which it prepares to be read streamed
+// instead (s) of putting it together.
+func (r *Rook) readBodyOrStream(id cas.Key, max int64) (body []byte, imported bool, s *streamedLine, err error) {
 	b, kind, err := r.Store.GetKind(id)
 	if err != nil || kind != cas.KindSource {
-		return nil, nil
+		return b, false, nil, err
+	}
+	if s := r.streamedOf(b, max); s != nil {
+		return nil, true, s, nil
+	}
+	body, err = r.expandSource(id, b, max)
+	return body, true, nil, err
+}
+
+// streamedOf prepares source line object b, when its line is over
+// streamLinesOver and within max, to be read streamed; nil when it is not
+// one, or any read fails: the whole path reads it then, and says what
+// failed.
+func (r *Rook) streamedOf(b []byte, max int64) *streamedLine {
+	if readWhole {
+		return nil
 	}
 	sl, err := decodeSourceLine(b)
 	if err != nil || len(sl.Cuts) == 0 {
-		return nil, nil
+		return nil
 	}
 	size := int64(len(sl.Rest))
 	for _, c := range sl.Cuts {
 		info, err := r.Store.Stat(c.ID)
 		if err != nil {
-			return nil, nil
+			return nil
 		}
 		size += info.Size
 	}
-	if size <= streamLinesOver {
-		return nil, nil
-	}
-	if max < math.MaxInt64 && size > max {
-		return nil, errBodyTooLarge
+	if size <= streamLinesOver || size > max {
+		return nil
 	}
 	s := &streamedLine{sl: sl, cuts: make([]cutScan, len(sl.Cuts))}
 	for i, c := range sl.Cuts {
 		o, err := r.Store.OpenObject(c.ID)
 		if err != nil {
-			return nil, nil
+			return nil
 		}
 		cs := &s.cuts[i]
 		cs.lastNon = -1
 		if _, err := o.WriteTo(cs); err != nil {
-			return nil, nil
+			return nil
 		}
 		cs.finish()
 	}
@@ -258,7 +265,7 @@ func (r *Rook) openStreamed(id cas.Key, max int64) (*streamedLine, error) {
 	s.skelAt = append(s.skelAt, len(s.skel))
 	s.skel = append(s.skel, sl.Rest[p:]...)
 	s.total = pos + int64(len(sl.Rest)-p)
-	return s, nil
+	return s
 }
 
 // cutAt is the cut whose placeholder starts at skel[q], or -1.

@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 	"hash/maphash"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -28,6 +31,10 @@ func streamEveryLine(t *testing.T) {
 var streamQueries = []string{"error", "func", "the file", "TODO", "import", "README.md", `"type"`, "\n", "é", "rook",
 	"tool_use_id", "ü", "İstanbul", "k", "s", `\n`, "go test ./", "x", "--json", "a"}
 
+// findQueries are those find is tested with on the corpus (each costs
+// a few seconds).
+var findQueries = []string{"error", "the file", "\n", "é", "tool_use_id", "İstanbul", "s", `"type"`, "a"}
+
 // wholeSearchText is the reference: the line put together, its text
 // taken whole (textOfImported) and scored whole (scoreBody).
 func wholeSearchText(t *testing.T, r *Rook, obj cas.Key, terms [][]byte, seed maphash.Seed) (int, string, uint64) {
@@ -51,7 +58,7 @@ func compareStreamedSearch(t *testing.T, r *Rook, id eventlog.ID, queries []stri
 		t.Fatal(err)
 	}
 	for _, ev := range evs {
-		s, err := r.openStreamed(ev.Body, 1<<62)
+		_, _, s, err := r.readBodyOrStream(ev.Body, 1<<62)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,6 +156,128 @@ func TestStreamedSearchOfTheCorpusMatchesWhole(t *testing.T) {
 		got, gerr := r.Search(q, SearchOptions{Limit: 1000})
 		if fmt.Sprint(werr) != fmt.Sprint(gerr) || !reflect.DeepEqual(want, got) {
 			t.Fatalf("search %q: streamed %+v (%v), whole %+v (%v)", q, got, gerr, want, werr)
+		}
+	}
+}
+
+// compareStreamedFind checks, for every imported line of session id with a
+// cut string, that Find of each query, from a few offsets and with a few
+// budgets, gives streamed what it gives reading the line whole.
+func compareStreamedFind(t *testing.T, r *Rook, id eventlog.ID, queries []string, rng *rand.Rand) (streamed, whole int) {
+	t.Helper()
+	evs, err := r.Log.Read(id, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		_, _, s, err := r.readBodyOrStream(ev.Body, math.MaxInt64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s == nil {
+			continue
+		}
+		for _, q := range queries {
+			type at struct{ off, budget int64 }
+			tries := []at{{0, 0}, {rng.Int64N(s.total), 0}, {s.total - 1, 0}, {0, 1 + rng.Int64N(s.total)}}
+			for _, tr := range tries {
+				if _, ok := r.findStreamed(s, tr.off, cmp.Or(tr.budget, FindMaxBytes), newFoldMatcher(q), findEscaped(q)); ok {
+					streamed++
+				} else {
+					whole++
+				}
+				seq := ev.Seq
+				fq := FindQuery{Query: q, From: seq, Offset: tr.off, Through: &seq, MaxBytes: tr.budget}
+				readWhole = true
+				want, werr := r.Find(id, fq)
+				readWhole = false
+				got, gerr := r.Find(id, fq)
+				if fmt.Sprint(werr) != fmt.Sprint(gerr) || !reflect.DeepEqual(want, got) {
+					t.Fatalf("#%d find %q from %d (budget %d) of %d bytes:\nstreamed %+v (%v)\nwhole    %+v (%v)", ev.Seq, q, tr.off, tr.budget, s.total,
+						got, gerr, want, werr)
+				}
+			}
+		}
+	}
+	return streamed, whole
+}
+
+// Every imported line of the shared corpus with a cut string is found in,
+// streamed, as it is whole: the same hits, offsets, snippets, cursors and
+// costs, for every query, from offsets in it and with budgets that end in
+// it.
+func TestStreamedFindOfTheCorpusMatchesWhole(t *testing.T) {
+	r, ids := importCorpus(t)
+	streamEveryLine(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	streamed, whole := 0, 0
+	for _, id := range ids {
+		s, w := compareStreamedFind(t, r, id, findQueries, rng)
+		streamed, whole = streamed+s, whole+w
+	}
+	t.Logf("%d sessions: %d line×query×offset streamed, %d read whole", len(ids), streamed, whole)
+	if len(ids) < 20 || streamed < 1000 {
+		t.Fatalf("%d sessions, %d streamed: the test reads too few", len(ids), streamed)
+	}
+}
+
+// Hand-made lines with big cut strings: a term split across the end of a
+// cut string and the line's bytes after it, or across two strings; escapes
+// (\n, \", \u00e9) in the middle of a term; terms at the line's first and
+// last bytes, deep inside a string of hundreds of KiB, right after encoded
+// state, in a string next to an image. Find and search give streamed what
+// they give reading the lines whole, and most lines stream.
+func TestStreamedFindAndSearchOfHandMadeLinesMatchWhole(t *testing.T) {
+	streamEveryLine(t)
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	rng := rand.New(rand.NewPCG(21, 22))
+	q := func(s string) string { return string(appendJSONString(nil, []byte(s))) }
+	tricky := func(n int) string { return string(trickyText(rng, n, false)) }
+	env := `"sessionId":"S","cwd":"/home/u/proj","version":"2.1.38"`
+	var lines []string
+	add := func(format string, a ...any) {
+		lines = append(lines, fmt.Sprintf(`{"type":"user","uuid":"u%d",%s,"timestamp":"2026-02-10T21:00:00.000Z",`, len(lines), env)+fmt.Sprintf(format, a...)+"}")
+	}
+	result := func(content string) {
+		add(`"message":{"role":"user","content":[{"tool_use_id":"t","type":"tool_result","content":%s}]}`, content)
+	}
+	long := tricky(300 << 10)
+	result(q("needle at the start " + long + " needle at the end"))
+	result(q(long[:100<<10] + " a needle\nsplit by a newline, \"needle quoted\", café NEEDLE İstanbul " + long[100<<10:]))
+	result(q(long) + `,"is_error":false,"tail":` + q("spans"+tricky(5000)))
+	result(`[{"type":"text","text":` + q(tricky(3000)+"end of one") + `},{"type":"text","text":` + q("start of two"+tricky(3000)) + `}]`)
+	result(`[{"type":"image","source":{"type":"base64","media_type":"image/png","data":` + q(strings.Repeat("iVBORw0KGgoAAAANSUhEUg", 3000)) + `}},{"type":"text","text":` + q("needle after an image "+tricky(4000)) + `}]`)
+	result(`[{"type":"text","text":` + q(tricky(4000)+" needle before an image") + `},{"type":"image","source":{"type":"base64","media_type":"image/png","data":` + q(strings.Repeat("iVBORw0KGgoAAAANSUhEUg", 3000)) + `}}]`)
+	add(`"message":{"role":"user","content":"caf\u00e9 \u00e9t\u00e9 short and escaped"},"toolUseResult":{"stdout":%s}`, q(tricky(20000)+"café été"))
+	add(`"message":{"role":"user","content":[{"type":"tool_use","name":"Write","input":{"file_path":"/a.go","content":%s}}]},"zzlast":"end"`, q(strings.Repeat("func main() {\n\tfmt.Println(\"needle\")\n}\n", 4000)))
+	add(`"message":{"role":"user","content":%s},"thinking":{"signature":%s}`, q(tricky(9000)+" needle"), q(strings.Repeat("c2lnbmF0dXJl", 200)))
+	path := "/p/-home-u-proj/S.jsonl"
+	writeSource(t, fsys, path, lines, "")
+	id := *fileByPath(t, mustImport(t, r, FormatClaudeCode, path), path).Session
+	if err := r.Store.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	queries := []string{"needle", "NEEDLE", "needle at the start", "needle at the end", "a needle\nsplit", `"needle quoted"`,
+		"café", "CAFÉ", "été", "istanbul", "İSTANBUL", `false,"tail":"spans`, `is_error`, "end of one\"},{\"type\":\"text\",\"text\":\"start of two",
+		`{"type":"user"`, `"zzlast":"end"}`, `"}`, "{", "iVBORw0KGgo", "c2lnbmF0dXJl", "println(\"needle\")", "\n\tfmt", `\n`, `\u00e9`, "é"}
+	fs, fw := compareStreamedFind(t, r, id, queries, rng)
+	ss, sw := compareStreamedSearch(t, r, id, queries)
+	t.Logf("find: %d streamed, %d whole; search: %d streamed, %d whole", fs, fw, ss, sw)
+	if fs < 500 || ss < 100 {
+		t.Fatalf("find: %d streamed, search: %d: the test streams too few", fs, ss)
+	}
+	// Offsets deep in the big strings, and budgets that end there.
+	for range 200 {
+		seq := uint64(1 + rng.IntN(3))
+		qq := queries[rng.IntN(len(queries))]
+		fq := FindQuery{Query: qq, From: seq, Through: &seq, Offset: rng.Int64N(320 << 10), MaxBytes: 1 + rng.Int64N(200<<10)}
+		readWhole = true
+		want, werr := r.Find(id, fq)
+		readWhole = false
+		got, gerr := r.Find(id, fq)
+		if fmt.Sprint(werr) != fmt.Sprint(gerr) || !reflect.DeepEqual(want, got) {
+			t.Fatalf("find %+v:\nstreamed %+v (%v)\nwhole    %+v (%v)", fq, got, gerr, want, werr)
 		}
 	}
 }

@@ -263,9 +263,16 @@ func (r *Rook) readBodyWithin(id cas.Key, max int64) (body []byte, imported bool
 	if err != nil || kind != cas.KindSource {
 		return b, false, err
 	}
+	b, err = r.expandSource(id, b, max)
+	return b, true, err
+}
+
+// expandSource is the line of source line object id, b, put together, or
+// errBodyTooLarge when it is larger than max (readBodyWithin).
+func (r *Rook) expandSource(id cas.Key, b []byte, max int64) ([]byte, error) {
 	sl, err := decodeSourceLine(b)
 	if err != nil {
-		return nil, true, &cas.CorruptError{ID: id, Reason: err.Error()}
+		return nil, &cas.CorruptError{ID: id, Reason: err.Error()}
 	}
 	if max < math.MaxInt64 {
 		size := int64(len(sl.Rest))
@@ -275,11 +282,10 @@ func (r *Rook) readBodyWithin(id cas.Key, max int64) (body []byte, imported bool
 			}
 		}
 		if size > max {
-			return nil, true, errBodyTooLarge
+			return nil, errBodyTooLarge
 		}
 	}
-	b, err = sl.expand(r.Store.Get)
-	return b, true, err
+	return sl.expand(r.Store.Get)
 }
 
 // shortenLinesOver is the size past which an imported line read for a

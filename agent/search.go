@@ -234,15 +234,11 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 					res.Truncated = true
 					break
 				}
-				var (
-					b        []byte
-					imported bool
-					err      error
-					text     func() uint64 // the hash of the text scored
-				)
 				// A big imported line is scored streamed (searchText), when
 				// it can be exactly; else it is read whole.
-				if streamed, _ := r.openStreamed(obj, opts.MaxBytes); streamed != nil {
+				b, imported, streamed, err := r.readBodyOrStream(obj, opts.MaxBytes)
+				var text func() uint64 // the hash of the text scored
+				if streamed != nil {
 					if streamed.total > opts.MaxBytes {
 						res.TooLarge++ // as the whole path, without reading it whole
 						scanned[obj] = sc
@@ -256,10 +252,11 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 						res.ObjectsScanned++
 						res.BytesScanned += streamed.total
 						sc.score, sc.snippet, text = score, snip, func() uint64 { return h }
+					} else {
+						b, imported, err = r.readBodyWithin(obj, opts.MaxBytes)
 					}
 				}
 				if text == nil {
-					b, imported, err = r.readBodyWithin(obj, opts.MaxBytes)
 					if errors.Is(err, errBodyTooLarge) || err == nil && int64(len(b)) > opts.MaxBytes {
 						// Stat did not know it: an imported line's object
 						// leaves out the long strings cut from it (known

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"github.com/rookhq/rook/cas"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"unicode"
@@ -631,10 +632,7 @@ func (r *Rook) Find(id eventlog.ID, q FindQuery) (FindResult, error) {
 	// An imported event's body is its source lines, where text is a JSON
 	// string: a quote, backslash or newline of the query is written there
 	// escaped, and is found as such too.
-	var escaped *foldMatcher
-	if e := appendJSONString(nil, []byte(q.Query)); string(e[1:len(e)-1]) != q.Query {
-		escaped = newFoldMatcher(string(e[1 : len(e)-1]))
-	}
+	escaped := findEscaped(q.Query)
 	seq, off := q.From, q.Offset
 	var scratch []byte
 scan:
@@ -669,7 +667,31 @@ scan:
 			case oerr == nil && o.Kind() != cas.KindSource:
 				body, err = o.ReadAll()
 			default:
-				body, imported, err = r.readBody(ev.Body)
+				var streamed *streamedLine
+				body, imported, streamed, err = r.readBodyOrStream(ev.Body, math.MaxInt64)
+				if streamed != nil {
+					// A big imported line: searched streamed
+					// (findStreamed) when it can be exactly.
+					if fs, ok := r.findStreamed(streamed, off, budget, m, escaped); ok {
+						if fs.at >= 0 {
+							res.Searched += fs.end - fs.start
+							budget -= fs.end - fs.start
+							res.Hits = append(res.Hits, FindHit{Seq: ev.Seq, Kind: ev.Kind, Label: ev.Label, Offset: fs.at,
+								Snippet: fs.snippet, Decoded: fs.decoded})
+							seq, off = ev.Seq+1, 0
+							continue
+						}
+						res.Searched += fs.stop - fs.start
+						budget -= fs.stop - fs.start
+						if fs.cut {
+							seq, off = ev.Seq, fs.stop
+							break scan
+						}
+						seq, off = ev.Seq+1, 0
+						continue
+					}
+					body, imported, err = r.readBody(ev.Body)
+				}
 			}
 			if err != nil {
 				res.Unreadable = append(res.Unreadable, FindSkip{Seq: ev.Seq, Err: err})
@@ -754,6 +776,15 @@ scan:
 		res.Next = &FindCursor{From: seq, Offset: off, Through: through}
 	}
 	return res, nil
+}
+
+// findEscaped is the matcher of query as a JSON string writes it, nil
+// when that is the query itself.
+func findEscaped(query string) *foldMatcher {
+	if e := appendJSONString(nil, []byte(query)); string(e[1:len(e)-1]) != query {
+		return newFoldMatcher(string(e[1 : len(e)-1]))
+	}
+	return nil
 }
 
 // decodedSnippetWindow is how many bytes of a string decodedSnippet

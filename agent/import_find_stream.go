@@ -1,0 +1,485 @@
+package agent
+
+import (
+	"bytes"
+	"sort"
+	"unicode/utf8"
+)
+
+// findSpan is an encoded value of a streamed line (encodedSpan), in the
+// line's offsets, with the line (of the body's lines) it is on.
+type findSpan struct {
+	line       int
+	start, end int64
+	marker     string
+}
+
+// findSpans is what encodedLines finds in the line put together, found in
+// its skeleton and its cut strings' scans. ok is false when that cannot be
+// exact (a cut string that may hold JSON with an encoded value, or is not
+// UTF-8; a line with a cut string that is not JSON; a binary body).
+func (s *streamedLine) findSpans() (spans []findSpan, newlines []int64, ok bool) {
+	for i := range s.cuts {
+		if !s.cuts[i].valid || s.cuts[i].nested {
+			return nil, nil, false
+		}
+	}
+	for i := range s.skelAt {
+		end := len(s.skel)
+		if i+1 < len(s.skelAt) {
+			end = s.skelQ[i]
+		}
+		if IsBinary(s.skel[s.skelAt[i]:end]) {
+			return nil, nil, false
+		}
+	}
+	line := 0
+	for from := 0; from <= len(s.skel); line++ {
+		to := len(s.skel)
+		if i := bytes.IndexByte(s.skel[from:], '\n'); i >= 0 {
+			to = from + i
+		}
+		l := s.skel[from:to]
+		var lineSpans []findSpan
+		for _, sp := range appendEncodedSpans(nil, l, from) {
+			lineSpans = append(lineSpans, findSpan{line, s.realOf(sp.start), s.realOf(sp.start) + int64(sp.end-sp.start), sp.marker})
+		}
+		hasCut := false
+		for _, q := range s.skelQ {
+			hasCut = hasCut || q >= from && q < to
+		}
+		if hasCut {
+			strs, ok := stringValues(bytes.TrimRight(l, "\r"), len(`"x"`))
+			if !ok {
+				return nil, nil, false
+			}
+			for _, st := range strs {
+				if k := s.cutAt(from + st.Start); k >= 0 && s.cuts[k].encoded(st.Key) {
+					c := s.realQ[k] + 1
+					lineSpans = append(lineSpans, findSpan{line, c, c + s.cuts[k].escLen, s.cuts[k].marker(st.Key)})
+				}
+			}
+			sort.Slice(lineSpans, func(i, j int) bool { return lineSpans[i].start < lineSpans[j].start })
+		}
+		spans = append(spans, lineSpans...)
+		if to == len(s.skel) {
+			break
+		}
+		newlines = append(newlines, s.realOf(to))
+		from = to + 1
+	}
+	return spans, newlines, true
+}
+
+// findScan is Find's scan of an imported line (from where the search
+// enters it, through its byte budget, the match skipping encoded values),
+// written the line in pieces: it keeps the bytes its matchers still look
+// at, not the line.
+type findScan struct {
+	ms       []*foldMatcher // the query, and as a JSON string writes it
+	off      int64
+	total    int64
+	budget   int64
+	spans    []findSpan
+	newlines []int64
+	look     int64 // bytes a match may read past where it starts
+
+	buf  []byte
+	base int64 // buf[0] is the line's byte base
+
+	start, stop int64 // -1 until known
+	cut         bool
+	from        int64
+	pos         []int64 // where each matcher goes on
+	fAt, fEnd   []int64 // what each found, -1
+	at, end     int64   // the hit, -1
+	done        bool
+	lost        bool
+	scratch     []byte
+}
+
+func newFindScan(ms []*foldMatcher, off, total, budget int64, spans []findSpan, newlines []int64) *findScan {
+	f := &findScan{ms: ms, off: off, total: total, budget: budget, spans: spans, newlines: newlines,
+		start: -1, stop: -1, at: -1, end: -1}
+	for _, m := range ms {
+		f.look = max(f.look, int64(4*len(m.query)+8))
+	}
+	f.pos = make([]int64, len(ms))
+	f.fAt = make([]int64, len(ms))
+	f.fEnd = make([]int64, len(ms))
+	return f
+}
+
+func (f *findScan) Write(p []byte) (int, error) {
+	if f.done {
+		return len(p), nil
+	}
+	f.buf = append(f.buf, p...)
+	f.scan(false)
+	// Keep what the matchers, and the start and stop still to find,
+	// will look at.
+	keep := f.from
+	if f.start < 0 {
+		keep = f.off - utf8.UTFMax
+	} else {
+		for k := range f.ms {
+			if f.fAt[k] < 0 {
+				keep = min(keep, f.pos[k])
+			}
+		}
+		if f.stop < 0 {
+			keep = min(keep, f.start+f.budget-utf8.UTFMax)
+		}
+	}
+	if drop := keep - utf8.UTFMax - f.base; drop > 64<<10 {
+		drop = min(drop, int64(len(f.buf)))
+		f.buf = f.buf[:copy(f.buf, f.buf[drop:])]
+		f.base += drop
+	}
+	return len(p), nil
+}
+
+// byteAt is the line's byte i, which buf holds.
+func (f *findScan) byteAt(i int64) byte { return f.buf[i-f.base] }
+
+func (f *findScan) scan(final bool) {
+	if f.done {
+		return
+	}
+	bufEnd := f.base + int64(len(f.buf))
+	if f.start < 0 {
+		o := min(f.off, f.total)
+		switch {
+		case o <= 0 || o >= f.total:
+			f.start = o
+		case bufEnd > o:
+			// runeStartAtOrBefore, the line UTF-8 (findSpans).
+			f.start = o
+			for n := o; n >= 0 && n > o-utf8.UTFMax; n-- {
+				if n == 0 || utf8.RuneStart(f.byteAt(n)) {
+					f.start = n
+					break
+				}
+			}
+		default:
+			return
+		}
+		f.from = f.start
+		f.reset()
+		if f.total-f.start <= f.budget {
+			f.stop = f.total
+		}
+	}
+	if x := f.start + f.budget; f.stop < 0 && bufEnd > x {
+		// CutUTF8 of the budget's end.
+		f.stop, f.cut = x, true
+		for n := x; n >= 0 && n > x-utf8.UTFMax; n-- {
+			if n == 0 || utf8.RuneStart(f.byteAt(n)) {
+				if n > f.start {
+					f.stop = n
+				}
+				break
+			}
+		}
+	}
+	for {
+		if f.stop >= 0 && f.from >= f.stop {
+			f.done = true
+			return
+		}
+		limit := f.stop
+		if !final && (f.stop < 0 || bufEnd-f.look < limit) {
+			limit = bufEnd - f.look
+		}
+		for k := range f.ms {
+			if f.fAt[k] < 0 && f.pos[k] < limit {
+				f.search(k, limit)
+			}
+		}
+		cand := -1
+		for k := range f.ms {
+			if f.fAt[k] >= 0 && (cand < 0 || f.fAt[k] < f.fAt[cand]) {
+				cand = k
+			}
+		}
+		if cand >= 0 {
+			at, end := f.fAt[cand], f.fEnd[cand]
+			if next := f.overlap(at, end); next >= 0 {
+				f.from = next
+				f.reset()
+				continue
+			}
+			f.at, f.end, f.done = at, end, true
+			return
+		}
+		if f.stop >= 0 && limit >= f.stop {
+			f.done = true
+		}
+		return
+	}
+}
+
+func (f *findScan) reset() {
+	for k := range f.ms {
+		f.pos[k], f.fAt[k], f.fEnd[k] = f.from, -1, -1
+	}
+}
+
+// search runs matcher k on from where it is to limit, as foldMatcher.index
+// does over the whole line.
+func (f *findScan) search(k int, limit int64) {
+	m, i := f.ms[k], f.pos[k]
+	if i < f.base {
+		f.lost = true // bytes dropped too early: never so, but not a panic
+		f.done = true
+		return
+	}
+	if m.ascii {
+		var at, end int
+		at, end, f.scratch = m.index(f.buf, int(i-f.base), int(limit-f.base), f.scratch)
+		if at >= 0 {
+			f.fAt[k], f.fEnd[k] = f.base+int64(at), f.base+int64(end)
+			return
+		}
+		f.pos[k] = limit
+		return
+	}
+	for i < limit {
+		if end, ok := m.matchAt(f.buf, int(i-f.base)); ok {
+			f.fAt[k], f.fEnd[k] = i, f.base+int64(end)
+			return
+		}
+		_, w := utf8.DecodeRune(f.buf[i-f.base:])
+		if w == 0 {
+			f.lost, f.done = true, true // past the bytes written: never so
+			return
+		}
+		i += int64(w)
+	}
+	f.pos[k] = i
+}
+
+// lineOf is the line (of the body's) byte p is on.
+func (f *findScan) lineOf(p int64) int {
+	return sort.Search(len(f.newlines), func(i int) bool { return f.newlines[i] >= p })
+}
+
+// overlap is encodedLines.overlap.
+func (f *findScan) overlap(at, end int64) int64 {
+	for _, p := range []int64{at, end - 1} {
+		if p < at || p >= f.total {
+			continue
+		}
+		line := f.lineOf(p)
+		for _, s := range f.spans {
+			if s.line == line && at < s.end && end > s.start {
+				return s.end
+			}
+		}
+	}
+	return -1
+}
+
+// findWindow is how many bytes around a match the streamed find keeps to
+// make its snippet: decodedSnippet decodes decodedSnippetWindow bytes on
+// each side and 6 a byte of the query past it; Snippet reads SnippetRunes
+// characters.
+const findWindow = 8 << 10
+
+// miniLine is the line with only what a snippet of the match at at can
+// read kept: the rest of the line, each cut string's first and last
+// cutKeep bytes of text (escaped), and the window around the match; the
+// bytes between left out for a few plain ones (miniFiller). ok is false
+// when the window cannot start or end outside an escape.
+type miniLine struct {
+	b    []byte
+	segs []miniSeg
+	cut  []int // where each cut string's literal starts in b
+}
+
+// miniSeg maps n bytes of the line from real to b[mini:].
+type miniSeg struct {
+	real int64
+	mini int
+	n    int
+}
+
+const miniFiller = "xxxxxxxx"
+
+// plainEnd says whether byte c, in an escaped string, ends what it is
+// part of: it is no byte of an escape (\" \\ \b \f \n \r \t \u00xx).
+func plainEnd(c byte) bool {
+	switch {
+	case c == '\\' || c == '"' || c == '/' || c == 'u':
+		return false
+	case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+		return false
+	case c == 'n' || c == 'r' || c == 't':
+		return false
+	}
+	return true
+}
+
+func (s *streamedLine) miniLine(win []byte, lo int64) (*miniLine, bool) {
+	ml := &miniLine{}
+	hi := lo + int64(len(win))
+	addReal := func(real int64, b []byte) {
+		ml.segs = append(ml.segs, miniSeg{real, len(ml.b), len(b)})
+		ml.b = append(ml.b, b...)
+	}
+	p := 0
+	for i, c := range s.sl.Cuts {
+		addReal(s.restAt[i], s.sl.Rest[p:p+c.Gap])
+		p += c.Gap
+		cs := &s.cuts[i]
+		ml.cut = append(ml.cut, len(ml.b))
+		ml.b = append(ml.b, '"')
+		content := s.realQ[i] + 1
+		type part struct {
+			from int64
+			b    []byte
+		}
+		var parts []part
+		if cs.esc != nil {
+			parts = append(parts, part{0, cs.esc})
+		} else {
+			parts = append(parts, part{0, cs.head}, part{cs.escLen - int64(len(cs.tail)), cs.tail})
+		}
+		if wlo, whi := max(lo, content)-content, min(hi, content+cs.escLen)-content; wlo < whi {
+			w := win[wlo+content-lo : whi+content-lo]
+			if wlo > 0 {
+				k := 0
+				for k < len(w) && !plainEnd(w[k]) {
+					k++ // w[k] is the byte before the window's start
+				}
+				if k >= 4<<10 || k >= len(w) {
+					return nil, false
+				}
+				w, wlo = w[k+1:], wlo+int64(k+1)
+			}
+			if whi < cs.escLen {
+				k := len(w)
+				for k > 0 && !plainEnd(w[k-1]) {
+					k--
+				}
+				if len(w)-k >= 4<<10 || k == 0 {
+					return nil, false
+				}
+				w = w[:k]
+			}
+			parts = append(parts, part{wlo, w})
+		}
+		sort.Slice(parts, func(a, b int) bool { return parts[a].from < parts[b].from })
+		at := int64(0) // how much of the content is in b
+		for _, pt := range parts {
+			end := pt.from + int64(len(pt.b))
+			if end <= at && at > 0 {
+				continue
+			}
+			if pt.from > at {
+				ml.b = append(ml.b, miniFiller...)
+				addReal(content+pt.from, pt.b)
+			} else {
+				addReal(content+at, pt.b[at-pt.from:])
+			}
+			at = end
+		}
+		if at < cs.escLen {
+			ml.b = append(ml.b, miniFiller...)
+		}
+		ml.b = append(ml.b, '"')
+	}
+	addReal(s.restAt[len(s.sl.Cuts)], s.sl.Rest[p:])
+	return ml, true
+}
+
+// mini is where byte real of the line is in ml.b, -1 when it is not kept.
+// end: real is the end of a range (its byte before is kept).
+func (ml *miniLine) mini(real int64, end bool) int {
+	for _, sg := range ml.segs {
+		if real >= sg.real && (real < sg.real+int64(sg.n) || end && real == sg.real+int64(sg.n)) {
+			return sg.mini + int(real-sg.real)
+		}
+	}
+	return -1
+}
+
+// findStreamed is what Find gives of imported line obj, streamed: ok is
+// false when the line is to be read whole (not a big imported line, or one
+// the streamed path cannot give exactly, or a read failed).
+type findStreamedResult struct {
+	start, stop int64
+	cut         bool
+	at, end     int64
+	snippet     string
+	decoded     bool
+}
+
+func (r *Rook) findStreamed(s *streamedLine, off, budget int64, m, escaped *foldMatcher) (findStreamedResult, bool) {
+	var res findStreamedResult
+	spans, newlines, ok := s.findSpans()
+	if !ok {
+		return res, false
+	}
+	ms := []*foldMatcher{m}
+	if escaped != nil {
+		ms = append(ms, escaped)
+	}
+	f := newFindScan(ms, off, s.total, budget, spans, newlines)
+	if err := r.writeLine(&s.sl, f); err != nil {
+		return res, false
+	}
+	f.scan(true)
+	if !f.done || f.lost || f.start < 0 || f.at < 0 && f.stop < 0 {
+		return res, false
+	}
+	res.start, res.stop, res.cut, res.at, res.end = f.start, f.stop, f.cut, f.at, f.end
+	if f.at < 0 {
+		return res, true
+	}
+	// The snippet: the window around the match, read again.
+	q := int64(0)
+	for _, m := range ms {
+		q = max(q, int64(len(m.query)))
+	}
+	w := &windowScan{lo: max(f.at-findWindow, 0), hi: f.end + findWindow + 6*q}
+	if err := r.writeLine(&s.sl, w); err != nil {
+		return res, false
+	}
+	ml, ok := s.miniLine(w.win, w.lo)
+	if !ok {
+		return res, false
+	}
+	at, end := ml.mini(f.at, false), ml.mini(f.end, true)
+	if at < 0 || end < 0 {
+		return res, false
+	}
+	from := bytes.LastIndexByte(ml.b[:at], '\n') + 1
+	to := len(ml.b)
+	if i := bytes.IndexByte(ml.b[at:], '\n'); i >= 0 {
+		to = at + i
+	}
+	line := f.lineOf(f.at)
+	var lineSpans []encodedSpan
+	for _, sp := range spans {
+		if sp.line != line {
+			continue
+		}
+		a, b := ml.mini(sp.start, false), ml.mini(sp.end, true)
+		if k := sort.Search(len(s.realQ), func(i int) bool { return s.realQ[i] >= sp.start-1 }); k < len(s.realQ) && s.realQ[k] == sp.start-1 {
+			// A cut string's whole content: in b, whatever is kept of it.
+			a = ml.cut[k] + 1
+			b = bytes.IndexByte(ml.b[a:], '"') + a
+		}
+		if a < 0 || b < 0 {
+			return res, false
+		}
+		lineSpans = append(lineSpans, encodedSpan{a, b, sp.marker})
+	}
+	enc := encodedLines{body: ml.b, from: from, to: to, spans: lineSpans, parsed: true}
+	res.snippet, res.decoded = decodedSnippet(ml.b, at, m, lineSpans)
+	if !res.decoded {
+		res.snippet = enc.snippet(at, end)
+	}
+	return res, true
+}

@@ -45,6 +45,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzCodexLine \
 	./agent:FuzzRenderImported \
 	./agent:FuzzStreamedView \
+	./agent:FuzzStreamedFind \
 	./agent:FuzzFindSnippet \
 	./agent:FuzzNestedEncoded \
 	./agent:FuzzDecodeLikeEncodingJSON \

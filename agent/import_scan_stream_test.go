@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"hash/maphash"
@@ -11,9 +12,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -280,4 +283,100 @@ func TestStreamedFindAndSearchOfHandMadeLinesMatchWhole(t *testing.T) {
 			t.Fatalf("find %+v:\nstreamed %+v (%v)\nwhole    %+v (%v)", fq, got, gerr, want, werr)
 		}
 	}
+}
+
+// FuzzStreamedFind compares find and search over an imported line,
+// streamed, with the whole-line path: a JSON line whose '#'s become a
+// long string (fill, repeated; cut out), a query, an offset and a budget.
+func FuzzStreamedFind(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"user","message":{"content":[{"type":"tool_result","content":"#"}]}}`,
+		`{"type":"user","message":{"content":[{"type":"text","text":"#"},{"type":"text","text":"x#"}]},"toolUseResult":{"stdout":"#"}}`,
+		`{"type":"user","message":{"content":[{"type":"image","source":{"data":"#"}},{"type":"text","text":"#"}]}}`,
+		`{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"#","signature":"#"}]},"cwd":"caf\u00e9"}`,
+	} {
+		f.Add([]byte(s), "needle \n\"é", "NEEDLE", int64(0), int64(0), uint8(3))
+		f.Add([]byte(s), "iVBORw0KGgo", "gokg", int64(300), int64(50), uint8(40))
+		f.Add([]byte(s), "a\\b", `"},{"`, int64(-1), int64(7), uint8(0))
+	}
+	fsys := vfs.NewMem()
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	if _, err := cas.Init(fsys, clk, testHome); err != nil {
+		f.Fatal(err)
+	}
+	r, err := Open(testHome, Options{FS: fsys, Clock: clk, Writable: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { r.Close() })
+	old := streamLinesOver
+	streamLinesOver = 0
+	f.Cleanup(func() { streamLinesOver = old })
+	seed := maphash.MakeSeed()
+	f.Fuzz(func(t *testing.T, line []byte, fill, query string, off, budget int64, rep uint8) {
+		if len(line) > 4096 || len(fill) > 64 || bytes.IndexByte(line, '\n') >= 0 || ValidateQuery(query) != nil || len(query) > 32 {
+			return
+		}
+		if fill == "" {
+			fill = " "
+		}
+		long := appendJSONString(nil, []byte(strings.Repeat(fill, (MinCutString+int(rep)*512)/len(fill)+1)))
+		line = bytes.ReplaceAll(line, []byte("#"), long[1:len(long)-1])
+		strs, ok := stringValues(line, MinCutString+2)
+		if !ok {
+			return
+		}
+		cuts := lineCuts(line, strs, MinCutString, func(jsonString) cas.Kind { return cas.KindToolResult })
+		if len(cuts) == 0 {
+			return
+		}
+		var sl sourceLine
+		prev := 0
+		for _, c := range cuts {
+			res, err := r.Store.Put(c.Kind, c.Text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sl.Cuts = append(sl.Cuts, lineCut{Gap: c.Start - prev, ID: res.ID})
+			sl.Rest = append(sl.Rest, line[prev:c.Start]...)
+			prev = c.End
+		}
+		sl.Rest = append(sl.Rest, line[prev:]...)
+		put, err := r.Store.Put(cas.KindSource, sl.encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := newSession(t, r)
+		if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindToolResult, Body: put.ID}); err != nil {
+			t.Fatal(err)
+		}
+		off = max(off, 0) % int64(len(line)+2)
+		budget = max(budget, 0) % int64(len(line)+2)
+		fq := FindQuery{Query: query, Offset: off, MaxBytes: budget}
+		readWhole = true
+		want, werr := r.Find(id, fq)
+		readWhole = false
+		got, gerr := r.Find(id, fq)
+		if fmt.Sprint(werr) != fmt.Sprint(gerr) || !reflect.DeepEqual(want, got) {
+			t.Fatalf("find %q in %q from %d (budget %d):\nstreamed %+v (%v)\nwhole    %+v (%v)", query, line, off, budget, got, gerr, want, werr)
+		}
+		terms := SearchTerms(query)
+		if len(terms) == 0 {
+			return
+		}
+		lowered := make([][]byte, len(terms))
+		for i, t := range terms {
+			lowered[i] = []byte(t)
+		}
+		_, _, s, err := r.readBodyOrStream(put.ID, math.MaxInt64)
+		if err != nil || s == nil {
+			t.Fatalf("not streamed: %v", err)
+		}
+		if score, snip, h, err := r.searchText(s, lowered, seed); err == nil {
+			wScore, wSnip, wH := wholeSearchText(t, r, put.ID, lowered, seed)
+			if score != wScore || snip != wSnip || score > 0 && h != wH {
+				t.Fatalf("search %q in %q: streamed %d %q, whole %d %q", query, line, score, snip, wScore, wSnip)
+			}
+		}
+	})
 }

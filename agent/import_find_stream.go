@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"math"
 	"sort"
 	"unicode/utf8"
 )
@@ -118,7 +119,7 @@ func (f *findScan) Write(p []byte) (int, error) {
 	f.scan(false)
 	// Keep what the matchers, and the start and stop still to find,
 	// will look at.
-	keep := f.from
+	keep := int64(math.MaxInt64) // (from itself needs no byte)
 	if f.start < 0 {
 		keep = f.off - utf8.UTFMax
 	} else {

@@ -91,21 +91,31 @@ func (c *cutScan) Write(p []byte) (int, error) {
 	c.escLen += jsonEscapedLen(p)
 	c.utf.write(p)
 	if !c.nested {
-		look := append(c.over, p...)
+		// A needle in p, or across the end of the previous piece.
+		const over = len(`"encrypted_content"`) - 1
+		seam := append(c.over, p[:min(len(p), over)]...)
 		for _, n := range nestedNeedles {
-			if bytes.Contains(look, n) {
+			if bytes.Contains(p, n) || bytes.Contains(seam, n) {
 				c.nested = true
 			}
 		}
-		keep := min(len(look), len(`"encrypted_content"`))
-		c.over = append(c.over[:0], look[len(look)-keep:]...)
+		if len(p) >= over {
+			c.over = append(c.over[:0], p[len(p)-over:]...)
+		} else {
+			c.over = append(c.over[:0], seam[max(0, len(seam)-over):]...)
+		}
 	}
 	if room := 2*cutKeep - len(c.headText); room > 0 {
 		c.headText = append(c.headText, p[:min(room, len(p))]...)
 	}
-	c.tailText = append(c.tailText, p...)
-	if len(c.tailText) > 2*cutKeep {
-		c.tailText = append(c.tailText[:0], c.tailText[len(c.tailText)-cutKeep:]...)
+	// The last 2*cutKeep bytes at most (finish takes cutKeep of them).
+	if len(p) >= 2*cutKeep {
+		c.tailText = append(c.tailText[:0], p[len(p)-2*cutKeep:]...)
+	} else {
+		c.tailText = append(c.tailText, p...)
+		if len(c.tailText) > 2*cutKeep {
+			c.tailText = c.tailText[:copy(c.tailText, c.tailText[len(c.tailText)-2*cutKeep:])]
+		}
 	}
 	c.size += int64(len(p))
 	return len(p), nil

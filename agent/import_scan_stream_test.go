@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -379,4 +380,68 @@ func FuzzStreamedFind(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Find and search over an imported line holding a big tool output hold a
+// few KiB of it, not the line: each put the line together (and search its
+// text) whole, several times the output's size.
+func TestFindAndSearchOfABigImportedLineHoldLittle(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	env := `"sessionId":"S","cwd":"/home/u/proj","version":"2.1.38"`
+	var out []byte
+	for i := 0; len(out) < 8<<20; i++ {
+		out = fmt.Appendf(out, "line %d of output, \"quoted\", ünïcode\t%s\n", i, strings.Repeat("x", i%50))
+	}
+	out = append(out, "the last line: NEEDLE"...)
+	lines := []string{
+		fmt.Sprintf(`{"type":"user","uuid":"u1","parentUuid":null,%s,"timestamp":"2026-02-10T21:00:00.000Z","message":{"role":"user","content":"run it"}}`, env),
+		fmt.Sprintf(`{"type":"user","uuid":"u2","parentUuid":"u1",%s,"timestamp":"2026-02-10T21:00:02.000Z","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":%s}]}}`, env, appendJSONString(nil, out)),
+	}
+	path := "/p/-home-u-proj/S.jsonl"
+	writeSource(t, fsys, path, lines, "")
+	id := *fileByPath(t, mustImport(t, r, FormatClaudeCode, path), path).Session
+	if err := r.Store.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	allocated := func(f func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	var found FindResult
+	var err error
+	n := allocated(func() { found, err = r.Find(id, FindQuery{Query: "needle", From: 1, Offset: int64(len(out)) - 100}) })
+	if err != nil || len(found.Hits) != 1 || !strings.Contains(found.Hits[0].Snippet, "the last line: NEEDLE") {
+		t.Fatalf("find: %+v, %v", found, err)
+	}
+	if n > uint64(len(out)) {
+		t.Errorf("a find in an imported line of %d bytes allocated %d bytes: the line was put together whole", len(out), n)
+	}
+	var res SearchResult
+	n = allocated(func() { res, err = r.Search("needle", SearchOptions{}) })
+	if err != nil || len(res.Hits) != 1 || !strings.Contains(res.Hits[0].Snippet, "the last line: NEEDLE") {
+		t.Fatalf("search: %+v, %v", res, err)
+	}
+	if n > uint64(len(out)) {
+		t.Errorf("a search of an imported line of %d bytes allocated %d bytes: its text was taken whole", len(out), n)
+	}
+	t.Logf("find and search of a line of %d bytes", len(out))
+}
+
+// appendLower is bytes.ToLower, on text of every kind, UTF-8 or not.
+func TestAppendLowerIsToLower(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	extra := []string{"İ", "K", "ſ", "ẞ", "Σ", "\xf0\x9f", "\xed\xa0\x80", "Ⅻ", "ǅ", "\u0345"}
+	for i := range 2000 {
+		b := trickyText(rng, rng.IntN(200), i%2 == 0)
+		b = append(b, extra[rng.IntN(len(extra))]...)
+		b = append(b, trickyText(rng, rng.IntN(50), i%3 == 0)...)
+		if got, want := appendLower([]byte("x"), b), append([]byte("x"), bytes.ToLower(b)...); !bytes.Equal(got, want) {
+			t.Fatalf("appendLower(%q) = %q, bytes.ToLower %q", b, got[1:], want[1:])
+		}
+	}
 }

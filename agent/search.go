@@ -786,11 +786,20 @@ func isWordRune(r rune) bool {
 }
 
 // appendLower appends s lower-cased to dst: ASCII in place, anything else
-// as bytes.ToLower has it.
+// as bytes.ToLower has it (bytes.Map of unicode.ToLower: a byte that is not
+// UTF-8 becomes U+FFFD), without a copy of each line to append.
 func appendLower(dst, s []byte) []byte {
 	for i, c := range s {
 		if c >= utf8.RuneSelf {
-			return append(dst, bytes.ToLower(s[i:])...)
+			for s = s[i:]; len(s) > 0; {
+				r, w := rune(s[0]), 1
+				if r >= utf8.RuneSelf {
+					r, w = utf8.DecodeRune(s)
+				}
+				dst = utf8.AppendRune(dst, unicode.ToLower(r))
+				s = s[w:]
+			}
+			return dst
 		}
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'

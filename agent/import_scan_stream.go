@@ -215,34 +215,38 @@ func (r *Rook) readBodyOrStream(id cas.Key, max int64) (body []byte, imported bo
 	if err != nil || kind != cas.KindSource {
 		return b, false, nil, err
 	}
-	if s := r.streamedOf(b, max); s != nil {
-		return nil, true, s, nil
+	sl, err := decodeSourceLine(b)
+	if err != nil {
+		return nil, true, nil, &cas.CorruptError{ID: id, Reason: err.Error()}
 	}
-	body, err = r.expandSource(id, b, max)
+	// The line's size as expandSource counts it (a string whose object
+	// cannot be stat'd counts nothing: reading it says what failed).
+	size, stated := int64(len(sl.Rest)), true
+	for _, c := range sl.Cuts {
+		if info, err := r.Store.Stat(c.ID); err == nil {
+			size += info.Size
+		} else {
+			stated = false
+		}
+	}
+	if stated && size > streamLinesOver && size <= max {
+		if s := r.streamedOf(sl); s != nil {
+			return nil, true, s, nil
+		}
+	}
+	if size > max {
+		return nil, true, nil, errBodyTooLarge
+	}
+	body, err = sl.expand(r.Store.Get)
 	return body, true, nil, err
 }
 
-// streamedOf prepares source line object b, when its line is over
-// streamLinesOver and within max, to be read streamed; nil when it is not
-// one, or any read fails: the whole path reads it then, and says what
+// streamedOf prepares source line sl to be read streamed: its cut
+// strings scanned (cutScan), its skeleton made. nil when it has no cut
+// string, or a read fails: the whole path reads it then, and says what
 // failed.
-func (r *Rook) streamedOf(b []byte, max int64) *streamedLine {
-	if readWhole {
-		return nil
-	}
-	sl, err := decodeSourceLine(b)
-	if err != nil || len(sl.Cuts) == 0 {
-		return nil
-	}
-	size := int64(len(sl.Rest))
-	for _, c := range sl.Cuts {
-		info, err := r.Store.Stat(c.ID)
-		if err != nil {
-			return nil
-		}
-		size += info.Size
-	}
-	if size <= streamLinesOver || size > max {
+func (r *Rook) streamedOf(sl sourceLine) *streamedLine {
+	if readWhole || len(sl.Cuts) == 0 {
 		return nil
 	}
 	s := &streamedLine{sl: sl, cuts: make([]cutScan, len(sl.Cuts))}

@@ -592,7 +592,9 @@ func (e *PastEndError) Has() string {
 // what is left of the byte budget is searched in part, and the cursor
 // resumes inside it. (A big body is streamed whole, to verify it and say
 // whether it is binary, but only the part searched is kept (findPart);
-// any other is read whole: the byte budget bounds the search.) In an
+// an imported line over streamLinesOver is searched as it streams
+// (findStreamed), when that gives exactly what the whole line gives; any
+// other is read whole: the byte budget bounds the search.) In an
 // imported event, a match inside encoded state (encodedValue: an image's
 // base64, a signature, encrypted reasoning) is no match, and a snippet of
 // its line as stored shows such a value as a marker (encodedMarker). A

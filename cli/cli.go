@@ -495,9 +495,8 @@ func explain(err error, home string) string {
 	switch {
 	case errors.As(err, &oe):
 		return explainOutput(oe)
-	case errors.As(err, &se):
+	case errors.As(err, &se) && !se.store:
 		return err.Error() // says itself what to do: not the store's hints
-
 	case errors.As(err, &le) && le.Waited > 0:
 		return err.Error() + ": wait for it to finish and run the command again, or stop it (`rook doctor` shows the holder); --lock-wait DURATION waits longer"
 	case errors.As(err, &le):

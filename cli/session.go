@@ -242,14 +242,23 @@ func readInput(e *Env, file, what string) ([]byte, error) {
 }
 
 // readErr is a failure to read the body: the input's, or the spool's
-// (which says itself what failed, where, and what to do).
+// (which says itself what failed, where, and what to do), or the store's
+// that the spool met (storeError).
 func readErr(err error) error {
 	var se *spoolError
-	if errors.As(err, &se) {
+	var ste storeError
+	if errors.As(err, &se) || errors.As(err, &ste) {
 		return err
 	}
 	return fmt.Errorf("read input: %w", err)
 }
+
+// storeError is a failure of the store's that making the spool met (no
+// store, its events/ gone): not the input's, and said as any command
+// says it.
+type storeError struct{ error }
+
+func (e storeError) Unwrap() error { return e.error }
 
 var errBodyTooBig = errors.New("event body too big")
 
@@ -321,14 +330,14 @@ func readBody(r io.Reader, size int64, spool func() (vfs.File, error)) ([]byte, 
 		return nil, errBodyTooBig
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, &spoolError{f.Name(), err}
+		return nil, &spoolError{path: f.Name(), err: err}
 	}
 	b, err = vfs.ReadSizedRoom(f, cas.ObjectRoom, n, n)
 	if err == nil && int64(len(b)-cas.ObjectRoom) != n {
 		err = fmt.Errorf("read back %d bytes of the %d written", len(b)-cas.ObjectRoom, n)
 	}
 	if err != nil {
-		return nil, &spoolError{f.Name(), err}
+		return nil, &spoolError{path: f.Name(), err: err}
 	}
 	return b, nil
 }
@@ -338,9 +347,17 @@ func readBody(r io.Reader, size int64, spool func() (vfs.File, error)) ([]byte, 
 type spoolError struct {
 	path string
 	err  error
+	// store: the spool could not be made for a reason of the store's
+	// (its events/ not this user's to write, on a read-only filesystem),
+	// which an append of a FILE meets too: explain gives the store's
+	// advice, not a FILE's.
+	store bool
 }
 
 func (e *spoolError) Error() string {
+	if e.store {
+		return fmt.Sprintf("make a spool file for the body (more than %s of standard input or a pipe) in %s: %v", units.Bytes(spillAt), filepath.Dir(e.path), e.err)
+	}
 	do := "give the body as a regular FILE, which is read without one"
 	if errors.Is(e.err, syscall.ENOSPC) {
 		do = "free space there, or " + do
@@ -357,7 +374,7 @@ type spoolWriter struct{ f vfs.File }
 func (w spoolWriter) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
 	if err != nil {
-		err = &spoolError{w.f.Name(), err}
+		err = &spoolError{path: w.f.Name(), err: err}
 	}
 	return n, err
 }
@@ -379,15 +396,18 @@ func (e *Env) bodySpool() (vfs.File, error) {
 		if err != nil {
 			if _, merr := e.FS.Stat(filepath.Join(e.Home, cas.MarkerFile)); merr != nil {
 				if serr := cas.MissingStore(e.FS, e.Home, merr); serr != nil {
-					return nil, serr // no store to append to: say that
+					return nil, storeError{serr} // no store to append to: say that
 				}
 			}
-			return nil, &spoolError{name, err}
+			if serr := agent.MissingSessionsDir(e.FS, e.Home); serr != nil {
+				return nil, storeError{serr} // as any append says it
+			}
+			return nil, &spoolError{path: name, err: err, store: errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)}
 		}
 		if err := e.FS.Remove(name); err != nil {
 			f.Close()
 			e.FS.Remove(name)
-			return nil, &spoolError{name, err}
+			return nil, &spoolError{path: name, err: err}
 		}
 		return f, nil
 	}

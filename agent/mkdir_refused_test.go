@@ -32,12 +32,3 @@ func TestMkdirRefused(t *testing.T) {
 		}
 	}
 }
-
-// TestAppendSpoolSwept: the spool file `session append` makes in events/
-// (removed at once; left only by a crash between its create and its
-// remove) is one `rook store gc` removes, as storage.md says.
-func TestAppendSpoolSwept(t *testing.T) {
-	if !isDurableWriteTemp(".append-body1234567890") {
-		t.Fatal("gc does not take .append-body<digits> for a temporary file")
-	}
-}

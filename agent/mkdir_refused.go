@@ -12,11 +12,12 @@ import (
 // MkdirRefused explains a failed mkdir (an *fs.PathError, as os.Mkdir
 // and os.MkdirAll return) that no permission fixes: the directory it was
 // to be made in is there, but its filesystem makes none in it. A
-// filesystem of the kernel's (/proc, /sys) answers "no such file or
-// directory", which, raw, sent the user looking for a directory that is
-// there; a read-only one, "read-only file system". The reason names the
-// directory that refused; the caller says what to give instead. "" and
-// false for any other failure.
+// filesystem of the kernel's (kernelFS) answers "no such file or
+// directory" (/proc), which, raw, sent the user looking for a directory
+// that is there, or "operation not permitted" (/sys), which sent them to
+// check its permissions; a read-only one, "read-only file system". The
+// reason names the directory that refused; the caller says what to give
+// instead. "" and false for any other failure.
 func MkdirRefused(err error) (string, bool) {
 	var pe *fs.PathError
 	if !errors.As(err, &pe) || pe.Op != "mkdir" {
@@ -26,10 +27,11 @@ func MkdirRefused(err error) (string, bool) {
 	switch {
 	case errors.Is(pe.Err, syscall.EROFS):
 		return fmt.Sprintf("%s is on a read-only filesystem (mkdir %s: %v)", parent, pe.Path, pe.Err), true
-	case errors.Is(pe.Err, fs.ErrNotExist):
-		// The parent there, a directory: not a race with its removal
-		// (that is the usual meaning, and the raw error says it).
-		if fi, serr := os.Stat(parent); serr == nil && fi.IsDir() {
+	case errors.Is(pe.Err, fs.ErrNotExist), errors.Is(pe.Err, syscall.EPERM):
+		// The parent there, a directory, on the kernel's filesystem.
+		// Elsewhere these say something else (the parent removed
+		// meanwhile; a directory made immutable), as the raw error does.
+		if fi, serr := os.Stat(parent); serr == nil && fi.IsDir() && kernelFS(parent) {
 			return fmt.Sprintf("%s takes no new directories (mkdir %s: %v): its filesystem is not a disk's but the kernel's, as /proc's and /sys's are", parent, pe.Path, pe.Err), true
 		}
 	}

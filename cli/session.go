@@ -218,7 +218,7 @@ func readInput(e *Env, file, what string) ([]byte, error) {
 	}
 	if file == "-" {
 		e.stdinHint(what, "give a FILE")
-		b, err := readBody(e.Stdin, -1, e.bodySpool)
+		b, err := readBody(e.Stdin, stdinSize(e.Stdin), e.bodySpool)
 		if err == errBodyTooBig {
 			return nil, &exitError{code: ExitFailure, msg: fmt.Sprintf("standard input holds more than the %s an event body (a store object) holds: nothing appended", bodyLimit())}
 		}
@@ -239,6 +239,27 @@ func readInput(e *Env, file, what string) ([]byte, error) {
 		return nil, readErr(err)
 	}
 	return b, nil
+}
+
+// stdinSize is what standard input holds from where it stands when it is
+// a regular file (`< FILE`), as readBody takes it: refused by its size
+// and read into one buffer, not copied to a spool first (as much free
+// space again on the store's disk). -1 for anything else (a pipe, a
+// terminal, a device), or a size that does not read.
+func stdinSize(r io.Reader) int64 {
+	f, ok := r.(*os.File)
+	if !ok {
+		return -1
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return -1
+	}
+	at, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return -1
+	}
+	return max(st.Size()-at, 0)
 }
 
 // readErr is a failure to read the body: the input's, or the spool's

@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"bytes"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -88,5 +91,57 @@ func TestBodySpoolLeftSwept(t *testing.T) {
 	}
 	if _, err := fsys.Stat(made); rep.TempFiles != 1 || err == nil {
 		t.Fatalf("gc removed %d temporary file(s); %s left: %v", rep.TempFiles, made, err == nil)
+	}
+}
+
+// TestStdinRegularFileNoSpool: standard input redirected from a regular
+// file (`< body.bin`) is read by its size, from where it stands, into one
+// buffer: no spool, whose copy of it needed as much free space again on
+// the store's disk (a full one said "free space there" of a body the
+// limit then refused), and one past the limit is refused before it is
+// read.
+func TestStdinRegularFileNoSpool(t *testing.T) {
+	lowBody(t, 1000)
+	lowSpill(t, 100)
+	const home = "/home/u/.rook"
+	fsys := newMemStore(t, home, 0)
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if strings.Contains(path, ".append-body") {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	src := make([]byte, 1001)
+	for i := range src {
+		src[i] = byte(i*7 + 3)
+	}
+	path := filepath.Join(t.TempDir(), "body")
+	if err := os.WriteFile(path, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdin := func(at int64) *os.File {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		if _, err := f.Seek(at, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	// 1001 bytes from offset 1: 1000, the limit; from 0, one past it,
+	// refused without reading.
+	b, err := readInput(&Env{FS: fsys, Home: home, Stdin: stdin(1), Stderr: io.Discard}, "-", "the event's body")
+	if err != nil || !bytes.Equal(b[cas.ObjectRoom:], src[1:]) {
+		t.Fatalf("stdin of a regular file at the limit: %d bytes, %v", len(b)-cas.ObjectRoom, err)
+	}
+	f := stdin(0)
+	_, err = readInput(&Env{FS: fsys, Home: home, Stdin: f, Stderr: io.Discard}, "-", "the event's body")
+	if err == nil || !strings.Contains(err.Error(), "standard input holds more than the 1000 B") {
+		t.Fatalf("stdin of a regular file past the limit: %v", err)
+	}
+	if at, _ := f.Seek(0, io.SeekCurrent); at != 0 {
+		t.Fatalf("stdin past the limit by its size: %d bytes read to refuse it", at)
 	}
 }

@@ -86,6 +86,10 @@ type Plan struct {
 	chmods []string
 	// dirsMade counts every directory Apply made (for a file, or itself).
 	dirsMade int
+	// rootMade is the top directory Apply made for the root (a restore
+	// --to a directory not there: it, or the first one above it not
+	// there): "" when the root was there.
+	rootMade string
 	// lifted are the directories there already that a rewind writes or
 	// removes in and that only their own mode closes to their owner, the
 	// user (a read-only 0555 one, say one a rewind made, which its undo
@@ -707,8 +711,21 @@ func (p *Plan) finishMade(rest []Change) error {
 // they always were.
 func (p *Plan) makeDirs(rel string) error {
 	// The root itself, as before: a restore --to a directory not made.
+	top := ""
+	if _, err := os.Stat(p.real); notExist(err) && p.rootMade == "" {
+		top = p.real
+		for d := filepath.Dir(top); d != top; d = filepath.Dir(top) {
+			if _, err := os.Lstat(d); !notExist(err) {
+				break
+			}
+			top = d
+		}
+	}
 	if err := os.MkdirAll(p.real, 0o755); err != nil {
 		return mkdirError(err)
+	}
+	if top != "" {
+		p.rootMade = top
 	}
 	if rel == "." || rel == "" {
 		return nil
@@ -754,10 +771,14 @@ func (p *Plan) makeDirs(rel string) error {
 }
 
 // soFar is what an Apply stopped by an error had done: ": nothing
-// written" when nothing (no file, no directory in the root), so that a
-// refusal at the first file reads as the plan's own refusals do.
+// written" when nothing (no file, no directory in the root, nor the root
+// made), so that a refusal at the first file reads as the plan's own
+// refusals do.
 func (p *Plan) soFar(written, removed int) string {
 	if written == 0 && removed == 0 && p.dirsMade == 0 {
+		if p.rootMade != "" {
+			return fmt.Sprintf(": nothing written but the directory %s, which it made", p.rootMade)
+		}
 		return ": nothing written"
 	}
 	return fmt.Sprintf(" (%d file(s) written, %d removed before this)", written, removed)

@@ -86,6 +86,8 @@ type Plan struct {
 	chmods []string
 	// dirsMade counts every directory Apply made (for a file, or itself).
 	dirsMade int
+	// dirsRemoved counts the (empty) directories a clearTree removed.
+	dirsRemoved int
 	// rootMade is the top directory Apply made for the root (a restore
 	// --to a directory not there: it, or the first one above it not
 	// there): "" when the root was there.
@@ -771,15 +773,18 @@ func (p *Plan) makeDirs(rel string) error {
 }
 
 // soFar is what an Apply stopped by an error had done: ": nothing
-// written" when nothing (no file, no directory in the root, nor the root
-// made), so that a refusal at the first file reads as the plan's own
+// written" when nothing (no file, no directory made or removed in the
+// root, nor the root made), so that a refusal at the first file reads as the plan's own
 // refusals do.
 func (p *Plan) soFar(written, removed int) string {
-	if written == 0 && removed == 0 && p.dirsMade == 0 {
+	if written == 0 && removed == 0 && p.dirsMade == 0 && p.dirsRemoved == 0 {
 		if p.rootMade != "" {
 			return fmt.Sprintf(": nothing written but the directory %s, which it made", p.rootMade)
 		}
 		return ": nothing written"
+	}
+	if p.dirsRemoved > 0 {
+		return fmt.Sprintf(" (%d file(s) written, %d removed, %d empty director(ies) removed before this)", written, removed, p.dirsRemoved)
 	}
 	return fmt.Sprintf(" (%d file(s) written, %d removed before this)", written, removed)
 }
@@ -859,8 +864,12 @@ func (p *Plan) removeTree(rel string) (int, error) {
 	// A directory sorts before what is in it: reversed, children first.
 	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
 	for _, d := range dirs {
-		if err := syscall.Rmdir(filepath.Join(p.real, filepath.FromSlash(d))); err != nil && !notExist(err) {
+		err := syscall.Rmdir(filepath.Join(p.real, filepath.FromSlash(d)))
+		if err != nil && !notExist(err) {
 			return n, fmt.Errorf("remove the directory %s: %w (something was added there since the rewind captured it)", d, err)
+		}
+		if err == nil {
+			p.dirsRemoved++
 		}
 	}
 	return n, nil

@@ -774,8 +774,8 @@ func (p *Plan) makeDirs(rel string) error {
 
 // soFar is what an Apply stopped by an error had done: ": nothing
 // written" when nothing (no file, no directory made or removed in the
-// root, nor the root made), so that a refusal at the first file reads as the plan's own
-// refusals do.
+// root, nor the root made), so that a refusal at the first file reads
+// as the plan's own refusals do.
 func (p *Plan) soFar(written, removed int) string {
 	if written == 0 && removed == 0 && p.dirsMade == 0 && p.dirsRemoved == 0 {
 		if p.rootMade != "" {

@@ -364,7 +364,8 @@ func readBody(r io.Reader, size int64, spool func() (vfs.File, error)) ([]byte, 
 }
 
 // spoolError is a failure of the spool file a large body of unknown size
-// goes through: its message says where, and what to do.
+// goes through: its message says where, and what to do (of one the store
+// refused, store, explain says it, as for the store).
 type spoolError struct {
 	path string
 	err  error

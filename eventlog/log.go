@@ -565,6 +565,11 @@ func (l *Log) Create(m Meta) (Meta, error) {
 		return m, fmt.Errorf("create session log: %w", err)
 	}
 	if err := l.writeMeta(m); err != nil {
+		// Its .meta may be in place (the directory sync after the
+		// rename failed): a session, though Create fails, unless removed.
+		if rerr := l.removeMetaLeft(id); rerr != nil {
+			return m, fmt.Errorf("%w; its metadata was in place, and removing it failed too (%v): the session %s may be there now, or after a crash: `rook session ls` shows it, `rook session rm %s` removes it", err, rerr, id, id)
+		}
 		return m, err
 	}
 	l.sessions[id] = &writerState{size: logHeaderSize, base: base}
@@ -1765,20 +1770,34 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 // there, and names it.
 func (l *Log) forkMetaFailed(id ID, err error) error {
 	err = l.forkFailed(id, err)
+	if rerr := l.removeMetaLeft(id); rerr != nil {
+		return fmt.Errorf("%w; its metadata was in place, and removing it failed too (%v): the fork %s may be a session now, or after a crash: `rook session ls` shows it, `rook session rm %s` removes it", err, rerr, id, id)
+	}
+	return err
+}
+
+// removeMetaLeft removes the session id whose metadata write failed
+// (Create, Fork) when the durable write had renamed its .meta into place
+// (and then failed to sync the directory): its .meta first, that removal
+// synced, then its log (else a log without metadata: tagged "rm", a
+// fork's; of no event, a Create's: a recovering writer's open removes
+// either). nil when no .meta is there, or it is gone for sure; the
+// removal's error otherwise.
+func (l *Log) removeMetaLeft(id ID) error {
 	if _, serr := l.fs.Stat(l.metaPath(id)); errors.Is(serr, fs.ErrNotExist) {
-		return err
+		return nil
 	}
 	rerr := l.fs.Remove(l.metaPath(id))
 	if rerr == nil || errors.Is(rerr, fs.ErrNotExist) {
 		rerr = l.fs.SyncDir(l.dir)
 	}
 	if rerr != nil {
-		return fmt.Errorf("%w; its metadata was in place, and removing it failed too (%v): the fork %s may be a session now, or after a crash: `rook session ls` shows it, `rook session rm %s` removes it", err, rerr, id, id)
+		return rerr
 	}
 	if rerr := l.fs.Remove(l.logPath(id)); rerr == nil {
-		l.fs.SyncDir(l.dir) // else the next writer's open removes it ("rm")
+		l.fs.SyncDir(l.dir)
 	}
-	return err
+	return nil
 }
 
 // forkFailed tags the fork id, whose log or metadata a Fork could not

@@ -214,18 +214,22 @@ func SourceIDOf(m eventlog.Meta) string { return childSourceID(m) }
 
 // unlinkedParent is the package's unlinkedParent(m) with Imported said:
 // when m names a parent it holds no link to, every session's metadata is
-// read, once, and the log of a session of that source id only (a metadata
-// file that does not read is passed over: not this caller's to tell).
+// read, once, and no log: a session of that source id whose log does not
+// read is imported all the same (session ls, which reads metadata only,
+// says so too). A metadata file that does not read is passed over: not
+// this caller's to tell.
 func (r *Rook) unlinkedParent(m eventlog.Meta) *UnlinkedParent {
 	u := unlinkedParent(m)
 	if u == nil {
 		return nil
 	}
-	found, _, _ := r.Log.SessionsWhere(func(o eventlog.Meta) bool {
-		return o.Source != nil && o.Source.Format == u.Format && o.ID != m.ID &&
-			(o.Source.ID == u.SourceID || childSourceID(o) == u.SourceID)
+	r.Log.SessionsWhere(func(o eventlog.Meta) bool {
+		if o.Source != nil && o.Source.Format == u.Format && o.ID != m.ID &&
+			(o.Source.ID == u.SourceID || childSourceID(o) == u.SourceID) {
+			u.Imported = true
+		}
+		return false // its metadata says it: its log is not read
 	})
-	u.Imported = len(found) > 0
 	return u
 }
 

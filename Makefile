@@ -58,6 +58,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzParseRefLines \
 	./agent:FuzzParseConfig \
 	./agent:FuzzIgnoreMatch \
+	./agent:FuzzTermsTogether \
 	./agent/inbox:FuzzDecodeSpoolLine \
 	./agent/inbox:FuzzReadPending \
 	./agent/inbox:FuzzReadProgress \

@@ -569,8 +569,9 @@ func (m *codexMapper) responseItem(e *codexEntry, out *mappedLine) {
 		if e.SpawnMark && m.sess.Subagent {
 			// The end of the parent's history a subagent copied: its task
 			// is the next user message, which titles it, not the
-			// parent's prompt the copy began with.
-			m.sess.Title, m.userTitle = "", ""
+			// parent's prompt the copy began with, nor the parent's
+			// thread name (a thread_name_updated the copy kept).
+			m.sess.Title, m.userTitle, m.name = "", "", ""
 		}
 	default:
 		out.Label = "response_item:" + typ

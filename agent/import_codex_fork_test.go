@@ -512,3 +512,29 @@ func TestContextOfACodexForkedSubagentWithNoTurnYet(t *testing.T) {
 		t.Fatalf("reported %+v, want 2020 tokens, imported, in a window of 258400", rp)
 	}
 }
+
+// A subagent spawned with the history of a parent the user named
+// (thread_name_updated, an event_msg the copy keeps) is titled by its own
+// task, not by its parent's name: the name it copied is the parent's, as
+// its first prompt is.
+func TestImportCodexForkedSubagentOfANamedParent(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	var total [2]int
+	p := []codexItem{codexMetaItem(codexPID, "")}
+	p = append(p, codexTurnItems(1, &total)...)
+	p = append(p, codexItem{"event_msg", `{"type":"thread_name_updated","thread_id":"` + codexPID + `","thread_name":"Parent thread"}`})
+	p = append(p, codexTurnItems(2, &total)...)
+	ppath := fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID)
+	writeSource(t, fsys, ppath, codexStamped(p, 10, 0), "")
+	spath, slines := codexForkedSubagentFile(p, &total)
+	writeSource(t, fsys, spath, slines, "")
+	rep := mustImport(t, r, FormatCodex, "/c")
+	pid, sid := *fileByPath(t, rep, ppath).Session, *fileByPath(t, rep, spath).Session
+	if got := metaOf(t, r, pid).Title; got != "Parent thread" {
+		t.Errorf("the parent's title %q, want %q", got, "Parent thread")
+	}
+	if got := metaOf(t, r, sid).Title; got != "step 3" {
+		t.Errorf("the subagent's title %q, want %q", got, "step 3")
+	}
+}

@@ -500,7 +500,7 @@ func TestContextOfACodexForkedSubagentWithNoTurnYet(t *testing.T) {
 	p = append(p, codexTurnItems(2, &total)...)
 	writeSource(t, fsys, fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID), codexStamped(p, 10, 0), "")
 	spath, slines := codexForkedSubagentFile(p, &total)
-	writeSource(t, fsys, spath, slines[:len(slines)-3], "") // its task and reply, no token_count yet
+	writeSource(t, fsys, spath, slines[:len(slines)-3], "") // its task, no reply or token_count yet
 	rep := mustImport(t, r, FormatCodex, "/c")
 	sid := *fileByPath(t, rep, spath).Session
 	tokensOf(t, r, sid, "the subagent", 0, 0)

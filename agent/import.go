@@ -1456,6 +1456,12 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	if src.ID == "" {
 		src.ID = info.ID
 	}
+	if opts.Format == FormatCodex && info.Subagent && info.Fork {
+		// Its rollout holds a copy of its parent's lines
+		// (codexMapper.sessionMeta): counted against the parent when it
+		// is linked, or its file grows (copiesParent).
+		src.CopiesParent = true
+	}
 	sess.Source = &src
 	names.move(sess, movedFrom, f.path, zst, &res)
 	// Written with the next flush, once the lines above are durable.
@@ -2053,13 +2059,14 @@ func (fi *fileImport) copiedLine(line []byte, label string) bool {
 // when it is neither or its parent is not imported.
 func (fi *fileImport) forkParentCounts() map[string]bool {
 	m := fi.sess
-	if fi.opts.Format != FormatCodex || m.Source == nil || m.Source.Parent == "" || !copiesParent(*m) {
+	if fi.opts.Format != FormatCodex || m.Source == nil || m.Source.Parent == "" {
 		return nil
 	}
-	if !slices.Contains(m.Tags, forkTag) && !fi.info().Fork {
-		// A subagent whose rollout holds no copy of its parent's
-		// (codexMapper.sessionMeta): its parent's token_counts are not
-		// read for nothing.
+	if !slices.Contains(m.Tags, forkTag) && !(slices.Contains(m.Tags, subagentTag) && fi.info().Fork) {
+		// Neither a fork nor a subagent whose rollout holds a copy of its
+		// parent's (codexMapper.sessionMeta; its metadata says so once
+		// its lines are in: copiesParent): its parent's token_counts are
+		// not read for nothing.
 		return nil
 	}
 	pid, ok := parentOf(fi.known, m.Source.Parent)
@@ -2346,19 +2353,19 @@ const subagentTag = "subagent"
 
 // copiesParent says whether m, an imported session, may begin with a copy
 // of its parent's lines, whose tokens the parent spent (copiedLine,
-// copiedTokens): a fork (forkTag), or a Codex subagent, which Codex spawns
-// with its parent's history when asked to (spawn_agent's fork_context, or
-// fork_turns, whose default is all: AgentControl.spawn_forked_thread keeps
-// the parent's messages, session_meta and events, its token_counts
-// included, byte for byte). A subagent spawned without it copied nothing,
-// and none of its token_counts is one of its parent's: its own usage
-// starts from nothing, and a payload sum matches only the same bytes (as
-// its lines are stored, only one whose rollout holds a copied
-// session_meta reads its parent's: forkParentCounts).
-// (A Claude Code subagent's transcript copies nothing.)
+// copiedTokens): a fork (forkTag), or a Codex subagent that Codex spawned
+// with its parent's history (spawn_agent's fork_context, or fork_turns,
+// whose default is all: AgentControl.spawn_forked_thread keeps the
+// parent's messages, session_meta and events, its token_counts included,
+// byte for byte), which its rollout's copy of the parent's session_meta
+// says (Source.CopiesParent). A subagent spawned without it copied
+// nothing: its events are not read against its parent's when it is
+// linked, or its parent's file grows (a parent with 40 such subagents
+// read all their events at every import of its growing file). (A Claude
+// Code subagent's transcript copies nothing.)
 func copiesParent(m eventlog.Meta) bool {
 	return slices.Contains(m.Tags, forkTag) ||
-		m.Source != nil && m.Source.Format == FormatCodex && slices.Contains(m.Tags, subagentTag)
+		m.Source != nil && m.Source.Format == FormatCodex && m.Source.CopiesParent && slices.Contains(m.Tags, subagentTag)
 }
 
 // ImportedFork says whether m is an imported session linked to the session
@@ -2811,9 +2818,9 @@ func parentsReach(parent map[eventlog.ID]*eventlog.ID, from, to eventlog.ID) boo
 // recount (Source.RecountForks) is taken as grown. m is written only if
 // that changes what it leaves out, its forks made in rook first (as
 // linkParents does). A fork whose parent
-// was removed (Ancestor) is linked anew instead. A Codex subagent is
-// recounted too (copiesParent): one spawned without its parent's history
-// copied nothing, and none of its lines matches.
+// was removed (Ancestor) is linked anew instead. A Codex subagent whose
+// rollout copies its parent's history is recounted too (copiesParent);
+// one spawned without it copied nothing, and is not read.
 func (r *Rook) recountCopied(forks *forkIndex, parents *parentKeys, m *eventlog.Meta) error {
 	if m.Ancestor != nil || !copiesParent(*m) {
 		return nil

@@ -538,3 +538,34 @@ func TestImportCodexForkedSubagentOfANamedParent(t *testing.T) {
 		t.Errorf("the subagent's title %q, want %q", got, "step 3")
 	}
 }
+
+// A subagent spawned with its parent's history, imported while its
+// parent's file held only part of what it copied, leaves the rest out
+// once the parent's file grows to it (its metadata says it copies its
+// parent: Source.CopiesParent); one spawned without it is not recounted.
+func TestImportCodexForkedSubagentRecountedWhenItsParentGrows(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	var total [2]int
+	p := []codexItem{codexMetaItem(codexPID, "")}
+	p = append(p, codexTurnItems(1, &total)...)
+	half := len(p)
+	p = append(p, codexTurnItems(2, &total)...)
+	ppath := fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID)
+	writeSource(t, fsys, ppath, codexStamped(p[:half], 10, 0), "")
+	rep := mustImport(t, r, FormatCodex, ppath)
+	pid := *fileByPath(t, rep, ppath).Session
+	spath, slines := codexForkedSubagentFile(p, &total)
+	writeSource(t, fsys, spath, slines, "")
+	rep = mustImport(t, r, FormatCodex, spath)
+	sid := *fileByPath(t, rep, spath).Session
+	if m := metaOf(t, r, sid); m.Source == nil || !m.Source.CopiesParent {
+		t.Fatalf("the subagent's source %+v: want it to say it copies its parent", m.Source)
+	}
+	// Its copy of turn 2 counts while the parent's file holds no turn 2.
+	tokensOf(t, r, sid, "the subagent, its parent's file short", 5000, 50)
+	writeSource(t, fsys, ppath, codexStamped(p, 10, 0), "")
+	mustImport(t, r, FormatCodex, ppath)
+	tokensOf(t, r, pid, "the parent", 3000, 30)
+	tokensOf(t, r, sid, "the subagent", 3000, 30)
+}

@@ -572,6 +572,7 @@ func (m *codexMapper) responseItem(e *codexEntry, out *mappedLine) {
 			// parent's prompt the copy began with, nor the parent's
 			// thread name (a thread_name_updated the copy kept).
 			m.sess.Title, m.userTitle, m.name = "", "", ""
+			m.sess.CopyEnds++
 		}
 	default:
 		out.Label = "response_item:" + typ

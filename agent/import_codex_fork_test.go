@@ -569,3 +569,38 @@ func TestImportCodexForkedSubagentRecountedWhenItsParentGrows(t *testing.T) {
 	tokensOf(t, r, pid, "the parent", 3000, 30)
 	tokensOf(t, r, sid, "the subagent", 3000, 30)
 }
+
+// A subagent's rollout imported while Codex was still writing the copy of
+// its parent's history (titled, then, by the parent's first prompt it
+// copied) is titled by its own task once it grows past the copy's end:
+// mapped whole again, or from the import state its first import kept.
+func TestImportCodexForkedSubagentTitledByItsTaskOnceGrown(t *testing.T) {
+	setImportStateMin(t, 0)
+	old := importStateNewMin
+	t.Cleanup(func() { importStateNewMin = old })
+	for _, c := range []struct{ keep, stateMin int64 }{{1, 1 << 40}, {2, 1 << 40}, {3, 1 << 40}, {2, 1}, {3, 1}} {
+		// keep-1: the lines before its own turn left out of the first
+		// import (0: only its own turn), the copy's end from 2 on.
+		keep := int(c.keep)
+		importStateNewMin = c.stateMin
+		t.Run(fmt.Sprint(keep, " state ", c.stateMin == 1), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			var total [2]int
+			p := []codexItem{codexMetaItem(codexPID, "")}
+			p = append(p, codexTurnItems(1, &total)...)
+			p = append(p, codexTurnItems(2, &total)...)
+			writeSource(t, fsys, fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID), codexStamped(p, 10, 0), "")
+			spath, slines := codexForkedSubagentFile(p, &total)
+			writeSource(t, fsys, spath, slines[:len(slines)-(4+keep-1)], "")
+			rep := mustImport(t, r, FormatCodex, "/c")
+			sid := *fileByPath(t, rep, spath).Session
+			writeSource(t, fsys, spath, slines, "")
+			mustImport(t, r, FormatCodex, "/c")
+			if got := metaOf(t, r, sid).Title; got != "step 3" {
+				t.Errorf("the subagent's title %q, want %q", got, "step 3")
+			}
+			tokensOf(t, r, sid, "the subagent", 3000, 30)
+		})
+	}
+}

@@ -103,8 +103,13 @@ type sourceSession struct {
 	// (a Claude Code transcript's continued-in line), "" if none: that
 	// session is linked as a fork of this one (linkContinuations).
 	ContinuedIn string
+	// CopyEnds counts the ends of a copy of a parent's history the lines
+	// held (a Codex subagent's spawn mark, codexForkedSpawnMark): the
+	// title from before the last is the parent's.
+	CopyEnds int
 	// Renamed: the lines taken in, after those an earlier import of the
-	// file took (sourceMapper), change Name.
+	// file took (sourceMapper), change Name, or end a copy of a parent's
+	// history (CopyEnds): the title they make replaces the one before.
 	Renamed bool
 }
 

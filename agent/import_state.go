@@ -579,7 +579,8 @@ func (sm *sourceMapper) restore(st importState) bool {
 	for _, k := range st.Backups {
 		sm.captured[k], sm.backupsNamed[k] = true, true
 	}
-	sm.started, sm.named, sm.restored = true, sm.reader.mapper.session().Name, true
+	s := sm.reader.mapper.session()
+	sm.started, sm.named, sm.copyEnds, sm.restored = true, s.Name, s.CopyEnds, true
 	return true
 }
 

@@ -331,10 +331,12 @@ type sourceMapper struct {
 	// taken in or not, captured or not: what an import without the
 	// state notes as captured from the lines before (kept: import_state.go).
 	backupsNamed backupSet
-	// named is the session's Name after the lines before start, once
-	// started says they have all been through the mapper.
-	started bool
-	named   string
+	// named is the session's Name after the lines before start, and
+	// copyEnds its CopyEnds, once started says they have all been through
+	// the mapper.
+	started  bool
+	named    string
+	copyEnds int
 	// restored: the mapper is where the lines before start left it
 	// (restore): they are not mapped again.
 	restored bool
@@ -376,7 +378,8 @@ func (sm *sourceMapper) mapChunk(data []byte, off, start int64, final bool) []pe
 		}
 	}
 	if !sm.started && off+skip == start {
-		sm.started, sm.named = true, sm.reader.mapper.session().Name
+		s := sm.reader.mapper.session()
+		sm.started, sm.named, sm.copyEnds = true, s.Name, s.CopyEnds
 	}
 	rest := data[skip:]
 	lines := make([]pendingLine, 0, bytes.Count(rest, []byte{'\n'})+1)
@@ -470,9 +473,10 @@ func (sm *sourceMapper) mapChunks(cr *chunkReader, from int64) (chunks <-chan ma
 	}
 }
 
-// session is the mapper's, Renamed when the lines from start on renamed it.
+// session is the mapper's, Renamed when the lines from start on renamed
+// it, or ended a copy of its parent's history its title came from.
 func (sm *sourceMapper) session() sourceSession {
 	s := sm.reader.mapper.session()
-	s.Renamed = sm.started && s.Name != sm.named
+	s.Renamed = sm.started && (s.Name != sm.named || s.CopyEnds != sm.copyEnds)
 	return s
 }

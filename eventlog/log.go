@@ -49,12 +49,6 @@ type Meta struct {
 	// leave them out too, as its parent's do.
 	CopiedIn  uint64 `json:"copied_tokens_in,omitempty"`
 	CopiedOut uint64 `json:"copied_tokens_out,omitempty"`
-	// CopiesParent says the file, a Codex subagent's, begins with a copy
-	// of its parent's lines (Codex spawned it with its parent's history):
-	// its CopiedIn and CopiedOut are counted against the parent, as a
-	// fork's are; a subagent without it copied nothing, and its events
-	// are not read for it.
-	CopiesParent bool `json:"copies_parent,omitempty"`
 	// Ancestor and AncestorAt, on a fork made in rook whose parent (a
 	// fork too) was removed, are the nearest session still there whose
 	// events [0, AncestorAt) the fork's copy holds: Parent keeps naming

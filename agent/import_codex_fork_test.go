@@ -542,7 +542,7 @@ func TestImportCodexForkedSubagentOfANamedParent(t *testing.T) {
 // A subagent spawned with its parent's history, imported while its
 // parent's file held only part of what it copied, leaves the rest out
 // once the parent's file grows to it (its metadata says it copies its
-// parent: Source.CopiesParent); one spawned without it is not recounted.
+// parent: Source.CopiesParent).
 func TestImportCodexForkedSubagentRecountedWhenItsParentGrows(t *testing.T) {
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)
@@ -578,12 +578,19 @@ func TestImportCodexForkedSubagentTitledByItsTaskOnceGrown(t *testing.T) {
 	setImportStateMin(t, 0)
 	old := importStateNewMin
 	t.Cleanup(func() { importStateNewMin = old })
-	for _, c := range []struct{ keep, stateMin int64 }{{1, 1 << 40}, {2, 1 << 40}, {3, 1 << 40}, {2, 1}, {3, 1}} {
-		// keep-1: the lines before its own turn left out of the first
-		// import (0: only its own turn), the copy's end from 2 on.
-		keep := int(c.keep)
-		importStateNewMin = c.stateMin
-		t.Run(fmt.Sprint(keep, " state ", c.stateMin == 1), func(t *testing.T) {
+	// before: the lines before its own turn (4 lines) left out of the
+	// first import too: none (the copy's end in), the copy's end, the
+	// copy's end and the line before it. state: the first import keeps
+	// its import state, which the second starts from.
+	for _, c := range []struct {
+		before int
+		state  bool
+	}{{0, false}, {1, false}, {2, false}, {1, true}, {2, true}} {
+		importStateNewMin = 1 << 40
+		if c.state {
+			importStateNewMin = 1
+		}
+		t.Run(fmt.Sprint(c.before, " state ", c.state), func(t *testing.T) {
 			fsys := vfs.NewMem()
 			r := testRook(t, fsys)
 			var total [2]int
@@ -592,9 +599,12 @@ func TestImportCodexForkedSubagentTitledByItsTaskOnceGrown(t *testing.T) {
 			p = append(p, codexTurnItems(2, &total)...)
 			writeSource(t, fsys, fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID), codexStamped(p, 10, 0), "")
 			spath, slines := codexForkedSubagentFile(p, &total)
-			writeSource(t, fsys, spath, slines[:len(slines)-(4+keep-1)], "")
+			writeSource(t, fsys, spath, slines[:len(slines)-4-c.before], "")
 			rep := mustImport(t, r, FormatCodex, "/c")
 			sid := *fileByPath(t, rep, spath).Session
+			if _, err := fsys.Stat(r.importStatePath(sid)); (err == nil) != c.state {
+				t.Fatalf("stat of its import state: %v, want kept %v", err, c.state)
+			}
 			writeSource(t, fsys, spath, slines, "")
 			mustImport(t, r, FormatCodex, "/c")
 			if got := metaOf(t, r, sid).Title; got != "step 3" {

@@ -289,18 +289,11 @@ func ExportHTML(x Export) []byte {
 		}
 	}
 	if u := x.Unlinked; u != nil {
-		what := "child"
-		switch {
-		case u.Subagent:
-			what = "subagent"
-		case u.Fork:
-			what = "fork"
-		}
 		whose := ", whose transcript is not imported"
 		if u.Imported {
 			whose = ", not linked to it"
 		}
-		w("<dt>%s of</dt><dd>%s session %s%s</dd>\n", what, exportEscape(FormatName(u.Format)), exportEscape(u.SourceID), whose)
+		w("<dt>%s of</dt><dd>%s session %s%s</dd>\n", u.Role(), exportEscape(FormatName(u.Format)), exportEscape(u.SourceID), whose)
 	}
 	if s.Workspace != "" {
 		w("<dt>workspace</dt><dd>%s</dd>\n", exportEscape(s.Workspace))

@@ -202,6 +202,18 @@ type UnlinkedParent struct {
 	Imported bool
 }
 
+// Role is what the session is to that parent: "subagent", "fork" or
+// "child", as show and export-html name it.
+func (u *UnlinkedParent) Role() string {
+	switch {
+	case u.Subagent:
+		return "subagent"
+	case u.Fork:
+		return "fork"
+	}
+	return "child"
+}
+
 // UnlinkedParentOf is the parent m's transcript names that m holds no
 // link to, nil when there is none (or m is linked to it); Imported is not
 // known from m alone: false.

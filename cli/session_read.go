@@ -159,17 +159,10 @@ func (c *ShowCmd) Run(e *Env) error {
 	if u := p.Unlinked; u != nil {
 		// A subagent's or fork's file imported without its parent's: its
 		// transcript says whose it is, which no link does yet.
-		what := "child"
-		switch {
-		case u.Subagent:
-			what = "subagent"
-		case u.Fork:
-			what = "fork"
-		}
 		if u.Imported {
-			fmt.Fprintf(w, "%s of %s session %s, not linked to it\n\n", what, agent.FormatName(u.Format), terminalLine(u.SourceID))
+			fmt.Fprintf(w, "%s of %s session %s, not linked to it\n\n", u.Role(), agent.FormatName(u.Format), terminalLine(u.SourceID))
 		} else {
-			fmt.Fprintf(w, "%s of %s session %s, whose transcript is not imported: importing it links them\n\n", what, agent.FormatName(u.Format), terminalLine(u.SourceID))
+			fmt.Fprintf(w, "%s of %s session %s, whose transcript is not imported: importing it links them\n\n", u.Role(), agent.FormatName(u.Format), terminalLine(u.SourceID))
 		}
 	}
 	if len(p.Events) == 0 {

@@ -196,12 +196,10 @@ func TestVerifyCallsAnIndexGoneForGoodMissing(t *testing.T) {
 	}
 }
 
-// A segment that vanishes under every attempt (the store changing all
-// the time: here a writer commits while each attempt reads, and the
-// segment's open fails with ENOENT) is read again a bounded number of
-// times; then verify says the store kept changing and to run it again,
-// not a bare "file does not exist".
-func TestVerifyGivesUpOnAStoreThatKeepsChanging(t *testing.T) {
+// changingStore is a store of 20 objects over a few segments, its writer
+// and a reader of it, for a writer to commit under the reader's verify.
+func changingStore(t *testing.T) (*vfs.MemFS, *Store, *Store, string) {
+	t.Helper()
 	fsys := vfs.NewMem()
 	w, home := newStore(t, fsys, Options{SegmentSize: 8192, BlockSize: 4096})
 	for i := range 20 {
@@ -214,9 +212,27 @@ func TestVerifyGivesUpOnAStoreThatKeepsChanging(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	t.Cleanup(func() { r.Close() })
+	return fsys, w, r, home
+}
+
+// commitOne has the writer put and sync the n-th new object.
+func commitOne(t *testing.T, w *Store, n int) {
+	mustPut(t, w, KindFile, noise(100, uint64(1000+2*n)))
+	if err := w.Sync(); err != nil {
+		t.Error(err)
+	}
+}
+
+// A segment that vanishes under every attempt (the store changing all
+// the time: here a writer commits while each attempt reads, and the
+// segment's open fails with ENOENT) is read again a bounded number of
+// times; then verify says the store kept changing and to run it again,
+// not a bare "file does not exist".
+func TestVerifyGivesUpOnAStoreThatKeepsChanging(t *testing.T) {
+	fsys, w, r, home := changingStore(t)
 	seg := filepath.Join(home, SegmentsDir, segName(2))
-	busy, opens, puts := false, 0, 0
+	busy, opens := false, 0
 	fsys.SetHook(func(op vfs.Op, path string) error {
 		if busy || op != vfs.OpOpenRead || path != seg {
 			return nil
@@ -224,11 +240,7 @@ func TestVerifyGivesUpOnAStoreThatKeepsChanging(t *testing.T) {
 		busy = true
 		defer func() { busy = false }()
 		opens++
-		puts++
-		mustPut(t, w, KindFile, noise(100, uint64(1000+2*puts)))
-		if err := w.Sync(); err != nil {
-			t.Error(err)
-		}
+		commitOne(t, w, opens)
 		return syscall.ENOENT
 	})
 	rep, err := r.Verify(nil)
@@ -251,22 +263,10 @@ func TestVerifyGivesUpOnAStoreThatKeepsChanging(t *testing.T) {
 // replacing it) read nothing, and was counted as a read ("read it 5
 // times" of a store read 4).
 func TestVerifyGivingUpCountsTheReadsItMade(t *testing.T) {
-	fsys := vfs.NewMem()
-	w, home := newStore(t, fsys, Options{SegmentSize: 8192, BlockSize: 4096})
-	for i := range 20 {
-		mustPut(t, w, KindFile, noise(3000, uint64(2*i+1)))
-	}
-	if err := w.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(home, Options{FS: fsys, Clock: testClock()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	fsys, w, r, home := changingStore(t)
 	idx := filepath.Join(home, IndexDir, IndexFile)
 	seg := filepath.Join(home, SegmentsDir, segName(2))
-	busy, gone, opens, puts := false, false, 0, 0
+	busy, gone, opens := false, false, 0
 	fsys.SetHook(func(op vfs.Op, path string) error {
 		if busy {
 			return nil
@@ -281,11 +281,7 @@ func TestVerifyGivingUpCountsTheReadsItMade(t *testing.T) {
 		busy = true
 		defer func() { busy = false }()
 		opens++
-		puts++
-		mustPut(t, w, KindFile, noise(100, uint64(1000+2*puts)))
-		if err := w.Sync(); err != nil {
-			t.Error(err)
-		}
+		commitOne(t, w, opens)
 		return syscall.ENOENT
 	})
 	rep, err := r.Verify(nil)

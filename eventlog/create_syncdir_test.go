@@ -1,7 +1,6 @@
 package eventlog
 
 import (
-	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -17,23 +16,12 @@ func TestCreateMetaSyncDirFails(t *testing.T) {
 	for _, how := range []string{"this writer", "close", "kill", "crash", "random crash"} {
 		fsys := vfs.NewMem()
 		l := testLog(t, fsys, Options{})
-		renamed := false
-		fsys.SetHook(func(op vfs.Op, path string) error {
-			if op == vfs.OpRename && strings.HasSuffix(path, ".meta") {
-				renamed = true
-			}
-			if op == vfs.OpSyncDir && renamed {
-				renamed = false
-				return vfs.ErrInjected
-			}
-			return nil
-		})
+		failSyncDirAfterMeta(fsys, false)
 		m, err := l.Create(Meta{Title: "t", Workspace: "/w"})
 		fsys.SetHook(nil)
 		if err == nil {
 			t.Fatal("create with its directory sync failing: no error")
 		}
-		var states []*vfs.MemFS
 		switch how {
 		case "this writer":
 			ss, err := l.Sessions()
@@ -41,21 +29,8 @@ func TestCreateMetaSyncDirFails(t *testing.T) {
 				t.Fatalf("%s: %d sessions (%v), its metadata read: %v", how, len(ss), err, merr == nil)
 			}
 			continue
-		case "close":
-			if err := l.Close(); err != nil {
-				t.Fatal(err)
-			}
-			states = []*vfs.MemFS{fsys}
-		case "kill":
-			states = []*vfs.MemFS{fsys.KillClone()}
-		case "crash":
-			states = []*vfs.MemFS{fsys.CrashClone()}
-		case "random crash":
-			rng := rand.New(rand.NewPCG(9, 10))
-			for range 16 {
-				states = append(states, fsys.CrashCloneRandom(rng))
-			}
 		}
+		states := statesAfter(t, how, fsys, l, 9)
 		for i, st := range states {
 			if n, there := sessionsAfter(t, st, m.ID); n != 0 || there {
 				t.Fatalf("%s (%d): after recovery %d sessions, the one Create failed there: %v (Create said: %v)", how, i, n, there, err)
@@ -66,16 +41,7 @@ func TestCreateMetaSyncDirFails(t *testing.T) {
 	// sure: the error says so, naming the session.
 	fsys := vfs.NewMem()
 	l := testLog(t, fsys, Options{})
-	renamed := false
-	fsys.SetHook(func(op vfs.Op, path string) error {
-		if op == vfs.OpRename && strings.HasSuffix(path, ".meta") {
-			renamed = true
-		}
-		if op == vfs.OpSyncDir && renamed {
-			return vfs.ErrInjected
-		}
-		return nil
-	})
+	failSyncDirAfterMeta(fsys, true)
 	m, err := l.Create(Meta{Title: "t"})
 	fsys.SetHook(nil)
 	if err == nil || !strings.Contains(err.Error(), "the session "+m.ID.String()+" may be there now, or after a crash") || !strings.Contains(err.Error(), "`rook session rm "+m.ID.String()+"` removes it") {

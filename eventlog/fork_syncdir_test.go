@@ -24,17 +24,7 @@ func forkSyncDirFails(t *testing.T, fsys *vfs.MemFS, always bool) (*Log, ID, err
 	if err := l.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	renamed := false
-	fsys.SetHook(func(op vfs.Op, path string) error {
-		if op == vfs.OpRename && strings.HasSuffix(path, ".meta") {
-			renamed = true
-		}
-		if op == vfs.OpSyncDir && renamed {
-			renamed = always
-			return vfs.ErrInjected
-		}
-		return nil
-	})
+	failSyncDirAfterMeta(fsys, always)
 	f, err := l.Fork(parent.ID, 1, Meta{Title: "fork"})
 	fsys.SetHook(nil)
 	if err == nil {
@@ -75,7 +65,6 @@ func TestForkMetaSyncDirFails(t *testing.T) {
 		if strings.Contains(err.Error(), "may be") {
 			t.Fatalf("%s: the fork was removed, yet the error says it may be there: %v", how, err)
 		}
-		var states []*vfs.MemFS
 		switch how {
 		case "this writer":
 			ss, err := l.Sessions()
@@ -92,21 +81,8 @@ func TestForkMetaSyncDirFails(t *testing.T) {
 				t.Fatalf("%s: %d sessions, %v", how, len(ss), err)
 			}
 			continue
-		case "close":
-			if err := l.Close(); err != nil {
-				t.Fatal(err)
-			}
-			states = []*vfs.MemFS{fsys}
-		case "kill":
-			states = []*vfs.MemFS{fsys.KillClone()}
-		case "crash":
-			states = []*vfs.MemFS{fsys.CrashClone()}
-		case "random crash":
-			rng := rand.New(rand.NewPCG(7, 8))
-			for range 16 {
-				states = append(states, fsys.CrashCloneRandom(rng))
-			}
 		}
+		states := statesAfter(t, how, fsys, l, 7)
 		for i, st := range states {
 			if n, there := sessionsAfter(t, st, fork); n != 1 || there {
 				t.Fatalf("%s (%d): after recovery %d sessions, the fork there: %v (Fork said: %v)", how, i, n, there, err)
@@ -123,4 +99,47 @@ func TestForkMetaSyncDirFails(t *testing.T) {
 		}
 	}
 	t.Log(err)
+}
+
+// failSyncDirAfterMeta makes the directory sync after a .meta's rename
+// fail: once, or every time (always).
+func failSyncDirAfterMeta(fsys *vfs.MemFS, always bool) {
+	renamed := false
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpRename && strings.HasSuffix(path, ".meta") {
+			renamed = true
+		}
+		if op == vfs.OpSyncDir && renamed {
+			renamed = always
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+}
+
+// statesAfter is what a later rook finds of fsys after l ends how: the
+// store as l's close left it, or after a kill, a power cut, or 16 random
+// power cuts (seeded by seed).
+func statesAfter(t *testing.T, how string, fsys *vfs.MemFS, l *Log, seed uint64) []*vfs.MemFS {
+	t.Helper()
+	switch how {
+	case "close":
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return []*vfs.MemFS{fsys}
+	case "kill":
+		return []*vfs.MemFS{fsys.KillClone()}
+	case "crash":
+		return []*vfs.MemFS{fsys.CrashClone()}
+	case "random crash":
+		rng := rand.New(rand.NewPCG(seed, seed+1))
+		var states []*vfs.MemFS
+		for range 16 {
+			states = append(states, fsys.CrashCloneRandom(rng))
+		}
+		return states
+	}
+	t.Fatalf("no state after %q", how)
+	return nil
 }

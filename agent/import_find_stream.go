@@ -405,9 +405,9 @@ func (ml *miniLine) mini(real int64, end bool) int {
 	return -1
 }
 
-// findStreamed is what Find gives of imported line obj, streamed: ok is
-// false when the line is to be read whole (not a big imported line, or one
-// the streamed path cannot give exactly, or a read failed).
+// findStreamedResult is what findStreamed gives: the part searched
+// (start, stop, cut by the budget), the hit (at, end; -1 when none) and
+// its snippet.
 type findStreamedResult struct {
 	start, stop int64
 	cut         bool
@@ -416,6 +416,9 @@ type findStreamedResult struct {
 	decoded     bool
 }
 
+// findStreamed is what Find gives of imported line s, streamed, searched
+// from off with budget bytes left: ok is false when the line is to be read
+// whole (one the streamed path cannot give exactly, or a read failed).
 func (r *Rook) findStreamed(s *streamedLine, off, budget int64, m, escaped *foldMatcher) (findStreamedResult, bool) {
 	var res findStreamedResult
 	spans, newlines, ok := s.findSpans()

@@ -580,7 +580,8 @@ var notTextKeys = map[string]bool{
 }
 
 // scoreBody scores a body line by line against lower-case terms: for each
-// term found on a line, 4 plus its count on the line up to 3, and 4 more
+// term found on a line, 4 plus its count on the line up to 3 (3 more when
+// it stands there as a whole word), and 4 more
 // for each term when the line has every term, 6 more again when it has
 // them together, as the query gives them (termsTogether). The body's score is its
 // best line's, plus what its other lines score up to half as much again,

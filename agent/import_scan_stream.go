@@ -4,8 +4,9 @@ package agent
 // body is its source line with the long strings cut out of it (sourceLine):
 // find matched against the line put back together (sl.expand), and search
 // against its text (textOfImported), each held whole: a line holding a
-// 24 MiB tool output cost hundreds of MiB for each. A line whose cut strings
-// add up to more than streamLinesOver is now read in pieces instead:
+// 24 MiB tool output cost hundreds of MiB for each. A line of more than
+// streamLinesOver (its cut strings' text and the rest of it) is now read
+// in pieces instead:
 //
 //   - each cut string's object is streamed once first (cutScan) for what
 //     the whole-line path asked of its bytes: its escaped length, whether
@@ -22,11 +23,12 @@ package agent
 // does, it does not try: the line is then read whole, as before. That is a
 // cut string that is not UTF-8, may hold JSON with an encoded value in it
 // (`"data`, `"base64"`, `"signature"`, `"encrypted_content"` in its text),
-// a Codex argument or output of at most maxCodexJSONString (search reads
-// its JSON), a skeleton line that is not JSON, a body that is binary, any
-// read error (the whole path reports it as it always has), a decoded line
-// of search's text longer than streamTextLine, or a find snippet whose
-// window finds no byte to start or end at outside an escape.
+// a Codex argument or output of at most maxCodexJSONString that starts
+// with '{' (search reads its JSON), a skeleton line that is not JSON, a
+// body that is binary, any read error (the whole path reports it as it
+// always has), a decoded line of search's text longer than streamTextLine,
+// or a find snippet whose window finds no byte to start or end at outside
+// an escape.
 
 import (
 	"bytes"

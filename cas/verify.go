@@ -145,6 +145,18 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 		before, berr := s.storeState()
 		reads++
 		rep, err := s.verifyOnce(progress)
+		if ok, holder := s.rebuilding(rep); err == nil && ok {
+			// A writer put an empty index in place of a damaged or
+			// missing one and is rebuilding it: no object was checked.
+			if !last {
+				vanishedPause(attempt)
+				continue
+			}
+			if holder != "" {
+				holder = " (" + holder + ")"
+			}
+			return rep, fmt.Errorf("index %s holds no commit while the segments hold %d records and a writer holds the store%s: it is rebuilding the index from the segments, so verify checked no object: run `rook store verify` again once the rebuild is done", s.indexPath(), rep.Records, holder)
+		}
 		if (err == nil && len(rep.Problems) == 0) || berr != nil || rep.IndexReadFailed {
 			return rep, err
 		}
@@ -168,6 +180,27 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 			return rep, err
 		}
 	}
+}
+
+// rebuilding says whether what verify read (rep) is an index a writer
+// is rebuilding, and who holds the writer lock (the rebuilding writer, as
+// its lock file says): an index that never committed (the new empty one a
+// writer's open puts in place of a damaged or missing one, until the
+// rebuilt one replaces it) while the segments hold records and a writer
+// holds the store. With no writer, such records are what a first writer
+// killed before its first commit left (never acknowledged: orphans, which
+// the next writer's open takes in), and a new store (no commit, no record)
+// is simply empty: neither is a rebuild. A lock that cannot be looked at
+// counts as held: verify does not pass what it cannot tell.
+func (s *Store) rebuilding(rep VerifyReport) (bool, string) {
+	if rep.Records == 0 || s.tree.Snapshot().TxID() != 0 {
+		return false, ""
+	}
+	holder, err := LockHolder(s.fs, s.home)
+	if err != nil {
+		return true, fmt.Sprintf("the writer lock could not be looked at: %v", err)
+	}
+	return holder != "", holder
 }
 
 // verifyAttempts bounds how many times a reader's verify reads a store

@@ -1,0 +1,174 @@
+package cas
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// A writer's open that finds the index damaged (or missing) puts an empty
+// index in its place and then rebuilds it from the segments; the rebuilt
+// one replaces the empty one only at the end. A reader's verify that ran
+// in between read that empty index (no commit, no entries) and every
+// record of the segments, found nothing wrong, and passed: "all 0 objects
+// verified" of a store of 40. It must not pass a store whose objects it
+// did not check: it reads again, and while the rebuild goes on it fails
+// saying a rebuild is in progress and to run verify again after it.
+func TestVerifyDoesNotPassAStoreWhoseIndexIsBeingRebuilt(t *testing.T) {
+	for _, how := range []string{"damaged", "missing"} {
+		t.Run(how, func(t *testing.T) {
+			fsys, r, home := readerOf(t, 40)
+			idx := filepath.Join(home, IndexDir, IndexFile)
+			segDir := filepath.Join(home, SegmentsDir)
+			switch how {
+			case "damaged":
+				if err := fsys.WriteFileAtomic(idx, make([]byte, 3*8192), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			case "missing":
+				if err := fsys.Remove(idx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var (
+				rep      VerifyReport
+				verr     error
+				verified bool
+				busy     bool
+			)
+			fsys.SetHook(func(op vfs.Op, path string) error {
+				// The writer's rebuild reads its first segment: the
+				// empty index is in place, the rebuilt one not yet.
+				if busy || verified || op != vfs.OpOpenRead || filepath.Dir(path) != segDir {
+					return nil
+				}
+				if _, err := fsys.Stat(idx + ".tmp"); err == nil {
+					return nil
+				}
+				busy = true
+				defer func() { busy = false }()
+				verified = true
+				rep, verr = r.Verify(nil)
+				return nil
+			})
+			w, err := Open(home, Options{FS: fsys, Clock: testClock(), Writable: true})
+			fsys.SetHook(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !verified {
+				t.Fatal("verify did not run during the rebuild")
+			}
+			if !strings.Contains(strings.Join(w.Notices, "\n"), "rebuilt from") {
+				t.Fatalf("writer's open did not rebuild the index: notices %q", w.Notices)
+			}
+			if verr == nil {
+				t.Fatalf("verify during the rebuild passed: %d objects, %d records, %d orphans, problems %v: want it to say a rebuild is in progress", rep.Objects, rep.Records, rep.Orphans, rep.Problems)
+			}
+			for _, want := range []string{idx, "rebuil", "run `rook store verify` again"} {
+				if !strings.Contains(verr.Error(), want) {
+					t.Errorf("error %q does not say %q", verr, want)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// Once the rebuild is done, the same reader verifies every object.
+			rep, err = r.Verify(nil)
+			if err != nil || len(rep.Problems) != 0 || rep.Objects != 40 {
+				t.Fatalf("verify after the rebuild: %d objects, problems %v, error %v: want 40, nothing wrong", rep.Objects, rep.Problems, err)
+			}
+		})
+	}
+}
+
+// A store that truly holds nothing (a new one: an index with no commit,
+// no record in any segment) still verifies clean.
+func TestVerifyPassesATrulyEmptyStore(t *testing.T) {
+	fsys := vfs.NewMem()
+	w, home := newStore(t, fsys, Options{})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: fsys, Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if tx := r.tree.Snapshot().TxID(); tx != 0 {
+		t.Fatalf("index of a new store at txid %d: want no commit", tx)
+	}
+	for _, held := range []bool{false, true} {
+		if held {
+			// A writer holding it, before it wrote anything.
+			l, err := fsys.TryLock(filepath.Join(home, LockFile), FileMode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Unlock()
+		}
+		rep, err := r.Verify(nil)
+		if err != nil || len(rep.Problems) != 0 || rep.Objects != 0 || rep.Records != 0 {
+			t.Fatalf("verify of an empty store (writer lock held %v): %+v, error %v: want clean", held, rep, err)
+		}
+	}
+}
+
+// A rebuild that is done by verify's next look passes: verify read the
+// empty index, waited, read the store again and checked every object.
+func TestVerifyReadsAgainOnceTheRebuildIsDone(t *testing.T) {
+	fsys, r, home := readerOf(t, 40)
+	idx := filepath.Join(home, IndexDir, IndexFile)
+	segDir := filepath.Join(home, SegmentsDir)
+	rebuilt, err := vfs.ReadFile(fsys, idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The empty index a writer's open puts in place: a new store's.
+	nfs := vfs.NewMem()
+	n, nhome := newStore(t, nfs, Options{})
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	empty, err := vfs.ReadFile(nfs, filepath.Join(nhome, IndexDir, IndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.WriteFileAtomic(idx, empty, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The rebuilding writer holds the store.
+	l, err := fsys.TryLock(filepath.Join(home, LockFile), FileMode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	// The rebuilt index goes in once verify's first attempt has listed
+	// the segments to read (its second listing: the first names the
+	// state it starts from).
+	busy, lists, done := false, 0, false
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if busy || done || op != vfs.OpReadDir || path != segDir {
+			return nil
+		}
+		busy = true
+		defer func() { busy = false }()
+		if lists++; lists == 2 {
+			done = true
+			if err := fsys.WriteFileAtomic(idx, rebuilt, 0o600); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
+	rep, err := r.Verify(nil)
+	fsys.SetHook(nil)
+	if !done {
+		t.Fatal("the rebuilt index was not put in place under verify")
+	}
+	if err != nil || len(rep.Problems) != 0 || rep.Objects != 40 {
+		t.Fatalf("verify across a rebuild that finished: %d objects, problems %v, error %v: want 40, nothing wrong", rep.Objects, rep.Problems, err)
+	}
+}

@@ -134,11 +134,17 @@ func (r *Rook) closeLeftOpenAtOpen() []string {
 // a backup restored without it), a writer's event log would make it anew,
 // empty, and the next gc would collect every object the sessions named
 // before they could be put back: no writer opens (Open), and doctor says
-// so.
+// so. A file in its place (the store's layout damaged: a tool or a hand
+// wrote one there) is said too, with what to do, rather than as the bare
+// "not a directory" of the first file made or opened in it.
 func MissingSessionsDir(fsys vfs.FS, home string) error {
 	dir := filepath.Join(home, cas.EventsDir)
-	if _, err := fsys.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+	fi, err := fsys.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("the sessions' directory %s is missing: put it back, or run `rook init` to make it anew, empty, if the sessions are gone for good", dir)
+	case err == nil && !fi.IsDir():
+		return fmt.Errorf("the sessions' directory %s is a file, not a directory: the store's layout is damaged: move the file aside and put the directory back (from a backup), or, if the sessions are gone for good, move the file aside and run `rook init` to make it anew, empty", dir)
 	}
 	return nil
 }

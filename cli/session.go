@@ -381,7 +381,7 @@ func (e *spoolError) Error() string {
 		return fmt.Sprintf("make a spool file for the body (more than %s of standard input or a pipe) in %s: %v", units.Bytes(spillAt), filepath.Dir(e.path), e.err)
 	}
 	do := "give the body as a regular FILE, which is read without one"
-	if errors.Is(e.err, syscall.ENOSPC) {
+	if errors.Is(e.err, syscall.ENOSPC) || errors.Is(e.err, syscall.EDQUOT) {
 		do = "free space there, or " + do
 	}
 	return fmt.Sprintf("hold the body (more than %s of standard input or a pipe) in a spool file in %s: %v: %s",

@@ -145,3 +145,49 @@ func TestStdinRegularFileNoSpool(t *testing.T) {
 		t.Fatalf("stdin past the limit by its size: %d bytes read to refuse it", at)
 	}
 }
+
+// TestBodySpoolQuotaAndLayout: a spool whose write is refused for the
+// user's disk quota (EDQUOT) gets the advice a full disk's (ENOSPC) does,
+// free space there; and a spool that cannot be made because the store's
+// events/ is a file (ENOTDIR) is the store's layout damaged, said as the
+// store's with what to do, not "give the body as a regular FILE" (whose
+// append fails on the same events/).
+func TestBodySpoolQuotaAndLayout(t *testing.T) {
+	lowSpill(t, 100)
+	const home = "/home/u/.rook"
+	fsys := newMemStore(t, home, 0)
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpWrite && strings.Contains(path, ".append-body") {
+			return syscall.EDQUOT
+		}
+		return nil
+	})
+	e := &Env{FS: fsys, Home: home}
+	_, err := readBody(onlyReader{bytes.NewReader(make([]byte, 500))}, -1, e.bodySpool)
+	msg := explain(readErr(err), home)
+	if !strings.Contains(msg, "quota exceeded: free space there, or give the body as a regular FILE") {
+		t.Errorf("spool over the quota: %s\nwant the free space advice", msg)
+	}
+	fsys.SetHook(nil)
+
+	events := filepath.Join(home, cas.EventsDir)
+	if err := fsys.Remove(events); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.WriteFileAtomic(events, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = readBody(onlyReader{bytes.NewReader(make([]byte, 500))}, -1, e.bodySpool)
+	if err == nil {
+		t.Fatal("spool made with events/ a file")
+	}
+	msg = explain(readErr(err), home)
+	for _, want := range []string{events + " is a file, not a directory", "layout is damaged", "move the file aside"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("spool with events/ a file: %s\nwant %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "regular FILE") || strings.Contains(msg, "read input") {
+		t.Errorf("spool with events/ a file: %s\nwant no word of a regular FILE", msg)
+	}
+}

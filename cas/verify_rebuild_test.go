@@ -17,13 +17,16 @@ import (
 // did not check: it reads again, and while the rebuild goes on it fails
 // saying a rebuild is in progress and to run verify again after it.
 func TestVerifyDoesNotPassAStoreWhoseIndexIsBeingRebuilt(t *testing.T) {
-	for _, how := range []string{"damaged", "missing"} {
+	// damaged, missing: a writer's open rebuilds; reindex: `rook store
+	// reindex` of a damaged index (an open for the reindex, which moves it
+	// aside and puts an empty one in place, then the reindex).
+	for _, how := range []string{"damaged", "missing", "reindex"} {
 		t.Run(how, func(t *testing.T) {
 			fsys, r, home := readerOf(t, 40)
 			idx := filepath.Join(home, IndexDir, IndexFile)
 			segDir := filepath.Join(home, SegmentsDir)
 			switch how {
-			case "damaged":
+			case "damaged", "reindex":
 				if err := fsys.WriteFileAtomic(idx, make([]byte, 3*8192), 0o600); err != nil {
 					t.Fatal(err)
 				}
@@ -53,16 +56,21 @@ func TestVerifyDoesNotPassAStoreWhoseIndexIsBeingRebuilt(t *testing.T) {
 				rep, verr = r.Verify(nil)
 				return nil
 			})
-			w, err := Open(home, Options{FS: fsys, Clock: testClock(), Writable: true})
+			w, err := Open(home, Options{FS: fsys, Clock: testClock(), Writable: true, ForReindex: how == "reindex"})
+			if err == nil && how == "reindex" {
+				var rr ReindexReport
+				if rr, err = w.Reindex(nil); err == nil && rr.Objects != 40 {
+					t.Fatalf("reindex took in %d objects: want 40", rr.Objects)
+				}
+			} else if err == nil && !strings.Contains(strings.Join(w.Notices, "\n"), "rebuilt from") {
+				t.Fatalf("writer's open did not rebuild the index: notices %q", w.Notices)
+			}
 			fsys.SetHook(nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !verified {
 				t.Fatal("verify did not run during the rebuild")
-			}
-			if !strings.Contains(strings.Join(w.Notices, "\n"), "rebuilt from") {
-				t.Fatalf("writer's open did not rebuild the index: notices %q", w.Notices)
 			}
 			if verr == nil {
 				t.Fatalf("verify during the rebuild passed: %d objects, %d records, %d orphans, problems %v: want it to say a rebuild is in progress", rep.Objects, rep.Records, rep.Orphans, rep.Problems)

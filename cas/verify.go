@@ -11,6 +11,7 @@ import (
 
 	"github.com/rookhq/rook/dict"
 	"github.com/rookhq/rook/index"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 func (d *Damage) index(all []Damage) int {
@@ -145,17 +146,14 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 		before, berr := s.storeState()
 		reads++
 		rep, err := s.verifyOnce(progress)
-		if ok, holder := s.rebuilding(rep); err == nil && ok {
+		if who := s.rebuilding(rep, err); who != "" {
 			// A writer put an empty index in place of a damaged or
 			// missing one and is rebuilding it: no object was checked.
 			if !last {
 				vanishedPause(attempt)
 				continue
 			}
-			if holder != "" {
-				holder = " (" + holder + ")"
-			}
-			return rep, fmt.Errorf("index %s holds no commit while the segments hold %d records and a writer holds the store%s: it is rebuilding the index from the segments, so verify checked no object: run `rook store verify` again once the rebuild is done", s.indexPath(), rep.Records, holder)
+			return rep, fmt.Errorf("index %s holds no commit while the segments hold %d records and %s: it is rebuilding the index from the segments, so verify checked no object: run `rook store verify` again once the rebuild is done", s.indexPath(), rep.Records, who)
 		}
 		if (err == nil && len(rep.Problems) == 0) || berr != nil || rep.IndexReadFailed {
 			return rep, err
@@ -182,25 +180,36 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 	}
 }
 
-// rebuilding says whether what verify read (rep) is an index a writer
-// is rebuilding, and who holds the writer lock (the rebuilding writer, as
-// its lock file says): an index that never committed (the new empty one a
-// writer's open puts in place of a damaged or missing one, until the
-// rebuilt one replaces it) while the segments hold records and a writer
-// holds the store. With no writer, such records are what a first writer
-// killed before its first commit left (never acknowledged: orphans, which
-// the next writer's open takes in), and a new store (no commit, no record)
-// is simply empty: neither is a rebuild. A lock that cannot be looked at
-// counts as held: verify does not pass what it cannot tell.
-func (s *Store) rebuilding(rep VerifyReport) (bool, string) {
-	if rep.Records == 0 || s.tree.Snapshot().TxID() != 0 {
-		return false, ""
+// rebuilding says, when what verify read (rep, err) is an index a writer
+// is rebuilding, which writer ("" when it is not): an index that never
+// committed (the new empty one a writer's open puts in place of a damaged
+// or missing one, until the rebuilt one replaces it) while the segments
+// hold records and a writer holds the store lock. With no writer, such
+// records are what a first writer killed before its first commit left
+// (never acknowledged: orphans, which the next writer's open takes in),
+// and a new store (no commit, no record) is simply empty: neither is a
+// rebuild. A lock that cannot be looked at counts as held: verify does
+// not pass what it cannot tell.
+func (s *Store) rebuilding(rep VerifyReport, err error) string {
+	if err != nil || rep.Records == 0 || s.tree.Snapshot().TxID() != 0 {
+		return ""
 	}
-	holder, err := LockHolder(s.fs, s.home)
-	if err != nil {
-		return true, fmt.Sprintf("the writer lock could not be looked at: %v", err)
+	path := filepath.Join(s.home, LockFile)
+	l, lerr := s.fs.TryLock(path, FileMode)
+	switch {
+	case errors.Is(lerr, vfs.ErrLocked):
+		// Held: who holds it, as its lock file says (it may say nothing
+		// yet, just taken).
+		b, _ := vfs.ReadFile(s.fs, path)
+		if holder := strings.TrimSpace(string(b)); holder != "" {
+			return "a writer holds the store, " + holder
+		}
+		return "a writer holds the store"
+	case lerr != nil:
+		return fmt.Sprintf("the writer lock %s could not be looked at (%v), so a writer may hold the store", path, lerr)
 	}
-	return holder != "", holder
+	l.Unlock()
+	return ""
 }
 
 // verifyAttempts bounds how many times a reader's verify reads a store

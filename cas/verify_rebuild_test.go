@@ -75,7 +75,7 @@ func TestVerifyDoesNotPassAStoreWhoseIndexIsBeingRebuilt(t *testing.T) {
 			if verr == nil {
 				t.Fatalf("verify during the rebuild passed: %d objects, %d records, %d orphans, problems %v: want it to say a rebuild is in progress", rep.Objects, rep.Records, rep.Orphans, rep.Problems)
 			}
-			for _, want := range []string{idx, "rebuil", "run `rook store verify` again"} {
+			for _, want := range []string{idx, "20 records", "a writer holds the store", "rebuilding", "run `rook store verify` again"} {
 				if !strings.Contains(verr.Error(), want) {
 					t.Errorf("error %q does not say %q", verr, want)
 				}

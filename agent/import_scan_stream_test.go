@@ -286,100 +286,179 @@ func TestStreamedFindAndSearchOfHandMadeLinesMatchWhole(t *testing.T) {
 	}
 }
 
-// FuzzStreamedFind compares find and search over an imported line,
-// streamed, with the whole-line path: a JSON line whose '#'s become a
-// long string (fill, repeated; cut out), a query, an offset and a budget.
-func FuzzStreamedFind(f *testing.F) {
+// streamedFindSeed is one input of FuzzStreamedFind.
+type streamedFindSeed struct {
+	line        []byte
+	fill, query string
+	off, budget int64
+	rep         uint8
+}
+
+// streamedFindSeeds are FuzzStreamedFind's seed corpus: lines whose '#'s
+// become long strings (tool results, texts, an image next to text,
+// thinking and its signature), with queries that escape, fold and cross
+// the strings' ends.
+func streamedFindSeeds() []streamedFindSeed {
+	var seeds []streamedFindSeed
 	for _, s := range []string{
 		`{"type":"user","message":{"content":[{"type":"tool_result","content":"#"}]}}`,
 		`{"type":"user","message":{"content":[{"type":"text","text":"#"},{"type":"text","text":"x#"}]},"toolUseResult":{"stdout":"#"}}`,
 		`{"type":"user","message":{"content":[{"type":"image","source":{"data":"#"}},{"type":"text","text":"#"}]}}`,
 		`{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"#","signature":"#"}]},"cwd":"caf\u00e9"}`,
 	} {
-		f.Add([]byte(s), "needle \n\"é", "NEEDLE", int64(0), int64(0), uint8(3))
-		f.Add([]byte(s), "iVBORw0KGgo", "gokg", int64(300), int64(50), uint8(40))
-		f.Add([]byte(s), "a\\b", `"},{"`, int64(-1), int64(7), uint8(0))
+		seeds = append(seeds,
+			streamedFindSeed{[]byte(s), "needle \n\"é", "NEEDLE", 0, 0, 3},
+			streamedFindSeed{[]byte(s), "iVBORw0KGgo", "gokg", 300, 50, 40},
+			streamedFindSeed{[]byte(s), "a\\b", `"},{"`, -1, 7, 0})
 	}
+	return seeds
+}
+
+// streamedFindRook is the store FuzzStreamedFind imports into, every line
+// streamed.
+func streamedFindRook(tb testing.TB) *Rook {
+	tb.Helper()
 	fsys := vfs.NewMem()
 	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	if _, err := cas.Init(fsys, clk, testHome); err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
 	r, err := Open(testHome, Options{FS: fsys, Clock: clk, Writable: true})
 	if err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
-	f.Cleanup(func() { r.Close() })
+	tb.Cleanup(func() { r.Close() })
 	old := streamLinesOver
 	streamLinesOver = 0
-	f.Cleanup(func() { streamLinesOver = old })
-	seed := maphash.MakeSeed()
-	f.Fuzz(func(t *testing.T, line []byte, fill, query string, off, budget int64, rep uint8) {
-		if len(line) > 4096 || len(fill) > 64 || bytes.IndexByte(line, '\n') >= 0 || ValidateQuery(query) != nil || len(query) > 32 {
-			return
-		}
-		if fill == "" {
-			fill = " "
-		}
-		long := appendJSONString(nil, []byte(strings.Repeat(fill, (MinCutString+int(rep)*512)/len(fill)+1)))
-		line = bytes.ReplaceAll(line, []byte("#"), long[1:len(long)-1])
-		strs, ok := stringValues(line, MinCutString+2)
-		if !ok {
-			return
-		}
-		cuts := lineCuts(line, strs, MinCutString, func(jsonString) cas.Kind { return cas.KindToolResult })
-		if len(cuts) == 0 {
-			return
-		}
-		var sl sourceLine
-		prev := 0
-		for _, c := range cuts {
-			res, err := r.Store.Put(c.Kind, c.Text)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sl.Cuts = append(sl.Cuts, lineCut{Gap: c.Start - prev, ID: res.ID})
-			sl.Rest = append(sl.Rest, line[prev:c.Start]...)
-			prev = c.End
-		}
-		sl.Rest = append(sl.Rest, line[prev:]...)
-		put, err := r.Store.Put(cas.KindSource, sl.encode())
+	tb.Cleanup(func() { streamLinesOver = old })
+	return r
+}
+
+// checkStreamedFind is FuzzStreamedFind's body: it imports the line made of
+// in (its '#'s a long string of fill), and compares find and search of
+// query over it, streamed, with the whole-line path. ran: the input
+// qualified (a line with a cut string); findStreamed, searchStreamed:
+// find and search took the streamed path rather than falling back to the
+// whole line.
+func checkStreamedFind(t *testing.T, r *Rook, seed maphash.Seed, in streamedFindSeed) (ran, findStreamed, searchStreamed bool) {
+	line, fill, query, off, budget := in.line, in.fill, in.query, in.off, in.budget
+	if len(line) > 4096 || len(fill) > 64 || bytes.IndexByte(line, '\n') >= 0 || ValidateQuery(query) != nil || len(query) > 32 {
+		return
+	}
+	if fill == "" {
+		fill = " "
+	}
+	long := appendJSONString(nil, []byte(strings.Repeat(fill, (MinCutString+int(in.rep)*512)/len(fill)+1)))
+	line = bytes.ReplaceAll(line, []byte("#"), long[1:len(long)-1])
+	strs, ok := stringValues(line, MinCutString+2)
+	if !ok {
+		return
+	}
+	cuts := lineCuts(line, strs, MinCutString, func(jsonString) cas.Kind { return cas.KindToolResult })
+	if len(cuts) == 0 {
+		return
+	}
+	var sl sourceLine
+	prev := 0
+	for _, c := range cuts {
+		res, err := r.Store.Put(c.Kind, c.Text)
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := newSession(t, r)
-		if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindToolResult, Body: put.ID}); err != nil {
-			t.Fatal(err)
+		sl.Cuts = append(sl.Cuts, lineCut{Gap: c.Start - prev, ID: res.ID})
+		sl.Rest = append(sl.Rest, line[prev:c.Start]...)
+		prev = c.End
+	}
+	sl.Rest = append(sl.Rest, line[prev:]...)
+	put, err := r.Store.Put(cas.KindSource, sl.encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := newSession(t, r)
+	if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindToolResult, Body: put.ID}); err != nil {
+		t.Fatal(err)
+	}
+	ran = true
+	off = max(off, 0) % int64(len(line)+2)
+	budget = max(budget, 0) % int64(len(line)+2)
+	fq := FindQuery{Query: query, Offset: off, MaxBytes: budget}
+	readWhole = true
+	want, werr := r.Find(id, fq)
+	readWhole = false
+	got, gerr := r.Find(id, fq)
+	if fmt.Sprint(werr) != fmt.Sprint(gerr) || !reflect.DeepEqual(want, got) {
+		t.Fatalf("find %q in %q from %d (budget %d):\nstreamed %+v (%v)\nwhole    %+v (%v)", query, line, off, budget, got, gerr, want, werr)
+	}
+	_, _, s, err := r.readBodyOrStream(put.ID, math.MaxInt64)
+	if err != nil || s == nil {
+		t.Fatalf("not streamed: %v", err)
+	}
+	// The one event's line, as Find searches it: streamed when
+	// findStreamed gives it (else Find read it whole).
+	_, findStreamed = r.findStreamed(s, off, cmp.Or(budget, FindMaxBytes), newFoldMatcher(query), findEscaped(query))
+	terms := SearchTerms(query)
+	if len(terms) == 0 {
+		return
+	}
+	lowered := make([][]byte, len(terms))
+	for i, t := range terms {
+		lowered[i] = []byte(t)
+	}
+	if score, snip, h, err := r.searchText(s, lowered, seed); err == nil {
+		searchStreamed = true
+		wScore, wSnip, wH := wholeSearchText(t, r, put.ID, lowered, seed)
+		if score != wScore || snip != wSnip || score > 0 && h != wH {
+			t.Fatalf("search %q in %q: streamed %d %q, whole %d %q", query, line, score, snip, wScore, wSnip)
 		}
-		off = max(off, 0) % int64(len(line)+2)
-		budget = max(budget, 0) % int64(len(line)+2)
-		fq := FindQuery{Query: query, Offset: off, MaxBytes: budget}
-		readWhole = true
-		want, werr := r.Find(id, fq)
-		readWhole = false
-		got, gerr := r.Find(id, fq)
-		if fmt.Sprint(werr) != fmt.Sprint(gerr) || !reflect.DeepEqual(want, got) {
-			t.Fatalf("find %q in %q from %d (budget %d):\nstreamed %+v (%v)\nwhole    %+v (%v)", query, line, off, budget, got, gerr, want, werr)
-		}
-		terms := SearchTerms(query)
-		if len(terms) == 0 {
-			return
-		}
-		lowered := make([][]byte, len(terms))
-		for i, t := range terms {
-			lowered[i] = []byte(t)
-		}
-		_, _, s, err := r.readBodyOrStream(put.ID, math.MaxInt64)
-		if err != nil || s == nil {
-			t.Fatalf("not streamed: %v", err)
-		}
-		if score, snip, h, err := r.searchText(s, lowered, seed); err == nil {
-			wScore, wSnip, wH := wholeSearchText(t, r, put.ID, lowered, seed)
-			if score != wScore || snip != wSnip || score > 0 && h != wH {
-				t.Fatalf("search %q in %q: streamed %d %q, whole %d %q", query, line, score, snip, wScore, wSnip)
-			}
-		}
+	} else if err != errNotStreamed {
+		t.Fatalf("search %q in %q: %v", query, line, err)
+	}
+	return
+}
+
+// FuzzStreamedFind compares find and search over an imported line,
+// streamed, with the whole-line path: a JSON line whose '#'s become a
+// long string (fill, repeated; cut out), a query, an offset and a budget.
+// (TestStreamedFindSeedsStream checks that its seeds take the streamed
+// path: a comparison with the whole path proves nothing when the
+// streamed one declines.)
+func FuzzStreamedFind(f *testing.F) {
+	for _, s := range streamedFindSeeds() {
+		f.Add(s.line, s.fill, s.query, s.off, s.budget, s.rep)
+	}
+	r := streamedFindRook(f)
+	seed := maphash.MakeSeed()
+	f.Fuzz(func(t *testing.T, line []byte, fill, query string, off, budget int64, rep uint8) {
+		checkStreamedFind(t, r, seed, streamedFindSeed{line, fill, query, off, budget, rep})
 	})
+}
+
+// FuzzStreamedFind's seeds all qualify (a line with a cut string), and find
+// and search of each take the streamed path, not the whole line's: else
+// the fuzz target would compare the whole path with itself and pass.
+func TestStreamedFindSeedsStream(t *testing.T) {
+	r := streamedFindRook(t)
+	seed := maphash.MakeSeed()
+	finds, searches := 0, 0
+	for i, in := range streamedFindSeeds() {
+		ran, f, s := checkStreamedFind(t, r, seed, in)
+		if !ran {
+			t.Errorf("seed %d (%q, query %q): the line has no cut string, nothing is compared", i, in.line, in.query)
+		}
+		if !f {
+			t.Errorf("seed %d (%q, query %q from %d, budget %d): find read the line whole, not streamed", i, in.line, in.query, in.off, in.budget)
+		}
+		if !s && len(SearchTerms(in.query)) > 0 {
+			t.Errorf("seed %d (%q, query %q): search read the line whole, not streamed", i, in.line, in.query)
+		}
+		if f {
+			finds++
+		}
+		if s {
+			searches++
+		}
+	}
+	t.Logf("%d seeds: find streamed %d, search streamed %d (the others' queries have no term)", len(streamedFindSeeds()), finds, searches)
 }
 
 // Find and search over an imported line holding a big tool output hold a

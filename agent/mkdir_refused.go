@@ -16,8 +16,10 @@ import (
 // directory" (/proc), which, raw, sent the user looking for a directory
 // that is there, or "operation not permitted" (/sys), which sent them to
 // check its permissions; a read-only one, "read-only file system". The
-// reason names the directory that refused; the caller says what to give
-// instead. "" and false for any other failure.
+// reason names the directory that refused; the caller names the one it
+// could not make (the error's path: maybe a part directory of a home that
+// is there, not the home) and says what to give instead. "" and false for
+// any other failure.
 func MkdirRefused(err error) (string, bool) {
 	var pe *fs.PathError
 	if !errors.As(err, &pe) || pe.Op != "mkdir" {

@@ -26,8 +26,14 @@ func (c *InitCmd) Run(e *Env) error {
 		LockWait: e.LockWait, LockWaiting: e.lockWaiting(e.LockWait)})
 	if why, ok := agent.MkdirRefused(err); ok {
 		// Raw, "create store home: mkdir /proc/x: no such file or
-		// directory", of a /proc that is there.
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("cannot make the store home %s: %s: give --home (or $ROOK_HOME) a directory on a disk you can write", e.Home, why)}
+		// directory", of a /proc that is there. The directory that
+		// failed may be in a home that is there (a part directory put
+		// back, on a read-only disk): that one is named, not the home.
+		what := "the store home " + e.Home
+		if d := inHome(e.Home, err); d != "" {
+			what = "the directory " + d + " in the store home " + e.Home
+		}
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("cannot make %s: %s: give --home (or $ROOK_HOME) a directory on a disk you can write", what, why)}
 	}
 	if err != nil {
 		return err
@@ -378,4 +384,17 @@ func (c *DoctorCmd) print(e *Env, r doctorReport) error {
 		return &exitError{code: ExitFailure, msg: strings.Join(r.Problems, sep)}
 	}
 	return nil
+}
+
+// inHome is the path of mkdir error err when it is a directory inside home
+// (not home itself, nor one above it), else "".
+func inHome(home string, err error) string {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return ""
+	}
+	if rel, rerr := filepath.Rel(home, pe.Path); rerr != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return ""
+	}
+	return pe.Path
 }

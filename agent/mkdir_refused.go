@@ -34,10 +34,16 @@ func MkdirRefused(err error) (string, bool) {
 		// Elsewhere these say something else (the parent removed
 		// meanwhile; a directory made immutable), as the raw error does.
 		if fi, serr := os.Stat(parent); serr == nil && fi.IsDir() && kernelFS(parent) {
-			return fmt.Sprintf("%s takes no new directories (mkdir %s: %v): its filesystem is not a disk's but the kernel's, as /proc's and /sys's are", parent, pe.Path, pe.Err), true
+			return kernelRefusal(parent, "directories", "mkdir", pe.Path, pe.Err), true
 		}
 	}
 	return "", false
+}
+
+// kernelRefusal says that dir, a directory on a filesystem of the kernel's
+// (kernelFS), takes no new entries (what): op of path failed with err.
+func kernelRefusal(dir, what, op, path string, err error) string {
+	return fmt.Sprintf("%s takes no new %s (%s %s: %v): its filesystem is not a disk's but the kernel's, as /proc's and /sys's are", dir, what, op, path, err)
 }
 
 // mkdirError is a directory a restore could not make, its reason said

@@ -440,7 +440,8 @@ func linkedDir(real, rel string, wasDir func(string) bool) string {
 // the user owns that only its own mode closes (the owner's write or search
 // bit off: a read-only 0555 directory) is not refused: Apply opens it for
 // the changes (Plan.lifted), as the user could with chmod. One of another
-// user is refused, saying so: rook never changes its mode.
+// user is refused, saying so: rook never changes its mode. One on a
+// filesystem of the kernel's (/proc) is refused saying that.
 func (p *Plan) writable(dir string, lift bool) error {
 	err := writableDir(dir)
 	var pe *osPathError
@@ -450,6 +451,12 @@ func (p *Plan) writable(dir string, lift bool) error {
 	fi, serr := os.Stat(pe.path)
 	if serr != nil || !fi.IsDir() {
 		return err
+	}
+	if kernelFS(pe.path) {
+		// /proc, /sys to a user not root: their modes refuse before the
+		// filesystem does (to root, MkdirRefused says it), and no owner
+		// can let anyone write there. Not a permission to check.
+		return errors.New(kernelRefusal(pe.path, "files or directories", pe.op, pe.path, pe.err) + ": restore into a directory on a disk you can write")
 	}
 	if !ownDir(fi) {
 		return fmt.Errorf("%w (it is not yours: its owner, or root, can let you write in it)", err)

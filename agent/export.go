@@ -138,11 +138,18 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 		cut      int64
 		refs     toolCallRefs // an imported call's or result's ids, to join them
 	}
-	seen := map[cas.Key]head{}
+	// A body's head, by the body and whether its event counted tokens
+	// (renderEvent: the view of a Codex token_count says which).
+	type seenKey struct {
+		body      cas.Key
+		uncounted bool
+	}
+	seen := map[seenKey]head{}
 	page := make([]EventView, 0, len(evs))
 	refs := make([]toolCallRefs, 0, len(evs))
 	for _, ev := range evs {
-		h, ok := seen[ev.Body]
+		key := seenKey{ev.Body, uncounted(ev)}
+		h, ok := seen[key]
 		if !ok {
 			// A large imported line comes shortened to the head shown
 			// (readBodyHead): its size and what is cut still count it whole.
@@ -163,7 +170,7 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 				cut := h.size
 				if imported {
 					h.refs = toolCallRefsOf(ev.Kind, imported, b)
-					b, h.rendered = RenderImported(b), true
+					b, h.rendered = renderEvent(ev, b), true
 					cut = int64(len(b)) + bh.dropped
 				}
 				// A copy of the head: a slice of b would keep the whole
@@ -175,7 +182,7 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 			default:
 				return x, err
 			}
-			seen[ev.Body] = h
+			seen[key] = h
 		}
 		xe := ExportedEvent{Event: ev, Body: h.body, Size: h.size, Binary: h.binary, Err: h.err, Rendered: h.rendered, Cut: h.cut}
 		x.Events = append(x.Events, xe)

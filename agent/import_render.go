@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rookhq/rook/eventlog"
 )
 
 // The reading view of an imported event. Its body is the source lines
@@ -33,16 +35,31 @@ import (
 // other than newline and tab (an escaped NUL or ESC in the JSON) and
 // bytes that are not UTF-8 are replaced with U+FFFD (cleanView): the view
 // goes to terminals and HTML as it is.
-func RenderImported(body []byte) []byte { return renderBody(body, true) }
+func RenderImported(body []byte) []byte { return renderBody(body, true, false) }
+
+// renderEvent is RenderImported of the body of event ev, as ev counts its
+// tokens: of an event that counted none, a Codex token_count's usage shows
+// as a repeat, not counted (uncounted).
+func renderEvent(ev eventlog.Event, body []byte) []byte {
+	return renderBody(body, true, uncounted(ev))
+}
+
+// uncounted says whether event ev counted no tokens: then a Codex
+// token_count line of it repeats the usage of the one before, which
+// counted it (codexMapper.tokenCount; a token_count that counts tokens is
+// an event of its own, mergeableLine), and its view says so rather than
+// show that usage as if counted.
+func uncounted(ev eventlog.Event) bool { return ev.TokensIn == 0 && ev.TokensOut == 0 }
 
 // renderBody is RenderImported, with or without the lines that only name
 // a block ("[tool_use Bash]", "[thinking]"): a preview leaves them out.
-func renderBody(body []byte, headers bool) []byte {
+// uncounted: the event counted no tokens (renderEvent).
+func renderBody(body []byte, headers, uncounted bool) []byte {
 	var out bytes.Buffer
 	short := false // the line before rendered as one line
 	for i, line := range bytes.Split(bytes.TrimRight(body, "\r\n"), []byte("\n")) {
 		raw := bytes.TrimRight(line, "\r")
-		r := renderer{headers: headers}
+		r := renderer{headers: headers, uncounted: uncounted}
 		var text []byte
 		// After a byte order mark or a crash's NULs, the mappers read the
 		// entry it is, and so does its view; a line that does not render
@@ -145,6 +162,9 @@ type renderer struct {
 	out     bytes.Buffer
 	headers bool // write the lines that only name a block
 	depth   int  // tool results inside tool results
+	// uncounted: the event counted no tokens; a token_count's usage is a
+	// repeat (renderEvent).
+	uncounted bool
 	// lz: the line is rendered with its cut strings as placeholders
 	// (renderedStream); nil for a line read whole.
 	lz *lazyLine
@@ -903,6 +923,11 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 				fmt.Fprintf(out, "[token_count] session total %d in, %d out", p.Info.Total.Input, p.Info.Total.Output)
 			case p.Info.Last == nil:
 				out.WriteString("[token_count] 0 in, 0 out")
+			case r.uncounted && (p.Info.Last.Input > 0 || p.Info.Last.Output > 0):
+				// Codex wrote it again with the same total (when only the
+				// rate limits moved): the token_count before counted it,
+				// and the event counts 0, as its --json says.
+				fmt.Fprintf(out, "[token_count] repeat, not counted: %d in, %d out", p.Info.Last.Input, p.Info.Last.Output)
 			default:
 				fmt.Fprintf(out, "[token_count] %d in, %d out", p.Info.Last.Input, p.Info.Last.Output)
 			}
@@ -1094,8 +1119,8 @@ func outputOfExec(s string) string {
 // first line is only its tag, previews as its summary, as the queued copy
 // of it does ("[task-notification] Background command \"x\" completed");
 // a slash command as typed ("/review src"), not its first tag.
-func previewOfImported(body []byte) []byte {
-	if view := renderBody(body, false); len(bytes.TrimSpace(view)) > 0 {
+func previewOfImported(ev eventlog.Event, body []byte) []byte {
+	if view := renderBody(body, false, uncounted(ev)); len(bytes.TrimSpace(view)) > 0 {
 		lead := bytes.TrimLeft(view, " \t\r\n")
 		switch {
 		case bytes.HasPrefix(lead, []byte("<task-notification>")):
@@ -1116,7 +1141,7 @@ func previewOfImported(body []byte) []byte {
 		}
 		return view
 	}
-	return RenderImported(body)
+	return renderEvent(ev, body)
 }
 
 // shellWords is a command's words as a shell would read them back: a word

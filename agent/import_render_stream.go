@@ -623,8 +623,9 @@ func (w *cleanWriter) close() error {
 // never put together: false when the view cannot be streamed (see the
 // top of this file) and the line is to be rendered whole, what was
 // written to w then to be thrown away. An error is a string of the line
-// that could not be read.
-func (r *Rook) renderedStream(sl *sourceLine, w io.Writer) (bool, error) {
+// that could not be read. uncounted: the line's event counted no tokens
+// (renderEvent).
+func (r *Rook) renderedStream(sl *sourceLine, w io.Writer, uncounted bool) (bool, error) {
 	if len(sl.Cuts) == 0 || bytes.Contains(sl.Rest, []byte(markPrefix)) || bytes.Contains(bytes.ToLower(sl.Rest), []byte(rawPrefix)) {
 		return false, nil
 	}
@@ -642,7 +643,7 @@ func (r *Rook) renderedStream(sl *sourceLine, w io.Writer) (bool, error) {
 		return false, nil
 	}
 	lz := &lazyLine{r: r, cuts: sl.Cuts, props: map[int]*cutProps{}}
-	rr := renderer{headers: true, lz: lz}
+	rr := renderer{headers: true, lz: lz, uncounted: uncounted}
 	rendered := rr.line(entryBytes(bytes.TrimRight(body, "\r")))
 	if lz.err != nil {
 		return false, lz.err

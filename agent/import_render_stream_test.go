@@ -55,7 +55,7 @@ func compareStreamedViews(t *testing.T, r *Rook, id eventlog.ID, rng *rand.Rand)
 			}
 			view := RenderImported(body)
 			var buf bytes.Buffer
-			ok, err := r.renderedStream(&sl, &buf)
+			ok, err := r.renderedStream(&sl, &buf, false)
 			if err != nil {
 				t.Fatalf("#%d: %v", ev.Seq, err)
 			}
@@ -328,7 +328,7 @@ func FuzzStreamedView(f *testing.F) {
 		}
 		sl.Rest = append(sl.Rest, line[prev:]...)
 		var buf bytes.Buffer
-		streamed, err := r.renderedStream(&sl, &buf)
+		streamed, err := r.renderedStream(&sl, &buf, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -277,7 +277,7 @@ func FuzzRenderImported(f *testing.F) {
 				t.Fatalf("line %q is not in its view %q", line, view)
 			}
 		}
-		previewOfImported(body)
+		previewOfImported(eventlog.Event{}, body)
 		// What search reads of it: every line that is not JSON as it is.
 		// A line is read as the mappers read it (entryBytes): NULs a
 		// crash left before an entry are junk, not text.
@@ -473,7 +473,7 @@ func TestPreviewOfImported(t *testing.T) {
 		// text arguments first: the path says more than the flag
 		{`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Edit","input":{"replace_all":false,"file_path":"/a.go","old_string":"x"}}]}}`, "file_path: /a.go"},
 	} {
-		if got := Preview(previewOfImported([]byte(c.body)), PreviewRunes); got != c.want {
+		if got := Preview(previewOfImported(eventlog.Event{}, []byte(c.body)), PreviewRunes); got != c.want {
 			t.Errorf("%s: preview %q, want %q", c.body, got, c.want)
 		}
 	}

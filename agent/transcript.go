@@ -317,7 +317,7 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 			// pasted from another encoding) is binary as stored, but its
 			// view is text (RenderImported shows each bad byte as
 			// U+FFFD): the text is read, not "(binary, N bytes)".
-			text := RenderImported(body)
+			text := renderEvent(ev, body)
 			n := CutShown(text, maxBody)
 			v.Text, v.Omitted, v.Rendered, v.Binary = bytes.Clone(text[:n]), int64(len(text)-n)+v.dropped, true, false
 		}
@@ -430,7 +430,7 @@ func (r *Rook) History(id eventlog.ID, q HistoryQuery) (HistoryPage, error) {
 				continue
 			}
 			if v.imported {
-				body = previewOfImported(body)
+				body = previewOfImported(ev, body)
 			} else if ev.Kind == eventlog.KindCheckpoint {
 				body = previewOfCapture(body)
 			} else {
@@ -1214,7 +1214,7 @@ func (r *Rook) readRange(id eventlog.ID, seq uint64, offset int64, n int, render
 	if rendered {
 		// The view is text even of lines with bytes that are not UTF-8.
 		if info, err := r.Store.Stat(ev.Body); err == nil && info.Kind == cas.KindSource {
-			body, br.Rendered = RenderImported(body), true
+			body, br.Rendered = renderEvent(ev, body), true
 		}
 	}
 	br.Total = int64(len(body))
@@ -1336,7 +1336,7 @@ func (r *Rook) readLineRange(o *cas.ObjectReader, br BodyRange, offset int64, n 
 }
 
 // renderedRange is readRange of an imported line's reading view
-// (RenderImported), the line neither put together nor rendered whole:
+// (renderEvent), the line neither put together nor rendered whole:
 // its view is streamed once (renderedStream: each string the view shows
 // streamed from its own object, verified as a whole read is) to count it,
 // keeping only the range and the few bytes around it that say where
@@ -1356,7 +1356,7 @@ func (r *Rook) renderedRange(o *cas.ObjectReader, br BodyRange, offset int64, n 
 	}
 	lo := max(offset-(utf8.UTFMax-1), 0)
 	w := &windowScan{lo: lo, hi: max(offset, 0) + int64(n) + utf8.UTFMax}
-	if ok, err := r.renderedStream(&sl, w); !ok || err != nil {
+	if ok, err := r.renderedStream(&sl, w, uncounted(br.Event)); !ok || err != nil {
 		return br, false, nil
 	}
 	br.Total, br.Binary, br.Rendered = w.pos, w.binary(), true

@@ -92,7 +92,7 @@ func TestViewsOfAHugeImportedLineReadItsHeadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	hl := h.Events[len(h.Events)-1]
-	if want := Preview(previewOfImported(whole), PreviewRunes); hl.Preview != want || hl.Size != int64(len(whole)) {
+	if want := Preview(previewOfImported(hl.Event, whole), PreviewRunes); hl.Preview != want || hl.Size != int64(len(whole)) {
 		t.Errorf("history: preview %q, size %d; want %q, %d", hl.Preview, hl.Size, want, len(whole))
 	}
 	if limit := 3 * int64(len(out)); allocated > limit {

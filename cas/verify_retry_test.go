@@ -19,22 +19,14 @@ import (
 // the repack is done. It returns the report, the error and the home.
 func retryingVerify(t *testing.T, after func(fsys *vfs.MemFS, home string) func(op vfs.Op, path string) error) (VerifyReport, error, string) {
 	t.Helper()
-	fsys := vfs.NewMem()
-	s, home := newStore(t, fsys, Options{SegmentSize: 8192, BlockSize: 4096})
-	for i := range 60 {
-		mustPut(t, s, KindFile, noise(3000, uint64(2*i+1)))
-	}
+	fsys, s, home := storeOf(t, 60)
 	if err := s.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	if segs, err := s.listSegments(); err != nil || len(segs) < 3 {
 		t.Fatalf("segments %v %v: want several", segs, err)
 	}
-	r, err := Open(home, Options{FS: fsys, Clock: testClock()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openReader(t, fsys, home)
 	repacked := false
 	rep, err := r.Verify(func(done, total int64) {
 		if repacked {
@@ -112,20 +104,33 @@ func TestVerifyTellsASecondAttemptsIndexReadFailure(t *testing.T) {
 // and a reader of it.
 func readerOf(t *testing.T, n int) (*vfs.MemFS, *Store, string) {
 	t.Helper()
+	fsys, s, home := storeOf(t, n)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return fsys, openReader(t, fsys, home), home
+}
+
+// storeOf is a writer's store of n objects over several segments.
+func storeOf(t *testing.T, n int) (*vfs.MemFS, *Store, string) {
+	t.Helper()
 	fsys := vfs.NewMem()
 	s, home := newStore(t, fsys, Options{SegmentSize: 8192, BlockSize: 4096})
 	for i := range n {
 		mustPut(t, s, KindFile, noise(3000, uint64(2*i+1)))
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	return fsys, s, home
+}
+
+// openReader opens a reader of the store at home, closed when t ends.
+func openReader(t *testing.T, fsys *vfs.MemFS, home string) *Store {
+	t.Helper()
 	r, err := Open(home, Options{FS: fsys, Clock: testClock()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	return fsys, r, home
+	return r
 }
 
 // An index that vanished while verify looked for its newest commit (a
@@ -200,20 +205,11 @@ func TestVerifyCallsAnIndexGoneForGoodMissing(t *testing.T) {
 // and a reader of it, for a writer to commit under the reader's verify.
 func changingStore(t *testing.T) (*vfs.MemFS, *Store, *Store, string) {
 	t.Helper()
-	fsys := vfs.NewMem()
-	w, home := newStore(t, fsys, Options{SegmentSize: 8192, BlockSize: 4096})
-	for i := range 20 {
-		mustPut(t, w, KindFile, noise(3000, uint64(2*i+1)))
-	}
+	fsys, w, home := storeOf(t, 20)
 	if err := w.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Open(home, Options{FS: fsys, Clock: testClock()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return fsys, w, r, home
+	return fsys, w, openReader(t, fsys, home), home
 }
 
 // commitOne has the writer put and sync the n-th new object.

@@ -560,6 +560,11 @@ func (s *Store) reindexLocked(progress func(done, total int64)) (ReindexReport, 
 		s.active.f.Close()
 		s.active = nil
 	}
+	// The rebuilt index is committed in place: a rebuild that moved the
+	// index aside is done.
+	if err := s.unmarkRebuild(); err != nil {
+		return rep, err
+	}
 	// The rebuilt index names the newest segment, synced above with its
 	// name (syncSegment).
 	return rep, s.openActive(true)

@@ -39,6 +39,9 @@ const (
 	EventsDir   = "events"
 	TornDir     = "torn"
 	LockFile    = "lock"
+	// RebuildMarker, in IndexDir, says a writer is rebuilding the index
+	// from the segments (docs/storage.md, "Verify and reindex").
+	RebuildMarker = "REBUILDING"
 )
 
 // Modes of the store home: private to the owner.
@@ -591,6 +594,11 @@ func (s *Store) openIndex() error {
 		if r := t.Stats().Recovered; r != "" {
 			s.Notices = append(s.Notices, "index: "+r)
 		}
+		if s.opts.Writable {
+			if err := s.finishRebuild(); err != nil {
+				return err
+			}
+		}
 	case !s.opts.Writable && errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("index %s is missing: run `rook store reindex` to rebuild it from the segments", s.indexPath())
 	case !s.opts.Writable:
@@ -601,12 +609,9 @@ func (s *Store) openIndex() error {
 	case errors.Is(err, index.ErrCorrupt) || errors.Is(err, fs.ErrNotExist):
 		// A writer rebuilds: the segments are the truth. (A missing index
 		// with no segments is simply a new store.)
-		aside := ""
-		if errors.Is(err, index.ErrCorrupt) {
-			aside = s.indexPath() + ".damaged"
-			if rerr := s.fs.Rename(s.indexPath(), aside); rerr != nil {
-				return fmt.Errorf("move damaged index aside: %w", rerr)
-			}
+		segs, err2 := s.listSegments()
+		if err2 != nil {
+			return err2
 		}
 		// The index is derived: with its directory gone too (removed by
 		// hand, left out of a backup), put the directory back as init
@@ -614,15 +619,27 @@ func (s *Store) openIndex() error {
 		if err2 := s.fs.MkdirAll(filepath.Dir(s.indexPath()), DirMode); err2 != nil {
 			return fmt.Errorf("create index: %w", err2)
 		}
+		// From the move aside until the rebuilt index is in place, the
+		// index holds no commit while the segments hold records, as a
+		// first writer killed before its first commit leaves them: the
+		// marker tells the two apart (rebuildmark.go).
+		if len(segs) > 0 {
+			if err2 := s.markRebuild(); err2 != nil {
+				return err2
+			}
+		}
+		aside := ""
+		if errors.Is(err, index.ErrCorrupt) {
+			aside = s.indexPath() + ".damaged"
+			if rerr := s.fs.Rename(s.indexPath(), aside); rerr != nil {
+				return fmt.Errorf("move damaged index aside: %w", rerr)
+			}
+		}
 		t, err2 := index.Open(s.fs, s.indexPath(), true)
 		if err2 != nil {
 			return fmt.Errorf("create index: %w", err2)
 		}
 		s.tree = t
-		segs, err2 := s.listSegments()
-		if err2 != nil {
-			return err2
-		}
 		if aside != "" && s.opts.ForReindex {
 			s.Notices = append(s.Notices, fmt.Sprintf("index was damaged (%v; kept as %s)", err, aside))
 		}

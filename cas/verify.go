@@ -44,6 +44,12 @@ const (
 	// permission denied, too many open files): what it holds is not
 	// known to be wrong, and the fix is the disk or the permissions.
 	ProblemIndexReadFailed = "index_read_failed"
+	// ProblemIndexRebuildUnfinished: a writer started rebuilding the
+	// index from the segments and stopped before the rebuilt index was in
+	// place (killed, or a power cut), and no writer has run since: the
+	// index holds no commit, so verify checked no object. Any writer's
+	// open (or `rook store reindex`) finishes the rebuild.
+	ProblemIndexRebuildUnfinished = "index_rebuild_unfinished"
 )
 
 func (p Problem) String() string {
@@ -146,7 +152,18 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 		before, berr := s.storeState()
 		reads++
 		rep, err := s.verifyOnce(progress)
-		if who := s.rebuilding(rep, err); who != "" {
+		who, left, lerr := s.rebuilding(rep, err)
+		if lerr != nil {
+			return rep, lerr
+		}
+		if left != nil {
+			// No writer runs, and the marker says the last one to
+			// rebuild the index stopped before the rebuilt one was in
+			// place: no look again changes that.
+			rep.Problems = append(rep.Problems, *left)
+			return rep, nil
+		}
+		if who != "" {
 			// A writer put an empty index in place of a damaged or
 			// missing one and is rebuilding it: no object was checked.
 			if !last {
@@ -181,35 +198,49 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 }
 
 // rebuilding says, when what verify read (rep, err) is an index a writer
-// is rebuilding, which writer ("" when it is not): an index that never
-// committed (the new empty one a writer's open puts in place of a damaged
-// or missing one, until the rebuilt one replaces it) while the segments
-// hold records and a writer holds the store lock. With no writer, such
-// records are what a first writer killed before its first commit left
-// (never acknowledged: orphans, which the next writer's open takes in),
-// and a new store (no commit, no record) is simply empty: neither is a
-// rebuild. A lock that cannot be looked at counts as held: verify does
-// not pass what it cannot tell.
-func (s *Store) rebuilding(rep VerifyReport, err error) string {
+// is rebuilding, which writer (who; "" when it is not): an index that
+// never committed (the new empty one a writer's open puts in place of a
+// damaged or missing one, until the rebuilt one replaces it) while the
+// segments hold records and a writer holds the store lock. A lock that
+// cannot be looked at counts as held: verify does not pass what it cannot
+// tell. With no writer, such records are either a rebuild a writer left
+// unfinished (killed, or a power cut), which the rebuild marker says
+// (left: the problem to report), or, with no marker, what a first writer
+// killed before its first commit left (never acknowledged: orphans, which
+// the next writer's open takes in); and a new store (no commit, no
+// record) is simply empty. The marker is read under the lock: a writer
+// removes it before it lets the lock go, so a rebuild that finished meanwhile
+// leaves none. A marker that cannot be read is the error (lerr).
+func (s *Store) rebuilding(rep VerifyReport, err error) (who string, left *Problem, lerr error) {
 	if err != nil || rep.Records == 0 || s.tree.Snapshot().TxID() != 0 {
-		return ""
+		return "", nil, nil
 	}
 	path := filepath.Join(s.home, LockFile)
-	l, lerr := s.fs.TryLock(path, FileMode)
+	l, terr := s.fs.TryLock(path, FileMode)
 	switch {
-	case errors.Is(lerr, vfs.ErrLocked):
+	case errors.Is(terr, vfs.ErrLocked):
 		// Held: who holds it, as its lock file says (it may say nothing
 		// yet, just taken).
 		b, _ := vfs.ReadFile(s.fs, path)
 		if holder := strings.TrimSpace(string(b)); holder != "" {
-			return "a writer holds the store, " + holder
+			return "a writer holds the store, " + holder, nil, nil
 		}
-		return "a writer holds the store"
-	case lerr != nil:
-		return fmt.Sprintf("the writer lock %s could not be looked at (%v), so a writer may hold the store", path, lerr)
+		return "a writer holds the store", nil, nil
+	case terr != nil:
+		return fmt.Sprintf("the writer lock %s could not be looked at (%v), so a writer may hold the store", path, terr), nil, nil
 	}
-	l.Unlock()
-	return ""
+	defer l.Unlock()
+	marked, what, merr := rebuildMarked(s.fs, s.home)
+	switch {
+	case merr != nil:
+		return "", nil, fmt.Errorf("index %s holds no commit while the segments hold %d records, and verify cannot tell whether a writer left its rebuild unfinished: %w: check the file's permissions and run `rook store verify` again", s.indexPath(), rep.Records, merr)
+	case !marked:
+		return "", nil, nil
+	}
+	return "", &Problem{
+		Status: ProblemIndexRebuildUnfinished,
+		Reason: fmt.Sprintf("index %s holds no commit while the segments hold %d records, and %s (%s) says a writer started rebuilding it from the segments and stopped before the rebuilt index was in place (killed, or a power cut), with no writer since: verify checked no object: run `rook store reindex` on the store at %s to finish the rebuild (any command that writes to the store finishes it too), then `rook store verify` again", s.indexPath(), rep.Records, rebuildMarkerPath(s.home), what, s.home),
+	}, nil
 }
 
 // verifyAttempts bounds how many times a reader's verify reads a store

@@ -205,3 +205,28 @@ func TestRebuildMarkerNotWrittenTouchesNothing(t *testing.T) {
 		t.Fatalf("verify after the next writer: %d objects, problems %v, error %v", rep.Objects, rep.Problems, err)
 	}
 }
+
+// A reader's verify that cannot read the marker (permission denied) beside
+// an index of no commit and records cannot tell a killed rebuild from a
+// first writer's leftovers: it does not pass, and says why.
+func TestVerifyDoesNotPassWhenTheMarkerDoesNotRead(t *testing.T) {
+	fsys := vfs.NewMem()
+	w, home := newStore(t, fsys, Options{SegmentSize: 8192, BlockSize: 4096, CommitEvery: 1 << 30})
+	for i := range 6 {
+		mustPut(t, w, KindFile, noise(3000, uint64(2*i+1)))
+	}
+	killed := fsys.KillClone()
+	r := openReader(t, killed, home)
+	marker := filepath.Join(home, IndexDir, RebuildMarker)
+	killed.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpOpenRead && path == marker {
+			return syscall.EACCES
+		}
+		return nil
+	})
+	rep, err := r.Verify(nil)
+	killed.SetHook(nil)
+	if err == nil || !strings.Contains(err.Error(), marker) || !strings.Contains(err.Error(), "cannot tell") {
+		t.Fatalf("verify with the marker unreadable: %d objects, problems %v, error %v: want it to fail naming the marker", rep.Objects, rep.Problems, err)
+	}
+}

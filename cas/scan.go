@@ -560,14 +560,14 @@ func (s *Store) reindexLocked(progress func(done, total int64)) (ReindexReport, 
 		s.active.f.Close()
 		s.active = nil
 	}
-	// The rebuilt index is committed in place: a rebuild that moved the
-	// index aside is done.
-	if err := s.unmarkRebuild(); err != nil {
-		return rep, err
-	}
 	// The rebuilt index names the newest segment, synced above with its
 	// name (syncSegment).
-	return rep, s.openActive(true)
+	if err := s.openActive(true); err != nil {
+		return rep, err
+	}
+	// The rebuilt index is committed in place: a rebuild that moved the
+	// index aside is done.
+	return rep, s.unmarkRebuild()
 }
 
 func (s *Store) segmentBytes(segs []uint32) int64 {

@@ -209,8 +209,8 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 // killed before its first commit left (never acknowledged: orphans, which
 // the next writer's open takes in); and a new store (no commit, no
 // record) is simply empty. The marker is read under the lock: a writer
-// removes it before it lets the lock go, so a rebuild that finished meanwhile
-// leaves none. A marker that cannot be read is the error (lerr).
+// removes it before it lets the lock go, so a rebuild that finished
+// meanwhile leaves none. A marker that cannot be read is the error (lerr).
 func (s *Store) rebuilding(rep VerifyReport, err error) (who string, left *Problem, lerr error) {
 	if err != nil || rep.Records == 0 || s.tree.Snapshot().TxID() != 0 {
 		return "", nil, nil

@@ -152,9 +152,22 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 		before, berr := s.storeState()
 		reads++
 		rep, err := s.verifyOnce(progress)
-		who, left, lerr := s.rebuilding(rep, err)
+		who, left, changed, lerr := s.rebuilding(rep, err)
 		if lerr != nil {
 			return rep, lerr
+		}
+		if changed {
+			// The index of no commit it read was replaced before verify
+			// could look at the lock (a writer finished the rebuild, or
+			// took the records in): it checked no object of what is
+			// there now, and reads that.
+			if !last {
+				continue
+			}
+			if err := s.refreshView(); err != nil {
+				return s.viewFailed(err)
+			}
+			return rep, fmt.Errorf("index %s held no commit when verify read it, beside %d records, and a writer has changed it since, so verify checked no object: run `rook store verify` again", s.indexPath(), rep.Records)
 		}
 		if left != nil {
 			// No writer runs, and the marker says the last one to
@@ -208,12 +221,15 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 // (left: the problem to report), or, with no marker, what a first writer
 // killed before its first commit left (never acknowledged: orphans, which
 // the next writer's open takes in); and a new store (no commit, no
-// record) is simply empty. The marker is read under the lock: a writer
-// removes it before it lets the lock go, so a rebuild that finished
-// meanwhile leaves none. A marker that cannot be read is the error (lerr).
-func (s *Store) rebuilding(rep VerifyReport, err error) (who string, left *Problem, lerr error) {
+// record) is simply empty. The marker is read under the lock, and only
+// once the index on disk is seen to be still of no commit: a writer
+// removes the marker before it lets the lock go, so a rebuild that
+// finished after verify read the index leaves none, and its index, not
+// the one verify read, is what is there now (changed: verify reads the
+// store again). A marker that cannot be read is the error (lerr).
+func (s *Store) rebuilding(rep VerifyReport, err error) (who string, left *Problem, changed bool, lerr error) {
 	if err != nil || rep.Records == 0 || s.tree.Snapshot().TxID() != 0 {
-		return "", nil, nil
+		return "", nil, false, nil
 	}
 	path := filepath.Join(s.home, LockFile)
 	l, terr := s.fs.TryLock(path, FileMode)
@@ -223,24 +239,29 @@ func (s *Store) rebuilding(rep VerifyReport, err error) (who string, left *Probl
 		// yet, just taken).
 		b, _ := vfs.ReadFile(s.fs, path)
 		if holder := strings.TrimSpace(string(b)); holder != "" {
-			return "a writer holds the store, " + holder, nil, nil
+			return "a writer holds the store, " + holder, nil, false, nil
 		}
-		return "a writer holds the store", nil, nil
+		return "a writer holds the store", nil, false, nil
 	case terr != nil:
-		return fmt.Sprintf("the writer lock %s could not be looked at (%v), so a writer may hold the store", path, terr), nil, nil
+		return fmt.Sprintf("the writer lock %s could not be looked at (%v), so a writer may hold the store", path, terr), nil, false, nil
 	}
 	defer l.Unlock()
+	// Under the lock no writer changes the index: one that does not
+	// refresh, or that has a commit now, is not the one verify read.
+	if rerr := s.tree.Refresh(); rerr != nil || s.tree.Snapshot().TxID() != 0 {
+		return "", nil, true, nil
+	}
 	marked, what, merr := rebuildMarked(s.fs, s.home)
 	switch {
 	case merr != nil:
-		return "", nil, fmt.Errorf("index %s holds no commit while the segments hold %d records, and verify cannot tell whether a writer left its rebuild unfinished: %w: check the file's permissions and run `rook store verify` again", s.indexPath(), rep.Records, merr)
+		return "", nil, false, fmt.Errorf("index %s holds no commit while the segments hold %d records, and verify cannot tell whether a writer left its rebuild unfinished: %w: check the file's permissions and run `rook store verify` again", s.indexPath(), rep.Records, merr)
 	case !marked:
-		return "", nil, nil
+		return "", nil, false, nil
 	}
 	return "", &Problem{
 		Status: ProblemIndexRebuildUnfinished,
 		Reason: fmt.Sprintf("index %s holds no commit while the segments hold %d records, and %s (%s) says a writer started rebuilding it from the segments and stopped before the rebuilt index was in place (killed, or a power cut), with no writer since: verify checked no object: run `rook store reindex` on the store at %s to finish the rebuild (any command that writes to the store finishes it too), then `rook store verify` again", s.indexPath(), rep.Records, rebuildMarkerPath(s.home), what, s.home),
-	}, nil
+	}, false, nil
 }
 
 // verifyAttempts bounds how many times a reader's verify reads a store

@@ -3,6 +3,7 @@ package cas
 import (
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rookhq/rook/internal/vfs"
@@ -72,5 +73,34 @@ func TestVerifyDoesNotPassWhenARebuildFinishesUnderIt(t *testing.T) {
 	}
 	if err != nil || len(rep.Problems) != 0 || rep.Objects != 40 {
 		t.Fatalf("verify across the rebuild the next writer finished: %d objects, %d records, %d orphans, problems %v, error %v: want all 40 checked, nothing wrong", rep.Objects, rep.Records, rep.Orphans, rep.Problems, err)
+	}
+}
+
+// A writer's open that cannot read the marker (permission denied) fails,
+// as it must not guess whether a rebuild was left unfinished; it said
+// only "read the index rebuild marker PATH: permission denied", not what
+// to do about it.
+func TestAWritersOpenSaysWhatToDoWhenTheMarkerDoesNotRead(t *testing.T) {
+	fsys, r, home := readerOf(t, 4)
+	r.Close()
+	marker := rebuildMarkerPath(home)
+	if err := fsys.WriteFileAtomic(marker, []byte("started 2026-12-01T10:00:00Z by pid 1 (rook store put)\n"), FileMode); err != nil {
+		t.Fatal(err)
+	}
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpOpenRead && path == marker {
+			return syscall.EACCES
+		}
+		return nil
+	})
+	_, err := Open(home, Options{FS: fsys, Clock: testClock(), Writable: true})
+	fsys.SetHook(nil)
+	if err == nil {
+		t.Fatal("a writer's open with the marker unreadable: no error")
+	}
+	for _, want := range []string{marker, "permission denied", "check the file's permissions", "run the command again"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("a writer's open with the marker unreadable: %v: want it to say %q", err, want)
+		}
 	}
 }

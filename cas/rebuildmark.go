@@ -78,8 +78,11 @@ func (s *Store) unmarkRebuild() error {
 // the disk: the rebuilt index is in place, and the marker goes.
 func (s *Store) finishRebuild() error {
 	marked, what, err := rebuildMarked(s.fs, s.home)
-	if err != nil || !marked {
-		return err
+	if err != nil {
+		return fmt.Errorf("%w: the writer cannot tell whether a rebuild of the index was left unfinished: check the file's permissions, then run the command again", err)
+	}
+	if !marked {
+		return nil
 	}
 	if s.tree.Snapshot().TxID() != 0 {
 		return s.unmarkRebuild()

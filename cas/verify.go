@@ -30,8 +30,9 @@ type Problem struct {
 	Segment string `json:"segment,omitempty"`
 	Offset  int64  `json:"offset"`
 	Reason  string `json:"reason"`
-	// Status says what a problem of the index is: ProblemIndexDamaged or
-	// ProblemIndexReadFailed; empty for the others.
+	// Status says what a problem of the index is: ProblemIndexDamaged,
+	// ProblemIndexReadFailed or ProblemIndexRebuildUnfinished; empty for
+	// the others.
 	Status string `json:"status,omitempty"`
 }
 

@@ -75,7 +75,7 @@ type VerifyReport struct {
 	Records  int   `json:"records"`  // segment records read
 	Segments int   `json:"segments"` // segment files read
 	Bytes    int64 `json:"bytes"`    // segment bytes read
-	Orphans  int   `json:"orphans"`  // objects in segments no entry points at (superseded or never acknowledged copies)
+	Orphans  int   `json:"orphans"`  // objects in segments no entry points at (superseded copies, never acknowledged ones, and ones a Barrier made durable past the last commit)
 	// Unreadable counts objects that cannot be read back; DamagedRegions
 	// counts stretches of segments that do not read as records.
 	Unreadable     int `json:"unreadable_objects"`
@@ -220,11 +220,12 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 // tell. With no writer, such records are either a rebuild a writer left
 // unfinished (killed, or a power cut), which the rebuild marker says
 // (left: the problem to report), or, with no marker, what a first writer
-// killed before its first commit left (never acknowledged: orphans, which
-// the next writer's open takes in); and a new store (no commit, no
-// record) is simply empty. The marker is read under the lock, and only
-// once the index on disk is seen to be still of no commit: a writer
-// removes the marker before it lets the lock go, so a rebuild that
+// killed before its first commit left (not in the index yet, though a
+// Barrier may have acknowledged them: orphans, which readers find past the
+// watermark and the next writer's open takes in); and a new store (no
+// commit, no record) is simply empty. The marker is read under the lock,
+// and only once the index on disk is seen to be still of no commit: a
+// writer removes the marker before it lets the lock go, so a rebuild that
 // finished after verify read the index leaves none, and its index, not
 // the one verify read, is what is there now (changed: verify reads the
 // store again). A marker that cannot be read is the error (lerr).

@@ -230,11 +230,13 @@ func (r *Rook) sweepBeside(rep *cas.GCReport, grace time.Duration, dryRun bool) 
 // writes that a crash left between their create and their rename: the
 // durable-write helper's ".NAME<digits>" (renameio; the in-memory file
 // system's ".NAME.tmp<n>") in the directories rook writes whole files
-// into (in the home, FORMAT's and rewind-opened.json's only), last written before cutoff. Nothing else removes them; readers
+// into (in the home, FORMAT's and rewind-opened.json's only; in index/,
+// the rebuild marker's only), last written before cutoff. Nothing else removes them; readers
 // pass over them (storage.md, Home layout).
 func (r *Rook) sweepTemps(cutoff time.Time, dryRun bool) (n int, bytes int64, err error) {
+	indexDir := filepath.Join(r.home, cas.IndexDir)
 	dirs := []string{r.home, filepath.Join(r.home, cas.EventsDir), filepath.Join(r.home, cas.DictDir),
-		filepath.Join(r.home, RefsDir, "checkpoints"), inbox.Dir(r.home)}
+		filepath.Join(r.home, RefsDir, "checkpoints"), inbox.Dir(r.home), indexDir}
 	for _, dir := range dirs {
 		ents, err := r.fs.ReadDir(dir)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -252,6 +254,9 @@ func (r *Rook) sweepTemps(cutoff time.Time, dryRun bool) (n int, bytes int64, er
 			// whole there are FORMAT and rewind-opened.json, so only their
 			// temporary files are rook's.
 			if t := durableWriteTarget(d.Name()); dir == r.home && t != cas.MarkerFile && t != rewindOpenedFile {
+				continue
+			} else if dir == indexDir && t != cas.RebuildMarker {
+				// The index and its .tmp are the index package's.
 				continue
 			}
 			fi, err := d.Info()

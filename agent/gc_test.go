@@ -183,3 +183,36 @@ func TestGCRemovesTheTemporaryFilesACrashLeft(t *testing.T) {
 		}
 	}
 }
+
+// A writer that rebuilds the index writes index/REBUILDING through the
+// durable-write helper: a crash between the helper's create and rename
+// left ".REBUILDING<digits>" in index/, where gc never looked, so it
+// stayed for good. gc removes it as it does the others (only the
+// marker's: index/ holds nothing else rook writes whole).
+func TestGCRemovesTheRebuildMarkersTemporaryFile(t *testing.T) {
+	r, ws, _ := newWorkspace(t)
+	home := filepath.Join(filepath.Dir(ws), "store")
+	old := time.Now().Add(-time.Hour)
+	write := func(rel string) string {
+		p := filepath.Join(home, rel)
+		if err := os.WriteFile(p, []byte("started"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	gone := write(filepath.Join(cas.IndexDir, "."+cas.RebuildMarker+"4242"))
+	kept := write(filepath.Join(cas.IndexDir, "."+cas.IndexFile+"77"))
+	rep, err := r.GC(10*time.Minute, false, nil, nil)
+	if err != nil || rep.TempFiles != 1 {
+		t.Fatalf("gc: %d temporary files removed, error %v: want 1", rep.TempFiles, err)
+	}
+	if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s left: %v", gone, err)
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("%s removed: %v", kept, err)
+	}
+}

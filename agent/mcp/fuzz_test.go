@@ -29,6 +29,9 @@ func serveLineSeeds() [][]byte {
 		[]byte(`{"jsonrpc":"2.0","id":7,"result":{}}`),
 		[]byte(`{"jsonrpc":"1.0","id":8,"method":"ping"}`),
 		[]byte(`[{"jsonrpc":"2.0","id":9,"method":"ping"}]`),
+		[]byte(`[{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"append_to_inbox","arguments":{"content":"b"}}},{"jsonrpc":"2.0","method":"x"},1,[],{"jsonrpc":"2.0","id":9,"method":"initialize"}]`),
+		[]byte(`[{"jsonrpc":"2.0","method":"notifications/initialized"}]`),
+		[]byte(`[]`),
 		[]byte(`{"jsonrpc":"2.0","id":{},"method":"ping"}`),
 		[]byte(`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`),
 		[]byte(`not json`),
@@ -42,7 +45,8 @@ func TestWriteFuzzSeeds(t *testing.T) {
 }
 
 // FuzzServeLine: any line fed to a fresh, initialized server never panics
-// and gets at most one reply, a JSON-RPC 2.0 line.
+// and gets at most one reply, a JSON-RPC 2.0 line: one reply object, or in
+// a 2025-03-26 session (the revision with batches) an array of them.
 func FuzzServeLine(f *testing.F) {
 	for _, s := range serveLineSeeds() {
 		f.Add(s)
@@ -50,38 +54,59 @@ func FuzzServeLine(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		// One input line: a newline in the input would make two messages.
 		line = bytes.ReplaceAll(line, []byte("\n"), []byte(" "))
-		fsys := vfs.NewMem()
-		clk := &clock.Fixed{T: time.Date(2026, 5, 12, 12, 0, 0, 0, time.UTC)}
-		if _, err := cas.Init(fsys, clk, "/store"); err != nil {
-			t.Fatal(err)
-		}
-		var out bytes.Buffer
-		in := strings.NewReader(fuzzInit + "\n" + string(line) + "\n")
-		if err := Serve(context.Background(), in, &out, Options{FS: fsys, Home: "/store", Clock: clk, ProcessName: "1-1"}); err != nil {
-			t.Fatalf("Serve: %v", err)
-		}
-		lines := bytes.SplitAfter(out.Bytes(), []byte("\n"))
-		if len(lines[len(lines)-1]) == 0 {
-			lines = lines[:len(lines)-1]
-		}
-		if len(lines) < 1 || len(lines) > 2 {
-			t.Fatalf("%d reply lines:\n%s", len(lines), out.Bytes())
-		}
-		for _, l := range lines {
-			if !bytes.HasSuffix(l, []byte("\n")) {
-				t.Fatalf("reply without a newline: %q", l)
+		for _, init := range []string{fuzzInit, fuzzInitBatches} {
+			fsys := vfs.NewMem()
+			clk := &clock.Fixed{T: time.Date(2026, 5, 12, 12, 0, 0, 0, time.UTC)}
+			if _, err := cas.Init(fsys, clk, "/store"); err != nil {
+				t.Fatal(err)
 			}
-			var r struct {
-				JSONRPC string          `json:"jsonrpc"`
-				ID      json.RawMessage `json:"id"`
-				Result  json.RawMessage `json:"result"`
-				Error   json.RawMessage `json:"error"`
+			var out bytes.Buffer
+			in := strings.NewReader(init + "\n" + string(line) + "\n")
+			if err := Serve(context.Background(), in, &out, Options{FS: fsys, Home: "/store", Clock: clk, ProcessName: "1-1"}); err != nil {
+				t.Fatalf("Serve: %v", err)
 			}
-			if err := json.Unmarshal(l, &r); err != nil || r.JSONRPC != "2.0" || r.ID == nil || (r.Result == nil) == (r.Error == nil) {
-				t.Fatalf("not a JSON-RPC reply (%v): %q", err, l)
+			lines := bytes.SplitAfter(out.Bytes(), []byte("\n"))
+			if len(lines[len(lines)-1]) == 0 {
+				lines = lines[:len(lines)-1]
+			}
+			if len(lines) < 1 || len(lines) > 2 {
+				t.Fatalf("%d reply lines:\n%s", len(lines), out.Bytes())
+			}
+			for _, l := range lines {
+				if !bytes.HasSuffix(l, []byte("\n")) {
+					t.Fatalf("reply without a newline: %q", l)
+				}
+				replies := []json.RawMessage{l}
+				if bytes.HasPrefix(l, []byte("[")) {
+					if init != fuzzInitBatches {
+						t.Fatalf("a batch reply outside 2025-03-26: %q", l)
+					}
+					if err := json.Unmarshal(l, &replies); err != nil || len(replies) == 0 {
+						t.Fatalf("not a batch reply (%v): %q", err, l)
+					}
+				}
+				for _, r := range replies {
+					checkReply(t, r)
+				}
 			}
 		}
 	})
+}
+
+// fuzzInitBatches starts a session of the one revision with batches.
+const fuzzInitBatches = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","clientInfo":{"name":"fuzz"}}}`
+
+func checkReply(t *testing.T, l []byte) {
+	t.Helper()
+	var r struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  json.RawMessage `json:"result"`
+		Error   json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(l, &r); err != nil || r.JSONRPC != "2.0" || r.ID == nil || (r.Result == nil) == (r.Error == nil) {
+		t.Fatalf("not a JSON-RPC reply (%v): %q", err, l)
+	}
 }
 
 func idScannerSeeds() [][]byte {

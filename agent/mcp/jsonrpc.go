@@ -67,7 +67,7 @@ func parseMessage(line []byte) (*request, *response) {
 	if err := json.Unmarshal(line, &fields); err != nil || fields == nil {
 		msg := "invalid request: a message must be a JSON object"
 		if bytes.HasPrefix(bytes.TrimSpace(line), []byte("[")) {
-			msg = "invalid request: batches are not supported; send one message per line"
+			msg = "invalid request: a batch cannot hold a batch"
 		}
 		return nil, errorReply(nullID, newError(CodeInvalidRequest, msg, nil))
 	}
@@ -154,14 +154,15 @@ func errorReply(id json.RawMessage, err *rpcError) *response {
 	return &response{JSONRPC: "2.0", ID: id, Error: err}
 }
 
-// encode renders a reply as one line. HTML escaping is off (a title with
-// "<" stays readable); the encoder escapes U+2028/U+2029 and never emits a
-// raw newline, so the reply is one line whatever it holds.
-func (r *response) encode() ([]byte, error) {
+// encodeLine renders a reply (or a batch's replies) as one line. HTML
+// escaping is off (a title with "<" stays readable); the encoder escapes
+// U+2028/U+2029 and never emits a raw newline, so the reply is one line
+// whatever it holds.
+func encodeLine(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

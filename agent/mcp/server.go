@@ -219,7 +219,8 @@ func buildVersion() string {
 }
 
 // handleLine answers one incoming line: the reply line to write, or nil.
-// It never panics and never returns more than one line, whatever the input.
+// It never panics and never returns more than one line, whatever the input
+// (a batch's replies are one array).
 func (s *server) handleLine(l lineRead) []byte {
 	line := l.line
 	var reply *response
@@ -237,25 +238,88 @@ func (s *server) handleLine(l lineRead) []byte {
 	case len(bytes.TrimSpace(line)) == 0:
 		return nil // a blank line (or a CRLF's leftover) is no message
 	default:
-		req, errReply := parseMessage(bytes.TrimSuffix(line, []byte("\r")))
-		switch {
-		case errReply != nil:
-			reply = errReply
-		case req == nil || req.id == nil:
-			// Responses and notifications get no reply, and change nothing:
-			// a tools/call sent as a notification saves nothing, since its
-			// sender could not learn whether it was saved.
+		msg := bytes.TrimSuffix(line, []byte("\r"))
+		if isBatch(msg) {
+			return s.handleBatch(msg)
+		}
+		reply = s.handleMessage(msg)
+		if reply == nil {
 			return nil
-		default:
-			reply = s.dispatch(req)
 		}
 	}
-	b, err := reply.encode()
+	return s.encode(reply)
+}
+
+// handleMessage answers one message (a line's, or a batch's element):
+// the reply, or nil for a message that gets none.
+func (s *server) handleMessage(msg []byte) *response {
+	req, errReply := parseMessage(msg)
+	switch {
+	case errReply != nil:
+		return errReply
+	case req == nil || req.id == nil:
+		// Responses and notifications get no reply, and change nothing:
+		// a tools/call sent as a notification saves nothing, since its
+		// sender could not learn whether it was saved.
+		return nil
+	}
+	return s.dispatch(req)
+}
+
+// batchProtocol is the one revision with JSON-RPC batches: 2025-03-26
+// added them (a server "MUST support receiving" them), 2025-06-18 took
+// them out again.
+const batchProtocol = "2025-03-26"
+
+// isBatch: the line is a JSON array (a batch), rather than one message.
+func isBatch(msg []byte) bool {
+	msg = bytes.TrimSpace(msg)
+	return len(msg) > 0 && msg[0] == '[' && json.Valid(msg)
+}
+
+// handleBatch answers a batch: in a 2025-03-26 session, its messages in
+// order, as one array of the requests' replies (nothing at all when it
+// holds only notifications and responses); in any other, or before
+// initialize, one invalid request, and nothing in it runs.
+func (s *server) handleBatch(msg []byte) []byte {
+	var elems []json.RawMessage
+	if err := json.Unmarshal(msg, &elems); err != nil || len(elems) == 0 {
+		return s.encode(errorReply(nullID, newError(CodeInvalidRequest, "invalid request: an empty batch", nil)))
+	}
+	switch {
+	case !s.initialized:
+		return s.encode(errorReply(nullID, newError(CodeInvalidRequest,
+			"invalid request: a batch before initialize: send initialize first, on a line of its own (batches are taken only in protocol revision "+batchProtocol+")", nil)))
+	case s.protocol != batchProtocol:
+		return s.encode(errorReply(nullID, newError(CodeInvalidRequest,
+			fmt.Sprintf("invalid request: batches are taken only in protocol revision %s, and this session's is %s: send one message per line", batchProtocol, s.protocol), nil)))
+	}
+	replies := make([]*response, 0, len(elems))
+	for _, elem := range elems {
+		var r *response
+		if req, errReply := parseMessage(elem); errReply == nil && req != nil && req.id != nil && req.method == "initialize" {
+			r = errorReply(req.id, newError(CodeInvalidRequest, "invalid request: initialize cannot be part of a batch", nil))
+		} else {
+			r = s.handleMessage(elem)
+		}
+		if r != nil {
+			replies = append(replies, r)
+		}
+	}
+	if len(replies) == 0 {
+		return nil
+	}
+	return s.encode(replies)
+}
+
+// encode renders a reply, or a batch's replies, as one line.
+func (s *server) encode(v any) []byte {
+	b, err := encodeLine(v)
 	if err != nil {
 		// Only a result we built could fail to encode: say so on the wire
 		// rather than leave the client waiting.
 		s.logf("encode reply: %v", err)
-		b, _ = errorReply(nullID, newError(-32603, "internal error", nil)).encode()
+		b, _ = encodeLine(errorReply(nullID, newError(-32603, "internal error", nil)))
 	}
 	return b
 }

@@ -249,10 +249,16 @@ type SyncReport struct {
 	Missing  []string `json:"missing"`  // gone: marked, settings kept
 	Returned []string `json:"returned"` // back, with their settings
 	LeftOff  []string `json:"left_off"` // left off (or switched off): past the limit of tools on
+	// ReadOnlyOff: no longer claimed read-only, so no longer set read-only
+	// (the setting was the claim).
+	ReadOnlyOff []string `json:"read_only_off"`
+	// Changed: tools known before whose description, title, arguments or
+	// claims the server changed: to be read again.
+	Changed []string `json:"changed"`
 }
 
 func newSyncReport() SyncReport {
-	return SyncReport{New: []string{}, Missing: []string{}, Returned: []string{}, LeftOff: []string{}}
+	return SyncReport{New: []string{}, Missing: []string{}, Returned: []string{}, LeftOff: []string{}, ReadOnlyOff: []string{}, Changed: []string{}}
 }
 
 // mergeTools applies a tool list to a server's tools. When first, every tool
@@ -278,6 +284,21 @@ func mergeTools(s *MCPServer, found []mcpclient.Tool, first bool) SyncReport {
 		case t.Missing:
 			t.Missing = false
 			rep.Returned = append(rep.Returned, f.Name)
+		}
+		if ok {
+			if toolChanged(t, f) {
+				rep.Changed = append(rep.Changed, f.Name)
+			}
+			// Read-only started from the claim: a setting that is still
+			// that claim follows it when the server withdraws it (the
+			// tool now writes, or the server claims nothing), or a tool
+			// the server says writes would run where only reading is
+			// allowed. A setting against the claim is the user's and
+			// stays; a claim of read-only that comes later is not taken.
+			if t.ReadOnly && readOnlyClaim(t.Claims) && !readOnlyClaim(f.Annotations) {
+				t.ReadOnly = false
+				rep.ReadOnlyOff = append(rep.ReadOnlyOff, f.Name)
+			}
 		}
 		t.Title, t.Description, t.Schema, t.Claims = f.Title, f.Description, f.InputSchema, f.Annotations
 		tools = append(tools, t)
@@ -317,6 +338,16 @@ func mergeTools(s *MCPServer, found []mcpclient.Tool, first bool) SyncReport {
 		}
 	}
 	return rep
+}
+
+func readOnlyClaim(a mcpclient.Annotations) bool { return a.ReadOnlyHint != nil && *a.ReadOnlyHint }
+
+// toolChanged says whether the server changed what it says of a tool
+// known before: its title, description, arguments or claims. Compared as
+// they are saved (json.Marshal escapes what a server may send raw).
+func toolChanged(t MCPTool, f mcpclient.Tool) bool {
+	same := func(a, b any) bool { return string(must(json.Marshal(a))) == string(must(json.Marshal(b))) }
+	return t.Title != f.Title || t.Description != f.Description || !same(t.Schema, f.InputSchema) || !same(t.Claims, f.Annotations)
 }
 
 // MCPAddOptions say how to add a server.

@@ -465,3 +465,59 @@ func TestMCPShownLastErrorMasksCredentialArgs(t *testing.T) {
 		t.Fatalf("shown last error\n got  %q\n want %q", got, want)
 	}
 }
+
+// TestMCPSyncClaimWithdrawn: read-only starts from the server's claim.
+// When a sync finds the server no longer claims a tool read-only (it now
+// says the tool writes, or claims nothing), a read-only setting that was
+// only that claim is switched off, and the report names the tool: left
+// on, a tool the server now says writes would still run where only
+// reading is allowed. A setting the user made against the claim stays;
+// a claim that becomes read-only is not taken (a server cannot make its
+// tool run where only reading is allowed). Every tool whose description,
+// arguments or claims changed is named, to be read again.
+func TestMCPSyncClaimWithdrawn(t *testing.T) {
+	fake := &fakeMCP{}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	r := testRook(t, vfs.NewMem())
+	ctx := context.Background()
+	fake.setTools("read_a", "read_b", "read_c", "write_d", "read_e")
+	s, _, err := r.MCPAdd(ctx, MCPAddOptions{Spec: mcpclient.Spec{Name: "srv", URL: srv.URL}, Client: mcpOpts()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolStates(s); got != "read_a:on,ro read_b:on,ro read_c:on,ro read_e:on,ro write_d:on" {
+		t.Fatalf("after add: %s", got)
+	}
+	// The user says read_c is not read-only, whatever the server claims.
+	no := false
+	if _, err := r.MCPSet("srv", "read_c", MCPToolSettings{ReadOnly: &no}); err != nil {
+		t.Fatal(err)
+	}
+	fake.mu.Lock()
+	f := false
+	fake.tools[0]["annotations"] = map[string]any{"readOnlyHint": false, "destructiveHint": true} // read_a: now writes
+	delete(fake.tools[1], "annotations")                                                          // read_b: claims nothing
+	fake.tools[2]["annotations"] = map[string]any{"readOnlyHint": f}                              // read_c: already not read-only
+	fake.tools[3]["annotations"] = map[string]any{"readOnlyHint": true}                           // write_d: now claims read-only
+	fake.tools[4]["description"] = "does read_e, and now deletes"                                 // read_e: claims the same
+	fake.mu.Unlock()
+	s, rep, err := r.MCPSync(ctx, "srv", mcpOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolStates(s); got != "read_a:on read_b:on read_c:on read_e:on,ro write_d:on" {
+		t.Errorf("after sync: %s", got)
+	}
+	if got := strings.Join(rep.ReadOnlyOff, ","); got != "read_a,read_b" {
+		t.Errorf("read_only_off %q, want read_a,read_b", got)
+	}
+	if got := strings.Join(rep.Changed, ","); got != "read_a,read_b,read_c,write_d,read_e" {
+		t.Errorf("changed %q", got)
+	}
+	// The same list again: nothing changed, nothing reported.
+	s, rep, err = r.MCPSync(ctx, "srv", mcpOpts())
+	if err != nil || len(rep.ReadOnlyOff) != 0 || len(rep.Changed) != 0 || toolStates(s) != "read_a:on read_b:on read_c:on read_e:on,ro write_d:on" {
+		t.Errorf("second sync: %s %+v %v", toolStates(s), rep, err)
+	}
+}

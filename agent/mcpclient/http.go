@@ -318,7 +318,12 @@ func (t *httpTransport) readStream(ctx context.Context, r io.Reader, want, metho
 			if m, err := dispatch(); m != nil || err != nil {
 				return m, err
 			}
-			return nil, protocolf(nil, "the server's event stream for %s ended without its response", method)
+			// The server took the request and ended the stream without
+			// answering it: an answer lost, as for a stream cut off (the
+			// tool may have run), though no read failed.
+			f := protocolf(nil, "the server's event stream for %s ended without its response", method)
+			f.answerLost = true
+			return nil, f
 		}
 		if err != nil {
 			return nil, t.readFailure(ctx, err)

@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -44,6 +45,37 @@ func TestCallAnswerLost(t *testing.T) {
 		if strings.Contains(msg, "could not be reached") {
 			t.Fatalf("said as never reached: %q", msg)
 		}
+	})
+	// A server that closes its event stream without the answer (an HTTP
+	// body that ends with the connection, so no read error: the python
+	// http.server way, or a server killed mid-call) had the call all the
+	// same.
+	t.Run("event stream ends without the answer", func(t *testing.T) {
+		f := NewFake(FakeConfig{Tools: someTools(1)})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if !bytes.Contains(body, []byte(`"tools/call"`)) {
+				f.ServeHTTP(w, r)
+				return
+			}
+			conn, buf, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n: working\n\n")
+			buf.Flush()
+			conn.Close()
+		}))
+		defer srv.Close()
+		c := connect(t, Spec{URL: srv.URL}, testOptions())
+		_, err := c.Call(context.Background(), "tool_00", nil)
+		var f2 *Failure
+		if !errors.As(err, &f2) {
+			t.Fatalf("not a Failure: %v", err)
+		}
+		wantContains(t, f2.Msg, "before it answered tools/call", "ended without its response", "the tool may have run")
 	})
 	t.Run("program dies during the call", func(t *testing.T) {
 		c := connect(t, FakeSpec("fake", fakeEnv, FakeConfig{Tools: []FakeTool{{Name: "slow", Sleep: 5 * time.Second}}}), testOptions())

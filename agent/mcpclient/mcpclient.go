@@ -555,8 +555,15 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 					"): the tool may have run; check before calling it again"}
 		}
 		// The server was reached (it answered initialize): a call that
-		// runs out of time failed on its own, not the server.
-		return nil, c.timeoutAs(ctx, err, ProtocolError, "the tool did not finish in time (the server answered, the call timed out)")
+		// runs out of time failed on its own, not the server. The server
+		// has the call: a user told only "timed out" calls again, and a
+		// tool that sends or deletes does it twice.
+		limit := ""
+		if c.lim.CallTimeout > 0 {
+			limit = c.lim.CallTimeout.String() + ": "
+		}
+		return nil, c.timeoutAs(ctx, err, ProtocolError, "the tool did not finish in time ("+limit+
+			"the server has the call, and the tool may have run, or run still: check before calling it again; --timeout allows more)")
 	}
 	return parseResult(raw)
 }

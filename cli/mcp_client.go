@@ -274,6 +274,9 @@ func (c *McpAddCmd) Run(e *Env) error {
 	return printServerChange(e, "added", s, rep)
 }
 
+// maxListed is how many tools a line of add's or sync's text names.
+const maxListed = 10
+
 func printServerChange(e *Env, what string, s *agent.MCPServer, rep agent.SyncReport) error {
 	if e.JSON {
 		return e.printJSON(map[string]any{"server": s.Shown(), "changes": rep})
@@ -296,12 +299,20 @@ func printServerChange(e *Env, what string, s *agent.MCPServer, rep agent.SyncRe
 			newOff = append(newOff, n)
 		}
 	}
+	// A list names at most maxListed tools, then how many more: a server
+	// of hundreds of tools made a line of hundreds of names. `rook mcp
+	// tools` lists them all, and --json names every one.
 	list := func(names []string) string {
-		clean := make([]string, len(names))
-		for i, n := range names {
+		shown := names[:min(len(names), maxListed)]
+		clean := make([]string, len(shown))
+		for i, n := range shown {
 			clean[i] = cleanLine(n)
 		}
-		return strings.Join(clean, ", ")
+		out := strings.Join(clean, ", ")
+		if more := len(names) - len(shown); more > 0 {
+			out += fmt.Sprintf(" and %d more", more)
+		}
+		return out
 	}
 	if len(newOn) > 0 {
 		fmt.Fprintf(w, "new, switched on: %s\n", list(newOn))

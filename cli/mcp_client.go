@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -221,7 +222,14 @@ func (c *McpAddCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	spec := mcpclient.Spec{Name: c.Name, URL: c.URL, Headers: headers, BearerEnv: string(c.BearerEnv), HeaderEnv: headerEnv, Command: c.Command, Args: c.Arg, Env: env, EnvFrom: envFrom}
+	command := c.Command
+	if strings.ContainsRune(command, filepath.Separator) && !filepath.IsAbs(command) {
+		// A path from here (./srv, bin/srv): saved as typed, every later
+		// call and sync from another directory ran another program or
+		// none. A bare name (npx) is looked up in PATH when it starts.
+		command = filepath.Join(e.Cwd, command)
+	}
+	spec := mcpclient.Spec{Name: c.Name, URL: c.URL, Headers: headers, BearerEnv: string(c.BearerEnv), HeaderEnv: headerEnv, Command: command, Args: c.Arg, Env: env, EnvFrom: envFrom}
 	// The engine refuses a credential given by value (MCPAdd checks the
 	// same): asked here, before the store is opened.
 	if err := agent.CheckMCPSpec(spec); err != nil {

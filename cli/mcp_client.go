@@ -612,6 +612,11 @@ var recordLockWait = 30 * time.Second
 
 // Run calls a tool.
 func (c *McpCallCmd) Run(e *Env) error {
+	if c.Timeout <= 0 {
+		// 0 is no limit rook could keep: the call gave up after 5s,
+		// saying it ran past 2m0s.
+		return usageErr("--timeout %v: give how long the call may take, more than 0 (default 60s)", c.Timeout)
+	}
 	args := json.RawMessage(c.Args)
 	if strings.TrimSpace(c.Args) == "" {
 		args = json.RawMessage("{}")

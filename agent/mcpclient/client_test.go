@@ -305,6 +305,23 @@ func TestCallTimeout(t *testing.T) {
 	}
 }
 
+// A call that runs out of the caller's time, before its own CallTimeout,
+// does not name CallTimeout as the limit it ran past.
+func TestCallTimeoutOfTheCaller(t *testing.T) {
+	_, spec := httpFake(t, FakeConfig{Tools: []FakeTool{{Name: "slow", Sleep: 5 * time.Second}}})
+	o := testOptions()
+	o.Limits.CallTimeout = time.Minute
+	c := connect(t, spec, o)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := c.Call(ctx, "slow", nil)
+	msg := wantFailure(t, err, ProtocolError).Msg
+	wantContains(t, msg, "the tool did not finish in time", "may have run")
+	if strings.Contains(msg, "1m0s") {
+		t.Fatalf("names the call timeout, not the limit it ran past: %q", msg)
+	}
+}
+
 // A server may ask rook to run a model or to ask the user a question;
 // both are declined in plain words, roots/list is unknown, ping is
 // answered.

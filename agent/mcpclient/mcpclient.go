@@ -530,7 +530,11 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 	if json.Unmarshal(args, &obj) != nil || obj == nil {
 		return nil, fmt.Errorf("mcpclient: the arguments to %s must be a JSON object", tool)
 	}
+	limit := "" // the limit a call that runs out of time ran past, when it is ours
 	if c.lim.CallTimeout > 0 {
+		if dl, ok := ctx.Deadline(); !ok || !dl.Before(time.Now().Add(c.lim.CallTimeout)) {
+			limit = c.lim.CallTimeout.String() + ": "
+		}
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.lim.CallTimeout)
 		defer cancel()
@@ -558,10 +562,6 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 		// runs out of time failed on its own, not the server. The server
 		// has the call: a user told only "timed out" calls again, and a
 		// tool that sends or deletes does it twice.
-		limit := ""
-		if c.lim.CallTimeout > 0 {
-			limit = c.lim.CallTimeout.String() + ": "
-		}
 		return nil, c.timeoutAs(ctx, err, ProtocolError, "the tool did not finish in time ("+limit+
 			"the server has the call, and the tool may have run, or run still: check before calling it again; --timeout allows more)")
 	}

@@ -13,12 +13,14 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -190,6 +192,13 @@ func (t *httpTransport) post(ctx context.Context, body []byte) (*http.Response, 
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Content-Type", "application/json")
 	hadSession := req.Header.Get("Mcp-Session-Id") != ""
+	// Whether the request was written whole: a connection lost after
+	// that (the server read the call and died, or dropped it) lost the
+	// answer, not the request, and the server may have acted on it.
+	var wrote atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) { wrote.Store(i.Err == nil) },
+	}))
 	resp, err := t.client.Do(req)
 	if err != nil {
 		// net/http names the URL in its errors, query and all: a
@@ -198,7 +207,11 @@ func (t *httpTransport) post(ctx context.Context, body []byte) (*http.Response, 
 		if errors.As(err, &ue) {
 			ue.URL = RedactURL(ue.URL)
 		}
-		return nil, netFailure(ctx, err)
+		f := netFailure(ctx, err)
+		if wrote.Load() {
+			f = lostAnswer(f)
+		}
+		return nil, f
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil

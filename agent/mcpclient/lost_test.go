@@ -77,6 +77,31 @@ func TestCallAnswerLost(t *testing.T) {
 		}
 		wantContains(t, f2.Msg, "before it answered tools/call", "ended without its response", "the tool may have run")
 	})
+	// A server that reads the call and dies (or drops the connection)
+	// before any answer: net/http's Do fails with EOF, as when nothing
+	// listens, but the server had the call.
+	t.Run("connection closed before any answer", func(t *testing.T) {
+		f := NewFake(FakeConfig{Tools: someTools(1)})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if !bytes.Contains(body, []byte(`"tools/call"`)) {
+				f.ServeHTTP(w, r)
+				return
+			}
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close()
+			}
+		}))
+		defer srv.Close()
+		c := connect(t, Spec{URL: srv.URL}, testOptions())
+		_, err := c.Call(context.Background(), "tool_00", nil)
+		msg := wantFailure(t, err, Unreachable).Msg
+		wantContains(t, msg, "before it answered tools/call", "the tool may have run")
+		if strings.Contains(msg, "could not be reached") {
+			t.Fatalf("said as never reached: %q", msg)
+		}
+	})
 	t.Run("program dies during the call", func(t *testing.T) {
 		c := connect(t, FakeSpec("fake", fakeEnv, FakeConfig{Tools: []FakeTool{{Name: "slow", Sleep: 5 * time.Second}}}), testOptions())
 		st := c.tr.(*stdioTransport)

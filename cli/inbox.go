@@ -166,6 +166,10 @@ func (c *InboxActivityCmd) Run(e *Env) error {
 		}
 		return e.printJSON(out)
 	}
+	if len(out) == 0 && c.Client != "" {
+		fmt.Fprintf(e.Stdout, "no save attempts from %s (`rook inbox activity` lists every client's)\n", terminalLine(string(c.Client)))
+		return nil
+	}
 	if len(out) == 0 {
 		fmt.Fprintln(e.Stdout, "no save attempts yet")
 		return nil

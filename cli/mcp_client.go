@@ -206,7 +206,7 @@ func (c *McpAddCmd) Run(e *Env) error {
 		return usageErr("--max-tools %d: give 1 to 1000", c.MaxTools)
 	}
 	if c.Timeout < 0 {
-		return usageErr("--timeout must not be negative (none or 0: config.toml's [mcp.discovery] timeout, else 30s)")
+		return usageErr(negativeTimeout)
 	}
 	if c.URL != "" && (len(c.Arg) > 0 || len(c.Env) > 0 || len(c.EnvFrom) > 0) {
 		return usageErr("--arg, --env and --env-from go with --command, not --url")
@@ -512,8 +512,14 @@ func schemaSummary(raw json.RawMessage) string {
 	return strings.Join(parts, " ") + "  (* required)"
 }
 
+// negativeTimeout refuses a --timeout of add or sync below 0.
+const negativeTimeout = "--timeout must not be negative (none or 0: config.toml's [mcp.discovery] timeout, else 30s)"
+
 // Run reads a server's tools again.
 func (c *McpSyncCmd) Run(e *Env) error {
+	if c.Timeout < 0 {
+		return usageErr(negativeTimeout)
+	}
 	// Read with no store open, applied with it open for writing (see
 	// McpAddCmd.Run).
 	e.holdNotes = true

@@ -305,6 +305,21 @@ func TestCallTimeout(t *testing.T) {
 	}
 }
 
+// An answer larger than rook reads came from a tool that ran: the message
+// says so (and that the result is not shown), over either transport.
+func TestCallAnswerTooLarge(t *testing.T) {
+	big := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 4096) + `"}]}`)
+	for _, m := range []mode{httpJSON, stdio} {
+		t.Run(m.name, func(t *testing.T) {
+			_, spec := m.reach(t, FakeConfig{Tools: []FakeTool{{Name: "big", Result: big}}})
+			o := testOptions()
+			o.Limits.MaxMessageBytes = 2048
+			_, err := connect(t, spec, o).Call(context.Background(), "big", nil)
+			wantContains(t, wantFailure(t, err, ProtocolError).Msg, "larger than 2048 bytes", "the tool ran", "check what it did before calling it again")
+		})
+	}
+}
+
 // A call that runs out of the caller's time, before its own CallTimeout,
 // does not name CallTimeout as the limit it ran past.
 func TestCallTimeoutOfTheCaller(t *testing.T) {

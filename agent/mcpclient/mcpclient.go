@@ -547,7 +547,9 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 	if err != nil {
 		var big *tooLargeError
 		if errors.As(err, &big) {
-			return nil, &Failure{Kind: ProtocolError, Msg: fmt.Sprintf("the server's answer to tools/call is larger than %d bytes", big.limit), Err: err}
+			// The server answered: the tool ran, and a user told only
+			// "too large" might call it again to see its result.
+			return nil, &Failure{Kind: ProtocolError, Msg: fmt.Sprintf("the server's answer to tools/call is larger than %d bytes, more than rook reads: the tool ran, and its result is not shown; check what it did before calling it again", big.limit), Err: err}
 		}
 		var f *Failure
 		if errors.As(err, &f) && f.answerLost {

@@ -410,6 +410,19 @@ func (c *McpToolsCmd) Run(e *Env) error {
 		return e.printJSON(s.Shown())
 	}
 	fmt.Fprintf(e.Stdout, "%s: %d tool(s), %d on (at most %d)\n", s.Name, len(s.Tools), s.ToolsOn(), s.MaxTools)
+	// Tools not read yet, or read before the server stopped answering,
+	// are not the server's tools now: said, rather than shown as if.
+	switch {
+	case s.Status == agent.MCPOffline && s.LastSync.IsZero():
+		fmt.Fprintf(e.Stdout, "not connected yet: `rook mcp sync %s` reads its tools\n", s.Name)
+	case s.Status != agent.MCPOK:
+		asOf := "never synced"
+		if !s.LastSync.IsZero() {
+			asOf = "the tools are as of the last sync, " + shownTime(s.LastSync)
+		}
+		lastErr, _, _ := strings.Cut(s.Shown().LastError, "\n") // whole: ls cuts it to fit a column
+		fmt.Fprintf(e.Stdout, "status %s: %s (%s)\n", s.Status, cleanLine(lastErr), asOf)
+	}
 	for _, t := range s.Tools {
 		title := ""
 		if t.Title != "" {

@@ -191,8 +191,10 @@ func TestUnreachable(t *testing.T) {
 		says []string
 	}{
 		{"connection refused", Spec{URL: "http://" + dead + "/mcp"}, []string{"could not be reached", "connection refused"}},
-		{"silent http", silentHTTP, []string{"did not complete the handshake within 300ms"}},
-		{"silent stdio", FakeSpec("fake", fakeEnv, FakeConfig{Silent: true}), []string{"did not complete the handshake within 300ms"}},
+		// Slow to start (npx installing a server on its first run) looks
+		// the same: the message names the setting that gives it longer.
+		{"silent http", silentHTTP, []string{"did not complete the handshake within 300ms", "[mcp.discovery] connect_timeout"}},
+		{"silent stdio", FakeSpec("fake", fakeEnv, FakeConfig{Silent: true}), []string{"did not complete the handshake within 300ms", "[mcp.discovery] connect_timeout"}},
 		// A program that prints a banner on stdout (or is no MCP server):
 		// the failure says what it wrote.
 		{"stdio banner", Spec{Command: "/bin/sh", Args: []string{"-c", "echo; echo 'Welcome to the banner server'; echo second; exec sleep 10"}},

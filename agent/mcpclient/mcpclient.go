@@ -335,7 +335,9 @@ func Connect(ctx context.Context, s Spec, o Options) (*Client, error) {
 	}
 	if err := c.handshake(ctx); err != nil {
 		c.tr.close()
-		msg := fmt.Sprintf("the server could not be reached: it did not complete the handshake within %v", c.lim.ConnectTimeout)
+		// A program that installs itself on its first run (npx) can be
+		// slower than the default: the message names what gives it more.
+		msg := fmt.Sprintf("the server could not be reached: it did not complete the handshake within %v (config.toml's [mcp.discovery] connect_timeout, or a shorter --timeout, sets this)", c.lim.ConnectTimeout)
 		var wrote string
 		if st, ok := c.tr.(*stdioTransport); ok {
 			if junk := st.stdoutJunk(); junk != "" {

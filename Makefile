@@ -43,6 +43,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzStreamedCounts \
 	./agent:FuzzClaudeLine \
 	./agent:FuzzCodexLine \
+	./agent:FuzzCodexPatch \
 	./agent:FuzzRenderImported \
 	./agent:FuzzStreamedView \
 	./agent:FuzzStreamedFind \

@@ -42,6 +42,13 @@ type FileChange struct {
 	// content to compare and no mode a patch can give: the path is listed,
 	// left out of the patch (NewMode is empty), and never opened.
 	Special string `json:"special,omitempty"`
+	// Of a change read from a Codex rollout's patches (rolloutDiff):
+	// MovedFrom, the path a patch moved the file from; NoLineNumbers,
+	// that a hunk of it has none (a patch locates its chunks by their
+	// context); Patches, how many applied patches changed it.
+	MovedFrom     string `json:"moved_from,omitempty"`
+	NoLineNumbers bool   `json:"no_line_numbers,omitempty"`
+	Patches       int    `json:"patches,omitempty"`
 }
 
 // SessionDiff is what a session changed on disk: each path's first capture
@@ -66,6 +73,11 @@ type SessionDiff struct {
 	// the session captured whole whose names rook cannot record (a
 	// backslash, or bytes that are not UTF-8), Go-quoted: not shown.
 	Unrecordable []string `json:"unrecordable,omitempty"`
+	// FromRollout counts the files whose changes come from an imported
+	// Codex session's patches (codex_diff.go): what the patches changed,
+	// not the files compared with the disk. Patches counts those patches.
+	FromRollout int             `json:"from_rollout"`
+	Patches     *RolloutPatches `json:"patches,omitempty"`
 }
 
 // firstStates is what firstCaptures finds: the root the states are of,
@@ -262,6 +274,11 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 	if len(first) == 0 && len(st.dirs) == 0 {
 		// (An empty directory captured whole holds no file, but may be a
 		// file or link now: below.)
+		if ws, ok := r.codexWorkspace(id); ok {
+			// An imported Codex session: its rollout's patches say what
+			// it changed.
+			return d, r.rolloutDiff(&d, ws, w, color)
+		}
 		return d, nil
 	}
 	real, err := realRoot(root)

@@ -102,6 +102,13 @@ func (c *DiffCmd) Run(e *Env) error {
 			return err
 		}
 		if e.JSON {
+			if d.Patches != nil && len(d.Files) > 0 {
+				// Where the changes come from, as the text says it.
+				return e.printJSON(struct {
+					agent.SessionDiff
+					Note string `json:"note"`
+				}{d, fromRollout(d)})
+			}
 			if len(d.Files) == 0 {
 				// Why there is nothing, as the text says it.
 				return e.printJSON(struct {
@@ -112,6 +119,7 @@ func (c *DiffCmd) Run(e *Env) error {
 			return e.printJSON(d)
 		}
 		printUnreadable(e, d)
+		printRolloutNotes(e, d)
 		c.printStat(e, d, source)
 		return nil
 	}
@@ -120,6 +128,7 @@ func (c *DiffCmd) Run(e *Env) error {
 		return err
 	}
 	printUnreadable(e, d)
+	printRolloutNotes(e, d)
 	if len(d.Files) == 0 {
 		fmt.Fprintln(e.Stdout, nothingChanged(d, source))
 		return nil
@@ -135,7 +144,41 @@ func (c *DiffCmd) Run(e *Env) error {
 	if d.FromTranscript > 0 {
 		fmt.Fprintln(e.Stderr, fromTranscript(d.FromTranscript, "compared with"))
 	}
+	if d.Patches != nil {
+		fmt.Fprintln(e.Stderr, fromRollout(d))
+	}
 	return nil
+}
+
+// printRolloutNotes says, on stderr, which of an imported Codex session's
+// patches were left out of its diff, and why.
+func printRolloutNotes(e *Env, d agent.SessionDiff) {
+	if d.Patches == nil {
+		return
+	}
+	for _, n := range d.Patches.Notes {
+		fmt.Fprintf(e.Stderr, "rook: note: %s\n", terminalLine(n))
+	}
+}
+
+// fromRollout says where an imported Codex session's diff comes from, and
+// how it differs from one of captured files.
+func fromRollout(d agent.SessionDiff) string {
+	p := d.Patches
+	s := fmt.Sprintf("from the %d patch(es) the Codex rollout says applied (%d failed, %d with no outcome in the rollout: left out): Codex keeps no copies of files, so this is what its patches changed, not the files compared with the disk", p.Applied, p.Failed, p.Unconfirmed)
+	for _, f := range d.Files {
+		if f.NoLineNumbers {
+			s += "; a hunk headed -?,N +?,N has no line numbers (the patch places it by its context lines), so this is no patch git apply takes"
+			break
+		}
+	}
+	for _, f := range d.Files {
+		if f.Patches > 1 && (f.Status == "modified" || f.NoLineNumbers) {
+			s += "; a file changed by several patches shows each one's hunks in turn, each against the file as the one before left it"
+			break
+		}
+	}
+	return s
 }
 
 // printUnreadable says, on stderr, which directories the diff could not
@@ -160,6 +203,12 @@ func fromTranscript(n int, what string) string {
 // session, whose captures can only come from its agent's own backups.
 func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
 	switch {
+	case d.Patches != nil && d.Patches.Applied > 0:
+		return "this session's patches changed nothing in the end (the files they added they deleted)"
+	case d.Patches != nil && d.Patches.Failed+d.Patches.Unconfirmed == 0:
+		return "this session's transcript was imported from Codex, whose transcripts keep no copies of files, and its rollout holds no apply_patch call, so it has nothing to compare"
+	case d.Patches != nil:
+		return fmt.Sprintf("this session's Codex rollout holds no patch that applied (%d failed, %d with no outcome in the rollout), so it has nothing to compare: Codex keeps no copies of files, and its apply_patch calls are what rook reads", d.Patches.Failed, d.Patches.Unconfirmed)
 	case (d.Captures > 0 || d.FromTranscript > 0) && (len(d.Unreadable) > 0 || len(d.Unrecordable) > 0):
 		return "this session changed nothing else on disk that rook can compare"
 	case d.Captures > 0 || d.FromTranscript > 0:
@@ -191,6 +240,9 @@ func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff, source *eventlog.Source
 		if f.NoBody {
 			counts = "(" + f.Reason + ")"
 		}
+		if f.MovedFrom != "" {
+			counts += "  (moved from " + terminalLine(f.MovedFrom) + ")"
+		}
 		mode := ""
 		if f.Status == "modified" && f.NewMode != "" && f.OldMode != f.NewMode {
 			mode = fmt.Sprintf("  mode %s → %s", f.OldMode, f.NewMode)
@@ -202,6 +254,9 @@ func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff, source *eventlog.Source
 	fmt.Fprintf(e.Stdout, "%d file(s) changed, +%d -%d\n", len(d.Files), d.Added, d.Removed)
 	if d.FromTranscript > 0 {
 		fmt.Fprintln(e.Stdout, fromTranscript(d.FromTranscript, "compared with"))
+	}
+	if d.Patches != nil {
+		fmt.Fprintln(e.Stdout, fromRollout(d))
 	}
 }
 

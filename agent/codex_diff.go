@@ -1,0 +1,737 @@
+package agent
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	json "github.com/go-json-experiment/json/v1"
+
+	"github.com/rookhq/rook/eventlog"
+)
+
+// session diff of an imported Codex session. Codex keeps no copies of
+// files, but its rollout holds the patches the agent applied: each
+// apply_patch call's patch (a custom_tool_call's input, a function_call's
+// arguments, or an older Codex's shell command `apply_patch <patch>`), its
+// output (whether it applied), and, in newer versions, a patch_apply_end
+// event with success and, per absolute path, the change made (add with
+// the content, delete with the content, update with a unified diff and a
+// move_path). Diff derives the session's changes from these when it
+// reads the session (rolloutDiff): nothing is stored for them at import,
+// so a session imported by an older rook has them too, and the store's
+// format is the same. A patch counts as applied only where the rollout
+// says it did (a success output, or a patch_apply_end with success); one
+// that failed, or whose outcome the rollout does not hold, is left out
+// and counted. Where the rollout holds only the patch, its update hunks
+// have no line numbers and the file before is unknown: the diff says so
+// (FileChange.NoLineNumbers, "-?" in a hunk header) and invents nothing.
+
+// RolloutPatches counts the patches a Codex session's rollout holds:
+// applied (shown), failed (left out), and unconfirmed (no output nor
+// patch_apply_end says how they went: left out). Notes say which were
+// left out, or did not read, and why.
+type RolloutPatches struct {
+	Applied     int      `json:"applied"`
+	Failed      int      `json:"failed"`
+	Unconfirmed int      `json:"unconfirmed"`
+	Notes       []string `json:"notes,omitempty"`
+}
+
+// codexPatchCall is one apply_patch call of a rollout, joined with its
+// outcome by call_id.
+type codexPatchCall struct {
+	seq     uint64 // the event of the call (or of its patch_apply_end)
+	id      string
+	patch   string
+	outcome string // "applied", "failed", "" (unknown)
+	why     string // what the output says, for a failed one
+	changes map[string]codexFileChangeJSON
+	ended   bool // a patch_apply_end says how it went
+}
+
+// codexFileChangeJSON is one path's change in a patch_apply_end event.
+type codexFileChangeJSON struct {
+	Type        string  `json:"type"`
+	Content     *string `json:"content"`
+	UnifiedDiff *string `json:"unified_diff"`
+	MovePath    *string `json:"move_path"`
+}
+
+// codexPatchPayload is what rolloutDiff reads of a line's payload.
+type codexPatchPayload struct {
+	Type      string                         `json:"type"`
+	Name      string                         `json:"name"`
+	CallID    string                         `json:"call_id"`
+	Input     json.RawMessage                `json:"input"`
+	Arguments json.RawMessage                `json:"arguments"`
+	Action    json.RawMessage                `json:"action"`
+	Output    json.RawMessage                `json:"output"`
+	Success   *bool                          `json:"success"`
+	Status    string                         `json:"status"`
+	Stderr    string                         `json:"stderr"`
+	Changes   map[string]codexFileChangeJSON `json:"changes"`
+}
+
+// codexPatchTools label the tool calls (and results) that may apply a
+// patch: apply_patch itself, and the shells an older Codex ran it with.
+var codexPatchTools = map[string]bool{"apply_patch": true, "shell": true, "local_shell": true, "container.exec": true, "shell_command": true, "exec_command": true}
+
+const codexPatchEndLabel = "event_msg:patch_apply_end"
+
+// rolloutPatchCalls reads the apply_patch calls of a session's events, in
+// the order of their calls.
+func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
+	byID := map[string]*codexPatchCall{}
+	var order []*codexPatchCall
+	get := func(cid string, seq uint64) *codexPatchCall {
+		c, ok := byID[cid]
+		if !ok {
+			c = &codexPatchCall{seq: seq, id: cid}
+			byID[cid] = c
+			order = append(order, c)
+		}
+		return c
+	}
+	for from := uint64(0); ; {
+		evs, err := r.Log.Read(id, from, 1024)
+		if err != nil {
+			return nil, err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for _, ev := range evs {
+			switch {
+			case (ev.Kind == eventlog.KindToolCall || ev.Kind == eventlog.KindToolResult) && codexPatchTools[ev.Label]:
+			case ev.Kind == eventlog.KindNote && strings.Contains(ev.Label, codexPatchEndLabel):
+			default:
+				continue
+			}
+			body, imported, err := r.readBody(ev.Body)
+			if err != nil {
+				return nil, fmt.Errorf("event #%d cannot be read: %w", ev.Seq, err)
+			}
+			if !imported {
+				continue
+			}
+			for _, line := range sourceLines(body) {
+				p, ok := codexPatchPayloadOf(entryBytes(trimNewline(line)))
+				if !ok || p.CallID == "" {
+					continue
+				}
+				switch {
+				case codexCalls[p.Type]:
+					if text, ok := codexCallPatch(p); ok {
+						get(p.CallID, ev.Seq).patch = text
+					}
+				case codexOutputs[p.Type]:
+					if c, ok := byID[p.CallID]; ok && !c.ended {
+						c.outcome, c.why = codexPatchOutcome(p.Output)
+					}
+				case p.Type == "patch_apply_end":
+					c := get(p.CallID, ev.Seq)
+					c.ended, c.changes = true, p.Changes
+					ok := p.Success != nil && *p.Success || p.Success == nil && p.Status == "completed"
+					if c.outcome, c.why = "failed", firstLine(p.Stderr); ok {
+						c.outcome, c.why = "applied", ""
+					} else if p.Status != "" && p.Status != "failed" {
+						c.why = p.Status // "declined"
+					}
+				}
+			}
+		}
+		from = evs[len(evs)-1].Seq + 1
+	}
+	// A shell call that ran no patch is no patch call.
+	out := order[:0]
+	for _, c := range order {
+		if c.patch != "" || c.ended {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// codexPatchPayloadOf reads a rollout line's payload (an older rollout's
+// bare item is its own payload).
+func codexPatchPayloadOf(line []byte) (codexPatchPayload, bool) {
+	var l struct {
+		Type    string            `json:"type"`
+		Payload codexPatchPayload `json:"payload"`
+	}
+	if json.Unmarshal(line, &l) != nil {
+		return codexPatchPayload{}, false
+	}
+	switch {
+	case l.Type == "response_item" || l.Type == "event_msg":
+		return l.Payload, true
+	case codexItemTypes[l.Type]:
+		var p codexPatchPayload
+		return p, json.Unmarshal(line, &p) == nil
+	}
+	return codexPatchPayload{}, false
+}
+
+// codexCallPatch is the patch a tool call applies, if it applies one.
+func codexCallPatch(p codexPatchPayload) (string, bool) {
+	if p.Name == "apply_patch" {
+		if s := rawString(p.Input); s != "" {
+			return s, true // custom_tool_call: the patch itself
+		}
+		var args struct {
+			Input string `json:"input"`
+			Patch string `json:"patch"`
+		}
+		if s := rawString(p.Arguments); s != "" && json.Unmarshal([]byte(s), &args) == nil {
+			if args.Input != "" {
+				return args.Input, true
+			}
+			return args.Patch, args.Patch != ""
+		}
+		return "", false
+	}
+	// A shell: {"command": ["apply_patch", patch]}, or a script that runs
+	// apply_patch with a heredoc; a local_shell_call's action the same.
+	var cmd struct {
+		Command json.RawMessage `json:"command"`
+	}
+	if s := rawString(p.Arguments); s != "" {
+		if json.Unmarshal([]byte(s), &cmd) != nil {
+			return "", false
+		}
+	} else if len(p.Action) == 0 || json.Unmarshal(p.Action, &cmd) != nil {
+		return "", false
+	}
+	var argv []string
+	if s := rawString(cmd.Command); s != "" {
+		argv = []string{s}
+	} else if json.Unmarshal(cmd.Command, &argv) != nil || len(argv) == 0 {
+		return "", false
+	}
+	if (argv[0] == "apply_patch" || argv[0] == "applypatch") && len(argv) == 2 {
+		return argv[1], true
+	}
+	script := strings.TrimSpace(argv[len(argv)-1])
+	for _, name := range []string{"apply_patch", "applypatch"} {
+		if rest, ok := strings.CutPrefix(script, name); ok && strings.HasPrefix(strings.TrimSpace(rest), "<<") {
+			return strings.TrimSpace(rest), true
+		}
+	}
+	return "", false
+}
+
+// codexPatchOutcome reads an apply_patch call's output: "applied" when it
+// says so, else "failed" and the first line of what it says. The output
+// is a string: the text, {"output": text, "metadata": {"exit_code": n}}
+// (a function call's), or "Exit code: n\nWall time: ...\nOutput:\n"
+// before the text (a custom tool call's); or, in some versions, an
+// object {"content": text, "success": bool}.
+func codexPatchOutcome(out json.RawMessage) (outcome, why string) {
+	var text string
+	exit := -1
+	if len(out) > 0 && out[0] == '{' {
+		var o struct {
+			Content json.RawMessage `json:"content"`
+			Success *bool           `json:"success"`
+		}
+		if json.Unmarshal(out, &o) == nil && o.Success != nil {
+			if *o.Success {
+				return "applied", ""
+			}
+			return "failed", firstLine(rawString(o.Content))
+		}
+		return "failed", "an output rook does not read"
+	}
+	text = rawString(out)
+	if strings.HasPrefix(strings.TrimSpace(text), "{") {
+		var o struct {
+			Output   string `json:"output"`
+			Metadata struct {
+				ExitCode *int `json:"exit_code"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal([]byte(text), &o) == nil {
+			text = o.Output
+			if o.Metadata.ExitCode != nil {
+				exit = *o.Metadata.ExitCode
+			}
+		}
+	}
+	if rest, ok := strings.CutPrefix(text, "Exit code: "); ok {
+		n, after, _ := strings.Cut(rest, "\n")
+		if v, err := strconv.Atoi(strings.TrimSpace(n)); err == nil {
+			exit = v
+		}
+		if _, o, ok := strings.Cut(after, "Output:\n"); ok {
+			text = o
+		}
+	}
+	said := strings.Contains(text, "Success. Updated the following files") || strings.TrimSpace(text) == "Done!"
+	switch {
+	case exit == 0 && said, exit == -1 && said:
+		return "applied", ""
+	case exit > 0:
+		return "failed", fmt.Sprintf("exit code %d: %s", exit, firstLine(text))
+	}
+	return "failed", firstLine(text)
+}
+
+// firstLine is the first non-empty line of s, clipped, for a note.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return clip(l, 120)
+		}
+	}
+	return "no output"
+}
+
+// rolloutFile is one path's changes, patch after patch.
+type rolloutFile struct {
+	path, movedFrom string
+	status          string // added, modified, removed
+	body            bytes.Buffer
+	added, removed  int
+	patches         int
+	noLineNumbers   bool
+	noBody          string // why the change has no body
+	// known: the file's lines now (without their newlines), while every
+	// patch of it since it was added whole could be applied to them: the
+	// section is then the file's lines, as for a file captured absent.
+	known   []string
+	isKnown bool
+}
+
+// rolloutDiff is Diff for an imported Codex session with no captures:
+// the changes its applied patches made, per file, from the rollout.
+func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) error {
+	calls, err := r.rolloutPatchCalls(d.Session)
+	if err != nil {
+		return err
+	}
+	rp := &RolloutPatches{}
+	d.Patches, d.Root = rp, ws
+	files := map[string]*rolloutFile{}
+	for _, c := range calls {
+		switch c.outcome {
+		case "failed":
+			rp.Failed++
+			rp.Notes = append(rp.Notes, fmt.Sprintf("the patch of event #%d did not apply (%s): left out", c.seq, c.why))
+			continue
+		case "":
+			rp.Unconfirmed++
+			rp.Notes = append(rp.Notes, fmt.Sprintf("the rollout does not say whether the patch of event #%d applied (no output for it): left out", c.seq))
+			continue
+		}
+		if len(c.changes) > 0 {
+			rp.Applied++
+			paths := make([]string, 0, len(c.changes))
+			for p := range c.changes {
+				paths = append(paths, p)
+			}
+			sort.Strings(paths)
+			for _, p := range paths {
+				if note := applyCodexChange(files, ws, p, c.changes[p], color); note != "" {
+					rp.Notes = append(rp.Notes, fmt.Sprintf("the patch of event #%d: %s", c.seq, note))
+				}
+			}
+			continue
+		}
+		ops, err := parseCodexPatch(c.patch)
+		if err != nil {
+			// The rollout says it applied, yet it does not read: what it
+			// changed is not known.
+			rp.Failed++
+			rp.Notes = append(rp.Notes, fmt.Sprintf("the patch of event #%d applied, but does not read (%v): left out", c.seq, err))
+			continue
+		}
+		rp.Applied++
+		for _, op := range ops {
+			applyCodexOp(files, ws, op, color)
+		}
+	}
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		f := files[p]
+		if f.status == "added" && f.isKnown && f.patches > 1 {
+			// Added whole, and each patch since applied to it: the file
+			// as the session left it, whole.
+			f.body.Reset()
+			f.added, f.removed, f.noLineNumbers = len(f.known), 0, false
+			if len(f.known) > 0 {
+				f.body.WriteString(codexFrag(hunkRange(1, 0), hunkRange(1, len(f.known)), color))
+			}
+			for _, l := range f.known {
+				writeContentLines(&f.body, '+', []string{l + "\n"}, color)
+			}
+		}
+		fc := FileChange{Path: f.path, Status: f.status, Added: f.added, Removed: f.removed, MovedFrom: f.movedFrom,
+			NoLineNumbers: f.noLineNumbers, Patches: f.patches}
+		if f.noBody != "" {
+			fc.NoBody, fc.Reason = true, f.noBody
+		}
+		if w != nil {
+			if _, err := w.Write(rolloutSection(f, color)); err != nil {
+				return err
+			}
+		}
+		d.Added += f.added
+		d.Removed += f.removed
+		d.Files = append(d.Files, fc)
+	}
+	d.FromRollout = len(d.Files)
+	return nil
+}
+
+// rolloutSection writes a file's changes as a git-style section: git's
+// header lines, then each patch's hunks in turn (a later patch's against
+// the file as the one before left it).
+func rolloutSection(f *rolloutFile, color bool) []byte {
+	var buf bytes.Buffer
+	meta := func(s string) {
+		if color {
+			s = colorMeta + s + colorReset
+		}
+		buf.WriteString(s + "\n")
+	}
+	from := f.path
+	if f.movedFrom != "" {
+		from = f.movedFrom
+	}
+	meta("diff --git " + quotePath("a/", from) + " " + quotePath("b/", f.path))
+	oldLabel, newLabel := quotePath("a/", from), quotePath("b/", f.path)
+	switch f.status {
+	case "added":
+		meta("new file") // the rollout does not say its mode
+		oldLabel = "/dev/null"
+	case "removed":
+		meta("deleted file")
+		newLabel = "/dev/null"
+	}
+	if f.movedFrom != "" {
+		meta("rename from " + quotePath("", f.movedFrom))
+		meta("rename to " + quotePath("", f.path))
+	}
+	if f.body.Len() == 0 {
+		return buf.Bytes()
+	}
+	meta("--- " + oldLabel + tabIfSpace(oldLabel))
+	meta("+++ " + newLabel + tabIfSpace(newLabel))
+	buf.Write(f.body.Bytes())
+	return buf.Bytes()
+}
+
+// codexRel is the path a patch names as the diff names it: relative to
+// the workspace (a path inside it written absolute, as patch_apply_end
+// writes them all), or as written.
+func codexRel(ws, p string) string {
+	if filepath.IsAbs(p) {
+		if rel, ok := workspaceRel(ws, p); ok {
+			return rel
+		}
+		return filepath.ToSlash(filepath.Clean(p))
+	}
+	return path.Clean(filepath.ToSlash(p))
+}
+
+// applyCodexOp adds one operation of a patch the rollout holds.
+func applyCodexOp(files map[string]*rolloutFile, ws string, op codexPatchOp, color bool) {
+	p := codexRel(ws, op.Path)
+	switch op.Kind {
+	case "add":
+		codexAdded(files, p, op.Content, color)
+	case "delete":
+		codexRemoved(files, p, nil, color)
+	case "update":
+		f := codexFileAt(files, p)
+		a, rm := writeCodexChunks(&f.body, op.Chunks, color)
+		f.added, f.removed, f.noLineNumbers = f.added+a, f.removed+rm, true
+		if f.isKnown {
+			f.known, f.isKnown = applyCodexChunks(f.known, op.Chunks)
+		}
+		if op.MoveTo != "" {
+			codexMoved(files, f, codexRel(ws, op.MoveTo))
+		}
+	}
+}
+
+// applyCodexChange adds one path's change of a patch_apply_end; it says
+// why when the change does not read.
+func applyCodexChange(files map[string]*rolloutFile, ws, abs string, c codexFileChangeJSON, color bool) string {
+	p := codexRel(ws, abs)
+	switch c.Type {
+	case "add":
+		if c.Content == nil {
+			return fmt.Sprintf("the addition of %s holds no content: left out", p)
+		}
+		codexAdded(files, p, []byte(*c.Content), color)
+	case "delete":
+		var old []byte
+		if c.Content != nil {
+			old = []byte(*c.Content)
+		}
+		codexRemoved(files, p, old, color)
+	case "update":
+		f := codexFileAt(files, p)
+		f.isKnown = false // (its diff is not applied here)
+		if c.UnifiedDiff != nil {
+			a, rm := writeUnifiedHunks(&f.body, *c.UnifiedDiff, color)
+			f.added, f.removed = f.added+a, f.removed+rm
+		}
+		if c.MovePath != nil && *c.MovePath != "" {
+			codexMoved(files, f, codexRel(ws, *c.MovePath))
+		}
+	default:
+		return fmt.Sprintf("a change of %s of a kind rook does not know (%q): left out", p, c.Type)
+	}
+	return ""
+}
+
+// codexFileAt is the changes of path p so far, a new modified file's if
+// none: a patch that updates a file the session had not touched.
+func codexFileAt(files map[string]*rolloutFile, p string) *rolloutFile {
+	f, ok := files[p]
+	if !ok {
+		f = &rolloutFile{path: p, status: "modified"}
+		files[p] = f
+	}
+	if f.status == "removed" {
+		// Deleted, then written again: modified, from what is unknown.
+		f.status = "modified"
+	}
+	f.patches++
+	return f
+}
+
+// codexAdded: a patch wrote p whole.
+func codexAdded(files map[string]*rolloutFile, p string, content []byte, color bool) {
+	f, had := files[p]
+	lines := splitLines(content)
+	if !had || f.status == "added" {
+		// New: the whole file, a hunk git would write.
+		if had {
+			f.body.Reset()
+			f.added, f.removed = 0, 0
+		} else {
+			f = &rolloutFile{path: p, status: "added"}
+			files[p] = f
+		}
+		f.patches++
+		f.known, f.isKnown = nil, bytes.HasSuffix(content, []byte("\n")) || len(content) == 0
+		for _, l := range lines {
+			f.known = append(f.known, strings.TrimSuffix(l, "\n"))
+		}
+		if len(lines) > 0 { // an empty file has no hunk
+			f.body.WriteString(codexFrag(hunkRange(1, 0), hunkRange(1, len(lines)), color))
+		}
+	} else {
+		// Written over a file the session had changed (or deleted): what
+		// it held before this is not in the rollout.
+		f = codexFileAt(files, p)
+		f.noLineNumbers, f.isKnown = true, false
+		f.body.WriteString(codexFrag("?,?", hunkRange(1, len(lines)), color))
+	}
+	writeContentLines(&f.body, '+', lines, color)
+	f.added += len(lines)
+}
+
+// codexRemoved: a patch deleted p (old: its content, when the rollout
+// holds it).
+func codexRemoved(files map[string]*rolloutFile, p string, old []byte, color bool) {
+	f, had := files[p]
+	if had && f.status == "added" {
+		delete(files, p) // made and deleted in the session: nothing changed
+		return
+	}
+	if !had {
+		f = &rolloutFile{path: p}
+		files[p] = f
+	}
+	f.status, f.patches, f.isKnown = "removed", f.patches+1, false
+	f.body.Reset()
+	f.added, f.removed, f.noLineNumbers, f.noBody = 0, 0, false, ""
+	if old == nil {
+		f.noBody = "its content before is not in the rollout"
+		return
+	}
+	lines := splitLines(old)
+	if len(lines) > 0 {
+		f.body.WriteString(codexFrag(hunkRange(1, len(lines)), hunkRange(1, 0), color))
+	}
+	writeContentLines(&f.body, '-', lines, color)
+	f.removed = len(lines)
+}
+
+// codexMoved: an update moved f to p.
+func codexMoved(files map[string]*rolloutFile, f *rolloutFile, p string) {
+	delete(files, f.path)
+	if f.movedFrom == "" && f.status != "added" {
+		f.movedFrom = f.path
+	}
+	if f.movedFrom == p {
+		f.movedFrom = "" // moved back
+	}
+	f.path = p
+	files[p] = f
+}
+
+// codexFrag is a hunk header.
+func codexFrag(old, new string, color bool) string {
+	h := "@@ -" + old + " +" + new + " @@"
+	if color {
+		h = colorFrag + h + colorReset
+	}
+	return h + "\n"
+}
+
+// writeContentLines writes a file's lines each after sign, as a hunk does,
+// with git's mark after a last line with no newline.
+func writeContentLines(buf *bytes.Buffer, sign byte, lines []string, color bool) {
+	for _, l := range lines {
+		s := string(sign) + strings.TrimSuffix(l, "\n")
+		if color {
+			c := colorNew
+			if sign == '-' {
+				c = colorOld
+			}
+			s = c + s + colorReset
+		}
+		buf.WriteString(s + "\n")
+		if !strings.HasSuffix(l, "\n") {
+			buf.WriteString("\\ No newline at end of file\n")
+		}
+	}
+}
+
+// writeUnifiedHunks writes the hunks of a unified diff a patch_apply_end
+// holds (its ---/+++ lines, if any, left out: the section has its own),
+// and counts the lines added and removed.
+func writeUnifiedHunks(buf *bytes.Buffer, diff string, color bool) (added, removed int) {
+	lines := strings.Split(strings.TrimSuffix(diff, "\n"), "\n")
+	for i, l := range lines {
+		if i < 2 && (strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "+++ ")) {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(l, "@@"):
+			if color {
+				l = colorFrag + l + colorReset
+			}
+			buf.WriteString(l + "\n")
+			continue
+		case strings.HasPrefix(l, "+"):
+			added++
+		case strings.HasPrefix(l, "-"):
+			removed++
+		}
+		writeDiffLines(buf, []string{l}, color)
+	}
+	return added, removed
+}
+
+// codexWorkspace says whether a session holds a Codex rollout's lines (an
+// imported Codex session, or a fork of one), and its workspace.
+func (r *Rook) codexWorkspace(id eventlog.ID) (string, bool) {
+	m, err := r.Log.ReadMeta(id)
+	if err != nil {
+		return "", false
+	}
+	if src := r.ImportedFrom(m); src == nil || src.Format != FormatCodex {
+		return "", false
+	}
+	ws := m.Workspace
+	if filepath.IsAbs(ws) {
+		ws = filepath.Clean(ws)
+	}
+	return ws, true
+}
+
+// applyCodexChunks applies an update's chunks to a file's lines as Codex
+// does, as far as rook needs it: each chunk after the line its context
+// names, at its removed and kept lines (matched as they are, else
+// without trailing spaces, else without spaces around), found after the
+// chunk before; one that adds only goes at the end of the file. ok is
+// false when a chunk is not found: the lines are not known then.
+func applyCodexChunks(lines []string, chunks []codexChunk) ([]string, bool) {
+	out := append([]string(nil), lines...)
+	at := 0
+	for _, c := range chunks {
+		var old, new []string
+		for _, l := range c.Lines {
+			switch l[0] {
+			case '-':
+				old = append(old, l[1:])
+			case '+':
+				new = append(new, l[1:])
+			default:
+				old, new = append(old, l[1:]), append(new, l[1:])
+			}
+		}
+		if c.Context != "" {
+			i := seekLines(out, []string{c.Context}, at, false)
+			if i < 0 {
+				return nil, false
+			}
+			at = i + 1
+		}
+		if len(old) == 0 {
+			out = append(out, new...)
+			at = len(out)
+			continue
+		}
+		i := seekLines(out, old, at, c.EOF)
+		if i < 0 && c.Lines[len(c.Lines)-1] == " " {
+			// A last empty kept line the file does not end with.
+			old, new = old[:len(old)-1], new[:max(len(new)-1, 0)]
+			i = seekLines(out, old, at, c.EOF)
+		}
+		if i < 0 {
+			return nil, false
+		}
+		out = append(out[:i], append(append([]string(nil), new...), out[i+len(old):]...)...)
+		at = i + len(new)
+	}
+	return out, true
+}
+
+// seekLines finds pat in lines at or after from (at the end first, for a
+// chunk at the end of the file), exactly, else without trailing spaces,
+// else without spaces around; -1 if not.
+func seekLines(lines, pat []string, from int, eof bool) int {
+	if len(pat) > len(lines) {
+		return -1
+	}
+	for _, norm := range []func(string) string{
+		func(s string) string { return s },
+		func(s string) string { return strings.TrimRight(s, " \t") },
+		strings.TrimSpace,
+	} {
+		match := func(i int) bool {
+			for j, p := range pat {
+				if norm(lines[i+j]) != norm(p) {
+					return false
+				}
+			}
+			return true
+		}
+		if eof && len(lines)-len(pat) >= from && match(len(lines)-len(pat)) {
+			return len(lines) - len(pat)
+		}
+		for i := from; i+len(pat) <= len(lines); i++ {
+			if match(i) {
+				return i
+			}
+		}
+	}
+	return -1
+}

@@ -1,0 +1,94 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+
+	json "github.com/go-json-experiment/json/v1"
+)
+
+// A patch's output says whether it applied, in each form Codex writes it;
+// anything else is a failure, never a change.
+func TestCodexPatchOutcome(t *testing.T) {
+	str := func(s string) json.RawMessage { b, _ := json.Marshal(s); return b }
+	for _, tc := range []struct {
+		out  json.RawMessage
+		want string
+	}{
+		{str("Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nM a\n"), "applied"},
+		{str(`{"output":"Success. Updated the following files:\nA a\n","metadata":{"exit_code":0}}`), "applied"},
+		{str("Success. Updated the following files:\nD a\n"), "applied"},
+		{str("Done!"), "applied"},
+		{json.RawMessage(`{"content":"Success","success":true}`), "applied"},
+		{str("apply_patch verification failed: Failed to find expected lines in a"), "failed"},
+		{str(`{"output":"Success. Updated the following files:\nA a\n","metadata":{"exit_code":1}}`), "failed"},
+		{str("Exit code: 1\nWall time: 0 seconds\nOutput:\nerror: invalid patch"), "failed"},
+		{json.RawMessage(`{"content":"no","success":false}`), "failed"},
+		{json.RawMessage(`[1,2]`), "failed"},
+		{nil, "failed"},
+	} {
+		if got, why := codexPatchOutcome(tc.out); got != tc.want || got == "failed" && why == "" {
+			t.Errorf("%s: %q (%q), want %q", tc.out, got, why, tc.want)
+		}
+	}
+}
+
+// The chunks of an update apply to a file's lines as Codex applies them:
+// after their context line, at their old lines (found without trailing
+// spaces too), additions alone at the end; a chunk not found leaves the
+// lines unknown.
+func TestApplyCodexChunks(t *testing.T) {
+	file := []string{"def f():", "    pass", "", "def g():", "    pass  "}
+	for _, tc := range []struct {
+		patch string
+		want  string // "" : not found
+	}{
+		{"@@ def g():\n-    pass\n+    return 1", "def f():|    pass||def g():|    return 1"},
+		{"@@\n def f():\n-    pass\n+    return 2", "def f():|    return 2||def g():|    pass  "},
+		{"@@\n+# end", "def f():|    pass||def g():|    pass  |# end"},
+		{"@@ def h():\n-    pass\n+    x", ""},
+		{"@@\n-nowhere\n+x", ""},
+	} {
+		ops, err := parseCodexPatch("*** Begin Patch\n*** Update File: a.py\n" + tc.patch + "\n*** End Patch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := applyCodexChunks(file, ops[0].Chunks)
+		if tc.want == "" {
+			if ok {
+				t.Errorf("%q applied: %q", tc.patch, got)
+			}
+			continue
+		}
+		if !ok || strings.Join(got, "|") != tc.want {
+			t.Errorf("%q: %q %v, want %q", tc.patch, strings.Join(got, "|"), ok, tc.want)
+		}
+	}
+}
+
+// The patch of a call is read from each form Codex writes it in.
+func TestCodexCallPatch(t *testing.T) {
+	const patch = "*** Begin Patch\n*** Delete File: a\n*** End Patch"
+	args := func(v any) json.RawMessage {
+		b, _ := json.Marshal(v)
+		s, _ := json.Marshal(string(b))
+		return s
+	}
+	str := func(s string) json.RawMessage { b, _ := json.Marshal(s); return b }
+	for i, p := range []codexPatchPayload{
+		{Type: "custom_tool_call", Name: "apply_patch", Input: str(patch)},
+		{Type: "function_call", Name: "apply_patch", Arguments: args(map[string]string{"input": patch})},
+		{Type: "function_call", Name: "shell", Arguments: args(map[string]any{"command": []string{"apply_patch", patch}})},
+		{Type: "function_call", Name: "shell", Arguments: args(map[string]any{"command": []string{"bash", "-lc", "apply_patch <<'EOF'\n" + patch + "\nEOF\n"}})},
+		{Type: "local_shell_call", Action: json.RawMessage(`{"type":"exec","command":["apply_patch",` + string(str(patch)) + `]}`)},
+	} {
+		text, ok := codexCallPatch(p)
+		ops, err := parseCodexPatch(text)
+		if !ok || err != nil || len(ops) != 1 || ops[0].Kind != "delete" {
+			t.Errorf("%d: %q %v %v", i, text, ok, err)
+		}
+	}
+	if _, ok := codexCallPatch(codexPatchPayload{Type: "function_call", Name: "shell", Arguments: args(map[string]any{"command": []string{"ls", "-l"}})}); ok {
+		t.Error("ls is a patch")
+	}
+}

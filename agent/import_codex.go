@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"reflect"
+	"sort"
 	"strings"
 	"time"
 
@@ -28,6 +29,9 @@ type codexMapper struct {
 	userTitle string // the first real prompt of an event_msg user_message
 	name      string // the last thread name (thread_name_updated), as a title
 	sess      sourceSession
+	// spawns: the call_ids of the spawn_agent calls with no output yet,
+	// in a subagent's copy of its parent's history (codexCopyEnd).
+	spawns map[string]bool
 }
 
 func newCodexMapper() lineMapper { return &codexMapper{toolName: map[string]string{}} }
@@ -41,11 +45,17 @@ type codexState struct {
 	UserTitle string            `json:"user_title"`
 	Name      string            `json:"name"`
 	Sess      sourceSession     `json:"sess"`
+	Spawns    []string          `json:"spawns,omitempty"`
 }
 
 func (m *codexMapper) saveState() ([]byte, error) {
+	spawns := make([]string, 0, len(m.spawns))
+	for id := range m.spawns {
+		spawns = append(spawns, id)
+	}
+	sort.Strings(spawns)
 	return json.Marshal(codexState{ToolName: m.toolName, Model: m.model, MetaSeen: m.metaSeen,
-		LastTotal: m.lastTotal, UserTitle: m.userTitle, Name: m.name, Sess: m.sess})
+		LastTotal: m.lastTotal, UserTitle: m.userTitle, Name: m.name, Sess: m.sess, Spawns: spawns})
 }
 
 func (m *codexMapper) loadState(data []byte) error {
@@ -57,6 +67,10 @@ func (m *codexMapper) loadState(data []byte) error {
 		m.toolName = map[string]string{}
 	}
 	m.model, m.metaSeen, m.lastTotal, m.userTitle, m.name, m.sess = st.Model, st.MetaSeen, st.LastTotal, st.UserTitle, st.Name, st.Sess
+	m.spawns = nil
+	for _, id := range st.Spawns {
+		m.spawnCalled(id)
+	}
 	return nil
 }
 
@@ -540,6 +554,12 @@ func (m *codexMapper) responseItem(e *codexEntry, out *mappedLine) {
 				// user's.
 				out.Kind, out.Label = eventlog.KindNote, codexContextLabel
 			}
+			if len(m.spawns) > 0 && e.Prompt != "" && !e.Context {
+				// The first prompt after the spawn call a subagent's copy
+				// of its parent's history ends with: its own task.
+				m.copyEnded()
+				m.spawns = nil
+			}
 			if m.sess.Title == "" {
 				m.sess.Title = e.Prompt
 			}
@@ -563,16 +583,19 @@ func (m *codexMapper) responseItem(e *codexEntry, out *mappedLine) {
 		out.Kind, out.Label = eventlog.KindToolCall, name
 		if e.CallID != "" {
 			m.toolName[e.CallID] = name
+			if name == "spawn_agent" && m.sess.Subagent && m.sess.Fork {
+				m.spawnCalled(e.CallID)
+			}
 		}
 	case codexOutputs[typ]:
 		out.Kind, out.Label = eventlog.KindToolResult, m.toolName[e.CallID]
+		delete(m.spawns, e.CallID)
 		if e.SpawnMark && m.sess.Subagent {
 			// The end of the parent's history a subagent copied: its task
 			// is the next user message, which titles it, not the
 			// parent's prompt the copy began with, nor the parent's
 			// thread name (a thread_name_updated the copy kept).
-			m.sess.Title, m.userTitle, m.name = "", "", ""
-			m.sess.CopyEnds++
+			m.copyEnded()
 		}
 	default:
 		out.Label = "response_item:" + typ
@@ -804,3 +827,32 @@ var (
 	codexContextPrefixes = []string{"# Context from my IDE setup:", "# Files mentioned by the user:"}
 	codexRequestMarks    = []string{"## My request for Codex:", "## My request:"}
 )
+
+// codexCopyEnd: where a subagent's copy of its parent's history ends.
+// Older Codex marks it with the spawn call's output (codexForkedSpawnMark)
+// and sends the task as the next user message. A newer one marks nothing
+// (AgentControl.spawn_forked_thread in codex-rs/core, read in one stored
+// version of openai/codex: the parent's history as stored when it
+// spawned, then the task sent as the subagent's first input): the copy
+// ends with the parent's spawn_agent call, whose output the parent got,
+// not the subagent. So in a subagent that copies its parent's
+// (sourceSession.Fork), the first prompt after a spawn_agent call with
+// no output yet is its own task, and titles it. A copy's earlier spawns
+// had their outputs before the next prompt (spawn_agent answers at once,
+// with the new agent's id): they end nothing.
+//
+// copyEnded: the copy of its parent's history a subagent's rollout began
+// with ends here (codexCopyEnd): the title it gave, the parent's, is
+// dropped; the next prompt titles the subagent.
+func (m *codexMapper) copyEnded() {
+	m.sess.Title, m.userTitle, m.name = "", "", ""
+	m.sess.CopyEnds++
+}
+
+// spawnCalled notes a spawn_agent call with no output yet.
+func (m *codexMapper) spawnCalled(id string) {
+	if m.spawns == nil {
+		m.spawns = map[string]bool{}
+	}
+	m.spawns[id] = true
+}

@@ -614,3 +614,58 @@ func TestImportCodexForkedSubagentTitledByItsTaskOnceGrown(t *testing.T) {
 		})
 	}
 }
+
+// A subagent a newer Codex spawned with its parent's history marks no end
+// of the copy (no spawn output telling it its task is next): the copy is
+// the parent's history as it was at the spawn, the spawn_agent call last,
+// with no output, then the subagent's own turn. It is titled by its own
+// task, the first prompt after that call, not by the parent's first
+// prompt it copied; its tokens are its own. Imported whole, or grown past
+// the copy (its import state kept or not).
+func TestImportCodexForkedSubagentUnmarkedTitledByItsTask(t *testing.T) {
+	for _, c := range []struct {
+		cut   int // lines of the subagent's file left for a second import
+		state bool
+	}{{0, false}, {4, false}, {4, true}} {
+		t.Run(fmt.Sprint(c.cut, " state ", c.state), func(t *testing.T) {
+			setImportStateMin(t, 0)
+			old := importStateNewMin
+			t.Cleanup(func() { importStateNewMin = old })
+			importStateNewMin = 1 << 40
+			if c.state {
+				importStateNewMin = 1
+			}
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			var total [2]int
+			p := []codexItem{codexMetaItem(codexPID, "")}
+			p = append(p, codexTurnItems(1, &total)...)
+			p = append(p, codexTurnItems(2, &total)...)
+			p = append(p, codexItem{"response_item", `{"type":"function_call","name":"spawn_agent","arguments":"{\"message\":\"step 3\",\"fork_context\":true}","call_id":"call_spawn"}`})
+			ppath := fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID)
+			writeSource(t, fsys, ppath, codexStamped(p, 10, 0), "")
+			const sid = "019c1000-0000-7000-8000-00000000000e"
+			items := []codexItem{{"session_meta", `{"id":"` + sid + `","forked_from_id":"` + codexPID + `","cwd":"/home/dev/app","originator":"codex_cli_rs","cli_version":"0.130.0","source":{"subagent":{"thread_spawn":{"parent_thread_id":"` + codexPID + `","depth":1}}}}`}}
+			items = append(items, p...)
+			items = append(items, codexTurnItems(3, &total)...)
+			spath := "/c/2026/02/03/rollout-2026-02-03T10-30-00-" + sid + ".jsonl"
+			slines := codexStamped(items, 10, 30)
+			if c.cut > 0 {
+				writeSource(t, fsys, spath, slines[:len(slines)-c.cut], "")
+				mustImport(t, r, FormatCodex, "/c")
+			}
+			sub := writeSource(t, fsys, spath, slines, "")
+			rep := mustImport(t, r, FormatCodex, "/c")
+			s := *fileByPath(t, rep, spath).Session
+			m := metaOf(t, r, s)
+			if !m.Source.CopiesParent {
+				t.Fatalf("the subagent's source %+v: copies its parent", m.Source)
+			}
+			if m.Title != "step 3" {
+				t.Errorf("the subagent's title %q, want %q", m.Title, "step 3")
+			}
+			tokensOf(t, r, s, "the subagent", 3000, 30)
+			mustExport(t, r, s, sub)
+		})
+	}
+}

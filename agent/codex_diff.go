@@ -89,6 +89,7 @@ const codexPatchEndLabel = "event_msg:patch_apply_end"
 func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
 	byID := map[string]*codexPatchCall{}
 	var order []*codexPatchCall
+	waiting := 0 // patch calls with no outcome yet
 	get := func(cid string, seq uint64) *codexPatchCall {
 		c, ok := byID[cid]
 		if !ok {
@@ -108,7 +109,10 @@ func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
 		}
 		for _, ev := range evs {
 			switch {
-			case (ev.Kind == eventlog.KindToolCall || ev.Kind == eventlog.KindToolResult) && codexPatchTools[ev.Label]:
+			case ev.Kind == eventlog.KindToolCall && codexPatchTools[ev.Label]:
+			case ev.Kind == eventlog.KindToolResult && codexPatchTools[ev.Label] && waiting > 0:
+				// (A shell's output is read only while a patch call
+				// waits for its own: most run no patch, and are long.)
 			case ev.Kind == eventlog.KindNote && strings.Contains(ev.Label, codexPatchEndLabel):
 			default:
 				continue
@@ -128,14 +132,21 @@ func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
 				switch {
 				case codexCalls[p.Type]:
 					if text, ok := codexCallPatch(p); ok {
-						get(p.CallID, ev.Seq).patch = text
+						if c := get(p.CallID, ev.Seq); c.patch == "" && !c.ended {
+							c.patch = text
+							waiting++
+						}
 					}
 				case codexOutputs[p.Type]:
-					if c, ok := byID[p.CallID]; ok && !c.ended {
+					if c, ok := byID[p.CallID]; ok && !c.ended && c.outcome == "" {
 						c.outcome, c.why = codexPatchOutcome(p.Output)
+						waiting--
 					}
 				case p.Type == "patch_apply_end":
 					c := get(p.CallID, ev.Seq)
+					if c.patch != "" && c.outcome == "" && !c.ended {
+						waiting--
+					}
 					c.ended, c.changes = true, p.Changes
 					ok := p.Success != nil && *p.Success || p.Success == nil && p.Status == "completed"
 					if c.outcome, c.why = "failed", firstLine(p.Stderr); ok {
@@ -341,6 +352,11 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 					rp.Notes = append(rp.Notes, fmt.Sprintf("the patch of event #%d: %s", c.seq, note))
 				}
 			}
+			continue
+		}
+		if c.patch == "" {
+			rp.Failed++
+			rp.Notes = append(rp.Notes, fmt.Sprintf("the patch_apply_end of event #%d says a patch applied, but the rollout holds neither its changes nor its call: left out", c.seq))
 			continue
 		}
 		ops, err := parseCodexPatch(c.patch)

@@ -165,7 +165,11 @@ func printRolloutNotes(e *Env, d agent.SessionDiff) {
 // how it differs from one of captured files.
 func fromRollout(d agent.SessionDiff) string {
 	p := d.Patches
-	s := fmt.Sprintf("from the %d patch(es) the Codex rollout says applied (%d failed, %d with no outcome in the rollout: left out): Codex keeps no copies of files, so this is what its patches changed, not the files compared with the disk", p.Applied, p.Failed, p.Unconfirmed)
+	s := fmt.Sprintf("from the %d patch(es) the Codex rollout says applied", p.Applied)
+	if p.Failed+p.Unconfirmed > 0 {
+		s += fmt.Sprintf(" (%d failed, %d with no outcome in the rollout: left out)", p.Failed, p.Unconfirmed)
+	}
+	s += ": Codex keeps no copies of files, so this is what its patches changed, not the files compared with the disk"
 	for _, f := range d.Files {
 		if f.NoLineNumbers {
 			s += "; a hunk headed -?,N +?,N has no line numbers (the patch places it by its context lines), so this is no patch git apply takes"

@@ -52,7 +52,8 @@ type codexPatchCall struct {
 	outcome string // "applied", "failed", "" (unknown)
 	why     string // what the output says, for a failed one
 	changes map[string]codexFileChangeJSON
-	ended   bool // a patch_apply_end says how it went
+	bad     []string // paths whose change in the patch_apply_end does not read
+	ended   bool     // a patch_apply_end says how it went
 }
 
 // codexFileChangeJSON is one path's change in a patch_apply_end event.
@@ -63,19 +64,32 @@ type codexFileChangeJSON struct {
 	MovePath    *string `json:"move_path"`
 }
 
-// codexPatchPayload is what rolloutDiff reads of a line's payload.
+// codexPatchPayload is what rolloutDiff reads of a line's payload. Its
+// values are read one by one (codexPatchPayloadOf), as the mapping reads
+// a line's: a member of an unexpected type reads as absent rather than
+// losing the whole line, and with it a patch.
 type codexPatchPayload struct {
-	Type      string                         `json:"type"`
-	Name      string                         `json:"name"`
-	CallID    string                         `json:"call_id"`
-	Input     json.RawMessage                `json:"input"`
-	Arguments json.RawMessage                `json:"arguments"`
-	Action    json.RawMessage                `json:"action"`
-	Output    json.RawMessage                `json:"output"`
-	Success   *bool                          `json:"success"`
-	Status    string                         `json:"status"`
-	Stderr    string                         `json:"stderr"`
-	Changes   map[string]codexFileChangeJSON `json:"changes"`
+	Type, Name, CallID, Status, Stderr string
+	Input, Arguments, Action, Output   json.RawMessage
+	Success                            *bool
+	Changes                            map[string]codexFileChangeJSON
+	// BadChanges: the paths of changes that do not read.
+	BadChanges []string
+}
+
+// codexPatchRaw is a payload as decoded, before its values are read.
+type codexPatchRaw struct {
+	Type      json.RawMessage `json:"type"`
+	Name      json.RawMessage `json:"name"`
+	CallID    json.RawMessage `json:"call_id"`
+	Input     json.RawMessage `json:"input"`
+	Arguments json.RawMessage `json:"arguments"`
+	Action    json.RawMessage `json:"action"`
+	Output    json.RawMessage `json:"output"`
+	Success   json.RawMessage `json:"success"`
+	Status    json.RawMessage `json:"status"`
+	Stderr    json.RawMessage `json:"stderr"`
+	Changes   json.RawMessage `json:"changes"`
 }
 
 // codexPatchTools label the tool calls (and results) that may apply a
@@ -147,7 +161,7 @@ func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
 					if c.patch != "" && c.outcome == "" && !c.ended {
 						waiting--
 					}
-					c.ended, c.changes = true, p.Changes
+					c.ended, c.changes, c.bad = true, p.Changes, p.BadChanges
 					ok := p.Success != nil && *p.Success || p.Success == nil && p.Status == "completed"
 					if c.outcome, c.why = "failed", firstLine(p.Stderr); ok {
 						c.outcome, c.why = "applied", ""
@@ -173,20 +187,44 @@ func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
 // bare item is its own payload).
 func codexPatchPayloadOf(line []byte) (codexPatchPayload, bool) {
 	var l struct {
-		Type    string            `json:"type"`
-		Payload codexPatchPayload `json:"payload"`
+		Type    json.RawMessage `json:"type"`
+		Payload codexPatchRaw   `json:"payload"`
 	}
 	if json.Unmarshal(line, &l) != nil {
 		return codexPatchPayload{}, false
 	}
-	switch {
-	case l.Type == "response_item" || l.Type == "event_msg":
-		return l.Payload, true
-	case codexItemTypes[l.Type]:
-		var p codexPatchPayload
-		return p, json.Unmarshal(line, &p) == nil
+	raw := l.Payload
+	switch typ := rawString(l.Type); {
+	case typ == "response_item" || typ == "event_msg":
+	case codexItemTypes[typ]:
+		raw = codexPatchRaw{}
+		if json.Unmarshal(line, &raw) != nil {
+			return codexPatchPayload{}, false
+		}
+	default:
+		return codexPatchPayload{}, false
 	}
-	return codexPatchPayload{}, false
+	p := codexPatchPayload{Type: rawString(raw.Type), Name: rawString(raw.Name), CallID: rawString(raw.CallID),
+		Status: rawString(raw.Status), Stderr: rawString(raw.Stderr),
+		Input: raw.Input, Arguments: raw.Arguments, Action: raw.Action, Output: raw.Output}
+	if b := string(raw.Success); b == "true" || b == "false" {
+		ok := b == "true"
+		p.Success = &ok
+	}
+	var changes map[string]json.RawMessage
+	if len(raw.Changes) > 0 && raw.Changes[0] == '{' && json.Unmarshal(raw.Changes, &changes) == nil {
+		p.Changes = map[string]codexFileChangeJSON{}
+		for path, c := range changes {
+			var fc codexFileChangeJSON
+			if json.Unmarshal(c, &fc) != nil {
+				p.BadChanges = append(p.BadChanges, path)
+				continue
+			}
+			p.Changes[path] = fc
+		}
+		sort.Strings(p.BadChanges)
+	}
+	return p, true
 }
 
 // codexCallPatch is the patch a tool call applies, if it applies one.
@@ -340,7 +378,10 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 			rp.Notes = append(rp.Notes, fmt.Sprintf("the rollout does not say whether the patch of event #%d applied (no output for it): left out", c.seq))
 			continue
 		}
-		if len(c.changes) > 0 {
+		for _, p := range c.bad {
+			rp.Notes = append(rp.Notes, fmt.Sprintf("the patch_apply_end of the patch of event #%d: the change of %s does not read: left out", c.seq, codexRel(ws, p)))
+		}
+		if len(c.changes)+len(c.bad) > 0 {
 			rp.Applied++
 			paths := make([]string, 0, len(c.changes))
 			for p := range c.changes {

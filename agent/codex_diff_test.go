@@ -92,3 +92,16 @@ func TestCodexCallPatch(t *testing.T) {
 		t.Error("ls is a patch")
 	}
 }
+
+// A member of an unexpected type (the format changes often) reads as
+// absent: the line, and the patch it holds, are read all the same.
+func TestCodexPatchPayloadOddMember(t *testing.T) {
+	line := `{"timestamp":"2026-04-01T10:00:00Z","type":"response_item","payload":{"type":"custom_tool_call","status":{"phase":"done"},"call_id":"c1","name":"apply_patch","input":"*** Begin Patch\n*** Delete File: a\n*** End Patch"}}`
+	p, ok := codexPatchPayloadOf([]byte(line))
+	if !ok || p.CallID != "c1" {
+		t.Fatalf("%+v %v", p, ok)
+	}
+	if text, ok := codexCallPatch(p); !ok || !strings.Contains(text, "Delete File: a") {
+		t.Errorf("patch %q %v", text, ok)
+	}
+}

@@ -564,7 +564,7 @@ func codexFileAt(files map[string]*rolloutFile, p string) *rolloutFile {
 	}
 	if f.status == "removed" {
 		// Deleted, then written again: modified, from what is unknown.
-		f.status = "modified"
+		f.status, f.noBody = "modified", ""
 	}
 	f.patches++
 	return f

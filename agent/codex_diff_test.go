@@ -105,3 +105,25 @@ func TestCodexPatchPayloadOddMember(t *testing.T) {
 		t.Errorf("patch %q %v", text, ok)
 	}
 }
+
+// A file the session deleted and then wrote again whole is modified, its
+// new content shown: not a deletion with no body.
+func TestCodexDeletedThenAdded(t *testing.T) {
+	files := map[string]*rolloutFile{}
+	for _, patch := range []string{
+		"*** Begin Patch\n*** Delete File: a.txt\n*** End Patch",
+		"*** Begin Patch\n*** Add File: a.txt\n+new\n*** End Patch",
+	} {
+		ops, err := parseCodexPatch(patch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range ops {
+			applyCodexOp(files, "/ws", op, false)
+		}
+	}
+	f := files["a.txt"]
+	if f == nil || f.status != "modified" || f.noBody != "" || f.added != 1 || !strings.Contains(f.body.String(), "+new\n") {
+		t.Fatalf("%+v", f)
+	}
+}

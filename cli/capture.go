@@ -177,6 +177,12 @@ func fromRollout(d agent.SessionDiff) string {
 		}
 	}
 	for _, f := range d.Files {
+		if f.NoBody {
+			s += "; a file shown with no body is one whose content the rollout does not hold (a deleted file's)"
+			break
+		}
+	}
+	for _, f := range d.Files {
 		if f.Patches > 1 && (f.Status == "modified" || f.NoLineNumbers) {
 			s += "; a file changed by several patches shows each one's hunks in turn, each against the file as the one before left it"
 			break

@@ -53,6 +53,7 @@ type codexPatchCall struct {
 	why     string // what the output says, for a failed one
 	changes map[string]codexFileChangeJSON
 	bad     []string // paths whose change in the patch_apply_end does not read
+	cwd     string   // the turn's working directory at the call, if known
 	ended   bool     // a patch_apply_end says how it went
 }
 
@@ -70,6 +71,7 @@ type codexFileChangeJSON struct {
 // losing the whole line, and with it a patch.
 type codexPatchPayload struct {
 	Type, Name, CallID, Status, Stderr string
+	Cwd                                string // a turn_context's
 	Input, Arguments, Action, Output   json.RawMessage
 	Success                            *bool
 	Changes                            map[string]codexFileChangeJSON
@@ -90,6 +92,7 @@ type codexPatchRaw struct {
 	Status    json.RawMessage `json:"status"`
 	Stderr    json.RawMessage `json:"stderr"`
 	Changes   json.RawMessage `json:"changes"`
+	Cwd       json.RawMessage `json:"cwd"`
 }
 
 // codexPatchTools label the tool calls (and results) that may apply a
@@ -104,6 +107,7 @@ func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
 	byID := map[string]*codexPatchCall{}
 	var order []*codexPatchCall
 	waiting := 0 // patch calls with no outcome yet
+	cwd := ""    // the turn's, as the last turn_context says
 	get := func(cid string, seq uint64) *codexPatchCall {
 		c, ok := byID[cid]
 		if !ok {
@@ -127,7 +131,11 @@ func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
 			case ev.Kind == eventlog.KindToolResult && codexPatchTools[ev.Label] && waiting > 0:
 				// (A shell's output is read only while a patch call
 				// waits for its own: most run no patch, and are long.)
-			case ev.Kind == eventlog.KindNote && strings.Contains(ev.Label, codexPatchEndLabel):
+			case ev.Kind == eventlog.KindNote && (strings.Contains(ev.Label, codexPatchEndLabel) ||
+				strings.HasPrefix(ev.Label, "turn_context") || strings.Contains(ev.Label, " +")):
+				// A patch_apply_end, or a turn_context (the cwd a patch's
+				// relative paths are against), alone or among the notes
+				// of one event ("session_meta +2").
 			default:
 				continue
 			}
@@ -140,6 +148,9 @@ func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
 			}
 			for _, line := range sourceLines(body) {
 				p, ok := codexPatchPayloadOf(entryBytes(trimNewline(line)))
+				if ok && p.Type == "turn_context" && filepath.IsAbs(p.Cwd) {
+					cwd = p.Cwd
+				}
 				if !ok || p.CallID == "" {
 					continue
 				}
@@ -147,7 +158,7 @@ func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
 				case codexCalls[p.Type]:
 					if text, ok := codexCallPatch(p); ok {
 						if c := get(p.CallID, ev.Seq); c.patch == "" && !c.ended {
-							c.patch = text
+							c.patch, c.cwd = text, cwd
 							waiting++
 						}
 					}
@@ -195,6 +206,8 @@ func codexPatchPayloadOf(line []byte) (codexPatchPayload, bool) {
 	}
 	raw := l.Payload
 	switch typ := rawString(l.Type); {
+	case typ == "turn_context":
+		return codexPatchPayload{Type: typ, Cwd: rawString(raw.Cwd)}, true
 	case typ == "response_item" || typ == "event_msg":
 	case codexItemTypes[typ]:
 		raw = codexPatchRaw{}
@@ -379,7 +392,7 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 			continue
 		}
 		for _, p := range c.bad {
-			rp.Notes = append(rp.Notes, fmt.Sprintf("the patch_apply_end of the patch of event #%d: the change of %s does not read: left out", c.seq, codexRel(ws, p)))
+			rp.Notes = append(rp.Notes, fmt.Sprintf("the patch_apply_end of the patch of event #%d: the change of %s does not read: left out", c.seq, codexRel(ws, "", p)))
 		}
 		if len(c.changes)+len(c.bad) > 0 {
 			rp.Applied++
@@ -410,7 +423,7 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 		}
 		rp.Applied++
 		for _, op := range ops {
-			applyCodexOp(files, ws, op, color)
+			applyCodexOp(files, ws, c.cwd, op, color)
 		}
 	}
 	paths := make([]string, 0, len(files))
@@ -490,8 +503,12 @@ func rolloutSection(f *rolloutFile, color bool) []byte {
 
 // codexRel is the path a patch names as the diff names it: relative to
 // the workspace (a path inside it written absolute, as patch_apply_end
-// writes them all), or as written.
-func codexRel(ws, p string) string {
+// writes them all), or as written. A relative path is against cwd, the
+// turn's working directory, when it is known: Codex resolves it there.
+func codexRel(ws, cwd, p string) string {
+	if !filepath.IsAbs(p) && cwd != "" && filepath.IsAbs(ws) {
+		p = filepath.Join(cwd, p)
+	}
 	if filepath.IsAbs(p) {
 		if rel, ok := workspaceRel(ws, p); ok {
 			return rel
@@ -502,8 +519,8 @@ func codexRel(ws, p string) string {
 }
 
 // applyCodexOp adds one operation of a patch the rollout holds.
-func applyCodexOp(files map[string]*rolloutFile, ws string, op codexPatchOp, color bool) {
-	p := codexRel(ws, op.Path)
+func applyCodexOp(files map[string]*rolloutFile, ws, cwd string, op codexPatchOp, color bool) {
+	p := codexRel(ws, cwd, op.Path)
 	switch op.Kind {
 	case "add":
 		codexAdded(files, p, op.Content, color)
@@ -517,7 +534,7 @@ func applyCodexOp(files map[string]*rolloutFile, ws string, op codexPatchOp, col
 			f.known, f.isKnown = applyCodexChunks(f.known, op.Chunks)
 		}
 		if op.MoveTo != "" {
-			codexMoved(files, f, codexRel(ws, op.MoveTo))
+			codexMoved(files, f, codexRel(ws, cwd, op.MoveTo))
 		}
 	}
 }
@@ -525,7 +542,7 @@ func applyCodexOp(files map[string]*rolloutFile, ws string, op codexPatchOp, col
 // applyCodexChange adds one path's change of a patch_apply_end; it says
 // why when the change does not read.
 func applyCodexChange(files map[string]*rolloutFile, ws, abs string, c codexFileChangeJSON, color bool) string {
-	p := codexRel(ws, abs)
+	p := codexRel(ws, "", abs)
 	switch c.Type {
 	case "add":
 		if c.Content == nil {
@@ -546,7 +563,7 @@ func applyCodexChange(files map[string]*rolloutFile, ws, abs string, c codexFile
 			f.added, f.removed = f.added+a, f.removed+rm
 		}
 		if c.MovePath != nil && *c.MovePath != "" {
-			codexMoved(files, f, codexRel(ws, *c.MovePath))
+			codexMoved(files, f, codexRel(ws, "", *c.MovePath))
 		}
 	default:
 		return fmt.Sprintf("a change of %s of a kind rook does not know (%q): left out", p, c.Type)

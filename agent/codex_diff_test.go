@@ -119,7 +119,7 @@ func TestCodexDeletedThenAdded(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, op := range ops {
-			applyCodexOp(files, "/ws", op, false)
+			applyCodexOp(files, "/ws", "", op, false)
 		}
 	}
 	f := files["a.txt"]

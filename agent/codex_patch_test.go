@@ -202,6 +202,19 @@ func FuzzCodexPatch(f *testing.F) {
 				t.Fatalf("hunks +%d -%d, lines +%d -%d", added, removed, plus, minus)
 			}
 		}
+		// What parsed makes a diff without a panic: applied as a session
+		// would (each update also to lines of the text itself), and
+		// written out.
+		files := map[string]*rolloutFile{}
+		for _, op := range ops {
+			applyCodexOp(files, "/ws", "/ws/sub", op, true)
+			if op.Kind == "update" {
+				applyCodexChunks(strings.Split(string(b), "\n"), op.Chunks)
+			}
+		}
+		for _, f := range files {
+			rolloutSection(f, false)
+		}
 		if err != nil {
 			return
 		}

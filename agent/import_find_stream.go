@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"sort"
 	"unicode/utf8"
@@ -290,8 +291,9 @@ const findWindow = 8 << 10
 // miniLine is the line with only what a snippet of the match at at can
 // read kept: the rest of the line, each cut string's first and last
 // cutKeep bytes of text (escaped), and the window around the match; the
-// bytes between left out for a few plain ones (miniFiller). ok is false
-// when the window cannot start or end outside an escape.
+// bytes between left out for a few plain ones (miniFiller). The window
+// starts and ends where tok found no escape cut; ok is false when it did
+// not find where.
 type miniLine struct {
 	b    []byte
 	segs []miniSeg
@@ -307,21 +309,107 @@ type miniSeg struct {
 
 const miniFiller = "xxxxxxxx"
 
-// plainEnd says whether byte c, in an escaped string, ends what it is
-// part of: it is no byte of an escape (\" \\ \b \f \n \r \t \u00xx).
-func plainEnd(c byte) bool {
-	switch {
-	case c == '\\' || c == '"' || c == '/' || c == 'u':
-		return false
-	case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
-		return false
-	case c == 'n' || c == 'r' || c == 't':
-		return false
-	}
-	return true
+// tokenScan finds, written the line, where the window [lo, hi) of find's
+// snippet may start and end inside a cut string's escaped content without
+// cutting an escape (\" \\ \n \u00e9 ...): each content's escapes are
+// followed from its start, so a window inside a long run of hex digits,
+// where no byte says by itself whether it is part of a \uXXXX, still
+// starts and ends on a whole one.
+type tokenScan struct {
+	lo, hi   int64      // the window
+	contents [][2]int64 // each cut string's escaped content in the line, in order
+	pos      int64
+	c        int  // the content pos is in or before
+	in       bool // pos is in content c
+	pend     int  // bytes of an escape still to come; -1: just after its backslash
+	// lo, hi: the first byte from the window's lo on, the last up to its
+	// hi, that starts no escape's inside: -1 until known (or when the
+	// window's end is outside every content).
+	tokLo, tokHi int64
 }
 
-func (s *streamedLine) miniLine(win []byte, lo int64) (*miniLine, bool) {
+func newTokenScan(lo, hi int64, s *streamedLine) *tokenScan {
+	t := &tokenScan{lo: lo, hi: hi, tokLo: -1, tokHi: -1}
+	for i := range s.cuts {
+		c := s.realQ[i] + 1
+		t.contents = append(t.contents, [2]int64{c, c + s.cuts[i].escLen})
+	}
+	return t
+}
+
+func (t *tokenScan) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 && t.c < len(t.contents) && t.pos < t.hi {
+		from, to := t.contents[t.c][0], t.contents[t.c][1]
+		if t.pos < from {
+			skip := min(from-t.pos, int64(len(p)))
+			p, t.pos = p[skip:], t.pos+skip
+			continue
+		}
+		if !t.in {
+			t.in, t.pend = true, 0
+			t.at(from)
+		}
+		if t.pos >= to {
+			t.c++
+			t.in = false
+			continue
+		}
+		// p[0] is the content's byte t.pos.
+		k := min(to-t.pos, t.hi-t.pos, int64(len(p)))
+		for i := int64(0); i < k; {
+			if t.pend == 0 {
+				// Plain bytes up to the next backslash: each a boundary.
+				j := bytes.IndexByte(p[i:k], '\\')
+				if j < 0 {
+					t.plain(t.pos+i+1, t.pos+k)
+					i = k
+					continue
+				}
+				if j > 0 {
+					t.plain(t.pos+i+1, t.pos+i+int64(j))
+				}
+				i += int64(j) + 1
+				t.pend = -1
+				continue
+			}
+			if t.pend < 0 {
+				t.pend = 0
+				if p[i] == 'u' {
+					t.pend = 4
+				}
+			} else {
+				t.pend--
+			}
+			i++
+			if t.pend == 0 {
+				t.at(t.pos + i)
+			}
+		}
+		p, t.pos = p[k:], t.pos+k
+	}
+	t.pos += int64(len(p))
+	return n, nil
+}
+
+// plain records that bytes from through to (inclusive) of the line each
+// start no escape's inside.
+func (t *tokenScan) plain(from, to int64) {
+	if from > to {
+		return
+	}
+	if t.tokLo < 0 && to >= t.lo {
+		t.tokLo = max(from, t.lo)
+	}
+	if from <= t.hi {
+		t.tokHi = min(to, t.hi)
+	}
+}
+
+// at records that byte p starts no escape's inside.
+func (t *tokenScan) at(p int64) { t.plain(p, p) }
+
+func (s *streamedLine) miniLine(win []byte, lo int64, tok *tokenScan) (*miniLine, bool) {
 	ml := &miniLine{}
 	hi := lo + int64(len(win))
 	addReal := func(real int64, b []byte) {
@@ -349,26 +437,25 @@ func (s *streamedLine) miniLine(win []byte, lo int64) (*miniLine, bool) {
 		if wlo, whi := max(lo, content)-content, min(hi, content+cs.escLen)-content; wlo < whi {
 			w := win[wlo+content-lo : whi+content-lo]
 			if wlo > 0 {
-				k := 0
-				for k < len(w) && !plainEnd(w[k]) {
-					k++ // w[k] is the byte before the window's start
-				}
-				if k >= 4<<10 || k >= len(w) {
+				// The window starts inside the string: at the first
+				// byte from lo on that no escape is cut at.
+				k := tok.tokLo - (content + wlo)
+				if tok.tokLo < 0 || k < 0 || k > int64(len(w)) || k >= 4<<10 {
 					return nil, false
 				}
-				w, wlo = w[k+1:], wlo+int64(k+1)
+				w, wlo = w[k:], wlo+k
 			}
 			if whi < cs.escLen {
-				k := len(w)
-				for k > 0 && !plainEnd(w[k-1]) {
-					k--
-				}
-				if len(w)-k >= 4<<10 || k == 0 {
+				// It ends inside the string: at the last such byte up to hi.
+				k := tok.tokHi - (content + wlo)
+				if tok.tokHi < 0 || k > int64(len(w)) || int64(len(w))-k >= 4<<10 {
 					return nil, false
 				}
-				w = w[:k]
+				w = w[:max(k, 0)]
 			}
-			parts = append(parts, part{wlo, w})
+			if len(w) > 0 {
+				parts = append(parts, part{wlo, w})
+			}
 		}
 		sort.Slice(parts, func(a, b int) bool { return parts[a].from < parts[b].from })
 		at := int64(0) // how much of the content is in b
@@ -447,10 +534,11 @@ func (r *Rook) findStreamed(s *streamedLine, off, budget int64, m, escaped *fold
 		q = max(q, int64(len(m.query)))
 	}
 	w := &windowScan{lo: max(f.at-findWindow, 0), hi: f.end + findWindow + 6*q}
-	if err := r.writeLine(&s.sl, w); err != nil {
+	tok := newTokenScan(w.lo, w.hi, s)
+	if err := r.writeLine(&s.sl, io.MultiWriter(w, tok)); err != nil {
 		return res, false
 	}
-	ml, ok := s.miniLine(w.win, w.lo)
+	ml, ok := s.miniLine(w.win, w.lo, tok)
 	if !ok {
 		return res, false
 	}

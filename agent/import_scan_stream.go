@@ -26,9 +26,8 @@ package agent
 // a Codex argument or output of at most maxCodexJSONString that starts
 // with '{' (search reads its JSON), a skeleton line that is not JSON, a
 // body that is binary, any read error (the whole path reports it as it
-// always has), a decoded line of search's text longer than streamTextLine,
-// or a find snippet whose window finds no byte to start or end at outside
-// an escape.
+// always has), or a decoded line of search's text longer than
+// streamTextLine.
 
 import (
 	"bytes"

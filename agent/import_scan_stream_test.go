@@ -309,7 +309,10 @@ func streamedFindSeeds() []streamedFindSeed {
 		seeds = append(seeds,
 			streamedFindSeed{[]byte(s), "needle \n\"é", "NEEDLE", 0, 0, 3},
 			streamedFindSeed{[]byte(s), "iVBORw0KGgo", "gokg", 300, 50, 40},
-			streamedFindSeed{[]byte(s), "a\\b", `"},{"`, -1, 7, 0})
+			streamedFindSeed{[]byte(s), "a\\b", `"},{"`, -1, 7, 0},
+			// A long run of hex digits with escapes of hex digits in it:
+			// the snippet's window ends inside it.
+			streamedFindSeed{[]byte(s), "0f9\x01a\\7c\x1fe", "9\x01a", 9000, 0, 60})
 	}
 	return seeds
 }

@@ -47,6 +47,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzRenderImported \
 	./agent:FuzzStreamedView \
 	./agent:FuzzStreamedFind \
+	./agent:FuzzLongLineScore \
 	./agent:FuzzFindSnippet \
 	./agent:FuzzNestedEncoded \
 	./agent:FuzzDecodeLikeEncodingJSON \

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/internal/vfs"
 )
@@ -101,5 +104,167 @@ func TestStreamedFindInALongHexRunStreams(t *testing.T) {
 	}
 	if hits != len(at) {
 		t.Fatalf("%d hits in the line, %d put in", hits, len(at))
+	}
+}
+
+// longLineWords are the words FuzzLongLineScore and
+// TestLongLineScoresAsWhole make lines of: terms, stopwords between them,
+// blanks, word characters on either side, colors, controls, case that
+// lower-cases to other lengths.
+var longLineWords = []string{"mix", "test", "Mix", "TEST", "the", "a", "of", " ", "  ", "\t", "_", "x", "é", "İ", "K", "日本",
+	"\x1b[31m", "\x1b[0m", "\x1b[", "\x1b[12", "\x1b", "31m", "\x07", "\u2028", "\u00a0", "-v", ".", "fix", "parser", "mixtest", "1"}
+
+// checkLongLine scores line whole (bodyScore, searchSnippet) and streamed
+// (longLine, snippetScan), written in pieces of the sizes rng gives, and
+// fails when they differ.
+func checkLongLine(t *testing.T, line []byte, query string, rng *rand.Rand) {
+	t.Helper()
+	if !utf8.Valid(line) || bytes.IndexByte(line, '\n') >= 0 {
+		return
+	}
+	var terms [][]byte
+	for _, w := range SearchTerms(query) {
+		terms = append(terms, []byte(w))
+	}
+	if len(terms) == 0 {
+		return
+	}
+	whole := bodyScore{terms: terms}
+	whole.line(line)
+	wScore, wSnip := whole.result()
+	pieces := func(w func([]byte)) {
+		for rest := line; len(rest) > 0; {
+			k := min(len(rest), 1+rng.IntN(1+rng.IntN(64)))
+			w(rest[:k])
+			rest = rest[k:]
+		}
+	}
+	l := newLongLine(terms)
+	pieces(l.write)
+	score, found, at, ok := l.finish()
+	if !ok {
+		t.Fatalf("%q, terms %q: not scored streamed", line, terms)
+	}
+	streamed := bodyScore{terms: terms}
+	streamed.longLine(score, found, longRef{at: at})
+	sScore, _ := streamed.result()
+	if sScore != wScore {
+		t.Fatalf("%q, terms %q: streamed score %d, whole %d", line, terms, sScore, wScore)
+	}
+	if wScore == 0 {
+		return
+	}
+	sn := newSnippetScan(at)
+	pieces(func(p []byte) { sn.Write(p) })
+	snip, ok := sn.snippet()
+	if !ok || snip != wSnip {
+		t.Fatalf("%q, terms %q: streamed snippet %q (%v), whole %q", line, terms, snip, ok, wSnip)
+	}
+}
+
+// A line scored as it is written, never held, scores as it does whole,
+// and its snippet is the one searchSnippet cuts of it: lines of terms,
+// stopwords and blanks between them, colors, controls and characters that
+// lower-case to other lengths, written in pieces cut anywhere.
+func TestLongLineScoresAsWhole(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	queries := []string{"mix test", "mix", "test mix", "fix the parser", "é k", "31m", "-v", "mix test x", "日本", "mixtest a"}
+	for i := range 4000 {
+		var b []byte
+		n := rng.IntN(60)
+		if i%10 == 0 {
+			n = 200 + rng.IntN(400) // past the snippet's length
+		}
+		for range n {
+			b = append(b, longLineWords[rng.IntN(len(longLineWords))]...)
+		}
+		checkLongLine(t, b, queries[rng.IntN(len(queries))], rng)
+	}
+}
+
+// FuzzLongLineScore compares the score and snippet of a line scored as
+// it is written (longLine, snippetScan) with those of the line whole
+// (bodyScore, searchSnippet): a line with no newline, a query, and the
+// pieces it is written in (seed).
+func FuzzLongLineScore(f *testing.F) {
+	f.Add([]byte("run mix test --seed 0"), "mix test", uint64(1))
+	f.Add([]byte("fix the   \tthe parser, mix\x1b[31mtest\x1b[0m"), "fix parser", uint64(2))
+	f.Add([]byte(strings.Repeat("{\"id\":1,\"name\":\"item\"},", 40)+"mix test"), "mix test", uint64(3))
+	f.Add([]byte("İİİ KELVIN \u2028 日本test 31m\x1b[12 x"), "k test 31m", uint64(4))
+	f.Fuzz(func(t *testing.T, line []byte, query string, seed uint64) {
+		if len(line) > 8192 {
+			return
+		}
+		checkLongLine(t, line, query, rand.New(rand.NewPCG(seed, seed)))
+	})
+}
+
+// Search over an imported line whose tool output is one string of 8 MiB
+// with no newline in it (minified JSON) scores it streamed, as the whole
+// line does, holding a little of it: it was read whole (a line of search's
+// text over streamTextLine), several times the output's size.
+func TestSearchOfALongLineWithNoNewlineHoldsLittle(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	var out []byte
+	for i := 0; len(out) < 8<<20; i++ {
+		out = fmt.Appendf(out, `{"id":%d,"name":"item-%d","tags":["alpha","beta"],"ok":true},`, i, i)
+		if i == 20000 {
+			out = append(out, `{"note":"FINDME middle, run mix test"},`...)
+		}
+	}
+	out = append(out, `{"last":"findme-END"}`...)
+	env := `"sessionId":"S","cwd":"/home/u/proj","version":"2.1.38"`
+	lines := []string{
+		fmt.Sprintf(`{"type":"user","uuid":"u1","parentUuid":null,%s,"timestamp":"2026-02-10T21:00:00.000Z","message":{"role":"user","content":"run it"}}`, env),
+		fmt.Sprintf(`{"type":"user","uuid":"u2","parentUuid":"u1",%s,"timestamp":"2026-02-10T21:00:02.000Z","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":%s}]}}`, env, appendJSONString(nil, out)),
+	}
+	path := "/p/-home-u-proj/S.jsonl"
+	writeSource(t, fsys, path, lines, "")
+	id := *fileByPath(t, mustImport(t, r, FormatClaudeCode, path), path).Session
+	if err := r.Store.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := r.Log.Read(id, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := streamLinesOver
+	streamLinesOver = 1 << 20
+	defer func() { streamLinesOver = old }()
+	_, _, s, err := r.readBodyOrStream(evs[0].Body, math.MaxInt64)
+	if err != nil || s == nil {
+		t.Fatalf("not streamed: %v", err)
+	}
+	seed := maphash.MakeSeed()
+	for _, q := range []string{"findme-end", "findme middle", "mix test", "item-20001 alpha", "nowhere"} {
+		var terms [][]byte
+		for _, w := range SearchTerms(q) {
+			terms = append(terms, []byte(w))
+		}
+		var score int
+		var snip string
+		var h uint64
+		n := allocatedBy(func() { score, snip, h, err = r.searchText(s, terms, seed) })
+		if err != nil {
+			t.Fatalf("search %q: %v: the line was not scored streamed", q, err)
+		}
+		wScore, wSnip, wH := wholeSearchText(t, r, evs[0].Body, terms, seed)
+		if score != wScore || snip != wSnip || h != wH {
+			t.Fatalf("search %q: streamed %d %q %x, whole %d %q %x", q, score, snip, h, wScore, wSnip, wH)
+		}
+		if n > int64(len(out)) {
+			t.Errorf("search %q of a line of %d bytes allocated %d bytes", q, len(out), n)
+		}
+		t.Logf("search %q: score %d, %d bytes allocated, snippet %q", q, score, n, snip)
+	}
+	for _, q := range []string{"findme-end", "mix test"} {
+		readWhole = true
+		want, werr := r.Search(q, SearchOptions{})
+		readWhole = false
+		got, gerr := r.Search(q, SearchOptions{})
+		if fmt.Sprint(werr) != fmt.Sprint(gerr) || !reflect.DeepEqual(want, got) || len(got.Hits) != 1 {
+			t.Fatalf("search %q: streamed %+v (%v), whole %+v (%v)", q, got, gerr, want, werr)
+		}
 	}
 }

@@ -27,7 +27,9 @@ package agent
 // with '{' (search reads its JSON), a skeleton line that is not JSON, a
 // body that is binary, any read error (the whole path reports it as it
 // always has), or a decoded line of search's text longer than
-// streamTextLine.
+// streamTextLine that is not UTF-8 or holds a color sequence longer than
+// maxPendingSGR (search_longline.go: such a line is scored as it is
+// written otherwise).
 
 import (
 	"bytes"
@@ -46,7 +48,8 @@ import (
 var streamLinesOver int64 = 4 << 20
 
 // streamTextLine bounds a line of search's text (a string's text up to a
-// newline) the streamed search holds; a longer one is read whole.
+// newline) the streamed search holds; a longer one is scored as it is
+// written (longLine). A var: the tests stream short lines too.
 var streamTextLine = 1 << 20
 
 // cutKeep is how many bytes of text the streamed paths keep of each end of
@@ -303,7 +306,7 @@ func (s *streamedLine) realOf(q int) int64 {
 // snippet scoreBody gives of textOfImported of the line, and the hash of
 // that text. errNotStreamed: read the line whole.
 func (r *Rook) searchText(s *streamedLine, terms [][]byte, seed maphash.Seed) (int, string, uint64, error) {
-	sc := &textScorer{score: bodyScore{terms: terms, keep: true}}
+	sc := &textScorer{score: bodyScore{terms: terms, keep: true}, cut: -1}
 	sc.hash.SetSeed(seed)
 	skel := s.skel
 	for lineStart := 0; lineStart < len(skel); {
@@ -346,10 +349,12 @@ func (r *Rook) searchText(s *streamedLine, terms [][]byte, seed maphash.Seed) (i
 			if err != nil {
 				return 0, "", 0, errNotStreamed
 			}
+			sc.cut, sc.off = k, 0
 			if _, err := o.WriteTo(sc); err != nil {
 				return 0, "", 0, errNotStreamed
 			}
 			sc.Write([]byte("\n"))
+			sc.cut = -1
 		}
 		lineStart = next
 	}
@@ -357,17 +362,35 @@ func (r *Rook) searchText(s *streamedLine, terms [][]byte, seed maphash.Seed) (i
 		return 0, "", 0, errNotStreamed
 	}
 	sc.flush()
+	if sc.long {
+		return 0, "", 0, errNotStreamed
+	}
 	score, snip := sc.score.result()
+	if ref := sc.score.long; ref != nil && score > 0 {
+		// The best line, scored streamed: read again for its snippet.
+		var ok bool
+		if snip, ok = r.longSnippet(s.sl.Cuts[ref.cut].ID, ref); !ok {
+			return 0, "", 0, errNotStreamed
+		}
+	}
 	return score, snip, sc.hash.Sum64(), nil
 }
 
 // textScorer scores a text written in pieces line by line (bodyScore),
-// holding one line at a time, and hashes it.
+// holding one line at a time, and hashes it. A line of a cut string's
+// text longer than streamTextLine is scored as it is written instead
+// (longLine), not held.
 type textScorer struct {
 	score bodyScore
 	hash  maphash.Hash
 	line  []byte
-	long  bool // a line over streamTextLine: given up
+	long  bool // a line that cannot be scored streamed: given up
+	// cut: the cut string whose text is being written (-1: none), off:
+	// how much of it.
+	cut   int
+	off   int64
+	ll    *longLine // the line being scored streamed
+	llRef longRef
 }
 
 func (t *textScorer) Write(p []byte) (int, error) {
@@ -376,33 +399,94 @@ func (t *textScorer) Write(p []byte) (int, error) {
 		return n, nil
 	}
 	t.hash.Write(p)
-	for len(p) > 0 {
+	for len(p) > 0 && !t.long {
 		i := bytes.IndexByte(p, '\n')
+		seg := p
+		if i >= 0 {
+			seg = p[:i]
+		}
+		t.off += int64(len(seg))
+		switch {
+		case t.ll != nil:
+			t.ll.write(seg)
+			t.long = t.ll.bad
+		case i >= 0 && len(t.line) == 0:
+			t.score.line(seg)
+		case len(t.line)+len(seg) > streamTextLine:
+			t.streamLine(seg)
+		default:
+			if need := len(t.line) + len(seg); need > cap(t.line) {
+				// Doubled: append grows a big slice by a quarter, 5
+				// times the line allocated on the way to 1 MiB.
+				t.line = append(make([]byte, 0, min(max(2*cap(t.line), need), streamTextLine)), t.line...)
+			}
+			t.line = append(t.line, seg...)
+		}
 		if i < 0 {
-			t.line = append(t.line, p...)
 			break
 		}
-		if len(t.line) == 0 {
-			t.score.line(p[:i])
-		} else {
-			t.line = append(t.line, p[:i]...)
-			t.score.line(t.line)
-			t.line = t.line[:0]
-		}
+		t.endLine()
+		t.off++
 		p = p[i+1:]
-	}
-	if len(t.line) > streamTextLine {
-		t.long = true
 	}
 	return n, nil
 }
 
-// flush scores the last line, not ended by a newline.
-func (t *textScorer) flush() {
+// streamLine goes on with the line held, seg written after it,
+// streamed.
+func (t *textScorer) streamLine(seg []byte) {
+	start := t.off - int64(len(t.line)+len(seg))
+	if t.cut < 0 || start < 0 {
+		t.long = true // not a cut string's: never so
+		return
+	}
+	t.ll = newLongLine(t.score.terms)
+	t.llRef = longRef{cut: t.cut, start: start}
+	t.ll.write(t.line)
+	t.ll.write(seg)
+	t.line = t.line[:0]
+	t.long = t.ll.bad
+}
+
+// endLine scores the line written.
+func (t *textScorer) endLine() {
+	if t.ll != nil {
+		score, found, at, ok := t.ll.finish()
+		t.llRef.n, t.llRef.at = t.ll.n, at
+		t.ll = nil
+		if !ok {
+			t.long = true
+			return
+		}
+		t.score.longLine(score, found, t.llRef)
+		return
+	}
 	if len(t.line) > 0 {
 		t.score.line(t.line)
 		t.line = t.line[:0]
 	}
 }
 
+// flush scores the last line, not ended by a newline.
+func (t *textScorer) flush() {
+	if !t.long {
+		t.endLine()
+	}
+}
+
 var _ io.Writer = (*textScorer)(nil)
+
+// longSnippet is searchSnippet of the line at ref, read again from cut
+// string id's object (snippetScan). ok is false when a read fails or the
+// line cannot be cut streamed: the line is then read whole.
+func (r *Rook) longSnippet(id cas.Key, ref *longRef) (string, bool) {
+	o, err := r.Store.OpenObject(id)
+	if err != nil {
+		return "", false
+	}
+	sn := newSnippetScan(ref.at)
+	if _, err := o.WriteTo(&rangeWriter{w: sn, skip: ref.start, n: ref.n}); err != nil && !errors.Is(err, errEnough) {
+		return "", false
+	}
+	return sn.snippet()
+}

@@ -30,6 +30,15 @@ func streamEveryLine(t *testing.T) {
 	t.Cleanup(func() { streamLinesOver = old })
 }
 
+// scoreLinesStreamed makes search score every line of a text over n
+// bytes as it is written (longLine), not held, until the test ends.
+func scoreLinesStreamed(tb testing.TB, n int) {
+	tb.Helper()
+	old := streamTextLine
+	streamTextLine = n
+	tb.Cleanup(func() { streamTextLine = old })
+}
+
 // streamQueries are queries of both find and search: words, a phrase,
 // case, escapes (a quote, a newline), non-ASCII, a key.
 var streamQueries = []string{"error", "func", "the file", "TODO", "import", "README.md", `"type"`, "\n", "é", "rook",
@@ -150,6 +159,17 @@ func TestStreamedSearchOfTheCorpusMatchesWhole(t *testing.T) {
 	if len(ids) < 20 || streamed < 1000 {
 		t.Fatalf("%d sessions, %d streamed: the test reads too few", len(ids), streamed)
 	}
+	// Every line of the text over 64 bytes scored as it is written.
+	scoreLinesStreamed(t, 64)
+	streamed, whole = 0, 0
+	for _, id := range ids {
+		s, w := compareStreamedSearch(t, r, id, streamQueries)
+		streamed, whole = streamed+s, whole+w
+	}
+	t.Logf("lines over 64 bytes scored as written: %d line×query streamed, %d read whole", streamed, whole)
+	if streamed < 1000 {
+		t.Fatalf("%d streamed: the test reads too few", streamed)
+	}
 	for _, q := range streamQueries {
 		if len(SearchTerms(q)) == 0 {
 			continue
@@ -268,6 +288,12 @@ func TestStreamedFindAndSearchOfHandMadeLinesMatchWhole(t *testing.T) {
 	fs, fw := compareStreamedFind(t, r, id, queries, rng)
 	ss, sw := compareStreamedSearch(t, r, id, queries)
 	t.Logf("find: %d streamed, %d whole; search: %d streamed, %d whole", fs, fw, ss, sw)
+	// Every line of the text over 100 bytes scored as it is written
+	// (longLine), as a line over 1 MiB with no newline is.
+	scoreLinesStreamed(t, 100)
+	if ls, lw := compareStreamedSearch(t, r, id, queries); ls < 100 {
+		t.Fatalf("search, long lines scored as written: %d streamed, %d whole: too few", ls, lw)
+	}
 	if fs < 500 || ss < 100 {
 		t.Fatalf("find: %d streamed, search: %d: the test streams too few", fs, ss)
 	}
@@ -334,6 +360,9 @@ func streamedFindRook(tb testing.TB) *Rook {
 	old := streamLinesOver
 	streamLinesOver = 0
 	tb.Cleanup(func() { streamLinesOver = old })
+	// A line of search's text over 300 bytes (one with no newline in a
+	// fill of hundreds of bytes) scored as it is written.
+	scoreLinesStreamed(tb, 300)
 	return r
 }
 

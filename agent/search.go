@@ -610,6 +610,30 @@ type bodyScore struct {
 	bestAt      int
 	low         []byte // the line lower-cased, in one buffer for every line
 	found       uint64 // the terms found in the body (the first 64)
+	// long: the best line is one scored streamed (longLine), not held:
+	// where to read it again for its snippet.
+	long *longRef
+}
+
+// longRef is where a line scored streamed is: bytes [start, start+n) of
+// cut string cut's text, its first match at rune at.
+type longRef struct {
+	cut      int
+	start, n int64
+	at       int64
+}
+
+// longLine adds a line scored streamed (longLine.finish), at ref.
+func (s *bodyScore) longLine(score int, found uint64, ref longRef) {
+	s.found |= found
+	if score == 0 {
+		return
+	}
+	s.total += score
+	if score > s.best {
+		s.best, s.bestAt, s.bestLine = score, 0, s.bestLine[:0]
+		s.long = &ref
+	}
 }
 
 func (s *bodyScore) line(line []byte) {
@@ -642,6 +666,7 @@ func (s *bodyScore) line(line []byte) {
 	s.total += score
 	if score > s.best {
 		s.best, s.bestAt = score, at // in the lower-cased line
+		s.long = nil
 		if s.keep {
 			s.bestLine = append(s.bestLine[:0], line...)
 		} else {

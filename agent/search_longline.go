@@ -1,0 +1,615 @@
+package agent
+
+// Search over one line of text too long to hold: a string of many MiB with
+// no newline in it (minified JSON, a long log line in a tool's output).
+// The streamed search (searchText) held each line of a text whole to
+// score it (bodyScore.line) and gave up, reading the line whole, past
+// streamTextLine; a 22 MB such line cost 200-220 MB. A line past
+// streamTextLine is now scored as it is written (longLine): lower-cased a
+// piece at a time, each term's matches counted and checked as bodyScore
+// does (count, whole word, first match), and termsTogether followed as a
+// small automaton from each match of the first term; only a few KiB of it
+// are held. When that line is the best one, its snippet is made by reading
+// it again (snippetScan), the first match's place known: searchSnippet's
+// cuts (colors stripped, ends trimmed, a window around the match) followed
+// rune by rune. What they give is what bodyScore and searchSnippet give
+// of the line whole. A line that is not UTF-8, or whose color sequence
+// (ESC [ digits and semicolons) runs past maxPendingSGR bytes, is not
+// scored streamed: it is read whole, as before.
+
+import (
+	"bytes"
+	"errors"
+	"unicode"
+	"unicode/utf8"
+)
+
+// longPiece is how many bytes of a long line are lower-cased and scanned
+// at a time.
+const longPiece = 32 << 10
+
+// maxStopword is the length of the longest of searchStopwords.
+var maxStopword = func() int {
+	n := 0
+	for w := range searchStopwords {
+		n = max(n, len(w))
+	}
+	return n
+}()
+
+// longLine scores one line written in pieces as bodyScore.line scores it
+// whole.
+type longLine struct {
+	terms    [][]byte
+	low      []byte // the line lower-cased, from lowBase on
+	lowBase  int64
+	runes    int64   // runes of the line before low[0]
+	carry    []byte  // a character cut by the end of the last piece
+	n        int64   // bytes of the line written
+	pos      []int64 // per term: where its next match may start
+	next     []int64 // where its next match counted (not overlapping) may start
+	count    []int
+	whole    []bool
+	first    []int64 // its first match, in the lower-cased line; -1
+	firstR   []int64 // and in runes
+	done     []bool  // nothing more to learn of the term
+	runs     []*tgRun
+	together bool
+	bad      bool // not UTF-8, or a term empty: not scored streamed
+}
+
+func newLongLine(terms [][]byte) *longLine {
+	l := &longLine{terms: terms}
+	k := len(terms)
+	l.pos, l.next, l.first, l.firstR = make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k)
+	l.count, l.whole, l.done = make([]int, k), make([]bool, k), make([]bool, k)
+	for i, t := range terms {
+		l.first[i] = -1
+		if len(t) == 0 || !utf8.Valid(t) {
+			l.bad = true
+		}
+	}
+	return l
+}
+
+func (l *longLine) write(p []byte) {
+	for len(p) > 0 && !l.bad {
+		k := min(len(p), longPiece)
+		l.piece(p[:k])
+		p = p[k:]
+	}
+}
+
+func (l *longLine) piece(p []byte) {
+	l.n += int64(len(p))
+	b := p
+	if len(l.carry) > 0 {
+		b = append(l.carry, p...)
+	}
+	// Up to the last whole character.
+	end := len(b)
+	for j := len(b) - 1; j >= 0 && j >= len(b)-utf8.UTFMax; j-- {
+		if utf8.RuneStart(b[j]) {
+			if !utf8.FullRune(b[j:]) {
+				end = j
+			}
+			break
+		}
+	}
+	if !utf8.Valid(b[:end]) {
+		l.bad = true
+		return
+	}
+	l.low = appendLower(l.low, b[:end])
+	l.carry = append(l.carry[:0:0], b[end:]...)
+	l.scan(false)
+	// Keep what the terms still look at, and the character before it.
+	keep := l.lowBase + int64(len(l.low)) - utf8.UTFMax
+	for k := range l.terms {
+		if !l.done[k] {
+			keep = min(keep, l.pos[k]-utf8.UTFMax)
+		}
+	}
+	if d := int(keep - l.lowBase); d > longPiece {
+		for d > 0 && !utf8.RuneStart(l.low[d]) {
+			d--
+		}
+		l.runes += int64(utf8.RuneCount(l.low[:d]))
+		l.low = l.low[:copy(l.low, l.low[d:])]
+		l.lowBase += int64(d)
+	}
+}
+
+// scan finds the terms' matches whose every byte, and the character
+// after them, are in low (all of them, final).
+func (l *longLine) scan(final bool) {
+	end := l.lowBase + int64(len(l.low))
+	for k, t := range l.terms {
+		if l.done[k] {
+			continue
+		}
+		limit := end - int64(len(t)) + 1 // matches start before it
+		if !final {
+			limit -= utf8.UTFMax
+		}
+		for l.pos[k] < limit && !l.done[k] {
+			from := l.pos[k] - l.lowBase
+			j := bytes.Index(l.low[from:limit-1+int64(len(t))-l.lowBase], t)
+			if j < 0 {
+				l.pos[k] = limit
+				break
+			}
+			i := l.pos[k] + int64(j)
+			l.match(k, i)
+			l.pos[k] = i + 1
+		}
+	}
+	// The runs of termsTogether, through what is written.
+	if len(l.runs) > 0 {
+		live := l.runs[:0]
+		for _, r := range l.runs {
+			st := tgAlive
+			for ; r.at < end && st == tgAlive; r.at++ {
+				st = l.feed(r, l.low[r.at-l.lowBase])
+			}
+			if final && st == tgAlive && l.finishRun(r) {
+				st = tgDone
+			}
+			if st == tgDone {
+				l.together = true
+				live = live[:0]
+				break
+			}
+			if st == tgAlive && !final {
+				live = append(live, r)
+			}
+		}
+		l.runs = dedupRuns(live)
+		if l.together {
+			l.runs = nil
+			l.settle(0)
+		}
+	}
+}
+
+// match is a match of term k at i (of the lower-cased line): what
+// bodyScore.line learns of it.
+func (l *longLine) match(k int, i int64) {
+	t := l.terms[k]
+	rel := i - l.lowBase
+	j := rel + int64(len(t))
+	left := i == 0 || !wordBefore(l.low[:rel]) || !wordAfter(t)
+	right := j == int64(len(l.low)) || !wordAfter(l.low[j:]) || !wordBefore(t)
+	l.whole[k] = l.whole[k] || left && right
+	if i >= l.next[k] {
+		l.count[k]++
+		l.next[k] = i + int64(len(t))
+	}
+	if l.first[k] < 0 {
+		l.first[k] = i
+		l.firstR[k] = l.runes + int64(utf8.RuneCount(l.low[:rel]))
+	}
+	if k == 0 && len(l.terms) > 1 && !l.together && left {
+		// termsTogetherAt(line, i, terms): its first term matched.
+		r := &tgRun{at: i + int64(len(t))}
+		if !wordBefore(t) {
+			r.phase = tgBlank1
+			r.k = 1
+		}
+		l.runs = append(l.runs, r)
+	}
+	l.settle(k)
+}
+
+// settle marks term k done when no match of it can change the score.
+func (l *longLine) settle(k int) {
+	if l.count[k] >= 3 && l.whole[k] && l.first[k] >= 0 && (k > 0 || len(l.terms) == 1 || l.together) {
+		l.done[k] = true
+	}
+}
+
+// finish scores the line, all of it written: as bodyScore.line does, and
+// which terms it has (found), where its first match is in runes (at).
+// ok is false when it cannot be scored streamed.
+func (l *longLine) finish() (score int, found uint64, at int64, ok bool) {
+	if len(l.carry) > 0 {
+		l.bad = true
+	}
+	if l.bad {
+		return 0, 0, 0, false
+	}
+	l.scan(true)
+	all, atLow := true, int64(-1)
+	for k := range l.terms {
+		if l.count[k] == 0 {
+			all = false
+			continue
+		}
+		found |= 1 << (k % 64)
+		score += 4 + min(l.count[k], 3)
+		if l.whole[k] {
+			score += 3
+		}
+		if atLow < 0 || l.first[k] < atLow {
+			atLow, at = l.first[k], l.firstR[k]
+		}
+	}
+	if score == 0 {
+		return 0, found, 0, true
+	}
+	if all {
+		score += 4 * len(l.terms)
+		if len(l.terms) > 1 && l.together {
+			score += 6 * len(l.terms)
+		}
+	}
+	return score, found, at, true
+}
+
+// tgRun is termsTogetherAt followed a byte at a time from one match of
+// the first term: the phase it is in, before terms[k].
+type tgRun struct {
+	at    int64 // the next byte it reads, in the lower-cased line
+	k     int
+	phase uint8
+	m     int    // tgTerm: bytes of terms[k] matched
+	buf   []byte // tgAfter: the character after the term; tgWord: the word so far
+}
+
+const (
+	tgAfter  = iota // terms[k] matched: a word character after it ends the run
+	tgTerm          // matching terms[k]
+	tgBlank1        // a blank must come before terms[k]
+	tgBlanks        // blanks before terms[k]
+	tgWord          // a word before terms[k]: a stopword, skipped, or the term
+)
+
+const (
+	tgAlive = iota
+	tgDead
+	tgDone // the terms are together
+)
+
+// feed reads byte c into run r.
+func (l *longLine) feed(r *tgRun, c byte) int {
+	switch r.phase {
+	case tgTerm:
+		t := l.terms[r.k]
+		if c != t[r.m] {
+			return tgDead
+		}
+		r.m++
+		if r.m < len(t) {
+			return tgAlive
+		}
+		if !wordBefore(t) {
+			return l.proceed(r)
+		}
+		r.phase, r.buf = tgAfter, r.buf[:0]
+		return tgAlive
+	case tgAfter:
+		r.buf = append(r.buf, c)
+		if !utf8.FullRune(r.buf) {
+			return tgAlive
+		}
+		if ch, _ := utf8.DecodeRune(r.buf); isWordRune(ch) {
+			return tgDead
+		}
+		return l.proceedWith(r, r.buf)
+	case tgBlank1:
+		if c == ' ' || c == '\t' {
+			r.phase = tgBlanks
+			return tgAlive
+		}
+		return tgDead
+	case tgBlanks:
+		if c == ' ' || c == '\t' {
+			return tgAlive
+		}
+		r.phase, r.buf = tgWord, append(r.buf[:0], c)
+		return l.word(r, false)
+	case tgWord:
+		r.buf = append(r.buf, c)
+		return l.word(r, false)
+	}
+	return tgDead
+}
+
+// proceed: terms[k] and what follows it matched.
+func (l *longLine) proceed(r *tgRun) int {
+	if r.k == len(l.terms)-1 {
+		return tgDone
+	}
+	r.k++
+	r.phase = tgBlank1
+	return tgAlive
+}
+
+// proceedWith proceeds, then reads again the bytes in rest.
+func (l *longLine) proceedWith(r *tgRun, rest []byte) int {
+	var b [utf8.UTFMax]byte
+	n := copy(b[:], rest)
+	st := l.proceed(r)
+	for i := 0; i < n && st == tgAlive; i++ {
+		st = l.feed(r, b[i])
+	}
+	return st
+}
+
+// word decides, when it can, what termsTogetherAt does at the word in
+// r.buf (its bytes from the word's start): skip it, a stopword with a
+// blank after it, or match terms[k] there. final: the line ends after buf.
+func (l *longLine) word(r *tgRun, final bool) int {
+	buf, t := r.buf, l.terms[r.k]
+	w := 0
+	for w < len(buf) && buf[w] >= 'a' && buf[w] <= 'z' {
+		w++
+	}
+	if w == len(buf) && !final && w <= maxStopword {
+		return tgAlive // the word goes on
+	}
+	brk := w == 0 || w > maxStopword || !searchStopwords[string(buf[:w])] ||
+		w == len(buf) || buf[w] != ' ' && buf[w] != '\t'
+	if !brk {
+		if len(buf) < len(t) && bytes.HasPrefix(t, buf) && !final {
+			return tgAlive // whether terms[k] starts here: more to read
+		}
+		brk = bytes.HasPrefix(buf, t)
+	}
+	rest := append([]byte(nil), buf...)
+	if brk {
+		r.phase, r.m = tgTerm, 0
+	} else {
+		r.phase, rest = tgBlanks, rest[w:]
+	}
+	st := tgAlive
+	for i := 0; i < len(rest) && st == tgAlive; i++ {
+		st = l.feed(r, rest[i])
+	}
+	return st
+}
+
+// finishRun is whether run r, the line ended, finds the terms together.
+func (l *longLine) finishRun(r *tgRun) bool {
+	switch r.phase {
+	case tgAfter:
+		if len(r.buf) > 0 {
+			if ch, _ := utf8.DecodeRune(r.buf); isWordRune(ch) {
+				return false
+			}
+			st := l.proceedWith(r, r.buf)
+			return st == tgDone || st == tgAlive && l.finishRun(r)
+		}
+		return l.proceed(r) == tgDone
+	case tgWord:
+		st := l.word(r, true)
+		return st == tgDone || st == tgAlive && l.finishRun(r)
+	}
+	return false
+}
+
+// dedupRuns drops runs in the same state as another: they read the same
+// bytes from here on, so end the same.
+func dedupRuns(runs []*tgRun) []*tgRun {
+	if len(runs) < 2 {
+		return runs
+	}
+	out := runs[:0]
+	for _, r := range runs {
+		same := false
+		for _, o := range out {
+			if o.at == r.at && o.k == r.k && o.phase == r.phase && o.m == r.m && bytes.Equal(o.buf, r.buf) {
+				same = true
+				break
+			}
+		}
+		if !same {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// maxPendingSGR bounds the bytes of a color sequence not yet ended
+// (ESC [ and digits and semicolons) snippetScan holds.
+const maxPendingSGR = 4 << 10
+
+// snippetScan is searchSnippet of a line written in pieces, its first
+// match at rune at: the line's color sequences stripped (stripSGRAt),
+// control characters made spaces, its ends trimmed, and SearchSnippetLen
+// runes around the match kept, or its end.
+type snippetScan struct {
+	at     int64 // the match, in runes of the line
+	orig   int64 // runes of the line read
+	carry  []byte
+	sgr    int    // 0; 1: after ESC; 2: after ESC [ and digits
+	pend   []rune // the sequence not yet ended
+	pendAt int64  // its first rune's place in the line
+	bad    bool
+
+	idx    int64 // runes kept (of the line stripped)
+	match  int64 // the match, in them; -1
+	start  int64 // the first that is not a space; -1
+	lastNS int64 // the last that is not a space
+	head   []rune
+	before []rune // the last runes, up to idx
+	win    []rune
+	from   int64  // where win starts; -1
+	spaces []rune // spaces after lastNS
+	tail   []rune // the runes up to lastNS
+}
+
+func newSnippetScan(at int64) *snippetScan {
+	return &snippetScan{at: at, match: -1, start: -1, lastNS: -1, from: -1}
+}
+
+func (s *snippetScan) Write(p []byte) (int, error) {
+	n := len(p)
+	if s.bad {
+		return n, nil
+	}
+	b := p
+	if len(s.carry) > 0 {
+		b = append(s.carry, p...)
+	}
+	for len(b) > 0 {
+		if !utf8.FullRune(b) {
+			break
+		}
+		r, w := utf8.DecodeRune(b)
+		if r == utf8.RuneError && w == 1 {
+			s.bad = true
+			return n, nil
+		}
+		s.read(r)
+		b = b[w:]
+	}
+	s.carry = append(s.carry[:0:0], b...)
+	return n, nil
+}
+
+// read is the line's next rune, through stripSGRAt.
+func (s *snippetScan) read(r rune) {
+	oi := s.orig
+	s.orig++
+	for {
+		switch s.sgr {
+		case 0:
+			if r == 0x1b {
+				s.sgr, s.pend, s.pendAt = 1, append(s.pend[:0], r), oi
+				return
+			}
+			s.keep(r, oi)
+			return
+		case 1:
+			if r == '[' {
+				s.sgr, s.pend = 2, append(s.pend, r)
+				return
+			}
+		case 2:
+			if r >= '0' && r <= '9' || r == ';' {
+				if s.pend = append(s.pend, r); len(s.pend) > maxPendingSGR {
+					s.bad = true
+				}
+				return
+			}
+			if r == 'm' {
+				s.sgr, s.pend = 0, s.pend[:0] // a color: left out
+				return
+			}
+		}
+		// Not a color: its bytes are text, and r is read again.
+		s.flushPending()
+	}
+}
+
+func (s *snippetScan) flushPending() {
+	for i, c := range s.pend {
+		s.keep(c, s.pendAt+int64(i))
+	}
+	s.sgr, s.pend = 0, s.pend[:0]
+}
+
+// keep is the next rune of the line stripped, from rune oi of the line.
+func (s *snippetScan) keep(r rune, oi int64) {
+	const n, lead = SearchSnippetLen, SearchSnippetLen / 4
+	if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+		r = ' '
+	}
+	if s.match < 0 && oi >= s.at {
+		s.match = s.idx
+		if s.start >= 0 {
+			s.from = max(s.start, s.match-lead)
+			s.win = append(s.win, s.before[int64(len(s.before))-(s.idx-s.from):]...)
+		}
+	}
+	space := unicode.IsSpace(r)
+	if s.start < 0 && !space {
+		s.start = s.idx
+	}
+	if s.start >= 0 && len(s.head) <= n {
+		s.head = append(s.head, r)
+	}
+	if s.from >= 0 && len(s.win) < n {
+		s.win = append(s.win, r)
+	}
+	s.before = keepLast(append(s.before, r), lead)
+	if space {
+		s.spaces = keepLast(append(s.spaces, r), n)
+	} else {
+		s.tail = keepLast(append(append(s.tail, s.spaces...), r), n)
+		s.spaces = s.spaces[:0]
+		s.lastNS = s.idx
+	}
+	s.idx++
+}
+
+// keepLast keeps at least the last n runes of b, trimming it when it is
+// twice that.
+func keepLast(b []rune, n int) []rune {
+	if len(b) >= 2*n {
+		b = b[:copy(b, b[len(b)-n:])]
+	}
+	return b
+}
+
+// snippet is searchSnippet of the line, all of it written.
+func (s *snippetScan) snippet() (string, bool) {
+	const n = SearchSnippetLen
+	if len(s.carry) > 0 {
+		s.bad = true
+	}
+	if s.bad {
+		return "", false
+	}
+	s.flushPending()
+	if s.match < 0 {
+		s.match = s.idx
+	}
+	if s.start < 0 {
+		return "", true
+	}
+	end := s.lastNS + 1
+	if end-s.start <= n {
+		return string(s.head[:end-s.start]), true
+	}
+	from, win := s.from, s.win
+	if from < 0 {
+		from, win = s.start, s.head
+	}
+	if end-from <= n-1 {
+		return "…" + string(s.tail[len(s.tail)-(n-1):]), true
+	}
+	room, pre := n-1, ""
+	if from > s.start {
+		pre = "…"
+		room--
+	}
+	return pre + string(win[:room]) + "…", true
+}
+
+// errEnough stops a read that has what it needs.
+var errEnough = errors.New("enough")
+
+// rangeWriter writes bytes [skip, skip+n) of what is written to it to w.
+type rangeWriter struct {
+	w       *snippetScan
+	skip, n int64
+}
+
+func (rw *rangeWriter) Write(p []byte) (int, error) {
+	k := len(p)
+	if rw.skip >= int64(len(p)) {
+		rw.skip -= int64(len(p))
+		return k, nil
+	}
+	p = p[rw.skip:]
+	rw.skip = 0
+	p = p[:min(int64(len(p)), rw.n)]
+	rw.w.Write(p)
+	rw.n -= int64(len(p))
+	if rw.n == 0 {
+		return k, errEnough
+	}
+	return k, nil
+}

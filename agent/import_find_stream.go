@@ -322,9 +322,9 @@ type tokenScan struct {
 	c        int  // the content pos is in or before
 	in       bool // pos is in content c
 	pend     int  // bytes of an escape still to come; -1: just after its backslash
-	// lo, hi: the first byte from the window's lo on, the last up to its
-	// hi, that starts no escape's inside: -1 until known (or when the
-	// window's end is outside every content).
+	// tokLo, tokHi: the first byte from lo on, the last up to hi, that
+	// is no escape's inside (plain bytes and the content's start and end
+	// count): -1 until one is seen.
 	tokLo, tokHi int64
 }
 

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -87,7 +86,7 @@ func TestStreamedFindInALongHexRunStreams(t *testing.T) {
 		hits++
 		for _, q := range []string{"deadbeefcafe", "beef", "cafe"} {
 			off := int64(from - rng.IntN(64))
-			res, ok := r.findStreamed(s, off, cmp.Or(int64(0), FindMaxBytes), newFoldMatcher(q), findEscaped(q))
+			res, ok := r.findStreamed(s, off, FindMaxBytes, newFoldMatcher(q), findEscaped(q))
 			if !ok || res.at < 0 {
 				t.Errorf("find %q from %d (a hit at %d, in hex digits): streamed %v, hit at %d: read whole", q, off, from, ok, res.at)
 			}
@@ -135,6 +134,9 @@ func checkLongLine(t *testing.T, line []byte, query string, rng *rand.Rand) {
 	pieces := func(w func([]byte)) {
 		for rest := line; len(rest) > 0; {
 			k := min(len(rest), 1+rng.IntN(1+rng.IntN(64)))
+			if len(line) > 64<<10 {
+				k = min(len(rest), 1+rng.IntN(40<<10))
+			}
 			w(rest[:k])
 			rest = rest[k:]
 		}
@@ -174,6 +176,14 @@ func TestLongLineScoresAsWhole(t *testing.T) {
 		n := rng.IntN(60)
 		if i%10 == 0 {
 			n = 200 + rng.IntN(400) // past the snippet's length
+		}
+		if i%200 == 0 {
+			// Hundreds of KiB before the terms: longLine drops what it
+			// has read before it finds them.
+			filler := []string{"the", "a", "of", " ", "\t", "_", "İ", "\u00a0", "\x1b[0m", "."}
+			for range 60000 {
+				b = append(b, filler[rng.IntN(len(filler))]...)
+			}
 		}
 		for range n {
 			b = append(b, longLineWords[rng.IntN(len(longLineWords))]...)

@@ -411,7 +411,7 @@ func (t *textScorer) Write(p []byte) (int, error) {
 			t.ll.write(seg)
 			t.long = t.ll.bad
 		case i >= 0 && len(t.line) == 0 && (len(seg) <= streamTextLine || t.cut < 0):
-			t.score.line(seg) // (a line of the skeleton's, which is held)
+			t.score.line(seg) // a whole line, in p
 		case len(t.line)+len(seg) > streamTextLine:
 			t.streamLine(seg)
 		default:

@@ -188,6 +188,14 @@ func TestLongLineScoresAsWhole(t *testing.T) {
 		for range n {
 			b = append(b, longLineWords[rng.IntN(len(longLineWords))]...)
 		}
+		if i%2 == 0 {
+			// Pieces of 16 bytes: what has been read is dropped all along.
+			old := longPiece
+			longPiece = 16
+			checkLongLine(t, b, queries[rng.IntN(len(queries))], rng)
+			longPiece = old
+			continue
+		}
 		checkLongLine(t, b, queries[rng.IntN(len(queries))], rng)
 	}
 }
@@ -201,6 +209,10 @@ func FuzzLongLineScore(f *testing.F) {
 	f.Add([]byte("fix the   \tthe parser, mix\x1b[31mtest\x1b[0m"), "fix parser", uint64(2))
 	f.Add([]byte(strings.Repeat("{\"id\":1,\"name\":\"item\"},", 40)+"mix test"), "mix test", uint64(3))
 	f.Add([]byte("İİİ KELVIN \u2028 日本test 31m\x1b[12 x"), "k test 31m", uint64(4))
+	// Pieces of 16 bytes: what has been read is dropped all along.
+	old := longPiece
+	longPiece = 16
+	f.Cleanup(func() { longPiece = old })
 	f.Fuzz(func(t *testing.T, line []byte, query string, seed uint64) {
 		if len(line) > 8192 {
 			return

@@ -25,8 +25,9 @@ import (
 )
 
 // longPiece is how many bytes of a long line are lower-cased and scanned
-// at a time.
-const longPiece = 32 << 10
+// at a time, and how many it reads past what it still looks at before it
+// drops them. A var: the fuzz target makes it small.
+var longPiece = 32 << 10
 
 // maxStopword is the length of the longest of searchStopwords.
 var maxStopword = func() int {

@@ -290,3 +290,21 @@ func TestSearchOfALongLineWithNoNewlineHoldsLittle(t *testing.T) {
 		}
 	}
 }
+
+// A line over streamTextLine that a cut string's object writes in one
+// piece with its newline (an object read whole) is scored as it is
+// written too, not lower-cased and copied whole.
+func TestTextScorerStreamsALongLineWrittenInOnePiece(t *testing.T) {
+	line := append(bytes.Repeat([]byte("abc def "), 2<<20/8), " needle\n"...)
+	sc := &textScorer{score: bodyScore{terms: [][]byte{[]byte("needle")}, keep: true}, cut: 0}
+	n := allocatedBy(func() {
+		sc.Write(line)
+		sc.flush()
+	})
+	if sc.long || sc.score.long == nil {
+		t.Fatalf("a line of %d bytes was not scored streamed (given up %v)", len(line), sc.long)
+	}
+	if n > int64(len(line))/4 {
+		t.Errorf("scoring a line of %d bytes allocated %d bytes", len(line), n)
+	}
+}

@@ -308,3 +308,17 @@ func TestTextScorerStreamsALongLineWrittenInOnePiece(t *testing.T) {
 		t.Errorf("scoring a line of %d bytes allocated %d bytes", len(line), n)
 	}
 }
+
+// A line whose only match is in a color sequence at its end (stripped
+// from the snippet): searchSnippet puts the match past the line's last
+// rune and shows its end; the streamed snippet must do the same.
+func TestLongLineSnippetOfAMatchInATrailingColor(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	for _, line := range []string{
+		strings.Repeat("word ", 100) + "\x1b[31m",
+		strings.Repeat("word ", 100) + "\x1b[31m   \x1b[0m",
+		"  " + strings.Repeat("x", 300) + "\x1b[31m",
+	} {
+		checkLongLine(t, []byte(line), "31m", rng)
+	}
+}

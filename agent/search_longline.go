@@ -565,7 +565,14 @@ func (s *snippetScan) snippet() (string, bool) {
 	}
 	s.flushPending()
 	if s.match < 0 {
+		// The match is in a color sequence at the line's end, stripped:
+		// searchSnippet puts it just past the last rune, and its window
+		// starts SearchSnippetLen/4 runes before that.
 		s.match = s.idx
+		if s.start >= 0 {
+			s.from = max(s.start, s.match-SearchSnippetLen/4)
+			s.win = append(s.win[:0], s.before[int64(len(s.before))-(s.idx-s.from):]...)
+		}
 	}
 	if s.start < 0 {
 		return "", true

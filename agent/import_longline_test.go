@@ -322,3 +322,81 @@ func TestLongLineSnippetOfAMatchInATrailingColor(t *testing.T) {
 		checkLongLine(t, []byte(line), "31m", rng)
 	}
 }
+
+// tokenScan, fed a line in pieces of any size, finds the first byte from
+// lo on and the last up to hi, in the cut strings' escaped contents, that
+// cuts no escape: each checked against the boundaries of every escape
+// appendJSONString writes, found by reading the contents whole.
+func TestTokenScanFindsTheEscapesBoundaries(t *testing.T) {
+	rng := rand.New(rand.NewPCG(71, 72))
+	for range 300 {
+		var line []byte
+		s := &streamedLine{}
+		bound := map[int64]bool{} // where a window may start or end
+		for range 1 + rng.IntN(3) {
+			line = append(line, `,"k":"`...)
+			content := int64(len(line))
+			esc := appendJSONString(nil, hexRun(rng, 2+rng.IntN(300)))
+			esc = esc[1 : len(esc)-1]
+			for i := 0; i <= len(esc); {
+				bound[content+int64(i)] = true
+				if i == len(esc) {
+					break
+				}
+				switch {
+				case esc[i] != '\\':
+					i++
+				case esc[i+1] == 'u':
+					i += 6
+				default:
+					i += 2
+				}
+			}
+			s.realQ = append(s.realQ, content-1)
+			s.cuts = append(s.cuts, cutScan{escLen: int64(len(esc))})
+			line = append(append(line, esc...), '"')
+		}
+		line = append(line, '}')
+		// The window starts inside a string and ends inside it or a later
+		// one, as miniLine asks tokenScan where.
+		inside := func(c int) int64 {
+			content := s.realQ[c] + 1
+			return content + 1 + int64(rng.IntN(int(s.cuts[c].escLen)-1))
+		}
+		a := rng.IntN(len(s.cuts))
+		b := a + rng.IntN(len(s.cuts)-a)
+		lo, hi := inside(a), inside(b)
+		if lo > hi {
+			lo, hi = hi, lo
+		}
+		wantLo, wantHi := int64(-1), int64(-1)
+		for p := lo; p <= hi && wantLo < 0; p++ {
+			if bound[p] {
+				wantLo = p
+			}
+		}
+		for p := hi; p >= lo && wantHi < 0; p-- {
+			if bound[p] {
+				wantHi = p
+			}
+		}
+		tok := newTokenScan(lo, hi, s)
+		for rest := line; len(rest) > 0; {
+			k := min(len(rest), 1+rng.IntN(8))
+			tok.Write(rest[:k])
+			rest = rest[k:]
+		}
+		// What the scan found past hi (tokLo) or before lo (tokHi) is
+		// no window's: only [lo, hi] is looked at.
+		gotLo, gotHi := tok.tokLo, tok.tokHi
+		if gotLo > hi {
+			gotLo = -1
+		}
+		if gotHi < lo {
+			gotHi = -1
+		}
+		if gotLo != wantLo || gotHi != wantHi {
+			t.Fatalf("line %q, window [%d, %d]: tokenScan %d, %d; the escapes' boundaries %d, %d", line, lo, hi, gotLo, gotHi, wantLo, wantHi)
+		}
+	}
+}

@@ -209,6 +209,8 @@ func FuzzLongLineScore(f *testing.F) {
 	f.Add([]byte("fix the   \tthe parser, mix\x1b[31mtest\x1b[0m"), "fix parser", uint64(2))
 	f.Add([]byte(strings.Repeat("{\"id\":1,\"name\":\"item\"},", 40)+"mix test"), "mix test", uint64(3))
 	f.Add([]byte("İİİ KELVIN \u2028 日本test 31m\x1b[12 x"), "k test 31m", uint64(4))
+	// The only match in a color sequence at the line's end, stripped.
+	f.Add([]byte(strings.Repeat("word ", 40)+"\x1b[31m"), "31m", uint64(5))
 	// Pieces of 16 bytes: what has been read is dropped all along.
 	old := longPiece
 	longPiece = 16

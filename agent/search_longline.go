@@ -9,10 +9,9 @@ package agent
 // piece at a time, each term's matches counted and checked as bodyScore
 // does (count, whole word, first match), and termsTogether followed as a
 // small automaton from each match of the first term; about two longPiece
-// of it are held at most (56 KiB lower-cased, on a 22 MiB line of "abc def
-// mix ").
-// When that line is the best one, its snippet is made by reading
-// it again (snippetScan), the first match's place known: searchSnippet's
+// of it are held at most (56 KiB lower-cased, measured on a 22 MiB line).
+// When that line is the best one, its snippet is made by reading it again
+// (snippetScan), the first match's place known: searchSnippet's
 // cuts (colors stripped, ends trimmed, a window around the match) followed
 // rune by rune. What they give is what bodyScore and searchSnippet give
 // of the line whole. A line that is not UTF-8, or whose color sequence

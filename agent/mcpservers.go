@@ -71,6 +71,10 @@ type MCPTool struct {
 	ReadOnly    bool                  `json:"read_only"`
 	Approval    bool                  `json:"approval"`
 	Missing     bool                  `json:"missing,omitempty"` // gone at the last sync; settings kept
+	// ReadOnlySet: the user set ReadOnly (rook mcp set --read-only or
+	// --no-read-only), so it is the user's, not the server's claim: a sync
+	// never changes it.
+	ReadOnlySet bool `json:"read_only_set,omitempty"`
 }
 
 // Transport says how a server is reached.
@@ -293,9 +297,10 @@ func mergeTools(s *MCPServer, found []mcpclient.Tool, first bool) SyncReport {
 			// that claim follows it when the server withdraws it (the
 			// tool now writes, or the server claims nothing), or a tool
 			// the server says writes would run where only reading is
-			// allowed. A setting against the claim is the user's and
-			// stays; a claim of read-only that comes later is not taken.
-			if t.ReadOnly && readOnlyClaim(t.Claims) && !readOnlyClaim(f.Annotations) {
+			// allowed. A setting the user made (even one matching the
+			// claim) is the user's and stays; a claim of read-only that
+			// comes later is not taken.
+			if t.ReadOnly && !t.ReadOnlySet && readOnlyClaim(t.Claims) && !readOnlyClaim(f.Annotations) {
 				t.ReadOnly = false
 				rep.ReadOnlyOff = append(rep.ReadOnlyOff, f.Name)
 			}
@@ -693,6 +698,7 @@ func (r *Rook) MCPSet(name, tool string, set MCPToolSettings) (*MCPServer, error
 	}
 	if set.ReadOnly != nil {
 		t.ReadOnly = *set.ReadOnly
+		t.ReadOnlySet = true
 	}
 	if set.Approval != nil {
 		t.Approval = *set.Approval

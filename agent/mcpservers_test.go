@@ -521,3 +521,56 @@ func TestMCPSyncClaimWithdrawn(t *testing.T) {
 		t.Errorf("second sync: %s %+v %v", toolStates(s), rep, err)
 	}
 }
+
+// TestMCPSyncUserReadOnlyStays: a read-only setting the user made is the
+// user's, even when it matches the server's claim: a claim withdrawn later
+// does not switch it off. The README's "set it back, and it then stays"
+// held only until the server claimed read-only again and withdrew it once
+// more, which turned the user's setting off.
+func TestMCPSyncUserReadOnlyStays(t *testing.T) {
+	fake := &fakeMCP{}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	r := testRook(t, vfs.NewMem())
+	ctx := context.Background()
+	fake.setTools("read_a", "read_b")
+	if _, _, err := r.MCPAdd(ctx, MCPAddOptions{Spec: mcpclient.Spec{Name: "srv", URL: srv.URL}, Client: mcpOpts()}); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(v any) {
+		fake.mu.Lock()
+		for _, tool := range fake.tools {
+			tool["annotations"] = map[string]any{"readOnlyHint": v}
+		}
+		fake.mu.Unlock()
+	}
+	sync := func() (string, string) {
+		t.Helper()
+		s, rep, err := r.MCPSync(ctx, "srv", mcpOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return toolStates(s), strings.Join(rep.ReadOnlyOff, ",")
+	}
+	// read_a: the user sets it read-only while the server claims so.
+	yes := true
+	if _, err := r.MCPSet("srv", "read_a", MCPToolSettings{ReadOnly: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	claim(false) // withdrawn: read_b (the claim only) goes off, read_a stays
+	if st, off := sync(); st != "read_a:on,ro read_b:on" || off != "read_b" {
+		t.Fatalf("first withdrawal: %s, read_only_off %q", st, off)
+	}
+	// read_b: set back by the user, as the sync's message says to.
+	if _, err := r.MCPSet("srv", "read_b", MCPToolSettings{ReadOnly: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	claim(true)
+	if st, off := sync(); st != "read_a:on,ro read_b:on,ro" || off != "" {
+		t.Fatalf("claimed again: %s, read_only_off %q", st, off)
+	}
+	claim(false) // withdrawn again: both are the user's, both stay
+	if st, off := sync(); st != "read_a:on,ro read_b:on,ro" || off != "" {
+		t.Fatalf("second withdrawal: %s, read_only_off %q, want the user's settings kept", st, off)
+	}
+}

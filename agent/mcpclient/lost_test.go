@@ -124,3 +124,34 @@ func TestCallAnswerLost(t *testing.T) {
 		}
 	})
 }
+
+// A message too large to read while a tool works need not be its answer:
+// a server's progress or log notification on the call's event stream is
+// one too, sent while the tool still runs. "The tool ran, and its result
+// is not shown" was said of it all the same; the tool may have run, or
+// run still.
+func TestCallTooLargeBeforeTheAnswer(t *testing.T) {
+	f := NewFake(FakeConfig{Tools: someTools(1)})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if !bytes.Contains(body, []byte(`"tools/call"`)) {
+			f.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":%q}}\n\n", strings.Repeat("x", 4096))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // still working
+	}))
+	defer srv.Close()
+	o := testOptions()
+	o.Limits.MaxMessageBytes = 2048
+	_, err := connect(t, Spec{URL: srv.URL}, o).Call(context.Background(), "tool_00", nil)
+	msg := wantFailure(t, err, ProtocolError).Msg
+	wantContains(t, msg, "larger than 2048 bytes", "the tool may have run, or run still", "check what it did before calling it again")
+	if strings.Contains(msg, "the tool ran") {
+		t.Fatalf("says the tool ran, though its answer never came: %q", msg)
+	}
+}

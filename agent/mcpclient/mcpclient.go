@@ -549,9 +549,12 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 	if err != nil {
 		var big *tooLargeError
 		if errors.As(err, &big) {
-			// The server answered: the tool ran, and a user told only
-			// "too large" might call it again to see its result.
-			return nil, &Failure{Kind: ProtocolError, Msg: fmt.Sprintf("the server's answer to tools/call is larger than %d bytes, more than rook reads: the tool ran, and its result is not shown; check what it did before calling it again", big.limit), Err: err}
+			// The server had the call: a user told only "too large"
+			// might call it again to see its result. Not "the tool ran":
+			// the message may be one sent while it works (a progress or
+			// log notification on its event stream, a line on stdout),
+			// not its answer.
+			return nil, &Failure{Kind: ProtocolError, Msg: fmt.Sprintf("the server sent a message larger than %d bytes, more than rook reads, in answer to tools/call or while it worked on it: the tool may have run, or run still, and its result is not shown; check what it did before calling it again", big.limit), Err: err}
 		}
 		var f *Failure
 		if errors.As(err, &f) && f.answerLost {

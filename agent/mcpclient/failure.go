@@ -76,6 +76,16 @@ func lostAnswer(err error) error {
 	return &c
 }
 
+// errNotSent: the request's time ran out before it was written whole (the
+// program did not read its stdin, the connection was not made or did not
+// take the body): the server never had it. It is a deadline all the same.
+var errNotSent error = notSentError{}
+
+type notSentError struct{}
+
+func (notSentError) Error() string { return "the request was not sent in time" }
+func (notSentError) Unwrap() error { return context.DeadlineExceeded }
+
 func (f *Failure) Error() string {
 	if f.Msg != "" {
 		return f.Msg

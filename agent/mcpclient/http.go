@@ -208,8 +208,11 @@ func (t *httpTransport) post(ctx context.Context, body []byte) (*http.Response, 
 			ue.URL = RedactURL(ue.URL)
 		}
 		f := netFailure(ctx, err)
-		if wrote.Load() {
+		switch {
+		case wrote.Load():
 			f = lostAnswer(f)
+		case errors.Is(f, context.DeadlineExceeded):
+			f = errNotSent // the time ran out before the request was written whole
 		}
 		return nil, f
 	}

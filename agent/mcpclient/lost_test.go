@@ -3,12 +3,14 @@ package mcpclient
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -154,4 +156,51 @@ func TestCallTooLargeBeforeTheAnswer(t *testing.T) {
 	if strings.Contains(msg, "the tool ran") {
 		t.Fatalf("says the tool ran, though its answer never came: %q", msg)
 	}
+}
+
+// A call not written whole when its time ran out never reached the
+// server: the tool did not run. It was said as "the server has the call,
+// and the tool may have run", which sends a user checking for effects
+// that cannot be there, and hides that the server is not reading.
+func TestCallTimeoutBeforeSent(t *testing.T) {
+	t.Run("stdio", func(t *testing.T) {
+		// Answers initialize, reads the initialized notification, then
+		// reads nothing more: a large call fills the pipe and its write
+		// blocks.
+		script := `read l; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}'; read l; exec sleep 20`
+		o := testOptions()
+		o.Limits.CallTimeout = 300 * time.Millisecond
+		c := connect(t, Spec{Command: "/bin/sh", Args: []string{"-c", script}}, o)
+		args := json.RawMessage(`{"q":"` + strings.Repeat("x", 4<<20) + `"}`)
+		_, err := c.Call(context.Background(), "t", args)
+		msg := wantFailure(t, err, ProtocolError).Msg
+		wantContains(t, msg, "was not sent", "the tool did not run")
+		if strings.Contains(msg, "may have run") || strings.Contains(msg, "has the call") {
+			t.Fatalf("says the server may have run a call it never had: %q", msg)
+		}
+	})
+	t.Run("http", func(t *testing.T) {
+		// The call's body is not read: a large one fills the socket
+		// buffers, and the request is never written whole.
+		f := NewFake(FakeConfig{Tools: someTools(1)})
+		var posts atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost || posts.Add(1) <= 2 { // initialize, initialized
+				f.ServeHTTP(w, r)
+				return
+			}
+			<-r.Context().Done()
+		}))
+		defer srv.Close()
+		o := testOptions()
+		o.Limits.CallTimeout = 300 * time.Millisecond
+		c := connect(t, Spec{URL: srv.URL}, o)
+		args := json.RawMessage(`{"q":"` + strings.Repeat("x", 64<<20) + `"}`)
+		_, err := c.Call(context.Background(), "tool_00", args)
+		msg := wantFailure(t, err, ProtocolError).Msg
+		wantContains(t, msg, "was not sent", "the tool did not run")
+		if strings.Contains(msg, "may have run") || strings.Contains(msg, "has the call") {
+			t.Fatalf("says the server may have run a call it never had: %q", msg)
+		}
+	})
 }

@@ -565,6 +565,12 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 				Msg: "the server went away before it answered tools/call (" + strings.TrimPrefix(f.Msg, "the server could not be reached: ") +
 					"): the tool may have run; check before calling it again"}
 		}
+		if errors.Is(err, errNotSent) {
+			// Its time ran out before it was written whole: the server
+			// never had the call.
+			return nil, &Failure{Kind: ProtocolError, Err: context.DeadlineExceeded,
+				Msg: "the call was not sent in time (" + limit + "the server did not take it: it is busy, or not reading): the tool did not run; --timeout allows more"}
+		}
 		// The server was reached (it answered initialize): a call that
 		// runs out of time failed on its own, not the server. The server
 		// has the call: a user told only "timed out" calls again, and a

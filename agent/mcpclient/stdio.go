@@ -256,11 +256,12 @@ func (t *stdioTransport) roundTrip(ctx context.Context, req *message, limit int6
 	}()
 	deadline, _ := ctx.Deadline()
 	if err := t.write(req, deadline); err != nil {
+		// Not written whole: the program never had the request.
+		if ctx.Err() == context.DeadlineExceeded || errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, 0, errNotSent // ctx's deadline (see notify)
+		}
 		if ctx.Err() != nil {
 			return nil, 0, ctx.Err()
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, 0, context.DeadlineExceeded // ctx's deadline (see notify)
 		}
 		select {
 		case <-t.done:

@@ -204,3 +204,41 @@ func TestCallTimeoutBeforeSent(t *testing.T) {
 		}
 	})
 }
+
+// An HTTP 500, 502 or 504 to tools/call comes after the server (or what
+// is in front of it, passing the call on) had the call: the tool may have
+// run. A 504 was said as "the server could not be reached", as if the call
+// was never made; a 503 or a 4xx is no sign the call was taken, and is
+// said as before.
+func TestCallHTTPStatusAfterTheCall(t *testing.T) {
+	for _, tc := range []struct {
+		code    int
+		mayHave bool
+	}{{500, true}, {502, true}, {504, true}, {503, false}, {400, false}} {
+		t.Run(fmt.Sprint(tc.code), func(t *testing.T) {
+			f := NewFake(FakeConfig{Tools: someTools(1)})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				if !bytes.Contains(body, []byte(`"tools/call"`)) {
+					f.ServeHTTP(w, r)
+					return
+				}
+				http.Error(w, "upstream trouble", tc.code)
+			}))
+			defer srv.Close()
+			_, err := connect(t, Spec{URL: srv.URL}, testOptions()).Call(context.Background(), "tool_00", nil)
+			var fl *Failure
+			if !errors.As(err, &fl) || fl.Status != tc.code {
+				t.Fatalf("not a Failure of HTTP %d: %v", tc.code, err)
+			}
+			wantContains(t, fl.Msg, fmt.Sprintf("HTTP %d", tc.code))
+			if got := strings.Contains(fl.Msg, "the tool may have run; check before calling it again"); got != tc.mayHave {
+				t.Fatalf("says the tool may have run: %v, want %v: %q", got, tc.mayHave, fl.Msg)
+			}
+			if tc.mayHave && strings.Contains(fl.Msg, "could not be reached") {
+				t.Fatalf("said as never reached: %q", fl.Msg)
+			}
+		})
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -564,6 +565,14 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 			return nil, &Failure{Kind: f.Kind, Status: f.Status, Err: f.Err,
 				Msg: "the server went away before it answered tools/call (" + strings.TrimPrefix(f.Msg, "the server could not be reached: ") +
 					"): the tool may have run; check before calling it again"}
+		}
+		if errors.As(err, &f) && (f.Status == http.StatusInternalServerError || f.Status == http.StatusBadGateway || f.Status == http.StatusGatewayTimeout) {
+			// Answered after the call was taken: the server failed while
+			// at it, or what is in front of it passed it on and lost or
+			// gave up on the answer. Not "could not be reached".
+			return nil, &Failure{Kind: f.Kind, Status: f.Status, Err: f.Err,
+				Msg: strings.Replace(strings.TrimPrefix(f.Msg, "the server could not be reached: "), "what is in front of it", "what is in front of the server", 1) +
+					": the server may have had the call, and the tool may have run; check before calling it again"}
 		}
 		if errors.Is(err, errNotSent) {
 			// Its time ran out before it was written whole: the server

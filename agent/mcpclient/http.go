@@ -193,8 +193,9 @@ func (t *httpTransport) post(ctx context.Context, body []byte) (*http.Response, 
 	req.Header.Set("Content-Type", "application/json")
 	hadSession := req.Header.Get("Mcp-Session-Id") != ""
 	// Whether the request was written whole: a connection lost after
-	// that (the server read the call and died, or dropped it) lost the
-	// answer, not the request, and the server may have acted on it.
+	// that may have lost the answer rather than the request (the server
+	// read the call and died, or dropped it), so the server may have
+	// acted on it; one lost before it never carried the request whole.
 	var wrote atomic.Bool
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
 		WroteRequest: func(i httptrace.WroteRequestInfo) { wrote.Store(i.Err == nil) },

@@ -578,7 +578,7 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 			// Its time ran out before it was written whole: the server
 			// never had the call.
 			return nil, &Failure{Kind: ProtocolError, Err: context.DeadlineExceeded,
-				Msg: "the call was not sent in time (" + limit + "the server did not take it: it is busy, or not reading): the tool did not run; --timeout allows more"}
+				Msg: "the call was not sent in time (" + limit + "the server did not take it: busy, not reading, or not reached): the tool did not run; --timeout allows more"}
 		}
 		// The server was reached (it answered initialize): a call that
 		// runs out of time failed on its own, not the server. The server

@@ -242,3 +242,40 @@ func TestCallHTTPStatusAfterTheCall(t *testing.T) {
 		})
 	}
 }
+
+// A call the server refused as of an expired session (HTTP 404) never ran:
+// when starting a new session then fails, that failure is not the call's,
+// and must not say the tool may have run.
+func TestCallSessionRenewFails(t *testing.T) {
+	for _, how := range []string{"500", "dropped"} {
+		t.Run(how, func(t *testing.T) {
+			f := NewFake(FakeConfig{Tools: someTools(1), Session: "s1"})
+			var inits atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				switch {
+				case bytes.Contains(body, []byte(`"initialize"`)) && inits.Add(1) > 1:
+					if how == "500" {
+						http.Error(w, "down", http.StatusInternalServerError)
+					} else if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+						conn.Close()
+					}
+				case bytes.Contains(body, []byte(`"tools/call"`)):
+					http.Error(w, "no such session", http.StatusNotFound)
+				default:
+					f.ServeHTTP(w, r)
+				}
+			}))
+			defer srv.Close()
+			_, err := connect(t, Spec{URL: srv.URL}, testOptions()).Call(context.Background(), "tool_00", nil)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if strings.Contains(err.Error(), "may have run") || strings.Contains(err.Error(), "may have had the call") {
+				t.Fatalf("says the tool may have run, though the call was refused unrun: %q", err)
+			}
+			wantContains(t, err.Error(), "session", "the tool did not run")
+		})
+	}
+}

@@ -492,7 +492,7 @@ func (c *Client) request(ctx context.Context, method string, params any, limit i
 			err = c.handshake(hctx)
 			cancel()
 			if err != nil {
-				return nil, n, err
+				return nil, n, renewFailed(method, err)
 			}
 			continue
 		}
@@ -507,6 +507,30 @@ func (c *Client) request(ctx context.Context, method string, params any, limit i
 		}
 		return resp.Result, n, nil
 	}
+}
+
+// renewFailed is the failure of a request refused for an expired session
+// (HTTP 404, so it did not run) whose new session could not be started:
+// that failure is the new initialize's, and the request was never sent
+// again. It keeps the failure's kind, and says so.
+func renewFailed(method string, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	why := strings.TrimPrefix(err.Error(), "the server could not be reached: ")
+	kind := Unreachable
+	var f *Failure
+	if errors.As(err, &f) {
+		kind = f.Kind
+	} else if errors.Is(err, context.DeadlineExceeded) {
+		why = "it did not answer initialize in time"
+	}
+	what := method + " was not sent again"
+	if method == "tools/call" {
+		what = "the call was not sent again: the tool did not run"
+	}
+	return &Failure{Kind: kind, Err: err,
+		Msg: fmt.Sprintf("the server no longer knew the session (HTTP 404), and a new one could not be started (%s): %s", why, what)}
 }
 
 // timeoutAs turns an error caused by ctx's deadline into a Failure of kind

@@ -663,7 +663,9 @@ func (r *Rook) ApplyMCPSync(name string, spec mcpclient.Spec, d *MCPToolList, de
 		}
 		return s, newSyncReport(), derr
 	}
-	first := s.Status == MCPOffline && len(s.Tools) == 0 // added offline: this is the first look
+	// Added offline and never read: this is the first look, also after a
+	// sync that failed (its status is then no longer offline).
+	first := s.LastSync.IsZero() && len(s.Tools) == 0
 	s.applyDiscovery(d.info, r.clock.Now())
 	rep := mergeTools(s, d.tools, first)
 	return s, rep, r.saveState(id, s)

@@ -574,3 +574,38 @@ func TestMCPSyncUserReadOnlyStays(t *testing.T) {
 		t.Fatalf("second withdrawal: %s, read_only_off %q, want the user's settings kept", st, off)
 	}
 }
+
+// TestMCPOfflineFirstSyncAfterFailure: a server added --offline has its
+// tools switched on at its first successful sync (the user's first look),
+// also when an earlier sync failed: that failure changed its status from
+// offline, and the tools then arrived off, as at a later sync.
+func TestMCPOfflineFirstSyncAfterFailure(t *testing.T) {
+	fake := &fakeMCP{}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	r := testRook(t, vfs.NewMem())
+	ctx := context.Background()
+	fake.setTools("read_a", "write_b")
+	if _, _, err := r.MCPAdd(ctx, MCPAddOptions{Spec: mcpclient.Spec{Name: "srv", URL: srv.URL}, Offline: true, Client: mcpOpts()}); err != nil {
+		t.Fatal(err)
+	}
+	fake.mu.Lock()
+	fake.status = http.StatusServiceUnavailable
+	fake.mu.Unlock()
+	if _, _, err := r.MCPSync(ctx, "srv", mcpOpts()); err == nil {
+		t.Fatal("sync against a failing server: no error")
+	}
+	fake.mu.Lock()
+	fake.status = 0
+	fake.mu.Unlock()
+	s, rep, err := r.MCPSync(ctx, "srv", mcpOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolStates(s); got != "read_a:on,ro write_b:on" {
+		t.Errorf("after the first successful sync: %s, want both on", got)
+	}
+	if got := strings.Join(rep.New, ","); got != "read_a,write_b" {
+		t.Errorf("new %q", got)
+	}
+}

@@ -338,7 +338,7 @@ func printServerChange(e *Env, what string, s *agent.MCPServer, rep agent.SyncRe
 		fmt.Fprintf(w, "no longer claimed read-only by the server, so no longer set read-only: %s (`rook mcp set %s TOOL --read-only` if you know better)\n", list(rep.ReadOnlyOff), s.Name)
 	}
 	if len(rep.Changed) > 0 {
-		fmt.Fprintf(w, "changed by the server (description, arguments or claims): %s\n", list(rep.Changed))
+		fmt.Fprintf(w, "changed by the server (description, arguments or claims): %s (`rook mcp tools %s` shows what they say now)\n", list(rep.Changed), s.Name)
 	}
 	if len(rep.LeftOff) > 0 {
 		fmt.Fprintf(w, "left off %d tool(s), past the limit of %d on at once: %s (`rook mcp set %s TOOL --on` after turning others off)\n",

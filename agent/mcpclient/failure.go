@@ -61,6 +61,9 @@ type Failure struct {
 	// answerLost: the request reached the server (or was written to the
 	// program), and the connection went away before its answer came.
 	answerLost bool
+	// accepted: the server took the request (HTTP 202 or 204) and gave
+	// no answer: it may act on it.
+	accepted bool
 }
 
 // lostAnswer marks an Unreachable failure that came after the request

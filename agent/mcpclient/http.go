@@ -252,7 +252,9 @@ func (t *httpTransport) roundTrip(ctx context.Context, req *message, limit int64
 	mt, _, _ := mime.ParseMediaType(ct)
 	switch {
 	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
-		return nil, 0, protocolf(nil, "the server accepted %s (HTTP %d) without answering it", req.Method, resp.StatusCode)
+		f := protocolf(nil, "the server accepted %s (HTTP %d) without answering it", req.Method, resp.StatusCode)
+		f.accepted = true
+		return nil, 0, f
 	case mt == "text/event-stream":
 		// The server took the request (2xx): a connection lost from here
 		// on lost its answer, not the request.

@@ -279,3 +279,21 @@ func TestCallSessionRenewFails(t *testing.T) {
 		})
 	}
 }
+
+// A server that takes tools/call with HTTP 202 and no answer (as if it
+// were a notification) had the call: the tool may have run.
+func TestCallAcceptedWithoutAnswer(t *testing.T) {
+	f := NewFake(FakeConfig{Tools: someTools(1)})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if !bytes.Contains(body, []byte(`"tools/call"`)) {
+			f.ServeHTTP(w, r)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	_, err := connect(t, Spec{URL: srv.URL}, testOptions()).Call(context.Background(), "tool_00", nil)
+	wantContains(t, wantFailure(t, err, ProtocolError).Msg, "(HTTP 202) without answering it", "the tool may have run; check before calling it again")
+}

@@ -598,6 +598,11 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 				Msg: strings.Replace(strings.TrimPrefix(f.Msg, "the server could not be reached: "), "what is in front of it", "what is in front of the server", 1) +
 					": the server may have had the call, and the tool may have run; check before calling it again"}
 		}
+		if errors.As(err, &f) && f.accepted {
+			// Taken (HTTP 202) and never answered: it may run, or have.
+			return nil, &Failure{Kind: f.Kind, Status: f.Status, Err: f.Err,
+				Msg: f.Msg + ": the tool may have run; check before calling it again"}
+		}
 		if errors.Is(err, errNotSent) {
 			// Its time ran out before it was written whole: the server
 			// never had the call.

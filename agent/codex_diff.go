@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	json "github.com/go-json-experiment/json/v1"
 
@@ -730,14 +731,23 @@ func (r *Rook) codexWorkspace(id eventlog.ID) (string, bool) {
 	return ws, true
 }
 
-// applyCodexChunks applies an update's chunks to a file's lines as Codex
-// does, as far as rook needs it: each chunk after the line its context
-// names, at its removed and kept lines (matched as they are, else
-// without trailing spaces, else without spaces around), found after the
-// chunk before; one that adds only goes at the end of the file. ok is
-// false when a chunk is not found: the lines are not known then.
+// applyCodexChunks applies an update's chunks to a file's lines (without
+// their newlines) as Codex's apply does (codex-rs/apply-patch,
+// compute_replacements and seek_sequence, read for the rules; nothing of
+// it is copied): each chunk is sought in the file as it was before the
+// patch, after the line its context names and after the chunk before; one
+// that adds only goes at the end of the file (before a last empty line),
+// and moves nothing on; one at the end of the file is sought there only;
+// a removed or kept empty last line the file lacks is dropped and sought
+// again. Then Codex writes the file with one newline at its end: a last
+// empty line goes. ok is false when a chunk is not found: the lines are
+// not known then.
 func applyCodexChunks(lines []string, chunks []codexChunk) ([]string, bool) {
-	out := append([]string(nil), lines...)
+	type repl struct {
+		at, n int
+		new   []string
+	}
+	var rs []repl
 	at := 0
 	for _, c := range chunks {
 		var old, new []string
@@ -752,60 +762,91 @@ func applyCodexChunks(lines []string, chunks []codexChunk) ([]string, bool) {
 			}
 		}
 		if c.Context != "" {
-			i := seekLines(out, []string{c.Context}, at, false)
+			i := seekLines(lines, []string{c.Context}, at, false)
 			if i < 0 {
 				return nil, false
 			}
 			at = i + 1
 		}
 		if len(old) == 0 {
-			out = append(out, new...)
-			at = len(out)
+			end := len(lines)
+			if end > 0 && lines[end-1] == "" {
+				end--
+			}
+			rs = append(rs, repl{end, 0, new})
 			continue
 		}
-		i := seekLines(out, old, at, c.EOF)
-		if i < 0 && c.Lines[len(c.Lines)-1] == " " {
-			// A last empty kept line the file does not end with.
-			old, new = old[:len(old)-1], new[:max(len(new)-1, 0)]
-			i = seekLines(out, old, at, c.EOF)
+		i := seekLines(lines, old, at, c.EOF)
+		if i < 0 && old[len(old)-1] == "" {
+			old = old[:len(old)-1]
+			if len(new) > 0 && new[len(new)-1] == "" {
+				new = new[:len(new)-1]
+			}
+			i = seekLines(lines, old, at, c.EOF)
 		}
 		if i < 0 {
 			return nil, false
 		}
-		out = append(out[:i], append(append([]string(nil), new...), out[i+len(old):]...)...)
-		at = i + len(new)
+		rs = append(rs, repl{i, len(old), new})
+		at = i + len(old)
+	}
+	sort.SliceStable(rs, func(a, b int) bool { return rs[a].at < rs[b].at })
+	out := append([]string(nil), lines...)
+	for k := len(rs) - 1; k >= 0; k-- {
+		r := rs[k]
+		// (Codex removes what is there of the old lines, then inserts.)
+		end := min(r.at+r.n, len(out))
+		start := min(r.at, len(out))
+		out = append(out[:start], append(append([]string(nil), r.new...), out[end:]...)...)
+	}
+	if n := len(out); n > 0 && out[n-1] == "" {
+		out = out[:n-1]
 	}
 	return out, true
 }
 
-// seekLines finds pat in lines at or after from (at the end first, for a
-// chunk at the end of the file), exactly, else without trailing spaces,
-// else without spaces around; -1 if not.
+// seekLines finds pat in lines at or after from (for a chunk at the end
+// of the file, at the end only), as Codex's seek_sequence does: exactly,
+// else without trailing spaces, else without spaces around, else with
+// typographic dashes, quotes and spaces read as ASCII ones; -1 if not.
 func seekLines(lines, pat []string, from int, eof bool) int {
+	if len(pat) == 0 {
+		return from
+	}
 	if len(pat) > len(lines) {
 		return -1
 	}
+	if eof {
+		from = len(lines) - len(pat)
+	}
 	for _, norm := range []func(string) string{
 		func(s string) string { return s },
-		func(s string) string { return strings.TrimRight(s, " \t") },
+		func(s string) string { return strings.TrimRightFunc(s, unicode.IsSpace) },
 		strings.TrimSpace,
+		func(s string) string { return codexPunct.Replace(strings.TrimSpace(s)) },
 	} {
-		match := func(i int) bool {
+		for i := from; i+len(pat) <= len(lines); i++ {
+			match := true
 			for j, p := range pat {
 				if norm(lines[i+j]) != norm(p) {
-					return false
+					match = false
+					break
 				}
 			}
-			return true
-		}
-		if eof && len(lines)-len(pat) >= from && match(len(lines)-len(pat)) {
-			return len(lines) - len(pat)
-		}
-		for i := from; i+len(pat) <= len(lines); i++ {
-			if match(i) {
+			if match {
 				return i
 			}
 		}
 	}
 	return -1
 }
+
+// codexPunct reads typographic dashes, quotes and spaces as ASCII ones,
+// as Codex's last try at finding a chunk does.
+var codexPunct = strings.NewReplacer(
+	"\u2010", "-", "\u2011", "-", "\u2012", "-", "\u2013", "-", "\u2014", "-", "\u2015", "-", "\u2212", "-",
+	"\u2018", "'", "\u2019", "'", "\u201A", "'", "\u201B", "'",
+	"\u201C", `"`, "\u201D", `"`, "\u201E", `"`, "\u201F", `"`,
+	"\u00A0", " ", "\u2002", " ", "\u2003", " ", "\u2004", " ", "\u2005", " ", "\u2006", " ",
+	"\u2007", " ", "\u2008", " ", "\u2009", " ", "\u200A", " ", "\u202F", " ", "\u205F", " ", "\u3000", " ",
+)

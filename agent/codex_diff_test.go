@@ -127,3 +127,40 @@ func TestCodexDeletedThenAdded(t *testing.T) {
 		t.Fatalf("%+v", f)
 	}
 }
+
+// The places Codex's own apply (codex-rs/apply-patch, compute_replacements
+// and seek_sequence) puts a chunk where a simpler reading would not: the
+// file rook then shows whole must be the one Codex wrote, or it invents
+// content.
+func TestApplyCodexChunksAsCodex(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		file  []string // the file's lines, as rolloutFile.known holds them
+		patch string
+		want  string
+	}{
+		// A chunk that only adds goes before a last empty line, and Codex
+		// writes the file with one newline at its end.
+		{"add before a last empty line", []string{"a", ""}, "@@\n+b", "a|b"},
+		// ... and leaves where the next chunk is sought where it was.
+		{"add then change", []string{"x", "y"}, "@@\n+end\n@@\n-x\n+X", "X|y|end"},
+		// A chunk at the end of the file is sought there only, loosely
+		// (trailing spaces) before it would match exactly elsewhere.
+		{"end of file", []string{"z", "w", "z  "}, "@@\n-z\n+Z\n*** End of File", "z|w|Z"},
+		// Codex ends the file with one newline: a last empty line goes.
+		{"last empty line dropped", []string{"a", ""}, "@@\n-a\n+b", "b"},
+		// Typographic punctuation matches its ASCII form, Codex's last try.
+		{"unicode punctuation", []string{"x \u2014 y"}, "@@\n-x - y\n+z", "z"},
+		// A removed empty last line the file does not have: sought without.
+		{"last removed empty line", []string{"p", "q"}, "@@\n-q\n-\n+r", "p|r"},
+	} {
+		ops, err := parseCodexPatch("*** Begin Patch\n*** Update File: a.py\n" + tc.patch + "\n*** End Patch")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got, ok := applyCodexChunks(tc.file, ops[0].Chunks)
+		if !ok || strings.Join(got, "|") != tc.want {
+			t.Errorf("%s: %q %v, want %q", tc.name, strings.Join(got, "|"), ok, tc.want)
+		}
+	}
+}

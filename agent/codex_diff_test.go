@@ -153,6 +153,10 @@ func TestApplyCodexChunksAsCodex(t *testing.T) {
 		{"unicode punctuation", []string{"x \u2014 y"}, "@@\n-x - y\n+z", "z"},
 		// A removed empty last line the file does not have: sought without.
 		{"last removed empty line", []string{"p", "q"}, "@@\n-q\n-\n+r", "p|r"},
+		// Trailing spaces are let go before leading ones.
+		{"trailing spaces first", []string{"  x", "x "}, "@@\n-x\n+y", "  x|y"},
+		// The next chunk is sought after the old lines of the one before.
+		{"next after old lines", []string{"a", "b", "a"}, "@@\n-a\n+1\n+2\n+3\n@@\n-a\n+c", "1|2|3|b|c"},
 	} {
 		ops, err := parseCodexPatch("*** Begin Patch\n*** Update File: a.py\n" + tc.patch + "\n*** End Patch")
 		if err != nil {

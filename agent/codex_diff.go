@@ -55,6 +55,7 @@ type codexPatchCall struct {
 	changes map[string]codexFileChangeJSON
 	bad     []string // paths whose change in the patch_apply_end does not read
 	cwd     string   // the turn's working directory at the call, if known
+	dir     string   // a shell's: the directory it ran apply_patch in, as it says it
 	ended   bool     // a patch_apply_end says how it went
 }
 
@@ -157,9 +158,9 @@ func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
 				}
 				switch {
 				case codexCalls[p.Type]:
-					if text, ok := codexCallPatch(p); ok {
+					if text, dir, ok := codexCallPatch(p); ok {
 						if c := get(p.CallID, ev.Seq); c.patch == "" && !c.ended {
-							c.patch, c.cwd = text, cwd
+							c.patch, c.cwd, c.dir = text, cwd, dir
 							waiting++
 						}
 					}
@@ -241,11 +242,15 @@ func codexPatchPayloadOf(line []byte) (codexPatchPayload, bool) {
 	return p, true
 }
 
-// codexCallPatch is the patch a tool call applies, if it applies one.
-func codexCallPatch(p codexPatchPayload) (string, bool) {
+// codexCallPatch is the patch a tool call applies, if it applies one,
+// and, for a shell, the directory it ran it in (its workdir, a
+// local_shell_call's working_directory, then a script's `cd dir &&`, in
+// turn: Codex resolves the patch's relative paths there), "" if the
+// turn's.
+func codexCallPatch(p codexPatchPayload) (patch, dir string, ok bool) {
 	if p.Name == "apply_patch" {
 		if s := rawString(p.Input); s != "" {
-			return s, true // custom_tool_call: the patch itself
+			return s, "", true // custom_tool_call: the patch itself
 		}
 		var args struct {
 			Input string `json:"input"`
@@ -253,40 +258,74 @@ func codexCallPatch(p codexPatchPayload) (string, bool) {
 		}
 		if s := rawString(p.Arguments); s != "" && json.Unmarshal([]byte(s), &args) == nil {
 			if args.Input != "" {
-				return args.Input, true
+				return args.Input, "", true
 			}
-			return args.Patch, args.Patch != ""
+			return args.Patch, "", args.Patch != ""
 		}
-		return "", false
+		return "", "", false
 	}
 	// A shell: {"command": ["apply_patch", patch]}, or a script that runs
-	// apply_patch with a heredoc; a local_shell_call's action the same.
+	// apply_patch with a heredoc (after `cd dir &&`, or not); a
+	// local_shell_call's action the same.
 	var cmd struct {
-		Command json.RawMessage `json:"command"`
+		Command          json.RawMessage `json:"command"`
+		Workdir          json.RawMessage `json:"workdir"`
+		WorkingDirectory json.RawMessage `json:"working_directory"`
 	}
 	if s := rawString(p.Arguments); s != "" {
 		if json.Unmarshal([]byte(s), &cmd) != nil {
-			return "", false
+			return "", "", false
 		}
 	} else if len(p.Action) == 0 || json.Unmarshal(p.Action, &cmd) != nil {
-		return "", false
+		return "", "", false
+	}
+	dir = rawString(cmd.Workdir)
+	if dir == "" {
+		dir = rawString(cmd.WorkingDirectory)
 	}
 	var argv []string
 	if s := rawString(cmd.Command); s != "" {
 		argv = []string{s}
 	} else if json.Unmarshal(cmd.Command, &argv) != nil || len(argv) == 0 {
-		return "", false
+		return "", "", false
 	}
 	if (argv[0] == "apply_patch" || argv[0] == "applypatch") && len(argv) == 2 {
-		return argv[1], true
+		return argv[1], dir, true
 	}
 	script := strings.TrimSpace(argv[len(argv)-1])
+	if rest, ok := strings.CutPrefix(script, "cd "); ok {
+		// `cd dir && apply_patch <<'EOF'`: one word, or one quoted.
+		to, after, ok := strings.Cut(rest, "&&")
+		to = strings.TrimSpace(to)
+		if len(to) >= 2 && (to[0] == '\'' || to[0] == '"') && to[len(to)-1] == to[0] {
+			to = to[1 : len(to)-1]
+		} else if strings.ContainsAny(to, " \t'\"") {
+			ok = false
+		}
+		if !ok || to == "" {
+			return "", "", false
+		}
+		dir = joinDir(dir, to)
+		script = strings.TrimSpace(after)
+	}
 	for _, name := range []string{"apply_patch", "applypatch"} {
 		if rest, ok := strings.CutPrefix(script, name); ok && strings.HasPrefix(strings.TrimSpace(rest), "<<") {
-			return strings.TrimSpace(rest), true
+			return strings.TrimSpace(rest), dir, true
 		}
 	}
-	return "", false
+	return "", "", false
+}
+
+// joinDir is dir resolved against base, as a path (either may be "" or
+// relative; an absolute dir stands alone).
+func joinDir(base, dir string) string {
+	switch {
+	case dir == "":
+		return base
+	case base == "" || filepath.IsAbs(dir):
+		return filepath.Clean(dir)
+	}
+	return filepath.Join(base, dir)
 }
 
 // codexPatchOutcome reads an apply_patch call's output: "applied" when it
@@ -423,8 +462,15 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 			continue
 		}
 		rp.Applied++
+		cwd := c.cwd
+		if cwd == "" && filepath.IsAbs(ws) {
+			cwd = ws // (the turn's is not known: the session's)
+		}
+		if c.dir != "" && (cwd != "" || filepath.IsAbs(c.dir)) {
+			cwd = joinDir(cwd, c.dir)
+		}
 		for _, op := range ops {
-			applyCodexOp(files, ws, c.cwd, op, color)
+			applyCodexOp(files, ws, cwd, op, color)
 		}
 	}
 	paths := make([]string, 0, len(files))

@@ -1,10 +1,13 @@
 package agent
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	json "github.com/go-json-experiment/json/v1"
+
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // A patch's output says whether it applied, in each form Codex writes it;
@@ -82,13 +85,13 @@ func TestCodexCallPatch(t *testing.T) {
 		{Type: "function_call", Name: "shell", Arguments: args(map[string]any{"command": []string{"bash", "-lc", "apply_patch <<'EOF'\n" + patch + "\nEOF\n"}})},
 		{Type: "local_shell_call", Action: json.RawMessage(`{"type":"exec","command":["apply_patch",` + string(str(patch)) + `]}`)},
 	} {
-		text, ok := codexCallPatch(p)
+		text, _, ok := codexCallPatch(p)
 		ops, err := parseCodexPatch(text)
 		if !ok || err != nil || len(ops) != 1 || ops[0].Kind != "delete" {
 			t.Errorf("%d: %q %v %v", i, text, ok, err)
 		}
 	}
-	if _, ok := codexCallPatch(codexPatchPayload{Type: "function_call", Name: "shell", Arguments: args(map[string]any{"command": []string{"ls", "-l"}})}); ok {
+	if _, _, ok := codexCallPatch(codexPatchPayload{Type: "function_call", Name: "shell", Arguments: args(map[string]any{"command": []string{"ls", "-l"}})}); ok {
 		t.Error("ls is a patch")
 	}
 }
@@ -101,7 +104,7 @@ func TestCodexPatchPayloadOddMember(t *testing.T) {
 	if !ok || p.CallID != "c1" {
 		t.Fatalf("%+v %v", p, ok)
 	}
-	if text, ok := codexCallPatch(p); !ok || !strings.Contains(text, "Delete File: a") {
+	if text, _, ok := codexCallPatch(p); !ok || !strings.Contains(text, "Delete File: a") {
 		t.Errorf("patch %q %v", text, ok)
 	}
 }
@@ -166,5 +169,49 @@ func TestApplyCodexChunksAsCodex(t *testing.T) {
 		if !ok || strings.Join(got, "|") != tc.want {
 			t.Errorf("%s: %q %v, want %q", tc.name, strings.Join(got, "|"), ok, tc.want)
 		}
+	}
+}
+
+// A shell that ran apply_patch in another directory (its workdir, a
+// local_shell_call's working_directory, or `cd dir && apply_patch`) had
+// Codex resolve the patch's relative paths there: the diff names the
+// files there, not in the turn's directory.
+func TestRolloutDiffShellWorkdir(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	const ok = `"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nA x\n"`
+	patch := func(name string) string {
+		b, _ := json.Marshal("*** Begin Patch\n*** Add File: " + name + "\n+hi\n*** End Patch\n")
+		return string(b)
+	}
+	args := func(v string) string { b, _ := json.Marshal(v); return string(b) }
+	items := []codexItem{
+		codexMetaItem(codexPID, ""),
+		{"turn_context", `{"cwd":"/home/dev/app","model":"gpt-5"}`},
+		{"response_item", `{"type":"function_call","name":"shell","call_id":"c1","arguments":` +
+			args(`{"command":["apply_patch",`+patch("a.txt")+`],"workdir":"sub"}`) + `}`},
+		{"response_item", `{"type":"function_call_output","call_id":"c1","output":` + ok + `}`},
+		{"response_item", `{"type":"function_call","name":"shell","call_id":"c2","arguments":` +
+			args(`{"command":["apply_patch",`+patch("b.txt")+`],"workdir":"/home/dev/app/abs"}`) + `}`},
+		{"response_item", `{"type":"function_call_output","call_id":"c2","output":` + ok + `}`},
+		{"response_item", `{"type":"function_call","name":"shell","call_id":"c3","arguments":` +
+			args(`{"command":["bash","-lc","cd lib && apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: c.txt\n+hi\n*** End Patch\nEOF\n"]}`) + `}`},
+		{"response_item", `{"type":"function_call_output","call_id":"c3","output":` + ok + `}`},
+		{"response_item", `{"type":"local_shell_call","call_id":"c4","status":"completed","action":{"type":"exec","command":["apply_patch",` + patch("d.txt") + `],"working_directory":"/home/dev/app/loc"}}`},
+		{"response_item", `{"type":"function_call_output","call_id":"c4","output":` + ok + `}`},
+	}
+	path := fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID)
+	writeSource(t, fsys, path, codexStamped(items, 10, 0), "")
+	rep := mustImport(t, r, FormatCodex, "/c")
+	d, err := r.Diff(*fileByPath(t, rep, path).Session, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range d.Files {
+		got = append(got, f.Path)
+	}
+	if want := "abs/b.txt|lib/c.txt|loc/d.txt|sub/a.txt"; strings.Join(got, "|") != want {
+		t.Errorf("files %q, want %q (patches %+v)", strings.Join(got, "|"), want, d.Patches)
 	}
 }

@@ -735,16 +735,19 @@ func writeContentLines(buf *bytes.Buffer, sign byte, lines []string, color bool)
 }
 
 // writeUnifiedHunks writes the hunks of a unified diff a patch_apply_end
-// holds (its ---/+++ lines, if any, left out: the section has its own),
+// holds (its ---/+++ lines before the first hunk, if any, left out: the
+// section has its own),
 // and counts the lines added and removed.
 func writeUnifiedHunks(buf *bytes.Buffer, diff string, color bool) (added, removed int) {
 	lines := strings.Split(strings.TrimSuffix(diff, "\n"), "\n")
-	for i, l := range lines {
-		if i < 2 && (strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "+++ ")) {
+	inHunk := false // (a line of a hunk may read "--- ": a removed "-- ")
+	for _, l := range lines {
+		if !inHunk && (strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "+++ ")) {
 			continue
 		}
 		switch {
 		case strings.HasPrefix(l, "@@"):
+			inHunk = true
 			if color {
 				l = colorFrag + l + colorReset
 			}

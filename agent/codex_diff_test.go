@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -213,5 +214,24 @@ func TestRolloutDiffShellWorkdir(t *testing.T) {
 	}
 	if want := "abs/b.txt|lib/c.txt|loc/d.txt|sub/a.txt"; strings.Join(got, "|") != want {
 		t.Errorf("files %q, want %q (patches %+v)", strings.Join(got, "|"), want, d.Patches)
+	}
+}
+
+// A patch_apply_end's unified diff: its ---/+++ lines go (the section
+// has its own), but a removed line that reads "-- ..." (an SQL or Lua
+// comment) is a change like any other, even as the hunk's first line.
+func TestWriteUnifiedHunks(t *testing.T) {
+	for _, tc := range []struct {
+		diff, want string
+		added      int
+	}{
+		{"--- a/q.sql\n+++ b/q.sql\n@@ -1,2 +1,1 @@\n-x\n keep\n", "@@ -1,2 +1,1 @@\n-x\n keep\n", 0},
+		{"@@ -1,2 +1,2 @@\n--- drop me\n+++ add me\n keep\n", "@@ -1,2 +1,2 @@\n--- drop me\n+++ add me\n keep\n", 1},
+	} {
+		var buf bytes.Buffer
+		added, removed := writeUnifiedHunks(&buf, tc.diff, false)
+		if buf.String() != tc.want || added != tc.added || removed != 1 {
+			t.Errorf("%q: %q +%d -%d, want %q +%d -1", tc.diff, buf.String(), added, removed, tc.want, tc.added)
+		}
 	}
 }

@@ -34,13 +34,16 @@ import (
 // (FileChange.NoLineNumbers, "-?" in a hunk header) and invents nothing.
 
 // RolloutPatches counts the patches a Codex session's rollout holds:
-// applied (shown), failed (left out), and unconfirmed (no output nor
-// patch_apply_end says how they went: left out). Notes say which were
-// left out, or did not read, and why.
+// applied (shown), failed (left out), unconfirmed (no output nor
+// patch_apply_end says how they went: left out), and unread (the rollout
+// says they applied, but what they changed does not read: left out, so
+// the diff lacks their changes). Notes say which were left out, or did
+// not read, and why.
 type RolloutPatches struct {
 	Applied     int      `json:"applied"`
 	Failed      int      `json:"failed"`
 	Unconfirmed int      `json:"unconfirmed"`
+	Unread      int      `json:"unread"`
 	Notes       []string `json:"notes,omitempty"`
 }
 
@@ -449,7 +452,7 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 			continue
 		}
 		if c.patch == "" {
-			rp.Failed++
+			rp.Unread++
 			rp.Notes = append(rp.Notes, fmt.Sprintf("the patch_apply_end of event #%d says a patch applied, but the rollout holds neither its changes nor its call: left out", c.seq))
 			continue
 		}
@@ -457,7 +460,7 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 		if err != nil {
 			// The rollout says it applied, yet it does not read: what it
 			// changed is not known.
-			rp.Failed++
+			rp.Unread++
 			rp.Notes = append(rp.Notes, fmt.Sprintf("the patch of event #%d applied, but does not read (%v): left out", c.seq, err))
 			continue
 		}

@@ -166,8 +166,8 @@ func printRolloutNotes(e *Env, d agent.SessionDiff) {
 func fromRollout(d agent.SessionDiff) string {
 	p := d.Patches
 	s := fmt.Sprintf("from the %d patch(es) the Codex rollout says applied", p.Applied)
-	if p.Failed+p.Unconfirmed > 0 {
-		s += fmt.Sprintf(" (%d failed, %d with no outcome in the rollout: left out)", p.Failed, p.Unconfirmed)
+	if p.Failed+p.Unconfirmed+p.Unread > 0 {
+		s += " (" + leftOut(p) + ": left out)"
 	}
 	s += ": Codex keeps no copies of files, so this is what its patches changed, not the files compared with the disk"
 	for _, f := range d.Files {
@@ -187,6 +187,15 @@ func fromRollout(d agent.SessionDiff) string {
 			s += "; a file changed by several patches shows each one's hunks in turn, each against the file as the one before left it"
 			break
 		}
+	}
+	return s
+}
+
+// leftOut counts the patches of a Codex rollout left out of its diff.
+func leftOut(p *agent.RolloutPatches) string {
+	s := fmt.Sprintf("%d failed, %d with no outcome in the rollout", p.Failed, p.Unconfirmed)
+	if p.Unread > 0 {
+		s += fmt.Sprintf(", %d applied but not read", p.Unread)
 	}
 	return s
 }
@@ -215,10 +224,10 @@ func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
 	switch {
 	case d.Patches != nil && d.Patches.Applied > 0:
 		return "this session's patches changed nothing in the end (the files they added they deleted)"
-	case d.Patches != nil && d.Patches.Failed+d.Patches.Unconfirmed == 0:
+	case d.Patches != nil && d.Patches.Failed+d.Patches.Unconfirmed+d.Patches.Unread == 0:
 		return "this session's transcript was imported from Codex, whose transcripts keep no copies of files, and its rollout holds no apply_patch call, so it has nothing to compare"
 	case d.Patches != nil:
-		return fmt.Sprintf("this session's Codex rollout holds no patch that applied (%d failed, %d with no outcome in the rollout), so it has nothing to compare: Codex keeps no copies of files, and its apply_patch calls are what rook reads", d.Patches.Failed, d.Patches.Unconfirmed)
+		return fmt.Sprintf("this session's Codex rollout holds no patch that applied and reads (%s), so it has nothing to compare: Codex keeps no copies of files, and its apply_patch calls are what rook reads", leftOut(d.Patches))
 	case (d.Captures > 0 || d.FromTranscript > 0) && (len(d.Unreadable) > 0 || len(d.Unrecordable) > 0):
 		return "this session changed nothing else on disk that rook can compare"
 	case d.Captures > 0 || d.FromTranscript > 0:

@@ -688,6 +688,12 @@ func codexRemoved(files map[string]*rolloutFile, p string, old []byte, color boo
 		f.noBody = "its content before is not in the rollout"
 		return
 	}
+	if had {
+		// What it was deleted with is the file after the session's own
+		// patches, not what it held before the session.
+		f.noBody = "its content before the session's patches is not in the rollout"
+		return
+	}
 	lines := splitLines(old)
 	if len(lines) > 0 {
 		f.body.WriteString(codexFrag(hunkRange(1, len(lines)), hunkRange(1, 0), color))

@@ -235,3 +235,24 @@ func TestWriteUnifiedHunks(t *testing.T) {
 		}
 	}
 }
+
+// A file the session changed and then deleted: the content the deletion
+// holds is the file after the session's own changes, not the file before
+// the session, so it is not shown as what the file held (nothing
+// invented); the deletion has no body and says why.
+func TestCodexChangedThenDeleted(t *testing.T) {
+	files := map[string]*rolloutFile{}
+	ops, err := parseCodexPatch("*** Begin Patch\n*** Update File: a.txt\n@@\n-old\n+mine\n*** End Patch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyCodexOp(files, "/ws", "", ops[0], false)
+	content := "mine\n"
+	if note := applyCodexChange(files, "/ws", "/ws/a.txt", codexFileChangeJSON{Type: "delete", Content: &content}, false); note != "" {
+		t.Fatal(note)
+	}
+	f := files["a.txt"]
+	if f == nil || f.status != "removed" || f.noBody == "" || f.removed != 0 || strings.Contains(f.body.String(), "-mine") {
+		t.Fatalf("%+v %q", f, f.body.String())
+	}
+}

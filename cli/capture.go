@@ -178,7 +178,7 @@ func fromRollout(d agent.SessionDiff) string {
 	}
 	for _, f := range d.Files {
 		if f.NoBody {
-			s += "; a file shown with no body is one whose content the rollout does not hold (a deleted file's)"
+			s += "; a file shown with no body is one whose content before the session the rollout does not hold (a deleted file's)"
 			break
 		}
 	}

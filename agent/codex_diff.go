@@ -483,7 +483,8 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 	sort.Strings(paths)
 	for _, p := range paths {
 		f := files[p]
-		if f.status == "added" && f.isKnown && f.patches > 1 {
+		whole := f.status == "added" && f.isKnown && f.patches > 1
+		if whole {
 			// Added whole, and each patch since applied to it: the file
 			// as the session left it, whole.
 			f.body.Reset()
@@ -496,7 +497,7 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 			}
 		}
 		fc := FileChange{Path: f.path, Status: f.status, Added: f.added, Removed: f.removed, MovedFrom: f.movedFrom,
-			NoLineNumbers: f.noLineNumbers, Patches: f.patches}
+			NoLineNumbers: f.noLineNumbers, Patches: f.patches, InTurn: f.patches > 1 && !whole && f.noBody == ""}
 		if f.noBody != "" {
 			fc.NoBody, fc.Reason = true, f.noBody
 		}

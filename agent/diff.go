@@ -49,6 +49,10 @@ type FileChange struct {
 	MovedFrom     string `json:"moved_from,omitempty"`
 	NoLineNumbers bool   `json:"no_line_numbers,omitempty"`
 	Patches       int    `json:"patches,omitempty"`
+	// InTurn: its section is several patches' hunks one after another,
+	// each against the file as the one before left it (not the file
+	// whole), for the summary to say so.
+	InTurn bool `json:"-"`
 }
 
 // SessionDiff is what a session changed on disk: each path's first capture

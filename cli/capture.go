@@ -183,7 +183,7 @@ func fromRollout(d agent.SessionDiff) string {
 		}
 	}
 	for _, f := range d.Files {
-		if f.Patches > 1 && (f.Status == "modified" || f.NoLineNumbers) {
+		if f.InTurn {
 			s += "; a file changed by several patches shows each one's hunks in turn, each against the file as the one before left it"
 			break
 		}

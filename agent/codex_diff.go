@@ -313,10 +313,31 @@ func codexCallPatch(p codexPatchPayload) (patch, dir string, ok bool) {
 	}
 	for _, name := range []string{"apply_patch", "applypatch"} {
 		if rest, ok := strings.CutPrefix(script, name); ok && strings.HasPrefix(strings.TrimSpace(rest), "<<") {
-			return strings.TrimSpace(rest), dir, true
+			return heredocBody(strings.TrimSpace(rest)), dir, true
 		}
 	}
 	return "", "", false
+}
+
+// heredocBody is the body of a heredoc, "<<'DELIM'\n...\nDELIM", as a
+// shell passes it (any delimiter, quoted or not); s itself if its end is
+// not found (the patch then does not read, and is noted).
+func heredocBody(s string) string {
+	head, body, ok := strings.Cut(s, "\n")
+	delim := strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(head, "<<")), "-")
+	if len(delim) >= 2 && (delim[0] == '\'' || delim[0] == '"') && delim[len(delim)-1] == delim[0] {
+		delim = delim[1 : len(delim)-1]
+	}
+	if !ok || delim == "" || strings.ContainsAny(delim, " \t'\"") {
+		return s
+	}
+	lines := strings.Split(body, "\n")
+	for i, l := range lines {
+		if strings.TrimRight(l, "\r") == delim {
+			return strings.Join(lines[:i], "\n")
+		}
+	}
+	return s
 }
 
 // joinDir is dir resolved against base, as a path (either may be "" or

@@ -84,6 +84,8 @@ func TestCodexCallPatch(t *testing.T) {
 		{Type: "function_call", Name: "apply_patch", Arguments: args(map[string]string{"input": patch})},
 		{Type: "function_call", Name: "shell", Arguments: args(map[string]any{"command": []string{"apply_patch", patch}})},
 		{Type: "function_call", Name: "shell", Arguments: args(map[string]any{"command": []string{"bash", "-lc", "apply_patch <<'EOF'\n" + patch + "\nEOF\n"}})},
+		{Type: "function_call", Name: "shell", Arguments: args(map[string]any{"command": []string{"bash", "-lc", "apply_patch <<'PATCH'\n" + patch + "\nPATCH\n"}})},
+		{Type: "function_call", Name: "shell", Arguments: args(map[string]any{"command": []string{"bash", "-lc", "apply_patch <<\"END\"\n" + patch + "\nEND"}})},
 		{Type: "local_shell_call", Action: json.RawMessage(`{"type":"exec","command":["apply_patch",` + string(str(patch)) + `]}`)},
 	} {
 		text, _, ok := codexCallPatch(p)

@@ -222,6 +222,8 @@ func fromTranscript(n int, what string) string {
 // session, whose captures can only come from its agent's own backups.
 func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
 	switch {
+	case d.Patches != nil && d.Patches.Applied > 0 && len(d.Patches.Notes) > 0:
+		return "this session's applied patches leave nothing to show: the files they added they deleted, or what they changed is left out, as the notes say"
 	case d.Patches != nil && d.Patches.Applied > 0:
 		return "this session's patches changed nothing in the end (the files they added they deleted)"
 	case d.Patches != nil && d.Patches.Failed+d.Patches.Unconfirmed+d.Patches.Unread == 0:

@@ -1,0 +1,29 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/agent"
+)
+
+// An imported Codex session's empty diff says why truly: patches that
+// applied but whose changes do not read are not files added and deleted.
+func TestNothingChangedCodexPatches(t *testing.T) {
+	for _, tc := range []struct {
+		p       agent.RolloutPatches
+		want    string
+		wantNot string
+	}{
+		{agent.RolloutPatches{Applied: 2}, "the files they added they deleted", ""},
+		{agent.RolloutPatches{Applied: 1, Notes: []string{"the patch_apply_end of the patch of event #3: the change of a does not read: left out"}}, "as the notes say", "changed nothing in the end"},
+		{agent.RolloutPatches{}, "holds no apply_patch call", ""},
+		{agent.RolloutPatches{Unread: 1, Notes: []string{"n"}}, "1 applied but not read", ""},
+	} {
+		p := tc.p
+		got := nothingChanged(agent.SessionDiff{Patches: &p}, nil)
+		if !strings.Contains(got, tc.want) || tc.wantNot != "" && strings.Contains(got, tc.wantNot) {
+			t.Errorf("%+v: %q, want %q and not %q", tc.p, got, tc.want, tc.wantNot)
+		}
+	}
+}

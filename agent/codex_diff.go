@@ -53,7 +53,7 @@ type codexPatchCall struct {
 	seq     uint64 // the event of the call (or of its patch_apply_end)
 	id      string
 	patch   string
-	outcome string // "applied", "failed", "" (unknown)
+	outcome string // "applied", "failed", "unknown" (an output that does not say), "" (none)
 	why     string // what the output says, for a failed one
 	changes map[string]codexFileChangeJSON
 	bad     []string // paths whose change in the patch_apply_end does not read
@@ -353,7 +353,8 @@ func joinDir(base, dir string) string {
 }
 
 // codexPatchOutcome reads an apply_patch call's output: "applied" when it
-// says so, else "failed" and the first line of what it says. The output
+// says so, "unknown" and why when it exited 0 yet does not say so, else
+// "failed" and the first line of what it says. The output
 // is a string: the text, {"output": text, "metadata": {"exit_code": n}}
 // (a function call's), or "Exit code: n\nWall time: ...\nOutput:\n"
 // before the text (a custom tool call's); or, in some versions, an
@@ -404,6 +405,9 @@ func codexPatchOutcome(out json.RawMessage) (outcome, why string) {
 		return "applied", ""
 	case exit > 0:
 		return "failed", fmt.Sprintf("exit code %d: %s", exit, firstLine(text))
+	case exit == 0:
+		// It ran well, but does not say it applied: not known either way.
+		return "unknown", "exit code 0, but its output does not say it applied: " + firstLine(text)
 	}
 	return "failed", firstLine(text)
 }
@@ -450,9 +454,13 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 			rp.Failed++
 			rp.Notes = append(rp.Notes, fmt.Sprintf("the patch of event #%d did not apply (%s): left out", c.seq, c.why))
 			continue
-		case "":
+		case "", "unknown":
+			why := c.why
+			if c.outcome == "" {
+				why = "no output for it"
+			}
 			rp.Unconfirmed++
-			rp.Notes = append(rp.Notes, fmt.Sprintf("the rollout does not say whether the patch of event #%d applied (no output for it): left out", c.seq))
+			rp.Notes = append(rp.Notes, fmt.Sprintf("the rollout does not say whether the patch of event #%d applied (%s): left out", c.seq, why))
 			continue
 		}
 		for _, p := range c.bad {

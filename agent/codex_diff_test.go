@@ -27,6 +27,10 @@ func TestCodexPatchOutcome(t *testing.T) {
 		{str("apply_patch verification failed: Failed to find expected lines in a"), "failed"},
 		{str(`{"output":"Success. Updated the following files:\nA a\n","metadata":{"exit_code":1}}`), "failed"},
 		{str("Exit code: 1\nWall time: 0 seconds\nOutput:\nerror: invalid patch"), "failed"},
+		// Exit code 0 with an output that does not say it applied: not
+		// known either way, so no claim that it failed.
+		{str("Exit code: 0\nWall time: 0 seconds\nOutput:\npatched, maybe"), "unknown"},
+		{str(`{"output":"","metadata":{"exit_code":0}}`), "unknown"},
 		{json.RawMessage(`{"content":"no","success":false}`), "failed"},
 		{json.RawMessage(`[1,2]`), "failed"},
 		{nil, "failed"},

@@ -280,8 +280,10 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		// file or link now: below.)
 		if ws, ok := r.codexWorkspace(id); ok {
 			// An imported Codex session: its rollout's patches say what
-			// it changed.
-			return d, r.rolloutDiff(&d, ws, w, color)
+			// it changed. (Called before the return reads d: Go does not
+			// order a variable's read against a call in one return.)
+			err := r.rolloutDiff(&d, ws, w, color)
+			return d, err
 		}
 		return d, nil
 	}

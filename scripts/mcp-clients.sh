@@ -373,9 +373,11 @@ has() {
 # lines).
 block() { awk -v t="$1" '/^[^ ]/ && $1 == t { on = 1 } on && /^$/ { exit } on' "$2.out"; }
 
-# newon O: the tools `rook mcp add|sync` output O says are new and on, one
-# a line ("new, switched on: A, B").
-newon() { sed -n 's/^new, switched on: //p' "$1.out" | tr -d ' ' | tr , '\n'; }
+# newon O: the tools `rook mcp add|sync` output O names as new and on, one
+# a line ("new, switched on: A, B", or, past 10, "A, ..., J and 3 more");
+# newmore O: that "and N more"'s N, or nothing.
+newon() { sed -n 's/^new, switched on: //p' "$1.out" | sed -E 's/ and [0-9]+ more$//' | tr -d ' ' | tr , '\n'; }
+newmore() { sed -nE 's/^new, switched on: .* and ([0-9]+) more$/\1/p' "$1.out"; }
 
 # ntools O: the number of tools `rook mcp add` output O reports.
 ntools() { sed -nE '1s/.*: ([0-9]+) tool\(s\), [0-9]+ on$/\1/p' "$1.out"; }
@@ -405,13 +407,26 @@ added_ok() { # O NAME TRANSPORT SERVERINFO-PREFIX TOOL...
 		[[ $on == "$n" ]] || { echo "$n tools and $on on, want all on"; said "$o"; return 1; }
 		! grep -q '^left off' "$o.out" || { echo "a left-off note with $n tools, under the limit"; said "$o"; return 1; }
 	fi
-	local new
-	new=$(newon "$o")
-	[[ $(grep -c . <<<"$new") == "$on" ]] || { echo "the \"new, switched on: ...\" line does not list $on tools"; said "$o"; return 1; }
-	for t in "$@"; do
-		grep -qxF -- "$t" <<<"$new" || { echo "$t is not among the new tools switched on"; said "$o"; return 1; }
-	done
+	local new more added=$o
+	new=$(newon "$o") more=$(newmore "$o")
+	# The line names at most 10 tools, then how many more.
+	if ((on > 10)); then
+		[[ $(grep -c . <<<"$new") == 10 && $more == $((on - 10)) ]] ||
+			{ echo "the \"new, switched on: ...\" line does not name 10 of the $on tools and then \"and $((on - 10)) more\""; said "$o"; return 1; }
+	else
+		[[ $(grep -c . <<<"$new") == "$on" && -z $more ]] || { echo "the \"new, switched on: ...\" line does not list $on tools"; said "$o"; return 1; }
+	fi
 	has "$o" "rook mcp tools $name" || { said "$o"; return 1; }
+	# Each tool named: among those the line names, or, past its 10, on in
+	# `rook --json mcp tools` (which lists every one).
+	rk "$(basename "$added")-tools-json" --json mcp tools "$name"
+	[[ $rc == 0 ]] || { echo "rook --json mcp tools $name exited $rc"; said "$o"; return 1; }
+	for t in "$@"; do
+		grep -qxF -- "$t" <<<"$new" && continue
+		((on > 10)) || { echo "$t is not among the new tools switched on"; said "$added"; return 1; }
+		js "$o.out" 'const t = (v.tools || []).find((t) => t.name === a[0]); if (!t) return a[0] + " is not among the tools"; if (!t.on) return a[0] + " is off";' "$t" ||
+			{ echo "$t is not among the new tools switched on"; said "$o"; return 1; }
+	done
 }
 
 # ls_ok NAME TRANSPORT N STATUS: `rook mcp ls` shows NAME's row.

@@ -22,14 +22,7 @@ import (
 // deletes does it twice.
 func TestCallAnswerLost(t *testing.T) {
 	t.Run("event stream cut", func(t *testing.T) {
-		f := NewFake(FakeConfig{Tools: someTools(1)})
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			if !bytes.Contains(body, []byte(`"tools/call"`)) {
-				f.ServeHTTP(w, r)
-				return
-			}
+		srv := callServer(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(http.StatusOK)
 			fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":")
@@ -38,7 +31,7 @@ func TestCallAnswerLost(t *testing.T) {
 			if err == nil {
 				conn.Close()
 			}
-		}))
+		})
 		defer srv.Close()
 		c := connect(t, Spec{URL: srv.URL}, testOptions())
 		_, err := c.Call(context.Background(), "tool_00", nil)
@@ -53,14 +46,7 @@ func TestCallAnswerLost(t *testing.T) {
 	// http.server way, or a server killed mid-call) had the call all the
 	// same.
 	t.Run("event stream ends without the answer", func(t *testing.T) {
-		f := NewFake(FakeConfig{Tools: someTools(1)})
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			if !bytes.Contains(body, []byte(`"tools/call"`)) {
-				f.ServeHTTP(w, r)
-				return
-			}
+		srv := callServer(func(w http.ResponseWriter, r *http.Request) {
 			conn, buf, err := w.(http.Hijacker).Hijack()
 			if err != nil {
 				t.Error(err)
@@ -69,7 +55,7 @@ func TestCallAnswerLost(t *testing.T) {
 			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n: working\n\n")
 			buf.Flush()
 			conn.Close()
-		}))
+		})
 		defer srv.Close()
 		c := connect(t, Spec{URL: srv.URL}, testOptions())
 		_, err := c.Call(context.Background(), "tool_00", nil)
@@ -83,18 +69,11 @@ func TestCallAnswerLost(t *testing.T) {
 	// before any answer: net/http's Do fails with EOF, as when nothing
 	// listens, but the server had the call.
 	t.Run("connection closed before any answer", func(t *testing.T) {
-		f := NewFake(FakeConfig{Tools: someTools(1)})
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			if !bytes.Contains(body, []byte(`"tools/call"`)) {
-				f.ServeHTTP(w, r)
-				return
-			}
+		srv := callServer(func(w http.ResponseWriter, r *http.Request) {
 			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
 				conn.Close()
 			}
-		}))
+		})
 		defer srv.Close()
 		c := connect(t, Spec{URL: srv.URL}, testOptions())
 		_, err := c.Call(context.Background(), "tool_00", nil)
@@ -133,20 +112,13 @@ func TestCallAnswerLost(t *testing.T) {
 // is not shown" was said of it all the same; the tool may have run, or
 // run still.
 func TestCallTooLargeBeforeTheAnswer(t *testing.T) {
-	f := NewFake(FakeConfig{Tools: someTools(1)})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if !bytes.Contains(body, []byte(`"tools/call"`)) {
-			f.ServeHTTP(w, r)
-			return
-		}
+	srv := callServer(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 		fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":%q}}\n\n", strings.Repeat("x", 4096))
 		w.(http.Flusher).Flush()
 		<-r.Context().Done() // still working
-	}))
+	})
 	defer srv.Close()
 	o := testOptions()
 	o.Limits.MaxMessageBytes = 2048
@@ -216,16 +188,9 @@ func TestCallHTTPStatusAfterTheCall(t *testing.T) {
 		mayHave bool
 	}{{500, true}, {502, true}, {504, true}, {503, false}, {400, false}} {
 		t.Run(fmt.Sprint(tc.code), func(t *testing.T) {
-			f := NewFake(FakeConfig{Tools: someTools(1)})
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				body, _ := io.ReadAll(r.Body)
-				r.Body = io.NopCloser(bytes.NewReader(body))
-				if !bytes.Contains(body, []byte(`"tools/call"`)) {
-					f.ServeHTTP(w, r)
-					return
-				}
+			srv := callServer(func(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "upstream trouble", tc.code)
-			}))
+			})
 			defer srv.Close()
 			_, err := connect(t, Spec{URL: srv.URL}, testOptions()).Call(context.Background(), "tool_00", nil)
 			var fl *Failure
@@ -283,17 +248,26 @@ func TestCallSessionRenewFails(t *testing.T) {
 // A server that takes tools/call with HTTP 202 and no answer (as if it
 // were a notification) had the call: the tool may have run.
 func TestCallAcceptedWithoutAnswer(t *testing.T) {
+	srv := callServer(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusAccepted)
+	})
+	defer srv.Close()
+	_, err := connect(t, Spec{URL: srv.URL}, testOptions()).Call(context.Background(), "tool_00", nil)
+	wantContains(t, wantFailure(t, err, ProtocolError).Msg, "(HTTP 202) without answering it", "the tool may have run; check before calling it again")
+}
+
+// callServer is an HTTP MCP server of one tool, tool_00, whose tools/call
+// requests onCall answers (or fails to); every other request the fake
+// answers.
+func callServer(onCall http.HandlerFunc) *httptest.Server {
 	f := NewFake(FakeConfig{Tools: someTools(1)})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		if !bytes.Contains(body, []byte(`"tools/call"`)) {
 			f.ServeHTTP(w, r)
 			return
 		}
-		w.WriteHeader(http.StatusAccepted)
+		onCall(w, r)
 	}))
-	defer srv.Close()
-	_, err := connect(t, Spec{URL: srv.URL}, testOptions()).Call(context.Background(), "tool_00", nil)
-	wantContains(t, wantFailure(t, err, ProtocolError).Msg, "(HTTP 202) without answering it", "the tool may have run; check before calling it again")
 }

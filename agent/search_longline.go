@@ -42,20 +42,24 @@ var maxStopword = func() int {
 // longLine scores one line written in pieces as bodyScore.line scores it
 // whole.
 type longLine struct {
-	terms    [][]byte
-	low      []byte // the line lower-cased, from lowBase on
-	lowBase  int64
-	runes    int64   // runes of the line before low[0]
-	carry    []byte  // a character cut by the end of the last piece
-	n        int64   // bytes of the line written
-	pos      []int64 // per term: where its next match may start
-	next     []int64 // where its next match counted (not overlapping) may start
-	count    []int
-	whole    []bool
-	first    []int64 // its first match, in the lower-cased line; -1
-	firstR   []int64 // and in runes
-	done     []bool  // nothing more to learn of the term
-	runs     []*tgRun
+	terms   [][]byte
+	low     []byte // the line lower-cased, from lowBase on
+	lowBase int64
+	runes   int64   // runes of the line before low[0]
+	carry   []byte  // a character cut by the end of the last piece
+	n       int64   // bytes of the line written
+	pos     []int64 // per term: where its next match may start
+	next    []int64 // where its next match counted (not overlapping) may start
+	count   []int
+	whole   []bool
+	first   []int64 // its first match, in the lower-cased line; -1
+	firstR  []int64 // and in runes
+	done    []bool  // nothing more to learn of the term
+	// runs: termsTogether followed from matches of the first term, by
+	// value, each with a buf of its own that a run added in its place
+	// again reuses (a dense line has a match every few bytes: a run
+	// allocated for each was a million allocations on a 4 MiB line).
+	runs     []tgRun
 	together bool
 	bad      bool // not UTF-8, or a term empty: not scored streamed
 }
@@ -148,8 +152,9 @@ func (l *longLine) scan(final bool) {
 	}
 	// The runs of termsTogether, through what is written.
 	if len(l.runs) > 0 {
-		live := l.runs[:0]
-		for _, r := range l.runs {
+		live := 0
+		for i := range l.runs {
+			r := &l.runs[i]
 			st := tgAlive
 			for ; r.at < end && st == tgAlive; r.at++ {
 				st = l.feed(r, l.low[r.at-l.lowBase])
@@ -159,16 +164,17 @@ func (l *longLine) scan(final bool) {
 			}
 			if st == tgDone {
 				l.together = true
-				live = live[:0]
 				break
 			}
 			if st == tgAlive && !final {
-				live = append(live, r)
+				// Swapped, not copied: each run keeps a buf of its own.
+				l.runs[live], l.runs[i] = l.runs[i], l.runs[live]
+				live++
 			}
 		}
-		l.runs = dedupRuns(live)
+		l.runs = dedupRuns(l.runs[:live])
 		if l.together {
-			l.runs = nil
+			l.runs = l.runs[:0]
 			l.settle(0)
 		}
 	}
@@ -193,10 +199,13 @@ func (l *longLine) match(k int, i int64) {
 	}
 	if k == 0 && len(l.terms) > 1 && !l.together && left {
 		// termsTogetherAt(line, i, terms): its first term matched.
-		r := &tgRun{at: i + int64(len(t))}
+		r := tgRun{at: i + int64(len(t))}
 		if !wordBefore(t) {
 			r.phase = tgBlank1
 			r.k = 1
+		}
+		if n := len(l.runs); n < cap(l.runs) {
+			r.buf = l.runs[:n+1][n].buf[:0] // the buf of a run gone
 		}
 		l.runs = append(l.runs, r)
 	}
@@ -358,7 +367,9 @@ func (l *longLine) word(r *tgRun, final bool) int {
 		}
 		brk = bytes.HasPrefix(buf, t)
 	}
-	rest := append([]byte(nil), buf...)
+	// A copy (feeding it may write r.buf), on the stack when short.
+	var tmp [32]byte
+	rest := append(tmp[:0], buf...)
 	if brk {
 		r.phase, r.m = tgTerm, 0
 	} else {
@@ -391,25 +402,29 @@ func (l *longLine) finishRun(r *tgRun) bool {
 }
 
 // dedupRuns drops runs in the same state as another: they read the same
-// bytes from here on, so end the same.
-func dedupRuns(runs []*tgRun) []*tgRun {
+// bytes from here on, so end the same. A run dropped is swapped past the
+// end of the slice returned, with its buf, for a new run to reuse.
+func dedupRuns(runs []tgRun) []tgRun {
 	if len(runs) < 2 {
 		return runs
 	}
-	out := runs[:0]
-	for _, r := range runs {
+	n := 0
+	for i := range runs {
+		r := &runs[i]
 		same := false
-		for _, o := range out {
+		for j := range n {
+			o := &runs[j]
 			if o.at == r.at && o.k == r.k && o.phase == r.phase && o.m == r.m && bytes.Equal(o.buf, r.buf) {
 				same = true
 				break
 			}
 		}
 		if !same {
-			out = append(out, r)
+			runs[n], runs[i] = runs[i], runs[n]
+			n++
 		}
 	}
-	return out
+	return runs[:n]
 }
 
 // maxPendingSGR bounds the bytes of a color sequence not yet ended

@@ -26,3 +26,30 @@ func BenchmarkLongLineDense(b *testing.B) {
 		}
 	}
 }
+
+// longLineDenseAllocs is how many allocations scoring a line of n bytes
+// of "mix test, " for the query "mix parser" makes.
+func longLineDenseAllocs(n int) float64 {
+	line := bytes.Repeat([]byte("mix test, "), n/10)
+	terms := [][]byte{[]byte("mix"), []byte("parser")}
+	return testing.AllocsPerRun(1, func() {
+		l := newLongLine(terms)
+		for p := line; len(p) > 0; {
+			k := min(len(p), 32<<10)
+			l.write(p[:k])
+			p = p[k:]
+		}
+		l.finish()
+	})
+}
+
+// A line whose first term matches every few bytes allocates for the runs
+// of termsTogether alive at once (a piece's worth), not for each match:
+// it allocated a run for each, 1.26 million on 4 MiB.
+func TestLongLineAllocsDoNotGrowWithMatches(t *testing.T) {
+	small, big := longLineDenseAllocs(1<<20), longLineDenseAllocs(4<<20)
+	if big > 2*small || big > 20000 {
+		t.Fatalf("a line of 1 MiB made %.0f allocations, one of 4 MiB %.0f: they grow with the matches", small, big)
+	}
+	t.Logf("1 MiB: %.0f allocations, 4 MiB: %.0f", small, big)
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -156,9 +157,10 @@ func checkLongLine(t *testing.T, line []byte, query string, rng *rand.Rand) {
 	if wScore == 0 {
 		return
 	}
-	sn := newSnippetScan(at)
-	pieces(func(p []byte) { sn.Write(p) })
-	snip, ok := sn.snippet()
+	snip, ok := snippetOfLine(at, func(w io.Writer) error {
+		pieces(func(p []byte) { w.Write(p) })
+		return nil
+	})
 	if !ok || snip != wSnip {
 		t.Fatalf("%q, terms %q: streamed snippet %q (%v), whole %q", line, terms, snip, ok, wSnip)
 	}
@@ -187,13 +189,22 @@ func TestLongLineScoresAsWhole(t *testing.T) {
 		}
 		for range n {
 			b = append(b, longLineWords[rng.IntN(len(longLineWords))]...)
+			if i%7 == 0 && rng.IntN(8) == 0 {
+				// A color sequence (or what starts as one) longer than
+				// snippetScan holds: a color, or text.
+				b = append(b, "\x1b["...)
+				for range 1 + rng.IntN(3*maxPendingSGR) {
+					b = append(b, "0123456789;"[rng.IntN(11)])
+				}
+			}
 		}
 		if i%2 == 0 {
-			// Pieces of 16 bytes: what has been read is dropped all along.
-			old := longPiece
-			longPiece = 16
+			// Pieces of 16 bytes: what has been read is dropped all along;
+			// and color sequences of over 16 bytes are long ones.
+			old, oldSGR := longPiece, maxPendingSGR
+			longPiece, maxPendingSGR = 16, 16
 			checkLongLine(t, b, queries[rng.IntN(len(queries))], rng)
-			longPiece = old
+			longPiece, maxPendingSGR = old, oldSGR
 			continue
 		}
 		checkLongLine(t, b, queries[rng.IntN(len(queries))], rng)
@@ -211,10 +222,16 @@ func FuzzLongLineScore(f *testing.F) {
 	f.Add([]byte("İİİ KELVIN \u2028 日本test 31m\x1b[12 x"), "k test 31m", uint64(4))
 	// The only match in a color sequence at the line's end, stripped.
 	f.Add([]byte(strings.Repeat("word ", 40)+"\x1b[31m"), "31m", uint64(5))
+	// Color sequences longer than snippetScan holds (16 bytes here): one
+	// that is a color, one that is not, one the line's end cuts, the
+	// match inside one.
+	f.Add([]byte("head \x1b[1;2;3;4;5;6;7;8;9;10;11m mix \x1b[31;32;33;34;35;36;x test"), "mix test", uint64(6))
+	f.Add([]byte(strings.Repeat("word ", 40)+"\x1b[1;2;3;4;5;6;7;8;31;9;10;11;12"), "31", uint64(7))
+	f.Add([]byte("\x1b[0000000000000000000000000000000000mtest\x1b[99999999999999999999999999999999999 test"), "test 99", uint64(8))
 	// Pieces of 16 bytes: what has been read is dropped all along.
-	old := longPiece
-	longPiece = 16
-	f.Cleanup(func() { longPiece = old })
+	old, oldSGR := longPiece, maxPendingSGR
+	longPiece, maxPendingSGR = 16, 16
+	f.Cleanup(func() { longPiece, maxPendingSGR = old, oldSGR })
 	f.Fuzz(func(t *testing.T, line []byte, query string, seed uint64) {
 		if len(line) > 8192 {
 			return
@@ -400,5 +417,66 @@ func TestTokenScanFindsTheEscapesBoundaries(t *testing.T) {
 		if gotLo != wantLo || gotHi != wantHi {
 			t.Fatalf("line %q, window [%d, %d]: tokenScan %d, %d; the escapes' boundaries %d, %d", line, lo, hi, gotLo, gotHi, wantLo, wantHi)
 		}
+	}
+}
+
+// Search over an imported line of text of 4 MiB holding color sequences
+// (or what start as ones) longer than snippetScan holds, 12 KiB of digits
+// and semicolons, scores it streamed and cuts its snippet as the whole
+// line does: one is a color, one is not, one holds the match. The line
+// was read whole.
+func TestSearchOfALongLineWithALongColorStreams(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	long := func(end string) string { return "\x1b[" + strings.Repeat("1;", 6<<10) + end }
+	var out []byte
+	for i := 0; len(out) < 4<<20; i++ {
+		out = fmt.Appendf(out, `{"id":%d,"name":"item-%d"},`, i, i)
+		switch i {
+		case 10000:
+			out = append(out, long("31m")+"COLORWORD, "...)
+		case 30000:
+			out = append(out, long("x")+" TEXTWORD, "...)
+		case 50000:
+			out = append(out, "\x1b[1;1;1;1;987654;"+strings.Repeat("1;", 6<<10)+"m"...)
+		}
+	}
+	env := `"sessionId":"S","cwd":"/home/u/proj","version":"2.1.38"`
+	lines := []string{
+		fmt.Sprintf(`{"type":"user","uuid":"u1","parentUuid":null,%s,"timestamp":"2026-02-10T21:00:00.000Z","message":{"role":"user","content":"run it"}}`, env),
+		fmt.Sprintf(`{"type":"user","uuid":"u2","parentUuid":"u1",%s,"timestamp":"2026-02-10T21:00:02.000Z","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":%s}]}}`, env, appendJSONString(nil, out)),
+	}
+	path := "/p/-home-u-proj/S.jsonl"
+	writeSource(t, fsys, path, lines, "")
+	id := *fileByPath(t, mustImport(t, r, FormatClaudeCode, path), path).Session
+	if err := r.Store.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := r.Log.Read(id, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := streamLinesOver
+	streamLinesOver = 1 << 20
+	defer func() { streamLinesOver = old }()
+	_, _, s, err := r.readBodyOrStream(evs[0].Body, math.MaxInt64)
+	if err != nil || s == nil {
+		t.Fatalf("not streamed: %v", err)
+	}
+	seed := maphash.MakeSeed()
+	for _, q := range []string{"colorword", "textword", "987654", "item-40000", "item-0"} {
+		var terms [][]byte
+		for _, w := range SearchTerms(q) {
+			terms = append(terms, []byte(w))
+		}
+		score, snip, h, err := r.searchText(s, terms, seed)
+		if err != nil {
+			t.Fatalf("search %q: %v: the line was not scored streamed", q, err)
+		}
+		wScore, wSnip, wH := wholeSearchText(t, r, evs[0].Body, terms, seed)
+		if score != wScore || snip != wSnip || h != wH {
+			t.Fatalf("search %q: streamed %d %q %x, whole %d %q %x", q, score, snip, h, wScore, wSnip, wH)
+		}
+		t.Logf("search %q: score %d, snippet %q", q, score, snip)
 	}
 }

@@ -27,9 +27,8 @@ package agent
 // with '{' (search reads its JSON), a skeleton line that is not JSON, a
 // body that is binary, any read error (the whole path reports it as it
 // always has), or a decoded line of search's text longer than
-// streamTextLine that is not UTF-8 or holds a color sequence longer than
-// maxPendingSGR (search_longline.go: such a line is scored as it is
-// written otherwise).
+// streamTextLine that is not UTF-8 (search_longline.go: such a line is
+// scored as it is written otherwise).
 
 import (
 	"bytes"
@@ -477,16 +476,18 @@ func (t *textScorer) flush() {
 var _ io.Writer = (*textScorer)(nil)
 
 // longSnippet is searchSnippet of the line at ref, read again from cut
-// string id's object (snippetScan). ok is false when a read fails or the
-// line cannot be cut streamed: the line is then read whole.
+// string id's object (snippetOfLine: twice when it holds a color sequence
+// longer than maxPendingSGR). ok is false when a read fails or the line
+// cannot be cut streamed: the line is then read whole.
 func (r *Rook) longSnippet(id cas.Key, ref *longRef) (string, bool) {
-	o, err := r.Store.OpenObject(id)
-	if err != nil {
-		return "", false
-	}
-	sn := newSnippetScan(ref.at)
-	if _, err := o.WriteTo(&rangeWriter{w: sn, skip: ref.start, n: ref.n}); err != nil && !errors.Is(err, errEnough) {
-		return "", false
-	}
-	return sn.snippet()
+	return snippetOfLine(ref.at, func(w io.Writer) error {
+		o, err := r.Store.OpenObject(id)
+		if err != nil {
+			return err
+		}
+		if _, err := o.WriteTo(&rangeWriter{w: w, skip: ref.start, n: ref.n}); err != nil && !errors.Is(err, errEnough) {
+			return err
+		}
+		return nil
+	})
 }

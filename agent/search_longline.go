@@ -14,13 +14,16 @@ package agent
 // (snippetScan), the first match's place known: searchSnippet's
 // cuts (colors stripped, ends trimmed, a window around the match) followed
 // rune by rune. What they give is what bodyScore and searchSnippet give
-// of the line whole. A line that is not UTF-8, or whose color sequence
-// (ESC [ digits and semicolons) runs past maxPendingSGR bytes, is not
-// scored streamed: it is read whole, as before.
+// of the line whole. A color sequence (ESC [ digits and semicolons) that
+// runs past maxPendingSGR bytes is not held to learn whether an m ends
+// it: the line is read a second time (snippetOfLine), knowing what each
+// such sequence is from the first. A line that is not UTF-8 is not scored
+// streamed: it is read whole, as before.
 
 import (
 	"bytes"
 	"errors"
+	"io"
 	"unicode"
 	"unicode/utf8"
 )
@@ -428,8 +431,10 @@ func dedupRuns(runs []tgRun) []tgRun {
 }
 
 // maxPendingSGR bounds the bytes of a color sequence not yet ended
-// (ESC [ and digits and semicolons) snippetScan holds.
-const maxPendingSGR = 4 << 10
+// (ESC [ and digits and semicolons) snippetScan holds; past it, the
+// sequence's runes are dropped or kept as it is known to end (a read of
+// the line before). A var: the tests make it small.
+var maxPendingSGR = 4 << 10
 
 // snippetScan is searchSnippet of a line written in pieces, its first
 // match at rune at: the line's color sequences stripped (stripSGRAt),
@@ -443,6 +448,16 @@ type snippetScan struct {
 	pend   []rune // the sequence not yet ended
 	pendAt int64  // its first rune's place in the line
 	bad    bool
+	// A sequence longer than maxPendingSGR is not held: whether it is a
+	// color (stripped) or text is known from a read before (known, in
+	// the line's order; next: the first not passed yet), or it is not,
+	// and the line must be read again (again). verdicts: what each long
+	// sequence turned out to be, for that read.
+	long     uint8 // longNone, longUnknown, longColor, longText
+	known    []sgrVerdict
+	next     int
+	verdicts []sgrVerdict
+	again    bool
 
 	idx    int64 // runes kept (of the line stripped)
 	match  int64 // the match, in them; -1
@@ -456,8 +471,23 @@ type snippetScan struct {
 	tail   []rune // the runes up to lastNS
 }
 
-func newSnippetScan(at int64) *snippetScan {
-	return &snippetScan{at: at, match: -1, start: -1, lastNS: -1, from: -1}
+// sgrVerdict is what the color sequence whose ESC is rune at of the line
+// turned out to be.
+type sgrVerdict struct {
+	at    int64
+	color bool
+}
+
+// The states of a long sequence (snippetScan.long).
+const (
+	longNone    = iota
+	longUnknown // not known: its runes are dropped, the line read again
+	longColor   // a color: its runes are dropped
+	longText    // text: its runes are kept as they come
+)
+
+func newSnippetScan(at int64, known []sgrVerdict) *snippetScan {
+	return &snippetScan{at: at, match: -1, start: -1, lastNS: -1, from: -1, known: known}
 }
 
 func (s *snippetScan) Write(p []byte) (int, error) {
@@ -505,19 +535,55 @@ func (s *snippetScan) read(r rune) {
 			}
 		case 2:
 			if r >= '0' && r <= '9' || r == ';' {
-				if s.pend = append(s.pend, r); len(s.pend) > maxPendingSGR {
-					s.bad = true
+				switch s.long {
+				case longNone:
+					if s.pend = append(s.pend, r); len(s.pend) > maxPendingSGR {
+						s.startLong()
+					}
+				case longText:
+					s.keep(r, oi)
 				}
 				return
 			}
 			if r == 'm' {
+				if s.long != longNone {
+					s.endLong(true)
+					return
+				}
 				s.sgr, s.pend = 0, s.pend[:0] // a color: left out
 				return
 			}
 		}
 		// Not a color: its bytes are text, and r is read again.
+		if s.long != longNone {
+			s.endLong(false)
+			continue
+		}
 		s.flushPending()
 	}
+}
+
+// startLong: the sequence pending is longer than maxPendingSGR.
+func (s *snippetScan) startLong() {
+	for s.next < len(s.known) && s.known[s.next].at < s.pendAt {
+		s.next++
+	}
+	switch {
+	case s.next < len(s.known) && s.known[s.next].at == s.pendAt && s.known[s.next].color:
+		s.long, s.pend = longColor, s.pend[:0]
+	case s.next < len(s.known) && s.known[s.next].at == s.pendAt:
+		s.flushPending()
+		s.sgr, s.long = 2, longText
+	default:
+		s.long, s.pend, s.again = longUnknown, s.pend[:0], true
+	}
+}
+
+// endLong: the long sequence ended, a color or not (its runes, text,
+// kept already or to be kept when the line is read again).
+func (s *snippetScan) endLong(color bool) {
+	s.verdicts = append(s.verdicts, sgrVerdict{at: s.pendAt, color: color})
+	s.sgr, s.long, s.pend = 0, longNone, s.pend[:0]
 }
 
 func (s *snippetScan) flushPending() {
@@ -530,6 +596,9 @@ func (s *snippetScan) flushPending() {
 // keep is the next rune of the line stripped, from rune oi of the line.
 func (s *snippetScan) keep(r rune, oi int64) {
 	const n, lead = SearchSnippetLen, SearchSnippetLen / 4
+	if s.again {
+		return // the line is read again: only the verdicts count
+	}
 	if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 		r = ' '
 	}
@@ -579,7 +648,13 @@ func (s *snippetScan) snippet() (string, bool) {
 	if s.bad {
 		return "", false
 	}
+	if s.long != longNone {
+		s.endLong(false) // cut by the line's end: text
+	}
 	s.flushPending()
+	if s.again {
+		return "", false
+	}
 	if s.match < 0 {
 		// The match is in a color sequence at the line's end, stripped:
 		// searchSnippet puts it just past the last rune, and its window
@@ -612,12 +687,36 @@ func (s *snippetScan) snippet() (string, bool) {
 	return pre + string(win[:room]) + "…", true
 }
 
+// snippetOfLine is searchSnippet of the line read writes, its first
+// match at rune at.
+// match at rune at. A line with a color sequence (or what starts as one)
+// longer than maxPendingSGR is read twice: the first read learns what
+// each such sequence is, the second cuts the snippet knowing it.
+func snippetOfLine(at int64, read func(io.Writer) error) (string, bool) {
+	sn := newSnippetScan(at, nil)
+	if err := read(sn); err != nil {
+		return "", false
+	}
+	snip, ok := sn.snippet()
+	if !sn.again {
+		return snip, ok
+	}
+	sn = newSnippetScan(at, sn.verdicts)
+	if err := read(sn); err != nil {
+		return "", false
+	}
+	if snip, ok = sn.snippet(); sn.again {
+		return "", false
+	}
+	return snip, ok
+}
+
 // errEnough stops a read that has what it needs.
 var errEnough = errors.New("enough")
 
 // rangeWriter writes bytes [skip, skip+n) of what is written to it to w.
 type rangeWriter struct {
-	w       *snippetScan
+	w       io.Writer
 	skip, n int64
 }
 

@@ -688,7 +688,6 @@ func (s *snippetScan) snippet() (string, bool) {
 }
 
 // snippetOfLine is searchSnippet of the line read writes, its first
-// match at rune at.
 // match at rune at. A line with a color sequence (or what starts as one)
 // longer than maxPendingSGR is read twice: the first read learns what
 // each such sequence is, the second cuts the snippet knowing it.

@@ -267,7 +267,8 @@ func codexDetail(typ, ptype, role string) string {
 	switch {
 	case typ == "session_meta":
 		return "source"
-	case typ == "response_item" && ptype == "message" && role == "user":
+	case typ == "response_item" && ptype == "message" && role == "user",
+		typ == "inter_agent_communication":
 		return "content"
 	case typ == "event_msg" && ptype == "user_message":
 		return "message"
@@ -327,6 +328,10 @@ func decodeCodexEntry(line []byte) (codexEntry, error) {
 	case "source":
 		e.Subagent, e.SpawnParent = codexSubagent(p.Source)
 	case "content":
+		if e.Type == "inter_agent_communication" {
+			e.Prompt = codexMailTask(rawString(p.Content))
+			break
+		}
 		e.Prompt, e.Context = codexPrompt(p.Content)
 		if bareItem {
 			// An older rollout's header may name no cwd: its first
@@ -397,6 +402,17 @@ func (m *codexMapper) mapEntry(e *codexEntry) mappedLine {
 		}
 	case "world_state", "inter_agent_communication", "inter_agent_communication_metadata":
 		// Newer Codex's: notes, on purpose.
+		if title, ok := codexTitle(e.Prompt); ok && m.sess.Subagent {
+			// A task another agent sent a subagent (its mail, not a user
+			// message): its own task, as a prompt after a spawn is.
+			if len(m.spawns) > 0 {
+				m.copyEnded()
+				m.spawns = nil
+			}
+			if m.sess.Title == "" {
+				m.sess.Title = title
+			}
+		}
 	default:
 		// A type rook does not know (a newer Codex's): still a note, and
 		// reported.
@@ -816,6 +832,26 @@ func codexTitle(text string) (title string, ok bool) {
 		return "", false
 	}
 	return titleOf(text), true
+}
+
+// codexMailTask is the task an inter_agent_communication's content gives:
+// the payload of a NEW_TASK Codex renders ("Message Type: NEW_TASK\nTask
+// name: ...\nSender: ...\nPayload:\n<task>"), none of another type (a
+// MESSAGE, a FINAL_ANSWER: mail, not a task), and the content itself when
+// it is not so rendered.
+func codexMailTask(content string) string {
+	rest, ok := strings.CutPrefix(content, "Message Type: ")
+	if !ok {
+		return content
+	}
+	typ, rest, _ := strings.Cut(rest, "\n")
+	if strings.TrimSpace(typ) != "NEW_TASK" {
+		return ""
+	}
+	if _, task, ok := strings.Cut(rest, "\nPayload:\n"); ok {
+		return task
+	}
+	return ""
 }
 
 // codexContextPrefixes begin a message that puts context before the user's

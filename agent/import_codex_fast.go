@@ -140,6 +140,12 @@ func (p *codexPayloadRead) detail(r *fastReader) bool {
 	case "source":
 		e.Subagent, e.SpawnParent, ok = r.codexSubagent(v)
 	case "content":
+		if e.Type == "inter_agent_communication" {
+			var s string
+			s, _, ok = r.anyString(v, "content")
+			e.Prompt = codexMailTask(s)
+			break
+		}
 		e.Prompt, e.Context, ok = r.codexPrompt(v)
 	case "message":
 		e.Message, _, ok = r.anyString(v, "message")

@@ -135,6 +135,13 @@ var codexFastPathEdges = []string{
 	`{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"You are the newly spawned agent. The prior conversation history was forked from your parent \u0061gent."}}`,
 	`{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":["You are the newly spawned agent. The prior conversation history was forked from your parent agent."]}}`,
 	`{"type":"response_item","payload":{"type":"function_call_output","output":"x","output":"You are the newly spawned agent. The prior conversation history was forked from your parent agent."}}`,
+	// A subagent's task sent as mail: rendered, raw, of another type, not
+	// a string.
+	`{"type":"session_meta","payload":{"id":"s","source":{"subagent":{"thread_spawn":{"parent_thread_id":"p"}}}}}` + "\n" +
+		`{"type":"inter_agent_communication","payload":{"author":"/root","content":"Message Type: NEW_TASK\nTask name: /root/w\nSender: /root\nPayload:\nown task","trigger_turn":true}}`,
+	`{"type":"inter_agent_communication","payload":{"content":"raw task"}}`,
+	`{"type":"inter_agent_communication","payload":{"content":"Message Type: FINAL_ANSWER\nTask name: /root\nSender: /root/w\nPayload:\ndone"}}`,
+	`{"type":"inter_agent_communication","payload":{"content":["x"]}}`,
 	// null, and values of other types.
 	`{"type":"response_item","payload":null}`,
 	`{"type":"response_item","payload":"x"}`,

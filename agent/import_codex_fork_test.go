@@ -669,3 +669,45 @@ func TestImportCodexForkedSubagentUnmarkedTitledByItsTask(t *testing.T) {
 		})
 	}
 }
+
+// A subagent whose task arrives as an inter_agent_communication item (a
+// newer Codex's multi-agent mail: "Message Type: NEW_TASK ... Payload:"),
+// not as a user message, is titled by that task: spawned with its
+// parent's history (the copy ends at the spawn call), or without it.
+func TestImportCodexSubagentTaskFromInterAgentMail(t *testing.T) {
+	for _, copies := range []bool{true, false} {
+		t.Run(fmt.Sprint("copies ", copies), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			var total [2]int
+			p := []codexItem{codexMetaItem(codexPID, "")}
+			p = append(p, codexTurnItems(1, &total)...)
+			p = append(p, codexItem{"response_item", `{"type":"function_call","name":"spawn_agent","arguments":"{\"message\":\"find the callers\",\"fork_context\":true}","call_id":"call_spawn"}`})
+			ppath := fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID)
+			writeSource(t, fsys, ppath, codexStamped(p, 10, 0), "")
+			const sid = "019c1000-0000-7000-8000-00000000000f"
+			fork := ""
+			if copies {
+				fork = `"forked_from_id":"` + codexPID + `",`
+			}
+			items := []codexItem{{"session_meta", `{"id":"` + sid + `",` + fork + `"cwd":"/home/dev/app","originator":"codex_cli_rs","cli_version":"0.140.0","source":{"subagent":{"thread_spawn":{"parent_thread_id":"` + codexPID + `","depth":1}}}}`}}
+			if copies {
+				items = append(items, p...)
+			}
+			items = append(items,
+				codexItem{"inter_agent_communication", `{"author":"/root","recipient":"/root/worker","other_recipients":[],"content":"Message Type: NEW_TASK\nTask name: /root/worker\nSender: /root\nPayload:\nfind the callers of Log.Append","trigger_turn":true}`},
+				codexItem{"response_item", `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"found 3"}]}`})
+			spath := "/c/2026/02/03/rollout-2026-02-03T10-30-00-" + sid + ".jsonl"
+			sub := writeSource(t, fsys, spath, codexStamped(items, 10, 30), "")
+			rep := mustImport(t, r, FormatCodex, "/c")
+			s := *fileByPath(t, rep, spath).Session
+			if got, want := metaOf(t, r, s).Title, "find the callers of Log.Append"; got != want {
+				t.Errorf("the subagent's title %q, want %q", got, want)
+			}
+			if got := metaOf(t, r, *fileByPath(t, rep, ppath).Session).Title; got != "step 1" {
+				t.Errorf("the parent's title %q, want %q", got, "step 1")
+			}
+			mustExport(t, r, s, sub)
+		})
+	}
+}

@@ -526,12 +526,16 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 			}
 		}
 		fc := FileChange{Path: f.path, Status: f.status, Added: f.added, Removed: f.removed, MovedFrom: f.movedFrom,
-			NoLineNumbers: f.noLineNumbers, Patches: f.patches, InTurn: f.patches > 1 && !whole && f.noBody == ""}
+			NoLineNumbers: f.noLineNumbers, Patches: f.patches, InTurn: f.patches > 1 && !whole && f.noBody == "",
+			Outside: codexOutside(f.path) || f.movedFrom != "" && codexOutside(f.movedFrom)}
+		if fc.Outside {
+			fc.PatchPath = codexPatchName(ws, f.path)
+		}
 		if f.noBody != "" {
 			fc.NoBody, fc.Reason = true, f.noBody
 		}
 		if w != nil {
-			if _, err := w.Write(rolloutSection(f, color)); err != nil {
+			if _, err := w.Write(rolloutSection(f, ws, color)); err != nil {
 				return err
 			}
 		}
@@ -545,8 +549,9 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 
 // rolloutSection writes a file's changes as a git-style section: git's
 // header lines, then each patch's hunks in turn (a later patch's against
-// the file as the one before left it).
-func rolloutSection(f *rolloutFile, color bool) []byte {
+// the file as the one before left it). A path outside the workspace ws is
+// named from it (codexPatchName).
+func rolloutSection(f *rolloutFile, ws string, color bool) []byte {
 	var buf bytes.Buffer
 	meta := func(s string) {
 		if color {
@@ -554,23 +559,27 @@ func rolloutSection(f *rolloutFile, color bool) []byte {
 		}
 		buf.WriteString(s + "\n")
 	}
-	from := f.path
+	to := codexPatchName(ws, f.path)
+	from := to
 	if f.movedFrom != "" {
-		from = f.movedFrom
+		from = codexPatchName(ws, f.movedFrom)
 	}
-	meta("diff --git " + quotePath("a/", from) + " " + quotePath("b/", f.path))
-	oldLabel, newLabel := quotePath("a/", from), quotePath("b/", f.path)
+	meta("diff --git " + quotePath("a/", from) + " " + quotePath("b/", to))
+	oldLabel, newLabel := quotePath("a/", from), quotePath("b/", to)
 	switch f.status {
 	case "added":
-		meta("new file") // the rollout does not say its mode
+		// The rollout does not say its mode: Codex writes a new file as
+		// the umask leaves it, 0644 as a rule. git apply needs a mode here
+		// (a bare "new file" line makes it fail).
+		meta("new file mode 100644")
 		oldLabel = "/dev/null"
 	case "removed":
 		meta("deleted file")
 		newLabel = "/dev/null"
 	}
 	if f.movedFrom != "" {
-		meta("rename from " + quotePath("", f.movedFrom))
-		meta("rename to " + quotePath("", f.path))
+		meta("rename from " + quotePath("", from))
+		meta("rename to " + quotePath("", to))
 	}
 	if f.body.Len() == 0 {
 		return buf.Bytes()
@@ -579,6 +588,32 @@ func rolloutSection(f *rolloutFile, color bool) []byte {
 	meta("+++ " + newLabel + tabIfSpace(newLabel))
 	buf.Write(f.body.Bytes())
 	return buf.Bytes()
+}
+
+// codexOutside says whether a path as codexRel gives it is outside the
+// workspace: absolute (an absolute path elsewhere, or any, when the
+// workspace is not known), or one that climbs out of it.
+func codexOutside(p string) bool {
+	return strings.HasPrefix(p, "/") || p == ".." || strings.HasPrefix(p, "../")
+}
+
+// codexPatchName is the name a section gives path p (as codexRel gives
+// it): p, or, for a path outside the workspace ws, the path to it from
+// the workspace ("../../etc/hosts"), which git apply run in the workspace
+// refuses ("invalid path") rather than writing a file elsewhere (an
+// absolute name would read "a//etc/hosts", and strip to a path inside).
+// With no workspace known, an absolute path is named from the root after
+// "..": refused all the same.
+func codexPatchName(ws, p string) string {
+	if !strings.HasPrefix(p, "/") {
+		return p
+	}
+	if filepath.IsAbs(ws) {
+		if rel, err := filepath.Rel(ws, filepath.FromSlash(p)); err == nil {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return ".." + p
 }
 
 // codexRel is the path a patch names as the diff names it: relative to

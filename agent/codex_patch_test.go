@@ -213,7 +213,7 @@ func FuzzCodexPatch(f *testing.F) {
 			}
 		}
 		for _, f := range files {
-			rolloutSection(f, false)
+			rolloutSection(f, "/ws", false)
 		}
 		if err != nil {
 			return

@@ -53,6 +53,13 @@ type FileChange struct {
 	// each against the file as the one before left it (not the file
 	// whole), for the summary to say so.
 	InTurn bool `json:"-"`
+	// Outside: the path (or the one it moved from) is outside the
+	// session's workspace, and Path is absolute. The patch names it from
+	// the workspace ("../../etc/hosts"), which git apply refuses.
+	Outside bool `json:"outside_workspace,omitempty"`
+	// PatchPath: of a path outside the workspace, the name the patch
+	// gives it.
+	PatchPath string `json:"patch_path,omitempty"`
 }
 
 // SessionDiff is what a session changed on disk: each path's first capture

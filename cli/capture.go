@@ -140,6 +140,12 @@ func (c *DiffCmd) Run(e *Env) error {
 			fmt.Fprintf(e.Stderr, "rook: note: %s is a %s now, not a regular file: left out of the patch\n", terminalLine(f.Path), f.Special)
 		}
 	}
+	for _, f := range d.Files {
+		if f.Outside {
+			fmt.Fprintf(e.Stderr, "rook: note: %s is outside the workspace %s: the patch names it %s, from the workspace, which git apply refuses\n",
+				terminalLine(f.Path), terminalLine(d.Root), terminalLine(f.PatchPath))
+		}
+	}
 	fmt.Fprintf(e.Stderr, "%d file(s) changed, +%d -%d\n", len(d.Files), d.Added, d.Removed)
 	if d.FromTranscript > 0 {
 		fmt.Fprintln(e.Stderr, fromTranscript(d.FromTranscript, "compared with"))
@@ -179,6 +185,12 @@ func fromRollout(d agent.SessionDiff) string {
 	for _, f := range d.Files {
 		if f.NoBody {
 			s += "; a file shown with no body is one whose content before the session the rollout does not hold (a deleted file's)"
+			break
+		}
+	}
+	for _, f := range d.Files {
+		if f.Outside {
+			s += "; a file outside the workspace is named from it (../), which git apply refuses: it writes nothing outside the directory it runs in"
 			break
 		}
 	}
@@ -263,6 +275,9 @@ func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff, source *eventlog.Source
 		}
 		if f.MovedFrom != "" {
 			counts += "  (moved from " + terminalLine(f.MovedFrom) + ")"
+		}
+		if f.Outside {
+			counts += "  (outside the workspace)"
 		}
 		mode := ""
 		if f.Status == "modified" && f.NewMode != "" && f.OldMode != f.NewMode {

@@ -37,7 +37,7 @@ type SessionCmd struct {
 	Context    ContextCmd        `cmd:"" help:"What the conversation costs, by kind, against a context window."`
 	ExportHTML ExportHTMLCmd     `cmd:"" name:"export-html" help:"Write a range of a session as one self-contained HTML file."`
 	Capture    SessionCaptureCmd `cmd:"" help:"Capture paths before a tool writes, moves or deletes them."`
-	Diff       DiffCmd           `cmd:"" help:"What the session changed on disk, as a git-style patch."`
+	Diff       DiffCmd           `cmd:"" help:"What the session changed on disk, as a git-style patch (of an imported Codex session: what its applied patches changed, a file outside the workspace named from it, ../, which git apply refuses)."`
 	Rewind     RewindCmd         `cmd:"" help:"Fork at N and put files back as they were (undoable)."`
 	Fork       SessionForkCmd    `cmd:"" help:"Copy a session's first N events into a new session."`
 	Rm         SessionRmCmd      `cmd:"" help:"Delete a session's events (bodies stay until gc)."`

@@ -44,6 +44,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzClaudeLine \
 	./agent:FuzzCodexLine \
 	./agent:FuzzCodexPatch \
+	./agent:FuzzApplyUnifiedHunks \
 	./agent:FuzzRenderImported \
 	./agent:FuzzStreamedView \
 	./agent:FuzzStreamedFind \

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -672,10 +673,17 @@ func applyCodexChange(files map[string]*rolloutFile, ws, abs string, c codexFile
 		codexRemoved(files, p, old, color)
 	case "update":
 		f := codexFileAt(files, p)
-		f.isKnown = false // (its diff is not applied here)
 		if c.UnifiedDiff != nil {
 			a, rm := writeUnifiedHunks(&f.body, *c.UnifiedDiff, color)
 			f.added, f.removed = f.added+a, f.removed+rm
+			if f.isKnown {
+				// The file's lines are known (added whole): its diff
+				// applies to them where it does exactly, else they are
+				// not known after it.
+				f.known, f.isKnown = applyUnifiedHunks(f.known, *c.UnifiedDiff)
+			}
+		} else {
+			f.isKnown = false // what it changed is not in the rollout
 		}
 		if c.MovePath != nil && *c.MovePath != "" {
 			codexMoved(files, f, codexRel(ws, "", *c.MovePath))
@@ -835,6 +843,98 @@ func writeUnifiedHunks(buf *bytes.Buffer, diff string, color bool) (added, remov
 		writeDiffLines(buf, []string{l}, color)
 	}
 	return added, removed
+}
+
+// applyUnifiedHunks applies a patch_apply_end's unified diff to a file's
+// lines (without their newlines; the file ends with one): each hunk's old
+// lines must be the file's at the line its header names, exactly, the
+// hunks in order, their counts as their headers say. ok is false when
+// they are not, or the diff holds what rook does not apply here (a
+// "\ No newline at end of file" mark, a line of no kind): the lines are
+// not known then. A diff with no hunk changes nothing.
+func applyUnifiedHunks(lines []string, diff string) ([]string, bool) {
+	var out []string
+	at := 0 // lines[:at] are done
+	dl := strings.Split(strings.TrimSuffix(diff, "\n"), "\n")
+	if diff == "" {
+		dl = nil
+	}
+	i := 0
+	for i < len(dl) && !strings.HasPrefix(dl[i], "@@") {
+		if !strings.HasPrefix(dl[i], "--- ") && !strings.HasPrefix(dl[i], "+++ ") {
+			return nil, false
+		}
+		i++
+	}
+	for i < len(dl) {
+		oldStart, oldN, newN, ok := parseHunkHeader(dl[i])
+		if !ok {
+			return nil, false
+		}
+		i++
+		var old, new []string
+		for ; i < len(dl) && !strings.HasPrefix(dl[i], "@@"); i++ {
+			l := dl[i]
+			switch {
+			case l == "":
+				old, new = append(old, ""), append(new, "") // an empty kept line, its space lost
+			case l[0] == ' ':
+				old, new = append(old, l[1:]), append(new, l[1:])
+			case l[0] == '-':
+				old = append(old, l[1:])
+			case l[0] == '+':
+				new = append(new, l[1:])
+			default:
+				return nil, false
+			}
+		}
+		if len(old) != oldN || len(new) != newN {
+			return nil, false
+		}
+		pos := oldStart - 1
+		if oldN == 0 {
+			pos = oldStart // (an insertion's header names the line before it)
+		}
+		if pos < at || pos > len(lines) || oldN > len(lines)-pos || !slices.Equal(lines[pos:pos+oldN], old) {
+			return nil, false
+		}
+		out = append(append(out, lines[at:pos]...), new...)
+		at = pos + oldN
+	}
+	return append(out, lines[at:]...), true
+}
+
+// parseHunkHeader reads "@@ -a,b +c,d @@ ..." (a count left out is 1).
+func parseHunkHeader(h string) (oldStart, oldN, newN int, ok bool) {
+	rest, ok := strings.CutPrefix(h, "@@ -")
+	if !ok {
+		return 0, 0, 0, false
+	}
+	rng, rest, ok := strings.Cut(rest, " +")
+	if !ok {
+		return 0, 0, 0, false
+	}
+	nrng, _, ok := strings.Cut(rest, " @@")
+	if !ok {
+		return 0, 0, 0, false
+	}
+	read := func(r string) (start, n int, ok bool) {
+		s, c, has := strings.Cut(r, ",")
+		start, err := strconv.Atoi(s)
+		if err != nil || start < 0 {
+			return 0, 0, false
+		}
+		n = 1
+		if has {
+			if n, err = strconv.Atoi(c); err != nil || n < 0 {
+				return 0, 0, false
+			}
+		}
+		return start, n, true
+	}
+	oldStart, oldN, ok1 := read(rng)
+	_, newN, ok2 := read(nrng)
+	return oldStart, oldN, newN, ok1 && ok2
 }
 
 // codexWorkspace says whether a session holds a Codex rollout's lines (an

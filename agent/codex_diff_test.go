@@ -8,6 +8,7 @@ import (
 
 	json "github.com/go-json-experiment/json/v1"
 
+	"github.com/rookhq/rook/internal/fuzzseed"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -261,4 +262,83 @@ func TestCodexChangedThenDeleted(t *testing.T) {
 	if f == nil || f.status != "removed" || f.noBody == "" || f.removed != 0 || strings.Contains(f.body.String(), "-mine") {
 		t.Fatalf("%+v %q", f, f.body.String())
 	}
+}
+
+// A patch_apply_end's unified diff applies to a file's known lines only
+// where each hunk's old lines are the file's at the line it names; else
+// the lines are not known (nothing guessed).
+func TestApplyUnifiedHunks(t *testing.T) {
+	file := []string{"a", "b", "", "c", "d"}
+	for _, tc := range []struct {
+		name, diff, want string // want "" : does not apply
+	}{
+		{"change", "@@ -2,1 +2,1 @@\n-b\n+B\n", "a|B||c|d"},
+		{"headers and two hunks", "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+A\n b\n@@ -4,2 +4,3 @@\n c\n d\n+e\n", "A|b||c|d|e"},
+		{"insert after a line", "@@ -1,0 +2,1 @@\n+x\n", "a|x|b||c|d"},
+		{"insert at the top", "@@ -0,0 +1 @@\n+top\n", "top|a|b||c|d"},
+		{"empty kept line written bare", "@@ -2,3 +2,2 @@\n b\n\n-c\n", "a|b||d"},
+		{"no hunk", "", "a|b||c|d"},
+		{"context differs", "@@ -2,1 +2,1 @@\n-x\n+y\n", ""},
+		{"at another line", "@@ -3,1 +3,1 @@\n-b\n+B\n", ""},
+		{"counts wrong", "@@ -2,2 +2,1 @@\n-b\n+B\n", ""},
+		{"no newline mark", "@@ -5,1 +5,1 @@\n-d\n+D\n\\ No newline at end of file\n", ""},
+		{"overlapping hunks", "@@ -2,1 +2,1 @@\n-b\n+B\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n", ""},
+		{"past the end", "@@ -6,1 +6,1 @@\n-e\n+f\n", ""},
+		{"bad header", "@@ -x +1 @@\n+a\n", ""},
+	} {
+		got, ok := applyUnifiedHunks(file, tc.diff)
+		if tc.want == "" {
+			if ok {
+				t.Errorf("%s: applied: %q", tc.name, got)
+			}
+			continue
+		}
+		if !ok || strings.Join(got, "|") != tc.want {
+			t.Errorf("%s: %q %v, want %q", tc.name, strings.Join(got, "|"), ok, tc.want)
+		}
+	}
+}
+
+// unifiedHunkSeeds are a file's lines, a NUL, then a unified diff: one
+// that applies, one whose context differs, an insertion, a bad header.
+var unifiedHunkSeeds = []string{
+	"a\nb\nc\x00@@ -2,1 +2,1 @@\n-b\n+B\n",
+	"a\nb\nc\x00--- a/f\n+++ b/f\n@@ -1,3 +1,2 @@\n a\n-x\n c\n",
+	"a\x00@@ -1,0 +2,2 @@\n+x\n+y\n",
+	"\x00@@ -0,0 +1 @@\n+only\n",
+	"a\x00@@ -1 +1 @@\n-a\n+b\n\\ No newline at end of file\n",
+	"a\x00@@ -9999999999999999999,1 +1 @@\n-a\n",
+	"a\x00@@ -9223372036854775807,2 +1,0 @@\n-a\n-b\n",
+}
+
+// Applying any diff to any lines never panics, and what applies changes
+// the line count by what the diff adds and removes, as the diff counts
+// them when it writes the hunks.
+func FuzzApplyUnifiedHunks(f *testing.F) {
+	for _, s := range unifiedHunkSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		file, diff, _ := strings.Cut(string(in), "\x00")
+		lines := strings.Split(file, "\n")
+		got, ok := applyUnifiedHunks(lines, diff)
+		if !ok {
+			return
+		}
+		var buf bytes.Buffer
+		added, removed := writeUnifiedHunks(&buf, diff, false)
+		if len(got) != len(lines)+added-removed {
+			t.Fatalf("%d lines became %d, the diff +%d -%d", len(lines), len(got), added, removed)
+		}
+	})
+}
+
+// TestWriteUnifiedHunkFuzzSeeds regenerates testdata/fuzz/FuzzApplyUnifiedHunks
+// (ROOK_WRITE_FUZZ_SEEDS=1 go test ./agent -run WriteUnifiedHunkFuzzSeeds).
+func TestWriteUnifiedHunkFuzzSeeds(t *testing.T) {
+	seeds := make([][]byte, len(unifiedHunkSeeds))
+	for i, s := range unifiedHunkSeeds {
+		seeds[i] = []byte(s)
+	}
+	fuzzseed.Write(t, map[string][][]byte{"FuzzApplyUnifiedHunks": seeds})
 }

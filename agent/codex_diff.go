@@ -437,6 +437,14 @@ type rolloutFile struct {
 	// section is then the file's lines, as for a file captured absent.
 	known   []string
 	isKnown bool
+	// before: the file's lines before the session (with their
+	// newlines), when the rollout holds them: a deletion, its first
+	// change, gave its content.
+	before    []string
+	hasBefore bool
+	// overwritten: a patch wrote it whole (Add File) over content the
+	// rollout does not hold.
+	overwritten bool
 }
 
 // rolloutDiff is Diff for an imported Codex session with no captures:
@@ -528,7 +536,7 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 		}
 		fc := FileChange{Path: f.path, Status: f.status, Added: f.added, Removed: f.removed, MovedFrom: f.movedFrom,
 			NoLineNumbers: f.noLineNumbers, Patches: f.patches, InTurn: f.patches > 1 && !whole && f.noBody == "",
-			Outside: codexOutside(f.path) || f.movedFrom != "" && codexOutside(f.movedFrom)}
+			Outside: codexOutside(f.path) || f.movedFrom != "" && codexOutside(f.movedFrom), Overwritten: f.overwritten}
 		if fc.Outside {
 			fc.PatchPath = codexPatchName(ws, f.path)
 		}
@@ -731,11 +739,22 @@ func codexAdded(files map[string]*rolloutFile, p string, content []byte, color b
 		if len(lines) > 0 { // an empty file has no hunk
 			f.body.WriteString(codexFrag(hunkRange(1, 0), hunkRange(1, len(lines)), color))
 		}
+	} else if f = codexFileAt(files, p); f.hasBefore {
+		// Written over a file whose content before the session the
+		// rollout holds (its deletion gave it): a modification from it,
+		// as git would show it.
+		f.body.Reset()
+		f.added, f.removed, f.noLineNumbers, f.isKnown = 0, 0, false, false
+		changes := diffLines(f.before, lines)
+		for _, c := range changes {
+			f.added, f.removed = f.added+c.n2, f.removed+c.n1
+		}
+		writeHunks(&f.body, f.before, lines, changes, color)
+		return
 	} else {
-		// Written over a file the session had changed (or deleted): what
-		// it held before this is not in the rollout.
-		f = codexFileAt(files, p)
-		f.noLineNumbers, f.isKnown = true, false
+		// Written over a file the session had changed (or deleted): Codex
+		// overwrites it, and what it held before is not in the rollout.
+		f.noLineNumbers, f.isKnown, f.overwritten = true, false, true
 		f.body.WriteString(codexFrag("?,?", hunkRange(1, len(lines)), color))
 	}
 	writeContentLines(&f.body, '+', lines, color)
@@ -754,20 +773,27 @@ func codexRemoved(files map[string]*rolloutFile, p string, old []byte, color boo
 		f = &rolloutFile{path: p}
 		files[p] = f
 	}
-	f.status, f.patches, f.isKnown = "removed", f.patches+1, false
+	f.status, f.patches, f.isKnown, f.overwritten = "removed", f.patches+1, false, false
 	f.body.Reset()
 	f.added, f.removed, f.noLineNumbers, f.noBody = 0, 0, false, ""
-	if old == nil {
+	if old == nil && !f.hasBefore {
 		f.noBody = "its content before is not in the rollout"
 		return
 	}
-	if had {
+	lines := f.before
+	switch {
+	case had && f.hasBefore:
+		// Deleted again, after it was written over: what it held before
+		// the session is known.
+	case had:
 		// What it was deleted with is the file after the session's own
 		// patches, not what it held before the session.
 		f.noBody = "its content before the session's patches is not in the rollout"
 		return
+	default:
+		lines = splitLines(old)
+		f.before, f.hasBefore = lines, true
 	}
-	lines := splitLines(old)
 	if len(lines) > 0 {
 		f.body.WriteString(codexFrag(hunkRange(1, len(lines)), hunkRange(1, 0), color))
 	}

@@ -342,3 +342,65 @@ func TestWriteUnifiedHunkFuzzSeeds(t *testing.T) {
 	}
 	fuzzseed.Write(t, map[string][][]byte{"FuzzApplyUnifiedHunks": seeds})
 }
+
+// An Add File over a file the rollout shows existed (Codex overwrites
+// it): a modification, from the content the rollout holds when it holds
+// the file before the session (a deletion that gave it), else marked as
+// written over content it does not hold; never a new file. A file the
+// session itself added and then wrote whole again is still new.
+func TestCodexAddOverExisting(t *testing.T) {
+	str := func(s string) *string { return &s }
+	type step struct {
+		patch  string              // a patch of the call, or
+		change codexFileChangeJSON // a patch_apply_end's change of /ws/a.txt
+	}
+	for _, tc := range []struct {
+		name        string
+		steps       []step
+		status      string
+		overwritten bool
+		body        string // in the section's body
+		added, rm   int
+	}{
+		{"deleted with its content, then added", []step{
+			{change: codexFileChangeJSON{Type: "delete", Content: str("one\ntwo\n")}},
+			{change: codexFileChangeJSON{Type: "add", Content: str("one\n2\n")}},
+		}, "modified", false, "@@ -1,2 +1,2 @@\n one\n-two\n+2\n", 1, 1},
+		{"updated, then added", []step{
+			{patch: "*** Begin Patch\n*** Update File: a.txt\n@@\n-x\n+y\n*** End Patch"},
+			{patch: "*** Begin Patch\n*** Add File: a.txt\n+whole\n*** End Patch"},
+		}, "modified", true, "@@ -?,? +1 @@\n+whole\n", 2, 1},
+		{"deleted unknown, then added", []step{
+			{patch: "*** Begin Patch\n*** Delete File: a.txt\n*** End Patch"},
+			{patch: "*** Begin Patch\n*** Add File: a.txt\n+new\n*** End Patch"},
+		}, "modified", true, "+new\n", 1, 0},
+		{"added, then added again", []step{
+			{patch: "*** Begin Patch\n*** Add File: a.txt\n+first\n*** End Patch"},
+			{patch: "*** Begin Patch\n*** Add File: a.txt\n+second\n*** End Patch"},
+		}, "added", false, "@@ -0,0 +1 @@\n+second\n", 1, 0},
+	} {
+		files := map[string]*rolloutFile{}
+		for _, s := range tc.steps {
+			if s.patch == "" {
+				if note := applyCodexChange(files, "/ws", "/ws/a.txt", s.change, false); note != "" {
+					t.Fatal(note)
+				}
+				continue
+			}
+			ops, err := parseCodexPatch(s.patch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			applyCodexOp(files, "/ws", "", ops[0], false)
+		}
+		f := files["a.txt"]
+		if f == nil {
+			t.Fatalf("%s: no a.txt", tc.name)
+		}
+		if f.status != tc.status || f.overwritten != tc.overwritten || f.added != tc.added || f.removed != tc.rm ||
+			!strings.Contains(f.body.String(), tc.body) || f.noBody != "" {
+			t.Errorf("%s: %s overwritten %v +%d -%d %q, want %s %v +%d -%d with %q",
+				tc.name, f.status, f.overwritten, f.added, f.removed, f.body.String(), tc.status, tc.overwritten, tc.added, tc.rm, tc.body)
+		}
+	}
+}

@@ -57,6 +57,10 @@ type FileChange struct {
 	// session's workspace, and Path is absolute. The patch names it from
 	// the workspace ("../../etc/hosts"), which git apply refuses.
 	Outside bool `json:"outside_workspace,omitempty"`
+	// Overwritten: a patch wrote it whole (Codex's Add File) over a file
+	// the rollout shows existed, whose content it does not hold: a hunk
+	// "@@ -?,? +1,N @@" is the file whole after it.
+	Overwritten bool `json:"overwritten,omitempty"`
 	// PatchPath: of a path outside the workspace, the name the patch
 	// gives it.
 	PatchPath string `json:"patch_path,omitempty"`

@@ -189,6 +189,12 @@ func fromRollout(d agent.SessionDiff) string {
 		}
 	}
 	for _, f := range d.Files {
+		if f.Overwritten {
+			s += "; a hunk headed -?,? +1,N is a patch's Add File over a file that existed, which Codex writes whole: the file after it, over content the rollout does not hold"
+			break
+		}
+	}
+	for _, f := range d.Files {
 		if f.Outside {
 			s += "; a file outside the workspace is named from it (../), which git apply refuses: it writes nothing outside the directory it runs in"
 			break
@@ -278,6 +284,9 @@ func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff, source *eventlog.Source
 		}
 		if f.Outside {
 			counts += "  (outside the workspace)"
+		}
+		if f.Overwritten {
+			counts += "  (written whole over content not in the rollout)"
 		}
 		mode := ""
 		if f.Status == "modified" && f.NewMode != "" && f.OldMode != f.NewMode {

@@ -202,7 +202,7 @@ func fromRollout(d agent.SessionDiff) string {
 	}
 	for _, f := range d.Files {
 		if f.InTurn {
-			s += "; a file changed by several patches shows each one's hunks in turn, each against the file as the one before left it"
+			s += "; a file changed by several patches shows each one's hunks in turn, each against the file as the one before left it, so git apply refuses its section if it is new, and may if not"
 			break
 		}
 	}

@@ -269,10 +269,14 @@ func codexCallPatch(p codexPatchPayload) (patch, dir string, ok bool) {
 		return "", "", false
 	}
 	// A shell: {"command": ["apply_patch", patch]}, or a script that runs
-	// apply_patch with a heredoc (after `cd dir &&`, or not); a
-	// local_shell_call's action the same.
+	// apply_patch with a heredoc (after `cd dir &&`, or not), as a
+	// command or an exec_command's "cmd"; a local_shell_call's action the
+	// same.
 	var cmd struct {
-		Command          json.RawMessage `json:"command"`
+		Command json.RawMessage `json:"command"`
+		// Cmd: a newer Codex's exec_command (unified exec) names its
+		// script so.
+		Cmd              json.RawMessage `json:"cmd"`
 		Workdir          json.RawMessage `json:"workdir"`
 		WorkingDirectory json.RawMessage `json:"working_directory"`
 	}
@@ -289,6 +293,8 @@ func codexCallPatch(p codexPatchPayload) (patch, dir string, ok bool) {
 	}
 	var argv []string
 	if s := rawString(cmd.Command); s != "" {
+		argv = []string{s}
+	} else if s := rawString(cmd.Cmd); s != "" && len(cmd.Command) == 0 {
 		argv = []string{s}
 	} else if json.Unmarshal(cmd.Command, &argv) != nil || len(argv) == 0 {
 		return "", "", false
@@ -358,8 +364,9 @@ func joinDir(base, dir string) string {
 // "failed" and the first line of what it says. The output
 // is a string: the text, {"output": text, "metadata": {"exit_code": n}}
 // (a function call's), or "Exit code: n\nWall time: ...\nOutput:\n"
-// before the text (a custom tool call's); or, in some versions, an
-// object {"content": text, "success": bool}.
+// before the text (a custom tool call's), or "Chunk ID: ...\nProcess
+// exited with code n\n...Output:\n" (an exec_command's); or, in some
+// versions, an object {"content": text, "success": bool}.
 func codexPatchOutcome(out json.RawMessage) (outcome, why string) {
 	var text string
 	exit := -1
@@ -399,6 +406,18 @@ func codexPatchOutcome(out json.RawMessage) (outcome, why string) {
 		if _, o, ok := strings.Cut(after, "Output:\n"); ok {
 			text = o
 		}
+	}
+	if head, o, ok := strings.Cut(text, "\nOutput:\n"); ok && strings.HasPrefix(text, "Chunk ID: ") {
+		// An exec_command's: "Chunk ID: ...\nWall time: ...\nProcess
+		// exited with code N\n...Output:\n" before the text.
+		for _, l := range strings.Split(head, "\n") {
+			if n, ok := strings.CutPrefix(l, "Process exited with code "); ok {
+				if v, err := strconv.Atoi(strings.TrimSpace(n)); err == nil {
+					exit = v
+				}
+			}
+		}
+		text = o
 	}
 	said := strings.Contains(text, "Success. Updated the following files") || strings.TrimSpace(text) == "Done!"
 	switch {

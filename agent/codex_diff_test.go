@@ -33,6 +33,11 @@ func TestCodexPatchOutcome(t *testing.T) {
 		{str("Exit code: 0\nWall time: 0 seconds\nOutput:\npatched, maybe"), "unknown"},
 		{str(`{"output":"","metadata":{"exit_code":0}}`), "unknown"},
 		{json.RawMessage(`{"content":"no","success":false}`), "failed"},
+		// An exec_command's (unified exec): its exit code on a line of
+		// its own, before the output.
+		{str("Chunk ID: 1\nWall time: 0.0 seconds\nProcess exited with code 0\nOriginal token count: 9\nOutput:\nSuccess. Updated the following files:\nA a\n"), "applied"},
+		{str("Chunk ID: 1\nWall time: 0.0 seconds\nProcess exited with code 0\nOutput:\nnothing said\n"), "unknown"},
+		{str("Chunk ID: 1\nWall time: 0.0 seconds\nProcess exited with code 1\nOutput:\nSuccess. Updated the following files:\nA a\n"), "failed"},
 		{json.RawMessage(`[1,2]`), "failed"},
 		{nil, "failed"},
 	} {
@@ -402,5 +407,31 @@ func TestCodexAddOverExisting(t *testing.T) {
 			t.Errorf("%s: %s overwritten %v +%d -%d %q, want %s %v +%d -%d with %q",
 				tc.name, f.status, f.overwritten, f.added, f.removed, f.body.String(), tc.status, tc.overwritten, tc.added, tc.rm, tc.body)
 		}
+	}
+}
+
+// A newer Codex's exec_command (unified exec) names its script "cmd", not
+// "command": an apply_patch it ran is read all the same, in its workdir.
+func TestRolloutDiffExecCommandCmd(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	args := func(v string) string { b, _ := json.Marshal(v); return string(b) }
+	const out = `"Chunk ID: 1a2b\nWall time: 0.0 seconds\nProcess exited with code 0\nOriginal token count: 9\nOutput:\nSuccess. Updated the following files:\nA e.txt\n"`
+	items := []codexItem{
+		codexMetaItem(codexPID, ""),
+		{"turn_context", `{"cwd":"/home/dev/app","model":"gpt-5"}`},
+		{"response_item", `{"type":"function_call","name":"exec_command","call_id":"c1","arguments":` +
+			args(`{"cmd":"apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: e.txt\n+hi\n*** End Patch\nEOF\n","workdir":"sub","yield_time_ms":10000}`) + `}`},
+		{"response_item", `{"type":"function_call_output","call_id":"c1","output":` + out + `}`},
+	}
+	path := fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID)
+	writeSource(t, fsys, path, codexStamped(items, 10, 0), "")
+	rep := mustImport(t, r, FormatCodex, "/c")
+	d, err := r.Diff(*fileByPath(t, rep, path).Session, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Files) != 1 || d.Files[0].Path != "sub/e.txt" || d.Files[0].Status != "added" {
+		t.Fatalf("files %+v, want sub/e.txt added (patches %+v)", d.Files, d.Patches)
 	}
 }

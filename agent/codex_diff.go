@@ -792,6 +792,13 @@ func codexRemoved(files map[string]*rolloutFile, p string, old []byte, color boo
 		f = &rolloutFile{path: p}
 		files[p] = f
 	}
+	if _, taken := files[f.movedFrom]; f.movedFrom != "" && !taken {
+		// Moved here in the session, then deleted: what is gone is the
+		// file it moved, at its path; where it moved did not exist.
+		delete(files, p)
+		f.path, f.movedFrom = f.movedFrom, ""
+		files[f.path] = f
+	}
 	f.status, f.patches, f.isKnown, f.overwritten = "removed", f.patches+1, false, false
 	f.body.Reset()
 	f.added, f.removed, f.noLineNumbers, f.noBody = 0, 0, false, ""

@@ -435,3 +435,35 @@ func TestRolloutDiffExecCommandCmd(t *testing.T) {
 		t.Fatalf("files %+v, want sub/e.txt added (patches %+v)", d.Files, d.Patches)
 	}
 }
+
+// A file the session moved and then deleted: what is gone is the file
+// it moved (the path it had before the session), not the path it moved
+// to, which did not exist before; no rename.
+func TestCodexMovedThenDeleted(t *testing.T) {
+	files := map[string]*rolloutFile{}
+	for _, patch := range []string{
+		"*** Begin Patch\n*** Update File: a.txt\n*** Move to: b.txt\n@@\n-x\n+y\n*** End Patch",
+		"*** Begin Patch\n*** Delete File: b.txt\n*** End Patch",
+	} {
+		ops, err := parseCodexPatch(patch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		applyCodexOp(files, "/ws", "", ops[0], false)
+	}
+	f := files["a.txt"]
+	if len(files) != 1 || f == nil || f.status != "removed" || f.movedFrom != "" || f.noBody == "" {
+		t.Fatalf("files %v, a.txt %+v: want a.txt removed, no rename, no body", mapKeys(files), f)
+	}
+	if sec := string(rolloutSection(f, "/ws", false)); strings.Contains(sec, "rename") || strings.Contains(sec, "b.txt") {
+		t.Fatalf("section:\n%s", sec)
+	}
+}
+
+func mapKeys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -555,7 +555,7 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 		}
 		fc := FileChange{Path: f.path, Status: f.status, Added: f.added, Removed: f.removed, MovedFrom: f.movedFrom,
 			NoLineNumbers: f.noLineNumbers, Patches: f.patches, InTurn: f.patches > 1 && !whole && f.noBody == "",
-			Outside: codexOutside(f.path) || f.movedFrom != "" && codexOutside(f.movedFrom), Overwritten: f.overwritten}
+			Outside: codexOutside(f.path), Overwritten: f.overwritten}
 		if fc.Outside {
 			fc.PatchPath = codexPatchName(ws, f.path)
 		}

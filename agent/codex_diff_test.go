@@ -467,3 +467,27 @@ func mapKeys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+// A move to a path outside the workspace names it from the workspace in
+// every header line, never as "b//tmp/...".
+func TestCodexMovedOutside(t *testing.T) {
+	files := map[string]*rolloutFile{}
+	ops, err := parseCodexPatch("*** Begin Patch\n*** Update File: a.txt\n*** Move to: /tmp/x.txt\n@@\n-x\n+y\n*** End Patch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyCodexOp(files, "/home/dev/shop", "", ops[0], false)
+	f := files["/tmp/x.txt"]
+	if f == nil || f.movedFrom != "a.txt" {
+		t.Fatalf("files %v", mapKeys(files))
+	}
+	sec := string(rolloutSection(f, "/home/dev/shop", false))
+	for _, want := range []string{"diff --git a/a.txt b/../../../tmp/x.txt\n", "rename to ../../../tmp/x.txt\n", "+++ b/../../../tmp/x.txt\n"} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("section lacks %q:\n%s", want, sec)
+		}
+	}
+	if strings.Contains(sec, "//") {
+		t.Errorf("section has a double slash:\n%s", sec)
+	}
+}

@@ -53,9 +53,10 @@ type FileChange struct {
 	// each against the file as the one before left it (not the file
 	// whole), for the summary to say so.
 	InTurn bool `json:"-"`
-	// Outside: the path (or the one it moved from) is outside the
-	// session's workspace, and Path is absolute. The patch names it from
-	// the workspace ("../../etc/hosts"), which git apply refuses.
+	// Outside: Path is outside the session's workspace (absolute, or
+	// climbing out of it when the workspace is not known). The patch
+	// names it from the workspace ("../../etc/hosts"), which git apply
+	// refuses; so it does a rename from a path outside.
 	Outside bool `json:"outside_workspace,omitempty"`
 	// Overwritten: a patch wrote it whole (Codex's Add File) over a file
 	// the rollout shows existed, whose content it does not hold: a hunk

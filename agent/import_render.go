@@ -787,6 +787,9 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 		// An older Codex's token_count has no info: its usage is in the
 		// payload itself.
 		codexRenderedInfo
+		// inter_agent_communication's: mail between agents.
+		Author    json.RawMessage `json:"author"`
+		Recipient json.RawMessage `json:"recipient"`
 	}
 	if json.Unmarshal(payload, &p) != nil {
 		return false
@@ -941,6 +944,25 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 			r.dependsOn(payload)
 			fmt.Fprintf(out, "[%s] %s", p.Type, firstText(payload))
 		}
+	case "inter_agent_communication":
+		// Mail between agents: "Message Type: T\nTask name: ...\nSender:
+		// ...\nPayload:\n<text>" as Codex renders it, or the text alone.
+		content := rawString([]byte(p.Content))
+		if content == "" {
+			r.dependsOn(payload)
+			fmt.Fprintf(out, "[%s] %s", typ, firstText(payload))
+			break
+		}
+		kind := typ
+		if rest, ok := strings.CutPrefix(content, "Message Type: "); ok {
+			if t, after, ok := strings.Cut(rest, "\n"); ok {
+				if _, text, ok := strings.Cut(after, "\nPayload:\n"); ok {
+					kind, content = t, text
+				}
+			}
+		}
+		r.head("%s %s → %s", kind, rawString([]byte(p.Author)), rawString([]byte(p.Recipient)))
+		out.WriteString(r.readable(content))
 	default:
 		r.dependsOn(payload)
 		fmt.Fprintf(out, "[%s] %s", typ, firstText(payload))

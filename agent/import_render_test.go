@@ -458,6 +458,10 @@ func TestPreviewOfImported(t *testing.T) {
 		{renderSeeds[29], "(no output)"},
 		{`{"type":"progress","data":{"type":"bash_progress","output":"","fullOutput":"","elapsedTimeSeconds":3,"totalLines":0,"timeoutMs":600000}}`, "[progress bash_progress] running 3s, 0 line(s) of output"},
 		{`{"timestamp":"t","type":"event_msg","payload":{"type":"turn_aborted","reason":"interrupted"}}`, "[turn_aborted] interrupted"},
+		// a task sent as mail between agents: its payload, not the header
+		// Codex puts first
+		{`{"timestamp":"t","type":"inter_agent_communication","payload":{"author":"/root","recipient":"/root/w","content":"Message Type: NEW_TASK\nTask name: /root/w\nSender: /root\nPayload:\nfind the callers","trigger_turn":true}}`, "find the callers"},
+		{`{"timestamp":"t","type":"inter_agent_communication","payload":{"author":"/root/w","recipient":"/root","content":"all done"}}`, "all done"},
 		{`{"timestamp":"t","type":"event_msg","payload":{"type":"task_complete","last_agent_message":"Done: fixed"}}`, "[task_complete] Done: fixed"},
 		{`{"type":"progress","data":{"type":"waiting_for_task","taskDescription":"Run the tests","taskType":"local_bash"}}`, "[progress waiting_for_task] Run the tests"}, // not the block's bare name
 		{`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":""}}`, "(no output)"},

@@ -305,7 +305,8 @@ func TestApplyUnifiedHunks(t *testing.T) {
 }
 
 // unifiedHunkSeeds are a file's lines, a NUL, then a unified diff: one
-// that applies, one whose context differs, an insertion, a bad header.
+// that applies, one whose context differs, insertions, a No-newline mark,
+// hunk starts past an int (a bad header) and at its edge.
 var unifiedHunkSeeds = []string{
 	"a\nb\nc\x00@@ -2,1 +2,1 @@\n-b\n+B\n",
 	"a\nb\nc\x00--- a/f\n+++ b/f\n@@ -1,3 +1,2 @@\n a\n-x\n c\n",

@@ -413,6 +413,7 @@ func (c *ExportCmd) Run(e *Env) error {
 	if e.JSON && output == "" {
 		return usageErr("--json needs --output FILE: the exported file itself goes to standard output otherwise")
 	}
+	named := output
 	if output != "" {
 		if abs, err := filepath.Abs(output); err == nil {
 			output = abs // said in full: -C may have moved where it lands
@@ -445,6 +446,9 @@ func (c *ExportCmd) Run(e *Env) error {
 	if output != "" {
 		if fi, err := e.FS.Stat(output); err == nil && fi.IsDir() {
 			return usageErr("--output %s is a directory: name the file to write", output)
+		}
+		if err := dirNameErr(named); err != nil {
+			return err
 		}
 		if err := outputDirErr(e, output); err != nil {
 			return err

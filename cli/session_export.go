@@ -217,6 +217,7 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	}
 	// Refuse an existing output before any work; the exclusive create
 	// below is what guarantees it.
+	named := c.Output
 	if abs, err := filepath.Abs(c.Output); err == nil {
 		c.Output = abs // said in full: -C may have moved where it lands
 	}
@@ -229,6 +230,9 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 		return usageErr("--output %s is a directory: name the file to write", c.Output)
 	} else if err == nil {
 		return exportExistsErr(c.Output)
+	}
+	if err := dirNameErr(named); err != nil {
+		return err
 	}
 	if err := outputDirErr(e, c.Output); err != nil {
 		return err
@@ -272,6 +276,27 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	// The page is whole, each body the store could not read marked on
 	// it; but a page with holes is no good export: exit 1, as show does.
 	return unreadable(bad)
+}
+
+// dirNameErr refuses an --output, not an existing directory, whose name
+// says it is one: it ends in a separator or in /. (export and
+// export-html). filepath.Abs drops both, so "-o newdir/" was written as a
+// file named newdir; the shell's > and cp take such a name for a
+// directory. nil otherwise.
+func dirNameErr(output string) error {
+	if output == "" {
+		return nil
+	}
+	end := ""
+	switch {
+	case os.IsPathSeparator(output[len(output)-1]):
+		end = output[len(output)-1:]
+	case strings.HasSuffix(output, "/.") || strings.HasSuffix(output, string(filepath.Separator)+"."):
+		end = output[len(output)-2:]
+	default:
+		return nil
+	}
+	return usageErr("--output %s ends in %s, so it names a directory: name the file to write", output, end)
 }
 
 // outputDirErr says, before any work, what is wrong with the directory an

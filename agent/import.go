@@ -3200,6 +3200,24 @@ func (r *Rook) ExportSource(id eventlog.ID, w io.Writer) (ExportResult, error) {
 	return x, nil
 }
 
+// SourceDigest is the size and SHA-256 of a transcript file's bytes as an
+// import reads them (a .zst decompressed): what ExportSource's Bytes and
+// SHA256 are compared with, to tell whether a file holds a session's
+// bytes already.
+func (r *Rook) SourceDigest(path string) (size int64, sha string, err error) {
+	f, _, err := r.openSource(path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return n, "", err
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), nil
+}
+
 // otherFormat names the format a file's first JSON line says it is in, when
 // that is not the one being imported ("" when it fits, or cannot tell):
 // importing a Claude Code tree as Codex would turn every line into a note.

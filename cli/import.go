@@ -477,12 +477,33 @@ func (c *ExportCmd) Run(e *Env) error {
 		}
 	}
 	var x agent.ExportResult
-	compressed := false
-	if output == "" {
+	compressed, unchanged := false, false
+	if output != "" && isFileOf(e, output, m.Source.Path) {
+		// The session's own source file, still there: what its agent may
+		// be writing to. Replaced, a line it wrote since the import (in no
+		// store) was lost, and an agent appending wrote on into the file
+		// unlinked. Holding the export's bytes, it is left as it is;
+		// otherwise refused.
+		if x, err = r.ExportSource(id, io.Discard); err != nil {
+			return err
+		}
+		size, sum, err := r.SourceDigest(output)
+		if err != nil {
+			return fmt.Errorf("--output %s is the session's source file, and it cannot be read to compare it with the export (%w): writing over it might lose what it holds; choose another --output", output, err)
+		}
+		if size != x.Bytes || sum != x.SHA256 {
+			return fmt.Errorf("--output %s is the session's source file, and it changed since the import (%s now, %s exported): writing over it would lose what it holds that rook does not; `rook import` it to take in what it gained, or choose another --output",
+				output, formatBytes(size), formatBytes(x.Bytes))
+		}
+		compressed, unchanged = strings.HasSuffix(output, ".zst"), true
+	}
+	switch {
+	case unchanged: // nothing to write
+	case output == "":
 		if x, err = r.ExportSource(id, e.Stdout); err != nil {
 			return err
 		}
-	} else {
+	default:
 		// Streamed to the file: a session of GBs is never held in memory.
 		// A file named .zst is written zstd-compressed, as its name says
 		// (Codex reads a .jsonl.zst rollout so): the import kept the
@@ -524,7 +545,21 @@ func (c *ExportCmd) Run(e *Env) error {
 		}
 		tr = &t
 	}
-	return printExport(e, id, output, compressed, x, tr)
+	return printExport(e, id, output, compressed, x, tr, unchanged)
+}
+
+// isFileOf says whether output is the file at source (through links, or
+// another name of it), that file being there.
+func isFileOf(e *Env, output, source string) bool {
+	if source == "" {
+		return false
+	}
+	of, err := e.FS.Stat(output)
+	if err != nil || !of.Mode().IsRegular() {
+		return false
+	}
+	sf, err := e.FS.Stat(source)
+	return err == nil && vfs.SameFile(of, sf)
 }
 
 // exists says whether path is there (false only when it is known not
@@ -563,7 +598,9 @@ func writeOutput(e *Env, path string, write func(io.Writer) error) error {
 	return e.FS.WriteFilesAtomic(filepath.Dir(path), []vfs.NamedData{{Name: filepath.Base(path), Stream: write}}, 0o600)
 }
 
-func printExport(e *Env, id eventlog.ID, output string, compressed bool, x agent.ExportResult, tr *agent.ExportedToolResults) error {
+// unchanged: output, the session's source file, holds x's bytes already
+// and was left as it is.
+func printExport(e *Env, id eventlog.ID, output string, compressed bool, x agent.ExportResult, tr *agent.ExportedToolResults, unchanged bool) error {
 	// An export that is not exact exits 1, with --json too: a script
 	// must not take it for the source.
 	notExact := func() error {
@@ -579,9 +616,12 @@ func printExport(e *Env, id eventlog.ID, output string, compressed bool, x agent
 			// OutputZstd: the output (named .zst) is zstd-compressed by
 			// rook; bytes, sha256 and exact are of its decompression.
 			OutputZstd bool `json:"output_zstd,omitempty"`
+			// Unchanged: the output is the session's source file, which
+			// held these bytes already: nothing was written.
+			Unchanged bool `json:"unchanged,omitempty"`
 			agent.ExportResult
 			ToolResultsWritten *agent.ExportedToolResults `json:"tool_results_written,omitempty"`
-		}{id, output, compressed, x, tr}) // a failed write is Main's to tell, after notExact's verdict
+		}{id, output, compressed, unchanged, x, tr}) // a failed write is Main's to tell, after notExact's verdict
 		return notExact()
 	}
 	where := filepath.Clean(output)
@@ -600,6 +640,10 @@ func printExport(e *Env, id eventlog.ID, output string, compressed bool, x agent
 	if compressed {
 		where += ", zstd-compressed (its name ends in .zst)"
 		sha = "decompressed: sha256"
+	}
+	if unchanged {
+		fmt.Fprintf(e.Stderr, "%s, the session's source file, already holds these %d line(s), %s (%s %s), byte-exact: left as it is\n", terminalLine(where), x.Lines, formatBytes(x.Bytes), sha, x.SHA256)
+		return notExact()
 	}
 	fmt.Fprintf(e.Stderr, "wrote %d line(s), %s, to %s: %s %s, %s\n", x.Lines, formatBytes(x.Bytes), where, sha, x.SHA256, exact)
 	switch {

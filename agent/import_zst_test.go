@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"io"
 	"os"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/rookhq/rook/internal/vfs"
 )
@@ -59,5 +62,42 @@ func TestImportOfAGrownZstReadsOnlyItsTail(t *testing.T) {
 	writeZst(t, fsys, src, data) // recompressed, unchanged
 	if f := mustImport(t, r, FormatCodex, src).Files[0]; f.Status != ImportUnchanged || *f.Session != id {
 		t.Fatalf("recompressed unchanged: %+v", f)
+	}
+}
+
+// SourceDigest reads a file as an import does: a .zst decompressed, so
+// that its size and SHA-256 are ExportSource's when it holds the session's
+// bytes (export onto a session's own source file compares the two).
+func TestSourceDigestOfZstIsItsJSONL(t *testing.T) {
+	data, err := os.ReadFile(codexMainFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/codex/2026/01/02/rollout-2026-01-02T03-04-05-" + codexMainID + ".jsonl.zst"
+	writeZst(t, fsys, src, data)
+	id := *mustImport(t, r, FormatCodex, src).Files[0].Session
+	x, err := r.ExportSource(id, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, sum, err := r.SourceDigest(src)
+	if err != nil || size != x.Bytes || sum != x.SHA256 || sum != hashHex(data) {
+		t.Fatalf("SourceDigest(%s) = %d, %s, %v: want the export's %d, %s", src, size, sum, err, x.Bytes, x.SHA256)
+	}
+	plain := "/codex/plain.jsonl"
+	writeSourceFile(t, fsys, plain, data[:len(data)-1])
+	if size, sum, err := r.SourceDigest(plain); err != nil || size != int64(len(data)-1) || sum != hashHex(data[:len(data)-1]) {
+		t.Fatalf("SourceDigest(%s) = %d, %s, %v: want its own bytes", plain, size, sum, err)
+	}
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := enc.EncodeAll(data, nil)
+	writeSourceFile(t, fsys, src, z[:len(z)/2])
+	if _, _, err := r.SourceDigest(src); err == nil {
+		t.Fatal("SourceDigest of a .zst cut short: no error")
 	}
 }

@@ -645,7 +645,7 @@ func printExport(e *Env, id eventlog.ID, output string, compressed bool, x agent
 		fmt.Fprintf(e.Stderr, "%s, the session's source file, already holds these %d line(s), %s (%s %s), byte-exact: left as it is\n", terminalLine(where), x.Lines, formatBytes(x.Bytes), sha, x.SHA256)
 		return notExact()
 	}
-	fmt.Fprintf(e.Stderr, "wrote %d line(s), %s, to %s: %s %s, %s\n", x.Lines, formatBytes(x.Bytes), where, sha, x.SHA256, exact)
+	fmt.Fprintf(e.Stderr, "wrote %d line(s), %s, to %s: %s %s, %s\n", x.Lines, formatBytes(x.Bytes), terminalLine(where), sha, x.SHA256, exact)
 	switch {
 	case x.Zstd && compressed:
 		// The import kept the decompressed stream, never the file's own

@@ -272,7 +272,7 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 		// The default range stopped short of the end: say where the rest is.
 		rest = fmt.Sprintf(" (it has %d; `--from %d` exports the next ones)", total, x.Through+1)
 	}
-	fmt.Fprintf(e.Stdout, "wrote %s: %d event(s), #%d to #%d of %s%s%s\n", c.Output, len(x.Events), x.From, x.Through, id, rest, cutNote)
+	fmt.Fprintf(e.Stdout, "wrote %s: %d event(s), #%d to #%d of %s%s%s\n", terminalLine(c.Output), len(x.Events), x.From, x.Through, id, rest, cutNote)
 	// The page is whole, each body the store could not read marked on
 	// it; but a page with holes is no good export: exit 1, as show does.
 	return unreadable(bad)

@@ -347,7 +347,7 @@ func printImport(e *Env, out importJSON) {
 type ExportCmd struct {
 	Session string   `arg:"" help:"Session id, unique prefix, or 'last'."`
 	Format  string   `help:"The source format to write (claude-code or codex); it must be the one the session was imported from." placeholder:"FORMAT"`
-	Output  nonEmpty `short:"o" help:"Write to FILE (atomically) instead of standard output (-: standard output); a FILE named .zst is written zstd-compressed." placeholder:"FILE"`
+	Output  nonEmpty `short:"o" help:"Write to FILE (atomically) instead of standard output (-: standard output); a FILE named .zst is written zstd-compressed; the session's own source file, still there, is never replaced: left as it is when it holds these bytes, else refused." placeholder:"FILE"`
 	// ToolResults: Claude Code's tool-results/ files, which the import
 	// took in beside the transcript (agent.ExportToolResults).
 	ToolResults nonEmpty `name:"tool-results" help:"Also write the outputs Claude Code saved whole beside the transcript (its <session>/tool-results/ files) into DIR, made if missing." placeholder:"DIR"`

@@ -3218,6 +3218,35 @@ func (r *Rook) SourceDigest(path string) (size int64, sha string, err error) {
 	return n, hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// SessionOfFile names the newest session imported from the file at path,
+// that file being there (through links; a session's source of the same
+// name as the file it leads to): ok false when none was. Export asks it
+// before writing over a file.
+func (r *Rook) SessionOfFile(path string) (m eventlog.Meta, ok bool, err error) {
+	fi, err := r.fs.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return m, false, nil
+	}
+	base := filepath.Base(path)
+	if real, err := filepath.EvalSymlinks(path); err == nil && r.fs == vfs.OS {
+		base = filepath.Base(real)
+	}
+	ids, err := r.Log.IDs()
+	if err != nil {
+		return m, false, err
+	}
+	for _, id := range ids { // oldest first: the newest import of it wins
+		sm, err := r.Log.ReadMeta(id)
+		if err != nil || sm.Source == nil || filepath.Base(sm.Source.Path) != base {
+			continue
+		}
+		if sf, err := r.fs.Stat(sm.Source.Path); err == nil && vfs.SameFile(fi, sf) {
+			m, ok = sm, true
+		}
+	}
+	return m, ok, nil
+}
+
 // otherFormat names the format a file's first JSON line says it is in, when
 // that is not the one being imported ("" when it fits, or cannot tell):
 // importing a Claude Code tree as Codex would turn every line into a note.

@@ -347,7 +347,7 @@ func printImport(e *Env, out importJSON) {
 type ExportCmd struct {
 	Session string   `arg:"" help:"Session id, unique prefix, or 'last'."`
 	Format  string   `help:"The source format to write (claude-code or codex); it must be the one the session was imported from." placeholder:"FORMAT"`
-	Output  nonEmpty `short:"o" help:"Write to FILE (atomically) instead of standard output (-: standard output); a FILE named .zst is written zstd-compressed; the session's own source file, still there, is never replaced: left as it is when it holds these bytes, else refused." placeholder:"FILE"`
+	Output  nonEmpty `short:"o" help:"Write to FILE (atomically) instead of standard output (-: standard output); a FILE named .zst is written zstd-compressed; the session's own source file, still there, is never replaced (left as it is when it holds these bytes, else refused), nor another session's." placeholder:"FILE"`
 	// ToolResults: Claude Code's tool-results/ files, which the import
 	// took in beside the transcript (agent.ExportToolResults).
 	ToolResults nonEmpty `name:"tool-results" help:"Also write the outputs Claude Code saved whole beside the transcript (its <session>/tool-results/ files) into DIR, made if missing." placeholder:"DIR"`
@@ -496,6 +496,17 @@ func (c *ExportCmd) Run(e *Env) error {
 				output, formatBytes(size), formatBytes(x.Bytes))
 		}
 		compressed, unchanged = strings.HasSuffix(output, ".zst"), true
+	} else if output != "" {
+		// Another session's source file, still there (an id mistyped):
+		// replaced, that transcript was lost to its agent, and what it
+		// wrote since its import with it.
+		om, ok, err := r.SessionOfFile(output)
+		if err != nil {
+			return err
+		}
+		if ok && om.ID != id {
+			return fmt.Errorf("--output %s is the source file of session %s, imported from it and still there: writing this session's lines over it would replace that transcript; choose another --output", output, om.ID)
+		}
 	}
 	switch {
 	case unchanged: // nothing to write

@@ -84,9 +84,18 @@ func lostAnswer(err error) error {
 // take the body): the server never had it. It is a deadline all the same.
 var errNotSent error = notSentError{}
 
-type notSentError struct{}
+// errPartlySent is errNotSent for a request of which only a part was
+// written to a program, which was then ended (errPartWritten).
+var errPartlySent error = notSentError{partly: true}
 
-func (notSentError) Error() string { return "the request was not sent in time" }
+type notSentError struct{ partly bool }
+
+func (e notSentError) Error() string {
+	if e.partly {
+		return "the request was not sent in time: only part of it was written, and the program was ended"
+	}
+	return "the request was not sent in time"
+}
 func (notSentError) Unwrap() error { return context.DeadlineExceeded }
 
 func (f *Failure) Error() string {

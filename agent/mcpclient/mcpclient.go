@@ -603,11 +603,15 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 			return nil, &Failure{Kind: f.Kind, Status: f.Status, Err: f.Err,
 				Msg: f.Msg + ": the tool may have run; check before calling it again"}
 		}
-		if errors.Is(err, errNotSent) {
+		if errors.Is(err, errNotSent) || errors.Is(err, errPartlySent) {
 			// Its time ran out before it was written whole: the server
 			// never had the call.
+			ended := ""
+			if errors.Is(err, errPartlySent) {
+				ended = "; the program had only part of it, and rook ended it (the next connection starts it afresh)"
+			}
 			return nil, &Failure{Kind: ProtocolError, Err: context.DeadlineExceeded,
-				Msg: "the call was not sent in time (" + limit + "the server did not take it: busy, not reading, or not reached): the tool did not run; --timeout allows more"}
+				Msg: "the call was not sent in time (" + limit + "the server did not take it: busy, not reading, or not reached): the tool did not run" + ended + "; --timeout allows more"}
 		}
 		// The server was reached (it answered initialize): a call that
 		// runs out of time failed on its own, not the server. The server

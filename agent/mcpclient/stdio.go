@@ -169,7 +169,9 @@ func (t *stdioTransport) read(out *os.File) {
 		err = t.exitFailure(err)
 	}
 	t.mu.Lock()
-	t.err = err
+	if t.err == nil { // not errPartWritten, which says why it ended
+		t.err = err
+	}
 	close(t.done)
 	t.mu.Unlock()
 }
@@ -224,8 +226,27 @@ func readLine(br *bufio.Reader, max int64) ([]byte, error) {
 	}
 }
 
+// errPartWritten ends a connection on which a message was only partly
+// written (its time ran out while the program was not reading): whatever
+// was written next would be read as the rest of that line, garbage.
+var errPartWritten = &Failure{Kind: Unreachable, Msg: "the connection to the server was closed: a message to it was only partly written (the program stopped reading its input, or went away), so rook ended the program; connect again to start it afresh (each rook command does)"}
+
+// partWrittenError is a write that ran out of time (or failed) after some
+// of the message's bytes, not all, were written.
+type partWrittenError struct {
+	n, total int
+	err      error
+}
+
+func (e *partWrittenError) Error() string {
+	return fmt.Sprintf("wrote %d of the message's %d bytes: %v", e.n, e.total, e.err)
+}
+func (e *partWrittenError) Unwrap() error { return e.err }
+
 // write sends one message as a line. deadline, if not zero, bounds a write
-// the program does not read.
+// the program does not read. A write that stops part way (a
+// *partWrittenError) ends the connection: nothing more is written, and
+// the program is ended (close) in the background.
 func (t *stdioTransport) write(m *message, deadline time.Time) error {
 	b, err := json.Marshal(m) // compact: no newline inside
 	if err != nil {
@@ -234,8 +255,23 @@ func (t *stdioTransport) write(m *message, deadline time.Time) error {
 	b = append(b, '\n')
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
+	t.mu.Lock()
+	broken := t.err == errPartWritten
+	t.mu.Unlock()
+	if broken {
+		return errPartWritten
+	}
 	t.in.SetWriteDeadline(deadline)
-	_, err = t.in.Write(b)
+	n, err := t.in.Write(b)
+	if err != nil && n > 0 {
+		t.mu.Lock()
+		if t.err == nil {
+			t.err = errPartWritten
+		}
+		t.mu.Unlock()
+		go t.close()
+		return &partWrittenError{n, len(b), err}
+	}
 	return err
 }
 
@@ -256,8 +292,20 @@ func (t *stdioTransport) roundTrip(ctx context.Context, req *message, limit int6
 	}()
 	deadline, _ := ctx.Deadline()
 	if err := t.write(req, deadline); err != nil {
+		if err == errPartWritten {
+			return nil, 0, err
+		}
+		var part *partWrittenError
+		if errors.As(err, &part) && part.n == part.total-1 {
+			// All but the newline: a program that reads JSON values,
+			// not lines, may have had the whole request.
+			return nil, 0, lostAnswer(errPartWritten)
+		}
 		// Not written whole: the program never had the request.
 		if ctx.Err() == context.DeadlineExceeded || errors.Is(err, os.ErrDeadlineExceeded) {
+			if part != nil {
+				return nil, 0, errPartlySent
+			}
 			return nil, 0, errNotSent // ctx's deadline (see notify)
 		}
 		if ctx.Err() != nil {

@@ -1,0 +1,93 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A call whose time ran out while its request was only partly written to
+// a program that had stopped reading left the connection in use: the next
+// message was written right after the partial one, and the program, once
+// it read again, read one line of garbage holding both. After a partial
+// write the program is ended (its stdin closed first), and the next call
+// says the connection is closed instead of writing anything.
+func TestStdioPartialWriteEndsTheConnection(t *testing.T) {
+	dir := t.TempDir()
+	got, resume := filepath.Join(dir, "read"), filepath.Join(dir, "resume")
+	// Answers initialize, reads the initialized notification, stops
+	// reading (a large call fills the pipe, and its write runs out of
+	// time part way) until the file resume exists, then keeps all it
+	// reads until its stdin ends.
+	script := `read l; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}'; read l; while [ ! -e "$2" ]; do sleep 0.05; done; cat > "$1"`
+	o := testOptions()
+	o.Limits.CallTimeout = 2 * time.Second // time for the write to begin, on a loaded machine
+	c := connect(t, Spec{Command: "/bin/sh", Args: []string{"-c", script, "sh", got, resume}}, o)
+	st := c.tr.(*stdioTransport)
+	args := json.RawMessage(`{"q":"` + strings.Repeat("x", 4<<20) + `"}`)
+	_, err := c.Call(context.Background(), "first", args)
+	wantContains(t, wantFailure(t, err, ProtocolError).Msg, "was not sent", "the tool did not run", "only part of it")
+
+	if err := os.WriteFile(resume, nil, 0o600); err != nil { // the program reads again
+		t.Fatal(err)
+	}
+	_, err = c.Call(context.Background(), "second", nil)
+	wantContains(t, wantFailure(t, err, Unreachable).Msg, "connection to the server was closed", "only partly written")
+
+	select {
+	case <-st.exited:
+	case <-time.After(stdioGrace + time.Second):
+		t.Fatal("the program was not ended after the partial write")
+	}
+	if st.waitErr != nil {
+		t.Fatalf("the program did not end on the end of its input: %v", st.waitErr)
+	}
+	b, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), `"second"`) {
+		t.Fatalf("the second call was written after the partial first one: the program read %q", b[max(0, len(b)-200):])
+	}
+	if len(b) == 0 || strings.Contains(string(b), "\n") {
+		t.Fatalf("the program read %d bytes, want part of one line", len(b))
+	}
+}
+
+// A request written whole but for its newline may have been read whole by
+// a program that reads JSON values, not lines: the call is not said as
+// never sent. A pipe takes 65536 bytes (Linux's default) from a program
+// that reads nothing; the request here is one byte longer with its
+// newline.
+func TestStdioAllButTheNewline(t *testing.T) {
+	old := stdioGrace
+	stdioGrace = 100 * time.Millisecond    // sleep ignores the end of its input
+	t.Cleanup(func() { stdioGrace = old }) // after the program is ended
+	// The file read is made once the initialized notification is read:
+	// the pipe is empty then.
+	read := filepath.Join(t.TempDir(), "read")
+	script := `read l; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}'; read l; : > "$1"; exec sleep 20`
+	o := testOptions()
+	o.Limits.CallTimeout = 2 * time.Second // time for the write to begin, on a loaded machine
+	c := connect(t, Spec{Command: "/bin/sh", Args: []string{"-c", script, "sh", read}}, o)
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(read); err == nil {
+			break
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the program did not read the initialized notification")
+		}
+	}
+	frame := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","arguments":{"q":""}}}` + "\n"
+	args := json.RawMessage(`{"q":"` + strings.Repeat("x", 65537-len(frame)) + `"}`)
+	_, err := c.Call(context.Background(), "t", args)
+	f := wantFailure(t, err, Unreachable)
+	if strings.Contains(f.Msg, "did not run") {
+		t.Fatalf("says a request the program may have read whole did not run: %q", f.Msg)
+	}
+	wantContains(t, f.Msg, "may have run")
+}

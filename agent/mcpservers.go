@@ -75,7 +75,18 @@ type MCPTool struct {
 	// --no-read-only), so it is the user's, not the server's claim: a sync
 	// never changes it.
 	ReadOnlySet bool `json:"read_only_set,omitempty"`
+	// ReadOnlyLegacy: read-only in a state saved before rook recorded who
+	// set it (version 1, before ReadOnlySet), so it may be the user's
+	// setting as well as the claim's. It is taken as the user's: a sync
+	// does not switch it off when the claim is withdrawn (it says so,
+	// SyncReport.ReadOnlyKept), and `rook mcp set` ends it.
+	ReadOnlyLegacy bool `json:"read_only_legacy,omitempty"`
 }
+
+// mcpStateVersion is the version of the states saved now. Version 2 is
+// the first in which a read-only setting without read_only_set was made
+// by the server's claim; in version 1 it may be the user's.
+const mcpStateVersion = 2
 
 // Transport says how a server is reached.
 func (s *MCPServer) Transport() string {
@@ -256,13 +267,17 @@ type SyncReport struct {
 	// ReadOnlyOff: no longer claimed read-only, so no longer set read-only
 	// (the setting was the claim).
 	ReadOnlyOff []string `json:"read_only_off"`
+	// ReadOnlyKept: no longer claimed read-only, but kept read-only: set
+	// before rook recorded who set it (MCPTool.ReadOnlyLegacy), so taken
+	// as the user's.
+	ReadOnlyKept []string `json:"read_only_kept"`
 	// Changed: tools known before whose description, title, arguments or
 	// claims the server changed: to be read again.
 	Changed []string `json:"changed"`
 }
 
 func newSyncReport() SyncReport {
-	return SyncReport{New: []string{}, Missing: []string{}, Returned: []string{}, LeftOff: []string{}, ReadOnlyOff: []string{}, Changed: []string{}}
+	return SyncReport{New: []string{}, Missing: []string{}, Returned: []string{}, LeftOff: []string{}, ReadOnlyOff: []string{}, ReadOnlyKept: []string{}, Changed: []string{}}
 }
 
 // mergeTools applies a tool list to a server's tools. When first, every tool
@@ -300,9 +315,15 @@ func mergeTools(s *MCPServer, found []mcpclient.Tool, first bool) SyncReport {
 			// allowed. A setting the user made (even one matching the
 			// claim) is the user's and stays; a claim of read-only that
 			// comes later is not taken.
+			// One saved before rook recorded who set it may be the
+			// user's: it is kept, and said.
 			if t.ReadOnly && !t.ReadOnlySet && readOnlyClaim(t.Claims) && !readOnlyClaim(f.Annotations) {
-				t.ReadOnly = false
-				rep.ReadOnlyOff = append(rep.ReadOnlyOff, f.Name)
+				if t.ReadOnlyLegacy {
+					rep.ReadOnlyKept = append(rep.ReadOnlyKept, f.Name)
+				} else {
+					t.ReadOnly = false
+					rep.ReadOnlyOff = append(rep.ReadOnlyOff, f.Name)
+				}
 			}
 		}
 		t.Title, t.Description, t.Schema, t.Claims = f.Title, f.Description, f.InputSchema, f.Annotations
@@ -520,7 +541,7 @@ func (r *Rook) MCPAdd(ctx context.Context, o MCPAddOptions) (*MCPServer, SyncRep
 	if err := r.CheckMCPAdd(o.Spec); err != nil {
 		return nil, SyncReport{}, err
 	}
-	s := &MCPServer{V: 1, Name: name, Spec: o.Spec, MaxTools: o.MaxTools, Added: r.clock.Now().UTC(), Status: MCPOffline, Tools: []MCPTool{}}
+	s := &MCPServer{V: mcpStateVersion, Name: name, Spec: o.Spec, MaxTools: o.MaxTools, Added: r.clock.Now().UTC(), Status: MCPOffline, Tools: []MCPTool{}}
 	if s.MaxTools == 0 {
 		s.MaxTools = DefaultMaxTools
 	}
@@ -701,6 +722,7 @@ func (r *Rook) MCPSet(name, tool string, set MCPToolSettings) (*MCPServer, error
 	if set.ReadOnly != nil {
 		t.ReadOnly = *set.ReadOnly
 		t.ReadOnlySet = true
+		t.ReadOnlyLegacy = false
 	}
 	if set.Approval != nil {
 		t.Approval = *set.Approval
@@ -821,6 +843,16 @@ func (r *Rook) lastState(id eventlog.ID) (*MCPServer, error) {
 			}
 			if st.Tools == nil {
 				st.Tools = []MCPTool{}
+			}
+			if st.V < mcpStateVersion {
+				// Read-only without read_only_set: the claim's or the
+				// user's, not recorded which (ReadOnlyLegacy).
+				for i := range st.Tools {
+					if t := &st.Tools[i]; t.ReadOnly && !t.ReadOnlySet {
+						t.ReadOnlyLegacy = true
+					}
+				}
+				st.V = mcpStateVersion
 			}
 			return &st, nil
 		}

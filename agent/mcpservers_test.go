@@ -609,3 +609,80 @@ func TestMCPOfflineFirstSyncAfterFailure(t *testing.T) {
 		t.Errorf("new %q", got)
 	}
 }
+
+// TestMCPSyncOldReadOnlyKept: a read-only setting saved before rook
+// recorded who made it (a state of version 1, before read_only_set) may be
+// the user's as well as the claim's: a sync that found the claim withdrawn
+// switched it off, losing a setting the user may have made. It is taken
+// as the user's and kept, and the report names it; a setting saved since
+// still follows the claim, and `rook mcp set` makes it the user's.
+func TestMCPSyncOldReadOnlyKept(t *testing.T) {
+	fake := &fakeMCP{}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	r := testRook(t, vfs.NewMem())
+	ctx := context.Background()
+	fake.setTools("read_a", "read_b")
+	if _, _, err := r.MCPAdd(ctx, MCPAddOptions{Spec: mcpclient.Spec{Name: "srv", URL: srv.URL}, Client: mcpOpts()}); err != nil {
+		t.Fatal(err)
+	}
+	// The state as an older rook saved it: version 1, no read_only_set.
+	s, id, err := r.MCPServer("srv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.V = 1
+	old, _ := json.Marshal(s)
+	old = []byte(strings.ReplaceAll(string(old), `,"read_only_legacy":true`, ""))
+	if strings.Contains(string(old), "read_only_set") {
+		t.Fatalf("the old state names read_only_set: %s", old)
+	}
+	if _, err := r.Append(id, Entry{Kind: eventlog.KindNote, Label: StateLabel, Body: old}); err != nil {
+		t.Fatal(err)
+	}
+	fake.mu.Lock()
+	for _, tool := range fake.tools {
+		tool["annotations"] = map[string]any{"readOnlyHint": false}
+	}
+	fake.mu.Unlock()
+	s, rep, err := r.MCPSync(ctx, "srv", mcpOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolStates(s); got != "read_a:on,ro read_b:on,ro" {
+		t.Fatalf("after the claim was withdrawn: %s, want both kept read-only", got)
+	}
+	if len(rep.ReadOnlyOff) != 0 || strings.Join(rep.ReadOnlyKept, ",") != "read_a,read_b" {
+		t.Fatalf("read_only_off %q, read_only_kept %q", rep.ReadOnlyOff, rep.ReadOnlyKept)
+	}
+	if s.V != mcpStateVersion || !s.Tool("read_a").ReadOnlyLegacy || s.Tool("read_a").ReadOnlySet {
+		t.Fatalf("saved as v%d, read_a %+v", s.V, *s.Tool("read_a"))
+	}
+	// Said once: the next sync finds nothing withdrawn.
+	if _, rep, err = r.MCPSync(ctx, "srv", mcpOpts()); err != nil || len(rep.ReadOnlyKept) != 0 || len(rep.ReadOnlyOff) != 0 {
+		t.Fatalf("second sync: %+v %v", rep, err)
+	}
+	// The user's word ends the doubt.
+	no := false
+	if s, err = r.MCPSet("srv", "read_a", MCPToolSettings{ReadOnly: &no}); err != nil {
+		t.Fatal(err)
+	}
+	if a := s.Tool("read_a"); a.ReadOnly || !a.ReadOnlySet || a.ReadOnlyLegacy {
+		t.Fatalf("after set --no-read-only: %+v", *a)
+	}
+	// A setting saved by this version, from the claim, follows the claim.
+	fake.setTools("read_a", "read_b", "read_c")
+	if _, _, err = r.MCPSync(ctx, "srv", mcpOpts()); err != nil {
+		t.Fatal(err)
+	}
+	fake.mu.Lock()
+	fake.tools[2]["annotations"] = map[string]any{"readOnlyHint": false}
+	fake.mu.Unlock()
+	s, rep, err = r.MCPSync(ctx, "srv", mcpOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Tool("read_c"); c.ReadOnly || strings.Join(rep.ReadOnlyOff, ",") != "read_c" {
+		t.Fatalf("read_c %+v, read_only_off %q", *c, rep.ReadOnlyOff)
+	}
+}

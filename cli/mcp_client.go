@@ -337,6 +337,9 @@ func printServerChange(e *Env, what string, s *agent.MCPServer, rep agent.SyncRe
 	if len(rep.ReadOnlyOff) > 0 {
 		fmt.Fprintf(w, "no longer claimed read-only by the server, so no longer set read-only: %s (`rook mcp set %s TOOL --read-only` if you know better)\n", list(rep.ReadOnlyOff), s.Name)
 	}
+	if len(rep.ReadOnlyKept) > 0 {
+		fmt.Fprintf(w, "no longer claimed read-only by the server, but kept read-only: %s (saved by an older rook, which did not record whether you or the claim set it, so taken as yours: `rook mcp set %s TOOL --no-read-only` if it may change things, `--read-only` to keep it)\n", list(rep.ReadOnlyKept), s.Name)
+	}
 	if len(rep.Changed) > 0 {
 		fmt.Fprintf(w, "changed by the server (description, arguments or claims): %s (`rook mcp tools %s` shows what they say now)\n", list(rep.Changed), s.Name)
 	}
@@ -431,6 +434,9 @@ func (c *McpToolsCmd) Run(e *Env) error {
 		fmt.Fprintf(e.Stdout, "\n%s%s%s\n", cleanLine(t.Name), title, missingNote(t))
 		fmt.Fprintf(e.Stdout, "  settings: %s, %s, %s\n", onOff(t.On, "on", "off"), onOff(t.ReadOnly, "read-only", "may change things"), onOff(t.Approval, "asks for approval", "runs without asking"))
 		fmt.Fprintf(e.Stdout, "  the server claims: %s\n", claims(t.Claims))
+		if t.ReadOnly && t.ReadOnlyLegacy && (t.Claims.ReadOnlyHint == nil || !*t.Claims.ReadOnlyHint) {
+			fmt.Fprintf(e.Stdout, "  read-only was saved by an older rook, which did not record whether you or the claim set it, so it is kept as yours, but the server no longer claims it: `rook mcp set %s %s --no-read-only` if it may change things, `--read-only` to keep it\n", s.Name, cleanLine(t.Name))
+		}
 		if params := schemaSummary(t.Schema); params != "" {
 			fmt.Fprintf(e.Stdout, "  arguments: %s\n", params)
 		}

@@ -964,8 +964,9 @@ func RunMCPCall(ctx context.Context, p *MCPCallPlan, o mcpclient.Options) (*mcpc
 // RecordMCPCall records a call made and its result (or its failure,
 // cerr) as events of the server's session, and the server's status as
 // the call found it: a failure to reach it or to be let in changes it; a
-// tool's own error (a JSON-RPC error, an isError result) says nothing
-// about the server. The status goes on the server's state as it is now,
+// tool's own error (a JSON-RPC error, an isError result, a timeout) says
+// nothing about the server, but shows it was reached: a server marked
+// unreachable or refusing the credential is ok again. The status goes on the server's state as it is now,
 // not as it was when the call was planned: a change made meanwhile
 // (`rook mcp set`, `limit`) is kept.
 func (r *Rook) RecordMCPCall(p *MCPCallPlan, res *mcpclient.Result, cerr error) error {
@@ -994,6 +995,11 @@ func (r *Rook) RecordMCPCall(p *MCPCallPlan, res *mcpclient.Result, cerr error) 
 		status, lastErr = MCPOK, ""
 	case st == MCPUnreachable || st == MCPNeedsCredential || st == MCPNeedsOAuth:
 		status, lastErr = st, cerr.Error()
+	case MCPCallSent(cerr) && (s.Status == MCPUnreachable || s.Status == MCPNeedsCredential || s.Status == MCPNeedsOAuth):
+		// The server answered the handshake, with the credential it
+		// was given, and the call failed on its own (the tool's
+		// error, its time ran out): it is reachable, and let in.
+		status, lastErr = MCPOK, ""
 	}
 	if status != s.Status || lastErr != s.LastError {
 		s.Status, s.LastError = status, lastErr

@@ -705,6 +705,9 @@ func (r *Rook) MCPSet(name, tool string, set MCPToolSettings) (*MCPServer, error
 		return nil, err
 	}
 	t := s.Tool(tool)
+	if t == nil && s.LastSync.IsZero() {
+		return nil, errors.New(neverRead(name, tool))
+	}
 	if t == nil {
 		return nil, fmt.Errorf("server %s has no tool %q: `rook mcp tools %s` lists them", name, tool, name)
 	}
@@ -728,6 +731,12 @@ func (r *Rook) MCPSet(name, tool string, set MCPToolSettings) (*MCPServer, error
 		t.Approval = *set.Approval
 	}
 	return s, r.saveState(id, s)
+}
+
+// neverRead says a server whose tools were never read (added --offline,
+// not synced since) has no tool of that name yet: not as if it had none.
+func neverRead(name, tool string) string {
+	return fmt.Sprintf("server %s has no tool %q yet: its tools were never read (`rook mcp sync %s` reads them)", name, tool, name)
 }
 
 // MCPLimit sets how many tools of a server may be on at once. Lowering it
@@ -931,6 +940,8 @@ func (r *Rook) PlanMCPCall(name, tool string, args json.RawMessage, o MCPCallOpt
 	}
 	t := s.Tool(tool)
 	switch {
+	case t == nil && s.LastSync.IsZero():
+		return nil, fmt.Errorf("%w: %s", ErrRefused, neverRead(name, tool))
 	case t == nil:
 		return nil, fmt.Errorf("%w: server %s has no tool %q (`rook mcp tools %s`)", ErrRefused, name, tool, name)
 	case t.Missing:

@@ -76,7 +76,7 @@ type McpCallCmd struct {
 	Args     string        `arg:"" optional:"" help:"The arguments, a JSON object (default {})." placeholder:"JSON"`
 	Yes      bool          `help:"Approve a tool that asks for approval, without asking."`
 	ReadOnly bool          `name:"read-only" help:"Refuse the call unless the tool is set read-only."`
-	Timeout  time.Duration `help:"How long the call may take." default:"60s"`
+	Timeout  time.Duration `help:"How long the call may take, the server's start and handshake included." default:"60s"`
 }
 
 // McpRmCmd is `rook mcp rm`.
@@ -681,7 +681,11 @@ func (c *McpCallCmd) Run(e *Env) error {
 		return err
 	}
 	co, err = clientOptions(r, e, c.Timeout)
+	var handshake time.Duration // the handshake's own bound, when --timeout cut it
 	if err == nil {
+		if full, ferr := clientOptions(r, e, 0); ferr == nil && full.Limits.ConnectTimeout > co.Limits.ConnectTimeout {
+			handshake = full.Limits.ConnectTimeout
+		}
 		plan, err = r.PlanMCPCall(c.Name, c.Tool, args, o)
 	}
 	r.Close()
@@ -691,6 +695,12 @@ func (c *McpCallCmd) Run(e *Env) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout+5*time.Second)
 	res, cerr := agent.RunMCPCall(ctx, plan, co)
 	cancel()
+	if handshake > 0 && cerr != nil && !agent.MCPCallSent(cerr) && mcpclient.KindOf(cerr) == mcpclient.Unreachable && errors.Is(cerr, context.DeadlineExceeded) {
+		// The time that ran out was the user's, shorter than the
+		// handshake may take: not a sign the server is unreachable (it
+		// may be slow to start), and its status is left as it was.
+		cerr = fmt.Errorf("the server did not complete the handshake within %v, all --timeout allows (the handshake alone may take %v, config.toml's [mcp.discovery] connect_timeout): the tool did not run; a longer --timeout lets a slow server start", c.Timeout, handshake)
+	}
 	// The call is made: recording it waits for the writer lock at least
 	// recordLockWait, whatever --lock-wait says. Failing at once (a
 	// capture holding the lock for a moment) lost the record of a tool

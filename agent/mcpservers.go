@@ -313,10 +313,10 @@ func mergeTools(s *MCPServer, found []mcpclient.Tool, first bool) SyncReport {
 			// tool now writes, or the server claims nothing), or a tool
 			// the server says writes would run where only reading is
 			// allowed. A setting the user made (even one matching the
-			// claim) is the user's and stays; a claim of read-only that
-			// comes later is not taken.
-			// One saved before rook recorded who set it may be the
-			// user's: it is kept, and said.
+			// claim) is the user's and stays, and so does one saved
+			// before rook recorded who set it (ReadOnlyLegacy), which
+			// may be the user's: kept, and said. A claim of read-only
+			// that comes later is not taken.
 			if t.ReadOnly && !t.ReadOnlySet && readOnlyClaim(t.Claims) && !readOnlyClaim(f.Annotations) {
 				if t.ReadOnlyLegacy {
 					rep.ReadOnlyKept = append(rep.ReadOnlyKept, f.Name)
@@ -977,9 +977,9 @@ func RunMCPCall(ctx context.Context, p *MCPCallPlan, o mcpclient.Options) (*mcpc
 // the call found it: a failure to reach it or to be let in changes it; a
 // tool's own error (a JSON-RPC error, an isError result, a timeout) says
 // nothing about the server, but shows it was reached: a server marked
-// unreachable or refusing the credential is ok again. The status goes on the server's state as it is now,
-// not as it was when the call was planned: a change made meanwhile
-// (`rook mcp set`, `limit`) is kept.
+// unreachable or refusing the credential is ok again. The status goes on
+// the server's state as it is now, not as it was when the call was
+// planned: a change made meanwhile (`rook mcp set`, `limit`) is kept.
 func (r *Rook) RecordMCPCall(p *MCPCallPlan, res *mcpclient.Result, cerr error) error {
 	name, tool := p.Server.Name, p.Tool
 	callBody, _ := json.Marshal(map[string]any{"server": name, "tool": tool, "arguments": p.Args})

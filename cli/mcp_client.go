@@ -435,7 +435,7 @@ func (c *McpToolsCmd) Run(e *Env) error {
 		fmt.Fprintf(e.Stdout, "  settings: %s, %s, %s\n", onOff(t.On, "on", "off"), onOff(t.ReadOnly, "read-only", "may change things"), onOff(t.Approval, "asks for approval", "runs without asking"))
 		fmt.Fprintf(e.Stdout, "  the server claims: %s\n", claims(t.Claims))
 		if t.ReadOnly && t.ReadOnlyLegacy && (t.Claims.ReadOnlyHint == nil || !*t.Claims.ReadOnlyHint) {
-			fmt.Fprintf(e.Stdout, "  read-only was saved by an older rook, which did not record whether you or the claim set it, so it is kept as yours, but the server no longer claims it: `rook mcp set %s %s --no-read-only` if it may change things, `--read-only` to keep it\n", s.Name, cleanLine(t.Name))
+			fmt.Fprintf(e.Stdout, "  read-only was saved by an older rook, which did not record whether you or the claim set it, so it is kept as yours, but the server does not claim it: `rook mcp set %s %s --no-read-only` if it may change things, `--read-only` to keep it\n", s.Name, cleanLine(t.Name))
 		}
 		if params := schemaSummary(t.Schema); params != "" {
 			fmt.Fprintf(e.Stdout, "  arguments: %s\n", params)

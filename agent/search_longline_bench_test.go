@@ -2,7 +2,9 @@ package agent
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // BenchmarkLongLineDense scores a 4 MiB line written in 32 KiB pieces
@@ -52,4 +54,32 @@ func TestLongLineAllocsDoNotGrowWithMatches(t *testing.T) {
 		t.Fatalf("a line of 1 MiB made %.0f allocations, one of 4 MiB %.0f: they grow with the matches", small, big)
 	}
 	t.Logf("1 MiB: %.0f allocations, 4 MiB: %.0f", small, big)
+}
+
+// Each slot of longLine's runs, live or past the end for a new run to
+// reuse, keeps a buf of its own: two sharing one would write each
+// other's word (runs are swapped, not copied, when the dead are dropped).
+func TestLongLineRunsKeepBufsOfTheirOwn(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := []string{"mix", "mix ", " ", "the ", "of ", "a ", "test", "tes", "mixer", "_", "é"}
+	for range 2000 {
+		var line []byte
+		for range 10 + rng.IntN(200) {
+			line = append(line, words[rng.IntN(len(words))]...)
+		}
+		l := newLongLine([][]byte{[]byte("mix"), []byte("test")})
+		for p := line; len(p) > 0; {
+			k := min(len(p), 1+rng.IntN(8))
+			l.write(p[:k])
+			p = p[k:]
+			all := l.runs[:cap(l.runs)]
+			for i := range all {
+				for j := range i {
+					if cap(all[i].buf) > 0 && unsafe.SliceData(all[i].buf) == unsafe.SliceData(all[j].buf) {
+						t.Fatalf("%q: runs %d and %d of %d (%d live) share a buf", line, j, i, len(all), len(l.runs))
+					}
+				}
+			}
+		}
+	}
 }

@@ -464,6 +464,9 @@ type rolloutFile struct {
 	// overwritten: a patch wrote it whole (Add File) over content the
 	// rollout does not hold.
 	overwritten bool
+	// whole: patches when the body last became one change (a deletion, an
+	// Add File): the hunks of later patches only are in turn.
+	whole int
 }
 
 // rolloutDiff is Diff for an imported Codex session with no captures:
@@ -540,6 +543,12 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 	sort.Strings(paths)
 	for _, p := range paths {
 		f := files[p]
+		if f.status == "modified" && f.body.Len() == 0 && f.noBody == "" && f.movedFrom == "" {
+			// Written back as it was before the session (deleted, then
+			// added again the same): no change.
+			d.Unchanged++
+			continue
+		}
 		whole := f.status == "added" && f.isKnown && f.patches > 1
 		if whole {
 			// Added whole, and each patch since applied to it: the file
@@ -554,7 +563,7 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 			}
 		}
 		fc := FileChange{Path: f.path, Status: f.status, Added: f.added, Removed: f.removed, MovedFrom: f.movedFrom,
-			NoLineNumbers: f.noLineNumbers, Patches: f.patches, InTurn: f.patches > 1 && !whole && f.noBody == "",
+			NoLineNumbers: f.noLineNumbers, Patches: f.patches, InTurn: f.patches > max(1, f.whole) && !whole && f.noBody == "",
 			Outside: codexOutside(f.path), Overwritten: f.overwritten}
 		if fc.Outside {
 			fc.PatchPath = codexPatchName(ws, f.path)
@@ -751,6 +760,7 @@ func codexAdded(files map[string]*rolloutFile, p string, content []byte, color b
 			files[p] = f
 		}
 		f.patches++
+		f.whole = f.patches
 		f.known, f.isKnown = nil, bytes.HasSuffix(content, []byte("\n")) || len(content) == 0
 		for _, l := range lines {
 			f.known = append(f.known, strings.TrimSuffix(l, "\n"))
@@ -764,6 +774,7 @@ func codexAdded(files map[string]*rolloutFile, p string, content []byte, color b
 		// as git would show it.
 		f.body.Reset()
 		f.added, f.removed, f.noLineNumbers, f.isKnown = 0, 0, false, false
+		f.whole = f.patches
 		changes := diffLines(f.before, lines)
 		for _, c := range changes {
 			f.added, f.removed = f.added+c.n2, f.removed+c.n1
@@ -800,6 +811,7 @@ func codexRemoved(files map[string]*rolloutFile, p string, old []byte, color boo
 		files[f.path] = f
 	}
 	f.status, f.patches, f.isKnown, f.overwritten = "removed", f.patches+1, false, false
+	f.whole = f.patches
 	f.body.Reset()
 	f.added, f.removed, f.noLineNumbers, f.noBody = 0, 0, false, ""
 	if old == nil && !f.hasBefore {

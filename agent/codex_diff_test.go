@@ -492,3 +492,39 @@ func TestCodexMovedOutside(t *testing.T) {
 		t.Errorf("section has a double slash:\n%s", sec)
 	}
 }
+
+// A file deleted with its content and added again: the same content is
+// no change (counted unchanged, no empty section git apply rejects), a
+// new content one modification, never hunks "in turn".
+func TestRolloutDiffDeletedThenAddedAgain(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	del := func(id, p string) codexItem {
+		return codexItem{"event_msg", `{"type":"patch_apply_end","call_id":"` + id + `","success":true,"changes":{"/home/dev/app/` + p + `":{"type":"delete","content":"a=1\nb=2\n"}}}`}
+	}
+	add := func(id, p, content string) codexItem {
+		return codexItem{"event_msg", `{"type":"patch_apply_end","call_id":"` + id + `","success":true,"changes":{"/home/dev/app/` + p + `":{"type":"add","content":"` + content + `"}}}`}
+	}
+	items := []codexItem{
+		codexMetaItem(codexPID, ""),
+		del("c1", "same.txt"), add("c2", "same.txt", `a=1\nb=2\n`),
+		del("c3", "new.txt"), add("c4", "new.txt", `a=1\nb=3\n`),
+	}
+	path := fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID)
+	writeSource(t, fsys, path, codexStamped(items, 10, 0), "")
+	rep := mustImport(t, r, FormatCodex, "/c")
+	var out bytes.Buffer
+	d, err := r.Diff(*fileByPath(t, rep, path).Session, &out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Files) != 1 || d.Files[0].Path != "new.txt" || d.Unchanged != 1 {
+		t.Fatalf("files %+v unchanged %d, want new.txt alone, same.txt unchanged\n%s", d.Files, d.Unchanged, out.String())
+	}
+	if f := d.Files[0]; f.Status != "modified" || f.InTurn || f.Added != 1 || f.Removed != 1 {
+		t.Fatalf("new.txt %+v, want modified +1 -1, not in turn", f)
+	}
+	if strings.Contains(out.String(), "same.txt") {
+		t.Fatalf("patch names same.txt:\n%s", out.String())
+	}
+}

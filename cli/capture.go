@@ -141,7 +141,11 @@ func (c *DiffCmd) Run(e *Env) error {
 		}
 	}
 	for _, f := range d.Files {
-		if f.Outside {
+		switch {
+		case f.Outside && d.Root == "":
+			fmt.Fprintf(e.Stderr, "rook: note: %s: the rollout names no workspace, so the patch names it %s, which git apply refuses\n",
+				terminalLine(f.Path), terminalLine(f.PatchPath))
+		case f.Outside:
 			fmt.Fprintf(e.Stderr, "rook: note: %s is outside the workspace %s: the patch names it %s, from the workspace, which git apply refuses\n",
 				terminalLine(f.Path), terminalLine(d.Root), terminalLine(f.PatchPath))
 		}

@@ -243,11 +243,16 @@ func fromTranscript(n int, what string) string {
 // nothingChanged says why a diff is empty; source is set for an imported
 // session, whose captures can only come from its agent's own backups.
 func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
+	back := ""
+	if d.Patches != nil && d.Unchanged > 0 {
+		// (files deleted, then added back as they were)
+		back = fmt.Sprintf("; the %d file(s) they deleted they wrote back as they were", d.Unchanged)
+	}
 	switch {
 	case d.Patches != nil && d.Patches.Applied > 0 && len(d.Patches.Notes) > 0:
-		return "this session's applied patches leave nothing to show: the files they added they deleted, or what they changed is left out, as the notes say"
+		return "this session's applied patches leave nothing to show: the files they added they deleted, or what they changed is left out, as the notes say" + back
 	case d.Patches != nil && d.Patches.Applied > 0:
-		return "this session's patches changed nothing in the end (the files they added they deleted)"
+		return "this session's patches changed nothing in the end (the files they added they deleted" + back + ")"
 	case d.Patches != nil && d.Patches.Failed+d.Patches.Unconfirmed+d.Patches.Unread == 0:
 		return "this session's transcript was imported from Codex, whose transcripts keep no copies of files, and its rollout holds no apply_patch call, so it has nothing to compare"
 	case d.Patches != nil:

@@ -11,17 +11,20 @@ import (
 // applied but whose changes do not read are not files added and deleted.
 func TestNothingChangedCodexPatches(t *testing.T) {
 	for _, tc := range []struct {
-		p       agent.RolloutPatches
-		want    string
-		wantNot string
+		p         agent.RolloutPatches
+		unchanged int
+		want      string
+		wantNot   string
 	}{
-		{agent.RolloutPatches{Applied: 2}, "the files they added they deleted", ""},
-		{agent.RolloutPatches{Applied: 1, Notes: []string{"the patch_apply_end of the patch of event #3: the change of a does not read: left out"}}, "as the notes say", "changed nothing in the end"},
-		{agent.RolloutPatches{}, "holds no apply_patch call", ""},
-		{agent.RolloutPatches{Unread: 1, Notes: []string{"n"}}, "1 applied but not read", ""},
+		{agent.RolloutPatches{Applied: 2}, 0, "the files they added they deleted", "wrote back"},
+		// a file deleted, then added back as it was
+		{agent.RolloutPatches{Applied: 2}, 1, "1 file(s) they deleted they wrote back as they were", ""},
+		{agent.RolloutPatches{Applied: 1, Notes: []string{"the patch_apply_end of the patch of event #3: the change of a does not read: left out"}}, 0, "as the notes say", "changed nothing in the end"},
+		{agent.RolloutPatches{}, 0, "holds no apply_patch call", ""},
+		{agent.RolloutPatches{Unread: 1, Notes: []string{"n"}}, 0, "1 applied but not read", ""},
 	} {
 		p := tc.p
-		got := nothingChanged(agent.SessionDiff{Patches: &p}, nil)
+		got := nothingChanged(agent.SessionDiff{Patches: &p, Unchanged: tc.unchanged}, nil)
 		if !strings.Contains(got, tc.want) || tc.wantNot != "" && strings.Contains(got, tc.wantNot) {
 			t.Errorf("%+v: %q, want %q and not %q", tc.p, got, tc.want, tc.wantNot)
 		}

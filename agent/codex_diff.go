@@ -785,6 +785,9 @@ func codexAdded(files map[string]*rolloutFile, p string, content []byte, color b
 		// Written over a file the session had changed (or deleted): Codex
 		// overwrites it, and what it held before is not in the rollout.
 		f.noLineNumbers, f.isKnown, f.overwritten = true, false, true
+		if f.body.Len() == 0 {
+			f.whole = f.patches // (after a deletion whose content is not known)
+		}
 		f.body.WriteString(codexFrag("?,?", hunkRange(1, len(lines)), color))
 	}
 	writeContentLines(&f.body, '+', lines, color)

@@ -495,7 +495,8 @@ func TestCodexMovedOutside(t *testing.T) {
 
 // A file deleted with its content and added again: the same content is
 // no change (counted unchanged, no empty section git apply rejects), a
-// new content one modification, never hunks "in turn".
+// new content one modification, never hunks "in turn"; one deleted with
+// no content, then added, one hunk over content not known, not in turn.
 func TestRolloutDiffDeletedThenAddedAgain(t *testing.T) {
 	fsys := vfs.NewMem()
 	r := testRook(t, fsys)
@@ -509,6 +510,9 @@ func TestRolloutDiffDeletedThenAddedAgain(t *testing.T) {
 		codexMetaItem(codexPID, ""),
 		del("c1", "same.txt"), add("c2", "same.txt", `a=1\nb=2\n`),
 		del("c3", "new.txt"), add("c4", "new.txt", `a=1\nb=3\n`),
+		// deleted with no content, then added: one hunk, over content not known
+		{"event_msg", `{"type":"patch_apply_end","call_id":"c5","success":true,"changes":{"/home/dev/app/unknown.txt":{"type":"delete"}}}`},
+		add("c6", "unknown.txt", `x\n`),
 	}
 	path := fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID)
 	writeSource(t, fsys, path, codexStamped(items, 10, 0), "")
@@ -518,11 +522,14 @@ func TestRolloutDiffDeletedThenAddedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.Files) != 1 || d.Files[0].Path != "new.txt" || d.Unchanged != 1 {
-		t.Fatalf("files %+v unchanged %d, want new.txt alone, same.txt unchanged\n%s", d.Files, d.Unchanged, out.String())
+	if len(d.Files) != 2 || d.Files[0].Path != "new.txt" || d.Files[1].Path != "unknown.txt" || d.Unchanged != 1 {
+		t.Fatalf("files %+v unchanged %d, want new.txt and unknown.txt, same.txt unchanged\n%s", d.Files, d.Unchanged, out.String())
 	}
 	if f := d.Files[0]; f.Status != "modified" || f.InTurn || f.Added != 1 || f.Removed != 1 {
 		t.Fatalf("new.txt %+v, want modified +1 -1, not in turn", f)
+	}
+	if f := d.Files[1]; f.Status != "modified" || f.InTurn || !f.Overwritten || f.Added != 1 || f.Removed != 0 {
+		t.Fatalf("unknown.txt %+v, want modified +1 -0, overwritten, not in turn", f)
 	}
 	if strings.Contains(out.String(), "same.txt") {
 		t.Fatalf("patch names same.txt:\n%s", out.String())

@@ -57,3 +57,21 @@ func TestStdioPartialWriteEndsTheConnection(t *testing.T) {
 		t.Fatalf("the program read %d bytes, want part of one line", len(b))
 	}
 }
+
+// A program that exits part way through reading a request (it crashed,
+// or refuses a line so long) makes the write fail, not run out of time:
+// the call says why the program ended (its exit, the end of its stderr),
+// not that rook ended it, which it did not.
+func TestStdioPartWrittenToAProgramThatExits(t *testing.T) {
+	script := `read l; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}'; read l; head -c 1000 >/dev/null; echo "boom: the line is too long" >&2; exit 3`
+	o := testOptions()
+	o.Limits.CallTimeout = 10 * time.Second
+	c := connect(t, Spec{Command: "/bin/sh", Args: []string{"-c", script}}, o)
+	args := json.RawMessage(`{"q":"` + strings.Repeat("x", 4<<20) + `"}`)
+	_, err := c.Call(context.Background(), "t", args)
+	f := wantFailure(t, err, Unreachable)
+	if strings.Contains(f.Msg, "rook ended") {
+		t.Fatalf("says rook ended a program that exited on its own: %q", f.Msg)
+	}
+	wantContains(t, f.Msg, "exit status 3", "boom: the line is too long")
+}

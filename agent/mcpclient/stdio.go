@@ -231,8 +231,8 @@ func readLine(br *bufio.Reader, max int64) ([]byte, error) {
 // was written next would be read as the rest of that line, garbage.
 var errPartWritten = &Failure{Kind: Unreachable, Msg: "the connection to the server was closed: a message to it was only partly written (the program stopped reading its input, or went away), so rook ended the program; connect again to start it afresh (each rook command does)"}
 
-// partWrittenError is a write that ran out of time (or failed) after some
-// of the message's bytes, not all, were written.
+// partWrittenError is a write that ran out of time after some of the
+// message's bytes, not all, were written.
 type partWrittenError struct {
 	n, total int
 	err      error
@@ -244,7 +244,7 @@ func (e *partWrittenError) Error() string {
 func (e *partWrittenError) Unwrap() error { return e.err }
 
 // write sends one message as a line. deadline, if not zero, bounds a write
-// the program does not read. A write that stops part way (a
+// the program does not read. A write whose time runs out part way (a
 // *partWrittenError) ends the connection: nothing more is written, and
 // the program is ended (close) in the background.
 func (t *stdioTransport) write(m *message, deadline time.Time) error {
@@ -263,7 +263,10 @@ func (t *stdioTransport) write(m *message, deadline time.Time) error {
 	}
 	t.in.SetWriteDeadline(deadline)
 	n, err := t.in.Write(b)
-	if err != nil && n > 0 {
+	// Only a write whose time ran out: one that failed (the program
+	// exited, or closed its input, part way) goes on as any failed
+	// write, said with why the program ended, which rook did not do.
+	if err != nil && n > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
 		t.mu.Lock()
 		if t.err == nil {
 			t.err = errPartWritten

@@ -699,7 +699,7 @@ func (c *McpCallCmd) Run(e *Env) error {
 		// The time that ran out was the user's, shorter than the
 		// handshake may take: not a sign the server is unreachable (it
 		// may be slow to start), and its status is left as it was.
-		cerr = fmt.Errorf("the server did not complete the handshake within %v, all --timeout allows (the handshake alone may take %v, config.toml's [mcp.discovery] connect_timeout): the tool did not run; a longer --timeout lets a slow server start", c.Timeout, handshake)
+		cerr = fmt.Errorf("server %s did not complete the handshake within %v, all --timeout allows (the handshake alone may take %v, config.toml's [mcp.discovery] connect_timeout): the tool did not run; a longer --timeout lets a slow server start", c.Name, c.Timeout, handshake)
 	}
 	// The call is made: recording it waits for the writer lock at least
 	// recordLockWait, whatever --lock-wait says. Failing at once (a

@@ -265,11 +265,12 @@ type SyncReport struct {
 	Returned []string `json:"returned"` // back, with their settings
 	LeftOff  []string `json:"left_off"` // left off (or switched off): past the limit of tools on
 	// ReadOnlyOff: no longer claimed read-only, so no longer set read-only
-	// (the setting was the claim).
+	// (the setting was the claim; or, saved by an older rook, it may have
+	// been the user's, but the server now says the tool writes).
 	ReadOnlyOff []string `json:"read_only_off"`
 	// ReadOnlyKept: no longer claimed read-only, but kept read-only: set
 	// before rook recorded who set it (MCPTool.ReadOnlyLegacy), so taken
-	// as the user's.
+	// as the user's, the server not saying the tool writes.
 	ReadOnlyKept []string `json:"read_only_kept"`
 	// Changed: tools known before whose description, title, arguments or
 	// claims the server changed: to be read again.
@@ -315,13 +316,17 @@ func mergeTools(s *MCPServer, found []mcpclient.Tool, first bool) SyncReport {
 			// allowed. A setting the user made (even one matching the
 			// claim) is the user's and stays, and so does one saved
 			// before rook recorded who set it (ReadOnlyLegacy), which
-			// may be the user's: kept, and said. A claim of read-only
-			// that comes later is not taken.
+			// may be the user's, is kept and said while the server only
+			// stops claiming read-only; when it says the tool writes
+			// (readOnlyHint false, or destructive), it goes off as the
+			// claim's would: in doubt, a tool that says it changes
+			// things never runs where only reading is allowed. A claim
+			// of read-only that comes later is not taken.
 			if t.ReadOnly && !t.ReadOnlySet && readOnlyClaim(t.Claims) && !readOnlyClaim(f.Annotations) {
-				if t.ReadOnlyLegacy {
+				if t.ReadOnlyLegacy && !writesClaim(f.Annotations) {
 					rep.ReadOnlyKept = append(rep.ReadOnlyKept, f.Name)
 				} else {
-					t.ReadOnly = false
+					t.ReadOnly, t.ReadOnlyLegacy = false, false
 					rep.ReadOnlyOff = append(rep.ReadOnlyOff, f.Name)
 				}
 			}
@@ -367,6 +372,12 @@ func mergeTools(s *MCPServer, found []mcpclient.Tool, first bool) SyncReport {
 }
 
 func readOnlyClaim(a mcpclient.Annotations) bool { return a.ReadOnlyHint != nil && *a.ReadOnlyHint }
+
+// writesClaim says whether a server claims a tool changes things: not
+// read-only (readOnlyHint false) or destructive.
+func writesClaim(a mcpclient.Annotations) bool {
+	return (a.ReadOnlyHint != nil && !*a.ReadOnlyHint) || (a.DestructiveHint != nil && *a.DestructiveHint)
+}
 
 // toolChanged says whether the server changed what it says of a tool
 // known before: its title, description, arguments or claims. Compared as

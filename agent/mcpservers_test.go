@@ -640,35 +640,38 @@ func TestMCPSyncOldReadOnlyKept(t *testing.T) {
 	if _, err := r.Append(id, Entry{Kind: eventlog.KindNote, Label: StateLabel, Body: old}); err != nil {
 		t.Fatal(err)
 	}
+	// read_a: the server now says it writes; read_b: it claims nothing.
+	// A tool that says it writes does not keep a setting that may have
+	// been only the claim: in doubt, it does not run where only reading
+	// is allowed.
 	fake.mu.Lock()
-	for _, tool := range fake.tools {
-		tool["annotations"] = map[string]any{"readOnlyHint": false}
-	}
+	fake.tools[0]["annotations"] = map[string]any{"readOnlyHint": false}
+	delete(fake.tools[1], "annotations")
 	fake.mu.Unlock()
 	s, rep, err := r.MCPSync(ctx, "srv", mcpOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := toolStates(s); got != "read_a:on,ro read_b:on,ro" {
-		t.Fatalf("after the claim was withdrawn: %s, want both kept read-only", got)
+	if got := toolStates(s); got != "read_a:on read_b:on,ro" {
+		t.Fatalf("after the claims were withdrawn: %s, want read_a off read-only, read_b kept", got)
 	}
-	if len(rep.ReadOnlyOff) != 0 || strings.Join(rep.ReadOnlyKept, ",") != "read_a,read_b" {
+	if strings.Join(rep.ReadOnlyOff, ",") != "read_a" || strings.Join(rep.ReadOnlyKept, ",") != "read_b" {
 		t.Fatalf("read_only_off %q, read_only_kept %q", rep.ReadOnlyOff, rep.ReadOnlyKept)
 	}
-	if s.V != mcpStateVersion || !s.Tool("read_a").ReadOnlyLegacy || s.Tool("read_a").ReadOnlySet {
-		t.Fatalf("saved as v%d, read_a %+v", s.V, *s.Tool("read_a"))
+	if s.V != mcpStateVersion || !s.Tool("read_b").ReadOnlyLegacy || s.Tool("read_b").ReadOnlySet || s.Tool("read_a").ReadOnlyLegacy {
+		t.Fatalf("saved as v%d, read_a %+v, read_b %+v", s.V, *s.Tool("read_a"), *s.Tool("read_b"))
 	}
 	// Said once: the next sync finds nothing withdrawn.
 	if _, rep, err = r.MCPSync(ctx, "srv", mcpOpts()); err != nil || len(rep.ReadOnlyKept) != 0 || len(rep.ReadOnlyOff) != 0 {
 		t.Fatalf("second sync: %+v %v", rep, err)
 	}
 	// The user's word ends the doubt.
-	no := false
-	if s, err = r.MCPSet("srv", "read_a", MCPToolSettings{ReadOnly: &no}); err != nil {
+	yes := true
+	if s, err = r.MCPSet("srv", "read_b", MCPToolSettings{ReadOnly: &yes}); err != nil {
 		t.Fatal(err)
 	}
-	if a := s.Tool("read_a"); a.ReadOnly || !a.ReadOnlySet || a.ReadOnlyLegacy {
-		t.Fatalf("after set --no-read-only: %+v", *a)
+	if b := s.Tool("read_b"); !b.ReadOnly || !b.ReadOnlySet || b.ReadOnlyLegacy {
+		t.Fatalf("after set --read-only: %+v", *b)
 	}
 	// A setting saved by this version, from the claim, follows the claim.
 	fake.setTools("read_a", "read_b", "read_c")

@@ -478,7 +478,7 @@ func (c *ExportCmd) Run(e *Env) error {
 	}
 	var x agent.ExportResult
 	compressed, unchanged := false, false
-	if output != "" && isFileOf(e, output, m.Source.Path) {
+	if twin, own := ownSourceFile(e, output, m.Source); own {
 		// The session's own source file, still there: what its agent may
 		// be writing to. Replaced, a line it wrote since the import (in no
 		// store) was lost, and an agent appending wrote on into the file
@@ -487,13 +487,17 @@ func (c *ExportCmd) Run(e *Env) error {
 		if x, err = r.ExportSource(id, io.Discard); err != nil {
 			return err
 		}
+		what := "the session's source file"
+		if twin != "" {
+			what += " (" + twin + ")"
+		}
 		size, sum, err := r.SourceDigest(output)
 		if err != nil {
-			return fmt.Errorf("--output %s is the session's source file, and it cannot be read to compare it with the export (%w): writing over it might lose what it holds; choose another --output", output, err)
+			return fmt.Errorf("--output %s is %s, and it cannot be read to compare it with the export (%w): writing over it might lose what it holds; choose another --output", output, what, err)
 		}
 		if size != x.Bytes || sum != x.SHA256 {
-			return fmt.Errorf("--output %s is the session's source file, and it changed since the import (%s now, %s exported): writing over it would lose what it holds that rook does not; `rook import` it to take in what it gained, or choose another --output",
-				output, formatBytes(size), formatBytes(x.Bytes))
+			return fmt.Errorf("--output %s is %s, and it changed since the import (%s now, %s exported): writing over it would lose what it holds that rook does not; `rook import` it to take in what it gained, or choose another --output",
+				output, what, formatBytes(size), formatBytes(x.Bytes))
 		}
 		compressed, unchanged = strings.HasSuffix(output, ".zst"), true
 	} else if output != "" {
@@ -557,6 +561,27 @@ func (c *ExportCmd) Run(e *Env) error {
 		tr = &t
 	}
 	return printExport(e, id, output, compressed, x, tr, unchanged)
+}
+
+// ownSourceFile says whether output is the session's own source file,
+// there now: the file imported, or, for a Codex rollout, its twin beside
+// it, the plain rollout of a .zst (Codex writes one back plain to resume
+// it) or the .zst of a plain one (Codex compressing it), which an import
+// reads as the same session. twin names which one, "" for the file itself.
+func ownSourceFile(e *Env, output string, src *eventlog.Source) (twin string, own bool) {
+	if output == "" || src == nil {
+		return "", false
+	}
+	if isFileOf(e, output, src.Path) {
+		return "", true
+	}
+	if src.Format != agent.FormatCodex {
+		return "", false
+	}
+	if plain, ok := strings.CutSuffix(src.Path, ".zst"); ok {
+		return "the plain rollout beside its .zst", isFileOf(e, output, plain)
+	}
+	return "the .zst beside its plain rollout", isFileOf(e, output, src.Path+".zst")
 }
 
 // isFileOf says whether output is the file at source (through links, or

@@ -496,6 +496,12 @@ func (c *ExportCmd) Run(e *Env) error {
 			return fmt.Errorf("--output %s is %s, and it cannot be read to compare it with the export (%w): writing over it might lose what it holds; choose another --output", output, what, err)
 		}
 		if size != x.Bytes || sum != x.SHA256 {
+			// Rewritten and imported again, it is a newer session's:
+			// "`rook import` it" was no help, the import had been done.
+			if om, ok, err := r.SessionOfFile(output); err == nil && ok && om.ID != id {
+				return fmt.Errorf("--output %s is %s, and it changed since the import: it was imported again since as session %s (rewritten, not only grown): writing this session's lines over it would replace that transcript; choose another --output",
+					output, what, om.ID)
+			}
 			return fmt.Errorf("--output %s is %s, and it changed since the import (%s now, %s exported): writing over it would lose what it holds that rook does not; `rook import` it to take in what it gained, or choose another --output",
 				output, what, formatBytes(size), formatBytes(x.Bytes))
 		}

@@ -3220,8 +3220,10 @@ func (r *Rook) SourceDigest(path string) (size int64, sha string, err error) {
 
 // SessionOfFile names the newest session imported from the file at path,
 // that file being there (through links; a session's source of the same
-// name as the file it leads to): ok false when none was. Export asks it
-// before writing over a file.
+// name as the file it leads to, or, for a Codex rollout, its twin beside
+// it, the plain rollout of a .zst or the .zst of a plain one, which an
+// import reads as the same session): ok false when none was. Export asks
+// it before writing over a file.
 func (r *Rook) SessionOfFile(path string) (m eventlog.Meta, ok bool, err error) {
 	fi, err := r.fs.Stat(path)
 	if err != nil || !fi.Mode().IsRegular() {
@@ -3237,11 +3239,24 @@ func (r *Rook) SessionOfFile(path string) (m eventlog.Meta, ok bool, err error) 
 	}
 	for _, id := range ids { // oldest first: the newest import of it wins
 		sm, err := r.Log.ReadMeta(id)
-		if err != nil || sm.Source == nil || filepath.Base(sm.Source.Path) != base {
+		if err != nil || sm.Source == nil {
 			continue
 		}
-		if sf, err := r.fs.Stat(sm.Source.Path); err == nil && vfs.SameFile(fi, sf) {
-			m, ok = sm, true
+		files := []string{sm.Source.Path}
+		if sm.Source.Format == FormatCodex {
+			if plain, cut := strings.CutSuffix(sm.Source.Path, ".zst"); cut {
+				files = append(files, plain)
+			} else {
+				files = append(files, sm.Source.Path+".zst")
+			}
+		}
+		for _, p := range files {
+			if filepath.Base(p) != base {
+				continue
+			}
+			if sf, err := r.fs.Stat(p); err == nil && vfs.SameFile(fi, sf) {
+				m, ok = sm, true
+			}
 		}
 	}
 	return m, ok, nil

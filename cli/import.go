@@ -684,7 +684,9 @@ func printExport(e *Env, id eventlog.ID, output string, compressed bool, x agent
 		sha = "decompressed: sha256"
 	}
 	if unchanged {
-		fmt.Fprintf(e.Stderr, "%s, the session's source file, already holds these %d line(s), %s (%s %s), byte-exact: left as it is\n", terminalLine(where), x.Lines, formatBytes(x.Bytes), sha, x.SHA256)
+		// exact, not "byte-exact" said whatever it was: the file holds the
+		// export's bytes, which may not be the import's.
+		fmt.Fprintf(e.Stderr, "%s, the session's source file, already holds these %d line(s), %s (%s %s): left as it is, %s\n", terminalLine(where), x.Lines, formatBytes(x.Bytes), sha, x.SHA256, exact)
 		return notExact()
 	}
 	fmt.Fprintf(e.Stderr, "wrote %d line(s), %s, to %s: %s %s, %s\n", x.Lines, formatBytes(x.Bytes), terminalLine(where), sha, x.SHA256, exact)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/rookhq/rook/agent"
@@ -180,34 +181,19 @@ func fromRollout(d agent.SessionDiff) string {
 		s += " (" + leftOut(p) + ": left out)"
 	}
 	s += ": Codex keeps no copies of files, so this is what its patches changed, not the files compared with the disk"
-	for _, f := range d.Files {
-		if f.NoLineNumbers {
-			s += "; a hunk headed -?,N +?,N has no line numbers (the patch places it by its context lines), so this is no patch git apply takes"
-			break
-		}
-	}
-	for _, f := range d.Files {
-		if f.NoBody {
-			s += "; a file shown with no body is one whose content before the session the rollout does not hold (a deleted file's)"
-			break
-		}
-	}
-	for _, f := range d.Files {
-		if f.Overwritten {
-			s += "; a hunk headed -?,? +1,N is a patch's Add File over a file that existed, which Codex writes whole: the file after it, over content the rollout does not hold"
-			break
-		}
-	}
-	for _, f := range d.Files {
-		if f.Outside {
-			s += "; a file outside the workspace is named from it (../), which git apply refuses: it writes nothing outside the directory it runs in"
-			break
-		}
-	}
-	for _, f := range d.Files {
-		if f.InTurn {
-			s += "; a file changed by several patches shows each one's hunks in turn, each against the file as the one before left it, so git apply refuses its section if it is new, and may if not"
-			break
+	// Each kind of section the diff holds, said once.
+	for _, k := range []struct {
+		is   func(agent.FileChange) bool
+		note string
+	}{
+		{func(f agent.FileChange) bool { return f.NoLineNumbers }, "a hunk headed -?,N +?,N has no line numbers (the patch places it by its context lines), so this is no patch git apply takes"},
+		{func(f agent.FileChange) bool { return f.NoBody }, "a file shown with no body is one whose content before the session the rollout does not hold (a deleted file's)"},
+		{func(f agent.FileChange) bool { return f.Overwritten }, "a hunk headed -?,? +1,N is a patch's Add File over a file that existed, which Codex writes whole: the file after it, over content the rollout does not hold"},
+		{func(f agent.FileChange) bool { return f.Outside }, "a file outside the workspace is named from it (../), which git apply refuses: it writes nothing outside the directory it runs in"},
+		{func(f agent.FileChange) bool { return f.InTurn }, "a file changed by several patches shows each one's hunks in turn, each against the file as the one before left it, so git apply refuses its section if it is new, and may if not"},
+	} {
+		if slices.ContainsFunc(d.Files, k.is) {
+			s += "; " + k.note
 		}
 	}
 	return s

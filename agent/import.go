@@ -3242,15 +3242,7 @@ func (r *Rook) SessionOfFile(path string) (m eventlog.Meta, ok bool, err error) 
 		if err != nil || sm.Source == nil {
 			continue
 		}
-		files := []string{sm.Source.Path}
-		if sm.Source.Format == FormatCodex {
-			if plain, cut := strings.CutSuffix(sm.Source.Path, ".zst"); cut {
-				files = append(files, plain)
-			} else {
-				files = append(files, sm.Source.Path+".zst")
-			}
-		}
-		for _, p := range files {
+		for _, p := range SourceFiles(sm.Source) {
 			if filepath.Base(p) != base {
 				continue
 			}
@@ -3260,6 +3252,26 @@ func (r *Rook) SessionOfFile(path string) (m eventlog.Meta, ok bool, err error) 
 		}
 	}
 	return m, ok, nil
+}
+
+// SourceFiles are the files a session's source may be now: the file
+// imported first, then, for a Codex rollout, its twin beside it (the plain
+// rollout of a .zst, which Codex writes back plain to resume it, or the
+// .zst of a plain one, Codex compressing it), which an import reads as the
+// same session. None for a session not imported.
+func SourceFiles(src *eventlog.Source) []string {
+	if src == nil || src.Path == "" {
+		return nil
+	}
+	files := []string{src.Path}
+	if src.Format == FormatCodex {
+		if plain, cut := strings.CutSuffix(src.Path, ".zst"); cut {
+			files = append(files, plain)
+		} else {
+			files = append(files, src.Path+".zst")
+		}
+	}
+	return files
 }
 
 // otherFormat names the format a file's first JSON line says it is in, when

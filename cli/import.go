@@ -570,24 +570,23 @@ func (c *ExportCmd) Run(e *Env) error {
 }
 
 // ownSourceFile says whether output is the session's own source file,
-// there now: the file imported, or, for a Codex rollout, its twin beside
-// it, the plain rollout of a .zst (Codex writes one back plain to resume
-// it) or the .zst of a plain one (Codex compressing it), which an import
-// reads as the same session. twin names which one, "" for the file itself.
+// there now: one of agent.SourceFiles, the file imported or a Codex
+// rollout's twin beside it. twin names which, "" for the file itself.
 func ownSourceFile(e *Env, output string, src *eventlog.Source) (twin string, own bool) {
-	if output == "" || src == nil {
-		return "", false
+	for i, p := range agent.SourceFiles(src) {
+		if output == "" || !isFileOf(e, output, p) {
+			continue
+		}
+		switch {
+		case i == 0:
+			return "", true
+		case strings.HasSuffix(src.Path, ".zst"):
+			return "the plain rollout beside its .zst", true
+		default:
+			return "the .zst beside its plain rollout", true
+		}
 	}
-	if isFileOf(e, output, src.Path) {
-		return "", true
-	}
-	if src.Format != agent.FormatCodex {
-		return "", false
-	}
-	if plain, ok := strings.CutSuffix(src.Path, ".zst"); ok {
-		return "the plain rollout beside its .zst", isFileOf(e, output, plain)
-	}
-	return "the .zst beside its plain rollout", isFileOf(e, output, src.Path+".zst")
+	return "", false
 }
 
 // isFileOf says whether output is the file at source (through links, or

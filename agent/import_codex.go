@@ -835,23 +835,31 @@ func codexTitle(text string) (title string, ok bool) {
 }
 
 // codexMailTask is the task an inter_agent_communication's content gives:
-// the payload of a NEW_TASK Codex renders ("Message Type: NEW_TASK\nTask
-// name: ...\nSender: ...\nPayload:\n<task>"), none of another type (a
-// MESSAGE, a FINAL_ANSWER: mail, not a task), and the content itself when
-// it is not so rendered.
+// the payload of a NEW_TASK (codexMail), none of another type (a MESSAGE,
+// a FINAL_ANSWER: mail, not a task), and the content itself when it is
+// not so rendered.
 func codexMailTask(content string) string {
-	rest, ok := strings.CutPrefix(content, "Message Type: ")
-	if !ok {
+	typ, payload, rendered, ok := codexMail(content)
+	switch {
+	case !rendered:
 		return content
-	}
-	typ, rest, _ := strings.Cut(rest, "\n")
-	if strings.TrimSpace(typ) != "NEW_TASK" {
+	case strings.TrimSpace(typ) != "NEW_TASK" || !ok:
 		return ""
 	}
-	if _, task, ok := strings.Cut(rest, "\nPayload:\n"); ok {
-		return task
+	return payload
+}
+
+// codexMail reads mail between agents as Codex renders it ("Message Type:
+// T\nTask name: ...\nSender: ...\nPayload:\n<text>"): rendered says the
+// content begins so, typ is T, and ok says a payload follows.
+func codexMail(content string) (typ, payload string, rendered, ok bool) {
+	rest, rendered := strings.CutPrefix(content, "Message Type: ")
+	if !rendered {
+		return "", "", false, false
 	}
-	return ""
+	typ, rest, _ = strings.Cut(rest, "\n")
+	_, payload, ok = strings.Cut(rest, "\nPayload:\n")
+	return typ, payload, true, ok
 }
 
 // codexContextPrefixes begin a message that puts context before the user's

@@ -954,12 +954,8 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 			break
 		}
 		kind := typ
-		if rest, ok := strings.CutPrefix(content, "Message Type: "); ok {
-			if t, after, ok := strings.Cut(rest, "\n"); ok {
-				if _, text, ok := strings.Cut(after, "\nPayload:\n"); ok {
-					kind, content = t, text
-				}
-			}
+		if t, text, _, ok := codexMail(content); ok {
+			kind, content = t, text
 		}
 		r.head("%s %s → %s", kind, rawString([]byte(p.Author)), rawString([]byte(p.Recipient)))
 		out.WriteString(r.readable(content))

@@ -172,29 +172,57 @@ type checkError struct{ error }
 
 func (e checkError) Unwrap() error { return e.error }
 
+// handshakeBound is the handshake's own bound (config.toml's
+// [mcp.discovery] connect_timeout, else the default) when a --timeout of
+// timeout cut it shorter in co; else 0.
+func handshakeBound(r *agent.Rook, e *Env, co mcpclient.Options, timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		return 0
+	}
+	if full, err := clientOptions(r, e, 0); err == nil && full.Limits.ConnectTimeout > co.Limits.ConnectTimeout {
+		return full.Limits.ConnectTimeout
+	}
+	return 0
+}
+
+// handshakeCut is the error of a server that did not complete the
+// handshake within a --timeout shorter than the handshake's own bound
+// (handshake, from handshakeBound), or nil when err is another failure.
+// The time that ran out was the user's: not a sign that the server is
+// unreachable (it may be slow to start, as npx is), so the caller leaves
+// its status as it was. outcome says what did not happen.
+func handshakeCut(name string, timeout, handshake time.Duration, err error, outcome string) error {
+	if handshake <= 0 || err == nil || agent.MCPCallSent(err) || mcpclient.KindOf(err) != mcpclient.Unreachable || !errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	return fmt.Errorf("server %s did not complete the handshake within %v, all --timeout allows (the handshake alone may take %v, config.toml's [mcp.discovery] connect_timeout): %s; a longer --timeout lets a slow server start", name, timeout, handshake, outcome)
+}
+
 // readToolList reads a server's tool list with no store open: check
 // (on the store opened for reading) says which setup to read it with, or
-// refuses; its error comes back as it is.
-func readToolList(e *Env, timeout time.Duration, check func(r *agent.Rook) (mcpclient.Spec, error)) (*agent.MCPToolList, error) {
+// refuses; its error comes back as it is. handshake is handshakeBound's.
+func readToolList(e *Env, timeout time.Duration, check func(r *agent.Rook) (mcpclient.Spec, error)) (list *agent.MCPToolList, handshake time.Duration, err error) {
 	if e.lockWaitErr != nil {
-		return nil, checkError{e.lockWaitErr} // the write after would fail
+		return nil, 0, checkError{e.lockWaitErr} // the write after would fail
 	}
 	r, err := e.openRook(false)
 	if err != nil {
-		return nil, checkError{err}
+		return nil, 0, checkError{err}
 	}
 	co, err := clientOptions(r, e, timeout)
 	var spec mcpclient.Spec
 	if err == nil {
+		handshake = handshakeBound(r, e, co, timeout)
 		spec, err = check(r)
 	}
 	r.Close()
 	if err != nil {
-		return nil, checkError{err}
+		return nil, 0, checkError{err}
 	}
 	ctx, cancel := discoveryContext(co)
 	defer cancel()
-	return agent.DiscoverMCP(ctx, spec, co)
+	list, err = agent.DiscoverMCP(ctx, spec, co)
+	return list, handshake, err
 }
 
 // Run adds a server.
@@ -253,12 +281,16 @@ func (c *McpAddCmd) Run(e *Env) error {
 	defer e.releaseNotes()
 	var list *agent.MCPToolList
 	if !c.Offline {
-		if list, err = readToolList(e, c.Timeout, func(r *agent.Rook) (mcpclient.Spec, error) {
+		var handshake time.Duration
+		if list, handshake, err = readToolList(e, c.Timeout, func(r *agent.Rook) (mcpclient.Spec, error) {
 			return spec, r.CheckMCPAdd(spec)
 		}); err != nil {
 			var ce checkError
 			if errors.As(err, &ce) {
 				return ce.error
+			}
+			if cut := handshakeCut(c.Name, c.Timeout, handshake, err, "nothing saved (`--offline` saves the server without connecting)"); cut != nil {
+				return cut
 			}
 			return agent.AddFailed(err)
 		}
@@ -544,7 +576,7 @@ func (c *McpSyncCmd) Run(e *Env) error {
 	e.holdNotes = true
 	defer e.releaseNotes()
 	var spec mcpclient.Spec
-	list, derr := readToolList(e, c.Timeout, func(r *agent.Rook) (mcpclient.Spec, error) {
+	list, handshake, derr := readToolList(e, c.Timeout, func(r *agent.Rook) (mcpclient.Spec, error) {
 		s, _, err := r.MCPServer(c.Name)
 		if err != nil {
 			return spec, err
@@ -555,6 +587,11 @@ func (c *McpSyncCmd) Run(e *Env) error {
 	var ce checkError
 	if errors.As(derr, &ce) {
 		return ce.error
+	}
+	if cut := handshakeCut(c.Name, c.Timeout, handshake, derr, "its tools were not read; its setup and status are kept"); cut != nil {
+		// Not applied: ApplyMCPSync would mark a server that may only be
+		// slow to start unreachable (as `rook mcp call` does not).
+		return cut
 	}
 	var s *agent.MCPServer
 	var rep agent.SyncReport
@@ -683,9 +720,7 @@ func (c *McpCallCmd) Run(e *Env) error {
 	co, err = clientOptions(r, e, c.Timeout)
 	var handshake time.Duration // the handshake's own bound, when --timeout cut it
 	if err == nil {
-		if full, ferr := clientOptions(r, e, 0); ferr == nil && full.Limits.ConnectTimeout > co.Limits.ConnectTimeout {
-			handshake = full.Limits.ConnectTimeout
-		}
+		handshake = handshakeBound(r, e, co, c.Timeout)
 		plan, err = r.PlanMCPCall(c.Name, c.Tool, args, o)
 	}
 	r.Close()
@@ -695,11 +730,10 @@ func (c *McpCallCmd) Run(e *Env) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout+5*time.Second)
 	res, cerr := agent.RunMCPCall(ctx, plan, co)
 	cancel()
-	if handshake > 0 && cerr != nil && !agent.MCPCallSent(cerr) && mcpclient.KindOf(cerr) == mcpclient.Unreachable && errors.Is(cerr, context.DeadlineExceeded) {
-		// The time that ran out was the user's, shorter than the
-		// handshake may take: not a sign the server is unreachable (it
-		// may be slow to start), and its status is left as it was.
-		cerr = fmt.Errorf("server %s did not complete the handshake within %v, all --timeout allows (the handshake alone may take %v, config.toml's [mcp.discovery] connect_timeout): the tool did not run; a longer --timeout lets a slow server start", c.Name, c.Timeout, handshake)
+	if cut := handshakeCut(c.Name, c.Timeout, handshake, cerr, "the tool did not run"); cut != nil {
+		// Recorded as a plain error: the server's status is left as
+		// it was (RecordMCPCall).
+		cerr = cut
 	}
 	// The call is made: recording it waits for the writer lock at least
 	// recordLockWait, whatever --lock-wait says. Failing at once (a

@@ -70,6 +70,7 @@ FUZZ_TARGETS := \
 	./agent/mcpclient:FuzzServerText \
 	./cli:FuzzMCPConfigInstall \
 	./cli:FuzzTOMLString \
+	./cli:FuzzCheckArgs \
 	./cli:FuzzReadJSONLLine
 
 .PHONY: all build demo test vet unit fuzz-short fuzz bench bench-smoke clean

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/agent/mcpclient"
@@ -73,7 +75,8 @@ type McpLimitCmd struct {
 type McpCallCmd struct {
 	Name     string        `arg:"" help:"The server."`
 	Tool     string        `arg:"" help:"The tool."`
-	Args     string        `arg:"" optional:"" help:"The arguments, a JSON object (default {})." placeholder:"JSON"`
+	Args     string        `arg:"" optional:"" help:"The arguments, a JSON object (default {}); - reads them from standard input." placeholder:"JSON"`
+	ArgsFile string        `name:"args-file" help:"Read the arguments, a JSON object, from FILE (- for standard input): for arguments larger than a command line holds." placeholder:"FILE"`
 	Yes      bool          `help:"Approve a tool that asks for approval, without asking."`
 	ReadOnly bool          `name:"read-only" help:"Refuse the call unless the tool is set read-only."`
 	Timeout  time.Duration `help:"How long the call may take, the server's start and handshake included." default:"60s"`
@@ -679,19 +682,17 @@ func (c *McpCallCmd) Run(e *Env) error {
 		// saying it ran past 2m0s.
 		return usageErr("--timeout %v: give how long the call may take, more than 0 (default 60s)", c.Timeout)
 	}
-	args := json.RawMessage(c.Args)
-	if strings.TrimSpace(c.Args) == "" {
-		args = json.RawMessage("{}")
-	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(args, &obj) != nil || obj == nil {
-		return usageErr("the arguments must be a JSON object, like '{\"query\":\"x\"}'")
+	args, fromStdin, err := c.arguments(e)
+	if err != nil {
+		return err
 	}
 	o := agent.MCPCallOptions{ReadOnlyOnly: c.ReadOnly}
 	switch {
 	case c.Yes:
 		o.Approve = func(*agent.MCPServer, *agent.MCPTool, json.RawMessage) bool { return true }
-	case isTerminal(e.Stdin) && isTerminal(e.Stderr):
+	case !fromStdin && isTerminal(e.Stdin) && isTerminal(e.Stderr):
+		// (Arguments read from standard input leave nothing there to
+		// answer with: the tool is refused, saying --yes approves it.)
 		o.Approve = func(s *agent.MCPServer, t *agent.MCPTool, a json.RawMessage) bool {
 			fmt.Fprintf(e.Stderr, "run %s of %s with %s? [y/N] ", t.Name, s.Name, a)
 			line, _ := bufio.NewReader(e.Stdin).ReadString('\n')
@@ -825,6 +826,105 @@ func (c *McpCallCmd) Run(e *Env) error {
 		return &exitError{code: ExitFailure, msg: toolErrorMessage(e, session)}
 	}
 	return nil
+}
+
+// maxArgsBytes bounds the arguments of a call read from a file or
+// standard input: as much as rook reads of a server's message (Limits'
+// MaxMessageBytes by default).
+const maxArgsBytes = 16 << 20
+
+// arguments reads the call's arguments, from the command line, a file
+// (--args-file FILE) or standard input (--args-file -, or - for the JSON),
+// and checks they are a JSON object: bad JSON is said with its line and
+// column, anything else with what it is (usage errors, exit 2). fromStdin
+// says they were read from standard input.
+func (c *McpCallCmd) arguments(e *Env) (args json.RawMessage, fromStdin bool, err error) {
+	if c.ArgsFile != "" && c.Args != "" {
+		return nil, false, usageErr("give the arguments on the command line or by --args-file, not both")
+	}
+	var data []byte
+	var where string
+	switch file := c.ArgsFile; {
+	case c.Args == "-" || file == "-":
+		e.stdinHint("the arguments (a JSON object)", "give them by --args-file FILE")
+		if data, err = readArgs(e.Stdin); err != nil {
+			return nil, true, fmt.Errorf("read the arguments from standard input: %w", err)
+		}
+		where, fromStdin = "standard input", true
+	case file != "":
+		if err := inputGiven("--args-file", file); err != nil {
+			return nil, false, err
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, false, fmt.Errorf("read the arguments: %w", err)
+		}
+		data, err = readArgs(f)
+		f.Close()
+		if err != nil {
+			return nil, false, fmt.Errorf("read the arguments from %s: %w", file, err)
+		}
+		where = file
+	default:
+		if strings.TrimSpace(c.Args) == "" {
+			return json.RawMessage("{}"), false, nil // none given: {}
+		}
+		data, where = []byte(c.Args), "the command line's JSON"
+	}
+	if err := checkArgs(data, where); err != nil {
+		return nil, fromStdin, usageErr("the arguments must be a JSON object, like '{\"query\":\"x\"}': %v", err)
+	}
+	return json.RawMessage(data), fromStdin, nil
+}
+
+// readArgs reads arguments up to maxArgsBytes.
+func readArgs(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxArgsBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxArgsBytes {
+		return nil, &exitError{code: ExitUsage, msg: fmt.Sprintf("the arguments are larger than %d bytes, all rook sends", maxArgsBytes)}
+	}
+	return data, nil
+}
+
+// checkArgs says what is wrong with data as a call's arguments (where
+// names where they came from): empty, not JSON (at which line and
+// column), or JSON that is not an object (which kind); nil for an object.
+func checkArgs(data []byte, where string) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return fmt.Errorf("%s is empty ({} for none)", where)
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) && se.Offset > 0 && se.Offset <= int64(len(data)) {
+			at := data[:se.Offset-1] // before the byte it stopped at
+			if strings.HasPrefix(se.Error(), "unexpected end") {
+				at = data // it stopped past the last byte
+			}
+			line := 1 + bytes.Count(at, []byte("\n"))
+			col := 1 + utf8.RuneCount(at[bytes.LastIndexByte(at, '\n')+1:])
+			return fmt.Errorf("%s is not valid JSON at line %d, column %d: %v", where, line, col, err)
+		}
+		return fmt.Errorf("%s is not valid JSON: %v", where, err)
+	}
+	switch v.(type) {
+	case map[string]any:
+		return nil
+	case nil:
+		return fmt.Errorf("%s is null", where)
+	case []any:
+		return fmt.Errorf("%s holds a JSON array", where)
+	case string:
+		return fmt.Errorf("%s holds a JSON string", where)
+	case float64:
+		return fmt.Errorf("%s holds a JSON number", where)
+	case bool:
+		return fmt.Errorf("%s holds a JSON boolean", where)
+	}
+	return fmt.Errorf("%s is not a JSON object", where)
 }
 
 // toolErrorMessage is what a call whose tool reported an error exits

@@ -135,5 +135,5 @@ func FuzzTOMLString(f *testing.F) {
 }
 
 func TestWriteFuzzSeeds(t *testing.T) {
-	fuzzseed.Write(t, map[string][][]byte{"FuzzMCPConfigInstall": mcpConfigSeeds(), "FuzzTOMLString": tomlSeeds()})
+	fuzzseed.Write(t, map[string][][]byte{"FuzzMCPConfigInstall": mcpConfigSeeds(), "FuzzTOMLString": tomlSeeds(), "FuzzCheckArgs": argsSeeds()})
 }

@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestCheckArgs(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"a":1}`, ""},
+		{" {}\n", ""},
+		{"", "F is empty ({} for none)"},
+		{" \n\t", "F is empty ({} for none)"},
+		{`{"a":`, "F is not valid JSON at line 1, column 6: unexpected end of JSON input"},
+		{"{\n  \"n\":   }", "F is not valid JSON at line 2, column 10: invalid character '}' looking for beginning of value"},
+		{"{\"é\": x}", "F is not valid JSON at line 1, column 7: invalid character 'x' looking for beginning of value"},
+		{`{} {}`, "F is not valid JSON at line 1, column 4: invalid character '{' after top-level value"},
+		{`[1]`, "F holds a JSON array"},
+		{`null`, "F is null"},
+		{`"x"`, "F holds a JSON string"},
+		{`1.5`, "F holds a JSON number"},
+		{`true`, "F holds a JSON boolean"},
+	} {
+		got := ""
+		if err := checkArgs([]byte(c.in), "F"); err != nil {
+			got = err.Error()
+		}
+		if got != c.want {
+			t.Errorf("checkArgs(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func argsSeeds() [][]byte {
+	var out [][]byte
+	for _, s := range []string{``, `{}`, `{"a":`, "{\n\"n\": }", `[1]`, `null`, `{"\u00e9":"\xff"}`, "{}\n{}", `"x"`} {
+		out = append(out, []byte(s))
+	}
+	return out
+}
+
+var lineCol = regexp.MustCompile(`^F is not valid JSON at line (\d+), column (\d+): `)
+
+// FuzzCheckArgs: whatever a file of arguments holds, checkArgs accepts
+// exactly the JSON objects (as a call's decoding reads them), and a
+// refusal names where the arguments came from; a line and column it
+// gives lie within the input (a column may be one past a line's end,
+// where the input ended).
+func FuzzCheckArgs(f *testing.F) {
+	for _, s := range argsSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		err := checkArgs(data, "F")
+		var obj map[string]json.RawMessage
+		isObj := json.Unmarshal(data, &obj) == nil && obj != nil
+		if (err == nil) != isObj {
+			t.Fatalf("checkArgs(%q) = %v, but an object: %v", data, err, isObj)
+		}
+		if err == nil {
+			return
+		}
+		if !strings.HasPrefix(err.Error(), "F ") {
+			t.Fatalf("checkArgs(%q) = %q: does not name where", data, err)
+		}
+		if m := lineCol.FindStringSubmatch(err.Error()); m != nil {
+			var line, col int
+			fmt.Sscan(m[1], &line)
+			fmt.Sscan(m[2], &col)
+			lines := bytes.Split(data, []byte("\n"))
+			if line < 1 || line > len(lines) || col < 1 || col > len([]rune(string(lines[line-1])))+1 {
+				t.Fatalf("checkArgs(%q) = %q: outside the input", data, err)
+			}
+		}
+	})
+}

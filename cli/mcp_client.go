@@ -201,6 +201,18 @@ func handshakeCut(name string, timeout, handshake time.Duration, err error, outc
 	return fmt.Errorf("server %s did not complete the handshake within %v, all --timeout allows (the handshake alone may take %v, config.toml's [mcp.discovery] connect_timeout): %s; a longer --timeout lets a slow server start", name, timeout, handshake, outcome)
 }
 
+// serverFailed is the failure of a server (err, from talking to it) as
+// rook mcp add, sync and call say it: naming the server first, "server
+// NAME: ", then what failed and what to do (err's own words). A message
+// that names the server already is kept as it is. The error stays in the
+// chain, for its kind and exit code.
+func serverFailed(name string, err error) error {
+	if err == nil || strings.HasPrefix(err.Error(), "server "+name+" ") || strings.HasPrefix(err.Error(), "server "+name+":") {
+		return err
+	}
+	return fmt.Errorf("server %s: %w", name, err)
+}
+
 // readToolList reads a server's tool list with no store open: check
 // (on the store opened for reading) says which setup to read it with, or
 // refuses; its error comes back as it is. handshake is handshakeBound's.
@@ -295,7 +307,7 @@ func (c *McpAddCmd) Run(e *Env) error {
 			if cut := handshakeCut(c.Name, c.Timeout, handshake, err, "nothing saved (`--offline` saves the server without connecting)"); cut != nil {
 				return cut
 			}
-			return agent.AddFailed(err)
+			return agent.AddFailed(serverFailed(c.Name, err))
 		}
 	}
 	var s *agent.MCPServer
@@ -602,6 +614,9 @@ func (c *McpSyncCmd) Run(e *Env) error {
 		var err error
 		s, rep, err = r.ApplyMCPSync(c.Name, spec, list, derr)
 		if err != nil && s != nil {
+			if err == derr {
+				err = serverFailed(c.Name, err)
+			}
 			return fmt.Errorf("%w (its setup is kept; status %s)", err, s.Status)
 		}
 		return err
@@ -808,9 +823,9 @@ func (c *McpCallCmd) Run(e *Env) error {
 	if cerr != nil {
 		var f *mcpclient.Failure
 		if errors.As(cerr, &f) && f.Kind == mcpclient.Unreachable {
-			return fmt.Errorf("server %s: %v (its setup is kept; the call is recorded in its session)", c.Name, cerr)
+			return fmt.Errorf("%w (its setup is kept; the call is recorded in its session)", serverFailed(c.Name, cerr))
 		}
-		return cerr
+		return serverFailed(c.Name, cerr)
 	}
 	session := plan.Session // named in a tool error's message
 	// A tool that ran and failed exits 1 with --json too: a script must

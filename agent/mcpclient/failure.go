@@ -88,6 +88,21 @@ var errNotSent error = notSentError{}
 // written to a program, which was then ended (errPartWritten).
 var errPartlySent error = notSentError{partly: true}
 
+// errAllButNewline: a request's time ran out with all of it written to a
+// program but its final newline, and rook ended the program (as after
+// any partial write, errPartWritten). A program that reads JSON values,
+// not lines, may have had it whole: the request may have been acted on.
+// The program was reached; its time ran out: a deadline, not a server
+// that went away.
+var errAllButNewline error = allButNewlineError{}
+
+type allButNewlineError struct{}
+
+func (allButNewlineError) Error() string {
+	return "the request's time ran out with all of it written but its final newline, and rook ended the program"
+}
+func (allButNewlineError) Unwrap() error { return context.DeadlineExceeded }
+
 type notSentError struct{ partly bool }
 
 func (e notSentError) Error() string {

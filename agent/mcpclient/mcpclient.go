@@ -581,6 +581,13 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 			// not its answer.
 			return nil, &Failure{Kind: ProtocolError, Msg: fmt.Sprintf("the server sent a message larger than %d bytes, more than rook reads, in answer to tools/call or while it worked on it: the tool may have run, or run still, and its result is not shown; check what it did before calling it again", big.limit), Err: err}
 		}
+		if errors.Is(err, errAllButNewline) {
+			// The program was reached and had the whole request but
+			// its newline when the time ran out: it may have read it
+			// (and run the tool), and rook ended it.
+			return nil, &Failure{Kind: ProtocolError, Err: context.DeadlineExceeded,
+				Msg: "the call was not written whole in time (" + limit + "all of it but its final newline was, while the program did not read): a program that reads JSON values, not lines, may have had it whole, so the tool may have run, or run still; rook ended the program (the next connection starts it afresh): check what the tool did before calling it again; --timeout allows more"}
+		}
 		var f *Failure
 		if errors.As(err, &f) && f.answerLost {
 			// Not "could not be reached": the server had the call, and a

@@ -5,6 +5,7 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,9 +16,11 @@ import (
 
 // A request written whole but for its newline may have been read whole by
 // a program that reads JSON values, not lines: the call is not said as
-// never sent. An empty pipe takes its size (F_GETPIPE_SZ) from a program
-// that reads nothing; the request here is one byte longer with its
-// newline.
+// never sent. Nor as a server that went away or could not be reached
+// (which marked it unreachable): the program was reached, and the call's
+// time ran out while it did not read; rook ended it, as after any partial
+// write. An empty pipe takes its size (F_GETPIPE_SZ) from a program that
+// reads nothing; the request here is one byte longer with its newline.
 func TestStdioAllButTheNewline(t *testing.T) {
 	old := stdioGrace
 	stdioGrace = 100 * time.Millisecond    // sleep ignores the end of its input
@@ -54,9 +57,20 @@ func TestStdioAllButTheNewline(t *testing.T) {
 	frame := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","arguments":{"q":""}}}` + "\n"
 	args := json.RawMessage(`{"q":"` + strings.Repeat("x", size+1-len(frame)) + `"}`)
 	_, err = c.Call(context.Background(), "t", args)
-	f := wantFailure(t, err, Unreachable)
+	f := wantFailure(t, err, ProtocolError)
 	if strings.Contains(f.Msg, "did not run") {
 		t.Fatalf("says a request the program may have read whole did not run: %q", f.Msg)
 	}
-	wantContains(t, f.Msg, "may have run")
+	for _, untrue := range []string{"went away", "could not be reached"} {
+		if strings.Contains(f.Msg, untrue) {
+			t.Fatalf("says %q of a program rook ended when the call's time ran out: %q", untrue, f.Msg)
+		}
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("not a timeout: %v", err)
+	}
+	wantContains(t, f.Msg, "2s", "final newline", "may have run", "rook ended the program", "--timeout allows more")
+	// The connection is ended, as after any partial write.
+	_, err = c.Call(context.Background(), "t", nil)
+	wantContains(t, wantFailure(t, err, Unreachable).Msg, "only partly written")
 }

@@ -301,8 +301,10 @@ func (t *stdioTransport) roundTrip(ctx context.Context, req *message, limit int6
 		var part *partWrittenError
 		if errors.As(err, &part) && part.n == part.total-1 {
 			// All but the newline: a program that reads JSON values,
-			// not lines, may have had the whole request.
-			return nil, 0, lostAnswer(errPartWritten)
+			// not lines, may have had the whole request. Its time ran
+			// out, and write ended the program: not a program that
+			// went away, nor one that could not be reached.
+			return nil, 0, errAllButNewline
 		}
 		// Not written whole: the program never had the request.
 		if ctx.Err() == context.DeadlineExceeded || errors.Is(err, os.ErrDeadlineExceeded) {

@@ -914,6 +914,61 @@ type MCPCallOptions struct {
 // ErrRefused: a call rook did not make (tool off, approval not given...).
 var ErrRefused = errors.New("call refused")
 
+// Why rook refused a call (MCPRefusal.Code).
+const (
+	RefusedNeverRead     = "never-read"     // the server's tools were never read
+	RefusedUnknownTool   = "unknown-tool"   // the server has no such tool
+	RefusedMissing       = "missing"        // the tool went missing at the last sync
+	RefusedOff           = "off"            // the tool is switched off
+	RefusedNotReadOnly   = "not-read-only"  // only reading is allowed, and the tool is not set read-only
+	RefusedNeedsApproval = "needs-approval" // the tool asks for approval, and nobody can answer
+	RefusedNotApproved   = "not-approved"   // the tool asked for approval, and it was not given
+)
+
+// MCPRefusal is a call rook refused before asking the server
+// (errors.Is(err, ErrRefused)): which refusal (Code, Refused*) and why.
+type MCPRefusal struct {
+	Server, Tool string
+	Code         string
+	Reason       string
+}
+
+func (e *MCPRefusal) Error() string { return ErrRefused.Error() + ": " + e.Reason }
+
+// Is makes errors.Is(err, ErrRefused) true.
+func (e *MCPRefusal) Is(target error) bool { return target == ErrRefused }
+
+// RecordMCPRefusal records a call rook refused in the server's session:
+// one error event (not a tool-call: nothing was called) labelled with the
+// tool, saying which refusal ("refused"), why ("reason") and with what
+// arguments, so that the session tells what was asked and not run, as
+// it tells what was called. The server's status is not changed: it was
+// not asked. A server removed meanwhile has no session to record it in
+// (ErrNoServer).
+func (r *Rook) RecordMCPRefusal(ref *MCPRefusal, args json.RawMessage) error {
+	id, _, err := r.mcpSession(ref.Server)
+	if err != nil {
+		return err
+	}
+	rec := map[string]any{"server": ref.Server, "tool": ref.Tool, "refused": ref.Code, "reason": ref.Reason}
+	switch {
+	case len(args) == 0:
+		rec["arguments"] = json.RawMessage("{}")
+	case json.Valid(args):
+		rec["arguments"] = args
+	default:
+		rec["arguments"] = string(args) // kept as given, not JSON
+	}
+	body, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if _, err := r.Append(id, Entry{Kind: eventlog.KindError, Label: ref.Tool, Body: body}); err != nil {
+		return err
+	}
+	return r.Flush()
+}
+
 // MCPCall calls one tool and records the call and its result (or its
 // failure) as events of the server's session. It holds the store's
 // writer lock for the whole call: a command calls PlanMCPCall on a
@@ -922,6 +977,12 @@ var ErrRefused = errors.New("call refused")
 // approval nobody answers, keeps no other rook from writing.
 func (r *Rook) MCPCall(ctx context.Context, name, tool string, args json.RawMessage, o MCPCallOptions) (*mcpclient.Result, error) {
 	p, err := r.PlanMCPCall(name, tool, args, o)
+	var ref *MCPRefusal
+	if errors.As(err, &ref) {
+		if rerr := r.RecordMCPRefusal(ref, args); rerr != nil {
+			return nil, fmt.Errorf("%w; the refusal could not be recorded in the server's session: %v", err, rerr)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -950,17 +1011,20 @@ func (r *Rook) PlanMCPCall(name, tool string, args json.RawMessage, o MCPCallOpt
 		return nil, err
 	}
 	t := s.Tool(tool)
+	refuse := func(code, format string, a ...any) error {
+		return &MCPRefusal{Server: name, Tool: tool, Code: code, Reason: fmt.Sprintf(format, a...)}
+	}
 	switch {
 	case t == nil && s.LastSync.IsZero():
-		return nil, fmt.Errorf("%w: %s", ErrRefused, neverRead(name, tool))
+		return nil, refuse(RefusedNeverRead, "%s", neverRead(name, tool))
 	case t == nil:
-		return nil, fmt.Errorf("%w: server %s has no tool %q (`rook mcp tools %s`)", ErrRefused, name, tool, name)
+		return nil, refuse(RefusedUnknownTool, "server %s has no tool %q (`rook mcp tools %s`)", name, tool, name)
 	case t.Missing:
-		return nil, fmt.Errorf("%w: tool %s of %s went missing at the last sync (`rook mcp sync %s`)", ErrRefused, tool, name, name)
+		return nil, refuse(RefusedMissing, "tool %s of %s went missing at the last sync (`rook mcp sync %s`)", tool, name, name)
 	case !t.On:
-		return nil, fmt.Errorf("%w: tool %s of %s is off (`rook mcp set %s %s --on`)", ErrRefused, tool, name, name, tool)
+		return nil, refuse(RefusedOff, "tool %s of %s is off (`rook mcp set %s %s --on`)", tool, name, name, tool)
 	case o.ReadOnlyOnly && !t.ReadOnly:
-		return nil, fmt.Errorf("%w: tool %s of %s is not set read-only, and only reading is allowed here", ErrRefused, tool, name)
+		return nil, refuse(RefusedNotReadOnly, "tool %s of %s is not set read-only, and only reading is allowed here", tool, name)
 	}
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -971,9 +1035,9 @@ func (r *Rook) PlanMCPCall(name, tool string, args json.RawMessage, o MCPCallOpt
 	}
 	if t.Approval && (o.Approve == nil || !o.Approve(s, t, args)) {
 		if o.Approve == nil {
-			return nil, fmt.Errorf("%w: tool %s of %s needs approval and nobody can answer here (`--yes` approves it)", ErrRefused, tool, name)
+			return nil, refuse(RefusedNeedsApproval, "tool %s of %s needs approval and nobody can answer here (`--yes` approves it)", tool, name)
 		}
-		return nil, fmt.Errorf("%w: not approved", ErrRefused)
+		return nil, refuse(RefusedNotApproved, "tool %s of %s was not approved", tool, name)
 	}
 	return &MCPCallPlan{Session: id, Server: s, Tool: tool, Args: args}, nil
 }

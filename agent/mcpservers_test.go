@@ -366,8 +366,28 @@ func TestMCPCallRules(t *testing.T) {
 			kinds = append(kinds, ev.Kind.String()+":"+ev.Label)
 		}
 	}
-	if strings.Join(kinds, " ") != "tool-call:read_it tool-result:read_it tool-call:do_it tool-result:do_it" {
+	// Each refusal is one error event (no tool-call: nothing was called),
+	// saying which refusal and why.
+	if strings.Join(kinds, " ") != "tool-call:read_it tool-result:read_it error:do_it tool-call:do_it tool-result:do_it error:do_it error:read_it" {
 		t.Fatalf("events %v", kinds)
+	}
+	var refused []string
+	for _, ev := range evs {
+		if ev.Kind != eventlog.KindError {
+			continue
+		}
+		b, err := r.Body(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec struct{ Server, Tool, Refused, Reason string }
+		if err := json.Unmarshal(b, &rec); err != nil || rec.Server != "x" || rec.Reason == "" {
+			t.Fatalf("refusal record %s: %v", b, err)
+		}
+		refused = append(refused, rec.Tool+":"+rec.Refused)
+	}
+	if strings.Join(refused, " ") != "do_it:needs-approval do_it:not-read-only read_it:off" {
+		t.Fatalf("refusals recorded %v", refused)
 	}
 	// The credential rejected: needs-credential, setup kept.
 	fake.mu.Lock()

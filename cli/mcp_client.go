@@ -740,6 +740,14 @@ func (c *McpCallCmd) Run(e *Env) error {
 		plan, err = r.PlanMCPCall(c.Name, c.Tool, args, o)
 	}
 	r.Close()
+	var ref *agent.MCPRefusal
+	if errors.As(err, &ref) {
+		// Refused by rook: recorded in the server's session (as one
+		// error event, not a call), then said.
+		if rerr := e.write(func(r *agent.Rook) error { return r.RecordMCPRefusal(ref, args) }); rerr != nil {
+			return fmt.Errorf("%w; the refusal could not be recorded in the server's session: %v", err, rerr)
+		}
+	}
 	if err != nil {
 		return err
 	}

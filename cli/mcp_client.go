@@ -870,8 +870,8 @@ func (c *McpCallCmd) arguments(e *Env) (args json.RawMessage, fromStdin bool, er
 	switch file := c.ArgsFile; {
 	case c.Args == "-" || file == "-":
 		e.stdinHint("the arguments (a JSON object)", "give them by --args-file FILE")
-		if data, err = readArgs(e.Stdin); err != nil {
-			return nil, true, fmt.Errorf("read the arguments from standard input: %w", err)
+		if data, err = readArgs(e.Stdin, "standard input"); err != nil {
+			return nil, true, err
 		}
 		where, fromStdin = "standard input", true
 	case file != "":
@@ -882,10 +882,10 @@ func (c *McpCallCmd) arguments(e *Env) (args json.RawMessage, fromStdin bool, er
 		if err != nil {
 			return nil, false, fmt.Errorf("read the arguments: %w", err)
 		}
-		data, err = readArgs(f)
+		data, err = readArgs(f, file)
 		f.Close()
 		if err != nil {
-			return nil, false, fmt.Errorf("read the arguments from %s: %w", file, err)
+			return nil, false, err
 		}
 		where = file
 	default:
@@ -900,14 +900,15 @@ func (c *McpCallCmd) arguments(e *Env) (args json.RawMessage, fromStdin bool, er
 	return json.RawMessage(data), fromStdin, nil
 }
 
-// readArgs reads arguments up to maxArgsBytes.
-func readArgs(r io.Reader) ([]byte, error) {
+// readArgs reads arguments from where (a file's name, or standard
+// input), up to maxArgsBytes: more is a usage error.
+func readArgs(r io.Reader, where string) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxArgsBytes+1))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read the arguments from %s: %w", where, err)
 	}
 	if len(data) > maxArgsBytes {
-		return nil, &exitError{code: ExitUsage, msg: fmt.Sprintf("the arguments are larger than %d bytes, all rook sends", maxArgsBytes)}
+		return nil, usageErr("the arguments in %s are larger than %d bytes (16 MiB), the most rook sends in one call: nothing was called", where, maxArgsBytes)
 	}
 	return data, nil
 }

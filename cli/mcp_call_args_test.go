@@ -12,6 +12,8 @@ import (
 func TestCheckArgs(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{`{"a":1}`, ""},
+		{`{"a":1e400}`, ""}, // valid JSON, past a float64: the server reads it
+		{`{"a":[1e400]}`, ""},
 		{" {}\n", ""},
 		{"", "F is empty ({} for none)"},
 		{" \n\t", "F is empty ({} for none)"},

@@ -76,7 +76,7 @@ type McpCallCmd struct {
 	Name     string        `arg:"" help:"The server."`
 	Tool     string        `arg:"" help:"The tool."`
 	Args     string        `arg:"" optional:"" help:"The arguments, a JSON object (default {}); - reads them from standard input." placeholder:"JSON"`
-	ArgsFile string        `name:"args-file" help:"Read the arguments, a JSON object, from FILE (- for standard input): for arguments larger than a command line holds." placeholder:"FILE"`
+	ArgsFile *string       `name:"args-file" help:"Read the arguments, a JSON object, from FILE (- for standard input): for arguments larger than a command line holds." placeholder:"FILE"`
 	Yes      bool          `help:"Approve a tool that asks for approval, without asking."`
 	ReadOnly bool          `name:"read-only" help:"Refuse the call unless the tool is set read-only."`
 	Timeout  time.Duration `help:"How long the call may take, the server's start and handshake included." default:"60s"`
@@ -862,12 +862,19 @@ const maxArgsBytes = 16 << 20
 // column, anything else with what it is (usage errors, exit 2). fromStdin
 // says they were read from standard input.
 func (c *McpCallCmd) arguments(e *Env) (args json.RawMessage, fromStdin bool, err error) {
-	if c.ArgsFile != "" && c.Args != "" {
-		return nil, false, usageErr("give the arguments on the command line or by --args-file, not both")
+	var file string // --args-file's; nil (not given) and "" differ
+	if c.ArgsFile != nil {
+		if file = *c.ArgsFile; file == "" {
+			// --args-file "$F", F unset: not a call with no arguments.
+			return nil, false, usageErr("--args-file is empty: name a file of arguments (or - for standard input); nothing was called")
+		}
+		if c.Args != "" {
+			return nil, false, usageErr("give the arguments on the command line or by --args-file, not both")
+		}
 	}
 	var data []byte
 	var where string
-	switch file := c.ArgsFile; {
+	switch {
 	case c.Args == "-" || file == "-":
 		e.stdinHint("the arguments (a JSON object)", "give them by --args-file FILE")
 		if data, err = readArgs(e.Stdin, "standard input"); err != nil {

@@ -963,7 +963,10 @@ func (r *Rook) RecordMCPRefusal(ref *MCPRefusal, args json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	if _, err := r.Append(id, Entry{Kind: eventlog.KindError, Label: ref.Tool, Body: body}); err != nil {
+	// The tool's name is the caller's, not one the server gave: one
+	// longer than a label holds is labelled by its first bytes (whole
+	// in the body), not left unrecorded.
+	if _, err := r.Append(id, Entry{Kind: eventlog.KindError, Label: capLabel(ref.Tool), Body: body}); err != nil {
 		return err
 	}
 	return r.Flush()

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/agent/mcpclient"
 	"github.com/rookhq/rook/eventlog"
@@ -707,5 +708,41 @@ func TestMCPSyncOldReadOnlyKept(t *testing.T) {
 	}
 	if c := s.Tool("read_c"); c.ReadOnly || strings.Join(rep.ReadOnlyOff, ",") != "read_c" {
 		t.Fatalf("read_c %+v, read_only_off %q", *c, rep.ReadOnlyOff)
+	}
+}
+
+// A refusal is recorded whatever the tool's name a caller gave: a name
+// no server has, longer than an event's label holds (eventlog.MaxLabel),
+// is recorded under its first bytes, and whole in the body; the refusal
+// is not said as one that could not be recorded.
+func TestMCPRefusalLongToolName(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	if _, _, err := r.MCPAdd(context.Background(), MCPAddOptions{Spec: mcpclient.Spec{Name: "srv", URL: "https://example.com/mcp"}, Offline: true, Client: mcpOpts()}); err != nil {
+		t.Fatal(err)
+	}
+	tool := strings.Repeat("é", eventlog.MaxLabel)
+	_, err := r.MCPCall(context.Background(), "srv", tool, nil, MCPCallOptions{Client: mcpOpts()})
+	if !errors.Is(err, ErrRefused) || strings.Contains(err.Error(), "could not be recorded") {
+		t.Fatalf("got %v, want the refusal alone", err)
+	}
+	_, id, err := r.MCPServer("srv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := r.Log.Read(id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := evs[len(evs)-1]
+	if last.Kind != eventlog.KindError || len(last.Label) > eventlog.MaxLabel || !utf8.ValidString(last.Label) || !strings.HasPrefix(tool, last.Label) {
+		t.Fatalf("last event %v %q", last.Kind, last.Label)
+	}
+	b, err := r.Body(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct{ Tool, Refused string }
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Tool != tool || rec.Refused != RefusedNeverRead {
+		t.Fatalf("body %.200s: %v", b, err)
 	}
 }

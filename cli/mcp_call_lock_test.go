@@ -255,7 +255,7 @@ func TestMcpRepairNoteOnce(t *testing.T) {
 		{"mcp", "sync", "fake"},
 		{"mcp", "call", "fake", "echo", `{"n":1}`},
 		{"mcp", "add", "second", "--url", srv.URL},
-		{"mcp", "call", "fake", "nosuchtool", `{}`}, // refused before any write: the read's note
+		{"mcp", "call", "fake", "nosuchtool", `{}`}, // refused, and the refusal recorded: the writer's note
 	} {
 		r := &outputRun{t: t, home: filepath.Join(t.TempDir(), "store"), ws: t.TempDir()}
 		r.ok("", "init")

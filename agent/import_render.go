@@ -957,7 +957,19 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 		if t, text, _, ok := codexMail(content); ok {
 			kind, content = t, text
 		}
-		r.head("%s %s → %s", kind, rawString([]byte(p.Author)), rawString([]byte(p.Recipient)))
+		// Of its author and recipient, those it names: "[T a → b]",
+		// "[T from a]", "[T to b]", or "[T]".
+		from, to := rawString([]byte(p.Author)), rawString([]byte(p.Recipient))
+		switch {
+		case from != "" && to != "":
+			r.head("%s %s → %s", kind, from, to)
+		case from != "":
+			r.head("%s from %s", kind, from)
+		case to != "":
+			r.head("%s to %s", kind, to)
+		default:
+			r.head("%s", kind)
+		}
 		out.WriteString(r.readable(content))
 	default:
 		r.dependsOn(payload)

@@ -557,3 +557,26 @@ func TestImportedLineWithBytesThatAreNotUTF8Renders(t *testing.T) {
 	}
 	mustExport(t, r, id, data)
 }
+
+// Mail between agents is headed by its type and, of its author and
+// recipient, those it names: never an arrow between two blanks.
+func TestRenderCodexMailHead(t *testing.T) {
+	mail := func(author, recipient, content string) string {
+		b, _ := json.Marshal(map[string]string{"author": author, "recipient": recipient, "content": content})
+		return `{"timestamp":"t","type":"inter_agent_communication","payload":` + string(b) + `}`
+	}
+	const task = "Message Type: NEW_TASK\nTask name: /root/w\nSender: /root\nPayload:\nfind the callers"
+	for _, c := range []struct{ line, want string }{
+		{mail("/root", "/root/w", task), "[NEW_TASK /root → /root/w]\nfind the callers\n"},
+		{mail("", "", task), "[NEW_TASK]\nfind the callers\n"},
+		{mail("/root", "", task), "[NEW_TASK from /root]\nfind the callers\n"},
+		{mail("", "/root/w", task), "[NEW_TASK to /root/w]\nfind the callers\n"},
+		{mail("", "", "Message Type: FINAL_ANSWER\nTask name: /root\nSender: /root/w\nPayload:\ndone"), "[FINAL_ANSWER]\ndone\n"},
+		{mail("", "", "all done"), "[inter_agent_communication]\nall done\n"},
+		{mail("/root/w", "/root", "all done"), "[inter_agent_communication /root/w → /root]\nall done\n"},
+	} {
+		if got := string(RenderImported([]byte(c.line + "\n"))); got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.line, got, c.want)
+		}
+	}
+}

@@ -176,6 +176,10 @@ func printRolloutNotes(e *Env, d agent.SessionDiff) {
 // how it differs from one of captured files.
 func fromRollout(d agent.SessionDiff) string {
 	p := d.Patches
+	outside := "a file outside the workspace is named from it (../), which git apply refuses: it writes nothing outside the directory it runs in"
+	if d.Root == "" {
+		outside = "the rollout names no workspace, so a file it names by an absolute path (or by one that climbs, ../) is named from .. in the patch, which git apply refuses: it writes nothing outside the directory it runs in"
+	}
 	s := fmt.Sprintf("from the %d patch(es) the Codex rollout says applied", p.Applied)
 	if p.Failed+p.Unconfirmed+p.Unread > 0 {
 		s += " (" + leftOut(p) + ": left out)"
@@ -189,7 +193,7 @@ func fromRollout(d agent.SessionDiff) string {
 		{func(f agent.FileChange) bool { return f.NoLineNumbers }, "a hunk headed -?,N +?,N has no line numbers (the patch places it by its context lines), so this is no patch git apply takes"},
 		{func(f agent.FileChange) bool { return f.NoBody }, "a file shown with no body is one whose content before the session the rollout does not hold (a deleted file's)"},
 		{func(f agent.FileChange) bool { return f.Overwritten }, "a hunk headed -?,? +1,N is a patch's Add File over a file that existed, which Codex writes whole: the file after it, over content the rollout does not hold"},
-		{func(f agent.FileChange) bool { return f.Outside }, "a file outside the workspace is named from it (../), which git apply refuses: it writes nothing outside the directory it runs in"},
+		{func(f agent.FileChange) bool { return f.Outside }, outside},
 		{func(f agent.FileChange) bool { return f.InTurn }, "a file changed by several patches shows each one's hunks in turn, each against the file as the one before left it, so git apply refuses its section if it is new, and may if not"},
 	} {
 		if slices.ContainsFunc(d.Files, k.is) {
@@ -277,7 +281,12 @@ func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff, source *eventlog.Source
 		if f.MovedFrom != "" {
 			counts += "  (moved from " + terminalLine(f.MovedFrom) + ")"
 		}
-		if f.Outside {
+		switch {
+		case f.Outside && d.Root == "":
+			// No workspace known: whether the file is in it is not known
+			// either; what is, is the name the patch gives it.
+			counts += "  (no workspace known: the patch names it " + terminalLine(f.PatchPath) + ")"
+		case f.Outside:
 			counts += "  (outside the workspace)"
 		}
 		if f.Overwritten {

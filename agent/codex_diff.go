@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -154,7 +153,7 @@ func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
 			}
 			for _, line := range sourceLines(body) {
 				p, ok := codexPatchPayloadOf(entryBytes(trimNewline(line)))
-				if ok && p.Type == "turn_context" && filepath.IsAbs(p.Cwd) {
+				if ok && p.Type == "turn_context" && rolloutAbs(p.Cwd) {
 					cwd = p.Cwd
 				}
 				if !ok || p.CallID == "" {
@@ -315,7 +314,7 @@ func codexCallPatch(p codexPatchPayload) (patch, dir string, ok bool) {
 		if !ok || to == "" {
 			return "", "", false
 		}
-		dir = joinDir(dir, to)
+		dir = rolloutJoin(dir, to)
 		script = strings.TrimSpace(after)
 	}
 	for _, name := range []string{"apply_patch", "applypatch"} {
@@ -345,18 +344,6 @@ func heredocBody(s string) string {
 		}
 	}
 	return s
-}
-
-// joinDir is dir resolved against base, as a path (either may be "" or
-// relative; an absolute dir stands alone).
-func joinDir(base, dir string) string {
-	switch {
-	case dir == "":
-		return base
-	case base == "" || filepath.IsAbs(dir):
-		return filepath.Clean(dir)
-	}
-	return filepath.Join(base, dir)
 }
 
 // codexPatchOutcome reads an apply_patch call's output: "applied" when it
@@ -526,11 +513,11 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 		}
 		rp.Applied++
 		cwd := c.cwd
-		if cwd == "" && filepath.IsAbs(ws) {
+		if cwd == "" && rolloutAbs(ws) {
 			cwd = ws // (the turn's is not known: the session's)
 		}
-		if c.dir != "" && (cwd != "" || filepath.IsAbs(c.dir)) {
-			cwd = joinDir(cwd, c.dir)
+		if c.dir != "" && (cwd != "" || rolloutAbs(c.dir)) {
+			cwd = rolloutJoin(cwd, c.dir)
 		}
 		for _, op := range ops {
 			applyCodexOp(files, ws, cwd, op, color)
@@ -631,7 +618,13 @@ func rolloutSection(f *rolloutFile, ws string, color bool) []byte {
 // workspace: absolute (an absolute path elsewhere, or any, when the
 // workspace is not known), or one that climbs out of it.
 func codexOutside(p string) bool {
-	return strings.HasPrefix(p, "/") || p == ".." || strings.HasPrefix(p, "../")
+	return codexAbsName(p) || p == ".." || strings.HasPrefix(p, "../")
+}
+
+// codexAbsName says whether p, as codexRel gives it, is absolute: a POSIX
+// path, or a Windows one with slashes ("C:/x", a share's "//server/x").
+func codexAbsName(p string) bool {
+	return strings.HasPrefix(p, "/") || len(p) >= 3 && p[1] == ':' && p[2] == '/'
 }
 
 // codexPatchName is the name a section gives path p (as codexRel gives
@@ -642,32 +635,43 @@ func codexOutside(p string) bool {
 // With no workspace known, an absolute path is named from the root after
 // "..": refused all the same.
 func codexPatchName(ws, p string) string {
-	if !strings.HasPrefix(p, "/") {
+	if !codexAbsName(p) {
 		return p
 	}
-	if filepath.IsAbs(ws) {
-		if rel, err := filepath.Rel(ws, filepath.FromSlash(p)); err == nil {
-			return filepath.ToSlash(rel)
-		}
+	if rel, ok := rolloutRelUp(ws, p); ok && strings.HasPrefix(rel, "../") {
+		return rel
 	}
-	return ".." + p
+	return "../" + strings.TrimLeft(p, "/")
 }
 
 // codexRel is the path a patch names as the diff names it: relative to
 // the workspace (a path inside it written absolute, as patch_apply_end
 // writes them all), or as written. A relative path is against cwd, the
 // turn's working directory, when it is known: Codex resolves it there.
+//
+// The paths are read by the rules of the machine the rollout was made on
+// (codex_paths.go), not the host's: a Windows one is named with slashes.
 func codexRel(ws, cwd, p string) string {
-	if !filepath.IsAbs(p) && cwd != "" && filepath.IsAbs(ws) {
-		p = filepath.Join(cwd, p)
+	win := rolloutWinAbs(ws) || rolloutWinAbs(cwd) || rolloutWinAbs(p)
+	if !rolloutAbs(p) && cwd != "" && rolloutAbs(ws) {
+		p = rolloutJoin(cwd, p)
 	}
-	if filepath.IsAbs(p) {
-		if rel, ok := workspaceRel(ws, p); ok {
+	if rolloutAbs(p) {
+		if rel, ok := rolloutRel(ws, p); ok {
 			return rel
 		}
-		return filepath.ToSlash(filepath.Clean(p))
+		if !rolloutWinAbs(p) && !rolloutWinAbs(ws) {
+			// (By the workspace's real path too, for a link to it.)
+			if rel, ok := workspaceRel(ws, p); ok {
+				return rel
+			}
+		}
+		return rolloutClean(p, rolloutWinAbs(p))
 	}
-	return path.Clean(filepath.ToSlash(p))
+	if win {
+		p = strings.ReplaceAll(p, `\`, "/")
+	}
+	return path.Clean(p)
 }
 
 // applyCodexOp adds one operation of a patch the rollout holds.
@@ -1015,8 +1019,8 @@ func (r *Rook) codexWorkspace(id eventlog.ID) (string, bool) {
 		return "", false
 	}
 	ws := m.Workspace
-	if filepath.IsAbs(ws) {
-		ws = filepath.Clean(ws)
+	if strings.HasPrefix(ws, "/") {
+		ws = path.Clean(ws)
 	}
 	return ws, true
 }

@@ -556,7 +556,10 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 			fc.PatchPath = codexPatchName(ws, f.path)
 		}
 		if f.noBody != "" {
-			fc.NoBody, fc.Reason = true, f.noBody
+			// (Nor the hunks of patches after what made it unknown.)
+			fc.NoBody, fc.Reason, fc.Added, fc.Removed, fc.NoLineNumbers = true, f.noBody, 0, 0, false
+			f.body.Reset()
+			f.added, f.removed = 0, 0
 		}
 		if w != nil {
 			if _, err := w.Write(rolloutSection(f, ws, color)); err != nil {
@@ -683,14 +686,14 @@ func applyCodexOp(files map[string]*rolloutFile, ws, cwd string, op codexPatchOp
 	case "delete":
 		codexRemoved(files, p, nil, color)
 	case "update":
-		f := codexFileAt(files, p)
+		f := codexFileAt(files, p, color)
 		a, rm := writeCodexChunks(&f.body, op.Chunks, color)
 		f.added, f.removed, f.noLineNumbers = f.added+a, f.removed+rm, true
 		if f.isKnown {
 			f.known, f.isKnown = applyCodexChunks(f.known, op.Chunks)
 		}
 		if op.MoveTo != "" {
-			codexMoved(files, f, codexRel(ws, cwd, op.MoveTo))
+			codexMoved(files, f, codexRel(ws, cwd, op.MoveTo), color)
 		}
 	}
 }
@@ -712,7 +715,7 @@ func applyCodexChange(files map[string]*rolloutFile, ws, abs string, c codexFile
 		}
 		codexRemoved(files, p, old, color)
 	case "update":
-		f := codexFileAt(files, p)
+		f := codexFileAt(files, p, color)
 		if c.UnifiedDiff != nil {
 			a, rm := writeUnifiedHunks(&f.body, *c.UnifiedDiff, color)
 			f.added, f.removed = f.added+a, f.removed+rm
@@ -726,7 +729,7 @@ func applyCodexChange(files map[string]*rolloutFile, ws, abs string, c codexFile
 			f.isKnown = false // what it changed is not in the rollout
 		}
 		if c.MovePath != nil && *c.MovePath != "" {
-			codexMoved(files, f, codexRel(ws, "", *c.MovePath))
+			codexMoved(files, f, codexRel(ws, "", *c.MovePath), color)
 		}
 	default:
 		return fmt.Sprintf("a change of %s of a kind rook does not know (%q): left out", p, c.Type)
@@ -736,7 +739,8 @@ func applyCodexChange(files map[string]*rolloutFile, ws, abs string, c codexFile
 
 // codexFileAt is the changes of path p so far, a new modified file's if
 // none: a patch that updates a file the session had not touched.
-func codexFileAt(files map[string]*rolloutFile, p string) *rolloutFile {
+func codexFileAt(files map[string]*rolloutFile, p string, color bool) *rolloutFile {
+	codexReclaim(files, p, color)
 	f, ok := files[p]
 	if !ok {
 		f = &rolloutFile{path: p, status: "modified"}
@@ -752,6 +756,7 @@ func codexFileAt(files map[string]*rolloutFile, p string) *rolloutFile {
 
 // codexAdded: a patch wrote p whole.
 func codexAdded(files map[string]*rolloutFile, p string, content []byte, color bool) {
+	codexReclaim(files, p, color)
 	f, had := files[p]
 	lines := splitLines(content)
 	if !had || f.status == "added" {
@@ -772,13 +777,17 @@ func codexAdded(files map[string]*rolloutFile, p string, content []byte, color b
 		if len(lines) > 0 { // an empty file has no hunk
 			f.body.WriteString(codexFrag(hunkRange(1, 0), hunkRange(1, len(lines)), color))
 		}
-	} else if f = codexFileAt(files, p); f.hasBefore {
+	} else if f = codexFileAt(files, p, color); f.hasBefore {
 		// Written over a file whose content before the session the
 		// rollout holds (its deletion gave it): a modification from it,
 		// as git would show it.
 		f.body.Reset()
-		f.added, f.removed, f.noLineNumbers, f.isKnown = 0, 0, false, false
+		f.added, f.removed, f.noLineNumbers, f.noBody = 0, 0, false, ""
 		f.whole = f.patches
+		f.known, f.isKnown = nil, bytes.HasSuffix(content, []byte("\n")) || len(content) == 0
+		for _, l := range lines {
+			f.known = append(f.known, strings.TrimSuffix(l, "\n"))
+		}
 		changes := diffLines(f.before, lines)
 		for _, c := range changes {
 			f.added, f.removed = f.added+c.n2, f.removed+c.n1
@@ -788,6 +797,11 @@ func codexAdded(files map[string]*rolloutFile, p string, content []byte, color b
 	} else {
 		// Written over a file the session had changed (or deleted): Codex
 		// overwrites it, and what it held before is not in the rollout.
+		if f.noBody != "" {
+			// (What it held was not known: the file whole is.)
+			f.body.Reset()
+			f.added, f.removed, f.noBody = 0, 0, ""
+		}
 		f.noLineNumbers, f.isKnown, f.overwritten = true, false, true
 		if f.body.Len() == 0 {
 			f.whole = f.patches // (after a deletion whose content is not known)
@@ -846,17 +860,104 @@ func codexRemoved(files map[string]*rolloutFile, p string, old []byte, color boo
 	f.removed = len(lines)
 }
 
-// codexMoved: an update moved f to p.
-func codexMoved(files map[string]*rolloutFile, f *rolloutFile, p string) {
-	delete(files, f.path)
+// codexMoved: an update moved f to p. Codex writes the file at p and
+// removes it where it was: the diff says what the disk then holds. A path
+// the file had before the session is gone; p, if it existed before the
+// session (the diff changed or deleted it), now holds the file moved,
+// written over it; else the file is renamed to p (or new there, if the
+// session added it).
+func codexMoved(files map[string]*rolloutFile, f *rolloutFile, p string, color bool) {
+	from := f.path
+	if from == p {
+		return // moved onto itself: Codex writes it in place
+	}
+	delete(files, from)
 	if f.movedFrom == "" && f.status != "added" {
-		f.movedFrom = f.path
+		f.movedFrom = from
+	}
+	g, taken := files[p]
+	if taken && g.movedFrom != "" {
+		// Moved here before: the file it moved is still gone from where
+		// it was, and is not at p now either.
+		codexGone(files, g.movedFrom, g, color)
+		g.movedFrom = ""
+	} else if taken && g.status != "added" {
+		// p existed before the session: what it holds now is the file
+		// moved over it, and the path that file had is gone.
+		if f.movedFrom != "" {
+			codexGone(files, f.movedFrom, f, color)
+		}
+		if f.isKnown {
+			var content []byte
+			for _, l := range f.known {
+				content = append(append(content, l...), '\n')
+			}
+			codexAdded(files, p, content, color)
+			return
+		}
+		g.status, g.patches, g.isKnown, g.overwritten = "modified", g.patches+1, false, false
+		g.whole = g.patches
+		g.body.Reset()
+		g.added, g.removed, g.noLineNumbers = 0, 0, false
+		g.noBody = fmt.Sprintf("written over by %s, moved here, whose content the rollout does not hold whole", from)
+		return
 	}
 	if f.movedFrom == p {
 		f.movedFrom = "" // moved back
 	}
 	f.path = p
 	files[p] = f
+}
+
+// codexGone: the file that was at p before the session, which moved away
+// as f, is gone from p: a deletion, shown with the content it had when the
+// rollout holds it (f's before).
+func codexGone(files map[string]*rolloutFile, p string, f *rolloutFile, color bool) {
+	if _, taken := files[p]; taken {
+		return // written again since: that record says what p holds
+	}
+	var old []byte
+	if f.hasBefore {
+		old = []byte(strings.Join(f.before, ""))
+		if old == nil {
+			old = []byte{}
+		}
+	}
+	codexRemoved(files, p, old, color)
+}
+
+// codexReclaim: a patch writes p, which the session had moved away (a
+// file's changes say it moved from p). p existed before the session: it
+// is written again, not new, and what the diff knows of its content
+// before goes with it. Where the file moved is then a new file, no
+// rename (both paths are on disk): shown whole when its lines are known,
+// else with no body.
+func codexReclaim(files map[string]*rolloutFile, p string, color bool) {
+	if _, ok := files[p]; ok {
+		return
+	}
+	for _, r := range files {
+		if r.movedFrom != p {
+			continue
+		}
+		files[p] = &rolloutFile{path: p, status: "modified", before: r.before, hasBefore: r.hasBefore}
+		r.movedFrom, r.status, r.before, r.hasBefore, r.overwritten = "", "added", nil, false, false
+		r.body.Reset()
+		r.added, r.removed, r.noLineNumbers = 0, 0, false
+		r.whole = r.patches
+		if !r.isKnown {
+			r.noBody = fmt.Sprintf("a copy of %s as it was before the session, changed by patches: the rollout does not hold it whole", p)
+			return
+		}
+		if len(r.known) > 0 {
+			r.body.WriteString(codexFrag(hunkRange(1, 0), hunkRange(1, len(r.known)), color))
+		}
+		for _, l := range r.known {
+			writeContentLines(&r.body, '+', []string{l + "\n"}, color)
+		}
+		r.added = len(r.known)
+		return
+	}
 }
 
 // codexFrag is a hunk header.

@@ -191,7 +191,7 @@ func fromRollout(d agent.SessionDiff) string {
 		note string
 	}{
 		{func(f agent.FileChange) bool { return f.NoLineNumbers }, "a hunk headed -?,N +?,N has no line numbers (the patch places it by its context lines), so this is no patch git apply takes"},
-		{func(f agent.FileChange) bool { return f.NoBody }, "a file shown with no body is one whose content before the session the rollout does not hold (a deleted file's)"},
+		{func(f agent.FileChange) bool { return f.NoBody }, "a file shown with no body is one whose content the rollout does not hold (a deleted file's before the session, or a moved file's): --stat says why"},
 		{func(f agent.FileChange) bool { return f.Overwritten }, "a hunk headed -?,? +1,N is a patch's Add File over a file that existed, which Codex writes whole: the file after it, over content the rollout does not hold"},
 		{func(f agent.FileChange) bool { return f.Outside }, outside},
 		{func(f agent.FileChange) bool { return f.InTurn }, "a file changed by several patches shows each one's hunks in turn, each against the file as the one before left it, so git apply refuses its section if it is new, and may if not"},

@@ -467,60 +467,14 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 	d.Patches, d.Root = rp, ws
 	files := map[string]*rolloutFile{}
 	for _, c := range calls {
-		switch c.outcome {
-		case "failed":
-			rp.Failed++
-			rp.Notes = append(rp.Notes, fmt.Sprintf("the patch of event #%d did not apply (%s): left out", c.seq, c.why))
+		steps, applied := codexCallSteps(c, ws, rp)
+		if !applied {
 			continue
-		case "", "unknown":
-			why := c.why
-			if c.outcome == "" {
-				why = "no output for it"
+		}
+		for _, st := range steps {
+			if note := st.apply(files, ws, color); note != "" {
+				rp.Notes = append(rp.Notes, fmt.Sprintf("the patch of event #%d: %s", c.seq, note))
 			}
-			rp.Unconfirmed++
-			rp.Notes = append(rp.Notes, fmt.Sprintf("the rollout does not say whether the patch of event #%d applied (%s): left out", c.seq, why))
-			continue
-		}
-		for _, p := range c.bad {
-			rp.Notes = append(rp.Notes, fmt.Sprintf("the patch_apply_end of the patch of event #%d: the change of %s does not read: left out", c.seq, codexRel(ws, "", p)))
-		}
-		if len(c.changes)+len(c.bad) > 0 {
-			rp.Applied++
-			paths := make([]string, 0, len(c.changes))
-			for p := range c.changes {
-				paths = append(paths, p)
-			}
-			sort.Strings(paths)
-			for _, p := range paths {
-				if note := applyCodexChange(files, ws, p, c.changes[p], color); note != "" {
-					rp.Notes = append(rp.Notes, fmt.Sprintf("the patch of event #%d: %s", c.seq, note))
-				}
-			}
-			continue
-		}
-		if c.patch == "" {
-			rp.Unread++
-			rp.Notes = append(rp.Notes, fmt.Sprintf("the patch_apply_end of event #%d says a patch applied, but the rollout holds neither its changes nor its call: left out", c.seq))
-			continue
-		}
-		ops, err := parseCodexPatch(c.patch)
-		if err != nil {
-			// The rollout says it applied, yet it does not read: what it
-			// changed is not known.
-			rp.Unread++
-			rp.Notes = append(rp.Notes, fmt.Sprintf("the patch of event #%d applied, but does not read (%v): left out", c.seq, err))
-			continue
-		}
-		rp.Applied++
-		cwd := c.cwd
-		if cwd == "" && rolloutAbs(ws) {
-			cwd = ws // (the turn's is not known: the session's)
-		}
-		if c.dir != "" && (cwd != "" || rolloutAbs(c.dir)) {
-			cwd = rolloutJoin(cwd, c.dir)
-		}
-		for _, op := range ops {
-			applyCodexOp(files, ws, cwd, op, color)
 		}
 	}
 	paths := make([]string, 0, len(files))
@@ -572,6 +526,122 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 	}
 	d.FromRollout = len(d.Files)
 	return nil
+}
+
+// codexStep is one change of a patch call: an operation of its patch (cwd:
+// the directory its relative paths are against), or one path's change in
+// its patch_apply_end (abs: the path it names).
+type codexStep struct {
+	op     *codexPatchOp
+	cwd    string
+	abs    string
+	change codexFileChangeJSON
+}
+
+// codexCallSteps counts a call in rp, notes why it is left out if it is,
+// and gives its steps: applied, those the diff applies; else, of a call
+// the rollout does not say applied (unconfirmed), those its patch would
+// make, when it reads (a rewind must not take it as not made).
+func codexCallSteps(c *codexPatchCall, ws string, rp *RolloutPatches) (steps []codexStep, applied bool) {
+	switch c.outcome {
+	case "failed":
+		rp.Failed++
+		rp.Notes = append(rp.Notes, fmt.Sprintf("the patch of event #%d did not apply (%s): left out", c.seq, c.why))
+		return nil, false
+	case "", "unknown":
+		why := c.why
+		if c.outcome == "" {
+			why = "no output for it"
+		}
+		rp.Unconfirmed++
+		rp.Notes = append(rp.Notes, fmt.Sprintf("the rollout does not say whether the patch of event #%d applied (%s): left out", c.seq, why))
+		ops, err := parseCodexPatch(c.patch)
+		if c.patch == "" || err != nil {
+			return nil, false
+		}
+		return codexOpSteps(c, ws, ops), false
+	}
+	for _, p := range c.bad {
+		rp.Notes = append(rp.Notes, fmt.Sprintf("the patch_apply_end of the patch of event #%d: the change of %s does not read: left out", c.seq, codexRel(ws, "", p)))
+	}
+	if len(c.changes)+len(c.bad) > 0 {
+		rp.Applied++
+		paths := make([]string, 0, len(c.changes))
+		for p := range c.changes {
+			paths = append(paths, p)
+		}
+		sort.Strings(paths)
+		for _, p := range paths {
+			steps = append(steps, codexStep{abs: p, change: c.changes[p]})
+		}
+		return steps, true
+	}
+	if c.patch == "" {
+		rp.Unread++
+		rp.Notes = append(rp.Notes, fmt.Sprintf("the patch_apply_end of event #%d says a patch applied, but the rollout holds neither its changes nor its call: left out", c.seq))
+		return nil, false
+	}
+	ops, err := parseCodexPatch(c.patch)
+	if err != nil {
+		// The rollout says it applied, yet it does not read: what it
+		// changed is not known.
+		rp.Unread++
+		rp.Notes = append(rp.Notes, fmt.Sprintf("the patch of event #%d applied, but does not read (%v): left out", c.seq, err))
+		return nil, false
+	}
+	rp.Applied++
+	return codexOpSteps(c, ws, ops), true
+}
+
+// codexOpSteps are the operations of a call's patch, each against the
+// directory its relative paths are against.
+func codexOpSteps(c *codexPatchCall, ws string, ops []codexPatchOp) []codexStep {
+	cwd := c.cwd
+	if cwd == "" && rolloutAbs(ws) {
+		cwd = ws // (the turn's is not known: the session's)
+	}
+	if c.dir != "" && (cwd != "" || rolloutAbs(c.dir)) {
+		cwd = rolloutJoin(cwd, c.dir)
+	}
+	steps := make([]codexStep, len(ops))
+	for i := range ops {
+		steps[i] = codexStep{op: &ops[i], cwd: cwd}
+	}
+	return steps
+}
+
+// apply adds the step to files; it says why when the change does not read.
+func (s codexStep) apply(files map[string]*rolloutFile, ws string, color bool) string {
+	if s.op != nil {
+		applyCodexOp(files, ws, s.cwd, *s.op, color)
+		return ""
+	}
+	return applyCodexChange(files, ws, s.abs, s.change, color)
+}
+
+// kind is the step's: add, delete or update (or a change's unknown kind).
+func (s codexStep) kind() string {
+	if s.op != nil {
+		return s.op.Kind
+	}
+	return s.change.Type
+}
+
+// paths are the paths the step writes, as the diff names them: its own,
+// and the one it moves the file to, if any.
+func (s codexStep) paths(ws string) (p, to string) {
+	if s.op != nil {
+		p = codexRel(ws, s.cwd, s.op.Path)
+		if s.op.Kind == "update" && s.op.MoveTo != "" {
+			to = codexRel(ws, s.cwd, s.op.MoveTo)
+		}
+		return p, to
+	}
+	p = codexRel(ws, "", s.abs)
+	if s.change.Type == "update" && s.change.MovePath != nil && *s.change.MovePath != "" {
+		to = codexRel(ws, "", *s.change.MovePath)
+	}
+	return p, to
 }
 
 // rolloutSection writes a file's changes as a git-style section: git's
@@ -770,10 +840,7 @@ func codexAdded(files map[string]*rolloutFile, p string, content []byte, color b
 		}
 		f.patches++
 		f.whole = f.patches
-		f.known, f.isKnown = nil, bytes.HasSuffix(content, []byte("\n")) || len(content) == 0
-		for _, l := range lines {
-			f.known = append(f.known, strings.TrimSuffix(l, "\n"))
-		}
+		f.known, f.isKnown = knownLines(content, lines)
 		if len(lines) > 0 { // an empty file has no hunk
 			f.body.WriteString(codexFrag(hunkRange(1, 0), hunkRange(1, len(lines)), color))
 		}
@@ -784,10 +851,7 @@ func codexAdded(files map[string]*rolloutFile, p string, content []byte, color b
 		f.body.Reset()
 		f.added, f.removed, f.noLineNumbers, f.noBody = 0, 0, false, ""
 		f.whole = f.patches
-		f.known, f.isKnown = nil, bytes.HasSuffix(content, []byte("\n")) || len(content) == 0
-		for _, l := range lines {
-			f.known = append(f.known, strings.TrimSuffix(l, "\n"))
-		}
+		f.known, f.isKnown = knownLines(content, lines)
 		changes := diffLines(f.before, lines)
 		for _, c := range changes {
 			f.added, f.removed = f.added+c.n2, f.removed+c.n1
@@ -802,7 +866,8 @@ func codexAdded(files map[string]*rolloutFile, p string, content []byte, color b
 			f.body.Reset()
 			f.added, f.removed, f.noBody = 0, 0, ""
 		}
-		f.noLineNumbers, f.isKnown, f.overwritten = true, false, true
+		f.noLineNumbers, f.overwritten = true, true
+		f.known, f.isKnown = knownLines(content, lines)
 		if f.body.Len() == 0 {
 			f.whole = f.patches // (after a deletion whose content is not known)
 		}
@@ -810,6 +875,17 @@ func codexAdded(files map[string]*rolloutFile, p string, content []byte, color b
 	}
 	writeContentLines(&f.body, '+', lines, color)
 	f.added += len(lines)
+}
+
+// knownLines are a file written whole's lines (lines: content's, with
+// their newlines) without their newlines, as rolloutFile.known holds
+// them; ok is false when its last line has no newline (known holds only
+// files that end with one, as Codex writes them after an update).
+func knownLines(content []byte, lines []string) (known []string, ok bool) {
+	for _, l := range lines {
+		known = append(known, strings.TrimSuffix(l, "\n"))
+	}
+	return known, bytes.HasSuffix(content, []byte("\n")) || len(content) == 0
 }
 
 // codexRemoved: a patch deleted p (old: its content, when the rollout

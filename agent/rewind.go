@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -25,6 +26,10 @@ type RewindReport struct {
 	// the transcript's edit results (an imported Claude Code session
 	// without file backups), not from a capture.
 	FromTranscript int `json:"from_transcript"`
+	// FromRollout counts the files whose state to put back comes from an
+	// imported Codex session's rollout: the patches it says applied
+	// before the rewind point (codex_rewind.go).
+	FromRollout int `json:"from_rollout"`
 	// BeforeSeq is the seq, on the fork, of the capture of the disk as it
 	// was before the rewind wrote anything: rewinding the fork to it puts
 	// the workspace back. Nil when no file was touched.
@@ -36,7 +41,11 @@ type RewindReport struct {
 	// names cannot be recorded (a backslash, or bytes that are not UTF-8),
 	// so its undo could not put them back.
 	Unrecordable []string `json:"unrecordable,omitempty"`
-	KeepFiles    bool     `json:"keep_files"`
+	// Notes say what a rewind of an imported Codex session left as it is
+	// and why (a patch the rollout does not say applied, nor what it
+	// would change).
+	Notes     []string `json:"notes,omitempty"`
+	KeepFiles bool     `json:"keep_files"`
 	// Interrupted are the earlier rewinds of the same session to the same
 	// event that stopped while writing files (killed, or a write failed).
 	// This rewind's own undo gives back the disk as such a rewind left it,
@@ -138,6 +147,29 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 		if err != nil {
 			return rep, nothingDone(err, "nothing changed")
 		}
+		// An imported Codex session has no captures: what its rollout's
+		// patches say the files held at the point, where they say it.
+		codexPatched := false
+		if st.Captures == 0 && st.FromTranscript == 0 {
+			if ws, ok := r.codexWorkspace(id); ok {
+				changes, notes, any, err := r.codexRewindChanges(id, to, ws)
+				if err != nil {
+					var ue *CodexUnknownStatesError
+					if errors.As(err, &ue) {
+						return rep, err
+					}
+					return rep, nothingDone(err, "nothing changed")
+				}
+				if len(changes) > 0 && ws == "" {
+					return rep, fmt.Errorf("cannot rewind the files of session %s: its Codex rollout names no workspace, so where its %d file(s) are is not known (--keep-files rewinds the conversation only): nothing changed", id, len(changes))
+				}
+				codexPatched, rep.Notes, rep.FromRollout = any, notes, len(changes)
+				st.Root = ws
+				for p, c := range changes {
+					st.First[p] = c
+				}
+			}
+		}
 		// A directory of the user's without its search bit hides all
 		// under it: opened (u+x) before anything is looked at.
 		if real, rerr := realRoot(st.Root); st.Root != "" && rerr == nil {
@@ -163,7 +195,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 		changes = append(changes, st.dirChanges()...)
 		rep.CheckpointsApplied = st.Captures
 		rep.FromTranscript = st.FromTranscript
-		if st.Captures == 0 && st.FromTranscript == 0 {
+		if st.Captures == 0 && st.FromTranscript == 0 && !codexPatched {
 			// Nothing to put back: say why when it is because the session
 			// is imported and its transcript kept no copies of files, nor
 			// edit results saying what they were (a rewind to after its

@@ -348,6 +348,12 @@ func (c *RewindCmd) Run(e *Env) error {
 	if rep.FromTranscript > 0 {
 		fmt.Fprintf(w, "  %s\n", fromTranscript(rep.FromTranscript, "put back as"))
 	}
+	if rep.FromRollout > 0 {
+		fmt.Fprintf(w, "  %d file(s) put back as the Codex rollout's applied patches say they were then (Codex keeps no copies of files)\n", rep.FromRollout)
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(e.Stderr, "rook: note: %s\n", terminalLine(n))
+	}
 	if n := len(rep.Unrecordable); n > 0 {
 		fmt.Fprintf(w, "  left %d file(s) added with names rook cannot record (a backslash, or bytes that are not UTF-8): %s\n", n, strings.Join(rep.Unrecordable, ", "))
 	}

@@ -1,0 +1,207 @@
+package agent
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
+)
+
+// Rewinding the files of an imported Codex session. Codex keeps no
+// copies of files, but its rollout holds the patches the agent applied
+// (codex_diff.go): replayed up to the rewind point, they say what some
+// paths held there. Each path a patch at or after the point writes (or
+// one the rollout does not say applied, which may have) is put back as
+// it was when the first such patch came, where that is known:
+//
+//   - absent: the session added it after the point (its first patch is
+//     an Add File of a path it had not touched, or moves a file to a path
+//     it had not touched), or had deleted or moved it away before;
+//   - its content: the session added it whole before the point and each
+//     later patch applied to its lines as Codex applies them, or wrote it
+//     whole over a file (Add File), or the first patch after the point
+//     deletes it and its patch_apply_end holds the content it deleted.
+//
+// Any other path's content there is not known (a file that existed
+// before the session, updated by patches alone): the rewind refuses,
+// naming each such path and why, and writes nothing, rather than write
+// something wrong. A path outside the workspace is refused too: a rewind
+// writes only in it. The mode of a file put back is the one it has on
+// disk (a patch does not change it), as for a Claude Code edit result's
+// state (Change.transcript).
+
+// CodexUnknownStatesError: a rewind of an imported Codex session needs
+// files whose content at the rewind point its rollout does not hold.
+// Nothing was changed.
+type CodexUnknownStatesError struct {
+	Session eventlog.ID
+	To      uint64
+	Files   []CodexUnknownState
+}
+
+// CodexUnknownState is one path a rewind cannot put back, and why.
+type CodexUnknownState struct {
+	Path string `json:"path"`
+	Why  string `json:"why"`
+}
+
+func (e *CodexUnknownStatesError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cannot rewind the files of session %s to %d: Codex keeps no copies of files, and its rollout's patches do not say what %d file(s) held then: ", e.Session, e.To, len(e.Files))
+	for i, f := range e.Files {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s (%s)", f.Path, f.Why)
+	}
+	b.WriteString("; put them back yourself (from git, say) and rewind with --keep-files, which rewinds the conversation only: nothing changed")
+	return b.String()
+}
+
+// codexRewindState is what a path held at the rewind point, as far as the
+// rollout says.
+type codexRewindState struct {
+	absent  bool
+	known   bool
+	content []byte
+	why     string // neither: why not
+}
+
+// codexRewindStates are the states to put back for a rewind of imported
+// Codex session id (workspace ws) to event to, by path; any is false when
+// the rollout holds no patch that applied at all (no file to put back, as
+// for a session without backups).
+func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states map[string]codexRewindState, notes []string, any bool, err error) {
+	calls, err := r.rolloutPatchCalls(id)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	rp := &RolloutPatches{}
+	files := map[string]*rolloutFile{}
+	states = map[string]codexRewindState{}
+	// doubtful: paths a patch the rollout does not say applied (or a
+	// change of one that does not read) may have changed: what they hold
+	// after it is not known.
+	doubtful := map[string]string{}
+	take := func(p string, st codexStep, source bool) {
+		if _, ok := states[p]; !ok {
+			states[p] = codexStateOf(files, doubtful, p, st, source)
+		}
+	}
+	for _, c := range calls {
+		steps, applied := codexCallSteps(c, ws, rp)
+		after := c.seq >= to
+		if applied {
+			any = true
+		}
+		if !applied && c.outcome != "failed" && len(steps) == 0 && after {
+			notes = append(notes, fmt.Sprintf("the rollout does not say whether the patch of event #%d applied, nor which files it would change: any it changed are left as they are", c.seq))
+		}
+		for _, p := range c.bad {
+			if after {
+				take(codexRel(ws, "", p), codexStep{}, false)
+			}
+			doubtful[codexRel(ws, "", p)] = fmt.Sprintf("the change of the patch of event #%d does not read", c.seq)
+		}
+		for _, st := range steps {
+			p, moved := st.paths(ws)
+			if after {
+				take(p, st, true)
+				if moved != "" {
+					take(moved, st, false)
+				}
+			}
+			if !applied {
+				why := fmt.Sprintf("the rollout does not say whether the patch of event #%d, which changes it, applied", c.seq)
+				doubtful[p] = why
+				if moved != "" {
+					doubtful[moved] = why
+				}
+				continue
+			}
+			st.apply(files, ws, false)
+		}
+	}
+	return states, notes, any, nil
+}
+
+// codexStateOf is what p held before step st (source: p is the step's own
+// path, not the one it moves the file to), from the patches before it.
+func codexStateOf(files map[string]*rolloutFile, doubtful map[string]string, p string, st codexStep, source bool) codexRewindState {
+	if codexOutside(p) {
+		return codexRewindState{why: "it is outside the workspace: a rewind writes only in it"}
+	}
+	if why, ok := doubtful[p]; ok {
+		return codexRewindState{why: why}
+	}
+	f := files[p]
+	if f == nil {
+		for _, r := range files {
+			if r.movedFrom == p {
+				return codexRewindState{absent: true} // moved away
+			}
+		}
+		// Not written by the session yet: as it was before the session.
+		switch {
+		case !source, st.kind() == "add":
+			// Where a file moved, or a file added: new, as the diff
+			// reads it.
+			return codexRewindState{absent: true}
+		case st.op == nil && st.change.Type == "delete" && st.change.Content != nil:
+			return codexRewindState{known: true, content: []byte(*st.change.Content)}
+		}
+		return codexRewindState{why: "it existed before the session, and the rollout holds only the patches' changes to it, not its content"}
+	}
+	switch {
+	case f.status == "removed":
+		return codexRewindState{absent: true}
+	case f.isKnown:
+		var b []byte
+		for _, l := range f.known {
+			b = append(append(b, l...), '\n')
+		}
+		if b == nil {
+			b = []byte{}
+		}
+		return codexRewindState{known: true, content: b}
+	case f.status == "added":
+		return codexRewindState{why: "the session added it, but a later patch of it did not apply to its lines as rook reads them, or its content does not end with a newline"}
+	}
+	return codexRewindState{why: "it existed before the session, and the rollout holds only the patches' changes to it, not its content"}
+}
+
+// codexRewindChanges are the changes a rewind of imported Codex session
+// id to event to makes, from its rollout (nil, with no error, when it
+// holds no patch that applied); a *CodexUnknownStatesError when a path's
+// state is not known.
+func (r *Rook) codexRewindChanges(id eventlog.ID, to uint64, ws string) (changes map[string]Change, notes []string, any bool, err error) {
+	states, notes, any, err := r.codexRewindStates(id, to, ws)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	paths := make([]string, 0, len(states))
+	for p := range states {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	var unknown []CodexUnknownState
+	changes = map[string]Change{}
+	for _, p := range paths {
+		s := states[p]
+		switch {
+		case s.absent:
+			changes[p] = Change{Path: p, Remove: true, transcript: true}
+		case s.known:
+			changes[p] = Change{Path: p, File: FileEntry{ID: cas.ID(s.content), Size: int64(len(s.content)), Mode: FileMode{Perm: 0o644}},
+				data: s.content, transcript: true}
+		default:
+			unknown = append(unknown, CodexUnknownState{Path: p, Why: s.why})
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, notes, any, &CodexUnknownStatesError{Session: id, To: to, Files: unknown}
+	}
+	return changes, notes, any, nil
+}

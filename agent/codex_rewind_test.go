@@ -1,0 +1,144 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// A rewind of an imported Codex session puts back the files whose content
+// at the rewind point the rollout's applied patches say (one the session
+// added whole, then patched), removes those the session added after it,
+// and refuses, naming the file and why, where the content is not known
+// (a file that existed before the session, updated by a patch alone),
+// writing nothing.
+func TestRewindCodexSession(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	at := func(p string) string { return filepath.Join(ws, p) }
+	const ok = `"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nM x\n"`
+	var items []codexItem
+	items = append(items, codexItem{"session_meta", fmt.Sprintf(`{"id":%q,"cwd":%q,"originator":"codex_cli_rs","cli_version":"0.80.0","source":"cli"}`, codexPID, ws)})
+	for i, patch := range []string{
+		"*** Add File: new.txt\n+one",              // c0: added whole
+		"*** Update File: new.txt\n@@\n-one\n+two", // c1
+		"*** Update File: old.txt\n@@\n-x\n+y",     // c2: its content before is not known
+		"*** Update File: new.txt\n@@\n-two\n+three",
+		"*** Add File: made/m.txt\n+m", // c4
+	} {
+		in, _ := json.Marshal("*** Begin Patch\n" + patch + "\n*** End Patch\n")
+		items = append(items,
+			codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call","name":"apply_patch","call_id":"c%d","input":%s}`, i, in)},
+			codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call_output","call_id":"c%d","output":%s}`, i, ok)})
+	}
+	src := filepath.Join(dir, "codex", "2026", "02", "03", "rollout-2026-02-03T10-00-00-"+codexPID+".jsonl")
+	writeSource(t, vfs.OS, src, codexStamped(items, 10, 0), "")
+	writeTree(t, ws, tree{"new.txt": "mode:0755:three\n", "old.txt": "y\n", "made/m.txt": "m\n"})
+
+	r := diskRook(t, filepath.Join(dir, "store"))
+	rep := mustImport(t, r, FormatCodex, filepath.Join(dir, "codex"))
+	id := *rep.Files[0].Session
+	calls, err := r.rolloutPatchCalls(id)
+	if err != nil || len(calls) != 5 {
+		t.Fatalf("calls %d %v", len(calls), err)
+	}
+
+	// To before c2: old.txt's content then is not in the rollout.
+	_, err = r.Rewind(id, calls[2].seq, false)
+	var ue *CodexUnknownStatesError
+	if !errors.As(err, &ue) || len(ue.Files) != 1 || ue.Files[0].Path != "old.txt" ||
+		!strings.Contains(err.Error(), "old.txt") || !strings.Contains(err.Error(), "nothing changed") {
+		t.Fatalf("rewind to c2: %v, want a refusal naming old.txt", err)
+	}
+	if got := readFileT(t, at("new.txt")); got != "three\n" {
+		t.Fatalf("new.txt after a refused rewind: %q", got)
+	}
+
+	// To before c3: new.txt as c1 left it, made/m.txt gone (added after).
+	rw, err := r.Rewind(id, calls[3].seq, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rw.FromRollout != 2 || rw.FilesRestored != 1 || rw.FilesRemoved != 1 || rw.Undo == "" {
+		t.Fatalf("rewind %+v", rw)
+	}
+	if got := readFileT(t, at("new.txt")); got != "two\n" {
+		t.Fatalf("new.txt after the rewind: %q, want two", got)
+	}
+	if fi, err := os.Stat(at("new.txt")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("new.txt's mode: %v %v", fi, err)
+	}
+	if got := readFileT(t, at("old.txt")); got != "y\n" {
+		t.Fatalf("old.txt, not after the point, was written: %q", got)
+	}
+	if _, err := os.Lstat(at("made/m.txt")); !os.IsNotExist(err) {
+		t.Fatalf("made/m.txt is still there: %v", err)
+	}
+	// Its undo puts the disk back.
+	if _, err := r.Rewind(rw.Fork, *rw.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFileT(t, at("new.txt")); got != "three\n" {
+		t.Fatalf("new.txt after the undo: %q", got)
+	}
+	if got := readFileT(t, at("made/m.txt")); got != "m\n" {
+		t.Fatalf("made/m.txt after the undo: %q", got)
+	}
+}
+
+// A patch the rollout does not say applied may have changed the files it
+// names: one named before the rewind point has no known content after
+// it; after the point, a file's state there is still known. A path
+// outside the workspace is never written.
+func TestCodexRewindStatesDoubtfulAndOutside(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	const ok = `"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nM x\n"`
+	items := []codexItem{codexMetaItem(codexPID, "")}
+	call := func(i int, patch string, out bool) {
+		in, _ := json.Marshal("*** Begin Patch\n" + patch + "\n*** End Patch\n")
+		items = append(items, codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call","name":"apply_patch","call_id":"c%d","input":%s}`, i, in)})
+		if out {
+			items = append(items, codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call_output","call_id":"c%d","output":%s}`, i, ok)})
+		}
+	}
+	call(0, "*** Add File: a.txt\n+a\n*** Add File: b.txt\n+b", true)
+	call(1, "*** Update File: a.txt\n@@\n-a\n+A", false) // no output: did it apply?
+	call(2, "*** Update File: a.txt\n@@\n-A\n+AA\n*** Update File: b.txt\n@@\n-b\n+B\n*** Add File: /etc/x.conf\n+x", true)
+	call(3, "*** Update File: b.txt\n@@\n-B\n+BB", false)
+	path := fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID)
+	writeSource(t, fsys, path, codexStamped(items, 10, 0), "")
+	rep := mustImport(t, r, FormatCodex, "/c")
+	id := *fileByPath(t, rep, path).Session
+	calls, err := r.rolloutPatchCalls(id)
+	if err != nil || len(calls) != 4 {
+		t.Fatalf("calls %d %v", len(calls), err)
+	}
+	states, _, _, err := r.codexRewindStates(id, calls[2].seq, "/home/dev/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range []string{"a.txt", "b.txt", "/etc/x.conf"} {
+		s, ok := states[p]
+		switch {
+		case !ok:
+			got = append(got, p+":none")
+		case s.known:
+			got = append(got, p+":"+strings.TrimSpace(string(s.content)))
+		case s.absent:
+			got = append(got, p+":absent")
+		default:
+			got = append(got, p+":unknown")
+		}
+	}
+	if want := "a.txt:unknown b.txt:b /etc/x.conf:unknown"; strings.Join(got, " ") != want {
+		t.Errorf("states %s, want %s", strings.Join(got, " "), want)
+	}
+}

@@ -96,7 +96,11 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 		if applied {
 			any = true
 		}
-		if !applied && c.outcome != "failed" && len(steps) == 0 && after {
+		switch {
+		case applied || c.outcome == "failed" || len(steps) > 0 || !after:
+		case c.outcome == "applied":
+			notes = append(notes, fmt.Sprintf("the patch of event #%d applied, but the rollout does not say which files it changed: any it changed are left as they are", c.seq))
+		default:
 			notes = append(notes, fmt.Sprintf("the rollout does not say whether the patch of event #%d applied, nor which files it would change: any it changed are left as they are", c.seq))
 		}
 		for _, p := range c.bad {

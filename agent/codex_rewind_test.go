@@ -112,17 +112,21 @@ func TestCodexRewindStatesDoubtfulAndOutside(t *testing.T) {
 	call(1, "*** Update File: a.txt\n@@\n-a\n+A", false) // no output: did it apply?
 	call(2, "*** Update File: a.txt\n@@\n-A\n+AA\n*** Update File: b.txt\n@@\n-b\n+B\n*** Add File: /etc/x.conf\n+x", true)
 	call(3, "*** Update File: b.txt\n@@\n-B\n+BB", false)
+	call(4, "not a patch", false) // nor does it say what it would change
 	path := fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID)
 	writeSource(t, fsys, path, codexStamped(items, 10, 0), "")
 	rep := mustImport(t, r, FormatCodex, "/c")
 	id := *fileByPath(t, rep, path).Session
 	calls, err := r.rolloutPatchCalls(id)
-	if err != nil || len(calls) != 4 {
+	if err != nil || len(calls) != 5 {
 		t.Fatalf("calls %d %v", len(calls), err)
 	}
-	states, _, _, err := r.codexRewindStates(id, calls[2].seq, "/home/dev/app")
+	states, notes, _, err := r.codexRewindStates(id, calls[2].seq, "/home/dev/app")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("the rollout does not say whether the patch of event #%d applied, nor which files it would change", calls[4].seq); len(notes) != 1 || !strings.HasPrefix(notes[0], want) {
+		t.Errorf("notes %q, want one saying %q", notes, want)
 	}
 	var got []string
 	for _, p := range []string{"a.txt", "b.txt", "/etc/x.conf"} {

@@ -891,6 +891,7 @@ func knownLines(content []byte, lines []string) (known []string, ok bool) {
 // codexRemoved: a patch deleted p (old: its content, when the rollout
 // holds it).
 func codexRemoved(files map[string]*rolloutFile, p string, old []byte, color bool) {
+	codexReclaim(files, p, color)
 	f, had := files[p]
 	if had && f.status == "added" {
 		delete(files, p) // made and deleted in the session: nothing changed
@@ -951,6 +952,7 @@ func codexMoved(files map[string]*rolloutFile, f *rolloutFile, p string, color b
 	if f.movedFrom == "" && f.status != "added" {
 		f.movedFrom = from
 	}
+	codexReclaim(files, p, color) // (another file moved away from p)
 	g, taken := files[p]
 	if taken && g.movedFrom != "" {
 		// Moved here before: the file it moved is still gone from where

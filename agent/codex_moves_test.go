@@ -69,6 +69,10 @@ func TestCodexMoveOntoChangedPath(t *testing.T) {
 			codexPatch("*** Update File: c.txt\n*** Move to: b.txt\n@@\n-p\n+q"),
 			codexPatch("*** Update File: a.txt\n*** Move to: b.txt\n@@\n-r\n+s"),
 		}, "b.txt:modified<a.txt c.txt:removed(nobody)", nil},
+		{"onto a path moved away", []string{
+			codexPatch("*** Update File: a.txt\n*** Move to: b.txt\n@@\n-p\n+q"),
+			codexPatch("*** Update File: c.txt\n*** Move to: a.txt\n@@\n-r\n+s"),
+		}, "a.txt:modified(nobody) b.txt:added(nobody) c.txt:removed(nobody)", nil},
 		{"onto a deleted file", []string{
 			codexPatch("*** Delete File: b.txt"),
 			codexPatch("*** Add File: c.txt\n+one"),
@@ -100,6 +104,15 @@ func TestCodexMovedAwayThenAdded(t *testing.T) {
 	}
 	if a := files["a.txt"]; !a.overwritten || !strings.Contains(a.body.String(), "+new\n") {
 		t.Errorf("a.txt %+v %q", a, a.body.String())
+	}
+	// Deleted there (a patch_apply_end may say so, though Codex would
+	// find nothing to delete): gone, and where it moved new; never a
+	// rename from a path also deleted.
+	files = applyCodexPatches(t, "/ws", "",
+		codexPatch("*** Update File: a.txt\n*** Move to: b.txt\n@@\n-x\n+y"),
+		codexPatch("*** Delete File: a.txt"))
+	if got, want := fileStates(files), "a.txt:removed(nobody) b.txt:added(nobody)"; got != want {
+		t.Errorf("moved, then deleted at the old path: %s, want %s", got, want)
 	}
 
 	// Its content before the session known (a deletion gave it): written

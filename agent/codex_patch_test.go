@@ -123,6 +123,11 @@ var codexPatchSeeds = []string{
 	"*** Begin Patch\n*** Update File: a\n@@\n-x\nbogus\n*** End Patch",
 	"*** Begin Patch\n*** Add File: a\n+x",
 	"*** Begin Patch\n*** End Patch",
+	// moves onto changed paths, and paths written again after a move
+	"*** Begin Patch\n*** Update File: b\n@@\n-x\n+y\n*** Add File: c\n+one\n*** Update File: c\n*** Move to: b\n@@\n-one\n+two\n*** Update File: a\n*** Move to: d\n@@\n-p\n+q\n*** Add File: a\n+again\n*** Delete File: a\n*** Update File: e\n*** Move to: a\n@@\n-r\n+s\n*** End Patch",
+	"*** Begin Patch\n*** Update File: a\n*** Move to: d\n@@\n-p\n+q\n*** Delete File: a\n*** Update File: f\n*** Move to: g\n@@\n-p\n+q\n*** Update File: h\n*** Move to: f\n@@\n-r\n+s\n*** End Patch",
+	// Windows paths, of either slash, inside the workspace and out
+	"*** Begin Patch\n*** Add File: C:\\ws\\x.go\n+x\n*** Update File: lib\\y.go\n*** Move to: D:/other/y.go\n@@\n-a\n+b\n*** Delete File: \\\\server\\share\\z\n*** End Patch",
 }
 
 // formatCodexPatch writes operations back as a patch.
@@ -214,6 +219,28 @@ func FuzzCodexPatch(f *testing.F) {
 		}
 		for _, f := range files {
 			rolloutSection(f, "/ws", false)
+		}
+		// The same from a Windows workspace; and in both, each path's
+		// changes are under its own name, and a path a file moved from is
+		// no other's, nor changed itself (it would be both renamed away
+		// and there).
+		win := map[string]*rolloutFile{}
+		for _, op := range ops {
+			applyCodexOp(win, `C:\ws`, `C:\ws\sub`, op, false)
+		}
+		for _, fs := range []map[string]*rolloutFile{files, win} {
+			from := map[string]bool{}
+			for p, f := range fs {
+				if f.path != p {
+					t.Fatalf("%s's changes are under %s", f.path, p)
+				}
+				if m := f.movedFrom; m != "" {
+					if from[m] || fs[m] != nil {
+						t.Fatalf("%s moved from %s, which is also changed or moved", p, m)
+					}
+					from[m] = true
+				}
+			}
 		}
 		if err != nil {
 			return

@@ -105,7 +105,7 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 		}
 		for _, p := range c.bad {
 			if after {
-				take(codexRel(ws, "", p), codexStep{}, false)
+				take(codexRel(ws, "", p), codexStep{}, true)
 			}
 			doubtful[codexRel(ws, "", p)] = fmt.Sprintf("the change of the patch of event #%d does not read", c.seq)
 		}
@@ -125,7 +125,11 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 				}
 				continue
 			}
-			st.apply(files, ws, false)
+			if note := st.apply(files, ws, false); note != "" {
+				// Left out of the replay, yet it applied: what the path
+				// holds after it is not known.
+				doubtful[p] = fmt.Sprintf("the patch of event #%d: %s", c.seq, note)
+			}
 		}
 	}
 	return states, notes, any, nil
@@ -155,6 +159,8 @@ func codexStateOf(files map[string]*rolloutFile, doubtful map[string]string, p s
 			return codexRewindState{absent: true}
 		case st.op == nil && st.change.Type == "delete" && st.change.Content != nil:
 			return codexRewindState{known: true, content: []byte(*st.change.Content)}
+		case st.op == nil && st.change.Type == "":
+			return codexRewindState{why: "its change in the patch's patch_apply_end does not read"}
 		}
 		return codexRewindState{why: "it existed before the session, and the rollout holds only the patches' changes to it, not its content"}
 	}

@@ -113,12 +113,15 @@ func TestCodexRewindStatesDoubtfulAndOutside(t *testing.T) {
 	call(2, "*** Update File: a.txt\n@@\n-A\n+AA\n*** Update File: b.txt\n@@\n-b\n+B\n*** Add File: /etc/x.conf\n+x", true)
 	call(3, "*** Update File: b.txt\n@@\n-B\n+BB", false)
 	call(4, "not a patch", false) // nor does it say what it would change
+	// applied, but its change of c.txt does not read; of d.txt, of a kind
+	// rook does not know
+	items = append(items, codexItem{"event_msg", `{"type":"patch_apply_end","call_id":"c5","success":true,"changes":{"/home/dev/app/c.txt":5,"/home/dev/app/d.txt":{"type":"chmod"}}}`})
 	path := fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID)
 	writeSource(t, fsys, path, codexStamped(items, 10, 0), "")
 	rep := mustImport(t, r, FormatCodex, "/c")
 	id := *fileByPath(t, rep, path).Session
 	calls, err := r.rolloutPatchCalls(id)
-	if err != nil || len(calls) != 5 {
+	if err != nil || len(calls) != 6 {
 		t.Fatalf("calls %d %v", len(calls), err)
 	}
 	states, notes, _, err := r.codexRewindStates(id, calls[2].seq, "/home/dev/app")
@@ -129,7 +132,7 @@ func TestCodexRewindStatesDoubtfulAndOutside(t *testing.T) {
 		t.Errorf("notes %q, want one saying %q", notes, want)
 	}
 	var got []string
-	for _, p := range []string{"a.txt", "b.txt", "/etc/x.conf"} {
+	for _, p := range []string{"a.txt", "b.txt", "/etc/x.conf", "c.txt", "d.txt"} {
 		s, ok := states[p]
 		switch {
 		case !ok:
@@ -142,7 +145,7 @@ func TestCodexRewindStatesDoubtfulAndOutside(t *testing.T) {
 			got = append(got, p+":unknown")
 		}
 	}
-	if want := "a.txt:unknown b.txt:b /etc/x.conf:unknown"; strings.Join(got, " ") != want {
+	if want := "a.txt:unknown b.txt:b /etc/x.conf:unknown c.txt:unknown d.txt:unknown"; strings.Join(got, " ") != want {
 		t.Errorf("states %s, want %s", strings.Join(got, " "), want)
 	}
 }

@@ -16,9 +16,10 @@ import (
 // one the rollout does not say applied, which may have) is put back as
 // it was when the first such patch came, where that is known:
 //
-//   - absent: the session added it after the point (its first patch is
-//     an Add File of a path it had not touched, or moves a file to a path
-//     it had not touched), or had deleted or moved it away before;
+//   - absent: the session had deleted or moved it away before (an Add
+//     File, or a move onto it, of a path it had not touched is not
+//     taken as absent: Codex writes over a file that is there, so it may
+//     have existed, and removing it would lose it);
 //   - its content: the session added it whole before the point and each
 //     later patch applied to its lines as Codex applies them, or wrote it
 //     whole over a file (Add File), or the first patch after the point
@@ -85,8 +86,16 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 	// change of one that does not read) may have changed: what they hold
 	// after it is not known.
 	doubtful := map[string]string{}
+	// gone: paths an applied patch left with no file, whose record the
+	// replay dropped (a file the session added, then deleted or moved
+	// away): absent, whatever was there before the session.
+	gone := map[string]bool{}
 	take := func(p string, st codexStep, source bool) {
 		if _, ok := states[p]; !ok {
+			if _, had := files[p]; !had && gone[p] && !codexOutside(p) && doubtful[p] == "" {
+				states[p] = codexRewindState{absent: true}
+				return
+			}
 			states[p] = codexStateOf(files, doubtful, p, st, source)
 		}
 	}
@@ -130,6 +139,11 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 				// holds after it is not known.
 				doubtful[p] = fmt.Sprintf("the patch of event #%d: %s", c.seq, note)
 			}
+			for _, q := range []string{p, moved} {
+				if _, had := files[q]; q != "" {
+					gone[q] = !had
+				}
+			}
 		}
 	}
 	return states, notes, any, nil
@@ -155,8 +169,10 @@ func codexStateOf(files map[string]*rolloutFile, doubtful map[string]string, p s
 		switch {
 		case !source, st.kind() == "add":
 			// Where a file moved, or a file added: new, as the diff
-			// reads it.
-			return codexRewindState{absent: true}
+			// reads it, but Codex's Add File writes whether or not a
+			// file is there, and a move writes over its target: it may
+			// have existed, and removing it would lose it.
+			return codexRewindState{why: "the session's first patch of it after that writes it whole (Add File, or a move to it), which Codex does whether or not a file is there: the rollout does not say whether it existed then (if it did not, remove it yourself)"}
 		case st.op == nil && st.change.Type == "delete" && st.change.Content != nil:
 			return codexRewindState{known: true, content: []byte(*st.change.Content)}
 		case st.op == nil && st.change.Type == "":

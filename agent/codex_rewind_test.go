@@ -14,10 +14,10 @@ import (
 
 // A rewind of an imported Codex session puts back the files whose content
 // at the rewind point the rollout's applied patches say (one the session
-// added whole, then patched), removes those the session added after it,
-// and refuses, naming the file and why, where the content is not known
-// (a file that existed before the session, updated by a patch alone),
-// writing nothing.
+// added whole, then patched), removes those the session added after it
+// where they are known absent then (deleted before the point), and refuses, naming the file
+// and why, where the content is not known (a file that existed before the
+// session, updated by a patch alone), writing nothing.
 func TestRewindCodexSession(t *testing.T) {
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
@@ -26,11 +26,11 @@ func TestRewindCodexSession(t *testing.T) {
 	var items []codexItem
 	items = append(items, codexItem{"session_meta", fmt.Sprintf(`{"id":%q,"cwd":%q,"originator":"codex_cli_rs","cli_version":"0.80.0","source":"cli"}`, codexPID, ws)})
 	for i, patch := range []string{
-		"*** Add File: new.txt\n+one",              // c0: added whole
-		"*** Update File: new.txt\n@@\n-one\n+two", // c1
-		"*** Update File: old.txt\n@@\n-x\n+y",     // c2: its content before is not known
+		"*** Add File: new.txt\n+one\n*** Add File: made/m.txt\n+old",           // c0: added whole
+		"*** Update File: new.txt\n@@\n-one\n+two\n*** Delete File: made/m.txt", // c1: made/m.txt absent from here
+		"*** Update File: old.txt\n@@\n-x\n+y",                                  // c2: its content before is not known
 		"*** Update File: new.txt\n@@\n-two\n+three",
-		"*** Add File: made/m.txt\n+m", // c4
+		"*** Add File: made/m.txt\n+m", // c4: absent before (c1)
 	} {
 		in, _ := json.Marshal("*** Begin Patch\n" + patch + "\n*** End Patch\n")
 		items = append(items,
@@ -147,5 +147,75 @@ func TestCodexRewindStatesDoubtfulAndOutside(t *testing.T) {
 	}
 	if want := "a.txt:unknown b.txt:b /etc/x.conf:unknown c.txt:unknown d.txt:unknown"; strings.Join(got, " ") != want {
 		t.Errorf("states %s, want %s", strings.Join(got, " "), want)
+	}
+}
+
+// Codex's Add File writes a file whole whether or not one is there, and a
+// Move to writes over its target: a path the session had not touched
+// before the rewind point, whose first patch after it adds it or moves a
+// file onto it, may have existed then. The rewind refuses, naming it,
+// rather than remove a file the user had (README.md written whole over
+// hers); a path the session had deleted before the point is known absent.
+func TestCodexRewindAddFileMayOverwrite(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	at := func(p string) string { return filepath.Join(ws, p) }
+	const ok = `"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nM x\n"`
+	var items []codexItem
+	items = append(items, codexItem{"session_meta", fmt.Sprintf(`{"id":%q,"cwd":%q,"originator":"codex_cli_rs","cli_version":"0.80.0","source":"cli"}`, codexPID, ws)})
+	for i, patch := range []string{
+		"*** Add File: gone.txt\n+g",                                 // c0
+		"*** Delete File: gone.txt",                                  // c1: absent from here
+		"*** Add File: README.md\n+rewritten",                        // c2: over the user's README.md
+		"*** Add File: src.txt\n+s",                                  // c3
+		"*** Update File: src.txt\n*** Move to: dst.txt\n@@\n-s\n+t", // c4: over the user's dst.txt
+		"*** Add File: gone.txt\n+again",                             // c5
+	} {
+		in, _ := json.Marshal("*** Begin Patch\n" + patch + "\n*** End Patch\n")
+		items = append(items,
+			codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call","name":"apply_patch","call_id":"c%d","input":%s}`, i, in)},
+			codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call_output","call_id":"c%d","output":%s}`, i, ok)})
+	}
+	src := filepath.Join(dir, "codex", "2026", "02", "03", "rollout-2026-02-03T10-00-00-"+codexPID+".jsonl")
+	writeSource(t, vfs.OS, src, codexStamped(items, 10, 0), "")
+	writeTree(t, ws, tree{"README.md": "rewritten\n", "dst.txt": "t\n", "gone.txt": "again\n"})
+
+	r := diskRook(t, filepath.Join(dir, "store"))
+	rep := mustImport(t, r, FormatCodex, filepath.Join(dir, "codex"))
+	id := *rep.Files[0].Session
+	calls, err := r.rolloutPatchCalls(id)
+	if err != nil || len(calls) != 6 {
+		t.Fatalf("calls %d %v", len(calls), err)
+	}
+	_, err = r.Rewind(id, calls[2].seq, false)
+	var ue *CodexUnknownStatesError
+	if !errors.As(err, &ue) {
+		t.Fatalf("rewind to c2: %v, want a refusal", err)
+	}
+	var got []string
+	for _, f := range ue.Files {
+		got = append(got, f.Path)
+		if !strings.Contains(f.Why, "whether it existed") {
+			t.Errorf("%s: why %q", f.Path, f.Why)
+		}
+	}
+	if want := "README.md dst.txt src.txt"; strings.Join(got, " ") != want {
+		t.Errorf("refused %q, want %q", got, want)
+	}
+	for p, want := range map[string]string{"README.md": "rewritten\n", "dst.txt": "t\n", "gone.txt": "again\n"} {
+		if got := readFileT(t, at(p)); got != want {
+			t.Errorf("%s after a refused rewind: %q", p, got)
+		}
+	}
+	// After the README.md and the move, gone.txt's state is known.
+	rw, err := r.Rewind(id, calls[5].seq, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rw.FilesRemoved != 1 {
+		t.Fatalf("rewind %+v", rw)
+	}
+	if _, err := os.Lstat(at("gone.txt")); !os.IsNotExist(err) {
+		t.Fatalf("gone.txt is still there: %v", err)
 	}
 }

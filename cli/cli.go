@@ -303,6 +303,11 @@ func exitWith(stderr io.Writer, err error, home string, asJSON bool) int {
 	// Paths and titles in a message come from file names and transcripts.
 	msg = terminalText([]byte(msg))
 	if asJSON {
+		// A refused rewind of a Codex session: which files, and why,
+		// as fields a script reads without parsing the message.
+		if ue := (*agent.CodexUnknownStatesError)(nil); errors.As(err, &ue) {
+			return encodeJSONError(stderr, jsonError{Error: msg, ExitCode: code, Files: ue.Files})
+		}
 		return failJSON(stderr, code, msg)
 	}
 	if msg != "" {
@@ -330,13 +335,20 @@ func usageHelp(err error) string {
 type jsonError struct {
 	Error    string `json:"error"`
 	ExitCode int    `json:"exit_code"`
+	// Files: of a rewind of an imported Codex session refused, each
+	// file whose state it does not know, and why.
+	Files []agent.CodexUnknownState `json:"files,omitempty"`
 }
 
 func failJSON(stderr io.Writer, code int, msg string) int {
+	return encodeJSONError(stderr, jsonError{Error: msg, ExitCode: code})
+}
+
+func encodeJSONError(stderr io.Writer, e jsonError) int {
 	enc := json.NewEncoder(stderr) // one line, with <, > and & as themselves
 	enc.SetEscapeHTML(false)
-	enc.Encode(jsonError{Error: msg, ExitCode: code})
-	return code
+	enc.Encode(e)
+	return e.ExitCode
 }
 
 // jsonAsked reports whether --json is among the words before a "--" (the

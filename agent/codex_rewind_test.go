@@ -219,3 +219,37 @@ func TestCodexRewindAddFileMayOverwrite(t *testing.T) {
 		t.Fatalf("gone.txt is still there: %v", err)
 	}
 }
+
+// A rollout made on Windows names a workspace (C:\w) that is no path on
+// this host: relative here, it would be taken from the current directory.
+// The rewind refuses rather than write in a directory of that name there.
+func TestCodexRewindWindowsWorkspaceNotWritten(t *testing.T) {
+	dir := t.TempDir()
+	const ok = `"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nM x\n"`
+	items := []codexItem{{"session_meta", fmt.Sprintf(`{"id":%q,"cwd":%q,"originator":"codex_cli_rs","cli_version":"0.80.0","source":"cli"}`, codexPID, `C:\w`)}}
+	for i, patch := range []string{"*** Add File: a.txt\n+a", "*** Delete File: a.txt", "*** Add File: a.txt\n+b"} {
+		in, _ := json.Marshal("*** Begin Patch\n" + patch + "\n*** End Patch\n")
+		items = append(items,
+			codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call","name":"apply_patch","call_id":"c%d","input":%s}`, i, in)},
+			codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call_output","call_id":"c%d","output":%s}`, i, ok)})
+	}
+	src := filepath.Join(dir, "codex", "2026", "02", "03", "rollout-2026-02-03T10-00-00-"+codexPID+".jsonl")
+	writeSource(t, vfs.OS, src, codexStamped(items, 10, 0), "")
+	here := filepath.Join(dir, "here")
+	writeTree(t, here, tree{`C:\w/a.txt`: "b\n"})
+	t.Chdir(here)
+	r := diskRook(t, filepath.Join(dir, "store"))
+	rep := mustImport(t, r, FormatCodex, filepath.Join(dir, "codex"))
+	id := *rep.Files[0].Session
+	calls, err := r.rolloutPatchCalls(id)
+	if err != nil || len(calls) != 3 {
+		t.Fatalf("calls %d %v", len(calls), err)
+	}
+	_, err = r.Rewind(id, calls[2].seq, false)
+	if err == nil || !strings.Contains(err.Error(), "nothing changed") {
+		t.Errorf("rewind: %v, want a refusal", err)
+	}
+	if got := readFileT(t, filepath.Join(here, `C:\w`, "a.txt")); got != "b\n" {
+		t.Fatalf("a.txt under ./C:\\w: %q", got)
+	}
+}

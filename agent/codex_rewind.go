@@ -26,7 +26,9 @@ import (
 //     deletes it and its patch_apply_end holds the content it deleted.
 //
 // Any other path's content there is not known (a file that existed
-// before the session, updated by patches alone): the rewind refuses,
+// before the session, updated by patches alone; one a command the
+// session ran may have changed since the rollout last says what it
+// held, before the point: codexCommandSeqs): the rewind refuses,
 // naming each such path and why, and writes nothing, rather than write
 // something wrong. A path outside the workspace is refused too: a rewind
 // writes only in it. The mode of a file put back is the one it has on
@@ -90,14 +92,38 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 	// replay dropped (a file the session added, then deleted or moved
 	// away): absent, whatever was there before the session.
 	gone := map[string]bool{}
-	take := func(p string, st codexStep, source bool) {
-		if _, ok := states[p]; !ok {
-			if _, had := files[p]; !had && gone[p] && !codexOutside(p) && doubtful[p] == "" {
-				states[p] = codexRewindState{absent: true}
-				return
-			}
-			states[p] = codexStateOf(files, doubtful, p, st, source)
+	// A command the session ran (a formatter, sed -i) may have changed
+	// any file, and the rollout does not say how: what the replay says a
+	// path held is so only if none ran between the patch that last
+	// wrote it (lastSeq) and the point; what a deletion after the point
+	// says it held, only if none ran between the point and it.
+	cmds, err := r.codexCommandSeqs(id, calls)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	lastSeq := map[string]uint64{}
+	take := func(p string, st codexStep, source bool, at uint64) {
+		if _, ok := states[p]; ok {
+			return
 		}
+		_, had := files[p]
+		var s codexRewindState
+		if !had && gone[p] && !codexOutside(p) && doubtful[p] == "" {
+			s = codexRewindState{absent: true}
+		} else {
+			s = codexStateOf(files, doubtful, p, st, source)
+		}
+		lo, hi := lastSeq[p], to
+		if !had && !gone[p] && s.known {
+			lo, hi = to, at // (its deletion's content, after the point)
+		}
+		for _, n := range cmds {
+			if (s.known || s.absent) && lo < n && n < hi {
+				s = codexRewindState{why: fmt.Sprintf("the command of event #%d, run after the rollout last says what it held, may have changed it, and the rollout does not say how", n)}
+				break
+			}
+		}
+		states[p] = s
 	}
 	for _, c := range calls {
 		steps, applied := codexCallSteps(c, ws, rp)
@@ -114,16 +140,16 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 		}
 		for _, p := range c.bad {
 			if after {
-				take(codexRel(ws, "", p), codexStep{}, true)
+				take(codexRel(ws, "", p), codexStep{}, true, c.seq)
 			}
 			doubtful[codexRel(ws, "", p)] = fmt.Sprintf("the change of the patch of event #%d does not read", c.seq)
 		}
 		for _, st := range steps {
 			p, moved := st.paths(ws)
 			if after {
-				take(p, st, true)
+				take(p, st, true, c.seq)
 				if moved != "" {
-					take(moved, st, false)
+					take(moved, st, false, c.seq)
 				}
 			}
 			if !applied {
@@ -141,7 +167,7 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 			}
 			for _, q := range []string{p, moved} {
 				if _, had := files[q]; q != "" {
-					gone[q] = !had
+					gone[q], lastSeq[q] = !had, c.seq
 				}
 			}
 		}
@@ -230,4 +256,33 @@ func (r *Rook) codexRewindChanges(id eventlog.ID, to uint64, ws string) (changes
 		return nil, notes, any, &CodexUnknownStatesError{Session: id, To: to, Files: unknown}
 	}
 	return changes, notes, any, nil
+}
+
+// codexCommandTools label the tool calls that run a command, which may
+// change files the rollout's patches do not say.
+var codexCommandTools = map[string]bool{"shell": true, "local_shell": true, "container.exec": true, "shell_command": true, "exec_command": true, "write_stdin": true}
+
+// codexCommandSeqs are the seqs, in order, of a session's tool calls
+// that run a command and are not one of its patch calls.
+func (r *Rook) codexCommandSeqs(id eventlog.ID, calls []*codexPatchCall) ([]uint64, error) {
+	patch := map[uint64]bool{}
+	for _, c := range calls {
+		patch[c.seq] = true
+	}
+	var seqs []uint64
+	for from := uint64(0); ; {
+		evs, err := r.Log.Read(id, from, 1024)
+		if err != nil {
+			return nil, err
+		}
+		if len(evs) == 0 {
+			return seqs, nil
+		}
+		for _, ev := range evs {
+			if ev.Kind == eventlog.KindToolCall && codexCommandTools[ev.Label] && !patch[ev.Seq] {
+				seqs = append(seqs, ev.Seq)
+			}
+		}
+		from = evs[len(evs)-1].Seq + 1
+	}
 }

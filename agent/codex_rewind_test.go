@@ -253,3 +253,52 @@ func TestCodexRewindWindowsWorkspaceNotWritten(t *testing.T) {
 		t.Fatalf("a.txt under ./C:\\w: %q", got)
 	}
 }
+
+// A command the session ran (a formatter, sed -i) between the patch that
+// last wrote a file and the rewind point may have changed it, and the
+// rollout does not say how: the replay's content is not what the file
+// held at the point. The rewind refuses, naming the command's event,
+// rather than write the patches' content over it; with no command
+// between, it puts the file back.
+func TestCodexRewindCommandBeforePoint(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	const ok = `"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nM x\n"`
+	var items []codexItem
+	items = append(items, codexItem{"session_meta", fmt.Sprintf(`{"id":%q,"cwd":%q,"originator":"codex_cli_rs","cli_version":"0.80.0","source":"cli"}`, codexPID, ws)})
+	patch := func(i int, p string) {
+		in, _ := json.Marshal("*** Begin Patch\n" + p + "\n*** End Patch\n")
+		items = append(items,
+			codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call","name":"apply_patch","call_id":"c%d","input":%s}`, i, in)},
+			codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call_output","call_id":"c%d","output":%s}`, i, ok)})
+	}
+	patch(0, "*** Add File: a.txt\n+one\n+two")
+	items = append(items,
+		codexItem{"response_item", `{"type":"function_call","name":"shell","call_id":"s1","arguments":"{\"command\":[\"sed\",\"-i\",\"s/one/ONE/\",\"a.txt\"]}"}`},
+		codexItem{"response_item", `{"type":"function_call_output","call_id":"s1","output":"{\"output\":\"\",\"metadata\":{\"exit_code\":0}}"}`})
+	patch(1, "*** Update File: a.txt\n@@\n one\n-two\n+three")
+	writeSource(t, vfs.OS, filepath.Join(dir, "codex", "2026", "02", "03", "rollout-2026-02-03T10-00-00-"+codexPID+".jsonl"), codexStamped(items, 10, 0), "")
+	writeTree(t, ws, tree{"a.txt": "ONE\nthree\n"})
+	r := diskRook(t, filepath.Join(dir, "store"))
+	rep := mustImport(t, r, FormatCodex, filepath.Join(dir, "codex"))
+	id := *rep.Files[0].Session
+	calls, err := r.rolloutPatchCalls(id)
+	if err != nil || len(calls) != 2 {
+		t.Fatalf("calls %d %v", len(calls), err)
+	}
+	_, err = r.Rewind(id, calls[1].seq, false)
+	var ue *CodexUnknownStatesError
+	if !errors.As(err, &ue) || len(ue.Files) != 1 || ue.Files[0].Path != "a.txt" || !strings.Contains(ue.Files[0].Why, "command") {
+		t.Fatalf("rewind past the command: %v, want a refusal naming a.txt", err)
+	}
+	if got := readFileT(t, filepath.Join(ws, "a.txt")); got != "ONE\nthree\n" {
+		t.Fatalf("a.txt after a refused rewind: %q", got)
+	}
+	// To before the command: a.txt as the Add File wrote it.
+	if _, err := r.Rewind(id, calls[0].seq+2, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFileT(t, filepath.Join(ws, "a.txt")); got != "one\ntwo\n" {
+		t.Fatalf("a.txt: %q", got)
+	}
+}

@@ -148,9 +148,13 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 			return rep, nothingDone(err, "nothing changed")
 		}
 		// An imported Codex session has no captures: what its rollout's
-		// patches say the files held at the point, where they say it.
+		// patches say the files held at the point, where they say it. A
+		// fork of one an earlier rewind made ends with that rewind's
+		// capture of the disk, after every patch: a patch at or after
+		// the point comes first, so its path's state is the rollout's to
+		// say (or refuse), not that capture's.
 		codexPatched := false
-		if st.Captures == 0 && st.FromTranscript == 0 {
+		if st.FromTranscript == 0 {
 			if ws, ok := r.codexWorkspace(id); ok {
 				changes, notes, any, err := r.codexRewindChanges(id, to, ws)
 				if err != nil {
@@ -164,7 +168,9 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 					return rep, fmt.Errorf("cannot rewind the files of session %s: its Codex rollout names no workspace, so where its %d file(s) are is not known (--keep-files rewinds the conversation only): nothing changed", id, len(changes))
 				}
 				codexPatched, rep.Notes, rep.FromRollout = any, notes, len(changes)
-				st.Root = ws
+				if st.Root == "" {
+					st.Root = ws
+				}
 				for p, c := range changes {
 					st.First[p] = c
 				}

@@ -17,8 +17,9 @@ package agent
 // of the line whole. A color sequence (ESC [ digits and semicolons) that
 // runs past maxPendingSGR bytes is not held to learn whether an m ends
 // it: the line is read a second time (snippetOfLine), knowing what each
-// such sequence is from the first. A line that is not UTF-8 is not scored
-// streamed: it is read whole, as before.
+// such sequence is from the first. A byte that is not UTF-8 is a U+FFFD
+// to both, as to the whole path; a snippet of a line with two such bytes
+// in a row (which searchSnippet makes one U+FFFD) is made whole.
 
 import (
 	"bytes"
@@ -64,7 +65,7 @@ type longLine struct {
 	// allocated for each was a million allocations on a 4 MiB line).
 	runs     []tgRun
 	together bool
-	bad      bool // not UTF-8, or a term empty: not scored streamed
+	bad      bool // a term empty or not UTF-8: not scored streamed
 }
 
 func newLongLine(terms [][]byte) *longLine {
@@ -105,10 +106,8 @@ func (l *longLine) piece(p []byte) {
 			break
 		}
 	}
-	if !utf8.Valid(b[:end]) {
-		l.bad = true
-		return
-	}
+	// A byte that is not UTF-8 is a U+FFFD lower-cased, as appendLower
+	// makes it of the line whole.
 	l.low = appendLower(l.low, b[:end])
 	l.carry = append(l.carry[:0:0], b[end:]...)
 	l.scan(false)
@@ -226,12 +225,12 @@ func (l *longLine) settle(k int) {
 // which terms it has (found), where its first match is in runes (at).
 // ok is false when it cannot be scored streamed.
 func (l *longLine) finish() (score int, found uint64, at int64, ok bool) {
-	if len(l.carry) > 0 {
-		l.bad = true
-	}
 	if l.bad {
 		return 0, 0, 0, false
 	}
+	// A character cut short by the line's end: bytes that are not UTF-8.
+	l.low = appendLower(l.low, l.carry)
+	l.carry = nil
 	l.scan(true)
 	all, atLow := true, int64(-1)
 	for k := range l.terms {
@@ -436,6 +435,9 @@ func dedupRuns(runs []tgRun) []tgRun {
 // the line before). A var: the tests make it small.
 var maxPendingSGR = 4 << 10
 
+// notUTF8 is what snippetScan reads for a byte that is not UTF-8.
+const notUTF8 rune = -1
+
 // snippetScan is searchSnippet of a line written in pieces, its first
 // match at rune at: the line's color sequences stripped (stripSGRAt),
 // control characters made spaces, its ends trimmed, and SearchSnippetLen
@@ -448,6 +450,8 @@ type snippetScan struct {
 	pend   []rune // the sequence not yet ended
 	pendAt int64  // its first rune's place in the line
 	bad    bool
+	// lastBad: the last rune kept was a byte that is not UTF-8.
+	lastBad bool
 	// A sequence longer than maxPendingSGR is not held: whether it is a
 	// color (stripped) or text is known from a read before (known, in
 	// the line's order; next: the first not passed yet), or it is not,
@@ -505,8 +509,7 @@ func (s *snippetScan) Write(p []byte) (int, error) {
 		}
 		r, w := utf8.DecodeRune(b)
 		if r == utf8.RuneError && w == 1 {
-			s.bad = true
-			return n, nil
+			r = notUTF8
 		}
 		s.read(r)
 		b = b[w:]
@@ -599,6 +602,18 @@ func (s *snippetScan) keep(r rune, oi int64) {
 	if s.again {
 		return // the line is read again: only the verdicts count
 	}
+	// A byte that is not UTF-8 is a U+FFFD. searchSnippet makes a run of
+	// them one (strings.ToValidUTF8) while it counts the match's place
+	// a rune a byte: a snippet of a line with such a run is left to it.
+	if r == notUTF8 {
+		if s.lastBad {
+			s.bad = true
+		}
+		r = utf8.RuneError
+		s.lastBad = true
+	} else {
+		s.lastBad = false
+	}
 	if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 		r = ' '
 	}
@@ -642,8 +657,14 @@ func keepLast(b []rune, n int) []rune {
 // snippet is searchSnippet of the line, all of it written.
 func (s *snippetScan) snippet() (string, bool) {
 	const n = SearchSnippetLen
-	if len(s.carry) > 0 {
-		s.bad = true
+	// A character cut short by the line's end: bytes that are not UTF-8.
+	for len(s.carry) > 0 && !s.bad {
+		r, w := utf8.DecodeRune(s.carry)
+		if r == utf8.RuneError && w == 1 {
+			r = notUTF8
+		}
+		s.read(r)
+		s.carry = s.carry[w:]
 	}
 	if s.bad {
 		return "", false

@@ -49,6 +49,8 @@ FUZZ_TARGETS := \
 	./agent:FuzzStreamedView \
 	./agent:FuzzStreamedFind \
 	./agent:FuzzLongLineScore \
+	./agent:FuzzInlineDecoder \
+	./agent:FuzzInlineScan \
 	./agent:FuzzFindSnippet \
 	./agent:FuzzNestedEncoded \
 	./agent:FuzzDecodeLikeEncodingJSON \

@@ -508,6 +508,9 @@ type findStreamedResult struct {
 // whole (one the streamed path cannot give exactly, or a read failed).
 func (r *Rook) findStreamed(s *streamedLine, off, budget int64, m, escaped *foldMatcher) (findStreamedResult, bool) {
 	var res findStreamedResult
+	if s.inlineCuts > 0 {
+		return res, false // strings left in the line: read whole
+	}
 	spans, newlines, ok := s.findSpans()
 	if !ok {
 		return res, false

@@ -19,16 +19,22 @@ package agent
 //   - then the line, or its text, is streamed (writeLine, or each string's
 //     text) through the matcher or the scorer, which keep a few KiB.
 //
+// A long string import left in the line (not cut: not UTF-8, or escaped
+// another way) is taken out of it here as an inline cut, read from the
+// line's own object (search_inline.go): for search; find reads such a
+// line whole.
+//
 // Whatever the streamed path cannot give exactly as the whole-line path
 // does, it does not try: the line is then read whole, as before. That is a
-// cut string that is not UTF-8, may hold JSON with an encoded value in it
+// cut string that is not UTF-8 (for find), may hold JSON with an encoded value in it
 // (`"data`, `"base64"`, `"signature"`, `"encrypted_content"` in its text),
 // a Codex argument or output of at most maxCodexJSONString that starts
 // with '{' (search reads its JSON), a skeleton line that is not JSON, a
 // body that is binary, any read error (the whole path reports it as it
 // always has), or a decoded line of search's text longer than
-// streamTextLine that is not UTF-8 (search_longline.go: such a line is
-// scored as it is written otherwise).
+// streamTextLine with two bytes that are not UTF-8 in a row, when it is
+// the best line (search_longline.go: its snippet is cut whole; such a
+// line is scored as it is written otherwise).
 
 import (
 	"bytes"
@@ -205,6 +211,15 @@ type streamedLine struct {
 	// in the skeleton.
 	restAt []int64
 	skelAt []int
+	// A line read from its own object with strings import left in it
+	// (inlineStreamedOf): id is the object, headBytes where its rest
+	// starts in it; cut k is inline[k] when not nil, else import's cut
+	// real[k]; inlineCuts counts the inline ones. sl then has no rest.
+	id         cas.Key
+	headBytes  int64
+	inline     []*inlineCut
+	real       []int
+	inlineCuts int
 }
 
 // placeholder is what a cut string is in the skeleton.
@@ -214,6 +229,16 @@ const placeholder = `"x"`
 // streamLinesOver (and within max), which it prepares to be read streamed
 // instead (s) of putting it together.
 func (r *Rook) readBodyOrStream(id cas.Key, max int64) (body []byte, imported bool, s *streamedLine, err error) {
+	if info, err := r.Store.Stat(id); err == nil && info.Kind == cas.KindSource && info.Size > streamLinesOver {
+		// A big line's object: a long string import left in it
+		// (search_inline.go) is not read whole either.
+		if s, size := r.inlineStreamedOf(id); s != nil {
+			if size > max {
+				return nil, true, nil, errBodyTooLarge
+			}
+			return nil, true, s, nil
+		}
+	}
 	b, kind, err := r.Store.GetKind(id)
 	if err != nil || kind != cas.KindSource {
 		return b, false, nil, err
@@ -308,6 +333,7 @@ func (r *Rook) searchText(s *streamedLine, terms [][]byte, seed maphash.Seed) (i
 	sc := &textScorer{score: bodyScore{terms: terms, keep: true}, cut: -1}
 	sc.hash.SetSeed(seed)
 	skel := s.skel
+	inlineSeen := 0 // inline cuts read as string values
 	for lineStart := 0; lineStart < len(skel); {
 		line := skel[lineStart:]
 		if i := bytes.IndexByte(line, '\n'); i >= 0 {
@@ -338,18 +364,27 @@ func (r *Rook) searchText(s *streamedLine, terms [][]byte, seed maphash.Seed) (i
 				continue
 			}
 			c := &s.cuts[k]
-			if notText(st) || c.encoded(st.Key) {
+			enc := false
+			if u := s.inlineCut(k); u != nil {
+				inlineSeen++
+				var ok bool
+				if enc, ok = u.encoded(st.Key); !ok {
+					return 0, "", 0, errNotStreamed
+				}
+			} else {
+				enc = c.encoded(st.Key)
+			}
+			if notText(st) || enc {
 				continue
 			}
-			if !c.valid || c.nested || codexJSONString(st) && c.size <= maxCodexJSONString && c.first == '{' {
-				return 0, "", 0, errNotStreamed
-			}
-			o, err := r.Store.OpenObject(s.sl.Cuts[k].ID)
-			if err != nil {
+			// (A text that is not UTF-8, an inline cut's, is scored as
+			// the whole path scores it; a long line of it, as longLine
+			// can.)
+			if c.nested || codexJSONString(st) && c.size <= maxCodexJSONString && c.first == '{' {
 				return 0, "", 0, errNotStreamed
 			}
 			sc.cut, sc.off = k, 0
-			if _, err := o.WriteTo(sc); err != nil {
+			if err := r.writeCutText(s, k, sc); err != nil {
 				return 0, "", 0, errNotStreamed
 			}
 			sc.Write([]byte("\n"))
@@ -357,7 +392,8 @@ func (r *Rook) searchText(s *streamedLine, terms [][]byte, seed maphash.Seed) (i
 		}
 		lineStart = next
 	}
-	if sc.long {
+	if sc.long || inlineSeen != s.inlineCuts {
+		// (An inline cut that is not a string value: a key.)
 		return 0, "", 0, errNotStreamed
 	}
 	sc.flush()
@@ -368,7 +404,7 @@ func (r *Rook) searchText(s *streamedLine, terms [][]byte, seed maphash.Seed) (i
 	if ref := sc.score.long; ref != nil && score > 0 {
 		// The best line, scored streamed: read again for its snippet.
 		var ok bool
-		if snip, ok = r.longSnippet(s.sl.Cuts[ref.cut].ID, ref); !ok {
+		if snip, ok = r.longSnippet(s, ref); !ok {
 			return 0, "", 0, errNotStreamed
 		}
 	}
@@ -475,19 +511,23 @@ func (t *textScorer) flush() {
 
 var _ io.Writer = (*textScorer)(nil)
 
-// longSnippet is searchSnippet of the line at ref, read again from cut
-// string id's object (snippetOfLine: twice when it holds a color sequence
+// longSnippet is searchSnippet of the line at ref, read again from its
+// cut string's text (snippetOfLine: twice when it holds a color sequence
 // longer than maxPendingSGR). ok is false when a read fails or the line
 // cannot be cut streamed: the line is then read whole.
-func (r *Rook) longSnippet(id cas.Key, ref *longRef) (string, bool) {
+func (r *Rook) longSnippet(s *streamedLine, ref *longRef) (string, bool) {
 	return snippetOfLine(ref.at, func(w io.Writer) error {
-		o, err := r.Store.OpenObject(id)
-		if err != nil {
-			return err
-		}
-		if _, err := o.WriteTo(&rangeWriter{w: w, skip: ref.start, n: ref.n}); err != nil && !errors.Is(err, errEnough) {
+		if err := r.writeCutText(s, ref.cut, &rangeWriter{w: w, skip: ref.start, n: ref.n}); err != nil && !errors.Is(err, errEnough) {
 			return err
 		}
 		return nil
 	})
+}
+
+// inlineCut is cut k when it is an inline one, else nil.
+func (s *streamedLine) inlineCut(k int) *inlineCut {
+	if s.inline == nil {
+		return nil
+	}
+	return s.inline[k]
 }

@@ -90,11 +90,11 @@ func FuzzInlineDecoder(f *testing.F) {
 // Search over an imported line whose long strings import left in it (a
 // byte that is not UTF-8, a lone surrogate, an escape written some other
 // way) reads the line streamed, from its object, and gives exactly the
-// score, snippet and text the whole read gives: with the strings' pieces
-// and the lines of their text scored as they are written, each byte that
-// is not UTF-8 and each escape falls at a piece's boundary. It read every
-// such line whole (its object, then the line decoded: several times its
-// size).
+// score, snippet and text the whole read gives, also with the lines of
+// their text scored as they are written in pieces of 7 and 16 bytes (so
+// that bytes that are not UTF-8 fall at pieces' boundaries; the decoder's
+// own pieces are TestInlineDecoderMatchesWhole's). It read every such
+// line whole (its object, then the line decoded: several times its size).
 func TestSearchOfStringsLeftInTheLineStreams(t *testing.T) {
 	streamEveryLine(t)
 	oldMin := inlineCutMin

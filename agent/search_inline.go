@@ -530,10 +530,11 @@ func (r *Rook) writeCutText(s *streamedLine, k int, w io.Writer) error {
 		u = s.inline[k]
 	}
 	if u == nil {
-		id := s.sl.Cuts[k].ID
+		real := k // cut k of the line is import's cut real[k]
 		if s.real != nil {
-			id = s.sl.Cuts[s.real[k]].ID
+			real = s.real[k]
 		}
+		id := s.sl.Cuts[real].ID
 		o, err := r.Store.OpenObject(id)
 		if err != nil {
 			return err

@@ -273,3 +273,26 @@ func TestSearchOfAStringLeftInALongLineHoldsLittle(t *testing.T) {
 		}
 	}
 }
+
+// A string import cut out of the line that comes after a string it left
+// in the line (cut k of the streamed line is then import's cut k-1) is
+// read from its own object: the streamed search gives what the whole one
+// does. It panicked (index out of range), taking rook search down.
+func TestSearchOfACutStringAfterAnInlineOne(t *testing.T) {
+	streamEveryLine(t)
+	oldMin := inlineCutMin
+	inlineCutMin = 2000
+	t.Cleanup(func() { inlineCutMin = oldMin })
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	env := `"sessionId":"S","cwd":"/home/u/proj","version":"2.1.38"`
+	inline := strings.Repeat("left \xff in the line ", 200)
+	cut := appendJSONString(nil, []byte(strings.Repeat("needle in a cut string ", 200)))
+	lines := []string{fmt.Sprintf(`{"type":"user","uuid":"u1",%s,"timestamp":"2026-02-10T21:00:00.000Z","message":{"role":"user","content":[{"type":"text","text":"%s"},{"type":"text","text":%s}]}}`, env, inline, cut)}
+	path := "/p/-home-u-proj/S.jsonl"
+	writeSource(t, fsys, path, lines, "")
+	id := *fileByPath(t, mustImport(t, r, FormatClaudeCode, path), path).Session
+	if s, w := compareStreamedSearch(t, r, id, []string{"needle", "left", "\ufffd"}); s == 0 || w != 0 {
+		t.Fatalf("%d streamed, %d whole", s, w)
+	}
+}

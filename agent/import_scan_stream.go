@@ -26,7 +26,7 @@ package agent
 //
 // Whatever the streamed path cannot give exactly as the whole-line path
 // does, it does not try: the line is then read whole, as before. That is a
-// cut string that is not UTF-8 (for find), may hold JSON with an encoded value in it
+// cut string that is not UTF-8 (import never cuts one), may hold JSON with an encoded value in it
 // (`"data`, `"base64"`, `"signature"`, `"encrypted_content"` in its text),
 // a Codex argument or output of at most maxCodexJSONString that starts
 // with '{' (search reads its JSON), a skeleton line that is not JSON, a
@@ -379,8 +379,10 @@ func (r *Rook) searchText(s *streamedLine, terms [][]byte, seed maphash.Seed) (i
 			}
 			// (A text that is not UTF-8, an inline cut's, is scored as
 			// the whole path scores it; a long line of it, as longLine
-			// can.)
-			if c.nested || codexJSONString(st) && c.size <= maxCodexJSONString && c.first == '{' {
+			// can. An import's cut that is not UTF-8, which import never
+			// writes, is not: the whole path decodes it as JSON, each
+			// such byte a U+FFFD, when it holds an escape.)
+			if u := s.inlineCut(k); u == nil && !c.valid || c.nested || codexJSONString(st) && c.size <= maxCodexJSONString && c.first == '{' {
 				return 0, "", 0, errNotStreamed
 			}
 			sc.cut, sc.off = k, 0

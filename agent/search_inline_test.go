@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -295,4 +297,31 @@ func TestSearchOfACutStringAfterAnInlineOne(t *testing.T) {
 	if s, w := compareStreamedSearch(t, r, id, []string{"needle", "left", "\ufffd"}); s == 0 || w != 0 {
 		t.Fatalf("%d streamed, %d whole", s, w)
 	}
+}
+
+// A string import cut out of its line whose text is not UTF-8 (import
+// never writes one: a damaged or hand-made store) is left to the whole
+// read, which decodes the line's literal of it as JSON (each such byte a
+// U+FFFD) when the text has a character it escapes. Streamed, it was
+// scored as its raw bytes: another snippet ("needle � x" for "needle �� x")
+// and another text hash.
+func TestSearchOfACutStringNotUTF8IsReadWhole(t *testing.T) {
+	streamEveryLine(t)
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	res, err := r.Store.Put(cas.KindToolResult, []byte(strings.Repeat("needle \xff\xfe x\n", 300)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest := `{"type":"user","message":{"content":}}`
+	sl := sourceLine{Cuts: []lineCut{{Gap: strings.Index(rest, "}}"), ID: res.ID}}, Rest: []byte(rest)}
+	put, err := r.Store.Put(cas.KindSource, sl.encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := newSession(t, r)
+	if _, err := r.Log.Append(id, eventlog.Event{Kind: eventlog.KindToolResult, Body: put.ID}); err != nil {
+		t.Fatal(err)
+	}
+	compareStreamedSearch(t, r, id, []string{"needle", "x"})
 }

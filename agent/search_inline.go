@@ -37,6 +37,14 @@ import (
 // tests make it small.
 var inlineCutMin = 64 << 10
 
+// maxInlineCuts bounds the inline cuts of a line read streamed: each is
+// read from its line's object, decoded from the object's start up to its
+// end (a range of a compressed object is), twice or more, so that a line
+// of n of them reads the object about n times over. A line of more is read
+// whole, as before (180 strings of 66 KB on a 12 MB line: 5.4 s streamed,
+// 1.1 s whole).
+const maxInlineCuts = 4
+
 // inlineRawHead is how many bytes of an inline cut's content are kept to
 // tell a data URL (dataURLPayload looks at the first 128).
 const inlineRawHead = 256
@@ -468,7 +476,7 @@ func (r *Rook) inlineStreamedOf(id cas.Key) (s *streamedLine, size int64) {
 			inline++
 		}
 	}
-	if inline == 0 {
+	if inline == 0 || inline > maxInlineCuts {
 		return nil, 0
 	}
 	s = &streamedLine{sl: sc.sl, id: id, headBytes: sc.headLen, skel: sc.skel, inline: make([]*inlineCut, len(sc.cuts)), real: make([]int, len(sc.cuts)),

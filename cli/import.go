@@ -484,16 +484,27 @@ func (c *ExportCmd) Run(e *Env) error {
 		// store) was lost, and an agent appending wrote on into the file
 		// unlinked. Holding the export's bytes, it is left as it is;
 		// otherwise refused.
-		if x, err = r.ExportSource(id, io.Discard); err != nil {
-			return err
-		}
 		what := "the session's source file"
 		if twin != "" {
 			what += " (" + twin + ")"
 		}
+		if x, err = r.ExportSource(id, io.Discard); err != nil {
+			// A store that cannot give the lines back says so: the file
+			// is not what is wrong.
+			if derr := storeDamagedErr(err); derr != "" {
+				return &exitError{code: ExitFailure, msg: fmt.Sprintf("--output %s is %s: left as it is: %s", output, what, derr)}
+			}
+			return err
+		}
 		size, sum, err := r.SourceDigest(output)
 		if err != nil {
 			return fmt.Errorf("--output %s is %s, and it cannot be read to compare it with the export (%w): writing over it might lose what it holds; choose another --output", output, what, err)
+		}
+		if (size != x.Bytes || sum != x.SHA256) && !x.Exact && !x.Ahead {
+			// The export is not the bytes imported: whether the file
+			// changed since cannot be told from it.
+			return &exitError{code: ExitFailure, msg: fmt.Sprintf("--output %s is %s: left as it is: the store no longer gives back the bytes the import took in (%s of lines, not the %s recorded), so whether the file changed since cannot be told: the store is damaged, or the session's record changed: `rook store verify` says what is damaged",
+				output, what, formatBytes(x.Bytes), formatBytes(x.Recorded))}
 		}
 		if size != x.Bytes || sum != x.SHA256 {
 			// Rewritten and imported again, it is a newer session's:
@@ -522,6 +533,9 @@ func (c *ExportCmd) Run(e *Env) error {
 	case unchanged: // nothing to write
 	case output == "":
 		if x, err = r.ExportSource(id, e.Stdout); err != nil {
+			if derr := storeDamagedErr(err); derr != "" {
+				return &exitError{code: ExitFailure, msg: fmt.Sprintf("export session %s: %s; what was written to standard output stops there", id, derr)}
+			}
 			return err
 		}
 	default:
@@ -548,6 +562,9 @@ func (c *ExportCmd) Run(e *Env) error {
 			return zw.Close()
 		})
 		compressed = zst
+		if derr := storeDamagedErr(xerr); derr != "" {
+			return &exitError{code: ExitFailure, msg: fmt.Sprintf("export session %s: %s; nothing was written to %s", id, derr, output)}
+		}
 		if xerr != nil {
 			return xerr
 		}
@@ -567,6 +584,19 @@ func (c *ExportCmd) Run(e *Env) error {
 		tr = &t
 	}
 	return printExport(e, id, output, compressed, x, tr, unchanged)
+}
+
+// storeDamagedErr words an export's failure to read the session's lines
+// back from the store (an object missing or failing its check) as what it
+// is, the store damaged, naming the object and what to run; "" for any
+// other error (or none).
+func storeDamagedErr(err error) string {
+	var nf *cas.NotFoundError
+	var ce *cas.CorruptError
+	if err == nil || (!errors.As(err, &nf) && !errors.As(err, &ce)) {
+		return ""
+	}
+	return fmt.Sprintf("the store is damaged: it cannot give back the session's lines (%v): `rook store verify` says what is damaged and how to repair it", err)
 }
 
 // ownSourceFile says whether output is the session's own source file,

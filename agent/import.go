@@ -3093,7 +3093,8 @@ type ExportResult struct {
 	Lines   int    `json:"lines"`
 	Skipped int    `json:"skipped_events"` // events not from the source (added in rook)
 	// Exact: the bytes are what the import took in (same size and
-	// SHA-256 as the source had then).
+	// SHA-256 as Source.Size and SHA256 recorded: a last line still being
+	// written when it read the file is not part of them).
 	Exact bool `json:"exact"`
 	// Ahead: not Exact, because the session holds lines past what the
 	// last finished import of it recorded (an import of it running now,

@@ -516,7 +516,9 @@ func (c *ExportCmd) Run(e *Env) error {
 			return fmt.Errorf("--output %s is %s, and it changed since the import (%s now, %s exported): writing over it would lose what it holds that rook does not; `rook import` it to take in what it gained, or choose another --output",
 				output, what, formatBytes(size), formatBytes(x.Bytes))
 		}
-		compressed, unchanged = strings.HasSuffix(output, ".zst"), true
+		// Nothing written: nothing compressed by rook (compressed stays
+		// false), whatever the file's name.
+		unchanged = true
 	} else if output != "" {
 		// Another session's source file, still there (an id mistyped):
 		// replaced, that transcript was lost to its agent, and what it
@@ -699,7 +701,7 @@ func printExport(e *Env, id eventlog.ID, output string, compressed bool, x agent
 	if output == "" {
 		where = "standard output"
 	}
-	exact := "byte-exact: same size and SHA-256 as the source when it was imported"
+	exact := "byte-exact: same size and SHA-256 as the bytes the import took in"
 	switch {
 	case x.Ahead:
 		exact = fmt.Sprintf("its first %s byte-exact as the last finished import recorded them, then %s of lines an import took in since (one running now, or cut short: `rook import` again records them)",
@@ -714,8 +716,14 @@ func printExport(e *Env, id eventlog.ID, output string, compressed bool, x agent
 	}
 	if unchanged {
 		// exact, not "byte-exact" said whatever it was: the file holds the
-		// export's bytes, which may not be the import's.
-		fmt.Fprintf(e.Stderr, "%s, the session's source file, already holds these %d line(s), %s (%s %s): left as it is, %s\n", terminalLine(where), x.Lines, formatBytes(x.Bytes), sha, x.SHA256, exact)
+		// export's bytes, which may not be the import's. A .zst is the
+		// agent's own, compressed by it: its lines are compared once
+		// decompressed, rook wrote nothing.
+		size, sha := formatBytes(x.Bytes), "sha256"
+		if strings.HasSuffix(output, ".zst") {
+			size, sha = size+" once decompressed", "sha256 of them"
+		}
+		fmt.Fprintf(e.Stderr, "%s, the session's source file, already holds these %d line(s), %s (%s %s): left as it is, %s\n", terminalLine(filepath.Clean(output)), x.Lines, size, sha, x.SHA256, exact)
 		return notExact()
 	}
 	fmt.Fprintf(e.Stderr, "wrote %d line(s), %s, to %s: %s %s, %s\n", x.Lines, formatBytes(x.Bytes), terminalLine(where), sha, x.SHA256, exact)

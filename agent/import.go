@@ -1400,6 +1400,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		res.Status = ImportUnchanged
 	}
 	notes := []string{res.Note, waiting}
+	if n := fi.copiedProblems; n > 0 {
+		notes = append(notes, fmt.Sprintf("%d problem line(s) copied from its parent: reported in the parent's file, where they were written, not counted again", n))
+	}
 	if heldLast {
 		notes = append(notes, lastLineNote)
 	}
@@ -1709,6 +1712,14 @@ type fileImport struct {
 	// pastCopy: the session holds lines that count tokens already (it
 	// grew): a Claude Code continuation's copy is behind.
 	pastCopy bool
+	// parentProblems are the keys (problemKey) of the lines of the
+	// session a fork's file copies, read at its first problem line
+	// (copiedProblem); copiedProblems counts the fork's problem lines
+	// that copy one of them: counted and listed in the parent's file
+	// only, where they were written.
+	parentProblems     map[string]bool
+	parentProblemsRead bool
+	copiedProblems     int
 }
 
 // filler is what a line holds that is not text: nothing but white space,
@@ -1785,13 +1796,17 @@ func (fi *fileImport) see(p pendingLine, held bool) {
 func (fi *fileImport) take(lines []pendingLine, final bool) error {
 	for i, p := range lines {
 		lines[i].no = fi.lineNo
-		if p.m.Unparsed != "" {
+		copied := (p.m.Unparsed != "" || p.m.Unknown != "") && fi.copiedProblem(p.line)
+		if copied {
+			fi.copiedProblems++
+		}
+		if p.m.Unparsed == "" {
+			fi.entry = true
+		} else if !copied {
 			fi.res.Unparsed++
 			fi.rep.problem(ImportProblem{File: fi.path, Line: fi.lineNo, Reason: p.m.Unparsed})
-		} else {
-			fi.entry = true
 		}
-		if p.m.Unknown != "" {
+		if p.m.Unknown != "" && !copied {
 			fi.unknownLine(p.m.Unknown)
 		}
 		fi.see(p, false)
@@ -1856,6 +1871,66 @@ func (fi *fileImport) take(lines []pendingLine, final bool) error {
 		err = fi.flushGroup()
 	}
 	return err
+}
+
+// copiedProblem says whether line, a problem line (one that does not
+// parse, or of an entry type rook does not know) of a fork's file, is a
+// copy of a line of the session it was forked from, imported already
+// (this run or before): a fork's file begins with a copy of its parent's
+// lines, problem lines too, and the report counted each twice, listing it
+// in both files. The copy is the parent's line, but for what a copy writes
+// again (problemKey). False for a file that is no fork, or whose parent
+// is not imported (or does not read: the line is then reported here).
+func (fi *fileImport) copiedProblem(line []byte) bool {
+	if !fi.parentProblemsRead {
+		fi.parentProblemsRead = true
+		info := fi.info()
+		if !info.Fork || info.ParentID == "" {
+			return false
+		}
+		pid, ok := parentOf(fi.known, info.ParentID)
+		if !ok || (fi.sess != nil && pid == fi.sess.ID) {
+			return false
+		}
+		keys := map[string]bool{}
+		err := fi.r.eachEvent(pid, func(ev eventlog.Event) error {
+			if ev.Kind != eventlog.KindNote {
+				return nil // a problem line is kept as a note
+			}
+			body, imported, err := fi.r.readBody(ev.Body)
+			if err != nil || !imported {
+				return err
+			}
+			for _, l := range sourceLines(body) {
+				keys[problemKey(l)] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return false // reported here, as if the parent were not there
+		}
+		fi.parentProblems = keys
+	}
+	return fi.parentProblems[problemKey(line)]
+}
+
+// problemKey is a line as a copy of it is the same: a JSON object without
+// the members a fork's copy writes again (Codex: its timestamp; Claude
+// Code: forkedFrom, and the session id), any other line as it is.
+func problemKey(line []byte) string {
+	line = trimNewline(line)
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(line, &obj) != nil || obj == nil {
+		return "raw:" + string(line)
+	}
+	delete(obj, "timestamp")
+	delete(obj, "forkedFrom")
+	delete(obj, "sessionId")
+	b, err := json.Marshal(obj) // members sorted
+	if err != nil {
+		return "raw:" + string(line)
+	}
+	return "obj:" + string(b)
 }
 
 // unknownLines are the lines of one entry type rook does not know, in a

@@ -3300,6 +3300,13 @@ func (r *Rook) SourceDigest(path string) (size int64, sha string, err error) {
 // it, the plain rollout of a .zst or the .zst of a plain one, which an
 // import reads as the same session): ok false when none was. Export asks
 // it before writing over a file.
+//
+// The file is the same file as a source (device and inode), whatever its
+// name: a hard link to a source under another name is that source. A file
+// of one name can be a source only under its own name (or its twin's), so
+// only the metadata that hold that name are decoded (sourceNameIn), and
+// only their sources looked at; a file of several names has every
+// session's sources looked at.
 func (r *Rook) SessionOfFile(path string) (m eventlog.Meta, ok bool, err error) {
 	fi, err := r.fs.Stat(path)
 	if err != nil || !fi.Mode().IsRegular() {
@@ -3309,17 +3316,22 @@ func (r *Rook) SessionOfFile(path string) (m eventlog.Meta, ok bool, err error) 
 	if real, err := filepath.EvalSymlinks(path); err == nil && r.fs == vfs.OS {
 		base = filepath.Base(real)
 	}
+	anyName := vfs.Links(fi) != 1 // more than one, or not known
+	want := func([]byte) bool { return true }
+	if !anyName {
+		want = sourceNameIn(base)
+	}
 	ids, err := r.Log.IDs()
 	if err != nil {
 		return m, false, err
 	}
 	for _, id := range ids { // oldest first: the newest import of it wins
-		sm, err := r.Log.ReadMeta(id)
-		if err != nil || sm.Source == nil {
+		sm, read, err := r.Log.ReadMetaIf(id, want)
+		if err != nil || !read || sm.Source == nil {
 			continue
 		}
 		for _, p := range SourceFiles(sm.Source) {
-			if filepath.Base(p) != base {
+			if !anyName && filepath.Base(p) != base {
 				continue
 			}
 			if sf, err := r.fs.Stat(p); err == nil && vfs.SameFile(fi, sf) {
@@ -3328,6 +3340,22 @@ func (r *Rook) SessionOfFile(path string) (m eventlog.Meta, ok bool, err error) 
 		}
 	}
 	return m, ok, nil
+}
+
+// sourceNameIn is, for a file named base, what tells a session's metadata
+// (as stored) that cannot name a source of that name, or its Codex twin's
+// (base with or without .zst): it does not hold base's stem. A name JSON
+// may write otherwise than as its bytes (a quote, a backslash, <, > or &,
+// a control character, a byte that is not ASCII) is looked for in every
+// metadata.
+func sourceNameIn(base string) func(raw []byte) bool {
+	stem := []byte(strings.TrimSuffix(base, ".zst"))
+	for _, c := range stem {
+		if c < 0x20 || c >= 0x7f || strings.IndexByte(`"\<>&`, c) >= 0 {
+			return func([]byte) bool { return true }
+		}
+	}
+	return func(raw []byte) bool { return bytes.Contains(raw, stem) }
 }
 
 // SourceFiles are the files a session's source may be now: the file

@@ -73,7 +73,7 @@ func writeSourceFile(t *testing.T, fsys vfs.FS, path string, data []byte) {
 }
 
 // diskRook makes a store on the real disk, at home, open for writing.
-func diskRook(t *testing.T, home string) *Rook {
+func diskRook(t testing.TB, home string) *Rook {
 	t.Helper()
 	if _, err := cas.Init(vfs.OS, nil, home); err != nil {
 		t.Fatal(err)

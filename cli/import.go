@@ -347,7 +347,7 @@ func printImport(e *Env, out importJSON) {
 type ExportCmd struct {
 	Session string   `arg:"" help:"Session id, unique prefix, or 'last'."`
 	Format  string   `help:"The source format to write (claude-code or codex); it must be the one the session was imported from." placeholder:"FORMAT"`
-	Output  nonEmpty `short:"o" help:"Write to FILE (atomically) instead of standard output (-: standard output); a FILE named .zst is written zstd-compressed; the session's own source file, still there, is never replaced (left as it is when it holds these bytes, else refused), nor another session's." placeholder:"FILE"`
+	Output  nonEmpty `short:"o" help:"Write to FILE (atomically) instead of standard output (-: standard output); a FILE named .zst is written zstd-compressed; the session's own source file, still there, is never replaced (left as it is when it holds these bytes, else refused), nor another session's (a hard link to one is that one); a FILE not there is made without replacing one made meanwhile." placeholder:"FILE"`
 	// ToolResults: Claude Code's tool-results/ files, which the import
 	// took in beside the transcript (agent.ExportToolResults).
 	ToolResults nonEmpty `name:"tool-results" help:"Also write the outputs Claude Code saved whole beside the transcript (its <session>/tool-results/ files) into DIR, made if missing." placeholder:"DIR"`
@@ -564,6 +564,9 @@ func (c *ExportCmd) Run(e *Env) error {
 			return zw.Close()
 		})
 		compressed = zst
+		if xerr == nil && errors.Is(err, fs.ErrExist) {
+			return &exitError{code: ExitFailure, msg: fmt.Sprintf("--output %s was not there, and was made while the export was written (by the agent whose transcript it is?): left as it is, nothing written; run the export again to compare it with the session", output)}
+		}
 		if derr := storeDamagedErr(xerr); derr != "" {
 			return &exitError{code: ExitFailure, msg: fmt.Sprintf("export session %s: %s; nothing was written to %s", id, derr, output)}
 		}
@@ -668,7 +671,11 @@ func writeOutput(e *Env, path string, write func(io.Writer) error) error {
 		}
 		return f.Close()
 	}
-	return e.FS.WriteFilesAtomic(filepath.Dir(path), []vfs.NamedData{{Name: filepath.Base(path), Stream: write}}, 0o600)
+	// Not there now, it is made without replacing one made meanwhile
+	// (NamedData.New): the session's source file written again by its
+	// agent between the looks above and the rename was lost.
+	_, lerr := e.FS.Lstat(path)
+	return e.FS.WriteFilesAtomic(filepath.Dir(path), []vfs.NamedData{{Name: filepath.Base(path), New: errors.Is(lerr, fs.ErrNotExist), Stream: write}}, 0o600)
 }
 
 // unchanged: output, the session's source file, holds x's bytes already

@@ -669,6 +669,42 @@ func (l *Log) metaLocked(id ID) (Meta, error) {
 	return l.readMetaFile(id)
 }
 
+// ReadMetaIf is ReadMeta for a caller looking through many sessions for
+// a few: want is given the metadata file's bytes, as stored, and only the
+// ones it takes are decoded (ok false for the others); decoding is most of
+// what reading a store's thousands of metadata costs, past the reads. A
+// metadata not written yet (a session created in bulk) is not bytes: it is
+// returned, ok, for the caller to look at.
+func (l *Log) ReadMetaIf(id ID, want func(raw []byte) bool) (m Meta, ok bool, err error) {
+	l.mu.Lock()
+	if m, ok := l.created[id]; ok {
+		l.mu.Unlock()
+		return m, true, nil
+	}
+	if m, ok := l.staged[id]; ok {
+		l.mu.Unlock()
+		return m, true, nil
+	}
+	l.mu.Unlock()
+	bp := metaBufs.Get().(*[]byte)
+	b, err := vfs.ReadOwnLine(l.fs, l.metaPath(id), *bp)
+	if cap(b) > cap(*bp) && cap(b) <= 64<<10 {
+		*bp = b[:0]
+	}
+	defer metaBufs.Put(bp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Meta{}, false, fmt.Errorf("%w: %s", ErrNoSession, id)
+	}
+	if err != nil {
+		return Meta{}, false, err
+	}
+	if !want(b) {
+		return Meta{}, false, nil
+	}
+	m, err = decodeMeta(b, id, l.metaPath(id))
+	return m, err == nil, err
+}
+
 // metaBufs are buffers to read metadata files into (vfs.ReadOwnLine):
 // listing a store reads every session's, most a few hundred bytes.
 var metaBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}

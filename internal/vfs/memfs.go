@@ -639,10 +639,20 @@ func (m *MemFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode
 	if err := m.SyncFiles(syncs); err != nil {
 		return err
 	}
-	for _, t := range temps {
+	for i, t := range temps {
 		t.closed = true
 		if err := t.f.Close(); err != nil {
 			return err
+		}
+		if files[i].New {
+			// Looked at right before its rename: a file made meanwhile
+			// (by a Stream, a hook) is not replaced.
+			m.mu.Lock()
+			_, lerr := m.lookup(clean(t.name))
+			m.mu.Unlock()
+			if lerr == nil {
+				return &fs.PathError{Op: "create", Path: t.name, Err: fs.ErrExist}
+			}
 		}
 		if err := m.Rename(t.tmp, t.name); err != nil {
 			return err

@@ -164,11 +164,50 @@ func (o osFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) 
 		}
 	}
 	if err := parallel(len(pending), func(i int) error {
+		if files[i].New {
+			return named(placeNew(pending[i], filepath.Join(dir, files[i].Name)), pending[i].Name(), filepath.Join(dir, files[i].Name))
+		}
 		return named(pending[i].CloseAtomicallyReplace(), pending[i].Name(), filepath.Join(dir, files[i].Name))
 	}); err != nil {
 		return err
 	}
 	return o.SyncDir(dir)
+}
+
+// errNoReplace: the file system cannot rename without replacing.
+var errNoReplace = errors.New("rename without replacing is not supported")
+
+// placeNew syncs a pending file and gives it its name, path, unless a file
+// is there by then (NamedData.New): an error that is fs.ErrExist, the file
+// there left as it is. The temporary file is removed by the caller's
+// Cleanup (linked) or is gone (renamed).
+func placeNew(pf *renameio.PendingFile, path string) error {
+	if err := pf.Sync(); err != nil {
+		return err
+	}
+	exists := func() error { return &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist} }
+	err := renameNoReplace(pf.Name(), path)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return exists()
+	}
+	if !errors.Is(err, errNoReplace) {
+		return err
+	}
+	// A link fails if the name is taken; the temporary name is then
+	// removed by Cleanup.
+	err = os.Link(pf.Name(), path)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		if err != nil {
+			return exists()
+		}
+		return nil
+	}
+	// Neither (a file system without hard links): replaced, as any write
+	// (NamedData.New says so).
+	return pf.CloseAtomicallyReplace()
 }
 
 // inFlight holds the names of the temporary files WriteFilesAtomic has

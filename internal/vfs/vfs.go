@@ -96,7 +96,15 @@ var ErrLocked = errors.New("vfs: file is locked")
 // too big to hold in memory (an export of a transcript of GBs). A Stream
 // that fails fails the batch, and the file keeps its old contents.
 type NamedData struct {
-	Name   string
+	Name string
+	// New: the file is not there, and must not be replaced should one be
+	// made meanwhile (the agent whose transcript it is writing it again):
+	// the write then fails with an error that is fs.ErrExist, the file
+	// made meanwhile left as it is. The OS filesystem renames with
+	// RENAME_NOREPLACE (Linux), else links the temporary file to the name;
+	// where the file system has neither, it renames, and a file made
+	// between the caller's look and the rename is replaced.
+	New    bool
 	Data   []byte
 	Stream func(w io.Writer) error
 }

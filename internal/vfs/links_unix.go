@@ -1,0 +1,20 @@
+//go:build linux || darwin
+
+package vfs
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+// Links is how many names (hard links) a file has; 0 when the file
+// system does not say (MemFS's files have one).
+func Links(fi fs.FileInfo) uint64 {
+	if _, ok := fi.(memInfo); ok {
+		return 1
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 0
+}

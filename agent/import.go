@@ -37,6 +37,10 @@ type ImportOptions struct {
 	MinCut int
 	// ChunkBytes overrides importChunkBytes (tests).
 	ChunkBytes int
+	// Stop, when set, is asked before each file is taken in: true stops
+	// the import there (an interrupt), the files taken in kept and the
+	// others left for the next import (ImportReport.Stopped).
+	Stop func() bool
 	// Retention, when set, is the store's retention policy: the report
 	// then names the sessions of the imported files that it would delete
 	// (BeyondRetention), so that the next maintain deletes no history
@@ -215,6 +219,11 @@ type ImportReport struct {
 	// directories named, else the agent's own directory (DefaultImportDir),
 	// so that a summary of nothing found says where nothing was.
 	Paths []string `json:"paths"`
+	// Stopped: ImportOptions.Stop stopped the import before NotRead, the
+	// files it had found and not taken in (a run again takes them in; the
+	// files in Files are in, and are not taken in twice).
+	Stopped bool     `json:"stopped,omitempty"`
+	NotRead []string `json:"not_read,omitempty"`
 	// OtherJSONL counts the .jsonl files a Codex import's walk passed
 	// over: not named rollout-*, they are not Codex rollouts (Claude Code
 	// transcripts given to the wrong import, most likely).
@@ -402,8 +411,17 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		return nil
 	}
 	var waiting []waitingFile // copies, after what they copy (sourceNames.waits)
+	stop := func() bool { return opts.Stop != nil && opts.Stop() }
 	for i, f := range files {
 		prep := ahead.next(i)
+		if stop() {
+			ahead.release(f)
+			rep.Stopped = true
+			for _, g := range files[i:] {
+				rep.NotRead = append(rep.NotRead, g.path)
+			}
+			break
+		}
 		if id, ok := names.waits(prep); ok {
 			ahead.release(f)
 			waiting = append(waiting, waitingFile{f, id})
@@ -413,7 +431,22 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 			return rep, err
 		}
 	}
+	if len(waiting) > 0 && (rep.Stopped || stop()) {
+		rep.Stopped = true
+		for _, w := range waiting {
+			rep.NotRead = append(rep.NotRead, w.f.path)
+		}
+		slices.Sort(rep.NotRead)
+		waiting = nil
+	}
 	for len(waiting) > 0 {
+		if stop() {
+			rep.Stopped = true
+			for _, w := range waiting {
+				rep.NotRead = append(rep.NotRead, w.f.path)
+			}
+			break
+		}
 		// The first whose original came in since, else the first: a
 		// copy of a copy comes after it.
 		k := 0

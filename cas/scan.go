@@ -336,7 +336,7 @@ func (s *Store) recover() error {
 		}
 	}
 	if taken > 0 {
-		s.Notices = append(s.Notices, fmt.Sprintf("index was behind the segments: took in %d object(s) written before a crash", taken))
+		s.Notices = append(s.Notices, fmt.Sprintf("index was behind the segments: took in %d object(s) written before the last writer stopped without closing the store (a crash, or rook killed or interrupted a second time)", taken))
 	}
 	if err := s.openActive(named); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -95,11 +96,23 @@ func runImport(e *Env, format string, paths []string) error {
 	// is taken: what another writer adds meanwhile counts as the
 	// import's.)
 	before, berr := cas.MeasureDisk(e.FS, e.Home)
+	// Interrupted, the import stops before the next file (the store then
+	// closed as at any end, nothing for the next command to recover) and
+	// says what is in and what is not; a second interrupt ends rook at
+	// once.
+	var stopped atomic.Pointer[os.Signal]
+	doneStop := onInterruptStop(func(sig os.Signal) {
+		stopped.Store(&sig)
+		if !e.JSON {
+			fmt.Fprintf(e.Stderr, "\nrook: %v: stopping the import once the file being taken in is in (%v again stops at once)\n", sig, sig)
+		}
+	})
+	defer doneStop()
 	err = e.write(func(r *agent.Rook) error {
 		p := newProgress(e.Stderr, "import "+format)
 		var ierr error
 		rep, ierr = r.Import(agent.ImportOptions{Format: format, Paths: paths, AgentDir: agentDir, Progress: p.update,
-			Retention: &cfg.Storage.Retention})
+			Retention: &cfg.Storage.Retention, Stop: func() bool { return stopped.Load() != nil }})
 		p.done()
 		return ierr
 	})
@@ -124,6 +137,10 @@ func runImport(e *Env, format string, paths []string) error {
 			fmt.Fprintf(e.Stdout, "note: the store holds %s of objects, over its budget of %s (config.toml, [storage.retention] max_total_bytes): `rook store maintain` would delete the least recently updated sessions until it fits; raise the budget, or tag the sessions to keep (`rook session tag ID keep`)\n",
 				formatBytes(rep.StoredAfter), formatBytes(budget))
 		}
+	}
+	if rep.Stopped {
+		sig := *stopped.Load()
+		return &exitError{code: interruptedCode(sig), msg: importStoppedMsg(sig, rep)}
 	}
 	// The summary lists every failure; stderr names the first, so that it
 	// says what failed when stdout goes to a file.
@@ -152,6 +169,18 @@ func runImport(e *Env, format string, paths []string) error {
 	}
 	msg += othersImported(rep)
 	return &exitError{code: ExitFailure, msg: msg}
+}
+
+// importStoppedMsg says, of an import an interrupt stopped, what is in the
+// store and what is not, and that running it again goes on from there.
+func importStoppedMsg(sig os.Signal, rep agent.ImportReport) string {
+	in := rep.Sessions + rep.Grown + rep.Rewritten
+	failed := ""
+	if rep.Failed > 0 {
+		failed = fmt.Sprintf(", %d failed (the summary says why)", rep.Failed)
+	}
+	return fmt.Sprintf("%v: the import stopped after %d of %d file(s): %d taken in, %d unchanged%s, all in the store; %d not read (the first: %s): run the same `rook import` again to import them (what is in is not imported twice)",
+		sig, len(rep.Files), len(rep.Files)+len(rep.NotRead), in, rep.Unchanged+rep.Gone, failed, len(rep.NotRead), terminalLine(rep.NotRead[0]))
 }
 
 // othersImported says what happened to the files that did not fail: an
@@ -222,6 +251,9 @@ func printImport(e *Env, out importJSON) {
 		fmt.Fprintf(w, ", %d gone before they were read", rep.Gone) // (listed, then deleted or moved away)
 	}
 	fmt.Fprintln(w)
+	if rep.Stopped {
+		fmt.Fprintf(w, "stopped by an interrupt: %d more file(s) found were not read: the same import again takes them in\n", len(rep.NotRead))
+	}
 	if rep.Linked > 0 {
 		fmt.Fprintf(w, "%d session(s) imported before their parent are now linked to it\n", rep.Linked)
 	}
@@ -269,7 +301,7 @@ func printImport(e *Env, out importJSON) {
 	if n := len(rep.ZstBeside); n > 0 {
 		fmt.Fprintf(w, "%d .zst rollout(s) left out: the plain file beside each is the same rollout, and was read (Codex compressing it, or writing it back to resume it)\n", n)
 	}
-	if len(rep.Files) == 0 {
+	if len(rep.Files) == 0 && !rep.Stopped {
 		kinds := ".jsonl"
 		if rep.Format == agent.FormatCodex {
 			kinds = "rollout-*.jsonl or .jsonl.zst"

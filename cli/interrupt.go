@@ -24,6 +24,12 @@ var interrupts struct {
 	mu       sync.Mutex
 	cleanups map[int]func()
 	next     int
+	// stoppers are the commands that stop themselves at a point where
+	// nothing is left half done (an import, between two files), told of
+	// the first signal; asked: they were. A second signal ends rook at
+	// once, as one without a stopper does.
+	stoppers map[int]func(os.Signal)
+	asked    bool
 }
 
 // exit ends the process; a test replaces it.
@@ -41,7 +47,11 @@ func handleInterrupts(stderr io.Writer, asJSON bool) {
 				signal.Notify(ch, sig)
 			}
 		}
-		go func() { interrupted(<-ch, stderr, asJSON) }()
+		go func() {
+			for sig := range ch { // a stopper asked, the next one ends rook
+				interrupted(sig, stderr, asJSON)
+			}
+		}()
 	})
 }
 
@@ -63,20 +73,58 @@ func onInterrupt(cleanup func()) (done func()) {
 	}
 }
 
+// onInterruptStop has stop called at the first interrupt, instead of rook
+// ending at once, until done is called: the command then stops itself
+// where nothing is left half done, says what it did and did not, and
+// exits as interrupted (interruptedCode). A second interrupt ends rook at
+// once.
+func onInterruptStop(stop func(os.Signal)) (done func()) {
+	interrupts.mu.Lock()
+	defer interrupts.mu.Unlock()
+	if interrupts.stoppers == nil {
+		interrupts.stoppers = map[int]func(os.Signal){}
+	}
+	n := interrupts.next
+	interrupts.next++
+	interrupts.stoppers[n] = stop
+	return func() {
+		interrupts.mu.Lock()
+		defer interrupts.mu.Unlock()
+		delete(interrupts.stoppers, n)
+		if len(interrupts.stoppers) == 0 {
+			interrupts.asked = false
+		}
+	}
+}
+
+// interruptedCode is the exit code of a process sig ended, as a shell
+// reports it.
+func interruptedCode(sig os.Signal) int {
+	if sig == syscall.SIGTERM {
+		return 143
+	}
+	return 130
+}
+
 // interrupted runs the cleanups, removes the atomic writes' temporary
-// files, and exits. The lock is kept to the end: a cleanup that finishes
-// meanwhile cannot be called done half-way through.
+// files, and exits; or, the first time, with a command that stops itself
+// (onInterruptStop), tells it and returns. The lock is kept to the end: a
+// cleanup that finishes meanwhile cannot be called done half-way through.
 func interrupted(sig os.Signal, stderr io.Writer, asJSON bool) {
 	interrupts.mu.Lock()
 	defer interrupts.mu.Unlock() // (exit does not return but in a test)
+	if len(interrupts.stoppers) > 0 && !interrupts.asked {
+		interrupts.asked = true
+		for _, stop := range interrupts.stoppers {
+			stop(sig) // each says what it does, under --json too (stderr)
+		}
+		return
+	}
 	for _, f := range interrupts.cleanups {
 		f()
 	}
 	vfs.RemoveInFlight()
-	code := 130
-	if sig == syscall.SIGTERM {
-		code = 143
-	}
+	code := interruptedCode(sig)
 	// Under --json, as every failure: its last line is the JSON error (a
 	// script that parses it found "rook: interrupt: stopped").
 	if asJSON {

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// Interrupted, an import said only "interrupt: stopped" and ended at once,
+// as a crash would: the next command recovered the store "after a crash",
+// and nothing said what was imported. Now the first interrupt stops it
+// before the next file, the store closed as at any end: it says how many
+// files are in and how many were not read, and that running it again
+// imports those; it exits 130. The next import takes in only the rest,
+// with no note of a crash.
+func TestImportInterruptedSaysWhatIsIn(t *testing.T) {
+	const home, dir = "/home/u/store", "/t"
+	fsys := vfs.NewMem()
+	if _, err := cas.Init(fsys, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for i := range 5 {
+		p := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i))
+		paths = append(paths, p)
+		line := fmt.Sprintf(`{"type":"user","sessionId":"s%d","cwd":"/w","message":{"role":"user","content":"hello %d"},"uuid":"u%d","timestamp":"2026-02-10T21:00:0%d.000Z"}`+"\n", i, i, i, i)
+		if err := fsys.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := fsys.WriteFileAtomic(p, []byte(line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The second file's read waits until the test has interrupted.
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpOpenRead && path == paths[1] {
+			once.Do(func() { close(reached) })
+			<-release
+		}
+		return nil
+	})
+	exit = func(int) { t.Error("rook ended at once") }
+	t.Cleanup(func() { exit = os.Exit; fsys.SetHook(nil) })
+	var out, errb syncBuffer
+	e := &Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clock.System, Cwd: "/"}
+	ended := make(chan error)
+	go func() { ended <- (&ImportClaudeCodeCmd{importPaths{Paths: []string{dir}}}).Run(e) }()
+	<-reached
+	var said bytes.Buffer
+	interrupted(os.Interrupt, &said, false) // a stopper is told: rook goes on
+	close(release)
+	err := <-ended
+	var xe *exitError
+	if !errors.As(err, &xe) || xe.code != 130 {
+		t.Fatalf("ended with %v; want exit 130", err)
+	}
+	// The interrupt came before the second file was read: the first may
+	// be in or not, as the reads ahead go.
+	var k int
+	if _, serr := fmt.Sscanf(xe.msg, "interrupt: the import stopped after %d of 5 file(s)", &k); serr != nil || k > 1 {
+		t.Fatalf("said %q", xe.msg)
+	}
+	want := fmt.Sprintf("interrupt: the import stopped after %d of 5 file(s): %d taken in, 0 unchanged, all in the store; %d not read (the first: /t/s%d.jsonl): run the same `rook import` again to import them (what is in is not imported twice)", k, k, 5-k, k)
+	if xe.msg != want {
+		t.Errorf("said %q\nwant %q", xe.msg, want)
+	}
+	if !strings.Contains(errb.String(), "rook: interrupt: stopping the import once the file being taken in is in (interrupt again stops at once)") {
+		t.Errorf("stderr: %q", errb.String())
+	}
+	if !strings.Contains(out.String(), fmt.Sprintf("stopped by an interrupt: %d more file(s) found were not read: the same import again takes them in", 5-k)) || strings.Contains(out.String(), "no transcript found") {
+		t.Errorf("stdout: %q", out.String())
+	}
+	fsys.SetHook(nil)
+	var out2, errb2 syncBuffer
+	e2 := &Env{Stdout: &out2, Stderr: &errb2, FS: fsys, Home: home, Clock: clock.System, Cwd: "/"}
+	if err := (&ImportClaudeCodeCmd{importPaths{Paths: []string{dir}}}).Run(e2); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out2.String(), fmt.Sprintf("claude-code: 5 file(s): %d new, 0 grown, %d unchanged,", 5-k, k)) || strings.Contains(errb2.String(), "crash") {
+		t.Errorf("run again: %s%s", out2.String(), errb2.String())
+	}
+}

@@ -107,7 +107,6 @@ func runImport(e *Env, format string, paths []string) error {
 			fmt.Fprintf(e.Stderr, "\nrook: %v: stopping the import once the file being taken in is in (%v again stops at once)\n", sig, sig)
 		}
 	})
-	defer doneStop()
 	err = e.write(func(r *agent.Rook) error {
 		p := newProgress(e.Stderr, "import "+format)
 		var ierr error
@@ -116,6 +115,8 @@ func runImport(e *Env, format string, paths []string) error {
 		p.done()
 		return ierr
 	})
+	// The store is closed: an interrupt from here on ends rook at once.
+	doneStop()
 	if err != nil {
 		return err
 	}
@@ -704,8 +705,9 @@ func writeOutput(e *Env, path string, write func(io.Writer) error) error {
 		return f.Close()
 	}
 	// Not there now, it is made without replacing one made meanwhile
-	// (NamedData.New): the session's source file written again by its
-	// agent between the looks above and the rename was lost.
+	// (NamedData.New): a file made between the looks above and the
+	// rename (the session's source, written again by its agent) was
+	// replaced, and what it held lost.
 	_, lerr := e.FS.Lstat(path)
 	return e.FS.WriteFilesAtomic(filepath.Dir(path), []vfs.NamedData{{Name: filepath.Base(path), New: errors.Is(lerr, fs.ErrNotExist), Stream: write}}, 0o600)
 }

@@ -686,12 +686,28 @@ func (l *Log) ReadMetaIf(id ID, want func(raw []byte) bool) (m Meta, ok bool, er
 		return m, true, nil
 	}
 	l.mu.Unlock()
+	return l.readMetaFileIf(id, want)
+}
+
+// metaBufs are buffers to read metadata files into (vfs.ReadOwnLine):
+// listing a store reads every session's, most a few hundred bytes.
+var metaBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// readMetaFile reads a session's metadata file.
+func (l *Log) readMetaFile(id ID) (Meta, error) {
+	m, _, err := l.readMetaFileIf(id, func([]byte) bool { return true })
+	return m, err
+}
+
+// readMetaFileIf is readMetaFile of a file whose bytes want takes (ok
+// false, nothing decoded, for one it does not).
+func (l *Log) readMetaFileIf(id ID, want func(raw []byte) bool) (m Meta, ok bool, err error) {
 	bp := metaBufs.Get().(*[]byte)
 	b, err := vfs.ReadOwnLine(l.fs, l.metaPath(id), *bp)
 	if cap(b) > cap(*bp) && cap(b) <= 64<<10 {
-		*bp = b[:0]
+		*bp = b[:0] // grown for a longer file (past 64 KiB: let go)
 	}
-	defer metaBufs.Put(bp)
+	defer metaBufs.Put(bp) // Unmarshal keeps nothing of b
 	if errors.Is(err, fs.ErrNotExist) {
 		return Meta{}, false, fmt.Errorf("%w: %s", ErrNoSession, id)
 	}
@@ -703,27 +719,6 @@ func (l *Log) ReadMetaIf(id ID, want func(raw []byte) bool) (m Meta, ok bool, er
 	}
 	m, err = decodeMeta(b, id, l.metaPath(id))
 	return m, err == nil, err
-}
-
-// metaBufs are buffers to read metadata files into (vfs.ReadOwnLine):
-// listing a store reads every session's, most a few hundred bytes.
-var metaBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-
-// readMetaFile reads a session's metadata file.
-func (l *Log) readMetaFile(id ID) (Meta, error) {
-	bp := metaBufs.Get().(*[]byte)
-	b, err := vfs.ReadOwnLine(l.fs, l.metaPath(id), *bp)
-	if cap(b) > cap(*bp) && cap(b) <= 64<<10 {
-		*bp = b[:0] // grown for a longer file (past 64 KiB: let go)
-	}
-	defer metaBufs.Put(bp) // Unmarshal keeps nothing of b
-	if errors.Is(err, fs.ErrNotExist) {
-		return Meta{}, fmt.Errorf("%w: %s", ErrNoSession, id)
-	}
-	if err != nil {
-		return Meta{}, err
-	}
-	return decodeMeta(b, id, l.metaPath(id))
 }
 
 // decodeMeta decodes the metadata file of session id (at path, for

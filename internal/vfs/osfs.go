@@ -199,11 +199,11 @@ func placeNew(pf *renameio.PendingFile, path string) error {
 	// A link fails if the name is taken; the temporary name is then
 	// removed by Cleanup.
 	err = os.Link(pf.Name(), path)
-	if err == nil || errors.Is(err, fs.ErrExist) {
-		if err != nil {
-			return exists()
-		}
+	switch {
+	case err == nil:
 		return nil
+	case errors.Is(err, fs.ErrExist):
+		return exists()
 	}
 	// Neither (a file system without hard links): replaced, as any write
 	// (NamedData.New says so).

@@ -180,8 +180,12 @@ func importStoppedMsg(sig os.Signal, rep agent.ImportReport) string {
 	if rep.Failed > 0 {
 		failed = fmt.Sprintf(", %d failed (the summary says why)", rep.Failed)
 	}
-	return fmt.Sprintf("%v: the import stopped after %d of %d file(s): %d taken in, %d unchanged%s, all in the store; %d not read (the first: %s): run the same `rook import` again to import them (what is in is not imported twice)",
-		sig, len(rep.Files), len(rep.Files)+len(rep.NotRead), in, rep.Unchanged+rep.Gone, failed, len(rep.NotRead), terminalLine(rep.NotRead[0]))
+	rest := fmt.Sprintf("%d not read (the first: %s): run the same `rook import` again to import them", len(rep.NotRead), terminalLine(rep.NotRead[0]))
+	if len(rep.Files) == 0 {
+		return fmt.Sprintf("%v: the import stopped before its first file: nothing imported; %s", sig, rest)
+	}
+	return fmt.Sprintf("%v: the import stopped after %d of %d file(s): %d taken in, %d unchanged%s, all in the store; %s (what is in is not imported twice)",
+		sig, len(rep.Files), len(rep.Files)+len(rep.NotRead), in, rep.Unchanged+rep.Gone, failed, rest)
 }
 
 // othersImported says what happened to the files that did not fail: an

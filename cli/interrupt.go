@@ -17,7 +17,9 @@ import (
 // write (export -o) makes beside its target, which nothing else removes,
 // and an output being written in place (export-html's). Then rook exits
 // 130 (SIGINT) or 143 (SIGTERM), as a shell reports a process the signal
-// killed.
+// killed. A command that registered a stopper (onInterruptStop: an
+// import) is told of the first signal instead, stops itself where
+// nothing is left half done and exits so; the second ends rook at once.
 
 var interrupts struct {
 	once     sync.Once

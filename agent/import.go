@@ -1750,7 +1750,7 @@ type fileImport struct {
 	// (copiedProblem); copiedProblems counts the fork's problem lines
 	// that copy one of them: counted and listed in the parent's file
 	// only, where they were written.
-	parentProblems     map[string]bool
+	parentProblems     map[string]int
 	parentProblemsRead bool
 	copiedProblems     int
 }
@@ -1914,18 +1914,23 @@ func (fi *fileImport) take(lines []pendingLine, final bool) error {
 // in both files. The copy is the parent's line, but for what a copy writes
 // again (problemKey). False for a file that is no fork, or whose parent
 // is not imported (or does not read: the line is then reported here).
+// Each of the parent's lines is the copy of one line only: a fork's own
+// line like one of them (the same type and payload, written again at
+// another time) is its own, reported here; so is any line of a fork's
+// file grown since its last import, which took the copy in (the copy is
+// where the file begins).
 func (fi *fileImport) copiedProblem(line []byte) bool {
 	if !fi.parentProblemsRead {
 		fi.parentProblemsRead = true
 		info := fi.info()
-		if !info.Fork || info.ParentID == "" {
+		if !info.Fork || info.ParentID == "" || fi.res.Status == ImportGrown {
 			return false
 		}
 		pid, ok := parentOf(fi.known, info.ParentID)
 		if !ok || (fi.sess != nil && pid == fi.sess.ID) {
 			return false
 		}
-		keys := map[string]bool{}
+		keys := map[string]int{}
 		err := fi.r.eachEvent(pid, func(ev eventlog.Event) error {
 			if ev.Kind != eventlog.KindNote {
 				return nil // a problem line is kept as a note
@@ -1935,7 +1940,7 @@ func (fi *fileImport) copiedProblem(line []byte) bool {
 				return err
 			}
 			for _, l := range sourceLines(body) {
-				keys[problemKey(l)] = true
+				keys[problemKey(l)]++
 			}
 			return nil
 		})
@@ -1944,7 +1949,12 @@ func (fi *fileImport) copiedProblem(line []byte) bool {
 		}
 		fi.parentProblems = keys
 	}
-	return fi.parentProblems[problemKey(line)]
+	k := problemKey(line)
+	if fi.parentProblems[k] == 0 {
+		return false
+	}
+	fi.parentProblems[k]--
+	return true
 }
 
 // problemKey is a line as a copy of it is the same: a JSON object without

@@ -3390,7 +3390,9 @@ func (r *Rook) SessionOfFile(path string) (m eventlog.Meta, ok bool, err error) 
 // (base with or without .zst): it does not hold base's stem. A name JSON
 // may write otherwise than as its bytes (a quote, a backslash, <, > or &,
 // a control character, a byte that is not ASCII) is looked for in every
-// metadata.
+// metadata. Any other character can be written as a \u escape too (valid
+// JSON, though rook writes none of them so: another writer, a file fixed
+// by hand): metadata holding one is decoded.
 func sourceNameIn(base string) func(raw []byte) bool {
 	stem := []byte(strings.TrimSuffix(base, ".zst"))
 	for _, c := range stem {
@@ -3398,7 +3400,7 @@ func sourceNameIn(base string) func(raw []byte) bool {
 			return func([]byte) bool { return true }
 		}
 	}
-	return func(raw []byte) bool { return bytes.Contains(raw, stem) }
+	return func(raw []byte) bool { return bytes.Contains(raw, stem) || bytes.Contains(raw, []byte(`\u`)) }
 }
 
 // SourceFiles are the files a session's source may be now: the file

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rookhq/rook/eventlog"
@@ -85,5 +86,40 @@ func TestSessionOfFileNamesAndLinks(t *testing.T) {
 		case tc.want != nil && (!ok || m.ID != *tc.want):
 			t.Errorf("%s: session %s (%v); want %s", tc.path, m.ID, ok, *tc.want)
 		}
+	}
+}
+
+// A session's metadata that writes its source's name with JSON escapes
+// (\u0031 for "1": valid JSON, as another writer, or a hand that fixed the
+// file, may write it) names that file all the same: SessionOfFile finds
+// it. Its bytes do not hold the name as it is, and the look through the
+// metadata's bytes passed it over.
+func TestSessionOfFileEscapedName(t *testing.T) {
+	r, dir, ids := sourcesStore(t, 3)
+	src := filepath.Join(dir, "1a2b3c4d-5e6f-4a7b-8c9d-000000000001.jsonl")
+	var metaPath string
+	filepath.WalkDir(r.home, func(p string, d os.DirEntry, err error) error {
+		if err == nil && filepath.Base(p) == ids[1].String()+".meta" {
+			metaPath = p
+		}
+		return nil
+	})
+	if metaPath == "" {
+		t.Fatal("no metadata file")
+	}
+	b, err := os.ReadFile(metaPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	esc := strings.ReplaceAll(string(b), "000000000001.jsonl", `00000000000\u0031.jsonl`)
+	if esc == string(b) {
+		t.Fatalf("the name is not in %s", b)
+	}
+	if err := os.WriteFile(metaPath, []byte(esc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, ok, err := r.SessionOfFile(src)
+	if err != nil || !ok || m.ID != ids[1] {
+		t.Fatalf("session %s (%v, %v); want %s", m.ID, ok, err, ids[1])
 	}
 }

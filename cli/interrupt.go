@@ -118,7 +118,7 @@ func interrupted(sig os.Signal, stderr io.Writer, asJSON bool) {
 	if len(interrupts.stoppers) > 0 && !interrupts.asked {
 		interrupts.asked = true
 		for _, stop := range interrupts.stoppers {
-			stop(sig) // each says what it does, under --json too (stderr)
+			stop(sig) // each says on stderr what it does (an import: not under --json, whose error says it at the end)
 		}
 		return
 	}

@@ -45,6 +45,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzCodexLine \
 	./agent:FuzzCodexPatch \
 	./agent:FuzzApplyUnifiedHunks \
+	./agent:FuzzCodexReverse \
 	./agent:FuzzRenderImported \
 	./agent:FuzzStreamedView \
 	./agent:FuzzStreamedFind \

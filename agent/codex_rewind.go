@@ -2,6 +2,8 @@ package agent
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -25,15 +27,30 @@ import (
 //     whole over a file (Add File), or the first patch after the point
 //     deletes it and its patch_apply_end holds the content it deleted.
 //
-// Any other path's content there is not known (a file that existed
-// before the session, updated by patches alone; one a command the
-// session ran may have changed since the rollout last says what it
-// held, before the point: codexCommandSeqs): the rewind refuses,
-// naming each such path and why, and writes nothing, rather than write
-// something wrong. A path outside the workspace is refused too: a rewind
-// writes only in it. The mode of a file put back is the one it has on
-// disk (a patch does not change it), as for a Claude Code edit result's
-// state (Change.transcript).
+// A path whose content there the replay does not know (a file that
+// existed before the session, updated by patches alone; one a command the
+// session ran may have changed since the rollout last says what it held,
+// before the point: codexCommandSeqs) is found the other way when it is
+// safe: the patches at or after the point undone on the file as it is on
+// disk now, as `git apply -R` would (codexReverse, codex_reverse.go):
+// only when each is an Update File (or a patch_apply_end's update) that
+// applied, the file the last leaves (followed through its moves) is
+// there and holds exactly what they left (every hunk of each reverses,
+// its lines matching exactly, in order), and no command the session ran
+// after the point may have written it. Where Codex found a chunk only by
+// ignoring spaces or typographic punctuation, the lines put back are the
+// patch's own, as git apply -R's are; a file Codex updated ends with a
+// newline, and one undone from a Codex patch gets one (whether it had one
+// before is not in the patch; a patch_apply_end's unified diff says). A
+// change made since the session to lines no hunk has is not seen: it
+// stays in the file put back (the undo, captured first, has the disk).
+// Any other path's state is not known: the rewind refuses, naming each
+// such path and why, and writes nothing, rather than write something
+// wrong. A path outside the workspace is refused too: a rewind writes
+// only in it. The mode of a file put back is the one it has on disk (a
+// patch does not change it; a file undone where a patch moved it, the
+// one it has there), as for a Claude Code edit result's state
+// (Change.transcript).
 
 // CodexUnknownStatesError: a rewind of an imported Codex session needs
 // files whose content at the rewind point its rollout does not hold.
@@ -70,6 +87,13 @@ type codexRewindState struct {
 	known   bool
 	content []byte
 	why     string // neither: why not
+	// how the state was found (CodexRewound.How); for a reversed one,
+	// the file it was undone on (the path the patches moved it to, or
+	// its own), its id and mode as read.
+	how    string
+	from   string
+	fromID cas.Key
+	mode   FileMode
 }
 
 // codexRewindStates are the states to put back for a rewind of imported
@@ -102,6 +126,7 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 		return nil, nil, false, err
 	}
 	lastSeq := map[string]uint64{}
+	var afterCalls []codexAfterCall
 	take := func(p string, st codexStep, source bool, at uint64) {
 		if _, ok := states[p]; ok {
 			return
@@ -130,6 +155,9 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 		after := c.seq >= to
 		if applied {
 			any = true
+		}
+		if after {
+			afterCalls = append(afterCalls, codexAfterCall{c: c, steps: steps, applied: applied})
 		}
 		switch {
 		case applied || c.outcome == "failed" || len(steps) > 0 || !after:
@@ -172,6 +200,23 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 			}
 		}
 	}
+	for p, s := range states {
+		switch {
+		case s.absent:
+			s.how = "absent"
+		case s.known && s.how == "":
+			s.how = "replayed"
+		case !s.known && !codexOutside(p):
+			rs, why := r.codexReverse(ws, p, to, afterCalls, cmds)
+			switch {
+			case rs.known:
+				s = rs
+			case why != "":
+				s.why += "; nor can the patches after the point be undone on the file as it is now: " + why
+			}
+		}
+		states[p] = s
+	}
 	return states, notes, any, nil
 }
 
@@ -200,7 +245,7 @@ func codexStateOf(files map[string]*rolloutFile, doubtful map[string]string, p s
 			// have existed, and removing it would lose it.
 			return codexRewindState{why: "the session's first patch of it after that writes it whole (Add File, or a move to it), which Codex does whether or not a file is there: the rollout does not say whether it existed then (if it did not, remove it yourself)"}
 		case st.op == nil && st.change.Type == "delete" && st.change.Content != nil:
-			return codexRewindState{known: true, content: []byte(*st.change.Content)}
+			return codexRewindState{known: true, content: []byte(*st.change.Content), how: "deleted"}
 		case st.op == nil && st.change.Type == "":
 			return codexRewindState{why: "its change in the patch's patch_apply_end does not read"}
 		}
@@ -228,10 +273,10 @@ func codexStateOf(files map[string]*rolloutFile, doubtful map[string]string, p s
 // id to event to makes, from its rollout (nil, with no error, when it
 // holds no patch that applied); a *CodexUnknownStatesError when a path's
 // state is not known.
-func (r *Rook) codexRewindChanges(id eventlog.ID, to uint64, ws string) (changes map[string]Change, notes []string, any bool, err error) {
+func (r *Rook) codexRewindChanges(id eventlog.ID, to uint64, ws string) (changes map[string]Change, how []CodexRewound, notes []string, any bool, err error) {
 	states, notes, any, err := r.codexRewindStates(id, to, ws)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, false, err
 	}
 	paths := make([]string, 0, len(states))
 	for p := range states {
@@ -245,17 +290,41 @@ func (r *Rook) codexRewindChanges(id eventlog.ID, to uint64, ws string) (changes
 		switch {
 		case s.absent:
 			changes[p] = Change{Path: p, Remove: true, transcript: true}
+			how = append(how, CodexRewound{Path: p, How: s.how})
 		case s.known:
-			changes[p] = Change{Path: p, File: FileEntry{ID: cas.ID(s.content), Size: int64(len(s.content)), Mode: FileMode{Perm: 0o644}},
+			mode := FileMode{Perm: 0o644}
+			if s.how == "reversed" {
+				mode = s.mode // (where it moved from: the mode it has there)
+			}
+			changes[p] = Change{Path: p, File: FileEntry{ID: cas.ID(s.content), Size: int64(len(s.content)), Mode: mode},
 				data: s.content, transcript: true}
+			rw := CodexRewound{Path: p, How: s.how, fromID: s.fromID}
+			if s.how == "reversed" {
+				rw.From = s.from
+			}
+			how = append(how, rw)
 		default:
 			unknown = append(unknown, CodexUnknownState{Path: p, Why: s.why})
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, notes, any, &CodexUnknownStatesError{Session: id, To: to, Files: unknown}
+		return nil, nil, notes, any, &CodexUnknownStatesError{Session: id, To: to, Files: unknown}
 	}
-	return changes, notes, any, nil
+	return changes, how, notes, any, nil
+}
+
+// CodexRewound says how a rewind of an imported Codex session found what
+// a file held at the rewind point: "replayed" (the session added it whole
+// before the point, and each later patch there applied to its lines),
+// "deleted" (the first patch after the point deleted it, and holds what
+// it deleted), "absent" (deleted or moved away before the point),
+// "reversed" (the patches after the point undone on the file as it is on
+// disk now: From, the file they were undone on).
+type CodexRewound struct {
+	Path   string  `json:"path"`
+	How    string  `json:"how"`
+	From   string  `json:"from,omitempty"`
+	fromID cas.Key // reversed: the id of From's content as read
 }
 
 // codexCommandTools label the tool calls that run a command, which may
@@ -285,4 +354,141 @@ func (r *Rook) codexCommandSeqs(id eventlog.ID, calls []*codexPatchCall) ([]uint
 		}
 		from = evs[len(evs)-1].Seq + 1
 	}
+}
+
+// codexAfterCall is a patch call at or after a rewind point, with the
+// steps codexCallSteps gives it.
+type codexAfterCall struct {
+	c       *codexPatchCall
+	steps   []codexStep
+	applied bool
+}
+
+// codexReverseMax bounds the file a rewind reads to undo patches on.
+const codexReverseMax = 64 << 20
+
+// codexReverse is what path p held at rewind point to, found by undoing
+// the applied patches at or after it (calls) on the file as it is on disk
+// now, as `git apply -R` would: the file the patches leave p's at the
+// end (followed through its moves) must be there, a regular file, and
+// exactly what they left: every hunk of each reverses (reverseCodexChunks,
+// reverseUnifiedHunks), and no command the session ran after the point
+// (cmds) may have written it, nor a patch whose changes the rollout does
+// not hold. why says why not: nothing is guessed; "" when its first
+// patch after the point is no update (an Add File, a deletion, a move of
+// another file over it), which says why itself.
+func (r *Rook) codexReverse(ws, p string, to uint64, calls []codexAfterCall, cmds []uint64) (codexRewindState, string) {
+	// Follow the file from p through the patches, as the undo's steps.
+	cur := p
+	var undo []codexAfterStep
+	for _, ac := range calls {
+		c := ac.c
+		for _, b := range c.bad {
+			if codexRel(ws, "", b) == cur {
+				return codexRewindState{}, fmt.Sprintf("the change of the patch of event #%d to it does not read", c.seq)
+			}
+		}
+		if len(ac.steps) == 0 && c.outcome != "failed" && len(c.bad) == 0 {
+			return codexRewindState{}, fmt.Sprintf("the patch of event #%d may have changed it, and the rollout does not say which files it changed", c.seq)
+		}
+		for _, st := range ac.steps {
+			sp, moved := st.paths(ws)
+			if sp != cur && moved != cur {
+				continue
+			}
+			if !ac.applied {
+				return codexRewindState{}, fmt.Sprintf("the rollout does not say whether the patch of event #%d, which changes it, applied", c.seq)
+			}
+			if len(undo) == 0 && (sp != cur || st.kind() != "update") {
+				// Its first patch after the point writes it whole,
+				// moves a file over it or deletes it: the state
+				// there is not the disk's to say (codexStateOf says why).
+				return codexRewindState{}, ""
+			}
+			switch {
+			case sp != cur:
+				return codexRewindState{}, fmt.Sprintf("the patch of event #%d moved another file over it", c.seq)
+			case st.kind() == "add":
+				return codexRewindState{}, fmt.Sprintf("the patch of event #%d wrote it whole over what it held", c.seq)
+			case st.kind() == "delete":
+				return codexRewindState{}, fmt.Sprintf("the patch of event #%d deleted it, and the rollout does not hold what it held then", c.seq)
+			case st.kind() != "update":
+				return codexRewindState{}, fmt.Sprintf("the patch of event #%d changed it in a way rook does not know", c.seq)
+			case st.op == nil && st.change.UnifiedDiff == nil:
+				return codexRewindState{}, fmt.Sprintf("the rollout does not hold the change the patch of event #%d made to it", c.seq)
+			}
+			undo = append(undo, codexAfterStep{seq: c.seq, st: st, at: cur})
+			if moved != "" {
+				cur = moved
+			}
+		}
+	}
+	if len(undo) == 0 {
+		return codexRewindState{}, "no patch after the point changes it"
+	}
+	for _, n := range cmds {
+		if n >= to {
+			return codexRewindState{}, fmt.Sprintf("the command of event #%d, run after the point, may have changed it, and the rollout does not say how", n)
+		}
+	}
+	// The file as it is now.
+	real, err := realRoot(ws)
+	if err != nil {
+		return codexRewindState{}, fmt.Sprintf("the workspace cannot be read (%v)", err)
+	}
+	if _, err := resolveInRoot(filepath.Clean(ws), real, cur, false); err != nil {
+		return codexRewindState{}, fmt.Sprintf("%s cannot be read (%v)", cur, err)
+	}
+	abs := filepath.Join(real, filepath.FromSlash(cur))
+	fi, err := os.Lstat(abs)
+	switch {
+	case notExist(err):
+		return codexRewindState{}, fmt.Sprintf("%s, where the patches left it, is not there: it changed since the session", cur)
+	case err != nil:
+		return codexRewindState{}, fmt.Sprintf("%s cannot be read (%v)", cur, err)
+	case !fi.Mode().IsRegular():
+		return codexRewindState{}, fmt.Sprintf("%s, where the patches left a file, is not a regular file now: it changed since the session", cur)
+	}
+	b, err := readRegular(abs, cur, codexReverseMax)
+	if err != nil {
+		return codexRewindState{}, fmt.Sprintf("%s cannot be read (%v)", cur, err)
+	}
+	text, why := splitCodexText(b)
+	if why != "" {
+		return codexRewindState{}, fmt.Sprintf("%s as it is now: %s", cur, why)
+	}
+	for k := len(undo) - 1; k >= 0; k-- {
+		u := undo[k]
+		if u.st.op != nil {
+			text, why = reverseCodexChunks(text, u.st.op.Chunks)
+		} else {
+			text, why = reverseUnifiedHunks(text, *u.st.change.UnifiedDiff)
+		}
+		if why != "" {
+			return codexRewindState{}, fmt.Sprintf("the patch of event #%d does not reverse on %s as it is now: %s", u.seq, cur, why)
+		}
+		cur = u.at
+	}
+	content := text.bytes()
+	if content == nil {
+		content = []byte{} // (an empty file: data, not "not held")
+	}
+	return codexRewindState{known: true, content: content, how: "reversed", from: undo[len(undo)-1].dest(ws), fromID: cas.ID(b),
+		mode: FileMode{Perm: fi.Mode().Perm()}}, ""
+}
+
+// codexAfterStep is one step of a file's undo: the patch's (at seq), on
+// the file at path at (before any move it makes).
+type codexAfterStep struct {
+	seq uint64
+	st  codexStep
+	at  string
+}
+
+// dest is where the step leaves the file.
+func (u codexAfterStep) dest(ws string) string {
+	if _, moved := u.st.paths(ws); moved != "" {
+		return moved
+	}
+	return u.at
 }

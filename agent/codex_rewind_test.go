@@ -17,7 +17,8 @@ import (
 // added whole, then patched), removes those the session added after it
 // where they are known absent then (deleted before the point), and refuses, naming the file
 // and why, where the content is not known (a file that existed before the
-// session, updated by a patch alone), writing nothing.
+// session, updated by a patch alone, and changed since, so that the patch
+// does not reverse on it), writing nothing.
 func TestRewindCodexSession(t *testing.T) {
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
@@ -28,7 +29,7 @@ func TestRewindCodexSession(t *testing.T) {
 	for i, patch := range []string{
 		"*** Add File: new.txt\n+one\n*** Add File: made/m.txt\n+old",           // c0: added whole
 		"*** Update File: new.txt\n@@\n-one\n+two\n*** Delete File: made/m.txt", // c1: made/m.txt absent from here
-		"*** Update File: old.txt\n@@\n-x\n+y",                                  // c2: its content before is not known
+		"*** Update File: old.txt\n@@\n-x\n+y",                                  // c2: does not reverse on old.txt now
 		"*** Update File: new.txt\n@@\n-two\n+three",
 		"*** Add File: made/m.txt\n+m", // c4: absent before (c1)
 	} {
@@ -39,7 +40,7 @@ func TestRewindCodexSession(t *testing.T) {
 	}
 	src := filepath.Join(dir, "codex", "2026", "02", "03", "rollout-2026-02-03T10-00-00-"+codexPID+".jsonl")
 	writeSource(t, vfs.OS, src, codexStamped(items, 10, 0), "")
-	writeTree(t, ws, tree{"new.txt": "mode:0755:three\n", "old.txt": "y\n", "made/m.txt": "m\n"})
+	writeTree(t, ws, tree{"new.txt": "mode:0755:three\n", "old.txt": "y, changed by hand\n", "made/m.txt": "m\n"})
 
 	r := diskRook(t, filepath.Join(dir, "store"))
 	rep := mustImport(t, r, FormatCodex, filepath.Join(dir, "codex"))
@@ -52,7 +53,7 @@ func TestRewindCodexSession(t *testing.T) {
 	// To before c2: old.txt's content then is not in the rollout.
 	_, err = r.Rewind(id, calls[2].seq, false)
 	var ue *CodexUnknownStatesError
-	if !errors.As(err, &ue) || len(ue.Files) != 1 || ue.Files[0].Path != "old.txt" ||
+	if !errors.As(err, &ue) || len(ue.Files) != 1 || ue.Files[0].Path != "old.txt" || !strings.Contains(ue.Files[0].Why, "changed since the session") ||
 		!strings.Contains(err.Error(), "old.txt") || !strings.Contains(err.Error(), "nothing changed") {
 		t.Fatalf("rewind to c2: %v, want a refusal naming old.txt", err)
 	}
@@ -74,7 +75,7 @@ func TestRewindCodexSession(t *testing.T) {
 	if fi, err := os.Stat(at("new.txt")); err != nil || fi.Mode().Perm() != 0o755 {
 		t.Fatalf("new.txt's mode: %v %v", fi, err)
 	}
-	if got := readFileT(t, at("old.txt")); got != "y\n" {
+	if got := readFileT(t, at("old.txt")); got != "y, changed by hand\n" {
 		t.Fatalf("old.txt, not after the point, was written: %q", got)
 	}
 	if _, err := os.Lstat(at("made/m.txt")); !os.IsNotExist(err) {

@@ -30,6 +30,9 @@ type RewindReport struct {
 	// imported Codex session's rollout: the patches it says applied
 	// before the rewind point (codex_rewind.go).
 	FromRollout int `json:"from_rollout"`
+	// RolloutFiles say, per file of FromRollout, how its state was found
+	// (CodexRewound.How).
+	RolloutFiles []CodexRewound `json:"rollout_files,omitempty"`
 	// BeforeSeq is the seq, on the fork, of the capture of the disk as it
 	// was before the rewind wrote anything: rewinding the fork to it puts
 	// the workspace back. Nil when no file was touched.
@@ -156,7 +159,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 		codexPatched := false
 		if st.FromTranscript == 0 {
 			if ws, ok := r.codexWorkspace(id); ok {
-				changes, notes, any, err := r.codexRewindChanges(id, to, ws)
+				changes, how, notes, any, err := r.codexRewindChanges(id, to, ws)
 				if err != nil {
 					var ue *CodexUnknownStatesError
 					if errors.As(err, &ue) {
@@ -167,7 +170,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 				if len(changes) > 0 && ws == "" {
 					return rep, fmt.Errorf("cannot rewind the files of session %s: its Codex rollout names no workspace, so where its %d file(s) are is not known (--keep-files rewinds the conversation only): nothing changed", id, len(changes))
 				}
-				codexPatched, rep.Notes, rep.FromRollout = any, notes, len(changes)
+				codexPatched, rep.Notes, rep.FromRollout, rep.RolloutFiles = any, notes, len(changes), how
 				if st.Root == "" {
 					st.Root = ws
 				}
@@ -302,6 +305,22 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 			// crash leaves the first open, and its undo gives both back.
 			if c.m.Opened, err = plan.openedNow(c.m); err != nil {
 				return rep, fmt.Errorf("capture the directories' modes before rewinding: %w: nothing changed", err)
+			}
+			// A file patches were undone on must be, in the capture, what
+			// they were undone on: else it changed since it was read,
+			// and what the rewind would write is not what it held.
+			for _, rw := range rep.RolloutFiles {
+				if rw.How != "reversed" {
+					continue
+				}
+				if _, ok := c.m.Files[rw.From]; !ok {
+					if err := c.addPath(rw.From); err != nil {
+						return rep, fmt.Errorf("capture %s before rewinding: %w: nothing changed", rw.From, err)
+					}
+				}
+				if e, ok := c.m.Files[rw.From]; !ok || e.ID != rw.fromID {
+					return rep, fmt.Errorf("cannot rewind the files: %s changed while the rewind read it; run it again: nothing changed", rw.From)
+				}
 			}
 			searched.originals(c.m)
 			before = c.m

@@ -350,6 +350,9 @@ func (c *RewindCmd) Run(e *Env) error {
 	}
 	if rep.FromRollout > 0 {
 		fmt.Fprintf(w, "  %d file(s) put back as the Codex rollout's applied patches say they were then (Codex keeps no copies of files)\n", rep.FromRollout)
+		for _, f := range rep.RolloutFiles {
+			fmt.Fprintf(w, "    %s: %s\n", terminalLine(f.Path), rolloutHow(f))
+		}
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(e.Stderr, "rook: note: %s\n", terminalLine(n))
@@ -364,6 +367,24 @@ func (c *RewindCmd) Run(e *Env) error {
 		fmt.Fprintf(w, "  an earlier rewind to %d (session %s) stopped before it finished; what was on disk before it:\n    %s\n", rep.EventsKept, i.Fork, i.Undo)
 	}
 	return nil
+}
+
+// rolloutHow says how a rewind found what a file held (agent.CodexRewound).
+func rolloutHow(f agent.CodexRewound) string {
+	switch f.How {
+	case "replayed":
+		return "as the patches before the point left it (the session added it whole)"
+	case "deleted":
+		return "as the patch after the point that deleted it says it was"
+	case "absent":
+		return "removed: the session had deleted it, or moved it away, before the point"
+	case "reversed":
+		if f.From != f.Path {
+			return "the patches after the point undone on " + terminalLine(f.From) + " as it is now (they moved it there)"
+		}
+		return "the patches after the point undone on it as it is now"
+	}
+	return f.How
 }
 
 // CheckpointCmd groups the named-checkpoint commands.

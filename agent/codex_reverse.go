@@ -1,0 +1,286 @@
+package agent
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Undoing a rollout's patches on a file as it is on disk, as `git apply
+// -R` would: what a file that existed before the session held at a
+// rewind point, when the rollout holds only the patches' changes to it
+// (codex_rewind.go, codexReverse). Each patch after the point is undone
+// in turn, the last first, only where the file holds exactly what it
+// left: a hunk's kept and added lines, in order, where a Codex chunk's
+// are found once only (its lines carry no line numbers, so a sequence
+// found twice leaves where it was unknown), or at the line a
+// patch_apply_end's unified diff names. Anything else (the file changed
+// since the session, a hunk that does not reverse) is refused, never
+// guessed.
+
+// codexText is a file's content as lines, without their line endings.
+type codexText struct {
+	lines   []string
+	crlf    bool // its lines end with "\r\n"
+	finalNL bool // its last line ends with one (an empty file: true)
+}
+
+// splitCodexText reads a file's bytes as lines; why says why not: its
+// lines end some with CRLF, some with LF (which a reversed line ended
+// with is then not known).
+func splitCodexText(b []byte) (codexText, string) {
+	s := string(b)
+	crlf := strings.Count(s, "\r\n")
+	lf := strings.Count(s, "\n") - crlf
+	if crlf > 0 && lf > 0 {
+		return codexText{}, fmt.Sprintf("its lines end some with CRLF (%d), some with LF (%d): what a line put back ended with is not known", crlf, lf)
+	}
+	t := codexText{crlf: crlf > 0, finalNL: true}
+	if s == "" {
+		return t, ""
+	}
+	t.lines = strings.Split(s, "\n")
+	if n := len(t.lines); t.lines[n-1] == "" {
+		t.lines = t.lines[:n-1]
+	} else {
+		t.finalNL = false
+	}
+	if t.crlf {
+		for i, l := range t.lines {
+			if i < len(t.lines)-1 || t.finalNL {
+				t.lines[i] = strings.TrimSuffix(l, "\r")
+			}
+		}
+	}
+	return t, ""
+}
+
+// bytes is the text's content, each line ended as its file's are.
+func (t codexText) bytes() []byte {
+	eol := "\n"
+	if t.crlf {
+		eol = "\r\n"
+	}
+	s := strings.Join(t.lines, eol)
+	if t.finalNL && len(t.lines) > 0 {
+		s += eol
+	}
+	return []byte(s)
+}
+
+// reverseCodexChunks undoes an update's chunks (as applyCodexChunks
+// applies them) on the file's lines after it; why says why they do not
+// reverse. Codex writes a file it updated with a newline at its end, and
+// whether it had one before is not in the patch: it is given one.
+func reverseCodexChunks(after codexText, chunks []codexChunk) (codexText, string) {
+	if !after.finalNL {
+		return codexText{}, "it does not end with a newline, which Codex writes after an update: it changed since the session"
+	}
+	type piece struct {
+		old, new []string
+		ctx      string
+		eof      bool
+	}
+	pieces := make([]piece, len(chunks))
+	for k, c := range chunks {
+		p := piece{ctx: c.Context, eof: c.EOF}
+		for _, l := range c.Lines {
+			switch l[0] {
+			case '-':
+				p.old = append(p.old, l[1:])
+			case '+':
+				p.new = append(p.new, l[1:])
+			default:
+				p.old, p.new = append(p.old, l[1:]), append(p.new, l[1:])
+			}
+		}
+		pieces[k] = p
+	}
+	lines := after.lines
+	// A chunk that only adds goes at the end of the file, after every
+	// other chunk's lines, in order: the last one's are last.
+	end := len(lines)
+	for k := len(pieces) - 1; k >= 0; k-- {
+		p := pieces[k]
+		if len(p.old) > 0 {
+			continue
+		}
+		if n := len(p.new); n > end || !slices.Equal(lines[end-n:end], p.new) {
+			return codexText{}, fmt.Sprintf("chunk %d adds lines at the end of the file, and they are not there: it changed since the session", k+1)
+		}
+		end -= len(p.new)
+	}
+	var out []string
+	at := 0
+	for k, p := range pieces {
+		if len(p.old) == 0 {
+			continue
+		}
+		from := at
+		if p.ctx != "" {
+			i := slices.Index(lines[from:end], p.ctx)
+			if i < 0 {
+				return codexText{}, fmt.Sprintf("chunk %d's @@ line (%q) is not in the file: it changed since the session", k+1, clip(p.ctx, 60))
+			}
+			from += i + 1
+		}
+		old, new := p.old, p.new
+		i, n := findOnce(lines[:end], new, from, p.eof)
+		if n == 0 && old[len(old)-1] == "" {
+			// (Codex drops a last empty line the file lacks, and the
+			// chunk's added one with it.)
+			old = old[:len(old)-1]
+			if len(new) > 0 && new[len(new)-1] == "" {
+				new = new[:len(new)-1]
+			}
+			i, n = findOnce(lines[:end], new, from, p.eof)
+		}
+		switch {
+		case len(new) == 0 && !p.eof:
+			return codexText{}, fmt.Sprintf("chunk %d only removes lines, with none kept around them: where they were is not known", k+1)
+		case n == 0:
+			return codexText{}, fmt.Sprintf("chunk %d does not reverse, the lines it leaves are not in the file: it changed since the session", k+1)
+		case n > 1:
+			return codexText{}, fmt.Sprintf("chunk %d does not reverse: the lines it leaves are in the file %d times, and the patch does not say which", k+1, n)
+		}
+		out = append(append(out, lines[at:i]...), old...)
+		at = i + len(new)
+	}
+	out = append(out, lines[at:end]...)
+	before := codexText{lines: out, crlf: after.crlf, finalNL: true}
+	// What Codex's apply makes of it must be the file: else the chunks
+	// were not placed where it placed them.
+	if got, ok := applyCodexChunks(before.lines, chunks); !ok || !slices.Equal(got, after.lines) {
+		return codexText{}, "its chunks, undone, do not apply again to give the file: where Codex placed them is not known"
+	}
+	return before, ""
+}
+
+// findOnce finds pat in lines at or after from, exactly (for a chunk at
+// the end of the file, at the end only): where, and how many times (up
+// to 2) it is there.
+func findOnce(lines, pat []string, from int, eof bool) (at, n int) {
+	if eof {
+		if i := len(lines) - len(pat); i >= from && slices.Equal(lines[i:], pat) {
+			return i, 1
+		}
+		return 0, 0
+	}
+	if len(pat) == 0 {
+		return from, 2 // (anywhere)
+	}
+	for i := from; i+len(pat) <= len(lines); i++ {
+		if slices.Equal(lines[i:i+len(pat)], pat) {
+			if n++; n == 1 {
+				at = i
+			} else {
+				return at, n
+			}
+		}
+	}
+	return at, n
+}
+
+// reverseUnifiedHunks undoes a patch_apply_end's unified diff on the
+// file's lines after it: each hunk's new lines must be the file's at the
+// line its header names, exactly, the hunks in order, and its old lines
+// then land where its header says. A "\ No newline at end of file" after
+// a hunk's last line says that side's file ends without one. why says
+// why it does not reverse.
+func reverseUnifiedHunks(after codexText, diff string) (codexText, string) {
+	dl := strings.Split(strings.TrimSuffix(diff, "\n"), "\n")
+	if diff == "" {
+		dl = nil
+	}
+	for i := range dl {
+		dl[i] = strings.TrimSuffix(dl[i], "\r")
+	}
+	i := 0
+	for i < len(dl) && !strings.HasPrefix(dl[i], "@@") {
+		if !strings.HasPrefix(dl[i], "--- ") && !strings.HasPrefix(dl[i], "+++ ") {
+			return codexText{}, fmt.Sprintf("its diff's line %d is not a hunk's", i+1)
+		}
+		i++
+	}
+	lines := after.lines
+	before := codexText{crlf: after.crlf, finalNL: after.finalNL}
+	var out []string
+	at, hunk := 0, 0
+	for i < len(dl) {
+		hunk++
+		oldStart, oldN, newStart, newN, ok := parseHunkHeaderNew(dl[i])
+		if !ok {
+			return codexText{}, fmt.Sprintf("hunk %d's header does not read", hunk)
+		}
+		i++
+		var old, new []string
+		oldNoNL, newNoNL := false, false
+		last := byte(0)
+		for ; i < len(dl) && !strings.HasPrefix(dl[i], "@@"); i++ {
+			l := dl[i]
+			switch {
+			case strings.HasPrefix(l, `\`):
+				if last == 0 {
+					return codexText{}, fmt.Sprintf("hunk %d's diff does not read", hunk)
+				}
+				oldNoNL = oldNoNL || last != '+'
+				newNoNL = newNoNL || last != '-'
+			case l == "":
+				old, new, last = append(old, ""), append(new, ""), ' '
+			case l[0] == ' ':
+				old, new, last = append(old, l[1:]), append(new, l[1:]), ' '
+			case l[0] == '-':
+				old, last = append(old, l[1:]), '-'
+			case l[0] == '+':
+				new, last = append(new, l[1:]), '+'
+			default:
+				return codexText{}, fmt.Sprintf("hunk %d's diff does not read", hunk)
+			}
+		}
+		if len(old) != oldN || len(new) != newN {
+			return codexText{}, fmt.Sprintf("hunk %d's lines are not as many as its header says", hunk)
+		}
+		pos, opos := newStart-1, oldStart-1
+		if newN == 0 {
+			pos = newStart // (an empty side's header names the line before)
+		}
+		if oldN == 0 {
+			opos = oldStart
+		}
+		if pos < at || pos > len(lines) || newN > len(lines)-pos || !slices.Equal(lines[pos:pos+newN], new) {
+			return codexText{}, fmt.Sprintf("hunk %d does not reverse, the lines it leaves are not in the file at line %d: it changed since the session", hunk, newStart)
+		}
+		if pos+newN == len(lines) {
+			if newNoNL == after.finalNL && len(lines) > 0 {
+				return codexText{}, fmt.Sprintf("hunk %d does not reverse, the file's end (a newline or none) is not as it leaves it: it changed since the session", hunk)
+			}
+			before.finalNL = !oldNoNL
+		} else if newNoNL || oldNoNL {
+			return codexText{}, fmt.Sprintf("hunk %d does not reverse: it says a file ends in its middle", hunk)
+		}
+		out = append(out, lines[at:pos]...)
+		if len(out) != opos {
+			return codexText{}, fmt.Sprintf("hunk %d does not reverse: its old lines would be at line %d, not %d as its header says", hunk, len(out)+1, oldStart)
+		}
+		out = append(out, old...)
+		at = pos + newN
+	}
+	before.lines = append(out, lines[at:]...)
+	return before, ""
+}
+
+// parseHunkHeaderNew reads "@@ -a,b +c,d @@ ..." with the new side's
+// start (a count left out is 1).
+func parseHunkHeaderNew(h string) (oldStart, oldN, newStart, newN int, ok bool) {
+	oldStart, oldN, newN, ok = parseHunkHeader(h)
+	if !ok {
+		return 0, 0, 0, 0, false
+	}
+	_, rest, _ := strings.Cut(h, " +")
+	s, _, _ := strings.Cut(rest, " @@")
+	s, _, _ = strings.Cut(s, ",")
+	if _, err := fmt.Sscanf(s, "%d", &newStart); err != nil || newStart < 0 {
+		return 0, 0, 0, 0, false
+	}
+	return oldStart, oldN, newStart, newN, true
+}

@@ -1,0 +1,331 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/fuzzseed"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// codexSession is a hand-made Codex rollout in workspace ws, its calls
+// each one patch that applied (or a command, or a patch_apply_end).
+type codexSession struct {
+	t     *testing.T
+	dir   string
+	ws    string
+	items []codexItem
+	n     int
+}
+
+func newCodexSession(t *testing.T) *codexSession {
+	dir := t.TempDir()
+	s := &codexSession{t: t, dir: dir, ws: filepath.Join(dir, "ws")}
+	s.items = append(s.items, codexItem{"session_meta", fmt.Sprintf(`{"id":%q,"cwd":%q,"originator":"codex_cli_rs","cli_version":"0.80.0","source":"cli"}`, codexPID, s.ws)})
+	return s
+}
+
+// patch adds an apply_patch call of body, and its output saying it applied.
+func (s *codexSession) patch(body string) {
+	const ok = `"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nM x\n"`
+	in, _ := json.Marshal("*** Begin Patch\n" + body + "\n*** End Patch\n")
+	s.items = append(s.items,
+		codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call","name":"apply_patch","call_id":"c%d","input":%s}`, s.n, in)},
+		codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call_output","call_id":"c%d","output":%s}`, s.n, ok)})
+	s.n++
+}
+
+// applied adds a patch_apply_end that says a patch applied, with the
+// unified diff of file p (in the workspace).
+func (s *codexSession) applied(p, diff string) {
+	d, _ := json.Marshal(diff)
+	s.items = append(s.items, codexItem{"event_msg", fmt.Sprintf(`{"type":"patch_apply_end","call_id":"c%d","success":true,"changes":{%q:{"type":"update","unified_diff":%s}}}`,
+		s.n, filepath.Join(s.ws, p), d)})
+	s.n++
+}
+
+// command adds a shell call and its output.
+func (s *codexSession) command() {
+	s.items = append(s.items,
+		codexItem{"response_item", fmt.Sprintf(`{"type":"function_call","name":"shell","call_id":"s%d","arguments":"{\"command\":[\"make\"]}"}`, s.n)},
+		codexItem{"response_item", fmt.Sprintf(`{"type":"function_call_output","call_id":"s%d","output":"{\"output\":\"\",\"metadata\":{\"exit_code\":0}}"}`, s.n)})
+	s.n++
+}
+
+// imported imports the rollout, the workspace holding tr, and gives the
+// rook, the session and the seqs of its patch calls.
+func (s *codexSession) imported(tr tree) (*Rook, eventlog.ID, []uint64) {
+	t := s.t
+	writeSource(t, vfs.OS, filepath.Join(s.dir, "codex", "2026", "02", "03", "rollout-2026-02-03T10-00-00-"+codexPID+".jsonl"), codexStamped(s.items, 10, 0), "")
+	writeTree(t, s.ws, tr)
+	r := diskRook(t, filepath.Join(s.dir, "store"))
+	rep := mustImport(t, r, FormatCodex, filepath.Join(s.dir, "codex"))
+	id := *rep.Files[0].Session
+	calls, err := r.rolloutPatchCalls(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []uint64
+	for _, c := range calls {
+		seqs = append(seqs, c.seq)
+	}
+	return r, id, seqs
+}
+
+func (s *codexSession) read(p string) string { return readFileT(s.t, filepath.Join(s.ws, p)) }
+
+// A file that existed before the session, changed by Update File patches
+// alone (one before the point, two after it), is put back by undoing the
+// two after it on the file as it is now; its undo puts the disk back.
+func TestCodexRewindReversesUpdates(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Update File: old.txt\n@@\n a\n-b\n+B")       // before the point
+	s.patch("*** Update File: old.txt\n@@\n B\n-c\n+C\n d")   // the point
+	s.patch("*** Update File: old.txt\n@@ a\n d\n-e\n+E\n+F") // after it
+	r, id, seqs := s.imported(tree{"old.txt": "mode:0755:a\nB\nC\nd\nE\nF\n"})
+	rw, err := r.Rewind(id, seqs[1], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.read("old.txt"); got != "a\nB\nc\nd\ne\n" {
+		t.Fatalf("old.txt after the rewind: %q", got)
+	}
+	if fi, err := os.Stat(filepath.Join(s.ws, "old.txt")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("old.txt's mode: %v %v", fi, err)
+	}
+	if rw.FromRollout != 1 || len(rw.RolloutFiles) != 1 || rw.RolloutFiles[0] != (CodexRewound{Path: "old.txt", How: "reversed", From: "old.txt", fromID: rw.RolloutFiles[0].fromID}) {
+		t.Fatalf("rewind %+v", rw)
+	}
+	if _, err := r.Rewind(rw.Fork, *rw.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.read("old.txt"); got != "a\nB\nC\nd\nE\nF\n" {
+		t.Fatalf("old.txt after the undo: %q", got)
+	}
+}
+
+// A file whose disk content is not what the patches after the point left
+// (changed by hand since the session: an added line, a kept line, the
+// line a chunk's @@ names) is refused, naming it and why, and nothing is
+// written.
+func TestCodexRewindReverseRefusesAChangedFile(t *testing.T) {
+	for _, tc := range []struct{ name, disk, why string }{
+		{"added line changed", "a\nB\nC\nd\nX\nF\n", "chunk 1 does not reverse, the lines it leaves are not in the file: it changed since the session"},
+		{"kept line changed", "a\nB\nC\nD\nE\nF\n", "chunk 1 does not reverse, the lines it leaves are not in the file: it changed since the session"},
+		{"@@ line changed", "A\nB\nC\nd\nE\nF\n", `chunk 1's @@ line ("a") is not in the file: it changed since the session`},
+		{"no final newline", "a\nB\nC\nd\nE\nF", "it does not end with a newline, which Codex writes after an update: it changed since the session"},
+		{"gone", "", "old.txt, where the patches left it, is not there: it changed since the session"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newCodexSession(t)
+			s.patch("*** Update File: old.txt\n@@\n B\n-c\n+C\n d")
+			s.patch("*** Update File: old.txt\n@@ a\n d\n-e\n+E\n+F")
+			tr := tree{"old.txt": tc.disk, "other.txt": "o\n"}
+			if tc.disk == "" {
+				delete(tr, "old.txt")
+			}
+			r, id, seqs := s.imported(tr)
+			_, err := r.Rewind(id, seqs[0], false)
+			var ue *CodexUnknownStatesError
+			if !errors.As(err, &ue) || len(ue.Files) != 1 || ue.Files[0].Path != "old.txt" || !strings.Contains(ue.Files[0].Why, tc.why) ||
+				!strings.Contains(err.Error(), "--keep-files") {
+				t.Fatalf("rewind: %v, want a refusal naming old.txt: %s", err, tc.why)
+			}
+			if tc.disk != "" && s.read("old.txt") != tc.disk {
+				t.Fatalf("old.txt was written: %q", s.read("old.txt"))
+			}
+		})
+	}
+}
+
+// A command the session ran after the point may have written the file:
+// the disk is then not known to be what the patches left. Refused,
+// naming the command's event.
+func TestCodexRewindReverseRefusesAfterACommand(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Update File: old.txt\n@@\n-a\n+A")
+	s.command()
+	r, id, seqs := s.imported(tree{"old.txt": "A\n"})
+	_, err := r.Rewind(id, seqs[0], false)
+	var ue *CodexUnknownStatesError
+	if !errors.As(err, &ue) || len(ue.Files) != 1 || !strings.Contains(ue.Files[0].Why, "the command of event #") ||
+		!strings.Contains(ue.Files[0].Why, "run after the point") {
+		t.Fatalf("rewind: %v, want a refusal naming the command", err)
+	}
+	if got := s.read("old.txt"); got != "A\n" {
+		t.Fatalf("old.txt was written: %q", got)
+	}
+}
+
+// A file moved after the point and then updated: its content at the
+// point, at its old path, is the patches undone on where they moved it;
+// the path it moved to, which the session had deleted before the point,
+// is removed. The mode is the moved file's.
+func TestCodexRewindReversesAMove(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Delete File: dst.txt")
+	s.patch("*** Update File: src.txt\n*** Move to: dst.txt\n@@\n-s1\n+S1\n s2")
+	s.patch("*** Update File: dst.txt\n@@\n S1\n-s2\n+S2")
+	r, id, seqs := s.imported(tree{"dst.txt": "mode:0755:S1\nS2\n"})
+	rw, err := r.Rewind(id, seqs[1], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.read("src.txt"); got != "s1\ns2\n" {
+		t.Fatalf("src.txt: %q", got)
+	}
+	if fi, err := os.Stat(filepath.Join(s.ws, "src.txt")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("src.txt's mode: %v %v", fi, err)
+	}
+	if _, err := os.Lstat(filepath.Join(s.ws, "dst.txt")); !os.IsNotExist(err) {
+		t.Fatalf("dst.txt is still there: %v", err)
+	}
+	var hows []string
+	for _, f := range rw.RolloutFiles {
+		hows = append(hows, f.Path+":"+f.How+"<"+f.From)
+	}
+	if want := "dst.txt:absent< src.txt:reversed<dst.txt"; strings.Join(hows, " ") != want {
+		t.Fatalf("rollout files %q, want %q", hows, want)
+	}
+	// Undone: dst.txt back, src.txt gone.
+	if _, err := r.Rewind(rw.Fork, *rw.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.read("dst.txt"); got != "S1\nS2\n" {
+		t.Fatalf("dst.txt after the undo: %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(s.ws, "src.txt")); !os.IsNotExist(err) {
+		t.Fatalf("src.txt after the undo: %v", err)
+	}
+}
+
+// A file whose lines end with CRLF keeps them: its patches' lines carry
+// no "\r" (Codex's parser drops it), the lines put back end as the
+// file's do. One whose lines end some with CRLF, some with LF is refused:
+// what a line put back ended with is not known.
+func TestCodexRewindReverseCRLF(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Update File: w.txt\r\n@@\r\n a\r\n-b\r\n+B\r\n c")
+	s.patch("*** Update File: m.txt\n@@\n-b\n+B")
+	r, id, seqs := s.imported(tree{"w.txt": "a\r\nB\r\nc\r\n", "m.txt": "a\r\nB\n"})
+	states, _, _, err := r.codexRewindStates(id, seqs[0], s.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := states["w.txt"]; st.how != "reversed" || string(st.content) != "a\r\nb\r\nc\r\n" {
+		t.Errorf("w.txt: %+v", st)
+	}
+	if st := states["m.txt"]; st.known || !strings.Contains(st.why, "its lines end some with CRLF (1), some with LF (1)") {
+		t.Errorf("m.txt: %+v", st)
+	}
+}
+
+// A patch_apply_end's unified diff says where its hunks are, and whether
+// a side's file ends without a newline: undone, the file is put back
+// without one where it had none.
+func TestCodexRewindReverseUnifiedNoFinalNewline(t *testing.T) {
+	s := newCodexSession(t)
+	s.applied("u.txt", "@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+B\n")
+	s.applied("v.txt", "@@ -2,2 +2,2 @@\n x\n-y\n+Y\n")
+	r, id, seqs := s.imported(tree{"u.txt": "a\nB\n", "v.txt": "w\nx\nY\nz"})
+	states, _, _, err := r.codexRewindStates(id, seqs[0], s.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := states["u.txt"]; st.how != "reversed" || string(st.content) != "a\nb" {
+		t.Errorf("u.txt: %+v", st)
+	}
+	// Its last line is not in the hunk: it keeps its end as it is.
+	if st := states["v.txt"]; st.how != "reversed" || string(st.content) != "w\nx\ny\nz" {
+		t.Errorf("v.txt: %+v", st)
+	}
+}
+
+// A chunk's lines found twice in the file, or a chunk that only removes
+// lines, does not say where it was: not reversed.
+func TestReverseCodexChunksAmbiguous(t *testing.T) {
+	for _, tc := range []struct{ patch, file, why string }{
+		{"@@\n x\n-a", "x\nb\nx\n", "in the file 2 times"},
+		{"@@\n-a", "x\nb\n", "only removes lines"},
+	} {
+		ops, err := parseCodexPatch(codexPatch("*** Update File: f\n" + tc.patch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ := splitCodexText([]byte(tc.file))
+		if _, why := reverseCodexChunks(text, ops[0].Chunks); !strings.Contains(why, tc.why) {
+			t.Errorf("%q on %q: %q, want %q", tc.patch, tc.file, why, tc.why)
+		}
+	}
+	// At the end of the file, it is known.
+	ops, _ := parseCodexPatch(codexPatch("*** Update File: f\n@@\n x\n-a\n*** End of File"))
+	text, _ := splitCodexText([]byte("x\nb\nx\n"))
+	if got, why := reverseCodexChunks(text, ops[0].Chunks); why != "" || string(got.bytes()) != "x\nb\nx\na\n" {
+		t.Errorf("at the end: %q %q", got.bytes(), why)
+	}
+}
+
+// codexReverseSeeds: a file, NUL, then a Codex patch's update chunks (or,
+// after "U", a unified diff), as FuzzCodexReverse reads them.
+var codexReverseSeeds = []string{
+	"a\nB\nc\n\x00@@\n a\n-b\n+B\n c",
+	"x\nb\nx\n\x00@@\n x\n-a",
+	"a\r\nB\r\n\x00@@\n-b\n+B",
+	"a\nb\nC\nD\n\x00@@\n-c\n+C\n@@\n+D",
+	"a\nB\n\x00U@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+B\n",
+	"w\nx\nY\nz\x00U@@ -2,2 +2,2 @@\n x\n-y\n+Y\n",
+	"a\n\x00@@ a\n+b\n*** End of File",
+}
+
+// FuzzCodexReverse undoes a patch on a file, as a rewind does: it never
+// panics, and what it gives, the patch applied again, is the file.
+func FuzzCodexReverse(f *testing.F) {
+	for _, s := range codexReverseSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		file, patch, _ := strings.Cut(string(in), "\x00")
+		after, why := splitCodexText([]byte(file))
+		if why != "" {
+			return
+		}
+		if diff, ok := strings.CutPrefix(patch, "U"); ok {
+			before, why := reverseUnifiedHunks(after, diff)
+			if why != "" || !before.finalNL || !after.finalNL || strings.Contains(diff, `\`) {
+				return
+			}
+			if got, ok := applyUnifiedHunks(before.lines, diff); !ok || !slices.Equal(got, after.lines) {
+				t.Fatalf("%q undone is %q, which the diff makes %q (%v)", file, before.bytes(), got, ok)
+			}
+			return
+		}
+		ops, err := parseCodexPatch(codexPatch("*** Update File: f\n" + patch))
+		if err != nil || len(ops) != 1 || ops[0].Kind != "update" {
+			return
+		}
+		before, why := reverseCodexChunks(after, ops[0].Chunks)
+		if why != "" {
+			return
+		}
+		if got, ok := applyCodexChunks(before.lines, ops[0].Chunks); !ok || !slices.Equal(got, after.lines) {
+			t.Fatalf("%q undone is %q, which the patch makes %q (%v)", file, before.bytes(), got, ok)
+		}
+	})
+}
+
+// TestWriteCodexReverseFuzzSeeds regenerates testdata/fuzz/FuzzCodexReverse
+// (ROOK_WRITE_FUZZ_SEEDS=1 go test ./agent -run WriteCodexReverseFuzzSeeds).
+func TestWriteCodexReverseFuzzSeeds(t *testing.T) {
+	seeds := make([][]byte, len(codexReverseSeeds))
+	for i, s := range codexReverseSeeds {
+		seeds[i] = []byte(s)
+	}
+	fuzzseed.Write(t, map[string][][]byte{"FuzzCodexReverse": seeds})
+}

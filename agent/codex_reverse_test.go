@@ -329,3 +329,34 @@ func TestWriteCodexReverseFuzzSeeds(t *testing.T) {
 	}
 	fuzzseed.Write(t, map[string][][]byte{"FuzzCodexReverse": seeds})
 }
+
+// A command at the rewind point itself runs after it (the rewind keeps
+// the events before it): a deletion after it, whose patch_apply_end
+// holds what it deleted, may hold what the command wrote, not what the
+// file held at the point. Refused, naming the command.
+func TestCodexRewindCommandAtThePointBeforeADeletion(t *testing.T) {
+	s := newCodexSession(t)
+	s.command()
+	s.items = append(s.items, codexItem{"event_msg", fmt.Sprintf(`{"type":"patch_apply_end","call_id":"c%d","success":true,"changes":{%q:{"type":"delete","content":"after the command\n"}}}`,
+		s.n, filepath.Join(s.ws, "d.txt"))})
+	r, id, seqs := s.imported(tree{})
+	calls, err := r.rolloutPatchCalls(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds, err := r.codexCommandSeqs(id, calls)
+	if err != nil || len(cmds) != 1 || len(seqs) != 1 {
+		t.Fatalf("commands %v, patches %v: %v", cmds, seqs, err)
+	}
+	states, _, _, err := r.codexRewindStates(id, cmds[0], s.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := states["d.txt"]; st.known || !strings.Contains(st.why, fmt.Sprintf("the command of event #%d", cmds[0])) {
+		t.Fatalf("d.txt: %+v, want it refused naming the command", st)
+	}
+	// From after the command, the deletion's content is what it held.
+	if states, _, _, err = r.codexRewindStates(id, cmds[0]+1, s.ws); err != nil || string(states["d.txt"].content) != "after the command\n" {
+		t.Fatalf("d.txt from after the command: %+v %v", states["d.txt"], err)
+	}
+}

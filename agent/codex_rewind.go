@@ -138,12 +138,15 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 		} else {
 			s = codexStateOf(files, doubtful, p, st, source)
 		}
-		lo, hi := lastSeq[p], to
+		lo, hi := lastSeq[p]+1, to
 		if !had && !gone[p] && s.known {
-			lo, hi = to, at // (its deletion's content, after the point)
+			// Its deletion's content, after the point: a command at the
+			// point itself runs after it too (the rewind keeps the
+			// events before it).
+			lo, hi = to, at
 		}
 		for _, n := range cmds {
-			if (s.known || s.absent) && lo < n && n < hi {
+			if (s.known || s.absent) && lo <= n && n < hi {
 				s = codexRewindState{why: fmt.Sprintf("the command of event #%d, run after the rollout last says what it held, may have changed it, and the rollout does not say how", n)}
 				break
 			}

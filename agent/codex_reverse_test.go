@@ -360,3 +360,20 @@ func TestCodexRewindCommandAtThePointBeforeADeletion(t *testing.T) {
 		t.Fatalf("d.txt from after the command: %+v %v", states["d.txt"], err)
 	}
 }
+
+// A file larger than a rewind reads to undo patches on is refused, said
+// so, not as a read that failed.
+func TestCodexRewindReverseTooLarge(t *testing.T) {
+	defer func(m int64) { codexReverseMax = m }(codexReverseMax)
+	codexReverseMax = 4
+	s := newCodexSession(t)
+	s.patch("*** Update File: big.txt\n@@\n-a\n+A")
+	r, id, seqs := s.imported(tree{"big.txt": "A\nbcdef\n"})
+	states, _, _, err := r.codexRewindStates(id, seqs[0], s.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := states["big.txt"]; st.known || !strings.Contains(st.why, "big.txt is larger (8 bytes) than a rewind reads to undo patches on (4 bytes)") {
+		t.Fatalf("big.txt: %+v", st)
+	}
+}

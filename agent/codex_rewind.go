@@ -368,7 +368,7 @@ type codexAfterCall struct {
 }
 
 // codexReverseMax bounds the file a rewind reads to undo patches on.
-const codexReverseMax = 64 << 20
+var codexReverseMax int64 = 64 << 20
 
 // codexReverse is what path p held at rewind point to, found by undoing
 // the applied patches at or after it (calls) on the file as it is on disk
@@ -451,6 +451,8 @@ func (r *Rook) codexReverse(ws, p string, to uint64, calls []codexAfterCall, cmd
 		return codexRewindState{}, fmt.Sprintf("%s cannot be read (%v)", cur, err)
 	case !fi.Mode().IsRegular():
 		return codexRewindState{}, fmt.Sprintf("%s, where the patches left a file, is not a regular file now: it changed since the session", cur)
+	case fi.Size() > codexReverseMax:
+		return codexRewindState{}, fmt.Sprintf("%s is larger (%d bytes) than a rewind reads to undo patches on (%d bytes)", cur, fi.Size(), codexReverseMax)
 	}
 	b, err := readRegular(abs, cur, codexReverseMax)
 	if err != nil {

@@ -297,7 +297,7 @@ func (r *Rook) codexRewindChanges(id eventlog.ID, to uint64, ws string) (changes
 		case s.known:
 			mode := FileMode{Perm: 0o644}
 			if s.how == "reversed" {
-				mode = s.mode // (where it moved from: the mode it has there)
+				mode = s.mode // (of the file undone on: where the patches moved it, its mode there)
 			}
 			changes[p] = Change{Path: p, File: FileEntry{ID: cas.ID(s.content), Size: int64(len(s.content)), Mode: mode},
 				data: s.content, transcript: true}

@@ -373,7 +373,7 @@ func (c *RewindCmd) Run(e *Env) error {
 func rolloutHow(f agent.CodexRewound) string {
 	switch f.How {
 	case "replayed":
-		return "as the patches before the point left it (the session added it whole)"
+		return "as the patches before the point left it (the session wrote it whole before them)"
 	case "deleted":
 		return "as the patch after the point that deleted it says it was"
 	case "absent":

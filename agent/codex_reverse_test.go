@@ -377,3 +377,18 @@ func TestCodexRewindReverseTooLarge(t *testing.T) {
 		t.Fatalf("big.txt: %+v", st)
 	}
 }
+
+// A file whose first change after the point does not read says so, alone:
+// no undo of it on the disk is tried.
+func TestCodexRewindReverseNotTriedOnAnUnreadChange(t *testing.T) {
+	s := newCodexSession(t)
+	s.items = append(s.items, codexItem{"event_msg", fmt.Sprintf(`{"type":"patch_apply_end","call_id":"c0","success":true,"changes":{%q:5}}`, filepath.Join(s.ws, "c.txt"))})
+	r, id, seqs := s.imported(tree{"c.txt": "c\n"})
+	states, _, _, err := r.codexRewindStates(id, seqs[0], s.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "its change in the patch's patch_apply_end does not read"; states["c.txt"].why != want {
+		t.Errorf("c.txt: why %q, want %q", states["c.txt"].why, want)
+	}
+}

@@ -387,9 +387,13 @@ func (r *Rook) codexReverse(ws, p string, to uint64, calls []codexAfterCall, cmd
 	for _, ac := range calls {
 		c := ac.c
 		for _, b := range c.bad {
-			if codexRel(ws, "", b) == cur {
-				return codexRewindState{}, fmt.Sprintf("the change of the patch of event #%d to it does not read", c.seq)
+			if codexRel(ws, "", b) != cur {
+				continue
 			}
+			if len(undo) == 0 {
+				return codexRewindState{}, "" // (codexStateOf says so)
+			}
+			return codexRewindState{}, fmt.Sprintf("the change of the patch of event #%d to it does not read", c.seq)
 		}
 		if len(ac.steps) == 0 && c.outcome != "failed" && len(c.bad) == 0 {
 			return codexRewindState{}, fmt.Sprintf("the patch of event #%d may have changed it, and the rollout does not say which files it changed", c.seq)

@@ -110,50 +110,96 @@ func reverseCodexChunks(after codexText, chunks []codexChunk) (codexText, string
 		}
 		end -= len(p.new)
 	}
-	var out []string
-	at := 0
-	for k, p := range pieces {
+	// Each chunk's lines are found as Codex's apply placed them; one whose
+	// old lines end with an empty line may have been placed without it
+	// (Codex's retry where the file lacks it), and where both ways give
+	// the file, what it held is not known.
+	var results [][]string
+	why := ""
+	var walk func(k, at int, out []string) bool
+	walk = func(k, at int, out []string) bool {
+		if k == len(pieces) {
+			results = append(results, append(out, lines[at:end]...))
+			return len(results) <= 16
+		}
+		p := pieces[k]
 		if len(p.old) == 0 {
-			continue
+			return walk(k+1, at, out)
 		}
 		from := at
 		if p.ctx != "" {
 			i := slices.Index(lines[from:end], p.ctx)
 			if i < 0 {
-				return codexText{}, fmt.Sprintf("chunk %d's @@ line (%q) is not in the file: it changed since the session", k+1, clip(p.ctx, 60))
+				why = fmt.Sprintf("chunk %d's @@ line (%q) is not in the file: it changed since the session", k+1, clip(p.ctx, 60))
+				return false
 			}
 			from += i + 1
 		}
-		old, new := p.old, p.new
-		i, n := findOnce(lines[:end], new, from, p.eof)
-		if n == 0 && old[len(old)-1] == "" {
+		type variant struct{ old, new []string }
+		vs := []variant{{p.old, p.new}}
+		if p.old[len(p.old)-1] == "" {
 			// (Codex drops a last empty line the file lacks, and the
 			// chunk's added one with it.)
-			old = old[:len(old)-1]
-			if len(new) > 0 && new[len(new)-1] == "" {
-				new = new[:len(new)-1]
+			v := variant{p.old[:len(p.old)-1], p.new}
+			if len(v.new) > 0 && v.new[len(v.new)-1] == "" {
+				v.new = v.new[:len(v.new)-1]
 			}
-			i, n = findOnce(lines[:end], new, from, p.eof)
+			vs = append(vs, v)
 		}
-		switch {
-		case len(new) == 0 && !p.eof:
-			return codexText{}, fmt.Sprintf("chunk %d only removes lines, with none kept around them: where they were is not known", k+1)
-		case n == 0:
-			return codexText{}, fmt.Sprintf("chunk %d does not reverse, the lines it leaves are not in the file: it changed since the session", k+1)
-		case n > 1:
-			return codexText{}, fmt.Sprintf("chunk %d does not reverse: the lines it leaves are in the file %d times, and the patch does not say which", k+1, n)
+		for _, v := range vs {
+			i, n := findOnce(lines[:end], v.new, from, p.eof)
+			if len(v.old) == 0 {
+				// (With no old lines left, Codex puts the new ones where
+				// it is, at the end of the file or not.)
+				i, n = from, 0
+				if from+len(v.new) <= end && slices.Equal(lines[from:from+len(v.new)], v.new) {
+					n = 1
+				}
+			}
+			switch {
+			case len(v.new) == 0 && !p.eof:
+				why = fmt.Sprintf("chunk %d only removes lines, with none kept around them: where they were is not known", k+1)
+				return false
+			case n == 0:
+				if why == "" {
+					why = fmt.Sprintf("chunk %d does not reverse, the lines it leaves are not in the file: it changed since the session", k+1)
+				}
+				continue
+			case n > 1:
+				why = fmt.Sprintf("chunk %d does not reverse: the lines it leaves are in the file %d times, and the patch does not say which", k+1, n)
+				return false
+			}
+			next := append(append(slices.Clone(out), lines[at:i]...), v.old...)
+			if !walk(k+1, i+len(v.new), next) {
+				return false
+			}
 		}
-		out = append(append(out, lines[at:i]...), old...)
-		at = i + len(new)
+		return true
 	}
-	out = append(out, lines[at:end]...)
-	before := codexText{lines: out, crlf: after.crlf, finalNL: true}
+	if !walk(0, 0, nil) && len(results) <= 16 {
+		return codexText{}, why
+	}
 	// What Codex's apply makes of it must be the file: else the chunks
 	// were not placed where it placed them.
-	if got, ok := applyCodexChunks(before.lines, chunks); !ok || !slices.Equal(got, after.lines) {
+	var found []string
+	for _, out := range results {
+		if got, ok := applyCodexChunks(out, chunks); ok && slices.Equal(got, after.lines) {
+			if found != nil && !slices.Equal(found, out) {
+				return codexText{}, "its chunks, undone, give the file from more than one file (a chunk whose last line is empty may have been placed with it or without it): which it was is not known"
+			}
+			found = out
+		}
+	}
+	if len(results) > 16 {
+		return codexText{}, "its chunks can be undone in too many ways (chunks whose last line is empty) to know which Codex applied"
+	}
+	if found == nil {
+		if len(results) == 0 {
+			return codexText{}, why
+		}
 		return codexText{}, "its chunks, undone, do not apply again to give the file: where Codex placed them is not known"
 	}
-	return before, ""
+	return codexText{lines: found, crlf: after.crlf, finalNL: true}, ""
 }
 
 // findOnce finds pat in lines at or after from, exactly (for a chunk at

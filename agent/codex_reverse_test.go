@@ -392,3 +392,30 @@ func TestCodexRewindReverseNotTriedOnAnUnreadChange(t *testing.T) {
 		t.Errorf("c.txt: why %q, want %q", states["c.txt"].why, want)
 	}
 }
+
+// A chunk whose old lines end with an empty line may have been placed by
+// Codex without it (its retry when the file lacks it): where both ways
+// give the file, which one Codex took, and so what the file held, is not
+// known: not reversed. (Each file below is made by the patch from two
+// files: "d\na\n" and "\nd\na\n"; "d\na\nd\nb\n" and "d\na\nd\nb\n\n".)
+func TestReverseCodexChunksEmptyLastLineAmbiguous(t *testing.T) {
+	for _, tc := range []struct{ patch, file string }{
+		{"@@\n \n+b", "\nb\nd\na\n"},
+		{"@@\n b\n@@\n-\n+c\n*** End of File", "d\na\nd\nb\nc\n"},
+	} {
+		ops, err := parseCodexPatch(codexPatch("*** Update File: f\n" + tc.patch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ := splitCodexText([]byte(tc.file))
+		if got, why := reverseCodexChunks(text, ops[0].Chunks); !strings.Contains(why, "is not known") {
+			t.Errorf("%q on %q: %q %q, want it refused as not known", tc.patch, tc.file, got.bytes(), why)
+		}
+	}
+	// Where only one way gives the file, it is known.
+	ops, _ := parseCodexPatch(codexPatch("*** Update File: f\n@@\n a\n-b\n+B\n "))
+	text, _ := splitCodexText([]byte("a\nB\n\nc\n"))
+	if got, why := reverseCodexChunks(text, ops[0].Chunks); why != "" || string(got.bytes()) != "a\nb\n\nc\n" {
+		t.Errorf("a blank line kept: %q %q", got.bytes(), why)
+	}
+}

@@ -238,8 +238,10 @@ func reverseUnifiedHunks(after codexText, diff string) (codexText, string) {
 	if diff == "" {
 		dl = nil
 	}
-	for i := range dl {
-		dl[i] = strings.TrimSuffix(dl[i], "\r")
+	for i, l := range dl {
+		if l == "" || l[0] != ' ' && l[0] != '-' && l[0] != '+' || strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "+++ ") {
+			dl[i] = strings.TrimSuffix(l, "\r") // (a header's; a line's "\r" is its own)
+		}
 	}
 	i := 0
 	for i < len(dl) && !strings.HasPrefix(dl[i], "@@") {
@@ -248,8 +250,10 @@ func reverseUnifiedHunks(after codexText, diff string) (codexText, string) {
 		}
 		i++
 	}
-	lines := after.lines
-	before := codexText{crlf: after.crlf, finalNL: after.finalNL}
+	// The diff holds each line with its "\r", if it had one: the file's
+	// lines are matched, and put back, with theirs.
+	lines := after.rawLines()
+	before := codexText{finalNL: after.finalNL}
 	var out []string
 	at, hunk := 0, 0
 	for i < len(dl) {
@@ -312,7 +316,50 @@ func reverseUnifiedHunks(after codexText, diff string) (codexText, string) {
 		at = pos + newN
 	}
 	before.lines = append(out, lines[at:]...)
-	return before, ""
+	return before.fromRaw(), ""
+}
+
+// rawLines are the text's lines each with the "\r" of its CRLF, if it has
+// one.
+func (t codexText) rawLines() []string {
+	if !t.crlf {
+		return t.lines
+	}
+	raw := make([]string, len(t.lines))
+	for i, l := range t.lines {
+		if i < len(t.lines)-1 || t.finalNL {
+			l += "\r"
+		}
+		raw[i] = l
+	}
+	return raw
+}
+
+// fromRaw is t, whose lines are raw (rawLines), as a CRLF text where every
+// line ends with CRLF; else as it is (its bytes the same: each "\r" kept
+// in its line).
+func (t codexText) fromRaw() codexText {
+	n := 0
+	for i, l := range t.lines {
+		if strings.HasSuffix(l, "\r") && (i < len(t.lines)-1 || t.finalNL) {
+			n++
+		}
+	}
+	full := len(t.lines)
+	if !t.finalNL {
+		full--
+	}
+	if n == 0 || n != full {
+		return t
+	}
+	c := codexText{lines: make([]string, len(t.lines)), crlf: true, finalNL: t.finalNL}
+	for i, l := range t.lines {
+		if i < full {
+			l = strings.TrimSuffix(l, "\r")
+		}
+		c.lines[i] = l
+	}
+	return c
 }
 
 // parseHunkHeaderNew reads "@@ -a,b +c,d @@ ..." with the new side's

@@ -419,3 +419,30 @@ func TestReverseCodexChunksEmptyLastLineAmbiguous(t *testing.T) {
 		t.Errorf("a blank line kept: %q %q", got.bytes(), why)
 	}
 }
+
+// A patch_apply_end's unified diff holds each line as it was, its "\r"
+// included: undone on a file whose lines end with LF, lines it says ended
+// with CRLF are put back so (Codex, updating a CRLF file, writes the lines
+// it replaced with LF); on a CRLF file, a line it says ended with LF is
+// put back so.
+func TestReverseUnifiedHunksKeepsCR(t *testing.T) {
+	for _, tc := range []struct{ file, diff, want string }{
+		{"A\nb\n", "@@ -1,2 +1,2 @@\n-a\r\n-b\r\n+A\n+b\n", "a\r\nb\r\n"},
+		{"a\r\nB\r\n", "@@ -1,2 +1,2 @@\n a\r\n-b\n+B\r\n", "a\r\nb\n"},
+		{"a\r\nB\r\n", "@@ -1,2 +1,2 @@\n a\r\n-b\r\n+B\r\n", "a\r\nb\r\n"},
+		{"a\nB\n", "@@ -1,2 +1,2 @@\n a\n-b\n+B\n", "a\nb\n"},
+	} {
+		text, why := splitCodexText([]byte(tc.file))
+		if why != "" {
+			t.Fatal(why)
+		}
+		if got, why := reverseUnifiedHunks(text, tc.diff); why != "" || string(got.bytes()) != tc.want {
+			t.Errorf("%q undone on %q: %q %q, want %q", tc.diff, tc.file, got.bytes(), why, tc.want)
+		}
+	}
+	// A diff whose new lines end otherwise than the file's does not reverse.
+	text, _ := splitCodexText([]byte("a\nB\n"))
+	if _, why := reverseUnifiedHunks(text, "@@ -1,2 +1,2 @@\n a\r\n-b\r\n+B\r\n"); why == "" {
+		t.Errorf("CRLF diff undone on an LF file")
+	}
+}

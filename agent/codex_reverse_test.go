@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,76 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/fuzzseed"
-	"github.com/rookhq/rook/internal/vfs"
 )
-
-// codexSession is a hand-made Codex rollout in workspace ws, its calls
-// each one patch that applied (or a command, or a patch_apply_end).
-type codexSession struct {
-	t     *testing.T
-	dir   string
-	ws    string
-	items []codexItem
-	n     int
-}
-
-func newCodexSession(t *testing.T) *codexSession {
-	dir := t.TempDir()
-	s := &codexSession{t: t, dir: dir, ws: filepath.Join(dir, "ws")}
-	s.items = append(s.items, codexItem{"session_meta", fmt.Sprintf(`{"id":%q,"cwd":%q,"originator":"codex_cli_rs","cli_version":"0.80.0","source":"cli"}`, codexPID, s.ws)})
-	return s
-}
-
-// patch adds an apply_patch call of body, and its output saying it applied.
-func (s *codexSession) patch(body string) {
-	const ok = `"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nM x\n"`
-	in, _ := json.Marshal("*** Begin Patch\n" + body + "\n*** End Patch\n")
-	s.items = append(s.items,
-		codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call","name":"apply_patch","call_id":"c%d","input":%s}`, s.n, in)},
-		codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call_output","call_id":"c%d","output":%s}`, s.n, ok)})
-	s.n++
-}
-
-// applied adds a patch_apply_end that says a patch applied, with the
-// unified diff of file p (in the workspace).
-func (s *codexSession) applied(p, diff string) {
-	d, _ := json.Marshal(diff)
-	s.items = append(s.items, codexItem{"event_msg", fmt.Sprintf(`{"type":"patch_apply_end","call_id":"c%d","success":true,"changes":{%q:{"type":"update","unified_diff":%s}}}`,
-		s.n, filepath.Join(s.ws, p), d)})
-	s.n++
-}
-
-// command adds a shell call and its output.
-func (s *codexSession) command() {
-	s.items = append(s.items,
-		codexItem{"response_item", fmt.Sprintf(`{"type":"function_call","name":"shell","call_id":"s%d","arguments":"{\"command\":[\"make\"]}"}`, s.n)},
-		codexItem{"response_item", fmt.Sprintf(`{"type":"function_call_output","call_id":"s%d","output":"{\"output\":\"\",\"metadata\":{\"exit_code\":0}}"}`, s.n)})
-	s.n++
-}
-
-// imported imports the rollout, the workspace holding tr, and gives the
-// rook, the session and the seqs of its patch calls.
-func (s *codexSession) imported(tr tree) (*Rook, eventlog.ID, []uint64) {
-	t := s.t
-	writeSource(t, vfs.OS, filepath.Join(s.dir, "codex", "2026", "02", "03", "rollout-2026-02-03T10-00-00-"+codexPID+".jsonl"), codexStamped(s.items, 10, 0), "")
-	writeTree(t, s.ws, tr)
-	r := diskRook(t, filepath.Join(s.dir, "store"))
-	rep := mustImport(t, r, FormatCodex, filepath.Join(s.dir, "codex"))
-	id := *rep.Files[0].Session
-	calls, err := r.rolloutPatchCalls(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seqs []uint64
-	for _, c := range calls {
-		seqs = append(seqs, c.seq)
-	}
-	return r, id, seqs
-}
-
-func (s *codexSession) read(p string) string { return readFileT(s.t, filepath.Join(s.ws, p)) }
 
 // A file that existed before the session, changed by Update File patches
 // alone (one before the point, two after it), is put back by undoing the

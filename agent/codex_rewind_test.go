@@ -9,8 +9,91 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/vfs"
 )
+
+// codexSession is a hand-made Codex rollout in workspace ws, its calls
+// each one patch that applied (or a command, or a patch_apply_end).
+type codexSession struct {
+	t     *testing.T
+	dir   string
+	ws    string
+	items []codexItem
+	n     int
+}
+
+func newCodexSession(t *testing.T) *codexSession { return newCodexSessionIn(t, "") }
+
+// newCodexSessionIn is a rollout whose session_meta names cwd as its
+// workspace ("": ws, the directory its files are written in).
+func newCodexSessionIn(t *testing.T, cwd string) *codexSession {
+	dir := t.TempDir()
+	s := &codexSession{t: t, dir: dir, ws: filepath.Join(dir, "ws")}
+	if cwd == "" {
+		cwd = s.ws
+	}
+	s.items = append(s.items, codexItem{"session_meta", fmt.Sprintf(`{"id":%q,"cwd":%q,"originator":"codex_cli_rs","cli_version":"0.80.0","source":"cli"}`, codexPID, cwd)})
+	return s
+}
+
+// patch adds an apply_patch call of body, and its output saying it applied.
+func (s *codexSession) patch(body string) { s.call(body, true) }
+
+// call adds an apply_patch call of body, and, if out, its output saying
+// it applied (else the rollout does not say whether it did).
+func (s *codexSession) call(body string, out bool) {
+	const ok = `"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nM x\n"`
+	in, _ := json.Marshal("*** Begin Patch\n" + body + "\n*** End Patch\n")
+	s.items = append(s.items, codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call","name":"apply_patch","call_id":"c%d","input":%s}`, s.n, in)})
+	if out {
+		s.items = append(s.items, codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call_output","call_id":"c%d","output":%s}`, s.n, ok)})
+	}
+	s.n++
+}
+
+// applied adds a patch_apply_end that says a patch applied, with the
+// unified diff of file p (in the workspace).
+func (s *codexSession) applied(p, diff string) {
+	d, _ := json.Marshal(diff)
+	s.items = append(s.items, codexItem{"event_msg", fmt.Sprintf(`{"type":"patch_apply_end","call_id":"c%d","success":true,"changes":{%q:{"type":"update","unified_diff":%s}}}`,
+		s.n, filepath.Join(s.ws, p), d)})
+	s.n++
+}
+
+// command adds a shell call of argv (make, if none) and its output.
+func (s *codexSession) command(argv ...string) {
+	if len(argv) == 0 {
+		argv = []string{"make"}
+	}
+	args, _ := json.Marshal(map[string][]string{"command": argv})
+	s.items = append(s.items,
+		codexItem{"response_item", fmt.Sprintf(`{"type":"function_call","name":"shell","call_id":"s%d","arguments":%q}`, s.n, args)},
+		codexItem{"response_item", fmt.Sprintf(`{"type":"function_call_output","call_id":"s%d","output":"{\"output\":\"\",\"metadata\":{\"exit_code\":0}}"}`, s.n)})
+	s.n++
+}
+
+// imported imports the rollout, the workspace holding tr, and gives the
+// rook, the session and the seqs of its patch calls (see rolloutPatchCalls).
+func (s *codexSession) imported(tr tree) (*Rook, eventlog.ID, []uint64) {
+	t := s.t
+	writeSource(t, vfs.OS, filepath.Join(s.dir, "codex", "2026", "02", "03", "rollout-2026-02-03T10-00-00-"+codexPID+".jsonl"), codexStamped(s.items, 10, 0), "")
+	writeTree(t, s.ws, tr)
+	r := diskRook(t, filepath.Join(s.dir, "store"))
+	rep := mustImport(t, r, FormatCodex, filepath.Join(s.dir, "codex"))
+	id := *rep.Files[0].Session
+	calls, err := r.rolloutPatchCalls(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []uint64
+	for _, c := range calls {
+		seqs = append(seqs, c.seq)
+	}
+	return r, id, seqs
+}
+
+func (s *codexSession) read(p string) string { return readFileT(s.t, filepath.Join(s.ws, p)) }
 
 // A rewind of an imported Codex session puts back the files whose content
 // at the rewind point the rollout's applied patches say (one the session
@@ -20,38 +103,24 @@ import (
 // session, updated by a patch alone, and changed since, so that the patch
 // does not reverse on it), writing nothing.
 func TestRewindCodexSession(t *testing.T) {
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
-	at := func(p string) string { return filepath.Join(ws, p) }
-	const ok = `"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nM x\n"`
-	var items []codexItem
-	items = append(items, codexItem{"session_meta", fmt.Sprintf(`{"id":%q,"cwd":%q,"originator":"codex_cli_rs","cli_version":"0.80.0","source":"cli"}`, codexPID, ws)})
-	for i, patch := range []string{
+	s := newCodexSession(t)
+	at := func(p string) string { return filepath.Join(s.ws, p) }
+	for _, patch := range []string{
 		"*** Add File: new.txt\n+one\n*** Add File: made/m.txt\n+old",           // c0: added whole
 		"*** Update File: new.txt\n@@\n-one\n+two\n*** Delete File: made/m.txt", // c1: made/m.txt absent from here
 		"*** Update File: old.txt\n@@\n-x\n+y",                                  // c2: does not reverse on old.txt now
 		"*** Update File: new.txt\n@@\n-two\n+three",
 		"*** Add File: made/m.txt\n+m", // c4: absent before (c1)
 	} {
-		in, _ := json.Marshal("*** Begin Patch\n" + patch + "\n*** End Patch\n")
-		items = append(items,
-			codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call","name":"apply_patch","call_id":"c%d","input":%s}`, i, in)},
-			codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call_output","call_id":"c%d","output":%s}`, i, ok)})
+		s.patch(patch)
 	}
-	src := filepath.Join(dir, "codex", "2026", "02", "03", "rollout-2026-02-03T10-00-00-"+codexPID+".jsonl")
-	writeSource(t, vfs.OS, src, codexStamped(items, 10, 0), "")
-	writeTree(t, ws, tree{"new.txt": "mode:0755:three\n", "old.txt": "y, changed by hand\n", "made/m.txt": "m\n"})
-
-	r := diskRook(t, filepath.Join(dir, "store"))
-	rep := mustImport(t, r, FormatCodex, filepath.Join(dir, "codex"))
-	id := *rep.Files[0].Session
-	calls, err := r.rolloutPatchCalls(id)
-	if err != nil || len(calls) != 5 {
-		t.Fatalf("calls %d %v", len(calls), err)
+	r, id, calls := s.imported(tree{"new.txt": "mode:0755:three\n", "old.txt": "y, changed by hand\n", "made/m.txt": "m\n"})
+	if len(calls) != 5 {
+		t.Fatalf("calls %d", len(calls))
 	}
 
 	// To before c2: old.txt's content then is not in the rollout.
-	_, err = r.Rewind(id, calls[2].seq, false)
+	_, err := r.Rewind(id, calls[2], false)
 	var ue *CodexUnknownStatesError
 	if !errors.As(err, &ue) || len(ue.Files) != 1 || ue.Files[0].Path != "old.txt" || !strings.Contains(ue.Files[0].Why, "changed since the session") ||
 		!strings.Contains(err.Error(), "old.txt") || !strings.Contains(err.Error(), "nothing changed") {
@@ -62,7 +131,7 @@ func TestRewindCodexSession(t *testing.T) {
 	}
 
 	// To before c3: new.txt as c1 left it, made/m.txt gone (added after).
-	rw, err := r.Rewind(id, calls[3].seq, false)
+	rw, err := r.Rewind(id, calls[3], false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,49 +167,35 @@ func TestRewindCodexSession(t *testing.T) {
 // it; after the point, a file's state there is still known. A path
 // outside the workspace is never written.
 func TestCodexRewindStatesDoubtfulAndOutside(t *testing.T) {
-	fsys := vfs.NewMem()
-	r := testRook(t, fsys)
-	const ok = `"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nM x\n"`
-	items := []codexItem{codexMetaItem(codexPID, "")}
-	call := func(i int, patch string, out bool) {
-		in, _ := json.Marshal("*** Begin Patch\n" + patch + "\n*** End Patch\n")
-		items = append(items, codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call","name":"apply_patch","call_id":"c%d","input":%s}`, i, in)})
-		if out {
-			items = append(items, codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call_output","call_id":"c%d","output":%s}`, i, ok)})
-		}
-	}
-	call(0, "*** Add File: a.txt\n+a\n*** Add File: b.txt\n+b", true)
-	call(1, "*** Update File: a.txt\n@@\n-a\n+A", false) // no output: did it apply?
-	call(2, "*** Update File: a.txt\n@@\n-A\n+AA\n*** Update File: b.txt\n@@\n-b\n+B\n*** Add File: /etc/x.conf\n+x", true)
-	call(3, "*** Update File: b.txt\n@@\n-B\n+BB", false)
-	call(4, "not a patch", false) // nor does it say what it would change
+	s := newCodexSessionIn(t, "/home/dev/app")
+	s.call("*** Add File: a.txt\n+a\n*** Add File: b.txt\n+b", true)
+	s.call("*** Update File: a.txt\n@@\n-a\n+A", false) // no output: did it apply?
+	s.call("*** Update File: a.txt\n@@\n-A\n+AA\n*** Update File: b.txt\n@@\n-b\n+B\n*** Add File: /etc/x.conf\n+x", true)
+	s.call("*** Update File: b.txt\n@@\n-B\n+BB", false)
+	s.call("not a patch", false) // nor does it say what it would change
 	// applied, but its change of c.txt does not read; of d.txt, of a kind
 	// rook does not know
-	items = append(items, codexItem{"event_msg", `{"type":"patch_apply_end","call_id":"c5","success":true,"changes":{"/home/dev/app/c.txt":5,"/home/dev/app/d.txt":{"type":"chmod"}}}`})
-	path := fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID)
-	writeSource(t, fsys, path, codexStamped(items, 10, 0), "")
-	rep := mustImport(t, r, FormatCodex, "/c")
-	id := *fileByPath(t, rep, path).Session
-	calls, err := r.rolloutPatchCalls(id)
-	if err != nil || len(calls) != 6 {
-		t.Fatalf("calls %d %v", len(calls), err)
+	s.items = append(s.items, codexItem{"event_msg", `{"type":"patch_apply_end","call_id":"c5","success":true,"changes":{"/home/dev/app/c.txt":5,"/home/dev/app/d.txt":{"type":"chmod"}}}`})
+	r, id, calls := s.imported(nil)
+	if len(calls) != 6 {
+		t.Fatalf("calls %d", len(calls))
 	}
-	states, notes, _, err := r.codexRewindStates(id, calls[2].seq, "/home/dev/app")
+	states, notes, _, err := r.codexRewindStates(id, calls[2], "/home/dev/app")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("the rollout does not say whether the patch of event #%d applied, nor which files it would change", calls[4].seq); len(notes) != 1 || !strings.HasPrefix(notes[0], want) {
+	if want := fmt.Sprintf("the rollout does not say whether the patch of event #%d applied, nor which files it would change", calls[4]); len(notes) != 1 || !strings.HasPrefix(notes[0], want) {
 		t.Errorf("notes %q, want one saying %q", notes, want)
 	}
 	var got []string
 	for _, p := range []string{"a.txt", "b.txt", "/etc/x.conf", "c.txt", "d.txt"} {
-		s, ok := states[p]
+		st, ok := states[p]
 		switch {
 		case !ok:
 			got = append(got, p+":none")
-		case s.known:
-			got = append(got, p+":"+strings.TrimSpace(string(s.content)))
-		case s.absent:
+		case st.known:
+			got = append(got, p+":"+strings.TrimSpace(string(st.content)))
+		case st.absent:
 			got = append(got, p+":absent")
 		default:
 			got = append(got, p+":unknown")
@@ -158,13 +213,9 @@ func TestCodexRewindStatesDoubtfulAndOutside(t *testing.T) {
 // rather than remove a file the user had (README.md written whole over
 // hers); a path the session had deleted before the point is known absent.
 func TestCodexRewindAddFileMayOverwrite(t *testing.T) {
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
-	at := func(p string) string { return filepath.Join(ws, p) }
-	const ok = `"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nM x\n"`
-	var items []codexItem
-	items = append(items, codexItem{"session_meta", fmt.Sprintf(`{"id":%q,"cwd":%q,"originator":"codex_cli_rs","cli_version":"0.80.0","source":"cli"}`, codexPID, ws)})
-	for i, patch := range []string{
+	s := newCodexSession(t)
+	at := func(p string) string { return filepath.Join(s.ws, p) }
+	for _, patch := range []string{
 		"*** Add File: gone.txt\n+g",                                 // c0
 		"*** Delete File: gone.txt",                                  // c1: absent from here
 		"*** Add File: README.md\n+rewritten",                        // c2: over the user's README.md
@@ -172,23 +223,13 @@ func TestCodexRewindAddFileMayOverwrite(t *testing.T) {
 		"*** Update File: src.txt\n*** Move to: dst.txt\n@@\n-s\n+t", // c4: over the user's dst.txt
 		"*** Add File: gone.txt\n+again",                             // c5
 	} {
-		in, _ := json.Marshal("*** Begin Patch\n" + patch + "\n*** End Patch\n")
-		items = append(items,
-			codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call","name":"apply_patch","call_id":"c%d","input":%s}`, i, in)},
-			codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call_output","call_id":"c%d","output":%s}`, i, ok)})
+		s.patch(patch)
 	}
-	src := filepath.Join(dir, "codex", "2026", "02", "03", "rollout-2026-02-03T10-00-00-"+codexPID+".jsonl")
-	writeSource(t, vfs.OS, src, codexStamped(items, 10, 0), "")
-	writeTree(t, ws, tree{"README.md": "rewritten\n", "dst.txt": "t\n", "gone.txt": "again\n"})
-
-	r := diskRook(t, filepath.Join(dir, "store"))
-	rep := mustImport(t, r, FormatCodex, filepath.Join(dir, "codex"))
-	id := *rep.Files[0].Session
-	calls, err := r.rolloutPatchCalls(id)
-	if err != nil || len(calls) != 6 {
-		t.Fatalf("calls %d %v", len(calls), err)
+	r, id, calls := s.imported(tree{"README.md": "rewritten\n", "dst.txt": "t\n", "gone.txt": "again\n"})
+	if len(calls) != 6 {
+		t.Fatalf("calls %d", len(calls))
 	}
-	_, err = r.Rewind(id, calls[2].seq, false)
+	_, err := r.Rewind(id, calls[2], false)
 	var ue *CodexUnknownStatesError
 	if !errors.As(err, &ue) {
 		t.Fatalf("rewind to c2: %v, want a refusal", err)
@@ -209,7 +250,7 @@ func TestCodexRewindAddFileMayOverwrite(t *testing.T) {
 		}
 	}
 	// After the README.md and the move, gone.txt's state is known.
-	rw, err := r.Rewind(id, calls[5].seq, false)
+	rw, err := r.Rewind(id, calls[5], false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,28 +266,18 @@ func TestCodexRewindAddFileMayOverwrite(t *testing.T) {
 // this host: relative here, it would be taken from the current directory.
 // The rewind refuses rather than write in a directory of that name there.
 func TestCodexRewindWindowsWorkspaceNotWritten(t *testing.T) {
-	dir := t.TempDir()
-	const ok = `"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nM x\n"`
-	items := []codexItem{{"session_meta", fmt.Sprintf(`{"id":%q,"cwd":%q,"originator":"codex_cli_rs","cli_version":"0.80.0","source":"cli"}`, codexPID, `C:\w`)}}
-	for i, patch := range []string{"*** Add File: a.txt\n+a", "*** Delete File: a.txt", "*** Add File: a.txt\n+b"} {
-		in, _ := json.Marshal("*** Begin Patch\n" + patch + "\n*** End Patch\n")
-		items = append(items,
-			codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call","name":"apply_patch","call_id":"c%d","input":%s}`, i, in)},
-			codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call_output","call_id":"c%d","output":%s}`, i, ok)})
+	s := newCodexSessionIn(t, `C:\w`)
+	for _, patch := range []string{"*** Add File: a.txt\n+a", "*** Delete File: a.txt", "*** Add File: a.txt\n+b"} {
+		s.patch(patch)
 	}
-	src := filepath.Join(dir, "codex", "2026", "02", "03", "rollout-2026-02-03T10-00-00-"+codexPID+".jsonl")
-	writeSource(t, vfs.OS, src, codexStamped(items, 10, 0), "")
-	here := filepath.Join(dir, "here")
+	here := filepath.Join(s.dir, "here")
 	writeTree(t, here, tree{`C:\w/a.txt`: "b\n"})
 	t.Chdir(here)
-	r := diskRook(t, filepath.Join(dir, "store"))
-	rep := mustImport(t, r, FormatCodex, filepath.Join(dir, "codex"))
-	id := *rep.Files[0].Session
-	calls, err := r.rolloutPatchCalls(id)
-	if err != nil || len(calls) != 3 {
-		t.Fatalf("calls %d %v", len(calls), err)
+	r, id, calls := s.imported(nil)
+	if len(calls) != 3 {
+		t.Fatalf("calls %d", len(calls))
 	}
-	_, err = r.Rewind(id, calls[2].seq, false)
+	_, err := r.Rewind(id, calls[2], false)
 	if err == nil || !strings.Contains(err.Error(), "nothing changed") {
 		t.Errorf("rewind: %v, want a refusal", err)
 	}
@@ -262,44 +293,27 @@ func TestCodexRewindWindowsWorkspaceNotWritten(t *testing.T) {
 // rather than write the patches' content over it; with no command
 // between, it puts the file back.
 func TestCodexRewindCommandBeforePoint(t *testing.T) {
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
-	const ok = `"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nM x\n"`
-	var items []codexItem
-	items = append(items, codexItem{"session_meta", fmt.Sprintf(`{"id":%q,"cwd":%q,"originator":"codex_cli_rs","cli_version":"0.80.0","source":"cli"}`, codexPID, ws)})
-	patch := func(i int, p string) {
-		in, _ := json.Marshal("*** Begin Patch\n" + p + "\n*** End Patch\n")
-		items = append(items,
-			codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call","name":"apply_patch","call_id":"c%d","input":%s}`, i, in)},
-			codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call_output","call_id":"c%d","output":%s}`, i, ok)})
+	s := newCodexSession(t)
+	s.patch("*** Add File: a.txt\n+one\n+two")
+	s.command("sed", "-i", "s/one/ONE/", "a.txt")
+	s.patch("*** Update File: a.txt\n@@\n one\n-two\n+three")
+	r, id, calls := s.imported(tree{"a.txt": "ONE\nthree\n"})
+	if len(calls) != 2 {
+		t.Fatalf("calls %d", len(calls))
 	}
-	patch(0, "*** Add File: a.txt\n+one\n+two")
-	items = append(items,
-		codexItem{"response_item", `{"type":"function_call","name":"shell","call_id":"s1","arguments":"{\"command\":[\"sed\",\"-i\",\"s/one/ONE/\",\"a.txt\"]}"}`},
-		codexItem{"response_item", `{"type":"function_call_output","call_id":"s1","output":"{\"output\":\"\",\"metadata\":{\"exit_code\":0}}"}`})
-	patch(1, "*** Update File: a.txt\n@@\n one\n-two\n+three")
-	writeSource(t, vfs.OS, filepath.Join(dir, "codex", "2026", "02", "03", "rollout-2026-02-03T10-00-00-"+codexPID+".jsonl"), codexStamped(items, 10, 0), "")
-	writeTree(t, ws, tree{"a.txt": "ONE\nthree\n"})
-	r := diskRook(t, filepath.Join(dir, "store"))
-	rep := mustImport(t, r, FormatCodex, filepath.Join(dir, "codex"))
-	id := *rep.Files[0].Session
-	calls, err := r.rolloutPatchCalls(id)
-	if err != nil || len(calls) != 2 {
-		t.Fatalf("calls %d %v", len(calls), err)
-	}
-	_, err = r.Rewind(id, calls[1].seq, false)
+	_, err := r.Rewind(id, calls[1], false)
 	var ue *CodexUnknownStatesError
 	if !errors.As(err, &ue) || len(ue.Files) != 1 || ue.Files[0].Path != "a.txt" || !strings.Contains(ue.Files[0].Why, "command") {
 		t.Fatalf("rewind past the command: %v, want a refusal naming a.txt", err)
 	}
-	if got := readFileT(t, filepath.Join(ws, "a.txt")); got != "ONE\nthree\n" {
+	if got := s.read("a.txt"); got != "ONE\nthree\n" {
 		t.Fatalf("a.txt after a refused rewind: %q", got)
 	}
 	// To before the command: a.txt as the Add File wrote it.
-	if _, err := r.Rewind(id, calls[0].seq+2, false); err != nil {
+	if _, err := r.Rewind(id, calls[0]+2, false); err != nil {
 		t.Fatal(err)
 	}
-	if got := readFileT(t, filepath.Join(ws, "a.txt")); got != "one\ntwo\n" {
+	if got := s.read("a.txt"); got != "one\ntwo\n" {
 		t.Fatalf("a.txt: %q", got)
 	}
 }

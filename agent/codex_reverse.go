@@ -71,7 +71,8 @@ func (t codexText) bytes() []byte {
 // reverseCodexChunks undoes an update's chunks (as applyCodexChunks
 // applies them) on the file's lines after it; why says why they do not
 // reverse. Codex writes a file it updated with a newline at its end, and
-// whether it had one before is not in the patch: it is given one.
+// drops an empty last line it had: whether it had either before is not in
+// the patch: it is given one newline, and no empty last line.
 func reverseCodexChunks(after codexText, chunks []codexChunk) (codexText, string) {
 	if !after.finalNL {
 		return codexText{}, "it does not end with a newline, which Codex writes after an update: it changed since the session"

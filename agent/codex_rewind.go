@@ -41,7 +41,8 @@ import (
 // ignoring spaces or typographic punctuation, the lines put back are the
 // patch's own, as git apply -R's are; a file Codex updated ends with a
 // newline, and one undone from a Codex patch gets one (whether it had one
-// before is not in the patch; a patch_apply_end's unified diff says). A
+// before, or an empty last line, which Codex drops, is not in the patch:
+// neither is put back; a patch_apply_end's unified diff says). A
 // change made since the session to lines no hunk has is not seen: it
 // stays in the file put back (the undo, captured first, has the disk).
 // Any other path's state is not known: the rewind refuses, naming each

@@ -377,3 +377,26 @@ func TestReverseUnifiedHunksKeepsCR(t *testing.T) {
 		t.Errorf("CRLF diff undone on an LF file")
 	}
 }
+
+// A file changed between the undo's read of it and the capture of the
+// disk for the rewind's own undo: what the rewind would write is not
+// what it held at the point. Refused, nothing written.
+func TestCodexRewindReverseFileChangedWhileRead(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Update File: old.txt\n@@\n-a\n+A")
+	r, id, seqs := s.imported(tree{"old.txt": "A\n"})
+	captureHook = func(point, rel string) {
+		if point == captureRead && rel == "old.txt" {
+			captureHook = nil
+			writeTree(t, s.ws, tree{"old.txt": "A, by hand\n"})
+		}
+	}
+	defer func() { captureHook = nil }()
+	_, err := r.Rewind(id, seqs[0], false)
+	if err == nil || !strings.Contains(err.Error(), "old.txt changed while the rewind read it") || !strings.Contains(err.Error(), "nothing changed") {
+		t.Fatalf("rewind: %v, want a refusal", err)
+	}
+	if got := s.read("old.txt"); got != "A, by hand\n" {
+		t.Fatalf("old.txt was written: %q", got)
+	}
+}

@@ -239,8 +239,10 @@ func reverseUnifiedHunks(after codexText, diff string) (codexText, string) {
 	if diff == "" {
 		dl = nil
 	}
+	hunks := false
 	for i, l := range dl {
-		if l == "" || l[0] != ' ' && l[0] != '-' && l[0] != '+' || strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "+++ ") {
+		hunks = hunks || strings.HasPrefix(l, "@@")
+		if l == "" || l[0] != ' ' && l[0] != '-' && l[0] != '+' || !hunks {
 			dl[i] = strings.TrimSuffix(l, "\r") // (a header's; a line's "\r" is its own)
 		}
 	}

@@ -362,6 +362,7 @@ func TestReverseUnifiedHunksKeepsCR(t *testing.T) {
 		{"a\r\nB\r\n", "@@ -1,2 +1,2 @@\n a\r\n-b\n+B\r\n", "a\r\nb\n"},
 		{"a\r\nB\r\n", "@@ -1,2 +1,2 @@\n a\r\n-b\r\n+B\r\n", "a\r\nb\r\n"},
 		{"a\nB\n", "@@ -1,2 +1,2 @@\n a\n-b\n+B\n", "a\nb\n"},
+		{"a\nB\n", "--- a/f\r\n+++ b/f\r\n@@ -1,2 +1,2 @@\r\n a\n--- b\r\n+B\n", "a\n-- b\r\n"},
 	} {
 		text, why := splitCodexText([]byte(tc.file))
 		if why != "" {

@@ -158,7 +158,7 @@ func reverseCodexChunks(after codexText, chunks []codexChunk) (codexText, string
 				}
 			}
 			switch {
-			case len(v.new) == 0 && !p.eof:
+			case len(v.new) == 0 && len(v.old) > 0 && !p.eof:
 				why = fmt.Sprintf("chunk %d only removes lines, with none kept around them: where they were is not known", k+1)
 				return false
 			case n == 0:
@@ -170,7 +170,11 @@ func reverseCodexChunks(after codexText, chunks []codexChunk) (codexText, string
 				why = fmt.Sprintf("chunk %d does not reverse: the lines it leaves are in the file %d times, and the patch does not say which", k+1, n)
 				return false
 			}
-			next := append(append(slices.Clone(out), lines[at:i]...), v.old...)
+			next := out
+			if len(vs) > 1 {
+				next = slices.Clone(out) // (each way its own)
+			}
+			next = append(append(next, lines[at:i]...), v.old...)
 			if !walk(k+1, i+len(v.new), next) {
 				return false
 			}

@@ -343,9 +343,15 @@ func TestReverseCodexChunksEmptyLastLineAmbiguous(t *testing.T) {
 			t.Errorf("%q on %q: %q %q, want it refused as not known", tc.patch, tc.file, got.bytes(), why)
 		}
 	}
-	// Where only one way gives the file, it is known.
-	ops, _ := parseCodexPatch(codexPatch("*** Update File: f\n@@\n a\n-b\n+B\n "))
+	// A chunk of an empty line alone changes nothing either way: known.
+	ops, _ := parseCodexPatch(codexPatch("*** Update File: f\n@@\n a\n-b\n+B\n@@\n "))
 	text, _ := splitCodexText([]byte("a\nB\n\nc\n"))
+	if got, why := reverseCodexChunks(text, ops[0].Chunks); why != "" || string(got.bytes()) != "a\nb\n\nc\n" {
+		t.Errorf("a chunk of an empty line: %q %q", got.bytes(), why)
+	}
+	// Where only one way gives the file, it is known.
+	ops, _ = parseCodexPatch(codexPatch("*** Update File: f\n@@\n a\n-b\n+B\n "))
+	text, _ = splitCodexText([]byte("a\nB\n\nc\n"))
 	if got, why := reverseCodexChunks(text, ops[0].Chunks); why != "" || string(got.bytes()) != "a\nb\n\nc\n" {
 		t.Errorf("a blank line kept: %q %q", got.bytes(), why)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/fuzzseed"
 )
 
@@ -405,5 +406,41 @@ func TestCodexRewindReverseFileChangedWhileRead(t *testing.T) {
 	}
 	if got := s.read("old.txt"); got != "A, by hand\n" {
 		t.Fatalf("old.txt was written: %q", got)
+	}
+}
+
+// A fork (session fork, or a rewind with --keep-files) leaves the disk as
+// its parent left it, after the parent's patches past the fork point,
+// which the fork does not hold: undone on it, the fork's own patches would
+// give a file neither held ("a b c D"). Refused, naming the parent; a
+// fork a rewind of the files made (the disk put back to the fork point
+// first) is undone on as its parent is.
+func TestCodexRewindReverseOfAFork(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Update File: z.txt\n@@\n-a\n+A\n b")
+	s.patch("*** Update File: z.txt\n@@\n c\n-d\n+D")
+	r, id, seqs := s.imported(tree{"z.txt": "A\nb\nc\nD\n"})
+	fork, err := r.Log.Fork(id, seqs[1], eventlog.Meta{Title: "fork"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Rewind(fork.ID, seqs[0], false)
+	var ue *CodexUnknownStatesError
+	if !errors.As(err, &ue) || len(ue.Files) != 1 || !strings.Contains(ue.Files[0].Why, fmt.Sprintf("a fork of session %s at event %d", id, seqs[1])) {
+		t.Fatalf("rewind of the fork: %v, want a refusal naming its parent", err)
+	}
+	if got := s.read("z.txt"); got != "A\nb\nc\nD\n" {
+		t.Fatalf("z.txt was written: %q", got)
+	}
+	// A rewind's fork: the rewind put z.txt back as it was at its point.
+	rw, err := r.Rewind(id, seqs[1], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Rewind(rw.Fork, seqs[0], false); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.read("z.txt"); got != "a\nb\nc\nd\n" {
+		t.Fatalf("z.txt after the rewind of the rewind's fork: %q", got)
 	}
 }

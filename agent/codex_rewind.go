@@ -204,6 +204,7 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 			}
 		}
 	}
+	forkWhy, forkRead := "", false
 	for p, s := range states {
 		switch {
 		case s.absent:
@@ -211,7 +212,13 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 		case s.known && s.how == "":
 			s.how = "replayed"
 		case !s.known && !codexOutside(p):
-			rs, why := r.codexReverse(ws, p, to, afterCalls, cmds)
+			if !forkRead {
+				if forkWhy, err = r.codexForkWhy(id); err != nil {
+					return nil, nil, false, err
+				}
+				forkRead = true
+			}
+			rs, why := r.codexReverse(ws, p, to, afterCalls, cmds, forkWhy)
 			switch {
 			case rs.known:
 				s = rs
@@ -360,6 +367,57 @@ func (r *Rook) codexCommandSeqs(id eventlog.ID, calls []*codexPatchCall) ([]uint
 	}
 }
 
+// codexForkWhy says why the disk may not be what the patches of session id
+// left, when it is a fork (made in rook, or a Codex fork imported): its
+// parent went on after the fork point, and a patch or command of it there
+// may have changed files the fork's patches do not say ("" when none
+// did, or the session is no fork). A fork a rewind of the files made (it
+// begins with that rewind's capture) had its parent's patches after the
+// point undone on the disk by it; its commands were not.
+func (r *Rook) codexForkWhy(id eventlog.ID) (string, error) {
+	depth := 0
+	for child := id; ; {
+		m, err := r.Log.ReadMeta(child)
+		if err != nil {
+			return "", err
+		}
+		pid, at, ok := m.ForkedFrom()
+		if !ok {
+			return "", nil
+		}
+		rewound := false
+		if evs, err := r.Log.Read(child, at, 1); err == nil && len(evs) == 1 && evs[0].Kind == eventlog.KindCheckpoint && strings.HasPrefix(evs[0].Label, "before rewind of ") {
+			rewound = true
+		}
+		var calls []*codexPatchCall
+		var cmds []uint64
+		calls, err = r.rolloutPatchCalls(pid)
+		if err == nil {
+			cmds, err = r.codexCommandSeqs(pid, calls)
+		}
+		if err != nil {
+			return fmt.Sprintf("this session is a fork of session %s at event %d, which cannot be read (%v): what it did after that, which may have changed the file, is not known", pid, at, err), nil
+		}
+		for _, c := range calls {
+			if c.seq >= at && !rewound {
+				return fmt.Sprintf("this session is a fork of session %s at event %d, and the patch of event #%d there, after the fork, may have changed the file as it is now: rewind session %s instead (its events before %d are this one's)", pid, at, c.seq, pid, at), nil
+			}
+		}
+		for _, n := range cmds {
+			if n >= at && rewound {
+				return fmt.Sprintf("this session is a fork a rewind of session %s to event %d made, and the command of event #%d there, after the fork, may have changed the file as it is now, and the rollout does not say how", pid, at, n), nil
+			}
+			if n >= at {
+				return fmt.Sprintf("this session is a fork of session %s at event %d, and the command of event #%d there, after the fork, may have changed the file as it is now: rewind session %s instead (its events before %d are this one's)", pid, at, n, pid, at), nil
+			}
+		}
+		if depth++; depth > 1000 {
+			return "its forks' chain of parents does not end", nil
+		}
+		child = pid
+	}
+}
+
 // codexAfterCall is a patch call at or after a rewind point, with the
 // steps codexCallSteps gives it.
 type codexAfterCall struct {
@@ -381,7 +439,7 @@ var codexReverseMax int64 = 64 << 20
 // not hold. why says why not: nothing is guessed; "" when its first
 // patch after the point is no update (an Add File, a deletion, a move of
 // another file over it), which says why itself.
-func (r *Rook) codexReverse(ws, p string, to uint64, calls []codexAfterCall, cmds []uint64) (codexRewindState, string) {
+func (r *Rook) codexReverse(ws, p string, to uint64, calls []codexAfterCall, cmds []uint64, forkWhy string) (codexRewindState, string) {
 	// Follow the file from p through the patches, as the undo's steps.
 	cur := p
 	var undo []codexAfterStep
@@ -438,6 +496,9 @@ func (r *Rook) codexReverse(ws, p string, to uint64, calls []codexAfterCall, cmd
 		if n >= to {
 			return codexRewindState{}, fmt.Sprintf("the command of event #%d, run after the point, may have changed it, and the rollout does not say how", n)
 		}
+	}
+	if forkWhy != "" {
+		return codexRewindState{}, forkWhy
 	}
 	// The file as it is now.
 	real, err := realRoot(ws)

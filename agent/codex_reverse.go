@@ -147,8 +147,14 @@ func reverseCodexChunks(after codexText, chunks []codexChunk) (codexText, string
 			}
 			vs = append(vs, v)
 		}
-		for _, v := range vs {
+		placedAt := -1
+		for vi, v := range vs {
 			i, n := findOnce(lines[:end], v.new, from, p.eof)
+			if vi == 1 && n == 1 && i == placedAt && len(v.new) == len(p.new)-1 {
+				// Both ways at the same line, the empty last line kept
+				// by both: the same lines either way.
+				continue
+			}
 			if len(v.old) == 0 {
 				// (With no old lines left, Codex puts the new ones where
 				// it is, at the end of the file or not.)
@@ -169,6 +175,9 @@ func reverseCodexChunks(after codexText, chunks []codexChunk) (codexText, string
 			case n > 1:
 				why = fmt.Sprintf("chunk %d does not reverse: the lines it leaves are in the file %d times, and the patch does not say which", k+1, n)
 				return false
+			}
+			if vi == 0 {
+				placedAt = i
 			}
 			next := out
 			if len(vs) > 1 {

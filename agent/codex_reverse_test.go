@@ -444,3 +444,24 @@ func TestCodexRewindReverseOfAFork(t *testing.T) {
 		t.Fatalf("z.txt after the rewind of the rewind's fork: %q", got)
 	}
 }
+
+// Chunks that end with an empty kept line, found where they were, each
+// undo the same way with it or without it: known, however many.
+func TestReverseCodexChunksManyEndingEmpty(t *testing.T) {
+	var patch, file, want strings.Builder
+	for k := range 8 {
+		fmt.Fprintf(&patch, "@@\n f%d\n-a%d\n+b%d\n \n", k, k, k)
+		fmt.Fprintf(&file, "f%d\nb%d\n\n", k, k)
+		fmt.Fprintf(&want, "f%d\na%d\n\n", k, k)
+	}
+	file.WriteString("end\n")
+	want.WriteString("end\n")
+	ops, err := parseCodexPatch(codexPatch("*** Update File: f\n" + strings.TrimSuffix(patch.String(), "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := splitCodexText([]byte(file.String()))
+	if got, why := reverseCodexChunks(text, ops[0].Chunks); why != "" || string(got.bytes()) != want.String() {
+		t.Errorf("%q %q", got.bytes(), why)
+	}
+}

@@ -37,7 +37,8 @@ import (
 // applied, the file the last leaves (followed through its moves) is
 // there and holds exactly what they left (every hunk of each reverses,
 // its lines matching exactly, in order), and no command the session ran
-// after the point may have written it. Where Codex found a chunk only by
+// after the point may have written it, nor, of a fork, a patch or command
+// its parent ran after the fork point (codexForkWhy). Where Codex found a chunk only by
 // ignoring spaces or typographic punctuation, the lines put back are the
 // patch's own, as git apply -R's are; a file Codex updated ends with a
 // newline, and one undone from a Codex patch gets one (whether it had one

@@ -2,10 +2,13 @@ package agent
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"math"
 	"sort"
 	"unicode/utf8"
+
+	"github.com/rookhq/rook/cas"
 )
 
 // findSpan is an encoded value of a streamed line (encodedSpan), in the
@@ -22,7 +25,11 @@ type findSpan struct {
 // UTF-8; a line with a cut string that is not JSON; a binary body).
 func (s *streamedLine) findSpans() (spans []findSpan, newlines []int64, ok bool) {
 	for i := range s.cuts {
-		if !s.cuts[i].valid || s.cuts[i].nested {
+		// (An inline cut's text may be not UTF-8: the line is then
+		// binary, s.binary. Whether its text may hold JSON with an
+		// encoded value is asked of its text decoded: a needle written
+		// in the line, \"data, is one decoded too.)
+		if !s.cuts[i].valid && s.inlineCut(i) == nil || s.cuts[i].nested {
 			return nil, nil, false
 		}
 	}
@@ -56,9 +63,22 @@ func (s *streamedLine) findSpans() (spans []findSpan, newlines []int64, ok bool)
 				return nil, nil, false
 			}
 			for _, st := range strs {
-				if k := s.cutAt(from + st.Start); k >= 0 && s.cuts[k].encoded(st.Key) {
+				k := s.cutAt(from + st.Start)
+				if k < 0 {
+					continue
+				}
+				enc, marker := false, ""
+				if u := s.inlineCut(k); u != nil {
+					var ok bool
+					if enc, marker, ok = u.findEncoded(st.Key); !ok {
+						return nil, nil, false
+					}
+				} else if enc = s.cuts[k].encoded(st.Key); enc {
+					marker = s.cuts[k].marker(st.Key)
+				}
+				if enc {
 					c := s.realQ[k] + 1
-					lineSpans = append(lineSpans, findSpan{line, c, c + s.cuts[k].escLen, s.cuts[k].marker(st.Key)})
+					lineSpans = append(lineSpans, findSpan{line, c, c + s.cuts[k].escLen, marker})
 				}
 			}
 			sort.Slice(lineSpans, func(i, j int) bool { return lineSpans[i].start < lineSpans[j].start })
@@ -85,6 +105,7 @@ type findScan struct {
 	spans    []findSpan
 	newlines []int64
 	look     int64 // bytes a match may read past where it starts
+	binary   bool  // the line is binary (IsBinary): from where it enters, not a character's start
 
 	buf  []byte
 	base int64 // buf[0] is the line's byte base
@@ -152,7 +173,7 @@ func (f *findScan) scan(final bool) {
 	if f.start < 0 {
 		o := min(f.off, f.total)
 		switch {
-		case o <= 0 || o >= f.total:
+		case o <= 0 || o >= f.total || f.binary:
 			f.start = o
 		case bufEnd > o:
 			// runeStartAtOrBefore, the line UTF-8 (findSpans).
@@ -416,10 +437,9 @@ func (s *streamedLine) miniLine(win []byte, lo int64, tok *tokenScan) (*miniLine
 		ml.segs = append(ml.segs, miniSeg{real, len(ml.b), len(b)})
 		ml.b = append(ml.b, b...)
 	}
-	p := 0
-	for i, c := range s.sl.Cuts {
-		addReal(s.restAt[i], s.sl.Rest[p:p+c.Gap])
-		p += c.Gap
+	for i := range s.cuts {
+		// The line's bytes before cut i: the skeleton's.
+		addReal(s.restAt[i], s.skel[s.skelAt[i]:s.skelQ[i]])
 		cs := &s.cuts[i]
 		ml.cut = append(ml.cut, len(ml.b))
 		ml.b = append(ml.b, '"')
@@ -429,9 +449,20 @@ func (s *streamedLine) miniLine(win []byte, lo int64, tok *tokenScan) (*miniLine
 			b    []byte
 		}
 		var parts []part
-		if cs.esc != nil {
+		switch u := s.inlineCut(i); {
+		case u != nil:
+			// Its content as written, its ends cut where escapes start.
+			head, tail, whole, ok := u.rawEnds()
+			if !ok {
+				return nil, false
+			}
+			parts = append(parts, part{0, head})
+			if !whole {
+				parts = append(parts, part{cs.escLen - int64(len(tail)), tail})
+			}
+		case cs.esc != nil:
 			parts = append(parts, part{0, cs.esc})
-		} else {
+		default:
 			parts = append(parts, part{0, cs.head}, part{cs.escLen - int64(len(cs.tail)), cs.tail})
 		}
 		if wlo, whi := max(lo, content)-content, min(hi, content+cs.escLen)-content; wlo < whi {
@@ -477,7 +508,7 @@ func (s *streamedLine) miniLine(win []byte, lo int64, tok *tokenScan) (*miniLine
 		}
 		ml.b = append(ml.b, '"')
 	}
-	addReal(s.restAt[len(s.sl.Cuts)], s.sl.Rest[p:])
+	addReal(s.restAt[len(s.cuts)], s.skel[s.skelAt[len(s.cuts)]:])
 	return ml, true
 }
 
@@ -508,9 +539,6 @@ type findStreamedResult struct {
 // whole (one the streamed path cannot give exactly, or a read failed).
 func (r *Rook) findStreamed(s *streamedLine, off, budget int64, m, escaped *foldMatcher) (findStreamedResult, bool) {
 	var res findStreamedResult
-	if s.inlineCuts > 0 {
-		return res, false // strings left in the line: read whole
-	}
 	spans, newlines, ok := s.findSpans()
 	if !ok {
 		return res, false
@@ -520,7 +548,8 @@ func (r *Rook) findStreamed(s *streamedLine, off, budget int64, m, escaped *fold
 		ms = append(ms, escaped)
 	}
 	f := newFindScan(ms, off, s.total, budget, spans, newlines)
-	if err := r.writeLine(&s.sl, f); err != nil {
+	f.binary = s.binary
+	if err := r.writeStreamed(s, f); err != nil {
 		return res, false
 	}
 	f.scan(true)
@@ -538,7 +567,7 @@ func (r *Rook) findStreamed(s *streamedLine, off, budget int64, m, escaped *fold
 	}
 	w := &windowScan{lo: max(f.at-findWindow, 0), hi: f.end + findWindow + 6*q}
 	tok := newTokenScan(w.lo, w.hi, s)
-	if err := r.writeLine(&s.sl, io.MultiWriter(w, tok)); err != nil {
+	if err := r.writeStreamed(s, io.MultiWriter(w, tok)); err != nil {
 		return res, false
 	}
 	ml, ok := s.miniLine(w.win, w.lo, tok)
@@ -577,4 +606,83 @@ func (r *Rook) findStreamed(s *streamedLine, off, budget int64, m, escaped *fold
 		res.snippet = enc.snippet(at, end)
 	}
 	return res, true
+}
+
+// writeStreamed writes line s to w as writeLine writes it put together:
+// of a line read from its own object (inlineStreamedOf), the object's
+// rest streamed once, each of import's cuts escaped into it at its place.
+func (r *Rook) writeStreamed(s *streamedLine, w io.Writer) error {
+	if s.inline == nil {
+		return r.writeLine(&s.sl, w)
+	}
+	o, err := r.Store.OpenObject(s.id)
+	if err != nil {
+		return err
+	}
+	sp := &spliceWriter{r: r, s: s, w: w, skip: s.headBytes}
+	if _, err := o.WriteTo(sp); err != nil {
+		return err
+	}
+	if err := sp.place(); err != nil { // cuts at the rest's end
+		return err
+	}
+	if sp.next != len(s.realRest) {
+		return io.ErrUnexpectedEOF // the object shorter than its scan: never so
+	}
+	return nil
+}
+
+// spliceWriter writes the rest of a line's object (what comes past its
+// first skip bytes) to w with import's cuts of line s escaped into it.
+type spliceWriter struct {
+	r    *Rook
+	s    *streamedLine
+	w    io.Writer
+	skip int64
+	pos  int64 // bytes of the rest written
+	next int   // the first of import's cuts not written
+}
+
+func (sp *spliceWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	if sp.skip > 0 {
+		k := min(sp.skip, int64(len(p)))
+		p, sp.skip = p[k:], sp.skip-k
+	}
+	for len(p) > 0 {
+		if err := sp.place(); err != nil {
+			return 0, err
+		}
+		k := int64(len(p))
+		if sp.next < len(sp.s.realRest) {
+			k = min(k, sp.s.realRest[sp.next]-sp.pos)
+		}
+		if k <= 0 {
+			return 0, io.ErrUnexpectedEOF // a cut behind the rest: never so
+		}
+		if _, err := sp.w.Write(p[:k]); err != nil {
+			return 0, err
+		}
+		p, sp.pos = p[k:], sp.pos+k
+	}
+	return n, nil
+}
+
+// place writes import's cuts that go where the rest is now.
+func (sp *spliceWriter) place() error {
+	quote := []byte{'"'}
+	for sp.next < len(sp.s.realRest) && sp.s.realRest[sp.next] == sp.pos {
+		id := sp.s.sl.Cuts[sp.next].ID
+		if _, err := sp.w.Write(quote); err != nil {
+			return err
+		}
+		if err := sp.r.writeEscaped(id, sp.w); err != nil {
+			return fmt.Errorf("string %s of the line: %w", cas.Short(id), err)
+		}
+		if _, err := sp.w.Write(quote); err != nil {
+			return err
+		}
+		sp.next++
+	}
+	return nil
 }

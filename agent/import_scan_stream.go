@@ -220,6 +220,11 @@ type streamedLine struct {
 	inline     []*inlineCut
 	real       []int
 	inlineCuts int
+	// realRest: where each of import's cuts goes in the object's rest;
+	// binary: an inline cut's content as written is not UTF-8 (the line
+	// is binary to IsBinary).
+	realRest []int64
+	binary   bool
 }
 
 // placeholder is what a cut string is in the skeleton.

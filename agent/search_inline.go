@@ -30,6 +30,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/units"
 )
 
 // inlineCutMin is the shortest string literal's content (its bytes as
@@ -220,6 +221,87 @@ type inlineCut struct {
 	backslash bool   // an escape in it: decoded as encoding/json does
 	b64       bool   // isBase64 of the content
 	head      []byte // its first inlineRawHead bytes
+	// What find reads of the content as written (findSpans, miniLine):
+	// whether it is UTF-8, and its ends, each at least cutKeep bytes,
+	// cut where an escape or a character starts (the whole content
+	// when it is at most 2*cutKeep+tokMax bytes: rawHead).
+	utf      utf8Stream
+	tok      int // 0: the next byte starts an escape or a plain byte; -1: after a backslash; 1-4: hex digits to come
+	rawHead  []byte
+	headDone bool
+	rawTail  []byte
+	tailTok  []bool // rawTail[i] starts an escape or a plain byte
+}
+
+// tokMax is the longest escape (\uXXXX).
+const tokMax = 6
+
+// rawByte follows byte c of the content as written: its ends kept, its
+// escapes followed.
+func (u *inlineCut) rawByte(c byte) {
+	starts := u.tok == 0
+	switch {
+	case u.tok == 0 && c == '\\':
+		u.tok = -1
+	case u.tok == -1 && c == 'u':
+		u.tok = 4
+	case u.tok == -1:
+		u.tok = 0
+	case u.tok > 0:
+		u.tok--
+	}
+	if !u.headDone {
+		if len(u.rawHead) >= cutKeep && starts && utf8.RuneStart(c) {
+			u.headDone = true
+		} else {
+			u.rawHead = append(u.rawHead, c)
+		}
+	}
+	u.rawTail = append(u.rawTail, c)
+	u.tailTok = append(u.tailTok, starts)
+	if len(u.rawTail) >= 4*cutKeep {
+		k := len(u.rawTail) - 2*cutKeep
+		u.rawTail = u.rawTail[:copy(u.rawTail, u.rawTail[k:])]
+		u.tailTok = u.tailTok[:copy(u.tailTok, u.tailTok[k:])]
+	}
+}
+
+// rawEnds is the content's first and last bytes as find keeps them
+// (whole: all of it, in head); ok is false when its end holds no place
+// an escape or a character starts at.
+func (u *inlineCut) rawEnds() (head, tail []byte, whole, ok bool) {
+	if !u.headDone {
+		return u.rawHead, nil, true, true
+	}
+	for i := max(len(u.rawTail)-cutKeep, 0); i < len(u.rawTail); i++ {
+		if u.tailTok[i] && utf8.RuneStart(u.rawTail[i]) {
+			if u.n-int64(len(u.rawTail)-i) < int64(len(u.rawHead)) {
+				break // the tail would reach into the head
+			}
+			return u.rawHead, u.rawTail[i:], false, true
+		}
+	}
+	return nil, nil, false, false
+}
+
+// findEncoded is encodedValue of the content as written under key, and
+// its marker (encodedMarker); ok is false when it cannot be told from
+// what was kept (a data URL).
+func (u *inlineCut) findEncoded(key string) (enc bool, marker string, ok bool) {
+	enc, ok = u.encoded(key)
+	if !enc || !ok {
+		return false, "", ok
+	}
+	what := "base64"
+	switch {
+	case key == "signature":
+		what = "signature"
+	case key == "encrypted_content":
+		what = "encrypted"
+	case isImageBase64(u.head):
+		what = "image"
+	}
+	return true, "[" + what + " " + units.Bytes(u.n) + "]", true
 }
 
 // encoded is encodedValue of the string under key; ok is false when it
@@ -392,6 +474,9 @@ func (s *inlineScan) inlineByte(c byte) {
 		u.head = append(u.head, c)
 	}
 	u.n++
+	one := [1]byte{c}
+	u.utf.write(one[:])
+	u.rawByte(c)
 	if c == '\\' {
 		u.backslash = true
 	}
@@ -488,10 +573,12 @@ func (r *Rook) inlineStreamedOf(id cas.Key) (s *streamedLine, size int64) {
 		s.real[i] = c.real
 		if c.inline != nil {
 			s.inline[i] = c.inline
+			s.binary = s.binary || !c.inline.utf.valid()
 			if err := r.writeCutText(s, i, cs); err != nil {
 				return nil, 0
 			}
 		} else {
+			s.realRest = append(s.realRest, c.restAt)
 			o, err := r.Store.OpenObject(sc.sl.Cuts[c.real].ID)
 			if err != nil {
 				return nil, 0

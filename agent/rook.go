@@ -375,6 +375,13 @@ func (r *Rook) readBodyHead(id cas.Key, shown int) (bodyHead, error) {
 			return bodyHead{body: head, size: o.Size(), binary: binary, partial: true}, nil
 		}
 	}
+	if !readWhole && kind == cas.KindSource && o.Size() > shortenLinesOver && shown < math.MaxInt/8-headSlack {
+		// A big line's object: a long string import left in it is
+		// shortened as it streams (shortLineOf), not read whole.
+		if h, ok := r.inlineHead(o, max(shown, 0)+headSlack); ok {
+			return h, nil
+		}
+	}
 	b, err := o.ReadAll()
 	if err != nil {
 		return bodyHead{}, err
@@ -397,6 +404,12 @@ func (r *Rook) readBodyHead(id cas.Key, shown int) (bodyHead, error) {
 	if size > shortenLinesOver && shown < math.MaxInt-headSlack {
 		keep = max(shown, 0) + headSlack
 	}
+	return r.lineHead(sl, keep, h)
+}
+
+// lineHead is readBodyHead of source line sl, each string cut from it
+// kept to keep bytes of text, h what is known of the line already.
+func (r *Rook) lineHead(sl sourceLine, keep int, h bodyHead) (bodyHead, error) {
 	out := make([]byte, 0, len(sl.Rest)+len(sl.Cuts)*MinCutString*2)
 	p := 0
 	for _, c := range sl.Cuts {

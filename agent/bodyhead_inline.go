@@ -1,0 +1,285 @@
+package agent
+
+// session show of an imported line holding a long string import left in
+// it (a string with a byte that is not UTF-8, or an escape written another
+// way: search_inline.go). readBodyHead shortens each string cut from a big
+// line to what the view can show; a string left in the line was read with
+// the line's object whole, put together, and rendered whole (136-156 MB
+// for a 20 MB output). The object is now streamed once (shortLine): its
+// bytes are kept as they are but for the middle of each long string
+// literal, left out between two places where the view of the whole is the
+// view of the parts (after a plain letter or punctuation: no escape, no
+// character, no color sequence runs across it), and counted as the parts
+// shortened out of cut strings are (the bytes it holds as stored, what its
+// text adds to the view, whether it is UTF-8). The head kept decodes to
+// at least keep bytes of text (each plain byte and escape as written is
+// at least one byte of text), and the last KiB or so of the string is kept too, so the view's
+// trimmed end and what it asks of a string's end read the same. What it
+// cannot shorten so (no such place near where it would cut, a literal
+// that does not decode, a line that is then not JSON) is read whole.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+
+	"github.com/rookhq/rook/cas"
+)
+
+// shortTailKeep is about how many bytes of a long string's end shortLine
+// keeps; shortRing how many of its last bytes it holds to find where the
+// kept end starts, shortFind how far past the head's length it looks for
+// where the head ends.
+const (
+	shortTailKeep = 1 << 10
+	shortRing     = 64 << 10
+	shortFind     = 64 << 10
+)
+
+var errNotShort = errors.New("not shortened")
+
+// shortSafe says whether the view of a string is cut cleanly after byte c
+// of its literal, written as it is (not in an escape): a letter or
+// punctuation that is neither part of a color sequence before its end
+// (ESC [ digits ;) nor white space a view trims.
+func shortSafe(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		return true
+	}
+	switch c {
+	case '.', ',', ':', '!', '?', '_', '(', ')', '/', '{', '}', '<', '>', '=', '+', '*', '&', '%', '$', '#', '@', '\'', '`', '|', '~', '-', ']':
+		return true
+	}
+	return false
+}
+
+// shortLine is written a source line's object and keeps it, each string
+// literal of its rest longer than headMin+shortFind+shortRing bytes
+// shortened (see the top of this file).
+type shortLine struct {
+	headMin int64
+	head    []byte // the object's head, until decoded
+	sl      sourceLine
+	started bool
+	rest    []byte // the rest kept
+	restPos int64  // bytes of the rest read
+	cutPos  []int64
+	removed []int64 // bytes left out before each of import's cuts
+	gone    int64   // bytes left out so far
+	inStr   bool
+	tok     int   // 0; -1 after a backslash; 1-4 hex digits to come
+	cl      int64 // bytes of the string's content read
+	tokens  int64 // plain bytes and escapes in them: its text has at least as many bytes
+	middle  bool  // past the head kept
+	ring    []byte
+	ringOK  []bool // the view may be cut after ring[i]
+	dec     *inlineDecoder
+	count   *tailCount
+	raw     utf8Stream
+	// What is left out of the line: its bytes as stored; and of each
+	// string shortened, the view of its middle left out.
+	size  int64
+	views []int64
+	err   error
+}
+
+// shortMark is the character a shortened string's middle is replaced by,
+// twice, around its number and a newline (shortPlaceholder): how often
+// the view shows it says how often it shows the middle's text.
+const shortMark = "\U000F0003"
+
+// shortPlaceholder is the middle of shortened string k as its literal
+// holds it, and as the view shows it.
+func shortPlaceholder(k int) (lit, view string) {
+	n := strconv.Itoa(k)
+	return shortMark + n + `\n` + shortMark, shortMark + n + "\n" + shortMark
+}
+
+func (s *shortLine) Write(p []byte) (int, error) {
+	n := len(p)
+	if s.err != nil {
+		return n, s.err
+	}
+	if !s.started {
+		s.head = append(s.head, p...)
+		sl, hl, ok := decodeSourceHead(s.head)
+		if !ok {
+			if len(s.head) > sourceLineHeadMax(maxCuts) {
+				s.err = errNotShort
+			}
+			return n, s.err
+		}
+		s.sl, s.started = sl, true
+		var at int64
+		for _, c := range sl.Cuts {
+			at += int64(c.Gap)
+			s.cutPos = append(s.cutPos, at)
+		}
+		p = s.head[hl:]
+		s.head = nil
+	}
+	for _, c := range p {
+		s.byte(c)
+	}
+	return n, s.err
+}
+
+func (s *shortLine) byte(c byte) {
+	for len(s.removed) < len(s.cutPos) && s.cutPos[len(s.removed)] == s.restPos {
+		if s.inStr {
+			s.err = errNotShort // a cut inside a string: not import's
+			return
+		}
+		s.removed = append(s.removed, s.gone)
+	}
+	s.restPos++
+	if !s.inStr {
+		if c == '"' {
+			s.inStr, s.tok, s.cl, s.tokens, s.middle = true, 0, 0, 0, false
+		}
+		s.rest = append(s.rest, c)
+		return
+	}
+	starts := s.tok == 0
+	switch {
+	case starts && c == '"':
+		s.endString()
+		s.rest = append(s.rest, c)
+		return
+	case starts && c == '\\':
+		s.tok = -1
+	case s.tok == -1 && c == 'u':
+		s.tok = 4
+	case s.tok == -1:
+		s.tok = 0
+	case s.tok > 0:
+		s.tok--
+	}
+	safe := starts && shortSafe(c)
+	s.cl++
+	if starts {
+		s.tokens++
+	}
+	if !s.middle {
+		s.rest = append(s.rest, c)
+		if s.tokens >= s.headMin && safe {
+			s.middle = true
+			s.dec = &inlineDecoder{w: s.count, esc: true}
+			s.ring, s.ringOK = s.ring[:0], s.ringOK[:0]
+		} else if s.tokens > s.headMin+shortFind {
+			s.err = errNotShort
+		}
+		return
+	}
+	s.ring = append(s.ring, c)
+	s.ringOK = append(s.ringOK, safe)
+	if len(s.ring) >= 2*shortRing {
+		s.leaveOut(shortRing)
+	}
+}
+
+// leaveOut leaves the first k bytes of the ring out of the line.
+func (s *shortLine) leaveOut(k int) {
+	if _, err := s.dec.Write(s.ring[:k]); err != nil {
+		s.err = errNotShort
+		return
+	}
+	s.raw.write(s.ring[:k])
+	s.size += int64(k)
+	s.gone += int64(k)
+	s.ring = s.ring[:copy(s.ring, s.ring[k:])]
+	s.ringOK = s.ringOK[:copy(s.ringOK, s.ringOK[k:])]
+}
+
+// endString: the string's closing quote. A long one keeps its end from
+// the last place the view may be cut at shortTailKeep bytes or more
+// before it.
+func (s *shortLine) endString() {
+	s.inStr = false
+	if !s.middle {
+		return
+	}
+	j := -1
+	for i := len(s.ring) - shortTailKeep - 1; i >= 0; i-- {
+		if s.ringOK[i] {
+			j = i
+			break
+		}
+	}
+	if j < 0 {
+		s.err = errNotShort
+		return
+	}
+	s.leaveOut(j + 1)
+	if s.err != nil {
+		return
+	}
+	if err := s.dec.close(); err != nil {
+		s.err = errNotShort
+		return
+	}
+	s.count.close()
+	lit, _ := shortPlaceholder(len(s.views))
+	s.views = append(s.views, s.count.view)
+	*s.count = tailCount{}
+	s.rest = append(append(s.rest, lit...), s.ring...)
+	s.gone -= int64(len(lit))
+	s.size -= int64(len(lit))
+	s.middle, s.dec = false, nil
+}
+
+// inlineHead is readBodyHead of the imported line of object o, a big
+// one, each string left in its line shortened as it streams (shortLine)
+// and each cut from it to keep bytes of text. ok is false when it cannot
+// give exactly what the line read whole gives: the line is then read
+// whole, which reports a read that fails.
+func (r *Rook) inlineHead(o *cas.ObjectReader, keep int) (bodyHead, bool) {
+	s := &shortLine{headMin: int64(keep), count: &tailCount{}}
+	if _, err := o.WriteTo(s); err != nil || s.err != nil || !s.started || s.inStr {
+		return bodyHead{}, false
+	}
+	for len(s.removed) < len(s.cutPos) && s.cutPos[len(s.removed)] == s.restPos {
+		s.removed = append(s.removed, s.gone)
+	}
+	if len(s.removed) != len(s.cutPos) || s.size == 0 {
+		return bodyHead{}, false // nothing left out: the whole read is as good
+	}
+	sl := sourceLine{Offset: s.sl.Offset, Rest: s.rest}
+	prev := int64(0)
+	for i, c := range s.sl.Cuts {
+		at := s.cutPos[i] - s.removed[i]
+		sl.Cuts = append(sl.Cuts, lineCut{Gap: int(at - prev), ID: c.ID})
+		prev = at
+	}
+	h, err := r.lineHead(sl, keep, bodyHead{imported: true})
+	if err != nil {
+		return bodyHead{}, false
+	}
+	// A line that is not JSON is shown as it is, not decoded: left to
+	// the whole read.
+	if !json.Valid(h.body) {
+		return bodyHead{}, false
+	}
+	// What the view shows of each middle left out: its text as often as
+	// the view shows its placeholder, which the line holds nowhere else;
+	// shown any other way (escaped, indented), the line is read whole.
+	if bytes.Count(h.body, []byte(shortMark)) != 2*len(s.views) || bytes.Contains(bytes.ToLower(h.body), []byte(`\udb80\udc03`)) {
+		return bodyHead{}, false
+	}
+	text := renderBody(h.body, true, false)
+	shown := 0
+	for k, v := range s.views {
+		_, ph := shortPlaceholder(k)
+		n := bytes.Count(text, []byte(ph))
+		shown += n
+		h.dropped += int64(n) * (v - int64(len(ph)))
+	}
+	if bytes.Count(text, []byte(shortMark)) != 2*shown {
+		return bodyHead{}, false
+	}
+	h.size += s.size
+	h.binary = h.binary || !s.raw.valid()
+	return h, true
+}

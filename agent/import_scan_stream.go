@@ -21,8 +21,8 @@ package agent
 //
 // A long string import left in the line (not cut: not UTF-8, or escaped
 // another way) is taken out of it here as an inline cut, read from the
-// line's own object (search_inline.go): for search; find reads such a
-// line whole.
+// line's own object (search_inline.go): search decodes it as it
+// streams, find reads it as written.
 //
 // Whatever the streamed path cannot give exactly as the whole-line path
 // does, it does not try: the line is then read whole, as before. That is a

@@ -19,8 +19,10 @@ package agent
 // appendDecodedString decodes it whole (as it is without a backslash, else
 // as encoding/json does: a byte that is not UTF-8 and a lone surrogate are
 // each a U+FFFD). What search reads of the line is then the text the whole
-// read gives, and scored the same (searchText). Find and the reading
-// view read such a line whole, as before (findStreamed declines it).
+// read gives, and scored the same (searchText). Find streams such a line
+// too (findStreamed: the line's bytes as written, writeStreamed; an inline
+// cut's ends kept as written, rawEnds); show shortens its long strings as
+// the object streams (bodyhead_inline.go).
 
 import (
 	"encoding/binary"

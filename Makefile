@@ -52,6 +52,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzLongLineScore \
 	./agent:FuzzInlineDecoder \
 	./agent:FuzzInlineScan \
+	./agent:FuzzShortLine \
 	./agent:FuzzFindSnippet \
 	./agent:FuzzNestedEncoded \
 	./agent:FuzzDecodeLikeEncodingJSON \

@@ -230,6 +230,18 @@ func (s *shortLine) endString() {
 	s.middle, s.dec = false, nil
 }
 
+// finish places import's cuts at the rest's end, and says whether the
+// object was read whole and is a line import writes.
+func (s *shortLine) finish() bool {
+	if s.err != nil || !s.started || s.inStr {
+		return false
+	}
+	for len(s.removed) < len(s.cutPos) && s.cutPos[len(s.removed)] == s.restPos {
+		s.removed = append(s.removed, s.gone)
+	}
+	return len(s.removed) == len(s.cutPos)
+}
+
 // inlineHead is readBodyHead of the imported line of object o, a big
 // one, each string left in its line shortened as it streams (shortLine)
 // and each cut from it to keep bytes of text. ok is false when it cannot
@@ -237,13 +249,7 @@ func (s *shortLine) endString() {
 // whole, which reports a read that fails.
 func (r *Rook) inlineHead(o *cas.ObjectReader, keep int) (bodyHead, bool) {
 	s := &shortLine{headMin: int64(keep), count: &tailCount{}}
-	if _, err := o.WriteTo(s); err != nil || s.err != nil || !s.started || s.inStr {
-		return bodyHead{}, false
-	}
-	for len(s.removed) < len(s.cutPos) && s.cutPos[len(s.removed)] == s.restPos {
-		s.removed = append(s.removed, s.gone)
-	}
-	if len(s.removed) != len(s.cutPos) || s.size == 0 {
+	if _, err := o.WriteTo(s); err != nil || !s.finish() || s.size == 0 {
 		return bodyHead{}, false // nothing left out: the whole read is as good
 	}
 	sl := sourceLine{Offset: s.sl.Offset, Rest: s.rest}

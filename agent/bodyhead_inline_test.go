@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -94,4 +95,69 @@ func TestShowOfStringsLeftInTheLineShortensThem(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzShortLine writes a source line's object to the scan that shortens
+// its long string literals (shortLine), in pieces cut anywhere, with a
+// small head: it never panics, and what it keeps of an object it takes is
+// that line's rest with each long string's middle left out for its
+// placeholder: the pieces around the placeholders, in order, with the
+// bytes left out between them, make the rest again.
+func FuzzShortLine(f *testing.F) {
+	line := func(cuts []lineCut, rest string) []byte {
+		sl := sourceLine{Offset: 7, Cuts: cuts, Rest: []byte(rest)}
+		return sl.encode()
+	}
+	long := strings.Repeat("word \\ud83d x\xff, \\u001b[31mred\\u001b[0m ", 200)
+	f.Add(line(nil, `{"a":"`+long+`","b":1}`+"\n"), uint64(1), uint8(10))
+	f.Add(line([]lineCut{{Gap: 5}, {Gap: 20}}, `{"a":,"b":"`+long+`","c":}`), uint64(2), uint8(40))
+	f.Add(line(nil, `{"a":"`+strings.Repeat("0123456789", 400)+`"}`), uint64(3), uint8(1))
+	f.Add(line(nil, `{"a":"`+long+`\x"}`), uint64(4), uint8(5))
+	f.Add(line([]lineCut{{Gap: 3}}, `{"a`+long), uint64(5), uint8(5))
+	f.Add([]byte{1, 0x80}, uint64(6), uint8(0))
+	f.Fuzz(func(t *testing.T, obj []byte, seed uint64, headMin uint8) {
+		rng := rand.New(rand.NewPCG(seed, seed))
+		s := &shortLine{headMin: int64(headMin), count: &tailCount{}}
+		for rest := obj; len(rest) > 0 && s.err == nil; {
+			k := min(len(rest), 1+rng.IntN(64))
+			s.Write(rest[:k])
+			rest = rest[k:]
+		}
+		if !s.finish() {
+			return
+		}
+		sl, err := decodeSourceLine(obj)
+		if err != nil {
+			t.Fatalf("shortened an object decodeSourceLine refuses: %v", err)
+		}
+		var pieces [][]byte
+		kept := s.rest
+		for k := range s.views {
+			lit, _ := shortPlaceholder(k)
+			i := bytes.Index(kept, []byte(lit))
+			if i < 0 {
+				t.Fatalf("placeholder %d not in %q", k, s.rest)
+			}
+			pieces, kept = append(pieces, kept[:i]), kept[i+len(lit):]
+		}
+		pieces = append(pieces, kept)
+		at, total := 0, 0
+		for i, p := range pieces {
+			j := bytes.Index(sl.Rest[at:], p)
+			if i == 0 && j != 0 || j < 0 || i == len(pieces)-1 && at+j+len(p) != len(sl.Rest) {
+				t.Fatalf("piece %d %q is not in the rest %q after byte %d", i, p, sl.Rest, at)
+			}
+			at += j + len(p)
+			total += len(p)
+		}
+		// (size counts what was left out less the placeholders put in.)
+		left := s.size
+		for k := range s.views {
+			lit, _ := shortPlaceholder(k)
+			left += int64(len(lit))
+		}
+		if int64(total)+left != int64(len(sl.Rest)) {
+			t.Fatalf("kept %d bytes and left out %d, the rest has %d", total, left, len(sl.Rest))
+		}
+	})
 }

@@ -4,19 +4,22 @@ package agent
 // it (a string with a byte that is not UTF-8, or an escape written another
 // way: search_inline.go). readBodyHead shortens each string cut from a big
 // line to what the view can show; a string left in the line was read with
-// the line's object whole, put together, and rendered whole (136-156 MB
+// the line's object whole, put together, and rendered whole (136-176 MB
 // for a 20 MB output). The object is now streamed once (shortLine): its
 // bytes are kept as they are but for the middle of each long string
 // literal, left out between two places where the view of the whole is the
 // view of the parts (after a plain letter or punctuation: no escape, no
-// character, no color sequence runs across it), and counted as the parts
+// character, no color sequence runs across it), counted as the parts
 // shortened out of cut strings are (the bytes it holds as stored, what its
-// text adds to the view, whether it is UTF-8). The head kept decodes to
-// at least keep bytes of text (each plain byte and escape as written is
-// at least one byte of text), and the last KiB or so of the string is kept too, so the view's
-// trimmed end and what it asks of a string's end read the same. What it
-// cannot shorten so (no such place near where it would cut, a literal
-// that does not decode, a line that is then not JSON) is read whole.
+// text adds to the view, whether it is UTF-8), and replaced by a numbered
+// placeholder, whose count in the rendered view says how often the view
+// shows that text. The head kept decodes to at least keep bytes of text
+// (each plain byte and escape as written is at least one byte of text),
+// and the last KiB or so of the string is kept too, so the view's trimmed
+// end and what it asks of a string's end read the same. What it cannot
+// shorten so (no such place near where it would cut, a literal that does
+// not decode, a line that is then not JSON, a placeholder the view shows
+// another way) is read whole.
 
 import (
 	"bytes"
@@ -56,8 +59,9 @@ func shortSafe(c byte) bool {
 }
 
 // shortLine is written a source line's object and keeps it, each string
-// literal of its rest longer than headMin+shortFind+shortRing bytes
-// shortened (see the top of this file).
+// literal of its rest whose text reaches headMin bytes, and goes on for
+// more than shortTailKeep bytes past where its head is cut, shortened
+// (see the top of this file).
 type shortLine struct {
 	headMin int64
 	head    []byte // the object's head, until decoded
@@ -249,8 +253,9 @@ func (s *shortLine) finish() bool {
 // whole, which reports a read that fails.
 func (r *Rook) inlineHead(o *cas.ObjectReader, keep int) (bodyHead, bool) {
 	s := &shortLine{headMin: int64(keep), count: &tailCount{}}
+	// (A line with nothing left out is read whole: it is small enough.)
 	if _, err := o.WriteTo(s); err != nil || !s.finish() || s.size == 0 {
-		return bodyHead{}, false // nothing left out: the whole read is as good
+		return bodyHead{}, false
 	}
 	sl := sourceLine{Offset: s.sl.Offset, Rest: s.rest}
 	prev := int64(0)

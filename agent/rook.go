@@ -359,7 +359,8 @@ func viewLen(text []byte) int64 {
 // shown+headSlack bytes kept, and scanned for binary bytes as it goes by;
 // the head then says where CutShown cuts it at shown (or, when it cannot,
 // the body is read whole). So is each big string of a large imported
-// line (readStringHead).
+// line (readStringHead), and a big line's object holding a long string
+// import left in it (inlineHead: the string shortened as it goes by).
 func (r *Rook) readBodyHead(id cas.Key, shown int) (bodyHead, error) {
 	o, err := r.Store.OpenObject(id)
 	if err != nil {
@@ -375,9 +376,9 @@ func (r *Rook) readBodyHead(id cas.Key, shown int) (bodyHead, error) {
 			return bodyHead{body: head, size: o.Size(), binary: binary, partial: true}, nil
 		}
 	}
-	if !readWhole && kind == cas.KindSource && o.Size() > shortenLinesOver && shown < math.MaxInt/8-headSlack {
+	if !readWhole && kind == cas.KindSource && o.Size() > shortenLinesOver && shown < 1<<40 {
 		// A big line's object: a long string import left in it is
-		// shortened as it streams (shortLineOf), not read whole.
+		// shortened as it streams (inlineHead), not read whole.
 		if h, ok := r.inlineHead(o, max(shown, 0)+headSlack); ok {
 			return h, nil
 		}

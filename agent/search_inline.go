@@ -225,8 +225,8 @@ type inlineCut struct {
 	head      []byte // its first inlineRawHead bytes
 	// What find reads of the content as written (findSpans, miniLine):
 	// whether it is UTF-8, and its ends, each at least cutKeep bytes,
-	// cut where an escape or a character starts (the whole content
-	// when it is at most 2*cutKeep+tokMax bytes: rawHead).
+	// cut where an escape or a character starts (the whole content, in
+	// rawHead, when it ends before that head does).
 	utf      utf8Stream
 	tok      int // 0: the next byte starts an escape or a plain byte; -1: after a backslash; 1-4: hex digits to come
 	rawHead  []byte
@@ -234,9 +234,6 @@ type inlineCut struct {
 	rawTail  []byte
 	tailTok  []bool // rawTail[i] starts an escape or a plain byte
 }
-
-// tokMax is the longest escape (\uXXXX).
-const tokMax = 6
 
 // rawByte follows byte c of the content as written: its ends kept, its
 // escapes followed.

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -104,10 +105,7 @@ func TestFindOfStringsLeftInTheLineStreams(t *testing.T) {
 				if i%5 == 2 {
 					budget = 1 + rng.Int64N(64)
 				}
-				if budget > 0 && s.total > off {
-					budget = max(budget, 1)
-				}
-				if _, ok := r.findStreamed(s, off, cmpOr(budget, FindMaxBytes), newFoldMatcher(qq), findEscaped(qq)); ok {
+				if _, ok := r.findStreamed(s, off, cmp.Or(budget, FindMaxBytes), newFoldMatcher(qq), findEscaped(qq)); ok {
 					streamed++
 				} else {
 					whole++
@@ -129,11 +127,4 @@ func TestFindOfStringsLeftInTheLineStreams(t *testing.T) {
 	if streamed < 10*whole {
 		t.Fatalf("%d streamed, %d whole: too few streamed", streamed, whole)
 	}
-}
-
-func cmpOr(a, b int64) int64 {
-	if a != 0 {
-		return a
-	}
-	return b
 }

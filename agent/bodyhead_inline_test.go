@@ -17,7 +17,7 @@ import (
 // import cuts out, ending in white space the view trims, ending with a
 // newline or not) shortens the string as the line's object streams, and
 // gives exactly what the line read whole gives: text, omitted count,
-// size, binary, rendered or raw, at every --max-body. It read the
+// size, binary, rendered or raw, at --max-body 0 to 200000. It read the
 // object whole, put the line together and rendered it whole.
 func TestShowOfStringsLeftInTheLineShortensThem(t *testing.T) {
 	fsys := vfs.NewMem()

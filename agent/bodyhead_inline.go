@@ -19,12 +19,15 @@ package agent
 // end and what it asks of a string's end read the same. What it cannot
 // shorten so (no such place near where it would cut, a literal that does
 // not decode, a line that is then not JSON, a placeholder the view shows
-// another way) is read whole.
+// another way or within its head, a string that may be JSON, a value the
+// view may show as a marker in or across the middle: jsonLike,
+// encodedScan) is read whole.
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strconv"
 
 	"github.com/rookhq/rook/cas"
@@ -76,11 +79,13 @@ type shortLine struct {
 	tok     int   // 0; -1 after a backslash; 1-4 hex digits to come
 	cl      int64 // bytes of the string's content read
 	tokens  int64 // plain bytes and escapes in them: its text has at least as many bytes
+	strAt   int   // where the string's literal starts in rest
 	middle  bool  // past the head kept
 	ring    []byte
 	ringOK  []bool // the view may be cut after ring[i]
 	dec     *inlineDecoder
 	count   *tailCount
+	enc     encodedScan // of the middle: whether the view may mask a value in it
 	raw     utf8Stream
 	// What is left out of the line: its bytes as stored; and of each
 	// string shortened, the view of its middle left out.
@@ -142,6 +147,7 @@ func (s *shortLine) byte(c byte) {
 	if !s.inStr {
 		if c == '"' {
 			s.inStr, s.tok, s.cl, s.tokens, s.middle = true, 0, 0, 0, false
+			s.strAt = len(s.rest) + 1
 		}
 		s.rest = append(s.rest, c)
 		return
@@ -169,8 +175,16 @@ func (s *shortLine) byte(c byte) {
 	if !s.middle {
 		s.rest = append(s.rest, c)
 		if s.tokens >= s.headMin && safe {
+			if jsonLike(s.rest[s.strAt:]) {
+				// Its view may be the JSON it holds, decoded
+				// (Codex's wrapped output, a call's arguments) or
+				// masked (an image's base64): the whole's.
+				s.err = errNotShort
+				return
+			}
 			s.middle = true
-			s.dec = &inlineDecoder{w: s.count, esc: true}
+			s.enc = encodedScan{w: s.count}
+			s.dec = &inlineDecoder{w: &s.enc, esc: true}
 			s.ring, s.ringOK = s.ring[:0], s.ringOK[:0]
 		} else if s.tokens > s.headMin+shortFind {
 			s.err = errNotShort
@@ -220,7 +234,9 @@ func (s *shortLine) endString() {
 	if s.err != nil {
 		return
 	}
-	if err := s.dec.close(); err != nil {
+	if err := s.dec.close(); err != nil || s.enc.found || s.enc.run > 0 {
+		// (A value the view may show as a marker in the middle, or
+		// running on into the end kept: its view is the whole's.)
 		s.err = errNotShort
 		return
 	}
@@ -232,6 +248,69 @@ func (s *shortLine) endString() {
 	s.gone -= int64(len(lit))
 	s.size -= int64(len(lit))
 	s.middle, s.dec = false, nil
+}
+
+// jsonLike says whether a string literal's content may be JSON, as
+// written: after white space, a '{', a '[' or a quote (each maybe an
+// escape \u; one cut short or not hex is taken as one).
+func jsonLike(lit []byte) bool {
+	for i := 0; i < len(lit); i++ {
+		c := lit[i]
+		if c == '\\' {
+			if i+1 >= len(lit) {
+				return true
+			}
+			switch lit[i+1] {
+			case 'n', 'r', 't':
+				i++
+				continue
+			case 'u':
+				v, err := strconv.ParseUint(string(lit[i+2:min(i+6, len(lit))]), 16, 16)
+				if err != nil || i+6 > len(lit) {
+					return true
+				}
+				c, i = byte(min(v, 0xff)), i+5
+			default:
+				c, i = lit[i+1], i+1
+			}
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		case '{', '[', '"':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// encodedScan passes the decoded text of a string's middle to w, and
+// says whether a view may show a value in it as a marker (withoutEncoded,
+// maskNestedEncoded): a quote or a comma (a data URL's) followed by
+// minEncoded bytes of base64 or more (found), or by base64 at its end
+// (run > 0). Such a middle is not left out: the view would count it.
+type encodedScan struct {
+	w     io.Writer
+	after bool // the byte before was a quote or a comma
+	run   int  // bytes of base64 since one
+	found bool
+}
+
+func (e *encodedScan) Write(p []byte) (int, error) {
+	for _, c := range p {
+		switch {
+		case e.run > 0 && (isBase64Byte(c) || c == '\\'):
+			e.run++
+			e.found = e.found || e.run >= minEncoded
+		case e.after && isBase64Byte(c):
+			e.run = 1
+		default:
+			e.run = 0
+		}
+		e.after = c == '"' || c == ','
+	}
+	return e.w.Write(p)
 }
 
 // finish places import's cuts at the rest's end, and says whether the
@@ -280,6 +359,28 @@ func (r *Rook) inlineHead(o *cas.ObjectReader, keep int) (bodyHead, bool) {
 		return bodyHead{}, false
 	}
 	text := renderBody(h.body, true, false)
+	// The view shows each placeholder past what it shows and past a
+	// head cut anywhere but in a value it may show as a marker: a view
+	// of colors only may show little of the head, and the view of an
+	// image's base64 is its marker.
+	if i := bytes.Index(text, []byte(shortMark)); i >= 0 && i < keep-headSlack+headMargin {
+		return bodyHead{}, false
+	}
+	for at := 0; ; {
+		i := bytes.Index(text[at:], []byte(shortMark))
+		if i < 0 {
+			break
+		}
+		i += at
+		j := i
+		for j > 0 && (isBase64Byte(text[j-1]) || text[j-1] == '\\') {
+			j--
+		}
+		if j < i && j > 0 && (text[j-1] == '"' || text[j-1] == ',') {
+			return bodyHead{}, false
+		}
+		at = i + len(shortMark)
+	}
 	shown := 0
 	for k, v := range s.views {
 		_, ph := shortPlaceholder(k)

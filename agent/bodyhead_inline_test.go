@@ -161,3 +161,98 @@ func FuzzShortLine(f *testing.F) {
 		}
 	})
 }
+
+// A long string left in the line whose view depends on more than its
+// head and end is not shortened, the line is read whole: a head of color
+// sequences only (the view shows nothing of it), a tool's output that is
+// JSON (Codex's wrapped output, a call's arguments, an image's base64 in
+// it), an encoded value the view shows as a marker starting in the head
+// or lying in the middle left out. Each was shortened: the view showed
+// the placeholder, or not the text or count the whole read gives.
+func TestShowOfStringsLeftInTheLineWholeWhereTheViewNeedsIt(t *testing.T) {
+	b64 := strings.Repeat(`AAAA\/BBBB+cc`, 400000)
+	words := strings.Repeat("hello world. ", 20000)
+	env := `"sessionId":"S","cwd":"/home/u/proj","version":"2.1.38"`
+	claude := func(content string) []string {
+		return []string{fmt.Sprintf(`{"type":"user","uuid":"u0",%s,"timestamp":"2026-02-10T21:00:00.000Z",`, env) +
+			`"message":{"role":"user","content":[{"tool_use_id":"t","type":"tool_result","content":"` + content + `"}]}}`}
+	}
+	wrapped := strings.Repeat("line of output \xff x\\\\n", 300000)
+	codex := func(item string) []string {
+		return codexStamped([]codexItem{codexMetaItem(codexPID, ""), {"turn_context", `{"cwd":"/home/dev/app","model":"gpt-5"}`}, {"response_item", item}}, 10, 0)
+	}
+	cases := []struct {
+		name  string
+		lines []string
+		codex bool
+	}{
+		{"colors", claude(strings.Repeat(`\u001b[0m`, 600000) + strings.Repeat("hello world ", 1000) + "\xff"), false},
+		{"json with base64", claude(`{\"data\":\"` + b64 + `\"}`), false},
+		{"base64 from the head", claude(`log: {\"data\":\"` + b64 + `\"}`), false},
+		{"base64 in the middle", claude(words + `{\"data\":\"` + b64 + `\"} ` + words + "\xff"), false},
+		{"wrapped output", codex(`{"type":"function_call_output","call_id":"c1","output":"{\"output\":\"` + wrapped + `\",\"metadata\":{\"exit_code\":1}}"}`), true},
+		{"arguments", codex(`{"type":"function_call","name":"shell","call_id":"c3","arguments":"{\"command\":[\"bash\",\"-lc\",\"` + wrapped + `\"]}"}`), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			format, path := FormatClaudeCode, "/p/-home-u-proj/S.jsonl"
+			if tc.codex {
+				format, path = FormatCodex, fmt.Sprintf("/c/2026/02/03/rollout-2026-02-03T10-00-00-%s.jsonl", codexPID)
+			}
+			writeSource(t, fsys, path, tc.lines, "")
+			id := *fileByPath(t, mustImport(t, r, format, path), path).Session
+			if err := r.Store.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			evs, err := r.Log.Read(id, 0, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			big := 0
+			for _, ev := range evs {
+				if info, err := r.Store.Stat(ev.Body); err == nil && info.Size > shortenLinesOver {
+					big++
+				}
+			}
+			if big == 0 {
+				t.Fatal("no line's object is big: the case tests nothing")
+			}
+			for _, raw := range []bool{false, true} {
+				for _, mb := range []int{100, 4096} {
+					sq := ShowQuery{From: 0, Limit: len(evs), MaxBody: mb, Raw: raw}
+					readWhole = true
+					want, werr := r.Show(id, sq)
+					readWhole = false
+					got, gerr := r.Show(id, sq)
+					for i := range got.Events {
+						got.Events[i].dropped, want.Events[i].dropped = 0, 0
+					}
+					if fmt.Sprint(werr) != fmt.Sprint(gerr) || !reflect.DeepEqual(want, got) {
+						for i := range want.Events {
+							if w, g := want.Events[i], got.Events[i]; !reflect.DeepEqual(w, g) {
+								t.Errorf("#%d raw %v max-body %d: streamed omitted %d size %d %.80q, whole %d %d %.80q",
+									i, raw, mb, g.Omitted, g.Size, g.Text, w.Omitted, w.Size, w.Text)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// jsonLike takes a literal for JSON by its first bytes as written, escapes
+// decoded: a \u0000 is not JSON, a \u007b is.
+func TestJSONLike(t *testing.T) {
+	for _, c := range []struct {
+		lit  string
+		want bool
+	}{{`plain`, false}, {` \n{`, true}, {`\"x`, true}, {`\\x`, false}, {`\u0000mix`, false}, {`\u007b`, true},
+		{`\u0020\u005B`, true}, {`\u00`, true}, {`\u0100{`, false}, {`\t\r [`, true}, {``, false}} {
+		if got := jsonLike([]byte(c.lit)); got != c.want {
+			t.Errorf("jsonLike(%q) = %v", c.lit, got)
+		}
+	}
+}

@@ -256,3 +256,33 @@ func TestJSONLike(t *testing.T) {
 		}
 	}
 }
+
+// A show that asks for as much of a line as it holds (the command the
+// view prints to read the rest: --max-body past the line's size) reads the
+// line whole, once: it streamed the object into what it kept first, found
+// nothing to leave out, and read it whole again (119 MB allocated for a
+// 5.6 MB line where the whole read takes 84 MB).
+func TestShowOfABigLineAskedWholeReadsItOnce(t *testing.T) {
+	env := `"sessionId":"S","cwd":"/home/u/proj","version":"2.1.38"`
+	lines := []string{fmt.Sprintf(`{"type":"user","uuid":"u0",%s,"timestamp":"2026-02-10T21:00:00.000Z",`, env) +
+		`"message":{"role":"user","content":[{"tool_use_id":"t","type":"tool_result","content":"` + strings.Repeat("hello world. \xff", 400000) + `"}]}}`}
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	path := "/p/-home-u-proj/S.jsonl"
+	writeSource(t, fsys, path, lines, "")
+	id := *fileByPath(t, mustImport(t, r, FormatClaudeCode, path), path).Session
+	if err := r.Store.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for _, mb := range []int{6000000, 1 << 30} {
+		sq := ShowQuery{From: 0, Limit: 1, MaxBody: mb}
+		var err error
+		readWhole = true
+		w := allocatedBy(func() { _, err = r.Show(id, sq) })
+		readWhole = false
+		n := allocatedBy(func() { _, err = r.Show(id, sq) })
+		if err != nil || float64(n) > 1.1*float64(w) {
+			t.Errorf("max-body %d: show allocates %.1f MB, %.1f MB read whole (%v)", mb, float64(n)/1e6, float64(w)/1e6, err)
+		}
+	}
+}

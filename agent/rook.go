@@ -376,9 +376,10 @@ func (r *Rook) readBodyHead(id cas.Key, shown int) (bodyHead, error) {
 			return bodyHead{body: head, size: o.Size(), binary: binary, partial: true}, nil
 		}
 	}
-	if !readWhole && kind == cas.KindSource && o.Size() > shortenLinesOver && shown < 1<<40 {
+	if !readWhole && kind == cas.KindSource && o.Size() > shortenLinesOver && shown < 1<<40 && int64(max(shown, 0)+headSlack) < o.Size() {
 		// A big line's object: a long string import left in it is
-		// shortened as it streams (inlineHead), not read whole.
+		// shortened as it streams (inlineHead), not read whole. (Asked
+		// for as much as it holds, nothing would be left out.)
 		if h, ok := r.inlineHead(o, max(shown, 0)+headSlack); ok {
 			return h, nil
 		}

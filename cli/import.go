@@ -100,14 +100,27 @@ func runImport(e *Env, format string, paths []string) error {
 	// closed as at any end, nothing for the next command to recover) and
 	// says what is in and what is not; a second interrupt ends rook at
 	// once.
+	// Before the store is open (waiting for the writer lock another
+	// writer holds), an interrupt ends rook at once: nothing is written
+	// yet, and the import was waiting on, not stopping.
 	var stopped atomic.Pointer[os.Signal]
-	doneStop := onInterruptStop(func(sig os.Signal) {
+	var phase atomic.Int32 // importOpening, importTaking, importClosing
+	doneStop := onInterruptStop(func(sig os.Signal, again bool) string {
+		switch ph := phase.Load(); {
+		case ph == importOpening:
+			return importNotBegunMsg(e, sig)
+		case again:
+			return importEndedMsg(sig, ph)
+		}
 		stopped.Store(&sig)
 		if !e.JSON {
 			fmt.Fprintf(e.Stderr, "\nrook: %v: stopping the import once the file being taken in is in (%v again stops at once)\n", sig, sig)
 		}
+		return ""
 	})
 	err = e.write(func(r *agent.Rook) error {
+		phase.Store(importTaking)
+		defer phase.Store(importClosing)
 		p := newProgress(e.Stderr, "import "+format)
 		var ierr error
 		rep, ierr = r.Import(agent.ImportOptions{Format: format, Paths: paths, AgentDir: agentDir, Progress: p.update,
@@ -170,6 +183,36 @@ func runImport(e *Env, format string, paths []string) error {
 	}
 	msg += othersImported(rep)
 	return &exitError{code: ExitFailure, msg: msg}
+}
+
+// An import's phases, as its interrupt handler tells them apart: opening
+// the store (waiting for its writer lock), taking in the files, closing
+// the store.
+const (
+	importOpening int32 = iota
+	importTaking
+	importClosing
+)
+
+// importNotBegunMsg says, of an import interrupted before the store was
+// open, that nothing was imported, and who holds the writer lock it was
+// waiting for, when another process does.
+func importNotBegunMsg(e *Env, sig os.Signal) string {
+	holder, err := cas.LockHolder(e.FS, e.Home)
+	if err != nil || holder == "" || strings.HasPrefix(holder, fmt.Sprintf("pid %d ", os.Getpid())) {
+		// Not waiting (or no telling): the store was being opened.
+		return fmt.Sprintf("%v: the import stopped before it began, as the store was being opened: nothing was imported; run it again to import", sig)
+	}
+	return fmt.Sprintf("%v: the import stopped while it waited for the store's writer lock, held by %s: nothing was imported; run it again once that one is done (`rook doctor` shows the holder)", sig, holder)
+}
+
+// importEndedMsg says, of an import a second interrupt ended at once (in
+// phase importTaking or importClosing), what is true of the store.
+func importEndedMsg(sig os.Signal, phase int32) string {
+	if phase == importClosing {
+		return fmt.Sprintf("%v again: the import ended at once as it closed the store, its files read: what is in the store is whole (the next command that opens it finishes or sets aside what closing left, and a note says so); the next `rook import` takes in whatever of the files is not in", sig)
+	}
+	return fmt.Sprintf("%v again: the import ended at once, in the middle of a file: what is in the store is whole (the next command that opens it sets aside what was being written and not finished, and a note says so); the next `rook import` takes that file up from what is in, and the files not read yet", sig)
 }
 
 // importStoppedMsg says, of an import an interrupt stopped, what is in the

@@ -92,3 +92,62 @@ func TestImportInterruptedSaysWhatIsIn(t *testing.T) {
 		t.Errorf("run again: %s%s", out2.String(), errb2.String())
 	}
 }
+
+// A second interrupt, while an import stops itself, ends rook at once;
+// it said only "interrupt: stopped". Now it says what is true then: the
+// import ended in the middle of a file, what is in the store is whole, and
+// the next import takes the file up.
+func TestImportInterruptedTwiceSaysWhatIsTrue(t *testing.T) {
+	const home, dir = "/home/u/store", "/t"
+	fsys := vfs.NewMem()
+	if _, err := cas.Init(fsys, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "s.jsonl")
+	line := `{"type":"user","sessionId":"s","cwd":"/w","message":{"role":"user","content":"hello"},"uuid":"u1","timestamp":"2026-02-10T21:00:00.000Z"}` + "\n"
+	if err := fsys.WriteFileAtomic(path, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fsys.SetHook(func(op vfs.Op, p string) error {
+		if op == vfs.OpOpenRead && p == path {
+			once.Do(func() { close(reached) })
+			<-release
+		}
+		return nil
+	})
+	codes := make(chan int, 2)
+	exit = func(code int) { codes <- code }
+	t.Cleanup(func() { exit = os.Exit; fsys.SetHook(nil) })
+	for _, asJSON := range []bool{false, true} {
+		var out, errb syncBuffer
+		e := &Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clock.System, Cwd: "/", JSON: asJSON}
+		ended := make(chan error)
+		go func() { ended <- (&ImportClaudeCodeCmd{importPaths{Paths: []string{dir}}}).Run(e) }()
+		<-reached
+		var said bytes.Buffer
+		interrupted(os.Interrupt, &said, asJSON) // the import stops itself
+		interrupted(os.Interrupt, &said, asJSON) // rook ends at once
+		if code := <-codes; code != 130 {
+			t.Errorf("json %v: exit %d; want 130", asJSON, code)
+		}
+		want := "interrupt again: the import ended at once, in the middle of a file: what is in the store is whole (the next command that opens it sets aside what was being written and not finished, and a note says so); the next `rook import` takes that file up from what is in, and the files not read yet"
+		if asJSON {
+			if !strings.Contains(said.String(), `{"error":"`+want+`","exit_code":130}`) {
+				t.Errorf("--json: said %q", said.String())
+			}
+		} else if said.String() != "rook: "+want+"\n" {
+			t.Errorf("said %q\nwant %q", said.String(), "rook: "+want+"\n")
+		}
+		close(release)
+		<-ended
+		reached, release, once = make(chan struct{}), make(chan struct{}), sync.Once{}
+		interrupts.mu.Lock()
+		interrupts.asked = false
+		interrupts.mu.Unlock()
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -19,7 +20,9 @@ import (
 // 130 (SIGINT) or 143 (SIGTERM), as a shell reports a process the signal
 // killed. A command that registered a stopper (onInterruptStop: an
 // import) is told of the first signal instead, stops itself where
-// nothing is left half done and exits so; the second ends rook at once.
+// nothing is left half done and exits so, or ends rook at once saying what
+// it says (an import still waiting for the writer lock); the second ends
+// rook at once, saying what the stopper says is true then.
 
 var interrupts struct {
 	once     sync.Once
@@ -30,7 +33,7 @@ var interrupts struct {
 	// nothing is left half done (an import, between two files), told of
 	// the first signal; asked: they were. A second signal ends rook at
 	// once, as one without a stopper does.
-	stoppers map[int]func(os.Signal)
+	stoppers map[int]stopper
 	asked    bool
 }
 
@@ -75,16 +78,24 @@ func onInterrupt(cleanup func()) (done func()) {
 	}
 }
 
+// stopper is a command that stops itself when interrupted. again: false
+// at the first interrupt, where it returns "" to stop itself where nothing
+// is left half done, or what to say as rook ends at once (it cannot stop
+// itself yet, and ending now leaves nothing half done: an import waiting
+// for the writer lock); true at the next one, which ends rook at once,
+// where it returns what is true then ("": "SIG: stopped").
+type stopper func(sig os.Signal, again bool) (endNow string)
+
 // onInterruptStop has stop called at the first interrupt, instead of rook
 // ending at once, until done is called: the command then stops itself
 // where nothing is left half done, says what it did and did not, and
 // exits as interrupted (interruptedCode). A second interrupt ends rook at
-// once.
-func onInterruptStop(stop func(os.Signal)) (done func()) {
+// once, saying what stop says of it.
+func onInterruptStop(stop stopper) (done func()) {
 	interrupts.mu.Lock()
 	defer interrupts.mu.Unlock()
 	if interrupts.stoppers == nil {
-		interrupts.stoppers = map[int]func(os.Signal){}
+		interrupts.stoppers = map[int]stopper{}
 	}
 	n := interrupts.next
 	interrupts.next++
@@ -115,24 +126,36 @@ func interruptedCode(sig os.Signal) int {
 func interrupted(sig os.Signal, stderr io.Writer, asJSON bool) {
 	interrupts.mu.Lock()
 	defer interrupts.mu.Unlock() // (exit does not return but in a test)
-	if len(interrupts.stoppers) > 0 && !interrupts.asked {
-		interrupts.asked = true
-		for _, stop := range interrupts.stoppers {
-			stop(sig) // each says on stderr what it does (an import: not under --json, whose error says it at the end)
+	again := interrupts.asked
+	var said []string
+	for _, stop := range interrupts.stoppers {
+		// Each says on stderr what it does when it stops itself (an
+		// import: not under --json, whose error says it at the end).
+		if msg := stop(sig, again); msg != "" {
+			said = append(said, msg)
 		}
-		return
+	}
+	if len(interrupts.stoppers) > 0 && !again {
+		interrupts.asked = true
+		if len(said) == 0 {
+			return // stopping themselves
+		}
 	}
 	for _, f := range interrupts.cleanups {
 		f()
 	}
 	vfs.RemoveInFlight()
 	code := interruptedCode(sig)
+	msg := fmt.Sprintf("%v: stopped", sig)
+	if len(said) > 0 {
+		msg = strings.Join(said, "; ")
+	}
 	// Under --json, as every failure: its last line is the JSON error (a
 	// script that parses it found "rook: interrupt: stopped").
 	if asJSON {
-		failJSON(stderr, code, fmt.Sprintf("%v: stopped", sig))
+		failJSON(stderr, code, msg)
 	} else {
-		fmt.Fprintf(stderr, "rook: %v: stopped\n", sig)
+		fmt.Fprintf(stderr, "rook: %s\n", msg)
 	}
 	exit(code)
 }

@@ -227,36 +227,50 @@ func importStoppedMsg(sig os.Signal, rep agent.ImportReport) string {
 	if len(rep.Files) == 0 {
 		return fmt.Sprintf("%v: the import stopped before its first file: nothing imported; %s", sig, rest)
 	}
+	if rep.Gone > 0 {
+		failed = fmt.Sprintf(", %d gone before it was read (deleted or moved away after the files were listed)", rep.Gone) + failed
+	}
 	return fmt.Sprintf("%v: the import stopped after %d of %d file(s): %d taken in, %d unchanged%s, all in the store; %s (what is in is not imported twice)",
-		sig, len(rep.Files), len(rep.Files)+len(rep.NotRead), in, rep.Unchanged+rep.Gone, failed, rest)
+		sig, len(rep.Files), len(rep.Files)+len(rep.NotRead), in, rep.Unchanged, failed, rest)
 }
 
 // othersImported says what happened to the files that did not fail: an
 // unchanged one (empty, or nothing new since the last import) was not
-// imported, and saying so is what tells the user nothing is missing.
+// imported, and saying so is what tells the user nothing is missing; one
+// gone before it was read is said as gone, not as unchanged.
 func othersImported(rep agent.ImportReport) string {
 	imported := rep.Sessions + rep.Grown + rep.Rewritten
-	same := len(rep.Files) - rep.Failed - imported
+	same := len(rep.Files) - rep.Failed - imported - rep.Gone
 	verb := func(n int, one, many string) string {
 		if n == 1 {
 			return one
 		}
 		return many
 	}
-	nothingNew := "had nothing new to import (empty, or unchanged since the last import)"
-	if rep.Gone > 0 {
-		nothingNew = "had nothing new to import (empty, gone before it was read, or unchanged since the last import)"
-	}
-	switch ok := imported + same; {
+	const nothingNew = "had nothing new to import (empty, or unchanged since the last import)"
+	const listed = " (deleted or moved away after the files were listed)"
+	switch ok := imported + same + rep.Gone; {
 	case ok == 0:
 		return ""
-	case same == 0:
+	case ok == imported:
 		return verb(ok, "; the other file was imported", fmt.Sprintf("; the other %d were imported", ok))
-	case imported == 0:
+	case ok == same:
 		return verb(ok, "; the other file ", fmt.Sprintf("; the other %d ", ok)) + nothingNew
+	case ok == rep.Gone:
+		return verb(ok, "; the other file was gone before it was read", fmt.Sprintf("; the other %d were gone before they were read", ok)) + listed
 	}
-	return fmt.Sprintf("; of the other %d, %d %s imported and %d %s", imported+same,
-		imported, verb(imported, "was", "were"), same, nothingNew)
+	var parts []string
+	if imported > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s imported", imported, verb(imported, "was", "were")))
+	}
+	if same > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s", same, nothingNew))
+	}
+	if rep.Gone > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s", rep.Gone, verb(rep.Gone, "was gone before it was read", "were gone before they were read"))+listed)
+	}
+	last := len(parts) - 1
+	return fmt.Sprintf("; of the other %d, %s and %s", imported+same+rep.Gone, strings.Join(parts[:last], ", "), parts[last])
 }
 
 // agentDirVar is the variable that names a format's agent's directory, and

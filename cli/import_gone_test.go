@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -85,7 +86,33 @@ func TestImportFileGoneBeforeRead(t *testing.T) {
 		}
 	}}}
 	err := runImport(e, "claude-code", []string{src})
-	if err == nil || !strings.HasSuffix(err.Error(), "; the other file had nothing new to import (empty, gone before it was read, or unchanged since the last import)") {
+	if err == nil || !strings.HasSuffix(err.Error(), "; the other file was gone before it was read (deleted or moved away after the files were listed)") {
 		t.Fatalf("beside a failed file: %v\n%s", err, out.String())
+	}
+	// Beside an unchanged one too: each counted as what it is, the gone
+	// one not among those with nothing new.
+	for _, n := range []string{"a", "b", "d"} { // a as imported before, d new, b gone
+		line := `{"type":"user","sessionId":"` + n + `","uuid":"u1","timestamp":"2026-01-02T03:04:05Z","cwd":"/w","message":{"role":"user","content":"hello"}}` + "\n"
+		if err := os.WriteFile(filepath.Join(src, n+".jsonl"), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone = filepath.Join(src, "b.jsonl")
+	out.Reset()
+	err = runImport(e, "claude-code", []string{src})
+	if err == nil || !strings.HasSuffix(err.Error(), "; of the other 3, 1 was imported, 1 had nothing new to import (empty, or unchanged since the last import) and 1 was gone before it was read (deleted or moved away after the files were listed)") {
+		t.Fatalf("beside a failed file: %v\n%s", err, out.String())
+	}
+}
+
+// An import an interrupt stopped counted a file gone before it was read
+// among the unchanged ones: it is said as gone.
+func TestImportStoppedSaysGone(t *testing.T) {
+	rep := agent.ImportReport{Sessions: 1, Unchanged: 1, Gone: 1, NotRead: []string{"/t/d.jsonl", "/t/e.jsonl"},
+		Files: []agent.ImportedFile{{Status: agent.ImportNew}, {Status: agent.ImportUnchanged}, {Status: agent.ImportGone}}}
+	got := importStoppedMsg(os.Interrupt, rep)
+	want := "interrupt: the import stopped after 3 of 5 file(s): 1 taken in, 1 unchanged, 1 gone before it was read (deleted or moved away after the files were listed), all in the store; 2 not read (the first: /t/d.jsonl): run the same `rook import` again to import them (what is in is not imported twice)"
+	if got != want {
+		t.Errorf("said %q\nwant %q", got, want)
 	}
 }

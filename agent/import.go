@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rookhq/rook/cas"
@@ -721,6 +722,11 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 			abs = real // the same tree reached through a link is the same files
 		}
 		info, err := r.fs.Stat(abs)
+		if errors.Is(err, syscall.ELOOP) {
+			// Links that lead back to themselves: "too many levels of
+			// symbolic links" alone did not say what to do.
+			return nil, 0, fmt.Errorf("cannot import %s: a loop of symbolic links (%w): name the file the links are meant to reach", p, err)
+		}
 		if err != nil {
 			return nil, 0, fmt.Errorf("cannot import %s: %w", p, err)
 		}

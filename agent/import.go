@@ -746,6 +746,9 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 				return // the store, in the tree walked (~ holding ~/.rook)
 			}
 			ents, err := r.fs.ReadDir(dir)
+			if errors.Is(err, fs.ErrPermission) {
+				err = fmt.Errorf("%w: rook may not list it: give it read and search permission (chmod u+rx), or run the import as a user who may", err)
+			}
 			if err != nil {
 				rep.problem(ImportProblem{File: dir, Reason: err.Error()})
 				rep.Files = append(rep.Files, ImportedFile{Path: dir, Status: ImportFailed, Note: "directory not readable: " + err.Error()})
@@ -1038,6 +1041,10 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 				res.Note += fmt.Sprintf("; session %s keeps the %s it held", m.ID, units.Bytes(m.Source.Size))
 			}
 			return res
+		}
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Path == f.path && errors.Is(err, fs.ErrPermission) {
+			// The file's own permission, not the store's: say what to do.
+			err = fmt.Errorf("%w: rook may not read it: give it read permission (chmod u+r), or run the import as a user who may", err)
 		}
 		res.Status, res.Note = ImportFailed, err.Error()
 		rep.problem(ImportProblem{File: f.path, Reason: err.Error()})

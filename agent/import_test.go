@@ -629,6 +629,10 @@ func TestImportReportsAnUnreadableFileAndGoesOn(t *testing.T) {
 		len(rep.Problems) != 1 || rep.Problems[0].File != "/src/bad.jsonl" || !strings.Contains(rep.Problems[0].Reason, "permission denied") {
 		t.Fatalf("%+v", rep)
 	}
+	// It says what to do (it said only "open ...: permission denied").
+	if want := "open /src/bad.jsonl: permission denied: rook may not read it: give it read permission (chmod u+r), or run the import as a user who may"; rep.Problems[0].Reason != want {
+		t.Fatalf("reason %q\nwant %q", rep.Problems[0].Reason, want)
+	}
 	mustExport(t, r, *fileByPath(t, rep, "/src/good.jsonl").Session, good)
 	// Readable again: the next import takes it in.
 	if rep := mustImport(t, r, FormatClaudeCode, "/src"); rep.Sessions != 1 || rep.Unchanged != 1 {
@@ -636,6 +640,19 @@ func TestImportReportsAnUnreadableFileAndGoesOn(t *testing.T) {
 	}
 	if _, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{"/nowhere"}}); err == nil || !strings.Contains(err.Error(), "cannot import /nowhere") {
 		t.Fatalf("missing path: %v", err)
+	}
+	// A directory it may not list: the same, with what to do.
+	writeSource(t, fsys, "/src/sub/c.jsonl", claudeLines("c", 1), "")
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if path == "/src/sub" && op == vfs.OpReadDir {
+			return fs.ErrPermission
+		}
+		return nil
+	})
+	rep = mustImport(t, r, FormatClaudeCode, "/src")
+	fsys.SetHook(nil)
+	if f := fileByPath(t, rep, "/src/sub"); f.Status != ImportFailed || !strings.HasSuffix(f.Note, "permission denied: rook may not list it: give it read and search permission (chmod u+rx), or run the import as a user who may") {
+		t.Fatalf("directory: %+v", f)
 	}
 }
 

@@ -99,10 +99,9 @@ func runImport(e *Env, format string, paths []string) error {
 	// Interrupted, the import stops before the next file (the store then
 	// closed as at any end, nothing for the next command to recover) and
 	// says what is in and what is not; a second interrupt ends rook at
-	// once.
-	// Before the store is open (waiting for the writer lock another
-	// writer holds), an interrupt ends rook at once: nothing is written
-	// yet, and the import was waiting on, not stopping.
+	// once. Before the store is open (waiting for the writer lock
+	// another writer holds), an interrupt ends rook at once: nothing is
+	// written yet, and there is no file to finish first.
 	var stopped atomic.Pointer[os.Signal]
 	var phase atomic.Int32 // importOpening, importTaking, importClosing
 	doneStop := onInterruptStop(func(sig os.Signal, again bool) string {
@@ -210,7 +209,7 @@ func importNotBegunMsg(e *Env, sig os.Signal) string {
 // phase importTaking or importClosing), what is true of the store.
 func importEndedMsg(sig os.Signal, phase int32) string {
 	if phase == importClosing {
-		return fmt.Sprintf("%v again: the import ended at once as it closed the store, its files read: what is in the store is whole (the next command that opens it finishes or sets aside what closing left, and a note says so); the next `rook import` takes in whatever of the files is not in", sig)
+		return fmt.Sprintf("%v again: the import ended at once as it closed the store: what is in the store is whole (the next command that opens it finishes or sets aside what closing left, and a note says so); the next `rook import` takes in whatever of the files is not in", sig)
 	}
 	return fmt.Sprintf("%v again: the import ended at once, in the middle of a file: what is in the store is whole (the next command that opens it sets aside what was being written and not finished, and a note says so); the next `rook import` takes that file up from what is in, and the files not read yet", sig)
 }

@@ -99,21 +99,31 @@ func runImport(e *Env, format string, paths []string) error {
 	// Interrupted, the import stops before the next file (the store then
 	// closed as at any end, nothing for the next command to recover) and
 	// says what is in and what is not; a second interrupt ends rook at
-	// once. Before the store is open (waiting for the writer lock
-	// another writer holds), an interrupt ends rook at once: nothing is
-	// written yet, and there is no file to finish first.
+	// once. Still waiting for the writer lock another writer holds, an
+	// interrupt ends rook at once: nothing is written yet, and there is
+	// no file to finish first. Once this open holds the lock (it may be
+	// recovering what a crash left), the import stops before its first
+	// file, the store opened and closed as at any end.
 	var stopped atomic.Pointer[os.Signal]
 	var phase atomic.Int32 // importOpening, importTaking, importClosing
 	doneStop := onInterruptStop(func(sig os.Signal, again bool) string {
+		opening := false
 		switch ph := phase.Load(); {
 		case ph == importOpening:
-			return importNotBegunMsg(e, sig)
+			if msg, waiting := importNotBegunMsg(e, sig); waiting || again {
+				return msg
+			}
+			opening = true
 		case again:
 			return importEndedMsg(sig, ph)
 		}
 		stopped.Store(&sig)
 		if !e.JSON {
-			fmt.Fprintf(e.Stderr, "\nrook: %v: stopping the import once the file being taken in is in (%v again stops at once)\n", sig, sig)
+			if opening {
+				fmt.Fprintf(e.Stderr, "\nrook: %v: stopping the import once the store is open, before its first file (%v again stops at once)\n", sig, sig)
+			} else {
+				fmt.Fprintf(e.Stderr, "\nrook: %v: stopping the import once the file being taken in is in (%v again stops at once)\n", sig, sig)
+			}
 		}
 		return ""
 	})
@@ -195,14 +205,14 @@ const (
 
 // importNotBegunMsg says, of an import interrupted before the store was
 // open, that nothing was imported, and who holds the writer lock it was
-// waiting for, when another process does.
-func importNotBegunMsg(e *Env, sig os.Signal) string {
+// waiting for, when another process does (waiting).
+func importNotBegunMsg(e *Env, sig os.Signal) (msg string, waiting bool) {
 	holder, err := cas.LockHolder(e.FS, e.Home)
 	if err != nil || holder == "" || strings.HasPrefix(holder, fmt.Sprintf("pid %d ", os.Getpid())) {
 		// Not waiting (or no telling): the store was being opened.
-		return fmt.Sprintf("%v: the import stopped before it began, as the store was being opened: nothing was imported; run it again to import", sig)
+		return fmt.Sprintf("%v: the import stopped before it began, as the store was being opened: nothing was imported; run it again to import", sig), false
 	}
-	return fmt.Sprintf("%v: the import stopped while it waited for the store's writer lock, held by %s: nothing was imported; run it again once that one is done (`rook doctor` shows the holder)", sig, holder)
+	return fmt.Sprintf("%v: the import stopped while it waited for the store's writer lock, held by %s: nothing was imported; run it again once that one is done (`rook doctor` shows the holder)", sig, holder), true
 }
 
 // importEndedMsg says, of an import a second interrupt ended at once (in

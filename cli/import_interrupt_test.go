@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rookhq/rook/cas"
@@ -149,5 +150,59 @@ func TestImportInterruptedTwiceSaysWhatIsTrue(t *testing.T) {
 		interrupts.mu.Lock()
 		interrupts.asked = false
 		interrupts.mu.Unlock()
+	}
+}
+
+// An interrupt while the import's own open holds the writer lock (the
+// open may be recovering what a crash left: cutting a torn tail,
+// rebuilding the index) ended rook at once, as if it were still waiting
+// for another writer's lock, saying "nothing is written yet". Only a wait
+// for another's lock ends at once; this one stops itself before its first
+// file, the store opened and closed as at any end.
+func TestImportInterruptedWhileOpeningStopsItself(t *testing.T) {
+	const home, dir = "/home/u/store", "/t"
+	fsys := vfs.NewMem()
+	if _, err := cas.Init(fsys, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "s.jsonl")
+	line := `{"type":"user","sessionId":"s","cwd":"/w","message":{"role":"user","content":"hello"},"uuid":"u1","timestamp":"2026-02-10T21:00:00.000Z"}` + "\n"
+	if err := fsys.WriteFileAtomic(path, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The open, once it holds the lock, waits at the index until the
+	// test has interrupted.
+	reached, release := make(chan struct{}), make(chan struct{})
+	var locked atomic.Bool
+	var once sync.Once
+	fsys.SetHook(func(op vfs.Op, p string) error {
+		switch {
+		case op == vfs.OpLock && p == filepath.Join(home, cas.LockFile):
+			locked.Store(true)
+		case locked.Load() && strings.HasPrefix(p, filepath.Join(home, cas.IndexDir)):
+			once.Do(func() { close(reached); <-release })
+		}
+		return nil
+	})
+	exit = func(int) { t.Error("rook ended at once") }
+	t.Cleanup(func() { exit = os.Exit; fsys.SetHook(nil) })
+	var out, errb syncBuffer
+	e := &Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clock.System, Cwd: "/"}
+	ended := make(chan error)
+	go func() { ended <- (&ImportClaudeCodeCmd{importPaths{Paths: []string{dir}}}).Run(e) }()
+	<-reached
+	var said bytes.Buffer
+	interrupted(os.Interrupt, &said, false) // the import stops itself
+	close(release)
+	err := <-ended
+	var xe *exitError
+	if !errors.As(err, &xe) || xe.code != 130 || !strings.HasPrefix(xe.msg, "interrupt: the import stopped before its first file: nothing imported; 1 not read") {
+		t.Fatalf("ended with %v; want exit 130, stopped before its first file (said %q)", err, said.String())
+	}
+	if !strings.Contains(errb.String(), "rook: interrupt: stopping the import once the store is open, before its first file (interrupt again stops at once)") {
+		t.Errorf("stderr: %q", errb.String())
 	}
 }

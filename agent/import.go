@@ -769,8 +769,22 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 						walk(path)
 					}
 				case d.Type().IsRegular() && wanted(d.Name()):
-					if fi, err := d.Info(); err == nil {
+					fi, err := d.Info()
+					switch {
+					case err == nil:
 						add(path, fi)
+					case errors.Is(err, fs.ErrNotExist):
+						// Gone since the listing: nothing to take in.
+					default:
+						// A directory listed but not searchable (r, no
+						// x): its transcripts were passed over in silence.
+						why := err.Error()
+						if errors.Is(err, fs.ErrPermission) {
+							why += fmt.Sprintf(": rook may not reach it: give its directory search permission (chmod u+x %s), or run the import as a user who may", dir)
+						}
+						rep.problem(ImportProblem{File: path, Reason: why})
+						rep.Files = append(rep.Files, ImportedFile{Path: path, Status: ImportFailed, Note: why})
+						rep.Failed++
 					}
 				case format == FormatCodex && d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".jsonl") && d.Name() != "history.jsonl":
 					rep.OtherJSONL++ // not a rollout: said when none is found

@@ -237,7 +237,11 @@ func importStoppedMsg(sig os.Signal, rep agent.ImportReport) string {
 		return fmt.Sprintf("%v: the import stopped before its first file: nothing imported; %s", sig, rest)
 	}
 	if rep.Gone > 0 {
-		failed = fmt.Sprintf(", %d gone before it was read (deleted or moved away after the files were listed)", rep.Gone) + failed
+		was := "it was"
+		if rep.Gone > 1 {
+			was = "they were"
+		}
+		failed = fmt.Sprintf(", %d gone before %s read (deleted or moved away after the files were listed)", rep.Gone, was) + failed
 	}
 	return fmt.Sprintf("%v: the import stopped after %d of %d file(s): %d taken in, %d unchanged%s, all in the store; %s (what is in is not imported twice)",
 		sig, len(rep.Files), len(rep.Files)+len(rep.NotRead), in, rep.Unchanged, failed, rest)

@@ -115,4 +115,12 @@ func TestImportStoppedSaysGone(t *testing.T) {
 	if got != want {
 		t.Errorf("said %q\nwant %q", got, want)
 	}
+	// Two gone: "2 gone before they were read", not "before it was".
+	rep.Gone, rep.Unchanged = 2, 0
+	rep.Files[1].Status = agent.ImportGone
+	got = importStoppedMsg(os.Interrupt, rep)
+	want = "interrupt: the import stopped after 3 of 5 file(s): 1 taken in, 0 unchanged, 2 gone before they were read (deleted or moved away after the files were listed), all in the store; 2 not read (the first: /t/d.jsonl): run the same `rook import` again to import them (what is in is not imported twice)"
+	if got != want {
+		t.Errorf("said %q\nwant %q", got, want)
+	}
 }

@@ -221,7 +221,7 @@ func importEndedMsg(sig os.Signal, phase int32) string {
 	if phase == importClosing {
 		return fmt.Sprintf("%v again: the import ended at once as it closed the store: what is in the store is whole (the next command that opens it finishes or sets aside what closing left, and a note says so); the next `rook import` takes in whatever of the files is not in", sig)
 	}
-	return fmt.Sprintf("%v again: the import ended at once, in the middle of a file: what is in the store is whole (the next command that opens it sets aside what was being written and not finished, and a note says so); the next `rook import` takes that file up from what is in, and the files not read yet", sig)
+	return fmt.Sprintf("%v again: the import ended at once, in the middle of a file: what is in the store is whole (the next command that opens it takes in what was written whole and sets aside any part written, and a note says so); the next `rook import` takes that file up from what is in, and the files not read yet", sig)
 }
 
 // importStoppedMsg says, of an import an interrupt stopped, what is in the

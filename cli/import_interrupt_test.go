@@ -136,7 +136,7 @@ func TestImportInterruptedTwiceSaysWhatIsTrue(t *testing.T) {
 		if code := <-codes; code != 130 {
 			t.Errorf("json %v: exit %d; want 130", asJSON, code)
 		}
-		want := "interrupt again: the import ended at once, in the middle of a file: what is in the store is whole (the next command that opens it sets aside what was being written and not finished, and a note says so); the next `rook import` takes that file up from what is in, and the files not read yet"
+		want := "interrupt again: the import ended at once, in the middle of a file: what is in the store is whole (the next command that opens it takes in what was written whole and sets aside any part written, and a note says so); the next `rook import` takes that file up from what is in, and the files not read yet"
 		if asJSON {
 			if !strings.Contains(said.String(), `{"error":"`+want+`","exit_code":130}`) {
 				t.Errorf("--json: said %q", said.String())

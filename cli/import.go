@@ -110,8 +110,12 @@ func runImport(e *Env, format string, paths []string) error {
 		opening := false
 		switch ph := phase.Load(); {
 		case ph == importOpening:
-			if msg, waiting := importNotBegunMsg(e, sig); waiting || again {
+			msg, ours := importNotBegunMsg(e, sig)
+			if !ours {
 				return msg
+			}
+			if again {
+				return fmt.Sprintf("%v again: the import ended at once as it opened the store: nothing was imported, and the store is as a crash leaves it, which the next command that opens it recovers; run it again to import", sig)
 			}
 			opening = true
 		case again:
@@ -205,14 +209,21 @@ const (
 
 // importNotBegunMsg says, of an import interrupted before the store was
 // open, that nothing was imported, and who holds the writer lock it was
-// waiting for, when another process does (waiting).
-func importNotBegunMsg(e *Env, sig os.Signal) (msg string, waiting bool) {
+// waiting for, when another process does. ours: the lock file names this
+// process, whose open holds the lock (and may be recovering what a crash
+// left): the import is to stop itself, not end at once (its open writes
+// that name before anything else).
+func importNotBegunMsg(e *Env, sig os.Signal) (msg string, ours bool) {
 	holder, err := cas.LockHolder(e.FS, e.Home)
-	if err != nil || holder == "" || strings.HasPrefix(holder, fmt.Sprintf("pid %d ", os.Getpid())) {
-		// Not waiting (or no telling): the store was being opened.
+	if strings.HasPrefix(holder, fmt.Sprintf("pid %d ", os.Getpid())) {
+		return "", true
+	}
+	if err != nil || holder == "" {
+		// No telling who (a holder that does not say, or the lock let go
+		// just now): nothing is written yet.
 		return fmt.Sprintf("%v: the import stopped before it began, as the store was being opened: nothing was imported; run it again to import", sig), false
 	}
-	return fmt.Sprintf("%v: the import stopped while it waited for the store's writer lock, held by %s: nothing was imported; run it again once that one is done (`rook doctor` shows the holder)", sig, holder), true
+	return fmt.Sprintf("%v: the import stopped while it waited for the store's writer lock, held by %s: nothing was imported; run it again once that one is done (`rook doctor` shows the holder)", sig, holder), false
 }
 
 // importEndedMsg says, of an import a second interrupt ended at once (in

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/internal/clock"
@@ -205,4 +206,64 @@ func TestImportInterruptedWhileOpeningStopsItself(t *testing.T) {
 	if !strings.Contains(errb.String(), "rook: interrupt: stopping the import once the store is open, before its first file (interrupt again stops at once)") {
 		t.Errorf("stderr: %q", errb.String())
 	}
+}
+
+// Waiting for a lock whose holder does not say who it is (its lock file
+// empty), an interrupt still ends rook at once: only this import's own
+// open, the lock file naming this process, stops itself instead.
+func TestImportInterruptedWaitingForAnUnnamedHolderEndsAtOnce(t *testing.T) {
+	const home, dir = "/home/u/store", "/t"
+	fsys := vfs.NewMem()
+	if _, err := cas.Init(fsys, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	line := `{"type":"user","sessionId":"s","cwd":"/w","message":{"role":"user","content":"hello"},"uuid":"u1","timestamp":"2026-02-10T21:00:00.000Z"}` + "\n"
+	if err := fsys.WriteFileAtomic(filepath.Join(dir, "s.jsonl"), []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lockPath := filepath.Join(home, cas.LockFile)
+	if err := fsys.WriteFileAtomic(lockPath, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	held, err := fsys.TryLock(lockPath, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reached := make(chan struct{})
+	var tries atomic.Int32
+	fsys.SetHook(func(op vfs.Op, p string) error {
+		if op == vfs.OpLock && p == lockPath && tries.Add(1) == 2 {
+			close(reached) // the import is polling for the lock
+		}
+		return nil
+	})
+	codes := make(chan int, 1)
+	exit = func(code int) { codes <- code }
+	t.Cleanup(func() { exit = os.Exit; fsys.SetHook(nil) })
+	var out, errb syncBuffer
+	e := &Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clock.System, Cwd: "/", LockWait: time.Minute}
+	ended := make(chan error)
+	go func() { ended <- (&ImportClaudeCodeCmd{importPaths{Paths: []string{dir}}}).Run(e) }()
+	<-reached
+	var said bytes.Buffer
+	interrupted(os.Interrupt, &said, false)
+	held.Unlock() // (rook has ended: let the test's import finish)
+	select {
+	case code := <-codes:
+		if code != 130 {
+			t.Errorf("exit %d; want 130", code)
+		}
+	default:
+		t.Errorf("rook did not end at once (said %q)", said.String())
+	}
+	if want := "rook: interrupt: the import stopped before it began, as the store was being opened: nothing was imported; run it again to import\n"; said.String() != want {
+		t.Errorf("said %q\nwant %q", said.String(), want)
+	}
+	<-ended
+	interrupts.mu.Lock()
+	interrupts.asked = false
+	interrupts.mu.Unlock()
 }

@@ -1,0 +1,30 @@
+//go:build unix
+
+package scripts
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/internal/asnobody"
+)
+
+// notRootScripts check what rook does where permissions say no: as root,
+// which reads and writes anything, TestScripts skips them, so CI (root)
+// never ran them. TestScriptsAsNobody runs them as the user nobody.
+var notRootScripts = []string{
+	"export_output_refused", // an --output in a directory the user may not write
+	"import_unreadable",     // files, directories and links rook may not read
+}
+
+func TestScriptsAsNobody(t *testing.T) {
+	var names, files []string
+	for _, s := range notRootScripts {
+		names = append(names, "TestScripts/"+s)
+		files = append(files, filepath.Join("testdata", s+".txtar"))
+	}
+	if !asnobody.Run(t, "^TestScripts$/^("+strings.Join(notRootScripts, "|")+")$", names, files...) {
+		t.Skip("not root: TestScripts ran these scripts as this user")
+	}
+}

@@ -801,7 +801,12 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 					if err != nil {
 						if wanted(d.Name()) { // a transcript that cannot be read
 							why := "a link to nothing"
-							if !errors.Is(err, fs.ErrNotExist) {
+							switch {
+							case errors.Is(err, fs.ErrPermission):
+								// Not a loop: a directory on the way the
+								// link names may not be searched.
+								why = fmt.Sprintf("a link rook may not follow (%v): give the directories it names search permission (chmod u+x), or run the import as a user who may", err)
+							case !errors.Is(err, fs.ErrNotExist):
 								why = "a link that cannot be followed (a loop of links?)"
 							}
 							rep.problem(ImportProblem{File: path, Reason: why})

@@ -108,7 +108,8 @@ func runImport(e *Env, format string, paths []string) error {
 	var phase atomic.Int32 // importOpening, importTaking, importClosing
 	doneStop := onInterruptStop(func(sig os.Signal, again bool) string {
 		opening := false
-		switch ph := phase.Load(); {
+		ph := phase.Load()
+		switch {
 		case ph == importOpening:
 			msg, ours := importNotBegunMsg(e, sig)
 			if !ours {
@@ -123,9 +124,14 @@ func runImport(e *Env, format string, paths []string) error {
 		}
 		stopped.Store(&sig)
 		if !e.JSON {
-			if opening {
+			switch {
+			case opening:
 				fmt.Fprintf(e.Stderr, "\nrook: %v: stopping the import once the store is open, before its first file (%v again stops at once)\n", sig, sig)
-			} else {
+			case ph == importClosing:
+				// The files are gone through: what is left is the close,
+				// which the import waits for (the summary follows).
+				fmt.Fprintf(e.Stderr, "\nrook: %v: the import has gone through its files and is closing the store; it ends once that is done (%v again stops at once)\n", sig, sig)
+			default:
 				fmt.Fprintf(e.Stderr, "\nrook: %v: stopping the import once the file being taken in is in (%v again stops at once)\n", sig, sig)
 			}
 		}

@@ -267,3 +267,51 @@ func TestImportInterruptedWaitingForAnUnnamedHolderEndsAtOnce(t *testing.T) {
 	interrupts.asked = false
 	interrupts.mu.Unlock()
 }
+
+// An interrupt as the import closes the store, every file gone through,
+// said it would stop "once the file being taken in is in", though no file
+// was being taken in; the import went on to close and exit 0, as it
+// should. It now says the import is closing the store and ends once that
+// is done.
+func TestImportInterruptedWhileClosingSaysSo(t *testing.T) {
+	const home, dir = "/home/u/store", "/t"
+	fsys := vfs.NewMem()
+	if _, err := cas.Init(fsys, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "s.jsonl")
+	line := `{"type":"user","sessionId":"s","cwd":"/w","message":{"role":"user","content":"hello"},"uuid":"u1","timestamp":"2026-02-10T21:00:00.000Z"}` + "\n"
+	if err := fsys.WriteFileAtomic(path, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The event log's close takes away its writer marker: the import has
+	// returned, and the store is closing.
+	var said bytes.Buffer
+	var once sync.Once
+	fsys.SetHook(func(op vfs.Op, p string) error {
+		if op == vfs.OpRemove && filepath.Base(p) == "WRITER-ACTIVE" {
+			once.Do(func() { interrupted(os.Interrupt, &said, false) })
+		}
+		return nil
+	})
+	exit = func(int) { t.Error("rook ended at once") }
+	t.Cleanup(func() { exit = os.Exit; fsys.SetHook(nil) })
+	var out, errb syncBuffer
+	e := &Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clock.System, Cwd: "/"}
+	if err := (&ImportClaudeCodeCmd{importPaths{Paths: []string{dir}}}).Run(e); err != nil {
+		t.Fatalf("ended with %v; want the import whole, exit 0", err)
+	}
+	want := "\nrook: interrupt: the import has gone through its files and is closing the store; it ends once that is done (interrupt again stops at once)\n"
+	if got := errb.String(); !strings.Contains(got, want) {
+		t.Errorf("stderr %q\nwant it to hold %q", got, want)
+	}
+	if !strings.Contains(out.String(), "1 new") {
+		t.Errorf("stdout %q: want the summary of the file imported", out.String())
+	}
+	interrupts.mu.Lock()
+	interrupts.asked = false
+	interrupts.mu.Unlock()
+}

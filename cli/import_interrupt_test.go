@@ -100,19 +100,7 @@ func TestImportInterruptedSaysWhatIsIn(t *testing.T) {
 // import ended in the middle of a file, what is in the store is whole, and
 // the next import takes the file up.
 func TestImportInterruptedTwiceSaysWhatIsTrue(t *testing.T) {
-	const home, dir = "/home/u/store", "/t"
-	fsys := vfs.NewMem()
-	if _, err := cas.Init(fsys, nil, home); err != nil {
-		t.Fatal(err)
-	}
-	if err := fsys.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "s.jsonl")
-	line := `{"type":"user","sessionId":"s","cwd":"/w","message":{"role":"user","content":"hello"},"uuid":"u1","timestamp":"2026-02-10T21:00:00.000Z"}` + "\n"
-	if err := fsys.WriteFileAtomic(path, []byte(line), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fsys, home, dir, path := oneTranscript(t)
 	reached, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	fsys.SetHook(func(op vfs.Op, p string) error {
@@ -161,19 +149,7 @@ func TestImportInterruptedTwiceSaysWhatIsTrue(t *testing.T) {
 // for another's lock ends at once; this one stops itself before its first
 // file, the store opened and closed as at any end.
 func TestImportInterruptedWhileOpeningStopsItself(t *testing.T) {
-	const home, dir = "/home/u/store", "/t"
-	fsys := vfs.NewMem()
-	if _, err := cas.Init(fsys, nil, home); err != nil {
-		t.Fatal(err)
-	}
-	if err := fsys.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "s.jsonl")
-	line := `{"type":"user","sessionId":"s","cwd":"/w","message":{"role":"user","content":"hello"},"uuid":"u1","timestamp":"2026-02-10T21:00:00.000Z"}` + "\n"
-	if err := fsys.WriteFileAtomic(path, []byte(line), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fsys, home, dir, _ := oneTranscript(t)
 	// The open, once it holds the lock, waits at the index until the
 	// test has interrupted.
 	reached, release := make(chan struct{}), make(chan struct{})
@@ -212,18 +188,7 @@ func TestImportInterruptedWhileOpeningStopsItself(t *testing.T) {
 // empty), an interrupt still ends rook at once: only this import's own
 // open, the lock file naming this process, stops itself instead.
 func TestImportInterruptedWaitingForAnUnnamedHolderEndsAtOnce(t *testing.T) {
-	const home, dir = "/home/u/store", "/t"
-	fsys := vfs.NewMem()
-	if _, err := cas.Init(fsys, nil, home); err != nil {
-		t.Fatal(err)
-	}
-	if err := fsys.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	line := `{"type":"user","sessionId":"s","cwd":"/w","message":{"role":"user","content":"hello"},"uuid":"u1","timestamp":"2026-02-10T21:00:00.000Z"}` + "\n"
-	if err := fsys.WriteFileAtomic(filepath.Join(dir, "s.jsonl"), []byte(line), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fsys, home, dir, _ := oneTranscript(t)
 	lockPath := filepath.Join(home, cas.LockFile)
 	if err := fsys.WriteFileAtomic(lockPath, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -274,19 +239,7 @@ func TestImportInterruptedWaitingForAnUnnamedHolderEndsAtOnce(t *testing.T) {
 // should. It now says the import is closing the store and ends once that
 // is done.
 func TestImportInterruptedWhileClosingSaysSo(t *testing.T) {
-	const home, dir = "/home/u/store", "/t"
-	fsys := vfs.NewMem()
-	if _, err := cas.Init(fsys, nil, home); err != nil {
-		t.Fatal(err)
-	}
-	if err := fsys.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "s.jsonl")
-	line := `{"type":"user","sessionId":"s","cwd":"/w","message":{"role":"user","content":"hello"},"uuid":"u1","timestamp":"2026-02-10T21:00:00.000Z"}` + "\n"
-	if err := fsys.WriteFileAtomic(path, []byte(line), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fsys, home, dir, _ := oneTranscript(t)
 	// The event log's close takes away its writer marker: the import has
 	// returned, and the store is closing.
 	var said bytes.Buffer
@@ -314,4 +267,24 @@ func TestImportInterruptedWhileClosingSaysSo(t *testing.T) {
 	interrupts.mu.Lock()
 	interrupts.asked = false
 	interrupts.mu.Unlock()
+}
+
+// oneTranscript is a store at home, in a memory filesystem, and a
+// directory dir holding one Claude Code transcript of one line, path.
+func oneTranscript(t *testing.T) (fsys *vfs.MemFS, home, dir, path string) {
+	t.Helper()
+	home, dir = "/home/u/store", "/t"
+	fsys = vfs.NewMem()
+	if _, err := cas.Init(fsys, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(dir, "s.jsonl")
+	line := `{"type":"user","sessionId":"s","cwd":"/w","message":{"role":"user","content":"hello"},"uuid":"u1","timestamp":"2026-02-10T21:00:00.000Z"}` + "\n"
+	if err := fsys.WriteFileAtomic(path, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return fsys, home, dir, path
 }

@@ -67,7 +67,7 @@ func shortSafe(c byte) bool {
 // (see the top of this file).
 type shortLine struct {
 	headMin int64
-	head    []byte // the object's head, until decoded
+	head    sourceHead // the object's head, until decoded
 	sl      sourceLine
 	started bool
 	rest    []byte // the rest kept
@@ -112,22 +112,19 @@ func (s *shortLine) Write(p []byte) (int, error) {
 		return n, s.err
 	}
 	if !s.started {
-		s.head = append(s.head, p...)
-		sl, hl, ok := decodeSourceHead(s.head)
-		if !ok {
-			if len(s.head) > sourceLineHeadMax(maxCuts) {
+		sl, _, rest, done, over := s.head.take(p)
+		if !done {
+			if over {
 				s.err = errNotShort
 			}
 			return n, s.err
 		}
-		s.sl, s.started = sl, true
+		s.sl, s.started, p = sl, true, rest
 		var at int64
 		for _, c := range sl.Cuts {
 			at += int64(c.Gap)
 			s.cutPos = append(s.cutPos, at)
 		}
-		p = s.head[hl:]
-		s.head = nil
 	}
 	for _, c := range p {
 		s.byte(c)

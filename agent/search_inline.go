@@ -320,7 +320,7 @@ func (c *inlineCut) encoded(key string) (enc, ok bool) {
 // each string literal of at least inlineCutMin bytes of content taken
 // out as an inline cut too.
 type inlineScan struct {
-	head    []byte
+	head    sourceHead
 	sl      sourceLine // once the head is read: its cuts, no rest
 	headLen int64
 	started bool
@@ -356,17 +356,14 @@ func (s *inlineScan) Write(p []byte) (int, error) {
 		return n, s.err
 	}
 	if !s.started {
-		s.head = append(s.head, p...)
-		sl, hl, ok := decodeSourceHead(s.head)
-		if !ok {
-			if len(s.head) > sourceLineHeadMax(maxCuts) {
+		sl, hl, rest, done, over := s.head.take(p)
+		if !done {
+			if over {
 				s.err = errBadSourceLine
 			}
 			return n, s.err
 		}
-		s.sl, s.headLen, s.started = sl, int64(hl), true
-		p = s.head[hl:]
-		s.head = nil
+		s.sl, s.headLen, s.started, p = sl, int64(hl), true, rest
 		s.placeCuts()
 	}
 	s.rest(p)
@@ -535,6 +532,24 @@ func decodeSourceHead(b []byte) (sourceLine, int, bool) {
 		sl.Cuts = append(sl.Cuts, c)
 	}
 	return sl, p, true
+}
+
+// sourceHead gathers the head of a source line's object from the pieces
+// a stream writes it in, for the writers that read the rest as it comes
+// (shortLine, inlineScan).
+type sourceHead struct{ buf []byte }
+
+// take adds p to what is gathered. Once the head is whole, done is true
+// and rest is what came after it; over is true while it is not whole
+// after more bytes than any head has (the object is not a source line).
+func (h *sourceHead) take(p []byte) (sl sourceLine, hl int, rest []byte, done, over bool) {
+	h.buf = append(h.buf, p...)
+	sl, hl, done = decodeSourceHead(h.buf)
+	if !done {
+		return sl, 0, nil, false, len(h.buf) > sourceLineHeadMax(maxCuts)
+	}
+	rest, h.buf = h.buf[hl:], nil
+	return sl, hl, rest, true, false
 }
 
 // inlineStreamedOf prepares imported line id (its object size bytes) to

@@ -86,21 +86,29 @@ func dataURLPayload(b []byte) int {
 // string value: what it is and its size as stored, "[image 3.9 KiB]",
 // "[signature 412 B]", "[encrypted 1.2 KiB]", else "[base64 …]".
 func encodedMarker(key string, content []byte) string {
+	return markEncoded(key, content, isDataURL(content), int64(len(content)))
+}
+
+// markEncoded is encodedMarker of a content of size bytes known by its
+// head (at least its first 16 bytes, isImageBase64's signatures) and
+// whether it is a data URL, for find's streamed lines, which keep only
+// a long string's head (inlineCut.findEncoded).
+func markEncoded(key string, head []byte, dataURL bool, size int64) string {
 	what := "base64"
 	switch {
 	case key == "signature":
 		what = "signature"
 	case key == "encrypted_content":
 		what = "encrypted"
-	case isDataURL(content):
+	case dataURL:
 		what = "data"
-		if bytes.HasPrefix(content, []byte("data:image/")) {
+		if bytes.HasPrefix(head, []byte("data:image/")) {
 			what = "image"
 		}
-	case isImageBase64(content):
+	case isImageBase64(head):
 		what = "image"
 	}
-	return "[" + what + " " + units.Bytes(int64(len(content))) + "]"
+	return "[" + what + " " + units.Bytes(size) + "]"
 }
 
 // isImageBase64 says whether base64 begins with the signature of a PNG,

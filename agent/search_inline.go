@@ -32,7 +32,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/rookhq/rook/cas"
-	"github.com/rookhq/rook/internal/units"
 )
 
 // inlineCutMin is the shortest string literal's content (its bytes as
@@ -291,16 +290,8 @@ func (u *inlineCut) findEncoded(key string) (enc bool, marker string, ok bool) {
 	if !enc || !ok {
 		return false, "", ok
 	}
-	what := "base64"
-	switch {
-	case key == "signature":
-		what = "signature"
-	case key == "encrypted_content":
-		what = "encrypted"
-	case isImageBase64(u.head):
-		what = "image"
-	}
-	return true, "[" + what + " " + units.Bytes(u.n) + "]", true
+	// Not a data URL: its "data:…;base64," is not base64 (u.b64).
+	return true, markEncoded(key, u.head, false, u.n), true
 }
 
 // encoded is encodedValue of the string under key; ok is false when it

@@ -332,11 +332,11 @@ func (s *Store) recover() error {
 			return fmt.Errorf("segment %s: %w", segName(n), err)
 		}
 		if cut > 0 || damage[0].Offset < segHeaderSize {
-			s.Notices = append(s.Notices, fmt.Sprintf("cut a torn tail of %d bytes from segment %s at offset %d (written but never synced before the last writer stopped without closing the store: a crash, or rook killed, or interrupted (an import: a second time); kept as %s)", cut, segName(n), damage[0].Offset, aside))
+			s.Notices = append(s.Notices, fmt.Sprintf("cut a torn tail of %d bytes from segment %s at offset %d (written but never synced before the last writer stopped without closing the store: %s; kept as %s)", cut, segName(n), damage[0].Offset, vfs.UncleanStop, aside))
 		}
 	}
 	if taken > 0 {
-		s.Notices = append(s.Notices, fmt.Sprintf("index was behind the segments: took in %d object(s) written before the last writer stopped without closing the store (a crash, or rook killed, or interrupted (an import: a second time))", taken))
+		s.Notices = append(s.Notices, fmt.Sprintf("index was behind the segments: took in %d object(s) written before the last writer stopped without closing the store (%s)", taken, vfs.UncleanStop))
 	}
 	if err := s.openActive(named); err != nil {
 		return err

@@ -471,7 +471,7 @@ func (l *Log) removeOrphanLogs(sizes map[ID]int64, tags map[ID]string, forks map
 	if removed == 0 {
 		return nil
 	}
-	l.Notices = append(l.Notices, fmt.Sprintf("removed %d session log(s) without metadata that the last writer left when it stopped without closing the store (a crash, or rook killed, or interrupted (an import: a second time): sessions never created or being removed, no event acknowledged)", removed))
+	l.Notices = append(l.Notices, fmt.Sprintf("removed %d session log(s) without metadata that the last writer left when it stopped without closing the store (%s: sessions never created or being removed, no event acknowledged)", removed, vfs.UncleanStop))
 	return l.fs.SyncDir(l.dir)
 }
 

@@ -580,7 +580,7 @@ func TestOrphanLogsAreRemoved(t *testing.T) {
 	if !vfs.Exists(fsys, l.logPath(kept.ID)) || !vfs.Exists(fsys, "/h/events/notes.log") {
 		t.Fatal("the writer's open removed a session's log, or a file not a log")
 	}
-	if len(w.Notices) != 1 || !strings.Contains(w.Notices[0], "removed 1 session log") {
+	if len(w.Notices) != 1 || !strings.Contains(w.Notices[0], "removed 1 session log(s) without metadata that the last writer left when it stopped without closing the store (a crash, or rook killed, or interrupted (an import: a second time): sessions never created") {
 		t.Fatalf("notices %q", w.Notices)
 	}
 }

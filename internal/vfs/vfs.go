@@ -16,6 +16,12 @@ import (
 	"os"
 )
 
+// UncleanStop is what a recovery notice gives as the cause of what the
+// last writer left when it stopped without closing the store: bytes
+// written but never synced, files never finished. The store's packages
+// (cas, eventlog) recover from it alike and say it alike.
+const UncleanStop = "a crash, or rook killed, or interrupted (an import: a second time)"
+
 // File is an open file. Positioned reads (ReadAt) are safe to call
 // concurrently; everything else belongs to one goroutine at a time.
 type File interface {

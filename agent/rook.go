@@ -379,7 +379,11 @@ func (r *Rook) readBodyHead(id cas.Key, shown int) (bodyHead, error) {
 	if !readWhole && kind == cas.KindSource && o.Size() > shortenLinesOver && shown < 1<<40 && int64(max(shown, 0)+headSlack) < o.Size() {
 		// A big line's object: a long string import left in it is
 		// shortened as it streams (inlineHead), not read whole. (Asked
-		// for as much as it holds, nothing would be left out.)
+		// for as much as it holds, nothing would be left out.) When it
+		// declines (the line not JSON, or its view needing more of a
+		// string than its ends), the whole read below reads the object
+		// a second time: a rare cost, taken so that no big line's bytes
+		// are held only to find out whether they are needed.
 		if h, ok := r.inlineHead(o, max(shown, 0)+headSlack); ok {
 			return h, nil
 		}

@@ -159,7 +159,80 @@ func FuzzShortLine(f *testing.F) {
 		if int64(total)+left != int64(len(sl.Rest)) {
 			t.Fatalf("kept %d bytes and left out %d, the rest has %d", total, left, len(sl.Rest))
 		}
+		// Where each string's head and end are cut, exactly.
+		if want := shortenedModel(sl.Rest, int64(headMin)); !bytes.Equal(s.rest, want) {
+			t.Fatalf("kept\n%q\nthe model keeps\n%q", s.rest, want)
+		}
 	})
+}
+
+// shortenedModel is what shortLine keeps of rest, once it has read it all
+// and not given up, made from the whole rest: each string literal whose
+// text reaches headMin bytes at a place the view may be cut (shortSafe, a
+// byte written as itself) keeps its literal through that place, then the
+// placeholder, then what follows the last such place at least
+// shortTailKeep bytes before its closing quote.
+func shortenedModel(rest []byte, headMin int64) []byte {
+	var out []byte
+	k := 0
+	for i := 0; i < len(rest); {
+		if rest[i] != '"' {
+			out = append(out, rest[i])
+			i++
+			continue
+		}
+		// The literal's content: rest[i+1:end], each byte's place as
+		// the start of a character written as itself or of an escape.
+		var safe []bool
+		end := i + 1
+		tokens, head := int64(0), -1
+		for tok := 0; end < len(rest); end++ {
+			c, starts := rest[end], tok == 0
+			if starts && c == '"' {
+				break
+			}
+			switch {
+			case starts && c == '\\':
+				tok = -1
+			case tok == -1 && c == 'u':
+				tok = 4
+			case tok == -1:
+				tok = 0
+			case tok > 0:
+				tok--
+			}
+			if starts {
+				tokens++
+			}
+			safe = append(safe, starts && shortSafe(c))
+			if head < 0 && tokens >= headMin && starts && shortSafe(c) {
+				head = end - i - 1
+			}
+		}
+		content := rest[i+1 : end]
+		if head < 0 {
+			out = append(append(out, '"'), content...)
+		} else {
+			tail := -1
+			for j := len(content) - shortTailKeep - 1; j > head; j-- {
+				if safe[j] {
+					tail = j
+					break
+				}
+			}
+			if tail < 0 {
+				return nil // (no place to keep its end from: shortLine gives up)
+			}
+			lit, _ := shortPlaceholder(k)
+			k++
+			out = append(append(append(append(out, '"'), content[:head+1]...), lit...), content[tail+1:]...)
+		}
+		if end < len(rest) {
+			out = append(out, '"')
+		}
+		i = end + 1
+	}
+	return out
 }
 
 // A long string left in the line whose view depends on more than its

@@ -1591,3 +1591,42 @@ func TestClaudeTranscriptEntryAfterCrashNULs(t *testing.T) {
 	}
 	mustExport(t, r, *f.Session, data)
 }
+
+// A hard link to a transcript under another name imports as a session of
+// its own, as a copy does (README), both exported byte for byte; the
+// lines the two share are stored once (no object of the second's is new:
+// 0 bytes here, against 4.3 KB for the first); importing again adds
+// nothing.
+func TestImportHardLinkIsASessionOfItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	r := diskRook(t, filepath.Join(dir, "store"))
+	var lines []string
+	for turn := 1; turn <= 40; turn++ {
+		lines = append(lines, claudeLines("x", turn)...)
+	}
+	a := filepath.Join(dir, "A", "x.jsonl")
+	b := filepath.Join(dir, "B", "y.jsonl")
+	data := writeSource(t, vfs.OS, a, lines, "")
+	alone := mustImport(t, r, FormatClaudeCode, a)
+	own := alone.StoredAfter - alone.StoredBefore
+	if err := os.MkdirAll(filepath.Dir(b), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(a, b); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	rep := mustImport(t, r, FormatClaudeCode, filepath.Join(dir, "A"), filepath.Join(dir, "B"))
+	fa, fb := fileByPath(t, rep, a), fileByPath(t, rep, b)
+	if fa.Status != ImportUnchanged || fb.Status != ImportNew || *fa.Session == *fb.Session {
+		t.Fatalf("the link: %+v, its original: %+v", fb, fa)
+	}
+	if added := rep.StoredAfter - rep.StoredBefore; added*4 > own {
+		t.Fatalf("the link added %d bytes to the store; its original took %d", added, own)
+	}
+	mustExport(t, r, *fa.Session, data)
+	mustExport(t, r, *fb.Session, data)
+	again := mustImport(t, r, FormatClaudeCode, filepath.Join(dir, "A"), filepath.Join(dir, "B"))
+	if again.StoredAfter != again.StoredBefore || fileByPath(t, again, a).Status != ImportUnchanged || fileByPath(t, again, b).Status != ImportUnchanged {
+		t.Fatalf("imported again: %+v", again.Files)
+	}
+}

@@ -170,19 +170,30 @@ func checkLongLine(t *testing.T, line []byte, query string, rng *rand.Rand) {
 }
 
 // invalidRun says whether line, its color sequences stripped, has two
-// bytes that are not UTF-8 in a row.
+// bytes that are not UTF-8 in a row, as snippetScan reads them: each byte
+// of the line as written that is not UTF-8 counts, so the two bytes of a
+// character a color sequence splits ("\xcd\x1b[m\x9f": whole, once the
+// sequence is stripped, U+035F) are such a run too, and the snippet is
+// left to searchSnippet, as for any run.
 func invalidRun(line []byte) bool {
-	b, _ := stripSGRAt(line, 0)
-	last := false
-	for len(b) > 0 {
-		r, w := utf8.DecodeRune(b)
-		bad := r == utf8.RuneError && w == 1
-		if bad && last {
-			return true
-		}
-		last, b = bad, b[w:]
+	// Each byte that is not UTF-8 marked by a rune the line does not
+	// hold, which stripping the color sequences (ASCII) leaves as it is.
+	mark := rune(0xF0000)
+	for bytes.ContainsRune(line, mark) {
+		mark++
 	}
-	return false
+	var marked []byte
+	for b := line; len(b) > 0; {
+		r, w := utf8.DecodeRune(b)
+		if r == utf8.RuneError && w == 1 {
+			marked = utf8.AppendRune(marked, mark)
+		} else {
+			marked = append(marked, b[:w]...)
+		}
+		b = b[w:]
+	}
+	stripped, _ := stripSGRAt(marked, 0)
+	return bytes.Contains(stripped, utf8.AppendRune(utf8.AppendRune(nil, mark), mark))
 }
 
 // A line with bytes that are not UTF-8 (alone, in runs, a character cut

@@ -1,9 +1,6 @@
 package mcp
 
-import (
-	"bytes"
-	"encoding/json"
-)
+import "encoding/json"
 
 // idScanner reads the top-level "id" of a message too long to hold, from
 // its bytes as they stream past: it keeps only the current key and the id's
@@ -25,13 +22,15 @@ type idScanner struct {
 	inKey     bool
 	key       []byte // the last key at depth 1, quotes included, bounded
 	inID      bool   // reading the id's value
-	value     []byte
+	value     []byte // the id's bytes, without the white space around them, bounded
+	valueEnd  bool   // white space after the value: only ',' or '}' may follow
 	id        json.RawMessage
 }
 
 // Bounds on what the scanner keeps: a key longer than maxKeyBytes is not
 // "id" however it is escaped, and an id longer than maxIDBytes is not
-// echoed.
+// echoed (in a message too long to parse; one that parses is answered with
+// its id whatever the id's length).
 const (
 	maxKeyBytes = 64
 	maxIDBytes  = 1024
@@ -77,7 +76,7 @@ func (s *idScanner) scan(c byte) {
 		s.endID()
 	}
 	if s.inID {
-		s.keepID(c)
+		s.keepIDOutsideString(c)
 	}
 	switch c {
 	case '"':
@@ -90,7 +89,7 @@ func (s *idScanner) scan(c byte) {
 			s.expectKey = false
 			var k string
 			if len(s.key) <= maxKeyBytes && json.Unmarshal(s.key, &k) == nil && k == "id" {
-				s.inID, s.value = true, s.value[:0]
+				s.inID, s.value, s.valueEnd = true, s.value[:0], false
 			}
 		}
 	case ',':
@@ -121,6 +120,22 @@ func (s *idScanner) scanString(c byte) {
 	}
 }
 
+// keepIDOutsideString keeps a byte of the id's value read outside a
+// string. White space there is not part of a string or number id: before
+// the value it is skipped, after it only ',' or '}' may follow (endID is
+// called on those before this). Not holding it keeps the bound on the id's
+// own bytes, however much white space surrounds them.
+func (s *idScanner) keepIDOutsideString(c byte) {
+	switch {
+	case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+		s.valueEnd = len(s.value) > 0
+	case s.valueEnd:
+		s.inID, s.id = false, nil // two values: not an id
+	default:
+		s.keepID(c)
+	}
+}
+
 // keepID adds a byte to the id's value; one too long is dropped.
 func (s *idScanner) keepID(c byte) {
 	if len(s.value) >= maxIDBytes {
@@ -134,9 +149,8 @@ func (s *idScanner) keepID(c byte) {
 // take.
 func (s *idScanner) endID() {
 	s.inID = false
-	raw := bytes.TrimSpace(s.value)
-	if validID(raw) && json.Valid(raw) {
-		s.id = append(json.RawMessage(nil), raw...)
+	if validID(s.value) && json.Valid(s.value) {
+		s.id = append(json.RawMessage(nil), s.value...)
 	} else {
 		s.id = nil
 	}

@@ -867,6 +867,7 @@ func TestTooLongLine(t *testing.T) {
 func TestTooLongLineKeepsItsID(t *testing.T) {
 	f := newFixture(t)
 	pad := strings.Repeat("z", MaxLineBytes)
+	longID := strings.Repeat("k", maxIDBytes-2) // with its quotes, maxIDBytes
 	lines := []struct{ line, id string }{
 		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"append_to_inbox","arguments":{"content":"` + pad + `"}}}`, "7"},
 		{`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"append_to_inbox","arguments":{"content":"` + pad + `","id":9}},"id" : "req-8"}`, `"req-8"`},
@@ -874,6 +875,9 @@ func TestTooLongLineKeepsItsID(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":"ping","params":{"id":4,"pad":"` + pad + `"}}`, "null"},
 		{`{"jsonrpc":"2.0","id":{"n":5},"method":"ping","params":{"pad":"` + pad + `"}}`, "null"},
 		{`["jsonrpc","2.0","id",6,"` + pad + `"]`, "null"},
+		// The id is held up to maxIDBytes of its own, white space around it aside.
+		{`{"jsonrpc":"2.0","id" :  "` + longID + `"  ,"method":"ping","params":{"pad":"` + pad + `"}}`, `"` + longID + `"`},
+		{`{"jsonrpc":"2.0","id":"` + longID + `k","method":"ping","params":{"pad":"` + pad + `"}}`, "null"},
 	}
 	var in []string
 	for _, l := range lines {

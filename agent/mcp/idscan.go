@@ -56,9 +56,9 @@ func (s *idScanner) ID() json.RawMessage {
 
 func (s *idScanner) scan(c byte) {
 	if !s.started {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-		case '{':
+		switch {
+		case jsonSpace(c):
+		case c == '{':
 			s.started, s.depth, s.expectKey = true, 1, true
 		default:
 			s.bad = true
@@ -127,10 +127,10 @@ func (s *idScanner) scanString(c byte) {
 // own bytes, however much white space surrounds them.
 func (s *idScanner) keepIDOutsideString(c byte) {
 	switch {
-	case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+	case jsonSpace(c):
 		s.valueEnd = len(s.value) > 0
 	case s.valueEnd:
-		s.inID, s.id = false, nil // two values: not an id
+		s.dropID() // two values: not an id
 	default:
 		s.keepID(c)
 	}
@@ -139,11 +139,20 @@ func (s *idScanner) keepIDOutsideString(c byte) {
 // keepID adds a byte to the id's value; one too long is dropped.
 func (s *idScanner) keepID(c byte) {
 	if len(s.value) >= maxIDBytes {
-		s.inID, s.id = false, nil
+		s.dropID()
 		return
 	}
 	s.value = append(s.value, c)
 }
+
+// dropID stops reading a value that is no id the scanner echoes: the
+// message has none, unless a later "id" key gives one (the last wins).
+func (s *idScanner) dropID() {
+	s.inID, s.id = false, nil
+}
+
+// jsonSpace says whether c is white space between JSON tokens.
+func jsonSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // endID takes the value read as the id if it is one parseMessage would
 // take.

@@ -268,7 +268,7 @@ func (r *Rook) ResolveCheckpoint(arg string) (cas.Key, *Manifest, error) {
 		}
 		return cas.Key{}, nil, err
 	}
-	info, err := r.Store.Stat(id)
+	info, err := r.Store.StatEntry(id)
 	if err != nil {
 		return cas.Key{}, nil, err
 	}

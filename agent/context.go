@@ -295,7 +295,7 @@ func (r *Rook) Context(id eventlog.ID, window int64) (ContextReport, error) {
 			}
 			b, ok := bodies[ev.Body]
 			if !ok {
-				info, err := r.Store.Stat(ev.Body)
+				info, err := r.Store.StatEntry(ev.Body)
 				var nf *cas.NotFoundError
 				var ce *cas.CorruptError
 				switch {
@@ -588,7 +588,7 @@ func (r *Rook) sourceLinesSize(id cas.Key, stored int64, images map[cas.Key]imag
 		if slices.ContainsFunc(sl.Cuts[:i], func(p lineCut) bool { return p.ID == c.ID }) {
 			continue
 		}
-		info, err := r.Store.Stat(c.ID)
+		info, err := r.Store.StatEntry(c.ID)
 		if err != nil {
 			ok = false
 			continue

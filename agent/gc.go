@@ -36,7 +36,7 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 			return
 		}
 		live[id] = true
-		if info, err := r.Store.Stat(id); err == nil && info.Kind == cas.KindSnapshot {
+		if info, err := r.Store.StatEntry(id); err == nil && info.Kind == cas.KindSnapshot {
 			snapshots = append(snapshots, id)
 		} else if err == nil && info.Kind == cas.KindSource {
 			lines = append(lines, id)

@@ -234,7 +234,7 @@ const placeholder = `"x"`
 // streamLinesOver (and within max), which it prepares to be read streamed
 // instead (s) of putting it together.
 func (r *Rook) readBodyOrStream(id cas.Key, max int64) (body []byte, imported bool, s *streamedLine, err error) {
-	if info, err := r.Store.Stat(id); err == nil && info.Kind == cas.KindSource && info.Size > streamLinesOver {
+	if info, err := r.Store.StatEntry(id); err == nil && info.Kind == cas.KindSource && info.Size > streamLinesOver {
 		// A big line's object: a long string import left in it
 		// (search_inline.go) is not read whole either.
 		if s, size := r.inlineStreamedOf(id); s != nil {
@@ -256,7 +256,7 @@ func (r *Rook) readBodyOrStream(id cas.Key, max int64) (body []byte, imported bo
 	// cannot be stat'd counts nothing: reading it says what failed).
 	size, stated := int64(len(sl.Rest)), true
 	for _, c := range sl.Cuts {
-		if info, err := r.Store.Stat(c.ID); err == nil {
+		if info, err := r.Store.StatEntry(c.ID); err == nil {
 			size += info.Size
 		} else {
 			stated = false

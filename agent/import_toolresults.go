@@ -292,7 +292,7 @@ func (r *Rook) ExportToolResults(id eventlog.ID, dir string) (ExportedToolResult
 			return nil
 		}
 		seen[name] = true
-		info, err := r.Store.Stat(ev.Body)
+		info, err := r.Store.StatEntry(ev.Body)
 		if err != nil {
 			return fmt.Errorf("tool-results/%s (event %d): %w", name, ev.Seq, err)
 		}

@@ -283,7 +283,7 @@ func (r *Rook) expandSource(id cas.Key, b []byte, max int64) ([]byte, error) {
 	if max < math.MaxInt64 {
 		size := int64(len(sl.Rest))
 		for _, c := range sl.Cuts {
-			if info, err := r.Store.Stat(c.ID); err == nil {
+			if info, err := r.Store.StatEntry(c.ID); err == nil {
 				size += info.Size
 			}
 		}
@@ -402,7 +402,7 @@ func (r *Rook) readBodyHead(id cas.Key, shown int) (bodyHead, error) {
 	}
 	size := int64(len(sl.Rest))
 	for _, c := range sl.Cuts {
-		if info, err := r.Store.Stat(c.ID); err == nil {
+		if info, err := r.Store.StatEntry(c.ID); err == nil {
 			size += info.Size
 		}
 	}

@@ -224,7 +224,7 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 				// whole budget is skipped, counted: no budget left could
 				// read it, and stopping at it would leave every older body
 				// unsearched, each time.
-				info, serr := r.Store.Stat(obj)
+				info, serr := r.Store.StatEntry(obj)
 				if serr == nil && info.Size > opts.MaxBytes {
 					res.TooLarge++
 					scanned[obj] = sc

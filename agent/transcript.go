@@ -155,7 +155,7 @@ type EventView struct {
 // line shortened for its head (readBodyHead).
 func (r *Rook) viewBody(ev eventlog.Event, max int) (BodyView, []byte) {
 	var v BodyView
-	if info, err := r.Store.Stat(ev.Body); err == nil {
+	if info, err := r.Store.StatEntry(ev.Body); err == nil {
 		v.Size, v.Stored, v.imported = info.Size, info.Stored, info.Kind == cas.KindSource
 	}
 	h, err := r.readBodyHead(ev.Body, max)
@@ -1213,7 +1213,7 @@ func (r *Rook) readRange(id eventlog.ID, seq uint64, offset int64, n int, render
 	}
 	if rendered {
 		// The view is text even of lines with bytes that are not UTF-8.
-		if info, err := r.Store.Stat(ev.Body); err == nil && info.Kind == cas.KindSource {
+		if info, err := r.Store.StatEntry(ev.Body); err == nil && info.Kind == cas.KindSource {
 			body, br.Rendered = renderEvent(ev, body), true
 		}
 	}

@@ -163,7 +163,7 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 		}
 		n := &namer{p: at}
 		seen[id] = n
-		info, err := r.Store.Stat(id)
+		info, err := r.Store.StatEntry(id)
 		var nf *cas.NotFoundError
 		switch {
 		case errors.As(err, &nf):

@@ -168,25 +168,54 @@ func (s *Store) refreshView() error {
 // Stat describes one object. An object a writer holds in a block not yet
 // written has no stored size yet (0).
 func (s *Store) Stat(id Key) (ObjectInfo, error) {
+	info, e, err := s.stat(id)
+	if err != nil || e == nil {
+		return info, err
+	}
+	return s.infoOf(id, *e, nil), nil
+}
+
+// StatEntry is Stat from the index alone: the object's kind and sizes and
+// where it is, without reading its record's header from the segment, so
+// Created, Codec and Dict are zero (but for an object not yet written,
+// whose Created is known). For callers that budget reads by size over
+// many objects (search, a session's page of bodies): Stat reads the
+// segment once per object for fields they do not use.
+func (s *Store) StatEntry(id Key) (ObjectInfo, error) {
+	info, e, err := s.stat(id)
+	if err != nil || e == nil {
+		return info, err
+	}
+	return entryInfo(id, *e), nil
+}
+
+// stat finds id: a pending object's info (entry nil), or its index entry.
+func (s *Store) stat(id Key) (ObjectInfo, *entry, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return ObjectInfo{}, ErrClosed
+		return ObjectInfo{}, nil, ErrClosed
 	}
 	if o, ok := s.pending[id]; ok {
 		info := ObjectInfo{ID: id, Kind: o.kind, Size: int64(len(o.data)), Created: o.created}
 		s.mu.Unlock()
-		return info, nil
+		return info, nil, nil
 	}
 	s.mu.Unlock()
 	e, ok, err := s.lookup(id)
 	if err != nil {
-		return ObjectInfo{}, err
+		return ObjectInfo{}, nil, err
 	}
 	if !ok {
-		return ObjectInfo{}, &NotFoundError{Prefix: hex.EncodeToString(id[:])}
+		return ObjectInfo{}, nil, &NotFoundError{Prefix: hex.EncodeToString(id[:])}
 	}
-	return s.infoOf(id, e, nil), nil
+	return ObjectInfo{}, &e, nil
+}
+
+// entryInfo describes an object from its index entry alone.
+func entryInfo(id Key, e entry) ObjectInfo {
+	return ObjectInfo{ID: id, Kind: e.Kind, Size: e.Size, Stored: e.Stored, Inline: e.Inline,
+		Segment: e.Loc.Segment, Offset: e.Loc.Offset}
 }
 
 // infoOf describes an object from its entry and its record's header (the
@@ -195,8 +224,7 @@ func (s *Store) Stat(id Key) (ObjectInfo, error) {
 // that cannot be read leaves those fields zero; reading the object reports
 // the damage.
 func (s *Store) infoOf(id Key, e entry, hdrs map[blockKey]recordHeader) ObjectInfo {
-	info := ObjectInfo{ID: id, Kind: e.Kind, Size: e.Size, Stored: e.Stored, Inline: e.Inline,
-		Segment: e.Loc.Segment, Offset: e.Loc.Offset}
+	info := entryInfo(id, e)
 	if h, ok := s.headerOf(e.Loc, hdrs); ok {
 		info.Created, info.Codec, info.Dict = int64(h.Time), h.Codec, h.Dict
 	}

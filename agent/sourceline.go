@@ -130,17 +130,26 @@ func decodeSourceLine(b []byte) (sourceLine, error) {
 }
 
 // expand writes the line back: rest with each cut string put back in place.
+// The strings are read first, so that the line is made at its size in one
+// allocation: grown by append, a line of long strings was copied over and
+// over (twice its size allocated, on every read of an imported event).
 func (sl *sourceLine) expand(get func(cas.Key) ([]byte, error)) ([]byte, error) {
-	out := make([]byte, 0, len(sl.Rest)+len(sl.Cuts)*MinCutString*2)
-	p := 0
-	for _, c := range sl.Cuts {
-		out = append(out, sl.Rest[p:p+c.Gap]...)
-		p += c.Gap
+	texts := make([][]byte, len(sl.Cuts))
+	size := int64(len(sl.Rest))
+	for i, c := range sl.Cuts {
 		text, err := get(c.ID)
 		if err != nil {
 			return nil, fmt.Errorf("string %s of the line: %w", cas.Short(c.ID), err)
 		}
-		out = appendJSONString(out, text)
+		texts[i] = text
+		size += 2 + jsonEscapedLen(text)
+	}
+	out := make([]byte, 0, size)
+	p := 0
+	for i, c := range sl.Cuts {
+		out = append(out, sl.Rest[p:p+c.Gap]...)
+		p += c.Gap
+		out = appendJSONString(out, texts[i])
 	}
 	return append(out, sl.Rest[p:]...), nil
 }

@@ -54,6 +54,10 @@ func cutAndExpand(t *testing.T, line []byte, minCut int) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Made at its size, escapes and all: one allocation, none to spare.
+	if cap(out) != len(out) {
+		t.Fatalf("the expanded line (%d bytes) was made in a buffer of %d", len(out), cap(out))
+	}
 	return out
 }
 

@@ -252,16 +252,8 @@ func (r *Rook) readBodyOrStream(id cas.Key, max int64) (body []byte, imported bo
 	if err != nil {
 		return nil, true, nil, &cas.CorruptError{ID: id, Reason: err.Error()}
 	}
-	// The line's size as expandSource counts it (a string whose object
-	// cannot be stat'd counts nothing: reading it says what failed).
-	size, stated := int64(len(sl.Rest)), true
-	for _, c := range sl.Cuts {
-		if info, err := r.Store.StatEntry(c.ID); err == nil {
-			size += info.Size
-		} else {
-			stated = false
-		}
-	}
+	// The line's size as expandSource counts it.
+	size, stated := r.lineSize(sl)
 	if stated && size > streamLinesOver && size <= max {
 		if s := r.streamedOf(sl); s != nil {
 			return nil, true, s, nil

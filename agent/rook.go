@@ -281,17 +281,27 @@ func (r *Rook) expandSource(id cas.Key, b []byte, max int64) ([]byte, error) {
 		return nil, &cas.CorruptError{ID: id, Reason: err.Error()}
 	}
 	if max < math.MaxInt64 {
-		size := int64(len(sl.Rest))
-		for _, c := range sl.Cuts {
-			if info, err := r.Store.StatEntry(c.ID); err == nil {
-				size += info.Size
-			}
-		}
-		if size > max {
+		if size, _ := r.lineSize(sl); size > max {
 			return nil, errBodyTooLarge
 		}
 	}
 	return sl.expand(r.Store.Get)
+}
+
+// lineSize is how long source line sl is put back together, its cut
+// strings counted by their objects' index entries (a string whose object
+// cannot be stat'd counts nothing: reading it says what failed); all is
+// false when one could not be.
+func (r *Rook) lineSize(sl sourceLine) (size int64, all bool) {
+	size, all = int64(len(sl.Rest)), true
+	for _, c := range sl.Cuts {
+		if info, err := r.Store.StatEntry(c.ID); err == nil {
+			size += info.Size
+		} else {
+			all = false
+		}
+	}
+	return size, all
 }
 
 // shortenLinesOver is the size past which an imported line read for a
@@ -400,12 +410,7 @@ func (r *Rook) readBodyHead(id cas.Key, shown int) (bodyHead, error) {
 	if err != nil {
 		return h, &cas.CorruptError{ID: id, Reason: err.Error()}
 	}
-	size := int64(len(sl.Rest))
-	for _, c := range sl.Cuts {
-		if info, err := r.Store.StatEntry(c.ID); err == nil {
-			size += info.Size
-		}
-	}
+	size, _ := r.lineSize(sl)
 	keep := math.MaxInt
 	if size > shortenLinesOver && shown < math.MaxInt-headSlack {
 		keep = max(shown, 0) + headSlack

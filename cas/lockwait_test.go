@@ -108,3 +108,39 @@ func TestConcurrentWritersAllSucceed(t *testing.T) {
 		}
 	}
 }
+
+// A writer told not to wait still gets a lock that rook's own check of it
+// (LockHolder: rook doctor, an interrupted import) held only for an
+// instant: it tries again within probeGrace rather than failing for no
+// writer at all. The check is let go at the writer's second try, so the
+// test fails on a writer that tries only once.
+func TestNoWaitWriterOutlastsALockCheck(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{Command: "rook import"})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := home + "/" + LockFile
+	check, err := fsys.TryLock(path, FileMode) // LockHolder's instant
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tries int
+	fsys.SetHook(func(op vfs.Op, p string) error {
+		if op == vfs.OpLock && p == path {
+			if tries++; tries == 2 {
+				check.Unlock()
+			}
+		}
+		return nil
+	})
+	w, err := Open(home, Options{FS: fsys, Writable: true, LockWait: 0,
+		LockWaiting: func(string) { t.Error("LockWaiting called without a wait") }})
+	fsys.SetHook(nil)
+	if err != nil {
+		t.Fatalf("writer with no wait, lock checked for an instant: %v (%d tries)", err, tries)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -64,7 +64,7 @@ type Options struct {
 	// LockWait is how long a writer's Open waits for the writer lock
 	// while another process holds it, before it fails with a LockedError:
 	// agents' hooks append at the same moment, and each holds the lock for
-	// milliseconds. 0 fails at once.
+	// milliseconds. 0 fails at once (after probeGrace, 20ms).
 	LockWait time.Duration
 	// LockWaiting, if set, is called once when a writer has waited about
 	// a second for the lock, with the holder as it described itself: the
@@ -513,9 +513,19 @@ func describeHolder(l vfs.Lock, command string) {
 	}
 }
 
+// probeGrace is how long a writer told not to wait (wait 0, the CLI's
+// --lock-wait 0) still tries for the lock before it fails. rook's own
+// checks of whether a writer holds the store (LockHolder, for rook doctor
+// and an interrupted import; verify's check of an unfinished rebuild) can
+// only tell by taking a free lock for an instant: a writer that failed in
+// that instant would fail for no writer at all, naming the last one, long
+// gone, from the lock file. A writer holds the lock for milliseconds at
+// least (an fsync), so the grace also lets a short append finish first.
+const probeGrace = 20 * time.Millisecond
+
 // waitForLock takes the lock at path, waiting up to wait while another
-// process holds it (0: fail at once), with a LockedError when it could
-// not. It polls, with a backoff from a few milliseconds to a tenth of a
+// process holds it (0: fail at once, after probeGrace), with a LockedError
+// when it could not. It polls, with a backoff from a few milliseconds to a tenth of a
 // second, jittered so that writers started together do not retry in step:
 // a writer holds the lock for milliseconds (an append) or minutes (an
 // import), and a poll costs one flock call. waiting, if set, is told the
@@ -534,8 +544,9 @@ func waitForLock(fsys vfs.FS, path string, wait time.Duration, waiting func(hold
 	if stopped() {
 		return nil, nil
 	}
+	told := wait // what the LockedError says was waited
 	if wait <= 0 {
-		return nil, &LockedError{Holder: holder()}
+		wait, told, waiting = probeGrace, 0, nil
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -557,7 +568,7 @@ func waitForLock(fsys vfs.FS, path string, wait time.Duration, waiting func(hold
 				if stopped() {
 					return nil, nil
 				}
-				return nil, &LockedError{Holder: holder(), Waited: wait}
+				return nil, &LockedError{Holder: holder(), Waited: told}
 			}
 			return l, err
 		case <-tell:

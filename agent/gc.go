@@ -22,7 +22,10 @@ const DefaultGCGrace = 10 * time.Minute
 // every version of every ref under refs/ (checkpoints, and what later
 // features keep there), and, expanded, the files every reachable snapshot
 // names. A snapshot that cannot be read stops the mark: an incomplete mark
-// must never turn live objects into garbage.
+// must never turn live objects into garbage. So does a body or ref target
+// missing from the store (an index rebuilt past a damaged record forgets
+// it): it may have been a snapshot or an imported line, and the objects it
+// named, still there, would look like garbage.
 // progress (when not nil) is called with the sessions marked so far and
 // their number: on a large store the mark reads every event and every
 // imported line, most of a gc's time.
@@ -31,7 +34,8 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 	// containers are objects that name others: snapshots (their files) and
 	// imported source lines (the strings cut out of them).
 	var snapshots, lines []cas.Key
-	mark := func(id cas.Key) {
+	var missing error // the first reachable object not in the store
+	mark := func(id cas.Key, from markedFrom) {
 		if live[id] {
 			return
 		}
@@ -44,6 +48,8 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 			var nf *cas.NotFoundError
 			if !errors.As(err, &nf) {
 				snapshots = append(snapshots, id) // let the expansion report it
+			} else if missing == nil {
+				missing = from.missing(id)
 			}
 		}
 	}
@@ -73,13 +79,16 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 				break
 			}
 			for _, ev := range evs {
-				mark(ev.Body)
+				mark(ev.Body, markedFrom{session: id, seq: ev.Seq})
 			}
 			from = evs[len(evs)-1].Seq + 1
 		}
 	}
-	if err := r.walkRefs(func(_ string, id cas.Key) { mark(id) }, nil); err != nil {
+	if err := r.walkRefs(func(ref string, id cas.Key) { mark(id, markedFrom{ref: ref}) }, nil); err != nil {
 		return nil, err
+	}
+	if missing != nil {
+		return nil, missing
 	}
 	for len(snapshots) > 0 {
 		id := snapshots[len(snapshots)-1]
@@ -116,6 +125,24 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 		progress(total, total)
 	}
 	return live, nil
+}
+
+// markedFrom is where the mark found an object: an event of a session, or
+// a ref file (its path under the home).
+type markedFrom struct {
+	session eventlog.ID
+	seq     uint64
+	ref     string
+}
+
+// missing is the error of a mark that found id, named from here, missing
+// from the store, with the ways out.
+func (m markedFrom) missing(id cas.Key) error {
+	const why = "is not in the store (`rook store verify` lists what is lost): gc cannot tell what it named, so it refuses to sweep what may still be needed"
+	if m.ref != "" {
+		return fmt.Errorf("object %s, named by ref %s, %s; put the object back (`rook store put` of its bytes, if you have them), or remove the ref to let gc run again", cas.Short(id), m.ref, why)
+	}
+	return fmt.Errorf("object %s, the body of session %s event #%d, %s; put the object back (`rook store put` of its bytes, if you have them), or `rook session fork %s --at %d` to keep the events before it, then `rook session rm %s`, to let gc run again", cas.Short(id), m.session, m.seq, why, m.session, m.seq, m.session)
 }
 
 // walkRefs calls mark for every object id any ref file names, with the

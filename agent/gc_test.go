@@ -216,3 +216,55 @@ func TestGCRemovesTheRebuildMarkersTemporaryFile(t *testing.T) {
 		t.Errorf("%s removed: %v", kept, err)
 	}
 }
+
+// An index rebuilt past a damaged snapshot's record forgets the snapshot:
+// the capture event's body is then missing, while the file it named is
+// still there, intact. gc cannot tell what a missing body named, so it
+// refuses, naming the event and the ways out, and the file stays.
+func TestGCRefusesWhenAReachableBodyIsMissing(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	os.WriteFile(filepath.Join(ws, "f.txt"), []byte("the only copy of what the file held"), 0o644)
+	seq, _, err := r.CaptureSession(id, []string{"f.txt"}, "", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Flush()
+	evs, _ := r.Log.Read(id, seq, 1)
+	m, err := r.ReadManifest(evs[0].Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := m.Files["f.txt"].ID
+	info, _ := r.Store.Stat(evs[0].Body)
+	home := r.Store.Home()
+	r.Close()
+	seg := filepath.Join(home, cas.SegmentsDir, fmt.Sprintf("%08d.seg", info.Segment))
+	b, _ := os.ReadFile(seg)
+	b[info.Offset+40] ^= 0xff
+	os.WriteFile(seg, b, 0o600)
+	// The rebuilt index (a writer rebuilds a missing one) leaves the
+	// damaged record out.
+	if err := os.Remove(filepath.Join(home, cas.IndexDir, cas.IndexFile)); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := Open(home, Options{Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	var nf *cas.NotFoundError
+	if _, err := r2.Store.StatEntry(evs[0].Body); !errors.As(err, &nf) {
+		t.Fatalf("the snapshot after the rebuild: %v, want it not found", err)
+	}
+	for _, dry := range []bool{true, false} {
+		_, err = r2.GC(0, dry, nil, nil)
+		want := fmt.Sprintf("object %s, the body of session %s event #%d, is not in the store", cas.Short(evs[0].Body), id, seq)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "refuses to sweep") ||
+			!strings.Contains(err.Error(), fmt.Sprintf("rook session fork %s --at %d", id, seq)) {
+			t.Fatalf("gc (dry run %v) with a missing body: %v, want %q and the ways out", dry, err, want)
+		}
+	}
+	if got, err := r2.Store.Get(file); err != nil || string(got) != "the only copy of what the file held" {
+		t.Fatalf("the file the lost snapshot named, after gc: %q, %v", got, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -112,6 +113,9 @@ func TestSessionOfFileEscapedName(t *testing.T) {
 		t.Fatal(err)
 	}
 	esc := strings.ReplaceAll(string(b), "000000000001.jsonl", `00000000000\u0031.jsonl`)
+	// Changed by hand, so made version 1 with no check, as the check's
+	// error says to (eventlog's TestMetaDamageIsCaught).
+	esc = regexp.MustCompile(`,"check":"[0-9a-f]{8}"`).ReplaceAllString(strings.Replace(esc, `"v":2,`, `"v":1,`, 1), "")
 	if esc == string(b) {
 		t.Fatalf("the name is not in %s", b)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -197,11 +198,15 @@ func metaSeeds() [][]byte {
 	}
 	var out [][]byte
 	for _, m := range metas {
-		b, err := json.Marshal(m)
+		b, err := json.Marshal(m) // version 1, with no check
 		if err != nil {
 			panic(err)
 		}
 		out = append(out, append(b, '\n'))
+		if b, err = encodeMeta(m); err != nil {
+			panic(err)
+		}
+		out = append(out, b)
 	}
 	return append(out, []byte(`{"v":2}`), []byte(`{"v":1,"id":"`+id.String()+`","source":{"path":"a","path_bytes":"!!"}}`))
 }
@@ -221,7 +226,7 @@ func FuzzDecodeMeta(f *testing.F) {
 		if m.ID != id || m.V > metaVersion {
 			t.Fatalf("accepted metadata of %s, version %d", m.ID, m.V)
 		}
-		enc, err := json.Marshal(m)
+		enc, err := encodeMeta(m)
 		if err != nil {
 			t.Fatalf("decoded metadata does not encode: %v", err)
 		}
@@ -229,7 +234,7 @@ func FuzzDecodeMeta(f *testing.F) {
 		if err != nil {
 			t.Fatalf("written metadata does not decode: %v\n%s", err, enc)
 		}
-		enc2, _ := json.Marshal(m2)
+		enc2, _ := encodeMeta(m2)
 		if !bytes.Equal(enc, enc2) || m2.Created.UnixNano() != m.Created.UnixNano() || (m.Source != nil && m2.Source.Path != m.Source.Path) {
 			t.Fatalf("metadata changed in a round trip:\n%s\n%s", enc, enc2)
 		}
@@ -284,5 +289,69 @@ func TestMarkerForkRecord(t *testing.T) {
 		if _, ok := parseMarkerFork(strings.Fields(line), line); ok {
 			t.Fatalf("record of %s read as a fork's record of %s", b, id)
 		}
+	}
+}
+
+// A .meta this rook writes carries a check: any byte of it changed (bits
+// flipped one at a time, and all eight) either fails to decode, naming the
+// file and the way out, or decodes to the very same metadata. Before the
+// check, a flip in a key ("wo(kspace") or a value moved the session to
+// another workspace or dropped its title, and nothing said so.
+func TestMetaDamageIsCaught(t *testing.T) {
+	id := fuzzID()
+	at := uint64(3)
+	parent := fuzzID()
+	parent[0] = 'p'
+	m := Meta{ID: id, Title: "fix the parser", Workspace: "/home/u/p", Created: time.UnixMilli(fuzzBase).UTC(), Parent: &parent, ForkAt: &at, Tags: []string{"keep"}}
+	good, err := encodeMeta(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := decodeMeta(good, id, "x.meta")
+	if err != nil {
+		t.Fatalf("written metadata does not decode: %v\n%s", err, good)
+	}
+	wantJSON, _ := json.Marshal(want)
+	if want.V != metaVersion || want.Title != m.Title || want.Workspace != m.Workspace {
+		t.Fatalf("decoded %+v", want)
+	}
+	var caught, same int
+	for i := range good {
+		for _, mask := range []byte{1, 2, 4, 8, 16, 32, 64, 128, 0xff} {
+			b := bytes.Clone(good)
+			b[i] ^= mask
+			got, err := decodeMeta(b, id, "x.meta")
+			if err != nil {
+				if !strings.Contains(err.Error(), "x.meta") || !strings.Contains(err.Error(), "rook session rm "+id.String()) {
+					t.Fatalf("byte %d ^ %#x: error without the file or the way out: %v", i, mask, err)
+				}
+				caught++
+				continue
+			}
+			if gotJSON, _ := json.Marshal(got); !bytes.Equal(gotJSON, wantJSON) {
+				t.Fatalf("byte %d ^ %#x decoded as other metadata, unnoticed:\n%s\nwas\n%s", i, mask, gotJSON, wantJSON)
+			}
+			same++
+		}
+	}
+	t.Logf("%d changes caught, %d decoded the same", caught, same)
+	// Version 1 files, written before the check, still read.
+	old, _ := json.Marshal(Meta{V: 1, ID: id, Title: "old"})
+	if got, err := decodeMeta(append(old, '\n'), id, "x.meta"); err != nil || got.Title != "old" {
+		t.Fatalf("version 1 metadata: %+v, %v", got, err)
+	}
+	// Edited by hand, a file fails its check; made version 1 with its
+	// check deleted, as the error says, it reads as edited.
+	edited := bytes.Replace(good, []byte("fix the parser"), []byte("fix the lexer"), 1)
+	if _, err := decodeMeta(edited, id, "x.meta"); err == nil || !strings.Contains(err.Error(), `make its "v" 1 and delete its "check" member`) {
+		t.Fatalf("metadata edited by hand: %v", err)
+	}
+	unchecked := regexp.MustCompile(`,"check":"[0-9a-f]{8}"`).ReplaceAll(bytes.Replace(edited, []byte(`"v":2`), []byte(`"v":1`), 1), nil)
+	if got, err := decodeMeta(unchecked, id, "x.meta"); err != nil || got.Title != "fix the lexer" || got.Workspace != m.Workspace {
+		t.Fatalf("metadata edited by hand, then made version 1 without its check: %+v, %v\n%s", got, err, unchecked)
+	}
+	// A version 2 file whose check was cut off does not.
+	if _, err := decodeMeta(bytes.Replace(good, good[bytes.LastIndex(good, []byte(`,"check"`)):], []byte("}\n"), 1), id, "x.meta"); err == nil || !strings.Contains(err.Error(), "no check") {
+		t.Fatalf("version 2 metadata without its check: %v", err)
 	}
 }

@@ -9,6 +9,7 @@
 package eventlog
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -193,7 +195,45 @@ type Summary struct {
 	Updated   time.Time `json:"updated"`
 }
 
-const metaVersion = 1
+// metaVersion is the version of the .meta files this rook writes. 2 added
+// the "check" member (encodeMeta); version 1 files, which have none, still
+// read.
+const metaVersion = 2
+
+// metaCheckTail is how a version 2 .meta ends: the CRC-32C, 8 lowercase
+// hex digits, of the JSON object as it reads without this member.
+const metaCheckTail = `,"check":"########"}`
+
+// encodeMeta is a session's .meta file: m (as this rook's version) in
+// JSON, with its check last, and a newline.
+func encodeMeta(m Meta) ([]byte, error) {
+	m.V = metaVersion
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	sum := crc32.Checksum(b, castagnoli)
+	b = b[:len(b)-1] // the closing brace, written after the check
+	return fmt.Appendf(b, `,"check":"%08x"}`+"\n", sum), nil
+}
+
+// metaChecked says whether b (a .meta file's bytes) ends with a check,
+// and, if so, whether the check holds: the bytes before it, closed, are
+// what was summed.
+func metaChecked(b []byte) (has, holds bool) {
+	b = bytes.TrimRight(b, "\n")
+	n := len(metaCheckTail)
+	if len(b) < n+1 || string(b[len(b)-n:len(b)-10]) != `,"check":"` || b[len(b)-1] != '}' || b[len(b)-2] != '"' {
+		return false, false
+	}
+	want, err := strconv.ParseUint(string(b[len(b)-10:len(b)-2]), 16, 32)
+	if err != nil {
+		return false, false
+	}
+	body := b[:len(b)-n]
+	sum := crc32.Update(crc32.Checksum(body, castagnoli), castagnoli, []byte{'}'})
+	return true, uint32(want) == sum
+}
 
 // Options tune a Log.
 type Options struct {
@@ -627,11 +667,11 @@ func (l *Log) writeMetas(ms ...Meta) error {
 		ms = ms[len(chunk):]
 		batch := make([]vfs.NamedData, len(chunk))
 		for i, m := range chunk {
-			b, err := json.Marshal(m)
+			b, err := encodeMeta(m)
 			if err != nil {
 				return err
 			}
-			batch[i] = vfs.NamedData{Name: filepath.Base(l.metaPath(m.ID)), Data: append(b, '\n')}
+			batch[i] = vfs.NamedData{Name: filepath.Base(l.metaPath(m.ID)), Data: b}
 		}
 		if err := l.fs.WriteFilesAtomic(l.dir, batch, 0o600); err != nil {
 			return fmt.Errorf("write session metadata: %w", err)
@@ -729,9 +769,27 @@ func decodeMeta(b []byte, id ID, path string) (Meta, error) {
 	damaged := func(why string) error {
 		return fmt.Errorf("session %s: metadata unreadable (%s): %s: fix the file, or `rook session rm %s` removes the session", id, path, why, id)
 	}
+	// A file that fails its check may read right (edited by hand): how
+	// to have it read as it is, unchecked (version 1) until its next
+	// write checks it again, is part of fixing it.
+	uncheckable := func(why string) error {
+		return fmt.Errorf("session %s: metadata unreadable (%s): %s: put back a copy from a backup; or, if it reads right (you changed it yourself), make its \"v\" 1 and delete its \"check\" member, and rook reads it unchecked until its next change; or `rook session rm %s` removes the session", id, path, why, id)
+	}
 	var m Meta
 	if err := json.Unmarshal(b, &m); err != nil {
 		return Meta{}, damaged(err.Error())
+	}
+	// A flipped byte in a key ("wo(kspace") or a value still parses, and
+	// would silently move the session to another workspace or drop its
+	// title: from version 2 on, the check says so. A check there must
+	// hold whatever the version reads as (its "v" may be what was
+	// damaged), and it is tried before the version is believed: a "v":3
+	// that fails its check is damage, not a newer rook.
+	switch has, holds := metaChecked(b); {
+	case has && !holds:
+		return Meta{}, uncheckable("its check does not match its contents: it was changed by hand, or damaged")
+	case !has && m.V == metaVersion:
+		return Meta{}, uncheckable("it has no check, or its check is damaged")
 	}
 	if m.V > metaVersion {
 		return Meta{}, fmt.Errorf("session %s: metadata version %d is newer than this rook: upgrade rook", id, m.V)

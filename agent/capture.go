@@ -37,6 +37,9 @@ type LimitError struct {
 	Limit int64
 	Path  string // the file that passed it
 	Flag  string // how to raise it
+	// Less says how to capture less: "a narrower --path" (checkpoints,
+	// when empty); a session's capture names its paths, and has no --path.
+	Less string
 }
 
 func (e *LimitError) Error() string {
@@ -44,7 +47,11 @@ func (e *LimitError) Error() string {
 	if e.Path != "" {
 		at = " at " + e.Path
 	}
-	return fmt.Sprintf("capture stopped%s: more than %d %s (raise the bound with %s, or capture a narrower --path)", at, e.Limit, e.What, e.Flag)
+	less := e.Less
+	if less == "" {
+		less = "a narrower --path"
+	}
+	return fmt.Sprintf("capture stopped%s: more than %d %s (raise the bound with %s, or capture %s)", at, e.Limit, e.What, e.Flag, less)
 }
 
 // EscapeError: a path that leads outside the workspace.

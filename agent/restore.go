@@ -1080,6 +1080,9 @@ func (r *Rook) CaptureSession(id eventlog.ID, paths []string, label string, limi
 		return 0, nil, fmt.Errorf("%w: nothing captured; put it back where it was, or start a new session where it is now", err)
 	}
 	m, err := r.CapturePaths(meta.Workspace, paths, label, limits)
+	if le := (*LimitError)(nil); errors.As(err, &le) {
+		le.Less = "fewer or narrower paths"
+	}
 	if err != nil {
 		return 0, nil, err
 	}

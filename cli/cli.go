@@ -542,6 +542,15 @@ func explain(err error, home string) string {
 				return fmt.Sprintf("%v: check the permissions of %s", err, p)
 			}
 		}
+		// A rename onto a file outside the store (a restore or rewind
+		// putting a workspace file back) refused: that file (immutable,
+		// say) or its directory is what to check, not the store.
+		var lke *os.LinkError
+		if errors.As(err, &lke) {
+			if p, aerr := filepath.Abs(lke.New); aerr == nil && !inDir(home, p) {
+				return fmt.Sprintf("%v: check the permissions of %s and of its directory %s", err, p, filepath.Dir(p))
+			}
+		}
 		return fmt.Sprintf("%v: check the permissions of %s (`rook doctor`)", err, home)
 	case errors.Is(err, syscall.ENOSPC):
 		// What the store's own error says ("close and reopen the store")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -104,6 +105,16 @@ func TestExplainPermission(t *testing.T) {
 	under := &fs.PathError{Op: "lstat", Path: "/work/src/sub/s.go", Err: fs.ErrPermission}
 	if got, want := explain(under, home), "lstat /work/src/sub/s.go: permission denied: check the permissions of /work/src/sub and the directories above it"; got != want {
 		t.Errorf("a file under a directory that cannot be searched:\n got %q\nwant %q", got, want)
+	}
+	// A restore putting a workspace file back by rename, refused (the
+	// file immutable): the file and its directory, not the store.
+	put := fmt.Errorf("restore: %w", &os.LinkError{Op: "rename", Old: "/work/.rook-restore-1.tmp", New: "/work/b.txt", Err: syscall.EPERM})
+	if got, want := explain(put, home), "restore: rename /work/.rook-restore-1.tmp /work/b.txt: operation not permitted: check the permissions of /work/b.txt and of its directory /work"; got != want {
+		t.Errorf("a workspace file put back by rename:\n got %q\nwant %q", got, want)
+	}
+	inStore := &os.LinkError{Op: "rename", Old: home + "/x.tmp", New: home + "/x", Err: syscall.EPERM}
+	if got := explain(inStore, home); !strings.HasSuffix(got, "check the permissions of /home/u/.rook (`rook doctor`)") {
+		t.Errorf("a rename in the store is the store's: %q", got)
 	}
 	beside := &fs.PathError{Op: "open", Path: "/home/u/.rook-old/x", Err: fs.ErrPermission}
 	if got := explain(beside, home); !strings.HasSuffix(got, "check the permissions of /home/u/.rook-old/x") {

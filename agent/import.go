@@ -901,19 +901,26 @@ func (r *Rook) importedSessions(format string) (newest map[string]eventlog.Meta,
 	return newest, all, nil
 }
 
-// readSource reads a source file, decompressing .zst.
-func (r *Rook) readSource(path string) ([]byte, bool, error) {
+// readSource reads a source file, decompressing .zst. A .zst is read
+// whole only up to limit bytes of its lines: past them (it grew more than
+// zstMaxRatio, which streamed took it to grow at most), tooBig says so and
+// nothing is returned, for the file to be taken in a chunk at a time. A
+// 61 KB file of NULs grows to 2 GB: read whole, it took 4.4 GB of memory.
+func (r *Rook) readSource(path string, limit int) (data []byte, zst, tooBig bool, err error) {
 	if !strings.HasSuffix(path, ".zst") {
 		data, err := vfs.ReadFile(r.fs, path)
-		return data, false, err
+		return data, false, false, err
 	}
 	rc, zst, err := r.openSource(path)
 	if err != nil {
-		return nil, zst, err
+		return nil, zst, false, err
 	}
 	defer rc.Close()
-	data, err := io.ReadAll(rc)
-	return data, zst, err
+	data, err = io.ReadAll(io.LimitReader(rc, int64(limit)+1))
+	if err == nil && len(data) > limit {
+		return nil, zst, true, nil
+	}
+	return data, zst, false, err
 }
 
 // mappedSource is a source file read, and its lines mapped when it is new
@@ -962,12 +969,19 @@ func (r *Rook) prepareSource(format string, f sourceFile, fresh bool, minCut, ch
 	if r.readTail(format, f, minCut, p) {
 		return p
 	}
-	if p.data, p.zst, p.err = r.readSource(f.path); p.err != nil && p.zst {
+	var tooBig bool
+	if p.data, p.zst, tooBig, p.err = r.readSource(f.path, chunk); p.err != nil && p.zst {
 		// A .zst that does not decompress to its end: read in chunks, as
 		// a bigger one is, its lines before the damage are taken in, and
 		// the import says how many (storage.md, Export), where read
 		// whole it took in none.
 		return &mappedSource{streamed: true}
+	} else if tooBig {
+		p = &mappedSource{streamed: true}
+		if fresh {
+			r.mapHead(format, f, minCut, p)
+		}
+		return p
 	}
 	if p.err != nil || len(p.data) == 0 {
 		return p

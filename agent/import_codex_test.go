@@ -1199,3 +1199,45 @@ func TestCodexZstWithALongWindow(t *testing.T) {
 	}
 	mustExport(t, r, *f.Session, plain)
 }
+
+// A .zst small enough to be read whole as far as its size says (it grows
+// at most zstMaxRatio times, streamed assumes) that grows far more (a run
+// of one line, NULs) is read whole only up to the chunk: past it, it is
+// taken in a chunk at a time, as a bigger file is, where it was read whole
+// (a 61 KB file of 2 GB of NULs took 4.4 GB of memory, every import).
+// Imported either way, its session exports byte-exact.
+func TestImportOfAZstThatGrowsPastItsChunkIsStreamed(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	plain, enc := codexMainAndEncoder(t)
+	const chunk = 1 << 18
+	line := `{"timestamp":"2026-01-02T04:00:00Z","type":"event_msg","payload":{"type":"token_count","info":null}}` + "\n"
+	plain = append(plain, strings.Repeat(line, 4*chunk/len(line))...)
+	z := enc.EncodeAll(plain, nil)
+	if len(z)*zstMaxRatio > chunk || len(plain) <= chunk {
+		t.Fatalf("%d bytes compressed to %d: not a file the chunk's guess would read whole", len(plain), len(z))
+	}
+	src := "/c/rollout-2026-01-02T03-04-05-" + codexMainID + ".jsonl.zst"
+	writeSourceFile(t, fsys, src, z)
+
+	data, zst, tooBig, err := r.readSource(src, chunk)
+	if err != nil || !zst || !tooBig || data != nil {
+		t.Fatalf("readSource past its limit: %d byte(s), zst %v, too big %v, %v", len(data), zst, tooBig, err)
+	}
+	if p := r.prepareSource(FormatCodex, sourceFile{path: src, size: int64(len(z))}, true, MinCutString, chunk); !p.streamed || p.data != nil || p.err != nil {
+		t.Fatalf("prepared: streamed %v, %d byte(s) read whole, %v", p.streamed, len(p.data), p.err)
+	}
+
+	rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: chunk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fileByPath(t, rep, src)
+	if f.Status != ImportNew || f.Session == nil {
+		t.Fatalf("imported: %+v", f)
+	}
+	var buf bytes.Buffer
+	if _, err := r.ExportSource(*f.Session, &buf); err != nil || !bytes.Equal(buf.Bytes(), plain) {
+		t.Fatalf("exported %d byte(s) of %d (%v)", buf.Len(), len(plain), err)
+	}
+}

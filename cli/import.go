@@ -175,6 +175,16 @@ func runImport(e *Env, format string, paths []string) error {
 		sig := *stopped.Load()
 		return &exitError{code: interruptedCode(sig), msg: importStoppedMsg(sig, rep)}
 	}
+	if sig := stopped.Load(); sig != nil {
+		// Interrupted as it took in its last file: every file is in, and
+		// still it ends as interrupted (130), so that what ran it (a loop
+		// of imports in a shell, a script) stops too, as was asked.
+		failed := ""
+		if rep.Failed > 0 {
+			failed = fmt.Sprintf(" (%d failed: the summary says why)", rep.Failed)
+		}
+		return &exitError{code: interruptedCode(*sig), msg: fmt.Sprintf("%v: the import had read every file when it came to stop%s: nothing is left for it to import", *sig, failed)}
+	}
 	// The summary lists every failure; stderr names the first, so that it
 	// says what failed when stdout goes to a file.
 	first := ""

@@ -235,9 +235,9 @@ func TestImportInterruptedWaitingForAnUnnamedHolderEndsAtOnce(t *testing.T) {
 
 // An interrupt as the import closes the store, every file gone through,
 // said it would stop "once the file being taken in is in", though no file
-// was being taken in; the import went on to close and exit 0, as it
-// should. It now says the import is closing the store and ends once that
-// is done.
+// was being taken in; the import went on to close, as it should. It now
+// says the import is closing the store and ends once that is done, with
+// 130, as any import an interrupt reached does.
 func TestImportInterruptedWhileClosingSaysSo(t *testing.T) {
 	fsys, home, dir, _ := oneTranscript(t)
 	// The event log's close takes away its writer marker: the import has
@@ -254,8 +254,12 @@ func TestImportInterruptedWhileClosingSaysSo(t *testing.T) {
 	t.Cleanup(func() { exit = os.Exit; fsys.SetHook(nil) })
 	var out, errb syncBuffer
 	e := &Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clock.System, Cwd: "/"}
-	if err := (&ImportClaudeCodeCmd{importPaths{Paths: []string{dir}}}).Run(e); err != nil {
-		t.Fatalf("ended with %v; want the import whole, exit 0", err)
+	// The import is whole; it ends as interrupted all the same (130), so
+	// that what ran it stops too.
+	err := (&ImportClaudeCodeCmd{importPaths{Paths: []string{dir}}}).Run(e)
+	var xe *exitError
+	if !errors.As(err, &xe) || xe.code != 130 || xe.msg != "interrupt: the import had read every file when it came to stop: nothing is left for it to import" {
+		t.Fatalf("ended with %v; want the import whole, exit 130, saying so", err)
 	}
 	want := "\nrook: interrupt: the import has gone through its files and is closing the store; it ends once that is done (interrupt again stops at once)\n"
 	if got := errb.String(); !strings.Contains(got, want) {
@@ -287,4 +291,55 @@ func oneTranscript(t *testing.T) (fsys *vfs.MemFS, home, dir, path string) {
 		t.Fatal(err)
 	}
 	return fsys, home, dir, path
+}
+
+// An interrupt while the import takes in its last file stops nothing:
+// the file is in, and no file is left. It still ends as interrupted (130,
+// saying all is in), where it ended 0 as if never interrupted: a shell
+// looping over imports went on to the next one after the Ctrl-C.
+func TestImportInterruptedAtItsLastFileEndsInterrupted(t *testing.T) {
+	const home, dir = "/home/u/store", "/t"
+	fsys := vfs.NewMem()
+	if _, err := cas.Init(fsys, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "s0.jsonl")
+	line := `{"type":"user","sessionId":"s0","cwd":"/w","message":{"role":"user","content":"hello"},"uuid":"u0","timestamp":"2026-02-10T21:00:00.000Z"}` + "\n"
+	if err := fsys.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.WriteFileAtomic(p, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The interrupt comes as the file's session is written: it is being
+	// taken in.
+	var said bytes.Buffer
+	var once sync.Once
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpWrite && strings.HasSuffix(path, ".log") {
+			once.Do(func() { interrupted(os.Interrupt, &said, false) })
+		}
+		return nil
+	})
+	exit = func(int) { t.Error("rook ended at once") }
+	t.Cleanup(func() {
+		exit = os.Exit
+		fsys.SetHook(nil)
+		interrupts.mu.Lock()
+		interrupts.asked = false
+		interrupts.mu.Unlock()
+	})
+	var out, errb syncBuffer
+	e := &Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clock.System, Cwd: "/"}
+	err := (&ImportClaudeCodeCmd{importPaths{Paths: []string{dir}}}).Run(e)
+	var xe *exitError
+	if !errors.As(err, &xe) || xe.code != 130 {
+		t.Fatalf("ended with %v; want exit 130", err)
+	}
+	if want := "interrupt: the import had read every file when it came to stop: nothing is left for it to import"; xe.msg != want {
+		t.Errorf("said %q\nwant %q", xe.msg, want)
+	}
+	if !strings.Contains(out.String(), "claude-code: 1 file(s): 1 new,") {
+		t.Errorf("stdout: %q", out.String())
+	}
 }

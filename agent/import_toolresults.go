@@ -226,12 +226,18 @@ func (fi *fileImport) attachToolResults(unit []pendingLine, at time.Time) (int, 
 // readSideFile reads a file Claude Code keeps beside its transcripts (a
 // tool output, a file backup): a regular file of at most
 // cas.MaxObjectSize bytes, checked before it is read (a FIFO would hang
-// the import, a device or an output of GBs fill its memory).
+// the import, a device or an output of GBs fill its memory). A symbolic
+// link is not followed: Claude Code writes these files, never links, and
+// a tree imported from elsewhere (a colleague's, an archive) could link
+// tool-results/toolu_X.txt to ~/.ssh/id_ed25519, taking it into the store,
+// its search and its exports.
 func readSideFile(fsys vfs.FS, path string) ([]byte, error) {
-	st, err := fsys.Stat(path)
+	st, err := fsys.Lstat(path)
 	switch {
 	case err != nil:
 		return nil, err
+	case st.Mode()&fs.ModeSymlink != 0:
+		return nil, errors.New("a symbolic link, not followed: Claude Code writes these files itself, and a link could take any file on this machine into the store; copy the file it names in its place to import it")
 	case !st.Mode().IsRegular():
 		return nil, fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
 	case st.Size() > cas.MaxObjectSize:

@@ -3,12 +3,14 @@ package agent
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/vfs"
 )
@@ -380,5 +382,40 @@ func TestImportClaudeToolResultsFileArrivingDuringNewImport(t *testing.T) {
 	rep = mustImport(t, r, FormatClaudeCode, proj)
 	if got := toolResultEvents(t, r, id); rep.ToolResults != 1 || !slices.Equal(got, []string{"toolu_3.txt late\n"}) {
 		t.Fatalf("the file that came during the first import is not taken in: %+v, events %q", rep, got)
+	}
+}
+
+// A tool-results file that is a symbolic link is not followed: a tree
+// imported from elsewhere could link it to any file of this machine (a
+// private key), which the store, its search and its exports would then
+// hold. It is reported at its path, as a directory there is; the link's
+// target stays out of the store.
+func TestImportDoesNotFollowAToolResultsLink(t *testing.T) {
+	r, _, _ := newWorkspace(t)
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "id_ed25519")
+	if err := os.WriteFile(secret, []byte("PRIVATE KEY, never to be stored"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proj := filepath.Join(dir, "projects", "-p")
+	if err := os.MkdirAll(filepath.Join(proj, "S", "tool-results"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(proj, "S", "tool-results", "t1.txt")
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	lines := append(claudeLines("S", 1), persistedResult("S", "t1", "/x/S/tool-results/t1.txt", "p"))
+	writeSource(t, vfs.OS, filepath.Join(proj, "S.jsonl"), lines, "")
+	rep := mustImport(t, r, FormatClaudeCode, proj)
+	id := *fileByPath(t, rep, filepath.Join(proj, "S.jsonl")).Session
+	if got := toolResultEvents(t, r, id); len(got) != 0 {
+		t.Fatalf("tool-results events %q", got)
+	}
+	if len(rep.Problems) != 1 || rep.Problems[0].File != link || !strings.Contains(rep.Problems[0].Reason, "a symbolic link, not followed") {
+		t.Fatalf("problems: %+v", rep.Problems)
+	}
+	if _, err := r.Store.StatEntry(cas.ID([]byte("PRIVATE KEY, never to be stored"))); err == nil {
+		t.Fatal("the link's target is in the store")
 	}
 }

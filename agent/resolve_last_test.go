@@ -254,3 +254,51 @@ func TestLastWhenTheLogsTimesAreBehindTheEvents(t *testing.T) {
 	setLogTime(t, home, last, behind)
 	checkLast(t, r, last)
 }
+
+// A session made through a symbolic link to a directory is that
+// directory's, and one made in the directory is the link's: `last` names
+// the newest of both from either path. It named, from the link, only the
+// sessions made through it, and events went to an older session with
+// nothing said. A directory that is not the same one (a copy, a
+// workspace gone) stays another workspace.
+func TestLastTakesALinkedWorkspaceAsTheSame(t *testing.T) {
+	r, _ := onDisk(t)
+	dir := t.TempDir()
+	real, link, other := filepath.Join(dir, "real"), filepath.Join(dir, "link"), filepath.Join(dir, "other")
+	for _, d := range []string{real, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	old, err := r.NewSession("old, through the link", link, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // a later creation time
+	newer, err := r.NewSession("new, in the directory", real, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.NewSession("elsewhere", other, nil); err != nil {
+		t.Fatal(err)
+	}
+	gone, err := r.NewSession("in a workspace removed since", filepath.Join(dir, "gone"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cwd := range []string{real, link, link + "/", filepath.Join(dir, "x", "..", "link")} {
+		if got, err := r.ResolveSession("last", cwd); err != nil || got != newer.ID {
+			t.Errorf("last in %s: %s, %v; want %s (not %s)", cwd, got, err, newer.ID, old.ID)
+		}
+	}
+	here := NewWorkspace(r.fs, link)
+	if !here.Holds(real) || !here.Holds(link) || here.Holds(other) || here.Holds("") || here.Holds(filepath.Join(dir, "gone")) {
+		t.Error("the workspace at the link holds what it should not, or not what it should")
+	}
+	if got, err := r.ResolveSession("last", filepath.Join(dir, "gone")); err != nil || got != gone.ID {
+		t.Errorf("last in a workspace not there: %s, %v; want %s, by its path", got, err, gone.ID)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"math"
 	"path/filepath"
 	"sort"
@@ -509,9 +510,10 @@ func (r *Rook) lastActive(cwd string) (*eventlog.Summary, error) {
 		bounded bool
 	}
 	var cands []candidate
+	here := NewWorkspace(r.fs, cwd)
 	for _, id := range ids {
 		m, err := r.Log.ReadMeta(id)
-		if err != nil || !SameDir(m.Workspace, cwd) {
+		if err != nil || !here.Holds(m.Workspace) {
 			continue
 		}
 		c := candidate{meta: m}
@@ -580,12 +582,59 @@ func SortByLastActive(ss []eventlog.Summary) {
 	sort.SliceStable(ss, func(i, j int) bool { return activeBefore(ss[j], ss[i]) })
 }
 
-// SameDir reports whether two workspace paths name the same directory.
+// SameDir reports whether two workspace paths are the same path.
+// Workspace.Holds also takes two paths to one directory as the same.
 func SameDir(a, b string) bool {
 	if a == "" || b == "" {
 		return false
 	}
 	return filepath.Clean(a) == filepath.Clean(b)
+}
+
+// Workspace is the directory a command runs in (its cwd, -C), to tell
+// which sessions are its: a session's workspace is, when its path is the
+// same (SameDir), or when both paths are there and are one directory (a
+// symbolic link to it, the directory itself, a bind mount). A session made
+// in /tmp/link, a link to /tmp/real, was not /tmp/real's: `last` there
+// named an older session, and events went to it, with nothing said.
+type Workspace struct {
+	fsys vfs.FS
+	path string
+	dir  fs.FileInfo     // the directory at path; nil when it cannot be looked at
+	seen map[string]bool // the paths looked at: the same directory or not
+}
+
+// NewWorkspace is the workspace at path (looked at once, here).
+func NewWorkspace(fsys vfs.FS, path string) *Workspace {
+	w := &Workspace{fsys: fsys, path: path}
+	if path != "" {
+		if st, err := fsys.Stat(path); err == nil && st.IsDir() {
+			w.dir = st
+		}
+	}
+	return w
+}
+
+// Holds says whether a session whose workspace is dir is this
+// workspace's. Each distinct dir is looked at on disk once: a listing of
+// thousands of sessions has a few workspaces.
+func (w *Workspace) Holds(dir string) bool {
+	if SameDir(dir, w.path) {
+		return true
+	}
+	if dir == "" || w.dir == nil {
+		return false
+	}
+	same, ok := w.seen[dir]
+	if !ok {
+		st, err := w.fsys.Stat(dir)
+		same = err == nil && os.SameFile(st, w.dir)
+		if w.seen == nil {
+			w.seen = map[string]bool{}
+		}
+		w.seen[dir] = same
+	}
+	return same
 }
 
 // taggedSession is a session named by a tag "<prefix>:<name>".

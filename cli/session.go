@@ -819,12 +819,13 @@ func (c *SessionLsCmd) Run(e *Env) error {
 	// which agents' sessions the store holds (by format and source id),
 	// to tell a subagent or fork whose parent's file was not imported.
 	agentIDs := map[[2]string]bool{}
+	here := agent.NewWorkspace(e.FS, e.Cwd)
 	keep := func(m eventlog.Meta) bool {
 		if m.Source != nil {
 			agentIDs[[2]string{m.Source.Format, m.Source.ID}] = true
 			agentIDs[[2]string{m.Source.Format, agent.SourceIDOf(m)}] = true
 		}
-		return c.All || agent.SameDir(m.Workspace, e.Cwd)
+		return c.All || here.Holds(m.Workspace)
 	}
 	all, others, err := r.Log.SessionsWhere(keep)
 	var unreadable *eventlog.UnreadableError
@@ -895,7 +896,7 @@ func (c *SessionLsCmd) Run(e *Env) error {
 			rows[i].ParentUnreadable = !rows[i].ParentRemoved
 			continue
 		}
-		if !agent.SameDir(ps.Workspace, e.Cwd) {
+		if !here.Holds(ps.Workspace) {
 			rows[i].ParentWorkspace = ps.Workspace
 		}
 	}

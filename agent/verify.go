@@ -38,6 +38,22 @@ type ReferenceReport struct {
 	// session did: ImportFormats says from it which objects an import
 	// put, and so which a re-read of the transcripts can put back.
 	namedIn func(cas.Key) string
+	// namedAt is where each object was first named (NamedBy).
+	namedAt func(cas.Key) (ReferenceProblem, bool)
+}
+
+// NamedBy says where an object (a damaged one, say) is first named: "session
+// S #N", "session S #N, in <snapshot>", or a ref's path; "" when nothing
+// names it (garbage, which gc collects).
+func (rep ReferenceReport) NamedBy(id cas.Key) string {
+	if rep.namedAt == nil {
+		return ""
+	}
+	at, ok := rep.namedAt(id)
+	if !ok {
+		return ""
+	}
+	return strings.TrimSuffix(at.String(), ": ")
 }
 
 // ReferenceProblem is a session whose log or metadata does not read, or
@@ -311,6 +327,12 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 			return n.p.Session
 		}
 		return ""
+	}
+	rep.namedAt = func(id cas.Key) (ReferenceProblem, bool) {
+		if n, ok := seen[id]; ok {
+			return n.p, true
+		}
+		return ReferenceProblem{}, false
 	}
 	if progress != nil {
 		progress(total, total)

@@ -335,6 +335,9 @@ type VerifyCmd struct{}
 type verifyReport struct {
 	cas.VerifyReport
 	References agent.ReferenceReport `json:"references"`
+	// NamedBy: for each object of a problem (its short id), where it is
+	// first named (agent.ReferenceReport.NamedBy), when it is.
+	NamedBy map[string]string `json:"named_by,omitempty"`
 }
 
 func (c *VerifyCmd) Run(e *Env) error {
@@ -360,7 +363,18 @@ func (c *VerifyCmd) Run(e *Env) error {
 		if rerr != nil {
 			return rerr
 		}
-		e.printJSON(verifyReport{rep, refs}) // a failed write is Main's to tell, after the verdict below
+		out := verifyReport{VerifyReport: rep, References: refs}
+		for _, pr := range rep.Problems {
+			if by := ""; pr.ID != nil {
+				if by = refs.NamedBy(*pr.ID); by != "" {
+					if out.NamedBy == nil {
+						out.NamedBy = map[string]string{}
+					}
+					out.NamedBy[pr.Short] = by
+				}
+			}
+		}
+		e.printJSON(out) // a failed write is Main's to tell, after the verdict below
 	} else {
 		// The objects' report first, even when the sessions' could not be
 		// made (the store's sessions not listed): it is made already.
@@ -372,6 +386,17 @@ func (c *VerifyCmd) Run(e *Env) error {
 		}
 		if rerr != nil {
 			return fmt.Errorf("the sessions and refs could not be checked: %w", rerr)
+		}
+		// What holds each damaged object: the session and event, which
+		// gc refuses to sweep past until the object is put back or the
+		// session removed, said where the damage is.
+		for _, pr := range rep.Problems {
+			if pr.ID == nil {
+				continue
+			}
+			if by := refs.NamedBy(*pr.ID); by != "" {
+				fmt.Fprintf(e.Stdout, "%s: named by %s\n", pr.Short, terminalLine(by))
+			}
 		}
 		for _, pr := range refs.Problems {
 			fmt.Fprintln(e.Stdout, terminalLine(pr.String()))
@@ -415,6 +440,17 @@ func (c *VerifyCmd) Run(e *Env) error {
 		}
 		for _, f := range r.ImportFormats(refs, ids) {
 			msg += fmt.Sprintf("; those of imported %s sessions: `rook import %s --reread PATH...` reads their transcripts again and puts them back", agent.FormatName(f), f)
+		}
+		named := false
+		for _, id := range ids {
+			named = named || refs.NamedBy(id) != ""
+		}
+		if named {
+			where := "the \"named by\" lines"
+			if e.JSON {
+				where = "named_by"
+			}
+			msg += fmt.Sprintf("; %s say which sessions hold them (a damaged snapshot or imported line stops gc until it is put back or its session is removed: `rook session fork ID --at N` keeps the events before #N, then `rook session rm ID`)", where)
 		}
 	}
 	if rep.DamagedRegions > 0 && rep.Unreadable == 0 {

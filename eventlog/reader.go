@@ -255,12 +255,14 @@ func (r *reader) totals(last Event) (in, out uint64, err error) {
 		return 0, 0, err
 	}
 	reached := false
+	next := from // the first record not read back, when the scan stops short
 	_, err = r.scan(off, func(_ int64, rec record) bool {
 		if rec.Seq == from {
 			in, out = rec.CumIn, rec.CumOut
 		} else {
 			in, out = in+rec.TokensIn, out+rec.TokensOut
 		}
+		next = rec.Seq + 1
 		reached = rec.Seq == last.Seq
 		return !reached
 	})
@@ -268,7 +270,15 @@ func (r *reader) totals(last Event) (in, out uint64, err error) {
 		return 0, 0, err
 	}
 	if !reached {
-		return 0, 0, fmt.Errorf("session %s: token totals: %w: the records from %d to %d do not read back; %s", r.id, ErrBadRecord, from, last.Seq, damagedHint(r.id, "N"))
+		// Where the damage is, as an append's refusal and verify say it:
+		// the fork that keeps what reads is at that event.
+		hint := noEventKept(r.id)
+		if next > 0 {
+			// Not damagedHint's "pages before it read as usual": the
+			// session's totals are what a listing of its pages needs.
+			hint = fmt.Sprintf("`rook session fork %s --at %d` keeps the events before it in a new session, which reads whole", r.id, next)
+		}
+		return 0, 0, fmt.Errorf("session %s: token totals: %w: event %d does not read back (the log goes on to event %d): its log is damaged there, and its totals cannot be counted; %s", r.id, ErrBadRecord, next, last.Seq, hint)
 	}
 	return in, out, nil
 }

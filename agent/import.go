@@ -1733,7 +1733,9 @@ func (fi *fileImport) partly(err error) error {
 	if fi.res.Lines == 0 {
 		return err
 	}
-	return fmt.Errorf("%w (the %d line(s) before are in session %s: import again for the rest)", err, fi.res.Lines, fi.sess.ID)
+	// "Again" only helps once the file reads to its end: still damaged,
+	// the next import stops where this one did.
+	return fmt.Errorf("%w (the %d line(s) before are in session %s: import it again once it reads whole, a copy from where it came, for the rest)", err, fi.res.Lines, fi.sess.ID)
 }
 
 // fileImport is the state of taking one file's lines in, chunk by chunk.

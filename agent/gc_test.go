@@ -67,13 +67,7 @@ func TestGCRefusesWhenAReachableSnapshotCannotBeRead(t *testing.T) {
 	r.Store.Put(cas.KindNote, []byte("unreachable note, would be collected"))
 	r.Flush()
 	evs, _ := r.Log.Read(id, seq, 1)
-	info, _ := r.Store.Stat(evs[0].Body)
-	home := r.Store.Home()
-	r.Close()
-	seg := filepath.Join(home, cas.SegmentsDir, fmt.Sprintf("%08d.seg", info.Segment))
-	b, _ := os.ReadFile(seg)
-	b[info.Offset+40] ^= 0xff
-	os.WriteFile(seg, b, 0o600)
+	home := damageRecordOf(t, r, evs[0].Body)
 	r2, err := Open(home, Options{Writable: true})
 	if err != nil {
 		t.Fatal(err)
@@ -235,13 +229,7 @@ func TestGCRefusesWhenAReachableBodyIsMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := m.Files["f.txt"].ID
-	info, _ := r.Store.Stat(evs[0].Body)
-	home := r.Store.Home()
-	r.Close()
-	seg := filepath.Join(home, cas.SegmentsDir, fmt.Sprintf("%08d.seg", info.Segment))
-	b, _ := os.ReadFile(seg)
-	b[info.Offset+40] ^= 0xff
-	os.WriteFile(seg, b, 0o600)
+	home := damageRecordOf(t, r, evs[0].Body)
 	// The rebuilt index (a writer rebuilds a missing one) leaves the
 	// damaged record out.
 	if err := os.Remove(filepath.Join(home, cas.IndexDir, cas.IndexFile)); err != nil {
@@ -267,4 +255,26 @@ func TestGCRefusesWhenAReachableBodyIsMissing(t *testing.T) {
 	if got, err := r2.Store.Get(file); err != nil || string(got) != "the only copy of what the file held" {
 		t.Fatalf("the file the lost snapshot named, after gc: %q, %v", got, err)
 	}
+}
+
+// damageRecordOf closes r and flips a byte of the record holding id in
+// its segment, returning the store's home to open again.
+func damageRecordOf(t *testing.T, r *Rook, id cas.Key) string {
+	t.Helper()
+	info, err := r.Store.Stat(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := r.Store.Home()
+	r.Close()
+	seg := filepath.Join(home, cas.SegmentsDir, fmt.Sprintf("%08d.seg", info.Segment))
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[info.Offset+40] ^= 0xff
+	if err := os.WriteFile(seg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home
 }

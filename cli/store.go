@@ -359,22 +359,26 @@ func (c *VerifyCmd) Run(e *Env) error {
 	p.unit = "sessions"
 	refs, rerr := r.VerifyReferences(p.update)
 	p.done()
+	// Where each damaged object is named (a session's event, a ref), by
+	// its short id: the session to fork and remove when the object cannot
+	// be put back.
+	var namedBy map[string]string
+	for _, pr := range rep.Problems {
+		if pr.ID == nil {
+			continue
+		}
+		if by := refs.NamedBy(*pr.ID); by != "" {
+			if namedBy == nil {
+				namedBy = map[string]string{}
+			}
+			namedBy[pr.Short] = by
+		}
+	}
 	if e.JSON {
 		if rerr != nil {
 			return rerr
 		}
-		out := verifyReport{VerifyReport: rep, References: refs}
-		for _, pr := range rep.Problems {
-			if by := ""; pr.ID != nil {
-				if by = refs.NamedBy(*pr.ID); by != "" {
-					if out.NamedBy == nil {
-						out.NamedBy = map[string]string{}
-					}
-					out.NamedBy[pr.Short] = by
-				}
-			}
-		}
-		e.printJSON(out) // a failed write is Main's to tell, after the verdict below
+		e.printJSON(verifyReport{VerifyReport: rep, References: refs, NamedBy: namedBy}) // a failed write is Main's to tell, after the verdict below
 	} else {
 		// The objects' report first, even when the sessions' could not be
 		// made (the store's sessions not listed): it is made already.
@@ -387,14 +391,8 @@ func (c *VerifyCmd) Run(e *Env) error {
 		if rerr != nil {
 			return fmt.Errorf("the sessions and refs could not be checked: %w", rerr)
 		}
-		// What holds each damaged object: the session and event, which
-		// gc refuses to sweep past until the object is put back or the
-		// session removed, said where the damage is.
 		for _, pr := range rep.Problems {
-			if pr.ID == nil {
-				continue
-			}
-			if by := refs.NamedBy(*pr.ID); by != "" {
+			if by := namedBy[pr.Short]; pr.ID != nil && by != "" {
 				fmt.Fprintf(e.Stdout, "%s: named by %s\n", pr.Short, terminalLine(by))
 			}
 		}
@@ -441,11 +439,7 @@ func (c *VerifyCmd) Run(e *Env) error {
 		for _, f := range r.ImportFormats(refs, ids) {
 			msg += fmt.Sprintf("; those of imported %s sessions: `rook import %s --reread PATH...` reads their transcripts again and puts them back", agent.FormatName(f), f)
 		}
-		named := false
-		for _, id := range ids {
-			named = named || refs.NamedBy(id) != ""
-		}
-		if named {
+		if len(namedBy) > 0 {
 			where := "the \"named by\" lines"
 			if e.JSON {
 				where = "named_by"

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -702,6 +703,19 @@ func parseJSONLine(text []byte, spool func() (vfs.File, error)) (agent.Entry, er
 	dec := json.NewDecoder(bytes.NewReader(text))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&j); err != nil {
+		// A value of the wrong type said in the line's terms, not Go's
+		// ("into Go value of type cli.jsonlEvent").
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te) && te.Field == "":
+			return agent.Entry{}, fmt.Errorf("not a JSON event: a JSON %s, where a line is one JSON object: {\"kind\": ..., \"body\": ...}", te.Value)
+		case errors.As(err, &te):
+			want := "a string"
+			if te.Type.Kind() == reflect.Uint64 {
+				want = "a whole number of 0 or more"
+			}
+			return agent.Entry{}, fmt.Errorf("not a JSON event: its %q is a JSON %s, where it takes %s", te.Field, te.Value, want)
+		}
 		return agent.Entry{}, fmt.Errorf("not a JSON event: %v", err)
 	}
 	// One object a line: a second one after it (two lines joined) was

@@ -190,12 +190,16 @@ func (fi *fileImport) attachToolResults(unit []pendingLine, at time.Time) (int, 
 			data, err := readSideFile(fi.r.fs, path)
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
-					// Said at the line, as a missing file backup is.
+					// Said at the line, as a missing file backup is, and
+					// counted: the summary says what "not there" may mean.
 					fi.rep.problem(ImportProblem{File: fi.path, Line: p.no, Reason: fmt.Sprintf("names the tool output %s, which is not there: only its preview is kept", path)})
+					fi.res.ToolResultsMissing++
 				} else {
+					// There, but not a file to take (a link, a directory,
+					// too big, unreadable): said at its path, why; not
+					// counted as "not there", which the summary would say.
 					fi.rep.problem(ImportProblem{File: path, Reason: fmt.Sprintf("the output a tool result of %s names: %v: only its preview is kept", filepath.Base(fi.path), err)})
 				}
-				fi.res.ToolResultsMissing++
 				continue
 			}
 			res, err := fi.r.Store.Put(cas.KindToolResult, data)

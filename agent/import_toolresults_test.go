@@ -238,7 +238,9 @@ func TestImportReadsToolResultsOnlyInTheProject(t *testing.T) {
 	}
 	rep := mustImport(t, r, FormatClaudeCode, proj)
 	id := *fileByPath(t, rep, proj+"/S.jsonl").Session
-	if got := toolResultEvents(t, r, id); len(got) != 1 || got[0] != "y.txt a fork's parent's" || rep.ToolResultsMissing != 2 {
+	// Missing: the one not there; the directory is there, and said
+	// below with why (the summary's "not there" was wrong of it).
+	if got := toolResultEvents(t, r, id); len(got) != 1 || got[0] != "y.txt a fork's parent's" || rep.ToolResultsMissing != 1 {
 		t.Fatalf("events %q, missing %d", got, rep.ToolResultsMissing)
 	}
 	// The one not there is said at its line, where it was looked for
@@ -412,7 +414,7 @@ func TestImportDoesNotFollowAToolResultsLink(t *testing.T) {
 	if got := toolResultEvents(t, r, id); len(got) != 0 {
 		t.Fatalf("tool-results events %q", got)
 	}
-	if len(rep.Problems) != 1 || rep.Problems[0].File != link || !strings.Contains(rep.Problems[0].Reason, "a symbolic link, not followed") {
+	if len(rep.Problems) != 1 || rep.Problems[0].File != link || !strings.Contains(rep.Problems[0].Reason, "a symbolic link, not followed") || rep.ToolResultsMissing != 0 {
 		t.Fatalf("problems: %+v", rep.Problems)
 	}
 	if _, err := r.Store.StatEntry(cas.ID([]byte("PRIVATE KEY, never to be stored"))); err == nil {

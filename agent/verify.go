@@ -34,11 +34,9 @@ type ReferenceReport struct {
 	// writer's open removes it (eventlog: the dirty marker tags it).
 	LogsWithoutMeta []string `json:"logs_without_meta"`
 
-	// namedIn is the session that first named each object, when a
-	// session did: ImportFormats says from it which objects an import
-	// put, and so which a re-read of the transcripts can put back.
-	namedIn func(cas.Key) string
-	// namedAt is where each object was first named (NamedBy).
+	// namedAt is where each object was first named: NamedBy says it, and
+	// ImportFormats takes from its session which objects an import put,
+	// and so which a re-read of the transcripts can put back.
 	namedAt func(cas.Key) (ReferenceProblem, bool)
 }
 
@@ -117,10 +115,11 @@ func (r *Rook) ImportFormats(rep ReferenceReport, ids []cas.Key) []string {
 	var formats []string
 	seen := map[string]bool{}
 	for _, id := range ids {
-		if rep.namedIn == nil {
+		if rep.namedAt == nil {
 			break
 		}
-		sid := rep.namedIn(id)
+		at, _ := rep.namedAt(id)
+		sid := at.Session
 		if sid == "" || seen[sid] {
 			continue
 		}
@@ -322,12 +321,6 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 		return rep, lookupErr
 	}
 	rep.Named = len(seen)
-	rep.namedIn = func(id cas.Key) string {
-		if n, ok := seen[id]; ok {
-			return n.p.Session
-		}
-		return ""
-	}
 	rep.namedAt = func(id cas.Key) (ReferenceProblem, bool) {
 		if n, ok := seen[id]; ok {
 			return n.p, true

@@ -525,8 +525,9 @@ const probeGrace = 20 * time.Millisecond
 
 // waitForLock takes the lock at path, waiting up to wait while another
 // process holds it (0: fail at once, after probeGrace), with a LockedError
-// when it could not. It polls, with a backoff from a few milliseconds to a tenth of a
-// second, jittered so that writers started together do not retry in step:
+// when it could not. It polls, with a backoff from a few milliseconds to a
+// tenth of a second, jittered so that writers started together do not
+// retry in step:
 // a writer holds the lock for milliseconds (an append) or minutes (an
 // import), and a poll costs one flock call. waiting, if set, is told the
 // holder once after about a second. stop, if set, is asked after each

@@ -200,9 +200,13 @@ type Summary struct {
 // read.
 const metaVersion = 2
 
-// metaCheckTail is how a version 2 .meta ends: the CRC-32C, 8 lowercase
-// hex digits, of the JSON object as it reads without this member.
-const metaCheckTail = `,"check":"########"}`
+// metaCheckKey opens the last member of a version 2 .meta: `,"check":"`,
+// then the CRC-32C, 8 lowercase hex digits, of the JSON object as it reads
+// without this member, then `"}`.
+const metaCheckKey = `,"check":"`
+
+// metaCheckLen is the length of that member with the object's close.
+const metaCheckLen = len(metaCheckKey) + 8 + len(`"}`)
 
 // encodeMeta is a session's .meta file: m (as this rook's version) in
 // JSON, with its check last, and a newline.
@@ -214,7 +218,7 @@ func encodeMeta(m Meta) ([]byte, error) {
 	}
 	sum := crc32.Checksum(b, castagnoli)
 	b = b[:len(b)-1] // the closing brace, written after the check
-	return fmt.Appendf(b, `,"check":"%08x"}`+"\n", sum), nil
+	return fmt.Appendf(b, metaCheckKey+`%08x"}`+"\n", sum), nil
 }
 
 // metaChecked says whether b (a .meta file's bytes) ends with a check,
@@ -222,15 +226,18 @@ func encodeMeta(m Meta) ([]byte, error) {
 // what was summed.
 func metaChecked(b []byte) (has, holds bool) {
 	b = bytes.TrimRight(b, "\n")
-	n := len(metaCheckTail)
-	if len(b) < n+1 || string(b[len(b)-n:len(b)-10]) != `,"check":"` || b[len(b)-1] != '}' || b[len(b)-2] != '"' {
+	if len(b) <= metaCheckLen {
 		return false, false
 	}
-	want, err := strconv.ParseUint(string(b[len(b)-10:len(b)-2]), 16, 32)
+	body, tail := b[:len(b)-metaCheckLen], b[len(b)-metaCheckLen:]
+	digits, ok := bytes.CutPrefix(tail, []byte(metaCheckKey))
+	if !ok || !bytes.HasSuffix(digits, []byte(`"}`)) {
+		return false, false
+	}
+	want, err := strconv.ParseUint(string(digits[:8]), 16, 32)
 	if err != nil {
 		return false, false
 	}
-	body := b[:len(b)-n]
 	sum := crc32.Update(crc32.Checksum(body, castagnoli), castagnoli, []byte{'}'})
 	return true, uint32(want) == sum
 }

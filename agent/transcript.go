@@ -187,6 +187,11 @@ type ShowPage struct {
 	// Unlinked is, of an imported session with no parent link, the parent
 	// its transcript names: a subagent or fork imported without it.
 	Unlinked *UnlinkedParent
+	// Damage is the session's log damaged in or past the page, at event
+	// DamagedAt (an error wrapping eventlog.ErrBadRecord): the page holds
+	// events that read before it, and the caller says it after them.
+	Damage    error
+	DamagedAt uint64
 }
 
 // UnlinkedParent is the parent an imported session's transcript names
@@ -290,11 +295,14 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 	if q.Limit <= 0 || q.Limit > MaxPageEntries {
 		return p, fmt.Errorf("a page holds 1 to %d events, not %d", MaxPageEntries, q.Limit)
 	}
-	s, err := r.Log.Summary(id)
+	s, damage, err := r.pageSummary(id)
 	if err != nil {
 		return p, err
 	}
-	p.Total, p.Parent = s.Events, parentLink(s.Meta)
+	p.Total, p.Parent, p.Damage = s.Events, parentLink(s.Meta), damage
+	if damage != nil {
+		p.DamagedAt = s.Events
+	}
 	if p.Parent != nil {
 		// rm and prune keep a session's forks and children: their
 		// parent may be gone, and showing it would fail.
@@ -302,9 +310,14 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 		p.Parent.Removed = errors.Is(err, eventlog.ErrNoSession)
 	}
 	p.Unlinked = r.unlinkedParent(s.Meta)
-	evs, err := r.Log.Read(id, q.From, q.Limit)
-	if err != nil {
+	evs, err := r.Log.Read(id, q.From, pageLimit(q.From, q.Limit, p.Total, p.Damage))
+	if err != nil && !errors.Is(err, eventlog.ErrBadRecord) {
 		return p, err
+	}
+	inPage := err != nil
+	if inPage {
+		// Damage in the page: the events before it, then the error.
+		p.Damage, p.DamagedAt = err, q.From+uint64(len(evs))
 	}
 	maxBody := max(q.MaxBody, 0)
 	// What each event says of tool calls, read off its body here: the
@@ -326,11 +339,37 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 	}
 	r.joinToolCallRefs(id, p.Events, refs)
 	r.linkSubagents(id, p.Events, refs)
-	if n := len(evs); n > 0 && evs[n-1].Seq+1 < p.Total {
+	if n := len(evs); n > 0 && evs[n-1].Seq+1 < p.Total && !inPage {
 		next := evs[n-1].Seq + 1
 		p.Next = &next
 	}
 	return p, nil
+}
+
+// pageSummary is the session's Summary for a listing of its pages. Of a
+// log damaged past its first event (its totals do not count), it is one
+// of the events before the damage, with the error to say after the page:
+// those read, and are what a user of a damaged session wants to see.
+func (r *Rook) pageSummary(id eventlog.ID) (s eventlog.Summary, damage, err error) {
+	s, err = r.Log.Summary(id)
+	var d *eventlog.DamagedTotalsError
+	if err == nil || !errors.As(err, &d) || d.At == 0 {
+		return s, nil, err
+	}
+	s.Events = d.At
+	return s, fmt.Errorf("session %s: %w: event %d does not read back (the log goes on to event %d): its log is damaged there; `rook session fork %s --at %d` keeps the events before it in a new session, which reads whole, and `rook store verify` lists the damage", id, eventlog.ErrBadRecord, d.At, d.Last, id, d.At), nil
+}
+
+// pageLimit is a page's limit from seq `from` on: no further than the
+// events before the damage (total of them) when a listing stops there.
+func pageLimit(from uint64, limit int, total uint64, damage error) int {
+	if damage == nil {
+		return limit
+	}
+	if from >= total {
+		return 0
+	}
+	return int(min(uint64(limit), total-from))
 }
 
 // HistoryLine is one event of a history page: no body, a preview.
@@ -366,6 +405,9 @@ type HistoryPage struct {
 	PrevBefore *uint64
 	// NextFrom: events after the page exist; --from NextFrom pages to them.
 	NextFrom *uint64
+	// Damage, DamagedAt: as ShowPage's.
+	Damage    error
+	DamagedAt uint64
 }
 
 // History returns one page of a session's history. It reads the page's
@@ -378,29 +420,39 @@ func (r *Rook) History(id eventlog.ID, q HistoryQuery) (HistoryPage, error) {
 	if q.Limit <= 0 || q.Limit > MaxPageEntries {
 		return p, fmt.Errorf("a page holds 1 to %d events, not %d", MaxPageEntries, q.Limit)
 	}
-	s, err := r.Log.Summary(id)
+	s, damage, err := r.pageSummary(id)
 	if err != nil {
 		return p, err
 	}
-	p.Total = s.Events
+	p.Total, p.Damage = s.Events, damage
+	if damage != nil {
+		p.DamagedAt = s.Events
+	}
 	var evs []eventlog.Event
 	// where the page starts and ends when it is empty
 	var start, end uint64
+	read := uint64(0) // the seq the read starts at
 	switch {
 	case q.From != nil:
 		start = min(*q.From, p.Total)
-		end = start
-		evs, err = r.Log.Read(id, start, q.Limit)
+		end, read = start, start
+		evs, err = r.Log.Read(id, start, pageLimit(start, q.Limit, p.Total, p.Damage))
 	default:
 		before := p.Total
 		if q.Before != nil {
 			before = min(*q.Before, p.Total)
 		}
 		start, end = before, before
+		read = before - min(before, uint64(q.Limit))
 		evs, err = r.Log.ReadBefore(id, before, q.Limit)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, eventlog.ErrBadRecord) {
 		return p, err
+	}
+	inPage := err != nil
+	if inPage {
+		// Damage in the page: the events before it, then the error.
+		p.Damage, p.DamagedAt = err, read+uint64(len(evs))
 	}
 	if n := len(evs); n > 0 {
 		start, end = evs[0].Seq, evs[n-1].Seq+1
@@ -446,7 +498,7 @@ func (r *Rook) History(id eventlog.ID, q HistoryQuery) (HistoryPage, error) {
 	if start > 0 {
 		p.PrevBefore = &start
 	}
-	if end < p.Total {
+	if end < p.Total && !inPage {
 		p.NextFrom = &end
 	}
 	return p, nil

@@ -89,6 +89,9 @@ type showJSON struct {
 	Events               []showEventJSON `json:"events"`
 	Total                uint64          `json:"total"`
 	NextFrom             *uint64         `json:"next_from"`
+	// DamagedAt: the session's log is damaged at this event, in or past
+	// the page; the error (exit 1) says what to do.
+	DamagedAt *uint64 `json:"damaged_at,omitempty"`
 }
 
 func (c *ShowCmd) Run(e *Env) error {
@@ -129,7 +132,7 @@ func (c *ShowCmd) Run(e *Env) error {
 			}
 			out = append(out, j)
 		}
-		page := showJSON{Session: id.String(), Events: out, Total: p.Total, NextFrom: p.Next}
+		page := showJSON{Session: id.String(), Events: out, Total: p.Total, NextFrom: p.Next, DamagedAt: damagedAt(p.Damage, p.DamagedAt)}
 		if pl := p.Parent; pl != nil {
 			page.Parent, page.Fork, page.ForkAt, page.Subagent, page.ParentRemoved = &pl.ID, pl.Fork, pl.ForkAt, pl.Subagent, pl.Removed
 		}
@@ -137,7 +140,7 @@ func (c *ShowCmd) Run(e *Env) error {
 			page.Fork, page.Subagent, page.ParentSource, page.ParentSourceImported = u.Fork, u.Subagent, u.SourceID, &u.Imported
 		}
 		e.printJSON(page) // a failed write is Main's to tell, after unreadable's verdict
-		return unreadable(bad)
+		return pageVerdict(p.Damage, bad)
 	}
 	w := e.Stdout
 	if pl := p.Parent; pl != nil {
@@ -166,9 +169,13 @@ func (c *ShowCmd) Run(e *Env) error {
 		}
 	}
 	if len(p.Events) == 0 {
-		if p.Total == 0 {
+		switch {
+		case p.Damage != nil:
+			// The error says where the damage is and what to do.
+			return p.Damage
+		case p.Total == 0:
 			fmt.Fprintf(w, "session %s has no events\n", id)
-		} else {
+		default:
 			fmt.Fprintf(w, "no events from #%d: session %s has %d (#0 to #%d)\n", c.From, id, p.Total, p.Total-1)
 		}
 		return nil
@@ -223,10 +230,31 @@ func (c *ShowCmd) Run(e *Env) error {
 		}
 		fmt.Fprintln(w)
 	}
-	if p.Next != nil {
+	switch {
+	case p.Next != nil && p.Damage != nil:
+		fmt.Fprintf(w, "more: --from %d (up to the damage at #%d)\n", *p.Next, p.DamagedAt)
+	case p.Next != nil:
 		fmt.Fprintf(w, "more: --from %d (%d events in all)\n", *p.Next, p.Total)
 	}
+	return pageVerdict(p.Damage, bad)
+}
+
+// pageVerdict is the exit after a page of a session: its log's damage
+// (the page held what read before it), else unreadable's.
+func pageVerdict(damage error, bad int) error {
+	if damage != nil {
+		return damage
+	}
 	return unreadable(bad)
+}
+
+// damagedAt is a page's damaged_at member: the event its log is damaged
+// at, when it is.
+func damagedAt(damage error, at uint64) *uint64 {
+	if damage == nil {
+		return nil
+	}
+	return &at
 }
 
 // unreadable is the exit after a page that holds bodies that could not be
@@ -274,6 +302,7 @@ type historyJSON struct {
 	Total      uint64             `json:"total"`
 	PrevBefore *uint64            `json:"prev_before"`
 	NextFrom   *uint64            `json:"next_from"`
+	DamagedAt  *uint64            `json:"damaged_at,omitempty"` // as show's
 }
 
 func (c *HistoryCmd) Run(e *Env) error {
@@ -311,17 +340,23 @@ func (c *HistoryCmd) Run(e *Env) error {
 		}
 		// A failed write is Main's to tell, after unreadable's verdict.
 		e.printJSON(historyJSON{Session: id.String(), Events: evs, Total: p.Total,
-			PrevBefore: p.PrevBefore, NextFrom: p.NextFrom})
-		return unreadable(bad)
+			PrevBefore: p.PrevBefore, NextFrom: p.NextFrom, DamagedAt: damagedAt(p.Damage, p.DamagedAt)})
+		return pageVerdict(p.Damage, bad)
 	}
 	w := e.Stdout
 	switch {
+	case p.Damage != nil && len(p.Events) == 0:
+		// The error says where the damage is and what to do.
 	case p.Total == 0:
 		fmt.Fprintf(w, "session %s has no events\n", id)
 	case len(p.Events) == 0:
 		fmt.Fprintf(w, "session %s: no events in this page (%d in all)\n", id, p.Total)
 	default:
-		fmt.Fprintf(w, "session %s: events #%d to #%d of %d\n", id, p.Events[0].Seq, p.Events[len(p.Events)-1].Seq, p.Total)
+		if p.Damage != nil {
+			fmt.Fprintf(w, "session %s: events #%d to #%d, of the %d before its log's damage at #%d\n", id, p.Events[0].Seq, p.Events[len(p.Events)-1].Seq, p.DamagedAt, p.DamagedAt)
+		} else {
+			fmt.Fprintf(w, "session %s: events #%d to #%d of %d\n", id, p.Events[0].Seq, p.Events[len(p.Events)-1].Seq, p.Total)
+		}
 		rows := make([][]string, 0, len(p.Events))
 		for _, l := range p.Events {
 			label := terminalLine(l.Label)
@@ -351,7 +386,7 @@ func (c *HistoryCmd) Run(e *Env) error {
 	if p.NextFrom != nil {
 		fmt.Fprintf(w, "later: --from %d\n", *p.NextFrom)
 	}
-	return unreadable(bad)
+	return pageVerdict(p.Damage, bad)
 }
 
 // writeAligned writes rows as space-padded columns (right-aligned where

@@ -1661,6 +1661,7 @@ func (e *UnreadableError) Unwrap() []error { return e.Errs }
 
 // Read returns up to limit events of a session from seq `from` on, in
 // order. It costs O(limit) plus a bisection of the file, not O(session).
+// At damage (ErrBadRecord) it returns the events before it with the error.
 func (l *Log) Read(id ID, from uint64, limit int) ([]Event, error) {
 	return l.read(id, from, limit, l.openSession)
 }
@@ -1708,7 +1709,8 @@ func (l *Log) read(id ID, from uint64, limit int, open func(ID) (vfs.File, *read
 		out, err = r.read(from, limit, func() int64 { return r.size - tailWindow })
 	}
 	if err != nil {
-		return nil, err
+		// Damage: the events before it, with the error.
+		return out, err
 	}
 	// The writer's own buffered events follow what is on disk.
 	l.mu.Lock()

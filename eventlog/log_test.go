@@ -1013,6 +1013,37 @@ func TestShortLogDamagedInTheMiddleSaysSo(t *testing.T) {
 	}
 }
 
+// A read across damage gives the events before it with the error (a
+// listing shows them, then says where the damage is), and a summary whose
+// totals cannot be counted says at which event the damage is, before the
+// newest totals record (a short log: no bisection past it) or after it.
+func TestDamageIsSaidAtItsEventWithTheEventsBeforeIt(t *testing.T) {
+	for _, tc := range []struct{ n, at int }{{100, 5}, {100, 70}} {
+		fsys, s := logDamagedAt(t, tc.n, tc.at)
+		ro, err := Open("/h/events", Options{FS: fsys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := ro.Read(s.ID, 0, tc.n)
+		if !errors.Is(err, ErrBadRecord) || len(evs) != tc.at || evs[len(evs)-1].Seq != uint64(tc.at-1) {
+			t.Fatalf("damage at %d: read across it: %d events, %v", tc.at, len(evs), err)
+		}
+		evs, err = ro.ReadBefore(s.ID, uint64(tc.at+2), 4)
+		if !errors.Is(err, ErrBadRecord) || len(evs) != 2 || evs[0].Seq != uint64(tc.at-2) {
+			t.Fatalf("damage at %d: the page before it: %d events, %v", tc.at, len(evs), err)
+		}
+		_, err = ro.Summary(s.ID)
+		var d *DamagedTotalsError
+		if !errors.As(err, &d) || !errors.Is(err, ErrBadRecord) || d.At != uint64(tc.at) || d.Last != uint64(tc.n-1) {
+			t.Fatalf("damage at %d: summary: %#v", tc.at, err)
+		}
+		if want := fmt.Sprintf("--at %d` keeps", tc.at); !strings.Contains(err.Error(), want) {
+			t.Fatalf("damage at %d: summary: %v, not naming %q", tc.at, err, want)
+		}
+		ro.Close()
+	}
+}
+
 // removedMeanwhile is a file system on which another process's `session
 // rm` removes a session (metadata, then log) at a moment of a read: right
 // after the events directory is listed, or as the session's log is opened.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -225,10 +226,15 @@ func (r *reader) find(seq uint64) (int64, record, error) {
 	}
 	var found record
 	at := int64(-1)
+	broken := uint64(0) // the seq a break stands in place of: after the last read
+	if lo > logHeaderSize {
+		broken = math.MaxUint64 // not known until a record reads
+	}
 	stop, err := r.scan(lo, func(off int64, rec record) bool {
 		if rec.Seq == seq {
 			found, at = rec, off
 		}
+		broken = rec.Seq + 1
 		return rec.Seq < seq
 	})
 	if at >= 0 {
@@ -240,10 +246,29 @@ func (r *reader) find(seq uint64) (int64, record, error) {
 	if err != nil {
 		// Stopped at a break before seq: a torn tail (seq past the
 		// end), or damage with seq beyond it (last reads past it).
-		return 0, record{}, fmt.Errorf("session %s: event %d not reached: %w at offset %d; %s", r.id, seq, err, stop, damagedHint(r.id, "N"))
+		return 0, record{}, &notReachedError{session: r.id, seq: seq, broken: broken, stop: stop, err: err}
 	}
 	return 0, record{}, fmt.Errorf("session %s has no event %d", r.id, seq)
 }
+
+// notReachedError is find stopped at a break before seq, at offset stop,
+// where event broken was to be (math.MaxUint64: not known).
+type notReachedError struct {
+	session     ID
+	seq, broken uint64
+	stop        int64
+	err         error
+}
+
+func (e *notReachedError) Error() string {
+	at := "N"
+	if e.broken != math.MaxUint64 {
+		at = fmt.Sprint(e.broken)
+	}
+	return fmt.Sprintf("session %s: event %d not reached: %v at offset %d; %s", e.session, e.seq, e.err, e.stop, damagedHint(e.session, at))
+}
+
+func (e *notReachedError) Unwrap() error { return e.err }
 
 // totals returns the session's token totals up to and including last: the
 // totals of the newest record that carries them (at most cumEvery-1
@@ -251,6 +276,11 @@ func (r *reader) find(seq uint64) (int64, record, error) {
 func (r *reader) totals(last Event) (in, out uint64, err error) {
 	from := last.Seq - last.Seq%cumEvery
 	off, _, err := r.find(from)
+	var nr *notReachedError
+	if errors.As(err, &nr) && nr.broken != math.MaxUint64 {
+		// Damage before the newest totals: said as damage past them is.
+		return 0, 0, &DamagedTotalsError{Session: r.id, At: nr.broken, Last: last.Seq}
+	}
 	if err != nil {
 		return 0, 0, err
 	}
@@ -270,18 +300,33 @@ func (r *reader) totals(last Event) (in, out uint64, err error) {
 		return 0, 0, err
 	}
 	if !reached {
-		// Where the damage is, as an append's refusal and verify say it:
-		// the fork that keeps what reads is at that event.
-		hint := noEventKept(r.id)
-		if next > 0 {
-			// Not damagedHint's "pages before it read as usual": the
-			// session's totals are what a listing of its pages needs.
-			hint = fmt.Sprintf("`rook session fork %s --at %d` keeps the events before it in a new session, which reads whole", r.id, next)
-		}
-		return 0, 0, fmt.Errorf("session %s: token totals: %w: event %d does not read back (the log goes on to event %d): its log is damaged there, and its totals cannot be counted; %s", r.id, ErrBadRecord, next, last.Seq, hint)
+		return 0, 0, &DamagedTotalsError{Session: r.id, At: next, Last: last.Seq}
 	}
 	return in, out, nil
 }
+
+// DamagedTotalsError is a session whose token totals cannot be counted:
+// its event At does not read back, though its log goes on to event Last.
+// Events [0, At) read (a reader may list them as the session's pages,
+// as Show and History do); it unwraps to ErrBadRecord.
+type DamagedTotalsError struct {
+	Session  ID
+	At, Last uint64
+}
+
+func (e *DamagedTotalsError) Error() string {
+	// Where the damage is, as an append's refusal and verify say it: the
+	// fork that keeps what reads is at that event.
+	hint := noEventKept(e.Session)
+	if e.At > 0 {
+		// Not damagedHint's "pages before it read as usual": the
+		// session's totals are what a listing of its pages needs.
+		hint = fmt.Sprintf("`rook session fork %s --at %d` keeps the events before it in a new session, which reads whole", e.Session, e.At)
+	}
+	return fmt.Sprintf("session %s: token totals: %v: event %d does not read back (the log goes on to event %d): its log is damaged there, and its totals cannot be counted; %s", e.Session, ErrBadRecord, e.At, e.Last, hint)
+}
+
+func (e *DamagedTotalsError) Unwrap() error { return ErrBadRecord }
 
 // read returns up to limit events from seq `from` on. A break at or after
 // floor() may be a tail a writer tore (or is writing), and ends the
@@ -319,7 +364,7 @@ func (r *reader) read(from uint64, limit int, floor func() int64) ([]Event, erro
 	// so.
 	if err != nil && stop < floor() {
 		at := from + uint64(len(out))
-		return out, fmt.Errorf("session %s: %v at seq %d (offset %d): %s", r.id, err, at, stop, damagedHint(r.id, fmt.Sprint(at)))
+		return out, fmt.Errorf("session %s: %w at seq %d (offset %d): %s", r.id, err, at, stop, damagedHint(r.id, fmt.Sprint(at)))
 	}
 	return out, nil
 }

@@ -114,6 +114,9 @@ type SearchHit struct {
 	Snippet string
 	Score   int
 	Object  cas.Key
+	// Binary: the body is binary (IsBinary), as show and history say it:
+	// no snippet, its bytes are not text.
+	Binary bool
 	// Also: the other events with the same text; AlsoSessions: the
 	// sessions they are in but this one.
 	Also, AlsoSessions int
@@ -152,6 +155,7 @@ type searchRef struct {
 type searchScore struct {
 	score   int
 	snippet string
+	binary  bool // of a body that is: no snippet
 	bad     bool
 	text    uint64 // a hash of the text scored: bodies of the same text are one hit
 }
@@ -276,6 +280,9 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 							b = textOfImported(b)
 						}
 						sc.score, sc.snippet = scoreBody(b, lowered)
+						if !imported && sc.score > 0 && IsBinary(b) {
+							sc.snippet, sc.binary = "", true
+						}
 						text = func() uint64 { return maphash.Bytes(seed, b) }
 					}
 				}
@@ -308,7 +315,7 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 				res.TotalHits++
 				g.events++
 				h := SearchHit{Session: id, Title: meta.Title, Seq: ref.seq, Kind: ref.kind, Label: ref.label,
-					Time: ref.time, Snippet: sc.snippet, Score: sc.score, Object: obj}
+					Time: ref.time, Snippet: sc.snippet, Score: sc.score, Object: obj, Binary: sc.binary}
 				if g.events == 1 || newerHit(h, g.hit) {
 					g.hit = h
 				}

@@ -601,6 +601,10 @@ type FindHit struct {
 	// (an imported event's source line), decoded, after its key; Offset
 	// still counts in the body as stored.
 	Decoded bool
+	// Binary: the body is binary (IsBinary), as show and history say it:
+	// no snippet, its bytes are not text. Body is its id.
+	Binary bool
+	Body   cas.Key
 }
 
 // FindSkip is an event whose body could not be read.
@@ -810,7 +814,11 @@ scan:
 				res.Searched += int64(end - start)
 				budget -= int64(end - start)
 				hit := FindHit{Seq: ev.Seq, Kind: ev.Kind, Label: ev.Label, Offset: base + int64(at)}
-				if imported {
+				if binary && !imported {
+					// grep's "binary file matches": bytes around the
+					// match are no line of text.
+					hit.Binary, hit.Body = true, ev.Body
+				} else if imported {
 					enc.line(at)
 					hit.Snippet, hit.Decoded = decodedSnippet(body, at, m, enc.spans)
 					if !hit.Decoded {

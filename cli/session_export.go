@@ -447,6 +447,8 @@ type searchHitJSON struct {
 	// the other sessions they are in.
 	Also         int `json:"also"`
 	AlsoSessions int `json:"also_sessions"`
+	// Binary: a binary body, as show says it: no snippet.
+	Binary bool `json:"binary"`
 }
 
 func (c *SearchCmd) Run(e *Env) error {
@@ -504,7 +506,7 @@ func (c *SearchCmd) Run(e *Env) error {
 		hits := []searchHitJSON{}
 		for _, h := range res.Hits {
 			hits = append(hits, searchHitJSON{Session: h.Session, Title: h.Title, Seq: h.Seq, Kind: h.Kind.String(), Label: h.Label,
-				Time: h.Time.UTC(), Snippet: h.Snippet, Score: h.Score, Also: h.Also, AlsoSessions: h.AlsoSessions})
+				Time: h.Time.UTC(), Snippet: h.Snippet, Binary: h.Binary, Score: h.Score, Also: h.Also, AlsoSessions: h.AlsoSessions})
 		}
 		return e.printJSON(map[string]any{
 			"terms": res.Terms, "hits": hits, "total_hits": res.TotalHits, "objects_scanned": res.ObjectsScanned,
@@ -519,7 +521,11 @@ func (c *SearchCmd) Run(e *Env) error {
 			what += " " + clip(h.Label, 32)
 		}
 		fmt.Fprintf(w, "%s  #%d  %s  %s  %s\n", h.Session, h.Seq, what, shownTime(h.Time), clip(h.Title, 48))
-		fmt.Fprintf(w, "  %s\n", terminalLine(h.Snippet)) // bidi controls too, as show does
+		if h.Binary {
+			fmt.Fprintf(w, "  %s\n", binaryMatch(h.Object))
+		} else {
+			fmt.Fprintf(w, "  %s\n", terminalLine(h.Snippet)) // bidi controls too, as show does
+		}
 		switch {
 		case h.AlsoSessions > 0: // a fork's or rewind's copy, or the same output again
 			fmt.Fprintf(w, "  (and %d other event%s with this text, in %d other session%s)\n", h.Also, plural(h.Also, "", "s"), h.AlsoSessions, plural(h.AlsoSessions, "", "s"))

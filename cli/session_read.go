@@ -34,6 +34,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rookhq/rook/agent"
+	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 )
 
@@ -237,6 +238,12 @@ func (c *ShowCmd) Run(e *Env) error {
 		fmt.Fprintf(w, "more: --from %d (%d events in all)\n", *p.Next, p.Total)
 	}
 	return pageVerdict(p.Damage, bad)
+}
+
+// binaryMatch stands for the snippet of a match in a binary body (find,
+// search), as grep says "binary file matches".
+func binaryMatch(body cas.Key) string {
+	return fmt.Sprintf("(binary body matches: `rook store cat %s` writes its bytes)", hex.EncodeToString(body[:]))
 }
 
 // pageVerdict is the exit after a page of a session: its log's damage
@@ -444,6 +451,8 @@ type findHitJSON struct {
 	// in (an imported event's source line), decoded, not the line as
 	// stored (offset still counts there).
 	Decoded bool `json:"decoded"`
+	// Binary: the body is binary, as show says it: no snippet.
+	Binary bool `json:"binary"`
 }
 
 type findSkipJSON struct {
@@ -490,7 +499,7 @@ func (c *FindCmd) Run(e *Env) error {
 	if e.JSON {
 		hits := make([]findHitJSON, 0, len(res.Hits))
 		for _, h := range res.Hits {
-			hits = append(hits, findHitJSON{h.Seq, h.Kind.String(), h.Label, h.Offset, h.Snippet, h.Decoded})
+			hits = append(hits, findHitJSON{h.Seq, h.Kind.String(), h.Label, h.Offset, h.Snippet, h.Decoded, h.Binary})
 		}
 		skips := make([]findSkipJSON, 0, len(res.Unreadable))
 		for _, s := range res.Unreadable {
@@ -507,7 +516,11 @@ func (c *FindCmd) Run(e *Env) error {
 		if h.Label != "" {
 			head += " " + terminalLine(h.Label)
 		}
-		fmt.Fprintf(w, "%s (byte %d)\n    %s\n", head, h.Offset, terminalLine(h.Snippet))
+		snippet := terminalLine(h.Snippet)
+		if h.Binary {
+			snippet = binaryMatch(h.Body)
+		}
+		fmt.Fprintf(w, "%s (byte %d)\n    %s\n", head, h.Offset, snippet)
 	}
 	for _, s := range res.Unreadable {
 		fmt.Fprintf(w, "#%d not searched: body unreadable: %v\n", s.Seq, s.Err)

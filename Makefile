@@ -75,7 +75,8 @@ FUZZ_TARGETS := \
 	./cli:FuzzMCPConfigInstall \
 	./cli:FuzzTOMLString \
 	./cli:FuzzCheckArgs \
-	./cli:FuzzReadJSONLLine
+	./cli:FuzzReadJSONLLine \
+	./cli:FuzzParseJSONLLine
 
 .PHONY: all build demo test vet unit fuzz-short fuzz bench bench-smoke clean
 

@@ -14,9 +14,11 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
@@ -723,6 +725,15 @@ func parseJSONLine(text []byte, spool func() (vfs.File, error)) (agent.Entry, er
 	if _, err := dec.Token(); err != io.EOF {
 		return agent.Entry{}, errors.New("not a JSON event: more after the object: give one JSON object a line")
 	}
+	// JSON decoding stores what no JSON string holds (bytes that are not
+	// UTF-8, half a surrogate pair) as U+FFFD: a body changed without a
+	// word. Refused instead, with the way to give such bytes.
+	if !utf8.Valid(text) {
+		return agent.Entry{}, errors.New("not a JSON event: it holds bytes that are not UTF-8, which a JSON string cannot carry (they would be stored as U+FFFD): give such a body in a body_file")
+	}
+	if loneSurrogate(text) {
+		return agent.Entry{}, errors.New("not a JSON event: it holds half of a UTF-16 surrogate pair (a \\uD800 to \\uDFFF escape without its other half), which no character is (it would be stored as U+FFFD): give such a body in a body_file")
+	}
 	kind, err := eventlog.ParseKind(j.Kind)
 	if err != nil {
 		return agent.Entry{}, err
@@ -748,6 +759,49 @@ func parseJSONLine(text []byte, spool func() (vfs.File, error)) (agent.Entry, er
 		en.Body = []byte(*j.Body)
 	}
 	return en, checkpointBody(kind, en.Label, en.Body)
+}
+
+// loneSurrogate reports whether JSON text that decodes holds a \u escape
+// of a UTF-16 surrogate that is not one of a high-then-low pair.
+func loneSurrogate(text []byte) bool {
+	high := false // the escape just before was a high surrogate
+	for i := 0; i < len(text); i++ {
+		if text[i] != '\\' {
+			if high {
+				return true
+			}
+			continue
+		}
+		if i+1 >= len(text) || text[i+1] != 'u' || i+6 > len(text) {
+			if high {
+				return true
+			}
+			i++ // an escape of one character: \\, \", \n...
+			continue
+		}
+		v, err := strconv.ParseUint(string(text[i+2:i+6]), 16, 16)
+		if err != nil {
+			return false // not JSON: the decoder said so already
+		}
+		switch {
+		case v >= 0xD800 && v <= 0xDBFF:
+			if high {
+				return true
+			}
+			high = true
+		case v >= 0xDC00 && v <= 0xDFFF:
+			if !high {
+				return true
+			}
+			high = false
+		default:
+			if high {
+				return true
+			}
+		}
+		i += 5
+	}
+	return high
 }
 
 // checkpointBody refuses a checkpoint event whose body is no capture

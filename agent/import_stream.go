@@ -59,8 +59,20 @@ func streamed(f sourceFile, chunk int) bool {
 	return f.size > int64(chunk)
 }
 
-// openSource opens a source file for reading, decompressing .zst.
+// openSource opens a source file for reading, decompressing .zst. Of a
+// .zst, it reads only the bytes of the frames that decompress whole
+// (their checksums holding), and then the error of the first that does
+// not (verifiedFrames): a frame's bytes come out before its checksum is
+// read at its end, and a byte flipped in its literals decompresses to
+// changed lines that only the checksum catches.
 func (r *Rook) openSource(path string) (io.ReadCloser, bool, error) {
+	return r.openSourceChecked(path, true)
+}
+
+// openSourceChecked is openSource; with verify false, a .zst's bytes are
+// read as they decompress, whether their frame checks out or not (a look
+// at a file's head, which tells its format and session, not its lines).
+func (r *Rook) openSourceChecked(path string, verify bool) (io.ReadCloser, bool, error) {
 	f, err := r.fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, false, err
@@ -74,24 +86,109 @@ func (r *Rook) openSource(path string) (io.ReadCloser, bool, error) {
 	// ask for 2 GiB at once (out of memory under a ulimit). A larger
 	// window is refused saying how to import the file (zstdFile.error),
 	// as zstd itself refuses one over 128 MiB without --long.
-	dec, err := zstd.NewReader(f, zstd.WithDecoderMaxMemory(4<<30), zstd.WithDecoderMaxWindow(maxZstdWindow))
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(4<<30), zstd.WithDecoderMaxWindow(maxZstdWindow))
 	if err != nil {
 		f.Close()
 		return nil, true, err
 	}
-	return zstdFile{dec, f, new(int64)}, true, nil
+	z := zstdFile{dec: dec, f: f, read: new(int64), good: -1}
+	if verify {
+		fi, err := f.Stat()
+		if err != nil {
+			z.Close()
+			return nil, true, err
+		}
+		if z.good, z.bad = verifiedFrames(f, fi.Size(), dec); z.bad == nil {
+			z.good = -1
+		}
+	}
+	if err := dec.Reset(f); err != nil {
+		z.Close()
+		return nil, true, err
+	}
+	return z, true, nil
+}
+
+// verifiedFrames decompresses a .zst a frame at a time, counting its
+// bytes, up to the first frame that does not decompress whole: it returns
+// the decompressed length of the frames before that one and its error
+// (nil when every frame does); of a last frame cut short by the file's
+// end, its bytes up to the cut count too. A frame's extent is read off its block
+// headers; one whose headers are damaged fails to decompress as its
+// extent says, and counts as that first frame.
+func verifiedFrames(f io.ReaderAt, size int64, dec *zstd.Decoder) (good int64, err error) {
+	var head [zstd.HeaderMaxSize]byte
+	for off := int64(0); off < size; {
+		n, _ := f.ReadAt(head[:], off)
+		var h zstd.Header
+		if err := h.Decode(head[:n]); err != nil {
+			return good, err
+		}
+		if h.Skippable {
+			off += int64(h.HeaderSize) + int64(h.SkippableSize)
+			continue
+		}
+		end := off + int64(h.HeaderSize)
+		for {
+			var bh [3]byte
+			if _, err := f.ReadAt(bh[:], end); err != nil {
+				end = size // cut short: the decoder says so
+				break
+			}
+			v := uint32(bh[0]) | uint32(bh[1])<<8 | uint32(bh[2])<<16
+			last, typ, n := v&1 == 1, (v>>1)&3, int64(v>>3)
+			if typ == 1 { // RLE: one byte, repeated n times
+				n = 1
+			}
+			end += 3 + n
+			if last || end >= size {
+				break
+			}
+		}
+		if h.HasCheckSum {
+			end += 4
+		}
+		end = min(end, size)
+		if err := dec.Reset(io.NewSectionReader(f, off, end-off)); err != nil {
+			return good, err
+		}
+		n64, err := io.Copy(io.Discard, dec)
+		if errors.Is(err, io.ErrUnexpectedEOF) && end == size {
+			// Cut short at the file's end (not all written yet, a copy
+			// stopped): what its whole blocks decompressed to is as
+			// written, which the frame's checksum, never reached, cannot
+			// say otherwise of.
+			return good + n64, err
+		}
+		if err != nil {
+			return good, err
+		}
+		good += n64
+		off = end
+	}
+	return good, nil
 }
 
 // zstdFile reads a .zst file decompressed, its errors saying so. (The
 // decoder is not embedded: its WriteTo, which io.Copy takes, would be
-// zstdFile's too, its errors bare: "unexpected EOF".)
+// zstdFile's too, its errors bare: "unexpected EOF".) With good >= 0, the
+// file holds a frame that does not decompress whole: its bytes end at
+// good, the error bad after them.
 type zstdFile struct {
 	dec  *zstd.Decoder
 	f    vfs.File
 	read *int64 // bytes decompressed so far
+	good int64
+	bad  error
 }
 
 func (z zstdFile) Read(p []byte) (int, error) {
+	if z.good >= 0 {
+		if *z.read >= z.good {
+			return 0, z.error(z.bad)
+		}
+		p = p[:min(int64(len(p)), z.good-*z.read)]
+	}
 	n, err := z.dec.Read(p)
 	*z.read += int64(n)
 	if err != nil && err != io.EOF {
@@ -103,6 +200,15 @@ func (z zstdFile) Read(p []byte) (int, error) {
 // WriteTo is io.WriterTo for io.Copy (hashing a file), which writes the
 // decoded blocks as they are rather than through Read's copy.
 func (z zstdFile) WriteTo(w io.Writer) (int64, error) {
+	if z.good >= 0 {
+		// Up to the frame that does not check out, then its error.
+		n, err := io.Copy(w, io.LimitReader(z.dec, z.good-*z.read))
+		*z.read += n
+		if err != nil {
+			return n, z.error(err)
+		}
+		return n, z.error(z.bad)
+	}
 	n, err := z.dec.WriteTo(w)
 	*z.read += n
 	if err != nil {
@@ -144,7 +250,7 @@ const otherFormatHead = 1 << 20
 
 // readHead reads the first n bytes of a source file (decompressed).
 func (r *Rook) readHead(path string, n int64) ([]byte, bool, error) {
-	rc, zst, err := r.openSource(path)
+	rc, zst, err := r.openSourceChecked(path, false)
 	if err != nil {
 		return nil, zst, err
 	}

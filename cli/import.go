@@ -844,10 +844,15 @@ func printExport(e *Env, id eventlog.ID, output string, compressed bool, x agent
 		where = "standard output"
 	}
 	exact := "byte-exact: same size and SHA-256 as the bytes the import took in"
+	// Why lines are ahead of what an import recorded, and what records
+	// them: not "import again" alone, which a damaged file fails again.
+	const aheadWhy = "one running now, or one cut short by a crash or by the file failing to read part way: `rook import` of the file, once it reads to its end, records them"
 	switch {
+	case x.Ahead && x.Recorded == 0:
+		exact = fmt.Sprintf("all %s of it lines taken in by an import that has not finished (%s)", formatBytes(x.Bytes), aheadWhy)
 	case x.Ahead:
-		exact = fmt.Sprintf("its first %s byte-exact as the last finished import recorded them, then %s of lines an import took in since (one running now, or cut short: `rook import` again records them)",
-			formatBytes(x.Recorded), formatBytes(x.Bytes-x.Recorded))
+		exact = fmt.Sprintf("its first %s byte-exact as the last finished import recorded them, then %s of lines taken in by an import that has not finished (%s)",
+			formatBytes(x.Recorded), formatBytes(x.Bytes-x.Recorded), aheadWhy)
 	case !x.Exact:
 		exact = "NOT the bytes the import took in (the session's source lines are incomplete: `rook store verify`)"
 	}

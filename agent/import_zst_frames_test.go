@@ -1,0 +1,168 @@
+package agent
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// A .zst whose frame decompresses to changed bytes (a flipped literal,
+// which only the frame's checksum, at its end, catches) gives none of
+// that frame's lines: the session holds the lines of the frames before it,
+// as they were written, and says where it stopped. Its lines came out of
+// the decoder before the checksum was read, and were taken in changed.
+// The whole file, imported later, adds the rest. Read whole and in chunks.
+func TestImportOfAZstTakesNoLineOfAFrameThatFailsItsChecksum(t *testing.T) {
+	for _, chunk := range []int{0, 1 << 12} {
+		t.Run(fmt.Sprintf("chunk %d", chunk), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			plain, enc := codexMainAndEncoder(t)
+			rnd := rand.New(rand.NewPCG(1, 2))
+			for i := range 20 {
+				text := make([]byte, 600)
+				for j := range text {
+					text[j] = "abcdefghijklmnopqrstuvwxyz"[rnd.IntN(26)]
+				}
+				plain = fmt.Appendf(plain, `{"timestamp":"2026-01-02T04:00:00Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"%d %s"}]}}`+"\n", i, text)
+			}
+			// A frame each five lines; the frame of line bad has a byte of
+			// its literals flipped, late in it (bad is then its first line).
+			lines := bytes.SplitAfter(plain, []byte{'\n'})
+			lines = lines[:len(lines)-1]
+			bad := len(lines) - 5
+			// Each frame written as a stream (as zstd(1) and Codex write
+			// them), whose blocks come out of the decoder as they are
+			// decoded: one EncodeAll makes is decoded whole, and checked,
+			// before any of it comes out.
+			_ = enc
+			var z []byte
+			var badAt, badEnd int
+			for i := 0; i < len(lines); i += 5 {
+				var fr bytes.Buffer
+				w, err := zstd.NewWriter(&fr, zstd.WithEncoderConcurrency(1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.Write(bytes.Join(lines[i:min(i+5, len(lines))], nil))
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if i <= bad && bad < i+5 {
+					badAt, badEnd = len(z), len(z)+fr.Len()
+					bad = i
+				}
+				z = append(z, fr.Bytes()...)
+			}
+			// The first byte of the frame, from its middle on, whose flip
+			// the decoder meets only at the checksum.
+			var damaged []byte
+			for at := (badAt + badEnd) / 2; at < badEnd && damaged == nil; at++ {
+				d := bytes.Clone(z)
+				d[at] ^= 0x01
+				if _, err := zstdDecodeAll(d); err != nil && strings.Contains(err.Error(), "CRC") {
+					damaged = d
+				}
+			}
+			if damaged == nil {
+				t.Fatal("no byte of the frame is one only its checksum catches")
+			}
+			src := "/c/rollout-2026-01-02T03-04-05-" + codexMainID + ".jsonl.zst"
+			writeSourceFile(t, fsys, src, damaged)
+			rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := fileByPath(t, rep, src)
+			if f.Status != ImportFailed || f.Session == nil || !strings.Contains(f.Note, "CRC") {
+				t.Fatalf("the damaged file: %+v", f)
+			}
+			var buf bytes.Buffer
+			x, err := r.ExportSource(*f.Session, &buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := len(bytes.Join(lines[:bad], nil))
+			if !bytes.HasPrefix(plain, buf.Bytes()) || buf.Len() > before || x.Lines != f.Lines || f.Lines == 0 {
+				t.Fatalf("the session holds %d line(s), %d bytes (the report: %d line(s)): not the file's lines before the frame that fails (%d bytes)",
+					x.Lines, buf.Len(), f.Lines, before)
+			}
+			writeSourceFile(t, fsys, src, z)
+			rep, err = r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := fileByPath(t, rep, src); g.Status != ImportGrown {
+				t.Fatalf("imported whole: %+v", g)
+			}
+			mustExport(t, r, *f.Session, plain)
+		})
+	}
+}
+
+func zstdDecodeAll(z []byte) ([]byte, error) {
+	dec, err := zstd.NewReader(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+	return dec.DecodeAll(z, nil)
+}
+
+// verifiedFrames counts the bytes of the frames that decompress whole, a
+// skippable frame among them being none, and stops at the first that
+// does not; of a last frame cut short by the file's end, what its whole
+// blocks decompressed to counts too (as written, so far as any check
+// can tell).
+func TestVerifiedFrames(t *testing.T) {
+	frame := func(b []byte) []byte {
+		var fr bytes.Buffer
+		w, err := zstd.NewWriter(&fr, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<16))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(b)
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return fr.Bytes()
+	}
+	a, b := bytes.Repeat([]byte("a line of text\n"), 100), bytes.Repeat([]byte("x"), 300<<10) // b: several blocks
+	skippable := []byte{0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 'z', 'z', 'z'}
+	dec, err := zstd.NewReader(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	fb := frame(b)
+	for _, tc := range []struct {
+		name string
+		file []byte
+		good int64
+		err  string // "" for none
+	}{
+		{"empty", nil, 0, ""},
+		{"two frames", append(frame(a), frame(a)...), int64(2 * len(a)), ""},
+		{"a skippable frame between", append(append(frame(a), skippable...), frame(a)...), int64(2 * len(a)), ""},
+		{"garbage after", append(frame(a), "not zstd"...), int64(len(a)), "magic"},
+		{"the second cut short", append(frame(a), fb[:len(fb)-5]...), -1, "unexpected EOF"},
+		{"the second's checksum wrong", append(frame(a), append(fb[:len(fb)-1:len(fb)-1], fb[len(fb)-1]^1)...), int64(len(a)), "CRC"},
+	} {
+		good, err := verifiedFrames(bytes.NewReader(tc.file), int64(len(tc.file)), dec)
+		switch {
+		case tc.err == "" && err != nil, tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
+		case tc.good >= 0 && good != tc.good:
+			t.Errorf("%s: %d bytes good, want %d", tc.name, good, tc.good)
+		case tc.good < 0 && (good <= int64(len(a)) || good >= int64(len(a)+len(b))):
+			// Cut short: the first frame, and the whole blocks of the second.
+			t.Errorf("%s: %d bytes good, want more than %d, fewer than %d", tc.name, good, len(a), len(a)+len(b))
+		}
+	}
+}

@@ -125,7 +125,9 @@ func verifiedFrames(f io.ReaderAt, size int64, dec *zstd.Decoder) (good int64, e
 			return good, err
 		}
 		if h.Skippable {
-			off += int64(h.HeaderSize) + int64(h.SkippableSize)
+			if off += int64(h.HeaderSize) + int64(h.SkippableSize); off > size {
+				return good, io.ErrUnexpectedEOF // as the decoder says it
+			}
 			continue
 		}
 		end := off + int64(h.HeaderSize)

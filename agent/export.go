@@ -60,6 +60,11 @@ type Export struct {
 	// Unlinked: of an imported subagent or fork with no parent, the parent
 	// its transcript names (not imported, as a rule), as show says it.
 	Unlinked *UnlinkedParent
+	// Damage, DamagedAt: as ShowPage's. The export holds events that read
+	// before the damage; Session.Events counts those when the session's
+	// totals do not (and its tokens are not known).
+	Damage    error
+	DamagedAt uint64
 }
 
 // CutBodies counts the events whose body was cut.
@@ -92,11 +97,17 @@ var ErrEmptySession = errors.New("the session has no events")
 // through nil means from+ExportMaxEvents-1 or the last event, whichever is
 // smaller; a through past the last event is the last event.
 func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export, error) {
-	sum, err := r.Log.Summary(id)
+	sum, damage, err := r.pageSummary(id)
 	if err != nil {
 		return Export{}, err
 	}
-	x := Export{Session: sum, From: from}
+	x := Export{Session: sum, From: from, Damage: damage}
+	if damage != nil {
+		x.DamagedAt = sum.Events
+		if from >= sum.Events {
+			return x, damage
+		}
+	}
 	if sum.Parent != nil {
 		_, err := r.Log.ReadMeta(*sum.Parent)
 		x.ParentRemoved = errors.Is(err, eventlog.ErrNoSession)
@@ -123,8 +134,12 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 		x.TruncatedEvents = true
 	}
 	evs, err := r.Log.Read(id, from, int(x.Through-from+1))
-	if err != nil {
+	if err != nil && (!errors.Is(err, eventlog.ErrBadRecord) || len(evs) == 0) {
 		return x, err
+	}
+	if err != nil {
+		// Damage in the range: the events before it, then the error.
+		x.Damage, x.DamagedAt = err, from+uint64(len(evs))
 	}
 	if len(evs) > 0 {
 		x.Through = evs[len(evs)-1].Seq
@@ -313,9 +328,18 @@ func ExportHTML(x Export) []byte {
 	} else {
 		w("<dt>created</dt><dd>%s</dd>\n", exportEscape(s.Created.UTC().Format("2006-01-02 15:04:05 UTC")))
 	}
-	w("<dt>events</dt><dd>#%d to #%d (%d of the session's %d)</dd>\n", x.From, x.Through, len(x.Events), s.Events)
-	w("<dt>tokens</dt><dd>%d in, %d out (whole session)</dd>\n", s.TokensIn, s.TokensOut)
+	if x.Damage != nil {
+		w("<dt>events</dt><dd>#%d to #%d (%d of the %d before its log's damage at #%d)</dd>\n", x.From, x.Through, len(x.Events), x.DamagedAt, x.DamagedAt)
+		w("<dt>tokens</dt><dd>not counted: the session's log is damaged</dd>\n")
+	} else {
+		w("<dt>events</dt><dd>#%d to #%d (%d of the session's %d)</dd>\n", x.From, x.Through, len(x.Events), s.Events)
+		w("<dt>tokens</dt><dd>%d in, %d out (whole session)</dd>\n", s.TokensIn, s.TokensOut)
+	}
 	w("</dl>\n")
+	if x.Damage != nil {
+		w("<p class=\"warn\">The session's log is damaged at event #%d: this file holds events before it. <code>rook session fork %s --at %d</code> keeps them in a new session; <code>rook store verify</code> lists the damage.</p>\n",
+			x.DamagedAt, s.ID, x.DamagedAt)
+	}
 	if x.TruncatedEvents {
 		w("<p class=\"warn\">The range asked for, #%d to #%d, is %d events; one export holds at most %d, so this file stops at #%d. Export from #%d for the rest.</p>\n",
 			x.From, x.Asked, x.Asked-x.From+1, ExportMaxEvents, x.Through, x.Through+1)

@@ -257,11 +257,15 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	cut, bad := x.CutBodies(), x.UnreadableBodies()
 	if e.JSON {
 		// A failed write is Main's to tell, after unreadable's verdict.
-		e.printJSON(map[string]any{
+		out := map[string]any{
 			"output": c.Output, "session": id, "events": len(x.Events), "from": x.From, "through": x.Through,
 			"truncated_events": x.TruncatedEvents, "cut_bodies": cut, "unreadable": bad, "bytes": len(page),
-		})
-		return unreadable(bad)
+		}
+		if x.Damage != nil {
+			out["damaged_at"] = x.DamagedAt
+		}
+		e.printJSON(out)
+		return pageVerdict(x.Damage, bad)
 	}
 	cutNote := ""
 	if cut > 0 {
@@ -271,11 +275,15 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	if total := x.Session.Events; x.Through+1 < total && !x.TruncatedEvents && c.Through == nil {
 		// The default range stopped short of the end: say where the rest is.
 		rest = fmt.Sprintf(" (it has %d; `--from %d` exports the next ones)", total, x.Through+1)
+		if x.Damage != nil {
+			rest = fmt.Sprintf(" (%d read before its log's damage at #%d; `--from %d` exports the next ones)", total, x.DamagedAt, x.Through+1)
+		}
 	}
 	fmt.Fprintf(e.Stdout, "wrote %s: %d event(s), #%d to #%d of %s%s%s\n", terminalLine(c.Output), len(x.Events), x.From, x.Through, id, rest, cutNote)
 	// The page is whole, each body the store could not read marked on
 	// it; but a page with holes is no good export: exit 1, as show does.
-	return unreadable(bad)
+	// So is one of a damaged log, which holds the events before the damage.
+	return pageVerdict(x.Damage, bad)
 }
 
 // dirNameErr refuses an --output, not an existing directory, whose name

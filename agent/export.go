@@ -139,7 +139,7 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 	}
 	if err != nil {
 		// Damage in the range: the events before it, then the error.
-		x.Damage, x.DamagedAt = err, from+uint64(len(evs))
+		x.Damage, x.DamagedAt = err, damagedAt(err, from+uint64(len(evs)))
 	}
 	if len(evs) > 0 {
 		x.Through = evs[len(evs)-1].Seq

@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -61,10 +62,12 @@ func streamed(f sourceFile, chunk int) bool {
 
 // openSource opens a source file for reading, decompressing .zst. Of a
 // .zst, it reads only the bytes of the frames that decompress whole
-// (their checksums holding), and then the error of the first that does
-// not (verifiedFrames): a frame's bytes come out before its checksum is
-// read at its end, and a byte flipped in its literals decompresses to
-// changed lines that only the checksum catches.
+// (their checksums holding, for a frame that has one), and then the error
+// of the first that does not (verifiedFrames): a frame's bytes come out
+// before its checksum is read at its end, and a byte flipped in its
+// literals decompresses to changed lines that only the checksum catches.
+// (A frame written without a checksum, `zstd --no-check`, has nothing to
+// catch that with: it is taken as it decompresses.)
 func (r *Rook) openSource(path string) (io.ReadCloser, bool, error) {
 	return r.openSourceChecked(path, true)
 }
@@ -118,6 +121,7 @@ func (r *Rook) openSourceChecked(path string, verify bool) (io.ReadCloser, bool,
 // extent says, and counts as that first frame.
 func verifiedFrames(f io.ReaderAt, size int64, dec *zstd.Decoder) (good int64, err error) {
 	var head [zstd.HeaderMaxSize]byte
+	var frame, out []byte // a small frame, and what it decompresses to
 	for off := int64(0); off < size; {
 		n, _ := f.ReadAt(head[:], off)
 		var h zstd.Header
@@ -151,6 +155,20 @@ func verifiedFrames(f io.ReaderAt, size int64, dec *zstd.Decoder) (good int64, e
 			end += 4
 		}
 		end = min(end, size)
+		if h.HasFCS && h.FrameContentSize <= smallFrame && end-off <= smallFrame {
+			// A small frame (a file of many: a line a frame) decoded at
+			// once, without restarting the stream decoder for it (a
+			// third of the time again, on 20,000 one-line frames); if
+			// it fails, the stream decoder says how, below.
+			frame = slices.Grow(frame[:0], int(end-off))[:end-off]
+			if _, err := f.ReadAt(frame, off); err == nil {
+				if out, err = dec.DecodeAll(frame, out[:0]); err == nil {
+					good += int64(len(out))
+					off = end
+					continue
+				}
+			}
+		}
 		if err := dec.Reset(io.NewSectionReader(f, off, end-off)); err != nil {
 			return good, err
 		}
@@ -170,6 +188,10 @@ func verifiedFrames(f io.ReaderAt, size int64, dec *zstd.Decoder) (good int64, e
 	}
 	return good, nil
 }
+
+// smallFrame is the most a frame verifiedFrames decodes at once may take,
+// compressed and as it declares it decompresses to.
+const smallFrame = 1 << 20
 
 // zstdFile reads a .zst file decompressed, its errors saying so. (The
 // decoder is not embedded: its WriteTo, which io.Copy takes, would be

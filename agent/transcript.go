@@ -317,7 +317,7 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 	inPage := err != nil
 	if inPage {
 		// Damage in the page: the events before it, then the error.
-		p.Damage, p.DamagedAt = err, q.From+uint64(len(evs))
+		p.Damage, p.DamagedAt = err, damagedAt(err, q.From+uint64(len(evs)))
 	}
 	maxBody := max(q.MaxBody, 0)
 	// What each event says of tool calls, read off its body here: the
@@ -358,6 +358,15 @@ func (r *Rook) pageSummary(id eventlog.ID) (s eventlog.Summary, damage, err erro
 	}
 	s.Events = d.At
 	return s, fmt.Errorf("session %s: %w: event %d does not read back (the log goes on to event %d): its log is damaged there; `rook session fork %s --at %d` keeps the events before it in a new session, which reads whole, and `rook store verify` lists the damage", id, eventlog.ErrBadRecord, d.At, d.Last, id, d.At), nil
+}
+
+// damagedAt is where a read that failed with damage met it, as the error
+// says, else at (where the read started, plus the events it gave).
+func damagedAt(err error, at uint64) uint64 {
+	if seq, ok := eventlog.DamagedAt(err); ok {
+		return seq
+	}
+	return at
 }
 
 // pageLimit is a page's limit from seq `from` on: no further than the
@@ -452,10 +461,14 @@ func (r *Rook) History(id eventlog.ID, q HistoryQuery) (HistoryPage, error) {
 	inPage := err != nil
 	if inPage {
 		// Damage in the page: the events before it, then the error.
-		p.Damage, p.DamagedAt = err, read+uint64(len(evs))
+		p.Damage, p.DamagedAt = err, damagedAt(err, read+uint64(len(evs)))
 	}
 	if n := len(evs); n > 0 {
 		start, end = evs[0].Seq, evs[n-1].Seq+1
+	} else if inPage && p.DamagedAt < start {
+		// Nothing read, the damage before the page: the page before
+		// is the one before the damage, not this one again.
+		start, end = p.DamagedAt, p.DamagedAt
 	}
 	for _, ev := range evs {
 		v, body := r.viewBody(ev, 0)

@@ -225,9 +225,10 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 		for from, page := uint64(0), 4096; ; {
 			evs, err := r.Log.Read(id, from, page)
 			if err != nil && page > 1 && !removed(err) {
-				// A page that reaches the damage gives none of its
-				// events: those before it are read one at a time, to
-				// check what they name too.
+				// A page that reaches the damage: the events before
+				// it are read again one at a time (a read from past a
+				// break may meet it at once, giving none), to check
+				// what they name too.
 				damage, page = err, 1
 				continue
 			}

@@ -849,7 +849,7 @@ func printExport(e *Env, id eventlog.ID, output string, compressed bool, x agent
 	const aheadWhy = "one running now, or one cut short by a crash or by the file failing to read part way: `rook import` of the file, once it reads to its end, records them"
 	switch {
 	case x.Ahead && x.Recorded == 0:
-		exact = fmt.Sprintf("all %s of it lines taken in by an import that has not finished (%s)", formatBytes(x.Bytes), aheadWhy)
+		exact = fmt.Sprintf("all %s of it: lines taken in by an import that has not finished (%s)", formatBytes(x.Bytes), aheadWhy)
 	case x.Ahead:
 		exact = fmt.Sprintf("its first %s byte-exact as the last finished import recorded them, then %s of lines taken in by an import that has not finished (%s)",
 			formatBytes(x.Recorded), formatBytes(x.Bytes-x.Recorded), aheadWhy)

@@ -455,8 +455,10 @@ type searchHitJSON struct {
 	// the other sessions they are in.
 	Also         int `json:"also"`
 	AlsoSessions int `json:"also_sessions"`
-	// Binary: a binary body, as show says it: no snippet.
-	Binary bool `json:"binary"`
+	// Binary: a binary body, as show says it: no snippet; BodyID names
+	// it (`rook store cat` writes its bytes).
+	Binary bool   `json:"binary"`
+	BodyID string `json:"body_id,omitempty"`
 }
 
 func (c *SearchCmd) Run(e *Env) error {
@@ -514,7 +516,7 @@ func (c *SearchCmd) Run(e *Env) error {
 		hits := []searchHitJSON{}
 		for _, h := range res.Hits {
 			hits = append(hits, searchHitJSON{Session: h.Session, Title: h.Title, Seq: h.Seq, Kind: h.Kind.String(), Label: h.Label,
-				Time: h.Time.UTC(), Snippet: h.Snippet, Binary: h.Binary, Score: h.Score, Also: h.Also, AlsoSessions: h.AlsoSessions})
+				Time: h.Time.UTC(), Snippet: h.Snippet, Binary: h.Binary, BodyID: binaryBodyID(h.Binary, h.Object), Score: h.Score, Also: h.Also, AlsoSessions: h.AlsoSessions})
 		}
 		return e.printJSON(map[string]any{
 			"terms": res.Terms, "hits": hits, "total_hits": res.TotalHits, "objects_scanned": res.ObjectsScanned,

@@ -240,6 +240,15 @@ func (c *ShowCmd) Run(e *Env) error {
 	return pageVerdict(p.Damage, bad)
 }
 
+// binaryBodyID is a binary hit's body id for --json ("" for text, whose
+// snippet says what matched).
+func binaryBodyID(binary bool, body cas.Key) string {
+	if !binary {
+		return ""
+	}
+	return hex.EncodeToString(body[:])
+}
+
 // binaryMatch stands for the snippet of a match in a binary body (find,
 // search), as grep says "binary file matches".
 func binaryMatch(body cas.Key) string {
@@ -451,8 +460,10 @@ type findHitJSON struct {
 	// in (an imported event's source line), decoded, not the line as
 	// stored (offset still counts there).
 	Decoded bool `json:"decoded"`
-	// Binary: the body is binary, as show says it: no snippet.
-	Binary bool `json:"binary"`
+	// Binary: the body is binary, as show says it: no snippet; BodyID
+	// names it (`rook store cat` writes its bytes).
+	Binary bool   `json:"binary"`
+	BodyID string `json:"body_id,omitempty"`
 }
 
 type findSkipJSON struct {
@@ -499,7 +510,7 @@ func (c *FindCmd) Run(e *Env) error {
 	if e.JSON {
 		hits := make([]findHitJSON, 0, len(res.Hits))
 		for _, h := range res.Hits {
-			hits = append(hits, findHitJSON{h.Seq, h.Kind.String(), h.Label, h.Offset, h.Snippet, h.Decoded, h.Binary})
+			hits = append(hits, findHitJSON{h.Seq, h.Kind.String(), h.Label, h.Offset, h.Snippet, h.Decoded, h.Binary, binaryBodyID(h.Binary, h.Body)})
 		}
 		skips := make([]findSkipJSON, 0, len(res.Unreadable))
 		for _, s := range res.Unreadable {

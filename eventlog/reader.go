@@ -328,6 +328,31 @@ func (e *DamagedTotalsError) Error() string {
 
 func (e *DamagedTotalsError) Unwrap() error { return ErrBadRecord }
 
+// DamagedAtError is a read that met damage in a session's log where event
+// At was to be: the events before it (from where the read started) come
+// with it. Err says so, and wraps ErrBadRecord.
+type DamagedAtError struct {
+	At  uint64
+	Err error
+}
+
+func (e *DamagedAtError) Error() string { return e.Err.Error() }
+func (e *DamagedAtError) Unwrap() error { return e.Err }
+
+// DamagedAt is the event at which a read or a summary of a session met
+// damage in its log, when err says it.
+func DamagedAt(err error) (uint64, bool) {
+	var d *DamagedAtError
+	if errors.As(err, &d) {
+		return d.At, true
+	}
+	var t *DamagedTotalsError
+	if errors.As(err, &t) {
+		return t.At, true
+	}
+	return 0, false
+}
+
 // read returns up to limit events from seq `from` on. A break at or after
 // floor() may be a tail a writer tore (or is writing), and ends the
 // session; one before it is damage (with no writer running or crashed,
@@ -345,6 +370,12 @@ func (r *reader) read(from uint64, limit int, floor func() int64) ([]Event, erro
 			// `from` is there beyond a break: then the page is damaged,
 			// not empty.
 			if last, ok, lerr := r.last(); lerr == nil && ok && last.Seq >= from && floor() > r.size {
+				// Where the break is when the search for `from` met it
+				// (it lies before `from`): the page and the fork are there.
+				var nr *notReachedError
+				if errors.As(err, &nr) && nr.broken != math.MaxUint64 && nr.broken < from {
+					return nil, &DamagedAtError{At: nr.broken, Err: fmt.Errorf("session %s: %w: event %d does not read back, and a read from event %d meets that damage first, though the log goes on to event %d; %s", r.id, ErrBadRecord, nr.broken, from, last.Seq, damagedHint(r.id, fmt.Sprint(nr.broken)))}
+				}
 				return nil, fmt.Errorf("session %s: %w: event %d does not read back though the log goes on to event %d; %s", r.id, ErrBadRecord, from, last.Seq, damagedHint(r.id, "N"))
 			}
 			return nil, nil
@@ -364,7 +395,7 @@ func (r *reader) read(from uint64, limit int, floor func() int64) ([]Event, erro
 	// so.
 	if err != nil && stop < floor() {
 		at := from + uint64(len(out))
-		return out, fmt.Errorf("session %s: %w at seq %d (offset %d): %s", r.id, err, at, stop, damagedHint(r.id, fmt.Sprint(at)))
+		return out, &DamagedAtError{At: at, Err: fmt.Errorf("session %s: %w at seq %d (offset %d): %s", r.id, err, at, stop, damagedHint(r.id, fmt.Sprint(at)))}
 	}
 	return out, nil
 }

@@ -116,9 +116,9 @@ func (r *Rook) openSourceChecked(path string, verify bool) (io.ReadCloser, bool,
 // bytes, up to the first frame that does not decompress whole: it returns
 // the decompressed length of the frames before that one and its error
 // (nil when every frame does); of a last frame cut short by the file's
-// end, its bytes up to the cut count too. A frame's extent is read off its block
-// headers; one whose headers are damaged fails to decompress as its
-// extent says, and counts as that first frame.
+// end, its bytes up to the cut count too. A frame's extent is read off
+// its block headers; one whose headers are damaged fails to decompress
+// as its extent says, and counts as that first frame.
 func verifiedFrames(f io.ReaderAt, size int64, dec *zstd.Decoder) (good int64, err error) {
 	var head [zstd.HeaderMaxSize]byte
 	var frame, out []byte // a small frame, and what it decompresses to

@@ -133,7 +133,8 @@ func TestVerifiedFrames(t *testing.T) {
 		}
 		return fr.Bytes()
 	}
-	a, b := bytes.Repeat([]byte("a line of text\n"), 100), bytes.Repeat([]byte("x"), 300<<10) // b: several blocks
+	// b takes several blocks.
+	a, b := bytes.Repeat([]byte("a line of text\n"), 100), bytes.Repeat([]byte("x"), 300<<10)
 	skippable := []byte{0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 'z', 'z', 'z'}
 	dec, err := zstd.NewReader(nil)
 	if err != nil {

@@ -60,11 +60,10 @@ type Export struct {
 	// Unlinked: of an imported subagent or fork with no parent, the parent
 	// its transcript names (not imported, as a rule), as show says it.
 	Unlinked *UnlinkedParent
-	// Damage, DamagedAt: as ShowPage's. The export holds events that read
-	// before the damage; Session.Events counts those when the session's
-	// totals do not (and its tokens are not known).
-	Damage    error
-	DamagedAt uint64
+	// LogDamage: as ShowPage's. The export holds events that read before
+	// the damage; Session.Events counts those when the session's totals
+	// do not (and its tokens are not known).
+	LogDamage
 }
 
 // CutBodies counts the events whose body was cut.
@@ -101,12 +100,9 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 	if err != nil {
 		return Export{}, err
 	}
-	x := Export{Session: sum, From: from, Damage: damage}
-	if damage != nil {
-		x.DamagedAt = sum.Events
-		if from >= sum.Events {
-			return x, damage
-		}
+	x := Export{Session: sum, From: from, LogDamage: damage}
+	if damage.Damage != nil && from >= damage.DamagedAt {
+		return x, damage.Damage
 	}
 	if sum.Parent != nil {
 		_, err := r.Log.ReadMeta(*sum.Parent)
@@ -134,12 +130,13 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 		x.TruncatedEvents = true
 	}
 	evs, err := r.Log.Read(id, from, int(x.Through-from+1))
-	if err != nil && (!errors.Is(err, eventlog.ErrBadRecord) || len(evs) == 0) {
+	// Damage in the range: the events before it, then the error.
+	met, err := x.metRead(err, from, len(evs))
+	if err != nil {
 		return x, err
 	}
-	if err != nil {
-		// Damage in the range: the events before it, then the error.
-		x.Damage, x.DamagedAt = err, damagedAt(err, from+uint64(len(evs)))
+	if met && len(evs) == 0 {
+		return x, x.Damage
 	}
 	if len(evs) > 0 {
 		x.Through = evs[len(evs)-1].Seq

@@ -187,11 +187,49 @@ type ShowPage struct {
 	// Unlinked is, of an imported session with no parent link, the parent
 	// its transcript names: a subagent or fork imported without it.
 	Unlinked *UnlinkedParent
-	// Damage is the session's log damaged in or past the page, at event
-	// DamagedAt (an error wrapping eventlog.ErrBadRecord): the page holds
-	// events that read before it, and the caller says it after them.
+	// LogDamage: the session's log is damaged in or past the page.
+	LogDamage
+}
+
+// LogDamage is where a listing of a session (a page of show or history,
+// an export) met its damaged log. Damage, an error wrapping
+// eventlog.ErrBadRecord, is the log damaged at event DamagedAt: the
+// listing holds events that read before it, and the caller says it after
+// them. Damage nil: the listing met none.
+type LogDamage struct {
 	Damage    error
 	DamagedAt uint64
+}
+
+// pageLimit is a page's limit from seq `from` on: no further than the
+// events before the damage when the listing stops there.
+func (d LogDamage) pageLimit(from uint64, limit int) int {
+	if d.Damage == nil {
+		return limit
+	}
+	if from >= d.DamagedAt {
+		return 0
+	}
+	return int(min(uint64(limit), d.DamagedAt-from))
+}
+
+// metRead takes the error of a read of the events from seq `from` on,
+// which gave n events: damage (eventlog.ErrBadRecord) is recorded, at
+// the event the error names, else at the one after those read, and
+// reported met; any other error is returned.
+func (d *LogDamage) metRead(err error, from uint64, n int) (met bool, _ error) {
+	if err == nil {
+		return false, nil
+	}
+	if !errors.Is(err, eventlog.ErrBadRecord) {
+		return false, err
+	}
+	at := from + uint64(n)
+	if seq, ok := eventlog.DamagedAt(err); ok {
+		at = seq
+	}
+	d.Damage, d.DamagedAt = err, at
+	return true, nil
 }
 
 // UnlinkedParent is the parent an imported session's transcript names
@@ -299,10 +337,7 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 	if err != nil {
 		return p, err
 	}
-	p.Total, p.Parent, p.Damage = s.Events, parentLink(s.Meta), damage
-	if damage != nil {
-		p.DamagedAt = s.Events
-	}
+	p.Total, p.Parent, p.LogDamage = s.Events, parentLink(s.Meta), damage
 	if p.Parent != nil {
 		// rm and prune keep a session's forks and children: their
 		// parent may be gone, and showing it would fail.
@@ -310,14 +345,11 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 		p.Parent.Removed = errors.Is(err, eventlog.ErrNoSession)
 	}
 	p.Unlinked = r.unlinkedParent(s.Meta)
-	evs, err := r.Log.Read(id, q.From, pageLimit(q.From, q.Limit, p.Total, p.Damage))
-	if err != nil && !errors.Is(err, eventlog.ErrBadRecord) {
+	evs, err := r.Log.Read(id, q.From, p.pageLimit(q.From, q.Limit))
+	// Damage in the page: the events before it, then the error.
+	inPage, err := p.metRead(err, q.From, len(evs))
+	if err != nil {
 		return p, err
-	}
-	inPage := err != nil
-	if inPage {
-		// Damage in the page: the events before it, then the error.
-		p.Damage, p.DamagedAt = err, damagedAt(err, q.From+uint64(len(evs)))
 	}
 	maxBody := max(q.MaxBody, 0)
 	// What each event says of tool calls, read off its body here: the
@@ -348,37 +380,16 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 
 // pageSummary is the session's Summary for a listing of its pages. Of a
 // log damaged past its first event (its totals do not count), it is one
-// of the events before the damage, with the error to say after the page:
+// of the events before the damage, with the damage to say after the page:
 // those read, and are what a user of a damaged session wants to see.
-func (r *Rook) pageSummary(id eventlog.ID) (s eventlog.Summary, damage, err error) {
+func (r *Rook) pageSummary(id eventlog.ID) (s eventlog.Summary, damage LogDamage, err error) {
 	s, err = r.Log.Summary(id)
 	var d *eventlog.DamagedTotalsError
 	if err == nil || !errors.As(err, &d) || d.At == 0 {
-		return s, nil, err
+		return s, LogDamage{}, err
 	}
 	s.Events = d.At
-	return s, fmt.Errorf("session %s: %w: event %d does not read back (the log goes on to event %d): its log is damaged there; `rook session fork %s --at %d` keeps the events before it in a new session, which reads whole, and `rook store verify` lists the damage", id, eventlog.ErrBadRecord, d.At, d.Last, id, d.At), nil
-}
-
-// damagedAt is where a read that failed with damage met it, as the error
-// says, else at (where the read started, plus the events it gave).
-func damagedAt(err error, at uint64) uint64 {
-	if seq, ok := eventlog.DamagedAt(err); ok {
-		return seq
-	}
-	return at
-}
-
-// pageLimit is a page's limit from seq `from` on: no further than the
-// events before the damage (total of them) when a listing stops there.
-func pageLimit(from uint64, limit int, total uint64, damage error) int {
-	if damage == nil {
-		return limit
-	}
-	if from >= total {
-		return 0
-	}
-	return int(min(uint64(limit), total-from))
+	return s, LogDamage{DamagedAt: d.At, Damage: fmt.Errorf("session %s: %w: event %d does not read back (the log goes on to event %d): its log is damaged there; `rook session fork %s --at %d` keeps the events before it in a new session, which reads whole, and `rook store verify` lists the damage", id, eventlog.ErrBadRecord, d.At, d.Last, id, d.At)}, nil
 }
 
 // HistoryLine is one event of a history page: no body, a preview.
@@ -414,9 +425,8 @@ type HistoryPage struct {
 	PrevBefore *uint64
 	// NextFrom: events after the page exist; --from NextFrom pages to them.
 	NextFrom *uint64
-	// Damage, DamagedAt: as ShowPage's.
-	Damage    error
-	DamagedAt uint64
+	// LogDamage: as ShowPage's.
+	LogDamage
 }
 
 // History returns one page of a session's history. It reads the page's
@@ -433,10 +443,7 @@ func (r *Rook) History(id eventlog.ID, q HistoryQuery) (HistoryPage, error) {
 	if err != nil {
 		return p, err
 	}
-	p.Total, p.Damage = s.Events, damage
-	if damage != nil {
-		p.DamagedAt = s.Events
-	}
+	p.Total, p.LogDamage = s.Events, damage
 	var evs []eventlog.Event
 	// where the page starts and ends when it is empty
 	var start, end uint64
@@ -445,7 +452,7 @@ func (r *Rook) History(id eventlog.ID, q HistoryQuery) (HistoryPage, error) {
 	case q.From != nil:
 		start = min(*q.From, p.Total)
 		end, read = start, start
-		evs, err = r.Log.Read(id, start, pageLimit(start, q.Limit, p.Total, p.Damage))
+		evs, err = r.Log.Read(id, start, p.pageLimit(start, q.Limit))
 	default:
 		before := p.Total
 		if q.Before != nil {
@@ -455,13 +462,10 @@ func (r *Rook) History(id eventlog.ID, q HistoryQuery) (HistoryPage, error) {
 		read = before - min(before, uint64(q.Limit))
 		evs, err = r.Log.ReadBefore(id, before, q.Limit)
 	}
-	if err != nil && !errors.Is(err, eventlog.ErrBadRecord) {
+	// Damage in the page: the events before it, then the error.
+	inPage, err := p.metRead(err, read, len(evs))
+	if err != nil {
 		return p, err
-	}
-	inPage := err != nil
-	if inPage {
-		// Damage in the page: the events before it, then the error.
-		p.Damage, p.DamagedAt = err, damagedAt(err, read+uint64(len(evs)))
 	}
 	if n := len(evs); n > 0 {
 		start, end = evs[0].Seq, evs[n-1].Seq+1

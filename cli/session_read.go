@@ -133,7 +133,7 @@ func (c *ShowCmd) Run(e *Env) error {
 			}
 			out = append(out, j)
 		}
-		page := showJSON{Session: id.String(), Events: out, Total: p.Total, NextFrom: p.Next, DamagedAt: damagedAt(p.Damage, p.DamagedAt)}
+		page := showJSON{Session: id.String(), Events: out, Total: p.Total, NextFrom: p.Next, DamagedAt: damagedAtMember(p.Damage, p.DamagedAt)}
 		if pl := p.Parent; pl != nil {
 			page.Parent, page.Fork, page.ForkAt, page.Subagent, page.ParentRemoved = &pl.ID, pl.Fork, pl.ForkAt, pl.Subagent, pl.Removed
 		}
@@ -264,9 +264,9 @@ func pageVerdict(damage error, bad int) error {
 	return unreadable(bad)
 }
 
-// damagedAt is a page's damaged_at member: the event its log is damaged
+// damagedAtMember is a page's damaged_at member: the event its log is damaged
 // at, when it is.
-func damagedAt(damage error, at uint64) *uint64 {
+func damagedAtMember(damage error, at uint64) *uint64 {
 	if damage == nil {
 		return nil
 	}
@@ -356,7 +356,7 @@ func (c *HistoryCmd) Run(e *Env) error {
 		}
 		// A failed write is Main's to tell, after unreadable's verdict.
 		e.printJSON(historyJSON{Session: id.String(), Events: evs, Total: p.Total,
-			PrevBefore: p.PrevBefore, NextFrom: p.NextFrom, DamagedAt: damagedAt(p.Damage, p.DamagedAt)})
+			PrevBefore: p.PrevBefore, NextFrom: p.NextFrom, DamagedAt: damagedAtMember(p.Damage, p.DamagedAt)})
 		return pageVerdict(p.Damage, bad)
 	}
 	w := e.Stdout

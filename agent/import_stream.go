@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -101,9 +102,11 @@ func (r *Rook) openSourceChecked(path string, verify bool) (io.ReadCloser, bool,
 			z.Close()
 			return nil, true, err
 		}
-		if z.good, z.bad = verifiedFrames(f, fi.Size(), dec); z.bad == nil {
+		var lines lineMeter
+		if z.good, z.bad = verifiedFrames(f, fi.Size(), dec, &lines); z.bad == nil {
 			z.good = -1
 		}
+		z.longest = lines.longest()
 	}
 	if err := dec.Reset(f); err != nil {
 		z.Close()
@@ -119,7 +122,8 @@ func (r *Rook) openSourceChecked(path string, verify bool) (io.ReadCloser, bool,
 // end, its bytes up to the cut count too. A frame's extent is read off
 // its block headers; one whose headers are damaged fails to decompress
 // as its extent says, and counts as that first frame.
-func verifiedFrames(f io.ReaderAt, size int64, dec *zstd.Decoder) (good int64, err error) {
+// Each byte counted goes through lines, to know the longest line.
+func verifiedFrames(f io.ReaderAt, size int64, dec *zstd.Decoder, lines *lineMeter) (good int64, err error) {
 	var head [zstd.HeaderMaxSize]byte
 	var frame, out []byte // a small frame, and what it decompresses to
 	for off := int64(0); off < size; {
@@ -163,6 +167,7 @@ func verifiedFrames(f io.ReaderAt, size int64, dec *zstd.Decoder) (good int64, e
 			frame = slices.Grow(frame[:0], int(end-off))[:end-off]
 			if _, err := f.ReadAt(frame, off); err == nil {
 				if out, err = dec.DecodeAll(frame, out[:0]); err == nil {
+					lines.Write(out)
 					good += int64(len(out))
 					off = end
 					continue
@@ -172,7 +177,8 @@ func verifiedFrames(f io.ReaderAt, size int64, dec *zstd.Decoder) (good int64, e
 		if err := dec.Reset(io.NewSectionReader(f, off, end-off)); err != nil {
 			return good, err
 		}
-		n64, err := io.Copy(io.Discard, dec)
+		before := *lines // a frame that fails counts for no line
+		n64, err := io.Copy(lines, dec)
 		if errors.Is(err, io.ErrUnexpectedEOF) && end == size {
 			// Cut short at the file's end (not all written yet, a copy
 			// stopped): what its whole blocks decompressed to is as
@@ -181,6 +187,7 @@ func verifiedFrames(f io.ReaderAt, size int64, dec *zstd.Decoder) (good int64, e
 			return good + n64, err
 		}
 		if err != nil {
+			*lines = before
 			return good, err
 		}
 		good += n64
@@ -188,6 +195,26 @@ func verifiedFrames(f io.ReaderAt, size int64, dec *zstd.Decoder) (good int64, e
 	}
 	return good, nil
 }
+
+// lineMeter is an io.Writer that keeps the length of the longest line
+// written to it, its newline counted, and of the last one, unended.
+type lineMeter struct{ run, most int64 }
+
+func (m *lineMeter) Write(p []byte) (int, error) {
+	n := len(p)
+	for {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			m.run += int64(len(p))
+			return n, nil
+		}
+		m.most = max(m.most, m.run+int64(i)+1)
+		m.run, p = 0, p[i+1:]
+	}
+}
+
+// longest is the length of the longest line written.
+func (m *lineMeter) longest() int64 { return max(m.most, m.run) }
 
 // smallFrame is the most a frame verifiedFrames decodes at once may take,
 // compressed and as it declares it decompresses to.
@@ -204,7 +231,13 @@ type zstdFile struct {
 	read *int64 // bytes decompressed so far
 	good int64
 	bad  error
+	// longest is the longest line of the frames checked, its newline
+	// counted (0 unchecked): what chunkReader grows its buffer to.
+	longest int64
 }
+
+// lineLeft is lineSizer's: no line is longer than the longest checked.
+func (z zstdFile) lineLeft(_, n int64) int64 { return z.longest - n }
 
 func (z zstdFile) Read(p []byte) (int, error) {
 	if z.good >= 0 {
@@ -387,6 +420,53 @@ type chunkReader struct {
 	err     error // reading failed, after the whole lines before were returned
 }
 
+// lineSizer is a source that can say how many bytes at most are left of
+// the line being read, n bytes of it read and its next byte at offset at
+// (0 or less: it cannot say): chunkReader then grows its buffer for a long
+// line once, rather than by append's steps (a 500 MB line: 2.4 GB
+// allocated on the way, up to 1.1 GB of it held at once).
+type lineSizer interface {
+	lineLeft(at, n int64) int64
+}
+
+// fileLineLeft is lineSizer's lineLeft of a plain file: the line's end
+// looked for, reading on from at (the line read twice; a long line only).
+func fileLineLeft(f io.ReaderAt, at int64) int64 {
+	var scratch [64 << 10]byte
+	for off := at; ; {
+		n, err := f.ReadAt(scratch[:], off)
+		if i := bytes.IndexByte(scratch[:n], '\n'); i >= 0 {
+			return off + int64(i) + 1 - at
+		}
+		off += int64(n)
+		if err != nil {
+			return off - at // its end, or as far as it reads
+		}
+	}
+}
+
+// grow makes room in buf, all of it one line longer than the room: for
+// the rest of the line at once where the source says how long it is at
+// most, else by append's step (and by no less: a source saying too
+// little, its file changed since, must not have the line grown a few
+// bytes at a time).
+func (c *chunkReader) grow(buf []byte) []byte {
+	var left int64
+	switch r := c.r.(type) {
+	case lineSizer:
+		left = r.lineLeft(c.size+int64(len(buf)), int64(len(buf)))
+	case io.ReaderAt:
+		left = fileLineLeft(r, c.size+int64(len(buf)))
+	}
+	if left <= int64(len(buf)/4) || left > int64(math.MaxInt-len(buf)-c.max) {
+		return append(buf, 0)[:len(buf)]
+	}
+	// The line, and room to read on past it as a chunk does.
+	grown := make([]byte, len(buf), len(buf)+int(left)+c.max/8+1)
+	copy(grown, buf)
+	return grown
+}
+
 func newChunkReader(r io.Reader, max int) *chunkReader {
 	return &chunkReader{r: r, max: max, hash: sha256.New()}
 }
@@ -406,7 +486,7 @@ func (c *chunkReader) next() ([]byte, bool, error) {
 	cut := bytes.LastIndexByte(buf, '\n') // the last newline so far
 	for !c.eof && (len(buf) < c.max || cut < 0) {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)] // a line longer than the room left
+			buf = c.grow(buf) // a line longer than the room left
 		}
 		n, err := c.r.Read(buf[len(buf):cap(buf)])
 		// Only the bytes just read are searched: a line of GBs, read a

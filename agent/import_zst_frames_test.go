@@ -120,6 +120,8 @@ func zstdDecodeAll(z []byte) ([]byte, error) {
 // does not; of a last frame cut short by the file's end, what its whole
 // blocks decompressed to counts too (as written, so far as any check
 // can tell).
+// The longest line of the bytes counted is measured on the way, one
+// running across frames too.
 func TestVerifiedFrames(t *testing.T) {
 	frame := func(b []byte) []byte {
 		var fr bytes.Buffer
@@ -147,16 +149,22 @@ func TestVerifiedFrames(t *testing.T) {
 		file []byte
 		good int64
 		err  string // "" for none
+		// longest line, its newline counted (of good >= 0)
+		longest int64
 	}{
-		{"empty", nil, 0, ""},
-		{"two frames", append(frame(a), frame(a)...), int64(2 * len(a)), ""},
-		{"a skippable frame between", append(append(frame(a), skippable...), frame(a)...), int64(2 * len(a)), ""},
-		{"garbage after", append(frame(a), "not zstd"...), int64(len(a)), "magic"},
-		{"the second cut short", append(frame(a), fb[:len(fb)-5]...), -1, "unexpected EOF"},
-		{"the second's checksum wrong", append(frame(a), append(fb[:len(fb)-1:len(fb)-1], fb[len(fb)-1]^1)...), int64(len(a)), "CRC"},
+		{"empty", nil, 0, "", 0},
+		{"two frames", append(frame(a), frame(a)...), int64(2 * len(a)), "", 15},
+		{"a skippable frame between", append(append(frame(a), skippable...), frame(a)...), int64(2 * len(a)), "", 15},
+		{"garbage after", append(frame(a), "not zstd"...), int64(len(a)), "magic", 15},
+		{"the second cut short", append(frame(a), fb[:len(fb)-5]...), -1, "unexpected EOF", 0},
+		{"the second's checksum wrong", append(frame(a), append(fb[:len(fb)-1:len(fb)-1], fb[len(fb)-1]^1)...), int64(len(a)), "CRC", 15},
+		{"a line across frames", append(append(frame(a), fb...), frame([]byte("y\nz"))...), int64(len(a) + len(b) + 3), "", int64(len(b) + 2)},
 	} {
-		good, err := verifiedFrames(bytes.NewReader(tc.file), int64(len(tc.file)), dec)
+		var lines lineMeter
+		good, err := verifiedFrames(bytes.NewReader(tc.file), int64(len(tc.file)), dec, &lines)
 		switch {
+		case tc.good >= 0 && lines.longest() != tc.longest:
+			t.Errorf("%s: longest line %d bytes, want %d", tc.name, lines.longest(), tc.longest)
 		case tc.err == "" && err != nil, tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
 		case tc.good >= 0 && good != tc.good:
@@ -188,7 +196,8 @@ func FuzzVerifiedFrames(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, file []byte) {
-		good, err := verifiedFrames(bytes.NewReader(file), int64(len(file)), dec)
+		var lines lineMeter
+		good, err := verifiedFrames(bytes.NewReader(file), int64(len(file)), dec, &lines)
 		if good < 0 {
 			t.Fatalf("%d bytes good", good)
 		}
@@ -198,6 +207,13 @@ func FuzzVerifiedFrames(f *testing.F) {
 		out, derr := dec.DecodeAll(file, nil)
 		if derr != nil || int64(len(out)) != good {
 			t.Fatalf("found whole, %d bytes; decoded whole: %d bytes, %v", good, len(out), derr)
+		}
+		most := 0
+		for line := range bytes.SplitAfterSeq(out, []byte("\n")) {
+			most = max(most, len(line))
+		}
+		if lines.longest() != int64(most) {
+			t.Fatalf("longest line %d bytes, want %d", lines.longest(), most)
 		}
 	})
 }

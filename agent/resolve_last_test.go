@@ -69,8 +69,15 @@ func newIn(t *testing.T, r *Rook, title string) eventlog.ID {
 	return m.ID
 }
 
+// appendAt appends an event at `at`; at zero, now: after a pause of two
+// milliseconds, the resolution an event's time is kept to, so that it is
+// later than what was made before it, not tied with it (a tie goes to the
+// newer id: "the full scan says <the session made just before>").
 func appendAt(t *testing.T, r *Rook, id eventlog.ID, at time.Time) {
 	t.Helper()
+	if at.IsZero() {
+		time.Sleep(2 * time.Millisecond)
+	}
 	if _, err := r.Append(id, Entry{Kind: eventlog.KindUser, Label: "u", Body: []byte("b " + at.String()), Time: at}); err != nil {
 		t.Fatal(err)
 	}

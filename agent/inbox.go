@@ -10,6 +10,7 @@ import (
 
 	"github.com/rookhq/rook/agent/inbox"
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/proc"
 )
 
 // Inbox notes: what AI clients saved through `rook mcp serve`. Each client
@@ -127,7 +128,7 @@ func (r *Rook) DrainInbox() (DrainReport, error) {
 // or activity file may still append to it.
 func writerRunning(name string) bool {
 	pid := inbox.ProcessPID(name)
-	return pid > 0 && processRunning(pid)
+	return pid > 0 && proc.Running(pid)
 }
 
 // inboxSession finds or starts the inbox session of a client.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/proc"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -991,24 +992,11 @@ func sweepRestoreTemps(dir string) {
 		}
 		pidText, _, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(name, restoreTmpPrefix), ".tmp"), "-")
 		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid <= 0 || processRunning(pid) {
+		if err != nil || pid <= 0 || proc.Running(pid) {
 			continue
 		}
 		os.Remove(filepath.Join(dir, name))
 	}
-}
-
-// processRunning says whether a process with this pid may still run.
-func processRunning(pid int) bool {
-	if pid == os.Getpid() {
-		return true
-	}
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	err = p.Signal(syscall.Signal(0))
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // writeWorkspaceFile writes data at abs through a temporary file (or link)

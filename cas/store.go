@@ -27,6 +27,7 @@ import (
 	"github.com/rookhq/rook/dict"
 	"github.com/rookhq/rook/index"
 	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/proc"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -402,8 +403,7 @@ func ReadFormat(fsys vfs.FS, home string) (int64, error) {
 func LockHolder(fsys vfs.FS, home string) (string, error) {
 	l, err := fsys.TryLock(filepath.Join(home, LockFile), FileMode)
 	if errors.Is(err, vfs.ErrLocked) {
-		b, _ := vfs.ReadFile(fsys, filepath.Join(home, LockFile))
-		return strings.TrimSpace(string(b)), nil
+		return lockHolder(fsys, filepath.Join(home, LockFile)), nil
 	}
 	if err != nil {
 		return "", err
@@ -513,6 +513,38 @@ func describeHolder(l vfs.Lock, command string) {
 	}
 }
 
+// lockHolder names who holds the lock at path, "" if it cannot. The lock
+// file's line ("pid N (command)") is the last rook's to take the lock,
+// and another program taking it (`flock`, a backup tool) writes none:
+// where the system says which process holds the lock (Linux's
+// /proc/locks), that process is named, by the line when it is the one the
+// line names, else by its command line; where it does not, a line naming
+// a process that is not running says so.
+func lockHolder(fsys vfs.FS, path string) string {
+	b, _ := vfs.ReadFile(fsys, path)
+	line := strings.TrimSpace(string(b))
+	named := 0 // the pid the line names
+	if rest, ok := strings.CutPrefix(line, "pid "); ok {
+		n, _, _ := strings.Cut(rest, " ")
+		named, _ = strconv.Atoi(n)
+	}
+	if fsys == vfs.OS {
+		if pid := proc.FlockHolder(path); pid > 0 {
+			if pid == named {
+				return line
+			}
+			if cmd := proc.Command(pid); cmd != "" {
+				return "pid " + strconv.Itoa(pid) + " (" + cmd + ")"
+			}
+			return "pid " + strconv.Itoa(pid)
+		}
+	}
+	if named > 0 && !proc.Running(named) {
+		return "another process (the lock file names " + line + ", which is not running here)"
+	}
+	return line
+}
+
 // probeGrace is how long a writer told not to wait (wait 0, the CLI's
 // --lock-wait 0) still tries for the lock before it fails. rook's own
 // checks of whether a writer holds the store (LockHolder, for rook doctor
@@ -533,10 +565,7 @@ const probeGrace = 20 * time.Millisecond
 // holder once after about a second. stop, if set, is asked after each
 // failed try: when it says so, the wait ends with neither lock nor error.
 func waitForLock(fsys vfs.FS, path string, wait time.Duration, waiting func(holder string), stop func() bool) (vfs.Lock, error) {
-	holder := func() string {
-		b, _ := vfs.ReadFile(fsys, path)
-		return strings.TrimSpace(string(b))
-	}
+	holder := func() string { return lockHolder(fsys, path) }
 	stopped := func() bool { return stop != nil && stop() }
 	l, err := fsys.TryLock(path, FileMode)
 	if !errors.Is(err, vfs.ErrLocked) {

@@ -142,19 +142,27 @@ func ageFile(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// holdlock HOME [FOR]: take the store's writer lock from the test process,
-// as a running writer would, until the script ends, or for the duration
-// FOR (a writer that finishes while another waits).
+// holdlock [-silent] HOME [FOR]: take the store's writer lock from the
+// test process, as a running writer would, until the script ends, or for
+// the duration FOR (a writer that finishes while another waits). It names
+// itself in the lock file as "rook session append" would; with -silent it
+// writes nothing there, as a program other than rook taking the lock.
 func holdLock(ts *testscript.TestScript, neg bool, args []string) {
+	silent := len(args) > 0 && args[0] == "-silent"
+	if silent {
+		args = args[1:]
+	}
 	if neg || len(args) < 1 || len(args) > 2 {
-		ts.Fatalf("usage: holdlock HOME [FOR]")
+		ts.Fatalf("usage: holdlock [-silent] HOME [FOR]")
 	}
 	f, err := os.OpenFile(filepath.Join(ts.MkAbs(args[0]), "lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	ts.Check(err)
 	ts.Check(unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB))
-	ts.Check(f.Truncate(0))
-	_, err = fmt.Fprintf(f, "pid %d (rook session append)\n", os.Getpid())
-	ts.Check(err)
+	if !silent {
+		ts.Check(f.Truncate(0))
+		_, err = fmt.Fprintf(f, "pid %d (rook session append)\n", os.Getpid())
+		ts.Check(err)
+	}
 	var once sync.Once
 	release := func() { once.Do(func() { f.Close() }) }
 	if len(args) == 2 {

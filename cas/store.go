@@ -518,7 +518,8 @@ func describeHolder(l vfs.Lock, command string) {
 // and another program taking it (`flock`, a backup tool) writes none:
 // where the system says which process holds the lock (Linux's
 // /proc/locks), that process is named, by the line when it is the one the
-// line names, else by its command line; where it does not, a line naming
+// line names, else by its program's name (its arguments are not shown:
+// they may hold a password); where it does not, a line naming
 // a process that is not running says so.
 func lockHolder(fsys vfs.FS, path string) string {
 	b, _ := vfs.ReadFile(fsys, path)
@@ -533,8 +534,8 @@ func lockHolder(fsys vfs.FS, path string) string {
 			if pid == named {
 				return line
 			}
-			if cmd := proc.Command(pid); cmd != "" {
-				return "pid " + strconv.Itoa(pid) + " (" + cmd + ")"
+			if name := proc.Name(pid); name != "" && name != "." {
+				return "pid " + strconv.Itoa(pid) + " (" + name + ")"
 			}
 			return "pid " + strconv.Itoa(pid)
 		}

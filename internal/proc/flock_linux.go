@@ -3,6 +3,7 @@ package proc
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -51,12 +52,14 @@ func flockHolderIn(locks []byte, major, minor, ino uint64) int {
 	return 0
 }
 
-// Command is process pid's command line, its arguments joined by spaces,
-// "" when the system does not say.
-func Command(pid int) string {
+// Name is process pid's program, the base name of its first argument
+// ("" when the system does not say): its other arguments are left out,
+// as they may hold what is not to be shown (a password given to it).
+func Name(pid int) string {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
 		return ""
 	}
-	return strings.Join(strings.Fields(strings.ReplaceAll(string(b), "\x00", " ")), " ")
+	arg0, _, _ := strings.Cut(string(b), "\x00")
+	return filepath.Base(arg0)
 }

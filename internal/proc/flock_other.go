@@ -5,5 +5,5 @@ package proc
 // FlockHolder: this system does not say who holds a lock.
 func FlockHolder(path string) int { return 0 }
 
-// Command: this system's command lines are not read.
-func Command(pid int) string { return "" }
+// Name: this system's command lines are not read.
+func Name(pid int) string { return "" }

@@ -316,6 +316,11 @@ type RestoreReport struct {
 	// Unchanged counts the files already as the checkpoint holds them,
 	// left as they are (not written again).
 	Unchanged int `json:"files_unchanged"`
+	// DirsMade counts the directories made for the files written;
+	// DirsRemoved the empty ones removed (a save's: those its restore
+	// had made).
+	DirsMade    int `json:"dirs_made"`
+	DirsRemoved int `json:"dirs_removed"`
 	// Saved names the checkpoint holding the files the restore touched as
 	// they were (and the ones it created, as absent), when it changed
 	// anything: restoring it undoes this one.
@@ -387,6 +392,16 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 				return rep, fmt.Errorf("save %s before restoring: %w: nothing written", p, err)
 			}
 		}
+		// The directories the restore makes, as absent (the first missing
+		// one up from each file it writes): restoring the save removes
+		// them with those files, instead of leaving them empty.
+		for _, p := range touched {
+			if d := firstMissingDir(plan.real, p); d != "" {
+				if err := c.addPath(d); err != nil {
+					return rep, fmt.Errorf("save %s before restoring: %w: nothing written", d, err)
+				}
+			}
+		}
 		id, err := r.StoreManifest(c.m)
 		if err == nil {
 			err = r.Store.Sync()
@@ -408,6 +423,7 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 		plan.savedBy = "the restore saved it in " + saveName
 	}
 	rep.Written, rep.Removed, rep.Unchanged, err = plan.Apply()
+	rep.DirsMade, rep.DirsRemoved = plan.dirsMade, plan.dirsRemoved
 	if err != nil && rep.Saved != "" {
 		// Part of the workspace is written: say how to get it back, as a
 		// rewind names its undo.

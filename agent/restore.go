@@ -87,7 +87,8 @@ type Plan struct {
 	chmods []string
 	// dirsMade counts every directory Apply made (for a file, or itself).
 	dirsMade int
-	// dirsRemoved counts the (empty) directories a clearTree removed.
+	// dirsRemoved counts the (empty) directories Apply removed: a
+	// clearTree's, and those pruned.
 	dirsRemoved int
 	// rootMade is the top directory Apply made for the root (a restore
 	// --to a directory not there: it, or the first one above it not
@@ -217,12 +218,16 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 		return nil, err
 	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
-	written := map[string]bool{}
+	written, removing := map[string]bool{}, map[string]bool{}
 	for _, c := range changes {
 		if !c.Remove && !c.Dir {
 			written[c.Path] = true
 		}
+		if c.Remove {
+			removing[c.Path] = true
+		}
 	}
+	pruned := false
 	for _, c := range changes {
 		if err := checkRel(c.Path); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
@@ -300,7 +305,18 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 		}
 		if c.Remove {
 			if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
-				return nil, fmt.Errorf("cannot remove %s: a directory is there now (restores put files back, not directory trees)", c.Path)
+				// A directory a restore made for the files it wrote (its
+				// save records the first one made as absent, and those
+				// files): removed once they are, if nothing else is in it.
+				dirs, ok := emptiedBy(abs, c.Path, removing)
+				if !ok {
+					return nil, fmt.Errorf("cannot remove %s: a directory is there now (restores put files back, not directory trees)", c.Path)
+				}
+				if err := p.writable(filepath.Dir(abs), swap); err != nil {
+					return nil, fmt.Errorf("cannot remove %s: %w", c.Path, err)
+				}
+				p.prune, pruned = append(p.prune, dirs...), true
+				continue
 			}
 		} else {
 			data, err := r.changeData(c)
@@ -340,8 +356,43 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 		}
 		p.Changes = append(p.Changes, c)
 	}
+	if pruned {
+		// A directory sorts before what is in it: reversed, children first.
+		sort.Sort(sort.Reverse(sort.StringSlice(p.prune)))
+	}
 	return p, nil
 }
+
+// emptiedBy says whether the directory abs (workspace path rel) holds
+// nothing but files the restore removes (removing) and directories
+// holding only such files, and gives rel and those directories: a
+// restore's undo removes them once the files are gone (rmdir, which
+// leaves one holding what came meanwhile).
+func emptiedBy(abs, rel string, removing map[string]bool) ([]string, bool) {
+	dirs := []string{}
+	err := filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		sub, err := filepath.Rel(abs, p)
+		if err != nil {
+			return err
+		}
+		r := path.Join(rel, filepath.ToSlash(sub))
+		if d.IsDir() {
+			dirs = append(dirs, r)
+			return nil
+		}
+		if !removing[r] {
+			return errKept
+		}
+		return nil
+	})
+	return dirs, err == nil
+}
+
+// errKept stops emptiedBy's walk at a file the restore does not remove.
+var errKept = errors.New("a file the restore keeps")
 
 // clearableTree checks that the directory tree at abs (workspace path
 // top), which a rewind is to replace by a file, can go: every directory in
@@ -638,7 +689,9 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 	for _, d := range p.prune {
 		// rmdir, never a recursive remove: a directory holding anything
 		// (a file the user put there since) stays, and so does a file.
-		syscall.Rmdir(filepath.Join(p.real, filepath.FromSlash(d)))
+		if syscall.Rmdir(filepath.Join(p.real, filepath.FromSlash(d))) == nil {
+			p.dirsRemoved++
+		}
 	}
 	// Deepest first: a parent's mode may forbid reaching its children.
 	// One opened (lifted) and not given its captured mode, nor the one a
@@ -791,10 +844,16 @@ func (p *Plan) soFar(written, removed int) string {
 		}
 		return ": nothing written"
 	}
-	if p.dirsRemoved > 0 {
-		return fmt.Sprintf(" (%d file(s) written, %d removed, %d empty director(ies) removed before this)", written, removed, p.dirsRemoved)
+	done := fmt.Sprintf("%d file(s) written, %d removed", written, removed)
+	if p.dirsMade > 0 {
+		// Made for the files to come (a file's write failing in a
+		// directory made for it): the undo removes them.
+		done += fmt.Sprintf(", %d director(ies) made", p.dirsMade)
 	}
-	return fmt.Sprintf(" (%d file(s) written, %d removed before this)", written, removed)
+	if p.dirsRemoved > 0 {
+		done += fmt.Sprintf(", %d empty director(ies) removed", p.dirsRemoved)
+	}
+	return " (" + done + " before this)"
 }
 
 // chmodLifted gives the directory abs, that Apply opened, the mode it had:

@@ -22,6 +22,10 @@ type RewindReport struct {
 	// DirsMade counts the directories the rewind made: those captured
 	// whole that were gone (or a file), and those above a file it wrote.
 	DirsMade int `json:"dirs_made"`
+	// DirsRemoved counts the empty directories the rewind removed: those
+	// not there when what held them was captured, and those of a tree it
+	// replaced by a file.
+	DirsRemoved int `json:"dirs_removed"`
 	// FromTranscript counts the files whose state to put back comes from
 	// the transcript's edit results (an imported Claude Code session
 	// without file backups), not from a capture.
@@ -349,7 +353,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 	rep.Undo = fmt.Sprintf("rook session rewind %s --to %d", fork.ID, seq)
 	applying = true
 	rep.FilesRestored, rep.FilesRemoved, _, err = plan.Apply()
-	rep.DirsMade = plan.dirsMade
+	rep.DirsMade, rep.DirsRemoved = plan.dirsMade, plan.dirsRemoved
 	if err != nil {
 		return rep, fmt.Errorf("%w; `%s` puts back what was there", err, rep.Undo)
 	}

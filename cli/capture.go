@@ -344,6 +344,9 @@ func (c *RewindCmd) Run(e *Env) error {
 	if rep.DirsMade > 0 {
 		fmt.Fprintf(w, ", %d director(ies) made", rep.DirsMade)
 	}
+	if rep.DirsRemoved > 0 {
+		fmt.Fprintf(w, ", %d director(ies) removed", rep.DirsRemoved)
+	}
 	fmt.Fprintln(w)
 	if rep.FromTranscript > 0 {
 		fmt.Fprintf(w, "  %s\n", fromTranscript(rep.FromTranscript, "put back as"))
@@ -568,6 +571,19 @@ func (c *CheckpointRestoreCmd) Run(e *Env) error {
 	unchanged := ""
 	if rep.Unchanged > 0 {
 		unchanged = fmt.Sprintf(" (%d already as it holds them, left as they were)", rep.Unchanged)
+	}
+	var also []string
+	if rep.Removed > 0 {
+		also = append(also, fmt.Sprintf("removed %d file(s) the checkpoint holds as absent", rep.Removed))
+	}
+	if rep.DirsMade > 0 {
+		also = append(also, fmt.Sprintf("made %d director(ies)", rep.DirsMade))
+	}
+	if rep.DirsRemoved > 0 {
+		also = append(also, fmt.Sprintf("removed %d empty director(ies)", rep.DirsRemoved))
+	}
+	if len(also) > 0 {
+		unchanged += "; " + strings.Join(also, ", ")
 	}
 	fmt.Fprintf(e.Stdout, "restored %d file(s) into %s%s\n", rep.Written, rep.Root, unchanged)
 	if rep.Saved != "" {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -321,6 +322,10 @@ type RestoreReport struct {
 	// had made).
 	DirsMade    int `json:"dirs_made"`
 	DirsRemoved int `json:"dirs_removed"`
+	// DirsKept are the directories the checkpoint holds as absent (a
+	// save's, that its restore made) left in place: they hold something
+	// the restore does not remove (a file put there since).
+	DirsKept []string `json:"dirs_kept,omitempty"`
 	// Saved names the checkpoint holding the files the restore touched as
 	// they were (and the ones it created, as absent), when it changed
 	// anything: restoring it undoes this one.
@@ -424,6 +429,12 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 	}
 	rep.Written, rep.Removed, rep.Unchanged, err = plan.Apply()
 	rep.DirsMade, rep.DirsRemoved = plan.dirsMade, plan.dirsRemoved
+	for _, d := range slices.Backward(plan.dirsKept) {
+		// Those not in another kept: "a", not "a" and "a/b".
+		if !slices.ContainsFunc(rep.DirsKept, func(k string) bool { return strings.HasPrefix(d, k+"/") }) {
+			rep.DirsKept = append(rep.DirsKept, d)
+		}
+	}
 	if err != nil && rep.Saved != "" {
 		// Part of the workspace is written: say how to get it back, as a
 		// rewind names its undo.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -102,11 +103,11 @@ func (r *Rook) openSourceChecked(path string, verify bool) (io.ReadCloser, bool,
 			z.Close()
 			return nil, true, err
 		}
-		var lines lineMeter
+		lines := lineMeter{min: zstLongLine}
 		if z.good, z.bad = verifiedFrames(f, fi.Size(), dec, &lines); z.bad == nil {
 			z.good = -1
 		}
-		z.longest = lines.longest()
+		z.long = lines.spans()
 	}
 	if err := dec.Reset(f); err != nil {
 		z.Close()
@@ -122,7 +123,7 @@ func (r *Rook) openSourceChecked(path string, verify bool) (io.ReadCloser, bool,
 // end, its bytes up to the cut count too. A frame's extent is read off
 // its block headers; one whose headers are damaged fails to decompress
 // as its extent says, and counts as that first frame.
-// Each byte counted goes through lines, to know the longest line.
+// Each byte counted goes through lines, to know where its long lines are.
 func verifiedFrames(f io.ReaderAt, size int64, dec *zstd.Decoder, lines *lineMeter) (good int64, err error) {
 	var head [zstd.HeaderMaxSize]byte
 	var frame, out []byte // a small frame, and what it decompresses to
@@ -196,9 +197,23 @@ func verifiedFrames(f io.ReaderAt, size int64, dec *zstd.Decoder, lines *lineMet
 	return good, nil
 }
 
-// lineMeter is an io.Writer that keeps the length of the longest line
-// written to it, its newline counted, and of the last one, unended.
-type lineMeter struct{ run, most int64 }
+// lineMeter is an io.Writer that keeps where each line of min bytes or
+// more (its newline counted) starts and how long it is, in order. (A
+// slice, not a map: a copy of the meter is the meter as it was.)
+type lineMeter struct {
+	min  int64
+	at   int64 // where the line being written starts
+	run  int64 // its bytes so far
+	long []lineSpan
+}
+
+// lineSpan is a line: where it starts in the file's bytes, and its length.
+type lineSpan struct{ at, n int64 }
+
+// zstLongLine is the least a line is for a .zst's meter to keep it: a line
+// of a chunk or more (streamChunkBytes) has a chunk of its own, grown to
+// its size at once (chunkReader.grow).
+const zstLongLine = 1 << 20
 
 func (m *lineMeter) Write(p []byte) (int, error) {
 	n := len(p)
@@ -208,13 +223,22 @@ func (m *lineMeter) Write(p []byte) (int, error) {
 			m.run += int64(len(p))
 			return n, nil
 		}
-		m.most = max(m.most, m.run+int64(i)+1)
+		if l := m.run + int64(i) + 1; l >= m.min {
+			m.long = append(m.long, lineSpan{m.at, l})
+		}
+		m.at += m.run + int64(i) + 1
 		m.run, p = 0, p[i+1:]
 	}
 }
 
-// longest is the length of the longest line written.
-func (m *lineMeter) longest() int64 { return max(m.most, m.run) }
+// spans are the long lines written, the last one too if it has no
+// newline.
+func (m *lineMeter) spans() []lineSpan {
+	if m.run > 0 && m.run >= m.min {
+		return append(m.long[:len(m.long):len(m.long)], lineSpan{m.at, m.run})
+	}
+	return m.long
+}
 
 // smallFrame is the most a frame verifiedFrames decodes at once may take,
 // compressed and as it declares it decompresses to.
@@ -231,13 +255,23 @@ type zstdFile struct {
 	read *int64 // bytes decompressed so far
 	good int64
 	bad  error
-	// longest is the longest line of the frames checked, its newline
-	// counted (0 unchecked): what chunkReader grows its buffer to.
-	longest int64
+	// long are the long lines of the frames checked (zstLongLine and more),
+	// in order: what chunkReader grows its buffer to for one.
+	long []lineSpan
 }
 
-// lineLeft is lineSizer's: no line is longer than the longest checked.
-func (z zstdFile) lineLeft(_, n int64) int64 { return z.longest - n }
+// lineLeft is lineSizer's: the rest of the line that starts at at-n,
+// when it is one of the long lines checked.
+func (z zstdFile) lineLeft(at, n int64) int64 {
+	start := at - n
+	i, found := slices.BinarySearchFunc(z.long, start, func(l lineSpan, at int64) int {
+		return cmp.Compare(l.at, at)
+	})
+	if !found {
+		return 0
+	}
+	return z.long[i].n - n
+}
 
 func (z zstdFile) Read(p []byte) (int, error) {
 	if z.good >= 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,8 +121,8 @@ func zstdDecodeAll(z []byte) ([]byte, error) {
 // does not; of a last frame cut short by the file's end, what its whole
 // blocks decompressed to counts too (as written, so far as any check
 // can tell).
-// The longest line of the bytes counted is measured on the way, one
-// running across frames too.
+// The long lines of the bytes counted are measured on the way, one
+// running across frames too; none of a frame that fails.
 func TestVerifiedFrames(t *testing.T) {
 	frame := func(b []byte) []byte {
 		var fr bytes.Buffer
@@ -149,22 +150,23 @@ func TestVerifiedFrames(t *testing.T) {
 		file []byte
 		good int64
 		err  string // "" for none
-		// longest line, its newline counted (of good >= 0)
-		longest int64
+		// the lines of 1,000 bytes or more (of good >= 0)
+		long []lineSpan
 	}{
-		{"empty", nil, 0, "", 0},
-		{"two frames", append(frame(a), frame(a)...), int64(2 * len(a)), "", 15},
-		{"a skippable frame between", append(append(frame(a), skippable...), frame(a)...), int64(2 * len(a)), "", 15},
-		{"garbage after", append(frame(a), "not zstd"...), int64(len(a)), "magic", 15},
-		{"the second cut short", append(frame(a), fb[:len(fb)-5]...), -1, "unexpected EOF", 0},
-		{"the second's checksum wrong", append(frame(a), append(fb[:len(fb)-1:len(fb)-1], fb[len(fb)-1]^1)...), int64(len(a)), "CRC", 15},
-		{"a line across frames", append(append(frame(a), fb...), frame([]byte("y\nz"))...), int64(len(a) + len(b) + 3), "", int64(len(b) + 2)},
+		{"empty", nil, 0, "", nil},
+		{"two frames", append(frame(a), frame(a)...), int64(2 * len(a)), "", nil},
+		{"a skippable frame between", append(append(frame(a), skippable...), frame(a)...), int64(2 * len(a)), "", nil},
+		{"garbage after", append(frame(a), "not zstd"...), int64(len(a)), "magic", nil},
+		{"the second cut short", append(frame(a), fb[:len(fb)-5]...), -1, "unexpected EOF", nil},
+		{"the second's checksum wrong", append(frame(a), append(fb[:len(fb)-1:len(fb)-1], fb[len(fb)-1]^1)...), int64(len(a)), "CRC", nil},
+		{"a line across frames", append(append(frame(a), fb...), frame([]byte("y\nz"))...), int64(len(a) + len(b) + 3), "", []lineSpan{{int64(len(a)), int64(len(b) + 2)}}},
+		{"a long last line", append(frame(a), fb...), int64(len(a) + len(b)), "", []lineSpan{{int64(len(a)), int64(len(b))}}},
 	} {
-		var lines lineMeter
+		lines := lineMeter{min: 1000}
 		good, err := verifiedFrames(bytes.NewReader(tc.file), int64(len(tc.file)), dec, &lines)
 		switch {
-		case tc.good >= 0 && lines.longest() != tc.longest:
-			t.Errorf("%s: longest line %d bytes, want %d", tc.name, lines.longest(), tc.longest)
+		case tc.good >= 0 && !slices.Equal(lines.spans(), tc.long):
+			t.Errorf("%s: long lines %v, want %v", tc.name, lines.spans(), tc.long)
 		case tc.err == "" && err != nil, tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
 		case tc.good >= 0 && good != tc.good:
@@ -196,7 +198,7 @@ func FuzzVerifiedFrames(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, file []byte) {
-		var lines lineMeter
+		lines := lineMeter{min: 4}
 		good, err := verifiedFrames(bytes.NewReader(file), int64(len(file)), dec, &lines)
 		if good < 0 {
 			t.Fatalf("%d bytes good", good)
@@ -208,12 +210,16 @@ func FuzzVerifiedFrames(f *testing.F) {
 		if derr != nil || int64(len(out)) != good {
 			t.Fatalf("found whole, %d bytes; decoded whole: %d bytes, %v", good, len(out), derr)
 		}
-		most := 0
+		var long []lineSpan
+		at := int64(0)
 		for line := range bytes.SplitAfterSeq(out, []byte("\n")) {
-			most = max(most, len(line))
+			if len(line) >= 4 {
+				long = append(long, lineSpan{at, int64(len(line))})
+			}
+			at += int64(len(line))
 		}
-		if lines.longest() != int64(most) {
-			t.Fatalf("longest line %d bytes, want %d", lines.longest(), most)
+		if !slices.Equal(lines.spans(), long) {
+			t.Fatalf("long lines %v, want %v", lines.spans(), long)
 		}
 	})
 }

@@ -90,6 +90,9 @@ type Plan struct {
 	// dirsRemoved counts the (empty) directories Apply removed: a
 	// clearTree's, and those pruned.
 	dirsRemoved int
+	// dirsKept are the directories to prune that were not empty (a file
+	// put there since), children first.
+	dirsKept []string
 	// rootMade is the top directory Apply made for the root (a restore
 	// --to a directory not there: it, or the first one above it not
 	// there): "" when the root was there.
@@ -304,18 +307,21 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			continue
 		}
 		if c.Remove {
-			if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
+			if fi, err := os.Lstat(abs); err == nil && fi.IsDir() && swap {
+				// A rewind refuses, as it did: what it removes under a
+				// path captured absent comes from its capture's diff
+				// (capture_dirs.go), not from here.
+				return nil, fmt.Errorf("cannot remove %s: a directory is there now (restores put files back, not directory trees)", c.Path)
+			} else if err == nil && fi.IsDir() {
 				// A directory a restore made for the files it wrote (its
 				// save records the first one made as absent, and those
-				// files): removed once they are, if nothing else is in it.
-				dirs, ok := emptiedBy(abs, c.Path, removing)
-				if !ok {
-					return nil, fmt.Errorf("cannot remove %s: a directory is there now (restores put files back, not directory trees)", c.Path)
-				}
-				if err := p.writable(filepath.Dir(abs), swap); err != nil {
+				// files): removed once they are, with the directories
+				// between (rmdir, as a rewind prunes: one holding anything
+				// else, a file put there since, stays, and is said).
+				if err := p.writable(filepath.Dir(abs), false); err != nil {
 					return nil, fmt.Errorf("cannot remove %s: %w", c.Path, err)
 				}
-				p.prune, pruned = append(p.prune, dirs...), true
+				p.prune, pruned = append(p.prune, dirsDown(c.Path, removing)...), true
 				continue
 			}
 		} else {
@@ -363,36 +369,22 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 	return p, nil
 }
 
-// emptiedBy says whether the directory abs (workspace path rel) holds
-// nothing but files the restore removes (removing) and directories
-// holding only such files, and gives rel and those directories: a
-// restore's undo removes them once the files are gone (rmdir, which
-// leaves one holding what came meanwhile).
-func emptiedBy(abs, rel string, removing map[string]bool) ([]string, bool) {
-	dirs := []string{}
-	err := filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+// dirsDown is the directory rel and those between it and the paths under
+// it that a restore removes (removing): the directories it removes once
+// those are gone. Only those: another directory in it (one the user made
+// since, empty or not) is not the restore's, and keeps rel.
+func dirsDown(rel string, removing map[string]bool) []string {
+	dirs := map[string]bool{rel: true}
+	for r := range removing {
+		if !strings.HasPrefix(r, rel+"/") {
+			continue
 		}
-		sub, err := filepath.Rel(abs, p)
-		if err != nil {
-			return err
+		for d := path.Dir(r); d != rel; d = path.Dir(d) {
+			dirs[d] = true
 		}
-		r := path.Join(rel, filepath.ToSlash(sub))
-		if d.IsDir() {
-			dirs = append(dirs, r)
-			return nil
-		}
-		if !removing[r] {
-			return errKept
-		}
-		return nil
-	})
-	return dirs, err == nil
+	}
+	return slices.Collect(maps.Keys(dirs))
 }
-
-// errKept stops emptiedBy's walk at a file the restore does not remove.
-var errKept = errors.New("a file the restore keeps")
 
 // clearableTree checks that the directory tree at abs (workspace path
 // top), which a rewind is to replace by a file, can go: every directory in
@@ -689,8 +681,11 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 	for _, d := range p.prune {
 		// rmdir, never a recursive remove: a directory holding anything
 		// (a file the user put there since) stays, and so does a file.
-		if syscall.Rmdir(filepath.Join(p.real, filepath.FromSlash(d))) == nil {
+		abs := filepath.Join(p.real, filepath.FromSlash(d))
+		if syscall.Rmdir(abs) == nil {
 			p.dirsRemoved++
+		} else if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
+			p.dirsKept = append(p.dirsKept, d)
 		}
 	}
 	// Deepest first: a parent's mode may forbid reaching its children.

@@ -534,7 +534,7 @@ func lockHolder(fsys vfs.FS, path string) string {
 			if pid == named {
 				return line
 			}
-			if name := proc.Name(pid); name != "" && name != "." {
+			if name := proc.Name(pid); name != "" {
 				return "pid " + strconv.Itoa(pid) + " (" + name + ")"
 			}
 			return "pid " + strconv.Itoa(pid)

@@ -582,6 +582,9 @@ func (c *CheckpointRestoreCmd) Run(e *Env) error {
 	if rep.DirsRemoved > 0 {
 		also = append(also, fmt.Sprintf("removed %d empty director(ies)", rep.DirsRemoved))
 	}
+	if len(rep.DirsKept) > 0 {
+		also = append(also, fmt.Sprintf("left %d director(ies) it holds as absent, holding files it does not: %s", len(rep.DirsKept), terminalLine(strings.Join(rep.DirsKept, ", "))))
+	}
 	if len(also) > 0 {
 		unchanged += "; " + strings.Join(also, ", ")
 	}

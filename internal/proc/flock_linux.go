@@ -3,7 +3,6 @@ package proc
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -52,14 +51,15 @@ func flockHolderIn(locks []byte, major, minor, ino uint64) int {
 	return 0
 }
 
-// Name is process pid's program, the base name of its first argument
-// ("" when the system does not say): its other arguments are left out,
-// as they may hold what is not to be shown (a password given to it).
+// Name is process pid's name as the kernel keeps it (its comm: the
+// program's file name, at most 15 bytes), "" when the system does not
+// say. Not its command line: a program's arguments may hold what is not
+// to be shown (a password), and one that rewrites its argv[0]
+// (setproctitle, `exec -a`) puts them there too.
 func Name(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
 	if err != nil {
 		return ""
 	}
-	arg0, _, _ := strings.Cut(string(b), "\x00")
-	return filepath.Base(arg0)
+	return strings.TrimSpace(string(b))
 }

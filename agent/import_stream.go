@@ -264,8 +264,8 @@ type zstdFile struct {
 // when it is one of the long lines checked.
 func (z zstdFile) lineLeft(at, n int64) int64 {
 	start := at - n
-	i, found := slices.BinarySearchFunc(z.long, start, func(l lineSpan, at int64) int {
-		return cmp.Compare(l.at, at)
+	i, found := slices.BinarySearchFunc(z.long, start, func(l lineSpan, s int64) int {
+		return cmp.Compare(l.at, s)
 	})
 	if !found {
 		return 0
@@ -463,8 +463,9 @@ type lineSizer interface {
 	lineLeft(at, n int64) int64
 }
 
-// fileLineLeft is lineSizer's lineLeft of a plain file: the line's end
-// looked for, reading on from at (the line read twice; a long line only).
+// fileLineLeft is, of a plain file, what lineSizer's lineLeft says: the
+// bytes to the line's end, looked for by reading on from at (the line is
+// read twice; a long line only).
 func fileLineLeft(f io.ReaderAt, at int64) int64 {
 	var scratch [64 << 10]byte
 	for off := at; ; {

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -429,12 +428,7 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 	}
 	rep.Written, rep.Removed, rep.Unchanged, err = plan.Apply()
 	rep.DirsMade, rep.DirsRemoved = plan.dirsMade, plan.dirsRemoved
-	for _, d := range slices.Backward(plan.dirsKept) {
-		// Those not in another kept: "a", not "a" and "a/b".
-		if !slices.ContainsFunc(rep.DirsKept, func(k string) bool { return strings.HasPrefix(d, k+"/") }) {
-			rep.DirsKept = append(rep.DirsKept, d)
-		}
-	}
+	rep.DirsKept = plan.keptDirs()
 	if err != nil && rep.Saved != "" {
 		// Part of the workspace is written: say how to get it back, as a
 		// rewind names its undo.

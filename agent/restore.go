@@ -369,6 +369,18 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 	return p, nil
 }
 
+// keptDirs are the directories Apply was to remove and left, holding
+// something it did not remove: the top ones ("a", not "a" and "a/b").
+func (p *Plan) keptDirs() []string {
+	var top []string
+	for _, d := range slices.Backward(p.dirsKept) { // parents first
+		if !slices.ContainsFunc(top, func(k string) bool { return strings.HasPrefix(d, k+"/") }) {
+			top = append(top, d)
+		}
+	}
+	return top
+}
+
 // dirsDown is the directory rel and those between it and the paths under
 // it that a restore removes (removing): the directories it removes once
 // those are gone. Only those: another directory in it (one the user made

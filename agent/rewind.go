@@ -26,6 +26,10 @@ type RewindReport struct {
 	// not there when what held them was captured, and those of a tree it
 	// replaced by a file.
 	DirsRemoved int `json:"dirs_removed"`
+	// DirsKept are the directories it was to remove (made since what
+	// held them was captured) and left: they hold what it does not remove
+	// (what .gitignore ignores, a file added since its capture before).
+	DirsKept []string `json:"dirs_kept,omitempty"`
 	// FromTranscript counts the files whose state to put back comes from
 	// the transcript's edit results (an imported Claude Code session
 	// without file backups), not from a capture.
@@ -353,7 +357,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 	rep.Undo = fmt.Sprintf("rook session rewind %s --to %d", fork.ID, seq)
 	applying = true
 	rep.FilesRestored, rep.FilesRemoved, _, err = plan.Apply()
-	rep.DirsMade, rep.DirsRemoved = plan.dirsMade, plan.dirsRemoved
+	rep.DirsMade, rep.DirsRemoved, rep.DirsKept = plan.dirsMade, plan.dirsRemoved, plan.keptDirs()
 	if err != nil {
 		return rep, fmt.Errorf("%w; `%s` puts back what was there", err, rep.Undo)
 	}

@@ -360,6 +360,9 @@ func (c *RewindCmd) Run(e *Env) error {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(e.Stderr, "rook: note: %s\n", terminalLine(n))
 	}
+	if n := len(rep.DirsKept); n > 0 {
+		fmt.Fprintf(w, "  left %d director(ies) made since holding what it does not remove (ignored files, say): %s\n", n, terminalLine(strings.Join(rep.DirsKept, ", ")))
+	}
 	if n := len(rep.Unrecordable); n > 0 {
 		fmt.Fprintf(w, "  left %d file(s) added with names rook cannot record (a backslash, or bytes that are not UTF-8): %s\n", n, strings.Join(rep.Unrecordable, ", "))
 	}

@@ -230,7 +230,6 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			removing[c.Path] = true
 		}
 	}
-	pruned := false
 	for _, c := range changes {
 		if err := checkRel(c.Path); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
@@ -321,7 +320,7 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 				if err := p.writable(filepath.Dir(abs), false); err != nil {
 					return nil, fmt.Errorf("cannot remove %s: %w", c.Path, err)
 				}
-				p.prune, pruned = append(p.prune, dirsDown(c.Path, removing)...), true
+				p.prune = append(p.prune, dirsDown(c.Path, removing)...)
 				continue
 			}
 		} else {
@@ -362,10 +361,8 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 		}
 		p.Changes = append(p.Changes, c)
 	}
-	if pruned {
-		// A directory sorts before what is in it: reversed, children first.
-		sort.Sort(sort.Reverse(sort.StringSlice(p.prune)))
-	}
+	// A directory sorts before what is in it: reversed, children first.
+	sort.Sort(sort.Reverse(sort.StringSlice(p.prune)))
 	return p, nil
 }
 

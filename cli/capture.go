@@ -571,9 +571,11 @@ func (c *CheckpointRestoreCmd) Run(e *Env) error {
 	if e.JSON {
 		return e.printJSON(rep)
 	}
-	unchanged := ""
+	// What the line says after the root: files left as they were, then
+	// what else the restore did.
+	rest := ""
 	if rep.Unchanged > 0 {
-		unchanged = fmt.Sprintf(" (%d already as it holds them, left as they were)", rep.Unchanged)
+		rest = fmt.Sprintf(" (%d already as it holds them, left as they were)", rep.Unchanged)
 	}
 	var also []string
 	if rep.Removed > 0 {
@@ -589,9 +591,9 @@ func (c *CheckpointRestoreCmd) Run(e *Env) error {
 		also = append(also, fmt.Sprintf("left %d director(ies) it holds as absent, holding files it does not: %s", len(rep.DirsKept), terminalLine(strings.Join(rep.DirsKept, ", "))))
 	}
 	if len(also) > 0 {
-		unchanged += "; " + strings.Join(also, ", ")
+		rest += "; " + strings.Join(also, ", ")
 	}
-	fmt.Fprintf(e.Stdout, "restored %d file(s) into %s%s\n", rep.Written, rep.Root, unchanged)
+	fmt.Fprintf(e.Stdout, "restored %d file(s) into %s%s\n", rep.Written, rep.Root, rest)
 	if rep.Saved != "" {
 		fmt.Fprintf(e.Stdout, "the files it overwrote are in checkpoint %s: `rook checkpoint restore %s` puts them back\n", rep.Saved, rep.Saved)
 	}

@@ -128,42 +128,54 @@ var codexPatchSeeds = []string{
 	"*** Begin Patch\n*** Update File: a\n*** Move to: d\n@@\n-p\n+q\n*** Delete File: a\n*** Update File: f\n*** Move to: g\n@@\n-p\n+q\n*** Update File: h\n*** Move to: f\n@@\n-r\n+s\n*** End Patch",
 	// Windows paths, of either slash, inside the workspace and out
 	"*** Begin Patch\n*** Add File: C:\\ws\\x.go\n+x\n*** Update File: lib\\y.go\n*** Move to: D:/other/y.go\n@@\n-a\n+b\n*** Delete File: \\\\server\\share\\z\n*** End Patch",
+	// a line ending in "\r" before its "\r\n": the line keeps one (Codex's
+	// lines() drops one), in content, a chunk's lines and its context
+	"*** Begin Patch\n*** Add File: t\n+\r\r\n+a\r\r\n*** Update File: u\n@@ f()\r\r\n-x\r\r\n+y\r\r\n*** End Patch",
 }
 
 // formatCodexPatch writes operations back as a patch.
 func formatCodexPatch(ops []codexPatchOp) string {
 	var b strings.Builder
-	b.WriteString(codexBegin + "\n")
+	// line writes one line of the patch. The reader drops one "\r" before
+	// each "\n" (a CRLF patch, as Codex's lines() does), so a line that
+	// ends in "\r" itself is written with one more.
+	line := func(s string) {
+		if strings.HasSuffix(s, "\r") {
+			s += "\r"
+		}
+		b.WriteString(s + "\n")
+	}
+	line(codexBegin)
 	for _, op := range ops {
 		switch op.Kind {
 		case "add":
-			b.WriteString(codexAdd + " " + op.Path + "\n")
+			line(codexAdd + " " + op.Path)
 			for _, l := range splitLines(op.Content) {
-				b.WriteString("+" + strings.TrimSuffix(l, "\n") + "\n")
+				line("+" + strings.TrimSuffix(l, "\n"))
 			}
 		case "delete":
-			b.WriteString(codexDelete + " " + op.Path + "\n")
+			line(codexDelete + " " + op.Path)
 		case "update":
-			b.WriteString(codexUpdate + " " + op.Path + "\n")
+			line(codexUpdate + " " + op.Path)
 			if op.MoveTo != "" {
-				b.WriteString(codexMove + " " + op.MoveTo + "\n")
+				line(codexMove + " " + op.MoveTo)
 			}
 			for _, c := range op.Chunks {
 				if c.Context != "" {
-					b.WriteString("@@ " + c.Context + "\n")
+					line("@@ " + c.Context)
 				} else {
-					b.WriteString("@@\n")
+					line("@@")
 				}
 				for _, l := range c.Lines {
-					b.WriteString(l + "\n")
+					line(l)
 				}
 				if c.EOF {
-					b.WriteString(codexEOF + "\n")
+					line(codexEOF)
 				}
 			}
 		}
 	}
-	b.WriteString(codexEnd + "\n")
+	line(codexEnd)
 	return b.String()
 }
 

@@ -115,6 +115,8 @@ func FuzzShortLine(f *testing.F) {
 	f.Add(line(nil, `{"a":"`+long+`\x"}`), uint64(4), uint8(5))
 	f.Add(line([]lineCut{{Gap: 3}}, `{"a`+long), uint64(5), uint8(5))
 	f.Add([]byte{1, 0x80}, uint64(6), uint8(0))
+	// a string holding what a placeholder is written as
+	f.Add(line(nil, `{"p":"`+shortMark+`0\n`+shortMark+`","a":"`+strings.Repeat("a b ", 1000)+`"}`), uint64(1), uint8(20))
 	f.Fuzz(func(t *testing.T, obj []byte, seed uint64, headMin uint8) {
 		rng := rand.New(rand.NewPCG(seed, seed))
 		s := &shortLine{headMin: int64(headMin), count: &tailCount{}}
@@ -129,6 +131,12 @@ func FuzzShortLine(f *testing.F) {
 		sl, err := decodeSourceLine(obj)
 		if err != nil {
 			t.Fatalf("shortened an object decodeSourceLine refuses: %v", err)
+		}
+		if bytes.Contains(obj, []byte(shortMark)) {
+			// A string of the line's own holding the mark could be taken
+			// for a placeholder below (inlineHead counts the marks, and
+			// refuses such a head).
+			return
 		}
 		var pieces [][]byte
 		kept := s.rest

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -193,6 +194,8 @@ func FuzzVerifiedFrames(f *testing.F) {
 	f.Add(append([]byte{0x50, 0x2a, 0x4d, 0x18, 1, 0, 0, 0, 'z'}, whole...))
 	f.Add(whole[:len(whole)-3])
 	f.Add([]byte("not zstd"))
+	// 65 RLE blocks of 128 KiB, in a frame that gives no size: 8.5 MB
+	f.Add([]byte("(\xb5/\xfd\x008" + strings.Repeat("\x02\x00\x10a", 64) + "\x03\x00\x10a"))
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxWindow(1<<20), zstd.WithDecoderMaxMemory(8<<20))
 	if err != nil {
 		f.Fatal(err)
@@ -207,6 +210,11 @@ func FuzzVerifiedFrames(f *testing.F) {
 			return
 		}
 		out, derr := dec.DecodeAll(file, nil)
+		if errors.Is(derr, zstd.ErrDecoderSizeExceeded) {
+			// More than DecodeAll's 8 MiB from a few hundred bytes (RLE
+			// blocks): verifiedFrames streams it, under no such cap.
+			return
+		}
 		if derr != nil || int64(len(out)) != good {
 			t.Fatalf("found whole, %d bytes; decoded whole: %d bytes, %v", good, len(out), derr)
 		}

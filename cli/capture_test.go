@@ -84,3 +84,27 @@ func TestCheckpointSkippedNamesAreCleaned(t *testing.T) {
 		t.Fatalf("stderr %q", e)
 	}
 }
+
+// The files `rook import`, `rook store put` and `rook session append` are
+// given on the command line are opened byte for byte: a name that is not
+// UTF-8 (a Latin-1 "café") was opened as one with U+FFFD in it, not there.
+func TestFileArgumentsKeepTheirBytes(t *testing.T) {
+	ws, run := workspaceStore(t)
+	name := filepath.Join(ws, "caf\xe9.jsonl")
+	line := `{"type":"user","sessionId":"s1","uuid":"u1","timestamp":"2026-01-01T00:00:00Z","cwd":"/p","message":{"role":"user","content":"hi"}}` + "\n"
+	if err := os.WriteFile(name, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, e := run("import", "claude-code", name)
+	if code != 0 || !strings.Contains(out, "1 new,") {
+		t.Fatalf("import %q: exit %d, %q %q", name, code, out, e)
+	}
+	if code, out, e := run("store", "put", name); code != 0 || len(strings.TrimSpace(out)) != 32 {
+		t.Fatalf("store put %q: exit %d, %q %q", name, code, out, e)
+	}
+	_, out, _ = run("session", "new")
+	id := strings.TrimSpace(out)
+	if code, out, e := run("session", "append", "--kind", "user", id, name); code != 0 {
+		t.Fatalf("session append %q: exit %d, %q %q", name, code, out, e)
+	}
+}

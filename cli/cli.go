@@ -119,6 +119,15 @@ func (v *rawArg) Decode(ctx *kong.DecodeContext) error {
 	return nil
 }
 
+// rawStrings are args as strings.
+func rawStrings(args []rawArg) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = string(a)
+	}
+	return out
+}
+
 // nonEmpty is a flag's value that may not be empty once the flag is
 // given: `--to "$DIR"` with DIR unset must not read as no --to at all (a
 // restore over the captured workspace, a search of every session, the

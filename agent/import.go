@@ -1974,7 +1974,7 @@ func (fi *fileImport) copiedProblem(line []byte) bool {
 		if !info.Fork || info.ParentID == "" || fi.res.Status == ImportGrown {
 			return false
 		}
-		pid, ok := parentOf(fi.known, info.ParentID)
+		pid, ok := parentOf(fi.known, info.ParentID, fi.path)
 		if !ok || (fi.sess != nil && pid == fi.sess.ID) {
 			return false
 		}
@@ -2235,7 +2235,7 @@ func (fi *fileImport) forkParentCounts() map[string]bool {
 		// not read for nothing.
 		return nil
 	}
-	pid, ok := parentOf(fi.known, m.Source.Parent)
+	pid, ok := parentOf(fi.known, m.Source.Parent, fi.path)
 	if !ok {
 		return nil
 	}
@@ -2405,7 +2405,7 @@ func (fi *fileImport) forkedFromTurns() map[string]bool {
 	if !info.Fork || info.ParentID == "" || info.Subagent {
 		return nil
 	}
-	pid, ok := parentOf(fi.known, info.ParentID)
+	pid, ok := parentOf(fi.known, info.ParentID, fi.path)
 	if !ok || pid == fi.sess.ID {
 		return nil
 	}
@@ -2438,7 +2438,7 @@ func (fi *fileImport) continuedTurns() map[string]bool {
 	if prev == "" {
 		return nil
 	}
-	pid, ok := parentOf(fi.known, prev)
+	pid, ok := parentOf(fi.known, prev, fi.path)
 	if !ok || pid == m.ID {
 		return nil
 	}
@@ -2636,7 +2636,7 @@ func importedMeta(format, path string, zst bool, info sourceSession, known map[s
 		// file (a crash before the first flush leaves it so).
 		Source: &eventlog.Source{Format: format, Path: path, ID: info.ID, Zstd: zst, Parent: info.ParentID, ContinuedIn: info.ContinuedIn, SHA256: hashHex(nil)}}
 	if info.ParentID != "" {
-		if p, ok := parentOf(known, info.ParentID); ok {
+		if p, ok := parentOf(known, info.ParentID, path); ok {
 			m.Parent = &p
 		}
 	}
@@ -2644,18 +2644,38 @@ func importedMeta(format, path string, zst bool, info sourceSession, known map[s
 }
 
 // parentOf finds the session a child's parent was imported as, among the
-// sessions of the format (known: by source path).
-func parentOf(known map[string]eventlog.Meta, sid string) (eventlog.ID, bool) {
+// sessions of the format (known: by source path). Of two or more imported
+// from files of that session id (copies of one tree: a backup, a project
+// directory copied, not moved), the one nearest the child's file (path):
+// in the most directories of its path (a subagent's parent is in the
+// directory above its subagents/); of those, the newest.
+func parentOf(known map[string]eventlog.Meta, sid, path string) (eventlog.ID, bool) {
 	var best *eventlog.Meta
-	for _, m := range known {
-		if m.Source.ID == sid && m.Source.Parent != sid && (best == nil || best.ID.String() < m.ID.String()) {
-			best = &m
+	near := -1
+	for from, m := range known {
+		if m.Source.ID != sid || m.Source.Parent == sid {
+			continue
+		}
+		if n := sharedDirs(from, path); best == nil || n > near || n == near && best.ID.String() < m.ID.String() {
+			best, near = &m, n
 		}
 	}
 	if best == nil {
 		return eventlog.ID{}, false
 	}
 	return best.ID, true
+}
+
+// sharedDirs is how many directories, from the root, the paths of two
+// files have in common.
+func sharedDirs(a, b string) int {
+	da := strings.Split(filepath.Dir(a), string(filepath.Separator))
+	db := strings.Split(filepath.Dir(b), string(filepath.Separator))
+	n := 0
+	for n < len(da) && n < len(db) && da[n] == db[n] {
+		n++
+	}
+	return n
 }
 
 // linkContinuations makes each session a file says its conversation went
@@ -2804,7 +2824,7 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 			}
 		}
 		if m.Parent == nil || stale {
-			p, ok := parentOf(known, m.Source.Parent)
+			p, ok := parentOf(known, m.Source.Parent, path)
 			if !ok {
 				if f != nil && f.Note == "" && f.Status != ImportUnchanged { // said when it came in, not at every import
 					f.Note = fmt.Sprintf("its parent session %s is not imported: imported on its own (importing the parent later links them)", m.Source.Parent)

@@ -566,6 +566,30 @@ func TestImportLinksSubagentsToTheirParent(t *testing.T) {
 	}
 }
 
+// Two copies of one tree (a backup, a project directory copied rather
+// than moved) imported together: each copy's subagents are linked to the
+// parent in their own copy, not all to the copy imported last.
+func TestImportLinksSubagentsOfCopiesToTheirOwnParent(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	trees := []string{"/p/a/-home-u-proj", "/p/b/-home-u-proj"}
+	for _, proj := range trees {
+		writeSource(t, fsys, proj+"/sess1.jsonl", claudeLines("sess1", 1), "")
+		writeSource(t, fsys, proj+"/sess1/subagents/agent-a1.jsonl", claudeLines("sess1", 2), "")
+		writeSource(t, fsys, proj+"/agent-b2.jsonl", claudeLines("sess1", 3), "")
+	}
+	rep := mustImport(t, r, FormatClaudeCode, "/p")
+	for _, proj := range trees {
+		pid := *fileByPath(t, rep, proj+"/sess1.jsonl").Session
+		for _, child := range []string{proj + "/sess1/subagents/agent-a1.jsonl", proj + "/agent-b2.jsonl"} {
+			m, err := r.Log.ReadMeta(*fileByPath(t, rep, child).Session)
+			if err != nil || m.Parent == nil || *m.Parent != pid {
+				t.Errorf("%s: parent %v, want %s (its own copy's); %v", child, m.Parent, pid, err)
+			}
+		}
+	}
+}
+
 // A parent removed and imported again (the README's remedy for a session
 // an older rook imported: `rook session rm` it and import its file again)
 // gets its children back: they are linked to the new session, not left

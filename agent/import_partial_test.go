@@ -318,3 +318,56 @@ func TestImportStateKeptUpToALineBeingWritten(t *testing.T) {
 		})
 	}
 }
+
+// A last line taken in whole without its newline (quiet, it parsed) that
+// its writer then went on with is said, when it is no JSON any more, as a
+// line imported whole would be: at its own line, counted. The rest stays
+// a note, exported byte for byte. Blanks and a newline added are no
+// problem. In chunks, and from an import state kept.
+func TestImportSaysALineThatWentOnIntoNoJSON(t *testing.T) {
+	head, line, _ := growingLineFile()
+	src := "/src/p/g.jsonl"
+	lineNo := bytes.Count(head, []byte{'\n'}) + 1
+	cut := append(bytes.Clone(head), bytes.TrimSuffix(line, []byte{'\n'})...)
+	for _, tc := range []struct {
+		chunk int
+		keep  bool
+	}{{0, false}, {200, false}, {0, true}} {
+		for _, more := range []string{"TRAILING-JUNK\n", "  \n"} {
+			t.Run(fmt.Sprintf("chunks of %d, state kept %v, %q", tc.chunk, tc.keep, more), func(t *testing.T) {
+				if tc.keep {
+					setImportStateMin(t, 0)
+				}
+				fsys := vfs.NewMem()
+				r, clk := clockedRook(t, fsys)
+				writeAt(t, fsys, clk, src, cut, statQuiet)
+				rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: tc.chunk})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f := fileByPath(t, rep, src); f.Session == nil || f.Unparsed != 0 {
+					t.Fatalf("the cut line, which parses: %+v", f)
+				}
+				grown := append(bytes.Clone(cut), more...)
+				writeAt(t, fsys, clk, src, grown, statQuiet)
+				rep, err = r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: tc.chunk})
+				if err != nil {
+					t.Fatal(err)
+				}
+				f := fileByPath(t, rep, src)
+				if f.Status != ImportGrown {
+					t.Fatalf("grown: %+v", f)
+				}
+				if more[0] == ' ' {
+					if f.Unparsed != 0 || len(rep.Problems) != 0 {
+						t.Fatalf("blanks and a newline: %+v %+v", f, rep.Problems)
+					}
+				} else if f.Unparsed != 1 || len(rep.Problems) != 1 || rep.Problems[0].Line != lineNo ||
+					!strings.HasPrefix(rep.Problems[0].Reason, "not JSON once it went on (its first") {
+					t.Fatalf("line %d gone on into no JSON: %+v %+v", lineNo, f, rep.Problems)
+				}
+				mustExport(t, r, *f.Session, grown)
+			})
+		}
+	}
+}

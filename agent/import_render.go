@@ -340,6 +340,9 @@ type contentBlock struct {
 // shapes above.
 func (r *renderer) line(line []byte) bool {
 	out := &r.out
+	// JSON may begin with blanks, and the mappers read such a line as
+	// what it is: so is it shown.
+	line = bytes.TrimLeft(line, " \t\r\n")
 	if len(line) == 0 || line[0] != '{' {
 		return false
 	}

@@ -582,3 +582,14 @@ func TestRenderCodexMailHead(t *testing.T) {
 		}
 	}
 }
+
+// A line that begins with blanks before its JSON is shown as what it is,
+// as the mappers read it, not as written.
+func TestRenderImportedAfterBlanks(t *testing.T) {
+	line := `{"type":"user","message":{"role":"user","content":"hello there"}}`
+	for _, pre := range []string{" ", "\t  ", "\xef\xbb\xbf "} {
+		if got := string(renderBody([]byte(pre+line), true, false)); got != "hello there\n" {
+			t.Errorf("%q before the line: %q", pre, got)
+		}
+	}
+}

@@ -2648,16 +2648,18 @@ func importedMeta(format, path string, zst bool, info sourceSession, known map[s
 // from files of that session id (copies of one tree: a backup, a project
 // directory copied, not moved), the one nearest the child's file (path):
 // in the most directories of its path (a subagent's parent is in the
-// directory above its subagents/); of those, the newest.
+// directory above its subagents/), then in the fewest others (not a copy
+// in a directory below); of those, the newest.
 func parentOf(known map[string]eventlog.Meta, sid, path string) (eventlog.ID, bool) {
 	var best *eventlog.Meta
-	near := -1
+	near, far := -1, 0
 	for from, m := range known {
 		if m.Source.ID != sid || m.Source.Parent == sid {
 			continue
 		}
-		if n := sharedDirs(from, path); best == nil || n > near || n == near && best.ID.String() < m.ID.String() {
-			best, near = &m, n
+		n, more := sharedDirs(from, path)
+		if best == nil || n > near || n == near && (more < far || more == far && best.ID.String() < m.ID.String()) {
+			best, near, far = &m, n, more
 		}
 	}
 	if best == nil {
@@ -2666,16 +2668,15 @@ func parentOf(known map[string]eventlog.Meta, sid, path string) (eventlog.ID, bo
 	return best.ID, true
 }
 
-// sharedDirs is how many directories, from the root, the paths of two
-// files have in common.
-func sharedDirs(a, b string) int {
+// sharedDirs is how many directories, from the root, the path of file a
+// has in common with b's, and how many more it has.
+func sharedDirs(a, b string) (shared, more int) {
 	da := strings.Split(filepath.Dir(a), string(filepath.Separator))
 	db := strings.Split(filepath.Dir(b), string(filepath.Separator))
-	n := 0
-	for n < len(da) && n < len(db) && da[n] == db[n] {
-		n++
+	for shared < len(da) && shared < len(db) && da[shared] == db[shared] {
+		shared++
 	}
-	return n
+	return shared, len(da) - shared
 }
 
 // linkContinuations makes each session a file says its conversation went

@@ -333,7 +333,7 @@ func TestImportSaysALineThatWentOnIntoNoJSON(t *testing.T) {
 		chunk int
 		keep  bool
 	}{{0, false}, {200, false}, {0, true}} {
-		for _, more := range []string{"TRAILING-JUNK\n", "  \n"} {
+		for _, more := range []string{"TRAILING-JUNK\n", "  \n", "JUNK"} {
 			t.Run(fmt.Sprintf("chunks of %d, state kept %v, %q", tc.chunk, tc.keep, more), func(t *testing.T) {
 				if tc.keep {
 					setImportStateMin(t, 0)
@@ -358,6 +358,19 @@ func TestImportSaysALineThatWentOnIntoNoJSON(t *testing.T) {
 				if f.Status != ImportGrown {
 					t.Fatalf("grown: %+v", f)
 				}
+				if more == "JUNK" {
+					// Still without its newline: nothing said yet; said once
+					// the line has it, once.
+					if f.Unparsed != 0 || len(rep.Problems) != 0 {
+						t.Fatalf("a rest without its newline: %+v %+v", f, rep.Problems)
+					}
+					grown = append(grown, "MORE\n"...)
+					writeAt(t, fsys, clk, src, grown, statQuiet)
+					if rep, err = r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: tc.chunk}); err != nil {
+						t.Fatal(err)
+					}
+					f = fileByPath(t, rep, src)
+				}
 				if more[0] == ' ' {
 					if f.Unparsed != 0 || len(rep.Problems) != 0 {
 						t.Fatalf("blanks and a newline: %+v %+v", f, rep.Problems)
@@ -368,6 +381,33 @@ func TestImportSaysALineThatWentOnIntoNoJSON(t *testing.T) {
 				}
 				mustExport(t, r, *f.Session, grown)
 			})
+		}
+	}
+}
+
+// A first line read past a byte order mark or a crash's NULs (entryBytes),
+// imported without its newline, then given it and a line after: no
+// problem, as the file read whole has none.
+func TestImportLineThatWentOnAfterFillerParses(t *testing.T) {
+	head, _, _ := growingLineFile()
+	first, rest, _ := bytes.Cut(head, []byte{'\n'})
+	for _, filler := range []string{"\xef\xbb\xbf", "\x00\x00\x00"} {
+		fsys := vfs.NewMem()
+		r, clk := clockedRook(t, fsys)
+		src := "/src/p/g.jsonl"
+		cut := append([]byte(filler), first...)
+		writeAt(t, fsys, clk, src, cut, statQuiet)
+		if _, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}}); err != nil {
+			t.Fatal(err)
+		}
+		grown := append(append(bytes.Clone(cut), '\n'), rest...)
+		writeAt(t, fsys, clk, src, grown, statQuiet)
+		rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := fileByPath(t, rep, src); f.Status != ImportGrown || f.Unparsed != 0 || len(rep.Problems) != 0 {
+			t.Fatalf("%q before the first line: %+v %+v", filler, f, rep.Problems)
 		}
 	}
 }

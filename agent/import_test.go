@@ -588,6 +588,23 @@ func TestImportLinksSubagentsOfCopiesToTheirOwnParent(t *testing.T) {
 			}
 		}
 	}
+	// A copy of the parent in a directory below (a backup kept beside the
+	// transcripts), imported after the parent beside the children: it is
+	// in as many of their directories, and in one more; not nearer.
+	proj := "/q/-home-u-proj"
+	writeSource(t, fsys, proj+"/sess1.jsonl", claudeLines("sess1", 1), "")
+	writeSource(t, fsys, proj+"/zbak/sess1.jsonl", claudeLines("sess1", 4), "")
+	writeSource(t, fsys, proj+"/sess1/subagents/agent-a1.jsonl", claudeLines("sess1", 2), "")
+	writeSource(t, fsys, proj+"/agent-b2.jsonl", claudeLines("sess1", 3), "")
+	pid := *fileByPath(t, mustImport(t, r, FormatClaudeCode, proj+"/sess1.jsonl"), proj+"/sess1.jsonl").Session
+	mustImport(t, r, FormatClaudeCode, proj+"/zbak")
+	rep = mustImport(t, r, FormatClaudeCode, proj)
+	for _, child := range []string{proj + "/sess1/subagents/agent-a1.jsonl", proj + "/agent-b2.jsonl"} {
+		m, err := r.Log.ReadMeta(*fileByPath(t, rep, child).Session)
+		if err != nil || m.Parent == nil || *m.Parent != pid {
+			t.Errorf("%s: parent %v, want %s (the one beside it, not the copy below); %v", child, m.Parent, pid, err)
+		}
+	}
 }
 
 // A parent removed and imported again (the README's remedy for a session

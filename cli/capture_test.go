@@ -107,4 +107,11 @@ func TestFileArgumentsKeepTheirBytes(t *testing.T) {
 	if code, out, e := run("session", "append", "--kind", "user", id, name); code != 0 {
 		t.Fatalf("session append %q: exit %d, %q %q", name, code, out, e)
 	}
+	html := filepath.Join(ws, "caf\xe9.html")
+	if code, out, e := run("session", "export-html", id, "-o", html); code != 0 {
+		t.Fatalf("session export-html -o %q: exit %d, %q %q", html, code, out, e)
+	}
+	if _, err := os.Stat(html); err != nil {
+		t.Fatalf("export-html -o %q: %v", html, err)
+	}
 }

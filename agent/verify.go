@@ -350,7 +350,7 @@ func (r *Rook) unreadLogReason(m eventlog.Meta, err error) string {
 }
 
 // NoMetaReason says what an event log with no .meta is, and what to do.
-const NoMetaReason = "an event log with no .meta beside it: no session lists its events (a session rm or prune that stopped part way, or an import or `session new` stopped before its .meta was written, leaves one until the next writer's open removes it, the next import say; a .meta lost leaves one that nothing removes unasked, as its events may have been acknowledged), and gc, which keeps what sessions name, does not keep the objects they name; if its session was not removed, put its .meta back from a backup; if it was, `rook session rm ID` (ID: the log's file name without .log) removes the log"
+const NoMetaReason = "an event log with no .meta beside it: no session lists its events (a session rm or prune that stopped part way, or an import or `session new` stopped before its .meta was written, leaves one until the next writer's open removes it (the next import, say); a .meta lost leaves one that nothing removes unasked, as its events may have been acknowledged), and gc, which keeps what sessions name, does not keep the objects they name; if its session was not removed, put its .meta back from a backup; if it was, `rook session rm ID` (ID: the log's file name without .log) removes the log"
 
 // LogsWithoutMeta lists the event logs of the store at home (their paths,
 // sorted) that have no .meta beside them. A session exists exactly when

@@ -85,9 +85,10 @@ func TestCheckpointSkippedNamesAreCleaned(t *testing.T) {
 	}
 }
 
-// The files `rook import`, `rook store put` and `rook session append` are
-// given on the command line are opened byte for byte: a name that is not
-// UTF-8 (a Latin-1 "café") was opened as one with U+FFFD in it, not there.
+// The files `rook import`, `rook store put`, `rook session append` and
+// `rook session export-html -o` are given on the command line are used
+// byte for byte: a name that is not UTF-8 (a Latin-1 "café") was taken as
+// one with U+FFFD in it (not there; written under that other name).
 func TestFileArgumentsKeepTheirBytes(t *testing.T) {
 	ws, run := workspaceStore(t)
 	name := filepath.Join(ws, "caf\xe9.jsonl")

@@ -302,14 +302,14 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	}
 	names := &sourceNames{known: known, atPath: atPath, movedAway: map[eventlog.ID]bool{}, beside: map[string]bool{}}
 	if opts.Format == FormatClaudeCode {
-		names.continuedIn, names.pending = map[string]bool{}, map[string]bool{}
+		names.continuedIn, names.pending = map[string]bool{}, map[string]int{}
 		for _, m := range known {
 			if c := m.Source.ContinuedIn; c != "" {
 				names.continuedIn[c] = true
 			}
 		}
 		for _, f := range files {
-			names.pending[claudeFileID(f.path)] = true
+			names.pending[claudeFileID(f.path)]++
 		}
 	} else {
 		names.sourceIDs, names.inRun = map[string]bool{}, map[string]bool{}
@@ -368,7 +368,11 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 			}
 		}
 		if names.pending != nil {
-			delete(names.pending, claudeFileID(f.path))
+			if id := claudeFileID(f.path); names.pending[id] > 1 {
+				names.pending[id]--
+			} else {
+				delete(names.pending, id)
+			}
 		}
 		if unflushed += res.BytesIn; unflushed >= importFlushBytes {
 			if err := r.Log.Flush(); err != nil {
@@ -533,10 +537,11 @@ type waitingFile struct {
 //     its first 64 KiB, and it waits until a file says it continues the
 //     session (Source.ContinuedIn): file names are random uuids, so half
 //     would come before it.
-//   - A Claude Code fork (forkedFrom): it waits for its parent while the
+//   - A Claude Code fork (forkedFrom): it waits for its parent while a
 //     parent's file (named by its session id) is one of the import's
 //     files not taken in yet, new or grown: a fork copies its parent up to
-//     its last line, which the run may be taking in.
+//     its last line, which the run may be taking in; and of copies of one
+//     tree, it is linked to its own copy's parent (parentOf) once all are.
 //   - A Codex fork (forked_from_id): it waits for its parent, when the
 //     parent's rollout is one of the import's files (its name ends with
 //     the session id). Rollout names begin with their time, so a fork
@@ -559,7 +564,7 @@ func (n *sourceNames) waits(prep *mappedSource) (string, bool) {
 	switch {
 	case n.continuedIn != nil:
 		if p := info.ParentID; info.Fork && p != "" && p != info.ID {
-			return p, n.pending[p]
+			return p, n.pending[p] > 0
 		}
 		return info.ID, !n.continuedIn[info.ID] && bytes.Contains(head, []byte(`"sessionKind":"bg"`))
 	case n.sourceIDs != nil:
@@ -585,7 +590,7 @@ func codexRolloutID(path string) string {
 
 // ready says whether what a waiting file waits for (waits) came in.
 func (n *sourceNames) ready(id string) bool {
-	return n.continuedIn[id] || n.sourceIDs[id] || n.pending != nil && !n.pending[id]
+	return n.continuedIn[id] || n.sourceIDs[id] || n.pending != nil && n.pending[id] == 0
 }
 
 // claudeFileID is the session id a Claude Code transcript's name is
@@ -1626,9 +1631,12 @@ type sourceNames struct {
 	// end with). Nil for Claude Code.
 	sourceIDs, inRun map[string]bool
 	// pending are the source session ids the names of the import's Claude
-	// Code files say (claudeFileID), until each file is taken in: a fork
-	// whose parent's is one waits for it (waits). Nil for Codex.
-	pending map[string]bool
+	// Code files say (claudeFileID), with how many of those files are not
+	// taken in yet: a fork whose parent's is one waits for every file of
+	// it (waits), copies of one tree each (a backup, a project directory
+	// copied), so that it is linked to the nearest (parentOf). Nil for
+	// Codex.
+	pending map[string]int
 }
 
 // sourceName is a source file's name as it moves: without its directory

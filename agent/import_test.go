@@ -607,6 +607,27 @@ func TestImportLinksSubagentsOfCopiesToTheirOwnParent(t *testing.T) {
 	}
 }
 
+// Forks in two copies of one tree imported together, each named to come
+// before its parent: each waits for every copy of its parent, and is
+// linked to its own copy's (it was linked to the copy imported first).
+func TestImportLinksForksOfCopiesToTheirOwnParent(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	trees := []string{"/p/a/-home-u-proj", "/p/b/-home-u-proj"}
+	for _, proj := range trees {
+		writeSource(t, fsys, proj+"/P.jsonl", append(claudeLines("P", 1), claudeLines("P", 2)...), "")
+		writeSource(t, fsys, proj+"/F.jsonl", append(claudeForkLines("P", "F", 1), claudeLines("F", 3)...), "")
+	}
+	rep := mustImport(t, r, FormatClaudeCode, "/p")
+	for _, proj := range trees {
+		pid := *fileByPath(t, rep, proj+"/P.jsonl").Session
+		m := metaOf(t, r, *fileByPath(t, rep, proj+"/F.jsonl").Session)
+		if m.Parent == nil || *m.Parent != pid {
+			t.Errorf("%s/F.jsonl: parent %v, want %s (its own copy's)", proj, m.Parent, pid)
+		}
+	}
+}
+
 // A parent removed and imported again (the README's remedy for a session
 // an older rook imported: `rook session rm` it and import its file again)
 // gets its children back: they are linked to the new session, not left

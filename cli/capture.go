@@ -29,7 +29,7 @@ func (l limitFlags) limits() (agent.Limits, error) {
 // SessionCaptureCmd is `rook session capture`.
 type SessionCaptureCmd struct {
 	ID    string   `arg:"" help:"Session id, unique prefix, or last."`
-	Paths []rawArg `arg:"" help:"Paths a tool is about to write, move or delete (relative to the session's workspace)."`
+	Paths []string `arg:"" help:"Paths a tool is about to write, move or delete (relative to the session's workspace)."`
 	Label string   `help:"What is about to happen (a tool name)."`
 	limitFlags
 }
@@ -39,19 +39,15 @@ func (c *SessionCaptureCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	paths := make([]string, len(c.Paths))
-	for i, p := range c.Paths {
-		if p == "" { // a script's unset variable
-			return usageErr("an empty path: name files or directories inside the workspace")
-		}
-		paths[i] = string(p)
+	if slices.Contains(c.Paths, "") { // a script's unset variable
+		return usageErr("an empty path: name files or directories inside the workspace")
 	}
 	var id eventlog.ID
 	var seq uint64
 	var m *agent.Manifest
 	err = e.writeSession(c.ID, func(r *agent.Rook, sid eventlog.ID) (err error) {
 		id = sid
-		seq, m, err = r.CaptureSession(id, paths, c.Label, lim)
+		seq, m, err = r.CaptureSession(id, c.Paths, c.Label, lim)
 		return err
 	})
 	if err != nil {

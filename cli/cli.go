@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"time"
@@ -103,7 +104,9 @@ func usageErr(format string, a ...any) error {
 
 // rawArg is an argument taken byte for byte. kong decodes a string
 // through JSON, which turns bytes that are not UTF-8 into U+FFFD: a file
-// name would name another file.
+// name would name another file. Every string argument and flag value is
+// decoded so (rawString, given to kong for the string type); rawArg is
+// what the flag types of their own decode first.
 type rawArg string
 
 func (v *rawArg) Decode(ctx *kong.DecodeContext) error {
@@ -119,14 +122,16 @@ func (v *rawArg) Decode(ctx *kong.DecodeContext) error {
 	return nil
 }
 
-// rawStrings are args as strings.
-func rawStrings(args []rawArg) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = string(a)
+// rawString decodes a string argument or flag value (of a []string and a
+// *string too) byte for byte, as rawArg.
+var rawString = kong.MapperFunc(func(ctx *kong.DecodeContext, target reflect.Value) error {
+	var s rawArg
+	if err := s.Decode(ctx); err != nil {
+		return err
 	}
-	return out
-}
+	target.SetString(string(s))
+	return nil
+})
 
 // nonEmpty is a flag's value that may not be empty once the flag is
 // given: `--to "$DIR"` with DIR unset must not read as no --to at all (a
@@ -239,6 +244,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		kong.Writers(helpOut, stderr),
 		kong.Exit(func(code int) { panic(kongExit(code)) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.TypeMapper(reflect.TypeFor[string](), rawString),
 	)
 	if err != nil {
 		fmt.Fprintf(stderr, "rook: internal error: %v\n", err)

@@ -26,7 +26,7 @@ type ImportCmd struct {
 
 // importPaths are what `rook import FORMAT` takes.
 type importPaths struct {
-	Paths []rawArg `arg:"" optional:"" help:"Session files, project directories or whole trees (default: the agent's own directory)."`
+	Paths []string `arg:"" optional:"" help:"Session files, project directories or whole trees (default: the agent's own directory)."`
 	// Reread is a repair, not an import: see agent.Reread.
 	Reread bool `help:"Import nothing: read the files again from their start and put back each object of theirs that this store holds but cannot read (what rook store verify lists as unreadable), then verify the store."`
 }
@@ -40,17 +40,17 @@ type ImportCodexCmd struct{ importPaths }
 // Run imports Claude Code transcripts.
 func (c *ImportClaudeCodeCmd) Run(e *Env) error {
 	if c.Reread {
-		return runReread(e, agent.FormatClaudeCode, rawStrings(c.Paths))
+		return runReread(e, agent.FormatClaudeCode, c.Paths)
 	}
-	return runImport(e, agent.FormatClaudeCode, rawStrings(c.Paths))
+	return runImport(e, agent.FormatClaudeCode, c.Paths)
 }
 
 // Run imports Codex rollouts.
 func (c *ImportCodexCmd) Run(e *Env) error {
 	if c.Reread {
-		return runReread(e, agent.FormatCodex, rawStrings(c.Paths))
+		return runReread(e, agent.FormatCodex, c.Paths)
 	}
-	return runImport(e, agent.FormatCodex, rawStrings(c.Paths))
+	return runImport(e, agent.FormatCodex, c.Paths)
 }
 
 // importAgentDir checks the paths an import was given and finds the

@@ -57,7 +57,7 @@ func TestImportInterruptedSaysWhatIsIn(t *testing.T) {
 	var out, errb syncBuffer
 	e := &Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clock.System, Cwd: "/"}
 	ended := make(chan error)
-	go func() { ended <- (&ImportClaudeCodeCmd{importPaths{Paths: []rawArg{rawArg(dir)}}}).Run(e) }()
+	go func() { ended <- (&ImportClaudeCodeCmd{importPaths{Paths: []string{dir}}}).Run(e) }()
 	<-reached
 	var said bytes.Buffer
 	interrupted(os.Interrupt, &said, false) // a stopper is told: rook goes on
@@ -87,7 +87,7 @@ func TestImportInterruptedSaysWhatIsIn(t *testing.T) {
 	fsys.SetHook(nil)
 	var out2, errb2 syncBuffer
 	e2 := &Env{Stdout: &out2, Stderr: &errb2, FS: fsys, Home: home, Clock: clock.System, Cwd: "/"}
-	if err := (&ImportClaudeCodeCmd{importPaths{Paths: []rawArg{rawArg(dir)}}}).Run(e2); err != nil {
+	if err := (&ImportClaudeCodeCmd{importPaths{Paths: []string{dir}}}).Run(e2); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out2.String(), fmt.Sprintf("claude-code: 5 file(s): %d new, 0 grown, %d unchanged,", 5-k, k)) || strings.Contains(errb2.String(), "crash") {
@@ -117,7 +117,7 @@ func TestImportInterruptedTwiceSaysWhatIsTrue(t *testing.T) {
 		var out, errb syncBuffer
 		e := &Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clock.System, Cwd: "/", JSON: asJSON}
 		ended := make(chan error)
-		go func() { ended <- (&ImportClaudeCodeCmd{importPaths{Paths: []rawArg{rawArg(dir)}}}).Run(e) }()
+		go func() { ended <- (&ImportClaudeCodeCmd{importPaths{Paths: []string{dir}}}).Run(e) }()
 		<-reached
 		var said bytes.Buffer
 		interrupted(os.Interrupt, &said, asJSON) // the import stops itself
@@ -169,7 +169,7 @@ func TestImportInterruptedWhileOpeningStopsItself(t *testing.T) {
 	var out, errb syncBuffer
 	e := &Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clock.System, Cwd: "/"}
 	ended := make(chan error)
-	go func() { ended <- (&ImportClaudeCodeCmd{importPaths{Paths: []rawArg{rawArg(dir)}}}).Run(e) }()
+	go func() { ended <- (&ImportClaudeCodeCmd{importPaths{Paths: []string{dir}}}).Run(e) }()
 	<-reached
 	var said bytes.Buffer
 	interrupted(os.Interrupt, &said, false) // the import stops itself
@@ -211,7 +211,7 @@ func TestImportInterruptedWaitingForAnUnnamedHolderEndsAtOnce(t *testing.T) {
 	var out, errb syncBuffer
 	e := &Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clock.System, Cwd: "/", LockWait: time.Minute}
 	ended := make(chan error)
-	go func() { ended <- (&ImportClaudeCodeCmd{importPaths{Paths: []rawArg{rawArg(dir)}}}).Run(e) }()
+	go func() { ended <- (&ImportClaudeCodeCmd{importPaths{Paths: []string{dir}}}).Run(e) }()
 	<-reached
 	var said bytes.Buffer
 	interrupted(os.Interrupt, &said, false)
@@ -256,7 +256,7 @@ func TestImportInterruptedWhileClosingSaysSo(t *testing.T) {
 	e := &Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clock.System, Cwd: "/"}
 	// The import is whole; it ends as interrupted all the same (130), so
 	// that what ran it stops too.
-	err := (&ImportClaudeCodeCmd{importPaths{Paths: []rawArg{rawArg(dir)}}}).Run(e)
+	err := (&ImportClaudeCodeCmd{importPaths{Paths: []string{dir}}}).Run(e)
 	var xe *exitError
 	if !errors.As(err, &xe) || xe.code != 130 || xe.msg != "interrupt: the import had read every file when it came to stop: nothing is left for it to import" {
 		t.Fatalf("ended with %v; want the import whole, exit 130, saying so", err)
@@ -331,7 +331,7 @@ func TestImportInterruptedAtItsLastFileEndsInterrupted(t *testing.T) {
 	})
 	var out, errb syncBuffer
 	e := &Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clock.System, Cwd: "/"}
-	err := (&ImportClaudeCodeCmd{importPaths{Paths: []rawArg{rawArg(dir)}}}).Run(e)
+	err := (&ImportClaudeCodeCmd{importPaths{Paths: []string{dir}}}).Run(e)
 	var xe *exitError
 	if !errors.As(err, &xe) || xe.code != 130 {
 		t.Fatalf("ended with %v; want exit 130", err)

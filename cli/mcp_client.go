@@ -76,7 +76,7 @@ type McpCallCmd struct {
 	Name     string        `arg:"" help:"The server."`
 	Tool     string        `arg:"" help:"The tool."`
 	Args     string        `arg:"" optional:"" help:"The arguments, a JSON object (default {}); - reads them from standard input." placeholder:"JSON"`
-	ArgsFile *rawArg       `name:"args-file" help:"Read the arguments, a JSON object, from FILE (- for standard input): for arguments larger than a command line holds." placeholder:"FILE"`
+	ArgsFile *string       `name:"args-file" help:"Read the arguments, a JSON object, from FILE (- for standard input): for arguments larger than a command line holds." placeholder:"FILE"`
 	Yes      bool          `help:"Approve a tool that asks for approval, without asking."`
 	ReadOnly bool          `name:"read-only" help:"Refuse the call unless the tool is set read-only."`
 	Timeout  time.Duration `help:"How long the call may take, the server's start and handshake included." default:"60s"`
@@ -864,7 +864,7 @@ const maxArgsBytes = 16 << 20
 func (c *McpCallCmd) arguments(e *Env) (args json.RawMessage, fromStdin bool, err error) {
 	var file string // --args-file's; nil (not given) and "" differ
 	if c.ArgsFile != nil {
-		if file = string(*c.ArgsFile); file == "" {
+		if file = *c.ArgsFile; file == "" {
 			// --args-file "$F", F unset: not a call with no arguments.
 			return nil, false, usageErr("--args-file is empty: name a file of arguments (or - for standard input); nothing was called")
 		}

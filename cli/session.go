@@ -133,7 +133,7 @@ func (c *SessionNewCmd) Run(e *Env) error {
 // SessionAppendCmd is `rook session append`.
 type SessionAppendCmd struct {
 	ID        string   `arg:"" help:"Session id, unique prefix, or last."`
-	File      rawArg   `arg:"" optional:"" help:"Body from FILE; - or nothing reads stdin." default:"-"`
+	File      string   `arg:"" optional:"" help:"Body from FILE; - or nothing reads stdin." default:"-"`
 	Kind      string   `help:"Event kind: user, assistant, reasoning, tool-call, tool-result, skill, checkpoint, compaction, error, note."`
 	Label     string   `help:"Event label (a tool name, a model, a versioned note type)."`
 	TokensIn  uint64   `name:"tokens-in" placeholder:"N" help:"Input tokens this event cost."`
@@ -172,7 +172,7 @@ func (c *SessionAppendCmd) Run(e *Env) error {
 	if len(c.Label) > eventlog.MaxLabel {
 		return usageErr("--label is %d bytes; at most %d", len(c.Label), eventlog.MaxLabel)
 	}
-	buf, err := readInput(e, string(c.File), "the event's body")
+	buf, err := readInput(e, c.File, "the event's body")
 	if err != nil {
 		return err
 	}

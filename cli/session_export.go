@@ -199,13 +199,10 @@ type ExportHTMLCmd struct {
 	ID      string  `arg:"" help:"Session id, unique prefix, or last."`
 	From    *uint64 `help:"First seq (default 0)." placeholder:"N"`
 	Through *uint64 `help:"Last seq, inclusive (default: 511 events on, or the last); one file holds at most 512 events." placeholder:"N"`
-	// The name byte for byte (rawArg); Output holds it once Run begins.
-	OutputArg rawArg `name:"output" required:"" short:"o" help:"The HTML file to write; it must not exist (rook never overwrites)." placeholder:"FILE"`
-	Output    string `kong:"-"`
+	Output  string  `required:"" short:"o" help:"The HTML file to write; it must not exist (rook never overwrites)." placeholder:"FILE"`
 }
 
 func (c *ExportHTMLCmd) Run(e *Env) error {
-	c.Output = string(c.OutputArg)
 	from := uint64(0)
 	if c.From != nil {
 		from = *c.From

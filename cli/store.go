@@ -35,7 +35,7 @@ type StoreCmd struct {
 // PutCmd is `rook store put`.
 type PutCmd struct {
 	Kind string `help:"Object kind: message, tool-result, file, skill, memory, snapshot, docs, note, source, other." default:"other"`
-	File rawArg `arg:"" optional:"" help:"File to store; - or nothing reads stdin." default:"-"`
+	File string `arg:"" optional:"" help:"File to store; - or nothing reads stdin." default:"-"`
 }
 
 func (c *PutCmd) Run(e *Env) error {
@@ -50,21 +50,21 @@ func (c *PutCmd) Run(e *Env) error {
 	// whole into memory only to be refused (or to exhaust it).
 	in, name, size := e.Stdin, "standard input", int64(0)
 	if c.File != "-" {
-		if err := inputGiven("FILE", string(c.File)); err != nil {
+		if err := inputGiven("FILE", c.File); err != nil {
 			return err
 		}
-		f, err := os.Open(string(c.File))
+		f, err := os.Open(c.File)
 		if err != nil {
 			return fmt.Errorf("read input: %w", err)
 		}
 		defer f.Close()
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			if st.Size() > cas.MaxObjectSize {
-				return tooBig(fmt.Sprintf("%s (%s)", string(c.File), formatBytes(st.Size())))
+				return tooBig(fmt.Sprintf("%s (%s)", c.File, formatBytes(st.Size())))
 			}
 			size = st.Size()
 		}
-		in, name = f, string(c.File)
+		in, name = f, c.File
 	} else {
 		e.stdinHint("the bytes to store", "give a FILE")
 	}

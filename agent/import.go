@@ -300,26 +300,18 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	if err != nil {
 		return rep, err
 	}
-	names := &sourceNames{known: known, atPath: atPath, movedAway: map[eventlog.ID]bool{}, beside: map[string]bool{}}
+	names := &sourceNames{format: opts.Format, known: known, atPath: atPath, movedAway: map[eventlog.ID]bool{}, beside: map[string]bool{}, pending: map[string]int{}}
 	if opts.Format == FormatClaudeCode {
-		names.continuedIn, names.pending = map[string]bool{}, map[string]int{}
+		names.continuedIn = map[string]bool{}
 		for _, m := range known {
 			if c := m.Source.ContinuedIn; c != "" {
 				names.continuedIn[c] = true
 			}
 		}
-		for _, f := range files {
-			names.pending[claudeFileID(f.path)]++
-		}
-	} else {
-		names.sourceIDs, names.inRun = map[string]bool{}, map[string]bool{}
-		for _, m := range known {
-			names.sourceIDs[m.Source.ID] = true
-		}
-		for _, f := range files {
-			if id := codexRolloutID(f.path); id != "" {
-				names.inRun[id] = true
-			}
+	}
+	for _, f := range files {
+		if id := names.fileID(f.path); id != "" {
+			names.pending[id]++
 		}
 	}
 	for _, p := range rep.ZstBeside {
@@ -367,12 +359,10 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 				known[f.path] = *m
 			}
 		}
-		if names.pending != nil {
-			if id := claudeFileID(f.path); names.pending[id] > 1 {
-				names.pending[id]--
-			} else {
-				delete(names.pending, id)
-			}
+		if id := names.fileID(f.path); names.pending[id] > 1 {
+			names.pending[id]--
+		} else {
+			delete(names.pending, id)
 		}
 		if unflushed += res.BytesIn; unflushed >= importFlushBytes {
 			if err := r.Log.Flush(); err != nil {
@@ -542,11 +532,12 @@ type waitingFile struct {
 //     files not taken in yet, new or grown: a fork copies its parent up to
 //     its last line, which the run may be taking in; and of copies of one
 //     tree, it is linked to its own copy's parent (parentOf) once all are.
-//   - A Codex fork (forked_from_id): it waits for its parent, when the
-//     parent's rollout is one of the import's files (its name ends with
-//     the session id). Rollout names begin with their time, so a fork
-//     comes after its parent but across directories (archived_sessions/
-//     before sessions/).
+//   - A Codex fork (forked_from_id): it waits for its parent while a
+//     parent's rollout (its name ends with the session id) is one of the
+//     import's files not taken in yet, and so is linked to its own copy's
+//     parent of copies, as a Claude Code fork. Rollout names begin with
+//     their time, so a fork comes after its parent but across directories
+//     (archived_sessions/ before sessions/).
 func (n *sourceNames) waits(prep *mappedSource) (string, bool) {
 	if prep == nil || prep.err != nil {
 		return "", false
@@ -561,15 +552,11 @@ func (n *sourceNames) waits(prep *mappedSource) (string, bool) {
 	if info.ID == "" || info.Subagent {
 		return "", false
 	}
-	switch {
-	case n.continuedIn != nil:
-		if p := info.ParentID; info.Fork && p != "" && p != info.ID {
-			return p, n.pending[p] > 0
-		}
+	if p := info.ParentID; info.Fork && p != "" && p != info.ID {
+		return p, n.pending[p] > 0
+	}
+	if n.format == FormatClaudeCode {
 		return info.ID, !n.continuedIn[info.ID] && bytes.Contains(head, []byte(`"sessionKind":"bg"`))
-	case n.sourceIDs != nil:
-		p := info.ParentID
-		return p, info.Fork && p != "" && p != info.ID && !n.sourceIDs[p] && n.inRun[p]
 	}
 	return "", false
 }
@@ -590,7 +577,16 @@ func codexRolloutID(path string) string {
 
 // ready says whether what a waiting file waits for (waits) came in.
 func (n *sourceNames) ready(id string) bool {
-	return n.continuedIn[id] || n.sourceIDs[id] || n.pending != nil && n.pending[id] == 0
+	return n.continuedIn[id] || n.pending[id] == 0
+}
+
+// fileID is the source session id a file's name says (claudeFileID,
+// codexRolloutID).
+func (n *sourceNames) fileID(path string) string {
+	if n.format == FormatCodex {
+		return codexRolloutID(path)
+	}
+	return claudeFileID(path)
 }
 
 // claudeFileID is the session id a Claude Code transcript's name is
@@ -1571,9 +1567,6 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	if c := src.ContinuedIn; c != "" && names.continuedIn != nil {
 		names.continuedIn[c] = true
 	}
-	if names.sourceIDs != nil {
-		names.sourceIDs[src.ID] = true
-	}
 	return res
 }
 
@@ -1610,6 +1603,7 @@ func changedUnder(start int64, id eventlog.ID) error {
 // new session. A copy, whose original is still there, is a session of its
 // own.
 type sourceNames struct {
+	format string                     // FormatClaudeCode or FormatCodex
 	known  map[string]eventlog.Meta   // by source path: the newest
 	atPath map[string][]eventlog.Meta // by source path: every one, newest first, as the import began
 	// movedAway are the sessions this import found at another path.
@@ -1624,18 +1618,11 @@ type sourceNames struct {
 	// not one of them is no continuation, and fileImport.copiedLine looks
 	// no further. Nil for Codex.
 	continuedIn map[string]bool
-	// sourceIDs are the source session ids of the known sessions, kept up
-	// to date as the files are imported: a Codex fork whose parent is
-	// not one of them waits (sourceNames.waits), when its parent's
-	// rollout is among the files of the import (inRun, the ids their names
-	// end with). Nil for Claude Code.
-	sourceIDs, inRun map[string]bool
-	// pending are the source session ids the names of the import's Claude
-	// Code files say (claudeFileID), with how many of those files are not
-	// taken in yet: a fork whose parent's is one waits for every file of
-	// it (waits), copies of one tree each (a backup, a project directory
-	// copied), so that it is linked to the nearest (parentOf). Nil for
-	// Codex.
+	// pending are the source session ids the names of the import's files
+	// say (fileID), with how many of those files are not taken in yet: a
+	// fork whose parent's is one waits for every file of it (waits),
+	// copies of one tree each (a backup, a project directory or a Codex
+	// home copied), so that it is linked to the nearest (parentOf).
 	pending map[string]int
 }
 

@@ -711,3 +711,28 @@ func TestImportCodexSubagentTaskFromInterAgentMail(t *testing.T) {
 		})
 	}
 }
+
+// Two copies of one Codex home (a backup, a home copied, not moved)
+// imported together, each with its fork in archived_sessions/, which walks
+// before its parent in sessions/: each fork waits for every copy of its
+// parent and is linked to its own copy's (the second copy's fork was linked
+// to the first copy's parent, the only one taken in when it came).
+func TestImportCodexLinksForksOfCopiesToTheirOwnParent(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	paths, lines := codexForkFiles(sameLine)
+	homes := []string{"/c/a", "/c/b"}
+	for _, home := range homes {
+		writeSource(t, fsys, strings.Replace(paths[0], "/c/", home+"/sessions/", 1), lines[0], "")
+		writeSource(t, fsys, strings.Replace(paths[1], "/c/", home+"/archived_sessions/", 1), lines[1], "")
+	}
+	rep := mustImport(t, r, FormatCodex, "/c")
+	for _, home := range homes {
+		pid := *fileByPath(t, rep, strings.Replace(paths[0], "/c/", home+"/sessions/", 1)).Session
+		f := fileByPath(t, rep, strings.Replace(paths[1], "/c/", home+"/archived_sessions/", 1))
+		if m := metaOf(t, r, *f.Session); m.Parent == nil || *m.Parent != pid {
+			t.Errorf("%s: fork's parent %v, want %s (its own copy's)", home, m.Parent, pid)
+		}
+		tokensOf(t, r, *f.Session, home+"'s fork", 3000, 30)
+	}
+}

@@ -239,7 +239,7 @@ func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) 
 			st.Captures++
 			for p, f := range m.Files {
 				if _, ok := st.First[p]; !ok {
-					st.First[p] = Change{Path: p, File: f}
+					st.First[p] = Change{Path: p, File: f, backup: m.Label == captureBackupsLabel}
 					st.seq[p] = ev.Seq
 				}
 			}
@@ -361,8 +361,9 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		if cur.Exists && cur.Mode.Perm.IsDir() {
 			cur = DiskFile{} // a directory where a file was: the file is gone
 		}
-		if first[p].transcript && had && cur.Exists && !cur.Mode.Link {
-			// The transcript does not say the mode: an edit keeps it.
+		if first[p].contentOnly() && had && cur.Exists && !cur.Mode.Link {
+			// The state does not say the mode (a transcript's edit
+			// result, a Claude Code file backup): an edit keeps it.
 			base.Mode = cur.Mode
 		}
 		fc := FileChange{Path: p}
@@ -555,7 +556,7 @@ func (st *firstStates) takeLate(r *Rook, late []lateCapture, from uint64, unknow
 			st.seq[p] = at
 		}
 		for p, f := range m.Files {
-			take(p, Change{Path: p, File: f})
+			take(p, Change{Path: p, File: f, backup: m.Label == captureBackupsLabel})
 		}
 		for _, p := range m.Absent {
 			take(p, Change{Path: p, Remove: true})

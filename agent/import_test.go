@@ -1692,3 +1692,63 @@ func TestImportHardLinkIsASessionOfItsOwn(t *testing.T) {
 		t.Fatalf("imported again: %+v", again.Files)
 	}
 }
+
+// TestImportClaudeFileHistoryKeepsModes: Claude Code's file backups say
+// what a file held, not its mode (a backup's own mode says nothing: 0777
+// on some systems): diff shows an edited script's content change alone,
+// not a mode change from the capture's placeholder 0644, and a rewind
+// keeps each file's mode (a script stays executable, a private file
+// private) as it keeps it for an edit result's state.
+func TestImportClaudeFileHistoryKeepsModes(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	claude := filepath.Join(dir, "home", ".claude")
+	backups := filepath.Join(claude, "file-history", "s1")
+	writeTree(t, ws, tree{"run.sh": "echo two\n", "secret.txt": "key two\n"})
+	writeTree(t, backups, tree{"h1@v1": "echo one\n", "h2@v1": "key one\n"})
+	for p, mode := range map[string]os.FileMode{
+		filepath.Join(ws, "run.sh"): 0o755, filepath.Join(ws, "secret.txt"): 0o600,
+		filepath.Join(backups, "h1@v1"): 0o777, filepath.Join(backups, "h2@v1"): 0o777,
+	} {
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := claudeLines("s1", 1)
+	for i := range lines {
+		lines[i] = strings.ReplaceAll(lines[i], `"cwd":"/home/u/proj"`, fmt.Sprintf(`"cwd":%q`, ws))
+	}
+	lines = append(lines, `{"type":"file-history-snapshot","messageId":"m2","snapshot":{"messageId":"m2","trackedFileBackups":{"run.sh":{"backupFileName":"h1@v1","version":1,"backupTime":"2026-02-10T21:01:09.000Z"},"secret.txt":{"backupFileName":"h2@v1","version":1,"backupTime":"2026-02-10T21:01:09.000Z"}},"timestamp":"2026-02-10T21:01:09.000Z"},"isSnapshotUpdate":true}`)
+	writeSource(t, vfs.OS, filepath.Join(claude, "projects", "-ws", "s1.jsonl"), lines, "")
+	r := diskRook(t, filepath.Join(dir, "store"))
+	id := *mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects")).Files[0].Session
+	var out bytes.Buffer
+	d, err := r.Diff(id, &out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Files) != 2 || strings.Contains(out.String(), "mode") {
+		t.Fatalf("diff %+v\n%s", d.Files, out.String())
+	}
+	for _, f := range d.Files {
+		if f.Status != "modified" || f.OldMode != f.NewMode {
+			t.Errorf("%s: %+v", f.Path, f)
+		}
+	}
+	if _, err := r.Rewind(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]struct {
+		data string
+		mode os.FileMode
+	}{"run.sh": {"echo one\n", 0o755}, "secret.txt": {"key one\n", 0o600}} {
+		p := filepath.Join(ws, name)
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readFileT(t, p); got != want.data || fi.Mode().Perm() != want.mode {
+			t.Errorf("%s after the rewind: %q, mode %v; want %q, %v", name, got, fi.Mode().Perm(), want.data, want.mode)
+		}
+	}
+}

@@ -34,6 +34,12 @@ type Change struct {
 	transcript bool
 	src        cas.Key
 	ws         string
+	// backup: the state is a Claude Code file backup (a capture labeled
+	// captureBackupsLabel): what the file held, read through any link,
+	// and not its mode, which Claude Code records nowhere (the mode in the
+	// capture is a placeholder; the backups' own say nothing either: 0777
+	// on some systems).
+	backup bool
 	// A rewind writes over a swap a tool made between a file and a
 	// directory (planRestore, swap): clearTree, the directory tree now at
 	// Path goes first; clearFile, the file (or link) now where a directory
@@ -47,6 +53,19 @@ type Change struct {
 	Dir     bool
 	dirMode bool
 	chmod   bool
+}
+
+// contentOnly says whether c's state is a file's content alone, not its
+// mode nor whether a link stood at its path: an edit result of the
+// transcript, a Claude Code file backup.
+func (c Change) contentOnly() bool { return c.transcript || c.backup }
+
+// stateSource names where a contentOnly state comes from, for a message.
+func (c Change) stateSource() string {
+	if c.backup {
+		return "Claude Code's file backup"
+	}
+	return "the transcript's edit result"
 }
 
 // Plan is a checked restore: every path resolved inside the workspace,
@@ -338,15 +357,16 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			} else if err == nil && fi.IsDir() {
 				return nil, fmt.Errorf("cannot restore %s: a directory is there now (a restore puts files back, not directory trees): move it aside and run this again", c.Path)
 			}
-			if c.transcript && err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-				// The edit wrote through the link: its result says what
-				// the file the link leads to was, not the link. Writing
-				// that in the link's place would leave that file as the
-				// agent left it, and the link gone.
-				return nil, fmt.Errorf("cannot restore %s: a link is there now, and the transcript's edit result says what the file it leads to was, not the link", c.Path)
+			if c.contentOnly() && err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				// The edit wrote through the link (the backup read
+				// through it): the state is what the file the link leads
+				// to was, not the link. Writing that in the link's place
+				// would leave that file as the agent left it, and the
+				// link gone.
+				return nil, fmt.Errorf("cannot restore %s: a link is there now, and %s says what the file it leads to was, not the link", c.Path, c.stateSource())
 			}
-			if c.transcript && err == nil && fi.Mode().IsRegular() {
-				// The transcript does not say the mode: an edit keeps it.
+			if c.contentOnly() && err == nil && fi.Mode().IsRegular() {
+				// The state does not say the mode: an edit keeps it.
 				c.File.Mode = FileMode{Perm: fi.Mode().Perm()}
 			}
 		}

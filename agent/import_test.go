@@ -1752,3 +1752,32 @@ func TestImportClaudeFileHistoryKeepsModes(t *testing.T) {
 		}
 	}
 }
+
+// TestImportClaudeFileHistoryLinkRefused: a backup of a path a link stands
+// at now is what the file the link leads to held (Claude Code reads
+// through it): a rewind refuses to write it in the link's place, saying
+// why, and changes nothing.
+func TestImportClaudeFileHistoryLinkRefused(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	claude := filepath.Join(dir, "home", ".claude")
+	writeTree(t, ws, tree{"target.txt": "two\n"})
+	writeTree(t, filepath.Join(claude, "file-history", "s1"), tree{"h1@v1": "one\n"})
+	if err := os.Symlink("target.txt", filepath.Join(ws, "l.txt")); err != nil {
+		t.Fatal(err)
+	}
+	lines := claudeLines("s1", 1)
+	for i := range lines {
+		lines[i] = strings.ReplaceAll(lines[i], `"cwd":"/home/u/proj"`, fmt.Sprintf(`"cwd":%q`, ws))
+	}
+	lines = append(lines, `{"type":"file-history-snapshot","messageId":"m2","snapshot":{"messageId":"m2","trackedFileBackups":{"l.txt":{"backupFileName":"h1@v1","version":1,"backupTime":"2026-02-10T21:01:09.000Z"}},"timestamp":"2026-02-10T21:01:09.000Z"},"isSnapshotUpdate":true}`)
+	writeSource(t, vfs.OS, filepath.Join(claude, "projects", "-ws", "s1.jsonl"), lines, "")
+	r := diskRook(t, filepath.Join(dir, "store"))
+	id := *mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects")).Files[0].Session
+	if _, err := r.Rewind(id, 0, false); err == nil || !strings.Contains(err.Error(), "cannot restore l.txt: a link is there now, and Claude Code's file backup says") {
+		t.Fatalf("rewind: %v", err)
+	}
+	if target, err := os.Readlink(filepath.Join(ws, "l.txt")); err != nil || target != "target.txt" || readFileT(t, filepath.Join(ws, "target.txt")) != "two\n" {
+		t.Fatalf("the link after the refused rewind: %q %v", target, err)
+	}
+}

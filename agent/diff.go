@@ -94,6 +94,16 @@ type SessionDiff struct {
 	// not the files compared with the disk. Patches counts those patches.
 	FromRollout int             `json:"from_rollout"`
 	Patches     *RolloutPatches `json:"patches,omitempty"`
+	// Uncompared are the captured files not compared with the disk, and
+	// why: a link on the way to one now leads outside the workspace, and
+	// nothing is read through it. They are not in Files.
+	Uncompared []UncomparedFile `json:"uncompared,omitempty"`
+}
+
+// UncomparedFile is a captured file a diff did not compare with the disk.
+type UncomparedFile struct {
+	Path  string `json:"path"`
+	Error string `json:"error"`
 }
 
 // firstStates is what firstCaptures finds: the root the states are of,
@@ -338,7 +348,11 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 			// (Under a link in place of a captured directory nothing is
 			// read, wherever it leads: the link shows as added.)
 			if _, err := resolveInRoot(filepath.Clean(root), real, p, false); err != nil {
-				return d, fmt.Errorf("cannot compare %s: %w", p, err)
+				// Said for this path, and the rest compared: one link in
+				// the workspace (a linked package, say) does not hide
+				// every other change.
+				d.Uncompared = append(d.Uncompared, UncomparedFile{Path: p, Error: err.Error()})
+				continue
 			}
 			cur, err = statDisk(real, p)
 		}

@@ -1781,3 +1781,38 @@ func TestImportClaudeFileHistoryLinkRefused(t *testing.T) {
 		t.Fatalf("the link after the refused rewind: %q %v", target, err)
 	}
 }
+
+// TestDiffGoesOnPastAPathLeadingOutside: a captured path a link in the
+// workspace now leads outside it through (a linked package) is not read
+// through the link: it is named, with why, and every other file is
+// compared (the whole diff failed on it).
+func TestDiffGoesOnPastAPathLeadingOutside(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	claude := filepath.Join(dir, "home", ".claude")
+	writeTree(t, ws, tree{"a.txt": "a new\n"})
+	writeTree(t, filepath.Join(dir, "shared"), tree{"x.txt": "x new\n"})
+	writeTree(t, filepath.Join(claude, "file-history", "s1"), tree{"a@v1": "a old\n", "x@v1": "x old\n"})
+	if err := os.Symlink("../shared", filepath.Join(ws, "shared")); err != nil {
+		t.Fatal(err)
+	}
+	lines := claudeLines("s1", 1)
+	for i := range lines {
+		lines[i] = strings.ReplaceAll(lines[i], `"cwd":"/home/u/proj"`, fmt.Sprintf(`"cwd":%q`, ws))
+	}
+	lines = append(lines, `{"type":"file-history-snapshot","messageId":"m2","snapshot":{"messageId":"m2","trackedFileBackups":{"a.txt":{"backupFileName":"a@v1","version":1,"backupTime":"2026-02-10T21:01:09.000Z"},"shared/x.txt":{"backupFileName":"x@v1","version":1,"backupTime":"2026-02-10T21:01:09.000Z"}},"timestamp":"2026-02-10T21:01:09.000Z"},"isSnapshotUpdate":true}`)
+	writeSource(t, vfs.OS, filepath.Join(claude, "projects", "-ws", "s1.jsonl"), lines, "")
+	r := diskRook(t, filepath.Join(dir, "store"))
+	id := *mustImport(t, r, FormatClaudeCode, filepath.Join(claude, "projects")).Files[0].Session
+	var out bytes.Buffer
+	d, err := r.Diff(id, &out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Files) != 1 || d.Files[0].Path != "a.txt" || !strings.Contains(out.String(), "-a old\n+a new\n") {
+		t.Fatalf("diff %+v\n%s", d.Files, out.String())
+	}
+	if len(d.Uncompared) != 1 || d.Uncompared[0].Path != "shared/x.txt" || !strings.Contains(d.Uncompared[0].Error, "outside the workspace") {
+		t.Fatalf("uncompared: %+v", d.Uncompared)
+	}
+}

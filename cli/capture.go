@@ -211,6 +211,9 @@ func leftOut(p *agent.RolloutPatches) string {
 // printUnreadable says, on stderr, which directories the diff could not
 // look in: the files added there are missing from it.
 func printUnreadable(e *Env, d agent.SessionDiff) {
+	for _, u := range d.Uncompared {
+		fmt.Fprintf(e.Stderr, "rook: %s not compared: %s\n", terminalLine(u.Path), terminalLine(u.Error))
+	}
 	for _, u := range d.Unreadable {
 		fmt.Fprintf(e.Stderr, "rook: cannot read %s (%s): files added in it are not shown\n", terminalLine(u.Path), u.Error)
 	}

@@ -1123,6 +1123,15 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	if other := otherFormat(opts.Format, head); other != "" && prep.base == 0 {
 		return fail(fmt.Errorf("this looks like a %s transcript, not %s: use `rook import %s`", other, opts.Format, other))
 	}
+	if !zst && prep.base == 0 && bytes.HasPrefix(head, zstdMagic) {
+		// Its bytes would read as one line never ended, "still being
+		// written", or as no entry: neither says what to do.
+		how := "rename it to end in .jsonl.zst, which import decompresses, or `zstd -d` it"
+		if opts.Format == FormatClaudeCode {
+			how = "`zstd -d` it to a plain .jsonl and import that"
+		}
+		return fail(fmt.Errorf("zstd-compressed, though not named .zst (it starts with a zstd frame): %s", how))
+	}
 	fi := &fileImport{r: r, opts: opts, path: f.path, zst: zst, rep: rep, res: &res, known: known, continued: names.continuedIn,
 		modTime: time.Unix(0, f.stat.MTime)}
 	start := int64(0) // the session holds the file's first start bytes

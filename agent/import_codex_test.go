@@ -1241,3 +1241,48 @@ func TestImportOfAZstThatGrowsPastItsChunkIsStreamed(t *testing.T) {
 		t.Fatalf("exported %d byte(s) of %d (%v)", buf.Len(), len(plain), err)
 	}
 }
+
+// A zstd-compressed file named .jsonl (compressed by hand, or by a tool
+// that kept the name) read as one line never ended: "its first line is
+// still being written: nothing to import yet", then never imported, exit
+// 0. It fails, saying it is compressed and what to do; read whole or in
+// chunks, Codex or Claude Code alike. A frame damaged inside (its
+// checksum does not match) says it is damaged and what to do, not the
+// decoder's words alone.
+func TestZstdRolloutNamedPlainAndDamagedFrame(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	plain := []byte(`{"timestamp":"2026-01-02T10:00:00Z","type":"session_meta","payload":{"id":"` + codexMainID + `","cwd":"/w","source":"cli"}}` + "\n")
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	packed := enc.EncodeAll(plain, nil)
+	for _, c := range []struct{ format, path, how string }{
+		{FormatCodex, "/c/rollout-2026-01-02T03-04-05-" + codexMainID + ".jsonl", "rename it to end in .jsonl.zst"},
+		{FormatClaudeCode, "/p/-w/" + codexMainID + ".jsonl", "`zstd -d` it to a plain .jsonl"},
+	} {
+		writeSourceFile(t, fsys, c.path, packed)
+		for _, chunk := range []int{0, 16} {
+			rep, err := r.Import(ImportOptions{Format: c.format, Paths: []string{c.path}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := fileByPath(t, rep, c.path)
+			if f.Status != ImportFailed || !strings.HasPrefix(f.Note, "zstd-compressed, though not named .zst") || !strings.Contains(f.Note, c.how) {
+				t.Errorf("%s, chunk %d: %+v", c.path, chunk, f)
+			}
+		}
+	}
+	damaged := slices.Clone(packed)
+	damaged[len(damaged)-1] ^= 1 // in the frame's checksum
+	src := "/c/rollout-2026-01-02T03-04-05-" + codexMainID + ".jsonl.zst"
+	writeSourceFile(t, fsys, src, damaged)
+	rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := fileByPath(t, rep, src); f.Status != ImportFailed || !strings.HasPrefix(f.Note, "decompress: the zstd data is damaged") || !strings.Contains(f.Note, "put back a good copy") {
+		t.Errorf("a damaged frame: %+v", f)
+	}
+}

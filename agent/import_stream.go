@@ -325,8 +325,14 @@ func (z zstdFile) error(err error) error {
 	if errors.Is(err, zstd.ErrWindowSizeExceeded) {
 		return fmt.Errorf("decompress: compressed with a window over %d MiB (`zstd --long=30` or more), more memory than import gives one file: `zstd -d --long=31` it to the .jsonl of the same name beside it, which import reads instead: %w", maxZstdWindow>>20, err)
 	}
-	return fmt.Errorf("decompress: %w", err)
+	// Anything else is damage in a frame (a checksum that does not match,
+	// a block that does not decode): the decoder's words alone say
+	// nothing a user can act on.
+	return fmt.Errorf("decompress: the zstd data is damaged (%w): it cannot be read past the damage; put back a good copy (a backup) and import again", err)
 }
+
+// zstdMagic begins every zstd frame.
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 
 // maxZstdWindow is the largest window a .zst source may declare: the
 // decoder's own default, which `zstd --long` up to 29 stays within.

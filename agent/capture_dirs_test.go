@@ -259,7 +259,12 @@ func TestManifestDirsAreVersionedAndChecked(t *testing.T) {
 	const files = `"files":{"d/a":{"id":"2b806e7d75371072494f629b7fe1a565","size":6,"mode":"0644"}}`
 	for _, c := range []struct{ text, err string }{
 		{`{"v":1,"root":"/w",` + files + `,"dirs":["d"]}`, `version 1 has no "dirs"`},
-		{`{"v":5,"root":"/w",` + files + `,"dirs":["d"]}`, "version 5"},
+		{`{"v":6,"root":"/w",` + files + `,"dirs":["d"]}`, "version 6"},
+		{`{"v":4,"root":"/w",` + files + `,"unknown":["e"]}`, `version 4 has no "unknown"`},
+		{`{"v":5,"root":"/w",` + files + `,"unknown":["d/a"]}`, `"d/a" is both unknown and captured`},
+		{`{"v":5,"root":"/w",` + files + `,"absent":["e"],"unknown":["e"]}`, `"e" is both unknown and captured, absent`},
+		{`{"v":5,"root":"/w",` + files + `,"dirs":["e"],"unknown":["e"]}`, `"e" is both unknown and captured, absent or a captured directory`},
+		{`{"v":5,"root":"/w",` + files + `,"unknown":["e/../../f"]}`, "not clean"},
 		{`{"v":3,"root":"/w",` + files + `,"opened":{"d":"0555"}}`, `version 3 has no "opened"`},
 		{`{"v":4,"root":"/w",` + files + `,"dirs":["d"],"opened":{"d":"0555"}}`, `"opened" names "d", which is in "dirs"`},
 		{`{"v":4,"root":"/w",` + files + `,"opened":{"../e":"0555"}}`, "leaves the workspace"},
@@ -311,7 +316,16 @@ func TestManifestDirsAreVersionedAndChecked(t *testing.T) {
 	if again, err := DecodeManifest(b); err != nil || !maps.Equal(again.Opened, m.Opened) {
 		t.Fatalf("%+v, %v", again, err)
 	}
-	m.Dirs, m.DirModes, m.Opened = nil, nil, nil
+	// With paths whose state it lost, version 5, sorted, each once.
+	m.Unknown = []string{"x", "g", "x"}
+	b = m.Encode()
+	if !bytes.Contains(b, []byte(`"v":5,`)) || !bytes.Contains(b, []byte(`"unknown":["g","x"]`)) {
+		t.Fatalf("encoded %s", b)
+	}
+	if again, err := DecodeManifest(b); err != nil || !slices.Equal(again.Unknown, []string{"g", "x"}) {
+		t.Fatalf("%+v, %v", again, err)
+	}
+	m.Dirs, m.DirModes, m.Opened, m.Unknown = nil, nil, nil, nil
 	if b := m.Encode(); !bytes.Contains(b, []byte(`"v":1,`)) || bytes.Contains(b, []byte("dirs")) || bytes.Contains(b, []byte("opened")) {
 		t.Fatalf("encoded %s", b)
 	}

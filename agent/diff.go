@@ -169,6 +169,12 @@ func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) 
 	// unknown: the paths an edit result changed without saying from
 	// what, at the seq of the first such result.
 	unknown := map[string]uint64{}
+	// lost: the paths a capture was to hold and does not (Manifest.Unknown:
+	// a Claude Code file backup named and not there), at the seq of the
+	// first: a later capture of one is not the file before the session.
+	// (An edit result that says what the file was still is: Claude Code
+	// backs a file up just before the edit whose result says so.)
+	lost := map[string]uint64{}
 	fromTranscript := map[string]bool{}
 	// Late captures (lateBackupsLabel), appended after the session's
 	// lines, stand at the seq of the line that named their backups: taken
@@ -190,7 +196,7 @@ func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) 
 				}
 				late = append(late, more...)
 			}
-			return st, st.takeLate(r, late, start, unknown, fromTranscript)
+			return st, st.takeLate(r, late, start, unknown, lost, fromTranscript)
 		}
 		for _, ev := range evs {
 			// Only an imported Claude Code session (ws) has them: in
@@ -247,14 +253,32 @@ func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) 
 				return firstStates{}, fmt.Errorf("checkpoint #%d captured %s, earlier ones %s", ev.Seq, m.Root, st.Root)
 			}
 			st.Captures++
+			// afterLost: a path whose state a capture before lost, captured
+			// again: changed since, from what is not known, so neither this
+			// capture nor an edit result after it is the file before the
+			// session.
+			afterLost := func(p string) bool {
+				if _, ok := lost[p]; !ok {
+					return false
+				}
+				if _, ok := unknown[p]; !ok {
+					unknown[p] = ev.Seq
+				}
+				return true
+			}
 			for p, f := range m.Files {
-				if _, ok := st.First[p]; !ok {
+				if _, ok := st.First[p]; !ok && !afterLost(p) {
 					st.First[p] = Change{Path: p, File: f, backup: m.Label == captureBackupsLabel}
 					st.seq[p] = ev.Seq
 				}
 			}
+			for _, p := range m.Unknown {
+				if _, ok := st.First[p]; !ok && !afterLost(p) {
+					lost[p] = ev.Seq
+				}
+			}
 			for _, p := range m.Absent {
-				if _, ok := st.First[p]; !ok {
+				if _, ok := st.First[p]; !ok && !afterLost(p) {
 					st.First[p] = Change{Path: p, Remove: true}
 					st.seq[p] = ev.Seq
 				}
@@ -536,7 +560,7 @@ func isBinary(b []byte) bool {
 // at. A path an edit result changed earlier without saying from what, or
 // captured absent or under a directory captured whole, is left as it is.
 // A path captured absent (a file the session created) is absent there.
-func (st *firstStates) takeLate(r *Rook, late []lateCapture, from uint64, unknown map[string]uint64, fromTranscript map[string]bool) error {
+func (st *firstStates) takeLate(r *Rook, late []lateCapture, from uint64, unknown, lost map[string]uint64, fromTranscript map[string]bool) error {
 	for _, lc := range late {
 		ev := lc.ev
 		at, _ := lateCaptureAt(ev)
@@ -555,6 +579,11 @@ func (st *firstStates) takeLate(r *Rook, late []lateCapture, from uint64, unknow
 		st.Captures++
 		take := func(p string, c Change) {
 			if u, ok := unknown[p]; ok && u < at {
+				return
+			}
+			if l, ok := lost[p]; ok && l < at {
+				// (At the seq of the capture that lost it, the backup it
+				// lacked, put there since, is the state it was to hold.)
 				return
 			}
 			// (At the same seq, a capture's state stays: only an edit

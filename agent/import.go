@@ -3529,6 +3529,9 @@ func (b backupSet) note(m mappedLine) {
 	}
 }
 
+// backupLeftOut says what becomes of a file backup a capture cannot take.
+const backupLeftOut = "the capture records its state then as unknown: `rook session diff` and rewind leave the file out, unless an edit result in the transcript says what it was, or the backup is put back (the next import takes it in)"
+
 // captureBackupsLabel labels the captures made of Claude Code's file
 // backups; export leaves them out (they are not lines of the source).
 const captureBackupsLabel = "claude-code:file-history"
@@ -3590,15 +3593,18 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 				// No backup kept (nothing to capture), or one not readable,
 				// or not a file (a FIFO would hang the import, a link to
 				// /dev/zero fill its memory): said, and left out.
+				// Its state then is not known (unknown): a later
+				// backup of it is not the file before the session.
+				m.Unknown = append(m.Unknown, filepath.ToSlash(rel))
 				if !errors.Is(err, fs.ErrNotExist) {
-					problem(ImportProblem{File: backup, Reason: fmt.Sprintf("the file backup of %s: %v: the capture leaves it out (`rook session diff` will not show its change)", rel, err)})
+					problem(ImportProblem{File: backup, Reason: fmt.Sprintf("the file backup of %s: %v: %s", rel, err, backupLeftOut)})
 					continue
 				}
 				// Named, in a directory that holds the session's other
 				// backups, and not there (deleted, or not copied): said
 				// at the line that names it, as a missing tool output is.
 				missing++
-				problem(ImportProblem{File: path, Line: p.no, Reason: fmt.Sprintf("names the file backup of %s, %s, which is not there: the capture leaves it out (`rook session diff` will not show its change)", rel, backup)})
+				problem(ImportProblem{File: path, Line: p.no, Reason: fmt.Sprintf("names the file backup of %s, %s, which is not there: %s", rel, backup, backupLeftOut)})
 				continue
 			}
 			res, err := r.Store.Put(cas.KindFile, data)
@@ -3609,7 +3615,7 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 			m.TotalBytes += int64(len(data))
 		}
 	}
-	if len(m.Files) == 0 && len(m.Absent) == 0 {
+	if len(m.Files) == 0 && len(m.Absent) == 0 && len(m.Unknown) == 0 {
 		return 0, missing, nil
 	}
 	sort.Strings(m.Absent)

@@ -1816,3 +1816,96 @@ func TestDiffGoesOnPastAPathLeadingOutside(t *testing.T) {
 		t.Fatalf("uncompared: %+v", d.Uncompared)
 	}
 }
+
+// TestImportClaudeFileHistoryFirstBackupMissing: a file's first backup
+// (@v1, the file before the session) named and not there, a later one
+// (@v2, the file mid-session) there: diff and a rewind to the start took
+// @v2 for the file before the session, saying nothing. The capture records
+// the path's state as unknown (manifest version 5): diff and a rewind to
+// before @v2 leave the file out, a rewind to @v2's line restores it; the
+// missing backup put back, the next import takes it in and diff shows the
+// whole change. The same with an edit result after the missing backup:
+// its original is the file before the session (Claude Code backs a file
+// up just before the edit whose result says what it was).
+func TestImportClaudeFileHistoryFirstBackupMissing(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	claude := filepath.Join(dir, "home", ".claude")
+	backups := filepath.Join(claude, "file-history", "s1")
+	writeTree(t, ws, tree{"n.txt": "three\n", "k.txt": "k after\n", "e.txt": "e after\n"})
+	writeTree(t, backups, tree{"n@v2": "two\n", "k@v1": "k before\n"})
+	snap := func(mid string, files string) string {
+		return `{"type":"file-history-snapshot","messageId":"` + mid + `","snapshot":{"messageId":"` + mid + `","trackedFileBackups":{` + files + `},"timestamp":"2026-02-10T21:01:09.000Z"},"isSnapshotUpdate":false}`
+	}
+	backup := func(path, name string) string {
+		return fmt.Sprintf(`%q:{"backupFileName":%q,"version":1,"backupTime":"2026-02-10T21:01:09.000Z"}`, path, name)
+	}
+	var lines []string
+	lines = append(lines, claudeLines("s1", 1)...)
+	lines = append(lines, snap("m1", backup("n.txt", "n@v1")+","+backup("k.txt", "k@v1")+","+backup("e.txt", "e@v1")))
+	edit := (&editTranscript{ws: ws})
+	edit.edit(filepath.Join(ws, "e.txt"), "e before\n", "before", "after")
+	lines = append(lines, edit.lines...)
+	lines = append(lines, claudeLines("s1", 2)...)
+	lines = append(lines, snap("m2", backup("n.txt", "n@v2")+","+backup("k.txt", "k@v1")))
+	lines = append(lines, claudeLines("s1", 3)...)
+	for i := range lines {
+		lines[i] = strings.ReplaceAll(lines[i], `"cwd":"/home/u/proj"`, fmt.Sprintf(`"cwd":%q`, ws))
+	}
+	projects := filepath.Join(claude, "projects")
+	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "s1.jsonl"), lines, "")
+	r := diskRook(t, filepath.Join(dir, "store"))
+	rep := mustImport(t, r, FormatClaudeCode, projects)
+	id := *rep.Files[0].Session
+	if rep.BackupsMissing != 2 {
+		t.Fatalf("missing backups: %d", rep.BackupsMissing)
+	}
+	var caps []uint64
+	for _, ev := range mustEvents(t, r, id) {
+		if ev.Kind == eventlog.KindCheckpoint {
+			caps = append(caps, ev.Seq)
+		}
+	}
+	if len(caps) != 2 {
+		t.Fatalf("captures at %v", caps)
+	}
+	if m, err := r.ReadManifest(mustEvents(t, r, id)[caps[0]].Body); err != nil || m.V != 5 || !slices.Equal(m.Unknown, []string{"e.txt", "n.txt"}) {
+		t.Fatalf("the first capture: %+v %v", m, err)
+	}
+	d, err := r.Diff(id, nil, false)
+	if err != nil || len(d.Files) != 2 || d.Files[0].Path != "e.txt" || d.Files[1].Path != "k.txt" || d.FromTranscript != 1 {
+		t.Fatalf("diff: %+v %v", d.Files, err)
+	}
+	// A rewind to the start leaves n.txt as it is; one to the line of
+	// @v2 (its capture follows it) puts @v2 back.
+	rw, err := r.Rewind(id, 0, false)
+	if err != nil || readFileT(t, filepath.Join(ws, "n.txt")) != "three\n" || readFileT(t, filepath.Join(ws, "k.txt")) != "k before\n" || readFileT(t, filepath.Join(ws, "e.txt")) != "e before\n" {
+		t.Fatalf("rewind to 0: %+v %v", rw, err)
+	}
+	writeTree(t, ws, tree{"k.txt": "k after\n", "e.txt": "e after\n"})
+	if _, err := r.Rewind(id, caps[1]-1, false); err != nil || readFileT(t, filepath.Join(ws, "n.txt")) != "two\n" {
+		t.Fatalf("rewind to @v2's line: %v, n.txt %q", err, readFileT(t, filepath.Join(ws, "n.txt")))
+	}
+	writeTree(t, ws, tree{"n.txt": "three\n"})
+	// The missing backup put back: the next import takes it in.
+	writeTree(t, backups, tree{"n@v1": "one\n"})
+	mustImport(t, r, FormatClaudeCode, projects)
+	var out bytes.Buffer
+	if d, err := r.Diff(id, &out, false); err != nil || len(d.Files) != 3 || !strings.Contains(out.String(), "-one\n+three\n") {
+		t.Fatalf("diff with @v1 put back: %+v %v\n%s", d.Files, err, out.String())
+	}
+}
+
+// mustEvents are a session's events, every one.
+func mustEvents(t *testing.T, r *Rook, id eventlog.ID) []eventlog.Event {
+	t.Helper()
+	var evs []eventlog.Event
+	if err := r.eachEvent(id, func(ev eventlog.Event) error {
+		evs = append(evs, ev)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+

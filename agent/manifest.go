@@ -49,6 +49,14 @@ import (
 // is written only when there are any: a manifest without stays version 1,
 // 2 or 3, byte for byte as before.
 //
+// Version 5 adds "unknown":["rel/path"]: paths whose state the capture
+// does not hold, though it was taken to: an imported session's Claude Code
+// file backup named and not there (deleted, never copied). Its file's state
+// then is not known, so a later capture of it is not the file before the
+// session either: diff and rewind leave the path out, as of an edit result
+// that does not say what the file was. It is written only when there are
+// any: a manifest without stays version 1 to 4, byte for byte as before.
+//
 // Paths are slash-separated, relative to root, clean, never absolute and
 // never with a ".." element. mode is the permission bits in octal, or
 // "link" for a symbolic link whose object holds the link's target.
@@ -65,8 +73,11 @@ type Manifest struct {
 	DirModes map[string]FileMode `json:"dir_modes,omitempty"`
 	// Opened (version 4) are the modes of directories not in Dirs whose
 	// mode the rewind this captures the disk before changes.
-	Opened     map[string]FileMode `json:"opened,omitempty"`
-	TotalBytes int64               `json:"total_bytes"`
+	Opened map[string]FileMode `json:"opened,omitempty"`
+	// Unknown (version 5) are the paths whose state the capture was to
+	// hold and does not.
+	Unknown    []string `json:"unknown,omitempty"`
+	TotalBytes int64    `json:"total_bytes"`
 	// Skipped lists what a capture left out and why (a tree capture's
 	// links leading outside the workspace; any capture's named pipes),
 	// for the user; restore ignores it.
@@ -74,12 +85,13 @@ type Manifest struct {
 }
 
 // manifestVersion is the newest manifest version this rook reads and
-// writes, when a manifest has opened directories; manifestV1 is written
-// when a manifest has no dirs nor absent paths, which the versions read
-// alike, manifestV2 when it has no dir modes, manifestV3 when it has no
-// opened directories.
+// writes, when a manifest has unknown paths; manifestV1 is written when a
+// manifest has no dirs nor absent paths, which the versions read alike,
+// manifestV2 when it has no dir modes, manifestV3 when it has no opened
+// directories, manifestV4 when it has those.
 const (
-	manifestVersion = 4
+	manifestVersion = 5
+	manifestV4      = 4
 	manifestV3      = 3
 	manifestV2      = 2
 	manifestV1      = 1
@@ -278,6 +290,17 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 			return nil, fmt.Errorf("%w: directory %q has the mode \"link\"", ErrBadManifest, d)
 		}
 	}
+	if m.V < 5 && m.Unknown != nil {
+		return nil, fmt.Errorf("%w: version %d has no \"unknown\"", ErrBadManifest, m.V)
+	}
+	for _, p := range m.Unknown {
+		if err := checkRel(p); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
+		}
+		if _, ok := m.Files[p]; ok || absent[p] || dirs[p] {
+			return nil, fmt.Errorf("%w: %q is both unknown and captured, absent or a captured directory", ErrBadManifest, p)
+		}
+	}
 	if m.Files == nil {
 		m.Files = map[string]FileEntry{}
 	}
@@ -297,9 +320,16 @@ func (m *Manifest) Encode() []byte {
 		m.DirModes = nil
 	}
 	if len(m.Opened) > 0 {
-		m.V = manifestVersion
+		m.V = manifestV4
 	} else {
 		m.Opened = nil
+	}
+	if len(m.Unknown) > 0 {
+		m.V = manifestVersion
+		sort.Strings(m.Unknown)
+		m.Unknown = slices.Compact(m.Unknown)
+	} else {
+		m.Unknown = nil
 	}
 	if len(m.Dirs) > 0 {
 		sort.Strings(m.Dirs)

@@ -28,9 +28,14 @@ func FuzzDecodeManifest(f *testing.F) {
 	f.Add([]byte(`{"v":4,"root":"/r","files":{},"dirs":["d"],"opened":{"d":"0555"}}`))
 	f.Add([]byte(`{"v":3,"root":"/r","files":{},"opened":{"e":"0555"}}`))
 	f.Add([]byte(`{"v":4,"root":"/r","files":{},"opened":{"e":"link"}}`))
+	// Version 5 (paths whose state a capture lost), and ones it refuses.
+	f.Add([]byte(`{"v":5,"root":"/r","files":{"a":{"id":"2b806e7d75371072494f629b7fe1a565","size":1,"mode":"0644"}},"absent":["b"],"unknown":["c","c","d/e"],"total_bytes":1}`))
+	f.Add([]byte(`{"v":4,"root":"/r","files":{},"unknown":["c"]}`))
+	f.Add([]byte(`{"v":5,"root":"/r","files":{},"absent":["c"],"dirs":["d"],"unknown":["c","d","../e"]}`))
+	f.Add([]byte(`{"v":5,"root":"/r","files":{},"unknown":[]}`))
 	// One seed for each refusal of DecodeManifest and checkRel, so the
 	// fuzzer starts at the edge of each check rather than finding it.
-	f.Add([]byte(`{"v":5,"root":"/r","files":{}}`))
+	f.Add([]byte(`{"v":6,"root":"/r","files":{}}`))
 	f.Add([]byte(`{"v":1,"root":"r","files":{}}`))
 	for _, p := range []string{`a\\b`, `a\u0000`, `/a`, `a/./b`, `..`, `../a`, `.`} {
 		f.Add([]byte(`{"v":2,"root":"/r","files":{},"absent":["` + p + `"]}`))
@@ -59,6 +64,14 @@ func FuzzDecodeManifest(f *testing.F) {
 		}
 		if !maps.Equal(m.Opened, again.Opened) {
 			t.Fatalf("the directories a rewind opened changed in a round trip: %v, then %v", m.Opened, again.Opened)
+		}
+		if !slices.Equal(slices.Compact(slices.Sorted(slices.Values(m.Unknown))), again.Unknown) {
+			t.Fatalf("the paths whose state was lost changed in a round trip: %q, then %q", m.Unknown, again.Unknown)
+		}
+		for _, p := range again.Unknown {
+			if checkRel(p) != nil {
+				t.Fatalf("\"unknown\" names %q", p)
+			}
 		}
 		// What a rewind acts on is in the workspace: "." or a clean
 		// relative path.

@@ -391,7 +391,7 @@ func printImport(e *Env, out importJSON) {
 		fmt.Fprintf(w, "%d tool output(s) the lines name are not in their tool-results/ directory (deleted, or not copied with the transcripts): only the preview in the line is kept; put there later, the next import takes them in\n", n)
 	}
 	if n := rep.BackupsMissing; n > 0 {
-		fmt.Fprintf(w, "%d file backup(s) the lines name are not in Claude Code's file-history/ directory (deleted, or not copied with the transcripts): `rook session diff` leaves their files' changes out%s\n", n, sideLate)
+		fmt.Fprintf(w, "%d file backup(s) the lines name are not in Claude Code's file-history/ directory (deleted, or not copied with the transcripts): `rook session diff` and rewind leave those files out%s\n", n, sideLate)
 	}
 	if n := rep.BackupsLate; n > 0 {
 		ids := make([]string, len(rep.LateSessions))

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -3525,8 +3526,22 @@ type backupSet map[string]bool
 
 func (b backupSet) note(m mappedLine) {
 	for p, name := range m.Backups {
-		b[p+"\x00"+name] = true
+		b[m.backupKey(p, name)] = true
 	}
+}
+
+// backupKey is how a backupSet (and lateBackups) knows a file backup a
+// line names: its path and backup file name (which holds its version,
+// "h1@v2"); of a file that did not exist (no backup), its version when
+// over 1: absent again after it existed (created, then deleted) is a
+// state of its own, not the first absence named again. (A version 1
+// absence keeps the key it always had, so a saved import state's keys
+// still match.)
+func (m *mappedLine) backupKey(rel, name string) string {
+	if v := m.AbsentVersions[rel]; name == "" && v > 1 {
+		return rel + "\x00@v" + strconv.Itoa(v)
+	}
+	return rel + "\x00" + name
 }
 
 // backupLeftOut says what becomes of a file backup a capture cannot take.
@@ -3564,7 +3579,7 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 	first := map[string]bool{} // the paths m has, as named first in the unit
 	for _, p := range unit {
 		for rel, name := range p.m.Backups {
-			key := rel + "\x00" + name
+			key := p.m.backupKey(rel, name)
 			if filepath.IsAbs(rel) && sess.Workspace != "" {
 				if r, err := filepath.Rel(sess.Workspace, rel); err == nil {
 					rel = r // an absolute path inside the workspace
@@ -3658,7 +3673,7 @@ func (r *Rook) heldForBackups(format, path string, lines []pendingLine, info sou
 	for i, p := range lines {
 		var missing []string
 		for rel, name := range p.m.Backups {
-			key := rel + "\x00" + name
+			key := p.m.backupKey(rel, name)
 			if captured[key] || seen[key] || strings.ContainsAny(name, "/\\") {
 				continue
 			}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -195,6 +196,9 @@ type claudeEntry struct {
 type claudeBackup struct {
 	BackupFileName *string `json:"backupFileName"`
 	BackupTime     string  `json:"backupTime"`
+	// Version counts the file's states Claude Code recorded (raw: a line
+	// whose version is not a number is not refused for it).
+	Version json.RawMessage `json:"version"`
 }
 
 func (m *claudeMapper) session() sourceSession {
@@ -379,6 +383,14 @@ func (m *claudeMapper) mapEntry(l *claudeEntry) mappedLine {
 				out.Backups[p] = *b.BackupFileName
 			} else {
 				out.Backups[p] = ""
+				// Absent again at a later version: it existed in between
+				// (created, then deleted), so this is a state of its own.
+				if v, err := strconv.Atoi(string(b.Version)); err == nil && v > 1 {
+					if out.AbsentVersions == nil {
+						out.AbsentVersions = map[string]int{}
+					}
+					out.AbsentVersions[p] = v
+				}
 			}
 		}
 	default:

@@ -43,6 +43,9 @@ type mappedLine struct {
 	// by path as in Backups: a backup named but not on disk yet, and made
 	// moments ago, is on its way (heldForBackups).
 	BackupTimes map[string]time.Time
+	// AbsentVersions are the versions of the paths in Backups with no
+	// backup ("") whose version is over 1 (backupKey).
+	AbsentVersions map[string]int
 	// Unparsed says why the line is not a JSON entry this mapper knows
 	// (not JSON at all, a truncated last line...): it is kept as a note,
 	// byte for byte, and reported with its file:line. "" when it parsed.

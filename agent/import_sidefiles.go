@@ -430,7 +430,7 @@ type backupAt struct {
 // lines name, each at the line that names it first, and where its
 // captures stand for which paths.
 type lateBackups struct {
-	seen     map[string]bool          // path "\x00" backup name: named
+	seen     map[string]bool          // backupKey: named
 	named    map[backupAt]namedBackup // the backup a line names first for a path
 	captured map[backupAt]bool        // the paths a capture at each seq holds
 	mapper   lineMapper
@@ -486,10 +486,11 @@ func (r *Rook) noteBackups(late *lateBackups, m eventlog.Meta, ev eventlog.Event
 // first.
 func (late *lateBackups) note(m eventlog.Meta, ml mappedLine, ev eventlog.Event) {
 	for rel, name := range ml.Backups {
-		if late.seen[rel+"\x00"+name] {
+		key := ml.backupKey(rel, name)
+		if late.seen[key] {
 			continue
 		}
-		late.seen[rel+"\x00"+name] = true
+		late.seen[key] = true
 		if filepath.IsAbs(rel) {
 			if r, err := filepath.Rel(m.Workspace, rel); err == nil {
 				rel = r // an absolute path inside the workspace

@@ -1909,3 +1909,50 @@ func mustEvents(t *testing.T, r *Rook, id eventlog.ID) []eventlog.Event {
 	return evs
 }
 
+// TestImportClaudeFileHistoryAbsentAgain: a file the agent created (no
+// backup, version 1), that existed at the next snapshot (@v2) and was
+// gone at the one after (no backup, version 3), then made again: the
+// third snapshot's absence was taken for the first named again, and not
+// captured, so a rewind to before the file was made again left it there.
+func TestImportClaudeFileHistoryAbsentAgain(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	claude := filepath.Join(dir, "home", ".claude")
+	writeTree(t, ws, tree{"p.txt": "p made again\n"})
+	writeTree(t, filepath.Join(claude, "file-history", "s1"), tree{"p@v2": "p first made\n"})
+	snap := func(turn int, name string) string {
+		return fmt.Sprintf(`{"type":"file-history-snapshot","messageId":"m%d","snapshot":{"messageId":"m%d","trackedFileBackups":{"p.txt":{"backupFileName":%s,"version":%d,"backupTime":"2026-02-10T21:01:09.000Z"}},"timestamp":"2026-02-10T21:01:09.000Z"},"isSnapshotUpdate":false}`, turn, turn, name, turn)
+	}
+	var lines []string
+	for turn, name := range []string{"null", `"p@v2"`, "null"} {
+		lines = append(lines, snap(turn+1, name))
+		lines = append(lines, claudeLines("s1", turn+1)...)
+	}
+	for i := range lines {
+		lines[i] = strings.ReplaceAll(lines[i], `"cwd":"/home/u/proj"`, fmt.Sprintf(`"cwd":%q`, ws))
+	}
+	projects := filepath.Join(claude, "projects")
+	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "s1.jsonl"), lines, "")
+	r := diskRook(t, filepath.Join(dir, "store"))
+	id := *mustImport(t, r, FormatClaudeCode, projects).Files[0].Session
+	var caps []uint64
+	for _, ev := range mustEvents(t, r, id) {
+		if ev.Kind == eventlog.KindCheckpoint {
+			caps = append(caps, ev.Seq)
+		}
+	}
+	if len(caps) != 3 {
+		t.Fatalf("captures at %v, want one at each snapshot", caps)
+	}
+	// A rewind to the third snapshot's line: p.txt was gone then.
+	if _, err := r.Rewind(id, caps[2]-1, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "p.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("p.txt after the rewind to before it was made again: %v", err)
+	}
+	// To the second's: as it was then.
+	if _, err := r.Rewind(id, caps[1]-1, false); err != nil || readFileT(t, filepath.Join(ws, "p.txt")) != "p first made\n" {
+		t.Fatalf("rewind to the second snapshot: %v", err)
+	}
+}

@@ -537,16 +537,13 @@ type findStreamedResult struct {
 // findStreamed is what Find gives of imported line s, streamed, searched
 // from off with budget bytes left: ok is false when the line is to be read
 // whole (one the streamed path cannot give exactly, or a read failed).
-func (r *Rook) findStreamed(s *streamedLine, off, budget int64, m, escaped *foldMatcher) (findStreamedResult, bool) {
+func (r *Rook) findStreamed(s *streamedLine, off, budget int64, m *foldMatcher, escaped []*foldMatcher) (findStreamedResult, bool) {
 	var res findStreamedResult
 	spans, newlines, ok := s.findSpans()
 	if !ok {
 		return res, false
 	}
-	ms := []*foldMatcher{m}
-	if escaped != nil {
-		ms = append(ms, escaped)
-	}
+	ms := append([]*foldMatcher{m}, escaped...)
 	f := newFindScan(ms, off, s.total, budget, spans, newlines)
 	f.binary = s.binary
 	if err := r.writeStreamed(s, f); err != nil {

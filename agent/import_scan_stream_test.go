@@ -340,6 +340,10 @@ func streamedFindSeeds() []streamedFindSeed {
 			// the snippet's window ends inside it.
 			streamedFindSeed{[]byte(s), "0f9\x01a\\7c\x1fe", "9\x01a", 9000, 0, 60})
 	}
+	// Text a writer escaped more than rook does (findEscaped): past ASCII
+	// and <, >, & as \u escapes.
+	// (Such a string is never cut out: it is not as rook writes it.)
+	seeds = append(seeds, streamedFindSeed{[]byte(`{"type":"user","message":{"content":[{"type":"text","text":"caf\u00e9 \u003c \ud83d\ude00"},{"type":"tool_result","content":"#"}]}}`), "needle ", "CAFé < 😀", 0, 0, 40})
 	return seeds
 }
 

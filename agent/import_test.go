@@ -1089,6 +1089,32 @@ func TestFindMatchesImportedTextAsWritten(t *testing.T) {
 	}
 }
 
+// TestFindMatchesTextEscapedByOtherWriters: a transcript rewritten by a
+// tool whose JSON escapes more (Python's json.dumps: every character past
+// ASCII as \uXXXX, a pair past U+FFFF; Go's encoding/json: <, > and &)
+// reads decoded in show and search; find found none of it.
+func TestFindMatchesTextEscapedByOtherWriters(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	line := func(n int, content string) string {
+		return fmt.Sprintf(`{"type":"user","sessionId":"s1","cwd":"/w","message":{"role":"user","content":"%s"},"uuid":"u%d","timestamp":"2026-02-10T21:00:0%d.000Z"}`, content, n, n)
+	}
+	lines := []string{
+		line(0, `le caf\u00e9 est pr\u00eat`),
+		line(1, `if a \u003c b \u0026\u0026 c`),
+		line(2, `smile \ud83d\ude00 please`),
+		line(3, `\"d\u00e9j\u00e0 vu\" \u003cok\u003e`),
+	}
+	writeSource(t, fsys, "/home/u/.claude/projects/-w/s1.jsonl", lines, "")
+	id := *mustImport(t, r, FormatClaudeCode, "/home/u/.claude/projects").Files[0].Session
+	for query, want := range map[string]uint64{"café est": 0, "a < b && c": 1, "smile 😀": 2, `"déjà vu" <ok>`: 3, "prêt": 0} {
+		res, err := r.Find(id, FindQuery{Query: query})
+		if err != nil || len(res.Hits) == 0 || res.Hits[0].Seq != want {
+			t.Errorf("find %q: %+v %v", query, res.Hits, err)
+		}
+	}
+}
+
 // TestFindSnippetsOfImportedText: a hit in an imported line shows the text
 // as written, not its JSON: the string the match is in, decoded, after its
 // key; the line as stored only when the match is not inside one string

@@ -14,14 +14,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/rookhq/rook/cas"
 	"io"
 	"math"
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 )
 
@@ -811,9 +812,12 @@ scan:
 			at, end := -1, -1
 			for from := start; from < stop; {
 				at, end, scratch = m.index(body, from, stop, scratch)
-				if escaped != nil && imported {
+				for _, e := range escaped {
+					if !imported {
+						break
+					}
 					var eAt, eEnd int
-					eAt, eEnd, scratch = escaped.index(body, from, stop, scratch)
+					eAt, eEnd, scratch = e.index(body, from, stop, scratch)
 					if eAt >= 0 && (at < 0 || eAt < at) {
 						at, end = eAt, eEnd
 					}
@@ -873,13 +877,52 @@ scan:
 	return res, nil
 }
 
-// findEscaped is the matcher of query as a JSON string writes it, nil
-// when that is the query itself.
-func findEscaped(query string) *foldMatcher {
-	if e := appendJSONString(nil, []byte(query)); string(e[1:len(e)-1]) != query {
-		return newFoldMatcher(string(e[1 : len(e)-1]))
+// findEscaped are the matchers of query as JSON strings write it, but for
+// the query itself: as rook and most writers escape it (a quote,
+// backslash, control character), and, where the query has such
+// characters, as writers that escape more do: every character past ASCII
+// as \uXXXX (Python's json.dumps), and <, >, & (Go's encoding/json),
+// which a transcript rewritten by such a tool holds ("caf\u00e9" for
+// "café": show and search read it decoded, so find must too).
+func findEscaped(query string) []*foldMatcher {
+	e := appendJSONString(nil, []byte(query))
+	base := string(e[1 : len(e)-1])
+	seen := map[string]bool{query: true}
+	var out []*foldMatcher
+	for _, form := range []string{base, escapeMore(base, true, false), escapeMore(base, false, true), escapeMore(base, true, true)} {
+		if !seen[form] {
+			seen[form] = true
+			out = append(out, newFoldMatcher(form))
+		}
 	}
-	return nil
+	return out
+}
+
+// escapeMore is s, a JSON string's content, with its characters past
+// ASCII written as \u escapes (nonASCII; UTF-16, a pair past U+FFFF) and
+// with <, >, &, U+2028 and U+2029 so (html), as the JSON writers that
+// escape them write them. Bytes that are no UTF-8 stay as they are.
+func escapeMore(s string, nonASCII, html bool) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			b.WriteByte(s[i])
+		case html && (r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029'):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		case nonASCII && r > unicode.MaxASCII:
+			if r1, r2 := utf16.EncodeRune(r); r1 != unicode.ReplacementChar {
+				fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+			} else {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			}
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // decodedSnippetWindow is how many bytes of a string decodedSnippet

@@ -2834,6 +2834,10 @@ func (r *Rook) linkParents(known map[string]eventlog.Meta, rep *ImportReport) er
 			if !ok {
 				if f != nil && f.Note == "" && f.Status != ImportUnchanged { // said when it came in, not at every import
 					f.Note = fmt.Sprintf("its parent session %s is not imported: imported on its own (importing the parent later links them)", m.Source.Parent)
+					if m.Source.Parent == m.Source.ID {
+						// (parentOf takes no session for its own parent.)
+						f.Note = fmt.Sprintf("it names its own session id, %s, as the session it was forked from (damaged, or written by hand): imported on its own, linked to none", m.Source.ID)
+					}
 				}
 				continue
 			}

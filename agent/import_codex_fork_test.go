@@ -736,3 +736,22 @@ func TestImportCodexLinksForksOfCopiesToTheirOwnParent(t *testing.T) {
 		tokensOf(t, r, *f.Session, home+"'s fork", 3000, 30)
 	}
 }
+
+// A rollout that names its own id as the one it was forked from (damaged,
+// or written by hand) was told its parent "is not imported ... importing
+// the parent later links them", which no import can do: it says what it
+// is.
+func TestImportCodexForkOfItself(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	var total [2]int
+	items := append([]codexItem{codexMetaItem(codexPID, codexPID)}, codexTurnItems(1, &total)...)
+	path := "/c/2026/02/03/rollout-2026-02-03T10-00-00-" + codexPID + ".jsonl"
+	data := writeSource(t, fsys, path, codexStamped(items, 10, 0), "")
+	rep := mustImport(t, r, FormatCodex, "/c")
+	f := fileByPath(t, rep, path)
+	if f.Parent != nil || !strings.Contains(f.Note, "it names its own session id, "+codexPID+", as the session it was forked from") {
+		t.Fatalf("%+v", f)
+	}
+	mustExport(t, r, *f.Session, data)
+}

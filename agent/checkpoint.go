@@ -325,6 +325,10 @@ type RestoreReport struct {
 	// save's, that its restore made) left in place: they hold something
 	// the restore does not remove (a file put there since).
 	DirsKept []string `json:"dirs_kept,omitempty"`
+	// Unknown are the paths the capture holds no state of (Manifest.Unknown:
+	// a Claude Code file backup missing when its session was imported),
+	// left as they are.
+	Unknown []string `json:"unknown,omitempty"`
 	// Saved names the checkpoint holding the files the restore touched as
 	// they were (and the ones it created, as absent), when it changed
 	// anything: restoring it undoes this one.
@@ -341,7 +345,7 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 	if root == "" {
 		root = m.Root
 	}
-	rep := RestoreReport{Root: root}
+	rep := RestoreReport{Root: root, Unknown: m.Unknown}
 	// A tree capture never follows a link: every directory above its
 	// files was one.
 	plan, err := r.planRestore(root, manifestChanges(m), func(string) bool { return true }, false)

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -94,9 +95,10 @@ type SessionDiff struct {
 	// not the files compared with the disk. Patches counts those patches.
 	FromRollout int             `json:"from_rollout"`
 	Patches     *RolloutPatches `json:"patches,omitempty"`
-	// Uncompared are the captured files not compared with the disk, and
-	// why: a link on the way to one now leads outside the workspace, and
-	// nothing is read through it. They are not in Files.
+	// Uncompared are the files the session changed that were not
+	// compared with the disk, and why: their state before is not known
+	// (firstStates.Unknown), or a link on the way to one now leads outside
+	// the workspace, and nothing is read through it. They are not in Files.
 	Uncompared []UncomparedFile `json:"uncompared,omitempty"`
 }
 
@@ -125,6 +127,12 @@ type firstStates struct {
 	// those directories that a manifest cannot hold (recordable): not in
 	// First.
 	Unrecordable []string
+	// Unknown are the paths whose state is not known, with why: a capture
+	// lost it (a Claude Code file backup not there when the session was
+	// imported), or an edit result changed the file without saying from
+	// what, and nothing before says it: not in First, so diff and rewind
+	// leave them out, and say so.
+	Unknown []UncomparedFile
 
 	seq  map[string]uint64 // the seq of each path's first state
 	dirs map[string]uint64 // the seq of each directory's first capture whole
@@ -196,7 +204,11 @@ func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) 
 				}
 				late = append(late, more...)
 			}
-			return st, st.takeLate(r, late, start, unknown, lost, fromTranscript)
+			if err := st.takeLate(r, late, start, unknown, lost, fromTranscript); err != nil {
+				return st, err
+			}
+			st.unknownLeft(unknown, lost)
+			return st, nil
 		}
 		for _, ev := range evs {
 			// Only an imported Claude Code session (ws) has them: in
@@ -252,7 +264,11 @@ func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) 
 			} else if filepath.Clean(st.Root) != filepath.Clean(m.Root) {
 				return firstStates{}, fmt.Errorf("checkpoint #%d captured %s, earlier ones %s", ev.Seq, m.Root, st.Root)
 			}
-			st.Captures++
+			if len(m.Unknown) == 0 || len(m.Files)+len(m.Absent)+len(m.Dirs) > 0 {
+				// (One that only lost states puts nothing back: a session
+				// whose every backup is missing has no captures.)
+				st.Captures++
+			}
 			// afterLost: a path whose state a capture before lost, captured
 			// again: changed since, from what is not known, so neither this
 			// capture nor an edit result after it is the file before the
@@ -321,6 +337,7 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 	root, first := st.Root, st.First
 	d.Root, d.Captures, d.FromTranscript, d.Unreadable = root, st.Captures, st.FromTranscript, st.Unreadable
 	d.Unrecordable = st.Unrecordable
+	d.Uncompared = slices.Clone(st.Unknown)
 	if len(first) == 0 && len(st.dirs) == 0 {
 		// (An empty directory captured whole holds no file, but may be a
 		// file or link now: below.)
@@ -609,6 +626,28 @@ func (st *firstStates) takeLate(r *Rook, late []lateCapture, from uint64, unknow
 		}
 	}
 	return nil
+}
+
+// unknownLeft sets st.Unknown: the paths of unknown and lost that no
+// state came to after all (a late capture of the missing backup gives one).
+func (st *firstStates) unknownLeft(unknown, lost map[string]uint64) {
+	st.Unknown = nil
+	for p := range lost {
+		if _, ok := st.First[p]; !ok {
+			st.Unknown = append(st.Unknown, UncomparedFile{Path: p, Error: "its state before is not known: its Claude Code file backup was not there when the session was imported (put it back, and import again)"})
+		}
+	}
+	for p := range unknown {
+		if _, ok := st.First[p]; !ok && !mapHas(lost, p) {
+			st.Unknown = append(st.Unknown, UncomparedFile{Path: p, Error: "its state before is not known: the transcript's edit result that first changed it does not say what it was"})
+		}
+	}
+	slices.SortFunc(st.Unknown, func(a, b UncomparedFile) int { return strings.Compare(a.Path, b.Path) })
+}
+
+func mapHas(m map[string]uint64, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // lateCapture is a late capture's event, and the session whose log holds

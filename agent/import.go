@@ -310,11 +310,6 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 			}
 		}
 	}
-	for _, f := range files {
-		if id := names.fileID(f.path); id != "" {
-			names.pending[id]++
-		}
-	}
 	for _, p := range rep.ZstBeside {
 		names.beside[p] = true
 	}
@@ -334,6 +329,11 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		files[i].unchanged = seen && sameStat(m.Source.Stat, &f.stat)
 		if seen {
 			files[i].held, files[i].heldBy, files[i].heldSum = m.Source.Size, m.ID, m.Source.SHA256
+		}
+		// A fork waits for the files of its parent's id still to take in,
+		// new or grown (sourceNames.waits): one unchanged is in already.
+		if id := names.fileID(f.path); id != "" && !files[i].unchanged {
+			names.pending[id]++
 		}
 	}
 	ahead := r.startReadAhead(opts.Format, files, fresh, opts.MinCut, opts.chunkBytes())
@@ -360,10 +360,8 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 				known[f.path] = *m
 			}
 		}
-		if id := names.fileID(f.path); names.pending[id] > 1 {
-			names.pending[id]--
-		} else {
-			delete(names.pending, id)
+		if !f.unchanged {
+			names.taken(f.path)
 		}
 		if unflushed += res.BytesIn; unflushed >= importFlushBytes {
 			if err := r.Log.Flush(); err != nil {
@@ -579,6 +577,15 @@ func codexRolloutID(path string) string {
 // ready says whether what a waiting file waits for (waits) came in.
 func (n *sourceNames) ready(id string) bool {
 	return n.continuedIn[id] || n.pending[id] == 0
+}
+
+// taken notes that a file counted in pending is taken in.
+func (n *sourceNames) taken(path string) {
+	if id := n.fileID(path); n.pending[id] > 1 {
+		n.pending[id]--
+	} else {
+		delete(n.pending, id)
+	}
 }
 
 // fileID is the source session id a file's name says (claudeFileID,
@@ -3603,7 +3610,11 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 				m.Absent = append(m.Absent, filepath.ToSlash(rel))
 				continue
 			}
-			if strings.ContainsAny(name, "/\\") {
+			if strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
+				// No file in the directory: nothing to capture, and what
+				// the file was then is not known.
+				m.Unknown = append(m.Unknown, filepath.ToSlash(rel))
+				problem(ImportProblem{File: path, Line: p.no, Reason: fmt.Sprintf("names the file backup of %s as %q, which is no file name: %s", rel, name, backupLeftOut)})
 				continue
 			}
 			backup := filepath.Join(dir, name)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"slices"
@@ -324,6 +325,10 @@ func (z zstdFile) error(err error) error {
 	}
 	if errors.Is(err, zstd.ErrWindowSizeExceeded) {
 		return fmt.Errorf("decompress: compressed with a window over %d MiB (`zstd --long=30` or more), more memory than import gives one file: `zstd -d --long=31` it to the .jsonl of the same name beside it, which import reads instead: %w", maxZstdWindow>>20, err)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("decompress: %w", err) // reading the file failed: not its data
 	}
 	// Anything else is damage in a frame (a checksum that does not match,
 	// a block that does not decode): the decoder's words alone say

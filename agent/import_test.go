@@ -1107,7 +1107,7 @@ func TestFindMatchesTextEscapedByOtherWriters(t *testing.T) {
 	}
 	writeSource(t, fsys, "/home/u/.claude/projects/-w/s1.jsonl", lines, "")
 	id := *mustImport(t, r, FormatClaudeCode, "/home/u/.claude/projects").Files[0].Session
-	for query, want := range map[string]uint64{"café est": 0, "a < b && c": 1, "smile 😀": 2, `"déjà vu" <ok>`: 3, "prêt": 0} {
+	for query, want := range map[string]uint64{"café est": 0, "a < b && c": 1, "smile 😀": 2, `"déjà vu" <ok>`: 3, "prêt": 0, "CAFÉ EST": 0, "Café": 0} {
 		res, err := r.Find(id, FindQuery{Query: query})
 		if err != nil || len(res.Hits) == 0 || res.Hits[0].Seq != want {
 			t.Errorf("find %q: %+v %v", query, res.Hits, err)
@@ -1777,6 +1777,34 @@ func TestImportClaudeFileHistoryKeepsModes(t *testing.T) {
 			t.Errorf("%s after the rewind: %q, mode %v; want %q, %v", name, got, fi.Mode().Perm(), want.data, want.mode)
 		}
 	}
+	// `rook checkpoint restore` of the capture (by its object id) keeps
+	// the modes too.
+	for name, data := range map[string]string{"run.sh": "echo two\n", "secret.txt": "key two\n"} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(data), 0o644); err != nil { // (its mode kept)
+			t.Fatal(err)
+		}
+	}
+	var capture cas.Key
+	for _, ev := range mustEvents(t, r, id) {
+		if ev.Kind == eventlog.KindCheckpoint && ev.Label == captureBackupsLabel {
+			capture = ev.Body
+		}
+	}
+	m, err := r.ReadManifest(capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.RestoreCheckpoint("", m, ""); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]struct {
+		data string
+		mode os.FileMode
+	}{"run.sh": {"echo one\n", 0o755}, "secret.txt": {"key one\n", 0o600}} {
+		if fi, err := os.Stat(filepath.Join(ws, name)); err != nil || fi.Mode().Perm() != want.mode || readFileT(t, filepath.Join(ws, name)) != want.data {
+			t.Errorf("%s after the checkpoint restore: %v %v, want %q, mode %v", name, fi.Mode(), err, want.data, want.mode)
+		}
+	}
 }
 
 // TestImportClaudeFileHistoryLinkRefused: a backup of a path a link stands
@@ -1902,11 +1930,18 @@ func TestImportClaudeFileHistoryFirstBackupMissing(t *testing.T) {
 	if err != nil || len(d.Files) != 2 || d.Files[0].Path != "e.txt" || d.Files[1].Path != "k.txt" || d.FromTranscript != 1 {
 		t.Fatalf("diff: %+v %v", d.Files, err)
 	}
+	// Left out, and said so.
+	if len(d.Uncompared) != 1 || d.Uncompared[0].Path != "n.txt" || !strings.Contains(d.Uncompared[0].Error, "its Claude Code file backup was not there when the session was imported") {
+		t.Fatalf("uncompared: %+v", d.Uncompared)
+	}
 	// A rewind to the start leaves n.txt as it is; one to the line of
 	// @v2 (its capture follows it) puts @v2 back.
 	rw, err := r.Rewind(id, 0, false)
 	if err != nil || readFileT(t, filepath.Join(ws, "n.txt")) != "three\n" || readFileT(t, filepath.Join(ws, "k.txt")) != "k before\n" || readFileT(t, filepath.Join(ws, "e.txt")) != "e before\n" {
 		t.Fatalf("rewind to 0: %+v %v", rw, err)
+	}
+	if len(rw.NotRestored) != 1 || rw.NotRestored[0].Path != "n.txt" {
+		t.Fatalf("not restored: %+v", rw.NotRestored)
 	}
 	writeTree(t, ws, tree{"k.txt": "k after\n", "e.txt": "e after\n"})
 	if _, err := r.Rewind(id, caps[1]-1, false); err != nil || readFileT(t, filepath.Join(ws, "n.txt")) != "two\n" {
@@ -1980,5 +2015,36 @@ func TestImportClaudeFileHistoryAbsentAgain(t *testing.T) {
 	// To the second's: as it was then.
 	if _, err := r.Rewind(id, caps[1]-1, false); err != nil || readFileT(t, filepath.Join(ws, "p.txt")) != "p first made\n" {
 		t.Fatalf("rewind to the second snapshot: %v", err)
+	}
+}
+
+// TestImportClaudeFileHistoryEveryBackupMissing: a session whose every
+// backup is missing (its file-history directory there, holding others')
+// has a capture recording only unknown states: it puts nothing back, so
+// diff and rewind say, as of a session without backups, that there is
+// nothing to compare or put back (it said "changed nothing on disk", and
+// the rewind applied "1 checkpoint"), and diff names the file it leaves
+// out.
+func TestImportClaudeFileHistoryEveryBackupMissing(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	claude := filepath.Join(dir, "home", ".claude")
+	writeTree(t, ws, tree{"a.txt": "a after\n"})
+	writeTree(t, filepath.Join(claude, "file-history", "s1"), tree{"other@v1": "another's\n"})
+	lines := append(claudeLines("s1", 1), `{"type":"file-history-snapshot","messageId":"m1","snapshot":{"messageId":"m1","trackedFileBackups":{"a.txt":{"backupFileName":"a@v1","version":1,"backupTime":"2026-02-10T21:01:09.000Z"}},"timestamp":"2026-02-10T21:01:09.000Z"},"isSnapshotUpdate":false}`)
+	for i := range lines {
+		lines[i] = strings.ReplaceAll(lines[i], `"cwd":"/home/u/proj"`, fmt.Sprintf(`"cwd":%q`, ws))
+	}
+	projects := filepath.Join(claude, "projects")
+	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "s1.jsonl"), lines, "")
+	r := diskRook(t, filepath.Join(dir, "store"))
+	id := *mustImport(t, r, FormatClaudeCode, projects).Files[0].Session
+	d, err := r.Diff(id, nil, false)
+	if err != nil || d.Captures != 0 || len(d.Files) != 0 || len(d.Uncompared) != 1 || d.Uncompared[0].Path != "a.txt" {
+		t.Fatalf("diff: %+v %v", d, err)
+	}
+	var nb *NoFileBackupsError
+	if _, err := r.Rewind(id, 0, false); !errors.As(err, &nb) {
+		t.Fatalf("rewind: %v", err)
 	}
 }

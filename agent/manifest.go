@@ -396,6 +396,9 @@ func previewOfCapture(body []byte) []byte {
 	if len(m.Absent) > 0 {
 		text += fmt.Sprintf(", %d absent", len(m.Absent))
 	}
+	if len(m.Unknown) > 0 {
+		text += fmt.Sprintf(", %d unknown (%s)", len(m.Unknown), strings.Join(m.Unknown[:min(len(m.Unknown), 16)], ", "))
+	}
 	absent := map[string]bool{}
 	for _, p := range m.Absent {
 		absent[p] = true

@@ -1169,7 +1169,8 @@ func (r *Rook) CaptureSession(id eventlog.ID, paths []string, label string, limi
 func manifestChanges(m *Manifest) []Change {
 	var out []Change
 	for p, f := range m.Files {
-		out = append(out, Change{Path: p, File: f})
+		// (A Claude Code file backup's capture says no mode: contentOnly.)
+		out = append(out, Change{Path: p, File: f, backup: m.Label == captureBackupsLabel})
 	}
 	for _, p := range m.Absent {
 		out = append(out, Change{Path: p, Remove: true})

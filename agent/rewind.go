@@ -52,6 +52,10 @@ type RewindReport struct {
 	// names cannot be recorded (a backslash, or bytes that are not UTF-8),
 	// so its undo could not put them back.
 	Unrecordable []string `json:"unrecordable,omitempty"`
+	// NotRestored are the files the session changed that the rewind left
+	// as they are, and why: their state then is not known
+	// (firstStates.Unknown).
+	NotRestored []UncomparedFile `json:"not_restored,omitempty"`
 	// Notes say what a rewind of an imported Codex session left as it is
 	// and why (a patch the rollout does not say applied, nor what it
 	// would change).
@@ -204,6 +208,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 			return rep, fmt.Errorf("cannot rewind the files: %s cannot be read (%s), so what was added in it since the capture cannot be found to remove; make it readable (chmod u+rx), or remove it yourself, and run this again (--keep-files rewinds the conversation only): nothing changed", u.Path, u.Error)
 		}
 		rep.Unrecordable = st.Unrecordable
+		rep.NotRestored = st.Unknown
 		root := st.Root
 		changes := make([]Change, 0, len(st.First))
 		for _, c := range st.First {

@@ -884,16 +884,28 @@ scan:
 // as \uXXXX (Python's json.dumps), and <, >, & (Go's encoding/json),
 // which a transcript rewritten by such a tool holds ("caf\u00e9" for
 // "café": show and search read it decoded, so find must too).
+//
+// The matchers fold ASCII case, and a character's \u escape has no case
+// of its own: the escapes of the query lower- and upper-cased are tried
+// too ("CAFÉ" finds "caf\u00e9"), not those of every mix of cases.
 func findEscaped(query string) []*foldMatcher {
-	e := appendJSONString(nil, []byte(query))
-	base := string(e[1 : len(e)-1])
 	seen := map[string]bool{query: true}
 	var out []*foldMatcher
-	for _, form := range []string{base, escapeMore(base, true, false), escapeMore(base, false, true), escapeMore(base, true, true)} {
+	add := func(form string) {
 		if !seen[form] {
 			seen[form] = true
 			out = append(out, newFoldMatcher(form))
 		}
+	}
+	for i, q := range []string{query, strings.ToLower(query), strings.ToUpper(query)} {
+		e := appendJSONString(nil, []byte(q))
+		base := string(e[1 : len(e)-1])
+		if i == 0 {
+			add(base) // (the case variants of this one the matcher folds)
+			add(escapeMore(base, false, true))
+		}
+		add(escapeMore(base, true, false))
+		add(escapeMore(base, true, true))
 	}
 	return out
 }

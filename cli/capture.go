@@ -246,7 +246,7 @@ func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
 		return "this session's transcript was imported from Codex, whose transcripts keep no copies of files, and its rollout holds no apply_patch call, so it has nothing to compare"
 	case d.Patches != nil:
 		return fmt.Sprintf("this session's Codex rollout holds no patch that applied and reads (%s), so it has nothing to compare: Codex keeps no copies of files, and its apply_patch calls are what rook reads", leftOut(d.Patches))
-	case (d.Captures > 0 || d.FromTranscript > 0) && (len(d.Unreadable) > 0 || len(d.Unrecordable) > 0):
+	case (d.Captures > 0 || d.FromTranscript > 0) && (len(d.Unreadable) > 0 || len(d.Unrecordable) > 0 || len(d.Uncompared) > 0):
 		return "this session changed nothing else on disk that rook can compare"
 	case d.Captures > 0 || d.FromTranscript > 0:
 		return "this session changed nothing on disk"
@@ -361,6 +361,9 @@ func (c *RewindCmd) Run(e *Env) error {
 	}
 	if n := len(rep.DirsKept); n > 0 {
 		fmt.Fprintf(w, "  left %d director(ies) made since holding what it does not remove (ignored files, say): %s\n", n, terminalLine(strings.Join(rep.DirsKept, ", ")))
+	}
+	for _, u := range rep.NotRestored {
+		fmt.Fprintf(w, "  left %s as it is: %s\n", terminalLine(u.Path), terminalLine(u.Error))
 	}
 	if n := len(rep.Unrecordable); n > 0 {
 		fmt.Fprintf(w, "  left %d file(s) added with names rook cannot record (a backslash, or bytes that are not UTF-8): %s\n", n, strings.Join(rep.Unrecordable, ", "))
@@ -588,6 +591,9 @@ func (c *CheckpointRestoreCmd) Run(e *Env) error {
 	}
 	if len(rep.DirsKept) > 0 {
 		also = append(also, fmt.Sprintf("left %d director(ies) it holds as absent, holding files it does not: %s", len(rep.DirsKept), terminalLine(strings.Join(rep.DirsKept, ", "))))
+	}
+	if len(rep.Unknown) > 0 {
+		also = append(also, fmt.Sprintf("left %d file(s) whose state it does not hold (their Claude Code file backups were missing when imported) as they are: %s", len(rep.Unknown), terminalLine(strings.Join(rep.Unknown, ", "))))
 	}
 	if len(also) > 0 {
 		rest += "; " + strings.Join(also, ", ")

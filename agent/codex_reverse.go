@@ -73,6 +73,10 @@ func (t codexText) bytes() []byte {
 // reverse. Codex writes a file it updated with a newline at its end, and
 // drops an empty last line it had: whether it had either before is not in
 // the patch: it is given one newline, and no empty last line.
+// maxReverseSteps bounds the ways reverseCodexChunks tries (each a search
+// of the file for a chunk's lines).
+const maxReverseSteps = 1 << 12
+
 func reverseCodexChunks(after codexText, chunks []codexChunk) (codexText, string) {
 	if !after.finalNL {
 		return codexText{}, "it does not end with a newline, which Codex writes after an update: it changed since the session"
@@ -117,8 +121,17 @@ func reverseCodexChunks(after codexText, chunks []codexChunk) (codexText, string
 	// the file, what it held is not known.
 	var results [][]string
 	why := ""
+	const tooMany = "its chunks can be undone in too many ways (chunks whose last line is empty) to know which Codex applied"
+	steps := 0
 	var walk func(k, at int, out []string) bool
 	walk = func(k, at int, out []string) bool {
+		// Ways that fail at a later chunk add no result: without a bound
+		// on the steps, n such chunks took 2^n of them (24: 15 s, for a
+		// refusal).
+		if steps++; steps > maxReverseSteps {
+			why = tooMany
+			return false
+		}
 		if k == len(pieces) {
 			results = append(results, append(out, lines[at:end]...))
 			return len(results) <= 16
@@ -205,7 +218,7 @@ func reverseCodexChunks(after codexText, chunks []codexChunk) (codexText, string
 		}
 	}
 	if len(results) > 16 {
-		return codexText{}, "its chunks can be undone in too many ways (chunks whose last line is empty) to know which Codex applied"
+		return codexText{}, tooMany
 	}
 	if found == nil {
 		if len(results) == 0 {

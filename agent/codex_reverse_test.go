@@ -470,3 +470,28 @@ func TestReverseCodexChunksManyEndingEmpty(t *testing.T) {
 		t.Errorf("%q %q", got.bytes(), why)
 	}
 }
+
+// Chunks each ending with an empty old line may each have been placed with
+// it or without it: on a file changed since, every way failed at the last
+// chunk, and the search tried 2^n of them (22 chunks: 4 s, 24: 15 s, all
+// for a refusal). It is bounded, and says so.
+func TestReverseCodexChunksBounded(t *testing.T) {
+	const n = 22
+	var patch, file strings.Builder
+	patch.WriteString("*** Update File: m.txt\n")
+	for k := range n {
+		fmt.Fprintf(&patch, "@@\n-a%d\n-\n+b%d\n", k, k)
+		if k < n-1 {
+			fmt.Fprintf(&file, "b%d\n", k)
+		}
+	}
+	fmt.Fprintf(&file, "b%d edited by hand\n", n-1)
+	ops, err := parseCodexPatch(codexPatch(patch.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := splitCodexText([]byte(file.String()))
+	if _, why := reverseCodexChunks(text, ops[0].Chunks); !strings.Contains(why, "can be undone in too many ways") {
+		t.Fatalf("%q", why)
+	}
+}

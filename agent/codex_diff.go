@@ -60,6 +60,10 @@ type codexPatchCall struct {
 	cwd     string   // the turn's working directory at the call, if known
 	dir     string   // a shell's: the directory it ran apply_patch in, as it says it
 	ended   bool     // a patch_apply_end says how it went
+	// more: a shell's script runs more after apply_patch's heredoc (`sed
+	// -i ...` on the next line), which may change files the patch does
+	// not say: a command too (codexCommandSeqs).
+	more bool
 }
 
 // codexFileChangeJSON is one path's change in a patch_apply_end event.
@@ -161,9 +165,9 @@ func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
 				}
 				switch {
 				case codexCalls[p.Type]:
-					if text, dir, ok := codexCallPatch(p); ok {
+					if text, dir, more, ok := codexCallPatch(p); ok {
 						if c := get(p.CallID, ev.Seq); c.patch == "" && !c.ended {
-							c.patch, c.cwd, c.dir = text, cwd, dir
+							c.patch, c.cwd, c.dir, c.more = text, cwd, dir, more
 							waiting++
 						}
 					}
@@ -250,10 +254,10 @@ func codexPatchPayloadOf(line []byte) (codexPatchPayload, bool) {
 // local_shell_call's working_directory, then a script's `cd dir &&`, in
 // turn: Codex resolves the patch's relative paths there), "" if the
 // turn's.
-func codexCallPatch(p codexPatchPayload) (patch, dir string, ok bool) {
+func codexCallPatch(p codexPatchPayload) (patch, dir string, more, ok bool) {
 	if p.Name == "apply_patch" {
 		if s := rawString(p.Input); s != "" {
-			return s, "", true // custom_tool_call: the patch itself
+			return s, "", false, true // custom_tool_call: the patch itself
 		}
 		var args struct {
 			Input string `json:"input"`
@@ -261,11 +265,11 @@ func codexCallPatch(p codexPatchPayload) (patch, dir string, ok bool) {
 		}
 		if s := rawString(p.Arguments); s != "" && json.Unmarshal([]byte(s), &args) == nil {
 			if args.Input != "" {
-				return args.Input, "", true
+				return args.Input, "", false, true
 			}
-			return args.Patch, "", args.Patch != ""
+			return args.Patch, "", false, args.Patch != ""
 		}
-		return "", "", false
+		return "", "", false, false
 	}
 	// A shell: {"command": ["apply_patch", patch]}, or a script that runs
 	// apply_patch with a heredoc (after `cd dir &&`, or not), as a
@@ -281,10 +285,10 @@ func codexCallPatch(p codexPatchPayload) (patch, dir string, ok bool) {
 	}
 	if s := rawString(p.Arguments); s != "" {
 		if json.Unmarshal([]byte(s), &cmd) != nil {
-			return "", "", false
+			return "", "", false, false
 		}
 	} else if len(p.Action) == 0 || json.Unmarshal(p.Action, &cmd) != nil {
-		return "", "", false
+		return "", "", false, false
 	}
 	dir = rawString(cmd.Workdir)
 	if dir == "" {
@@ -296,10 +300,10 @@ func codexCallPatch(p codexPatchPayload) (patch, dir string, ok bool) {
 	} else if s := rawString(cmd.Cmd); s != "" && len(cmd.Command) == 0 {
 		argv = []string{s}
 	} else if json.Unmarshal(cmd.Command, &argv) != nil || len(argv) == 0 {
-		return "", "", false
+		return "", "", false, false
 	}
 	if (argv[0] == "apply_patch" || argv[0] == "applypatch") && len(argv) == 2 {
-		return argv[1], dir, true
+		return argv[1], dir, false, true
 	}
 	script := strings.TrimSpace(argv[len(argv)-1])
 	if rest, ok := strings.CutPrefix(script, "cd "); ok {
@@ -312,38 +316,39 @@ func codexCallPatch(p codexPatchPayload) (patch, dir string, ok bool) {
 			ok = false
 		}
 		if !ok || to == "" {
-			return "", "", false
+			return "", "", false, false
 		}
 		dir = rolloutJoin(dir, to)
 		script = strings.TrimSpace(after)
 	}
 	for _, name := range []string{"apply_patch", "applypatch"} {
 		if rest, ok := strings.CutPrefix(script, name); ok && strings.HasPrefix(strings.TrimSpace(rest), "<<") {
-			return heredocBody(strings.TrimSpace(rest)), dir, true
+			body, more := heredocBody(strings.TrimSpace(rest))
+			return body, dir, more, true
 		}
 	}
-	return "", "", false
+	return "", "", false, false
 }
 
 // heredocBody is the body of a heredoc, "<<'DELIM'\n...\nDELIM", as a
 // shell passes it (any delimiter, quoted or not); s itself if its end is
 // not found (the patch then does not read, and is noted).
-func heredocBody(s string) string {
-	head, body, ok := strings.Cut(s, "\n")
+func heredocBody(s string) (body string, more bool) {
+	head, rest, ok := strings.Cut(s, "\n")
 	delim := strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(head, "<<")), "-")
 	if len(delim) >= 2 && (delim[0] == '\'' || delim[0] == '"') && delim[len(delim)-1] == delim[0] {
 		delim = delim[1 : len(delim)-1]
 	}
 	if !ok || delim == "" || strings.ContainsAny(delim, " \t'\"") {
-		return s
+		return s, false
 	}
-	lines := strings.Split(body, "\n")
+	lines := strings.Split(rest, "\n")
 	for i, l := range lines {
 		if strings.TrimRight(l, "\r") == delim {
-			return strings.Join(lines[:i], "\n")
+			return strings.Join(lines[:i], "\n"), strings.TrimSpace(strings.Join(lines[i+1:], "\n")) != ""
 		}
 	}
-	return s
+	return s, false
 }
 
 // codexPatchOutcome reads an apply_patch call's output: "applied" when it

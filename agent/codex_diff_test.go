@@ -98,13 +98,13 @@ func TestCodexCallPatch(t *testing.T) {
 		{Type: "function_call", Name: "shell", Arguments: args(map[string]any{"command": []string{"bash", "-lc", "apply_patch <<\"END\"\n" + patch + "\nEND"}})},
 		{Type: "local_shell_call", Action: json.RawMessage(`{"type":"exec","command":["apply_patch",` + string(str(patch)) + `]}`)},
 	} {
-		text, _, ok := codexCallPatch(p)
+		text, _, _, ok := codexCallPatch(p)
 		ops, err := parseCodexPatch(text)
 		if !ok || err != nil || len(ops) != 1 || ops[0].Kind != "delete" {
 			t.Errorf("%d: %q %v %v", i, text, ok, err)
 		}
 	}
-	if _, _, ok := codexCallPatch(codexPatchPayload{Type: "function_call", Name: "shell", Arguments: args(map[string]any{"command": []string{"ls", "-l"}})}); ok {
+	if _, _, _, ok := codexCallPatch(codexPatchPayload{Type: "function_call", Name: "shell", Arguments: args(map[string]any{"command": []string{"ls", "-l"}})}); ok {
 		t.Error("ls is a patch")
 	}
 }
@@ -117,7 +117,7 @@ func TestCodexPatchPayloadOddMember(t *testing.T) {
 	if !ok || p.CallID != "c1" {
 		t.Fatalf("%+v %v", p, ok)
 	}
-	if text, _, ok := codexCallPatch(p); !ok || !strings.Contains(text, "Delete File: a") {
+	if text, _, _, ok := codexCallPatch(p); !ok || !strings.Contains(text, "Delete File: a") {
 		t.Errorf("patch %q %v", text, ok)
 	}
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -493,5 +494,40 @@ func TestReverseCodexChunksBounded(t *testing.T) {
 	text, _ := splitCodexText([]byte(file.String()))
 	if _, why := reverseCodexChunks(text, ops[0].Chunks); !strings.Contains(why, "can be undone in too many ways") {
 		t.Fatalf("%q", why)
+	}
+}
+
+// A shell script that runs apply_patch with a heredoc and then more (`sed
+// -i` on the next line) is a command too: what it ran after the patch may
+// have changed the file, so a rewind to before it refuses, naming it (it
+// undid the patch alone, writing "a Q", a file that never was). The same
+// script with nothing after the heredoc is the patch alone.
+func TestCodexRewindReverseRefusesAHeredocScriptThatRunsMore(t *testing.T) {
+	for _, more := range []bool{true, false} {
+		s := newCodexSession(t)
+		script := "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: old.txt\n@@\n-a\n+A\n*** End Patch\nEOF\n"
+		disk := "A\nq\n"
+		if more {
+			script += "sed -i 's/q/Q/' old.txt\n"
+			disk = "A\nQ\n"
+		}
+		args, _ := json.Marshal(map[string][]string{"command": {"bash", "-lc", script}})
+		s.items = append(s.items,
+			codexItem{"response_item", fmt.Sprintf(`{"type":"function_call","name":"shell","call_id":"h1","arguments":%q}`, args)},
+			codexItem{"response_item", `{"type":"function_call_output","call_id":"h1","output":"{\"output\":\"Success. Updated the following files:\\nM old.txt\\n\",\"metadata\":{\"exit_code\":0}}"}`})
+		r, id, seqs := s.imported(tree{"old.txt": disk})
+		if len(seqs) != 1 {
+			t.Fatalf("patch calls at %v", seqs)
+		}
+		_, err := r.Rewind(id, seqs[0], false)
+		var ue *CodexUnknownStatesError
+		switch {
+		case more && (!errors.As(err, &ue) || len(ue.Files) != 1 || !strings.Contains(ue.Files[0].Why, "the command of event #")):
+			t.Fatalf("rewind: %v, want a refusal naming the command", err)
+		case more && s.read("old.txt") != disk:
+			t.Fatalf("old.txt was written: %q", s.read("old.txt"))
+		case !more && (err != nil || s.read("old.txt") != "a\nq\n"):
+			t.Fatalf("the patch alone: %v, old.txt %q", err, s.read("old.txt"))
+		}
 	}
 }

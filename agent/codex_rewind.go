@@ -344,11 +344,12 @@ type CodexRewound struct {
 var codexCommandTools = map[string]bool{"shell": true, "local_shell": true, "container.exec": true, "shell_command": true, "exec_command": true, "write_stdin": true}
 
 // codexCommandSeqs are the seqs, in order, of a session's tool calls
-// that run a command and are not one of its patch calls.
+// that run a command and are not one of its patch calls (or are, in a
+// script that runs more after the patch: codexPatchCall.more).
 func (r *Rook) codexCommandSeqs(id eventlog.ID, calls []*codexPatchCall) ([]uint64, error) {
 	patch := map[uint64]bool{}
 	for _, c := range calls {
-		patch[c.seq] = true
+		patch[c.seq] = !c.more // (a script that runs more is a command too)
 	}
 	var seqs []uint64
 	for from := uint64(0); ; {

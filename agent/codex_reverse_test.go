@@ -531,3 +531,17 @@ func TestCodexRewindReverseRefusesAHeredocScriptThatRunsMore(t *testing.T) {
 		}
 	}
 }
+
+// A rewind whose workspace is gone (moved, renamed) says so: it said of
+// each file that it "is not there: it changed since the session".
+func TestCodexRewindWorkspaceGone(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Update File: old.txt\n@@\n-a\n+A")
+	r, id, seqs := s.imported(tree{"old.txt": "A\n"})
+	if err := os.Rename(s.ws, s.ws+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Rewind(id, seqs[0], false); err == nil || !strings.Contains(err.Error(), "the session's workspace "+s.ws+" is not on this disk") {
+		t.Fatalf("rewind: %v", err)
+	}
+}

@@ -175,6 +175,10 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 				if err != nil {
 					var ue *CodexUnknownStatesError
 					if errors.As(err, &ue) {
+						if werr := workspaceOnDisk(ws); ws != "" && werr != nil {
+							// Every file reads as "not there": say what is.
+							return rep, fmt.Errorf("%w: nothing changed (put it back where it was; --keep-files rewinds the conversation only)", werr)
+						}
 						return rep, err
 					}
 					return rep, nothingDone(err, "nothing changed")

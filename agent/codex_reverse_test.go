@@ -545,3 +545,36 @@ func TestCodexRewindWorkspaceGone(t *testing.T) {
 		t.Fatalf("rewind: %v", err)
 	}
 }
+
+// A rewind undone (its printed undo run) gives the disk back as it was
+// before it, the parent's patches after the point on it again: a rewind
+// of that rewind's fork (or of the undo's) took them for undone, undid
+// only its own, and wrote a file that never was (a helper's find: "a b c
+// y Z"). It refuses, naming the session to rewind instead, which works.
+func TestCodexRewindOfAnUndoneRewind(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Update File: m.txt\n@@\n-a\n+A\n b")
+	s.patch("*** Update File: m.txt\n@@\n y\n-z\n+Z")
+	r, id, seqs := s.imported(tree{"m.txt": "A\nb\nc\ny\nZ\n"})
+	rw, err := r.Rewind(id, seqs[1], false)
+	if err != nil || s.read("m.txt") != "A\nb\nc\ny\nz\n" {
+		t.Fatalf("rewind: %v, m.txt %q", err, s.read("m.txt"))
+	}
+	undo, err := r.Rewind(rw.Fork, *rw.BeforeSeq, false)
+	if err != nil || s.read("m.txt") != "A\nb\nc\ny\nZ\n" {
+		t.Fatalf("undo: %v, m.txt %q", err, s.read("m.txt"))
+	}
+	for _, fork := range []eventlog.ID{rw.Fork, undo.Fork} {
+		_, err := r.Rewind(fork, seqs[0], false)
+		var ue *CodexUnknownStatesError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "that rewind was undone since") || !strings.Contains(err.Error(), "rewind session "+id.String()+" instead") {
+			t.Fatalf("rewind of %s: %v", fork, err)
+		}
+		if got := s.read("m.txt"); got != "A\nb\nc\ny\nZ\n" {
+			t.Fatalf("m.txt was written: %q", got)
+		}
+	}
+	if _, err := r.Rewind(id, seqs[0], false); err != nil || s.read("m.txt") != "a\nb\nc\ny\nz\n" {
+		t.Fatalf("rewind of the session: %v, m.txt %q", err, s.read("m.txt"))
+	}
+}

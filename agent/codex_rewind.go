@@ -387,9 +387,19 @@ func (r *Rook) codexForkWhy(id eventlog.ID) (string, error) {
 		if !ok {
 			return "", nil
 		}
-		rewound := false
-		if evs, err := r.Log.Read(child, at, 1); err == nil && len(evs) == 1 && evs[0].Kind == eventlog.KindCheckpoint && strings.HasPrefix(evs[0].Label, "before rewind of ") {
-			rewound = true
+		rewound := r.rewindFork(child, at)
+		if rewound {
+			// The rewind that made it undone (its printed undo: a rewind
+			// of it to its capture of the disk before): the files are as
+			// they were before that rewind, the parent's patches after
+			// the point on them again, not undone as the rest assumes.
+			undo, err := r.undoneBy(child, at)
+			if err != nil {
+				return "", err
+			}
+			if undo != nil {
+				return fmt.Sprintf("session %s, of this session's line, is the fork a rewind of session %s to event %d made, and that rewind was undone since (session %s): the files are as they were before it, not as its patches leave them: rewind session %s instead", child, pid, at, *undo, pid), nil
+			}
 		}
 		var calls []*codexPatchCall
 		var cmds []uint64
@@ -418,6 +428,30 @@ func (r *Rook) codexForkWhy(id eventlog.ID) (string, error) {
 		}
 		child = pid
 	}
+}
+
+// rewindFork says whether session id, a fork at event at, is one a rewind
+// of the files made: it begins there with that rewind's capture of the
+// disk before it.
+func (r *Rook) rewindFork(id eventlog.ID, at uint64) bool {
+	evs, err := r.Log.Read(id, at, 1)
+	return err == nil && len(evs) == 1 && evs[0].Kind == eventlog.KindCheckpoint && strings.HasPrefix(evs[0].Label, "before rewind of ")
+}
+
+// undoneBy is the session of a rewind of session id (a rewind's fork at
+// event at) to its capture of the disk before, or to before it, which
+// gave the disk back as it was before id's rewind; nil when none was.
+func (r *Rook) undoneBy(id eventlog.ID, at uint64) (*eventlog.ID, error) {
+	children, err := r.Log.Children(id)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range children {
+		if pid, cat, ok := c.ForkedFrom(); ok && pid == id && cat <= at && r.rewindFork(c.ID, cat) {
+			return &c.ID, nil
+		}
+	}
+	return nil, nil
 }
 
 // codexAfterCall is a patch call at or after a rewind point, with the

@@ -176,8 +176,9 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 					var ue *CodexUnknownStatesError
 					if errors.As(err, &ue) {
 						if werr := workspaceOnDisk(ws); ws != "" && werr != nil {
-							// Every file reads as "not there": say what is.
-							return rep, fmt.Errorf("%w: nothing changed (put it back where it was; --keep-files rewinds the conversation only)", werr)
+							// Every file reads as "not there": say first
+							// what is.
+							return rep, fmt.Errorf("%v, so every file reads as not there (put it back where it was); %w", werr, err)
 						}
 						return rep, err
 					}

@@ -102,7 +102,8 @@ type SessionDiff struct {
 	Uncompared []UncomparedFile `json:"uncompared,omitempty"`
 }
 
-// UncomparedFile is a captured file a diff did not compare with the disk.
+// UncomparedFile is a file the session changed that a diff did not
+// compare with the disk (or a rewind did not put back), and why.
 type UncomparedFile struct {
 	Path  string `json:"path"`
 	Error string `json:"error"`
@@ -634,7 +635,7 @@ func (st *firstStates) unknownLeft(unknown, lost map[string]uint64) {
 	st.Unknown = nil
 	for p := range lost {
 		if _, ok := st.First[p]; !ok {
-			st.Unknown = append(st.Unknown, UncomparedFile{Path: p, Error: "its state before is not known: its Claude Code file backup was not there when the session was imported (put it back, and import again)"})
+			st.Unknown = append(st.Unknown, UncomparedFile{Path: p, Error: "its state before is not known: its Claude Code file backup could not be taken when the session was imported (not there, or not a file: the import said which; put it back, and import again)"})
 		}
 	}
 	for p := range unknown {

@@ -257,7 +257,7 @@ func TestImportClaudeFileHistoryFirstBackupMissing(t *testing.T) {
 		t.Fatalf("diff: %+v %v", d.Files, err)
 	}
 	// Left out, and said so.
-	if len(d.Uncompared) != 1 || d.Uncompared[0].Path != "n.txt" || !strings.Contains(d.Uncompared[0].Error, "its Claude Code file backup was not there when the session was imported") {
+	if len(d.Uncompared) != 1 || d.Uncompared[0].Path != "n.txt" || !strings.Contains(d.Uncompared[0].Error, "its Claude Code file backup could not be taken when the session was imported") {
 		t.Fatalf("uncompared: %+v", d.Uncompared)
 	}
 	// A rewind to the start leaves n.txt as it is; one to the line of

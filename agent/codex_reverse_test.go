@@ -578,3 +578,24 @@ func TestCodexRewindOfAnUndoneRewind(t *testing.T) {
 		t.Fatalf("rewind of the session: %v, m.txt %q", err, s.read("m.txt"))
 	}
 }
+
+// The same of an imported Codex session: a rewind of a rewind's fork to
+// before its point wrote "A b c y z" (the disk before the second rewind)
+// where the file at that point was "a b c y z".
+func TestCodexRewindOfARewindsFork(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Update File: m.txt\n@@\n-a\n+A\n b")
+	s.patch("*** Update File: m.txt\n@@\n y\n-z\n+Z")
+	r, id, seqs := s.imported(tree{"m.txt": "A\nb\nc\ny\nZ\n"})
+	first, err := r.Rewind(id, seqs[1], false)
+	if err != nil || s.read("m.txt") != "A\nb\nc\ny\nz\n" {
+		t.Fatalf("rewind: %v, m.txt %q", err, s.read("m.txt"))
+	}
+	second, err := r.Rewind(first.Fork, seqs[0], false)
+	if err != nil || s.read("m.txt") != "a\nb\nc\ny\nz\n" {
+		t.Fatalf("rewind of its fork: %v, m.txt %q", err, s.read("m.txt"))
+	}
+	if _, err := r.Rewind(second.Fork, 0, false); err != nil || s.read("m.txt") != "a\nb\nc\ny\nz\n" {
+		t.Fatalf("rewind of the newest fork to 0: %v, m.txt %q", err, s.read("m.txt"))
+	}
+}

@@ -435,7 +435,7 @@ func (r *Rook) codexForkWhy(id eventlog.ID) (string, error) {
 // disk before it.
 func (r *Rook) rewindFork(id eventlog.ID, at uint64) bool {
 	evs, err := r.Log.Read(id, at, 1)
-	return err == nil && len(evs) == 1 && evs[0].Kind == eventlog.KindCheckpoint && strings.HasPrefix(evs[0].Label, "before rewind of ")
+	return err == nil && len(evs) == 1 && evs[0].Kind == eventlog.KindCheckpoint && strings.HasPrefix(evs[0].Label, beforeRewindPrefix)
 }
 
 // undoneBy is the session of a rewind of session id (a rewind's fork at

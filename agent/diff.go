@@ -173,6 +173,17 @@ func (r *Rook) firstCaptures(id eventlog.ID, from uint64) (firstStates, error) {
 // the directories captured whole: what the captures (and edit results)
 // say, read from the store alone, not the disk.
 func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) {
+	return r.capturedStatesFor(id, from, false)
+}
+
+// capturedStatesFor is capturedStates; rewinding, a rewind's capture of the
+// disk before it that stands after from (a rewind's fork begins there with
+// it) is passed over: it holds the files as they were before that rewind,
+// the state at its own seq alone (the undo rewinds to it), not what they
+// were at an earlier point (a rewind of the fork to before where it was
+// forked wrote them back as they were before its rewind, the content that
+// rewind had replaced). Diff, from the session's start, still reads it.
+func (r *Rook) capturedStatesFor(id eventlog.ID, from uint64, rewinding bool) (firstStates, error) {
 	st := firstStates{First: map[string]Change{}, seq: map[string]uint64{}, dirs: map[string]uint64{}, gone: map[string]uint64{}, dirModes: map[string]FileMode{}, opened: map[string]FileMode{}}
 	ws := r.transcriptWorkspace(id)
 	// unknown: the paths an edit result changed without saying from
@@ -253,7 +264,7 @@ func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) 
 				}
 				continue
 			}
-			if ev.Kind != eventlog.KindCheckpoint {
+			if ev.Kind != eventlog.KindCheckpoint || rewinding && ev.Seq > from && strings.HasPrefix(ev.Label, beforeRewindPrefix) {
 				continue
 			}
 			m, err := r.ReadManifest(ev.Body)

@@ -92,8 +92,12 @@ const rewoundLabel = "rook:rewound:v1"
 const rewindTag = "rewind"
 
 func beforeRewindLabel(id eventlog.ID, to uint64) string {
-	return fmt.Sprintf("before rewind of %s to %d", id, to)
+	return fmt.Sprintf("%s%s to %d", beforeRewindPrefix, id, to)
 }
+
+// beforeRewindPrefix begins the label of a rewind's capture of the disk
+// before it (beforeRewindLabel).
+const beforeRewindPrefix = "before rewind of "
 
 // NoFileBackupsError: a rewind was asked to put files back in an imported
 // session (or a fork of one) that has no copies of files to put back: its
@@ -158,7 +162,7 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 		if rep.Interrupted, err = r.interruptedRewinds(id, to); err != nil {
 			return rep, nothingDone(err, "nothing changed")
 		}
-		st, err := r.capturedStates(id, to)
+		st, err := r.capturedStatesFor(id, to, true)
 		if err != nil {
 			return rep, nothingDone(err, "nothing changed")
 		}

@@ -848,3 +848,32 @@ func TestWriteWorkspaceLinkLeavesNoTempOnAFailedRename(t *testing.T) {
 		}
 	}
 }
+
+// A rewind's fork begins, at the point it was forked, with the rewind's
+// capture of the disk before it: the state there, which the undo rewinds
+// to. A rewind of the fork to an earlier point took it for the files'
+// state then, and wrote them back as they were before the first rewind
+// (n1 here, where n.txt was n0 at that point). It passes it over; the
+// undo still uses it.
+func TestRewindOfARewindsForkToBeforeItsPoint(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"n.txt": "n0\n"})
+	r.Append(id, Entry{Kind: eventlog.KindUser, Body: []byte("one")})
+	r.Append(id, Entry{Kind: eventlog.KindUser, Body: []byte("two")})
+	seq, _, err := r.CaptureSession(id, []string{"n.txt"}, "edit", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"n.txt": "n1\n"})
+	r.Append(id, Entry{Kind: eventlog.KindAssistant, Body: []byte("done")})
+	rw, err := r.Rewind(id, seq, false)
+	if err != nil || readFileT(t, filepath.Join(ws, "n.txt")) != "n0\n" {
+		t.Fatalf("rewind: %v", err)
+	}
+	if _, err := r.Rewind(rw.Fork, 1, false); err != nil || readFileT(t, filepath.Join(ws, "n.txt")) != "n0\n" {
+		t.Fatalf("rewind of the fork to 1: %v, n.txt %q, want n0", err, readFileT(t, filepath.Join(ws, "n.txt")))
+	}
+	if _, err := r.Rewind(rw.Fork, *rw.BeforeSeq, false); err != nil || readFileT(t, filepath.Join(ws, "n.txt")) != "n1\n" {
+		t.Fatalf("the undo: %v, n.txt %q, want n1", err, readFileT(t, filepath.Join(ws, "n.txt")))
+	}
+}

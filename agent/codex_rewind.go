@@ -67,6 +67,11 @@ type CodexUnknownStatesError struct {
 type CodexUnknownState struct {
 	Path string `json:"path"`
 	Why  string `json:"why"`
+	// MayBeAbsent: the session's first patch of it after the point
+	// writes it whole (Add File, or a move onto it), which Codex does
+	// whether or not a file is there. If none was, the user says so
+	// (RewindOptions.Absent) and the rewind removes it.
+	MayBeAbsent bool `json:"may_be_absent,omitempty"`
 }
 
 func (e *CodexUnknownStatesError) Error() string {
@@ -78,7 +83,24 @@ func (e *CodexUnknownStatesError) Error() string {
 		}
 		fmt.Fprintf(&b, "%s (%s)", f.Path, f.Why)
 	}
-	b.WriteString("; put them back yourself (from git, say) and rewind with --keep-files, which rewinds the conversation only: nothing changed")
+	b.WriteString("; put them back yourself (from git, say) and rewind with --keep-files, which rewinds the conversation only")
+	var maybe []string
+	for _, f := range e.Files {
+		if f.MayBeAbsent {
+			maybe = append(maybe, f.Path)
+		}
+	}
+	if len(maybe) > 0 {
+		// Removing such a file by hand would lose what a move put there
+		// (the only copy of the file it moved, which the rewind undoes
+		// the patches on): --absent has the rewind remove it, after.
+		if len(maybe) == 1 {
+			fmt.Fprintf(&b, "; where %s did not exist then, rewind with --absent %[1]s and the rewind removes it, once it has undone on it any patch that moved a file there (removing it yourself would lose that file)", maybe[0])
+		} else {
+			fmt.Fprintf(&b, "; where any of %s did not exist then, rewind with --absent and its path, once for each (--absent %s), and the rewind removes them, once it has undone on them any patch that moved a file there (removing one yourself would lose that file)", strings.Join(maybe, ", "), maybe[0])
+		}
+	}
+	b.WriteString(": nothing changed")
 	return b.String()
 }
 
@@ -89,6 +111,8 @@ type codexRewindState struct {
 	known   bool
 	content []byte
 	why     string // neither: why not
+	// neither, as it may have been absent: CodexUnknownState.MayBeAbsent
+	mayBeAbsent bool
 	// how the state was found (CodexRewound.How); for a reversed one,
 	// the file it was undone on (the path the patches moved it to, or
 	// its own), its id and mode as read.
@@ -255,7 +279,7 @@ func codexStateOf(files map[string]*rolloutFile, doubtful map[string]string, p s
 			// reads it, but Codex's Add File writes whether or not a
 			// file is there, and a move writes over its target: it may
 			// have existed, and removing it would lose it.
-			return codexRewindState{why: "the session's first patch of it after that writes it whole (Add File, or a move to it), which Codex does whether or not a file is there: the rollout does not say whether it existed then (if it did not, remove it yourself)"}
+			return codexRewindState{mayBeAbsent: true, why: "the session's first patch of it after that writes it whole (Add File, or a move to it), which Codex does whether or not a file is there: the rollout does not say whether it existed then"}
 		case st.op == nil && st.change.Type == "delete" && st.change.Content != nil:
 			return codexRewindState{known: true, content: []byte(*st.change.Content), how: "deleted"}
 		case st.op == nil && st.change.Type == "":
@@ -285,10 +309,27 @@ func codexStateOf(files map[string]*rolloutFile, doubtful map[string]string, p s
 // id to event to makes, from its rollout (nil, with no error, when it
 // holds no patch that applied); a *CodexUnknownStatesError when a path's
 // state is not known.
-func (r *Rook) codexRewindChanges(id eventlog.ID, to uint64, ws string) (changes map[string]Change, how []CodexRewound, notes []string, any bool, err error) {
+func (r *Rook) codexRewindChanges(id eventlog.ID, to uint64, ws string, absent []string) (changes map[string]Change, how []CodexRewound, notes []string, any bool, err error) {
 	states, notes, any, err := r.codexRewindStates(id, to, ws)
 	if err != nil {
 		return nil, nil, nil, false, err
+	}
+	// The paths the user says did not exist at the point: only those
+	// whose state the rollout leaves open that way (a patch after the
+	// point that writes them whole); any other is refused, as the
+	// rollout says what it held, or that it existed, or nothing of it.
+	for _, a := range absent {
+		p := codexRel(ws, "", a) // (relative to the workspace, as a refusal names it, or absolute)
+		s, ok := states[p]
+		switch {
+		case !ok:
+			return nil, nil, nil, false, badArgument("--absent %s: no patch of session %s at or after event %d writes it, so the rewind does not touch it", a, id, to)
+		case s.known || s.absent:
+			return nil, nil, nil, false, badArgument("--absent %s: the rollout says what it held at event %d (%s), so the rewind puts that back: leave out --absent %s", a, to, codexHowSaid(s), a)
+		case !s.mayBeAbsent:
+			return nil, nil, nil, false, badArgument("--absent %s: what it held at event %d is not known for more than whether it existed (%s): put it back yourself and rewind with --keep-files", a, to, s.why)
+		}
+		states[p] = codexRewindState{absent: true, how: "said-absent"}
 	}
 	paths := make([]string, 0, len(states))
 	for p := range states {
@@ -316,7 +357,7 @@ func (r *Rook) codexRewindChanges(id eventlog.ID, to uint64, ws string) (changes
 			}
 			how = append(how, rw)
 		default:
-			unknown = append(unknown, CodexUnknownState{Path: p, Why: s.why})
+			unknown = append(unknown, CodexUnknownState{Path: p, Why: s.why, MayBeAbsent: s.mayBeAbsent})
 		}
 	}
 	if len(unknown) > 0 {
@@ -325,13 +366,26 @@ func (r *Rook) codexRewindChanges(id eventlog.ID, to uint64, ws string) (changes
 	return changes, how, notes, any, nil
 }
 
+// codexHowSaid says, in words, what a known (or absent) state is.
+func codexHowSaid(s codexRewindState) string {
+	switch {
+	case s.absent:
+		return "absent"
+	case s.how == "reversed":
+		return "the patches after it undone on the file as it is now"
+	}
+	return "its content"
+}
+
 // CodexRewound says how a rewind of an imported Codex session found what
 // a file held at the rewind point: "replayed" (the session added it whole
 // before the point, and each later patch there applied to its lines),
 // "deleted" (the first patch after the point deleted it, and holds what
 // it deleted), "absent" (deleted or moved away before the point),
 // "reversed" (the patches after the point undone on the file as it is on
-// disk now: From, the file they were undone on).
+// disk now: From, the file they were undone on), "said-absent" (the
+// rollout leaves open whether it existed, and RewindOptions.Absent says
+// it did not).
 type CodexRewound struct {
 	Path   string  `json:"path"`
 	How    string  `json:"how"`

@@ -317,3 +317,83 @@ func TestCodexRewindCommandBeforePoint(t *testing.T) {
 		t.Fatalf("a.txt: %q", got)
 	}
 }
+
+// A patch after the point that renames a.txt to b.txt (Update File, Move
+// to): whether b.txt existed at the point the rollout does not say, and
+// a.txt's content then is the patch undone on b.txt, its only copy. The
+// refusal names b.txt and, rather than tell the user to remove it (which
+// would lose a.txt), says --absent b.txt; with it the rewind puts a.txt
+// back from b.txt and removes b.txt, and its undo puts b.txt back. A path
+// the rollout says something of, or one no patch after the point
+// touches, is refused for --absent, writing nothing.
+func TestCodexRewindAbsentMoveTarget(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Add File: other.txt\n+o")
+	s.patch("*** Update File: a.txt\n*** Move to: b.txt\n@@\n-x\n+y")
+	s.patch("*** Update File: other.txt\n@@\n-o\n+p")
+	r, id, seqs := s.imported(tree{"b.txt": "y\n", "other.txt": "p\n"})
+	_, err := r.Rewind(id, seqs[1], false)
+	var ue *CodexUnknownStatesError
+	if !errors.As(err, &ue) || len(ue.Files) != 1 || ue.Files[0].Path != "b.txt" || !ue.Files[0].MayBeAbsent {
+		t.Fatalf("rewind: %v, want a refusal naming b.txt as one that may have been absent", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "if it did not, remove it yourself") || !strings.Contains(msg, "--absent b.txt") {
+		t.Fatalf("refusal: %s", msg)
+	}
+	for _, bad := range [][]string{{"other.txt"}, {"nothing.txt"}, {"b.txt", "a.txt"}} {
+		_, err := r.RewindWith(id, seqs[1], RewindOptions{Absent: bad})
+		var ba *BadArgumentError
+		if !errors.As(err, &ba) {
+			t.Fatalf("--absent %q: %v, want a bad argument", bad, err)
+		}
+	}
+	if _, err := r.RewindWith(id, seqs[1], RewindOptions{Absent: []string{"b.txt"}, KeepFiles: true}); err == nil {
+		t.Fatal("--absent with --keep-files: no error")
+	}
+	if got := s.read("b.txt"); got != "y\n" {
+		t.Fatalf("b.txt after refusals: %q", got)
+	}
+	// Absolute, in the workspace, is the same path.
+	rw, err := r.RewindWith(id, seqs[1], RewindOptions{Absent: []string{filepath.Join(s.ws, "b.txt")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.read("a.txt"); got != "x\n" {
+		t.Fatalf("a.txt: %q", got)
+	}
+	if got := s.read("other.txt"); got != "o\n" {
+		t.Fatalf("other.txt: %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(s.ws, "b.txt")); !os.IsNotExist(err) {
+		t.Fatalf("b.txt is still there: %v", err)
+	}
+	var hows []string
+	for _, f := range rw.RolloutFiles {
+		hows = append(hows, f.Path+":"+f.How)
+	}
+	if want := "a.txt:reversed b.txt:said-absent other.txt:replayed"; strings.Join(hows, " ") != want {
+		t.Fatalf("rollout files %q, want %q", hows, want)
+	}
+	if _, err := r.Rewind(rw.Fork, *rw.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.read("b.txt"); got != "y\n" {
+		t.Fatalf("b.txt after the undo: %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(s.ws, "a.txt")); !os.IsNotExist(err) {
+		t.Fatalf("a.txt after the undo: %v", err)
+	}
+}
+
+// --absent on a session with captures (not an imported Codex one) is
+// refused: its captures say whether a file existed.
+func TestRewindAbsentOnlyForCodex(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	id := newSession(t, r)
+	appendBodies(t, r, id, "a", "b")
+	_, err := r.RewindWith(id, 1, RewindOptions{Absent: []string{"a.txt"}})
+	var ba *BadArgumentError
+	if !errors.As(err, &ba) || !strings.Contains(err.Error(), "imported Codex") {
+		t.Fatalf("%v", err)
+	}
+}

@@ -128,7 +128,28 @@ func (e *NoFileBackupsError) Error() string {
 // copies of any (nor edit results saying what they were), it fails with a
 // *NoFileBackupsError.
 func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindReport, err error) {
+	return r.RewindWith(id, to, RewindOptions{KeepFiles: keepFiles})
+}
+
+// RewindOptions are how a rewind goes (Rook.RewindWith).
+type RewindOptions struct {
+	// KeepFiles: the conversation only; no file is touched.
+	KeepFiles bool
+	// Absent are paths (relative to the workspace, or absolute in it)
+	// the user says did not exist at the rewind point, of an imported
+	// Codex session whose rollout leaves that open: its first patch of
+	// each after the point writes it whole (CodexUnknownState.MayBeAbsent).
+	// The rewind removes them. Any other path named is refused.
+	Absent []string
+}
+
+// RewindWith is Rewind, with opts.
+func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep RewindReport, err error) {
+	keepFiles := opts.KeepFiles
 	rep = RewindReport{Parent: id, EventsKept: to, KeepFiles: keepFiles, Paths: []string{}}
+	if keepFiles && len(opts.Absent) > 0 {
+		return rep, badArgument("--absent says what files held, and --keep-files touches none: give one of them; nothing changed")
+	}
 	// The directories opened to search them are closed however it ends:
 	// by Apply, once it runs, with those it opens to write in (the plan
 	// holds them so); else here.
@@ -172,10 +193,11 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 		// capture of the disk, after every patch: a patch at or after
 		// the point comes first, so its path's state is the rollout's to
 		// say (or refuse), not that capture's.
-		codexPatched := false
+		codexPatched, codex := false, false
 		if st.FromTranscript == 0 {
 			if ws, ok := r.codexWorkspace(id); ok {
-				changes, how, notes, any, err := r.codexRewindChanges(id, to, ws)
+				codex = true
+				changes, how, notes, any, err := r.codexRewindChanges(id, to, ws, opts.Absent)
 				if err != nil {
 					var ue *CodexUnknownStatesError
 					if errors.As(err, &ue) {
@@ -199,6 +221,10 @@ func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindRepo
 					st.First[p] = c
 				}
 			}
+		}
+		if len(opts.Absent) > 0 && !codex {
+			// Captures (and edit results) say whether a file existed.
+			return rep, badArgument("--absent is for a rewind of an imported Codex session, whose rollout does not say whether a file existed; session %s has what its files held: leave it out; nothing changed", id)
 		}
 		// A directory of the user's without its search bit hides all
 		// under it: opened (u+x) before anything is looked at.

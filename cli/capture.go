@@ -310,15 +310,16 @@ func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff, source *eventlog.Source
 
 // RewindCmd is `rook session rewind`.
 type RewindCmd struct {
-	ID        string `arg:"" help:"Session id, unique prefix, or last."`
-	To        uint64 `required:"" placeholder:"N" help:"Keep events [0, N); put files back as they were before event N."`
-	KeepFiles bool   `name:"keep-files" help:"Rewind the conversation only; touch no file."`
+	ID        string   `arg:"" help:"Session id, unique prefix, or last."`
+	To        uint64   `required:"" placeholder:"N" help:"Keep events [0, N); put files back as they were before event N."`
+	KeepFiles bool     `name:"keep-files" help:"Rewind the conversation only; touch no file."`
+	Absent    []string `name:"absent" sep:"none" placeholder:"PATH" help:"Of an imported Codex session: PATH (as the refusal names it) did not exist at N, so remove it. Only where the refusal says the rollout leaves that open. Repeatable."`
 }
 
 func (c *RewindCmd) Run(e *Env) error {
 	var rep agent.RewindReport
 	err := e.writeSession(c.ID, func(r *agent.Rook, id eventlog.ID) (err error) {
-		rep, err = r.Rewind(id, c.To, c.KeepFiles)
+		rep, err = r.RewindWith(id, c.To, agent.RewindOptions{KeepFiles: c.KeepFiles, Absent: c.Absent})
 		return err
 	})
 	if nb := (*agent.NoFileBackupsError)(nil); errors.As(err, &nb) {
@@ -386,6 +387,8 @@ func rolloutHow(f agent.CodexRewound) string {
 		return "as the patch after the point that deleted it says it was"
 	case "absent":
 		return "removed: the session had deleted it, or moved it away, before the point"
+	case "said-absent":
+		return "removed: --absent says it did not exist then"
 	case "reversed":
 		if f.From != f.Path {
 			return "the patches after the point undone on " + terminalLine(f.From) + " as it is now (they moved it there)"

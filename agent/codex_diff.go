@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	json "github.com/go-json-experiment/json/v1"
@@ -50,7 +51,8 @@ type RolloutPatches struct {
 // codexPatchCall is one apply_patch call of a rollout, joined with its
 // outcome by call_id.
 type codexPatchCall struct {
-	seq     uint64 // the event of the call (or of its patch_apply_end)
+	seq     uint64    // the event of the call (or of its patch_apply_end)
+	at      time.Time // its time
 	id      string
 	patch   string
 	outcome string // "applied", "failed", "unknown" (an output that does not say), "" (none)
@@ -117,10 +119,10 @@ func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
 	var order []*codexPatchCall
 	waiting := 0 // patch calls with no outcome yet
 	cwd := ""    // the turn's, as the last turn_context says
-	get := func(cid string, seq uint64) *codexPatchCall {
+	get := func(cid string, ev eventlog.Event) *codexPatchCall {
 		c, ok := byID[cid]
 		if !ok {
-			c = &codexPatchCall{seq: seq, id: cid}
+			c = &codexPatchCall{seq: ev.Seq, at: ev.Time, id: cid}
 			byID[cid] = c
 			order = append(order, c)
 		}
@@ -166,7 +168,7 @@ func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
 				switch {
 				case codexCalls[p.Type]:
 					if text, dir, more, ok := codexCallPatch(p); ok {
-						if c := get(p.CallID, ev.Seq); c.patch == "" && !c.ended {
+						if c := get(p.CallID, ev); c.patch == "" && !c.ended {
 							c.patch, c.cwd, c.dir, c.more = text, cwd, dir, more
 							waiting++
 						}
@@ -177,7 +179,7 @@ func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
 						waiting--
 					}
 				case p.Type == "patch_apply_end":
-					c := get(p.CallID, ev.Seq)
+					c := get(p.CallID, ev)
 					if c.patch != "" && c.outcome == "" && !c.ended {
 						waiting--
 					}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
@@ -152,8 +153,21 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 		return nil, nil, false, err
 	}
 	lastSeq := map[string]uint64{}
+	// The other sessions of its Codex fork family wrote the same
+	// workspace (codex_family.go): a write of theirs between the patch
+	// that last wrote a path and the point (by time) makes the replay's
+	// state of it not known, as a command of its own does.
+	others, err := r.codexOtherWrites(id, ws)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	tTo, err := r.eventTime(id, to)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	lastAt := map[string]time.Time{}
 	var afterCalls []codexAfterCall
-	take := func(p string, st codexStep, source bool, at uint64) {
+	take := func(p string, st codexStep, source bool, at uint64, atTime time.Time) {
 		if _, ok := states[p]; ok {
 			return
 		}
@@ -177,6 +191,16 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 				break
 			}
 		}
+		tlo, thi, what := lastAt[p], tTo, fmt.Sprintf("after this session's rollout last says what it held and before event #%d", to)
+		if lo == to {
+			tlo, thi, what = tTo, atTime, fmt.Sprintf("between event #%d and the deletion of event #%d that says what it held", to, at)
+		}
+		for _, w := range others {
+			if (s.known || s.absent) && !w.at.Before(tlo) && !w.at.After(thi) && w.touches(p) {
+				s = codexRewindState{why: w.why(what)}
+				break
+			}
+		}
 		states[p] = s
 	}
 	for _, c := range calls {
@@ -197,16 +221,16 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 		}
 		for _, p := range c.bad {
 			if after {
-				take(codexRel(ws, "", p), codexStep{}, true, c.seq)
+				take(codexRel(ws, "", p), codexStep{}, true, c.seq, c.at)
 			}
 			doubtful[codexRel(ws, "", p)] = fmt.Sprintf("the change of the patch of event #%d does not read", c.seq)
 		}
 		for _, st := range steps {
 			p, moved := st.paths(ws)
 			if after {
-				take(p, st, true, c.seq)
+				take(p, st, true, c.seq, c.at)
 				if moved != "" {
-					take(moved, st, false, c.seq)
+					take(moved, st, false, c.seq, c.at)
 				}
 			}
 			if !applied {
@@ -224,7 +248,7 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 			}
 			for _, q := range []string{p, moved} {
 				if _, had := files[q]; q != "" {
-					gone[q], lastSeq[q] = !had, c.seq
+					gone[q], lastSeq[q], lastAt[q] = !had, c.seq, c.at
 				}
 			}
 		}
@@ -243,7 +267,7 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 				}
 				forkRead = true
 			}
-			rs, why := r.codexReverse(ws, p, to, afterCalls, cmds, forkWhy)
+			rs, why := r.codexReverse(ws, p, to, afterCalls, cmds, forkWhy, others, tTo)
 			switch {
 			case rs.known:
 				s = rs
@@ -529,7 +553,7 @@ var codexReverseMax int64 = 64 << 20
 // not hold. why says why not: nothing is guessed; "" when its first
 // patch after the point is no update (an Add File, a deletion, a move of
 // another file over it), which says why itself.
-func (r *Rook) codexReverse(ws, p string, to uint64, calls []codexAfterCall, cmds []uint64, forkWhy string) (codexRewindState, string) {
+func (r *Rook) codexReverse(ws, p string, to uint64, calls []codexAfterCall, cmds []uint64, forkWhy string, others []codexOtherWrite, tTo time.Time) (codexRewindState, string) {
 	// Follow the file from p through the patches, as the undo's steps.
 	cur := p
 	var undo []codexAfterStep
@@ -589,6 +613,17 @@ func (r *Rook) codexReverse(ws, p string, to uint64, calls []codexAfterCall, cmd
 	}
 	if forkWhy != "" {
 		return codexRewindState{}, forkWhy
+	}
+	// Another session of its fork family that wrote it (or any file)
+	// after the point: the disk holds that too.
+	chain := []string{cur}
+	for _, u := range undo {
+		chain = append(chain, u.at)
+	}
+	for _, w := range others {
+		if !w.at.Before(tTo) && w.touches(chain...) {
+			return codexRewindState{}, w.why(fmt.Sprintf("after this session's event #%d", to))
+		}
 	}
 	// The file as it is now.
 	real, err := realRoot(ws)
@@ -652,4 +687,17 @@ func (u codexAfterStep) dest(ws string) string {
 		return moved
 	}
 	return u.at
+}
+
+// eventTime is the time of session id's event seq; a time after any
+// when there is none (seq is its end).
+func (r *Rook) eventTime(id eventlog.ID, seq uint64) (time.Time, error) {
+	evs, err := r.Log.Read(id, seq, 1)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if len(evs) == 0 || evs[0].Seq != seq {
+		return time.Unix(1<<40, 0), nil
+	}
+	return evs[0].Time, nil
 }

@@ -1,0 +1,206 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// codexFamily is a Codex parent rollout (P) and a fork of it (F), in one
+// workspace, each line stamped with the time given (minutes:seconds past
+// 10:00): F's file is its session_meta, P's lines up to the fork written
+// again at the fork's time, then its own.
+type codexFamily struct {
+	t      *testing.T
+	dir    string
+	ws     string
+	p, f   []string
+	copied int // P's lines F copies
+}
+
+func newCodexFamily(t *testing.T) *codexFamily {
+	dir := t.TempDir()
+	c := &codexFamily{t: t, dir: dir, ws: filepath.Join(dir, "ws")}
+	c.p = append(c.p, c.meta(codexPID, "", "00:00"))
+	return c
+}
+
+func (c *codexFamily) meta(id, from, at string) string {
+	fork := ""
+	if from != "" {
+		fork = `"forked_from_id":"` + from + `",`
+	}
+	return codexItem{"session_meta", fmt.Sprintf(`{"id":%q,%s"cwd":%q,"originator":"codex_cli_rs","cli_version":"0.80.0","source":"cli"}`, id, fork, c.ws)}.at(stampAt(at))
+}
+
+func stampAt(at string) string { return "2026-02-03T10:" + at + ".000Z" }
+
+// patch is an apply_patch call of body (call id cid) that applied.
+func patchLines(cid, body, at string) []string {
+	in, _ := json.Marshal("*** Begin Patch\n" + body + "\n*** End Patch\n")
+	return []string{
+		codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call","name":"apply_patch","call_id":%q,"input":%s}`, cid, in)}.at(stampAt(at)),
+		codexItem{"response_item", fmt.Sprintf(`{"type":"custom_tool_call_output","call_id":%q,"output":"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nM x\n"}`, cid)}.at(stampAt(at)),
+	}
+}
+
+// fork forks F from P as it is now, at at.
+func (c *codexFamily) fork(at string) {
+	c.copied = len(c.p)
+	c.f = append(c.f, c.meta(codexFID, codexPID, at))
+	for _, l := range c.p {
+		var v map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			c.t.Fatal(err)
+		}
+		v["timestamp"], _ = json.Marshal(stampAt(at))
+		b, _ := json.Marshal(v)
+		c.f = append(c.f, string(b))
+	}
+}
+
+// imported imports both, the workspace holding tr, and gives P's and F's
+// sessions and their patch calls' seqs.
+func (c *codexFamily) imported(tr tree) (r *Rook, p, f eventlog.ID, pCalls, fCalls []uint64) {
+	t := c.t
+	day := filepath.Join(c.dir, "codex", "2026", "02", "03")
+	writeSource(t, vfs.OS, filepath.Join(day, "rollout-2026-02-03T10-00-00-"+codexPID+".jsonl"), c.p, "")
+	writeSource(t, vfs.OS, filepath.Join(day, "rollout-2026-02-03T10-05-00-"+codexFID+".jsonl"), c.f, "")
+	writeTree(t, c.ws, tr)
+	r = diskRook(t, filepath.Join(c.dir, "store"))
+	rep := mustImport(t, r, FormatCodex, filepath.Join(c.dir, "codex"))
+	for _, fr := range rep.Files {
+		if fr.Session == nil {
+			t.Fatalf("%s not imported: %+v", fr.Path, fr)
+		}
+		if strings.Contains(fr.Path, codexFID) {
+			f = *fr.Session
+		} else {
+			p = *fr.Session
+		}
+	}
+	seqsOf := func(id eventlog.ID) []uint64 {
+		calls, err := r.rolloutPatchCalls(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []uint64
+		for _, c := range calls {
+			out = append(out, c.seq)
+		}
+		return out
+	}
+	return r, p, f, seqsOf(p), seqsOf(f)
+}
+
+func (c *codexFamily) read(p string) string { return readFileT(c.t, filepath.Join(c.ws, p)) }
+
+// refusedFor fails unless err is a refusal naming path with a reason
+// that has want in it.
+func refusedFor(t *testing.T, err error, path, want string) {
+	t.Helper()
+	var ue *CodexUnknownStatesError
+	if !errors.As(err, &ue) {
+		t.Fatalf("rewind: %v, want a refusal", err)
+	}
+	for _, f := range ue.Files {
+		if f.Path == path && strings.Contains(f.Why, want) {
+			return
+		}
+	}
+	t.Fatalf("refusal %v: no %s with %q", ue.Files, path, want)
+}
+
+// A Codex fork shares its parent's workspace: app.py, which existed
+// before either session, was patched by P (a to A), then by the fork F
+// (q to Q), and holds both. Rewinding P to before its patch undid it on
+// the disk and kept F's Q (a file that never was, exit 0); rewinding F to
+// before P's patch (in the lines F copied) kept P's later patch (y to Y)
+// too. Each is now refused, naming the other session's patch; a rewind
+// of P to a point after F's patch undoes only P's later one, rightly.
+func TestCodexRewindCountsTheForkFamilysWrites(t *testing.T) {
+	c := newCodexFamily(t)
+	c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A", "00:02")...)
+	c.fork("05:00")
+	c.f = append(c.f, patchLines("f1", "*** Update File: app.py\n@@\n-q\n+Q", "05:02")...)
+	c.p = append(c.p, patchLines("p2", "*** Update File: app.py\n@@\n-y\n+Y", "10:01")...)
+	r, p, f, pCalls, fCalls := c.imported(tree{"app.py": "A\nx\nY\nz\nQ\n"})
+	if len(pCalls) != 2 || len(fCalls) != 2 {
+		t.Fatalf("calls %v %v", pCalls, fCalls)
+	}
+	_, err := r.Rewind(p, pCalls[0], false)
+	refusedFor(t, err, "app.py", "session "+f.String()+" (a Codex fork of this session, in the same workspace) ran the patch of event #")
+	_, err = r.Rewind(f, fCalls[0], false)
+	refusedFor(t, err, "app.py", "session "+p.String()+" (the Codex session this one was forked from, in the same workspace) ran the patch of event #")
+	if got := c.read("app.py"); got != "A\nx\nY\nz\nQ\n" {
+		t.Fatalf("app.py after refusals: %q", got)
+	}
+	// After F's patch (at 10:05:02), before P's last (10:10:01).
+	if _, err := r.Rewind(p, pCalls[1], false); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.read("app.py"); got != "A\nx\ny\nz\nQ\n" {
+		t.Fatalf("app.py: %q", got)
+	}
+}
+
+// A file P added whole and replays to its point (n.txt "1 b") was patched
+// by the fork F in between (1 to 2), before P's point: the replay's state
+// is not what the disk held there (the rewind wrote "1 b", exit 0). It
+// now takes P's patches after the point undone on the disk ("2 b"), and
+// where they do not undo, refuses, naming F's patch. o.txt, which F's
+// patches do not touch, is put back from the replay.
+func TestCodexRewindReplayCountsTheForksWritesBetween(t *testing.T) {
+	c := newCodexFamily(t)
+	c.p = append(c.p, patchLines("p1", "*** Add File: n.txt\n+1\n+b\n*** Add File: o.txt\n+1", "00:02")...)
+	c.fork("05:00")
+	c.f = append(c.f, patchLines("f1", "*** Update File: n.txt\n@@\n-1\n+2", "05:02")...)
+	c.p = append(c.p, patchLines("p2", "*** Update File: n.txt\n@@\n-b\n+B\n*** Update File: o.txt\n@@\n-1\n+3", "10:01")...)
+	r, p, f, pCalls, _ := c.imported(tree{"n.txt": "2\nB\n", "o.txt": "3\n"})
+	rw, err := r.Rewind(p, pCalls[1], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.read("n.txt") + c.read("o.txt"); got != "2\nb\n1\n" {
+		t.Fatalf("files: %q", got)
+	}
+	var hows []string
+	for _, f := range rw.RolloutFiles {
+		hows = append(hows, f.Path+":"+f.How)
+	}
+	if want := "n.txt:reversed o.txt:replayed"; strings.Join(hows, " ") != want {
+		t.Fatalf("rollout files %q, want %q", hows, want)
+	}
+	// Changed by hand since: P's patch does not undo on it.
+	writeTree(t, c.ws, tree{"n.txt": "hand\n", "o.txt": "3\n"})
+	_, err = r.Rewind(p, pCalls[1], false)
+	refusedFor(t, err, "n.txt", "session "+f.String()+" (a Codex fork of this session, in the same workspace) ran the patch of event #3 at 2026-02-03 10:05:02.000, after this session's rollout last says what it held and before event #")
+	if got := c.read("n.txt"); got != "hand\n" {
+		t.Fatalf("n.txt after the refusal: %q", got)
+	}
+}
+
+// The parent removed since (rook session rm): the fork's rewind reads
+// what is left, and undoes its own patch.
+func TestCodexRewindForkOfARemovedParent(t *testing.T) {
+	c := newCodexFamily(t)
+	c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A", "00:02")...)
+	c.fork("05:00")
+	c.f = append(c.f, patchLines("f1", "*** Update File: app.py\n@@\n-q\n+Q", "05:02")...)
+	r, p, f, _, fCalls := c.imported(tree{"app.py": "A\nx\nQ\n"})
+	if _, err := r.RemoveSession(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Rewind(f, fCalls[1], false); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.read("app.py"); got != "A\nx\nq\n" {
+		t.Fatalf("app.py: %q", got)
+	}
+}

@@ -73,6 +73,11 @@ type CodexUnknownState struct {
 	// whether or not a file is there. If none was, the user says so
 	// (RewindOptions.Absent) and the rewind removes it.
 	MayBeAbsent bool `json:"may_be_absent,omitempty"`
+	// Holds is the path whose content at the point this file holds now
+	// (a patch after the point moved it here; the rewind would put it
+	// back from this one): putting this file back by hand first would
+	// lose it.
+	Holds string `json:"holds,omitempty"`
 }
 
 func (e *CodexUnknownStatesError) Error() string {
@@ -82,7 +87,11 @@ func (e *CodexUnknownStatesError) Error() string {
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		fmt.Fprintf(&b, "%s (%s)", f.Path, f.Why)
+		fmt.Fprintf(&b, "%s (%s", f.Path, f.Why)
+		if f.Holds != "" {
+			fmt.Fprintf(&b, "; it holds what %s held then, moved there after the point, its only copy: copy it to %[1]s before you put %s back", f.Holds, f.Path)
+		}
+		b.WriteString(")")
 	}
 	b.WriteString("; put them back yourself (from git, say) and rewind with --keep-files, which rewinds the conversation only")
 	var maybe []string
@@ -95,10 +104,14 @@ func (e *CodexUnknownStatesError) Error() string {
 		// Removing such a file by hand would lose what a move put there
 		// (the only copy of the file it moved, which the rewind undoes
 		// the patches on): --absent has the rewind remove it, after.
+		flags := make([]string, len(maybe))
+		for i, p := range maybe {
+			flags[i] = absentFlag(p)
+		}
 		if len(maybe) == 1 {
-			fmt.Fprintf(&b, "; where %s did not exist then, rewind with --absent %[1]s and the rewind removes it, once it has undone on it any patch that moved a file there (removing it yourself would lose that file)", maybe[0])
+			fmt.Fprintf(&b, "; where %s did not exist then, rewind with %s and the rewind removes it, once it has undone on it any patch that moved a file there (removing it yourself would lose that file)", maybe[0], flags[0])
 		} else {
-			fmt.Fprintf(&b, "; where any of %s did not exist then, rewind with --absent and its path, once for each (--absent %s), and the rewind removes them, once it has undone on them any patch that moved a file there (removing one yourself would lose that file)", strings.Join(maybe, ", "), maybe[0])
+			fmt.Fprintf(&b, "; where any of %s did not exist then, rewind with --absent and its path for each that did not (%s, if none did), and the rewind removes them, once it has undone on them any patch that moved a file there (removing one yourself would lose that file)", strings.Join(maybe, ", "), strings.Join(flags, " "))
 		}
 	}
 	b.WriteString(": nothing changed")
@@ -342,18 +355,35 @@ func (r *Rook) codexRewindChanges(id eventlog.ID, to uint64, ws string, absent [
 	// whose state the rollout leaves open that way (a patch after the
 	// point that writes them whole); any other is refused, as the
 	// rollout says what it held, or that it existed, or nothing of it.
+	said := map[string]bool{}
 	for _, a := range absent {
-		p := codexRel(ws, "", a) // (relative to the workspace, as a refusal names it, or absolute)
+		p, err := codexAbsentPath(ws, a)
+		if err != nil {
+			return nil, nil, nil, false, err
+		}
+		if said[p] {
+			continue // (named twice)
+		}
 		s, ok := states[p]
 		switch {
 		case !ok:
 			return nil, nil, nil, false, badArgument("--absent %s: no patch of session %s at or after event %d writes it, so the rewind does not touch it", a, id, to)
 		case s.known || s.absent:
-			return nil, nil, nil, false, badArgument("--absent %s: the rollout says what it held at event %d (%s), so the rewind puts that back: leave out --absent %s", a, to, codexHowSaid(s), a)
+			return nil, nil, nil, false, badArgument("--absent %s: what it held at event %d is known (%s), and the rewind puts that back: leave out --absent %[1]s", a, to, codexHowSaid(s))
 		case !s.mayBeAbsent:
-			return nil, nil, nil, false, badArgument("--absent %s: what it held at event %d is not known for more than whether it existed (%s): put it back yourself and rewind with --keep-files", a, to, s.why)
+			return nil, nil, nil, false, badArgument("--absent %s: more than whether it existed at event %d is not known (%s): put it back yourself and rewind with --keep-files", a, to, s.why)
 		}
 		states[p] = codexRewindState{absent: true, how: "said-absent"}
+		said[p] = true
+	}
+	// A file the patches after the point moved, put back from where they
+	// moved it: if that one is refused, the user must not put it back
+	// before copying it (CodexUnknownState.Holds).
+	holds := map[string]string{}
+	for p, s := range states {
+		if s.known && s.how == "reversed" && s.from != p {
+			holds[s.from] = p
+		}
 	}
 	paths := make([]string, 0, len(states))
 	for p := range states {
@@ -381,7 +411,7 @@ func (r *Rook) codexRewindChanges(id eventlog.ID, to uint64, ws string, absent [
 			}
 			how = append(how, rw)
 		default:
-			unknown = append(unknown, CodexUnknownState{Path: p, Why: s.why, MayBeAbsent: s.mayBeAbsent})
+			unknown = append(unknown, CodexUnknownState{Path: p, Why: s.why, MayBeAbsent: s.mayBeAbsent, Holds: holds[p]})
 		}
 	}
 	if len(unknown) > 0 {
@@ -390,13 +420,54 @@ func (r *Rook) codexRewindChanges(id eventlog.ID, to uint64, ws string, absent [
 	return changes, how, notes, any, nil
 }
 
+// codexAbsentPath is the workspace-relative path (as a refusal names it)
+// of a --absent argument: relative to the workspace, or absolute in it
+// (through a link to it, too: the directory above it is resolved).
+func codexAbsentPath(ws, a string) (string, error) {
+	switch {
+	case a == "":
+		return "", badArgument("--absent needs a path: the file's, as the refusal names it")
+	case strings.HasSuffix(a, "/"):
+		return "", badArgument("--absent %s: that names a directory; --absent takes a file the refusal names", a)
+	}
+	q := a
+	if filepath.IsAbs(q) {
+		if dir, err := filepath.EvalSymlinks(filepath.Dir(q)); err == nil {
+			q = filepath.Join(dir, filepath.Base(q))
+		}
+	}
+	p := codexRel(ws, "", q)
+	if p == "." || p == ".." || strings.HasPrefix(p, "../") || rolloutAbs(p) {
+		return "", badArgument("--absent %s: it is not in the session's workspace %s (a relative path is taken from there, as the refusal names it)", a, ws)
+	}
+	return p, nil
+}
+
+// absentFlag is --absent p as a shell reads it back.
+func absentFlag(p string) string {
+	dash, plain := strings.HasPrefix(p, "-"), p != ""
+	for _, c := range p {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._-/+@%,:", c)) {
+			plain = false
+			break
+		}
+	}
+	if !plain {
+		p = "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+	}
+	if dash {
+		return "--absent=" + p // (else read as a flag)
+	}
+	return "--absent " + p
+}
+
 // codexHowSaid says, in words, what a known (or absent) state is.
 func codexHowSaid(s codexRewindState) string {
 	switch {
 	case s.absent:
 		return "absent"
 	case s.how == "reversed":
-		return "the patches after it undone on the file as it is now"
+		return "the patches after it undone on the file as it is on disk now"
 	}
 	return "its content"
 }

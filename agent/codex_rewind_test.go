@@ -334,13 +334,13 @@ func TestCodexRewindAbsentMoveTarget(t *testing.T) {
 	r, id, seqs := s.imported(tree{"b.txt": "y\n", "other.txt": "p\n"})
 	_, err := r.Rewind(id, seqs[1], false)
 	var ue *CodexUnknownStatesError
-	if !errors.As(err, &ue) || len(ue.Files) != 1 || ue.Files[0].Path != "b.txt" || !ue.Files[0].MayBeAbsent {
+	if !errors.As(err, &ue) || len(ue.Files) != 1 || ue.Files[0].Path != "b.txt" || !ue.Files[0].MayBeAbsent || ue.Files[0].Holds != "a.txt" {
 		t.Fatalf("rewind: %v, want a refusal naming b.txt as one that may have been absent", err)
 	}
 	if msg := err.Error(); strings.Contains(msg, "if it did not, remove it yourself") || !strings.Contains(msg, "--absent b.txt") {
 		t.Fatalf("refusal: %s", msg)
 	}
-	for _, bad := range [][]string{{"other.txt"}, {"nothing.txt"}, {"b.txt", "a.txt"}} {
+	for _, bad := range [][]string{{"other.txt"}, {"nothing.txt"}, {"b.txt", "a.txt"}, {"../b.txt"}, {"/elsewhere/b.txt"}, {""}, {"b.txt/"}} {
 		_, err := r.RewindWith(id, seqs[1], RewindOptions{Absent: bad})
 		var ba *BadArgumentError
 		if !errors.As(err, &ba) {
@@ -353,8 +353,8 @@ func TestCodexRewindAbsentMoveTarget(t *testing.T) {
 	if got := s.read("b.txt"); got != "y\n" {
 		t.Fatalf("b.txt after refusals: %q", got)
 	}
-	// Absolute, in the workspace, is the same path.
-	rw, err := r.RewindWith(id, seqs[1], RewindOptions{Absent: []string{filepath.Join(s.ws, "b.txt")}})
+	// Absolute, in the workspace, is the same path; named twice, once.
+	rw, err := r.RewindWith(id, seqs[1], RewindOptions{Absent: []string{filepath.Join(s.ws, "b.txt"), "./b.txt"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,5 +395,22 @@ func TestRewindAbsentOnlyForCodex(t *testing.T) {
 	var ba *BadArgumentError
 	if !errors.As(err, &ba) || !strings.Contains(err.Error(), "imported Codex") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// The --absent a refusal advises reads back in a shell as the path.
+func TestAbsentFlagQuotes(t *testing.T) {
+	for p, want := range map[string]string{
+		"b.txt":       "--absent b.txt",
+		"src/main.py": "--absent src/main.py",
+		"my file.txt": "--absent 'my file.txt'",
+		"it's.txt":    `--absent 'it'\''s.txt'`,
+		"-x.txt":      "--absent=-x.txt",
+		"-x y.txt":    "--absent='-x y.txt'",
+		"$HOME/x":     "--absent '$HOME/x'",
+	} {
+		if got := absentFlag(p); got != want {
+			t.Errorf("absentFlag(%q) = %s, want %s", p, got, want)
+		}
 	}
 }

@@ -148,7 +148,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 	keepFiles := opts.KeepFiles
 	rep = RewindReport{Parent: id, EventsKept: to, KeepFiles: keepFiles, Paths: []string{}}
 	if keepFiles && len(opts.Absent) > 0 {
-		return rep, badArgument("--absent says what files held, and --keep-files touches none: give one of them; nothing changed")
+		return rep, badArgument("--absent says what files held, and --keep-files touches none: give one of them: nothing changed")
 	}
 	// The directories opened to search them are closed however it ends:
 	// by Apply, once it runs, with those it opens to write in (the plan
@@ -224,7 +224,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 		}
 		if len(opts.Absent) > 0 && !codex {
 			// Captures (and edit results) say whether a file existed.
-			return rep, badArgument("--absent is for a rewind of an imported Codex session, whose rollout does not say whether a file existed; session %s has what its files held: leave it out; nothing changed", id)
+			return rep, badArgument("--absent is for a rewind of an imported Codex session, whose rollout may not say whether a file existed, and session %s is not one: leave it out: nothing changed", id)
 		}
 		// A directory of the user's without its search bit hides all
 		// under it: opened (u+x) before anything is looked at.

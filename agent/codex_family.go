@@ -4,32 +4,37 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/rookhq/rook/eventlog"
 )
 
-// Codex forks share their workspace with the session they were forked
-// from. An imported fork holds a copy of its parent's lines up to the
-// fork (the same call ids), then its own; the parent's file goes on with
-// its own. A patch or command in one of them that is not in the other's
-// rollout wrote the disk without the other saying so: a rewind of one
-// that takes the disk for what its own patches left (undoing them on it,
-// or replaying them up to the point) must count the other's writes too,
-// when they came where that matters. Their times say when: an imported
-// event's time is its rollout line's.
+// Codex forks and subagents share their workspace with the session they
+// came from. An imported fork holds a copy of its parent's lines up to
+// the fork (the same call ids, written again at the fork's time), then
+// its own; the parent's file goes on with its own. A patch or command in
+// one of them that is not in the other's rollout wrote the disk without
+// the other saying so: a rewind of one that takes the disk for what its
+// own patches left (undoing them on it, or replaying them up to the
+// point) must count the other's writes too, when they came where that
+// matters. Their times say when: an imported event's time is its rollout
+// line's, and a copied call's true time is its original's.
 
 // codexOtherWrite is a patch or command of another imported session of
-// the same fork family that is not one of this session's own calls.
+// the same family that is not one of this session's own calls.
 type codexOtherWrite struct {
 	session eventlog.ID
-	kin     string // what that session is to this one, in words
+	kin     string // what that session is, in words
 	seq     uint64
 	at      time.Time
 	command bool
 	// paths a patch writes (relative to the workspace, as the rewind's);
 	// nil for a command, or a patch whose paths are not known: any.
 	paths []string
+	// unknown: what the session wrote cannot be read (why says why): it
+	// counts wherever, whenever.
+	unknown string
 }
 
 // touches says whether w may have written any of paths.
@@ -45,8 +50,16 @@ func (w codexOtherWrite) touches(paths ...string) bool {
 	return false
 }
 
+// within says whether w came in [lo, hi] (hi zero: no end).
+func (w codexOtherWrite) within(lo, hi time.Time) bool {
+	return w.unknown != "" || !w.at.Before(lo) && (hi.IsZero() || !w.at.After(hi))
+}
+
 // why says what w is, for a refusal.
 func (w codexOtherWrite) why(what string) string {
+	if w.unknown != "" {
+		return w.unknown
+	}
 	kind := "patch"
 	if w.command {
 		kind = "command"
@@ -54,113 +67,205 @@ func (w codexOtherWrite) why(what string) string {
 	return fmt.Sprintf("session %s (%s, in the same workspace) ran the %s of event #%d at %s, %s: it may have changed the file, and this session's rollout does not hold it", w.session, w.kin, kind, w.seq, w.at.UTC().Format("2006-01-02 15:04:05.000"), what)
 }
 
-// maxCodexFamily bounds the sessions of a fork family read.
+// maxCodexFamily bounds the sessions of a family read.
 const maxCodexFamily = 1000
 
-// codexOtherWrites are the patches and commands of the imported Codex
-// sessions linked to session id by imported-fork links, up or down (from
-// the imported session id is a rook fork of, if it is one), that are not
-// among id's own calls (by call id: a fork's copy of its parent's lines
-// has the same ones). A patch that did not apply is none.
-func (r *Rook) codexOtherWrites(id eventlog.ID, ws string) ([]codexOtherWrite, error) {
-	own, err := r.codexCallIDs(id)
-	if err != nil {
-		return nil, err
-	}
-	delete(own, "") // (a call without an id is no one's copy)
-	// The imported session whose line id is: rook forks (a rewind's)
-	// up to it. Those on the way are this session's line (codexForkWhy).
-	skip := map[eventlog.ID]bool{id: true}
+// codexFamily is what a rewind of one session reads of the others.
+type codexFamily struct {
+	others []codexOtherWrite
+	// orig is the earliest time of each call id among the family's
+	// calls: a copy's original's.
+	orig map[string]time.Time
+}
+
+// codexFamilyOf reads the imported sessions linked to session id by
+// parent links whose child is imported (a Codex fork or subagent), up or
+// down (from the imported session id is a rook fork of, if it is one):
+// their patches and commands that are not among the calls of id's line
+// (by call id: a fork's copy of its parent's lines has the same ones),
+// and the times of every call they have. A patch that did not apply is
+// none. A session that cannot be read, or a family too big to read,
+// counts as a write of any file at any time, named.
+func (r *Rook) codexFamilyOf(id eventlog.ID, ws string) (codexFamily, error) {
+	fam := codexFamily{orig: map[string]time.Time{}}
+	// id's line: rook forks (a rewind's) up to an imported session.
+	// Their calls are its own (codexForkWhy counts what theirs did
+	// after the fork).
+	line := []eventlog.ID{id}
 	start := id
 	for depth := 0; depth < maxCodexFamily; depth++ {
 		m, err := r.Log.ReadMeta(start)
 		if err != nil {
-			return nil, err
+			return fam, err
 		}
 		pid, _, ok := m.ForkedFrom()
-		if !ok || ImportedFork(m) {
+		if !ok || m.Source != nil {
 			break
 		}
 		start = pid
-		skip[start] = true
+		line = append(line, start)
 	}
-	// The family: imported-fork links, both ways; what each is to
-	// start (its Codex parent, a Codex fork of it, or further).
+	own := map[string]bool{}
+	for _, s := range line {
+		calls, err := r.codexCalls(s)
+		if err != nil {
+			return fam, err
+		}
+		for _, c := range calls {
+			if c.id != "" { // (a call without an id is no one's copy)
+				own[c.id] = true
+			}
+		}
+	}
+	this := "this session"
+	if start != id {
+		this = "session " + start.String()
+	}
+	index := &forkIndex{r: r}
 	kin := map[eventlog.ID]string{start: ""}
 	queue := []eventlog.ID{start}
 	var family []eventlog.ID
-	for len(queue) > 0 && len(kin) <= maxCodexFamily {
+	for len(queue) > 0 {
+		if len(kin) > maxCodexFamily {
+			fam.others = append(fam.others, codexOtherWrite{unknown: fmt.Sprintf("%s is linked to over %d imported Codex sessions (forks, subagents) in the same workspace, too many to read for what they wrote", this, maxCodexFamily)})
+			break
+		}
 		cur := queue[0]
 		queue = queue[1:]
-		if !skip[cur] {
+		if !slices.Contains(line, cur) {
 			family = append(family, cur)
 		}
 		m, err := r.Log.ReadMeta(cur)
-		if errors.Is(err, eventlog.ErrNoSession) && cur != start {
-			// A parent deleted since (rm): nothing of it to count.
-			family = slices.DeleteFunc(family, func(x eventlog.ID) bool { return x == cur })
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		further := "of the Codex forks of this session's line"
-		if ImportedFork(m) && !has(kin, *m.Parent) {
-			kin[*m.Parent] = further
-			if cur == start {
-				kin[*m.Parent] = "the Codex session this one was forked from"
+		switch {
+		case errors.Is(err, eventlog.ErrNoSession) && cur != start:
+			// Removed since (rm): its forks still name it their parent.
+		case err != nil:
+			return fam, err
+		case m.Source != nil:
+			for _, up := range []*eventlog.ID{m.Parent, m.Ancestor} {
+				if up != nil && !has(kin, *up) {
+					kin[*up] = "of the imported Codex sessions linked to " + this
+					if cur == start && up == m.Parent {
+						kin[*up] = "the Codex session " + this + " came from"
+					}
+					queue = append(queue, *up)
+				}
 			}
-			queue = append(queue, *m.Parent)
 		}
-		children, err := r.Log.Children(cur)
+		children, err := index.childrenOf(cur)
 		if err != nil {
-			return nil, err
+			return fam, err
 		}
 		for _, c := range children {
-			if ImportedFork(c) && !has(kin, c.ID) {
-				kin[c.ID] = further
-				if cur == start {
-					kin[c.ID] = "a Codex fork of this session"
-				}
-				queue = append(queue, c.ID)
-			}
-		}
-	}
-	var out []codexOtherWrite
-	for _, o := range family {
-		calls, err := r.rolloutPatchCalls(o)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range calls {
-			if own[c.id] || c.outcome == "failed" {
+			if has(kin, c) {
 				continue
 			}
-			w := codexOtherWrite{session: o, kin: kin[o], seq: c.seq, at: c.at}
-			steps, _ := codexCallSteps(c, ws, &RolloutPatches{})
-			for _, st := range steps {
-				p, moved := st.paths(ws)
-				w.paths = append(w.paths, p)
-				if moved != "" {
-					w.paths = append(w.paths, moved)
+			cm, err := r.Log.ReadMeta(c)
+			if err != nil || cm.Source == nil {
+				continue // (a rook fork: its calls are copies, or none)
+			}
+			kin[c] = "of the imported Codex sessions linked to " + this
+			if cur == start {
+				kin[c] = "a Codex fork of " + this
+				if slices.Contains(cm.Tags, subagentTag) {
+					kin[c] = "a Codex subagent of " + this
 				}
 			}
-			if len(c.bad) > 0 {
-				w.paths = nil // (a change that does not read: which files, not known)
-			}
-			out = append(out, w)
-		}
-		cmds, err := r.codexCommandCalls(o, calls)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range cmds {
-			if !own[c.id] {
-				out = append(out, codexOtherWrite{session: o, kin: kin[o], seq: c.seq, at: c.at, command: true})
-			}
+			queue = append(queue, c)
 		}
 	}
-	return out, nil
+	for _, o := range family {
+		if err := r.codexFamilyWrites(&fam, o, kin[o], ws, own); err != nil {
+			if errors.Is(err, eventlog.ErrNoSession) {
+				continue
+			}
+			fam.others = append(fam.others, codexOtherWrite{session: o, unknown: fmt.Sprintf("session %s (%s, in the same workspace) cannot be read (%v), so what it wrote is not known", o, kin[o], err)})
+		}
+	}
+	return fam, nil
+}
+
+// codexFamilyWrites adds session o's calls to fam.
+func (r *Rook) codexFamilyWrites(fam *codexFamily, o eventlog.ID, kin, ws string, own map[string]bool) error {
+	calls, err := r.rolloutPatchCalls(o)
+	if err != nil {
+		return err
+	}
+	cmds, err := r.codexCommandCalls(o, calls)
+	if err != nil {
+		return err
+	}
+	for _, c := range calls {
+		fam.addTime(c.id, c.at)
+		if own[c.id] || c.outcome == "failed" {
+			continue
+		}
+		w := codexOtherWrite{session: o, kin: kin, seq: c.seq, at: c.at, paths: []string{}}
+		steps, _ := codexCallSteps(c, ws, &RolloutPatches{})
+		for _, st := range steps {
+			p, moved := st.paths(ws)
+			w.paths = append(w.paths, p)
+			if moved != "" {
+				w.paths = append(w.paths, moved)
+			}
+		}
+		if len(c.bad) > 0 || len(steps) == 0 {
+			w.paths = nil // (which files, not known)
+		}
+		fam.others = append(fam.others, w)
+	}
+	for _, c := range cmds {
+		fam.addTime(c.id, c.at)
+		if !own[c.id] {
+			fam.others = append(fam.others, codexOtherWrite{session: o, kin: kin, seq: c.seq, at: c.at, command: true})
+		}
+	}
+	return nil
+}
+
+func (fam *codexFamily) addTime(id string, at time.Time) {
+	if t, ok := fam.orig[id]; id != "" && (!ok || at.Before(t)) {
+		fam.orig[id] = at
+	}
+}
+
+// pointTimes bound the time of session id's event to (the rewind point)
+// from its own calls (calls: patch and command, times set to their
+// originals' where they are copies): lo at most, hi at least it. An
+// event in a fork's copy of its parent's lines bears the fork's time,
+// not its own; the copy's calls have their originals'.
+func (fam codexFamily) pointTimes(r *Rook, id eventlog.ID, to uint64, calls []codexCall) (lo, hi time.Time, err error) {
+	tEv, err := r.eventTime(id, to)
+	if err != nil {
+		return lo, hi, err
+	}
+	lo, hi = tEv, tEv
+	inCopy := false
+	for _, c := range calls {
+		switch {
+		case c.seq < to:
+		case c.copy:
+			inCopy = true
+			if c.at.Before(hi) {
+				hi = c.at
+			}
+		case c.at.Before(hi):
+			hi = c.at
+		}
+	}
+	if inCopy {
+		// The point is in the copy: at least the last call before it.
+		lo = time.Time{}
+		for _, c := range calls {
+			if c.seq < to && c.at.After(lo) {
+				lo = c.at
+			}
+		}
+		if lo.After(hi) {
+			lo = hi
+		}
+	}
+	return lo, hi, nil
 }
 
 func has[K comparable, V any](m map[K]V, k K) bool {
@@ -168,31 +273,30 @@ func has[K comparable, V any](m map[K]V, k K) bool {
 	return ok
 }
 
-// codexCall is a tool call of a rollout: its event, time and call id.
+// codexCall is a tool call of a rollout: its event, time and call id;
+// copy: its time is a copy's, set back to its original's.
 type codexCall struct {
-	seq uint64
-	at  time.Time
-	id  string
+	seq  uint64
+	at   time.Time
+	id   string
+	copy bool
 }
 
-// codexCallIDs are the call ids of session id's patch and command calls.
-func (r *Rook) codexCallIDs(id eventlog.ID) (map[string]bool, error) {
+// codexCalls are session id's patch and command calls, by seq.
+func (r *Rook) codexCalls(id eventlog.ID) ([]codexCall, error) {
 	calls, err := r.rolloutPatchCalls(id)
 	if err != nil {
 		return nil, err
 	}
-	ids := map[string]bool{}
-	for _, c := range calls {
-		ids[c.id] = true
-	}
-	cmds, err := r.codexCommandCalls(id, calls)
+	out, err := r.codexCommandCalls(id, calls)
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range cmds {
-		ids[c.id] = true
+	for _, c := range calls {
+		out = append(out, codexCall{seq: c.seq, at: c.at, id: c.id})
 	}
-	return ids, nil
+	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
+	return out, nil
 }
 
 // codexCommandCalls are session id's command calls (codexCommandSeqs),

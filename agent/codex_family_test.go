@@ -12,26 +12,28 @@ import (
 	"github.com/rookhq/rook/internal/vfs"
 )
 
-// codexFamily is a Codex parent rollout (P) and a fork of it (F), in one
+// codexForkPair is a Codex parent rollout (P) and a fork of it (F), in one
 // workspace, each line stamped with the time given (minutes:seconds past
 // 10:00): F's file is its session_meta, P's lines up to the fork written
 // again at the fork's time, then its own.
-type codexFamily struct {
+type codexForkPair struct {
 	t      *testing.T
 	dir    string
 	ws     string
 	p, f   []string
+	g      []string // a second fork of P, if any
+	gID    eventlog.ID
 	copied int // P's lines F copies
 }
 
-func newCodexFamily(t *testing.T) *codexFamily {
+func newCodexForkPair(t *testing.T) *codexForkPair {
 	dir := t.TempDir()
-	c := &codexFamily{t: t, dir: dir, ws: filepath.Join(dir, "ws")}
+	c := &codexForkPair{t: t, dir: dir, ws: filepath.Join(dir, "ws")}
 	c.p = append(c.p, c.meta(codexPID, "", "00:00"))
 	return c
 }
 
-func (c *codexFamily) meta(id, from, at string) string {
+func (c *codexForkPair) meta(id, from, at string) string {
 	fork := ""
 	if from != "" {
 		fork = `"forked_from_id":"` + from + `",`
@@ -51,7 +53,7 @@ func patchLines(cid, body, at string) []string {
 }
 
 // fork forks F from P as it is now, at at.
-func (c *codexFamily) fork(at string) {
+func (c *codexForkPair) fork(at string) {
 	c.copied = len(c.p)
 	c.f = append(c.f, c.meta(codexFID, codexPID, at))
 	for _, l := range c.p {
@@ -65,13 +67,25 @@ func (c *codexFamily) fork(at string) {
 	}
 }
 
+// forkG forks G from P as it is now, at at.
+func (c *codexForkPair) forkG(at string) {
+	f, copied := c.f, c.copied
+	c.f = nil
+	c.fork(at)
+	c.g = append([]string{c.meta(codexGID, codexPID, at)}, c.f[1:]...)
+	c.f, c.copied = f, copied
+}
+
 // imported imports both, the workspace holding tr, and gives P's and F's
 // sessions and their patch calls' seqs.
-func (c *codexFamily) imported(tr tree) (r *Rook, p, f eventlog.ID, pCalls, fCalls []uint64) {
+func (c *codexForkPair) imported(tr tree) (r *Rook, p, f eventlog.ID, pCalls, fCalls []uint64) {
 	t := c.t
 	day := filepath.Join(c.dir, "codex", "2026", "02", "03")
 	writeSource(t, vfs.OS, filepath.Join(day, "rollout-2026-02-03T10-00-00-"+codexPID+".jsonl"), c.p, "")
 	writeSource(t, vfs.OS, filepath.Join(day, "rollout-2026-02-03T10-05-00-"+codexFID+".jsonl"), c.f, "")
+	if c.g != nil {
+		writeSource(t, vfs.OS, filepath.Join(day, "rollout-2026-02-03T10-06-00-"+codexGID+".jsonl"), c.g, "")
+	}
 	writeTree(t, c.ws, tr)
 	r = diskRook(t, filepath.Join(c.dir, "store"))
 	rep := mustImport(t, r, FormatCodex, filepath.Join(c.dir, "codex"))
@@ -79,9 +93,12 @@ func (c *codexFamily) imported(tr tree) (r *Rook, p, f eventlog.ID, pCalls, fCal
 		if fr.Session == nil {
 			t.Fatalf("%s not imported: %+v", fr.Path, fr)
 		}
-		if strings.Contains(fr.Path, codexFID) {
+		switch {
+		case strings.Contains(fr.Path, codexFID):
 			f = *fr.Session
-		} else {
+		case strings.Contains(fr.Path, codexGID):
+			c.gID = *fr.Session
+		default:
 			p = *fr.Session
 		}
 	}
@@ -99,7 +116,7 @@ func (c *codexFamily) imported(tr tree) (r *Rook, p, f eventlog.ID, pCalls, fCal
 	return r, p, f, seqsOf(p), seqsOf(f)
 }
 
-func (c *codexFamily) read(p string) string { return readFileT(c.t, filepath.Join(c.ws, p)) }
+func (c *codexForkPair) read(p string) string { return readFileT(c.t, filepath.Join(c.ws, p)) }
 
 // refusedFor fails unless err is a refusal naming path with a reason
 // that has want in it.
@@ -125,7 +142,7 @@ func refusedFor(t *testing.T, err error, path, want string) {
 // too. Each is now refused, naming the other session's patch; a rewind
 // of P to a point after F's patch undoes only P's later one, rightly.
 func TestCodexRewindCountsTheForkFamilysWrites(t *testing.T) {
-	c := newCodexFamily(t)
+	c := newCodexForkPair(t)
 	c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A", "00:02")...)
 	c.fork("05:00")
 	c.f = append(c.f, patchLines("f1", "*** Update File: app.py\n@@\n-q\n+Q", "05:02")...)
@@ -137,7 +154,7 @@ func TestCodexRewindCountsTheForkFamilysWrites(t *testing.T) {
 	_, err := r.Rewind(p, pCalls[0], false)
 	refusedFor(t, err, "app.py", "session "+f.String()+" (a Codex fork of this session, in the same workspace) ran the patch of event #")
 	_, err = r.Rewind(f, fCalls[0], false)
-	refusedFor(t, err, "app.py", "session "+p.String()+" (the Codex session this one was forked from, in the same workspace) ran the patch of event #")
+	refusedFor(t, err, "app.py", "session "+p.String()+" (the Codex session this session came from, in the same workspace) ran the patch of event #")
 	if got := c.read("app.py"); got != "A\nx\nY\nz\nQ\n" {
 		t.Fatalf("app.py after refusals: %q", got)
 	}
@@ -157,7 +174,7 @@ func TestCodexRewindCountsTheForkFamilysWrites(t *testing.T) {
 // where they do not undo, refuses, naming F's patch. o.txt, which F's
 // patches do not touch, is put back from the replay.
 func TestCodexRewindReplayCountsTheForksWritesBetween(t *testing.T) {
-	c := newCodexFamily(t)
+	c := newCodexForkPair(t)
 	c.p = append(c.p, patchLines("p1", "*** Add File: n.txt\n+1\n+b\n*** Add File: o.txt\n+1", "00:02")...)
 	c.fork("05:00")
 	c.f = append(c.f, patchLines("f1", "*** Update File: n.txt\n@@\n-1\n+2", "05:02")...)
@@ -189,7 +206,7 @@ func TestCodexRewindReplayCountsTheForksWritesBetween(t *testing.T) {
 // The parent removed since (rook session rm): the fork's rewind reads
 // what is left, and undoes its own patch.
 func TestCodexRewindForkOfARemovedParent(t *testing.T) {
-	c := newCodexFamily(t)
+	c := newCodexForkPair(t)
 	c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A", "00:02")...)
 	c.fork("05:00")
 	c.f = append(c.f, patchLines("f1", "*** Update File: app.py\n@@\n-q\n+Q", "05:02")...)
@@ -203,4 +220,123 @@ func TestCodexRewindForkOfARemovedParent(t *testing.T) {
 	if got := c.read("app.py"); got != "A\nx\nq\n" {
 		t.Fatalf("app.py: %q", got)
 	}
+}
+
+// Codex writes a fork's copy of its parent's lines again at the fork's
+// time, and a fork made by backtracking copies only the start of them: P
+// patched app.py and n.txt at 00:04, after what F copied, and F forked
+// at 05:00. By the copies' times, P's patch came before F's point; it
+// came after. Rewinding F to its copy of P's first patch is refused
+// (app.py: undone on the disk, it would keep P's Y), and rewinding F to
+// its own patch undoes it on the disk, not replays the copy (n.txt "1 b",
+// where the file held "1 B").
+func TestCodexRewindForkCopyTimes(t *testing.T) {
+	c := newCodexForkPair(t)
+	c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A\n*** Add File: n.txt\n+1\n+b", "00:02")...)
+	c.fork("05:00")
+	c.p = append(c.p, patchLines("p2", "*** Update File: app.py\n@@\n-y\n+Y\n*** Update File: n.txt\n@@\n-b\n+B", "00:04")...)
+	c.f = append(c.f, patchLines("f1", "*** Update File: app.py\n@@\n-q\n+Q\n*** Update File: n.txt\n@@\n-1\n+2", "05:02")...)
+	r, p, _, _, fCalls := c.imported(tree{"app.py": "A\nx\nY\nz\nQ\n", "n.txt": "2\nB\n"})
+	_, err := r.Rewind(f0(t, r, p, fCalls), fCalls[0], false)
+	refusedFor(t, err, "app.py", "session "+p.String()+" (the Codex session this session came from, in the same workspace) ran the patch of event #")
+	f := f0(t, r, p, fCalls)
+	rw, err := r.Rewind(f, fCalls[1], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.read("n.txt") + c.read("app.py"); got != "1\nB\nA\nx\nY\nz\nq\n" {
+		t.Fatalf("files: %q", got)
+	}
+	for _, h := range rw.RolloutFiles {
+		if h.How != "reversed" {
+			t.Errorf("%s: %s, want reversed", h.Path, h.How)
+		}
+	}
+}
+
+// f0 is P's fork F.
+func f0(t *testing.T, r *Rook, p eventlog.ID, _ []uint64) eventlog.ID {
+	t.Helper()
+	children, err := r.Log.Children(p)
+	if err != nil || len(children) == 0 {
+		t.Fatalf("children of %s: %v %v", p, children, err)
+	}
+	return children[0].ID
+}
+
+// P removed since: its forks F and G still name it their parent. G's
+// patch after F's point is counted all the same.
+func TestCodexRewindSiblingOfARemovedParent(t *testing.T) {
+	c := newCodexForkPair(t)
+	c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A", "00:02")...)
+	c.fork("05:00")
+	c.forkG("06:00")
+	c.f = append(c.f, patchLines("f1", "*** Update File: app.py\n@@\n-q\n+Q", "05:02")...)
+	c.g = append(c.g, patchLines("g1", "*** Update File: app.py\n@@\n-y\n+Y", "06:02")...)
+	r, p, f, _, fCalls := c.imported(tree{"app.py": "A\nx\nY\nz\nQ\n"})
+	if _, err := r.RemoveSession(p); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.Rewind(f, fCalls[1], false)
+	refusedFor(t, err, "app.py", "session "+c.gID.String()+" (of the imported Codex sessions linked to this session, in the same workspace) ran the patch of event #")
+}
+
+// A path P's patch wrote in the event just before the point (a
+// patch_apply_end alone): the replay's window is from that patch to the
+// point, not the deletion's (from the point to the next patch), so F's
+// patch after the point does not refuse it.
+func TestCodexRewindWindowOfAPatchJustBeforeThePoint(t *testing.T) {
+	c := newCodexForkPair(t)
+	end := fmt.Sprintf(`{"type":"patch_apply_end","call_id":"p1","success":true,"changes":{%q:{"type":"add","content":"1\nb\n"}}}`, filepath.Join(c.ws, "n.txt"))
+	c.p = append(c.p, codexItem{"event_msg", end}.at(stampAt("00:02")),
+		codexItem{"response_item", `{"type":"message","role":"user","content":[{"type":"input_text","text":"next"}]}`}.at(stampAt("00:03")))
+	c.fork("05:00")
+	c.f = append(c.f, patchLines("f1", "*** Update File: n.txt\n@@\n-1\n+2", "05:02")...)
+	c.p = append(c.p, patchLines("p3", "*** Update File: n.txt\n@@\n-b\n+B", "10:01")...)
+	r, p, _, pCalls, _ := c.imported(tree{"n.txt": "2\nB\n"})
+	if _, err := r.Rewind(p, pCalls[0]+1, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.read("n.txt"); got != "1\nb\n" {
+		t.Fatalf("n.txt: %q", got)
+	}
+}
+
+// A rewind of the fork a rewind of P made does not count F's copies of
+// P's own calls (p2, undone by the first rewind) as F's writes.
+func TestCodexRewindOfARewindsForkNotCountingCopies(t *testing.T) {
+	c := newCodexForkPair(t)
+	c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A", "00:02")...)
+	c.p = append(c.p, patchLines("p2", "*** Update File: app.py\n@@\n-x\n+X", "00:04")...)
+	c.fork("05:00")
+	c.f = append(c.f, patchLines("f1", "*** Add File: other.txt\n+o", "05:02")...)
+	r, p, _, pCalls, _ := c.imported(tree{"app.py": "A\nX\n", "other.txt": "o\n"})
+	rw, err := r.Rewind(p, pCalls[1], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.read("app.py"); got != "A\nx\n" {
+		t.Fatalf("app.py: %q", got)
+	}
+	if _, err := r.Rewind(rw.Fork, pCalls[0], false); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.read("app.py"); got != "a\nx\n" {
+		t.Fatalf("app.py: %q", got)
+	}
+}
+
+// A Codex subagent works in its parent's workspace, often at once: its
+// patch after the parent's point is counted as a fork's is.
+func TestCodexRewindCountsASubagentsWrites(t *testing.T) {
+	c := newCodexForkPair(t)
+	c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A", "00:02")...)
+	c.f = append(c.f, codexItem{"session_meta", fmt.Sprintf(`{"id":%q,"cwd":%q,"originator":"codex_cli_rs","cli_version":"0.80.0","source":{"subagent":{"thread_spawn":{"parent_thread_id":%q}}}}`, codexFID, c.ws, codexPID)}.at(stampAt("03:00")))
+	c.f = append(c.f, patchLines("s1", "*** Update File: app.py\n@@\n-q\n+Q", "03:02")...)
+	r, p, f, pCalls, _ := c.imported(tree{"app.py": "A\nx\nQ\n"})
+	if m, err := r.Log.ReadMeta(f); err != nil || m.Parent == nil || *m.Parent != p {
+		t.Fatalf("the subagent is not linked to its parent: %+v %v", m, err)
+	}
+	_, err := r.Rewind(p, pCalls[0], false)
+	refusedFor(t, err, "app.py", "session "+f.String()+" (a Codex subagent of this session, in the same workspace) ran the patch of event #")
 }

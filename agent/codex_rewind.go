@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -166,17 +167,35 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 		return nil, nil, false, err
 	}
 	lastSeq := map[string]uint64{}
-	// The other sessions of its Codex fork family wrote the same
-	// workspace (codex_family.go): a write of theirs between the patch
-	// that last wrote a path and the point (by time) makes the replay's
-	// state of it not known, as a command of its own does.
-	others, err := r.codexOtherWrites(id, ws)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	tTo, err := r.eventTime(id, to)
-	if err != nil {
-		return nil, nil, false, err
+	// The other imported sessions of its family (Codex forks,
+	// subagents) wrote the same workspace (codex_family.go): a write of
+	// theirs between the patch that last wrote a path and the point (by
+	// time) makes the replay's state of it not known, as a command of
+	// its own does. Read only when a patch comes at or after the point.
+	var fam codexFamily
+	var tLo, tHi time.Time
+	if slices.ContainsFunc(calls, func(c *codexPatchCall) bool { return c.seq >= to }) {
+		if fam, err = r.codexFamilyOf(id, ws); err != nil {
+			return nil, nil, false, err
+		}
+		own, err := r.codexCalls(id)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		// A copy's time is the fork's: its original's is the true one.
+		for i, c := range own {
+			if t, ok := fam.orig[c.id]; ok && t.Before(c.at) {
+				own[i].at, own[i].copy = t, true
+			}
+		}
+		for _, c := range calls {
+			if t, ok := fam.orig[c.id]; ok && t.Before(c.at) {
+				c.at = t
+			}
+		}
+		if tLo, tHi, err = fam.pointTimes(r, id, to, own); err != nil {
+			return nil, nil, false, err
+		}
 	}
 	lastAt := map[string]time.Time{}
 	var afterCalls []codexAfterCall
@@ -192,7 +211,8 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 			s = codexStateOf(files, doubtful, p, st, source)
 		}
 		lo, hi := lastSeq[p]+1, to
-		if !had && !gone[p] && s.known {
+		deletion := !had && !gone[p] && s.known
+		if deletion {
 			// Its deletion's content, after the point: a command at the
 			// point itself runs after it too (the rewind keeps the
 			// events before it).
@@ -204,12 +224,12 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 				break
 			}
 		}
-		tlo, thi, what := lastAt[p], tTo, fmt.Sprintf("after this session's rollout last says what it held and before event #%d", to)
-		if lo == to {
-			tlo, thi, what = tTo, atTime, fmt.Sprintf("between event #%d and the deletion of event #%d that says what it held", to, at)
+		tlo, thi, what := lastAt[p], tHi, fmt.Sprintf("after this session's rollout last says what it held and before event #%d", to)
+		if deletion {
+			tlo, thi, what = tLo, atTime, fmt.Sprintf("between event #%d and the deletion of event #%d that says what it held", to, at)
 		}
-		for _, w := range others {
-			if (s.known || s.absent) && !w.at.Before(tlo) && !w.at.After(thi) && w.touches(p) {
+		for _, w := range fam.others {
+			if (s.known || s.absent) && w.within(tlo, thi) && w.touches(p) {
 				s = codexRewindState{why: w.why(what)}
 				break
 			}
@@ -280,7 +300,7 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 				}
 				forkRead = true
 			}
-			rs, why := r.codexReverse(ws, p, to, afterCalls, cmds, forkWhy, others, tTo)
+			rs, why := r.codexReverse(ws, p, to, afterCalls, cmds, forkWhy, fam.others, tLo)
 			switch {
 			case rs.known:
 				s = rs
@@ -692,7 +712,7 @@ func (r *Rook) codexReverse(ws, p string, to uint64, calls []codexAfterCall, cmd
 		chain = append(chain, u.at)
 	}
 	for _, w := range others {
-		if !w.at.Before(tTo) && w.touches(chain...) {
+		if w.within(tTo, time.Time{}) && w.touches(chain...) {
 			return codexRewindState{}, w.why(fmt.Sprintf("after this session's event #%d", to))
 		}
 	}

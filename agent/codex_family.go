@@ -35,6 +35,11 @@ type codexOtherWrite struct {
 	// unknown: what the session wrote cannot be read (why says why): it
 	// counts wherever, whenever.
 	unknown string
+	id      string // its call id
+	// since: it may have written any file at any time from at on (why
+	// says why: a parent removed since).
+	since    bool
+	sinceWhy string
 }
 
 // touches says whether w may have written any of paths.
@@ -52,13 +57,22 @@ func (w codexOtherWrite) touches(paths ...string) bool {
 
 // within says whether w came in [lo, hi] (hi zero: no end).
 func (w codexOtherWrite) within(lo, hi time.Time) bool {
-	return w.unknown != "" || !w.at.Before(lo) && (hi.IsZero() || !w.at.After(hi))
+	switch {
+	case w.unknown != "":
+		return true
+	case w.since:
+		return hi.IsZero() || !w.at.After(hi)
+	}
+	return !w.at.Before(lo) && (hi.IsZero() || !w.at.After(hi))
 }
 
 // why says what w is, for a refusal.
 func (w codexOtherWrite) why(what string) string {
-	if w.unknown != "" {
+	switch {
+	case w.unknown != "":
 		return w.unknown
+	case w.since:
+		return w.sinceWhy
 	}
 	kind := "patch"
 	if w.command {
@@ -67,8 +81,9 @@ func (w codexOtherWrite) why(what string) string {
 	return fmt.Sprintf("session %s (%s, in the same workspace) ran the %s of event #%d at %s, %s: it may have changed the file, and this session's rollout does not hold it", w.session, w.kin, kind, w.seq, w.at.UTC().Format("2006-01-02 15:04:05.000"), what)
 }
 
-// maxCodexFamily bounds the sessions of a family read.
-const maxCodexFamily = 1000
+// codexCopyWindow is how long after a Codex fork's session_meta its
+// copy of its parent's lines may still be being written.
+const codexCopyWindow = time.Second
 
 // codexFamily is what a rewind of one session reads of the others.
 type codexFamily struct {
@@ -88,26 +103,21 @@ type codexFamily struct {
 // counts as a write of any file at any time, named.
 func (r *Rook) codexFamilyOf(id eventlog.ID, ws string) (codexFamily, error) {
 	fam := codexFamily{orig: map[string]time.Time{}}
-	// id's line: rook forks (a rewind's) up to an imported session.
-	// Their calls are its own (codexForkWhy counts what theirs did
-	// after the fork).
-	line := []eventlog.ID{id}
-	start := id
-	for depth := 0; depth < maxCodexFamily; depth++ {
-		m, err := r.Log.ReadMeta(start)
-		if err != nil {
-			return fam, err
-		}
-		pid, _, ok := m.ForkedFrom()
-		if !ok || m.Source != nil {
-			break
-		}
-		start = pid
-		line = append(line, start)
+	lf, err := r.importedFamilyOf(id, "Codex")
+	if err != nil {
+		return fam, err
 	}
+	if lf.tooMany != "" {
+		fam.others = append(fam.others, codexOtherWrite{unknown: lf.tooMany})
+	}
+	// The calls of id's line are its own (codexForkWhy counts what its
+	// rook forks' parents did after the fork).
 	own := map[string]bool{}
-	for _, s := range line {
+	for _, s := range lf.line {
 		calls, err := r.codexCalls(s)
+		if errors.Is(err, eventlog.ErrNoSession) {
+			continue // (removed since: its fork holds its calls before the point)
+		}
 		if err != nil {
 			return fam, err
 		}
@@ -117,70 +127,43 @@ func (r *Rook) codexFamilyOf(id eventlog.ID, ws string) (codexFamily, error) {
 			}
 		}
 	}
-	this := "this session"
-	if start != id {
-		this = "session " + start.String()
-	}
-	index := &forkIndex{r: r}
-	kin := map[eventlog.ID]string{start: ""}
-	queue := []eventlog.ID{start}
-	var family []eventlog.ID
-	for len(queue) > 0 {
-		if len(kin) > maxCodexFamily {
-			fam.others = append(fam.others, codexOtherWrite{unknown: fmt.Sprintf("%s is linked to over %d imported Codex sessions (forks, subagents) in the same workspace, too many to read for what they wrote", this, maxCodexFamily)})
-			break
-		}
-		cur := queue[0]
-		queue = queue[1:]
-		if !slices.Contains(line, cur) {
-			family = append(family, cur)
-		}
-		m, err := r.Log.ReadMeta(cur)
-		switch {
-		case errors.Is(err, eventlog.ErrNoSession) && cur != start:
-			// Removed since (rm): its forks still name it their parent.
-		case err != nil:
-			return fam, err
-		case m.Source != nil:
-			for _, up := range []*eventlog.ID{m.Parent, m.Ancestor} {
-				if up != nil && !has(kin, *up) {
-					kin[*up] = "of the imported Codex sessions linked to " + this
-					if cur == start && up == m.Parent {
-						kin[*up] = "the Codex session " + this + " came from"
-					}
-					queue = append(queue, *up)
-				}
-			}
-		}
-		children, err := index.childrenOf(cur)
-		if err != nil {
-			return fam, err
-		}
-		for _, c := range children {
-			if has(kin, c) {
-				continue
-			}
-			cm, err := r.Log.ReadMeta(c)
-			if err != nil || cm.Source == nil {
-				continue // (a rook fork: its calls are copies, or none)
-			}
-			kin[c] = "of the imported Codex sessions linked to " + this
-			if cur == start {
-				kin[c] = "a Codex fork of " + this
-				if slices.Contains(cm.Tags, subagentTag) {
-					kin[c] = "a Codex subagent of " + this
-				}
-			}
-			queue = append(queue, c)
-		}
-	}
-	for _, o := range family {
-		if err := r.codexFamilyWrites(&fam, o, kin[o], ws, own); err != nil {
+	for _, o := range lf.members {
+		if err := r.codexFamilyWrites(&fam, o, lf.kin[o], ws, own); err != nil {
 			if errors.Is(err, eventlog.ErrNoSession) {
 				continue
 			}
-			fam.others = append(fam.others, codexOtherWrite{session: o, unknown: fmt.Sprintf("session %s (%s, in the same workspace) cannot be read (%v), so what it wrote is not known", o, kin[o], err)})
+			fam.others = append(fam.others, codexOtherWrite{session: o, unknown: fmt.Sprintf("session %s (%s, in the same workspace) cannot be read (%v), so what it wrote is not known", o, lf.kin[o], err)})
 		}
+	}
+	// A copy of a call, in another fork, is timed by its original, and
+	// counted once: the earliest (the original's, where it is read).
+	sort.SliceStable(fam.others, func(i, j int) bool { return fam.others[i].at.Before(fam.others[j].at) })
+	seen := map[string]bool{}
+	fam.others = slices.DeleteFunc(fam.others, func(w codexOtherWrite) bool {
+		if w.id == "" {
+			return false
+		}
+		dup := seen[w.id]
+		seen[w.id] = true
+		return dup
+	})
+	for i, w := range fam.others {
+		if t, ok := fam.orig[w.id]; ok && w.id != "" && t.Before(w.at) {
+			fam.others[i].at = t
+		}
+	}
+	// A parent removed since (session rm): what it wrote after its fork
+	// was made, any file at any time from then, is not known.
+	for gone, child := range lf.removed {
+		if slices.Contains(lf.line, gone) {
+			continue // (the line's own: codexForkWhy)
+		}
+		t, err := r.eventTime(child, 0)
+		if err != nil {
+			return fam, err
+		}
+		fam.others = append(fam.others, codexOtherWrite{session: gone, at: t, since: true,
+			sinceWhy: fmt.Sprintf("session %s, which %s came from, was removed from rook since (session rm), so what it wrote after %s was forked from it (%s) is not known", gone, child, child, t.UTC().Format("2006-01-02 15:04:05.000"))})
 	}
 	return fam, nil
 }
@@ -195,12 +178,27 @@ func (r *Rook) codexFamilyWrites(fam *codexFamily, o eventlog.ID, kin, ws string
 	if err != nil {
 		return err
 	}
+	// A Codex fork's copy of its parent's lines is written when the
+	// fork is made, right after its session_meta, and bears that time:
+	// a call there is its parent's (counted there, or as the line's
+	// own), whether or not its call id is read (an older local_shell_call
+	// has none) or its parent is still here to match it with. Its own
+	// calls come after a prompt typed and answered: seconds later.
+	var copyEnd time.Time
+	if m, err := r.Log.ReadMeta(o); err == nil && ImportedFork(m) {
+		t0, err := r.eventTime(o, 0)
+		if err != nil {
+			return err
+		}
+		copyEnd = t0.Add(codexCopyWindow)
+	}
+	copied := func(at time.Time) bool { return !copyEnd.IsZero() && !at.After(copyEnd) }
 	for _, c := range calls {
 		fam.addTime(c.id, c.at)
-		if own[c.id] || c.outcome == "failed" {
+		if own[c.id] || c.outcome == "failed" || copied(c.at) {
 			continue
 		}
-		w := codexOtherWrite{session: o, kin: kin, seq: c.seq, at: c.at, paths: []string{}}
+		w := codexOtherWrite{session: o, kin: kin, seq: c.seq, at: c.at, id: c.id, paths: []string{}}
 		steps, _ := codexCallSteps(c, ws, &RolloutPatches{})
 		for _, st := range steps {
 			p, moved := st.paths(ws)
@@ -216,8 +214,11 @@ func (r *Rook) codexFamilyWrites(fam *codexFamily, o eventlog.ID, kin, ws string
 	}
 	for _, c := range cmds {
 		fam.addTime(c.id, c.at)
+		if copied(c.at) {
+			continue
+		}
 		if !own[c.id] {
-			fam.others = append(fam.others, codexOtherWrite{session: o, kin: kin, seq: c.seq, at: c.at, command: true})
+			fam.others = append(fam.others, codexOtherWrite{session: o, kin: kin, seq: c.seq, at: c.at, id: c.id, command: true})
 		}
 	}
 	return nil
@@ -253,6 +254,13 @@ func (fam codexFamily) pointTimes(r *Rook, id eventlog.ID, to uint64, calls []co
 			hi = c.at
 		}
 	}
+	// After the copy's last call, yet in the copy: its line bears the
+	// time the copied calls' events do.
+	for _, c := range calls {
+		if c.seq < to && c.copy && c.stamp.Equal(tEv) {
+			inCopy = true
+		}
+	}
 	if inCopy {
 		// The point is in the copy: at least the last call before it.
 		lo = time.Time{}
@@ -268,18 +276,14 @@ func (fam codexFamily) pointTimes(r *Rook, id eventlog.ID, to uint64, calls []co
 	return lo, hi, nil
 }
 
-func has[K comparable, V any](m map[K]V, k K) bool {
-	_, ok := m[k]
-	return ok
-}
-
 // codexCall is a tool call of a rollout: its event, time and call id;
 // copy: its time is a copy's, set back to its original's.
 type codexCall struct {
-	seq  uint64
-	at   time.Time
-	id   string
-	copy bool
+	seq   uint64
+	at    time.Time
+	id    string
+	copy  bool
+	stamp time.Time // a copy's: the time its event bears (the fork's)
 }
 
 // codexCalls are session id's patch and command calls, by seq.

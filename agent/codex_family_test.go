@@ -203,23 +203,134 @@ func TestCodexRewindReplayCountsTheForksWritesBetween(t *testing.T) {
 	}
 }
 
-// The parent removed since (rook session rm): the fork's rewind reads
-// what is left, and undoes its own patch.
+// The parent removed since (rook session rm): what it wrote after the
+// fork is not known, so the fork's patch is not undone on the disk (the
+// file may hold the parent's later patches too), and the refusal says
+// why; a rewind to a point before the fork was made replays, and a
+// rewind of a rewind's fork of the removed parent reads its own line.
 func TestCodexRewindForkOfARemovedParent(t *testing.T) {
 	c := newCodexForkPair(t)
-	c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A", "00:02")...)
+	c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A\n*** Add File: n.txt\n+1", "00:02")...)
 	c.fork("05:00")
-	c.f = append(c.f, patchLines("f1", "*** Update File: app.py\n@@\n-q\n+Q", "05:02")...)
-	r, p, f, _, fCalls := c.imported(tree{"app.py": "A\nx\nQ\n"})
+	c.f = append(c.f, patchLines("f1", "*** Update File: app.py\n@@\n-q\n+Q\n*** Update File: n.txt\n@@\n-1\n+2", "05:02")...)
+	c.p = append(c.p, patchLines("p2", "*** Update File: app.py\n@@\n-y\n+Y", "10:01")...)
+	r, p, f, _, fCalls := c.imported(tree{"app.py": "A\nx\nY\nz\nQ\n", "n.txt": "2\n"})
 	if _, err := r.RemoveSession(p); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Rewind(f, fCalls[1], false); err != nil {
+	_, err := r.Rewind(f, fCalls[1], false)
+	refusedFor(t, err, "app.py", "session "+p.String()+", which "+f.String()+" came from, was removed from rook since (session rm), so what it wrote after")
+	if got := c.read("app.py"); got != "A\nx\nY\nz\nQ\n" {
+		t.Fatalf("app.py after the refusal: %q", got)
+	}
+}
+
+// A rewind's fork of a parent removed since: its own line, not another's.
+func TestCodexRewindOfARewindsForkOfARemovedParent(t *testing.T) {
+	c := newCodexForkPair(t)
+	c.p = append(c.p, patchLines("p1", "*** Add File: n.txt\n+a\n+x\n+y", "00:02")...)
+	c.p = append(c.p, patchLines("p2", "*** Update File: n.txt\n@@\n-x\n+X", "00:04")...)
+	c.p = append(c.p, patchLines("p3", "*** Update File: n.txt\n@@\n-y\n+Y", "00:06")...)
+	c.fork("05:00")
+	c.f = append(c.f, patchLines("f1", "*** Add File: other.txt\n+o", "05:02")...)
+	r, p, _, pCalls, _ := c.imported(tree{"n.txt": "a\nX\nY\n", "other.txt": "o\n"})
+	rw, err := r.Rewind(p, pCalls[2], false)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.read("app.py"); got != "A\nx\nq\n" {
-		t.Fatalf("app.py: %q", got)
+	if _, err := r.RemoveSession(p); err != nil {
+		t.Fatal(err)
 	}
+	if _, err := r.Rewind(rw.Fork, pCalls[1], false); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.read("n.txt"); got != "a\nx\ny\n" {
+		t.Fatalf("n.txt: %q", got)
+	}
+}
+
+// A point in a fork's copy after the copy's last call (a copied message)
+// is in the copy, though no copied call comes after it: P's patch after
+// what F copied (00:04) came after it, and F's rewind there is refused.
+func TestCodexRewindPointInCopyAfterItsLastCall(t *testing.T) {
+	c := newCodexForkPair(t)
+	c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A", "00:02")...)
+	c.p = append(c.p, codexItem{"response_item", `{"type":"message","role":"user","content":[{"type":"input_text","text":"next"}]}`}.at(stampAt("00:03")))
+	c.fork("05:00")
+	c.p = append(c.p, patchLines("p2", "*** Update File: app.py\n@@\n-y\n+Y", "00:04")...)
+	c.f = append(c.f, patchLines("f1", "*** Update File: app.py\n@@\n-q\n+Q", "05:02")...)
+	r, p, f, _, fCalls := c.imported(tree{"app.py": "A\nx\nY\nz\nQ\n"})
+	_, err := r.Rewind(f, fCalls[1]-1, false) // the copied message
+	refusedFor(t, err, "app.py", "session "+p.String()+" (the Codex session this session came from")
+}
+
+// Copies of P's calls in its other forks (G's, a grandchild's) are P's
+// writes, timed by P's: not the forks' own at their fork times.
+func TestCodexRewindCopiesInOtherForks(t *testing.T) {
+	t.Run("sibling", func(t *testing.T) {
+		c := newCodexForkPair(t)
+		c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A", "00:02")...)
+		c.fork("05:00")
+		c.p = append(c.p, patchLines("p2", "*** Update File: app.py\n@@\n-y\n+Y", "05:10")...)
+		c.forkG("06:00")
+		c.f = append(c.f, patchLines("f1", "*** Update File: app.py\n@@\n-q\n+Q", "05:20")...)
+		c.f = append(c.f, patchLines("f2", "*** Update File: app.py\n@@\n-z\n+Z", "05:40")...)
+		r, _, f, _, fCalls := c.imported(tree{"app.py": "A\nx\nY\nZ\nQ\n"})
+		if _, err := r.Rewind(f, fCalls[2], false); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.read("app.py"); got != "A\nx\nY\nz\nQ\n" {
+			t.Fatalf("app.py %q", got)
+		}
+	})
+	t.Run("grandchild", func(t *testing.T) {
+		c := newCodexForkPair(t)
+		c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A", "00:02")...)
+		c.fork("05:00")
+		c.f = append(c.f, patchLines("f1", "*** Update File: app.py\n@@\n-q\n+Q", "05:02")...)
+		c.g = append([]string{c.meta(codexGID, codexFID, "06:00")}, restampLines(t, c.f[1:], "06:00")...)
+		c.p = append(c.p, codexItem{"response_item", `{"type":"message","role":"user","content":[{"type":"input_text","text":"next"}]}`}.at(stampAt("05:30")))
+		c.p = append(c.p, patchLines("p2", "*** Update File: app.py\n@@\n-y\n+Y", "10:01")...)
+		r, p, _, pCalls, _ := c.imported(tree{"app.py": "A\nx\nY\nz\nQ\n"})
+		if _, err := r.Rewind(p, pCalls[1]-1, false); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.read("app.py"); got != "A\nx\ny\nz\nQ\n" {
+			t.Fatalf("app.py %q", got)
+		}
+	})
+}
+
+// A command without a call id (an older local_shell_call) in P's lines:
+// F's copy of it is P's, not a command F ran.
+func TestCodexRewindCopiedCommandWithoutCallID(t *testing.T) {
+	c := newCodexForkPair(t)
+	c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A", "00:02")...)
+	c.p = append(c.p, codexItem{"response_item", `{"type":"local_shell_call","status":"completed","action":{"type":"exec","command":["ls"]}}`}.at(stampAt("00:03")))
+	c.p = append(c.p, patchLines("p2", "*** Update File: app.py\n@@\n-x\n+X", "00:04")...)
+	c.fork("05:00")
+	r, p, _, pCalls, _ := c.imported(tree{"app.py": "A\nX\n"})
+	if _, err := r.Rewind(p, pCalls[1], false); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.read("app.py"); got != "A\nx\n" {
+		t.Fatalf("app.py %q", got)
+	}
+}
+
+// restampLines are lines written again at at.
+func restampLines(t *testing.T, lines []string, at string) []string {
+	var out []string
+	for _, l := range lines {
+		var v map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatal(err)
+		}
+		v["timestamp"], _ = json.Marshal(stampAt(at))
+		b, _ := json.Marshal(v)
+		out = append(out, string(b))
+	}
+	return out
 }
 
 // Codex writes a fork's copy of its parent's lines again at the fork's
@@ -278,7 +389,7 @@ func TestCodexRewindSiblingOfARemovedParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := r.Rewind(f, fCalls[1], false)
-	refusedFor(t, err, "app.py", "session "+c.gID.String()+" (of the imported Codex sessions linked to this session, in the same workspace) ran the patch of event #")
+	refusedFor(t, err, "app.py", "session "+c.gID.String()+" (one of the imported Codex sessions linked to this session, in the same workspace) ran the patch of event #")
 }
 
 // A path P's patch wrote in the event just before the point (a

@@ -185,7 +185,7 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 		// A copy's time is the fork's: its original's is the true one.
 		for i, c := range own {
 			if t, ok := fam.orig[c.id]; ok && t.Before(c.at) {
-				own[i].at, own[i].copy = t, true
+				own[i].at, own[i].copy, own[i].stamp = t, true, c.at
 			}
 		}
 		for _, c := range calls {

@@ -135,8 +135,13 @@ type firstStates struct {
 	// leave them out, and say so.
 	Unknown []UncomparedFile
 
-	seq  map[string]uint64 // the seq of each path's first state
-	dirs map[string]uint64 // the seq of each directory's first capture whole
+	seq map[string]uint64 // the seq of each path's first state
+	// unknownAt: the seq of each path of Unknown's first unknown state.
+	unknownAt map[string]uint64
+	// linkedNotes say each state taken from another session of the
+	// family (mergeFamilyStates).
+	linkedNotes []string
+	dirs        map[string]uint64 // the seq of each directory's first capture whole
 	// dirModes: each directory's mode at that capture (version 3).
 	dirModes map[string]FileMode
 	// opened: the mode of each directory a rewind's capture before it
@@ -643,15 +648,17 @@ func (st *firstStates) takeLate(r *Rook, late []lateCapture, from uint64, unknow
 // unknownLeft sets st.Unknown: the paths of unknown and lost that no
 // state came to after all (a late capture of the missing backup gives one).
 func (st *firstStates) unknownLeft(unknown, lost map[string]uint64) {
-	st.Unknown = nil
-	for p := range lost {
+	st.Unknown, st.unknownAt = nil, map[string]uint64{}
+	for p, seq := range lost {
 		if _, ok := st.First[p]; !ok {
 			st.Unknown = append(st.Unknown, UncomparedFile{Path: p, Error: "its state before is not known: its Claude Code file backup could not be taken when the session was imported (not there, or not a file: the import said which; put it back, and import again)"})
+			st.unknownAt[p] = seq
 		}
 	}
-	for p := range unknown {
+	for p, seq := range unknown {
 		if _, ok := st.First[p]; !ok && !mapHas(lost, p) {
 			st.Unknown = append(st.Unknown, UncomparedFile{Path: p, Error: "its state before is not known: the transcript's edit result that first changed it does not say what it was"})
+			st.unknownAt[p] = seq
 		}
 	}
 	slices.SortFunc(st.Unknown, func(a, b UncomparedFile) int { return strings.Compare(a.Path, b.Path) })

@@ -187,6 +187,14 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 		if err != nil {
 			return rep, nothingDone(err, "nothing changed")
 		}
+		// An imported Claude Code session's subagents and forks edited
+		// the same workspace: a state of theirs after the point, earlier
+		// than its own, is the file's then (family_states.go).
+		if ws := r.transcriptWorkspace(id); ws != "" {
+			if err := r.mergeFamilyStates(id, to, ws, &st); err != nil {
+				return rep, nothingDone(err, "nothing changed")
+			}
+		}
 		// An imported Codex session has no captures: what its rollout's
 		// patches say the files held at the point, where they say it. A
 		// fork of one an earlier rewind made ends with that rewind's
@@ -244,6 +252,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 		}
 		rep.Unrecordable = st.Unrecordable
 		rep.NotRestored = st.Unknown
+		rep.Notes = append(rep.Notes, st.linkedNotes...)
 		root := st.Root
 		changes := make([]Change, 0, len(st.First))
 		for _, c := range st.First {

@@ -1,0 +1,133 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/rookhq/rook/eventlog"
+)
+
+// An imported session's family: the imported sessions its own is linked
+// to by parent links whose child is imported (a fork or a subagent of
+// Codex or Claude Code), up and down, and on from those. They worked in
+// the same workspace, often at once, each writing files the others'
+// transcripts do not say: a rewind of one counts what the others wrote
+// (codex_family.go, family_states.go).
+
+// maxFamily bounds the sessions of a family read.
+const maxFamily = 1000
+
+// importedFamily is what importedFamilyOf finds.
+type importedFamily struct {
+	// line: the session asked of, and the rook forks (a rewind's) up from
+	// it to an imported session, start: its transcript's events are its
+	// own.
+	line  []eventlog.ID
+	start eventlog.ID
+	// members: the others, with what each is to start, in words.
+	members []eventlog.ID
+	kin     map[eventlog.ID]string
+	// tooMany says so when over maxFamily are linked: not all are read.
+	tooMany string
+	// removed are the sessions removed since (session rm) that a member
+	// (or the line) names its parent, by that member: what they wrote
+	// after it is not known.
+	removed map[eventlog.ID]eventlog.ID
+}
+
+// importedFamilyOf finds session id's family; what names the agent
+// ("Codex", "Claude Code") in the words of kin.
+func (r *Rook) importedFamilyOf(id eventlog.ID, what string) (importedFamily, error) {
+	f := importedFamily{line: []eventlog.ID{id}, start: id}
+	for depth := 0; depth < maxFamily; depth++ {
+		m, err := r.Log.ReadMeta(f.start)
+		if errors.Is(err, eventlog.ErrNoSession) && f.start != id {
+			break // (removed since: the fork holds its events before the point)
+		}
+		if err != nil {
+			return f, err
+		}
+		pid, _, ok := m.ForkedFrom()
+		if !ok || m.Source != nil {
+			break
+		}
+		f.start = pid
+		f.line = append(f.line, pid)
+	}
+	this := "this session"
+	if f.start != id {
+		this = "session " + f.start.String()
+	}
+	index := &forkIndex{r: r}
+	f.kin = map[eventlog.ID]string{f.start: ""}
+	queue := []eventlog.ID{f.start}
+	for len(queue) > 0 {
+		if len(f.kin) > maxFamily {
+			f.tooMany = fmt.Sprintf("%s is linked to over %d imported %s sessions (forks, subagents) in the same workspace, too many to read for what they wrote", this, maxFamily, what)
+			break
+		}
+		cur := queue[0]
+		queue = queue[1:]
+		if !slices.Contains(f.line, cur) {
+			f.members = append(f.members, cur)
+		}
+		m, err := r.Log.ReadMeta(cur)
+		switch {
+		case errors.Is(err, eventlog.ErrNoSession) && cur != id:
+			// Removed since (rm): its forks still name it their parent.
+		case err != nil:
+			return f, err
+		case m.Source != nil:
+			for _, up := range []*eventlog.ID{m.Parent, m.Ancestor} {
+				if up != nil && up == m.Parent && !has(f.removed, *up) {
+					if _, err := r.Log.ReadMeta(*up); errors.Is(err, eventlog.ErrNoSession) {
+						if f.removed == nil {
+							f.removed = map[eventlog.ID]eventlog.ID{}
+						}
+						f.removed[*up] = cur
+					}
+				}
+				if up != nil && !has(f.kin, *up) {
+					f.kin[*up] = "one of the imported " + what + " sessions linked to " + this
+					if cur == f.start && up == m.Parent {
+						f.kin[*up] = "the " + what + " session " + this + " came from"
+					}
+					queue = append(queue, *up)
+				}
+			}
+		}
+		children, err := index.childrenOf(cur)
+		if err != nil {
+			return f, err
+		}
+		for _, c := range children {
+			if has(f.kin, c) {
+				continue
+			}
+			cm, err := r.Log.ReadMeta(c)
+			if err != nil || cm.Source == nil {
+				continue // (a rook fork: its events are copies, or its own)
+			}
+			f.kin[c] = "one of the imported " + what + " sessions linked to " + this
+			if cur == f.start {
+				f.kin[c] = "a " + what + " fork of " + this
+				if slices.Contains(cm.Tags, subagentTag) {
+					f.kin[c] = "a " + what + " subagent of " + this
+				}
+			}
+			queue = append(queue, c)
+		}
+	}
+	// Removed ones read as nothing.
+	f.members = slices.DeleteFunc(f.members, func(x eventlog.ID) bool {
+		_, err := r.Log.ReadMeta(x)
+		return errors.Is(err, eventlog.ErrNoSession)
+	})
+	return f, nil
+}
+
+func has[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
+}

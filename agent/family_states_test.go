@@ -1,0 +1,86 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
+)
+
+// claudeWithSubagent is a Claude Code session whose Task call (event 1)
+// ran a subagent that edited a.txt (A0 to A1) and b.txt (B0 to B1) and
+// wrote c.txt, all in the parent's workspace; after it, the parent edited
+// a.txt (A1 to A2). It gives the store, the parent and the subagent.
+func claudeWithSubagent(t *testing.T) (*Rook, *editTranscript, eventlog.ID, eventlog.ID) {
+	e := newEditTranscript(t, "fix a and b") // 21:00:01
+	at := func(p string) string { return filepath.Join(e.ws, p) }
+	e.lines = append(e.lines, fmt.Sprintf(`{"type":"assistant",%s,"message":{"model":"claude-opus-4-6","id":"m1","role":"assistant","content":[{"type":"tool_use","id":"tk","name":"Task","input":{"description":"edit","prompt":"edit a and b"}}]},"uuid":"t1","timestamp":"2026-02-10T21:00:02.000Z"}`, e.env()))
+	sub := &editTranscript{dir: e.dir, ws: e.ws, n: 2}
+	sub.lines = append(sub.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit a and b"},"uuid":"s0","timestamp":%q}`, sub.env(), sub.ts())) // :03
+	sub.edit(at("a.txt"), "A0\n", "A0", "A1")                                                                                                                           // :04, :05
+	sub.edit(at("b.txt"), "B0\n", "B0", "B1")                                                                                                                           // :06, :07
+	sub.write(at("c.txt"), nil, "C1\n")                                                                                                                                 // :08, :09
+	for i, l := range sub.lines {
+		sub.lines[i] = strings.Replace(l, `"sessionId":"s1",`, `"sessionId":"s1","isSidechain":true,"agentId":"a1b2c3d",`, 1)
+	}
+	e.n = 9
+	e.lines = append(e.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":[{"tool_use_id":"tk","type":"tool_result","content":[{"type":"text","text":"Done."}]}]},"toolUseResult":{"status":"completed","agentId":"a1b2c3d","content":[{"type":"text","text":"Done."}]},"uuid":"t2","timestamp":%q}`, e.env(), e.ts())) // :10
+	e.edit(at("a.txt"), "A1\n", "A1", "A2")                                                                                                                                                                                                                                                                                                   // :11, :12
+	writeTree(t, e.ws, tree{"a.txt": "A2\n", "b.txt": "B1\n", "c.txt": "C1\n"})
+	projects := filepath.Join(e.dir, "home", ".claude", "projects")
+	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "s1.jsonl"), e.lines, "")
+	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "s1", "subagents", "agent-a1b2c3d.jsonl"), sub.lines, "")
+	r := diskRook(t, filepath.Join(e.dir, "store"))
+	rep := mustImport(t, r, FormatClaudeCode, projects)
+	var parent, child eventlog.ID
+	for _, f := range rep.Files {
+		if f.Session == nil {
+			t.Fatalf("%s not imported", f.Path)
+		}
+		if strings.Contains(f.Path, "subagents") {
+			child = *f.Session
+		} else {
+			parent = *f.Session
+		}
+	}
+	return r, e, parent, child
+}
+
+// Rewinding the parent to its Task call: each file as it was then, which
+// the subagent's edit results say (a.txt A0, not the A1 the parent's own
+// later edit says; b.txt B0 and c.txt absent, which the parent's events
+// do not name), each said in a note; the undo puts the disk back.
+func TestRewindCountsASubagentsEdits(t *testing.T) {
+	r, e, parent, _ := claudeWithSubagent(t)
+	rw, err := r.Rewind(parent, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(p string) string { return filepath.Join(e.ws, p) }
+	if got := readFileT(t, at("a.txt")) + readFileT(t, at("b.txt")); got != "A0\nB0\n" {
+		t.Fatalf("files: %q", got)
+	}
+	if _, err := os.Lstat(at("c.txt")); !os.IsNotExist(err) {
+		t.Fatalf("c.txt is still there: %v", err)
+	}
+	if rw.FilesRestored != 2 || rw.FilesRemoved != 1 || len(rw.Notes) != 3 || !strings.Contains(rw.Notes[0], "a Claude Code subagent of this session") {
+		t.Fatalf("report %+v", rw)
+	}
+	if _, err := r.Rewind(rw.Fork, *rw.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFileT(t, at("a.txt")) + readFileT(t, at("b.txt")) + readFileT(t, at("c.txt")); got != "A2\nB1\nC1\n" {
+		t.Fatalf("after the undo: %q", got)
+	}
+	// After the Task's result (event 2): the parent's own edit says a.txt.
+	if _, err := r.Rewind(parent, 3, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFileT(t, at("a.txt")) + readFileT(t, at("b.txt")); got != "A1\nB1\n" {
+		t.Fatalf("files after rewinding past the subagent: %q", got)
+	}
+}

@@ -103,7 +103,7 @@ type codexFamily struct {
 // counts as a write of any file at any time, named.
 func (r *Rook) codexFamilyOf(id eventlog.ID, ws string) (codexFamily, error) {
 	fam := codexFamily{orig: map[string]time.Time{}}
-	lf, err := r.importedFamilyOf(id, "Codex")
+	lf, err := r.importedFamilyOf(id, "Codex", "")
 	if err != nil {
 		return fam, err
 	}

@@ -56,15 +56,7 @@ func patchLines(cid, body, at string) []string {
 func (c *codexForkPair) fork(at string) {
 	c.copied = len(c.p)
 	c.f = append(c.f, c.meta(codexFID, codexPID, at))
-	for _, l := range c.p {
-		var v map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(l), &v); err != nil {
-			c.t.Fatal(err)
-		}
-		v["timestamp"], _ = json.Marshal(stampAt(at))
-		b, _ := json.Marshal(v)
-		c.f = append(c.f, string(b))
-	}
+	c.f = append(c.f, restampLines(c.t, c.p, at)...)
 }
 
 // forkG forks G from P as it is now, at at.
@@ -205,9 +197,8 @@ func TestCodexRewindReplayCountsTheForksWritesBetween(t *testing.T) {
 
 // The parent removed since (rook session rm): what it wrote after the
 // fork is not known, so the fork's patch is not undone on the disk (the
-// file may hold the parent's later patches too), and the refusal says
-// why; a rewind to a point before the fork was made replays, and a
-// rewind of a rewind's fork of the removed parent reads its own line.
+// file may hold the parent's later patches too: here Y), and the refusal
+// says why, writing nothing.
 func TestCodexRewindForkOfARemovedParent(t *testing.T) {
 	c := newCodexForkPair(t)
 	c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A\n*** Add File: n.txt\n+1", "00:02")...)

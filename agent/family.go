@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	"github.com/rookhq/rook/eventlog"
@@ -37,8 +38,10 @@ type importedFamily struct {
 }
 
 // importedFamilyOf finds session id's family; what names the agent
-// ("Codex", "Claude Code") in the words of kin.
-func (r *Rook) importedFamilyOf(id eventlog.ID, what string) (importedFamily, error) {
+// ("Codex", "Claude Code") in the words of kin. With ws set, a session
+// recorded in another workspace is neither a member nor gone through.
+func (r *Rook) importedFamilyOf(id eventlog.ID, what, ws string) (importedFamily, error) {
+	elsewhere := func(m eventlog.Meta) bool { return ws != "" && filepath.Clean(m.Workspace) != ws }
 	f := importedFamily{line: []eventlog.ID{id}, start: id}
 	for depth := 0; depth < maxFamily; depth++ {
 		m, err := r.Log.ReadMeta(f.start)
@@ -88,7 +91,7 @@ func (r *Rook) importedFamilyOf(id eventlog.ID, what string) (importedFamily, er
 						f.removed[*up] = cur
 					}
 				}
-				if up != nil && !has(f.kin, *up) {
+				if up != nil && !has(f.kin, *up) && !r.elsewhere(*up, elsewhere) {
 					f.kin[*up] = "one of the imported " + what + " sessions linked to " + this
 					if cur == f.start && up == m.Parent {
 						f.kin[*up] = "the " + what + " session " + this + " came from"
@@ -106,7 +109,7 @@ func (r *Rook) importedFamilyOf(id eventlog.ID, what string) (importedFamily, er
 				continue
 			}
 			cm, err := r.Log.ReadMeta(c)
-			if err != nil || cm.Source == nil {
+			if err != nil || cm.Source == nil || elsewhere(cm) {
 				continue // (a rook fork: its events are copies, or its own)
 			}
 			f.kin[c] = "one of the imported " + what + " sessions linked to " + this
@@ -125,6 +128,13 @@ func (r *Rook) importedFamilyOf(id eventlog.ID, what string) (importedFamily, er
 		return errors.Is(err, eventlog.ErrNoSession)
 	})
 	return f, nil
+}
+
+// elsewhere says whether session id, read, is in another workspace (a
+// removed one is not: it is counted as gone).
+func (r *Rook) elsewhere(id eventlog.ID, in func(eventlog.Meta) bool) bool {
+	m, err := r.Log.ReadMeta(id)
+	return err == nil && in(m)
 }
 
 func has[K comparable, V any](m map[K]V, k K) bool {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -17,20 +18,36 @@ import (
 // a.txt after the subagent's says the file as the subagent left it, a
 // state it never had at the point; a file only the subagent changed was
 // left as it is, unsaid. A rewind now takes, for each path, the earliest
-// state by time at or after the point among the session's own events and
+// state by time after the point among the session's own events and
 // those of the imported sessions linked to it (family.go) in the same
 // workspace.
+
+// familyState is a path's earliest state in another session.
+type familyState struct {
+	at      time.Time
+	session eventlog.ID
+	change  *Change         // its state, or
+	unknown *UncomparedFile // none known there
+}
 
 // mergeFamilyStates merges into st (the first states of imported Claude
 // Code session id from event to, workspace ws) those of its family that
 // come earlier, each said in st.linkedNotes.
 func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *firstStates) error {
-	fam, err := r.importedFamilyOf(id, "Claude Code")
+	fam, err := r.importedFamilyOf(id, "Claude Code", ws)
 	if err != nil {
 		return err
 	}
 	if fam.tooMany != "" {
 		return fmt.Errorf("cannot rewind the files: %s", fam.tooMany)
+	}
+	for gone, child := range fam.removed {
+		if slices.Contains(fam.line, gone) || len(st.First) == 0 {
+			continue // (the line's own: a fork holds its copy of its events)
+		}
+		// What it wrote after its fork (or subagent) began, in the same
+		// workspace, is not known: any state after that may hold it.
+		return fmt.Errorf("cannot rewind the files: session %s, which %s came from, was removed from rook since (session rm), and it worked in the same workspace: what it wrote after %s began is not known, so the files' states after the point may hold it; put them back yourself and rewind with --keep-files, which rewinds the conversation only", gone, child, child)
 	}
 	var members []eventlog.ID
 	for _, o := range fam.members {
@@ -41,21 +58,39 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 	if len(members) == 0 {
 		return nil
 	}
+	// After the point: at or after its event's time, and after the time
+	// of the event before it (a line without a time, a file-history
+	// snapshot, bears the one before: an edit at that time came before).
 	tTo, err := r.eventTime(id, to)
 	if err != nil {
 		return err
 	}
-	// The time of each path's state so far.
-	best := map[string]time.Time{}
+	var tPrev time.Time
+	if to > 0 {
+		if tPrev, err = r.eventTime(id, to-1); err != nil {
+			return err
+		}
+	}
+	after := func(t time.Time) bool { return !t.Before(tTo) && (to == 0 || t.After(tPrev)) }
+	// The time of each path's state so far, the session's own.
+	own := map[string]time.Time{}
 	for p := range st.First {
-		if best[p], err = r.eventTime(id, st.seq[p]); err != nil {
+		if own[p], err = r.eventTime(id, st.seq[p]); err != nil {
 			return err
 		}
 	}
 	for p, seq := range st.unknownAt {
-		if best[p], err = r.eventTime(id, seq); err != nil {
+		if own[p], err = r.eventTime(id, seq); err != nil {
 			return err
 		}
+	}
+	won := map[string]familyState{}
+	earlier := func(p string, t time.Time) bool {
+		if w, ok := won[p]; ok {
+			return t.Before(w.at)
+		}
+		b, ok := own[p]
+		return !ok || t.Before(b)
 	}
 	for _, o := range members {
 		from, err := r.firstAtOrAfter(o, tTo)
@@ -69,63 +104,62 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 		if so.Root != "" && filepath.Clean(so.Root) != ws {
 			continue
 		}
-		earlier := func(p string, seq uint64) (bool, error) {
-			t, err := r.eventTime(o, seq)
-			if err != nil {
-				return false, err
-			}
-			if b, ok := best[p]; ok && !t.Before(b) {
-				return false, nil
-			}
-			best[p] = t
-			return true, nil
-		}
-		taken := false
-		for _, p := range sortedKeys(so.First) {
-			c := so.First[p]
-			ok, err := earlier(p, so.seq[p])
-			if err != nil || !ok {
-				if err != nil {
-					return err
-				}
-				continue
-			}
-			if old, had := st.First[p]; had && old.transcript {
-				st.FromTranscript--
-			}
-			st.First[p] = c
-			if _, ok := st.seq[p]; !ok {
-				st.seq[p] = to
-			}
-			st.dropUnknown(p)
-			if c.transcript {
-				st.FromTranscript++
-			} else {
-				taken = true
-			}
-			if st.Root == "" {
-				st.Root = ws
-			}
-			st.linkedNotes = append(st.linkedNotes, fmt.Sprintf("%s: put back as it was when session %s (%s, in the same workspace) first changed it after the point, before this session did", p, o, fam.kin[o]))
-		}
-		if taken {
-			st.Captures++
-		}
-		for _, u := range so.Unknown {
-			ok, err := earlier(u.Path, so.unknownAt[u.Path])
+		for p, c := range so.First {
+			t, err := r.eventTime(o, so.seq[p])
 			if err != nil {
 				return err
 			}
-			if !ok {
+			if !after(t) || !earlier(p, t) {
 				continue
 			}
-			if old, had := st.First[u.Path]; had && old.transcript {
-				st.FromTranscript--
+			if c.transcript && c.src != ([16]byte{}) {
+				// A fork's copy of its parent's line (forkedFrom): the
+				// original is the parent's, read there.
+				if body, _, err := r.readBody(c.src); err == nil && bytes.Contains(body, []byte(`"forkedFrom"`)) {
+					continue
+				}
 			}
-			delete(st.First, u.Path)
-			st.dropUnknown(u.Path)
-			st.Unknown = append(st.Unknown, UncomparedFile{Path: u.Path, Error: fmt.Sprintf("%s (in session %s, %s, which changed it after the point, before this session did)", u.Error, o, fam.kin[o])})
+			c := c
+			won[p] = familyState{at: t, session: o, change: &c}
 		}
+		for _, u := range so.Unknown {
+			t, err := r.eventTime(o, so.unknownAt[u.Path])
+			if err != nil {
+				return err
+			}
+			if !after(t) || !earlier(u.Path, t) {
+				continue
+			}
+			u := u
+			won[u.Path] = familyState{at: t, session: o, unknown: &u}
+		}
+	}
+	taken := false
+	for _, p := range sortedKeys(won) {
+		w := won[p]
+		if old, had := st.First[p]; had && old.transcript {
+			st.FromTranscript--
+		}
+		delete(st.First, p)
+		st.dropUnknown(p)
+		if w.unknown != nil {
+			st.Unknown = append(st.Unknown, UncomparedFile{Path: p, Error: fmt.Sprintf("%s (in session %s, %s, which changed it after the point, before this session did)", w.unknown.Error, w.session, fam.kin[w.session])})
+			continue
+		}
+		st.First[p] = *w.change
+		st.seq[p] = to // (another session's seq is no place in this one's)
+		if w.change.transcript {
+			st.FromTranscript++
+		} else {
+			taken = true
+		}
+		if st.Root == "" {
+			st.Root = ws
+		}
+		st.linkedNotes = append(st.linkedNotes, fmt.Sprintf("%s: put back as it was when session %s (%s, in the same workspace) first changed it after the point, before this session did", p, w.session, fam.kin[w.session]))
+	}
+	if taken {
+		st.Captures++
 	}
 	slices.SortFunc(st.Unknown, func(a, b UncomparedFile) int { return strings.Compare(a.Path, b.Path) })
 	return nil

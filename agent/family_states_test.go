@@ -84,3 +84,84 @@ func TestRewindCountsASubagentsEdits(t *testing.T) {
 		t.Fatalf("files after rewinding past the subagent: %q", got)
 	}
 }
+
+// claudeFork is e's lines as a fork of it copies them (forkedFrom, the
+// same uuids and times), then a prompt of its own at :30.
+func claudeFork(e *editTranscript) []string {
+	var out []string
+	for _, l := range e.lines {
+		out = append(out, strings.Replace(l, `"sessionId":"s1"`, `"sessionId":"f1","forkedFrom":{"sessionId":"s1","messageUuid":"x"}`, 1))
+	}
+	return append(out, fmt.Sprintf(`{"type":"user","sessionId":"f1","cwd":%q,"version":"2.1.38","message":{"role":"user","content":"fork"},"uuid":"f0","timestamp":"2026-02-10T21:00:30.000Z"}`, e.ws))
+}
+
+// A line without a time of its own (a file-history snapshot) bears the
+// one before it: the point there shares its time with the edit before
+// it. A fork's copy of that edit is no state after the point (it was
+// taken: a.txt A0, where it was A1).
+func TestRewindFamilyCopyAtThePointsTime(t *testing.T) {
+	e := newEditTranscript(t, "go")
+	at := func(p string) string { return filepath.Join(e.ws, p) }
+	e.edit(at("a.txt"), "A0\n", "A0", "A1")
+	e.lines = append(e.lines, `{"type":"file-history-snapshot","messageId":"u1","snapshot":{"messageId":"u1","trackedFileBackups":{},"timestamp":"2026-02-10T21:00:03.500Z"},"isSnapshotUpdate":false}`)
+	e.lines = append(e.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"more"},"uuid":"u2","timestamp":%q}`, e.env(), e.ts()))
+	e.edit(at("a.txt"), "A1\n", "A1", "A2")
+	writeTree(t, e.ws, tree{"a.txt": "A2\n"})
+	projects := filepath.Join(e.dir, "home", ".claude", "projects")
+	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "s1.jsonl"), e.lines, "")
+	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "f1.jsonl"), claudeFork(e), "")
+	r := diskRook(t, filepath.Join(e.dir, "store"))
+	rep := mustImport(t, r, FormatClaudeCode, projects)
+	var p eventlog.ID
+	for _, f := range rep.Files {
+		if strings.HasSuffix(f.Path, "s1.jsonl") {
+			p = *f.Session
+		}
+	}
+	results := resultSeqs(t, r, p)
+	if _, err := r.Rewind(p, results[0]+1, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFileT(t, at("a.txt")); got != "A1\n" {
+		t.Fatalf("a.txt: %q", got)
+	}
+}
+
+// The session a Claude Code fork came from removed since: what it wrote
+// after the fork, in the same workspace, is not known, and the fork's
+// rewind refuses, nothing written.
+func TestRewindFamilyForkOfARemovedParent(t *testing.T) {
+	e := newEditTranscript(t, "go")
+	at := func(p string) string { return filepath.Join(e.ws, p) }
+	fork := claudeFork(e)
+	own := &editTranscript{dir: e.dir, ws: e.ws, n: 40}
+	own.edit(at("a.txt"), "A1\n", "A1", "A2") // the fork's own (:41, :42)
+	for _, l := range own.lines {
+		fork = append(fork, strings.Replace(l, `"sessionId":"s1"`, `"sessionId":"f1"`, 1))
+	}
+	e.edit(at("a.txt"), "A0\n", "A0", "A1") // the parent, after the fork (:02, :03)
+	writeTree(t, e.ws, tree{"a.txt": "A2\n"})
+	projects := filepath.Join(e.dir, "home", ".claude", "projects")
+	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "s1.jsonl"), e.lines, "")
+	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "f1.jsonl"), fork, "")
+	r := diskRook(t, filepath.Join(e.dir, "store"))
+	rep := mustImport(t, r, FormatClaudeCode, projects)
+	var p, f eventlog.ID
+	for _, fr := range rep.Files {
+		if strings.HasSuffix(fr.Path, "s1.jsonl") {
+			p = *fr.Session
+		} else {
+			f = *fr.Session
+		}
+	}
+	if _, err := r.RemoveSession(p); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.Rewind(f, 1, false)
+	if err == nil || !strings.Contains(err.Error(), "was removed from rook since (session rm)") {
+		t.Fatalf("rewind: %v, want a refusal", err)
+	}
+	if got := readFileT(t, at("a.txt")); got != "A2\n" {
+		t.Fatalf("a.txt after the refusal: %q", got)
+	}
+}

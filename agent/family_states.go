@@ -42,8 +42,11 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 		return fmt.Errorf("cannot rewind the files: %s", fam.tooMany)
 	}
 	for gone, child := range fam.removed {
-		if slices.Contains(fam.line, gone) || len(st.First) == 0 {
-			continue // (the line's own: a fork holds its copy of its events)
+		if slices.Contains(fam.line, gone) || len(st.First) == 0 || r.claudeContinuation(child) {
+			// The line's own: a fork holds its copy of its events. Or
+			// the session sent to the background that child goes on
+			// with: it wrote nothing after child began.
+			continue
 		}
 		// What it wrote after its fork (or subagent) began, in the same
 		// workspace, is not known: any state after that may hold it.
@@ -71,7 +74,34 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 			return err
 		}
 	}
-	after := func(t time.Time) bool { return !t.Before(tTo) && (to == 0 || t.After(tPrev)) }
+	// A rook fork's line (session fork, a rewind's fork) ends at its fork
+	// point, as its diff reads it: what came after that in the session it
+	// was forked from, its subagents' edits too, is not its line's.
+	var tCap time.Time
+	for i := 1; i < len(fam.line); i++ {
+		cm, err := r.Log.ReadMeta(fam.line[i-1])
+		if err != nil {
+			break
+		}
+		_, k, ok := cm.ForkedFrom()
+		if !ok {
+			break
+		}
+		t, err := r.eventTime(fam.line[i], k)
+		if err != nil && k > 0 {
+			// (Removed since: the fork's copy of the event before it.)
+			t, err = r.eventTime(fam.line[i-1], k-1)
+		}
+		if err != nil {
+			return err
+		}
+		if tCap.IsZero() || t.Before(tCap) {
+			tCap = t
+		}
+	}
+	after := func(t time.Time) bool {
+		return !t.Before(tTo) && (to == 0 || t.After(tPrev)) && (tCap.IsZero() || t.Before(tCap))
+	}
 	// The time of each path's state so far, the session's own.
 	own := map[string]time.Time{}
 	for p := range st.First {
@@ -93,7 +123,7 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 		return !ok || t.Before(b)
 	}
 	for _, o := range members {
-		from, err := r.firstAtOrAfter(o, tTo)
+		from, err := r.firstEventWhen(o, after)
 		if err != nil {
 			return fmt.Errorf("session %s (%s, in the same workspace) cannot be read: %w", o, fam.kin[o], err)
 		}
@@ -165,14 +195,30 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 	return nil
 }
 
+// claudeContinuation says whether session id is a Claude Code session
+// sent to the background, going on in a new file: its first lines say
+// "sessionKind":"bg" (claudeMapper.continuedIn).
+func (r *Rook) claudeContinuation(id eventlog.ID) bool {
+	evs, err := r.Log.Read(id, 0, 8)
+	if err != nil {
+		return false
+	}
+	for _, ev := range evs {
+		if body, imported, err := r.readBodyWithin(ev.Body, 1<<20); err == nil && imported && bytes.Contains(body, []byte(`"sessionKind":"bg"`)) {
+			return true
+		}
+	}
+	return false
+}
+
 // dropUnknown takes p out of st.Unknown.
 func (st *firstStates) dropUnknown(p string) {
 	st.Unknown = slices.DeleteFunc(st.Unknown, func(u UncomparedFile) bool { return u.Path == p })
 }
 
-// firstAtOrAfter is the seq of session id's first event at or after t
-// (its end when none is).
-func (r *Rook) firstAtOrAfter(id eventlog.ID, t time.Time) (uint64, error) {
+// firstEventWhen is the seq of session id's first event whose time is
+// when's (its end when none is).
+func (r *Rook) firstEventWhen(id eventlog.ID, when func(time.Time) bool) (uint64, error) {
 	for from := uint64(0); ; {
 		evs, err := r.Log.Read(id, from, 1024)
 		if err != nil {
@@ -182,7 +228,7 @@ func (r *Rook) firstAtOrAfter(id eventlog.ID, t time.Time) (uint64, error) {
 			return from, nil
 		}
 		for _, ev := range evs {
-			if !ev.Time.Before(t) {
+			if when(ev.Time) {
 				return ev.Seq, nil
 			}
 		}

@@ -189,8 +189,10 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 		}
 		// An imported Claude Code session's subagents and forks edited
 		// the same workspace: a state of theirs after the point, earlier
-		// than its own, is the file's then (family_states.go).
-		if ws := r.transcriptWorkspace(id); ws != "" {
+		// than its own, is the file's then (family_states.go). Not for
+		// an undo (a rewind's fork to its capture before it): that
+		// capture holds every file the undo writes, as the disk was.
+		if ws := r.transcriptWorkspace(id); ws != "" && !r.rewindFork(id, to) {
 			if err := r.mergeFamilyStates(id, to, ws, &st); err != nil {
 				return rep, nothingDone(err, "nothing changed")
 			}

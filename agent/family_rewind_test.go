@@ -21,20 +21,8 @@ func reviewForkSetup(t *testing.T) (*Rook, *editTranscript, eventlog.ID, eventlo
 		fork = append(fork, strings.Replace(l, `"sessionId":"s1"`, `"sessionId":"f1"`, 1))
 	}
 	writeTree(t, e.ws, tree{"a.txt": "A2\n"})
-	projects := filepath.Join(e.dir, "home", ".claude", "projects")
-	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "s1.jsonl"), e.lines, "")
-	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "f1.jsonl"), fork, "")
-	r := diskRook(t, filepath.Join(e.dir, "store"))
-	rep := mustImport(t, r, FormatClaudeCode, projects)
-	var p, f eventlog.ID
-	for _, fr := range rep.Files {
-		if strings.HasSuffix(fr.Path, "s1.jsonl") {
-			p = *fr.Session
-		} else {
-			f = *fr.Session
-		}
-	}
-	return r, e, p, f
+	r, ids := importClaudeFiles(t, e, map[string][]string{"s1.jsonl": e.lines, "f1.jsonl": fork})
+	return r, e, ids["s1.jsonl"], ids["f1.jsonl"]
 }
 
 // The undo of a rewind of a Claude Code fork, after its parent is removed.
@@ -75,20 +63,8 @@ func reviewParentSubagentAfter(t *testing.T) (*Rook, *editTranscript, eventlog.I
 	e.n = 10
 	e.lines = append(e.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":[{"tool_use_id":"tk","type":"tool_result","content":[{"type":"text","text":"Done."}]}]},"toolUseResult":{"status":"completed","agentId":"a1b2c3d","content":[{"type":"text","text":"Done."}]},"uuid":"t2","timestamp":%q}`, e.env(), e.ts()))
 	writeTree(t, e.ws, tree{"a.txt": "A2\n", "b.txt": "B1\n"})
-	projects := filepath.Join(e.dir, "home", ".claude", "projects")
-	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "s1.jsonl"), e.lines, "")
-	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "s1", "subagents", "agent-a1b2c3d.jsonl"), sub.lines, "")
-	r := diskRook(t, filepath.Join(e.dir, "store"))
-	rep := mustImport(t, r, FormatClaudeCode, projects)
-	var parent, child eventlog.ID
-	for _, f := range rep.Files {
-		if strings.Contains(f.Path, "subagents") {
-			child = *f.Session
-		} else {
-			parent = *f.Session
-		}
-	}
-	return r, e, parent, child
+	r, ids := importClaudeFiles(t, e, map[string][]string{"s1.jsonl": e.lines, "s1/subagents/agent-a1b2c3d.jsonl": sub.lines})
+	return r, e, ids["s1.jsonl"], ids["s1/subagents/agent-a1b2c3d.jsonl"]
 }
 
 // Rewind A to 3 (before its a.txt edit), then rewind that rewind's fork
@@ -150,19 +126,8 @@ func TestRewindFamilyContinuationOfARemovedSession(t *testing.T) {
 	}
 	o := append(append([]string{}, e.lines...), claudeContinuedIn("s1", "n1"))
 	writeTree(t, e.ws, tree{"a.txt": "A2\n"})
-	projects := filepath.Join(e.dir, "home", ".claude", "projects")
-	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "s1.jsonl"), o, "")
-	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "n1.jsonl"), n, "")
-	r := diskRook(t, filepath.Join(e.dir, "store"))
-	rep := mustImport(t, r, FormatClaudeCode, projects)
-	var p, c eventlog.ID
-	for _, fr := range rep.Files {
-		if strings.HasSuffix(fr.Path, "s1.jsonl") {
-			p = *fr.Session
-		} else {
-			c = *fr.Session
-		}
-	}
+	r, ids := importClaudeFiles(t, e, map[string][]string{"s1.jsonl": o, "n1.jsonl": n})
+	p, c := ids["s1.jsonl"], ids["n1.jsonl"]
 	if m, _ := r.Log.ReadMeta(c); m.Parent == nil || *m.Parent != p {
 		t.Fatalf("not linked: %+v", m)
 	}

@@ -31,23 +31,8 @@ func claudeWithSubagent(t *testing.T) (*Rook, *editTranscript, eventlog.ID, even
 	e.lines = append(e.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":[{"tool_use_id":"tk","type":"tool_result","content":[{"type":"text","text":"Done."}]}]},"toolUseResult":{"status":"completed","agentId":"a1b2c3d","content":[{"type":"text","text":"Done."}]},"uuid":"t2","timestamp":%q}`, e.env(), e.ts())) // :10
 	e.edit(at("a.txt"), "A1\n", "A1", "A2")                                                                                                                                                                                                                                                                                                   // :11, :12
 	writeTree(t, e.ws, tree{"a.txt": "A2\n", "b.txt": "B1\n", "c.txt": "C1\n"})
-	projects := filepath.Join(e.dir, "home", ".claude", "projects")
-	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "s1.jsonl"), e.lines, "")
-	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "s1", "subagents", "agent-a1b2c3d.jsonl"), sub.lines, "")
-	r := diskRook(t, filepath.Join(e.dir, "store"))
-	rep := mustImport(t, r, FormatClaudeCode, projects)
-	var parent, child eventlog.ID
-	for _, f := range rep.Files {
-		if f.Session == nil {
-			t.Fatalf("%s not imported", f.Path)
-		}
-		if strings.Contains(f.Path, "subagents") {
-			child = *f.Session
-		} else {
-			parent = *f.Session
-		}
-	}
-	return r, e, parent, child
+	r, ids := importClaudeFiles(t, e, map[string][]string{"s1.jsonl": e.lines, "s1/subagents/agent-a1b2c3d.jsonl": sub.lines})
+	return r, e, ids["s1.jsonl"], ids["s1/subagents/agent-a1b2c3d.jsonl"]
 }
 
 // Rewinding the parent to its Task call: each file as it was then, which
@@ -107,17 +92,8 @@ func TestRewindFamilyCopyAtThePointsTime(t *testing.T) {
 	e.lines = append(e.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"more"},"uuid":"u2","timestamp":%q}`, e.env(), e.ts()))
 	e.edit(at("a.txt"), "A1\n", "A1", "A2")
 	writeTree(t, e.ws, tree{"a.txt": "A2\n"})
-	projects := filepath.Join(e.dir, "home", ".claude", "projects")
-	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "s1.jsonl"), e.lines, "")
-	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "f1.jsonl"), claudeFork(e), "")
-	r := diskRook(t, filepath.Join(e.dir, "store"))
-	rep := mustImport(t, r, FormatClaudeCode, projects)
-	var p eventlog.ID
-	for _, f := range rep.Files {
-		if strings.HasSuffix(f.Path, "s1.jsonl") {
-			p = *f.Session
-		}
-	}
+	r, ids := importClaudeFiles(t, e, map[string][]string{"s1.jsonl": e.lines, "f1.jsonl": claudeFork(e)})
+	p := ids["s1.jsonl"]
 	results := resultSeqs(t, r, p)
 	if _, err := r.Rewind(p, results[0]+1, false); err != nil {
 		t.Fatal(err)
@@ -141,19 +117,8 @@ func TestRewindFamilyForkOfARemovedParent(t *testing.T) {
 	}
 	e.edit(at("a.txt"), "A0\n", "A0", "A1") // the parent, after the fork (:02, :03)
 	writeTree(t, e.ws, tree{"a.txt": "A2\n"})
-	projects := filepath.Join(e.dir, "home", ".claude", "projects")
-	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "s1.jsonl"), e.lines, "")
-	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "f1.jsonl"), fork, "")
-	r := diskRook(t, filepath.Join(e.dir, "store"))
-	rep := mustImport(t, r, FormatClaudeCode, projects)
-	var p, f eventlog.ID
-	for _, fr := range rep.Files {
-		if strings.HasSuffix(fr.Path, "s1.jsonl") {
-			p = *fr.Session
-		} else {
-			f = *fr.Session
-		}
-	}
+	r, ids := importClaudeFiles(t, e, map[string][]string{"s1.jsonl": e.lines, "f1.jsonl": fork})
+	p, f := ids["s1.jsonl"], ids["f1.jsonl"]
 	if _, err := r.RemoveSession(p); err != nil {
 		t.Fatal(err)
 	}
@@ -164,4 +129,26 @@ func TestRewindFamilyForkOfARemovedParent(t *testing.T) {
 	if got := readFileT(t, at("a.txt")); got != "A2\n" {
 		t.Fatalf("a.txt after the refusal: %q", got)
 	}
+}
+
+// importClaudeFiles writes each transcript at its path under the
+// projects' -ws directory, in e.dir's Claude Code home, and imports them
+// into a store in e.dir: the store, and the sessions by those paths.
+func importClaudeFiles(t *testing.T, e *editTranscript, files map[string][]string) (*Rook, map[string]eventlog.ID) {
+	t.Helper()
+	projects := filepath.Join(e.dir, "home", ".claude", "projects")
+	for name, lines := range files {
+		writeSource(t, vfs.OS, filepath.Join(projects, "-ws", filepath.FromSlash(name)), lines, "")
+	}
+	r := diskRook(t, filepath.Join(e.dir, "store"))
+	rep := mustImport(t, r, FormatClaudeCode, projects)
+	ids := map[string]eventlog.ID{}
+	for _, f := range rep.Files {
+		if f.Session == nil {
+			t.Fatalf("%s not imported: %+v", f.Path, f)
+		}
+		rel, _ := filepath.Rel(filepath.Join(projects, "-ws"), f.Path)
+		ids[filepath.ToSlash(rel)] = *f.Session
+	}
+	return r, ids
 }

@@ -100,8 +100,9 @@ type codexFamily struct {
 // (by call id: a fork's copy of its parent's lines has the same ones),
 // and the times of every call they have. A patch that did not apply is
 // none. A session that cannot be read, or a family too big to read,
-// counts as a write of any file at any time, named.
-func (r *Rook) codexFamilyOf(id eventlog.ID, ws string) (codexFamily, error) {
+// counts as a write of any file at any time, named. idCalls are id's own
+// calls, read already.
+func (r *Rook) codexFamilyOf(id eventlog.ID, ws string, idCalls []codexCall) (codexFamily, error) {
 	fam := codexFamily{orig: map[string]time.Time{}}
 	lf, err := r.importedFamilyOf(id, "Codex", "")
 	if err != nil {
@@ -114,7 +115,10 @@ func (r *Rook) codexFamilyOf(id eventlog.ID, ws string) (codexFamily, error) {
 	// rook forks' parents did after the fork).
 	own := map[string]bool{}
 	for _, s := range lf.line {
-		calls, err := r.codexCalls(s)
+		calls, err := idCalls, error(nil)
+		if s != id {
+			calls, err = r.codexCalls(s)
+		}
 		if errors.Is(err, eventlog.ErrNoSession) {
 			continue // (removed since: its fork holds its calls before the point)
 		}
@@ -292,6 +296,11 @@ func (r *Rook) codexCalls(id eventlog.ID) ([]codexCall, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.codexCallsOf(id, calls)
+}
+
+// codexCallsOf is codexCalls, of the patch calls already read.
+func (r *Rook) codexCallsOf(id eventlog.ID, calls []*codexPatchCall) ([]codexCall, error) {
 	out, err := r.codexCommandCalls(id, calls)
 	if err != nil {
 		return nil, err

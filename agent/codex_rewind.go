@@ -175,11 +175,11 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 	var fam codexFamily
 	var tLo, tHi time.Time
 	if slices.ContainsFunc(calls, func(c *codexPatchCall) bool { return c.seq >= to }) {
-		if fam, err = r.codexFamilyOf(id, ws); err != nil {
+		own, err := r.codexCallsOf(id, calls)
+		if err != nil {
 			return nil, nil, false, err
 		}
-		own, err := r.codexCalls(id)
-		if err != nil {
+		if fam, err = r.codexFamilyOf(id, ws, own); err != nil {
 			return nil, nil, false, err
 		}
 		// A copy's time is the fork's: its original's is the true one.

@@ -502,11 +502,31 @@ func codexHowSaid(s codexRewindState) string {
 // rollout leaves open whether it existed, and RewindOptions.Absent says
 // it did not).
 type CodexRewound struct {
-	Path   string  `json:"path"`
-	How    string  `json:"how"`
-	From   string  `json:"from,omitempty"`
+	Path string `json:"path"`
+	How  string `json:"how"`
+	From string `json:"from,omitempty"`
+	// Disk, of a file to remove (How absent or said-absent), is what the
+	// rewind found there when it was not a file it removed:
+	// DiskNotThere, DiskDirRemoved or DiskDirKept. Empty: the rewind did
+	// what How says (wrote the file, or removed the file there).
+	Disk   string  `json:"disk,omitempty"`
 	fromID cas.Key // reversed: the id of From's content as read
 }
+
+// CodexRewound.Disk values.
+const (
+	// DiskNotThere: nothing was there, as the state says it was then:
+	// nothing was removed.
+	DiskNotThere = "not-there"
+	// DiskDirRemoved: a directory was there (the session's patches
+	// added files in it after the point), and was removed once the
+	// rewind had removed those, empty.
+	DiskDirRemoved = "dir-removed"
+	// DiskDirKept: a directory was there, and holds what no state of
+	// the rewind names (a file put there since): left as it is, with it
+	// (RewindReport.DirsKept).
+	DiskDirKept = "dir-kept"
+)
 
 // codexCommandTools label the tool calls that run a command, which may
 // change files the rollout's patches do not say.

@@ -414,3 +414,202 @@ func TestAbsentFlagQuotes(t *testing.T) {
 		}
 	}
 }
+
+// listing lists the workspace: "path=content" for a file, "path/" for a
+// directory, sorted, space-separated.
+func (s *codexSession) listing() string {
+	s.t.Helper()
+	var out []string
+	err := filepath.WalkDir(s.ws, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == s.ws {
+			return err
+		}
+		rel, _ := filepath.Rel(s.ws, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			out = append(out, rel+"/")
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		out = append(out, rel+"="+strings.TrimSuffix(string(b), "\n"))
+		return err
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return strings.Join(out, " ")
+}
+
+// rolloutJSON is a rewind's rollout_files as --json prints them.
+func rolloutJSON(t *testing.T, rep RewindReport) string {
+	t.Helper()
+	b, err := json.Marshal(rep.RolloutFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A file the rewind is to remove (--absent says it did not exist at the
+// point, or the session had deleted it before) that is not on disk is
+// not said to be removed: nothing was. Its rollout file says so
+// ("disk":"not-there"), and it is not counted. Here a.txt was renamed to
+// b.txt and then to c.txt after the point: with --absent b.txt --absent
+// c.txt, a.txt is put back from c.txt and c.txt removed, and b.txt, not
+// there, is left so; c2.txt, added after the point and removed by hand
+// since, is not there either, nor is n.txt, which the session had
+// deleted before the point and added again after it.
+func TestCodexRewindAbsentNotThere(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Add File: n.txt\n+n0")
+	s.patch("*** Delete File: n.txt")
+	s.patch("*** Update File: a.txt\n*** Move to: b.txt\n@@\n-x\n+y")
+	s.patch("*** Update File: b.txt\n*** Move to: c.txt\n@@\n-y\n+w")
+	s.patch("*** Add File: c2.txt\n+c2")
+	s.patch("*** Add File: n.txt\n+n1")
+	r, id, seqs := s.imported(tree{"c.txt": "w\n"})
+	rw, err := r.RewindWith(id, seqs[2], RewindOptions{Absent: []string{"b.txt", "c.txt", "c2.txt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.listing(), "a.txt=x"; got != want {
+		t.Fatalf("workspace %q, want %q", got, want)
+	}
+	want := `[{"path":"a.txt","how":"reversed","from":"c.txt"},{"path":"b.txt","how":"said-absent","disk":"not-there"},{"path":"c.txt","how":"said-absent"},{"path":"c2.txt","how":"said-absent","disk":"not-there"},{"path":"n.txt","how":"absent","disk":"not-there"}]`
+	if got := rolloutJSON(t, rw); got != want {
+		t.Fatalf("rollout files\n %s, want\n %s", got, want)
+	}
+	if rw.FilesRemoved != 1 || rw.FilesRestored != 1 {
+		t.Fatalf("%d restored, %d removed, want 1 and 1", rw.FilesRestored, rw.FilesRemoved)
+	}
+	if _, err := r.Rewind(rw.Fork, *rw.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.listing(), "c.txt=w"; got != want {
+		t.Fatalf("after the undo %q, want %q", got, want)
+	}
+}
+
+// A path the session added as a file after the point, deleted, then
+// made a directory (Add File d; Delete File d; Add File d/x.txt): the
+// refusal advises --absent d --absent d/x.txt, and with them the rewind
+// removes d/x.txt and then d, empty (it had refused, "a directory is
+// there now", nothing written: the advice led nowhere). A file put in d
+// since, which no patch names, stays, and d with it, said (dirs_kept,
+// "disk":"dir-kept"). The undo puts d/x.txt back, and leaves that file.
+func TestCodexRewindAbsentDirNow(t *testing.T) {
+	for _, tc := range []struct {
+		name, extra, after, disk string
+		kept                     []string
+	}{
+		{name: "empty", after: "zz.txt=z", disk: "dir-removed"},
+		{name: "user file", extra: "mine", after: "d/ d/u.txt=mine zz.txt=z", disk: "dir-kept", kept: []string{"d"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newCodexSession(t)
+			s.patch("*** Add File: zz.txt\n+z")
+			s.patch("*** Add File: d\n+d")
+			s.patch("*** Delete File: d")
+			s.patch("*** Add File: d/x.txt\n+x")
+			tr := tree{"zz.txt": "z\n", "d/x.txt": "x\n"}
+			if tc.extra != "" {
+				tr["d/u.txt"] = tc.extra + "\n"
+			}
+			r, id, seqs := s.imported(tr)
+			before := s.listing()
+			_, err := r.Rewind(id, seqs[1], false)
+			var ue *CodexUnknownStatesError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--absent d --absent d/x.txt") {
+				t.Fatalf("rewind: %v, want a refusal advising --absent d --absent d/x.txt", err)
+			}
+			rw, err := r.RewindWith(id, seqs[1], RewindOptions{Absent: []string{"d", "d/x.txt"}})
+			if err != nil {
+				t.Fatalf("following the advice: %v", err)
+			}
+			if got := s.listing(); got != tc.after {
+				t.Fatalf("workspace %q, want %q", got, tc.after)
+			}
+			want := fmt.Sprintf(`[{"path":"d","how":"said-absent","disk":%q},{"path":"d/x.txt","how":"said-absent"}]`, tc.disk)
+			if got := rolloutJSON(t, rw); got != want {
+				t.Fatalf("rollout files\n %s, want\n %s", got, want)
+			}
+			if rw.FilesRemoved != 1 || strings.Join(rw.DirsKept, ",") != strings.Join(tc.kept, ",") {
+				t.Fatalf("%d removed, dirs kept %q", rw.FilesRemoved, rw.DirsKept)
+			}
+			if _, err := r.Rewind(rw.Fork, *rw.BeforeSeq, false); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.listing(); got != before {
+				t.Fatalf("after the undo %q, want %q", got, before)
+			}
+		})
+	}
+}
+
+// The session deleted d before the point, then after it added d again,
+// deleted it and added d/x.txt: d's state there is absent (the rollout
+// says so), and a directory is there now. With --absent d/x.txt (the
+// refusal's advice), d/x.txt goes and d, empty, with it; the undo puts
+// both back. It had refused, "a directory is there now".
+func TestCodexRewindAbsentDeletedDirNow(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Add File: d\n+d0")
+	s.patch("*** Delete File: d")
+	s.patch("*** Add File: d\n+d")
+	s.patch("*** Delete File: d")
+	s.patch("*** Add File: d/x.txt\n+x")
+	r, id, seqs := s.imported(tree{"d/x.txt": "x\n"})
+	_, err := r.Rewind(id, seqs[2], false)
+	if err == nil || !strings.Contains(err.Error(), "rewind with --absent d/x.txt and") {
+		t.Fatalf("rewind: %v, want a refusal advising --absent d/x.txt", err)
+	}
+	rw, err := r.RewindWith(id, seqs[2], RewindOptions{Absent: []string{"d/x.txt"}})
+	if err != nil {
+		t.Fatalf("following the advice: %v", err)
+	}
+	if got := s.listing(); got != "" {
+		t.Fatalf("workspace %q, want it empty", got)
+	}
+	if want := `[{"path":"d","how":"absent","disk":"dir-removed"},{"path":"d/x.txt","how":"said-absent"}]`; rolloutJSON(t, rw) != want {
+		t.Fatalf("rollout files %s, want %s", rolloutJSON(t, rw), want)
+	}
+	if _, err := r.Rewind(rw.Fork, *rw.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.listing(); got != "d/ d/x.txt=x" {
+		t.Fatalf("after the undo %q", got)
+	}
+}
+
+// The session added d/x.txt after the point, deleted it, then added d, a
+// file: the refusal advises --absent d --absent d/x.txt, and with them
+// the rewind removes d, and has nothing to remove under it (it had
+// refused: "d is a file now where a directory must be").
+func TestCodexRewindAbsentUnderFileNow(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Add File: zz.txt\n+z")
+	s.patch("*** Add File: d/x.txt\n+x")
+	s.patch("*** Delete File: d/x.txt")
+	s.patch("*** Add File: d\n+d")
+	r, id, seqs := s.imported(tree{"zz.txt": "z\n", "d": "d\n"})
+	_, err := r.Rewind(id, seqs[1], false)
+	if err == nil || !strings.Contains(err.Error(), "--absent d --absent d/x.txt") {
+		t.Fatalf("rewind: %v, want a refusal advising --absent d --absent d/x.txt", err)
+	}
+	rw, err := r.RewindWith(id, seqs[1], RewindOptions{Absent: []string{"d", "d/x.txt"}})
+	if err != nil {
+		t.Fatalf("following the advice: %v", err)
+	}
+	if got := s.listing(); got != "zz.txt=z" {
+		t.Fatalf("workspace %q", got)
+	}
+	if want := `[{"path":"d","how":"said-absent"},{"path":"d/x.txt","how":"said-absent","disk":"not-there"}]`; rolloutJSON(t, rw) != want {
+		t.Fatalf("rollout files %s, want %s", rolloutJSON(t, rw), want)
+	}
+	if _, err := r.Rewind(rw.Fork, *rw.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.listing(); got != "d=d zz.txt=z" {
+		t.Fatalf("after the undo %q", got)
+	}
+}

@@ -112,6 +112,12 @@ type Plan struct {
 	// dirsKept are the directories to prune that were not empty (a file
 	// put there since), children first.
 	dirsKept []string
+	// wholeDirs are the directories a rewind prunes where a transcript's
+	// or rollout's state says a file was absent: its capture before it
+	// takes each whole, what it leaves in them too, so that its undo,
+	// which reads the directory as captured whole, removes nothing put
+	// there that it does not hold.
+	wholeDirs []string
 	// rootMade is the top directory Apply made for the root (a restore
 	// --to a directory not there: it, or the first one above it not
 	// there): "" when the root was there.
@@ -325,7 +331,15 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			continue
 		}
 		if c.Remove {
-			if fi, err := os.Lstat(abs); err == nil && fi.IsDir() && swap {
+			fi, err := os.Lstat(abs)
+			if errors.Is(err, syscall.ENOTDIR) {
+				// A file is where a directory above it was (one a later
+				// Codex patch added where the session had made a
+				// directory, say): nothing is under it to remove, and
+				// its directory is not one to write in.
+				continue
+			}
+			if err == nil && fi.IsDir() && swap && !c.transcript {
 				// A rewind refuses, as it did: what it removes under a
 				// path captured absent comes from its capture's diff
 				// (capture_dirs.go), not from here.
@@ -335,11 +349,20 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 				// save records the first one made as absent, and those
 				// files): removed once they are, with the directories
 				// between (rmdir, as a rewind prunes: one holding anything
-				// else, a file put there since, stays, and is said).
+				// else, a file put there since, stays, and is said). So
+				// too a path a rewind's transcript or rollout says was
+				// absent (a Codex Add File, Delete File, then a file
+				// added under it: --absent d --absent d/x.txt), which
+				// no capture diff walks: the files the states remove in
+				// it go, and it once empty; anything else in it stays
+				// (never a recursive remove of what no state names).
 				if err := p.writable(filepath.Dir(abs), false); err != nil {
 					return nil, fmt.Errorf("cannot remove %s: %w", c.Path, err)
 				}
 				p.prune = append(p.prune, dirsDown(c.Path, removing)...)
+				if swap {
+					p.wholeDirs = append(p.wholeDirs, c.Path)
+				}
 				continue
 			}
 		} else {

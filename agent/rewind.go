@@ -352,6 +352,13 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 					}
 				}
 			}
+			// A directory where a rollout or transcript says a file was
+			// absent, pruned: whole, with what it leaves in it.
+			for _, d := range plan.wholeDirs {
+				if err := c.addPath(d); err != nil {
+					return rep, fmt.Errorf("capture %s before rewinding: %w: nothing changed", d, err)
+				}
+			}
 			// The directories it removes (rmdir, once empty), with their
 			// modes: the undo makes them again.
 			for _, d := range plan.prune {
@@ -412,6 +419,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 	if err != nil {
 		return rep, fmt.Errorf("%w; `%s` puts back what was there", err, rep.Undo)
 	}
+	rep.RolloutFiles = removedAsSaid(rep.RolloutFiles, plan)
 	done, _ := json.Marshal(struct {
 		Restored int `json:"files_restored"`
 		Removed  int `json:"files_removed"`
@@ -501,4 +509,27 @@ func rewoundTitle(m eventlog.Meta, to uint64) string {
 		}
 	}
 	return strings.TrimSpace(fmt.Sprintf("%s @%d", title, to))
+}
+
+// removedAsSaid says, of each rollout file the rewind was to remove (How
+// absent or said-absent), what it found there (CodexRewound.Disk), from
+// its capture of the disk before (plan.saved) and what Apply pruned: a
+// file or link there was removed; a directory was removed once empty, or
+// left holding what no state names; nothing there, nothing was removed.
+func removedAsSaid(files []CodexRewound, plan *Plan) []CodexRewound {
+	for i, f := range files {
+		if f.How != "absent" && f.How != "said-absent" {
+			continue
+		}
+		switch _, had := plan.saved.Files[f.Path]; {
+		case had:
+		case slices.Contains(plan.wholeDirs, f.Path) && slices.Contains(plan.dirsKept, f.Path):
+			files[i].Disk = DiskDirKept
+		case slices.Contains(plan.wholeDirs, f.Path):
+			files[i].Disk = DiskDirRemoved
+		default:
+			files[i].Disk = DiskNotThere
+		}
+	}
+	return files
 }

@@ -352,7 +352,19 @@ func (c *RewindCmd) Run(e *Env) error {
 		fmt.Fprintf(w, "  %s\n", fromTranscript(rep.FromTranscript, "put back as"))
 	}
 	if rep.FromRollout > 0 {
-		fmt.Fprintf(w, "  %d file(s) put back as the Codex rollout's applied patches say they were then (Codex keeps no copies of files)\n", rep.FromRollout)
+		put := rep.FromRollout
+		for _, f := range rep.RolloutFiles {
+			if f.Disk == agent.DiskNotThere || f.Disk == agent.DiskDirKept {
+				put--
+			}
+		}
+		if put == rep.FromRollout {
+			fmt.Fprintf(w, "  %d file(s) put back as the Codex rollout's applied patches say they were then (Codex keeps no copies of files)\n", rep.FromRollout)
+		} else {
+			// One already as it was then (nothing there), or left: not
+			// said to be put back.
+			fmt.Fprintf(w, "  the Codex rollout's applied patches say what %d file(s) held then (Codex keeps no copies of files); %d put back:\n", rep.FromRollout, put)
+		}
 		for _, f := range rep.RolloutFiles {
 			fmt.Fprintf(w, "    %s: %s\n", terminalLine(f.Path), rolloutHow(f))
 		}
@@ -385,10 +397,20 @@ func rolloutHow(f agent.CodexRewound) string {
 		return "as the patches before the point left it (the session wrote it whole before them)"
 	case "deleted":
 		return "as the patch after the point that deleted it says it was"
-	case "absent":
-		return "removed: the session had deleted it, or moved it away, before the point"
-	case "said-absent":
-		return "removed: --absent says it did not exist then"
+	case "absent", "said-absent":
+		why := "the session had deleted it, or moved it away, before the point"
+		if f.How == "said-absent" {
+			why = "--absent says it did not exist then"
+		}
+		switch f.Disk {
+		case agent.DiskNotThere:
+			return "not there, and nothing removed: " + why
+		case agent.DiskDirRemoved:
+			return "removed, a directory, once the files the rewind removed in it were gone: " + why
+		case agent.DiskDirKept:
+			return "left: a directory is there, holding what the rewind does not remove (" + why + ")"
+		}
+		return "removed: " + why
 	case "reversed":
 		if f.From != f.Path {
 			return "the patches after the point undone on " + terminalLine(f.From) + " as it is now (they moved it there)"

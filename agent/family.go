@@ -35,6 +35,11 @@ type importedFamily struct {
 	// (or the line) names its parent, by that member: what they wrote
 	// after it is not known.
 	removed map[eventlog.ID]eventlog.ID
+	// sources are the source session ids (childSourceID) of the imported
+	// sessions gone through, and of the imported children of those, in
+	// any workspace: a Claude Code subagent's "agent-<agentId>" is there
+	// while its session is (family_subagents.go).
+	sources map[string]bool
 }
 
 // importedFamilyOf finds session id's family; what names the agent
@@ -64,6 +69,7 @@ func (r *Rook) importedFamilyOf(id eventlog.ID, what, ws string) (importedFamily
 	}
 	index := &forkIndex{r: r}
 	f.kin = map[eventlog.ID]string{f.start: ""}
+	f.sources = map[string]bool{}
 	queue := []eventlog.ID{f.start}
 	for len(queue) > 0 {
 		if len(f.kin) > maxFamily {
@@ -82,6 +88,7 @@ func (r *Rook) importedFamilyOf(id eventlog.ID, what, ws string) (importedFamily
 		case err != nil:
 			return f, err
 		case m.Source != nil:
+			f.sources[childSourceID(m)] = true
 			for _, up := range []*eventlog.ID{m.Parent, m.Ancestor} {
 				if up != nil && up == m.Parent && !has(f.removed, *up) {
 					if _, err := r.Log.ReadMeta(*up); errors.Is(err, eventlog.ErrNoSession) {
@@ -109,6 +116,9 @@ func (r *Rook) importedFamilyOf(id eventlog.ID, what, ws string) (importedFamily
 				continue
 			}
 			cm, err := r.Log.ReadMeta(c)
+			if err == nil && cm.Source != nil {
+				f.sources[childSourceID(cm)] = true
+			}
 			if err != nil || cm.Source == nil || elsewhere(cm) {
 				continue // (a rook fork: its events are copies, or its own)
 			}

@@ -52,6 +52,12 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 		// workspace, is not known: any state after that may hold it.
 		return fmt.Errorf("cannot rewind the files: session %s, which %s came from, was removed from rook since (session rm), and it worked in the same workspace: what it wrote after %s began is not known, so the files' states after the point may hold it; put them back yourself and rewind with --keep-files, which rewinds the conversation only", gone, child, child)
 	}
+	// A subagent removed since (or never imported) that a Task result
+	// after the point reports: nothing else names it
+	// (family_subagents.go).
+	if err := r.missingSubagent(id, to, fam); err != nil {
+		return err
+	}
 	var members []eventlog.ID
 	for _, o := range fam.members {
 		if r.transcriptWorkspace(o) == ws {

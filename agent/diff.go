@@ -100,6 +100,11 @@ type SessionDiff struct {
 	// (firstStates.Unknown), or a link on the way to one now leads outside
 	// the workspace, and nothing is read through it. They are not in Files.
 	Uncompared []UncomparedFile `json:"uncompared,omitempty"`
+	// Notes say, of an imported Claude Code session, each file compared
+	// with its state before one of the session's subagents changed it,
+	// and each subagent whose changes are not shown (its session removed,
+	// or never imported).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // UncomparedFile is a file the session changed that a diff did not
@@ -156,8 +161,10 @@ type firstStates struct {
 
 // firstCaptures walks a session's checkpoint events from seq `from` and
 // returns, for each path they name, its first capture there: the content
-// (or absence) before the agent's first change past that point. Diff uses
-// it from 0 (the session's baseline), rewind from the seq it rewinds to.
+// (or absence) before the agent's first change past that point: from 0,
+// the session's baseline. (Diff and rewind take its two steps in turn,
+// capturedStates and addedUnderDirs, merging between them the states of
+// linked sessions: family_states.go.)
 // In an imported Claude Code session (or a fork of one) the edit results
 // of its transcript are states too (transcript_states.go), taken in the
 // same walk: the first state of a path met, captured or from the
@@ -347,8 +354,23 @@ func (r *Rook) capturedStatesFor(id eventlog.ID, from uint64, rewinding bool) (f
 // writes a git-style patch (git apply takes it; git apply -R undoes it).
 func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error) {
 	d := SessionDiff{Session: id, Files: []FileChange{}}
-	st, err := r.firstCaptures(id, 0)
+	st, err := r.capturedStates(id, 0)
 	if err != nil {
+		return d, err
+	}
+	// An imported Claude Code session's subagents edited its workspace
+	// for it, each in its own transcript: a file's state before one of
+	// them changed it, earlier than the session's own, is the file's
+	// before the session (family_states.go), as a rewind to 0 reads it.
+	if ws := r.transcriptWorkspace(id); ws != "" {
+		if err := r.mergeFamilyStates(id, 0, ws, &st, true); err != nil {
+			return d, err
+		}
+		d.Notes = st.linkedNotes
+	}
+	// Files added under a directory captured whole are states too
+	// (firstCaptures).
+	if err := st.addedUnderDirs(r.Store.Home()); err != nil {
 		return d, err
 	}
 	root, first := st.Root, st.First

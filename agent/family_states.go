@@ -32,20 +32,28 @@ type familyState struct {
 
 // mergeFamilyStates merges into st (the first states of imported Claude
 // Code session id from event to, workspace ws) those of its family that
-// come earlier, each said in st.linkedNotes.
-func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *firstStates) error {
+// come earlier, each said in st.linkedNotes. For a diff (forDiff, from
+// 0), only those of its subagents: what it set them to do is its change,
+// while a fork's or its parent's is theirs; and what it cannot read is
+// said in a note, not refused.
+func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *firstStates, forDiff bool) error {
 	fam, err := r.importedFamilyOf(id, "Claude Code", ws)
 	if err != nil {
 		return err
 	}
 	if fam.tooMany != "" {
+		if forDiff {
+			st.linkedNotes = append(st.linkedNotes, fam.tooMany+": files only its subagents changed are not shown")
+			return nil
+		}
 		return fmt.Errorf("cannot rewind the files: %s", fam.tooMany)
 	}
 	for gone, child := range fam.removed {
-		if slices.Contains(fam.line, gone) || len(st.First) == 0 || r.claudeContinuation(child) {
+		if forDiff || slices.Contains(fam.line, gone) || len(st.First) == 0 || r.claudeContinuation(child) {
 			// The line's own: a fork holds its copy of its events. Or
 			// the session sent to the background that child goes on
-			// with: it wrote nothing after child began.
+			// with: it wrote nothing after child began. (A diff reads
+			// no parent.)
 			continue
 		}
 		// What it wrote after its fork (or subagent) began, in the same
@@ -55,12 +63,24 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 	// A subagent removed since (or never imported) that a Task result
 	// after the point reports: nothing else names it
 	// (family_subagents.go).
-	if err := r.missingSubagent(id, to, fam); err != nil {
+	if forDiff {
+		miss, err := r.missingSubagents(id, to, fam, true)
+		if err != nil {
+			return err
+		}
+		for _, s := range miss {
+			n := fmt.Sprintf("the Claude Code subagent %s, whose Task result is event #%d, is in no imported session linked to %s (removed since, or never imported): the files it changed are not shown unless %s changed them too", s.agent, s.seq, fam.this(id), fam.this(id))
+			if s.path != "" {
+				n += fmt.Sprintf("; `rook import claude-code %s` imports it, linked", ShellQuote(s.path))
+			}
+			st.linkedNotes = append(st.linkedNotes, n)
+		}
+	} else if err := r.missingSubagentRefusal(id, to, fam); err != nil {
 		return err
 	}
 	var members []eventlog.ID
 	for _, o := range fam.members {
-		if r.transcriptWorkspace(o) == ws {
+		if r.transcriptWorkspace(o) == ws && (!forDiff || r.subagentOf(o, fam.start)) {
 			members = append(members, o)
 		}
 	}
@@ -192,13 +212,24 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 		if st.Root == "" {
 			st.Root = ws
 		}
-		st.linkedNotes = append(st.linkedNotes, fmt.Sprintf("%s: put back as it was when session %s (%s, in the same workspace) first changed it after the point, before this session did", p, w.session, fam.kin[w.session]))
+		if forDiff {
+			st.linkedNotes = append(st.linkedNotes, fmt.Sprintf("%s: compared with the file as it was before session %s (%s) changed it", p, w.session, fam.kin[w.session]))
+		} else {
+			st.linkedNotes = append(st.linkedNotes, fmt.Sprintf("%s: put back as it was when session %s (%s, in the same workspace) first changed it after the point, before this session did", p, w.session, fam.kin[w.session]))
+		}
 	}
 	if taken {
 		st.Captures++
 	}
 	slices.SortFunc(st.Unknown, func(a, b UncomparedFile) int { return strings.Compare(a.Path, b.Path) })
 	return nil
+}
+
+// subagentOf says whether session id is an imported subagent of session
+// parent (a Claude Code Task's, linked to it).
+func (r *Rook) subagentOf(id, parent eventlog.ID) bool {
+	m, err := r.Log.ReadMeta(id)
+	return err == nil && m.Parent != nil && *m.Parent == parent && slices.Contains(m.Tags, subagentTag)
 }
 
 // claudeContinuation says whether session id is a Claude Code session

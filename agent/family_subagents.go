@@ -76,40 +76,73 @@ func (r *Rook) claudeSubagentReports(body cas.Key) []subagentReport {
 var noSubagents = map[string]bool{"Read": true, "Edit": true, "MultiEdit": true, "Write": true, "NotebookEdit": true,
 	"Bash": true, "BashOutput": true, "Grep": true, "Glob": true, "TodoWrite": true, "WebFetch": true, "WebSearch": true}
 
-// missingSubagent is the refusal of a rewind of imported Claude Code
-// session id to event to, whose family is fam, when a Task result at or
-// after the point reports a subagent that no imported session linked to
-// it holds (removed since, or never imported); nil when there is none.
-func (r *Rook) missingSubagent(id eventlog.ID, to uint64, fam importedFamily) error {
+// missingSubagent is a subagent a Task result of the session reports
+// that no imported session linked to it holds (removed since, or never
+// imported): its agentId, the result's seq, and where its transcript is
+// to import again ("" when it is not found).
+type missingSubagent struct {
+	agent string
+	seq   uint64
+	path  string
+}
+
+// missingSubagents are those Task results of imported Claude Code session
+// id at or after event to report, whose family is fam; the first alone
+// unless all.
+func (r *Rook) missingSubagents(id eventlog.ID, to uint64, fam importedFamily, all bool) ([]missingSubagent, error) {
+	var out []missingSubagent
+	seen := map[string]bool{}
 	for from := to; ; {
 		evs, err := r.Log.Read(id, from, 1024)
 		if err != nil {
-			return err
+			return out, err
 		}
 		if len(evs) == 0 {
-			return nil
+			return out, nil
 		}
 		for _, ev := range evs {
 			if ev.Kind != eventlog.KindToolResult || noSubagents[ev.Label] {
 				continue
 			}
 			for _, s := range r.claudeSubagentReports(ev.Body) {
-				if fam.sources["agent-"+s.agent] || s.tools != nil && *s.tools == 0 {
+				if fam.sources["agent-"+s.agent] || s.tools != nil && *s.tools == 0 || seen[s.agent] {
 					continue
 				}
-				this := "this session"
-				if id != fam.start {
-					this = "session " + id.String()
+				seen[s.agent] = true
+				out = append(out, missingSubagent{agent: s.agent, seq: ev.Seq, path: r.subagentTranscript(fam, s.agent)})
+				if !all {
+					return out, nil
 				}
-				what := fmt.Sprintf("cannot rewind the files: the Claude Code subagent %s, whose Task result is event #%d of %s (at or after the point), is in no imported session linked to it: its session was removed from rook since (session rm), or its transcript was never imported, and it worked in the same workspace: what it wrote is not known, so the files' states after the point may hold it", s.agent, ev.Seq, this)
-				if path := r.subagentTranscript(fam, s.agent); path != "" {
-					return fmt.Errorf("%s; import its transcript again (`rook import claude-code %s`: it is linked to its parent) and run this again, or put the files back yourself and rewind with --keep-files, which rewinds the conversation only", what, ShellQuote(path))
-				}
-				return fmt.Errorf("%s; its transcript (agent-%s.jsonl) is not beside the session's to import again: put the files back yourself and rewind with --keep-files, which rewinds the conversation only", what, s.agent)
 			}
 		}
 		from = evs[len(evs)-1].Seq + 1
 	}
+}
+
+// missingSubagentRefusal is the refusal of a rewind of imported Claude
+// Code session id to event to, whose family is fam, when a Task result at
+// or after the point reports a subagent that no imported session linked
+// to it holds; nil when there is none.
+func (r *Rook) missingSubagentRefusal(id eventlog.ID, to uint64, fam importedFamily) error {
+	miss, err := r.missingSubagents(id, to, fam, false)
+	if err != nil || len(miss) == 0 {
+		return err
+	}
+	s := miss[0]
+	what := fmt.Sprintf("cannot rewind the files: the Claude Code subagent %s, whose Task result is event #%d of %s (at or after the point), is in no imported session linked to it: its session was removed from rook since (session rm), or its transcript was never imported, and it worked in the same workspace: what it wrote is not known, so the files' states after the point may hold it", s.agent, s.seq, fam.this(id))
+	if s.path != "" {
+		return fmt.Errorf("%s; import its transcript again (`rook import claude-code %s`: it is linked to its parent) and run this again, or put the files back yourself and rewind with --keep-files, which rewinds the conversation only", what, ShellQuote(s.path))
+	}
+	return fmt.Errorf("%s; its transcript (agent-%s.jsonl) is not beside the session's to import again: put the files back yourself and rewind with --keep-files, which rewinds the conversation only", what, s.agent)
+}
+
+// this names session id in the words of a family it is of: "this
+// session" when the family starts from it.
+func (f importedFamily) this(id eventlog.ID) string {
+	if id == f.start {
+		return "this session"
+	}
+	return "session " + id.String()
 }
 
 // subagentTranscript is where subagent agent's transcript is, beside

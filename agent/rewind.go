@@ -193,7 +193,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 		// an undo (a rewind's fork to its capture before it): that
 		// capture holds every file the undo writes, as the disk was.
 		if ws := r.transcriptWorkspace(id); ws != "" && !r.rewindFork(id, to) {
-			if err := r.mergeFamilyStates(id, to, ws, &st); err != nil {
+			if err := r.mergeFamilyStates(id, to, ws, &st, false); err != nil {
 				return rep, nothingDone(err, "nothing changed")
 			}
 		}

@@ -117,6 +117,7 @@ func (c *DiffCmd) Run(e *Env) error {
 		}
 		printUnreadable(e, d)
 		printRolloutNotes(e, d)
+		printNotes(e, d.Notes)
 		c.printStat(e, d, source)
 		return nil
 	}
@@ -126,6 +127,7 @@ func (c *DiffCmd) Run(e *Env) error {
 	}
 	printUnreadable(e, d)
 	printRolloutNotes(e, d)
+	printNotes(e, d.Notes)
 	if len(d.Files) == 0 {
 		fmt.Fprintln(e.Stdout, nothingChanged(d, source))
 		return nil
@@ -163,7 +165,12 @@ func printRolloutNotes(e *Env, d agent.SessionDiff) {
 	if d.Patches == nil {
 		return
 	}
-	for _, n := range d.Patches.Notes {
+	printNotes(e, d.Patches.Notes)
+}
+
+// printNotes writes notes on stderr, one a line.
+func printNotes(e *Env, notes []string) {
+	for _, n := range notes {
 		fmt.Fprintf(e.Stderr, "rook: note: %s\n", terminalLine(n))
 	}
 }
@@ -369,9 +376,7 @@ func (c *RewindCmd) Run(e *Env) error {
 			fmt.Fprintf(w, "    %s: %s\n", terminalLine(f.Path), rolloutHow(f))
 		}
 	}
-	for _, n := range rep.Notes {
-		fmt.Fprintf(e.Stderr, "rook: note: %s\n", terminalLine(n))
-	}
+	printNotes(e, rep.Notes)
 	if n := len(rep.DirsKept); n > 0 {
 		fmt.Fprintf(w, "  left %d director(ies) made since holding what it does not remove (ignored files, say): %s\n", n, terminalLine(strings.Join(rep.DirsKept, ", ")))
 	}

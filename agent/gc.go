@@ -34,9 +34,18 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 	// containers are objects that name others: snapshots (their files) and
 	// imported source lines (the strings cut out of them).
 	var snapshots, lines []cas.Key
-	var missing error // the first reachable object not in the store
-	mark := func(id cas.Key, from markedFrom) {
+	// captures: manifests the store holds under another kind (an object
+	// keeps its first put's kind: the same bytes may have come in first
+	// as a file), named where a capture is read (namesCapture).
+	var captures []cas.Key
+	other := map[cas.Key]bool{} // marked, of a kind that names nothing
+	var missing error           // the first reachable object not in the store
+	mark := func(id cas.Key, from markedFrom, capture bool) {
 		if live[id] {
+			if capture && other[id] {
+				delete(other, id)
+				captures = append(captures, id)
+			}
 			return
 		}
 		live[id] = true
@@ -44,7 +53,11 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 			snapshots = append(snapshots, id)
 		} else if err == nil && info.Kind == cas.KindSource {
 			lines = append(lines, id)
-		} else if err != nil {
+		} else if err == nil && capture {
+			captures = append(captures, id)
+		} else if err == nil {
+			other[id] = true
+		} else {
 			var nf *cas.NotFoundError
 			if !errors.As(err, &nf) {
 				snapshots = append(snapshots, id) // let the expansion report it
@@ -79,16 +92,27 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 				break
 			}
 			for _, ev := range evs {
-				mark(ev.Body, markedFrom{session: id, seq: ev.Seq})
+				mark(ev.Body, markedFrom{session: id, seq: ev.Seq}, namesCapture(ev))
 			}
 			from = evs[len(evs)-1].Seq + 1
 		}
 	}
-	if err := r.walkRefs(func(ref string, id cas.Key) { mark(id, markedFrom{ref: ref}) }, nil); err != nil {
+	if err := r.walkRefs(func(ref string, id cas.Key) { mark(id, markedFrom{ref: ref}, refNamesCapture(ref)) }, nil); err != nil {
 		return nil, err
 	}
 	if missing != nil {
 		return nil, missing
+	}
+	for _, id := range captures {
+		m, err := r.ReadManifest(id)
+		if errors.Is(err, ErrBadManifest) {
+			continue // no manifest (an older rook let any body be a checkpoint's): it names nothing
+		} else if err != nil {
+			return nil, fmt.Errorf("a reachable snapshot %s cannot be read (%v): gc refuses to sweep with an incomplete mark; `rook store verify` shows the damage", cas.Short(id), err)
+		}
+		for _, f := range m.Files {
+			live[f.ID] = true
+		}
 	}
 	for len(snapshots) > 0 {
 		id := snapshots[len(snapshots)-1]
@@ -125,6 +149,20 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 		progress(total, total)
 	}
 	return live, nil
+}
+
+// namesCapture says whether ev's body is read as a capture manifest by
+// diff, rewind and restore: a checkpoint event's, and a late capture of
+// file backups' (a note labelled so). They read it whatever kind the store
+// holds the object as, so gc and verify follow it whatever its kind too.
+func namesCapture(ev eventlog.Event) bool {
+	return ev.Kind == eventlog.KindCheckpoint || ev.Kind == eventlog.KindNote && LateCaptureLabel(ev.Label)
+}
+
+// refNamesCapture says whether the ref file ref (its path under the home,
+// as walkRefs gives it) names capture manifests: a checkpoint's does.
+func refNamesCapture(ref string) bool {
+	return strings.HasPrefix(ref, RefsDir+"/checkpoints/")
 }
 
 // markedFrom is where the mark found an object: an event of a session, or

@@ -278,3 +278,79 @@ func damageRecordOf(t *testing.T, r *Rook, id cas.Key) string {
 	}
 	return home
 }
+
+// Content addressing keeps the kind of an object's first put: a capture
+// manifest whose bytes the store took first as a file (a workspace file
+// holding a manifest copied from another store, captured by a checkpoint)
+// stays a "file". A checkpoint event or a checkpoint ref naming it is a
+// capture all the same (diff, rewind and restore read it by what names
+// it), so gc keeps the files it names and verify checks that they are
+// there. gc collected them (and verify passed), and the session's diff
+// then failed: "its captured copy is unreadable".
+func TestGCKeepsTheFilesOfACaptureStoredAsAnotherKind(t *testing.T) {
+	for _, by := range []string{"event", "ref"} {
+		t.Run(by, func(t *testing.T) {
+			r, ws, s := newWorkspace(t)
+			file := []byte("the only copy of a file, named by the capture alone")
+			put, err := r.Store.Put(cas.KindFile, file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			manifest := []byte(fmt.Sprintf(`{"v":1,"root":%q,"captured_at":"2026-01-01T00:00:00Z","files":{"f.txt":{"id":"%x","size":%d,"mode":"0644"}},"total_bytes":%d}`,
+				ws, put.ID, len(file), len(file)))
+			mput, err := r.Store.Put(cas.KindFile, manifest) // first as a file
+			if err != nil {
+				t.Fatal(err)
+			}
+			if by == "event" {
+				if _, err := r.Append(s, Entry{Kind: eventlog.KindCheckpoint, Body: manifest}); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := r.writeRef("cp", mput.ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if info, err := r.Store.StatEntry(mput.ID); err != nil || info.Kind != cas.KindFile {
+				t.Fatalf("the manifest's entry: %+v %v (the test needs it stored as a file)", info, err)
+			}
+			rep, err := r.GC(0, false, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Store.Get(put.ID); err != nil {
+				t.Fatalf("gc collected the file a reachable capture names (%+v): %v", rep, err)
+			}
+			// verify follows such a capture too: a file it names that is
+			// not in the store is a problem.
+			lost := cas.ID([]byte("a file this store never held"))
+			lostManifest := []byte(fmt.Sprintf(`{"v":1,"root":%q,"captured_at":"2026-01-01T00:00:01Z","files":{"g.txt":{"id":"%x","size":28,"mode":"0644"}},"total_bytes":28}`, ws, lost))
+			lput, err := r.Store.Put(cas.KindFile, lostManifest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if by == "event" {
+				if _, err := r.Append(s, Entry{Kind: eventlog.KindCheckpoint, Body: lostManifest}); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := r.writeRef("cp2", lput.ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			vr, err := r.VerifyReferences(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, p := range vr.Problems {
+				found = found || p.ID == cas.Short(lost)
+			}
+			if !found {
+				t.Fatalf("verify did not report the file the capture names, missing: %+v", vr.Problems)
+			}
+		})
+	}
+}

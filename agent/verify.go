@@ -162,6 +162,10 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 		p    ReferenceProblem // where the name is: Session, Seq, Ref
 		idx  int              // the problem reported for it, if missing: index+1
 		kind cas.Kind         // a container's kind
+		// other: there, of a kind that names nothing; asCapture: of such a
+		// kind, expanded as a snapshot all the same, being named where a
+		// capture is read (namesCapture: the bytes came in first as a file).
+		other, asCapture bool
 	}
 	seen := map[cas.Key]*namer{}
 	var containers []cas.Key // snapshots and imported lines, to expand
@@ -169,10 +173,15 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 	// (the index does not read: EIO, too many open files). What it named
 	// is neither there nor missing, so the check cannot say all are there.
 	var lookupErr error
-	check := func(id cas.Key, at ReferenceProblem) {
+	check := func(id cas.Key, at ReferenceProblem, capture bool) {
 		if n, ok := seen[id]; ok {
 			if n.idx > 0 {
 				rep.Problems[n.idx-1].Also++
+			}
+			if capture && n.other {
+				n.other, n.asCapture, n.kind = false, true, cas.KindSnapshot
+				n.p = at
+				containers = append(containers, id)
 			}
 			return
 		}
@@ -195,6 +204,11 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 		case err == nil && (info.Kind == cas.KindSnapshot || info.Kind == cas.KindSource):
 			containers = append(containers, id)
 			n.kind = info.Kind
+		case err == nil && capture:
+			containers = append(containers, id)
+			n.kind, n.asCapture = cas.KindSnapshot, true
+		case err == nil:
+			n.other = true
 		}
 	}
 	ids, err := r.Log.IDs()
@@ -240,7 +254,7 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 			}
 			for _, ev := range evs {
 				seq := ev.Seq
-				check(ev.Body, ReferenceProblem{Session: sid, Seq: &seq})
+				check(ev.Body, ReferenceProblem{Session: sid, Seq: &seq}, namesCapture(ev))
 			}
 			rep.Events += int64(len(evs))
 			if removed(err) {
@@ -261,7 +275,7 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 	}
 	if err := r.walkRefs(func(ref string, id cas.Key) {
 		rep.Refs++
-		check(id, ReferenceProblem{Ref: ref})
+		check(id, ReferenceProblem{Ref: ref}, refNamesCapture(ref))
 	}, func(ref string, err error) {
 		rep.Problems = append(rep.Problems, ReferenceProblem{Ref: ref, Reason: fmt.Sprintf("does not parse (%v): fix or remove the file (what it names is not known, and gc refuses to sweep while it is there)", err)})
 	}); err != nil {
@@ -275,6 +289,9 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 		var names []cas.Key
 		if seen[id].kind == cas.KindSnapshot {
 			m, err := r.ReadManifest(id)
+			if err != nil && seen[id].asCapture && errors.Is(err, ErrBadManifest) {
+				continue // no manifest (an older rook let any body be a checkpoint's): it names nothing
+			}
 			if err != nil {
 				// Unreadable is the object check's to report; one that
 				// reads and does not decode is this one's.
@@ -303,7 +320,7 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 			}
 		}
 		for _, n := range names {
-			check(n, at)
+			check(n, at, false)
 		}
 	}
 	if len(orphans) > 0 {

@@ -221,7 +221,9 @@ func (r *Rook) walkRefs(mark func(ref string, id cas.Key), bad func(ref string, 
 				// Say the way out, as verify does: what the file names is
 				// unknown until it is fixed or gone.
 				fix := "fix or remove the file"
-				if filepath.Base(dir) == "checkpoints" && filepath.Dir(dir) == filepath.Join(r.home, RefsDir) {
+				// Only a checkpoint's name: rm refuses any other ("a b",
+				// an editor's "#k#"), and the file is then to remove.
+				if filepath.Base(dir) == "checkpoints" && filepath.Dir(dir) == filepath.Join(r.home, RefsDir) && checkpointName.MatchString(e.Name()) {
 					fix = fmt.Sprintf("fix the file, or `rook checkpoint rm %s` removes the checkpoint", e.Name())
 				}
 				return fmt.Errorf("ref %s: %v: gc refuses to sweep with an incomplete mark; %s", p, err, fix)

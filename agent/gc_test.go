@@ -354,3 +354,33 @@ func TestGCKeepsTheFilesOfACaptureStoredAsAnotherKind(t *testing.T) {
 		})
 	}
 }
+
+// A file in refs/checkpoints that does not parse stops gc, which says the
+// way out: `rook checkpoint rm NAME` only for a checkpoint's name. For any
+// other (an editor's "#cp#" beside a ref being fixed by hand, a name with
+// a space) rm refuses the name, so gc says to fix or remove the file; it
+// named the rm, which failed ("checkpoint name ...: use letters, ...").
+func TestGCRefusalNamesACheckpointRmOnlyForACheckpointName(t *testing.T) {
+	r, _, _ := newWorkspace(t)
+	dir := filepath.Join(r.home, RefsDir, "checkpoints")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, rm := range map[string]bool{"cp": true, "#cp#": false, "a b": false} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("not a ref line\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := r.GC(0, true, nil, nil)
+		os.Remove(p)
+		if err == nil {
+			t.Fatalf("%q: gc swept past a ref that does not parse", name)
+		}
+		if got := strings.Contains(err.Error(), "checkpoint rm"); got != rm {
+			t.Errorf("%q: names checkpoint rm: %v, want %v: %v", name, got, rm, err)
+		}
+		if !rm && !strings.Contains(err.Error(), "fix or remove the file") {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+}

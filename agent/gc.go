@@ -39,8 +39,15 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 	// as a file), named where a capture is read (namesCapture).
 	var captures []cas.Key
 	other := map[cas.Key]bool{} // marked, of a kind that names nothing
-	var missing error           // the first reachable object not in the store
+	// asCapture: named where a capture is read. A snapshot named only
+	// elsewhere (bytes first put as a snapshot by hand, then a message's
+	// body) that does not decode as a manifest names nothing.
+	asCapture := map[cas.Key]bool{}
+	var missing error // the first reachable object not in the store
 	mark := func(id cas.Key, from markedFrom, capture bool) {
+		if capture {
+			asCapture[id] = true
+		}
 		if live[id] {
 			if capture && other[id] {
 				delete(other, id)
@@ -122,6 +129,9 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 			var nf *cas.NotFoundError
 			if errors.As(err, &nf) {
 				continue // a body already gone: nothing it names can be found through it
+			}
+			if !asCapture[id] && errors.Is(err, ErrBadManifest) {
+				continue // no manifest, and not read as one: it names nothing
 			}
 			return nil, fmt.Errorf("a reachable snapshot %s cannot be read (%v): gc refuses to sweep with an incomplete mark; `rook store verify` shows the damage", cas.Short(id), err)
 		}

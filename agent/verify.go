@@ -166,6 +166,7 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 		// kind, expanded as a snapshot all the same, being named where a
 		// capture is read (namesCapture: the bytes came in first as a file).
 		other, asCapture bool
+		named            bool // named where a capture is read
 	}
 	seen := map[cas.Key]*namer{}
 	var containers []cas.Key // snapshots and imported lines, to expand
@@ -178,6 +179,9 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 			if n.idx > 0 {
 				rep.Problems[n.idx-1].Also++
 			}
+			if capture {
+				n.named = true
+			}
 			if capture && n.other {
 				n.other, n.asCapture, n.kind = false, true, cas.KindSnapshot
 				n.p = at
@@ -185,7 +189,7 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 			}
 			return
 		}
-		n := &namer{p: at}
+		n := &namer{p: at, named: capture}
 		seen[id] = n
 		info, err := r.Store.StatEntry(id)
 		var nf *cas.NotFoundError
@@ -289,8 +293,12 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 		var names []cas.Key
 		if seen[id].kind == cas.KindSnapshot {
 			m, err := r.ReadManifest(id)
-			if err != nil && seen[id].asCapture && errors.Is(err, ErrBadManifest) {
-				continue // no manifest (an older rook let any body be a checkpoint's): it names nothing
+			if err != nil && (seen[id].asCapture || !seen[id].named) && errors.Is(err, ErrBadManifest) {
+				// No manifest: an older rook let any body be a
+				// checkpoint's; and a snapshot named only where no capture
+				// is read (bytes put as a snapshot by hand, then a
+				// message's body) is not read as one. It names nothing.
+				continue
 			}
 			if err != nil {
 				// Unreadable is the object check's to report; one that

@@ -613,3 +613,27 @@ func TestCodexRewindAbsentUnderFileNow(t *testing.T) {
 		t.Fatalf("after the undo %q", got)
 	}
 }
+
+// The same when nothing else is to be done: the session added d/x.txt
+// after the point, and d is a file now (the user's): with --absent
+// d/x.txt the rewind has nothing to remove, and says so
+// ("disk":"not-there"), not that it removed d/x.txt; d is left as it is.
+func TestCodexRewindAbsentUnderFileNowOnly(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Add File: zz.txt\n+z")
+	s.patch("*** Add File: d/x.txt\n+x")
+	r, id, seqs := s.imported(tree{"zz.txt": "z\n", "d": "mine\n"})
+	rw, err := r.RewindWith(id, seqs[1], RewindOptions{Absent: []string{"d/x.txt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.listing(); got != "d=mine zz.txt=z" {
+		t.Fatalf("workspace %q", got)
+	}
+	if want := `[{"path":"d/x.txt","how":"said-absent","disk":"not-there"}]`; rolloutJSON(t, rw) != want {
+		t.Fatalf("rollout files %s, want %s", rolloutJSON(t, rw), want)
+	}
+	if rw.FilesRemoved != 0 || rw.BeforeSeq != nil {
+		t.Fatalf("%d removed, before %v: want nothing done", rw.FilesRemoved, rw.BeforeSeq)
+	}
+}

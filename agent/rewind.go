@@ -403,6 +403,9 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 	}
 	rep.Fork = fork.ID
 	if plan == nil {
+		// Nothing to write nor remove (a removal under a file now,
+		// passed over): no file to remove was there.
+		rep.RolloutFiles = removedAsSaid(rep.RolloutFiles, nil)
 		return rep, r.Flush()
 	}
 	// A checkpoint is a barrier: the capture is durable when Append returns,
@@ -516,9 +519,14 @@ func rewoundTitle(m eventlog.Meta, to uint64) string {
 // its capture of the disk before (plan.saved) and what Apply pruned: a
 // file or link there was removed; a directory was removed once empty, or
 // left holding what no state names; nothing there, nothing was removed.
+// No plan (the rewind had nothing to do): none was there.
 func removedAsSaid(files []CodexRewound, plan *Plan) []CodexRewound {
 	for i, f := range files {
 		if f.How != "absent" && f.How != "said-absent" {
+			continue
+		}
+		if plan == nil {
+			files[i].Disk = DiskNotThere
 			continue
 		}
 		switch _, had := plan.saved.Files[f.Path]; {

@@ -637,3 +637,36 @@ func TestCodexRewindAbsentUnderFileNowOnly(t *testing.T) {
 		t.Fatalf("%d removed, before %v: want nothing done", rw.FilesRemoved, rw.BeforeSeq)
 	}
 }
+
+// A directory the rewind leaves (d, holding the user's u.txt, and e in
+// it, holding v.txt) is not captured whole before it: its undo puts
+// back the files the rewind removed (d/x.txt, d/e/y.txt) and touches
+// nothing else there, not u.txt edited since nor a file added in d
+// since (taken whole, the undo wrote u.txt back as it was, and removed
+// the new file). One the rewind empties and removes is taken whole, and
+// made again.
+func TestCodexRewindAbsentDirKeptUndo(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Add File: zz.txt\n+z")
+	s.patch("*** Add File: d\n+d")
+	s.patch("*** Delete File: d")
+	s.patch("*** Add File: d/x.txt\n+x\n*** Add File: d/e/y.txt\n+y\n*** Add File: d/f/w.txt\n+w")
+	r, id, seqs := s.imported(tree{"zz.txt": "z\n", "d/x.txt": "x\n", "d/e/y.txt": "y\n", "d/f/w.txt": "w\n", "d/u.txt": "mine\n", "d/e/v.txt": "mine too\n"})
+	rw, err := r.RewindWith(id, seqs[1], RewindOptions{Absent: []string{"d", "d/x.txt", "d/e/y.txt", "d/f/w.txt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.listing(), "d/ d/e/ d/e/v.txt=mine too d/u.txt=mine zz.txt=z"; got != want {
+		t.Fatalf("workspace %q, want %q", got, want)
+	}
+	if want := `[{"path":"d","how":"said-absent","disk":"dir-kept"},{"path":"d/e/y.txt","how":"said-absent"},{"path":"d/f/w.txt","how":"said-absent"},{"path":"d/x.txt","how":"said-absent"}]`; rolloutJSON(t, rw) != want {
+		t.Fatalf("rollout files %s, want %s", rolloutJSON(t, rw), want)
+	}
+	writeTree(t, s.ws, tree{"d/u.txt": "mine, edited since\n", "d/new.txt": "new\n", "d/e/new.txt": "new too\n"})
+	if _, err := r.Rewind(rw.Fork, *rw.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.listing(), "d/ d/e/ d/e/new.txt=new too d/e/v.txt=mine too d/e/y.txt=y d/f/ d/f/w.txt=w d/new.txt=new d/u.txt=mine, edited since d/x.txt=x zz.txt=z"; got != want {
+		t.Fatalf("after the undo\n %q, want\n %q", got, want)
+	}
+}

@@ -113,11 +113,17 @@ type Plan struct {
 	// put there since), children first.
 	dirsKept []string
 	// wholeDirs are the directories a rewind prunes where a transcript's
-	// or rollout's state says a file was absent: its capture before it
-	// takes each whole, what it leaves in them too, so that its undo,
-	// which reads the directory as captured whole, removes nothing put
-	// there that it does not hold.
+	// or rollout's state says a file was absent and that it empties
+	// (they hold only files it removes): its capture before it takes
+	// each whole, so that its undo makes it again with what it held.
 	wholeDirs []string
+	// stateDirs are all the directories a rewind prunes where a
+	// transcript's or rollout's state says a file was absent; keptNow
+	// those of them, and of the directories between them and the files
+	// removed in them, that hold what the rewind does not remove: not
+	// captured, their mode neither (the undo, reading one as captured
+	// whole, would remove what was put there since).
+	stateDirs, keptNow []string
 	// rootMade is the top directory Apply made for the root (a restore
 	// --to a directory not there: it, or the first one above it not
 	// there): "" when the root was there.
@@ -359,9 +365,27 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 				if err := p.writable(filepath.Dir(abs), false); err != nil {
 					return nil, fmt.Errorf("cannot remove %s: %w", c.Path, err)
 				}
-				p.prune = append(p.prune, dirsDown(c.Path, removing)...)
+				down := dirsDown(c.Path, removing)
+				p.prune = append(p.prune, down...)
 				if swap {
-					p.wholeDirs = append(p.wholeDirs, c.Path)
+					// Taken whole before the rewind only where it will
+					// be emptied and removed (the undo makes it again
+					// with what it held); one left holding what no
+					// state names is not (its undo would write those
+					// files back as they were, and remove any added
+					// since, which the rewind never touched): only the
+					// files removed in it are captured.
+					emptied := map[string]bool{}
+					emptiedTree(abs, c.Path, removing, emptied)
+					p.stateDirs = append(p.stateDirs, c.Path)
+					if emptied[c.Path] {
+						p.wholeDirs = append(p.wholeDirs, c.Path)
+					}
+					for _, d := range down {
+						if !emptied[d] {
+							p.keptNow = append(p.keptNow, d)
+						}
+					}
 				}
 				continue
 			}
@@ -419,6 +443,27 @@ func (p *Plan) keptDirs() []string {
 		}
 	}
 	return top
+}
+
+// emptiedTree records in emptied, of the directory at abs (workspace
+// path rel) and each directory in it, whether removing the files in
+// removing leaves it empty: it holds nothing else (a link counts as a
+// file; one that does not read is not emptied).
+func emptiedTree(abs, rel string, removing, emptied map[string]bool) bool {
+	ents, err := readDir(abs)
+	empty := err == nil
+	for _, e := range ents {
+		r := rel + "/" + e.Name()
+		if e.IsDir() {
+			if !emptiedTree(filepath.Join(abs, e.Name()), r, removing, emptied) {
+				empty = false
+			}
+		} else if !removing[r] {
+			empty = false
+		}
+	}
+	emptied[rel] = empty
+	return empty
 }
 
 // dirsDown is the directory rel and those between it and the paths under

@@ -353,7 +353,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 				}
 			}
 			// A directory where a rollout or transcript says a file was
-			// absent, pruned: whole, with what it leaves in it.
+			// absent, which the rewind empties and removes: whole.
 			for _, d := range plan.wholeDirs {
 				if err := c.addPath(d); err != nil {
 					return rep, fmt.Errorf("capture %s before rewinding: %w: nothing changed", d, err)
@@ -362,6 +362,9 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 			// The directories it removes (rmdir, once empty), with their
 			// modes: the undo makes them again.
 			for _, d := range plan.prune {
+				if slices.Contains(plan.keptNow, d) {
+					continue // left, with what it holds
+				}
 				if err := c.addDir(d); err != nil {
 					return rep, fmt.Errorf("capture %s before rewinding: %w: nothing changed", d, err)
 				}
@@ -531,9 +534,9 @@ func removedAsSaid(files []CodexRewound, plan *Plan) []CodexRewound {
 		}
 		switch _, had := plan.saved.Files[f.Path]; {
 		case had:
-		case slices.Contains(plan.wholeDirs, f.Path) && slices.Contains(plan.dirsKept, f.Path):
+		case slices.Contains(plan.stateDirs, f.Path) && slices.Contains(plan.dirsKept, f.Path):
 			files[i].Disk = DiskDirKept
-		case slices.Contains(plan.wholeDirs, f.Path):
+		case slices.Contains(plan.stateDirs, f.Path):
 			files[i].Disk = DiskDirRemoved
 		default:
 			files[i].Disk = DiskNotThere

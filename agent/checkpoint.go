@@ -146,23 +146,61 @@ func (r *Rook) checkpointRef(name string, lines []refLine) CheckpointRef {
 }
 
 // UnreadableRefsError lists the checkpoints a listing left out because
-// their ref file does not parse; each error names the file and what to do.
+// their ref file does not parse, and the files in refs/checkpoints whose
+// name is no checkpoint name (Stray); Errs has one error per file, naming
+// it and what to do.
 type UnreadableRefsError struct {
 	Names []string
+	Stray []string
+	Dir   string // refs/checkpoints, where the Stray files are
 	Errs  []error
 }
 
 func (e *UnreadableRefsError) Error() string {
-	return fmt.Sprintf("%d checkpoint(s) do not read and are not listed (%s): fix the ref file, or `rook checkpoint rm NAME` removes the checkpoint", len(e.Errs), strings.Join(e.Names, ", "))
+	var msgs []string
+	if len(e.Names) > 0 {
+		msgs = append(msgs, fmt.Sprintf("%d checkpoint(s) do not read and are not listed (%s): fix the ref file, or `rook checkpoint rm NAME` removes the checkpoint", len(e.Names), strings.Join(e.Names, ", ")))
+	}
+	if len(e.Stray) > 0 {
+		quoted := make([]string, len(e.Stray))
+		for i, n := range e.Stray {
+			quoted[i] = strconv.Quote(n)
+		}
+		msgs = append(msgs, fmt.Sprintf("%d file(s) in %s are no checkpoint and are not listed (%s): rename each to a checkpoint name, or remove it", len(e.Stray), e.Dir, strings.Join(quoted, ", ")))
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// strayRef is what ls says of the file name in refs/checkpoints, whose
+// name is no checkpoint name: no checkpoint command reads it, but gc
+// reads every file under refs/ (walkRefs), keeping what it names, or
+// refusing to sweep when it does not parse.
+func (r *Rook) strayRef(name string) error {
+	p := r.checkpointPath(name)
+	const why = "not a checkpoint name (letters, digits, '.', '_' and '-', up to 100, starting with a letter or digit)"
+	b, err := vfs.ReadFile(r.fs, p)
+	if err == nil {
+		if _, err = parseRefLines(b); err == nil {
+			return fmt.Errorf("ref file %q: %s: no checkpoint command lists, restores or removes it, and gc keeps the snapshots it names: rename it to a checkpoint name, or remove the file", p, why)
+		}
+		err = fmt.Errorf("it does not parse (%v)", err)
+	} else {
+		err = fmt.Errorf("it does not read (%v)", err)
+	}
+	return fmt.Errorf("ref file %q: %s, and %v: gc refuses to sweep while it is there: fix it and rename it to a checkpoint name, or remove the file", p, why, err)
 }
 
 // Checkpoints lists the named checkpoints, newest first; one whose snapshot
 // does not read is listed, Unreadable. A ref file that
 // does not parse is left out, not the end of the listing: the others are
 // returned with an *UnreadableRefsError naming it (rm is how it is got
-// rid of, and the listing is how its name is found).
+// rid of, and the listing is how its name is found). So is a file whose
+// name is no checkpoint name (an editor's "#cp#" or "cp~", "a b"), as gc
+// reads it all the same; a dot file, the durable-write helper's temporary
+// file (which gc passes over, then removes), is passed over.
 func (r *Rook) Checkpoints() ([]CheckpointRef, error) {
-	ents, err := r.fs.ReadDir(filepath.Join(r.home, RefsDir, "checkpoints"))
+	dir := filepath.Join(r.home, RefsDir, "checkpoints")
+	ents, err := r.fs.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -171,10 +209,15 @@ func (r *Rook) Checkpoints() ([]CheckpointRef, error) {
 	}
 	var out []CheckpointRef
 	var bad []error
-	var badNames []string
+	var badNames, stray []string
 	for _, e := range ents {
-		if !checkpointName.MatchString(e.Name()) {
+		if strings.HasPrefix(e.Name(), ".") {
 			continue // a temp file of the durable-write helper
+		}
+		if !checkpointName.MatchString(e.Name()) {
+			bad = append(bad, r.strayRef(e.Name()))
+			stray = append(stray, e.Name())
+			continue
 		}
 		lines, err := r.readRef(e.Name())
 		if err != nil {
@@ -186,7 +229,7 @@ func (r *Rook) Checkpoints() ([]CheckpointRef, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.After(out[j].Created) })
 	if len(bad) > 0 {
-		return out, &UnreadableRefsError{Names: badNames, Errs: bad}
+		return out, &UnreadableRefsError{Names: badNames, Stray: stray, Dir: dir, Errs: bad}
 	}
 	return out, nil
 }

@@ -515,7 +515,8 @@ func (c *CheckpointLsCmd) Run(e *Env) error {
 	// The checkpoints that read are listed, and the ones that do not are
 	// named after them, each with what to do, and exit 1: a ref file that
 	// does not parse is left out, one whose snapshot does not read is
-	// listed, flagged "?" (what it holds is not known).
+	// listed, flagged "?" (what it holds is not known). A file there whose
+	// name is no checkpoint name is left out and named too.
 	var noSnapshot []string
 	for _, ref := range refs {
 		if ref.Unreadable {

@@ -144,11 +144,18 @@ func (c *StoreGCCmd) Run(e *Env) error {
 	if e.JSON {
 		return e.printJSON(rep)
 	}
-	printGC(e, rep, *grace)
+	// The command that collects what the plan found: the grace it was
+	// given, or a plain gc would keep what this one counted (the default
+	// grace, 10m, keeps what is newer).
+	again := "rook store gc"
+	if c.Grace != nil {
+		again += " --grace " + c.Grace.String()
+	}
+	printGC(e, rep, *grace, again)
 	return nil
 }
 
-func printGC(e *Env, rep cas.GCReport, grace time.Duration) {
+func printGC(e *Env, rep cas.GCReport, grace time.Duration, again string) {
 	w := e.Stdout
 	prefix := ""
 	if rep.DryRun {
@@ -163,7 +170,7 @@ func printGC(e *Env, rep cas.GCReport, grace time.Duration) {
 	printSwept(w, prefix, rep)
 	if rep.DryRun {
 		if rep.Collectable > 0 || rep.TempFiles > 0 || rep.ImportStates > 0 {
-			fmt.Fprintln(w, "run `rook store gc` to collect them")
+			fmt.Fprintf(w, "run `%s` to collect them\n", again)
 		}
 		return
 	}

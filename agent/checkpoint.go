@@ -359,7 +359,8 @@ type RestoreReport struct {
 	// Unchanged counts the files already as the checkpoint holds them,
 	// left as they are (not written again).
 	Unchanged int `json:"files_unchanged"`
-	// DirsMade counts the directories made for the files written;
+	// DirsMade counts the directories made for the files written, the
+	// root too (and those above it) when it was not there (--to);
 	// DirsRemoved the empty ones removed (a save's: those its restore
 	// had made).
 	DirsMade    int `json:"dirs_made"`
@@ -474,7 +475,7 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 		plan.savedBy = "the restore saved it in " + saveName
 	}
 	rep.Written, rep.Removed, rep.Unchanged, err = plan.Apply()
-	rep.DirsMade, rep.DirsRemoved = plan.dirsMade, plan.dirsRemoved
+	rep.DirsMade, rep.DirsRemoved = plan.madeDirs(), plan.dirsRemoved
 	rep.DirsKept = plan.keptDirs()
 	if err != nil && rep.Saved != "" {
 		// Part of the workspace is written: say how to get it back, as a

@@ -128,6 +128,10 @@ type Plan struct {
 	// --to a directory not there: it, or the first one above it not
 	// there): "" when the root was there.
 	rootMade string
+	// rootDirs counts the directories Apply made for the root: rootMade
+	// and those under it down to the root (not in dirsMade, which soFar
+	// reads as made in the root).
+	rootDirs int
 	// lifted are the directories there already that a rewind writes or
 	// removes in and that only their own mode closes to their owner, the
 	// user (a read-only 0555 one, say one a rewind made, which its undo
@@ -881,6 +885,12 @@ func (p *Plan) makeDirs(rel string) error {
 	}
 	if top != "" {
 		p.rootMade = top
+		for d := p.real; ; d = filepath.Dir(d) {
+			p.rootDirs++
+			if d == top {
+				break
+			}
+		}
 	}
 	if rel == "." || rel == "" {
 		return nil
@@ -925,6 +935,9 @@ func (p *Plan) makeDirs(rel string) error {
 	return nil
 }
 
+// madeDirs is how many directories Apply made: in the root, and for it.
+func (p *Plan) madeDirs() int { return p.dirsMade + p.rootDirs }
+
 // soFar is what an Apply stopped by an error had done: ": nothing
 // written" when nothing (no file, no directory made or removed in the
 // root, nor the root made), so that a refusal at the first file reads
@@ -940,7 +953,7 @@ func (p *Plan) soFar(written, removed int) string {
 	if p.dirsMade > 0 {
 		// Made for the files to come (a file's write failing in a
 		// directory made for it): the undo removes them.
-		done += fmt.Sprintf(", %d director(ies) made", p.dirsMade)
+		done += fmt.Sprintf(", %d director(ies) made", p.madeDirs())
 	}
 	if p.dirsRemoved > 0 {
 		done += fmt.Sprintf(", %d empty director(ies) removed", p.dirsRemoved)

@@ -421,7 +421,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 	rep.Undo = fmt.Sprintf("rook session rewind %s --to %d", fork.ID, seq)
 	applying = true
 	rep.FilesRestored, rep.FilesRemoved, _, err = plan.Apply()
-	rep.DirsMade, rep.DirsRemoved, rep.DirsKept = plan.dirsMade, plan.dirsRemoved, plan.keptDirs()
+	rep.DirsMade, rep.DirsRemoved, rep.DirsKept = plan.madeDirs(), plan.dirsRemoved, plan.keptDirs()
 	if err != nil {
 		return rep, fmt.Errorf("%w; `%s` puts back what was there", err, rep.Undo)
 	}

@@ -256,6 +256,10 @@ type MaintainReport struct {
 	StoredBefore    int64    `json:"stored_before"`
 	StoredAfter     int64    `json:"stored_after"`
 	Notes           []string `json:"notes"`
+
+	// StuckOn, when OverBudgetStuck, is what holds the bytes left: the
+	// ways out to say are those for what there is.
+	StuckOn BudgetHolders `json:"-"`
 }
 
 // Maintain keeps the store within its policy: prune the sessions, collect
@@ -388,8 +392,17 @@ func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.D
 		}
 		if len(cands) == 0 {
 			rep.OverBudgetStuck = true
-			rep.Notes = append(rep.Notes, fmt.Sprintf("would still be about %s over the %s budget: no session would be left that may be deleted (raise max_total_bytes, untag sessions or `rook checkpoint rm` checkpoints)",
-				units.Bytes(freeable-budget), units.Bytes(budget)))
+			var kept []eventlog.Summary
+			for _, s := range all {
+				if !gone[s.ID] {
+					kept = append(kept, s)
+				}
+			}
+			if rep.StuckOn, err = r.budgetHolders(kept, pol); err != nil {
+				return err
+			}
+			rep.Notes = append(rep.Notes, fmt.Sprintf("would still be about %s over the %s budget: no session would be left that may be deleted; the rest would be %s (%s)",
+				units.Bytes(freeable-budget), units.Bytes(budget), rep.StuckOn.what(), rep.StuckOn.waysOut()))
 			return nil
 		}
 		n := budgetBatch(len(cands), freeable-budget, stored, left)
@@ -405,6 +418,88 @@ func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.D
 		}
 		rep.BudgetGC = append(rep.BudgetGC, g)
 	}
+}
+
+// BudgetHolders is what holds a store over its budget once no session is
+// left that maintain may delete: the sessions left (all protected), the
+// checkpoints, and any other ref file under refs/ (gc keeps what every
+// one names: a file in refs/checkpoints that is no checkpoint's, say).
+type BudgetHolders struct {
+	Sessions, Checkpoints, OtherRefs int
+	// kept says what protects the sessions: their tags, and "inboxes and
+	// MCP servers" when one has none of them.
+	kept string
+}
+
+// budgetHolders counts what holds the store: sessions, all of them
+// protected by pol, and the ref files.
+func (r *Rook) budgetHolders(sessions []eventlog.Summary, pol RetentionPolicy) (BudgetHolders, error) {
+	h := BudgetHolders{Sessions: len(sessions)}
+	if len(sessions) > 0 {
+		h.kept = "tags " + strings.Join(pol.ProtectTags, ", ")
+		for _, s := range sessions {
+			if !pol.protected(s.Tags) {
+				h.kept += "; inboxes and MCP servers" // kept by keeps, not by a tag
+				break
+			}
+		}
+	}
+	seen := map[string]bool{}
+	count := func(ref string) {
+		if seen[ref] {
+			return
+		}
+		seen[ref] = true
+		if name, ok := strings.CutPrefix(ref, RefsDir+"/checkpoints/"); ok && checkpointName.MatchString(name) {
+			h.Checkpoints++
+		} else {
+			h.OtherRefs++
+		}
+	}
+	err := r.walkRefs(func(ref string, _ cas.Key) { count(ref) }, func(ref string, _ error) { count(ref) })
+	return h, err
+}
+
+// what says what holds the store, each part only when there is one.
+func (h BudgetHolders) what() string {
+	var parts []string
+	if h.Sessions > 0 {
+		parts = append(parts, fmt.Sprintf("%d protected session(s) (%s)", h.Sessions, h.kept))
+	}
+	if h.Checkpoints > 0 {
+		parts = append(parts, fmt.Sprintf("%d checkpoint(s)", h.Checkpoints))
+	}
+	if h.OtherRefs > 0 {
+		parts = append(parts, fmt.Sprintf("%d other ref file(s) under %s/ (`rook checkpoint ls` names those in %s/checkpoints)", h.OtherRefs, RefsDir, RefsDir))
+	}
+	if len(parts) == 0 {
+		return "objects no session or ref names, which gc did not free"
+	}
+	return joinList(parts, "and")
+}
+
+// waysOut says how the user brings the store under its budget: for what
+// there is.
+func (h BudgetHolders) waysOut() string {
+	ways := []string{"raise max_total_bytes"}
+	if h.Sessions > 0 {
+		ways = append(ways, "untag sessions")
+	}
+	if h.Checkpoints > 0 {
+		ways = append(ways, "`rook checkpoint rm` checkpoints")
+	}
+	if h.OtherRefs > 0 {
+		ways = append(ways, "remove the other ref files")
+	}
+	return joinList(ways, "or")
+}
+
+// joinList joins parts as "a, b or c" (conj: "or", "and").
+func joinList(parts []string, conj string) string {
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " " + conj + " " + parts[len(parts)-1]
 }
 
 // enforceBudget deletes the oldest unprotected sessions, a batch a round,
@@ -449,19 +544,11 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 		if len(cands) == 0 {
 			rep.OverBudgetBy = st.Stored - budget
 			rep.OverBudgetStuck = true
-			what := "checkpoints"
-			if len(all) > 0 {
-				kept := "tags " + strings.Join(pol.ProtectTags, ", ")
-				for _, s := range all {
-					if !pol.protected(s.Tags) {
-						kept += "; inboxes and MCP servers" // kept by keeps, not by a tag
-						break
-					}
-				}
-				what = fmt.Sprintf("%d protected session(s) (%s) and checkpoints", len(all), kept)
+			if rep.StuckOn, err = r.budgetHolders(all, pol); err != nil {
+				return err
 			}
-			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget: no session is left that may be deleted; the rest is %s (raise max_total_bytes, untag sessions or `rook checkpoint rm` checkpoints)",
-				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), what))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget: no session is left that may be deleted; the rest is %s (%s)",
+				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), rep.StuckOn.what(), rep.StuckOn.waysOut()))
 			return nil
 		}
 		n := budgetBatch(len(cands), over, st.Stored, len(all))

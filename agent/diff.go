@@ -196,8 +196,15 @@ func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) 
 // forked wrote them back as they were before its rewind, the content that
 // rewind had replaced). Diff, from the session's start, still reads it.
 func (r *Rook) capturedStatesFor(id eventlog.ID, from uint64, rewinding bool) (firstStates, error) {
+	return r.capturedStatesIn(id, from, rewinding, r.transcriptWorkspace(id))
+}
+
+// capturedStatesIn is capturedStatesFor with the edit results' paths read
+// from workspace ws (an imported Claude Code session's, or one it started
+// in a directory of: family_states.go), "" for a session not imported
+// from Claude Code.
+func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws string) (firstStates, error) {
 	st := firstStates{First: map[string]Change{}, seq: map[string]uint64{}, dirs: map[string]uint64{}, gone: map[string]uint64{}, dirModes: map[string]FileMode{}, opened: map[string]FileMode{}}
-	ws := r.transcriptWorkspace(id)
 	// unknown: the paths an edit result changed without saying from
 	// what, at the seq of the first such result.
 	unknown := map[string]uint64{}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/rookhq/rook/eventlog"
 )
@@ -46,7 +47,9 @@ type importedFamily struct {
 // ("Codex", "Claude Code") in the words of kin. With ws set, a session
 // recorded in another workspace is neither a member nor gone through.
 func (r *Rook) importedFamilyOf(id eventlog.ID, what, ws string) (importedFamily, error) {
-	elsewhere := func(m eventlog.Meta) bool { return ws != "" && filepath.Clean(m.Workspace) != ws }
+	// (A session started in a directory of ws, Claude Code's cwd there
+	// after a cd, works in ws all the same: inWorkspace.)
+	elsewhere := func(m eventlog.Meta) bool { return ws != "" && !inWorkspace(ws, m.Workspace) }
 	f := importedFamily{line: []eventlog.ID{id}, start: id}
 	for depth := 0; depth < maxFamily; depth++ {
 		m, err := r.Log.ReadMeta(f.start)
@@ -138,6 +141,18 @@ func (r *Rook) importedFamilyOf(id eventlog.ID, what, ws string) (importedFamily
 		return errors.Is(err, eventlog.ErrNoSession)
 	})
 	return f, nil
+}
+
+// inWorkspace says whether dir is workspace ws or a directory in it: a
+// Claude Code session (a subagent, say) started while its parent's shell
+// was in ws/sub records ws/sub as its cwd, and edits ws's files.
+func inWorkspace(ws, dir string) bool {
+	if dir == "" || !filepath.IsAbs(dir) {
+		return false
+	}
+	rel, err := filepath.Rel(ws, filepath.Clean(dir))
+	rel = filepath.ToSlash(rel)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // elsewhere says whether session id, read, is in another workspace (a

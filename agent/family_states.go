@@ -80,7 +80,7 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 	}
 	var members []eventlog.ID
 	for _, o := range fam.members {
-		if r.transcriptWorkspace(o) == ws && (!forDiff || r.subagentOf(o, fam.start)) {
+		if inWorkspace(ws, r.transcriptWorkspace(o)) && (!forDiff || r.subagentOf(o, fam.start)) {
 			members = append(members, o)
 		}
 	}
@@ -153,7 +153,9 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 		if err != nil {
 			return fmt.Errorf("session %s (%s, in the same workspace) cannot be read: %w", o, fam.kin[o], err)
 		}
-		so, err := r.capturedStatesFor(o, from, true)
+		// (Its paths read from ws, a directory in which it may have
+		// started: inWorkspace.)
+		so, err := r.capturedStatesIn(o, from, true, ws)
 		if err != nil {
 			return fmt.Errorf("session %s (%s, in the same workspace) cannot be read: %w", o, fam.kin[o], err)
 		}

@@ -1,0 +1,61 @@
+package agent
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookhq/rook/eventlog"
+)
+
+// claudeSubagentInSubdir is claudeWithSubagent's parent with a subagent
+// started while the parent's shell was in ws/sub (after a `cd sub`):
+// Claude Code records its cwd, so its session's workspace, as ws/sub. The
+// parent edits a.txt A0 -> A1 (events 1, 2) and calls the Task (3); the
+// subagent edits sub/x.txt X0 -> X1 and a.txt A1 -> A2; its result is 4.
+func claudeSubagentInSubdir(t *testing.T) (*Rook, *editTranscript, eventlog.ID) {
+	e := newEditTranscript(t, "go")
+	at := func(p string) string { return filepath.Join(e.ws, p) }
+	e.edit(at("a.txt"), "A0\n", "A0", "A1")
+	e.lines = append(e.lines, claudeTaskCall(e))
+	sub := &editTranscript{dir: e.dir, ws: at("sub"), n: e.n}
+	sub.lines = append(sub.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"look"},"uuid":"s0","timestamp":%q}`, sub.env(), sub.ts()))
+	sub.edit(at("sub/x.txt"), "X0\n", "X0", "X1")
+	sub.edit(at("a.txt"), "A1\n", "A1", "A2")
+	for i, l := range sub.lines {
+		sub.lines[i] = strings.Replace(l, `"sessionId":"s1",`, `"sessionId":"s1","isSidechain":true,"agentId":"a1b2c3d",`, 1)
+	}
+	e.n = sub.n
+	e.lines = append(e.lines, claudeTaskResult(e, `"totalToolUseCount":2,`))
+	writeTree(t, e.ws, tree{"a.txt": "A2\n", "sub/x.txt": "X1\n"})
+	r, ids := importClaudeFiles(t, e, map[string][]string{"s1.jsonl": e.lines, "s1/subagents/agent-a1b2c3d.jsonl": sub.lines})
+	return r, e, ids["s1.jsonl"]
+}
+
+// The subagent's workspace is a directory in the parent's: it edited the
+// parent's files all the same. A rewind to before the Task puts back
+// what it changed (a.txt A1, sub/x.txt X0), where it left them as the
+// subagent did (A2, X1) and exited 0.
+func TestRewindFamilySubagentInASubdirectory(t *testing.T) {
+	r, e, parent := claudeSubagentInSubdir(t)
+	if _, err := r.Rewind(parent, 3, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFileT(t, filepath.Join(e.ws, "a.txt")) + readFileT(t, filepath.Join(e.ws, "sub", "x.txt")); got != "A1\nX0\n" {
+		t.Fatalf("files: %q", got)
+	}
+}
+
+// Its diff shows sub/x.txt, which only the subagent changed, as the
+// rewind to 0 reads it.
+func TestDiffSubagentInASubdirectory(t *testing.T) {
+	r, _, parent := claudeSubagentInSubdir(t)
+	got, patch, d := diffFiles(t, r, parent)
+	if len(got) != 2 || got["a.txt"] != "modified" || got["sub/x.txt"] != "modified" || !strings.Contains(patch, "-X0\n+X1\n") || !strings.Contains(patch, "-A0\n+A2\n") {
+		t.Fatalf("files %v:\n%s", got, patch)
+	}
+	if len(d.Notes) != 1 || !strings.Contains(d.Notes[0], "sub/x.txt: compared with the file as it was before session") {
+		t.Fatalf("notes %q", d.Notes)
+	}
+}

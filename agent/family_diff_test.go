@@ -2,10 +2,12 @@ package agent
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // diffFiles is session id's diff: each file's status, and the patch.
@@ -93,5 +95,33 @@ func TestDiffSessionForkBeforeTheSubagent(t *testing.T) {
 	}
 	if got, _, d := diffFiles(t, r, f.ID); len(got) != 0 || len(d.Notes) != 0 {
 		t.Fatalf("the fork's diff: %v, notes %q", got, d.Notes)
+	}
+}
+
+// A Claude Code fork's copy of its parent's line holds the Task call and
+// result, and the parent's later edit of a.txt: its diff shows that edit
+// as the fork's change, so it reads the subagent that result reports (a
+// child of the parent, not of the fork) too, as a rook fork of the parent
+// after the Task does: a.txt from A0, not the A1 the copied edit found,
+// b.txt and c.txt too.
+func TestDiffClaudeForkReadsItsCopiedTasksSubagent(t *testing.T) {
+	r, e, _, _ := claudeWithSubagent(t)
+	projects := filepath.Join(e.dir, "home", ".claude", "projects")
+	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "f1.jsonl"), claudeFork(e), "")
+	var fork eventlog.ID
+	for _, f := range mustImport(t, r, FormatClaudeCode, projects).Files {
+		if filepath.Base(f.Path) == "f1.jsonl" && f.Session != nil {
+			fork = *f.Session
+		}
+	}
+	if fork == (eventlog.ID{}) {
+		t.Fatal("f1.jsonl not imported")
+	}
+	got, patch, d := diffFiles(t, r, fork)
+	if len(got) != 3 || got["a.txt"] != "modified" || got["b.txt"] != "modified" || got["c.txt"] != "added" || !strings.Contains(patch, "-A0\n+A2\n") {
+		t.Fatalf("the fork's diff: %v, notes %q:\n%s", got, d.Notes, patch)
+	}
+	if len(d.Notes) != 3 {
+		t.Fatalf("notes %q", d.Notes)
 	}
 }

@@ -63,8 +63,10 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 	// A subagent removed since (or never imported) that a Task result
 	// after the point reports: nothing else names it
 	// (family_subagents.go).
+	var reported map[string]bool
 	if forDiff {
-		miss, err := r.missingSubagents(id, to, fam, true)
+		miss, rep, err := r.missingSubagents(id, to, fam, true)
+		reported = rep
 		if err != nil {
 			return err
 		}
@@ -80,7 +82,7 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 	}
 	var members []eventlog.ID
 	for _, o := range fam.members {
-		if inWorkspace(ws, r.transcriptWorkspace(o)) && (!forDiff || r.subagentOf(o, fam.start)) {
+		if inWorkspace(ws, r.transcriptWorkspace(o)) && (!forDiff || r.diffSubagent(o, fam.start, reported)) {
 			members = append(members, o)
 		}
 	}
@@ -227,11 +229,14 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 	return nil
 }
 
-// subagentOf says whether session id is an imported subagent of session
-// parent (a Claude Code Task's, linked to it).
-func (r *Rook) subagentOf(id, parent eventlog.ID) bool {
+// diffSubagent says whether session id is an imported subagent whose
+// changes a diff of session start's line counts: one of start's (a Claude
+// Code Task's, linked to it), or one a Task result of the diffed session
+// reports (reported: source ids), as a Claude Code fork's copy of its
+// parent's Task result reports the parent's subagent.
+func (r *Rook) diffSubagent(id, start eventlog.ID, reported map[string]bool) bool {
 	m, err := r.Log.ReadMeta(id)
-	return err == nil && m.Parent != nil && *m.Parent == parent && slices.Contains(m.Tags, subagentTag)
+	return err == nil && m.Parent != nil && slices.Contains(m.Tags, subagentTag) && (*m.Parent == start || reported[childSourceID(m)])
 }
 
 // claudeContinuation says whether session id is a Claude Code session

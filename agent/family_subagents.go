@@ -88,30 +88,32 @@ type missingSubagent struct {
 
 // missingSubagents are those Task results of imported Claude Code session
 // id at or after event to report, whose family is fam; the first alone
-// unless all.
-func (r *Rook) missingSubagents(id eventlog.ID, to uint64, fam importedFamily, all bool) ([]missingSubagent, error) {
-	var out []missingSubagent
+// unless all. reported holds the source ids ("agent-<agentId>") of every
+// subagent those results report, held or not (all read only).
+func (r *Rook) missingSubagents(id eventlog.ID, to uint64, fam importedFamily, all bool) (out []missingSubagent, reported map[string]bool, err error) {
 	seen := map[string]bool{}
+	reported = map[string]bool{}
 	for from := to; ; {
 		evs, err := r.Log.Read(id, from, 1024)
 		if err != nil {
-			return out, err
+			return out, reported, err
 		}
 		if len(evs) == 0 {
-			return out, nil
+			return out, reported, nil
 		}
 		for _, ev := range evs {
 			if ev.Kind != eventlog.KindToolResult || noSubagents[ev.Label] {
 				continue
 			}
 			for _, s := range r.claudeSubagentReports(ev.Body) {
+				reported["agent-"+s.agent] = true
 				if fam.sources["agent-"+s.agent] || s.tools != nil && *s.tools == 0 || seen[s.agent] {
 					continue
 				}
 				seen[s.agent] = true
 				out = append(out, missingSubagent{agent: s.agent, seq: ev.Seq, path: r.subagentTranscript(fam, s.agent)})
 				if !all {
-					return out, nil
+					return out, reported, nil
 				}
 			}
 		}
@@ -124,7 +126,7 @@ func (r *Rook) missingSubagents(id eventlog.ID, to uint64, fam importedFamily, a
 // or after the point reports a subagent that no imported session linked
 // to it holds; nil when there is none.
 func (r *Rook) missingSubagentRefusal(id eventlog.ID, to uint64, fam importedFamily) error {
-	miss, err := r.missingSubagents(id, to, fam, false)
+	miss, _, err := r.missingSubagents(id, to, fam, false)
 	if err != nil || len(miss) == 0 {
 		return err
 	}

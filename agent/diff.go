@@ -105,6 +105,9 @@ type SessionDiff struct {
 	// and each subagent whose changes are not shown (its session removed,
 	// or never imported).
 	Notes []string `json:"notes,omitempty"`
+	// MissingSubagents are the agentIds of those subagents (each in a
+	// note): what they changed is not in Files.
+	MissingSubagents []string `json:"missing_subagents,omitempty"`
 }
 
 // UncomparedFile is a file the session changed that a diff did not
@@ -146,6 +149,9 @@ type firstStates struct {
 	// linkedNotes say each state taken from another session of the
 	// family (mergeFamilyStates).
 	linkedNotes []string
+	// missingSubagents: the agentIds of the subagents a diff's Task
+	// results report that no imported session holds.
+	missingSubagents []string
 	dirs        map[string]uint64 // the seq of each directory's first capture whole
 	// dirModes: each directory's mode at that capture (version 3).
 	dirModes map[string]FileMode
@@ -373,7 +379,7 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		if err := r.mergeFamilyStates(id, 0, ws, &st, true); err != nil {
 			return d, err
 		}
-		d.Notes = st.linkedNotes
+		d.Notes, d.MissingSubagents = st.linkedNotes, st.missingSubagents
 	}
 	// Files added under a directory captured whole are states too
 	// (firstCaptures).

@@ -76,6 +76,7 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 				n += fmt.Sprintf("; `rook import claude-code %s` imports it, linked", ShellQuote(s.path))
 			}
 			st.linkedNotes = append(st.linkedNotes, n)
+			st.missingSubagents = append(st.missingSubagents, s.agent)
 		}
 	} else if err := r.missingSubagentRefusal(id, to, fam); err != nil {
 		return err

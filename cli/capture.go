@@ -239,6 +239,15 @@ func fromTranscript(n int, what string) string {
 // nothingChanged says why a diff is empty; source is set for an imported
 // session, whose captures can only come from its agent's own backups.
 func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
+	if n := len(d.MissingSubagents); n > 0 {
+		// What it set them to do may be all it changed: that, not
+		// the lack of backups, is why there is nothing to show.
+		what := "this session changed nothing on disk that rook can compare"
+		if d.Captures == 0 && d.FromTranscript == 0 {
+			what = "this session changed no file itself that rook can compare"
+		}
+		return fmt.Sprintf("%s, and what its %d subagent(s) %s changed is not known: no imported session holds them (the notes say how to import them)", what, n, strings.Join(d.MissingSubagents, ", "))
+	}
 	back := ""
 	if d.Patches != nil && d.Unchanged > 0 {
 		// (files deleted, then added back as they were)

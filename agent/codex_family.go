@@ -197,13 +197,20 @@ func (r *Rook) codexFamilyWrites(fam *codexFamily, o eventlog.ID, kin, ws string
 		copyEnd = t0.Add(codexCopyWindow)
 	}
 	copied := func(at time.Time) bool { return !copyEnd.IsZero() && !at.After(copyEnd) }
+	// A patch's relative paths are against o's own cwd (its turn's, or
+	// else its session's, which may be a directory of ws or another),
+	// named from ws.
+	ows := ws
+	if m, err := r.Log.ReadMeta(o); err == nil && rolloutAbs(m.Workspace) {
+		ows = m.Workspace
+	}
 	for _, c := range calls {
 		fam.addTime(c.id, c.at)
 		if own[c.id] || c.outcome == "failed" || copied(c.at) {
 			continue
 		}
 		w := codexOtherWrite{session: o, kin: kin, seq: c.seq, at: c.at, id: c.id, paths: []string{}}
-		steps, _ := codexCallSteps(c, ws, &RolloutPatches{})
+		steps, _ := codexCallSteps(c, ows, &RolloutPatches{})
 		for _, st := range steps {
 			p, moved := st.paths(ws)
 			w.paths = append(w.paths, p)

@@ -1,0 +1,46 @@
+package agent
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// codexSubagentIn adds to c a Codex subagent of P whose session_meta cwd
+// is dir (its rollout has no turn_context), started at 03:00, that
+// applies patch (relative paths: against dir) at 03:02.
+func (c *codexForkPair) codexSubagentIn(dir, patch string) {
+	c.f = append(c.f, codexItem{"session_meta", fmt.Sprintf(`{"id":%q,"cwd":%q,"originator":"codex_cli_rs","cli_version":"0.80.0","source":{"subagent":{"thread_spawn":{"parent_thread_id":%q}}}}`, codexFID, dir, codexPID)}.at(stampAt("03:00")))
+	c.f = append(c.f, patchLines("s1", patch, "03:02")...)
+}
+
+// A Codex subagent recorded in ws/sub patches "app.py", ws/sub/app.py,
+// after P's patch of sub/app.py: a rewind of P to before its patch must
+// not undo it on the disk keeping the subagent's Q (a file that never
+// was).
+func TestCodexRewindSubagentInASubdirectoryWritesItsOwnCwdsFile(t *testing.T) {
+	c := newCodexForkPair(t)
+	c.p = append(c.p, patchLines("p1", "*** Update File: sub/app.py\n@@\n-a\n+A", "00:02")...)
+	c.codexSubagentIn(filepath.Join(c.ws, "sub"), "*** Update File: app.py\n@@\n-q\n+Q")
+	r, p, f, pCalls, _ := c.imported(tree{"sub/app.py": "A\nx\nQ\n", "app.py": "q\n"})
+	_, err := r.Rewind(p, pCalls[0], false)
+	refusedFor(t, err, "sub/app.py", "session "+f.String()+" (a Codex subagent of this session, in the same workspace) ran the patch of event #")
+	if got := c.read("sub/app.py"); got != "A\nx\nQ\n" {
+		t.Fatalf("sub/app.py after the refusal: %q", got)
+	}
+}
+
+// Its patch of "app.py" is not one of ws/app.py: P's rewind to before
+// its own patch of app.py is not refused for it.
+func TestCodexRewindSubagentInASubdirectoryNotTheWorkspacesFile(t *testing.T) {
+	c := newCodexForkPair(t)
+	c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A", "00:02")...)
+	c.codexSubagentIn(filepath.Join(c.ws, "sub"), "*** Update File: app.py\n@@\n-q\n+Q")
+	r, p, _, pCalls, _ := c.imported(tree{"app.py": "A\nx\n", "sub/app.py": "Q\n"})
+	if _, err := r.Rewind(p, pCalls[0], false); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.read("app.py") + c.read("sub/app.py"); got != "a\nx\nQ\n" {
+		t.Fatalf("files: %q", got)
+	}
+}

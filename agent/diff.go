@@ -152,7 +152,7 @@ type firstStates struct {
 	// missingSubagents: the agentIds of the subagents a diff's Task
 	// results report that no imported session holds.
 	missingSubagents []string
-	dirs        map[string]uint64 // the seq of each directory's first capture whole
+	dirs             map[string]uint64 // the seq of each directory's first capture whole
 	// dirModes: each directory's mode at that capture (version 3).
 	dirModes map[string]FileMode
 	// opened: the mode of each directory a rewind's capture before it
@@ -241,7 +241,7 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 				}
 				late = append(late, more...)
 			}
-			if err := st.takeLate(r, late, start, unknown, lost, fromTranscript); err != nil {
+			if err := st.takeLate(r, late, start, unknown, lost, fromTranscript, ws); err != nil {
 				return st, err
 			}
 			st.unknownLeft(unknown, lost)
@@ -296,6 +296,7 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 			if err != nil {
 				return firstStates{}, fmt.Errorf("checkpoint #%d cannot be read: %w", ev.Seq, err)
 			}
+			m = rerootManifest(m, ws)
 			if st.Root == "" {
 				st.Root = m.Root
 			} else if filepath.Clean(st.Root) != filepath.Clean(m.Root) {
@@ -629,7 +630,7 @@ func isBinary(b []byte) bool {
 // at. A path an edit result changed earlier without saying from what, or
 // captured absent or under a directory captured whole, is left as it is.
 // A path captured absent (a file the session created) is absent there.
-func (st *firstStates) takeLate(r *Rook, late []lateCapture, from uint64, unknown, lost map[string]uint64, fromTranscript map[string]bool) error {
+func (st *firstStates) takeLate(r *Rook, late []lateCapture, from uint64, unknown, lost map[string]uint64, fromTranscript map[string]bool, ws string) error {
 	for _, lc := range late {
 		ev := lc.ev
 		at, _ := lateCaptureAt(ev)
@@ -640,6 +641,7 @@ func (st *firstStates) takeLate(r *Rook, late []lateCapture, from uint64, unknow
 		if err != nil {
 			return fmt.Errorf("%s cannot be read: %w", lc, err)
 		}
+		m = rerootManifest(m, ws)
 		if st.Root == "" {
 			st.Root = m.Root
 		} else if filepath.Clean(st.Root) != filepath.Clean(m.Root) {
@@ -678,6 +680,50 @@ func (st *firstStates) takeLate(r *Rook, late []lateCapture, from uint64, unknow
 		}
 	}
 	return nil
+}
+
+// rerootManifest is m with its paths named from workspace ws, when m
+// captured a directory in ws (the file backups of a Claude Code session
+// recorded in ws/sub, a subagent started after a `cd sub`, read for a
+// session of ws: family_states.go); else m.
+func rerootManifest(m *Manifest, ws string) *Manifest {
+	if ws == "" || filepath.Clean(m.Root) == ws || !inWorkspace(ws, m.Root) {
+		return m
+	}
+	rel, err := filepath.Rel(ws, filepath.Clean(m.Root))
+	if err != nil {
+		return m
+	}
+	pre := filepath.ToSlash(rel) + "/"
+	out := *m
+	out.Root = ws
+	out.Files = make(map[string]FileEntry, len(m.Files))
+	for p, f := range m.Files {
+		out.Files[pre+p] = f
+	}
+	add := func(ps []string) []string {
+		if ps == nil {
+			return nil
+		}
+		o := make([]string, len(ps))
+		for i, p := range ps {
+			o[i] = pre + p
+		}
+		return o
+	}
+	out.Absent, out.Dirs, out.Unknown, out.Skipped = add(m.Absent), add(m.Dirs), add(m.Unknown), add(m.Skipped)
+	modes := func(ms map[string]FileMode) map[string]FileMode {
+		if ms == nil {
+			return nil
+		}
+		o := make(map[string]FileMode, len(ms))
+		for p, v := range ms {
+			o[pre+p] = v
+		}
+		return o
+	}
+	out.DirModes, out.Opened = modes(m.DirModes), modes(m.Opened)
+	return &out
 }
 
 // unknownLeft sets st.Unknown: the paths of unknown and lost that no

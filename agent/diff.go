@@ -687,27 +687,42 @@ func (st *firstStates) takeLate(r *Rook, late []lateCapture, from uint64, unknow
 // recorded in ws/sub, a subagent started after a `cd sub`, read for a
 // session of ws: family_states.go); else m.
 func rerootManifest(m *Manifest, ws string) *Manifest {
-	if ws == "" || filepath.Clean(m.Root) == ws || !inWorkspace(ws, m.Root) {
+	root := filepath.Clean(m.Root)
+	if ws == "" || root == ws || !sharesWorkspace(ws, root) {
 		return m
 	}
-	rel, err := filepath.Rel(ws, filepath.Clean(m.Root))
-	if err != nil {
+	// name: p named from ws, ok false for one outside it. Of a capture
+	// of a directory ws is in (its session's cwd there, after a `cd ..`),
+	// only the paths under ws.
+	var name func(p string) (string, bool)
+	if rel, err := filepath.Rel(ws, root); err == nil && inWorkspace(ws, root) {
+		pre := filepath.ToSlash(rel) + "/"
+		name = func(p string) (string, bool) { return pre + p, true }
+	} else if rel, err := filepath.Rel(root, ws); err == nil {
+		pre := filepath.ToSlash(rel) + "/"
+		name = func(p string) (string, bool) {
+			if !strings.HasPrefix(p, pre) || len(p) == len(pre) {
+				return "", false
+			}
+			return p[len(pre):], true
+		}
+	} else {
 		return m
 	}
-	pre := filepath.ToSlash(rel) + "/"
 	out := *m
 	out.Root = ws
 	out.Files = make(map[string]FileEntry, len(m.Files))
 	for p, f := range m.Files {
-		out.Files[pre+p] = f
+		if q, ok := name(p); ok {
+			out.Files[q] = f
+		}
 	}
 	add := func(ps []string) []string {
-		if ps == nil {
-			return nil
-		}
-		o := make([]string, len(ps))
-		for i, p := range ps {
-			o[i] = pre + p
+		var o []string
+		for _, p := range ps {
+			if q, ok := name(p); ok {
+				o = append(o, q)
+			}
 		}
 		return o
 	}
@@ -718,7 +733,9 @@ func rerootManifest(m *Manifest, ws string) *Manifest {
 		}
 		o := make(map[string]FileMode, len(ms))
 		for p, v := range ms {
-			o[pre+p] = v
+			if q, ok := name(p); ok {
+				o[q] = v
+			}
 		}
 		return o
 	}

@@ -49,7 +49,7 @@ type importedFamily struct {
 func (r *Rook) importedFamilyOf(id eventlog.ID, what, ws string) (importedFamily, error) {
 	// (A session started in a directory of ws, Claude Code's cwd there
 	// after a cd, works in ws all the same: inWorkspace.)
-	elsewhere := func(m eventlog.Meta) bool { return ws != "" && !inWorkspace(ws, m.Workspace) }
+	elsewhere := func(m eventlog.Meta) bool { return ws != "" && !sharesWorkspace(ws, m.Workspace) }
 	f := importedFamily{line: []eventlog.ID{id}, start: id}
 	for depth := 0; depth < maxFamily; depth++ {
 		m, err := r.Log.ReadMeta(f.start)
@@ -153,6 +153,14 @@ func inWorkspace(ws, dir string) bool {
 	rel, err := filepath.Rel(ws, filepath.Clean(dir))
 	rel = filepath.ToSlash(rel)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// sharesWorkspace says whether a session recorded in dir may have edited
+// workspace ws's files: dir is ws, a directory in it (inWorkspace), or one
+// ws is in (a subagent started after a `cd ..`, or the parent of a
+// session started in ws/sub). Its edits of files outside ws are not read.
+func sharesWorkspace(ws, dir string) bool {
+	return inWorkspace(ws, dir) || filepath.IsAbs(ws) && inWorkspace(filepath.Clean(dir), ws)
 }
 
 // elsewhere says whether session id, read, is in another workspace (a

@@ -83,7 +83,7 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 	}
 	var members []eventlog.ID
 	for _, o := range fam.members {
-		if inWorkspace(ws, r.transcriptWorkspace(o)) && (!forDiff || r.diffSubagent(o, fam.start, reported)) {
+		if sharesWorkspace(ws, r.transcriptWorkspace(o)) && (!forDiff || r.diffSubagent(o, fam.start, reported)) {
 			members = append(members, o)
 		}
 	}

@@ -102,3 +102,71 @@ func TestRewindFamilySubagentInASubdirectoryWithBackups(t *testing.T) {
 		t.Fatalf("files: %q", got)
 	}
 }
+
+// claudeFamilyInDirs is a parent recorded in dir/pc and its subagent in
+// dir/sc (each a cwd Claude Code records), the files under dir/ws: the
+// parent edits sub/y.txt Y0 -> Y1 (events 1, 2) and calls the Task (3);
+// the subagent edits sub/x.txt X0 -> X1 (its lines naming a backup of it,
+// by the path from its cwd, backup), sub/y.txt Y1 -> Y2 and a.txt A0 -> A1.
+func claudeFamilyInDirs(t *testing.T, pc, sc, backup string) (*Rook, *editTranscript, eventlog.ID) {
+	e := newEditTranscript(t, "go")
+	root := e.ws
+	at := func(p string) string { return filepath.Join(root, p) }
+	e.ws, e.n = filepath.Join(e.dir, pc), 0
+	e.lines = []string{fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"go"},"uuid":"u0","timestamp":%q}`, e.env(), e.ts())}
+	e.edit(at("sub/y.txt"), "Y0\n", "Y0", "Y1")
+	e.lines = append(e.lines, claudeTaskCall(e))
+	sub := &editTranscript{dir: e.dir, ws: filepath.Join(e.dir, sc), n: e.n}
+	sub.lines = append(sub.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"look"},"uuid":"s0","timestamp":%q}`, sub.env(), sub.ts()))
+	bt := fmt.Sprintf("2026-02-10T21:00:%02d.500Z", sub.n)
+	sub.lines = append(sub.lines, fmt.Sprintf(`{"type":"file-history-snapshot","messageId":"s0","snapshot":{"messageId":"s0","trackedFileBackups":{%q:{"backupFileName":"h1@v1","version":1,"backupTime":%q}},"timestamp":%q},"isSnapshotUpdate":true}`, backup, bt, bt))
+	sub.edit(at("sub/x.txt"), "X0\n", "X0", "X1")
+	sub.edit(at("sub/y.txt"), "Y1\n", "Y1", "Y2")
+	sub.edit(at("a.txt"), "A0\n", "A0", "A1")
+	for i, l := range sub.lines {
+		sub.lines[i] = strings.Replace(l, `"sessionId":"s1",`, `"sessionId":"s1","isSidechain":true,"agentId":"a1b2c3d",`, 1)
+	}
+	e.n = sub.n
+	e.lines = append(e.lines, claudeTaskResult(e, `"totalToolUseCount":3,`))
+	writeTree(t, root, tree{"a.txt": "A1\n", "sub/x.txt": "X1\n", "sub/y.txt": "Y2\n"})
+	writeTree(t, filepath.Join(e.dir, "home", ".claude", "file-history", "s1"), tree{"h1@v1": "X0\n"})
+	r, ids := importClaudeFiles(t, e, map[string][]string{"s1.jsonl": e.lines, "s1/subagents/agent-a1b2c3d.jsonl": sub.lines})
+	e.ws = root
+	return r, e, ids["s1.jsonl"]
+}
+
+// A subagent started after a `cd ..` (recorded in the workspace's
+// parent) edited the workspace's files all the same: it was passed over
+// as elsewhere, and the rewind to before the Task left a.txt A1, sub/x.txt
+// X1 and sub/y.txt Y2 (A0, X0, Y1 then), exit 0, no note.
+func TestRewindFamilySubagentInTheWorkspacesParent(t *testing.T) {
+	r, e, parent := claudeFamilyInDirs(t, "ws", ".", "ws/sub/x.txt")
+	if got, _, _ := diffFiles(t, r, parent); len(got) != 3 {
+		t.Fatalf("diff: %v", got)
+	}
+	if _, err := r.Rewind(parent, 3, false); err != nil {
+		t.Fatal(err)
+	}
+	at := func(p string) string { return readFileT(t, filepath.Join(e.ws, p)) }
+	if got := at("a.txt") + at("sub/x.txt") + at("sub/y.txt"); got != "A0\nX0\nY1\n" {
+		t.Fatalf("files: %q", got)
+	}
+}
+
+// A parent started in ws/sub, its subagent in ws (after a `cd ..`): the
+// subagent's edits of the parent's workspace (x.txt, y.txt) are read,
+// its capture of ws read from ws/sub; a.txt, outside the parent's
+// workspace, is not its rewind's.
+func TestRewindFamilyParentInASubdirectory(t *testing.T) {
+	r, e, parent := claudeFamilyInDirs(t, "ws/sub", "ws", "sub/x.txt")
+	if got, _, _ := diffFiles(t, r, parent); len(got) != 2 || got["x.txt"] != "modified" || got["y.txt"] != "modified" {
+		t.Fatalf("diff: %v", got)
+	}
+	if _, err := r.Rewind(parent, 3, false); err != nil {
+		t.Fatal(err)
+	}
+	at := func(p string) string { return readFileT(t, filepath.Join(e.ws, p)) }
+	if got := at("a.txt") + at("sub/x.txt") + at("sub/y.txt"); got != "A1\nX0\nY1\n" {
+		t.Fatalf("files: %q", got)
+	}
+}

@@ -2,12 +2,10 @@ package agent
 
 import (
 	"bytes"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rookhq/rook/eventlog"
-	"github.com/rookhq/rook/internal/vfs"
 )
 
 // diffFiles is session id's diff: each file's status, and the patch.
@@ -106,17 +104,7 @@ func TestDiffSessionForkBeforeTheSubagent(t *testing.T) {
 // b.txt and c.txt too.
 func TestDiffClaudeForkReadsItsCopiedTasksSubagent(t *testing.T) {
 	r, e, _, _ := claudeWithSubagent(t)
-	projects := filepath.Join(e.dir, "home", ".claude", "projects")
-	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "f1.jsonl"), claudeFork(e), "")
-	var fork eventlog.ID
-	for _, f := range mustImport(t, r, FormatClaudeCode, projects).Files {
-		if filepath.Base(f.Path) == "f1.jsonl" && f.Session != nil {
-			fork = *f.Session
-		}
-	}
-	if fork == (eventlog.ID{}) {
-		t.Fatal("f1.jsonl not imported")
-	}
+	fork := importClaudeFork(t, r, e)
 	got, patch, d := diffFiles(t, r, fork)
 	if len(got) != 3 || got["a.txt"] != "modified" || got["b.txt"] != "modified" || got["c.txt"] != "added" || !strings.Contains(patch, "-A0\n+A2\n") {
 		t.Fatalf("the fork's diff: %v, notes %q:\n%s", got, d.Notes, patch)

@@ -80,6 +80,24 @@ func claudeFork(e *editTranscript) []string {
 	return append(out, fmt.Sprintf(`{"type":"user","sessionId":"f1","cwd":%q,"version":"2.1.38","message":{"role":"user","content":"fork"},"uuid":"f0","timestamp":"2026-02-10T21:00:30.000Z"}`, e.ws))
 }
 
+// importClaudeFork writes e's fork (claudeFork) beside it, imports it,
+// and gives its session.
+func importClaudeFork(t *testing.T, r *Rook, e *editTranscript) eventlog.ID {
+	t.Helper()
+	projects := filepath.Join(e.dir, "home", ".claude", "projects")
+	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "f1.jsonl"), claudeFork(e), "")
+	var fork eventlog.ID
+	for _, f := range mustImport(t, r, FormatClaudeCode, projects).Files {
+		if filepath.Base(f.Path) == "f1.jsonl" && f.Session != nil {
+			fork = *f.Session
+		}
+	}
+	if fork == (eventlog.ID{}) {
+		t.Fatal("f1.jsonl not imported")
+	}
+	return fork
+}
+
 // A line without a time of its own (a file-history snapshot) bears the
 // one before it: the point there shares its time with the edit before
 // it. A fork's copy of that edit is no state after the point (it was

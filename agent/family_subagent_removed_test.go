@@ -189,17 +189,7 @@ func claudeTaskResult(e *editTranscript, more string) string {
 // there, the fork's rewind goes; once it is removed, it refuses.
 func TestRewindFamilySubagentOfAForksParent(t *testing.T) {
 	r, e, _, sub := claudeWithSubagent(t)
-	projects := filepath.Join(e.dir, "home", ".claude", "projects")
-	writeSource(t, vfs.OS, filepath.Join(projects, "-ws", "f1.jsonl"), claudeFork(e), "")
-	var fork eventlog.ID
-	for _, f := range mustImport(t, r, FormatClaudeCode, projects).Files {
-		if filepath.Base(f.Path) == "f1.jsonl" && f.Session != nil {
-			fork = *f.Session
-		}
-	}
-	if fork == (eventlog.ID{}) {
-		t.Fatal("f1.jsonl not imported")
-	}
+	fork := importClaudeFork(t, r, e)
 	if _, err := r.RemoveSession(sub); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +197,7 @@ func TestRewindFamilySubagentOfAForksParent(t *testing.T) {
 		t.Fatalf("rewind of the fork, the subagent removed: %v, want a refusal", err)
 	}
 	wsUnchanged(t, e)
-	mustImport(t, r, FormatClaudeCode, projects)
+	mustImport(t, r, FormatClaudeCode, filepath.Join(e.dir, "home", ".claude", "projects"))
 	if _, err := r.Rewind(fork, 1, false); err != nil {
 		t.Fatalf("rewind of the fork: %v", err)
 	}

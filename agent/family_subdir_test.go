@@ -14,13 +14,21 @@ import (
 // Claude Code records its cwd, so its session's workspace, as ws/sub. The
 // parent edits a.txt A0 -> A1 (events 1, 2) and calls the Task (3); the
 // subagent edits sub/x.txt X0 -> X1 and a.txt A1 -> A2; its result is 4.
-func claudeSubagentInSubdir(t *testing.T) (*Rook, *editTranscript, eventlog.ID) {
+// With backup, the subagent's file-history snapshot names a backup of
+// sub/x.txt (X0), as Claude Code names it from its cwd: "x.txt"; the
+// import captures it with the subagent's workspace, ws/sub, as its root.
+func claudeSubagentInSubdir(t *testing.T, backup bool) (*Rook, *editTranscript, eventlog.ID) {
 	e := newEditTranscript(t, "go")
 	at := func(p string) string { return filepath.Join(e.ws, p) }
 	e.edit(at("a.txt"), "A0\n", "A0", "A1")
 	e.lines = append(e.lines, claudeTaskCall(e))
 	sub := &editTranscript{dir: e.dir, ws: at("sub"), n: e.n}
 	sub.lines = append(sub.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"look"},"uuid":"s0","timestamp":%q}`, sub.env(), sub.ts()))
+	if backup {
+		bt := fmt.Sprintf("2026-02-10T21:00:%02d.500Z", sub.n)
+		sub.lines = append(sub.lines, fmt.Sprintf(`{"type":"file-history-snapshot","messageId":"s0","snapshot":{"messageId":"s0","trackedFileBackups":{"x.txt":{"backupFileName":"h1@v1","version":1,"backupTime":%q}},"timestamp":%q},"isSnapshotUpdate":true}`, bt, bt))
+		writeTree(t, filepath.Join(e.dir, "home", ".claude", "file-history", "s1"), tree{"h1@v1": "X0\n"})
+	}
 	sub.edit(at("sub/x.txt"), "X0\n", "X0", "X1")
 	sub.edit(at("a.txt"), "A1\n", "A1", "A2")
 	for i, l := range sub.lines {
@@ -38,7 +46,7 @@ func claudeSubagentInSubdir(t *testing.T) (*Rook, *editTranscript, eventlog.ID) 
 // what it changed (a.txt A1, sub/x.txt X0), where it left them as the
 // subagent did (A2, X1) and exited 0.
 func TestRewindFamilySubagentInASubdirectory(t *testing.T) {
-	r, e, parent := claudeSubagentInSubdir(t)
+	r, e, parent := claudeSubagentInSubdir(t, false)
 	if _, err := r.Rewind(parent, 3, false); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +58,7 @@ func TestRewindFamilySubagentInASubdirectory(t *testing.T) {
 // Its diff shows sub/x.txt, which only the subagent changed, as the
 // rewind to 0 reads it.
 func TestDiffSubagentInASubdirectory(t *testing.T) {
-	r, _, parent := claudeSubagentInSubdir(t)
+	r, _, parent := claudeSubagentInSubdir(t, false)
 	got, patch, d := diffFiles(t, r, parent)
 	if len(got) != 2 || got["a.txt"] != "modified" || got["sub/x.txt"] != "modified" || !strings.Contains(patch, "-X0\n+X1\n") || !strings.Contains(patch, "-A0\n+A2\n") {
 		t.Fatalf("files %v:\n%s", got, patch)
@@ -60,37 +68,11 @@ func TestDiffSubagentInASubdirectory(t *testing.T) {
 	}
 }
 
-// claudeSubagentInSubdirWithBackup is claudeSubagentInSubdir with the
-// subagent's file-history snapshot naming a backup of sub/x.txt (X0), as
-// Claude Code names it from its cwd: "x.txt". The import captures it with
-// the subagent's workspace, ws/sub, as its root.
-func claudeSubagentInSubdirWithBackup(t *testing.T) (*Rook, *editTranscript, eventlog.ID) {
-	e := newEditTranscript(t, "go")
-	at := func(p string) string { return filepath.Join(e.ws, p) }
-	e.edit(at("a.txt"), "A0\n", "A0", "A1")
-	e.lines = append(e.lines, claudeTaskCall(e))
-	sub := &editTranscript{dir: e.dir, ws: at("sub"), n: e.n}
-	sub.lines = append(sub.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"look"},"uuid":"s0","timestamp":%q}`, sub.env(), sub.ts()))
-	bt := fmt.Sprintf("2026-02-10T21:00:%02d.500Z", sub.n)
-	sub.lines = append(sub.lines, fmt.Sprintf(`{"type":"file-history-snapshot","messageId":"s0","snapshot":{"messageId":"s0","trackedFileBackups":{"x.txt":{"backupFileName":"h1@v1","version":1,"backupTime":%q}},"timestamp":%q},"isSnapshotUpdate":true}`, bt, bt))
-	sub.edit(at("sub/x.txt"), "X0\n", "X0", "X1")
-	sub.edit(at("a.txt"), "A1\n", "A1", "A2")
-	for i, l := range sub.lines {
-		sub.lines[i] = strings.Replace(l, `"sessionId":"s1",`, `"sessionId":"s1","isSidechain":true,"agentId":"a1b2c3d",`, 1)
-	}
-	e.n = sub.n
-	e.lines = append(e.lines, claudeTaskResult(e, `"totalToolUseCount":2,`))
-	writeTree(t, e.ws, tree{"a.txt": "A2\n", "sub/x.txt": "X1\n"})
-	writeTree(t, filepath.Join(e.dir, "home", ".claude", "file-history", "s1"), tree{"h1@v1": "X0\n"})
-	r, ids := importClaudeFiles(t, e, map[string][]string{"s1.jsonl": e.lines, "s1/subagents/agent-a1b2c3d.jsonl": sub.lines})
-	return r, e, ids["s1.jsonl"]
-}
-
 // Its capture, of ws/sub, is read from ws (sub/x.txt): the subagent was
 // passed over whole (its captures' root not ws), the rewind left a.txt A2
 // and sub/x.txt X1, exit 0, no note, and the diff showed a.txt only.
 func TestRewindFamilySubagentInASubdirectoryWithBackups(t *testing.T) {
-	r, e, parent := claudeSubagentInSubdirWithBackup(t)
+	r, e, parent := claudeSubagentInSubdir(t, true)
 	got, patch, _ := diffFiles(t, r, parent)
 	if len(got) != 2 || got["sub/x.txt"] != "modified" || !strings.Contains(patch, "-X0\n+X1\n") {
 		t.Fatalf("diff: %v\n%s", got, patch)

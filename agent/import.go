@@ -670,9 +670,11 @@ func statToRecord(f sourceFile, zst bool, size, length int64, at time.Time) *eve
 // and shared), in space quadratic in the line. A file quiet for longer, or
 // one with no time, has its cut line taken in, as the line of a crash. Only
 // the modification time counts: it is what a write changes, where the
-// change time also moves with a chmod or a touch.
+// change time also moves with a chmod or a touch. The rest of a line taken
+// in before, still without its newline, is taken in: only its new bytes
+// are stored, and the next import's note goes on from them.
 func beingWritten(f sourceFile, line pendingLine, at time.Time) bool {
-	return strings.HasPrefix(line.m.Unparsed, truncatedLine) && f.stat.MTime != 0 &&
+	return strings.HasPrefix(line.m.Unparsed, truncatedLine) && !strings.HasSuffix(line.m.Label, ":continued") && f.stat.MTime != 0 &&
 		at.Sub(time.Unix(0, f.stat.MTime)) < statQuiet
 }
 

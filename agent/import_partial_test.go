@@ -322,7 +322,8 @@ func TestImportStateKeptUpToALineBeingWritten(t *testing.T) {
 // A last line taken in whole without its newline (quiet, it parsed) that
 // its writer then went on with is said, when it is no JSON any more, as a
 // line imported whole would be: at its own line, counted. The rest stays
-// a note, exported byte for byte. Blanks and a newline added are no
+// a note, exported byte for byte. A rest still without its newline is a
+// truncated last line, said so. Blanks and a newline added are no
 // problem. In chunks, and from an import state kept.
 func TestImportSaysALineThatWentOnIntoNoJSON(t *testing.T) {
 	head, line, _ := growingLineFile()
@@ -359,11 +360,15 @@ func TestImportSaysALineThatWentOnIntoNoJSON(t *testing.T) {
 					t.Fatalf("grown: %+v", f)
 				}
 				if more == "JUNK" {
-					// Still without its newline: nothing said yet; said once
-					// the line has it, once.
-					if f.Unparsed != 0 || len(rep.Problems) != 0 {
+					// Still without its newline: a truncated last line,
+					// counted and said at its line (as one imported whole
+					// would be), kept byte for byte; said again, once, as
+					// no JSON once the line has its newline.
+					if f.Unparsed != 1 || len(rep.Problems) != 1 || rep.Problems[0].Line != lineNo ||
+						!strings.HasPrefix(rep.Problems[0].Reason, truncatedLine+"not JSON once it went on (its first") {
 						t.Fatalf("a rest without its newline: %+v %+v", f, rep.Problems)
 					}
+					mustExport(t, r, *f.Session, grown)
 					grown = append(grown, "MORE\n"...)
 					writeAt(t, fsys, clk, src, grown, statQuiet)
 					if rep, err = r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: tc.chunk}); err != nil {

@@ -652,15 +652,18 @@ func (sm *sourceMapper) mapChunk(data []byte, off, start int64, final bool) []pe
 			// may be no JSON (its writer went on with something else): that
 			// is said, as of a line imported whole (the entry after a byte
 			// order mark or NULs, as the mappers read it). A rest still
-			// without its newline is said nothing of: the next import's
-			// note goes on from it, and looks at the whole line then. The
-			// chunk holds the line's start: a chunk begins at a line's
-			// start (only a restored mapper's first begins at start, with
-			// no line before it to go on).
-			if line[len(line)-1] == '\n' {
-				from := int64(bytes.LastIndexByte(data[:skip], '\n') + 1)
-				if whole := trimNewline(data[from : skip+int64(len(line))]); !json.Valid(entryBytes(whole)) {
-					p.m.Unparsed = fmt.Sprintf("not JSON once it went on (its first %d bytes were imported before the rest came, as what they were then; the rest is kept byte for byte as a note)", skip-from)
+			// without its newline, the file's last line, is said as a
+			// truncated last line is (it is taken in all the same: only
+			// its new bytes are stored, and the next import's note goes
+			// on from it, saying the whole line again then). The chunk
+			// holds the line's start: a chunk begins at a line's start
+			// (only a restored mapper's first begins at start, with no
+			// line before it to go on).
+			from := int64(bytes.LastIndexByte(data[:skip], '\n') + 1)
+			if whole := trimNewline(data[from : skip+int64(len(line))]); !json.Valid(entryBytes(whole)) {
+				p.m.Unparsed = fmt.Sprintf("not JSON once it went on (its first %d bytes were imported before the rest came, as what they were then; the rest is kept byte for byte as a note)", skip-from)
+				if line[len(line)-1] != '\n' {
+					p.m.Unparsed = truncatedLine + p.m.Unparsed
 				}
 			}
 		} else {

@@ -1389,6 +1389,21 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		for off := base; ; {
 			c := <-chunks
 			if c.err != nil {
+				// The file reads no further (a .zst damaged part way): the
+				// whole lines before, taken in already, are stored as at
+				// the file's end, those still waiting for a next chunk (a
+				// run of notes, the last message's group) too, but for
+				// lines not yet checked against the session's (waiting).
+				// Not so where it may read on the next time (a read that
+				// failed, a last frame still being written): those wait,
+				// and the next import takes their lines in again, whole,
+				// as a file read whole would.
+				var damaged zstdDamaged
+				if waiting == nil && off >= start && errors.As(c.err, &damaged) {
+					if err := fi.take(nil, true); err != nil {
+						return fail(fi.partly(errors.Join(c.err, err)))
+					}
+				}
 				return fail(fi.partly(c.err))
 			}
 			chunk, final := c.data, c.final

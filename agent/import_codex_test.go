@@ -927,8 +927,7 @@ func TestCodexContextNotes(t *testing.T) {
 }
 
 // A .zst rollout damaged part way: the lines before the damage are in its
-// session, as many as the report says (the last one's event waited for the
-// next chunk's, which never came), and the next import of the whole file
+// session, as many as the report says, and the next import of the whole file
 // takes in the rest. The same whether it is read in chunks or, small, read
 // whole (which took in no line at all), and whether the damage is past the
 // MiB read ahead to tell the format or within it.
@@ -999,6 +998,62 @@ func TestImportOfADamagedZstHoldsTheLinesItReports(t *testing.T) {
 				t.Fatalf("imported whole: %+v (after %d and %d line(s))", g, f.Lines, again.Lines)
 			}
 			mustExport(t, r, *f.Session, plain)
+		})
+	}
+}
+
+// A .zst rollout of two frames, the second damaged within (its checksum
+// does not match): every line of the first frame, which decompresses whole,
+// is in the session, its last one too (its event no longer waits for a
+// next chunk that never comes), and exported byte for byte; the import
+// fails saying the file is damaged. Once the file is whole again, the next
+// import takes in the second frame's lines, none twice. Read whole or in
+// chunks.
+func TestImportOfAZstDamagedInItsSecondFrameTakesAllOfTheFirst(t *testing.T) {
+	for _, chunk := range []int{0, 1 << 12} {
+		t.Run(fmt.Sprint("chunks of ", chunk), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			r := testRook(t, fsys)
+			first, enc := codexMainAndEncoder(t)
+			var second []byte
+			for i := 0; i < 3; i++ {
+				second = fmt.Appendf(second, `{"timestamp":"2026-01-02T04:00:00Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"%d %s"}]}}`+"\n", i, strings.Repeat("y", 300))
+			}
+			z := enc.EncodeAll(first, nil)
+			good := enc.EncodeAll(second, slices.Clone(z))
+			damaged := slices.Clone(good)
+			damaged[len(damaged)-1] ^= 1 // in the second frame's checksum
+			src := "/c/rollout-2026-01-02T03-04-05-" + codexMainID + ".jsonl.zst"
+			writeSourceFile(t, fsys, src, damaged)
+			rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := fileByPath(t, rep, src)
+			n := bytes.Count(first, []byte{'\n'})
+			if f.Status != ImportFailed || f.Session == nil || !strings.HasPrefix(f.Note, "decompress: the zstd data is damaged") {
+				t.Fatalf("the damaged file: %+v", f)
+			}
+			var buf bytes.Buffer
+			x, err := r.ExportSource(*f.Session, &buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Lines != n || x.Lines != n || !bytes.Equal(buf.Bytes(), first) {
+				t.Fatalf("the first frame's %d line(s): the report says %d, the session holds %d (%d bytes of %d)", n, f.Lines, x.Lines, buf.Len(), len(first))
+			}
+			if !strings.Contains(f.Note, fmt.Sprintf("the %d line(s) before are in session", n)) {
+				t.Errorf("note: %s", f.Note)
+			}
+			writeSourceFile(t, fsys, src, good)
+			rep, err = r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := fileByPath(t, rep, src); g.Status != ImportGrown || g.Lines != 3 {
+				t.Fatalf("imported whole: %+v", g)
+			}
+			mustExport(t, r, *f.Session, append(slices.Clone(first), second...))
 		})
 	}
 }

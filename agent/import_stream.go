@@ -333,8 +333,19 @@ func (z zstdFile) error(err error) error {
 	// Anything else is damage in a frame (a checksum that does not match,
 	// a block that does not decode): the decoder's words alone say
 	// nothing a user can act on.
-	return fmt.Errorf("decompress: the zstd data is damaged (%w): it cannot be read past the damage; put back a good copy (a backup) and import again", err)
+	return zstdDamaged{err}
 }
+
+// zstdDamaged is damage in a frame: the file reads no further, ever, as
+// it is (where a frame cut short, or a read that failed, may read on the
+// next time).
+type zstdDamaged struct{ err error }
+
+func (e zstdDamaged) Error() string {
+	return fmt.Sprintf("decompress: the zstd data is damaged (%v): it cannot be read past the damage; put back a good copy (a backup) and import again", e.err)
+}
+
+func (e zstdDamaged) Unwrap() error { return e.err }
 
 // zstdMagic begins every zstd frame.
 var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}

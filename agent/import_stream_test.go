@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/vfs"
 )
@@ -363,6 +364,76 @@ func TestChunkedImportReadError(t *testing.T) {
 				t.Fatalf("after %+v:\n%s\nread whole:\n%s", again.Files[0], got, want)
 			}
 		})
+	}
+}
+
+// A .zst whose last frame is cut short (Codex, or a copy, still writing
+// it) may read on the next time, as a file whose read failed may: the
+// lines before the cut are in its session, exported byte for byte, but a
+// message's lines the cut fell among wait (its event group is not closed
+// as at the file's end), so once the file is whole its session is the one
+// a file read whole makes. Imported again still cut, it adds nothing. Read
+// whole or in chunks, the cut after a message's first line or not.
+func TestImportOfAZstCutInItsLastFrameLeavesTheMessageOpen(t *testing.T) {
+	lines := append(claudeLines("e", 1), claudeLines("e", 2)...)
+	plain := []byte(strings.Join(lines, "\n") + "\n")
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	var frames [][]byte // a frame a line
+	for _, l := range bytes.SplitAfter(plain, []byte{'\n'}) {
+		if len(l) > 0 {
+			frames = append(frames, enc.EncodeAll(l, nil))
+		}
+	}
+	src := "/src/p/e.jsonl.zst"
+	whole := testRook(t, vfs.NewMem())
+	writeSourceFile(t, whole.fs, src, bytes.Join(frames, nil))
+	mustImport(t, whole, FormatClaudeCode, src)
+	want := sessionOf(t, whole, src)
+	for _, k := range []int{2, 5, 10} {
+		for _, chunk := range []int{0, 64} {
+			t.Run(fmt.Sprintf("cut in line %d, chunks of %d", k+1, chunk), func(t *testing.T) {
+				fsys := vfs.NewMem()
+				r := testRook(t, fsys)
+				cut := bytes.Join(frames[:k+1], nil)
+				writeSourceFile(t, fsys, src, cut[:len(cut)-len(frames[k])/2])
+				imp := func() ImportedFile {
+					rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{src}, ChunkBytes: chunk})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return fileByPath(t, rep, src)
+				}
+				f := imp()
+				if f.Status != ImportFailed || f.Session == nil || !strings.Contains(f.Note, "cut short in the middle of a zstd frame") {
+					t.Fatalf("cut: %+v", f)
+				}
+				var buf bytes.Buffer
+				x, err := r.ExportSource(*f.Session, &buf)
+				if err != nil || x.Lines != f.Lines || !bytes.HasPrefix(plain, buf.Bytes()) {
+					t.Fatalf("the report says %d line(s), the session holds %d (%v)", f.Lines, x.Lines, err)
+				}
+				if again := imp(); again.Status != ImportFailed || again.Lines != 0 {
+					t.Fatalf("imported again, still cut: %+v", again)
+				}
+				before := bytes.Clone(buf.Bytes())
+				buf.Reset()
+				if _, err := r.ExportSource(*f.Session, &buf); err != nil || !bytes.Equal(buf.Bytes(), before) {
+					t.Fatalf("imported again, still cut, the session holds %q (%v)", buf.Bytes(), err)
+				}
+				writeSourceFile(t, fsys, src, bytes.Join(frames, nil))
+				if g := imp(); g.Status != ImportGrown || f.Lines+g.Lines != len(lines) {
+					t.Fatalf("whole: %+v after %d line(s)", g, f.Lines)
+				}
+				mustExport(t, r, *f.Session, plain)
+				if got := sessionOf(t, r, src); got != want {
+					t.Fatalf("once whole:\n%s\nread whole:\n%s", got, want)
+				}
+			})
+		}
 	}
 }
 

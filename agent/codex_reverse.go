@@ -55,6 +55,23 @@ func splitCodexText(b []byte) (codexText, string) {
 	return t, ""
 }
 
+// rawCodexText reads a file's bytes as lines ended by LF, a CRLF's "\r"
+// kept in its line: the text, whatever its endings, as a unified diff's
+// lines (reverseUnifiedHunks) hold it.
+func rawCodexText(b []byte) codexText {
+	t := codexText{finalNL: true}
+	if len(b) == 0 {
+		return t
+	}
+	t.lines = strings.Split(string(b), "\n")
+	if n := len(t.lines); t.lines[n-1] == "" {
+		t.lines = t.lines[:n-1]
+	} else {
+		t.finalNL = false
+	}
+	return t
+}
+
 // bytes is the text's content, each line ended as its file's are.
 func (t codexText) bytes() []byte {
 	eol := "\n"

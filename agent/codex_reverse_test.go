@@ -160,6 +160,32 @@ func TestCodexRewindReverseCRLF(t *testing.T) {
 	}
 }
 
+// Codex on Linux and macOS writes the lines a patch adds to a CRLF file
+// with LF, the others keeping their CRLF: a patch_apply_end's unified diff
+// holds each line with its own ending, so undone from the diff the file
+// comes back byte for byte, its endings mixed or not. Undone from the
+// patch's own lines, which carry no ending, a mixed file is still refused.
+func TestCodexRewindReverseUnifiedMixedEndings(t *testing.T) {
+	s := newCodexSession(t)
+	s.applied("w.txt", "@@ -1,4 +1,4 @@\n a\r\n-b\r\n+B\n c\r\n d\r\n")
+	s.applied("x.txt", "@@ -1,2 +1,2 @@\n-a\r\n-b\r\n+a\n+B\n")
+	s.patch("*** Update File: m.txt\n@@\n-b\n+B")
+	r, id, seqs := s.imported(tree{"w.txt": "a\r\nB\nc\r\nd\r\n", "x.txt": "a\nB\n", "m.txt": "a\r\nB\nc\r\n"})
+	states, _, _, err := r.codexRewindStates(id, seqs[0], s.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := states["w.txt"]; st.how != "reversed" || string(st.content) != "a\r\nb\r\nc\r\nd\r\n" {
+		t.Errorf("w.txt: %+v", st)
+	}
+	if st := states["x.txt"]; st.how != "reversed" || string(st.content) != "a\r\nb\r\n" {
+		t.Errorf("x.txt: %+v", st)
+	}
+	if st := states["m.txt"]; st.known || !strings.Contains(st.why, "its lines end some with CRLF (2), some with LF (1)") {
+		t.Errorf("m.txt: %+v", st)
+	}
+}
+
 // A patch_apply_end's unified diff says where its hunks are, and whether
 // a side's file ends without a newline: undone, the file is put back
 // without one where it had none.

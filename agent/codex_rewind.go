@@ -761,6 +761,13 @@ func (r *Rook) codexReverse(ws, p string, to uint64, calls []codexAfterCall, cmd
 		return codexRewindState{}, fmt.Sprintf("%s cannot be read (%v)", cur, err)
 	}
 	text, why := splitCodexText(b)
+	if why != "" && slices.IndexFunc(undo, func(u codexAfterStep) bool { return u.st.op != nil }) < 0 {
+		// Its endings mixed (Codex, on Linux and macOS, writes the lines
+		// a patch adds to a CRLF file with LF), but every change to undo
+		// is a unified diff, whose lines keep their own endings: its
+		// lines as they are, each "\r" in its line.
+		text, why = rawCodexText(b), ""
+	}
 	if why != "" {
 		return codexRewindState{}, fmt.Sprintf("%s as it is now: %s", cur, why)
 	}

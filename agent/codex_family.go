@@ -169,6 +169,14 @@ func (r *Rook) codexFamilyOf(id eventlog.ID, ws string, idCalls []codexCall) (co
 		fam.others = append(fam.others, codexOtherWrite{session: gone, at: t, since: true,
 			sinceWhy: fmt.Sprintf("session %s, which %s came from, was removed from rook since (session rm), so what it wrote after %s was forked from it (%s) is not known", gone, child, child, t.UTC().Format("2006-01-02 15:04:05.000"))})
 	}
+	// A subagent a spawn_agent output names, held by no imported
+	// session linked to it (removed since, or never imported): what it
+	// wrote from its spawn on is not known (codex_family_subagents.go).
+	missing, err := r.codexMissingSubagents(id, lf)
+	if err != nil {
+		return fam, err
+	}
+	fam.others = append(fam.others, missing...)
 	return fam, nil
 }
 

@@ -74,7 +74,9 @@ func (c *codexForkPair) imported(tr tree) (r *Rook, p, f eventlog.ID, pCalls, fC
 	t := c.t
 	day := filepath.Join(c.dir, "codex", "2026", "02", "03")
 	writeSource(t, vfs.OS, filepath.Join(day, "rollout-2026-02-03T10-00-00-"+codexPID+".jsonl"), c.p, "")
-	writeSource(t, vfs.OS, filepath.Join(day, "rollout-2026-02-03T10-05-00-"+codexFID+".jsonl"), c.f, "")
+	if c.f != nil {
+		writeSource(t, vfs.OS, filepath.Join(day, "rollout-2026-02-03T10-05-00-"+codexFID+".jsonl"), c.f, "")
+	}
 	if c.g != nil {
 		writeSource(t, vfs.OS, filepath.Join(day, "rollout-2026-02-03T10-06-00-"+codexGID+".jsonl"), c.g, "")
 	}
@@ -104,6 +106,9 @@ func (c *codexForkPair) imported(tr tree) (r *Rook, p, f eventlog.ID, pCalls, fC
 			out = append(out, c.seq)
 		}
 		return out
+	}
+	if f.IsZero() {
+		return r, p, f, seqsOf(p), nil // (no F)
 	}
 	return r, p, f, seqsOf(p), seqsOf(f)
 }

@@ -304,6 +304,8 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 			switch {
 			case rs.known:
 				s = rs
+			case why != "" && why == s.why:
+				s.why += "; nor, for that, can the patches after the point be undone on the file as it is now"
 			case why != "":
 				s.why += "; nor can the patches after the point be undone on the file as it is now: " + why
 			}

@@ -119,20 +119,12 @@ func (r *Rook) codexMissingSubagents(id eventlog.ID, lf importedFamily) ([]codex
 // need (keys are never cut out of a line, nor a string as short as an
 // id).
 func (r *Rook) codexPayloads(body cas.Key, need string) []codexPatchPayload {
-	b, kind, err := r.Store.GetKind(body)
-	if err != nil || kind != cas.KindSource {
-		return nil
-	}
-	sl, err := decodeSourceLine(b)
-	if err != nil || need != "" && !bytes.Contains(sl.Rest, []byte(need)) {
-		return nil
-	}
-	lines, err := sl.expand(r.Store.Get)
+	lines, err := r.importedLines(body, func(rest []byte) bool { return need == "" || bytes.Contains(rest, []byte(need)) })
 	if err != nil {
 		return nil
 	}
 	var out []codexPatchPayload
-	for _, line := range sourceLines(lines) {
+	for _, line := range lines {
 		if p, ok := codexPatchPayloadOf(entryBytes(trimNewline(line))); ok {
 			out = append(out, p)
 		}

@@ -36,21 +36,12 @@ type subagentReport struct {
 // claudeSubagentReports reads the subagents tool result body reports; a
 // body that does not read reports none (as it gives no state: diff.go).
 func (r *Rook) claudeSubagentReports(body cas.Key) []subagentReport {
-	b, kind, err := r.Store.GetKind(body)
-	if err != nil || kind != cas.KindSource {
-		return nil
-	}
-	sl, err := decodeSourceLine(b)
-	// Keys are never cut out of a line, nor a string as short as an id.
-	if err != nil || !bytes.Contains(sl.Rest, []byte(`"agentId"`)) {
-		return nil
-	}
-	lines, err := sl.expand(r.Store.Get)
+	lines, err := r.importedLines(body, func(rest []byte) bool { return bytes.Contains(rest, []byte(`"agentId"`)) })
 	if err != nil {
 		return nil
 	}
 	var out []subagentReport
-	for _, line := range sourceLines(lines) {
+	for _, line := range lines {
 		var l struct {
 			ToolUseResult json.RawMessage `json:"toolUseResult"`
 		}

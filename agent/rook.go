@@ -274,6 +274,31 @@ func (r *Rook) readBodyWithin(id cas.Key, max int64) (body []byte, imported bool
 	return b, true, err
 }
 
+// importedLines is the lines of imported body id put together
+// (sourceLines), when want, given the stored line's rest (its keys are
+// never cut out of it, nor a string as short as an id), says it may hold
+// what is looked for (nil: always): most bodies are passed over without
+// putting their long strings back. None for a body not imported, or one
+// want passes over; a stored line that does not decode is a CorruptError.
+func (r *Rook) importedLines(id cas.Key, want func(rest []byte) bool) ([][]byte, error) {
+	b, kind, err := r.Store.GetKind(id)
+	if err != nil || kind != cas.KindSource {
+		return nil, err
+	}
+	sl, err := decodeSourceLine(b)
+	if err != nil {
+		return nil, &cas.CorruptError{ID: id, Reason: err.Error()}
+	}
+	if want != nil && !want(sl.Rest) {
+		return nil, nil
+	}
+	lines, err := sl.expand(r.Store.Get)
+	if err != nil {
+		return nil, err
+	}
+	return sourceLines(lines), nil
+}
+
 // expandSource is the line of source line object id, b, put together, or
 // errBodyTooLarge when it is larger than max (readBodyWithin).
 func (r *Rook) expandSource(id cas.Key, b []byte, max int64) ([]byte, error) {

@@ -72,27 +72,18 @@ type claudeEditResult struct {
 // whose keys name a filePath and an original or a patch are expanded and
 // decoded: most tool results are not edits.
 func (r *Rook) editOriginals(body cas.Key, ws string) ([]editOriginal, error) {
-	b, kind, err := r.Store.GetKind(body)
-	if err != nil || kind != cas.KindSource {
-		return nil, err
-	}
-	sl, err := decodeSourceLine(b)
-	if err != nil {
-		return nil, &cas.CorruptError{ID: body, Reason: err.Error()}
-	}
-	// Keys are never cut out of a line: filePath, if any, is in rest, and
-	// an edit's original or patch (a Read's result names a filePath too,
-	// and has neither: its file's text is not read back).
-	if !bytes.Contains(sl.Rest, []byte(`"filePath"`)) ||
-		!bytes.Contains(sl.Rest, []byte(`"originalFile`)) && !bytes.Contains(sl.Rest, []byte(`"structuredPatch"`)) {
-		return nil, nil
-	}
-	lines, err := sl.expand(r.Store.Get)
+	// An edit names a filePath and has an original or a patch (a Read's
+	// result names a filePath too, and has neither: its file's text is
+	// not read back).
+	lines, err := r.importedLines(body, func(rest []byte) bool {
+		return bytes.Contains(rest, []byte(`"filePath"`)) &&
+			(bytes.Contains(rest, []byte(`"originalFile`)) || bytes.Contains(rest, []byte(`"structuredPatch"`)))
+	})
 	if err != nil {
 		return nil, err
 	}
 	var out []editOriginal
-	for _, line := range sourceLines(lines) {
+	for _, line := range lines {
 		if o, ok := editOriginalOf(entryBytes(trimNewline(line)), ws); ok {
 			out = append(out, o)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -402,7 +403,7 @@ func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.D
 				return err
 			}
 			rep.Notes = append(rep.Notes, fmt.Sprintf("would still be about %s over the %s budget: no session would be left that may be deleted; the rest would be %s (%s)",
-				units.Bytes(freeable-budget), units.Bytes(budget), rep.StuckOn.what(), rep.StuckOn.waysOut()))
+				units.Bytes(freeable-budget), units.Bytes(budget), rep.StuckOn.what(), rep.StuckOn.SayWaysOut(WayOut.String)))
 			return nil
 		}
 		n := budgetBatch(len(cands), freeable-budget, stored, left)
@@ -426,6 +427,11 @@ func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.D
 // one names: a file in refs/checkpoints that is no checkpoint's, say).
 type BudgetHolders struct {
 	Sessions, Checkpoints, OtherRefs int
+	// Tags are the protect tags the sessions carry, sorted, as each
+	// spells it (`rook session tag ID --rm` removes a tag by its exact
+	// spelling, where protection ignores case). None when every session
+	// is kept as an inbox or an MCP server's: untagging frees nothing.
+	Tags []string
 	// kept says what protects the sessions: their tags, and "inboxes and
 	// MCP servers" when one has none of them.
 	kept string
@@ -437,12 +443,23 @@ func (r *Rook) budgetHolders(sessions []eventlog.Summary, pol RetentionPolicy) (
 	h := BudgetHolders{Sessions: len(sessions)}
 	if len(sessions) > 0 {
 		h.kept = "tags " + strings.Join(pol.ProtectTags, ", ")
+		untagged := false
 		for _, s := range sessions {
-			if !pol.protected(s.Tags) {
-				h.kept += "; inboxes and MCP servers" // kept by keeps, not by a tag
-				break
+			tagged := false
+			for _, t := range s.Tags {
+				if pol.protected([]string{t}) {
+					tagged = true
+					if !slices.Contains(h.Tags, t) {
+						h.Tags = append(h.Tags, t)
+					}
+				}
 			}
+			untagged = untagged || !tagged
 		}
+		if untagged {
+			h.kept += "; inboxes and MCP servers" // kept by keeps, not by a tag
+		}
+		slices.Sort(h.Tags)
 	}
 	seen := map[string]bool{}
 	count := func(ref string) {
@@ -478,18 +495,55 @@ func (h BudgetHolders) what() string {
 	return joinList(parts, "and")
 }
 
-// waysOut says how the user brings the store under its budget: for what
-// there is.
-func (h BudgetHolders) waysOut() string {
-	ways := []string{"raise max_total_bytes"}
-	if h.Sessions > 0 {
-		ways = append(ways, "untag sessions")
+// A WayOut is one way the user brings a store stuck over its budget
+// under it (BudgetHolders.WaysOut).
+type WayOut int
+
+const (
+	RaiseBudget       WayOut = iota // raise max_total_bytes
+	UntagSessions                   // remove the protect tags (BudgetHolders.Tags)
+	RemoveCheckpoints               // `rook checkpoint rm`
+	RemoveOtherRefs                 // remove the ref files no checkpoint command reads
+)
+
+// String is the way out in short, as maintain's note says it.
+func (w WayOut) String() string {
+	switch w {
+	case RaiseBudget:
+		return "raise max_total_bytes"
+	case UntagSessions:
+		return "untag sessions"
+	case RemoveCheckpoints:
+		return "`rook checkpoint rm` checkpoints"
+	case RemoveOtherRefs:
+		return "remove the other ref files"
+	}
+	return fmt.Sprintf("WayOut(%d)", int(w))
+}
+
+// WaysOut are how the user brings the store under its budget, for what
+// there is: raising the budget, then a way for each holder there is (no
+// checkpoint's rm in a store with none).
+func (h BudgetHolders) WaysOut() []WayOut {
+	ways := []WayOut{RaiseBudget}
+	if len(h.Tags) > 0 {
+		ways = append(ways, UntagSessions)
 	}
 	if h.Checkpoints > 0 {
-		ways = append(ways, "`rook checkpoint rm` checkpoints")
+		ways = append(ways, RemoveCheckpoints)
 	}
 	if h.OtherRefs > 0 {
-		ways = append(ways, "remove the other ref files")
+		ways = append(ways, RemoveOtherRefs)
+	}
+	return ways
+}
+
+// SayWaysOut says the ways out as "a, b or c", each worded by say: the
+// note's in short (WayOut.String), the CLI's with the commands and files.
+func (h BudgetHolders) SayWaysOut(say func(WayOut) string) string {
+	var ways []string
+	for _, w := range h.WaysOut() {
+		ways = append(ways, say(w))
 	}
 	return joinList(ways, "or")
 }
@@ -548,7 +602,7 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 				return err
 			}
 			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget: no session is left that may be deleted; the rest is %s (%s)",
-				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), rep.StuckOn.what(), rep.StuckOn.waysOut()))
+				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), rep.StuckOn.what(), rep.StuckOn.SayWaysOut(WayOut.String)))
 			return nil
 		}
 		n := budgetBatch(len(cands), over, st.Stored, len(all))

@@ -333,6 +333,11 @@ func TestPruneKeepsInboxesAndServers(t *testing.T) {
 	if !rep2.OverBudgetStuck || len(rep2.Notes) != 1 || !strings.Contains(rep2.Notes[0], "2 protected session(s) (tags keep, pinned; inboxes and MCP servers)") {
 		t.Fatalf("report %+v", rep2)
 	}
+	// Neither carries a tag: untagging frees nothing, and is not offered
+	// (it was, as for tagged sessions).
+	if !strings.HasSuffix(rep2.Notes[0], " (raise max_total_bytes)") {
+		t.Fatalf("ways out for sessions no tag protects: %q", rep2.Notes[0])
+	}
 }
 
 func TestPruneNoLimits(t *testing.T) {
@@ -499,6 +504,40 @@ func TestMaintainOverBudgetWithOnlyProtectedLeft(t *testing.T) {
 	}
 	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "2 protected session(s)") || !strings.Contains(rep.Notes[0], "over the 10.0 KiB budget") {
 		t.Fatalf("notes %q", rep.Notes)
+	}
+	// The ways out: what the note says, and what the CLI says with its
+	// commands, the tags to remove among them.
+	if !strings.HasSuffix(rep.Notes[0], " (raise max_total_bytes or untag sessions)") {
+		t.Fatalf("notes %q", rep.Notes)
+	}
+	if h := rep.StuckOn; !reflect.DeepEqual(h.WaysOut(), []WayOut{RaiseBudget, UntagSessions}) || !reflect.DeepEqual(h.Tags, []string{"keep", "pinned"}) {
+		t.Fatalf("ways out %v, tags %q", h.WaysOut(), h.Tags)
+	}
+}
+
+// TestBudgetWaysOut: each way out is offered for what holds the store, and
+// said as the caller words it, joined once.
+func TestBudgetWaysOut(t *testing.T) {
+	short := func(w WayOut) string { return w.String() }
+	for _, tc := range []struct {
+		h    BudgetHolders
+		ways []WayOut
+		said string
+	}{
+		{BudgetHolders{}, []WayOut{RaiseBudget}, "raise max_total_bytes"},
+		// Sessions kept as inboxes or MCP servers, no tag: no untagging.
+		{BudgetHolders{Sessions: 2}, []WayOut{RaiseBudget}, "raise max_total_bytes"},
+		{BudgetHolders{Sessions: 1, Tags: []string{"keep"}}, []WayOut{RaiseBudget, UntagSessions}, "raise max_total_bytes or untag sessions"},
+		{BudgetHolders{Sessions: 1, Tags: []string{"keep"}, Checkpoints: 2, OtherRefs: 1}, []WayOut{RaiseBudget, UntagSessions, RemoveCheckpoints, RemoveOtherRefs},
+			"raise max_total_bytes, untag sessions, `rook checkpoint rm` checkpoints or remove the other ref files"},
+		{BudgetHolders{OtherRefs: 1}, []WayOut{RaiseBudget, RemoveOtherRefs}, "raise max_total_bytes or remove the other ref files"},
+	} {
+		if got := tc.h.WaysOut(); !reflect.DeepEqual(got, tc.ways) {
+			t.Errorf("%+v: ways out %v, want %v", tc.h, got, tc.ways)
+		}
+		if got := tc.h.SayWaysOut(short); got != tc.said {
+			t.Errorf("%+v: said %q, want %q", tc.h, got, tc.said)
+		}
 	}
 }
 

@@ -223,30 +223,28 @@ func (c *StoreMaintainCmd) Run(e *Env) error {
 	// Exit 1, with --json too: a maintain run from cron must not read a
 	// store it cannot hold to its budget as success. (A dry run plans.)
 	if rep.OverBudgetStuck && !rep.DryRun {
-		// The ways out for what holds the store: no checkpoint's rm in a
-		// store with none.
 		h := rep.StuckOn
 		why := "every session left is protected"
 		if h.Sessions == 0 {
 			why = "no session is left"
 		}
-		ways := []string{"raise max_total_bytes in " + filepath.Join(e.Home, agent.ConfigFile)}
-		if h.Sessions > 0 {
-			ways = append(ways, "untag sessions (`rook session tag ID --rm keep`)")
-		}
-		if h.Checkpoints > 0 {
-			ways = append(ways, "remove checkpoints (`rook checkpoint rm NAME`)")
-		}
-		if h.OtherRefs > 0 {
-			ways = append(ways, "remove the other ref files in "+filepath.Join(e.Home, agent.RefsDir))
-		}
-		last := len(ways) - 1
-		if last > 0 {
-			ways[last-1] += " or " + ways[last]
-			ways = ways[:last]
-		}
+		// The ways out as the note says them, with the file or the
+		// command for each.
+		ways := h.SayWaysOut(func(w agent.WayOut) string {
+			switch w {
+			case agent.RaiseBudget:
+				return "raise max_total_bytes in " + filepath.Join(e.Home, agent.ConfigFile)
+			case agent.UntagSessions:
+				return "untag sessions (`rook session tag ID --rm " + strings.Join(h.Tags, " ") + "`)"
+			case agent.RemoveCheckpoints:
+				return "remove checkpoints (`rook checkpoint rm NAME`)"
+			case agent.RemoveOtherRefs:
+				return "remove the other ref files in " + filepath.Join(e.Home, agent.RefsDir)
+			}
+			return w.String()
+		})
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("the store is still %s over its %s budget and %s: %s",
-			formatBytes(rep.OverBudgetBy), formatBytes(rep.Budget), why, strings.Join(ways, ", "))}
+			formatBytes(rep.OverBudgetBy), formatBytes(rep.Budget), why, ways)}
 	}
 	return nil
 }

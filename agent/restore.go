@@ -938,6 +938,11 @@ func (p *Plan) makeDirs(rel string) error {
 // madeDirs is how many directories Apply made: in the root, and for it.
 func (p *Plan) madeDirs() int { return p.dirsMade + p.rootDirs }
 
+// modesGiven reports whether Apply gave a directory a mode it did not
+// have: its captured one (chmods), or the one a rewind's capture recorded
+// (modes, planned only where the mode differs).
+func (p *Plan) modesGiven() bool { return len(p.chmods) > 0 || len(p.modes) > 0 }
+
 // soFar is what an Apply stopped by an error had done: ": nothing
 // written" when nothing (no file, no directory made or removed in the
 // root, nor the root made), so that a refusal at the first file reads

@@ -43,10 +43,16 @@ type RewindReport struct {
 	RolloutFiles []CodexRewound `json:"rollout_files,omitempty"`
 	// BeforeSeq is the seq, on the fork, of the capture of the disk as it
 	// was before the rewind wrote anything: rewinding the fork to it puts
-	// the workspace back. Nil when no file was touched.
-	BeforeSeq *uint64  `json:"before_seq,omitempty"`
-	Undo      string   `json:"undo,omitempty"`
-	Paths     []string `json:"paths"`
+	// the workspace back. Nil when the rewind changed nothing on disk
+	// (DiskChanged false): rewinding to it would write what is there.
+	BeforeSeq *uint64 `json:"before_seq,omitempty"`
+	Undo      string  `json:"undo,omitempty"`
+	// DiskChanged: the rewind wrote or removed a file, made or removed a
+	// directory, or gave one its mode back. False when every file was
+	// already as it was at the point (or none was to be put back, or
+	// KeepFiles): the fork is the conversation's rewind alone.
+	DiskChanged bool     `json:"disk_changed"`
+	Paths       []string `json:"paths"`
 	// Unrecordable are the files (or directories) added since under a
 	// directory captured whole that the rewind left, Go-quoted: their
 	// names cannot be recorded (a backslash, or bytes that are not UTF-8),
@@ -426,12 +432,19 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 		return rep, fmt.Errorf("%w; `%s` puts back what was there", err, rep.Undo)
 	}
 	rep.RolloutFiles = removedAsSaid(rep.RolloutFiles, plan)
+	rep.DiskChanged = rep.FilesRestored+rep.FilesRemoved+rep.DirsMade+rep.DirsRemoved > 0 || plan.modesGiven()
 	done, _ := json.Marshal(struct {
 		Restored int `json:"files_restored"`
 		Removed  int `json:"files_removed"`
 	}{rep.FilesRestored, rep.FilesRemoved})
 	if _, err := r.Append(fork.ID, Entry{Kind: eventlog.KindNote, Label: rewoundLabel, Body: done}); err != nil {
 		return rep, fmt.Errorf("every file was put back, but recording that on %s failed: %w; `%s` puts back what was there", fork.ID, err, rep.Undo)
+	}
+	if !rep.DiskChanged {
+		// Every file was already as it was at the point: the capture
+		// before the rewind holds what is there, and its undo would
+		// write nothing. None is offered.
+		rep.BeforeSeq, rep.Undo = nil, ""
 	}
 	return rep, nil
 }

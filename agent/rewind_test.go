@@ -877,3 +877,48 @@ func TestRewindOfARewindsForkToBeforeItsPoint(t *testing.T) {
 		t.Fatalf("the undo: %v, n.txt %q, want n1", err, readFileT(t, filepath.Join(ws, "n.txt")))
 	}
 }
+
+// TestRewindThatChangesNoFileOffersNoUndo: every file is already as it was
+// at the point (put back by hand, say): the rewind still forks the
+// conversation, but writes nothing, so it offers no undo (it gave one: a
+// rewind to its capture of the same bytes, which does nothing). Changed
+// again, the rewind writes, and its undo is offered.
+func TestRewindThatChangesNoFileOffersNoUndo(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	before := tree{"a.txt": "before\n"}
+	writeTree(t, ws, before)
+	r.Append(id, Entry{Kind: eventlog.KindUser, Body: []byte("please edit")})
+	if _, _, err := r.CaptureSession(id, []string{"a.txt", "new.txt"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"a.txt": "after\n", "new.txt": "new\n"})
+	r.Append(id, Entry{Kind: eventlog.KindAssistant, Body: []byte("done")})
+	writeTree(t, ws, before)
+	os.Remove(filepath.Join(ws, "new.txt"))
+
+	rep, err := r.Rewind(id, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after a rewind that had nothing to write", readTree(t, ws), before)
+	if rep.Fork.IsZero() || rep.CheckpointsApplied != 1 || rep.FilesRestored != 0 || rep.FilesRemoved != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	if rep.DiskChanged || rep.Undo != "" || rep.BeforeSeq != nil {
+		t.Fatalf("a rewind that changed no file: disk changed %v, undo %q, before seq %v", rep.DiskChanged, rep.Undo, rep.BeforeSeq)
+	}
+
+	writeTree(t, ws, tree{"a.txt": "after\n"})
+	rep, err = r.Rewind(id, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after the rewind", readTree(t, ws), before)
+	if !rep.DiskChanged || rep.FilesRestored != 1 || rep.Undo == "" || rep.BeforeSeq == nil {
+		t.Fatalf("a rewind that wrote a file: report %+v", rep)
+	}
+	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after the undo", readTree(t, ws), tree{"a.txt": "after\n"})
+}

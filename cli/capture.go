@@ -397,6 +397,9 @@ func (c *RewindCmd) Run(e *Env) error {
 	}
 	if rep.Undo != "" {
 		fmt.Fprintf(w, "  what was on disk before is captured on the new session; to put it back:\n    %s\n", rep.Undo)
+	} else if len(rep.Paths) > 0 && !rep.DiskChanged {
+		// It had files to put back, and each was as it was then.
+		fmt.Fprintln(w, "  no file changed: every file was already as it was then, so there is nothing to undo")
 	}
 	for _, i := range rep.Interrupted {
 		fmt.Fprintf(w, "  an earlier rewind to %d (session %s) stopped before it finished; what was on disk before it:\n    %s\n", rep.EventsKept, i.Fork, i.Undo)

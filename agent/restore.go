@@ -124,6 +124,9 @@ type Plan struct {
 	// captured, their mode neither (the undo, reading one as captured
 	// whole, would remove what was put there since).
 	stateDirs, keptNow []string
+	// asThen are the files Apply found as they were to be, and left
+	// unwritten: a rewind says so of a state it did not put back.
+	asThen map[string]bool
 	// rootMade is the top directory Apply made for the root (a restore
 	// --to a directory not there: it, or the first one above it not
 	// there): "" when the root was there.
@@ -750,6 +753,10 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 		}
 		if curErr == nil && cur.Exists && cur.ID == c.File.ID && cur.Mode == c.File.Mode {
 			unchanged++
+			if p.asThen == nil {
+				p.asThen = map[string]bool{}
+			}
+			p.asThen[c.Path] = true
 			continue
 		}
 		if err := p.makeDirs(path.Dir(c.Path)); err != nil {

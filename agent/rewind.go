@@ -34,6 +34,10 @@ type RewindReport struct {
 	// the transcript's edit results (an imported Claude Code session
 	// without file backups), not from a capture.
 	FromTranscript int `json:"from_transcript"`
+	// TranscriptFiles say, per file of FromTranscript, what the rewind
+	// did (TranscriptRewound.Disk): one already as its state says is not
+	// written, and is not put back, nor is one left.
+	TranscriptFiles []TranscriptRewound `json:"transcript_files,omitempty"`
 	// FromRollout counts the files whose state to put back comes from an
 	// imported Codex session's rollout: the patches it says applied
 	// before the rewind point (codex_rewind.go).
@@ -181,6 +185,9 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 	}
 	var plan *Plan
 	var before *Manifest
+	// transcript: the states from edit results, said per file once the
+	// rewind is done (TranscriptFiles).
+	var transcript []Change
 	if !keepFiles {
 		// A rewind that crashed may have left directories open.
 		if err := r.closeLeftOpen(); err != nil {
@@ -269,6 +276,11 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 		changes = append(changes, st.dirChanges()...)
 		rep.CheckpointsApplied = st.Captures
 		rep.FromTranscript = st.FromTranscript
+		for _, c := range st.First {
+			if c.transcript {
+				transcript = append(transcript, c)
+			}
+		}
 		if st.Captures == 0 && st.FromTranscript == 0 && !codexPatched {
 			// Nothing to put back: say why when it is because the session
 			// is imported and its transcript kept no copies of files, nor
@@ -415,6 +427,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 		// Nothing to write nor remove (a removal under a file now,
 		// passed over): no file to remove was there.
 		rep.RolloutFiles = removedAsSaid(rep.RolloutFiles, nil)
+		rep.TranscriptFiles = transcriptRewound(transcript, nil)
 		return rep, r.Flush()
 	}
 	// A checkpoint is a barrier: the capture is durable when Append returns,
@@ -432,6 +445,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 		return rep, fmt.Errorf("%w; `%s` puts back what was there", err, rep.Undo)
 	}
 	rep.RolloutFiles = removedAsSaid(rep.RolloutFiles, plan)
+	rep.TranscriptFiles = transcriptRewound(transcript, plan)
 	rep.DiskChanged = rep.FilesRestored+rep.FilesRemoved+rep.DirsMade+rep.DirsRemoved > 0 || plan.modesGiven()
 	done, _ := json.Marshal(struct {
 		Restored int `json:"files_restored"`
@@ -531,29 +545,69 @@ func rewoundTitle(m eventlog.Meta, to uint64) string {
 }
 
 // removedAsSaid says, of each rollout file the rewind was to remove (How
-// absent or said-absent), what it found there (CodexRewound.Disk), from
-// its capture of the disk before (plan.saved) and what Apply pruned: a
-// file or link there was removed; a directory was removed once empty, or
-// left holding what no state names; nothing there, nothing was removed.
-// No plan (the rewind had nothing to do): none was there.
+// absent or said-absent), what it found there (CodexRewound.Disk):
+// removedDisk.
 func removedAsSaid(files []CodexRewound, plan *Plan) []CodexRewound {
 	for i, f := range files {
-		if f.How != "absent" && f.How != "said-absent" {
-			continue
-		}
-		if plan == nil {
-			files[i].Disk = DiskNotThere
-			continue
-		}
-		switch _, had := plan.saved.Files[f.Path]; {
-		case had:
-		case slices.Contains(plan.stateDirs, f.Path) && slices.Contains(plan.dirsKept, f.Path):
-			files[i].Disk = DiskDirKept
-		case slices.Contains(plan.stateDirs, f.Path):
-			files[i].Disk = DiskDirRemoved
-		default:
-			files[i].Disk = DiskNotThere
+		if f.How == "absent" || f.How == "said-absent" {
+			files[i].Disk = removedDisk(f.Path, plan)
 		}
 	}
 	return files
+}
+
+// removedDisk says what a rewind found at path p, which a state of a
+// rollout or transcript says was absent, from its capture of the disk
+// before (plan.saved) and what Apply pruned: a file or link there was
+// removed (""); a directory was removed once empty, or left holding what
+// no state names; nothing there, nothing was removed. No plan (the
+// rewind had nothing to do): none was there.
+func removedDisk(p string, plan *Plan) string {
+	if plan == nil {
+		return DiskNotThere
+	}
+	switch _, had := plan.saved.Files[p]; {
+	case had:
+		return ""
+	case slices.Contains(plan.stateDirs, p) && slices.Contains(plan.dirsKept, p):
+		return DiskDirKept
+	case slices.Contains(plan.stateDirs, p):
+		return DiskDirRemoved
+	}
+	return DiskNotThere
+}
+
+// TranscriptRewound is a file whose state a rewind took from the
+// transcript's edit results (RewindReport.FromTranscript), and what it
+// did with it.
+type TranscriptRewound struct {
+	Path string `json:"path"`
+	// Disk is what the rewind found there when it did not write the
+	// file, nor remove the file there, as the state says: DiskAsThen,
+	// DiskNotThere, DiskDirRemoved or DiskDirKept. Empty: it did.
+	Disk string `json:"disk,omitempty"`
+}
+
+// DiskAsThen (TranscriptRewound.Disk): the file held what its state says
+// (its bytes and mode): it was not written.
+const DiskAsThen = "as-then"
+
+// transcriptRewound says, of each state from the transcript (states),
+// what the rewind did, sorted by path: a file Apply found as it was to
+// be (plan.asThen) was not written; of one the state says was absent,
+// removedDisk.
+func transcriptRewound(states []Change, plan *Plan) []TranscriptRewound {
+	out := make([]TranscriptRewound, 0, len(states))
+	for _, c := range states {
+		f := TranscriptRewound{Path: c.Path}
+		switch {
+		case c.Remove:
+			f.Disk = removedDisk(c.Path, plan)
+		case plan != nil && plan.asThen[c.Path]:
+			f.Disk = DiskAsThen
+		}
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b TranscriptRewound) int { return strings.Compare(a.Path, b.Path) })
+	return out
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -502,5 +503,52 @@ func TestTranscriptStatesPastLeadingNULs(t *testing.T) {
 	}
 	if got := readFileT(t, filepath.Join(ws, "n.txt")); got != "one\n" {
 		t.Fatalf("n.txt after the rewind: %q, want the file before the edit", got)
+	}
+}
+
+// A rewind whose files' states come from the transcript's edit results
+// says, of each, what it did (transcript_files): a file already as the
+// result says it was then is not written ("as-then"), one the agent
+// created that is not there now is not removed ("not-there"), a path the
+// agent created as a file that is a directory now is removed once
+// emptied ("dir-removed") or, holding a file of the user's, left
+// ("dir-kept"). The count of those put back had counted them all.
+func TestTranscriptRewindSaysWhatItDid(t *testing.T) {
+	e := newEditTranscript(t, "edit the files")
+	at := func(p string) string { return filepath.Join(e.ws, p) }
+	e.edit(at("a.txt"), "A0\n", "A0", "A1")
+	e.edit(at("same.txt"), "S0\n", "S0", "S1")
+	e.write(at("new.txt"), nil, "N\n")
+	e.write(at("d"), nil, "d\n")
+	e.write(at("d/x.txt"), nil, "x\n")
+	e.write(at("g"), nil, "g\n")
+	e.write(at("g/y.txt"), nil, "y\n")
+	// same.txt put back by hand, new.txt removed by hand; d and g made
+	// directories (a Bash rm the transcript does not say), and a file of
+	// the user's put in d.
+	writeTree(t, e.ws, tree{"a.txt": "A1\n", "same.txt": "S0\n", "d/x.txt": "x\n", "d/u.txt": "mine\n", "g/y.txt": "y\n"})
+	r, id := e.imported(t)
+	rw, err := r.Rewind(id, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(rw.TranscriptFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"path":"a.txt"},{"path":"d","disk":"dir-kept"},{"path":"d/x.txt"},{"path":"g","disk":"dir-removed"},{"path":"g/y.txt"},{"path":"new.txt","disk":"not-there"},{"path":"same.txt","disk":"as-then"}]`
+	if string(got) != want {
+		t.Fatalf("transcript files\n %s, want\n %s", got, want)
+	}
+	if rw.FromTranscript != 7 || rw.FilesRestored != 1 || rw.FilesRemoved != 2 || strings.Join(rw.DirsKept, ",") != "d" {
+		t.Fatalf("rewind %+v", rw)
+	}
+	if got := readFileT(t, at("a.txt")) + readFileT(t, at("same.txt")) + readFileT(t, at("d/u.txt")); got != "A0\nS0\nmine\n" {
+		t.Fatalf("files after the rewind: %q", got)
+	}
+	for _, p := range []string{"d/x.txt", "g", "new.txt"} {
+		if _, err := os.Lstat(at(p)); !os.IsNotExist(err) {
+			t.Fatalf("%s after the rewind: %v", p, err)
+		}
 	}
 }

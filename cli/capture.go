@@ -365,7 +365,22 @@ func (c *RewindCmd) Run(e *Env) error {
 	}
 	fmt.Fprintln(w)
 	if rep.FromTranscript > 0 {
-		fmt.Fprintf(w, "  %s\n", fromTranscript(rep.FromTranscript, "put back as"))
+		var left []agent.TranscriptRewound
+		for _, f := range rep.TranscriptFiles {
+			if f.Disk == agent.DiskAsThen || f.Disk == agent.DiskNotThere || f.Disk == agent.DiskDirKept {
+				left = append(left, f)
+			}
+		}
+		if len(left) == 0 {
+			fmt.Fprintf(w, "  %s\n", fromTranscript(rep.FromTranscript, "put back as"))
+		} else {
+			// One already as it was then, or left: not said to be put
+			// back.
+			fmt.Fprintf(w, "  the transcript's edit results say what %d file(s) were before the agent first changed them (no file-history backups for them); %d put back, and not:\n", rep.FromTranscript, rep.FromTranscript-len(left))
+			for _, f := range left {
+				fmt.Fprintf(w, "    %s: %s\n", terminalLine(f.Path), transcriptHow(f))
+			}
+		}
 	}
 	if rep.FromRollout > 0 {
 		put := rep.FromRollout
@@ -405,6 +420,20 @@ func (c *RewindCmd) Run(e *Env) error {
 		fmt.Fprintf(w, "  an earlier rewind to %d (session %s) stopped before it finished; what was on disk before it:\n    %s\n", rep.EventsKept, i.Fork, i.Undo)
 	}
 	return nil
+}
+
+// transcriptHow says why a rewind did not put back a file whose state
+// the transcript's edit results say (agent.TranscriptRewound).
+func transcriptHow(f agent.TranscriptRewound) string {
+	switch f.Disk {
+	case agent.DiskAsThen:
+		return "already as they say it was then: not written"
+	case agent.DiskNotThere:
+		return "not there, and nothing removed: the agent created it"
+	case agent.DiskDirKept:
+		return "left: a directory is there, holding what the rewind does not remove (the agent created a file there)"
+	}
+	return f.Disk
 }
 
 // rolloutHow says how a rewind found what a file held (agent.CodexRewound).

@@ -71,7 +71,11 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 			return err
 		}
 		for _, s := range miss {
-			n := fmt.Sprintf("the Claude Code subagent %s, whose Task result is event #%d, is in no imported session linked to %s (removed since, or never imported): the files it changed are not shown unless %s changed them too", s.agent, s.seq, fam.this(id), fam.this(id))
+			where := fmt.Sprintf("event #%d", s.seq)
+			if s.session != id {
+				where = s.where(id, fam) // (a subagent's subagent)
+			}
+			n := fmt.Sprintf("the Claude Code subagent %s, whose Task result is %s, is in no imported session linked to %s (removed since, or never imported): the files it changed are not shown unless %s changed them too", s.agent, where, fam.this(id), fam.this(id))
 			if s.path != "" {
 				n += fmt.Sprintf("; `rook import claude-code %s` imports it, linked", ShellQuote(s.path))
 			}
@@ -90,46 +94,9 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 	if len(members) == 0 {
 		return nil
 	}
-	// After the point: at or after its event's time, and after the time
-	// of the event before it (a line without a time, a file-history
-	// snapshot, bears the one before: an edit at that time came before).
-	tTo, err := r.eventTime(id, to)
+	after, err := r.afterThePoint(id, to, fam)
 	if err != nil {
 		return err
-	}
-	var tPrev time.Time
-	if to > 0 {
-		if tPrev, err = r.eventTime(id, to-1); err != nil {
-			return err
-		}
-	}
-	// A rook fork's line (session fork, a rewind's fork) ends at its fork
-	// point, as its diff reads it: what came after that in the session it
-	// was forked from, its subagents' edits too, is not its line's.
-	var tCap time.Time
-	for i := 1; i < len(fam.line); i++ {
-		cm, err := r.Log.ReadMeta(fam.line[i-1])
-		if err != nil {
-			break
-		}
-		_, k, ok := cm.ForkedFrom()
-		if !ok {
-			break
-		}
-		t, err := r.eventTime(fam.line[i], k)
-		if err != nil && k > 0 {
-			// (Removed since: the fork's copy of the event before it.)
-			t, err = r.eventTime(fam.line[i-1], k-1)
-		}
-		if err != nil {
-			return err
-		}
-		if tCap.IsZero() || t.Before(tCap) {
-			tCap = t
-		}
-	}
-	after := func(t time.Time) bool {
-		return !t.Before(tTo) && (to == 0 || t.After(tPrev)) && (tCap.IsZero() || t.Before(tCap))
 	}
 	// The time of each path's state so far, the session's own.
 	own := map[string]time.Time{}
@@ -259,6 +226,52 @@ func (r *Rook) claudeContinuation(id eventlog.ID) bool {
 // dropUnknown takes p out of st.Unknown.
 func (st *firstStates) dropUnknown(p string) {
 	st.Unknown = slices.DeleteFunc(st.Unknown, func(u UncomparedFile) bool { return u.Path == p })
+}
+
+// afterThePoint says whether a time of another session of family fam
+// (that of imported Claude Code session id) is after event to of id.
+func (r *Rook) afterThePoint(id eventlog.ID, to uint64, fam importedFamily) (func(time.Time) bool, error) {
+	// After the point: at or after its event's time, and after the time
+	// of the event before it (a line without a time, a file-history
+	// snapshot, bears the one before: an edit at that time came before).
+	tTo, err := r.eventTime(id, to)
+	if err != nil {
+		return nil, err
+	}
+	var tPrev time.Time
+	if to > 0 {
+		if tPrev, err = r.eventTime(id, to-1); err != nil {
+			return nil, err
+		}
+	}
+	// A rook fork's line (session fork, a rewind's fork) ends at its fork
+	// point, as its diff reads it: what came after that in the session it
+	// was forked from, its subagents' edits too, is not its line's.
+	var tCap time.Time
+	for i := 1; i < len(fam.line); i++ {
+		cm, err := r.Log.ReadMeta(fam.line[i-1])
+		if err != nil {
+			break
+		}
+		_, k, ok := cm.ForkedFrom()
+		if !ok {
+			break
+		}
+		t, err := r.eventTime(fam.line[i], k)
+		if err != nil && k > 0 {
+			// (Removed since: the fork's copy of the event before it.)
+			t, err = r.eventTime(fam.line[i-1], k-1)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if tCap.IsZero() || t.Before(tCap) {
+			tCap = t
+		}
+	}
+	return func(t time.Time) bool {
+		return !t.Before(tTo) && (to == 0 || t.After(tPrev)) && (tCap.IsZero() || t.Before(tCap))
+	}, nil
 }
 
 // firstEventWhen is the seq of session id's first event whose time is

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	json "github.com/go-json-experiment/json/v1"
 
@@ -35,8 +39,16 @@ type subagentReport struct {
 
 // claudeSubagentReports reads the subagents tool result body reports; a
 // body that does not read reports none (as it gives no state: diff.go).
-func (r *Rook) claudeSubagentReports(body cas.Key) []subagentReport {
-	lines, err := r.importedLines(body, func(rest []byte) bool { return bytes.Contains(rest, []byte(`"agentId"`)) })
+// A Task (Agent) result with no toolUseResult naming one, as Claude Code
+// writes a subagent's own (the enrichment is its main thread's only), is
+// read by the text it gave the model: "agentId: <id> (...)" and its
+// "<usage>...tool_uses: N...</usage>" (claudeTaskText); task says the
+// result is of such a call (the text of another tool's, a Read of a
+// transcript, names no subagent it ran).
+func (r *Rook) claudeSubagentReports(body cas.Key, task bool) []subagentReport {
+	lines, err := r.importedLines(body, func(rest []byte) bool {
+		return bytes.Contains(rest, []byte(`"agentId"`)) || task && bytes.Contains(rest, []byte(`agentId: `))
+	})
 	if err != nil {
 		return nil
 	}
@@ -44,8 +56,24 @@ func (r *Rook) claudeSubagentReports(body cas.Key) []subagentReport {
 	for _, line := range lines {
 		var l struct {
 			ToolUseResult json.RawMessage `json:"toolUseResult"`
+			Message       struct {
+				Content []struct {
+					Type    string          `json:"type"`
+					Content json.RawMessage `json:"content"`
+				} `json:"content"`
+			} `json:"message"`
 		}
-		if json.Unmarshal(trimNewline(line), &l) != nil || len(l.ToolUseResult) == 0 || l.ToolUseResult[0] != '{' {
+		if json.Unmarshal(trimNewline(line), &l) != nil {
+			continue
+		}
+		if len(l.ToolUseResult) == 0 || l.ToolUseResult[0] != '{' {
+			if task {
+				for _, b := range l.Message.Content {
+					if b.Type == "tool_result" {
+						out = append(out, claudeTaskText(b.Content)...)
+					}
+				}
+			}
 			continue
 		}
 		var tr struct {
@@ -62,6 +90,52 @@ func (r *Rook) claudeSubagentReports(body cas.Key) []subagentReport {
 	return out
 }
 
+// claudeTaskText reads the subagent a Task result's content (a string,
+// or text blocks) names in the line Claude Code adds for the model:
+// "agentId: <id>" (then " (use SendMessage ...)" or " (for resuming
+// ...)"), and the tool uses its "<usage>" gives.
+func claudeTaskText(content json.RawMessage) []subagentReport {
+	var texts []string
+	var one string
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	switch {
+	case json.Unmarshal(content, &one) == nil:
+		texts = []string{one}
+	case json.Unmarshal(content, &blocks) == nil:
+		for _, b := range blocks {
+			if b.Type == "text" {
+				texts = append(texts, b.Text)
+			}
+		}
+	}
+	var out []subagentReport
+	for _, t := range texts {
+		var rep *subagentReport
+		for _, line := range strings.Split(t, "\n") {
+			line = strings.TrimPrefix(strings.TrimSpace(line), "<usage>")
+			if a, ok := strings.CutPrefix(line, "agentId: "); ok {
+				a, _, _ = strings.Cut(a, " ")
+				if a != "" {
+					out = append(out, subagentReport{agent: a})
+					rep = &out[len(out)-1]
+				}
+			} else if n, ok := strings.CutPrefix(line, "tool_uses: "); ok && rep != nil {
+				if v, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64); err == nil {
+					rep.tools = &v
+				}
+			}
+		}
+	}
+	return out
+}
+
+// claudeTaskTools are the Claude Code tools that run a subagent: Task,
+// named Agent since 2.1.
+var claudeTaskTools = map[string]bool{"Task": true, "Agent": true}
+
 // noSubagents are Claude Code tools whose results report no subagent:
 // their bodies are not read for one.
 var noSubagents = map[string]bool{"Read": true, "Edit": true, "MultiEdit": true, "Write": true, "NotebookEdit": true,
@@ -73,43 +147,86 @@ var noSubagents = map[string]bool{"Read": true, "Edit": true, "MultiEdit": true,
 // to import again ("" when it is not found).
 type missingSubagent struct {
 	agent string
-	seq   uint64
-	path  string
+	// session is whose event the result is: the session asked of, or a
+	// subagent of its family (a subagent's subagent's result is in the
+	// transcript of the one that ran it).
+	session eventlog.ID
+	seq     uint64
+	path    string
+}
+
+// where names the result's event in the words of fam, whose rewound (or
+// diffed) session is id: "event #N of this session", or of the
+// subagent's session it is in.
+func (s missingSubagent) where(id eventlog.ID, fam importedFamily) string {
+	if s.session == id {
+		return fmt.Sprintf("event #%d of %s", s.seq, fam.this(id))
+	}
+	return fmt.Sprintf("event #%d of session %s (%s)", s.seq, s.session, fam.kin[s.session])
 }
 
 // missingSubagents are those Task results of imported Claude Code session
 // id at or after event to report, whose family is fam; the first alone
-// unless all. reported holds the source ids ("agent-<agentId>") of every
-// subagent those results report, held or not (all read only).
+// unless all. So too those of the imported subagents of the family, at
+// or after the point by time (afterThePoint): a subagent's own Task
+// (Claude Code 2.1.172 on) starts one whose result is in its transcript,
+// not the session's, while Claude Code keeps every subagent's transcript,
+// at any depth, beside the session's, imported as its child: each is a
+// member, read once (maxFamily bounds them). reported holds the source
+// ids ("agent-<agentId>") of every subagent those results report, held
+// or not (all read only).
 func (r *Rook) missingSubagents(id eventlog.ID, to uint64, fam importedFamily, all bool) (out []missingSubagent, reported map[string]bool, err error) {
 	seen := map[string]bool{}
 	reported = map[string]bool{}
-	for from := to; ; {
-		evs, err := r.Log.Read(id, from, 1024)
-		if err != nil {
-			return out, reported, err
-		}
-		if len(evs) == 0 {
-			return out, reported, nil
-		}
-		for _, ev := range evs {
-			if ev.Kind != eventlog.KindToolResult || noSubagents[ev.Label] {
-				continue
+	// scan reads session s's results from event from, those whose time
+	// is when's: done once the first is found, unless all.
+	scan := func(s eventlog.ID, from uint64, when func(time.Time) bool) (done bool, err error) {
+		for {
+			evs, err := r.Log.Read(s, from, 1024)
+			if err != nil || len(evs) == 0 {
+				return false, err
 			}
-			for _, s := range r.claudeSubagentReports(ev.Body) {
-				reported["agent-"+s.agent] = true
-				if fam.sources["agent-"+s.agent] || s.tools != nil && *s.tools == 0 || seen[s.agent] {
+			for _, ev := range evs {
+				if ev.Kind != eventlog.KindToolResult || noSubagents[ev.Label] || when != nil && !when(ev.Time) {
 					continue
 				}
-				seen[s.agent] = true
-				out = append(out, missingSubagent{agent: s.agent, seq: ev.Seq, path: r.subagentTranscript(fam, s.agent)})
-				if !all {
-					return out, reported, nil
+				for _, sr := range r.claudeSubagentReports(ev.Body, claudeTaskTools[ev.Label]) {
+					reported["agent-"+sr.agent] = true
+					if fam.sources["agent-"+sr.agent] || sr.tools != nil && *sr.tools == 0 || seen[sr.agent] {
+						continue
+					}
+					seen[sr.agent] = true
+					out = append(out, missingSubagent{agent: sr.agent, session: s, seq: ev.Seq, path: r.subagentTranscript(fam, sr.agent)})
+					if !all {
+						return true, nil
+					}
 				}
 			}
+			from = evs[len(evs)-1].Seq + 1
 		}
-		from = evs[len(evs)-1].Seq + 1
 	}
+	if done, err := scan(id, to, nil); done || err != nil {
+		return out, reported, err
+	}
+	var after func(time.Time) bool
+	for _, o := range fam.members {
+		if m, err := r.Log.ReadMeta(o); err != nil || !slices.Contains(m.Tags, subagentTag) {
+			continue
+		}
+		if after == nil {
+			if after, err = r.afterThePoint(id, to, fam); err != nil {
+				return out, reported, err
+			}
+		}
+		from, err := r.firstEventWhen(o, after)
+		if err != nil {
+			return out, reported, fmt.Errorf("session %s (%s) cannot be read: %w", o, fam.kin[o], err)
+		}
+		if done, err := scan(o, from, after); done || err != nil {
+			return out, reported, err
+		}
+	}
+	return out, reported, nil
 }
 
 // missingSubagentRefusal is the refusal of a rewind of imported Claude
@@ -122,7 +239,7 @@ func (r *Rook) missingSubagentRefusal(id eventlog.ID, to uint64, fam importedFam
 		return err
 	}
 	s := miss[0]
-	what := fmt.Sprintf("cannot rewind the files: the Claude Code subagent %s, whose Task result is event #%d of %s (at or after the point), is in no imported session linked to it: its session was removed from rook since (session rm), or its transcript was never imported, and it worked in the same workspace: what it wrote is not known, so the files' states after the point may hold it", s.agent, s.seq, fam.this(id))
+	what := fmt.Sprintf("cannot rewind the files: the Claude Code subagent %s, whose Task result is %s (at or after the point), is in no imported session linked to it: its session was removed from rook since (session rm), or its transcript was never imported, and it worked in the same workspace: what it wrote is not known, so the files' states after the point may hold it", s.agent, s.where(id, fam))
 	if s.path != "" {
 		return fmt.Errorf("%s; import its transcript again (`rook import claude-code %s`: it is linked to its parent) and run this again, or put the files back yourself and rewind with --keep-files, which rewinds the conversation only", what, ShellQuote(s.path))
 	}

@@ -175,6 +175,40 @@ func TestCapturedDirectoryReplacedByALinkRemovesNothingThrough(t *testing.T) {
 	}
 }
 
+// A path captured absent, then made a directory with a file captured in
+// it (d/x.txt), that is a link now (to other, holding an x.txt): a
+// rewind to before removes the link, and nothing through it; other/x.txt
+// stays. It refused ("d is a link now ... where the capture had a
+// directory"), telling the user to remove the link: the very removal the
+// rewind is to make. The undo puts the link back.
+func TestRewindRemovesALinkAtAPathCapturedAbsent(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"other/x.txt": "x\n"})
+	if _, _, err := r.CaptureSession(id, []string{"d"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"d/x.txt": "mine\n"})
+	if _, _, err := r.CaptureSession(id, []string{"d/x.txt"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(ws, "d"))
+	if err := os.Symlink("other", filepath.Join(ws, "d")); err != nil {
+		t.Skip(err)
+	}
+	rep, err := r.Rewind(id, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after rewind", readTree(t, ws), tree{"other/x.txt": "x\n"})
+	if rep.FilesRemoved != 1 || strings.Join(rep.Paths, " ") != "d" {
+		t.Fatalf("%d removed, paths %q: want the link d alone", rep.FilesRemoved, rep.Paths)
+	}
+	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatalf("undo: %v", err)
+	}
+	sameTree(t, "after the undo", readTree(t, ws), tree{"d": "link:other", "other/x.txt": "x\n"})
+}
+
 // A captured directory replaced by a link leading outside the workspace:
 // the diff shows the type change as for a link inside (nothing is read
 // through it), rather than refuse to compare the files d held.

@@ -509,8 +509,9 @@ type CodexRewound struct {
 	From string `json:"from,omitempty"`
 	// Disk, of a file to remove (How absent or said-absent), is what the
 	// rewind found there when it was not a file it removed:
-	// DiskNotThere, DiskDirRemoved or DiskDirKept. Empty: the rewind did
-	// what How says (wrote the file, or removed the file there).
+	// DiskNotThere, DiskDirRemoved, DiskDirKept or DiskUnderLink.
+	// Empty: the rewind did what How says (wrote the file, or removed the
+	// file there).
 	Disk   string  `json:"disk,omitempty"`
 	fromID cas.Key // reversed: the id of From's content as read
 }
@@ -528,6 +529,11 @@ const (
 	// the rewind names (a file put there since): left as it is, with it
 	// (RewindReport.DirsKept).
 	DiskDirKept = "dir-kept"
+	// DiskUnderLink: a path above it the rewind removed was a link
+	// there (to a directory), which led to something at this path: the
+	// link was removed, and what it led to is left as it is (the rewind
+	// removes nothing through a link it removes).
+	DiskUnderLink = "under-link"
 )
 
 // codexCommandTools label the tool calls that run a command, which may

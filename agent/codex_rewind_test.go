@@ -416,7 +416,8 @@ func TestAbsentFlagQuotes(t *testing.T) {
 }
 
 // listing lists the workspace: "path=content" for a file, "path/" for a
-// directory, sorted, space-separated.
+// directory, "path->target" for a link (never followed), sorted,
+// space-separated.
 func (s *codexSession) listing() string {
 	s.t.Helper()
 	var out []string
@@ -429,6 +430,11 @@ func (s *codexSession) listing() string {
 		if d.IsDir() {
 			out = append(out, rel+"/")
 			return nil
+		}
+		if d.Type()&os.ModeSymlink != 0 {
+			t, err := os.Readlink(p)
+			out = append(out, rel+"->"+t)
+			return err
 		}
 		b, err := os.ReadFile(p)
 		out = append(out, rel+"="+strings.TrimSuffix(string(b), "\n"))
@@ -668,5 +674,60 @@ func TestCodexRewindAbsentDirKeptUndo(t *testing.T) {
 	}
 	if got, want := s.listing(), "d/ d/e/ d/e/new.txt=new too d/e/v.txt=mine too d/e/y.txt=y d/f/ d/f/w.txt=w d/new.txt=new d/u.txt=mine, edited since d/x.txt=x zz.txt=z"; got != want {
 		t.Fatalf("after the undo\n %q, want\n %q", got, want)
+	}
+}
+
+// A path --absent names that is a link now (d, the session's Add File d,
+// Delete File d, Add File d/x.txt after the point; the user made d a
+// link since): the rewind removes the link, and nothing through it. Of
+// a link to a directory in the workspace (real, holding x.txt), real/x.txt
+// is not removed as d/x.txt, and is said to be left ("disk":"under-link");
+// the capture before held d as the link and d/x.txt as the file it led
+// to, and the undo refused ("the captures hold d as a file and as a
+// directory"). The undo puts the very link back, its target as it was.
+// A link to a file, and one leading nowhere, the same: nothing is under
+// them (d/x.txt "not-there"). A link to a directory outside the
+// workspace the same as one inside (it refused: "d/x.txt leads to ...,
+// outside the workspace"): the link is the workspace's to remove.
+func TestCodexRewindAbsentLink(t *testing.T) {
+	for _, tc := range []struct{ name, target, disk string }{
+		{name: "to a directory", target: "real", disk: "under-link"},
+		{name: "to a file", target: "real/x.txt", disk: "not-there"},
+		{name: "dangling", target: "nowhere", disk: "not-there"},
+		{name: "to a directory outside", target: "../out", disk: "under-link"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newCodexSession(t)
+			writeTree(t, s.dir, tree{"out/x.txt": "out\n"})
+			s.patch("*** Add File: zz.txt\n+z")
+			s.patch("*** Add File: d\n+d")
+			s.patch("*** Delete File: d")
+			s.patch("*** Add File: d/x.txt\n+x")
+			r, id, seqs := s.imported(tree{"zz.txt": "z\n", "d": "link:" + tc.target, "real/x.txt": "x\n", "real/u.txt": "u\n"})
+			before := s.listing()
+			rw, err := r.RewindWith(id, seqs[1], RewindOptions{Absent: []string{"d", "d/x.txt"}})
+			if err != nil {
+				t.Fatalf("rewind: %v", err)
+			}
+			if got, want := s.listing(), "real/ real/u.txt=u real/x.txt=x zz.txt=z"; got != want {
+				t.Fatalf("workspace %q, want %q", got, want)
+			}
+			if _, err := r.Rewind(rw.Fork, *rw.BeforeSeq, false); err != nil {
+				t.Fatalf("undo: %v", err)
+			}
+			if got := s.listing(); got != before {
+				t.Fatalf("after the undo %q, want %q", got, before)
+			}
+			if got := readFileT(t, filepath.Join(s.dir, "out", "x.txt")); got != "out\n" {
+				t.Fatalf("out/x.txt, outside the workspace: %q", got)
+			}
+			want := fmt.Sprintf(`[{"path":"d","how":"said-absent"},{"path":"d/x.txt","how":"said-absent","disk":%q}]`, tc.disk)
+			if got := rolloutJSON(t, rw); got != want {
+				t.Fatalf("rollout files\n %s, want\n %s", got, want)
+			}
+			if rw.FilesRemoved != 1 || strings.Join(rw.Paths, " ") != "d" {
+				t.Fatalf("%d removed, paths %q: want the link d alone", rw.FilesRemoved, rw.Paths)
+			}
+		})
 	}
 }

@@ -127,6 +127,10 @@ type Plan struct {
 	// asThen are the files Apply found as they were to be, and left
 	// unwritten: a rewind says so of a state it did not put back.
 	asThen map[string]bool
+	// throughLinks are the paths to remove that were passed over, under
+	// a link the plan removes, and that the link led to something:
+	// that is left (underRemovedLink).
+	throughLinks []string
 	// rootMade is the top directory Apply made for the root (a restore
 	// --to a directory not there: it, or the first one above it not
 	// there): "" when the root was there.
@@ -276,6 +280,19 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			// Under a file or link this restore writes there is nothing
 			// to remove; through a link just written (one leading
 			// outside, say) the removal would reach what it leads to.
+			continue
+		}
+		if c.Remove && underRemovedLink(real, c.Path, removing) {
+			// Under a link this restore removes (a path captured
+			// absent, or that a rollout or the user says was, made a
+			// link since) there is nothing of the path's own: the link
+			// goes, and removing through it would reach the files it
+			// leads to. Nor is it captured before: the capture holds
+			// the link, and a file under it as well would be, to the
+			// undo, a file and a directory at once.
+			if _, err := os.Lstat(filepath.Join(real, filepath.FromSlash(c.Path))); err == nil {
+				p.throughLinks = append(p.throughLinks, c.Path)
+			}
 			continue
 		}
 		// A file to write where another needs a directory (a session that
@@ -540,6 +557,20 @@ func fileAbove(real, rel string) string {
 func underWritten(rel string, written map[string]bool) bool {
 	for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
 		if written[dir] {
+			return true
+		}
+	}
+	return false
+}
+
+// underRemovedLink says whether a directory above workspace path rel is
+// a path removed (removing) that is a link now.
+func underRemovedLink(real, rel string, removing map[string]bool) bool {
+	for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
+		if !removing[dir] {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(real, filepath.FromSlash(dir))); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			return true
 		}
 	}

@@ -560,8 +560,9 @@ func removedAsSaid(files []CodexRewound, plan *Plan) []CodexRewound {
 // rollout or transcript says was absent, from its capture of the disk
 // before (plan.saved) and what Apply pruned: a file or link there was
 // removed (""); a directory was removed once empty, or left holding what
-// no state names; nothing there, nothing was removed. No plan (the
-// rewind had nothing to do): none was there.
+// no state names; one reached through a link the rewind removed above it
+// was left; nothing there, nothing was removed. No plan (the rewind had
+// nothing to do): none was there.
 func removedDisk(p string, plan *Plan) string {
 	if plan == nil {
 		return DiskNotThere
@@ -569,6 +570,8 @@ func removedDisk(p string, plan *Plan) string {
 	switch _, had := plan.saved.Files[p]; {
 	case had:
 		return ""
+	case slices.Contains(plan.throughLinks, p):
+		return DiskUnderLink
 	case slices.Contains(plan.stateDirs, p) && slices.Contains(plan.dirsKept, p):
 		return DiskDirKept
 	case slices.Contains(plan.stateDirs, p):
@@ -583,7 +586,7 @@ func removedDisk(p string, plan *Plan) string {
 type TranscriptRewound struct {
 	Path string `json:"path"`
 	// Disk is what the rewind found there when it did not write the
-	// file, nor remove the file there, as the state says: DiskAsThen,
+	// file, nor remove the file there, as the state says: DiskAsThen, DiskUnderLink,
 	// DiskNotThere, DiskDirRemoved or DiskDirKept. Empty: it did.
 	Disk string `json:"disk,omitempty"`
 }

@@ -367,7 +367,7 @@ func (c *RewindCmd) Run(e *Env) error {
 	if rep.FromTranscript > 0 {
 		var left []agent.TranscriptRewound
 		for _, f := range rep.TranscriptFiles {
-			if f.Disk == agent.DiskAsThen || f.Disk == agent.DiskNotThere || f.Disk == agent.DiskDirKept {
+			if f.Disk == agent.DiskAsThen || f.Disk == agent.DiskNotThere || f.Disk == agent.DiskDirKept || f.Disk == agent.DiskUnderLink {
 				left = append(left, f)
 			}
 		}
@@ -385,7 +385,7 @@ func (c *RewindCmd) Run(e *Env) error {
 	if rep.FromRollout > 0 {
 		put := rep.FromRollout
 		for _, f := range rep.RolloutFiles {
-			if f.Disk == agent.DiskNotThere || f.Disk == agent.DiskDirKept {
+			if f.Disk == agent.DiskNotThere || f.Disk == agent.DiskDirKept || f.Disk == agent.DiskUnderLink {
 				put--
 			}
 		}
@@ -432,6 +432,8 @@ func transcriptHow(f agent.TranscriptRewound) string {
 		return "not there, and nothing removed: the agent created it"
 	case agent.DiskDirKept:
 		return "left: a directory is there, holding what the rewind does not remove (the agent created a file there)"
+	case agent.DiskUnderLink:
+		return "left as it is: a link above it led there, and the rewind removed the link, not what it leads to (the agent created a file there)"
 	}
 	return f.Disk
 }
@@ -455,6 +457,8 @@ func rolloutHow(f agent.CodexRewound) string {
 			return "removed, a directory, once the files the rewind removed in it were gone: " + why
 		case agent.DiskDirKept:
 			return "left: a directory is there, holding what the rewind does not remove (" + why + ")"
+		case agent.DiskUnderLink:
+			return "left as it is: a link above it led there, and the rewind removed the link, not what it leads to (" + why + ")"
 		}
 		return "removed: " + why
 	case "reversed":

@@ -285,7 +285,10 @@ func (c *capturer) add(rel string, fi fs.FileInfo) error {
 		if c.m.TotalBytes+int64(len(b)) > c.limits.MaxBytes {
 			return &LimitError{What: "bytes in all", Limit: c.limits.MaxBytes, Path: rel, Flag: "--max-bytes"}
 		}
-		data, mode = b, FileMode{Perm: fi.Mode().Perm()}
+		data, mode = b, fileMode(fi) // the setuid, setgid and sticky bits too
+		// A save of what a restore or rewind replaces says the bits,
+		// none too: its undo takes off those the restore gave.
+		mode.exact = c.linksAsIs
 	default:
 		return &NotRegularError{Path: rel, Type: fi.Mode().Type()}
 	}
@@ -436,6 +439,11 @@ func (c *capturer) walk(rel string, tree bool) error {
 			return err
 		}
 	}
+	if tree && rel != "" {
+		if err := c.addTreeDirMode(rel); err != nil {
+			return err
+		}
+	}
 	if tree && c.ignore != nil {
 		if b, err := os.ReadFile(filepath.Join(abs, ".gitignore")); err == nil {
 			c.ignore.AddFile(rel, b)
@@ -542,6 +550,30 @@ func (c *capturer) addDir(rel string) error {
 		return nil // taken already, in a directory captured whole
 	}
 	c.m.Dirs = append(c.m.Dirs, rel)
+	c.m.DirModes[rel] = FileMode{Perm: fi.Mode() & dirModeBits}
+	return nil
+}
+
+// addTreeDirMode records, in a tree capture, the mode of the workspace
+// directory rel when it has a setuid, setgid or sticky bit (a sticky tmp
+// directory, a setgid one whose files take its group): a restore that
+// makes it again gives it that mode, where it made it 0755. Only those:
+// a checkpoint of a tree without any stays the manifest it was (version
+// 1), and its other directories are made as before.
+func (c *capturer) addTreeDirMode(rel string) error {
+	fi, err := os.Lstat(filepath.Join(c.real, filepath.FromSlash(rel)))
+	if notExist(err) {
+		return gone(rel, err)
+	}
+	if err != nil {
+		return fmt.Errorf("capture %s: %w", rel, err)
+	}
+	if !fi.IsDir() || fi.Mode()&specialModeBits == 0 {
+		return nil
+	}
+	if c.m.DirModes == nil {
+		c.m.DirModes = map[string]FileMode{}
+	}
 	c.m.DirModes[rel] = FileMode{Perm: fi.Mode() & dirModeBits}
 	return nil
 }

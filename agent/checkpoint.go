@@ -396,6 +396,10 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 	if err != nil {
 		return rep, nothingDone(err, "nothing written")
 	}
+	// A directory the restore makes (gone since, or --to) that the
+	// capture holds the mode of (a tree capture's with a setuid, setgid
+	// or sticky bit; any of a session capture's dirs) is made with it.
+	plan.dirModes = m.DirModes
 	// When the restore would overwrite or remove something that differs,
 	// save first every path it changes: those files as they are, and the
 	// ones it creates as absent, so restoring the save undoes it all. A
@@ -417,13 +421,15 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 		ok := cur.Exists
 		// A mode, or a file where a link goes back, is overwritten too,
 		// even when the bytes are the same.
-		differs := ok && (c.Remove || cur.ID != c.File.ID || cur.Mode != c.File.Mode)
+		differs := ok && (c.Remove || cur.ID != c.File.ID || !c.File.Mode.matches(cur.Mode))
 		changes = changes || differs
 		if differs || (!ok && !c.Remove) {
 			touched = append(touched, c.Path)
 		}
 		if ok && !differs {
-			expect.Files[c.Path] = c.File
+			// As it is on disk: a mode that says no special bits
+			// matches one with them (FileMode.matches).
+			expect.Files[c.Path] = FileEntry{ID: cur.ID, Size: cur.Size, Mode: cur.Mode}
 		}
 	}
 	plan.saved, plan.savedBy = expect, "the restore checked it"

@@ -54,7 +54,7 @@ func statDisk(real, rel string) (DiskFile, error) {
 		}
 		var id cas.Key
 		copy(id[:], h.Sum(nil))
-		return DiskFile{Exists: true, Mode: FileMode{Perm: fi.Mode().Perm()}, Size: n, ID: id}, nil
+		return DiskFile{Exists: true, Mode: fileMode(fi), Size: n, ID: id}, nil
 	case fi.IsDir():
 		return DiskFile{Exists: true, Mode: FileMode{Perm: fi.Mode().Perm() | fs.ModeDir}}, nil
 	}

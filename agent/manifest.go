@@ -57,6 +57,20 @@ import (
 // that does not say what the file was. It is written only when there are
 // any: a manifest without stays version 1 to 4, byte for byte as before.
 //
+// Version 6 adds a file's setuid, setgid and sticky bits, its mode's
+// first digit ("4755"), and dir_modes keyed by directories not in dirs:
+// a tree capture's (checkpoint create) directories that have one of
+// those bits, so a restore that makes one again gives it its mode. A
+// rook reading up to version 5 would drop them (it wrote every file's
+// mode "0..."), so it refuses the manifest; one below 6 holding either is
+// refused. A version 6 manifest says each file's special bits: a first
+// digit 0 says it had none (below 6 it says nothing of them). A capture
+// a restore or rewind takes of what it is about to replace (its save,
+// its undo) says so of each file, and is version 6, so the undo takes
+// off the bits the restore gave. Any other is written version 6 only
+// when it holds a special bit: a manifest without stays version 1 to 5,
+// byte for byte as before.
+//
 // Paths are slash-separated, relative to root, clean, never absolute and
 // never with a ".." element. mode is the permission bits in octal, or
 // "link" for a symbolic link whose object holds the link's target.
@@ -69,7 +83,9 @@ type Manifest struct {
 	Absent     []string             `json:"absent,omitempty"`
 	// Dirs (version 2) are the directories captured whole.
 	Dirs []string `json:"dirs,omitempty"`
-	// DirModes (version 3) are the modes of the directories in Dirs.
+	// DirModes (version 3) are the modes of the directories in Dirs;
+	// from version 6 also of a tree capture's directories with a
+	// setuid, setgid or sticky bit, in no Dirs.
 	DirModes map[string]FileMode `json:"dir_modes,omitempty"`
 	// Opened (version 4) are the modes of directories not in Dirs whose
 	// mode the rewind this captures the disk before changes.
@@ -85,12 +101,15 @@ type Manifest struct {
 }
 
 // manifestVersion is the newest manifest version this rook reads and
-// writes, when a manifest has unknown paths; manifestV1 is written when a
-// manifest has no dirs nor absent paths, which the versions read alike,
-// manifestV2 when it has no dir modes, manifestV3 when it has no opened
-// directories, manifestV4 when it has those.
+// writes, when a manifest has a file with a special bit, one whose mode
+// says it has none (exact: a save's), or a directory mode of one not in
+// dirs; manifestV1 is written when a manifest has no
+// dirs nor absent paths, which the versions read alike, manifestV2 when
+// it has no dir modes, manifestV3 when it has no opened directories,
+// manifestV4 when it has those, manifestV5 when it has unknown paths.
 const (
-	manifestVersion = 5
+	manifestVersion = 6
+	manifestV5      = 5
 	manifestV4      = 4
 	manifestV3      = 3
 	manifestV2      = 2
@@ -108,6 +127,11 @@ type FileEntry struct {
 type FileMode struct {
 	Perm fs.FileMode
 	Link bool
+	// exact: the mode says the file's setuid, setgid and sticky bits,
+	// none when it has none (a file of a version 6 manifest, and of a
+	// restore's or rewind's save of what it replaces). Without, a mode
+	// with none says nothing of them (FileMode.matches).
+	exact bool
 }
 
 // specialBits are the setuid, setgid and sticky bits, as Go holds them
@@ -119,8 +143,38 @@ var specialBits = [...]struct {
 
 // dirModeBits are the bits of a directory's mode a capture records
 // (dir_modes): its permission bits and the setuid, setgid and sticky ones
-// (a sticky tmp directory; a setgid one whose files take its group).
+// (a sticky tmp directory; a setgid one whose files take its group). A
+// file's mode holds the same (a setuid program).
 const dirModeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+
+// specialModeBits are the setuid, setgid and sticky bits of a mode.
+const specialModeBits = dirModeBits &^ fs.ModePerm
+
+// fileMode is the mode a capture records of the regular file fi: its
+// permission bits and its special ones.
+func fileMode(fi fs.FileInfo) FileMode { return FileMode{Perm: fi.Mode() & dirModeBits} }
+
+// matches says whether a file whose mode is now `now` is as one captured
+// with the mode m: the same kind (file or link), the same permission
+// bits, and the same special bits, unless m has none and is not exact
+// (every file mode a rook wrote before they were recorded, whatever they
+// were, and any of a manifest below version 6): a file then left as it
+// is keeps those it has, as a directory does (dirPerm).
+func (m FileMode) matches(now FileMode) bool {
+	if m.Link || now.Link {
+		return m.Link == now.Link
+	}
+	if m.Perm&specialModeBits == 0 && !m.exact {
+		return m.Perm.Perm() == now.Perm.Perm()
+	}
+	return m.Perm&dirModeBits == now.Perm&dirModeBits
+}
+
+// same says whether m and now are the same mode, bit for bit (whether
+// either is exact aside).
+func (m FileMode) same(now FileMode) bool {
+	return m.Link == now.Link && m.Perm&dirModeBits == now.Perm&dirModeBits
+}
 
 // dirPerm is the mode a directory whose mode is now `now` is given: the
 // permission bits and the special ones (as os.Chmod takes them). A mode
@@ -135,19 +189,24 @@ func (m FileMode) dirPerm(now fs.FileMode) fs.FileMode {
 	return m.Perm & dirModeBits
 }
 
-// MarshalJSON writes "0644" or "link"; a directory's setuid, setgid and
-// sticky bits are its first digit ("1777"). A file's mode holds none.
+// MarshalJSON writes "0644" or "link"; the setuid, setgid and sticky
+// bits are its first digit ("1777", "4755").
 func (m FileMode) MarshalJSON() ([]byte, error) {
 	if m.Link {
 		return []byte(`"link"`), nil
 	}
+	return []byte(`"` + m.octal() + `"`), nil
+}
+
+// octal is the mode as four octal digits, the special bits first.
+func (m FileMode) octal() string {
 	v := uint32(m.Perm.Perm())
 	for _, b := range specialBits {
 		if m.Perm&b.mode != 0 {
 			v |= b.oct
 		}
 	}
-	return []byte(fmt.Sprintf(`"%04o"`, v)), nil
+	return fmt.Sprintf("%04o", v)
 }
 
 // UnmarshalJSON reads "0644" or "link".
@@ -266,9 +325,22 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 	if m.V < 3 && m.DirModes != nil {
 		return nil, fmt.Errorf("%w: version %d has no \"dir_modes\"", ErrBadManifest, m.V)
 	}
+	unknown := map[string]bool{}
+	for _, p := range m.Unknown {
+		unknown[p] = true
+	}
 	for d, mode := range m.DirModes {
-		if !dirs[d] {
+		if !dirs[d] && m.V < 6 {
 			return nil, fmt.Errorf("%w: \"dir_modes\" names %q, which is not in \"dirs\"", ErrBadManifest, d)
+		}
+		if !dirs[d] {
+			// A tree capture's directory (version 6).
+			if err := checkRel(d); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
+			}
+			if _, ok := m.Files[d]; ok || absent[d] || unknown[d] {
+				return nil, fmt.Errorf("%w: %q is both a directory in \"dir_modes\" and a file, absent or unknown", ErrBadManifest, d)
+			}
 		}
 		if mode.Link {
 			return nil, fmt.Errorf("%w: directory %q has the mode \"link\"", ErrBadManifest, d)
@@ -301,6 +373,16 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 			return nil, fmt.Errorf("%w: %q is both unknown and captured, absent or a captured directory", ErrBadManifest, p)
 		}
 	}
+	for p, f := range m.Files {
+		if m.V < 6 && f.Mode.Perm&specialModeBits != 0 {
+			return nil, fmt.Errorf("%w: version %d has no setuid, setgid or sticky bit in a file's mode (%q: %q)", ErrBadManifest, m.V, p, f.Mode.octal())
+		}
+		if m.V >= 6 && !f.Mode.Link {
+			// Version 6 says each file's special bits, "0..." none.
+			f.Mode.exact = true
+			m.Files[p] = f
+		}
+	}
 	if m.Files == nil {
 		m.Files = map[string]FileEntry{}
 	}
@@ -325,7 +407,7 @@ func (m *Manifest) Encode() []byte {
 		m.Opened = nil
 	}
 	if len(m.Unknown) > 0 {
-		m.V = manifestVersion
+		m.V = manifestV5
 		sort.Strings(m.Unknown)
 		m.Unknown = slices.Compact(m.Unknown)
 	} else {
@@ -337,9 +419,29 @@ func (m *Manifest) Encode() []byte {
 	} else {
 		m.Dirs = nil
 	}
+	if m.holdsV6() {
+		m.V = manifestVersion
+	}
 	sort.Strings(m.Absent)
 	b, _ := json.Marshal(m)
 	return b
+}
+
+// holdsV6 says whether the manifest holds what version 6 added: a file
+// with a setuid, setgid or sticky bit, or whose mode says it has none
+// (exact), or the mode of a directory not in dirs.
+func (m *Manifest) holdsV6() bool {
+	for _, f := range m.Files {
+		if !f.Mode.Link && (f.Mode.Perm&specialModeBits != 0 || f.Mode.exact) {
+			return true
+		}
+	}
+	for d := range m.DirModes {
+		if !slices.Contains(m.Dirs, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkRel validates a manifest path: relative, clean, slash-separated,

@@ -33,9 +33,14 @@ func FuzzDecodeManifest(f *testing.F) {
 	f.Add([]byte(`{"v":4,"root":"/r","files":{},"unknown":["c"]}`))
 	f.Add([]byte(`{"v":5,"root":"/r","files":{},"absent":["c"],"dirs":["d"],"unknown":["c","d","../e"]}`))
 	f.Add([]byte(`{"v":5,"root":"/r","files":{},"unknown":[]}`))
+	// Version 6 (a file's special bits, said exactly; a tree capture's
+	// directory modes, in no dirs), and ones it refuses.
+	f.Add([]byte(`{"v":6,"root":"/r","files":{"a":{"id":"2b806e7d75371072494f629b7fe1a565","size":1,"mode":"4755"},"d/b":{"id":"2b806e7d75371072494f629b7fe1a565","size":1,"mode":"0644"},"l":{"id":"2b806e7d75371072494f629b7fe1a565","size":1,"mode":"link"}},"dir_modes":{"d":"1777"},"total_bytes":2}`))
+	f.Add([]byte(`{"v":5,"root":"/r","files":{"a":{"id":"2b806e7d75371072494f629b7fe1a565","size":1,"mode":"2755"}}}`))
+	f.Add([]byte(`{"v":6,"root":"/r","files":{"d":{"id":"2b806e7d75371072494f629b7fe1a565","size":1,"mode":"0644"}},"absent":["e"],"unknown":["u"],"dir_modes":{"d":"2755","e":"1777","u":"1777","../x":"1777"}}`))
 	// One seed for each refusal of DecodeManifest and checkRel, so the
 	// fuzzer starts at the edge of each check rather than finding it.
-	f.Add([]byte(`{"v":6,"root":"/r","files":{}}`))
+	f.Add([]byte(`{"v":7,"root":"/r","files":{}}`))
 	f.Add([]byte(`{"v":1,"root":"r","files":{}}`))
 	for _, p := range []string{`a\\b`, `a\u0000`, `/a`, `a/./b`, `..`, `../a`, `.`} {
 		f.Add([]byte(`{"v":2,"root":"/r","files":{},"absent":["` + p + `"]}`))
@@ -59,7 +64,17 @@ func FuzzDecodeManifest(f *testing.F) {
 		if !slices.Equal(m.Paths(), again.Paths()) || !slices.Equal(m.Dirs, again.Dirs) {
 			t.Fatalf("paths changed in a round trip: %q %q, then %q %q", m.Paths(), m.Dirs, again.Paths(), again.Dirs)
 		}
-		// Setuid, setgid and sticky included: "4755" is written as read.
+		// Setuid, setgid and sticky included: "4755" is written as read,
+		// a file's too, and a version 6 file's "0755" stays one that
+		// says it has none (exact).
+		if !maps.Equal(m.Files, again.Files) {
+			t.Fatalf("files changed in a round trip: %v, then %v", m.Files, again.Files)
+		}
+		for d := range again.DirModes {
+			if checkRel(d) != nil {
+				t.Fatalf("\"dir_modes\" names %q", d)
+			}
+		}
 		if !maps.Equal(m.DirModes, again.DirModes) {
 			t.Fatalf("directory modes changed in a round trip: %v, then %v", m.DirModes, again.DirModes)
 		}

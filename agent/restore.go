@@ -782,7 +782,7 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 		if p.saved == nil {
 			cur, curErr = statDisk(p.real, c.Path)
 		}
-		if curErr == nil && cur.Exists && cur.ID == c.File.ID && cur.Mode == c.File.Mode {
+		if curErr == nil && cur.Exists && cur.ID == c.File.ID && c.File.Mode.matches(cur.Mode) {
 			unchanged++
 			if p.asThen == nil {
 				p.asThen = map[string]bool{}
@@ -1125,7 +1125,7 @@ func (p *Plan) sinceSaved(rel string) (DiskFile, error) {
 	if err != nil {
 		return cur, err
 	}
-	if !held || cur.ID != f.ID || cur.Mode != f.Mode {
+	if !held || cur.ID != f.ID || !cur.Mode.same(f.Mode) {
 		return cur, changed
 	}
 	return cur, nil
@@ -1236,7 +1236,11 @@ func writeWorkspaceFile(abs string, mode FileMode, data []byte, check func() err
 	tmp := f.Name()
 	_, err = f.Write(data)
 	if err == nil {
-		err = f.Chmod(mode.Perm.Perm())
+		// After the bytes: a write by a process without CAP_FSETID
+		// clears the setuid and setgid bits. The file is the restoring
+		// user's (no chown), so a setgid bit of a group not theirs is
+		// dropped by the kernel.
+		err = f.Chmod(mode.Perm & dirModeBits)
 	}
 	if err == nil {
 		err = f.Sync()

@@ -46,6 +46,9 @@ type RolloutPatches struct {
 	Unconfirmed int      `json:"unconfirmed"`
 	Unread      int      `json:"unread"`
 	Notes       []string `json:"notes,omitempty"`
+	// FromSubagents: of Applied, the patches of the session's imported
+	// subagents' rollouts (codexDiffSubagents).
+	FromSubagents int `json:"from_subagents,omitempty"`
 }
 
 // codexPatchCall is one apply_patch call of a rollout, joined with its
@@ -470,17 +473,49 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 	if err != nil {
 		return err
 	}
+	// Its imported subagents' patches are its changes too, in the order
+	// they came (codex_diff_subagents.go).
+	sub, err := r.codexDiffSubagents(d.Session, ws, calls)
+	if err != nil {
+		return err
+	}
+	d.Notes, d.MissingSubagents = sub.notes, sub.missing
 	rp := &RolloutPatches{}
 	d.Patches, d.Root = rp, ws
 	files := map[string]*rolloutFile{}
-	for _, c := range calls {
-		steps, applied := codexCallSteps(c, ws, rp)
+	// bySub: the subagents whose patches wrote each path; byOwn: the
+	// paths the session's own did.
+	bySub, byOwn := map[string][]eventlog.ID{}, map[string]bool{}
+	for _, x := range sub.order(calls, ws) {
+		c, crp, of := x.c, rp, ""
+		if !x.session.IsZero() {
+			// A subagent's notes name its session: their events are its.
+			crp, of = &RolloutPatches{}, fmt.Sprintf("session %s (%s): ", x.session, sub.kin[x.session])
+		}
+		steps, applied := codexCallSteps(c, x.ws, crp)
+		if crp != rp {
+			rp.Applied, rp.FromSubagents = rp.Applied+crp.Applied, rp.FromSubagents+crp.Applied
+			rp.Failed, rp.Unconfirmed, rp.Unread = rp.Failed+crp.Failed, rp.Unconfirmed+crp.Unconfirmed, rp.Unread+crp.Unread
+			for _, n := range crp.Notes {
+				rp.Notes = append(rp.Notes, of+n)
+			}
+		}
 		if !applied {
 			continue
 		}
 		for _, st := range steps {
 			if note := st.apply(files, ws, color); note != "" {
-				rp.Notes = append(rp.Notes, fmt.Sprintf("the patch of event #%d: %s", c.seq, note))
+				rp.Notes = append(rp.Notes, fmt.Sprintf("%sthe patch of event #%d: %s", of, c.seq, note))
+			}
+			p, moved := st.paths(ws)
+			for _, q := range []string{p, moved} {
+				switch {
+				case q == "":
+				case x.session.IsZero():
+					byOwn[q] = true
+				case !slices.Contains(bySub[q], x.session):
+					bySub[q] = append(bySub[q], x.session)
+				}
 			}
 		}
 	}
@@ -530,6 +565,15 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 		d.Added += f.added
 		d.Removed += f.removed
 		d.Files = append(d.Files, fc)
+		subs := slices.Clone(bySub[f.path])
+		for _, s := range bySub[f.movedFrom] {
+			if !slices.Contains(subs, s) {
+				subs = append(subs, s)
+			}
+		}
+		if len(subs) > 0 {
+			d.Notes = append(d.Notes, sub.note(f.path, subs, byOwn[f.path] || byOwn[f.movedFrom]))
+		}
 	}
 	d.FromRollout = len(d.Files)
 	return nil

@@ -25,7 +25,7 @@ import (
 // the same family that is not one of this session's own calls.
 type codexOtherWrite struct {
 	session eventlog.ID
-	kin     string // what that session is, in words
+	kin     string // what that session is, and where it was recorded, in words
 	seq     uint64
 	at      time.Time
 	command bool
@@ -78,7 +78,7 @@ func (w codexOtherWrite) why(what string) string {
 	if w.command {
 		kind = "command"
 	}
-	return fmt.Sprintf("session %s (%s, in the same workspace) ran the %s of event #%d at %s, %s: it may have changed the file, and this session's rollout does not hold it", w.session, w.kin, kind, w.seq, w.at.UTC().Format("2006-01-02 15:04:05.000"), what)
+	return fmt.Sprintf("session %s (%s) ran the %s of event #%d at %s, %s: it may have changed the file, and this session's rollout does not hold it", w.session, w.kin, kind, w.seq, w.at.UTC().Format("2006-01-02 15:04:05.000"), what)
 }
 
 // codexCopyWindow is how long after a Codex fork's session_meta its
@@ -113,30 +113,17 @@ func (r *Rook) codexFamilyOf(id eventlog.ID, ws string, idCalls []codexCall) (co
 	}
 	// The calls of id's line are its own (codexForkWhy counts what its
 	// rook forks' parents did after the fork).
-	own := map[string]bool{}
-	for _, s := range lf.line {
-		calls, err := idCalls, error(nil)
-		if s != id {
-			calls, err = r.codexCalls(s)
-		}
-		if errors.Is(err, eventlog.ErrNoSession) {
-			continue // (removed since: its fork holds its calls before the point)
-		}
-		if err != nil {
-			return fam, err
-		}
-		for _, c := range calls {
-			if c.id != "" { // (a call without an id is no one's copy)
-				own[c.id] = true
-			}
-		}
+	own, err := r.codexLineCalls(id, lf, idCalls)
+	if err != nil {
+		return fam, err
 	}
 	for _, o := range lf.members {
-		if err := r.codexFamilyWrites(&fam, o, lf.kin[o], ws, own); err != nil {
+		kin := r.codexKin(lf, o, ws)
+		if err := r.codexFamilyWrites(&fam, o, kin, ws, own); err != nil {
 			if errors.Is(err, eventlog.ErrNoSession) {
 				continue
 			}
-			fam.others = append(fam.others, codexOtherWrite{session: o, unknown: fmt.Sprintf("session %s (%s, in the same workspace) cannot be read (%v), so what it wrote is not known", o, lf.kin[o], err)})
+			fam.others = append(fam.others, codexOtherWrite{session: o, unknown: fmt.Sprintf("session %s (%s) cannot be read (%v), so what it wrote is not known", o, kin, err)})
 		}
 	}
 	// A copy of a call, in another fork, is timed by its original, and
@@ -180,41 +167,50 @@ func (r *Rook) codexFamilyOf(id eventlog.ID, ws string, idCalls []codexCall) (co
 	return fam, nil
 }
 
+// codexLineCalls are the call ids of session id's line (lf.line: it and
+// the rook forks up to an imported session): its own calls, of which a
+// Codex fork's copy of its parent's lines (or a subagent's spawned with
+// its parent's history) holds copies. idCalls are id's, read already.
+func (r *Rook) codexLineCalls(id eventlog.ID, lf importedFamily, idCalls []codexCall) (map[string]bool, error) {
+	own := map[string]bool{}
+	for _, s := range lf.line {
+		calls, err := idCalls, error(nil)
+		if s != id {
+			calls, err = r.codexCalls(s)
+		}
+		if errors.Is(err, eventlog.ErrNoSession) {
+			continue // (removed since: its fork holds its calls before the point)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range calls {
+			if c.id != "" { // (a call without an id is no one's copy)
+				own[c.id] = true
+			}
+		}
+	}
+	return own, nil
+}
+
+// codexKin says what member o of family lf is to the session lf starts
+// from, and where it was recorded from workspace ws, in words.
+func (r *Rook) codexKin(lf importedFamily, o eventlog.ID, ws string) string {
+	dir := ""
+	if m, err := r.Log.ReadMeta(o); err == nil {
+		dir = m.Workspace
+	}
+	return lf.kin[o] + ", " + recordedIn(ws, dir)
+}
+
 // codexFamilyWrites adds session o's calls to fam.
 func (r *Rook) codexFamilyWrites(fam *codexFamily, o eventlog.ID, kin, ws string, own map[string]bool) error {
-	calls, err := r.rolloutPatchCalls(o)
+	calls, cmds, ows, err := r.codexMemberCalls(o, ws, own, fam.addTime)
 	if err != nil {
 		return err
-	}
-	cmds, err := r.codexCommandCalls(o, calls)
-	if err != nil {
-		return err
-	}
-	// A Codex fork's copy of its parent's lines is written when the
-	// fork is made, right after its session_meta, and bears that time:
-	// a call there is its parent's (counted there, or as the line's
-	// own), whether or not its call id is read (an older local_shell_call
-	// has none) or its parent is still here to match it with. Its own
-	// calls come after a prompt typed and answered: seconds later.
-	var copyEnd time.Time
-	if m, err := r.Log.ReadMeta(o); err == nil && ImportedFork(m) {
-		t0, err := r.eventTime(o, 0)
-		if err != nil {
-			return err
-		}
-		copyEnd = t0.Add(codexCopyWindow)
-	}
-	copied := func(at time.Time) bool { return !copyEnd.IsZero() && !at.After(copyEnd) }
-	// A patch's relative paths are against o's own cwd (its turn's, or
-	// else its session's, which may be a directory of ws or another),
-	// named from ws.
-	ows := ws
-	if m, err := r.Log.ReadMeta(o); err == nil && rolloutAbs(m.Workspace) {
-		ows = m.Workspace
 	}
 	for _, c := range calls {
-		fam.addTime(c.id, c.at)
-		if own[c.id] || c.outcome == "failed" || copied(c.at) {
+		if c.outcome == "failed" {
 			continue
 		}
 		w := codexOtherWrite{session: o, kin: kin, seq: c.seq, at: c.at, id: c.id, paths: []string{}}
@@ -232,15 +228,61 @@ func (r *Rook) codexFamilyWrites(fam *codexFamily, o eventlog.ID, kin, ws string
 		fam.others = append(fam.others, w)
 	}
 	for _, c := range cmds {
-		fam.addTime(c.id, c.at)
-		if copied(c.at) {
-			continue
-		}
-		if !own[c.id] {
-			fam.others = append(fam.others, codexOtherWrite{session: o, kin: kin, seq: c.seq, at: c.at, id: c.id, command: true})
-		}
+		fam.others = append(fam.others, codexOtherWrite{session: o, kin: kin, seq: c.seq, at: c.at, id: c.id, command: true})
 	}
 	return nil
+}
+
+// codexMemberCalls are the patch and command calls of session o, a
+// member of a family whose line's calls are own, that are o's own
+// writes: not copies of the line's (by call id), nor in a Codex fork's
+// copy of its parent's lines; ows is the directory their relative paths
+// are against. seen is told the time of each call o has, its copies'
+// too.
+func (r *Rook) codexMemberCalls(o eventlog.ID, ws string, own map[string]bool, seen func(id string, at time.Time)) (patches []*codexPatchCall, cmds []codexCall, ows string, err error) {
+	calls, err := r.rolloutPatchCalls(o)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	allCmds, err := r.codexCommandCalls(o, calls)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	// A Codex fork's copy of its parent's lines is written when the
+	// fork is made, right after its session_meta, and bears that time:
+	// a call there is its parent's (counted there, or as the line's
+	// own), whether or not its call id is read (an older local_shell_call
+	// has none) or its parent is still here to match it with. Its own
+	// calls come after a prompt typed and answered: seconds later.
+	var copyEnd time.Time
+	if m, err := r.Log.ReadMeta(o); err == nil && ImportedFork(m) {
+		t0, err := r.eventTime(o, 0)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		copyEnd = t0.Add(codexCopyWindow)
+	}
+	copied := func(at time.Time) bool { return !copyEnd.IsZero() && !at.After(copyEnd) }
+	// A patch's relative paths are against o's own cwd (its turn's, or
+	// else its session's, which may be a directory of ws or another),
+	// named from ws.
+	ows = ws
+	if m, err := r.Log.ReadMeta(o); err == nil && rolloutAbs(m.Workspace) {
+		ows = m.Workspace
+	}
+	for _, c := range calls {
+		seen(c.id, c.at)
+		if !own[c.id] && !copied(c.at) {
+			patches = append(patches, c)
+		}
+	}
+	for _, c := range allCmds {
+		seen(c.id, c.at)
+		if !own[c.id] && !copied(c.at) {
+			cmds = append(cmds, c)
+		}
+	}
+	return patches, cmds, ows, nil
 }
 
 func (fam *codexFamily) addTime(id string, at time.Time) {

@@ -17,14 +17,15 @@ func (c *codexForkPair) codexSubagentIn(dir, patch string) {
 // A Codex subagent recorded in ws/sub patches "app.py", ws/sub/app.py,
 // after P's patch of sub/app.py: a rewind of P to before its patch must
 // not undo it on the disk keeping the subagent's Q (a file that never
-// was).
+// was). The refusal says where the subagent was recorded: not "in the
+// same workspace", as it had.
 func TestCodexRewindSubagentInASubdirectoryWritesItsOwnCwdsFile(t *testing.T) {
 	c := newCodexForkPair(t)
 	c.p = append(c.p, patchLines("p1", "*** Update File: sub/app.py\n@@\n-a\n+A", "00:02")...)
 	c.codexSubagentIn(filepath.Join(c.ws, "sub"), "*** Update File: app.py\n@@\n-q\n+Q")
 	r, p, f, pCalls, _ := c.imported(tree{"sub/app.py": "A\nx\nQ\n", "app.py": "q\n"})
 	_, err := r.Rewind(p, pCalls[0], false)
-	refusedFor(t, err, "sub/app.py", "session "+f.String()+" (a Codex subagent of this session, in the same workspace) ran the patch of event #")
+	refusedFor(t, err, "sub/app.py", "session "+f.String()+" (a Codex subagent of this session, in the workspace's subdirectory sub) ran the patch of event #")
 	if got := c.read("sub/app.py"); got != "A\nx\nQ\n" {
 		t.Fatalf("sub/app.py after the refusal: %q", got)
 	}
@@ -43,4 +44,16 @@ func TestCodexRewindSubagentInASubdirectoryNotTheWorkspacesFile(t *testing.T) {
 	if got := c.read("app.py") + c.read("sub/app.py"); got != "a\nx\nQ\n" {
 		t.Fatalf("files: %q", got)
 	}
+}
+
+// A Codex subagent recorded in the directory the workspace is in patches
+// "ws/app.py", P's app.py: the refusal says so, not that it was in the
+// same workspace.
+func TestCodexRewindSubagentInTheWorkspacesParent(t *testing.T) {
+	c := newCodexForkPair(t)
+	c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A", "00:02")...)
+	c.codexSubagentIn(c.dir, "*** Update File: ws/app.py\n@@\n-q\n+Q")
+	r, p, f, pCalls, _ := c.imported(tree{"app.py": "A\nx\nQ\n"})
+	_, err := r.Rewind(p, pCalls[0], false)
+	refusedFor(t, err, "app.py", "session "+f.String()+" (a Codex subagent of this session, in "+c.dir+", a directory containing the workspace) ran the patch of event #")
 }

@@ -35,15 +35,44 @@ import (
 // that no imported session linked to it holds (lf.sources), each once,
 // from its earliest spawn; id is the session rewound.
 func (r *Rook) codexMissingSubagents(id eventlog.ID, lf importedFamily) ([]codexOtherWrite, error) {
-	type spawn struct {
-		session eventlog.ID
-		seq     uint64
-		out     time.Time // the output's time
-		at      time.Time // the call's (zero: not read)
+	miss, _, err := r.codexMissingSpawns(id, lf, append(append([]eventlog.ID{}, lf.line...), lf.members...))
+	if err != nil {
+		return nil, err
 	}
-	first := map[string]spawn{}
+	var out []codexOtherWrite
+	for _, s := range miss {
+		whose := "this session"
+		if s.session != id {
+			whose = "session " + s.session.String()
+		}
+		when := "its call's time not read: at any time"
+		if !s.at.IsZero() {
+			when = "from " + s.at.UTC().Format("2006-01-02 15:04:05.000") + " on"
+		}
+		// (Where it worked is not known: its session is not here.)
+		why := fmt.Sprintf("the Codex subagent %s, spawned by the spawn_agent call whose output is event #%d of %s, is in no imported session linked to it: its session was removed from rook since (session rm), or its rollout was never imported, and it may have written the workspace's files, on its own, %s, so what it wrote is not known", s.agent, s.seq, whose, when)
+		if s.path != "" {
+			why += fmt.Sprintf("; import its rollout again (`rook import codex %s`: it is linked to its parent) and run this again", ShellQuote(s.path))
+		} else {
+			why += fmt.Sprintf("; its rollout (rollout-*-%s.jsonl, .zst too) is not found beside the rollouts of the sessions linked to it (Codex writes them under ~/.codex/sessions/YYYY/MM/DD): import it if you find it (`rook import codex <its file>`: it is linked to its parent) and run this again", s.agent)
+		}
+		out = append(out, codexOtherWrite{session: s.session, seq: s.seq, at: s.at, since: true, sinceWhy: why})
+	}
+	return out, nil
+}
+
+// codexMissingSpawns reads the spawn_agent outputs of sessions (in
+// order) of family lf: the subagents they name that no imported session
+// linked to it holds (lf.sources), each once, at its earliest spawn, with
+// its rollout when it is found (codexRolloutOf); and reported, the thread
+// of every subagent they name, held or not. id is the session asked of
+// (another of sessions removed since is passed over: its fork holds its
+// events).
+func (r *Rook) codexMissingSpawns(id eventlog.ID, lf importedFamily, sessions []eventlog.ID) (miss []missingSubagent, reported map[string]bool, err error) {
+	first := map[string]missingSubagent{}
+	reported = map[string]bool{}
 	var order []string
-	for _, s := range append(append([]eventlog.ID{}, lf.line...), lf.members...) {
+	for _, s := range sessions {
 		callAt := map[string]time.Time{}
 		for from := uint64(0); ; {
 			evs, err := r.Log.Read(s, from, 1024)
@@ -51,7 +80,7 @@ func (r *Rook) codexMissingSubagents(id eventlog.ID, lf importedFamily) ([]codex
 				if from == 0 && s != id && errors.Is(err, eventlog.ErrNoSession) {
 					break // (removed since: its fork holds its events before the point)
 				}
-				return nil, err
+				return nil, nil, err
 			}
 			if len(evs) == 0 {
 				break
@@ -71,11 +100,12 @@ func (r *Rook) codexMissingSubagents(id eventlog.ID, lf importedFamily) ([]codex
 					}
 					for _, p := range r.codexPayloads(ev.Body, need) {
 						for _, th := range codexSpawnedIDs(p.Output) {
+							reported[th] = true
 							if lf.sources[th] {
 								continue
 							}
-							sp := spawn{session: s, seq: ev.Seq, out: ev.Time, at: callAt[p.CallID]}
-							if sp.at.After(sp.out) {
+							sp := missingSubagent{agent: th, session: s, seq: ev.Seq, at: callAt[p.CallID]}
+							if sp.at.After(ev.Time) {
 								sp.at = time.Time{}
 							}
 							prev, ok := first[th]
@@ -92,26 +122,12 @@ func (r *Rook) codexMissingSubagents(id eventlog.ID, lf importedFamily) ([]codex
 			from = evs[len(evs)-1].Seq + 1
 		}
 	}
-	var out []codexOtherWrite
 	for _, th := range order {
 		sp := first[th]
-		whose := "this session"
-		if sp.session != id {
-			whose = "session " + sp.session.String()
-		}
-		when := "its call's time not read: at any time"
-		if !sp.at.IsZero() {
-			when = "from " + sp.at.UTC().Format("2006-01-02 15:04:05.000") + " on"
-		}
-		why := fmt.Sprintf("the Codex subagent %s, spawned by the spawn_agent call whose output is event #%d of %s, is in no imported session linked to it: its session was removed from rook since (session rm), or its rollout was never imported, and it worked in the same workspace on its own, %s, so what it wrote is not known", th, sp.seq, whose, when)
-		if p := r.codexRolloutOf(lf, th); p != "" {
-			why += fmt.Sprintf("; import its rollout again (`rook import codex %s`: it is linked to its parent) and run this again", ShellQuote(p))
-		} else {
-			why += fmt.Sprintf("; its rollout (rollout-*-%s.jsonl, .zst too) is not found beside the rollouts of the sessions linked to it (Codex writes them under ~/.codex/sessions/YYYY/MM/DD): import it if you find it (`rook import codex <its file>`: it is linked to its parent) and run this again", th)
-		}
-		out = append(out, codexOtherWrite{session: sp.session, seq: sp.seq, at: sp.at, since: true, sinceWhy: why})
+		sp.path = r.codexRolloutOf(lf, th)
+		miss = append(miss, sp)
 	}
-	return out, nil
+	return miss, reported, nil
 }
 
 // codexPayloads are the Codex items of an imported event's body; none

@@ -101,12 +101,13 @@ type SessionDiff struct {
 	// the workspace, and nothing is read through it. They are not in Files.
 	Uncompared []UncomparedFile `json:"uncompared,omitempty"`
 	// Notes say, of an imported Claude Code session, each file compared
-	// with its state before one of the session's subagents changed it,
-	// and each subagent whose changes are not shown (its session removed,
-	// or never imported).
+	// with its state before one of the session's subagents changed it (of
+	// an imported Codex session, each file its subagents' patches
+	// changed: codex_diff_subagents.go), and each subagent whose changes
+	// are not shown (its session removed, or never imported).
 	Notes []string `json:"notes,omitempty"`
-	// MissingSubagents are the agentIds of those subagents (each in a
-	// note): what they changed is not in Files.
+	// MissingSubagents are the agentIds (a Codex subagent's thread id) of
+	// those subagents (each in a note): what they changed is not in Files.
 	MissingSubagents []string `json:"missing_subagents,omitempty"`
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rookhq/rook/eventlog"
 )
@@ -161,6 +162,86 @@ func inWorkspace(ws, dir string) bool {
 // session started in ws/sub). Its edits of files outside ws are not read.
 func sharesWorkspace(ws, dir string) bool {
 	return inWorkspace(ws, dir) || filepath.IsAbs(ws) && inWorkspace(filepath.Clean(dir), ws)
+}
+
+// recordedIn says, for a message, where a linked session recorded in dir
+// (its cwd) is from workspace ws: a session started after a `cd`
+// records a directory in ws or one ws is in (sharesWorkspace), and its
+// changes are read all the same, but it was not in the same workspace.
+func recordedIn(ws, dir string) string {
+	abs := filepath.IsAbs(ws) && filepath.IsAbs(dir)
+	switch {
+	case dir == "":
+		return "its workspace not recorded"
+	case ws != "" && filepath.Clean(dir) == filepath.Clean(ws):
+		return "in the same workspace"
+	case abs && inWorkspace(ws, dir):
+		rel, _ := filepath.Rel(ws, filepath.Clean(dir))
+		return "in the workspace's subdirectory " + filepath.ToSlash(rel)
+	case abs && inWorkspace(filepath.Clean(dir), ws):
+		return "in " + filepath.Clean(dir) + ", a directory containing the workspace"
+	case abs:
+		return "recorded in " + filepath.Clean(dir) + ", outside the workspace"
+	}
+	return "recorded in " + dir
+}
+
+// diffSubagents are the members of fam whose changes a diff of the
+// session fam starts from counts as its own: its imported subagents (a
+// Claude Code Task's, a Codex spawn_agent's, linked to it), theirs (a
+// Codex subagent may spawn its own), and those a result of the diffed
+// session reports (reported: source ids), as a fork's copy of its
+// parent's Task result (or spawn_agent output) reports the parent's
+// subagent. Not its forks, nor the session it came from: their changes
+// are theirs.
+func (r *Rook) diffSubagents(fam importedFamily, reported map[string]bool) map[eventlog.ID]bool {
+	subs := map[eventlog.ID]bool{}
+	for more := true; more; {
+		more = false
+		for _, o := range fam.members {
+			if subs[o] {
+				continue
+			}
+			m, err := r.Log.ReadMeta(o)
+			if err != nil || m.Parent == nil || !slices.Contains(m.Tags, subagentTag) {
+				continue
+			}
+			if *m.Parent == fam.start || subs[*m.Parent] || reported[childSourceID(m)] {
+				subs[o], more = true, true
+			}
+		}
+	}
+	return subs
+}
+
+// lineEnd is the time a rook fork's line (session fork, a rewind's fork)
+// ends at: its fork point's, as its diff reads it; what came after that
+// in the session it was forked from, its subagents' changes too, is not
+// its line's. Zero for a line of no rook fork.
+func (r *Rook) lineEnd(fam importedFamily) (time.Time, error) {
+	var end time.Time
+	for i := 1; i < len(fam.line); i++ {
+		cm, err := r.Log.ReadMeta(fam.line[i-1])
+		if err != nil {
+			break
+		}
+		_, k, ok := cm.ForkedFrom()
+		if !ok {
+			break
+		}
+		t, err := r.eventTime(fam.line[i], k)
+		if err != nil && k > 0 {
+			// (Removed since: the fork's copy of the event before it.)
+			t, err = r.eventTime(fam.line[i-1], k-1)
+		}
+		if err != nil {
+			return end, err
+		}
+		if end.IsZero() || t.Before(end) {
+			end = t
+		}
+	}
+	return end, nil
 }
 
 // elsewhere says whether session id, read, is in another workspace (a

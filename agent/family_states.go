@@ -58,7 +58,7 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 		}
 		// What it wrote after its fork (or subagent) began, in the same
 		// workspace, is not known: any state after that may hold it.
-		return fmt.Errorf("cannot rewind the files: session %s, which %s came from, was removed from rook since (session rm), and it worked in the same workspace: what it wrote after %s began is not known, so the files' states after the point may hold it; put them back yourself and rewind with --keep-files, which rewinds the conversation only", gone, child, child)
+		return fmt.Errorf("cannot rewind the files: session %s, which %s came from, was removed from rook since (session rm), and it may have written the workspace's files: what it wrote after %s began is not known, so the files' states after the point may hold it; put them back yourself and rewind with --keep-files, which rewinds the conversation only", gone, child, child)
 	}
 	// A subagent removed since (or never imported) that a Task result
 	// after the point reports: nothing else names it
@@ -71,23 +71,23 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 			return err
 		}
 		for _, s := range miss {
-			where := fmt.Sprintf("event #%d", s.seq)
-			if s.session != id {
-				where = s.where(id, fam) // (a subagent's subagent)
-			}
-			n := fmt.Sprintf("the Claude Code subagent %s, whose Task result is %s, is in no imported session linked to %s (removed since, or never imported): the files it changed are not shown unless %s changed them too", s.agent, where, fam.this(id), fam.this(id))
+			hint := ""
 			if s.path != "" {
-				n += fmt.Sprintf("; `rook import claude-code %s` imports it, linked", ShellQuote(s.path))
+				hint = fmt.Sprintf("`rook import claude-code %s` imports it, linked", ShellQuote(s.path))
 			}
-			st.linkedNotes = append(st.linkedNotes, n)
+			st.linkedNotes = append(st.linkedNotes, missingSubagentNote("Claude Code", "Task result", id, fam, s, hint))
 			st.missingSubagents = append(st.missingSubagents, s.agent)
 		}
 	} else if err := r.missingSubagentRefusal(id, to, fam); err != nil {
 		return err
 	}
+	var subs map[eventlog.ID]bool
+	if forDiff {
+		subs = r.diffSubagents(fam, reported)
+	}
 	var members []eventlog.ID
 	for _, o := range fam.members {
-		if sharesWorkspace(ws, r.transcriptWorkspace(o)) && (!forDiff || r.diffSubagent(o, fam.start, reported)) {
+		if sharesWorkspace(ws, r.transcriptWorkspace(o)) && (!forDiff || subs[o]) {
 			members = append(members, o)
 		}
 	}
@@ -118,16 +118,21 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 		b, ok := own[p]
 		return !ok || t.Before(b)
 	}
+	// What each is, and where it was recorded, in words.
+	kin := map[eventlog.ID]string{}
+	for _, o := range members {
+		kin[o] = fam.kin[o] + ", " + recordedIn(ws, r.transcriptWorkspace(o))
+	}
 	for _, o := range members {
 		from, err := r.firstEventWhen(o, after)
 		if err != nil {
-			return fmt.Errorf("session %s (%s, in the same workspace) cannot be read: %w", o, fam.kin[o], err)
+			return fmt.Errorf("session %s (%s) cannot be read: %w", o, kin[o], err)
 		}
 		// (Its paths read from ws, a directory in which it may have
 		// started: inWorkspace.)
 		so, err := r.capturedStatesIn(o, from, true, ws)
 		if err != nil {
-			return fmt.Errorf("session %s (%s, in the same workspace) cannot be read: %w", o, fam.kin[o], err)
+			return fmt.Errorf("session %s (%s) cannot be read: %w", o, kin[o], err)
 		}
 		if so.Root != "" && filepath.Clean(so.Root) != ws {
 			continue
@@ -187,7 +192,7 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 		if forDiff {
 			st.linkedNotes = append(st.linkedNotes, fmt.Sprintf("%s: compared with the file as it was before session %s (%s) changed it", p, w.session, fam.kin[w.session]))
 		} else {
-			st.linkedNotes = append(st.linkedNotes, fmt.Sprintf("%s: put back as it was when session %s (%s, in the same workspace) first changed it after the point, before this session did", p, w.session, fam.kin[w.session]))
+			st.linkedNotes = append(st.linkedNotes, fmt.Sprintf("%s: put back as it was when session %s (%s) first changed it after the point, before this session did", p, w.session, kin[w.session]))
 		}
 	}
 	if taken {
@@ -195,16 +200,6 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 	}
 	slices.SortFunc(st.Unknown, func(a, b UncomparedFile) int { return strings.Compare(a.Path, b.Path) })
 	return nil
-}
-
-// diffSubagent says whether session id is an imported subagent whose
-// changes a diff of session start's line counts: one of start's (a Claude
-// Code Task's, linked to it), or one a Task result of the diffed session
-// reports (reported: source ids), as a Claude Code fork's copy of its
-// parent's Task result reports the parent's subagent.
-func (r *Rook) diffSubagent(id, start eventlog.ID, reported map[string]bool) bool {
-	m, err := r.Log.ReadMeta(id)
-	return err == nil && m.Parent != nil && slices.Contains(m.Tags, subagentTag) && (*m.Parent == start || reported[childSourceID(m)])
 }
 
 // claudeContinuation says whether session id is a Claude Code session
@@ -244,30 +239,12 @@ func (r *Rook) afterThePoint(id eventlog.ID, to uint64, fam importedFamily) (fun
 			return nil, err
 		}
 	}
-	// A rook fork's line (session fork, a rewind's fork) ends at its fork
-	// point, as its diff reads it: what came after that in the session it
-	// was forked from, its subagents' edits too, is not its line's.
-	var tCap time.Time
-	for i := 1; i < len(fam.line); i++ {
-		cm, err := r.Log.ReadMeta(fam.line[i-1])
-		if err != nil {
-			break
-		}
-		_, k, ok := cm.ForkedFrom()
-		if !ok {
-			break
-		}
-		t, err := r.eventTime(fam.line[i], k)
-		if err != nil && k > 0 {
-			// (Removed since: the fork's copy of the event before it.)
-			t, err = r.eventTime(fam.line[i-1], k-1)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if tCap.IsZero() || t.Before(tCap) {
-			tCap = t
-		}
+	// A rook fork's line ends at its fork point (lineEnd): what came
+	// after that in the session it was forked from, its subagents' edits
+	// too, is not its line's.
+	tCap, err := r.lineEnd(fam)
+	if err != nil {
+		return nil, err
 	}
 	return func(t time.Time) bool {
 		return !t.Before(tTo) && (to == 0 || t.After(tPrev)) && (tCap.IsZero() || t.Before(tCap))

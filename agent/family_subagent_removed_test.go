@@ -46,7 +46,8 @@ func TestRewindFamilyRemovedSubagent(t *testing.T) {
 	_, err := r.Rewind(parent, 1, false)
 	subFile := filepath.Join(e.dir, "home", ".claude", "projects", "-ws", "s1", "subagents", "agent-a1b2c3d.jsonl")
 	if err == nil || !strings.Contains(err.Error(), "subagent a1b2c3d") || !strings.Contains(err.Error(), "removed from rook since (session rm)") ||
-		!strings.Contains(err.Error(), "rook import claude-code "+subFile) || !strings.Contains(err.Error(), "--keep-files") {
+		!strings.Contains(err.Error(), "rook import claude-code "+subFile) || !strings.Contains(err.Error(), "--keep-files") ||
+		!strings.Contains(err.Error(), "or its transcript was never imported, and it may have written the workspace's files: what it wrote is not known") {
 		t.Fatalf("rewind: %v, want a refusal naming the subagent", err)
 	}
 	wsUnchanged(t, e)

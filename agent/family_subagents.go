@@ -142,9 +142,11 @@ var noSubagents = map[string]bool{"Read": true, "Edit": true, "MultiEdit": true,
 	"Bash": true, "BashOutput": true, "Grep": true, "Glob": true, "TodoWrite": true, "WebFetch": true, "WebSearch": true}
 
 // missingSubagent is a subagent a Task result of the session reports
-// that no imported session linked to it holds (removed since, or never
-// imported): its agentId, the result's seq, and where its transcript is
-// to import again ("" when it is not found).
+// (or a Codex spawn_agent output names) that no imported session linked
+// to it holds (removed since, or never imported): its agentId (a Codex
+// thread id), the result's seq, and where its transcript is to import
+// again ("" when it is not found). Of Codex's, also the session whose
+// output names it, and the time of its spawn_agent call (zero: not read).
 type missingSubagent struct {
 	agent string
 	// session is whose event the result is: the session asked of, or a
@@ -153,16 +155,33 @@ type missingSubagent struct {
 	session eventlog.ID
 	seq     uint64
 	path    string
+	at      time.Time
 }
 
 // where names the result's event in the words of fam, whose rewound (or
 // diffed) session is id: "event #N of this session", or of the
 // subagent's session it is in.
 func (s missingSubagent) where(id eventlog.ID, fam importedFamily) string {
-	if s.session == id {
+	if s.session.IsZero() || s.session == id {
 		return fmt.Sprintf("event #%d of %s", s.seq, fam.this(id))
 	}
 	return fmt.Sprintf("event #%d of session %s (%s)", s.seq, s.session, fam.kin[s.session])
+}
+
+// missingSubagentNote is a diff's note of subagent s of agent what, whose
+// result (its kind named by result) no imported session linked to
+// session id holds (fam its family): the diff is not refused, its
+// changes are not shown; hint says how to import it, if it is said.
+func missingSubagentNote(what, result string, id eventlog.ID, fam importedFamily, s missingSubagent, hint string) string {
+	at := fmt.Sprintf("event #%d", s.seq)
+	if !s.session.IsZero() && s.session != id {
+		at = s.where(id, fam) // (a subagent's subagent)
+	}
+	n := fmt.Sprintf("the %s subagent %s, whose %s is %s, is in no imported session linked to %s (removed since, or never imported): the files it changed are not shown unless %[5]s changed them too", what, s.agent, result, at, fam.this(id))
+	if hint != "" {
+		n += "; " + hint
+	}
+	return n
 }
 
 // missingSubagents are those Task results of imported Claude Code session
@@ -239,7 +258,7 @@ func (r *Rook) missingSubagentRefusal(id eventlog.ID, to uint64, fam importedFam
 		return err
 	}
 	s := miss[0]
-	what := fmt.Sprintf("cannot rewind the files: the Claude Code subagent %s, whose Task result is %s (at or after the point), is in no imported session linked to it: its session was removed from rook since (session rm), or its transcript was never imported, and it worked in the same workspace: what it wrote is not known, so the files' states after the point may hold it", s.agent, s.where(id, fam))
+	what := fmt.Sprintf("cannot rewind the files: the Claude Code subagent %s, whose Task result is %s (at or after the point), is in no imported session linked to it: its session was removed from rook since (session rm), or its transcript was never imported, and it may have written the workspace's files: what it wrote is not known, so the files' states after the point may hold it", s.agent, s.where(id, fam))
 	if s.path != "" {
 		return fmt.Errorf("%s; import its transcript again (`rook import claude-code %s`: it is linked to its parent) and run this again, or put the files back yourself and rewind with --keep-files, which rewinds the conversation only", what, ShellQuote(s.path))
 	}

@@ -47,12 +47,28 @@ func claudeSubagentInSubdir(t *testing.T, backup bool) (*Rook, *editTranscript, 
 // subagent did (A2, X1) and exited 0.
 func TestRewindFamilySubagentInASubdirectory(t *testing.T) {
 	r, e, parent := claudeSubagentInSubdir(t, false)
-	if _, err := r.Rewind(parent, 3, false); err != nil {
+	rw, err := r.Rewind(parent, 3, false)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if got := readFileT(t, filepath.Join(e.ws, "a.txt")) + readFileT(t, filepath.Join(e.ws, "sub", "x.txt")); got != "A1\nX0\n" {
 		t.Fatalf("files: %q", got)
 	}
+	// Its notes say where the subagent was recorded: not "in the same
+	// workspace", as they had.
+	if want := "(a Claude Code subagent of this session, in the workspace's subdirectory sub) first changed it"; !notesHave(rw.Notes, "sub/x.txt: put back", want) {
+		t.Fatalf("notes %q: no %q", rw.Notes, want)
+	}
+}
+
+// notesHave says whether a note begins with prefix and holds want.
+func notesHave(notes []string, prefix, want string) bool {
+	for _, n := range notes {
+		if strings.HasPrefix(n, prefix) && strings.Contains(n, want) {
+			return true
+		}
+	}
+	return false
 }
 
 // Its diff shows sub/x.txt, which only the subagent changed, as the
@@ -126,8 +142,12 @@ func TestRewindFamilySubagentInTheWorkspacesParent(t *testing.T) {
 	if got, _, _ := diffFiles(t, r, parent); len(got) != 3 {
 		t.Fatalf("diff: %v", got)
 	}
-	if _, err := r.Rewind(parent, 3, false); err != nil {
+	rw, err := r.Rewind(parent, 3, false)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if want := "(a Claude Code subagent of this session, in " + e.dir + ", a directory containing the workspace) first changed it"; !notesHave(rw.Notes, "a.txt: put back", want) {
+		t.Fatalf("notes %q: no %q", rw.Notes, want)
 	}
 	at := func(p string) string { return readFileT(t, filepath.Join(e.ws, p)) }
 	if got := at("a.txt") + at("sub/x.txt") + at("sub/y.txt"); got != "A0\nX0\nY1\n" {

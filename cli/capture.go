@@ -184,6 +184,11 @@ func fromRollout(d agent.SessionDiff) string {
 		outside = "the rollout names no workspace, so a file it names by an absolute path (or by one that climbs, ../) is named from .. in the patch, which git apply refuses: it writes nothing outside the directory it runs in"
 	}
 	s := fmt.Sprintf("from the %d patch(es) the Codex rollout says applied", p.Applied)
+	if p.FromSubagents > 0 {
+		// Its subagents' patches are its changes too (the notes say which
+		// files they changed).
+		s = fmt.Sprintf("from the %d patch(es) the Codex rollouts of the session and its subagents say applied (%d of them its subagents')", p.Applied, p.FromSubagents)
+	}
 	if p.Failed+p.Unconfirmed+p.Unread > 0 {
 		s += " (" + leftOut(p) + ": left out)"
 	}

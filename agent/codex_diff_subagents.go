@@ -1,0 +1,189 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rookhq/rook/eventlog"
+)
+
+// A Codex subagent (a thread spawned with spawn_agent) applies its patches
+// in its parent's workspace for it, in its own rollout, imported as a
+// child session: the parent's diff reads them as a rewind of it to event
+// 0 does (codex_family.go), as a Claude Code diff reads its subagents'
+// edits (family_states.go, diffSubagents): its imported subagents' own
+// patches (not copies of its calls, nor those after a rook fork's point)
+// are replayed with its own, in the order they came by time, each file
+// they changed said in a note; a subagent a spawn_agent output of the
+// session names that no imported session holds is said in a note, with
+// its rollout to import, and its changes are not shown (the diff is not
+// refused). Not its forks, nor the session it came from: their changes
+// are theirs.
+
+// codexDiffFamily is what the diff of an imported Codex session reads of
+// its subagents.
+type codexDiffFamily struct {
+	calls []codexDiffCall // its subagents', by time
+	kin   map[eventlog.ID]string
+	// orig: the earliest time of each call id among the sessions the
+	// diffed one's imported session was forked from (a Codex fork's copy
+	// of their lines bears the fork's time: a copied call's is its
+	// original's).
+	orig    map[string]time.Time
+	notes   []string
+	missing []string
+}
+
+// codexDiffSubagents reads, for the diff of imported Codex session id
+// (workspace ws, own its patch calls), its imported subagents' patch
+// calls and the subagents its spawn_agent outputs (and theirs) name that
+// no imported session holds.
+func (r *Rook) codexDiffSubagents(id eventlog.ID, ws string, own []*codexPatchCall) (codexDiffFamily, error) {
+	df := codexDiffFamily{kin: map[eventlog.ID]string{}, orig: map[string]time.Time{}}
+	in := ws
+	if !filepath.IsAbs(ws) {
+		in = "" // (not told apart from another: a Windows rollout's, say)
+	}
+	lf, err := r.importedFamilyOf(id, "Codex", in)
+	if err != nil {
+		return df, err
+	}
+	if lf.tooMany != "" {
+		df.notes = append(df.notes, lf.tooMany+": files only its subagents changed are not shown")
+		return df, nil
+	}
+	miss, reported, err := r.codexMissingSpawns(id, lf, []eventlog.ID{id})
+	if err != nil {
+		return df, err
+	}
+	subs := r.diffSubagents(lf, reported)
+	var members []eventlog.ID
+	for _, o := range lf.members {
+		if subs[o] {
+			members = append(members, o)
+		}
+	}
+	if len(members) > 0 {
+		// Those its subagents spawned in turn.
+		more, _, err := r.codexMissingSpawns(id, lf, members)
+		if err != nil {
+			return df, err
+		}
+		for _, s := range more {
+			if !containsAgent(miss, s.agent) {
+				miss = append(miss, s)
+			}
+		}
+	}
+	for _, s := range miss {
+		hint := fmt.Sprintf("its rollout (rollout-*-%s.jsonl, .zst too) is not found beside the rollouts of the sessions linked to it (Codex writes them under ~/.codex/sessions/YYYY/MM/DD): `rook import codex <its file>` imports it, linked, if you find it", s.agent)
+		if s.path != "" {
+			hint = fmt.Sprintf("`rook import codex %s` imports it, linked", ShellQuote(s.path))
+		}
+		df.notes = append(df.notes, missingSubagentNote("Codex", "spawn_agent output", id, lf, s, hint))
+		df.missing = append(df.missing, s.agent)
+	}
+	if len(members) == 0 {
+		return df, nil
+	}
+	idCalls, err := r.codexCallsOf(id, own)
+	if err != nil {
+		return df, err
+	}
+	line, err := r.codexLineCalls(id, lf, idCalls)
+	if err != nil {
+		return df, err
+	}
+	end, err := r.lineEnd(lf)
+	if err != nil {
+		return df, err
+	}
+	for _, o := range members {
+		calls, _, ows, err := r.codexMemberCalls(o, ws, line, func(string, time.Time) {})
+		if err != nil {
+			return df, fmt.Errorf("session %s (%s) cannot be read: %w", o, r.codexKin(lf, o, ws), err)
+		}
+		df.kin[o] = lf.kin[o]
+		for _, c := range calls {
+			if end.IsZero() || c.at.Before(end) {
+				df.calls = append(df.calls, codexDiffCall{c: c, session: o, ws: ows})
+			}
+		}
+	}
+	sort.SliceStable(df.calls, func(i, j int) bool { return df.calls[i].c.at.Before(df.calls[j].c.at) })
+	if len(df.calls) > 0 {
+		// A Codex fork's copy of its parent's lines bears the fork's time:
+		// its calls come where their originals did.
+		m, err := r.Log.ReadMeta(lf.start)
+		for i := 0; err == nil && i < maxFamily && ImportedFork(m); i++ {
+			calls, err := r.rolloutPatchCalls(*m.Parent)
+			if errors.Is(err, eventlog.ErrNoSession) {
+				break // (removed since: the copy's times stand)
+			}
+			if err != nil {
+				return df, err
+			}
+			for _, c := range calls {
+				if t, ok := df.orig[c.id]; c.id != "" && (!ok || c.at.Before(t)) {
+					df.orig[c.id] = c.at
+				}
+			}
+			m, err = r.Log.ReadMeta(*m.Parent)
+		}
+	}
+	return df, nil
+}
+
+func containsAgent(miss []missingSubagent, agent string) bool {
+	for _, s := range miss {
+		if s.agent == agent {
+			return true
+		}
+	}
+	return false
+}
+
+// codexDiffCall is a patch call a diff replays: the session's own
+// (session zero), or one of its subagents'.
+type codexDiffCall struct {
+	c       *codexPatchCall
+	session eventlog.ID
+	ws      string // the directory its relative paths are against (a subagent's)
+}
+
+// order is the session's own calls (by seq) and its subagents', each of
+// those before the first own call that came after it (by time, a copied
+// call's its original's).
+func (df codexDiffFamily) order(own []*codexPatchCall, ws string) []codexDiffCall {
+	out := make([]codexDiffCall, 0, len(own)+len(df.calls))
+	next := 0
+	for _, c := range own {
+		at := c.at
+		if t, ok := df.orig[c.id]; ok && t.Before(at) {
+			at = t
+		}
+		for ; next < len(df.calls) && df.calls[next].c.at.Before(at); next++ {
+			out = append(out, df.calls[next])
+		}
+		out = append(out, codexDiffCall{c: c, ws: ws})
+	}
+	return append(out, df.calls[next:]...)
+}
+
+// note says, of a file whose section holds patches of the sessions
+// subs, where its changes come from; both: the session's own patches
+// changed it too.
+func (df codexDiffFamily) note(p string, subs []eventlog.ID, both bool) string {
+	names := make([]string, len(subs))
+	for i, s := range subs {
+		names[i] = fmt.Sprintf("session %s (%s)", s, df.kin[s])
+	}
+	if both {
+		return fmt.Sprintf("%s: from this session's patches and those of %s, in the order they came", p, strings.Join(names, " and "))
+	}
+	return fmt.Sprintf("%s: from the patches of %s", p, strings.Join(names, " and "))
+}

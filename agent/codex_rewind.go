@@ -507,11 +507,12 @@ type CodexRewound struct {
 	Path string `json:"path"`
 	How  string `json:"how"`
 	From string `json:"from,omitempty"`
-	// Disk, of a file to remove (How absent or said-absent), is what the
-	// rewind found there when it was not a file it removed:
-	// DiskNotThere, DiskDirRemoved, DiskDirKept or DiskUnderLink.
-	// Empty: the rewind did what How says (wrote the file, or removed the
-	// file there).
+	// Disk is what the rewind found there when it did not do what How
+	// says: of a file to write, DiskAsThen (it held that already); of
+	// a file to remove (How absent or said-absent), when it was not a
+	// file it removed, DiskNotThere, DiskDirRemoved, DiskDirKept or
+	// DiskUnderLink. Empty: the rewind did what How says (wrote the
+	// file, or removed the file there).
 	Disk   string  `json:"disk,omitempty"`
 	fromID cas.Key // reversed: the id of From's content as read
 }

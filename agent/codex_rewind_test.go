@@ -731,3 +731,32 @@ func TestCodexRewindAbsentLink(t *testing.T) {
 		})
 	}
 }
+
+// A rollout file already as the patches say it was at the point is not
+// written, and says so ("disk":"as-then"), as a transcript's file does:
+// same.txt, added whole and patched after the point, put back by hand
+// since, and old.txt, which the session changed after the point and
+// changed back, so that undoing the patches on it leaves it as it is.
+// Only a.txt is put back; the count of files put back had counted them
+// all.
+func TestCodexRewindSaysWhatItDid(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Add File: a.txt\n+a0\n*** Add File: same.txt\n+s0")
+	s.patch("*** Update File: a.txt\n@@\n-a0\n+a1\n*** Update File: same.txt\n@@\n-s0\n+s1\n*** Update File: old.txt\n@@\n-o0\n+o1")
+	s.patch("*** Update File: old.txt\n@@\n-o1\n+o0")
+	r, id, seqs := s.imported(tree{"a.txt": "a1\n", "same.txt": "s0\n", "old.txt": "o0\n"})
+	rw, err := r.Rewind(id, seqs[1], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"path":"a.txt","how":"replayed"},{"path":"old.txt","how":"reversed","from":"old.txt","disk":"as-then"},{"path":"same.txt","how":"replayed","disk":"as-then"}]`
+	if got := rolloutJSON(t, rw); got != want {
+		t.Fatalf("rollout files\n %s, want\n %s", got, want)
+	}
+	if rw.FromRollout != 3 || rw.FilesRestored != 1 || rw.FilesRemoved != 0 {
+		t.Fatalf("rewind %+v", rw)
+	}
+	if got, want := s.listing(), "a.txt=a0 old.txt=o0 same.txt=s0"; got != want {
+		t.Fatalf("workspace %q, want %q", got, want)
+	}
+}

@@ -426,7 +426,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 	if plan == nil {
 		// Nothing to write nor remove (a removal under a file now,
 		// passed over): no file to remove was there.
-		rep.RolloutFiles = removedAsSaid(rep.RolloutFiles, nil)
+		rep.RolloutFiles = rolloutRewound(rep.RolloutFiles, nil)
 		rep.TranscriptFiles = transcriptRewound(transcript, nil)
 		return rep, r.Flush()
 	}
@@ -444,7 +444,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 	if err != nil {
 		return rep, fmt.Errorf("%w; `%s` puts back what was there", err, rep.Undo)
 	}
-	rep.RolloutFiles = removedAsSaid(rep.RolloutFiles, plan)
+	rep.RolloutFiles = rolloutRewound(rep.RolloutFiles, plan)
 	rep.TranscriptFiles = transcriptRewound(transcript, plan)
 	rep.DiskChanged = rep.FilesRestored+rep.FilesRemoved+rep.DirsMade+rep.DirsRemoved > 0 || plan.modesGiven()
 	done, _ := json.Marshal(struct {
@@ -544,16 +544,28 @@ func rewoundTitle(m eventlog.Meta, to uint64) string {
 	return strings.TrimSpace(fmt.Sprintf("%s @%d", title, to))
 }
 
-// removedAsSaid says, of each rollout file the rewind was to remove (How
-// absent or said-absent), what it found there (CodexRewound.Disk):
-// removedDisk.
-func removedAsSaid(files []CodexRewound, plan *Plan) []CodexRewound {
+// rolloutRewound says, of each rollout file, what the rewind did
+// (CodexRewound.Disk): rewoundDisk, of one to remove where How is absent
+// or said-absent.
+func rolloutRewound(files []CodexRewound, plan *Plan) []CodexRewound {
 	for i, f := range files {
-		if f.How == "absent" || f.How == "said-absent" {
-			files[i].Disk = removedDisk(f.Path, plan)
-		}
+		files[i].Disk = rewoundDisk(f.Path, f.How == "absent" || f.How == "said-absent", plan)
 	}
 	return files
+}
+
+// rewoundDisk says what a rewind did at path p, whose state a rollout or
+// transcript gives (remove: it says p was absent): a file Apply found as
+// it was to be (plan.asThen) was not written; of one to remove,
+// removedDisk. Empty: it wrote the file, or removed the file there.
+func rewoundDisk(p string, remove bool, plan *Plan) string {
+	switch {
+	case remove:
+		return removedDisk(p, plan)
+	case plan != nil && plan.asThen[p]:
+		return DiskAsThen
+	}
+	return ""
 }
 
 // removedDisk says what a rewind found at path p, which a state of a
@@ -591,25 +603,16 @@ type TranscriptRewound struct {
 	Disk string `json:"disk,omitempty"`
 }
 
-// DiskAsThen (TranscriptRewound.Disk): the file held what its state says
-// (its bytes and mode): it was not written.
+// DiskAsThen (TranscriptRewound.Disk, CodexRewound.Disk): the file held
+// what its state says (its bytes and mode): it was not written.
 const DiskAsThen = "as-then"
 
 // transcriptRewound says, of each state from the transcript (states),
-// what the rewind did, sorted by path: a file Apply found as it was to
-// be (plan.asThen) was not written; of one the state says was absent,
-// removedDisk.
+// what the rewind did, sorted by path: rewoundDisk.
 func transcriptRewound(states []Change, plan *Plan) []TranscriptRewound {
 	out := make([]TranscriptRewound, 0, len(states))
 	for _, c := range states {
-		f := TranscriptRewound{Path: c.Path}
-		switch {
-		case c.Remove:
-			f.Disk = removedDisk(c.Path, plan)
-		case plan != nil && plan.asThen[c.Path]:
-			f.Disk = DiskAsThen
-		}
-		out = append(out, f)
+		out = append(out, TranscriptRewound{Path: c.Path, Disk: rewoundDisk(c.Path, c.Remove, plan)})
 	}
 	slices.SortFunc(out, func(a, b TranscriptRewound) int { return strings.Compare(a.Path, b.Path) })
 	return out

@@ -390,15 +390,15 @@ func (c *RewindCmd) Run(e *Env) error {
 	if rep.FromRollout > 0 {
 		put := rep.FromRollout
 		for _, f := range rep.RolloutFiles {
-			if f.Disk == agent.DiskNotThere || f.Disk == agent.DiskDirKept || f.Disk == agent.DiskUnderLink {
+			if f.Disk == agent.DiskAsThen || f.Disk == agent.DiskNotThere || f.Disk == agent.DiskDirKept || f.Disk == agent.DiskUnderLink {
 				put--
 			}
 		}
 		if put == rep.FromRollout {
 			fmt.Fprintf(w, "  %d file(s) put back as the Codex rollout's applied patches say they were then (Codex keeps no copies of files)\n", rep.FromRollout)
 		} else {
-			// One already as it was then (nothing there), or left: not
-			// said to be put back.
+			// One already as it was then (as the patches say, or
+			// nothing there), or left: not said to be put back.
 			fmt.Fprintf(w, "  the Codex rollout's applied patches say what %d file(s) held then (Codex keeps no copies of files); %d put back:\n", rep.FromRollout, put)
 		}
 		for _, f := range rep.RolloutFiles {
@@ -445,6 +445,11 @@ func transcriptHow(f agent.TranscriptRewound) string {
 
 // rolloutHow says how a rewind found what a file held (agent.CodexRewound).
 func rolloutHow(f agent.CodexRewound) string {
+	if f.Disk == agent.DiskAsThen {
+		// How it was found matters less than that it was not written
+		// (--json says both).
+		return "already as the patches say it was then: not written"
+	}
 	switch f.How {
 	case "replayed":
 		return "as the patches before the point left it (the session wrote it whole before them)"

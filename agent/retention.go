@@ -432,8 +432,9 @@ type BudgetHolders struct {
 	// spelling, where protection ignores case). None when every session
 	// is kept as an inbox or an MCP server's: untagging frees nothing.
 	Tags []string
-	// kept says what protects the sessions: their tags, and "inboxes and
-	// MCP servers" when one has none of them.
+	// kept says what protects the sessions: the protect tags (where
+	// there are any), and "inboxes and MCP servers" when one has none
+	// of them.
 	kept string
 }
 
@@ -442,7 +443,6 @@ type BudgetHolders struct {
 func (r *Rook) budgetHolders(sessions []eventlog.Summary, pol RetentionPolicy) (BudgetHolders, error) {
 	h := BudgetHolders{Sessions: len(sessions)}
 	if len(sessions) > 0 {
-		h.kept = "tags " + strings.Join(pol.ProtectTags, ", ")
 		untagged := false
 		for _, s := range sessions {
 			tagged := false
@@ -456,9 +456,16 @@ func (r *Rook) budgetHolders(sessions []eventlog.Summary, pol RetentionPolicy) (
 			}
 			untagged = untagged || !tagged
 		}
-		if untagged {
-			h.kept += "; inboxes and MCP servers" // kept by keeps, not by a tag
+		// No protect tags (protect_tags = []): none is named, and every
+		// session is kept as an inbox or an MCP server's.
+		var kept []string
+		if len(pol.ProtectTags) > 0 {
+			kept = append(kept, "tags "+strings.Join(pol.ProtectTags, ", "))
 		}
+		if untagged {
+			kept = append(kept, "inboxes and MCP servers") // kept by keeps, not by a tag
+		}
+		h.kept = strings.Join(kept, "; ")
 		slices.Sort(h.Tags)
 	}
 	seen := map[string]bool{}

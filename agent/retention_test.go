@@ -340,6 +340,33 @@ func TestPruneKeepsInboxesAndServers(t *testing.T) {
 	}
 }
 
+// With no protect tags (protect_tags = []), only an inbox or an MCP
+// server's session is left to hold the store over its budget: the note
+// says those keep them, and names no tags (it read "(tags ;
+// inboxes and MCP servers)"), a dry run's as a real run's.
+func TestMaintainOverBudgetNoProtectTags(t *testing.T) {
+	r, clk := viewsRook(t)
+	inboxID := ageSession(t, r, clk, 1, 20<<10, "inbox", "inbox:claude")
+	server := ageSession(t, r, clk, 2, 20<<10, "mcp", "mcp:kit")
+	ageSession(t, r, clk, 3, 20<<10)
+	cfg := budgetConfig(1)
+	cfg.Storage.Retention.ProtectTags = []string{}
+	for _, dry := range []bool{true, false} {
+		rep, err := r.Maintain(cfg, dry, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OverBudgetStuck || len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], " 2 protected session(s) (inboxes and MCP servers) (raise max_total_bytes)") {
+			t.Fatalf("dry run %v: notes %q", dry, rep.Notes)
+		}
+	}
+	want := []string{inboxID.String(), server.String()}
+	sort.Strings(want)
+	if got := sessionIDs(t, r); !reflect.DeepEqual(got, want) {
+		t.Fatalf("left %v, want %v", got, want)
+	}
+}
+
 func TestPruneNoLimits(t *testing.T) {
 	r, clk, _ := fiveSessions(t, nil)
 	clk.Advance(10 * 365 * 24 * time.Hour)

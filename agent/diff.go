@@ -222,6 +222,23 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 	// backs a file up just before the edit whose result says so.)
 	lost := map[string]uint64{}
 	fromTranscript := map[string]bool{}
+	// sidechain: the paths of unknown a subagent's edit result first
+	// changed (Claude Code writes none of them with the file before).
+	sidechain := map[string]bool{}
+	// calls: the workspace path each edit call of a subagent's line names,
+	// by its tool_use id, read up to seq called (editCalls) when a result
+	// needs one: only a subagent's session reads them.
+	calls := map[string]string{}
+	var called uint64
+	var callErr error
+	call := func(seq uint64) func(string) string {
+		return func(tid string) string {
+			if _, ok := calls[tid]; !ok && called < seq && callErr == nil {
+				called, callErr = r.editCalls(id, called, seq, ws, calls)
+			}
+			return calls[tid]
+		}
+	}
 	// Late captures (lateBackupsLabel), appended after the session's
 	// lines, stand at the seq of the line that named their backups: taken
 	// once the walk is done, each path's state the earliest. A fork's
@@ -245,7 +262,10 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 			if err := st.takeLate(r, late, start, unknown, lost, fromTranscript, ws); err != nil {
 				return st, err
 			}
-			st.unknownLeft(unknown, lost)
+			if callErr != nil {
+				return st, callErr
+			}
+			st.unknownLeft(unknown, lost, sidechain)
 			return st, nil
 		}
 		for _, ev := range evs {
@@ -260,7 +280,14 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 				if st.Root != "" && filepath.Clean(st.Root) != ws {
 					continue // captures of another root: the results' paths are not theirs
 				}
-				origs, err := r.editOriginals(ev.Body, ws)
+				var origs []editOriginal
+				if claudeEditTools[ev.Label] {
+					// A subagent's, too, that does not say the file
+					// (transcript_subagent_edits.go).
+					origs, err = r.editResults(ev.Body, ws, call(ev.Seq))
+				} else {
+					origs, err = r.editOriginals(ev.Body, ws)
+				}
 				if err != nil {
 					// Not a capture: a result that does not read gives
 					// no state, and stops nothing.
@@ -278,6 +305,7 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 						// a later result's original is not the file
 						// before the session.
 						unknown[o.Path] = ev.Seq
+						sidechain[o.Path] = o.Sidechain
 						continue
 					}
 					if st.Root == "" {
@@ -746,7 +774,8 @@ func rerootManifest(m *Manifest, ws string) *Manifest {
 
 // unknownLeft sets st.Unknown: the paths of unknown and lost that no
 // state came to after all (a late capture of the missing backup gives one).
-func (st *firstStates) unknownLeft(unknown, lost map[string]uint64) {
+// Of sidechain's, a subagent's edit result first changed it.
+func (st *firstStates) unknownLeft(unknown, lost map[string]uint64, sidechain map[string]bool) {
 	st.Unknown, st.unknownAt = nil, map[string]uint64{}
 	for p, seq := range lost {
 		if _, ok := st.First[p]; !ok {
@@ -756,7 +785,11 @@ func (st *firstStates) unknownLeft(unknown, lost map[string]uint64) {
 	}
 	for p, seq := range unknown {
 		if _, ok := st.First[p]; !ok && !mapHas(lost, p) {
-			st.Unknown = append(st.Unknown, UncomparedFile{Path: p, Error: "its state before is not known: the transcript's edit result that first changed it does not say what it was"})
+			why := "its state before is not known: the transcript's edit result that first changed it does not say what it was"
+			if sidechain[p] {
+				why = "its state before is not known: the subagent's edit result that first changed it does not say what it was, as Claude Code writes none of a subagent's with the file (its main thread's alone)"
+			}
+			st.Unknown = append(st.Unknown, UncomparedFile{Path: p, Error: why})
 			st.unknownAt[p] = seq
 		}
 	}

@@ -53,6 +53,9 @@ type editOriginal struct {
 	// Code's Write or Edit). A later result's original is the file after
 	// this change, not before the session: it is no state of the path.
 	Unknown bool
+	// Sidechain: Unknown, a subagent's result, which Claude Code writes
+	// without the file (transcript_subagent_edits.go).
+	Sidechain bool
 }
 
 // claudeEditResult is what an edit result's toolUseResult says of the file.

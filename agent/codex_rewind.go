@@ -797,7 +797,7 @@ func (r *Rook) codexReverse(ws, p string, to uint64, calls []codexAfterCall, cmd
 		content = []byte{} // (an empty file: data, not "not held")
 	}
 	return codexRewindState{known: true, content: content, how: "reversed", from: undo[len(undo)-1].dest(ws), fromID: cas.ID(b),
-		mode: FileMode{Perm: fi.Mode().Perm()}}, ""
+		mode: fileMode(fi)}, "" // (its setuid, setgid and sticky bits too)
 }
 
 // codexAfterStep is one step of a file's undo: the patch's (at seq), on

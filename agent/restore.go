@@ -437,8 +437,9 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 				return nil, fmt.Errorf("cannot restore %s: a link is there now, and %s says what the file it leads to was, not the link", c.Path, c.stateSource())
 			}
 			if c.contentOnly() && err == nil && fi.Mode().IsRegular() {
-				// The state does not say the mode: an edit keeps it.
-				c.File.Mode = FileMode{Perm: fi.Mode().Perm()}
+				// The state does not say the mode: an edit keeps it,
+				// its setuid, setgid and sticky bits too.
+				c.File.Mode = fileMode(fi)
 			}
 		}
 		dir := filepath.Dir(abs)

@@ -1,0 +1,87 @@
+package agent
+
+import (
+	"io/fs"
+	"maps"
+	"path/filepath"
+	"testing"
+)
+
+// A rewind whose state of a file comes from an imported Claude Code
+// transcript (an edit result: its content alone) keeps the mode the file
+// has, setuid, setgid and sticky bits too: it wrote it with the
+// permission bits alone, a setuid program losing its bit. Its undo
+// leaves them as well.
+func TestTranscriptRewindKeepsAFilesSpecialBits(t *testing.T) {
+	e := newEditTranscript(t, "edit the scripts")
+	e.edit(filepath.Join(e.ws, "su.sh"), "#!/bin/sh\necho one\n", "one", "two")
+	e.edit(filepath.Join(e.ws, "sg.sh"), "#!/bin/sh\necho one\n", "one", "two")
+	writeTree(t, e.ws, tree{"su.sh": "mode:0755:#!/bin/sh\necho two\n", "sg.sh": "mode:0755:#!/bin/sh\necho two\n"})
+	want := map[string]fs.FileMode{"su.sh": 0o755 | fs.ModeSetuid, "sg.sh": 0o750 | fs.ModeSetgid | fs.ModeSticky}
+	chmodAll(t, e.ws, want)
+	r, id := e.imported(t)
+	rep, err := r.Rewind(id, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readFileT(t, filepath.Join(e.ws, "su.sh")); got != "#!/bin/sh\necho one\n" || rep.FromTranscript != 2 {
+		t.Fatalf("su.sh after the rewind %q (%+v)", got, rep)
+	}
+	if got := specialModes(t, e.ws, want); !maps.Equal(got, want) {
+		t.Fatalf("modes after the rewind %v, want %v", got, want)
+	}
+	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := specialModes(t, e.ws, want); !maps.Equal(got, want) {
+		t.Fatalf("modes after the undo %v, want %v", got, want)
+	}
+}
+
+// So does one whose state comes from a Claude Code file-history backup
+// (what the file held, not its mode).
+func TestFileHistoryRewindKeepsAFilesSpecialBits(t *testing.T) {
+	h := newHistorySession(t)
+	writeTree(t, h.ws, tree{"su.sh": "mode:0755:echo two\n"})
+	writeTree(t, h.backups, tree{"h1@v1": "echo one\n"})
+	want := map[string]fs.FileMode{"su.sh": 0o755 | fs.ModeSetuid}
+	chmodAll(t, h.ws, want)
+	r, id, _ := h.imported(append(claudeLines("s1", 1), snapshot("m2", backup{"su.sh", "h1@v1", 1})))
+	if _, err := r.Rewind(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := specialModes(t, h.ws, want); !maps.Equal(got, want) || h.read("su.sh") != "echo one\n" {
+		t.Fatalf("modes after the rewind %v, want %v (su.sh %q)", got, want, h.read("su.sh"))
+	}
+}
+
+// So does a rewind of an imported Codex session, whose state of a file is
+// the rollout's patches undone on it: where it is (its mode kept by the
+// rewind's plan) and where the patches moved it (the mode of the file
+// undone on, given to the one put back at its old path).
+func TestCodexRewindKeepsAFilesSpecialBits(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Delete File: dst.sh") // before the point
+	s.patch("*** Update File: su.sh\n@@\n-a\n+A")
+	s.patch("*** Update File: src.sh\n*** Move to: dst.sh\n@@\n-s\n+S")
+	r, id, seqs := s.imported(tree{"su.sh": "mode:0755:A\n", "dst.sh": "mode:0755:S\n"})
+	chmodAll(t, s.ws, map[string]fs.FileMode{"su.sh": 0o755 | fs.ModeSetuid, "dst.sh": 0o755 | fs.ModeSetgid})
+	rep, err := r.Rewind(id, seqs[1], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.read("su.sh") != "a\n" || s.read("src.sh") != "s\n" {
+		t.Fatalf("after the rewind su.sh %q, src.sh %q", s.read("su.sh"), s.read("src.sh"))
+	}
+	want := map[string]fs.FileMode{"su.sh": 0o755 | fs.ModeSetuid, "src.sh": 0o755 | fs.ModeSetgid}
+	if got := specialModes(t, s.ws, want); !maps.Equal(got, want) {
+		t.Fatalf("modes after the rewind %v, want %v", got, want)
+	}
+	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]fs.FileMode{"su.sh": 0o755 | fs.ModeSetuid, "dst.sh": 0o755 | fs.ModeSetgid}
+	if got := specialModes(t, s.ws, want); !maps.Equal(got, want) || s.read("dst.sh") != "S\n" {
+		t.Fatalf("modes after the undo %v, want %v", got, want)
+	}
+}

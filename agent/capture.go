@@ -205,6 +205,11 @@ type capturer struct {
 	// about to replace, which must hold every path it names: a named pipe
 	// there is refused, not skipped.
 	linksAsIs bool
+	// exact: the capture is that save (linksAsIs, or not, in turn, as it
+	// takes each path): every mode it records says the setuid, setgid
+	// and sticky bits, none too (FileMode.exact), a directory's as a
+	// file's, so its undo takes off those the restore or rewind gave.
+	exact bool
 	// stats, when not nil, gets what the file system said of each regular
 	// file read, if it had not changed for statQuiet before began: a
 	// rewind then tells a file still as captured without reading it again
@@ -288,7 +293,7 @@ func (c *capturer) add(rel string, fi fs.FileInfo) error {
 		data, mode = b, fileMode(fi) // the setuid, setgid and sticky bits too
 		// A save of what a restore or rewind replaces says the bits,
 		// none too: its undo takes off those the restore gave.
-		mode.exact = c.linksAsIs
+		mode.exact = c.exact
 	default:
 		return &NotRegularError{Path: rel, Type: fi.Mode().Type()}
 	}
@@ -550,7 +555,7 @@ func (c *capturer) addDir(rel string) error {
 		return nil // taken already, in a directory captured whole
 	}
 	c.m.Dirs = append(c.m.Dirs, rel)
-	c.m.DirModes[rel] = FileMode{Perm: fi.Mode() & dirModeBits}
+	c.m.DirModes[rel] = FileMode{Perm: fi.Mode() & dirModeBits, exact: c.exact}
 	return nil
 }
 

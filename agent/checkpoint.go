@@ -442,7 +442,7 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 		if err != nil {
 			return rep, err
 		}
-		c.linksAsIs = true
+		c.linksAsIs, c.exact = true, true
 		c.stats = map[string]savedStat{}
 		c.m.Label = saveName
 		for _, p := range touched {

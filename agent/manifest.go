@@ -64,12 +64,13 @@ import (
 // rook reading up to version 5 would drop them (it wrote every file's
 // mode "0..."), so it refuses the manifest; one below 6 holding either is
 // refused. A version 6 manifest says each file's special bits: a first
-// digit 0 says it had none (below 6 it says nothing of them). A capture
-// a restore or rewind takes of what it is about to replace (its save,
-// its undo) says so of each file, and is version 6, so the undo takes
-// off the bits the restore gave. Any other is written version 6 only
-// when it holds a special bit: a manifest without stays version 1 to 5,
-// byte for byte as before.
+// digit 0 says it had none (below 6 it says nothing of them), and so of
+// each directory mode (dir_modes, opened). A capture a restore or rewind
+// takes of what it is about to replace (its save, its undo) says so of
+// each file and directory, and is version 6, so the undo takes off the
+// bits the restore gave (a directory the rewind made 1777 goes back to
+// 0755). Any other is written version 6 only when it holds a special
+// bit: a manifest without stays version 1 to 5, byte for byte as before.
 //
 // Paths are slash-separated, relative to root, clean, never absolute and
 // never with a ".." element. mode is the permission bits in octal, or
@@ -101,9 +102,9 @@ type Manifest struct {
 }
 
 // manifestVersion is the newest manifest version this rook reads and
-// writes, when a manifest has a file with a special bit, one whose mode
-// says it has none (exact: a save's), or a directory mode of one not in
-// dirs; manifestV1 is written when a manifest has no
+// writes, when a manifest has a file with a special bit, a file or
+// directory mode that says it has none (exact: a save's), or a directory
+// mode of one not in dirs; manifestV1 is written when a manifest has no
 // dirs nor absent paths, which the versions read alike, manifestV2 when
 // it has no dir modes, manifestV3 when it has no opened directories,
 // manifestV4 when it has those, manifestV5 when it has unknown paths.
@@ -127,10 +128,11 @@ type FileEntry struct {
 type FileMode struct {
 	Perm fs.FileMode
 	Link bool
-	// exact: the mode says the file's setuid, setgid and sticky bits,
-	// none when it has none (a file of a version 6 manifest, and of a
-	// restore's or rewind's save of what it replaces). Without, a mode
-	// with none says nothing of them (FileMode.matches).
+	// exact: the mode says the file's (or directory's) setuid, setgid
+	// and sticky bits, none when it has none (a file or directory mode
+	// of a version 6 manifest, and of a restore's or rewind's save of
+	// what it replaces). Without, a mode with none says nothing of them
+	// (FileMode.matches, FileMode.dirPerm).
 	exact bool
 }
 
@@ -178,12 +180,14 @@ func (m FileMode) same(now FileMode) bool {
 
 // dirPerm is the mode a directory whose mode is now `now` is given: the
 // permission bits and the special ones (as os.Chmod takes them). A mode
-// with none of the special bits keeps those it has now: a manifest written
-// before they were recorded says none whatever they were (a directory
-// in a setgid one has the bit from its parent).
+// with none of the special bits, unless exact, keeps those it has now: a
+// manifest written before they were recorded says none whatever they were
+// (a directory in a setgid one has the bit from its parent). An exact one
+// (a rewind's capture of the disk before it) takes them off: the undo of
+// a rewind that made a directory 1777 makes it 0755 again.
 func (m FileMode) dirPerm(now fs.FileMode) fs.FileMode {
 	special := dirModeBits &^ fs.ModePerm
-	if m.Perm&special == 0 {
+	if m.Perm&special == 0 && !m.exact {
 		return m.Perm.Perm() | now&special
 	}
 	return m.Perm & dirModeBits
@@ -383,6 +387,16 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 			m.Files[p] = f
 		}
 	}
+	if m.V >= 6 {
+		// And each directory's (every rook that writes version 6
+		// records them), in dir_modes and opened: "0755" says none.
+		for _, modes := range []map[string]FileMode{m.DirModes, m.Opened} {
+			for d, mode := range modes {
+				mode.exact = true
+				modes[d] = mode
+			}
+		}
+	}
 	if m.Files == nil {
 		m.Files = map[string]FileEntry{}
 	}
@@ -428,16 +442,21 @@ func (m *Manifest) Encode() []byte {
 }
 
 // holdsV6 says whether the manifest holds what version 6 added: a file
-// with a setuid, setgid or sticky bit, or whose mode says it has none
-// (exact), or the mode of a directory not in dirs.
+// with a setuid, setgid or sticky bit, or a file or directory whose mode
+// says it has none (exact), or the mode of a directory not in dirs.
 func (m *Manifest) holdsV6() bool {
 	for _, f := range m.Files {
 		if !f.Mode.Link && (f.Mode.Perm&specialModeBits != 0 || f.Mode.exact) {
 			return true
 		}
 	}
-	for d := range m.DirModes {
-		if !slices.Contains(m.Dirs, d) {
+	for d, mode := range m.DirModes {
+		if !slices.Contains(m.Dirs, d) || mode.exact {
+			return true
+		}
+	}
+	for _, mode := range m.Opened {
+		if mode.exact {
 			return true
 		}
 	}

@@ -33,8 +33,11 @@ func FuzzDecodeManifest(f *testing.F) {
 	f.Add([]byte(`{"v":4,"root":"/r","files":{},"unknown":["c"]}`))
 	f.Add([]byte(`{"v":5,"root":"/r","files":{},"absent":["c"],"dirs":["d"],"unknown":["c","d","../e"]}`))
 	f.Add([]byte(`{"v":5,"root":"/r","files":{},"unknown":[]}`))
-	// Version 6 (a file's special bits, said exactly; a tree capture's
-	// directory modes, in no dirs), and ones it refuses.
+	// Version 6 (a file's special bits, said exactly, and a directory's,
+	// a rewind's capture of the disk before it holding no file; a tree
+	// capture's directory modes, in no dirs), and ones it refuses.
+	f.Add([]byte(`{"v":6,"root":"/r","files":{},"dirs":["d"],"dir_modes":{"d":"0755"}}`))
+	f.Add([]byte(`{"v":6,"root":"/r","files":{},"opened":{".":"0555"}}`))
 	f.Add([]byte(`{"v":6,"root":"/r","files":{"a":{"id":"2b806e7d75371072494f629b7fe1a565","size":1,"mode":"4755"},"d/b":{"id":"2b806e7d75371072494f629b7fe1a565","size":1,"mode":"0644"},"l":{"id":"2b806e7d75371072494f629b7fe1a565","size":1,"mode":"link"}},"dir_modes":{"d":"1777"},"total_bytes":2}`))
 	f.Add([]byte(`{"v":5,"root":"/r","files":{"a":{"id":"2b806e7d75371072494f629b7fe1a565","size":1,"mode":"2755"}}}`))
 	f.Add([]byte(`{"v":6,"root":"/r","files":{"d":{"id":"2b806e7d75371072494f629b7fe1a565","size":1,"mode":"0644"}},"absent":["e"],"unknown":["u"],"dir_modes":{"d":"2755","e":"1777","u":"1777","../x":"1777"}}`))

@@ -209,7 +209,8 @@ func (p *Plan) openedNow(saved *Manifest) (map[string]FileMode, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[d] = FileMode{Perm: fi.Mode() & dirModeBits}
+		// Its bits, none too: the undo takes off those Apply gives.
+		out[d] = FileMode{Perm: fi.Mode() & dirModeBits, exact: true}
 	}
 	return out, nil
 }

@@ -335,7 +335,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 			if err != nil {
 				return rep, err
 			}
-			c.linksAsIs = true
+			c.linksAsIs, c.exact = true, true
 			c.stats = map[string]savedStat{}
 			c.m.Label = beforeRewindLabel(id, to)
 			for _, ch := range plan.Changes {

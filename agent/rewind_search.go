@@ -99,6 +99,7 @@ func (s *searchOpened) record() error {
 // opened to search them the modes they had before: the undo gives those.
 func (s *searchOpened) originals(m *Manifest) {
 	for d, mode := range s.rec.Dirs {
+		mode.exact = true // as the disk said it, the bits with it
 		if _, ok := m.DirModes[d]; ok {
 			m.DirModes[d] = mode
 		}

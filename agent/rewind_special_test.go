@@ -85,3 +85,76 @@ func TestCodexRewindKeepsAFilesSpecialBits(t *testing.T) {
 		t.Fatalf("modes after the undo %v, want %v", got, want)
 	}
 }
+
+// A rewind that gives a directory captured whole a mode with a special
+// bit (a sticky tmp directory made 0755 since) records in its capture of
+// the disk before the mode it had, saying it had none: its undo takes the
+// bit off again (it left the directory 1777, a mode without the bits
+// read as saying nothing of them). The undo's own undo gives it back.
+func TestRewindUndoGivesADirectoryItsSpecialBitsExactly(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"tmp/a.txt": "a\n", "g/b.txt": "b\n"})
+	at := map[string]fs.FileMode{"tmp": 0o777 | fs.ModeSticky, "g": 0o750 | fs.ModeSetgid}
+	chmodAll(t, ws, at)
+	if _, _, err := r.CaptureSession(id, []string{"tmp", "g"}, "chmod", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	now := map[string]fs.FileMode{"tmp": 0o755, "g": 0o750}
+	chmodAll(t, ws, now)
+	rep, err := r.Rewind(id, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := specialModes(t, ws, at); !maps.Equal(got, at) {
+		t.Fatalf("modes after the rewind %v, want %v", got, at)
+	}
+	undo, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := specialModes(t, ws, now); !maps.Equal(got, now) {
+		t.Fatalf("modes after the undo %v, want %v", got, now)
+	}
+	if undo.BeforeSeq == nil {
+		t.Fatalf("the undo changed modes and has no undo: %+v", undo)
+	}
+	if _, err := r.Rewind(undo.Fork, *undo.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := specialModes(t, ws, at); !maps.Equal(got, at) {
+		t.Fatalf("modes after the undo's undo %v, want %v", got, at)
+	}
+}
+
+// The other way: a directory captured whole without the bits, in a
+// capture that says each mode's bits (version 6: it holds a setuid
+// file), sticky now, loses the bit in a rewind (it kept it), and its undo
+// gives it back.
+func TestRewindTakesOffADirectorysSpecialBitsAVersion6CaptureSays(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"d/su.sh": "mode:0755:#!/bin/sh\n"})
+	chmodAll(t, ws, map[string]fs.FileMode{"d": 0o755, "d/su.sh": 0o755 | fs.ModeSetuid})
+	if _, m, err := r.CaptureSession(id, []string{"d"}, "chmod", DefaultLimits); err != nil {
+		t.Fatal(err)
+	} else if m.V != manifestVersion {
+		t.Fatalf("captured %s", m.Encode())
+	}
+	now := map[string]fs.FileMode{"d": 0o777 | fs.ModeSticky}
+	chmodAll(t, ws, now)
+	rep, err := r.Rewind(id, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := specialModes(t, ws, now), map[string]fs.FileMode{"d": 0o755}; !maps.Equal(got, want) {
+		t.Fatalf("modes after the rewind %v, want %v", got, want)
+	}
+	if rep.BeforeSeq == nil {
+		t.Fatalf("the rewind changed a mode and has no undo: %+v", rep)
+	}
+	if _, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := specialModes(t, ws, now); !maps.Equal(got, now) {
+		t.Fatalf("modes after the undo %v, want %v", got, now)
+	}
+}

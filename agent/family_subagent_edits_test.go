@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -215,5 +216,38 @@ func TestRewindSubagentsFailedEditChangesNothing(t *testing.T) {
 	}
 	if _, err := os.Lstat(at("z.ipynb")); err != nil {
 		t.Fatalf("z.ipynb: %v", err)
+	}
+}
+
+// A session that changed files only through its subagent, whose edit
+// results say nothing of the files before (as Claude Code writes a
+// subagent's), has nothing to put back: the rewind refuses, nothing
+// changed, and names the files whose state before is not known, where it
+// said only that the transcript had no edit result that succeeded.
+func TestRewindOfOnlyASubagentsUnsaidEditsNamesTheFiles(t *testing.T) {
+	e := newEditTranscript(t, "delegate a") // :01
+	at := func(p string) string { return filepath.Join(e.ws, p) }
+	e.lines = append(e.lines, claudeTaskCall(e))
+	sub := &editTranscript{dir: e.dir, ws: e.ws, n: e.n}
+	sub.sidePrompt("edit a")
+	sub.sideEdit(at("a.txt"), "A0", "A1")
+	e.n = sub.n
+	e.lines = append(e.lines, claudeTaskResult(e, `"totalToolUseCount":1,`))
+	writeTree(t, e.ws, tree{"a.txt": "A1\n"})
+	r, ids := importClaudeFiles(t, e, map[string][]string{"s1.jsonl": e.lines, "s1/subagents/agent-a1b2c3d.jsonl": sub.lines})
+	id := ids["s1.jsonl"]
+	var nb *NoFileBackupsError
+	_, err := r.Rewind(id, 0, false)
+	if !errors.As(err, &nb) {
+		t.Fatalf("rewind: %v, want a NoFileBackupsError", err)
+	}
+	if got := uncomparedPaths(nb.NotKnown); !slices.Equal(got, []string{"a.txt"}) {
+		t.Fatalf("not known: %v (%v)", got, err)
+	}
+	if !strings.Contains(err.Error(), "a.txt") {
+		t.Fatalf("the error does not name a.txt: %v", err)
+	}
+	if b, _ := os.ReadFile(at("a.txt")); string(b) != "A1\n" {
+		t.Fatalf("a.txt %q: the refused rewind changed it", b)
 	}
 }

@@ -116,10 +116,28 @@ const beforeRewindPrefix = "before rewind of "
 type NoFileBackupsError struct {
 	Session eventlog.ID
 	Source  *eventlog.Source // where the session's lines came from
+	// NotKnown are the files its edits (or its subagents') changed after
+	// the point whose state before them no copy and no edit result says:
+	// a subagent's edit results, as Claude Code writes them, say none.
+	NotKnown []UncomparedFile
 }
 
 func (e *NoFileBackupsError) Error() string {
-	return fmt.Sprintf("session %s was imported from %s without file backups: no files to put back (--keep-files rewinds the conversation only): nothing changed", e.Session, FormatName(e.Source.Format))
+	msg := fmt.Sprintf("session %s was imported from %s without file backups: no files to put back", e.Session, FormatName(e.Source.Format))
+	if len(e.NotKnown) > 0 {
+		msg += "; " + NotKnownBefore(e.NotKnown)
+	}
+	return msg + " (--keep-files rewinds the conversation only): nothing changed"
+}
+
+// NotKnownBefore names the files whose state before the edits that
+// changed them is not known, each with why.
+func NotKnownBefore(files []UncomparedFile) string {
+	parts := make([]string, len(files))
+	for i, f := range files {
+		parts[i] = f.Path + ": " + strings.TrimPrefix(f.Error, "its state before is not known: ")
+	}
+	return fmt.Sprintf("%d file(s) changed whose state before is not known (%s)", len(files), strings.Join(parts, "; "))
 }
 
 // Rewind forks a session at `to` (the parent stays whole and readable) and,
@@ -292,7 +310,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 					return rep, nothingDone(err, "nothing changed")
 				}
 				if all.Captures == 0 && all.FromTranscript == 0 {
-					return rep, &NoFileBackupsError{Session: id, Source: src}
+					return rep, &NoFileBackupsError{Session: id, Source: src, NotKnown: st.Unknown}
 				}
 			}
 		}

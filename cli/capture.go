@@ -272,7 +272,7 @@ func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
 	case d.Captures > 0 || d.FromTranscript > 0:
 		return "this session changed nothing on disk"
 	case source != nil:
-		return noFileBackups(source, "nothing to compare")
+		return noFileBackups(source, "nothing to compare", d.Uncompared)
 	}
 	return "this session captured no files, so it has nothing to compare: captures come from `rook session capture`"
 }
@@ -280,9 +280,15 @@ func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
 // noFileBackups says why an imported session has no copies of files, and
 // so what it has not (diff: nothing to compare; rewind: no files to put
 // back).
-func noFileBackups(source *eventlog.Source, so string) string {
+func noFileBackups(source *eventlog.Source, so string, notKnown []agent.UncomparedFile) string {
 	if source.Format == agent.FormatClaudeCode {
-		return "this session's transcript was imported from Claude Code without file backups, so it has " + so + ": they come from Claude Code's file-history directory (~/.claude/file-history/<session>, beside the projects directory the transcript was imported from) when it kept them (taken with the lines that name them, or by the next import when put there later), or from the transcript's Edit and Write results, of which it has none that succeeded on a file in its workspace"
+		results := "of which it has none that succeeded on a file in its workspace"
+		if len(notKnown) > 0 {
+			// Edits there were (a subagent's, say), none saying what
+			// the file was before.
+			results = "none of which says what a file was before it: " + agent.NotKnownBefore(notKnown)
+		}
+		return "this session's transcript was imported from Claude Code without file backups, so it has " + so + ": they come from Claude Code's file-history directory (~/.claude/file-history/<session>, beside the projects directory the transcript was imported from) when it kept them (taken with the lines that name them, or by the next import when put there later), or from the transcript's Edit and Write results, " + results
 	}
 	return fmt.Sprintf("this session's transcript was imported from %s, whose transcripts keep no copies of files, so it has %s", agent.FormatName(source.Format), so)
 }
@@ -346,7 +352,7 @@ func (c *RewindCmd) Run(e *Env) error {
 	if nb := (*agent.NoFileBackupsError)(nil); errors.As(err, &nb) {
 		// Said as diff says it: the files could not be put back because
 		// the transcript kept no copies of them.
-		return fmt.Errorf("%s; nothing changed (--keep-files rewinds the conversation only)", noFileBackups(nb.Source, "no files to put back"))
+		return fmt.Errorf("%s; nothing changed (--keep-files rewinds the conversation only)", noFileBackups(nb.Source, "no files to put back", nb.NotKnown))
 	}
 	if err != nil {
 		return err

@@ -504,6 +504,12 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 			continue
 		}
 		for _, st := range steps {
+			if p, moved := st.paths(ws); !x.session.IsZero() && codexOutside(p) && (moved == "" || codexOutside(moved)) {
+				// A subagent's patch of a file outside the workspace (its
+				// own cwd's, recorded in a sibling of it, say) is not a
+				// change of this session's workspace.
+				continue
+			}
 			if note := st.apply(files, ws, color); note != "" {
 				rp.Notes = append(rp.Notes, fmt.Sprintf("%sthe patch of event #%d: %s", of, c.seq, note))
 			}

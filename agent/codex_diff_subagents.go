@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -44,11 +43,7 @@ type codexDiffFamily struct {
 // no imported session holds.
 func (r *Rook) codexDiffSubagents(id eventlog.ID, ws string, own []*codexPatchCall) (codexDiffFamily, error) {
 	df := codexDiffFamily{kin: map[eventlog.ID]string{}, orig: map[string]time.Time{}}
-	in := ws
-	if !filepath.IsAbs(ws) {
-		in = "" // (not told apart from another: a Windows rollout's, say)
-	}
-	lf, err := r.importedFamilyOf(id, "Codex", in)
+	lf, err := r.importedFamilyOf(id, "Codex")
 	if err != nil {
 		return df, err
 	}

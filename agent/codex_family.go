@@ -104,7 +104,7 @@ type codexFamily struct {
 // calls, read already.
 func (r *Rook) codexFamilyOf(id eventlog.ID, ws string, idCalls []codexCall) (codexFamily, error) {
 	fam := codexFamily{orig: map[string]time.Time{}}
-	lf, err := r.importedFamilyOf(id, "Codex", "")
+	lf, err := r.importedFamilyOf(id, "Codex")
 	if err != nil {
 		return fam, err
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -56,4 +57,35 @@ func TestCodexRewindSubagentInTheWorkspacesParent(t *testing.T) {
 	r, p, f, pCalls, _ := c.imported(tree{"app.py": "A\nx\nQ\n"})
 	_, err := r.Rewind(p, pCalls[0], false)
 	refusedFor(t, err, "app.py", "session "+f.String()+" (a Codex subagent of this session, in "+c.dir+", a directory containing the workspace) ran the patch of event #")
+}
+
+// A Codex subagent recorded in lib, a sibling of the workspace ws (after
+// a `cd ../lib`), patches "../ws/n.txt", P's n.txt, and adds its own
+// own.py in lib. P's diff had passed it over as elsewhere (n.txt "1 b",
+// no note): it shows n.txt as the patches left it, said in a note, and
+// not own.py, outside the workspace.
+func TestCodexDiffSubagentInASiblingDirectory(t *testing.T) {
+	c := newCodexForkPair(t)
+	c.p = append(c.p, patchLines("p1", "*** Add File: n.txt\n+1\n+b", "00:02")...)
+	c.codexSubagentIn(filepath.Join(c.dir, "lib"), "*** Update File: ../ws/n.txt\n@@\n-1\n+2\n*** Add File: own.py\n+o")
+	r, p, f, _, _ := c.imported(tree{"n.txt": "2\nb\n"})
+	got, patch, d := diffFiles(t, r, p)
+	if len(got) != 1 || got["n.txt"] != "added" || !strings.Contains(patch, "+2\n+b\n") {
+		t.Fatalf("files %v:\n%s", got, patch)
+	}
+	if len(d.Notes) != 1 || !strings.Contains(d.Notes[0], "n.txt: from this session's patches and those of session "+f.String()+" (a Codex subagent of this session), in the order they came") {
+		t.Fatalf("notes %q", d.Notes)
+	}
+}
+
+// Its patch of P's app.py is counted by P's rewind, as any linked
+// session's is: the refusal says it was recorded outside the workspace.
+func TestCodexRewindSubagentInASiblingDirectory(t *testing.T) {
+	c := newCodexForkPair(t)
+	c.p = append(c.p, patchLines("p1", "*** Update File: app.py\n@@\n-a\n+A", "00:02")...)
+	lib := filepath.Join(c.dir, "lib")
+	c.codexSubagentIn(lib, "*** Update File: ../ws/app.py\n@@\n-q\n+Q")
+	r, p, f, pCalls, _ := c.imported(tree{"app.py": "A\nx\nQ\n"})
+	_, err := r.Rewind(p, pCalls[0], false)
+	refusedFor(t, err, "app.py", "session "+f.String()+" (a Codex subagent of this session, recorded in "+lib+", outside the workspace) ran the patch of event #")
 }

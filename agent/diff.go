@@ -207,9 +207,9 @@ func (r *Rook) capturedStatesFor(id eventlog.ID, from uint64, rewinding bool) (f
 }
 
 // capturedStatesIn is capturedStatesFor with the edit results' paths read
-// from workspace ws (an imported Claude Code session's, or one it started
-// in a directory of: family_states.go), "" for a session not imported
-// from Claude Code.
+// from workspace ws (an imported Claude Code session's, or that of the
+// session it is linked to, wherever it started: family_states.go), ""
+// for a session not imported from Claude Code.
 func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws string) (firstStates, error) {
 	st := firstStates{First: map[string]Change{}, seq: map[string]uint64{}, dirs: map[string]uint64{}, gone: map[string]uint64{}, dirModes: map[string]FileMode{}, opened: map[string]FileMode{}}
 	// unknown: the paths an edit result changed without saying from
@@ -712,31 +712,24 @@ func (st *firstStates) takeLate(r *Rook, late []lateCapture, from uint64, unknow
 }
 
 // rerootManifest is m with its paths named from workspace ws, when m
-// captured a directory in ws (the file backups of a Claude Code session
-// recorded in ws/sub, a subagent started after a `cd sub`, read for a
-// session of ws: family_states.go); else m.
+// captured another directory (the file backups of a Claude Code session
+// recorded in ws/sub, a subagent started after a `cd sub`, or in ws's
+// parent or a sibling of ws, read for a session of ws: family_states.go);
+// else m. Only the paths under ws are kept: a capture of a sibling's
+// files gives ws nothing.
 func rerootManifest(m *Manifest, ws string) *Manifest {
 	root := filepath.Clean(m.Root)
-	if ws == "" || root == ws || !sharesWorkspace(ws, root) {
+	if ws == "" || root == ws || !filepath.IsAbs(ws) || !filepath.IsAbs(root) {
 		return m
 	}
-	// name: p named from ws, ok false for one outside it. Of a capture
-	// of a directory ws is in (its session's cwd there, after a `cd ..`),
-	// only the paths under ws.
-	var name func(p string) (string, bool)
-	if rel, err := filepath.Rel(ws, root); err == nil && inWorkspace(ws, root) {
-		pre := filepath.ToSlash(rel) + "/"
-		name = func(p string) (string, bool) { return pre + p, true }
-	} else if rel, err := filepath.Rel(root, ws); err == nil {
-		pre := filepath.ToSlash(rel) + "/"
-		name = func(p string) (string, bool) {
-			if !strings.HasPrefix(p, pre) || len(p) == len(pre) {
-				return "", false
-			}
-			return p[len(pre):], true
+	// name: p named from ws, ok false for one outside it (or ws itself).
+	name := func(p string) (string, bool) {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		rel, err := filepath.Rel(ws, full)
+		if err != nil || full == ws || !inWorkspace(ws, full) {
+			return "", false
 		}
-	} else {
-		return m
+		return filepath.ToSlash(rel), true
 	}
 	out := *m
 	out.Root = ws

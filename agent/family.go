@@ -13,10 +13,10 @@ import (
 
 // An imported session's family: the imported sessions its own is linked
 // to by parent links whose child is imported (a fork or a subagent of
-// Codex or Claude Code), up and down, and on from those. They worked in
-// the same workspace, often at once, each writing files the others'
-// transcripts do not say: a rewind of one counts what the others wrote
-// (codex_family.go, family_states.go).
+// Codex or Claude Code), up and down, and on from those. They worked on
+// the same workspace's files, often at once, each writing files the
+// others' transcripts do not say: a rewind of one counts what the others
+// wrote (codex_family.go, family_states.go).
 
 // maxFamily bounds the sessions of a family read.
 const maxFamily = 1000
@@ -45,12 +45,14 @@ type importedFamily struct {
 }
 
 // importedFamilyOf finds session id's family; what names the agent
-// ("Codex", "Claude Code") in the words of kin. With ws set, a session
-// recorded in another workspace is neither a member nor gone through.
-func (r *Rook) importedFamilyOf(id eventlog.ID, what, ws string) (importedFamily, error) {
-	// (A session started in a directory of ws, Claude Code's cwd there
-	// after a cd, works in ws all the same: inWorkspace.)
-	elsewhere := func(m eventlog.Meta) bool { return ws != "" && !sharesWorkspace(ws, m.Workspace) }
+// ("Codex", "Claude Code") in the words of kin. Each linked session is a
+// member wherever it was recorded: its cwd is only where its shell was
+// when it started (a subagent started after a `cd ../lib` records the
+// workspace's sibling), and its edits take absolute paths, so it may have
+// written the workspace's files from anywhere. Its reader keeps only the
+// paths in the workspace (family_states.go, codex_diff_subagents.go);
+// maxFamily bounds the members.
+func (r *Rook) importedFamilyOf(id eventlog.ID, what string) (importedFamily, error) {
 	f := importedFamily{line: []eventlog.ID{id}, start: id}
 	for depth := 0; depth < maxFamily; depth++ {
 		m, err := r.Log.ReadMeta(f.start)
@@ -77,7 +79,7 @@ func (r *Rook) importedFamilyOf(id eventlog.ID, what, ws string) (importedFamily
 	queue := []eventlog.ID{f.start}
 	for len(queue) > 0 {
 		if len(f.kin) > maxFamily {
-			f.tooMany = fmt.Sprintf("%s is linked to over %d imported %s sessions (forks, subagents) in the same workspace, too many to read for what they wrote", this, maxFamily, what)
+			f.tooMany = fmt.Sprintf("%s is linked to over %d imported %s sessions (forks, subagents), too many to read for what they wrote", this, maxFamily, what)
 			break
 		}
 		cur := queue[0]
@@ -102,7 +104,7 @@ func (r *Rook) importedFamilyOf(id eventlog.ID, what, ws string) (importedFamily
 						f.removed[*up] = cur
 					}
 				}
-				if up != nil && !has(f.kin, *up) && !r.elsewhere(*up, elsewhere) {
+				if up != nil && !has(f.kin, *up) {
 					f.kin[*up] = "one of the imported " + what + " sessions linked to " + this
 					if cur == f.start && up == m.Parent {
 						f.kin[*up] = "the " + what + " session " + this + " came from"
@@ -123,7 +125,7 @@ func (r *Rook) importedFamilyOf(id eventlog.ID, what, ws string) (importedFamily
 			if err == nil && cm.Source != nil {
 				f.sources[childSourceID(cm)] = true
 			}
-			if err != nil || cm.Source == nil || elsewhere(cm) {
+			if err != nil || cm.Source == nil {
 				continue // (a rook fork: its events are copies, or its own)
 			}
 			f.kin[c] = "one of the imported " + what + " sessions linked to " + this
@@ -156,18 +158,11 @@ func inWorkspace(ws, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
-// sharesWorkspace says whether a session recorded in dir may have edited
-// workspace ws's files: dir is ws, a directory in it (inWorkspace), or one
-// ws is in (a subagent started after a `cd ..`, or the parent of a
-// session started in ws/sub). Its edits of files outside ws are not read.
-func sharesWorkspace(ws, dir string) bool {
-	return inWorkspace(ws, dir) || filepath.IsAbs(ws) && inWorkspace(filepath.Clean(dir), ws)
-}
-
 // recordedIn says, for a message, where a linked session recorded in dir
-// (its cwd) is from workspace ws: a session started after a `cd`
-// records a directory in ws or one ws is in (sharesWorkspace), and its
-// changes are read all the same, but it was not in the same workspace.
+// (its cwd) is from workspace ws: a session started after a `cd` records
+// a directory in ws, one ws is in, or another (a sibling, after a `cd
+// ../lib`), and its changes of ws's files are read all the same, but it
+// was not in the same workspace.
 func recordedIn(ws, dir string) string {
 	abs := filepath.IsAbs(ws) && filepath.IsAbs(dir)
 	switch {
@@ -242,13 +237,6 @@ func (r *Rook) lineEnd(fam importedFamily) (time.Time, error) {
 		}
 	}
 	return end, nil
-}
-
-// elsewhere says whether session id, read, is in another workspace (a
-// removed one is not: it is counted as gone).
-func (r *Rook) elsewhere(id eventlog.ID, in func(eventlog.Meta) bool) bool {
-	m, err := r.Log.ReadMeta(id)
-	return err == nil && in(m)
 }
 
 func has[K comparable, V any](m map[K]V, k K) bool {

@@ -19,8 +19,8 @@ import (
 // state it never had at the point; a file only the subagent changed was
 // left as it is, unsaid. A rewind now takes, for each path, the earliest
 // state by time after the point among the session's own events and
-// those of the imported sessions linked to it (family.go) in the same
-// workspace.
+// those of the imported sessions linked to it (family.go), wherever they
+// were recorded, of the files in its workspace.
 
 // familyState is a path's earliest state in another session.
 type familyState struct {
@@ -37,7 +37,7 @@ type familyState struct {
 // while a fork's or its parent's is theirs; and what it cannot read is
 // said in a note, not refused.
 func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *firstStates, forDiff bool) error {
-	fam, err := r.importedFamilyOf(id, "Claude Code", ws)
+	fam, err := r.importedFamilyOf(id, "Claude Code")
 	if err != nil {
 		return err
 	}
@@ -85,11 +85,25 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 	if forDiff {
 		subs = r.diffSubagents(fam, reported)
 	}
+	// Each is read wherever it was recorded (importedFamilyOf), its
+	// paths named from ws and those outside ws left out: a subagent
+	// started after a `cd ../lib` edits ws's files by their absolute
+	// paths, and its own directory's are not the rewind's.
 	var members []eventlog.ID
+	where := map[eventlog.ID]string{}
 	for _, o := range fam.members {
-		if sharesWorkspace(ws, r.transcriptWorkspace(o)) && (!forDiff || subs[o]) {
-			members = append(members, o)
+		if forDiff && !subs[o] {
+			continue
 		}
+		m, err := r.Log.ReadMeta(o)
+		if err != nil {
+			return fmt.Errorf("session %s (%s) cannot be read: %w", o, fam.kin[o], err)
+		}
+		if src := r.ImportedFrom(m); src == nil || src.Format != FormatClaudeCode {
+			continue // (its lines hold no Claude Code edit results)
+		}
+		members = append(members, o)
+		where[o] = m.Workspace
 	}
 	if len(members) == 0 {
 		return nil
@@ -121,21 +135,21 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 	// What each is, and where it was recorded, in words.
 	kin := map[eventlog.ID]string{}
 	for _, o := range members {
-		kin[o] = fam.kin[o] + ", " + recordedIn(ws, r.transcriptWorkspace(o))
+		kin[o] = fam.kin[o] + ", " + recordedIn(ws, where[o])
 	}
 	for _, o := range members {
 		from, err := r.firstEventWhen(o, after)
 		if err != nil {
 			return fmt.Errorf("session %s (%s) cannot be read: %w", o, kin[o], err)
 		}
-		// (Its paths read from ws, a directory in which it may have
-		// started: inWorkspace.)
+		// (Its paths read from ws, wherever it started; its captures,
+		// of its own cwd, named from ws: rerootManifest.)
 		so, err := r.capturedStatesIn(o, from, true, ws)
 		if err != nil {
 			return fmt.Errorf("session %s (%s) cannot be read: %w", o, kin[o], err)
 		}
 		if so.Root != "" && filepath.Clean(so.Root) != ws {
-			continue
+			continue // (captures of a root not absolute: none named from ws)
 		}
 		for p, c := range so.First {
 			t, err := r.eventTime(o, so.seq[p])

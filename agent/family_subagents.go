@@ -91,9 +91,12 @@ func (r *Rook) claudeSubagentReports(body cas.Key, task bool) []subagentReport {
 }
 
 // claudeTaskText reads the subagent a Task result's content (a string,
-// or text blocks) names in the line Claude Code adds for the model:
-// "agentId: <id>" (then " (use SendMessage ...)" or " (for resuming
-// ...)"), and the tool uses its "<usage>" gives.
+// or text blocks) names in the lines Claude Code adds for the model, its
+// own text block after the agent's report: "agentId: <id>" (then " (use
+// SendMessage ...)" or " (for resuming ...)"), the next line opening its
+// "<usage>", which gives the tool uses. Only such a pair is read: the
+// report is the model's own words, and a line of it reading "agentId: x"
+// (a meta file quoted, say) names no subagent this one ran.
 func claudeTaskText(content json.RawMessage) []subagentReport {
 	var texts []string
 	var one string
@@ -113,20 +116,29 @@ func claudeTaskText(content json.RawMessage) []subagentReport {
 	}
 	var out []subagentReport
 	for _, t := range texts {
-		var rep *subagentReport
-		for _, line := range strings.Split(t, "\n") {
-			line = strings.TrimPrefix(strings.TrimSpace(line), "<usage>")
-			if a, ok := strings.CutPrefix(line, "agentId: "); ok {
-				a, _, _ = strings.Cut(a, " ")
-				if a != "" {
-					out = append(out, subagentReport{agent: a})
-					rep = &out[len(out)-1]
+		lines := strings.Split(t, "\n")
+		for i := 0; i+1 < len(lines); i++ {
+			a, ok := strings.CutPrefix(strings.TrimSpace(lines[i]), "agentId: ")
+			if !ok || !strings.HasPrefix(strings.TrimSpace(lines[i+1]), "<usage>") {
+				continue
+			}
+			a, _, _ = strings.Cut(a, " ")
+			if a == "" {
+				continue
+			}
+			rep := subagentReport{agent: a}
+			for _, u := range lines[i+1:] {
+				u = strings.TrimPrefix(strings.TrimSpace(u), "<usage>")
+				if n, ok := strings.CutPrefix(u, "tool_uses: "); ok {
+					if v, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(n, "</usage>")), 10, 64); err == nil {
+						rep.tools = &v
+					}
 				}
-			} else if n, ok := strings.CutPrefix(line, "tool_uses: "); ok && rep != nil {
-				if v, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64); err == nil {
-					rep.tools = &v
+				if strings.HasSuffix(u, "</usage>") {
+					break
 				}
 			}
+			out = append(out, rep)
 		}
 	}
 	return out
@@ -191,9 +203,11 @@ func missingSubagentNote(what, result string, id eventlog.ID, fam importedFamily
 // (Claude Code 2.1.172 on) starts one whose result is in its transcript,
 // not the session's, while Claude Code keeps every subagent's transcript,
 // at any depth, beside the session's, imported as its child: each is a
-// member, read once (maxFamily bounds them). reported holds the source
-// ids ("agent-<agentId>") of every subagent those results report, held
-// or not (all read only).
+// member, read once (maxFamily bounds them). A diff (all) reads only the
+// session's own subagents', those it, or one of them, ran: a sibling's
+// subagent is the sibling's. reported holds the source ids
+// ("agent-<agentId>") of every subagent those results report, held or
+// not (all read only).
 func (r *Rook) missingSubagents(id eventlog.ID, to uint64, fam importedFamily, all bool) (out []missingSubagent, reported map[string]bool, err error) {
 	seen := map[string]bool{}
 	reported = map[string]bool{}
@@ -228,21 +242,34 @@ func (r *Rook) missingSubagents(id eventlog.ID, to uint64, fam importedFamily, a
 		return out, reported, err
 	}
 	var after func(time.Time) bool
-	for _, o := range fam.members {
-		if m, err := r.Log.ReadMeta(o); err != nil || !slices.Contains(m.Tags, subagentTag) {
-			continue
-		}
-		if after == nil {
-			if after, err = r.afterThePoint(id, to, fam); err != nil {
+	scanned := map[eventlog.ID]bool{}
+	for more := true; more; {
+		more = false
+		for _, o := range fam.members {
+			m, err := r.Log.ReadMeta(o)
+			if scanned[o] || err != nil || !slices.Contains(m.Tags, subagentTag) {
+				continue
+			}
+			// A diff (all) reads its own subagents alone (diffSubagents):
+			// its children, and those its results, or theirs, report; a
+			// sibling's subagent is the sibling's. A rewind counts what
+			// every subagent of the family wrote after the point.
+			if all && (m.Parent == nil || *m.Parent != fam.start) && !reported[childSourceID(m)] {
+				continue
+			}
+			scanned[o], more = true, true
+			if after == nil {
+				if after, err = r.afterThePoint(id, to, fam); err != nil {
+					return out, reported, err
+				}
+			}
+			from, err := r.firstEventWhen(o, after)
+			if err != nil {
+				return out, reported, fmt.Errorf("session %s (%s) cannot be read: %w", o, fam.kin[o], err)
+			}
+			if done, err := scan(o, from, after); done || err != nil {
 				return out, reported, err
 			}
-		}
-		from, err := r.firstEventWhen(o, after)
-		if err != nil {
-			return out, reported, fmt.Errorf("session %s (%s) cannot be read: %w", o, fam.kin[o], err)
-		}
-		if done, err := scan(o, from, after); done || err != nil {
-			return out, reported, err
 		}
 	}
 	return out, reported, nil

@@ -295,7 +295,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 		rep.CheckpointsApplied = st.Captures
 		rep.FromTranscript = st.FromTranscript
 		for _, c := range st.First {
-			if c.transcript {
+			if c.transcript && !codex { // (a rollout's are RolloutFiles)
 				transcript = append(transcript, c)
 			}
 		}

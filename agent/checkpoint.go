@@ -398,8 +398,18 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 	}
 	// A directory the restore makes (gone since, or --to) that the
 	// capture holds the mode of (a tree capture's with a setuid, setgid
-	// or sticky bit; any of a session capture's dirs) is made with it.
-	plan.dirModes = m.DirModes
+	// or sticky bit; any of a session capture's dirs) is made with it,
+	// the owner's read, write and search bits on: the save's undo is a
+	// restore too, which opens no directory as a rewind does, and must
+	// remove what this one writes there (a 1555 directory made read-only
+	// refused it).
+	for d, mode := range m.DirModes {
+		if plan.dirModes == nil {
+			plan.dirModes = map[string]FileMode{}
+		}
+		mode.Perm |= 0o700
+		plan.dirModes[d] = mode
+	}
 	// When the restore would overwrite or remove something that differs,
 	// save first every path it changes: those files as they are, and the
 	// ones it creates as absent, so restoring the save undoes it all. A

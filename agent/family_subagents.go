@@ -91,12 +91,14 @@ func (r *Rook) claudeSubagentReports(body cas.Key, task bool) []subagentReport {
 }
 
 // claudeTaskText reads the subagent a Task result's content (a string,
-// or text blocks) names in the lines Claude Code adds for the model, its
-// own text block after the agent's report: "agentId: <id>" (then " (use
-// SendMessage ...)" or " (for resuming ...)"), the next line opening its
-// "<usage>", which gives the tool uses. Only such a pair is read: the
-// report is the model's own words, and a line of it reading "agentId: x"
-// (a meta file quoted, say) names no subagent this one ran.
+// or text blocks) names in the lines Claude Code adds for the model, not
+// in the agent's report (the model's own words, where a line reading
+// "agentId: x", a meta file or a log quoted, names no subagent this one
+// ran): "agentId: <id>" then, on its line, Claude Code's parenthesis
+// (" (for resuming ...)", " (use SendMessage ...)", and a background
+// agent's " (internal ID - do not mention to user. Use SendMessage
+// ...)", its launch said before it, with no usage yet), or on the next
+// its "<usage>", whose tool_uses it gives.
 func claudeTaskText(content json.RawMessage) []subagentReport {
 	var texts []string
 	var one string
@@ -117,16 +119,21 @@ func claudeTaskText(content json.RawMessage) []subagentReport {
 	var out []subagentReport
 	for _, t := range texts {
 		lines := strings.Split(t, "\n")
-		for i := 0; i+1 < len(lines); i++ {
+		for i := range lines {
 			a, ok := strings.CutPrefix(strings.TrimSpace(lines[i]), "agentId: ")
-			if !ok || !strings.HasPrefix(strings.TrimSpace(lines[i+1]), "<usage>") {
+			if !ok {
 				continue
 			}
-			a, _, _ = strings.Cut(a, " ")
-			if a == "" {
+			a, paren, _ := strings.Cut(a, " ")
+			usage := i+1 < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i+1]), "<usage>")
+			if a == "" || !usage && !claudeAgentParen(paren) {
 				continue
 			}
 			rep := subagentReport{agent: a}
+			if !usage {
+				out = append(out, rep) // (its tool uses not said: it may have written)
+				continue
+			}
 			for _, u := range lines[i+1:] {
 				u = strings.TrimPrefix(strings.TrimSpace(u), "<usage>")
 				if n, ok := strings.CutPrefix(u, "tool_uses: "); ok {
@@ -142,6 +149,20 @@ func claudeTaskText(content json.RawMessage) []subagentReport {
 		}
 	}
 	return out
+}
+
+// claudeAgentParen says whether what follows the id on an "agentId: "
+// line is the parenthesis Claude Code writes there.
+func claudeAgentParen(p string) bool {
+	if !strings.HasPrefix(p, "(") {
+		return false
+	}
+	for _, w := range []string{"for resuming", "SendMessage", "internal ID"} {
+		if strings.Contains(p, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // claudeTaskTools are the Claude Code tools that run a subagent: Task,

@@ -131,14 +131,39 @@ func (e *NoFileBackupsError) Error() string {
 }
 
 // NotKnownBefore names the files whose state before the edits that
-// changed them is not known, each with why.
+// changed them is not known, those of one reason together (a subagent
+// that edited hundreds says why once), the first maxNotKnownNamed of each
+// named: `rook session diff` lists them all (uncompared).
 func NotKnownBefore(files []UncomparedFile) string {
-	parts := make([]string, len(files))
-	for i, f := range files {
-		parts[i] = f.Path + ": " + strings.TrimPrefix(f.Error, "its state before is not known: ")
+	var reasons []string
+	paths := map[string][]string{}
+	for _, f := range files {
+		why := strings.TrimPrefix(f.Error, "its state before is not known: ")
+		if _, ok := paths[why]; !ok {
+			reasons = append(reasons, why)
+		}
+		paths[why] = append(paths[why], f.Path)
 	}
-	return fmt.Sprintf("%d file(s) changed whose state before is not known (%s)", len(files), strings.Join(parts, "; "))
+	parts := make([]string, 0, len(reasons))
+	more := false
+	for _, why := range reasons {
+		ps := paths[why]
+		named := strings.Join(ps[:min(len(ps), maxNotKnownNamed)], ", ")
+		if len(ps) > maxNotKnownNamed {
+			named += fmt.Sprintf(" and %d more", len(ps)-maxNotKnownNamed)
+			more = true
+		}
+		parts = append(parts, named+": "+why)
+	}
+	msg := fmt.Sprintf("%d file(s) changed whose state before is not known (%s)", len(files), strings.Join(parts, "; "))
+	if more {
+		msg += " (`rook session diff` names them all)"
+	}
+	return msg
 }
+
+// maxNotKnownNamed bounds the files NotKnownBefore names for one reason.
+const maxNotKnownNamed = 10
 
 // Rewind forks a session at `to` (the parent stays whole and readable) and,
 // unless keepFiles, puts every file the session captured at or after `to`

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,33 +12,14 @@ import (
 // second text block of bbbb's Task result in aaaa's transcript.
 func claudeNestedAsync(t *testing.T, text string) (*Rook, *editTranscript, eventlog.ID, eventlog.ID) {
 	e := newEditTranscript(t, "fix a and b")
-	at := func(p string) string { return filepath.Join(e.ws, p) }
 	e.lines = append(e.lines, claudeTaskCall(e))
-	side := func(agent string, lines []string) []string {
-		for i, l := range lines {
-			lines[i] = strings.Replace(l, `"sessionId":"s1",`, `"sessionId":"s1","isSidechain":true,"agentId":"`+agent+`",`, 1)
-		}
-		return lines
-	}
-	a := &editTranscript{dir: e.dir, ws: e.ws, n: 2}
-	a.lines = append(a.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit a and b"},"uuid":"a0","timestamp":%q}`, a.env(), a.ts()))
-	a.edit(at("a.txt"), "A0\n", "A0", "A1")
-	a.lines = append(a.lines, fmt.Sprintf(`{"type":"assistant",%s,"message":{"model":"claude-opus-4-6","id":"ma","role":"assistant","content":[{"type":"tool_use","id":"tb","name":"Agent","input":{"description":"b","prompt":"edit b","run_in_background":true}}]},"uuid":"a9","timestamp":%q}`, a.env(), a.ts()))
-	b := &editTranscript{dir: e.dir, ws: e.ws, n: 6}
-	b.lines = append(b.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit b"},"uuid":"b0","timestamp":%q}`, b.env(), b.ts()))
-	b.edit(at("b.txt"), "B0\n", "B0", "B1")
-	a.n = 9
-	a.lines = append(a.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":[{"tool_use_id":"tb","type":"tool_result","content":[{"type":"text","text":%s}]}]},"uuid":"a10","timestamp":%q}`, a.env(), jsonq(text), a.ts()))
-	e.n = 10
-	e.lines = append(e.lines, claudeTaskResult(e, `"totalToolUseCount":3,`))
-	for i, l := range e.lines {
-		e.lines[i] = strings.ReplaceAll(l, "a1b2c3d", "aaaa")
-	}
+	a, b := nestedAgents(e, 2, `{"description":"b","prompt":"edit b","run_in_background":true}`, `[{"type":"text","text":`+jsonq(text)+`}]`, "")
+	nestedTaskResult(e)
 	writeTree(t, e.ws, tree{"a.txt": "A1\n", "b.txt": "B1\n"})
 	r, ids := importClaudeFiles(t, e, map[string][]string{
 		"s1.jsonl":                      e.lines,
-		"s1/subagents/agent-aaaa.jsonl": side("aaaa", a.lines),
-		"s1/subagents/agent-bbbb.jsonl": side("bbbb", b.lines),
+		"s1/subagents/agent-aaaa.jsonl": sideLines("aaaa", a.lines),
+		"s1/subagents/agent-bbbb.jsonl": sideLines("bbbb", b.lines),
 	})
 	return r, e, ids["s1.jsonl"], ids["s1/subagents/agent-bbbb.jsonl"]
 }

@@ -21,42 +21,22 @@ import (
 // the agentId and usage only in the text the model read. It gives the
 // store, the parent, aaaa, bbbb and bbbb's transcript.
 func claudeNestedSubagents(t *testing.T, textOnly bool) (*Rook, *editTranscript, eventlog.ID, eventlog.ID, eventlog.ID, string) {
-	e := newEditTranscript(t, "fix a and b") // :01
-	at := func(p string) string { return filepath.Join(e.ws, p) }
+	e := newEditTranscript(t, "fix a and b")     // :01
 	e.lines = append(e.lines, claudeTaskCall(e)) // :02
-	side := func(agent string, lines []string) []string {
-		for i, l := range lines {
-			lines[i] = strings.Replace(l, `"sessionId":"s1",`, `"sessionId":"s1","isSidechain":true,"agentId":"`+agent+`",`, 1)
-		}
-		return lines
-	}
-	a := &editTranscript{dir: e.dir, ws: e.ws, n: 2}
-	a.lines = append(a.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit a and b"},"uuid":"a0","timestamp":%q}`, a.env(), a.ts()))                                                                                                                             // :03
-	a.edit(at("a.txt"), "A0\n", "A0", "A1")                                                                                                                                                                                                                                                 // :04, :05
-	a.lines = append(a.lines, fmt.Sprintf(`{"type":"assistant",%s,"message":{"model":"claude-opus-4-6","id":"ma","role":"assistant","content":[{"type":"tool_use","id":"tb","name":"Agent","input":{"description":"b","prompt":"edit b"}}]},"uuid":"a9","timestamp":%q}`, a.env(), a.ts())) // :06
-	b := &editTranscript{dir: e.dir, ws: e.ws, n: 6}
-	b.lines = append(b.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit b"},"uuid":"b0","timestamp":%q}`, b.env(), b.ts())) // :07
-	b.edit(at("b.txt"), "B0\n", "B0", "B1")                                                                                                               // :08, :09
-	a.n = 9
-	text := `"agentId: bbbb (use SendMessage with to: 'bbbb' to continue this agent)\n<usage>total_tokens: 900\ntool_uses: 1\nduration_ms: 2000</usage>"`
 	tr := `,"toolUseResult":{"status":"completed","agentId":"bbbb","totalToolUseCount":1,"content":[{"type":"text","text":"Done."}]}`
 	if textOnly {
 		tr = ""
 	}
-	a.lines = append(a.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":[{"tool_use_id":"tb","type":"tool_result","content":[{"type":"text","text":"Done."},{"type":"text","text":%s}]}]}%s,"uuid":"a10","timestamp":%q}`, a.env(), text, tr, a.ts())) // :10
-	e.n = 10
-	e.lines = append(e.lines, claudeTaskResult(e, `"totalToolUseCount":3,`)) // :11, naming a1b2c3d
-	for i, l := range e.lines {
-		e.lines[i] = strings.ReplaceAll(l, "a1b2c3d", "aaaa")
-	}
+	a, b := nestedAgents(e, 2, `{"description":"b","prompt":"edit b"}`, `[{"type":"text","text":"Done."},{"type":"text","text":`+nestedUsageText+`}]`, tr) // :03-:06, :07-:09, :10
+	nestedTaskResult(e)                                                                                                                                    // :11
 	writeTree(t, e.ws, tree{"a.txt": "A1\n", "b.txt": "B1\n"})
 	meta := func(parent string) []string {
 		return []string{`{"agentType":"general-purpose","description":"b","toolUseId":"tb","parentAgentId":"` + parent + `","spawnDepth":2}`}
 	}
 	r, ids := importClaudeFiles(t, e, map[string][]string{
 		"s1.jsonl":                      e.lines,
-		"s1/subagents/agent-aaaa.jsonl": side("aaaa", a.lines),
-		"s1/subagents/agent-bbbb.jsonl": side("bbbb", b.lines),
+		"s1/subagents/agent-aaaa.jsonl": sideLines("aaaa", a.lines),
+		"s1/subagents/agent-bbbb.jsonl": sideLines("bbbb", b.lines),
 	})
 	writeTree(t, filepath.Join(e.dir, "home", ".claude", "projects", "-ws", "s1", "subagents"), tree{"agent-bbbb.meta.json": meta("aaaa")[0] + "\n"})
 	return r, e, ids["s1.jsonl"], ids["s1/subagents/agent-aaaa.jsonl"], ids["s1/subagents/agent-bbbb.jsonl"],
@@ -99,5 +79,47 @@ func TestRewindFamilyRemovedNestedSubagent(t *testing.T) {
 				t.Fatalf("files: %q", got)
 			}
 		})
+	}
+}
+
+// sideLines marks lines, a transcript's, as subagent agent's
+// (isSidechain, its agentId), as Claude Code writes them.
+func sideLines(agent string, lines []string) []string {
+	for i, l := range lines {
+		lines[i] = strings.Replace(l, `"sessionId":"s1",`, `"sessionId":"s1","isSidechain":true,"agentId":"`+agent+`",`, 1)
+	}
+	return lines
+}
+
+// nestedUsageText is the text block Claude Code adds to a subagent's
+// result after its report: its agentId (bbbb) and its <usage>.
+const nestedUsageText = `"agentId: bbbb (use SendMessage with to: 'bbbb' to continue this agent)\n<usage>total_tokens: 900\ntool_uses: 1\nduration_ms: 2000</usage>"`
+
+// nestedAgents is subagent aaaa of e's session (from its line from: a
+// prompt, its edit of a.txt A0 to A1, an Agent call with input) and
+// bbbb, that call's (line 6: a prompt, its edit of b.txt B0 to B1), and
+// aaaa's line 9, the call's result: content (raw JSON) and tr (members
+// after the message: a toolUseResult, or none).
+func nestedAgents(e *editTranscript, from int, input, content, tr string) (a, b *editTranscript) {
+	at := func(p string) string { return filepath.Join(e.ws, p) }
+	a = &editTranscript{dir: e.dir, ws: e.ws, n: from}
+	a.lines = append(a.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit a and b"},"uuid":"a0","timestamp":%q}`, a.env(), a.ts()))
+	a.edit(at("a.txt"), "A0\n", "A0", "A1")
+	a.lines = append(a.lines, fmt.Sprintf(`{"type":"assistant",%s,"message":{"model":"claude-opus-4-6","id":"ma","role":"assistant","content":[{"type":"tool_use","id":"tb","name":"Agent","input":%s}]},"uuid":"a9","timestamp":%q}`, a.env(), input, a.ts()))
+	b = &editTranscript{dir: e.dir, ws: e.ws, n: 6}
+	b.lines = append(b.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit b"},"uuid":"b0","timestamp":%q}`, b.env(), b.ts()))
+	b.edit(at("b.txt"), "B0\n", "B0", "B1")
+	a.n = 9
+	a.lines = append(a.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":[{"tool_use_id":"tb","type":"tool_result","content":%s}]}%s,"uuid":"a10","timestamp":%q}`, a.env(), content, tr, a.ts()))
+	return a, b
+}
+
+// nestedTaskResult ends e's session with its Task's result (line 10),
+// naming subagent aaaa.
+func nestedTaskResult(e *editTranscript) {
+	e.n = 10
+	e.lines = append(e.lines, claudeTaskResult(e, `"totalToolUseCount":3,`))
+	for i, l := range e.lines {
+		e.lines[i] = strings.ReplaceAll(l, "a1b2c3d", "aaaa")
 	}
 }

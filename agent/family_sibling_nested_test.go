@@ -3,7 +3,6 @@ package agent
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/rookhq/rook/eventlog"
@@ -45,41 +44,21 @@ func TestSiblingsNestedSubagentsEditsAreNotInASubagentsDiff(t *testing.T) {
 // aaaa a.txt, bbbb b.txt. bbbb is imported when withB.
 func claudeSiblingsWithNested(t *testing.T, withB bool) (*Rook, map[string]eventlog.ID) {
 	e := newEditTranscript(t, "fix a, b and c")
-	at := func(p string) string { return filepath.Join(e.ws, p) }
 	e.lines = append(e.lines, claudeTaskCall(e))
-	side := func(agent string, lines []string) []string {
-		for i, l := range lines {
-			lines[i] = strings.Replace(l, `"sessionId":"s1",`, `"sessionId":"s1","isSidechain":true,"agentId":"`+agent+`",`, 1)
-		}
-		return lines
-	}
 	// cccc, in parallel with aaaa: it starts first.
 	c := &editTranscript{dir: e.dir, ws: e.ws, n: 2}
 	c.lines = append(c.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit c"},"uuid":"c0","timestamp":%q}`, c.env(), c.ts()))
-	c.edit(at("c.txt"), "C0\n", "C0", "C1")
-	a := &editTranscript{dir: e.dir, ws: e.ws, n: 3}
-	a.lines = append(a.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit a and b"},"uuid":"a0","timestamp":%q}`, a.env(), a.ts()))
-	a.edit(at("a.txt"), "A0\n", "A0", "A1")
-	a.lines = append(a.lines, fmt.Sprintf(`{"type":"assistant",%s,"message":{"model":"claude-opus-4-6","id":"ma","role":"assistant","content":[{"type":"tool_use","id":"tb","name":"Agent","input":{"description":"b","prompt":"edit b"}}]},"uuid":"a9","timestamp":%q}`, a.env(), a.ts()))
-	a.n = 9
-	text := `"agentId: bbbb (use SendMessage with to: 'bbbb' to continue this agent)\n<usage>total_tokens: 900\ntool_uses: 1\nduration_ms: 2000</usage>"`
-	a.lines = append(a.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":[{"tool_use_id":"tb","type":"tool_result","content":[{"type":"text","text":"Done."},{"type":"text","text":%s}]}]},"uuid":"a10","timestamp":%q}`, a.env(), text, a.ts()))
-	e.n = 10
-	e.lines = append(e.lines, claudeTaskResult(e, `"totalToolUseCount":3,`))
-	for i, l := range e.lines {
-		e.lines[i] = strings.ReplaceAll(l, "a1b2c3d", "aaaa")
-	}
+	c.edit(filepath.Join(e.ws, "c.txt"), "C0\n", "C0", "C1")
+	a, b := nestedAgents(e, 3, `{"description":"b","prompt":"edit b"}`, `[{"type":"text","text":"Done."},{"type":"text","text":`+nestedUsageText+`}]`, "")
+	nestedTaskResult(e)
 	writeTree(t, e.ws, tree{"a.txt": "A1\n", "b.txt": "B1\n", "c.txt": "C1\n"})
 	files := map[string][]string{
 		"s1.jsonl":                      e.lines,
-		"s1/subagents/agent-aaaa.jsonl": side("aaaa", a.lines),
-		"s1/subagents/agent-cccc.jsonl": side("cccc", c.lines),
+		"s1/subagents/agent-aaaa.jsonl": sideLines("aaaa", a.lines),
+		"s1/subagents/agent-cccc.jsonl": sideLines("cccc", c.lines),
 	}
 	if withB {
-		b := &editTranscript{dir: e.dir, ws: e.ws, n: 6}
-		b.lines = append(b.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":"edit b"},"uuid":"b0","timestamp":%q}`, b.env(), b.ts()))
-		b.edit(at("b.txt"), "B0\n", "B0", "B1")
-		files["s1/subagents/agent-bbbb.jsonl"] = side("bbbb", b.lines)
+		files["s1/subagents/agent-bbbb.jsonl"] = sideLines("bbbb", b.lines)
 	}
 	return importClaudeFiles(t, e, files)
 }

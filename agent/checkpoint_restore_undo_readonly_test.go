@@ -35,27 +35,7 @@ func TestRestoreUndoInAReadOnlySpecialDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeTree(t, ws, tree{"b.txt": "edited\n"})
-	_, m, err := r.ResolveCheckpoint("c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := r.RestoreCheckpoint("c", m, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Saved == "" {
-		t.Fatalf("no save: %+v", rep)
-	}
-	fi, _ := os.Stat(filepath.Join(ws, "ro"))
-	t.Logf("ro made %v; the save %s", fi.Mode(), rep.Saved)
-	_, saved, err := r.ResolveCheckpoint(rep.Saved)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.RestoreCheckpoint(rep.Saved, saved, ""); err != nil {
-		t.Fatalf("the undo rook names (restore %s) fails: %v", rep.Saved, err)
-	}
-	sameTree(t, "after the undo", readTree(t, ws), tree{"b.txt": "edited\n"})
+	restoreAndUndo(t, r, ws, "c", "c")
 }
 
 // The same through a session capture's snapshot restored by id (`rook
@@ -85,13 +65,24 @@ func TestRestoreUndoInAReadOnlyDirectoryOfASessionCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeTree(t, ws, tree{"b.txt": "edited\n"})
-	_, m, err := r.ResolveCheckpoint(fmt.Sprintf("%x", snap))
+	restoreAndUndo(t, r, ws, fmt.Sprintf("%x", snap), "capture")
+}
+
+// restoreAndUndo restores checkpoint ref (named name) into ws, where
+// b.txt was edited since and ro made again, then restores its save, the
+// undo rook names: ws is back as it was, ro gone.
+func restoreAndUndo(t *testing.T, r *Rook, ws, ref, name string) {
+	t.Helper()
+	_, m, err := r.ResolveCheckpoint(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := r.RestoreCheckpoint("capture", m, "")
+	rep, err := r.RestoreCheckpoint(name, m, "")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if rep.Saved == "" {
+		t.Fatalf("no save: %+v", rep)
 	}
 	fi, _ := os.Stat(filepath.Join(ws, "ro"))
 	t.Logf("ro made %v; the save %s", fi.Mode(), rep.Saved)

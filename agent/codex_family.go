@@ -37,9 +37,11 @@ type codexOtherWrite struct {
 	unknown string
 	id      string // its call id
 	// since: it may have written any file at any time from at on (why
-	// says why: a parent removed since).
+	// says why: a parent removed since), up to until when it is set (a
+	// Codex subagent its family's rollouts say was finished by then).
 	since    bool
 	sinceWhy string
+	until    time.Time
 }
 
 // touches says whether w may have written any of paths.
@@ -61,7 +63,7 @@ func (w codexOtherWrite) within(lo, hi time.Time) bool {
 	case w.unknown != "":
 		return true
 	case w.since:
-		return hi.IsZero() || !w.at.After(hi)
+		return (hi.IsZero() || !w.at.After(hi)) && (w.until.IsZero() || !w.until.Before(lo))
 	}
 	return !w.at.Before(lo) && (hi.IsZero() || !w.at.After(hi))
 }

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
+	"unicode"
+
+	json "github.com/go-json-experiment/json/v1"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
@@ -22,20 +26,25 @@ import (
 // spawn_agent output of the family names that no imported session linked
 // to it holds wrote what is not known. A Codex subagent runs on its own:
 // spawn_agent returns at once, and it may write long after, well past
-// the rewind point, whenever it was spawned; nor does its parent's
-// rollout say for sure when it is done (a completed wait says its turn
-// ended, yet send_input starts another, and the subagents it spawned may
-// still run). So it counts as a write of any file at any time from its
-// spawn_agent call on (codexOtherWrite.since), as a parent removed since
-// does: what the rollout says a file held before that stands; the undo
-// of patches on the disk as it is now, any state after it, is refused.
+// the rewind point, whenever it was spawned. So it counts as a write of
+// any file at any time from its spawn_agent call on (codexOtherWrite.since),
+// as a parent removed since does, until the family's rollouts say for
+// sure it was finished (codexSubagentEnds): what the rollout says a file
+// held before its spawn stands; the undo of patches on the disk as it is
+// now, any state after it, is refused, unless it was finished before the
+// point (then all it wrote was before the point too).
 
 // codexMissingSubagents are the writes of the subagents spawn_agent
 // outputs of the sessions of family lf (its line, then its members) name
 // that no imported session linked to it holds (lf.sources), each once,
 // from its earliest spawn; id is the session rewound.
 func (r *Rook) codexMissingSubagents(id eventlog.ID, lf importedFamily) ([]codexOtherWrite, error) {
-	miss, _, err := r.codexMissingSpawns(id, lf, append(append([]eventlog.ID{}, lf.line...), lf.members...))
+	sessions := append(append([]eventlog.ID{}, lf.line...), lf.members...)
+	miss, _, err := r.codexMissingSpawns(id, lf, sessions)
+	if err != nil {
+		return nil, err
+	}
+	ends, err := r.codexSubagentEnds(id, sessions, miss)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +65,7 @@ func (r *Rook) codexMissingSubagents(id eventlog.ID, lf importedFamily) ([]codex
 		} else {
 			why += fmt.Sprintf("; its rollout (rollout-*-%s.jsonl, .zst too) is not found beside the rollouts of the sessions linked to it (Codex writes them under ~/.codex/sessions/YYYY/MM/DD): import it if you find it (`rook import codex <its file>`: it is linked to its parent) and run this again", s.agent)
 		}
-		out = append(out, codexOtherWrite{session: s.session, seq: s.seq, at: s.at, since: true, sinceWhy: why})
+		out = append(out, codexOtherWrite{session: s.session, seq: s.seq, at: s.at, since: true, sinceWhy: why, until: ends[s.agent]})
 	}
 	return out, nil
 }
@@ -128,6 +137,270 @@ func (r *Rook) codexMissingSpawns(id eventlog.ID, lf importedFamily, sessions []
 		miss = append(miss, sp)
 	}
 	return miss, reported, nil
+}
+
+// Codex's collab tools say when a subagent is done (codex-rs
+// tools/handlers/collab.rs, multi_agents.rs): wait ({"ids": [...]}, or
+// an older {"id": ...}) returns {"status": {"<thread id>": <status>},
+// "timed_out": false} once one of them is finished (an older one, its
+// one status alone), and close_agent ({"id": ...}, or "target") shuts
+// it down for good, returning {"status": <status>} (later
+// "previous_status") as it was before. A status is Codex's AgentStatus:
+// "pending_init", "running", "interrupted", {"completed": <its last
+// message, or null>}, {"errored": "<why>"}, "shutdown", "not_found".
+// send_input and resume_agent start it working again. So a subagent
+// counts as a writer from its spawn up to the first output that says it
+// was finished (completed, errored or shut down, or closed), unless a
+// later call starts it again (then up to the next such output, or for
+// good). Anything not read for sure leaves it running: a wait that timed
+// out, a status not known, or "interrupted" or "not_found" (it may
+// still be running elsewhere), an output that does not read (an error's
+// text), a close_agent that says it was not found. An "errored" whose
+// reason is one word (an aborted turn's, TurnAbortReason: Interrupted,
+// Replaced, as Codex said it before "interrupted") is no end either: a
+// send_input that interrupts it aborts its turn, then it runs the new
+// input. And since Codex sets a subagent running only when its new turn
+// starts, a wait right after a send_input may read the status of the
+// turn before: an end after a restart that says just what the end
+// before the restart said is not taken. A call of any other tool that
+// names the subagent's thread (send_input, resume_agent, whatever it
+// is called, or a shell's `codex resume`) starts it again.
+
+// codexCollabEnd are the collab tools whose outputs may say a subagent
+// is done.
+var codexCollabEnd = map[string]bool{"wait": true, "wait_agent": true, "close_agent": true}
+
+// codexSubagentEnds reads, in sessions (in order; id is the session
+// asked of, another removed since is passed over), the collab calls
+// about the subagents of miss: the time by which each was finished for
+// good, as far as they say for sure; none (absent) when they do not. A
+// Codex fork's copy of its parent's lines bears the fork's time: each
+// call and each output is timed by its earliest, its original's where it
+// is read, and counted once.
+func (r *Rook) codexSubagentEnds(id eventlog.ID, sessions []eventlog.ID, miss []missingSubagent) (map[string]time.Time, error) {
+	if len(miss) == 0 {
+		return nil, nil
+	}
+	want := map[string]bool{}
+	for _, s := range miss {
+		want[s.agent] = true
+	}
+	// said is what one call, or one output, says of th.
+	type said struct {
+		at      time.Time
+		restart bool
+		status  string // an end's, as its output says it
+	}
+	heard := map[string]map[string]said{} // th: by call (and output)
+	hear := func(th, key string, s said) {
+		if heard[th] == nil {
+			heard[th] = map[string]said{}
+		}
+		if prev, ok := heard[th][key]; !ok || s.at.Before(prev.at) {
+			heard[th][key] = s
+		}
+	}
+	for _, s := range sessions {
+		args := map[string]json.RawMessage{} // a collab end's arguments, by call id
+		for from := uint64(0); ; {
+			evs, err := r.Log.Read(s, from, 1024)
+			if err != nil {
+				if from == 0 && s != id && errors.Is(err, eventlog.ErrNoSession) {
+					break // (removed since: its fork holds its events before the point)
+				}
+				return nil, err
+			}
+			if len(evs) == 0 {
+				break
+			}
+			for _, ev := range evs {
+				switch {
+				case ev.Kind == eventlog.KindToolCall:
+					for i, p := range r.codexPayloads(ev.Body, "") {
+						if codexCollabEnd[ev.Label] {
+							if p.CallID != "" {
+								args[p.CallID] = p.Arguments
+							}
+							continue
+						}
+						if ev.Label == "spawn_agent" {
+							continue // (a new thread)
+						}
+						key := "call " + p.CallID
+						if p.CallID == "" {
+							key = fmt.Sprintf("%s #%d.%d", s, ev.Seq, i)
+						}
+						for th := range want {
+							for _, b := range []json.RawMessage{p.Arguments, p.Input, p.Action} {
+								if bytes.Contains(b, []byte(th)) {
+									hear(th, key, said{at: ev.Time, restart: true})
+									break
+								}
+							}
+						}
+					}
+				case ev.Kind == eventlog.KindToolResult && codexCollabEnd[ev.Label]:
+					for _, p := range r.codexPayloads(ev.Body, "") {
+						if p.CallID == "" {
+							continue // (its call's arguments not known)
+						}
+						for th, status := range codexEnded(ev.Label, args[p.CallID], p.Output) {
+							if want[th] {
+								hear(th, "output "+p.CallID, said{at: ev.Time, status: status})
+							}
+						}
+					}
+				}
+			}
+			from = evs[len(evs)-1].Seq + 1
+		}
+	}
+	ends := map[string]time.Time{}
+	for _, sp := range miss {
+		var all []said
+		for _, s := range heard[sp.agent] {
+			if s.restart || sp.at.IsZero() || !s.at.Before(sp.at) {
+				all = append(all, s)
+			}
+		}
+		// By time; at one time, a restart after an end (which came
+		// first is not known).
+		sort.Slice(all, func(i, j int) bool {
+			if !all[i].at.Equal(all[j].at) {
+				return all[i].at.Before(all[j].at)
+			}
+			return !all[i].restart && all[j].restart
+		})
+		running, restarted, last := true, false, ""
+		var end time.Time
+		for _, s := range all {
+			switch {
+			case s.restart:
+				if !running {
+					running, restarted = true, true
+				}
+			case !running:
+			case restarted && s.status == last && s.status != "closed":
+				// (maybe the turn's before the restart; a close shuts
+				// it down, whatever it was doing)
+			default:
+				running, restarted, last, end = false, false, s.status, s.at
+			}
+		}
+		if !running {
+			ends[sp.agent] = end
+		}
+	}
+	return ends, nil
+}
+
+// codexEnded are the threads a wait or close_agent output (of a call
+// with arguments args) says are finished, each with its status as said
+// ("closed" for a close_agent's): none when it does not read.
+func codexEnded(tool string, args, output json.RawMessage) map[string]string {
+	type result struct {
+		Status         json.RawMessage `json:"status"`
+		PreviousStatus json.RawMessage `json:"previous_status"`
+		TimedOut       json.RawMessage `json:"timed_out"`
+	}
+	var res *result
+	for _, t := range codexOutputTexts(output) {
+		var r result
+		if t = strings.TrimSpace(t); strings.HasPrefix(t, "{") && json.Unmarshal([]byte(t), &r) == nil {
+			res = &r
+			break
+		}
+	}
+	if res == nil {
+		return nil
+	}
+	out := map[string]string{}
+	if tool == "close_agent" {
+		st := res.PreviousStatus
+		if len(st) == 0 {
+			st = res.Status
+		}
+		if kind, _, ok := codexAgentStatus(st); ok && kind != "not_found" {
+			if th := codexArgID(args); th != "" {
+				out[th] = "closed"
+			}
+		}
+		return out
+	}
+	if string(res.TimedOut) != "false" {
+		return nil
+	}
+	if codexFinished(res.Status) {
+		if th := codexArgID(args); th != "" { // (an older wait's one status)
+			out[th] = string(res.Status)
+		}
+		return out
+	}
+	var each map[string]json.RawMessage
+	if len(res.Status) > 0 && res.Status[0] == '{' && json.Unmarshal(res.Status, &each) == nil {
+		for th, st := range each {
+			if codexFinished(st) {
+				out[th] = string(st)
+			}
+		}
+	}
+	return out
+}
+
+// codexFinished says whether Codex AgentStatus st says its agent is
+// done: completed, errored (but for an aborted turn's one word), or shut
+// down.
+func codexFinished(st json.RawMessage) bool {
+	kind, why, ok := codexAgentStatus(st)
+	switch {
+	case !ok:
+		return false
+	case kind == "errored":
+		return strings.ContainsFunc(why, func(c rune) bool { return !unicode.IsLetter(c) })
+	}
+	return kind == "completed" || kind == "shutdown"
+}
+
+// codexAgentStatus reads Codex AgentStatus st: its kind, and an errored
+// one's reason; ok false when it is not one.
+func codexAgentStatus(st json.RawMessage) (kind, why string, ok bool) {
+	var s string
+	if json.Unmarshal(st, &s) == nil {
+		switch s {
+		case "pending_init", "running", "interrupted", "shutdown", "not_found":
+			return s, "", true
+		}
+		return "", "", false
+	}
+	var o map[string]json.RawMessage
+	if len(st) == 0 || st[0] != '{' || json.Unmarshal(st, &o) != nil || len(o) != 1 {
+		return "", "", false
+	}
+	if m, found := o["completed"]; found {
+		var msg *string
+		return "completed", "", json.Unmarshal(m, &msg) == nil
+	}
+	if m, found := o["errored"]; found {
+		ok = json.Unmarshal(m, &why) == nil
+		return "errored", why, ok
+	}
+	return "", "", false
+}
+
+// codexArgID is the thread a collab call's arguments name: its "id"
+// (Codex's v1 tools), or "target"; "" when they do not read.
+func codexArgID(args json.RawMessage) string {
+	var a struct {
+		ID     json.RawMessage `json:"id"`
+		Target json.RawMessage `json:"target"`
+	}
+	if s := rawString(args); s == "" || json.Unmarshal([]byte(s), &a) != nil {
+		return ""
+	}
+	if id := rawString(a.ID); id != "" {
+		return id
+	}
+	return rawString(a.Target)
 }
 
 // codexPayloads are the Codex items of an imported event's body; none

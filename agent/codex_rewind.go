@@ -229,7 +229,15 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 			tlo, thi, what = tLo, atTime, fmt.Sprintf("between event #%d and the deletion of event #%d that says what it held", to, at)
 		}
 		for _, w := range fam.others {
-			if (s.known || s.absent) && w.within(tlo, thi) && w.touches(p) {
+			lo := tlo
+			if w.since && !deletion {
+				// Its writes before the patch that last wrote p count
+				// too: that patch's hunks were applied to what it wrote,
+				// which the replay does not hold (one that was done
+				// before the point is undone from the disk instead).
+				lo = time.Time{}
+			}
+			if (s.known || s.absent) && w.within(lo, thi) && w.touches(p) {
 				s = codexRewindState{why: w.why(what)}
 				break
 			}

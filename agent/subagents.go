@@ -43,21 +43,8 @@ func subagentRefs(toolUseResult json.RawMessage, typ string, output json.RawMess
 // codexSpawnedIDs reads the agent_id of a spawn_agent output: a string
 // holding the JSON object, or content items whose text holds it.
 func codexSpawnedIDs(output json.RawMessage) []string {
-	var texts []string
-	var s string
-	var items []struct {
-		Text string `json:"text"`
-	}
-	switch {
-	case json.Unmarshal(output, &s) == nil:
-		texts = []string{s}
-	case json.Unmarshal(output, &items) == nil:
-		for _, it := range items {
-			texts = append(texts, it.Text)
-		}
-	}
 	var ids []string
-	for _, t := range texts {
+	for _, t := range codexOutputTexts(output) {
 		t = strings.TrimSpace(t)
 		if !strings.HasPrefix(t, "{") || !strings.Contains(t, `"agent_id"`) {
 			continue
@@ -72,6 +59,25 @@ func codexSpawnedIDs(output json.RawMessage) []string {
 		}
 	}
 	return ids
+}
+
+// codexOutputTexts are the texts of a Codex tool output: a string, or
+// its content items' texts.
+func codexOutputTexts(output json.RawMessage) []string {
+	var texts []string
+	var s string
+	var items []struct {
+		Text string `json:"text"`
+	}
+	switch {
+	case json.Unmarshal(output, &s) == nil:
+		texts = []string{s}
+	case json.Unmarshal(output, &items) == nil:
+		for _, it := range items {
+			texts = append(texts, it.Text)
+		}
+	}
+	return texts
 }
 
 // childSourceID is the source session id a child's file is known by:

@@ -447,3 +447,51 @@ func TestCodexRewindCountsASubagentsWrites(t *testing.T) {
 	_, err := r.Rewind(p, pCalls[0], false)
 	refusedFor(t, err, "app.py", "session "+f.String()+" (a Codex subagent of this session, in the same workspace) ran the patch of event #")
 }
+
+// P adds n.txt ("1 b c"), its subagent F patches it (1 to 2), then P
+// patches it (b to B) before the point and (c to C) after it. P's patch
+// of b was applied to F's "2 b c", which the replay does not hold: F's
+// patch came before P's last patch of the file before the point, yet
+// after the Add File the replay starts from, and the replay's "1 B c", a
+// state the file never had, was written, exit 0. F's write counts from
+// the patch that wrote the file whole: P's patch after the point is
+// undone on the disk ("2 B c"), and where it does not undo, the rewind
+// refuses, naming F's patch. So too where P added it as a.txt, F
+// patched a.txt, and P's patch of b moved it to n.txt: the content came
+// through a.txt.
+func TestCodexRewindCountsASubagentsWriteBeforeALaterPatch(t *testing.T) {
+	for _, moved := range []bool{false, true} {
+		t.Run(fmt.Sprintf("moved=%v", moved), func(t *testing.T) {
+			c := newCodexForkPair(t)
+			first, move := "n.txt", ""
+			if moved {
+				first, move = "a.txt", "*** Move to: n.txt\n"
+			}
+			c.p = append(c.p, patchLines("p1", "*** Add File: "+first+"\n+1\n+b\n+c", "00:02")...)
+			c.p = append(c.p, spawnLines("spawn1", codexFID, "00:03")...)
+			c.f = append(c.f, c.subagentMeta("00:03"))
+			c.f = append(c.f, patchLines("s1", "*** Update File: "+first+"\n@@\n-1\n+2", "00:04")...)
+			c.p = append(c.p, waitLines("w1", `{"completed":"done"}`, false, "00:06")...)
+			c.p = append(c.p, patchLines("p2", "*** Update File: "+first+"\n"+move+"@@\n-b\n+B", "00:08")...)
+			c.p = append(c.p, patchLines("p3", "*** Update File: n.txt\n@@\n-c\n+C", "00:10")...)
+			r, p, f, pCalls, _ := c.imported(tree{"n.txt": "2\nB\nC\n"})
+			rw, err := r.Rewind(p, pCalls[2], false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.read("n.txt"); got != "2\nB\nc\n" {
+				t.Fatalf("n.txt: %q", got)
+			}
+			if len(rw.RolloutFiles) != 1 || rw.RolloutFiles[0].How != "reversed" {
+				t.Fatalf("rollout files: %+v", rw.RolloutFiles)
+			}
+			// Changed by hand since: P's patch does not undo on it.
+			writeTree(t, c.ws, tree{"n.txt": "hand\n"})
+			_, err = r.Rewind(p, pCalls[2], false)
+			refusedFor(t, err, "n.txt", "session "+f.String()+" (a Codex subagent of this session, in the same workspace) ran the patch of event #")
+			if got := c.read("n.txt"); got != "hand\n" {
+				t.Fatalf("n.txt after the refusal: %q", got)
+			}
+		})
+	}
+}

@@ -169,9 +169,9 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 	lastSeq := map[string]uint64{}
 	// The other imported sessions of its family (Codex forks,
 	// subagents) wrote the same workspace (codex_family.go): a write of
-	// theirs between the patch that last wrote a path and the point (by
-	// time) makes the replay's state of it not known, as a command of
-	// its own does. Read only when a patch comes at or after the point.
+	// theirs between the patch that last wrote a path whole and the
+	// point (by time: chain) makes the replay's state of it not known.
+	// Read only when a patch comes at or after the point.
 	var fam codexFamily
 	var tLo, tHi time.Time
 	if slices.ContainsFunc(calls, func(c *codexPatchCall) bool { return c.seq >= to }) {
@@ -197,7 +197,15 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 			return nil, nil, false, err
 		}
 	}
-	lastAt := map[string]time.Time{}
+	// chain: the paths whose content a path holds came through since
+	// the session's patch that last wrote it whole (an Add File; a
+	// deletion, or a move away, leaves it absent), each with the time
+	// it came there: a move carries its source's chain. Each later
+	// patch's hunks were applied to what the disk held then, so a write
+	// of another session's to the content anywhere along it (not only
+	// after the last patch) makes what the replay holds a state the file
+	// may never have had.
+	chain := map[string][]codexChainLink{}
 	var afterCalls []codexAfterCall
 	take := func(p string, st codexStep, source bool, at uint64, atTime time.Time) {
 		if _, ok := states[p]; ok {
@@ -224,22 +232,31 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 				break
 			}
 		}
-		tlo, thi, what := lastAt[p], tHi, fmt.Sprintf("after this session's rollout last says what it held and before event #%d", to)
-		if deletion {
-			tlo, thi, what = tLo, atTime, fmt.Sprintf("between event #%d and the deletion of event #%d that says what it held", to, at)
+		links, thi, what := chain[p], tHi, fmt.Sprintf("after this session's rollout last says what it held and before event #%d", to)
+		if len(links) == 0 {
+			links = []codexChainLink{{path: p}} // (not written by the session: any time)
 		}
+		if deletion {
+			links, thi, what = []codexChainLink{{path: p, at: tLo}}, atTime, fmt.Sprintf("between event #%d and the deletion of event #%d that says what it held", to, at)
+		}
+	others:
 		for _, w := range fam.others {
-			lo := tlo
-			if w.since && !deletion {
-				// Its writes before the patch that last wrote p count
-				// too: that patch's hunks were applied to what it wrote,
-				// which the replay does not hold (one that was done
-				// before the point is undone from the disk instead).
-				lo = time.Time{}
-			}
-			if (s.known || s.absent) && w.within(lo, thi) && w.touches(p) {
-				s = codexRewindState{why: w.why(what)}
-				break
+			for i, l := range links {
+				lo, hi := l.at, thi
+				if i+1 < len(links) {
+					hi = links[i+1].at // (moved on then)
+				}
+				if w.since && !deletion {
+					// Counted before the chain too: cautious only
+					// (what it wrote before the file was written whole
+					// was written over), and what it costs is the
+					// file undone from the disk instead.
+					lo = time.Time{}
+				}
+				if (s.known || s.absent) && w.within(lo, hi) && w.touches(l.path) {
+					s = codexRewindState{why: w.why(what)}
+					break others
+				}
 			}
 		}
 		states[p] = s
@@ -289,8 +306,21 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 			}
 			for _, q := range []string{p, moved} {
 				if _, had := files[q]; q != "" {
-					gone[q], lastSeq[q], lastAt[q] = !had, c.seq, c.at
+					gone[q], lastSeq[q] = !had, c.seq
 				}
+			}
+			switch {
+			case moved != "" && moved != p:
+				from := chain[p]
+				if len(from) == 0 {
+					from = []codexChainLink{{path: p, at: c.at}}
+				}
+				chain[moved] = append(slices.Clip(from), codexChainLink{path: moved, at: c.at})
+				chain[p] = []codexChainLink{{path: p, at: c.at}}
+			case st.kind() != "update" || len(chain[p]) == 0:
+				// Written whole (or deleted), or a file from before the
+				// session (whose content the replay does not hold).
+				chain[p] = []codexChainLink{{path: p, at: c.at}}
 			}
 		}
 	}
@@ -321,6 +351,13 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 		states[p] = s
 	}
 	return states, notes, any, nil
+}
+
+// codexChainLink is a path a file's content was at, from at on (to the
+// next link's at, or the point).
+type codexChainLink struct {
+	path string
+	at   time.Time
 }
 
 // codexStateOf is what p held before step st (source: p is the step's own

@@ -160,7 +160,8 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 	// A command the session ran (a formatter, sed -i) may have changed
 	// any file, and the rollout does not say how: what the replay says a
 	// path held is so only if none ran between the patch that last
-	// wrote it (lastSeq) and the point; what a deletion after the point
+	// wrote it whole (chain; a later patch's hunks were applied to what
+	// the command left) and the point; what a deletion after the point
 	// says it held, only if none ran between the point and it.
 	cmds, err := r.codexCommandSeqs(id, calls)
 	if err != nil {
@@ -219,6 +220,11 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 			s = codexStateOf(files, doubtful, p, st, source)
 		}
 		lo, hi := lastSeq[p]+1, to
+		if links := chain[p]; len(links) > 0 {
+			// From the patch that last wrote it whole: a later patch's
+			// hunks were applied to what a command left.
+			lo = links[0].seq + 1
+		}
 		deletion := !had && !gone[p] && s.known
 		if deletion {
 			// Its deletion's content, after the point: a command at the
@@ -313,14 +319,14 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 			case moved != "" && moved != p:
 				from := chain[p]
 				if len(from) == 0 {
-					from = []codexChainLink{{path: p, at: c.at}}
+					from = []codexChainLink{{path: p, at: c.at, seq: c.seq}}
 				}
-				chain[moved] = append(slices.Clip(from), codexChainLink{path: moved, at: c.at})
-				chain[p] = []codexChainLink{{path: p, at: c.at}}
+				chain[moved] = append(slices.Clip(from), codexChainLink{path: moved, at: c.at, seq: c.seq})
+				chain[p] = []codexChainLink{{path: p, at: c.at, seq: c.seq}}
 			case st.kind() != "update" || len(chain[p]) == 0:
 				// Written whole (or deleted), or a file from before the
 				// session (whose content the replay does not hold).
-				chain[p] = []codexChainLink{{path: p, at: c.at}}
+				chain[p] = []codexChainLink{{path: p, at: c.at, seq: c.seq}}
 			}
 		}
 	}
@@ -358,6 +364,7 @@ func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states m
 type codexChainLink struct {
 	path string
 	at   time.Time
+	seq  uint64 // the patch's event that brought it there
 }
 
 // codexStateOf is what p held before step st (source: p is the step's own

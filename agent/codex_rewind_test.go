@@ -760,3 +760,32 @@ func TestCodexRewindSaysWhatItDid(t *testing.T) {
 		t.Fatalf("workspace %q, want %q", got, want)
 	}
 }
+
+// A command the session ran after the patch that last wrote a file whole
+// and before a later patch of it (an update, whose hunks were applied to
+// what the command left) may have changed it too: the replay's content
+// is not what the file held at the point. Only a command after the last
+// patch was counted, and the rewind wrote "1\nB\nc\n", a state the file
+// never had (the command made 1 into 2 first).
+func TestCodexRewindCommandBeforeALaterPatch(t *testing.T) {
+	s := newCodexSession(t)
+	s.patch("*** Add File: a.txt\n+1\n+b\n+c")
+	s.command("sed", "-i", "s/1/2/", "a.txt")
+	s.patch("*** Update File: a.txt\n@@\n-b\n+B\n c")
+	s.patch("*** Update File: a.txt\n@@\n B\n-c\n+C")
+	r, id, calls := s.imported(tree{"a.txt": "2\nB\nC\n"})
+	if len(calls) != 3 {
+		t.Fatalf("calls %d", len(calls))
+	}
+	_, err := r.Rewind(id, calls[2], false)
+	got := s.read("a.txt")
+	var ue *CodexUnknownStatesError
+	switch {
+	case err == nil && got != "2\nB\nc\n":
+		t.Fatalf("a.txt after the rewind: %q, want \"2\\nB\\nc\\n\" (or a refusal naming the command)", got)
+	case err != nil && (!errors.As(err, &ue) || len(ue.Files) != 1 || ue.Files[0].Path != "a.txt" || !strings.Contains(ue.Files[0].Why, "command")):
+		t.Fatalf("rewind: %v, want a.txt put back or a refusal naming the command", err)
+	case err != nil && got != "2\nB\nC\n":
+		t.Fatalf("a.txt after a refused rewind: %q", got)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode"
 
 	json "github.com/go-json-experiment/json/v1"
 
@@ -140,35 +139,28 @@ func (r *Rook) codexMissingSpawns(id eventlog.ID, lf importedFamily, sessions []
 }
 
 // Codex's collab tools say when a subagent is done (codex-rs
-// tools/handlers/collab.rs, multi_agents.rs): wait ({"ids": [...]}, or
-// an older {"id": ...}) returns {"status": {"<thread id>": <status>},
-// "timed_out": false} once one of them is finished (an older one, its
-// one status alone), and close_agent ({"id": ...}, or "target") shuts
-// it down for good, returning {"status": <status>} (later
-// "previous_status") as it was before. A status is Codex's AgentStatus:
-// "pending_init", "running", "interrupted", {"completed": <its last
-// message, or null>}, {"errored": "<why>"}, "shutdown", "not_found".
-// send_input and resume_agent start it working again. So a subagent
-// counts as a writer from its spawn up to the first output that says it
-// was finished (completed, errored or shut down, or closed), unless a
-// later call starts it again (then up to the next such output, or for
-// good). Anything not read for sure leaves it running: a wait that timed
-// out, a status not known, or "interrupted" or "not_found" (it may
-// still be running elsewhere), an output that does not read (an error's
-// text), a close_agent that says it was not found. An "errored" whose
-// reason is one word (an aborted turn's, TurnAbortReason: Interrupted,
-// Replaced, as Codex said it before "interrupted") is no end either: a
-// send_input that interrupts it aborts its turn, then it runs the new
-// input. And since Codex sets a subagent running only when its new turn
-// starts, a wait right after a send_input may read the status of the
-// turn before: an end after a restart that says just what the end
-// before the restart said is not taken. A call of any other tool that
-// names the subagent's thread (send_input, resume_agent, whatever it
-// is called, or a shell's `codex resume`) starts it again.
+// tools/handlers/collab.rs, multi_agents.rs): close_agent ({"id": ...},
+// or "target") shuts it down for good, with every open descendant,
+// returning {"status": <status>} (later "previous_status") as it was
+// before. A status is Codex's AgentStatus: "pending_init", "running",
+// "interrupted", {"completed": <its last message, or null>}, {"errored":
+// "<why>"}, "shutdown", "not_found". So a subagent counts as a writer
+// from its spawn up to the first close_agent output that reads (not
+// "not_found"), unless a later call starts it again (then up to the next
+// close, or for good). A wait ({"ids": [...]}) whose output says it
+// completed, errored or was shut down is no end: that ends its turn, not
+// it. A send_input may start it again with no wait seeing that turn end
+// (Codex sets a subagent running only when its new turn starts, so a
+// wait right after one may read the turn before), and the subagents it
+// spawned, whose spawns are in its own rollout, not there, run on: a
+// review found a rewind that took a wait's "completed" as the end write
+// a state a subagent of it had changed since. A call of any other tool
+// that names the subagent's thread (send_input, resume_agent, whatever
+// it is called, or a shell's `codex resume`) starts it again.
 
 // codexCollabEnd are the collab tools whose outputs may say a subagent
-// is done.
-var codexCollabEnd = map[string]bool{"wait": true, "wait_agent": true, "close_agent": true}
+// is done for good.
+var codexCollabEnd = map[string]bool{"close_agent": true}
 
 // codexSubagentEnds reads, in sessions (in order; id is the session
 // asked of, another removed since is passed over), the collab calls
@@ -271,20 +263,20 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, sessions []eventlog.ID, miss []
 			}
 			return !all[i].restart && all[j].restart
 		})
-		running, restarted, last := true, false, ""
+		// Only a close ends it: a wait's final status (completed,
+		// errored, shutdown) ends its turn, not it. A send_input may
+		// start it again with no wait seeing the turn before end (a wait
+		// just after one can read that turn's status), and the
+		// subagents it spawned, in its own rollout, which is not there,
+		// run on; close_agent shuts it down with every open descendant.
+		running := true
 		var end time.Time
 		for _, s := range all {
 			switch {
 			case s.restart:
-				if !running {
-					running, restarted = true, true
-				}
-			case !running:
-			case restarted && s.status == last && s.status != "closed":
-				// (maybe the turn's before the restart; a close shuts
-				// it down, whatever it was doing)
-			default:
-				running, restarted, last, end = false, false, s.status, s.at
+				running = true
+			case s.status == "closed":
+				running, end = false, s.at
 			}
 		}
 		if !running {
@@ -294,71 +286,37 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, sessions []eventlog.ID, miss []
 	return ends, nil
 }
 
-// codexEnded are the threads a wait or close_agent output (of a call
-// with arguments args) says are finished, each with its status as said
-// ("closed" for a close_agent's): none when it does not read.
+// codexEnded are the threads a close_agent output (of a call with
+// arguments args) says are closed ("closed"): none when it does not read,
+// or says the thread was not found.
 func codexEnded(tool string, args, output json.RawMessage) map[string]string {
-	type result struct {
+	if tool != "close_agent" {
+		return nil
+	}
+	var res struct {
 		Status         json.RawMessage `json:"status"`
 		PreviousStatus json.RawMessage `json:"previous_status"`
-		TimedOut       json.RawMessage `json:"timed_out"`
 	}
-	var res *result
+	read := false
 	for _, t := range codexOutputTexts(output) {
-		var r result
-		if t = strings.TrimSpace(t); strings.HasPrefix(t, "{") && json.Unmarshal([]byte(t), &r) == nil {
-			res = &r
+		if t = strings.TrimSpace(t); strings.HasPrefix(t, "{") && json.Unmarshal([]byte(t), &res) == nil {
+			read = true
 			break
 		}
 	}
-	if res == nil {
+	if !read {
 		return nil
 	}
-	out := map[string]string{}
-	if tool == "close_agent" {
-		st := res.PreviousStatus
-		if len(st) == 0 {
-			st = res.Status
-		}
-		if kind, _, ok := codexAgentStatus(st); ok && kind != "not_found" {
-			if th := codexArgID(args); th != "" {
-				out[th] = "closed"
-			}
-		}
-		return out
+	st := res.PreviousStatus
+	if len(st) == 0 {
+		st = res.Status
 	}
-	if string(res.TimedOut) != "false" {
-		return nil
-	}
-	if codexFinished(res.Status) {
-		if th := codexArgID(args); th != "" { // (an older wait's one status)
-			out[th] = string(res.Status)
-		}
-		return out
-	}
-	var each map[string]json.RawMessage
-	if len(res.Status) > 0 && res.Status[0] == '{' && json.Unmarshal(res.Status, &each) == nil {
-		for th, st := range each {
-			if codexFinished(st) {
-				out[th] = string(st)
-			}
+	if kind, _, ok := codexAgentStatus(st); ok && kind != "not_found" {
+		if th := codexArgID(args); th != "" {
+			return map[string]string{th: "closed"}
 		}
 	}
-	return out
-}
-
-// codexFinished says whether Codex AgentStatus st says its agent is
-// done: completed, errored (but for an aborted turn's one word), or shut
-// down.
-func codexFinished(st json.RawMessage) bool {
-	kind, why, ok := codexAgentStatus(st)
-	switch {
-	case !ok:
-		return false
-	case kind == "errored":
-		return strings.ContainsFunc(why, func(c rune) bool { return !unicode.IsLetter(c) })
-	}
-	return kind == "completed" || kind == "shutdown"
+	return nil
 }
 
 // codexAgentStatus reads Codex AgentStatus st: its kind, and an errored

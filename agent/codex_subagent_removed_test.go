@@ -165,27 +165,18 @@ func removedSubagentRewind(t *testing.T, between, after []string) (*codexForkPai
 // The subagent F, removed since, was counted as a write of any file from
 // its spawn on, for good: every rewind to a point after the spawn was
 // refused, however long before the point F had finished. P's rollout
-// says when it surely had: a wait whose output says F completed, errored
-// or was shut down, or a close_agent of it. Its writes all came before
-// that, before the point: P's patch after the point is undone on the
-// disk, F's change kept ("2 b"), as when F is imported. A send_input (or
-// resume_agent) after such an end starts it again, until the next.
+// says when it surely had: a close_agent of it, which shuts it down with
+// every open descendant. Its writes all came before that, before the
+// point: P's patch after the point is undone on the disk, F's change
+// kept ("2 b"), as when F is imported. A resume_agent (or any call
+// naming it) after such an end starts it again, until the next.
 func TestCodexRewindOfASubagentRemovedSinceFinishedBeforeThePoint(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		between []string
 	}{
-		{"wait completed", waitLines("w1", `{"completed":"n.txt fixed"}`, false, "00:06")},
-		{"wait completed, no message", waitLines("w1", `{"completed":null}`, false, "00:06")},
-		{"wait errored", waitLines("w1", `{"errored":"stream disconnected"}`, false, "00:06")},
-		{"wait shutdown", waitLines("w1", `"shutdown"`, false, "00:06")},
-		// Codex 0.80's wait took one id, and said its status alone.
-		{"wait of one id", collabLines("wait", "w1", fmt.Sprintf(`{"id":%q,"timeout_ms":30000}`, codexFID), `{"status":{"completed":"done"},"timed_out":false}`, "00:06")},
 		{"close_agent", collabLines("close_agent", "c1", fmt.Sprintf(`{"id":%q}`, codexFID), `{"status":"running"}`, "00:06")},
 		{"close_agent, previous_status", collabLines("close_agent", "c1", fmt.Sprintf(`{"target":%q}`, codexFID), `{"previous_status":{"completed":null}}`, "00:06")},
-		{"completed again after send_input", append(append(waitLines("w1", `{"completed":"done"}`, false, "00:05"),
-			collabLines("send_input", "i1", fmt.Sprintf(`{"id":%q,"message":"and o.txt","interrupt":false}`, codexFID), `{"submission_id":"7"}`, "00:06")...),
-			waitLines("w2", `{"completed":"done too"}`, false, "00:07")...)},
 		{"closed again after resume_agent", append(append(collabLines("close_agent", "c1", fmt.Sprintf(`{"id":%q}`, codexFID), `{"status":{"completed":null}}`, "00:05"),
 			collabLines("resume_agent", "r1", fmt.Sprintf(`{"id":%q}`, codexFID), `{"status":"pending_init"}`, "00:06")...),
 			collabLines("close_agent", "c2", fmt.Sprintf(`{"id":%q}`, codexFID), `{"status":"running"}`, "00:07")...)},
@@ -211,6 +202,17 @@ func TestCodexRewindOfASubagentRemovedSinceNotSurelyFinished(t *testing.T) {
 		name           string
 		between, after []string
 	}{
+		// A wait's final status ends F's turn, not F: a send_input may
+		// start it again unseen, and the subagents it spawned run on.
+		{"wait completed", waitLines("w1", `{"completed":"n.txt fixed"}`, false, "00:06"), nil},
+		{"wait completed, no message", waitLines("w1", `{"completed":null}`, false, "00:06"), nil},
+		{"wait errored", waitLines("w1", `{"errored":"stream disconnected"}`, false, "00:06"), nil},
+		{"wait shutdown", waitLines("w1", `"shutdown"`, false, "00:06"), nil},
+		// Codex 0.80's wait took one id, and said its status alone.
+		{"wait of one id", collabLines("wait", "w1", fmt.Sprintf(`{"id":%q,"timeout_ms":30000}`, codexFID), `{"status":{"completed":"done"},"timed_out":false}`, "00:06"), nil},
+		{"completed again after send_input", append(append(waitLines("w1", `{"completed":"done"}`, false, "00:05"),
+			collabLines("send_input", "i1", fmt.Sprintf(`{"id":%q,"message":"and o.txt","interrupt":false}`, codexFID), `{"submission_id":"7"}`, "00:06")...),
+			waitLines("w2", `{"completed":"done too"}`, false, "00:07")...), nil},
 		{"wait timed out", collabLines("wait", "w1", fmt.Sprintf(`{"ids":[%q],"timeout_ms":1000}`, codexFID), `{"status":{},"timed_out":true}`, "00:06"), nil},
 		{"wait of one id timed out", collabLines("wait", "w1", fmt.Sprintf(`{"id":%q,"timeout_ms":1000}`, codexFID), `{"status":"running","timed_out":true}`, "00:06"), nil},
 		{"wait timed out, a status said", waitLines("w1", `{"completed":null}`, true, "00:06"), nil},
@@ -247,7 +249,7 @@ func TestCodexRewindOfASubagentRemovedSinceNotSurelyFinished(t *testing.T) {
 	}
 }
 
-// F patched n.txt (1 to 2) and completed before P's patch of it (b to
+// F patched n.txt (1 to 2) and was closed before P's patch of it (b to
 // B), before the point: P's rollout alone does not say what n.txt held
 // at the point (P's patch applied its hunk to F's 2), so its later patch
 // (c to C) is undone on the disk ("2 B c"). Taken from P's patches, the
@@ -258,7 +260,7 @@ func TestCodexRewindOfASubagentRemovedSinceFinishedBeforeALaterPatch(t *testing.
 	c.p = append(c.p, spawnLines("spawn1", codexFID, "00:03")...)
 	c.f = append(c.f, c.subagentMeta("00:03"))
 	c.f = append(c.f, patchLines("s1", "*** Update File: n.txt\n@@\n-1\n+2", "00:04")...)
-	c.p = append(c.p, waitLines("w1", `{"completed":"done"}`, false, "00:06")...)
+	c.p = append(c.p, collabLines("close_agent", "c1", fmt.Sprintf(`{"id":%q}`, codexFID), `{"status":{"completed":"done"}}`, "00:06")...)
 	c.p = append(c.p, patchLines("p2", "*** Update File: n.txt\n@@\n-b\n+B", "00:08")...)
 	c.p = append(c.p, patchLines("p3", "*** Update File: n.txt\n@@\n-c\n+C", "00:10")...)
 	r, p, f, pCalls, _ := c.imported(tree{"n.txt": "2\nB\nC\n"})

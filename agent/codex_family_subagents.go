@@ -162,6 +162,11 @@ func (r *Rook) codexMissingSpawns(id eventlog.ID, lf importedFamily, sessions []
 // is done for good.
 var codexCollabEnd = map[string]bool{"close_agent": true}
 
+// codexCollabWaits are the collab tools that wait for subagents: their
+// calls name threads and start none (a wait on one closed before is not
+// a restart), and their outputs end none (codexSubagentEnds).
+var codexCollabWaits = map[string]bool{"wait": true, "wait_agent": true}
+
 // codexSubagentEnds reads, in sessions (in order; id is the session
 // asked of, another removed since is passed over), the collab calls
 // about the subagents of miss: the time by which each was finished for
@@ -215,8 +220,8 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, sessions []eventlog.ID, miss []
 							}
 							continue
 						}
-						if ev.Label == "spawn_agent" {
-							continue // (a new thread)
+						if ev.Label == "spawn_agent" || codexCollabWaits[ev.Label] {
+							continue // (a new thread; a wait, which reads statuses and starts none)
 						}
 						key := "call " + p.CallID
 						if p.CallID == "" {

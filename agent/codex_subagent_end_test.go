@@ -80,3 +80,22 @@ func TestCodexRewindSubagentCompletedButItsOwnSubagentRunsOnNeverImported(t *tes
 		t.Fatalf("rewind went: n.txt %q (it held \"1\\nb\\nc\\n\" at the point; G's C, written after it, kept)", c.read("n.txt"))
 	}
 }
+
+// A wait naming F after the close_agent that shut it down (a wait on
+// several subagents, F among them, as Codex allows) does not start F
+// again: wait only reads statuses. Taken for "a call of any other tool
+// that names the subagent's thread", it was a restart: F counted as a
+// writer for good, and the rewind (F closed at 00:05, before the point)
+// was refused.
+func TestCodexRewindSubagentClosedThenWaitedOnIsNotRestarted(t *testing.T) {
+	between := append(
+		collabLines("close_agent", "c1", fmt.Sprintf(`{"id":%q}`, codexFID), `{"status":{"completed":null}}`, "00:05"),
+		collabLines("wait", "w1", fmt.Sprintf(`{"ids":[%q],"timeout_ms":30000}`, codexFID), fmt.Sprintf(`{"status":{%q:"shutdown"},"timed_out":false}`, codexFID), "00:06")...)
+	c, err := removedSubagentRewind(t, between, nil)
+	if err != nil {
+		t.Fatalf("rewind refused, F closed at 00:05 before the point: %v", err)
+	}
+	if got := c.read("n.txt"); got != "2\nb\n" {
+		t.Fatalf("n.txt: %q", got)
+	}
+}

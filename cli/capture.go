@@ -378,7 +378,7 @@ func (c *RewindCmd) Run(e *Env) error {
 	if rep.FromTranscript > 0 {
 		var left []agent.TranscriptRewound
 		for _, f := range rep.TranscriptFiles {
-			if f.Disk == agent.DiskAsThen || f.Disk == agent.DiskNotThere || f.Disk == agent.DiskDirKept || f.Disk == agent.DiskUnderLink {
+			if notPutBack(f.Disk) {
 				left = append(left, f)
 			}
 		}
@@ -396,7 +396,7 @@ func (c *RewindCmd) Run(e *Env) error {
 	if rep.FromRollout > 0 {
 		put := rep.FromRollout
 		for _, f := range rep.RolloutFiles {
-			if f.Disk == agent.DiskAsThen || f.Disk == agent.DiskNotThere || f.Disk == agent.DiskDirKept || f.Disk == agent.DiskUnderLink {
+			if notPutBack(f.Disk) {
 				put--
 			}
 		}
@@ -440,13 +440,37 @@ func transcriptHow(f agent.TranscriptRewound) string {
 	case agent.DiskAsThen:
 		return "already as they say it was then: not written"
 	case agent.DiskNotThere:
-		return "not there, and nothing removed: the agent created it"
-	case agent.DiskDirKept:
-		return "left: a directory is there, holding what the rewind does not remove (the agent created a file there)"
-	case agent.DiskUnderLink:
-		return "left as it is: a link above it led there, and the rewind removed the link, not what it leads to (the agent created a file there)"
+		return absentHow(f.Disk, "the agent created it")
+	}
+	if how := absentHow(f.Disk, "the agent created a file there"); how != "" {
+		return how
 	}
 	return f.Disk
+}
+
+// notPutBack says whether what a rewind found at a file (the Disk of an
+// agent.TranscriptRewound or agent.CodexRewound) says it did not put it
+// back: already as it was then, or left.
+func notPutBack(disk string) bool {
+	switch disk {
+	case agent.DiskAsThen, agent.DiskNotThere, agent.DiskDirKept, agent.DiskUnderLink:
+		return true
+	}
+	return false
+}
+
+// absentHow says what a rewind did with a path its state says was absent
+// (why it was) where it removed nothing there; "" for another disk.
+func absentHow(disk, why string) string {
+	switch disk {
+	case agent.DiskNotThere:
+		return "not there, and nothing removed: " + why
+	case agent.DiskDirKept:
+		return "left: a directory is there, holding what the rewind does not remove (" + why + ")"
+	case agent.DiskUnderLink:
+		return "left as it is: a link above it led there, and the rewind removed the link, not what it leads to (" + why + ")"
+	}
+	return ""
 }
 
 // rolloutHow says how a rewind found what a file held (agent.CodexRewound).
@@ -466,15 +490,11 @@ func rolloutHow(f agent.CodexRewound) string {
 		if f.How == "said-absent" {
 			why = "--absent says it did not exist then"
 		}
-		switch f.Disk {
-		case agent.DiskNotThere:
-			return "not there, and nothing removed: " + why
-		case agent.DiskDirRemoved:
+		if how := absentHow(f.Disk, why); how != "" {
+			return how
+		}
+		if f.Disk == agent.DiskDirRemoved {
 			return "removed, a directory, once the files the rewind removed in it were gone: " + why
-		case agent.DiskDirKept:
-			return "left: a directory is there, holding what the rewind does not remove (" + why + ")"
-		case agent.DiskUnderLink:
-			return "left as it is: a link above it led there, and the rewind removed the link, not what it leads to (" + why + ")"
 		}
 		return "removed: " + why
 	case "reversed":

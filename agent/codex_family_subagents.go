@@ -182,11 +182,11 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, sessions []eventlog.ID, miss []
 	for _, s := range miss {
 		want[s.agent] = true
 	}
-	// said is what one call, or one output, says of th.
+	// said is what one call (a restart), or one output (a close), says
+	// of th.
 	type said struct {
 		at      time.Time
 		restart bool
-		status  string // an end's, as its output says it
 	}
 	heard := map[string]map[string]said{} // th: by call (and output)
 	hear := func(th, key string, s said) {
@@ -241,10 +241,8 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, sessions []eventlog.ID, miss []
 						if p.CallID == "" {
 							continue // (its call's arguments not known)
 						}
-						for th, status := range codexEnded(ev.Label, args[p.CallID], p.Output) {
-							if want[th] {
-								hear(th, "output "+p.CallID, said{at: ev.Time, status: status})
-							}
+						if th := codexClosed(args[p.CallID], p.Output); want[th] {
+							hear(th, "output "+p.CallID, said{at: ev.Time})
 						}
 					}
 				}
@@ -277,11 +275,8 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, sessions []eventlog.ID, miss []
 		running := true
 		var end time.Time
 		for _, s := range all {
-			switch {
-			case s.restart:
-				running = true
-			case s.status == "closed":
-				running, end = false, s.at
+			if running = s.restart; !running {
+				end = s.at
 			}
 		}
 		if !running {
@@ -291,13 +286,10 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, sessions []eventlog.ID, miss []
 	return ends, nil
 }
 
-// codexEnded are the threads a close_agent output (of a call with
-// arguments args) says are closed ("closed"): none when it does not read,
-// or says the thread was not found.
-func codexEnded(tool string, args, output json.RawMessage) map[string]string {
-	if tool != "close_agent" {
-		return nil
-	}
+// codexClosed is the thread a close_agent output (of a call with
+// arguments args) says it closed: "" when it does not read, or says the
+// thread was not found.
+func codexClosed(args, output json.RawMessage) string {
 	var res struct {
 		Status         json.RawMessage `json:"status"`
 		PreviousStatus json.RawMessage `json:"previous_status"`
@@ -310,18 +302,16 @@ func codexEnded(tool string, args, output json.RawMessage) map[string]string {
 		}
 	}
 	if !read {
-		return nil
+		return ""
 	}
 	st := res.PreviousStatus
 	if len(st) == 0 {
 		st = res.Status
 	}
 	if kind, _, ok := codexAgentStatus(st); ok && kind != "not_found" {
-		if th := codexArgID(args); th != "" {
-			return map[string]string{th: "closed"}
-		}
+		return codexArgID(args)
 	}
-	return nil
+	return ""
 }
 
 // codexAgentStatus reads Codex AgentStatus st: its kind, and an errored

@@ -403,10 +403,10 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 	// restore too, which opens no directory as a rewind does, and must
 	// remove what this one writes there (a 1555 directory made read-only
 	// refused it).
+	if len(m.DirModes) > 0 {
+		plan.dirModes = make(map[string]FileMode, len(m.DirModes))
+	}
 	for d, mode := range m.DirModes {
-		if plan.dirModes == nil {
-			plan.dirModes = map[string]FileMode{}
-		}
 		mode.Perm |= 0o700
 		plan.dirModes[d] = mode
 	}

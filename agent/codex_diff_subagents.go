@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -69,7 +70,7 @@ func (r *Rook) codexDiffSubagents(id eventlog.ID, ws string, own []*codexPatchCa
 			return df, err
 		}
 		for _, s := range more {
-			if !containsAgent(miss, s.agent) {
+			if !slices.ContainsFunc(miss, func(m missingSubagent) bool { return m.agent == s.agent }) {
 				miss = append(miss, s)
 			}
 		}
@@ -131,15 +132,6 @@ func (r *Rook) codexDiffSubagents(id eventlog.ID, ws string, own []*codexPatchCa
 		}
 	}
 	return df, nil
-}
-
-func containsAgent(miss []missingSubagent, agent string) bool {
-	for _, s := range miss {
-		if s.agent == agent {
-			return true
-		}
-	}
-	return false
 }
 
 // codexDiffCall is a patch call a diff replays: the session's own

@@ -190,15 +190,19 @@ func recordedIn(ws, dir string) string {
 // subagent. Not its forks, nor the session it came from: their changes
 // are theirs.
 func (r *Rook) diffSubagents(fam importedFamily, reported map[string]bool) map[eventlog.ID]bool {
+	// The family's subagents, each's metadata read once.
+	metas := map[eventlog.ID]eventlog.Meta{}
+	for _, o := range fam.members {
+		if m, err := r.Log.ReadMeta(o); err == nil && m.Parent != nil && slices.Contains(m.Tags, subagentTag) {
+			metas[o] = m
+		}
+	}
 	subs := map[eventlog.ID]bool{}
 	for more := true; more; {
 		more = false
 		for _, o := range fam.members {
-			if subs[o] {
-				continue
-			}
-			m, err := r.Log.ReadMeta(o)
-			if err != nil || m.Parent == nil || !slices.Contains(m.Tags, subagentTag) {
+			m, sub := metas[o]
+			if subs[o] || !sub {
 				continue
 			}
 			if *m.Parent == fam.start || subs[*m.Parent] || reported[childSourceID(m)] {

@@ -262,13 +262,20 @@ func (r *Rook) missingSubagents(id eventlog.ID, to uint64, fam importedFamily, a
 	if done, err := scan(id, to, nil); done || err != nil {
 		return out, reported, err
 	}
+	// The family's subagents, each's metadata read once.
+	subs := map[eventlog.ID]eventlog.Meta{}
+	for _, o := range fam.members {
+		if m, err := r.Log.ReadMeta(o); err == nil && slices.Contains(m.Tags, subagentTag) {
+			subs[o] = m
+		}
+	}
 	var after func(time.Time) bool
 	scanned := map[eventlog.ID]bool{}
 	for more := true; more; {
 		more = false
 		for _, o := range fam.members {
-			m, err := r.Log.ReadMeta(o)
-			if scanned[o] || err != nil || !slices.Contains(m.Tags, subagentTag) {
+			m, sub := subs[o]
+			if scanned[o] || !sub {
 				continue
 			}
 			// A diff (all) reads its own subagents alone (diffSubagents):

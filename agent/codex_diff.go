@@ -479,7 +479,7 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 	if err != nil {
 		return err
 	}
-	d.Notes, d.MissingSubagents = sub.notes, sub.missing
+	d.Notes, d.MissingSubagents, d.UnreadSubagents = sub.notes, sub.missing, sub.unread
 	rp := &RolloutPatches{}
 	d.Patches, d.Root = rp, ws
 	files := map[string]*rolloutFile{}
@@ -488,6 +488,13 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 	bySub, byOwn := map[string][]eventlog.ID{}, map[string]bool{}
 	for _, x := range sub.order(calls, ws) {
 		c, crp, of := x.c, rp, ""
+		if !x.session.IsZero() && codexOutsideOnly(c, x.ws, ws) {
+			// A subagent's patch of files outside the workspace only
+			// (its own cwd's, recorded in a sibling of it, say) is no
+			// change of this session's workspace: neither shown nor
+			// counted, applied or not.
+			continue
+		}
 		if !x.session.IsZero() {
 			// A subagent's notes name its session: their events are its.
 			crp, of = &RolloutPatches{}, fmt.Sprintf("session %s (%s): ", x.session, sub.kin[x.session])
@@ -504,10 +511,9 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 			continue
 		}
 		for _, st := range steps {
-			if p, moved := st.paths(ws); !x.session.IsZero() && codexOutside(p) && (moved == "" || codexOutside(moved)) {
-				// A subagent's patch of a file outside the workspace (its
-				// own cwd's, recorded in a sibling of it, say) is not a
-				// change of this session's workspace.
+			if !x.session.IsZero() && st.outside(ws) {
+				// (A subagent's patch of files in and outside the
+				// workspace: those in it alone.)
 				continue
 			}
 			if note := st.apply(files, ws, color); note != "" {
@@ -674,6 +680,42 @@ func (s codexStep) apply(files map[string]*rolloutFile, ws string, color bool) s
 		return ""
 	}
 	return applyCodexChange(files, ws, s.abs, s.change, color)
+}
+
+// outside says whether the step writes outside workspace ws only: its
+// path, and the one it moves the file to, if any.
+func (s codexStep) outside(ws string) bool {
+	p, moved := s.paths(ws)
+	return codexOutside(p) && (moved == "" || codexOutside(moved))
+}
+
+// codexOutsideOnly says whether every path call c names (its
+// patch_apply_end's changes, those that do not read too; else its
+// patch's, ows the directory its relative paths are against) is outside
+// workspace ws. False when they are not known (a patch that does not
+// read).
+func codexOutsideOnly(c *codexPatchCall, ows, ws string) bool {
+	var steps []codexStep
+	if len(c.changes)+len(c.bad) > 0 {
+		for p, ch := range c.changes {
+			steps = append(steps, codexStep{abs: p, change: ch})
+		}
+		for _, p := range c.bad {
+			steps = append(steps, codexStep{abs: p})
+		}
+	} else {
+		ops, err := parseCodexPatch(c.patch)
+		if c.patch == "" || err != nil {
+			return false
+		}
+		steps = codexOpSteps(c, ows, ops)
+	}
+	for _, st := range steps {
+		if !st.outside(ws) {
+			return false
+		}
+	}
+	return len(steps) > 0
 }
 
 // kind is the step's: add, delete or update (or a change's unknown kind).

@@ -21,8 +21,9 @@ import (
 // they changed said in a note; a subagent a spawn_agent output of the
 // session names that no imported session holds is said in a note, with
 // its rollout to import, and its changes are not shown (the diff is not
-// refused). Not its forks, nor the session it came from: their changes
-// are theirs.
+// refused); so is an imported subagent whose session does not read (its
+// log, or an object of its lines, damaged or missing), with what to do.
+// Not its forks, nor the session it came from: their changes are theirs.
 
 // codexDiffFamily is what the diff of an imported Codex session reads of
 // its subagents.
@@ -36,6 +37,9 @@ type codexDiffFamily struct {
 	orig    map[string]time.Time
 	notes   []string
 	missing []string
+	// unread: the ids of its subagents' sessions that do not read, each
+	// in a note.
+	unread []string
 }
 
 // codexDiffSubagents reads, for the diff of imported Codex session id
@@ -63,9 +67,49 @@ func (r *Rook) codexDiffSubagents(id eventlog.ID, ws string, own []*codexPatchCa
 			members = append(members, o)
 		}
 	}
+	// Each subagent's own patches. One whose session does not read (its
+	// log, or an object of its lines, damaged or missing) is said in a
+	// note, as a missing one is, and the rest are read: its changes are
+	// not known, not the whole diff's.
+	var read []eventlog.ID
+	var unread []string
 	if len(members) > 0 {
+		idCalls, err := r.codexCallsOf(id, own)
+		if err != nil {
+			return df, err
+		}
+		line, err := r.codexLineCalls(id, lf, idCalls)
+		if err != nil {
+			return df, err
+		}
+		end, err := r.lineEnd(lf)
+		if err != nil {
+			return df, err
+		}
+		for _, o := range members {
+			calls, _, ows, err := r.codexMemberCalls(o, ws, line, func(string, time.Time) {})
+			if err != nil {
+				var src *eventlog.Source
+				if m, merr := r.Log.ReadMeta(o); merr == nil {
+					src = m.Source
+				}
+				unread = append(unread, fmt.Sprintf("session %s (%s) cannot be read (%v): the files it changed are not shown unless %s changed them too; %s",
+					o, r.codexKin(lf, o, ws), err, lf.this(id), unreadHow(o, src, err)))
+				df.unread = append(df.unread, o.String())
+				continue
+			}
+			read = append(read, o)
+			df.kin[o] = lf.kin[o]
+			for _, c := range calls {
+				if end.IsZero() || c.at.Before(end) {
+					df.calls = append(df.calls, codexDiffCall{c: c, session: o, ws: ows})
+				}
+			}
+		}
+	}
+	if len(read) > 0 {
 		// Those its subagents spawned in turn.
-		more, _, err := r.codexMissingSpawns(id, lf, members)
+		more, _, err := r.codexMissingSpawns(id, lf, read)
 		if err != nil {
 			return df, err
 		}
@@ -80,36 +124,11 @@ func (r *Rook) codexDiffSubagents(id eventlog.ID, ws string, own []*codexPatchCa
 		if s.path != "" {
 			hint = fmt.Sprintf("`rook import codex %s` imports it, linked", ShellQuote(s.path))
 		}
+		hint += unreadMetaHint(lf.unreadMeta)
 		df.notes = append(df.notes, missingSubagentNote("Codex", "spawn_agent output", id, lf, s, hint))
 		df.missing = append(df.missing, s.agent)
 	}
-	if len(members) == 0 {
-		return df, nil
-	}
-	idCalls, err := r.codexCallsOf(id, own)
-	if err != nil {
-		return df, err
-	}
-	line, err := r.codexLineCalls(id, lf, idCalls)
-	if err != nil {
-		return df, err
-	}
-	end, err := r.lineEnd(lf)
-	if err != nil {
-		return df, err
-	}
-	for _, o := range members {
-		calls, _, ows, err := r.codexMemberCalls(o, ws, line, func(string, time.Time) {})
-		if err != nil {
-			return df, fmt.Errorf("session %s (%s) cannot be read: %w", o, r.codexKin(lf, o, ws), err)
-		}
-		df.kin[o] = lf.kin[o]
-		for _, c := range calls {
-			if end.IsZero() || c.at.Before(end) {
-				df.calls = append(df.calls, codexDiffCall{c: c, session: o, ws: ows})
-			}
-		}
-	}
+	df.notes = append(df.notes, unread...)
 	sort.SliceStable(df.calls, func(i, j int) bool { return df.calls[i].c.at.Before(df.calls[j].c.at) })
 	if len(df.calls) > 0 {
 		// A Codex fork's copy of its parent's lines bears the fork's time:
@@ -132,6 +151,28 @@ func (r *Rook) codexDiffSubagents(id eventlog.ID, ws string, own []*codexPatchCa
 		}
 	}
 	return df, nil
+}
+
+// unreadMetaHint says, for a missing subagent's note, which sessions of
+// the store do not read (their metadata: ids): the subagent's may be one,
+// linked to none (a session whose metadata does not read is no one's
+// child). "" when none.
+func unreadMetaHint(ids []eventlog.ID) string {
+	const what = "`rook store verify` says what is wrong and what to do"
+	switch len(ids) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("; session %s of this store does not read (its metadata): if it holds the subagent, %s", ids[0], what)
+	}
+	names := make([]string, 0, 3)
+	for _, s := range ids[:min(len(ids), 3)] {
+		names = append(names, s.String())
+	}
+	if len(ids) > 3 {
+		names = append(names, "...")
+	}
+	return fmt.Sprintf("; %d sessions of this store do not read (their metadata: %s): if one holds the subagent, %s", len(ids), strings.Join(names, ", "), what)
 }
 
 // codexDiffCall is a patch call a diff replays: the session's own

@@ -104,11 +104,17 @@ type SessionDiff struct {
 	// with its state before one of the session's subagents changed it (of
 	// an imported Codex session, each file its subagents' patches
 	// changed: codex_diff_subagents.go), and each subagent whose changes
-	// are not shown (its session removed, or never imported).
+	// are not shown (its session removed, or never imported; of Codex,
+	// one whose session does not read too).
 	Notes []string `json:"notes,omitempty"`
 	// MissingSubagents are the agentIds (a Codex subagent's thread id) of
 	// those subagents (each in a note): what they changed is not in Files.
 	MissingSubagents []string `json:"missing_subagents,omitempty"`
+	// UnreadSubagents are the ids of the imported sessions of an imported
+	// Codex session's subagents that cannot be read (their lines damaged
+	// or missing: codex_diff_subagents.go), each in a note saying why and
+	// what to do: what they changed is not in Files.
+	UnreadSubagents []string `json:"unread_subagents,omitempty"`
 }
 
 // UncomparedFile is a file the session changed that a diff did not

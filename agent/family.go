@@ -42,6 +42,9 @@ type importedFamily struct {
 	// any workspace: a Claude Code subagent's "agent-<agentId>" is there
 	// while its session is (family_subagents.go).
 	sources map[string]bool
+	// unreadMeta are the sessions of the store whose metadata does not
+	// read: one may be a member, linked to none (its parent not known).
+	unreadMeta []eventlog.ID
 }
 
 // importedFamilyOf finds session id's family; what names the agent
@@ -138,6 +141,7 @@ func (r *Rook) importedFamilyOf(id eventlog.ID, what string) (importedFamily, er
 			queue = append(queue, c)
 		}
 	}
+	f.unreadMeta = index.unread
 	// Removed ones read as nothing.
 	f.members = slices.DeleteFunc(f.members, func(x eventlog.ID) bool {
 		_, err := r.Log.ReadMeta(x)

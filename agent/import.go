@@ -2969,14 +2969,8 @@ func forkNotCounted(rep *ImportReport, known map[string]eventlog.Meta, f *Import
 
 // unreadWayOut is what to run for a fork that could not be counted
 // (forkNotCounted; fork: its session) for the session that does not read
-// (err's sessionUnread, the fork's own if none says): an object of its
-// events that does not read is put back from its transcript (`import
-// --reread`, the session kept); a log whose header does not read is
-// removed and its transcript imported again, which links and counts it
-// anew. Anything else (a lost dictionary file, whose objects read again
-// once it is back; a file the system will not open; a record damaged
-// inside the log) is not mended by removing the session, and verify
-// says what is wrong, as it does for those. Every import reports the
+// (err's sessionUnread, the fork's own if none says): unreadHow (a log
+// imported again is linked and counted anew). Every import reports the
 // fork until then.
 func unreadWayOut(known map[string]eventlog.Meta, fork eventlog.ID, err error) string {
 	id := fork
@@ -2984,7 +2978,6 @@ func unreadWayOut(known map[string]eventlog.Meta, fork eventlog.ID, err error) s
 	if errors.As(err, &su) {
 		id = su.id
 	}
-	const verify = "`rook store verify` checks the rest of the store"
 	var src *eventlog.Source
 	for _, m := range known {
 		if m.ID == id {
@@ -2992,21 +2985,35 @@ func unreadWayOut(known map[string]eventlog.Meta, fork eventlog.ID, err error) s
 			break
 		}
 	}
+	return fmt.Sprintf("every import reports it until session %s reads: %s", id, unreadHow(id, src, err))
+}
+
+// unreadHow says what to run for imported session id (src: its source,
+// nil if not known) that does not read (err): an object of its events
+// that does not read is put back from its transcript (`import --reread`,
+// the session kept); a log whose header does not read is removed and
+// its transcript imported again, which links it anew. Anything else (a
+// lost dictionary file, whose objects read again once it is back; a file
+// the system will not open; a record damaged inside the log; an object
+// missing, which --reread does not add) is not mended by removing the
+// session, and verify says what is wrong, as it does for those.
+func unreadHow(id eventlog.ID, src *eventlog.Source, err error) string {
+	const verify = "`rook store verify` checks the rest of the store"
 	var ce *cas.CorruptError
 	var nd *cas.NeedsDictError
 	var he *eventlog.HeaderError
 	switch {
-	case src == nil, errors.As(err, &nd):
+	case src == nil || src.Path == "", errors.As(err, &nd):
 	case errors.As(err, &ce):
 		path := ShellQuote(src.Path) // a command to paste: one word
-		return fmt.Sprintf("every import reports it until session %s reads: `rook import %s --reread %s` puts back what the store cannot read of it (else `rook session rm %s`, then `rook import %s %s` imports it again); %s",
-			id, src.Format, path, id, src.Format, path, verify)
+		return fmt.Sprintf("`rook import %s --reread %s` puts back what the store cannot read of it (else `rook session rm %s`, then `rook import %s %s` imports it again); %s",
+			src.Format, path, id, src.Format, path, verify)
 	case errors.As(err, &he):
 		path := ShellQuote(src.Path)
-		return fmt.Sprintf("every import reports it until session %s reads: `rook session rm %s`, then `rook import %s %s` imports it again; %s",
-			id, id, src.Format, path, verify)
+		return fmt.Sprintf("`rook session rm %s`, then `rook import %s %s` imports it again; %s",
+			id, src.Format, path, verify)
 	}
-	return fmt.Sprintf("every import reports it until session %s reads: `rook store verify` says what is wrong and what to do", id)
+	return "`rook store verify` says what is wrong and what to do"
 }
 
 // parentsReach says whether following the links of parent (a session's

@@ -349,6 +349,9 @@ type forkIndex struct {
 	// removal that says which stay (RemoveSessionListingChildren); the
 	// writes of a removal never change a Parent.
 	children map[eventlog.ID][]eventlog.ID
+	// unread are the sessions whose metadata does not read: filed
+	// nowhere, not known to be anyone's child.
+	unread []eventlog.ID
 }
 
 // childrenOf lists the sessions whose parent is id, oldest first.
@@ -378,9 +381,13 @@ func (x *forkIndex) read() error {
 		return err
 	}
 	by, children := map[eventlog.ID][]eventlog.ID{}, map[eventlog.ID][]eventlog.ID{}
+	var unread []eventlog.ID
 	for _, other := range ids {
 		f, err := x.r.Log.ReadMeta(other)
 		if err != nil {
+			if !errors.Is(err, eventlog.ErrNoSession) {
+				unread = append(unread, other)
+			}
 			continue
 		}
 		if f.Parent != nil && *f.Parent != f.ID {
@@ -396,7 +403,7 @@ func (x *forkIndex) read() error {
 			by[from] = append(by[from], f.ID)
 		}
 	}
-	x.by, x.children = by, children
+	x.by, x.children, x.unread = by, children, unread
 	return nil
 }
 

@@ -244,14 +244,21 @@ func fromTranscript(n int, what string) string {
 // nothingChanged says why a diff is empty; source is set for an imported
 // session, whose captures can only come from its agent's own backups.
 func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
-	if n := len(d.MissingSubagents); n > 0 {
+	if n, u := len(d.MissingSubagents), len(d.UnreadSubagents); n+u > 0 {
 		// What it set them to do may be all it changed: that, not
 		// the lack of backups, is why there is nothing to show.
 		what := "this session changed nothing on disk that rook can compare"
 		if d.Captures == 0 && d.FromTranscript == 0 {
 			what = "this session changed no file itself that rook can compare"
 		}
-		return fmt.Sprintf("%s, and what its %d subagent(s) %s changed is not known: no imported session holds them (the notes say how to import them)", what, n, strings.Join(d.MissingSubagents, ", "))
+		var why []string
+		if n > 0 {
+			why = append(why, fmt.Sprintf("what its %d subagent(s) %s changed is not known: no imported session holds them (the notes say how to import them)", n, strings.Join(d.MissingSubagents, ", ")))
+		}
+		if u > 0 {
+			why = append(why, fmt.Sprintf("what its %d subagent session(s) %s changed is not known: they cannot be read (the notes say why, and what to do)", u, strings.Join(d.UnreadSubagents, ", ")))
+		}
+		return what + ", and " + strings.Join(why, "; and ")
 	}
 	back := ""
 	if d.Patches != nil && d.Unchanged > 0 {
@@ -424,13 +431,64 @@ func (c *RewindCmd) Run(e *Env) error {
 	if rep.Undo != "" {
 		fmt.Fprintf(w, "  what was on disk before is captured on the new session; to put it back:\n    %s\n", rep.Undo)
 	} else if len(rep.Paths) > 0 && !rep.DiskChanged {
-		// It had files to put back, and each was as it was then.
-		fmt.Fprintln(w, "  no file changed: every file was already as it was then, so there is nothing to undo")
+		// It had files to put back, and each was as it was then, or
+		// left.
+		fmt.Fprintf(w, "  %s\n", unchangedLine(rep))
 	}
 	for _, i := range rep.Interrupted {
 		fmt.Fprintf(w, "  an earlier rewind to %d (session %s) stopped before it finished; what was on disk before it:\n    %s\n", rep.EventsKept, i.Fork, i.Undo)
 	}
 	return nil
+}
+
+// unchangedLine says why a rewind that changed nothing on disk
+// (rep.DiskChanged false) leaves nothing to undo: every file was already
+// as it was then; or, when it left some as they are (a directory holding
+// what it does not remove where a file was, a path reached through a
+// link it removed, a file whose state then is not known, one added with
+// a name rook cannot record: each said above, with why), those, and the
+// rest already as they were.
+func unchangedLine(rep agent.RewindReport) string {
+	const kept = "a directory holding what the rewind does not remove"
+	var left []string
+	seen := map[string]bool{}
+	add := func(p, why string) {
+		if !seen[p] {
+			seen[p] = true
+			left = append(left, fmt.Sprintf("%s as it is (%s, said above)", terminalLine(p), why))
+		}
+	}
+	disk := func(p, d string) {
+		switch d {
+		case agent.DiskDirKept:
+			add(p, kept)
+		case agent.DiskUnderLink:
+			add(p, "reached through a link the rewind removed")
+		}
+	}
+	for _, f := range rep.TranscriptFiles {
+		disk(f.Path, f.Disk)
+	}
+	for _, f := range rep.RolloutFiles {
+		disk(f.Path, f.Disk)
+	}
+	for _, d := range rep.DirsKept {
+		add(d, kept)
+	}
+	for _, u := range rep.NotRestored {
+		add(u.Path, "its state then not known")
+	}
+	for _, u := range rep.Unrecordable {
+		add(u, "a name rook cannot record")
+	}
+	if len(left) == 0 {
+		return "no file changed: every file was already as it was then, so there is nothing to undo"
+	}
+	rest := ""
+	if slices.ContainsFunc(rep.Paths, func(p string) bool { return !seen[p] }) {
+		rest = ", and every other file was already as it was then"
+	}
+	return fmt.Sprintf("no file changed: it left %s%s, so there is nothing to undo", strings.Join(left, ", "), rest)
 }
 
 // transcriptHow says why a rewind did not put back a file whose state

@@ -30,3 +30,26 @@ func TestNothingChangedCodexPatches(t *testing.T) {
 		}
 	}
 }
+
+// A Codex diff with nothing to show whose subagent's session does not
+// read says that is why (it said the session's patches changed nothing
+// in the end, or that its rollout holds no apply_patch call), and how it
+// differs from a missing subagent: not to import, but the notes say what
+// to do.
+func TestNothingChangedUnreadSubagents(t *testing.T) {
+	for _, tc := range []struct {
+		d    agent.SessionDiff
+		want string
+	}{
+		{agent.SessionDiff{Patches: &agent.RolloutPatches{}, UnreadSubagents: []string{"01S"}},
+			"this session changed no file itself that rook can compare, and what its 1 subagent session(s) 01S changed is not known: they cannot be read (the notes say why, and what to do)"},
+		{agent.SessionDiff{Patches: &agent.RolloutPatches{}, MissingSubagents: []string{"th1"}, UnreadSubagents: []string{"01S"}},
+			"this session changed no file itself that rook can compare, and what its 1 subagent(s) th1 changed is not known: no imported session holds them (the notes say how to import them); and what its 1 subagent session(s) 01S changed is not known: they cannot be read (the notes say why, and what to do)"},
+		{agent.SessionDiff{Patches: &agent.RolloutPatches{}, MissingSubagents: []string{"th1"}},
+			"this session changed no file itself that rook can compare, and what its 1 subagent(s) th1 changed is not known: no imported session holds them (the notes say how to import them)"},
+	} {
+		if got := nothingChanged(tc.d, nil); got != tc.want {
+			t.Errorf("%+v:\n got %q\nwant %q", tc.d, got, tc.want)
+		}
+	}
+}

@@ -216,6 +216,65 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 	return nil
 }
 
+// familyStatesKnown says whether a rewind of imported Claude Code
+// session id to event to, which has no file state of its own, knows the
+// files of its workspace from its family's (mergeFamilyStates): an
+// imported Claude Code session linked to it holds a state of one (a
+// capture, or an edit result saying the file before), in its line (not
+// past a rook fork's end: lineEnd). Those after the point, earlier than
+// the session's own, are already the rewind's; those before it say that
+// the family's changes were before the point, as the session's own
+// would: nothing to put back is then the rewind's answer, not a want of
+// backups. A family whose edit results say no file before them (a
+// subagent's, as Claude Code writes them) knows none, as a session whose
+// own say none: such a rewind is still refused (NoFileBackupsError), as
+// nothing says the files were at the point as they are.
+func (r *Rook) familyStatesKnown(id eventlog.ID, to uint64) (bool, error) {
+	ws := r.transcriptWorkspace(id)
+	if ws == "" || r.rewindFork(id, to) {
+		return false, nil
+	}
+	fam, err := r.importedFamilyOf(id, "Claude Code")
+	if err != nil || fam.tooMany != "" {
+		return false, err
+	}
+	end, err := r.lineEnd(fam)
+	if err != nil {
+		return false, err
+	}
+	for _, o := range fam.members {
+		m, err := r.Log.ReadMeta(o)
+		if err != nil {
+			return false, fmt.Errorf("session %s (%s) cannot be read: %w", o, fam.kin[o], err)
+		}
+		if src := r.ImportedFrom(m); src == nil || src.Format != FormatClaudeCode {
+			continue
+		}
+		so, err := r.capturedStatesIn(o, 0, true, ws)
+		if err != nil {
+			return false, fmt.Errorf("session %s (%s) cannot be read: %w", o, fam.kin[o], err)
+		}
+		if so.Root != "" && filepath.Clean(so.Root) != ws {
+			continue
+		}
+		for p, c := range so.First {
+			if c.transcript && c.src != ([16]byte{}) {
+				if body, _, err := r.readBody(c.src); err == nil && bytes.Contains(body, []byte(`"forkedFrom"`)) {
+					continue // (a fork's copy of its parent's: the parent's)
+				}
+			}
+			t, err := r.eventTime(o, so.seq[p])
+			if err != nil {
+				return false, err
+			}
+			if end.IsZero() || t.Before(end) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
 // claudeContinuation says whether session id is a Claude Code session
 // sent to the background, going on in a new file: its first lines say
 // "sessionKind":"bg" (claudeMapper.continuedIn).
@@ -240,17 +299,26 @@ func (st *firstStates) dropUnknown(p string) {
 // afterThePoint says whether a time of another session of family fam
 // (that of imported Claude Code session id) is after event to of id.
 func (r *Rook) afterThePoint(id eventlog.ID, to uint64, fam importedFamily) (func(time.Time) bool, error) {
+	after, _, err := r.pointSides(id, to, fam)
+	return after, err
+}
+
+// pointSides says whether a time of another session of family fam (that
+// of imported Claude Code session id) is after event to of id
+// (afterThePoint), and whether it is before it; one past the end of a
+// rook fork's line is neither.
+func (r *Rook) pointSides(id eventlog.ID, to uint64, fam importedFamily) (after, before func(time.Time) bool, err error) {
 	// After the point: at or after its event's time, and after the time
 	// of the event before it (a line without a time, a file-history
 	// snapshot, bears the one before: an edit at that time came before).
 	tTo, err := r.eventTime(id, to)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var tPrev time.Time
 	if to > 0 {
 		if tPrev, err = r.eventTime(id, to-1); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	// A rook fork's line ends at its fork point (lineEnd): what came
@@ -258,11 +326,16 @@ func (r *Rook) afterThePoint(id eventlog.ID, to uint64, fam importedFamily) (fun
 	// too, is not its line's.
 	tCap, err := r.lineEnd(fam)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return func(t time.Time) bool {
-		return !t.Before(tTo) && (to == 0 || t.After(tPrev)) && (tCap.IsZero() || t.Before(tCap))
-	}, nil
+	inLine := func(t time.Time) bool { return tCap.IsZero() || t.Before(tCap) }
+	after = func(t time.Time) bool {
+		return !t.Before(tTo) && (to == 0 || t.After(tPrev)) && inLine(t)
+	}
+	before = func(t time.Time) bool {
+		return (t.Before(tTo) || to > 0 && !t.After(tPrev)) && inLine(t)
+	}
+	return after, before, nil
 }
 
 // firstEventWhen is the seq of session id's first event whose time is

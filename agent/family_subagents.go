@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -29,12 +30,19 @@ import (
 // as both leave the rewind not knowing what the subagent wrote. Not
 // needed: a subagent its result says used no tool (totalToolUseCount 0:
 // it wrote nothing), and one whose result came before the point (it ran
-// before it).
+// before it), unless that result launched it in the background, or a
+// SendMessage started it again, and the transcript does not say it
+// stopped before the point: it ran on (family_background.go).
 
 // subagentReport is a subagent a Claude Code Task result reports.
 type subagentReport struct {
 	agent string // its agentId
 	tools *int64 // totalToolUseCount, when the result says it
+	// background: the result is its launch in the background (the main
+	// thread's toolUseResult says "isAsync", "status":"async_launched";
+	// the text, "Async agent launched" and "(internal ID ...)"): it runs
+	// on after it.
+	background bool
 }
 
 // claudeSubagentReports reads the subagents tool result body reports; a
@@ -79,12 +87,15 @@ func (r *Rook) claudeSubagentReports(body cas.Key, task bool) []subagentReport {
 		var tr struct {
 			AgentID json.RawMessage `json:"agentId"`
 			Tools   *int64          `json:"totalToolUseCount"`
+			IsAsync json.RawMessage `json:"isAsync"`
+			Status  json.RawMessage `json:"status"`
 		}
 		if json.Unmarshal(l.ToolUseResult, &tr) != nil {
 			continue
 		}
 		if a := rawString(tr.AgentID); a != "" {
-			out = append(out, subagentReport{agent: a, tools: tr.Tools})
+			bg := string(tr.IsAsync) == "true" || rawString(tr.Status) == "async_launched"
+			out = append(out, subagentReport{agent: a, tools: tr.Tools, background: bg})
 		}
 	}
 	return out
@@ -131,7 +142,9 @@ func claudeTaskText(content json.RawMessage) []subagentReport {
 			}
 			rep := subagentReport{agent: a}
 			if !usage {
-				out = append(out, rep) // (its tool uses not said: it may have written)
+				// (Its tool uses not said: it may have written.)
+				rep.background = strings.Contains(paren, "internal ID") || strings.Contains(t, "Async agent launched")
+				out = append(out, rep)
 				continue
 			}
 			for _, u := range lines[i+1:] {
@@ -189,6 +202,10 @@ type missingSubagent struct {
 	seq     uint64
 	path    string
 	at      time.Time
+	// why says, of a rewind's, why one whose result is before the point
+	// is needed (subagentsRunningOn), from ", before the point"; "": its
+	// result is at or after it.
+	why string
 }
 
 // where names the result's event in the words of fam, whose rewound (or
@@ -228,7 +245,8 @@ func missingSubagentNote(what, result string, id eventlog.ID, fam importedFamily
 // session's own subagents', those it, or one of them, ran: a sibling's
 // subagent is the sibling's. reported holds the source ids
 // ("agent-<agentId>") of every subagent those results report, held or
-// not (all read only).
+// not (all read only). A rewind's (not all) then looks before the point:
+// subagentsRunningOn.
 func (r *Rook) missingSubagents(id eventlog.ID, to uint64, fam importedFamily, all bool) (out []missingSubagent, reported map[string]bool, err error) {
 	seen := map[string]bool{}
 	reported = map[string]bool{}
@@ -300,6 +318,34 @@ func (r *Rook) missingSubagents(id eventlog.ID, to uint64, fam importedFamily, a
 			}
 		}
 	}
+	if all {
+		return out, reported, nil
+	}
+	// A rewind's: those reported before the point that may have run on
+	// after it (family_background.go), the session's own (by seq), then
+	// those of its family's subagents (by time).
+	ran, err := r.subagentsRunningOn(id, to, func(ev eventlog.Event) bool { return ev.Seq < to }, func(ev eventlog.Event) bool { return ev.Seq >= to }, fam, seen)
+	if err != nil || len(ran) > 0 {
+		return append(out, ran...), reported, err
+	}
+	var afterT, beforeT func(time.Time) bool
+	for _, o := range fam.members {
+		if _, sub := subs[o]; !sub {
+			continue
+		}
+		if afterT == nil {
+			if afterT, beforeT, err = r.pointSides(id, to, fam); err != nil {
+				return out, reported, err
+			}
+		}
+		ran, err := r.subagentsRunningOn(o, math.MaxUint64, func(ev eventlog.Event) bool { return beforeT(ev.Time) }, func(ev eventlog.Event) bool { return afterT(ev.Time) }, fam, seen)
+		if err != nil {
+			return out, reported, fmt.Errorf("session %s (%s) cannot be read: %w", o, fam.kin[o], err)
+		}
+		if len(ran) > 0 {
+			return append(out, ran...), reported, nil
+		}
+	}
 	return out, reported, nil
 }
 
@@ -313,7 +359,11 @@ func (r *Rook) missingSubagentRefusal(id eventlog.ID, to uint64, fam importedFam
 		return err
 	}
 	s := miss[0]
-	what := fmt.Sprintf("cannot rewind the files: the Claude Code subagent %s, whose Task result is %s (at or after the point), is in no imported session linked to it: its session was removed from rook since (session rm), or its transcript was never imported, and it may have written the workspace's files: what it wrote is not known, so the files' states after the point may hold it", s.agent, s.where(id, fam))
+	when := " (at or after the point)"
+	if s.why != "" {
+		when = s.why
+	}
+	what := fmt.Sprintf("cannot rewind the files: the Claude Code subagent %s, whose Task result is %s%s, is in no imported session linked to it: its session was removed from rook since (session rm), or its transcript was never imported, and it may have written the workspace's files: what it wrote is not known, so the files' states after the point may hold it", s.agent, s.where(id, fam), when)
 	if s.path != "" {
 		return fmt.Errorf("%s; import its transcript again (`rook import claude-code %s`: it is linked to its parent) and run this again, or put the files back yourself and rewind with --keep-files, which rewinds the conversation only", what, ShellQuote(s.path))
 	}

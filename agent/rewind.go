@@ -114,7 +114,8 @@ const beforeRewindPrefix = "before rewind of "
 // NoFileBackupsError: a rewind was asked to put files back in an imported
 // session (or a fork of one) that has no copies of files to put back: its
 // transcript kept none (Claude Code's file-history backups were not
-// there; a Codex rollout keeps none). Nothing was changed.
+// there; a Codex rollout keeps none), nor did those of the Claude Code
+// sessions linked to it (familyStatesKnown). Nothing was changed.
 type NoFileBackupsError struct {
 	Session eventlog.ID
 	Source  *eventlog.Source // where the session's lines came from
@@ -180,7 +181,8 @@ const maxNotKnownNamed = 10
 // Everything is checked first (paths inside the workspace, captured copies
 // readable, directories writable); if anything fails, nothing is written and
 // no fork is made. Asked for files in an imported session that has no
-// copies of any (nor edit results saying what they were), it fails with a
+// copies of any (nor edit results saying what they were), and whose
+// family's (its subagents', forks') say none either, it fails with a
 // *NoFileBackupsError.
 func (r *Rook) Rewind(id eventlog.ID, to uint64, keepFiles bool) (rep RewindReport, err error) {
 	return r.RewindWith(id, to, RewindOptions{KeepFiles: keepFiles})
@@ -340,7 +342,16 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 					return rep, nothingDone(err, "nothing changed")
 				}
 				if all.Captures == 0 && all.FromTranscript == 0 {
-					return rep, &NoFileBackupsError{Session: id, Source: src, NotKnown: st.Unknown}
+					// Its subagents' (and forks') states may say the
+					// files: then nothing to put back is the answer,
+					// as if the session held them itself.
+					known, err := r.familyStatesKnown(id, to)
+					if err != nil {
+						return rep, nothingDone(err, "nothing changed")
+					}
+					if !known {
+						return rep, &NoFileBackupsError{Session: id, Source: src, NotKnown: st.Unknown}
+					}
 				}
 			}
 		}

@@ -132,9 +132,12 @@ func (r *Rook) codexDiffSubagents(id eventlog.ID, ws string, own []*codexPatchCa
 	sort.SliceStable(df.calls, func(i, j int) bool { return df.calls[i].c.at.Before(df.calls[j].c.at) })
 	if len(df.calls) > 0 {
 		// A Codex fork's copy of its parent's lines bears the fork's time:
-		// its calls come where their originals did.
+		// its calls come where their originals did. Each parent up is a
+		// member of lf (importedFamilyOf goes up through them, and lf is
+		// not tooMany), so the walk ends within len(lf.kin) steps, none
+		// left out; only a loop of damaged metadata would go on.
 		m, err := r.Log.ReadMeta(lf.start)
-		for i := 0; err == nil && i < maxFamily && ImportedFork(m); i++ {
+		for i := 0; err == nil && i < len(lf.kin) && ImportedFork(m); i++ {
 			calls, err := r.rolloutPatchCalls(*m.Parent)
 			if errors.Is(err, eventlog.ErrNoSession) {
 				break // (removed since: the copy's times stand)

@@ -402,6 +402,7 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 // Diff compares what the session found with the disk now. With w set, it
 // writes a git-style patch (git apply takes it; git apply -R undoes it).
 func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error) {
+	defer holdLinks()() // (the recorded paths' links, each resolved once: links.go)
 	d := SessionDiff{Session: id, Files: []FileChange{}}
 	st, err := r.capturedStates(id, 0)
 	if err != nil {
@@ -728,14 +729,27 @@ func rerootManifest(m *Manifest, ws string) *Manifest {
 	if ws == "" || root == ws || !filepath.IsAbs(ws) || !filepath.IsAbs(root) {
 		return m
 	}
-	// name: p named from ws, ok false for one outside it (or ws itself).
-	name := func(p string) (string, bool) {
+	// name: p named from ws, ok false for one outside it (or ws itself):
+	// as written, or else with root and ws resolved through their links
+	// (realDir, once for the manifest: a capture of a link to ws, or of
+	// ws's real path, is of ws's files).
+	in := func(root, ws, p string) (string, bool) {
 		full := filepath.Join(root, filepath.FromSlash(p))
 		rel, err := filepath.Rel(ws, full)
 		if err != nil || full == ws || !inWorkspace(ws, full) {
 			return "", false
 		}
 		return filepath.ToSlash(rel), true
+	}
+	var realRoot, realWs string
+	name := func(p string) (string, bool) {
+		if q, ok := in(root, ws, p); ok {
+			return q, true
+		}
+		if realWs == "" {
+			realRoot, realWs = realDir(root), realDir(ws)
+		}
+		return in(realRoot, realWs, p)
 	}
 	out := *m
 	out.Root = ws

@@ -18,8 +18,13 @@ import (
 // others' transcripts do not say: a rewind of one counts what the others
 // wrote (codex_family.go, family_states.go).
 
-// maxFamily bounds the sessions of a family read.
-const maxFamily = 1000
+// maxFamily bounds the sessions of a family read: the imported sessions
+// linked to the one asked of, and the rook forks on the way up from it
+// to that one (importedFamilyOf). Over it, tooMany says so: a rewind
+// refuses, a diff says so in a note; nothing is cut off unsaid. A
+// variable only for the tests, which make a family over a smaller one
+// cheaply (withMaxFamily); TestFamilyBound reads one over this one.
+var maxFamily = 1000
 
 // importedFamily is what importedFamilyOf finds.
 type importedFamily struct {
@@ -31,7 +36,8 @@ type importedFamily struct {
 	// members: the others, with what each is to start, in words.
 	members []eventlog.ID
 	kin     map[eventlog.ID]string
-	// tooMany says so when over maxFamily are linked: not all are read.
+	// tooMany says so when over maxFamily are linked, or the line has
+	// over maxFamily rook forks: not all are read (members is partial).
 	tooMany string
 	// removed are the sessions removed since (session rm) that a member
 	// (or the line) names its parent, by that member: what they wrote
@@ -57,7 +63,7 @@ type importedFamily struct {
 // maxFamily bounds the members.
 func (r *Rook) importedFamilyOf(id eventlog.ID, what string) (importedFamily, error) {
 	f := importedFamily{line: []eventlog.ID{id}, start: id}
-	for depth := 0; depth < maxFamily; depth++ {
+	for {
 		m, err := r.Log.ReadMeta(f.start)
 		if errors.Is(err, eventlog.ErrNoSession) && f.start != id {
 			break // (removed since: the fork holds its events before the point)
@@ -68,6 +74,13 @@ func (r *Rook) importedFamilyOf(id eventlog.ID, what string) (importedFamily, er
 		pid, _, ok := m.ForkedFrom()
 		if !ok || m.Source != nil {
 			break
+		}
+		// f.start is a rook fork, the len(f.line)th of the line: one more
+		// than maxFamily (or a loop of damaged metadata) is not followed,
+		// and said, not cut off at a fork whose family is none.
+		if len(f.line) > maxFamily {
+			f.tooMany = fmt.Sprintf("this session is over %d rook forks (session fork, rewind) down from the imported %s session it comes from, too many to follow to it and read what the sessions linked to it wrote", maxFamily, what)
+			return f, nil
 		}
 		f.start = pid
 		f.line = append(f.line, pid)
@@ -81,7 +94,8 @@ func (r *Rook) importedFamilyOf(id eventlog.ID, what string) (importedFamily, er
 	f.sources = map[string]bool{}
 	queue := []eventlog.ID{f.start}
 	for len(queue) > 0 {
-		if len(f.kin) > maxFamily {
+		// (f.kin holds f.start too: the others linked are one fewer.)
+		if len(f.kin)-1 > maxFamily {
 			f.tooMany = fmt.Sprintf("%s is linked to over %d imported %s sessions (forks, subagents), too many to read for what they wrote", this, maxFamily, what)
 			break
 		}
@@ -166,7 +180,8 @@ func inWorkspace(ws, dir string) bool {
 // (its cwd) is from workspace ws: a session started after a `cd` records
 // a directory in ws, one ws is in, or another (a sibling, after a `cd
 // ../lib`), and its changes of ws's files are read all the same, but it
-// was not in the same workspace.
+// was not in the same workspace. A dir that is one of those by another
+// path, through a symbolic link (links.go), is said to be so.
 func recordedIn(ws, dir string) string {
 	abs := filepath.IsAbs(ws) && filepath.IsAbs(dir)
 	switch {
@@ -180,6 +195,16 @@ func recordedIn(ws, dir string) string {
 	case abs && inWorkspace(filepath.Clean(dir), ws):
 		return "in " + filepath.Clean(dir) + ", a directory containing the workspace"
 	case abs:
+		const link = " through a symbolic link"
+		rel, ok := linkedRel(ws, dir)
+		switch {
+		case ok && rel == ".":
+			return "in the same workspace, recorded as " + filepath.Clean(dir) + link
+		case ok && rel != ".." && !strings.HasPrefix(rel, "../"):
+			return "in the workspace's subdirectory " + rel + ", recorded as " + filepath.Clean(dir) + link
+		case ok:
+			return "in " + filepath.Clean(dir) + ", a directory containing the workspace" + link
+		}
 		return "recorded in " + filepath.Clean(dir) + ", outside the workspace"
 	}
 	return "recorded in " + dir

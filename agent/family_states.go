@@ -46,7 +46,7 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 			st.linkedNotes = append(st.linkedNotes, fam.tooMany+": files only its subagents changed are not shown")
 			return nil
 		}
-		return fmt.Errorf("cannot rewind the files: %s", fam.tooMany)
+		return fmt.Errorf("cannot rewind the files: %s, so the files' states after the point may hold what they wrote; put them back yourself and rewind with --keep-files, which rewinds the conversation only", fam.tooMany)
 	}
 	for gone, child := range fam.removed {
 		if forDiff || slices.Contains(fam.line, gone) || len(st.First) == 0 || r.claudeContinuation(child) {

@@ -202,6 +202,7 @@ type RewindOptions struct {
 
 // RewindWith is Rewind, with opts.
 func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep RewindReport, err error) {
+	defer holdLinks()() // (the recorded paths' links, each resolved once: links.go)
 	keepFiles := opts.KeepFiles
 	rep = RewindReport{Parent: id, EventsKept: to, KeepFiles: keepFiles, Paths: []string{}}
 	if keepFiles && len(opts.Absent) > 0 {

@@ -136,28 +136,31 @@ func editOriginalOf(line []byte, ws string) (editOriginal, bool) {
 	return editOriginal{}, false
 }
 
-// workspaceRel is the workspace path of an absolute path inside ws (taken
-// as written, or as ws resolves through links), if it is one checkRel
-// accepts.
+// workspaceRel is the workspace path of an absolute path inside ws, if
+// it is one checkRel accepts ("" and false else): taken as written, or
+// as ws resolves through its links, or else with p's resolved too
+// (realPath, links.go): a path through a link to the workspace (or to a
+// directory above it) is named from ws all the same.
 func workspaceRel(ws, p string) (string, bool) {
 	if ws == "" || !filepath.IsAbs(p) {
 		return "", false
 	}
 	p = filepath.Clean(p)
-	roots := []string{ws}
-	if real, err := filepath.EvalSymlinks(ws); err == nil && real != ws {
-		roots = append(roots, real)
-	}
-	for _, root := range roots {
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			continue
+	rel := func(root, p string) (string, bool) {
+		r, err := filepath.Rel(root, p)
+		if r = filepath.ToSlash(r); err != nil || checkRel(r) != nil {
+			return "", false
 		}
-		if rel = filepath.ToSlash(rel); checkRel(rel) == nil {
-			return rel, true
-		}
+		return r, true
 	}
-	return "", false
+	if r, ok := rel(ws, p); ok || !filepath.IsAbs(ws) {
+		return r, ok
+	}
+	real := realDir(ws)
+	if r, ok := rel(real, p); ok {
+		return r, true
+	}
+	return rel(real, realPath(p))
 }
 
 // transcriptChange is the state an edit result gives a path, for

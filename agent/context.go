@@ -699,7 +699,8 @@ func (r *Rook) importedSession(m eventlog.Meta) (eventlog.Meta, bool) {
 // Source that names only the format. ok is false for a native session,
 // or a chain broken by metadata that does not read.
 func (r *Rook) removedImportedAncestor(m eventlog.Meta) (eventlog.Meta, bool) {
-	for range 64 { // as ImportedAncestor
+	for seen := map[eventlog.ID]bool{}; !seen[m.ID]; { // as ImportedAncestor
+		seen[m.ID] = true
 		if m.Source != nil || m.Parent == nil || m.ForkAt == nil {
 			break
 		}
@@ -727,7 +728,10 @@ func (r *Rook) removedImportedAncestor(m eventlog.Meta) (eventlog.Meta, bool) {
 // whose ancestors cannot be read. `rook export` says from it which file a
 // fork's lines come from and how far.
 func (r *Rook) ImportedAncestor(m eventlog.Meta) (imported, fork eventlog.Meta, ok bool) {
-	for range 64 { // forks of forks; a bound, as metadata may be damaged
+	// Forks of forks, however many; a loop (metadata damaged: a session
+	// its own ancestor) ends the walk, as not imported.
+	for seen := map[eventlog.ID]bool{}; !seen[m.ID]; {
+		seen[m.ID] = true
 		if m.Source != nil {
 			return m, fork, true
 		}

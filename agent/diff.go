@@ -843,7 +843,8 @@ func (r *Rook) forkLate(id eventlog.ID) ([]lateCapture, error) {
 	}
 	var out []lateCapture
 	limit := uint64(math.MaxUint64)
-	for range 64 { // forks of forks; a bound, as ImportedAncestor's
+	for seen := map[eventlog.ID]bool{}; !seen[m.ID]; { // forks of forks, as ImportedAncestor's
+		seen[m.ID] = true
 		pid, at, ok := m.ForkedFrom()
 		if !ok {
 			break

@@ -200,3 +200,55 @@ func TestCodexFamilyBound(t *testing.T) {
 		t.Fatalf("diff at the bound: files %v, notes %q:\n%s", got, d.Notes, patch)
 	}
 }
+
+// A line of rook forks deeper than the 64 the walks up to the imported
+// session once stopped at (ImportedAncestor, removedImportedAncestor,
+// forkLate) is the imported session's all the same: 70 forks down, a
+// rewind had taken the fork for a native session, put nothing back and
+// exited 0, and its diff had shown nothing. Only a loop (damaged
+// metadata) ends a walk; a line over maxFamily is refused, saying so
+// (TestFamilyLineOfRookForksBound).
+func TestRewindSeventyRookForksDown(t *testing.T) {
+	r, e, parent, _ := claudeWithSubagent(t)
+	deep := forkChain(t, r, parent, 2, 70)
+	if got, _, _ := diffFiles(t, r, deep); len(got) == 0 {
+		t.Fatalf("diff 70 forks down shows no file")
+	}
+	rw, err := r.Rewind(deep, 1, false)
+	if err != nil {
+		t.Fatalf("rewind 70 forks down: %v", err)
+	}
+	if got := readFileT(t, filepath.Join(e.ws, "a.txt")) + readFileT(t, filepath.Join(e.ws, "b.txt")); got != "A0\nB0\n" || rw.FilesRestored != 2 || rw.FilesRemoved != 1 {
+		t.Fatalf("files after the rewind 70 forks down: %q, report %+v", got, rw)
+	}
+}
+
+// A loop of fork links (metadata damaged: two forks each the other's
+// parent) ends the walks up, which once a bound of 64 ended: the fork
+// reads as native, and a rewind of it and its diff return.
+func TestForkLoopEndsTheWalksUp(t *testing.T) {
+	r, _, parent, _ := claudeWithSubagent(t)
+	a := forkChain(t, r, parent, 2, 1)
+	b := forkChain(t, r, a, 2, 1)
+	ma, err := r.Log.ReadMeta(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ma.Parent = &b
+	if err := r.Log.UpdateMeta(ma); err != nil {
+		t.Fatal(err)
+	}
+	mb, err := r.Log.ReadMeta(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := r.ImportedAncestor(mb); ok {
+		t.Fatal("a loop of forks read as an imported session's")
+	}
+	if _, ok := r.removedImportedAncestor(mb); ok {
+		t.Fatal("a loop of forks read as a removed imported session's")
+	}
+	if _, err := r.forkLate(b); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -89,12 +89,7 @@ func (r *Rook) codexDiffSubagents(id eventlog.ID, ws string, own []*codexPatchCa
 		for _, o := range members {
 			calls, _, ows, err := r.codexMemberCalls(o, ws, line, func(string, time.Time) {})
 			if err != nil {
-				var src *eventlog.Source
-				if m, merr := r.Log.ReadMeta(o); merr == nil {
-					src = m.Source
-				}
-				unread = append(unread, fmt.Sprintf("session %s (%s) cannot be read (%v): the files it changed are not shown unless %s changed them too; %s",
-					o, r.codexKin(lf, o, ws), err, lf.this(id), unreadHow(o, src, err)))
+				unread = append(unread, r.unreadMemberNote(id, lf, o, ws, err))
 				df.unread = append(df.unread, o.String())
 				continue
 			}

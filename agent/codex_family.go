@@ -120,7 +120,7 @@ func (r *Rook) codexFamilyOf(id eventlog.ID, ws string, idCalls []codexCall) (co
 		return fam, err
 	}
 	for _, o := range lf.members {
-		kin := r.codexKin(lf, o, ws)
+		kin := r.memberKin(lf, o, ws)
 		if err := r.codexFamilyWrites(&fam, o, kin, ws, own); err != nil {
 			if errors.Is(err, eventlog.ErrNoSession) {
 				continue
@@ -193,16 +193,6 @@ func (r *Rook) codexLineCalls(id eventlog.ID, lf importedFamily, idCalls []codex
 		}
 	}
 	return own, nil
-}
-
-// codexKin says what member o of family lf is to the session lf starts
-// from, and where it was recorded from workspace ws, in words.
-func (r *Rook) codexKin(lf importedFamily, o eventlog.ID, ws string) string {
-	dir := ""
-	if m, err := r.Log.ReadMeta(o); err == nil {
-		dir = m.Workspace
-	}
-	return lf.kin[o] + ", " + recordedIn(ws, dir)
 }
 
 // codexFamilyWrites adds session o's calls to fam.

@@ -104,16 +104,17 @@ type SessionDiff struct {
 	// with its state before one of the session's subagents changed it (of
 	// an imported Codex session, each file its subagents' patches
 	// changed: codex_diff_subagents.go), and each subagent whose changes
-	// are not shown (its session removed, or never imported; of Codex,
-	// one whose session does not read too).
+	// are not shown (its session removed, or never imported, or one whose
+	// session does not read).
 	Notes []string `json:"notes,omitempty"`
 	// MissingSubagents are the agentIds (a Codex subagent's thread id) of
 	// those subagents (each in a note): what they changed is not in Files.
 	MissingSubagents []string `json:"missing_subagents,omitempty"`
 	// UnreadSubagents are the ids of the imported sessions of an imported
-	// Codex session's subagents that cannot be read (their lines damaged
-	// or missing: codex_diff_subagents.go), each in a note saying why and
-	// what to do: what they changed is not in Files.
+	// Claude Code or Codex session's subagents that cannot be read (their
+	// log, or an object of their lines, damaged or missing:
+	// family_states.go, codex_diff_subagents.go), each in a note saying
+	// why and what to do: what they changed is not in Files.
 	UnreadSubagents []string `json:"unread_subagents,omitempty"`
 }
 
@@ -159,7 +160,10 @@ type firstStates struct {
 	// missingSubagents: the agentIds of the subagents a diff's Task
 	// results report that no imported session holds.
 	missingSubagents []string
-	dirs             map[string]uint64 // the seq of each directory's first capture whole
+	// unreadSubagents: the ids of the sessions of a diff's subagents
+	// that do not read, each in a note (mergeFamilyStates).
+	unreadSubagents []string
+	dirs            map[string]uint64 // the seq of each directory's first capture whole
 	// dirModes: each directory's mode at that capture (version 3).
 	dirModes map[string]FileMode
 	// opened: the mode of each directory a rewind's capture before it
@@ -209,14 +213,18 @@ func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) 
 // forked wrote them back as they were before its rewind, the content that
 // rewind had replaced). Diff, from the session's start, still reads it.
 func (r *Rook) capturedStatesFor(id eventlog.ID, from uint64, rewinding bool) (firstStates, error) {
-	return r.capturedStatesIn(id, from, rewinding, r.transcriptWorkspace(id))
+	return r.capturedStatesIn(id, from, rewinding, r.transcriptWorkspace(id), false)
 }
 
 // capturedStatesIn is capturedStatesFor with the edit results' paths read
 // from workspace ws (an imported Claude Code session's, or that of the
 // session it is linked to, wherever it started: family_states.go), ""
-// for a session not imported from Claude Code.
-func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws string) (firstStates, error) {
+// for a session not imported from Claude Code. member: id is another
+// session of the family of the one asked of (a subagent), read for what
+// it changed: a tool result or edit call of it whose object does not
+// read is an error, not passed over, as what it changed is then not
+// known (family_states.go says so, or refuses).
+func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws string, member bool) (firstStates, error) {
 	st := firstStates{First: map[string]Change{}, seq: map[string]uint64{}, dirs: map[string]uint64{}, gone: map[string]uint64{}, dirModes: map[string]FileMode{}, opened: map[string]FileMode{}}
 	// unknown: the paths an edit result changed without saying from
 	// what, at the seq of the first such result.
@@ -240,7 +248,7 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 	call := func(seq uint64) func(string) string {
 		return func(tid string) string {
 			if _, ok := calls[tid]; !ok && called < seq && callErr == nil {
-				called, callErr = r.editCalls(id, called, seq, ws, calls)
+				called, callErr = r.editCalls(id, called, seq, ws, calls, member)
 			}
 			return calls[tid]
 		}
@@ -294,9 +302,12 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 				} else {
 					origs, err = r.editOriginals(ev.Body, ws)
 				}
+				if err != nil && member {
+					return firstStates{}, fmt.Errorf("event #%d cannot be read: %w", ev.Seq, err)
+				}
 				if err != nil {
-					// Not a capture: a result that does not read gives
-					// no state, and stops nothing.
+					// Not a capture: a result of the session's own that
+					// does not read gives no state, and stops nothing.
 					continue
 				}
 				for _, o := range origs {
@@ -416,7 +427,7 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		if err := r.mergeFamilyStates(id, 0, ws, &st, true); err != nil {
 			return d, err
 		}
-		d.Notes, d.MissingSubagents = st.linkedNotes, st.missingSubagents
+		d.Notes, d.MissingSubagents, d.UnreadSubagents = st.linkedNotes, st.missingSubagents, st.unreadSubagents
 	}
 	// Files added under a directory captured whole are states too
 	// (firstCaptures).

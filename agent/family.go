@@ -210,6 +210,60 @@ func recordedIn(ws, dir string) string {
 	return "recorded in " + dir
 }
 
+// memberKin says what member o of family lf is to the session lf starts
+// from, and where it was recorded from workspace ws, in words.
+func (r *Rook) memberKin(lf importedFamily, o eventlog.ID, ws string) string {
+	dir := ""
+	if m, err := r.Log.ReadMeta(o); err == nil {
+		dir = m.Workspace
+	}
+	return lf.kin[o] + ", " + recordedIn(ws, dir)
+}
+
+// memberUnread is a member of a family (a subagent, say) whose session
+// does not read (err: its log, or an object of its lines, damaged or
+// missing): what it changed is not known. A diff says so in a note
+// (unreadMemberNote) and shows the rest; a rewind refuses
+// (unreadMemberRefusal).
+type memberUnread struct {
+	session eventlog.ID
+	err     error
+}
+
+func (e *memberUnread) Error() string {
+	return fmt.Sprintf("session %s cannot be read: %v", e.session, e.err)
+}
+
+func (e *memberUnread) Unwrap() error { return e.err }
+
+// unreadMemberNote is the note of a diff of session id (lf its family,
+// ws its workspace) whose member o does not read (err): which session,
+// why, that what it changed is not shown, and what to do (unreadHow).
+func (r *Rook) unreadMemberNote(id eventlog.ID, lf importedFamily, o eventlog.ID, ws string, err error) string {
+	return fmt.Sprintf("session %s (%s) cannot be read (%v): the files it changed are not shown unless %s changed them too; %s",
+		o, r.memberKin(lf, o, ws), err, lf.this(id), unreadHow(o, r.sourceOf(o), err))
+}
+
+// unreadMemberRefusal is the refusal of a rewind whose family (lf, ws
+// its workspace) has a member o that does not read (err): what it wrote
+// is not known, so no file state after the point is; what to do
+// (unreadHow), or --keep-files. It wraps no error of the store's: it
+// says already what checks the store.
+func (r *Rook) unreadMemberRefusal(lf importedFamily, o eventlog.ID, ws string, err error) error {
+	return fmt.Errorf("cannot rewind the files: session %s (%s) cannot be read (%v), so what it wrote is not known, and the files' states after the point may hold it; %s; then run this again, or put the files back yourself and rewind with --keep-files, which rewinds the conversation only",
+		o, r.memberKin(lf, o, ws), err, unreadHow(o, r.sourceOf(o), err))
+}
+
+// sourceOf is where imported session id's lines came from; nil when its
+// metadata does not read, or it is not imported.
+func (r *Rook) sourceOf(id eventlog.ID) *eventlog.Source {
+	m, err := r.Log.ReadMeta(id)
+	if err != nil {
+		return nil
+	}
+	return m.Source
+}
+
 // diffSubagents are the members of fam whose changes a diff of the
 // session fam starts from counts as its own: its imported subagents (a
 // Claude Code Task's, a Codex spawn_agent's, linked to it), theirs (a

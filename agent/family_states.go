@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -28,6 +29,53 @@ type familyState struct {
 	session eventlog.ID
 	change  *Change         // its state, or
 	unknown *UncomparedFile // none known there
+}
+
+// memberState is a path's state in a member of a family, and when.
+type memberState struct {
+	path string
+	familyState
+}
+
+// memberStates are the first states of family member o (an imported
+// Claude Code session) of the paths of workspace ws, from its first
+// event whose time is after's: wherever it was recorded (its captures,
+// of its own cwd, named from ws: rerootManifest), those outside ws left
+// out. An error when its session does not read: its log, or an object
+// of its lines (capturedStatesIn, member).
+func (r *Rook) memberStates(o eventlog.ID, ws string, after func(time.Time) bool) ([]memberState, error) {
+	from, err := r.firstEventWhen(o, after)
+	if err != nil {
+		return nil, err
+	}
+	so, err := r.capturedStatesIn(o, from, true, ws, true)
+	if err != nil {
+		return nil, err
+	}
+	if so.Root != "" && filepath.Clean(so.Root) != ws {
+		return nil, nil // (captures of a root not absolute: none named from ws)
+	}
+	var out []memberState
+	for _, p := range sortedKeys(so.First) {
+		c := so.First[p]
+		t, err := r.eventTime(o, so.seq[p])
+		if err != nil {
+			return nil, err
+		}
+		if after(t) {
+			out = append(out, memberState{p, familyState{at: t, session: o, change: &c}})
+		}
+	}
+	for _, u := range so.Unknown {
+		t, err := r.eventTime(o, so.unknownAt[u.Path])
+		if err != nil {
+			return nil, err
+		}
+		if after(t) {
+			out = append(out, memberState{u.Path, familyState{at: t, session: o, unknown: &u}})
+		}
+	}
+	return out, nil
 }
 
 // mergeFamilyStates merges into st (the first states of imported Claude
@@ -62,10 +110,15 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 	}
 	// A subagent removed since (or never imported) that a Task result
 	// after the point reports: nothing else names it
-	// (family_subagents.go).
+	// (family_subagents.go). A subagent whose session does not read (its
+	// log, or an object of its lines, damaged or missing) wrote what is
+	// not known: a diff says so in a note, as it says a missing one, and
+	// shows the rest (unread); a rewind refuses.
 	var reported map[string]bool
+	var unread map[eventlog.ID]error
 	if forDiff {
-		miss, rep, err := r.missingSubagents(id, to, fam, true)
+		unread = map[eventlog.ID]error{}
+		miss, rep, err := r.missingSubagents(id, to, fam, true, unread)
 		reported = rep
 		if err != nil {
 			return err
@@ -79,11 +132,25 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 			st.missingSubagents = append(st.missingSubagents, s.agent)
 		}
 	} else if err := r.missingSubagentRefusal(id, to, fam); err != nil {
+		var mu *memberUnread
+		if errors.As(err, &mu) {
+			return r.unreadMemberRefusal(fam, mu.session, ws, mu.err)
+		}
 		return err
 	}
 	var subs map[eventlog.ID]bool
 	if forDiff {
 		subs = r.diffSubagents(fam, reported)
+	}
+	// noteUnread says, for a diff, each subagent whose session does not
+	// read, in the family's order.
+	noteUnread := func() {
+		for _, o := range fam.members {
+			if err, ok := unread[o]; ok {
+				st.linkedNotes = append(st.linkedNotes, r.unreadMemberNote(id, fam, o, ws, err))
+				st.unreadSubagents = append(st.unreadSubagents, o.String())
+			}
+		}
 	}
 	// Each is read wherever it was recorded (importedFamilyOf), its
 	// paths named from ws and those outside ws left out: a subagent
@@ -97,15 +164,24 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 		}
 		m, err := r.Log.ReadMeta(o)
 		if err != nil {
-			return fmt.Errorf("session %s (%s) cannot be read: %w", o, fam.kin[o], err)
+			if !forDiff {
+				return r.unreadMemberRefusal(fam, o, ws, err)
+			}
+			unread[o] = err
+			continue
 		}
 		if src := r.ImportedFrom(m); src == nil || src.Format != FormatClaudeCode {
-			continue // (its lines hold no Claude Code edit results)
+			delete(unread, o) // (its lines hold no Claude Code edit results)
+			continue
+		}
+		if _, ok := unread[o]; ok {
+			continue
 		}
 		members = append(members, o)
 		where[o] = m.Workspace
 	}
 	if len(members) == 0 {
+		noteUnread()
 		return nil
 	}
 	after, err := r.afterThePoint(id, to, fam)
@@ -138,49 +214,31 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 		kin[o] = fam.kin[o] + ", " + recordedIn(ws, where[o])
 	}
 	for _, o := range members {
-		from, err := r.firstEventWhen(o, after)
+		// All it says is read before any is taken: one that does not
+		// read gives none.
+		states, err := r.memberStates(o, ws, after)
 		if err != nil {
-			return fmt.Errorf("session %s (%s) cannot be read: %w", o, kin[o], err)
-		}
-		// (Its paths read from ws, wherever it started; its captures,
-		// of its own cwd, named from ws: rerootManifest.)
-		so, err := r.capturedStatesIn(o, from, true, ws)
-		if err != nil {
-			return fmt.Errorf("session %s (%s) cannot be read: %w", o, kin[o], err)
-		}
-		if so.Root != "" && filepath.Clean(so.Root) != ws {
-			continue // (captures of a root not absolute: none named from ws)
-		}
-		for p, c := range so.First {
-			t, err := r.eventTime(o, so.seq[p])
-			if err != nil {
-				return err
+			if !forDiff {
+				return r.unreadMemberRefusal(fam, o, ws, err)
 			}
-			if !after(t) || !earlier(p, t) {
+			unread[o] = err
+			continue
+		}
+		for _, s := range states {
+			if !earlier(s.path, s.at) {
 				continue
 			}
-			if c.transcript && c.src != ([16]byte{}) {
+			if c := s.change; c != nil && c.transcript && c.src != ([16]byte{}) {
 				// A fork's copy of its parent's line (forkedFrom): the
 				// original is the parent's, read there.
 				if body, _, err := r.readBody(c.src); err == nil && bytes.Contains(body, []byte(`"forkedFrom"`)) {
 					continue
 				}
 			}
-			c := c
-			won[p] = familyState{at: t, session: o, change: &c}
-		}
-		for _, u := range so.Unknown {
-			t, err := r.eventTime(o, so.unknownAt[u.Path])
-			if err != nil {
-				return err
-			}
-			if !after(t) || !earlier(u.Path, t) {
-				continue
-			}
-			u := u
-			won[u.Path] = familyState{at: t, session: o, unknown: &u}
+			won[s.path] = s.familyState
 		}
 	}
+	noteUnread()
 	taken := false
 	for _, p := range sortedKeys(won) {
 		w := won[p]
@@ -245,14 +303,14 @@ func (r *Rook) familyStatesKnown(id eventlog.ID, to uint64) (bool, error) {
 	for _, o := range fam.members {
 		m, err := r.Log.ReadMeta(o)
 		if err != nil {
-			return false, fmt.Errorf("session %s (%s) cannot be read: %w", o, fam.kin[o], err)
+			return false, r.unreadMemberRefusal(fam, o, ws, err)
 		}
 		if src := r.ImportedFrom(m); src == nil || src.Format != FormatClaudeCode {
 			continue
 		}
-		so, err := r.capturedStatesIn(o, 0, true, ws)
+		so, err := r.capturedStatesIn(o, 0, true, ws, true)
 		if err != nil {
-			return false, fmt.Errorf("session %s (%s) cannot be read: %w", o, fam.kin[o], err)
+			return false, r.unreadMemberRefusal(fam, o, ws, err)
 		}
 		if so.Root != "" && filepath.Clean(so.Root) != ws {
 			continue

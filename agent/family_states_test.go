@@ -16,6 +16,14 @@ import (
 // wrote c.txt, all in the parent's workspace; after it, the parent edited
 // a.txt (A1 to A2). It gives the store, the parent and the subagent.
 func claudeWithSubagent(t *testing.T) (*Rook, *editTranscript, eventlog.ID, eventlog.ID) {
+	e, sub := claudeSubagentLines(t)
+	r, ids := importClaudeFiles(t, e, map[string][]string{"s1.jsonl": e.lines, "s1/subagents/agent-a1b2c3d.jsonl": sub})
+	return r, e, ids["s1.jsonl"], ids["s1/subagents/agent-a1b2c3d.jsonl"]
+}
+
+// claudeSubagentLines are claudeWithSubagent's transcripts, not imported:
+// the parent's (e.lines) and its subagent's, its workspace written.
+func claudeSubagentLines(t *testing.T) (*editTranscript, []string) {
 	e := newEditTranscript(t, "fix a and b") // 21:00:01
 	at := func(p string) string { return filepath.Join(e.ws, p) }
 	e.lines = append(e.lines, fmt.Sprintf(`{"type":"assistant",%s,"message":{"model":"claude-opus-4-6","id":"m1","role":"assistant","content":[{"type":"tool_use","id":"tk","name":"Task","input":{"description":"edit","prompt":"edit a and b"}}]},"uuid":"t1","timestamp":"2026-02-10T21:00:02.000Z"}`, e.env()))
@@ -31,8 +39,7 @@ func claudeWithSubagent(t *testing.T) (*Rook, *editTranscript, eventlog.ID, even
 	e.lines = append(e.lines, fmt.Sprintf(`{"type":"user",%s,"message":{"role":"user","content":[{"tool_use_id":"tk","type":"tool_result","content":[{"type":"text","text":"Done."}]}]},"toolUseResult":{"status":"completed","agentId":"a1b2c3d","content":[{"type":"text","text":"Done."}]},"uuid":"t2","timestamp":%q}`, e.env(), e.ts())) // :10
 	e.edit(at("a.txt"), "A1\n", "A1", "A2")                                                                                                                                                                                                                                                                                                   // :11, :12
 	writeTree(t, e.ws, tree{"a.txt": "A2\n", "b.txt": "B1\n", "c.txt": "C1\n"})
-	r, ids := importClaudeFiles(t, e, map[string][]string{"s1.jsonl": e.lines, "s1/subagents/agent-a1b2c3d.jsonl": sub.lines})
-	return r, e, ids["s1.jsonl"], ids["s1/subagents/agent-a1b2c3d.jsonl"]
+	return e, sub.lines
 }
 
 // Rewinding the parent to its Task call: each file as it was then, which

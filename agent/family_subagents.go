@@ -246,8 +246,11 @@ func missingSubagentNote(what, result string, id eventlog.ID, fam importedFamily
 // subagent is the sibling's. reported holds the source ids
 // ("agent-<agentId>") of every subagent those results report, held or
 // not (all read only). A rewind's (not all) then looks before the point:
-// subagentsRunningOn.
-func (r *Rook) missingSubagents(id eventlog.ID, to uint64, fam importedFamily, all bool) (out []missingSubagent, reported map[string]bool, err error) {
+// subagentsRunningOn. A subagent's session that does not read is, for a
+// diff (unread set), put in unread with why and passed over (its
+// results, unread, report none); for a rewind (unread nil) it stops the
+// reading: a *memberUnread, as what it wrote, and ran, is not known.
+func (r *Rook) missingSubagents(id eventlog.ID, to uint64, fam importedFamily, all bool, unread map[eventlog.ID]error) (out []missingSubagent, reported map[string]bool, err error) {
 	seen := map[string]bool{}
 	reported = map[string]bool{}
 	// scan reads session s's results from event from, those whose time
@@ -310,11 +313,17 @@ func (r *Rook) missingSubagents(id eventlog.ID, to uint64, fam importedFamily, a
 				}
 			}
 			from, err := r.firstEventWhen(o, after)
-			if err != nil {
-				return out, reported, fmt.Errorf("session %s (%s) cannot be read: %w", o, fam.kin[o], err)
+			done := false
+			if err == nil {
+				done, err = scan(o, from, after)
 			}
-			if done, err := scan(o, from, after); done || err != nil {
-				return out, reported, err
+			switch {
+			case err != nil && unread != nil:
+				unread[o] = err
+			case err != nil:
+				return out, reported, &memberUnread{session: o, err: err}
+			case done:
+				return out, reported, nil
 			}
 		}
 	}
@@ -340,7 +349,7 @@ func (r *Rook) missingSubagents(id eventlog.ID, to uint64, fam importedFamily, a
 		}
 		ran, err := r.subagentsRunningOn(o, math.MaxUint64, func(ev eventlog.Event) bool { return beforeT(ev.Time) }, func(ev eventlog.Event) bool { return afterT(ev.Time) }, fam, seen)
 		if err != nil {
-			return out, reported, fmt.Errorf("session %s (%s) cannot be read: %w", o, fam.kin[o], err)
+			return out, reported, &memberUnread{session: o, err: err}
 		}
 		if len(ran) > 0 {
 			return append(out, ran...), reported, nil
@@ -354,7 +363,7 @@ func (r *Rook) missingSubagents(id eventlog.ID, to uint64, fam importedFamily, a
 // or after the point reports a subagent that no imported session linked
 // to it holds; nil when there is none.
 func (r *Rook) missingSubagentRefusal(id eventlog.ID, to uint64, fam importedFamily) error {
-	miss, _, err := r.missingSubagents(id, to, fam, false)
+	miss, _, err := r.missingSubagents(id, to, fam, false, nil)
 	if err != nil || len(miss) == 0 {
 		return err
 	}

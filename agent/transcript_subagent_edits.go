@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 
 	json "github.com/go-json-experiment/json/v1"
@@ -100,8 +101,10 @@ func sidechainUnsaid(line []byte, call func(toolUseID string) string) []editOrig
 // editCalls records in calls, by tool_use id, the workspace path (ws)
 // each edit call of a subagent's line among session id's events from
 // seq from to seq to (not included) names: "" for one outside the
-// workspace. It gives the seq it read to.
-func (r *Rook) editCalls(id eventlog.ID, from, to uint64, ws string, calls map[string]string) (uint64, error) {
+// workspace. It gives the seq it read to. A call whose object does not
+// read names nothing, unless member (capturedStatesIn): then it is an
+// error.
+func (r *Rook) editCalls(id eventlog.ID, from, to uint64, ws string, calls map[string]string, member bool) (uint64, error) {
 	for from < to {
 		evs, err := r.Log.Read(id, from, min(1024, int(to-from)))
 		if err != nil || len(evs) == 0 {
@@ -115,6 +118,9 @@ func (r *Rook) editCalls(id eventlog.ID, from, to uint64, ws string, calls map[s
 				continue
 			}
 			lines, err := r.importedLines(ev.Body, func(rest []byte) bool { return bytes.Contains(rest, sidechainMark) })
+			if err != nil && member {
+				return from, fmt.Errorf("event #%d cannot be read: %w", ev.Seq, err)
+			}
 			if err != nil {
 				continue // a call that does not read names nothing
 			}

@@ -560,8 +560,7 @@ type CodexRewound struct {
 	How  string `json:"how"`
 	From string `json:"from,omitempty"`
 	// Disk is what the rewind found there when it did not do what How
-	// says: of a file to write, DiskAsThen (it held that already), or
-	// DiskUnderLink (not written through a link above it); of
+	// says: of a file to write, DiskAsThen (it held that already); of
 	// a file to remove (How absent or said-absent), when it was not a
 	// file it removed, DiskNotThere, DiskDirRemoved, DiskDirKept or
 	// DiskUnderLink. Empty: the rewind did what How says (wrote the
@@ -583,11 +582,10 @@ const (
 	// the rewind names (a file put there since): left as it is, with it
 	// (RewindReport.DirsKept).
 	DiskDirKept = "dir-kept"
-	// DiskUnderLink: a path above it was a link there (to a directory):
-	// what it led to is left as it is, neither written nor removed (a
-	// rewind writes and removes nothing through a link). The rewind
-	// removed the link where its state says the link's path was absent,
-	// and left it otherwise (Plan.linkedAbove).
+	// DiskUnderLink: a path above it the rewind removed was a link
+	// there (to a directory), which led to something at this path: the
+	// link was removed, and what it led to is left as it is (the rewind
+	// removes nothing through a link it removes).
 	DiskUnderLink = "under-link"
 )
 

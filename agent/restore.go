@@ -131,11 +131,6 @@ type Plan struct {
 	// a link the plan removes, and that the link led to something:
 	// that is left (underRemovedLink).
 	throughLinks []string
-	// linkedAbove are the paths to write or remove that were passed
-	// over, under a link to a directory that the plan leaves
-	// (linkLeft): a path to remove only where something was there
-	// through it.
-	linkedAbove []linkedPath
 	// rootMade is the top directory Apply made for the root (a restore
 	// --to a directory not there: it, or the first one above it not
 	// there): "" when the root was there.
@@ -301,23 +296,6 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			}
 			continue
 		}
-		if dir := linkLeft(real, c.Path, removing, wasDir); dir != "" {
-			// A link to a directory above the path (in the workspace or
-			// outside it), that this restore does not remove: what is
-			// at the path through it is what the link leads to, not the
-			// workspace's own, whether the link was there when the
-			// state was taken or was made since. Writing or removing
-			// there would change those files (outside the workspace,
-			// even), and the link is not the restore's to change: the
-			// path is left as it is, and said. Nor is it captured
-			// before: the undo leaves it too.
-			abs := filepath.Join(real, filepath.FromSlash(c.Path))
-			if _, err := os.Lstat(abs); !c.Remove || err == nil {
-				t, _ := os.Readlink(filepath.Join(real, filepath.FromSlash(dir)))
-				p.linkedAbove = append(p.linkedAbove, linkedPath{path: c.Path, link: dir, target: t, remove: c.Remove, state: c.transcript})
-			}
-			continue
-		}
 		// A file to write where another needs a directory (a session that
 		// captured d/x, then d once a tool had made it a file): Apply would
 		// fail part way, so it is refused before anything is written.
@@ -329,12 +307,6 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 		// The last element is not followed: a link there is replaced,
 		// never written through.
 		if _, err := resolveInRoot(p.Root, real, c.Path, false); err != nil {
-			if lerr := linkAbove(real, c, wasDir); lerr != nil {
-				// A link leading outside, where the capture had a
-				// directory: said as one leading inside is, with
-				// what to do, not only that it leads outside.
-				return nil, lerr
-			}
 			return nil, err
 		}
 		abs := filepath.Join(real, filepath.FromSlash(c.Path))
@@ -607,61 +579,6 @@ func underRemovedLink(real, rel string, removing map[string]bool) bool {
 	return false
 }
 
-// linkedPath is a path a plan passed over, under a link it leaves
-// (Plan.linkedAbove).
-type linkedPath struct {
-	path, link, target string // the path, the link above it and where it leads
-	remove             bool   // the path was to be removed (else written, or a directory made)
-	// state: a rollout's or transcript's (Change.transcript), which
-	// their files say (DiskUnderLink).
-	state bool
-}
-
-// leftUnder returns the link above workspace path rel under which the plan
-// left it (linkedAbove), "" if it did not.
-func (p *Plan) leftUnder(rel string) string {
-	if p == nil {
-		return ""
-	}
-	for _, l := range p.linkedAbove {
-		if l.path == rel {
-			return l.link
-		}
-	}
-	return ""
-}
-
-// linkLeft returns the first directory above workspace path rel, from the
-// top, that is a link now, when it leads to a directory and the restore
-// leaves it: it does not remove it (removing: underRemovedLink passes
-// over what is under it) and the capture does not say it was a directory
-// (wasDir: linkAbove refuses that). "" when there is none; a link to a
-// file, or to nothing, reaches nothing under it (a rewind replaces it,
-// fileAbove).
-func linkLeft(real, rel string, removing map[string]bool, wasDir func(string) bool) string {
-	parts := strings.Split(rel, "/")
-	dir := ""
-	for _, part := range parts[:len(parts)-1] {
-		dir = path.Join(dir, part)
-		abs := filepath.Join(real, filepath.FromSlash(dir))
-		fi, err := os.Lstat(abs)
-		if err != nil {
-			return ""
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			continue
-		}
-		if removing[dir] || wasDir(dir) {
-			return ""
-		}
-		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-			return ""
-		}
-		return dir
-	}
-	return ""
-}
-
 // linkAbove refuses a change under a directory the capture had (wasDir)
 // that is a link now: writing or removing there would reach the files the
 // link leads to (inside the workspace, resolveInRoot allows it), not the
@@ -682,8 +599,7 @@ func linkAbove(real string, c Change, wasDir func(string) bool) error {
 // linkedDir returns the first directory above workspace path rel, from the
 // top, that the capture had (wasDir) and that is a link now; "" if there
 // is none. A link the capture does not say was a directory (one a named
-// path ran through) is not one to refuse: a restore leaves what is under
-// it (linkLeft), and a diff compares it as the capture read it.
+// path ran through) is followed, as the capture followed it.
 func linkedDir(real, rel string, wasDir func(string) bool) string {
 	parts := strings.Split(rel, "/")
 	dir := ""

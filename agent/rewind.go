@@ -64,9 +64,7 @@ type RewindReport struct {
 	Unrecordable []string `json:"unrecordable,omitempty"`
 	// NotRestored are the files the session changed that the rewind left
 	// as they are, and why: their state then is not known
-	// (firstStates.Unknown), or a link above them that the rewind leaves
-	// leads elsewhere (Plan.linkedAbove; of a rollout's or transcript's
-	// file, its Disk says so instead).
+	// (firstStates.Unknown).
 	NotRestored []UncomparedFile `json:"not_restored,omitempty"`
 	// Notes say what a rewind of an imported Codex session left as it is
 	// and why (a patch the rollout does not say applied, nor what it
@@ -232,9 +230,6 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 		return rep, fmt.Errorf("cannot rewind to %d: session %s has %d events (0 to %d)", to, id, sum.Events, sum.Events)
 	}
 	var plan *Plan
-	// planned is the plan, kept where it has nothing to do (plan nil):
-	// what it left under links is said all the same.
-	var planned *Plan
 	var before *Manifest
 	// transcript: the states from edit results, said per file once the
 	// rewind is done (TranscriptFiles).
@@ -363,8 +358,6 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 			if plan, err = r.planRestore(root, changes, st.wasDir, true); err != nil {
 				return rep, nothingDone(err, "nothing changed")
 			}
-			planned = plan
-			rep.NotRestored = append(rep.NotRestored, leftUnderLinks(plan)...)
 			if err := plan.pruneDirs(st.Prune); err != nil {
 				return rep, nothingDone(err, "nothing changed")
 			}
@@ -459,8 +452,8 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 			// they were undone on: else it changed since it was read,
 			// and what the rewind would write is not what it held.
 			for _, rw := range rep.RolloutFiles {
-				if rw.How != "reversed" || plan.leftUnder(rw.Path) != "" {
-					continue // (one left under a link is not written)
+				if rw.How != "reversed" {
+					continue
 				}
 				if _, ok := c.m.Files[rw.From]; !ok {
 					if err := c.addPath(rw.From); err != nil {
@@ -487,10 +480,9 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 	rep.Fork = fork.ID
 	if plan == nil {
 		// Nothing to write nor remove (a removal under a file now,
-		// passed over): no file to remove was there, but under a link
-		// left.
-		rep.RolloutFiles = rolloutRewound(rep.RolloutFiles, planned)
-		rep.TranscriptFiles = transcriptRewound(transcript, planned)
+		// passed over): no file to remove was there.
+		rep.RolloutFiles = rolloutRewound(rep.RolloutFiles, nil)
+		rep.TranscriptFiles = transcriptRewound(transcript, nil)
 		return rep, r.Flush()
 	}
 	// A checkpoint is a barrier: the capture is durable when Append returns,
@@ -618,14 +610,11 @@ func rolloutRewound(files []CodexRewound, plan *Plan) []CodexRewound {
 }
 
 // rewoundDisk says what a rewind did at path p, whose state a rollout or
-// transcript gives (remove: it says p was absent): one under a link it
-// left (plan.linkedAbove) was neither written nor removed; a file Apply
-// found as it was to be (plan.asThen) was not written; of one to remove,
+// transcript gives (remove: it says p was absent): a file Apply found as
+// it was to be (plan.asThen) was not written; of one to remove,
 // removedDisk. Empty: it wrote the file, or removed the file there.
 func rewoundDisk(p string, remove bool, plan *Plan) string {
 	switch {
-	case plan.leftUnder(p) != "":
-		return DiskUnderLink
 	case remove:
 		return removedDisk(p, plan)
 	case plan != nil && plan.asThen[p]:
@@ -639,11 +628,10 @@ func rewoundDisk(p string, remove bool, plan *Plan) string {
 // before (plan.saved) and what Apply pruned: a file or link there was
 // removed (""); a directory was removed once empty, or left holding what
 // no state names; one reached through a link the rewind removed above it
-// was left; nothing there, nothing was removed. No plan, or none carried
-// out (the rewind had nothing to do, but leave paths under links): none
-// was there.
+// was left; nothing there, nothing was removed. No plan (the rewind had
+// nothing to do): none was there.
 func removedDisk(p string, plan *Plan) string {
-	if plan == nil || plan.saved == nil {
+	if plan == nil {
 		return DiskNotThere
 	}
 	switch _, had := plan.saved.Files[p]; {
@@ -657,24 +645,6 @@ func removedDisk(p string, plan *Plan) string {
 		return DiskDirRemoved
 	}
 	return DiskNotThere
-}
-
-// leftUnderLinks are the paths of captures the plan left under a link it
-// leaves (Plan.linkedAbove), and why (RewindReport.NotRestored). Those of
-// a rollout or transcript say so in their files (DiskUnderLink).
-func leftUnderLinks(plan *Plan) []UncomparedFile {
-	var out []UncomparedFile
-	for _, l := range plan.linkedAbove {
-		if l.state {
-			continue
-		}
-		what, do := "writes", "put it back yourself if that is what the session changed"
-		if l.remove {
-			what, do = "removes", "remove it yourself if that is what the session made"
-		}
-		out = append(out, UncomparedFile{Path: l.path, Error: fmt.Sprintf("%s is a link now (to %s), which the rewind leaves, and it %s nothing through a link: what is there is what the link leads to; %s", l.link, l.target, what, do)})
-	}
-	return out
 }
 
 // TranscriptRewound is a file whose state a rewind took from the

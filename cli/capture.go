@@ -445,7 +445,7 @@ func (c *RewindCmd) Run(e *Env) error {
 // (rep.DiskChanged false) leaves nothing to undo: every file was already
 // as it was then; or, when it left some as they are (a directory holding
 // what it does not remove where a file was, a path reached through a
-// link, a file whose state then is not known or under a link, one added with
+// link it removed, a file whose state then is not known, one added with
 // a name rook cannot record: each said above, with why), those, and the
 // rest already as they were.
 func unchangedLine(rep agent.RewindReport) string {
@@ -463,7 +463,7 @@ func unchangedLine(rep agent.RewindReport) string {
 		case agent.DiskDirKept:
 			add(p, kept)
 		case agent.DiskUnderLink:
-			add(p, "a link above it led there, and the rewind writes and removes nothing through a link")
+			add(p, "reached through a link the rewind removed")
 		}
 	}
 	for _, f := range rep.TranscriptFiles {
@@ -476,7 +476,7 @@ func unchangedLine(rep agent.RewindReport) string {
 		add(d, kept)
 	}
 	for _, u := range rep.NotRestored {
-		add(u.Path, "not put back")
+		add(u.Path, "its state then not known")
 	}
 	for _, u := range rep.Unrecordable {
 		add(u, "a name rook cannot record")
@@ -499,8 +499,6 @@ func transcriptHow(f agent.TranscriptRewound) string {
 		return "already as they say it was then: not written"
 	case agent.DiskNotThere:
 		return absentHow(f.Disk, "the agent created it")
-	case agent.DiskUnderLink:
-		return underLinkHow
 	}
 	if how := absentHow(f.Disk, "the agent created a file there"); how != "" {
 		return how
@@ -528,15 +526,10 @@ func absentHow(disk, why string) string {
 	case agent.DiskDirKept:
 		return "left: a directory is there, holding what the rewind does not remove (" + why + ")"
 	case agent.DiskUnderLink:
-		return "left as it is: a link above it led there, and the rewind removes nothing through a link (" + why + ")"
+		return "left as it is: a link above it led there, and the rewind removed the link, not what it leads to (" + why + ")"
 	}
 	return ""
 }
-
-// underLinkHow says, of a file a rewind was to write, or of one whose
-// state does not say which (a transcript's), that it was left under a
-// link (agent.DiskUnderLink).
-const underLinkHow = "left as it is: a link above it led there, and the rewind writes and removes nothing through a link"
 
 // rolloutHow says how a rewind found what a file held (agent.CodexRewound).
 func rolloutHow(f agent.CodexRewound) string {
@@ -544,9 +537,6 @@ func rolloutHow(f agent.CodexRewound) string {
 		// How it was found matters less than that it was not written
 		// (--json says both).
 		return "already as the patches say it was then: not written"
-	}
-	if f.Disk == agent.DiskUnderLink && f.How != "absent" && f.How != "said-absent" {
-		return underLinkHow
 	}
 	switch f.How {
 	case "replayed":

@@ -28,10 +28,10 @@ func TestUnchangedLine(t *testing.T) {
 			"no file changed: it left d as it is (a directory holding what the rewind does not remove, said above), so there is nothing to undo"},
 		{"under link", agent.RewindReport{Paths: []string{"d/x.txt", "c.txt"},
 			RolloutFiles: []agent.CodexRewound{{Path: "d/x.txt", How: "absent", Disk: agent.DiskUnderLink}, {Path: "c.txt", Disk: agent.DiskAsThen}}},
-			"no file changed: it left d/x.txt as it is (a link above it led there, and the rewind writes and removes nothing through a link, said above), and every other file was already as it was then, so there is nothing to undo"},
+			"no file changed: it left d/x.txt as it is (reached through a link the rewind removed, said above), and every other file was already as it was then, so there is nothing to undo"},
 		{"captured dirs kept, not restored", agent.RewindReport{Paths: []string{"a.txt"}, DirsKept: []string{"build"},
 			NotRestored: []agent.UncomparedFile{{Path: "b.txt", Error: "its state then is not known"}}},
-			"no file changed: it left build as it is (a directory holding what the rewind does not remove, said above), b.txt as it is (not put back, said above), and every other file was already as it was then, so there is nothing to undo"},
+			"no file changed: it left build as it is (a directory holding what the rewind does not remove, said above), b.txt as it is (its state then not known, said above), and every other file was already as it was then, so there is nothing to undo"},
 	} {
 		if got := unchangedLine(tc.rep); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)

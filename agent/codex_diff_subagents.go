@@ -19,7 +19,8 @@ import (
 // patches (not copies of its calls, nor those after a rook fork's point)
 // are replayed with its own, in the order they came by time, each file
 // they changed said in a note; a subagent a spawn_agent output of the
-// session names that no imported session holds is said in a note, with
+// session names that no imported session holds (a MultiAgentV2 one by
+// its task's path: codex_family_subagents_v2.go) is said in a note, with
 // its rollout to import, and its changes are not shown (the diff is not
 // refused); so is an imported subagent whose session does not read (its
 // log, or an object of its lines, damaged or missing), with what to do.
@@ -109,19 +110,24 @@ func (r *Rook) codexDiffSubagents(id eventlog.ID, ws string, own []*codexPatchCa
 			return df, err
 		}
 		for _, s := range more {
-			if !slices.ContainsFunc(miss, func(m missingSubagent) bool { return m.agent == s.agent }) {
+			if !slices.ContainsFunc(miss, func(m missingSubagent) bool { return m.key() == s.key() }) {
 				miss = append(miss, s)
 			}
 		}
 	}
 	for _, s := range miss {
 		hint := fmt.Sprintf("its rollout (rollout-*-%s.jsonl, .zst too) is not found beside the rollouts of the sessions linked to it (Codex writes them under ~/.codex/sessions/YYYY/MM/DD): `rook import codex <its file>` imports it, linked, if you find it", s.agent)
-		if s.path != "" {
+		switch {
+		case s.task != "":
+			hint = codexTaskHint(s) + ": `rook import codex <its file>` imports it, linked, if you find it"
+		case s.path != "":
 			hint = fmt.Sprintf("`rook import codex %s` imports it, linked", ShellQuote(s.path))
 		}
 		hint += unreadMetaHint(lf.unreadMeta)
 		df.notes = append(df.notes, missingSubagentNote("Codex", "spawn_agent output", id, lf, s, hint))
-		df.missing = append(df.missing, s.agent)
+		if !slices.Contains(df.missing, s.agent) { // (a v2 path spawned twice)
+			df.missing = append(df.missing, s.agent)
+		}
 	}
 	df.notes = append(df.notes, unread...)
 	sort.SliceStable(df.calls, func(i, j int) bool { return df.calls[i].c.at.Before(df.calls[j].c.at) })

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -23,10 +24,13 @@ import (
 // names it ({"agent_id": "<thread id>"}, codexSpawnedIDs), and its
 // rollout is imported under that thread id (childSourceID): a thread a
 // spawn_agent output of the family names that no imported session linked
-// to it holds wrote what is not known. A Codex subagent runs on its own:
-// spawn_agent returns at once, and it may write long after, well past
-// the rewind point, whenever it was spawned. So it counts as a write of
-// any file at any time from its spawn_agent call on (codexOtherWrite.since),
+// to it holds wrote what is not known. So does a MultiAgentV2 subagent,
+// whose spawn_agent output names its task's path ({"task_name":
+// "/root/worker"}, codexSpawnedTasks) that no imported subagent of its
+// spawner holds (codex_family_subagents_v2.go). A Codex subagent runs on
+// its own: spawn_agent returns at once, and it may write long after, well
+// past the rewind point, whenever it was spawned. So it counts as a write
+// of any file at any time from its spawn_agent call on (codexOtherWrite.since),
 // as a parent removed since does, until the family's rollouts say for
 // sure it was finished (codexSubagentEnds): what the rollout says a file
 // held before its spawn stands; the undo of patches on the disk as it is
@@ -43,7 +47,7 @@ func (r *Rook) codexMissingSubagents(id eventlog.ID, lf importedFamily) ([]codex
 	if err != nil {
 		return nil, err
 	}
-	ends, err := r.codexSubagentEnds(id, sessions, miss)
+	ends, err := r.codexSubagentEnds(id, lf, sessions, miss)
 	if err != nil {
 		return nil, err
 	}
@@ -59,12 +63,18 @@ func (r *Rook) codexMissingSubagents(id eventlog.ID, lf importedFamily) ([]codex
 		}
 		// (Where it worked is not known: its session is not here.)
 		why := fmt.Sprintf("the Codex subagent %s, spawned by the spawn_agent call whose output is event #%d of %s, is in no imported session linked to it: its session was removed from rook since (session rm), or its rollout was never imported, and it may have written the workspace's files, on its own, %s, so what it wrote is not known", s.agent, s.seq, whose, when)
-		if s.path != "" {
+		switch {
+		case s.task != "":
+			why += "; " + codexTaskHint(s) + ": import it if you find it (`rook import codex <its file>`: it is linked to its parent) and run this again"
+			if s.sameTask > 1 {
+				why += fmt.Sprintf(" (%d spawns of %s are in the rollouts, fewer of its subagents in rook: which one's is missing is not known)", s.sameTask, s.agent)
+			}
+		case s.path != "":
 			why += fmt.Sprintf("; import its rollout again (`rook import codex %s`: it is linked to its parent) and run this again", ShellQuote(s.path))
-		} else {
+		default:
 			why += fmt.Sprintf("; its rollout (rollout-*-%s.jsonl, .zst too) is not found beside the rollouts of the sessions linked to it (Codex writes them under ~/.codex/sessions/YYYY/MM/DD): import it if you find it (`rook import codex <its file>`: it is linked to its parent) and run this again", s.agent)
 		}
-		out = append(out, codexOtherWrite{session: s.session, seq: s.seq, at: s.at, since: true, sinceWhy: why, until: ends[s.agent]})
+		out = append(out, codexOtherWrite{session: s.session, seq: s.seq, at: s.at, since: true, sinceWhy: why, until: ends[s.key()]})
 	}
 	return out, nil
 }
@@ -75,11 +85,29 @@ func (r *Rook) codexMissingSubagents(id eventlog.ID, lf importedFamily) ([]codex
 // its rollout when it is found (codexRolloutOf); and reported, the thread
 // of every subagent they name, held or not. id is the session asked of
 // (another of sessions removed since is passed over: its fork holds its
-// events).
+// events). A MultiAgentV2 output names a path: each of its spawns (by
+// call id, a copy of it once) is missing unless the family's subagents
+// of that path hold them all (codexHeldTasks); reported gets the threads
+// of those that do.
 func (r *Rook) codexMissingSpawns(id eventlog.ID, lf importedFamily, sessions []eventlog.ID) (miss []missingSubagent, reported map[string]bool, err error) {
 	first := map[string]missingSubagent{}
 	reported = map[string]bool{}
 	var order []string
+	agentOf := r.codexAgents(lf)
+	lineage := map[eventlog.ID][]string{}
+	lineageOf := func(s eventlog.ID) []string {
+		if slices.Contains(lf.line, s) {
+			s = lf.start
+		}
+		l, ok := lineage[s]
+		if !ok {
+			l = r.codexLineage(s)
+			lineage[s] = l
+		}
+		return l
+	}
+	tasks := map[string]*codexTaskSpawn{}
+	var taskOrder []string
 	for _, s := range sessions {
 		callAt := map[string]time.Time{}
 		for from := uint64(0); ; {
@@ -96,17 +124,35 @@ func (r *Rook) codexMissingSpawns(id eventlog.ID, lf importedFamily, sessions []
 			for _, ev := range evs {
 				switch {
 				case ev.Kind == eventlog.KindToolCall && ev.Label == "spawn_agent":
-					for _, p := range r.codexPayloads(ev.Body, "") {
+					for _, p := range r.codexPayloads(ev.Body) {
 						if p.CallID != "" {
 							callAt[p.CallID] = ev.Time
 						}
 					}
 				case ev.Kind == eventlog.KindToolResult && !noCodexSubagents[ev.Label]:
-					need := "agent_id"
+					need := []string{"agent_id", "task_name"}
 					if ev.Label == "spawn_agent" {
-						need = ""
+						need = nil
 					}
-					for _, p := range r.codexPayloads(ev.Body, need) {
+					for _, p := range r.codexPayloads(ev.Body, need...) {
+						for _, path := range codexSpawnedTasks(p.Output) {
+							k := codexTaskKey(path, p.CallID, s, ev.Seq)
+							sp := missingSubagent{agent: path, session: s, seq: ev.Seq, at: callAt[p.CallID], task: k, spawners: lineageOf(s)}
+							if sp.at.After(ev.Time) {
+								sp.at = time.Time{}
+							}
+							ts := tasks[k]
+							if ts == nil {
+								ts = &codexTaskSpawn{first: sp, threads: map[string]bool{}}
+								tasks[k] = ts
+								taskOrder = append(taskOrder, k)
+							} else if sp.at.Before(ts.first.at) {
+								ts.first = sp
+							}
+							for _, th := range lineageOf(s) {
+								ts.threads[th] = true
+							}
+						}
 						for _, th := range codexSpawnedIDs(p.Output) {
 							reported[th] = true
 							if lf.sources[th] {
@@ -135,7 +181,37 @@ func (r *Rook) codexMissingSpawns(id eventlog.ID, lf importedFamily, sessions []
 		sp.path = r.codexRolloutOf(lf, th)
 		miss = append(miss, sp)
 	}
+	if len(tasks) > 0 {
+		// The family's thread_spawn subagents of a path, each once.
+		var held []codexAgent
+		seen := map[string]bool{}
+		for _, o := range append(append([]eventlog.ID{}, lf.line...), lf.members...) {
+			if a := agentOf(o); a.parent != "" && a.path != "" && a.path != "/root" && !seen[a.thread] {
+				seen[a.thread] = true
+				held = append(held, a)
+			}
+		}
+		miss = append(miss, codexHeldTasks(tasks, taskOrder, held, reported)...)
+	}
 	return miss, reported, nil
+}
+
+// codexAgents reads, once each, what the sessions of family lf are as
+// Codex agents (codexAgentOf): a rook fork of its line is the imported
+// session its line starts from.
+func (r *Rook) codexAgents(lf importedFamily) func(eventlog.ID) codexAgent {
+	agents := map[eventlog.ID]codexAgent{}
+	return func(s eventlog.ID) codexAgent {
+		if slices.Contains(lf.line, s) {
+			s = lf.start
+		}
+		a, ok := agents[s]
+		if !ok {
+			a = r.codexAgentOf(s)
+			agents[s] = a
+		}
+		return a
+	}
 }
 
 // Codex's collab tools say when a subagent is done (codex-rs
@@ -157,15 +233,29 @@ func (r *Rook) codexMissingSpawns(id eventlog.ID, lf importedFamily, sessions []
 // a state a subagent of it had changed since. A call of any other tool
 // that names the subagent's thread (send_input, resume_agent, whatever
 // it is called, or a shell's `codex resume`) starts it again.
+//
+// A MultiAgentV2 subagent (codex_family_subagents_v2.go) is named by its
+// path: a close_agent whose target, resolved from the path of the
+// session whose call it is, is its path, and whose output reads (its
+// previous_status, not "not_found"), ends the spawn of that path the
+// session's rollout last holds before it (a path is free again once
+// closed), or, the session's rollout holding none, the family's one spawn
+// of it (of two or more, which one it closed is not known: none). A close
+// by a thread id does not name it (its thread is not known). A call of
+// another tool whose target resolves to its path (send_message,
+// followup_task, which load it again, interrupt_agent), or whose
+// arguments or input hold its path, starts it again; wait_agent names
+// none, and list_agents reads statuses.
 
 // codexCollabEnd are the collab tools whose outputs may say a subagent
 // is done for good.
 var codexCollabEnd = map[string]bool{"close_agent": true}
 
-// codexCollabWaits are the collab tools that wait for subagents: their
-// calls name threads and start none (a wait on one closed before is not
-// a restart), and their outputs end none (codexSubagentEnds).
-var codexCollabWaits = map[string]bool{"wait": true, "wait_agent": true}
+// codexCollabWaits are the collab tools that wait for subagents, or read
+// their statuses (list_agents): their calls name threads and start none
+// (a wait on one closed before is not a restart), and their outputs end
+// none (codexSubagentEnds).
+var codexCollabWaits = map[string]bool{"wait": true, "wait_agent": true, "list_agents": true}
 
 // codexSubagentEnds reads, in sessions (in order; id is the session
 // asked of, another removed since is passed over), the collab calls
@@ -174,14 +264,26 @@ var codexCollabWaits = map[string]bool{"wait": true, "wait_agent": true}
 // Codex fork's copy of its parent's lines bears the fork's time: each
 // call and each output is timed by its earliest, its original's where it
 // is read, and counted once.
-func (r *Rook) codexSubagentEnds(id eventlog.ID, sessions []eventlog.ID, miss []missingSubagent) (map[string]time.Time, error) {
+//
+// The times are by missingSubagent.key.
+func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []eventlog.ID, miss []missingSubagent) (map[string]time.Time, error) {
 	if len(miss) == 0 {
 		return nil, nil
 	}
-	want := map[string]bool{}
+	want := map[string]bool{}      // v1: threads
+	tasks := map[string][]string{} // v2: the missing spawns of each path
+	only := map[string]string{}    // v2: a path's one spawn in the family
 	for _, s := range miss {
-		want[s.agent] = true
+		if s.task == "" {
+			want[s.agent] = true
+			continue
+		}
+		tasks[s.agent] = append(tasks[s.agent], s.task)
+		if s.sameTask == 1 {
+			only[s.agent] = s.task
+		}
 	}
+	agentOf := r.codexAgents(lf)
 	// said is what one call (a restart), or one output (a close), says
 	// of th.
 	type said struct {
@@ -199,6 +301,11 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, sessions []eventlog.ID, miss []
 	}
 	for _, s := range sessions {
 		args := map[string]json.RawMessage{} // a collab end's arguments, by call id
+		caller := ""                         // (its MultiAgentV2 path, whence its targets resolve)
+		if len(tasks) > 0 {
+			caller = agentOf(s).path
+		}
+		last := map[string]string{} // v2: the spawn of each path its rollout last holds
 		for from := uint64(0); ; {
 			evs, err := r.Log.Read(s, from, 1024)
 			if err != nil {
@@ -213,7 +320,7 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, sessions []eventlog.ID, miss []
 			for _, ev := range evs {
 				switch {
 				case ev.Kind == eventlog.KindToolCall:
-					for i, p := range r.codexPayloads(ev.Body, "") {
+					for i, p := range r.codexPayloads(ev.Body) {
 						if codexCollabEnd[ev.Label] {
 							if p.CallID != "" {
 								args[p.CallID] = p.Arguments
@@ -235,14 +342,43 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, sessions []eventlog.ID, miss []
 								}
 							}
 						}
+						for path, keys := range tasks {
+							if codexNamesTask(caller, path, p) {
+								for _, k := range keys {
+									hear(k, key, said{at: ev.Time, restart: true})
+								}
+							}
+						}
+					}
+				case ev.Kind == eventlog.KindToolResult && !codexCollabEnd[ev.Label] && !noCodexSubagents[ev.Label] && len(tasks) > 0:
+					// (As codexMissingSpawns reads them.)
+					need := []string{"task_name"}
+					if ev.Label == "spawn_agent" {
+						need = nil
+					}
+					for _, p := range r.codexPayloads(ev.Body, need...) {
+						for _, path := range codexSpawnedTasks(p.Output) {
+							last[path] = codexTaskKey(path, p.CallID, s, ev.Seq)
+						}
 					}
 				case ev.Kind == eventlog.KindToolResult && codexCollabEnd[ev.Label]:
-					for _, p := range r.codexPayloads(ev.Body, "") {
-						if p.CallID == "" {
-							continue // (its call's arguments not known)
+					for _, p := range r.codexPayloads(ev.Body) {
+						if p.CallID == "" || !codexCloseRead(p.Output) {
+							continue // (its call's arguments not known; no close)
 						}
-						if th := codexClosed(args[p.CallID], p.Output); want[th] {
+						if th := codexArgID(args[p.CallID]); want[th] {
 							hear(th, "output "+p.CallID, said{at: ev.Time})
+						}
+						path, ok := codexResolveTarget(caller, codexArgID(args[p.CallID]))
+						if !ok || tasks[path] == nil {
+							continue
+						}
+						k, found := last[path]
+						if !found {
+							k = only[path]
+						}
+						if slices.Contains(tasks[path], k) {
+							hear(k, "output "+p.CallID, said{at: ev.Time})
 						}
 					}
 				}
@@ -253,7 +389,7 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, sessions []eventlog.ID, miss []
 	ends := map[string]time.Time{}
 	for _, sp := range miss {
 		var all []said
-		for _, s := range heard[sp.agent] {
+		for _, s := range heard[sp.key()] {
 			if s.restart || sp.at.IsZero() || !s.at.Before(sp.at) {
 				all = append(all, s)
 			}
@@ -280,16 +416,15 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, sessions []eventlog.ID, miss []
 			}
 		}
 		if !running {
-			ends[sp.agent] = end
+			ends[sp.key()] = end
 		}
 	}
 	return ends, nil
 }
 
-// codexClosed is the thread a close_agent output (of a call with
-// arguments args) says it closed: "" when it does not read, or says the
-// thread was not found.
-func codexClosed(args, output json.RawMessage) string {
+// codexCloseRead says whether a close_agent output says it closed its
+// target: its status (previous_status) reads, and is not "not_found".
+func codexCloseRead(output json.RawMessage) bool {
 	var res struct {
 		Status         json.RawMessage `json:"status"`
 		PreviousStatus json.RawMessage `json:"previous_status"`
@@ -302,16 +437,49 @@ func codexClosed(args, output json.RawMessage) string {
 		}
 	}
 	if !read {
-		return ""
+		return false
 	}
 	st := res.PreviousStatus
 	if len(st) == 0 {
 		st = res.Status
 	}
-	if kind, _, ok := codexAgentStatus(st); ok && kind != "not_found" {
-		return codexArgID(args)
+	kind, _, ok := codexAgentStatus(st)
+	return ok && kind != "not_found"
+}
+
+// codexNamesTask says whether call p, of a session whose MultiAgentV2
+// path is caller, names the agent of path: its target resolves to it, or
+// its arguments, input or action hold it whole (not as the start of a
+// longer path: a descendant's); or, the caller's path not known, a
+// relative target is its last segments.
+func codexNamesTask(caller, path string, p codexPatchPayload) bool {
+	if t := codexArgID(p.Arguments); t != "" {
+		if got, ok := codexResolveTarget(caller, t); ok && got == path {
+			return true
+		}
+		if caller == "" && !strings.HasPrefix(t, "/") && strings.HasSuffix(path, "/"+t) {
+			return true
+		}
 	}
-	return ""
+	for _, b := range []json.RawMessage{p.Arguments, p.Input, p.Action} {
+		for rest := b; ; {
+			i := bytes.Index(rest, []byte(path))
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(path):]
+			if len(rest) == 0 || !codexPathByte(rest[0]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// codexPathByte says whether c may go on an agent path: a letter, a digit,
+// '_' or '/'.
+func codexPathByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '/'
 }
 
 // codexAgentStatus reads Codex AgentStatus st: its kind, and an errored
@@ -357,11 +525,13 @@ func codexArgID(args json.RawMessage) string {
 }
 
 // codexPayloads are the Codex items of an imported event's body; none
-// when it does not read, or (need set) its stored line does not hold
+// when it does not read, or (need given) its stored line holds none of
 // need (keys are never cut out of a line, nor a string as short as an
 // id).
-func (r *Rook) codexPayloads(body cas.Key, need string) []codexPatchPayload {
-	lines, err := r.importedLines(body, func(rest []byte) bool { return need == "" || bytes.Contains(rest, []byte(need)) })
+func (r *Rook) codexPayloads(body cas.Key, need ...string) []codexPatchPayload {
+	lines, err := r.importedLines(body, func(rest []byte) bool {
+		return len(need) == 0 || slices.ContainsFunc(need, func(n string) bool { return bytes.Contains(rest, []byte(n)) })
+	})
 	if err != nil {
 		return nil
 	}

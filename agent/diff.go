@@ -107,8 +107,9 @@ type SessionDiff struct {
 	// are not shown (its session removed, or never imported, or one whose
 	// session does not read).
 	Notes []string `json:"notes,omitempty"`
-	// MissingSubagents are the agentIds (a Codex subagent's thread id) of
-	// those subagents (each in a note): what they changed is not in Files.
+	// MissingSubagents are the agentIds (a Codex subagent's thread id, a
+	// Codex MultiAgentV2 one's task path) of those subagents (each in a
+	// note): what they changed is not in Files.
 	MissingSubagents []string `json:"missing_subagents,omitempty"`
 	// UnreadSubagents are the ids of the imported sessions of an imported
 	// Claude Code or Codex session's subagents that cannot be read (their

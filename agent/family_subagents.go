@@ -206,6 +206,24 @@ type missingSubagent struct {
 	// is needed (subagentsRunningOn), from ", before the point"; "": its
 	// result is at or after it.
 	why string
+	// Of a Codex MultiAgentV2 spawn (codex_family_subagents_v2.go), agent
+	// is its task's canonical path: task names the spawn (codexTaskKey),
+	// spawners are the threads whose lines the rollout its output is in
+	// may hold (codexLineage: its spawner is one), and sameTask is how
+	// many spawns of its path the family holds.
+	task     string
+	spawners []string
+	sameTask int
+}
+
+// key names s among a session's missing subagents: its agent, or, of a
+// MultiAgentV2 spawn (a path may be spawned again once closed), its
+// spawn.
+func (s missingSubagent) key() string {
+	if s.task != "" {
+		return s.task
+	}
+	return s.agent
 }
 
 // where names the result's event in the words of fam, whose rewound (or

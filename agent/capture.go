@@ -59,6 +59,9 @@ type EscapeError struct {
 	Path    string
 	LeadsTo string
 	Root    string
+	// Link is the workspace path (slash-separated, up to and with it) of
+	// the link in Path that leads outside; "" when Path itself is outside.
+	Link string
 }
 
 func (e *EscapeError) Error() string {
@@ -159,7 +162,7 @@ func resolveInRoot(root, real, p string, followLast bool) (string, error) {
 				target = filepath.Clean(t)
 			}
 			if !within(real, target) {
-				return "", &EscapeError{Path: p, LeadsTo: target, Root: root}
+				return "", &EscapeError{Path: p, LeadsTo: target, Root: root, Link: filepath.ToSlash(filepath.Join(parts[:i+1]...))}
 			}
 			if i < len(parts)-1 {
 				next = target

@@ -43,7 +43,15 @@ import (
 // reported after it does, when the transcript of the session that ran it
 // leaves it running at the point (launched in the background, or started
 // again, and no notice since that it stopped), or names it at or after
-// the point (a notice of it, a SendMessage to it): it ran then. The
+// the point (a notice of it, a SendMessage to it): it ran then. A notice
+// is written twice: a queue-operation line (operation enqueue) when the
+// agent stops, and a user line when the notice is given to the model,
+// often hundreds of lines later (the corpus's marot-spotter 258c7280...:
+// lines 280 and 496). The user line giving a stop notice already queued
+// (the same task-id and status, queued and not yet given) is that notice
+// again, no news of a run: given after the point, it does not say the
+// agent ran then. One never seen queued, one saying it runs, or a
+// SendMessage to it, at or after the point, still does. The
 // transcript read is the one its result is in, as by then a notice comes
 // to the session that launched it. What it does not hold (a notice lost,
 // a session ended while the agent ran) leaves the agent running until
@@ -61,6 +69,9 @@ type agentRun struct {
 	// ranAfter is the seq of an event at or after the point naming it
 	// (a notice, a SendMessage); math.MaxUint64 when none is.
 	ranAfter uint64
+	// queued counts, by status, the stop notices of it queued and not
+	// yet given to the model.
+	queued map[string]int
 }
 
 // subagentsRunningOn are the subagents that session s's Task results
@@ -100,15 +111,26 @@ func (r *Rook) subagentsRunningOn(s eventlog.ID, end uint64, before, after func(
 		if !b && !a {
 			return true // (past the line's end)
 		}
-		for agent, running := range r.agentNews(ev) {
-			run := runs[agent]
+		for _, n := range r.agentNews(ev) {
+			run := runs[n.agent]
 			if run == nil || ev.Seq < run.miss.seq {
 				continue
+			}
+			if n.notice != noticeNone && !n.running {
+				if run.queued == nil {
+					run.queued = map[string]int{}
+				}
+				if n.notice == noticeQueued {
+					run.queued[n.status]++
+				} else if run.queued[n.status] > 0 {
+					run.queued[n.status]-- // (given now: the one queued, no news)
+					continue
+				}
 			}
 			if a {
 				run.ranAfter = min(run.ranAfter, ev.Seq)
 			} else {
-				run.running = running // (its report first: launched, or ended)
+				run.running = n.running // (its report first: launched, or ended)
 			}
 		}
 		return true
@@ -150,17 +172,40 @@ func (r *Rook) eventsFrom(id eventlog.ID, from uint64, f func(eventlog.Event) bo
 	}
 }
 
+// agentNote is one thing an event says of a subagent's run: of agent
+// (its agentId), whether it runs (else it stopped); of a notice, its
+// form (queued, or given to the model) and status.
+type agentNote struct {
+	agent   string
+	running bool
+	notice  noticeForm
+	status  string
+}
+
+// noticeForm is how a line holds a <task-notification>: queued (a
+// queue-operation enqueue line, written when the agent stops), given (a
+// user line giving it to the model), or none of those (a queue-operation
+// line of another operation; and the note of a Task result or of a
+// SendMessage, which is no notice).
+type noticeForm int
+
+const (
+	noticeNone noticeForm = iota
+	noticeQueued
+	noticeGiven
+)
+
 // agentNews is what event ev of an imported Claude Code session says of
-// the runs of the subagents it names, by agentId: true, it runs (a Task
-// result launching it in the background, a SendMessage to it, a notice
-// whose status says no stop); false, it stopped (a Task result that is
-// its end, a notice of its stop).
-func (r *Rook) agentNews(ev eventlog.Event) map[string]bool {
-	news := map[string]bool{}
+// the runs of the subagents it names, in order: it runs (a Task result
+// launching it in the background, a SendMessage to it, a notice whose
+// status says no stop), or it stopped (a Task result that is its end, a
+// notice of its stop).
+func (r *Rook) agentNews(ev eventlog.Event) []agentNote {
+	var news []agentNote
 	switch {
 	case ev.Kind == eventlog.KindToolResult && claudeTaskTools[ev.Label]:
 		for _, sr := range r.claudeSubagentReports(ev.Body, true) {
-			news[sr.agent] = sr.background
+			news = append(news, agentNote{agent: sr.agent, running: sr.background})
 		}
 	case (ev.Kind == eventlog.KindToolCall || ev.Kind == eventlog.KindToolResult) && ev.Label == "SendMessage":
 		lines, err := r.importedLines(ev.Body, nil)
@@ -169,7 +214,7 @@ func (r *Rook) agentNews(ev eventlog.Event) map[string]bool {
 		}
 		for _, line := range lines {
 			for _, a := range claudeSendMessageAgents(trimNewline(line)) {
-				news[a] = true
+				news = append(news, agentNote{agent: a, running: true})
 			}
 		}
 	case ev.Kind == eventlog.KindUser || ev.Kind == eventlog.KindNote && (ev.Label == "user:meta" || ev.Label == "queue-operation"):
@@ -181,7 +226,7 @@ func (r *Rook) agentNews(ev eventlog.Event) map[string]bool {
 		}
 		for _, line := range sourceLines(body) {
 			for _, n := range claudeTaskNotices(trimNewline(line)) {
-				news[n.agent] = !stoppedStatuses[n.status]
+				news = append(news, agentNote{agent: n.agent, running: !stoppedStatuses[n.status], notice: n.form, status: n.status})
 			}
 		}
 	}
@@ -189,17 +234,21 @@ func (r *Rook) agentNews(ev eventlog.Event) map[string]bool {
 }
 
 // taskNotice is a <task-notification> Claude Code wrote: its task-id and
-// status.
-type taskNotice struct{ agent, status string }
+// status, and the form of the line holding it.
+type taskNotice struct {
+	agent, status string
+	form          noticeForm
+}
 
 // claudeTaskNotices reads the notices a line of a Claude Code transcript
 // gives: a user line whose message (a string, or its text blocks) is one
 // or more, or a queue-operation line whose content is.
 func claudeTaskNotices(line []byte) []taskNotice {
 	var l struct {
-		Type    string          `json:"type"`
-		Content json.RawMessage `json:"content"`
-		Message struct {
+		Type      string          `json:"type"`
+		Operation string          `json:"operation"`
+		Content   json.RawMessage `json:"content"`
+		Message   struct {
 			Content json.RawMessage `json:"content"`
 		} `json:"message"`
 	}
@@ -231,6 +280,13 @@ func claudeTaskNotices(line []byte) []taskNotice {
 	case "queue-operation":
 		add(l.Content)
 	}
+	form := noticeGiven
+	if l.Type == "queue-operation" {
+		form = noticeNone
+		if l.Operation == "enqueue" {
+			form = noticeQueued
+		}
+	}
 	var out []taskNotice
 	for _, t := range texts {
 		// Written in the user's place, it begins the text: one quoted in
@@ -247,7 +303,7 @@ func claudeTaskNotices(line []byte) []taskNotice {
 			id, _ := tagText(n, "task-id")
 			status, _ := tagText(n, "status")
 			if id != "" {
-				out = append(out, taskNotice{agent: id, status: status})
+				out = append(out, taskNotice{agent: id, status: status, form: form})
 			}
 		}
 	}

@@ -226,6 +226,10 @@ func (p *Plan) pruneDirs(dirs []string) error {
 			return fmt.Errorf("%w: %v", ErrBadManifest, err)
 		}
 		if _, err := resolveInRoot(p.Root, p.real, d, false); err != nil {
+			var esc *EscapeError
+			if errors.As(err, &esc) && esc.Link != "" && fileAbove(p.real, d) == esc.Link {
+				continue // under a link to no directory: not there (inRoot)
+			}
 			return err
 		}
 		fi, err := os.Lstat(filepath.Join(p.real, filepath.FromSlash(d)))
@@ -305,9 +309,12 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			}
 		}
 		// The last element is not followed: a link there is replaced,
-		// never written through.
-		if _, err := resolveInRoot(p.Root, real, c.Path, false); err != nil {
+		// never written through. Nor is a link above it that leads
+		// outside the workspace (inRoot).
+		if nothing, err := p.inRoot(c, wasDir, swap); err != nil {
 			return nil, err
+		} else if nothing {
+			continue
 		}
 		abs := filepath.Join(real, filepath.FromSlash(c.Path))
 		// A capture an older rook made of a directory holding the store,
@@ -579,6 +586,42 @@ func underRemovedLink(real, rel string, removing map[string]bool) bool {
 	return false
 }
 
+// inRoot checks the path of change c as a restore writes or removes it
+// (resolveInRoot, its last element not followed). A link above it that
+// leads outside the workspace is never written or removed through; but
+// one that reaches no directory there (to nothing, or to a file) has
+// nothing under it, as one inside the workspace has not: a rewind (swap)
+// replaces it (fileAbove, clearFile: removing it writes nothing outside,
+// and the capture before the rewind holds it, so the undo puts it back),
+// and a path to remove under it is not there (nothing: the change is
+// passed over). A link leading outside to a directory is refused, as a
+// link above anything a restore (not a rewind) writes, saying what to do.
+func (p *Plan) inRoot(c Change, wasDir func(string) bool, swap bool) (nothing bool, err error) {
+	_, err = resolveInRoot(p.Root, p.real, c.Path, false)
+	var esc *EscapeError
+	if err == nil || !errors.As(err, &esc) || esc.Link == "" {
+		return false, err
+	}
+	if fileAbove(p.real, c.Path) == esc.Link {
+		if c.Remove {
+			return true, nil
+		}
+		if swap {
+			return false, nil
+		}
+	}
+	verb := "restore"
+	if c.Remove {
+		verb = "remove"
+	}
+	t, _ := os.Readlink(filepath.Join(p.real, filepath.FromSlash(esc.Link)))
+	had, or := "", "move it out of the way"
+	if wasDir(esc.Link) {
+		had, or = " where the capture had a directory", "put the directory back"
+	}
+	return false, fmt.Errorf("cannot %s %s: %s is a link now (to %s)%s, leading outside the workspace %s (to %s), and rook does not write through it; remove the link (or %s) and run this again", verb, c.Path, esc.Link, t, had, esc.Root, esc.LeadsTo, or)
+}
+
 // linkAbove refuses a change under a directory the capture had (wasDir)
 // that is a link now: writing or removing there would reach the files the
 // link leads to (inside the workspace, resolveInRoot allows it), not the
@@ -724,8 +767,17 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 		}
 		// Checked again as it is written: a link this restore (or anything
 		// since the plan) put in the path must not lead the write outside.
+		// A link leading outside that goes first (clearFile: one that
+		// reached no directory, planRestore) is checked as the link, and
+		// the path again once it is gone.
 		if _, err := resolveInRoot(p.Root, p.real, c.Path, false); err != nil {
-			return written, removed, unchanged, fmt.Errorf("%w%s", err, p.soFar(written, removed))
+			var esc *EscapeError
+			if c.clearFile == "" || !errors.As(err, &esc) || esc.Link != c.clearFile {
+				return written, removed, unchanged, fmt.Errorf("%w%s", err, p.soFar(written, removed))
+			}
+			if _, err := resolveInRoot(p.Root, p.real, c.clearFile, false); err != nil {
+				return written, removed, unchanged, fmt.Errorf("%w%s", err, p.soFar(written, removed))
+			}
 		}
 		abs := filepath.Join(p.real, filepath.FromSlash(c.Path))
 		if dir := filepath.Dir(abs); !swept[dir] {
@@ -737,6 +789,9 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 			removed += n
 			if err != nil {
 				return written, removed, unchanged, fmt.Errorf("restore %s: %w%s", c.Path, err, p.soFar(written, removed))
+			}
+			if _, err := resolveInRoot(p.Root, p.real, c.Path, false); err != nil {
+				return written, removed, unchanged, fmt.Errorf("%w%s", err, p.soFar(written, removed))
 			}
 		}
 		if c.clearTree {

@@ -400,7 +400,15 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 				// in it is passed over, as it is left where it is.
 				c.linksAsIs = !ch.chmod
 				if err := c.addPath(ch.Path); err != nil {
-					return rep, fmt.Errorf("capture %s before rewinding: %w: nothing changed", ch.Path, err)
+					// Under a link leading outside that reaches no
+					// directory, which the rewind replaces (clearFile,
+					// captured below): nothing is there, as under one
+					// inside the workspace.
+					var esc *EscapeError
+					if ch.clearFile == "" || !errors.As(err, &esc) || esc.Link != ch.clearFile {
+						return rep, fmt.Errorf("capture %s before rewinding: %w: nothing changed", ch.Path, err)
+					}
+					c.addAbsent(ch.Path)
 				}
 			}
 			c.linksAsIs = true

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -115,6 +116,34 @@ var codexPatchTools = map[string]bool{"apply_patch": true, "shell": true, "local
 
 const codexPatchEndLabel = "event_msg:patch_apply_end"
 
+// rolloutUnread: an event of a Codex rollout that rolloutPatchCalls
+// reads (a patch call, its output, a turn_context) does not read (its
+// object damaged, or gone from the store). Every patch is read, in order,
+// each on what those before it left: none is known without it.
+type rolloutUnread struct {
+	seq uint64
+	err error
+}
+
+func (e *rolloutUnread) Error() string {
+	return fmt.Sprintf("event #%d cannot be read: %v", e.seq, e.err)
+}
+
+func (e *rolloutUnread) Unwrap() error { return e.err }
+
+// ownRolloutUnread is err of reading session id's own rollout, said as
+// what failed (what), why so (so), what to do (unreadHow) and then
+// what else (then) when it is an event that does not read; else err. It
+// wraps no error of the store's: it says already what checks the store.
+func (r *Rook) ownRolloutUnread(id eventlog.ID, err error, what, so, then string) error {
+	var ru *rolloutUnread
+	if !errors.As(err, &ru) {
+		return err
+	}
+	return fmt.Errorf("%s: event #%d of session %s cannot be read (%v), and the patches of its Codex rollout are read in order from its start, each on what those before it left, so %s; %s%s",
+		what, ru.seq, id, ru.err, so, r.unreadHowOf(id, ru.err), then)
+}
+
 // rolloutPatchCalls reads the apply_patch calls of a session's events, in
 // the order of their calls.
 func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
@@ -155,7 +184,7 @@ func (r *Rook) rolloutPatchCalls(id eventlog.ID) ([]*codexPatchCall, error) {
 			}
 			body, imported, err := r.readBody(ev.Body)
 			if err != nil {
-				return nil, fmt.Errorf("event #%d cannot be read: %w", ev.Seq, err)
+				return nil, &rolloutUnread{seq: ev.Seq, err: err}
 			}
 			if !imported {
 				continue
@@ -471,7 +500,7 @@ type rolloutFile struct {
 func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) error {
 	calls, err := r.rolloutPatchCalls(d.Session)
 	if err != nil {
-		return err
+		return r.ownRolloutUnread(d.Session, err, "cannot show the files it changed", "what its patches changed is not known", "")
 	}
 	// Its imported subagents' patches are its changes too, in the order
 	// they came (codex_diff_subagents.go).

@@ -144,7 +144,7 @@ type codexRewindState struct {
 func (r *Rook) codexRewindStates(id eventlog.ID, to uint64, ws string) (states map[string]codexRewindState, notes []string, any bool, err error) {
 	calls, err := r.rolloutPatchCalls(id)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, false, r.ownRolloutUnread(id, err, "cannot rewind the files", "what the files held at the point is not known", "; then run this again, or put the files back yourself and rewind with --keep-files, which rewinds the conversation only")
 	}
 	rp := &RolloutPatches{}
 	files := map[string]*rolloutFile{}

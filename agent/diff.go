@@ -117,6 +117,13 @@ type SessionDiff struct {
 	// family_states.go, codex_diff_subagents.go), each in a note saying
 	// why and what to do: what they changed is not in Files.
 	UnreadSubagents []string `json:"unread_subagents,omitempty"`
+	// UnreadEvents are the seqs of an imported Claude Code session's own
+	// events (edit results, or a subagent's edit calls) that cannot be
+	// read (their objects damaged or missing) and that a file's state
+	// before the session may be in, each in a note saying why, which
+	// files are not compared for it (in Uncompared) and what to do
+	// (transcript_own_unread.go).
+	UnreadEvents []uint64 `json:"unread_events,omitempty"`
 }
 
 // UncomparedFile is a file the session changed that a diff did not
@@ -164,7 +171,14 @@ type firstStates struct {
 	// unreadSubagents: the ids of the sessions of a diff's subagents
 	// that do not read, each in a note (mergeFamilyStates).
 	unreadSubagents []string
-	dirs            map[string]uint64 // the seq of each directory's first capture whole
+	// unreadOwn: the session's own events (edit results, or a
+	// subagent's edit calls) at or after the point whose objects do not
+	// read, that a file's state needs, in order; unreadAt: the one each
+	// file whose state is not known for it waits on
+	// (transcript_own_unread.go).
+	unreadOwn []*ownUnread
+	unreadAt  map[string]*ownUnread
+	dirs      map[string]uint64 // the seq of each directory's first capture whole
 	// dirModes: each directory's mode at that capture (version 3).
 	dirModes map[string]FileMode
 	// opened: the mode of each directory a rewind's capture before it
@@ -224,7 +238,10 @@ func (r *Rook) capturedStatesFor(id eventlog.ID, from uint64, rewinding bool) (f
 // session of the family of the one asked of (a subagent), read for what
 // it changed: a tool result or edit call of it whose object does not
 // read is an error, not passed over, as what it changed is then not
-// known (family_states.go says so, or refuses).
+// known (family_states.go says so, or refuses). The session's own
+// (not member) that does not read is not passed over either: the files
+// it may have changed first are not known from the states read after it
+// (settleUnread: a rewind refuses, a diff does not compare them).
 func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws string, member bool) (firstStates, error) {
 	st := firstStates{First: map[string]Change{}, seq: map[string]uint64{}, dirs: map[string]uint64{}, gone: map[string]uint64{}, dirModes: map[string]FileMode{}, opened: map[string]FileMode{}}
 	// unknown: the paths an edit result changed without saying from
@@ -246,10 +263,26 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 	calls := map[string]string{}
 	var called uint64
 	var callErr error
+	// unread: the session's own events at or after from that do not
+	// read and may say a file's state (settleUnread); unreadCalls: its
+	// edit calls (of a subagent's line) that do not read, which a result
+	// whose call is not read (missed) may answer.
+	var unread, unreadCalls []ownUnread
+	unreadCall := func(ev eventlog.Event, err error) error {
+		if member {
+			return fmt.Errorf("event #%d cannot be read: %w", ev.Seq, err)
+		}
+		unreadCalls = append(unreadCalls, ownUnread{seq: ev.Seq, label: ev.Label, body: ev.Body, err: err, call: true})
+		return nil
+	}
+	missed := false
 	call := func(seq uint64) func(string) string {
 		return func(tid string) string {
 			if _, ok := calls[tid]; !ok && called < seq && callErr == nil {
-				called, callErr = r.editCalls(id, called, seq, ws, calls, member)
+				called, callErr = r.editCalls(id, called, seq, ws, calls, unreadCall)
+			}
+			if _, ok := calls[tid]; !ok && len(unreadCalls) > 0 {
+				missed = true
 			}
 			return calls[tid]
 		}
@@ -281,7 +314,7 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 				return st, callErr
 			}
 			st.unknownLeft(unknown, lost, sidechain)
-			return st, nil
+			return st, st.settleUnread(r, id, ws, unread)
 		}
 		for _, ev := range evs {
 			// Only an imported Claude Code session (ws) has them: in
@@ -296,6 +329,7 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 					continue // captures of another root: the results' paths are not theirs
 				}
 				var origs []editOriginal
+				missed = false
 				if claudeEditTools[ev.Label] {
 					// A subagent's, too, that does not say the file
 					// (transcript_subagent_edits.go).
@@ -308,8 +342,21 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 				}
 				if err != nil {
 					// Not a capture: a result of the session's own that
-					// does not read gives no state, and stops nothing.
+					// does not read gives no state. One that may be an
+					// edit's makes the file it changed not known, unless
+					// a state before it says it (settleUnread); another
+					// tool's says no file's state.
+					if mayEdit(ev.Label) {
+						unread = append(unread, ownUnread{seq: ev.Seq, label: ev.Label, body: ev.Body, err: err, at: ev.Seq})
+					}
 					continue
+				}
+				if missed {
+					// A subagent's edit result whose call is not read,
+					// while one does not read: it may be that one.
+					u := unreadCalls[len(unreadCalls)-1]
+					u.at = ev.Seq
+					unread = append(unread, u)
 				}
 				for _, o := range origs {
 					if _, ok := st.First[o.Path]; ok {
@@ -428,7 +475,11 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		if err := r.mergeFamilyStates(id, 0, ws, &st, true); err != nil {
 			return d, err
 		}
-		d.Notes, d.MissingSubagents, d.UnreadSubagents = st.linkedNotes, st.missingSubagents, st.unreadSubagents
+		// Its own results that do not read, and the files not compared
+		// for them (transcript_own_unread.go), said first.
+		own, seqs := st.ownUnreadNotes(r, id)
+		d.Notes, d.MissingSubagents, d.UnreadSubagents = append(own, st.linkedNotes...), st.missingSubagents, st.unreadSubagents
+		d.UnreadEvents = seqs
 	}
 	// Files added under a directory captured whole are states too
 	// (firstCaptures).

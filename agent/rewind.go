@@ -256,6 +256,12 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 				return rep, nothingDone(err, "nothing changed")
 			}
 		}
+		// An edit result of its own after the point that does not read,
+		// of a file no state before it says: what the file held at the
+		// point is not known (transcript_own_unread.go).
+		if err := st.ownUnreadRefusal(r, id); err != nil {
+			return rep, err
+		}
 		// An imported Codex session has no captures: what its rollout's
 		// patches say the files held at the point, where they say it. A
 		// fork of one an earlier rewind made ends with that rewind's
@@ -337,7 +343,10 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 				if err != nil {
 					return rep, nothingDone(err, "nothing changed")
 				}
-				if all.Captures == 0 && all.FromTranscript == 0 {
+				// (Its edit results before the point that do not read
+				// were edit results all the same: what they say is not
+				// needed, and there is nothing to put back.)
+				if all.Captures == 0 && all.FromTranscript == 0 && len(all.unreadOwn) == 0 {
 					// Its subagents' (and forks') states may say the
 					// files: then nothing to put back is the answer,
 					// as if the session held them itself.

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"fmt"
 	"strings"
 
 	json "github.com/go-json-experiment/json/v1"
@@ -102,9 +101,10 @@ func sidechainUnsaid(line []byte, call func(toolUseID string) string) []editOrig
 // each edit call of a subagent's line among session id's events from
 // seq from to seq to (not included) names: "" for one outside the
 // workspace. It gives the seq it read to. A call whose object does not
-// read names nothing, unless member (capturedStatesIn): then it is an
-// error.
-func (r *Rook) editCalls(id eventlog.ID, from, to uint64, ws string, calls map[string]string, member bool) (uint64, error) {
+// read names nothing: unread is told of it, and its error stops the
+// reading (capturedStatesIn: a member's is an error, the session's own
+// is kept, as a result may answer it).
+func (r *Rook) editCalls(id eventlog.ID, from, to uint64, ws string, calls map[string]string, unread func(ev eventlog.Event, err error) error) (uint64, error) {
 	for from < to {
 		evs, err := r.Log.Read(id, from, min(1024, int(to-from)))
 		if err != nil || len(evs) == 0 {
@@ -118,10 +118,10 @@ func (r *Rook) editCalls(id eventlog.ID, from, to uint64, ws string, calls map[s
 				continue
 			}
 			lines, err := r.importedLines(ev.Body, func(rest []byte) bool { return bytes.Contains(rest, sidechainMark) })
-			if err != nil && member {
-				return from, fmt.Errorf("event #%d cannot be read: %w", ev.Seq, err)
-			}
 			if err != nil {
+				if err := unread(ev, err); err != nil {
+					return from, err
+				}
 				continue // a call that does not read names nothing
 			}
 			for _, line := range lines {

@@ -244,9 +244,10 @@ func fromTranscript(n int, what string) string {
 // nothingChanged says why a diff is empty; source is set for an imported
 // session, whose captures can only come from its agent's own backups.
 func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
-	if n, u := len(d.MissingSubagents), len(d.UnreadSubagents); n+u > 0 {
+	if n, u, o := len(d.MissingSubagents), len(d.UnreadSubagents), len(d.UnreadEvents); n+u+o > 0 {
 		// What it set them to do may be all it changed: that, not
-		// the lack of backups, is why there is nothing to show.
+		// the lack of backups, is why there is nothing to show. So too
+		// its own edit results that do not read.
 		what := "this session changed nothing on disk that rook can compare"
 		if d.Captures == 0 && d.FromTranscript == 0 {
 			what = "this session changed no file itself that rook can compare"
@@ -257,6 +258,17 @@ func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
 		}
 		if u > 0 {
 			why = append(why, fmt.Sprintf("what its %d subagent session(s) %s changed is not known: they cannot be read (the notes say why, and what to do)", u, strings.Join(d.UnreadSubagents, ", ")))
+		}
+		if o > 0 {
+			seqs := make([]string, 0, min(o, 10))
+			for _, s := range d.UnreadEvents[:min(o, 10)] {
+				seqs = append(seqs, fmt.Sprintf("#%d", s))
+			}
+			named := strings.Join(seqs, ", ")
+			if o > 10 {
+				named += fmt.Sprintf(" and %d more", o-10)
+			}
+			why = append(why, fmt.Sprintf("what %d of its own events (%s) changed is not known: they cannot be read (the notes say why, and what to do)", o, named))
 		}
 		return what + ", and " + strings.Join(why, "; and ")
 	}

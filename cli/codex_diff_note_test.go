@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rookhq/rook/agent"
+	"github.com/rookhq/rook/eventlog"
 )
 
 // An imported Codex session's empty diff says why truly: patches that
@@ -49,6 +50,29 @@ func TestNothingChangedUnreadSubagents(t *testing.T) {
 			"this session changed no file itself that rook can compare, and what its 1 subagent(s) th1 changed is not known: no imported session holds them (the notes say how to import them)"},
 	} {
 		if got := nothingChanged(tc.d, nil); got != tc.want {
+			t.Errorf("%+v:\n got %q\nwant %q", tc.d, got, tc.want)
+		}
+	}
+}
+
+// A Claude Code diff with nothing to show whose own edit results do not
+// read (their objects damaged or missing) says that is why: it said the
+// transcript has no edit result that succeeded, as though the session
+// had changed nothing, or that it changed nothing on disk.
+func TestNothingChangedUnreadEvents(t *testing.T) {
+	src := &eventlog.Source{Format: agent.FormatClaudeCode, Path: "/p/s1.jsonl"}
+	for _, tc := range []struct {
+		d    agent.SessionDiff
+		want string
+	}{
+		{agent.SessionDiff{UnreadEvents: []uint64{2, 4}},
+			"this session changed no file itself that rook can compare, and what 2 of its own events (#2, #4) changed is not known: they cannot be read (the notes say why, and what to do)"},
+		{agent.SessionDiff{FromTranscript: 1, UnreadEvents: []uint64{4}, UnreadSubagents: []string{"01S"}},
+			"this session changed nothing on disk that rook can compare, and what its 1 subagent session(s) 01S changed is not known: they cannot be read (the notes say why, and what to do); and what 1 of its own events (#4) changed is not known: they cannot be read (the notes say why, and what to do)"},
+		{agent.SessionDiff{UnreadEvents: []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
+			"this session changed no file itself that rook can compare, and what 12 of its own events (#1, #2, #3, #4, #5, #6, #7, #8, #9, #10 and 2 more) changed is not known: they cannot be read (the notes say why, and what to do)"},
+	} {
+		if got := nothingChanged(tc.d, src); got != tc.want {
 			t.Errorf("%+v:\n got %q\nwant %q", tc.d, got, tc.want)
 		}
 	}

@@ -241,15 +241,28 @@ func (r *Rook) codexAgents(lf importedFamily) func(eventlog.ID) codexAgent {
 // session's rollout last holds before it (a path is free again once
 // closed), or, the session's rollout holding none, the family's one spawn
 // of it (of two or more, which one it closed is not known: none). A close
-// by a thread id does not name it (its thread is not known). A call of
-// another tool whose target resolves to its path (send_message,
-// followup_task, which load it again, interrupt_agent), or whose
-// arguments or input hold its path, starts it again; wait_agent names
-// none, and list_agents reads statuses.
+// by a thread id does not name it (its thread is not known). A
+// send_message or followup_task (which load it again) or an
+// interrupt_agent whose target resolves to its path starts again the
+// spawn that holds the path then, as a close ends it (of two or more
+// spawns in the family, none in the session's rollout, each of them):
+// not a spawn of the path closed before. No other call starts one: a
+// patch, a shell command or a message whose text merely holds its path
+// addresses no agent (Codex addresses a v2 agent only through its collab
+// tools' targets); wait_agent names none, and list_agents reads
+// statuses.
 
 // codexCollabEnd are the collab tools whose outputs may say a subagent
 // is done for good.
 var codexCollabEnd = map[string]bool{"close_agent": true}
+
+// codexCollabAddress are the collab tools whose calls address an agent
+// by their "target" (MultiAgentV2: send_message and followup_task, which
+// load a closed one again, interrupt_agent) or "id" (v1: send_input,
+// resume_agent), and so may start a closed MultiAgentV2 subagent again:
+// no other call can (a patch, a shell command, a message that merely
+// holds its path's text does not; codexSubagentEnds).
+var codexCollabAddress = map[string]bool{"send_message": true, "followup_task": true, "interrupt_agent": true, "send_input": true, "resume_agent": true}
 
 // codexCollabWaits are the collab tools that wait for subagents, or read
 // their statuses (list_agents): their calls name threads and start none
@@ -282,6 +295,18 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 		if s.sameTask == 1 {
 			only[s.agent] = s.task
 		}
+	}
+	// holder is the spawn that holds path at a call of a session whose
+	// rollout's spawns of each path so far are last: the last of them,
+	// or, its rollout holding none, the family's one spawn of it; known
+	// is false when neither says (a path is free again once closed, and
+	// Codex gives it to the next spawn of it).
+	holder := func(last map[string]string, path string) (k string, known bool) {
+		if k, ok := last[path]; ok {
+			return k, true
+		}
+		k = only[path]
+		return k, k != ""
 	}
 	agentOf := r.codexAgents(lf)
 	// said is what one call (a restart), or one output (a close), says
@@ -342,11 +367,25 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 								}
 							}
 						}
+						if !codexCollabAddress[ev.Label] {
+							continue // (no other call starts a MultiAgentV2 agent)
+						}
 						for path, keys := range tasks {
-							if codexNamesTask(caller, path, p) {
-								for _, k := range keys {
+							if !codexNamesTask(caller, path, p) {
+								continue
+							}
+							// The spawn holding the path then, as for a
+							// close; none known (the path spawned more
+							// than once in the family, none of them in
+							// this rollout), any of them.
+							if k, known := holder(last, path); known {
+								if slices.Contains(keys, k) {
 									hear(k, key, said{at: ev.Time, restart: true})
 								}
+								continue
+							}
+							for _, k := range keys {
+								hear(k, key, said{at: ev.Time, restart: true})
 							}
 						}
 					}
@@ -373,11 +412,7 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 						if !ok || tasks[path] == nil {
 							continue
 						}
-						k, found := last[path]
-						if !found {
-							k = only[path]
-						}
-						if slices.Contains(tasks[path], k) {
+						if k, known := holder(last, path); known && slices.Contains(tasks[path], k) {
 							hear(k, "output "+p.CallID, said{at: ev.Time})
 						}
 					}
@@ -447,39 +482,21 @@ func codexCloseRead(output json.RawMessage) bool {
 	return ok && kind != "not_found"
 }
 
-// codexNamesTask says whether call p, of a session whose MultiAgentV2
-// path is caller, names the agent of path: its target resolves to it, or
-// its arguments, input or action hold it whole (not as the start of a
-// longer path: a descendant's); or, the caller's path not known, a
-// relative target is its last segments.
+// codexNamesTask says whether collab call p (one of
+// codexCollabAddress), of a session whose MultiAgentV2 path is caller,
+// addresses the agent of path: its target resolves to it (a canonical
+// path, or one relative to the caller's, as close_agent's does; not a
+// descendant's, nor text that merely holds the path); or, the caller's
+// path not known, a relative target is its last segments.
 func codexNamesTask(caller, path string, p codexPatchPayload) bool {
-	if t := codexArgID(p.Arguments); t != "" {
-		if got, ok := codexResolveTarget(caller, t); ok && got == path {
-			return true
-		}
-		if caller == "" && !strings.HasPrefix(t, "/") && strings.HasSuffix(path, "/"+t) {
-			return true
-		}
+	t := codexArgID(p.Arguments)
+	if t == "" {
+		return false
 	}
-	for _, b := range []json.RawMessage{p.Arguments, p.Input, p.Action} {
-		for rest := b; ; {
-			i := bytes.Index(rest, []byte(path))
-			if i < 0 {
-				break
-			}
-			rest = rest[i+len(path):]
-			if len(rest) == 0 || !codexPathByte(rest[0]) {
-				return true
-			}
-		}
+	if got, ok := codexResolveTarget(caller, t); ok && got == path {
+		return true
 	}
-	return false
-}
-
-// codexPathByte says whether c may go on an agent path: a letter, a digit,
-// '_' or '/'.
-func codexPathByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '/'
+	return caller == "" && !strings.HasPrefix(t, "/") && strings.HasSuffix(path, "/"+t)
 }
 
 // codexAgentStatus reads Codex AgentStatus st: its kind, and an errored

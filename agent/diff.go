@@ -236,12 +236,15 @@ func (r *Rook) capturedStatesFor(id eventlog.ID, from uint64, rewinding bool) (f
 // session it is linked to, wherever it started: family_states.go), ""
 // for a session not imported from Claude Code. member: id is another
 // session of the family of the one asked of (a subagent), read for what
-// it changed: a tool result or edit call of it whose object does not
-// read is an error, not passed over, as what it changed is then not
-// known (family_states.go says so, or refuses). The session's own
-// (not member) that does not read is not passed over either: the files
-// it may have changed first are not known from the states read after it
-// (settleUnread: a rewind refuses, a diff does not compare them).
+// it changed: a tool result of it whose object does not read is an
+// error, not passed over, as what it changed is then not known
+// (family_states.go says so, or refuses); so is an edit call whose
+// object does not read when a result that succeeded needs a call not
+// found (it may be that one), not when none does (a failed edit's).
+// The session's own (not member) that does not read is not passed over
+// either: the files it may have changed first are not known from the
+// states read after it (settleUnread: a rewind refuses, a diff does not
+// compare them).
 func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws string, member bool) (firstStates, error) {
 	st := firstStates{First: map[string]Change{}, seq: map[string]uint64{}, dirs: map[string]uint64{}, gone: map[string]uint64{}, dirModes: map[string]FileMode{}, opened: map[string]FileMode{}}
 	// unknown: the paths an edit result changed without saying from
@@ -266,11 +269,19 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 	// unread: the session's own events at or after from that do not
 	// read and may say a file's state (settleUnread); unreadCalls: its
 	// edit calls (of a subagent's line) that do not read, which a result
-	// whose call is not read (missed) may answer.
+	// whose call is not read (missed) may answer. memberCall (member):
+	// the first edit call read whose object does not read. A call not
+	// needed (a failed edit's) stops nothing; a result that succeeded
+	// whose call is not found then may be its: what it changed is not
+	// known, an error.
 	var unread, unreadCalls []ownUnread
+	var memberCall error
 	unreadCall := func(ev eventlog.Event, err error) error {
 		if member {
-			return fmt.Errorf("event #%d cannot be read: %w", ev.Seq, err)
+			if memberCall == nil {
+				memberCall = fmt.Errorf("event #%d cannot be read: %w", ev.Seq, err)
+			}
+			return nil
 		}
 		unreadCalls = append(unreadCalls, ownUnread{seq: ev.Seq, label: ev.Label, body: ev.Body, err: err, call: true})
 		return nil
@@ -281,10 +292,14 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 			if _, ok := calls[tid]; !ok && called < seq && callErr == nil {
 				called, callErr = r.editCalls(id, called, seq, ws, calls, unreadCall)
 			}
-			if _, ok := calls[tid]; !ok && len(unreadCalls) > 0 {
+			p, ok := calls[tid]
+			if !ok && memberCall != nil && callErr == nil {
+				callErr = memberCall
+			}
+			if !ok && len(unreadCalls) > 0 {
 				missed = true
 			}
-			return calls[tid]
+			return p
 		}
 	}
 	// Late captures (lateBackupsLabel), appended after the session's

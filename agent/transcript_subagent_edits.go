@@ -101,9 +101,11 @@ func sidechainUnsaid(line []byte, call func(toolUseID string) string) []editOrig
 // each edit call of a subagent's line among session id's events from
 // seq from to seq to (not included) names: "" for one outside the
 // workspace. It gives the seq it read to. A call whose object does not
-// read names nothing: unread is told of it, and its error stops the
-// reading (capturedStatesIn: a member's is an error, the session's own
-// is kept, as a result may answer it).
+// read names nothing, and is passed over: unread is told its event and
+// why, and its error stops the reading (capturedStatesIn: a member's is
+// kept until a result that succeeded needs a call then not found, which
+// may be that one; the session's own is kept, as a result may answer
+// it); one not needed (a failed edit's) stops nothing.
 func (r *Rook) editCalls(id eventlog.ID, from, to uint64, ws string, calls map[string]string, unread func(ev eventlog.Event, err error) error) (uint64, error) {
 	for from < to {
 		evs, err := r.Log.Read(id, from, min(1024, int(to-from)))

@@ -508,7 +508,7 @@ func (r *Rook) rolloutDiff(d *SessionDiff, ws string, w io.Writer, color bool) e
 	if err != nil {
 		return err
 	}
-	d.Notes, d.MissingSubagents, d.UnreadSubagents = sub.notes, sub.missing, sub.unread
+	d.Notes, d.MissingSubagents, d.UnreadSubagents, d.UnreadEvents = sub.notes, sub.missing, sub.unread, sub.unreadEvents
 	rp := &RolloutPatches{}
 	d.Patches, d.Root = rp, ws
 	files := map[string]*rolloutFile{}

@@ -41,6 +41,9 @@ type codexDiffFamily struct {
 	// unread: the ids of its subagents' sessions that do not read, each
 	// in a note.
 	unread []string
+	// unreadEvents: the seqs of its own spawn_agent outputs that do not
+	// read, each in a note (unreadTaskResult).
+	unreadEvents []uint64
 }
 
 // codexDiffSubagents reads, for the diff of imported Codex session id
@@ -116,6 +119,15 @@ func (r *Rook) codexDiffSubagents(id eventlog.ID, ws string, own []*codexPatchCa
 		}
 	}
 	for _, s := range miss {
+		if s.unread != nil {
+			// (A spawn_agent output that does not read: unreadTaskResult.)
+			df.notes = append(df.notes, fmt.Sprintf("%s (%s) cannot be read (%v): which subagent it spawned is not known, nor whether an imported session linked to %s holds it: the files a subagent it spawned changed are not shown unless %[4]s changed them too; %s",
+				s.where(id, lf), s.unreadTaskWhat(), s.unread, lf.this(id), r.unreadHowOf(s.session, s.unread)))
+			if s.session == id {
+				df.unreadEvents = append(df.unreadEvents, s.seq)
+			}
+			continue
+		}
 		hint := fmt.Sprintf("its rollout (rollout-*-%s.jsonl, .zst too) is not found beside the rollouts of the sessions linked to it (Codex writes them under ~/.codex/sessions/YYYY/MM/DD): `rook import codex <its file>` imports it, linked, if you find it", s.agent)
 		switch {
 		case s.task != "":

@@ -57,6 +57,13 @@ func (r *Rook) codexMissingSubagents(id eventlog.ID, lf importedFamily) ([]codex
 		if s.session != id {
 			whose = "session " + s.session.String()
 		}
+		if s.unread != nil {
+			// From any time: its call is not known (unreadTaskResult).
+			why := fmt.Sprintf("the spawn_agent output of event #%d of %s cannot be read (%v): which subagent it spawned is not known, nor whether an imported session linked to it holds it, and a Codex subagent may have written the workspace's files, on its own, at any time from its spawn on, so what it wrote is not known; %s; then run this again",
+				s.seq, whose, s.unread, r.unreadHowOf(s.session, s.unread))
+			out = append(out, codexOtherWrite{session: s.session, seq: s.seq, since: true, sinceWhy: why})
+			continue
+		}
 		when := "its call's time not read: at any time"
 		if !s.at.IsZero() {
 			when = "from " + s.at.UTC().Format("2006-01-02 15:04:05.000") + " on"
@@ -108,6 +115,7 @@ func (r *Rook) codexMissingSpawns(id eventlog.ID, lf importedFamily, sessions []
 	}
 	tasks := map[string]*codexTaskSpawn{}
 	var taskOrder []string
+	var unread []missingSubagent
 	for _, s := range sessions {
 		callAt := map[string]time.Time{}
 		for from := uint64(0); ; {
@@ -134,7 +142,13 @@ func (r *Rook) codexMissingSpawns(id eventlog.ID, lf importedFamily, sessions []
 					if ev.Label == "spawn_agent" {
 						need = nil
 					}
-					for _, p := range r.codexPayloads(ev.Body, need...) {
+					ps, perr := r.codexPayloadsRead(ev.Body, need...)
+					if perr != nil && ev.Label == "spawn_agent" {
+						// Which subagent, and when: in it alone
+						// (unreadTaskResult).
+						unread = append(unread, missingSubagent{session: s, seq: ev.Seq, unread: perr, label: ev.Label})
+					}
+					for _, p := range ps {
 						for _, path := range codexSpawnedTasks(p.Output) {
 							k := codexTaskKey(path, p.CallID, s, ev.Seq)
 							sp := missingSubagent{agent: path, session: s, seq: ev.Seq, at: callAt[p.CallID], task: k, spawners: lineageOf(s)}
@@ -193,7 +207,7 @@ func (r *Rook) codexMissingSpawns(id eventlog.ID, lf importedFamily, sessions []
 		}
 		miss = append(miss, codexHeldTasks(tasks, taskOrder, held, reported)...)
 	}
-	return miss, reported, nil
+	return append(miss, unread...), reported, nil
 }
 
 // codexAgents reads, once each, what the sessions of family lf are as
@@ -287,6 +301,9 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 	tasks := map[string][]string{} // v2: the missing spawns of each path
 	only := map[string]string{}    // v2: a path's one spawn in the family
 	for _, s := range miss {
+		if s.unread != nil {
+			continue // (which one is not known: no call ends it)
+		}
 		if s.task == "" {
 			want[s.agent] = true
 			continue
@@ -546,11 +563,18 @@ func codexArgID(args json.RawMessage) string {
 // need (keys are never cut out of a line, nor a string as short as an
 // id).
 func (r *Rook) codexPayloads(body cas.Key, need ...string) []codexPatchPayload {
+	out, _ := r.codexPayloadsRead(body, need...)
+	return out
+}
+
+// codexPayloadsRead is codexPayloads, and the error of a body that does
+// not read.
+func (r *Rook) codexPayloadsRead(body cas.Key, need ...string) ([]codexPatchPayload, error) {
 	lines, err := r.importedLines(body, func(rest []byte) bool {
 		return len(need) == 0 || slices.ContainsFunc(need, func(n string) bool { return bytes.Contains(rest, []byte(n)) })
 	})
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	var out []codexPatchPayload
 	for _, line := range lines {
@@ -558,7 +582,7 @@ func (r *Rook) codexPayloads(body cas.Key, need ...string) []codexPatchPayload {
 			out = append(out, p)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // codexRolloutOf is where the rollout of Codex thread th is: Codex

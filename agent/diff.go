@@ -122,7 +122,10 @@ type SessionDiff struct {
 	// read (their objects damaged or missing) and that a file's state
 	// before the session may be in, each in a note saying why, which
 	// files are not compared for it (in Uncompared) and what to do
-	// (transcript_own_unread.go).
+	// (transcript_own_unread.go); and of its own Task results (an
+	// imported Codex session's spawn_agent outputs) that cannot be read,
+	// which may name a subagent not imported, each in a note
+	// (unreadTaskResult).
 	UnreadEvents []uint64 `json:"unread_events,omitempty"`
 }
 
@@ -168,6 +171,9 @@ type firstStates struct {
 	// missingSubagents: the agentIds of the subagents a diff's Task
 	// results report that no imported session holds.
 	missingSubagents []string
+	// unreadTasks: the seqs of the session's own Task results that do
+	// not read, each in a linked note (unreadTaskResult).
+	unreadTasks []uint64
 	// unreadSubagents: the ids of the sessions of a diff's subagents
 	// that do not read, each in a note (mergeFamilyStates).
 	unreadSubagents []string
@@ -494,7 +500,8 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		// for them (transcript_own_unread.go), said first.
 		own, seqs := st.ownUnreadNotes(r, id)
 		d.Notes, d.MissingSubagents, d.UnreadSubagents = append(own, st.linkedNotes...), st.missingSubagents, st.unreadSubagents
-		d.UnreadEvents = seqs
+		d.UnreadEvents = append(seqs, st.unreadTasks...)
+		slices.Sort(d.UnreadEvents)
 	}
 	// Files added under a directory captured whole are states too
 	// (firstCaptures).

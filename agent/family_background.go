@@ -85,6 +85,7 @@ type agentRun struct {
 func (r *Rook) subagentsRunningOn(s eventlog.ID, end uint64, before, after func(eventlog.Event) bool, fam importedFamily, seen map[string]bool) ([]missingSubagent, error) {
 	runs := map[string]*agentRun{}
 	var order []string
+	var unread []missingSubagent
 	from := uint64(math.MaxUint64)
 	if err := r.eventsFrom(s, 0, func(ev eventlog.Event) bool {
 		if ev.Seq >= end {
@@ -93,7 +94,14 @@ func (r *Rook) subagentsRunningOn(s eventlog.ID, end uint64, before, after func(
 		if ev.Kind != eventlog.KindToolResult || !claudeTaskTools[ev.Label] || !before(ev) {
 			return true
 		}
-		for _, sr := range r.claudeSubagentReports(ev.Body, true) {
+		reports, rerr := r.claudeSubagentReports(ev.Body, true)
+		if rerr != nil {
+			// It may have launched one in the background
+			// (unreadTaskResult).
+			unread = append(unread, missingSubagent{session: s, seq: ev.Seq, unread: rerr, label: ev.Label,
+				why: ", before the point, where it may have launched a subagent in the background that ran on after it,"})
+		}
+		for _, sr := range reports {
 			if fam.sources["agent-"+sr.agent] || seen[sr.agent] || runs[sr.agent] != nil {
 				continue
 			}
@@ -102,8 +110,8 @@ func (r *Rook) subagentsRunningOn(s eventlog.ID, end uint64, before, after func(
 			from = min(from, ev.Seq)
 		}
 		return true
-	}); err != nil || len(runs) == 0 {
-		return nil, err
+	}); err != nil || len(unread) > 0 || len(runs) == 0 {
+		return unread, err
 	}
 	// What the events from the first report on say of each run.
 	if err := r.eventsFrom(s, from, func(ev eventlog.Event) bool {
@@ -204,7 +212,8 @@ func (r *Rook) agentNews(ev eventlog.Event) []agentNote {
 	var news []agentNote
 	switch {
 	case ev.Kind == eventlog.KindToolResult && claudeTaskTools[ev.Label]:
-		for _, sr := range r.claudeSubagentReports(ev.Body, true) {
+		reports, _ := r.claudeSubagentReports(ev.Body, true) // (one that does not read is refused: subagentsRunningOn)
+		for _, sr := range reports {
 			news = append(news, agentNote{agent: sr.agent, running: sr.background})
 		}
 	case (ev.Kind == eventlog.KindToolCall || ev.Kind == eventlog.KindToolResult) && ev.Label == "SendMessage":

@@ -46,19 +46,20 @@ type subagentReport struct {
 }
 
 // claudeSubagentReports reads the subagents tool result body reports; a
-// body that does not read reports none (as it gives no state: diff.go).
+// body that does not read reports none, and the error (a Task result's
+// is needed all the same: unreadTaskResult).
 // A Task (Agent) result with no toolUseResult naming one, as Claude Code
 // writes a subagent's own (the enrichment is its main thread's only), is
 // read by the text it gave the model: "agentId: <id> (...)" and its
 // "<usage>...tool_uses: N...</usage>" (claudeTaskText); task says the
 // result is of such a call (the text of another tool's, a Read of a
 // transcript, names no subagent it ran).
-func (r *Rook) claudeSubagentReports(body cas.Key, task bool) []subagentReport {
+func (r *Rook) claudeSubagentReports(body cas.Key, task bool) ([]subagentReport, error) {
 	lines, err := r.importedLines(body, func(rest []byte) bool {
 		return bytes.Contains(rest, []byte(`"agentId"`)) || task && bytes.Contains(rest, []byte(`agentId: `))
 	})
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	var out []subagentReport
 	for _, line := range lines {
@@ -98,7 +99,7 @@ func (r *Rook) claudeSubagentReports(body cas.Key, task bool) []subagentReport {
 			out = append(out, subagentReport{agent: a, tools: tr.Tools, background: bg})
 		}
 	}
-	return out
+	return out, nil
 }
 
 // claudeTaskText reads the subagent a Task result's content (a string,
@@ -214,12 +215,53 @@ type missingSubagent struct {
 	task     string
 	spawners []string
 	sameTask int
+	// unread: the result (label its tool's) does not read, so which
+	// subagent it names, if any, is not known (agent ""): see
+	// unreadTaskResult.
+	unread error
+	label  string
+}
+
+// A Task (Agent) result, or a Codex spawn_agent output, whose object
+// does not read (damaged, or gone from the store) names no subagent: it
+// was passed over, and a rewind that the subagent it ran (not imported)
+// should have stopped wrote the files as though none had run, exit 0.
+// Which subagent it ran is in that object alone, so whether an imported
+// session linked to the rewound one holds it cannot be told (nor, from
+// its call, whether it ran in the background: run_in_background is the
+// default of recent Claude Code, and its call id is in the result too).
+// Read conservatively, such a result is a missingSubagent (unread set)
+// wherever the check would read it: a Claude Code Task result at or
+// after the point, or before it (it may be a background launch that ran
+// on after it), of the session or of a subagent of its family; a Codex
+// spawn_agent output anywhere in the family's rollouts, its subagent
+// counted from any time (its call is not known). A rewind refuses,
+// saying which event, why and what to do (unreadHow: --reread puts it
+// back), or --keep-files; a diff notes it (unread_events, of the
+// session's own). What needs no such result is not refused: a result of
+// another tool (a Read's, a Bash's: noSubagents; a tool not known is one
+// an own unread result refuses already: transcript_own_unread.go), a
+// rewind with --keep-files, and, of Codex, a rewind whose file states
+// no write from the spawn on could change (codexOtherWrite.within).
+
+// unreadTaskWhat says what the result of s (unread) is, in words.
+func (s missingSubagent) unreadTaskWhat() string {
+	if s.label == "spawn_agent" {
+		return "the output of a spawn_agent call"
+	}
+	if strings.HasPrefix(s.label, "A") {
+		return "the result of an " + s.label + " call"
+	}
+	return "the result of a " + s.label + " call"
 }
 
 // key names s among a session's missing subagents: its agent, or, of a
 // MultiAgentV2 spawn (a path may be spawned again once closed), its
-// spawn.
+// spawn; of one whose result does not read, that result.
 func (s missingSubagent) key() string {
+	if s.unread != nil {
+		return fmt.Sprintf("unread %s #%d", s.session, s.seq) // (its agent not known)
+	}
 	if s.task != "" {
 		return s.task
 	}
@@ -283,7 +325,14 @@ func (r *Rook) missingSubagents(id eventlog.ID, to uint64, fam importedFamily, a
 				if ev.Kind != eventlog.KindToolResult || noSubagents[ev.Label] || when != nil && !when(ev.Time) {
 					continue
 				}
-				for _, sr := range r.claudeSubagentReports(ev.Body, claudeTaskTools[ev.Label]) {
+				reports, rerr := r.claudeSubagentReports(ev.Body, claudeTaskTools[ev.Label])
+				if rerr != nil && claudeTaskTools[ev.Label] {
+					out = append(out, missingSubagent{session: s, seq: ev.Seq, unread: rerr, label: ev.Label})
+					if !all {
+						return true, nil
+					}
+				}
+				for _, sr := range reports {
 					reported["agent-"+sr.agent] = true
 					if fam.sources["agent-"+sr.agent] || sr.tools != nil && *sr.tools == 0 || seen[sr.agent] {
 						continue
@@ -389,6 +438,13 @@ func (r *Rook) missingSubagentRefusal(id eventlog.ID, to uint64, fam importedFam
 	when := " (at or after the point)"
 	if s.why != "" {
 		when = s.why
+	}
+	if s.unread != nil {
+		if s.why == "" {
+			when = ", at or after the point,"
+		}
+		return fmt.Errorf("cannot rewind the files: %s (%s)%s cannot be read (%v): which subagent it ran is not known, nor whether an imported session linked to it holds it, and a Claude Code subagent may have written the workspace's files: what it wrote is not known, so the files' states after the point may hold it; %s; then run this again, or put the files back yourself and rewind with --keep-files, which rewinds the conversation only",
+			s.where(id, fam), s.unreadTaskWhat(), when, s.unread, r.unreadHowOf(s.session, s.unread))
 	}
 	what := fmt.Sprintf("cannot rewind the files: the Claude Code subagent %s, whose Task result is %s%s, is in no imported session linked to it: its session was removed from rook since (session rm), or its transcript was never imported, and it may have written the workspace's files: what it wrote is not known, so the files' states after the point may hold it", s.agent, s.where(id, fam), when)
 	if s.path != "" {

@@ -121,8 +121,7 @@ func (r *Rook) codexDiffSubagents(id eventlog.ID, ws string, own []*codexPatchCa
 	for _, s := range miss {
 		if s.unread != nil {
 			// (A spawn_agent output that does not read: unreadTaskResult.)
-			df.notes = append(df.notes, fmt.Sprintf("%s (%s) cannot be read (%v): which subagent it spawned is not known, nor whether an imported session linked to %s holds it: the files a subagent it spawned changed are not shown unless %[4]s changed them too; %s",
-				s.where(id, lf), s.unreadTaskWhat(), s.unread, lf.this(id), r.unreadHowOf(s.session, s.unread)))
+			df.notes = append(df.notes, r.unreadTaskNote(s, id, lf))
 			if s.session == id {
 				df.unreadEvents = append(df.unreadEvents, s.seq)
 			}

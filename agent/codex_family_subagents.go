@@ -101,18 +101,7 @@ func (r *Rook) codexMissingSpawns(id eventlog.ID, lf importedFamily, sessions []
 	reported = map[string]bool{}
 	var order []string
 	agentOf := r.codexAgents(lf)
-	lineage := map[eventlog.ID][]string{}
-	lineageOf := func(s eventlog.ID) []string {
-		if slices.Contains(lf.line, s) {
-			s = lf.start
-		}
-		l, ok := lineage[s]
-		if !ok {
-			l = r.codexLineage(s)
-			lineage[s] = l
-		}
-		return l
-	}
+	lineageOf := perSession(lf, r.codexLineage)
 	tasks := map[string]*codexTaskSpawn{}
 	var taskOrder []string
 	var unread []missingSubagent
@@ -211,20 +200,26 @@ func (r *Rook) codexMissingSpawns(id eventlog.ID, lf importedFamily, sessions []
 }
 
 // codexAgents reads, once each, what the sessions of family lf are as
-// Codex agents (codexAgentOf): a rook fork of its line is the imported
-// session its line starts from.
+// Codex agents (codexAgentOf).
 func (r *Rook) codexAgents(lf importedFamily) func(eventlog.ID) codexAgent {
-	agents := map[eventlog.ID]codexAgent{}
-	return func(s eventlog.ID) codexAgent {
+	return perSession(lf, r.codexAgentOf)
+}
+
+// perSession is read, called once per session of family lf, the answer
+// kept: a rook fork of its line is the imported session its line starts
+// from.
+func perSession[T any](lf importedFamily, read func(eventlog.ID) T) func(eventlog.ID) T {
+	kept := map[eventlog.ID]T{}
+	return func(s eventlog.ID) T {
 		if slices.Contains(lf.line, s) {
 			s = lf.start
 		}
-		a, ok := agents[s]
+		v, ok := kept[s]
 		if !ok {
-			a = r.codexAgentOf(s)
-			agents[s] = a
+			v = read(s)
+			kept[s] = v
 		}
-		return a
+		return v
 	}
 }
 

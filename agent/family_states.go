@@ -126,8 +126,7 @@ func (r *Rook) mergeFamilyStates(id eventlog.ID, to uint64, ws string, st *first
 		for _, s := range miss {
 			if s.unread != nil {
 				// (A Task result that does not read: unreadTaskResult.)
-				st.linkedNotes = append(st.linkedNotes, fmt.Sprintf("%s (%s) cannot be read (%v): which subagent it ran is not known, nor whether an imported session linked to %s holds it: the files a subagent it ran changed are not shown unless %[4]s changed them too; %s",
-					s.where(id, fam), s.unreadTaskWhat(), s.unread, fam.this(id), r.unreadHowOf(s.session, s.unread)))
+				st.linkedNotes = append(st.linkedNotes, r.unreadTaskNote(s, id, fam))
 				if s.session == id {
 					st.unreadTasks = append(st.unreadTasks, s.seq)
 				}

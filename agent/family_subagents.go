@@ -255,6 +255,18 @@ func (s missingSubagent) unreadTaskWhat() string {
 	return "the result of a " + s.label + " call"
 }
 
+// unreadTaskNote is a diff's note of s, a result that does not read
+// (unreadTaskResult), of family fam of session id: which subagent it ran
+// (spawned, of Codex) is not known, and what to do.
+func (r *Rook) unreadTaskNote(s missingSubagent, id eventlog.ID, fam importedFamily) string {
+	ran := "ran"
+	if s.label == "spawn_agent" {
+		ran = "spawned"
+	}
+	return fmt.Sprintf("%s (%s) cannot be read (%v): which subagent it %s is not known, nor whether an imported session linked to %s holds it: the files a subagent it %[4]s changed are not shown unless %[5]s changed them too; %s",
+		s.where(id, fam), s.unreadTaskWhat(), s.unread, ran, fam.this(id), r.unreadHowOf(s.session, s.unread))
+}
+
 // key names s among a session's missing subagents: its agent, or, of a
 // MultiAgentV2 spawn (a path may be spawned again once closed), its
 // spawn; of one whose result does not read, that result.

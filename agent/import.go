@@ -3536,15 +3536,41 @@ func SourceFiles(src *eventlog.Source) []string {
 // that is not the one being imported ("" when it fits, or cannot tell):
 // importing a Claude Code tree as Codex would turn every line into a note.
 func otherFormat(format string, data []byte) string {
-	for _, line := range sourceLines(data[:min(len(data), otherFormatHead)]) {
-		var head map[string]json.RawMessage
-		if json.Unmarshal(trimNewline(line), &head) != nil {
+	data = data[:min(len(data), otherFormatHead)]
+	for len(data) > 0 {
+		// The lines as sourceLines splits them, one at a time: the first
+		// that is JSON decides, and the head was split whole, a MiB of
+		// lines, twice for each file.
+		n := bytes.IndexByte(data, '\n') + 1
+		if n == 0 {
+			n = len(data)
+		}
+		line := trimNewline(data[:n])
+		data = data[n:]
+		// The line's top-level keys, as decoding it into a
+		// map[string]json.RawMessage gave them (which copied every value
+		// of a first line that may be long): a line that is not JSON, or
+		// JSON of another type than an object or null, is passed.
+		var members []jsonMember
+		if _, ok := scanJSON(line, len(line)+1, &members, nil); !ok {
 			continue
 		}
-		_, payload := head["payload"]
-		_, uuid := head["uuid"]
-		_, sid := head["sessionId"]
-		_, mid := head["messageId"]
+		if doc := line[skipJSONSpace(line, 0)]; doc != '{' && doc != 'n' {
+			continue
+		}
+		var payload, uuid, sid, mid bool
+		for _, m := range members {
+			switch m.Key {
+			case "payload":
+				payload = true
+			case "uuid":
+				uuid = true
+			case "sessionId":
+				sid = true
+			case "messageId":
+				mid = true
+			}
+		}
 		switch {
 		case format == FormatClaudeCode && payload && !uuid && !sid:
 			return FormatCodex
@@ -3596,6 +3622,11 @@ const captureBackupsLabel = "claude-code:file-history"
 // by appendWithGroup, in one group with the unit's. It returns the events
 // appended (0 or 1) and how many backups were missing.
 func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path string, unit []pendingLine, captured backupSet, at time.Time, appendWithGroup func(eventlog.Event) error, problem func(ImportProblem) int) (events, missing int, err error) {
+	if !slices.ContainsFunc(unit, func(p pendingLine) bool { return len(p.m.Backups) > 0 }) {
+		// Most units name no backup: nothing to capture, and no
+		// directory to find and stat for each.
+		return 0, 0, nil
+	}
 	sid := info.ID
 	if info.Subagent && info.ParentID != "" {
 		sid = info.ParentID

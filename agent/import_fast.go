@@ -28,19 +28,9 @@ type fastReader struct {
 }
 
 // memberValue is where a top-level member's value starts and ends
-// (scanJSON found where the member ends).
+// (scanJSON found both).
 func (r *fastReader) memberValue(mb jsonMember) (int, int, bool) {
-	i := r.skipSpace(mb.Start)
-	end, ok := r.stringEnd(i)
-	if !ok {
-		return 0, 0, false
-	}
-	i = r.skipSpace(end)
-	if i >= len(r.b) || r.b[i] != ':' {
-		return 0, 0, false
-	}
-	v := r.skipSpace(i + 1)
-	end = mb.End
+	v, end := mb.Value, mb.End
 	for end > v && isJSONSpace(r.b[end-1]) {
 		end--
 	}
@@ -251,19 +241,20 @@ func (r *fastReader) fields(v int, names []string, fn func(k, v int) (int, bool)
 // encoding/json would match to one only by folding case, or might (not
 // ASCII): the rule readsKeys applies to a mapper's top-level keys.
 func known(key string, names []string) (int, bool) {
+	// One pass: a name of another length is neither the key nor, both
+	// ASCII, the key folded (a key that is not ASCII is refused anyway).
+	folds := false
 	for i, n := range names {
+		if len(n) != len(key) {
+			continue
+		}
 		if key == n {
 			return i, true
 		}
+		folds = folds || strings.EqualFold(key, n)
 	}
-	if !isASCII(key) {
+	if folds || !isASCII(key) {
 		return -1, false
-	}
-	for _, n := range names {
-		// Both ASCII: only keys of one length fold onto each other.
-		if len(n) == len(key) && strings.EqualFold(key, n) {
-			return -1, false
-		}
 	}
 	return -1, true
 }

@@ -185,6 +185,7 @@ type lineReader struct {
 	minCut  int
 	members []jsonMember
 	keys    keyNames
+	cache   *keyCache
 	view    []byte
 }
 
@@ -203,9 +204,9 @@ func (r *lineReader) read(line []byte) (mappedLine, []stringCut) {
 func (r *lineReader) mapOnly(line []byte) (mappedLine, []jsonString) {
 	r.members = r.members[:0]
 	if r.keys == nil {
-		r.keys = keyNames{}
+		r.keys, r.cache = keyNames{}, new(keyCache)
 	}
-	strs, ok := scanJSON(line, min(r.minCut, viewLong)+2, &r.members, r.keys)
+	strs, ok := scanJSONCached(line, min(r.minCut, viewLong)+2, &r.members, r.keys, r.cache)
 	if !ok {
 		return r.mapper.mapLine(line), nil
 	}

@@ -652,7 +652,15 @@ func (sm *sourceMapper) mapChunk(data []byte, off, start int64, final bool) []pe
 	rest := data[skip:]
 	lines := make([]pendingLine, 0, bytes.Count(rest, []byte{'\n'})+1)
 	at := off + skip
-	for i, line := range sourceLines(rest) {
+	// The lines as sourceLines splits them, without its slice of them
+	// (its count of the newlines was a second pass over the bytes).
+	for i := 0; len(rest) > 0; i++ {
+		n := bytes.IndexByte(rest, '\n') + 1
+		if n == 0 {
+			n = len(rest)
+		}
+		line := rest[:n:n]
+		rest = rest[n:]
 		p := pendingLine{off: at, line: line}
 		if i == 0 && skip > 0 && data[skip-1] != '\n' {
 			// The rest of a line that was cut short when last imported.

@@ -250,6 +250,7 @@ func stringValues(b []byte, minLen int) ([]jsonString, bool) {
 type jsonMember struct {
 	Start, End int
 	Key        string
+	Value      int // where its value starts
 }
 
 // keyNames interns the keys a scan reads: the lines of a transcript repeat
@@ -278,10 +279,36 @@ func (k keyNames) name(lit []byte) string {
 	return s
 }
 
+// keyCache is a small table in front of a keyNames, indexed by a few of
+// a key's bytes and its length: most keys of a line are found there,
+// compared but not hashed whole as a map lookup hashes them (the lookups
+// took a tenth of the mapping's time).
+type keyCache [512]string
+
+// name is names.name(lit), through the cache.
+func (c *keyCache) name(lit []byte, names keyNames) string {
+	if c == nil || len(lit) == 0 {
+		return names.name(lit)
+	}
+	h := (uint(len(lit))*131 + uint(lit[0])*31 + uint(lit[len(lit)-1])*17 + uint(lit[len(lit)/2])*7 + uint(lit[len(lit)/3])) % uint(len(c))
+	if s := c[h]; s == string(lit) {
+		return s
+	}
+	s := names.name(lit)
+	c[h] = s
+	return s
+}
+
 // scanJSON is stringValues that also lists the top-level object's members
 // in *members, when members is not nil and the document is an object, and
 // takes its keys' strings from names.
 func scanJSON(b []byte, minLen int, members *[]jsonMember, names keyNames) ([]jsonString, bool) {
+	return scanJSONCached(b, minLen, members, names, nil)
+}
+
+// scanJSONCached is scanJSON with the keys looked up through cache (nil:
+// none).
+func scanJSONCached(b []byte, minLen int, members *[]jsonMember, names keyNames, cache *keyCache) ([]jsonString, bool) {
 	const (
 		wantValue = iota // a value: the document, an element, after a key
 		wantKey          // a key: after '{' or after ',' in an object
@@ -365,7 +392,7 @@ func scanJSON(b []byte, minLen int, members *[]jsonMember, names keyNames) ([]js
 				return nil, false
 			}
 			if lit := b[i+1 : end-1]; bytes.IndexByte(lit, '\\') < 0 {
-				lastKey = names.name(lit) // no escapes: the bytes are the key
+				lastKey = cache.name(lit, names) // no escapes: the bytes are the key
 			} else if err := json.Unmarshal(b[i:end], &lastKey); err != nil {
 				lastKey = ""
 			}
@@ -376,7 +403,10 @@ func scanJSON(b []byte, minLen int, members *[]jsonMember, names keyNames) ([]js
 			if i >= len(b) || b[i] != ':' {
 				return nil, false
 			}
-			i++
+			i = skipJSONSpace(b, i+1)
+			if members != nil && len(objects) == 1 {
+				(*members)[len(*members)-1].Value = i
+			}
 			state = wantValue
 		case wantNext:
 			lastKey = ""
@@ -505,14 +535,17 @@ func jsonStringEnd(b []byte, i int) (int, bool) {
 // character. Non-zero iff there is one; the lowest set bit is the high bit
 // of the first. Each test is the classic "has a zero byte" bit trick:
 // (x - 0x01..) & ^x & 0x80.. is non-zero iff some byte of x is zero, and
-// with 0x20.. in place of 0x01.. iff some byte is below 0x20. A borrow
+// with 0x21.. in place of 0x01.. iff some byte is below 0x21. A borrow
 // only runs upward from a byte that is itself marked, so a byte above the
 // first marked one may be marked wrongly, never one below it: the lowest
-// mark of each test, and so of the three together, is exact.
+// mark of each test, and so of the two together, is exact. The quote and
+// the control characters are one test: flipping bit 1 (x ^ 0x02..) makes
+// the quote 0x20 and keeps the control characters below 0x20, and every
+// other byte at 0x21 or above.
 func specialBytes(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	quote, backslash := w^(ones*'"'), w^(ones*'\\')
-	return ((quote-ones)&^quote | (backslash-ones)&^backslash | (w-ones*0x20)&^w) & highs
+	low, backslash := w^(ones*0x02), w^(ones*'\\')
+	return ((low-ones*0x21)&^low | (backslash-ones)&^backslash) & highs
 }
 
 // jsonNumberEnd returns the index just past the number starting at b[i]:

@@ -163,23 +163,6 @@ func (r *Rook) subagentsRunningOn(s eventlog.ID, end uint64, before, after func(
 	return out, nil
 }
 
-// eventsFrom calls f with each event of session id from seq from on,
-// until it returns false.
-func (r *Rook) eventsFrom(id eventlog.ID, from uint64, f func(eventlog.Event) bool) error {
-	for {
-		evs, err := r.Log.Read(id, from, 1024)
-		if err != nil || len(evs) == 0 {
-			return err
-		}
-		for _, ev := range evs {
-			if !f(ev) {
-				return nil
-			}
-		}
-		from = evs[len(evs)-1].Seq + 1
-	}
-}
-
 // agentNote is one thing an event says of a subagent's run: of agent
 // (its agentId), whether it runs (else it stopped); of a notice, its
 // form (queued, or given to the model) and status.

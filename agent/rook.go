@@ -714,14 +714,27 @@ func taggedName(m eventlog.Meta, prefix string, bare bool) (string, bool) {
 // eachEvent calls f with each of a session's events in order, a page at a
 // time, and stops at the first error f returns.
 func (r *Rook) eachEvent(id eventlog.ID, f func(eventlog.Event) error) error {
-	for from := uint64(0); ; {
+	var ferr error
+	if err := r.eventsFrom(id, 0, func(ev eventlog.Event) bool {
+		ferr = f(ev)
+		return ferr == nil
+	}); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// eventsFrom calls f with each event of session id from seq from on, a
+// page at a time, until it returns false.
+func (r *Rook) eventsFrom(id eventlog.ID, from uint64, f func(eventlog.Event) bool) error {
+	for {
 		evs, err := r.Log.Read(id, from, contextPage)
 		if err != nil {
 			return err
 		}
 		for _, ev := range evs {
-			if err := f(ev); err != nil {
-				return err
+			if !f(ev) {
+				return nil
 			}
 		}
 		if len(evs) < contextPage {

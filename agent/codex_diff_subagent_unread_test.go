@@ -66,17 +66,7 @@ func TestCodexDiffNotesASubagentThatDoesNotRead(t *testing.T) {
 				if err != nil || len(evs) != 1 || evs[0].Kind != eventlog.KindToolCall {
 					t.Fatalf("the subagent's patch call: %v, %+v", err, evs)
 				}
-				damageRecordOf(t, r, evs[0].Body)
-				if tc.how == "missing" {
-					// The rebuilt index leaves the damaged record out.
-					if err := os.Remove(filepath.Join(home, cas.IndexDir, cas.IndexFile)); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if r, err = Open(home, Options{FS: vfs.OS, Writable: true}); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { r.Close() })
+				r = damagedStore(t, r, evs[0].Body, tc.how)
 			}
 			got, patch, d := diffFiles(t, r, p)
 			if len(got) != 1 || got["n.txt"] != "added" || !strings.Contains(patch, "+1\n+B\n") {

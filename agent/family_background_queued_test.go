@@ -70,30 +70,7 @@ func TestRewindFamilyBackgroundNoticeQueuedOnlyItsDeliveryPassedOver(t *testing.
 		{"resumed, queued and given again", then(queued, given, sendMessage, queued), given, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r, e, parent, sub := claudeBackground(t, false, c.mid, c.end)
-			rd := func() string {
-				return readFileT(t, filepath.Join(e.ws, "a.txt")) + readFileT(t, filepath.Join(e.ws, "b.txt"))
-			}
-			if _, err := r.RemoveSession(sub); err != nil {
-				t.Fatal(err)
-			}
-			to := eventOf(t, r, parent, `"content":"again"`)
-			_, err := r.Rewind(parent, to, false)
-			if c.refused {
-				if err == nil || !strings.Contains(err.Error(), "subagent a1b2c3d, whose") {
-					t.Fatalf("rewind to %d: err %v, files now %q, want a refusal naming a1b2c3d", to, err, rd())
-				}
-				if got := rd(); got != "A2\nB1\n" {
-					t.Fatalf("files after the refusal: %q", got)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("rewind to %d: %v", to, err)
-			}
-			if got := rd(); got != "A1\nB1\n" {
-				t.Fatalf("files: %q", got)
-			}
+			rewindWithoutBackground(t, false, c.mid, c.end, c.refused)
 		})
 	}
 }

@@ -191,30 +191,7 @@ func TestRewindFamilyBackgroundSubagentNotified(t *testing.T) {
 		{"resumed and notified before the point", false, then(notices("user", "completed"), sendMessage, notices("user", "completed")), nil, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r, e, parent, sub := claudeBackground(t, c.textOnly, c.mid, c.end)
-			rd := func() string {
-				return readFileT(t, filepath.Join(e.ws, "a.txt")) + readFileT(t, filepath.Join(e.ws, "b.txt"))
-			}
-			if _, err := r.RemoveSession(sub); err != nil {
-				t.Fatal(err)
-			}
-			to := eventOf(t, r, parent, `"content":"again"`)
-			_, err := r.Rewind(parent, to, false)
-			if c.refused {
-				if err == nil || !strings.Contains(err.Error(), "subagent a1b2c3d, whose") {
-					t.Fatalf("rewind to %d: err %v, files now %q, want a refusal naming a1b2c3d", to, err, rd())
-				}
-				if got := rd(); got != "A2\nB1\n" {
-					t.Fatalf("files after the refusal: %q", got)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("rewind to %d: %v", to, err)
-			}
-			if got := rd(); got != "A1\nB1\n" {
-				t.Fatalf("files: %q", got)
-			}
+			rewindWithoutBackground(t, c.textOnly, c.mid, c.end, c.refused)
 		})
 	}
 }
@@ -260,5 +237,37 @@ func TestRewindFamilyNestedBackgroundSubagentRunsOn(t *testing.T) {
 				t.Fatalf("rewind to %d: %v", to, err)
 			}
 		})
+	}
+}
+
+// rewindWithoutBackground imports claudeBackground's session (textOnly,
+// mid, end), removes its background subagent, and rewinds to the prompt
+// "again": refused, naming the subagent, the files as they were (A2,
+// B1); else a.txt put back (A1).
+func rewindWithoutBackground(t *testing.T, textOnly bool, mid, end func(e *editTranscript) []string, refused bool) {
+	t.Helper()
+	r, e, parent, sub := claudeBackground(t, textOnly, mid, end)
+	rd := func() string {
+		return readFileT(t, filepath.Join(e.ws, "a.txt")) + readFileT(t, filepath.Join(e.ws, "b.txt"))
+	}
+	if _, err := r.RemoveSession(sub); err != nil {
+		t.Fatal(err)
+	}
+	to := eventOf(t, r, parent, `"content":"again"`)
+	_, err := r.Rewind(parent, to, false)
+	if refused {
+		if err == nil || !strings.Contains(err.Error(), "subagent a1b2c3d, whose") {
+			t.Fatalf("rewind to %d: err %v, files now %q, want a refusal naming a1b2c3d", to, err, rd())
+		}
+		if got := rd(); got != "A2\nB1\n" {
+			t.Fatalf("files after the refusal: %q", got)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("rewind to %d: %v", to, err)
+	}
+	if got := rd(); got != "A1\nB1\n" {
+		t.Fatalf("files: %q", got)
 	}
 }

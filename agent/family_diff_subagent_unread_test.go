@@ -79,18 +79,7 @@ func unreadSubagent(t *testing.T, r *Rook, sub eventlog.ID, how, way string) (*R
 	if body == nil {
 		t.Fatalf("no edit result in the subagent's events: %+v", evs)
 	}
-	damageRecordOf(t, r, *body)
-	if how == "missing" {
-		// The rebuilt index leaves the damaged record out.
-		if err := os.Remove(filepath.Join(home, cas.IndexDir, cas.IndexFile)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if r, err = Open(home, Options{FS: vfs.OS, Writable: true}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r, way
+	return damagedStore(t, r, *body, how), way
 }
 
 // A Claude Code subagent's session that cannot be read (its log's header

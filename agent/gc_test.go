@@ -11,6 +11,7 @@ import (
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 func TestGCFreesWhatARemovedSessionAloneHeld(t *testing.T) {
@@ -277,6 +278,26 @@ func damageRecordOf(t *testing.T, r *Rook, id cas.Key) string {
 		t.Fatal(err)
 	}
 	return home
+}
+
+// damagedStore damages the record holding id (damageRecordOf) and opens
+// the store again: how "missing" rebuilds the index without it (the
+// object gone from the store), else it stays, corrupt.
+func damagedStore(t *testing.T, r *Rook, id cas.Key, how string) *Rook {
+	t.Helper()
+	home := damageRecordOf(t, r, id)
+	if how == "missing" {
+		// The rebuilt index leaves the damaged record out.
+		if err := os.Remove(filepath.Join(home, cas.IndexDir, cas.IndexFile)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := Open(home, Options{FS: vfs.OS, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }
 
 // Content addressing keeps the kind of an object's first put: a capture

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,17 +88,7 @@ func unreadObject(t *testing.T, r *Rook, id eventlog.ID, obj cas.Key, how, way s
 		t.Fatal(err)
 	}
 	way = strings.NewReplacer("ID", id.String(), "PATH", ShellQuote(m.Source.Path)).Replace(way)
-	home := damageRecordOf(t, r, obj)
-	if how == "missing" {
-		// The rebuilt index leaves the damaged record out.
-		if err := os.Remove(filepath.Join(home, cas.IndexDir, cas.IndexFile)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if r, err = Open(home, Options{FS: vfs.OS, Writable: true}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r = damagedStore(t, r, obj, how)
 	if _, err := r.Store.Get(obj); err == nil {
 		t.Fatalf("object %s reads after the damage", cas.Short(obj))
 	}

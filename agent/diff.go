@@ -125,7 +125,9 @@ type SessionDiff struct {
 	// (transcript_own_unread.go); and of its own Task results (an
 	// imported Codex session's spawn_agent outputs) that cannot be read,
 	// which may name a subagent not imported, each in a note
-	// (unreadTaskResult).
+	// (unreadTaskResult); and of its captures of Claude Code file backups
+	// holding a file's state before the session whose object does not
+	// read, each in a note, its file in Uncompared (backup_unread.go).
 	UnreadEvents []uint64 `json:"unread_events,omitempty"`
 }
 
@@ -437,7 +439,7 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 			}
 			for p, f := range m.Files {
 				if _, ok := st.First[p]; !ok && !afterLost(p) {
-					st.First[p] = Change{Path: p, File: f, backup: m.Label == captureBackupsLabel}
+					st.First[p] = Change{Path: p, File: f, backup: m.Label == captureBackupsLabel, capture: eventAt{id, ev.Seq}}
 					st.seq[p] = ev.Seq
 				}
 			}
@@ -551,6 +553,17 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
+	// unreadBackups: the files whose state before is a Claude Code file
+	// backup that does not read, left out (backup_unread.go).
+	var unreadBackups []unreadBackup
+	unreadOld := func(p string, err error) bool {
+		u, ok := unreadBackupOf(first[p], err)
+		if ok {
+			unreadBackups = append(unreadBackups, u)
+			d.Uncompared = append(d.Uncompared, UncomparedFile{Path: p, Error: u.why(id)})
+		}
+		return ok
+	}
 	for _, p := range paths {
 		base, had := first[p].File, !first[p].Remove
 		// Under a link in place of a captured directory: gone (and no
@@ -615,12 +628,18 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 			fc.NoBody, fc.Reason = true, fmt.Sprintf("larger than %d KiB", MaxDiffBytes>>10)
 			if w != nil {
 				if df.OldBlob, df.NewBlob, err = r.unreadBlobs(first[p], had, real, p, cur); err != nil {
+					if had && unreadOld(p, err) {
+						continue
+					}
 					return d, err
 				}
 			}
 		default:
 			if had {
 				if df.Old, err = r.changeData(first[p]); err != nil {
+					if unreadOld(p, err) {
+						continue
+					}
 					return d, fmt.Errorf("%s: its captured copy is unreadable: %w", p, err)
 				}
 			}
@@ -648,6 +667,12 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		d.Added += fc.Added
 		d.Removed += fc.Removed
 		d.Files = append(d.Files, fc)
+	}
+	if len(unreadBackups) > 0 {
+		// Said first, with the session's own events that do not read.
+		notes, seqs := r.unreadBackupNotes(id, unreadBackups)
+		d.Notes = append(notes, d.Notes...)
+		d.UnreadEvents = slices.Compact(slices.Sorted(slices.Values(append(d.UnreadEvents, seqs...))))
 	}
 	return d, nil
 }
@@ -791,7 +816,7 @@ func (st *firstStates) takeLate(r *Rook, late []lateCapture, from uint64, unknow
 			st.seq[p] = at
 		}
 		for p, f := range m.Files {
-			take(p, Change{Path: p, File: f, backup: m.Label == captureBackupsLabel})
+			take(p, Change{Path: p, File: f, backup: m.Label == captureBackupsLabel, capture: eventAt{lc.of, ev.Seq}})
 		}
 		for _, p := range m.Absent {
 			take(p, Change{Path: p, Remove: true})

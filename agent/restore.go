@@ -40,6 +40,10 @@ type Change struct {
 	// capture is a placeholder; the backups' own say nothing either: 0777
 	// on some systems).
 	backup bool
+	// capture: the event whose capture holds the state (its session, a
+	// fork's ancestor's for a late capture it takes: forkLate), which a
+	// diff or a rewind names when its copy does not read (backup_unread.go).
+	capture eventAt
 	// A rewind writes over a swap a tool made between a file and a
 	// directory (planRestore, swap): clearTree, the directory tree now at
 	// Path goes first; clearFile, the file (or link) now where a directory
@@ -424,7 +428,7 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 		} else {
 			data, err := r.changeData(c)
 			if err != nil {
-				return nil, fmt.Errorf("cannot restore %s: its captured copy is unreadable: %w", c.Path, err)
+				return nil, &unreadCopyError{c: c, err: err}
 			}
 			c.data = data
 			fi, err := os.Lstat(abs)

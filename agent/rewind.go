@@ -365,6 +365,14 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 				return rep, fmt.Errorf("%w: nothing changed (put it back where it was; --keep-files rewinds the conversation only)", err)
 			}
 			if plan, err = r.planRestore(root, changes, st.wasDir, true); err != nil {
+				// A file's state at the point a Claude Code file backup
+				// that does not read: not known (backup_unread.go).
+				var uc *unreadCopyError
+				if errors.As(err, &uc) {
+					if refusal := r.unreadBackupRefusal(id, uc); refusal != nil {
+						return rep, refusal
+					}
+				}
 				return rep, nothingDone(err, "nothing changed")
 			}
 			if err := plan.pruneDirs(st.Prune); err != nil {

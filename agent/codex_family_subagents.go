@@ -243,6 +243,15 @@ func perSession[T any](lf importedFamily, read func(eventlog.ID) T) func(eventlo
 // that names the subagent's thread (send_input, resume_agent, whatever
 // it is called, or a shell's `codex resume`) starts it again.
 //
+// A close of one of its ancestors ends it too (codexCloseOf,
+// codexAncestorThreads): Codex's close_agent closes the open descendants
+// of its target, and a call that starts the ancestor again does not
+// start it (resume_agent_from_rollout, codex-rs/core/src/agent/control.rs,
+// restores only the descendants whose spawn edge is open, and the close
+// marked them closed; control_tests.rs
+// resume_agent_from_rollout_does_not_reopen_v2_descendants); a call that
+// names it does, as above.
+//
 // A MultiAgentV2 subagent (codex_family_subagents_v2.go) is named by its
 // path: a close_agent whose target, resolved from the path of the
 // session whose call it is, is its path, and whose output reads (its
@@ -250,7 +259,18 @@ func perSession[T any](lf importedFamily, read func(eventlog.ID) T) func(eventlo
 // session's rollout last holds before it (a path is free again once
 // closed), or, the session's rollout holding none, the family's one spawn
 // of it (of two or more, which one it closed is not known: none). A close
-// by a thread id does not name it (its thread is not known). A
+// by a thread id does not name it: no output of the family says a v2
+// agent's thread (spawn_agent answers its path and nickname,
+// multi_agents_v2/spawn.rs; list_agents its path, or its thread only
+// when it has none, list_agents.rs; wait_agent a message and
+// timed_out; close_agent its previous_status), and its own
+// session_meta, which does, is what is missing (its subagents' name it
+// as their parent_thread_id, but their parent not imported, nothing links
+// them to the family). The Collab*End events that carry thread ids are
+// written to a rollout only in its extended persistence mode, and not
+// read. A close of an ancestor does end it, as a v1 subagent's
+// (codexCloseOf): by a path its own is below, or by its spawner's
+// thread, or up, which their imported rollouts say. A
 // send_message or followup_task (which load it again) or an
 // interrupt_agent whose target resolves to its path starts again the
 // spawn that holds the path then, as a close ends it (of two or more
@@ -321,6 +341,18 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 		return k, k != ""
 	}
 	agentOf := r.codexAgents(lf)
+	// A close that reads as Codex's close_agent of today's does
+	// (codexCloseOf) closes its target's open descendants too: each
+	// missing spawn also ends at a close of one of its ancestors, by
+	// thread (up), or, of a MultiAgentV2 one, by a path its own is below
+	// (pathCloses, held to its spawner's holding that path then).
+	up := codexAncestorThreads(miss, agentOf, append(append([]eventlog.ID{}, lf.line...), lf.members...))
+	type pathClose struct {
+		key, path, output string
+		at                time.Time
+	}
+	var pathCloses []pathClose
+	spawnedAt := map[string][]time.Time{} // v2: the times of the spawn outputs of each path
 	// said is what one call (a restart), or one output (a close), says
 	// of th.
 	type said struct {
@@ -410,18 +442,40 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 					for _, p := range r.codexPayloads(ev.Body, need...) {
 						for _, path := range codexSpawnedTasks(p.Output) {
 							last[path] = codexTaskKey(path, p.CallID, s, ev.Seq)
+							spawnedAt[path] = append(spawnedAt[path], ev.Time)
 						}
 					}
 				case ev.Kind == eventlog.KindToolResult && codexCollabEnd[ev.Label]:
 					for _, p := range r.codexPayloads(ev.Body) {
-						if p.CallID == "" || !codexCloseRead(p.Output) {
+						closed, descendants := codexCloseOf(p.Output)
+						if p.CallID == "" || !closed {
 							continue // (its call's arguments not known; no close)
 						}
-						if th := codexArgID(args[p.CallID]); want[th] {
-							hear(th, "output "+p.CallID, said{at: ev.Time})
+						target := codexArgID(args[p.CallID])
+						if want[target] {
+							hear(target, "output "+p.CallID, said{at: ev.Time})
 						}
-						path, ok := codexResolveTarget(caller, codexArgID(args[p.CallID]))
-						if !ok || tasks[path] == nil {
+						if descendants && target != "" {
+							for k, threads := range up {
+								if slices.Contains(threads, target) {
+									hear(k, "output "+p.CallID, said{at: ev.Time})
+								}
+							}
+						}
+						path, ok := codexResolveTarget(caller, target)
+						if !ok {
+							continue
+						}
+						if descendants && path != "/root" {
+							for below, keys := range tasks {
+								if strings.HasPrefix(below, path+"/") {
+									for _, k := range keys {
+										pathCloses = append(pathCloses, pathClose{key: k, path: path, output: "output " + p.CallID, at: ev.Time})
+									}
+								}
+							}
+						}
+						if tasks[path] == nil {
 							continue
 						}
 						if k, known := holder(last, path); known && slices.Contains(tasks[path], k) {
@@ -432,6 +486,26 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 			}
 			from = evs[len(evs)-1].Seq + 1
 		}
+	}
+	// A close of a path a missing spawn's is below closes its ancestor
+	// only while that ancestor holds it: from the spawn on, no spawn of
+	// that path before the close (a path is given again only once its
+	// agent is closed, which closed the descendant then, as far as it
+	// was open; a copy of a spawn in a fork's lines, which bears the
+	// fork's time, counts too: then it is not known, and it ends nothing).
+	spawnAt := map[string]time.Time{}
+	for _, sp := range miss {
+		spawnAt[sp.key()] = sp.at
+	}
+	for _, pc := range pathCloses {
+		from := spawnAt[pc.key]
+		if from.IsZero() || pc.at.Before(from) {
+			continue
+		}
+		if slices.ContainsFunc(spawnedAt[pc.path], func(t time.Time) bool { return t.After(from) && t.Before(pc.at) }) {
+			continue
+		}
+		hear(pc.key, pc.output, said{at: pc.at})
 	}
 	ends := map[string]time.Time{}
 	for _, sp := range miss {
@@ -469,9 +543,18 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 	return ends, nil
 }
 
-// codexCloseRead says whether a close_agent output says it closed its
-// target: its status (previous_status) reads, and is not "not_found".
-func codexCloseRead(output json.RawMessage) bool {
+// codexCloseOf says whether a close_agent output says it closed its
+// target: its status (previous_status) reads, and is not "not_found";
+// and whether it closed the target's open descendants too: Codex's
+// close_agent that answers {"previous_status": ...} does
+// (codex-rs/core/src/tools/handlers/multi_agents/close_agent.rs and
+// multi_agents_v2/close_agent.rs call AgentControl::close_agent_v1,
+// codex-rs/core/src/agent/control/legacy.rs: "Permanently close a V1
+// agent and all open descendants", each spawn edge below it marked
+// closed), where an older one, answering {"status": ...}
+// (tools/handlers/collab.rs, multi_agents.rs), shut down its target
+// alone (AgentControl::shutdown_agent).
+func codexCloseOf(output json.RawMessage) (closed, descendants bool) {
 	var res struct {
 		Status         json.RawMessage `json:"status"`
 		PreviousStatus json.RawMessage `json:"previous_status"`
@@ -484,14 +567,46 @@ func codexCloseRead(output json.RawMessage) bool {
 		}
 	}
 	if !read {
-		return false
+		return false, false
 	}
 	st := res.PreviousStatus
 	if len(st) == 0 {
 		st = res.Status
 	}
 	kind, _, ok := codexAgentStatus(st)
-	return ok && kind != "not_found"
+	closed = ok && kind != "not_found"
+	return closed, closed && len(res.PreviousStatus) > 0
+}
+
+// codexAncestorThreads are, of each missing spawn of miss (by key) whose
+// output is in its session's own lines (codexAgent.own: not a copy of
+// another thread's) and whose call's time is read, the threads whose
+// close closes it too: its spawner, that session's thread, then the
+// thread that spawned that one (its session_meta's thread_spawn), and
+// so on up, as far as the family's sessions (sessions) say.
+func codexAncestorThreads(miss []missingSubagent, agentOf func(eventlog.ID) codexAgent, sessions []eventlog.ID) map[string][]string {
+	byThread := map[string]codexAgent{}
+	for _, s := range sessions {
+		if a := agentOf(s); a.thread != "" {
+			byThread[a.thread] = a
+		}
+	}
+	up := map[string][]string{}
+	for _, sp := range miss {
+		if sp.unread != nil || sp.at.IsZero() || sp.session.IsZero() {
+			continue
+		}
+		a := agentOf(sp.session)
+		if !a.own || a.thread == "" {
+			continue
+		}
+		chain := []string{a.thread}
+		for th := a.spawner; th != "" && !slices.Contains(chain, th) && len(chain) < maxFamily; th = byThread[th].spawner {
+			chain = append(chain, th)
+		}
+		up[sp.key()] = chain
+	}
+	return up
 }
 
 // codexNamesTask says whether collab call p (one of

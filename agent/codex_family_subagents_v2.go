@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
+	"time"
 
 	json "github.com/go-json-experiment/json/v1"
 
@@ -54,9 +56,17 @@ import (
 // agent: its thread, the thread that spawned it (if one did), and its
 // MultiAgentV2 path: "/root" for a session no thread_spawn with a path
 // made (as Codex resolves a reference of such a caller), "" when its
-// session_meta does not read.
+// session_meta does not read; and when its session_meta was written
+// (zero when it does not read). spawner is the thread its source's
+// thread_spawn names (parent is that of the metadata, a fork's too), and
+// own says its rollout's lines are all its own: neither a Codex fork's
+// nor a subagent's that begins with a copy of its parent's
+// (Source.CopiesParent), so a spawn in them is its own.
 type codexAgent struct {
 	thread, parent, path string
+	started              time.Time
+	spawner              string
+	own                  bool
 }
 
 // codexAgentOf reads imported session s's metadata and session_meta: a
@@ -81,13 +91,18 @@ func (r *Rook) codexAgentOf(s eventlog.ID) codexAgent {
 			var l struct {
 				Type    string `json:"type"`
 				Payload struct {
-					Source    json.RawMessage `json:"source"`
-					AgentPath json.RawMessage `json:"agent_path"`
+					Source       json.RawMessage `json:"source"`
+					AgentPath    json.RawMessage `json:"agent_path"`
+					ForkedFromID json.RawMessage `json:"forked_from_id"`
 				} `json:"payload"`
 			}
 			if json.Unmarshal(entryBytes(trimNewline(line)), &l) != nil || l.Type != "session_meta" {
 				continue
 			}
+			_, a.spawner = codexSubagent(l.Payload.Source)
+			// (A fork's lines begin with its parent's, whether or not rook
+			// holds that parent.)
+			a.own = !ImportedFork(m) && !m.Source.CopiesParent && rawString(l.Payload.ForkedFromID) == ""
 			a.path = codexAgentPath(l.Payload.Source)
 			if a.path == "" {
 				a.path = rawString(l.Payload.AgentPath)
@@ -95,6 +110,7 @@ func (r *Rook) codexAgentOf(s eventlog.ID) codexAgent {
 			if !codexCanonical(a.path) {
 				a.path = "/root"
 			}
+			a.started = ev.Time
 			return a
 		}
 	}
@@ -320,4 +336,93 @@ func codexTaskHint(s missingSubagent) string {
 		by = fmt.Sprintf(", spawned by thread %s or one whose lines that thread's rollout copies (%s)", s.spawners[0], strings.Join(s.spawners[1:], ", "))
 	}
 	return fmt.Sprintf("its rollout is the one whose session_meta names agent_path %s%s (a MultiAgentV2 spawn_agent output names its task, not its thread, which names the file: Codex writes it under ~/.codex/sessions/YYYY/MM/DD as rollout-*-<its thread id>.jsonl, .zst too)", s.agent, by)
+}
+
+// codexTaskChildren are, by the seq of the spawn_agent output of session
+// id that spawned it, the imported subagents among id's children of the
+// MultiAgentV2 paths of paths, for show to link (linkSubagents): a
+// thread_spawn child of the path whose parent thread is one whose lines
+// id's rollout may hold (codexLineage), as codexHeldTasks holds a spawn
+// to be held. A path is free again once its agent is closed, and Codex
+// gives it to the next spawn only then, so the spawns of a path in id's
+// rollout, in order, spawned its children in the order they started
+// (their session_meta's time): each is linked to its own. When the
+// children of a path are not as many as its spawns (one's rollout not
+// imported, or removed since), which spawn's is missing is not known, as
+// for a rewind (codexHeldTasks): none of that path is linked; nor when
+// two started at one time. A show of a page with such an output reads
+// the spawn_agent outputs of the whole session: only when id has a
+// child of its path.
+func (r *Rook) codexTaskChildren(id eventlog.ID, paths map[string]bool) map[uint64]eventlog.ID {
+	kids, err := r.Log.Children(id)
+	if err != nil {
+		return nil
+	}
+	lineage := r.codexLineage(id)
+	newest := map[string]eventlog.ID{} // a thread's session: of two (imported again), the newest
+	agents := map[eventlog.ID]codexAgent{}
+	for _, m := range kids {
+		if ImportedFork(m) {
+			continue
+		}
+		a := r.codexAgentOf(m.ID)
+		if !paths[a.path] || a.parent == "" || !slices.Contains(lineage, a.parent) {
+			continue
+		}
+		if prev, ok := newest[a.thread]; !ok || prev.String() < m.ID.String() {
+			newest[a.thread] = m.ID
+			agents[m.ID] = a
+		}
+	}
+	held := map[string][]eventlog.ID{} // by path
+	for _, s := range newest {
+		held[agents[s].path] = append(held[agents[s].path], s)
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	spawns := map[string][]uint64{} // by path, in order
+	for from := uint64(0); ; {
+		evs, err := r.Log.Read(id, from, 1024)
+		if err != nil {
+			return nil
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for _, ev := range evs {
+			if ev.Kind != eventlog.KindToolResult || ev.Label != "spawn_agent" {
+				continue
+			}
+			for _, p := range r.codexPayloads(ev.Body) {
+				for _, path := range codexSpawnedTasks(p.Output) {
+					if held[path] != nil && !slices.Contains(spawns[path], ev.Seq) {
+						spawns[path] = append(spawns[path], ev.Seq)
+					}
+				}
+			}
+		}
+		from = evs[len(evs)-1].Seq + 1
+	}
+	out := map[uint64]eventlog.ID{}
+	for path, ss := range held {
+		seqs := spawns[path]
+		if len(seqs) != len(ss) {
+			continue
+		}
+		sort.Slice(ss, func(i, j int) bool { return agents[ss[i]].started.Before(agents[ss[j]].started) })
+		ordered := true
+		for i := range ss {
+			if agents[ss[i]].started.IsZero() || i > 0 && !agents[ss[i-1]].started.Before(agents[ss[i]].started) {
+				ordered = false
+			}
+		}
+		if !ordered {
+			continue
+		}
+		for i, seq := range seqs {
+			out[seq] = ss[i]
+		}
+	}
+	return out
 }

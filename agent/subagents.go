@@ -119,41 +119,64 @@ func (r *Rook) sessionChildren(id eventlog.ID) map[string]eventlog.ID {
 // linkSubagents sets, on each imported tool result of the page that
 // reports a subagent, the child session the subagent's transcript was
 // imported as (Children), and on the call it answers when that is in the
-// page too. The session's children are looked up only when the page
-// reports a subagent.
+// page too: by the source id the result names, or, of a Codex
+// MultiAgentV2 spawn_agent output, which names a path and no thread, the
+// child of that path its spawn is matched to (codexTaskChildren). The
+// session's children are looked up only when the page reports a
+// subagent.
 func (r *Rook) linkSubagents(id eventlog.ID, page []EventView, refs []toolCallRefs) {
 	reports := false
+	paths := map[string]bool{}
 	for i, v := range page {
-		if v.Kind == eventlog.KindToolResult && len(refs[i].subagents) > 0 {
+		if v.Kind != eventlog.KindToolResult {
+			continue
+		}
+		if len(refs[i].subagents) > 0 {
 			reports = true
 		}
+		if v.Label == "spawn_agent" {
+			for _, p := range refs[i].tasks {
+				paths[p] = true
+			}
+		}
 	}
-	if !reports {
+	if !reports && len(paths) == 0 {
 		return
 	}
-	children := r.sessionChildren(id)
-	if len(children) == 0 {
+	var children map[string]eventlog.ID
+	if reports {
+		children = r.sessionChildren(id)
+	}
+	var spawned map[uint64]eventlog.ID
+	if len(paths) > 0 {
+		spawned = r.codexTaskChildren(id, paths)
+	}
+	if len(children) == 0 && len(spawned) == 0 {
 		return
 	}
 	at := make(map[uint64]int, len(page))
 	for i, v := range page {
 		at[v.Seq] = i
 	}
+	link := func(i int, child eventlog.ID) {
+		page[i].Children = appendUnique(page[i].Children, child)
+		for _, c := range page[i].Calls {
+			if j, ok := at[c]; ok {
+				page[j].Children = appendUnique(page[j].Children, child)
+			}
+		}
+	}
 	for i := range page {
 		if page[i].Kind != eventlog.KindToolResult {
 			continue
 		}
 		for _, ref := range refs[i].subagents {
-			child, ok := children[ref]
-			if !ok {
-				continue
+			if child, ok := children[ref]; ok {
+				link(i, child)
 			}
-			page[i].Children = appendUnique(page[i].Children, child)
-			for _, c := range page[i].Calls {
-				if j, ok := at[c]; ok {
-					page[j].Children = appendUnique(page[j].Children, child)
-				}
-			}
+		}
+		if child, ok := spawned[page[i].Seq]; ok {
+			link(i, child)
 		}
 	}
 }

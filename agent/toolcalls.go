@@ -17,8 +17,10 @@ const callLookBack = 256
 // ids of the calls they make (calls) or answer (results), Claude Code's
 // tool_use block id and tool_result tool_use_id, Codex's call_id of a
 // call and of its output; and the subagents a result reports
-// (subagentRefs), for linkSubagents. One decode of each line gives all.
-type toolCallRefs struct{ calls, results, subagents []string }
+// (subagentRefs), and the MultiAgentV2 paths a Codex output names
+// (codexSpawnedTasks), for linkSubagents. One decode of each line gives
+// all.
+type toolCallRefs struct{ calls, results, subagents, tasks []string }
 
 // toolCallIDs reads the toolCallRefs of an imported event's lines.
 func toolCallIDs(body []byte) toolCallRefs {
@@ -54,6 +56,11 @@ func toolCallIDs(body []byte) toolCallRefs {
 		}
 		for _, a := range subagentRefs(l.ToolUseResult, typ, output) {
 			refs.subagents = appendUnique(refs.subagents, a)
+		}
+		if codexOutputs[typ] {
+			for _, path := range codexSpawnedTasks(output) {
+				refs.tasks = appendUnique(refs.tasks, path)
+			}
 		}
 		var blocks []struct {
 			Type      string `json:"type"`

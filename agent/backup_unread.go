@@ -24,7 +24,8 @@ import (
 // event, why and what to do, the rest compared; a rewind refuses before
 // it writes anything or makes a fork (planRestore reads every copy it
 // will write first), naming the file, the event, why and what to do, or
-// --keep-files. A capture a session made itself (`rook session capture`,
+// --keep-files; one whose file already holds the backup's bytes writes
+// nothing there, so needs no copy (holdsState), and goes. A capture a session made itself (`rook session capture`,
 // a checkpoint) is not one: its copy that does not read still fails the
 // diff, as it did.
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
@@ -233,6 +234,76 @@ func TestClaudeRewindPassesABackupItDoesNotNeed(t *testing.T) {
 				t.Fatalf("rewind that does not need the backup: %v", err)
 			}
 			backupFiles(t, h, "A0 B0")
+		})
+	}
+}
+
+// untouchedSince fails unless the file at p is still the one before was
+// read from: the same inode, with the same modification time (a copy
+// written and renamed over it is another).
+func untouchedSince(t *testing.T, p string, before os.FileInfo) {
+	t.Helper()
+	now, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, now) || !now.ModTime().Equal(before.ModTime()) {
+		t.Fatalf("%s was written again (inode or mtime changed: %v, before %v)", p, now.ModTime(), before.ModTime())
+	}
+}
+
+// oldFile makes the file at p look written long ago (so that a rewrite
+// shows in its mtime), and returns what the file system says of it.
+func oldFile(t *testing.T, p string) os.FileInfo {
+	t.Helper()
+	old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi
+}
+
+// A rewind to before b@v1's capture needs b.txt's state then, and refused
+// when that backup did not read even when b.txt held it already (put back
+// by hand, say), so that nothing had to be written. The file on disk is
+// looked at first: holding the state, it needs no copy, and is left as it
+// is (not written again); a.txt is put back. With a.txt as it was then
+// too, no file changed. A b.txt that differs still refuses, as before.
+func TestClaudeRewindNeedsNoBackupTheFileHolds(t *testing.T) {
+	for _, tc := range backupUnreadCases {
+		t.Run(tc.how, func(t *testing.T) {
+			h, r, id, caps := backupsApart(t)
+			r, way := unreadObject(t, r, id, cas.ID([]byte(backupText("B0"))), tc.how, tc.way)
+			_, err := r.Rewind(id, 0, false)
+			backupRefusal(t, err, id, caps[0], way)
+			backupFiles(t, h, "A1 B2")
+
+			b := filepath.Join(h.ws, "b.txt")
+			if err := os.WriteFile(b, []byte(backupText("B0")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := oldFile(t, b)
+			rep, err := r.Rewind(id, 0, false)
+			if err != nil {
+				t.Fatalf("rewind with b.txt as its backup says: %v", err)
+			}
+			backupFiles(t, h, "A0 B0")
+			untouchedSince(t, b, before)
+			if rep.FilesRestored != 1 || !rep.DiskChanged {
+				t.Fatalf("restored %d (disk changed %v), want a.txt alone", rep.FilesRestored, rep.DiskChanged)
+			}
+			rep, err = r.Rewind(id, 0, false)
+			if err != nil {
+				t.Fatalf("rewind with every file as it was then: %v", err)
+			}
+			untouchedSince(t, b, before)
+			if rep.FilesRestored != 0 || rep.DiskChanged || rep.Undo != "" {
+				t.Fatalf("every file as it was then: restored %d, disk changed %v, undo %q", rep.FilesRestored, rep.DiskChanged, rep.Undo)
+			}
 		})
 	}
 }

@@ -432,6 +432,11 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 		// A mode, or a file where a link goes back, is overwritten too,
 		// even when the bytes are the same.
 		differs := ok && (c.Remove || cur.ID != c.File.ID || !c.File.Mode.matches(cur.Mode))
+		if c.held && (differs || !ok) {
+			// As the checkpoint holds it when planned, its copy not read:
+			// changed since, there is nothing to write it with.
+			return rep, fmt.Errorf("%w: nothing written", heldChanged(c.Path))
+		}
 		changes = changes || differs
 		if differs || (!ok && !c.Remove) {
 			touched = append(touched, c.Path)

@@ -44,6 +44,11 @@ type Change struct {
 	// fork's ancestor's for a late capture it takes: forkLate), which a
 	// diff or a rewind names when its copy does not read (backup_unread.go).
 	capture eventAt
+	// held: the file (or link) at Path held the state already when the
+	// plan looked (holdsState), so its copy was not read (data is nil):
+	// Apply leaves it as it is, and, having nothing to write, refuses it
+	// if it changed since.
+	held bool
 	// A rewind writes over a swap a tool made between a file and a
 	// directory (planRestore, swap): clearTree, the directory tree now at
 	// Path goes first; clearFile, the file (or link) now where a directory
@@ -426,11 +431,20 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 				continue
 			}
 		} else {
-			data, err := r.changeData(c)
-			if err != nil {
-				return nil, &unreadCopyError{c: c, err: err}
+			// A file already holding the state is left as it is (Apply):
+			// its copy is not needed, and is not read, so one that does
+			// not read (damaged, or gone from the store) refuses only a
+			// file it would be written to. Every copy to write is still
+			// read here, before anything is written.
+			if fi, err := os.Lstat(abs); err == nil && holdsState(real, fi, c) {
+				c.held = true
+			} else {
+				data, err := r.changeData(c)
+				if err != nil {
+					return nil, &unreadCopyError{c: c, err: err}
+				}
+				c.data = data
 			}
-			c.data = data
 			fi, err := os.Lstat(abs)
 			if err == nil && fi.IsDir() && swap {
 				if err := p.clearableTree(abs, c.Path); err != nil {
@@ -468,6 +482,43 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 	// A directory sorts before what is in it: reversed, children first.
 	sort.Sort(sort.Reverse(sort.StringSlice(p.prune)))
 	return p, nil
+}
+
+// holdsState says whether the file (or link) at workspace path c.Path,
+// which os.Lstat says is fi, holds change c's state already: the same
+// bytes, hashed as the store ids them, and, where the state says one, the
+// same kind and mode (Apply's test of a file already as it is to be). The
+// size goes first: a file of another size than the state's is not read. A
+// directory, a named pipe, or a link where a transcript's edit result or
+// a Claude Code file backup says what a file was (the state is of the
+// file it leads to) does not hold it; nor a file that cannot be read.
+func holdsState(real string, fi fs.FileInfo, c Change) bool {
+	switch {
+	case fi.Mode().IsRegular():
+		if c.File.Mode.Link || fi.Size() != c.File.Size {
+			return false
+		}
+	case fi.Mode()&fs.ModeSymlink != 0:
+		// (Its target, read to hash it, is no longer than a path.)
+		if c.contentOnly() || !c.File.Mode.Link {
+			return false
+		}
+	default:
+		return false
+	}
+	cur, err := statDisk(real, c.Path)
+	if err != nil || !cur.Exists || cur.ID != c.File.ID {
+		return false
+	}
+	// A contentOnly state says no mode: the file keeps its own.
+	return c.contentOnly() || c.File.Mode.matches(cur.Mode)
+}
+
+// heldChanged is the refusal of a change whose file held its state when
+// the plan looked (Change.held), and changed since: its copy was not
+// read, so there is nothing to write. The caller says what was written.
+func heldChanged(rel string) error {
+	return fmt.Errorf("%w since it was found already as it was to be (its captured copy was not read, so there is none to write): it is left as it is", &changedError{rel})
 }
 
 // keptDirs are the directories Apply was to remove and left, holding
@@ -850,6 +901,9 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 			}
 			p.asThen[c.Path] = true
 			continue
+		}
+		if c.held {
+			return written, removed, unchanged, fmt.Errorf("%w, and nothing more written or removed%s", heldChanged(c.Path), p.soFar(written, removed))
 		}
 		if err := p.makeDirs(path.Dir(c.Path)); err != nil {
 			return written, removed, unchanged, fmt.Errorf("restore %s: %w%s", c.Path, err, p.soFar(written, removed))

@@ -359,7 +359,7 @@ type RewindCmd struct {
 	ID        string   `arg:"" help:"Session id, unique prefix, or last."`
 	To        uint64   `required:"" placeholder:"N" help:"Keep events [0, N); put files back as they were before event N."`
 	KeepFiles bool     `name:"keep-files" help:"Rewind the conversation only; touch no file."`
-	Absent    []string `name:"absent" sep:"none" placeholder:"PATH" help:"Of an imported Codex session: PATH (as the refusal names it: relative to the session's workspace) did not exist at N, so remove it. Only where the refusal says the rollout leaves that open. Repeatable."`
+	Absent    []string `name:"absent" sep:"none" empty:"own" placeholder:"PATH" help:"Of an imported Codex session: PATH (as the refusal names it: relative to the session's workspace) did not exist at N, so remove it. Only where the refusal says the rollout leaves that open. Repeatable."`
 }
 
 func (c *RewindCmd) Run(e *Env) error {

@@ -123,20 +123,41 @@ func (v *rawArg) Decode(ctx *kong.DecodeContext) error {
 }
 
 // rawString decodes a string argument or flag value (of a []string and a
-// *string too) byte for byte, as rawArg.
+// *string too) byte for byte, as rawArg. A string flag given an empty
+// value is refused here, as nonEmpty refuses it, for every string flag at
+// once: `--kind "$KIND"` with KIND unset must not read as no --kind at
+// all (every kind), nor `--title "$T"` as the default title. A flag tagged
+// empty:"value" takes an empty value as a value (an empty argument for a
+// program); one tagged empty:"own" is refused by its command, in words
+// that say more (`--output ""`: a new file to name).
 var rawString = kong.MapperFunc(func(ctx *kong.DecodeContext, target reflect.Value) error {
 	var s rawArg
 	if err := s.Decode(ctx); err != nil {
 		return err
 	}
+	if s == "" && ctx.Value.Flag != nil {
+		switch tag := ctx.Value.Tag.Get("empty"); tag {
+		case "value", "own":
+		case "":
+			return errEmptyValue
+		default:
+			return fmt.Errorf("internal error: tag empty:%q: give empty:\"value\" or empty:\"own\"", tag)
+		}
+	}
 	target.SetString(string(s))
 	return nil
 })
 
+// errEmptyValue refuses a flag given an empty value: README, "2 usage
+// errors (a flag given an empty value ... never falls back to the
+// default)". kong says which flag.
+var errEmptyValue = errors.New("empty value: give one, or leave the flag out for its default")
+
 // nonEmpty is a flag's value that may not be empty once the flag is
 // given: `--to "$DIR"` with DIR unset must not read as no --to at all (a
 // restore over the captured workspace, a search of every session, the
-// default store).
+// default store). A plain string flag is refused so by rawString; a flag
+// type that decodes on its own (nonEmptyPath) decodes a nonEmpty first.
 type nonEmpty string
 
 func (v *nonEmpty) Decode(ctx *kong.DecodeContext) error {
@@ -145,7 +166,7 @@ func (v *nonEmpty) Decode(ctx *kong.DecodeContext) error {
 		return err
 	}
 	if s == "" {
-		return errors.New("empty value: give one, or leave the flag out for its default")
+		return errEmptyValue
 	}
 	*v = nonEmpty(s)
 	return nil

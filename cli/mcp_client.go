@@ -23,17 +23,21 @@ import (
 	"github.com/rookhq/rook/eventlog"
 )
 
-// McpAddCmd is `rook mcp add`.
+// McpAddCmd is `rook mcp add`. Its repeatable flags take each value whole
+// (sep:"none"): kong's default cut at commas made `--arg /src,/docs` two
+// arguments and `--header X-Scopes=read,write` two headers. An empty
+// --arg is an argument a program may take, as from a shell (empty:"value");
+// Run says what an empty --url or --command lacks (empty:"own").
 type McpAddCmd struct {
 	Name      string        `arg:"" help:"A name to call the server by (lowercase letters, digits, . _ -)."`
-	URL       string        `name:"url" help:"The server's streamable HTTP endpoint." xor:"transport" placeholder:"URL"`
-	Header    []string      `help:"An HTTP header to send, K=V (repeatable); its value is saved as given, so a credential is refused: use --header-env." placeholder:"K=V"`
-	HeaderEnv []string      `name:"header-env" help:"An HTTP header to send with the value of an environment variable, K=VAR (repeatable; its name is stored, never the value)." placeholder:"K=VAR"`
+	URL       string        `name:"url" empty:"own" help:"The server's streamable HTTP endpoint." xor:"transport" placeholder:"URL"`
+	Header    []string      `sep:"none" help:"An HTTP header to send, K=V (repeatable; a comma is part of V); its value is saved as given, so a credential is refused: use --header-env." placeholder:"K=V"`
+	HeaderEnv []string      `name:"header-env" sep:"none" help:"An HTTP header to send with the value of an environment variable, K=VAR (repeatable; its name is stored, never the value)." placeholder:"K=VAR"`
 	BearerEnv nonEmpty      `name:"bearer-env" help:"Send 'Authorization: Bearer' with the value of this environment variable (its name is stored, never the value)." placeholder:"VAR"`
-	Command   string        `help:"Run the server as a program speaking MCP on stdio." xor:"transport" placeholder:"CMD"`
-	Arg       []string      `help:"An argument for --command (repeatable)." placeholder:"A"`
-	Env       []string      `help:"An environment variable for --command, K=V (repeatable); its value is saved as given, so a credential is refused: use --env-from." placeholder:"K=V"`
-	EnvFrom   []string      `name:"env-from" help:"An environment variable for --command with the value of one of rook's, K=VAR (repeatable; its name is stored, never the value)." placeholder:"K=VAR"`
+	Command   string        `empty:"own" help:"Run the server as a program speaking MCP on stdio." xor:"transport" placeholder:"CMD"`
+	Arg       []string      `sep:"none" empty:"value" help:"An argument for --command, taken whole (repeatable, one word each: a comma is part of it, and an empty value is an empty argument)." placeholder:"A"`
+	Env       []string      `sep:"none" help:"An environment variable for --command, K=V (repeatable; a comma is part of V); its value is saved as given, so a credential is refused: use --env-from." placeholder:"K=V"`
+	EnvFrom   []string      `name:"env-from" sep:"none" help:"An environment variable for --command with the value of one of rook's, K=VAR (repeatable; its name is stored, never the value)." placeholder:"K=VAR"`
 	Offline   bool          `help:"Save the server without connecting to it now."`
 	MaxTools  int           `name:"max-tools" help:"How many of its tools may be on at once." default:"16"`
 	Timeout   time.Duration `help:"How long discovery may take (default: config.toml's [mcp.discovery] timeout, else 30s)." placeholder:"D"`
@@ -76,7 +80,7 @@ type McpCallCmd struct {
 	Name     string        `arg:"" help:"The server."`
 	Tool     string        `arg:"" help:"The tool."`
 	Args     string        `arg:"" optional:"" help:"The arguments, a JSON object (default {}); - reads them from standard input." placeholder:"JSON"`
-	ArgsFile *string       `name:"args-file" help:"Read the arguments, a JSON object, from FILE (- for standard input): for arguments larger than a command line holds." placeholder:"FILE"`
+	ArgsFile *string       `name:"args-file" empty:"own" help:"Read the arguments, a JSON object, from FILE (- for standard input): for arguments larger than a command line holds." placeholder:"FILE"`
 	Yes      bool          `help:"Approve a tool that asks for approval, without asking."`
 	ReadOnly bool          `name:"read-only" help:"Refuse the call unless the tool is set read-only."`
 	Timeout  time.Duration `help:"How long the call may take, the server's start and handshake included." default:"60s"`

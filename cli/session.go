@@ -98,7 +98,7 @@ func (e *Env) readSession(arg string) (*agent.Rook, eventlog.ID, error) {
 type SessionNewCmd struct {
 	Title     string   `help:"Session title."`
 	Workspace nonEmpty `help:"The directory the session works in (default: the current one, or -C)." placeholder:"DIR"`
-	Tag       []string `help:"A tag (repeatable)."`
+	Tag       []string `sep:"none" help:"A tag, taken whole as session tag takes one (repeatable; a comma is part of the tag)."`
 }
 
 func (c *SessionNewCmd) Run(e *Env) error {

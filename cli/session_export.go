@@ -199,7 +199,7 @@ type ExportHTMLCmd struct {
 	ID      string  `arg:"" help:"Session id, unique prefix, or last."`
 	From    *uint64 `help:"First seq (default 0)." placeholder:"N"`
 	Through *uint64 `help:"Last seq, inclusive (default: 511 events on, or the last); one file holds at most 512 events." placeholder:"N"`
-	Output  string  `required:"" short:"o" help:"The HTML file to write; it must not exist (rook never overwrites)." placeholder:"FILE"`
+	Output  string  `required:"" short:"o" empty:"own" help:"The HTML file to write; it must not exist (rook never overwrites)." placeholder:"FILE"`
 }
 
 func (c *ExportHTMLCmd) Run(e *Env) error {

@@ -269,8 +269,11 @@ func perSession[T any](lf importedFamily, read func(eventlog.ID) T) func(eventlo
 // them to the family). The Collab*End events that carry thread ids are
 // written to a rollout only in its extended persistence mode, and not
 // read. A close of an ancestor does end it, as a v1 subagent's
-// (codexCloseOf): by a path its own is below, or by its spawner's
-// thread, or up, which their imported rollouts say. A
+// (codexCloseOf): by a path its own is below, made in its spawner's
+// agent tree (a path names an agent of the caller's own tree only:
+// codexPathCloseInTree), or by its spawner's thread, or up, which their
+// imported rollouts say (a thread id names one thread wherever the
+// close is made). A
 // send_message or followup_task (which load it again) or an
 // interrupt_agent whose target resolves to its path starts again the
 // spawn that holds the path then, as a close ends it (of two or more
@@ -345,14 +348,21 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 	// (codexCloseOf) closes its target's open descendants too: each
 	// missing spawn also ends at a close of one of its ancestors, by
 	// thread (up), or, of a MultiAgentV2 one, by a path its own is below
-	// (pathCloses, held to its spawner's holding that path then).
+	// (pathCloses, held to its spawner's holding that path then, in the
+	// caller's own agent tree: codexPathCloseInTree).
 	up := codexAncestorThreads(miss, agentOf, append(append([]eventlog.ID{}, lf.line...), lf.members...))
 	type pathClose struct {
 		key, path, output string
 		at                time.Time
+		session           eventlog.ID // whose rollout holds the close
+		call              string
 	}
 	var pathCloses []pathClose
 	spawnedAt := map[string][]time.Time{} // v2: the times of the spawn outputs of each path
+	// v2: the lines of each thread's rollout read, by thread: its close
+	// outputs' call ids, its spawns' keys (what a copy of its lines in a
+	// fork's, or a subagent's, rollout would hold again).
+	rolloutOf := map[string]*codexRolloutLines{}
 	// said is what one call (a restart), or one output (a close), says
 	// of th.
 	type said struct {
@@ -375,6 +385,7 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 			caller = agentOf(s).path
 		}
 		last := map[string]string{} // v2: the spawn of each path its rollout last holds
+		var lines *codexRolloutLines
 		for from := uint64(0); ; {
 			evs, err := r.Log.Read(s, from, 1024)
 			if err != nil {
@@ -382,6 +393,15 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 					break // (removed since: its fork holds its events before the point)
 				}
 				return nil, err
+			}
+			if lines == nil && len(tasks) > 0 {
+				th := agentOf(s).thread // ("": whose, not known; kept for none)
+				if lines = rolloutOf[th]; lines == nil {
+					lines = &codexRolloutLines{closes: map[string]bool{}, spawns: map[string]bool{}}
+					if th != "" {
+						rolloutOf[th] = lines
+					}
+				}
 			}
 			if len(evs) == 0 {
 				break
@@ -442,11 +462,15 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 					for _, p := range r.codexPayloads(ev.Body, need...) {
 						for _, path := range codexSpawnedTasks(p.Output) {
 							last[path] = codexTaskKey(path, p.CallID, s, ev.Seq)
+							lines.spawns[last[path]] = true
 							spawnedAt[path] = append(spawnedAt[path], ev.Time)
 						}
 					}
 				case ev.Kind == eventlog.KindToolResult && codexCollabEnd[ev.Label]:
 					for _, p := range r.codexPayloads(ev.Body) {
+						if lines != nil && p.CallID != "" {
+							lines.closes[p.CallID] = true
+						}
 						closed, descendants := codexCloseOf(p.Output)
 						if p.CallID == "" || !closed {
 							continue // (its call's arguments not known; no close)
@@ -470,7 +494,7 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 							for below, keys := range tasks {
 								if strings.HasPrefix(below, path+"/") {
 									for _, k := range keys {
-										pathCloses = append(pathCloses, pathClose{key: k, path: path, output: "output " + p.CallID, at: ev.Time})
+										pathCloses = append(pathCloses, pathClose{key: k, path: path, output: "output " + p.CallID, at: ev.Time, session: s, call: p.CallID})
 									}
 								}
 							}
@@ -493,13 +517,21 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 	// agent is closed, which closed the descendant then, as far as it
 	// was open; a copy of a spawn in a fork's lines, which bears the
 	// fork's time, counts too: then it is not known, and it ends nothing).
-	spawnAt := map[string]time.Time{}
+	// And a path names an agent of the caller's own agent tree only
+	// (codexPathCloseInTree): a Codex fork's close of its own
+	// /root/worker is no close of its parent's.
+	spawnOf := map[string]missingSubagent{}
 	for _, sp := range miss {
-		spawnAt[sp.key()] = sp.at
+		spawnOf[sp.key()] = sp
 	}
+	inTree := codexPathCloseInTree(agentOf, append(append([]eventlog.ID{}, lf.line...), lf.members...), rolloutOf)
 	for _, pc := range pathCloses {
-		from := spawnAt[pc.key]
+		sp := spawnOf[pc.key]
+		from := sp.at
 		if from.IsZero() || pc.at.Before(from) {
+			continue
+		}
+		if !inTree(pc.session, pc.call, sp) {
 			continue
 		}
 		if slices.ContainsFunc(spawnedAt[pc.path], func(t time.Time) bool { return t.After(from) && t.Before(pc.at) }) {
@@ -607,6 +639,79 @@ func codexAncestorThreads(miss []missingSubagent, agentOf func(eventlog.ID) code
 		up[sp.key()] = chain
 	}
 	return up
+}
+
+// codexRolloutLines are, of the rollout of one thread, read, what a copy
+// of its lines in another's would hold again: the call ids of its
+// close_agent outputs, and the keys of its MultiAgentV2 spawns
+// (codexTaskKey).
+type codexRolloutLines struct {
+	closes, spawns map[string]bool
+}
+
+// codexPathCloseInTree says whether a close by a MultiAgentV2 path, in
+// session s's rollout (call its call id), was made in the agent tree of
+// the missing spawn sp, the only one whose paths it names: each root
+// thread (a session no thread_spawn made, a Codex fork too, though it
+// copies its parent's lines) is "/root" of a tree of its own, its
+// subagents below it, so a fork's close of its own /root/worker is no
+// close of its parent's /root/worker. A line's tree is its session's
+// root thread: up its thread_spawn spawners, as far as the family's
+// sessions (sessions) say (a spawner not imported is as far as it goes:
+// two sessions below it share its tree).
+//
+// Only a line its session's own counts, the close and the spawn: a
+// Codex fork's rollout, and a subagent's spawned with its parent's
+// history, begin with a copy of their parent's lines (codexAgent.own),
+// whose close is the parent's, of the parent's tree, its target resolved
+// from the parent's path, at the parent's time; the parent's rollout
+// holds the original, which counts there. A line of such a session is
+// its own when its parent's rollout was read (rolloutOf) and holds no
+// line of its call id (or spawn key); else, its parent's rollout not
+// read (removed since), or a spawn with no call id, which is a copy is
+// not known, and it ends nothing: a spawn counts as writing on.
+func codexPathCloseInTree(agentOf func(eventlog.ID) codexAgent, sessions []eventlog.ID, rolloutOf map[string]*codexRolloutLines) func(s eventlog.ID, call string, sp missingSubagent) bool {
+	byThread := map[string]codexAgent{}
+	for _, s := range sessions {
+		if a := agentOf(s); a.thread != "" {
+			byThread[a.thread] = a
+		}
+	}
+	// root is th's tree; "" when not known (th not known, or its
+	// spawners going round).
+	root := func(th string) string {
+		var chain []string
+		for th != "" && !slices.Contains(chain, th) && len(chain) < maxFamily {
+			chain = append(chain, th)
+			next := byThread[th].spawner
+			if next == "" {
+				return th
+			}
+			th = next
+		}
+		return ""
+	}
+	own := func(a codexAgent, copied func(*codexRolloutLines) bool) bool {
+		if a.own {
+			return true
+		}
+		parent := rolloutOf[a.parent]
+		return a.parent != "" && parent != nil && !copied(parent)
+	}
+	return func(s eventlog.ID, call string, sp missingSubagent) bool {
+		closer, spawner := agentOf(s), agentOf(sp.session)
+		if !own(closer, func(l *codexRolloutLines) bool { return l.closes[call] }) {
+			return false
+		}
+		if !spawner.own && sp.task == codexTaskKey(sp.agent, "", sp.session, sp.seq) {
+			return false // (its copy would bear another key)
+		}
+		if !own(spawner, func(l *codexRolloutLines) bool { return l.spawns[sp.task] }) {
+			return false
+		}
+		tree := root(closer.thread)
+		return tree != "" && tree == root(spawner.thread)
+	}
 }
 
 // codexNamesTask says whether collab call p (one of

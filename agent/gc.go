@@ -25,7 +25,9 @@ const DefaultGCGrace = 10 * time.Minute
 // must never turn live objects into garbage. So does a body or ref target
 // missing from the store (an index rebuilt past a damaged record forgets
 // it): it may have been a snapshot or an imported line, and the objects it
-// named, still there, would look like garbage.
+// named, still there, would look like garbage. And so does a body or ref
+// target whose kind could not be looked up (a read of the index that
+// failed): what it names is unknown until its kind is.
 // progress (when not nil) is called with the sessions marked so far and
 // their number: on a large store the mark reads every event and every
 // imported line, most of a gc's time.
@@ -43,7 +45,9 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 	// elsewhere (bytes first put as a snapshot by hand, then a message's
 	// body) that does not decode as a manifest names nothing.
 	asCapture := map[cas.Key]bool{}
-	var missing error // the first reachable object not in the store
+	// unplaced: the first reachable object the mark cannot tell what it
+	// names of: it is not in the store, or its kind could not be looked up.
+	var unplaced error
 	mark := func(id cas.Key, from markedFrom, capture bool) {
 		if capture {
 			asCapture[id] = true
@@ -64,12 +68,15 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 			captures = append(captures, id)
 		} else if err == nil {
 			other[id] = true
-		} else {
+		} else if unplaced == nil {
+			// Not "let the expansion report it": put on the snapshots
+			// list, a source line read there as no manifest, named nothing
+			// and its cut strings were collected.
 			var nf *cas.NotFoundError
-			if !errors.As(err, &nf) {
-				snapshots = append(snapshots, id) // let the expansion report it
-			} else if missing == nil {
-				missing = from.missing(id)
+			if errors.As(err, &nf) {
+				unplaced = from.missing(id)
+			} else {
+				unplaced = from.unknownKind(id, err)
 			}
 		}
 	}
@@ -107,8 +114,8 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 	if err := r.walkRefs(func(ref string, id cas.Key) { mark(id, markedFrom{ref: ref}, refNamesCapture(ref)) }, nil); err != nil {
 		return nil, err
 	}
-	if missing != nil {
-		return nil, missing
+	if unplaced != nil {
+		return nil, unplaced
 	}
 	for _, id := range captures {
 		m, err := r.ReadManifest(id)
@@ -126,10 +133,9 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 		snapshots = snapshots[:len(snapshots)-1]
 		m, err := r.ReadManifest(id)
 		if err != nil {
-			var nf *cas.NotFoundError
-			if errors.As(err, &nf) {
-				continue // a body already gone: nothing it names can be found through it
-			}
+			// Not found now (found by its kind's look-up in the mark, it
+			// went since) is no "names nothing" either: the files it named
+			// may still be there, and would look like garbage.
 			if !asCapture[id] && errors.Is(err, ErrBadManifest) {
 				continue // no manifest, and not read as one: it names nothing
 			}
@@ -181,6 +187,16 @@ type markedFrom struct {
 	session eventlog.ID
 	seq     uint64
 	ref     string
+}
+
+// unknownKind is the error of a mark that found id, named from here, and
+// could not look up its kind (err: a read of the index that failed).
+func (m markedFrom) unknownKind(id cas.Key, err error) error {
+	what := fmt.Sprintf("the body of session %s event #%d", m.session, m.seq)
+	if m.ref != "" {
+		what = "named by ref " + m.ref
+	}
+	return fmt.Errorf("object %s, %s: its kind could not be looked up (%w): gc cannot tell what it names, so it refuses to sweep with an incomplete mark; run gc again, and if it fails the same way, `rook store verify` shows the damage", cas.Short(id), what, err)
 }
 
 // missing is the error of a mark that found id, named from here, missing

@@ -1,16 +1,19 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -439,5 +442,101 @@ func TestGCAndVerifyPassAMessageStoredAsASnapshotKind(t *testing.T) {
 	}
 	if vr, err := r.VerifyReferences(nil); err != nil || len(vr.Problems) != 1 {
 		t.Fatalf("verify with the checkpoint: %+v %v", vr.Problems, err)
+	}
+}
+
+// TestGCKeepsAnImportedLinesStringsWhenItsKindLookupFails: a session holds
+// an imported source line (kind source) with a string cut out of it
+// (stored as an object of its own). The store is reopened for gc (its
+// index's node cache cold); with the fault, the one read of the index
+// file behind the line's kind lookup (StatEntry) fails (EIO: a read
+// error, not damage), and every other read succeeds.
+//
+// The mark expands the strings every reachable source line names, and an
+// incomplete mark must never turn live objects into garbage: a body whose
+// kind lookup failed once went on the snapshots list, read there as no
+// manifest, named nothing, and its line's cut string was collected. Now
+// the mark stops gc, collecting nothing, and says to run it again.
+// Without the fault, gc runs and keeps the string.
+func TestGCKeepsAnImportedLinesStringsWhenItsKindLookupFails(t *testing.T) {
+	for _, fault := range []bool{true, false} {
+		name := "no fault"
+		if fault {
+			name = "an index read fails"
+		}
+		t.Run(name, func(t *testing.T) {
+			fsys := vfs.NewMem()
+			clk := &clock.Fixed{T: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+			initCrashStore(fsys)
+			r, err := Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			str := bytes.Repeat([]byte("a long tool output cut out of the imported line\n"), 40)
+			sref, err := r.Store.Put(cas.KindMessage, str)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sl := sourceLine{Cuts: []lineCut{{Gap: 9, ID: sref.ID}}, Rest: []byte(`{"text":"","n":1}`)}
+			line := sl.encode()
+			lref, err := r.Store.Put(cas.KindSource, line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := r.NewSession("imported", t.TempDir(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Append(m.ID, Entry{Kind: eventlog.KindToolResult, Label: "Bash", Body: line}); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(time.Hour) // past the grace
+
+			r, err = Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info, err := r.Store.StatEntry(lref.ID); err != nil || info.Kind != cas.KindSource {
+				r.Close()
+				t.Fatalf("the line is held as %v (%v), want source", info.Kind, err)
+			}
+			// Reopen so that the index's node cache is cold again.
+			r.Close()
+			if r, err = Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true}); err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			var reads atomic.Int32
+			fsys.SetHook(func(op vfs.Op, path string) error {
+				if op == vfs.OpRead && strings.HasSuffix(path, cas.IndexFile) && reads.Add(1) == 1 && fault {
+					return vfs.ErrInjected // one failed read of the index, then reads succeed
+				}
+				return nil
+			})
+			rep, gcErr := r.GC(10*time.Minute, false, nil, nil)
+			fsys.SetHook(nil)
+			if reads.Load() == 0 {
+				t.Fatal("gc read no index node: the test no longer reaches the kind lookup")
+			}
+			if _, err := r.Store.Get(sref.ID); err != nil {
+				evs, _ := r.Log.Read(m.ID, 0, 1)
+				_, berr := r.Body(evs[0])
+				t.Fatalf("gc (error: %v) collected the string a reachable imported line names: get: %v; the line's body: %v",
+					gcErr, err, fmt.Sprint(berr))
+			}
+			if !fault {
+				if gcErr != nil {
+					t.Fatalf("gc: %v", gcErr)
+				}
+				return
+			}
+			want := fmt.Sprintf("object %s, the body of session %s event #0: its kind could not be looked up", cas.Short(lref.ID), m.ID)
+			if gcErr == nil || !strings.Contains(gcErr.Error(), want) || !strings.Contains(gcErr.Error(), "run gc again") || rep.Collectable != 0 {
+				t.Fatalf("gc with a failed kind lookup: %v (collectable %d), want it to stop with %q and say to run gc again", gcErr, rep.Collectable, want)
+			}
+		})
 	}
 }

@@ -82,10 +82,11 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 	hdrs := map[blockKey]recordHeader{}
 	liveIn := map[uint32]int{}
 	deadIn := map[uint32]int{}
-	// An entry that does not decode stops the walk with an error of its
-	// own: the walk returns nil when told to stop, and assigned to err
-	// would have overwritten it, leaving a plan of the entries before it.
-	var bad error
+	// An entry that does not decode, or a record header that does not
+	// read, stops the walk with an error of its own: the walk returns nil
+	// when told to stop, and assigned to err would have overwritten it,
+	// leaving a plan of the entries before it.
+	var bad, unreadHeader error
 	err = s.tree.Snapshot().Ascend(Key{}, func(id Key, v []byte) bool {
 		rep.Scanned++
 		e, derr := decodeEntry(v)
@@ -93,11 +94,21 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 			bad = &CorruptError{ID: id, Inline: true, Reason: derr.Error()}
 			return false
 		}
-		switch {
-		case opts.Live != nil && opts.Live(id):
+		if opts.Live != nil && opts.Live(id) {
 			rep.Reachable++
 			liveIn[e.Loc.Segment]++
-		case s.createdOf(e.Loc, hdrs) > cutoff:
+			return true
+		}
+		// A header that could not be read stops the plan as an entry that
+		// does not decode does: the object's age is unknown, and one
+		// written within the grace must never be planned collectable.
+		created, herr := s.createdOf(id, e.Loc, hdrs)
+		if herr != nil {
+			unreadHeader = herr
+			return false
+		}
+		switch {
+		case created > cutoff:
 			rep.TooNew++
 			rep.TooNewStored += e.Stored
 			liveIn[e.Loc.Segment]++
@@ -110,6 +121,9 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 		}
 		return true
 	})
+	if err == nil && unreadHeader != nil {
+		return rep, fmt.Errorf("plan gc: %w: nothing collected (when the object was written is unknown, and one written within the grace is kept); a read error, not damage: run gc again, and if it fails the same way, `rook store verify` checks the segment", unreadHeader)
+	}
 	if err == nil {
 		err = bad
 	}
@@ -575,10 +589,18 @@ func (s *Store) stage(obj *pendingObject) error {
 	return nil
 }
 
-// createdOf is when an object was written: its record's time. An unreadable
-// header reads as "long ago": such an unreachable object is garbage either
-// way.
-func (s *Store) createdOf(loc location, hdrs map[blockKey]recordHeader) int64 {
-	h, _ := s.headerOf(loc, hdrs)
-	return int64(h.Time)
+// createdOf is when an object was written: its record's time. A damaged
+// header (headerDamaged) reads as "long ago": the object does not read,
+// and unreachable it is garbage either way. A header whose read failed
+// (EIO, EMFILE) is an error: taken as "long ago" too, it made an object
+// written within the grace, a capture in flight, collectable.
+func (s *Store) createdOf(id Key, loc location, hdrs map[blockKey]recordHeader) (int64, error) {
+	h, err := s.headerOf(loc, hdrs)
+	switch {
+	case err == nil:
+		return int64(h.Time), nil
+	case headerDamaged(err):
+		return 0, nil
+	}
+	return 0, fmt.Errorf("the header of the record holding object %s (segment %s offset %d) could not be read: %w", Short(id), segName(loc.Segment), loc.Offset, err)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"sort"
@@ -225,34 +226,46 @@ func entryInfo(id Key, e entry) ObjectInfo {
 // the damage.
 func (s *Store) infoOf(id Key, e entry, hdrs map[blockKey]recordHeader) ObjectInfo {
 	info := entryInfo(id, e)
-	if h, ok := s.headerOf(e.Loc, hdrs); ok {
+	if h, err := s.headerOf(e.Loc, hdrs); err == nil {
 		info.Created, info.Codec, info.Dict = int64(h.Time), h.Codec, h.Dict
 	}
 	return info
 }
 
-// headerOf reads the header of the record an entry points into.
-func (s *Store) headerOf(loc location, hdrs map[blockKey]recordHeader) (recordHeader, bool) {
+// headerOf reads the header of the record an entry points into. A header
+// that is damaged (or cut short, or in a segment that is gone) is an error
+// headerDamaged reports; any other is a read that failed (EIO, EMFILE),
+// which says nothing of the record.
+func (s *Store) headerOf(loc location, hdrs map[blockKey]recordHeader) (recordHeader, error) {
 	k := blockKey{loc.Segment, loc.Offset}
 	if h, ok := hdrs[k]; ok {
-		return h, true
+		return h, nil
 	}
 	f, err := s.files.get(loc.Segment)
 	if err != nil {
-		return recordHeader{}, false
+		return recordHeader{}, err
 	}
 	b := make([]byte, recHeaderSize)
-	if _, err := f.ReadAt(b, loc.Offset); err != nil {
-		return recordHeader{}, false
+	if _, err := f.ReadAt(b, loc.Offset); errors.Is(err, io.EOF) {
+		return recordHeader{}, fmt.Errorf("%w: the segment ends at the record's header", ErrTruncated)
+	} else if err != nil {
+		return recordHeader{}, err
 	}
 	h, err := parseRecordHeader(b)
 	if err != nil {
-		return recordHeader{}, false
+		return recordHeader{}, err
 	}
 	if hdrs != nil {
 		hdrs[k] = h
 	}
-	return h, true
+	return h, nil
+}
+
+// headerDamaged says whether headerOf's error is the record's: its header
+// is damaged or cut short, or its segment is gone. Such a record's objects
+// do not read, whatever is tried again.
+func headerDamaged(err error) bool {
+	return errors.Is(err, ErrBadRecord) || errors.Is(err, ErrTruncated) || errors.Is(err, fs.ErrNotExist)
 }
 
 // lookup finds an id's entry: a writer sees its uncommitted entries, a

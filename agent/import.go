@@ -275,22 +275,8 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	if opts.MinCut <= 0 {
 		opts.MinCut = MinCutString
 	}
-	paths := opts.Paths
-	if len(paths) == 0 {
-		paths = []string{DefaultImportDir(opts.Format, opts.AgentDir)}
-		if a := codexArchive(opts.AgentDir); opts.Format == FormatCodex {
-			if _, err := r.fs.Stat(a); err == nil {
-				// Archived sessions are history too; they may be all
-				// there is.
-				if _, err := r.fs.Stat(paths[0]); errors.Is(err, fs.ErrNotExist) {
-					paths = nil
-				}
-				paths = append(paths, a)
-			}
-		}
-	}
 	opts.walked = r.clock.Now()
-	files, total, err := r.importFiles(opts.Format, paths, &rep)
+	files, total, err := r.importFiles(opts.Format, r.importPaths(opts), &rep)
 	if err != nil && len(opts.Paths) == 0 && errors.Is(err, fs.ErrNotExist) {
 		return rep, fmt.Errorf("%w (where %s keeps its transcripts by default): name the directory or files to import", err, FormatName(opts.Format))
 	}
@@ -321,6 +307,19 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	var done, unflushed int64
 	fresh := map[string]bool{}
 	for i, f := range files {
+		if n, ok := r.readTo[f.path]; ok && (n < f.size || strings.HasSuffix(f.path, ".zst")) {
+			// Reread's scratch store: the file as an import of the
+			// store it repairs found it, n bytes that were all there
+			// was to read. Without its times, so that no line of it
+			// is taken for one still being written (beingWritten: that
+			// import took in what it recorded) and no stat is recorded
+			// for the next of Reread's imports to find it unchanged.
+			if !strings.HasSuffix(f.path, ".zst") {
+				files[i].size = n
+			}
+			files[i].stat = eventlog.FileStat{}
+			f = files[i]
+		}
 		m, seen := known[f.path]
 		fresh[f.path] = !seen
 		// What the file system says is enough to know a file unchanged
@@ -682,6 +681,26 @@ func beingWritten(f sourceFile, line pendingLine, at time.Time) bool {
 // import (beingWritten).
 const lastLineNote = "its last line is still being written (no newline yet, changed moments ago): taken in up to it; the next import takes it"
 
+// importPaths are the files and directories an import reads: those named,
+// or none named, the format's defaults.
+func (r *Rook) importPaths(opts ImportOptions) []string {
+	paths := opts.Paths
+	if len(paths) == 0 {
+		paths = []string{DefaultImportDir(opts.Format, opts.AgentDir)}
+		if a := codexArchive(opts.AgentDir); opts.Format == FormatCodex {
+			if _, err := r.fs.Stat(a); err == nil {
+				// Archived sessions are history too; they may be all
+				// there is.
+				if _, err := r.fs.Stat(paths[0]); errors.Is(err, fs.ErrNotExist) {
+					paths = nil
+				}
+				paths = append(paths, a)
+			}
+		}
+	}
+	return paths
+}
+
 // importFiles lists the files under paths, parents before subagents.
 func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]sourceFile, int64, error) {
 	var out []sourceFile
@@ -920,6 +939,9 @@ func (r *Rook) importedSessions(format string) (newest map[string]eventlog.Meta,
 func (r *Rook) readSource(path string, limit int) (data []byte, zst, tooBig bool, err error) {
 	if !strings.HasSuffix(path, ".zst") {
 		data, err := vfs.ReadFile(r.fs, path)
+		if n, ok := r.readTo[path]; ok && int64(len(data)) > n {
+			data = data[:n] // (Reread)
+		}
 		return data, false, false, err
 	}
 	rc, zst, err := r.openSource(path)
@@ -1223,6 +1245,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		case done.size <= size && done.sha == prefix:
 			m, movedFrom = c, moved
 			res.Status, res.Session, fi.sess, start = ImportGrown, &m.ID, &m, done.size
+			if done.size > c.Source.Size {
+				fi.stopBefore = done.size
+			}
 			if s, err := r.Log.Summary(m.ID); err == nil && s.Events > 0 {
 				fi.last, fi.timed = s.Updated, true
 				// Lines that count tokens are in already: a continuation's
@@ -1569,6 +1594,10 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		src.RecountForks = true
 	}
 	src.Size, src.SHA256, src.Stat = size, full, statToRecord(f, zst, size, length, opts.walked)
+	src.Stops = withStop(src.Stops, fi.stopBefore)
+	if fi.openEnd {
+		src.Stops = withStop(src.Stops, size)
+	}
 	src.CopiedIn, src.CopiedOut = src.CopiedIn+fi.copiedIn, src.CopiedOut+fi.copiedOut
 	if src.ID == "" {
 		src.ID = info.ID
@@ -1798,6 +1827,15 @@ type fileImport struct {
 	// group, and their bytes: counted in res, not in the session yet.
 	groupLines int
 	groupBytes int64
+	// openEnd: the last unit of lines stored is one a read going on
+	// would not have stored as it is (store): the import's end is
+	// recorded (Source.Stops).
+	openEnd bool
+	// stopBefore is where an import before this one stopped without
+	// its metadata saying so (a crash, a .zst damaged part way: the
+	// session's lines go on past Source.Size), recorded with this one's
+	// (Source.Stops); 0: none.
+	stopBefore int64
 	// unknown are the entry types rook does not know met in the lines
 	// taken in, each reported once, at its first line.
 	unknown map[string]*unknownLines
@@ -2114,18 +2152,26 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 		// is one event: they are most of a Claude Code file's lines, and a
 		// transcript reads better without them one by one.
 		j := i + 1
+		runOpen := false // a run of notes the lines after could go on
 		if mergeableLine(lines[i].m) {
 			size := len(lines[i].line)
 			for j < len(lines) && j-i < maxMergedLines && mergeableLine(lines[j].m) && size+len(lines[j].line) <= maxMergedBytes {
 				size += len(lines[j].line)
 				j++
 			}
-			if j == len(lines) && !final && j-i < maxMergedLines && size < maxMergedBytes {
+			runOpen = j == len(lines) && j-i < maxMergedLines && size < maxMergedBytes
+			if runOpen && !final {
 				return lines[i:], nil
 			}
 		}
 		unit := lines[i:j]
 		i = j
+		// Stored as it stands where the lines end (a run of notes the
+		// next import does not add to, a line with no newline yet), the
+		// unit is one no read going on makes: where this import stops is
+		// recorded (Source.Stops), for Reread to stop there too.
+		last := unit[len(unit)-1].line
+		fi.openEnd = runOpen || len(last) == 0 || last[len(last)-1] != '\n'
 		ms := make([]mappedLine, len(unit))
 		for k, p := range unit {
 			ms[k] = p.m
@@ -3112,6 +3158,16 @@ func (r *Rook) leaveCopiedOutOfForks(forks *forkIndex, id eventlog.ID, in, out u
 		}
 	}
 	return nil
+}
+
+// withStop is stops (Source.Stops) with at added: an import stops past
+// where the ones before it stopped, so at is last, or there already (0:
+// no stop).
+func withStop(stops []int64, at int64) []int64 {
+	if at <= 0 || len(stops) > 0 && stops[len(stops)-1] >= at {
+		return stops
+	}
+	return append(slices.Clip(stops), at)
 }
 
 // Runs of notes merged into one event stop at these bounds.

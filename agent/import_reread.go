@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/rookhq/rook/cas"
@@ -22,7 +24,8 @@ type RereadReport struct {
 // Reread repairs damaged objects from the transcripts they were imported
 // from: objects are content-addressed, so the bytes a file's import put
 // are the bytes that repair them. Each chosen file is imported from its
-// start into a scratch store beside the real one (not into the real one:
+// start, in the steps its imports took it in (rereadStops), into a
+// scratch store beside the real one (not into the real one:
 // its sessions are not written, and an import that reads a session whose
 // objects are damaged stops there); then every object the scratch store
 // holds whose id is in this store but does not read back is put again,
@@ -30,9 +33,12 @@ type RereadReport struct {
 // session, metadata or import state of this store is written, and an
 // object this store does not hold is not added.
 //
-// What it cannot repair stays damaged: a file imported in several steps
-// (it grew between imports) was cut into other objects than a whole
-// import of it makes. `rook store verify` after says what is left.
+// What it cannot repair stays damaged: an object of bytes the file no
+// longer holds (it changed since, not only grew), and one an import
+// stored at where it stopped reading (a run of notes, a line with no
+// newline yet) that was not recorded (by a rook before Source.Stops;
+// by an import cut short before its metadata, until the next import of
+// the file records it). `rook store verify` after says what is left.
 //
 // scratchMade, if not nil, is told the scratch directory as soon as it is
 // made, empty, and its done is called once the directory is removed: the
@@ -72,15 +78,58 @@ func (r *Rook) Reread(opts ImportOptions, scratchMade func(dir string) (done fun
 		}
 	}()
 	opts.Retention = nil
+	// The files are read in the steps their imports read them: each as
+	// far as the first import of it that stopped reading stopped, and
+	// on to the next stop, and so on, then whole.
+	stops, err := r.rereadStops(scratch, opts)
+	if err != nil {
+		return rep, err
+	}
+	// A file that fails at any step is reported, once, as it failed last.
+	failed := map[string]ImportedFile{}
+	var order []string
+	note := func(irep ImportReport) {
+		for _, f := range irep.Files {
+			if f.Status != ImportFailed {
+				continue
+			}
+			if _, seen := failed[f.Path]; !seen {
+				order = append(order, f.Path)
+			}
+			if at, ok := scratch.readTo[f.Path]; ok {
+				f.Note = fmt.Sprintf("read as far as byte %d, where an import of it stopped: %s", at, f.Note)
+			}
+			failed[f.Path] = f
+		}
+	}
+	for k := 0; ; k++ {
+		step := ImportOptions{Format: opts.Format, MinCut: opts.MinCut, ChunkBytes: opts.ChunkBytes, Stop: opts.Stop}
+		scratch.readTo = map[string]int64{}
+		for path, at := range stops {
+			if k < len(at) {
+				step.Paths = append(step.Paths, path)
+				scratch.readTo[path] = at[k]
+			}
+		}
+		if len(step.Paths) == 0 {
+			break
+		}
+		slices.Sort(step.Paths)
+		irep, err := scratch.Import(step)
+		if err != nil {
+			return rep, err
+		}
+		note(irep)
+	}
+	scratch.readTo = nil
 	irep, err := scratch.Import(opts)
 	if err != nil {
 		return rep, err
 	}
+	note(irep)
 	rep.Files = len(irep.Files)
-	for _, f := range irep.Files {
-		if f.Status == ImportFailed {
-			rep.Failed = append(rep.Failed, f)
-		}
+	for _, p := range order {
+		rep.Failed = append(rep.Failed, failed[p])
 	}
 	objs, err := scratch.Store.List(0, 0)
 	if err != nil {
@@ -108,4 +157,52 @@ func (r *Rook) Reread(opts ImportOptions, scratchMade func(dir string) (done fun
 		}
 	}
 	return rep, r.Store.Sync()
+}
+
+// rereadStops are, for each file an import of opts lists that this
+// store's sessions were imported from, where the imports that took it in
+// stopped reading it, ascending: the session's Source.Stops, then
+// Source.Size. Objects are content-addressed: read again stopping at the same
+// points, the file makes the objects those imports made. (Stopping where
+// no import stopped changes nothing either, as long as it is where one
+// of the session's units of lines, an event's object, ends, as each of
+// these is: only a stop inside a unit would cut it otherwise.) A session
+// imported before rook recorded Source.Stops has only its Size to stop
+// at; so has one whose last import was cut short after its lines and
+// before its metadata (a crash) until the next import records where
+// (where the session's lines end is in their last object, the one that
+// would need it; a .zst damaged part way is read again to the same
+// damage, and stops there again).
+func (r *Rook) rereadStops(scratch *Rook, opts ImportOptions) (map[string][]int64, error) {
+	files, _, err := scratch.importFiles(opts.Format, scratch.importPaths(opts), &ImportReport{})
+	if err != nil {
+		return nil, nil // the whole import, after, fails alike and says what is wrong
+	}
+	known, _, err := r.importedSessions(opts.Format)
+	if err != nil {
+		return nil, err
+	}
+	stops := map[string][]int64{}
+	for _, f := range files {
+		m, ok := known[f.path]
+		if !ok && opts.Format == FormatCodex {
+			// A rollout imported compressed, now beside its plain twin
+			// (or the other way round): one stream, the same bytes.
+			if p, zst := strings.CutSuffix(f.path, ".zst"); zst {
+				m, ok = known[p]
+			} else {
+				m, ok = known[f.path+".zst"]
+			}
+		}
+		if !ok {
+			continue
+		}
+		at := append(slices.Clone(m.Source.Stops), m.Source.Size)
+		at = slices.DeleteFunc(at, func(n int64) bool { return n <= 0 })
+		slices.Sort(at)
+		if at = slices.Compact(at); len(at) > 0 {
+			stops[f.path] = at
+		}
+	}
+	return stops, nil
 }

@@ -80,6 +80,32 @@ func (r *Rook) openSource(path string) (io.ReadCloser, bool, error) {
 // read as they decompress, whether their frame checks out or not (a look
 // at a file's head, which tells its format and session, not its lines).
 func (r *Rook) openSourceChecked(path string, verify bool) (io.ReadCloser, bool, error) {
+	rc, zst, err := r.openSourceFile(path, verify)
+	if n, ok := r.readTo[path]; ok && err == nil {
+		return &stoppedSource{ReadCloser: rc, left: n}, zst, nil
+	}
+	return rc, zst, err
+}
+
+// stoppedSource is a source file read no further than where an import of
+// the store Reread repairs stopped reading it (Rook.readTo).
+type stoppedSource struct {
+	io.ReadCloser
+	left int64
+}
+
+func (s *stoppedSource) Read(p []byte) (int, error) {
+	if s.left <= 0 {
+		return 0, io.EOF
+	}
+	p = p[:min(int64(len(p)), s.left)]
+	n, err := s.ReadCloser.Read(p)
+	s.left -= int64(n)
+	return n, err
+}
+
+// openSourceFile is openSourceChecked of the whole file.
+func (r *Rook) openSourceFile(path string, verify bool) (io.ReadCloser, bool, error) {
 	f, err := r.fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, false, err

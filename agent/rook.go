@@ -57,6 +57,11 @@ type Rook struct {
 	home  string
 	// notices are what Open did besides opening (the inbox drain).
 	notices []string
+	// readTo, set only on the scratch store Reread imports into, has
+	// each source file named in it read as its first n bytes (of its
+	// decompressed stream for .zst): where an import of the store being
+	// repaired stopped reading it (rereadStops).
+	readTo map[string]int64
 }
 
 // Open opens the store at home and its event logs.

@@ -964,7 +964,7 @@ func runReread(e *Env, format string, paths []string) error {
 	}
 	switch {
 	case out.Unreadable > 0:
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d object(s) still cannot be read back: the files read make other objects (a file imported in several steps, as it grew, was cut at other points; or a file changed since): `rook session rm` the sessions they belong to and import the files again; `rook store verify` lists them", out.Unreadable)}
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d object(s) still cannot be read back: the files read make other objects (a file changed since it was imported, not only grown; or one imported in several steps, as it grew, by a rook that did not record yet where each import stopped): `rook session rm` the sessions they belong to and import the files again; `rook store verify` lists them", out.Unreadable)}
 	case len(out.Problems) > out.DamagedRegions:
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("every object reads back, but the store's verify finds %d other problem(s): `rook store verify` says what to do", len(out.Problems))}
 	case len(out.Failed) > 0:

@@ -194,7 +194,7 @@ func metaSeeds() [][]byte {
 	metas := []Meta{
 		{V: 1, ID: id, Created: time.UnixMilli(fuzzBase).UTC()},
 		{V: 1, ID: id, Title: "fix the parser", Workspace: "/home/u/p", Created: time.UnixMilli(fuzzBase).UTC(), Parent: &parent, ForkAt: &at, Tags: []string{"keep", "x"}, CopiedIn: 5},
-		{V: 1, ID: id, Created: time.UnixMilli(fuzzBase).UTC(), Source: &Source{Format: "claude-code", Path: "/t/\xe9.jsonl", Size: 10, SHA256: "ab", Stat: &FileStat{Size: 10, MTime: 1}, SideSeen: 3}, Ancestor: &parent, AncestorAt: &at},
+		{V: 1, ID: id, Created: time.UnixMilli(fuzzBase).UTC(), Source: &Source{Format: "claude-code", Path: "/t/\xe9.jsonl", Size: 10, SHA256: "ab", Stat: &FileStat{Size: 10, MTime: 1}, SideSeen: 3, Stops: []int64{4, 7}}, Ancestor: &parent, AncestorAt: &at},
 	}
 	var out [][]byte
 	for _, m := range metas {

@@ -140,6 +140,15 @@ type Source struct {
 	// the transcript (notes written after its last line) had every
 	// import read them and the session's events again. 0: none recorded.
 	SideSeen int64 `json:"side_seen_ns,omitempty"`
+	// Stops are sizes (as Size counts them) at which earlier imports of
+	// the file stopped reading where what they stored last is not what a
+	// read going on stores: a run of notes stored as it stood at the
+	// file's end, which a later import does not add to, or a last line
+	// with no newline yet. Objects are cut at these points; `rook import
+	// --reread` reads the file again stopping at each (and at Size), to
+	// make those objects again. Ascending; nil: none recorded (none such,
+	// or imported before rook recorded them).
+	Stops []int64 `json:"stops,omitempty"`
 }
 
 // FileStat is a source file's size and times, as the file system gave them.

@@ -258,7 +258,13 @@ func perSession[T any](lf importedFamily, read func(eventlog.ID) T) func(eventlo
 // previous_status, not "not_found"), ends the spawn of that path the
 // session's rollout last holds before it (a path is free again once
 // closed), or, the session's rollout holding none, the family's one spawn
-// of it (of two or more, which one it closed is not known: none). A close
+// of it (of two or more, which one it closed is not known: none); when
+// it is its session's own line (codexAgent.ownLine): a Codex fork's
+// rollout, or a subagent's spawned with its parent's history, begins
+// with a copy of its parent's lines, whose close is the parent's, its
+// target resolved from the parent's path (a fork of a subagent is /root,
+// where its parent is not), at the parent's time, and counted in the
+// parent's rollout (that not read, the copy ends nothing). A close
 // by a thread id does not name it: no output of the family says a v2
 // agent's thread (spawn_agent answers its path and nickname,
 // multi_agents_v2/spawn.rs; list_agents its path, or its thread only
@@ -358,6 +364,10 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 		call              string
 	}
 	var pathCloses []pathClose
+	// v2: the closes of a path by its holder a session's rollout holds
+	// that may be a copy of its parent's lines (codexAgent.ownLine), to
+	// count once all are read.
+	var copiedCloses []pathClose
 	spawnedAt := map[string][]time.Time{} // v2: the times of the spawn outputs of each path
 	// v2: the lines of each thread's rollout read, by thread: its close
 	// outputs' call ids, its spawns' keys (what a copy of its lines in a
@@ -503,12 +513,27 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 							continue
 						}
 						if k, known := holder(last, path); known && slices.Contains(tasks[path], k) {
+							if !agentOf(s).own {
+								copiedCloses = append(copiedCloses, pathClose{key: k, path: path, output: "output " + p.CallID, at: ev.Time, session: s, call: p.CallID})
+								continue
+							}
 							hear(k, "output "+p.CallID, said{at: ev.Time})
 						}
 					}
 				}
 			}
 			from = evs[len(evs)-1].Seq + 1
+		}
+	}
+	// A close in a Codex fork's rollout, or a subagent's spawned with its
+	// parent's history, counts only as its own line: a copy of its
+	// parent's is the parent's close, its target resolved from the
+	// parent's path (not the copy's session's: a fork of a subagent is
+	// /root), at the parent's time, counted in the parent's rollout
+	// (codexAgent.ownLine).
+	for _, pc := range copiedCloses {
+		if agentOf(pc.session).ownLine(rolloutOf, func(l *codexRolloutLines) bool { return l.closes[pc.call] }) {
+			hear(pc.key, pc.output, said{at: pc.at})
 		}
 	}
 	// A close of a path a missing spawn's is below closes its ancestor
@@ -667,9 +692,10 @@ type codexRolloutLines struct {
 // from the parent's path, at the parent's time; the parent's rollout
 // holds the original, which counts there. A line of such a session is
 // its own when its parent's rollout was read (rolloutOf) and holds no
-// line of its call id (or spawn key); else, its parent's rollout not
-// read (removed since), or a spawn with no call id, which is a copy is
-// not known, and it ends nothing: a spawn counts as writing on.
+// line of its call id (or spawn key: codexAgent.ownLine); else, its
+// parent's rollout not read (removed since), or a spawn with no call id,
+// which is a copy is not known, and it ends nothing: a spawn counts as
+// writing on.
 func codexPathCloseInTree(agentOf func(eventlog.ID) codexAgent, sessions []eventlog.ID, rolloutOf map[string]*codexRolloutLines) func(s eventlog.ID, call string, sp missingSubagent) bool {
 	byThread := map[string]codexAgent{}
 	for _, s := range sessions {
@@ -691,27 +717,36 @@ func codexPathCloseInTree(agentOf func(eventlog.ID) codexAgent, sessions []event
 		}
 		return ""
 	}
-	own := func(a codexAgent, copied func(*codexRolloutLines) bool) bool {
-		if a.own {
-			return true
-		}
-		parent := rolloutOf[a.parent]
-		return a.parent != "" && parent != nil && !copied(parent)
-	}
 	return func(s eventlog.ID, call string, sp missingSubagent) bool {
 		closer, spawner := agentOf(s), agentOf(sp.session)
-		if !own(closer, func(l *codexRolloutLines) bool { return l.closes[call] }) {
+		if !closer.ownLine(rolloutOf, func(l *codexRolloutLines) bool { return l.closes[call] }) {
 			return false
 		}
 		if !spawner.own && sp.task == codexTaskKey(sp.agent, "", sp.session, sp.seq) {
 			return false // (its copy would bear another key)
 		}
-		if !own(spawner, func(l *codexRolloutLines) bool { return l.spawns[sp.task] }) {
+		if !spawner.ownLine(rolloutOf, func(l *codexRolloutLines) bool { return l.spawns[sp.task] }) {
 			return false
 		}
 		tree := root(closer.thread)
 		return tree != "" && tree == root(spawner.thread)
 	}
+}
+
+// ownLine says whether a line of agent a's rollout, which copied says
+// a rollout holds too, is a's own: every line of a session whose lines
+// are all its own (codexAgent.own) is; of a Codex fork's, or a
+// subagent's spawned with its parent's history, which begin with a copy
+// of their parent's lines, one its parent's rollout, read (rolloutOf),
+// does not hold. Its parent's rollout not read (removed since, never
+// imported), whether it is a copy is not known: it is not taken as its
+// own.
+func (a codexAgent) ownLine(rolloutOf map[string]*codexRolloutLines, copied func(*codexRolloutLines) bool) bool {
+	if a.own {
+		return true
+	}
+	parent := rolloutOf[a.parent]
+	return a.parent != "" && parent != nil && !copied(parent)
 }
 
 // codexNamesTask says whether collab call p (one of

@@ -341,3 +341,74 @@ func TestCodexSubagentsRelativeCloseEndsItsMissingDescendant(t *testing.T) {
 		})
 	}
 }
+
+// A Codex fork's rollout begins with a copy of its parent's lines, and
+// Codex forks a subagent's thread as it forks any (ThreadManager's
+// fork_thread copies its rollout's lines, up to the fork point, tool
+// calls too; the fork's own session_meta bears the forking client's
+// source, so it is /root of a tree of its own): the copy of a
+// close is the parent's, its relative target resolved from the parent's
+// path, not the fork's. P spawns /root/worker (F, imported) and
+// /root/x (G, its rollout never imported); F spawns its own
+// /root/worker/x (H, never imported) and closes it ("x", relative to F's
+// /root/worker). Nothing closed G: a rewind of P to before its patch at
+// 00:10 is refused, G may have written n.txt at any time. With X, a
+// Codex fork of F at 00:07, X's copy of F's close of "x" was resolved
+// from X's own /root, to /root/x, and taken as a close of G, the
+// family's one spawn of it: G judged ended at 00:07, and the rewind
+// went, undoing P's patch on a disk G may have changed since. (The
+// subtest without X is the control; where P closes "x" itself, that ends
+// G, and F's own close ends H, F's rollout a copy of P's lines or not:
+// the rewind goes.)
+func TestCodexCloseCopiedIntoAForkOfASubagentIsItsParentsClose(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		fork, x, copies bool // X forks F; P closes its own /root/x; F begins with a copy of P's lines
+	}{
+		{"no fork", false, false, false},
+		{"X forks F", true, false, false},
+		{"X forks F spawned with P's history", true, false, true},
+		{"X forks F, P closes x", true, true, false},
+		{"X forks F spawned with P's history, P closes x", true, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCodexForkPair(t)
+			c.p = append(c.p, patchLines("p1", "*** Add File: n.txt\n+1\n+b", "00:02")...)
+			f := []string{c.subagentV2Meta(codexFID, codexPID, "/root/worker", "00:03")}
+			if tc.copies {
+				f = append(f, restampLines(t, c.p, "00:03")...)
+			}
+			c.p = append(c.p, spawnV2Lines("spawn1", "worker", "/root/worker", "00:03", true, true)...)
+			c.p = append(c.p, spawnV2Lines("spawnG", "x", "/root/x", "00:04", true, true)...)
+			f = append(f, spawnV2Lines("spawnH", "x", "/root/worker/x", "00:05", true, false)...)
+			f = append(f, collabLines("close_agent", "fclose", `{"target":"x"}`, `{"previous_status":"running"}`, "00:06")...)
+			rollouts := map[string][]string{codexPID: c.p, codexFID: f}
+			if tc.fork {
+				x := []string{c.meta(codexGID, codexFID, "00:07")}
+				rollouts[codexGID] = append(x, restampLines(t, f, "00:07")...)
+			}
+			if tc.x {
+				c.p = append(c.p, collabLines("close_agent", "pclose", `{"target":"x"}`, `{"previous_status":"running"}`, "00:08")...)
+			}
+			c.p = append(c.p, patchLines("p2", "*** Update File: n.txt\n@@\n-b\n+B", "00:10")...)
+			rollouts[codexPID] = c.p
+			r, ids := importCodexRollouts(t, c, rollouts, tree{"n.txt": "1\nB\n"})
+			p := ids[codexPID]
+			pCalls := patchCallSeqs(t, r, p)
+			_, err := r.Rewind(p, pCalls[1], false)
+			if tc.x {
+				if err != nil {
+					t.Fatalf("P closed /root/x before the point, yet the rewind was refused: %v", err)
+				}
+				if got := c.read("n.txt"); got != "1\nb\n" {
+					t.Fatalf("n.txt: %q", got)
+				}
+				return
+			}
+			if got := c.read("n.txt"); got != "1\nB\n" {
+				t.Errorf("n.txt after the rewind: %q, want it unchanged (%q)", got, "1\nB\n")
+			}
+			refusedFor(t, err, "n.txt", "the Codex subagent /root/x, spawned by the spawn_agent call whose output is event #")
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -276,7 +277,8 @@ func (r *Rook) inboxNotes(id eventlog.ID) ([]InboxNote, error) {
 	}
 }
 
-// InboxDayNote is one day's note of a client: its saves in order.
+// InboxDayNote is one day's note of a client: its saves in their saved
+// time order.
 type InboxDayNote struct {
 	Client string      `json:"client"`
 	Title  string      `json:"title"`
@@ -306,7 +308,8 @@ func (d InboxDayNote) Text() string {
 // ErrNoInbox: no inbox of that name.
 var ErrNoInbox = fmt.Errorf("no such inbox")
 
-// InboxShow returns a client's note of one day (date "": its newest day).
+// InboxShow returns a client's note of one day (date "": its newest day,
+// the day of its newest save), the saves in their saved time order.
 func (r *Rook) InboxShow(client, date string) (InboxDayNote, error) {
 	short := strings.ToLower(strings.TrimSpace(client))
 	if short == "" {
@@ -334,6 +337,14 @@ func (r *Rook) InboxShow(client, date string) (InboxDayNote, error) {
 	if err != nil {
 		return InboxDayNote{}, err
 	}
+	// The session holds the saves in the order they were taken in: spool
+	// files in name order (each server process's start time), then line
+	// order. Two processes for one inbox (Claude Desktop since the
+	// morning, Claude Code since the evening) interleave, so the last save
+	// taken in need not be the newest. The stored events stay as appended;
+	// the day and its order come from the saves' own times. Saves of equal
+	// times keep the order they were taken in (a stable sort).
+	slices.SortStableFunc(notes, func(a, b InboxNote) int { return a.Time.Compare(b.Time) })
 	if date == "" && len(notes) > 0 {
 		date = notes[len(notes)-1].Time.Local().Format(time.DateOnly)
 	}

@@ -304,3 +304,58 @@ func TestInboxOldBidiName(t *testing.T) {
 		}
 	}
 }
+
+// Two Claude clients run at once (Claude Desktop, started in the morning, and
+// Claude Code, started in the evening): each `rook mcp serve` process has its
+// own spool file, named by its start time, and the drain takes the files in
+// name order, so the Desktop saves (12-01) are taken in before the Code save
+// of 11-30. `rook inbox show claude` with no --date shows the inbox's newest
+// day by the saves' own times, 2026-12-01 (it used to show the day of the
+// last save taken in, 2026-11-30), and lists that day's saves in their time
+// order; saves of equal times in the order they were taken in.
+func TestInboxShowNewestDayAcrossProcesses(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	morning := time.Date(2026, 11, 30, 8, 0, 0, 0, time.Local)
+	evening := time.Date(2026, 11, 30, 20, 0, 0, 0, time.Local)
+	save := func(start time.Time, pid int, client string, at time.Time, content string) {
+		t.Helper()
+		w := inbox.NewWriter(fsys, testHome, inbox.ProcessName(start, pid))
+		short, _ := inbox.Inbox(client)
+		s := inbox.Save{ID: w.NextID(at), Time: at, Client: short, ClientName: client, Content: content}
+		if err := w.Save(s); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	day1 := func(h, m int) time.Time { return time.Date(2026, 12, 1, h, m, 0, 0, time.Local) }
+	// Saved in this order in time: Code's first, Desktop's after midnight,
+	// then one of each at 00:40 (Desktop's taken in first).
+	save(evening, 1<<22+2, "claude-code", time.Date(2026, 11, 30, 23, 50, 0, 0, time.Local), "late on the 30th\n")
+	save(morning, 1<<22+1, "claude-ai", day1(0, 20), "early on the 1st\n")
+	save(evening, 1<<22+2, "claude-code", day1(0, 30), "code at 00:30\n")
+	save(morning, 1<<22+1, "claude-ai", day1(0, 40), "desktop at 00:40\n")
+	save(evening, 1<<22+2, "claude-code", day1(0, 40), "code at 00:40\n")
+	if rep, err := r.DrainInbox(); err != nil || rep.Drained != 5 {
+		t.Fatalf("drain %+v %v", rep, err)
+	}
+	note, err := r.InboxShow("claude", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if note.Date != "2026-12-01" {
+		t.Errorf("`rook inbox show claude` showed %s, not the inbox's newest day 2026-12-01: %q", note.Date, note.Text())
+	}
+	if want := "early on the 1st\n\ncode at 00:30\n\ndesktop at 00:40\n\ncode at 00:40\n"; note.Text() != want {
+		t.Errorf("the day's saves are not in their time order:\n%s\nwant:\n%s", note.Text(), want)
+	}
+	list, err := r.Inboxes()
+	if err != nil || len(list) != 1 {
+		t.Fatalf("%+v %v", list, err)
+	}
+	if len(list[0].Days) != 2 || list[0].Days[0].Date != "2026-12-01" {
+		t.Fatalf("inbox ls days %+v", list[0].Days)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/rookhq/rook/agent/mcpclient"
 )
 
 func TestCheckArgs(t *testing.T) {
@@ -79,4 +81,44 @@ func FuzzCheckArgs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// `rook mcp call` without --json prints a tool's structuredContent as the
+// server sent it, indented: a 64-bit id is not rounded through float64
+// (9007199254740993 printed as 9007199254740992, another record's id), and
+// a number past float64 (1e400, valid JSON) no longer makes the whole
+// structured content vanish. A rune that would act on the terminal is
+// shown as its JSON escape, the same value.
+func TestCallPrintsStructuredContentAsSent(t *testing.T) {
+	for _, tc := range []struct{ structured, want string }{
+		{`{"id":9007199254740993}`, "9007199254740993"},
+		{`{"big":1e400,"name":"x"}`, "1e400"},
+		{`{"big":1e400,"name":"x"}`, "structured content:\n{\n  \"big\": 1e400,\n  \"name\": \"x\"\n}\n"},
+		{"{\"s\":\"a\u202eb\u009b31m\"}", `"s": "a\u202eb\u009b31m"`},
+	} {
+		var out strings.Builder
+		printResult(&out, &mcpclient.Result{
+			Content:    []mcpclient.Content{{Type: "text", Text: "done"}},
+			Structured: json.RawMessage(tc.structured),
+		})
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("structuredContent %s printed as:\n%s(want %s in it)", tc.structured, out.String(), tc.want)
+		}
+	}
+}
+
+// `rook mcp tools` summarises a tool's arguments from its input schema
+// without decoding its values into Go's: a property whose schema is true
+// (valid JSON Schema) or an odd type no longer makes the whole arguments
+// line vanish.
+func TestSchemaSummaryKeepsWhatItCannotType(t *testing.T) {
+	for _, tc := range []struct{ schema, want string }{
+		{`{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"integer"}},"required":["q"]}`, "n:integer q*:string  (* required)"},
+		{`{"properties":{"any":true,"x":{"type":["string","null"]}}}`, "any:any x:[string null]"},
+		{`{"properties":{"odd":{"type":1e400}},"required":["odd",5]}`, "odd*:1e400  (* required)"},
+	} {
+		if got := schemaSummary(json.RawMessage(tc.schema)); got != tc.want {
+			t.Errorf("schemaSummary(%s) = %q, want %q", tc.schema, got, tc.want)
+		}
+	}
 }

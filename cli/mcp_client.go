@@ -544,20 +544,24 @@ func claims(a mcpclient.Annotations) string {
 }
 
 // schemaSummary lists a JSON Schema's properties: name:type, required
-// ones marked with *.
+// ones marked with *. Each part is read on its own, without converting
+// values: a property whose schema is not an object (true, valid JSON
+// Schema) or a required list holding a non-string used to fail the whole
+// decoding, and the arguments line vanished without a word.
 func schemaSummary(raw json.RawMessage) string {
 	var s struct {
-		Properties map[string]struct {
-			Type any `json:"type"`
-		} `json:"properties"`
-		Required []string `json:"required"`
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []json.RawMessage          `json:"required"`
 	}
 	if json.Unmarshal(raw, &s) != nil || len(s.Properties) == 0 {
 		return ""
 	}
 	req := map[string]bool{}
 	for _, r := range s.Required {
-		req[r] = true
+		var name string
+		if json.Unmarshal(r, &name) == nil {
+			req[name] = true
+		}
 	}
 	var names []string
 	for n := range s.Properties {
@@ -566,20 +570,37 @@ func schemaSummary(raw json.RawMessage) string {
 	sort.Strings(names)
 	var parts []string
 	for _, n := range names {
-		t := fmt.Sprint(s.Properties[n].Type)
-		if s.Properties[n].Type == nil {
-			t = "any"
-		}
 		mark := ""
 		if req[n] {
 			mark = "*"
 		}
-		parts = append(parts, fmt.Sprintf("%s%s:%s", cleanLine(n), mark, t))
+		parts = append(parts, fmt.Sprintf("%s%s:%s", cleanLine(n), mark, schemaType(s.Properties[n])))
 	}
 	if len(req) == 0 {
 		return strings.Join(parts, " ")
 	}
 	return strings.Join(parts, " ") + "  (* required)"
+}
+
+// schemaType is a property schema's type as the server wrote it: a name
+// ("string"), names ([string null]), else its JSON on one line; "any"
+// where it gives none.
+func schemaType(raw json.RawMessage) string {
+	var p struct {
+		Type json.RawMessage `json:"type"`
+	}
+	if json.Unmarshal(raw, &p) != nil || len(p.Type) == 0 || string(p.Type) == "null" {
+		return "any"
+	}
+	var name string
+	if json.Unmarshal(p.Type, &name) == nil {
+		return cleanLine(name)
+	}
+	var names []string
+	if json.Unmarshal(p.Type, &names) == nil {
+		return cleanLine("[" + strings.Join(names, " ") + "]")
+	}
+	return cleanLine(string(compactJSON(p.Type)))
 }
 
 // negativeTimeout refuses a --timeout of add or sync below 0.
@@ -1019,10 +1040,29 @@ func printResult(w io.Writer, res *mcpclient.Result) {
 		}
 	}
 	if len(res.Structured) > 0 && string(res.Structured) != "null" {
-		var v any
-		if json.Unmarshal(res.Structured, &v) == nil {
-			b, _ := json.MarshalIndent(v, "", "  ")
-			fmt.Fprintf(w, "structured content:\n%s\n", b)
-		}
+		fmt.Fprintf(w, "structured content:\n%s\n", shownJSON(res.Structured))
 	}
+}
+
+// shownJSON is a server's JSON as it sent it, indented for reading. Its
+// values are not decoded: decoded into Go values, numbers went through
+// float64, so a 64-bit id printed as another one and a number past
+// float64's range (1e400, valid JSON) made the whole of it vanish. A rune
+// that would act on the terminal (in JSON, only inside a string) is
+// written as its \u escape, the same JSON value.
+func shownJSON(raw []byte) string {
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
+		b.Reset()
+		b.Write(raw) // not JSON after all: shown as sent, made safe below
+	}
+	var out strings.Builder
+	for _, r := range b.String() {
+		if r != '\n' && unsafeForTerminal(r) {
+			fmt.Fprintf(&out, `\u%04x`, r)
+			continue
+		}
+		out.WriteRune(r)
+	}
+	return out.String()
 }

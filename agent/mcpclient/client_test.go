@@ -1,9 +1,13 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -302,6 +306,135 @@ func TestCallTimeout(t *testing.T) {
 				t.Fatalf("took %v", time.Since(start))
 			}
 		})
+	}
+}
+
+// cancelledParams finds the notifications/cancelled a fake received, and
+// reads its params.
+func cancelledParams(f *Fake) (id json.RawMessage, reason string, ok bool) {
+	for _, r := range f.Requests() {
+		if r.Method == "notifications/cancelled" {
+			var p struct {
+				RequestID json.RawMessage `json:"requestId"`
+				Reason    string          `json:"reason"`
+			}
+			json.Unmarshal(r.Params, &p)
+			return p.RequestID, p.Reason, true
+		}
+	}
+	return nil, "", false
+}
+
+// rook calls a slow tool on a streamable HTTP server (`rook mcp call`, or an
+// agent's call) and the call runs past its timeout (Limits.CallTimeout,
+// `--timeout`): the client tells the server it gave up, so the server can
+// stop the tool: MCP 2025-11-25 basic/lifecycle "Timeouts": "the sender
+// SHOULD issue a cancellation notification for that request";
+// basic/utilities/cancellation: notifications/cancelled with the request's
+// id. On streamable HTTP, dropping the connection is no substitute:
+// basic/transports "Disconnection SHOULD NOT be interpreted as the client
+// cancelling its request". The client only closed the POST: no
+// notifications/cancelled ever reached the server, which went on running
+// the tool. The call's error stays the timeout it was.
+func TestCallTimeoutSendsCancelled(t *testing.T) {
+	f, spec := httpFake(t, FakeConfig{Tools: []FakeTool{{Name: "slow", Sleep: 10 * time.Second}}})
+	o := testOptions()
+	o.Limits.CallTimeout = 300 * time.Millisecond
+	c := connect(t, spec, o)
+	_, err := c.Call(context.Background(), "slow", nil)
+	if err == nil {
+		t.Fatal("the slow call did not time out")
+	}
+	wantContains(t, wantFailure(t, err, ProtocolError).Msg, "the tool did not finish in time (300ms")
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if slices.Contains(f.Methods(), "notifications/cancelled") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	id, reason, ok := cancelledParams(f)
+	if !ok {
+		t.Fatalf("no notifications/cancelled after the call timed out; the server received: %q", f.Methods())
+	}
+	// initialize is 1, the call 2 (Client.nextID).
+	if string(id) != "2" || !strings.Contains(reason, "timed out") {
+		t.Fatalf("notifications/cancelled for request %s (%q), want the call's, 2, and that it timed out", id, reason)
+	}
+}
+
+// The same over stdio: the program reads the notification (the fake
+// writes it on its stderr, and stops the tool).
+func TestCallTimeoutSendsCancelledOverStdio(t *testing.T) {
+	o := testOptions()
+	o.Limits.CallTimeout = 300 * time.Millisecond
+	c := connect(t, FakeSpec("fake", fakeEnv, FakeConfig{Tools: []FakeTool{{Name: "slow", Sleep: 10 * time.Second}}, SayNotifications: true}), o)
+	_, err := c.Call(context.Background(), "slow", nil)
+	wantContains(t, wantFailure(t, err, ProtocolError).Msg, "the tool did not finish in time (300ms")
+	tail := c.tr.(*stdioTransport).tail
+	var last string
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if last = tail.lastLine(); strings.Contains(last, "notifications/cancelled") {
+			break
+		}
+	}
+	wantContains(t, last, "fake: notified notifications/cancelled", `"requestId":2`, "timed out")
+}
+
+// A call its caller gives up on (an agent's call cancelled) is cancelled
+// at the server too, saying so; initialize never is (the spec: a client
+// MUST NOT cancel it), though its time runs out.
+func TestCallCancelledByTheCaller(t *testing.T) {
+	f, spec := httpFake(t, FakeConfig{Tools: []FakeTool{{Name: "slow", Sleep: 10 * time.Second}}})
+	c := connect(t, spec, testOptions())
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	if _, err := c.Call(ctx, "slow", nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a call its caller cancelled failed with %v", err)
+	}
+	id, reason, ok := cancelledParams(f)
+	if !ok || string(id) != "2" || !strings.Contains(reason, "stopped waiting") {
+		t.Fatalf("notifications/cancelled %v for request %s (%q); the server received %q", ok, id, reason, f.Methods())
+	}
+
+	f, spec = httpFake(t, FakeConfig{SilentMethods: []string{"initialize"}})
+	o := testOptions()
+	o.Limits.ConnectTimeout = 300 * time.Millisecond
+	if _, err := Connect(context.Background(), spec, o); err == nil {
+		t.Fatal("a server silent at initialize was connected to")
+	}
+	if slices.Contains(f.Methods(), "notifications/cancelled") {
+		t.Fatalf("initialize was cancelled: %q", f.Methods())
+	}
+}
+
+// A server that does not take the cancellation (gone, or stuck) holds the
+// call up only cancelTimeout more, and the call's error is the timeout it
+// was.
+func TestCallCancelledSendIsBounded(t *testing.T) {
+	old := cancelTimeout
+	cancelTimeout = 300 * time.Millisecond
+	defer func() { cancelTimeout = old }()
+	srv := callServer(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	stuck := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte("notifications/cancelled")) {
+			<-r.Context().Done() // never answered
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		srv.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	defer stuck.Close()
+	o := testOptions()
+	o.Limits.CallTimeout = 300 * time.Millisecond
+	c := connect(t, Spec{URL: stuck.URL}, o)
+	start := time.Now()
+	_, err := c.Call(context.Background(), "tool_00", nil)
+	wantContains(t, wantFailure(t, err, ProtocolError).Msg, "the tool did not finish in time (300ms", "may have run")
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("the call took %v: the cancellation's send was not bounded", d)
 	}
 }
 

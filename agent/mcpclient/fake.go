@@ -78,6 +78,9 @@ type FakeConfig struct {
 	ExitAtStart bool // write a line to stderr and exit with status 3
 	Stubborn    bool // ignore the end of stdin and SIGTERM
 	Noise       bool // write a line that is not JSON before every message
+	// SayNotifications writes each notification received on stderr, as
+	// "fake: notified METHOD PARAMS": the test reads it there.
+	SayNotifications bool
 }
 
 // FakeTool is one tool a Fake offers.
@@ -97,7 +100,7 @@ type FakeTool struct {
 	Sleep time.Duration `json:",omitempty"` // before answering tools/call
 }
 
-// FakeRequest is a message a Fake received over HTTP.
+// FakeRequest is a message a Fake received (the headers over HTTP only).
 type FakeRequest struct {
 	Method   string // "" for a response
 	Params   json.RawMessage
@@ -125,7 +128,8 @@ func (f *Fake) SetTools(tools []FakeTool) {
 	f.mu.Unlock()
 }
 
-// Requests are the messages received over HTTP, in order.
+// Requests are the messages received, in order (over stdio, by a Fake
+// serving in this process: a child process's are its own).
 func (f *Fake) Requests() []FakeRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -616,6 +620,9 @@ func (f *Fake) ServeStdio(in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
+	// The requests being served, by id: notifications/cancelled stops one
+	// (a sleeping tool then sends no answer, as the spec asks).
+	var running sync.Map
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
@@ -625,14 +632,34 @@ func (f *Fake) ServeStdio(in io.Reader, out io.Writer) error {
 			continue
 		}
 		for _, m := range msgs {
+			f.mu.Lock()
+			f.log = append(f.log, FakeRequest{Method: m.Method, Params: m.Params})
+			f.mu.Unlock()
 			switch {
 			case m.isResponse():
 				f.answered(m)
+			case m.isNotification():
+				if f.cfg.SayNotifications {
+					fmt.Fprintf(os.Stderr, "fake: notified %s %s\n", m.Method, m.Params)
+				}
+				if m.Method == "notifications/cancelled" {
+					var p struct {
+						RequestID json.RawMessage `json:"requestId"`
+					}
+					json.Unmarshal(m.Params, &p)
+					if stop, ok := running.Load(idKey(p.RequestID)); ok {
+						stop.(context.CancelFunc)()
+					}
+				}
 			case m.isRequest():
+				rctx, stop := context.WithCancel(ctx)
+				running.Store(idKey(m.ID), stop)
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if ans := f.serve(ctx, m, ask); ans != nil {
+					defer running.Delete(idKey(m.ID))
+					defer stop()
+					if ans := f.serve(rctx, m, ask); ans != nil {
 						send(ans)
 					}
 				}()

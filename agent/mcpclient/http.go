@@ -185,9 +185,16 @@ func (t *httpTransport) newRequest(ctx context.Context, method string, body []by
 // post sends one message. A 2xx response comes back open; anything else
 // is a classified error.
 func (t *httpTransport) post(ctx context.Context, body []byte) (*http.Response, error) {
+	resp, _, err := t.postWritten(ctx, body)
+	return resp, err
+}
+
+// postWritten is post, and says whether the request was written whole:
+// the server may have it, though no answer came.
+func (t *httpTransport) postWritten(ctx context.Context, body []byte) (*http.Response, bool, error) {
 	req, err := t.newRequest(ctx, http.MethodPost, body)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Content-Type", "application/json")
@@ -215,16 +222,16 @@ func (t *httpTransport) post(ctx context.Context, body []byte) (*http.Response, 
 		case errors.Is(f, context.DeadlineExceeded):
 			f = errNotSent // the time ran out before the request was written whole
 		}
-		return nil, f
+		return nil, wrote.Load(), f
 	}
 	if resp.StatusCode/100 == 2 {
-		return resp, nil
+		return resp, true, nil
 	}
 	defer resp.Body.Close()
-	return nil, t.statusFailure(ctx, resp, hadSession)
+	return nil, true, t.statusFailure(ctx, resp, hadSession)
 }
 
-func (t *httpTransport) roundTrip(ctx context.Context, req *message, limit int64) (*message, int64, error) {
+func (t *httpTransport) roundTrip(ctx context.Context, req *message, limit int64) (answer *message, n int64, err error) {
 	if req.Method == "initialize" { // a new session, maybe after a lost one
 		t.mu.Lock()
 		t.session, t.version = "", ""
@@ -234,7 +241,16 @@ func (t *httpTransport) roundTrip(ctx context.Context, req *message, limit int64
 	if err != nil {
 		return nil, 0, err
 	}
-	resp, err := t.post(ctx, body)
+	resp, written, err := t.postWritten(ctx, body)
+	defer func() {
+		// Given up on once the server may have had it (its time ran out,
+		// or the caller cancelled it): closing the connection does not
+		// cancel a request on streamable HTTP. After the body is closed
+		// (deferred below, run first).
+		if err != nil && written && ctx.Err() != nil {
+			sendCancelled(ctx, t, req)
+		}
+	}()
 	if err != nil {
 		return nil, 0, err
 	}

@@ -2,9 +2,11 @@ package mcpclient
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // JSON-RPC 2.0 error codes this client sends or reads.
@@ -99,4 +101,41 @@ func (c *Client) answer(req *message) *message {
 		c.opts.OnDeclined(req.Method)
 	}
 	return reply
+}
+
+// cancelTimeout bounds the sending of a notifications/cancelled: a server
+// gone or stuck must not hold rook up after the request it gave up on.
+var cancelTimeout = 2 * time.Second
+
+// notifier sends a notification: both transports are.
+type notifier interface {
+	notify(ctx context.Context, msg *message) error
+}
+
+// sendCancelled tells the server that rook gave up on req, sent whole,
+// because ctx ended (its time ran out, or the caller cancelled it), so
+// that it can stop the work (MCP basic/utilities/cancellation; lifecycle
+// "Timeouts": the sender SHOULD issue one). A dropped connection is no
+// substitute: on streamable HTTP a disconnection does not cancel, and a
+// stdio program goes on reading. initialize is never cancelled: the spec
+// says a client MUST NOT. The send has its own short bound; its failure is
+// not the request's, whose error stays as it is, and is not said.
+func sendCancelled(ctx context.Context, tr notifier, req *message) {
+	if req.Method == "initialize" || ctx.Err() == nil {
+		return
+	}
+	reason := "the client stopped waiting for the answer"
+	if ctx.Err() == context.DeadlineExceeded {
+		reason = "the request timed out in the client"
+	}
+	params, err := json.Marshal(struct {
+		RequestID json.RawMessage `json:"requestId"`
+		Reason    string          `json:"reason"`
+	}{req.ID, reason})
+	if err != nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+	defer cancel()
+	tr.notify(cctx, &message{JSONRPC: "2.0", Method: "notifications/cancelled", Params: params})
 }

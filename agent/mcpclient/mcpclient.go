@@ -9,7 +9,10 @@
 // era is not probed: a server/discover probe hangs on silent old servers.
 // Capabilities are empty: a server's requests for sampling (run a model) and
 // elicitation (ask the user) are declined with a plain message, roots/list
-// and anything else unknown get -32601, and ping gets {}.
+// and anything else unknown get -32601, and ping gets {}. A request given
+// up on after it was sent (its time ran out, or its ctx was cancelled) is
+// cancelled at the server with notifications/cancelled, sent within a
+// short bound; initialize never is.
 //
 // Failures are *Failure values of five kinds (NeedsCredential, NeedsOAuth,
 // Unreachable, ProtocolError, DiscoveryError) so that a caller can tell "fix

@@ -336,6 +336,7 @@ func (t *stdioTransport) roundTrip(ctx context.Context, req *message, limit int6
 		// acted before it went away.
 		return nil, 0, lostAnswer(t.err)
 	case <-ctx.Done():
+		sendCancelled(ctx, t, req) // the program had the request whole
 		return nil, 0, ctx.Err()
 	}
 }

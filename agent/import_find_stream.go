@@ -125,7 +125,7 @@ func newFindScan(ms []*foldMatcher, off, total, budget int64, spans []findSpan, 
 	f := &findScan{ms: ms, off: off, total: total, budget: budget, spans: spans, newlines: newlines,
 		start: -1, stop: -1, at: -1, end: -1}
 	for _, m := range ms {
-		f.look = max(f.look, int64(4*len(m.query)+8))
+		f.look = max(f.look, int64(m.span+8))
 	}
 	f.pos = make([]int64, len(ms))
 	f.fAt = make([]int64, len(ms))
@@ -268,6 +268,10 @@ func (f *findScan) search(k int, limit int64) {
 		return
 	}
 	for i < limit {
+		if j := i - f.base; j < int64(len(f.buf)) && !m.mayStart(f.buf[j]) {
+			i++ // an ASCII character
+			continue
+		}
 		if end, ok := m.matchAt(f.buf, int(i-f.base)); ok {
 			f.fAt[k], f.fEnd[k] = i, f.base+int64(end)
 			return

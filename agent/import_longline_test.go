@@ -112,7 +112,7 @@ func TestStreamedFindInALongHexRunStreams(t *testing.T) {
 // blanks, word characters on either side, colors, controls, case that
 // lower-cases to other lengths.
 var longLineWords = []string{"mix", "test", "Mix", "TEST", "the", "a", "of", " ", "  ", "\t", "_", "x", "é", "İ", "K", "日本",
-	"\x1b[31m", "\x1b[0m", "\x1b[", "\x1b[12", "\x1b", "31m", "\x07", "\u2028", "\u00a0", "-v", ".", "fix", "parser", "mixtest", "1"}
+	"\x1b[31m", "\x1b[0m", "\x1b[", "\x1b[12", "\x1b", "31m", "\x07", "\u2028", "\u00a0", "-v", ".", ",", "fix", "parser", "mixtest", "1"}
 
 // checkLongLine scores line whole (bodyScore, searchSnippet) and streamed
 // (longLine, snippetScan), written in pieces of the sizes rng gives, and
@@ -122,14 +122,11 @@ func checkLongLine(t *testing.T, line []byte, query string, rng *rand.Rand) {
 	if bytes.IndexByte(line, '\n') >= 0 {
 		return
 	}
-	var terms [][]byte
-	for _, w := range SearchTerms(query) {
-		terms = append(terms, []byte(w))
-	}
+	terms, gaps := termBytes(searchTermsOf(query))
 	if len(terms) == 0 {
 		return
 	}
-	whole := bodyScore{terms: terms}
+	whole := bodyScore{terms: terms, gaps: gaps}
 	whole.line(line)
 	wScore, wSnip := whole.result()
 	pieces := func(w func([]byte)) {
@@ -142,14 +139,14 @@ func checkLongLine(t *testing.T, line []byte, query string, rng *rand.Rand) {
 			rest = rest[k:]
 		}
 	}
-	l := newLongLine(terms)
+	l := newLongLine(terms, gaps)
 	pieces(l.write)
-	score, found, at, ok := l.finish()
+	score, found, rank, at, ok := l.finish()
 	if !ok {
 		t.Fatalf("%q, terms %q: not scored streamed", line, terms)
 	}
-	streamed := bodyScore{terms: terms}
-	streamed.longLine(score, found, longRef{at: at})
+	streamed := bodyScore{terms: terms, gaps: gaps}
+	streamed.longLine(score, found, rank, longRef{at: at})
 	sScore, _ := streamed.result()
 	if sScore != wScore {
 		t.Fatalf("%q, terms %q: streamed score %d, whole %d", line, terms, sScore, wScore)
@@ -229,7 +226,8 @@ func TestLongLineNotUTF8MatchesWhole(t *testing.T) {
 // lower-case to other lengths, written in pieces cut anywhere.
 func TestLongLineScoresAsWhole(t *testing.T) {
 	rng := rand.New(rand.NewPCG(51, 52))
-	queries := []string{"mix test", "mix", "test mix", "fix the parser", "é k", "31m", "-v", "mix test x", "日本", "mixtest a"}
+	queries := []string{"mix test", "mix", "test mix", "fix the parser", "é k", "31m", "-v", "mix test x", "日本", "mixtest a",
+		"mix a test", "mix, the  test", "fix a. parser"} // words dropped between terms: what the query has there
 	for i := range 4000 {
 		var b []byte
 		n := rng.IntN(60)
@@ -275,6 +273,10 @@ func TestLongLineScoresAsWhole(t *testing.T) {
 func FuzzLongLineScore(f *testing.F) {
 	f.Add([]byte("run mix test --seed 0"), "mix test", uint64(1))
 	f.Add([]byte("fix the   \tthe parser, mix\x1b[31mtest\x1b[0m"), "fix parser", uint64(2))
+	f.Add([]byte("can't connect, create the a branch; create a  branch"), "can't connect create a branch", uint64(11))
+	// A first term that ends in no word character, what the query has
+	// after it (a blank, a U+FFFD) before the next.
+	f.Add([]byte("n\xc1s\xc8 \xa41m"), "s\xc8 \xa41m", uint64(12))
 	f.Add([]byte(strings.Repeat("{\"id\":1,\"name\":\"item\"},", 40)+"mix test"), "mix test", uint64(3))
 	f.Add([]byte("İİİ KELVIN \u2028 日本test 31m\x1b[12 x"), "k test 31m", uint64(4))
 	// The only match in a color sequence at the line's end, stripped.
@@ -339,18 +341,15 @@ func TestSearchOfALongLineWithNoNewlineHoldsLittle(t *testing.T) {
 	}
 	seed := maphash.MakeSeed()
 	for _, q := range []string{"findme-end", "findme middle", "mix test", "item-20001 alpha", "nowhere"} {
-		var terms [][]byte
-		for _, w := range SearchTerms(q) {
-			terms = append(terms, []byte(w))
-		}
+		terms, gaps := termBytes(searchTermsOf(q))
 		var score int
 		var snip string
 		var h uint64
-		n := allocatedBy(func() { score, snip, h, err = r.searchText(s, terms, seed) })
+		n := allocatedBy(func() { score, snip, h, err = r.searchText(s, terms, gaps, seed) })
 		if err != nil {
 			t.Fatalf("search %q: %v: the line was not scored streamed", q, err)
 		}
-		wScore, wSnip, wH := wholeSearchText(t, r, evs[0].Body, terms, seed)
+		wScore, wSnip, wH := wholeSearchText(t, r, evs[0].Body, terms, gaps, seed)
 		if score != wScore || snip != wSnip || h != wH {
 			t.Fatalf("search %q: streamed %d %q %x, whole %d %q %x", q, score, snip, h, wScore, wSnip, wH)
 		}
@@ -525,15 +524,12 @@ func TestSearchOfALongLineWithALongColorStreams(t *testing.T) {
 	}
 	seed := maphash.MakeSeed()
 	for _, q := range []string{"colorword", "textword", "987654", "item-40000", "item-0"} {
-		var terms [][]byte
-		for _, w := range SearchTerms(q) {
-			terms = append(terms, []byte(w))
-		}
-		score, snip, h, err := r.searchText(s, terms, seed)
+		terms, gaps := termBytes(searchTermsOf(q))
+		score, snip, h, err := r.searchText(s, terms, gaps, seed)
 		if err != nil {
 			t.Fatalf("search %q: %v: the line was not scored streamed", q, err)
 		}
-		wScore, wSnip, wH := wholeSearchText(t, r, evs[0].Body, terms, seed)
+		wScore, wSnip, wH := wholeSearchText(t, r, evs[0].Body, terms, gaps, seed)
 		if score != wScore || snip != wSnip || h != wH {
 			t.Fatalf("search %q: streamed %d %q %x, whole %d %q %x", q, score, snip, h, wScore, wSnip, wH)
 		}

@@ -326,8 +326,8 @@ func (s *streamedLine) realOf(q int) int64 {
 // searchText is what Search scores of the line, streamed: the score and
 // snippet scoreBody gives of textOfImported of the line, and the hash of
 // that text. errNotStreamed: read the line whole.
-func (r *Rook) searchText(s *streamedLine, terms [][]byte, seed maphash.Seed) (int, string, uint64, error) {
-	sc := &textScorer{score: bodyScore{terms: terms, keep: true}, cut: -1}
+func (r *Rook) searchText(s *streamedLine, terms, gaps [][]byte, seed maphash.Seed) (int, string, uint64, error) {
+	sc := &textScorer{score: bodyScore{terms: terms, gaps: gaps, keep: true}, cut: -1}
 	sc.hash.SetSeed(seed)
 	skel := s.skel
 	inlineSeen := 0 // inline cuts read as string values
@@ -474,7 +474,7 @@ func (t *textScorer) streamLine(seg []byte) {
 		t.long = true // not a cut string's: never so
 		return
 	}
-	t.ll = newLongLine(t.score.terms)
+	t.ll = newLongLine(t.score.terms, t.score.gaps)
 	t.llRef = longRef{cut: t.cut, start: start}
 	t.ll.write(t.line)
 	t.ll.write(seg)
@@ -485,14 +485,14 @@ func (t *textScorer) streamLine(seg []byte) {
 // endLine scores the line written.
 func (t *textScorer) endLine() {
 	if t.ll != nil {
-		score, found, at, ok := t.ll.finish()
+		score, found, rank, at, ok := t.ll.finish()
 		t.llRef.n, t.llRef.at = t.ll.n, at
 		t.ll = nil
 		if !ok {
 			t.long = true
 			return
 		}
-		t.score.longLine(score, found, t.llRef)
+		t.score.longLine(score, found, rank, t.llRef)
 		return
 	}
 	if len(t.line) > 0 {

@@ -50,14 +50,14 @@ var findQueries = []string{"error", "the file", "\n", "é", "tool_use_id", "İst
 
 // wholeSearchText is the reference: the line put together, its text
 // taken whole (textOfImported) and scored whole (scoreBody).
-func wholeSearchText(t *testing.T, r *Rook, obj cas.Key, terms [][]byte, seed maphash.Seed) (int, string, uint64) {
+func wholeSearchText(t *testing.T, r *Rook, obj cas.Key, terms, gaps [][]byte, seed maphash.Seed) (int, string, uint64) {
 	t.Helper()
 	b, imported, err := r.readBody(obj)
 	if err != nil || !imported {
 		t.Fatalf("%s: %v (imported %v)", cas.Short(obj), err, imported)
 	}
 	text := textOfImported(b)
-	score, snip := scoreBody(text, terms)
+	score, snip := scoreBody(text, terms, gaps)
 	return score, snip, maphash.Bytes(seed, text)
 }
 
@@ -82,15 +82,11 @@ func compareStreamedSearch(t *testing.T, r *Rook, id eventlog.ID, queries []stri
 			t.Fatalf("#%d: total %d, the line has %d bytes", ev.Seq, s.total, len(b))
 		}
 		for _, q := range queries {
-			terms := SearchTerms(q)
-			if len(terms) == 0 {
+			lowered, gaps := termBytes(searchTermsOf(q))
+			if len(lowered) == 0 {
 				continue
 			}
-			lowered := make([][]byte, len(terms))
-			for i, t := range terms {
-				lowered[i] = []byte(t)
-			}
-			score, snip, h, err := r.searchText(s, lowered, seed)
+			score, snip, h, err := r.searchText(s, lowered, gaps, seed)
 			if err == errNotStreamed {
 				whole++
 				continue
@@ -99,7 +95,7 @@ func compareStreamedSearch(t *testing.T, r *Rook, id eventlog.ID, queries []stri
 				t.Fatal(err)
 			}
 			streamed++
-			wScore, wSnip, wH := wholeSearchText(t, r, ev.Body, lowered, seed)
+			wScore, wSnip, wH := wholeSearchText(t, r, ev.Body, lowered, gaps, seed)
 			if score != wScore || snip != wSnip || score > 0 && h != wH {
 				t.Fatalf("#%d %q: streamed %d %q %x, whole %d %q %x", ev.Seq, q, score, snip, h, wScore, wSnip, wH)
 			}
@@ -344,6 +340,8 @@ func streamedFindSeeds() []streamedFindSeed {
 	// and <, >, & as \u escapes.
 	// (Such a string is never cut out: it is not as rook writes it.)
 	seeds = append(seeds, streamedFindSeed{[]byte(`{"type":"user","message":{"content":[{"type":"text","text":"caf\u00e9 \u003c \ud83d\ude00"},{"type":"tool_result","content":"#"}]}}`), "needle ", "CAFé < 😀", 0, 0, 40})
+	// Each character escaped in a case of its own, the hex digits too.
+	seeds = append(seeds, streamedFindSeed{[]byte(`{"type":"user","message":{"content":[{"type":"text","text":"\u00c9l\u00E9phant"},{"type":"tool_result","content":"#"}]}}`), "needle ", "éLÉPHANT", 0, 0, 40})
 	return seeds
 }
 
@@ -432,17 +430,13 @@ func checkStreamedFind(t *testing.T, r *Rook, seed maphash.Seed, in streamedFind
 	// The one event's line, as Find searches it: streamed when
 	// findStreamed gives it (else Find read it whole).
 	_, findStreamed = r.findStreamed(s, off, cmp.Or(budget, FindMaxBytes), newFoldMatcher(query), findEscaped(query))
-	terms := SearchTerms(query)
-	if len(terms) == 0 {
+	lowered, gaps := termBytes(searchTermsOf(query))
+	if len(lowered) == 0 {
 		return
 	}
-	lowered := make([][]byte, len(terms))
-	for i, t := range terms {
-		lowered[i] = []byte(t)
-	}
-	if score, snip, h, err := r.searchText(s, lowered, seed); err == nil {
+	if score, snip, h, err := r.searchText(s, lowered, gaps, seed); err == nil {
 		searchStreamed = true
-		wScore, wSnip, wH := wholeSearchText(t, r, put.ID, lowered, seed)
+		wScore, wSnip, wH := wholeSearchText(t, r, put.ID, lowered, gaps, seed)
 		if score != wScore || snip != wSnip || score > 0 && h != wH {
 			t.Fatalf("search %q in %q: streamed %d %q, whole %d %q", query, line, score, snip, wScore, wSnip)
 		}

@@ -1107,10 +1107,48 @@ func TestFindMatchesTextEscapedByOtherWriters(t *testing.T) {
 	}
 	writeSource(t, fsys, "/home/u/.claude/projects/-w/s1.jsonl", lines, "")
 	id := *mustImport(t, r, FormatClaudeCode, "/home/u/.claude/projects").Files[0].Session
-	for query, want := range map[string]uint64{"café est": 0, "a < b && c": 1, "smile 😀": 2, `"déjà vu" <ok>`: 3, "prêt": 0, "CAFÉ EST": 0, "Café": 0} {
+	for query, want := range map[string]uint64{"café est": 0, "a < b && c": 1, "smile 😀": 2, `"déjà vu" <ok>`: 3, "prêt": 0, "CAFÉ EST": 0, "Café": 0,
+		"PRÊT": 0, `"Déjà VU" <OK>`: 3} {
 		res, err := r.Find(id, FindQuery{Query: query})
 		if err != nil || len(res.Hits) == 0 || res.Hits[0].Seq != want {
 			t.Errorf("find %q: %+v %v", query, res.Hits, err)
+		}
+	}
+}
+
+// TestFindEscapedWordInAnyCase: a transcript a tool rewrote with every
+// character past ASCII escaped ("\u00c9l\u00e9phant" for "Éléphant")
+// reads "Éléphant" in show and search; `session find` of it, matched
+// case-insensitively, found it only typed in the text's own mix of cases:
+// the escapes of the query as typed, all lower and all upper were tried,
+// and É and é differ in their escapes' hex digits. Each escape is now read
+// as its character (newEscapedMatcher), in any case, its hex digits too.
+func TestFindEscapedWordInAnyCase(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	path := "/p/-home-u-proj/S.jsonl"
+	line := `{"parentUuid":null,"sessionId":"S","cwd":"/home/u/proj","version":"2.1.39","uuid":"e1","timestamp":"2026-02-10T21:05:00.000Z","type":"user","message":{"role":"user","content":"\u00c9l\u00e9phant and \u00dcber-Stra\u00dfe"}}`
+	upper := `{"parentUuid":"e1","sessionId":"S","cwd":"/home/u/proj","version":"2.1.39","uuid":"e2","timestamp":"2026-02-10T21:05:01.000Z","type":"user","message":{"role":"user","content":"M\u00DCNCHEN"}}`
+	writeSource(t, fsys, path, []string{line, upper}, "")
+	id := *fileByPath(t, mustImport(t, r, FormatClaudeCode, path), path).Session
+	if err := r.Store.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// Search reads the text decoded, and finds it in any case.
+	if res, err := r.Search("éléphant", SearchOptions{}); err != nil || len(res.Hits) != 1 {
+		t.Fatalf("search éléphant: %+v %v", res, err)
+	}
+	// Find, as typed in the text's own cases, finds it too.
+	if res, err := r.Find(id, FindQuery{Query: "Éléphant"}); err != nil || len(res.Hits) != 1 {
+		t.Fatalf("find Éléphant: %+v %v", res, err)
+	}
+	for _, q := range []string{"éléphant", "ÉLÉPHANT", "über-straße", "Über-STRAẞE", "münchen", "München"} {
+		res, err := r.Find(id, FindQuery{Query: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Hits) != 1 {
+			t.Errorf("session find %q: %d hit(s), want 1 (the text is \"Éléphant and Über-Straße\", then \"MÜNCHEN\", stored \\u-escaped; find is case-insensitive)", q, len(res.Hits))
 		}
 	}
 }

@@ -56,35 +56,150 @@ var searchStopwords = map[string]bool{
 // punctuation around it: split, it was nothing, and `rook search c++`
 // refused a query any user expects to work.
 func SearchTerms(query string) []string {
-	var terms []string
+	terms, _ := searchTermsOf(query)
+	return terms
+}
+
+// searchTermsOf is SearchTerms of query, and what the query has between
+// each two terms in a row (gaps[k], before terms[k]; none before the
+// first), lower-cased, a run of blanks written as one space: the words it
+// dropped (of one letter, stopwords, the "t" of "can't") and the
+// punctuation around them, which may stand between the terms where the
+// query has them (termsTogether). gaps is nil when the query says a term
+// twice: its terms are then not in the query's order.
+func searchTermsOf(query string) (terms []string, gaps []string) {
+	lower := strings.ToLower(query)
 	seen := map[string]bool{}
-	add := func(w string) {
-		if !seen[w] {
-			seen[w] = true
-			terms = append(terms, w)
+	repeated := false
+	end := -1 // where the last term ends in lower
+	add := func(w string, at int) {
+		if seen[w] {
+			repeated = true
+			return
 		}
+		seen[w] = true
+		gap := ""
+		if end >= 0 {
+			gap = blanksAsOne(lower[end:at])
+		}
+		terms, gaps = append(terms, w), append(gaps, gap)
+		end = at + len(w)
 	}
-	for _, field := range strings.Fields(strings.ToLower(query)) {
-		words := strings.FieldsFunc(field, func(r rune) bool {
-			return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_./", r)
-		})
+	for _, field := range searchFields(lower) {
 		short, long := false, false // words of one character, of more
-		for _, w := range words {
-			w = strings.Trim(w, "./")
-			if n := utf8.RuneCountInString(w); n < 2 {
+		for _, w := range searchWords(field) {
+			if n := utf8.RuneCountInString(w.text); n < 2 {
 				short = short || n == 1
 				continue
 			}
 			long = true
-			if !searchStopwords[w] {
-				add(w)
+			if !searchStopwords[w.text] {
+				add(w.text, w.at)
 			}
 		}
-		if w := strings.Trim(field, "\"'`()[]{}<>,;:!?./"); short && !long && utf8.RuneCountInString(w) >= 2 {
-			add(w)
+		const around = "\"'`()[]{}<>,;:!?./" // quotes, brackets, punctuation
+		if w := strings.Trim(field.text, around); short && !long && utf8.RuneCountInString(w) >= 2 {
+			add(w, field.at+len(field.text)-len(strings.TrimLeft(field.text, around)))
 		}
 	}
-	return terms
+	if repeated {
+		gaps = nil
+	}
+	return terms, gaps
+}
+
+// searchWord is a piece of a query, at byte at of it.
+type searchWord struct {
+	text string
+	at   int
+}
+
+// searchFields are the query's words between blanks (strings.Fields).
+func searchFields(query string) []searchWord {
+	var out []searchWord
+	start := -1
+	for i, r := range query {
+		if unicode.IsSpace(r) {
+			if start >= 0 {
+				out = append(out, searchWord{query[start:i], start})
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		out = append(out, searchWord{query[start:], start})
+	}
+	return out
+}
+
+// searchWords splits a field of the query on anything but letters,
+// digits and - _ . / (a version, a file name or a path is one word), and
+// trims '.' and '/' from each word's ends (a sentence's full stop, a
+// path's leading slash).
+func searchWords(field searchWord) []searchWord {
+	var out []searchWord
+	start := -1
+	flush := func(i int) {
+		if start < 0 {
+			return
+		}
+		w := field.text[start:i]
+		trimmed := strings.TrimLeft(w, "./")
+		at := field.at + start + len(w) - len(trimmed)
+		out = append(out, searchWord{strings.TrimRight(trimmed, "./"), at})
+		start = -1
+	}
+	for i, r := range field.text {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-_./", r) {
+			if start < 0 {
+				start = i
+			}
+		} else {
+			flush(i)
+		}
+	}
+	flush(len(field.text))
+	return out
+}
+
+// blanksAsOne is s with each run of blanks one space.
+func blanksAsOne(s string) string {
+	var b strings.Builder
+	blank := false
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			if !blank {
+				b.WriteByte(' ')
+			}
+			blank = true
+			continue
+		}
+		blank = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// termBytes is searchTermsOf's terms and gaps as the scorers take them:
+// a gap of blanks only (or none) is nil, as the stopwords' rule has it
+// already (termsTogether).
+func termBytes(terms, gaps []string) (lowered, between [][]byte) {
+	lowered = make([][]byte, len(terms))
+	for i, t := range terms {
+		lowered[i] = []byte(t)
+	}
+	if gaps == nil {
+		return lowered, nil
+	}
+	between = make([][]byte, len(gaps))
+	for i, g := range gaps {
+		if strings.Trim(g, " ") != "" {
+			between[i] = []byte(g)
+		}
+	}
+	return lowered, between
 }
 
 // Searchable reports whether search reads bodies of this kind: every kind
@@ -165,7 +280,7 @@ type searchScore struct {
 // many events name it, and at most MaxObjects bodies and MaxBytes bytes
 // are read in all: when that budget ends the scan, the result says so.
 func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
-	terms := SearchTerms(query)
+	terms, gaps := searchTermsOf(query)
 	res := SearchResult{Terms: terms}
 	if len(terms) == 0 {
 		return res, ErrNoSearchTerms
@@ -193,10 +308,7 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 		}
 		sessions = byLastEvent(r.Log, all)
 	}
-	lowered := make([][]byte, len(terms))
-	for i, t := range terms {
-		lowered[i] = []byte(t)
-	}
+	lowered, between := termBytes(terms, gaps)
 	scanned := map[cas.Key]searchScore{}
 	// A hit per matching text: a fork's copy of its parent's event names
 	// the same body; a Codex fork's copy of its parent's lines, or a
@@ -252,7 +364,7 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 						res.Truncated = true
 						break
 					}
-					if score, snip, h, serr := r.searchText(streamed, lowered, seed); serr == nil {
+					if score, snip, h, serr := r.searchText(streamed, lowered, between, seed); serr == nil {
 						res.ObjectsScanned++
 						res.BytesScanned += streamed.total
 						sc.score, sc.snippet, text = score, snip, func() uint64 { return h }
@@ -279,7 +391,7 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 						if imported {
 							b = textOfImported(b)
 						}
-						sc.score, sc.snippet = scoreBody(b, lowered)
+						sc.score, sc.snippet = scoreBody(b, lowered, between)
 						if !imported && sc.score > 0 && IsBinary(b) {
 							sc.snippet, sc.binary = "", true
 						}
@@ -586,19 +698,49 @@ var notTextKeys = map[string]bool{
 	"type": true, "id": true, "timestamp": true, "role": true, "model": true, "status": true,
 }
 
-// scoreBody scores a body line by line against lower-case terms: for each
-// term found on a line, 4 plus its count on the line up to 3 (3 more when
-// it stands there as a whole word), and 4 more
-// for each term when the line has every term, 6 more again when it has
-// them together, as the query gives them (termsTogether). The body's score is its
-// best line's, plus what its other lines score up to half as much again,
-// plus 2 for each term found anywhere in it: a long body that mentions
-// some of the words on many lines (a log, a run of progress notes) does
-// not outrank one with a line that says every term together, and one with
-// every term on lines of their own outranks one term said again and again.
-// Its snippet is the best line.
-func scoreBody(b []byte, terms [][]byte) (int, string) {
-	s := bodyScore{terms: terms}
+// searchRank is where a body ranks, best last, as README promises: a line
+// with every term together, as the query gives them, first; then a line
+// with every term; then every term, on lines of their own; then some of
+// them. A line's is rankSome, rankEvery or rankTogether.
+type searchRank int
+
+const (
+	rankSome     searchRank = iota // some of the terms
+	rankApart                      // every term, on lines of their own
+	rankEvery                      // a line with every term
+	rankTogether                   // a line with every term, together as the query gives them
+)
+
+// rankStep is what each rank adds to a body's score: more than any body
+// scores within its rank (a line at most 20 a term: 10 of its own, 4 for
+// every term on the line, 6 for together; a body half as much again, and
+// 2 a term found: 32 a term), so that no score of a rank below reaches it.
+func rankStep(terms int) int { return 32*terms + 1 }
+
+// everyTerm is found (bodyScore.found) with every one of n terms (the
+// first 64).
+func everyTerm(n int) uint64 {
+	if n >= 64 {
+		return ^uint64(0)
+	}
+	return 1<<n - 1
+}
+
+// scoreBody scores a body line by line against lower-case terms (gaps:
+// what the query has between them, termBytes). Its rank (searchRank) comes
+// first: a long output that names some of the terms on many lines never
+// outranks a body with every term, however many lines it has ("ecto
+// migration" on 40 lines of a log outranked, for "ecto migration
+// timeout", a message with each of the three words on a line of its own).
+// In its rank, a line scores, for each term found on it, 4 plus its count
+// on the line up to 3 (3 more when it stands there as a whole word), and 4
+// more for each term when the line has every term, 6 more again when it
+// has them together, as the query gives them (termsTogether). The body's
+// score is its best line's (of the best rank), plus what its other lines
+// score up to half as much again, plus 2 for each term found anywhere in
+// it. Its snippet is the best line.
+func scoreBody(b []byte, terms, gaps [][]byte) (int, string) {
+	s := bodyScore{terms: terms, gaps: gaps}
 	for len(b) > 0 {
 		var line []byte
 		line, b, _ = bytes.Cut(b, []byte("\n"))
@@ -611,8 +753,10 @@ func scoreBody(b []byte, terms [][]byte) (int, string) {
 // the lines of a text it never holds whole: keep, the best line is copied).
 type bodyScore struct {
 	terms       [][]byte
+	gaps        [][]byte // termBytes: what the query has between the terms
 	keep        bool
 	total, best int
+	bestRank    searchRank // the best line's
 	bestLine    []byte
 	bestAt      int
 	low         []byte // the line lower-cased, in one buffer for every line
@@ -631,16 +775,22 @@ type longRef struct {
 }
 
 // longLine adds a line scored streamed (longLine.finish), at ref.
-func (s *bodyScore) longLine(score int, found uint64, ref longRef) {
+func (s *bodyScore) longLine(score int, found uint64, rank searchRank, ref longRef) {
 	s.found |= found
 	if score == 0 {
 		return
 	}
 	s.total += score
-	if score > s.best {
-		s.best, s.bestAt, s.bestLine = score, 0, s.bestLine[:0]
+	if s.better(score, rank) {
+		s.best, s.bestRank, s.bestAt, s.bestLine = score, rank, 0, s.bestLine[:0]
 		s.long = &ref
 	}
+}
+
+// better says whether a line of this score and rank is the body's best
+// rather than the best so far: the higher rank, then the higher score.
+func (s *bodyScore) better(score int, rank searchRank) bool {
+	return rank > s.bestRank || rank == s.bestRank && score > s.best
 }
 
 func (s *bodyScore) line(line []byte) {
@@ -664,15 +814,18 @@ func (s *bodyScore) line(line []byte) {
 	if score == 0 {
 		return
 	}
+	rank := rankSome
 	if all {
 		score += 4 * len(s.terms)
-		if len(s.terms) > 1 && termsTogether(s.low, s.terms) {
+		rank = rankEvery
+		if len(s.terms) > 1 && termsTogether(s.low, s.terms, s.gaps) {
 			score += 6 * len(s.terms) // "mix test" as written
+			rank = rankTogether
 		}
 	}
 	s.total += score
-	if score > s.best {
-		s.best, s.bestAt = score, at // in the lower-cased line
+	if s.better(score, rank) {
+		s.best, s.bestRank, s.bestAt = score, rank, at // in the lower-cased line
 		s.long = nil
 		if s.keep {
 			s.bestLine = append(s.bestLine[:0], line...)
@@ -686,23 +839,30 @@ func (s *bodyScore) result() (int, string) {
 	if s.total == 0 {
 		return 0, ""
 	}
-	best := s.best
-	return best + min(s.total-best, best/2) + 2*bits.OnesCount64(s.found), searchSnippet(s.bestLine, lineOffset(s.bestLine, s.bestAt))
+	best, rank := s.best, s.bestRank
+	if rank == rankSome && s.found == everyTerm(len(s.terms)) {
+		rank = rankApart
+	}
+	score := best + min(s.total-best, best/2) + 2*bits.OnesCount64(s.found)
+	return int(rank)*rankStep(len(s.terms)) + score, searchSnippet(s.bestLine, lineOffset(s.bestLine, s.bestAt))
 }
 
 // termsTogether says whether line holds the terms one after another, in
-// the query's order, each a word of its own, with only blanks (and the
-// stopwords the terms leave out) between them: "mix test" in "run mix
-// test --seed 0", not in "mix format, test" nor "remix testing"; "fix
-// parser" in "fix the parser".
-func termsTogether(line []byte, terms [][]byte) bool {
+// the query's order, each a word of its own, with only blanks between
+// them, or the stopwords the terms leave out, or what the query itself
+// has between them (gaps, termBytes: the words it dropped, with the
+// punctuation around them): "mix test" in "run mix test --seed 0", not in
+// "mix format, test" nor "remix testing"; "fix parser" in "fix the
+// parser"; "can't connect" (the terms can, connect) in "can't connect";
+// "create a branch" in "create a branch", not in "create it, a branch".
+func termsTogether(line []byte, terms, gaps [][]byte) bool {
 	for off := 0; off < len(line); {
 		i := bytes.Index(line[off:], terms[0])
 		if i < 0 {
 			return false
 		}
 		i += off
-		if termsTogetherAt(line, i, terms) {
+		if termsTogetherAt(line, i, terms, gaps) {
 			return true
 		}
 		off = i + 1
@@ -710,42 +870,101 @@ func termsTogether(line []byte, terms [][]byte) bool {
 	return false
 }
 
-// termsTogetherAt is termsTogether of the terms starting at line[i:].
-func termsTogetherAt(line []byte, i int, terms [][]byte) bool {
+// termsTogetherAt is termsTogether of the terms starting at line[i:]. Each
+// term may start after the one before in two ways (past stopwords, past
+// the query's gap), which may be at two places: both are followed, a set
+// of places at most as large as the line (in practice one or two).
+func termsTogetherAt(line []byte, i int, terms, gaps [][]byte) bool {
 	if i > 0 && wordBefore(line[:i]) && wordAfter(terms[0]) {
 		return false
 	}
-	j := i
+	var startsOn, endsOn [4]int       // (on the stack, as a line mostly needs)
+	starts := append(startsOn[:0], i) // where terms[k] may start
+	ends := endsOn[:0]                // where it ends
 	for k, t := range terms {
-		if k > 0 {
-			n := skipBlanks(line, j)
-			if n == j {
-				return false
+		ends = ends[:0]
+		for _, n := range starts {
+			if !bytes.HasPrefix(line[n:], t) {
+				continue
 			}
-			// Stopwords, which the terms leave out, may stand between
-			// them: "fix the parser" for the terms fix, parser.
-			for {
-				w := n
-				for w < len(line) && line[w] >= 'a' && line[w] <= 'z' {
-					w++
-				}
-				after := skipBlanks(line, w)
-				if w == n || after == w || !searchStopwords[string(line[n:w])] || bytes.HasPrefix(line[n:], t) {
-					break
-				}
-				n = after
+			j := n + len(t)
+			if j < len(line) && wordAfter(line[j:]) && wordBefore(t) {
+				continue
 			}
-			j = n
+			ends = appendOnce(ends, j)
 		}
-		if !bytes.HasPrefix(line[j:], t) {
+		if len(ends) == 0 {
 			return false
 		}
-		j += len(t)
-		if j < len(line) && wordAfter(line[j:]) && wordBefore(t) {
-			return false
+		if k == len(terms)-1 {
+			return true
+		}
+		next := terms[k+1]
+		starts = starts[:0]
+		for _, j := range ends {
+			if n, ok := pastStopwords(line, j, next); ok {
+				starts = appendOnce(starts, n)
+			}
+			if k+1 < len(gaps) && gaps[k+1] != nil {
+				if n, ok := pastGap(line, j, gaps[k+1]); ok {
+					starts = appendOnce(starts, n)
+				}
+			}
 		}
 	}
-	return true
+	return false
+}
+
+// appendOnce appends n to s unless s has it.
+func appendOnce(s []int, n int) []int {
+	if slices.Contains(s, n) {
+		return s
+	}
+	return append(s, n)
+}
+
+// pastStopwords is where the term next may start after a term that ends
+// at line[j]: past blanks (one at least) and the stopwords the terms
+// leave out, each followed by blanks ("fix the parser" for the terms fix,
+// parser); ok is false without a blank.
+func pastStopwords(line []byte, j int, next []byte) (int, bool) {
+	n := skipBlanks(line, j)
+	if n == j {
+		return 0, false
+	}
+	for {
+		w := n
+		for w < len(line) && line[w] >= 'a' && line[w] <= 'z' {
+			w++
+		}
+		after := skipBlanks(line, w)
+		if w == n || after == w || !searchStopwords[string(line[n:w])] || bytes.HasPrefix(line[n:], next) {
+			return n, true
+		}
+		n = after
+	}
+}
+
+// pastGap is where the next term may start after a term that ends at
+// line[j] when the line has there what the query has between them (gap,
+// termBytes): its bytes as they are, but a space, which is a run of
+// blanks (one at least); ok is false when the line has something else.
+func pastGap(line []byte, j int, gap []byte) (int, bool) {
+	for _, c := range gap {
+		if c != ' ' {
+			if j >= len(line) || line[j] != c {
+				return 0, false
+			}
+			j++
+			continue
+		}
+		n := skipBlanks(line, j)
+		if n == j {
+			return 0, false
+		}
+		j = n
+	}
+	return j, true
 }
 
 // skipBlanks is the offset of the first byte at or after i in line that

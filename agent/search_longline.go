@@ -8,7 +8,9 @@ package agent
 // streamTextLine is now scored as it is written (longLine): lower-cased a
 // piece at a time, each term's matches counted and checked as bodyScore
 // does (count, whole word, first match), and termsTogether followed as a
-// small automaton from each match of the first term; about two longPiece
+// small automaton from each match of the first term (two where the query
+// has words it dropped between two terms: past stopwords, or past what
+// the query has there); about two longPiece
 // of it are held at most (56 KiB lower-cased, measured on a 22 MiB line).
 // When that line is the best one, its snippet is made by reading it again
 // (snippetScan), the first match's place known: searchSnippet's
@@ -47,7 +49,8 @@ var maxStopword = func() int {
 // whole.
 type longLine struct {
 	terms   [][]byte
-	low     []byte // the line lower-cased, from lowBase on
+	gaps    [][]byte // termBytes: what the query has between the terms
+	low     []byte   // the line lower-cased, from lowBase on
 	lowBase int64
 	runes   int64   // runes of the line before low[0]
 	carry   []byte  // a character cut by the end of the last piece
@@ -63,13 +66,16 @@ type longLine struct {
 	// value, each with a buf of its own that a run added in its place
 	// again reuses (a dense line has a match every few bytes: a run
 	// allocated for each was a million allocations on a 4 MiB line).
-	runs     []tgRun
+	runs []tgRun
+	// forks: the runs started past a gap (tgGap) while runs are read,
+	// added to them after the run that started them.
+	forks    []tgRun
 	together bool
 	bad      bool // a term empty or not UTF-8: not scored streamed
 }
 
-func newLongLine(terms [][]byte) *longLine {
-	l := &longLine{terms: terms}
+func newLongLine(terms, gaps [][]byte) *longLine {
+	l := &longLine{terms: terms, gaps: gaps}
 	k := len(terms)
 	l.pos, l.next, l.first, l.firstR = make([]int64, k), make([]int64, k), make([]int64, k), make([]int64, k)
 	l.count, l.whole, l.done = make([]int, k), make([]bool, k), make([]bool, k)
@@ -111,12 +117,17 @@ func (l *longLine) piece(p []byte) {
 	l.low = appendLower(l.low, b[:end])
 	l.carry = append(l.carry[:0:0], b[end:]...)
 	l.scan(false)
-	// Keep what the terms still look at, and the character before it.
+	// Keep what the terms still look at, and the character before it,
+	// and what each run holds (its buf), which a run it starts past a gap
+	// reads again.
 	keep := l.lowBase + int64(len(l.low)) - utf8.UTFMax
 	for k := range l.terms {
 		if !l.done[k] {
 			keep = min(keep, l.pos[k]-utf8.UTFMax)
 		}
+	}
+	for i := range l.runs {
+		keep = min(keep, l.runs[i].at-int64(len(l.runs[i].buf)))
 	}
 	if d := int(keep - l.lowBase); d > longPiece {
 		for d > 0 && !utf8.RuneStart(l.low[d]) {
@@ -155,11 +166,11 @@ func (l *longLine) scan(final bool) {
 	// The runs of termsTogether, through what is written.
 	if len(l.runs) > 0 {
 		live := 0
-		for i := range l.runs {
+		for i := 0; i < len(l.runs); i++ { // (forks are added as it goes)
 			r := &l.runs[i]
 			st := tgAlive
 			for ; r.at < end && st == tgAlive; r.at++ {
-				st = l.feed(r, l.low[r.at-l.lowBase])
+				st = l.feed(r, l.low[r.at-l.lowBase], r.at)
 			}
 			if final && st == tgAlive && l.finishRun(r) {
 				st = tgDone
@@ -173,10 +184,14 @@ func (l *longLine) scan(final bool) {
 				l.runs[live], l.runs[i] = l.runs[i], l.runs[live]
 				live++
 			}
+			if len(l.forks) > 0 {
+				l.runs = append(l.runs, l.forks...) // (r is not used past here)
+				l.forks = l.forks[:0]
+			}
 		}
 		l.runs = dedupRuns(l.runs[:live])
 		if l.together {
-			l.runs = l.runs[:0]
+			l.runs, l.forks = l.runs[:0], l.forks[:0]
 			l.settle(0)
 		}
 	}
@@ -200,16 +215,16 @@ func (l *longLine) match(k int, i int64) {
 		l.firstR[k] = l.runes + int64(utf8.RuneCount(l.low[:rel]))
 	}
 	if k == 0 && len(l.terms) > 1 && !l.together && left {
-		// termsTogetherAt(line, i, terms): its first term matched.
+		// termsTogetherAt(line, i, terms, gaps): its first term matched.
 		r := tgRun{at: i + int64(len(t))}
-		if !wordBefore(t) {
-			r.phase = tgBlank1
-			r.k = 1
-		}
 		if n := len(l.runs); n < cap(l.runs) {
 			r.buf = l.runs[:n+1][n].buf[:0] // the buf of a run gone
 		}
-		l.runs = append(l.runs, r)
+		if !wordBefore(t) {
+			l.proceed(&r, r.at) // no character after it to check
+		}
+		l.runs = append(append(l.runs, r), l.forks...)
+		l.forks = l.forks[:0]
 	}
 	l.settle(k)
 }
@@ -224,9 +239,9 @@ func (l *longLine) settle(k int) {
 // finish scores the line, all of it written: as bodyScore.line does, and
 // which terms it has (found), where its first match is in runes (at).
 // ok is false when it cannot be scored streamed.
-func (l *longLine) finish() (score int, found uint64, at int64, ok bool) {
+func (l *longLine) finish() (score int, found uint64, rank searchRank, at int64, ok bool) {
 	if l.bad {
-		return 0, 0, 0, false
+		return 0, 0, 0, 0, false
 	}
 	// A character cut short by the line's end: bytes that are not UTF-8.
 	l.low = appendLower(l.low, l.carry)
@@ -248,15 +263,18 @@ func (l *longLine) finish() (score int, found uint64, at int64, ok bool) {
 		}
 	}
 	if score == 0 {
-		return 0, found, 0, true
+		return 0, found, rankSome, 0, true
 	}
+	rank = rankSome
 	if all {
 		score += 4 * len(l.terms)
+		rank = rankEvery
 		if len(l.terms) > 1 && l.together {
 			score += 6 * len(l.terms)
+			rank = rankTogether
 		}
 	}
-	return score, found, at, true
+	return score, found, rank, at, true
 }
 
 // tgRun is termsTogetherAt followed a byte at a time from one match of
@@ -265,16 +283,18 @@ type tgRun struct {
 	at    int64 // the next byte it reads, in the lower-cased line
 	k     int
 	phase uint8
-	m     int    // tgTerm: bytes of terms[k] matched
+	m     int    // tgTerm: bytes of terms[k] matched; tgGap, tgGapBlanks: of gaps[k]
 	buf   []byte // tgAfter: the character after the term; tgWord: the word so far
 }
 
 const (
-	tgAfter  = iota // terms[k] matched: a word character after it ends the run
-	tgTerm          // matching terms[k]
-	tgBlank1        // a blank must come before terms[k]
-	tgBlanks        // blanks before terms[k]
-	tgWord          // a word before terms[k]: a stopword, skipped, or the term
+	tgAfter     = iota // terms[k] matched: a word character after it ends the run
+	tgTerm             // matching terms[k]
+	tgBlank1           // a blank must come before terms[k]
+	tgBlanks           // blanks before terms[k]
+	tgWord             // a word before terms[k]: a stopword, skipped, or the term
+	tgGap              // what the query has before terms[k] (gaps[k])
+	tgGapBlanks        // blanks of it, one read
 )
 
 const (
@@ -283,8 +303,8 @@ const (
 	tgDone // the terms are together
 )
 
-// feed reads byte c into run r.
-func (l *longLine) feed(r *tgRun, c byte) int {
+// feed reads byte c, at in the lower-cased line, into run r.
+func (l *longLine) feed(r *tgRun, c byte, at int64) int {
 	switch r.phase {
 	case tgTerm:
 		t := l.terms[r.k]
@@ -296,7 +316,7 @@ func (l *longLine) feed(r *tgRun, c byte) int {
 			return tgAlive
 		}
 		if !wordBefore(t) {
-			return l.proceed(r)
+			return l.proceed(r, at+1)
 		}
 		r.phase, r.buf = tgAfter, r.buf[:0]
 		return tgAlive
@@ -308,7 +328,7 @@ func (l *longLine) feed(r *tgRun, c byte) int {
 		if ch, _ := utf8.DecodeRune(r.buf); isWordRune(ch) {
 			return tgDead
 		}
-		return l.proceedWith(r, r.buf)
+		return l.proceedWith(r, r.buf, at+1-int64(len(r.buf)))
 	case tgBlank1:
 		if c == ' ' || c == '\t' {
 			r.phase = tgBlanks
@@ -320,39 +340,76 @@ func (l *longLine) feed(r *tgRun, c byte) int {
 			return tgAlive
 		}
 		r.phase, r.buf = tgWord, append(r.buf[:0], c)
-		return l.word(r, false)
+		return l.word(r, false, at)
 	case tgWord:
 		r.buf = append(r.buf, c)
-		return l.word(r, false)
+		return l.word(r, false, at)
+	case tgGap:
+		g := l.gaps[r.k]
+		if g[r.m] == ' ' {
+			if c != ' ' && c != '\t' {
+				return tgDead
+			}
+			r.phase = tgGapBlanks
+			return tgAlive
+		}
+		if c != g[r.m] {
+			return tgDead
+		}
+		l.pastGapByte(r)
+		return tgAlive
+	case tgGapBlanks:
+		if c == ' ' || c == '\t' {
+			return tgAlive
+		}
+		l.pastGapByte(r) // the blanks end: c is read past them
+		return l.feed(r, c, at)
 	}
 	return tgDead
 }
 
-// proceed: terms[k] and what follows it matched.
-func (l *longLine) proceed(r *tgRun) int {
+// pastGapByte: run r read byte r.m of gaps[r.k] (all of its blanks, of a
+// space): terms[k] follows the gap's last.
+func (l *longLine) pastGapByte(r *tgRun) {
+	r.phase = tgGap
+	if r.m++; r.m == len(l.gaps[r.k]) {
+		r.phase, r.m = tgTerm, 0
+	}
+}
+
+// proceed: terms[k] and what follows it matched; next is the first byte
+// after the term. Past stopwords (termsTogetherAt's pastStopwords) r goes
+// on; past what the query has before the next term (pastGap), a run
+// started at next (a fork, read from next when r is).
+func (l *longLine) proceed(r *tgRun, next int64) int {
 	if r.k == len(l.terms)-1 {
 		return tgDone
 	}
 	r.k++
 	r.phase = tgBlank1
+	if r.k < len(l.gaps) && l.gaps[r.k] != nil {
+		l.forks = append(l.forks, tgRun{at: next, k: r.k, phase: tgGap})
+	}
 	return tgAlive
 }
 
-// proceedWith proceeds, then reads again the bytes in rest.
-func (l *longLine) proceedWith(r *tgRun, rest []byte) int {
+// proceedWith proceeds, then reads again the bytes in rest, the first of
+// them at next.
+func (l *longLine) proceedWith(r *tgRun, rest []byte, next int64) int {
 	var b [utf8.UTFMax]byte
 	n := copy(b[:], rest)
-	st := l.proceed(r)
+	st := l.proceed(r, next)
 	for i := 0; i < n && st == tgAlive; i++ {
-		st = l.feed(r, b[i])
+		st = l.feed(r, b[i], next+int64(i))
 	}
 	return st
 }
 
 // word decides, when it can, what termsTogetherAt does at the word in
-// r.buf (its bytes from the word's start): skip it, a stopword with a
-// blank after it, or match terms[k] there. final: the line ends after buf.
-func (l *longLine) word(r *tgRun, final bool) int {
+// r.buf (its bytes from the word's start, the last at last): skip it, a
+// stopword with a blank after it, or match terms[k] there. final: the line
+// ends after buf.
+func (l *longLine) word(r *tgRun, final bool, last int64) int {
 	buf, t := r.buf, l.terms[r.k]
 	w := 0
 	for w < len(buf) && buf[w] >= 'a' && buf[w] <= 'z' {
@@ -372,19 +429,21 @@ func (l *longLine) word(r *tgRun, final bool) int {
 	// A copy (feeding it may write r.buf), on the stack when short.
 	var tmp [32]byte
 	rest := append(tmp[:0], buf...)
+	from := last + 1 - int64(len(buf)) // where rest starts
 	if brk {
 		r.phase, r.m = tgTerm, 0
 	} else {
-		r.phase, rest = tgBlanks, rest[w:]
+		r.phase, rest, from = tgBlanks, rest[w:], from+int64(w)
 	}
 	st := tgAlive
 	for i := 0; i < len(rest) && st == tgAlive; i++ {
-		st = l.feed(r, rest[i])
+		st = l.feed(r, rest[i], from+int64(i))
 	}
 	return st
 }
 
-// finishRun is whether run r, the line ended, finds the terms together.
+// finishRun is whether run r, the line ended (at r.at), finds the terms
+// together.
 func (l *longLine) finishRun(r *tgRun) bool {
 	switch r.phase {
 	case tgAfter:
@@ -392,12 +451,12 @@ func (l *longLine) finishRun(r *tgRun) bool {
 			if ch, _ := utf8.DecodeRune(r.buf); isWordRune(ch) {
 				return false
 			}
-			st := l.proceedWith(r, r.buf)
+			st := l.proceedWith(r, r.buf, r.at-int64(len(r.buf)))
 			return st == tgDone || st == tgAlive && l.finishRun(r)
 		}
-		return l.proceed(r) == tgDone
+		return l.proceed(r, r.at) == tgDone
 	case tgWord:
-		st := l.word(r, true)
+		st := l.word(r, true, r.at-1)
 		return st == tgDone || st == tgAlive && l.finishRun(r)
 	}
 	return false

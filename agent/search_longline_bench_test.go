@@ -17,13 +17,13 @@ func BenchmarkLongLineDense(b *testing.B) {
 	b.SetBytes(int64(len(line)))
 	b.ReportAllocs()
 	for b.Loop() {
-		l := newLongLine(terms)
+		l := newLongLine(terms, nil)
 		for p := line; len(p) > 0; {
 			k := min(len(p), 32<<10)
 			l.write(p[:k])
 			p = p[k:]
 		}
-		if _, _, _, ok := l.finish(); !ok {
+		if _, _, _, _, ok := l.finish(); !ok {
 			b.Fatal("not scored streamed")
 		}
 	}
@@ -35,7 +35,7 @@ func longLineDenseAllocs(n int) float64 {
 	line := bytes.Repeat([]byte("mix test, "), n/10)
 	terms := [][]byte{[]byte("mix"), []byte("parser")}
 	return testing.AllocsPerRun(1, func() {
-		l := newLongLine(terms)
+		l := newLongLine(terms, nil)
 		for p := line; len(p) > 0; {
 			k := min(len(p), 32<<10)
 			l.write(p[:k])
@@ -67,7 +67,7 @@ func TestLongLineRunsKeepBufsOfTheirOwn(t *testing.T) {
 		for range 10 + rng.IntN(200) {
 			line = append(line, words[rng.IntN(len(words))]...)
 		}
-		l := newLongLine([][]byte{[]byte("mix"), []byte("test")})
+		l := newLongLine([][]byte{[]byte("mix"), []byte("test")}, nil)
 		for p := line; len(p) > 0; {
 			k := min(len(p), 1+rng.IntN(8))
 			l.write(p[:k])

@@ -37,29 +37,30 @@ func TestScoreBody(t *testing.T) {
 	terms := [][]byte{[]byte("flaky"), []byte("test")}
 	// Line 1: flaky (4+1, a word +3) test (4+1+3) all (+4×2), together
 	// (+6×2) = 36. Line 2: test x5 (4+3+3) = 10, at most half of 36
-	// again. Both terms found: +2×2.
-	score, snip := scoreBody([]byte("A Flaky test\ntest test test test test\nnothing"), terms)
-	if score != 50 || snip != "A Flaky test" {
+	// again. Both terms found: +2×2. 50, in the first rank (a line with
+	// the terms together): 3 ranks above the last, each 32×2+1.
+	score, snip := scoreBody([]byte("A Flaky test\ntest test test test test\nnothing"), terms, nil)
+	if score != 3*65+50 || snip != "A Flaky test" {
 		t.Fatalf("score %d snippet %q", score, snip)
 	}
-	if score, _ := scoreBody([]byte("no match here"), terms); score != 0 {
+	if score, _ := scoreBody([]byte("no match here"), terms, nil); score != 0 {
 		t.Fatalf("no match scored %d", score)
 	}
 	// Control characters are replaced, a long line is clipped around the
 	// match with '…' at both ends.
 	line := strings.Repeat("x", 300) + "\tflaky\x1b test" + strings.Repeat("y", 300)
-	_, snip = scoreBody([]byte(line), terms)
+	_, snip = scoreBody([]byte(line), terms, nil)
 	if utf8.RuneCountInString(snip) != SearchSnippetLen || !strings.HasPrefix(snip, "…") || !strings.HasSuffix(snip, "…") ||
 		!strings.Contains(snip, " flaky  test") || strings.ContainsAny(snip, "\t\x1b") {
 		t.Fatalf("snippet %q (%d runes)", snip, utf8.RuneCountInString(snip))
 	}
 	// A match near the end of a long line: the tail, led by '…'.
-	_, snip = scoreBody([]byte(strings.Repeat("z", 400)+" flaky"), terms)
+	_, snip = scoreBody([]byte(strings.Repeat("z", 400)+" flaky"), terms, nil)
 	if utf8.RuneCountInString(snip) != SearchSnippetLen || !strings.HasPrefix(snip, "…") || !strings.HasSuffix(snip, "flaky") {
 		t.Fatalf("tail snippet %q", snip)
 	}
 	// A match at the start: no leading '…'.
-	_, snip = scoreBody([]byte("flaky "+strings.Repeat("z", 400)), terms)
+	_, snip = scoreBody([]byte("flaky "+strings.Repeat("z", 400)), terms, nil)
 	if utf8.RuneCountInString(snip) != SearchSnippetLen || !strings.HasPrefix(snip, "flaky") || !strings.HasSuffix(snip, "…") {
 		t.Fatalf("head snippet %q", snip)
 	}
@@ -70,8 +71,8 @@ func TestScoreBody(t *testing.T) {
 // /dev/null and home directories, for "home dev rook").
 func TestScoreBodyPrefersEveryTermOnALine(t *testing.T) {
 	terms := [][]byte{[]byte("home"), []byte("dev"), []byte("rook")}
-	whole, _ := scoreBody([]byte("cd /home/dev/rook && make"), terms)
-	partial, _ := scoreBody([]byte(strings.Repeat("home home home dev dev dev > /dev/null\n", 40)), terms)
+	whole, _ := scoreBody([]byte("cd /home/dev/rook && make"), terms, nil)
+	partial, _ := scoreBody([]byte(strings.Repeat("home home home dev dev dev > /dev/null\n", 40)), terms, nil)
 	if whole <= partial {
 		t.Fatalf("every term on a line scored %d, some terms on 40 lines %d", whole, partial)
 	}
@@ -81,8 +82,8 @@ func TestScoreBodyPrefersEveryTermOnALine(t *testing.T) {
 // mix_audit and an attestation, which hold the terms inside other words.
 func TestScoreBodyPrefersWholeWords(t *testing.T) {
 	terms := [][]byte{[]byte("mix"), []byte("test")}
-	words, _ := scoreBody([]byte("ran mix test --seed 0"), terms)
-	inside, _ := scoreBody([]byte("mix_audit attestation"), terms)
+	words, _ := scoreBody([]byte("ran mix test --seed 0"), terms, nil)
+	inside, _ := scoreBody([]byte("mix_audit attestation"), terms, nil)
 	if words <= inside {
 		t.Fatalf("whole words scored %d, inside other words %d", words, inside)
 	}
@@ -115,8 +116,8 @@ func TestScoreBodyPrefersWholeWords(t *testing.T) {
 // outranked every `mix test` of the corpus's sessions.
 func TestScoreBodyPrefersTermsTogether(t *testing.T) {
 	terms := [][]byte{[]byte("mix"), []byte("test")}
-	together, snip := scoreBody([]byte("mix test 2>&1 | tail -5\nRun the tests"), terms)
-	apart, _ := scoreBody([]byte(strings.Repeat("mix igniter.install credo, only: [:dev, :test]; mix deps.audit, test it\n", 3)), terms)
+	together, snip := scoreBody([]byte("mix test 2>&1 | tail -5\nRun the tests"), terms, nil)
+	apart, _ := scoreBody([]byte(strings.Repeat("mix igniter.install credo, only: [:dev, :test]; mix deps.audit, test it\n", 3)), terms, nil)
 	if together <= apart {
 		t.Fatalf("the terms together scored %d, apart on 3 lines %d", together, apart)
 	}
@@ -136,7 +137,7 @@ func TestScoreBodyPrefersTermsTogether(t *testing.T) {
 		{"mix mix test", true}, // a later start
 		{"mixtest", false},     // a blank between
 	} {
-		if got := termsTogether([]byte(c.line), terms); got != c.want {
+		if got := termsTogether([]byte(c.line), terms, nil); got != c.want {
 			t.Errorf("termsTogether(%q) = %v", c.line, got)
 		}
 	}
@@ -154,7 +155,7 @@ func TestScoreBodyPrefersTermsTogether(t *testing.T) {
 		{"fix the", false},
 		{"fix the theparser", false},
 	} {
-		if got := termsTogether([]byte(c.line), fix); got != c.want {
+		if got := termsTogether([]byte(c.line), fix, nil); got != c.want {
 			t.Errorf("termsTogether(%q) = %v", c.line, got)
 		}
 	}
@@ -164,10 +165,193 @@ func TestScoreBodyPrefersTermsTogether(t *testing.T) {
 // line of its own, outranks one that says one term again and again.
 func TestScoreBodyCountsEveryTermFound(t *testing.T) {
 	terms := [][]byte{[]byte("cache"), []byte("store")}
-	both, _ := scoreBody([]byte("the cache is broken\nand the store fails"), terms)
-	one, _ := scoreBody([]byte("cache cache cache"), terms)
+	both, _ := scoreBody([]byte("the cache is broken\nand the store fails"), terms, nil)
+	one, _ := scoreBody([]byte("cache cache cache"), terms, nil)
 	if both <= one {
 		t.Fatalf("both terms on lines of their own scored %d, one term thrice %d", both, one)
+	}
+}
+
+// TestSearchTermsGaps: what a query has between each two terms, as
+// termsTogether lets it stand between them: the words it dropped (of one
+// letter, stopwords, the "t" of "can't"), the punctuation around them, a
+// run of blanks as one space; none when a term is said twice (the terms
+// are not then in the query's order), and none for a query of dropped
+// words only.
+func TestSearchTermsGaps(t *testing.T) {
+	for _, c := range []struct {
+		query       string
+		terms, gaps []string
+	}{
+		{"can't connect", []string{"can", "connect"}, []string{"", "'t "}},
+		{"Create A  branch", []string{"create", "branch"}, []string{"", " a "}},
+		{"fix the\tparser", []string{"fix", "parser"}, []string{"", " the "}},
+		{"foo.bar(baz) x", []string{"foo.bar", "baz"}, []string{"", "("}},
+		{"(c++) and f#.", []string{"c++", "f#"}, []string{"", ") and "}},
+		{"/home/dev/rook. ok", []string{"home/dev/rook", "ok"}, []string{"", ". "}},
+		{"Größe ÉTÉ", []string{"größe", "été"}, []string{"", " "}},
+		{"test the test runner", []string{"test", "runner"}, nil},
+		{"a t", nil, nil},
+		{"the a", nil, nil},
+	} {
+		terms, gaps := searchTermsOf(c.query)
+		if !reflect.DeepEqual(terms, c.terms) || !reflect.DeepEqual(gaps, c.gaps) {
+			t.Errorf("searchTermsOf(%q) = %q, %q; want %q, %q", c.query, terms, gaps, c.terms, c.gaps)
+		}
+		if got := SearchTerms(c.query); !reflect.DeepEqual(got, c.terms) {
+			t.Errorf("SearchTerms(%q) = %q, want %q", c.query, got, c.terms)
+		}
+	}
+}
+
+// TestTermsTogetherWithWhatTheQueryHasBetween: the words the query
+// dropped may stand between the terms where the query has them, with the
+// punctuation it has around them, blanks as any blanks: "can't connect"
+// in "can't connect", "create a branch" in "create a branch"; not
+// elsewhere, nor any other text between the terms.
+func TestTermsTogetherWithWhatTheQueryHasBetween(t *testing.T) {
+	for _, c := range []struct {
+		query, line string
+		want        bool
+	}{
+		{"can't connect", "error: can't connect to the database", true},
+		{"can't connect", "can't \t connect", true},
+		{"can't connect", "can't, connect", false},
+		{"can't connect", "can, t connect", false},
+		{"can't connect", "cant connect", false},
+		{"can't connect", "can connect", true}, // a blank between, as ever
+		{"create a branch", "first create a branch for the fix", true},
+		{"create a branch", "create\ta  branch", true},
+		{"create a branch", "create it again", false},
+		{"create a branch", "create it, a branch", false},
+		{"create a branch", "create b branch", false},
+		{"create a branch", "create the branch", true}, // a stopword, as ever
+		{"foo.bar(baz)", "call foo.bar(baz) now", true},
+		{"foo.bar(baz)", "foo.bar (baz)", false},
+		{"foo.bar(baz)", "foo.bar[baz]", false},
+		{"x can't connect a", "can't connect", true}, // none before the first term nor after the last
+	} {
+		terms, gaps := termBytes(searchTermsOf(c.query))
+		if got := termsTogether([]byte(c.line), terms, gaps); got != c.want {
+			t.Errorf("%q: termsTogether(%q) = %v", c.query, c.line, got)
+		}
+	}
+}
+
+// TestScoreBodyRanksAsREADME: a body ranks first by what it has, in
+// README's order, however its lines score: a line with every term
+// together as the query gives them; a line with every term; every term,
+// on lines of their own; some of them. Each body below is as loud as it
+// can be in its rank (its lines many, its terms words of their own,
+// thrice), each above as quiet.
+func TestScoreBodyRanksAsREADME(t *testing.T) {
+	terms := [][]byte{[]byte("ecto"), []byte("migration"), []byte("timeout")}
+	many := func(line string) []byte { return []byte(strings.Repeat(line+"\n", 40)) }
+	ranked := []struct {
+		name string
+		body []byte
+	}{
+		{"together", []byte("xectox ecto migration timeout")},
+		{"every term on a line", append([]byte("timeoutx ectox migrationx\n"), many("timeout timeout timeout migration migration migration, ecto ecto ecto")...)},
+		{"every term, on lines of their own", []byte("xecto\nxmigration\nxtimeout")},
+		{"some terms", many("ecto ecto ecto migration migration migration")},
+	}
+	prev := 0
+	for i, r := range ranked {
+		score, _ := scoreBody(r.body, terms, nil)
+		if i > 0 && score >= prev {
+			t.Errorf("%s scored %d, not below %s (%d)", r.name, score, ranked[i-1].name, prev)
+		}
+		prev = score
+	}
+	// The snippet is the line of the best rank, though a line with fewer
+	// terms scores more (11 terms inside other words, 10 of them as
+	// words, thrice).
+	var many11 [][]byte
+	var inside, loud []string
+	for i := range 11 {
+		w := fmt.Sprintf("term%c", 'a'+i)
+		many11 = append(many11, []byte(w))
+		inside = append(inside, w+"x")
+		if i < 10 {
+			loud = append(loud, w, w, w)
+		}
+	}
+	_, snip := scoreBody([]byte(strings.Join(loud, " ")+"\n"+strings.Join(inside, " ")), many11, nil)
+	if snip != strings.Join(inside, " ") {
+		t.Errorf("snippet %q: not the line with every term", snip)
+	}
+}
+
+// searchHitsOf runs a search and returns the seqs of its hits, best
+// first, with their scores, for a failure message.
+func searchHitsOf(t *testing.T, r *Rook, query string) ([]uint64, string) {
+	t.Helper()
+	res, err := r.Search(query, SearchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []uint64
+	var b strings.Builder
+	for _, h := range res.Hits {
+		seqs = append(seqs, h.Seq)
+		fmt.Fprintf(&b, "  #%d score %d: %q\n", h.Seq, h.Score, h.Snippet)
+	}
+	return seqs, b.String()
+}
+
+// `rook search ecto migration timeout`, in a session where the assistant
+// said each of the three words on a line of its own (#1), and a tool
+// printed a long log naming only two of them, "ecto migration", on each
+// of its 40 lines (#0), never "timeout": README ranks the events with
+// every word on lines of their own above a long output that mentions
+// some of them on many lines. The log ranked first (28 against 18): a
+// line with two of three terms scored twice any line of the other, and
+// its repeats half of that again.
+func TestSearchEveryWordOnLinesOfTheirOwnOutranksSomeWordsOnManyLines(t *testing.T) {
+	r, clk := viewsRook(t)
+	id := viewsSession(t, r, "ranking")
+	var log strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&log, "[info] ecto migration %d ran in 12ms\n", i)
+	}
+	viewsAppend(t, r, clk, id,
+		Entry{Kind: eventlog.KindToolResult, Body: []byte(log.String())},
+		Entry{Kind: eventlog.KindAssistant, Body: []byte("We set up ecto first.\nThen the boot hit a timeout.\nThe migration failed after that.\n")},
+	)
+	seqs, hits := searchHitsOf(t, r, "ecto migration timeout")
+	if len(seqs) != 2 || seqs[0] != 1 {
+		t.Fatalf("the event with every word (each on a line of its own) should rank above a log naming only two of them on many lines; hits, best first:\n%s", hits)
+	}
+}
+
+// `rook search "can't connect"` and `rook search create a branch`, in a
+// session where one event says the words exactly as the query gives them
+// and a later one has them apart: README ranks first "the words
+// together, as the query gives them". Both scored the same, the later
+// first: the query's "can't" is the term "can" (its "t", a word of one
+// letter, dropped), and "a" is dropped the same way, but only stopwords
+// could stand between two terms, so the "'t" and the "a" the query itself
+// has broke "together" on the very text it gives.
+func TestSearchWordsTogetherAsTheQueryGivesThem(t *testing.T) {
+	for _, c := range []struct {
+		query, together, apart string
+	}{
+		{"can't connect", "Error: can't connect to the database", "Retry the connect call; it can fail twice"},
+		{"create a branch", "First create a branch for the fix", "The branch exists; create it again"},
+	} {
+		t.Run(c.query, func(t *testing.T) {
+			r, clk := viewsRook(t)
+			id := viewsSession(t, r, "together")
+			viewsAppend(t, r, clk, id,
+				Entry{Kind: eventlog.KindToolResult, Body: []byte(c.together + "\n")},
+				Entry{Kind: eventlog.KindAssistant, Body: []byte(c.apart + "\n")},
+			)
+			seqs, hits := searchHitsOf(t, r, c.query)
+			if len(seqs) != 2 || seqs[0] != 0 {
+				t.Fatalf("%q: the event with the words as the query gives them (#0) should rank first; hits, best first:\n%s", c.query, hits)
+			}
+		})
 	}
 }
 
@@ -177,9 +361,9 @@ func TestSearchRanksAcrossSessions(t *testing.T) {
 	b := viewsSession(t, r, "second")
 	shared := []byte("the flaky test again")
 	viewsAppend(t, r, clk, a,
-		Entry{Kind: eventlog.KindUser, Body: []byte("please fix the flaky test")},            // 24 + 12 (together) + 4
-		Entry{Kind: eventlog.KindAssistant, Body: []byte("done: flaky test fixed\ntest ok")}, // 24 + 12 + 8 + 4
-		Entry{Kind: eventlog.KindUser, Body: shared},                                         // 24 + 12 + 4
+		Entry{Kind: eventlog.KindUser, Body: []byte("please fix the flaky test")},            // 3×65 (together) + 24 + 12 + 4
+		Entry{Kind: eventlog.KindAssistant, Body: []byte("done: flaky test fixed\ntest ok")}, // 3×65 + 24 + 12 + 8 + 4
+		Entry{Kind: eventlog.KindUser, Body: shared},                                         // 3×65 + 24 + 12 + 4
 		Entry{Kind: eventlog.KindCheckpoint, Body: []byte("flaky test flaky test")},          // not searched
 		Entry{Kind: eventlog.KindNote, Body: []byte("unrelated")},
 	)
@@ -202,7 +386,7 @@ func TestSearchRanksAcrossSessions(t *testing.T) {
 	}
 	// The shared body is one hit, shown as its newest event (b's), which
 	// counts the other (a's #2).
-	want := []hit{{a, 1, 48}, {b, 0, 40}, {a, 0, 40}, {b, 1, 10}}
+	want := []hit{{a, 1, 195 + 48}, {b, 0, 195 + 40}, {a, 0, 195 + 40}, {b, 1, 10}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("hits %+v\nwant %+v", got, want)
 	}
@@ -459,7 +643,7 @@ func TestSearchSkipsEncodedState(t *testing.T) {
 // match still has the match in its snippet.
 func TestScoreBodySnippetShowsTheMatchAfterCharsLoweredShorter(t *testing.T) {
 	line := strings.Repeat("İ", 400) + " needle " + strings.Repeat("x", 300)
-	_, snippet := scoreBody([]byte(line), [][]byte{[]byte("needle")})
+	_, snippet := scoreBody([]byte(line), [][]byte{[]byte("needle")}, nil)
 	if !strings.Contains(snippet, "needle") {
 		t.Errorf("snippet %q lacks the match", snippet)
 	}

@@ -885,10 +885,19 @@ scan:
 // which a transcript rewritten by such a tool holds ("caf\u00e9" for
 // "café": show and search read it decoded, so find must too).
 //
-// The matchers fold ASCII case, and a character's \u escape has no case
-// of its own: the escapes of the query lower- and upper-cased are tried
-// too ("CAFÉ" finds "caf\u00e9"), not those of every mix of cases.
+// A query with a character past ASCII is matched by one matcher that
+// reads the line as a JSON string's content (newEscapedMatcher): each
+// escape is the character it writes, in any case, as the query's other
+// characters are ("éléphant" finds "\u00c9l\u00e9phant", whose É and é
+// differ in their escapes' hex digits, which no folding of the escaped
+// query as text makes equal). Any other query's escaped forms are ASCII,
+// and matched as text (ASCII case folded: \u003C is \u003c).
 func findEscaped(query string) []*foldMatcher {
+	for i := 0; i < len(query); i++ {
+		if query[i] >= utf8.RuneSelf {
+			return []*foldMatcher{newEscapedMatcher(query)}
+		}
+	}
 	seen := map[string]bool{query: true}
 	var out []*foldMatcher
 	add := func(form string) {
@@ -897,42 +906,25 @@ func findEscaped(query string) []*foldMatcher {
 			out = append(out, newFoldMatcher(form))
 		}
 	}
-	for i, q := range []string{query, strings.ToLower(query), strings.ToUpper(query)} {
-		e := appendJSONString(nil, []byte(q))
-		base := string(e[1 : len(e)-1])
-		if i == 0 {
-			add(base) // (the case variants of this one the matcher folds)
-			add(escapeMore(base, false, true))
-		}
-		add(escapeMore(base, true, false))
-		add(escapeMore(base, true, true))
-	}
+	e := appendJSONString(nil, []byte(query))
+	base := string(e[1 : len(e)-1])
+	add(base) // (the case variants of this one the matcher folds)
+	add(escapeHTML(base))
 	return out
 }
 
-// escapeMore is s, a JSON string's content, with its characters past
-// ASCII written as \u escapes (nonASCII; UTF-16, a pair past U+FFFF) and
-// with <, >, &, U+2028 and U+2029 so (html), as the JSON writers that
-// escape them write them. Bytes that are no UTF-8 stay as they are.
-func escapeMore(s string, nonASCII, html bool) string {
+// escapeHTML is s, an ASCII JSON string's content, with <, > and & written
+// as \u escapes, as the JSON writers that escape them (Go's
+// encoding/json) write them.
+func escapeHTML(s string) string {
 	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			b.WriteByte(s[i])
-		case html && (r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029'):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		case nonASCII && r > unicode.MaxASCII:
-			if r1, r2 := utf16.EncodeRune(r); r1 != unicode.ReplacementChar {
-				fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
-			} else {
-				fmt.Fprintf(&b, `\u%04x`, r)
-			}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '<', '>', '&':
+			fmt.Fprintf(&b, `\u%04x`, c)
 		default:
-			b.WriteString(s[i : i+n])
+			b.WriteByte(c)
 		}
-		i += n
 	}
 	return b.String()
 }
@@ -1092,7 +1084,21 @@ type foldMatcher struct {
 	orbits [][]rune // each query rune's fold class
 	lowers []rune   // each query rune lower-cased
 	query  string
+	// escaped: the body is read as a JSON string's content, each escape
+	// the character it writes (newEscapedMatcher).
+	escaped bool
+	// span bounds the bytes a match takes in the body: what a streamed
+	// scan (findScan) holds past where a match may start.
+	span int
+	// starts: the bytes a match may start at: any past ASCII (a character
+	// that lower-cases as the query's first may be any), the ASCII ones
+	// its first matches, a backslash when escaped. The scan a character
+	// at a time passes the others without decoding them (mayStart).
+	starts [256]bool
 }
+
+// mayStart says whether a match may start at byte c.
+func (m *foldMatcher) mayStart(c byte) bool { return m.starts[c] }
 
 // capitalDotI is U+0130, İ, in UTF-8.
 var capitalDotI = []byte("\u0130")
@@ -1119,7 +1125,72 @@ func newFoldMatcher(q string) *foldMatcher {
 		m.orbits = append(m.orbits, orbit)
 		m.lowers = append(m.lowers, unicode.ToLower(r))
 	}
+	m.span = 4 * len(q) // a character a byte of the query, folded, is at most 3
+	for c := range 256 {
+		m.starts[c] = c >= utf8.RuneSelf || len(m.orbits) == 0 || m.matchesFirst(rune(c))
+	}
 	return m
+}
+
+// matchesFirst says whether r matches the query's first character, as
+// matchAt has it.
+func (m *foldMatcher) matchesFirst(r rune) bool {
+	return unicode.ToLower(r) == m.lowers[0] || slices.Contains(m.orbits[0], r)
+}
+
+// newEscapedMatcher is a foldMatcher of q that reads the body as JSON
+// writes a string's content: an escape (\", \\, \/, \b, \f, \n, \r, \t,
+// \uXXXX, its hex digits in either case, and a pair of them past U+FFFF)
+// is the character it writes, matched as that character is (in any case,
+// as folding has it), and any other character is itself. So a query
+// matches a line whose writer escaped any of its characters, each in its
+// own case ("Éléphant" as "\u00c9l\u00e9phant" or "\u00C9L\u00C9PHANT"),
+// at the cost of reading the line a character at a time (as a query past
+// ASCII is read anyway).
+func newEscapedMatcher(q string) *foldMatcher {
+	m := newFoldMatcher(q)
+	m.ascii, m.escaped = false, true
+	m.span = 12 * utf8.RuneCountInString(q) // a character at most a pair of \u escapes
+	m.starts['\\'] = true
+	return m
+}
+
+// jsonEscapeAt is the character the escape at body[i] (a backslash)
+// writes, and the escape's length; ok is false when no escape is there
+// whole. A surrogate not in a pair is U+FFFD, as encoding/json reads it.
+func jsonEscapeAt(body []byte, i int) (r rune, n int, ok bool) {
+	if i+1 >= len(body) {
+		return 0, 0, false
+	}
+	switch c := body[i+1]; c {
+	case '"', '\\', '/':
+		return rune(c), 2, true
+	case 'b':
+		return '\b', 2, true
+	case 'f':
+		return '\f', 2, true
+	case 'n':
+		return '\n', 2, true
+	case 'r':
+		return '\r', 2, true
+	case 't':
+		return '\t', 2, true
+	case 'u':
+		r = getu4(body[i:])
+		if r < 0 {
+			return 0, 0, false
+		}
+		if !utf16.IsSurrogate(r) {
+			return r, 6, true
+		}
+		if r2 := getu4(body[min(i+6, len(body)):]); r2 >= 0 {
+			if pair := utf16.DecodeRune(r, r2); pair != utf8.RuneError {
+				return pair, 12, true
+			}
+		}
+		return utf8.RuneError, 6, true
+	}
+	return 0, 0, false
 }
 
 // index returns the first match starting in [start, stop) of body (a match
@@ -1145,6 +1216,10 @@ func (m *foldMatcher) index(body []byte, start, stop int, scratch []byte) (int, 
 		return start + i, start + i + len(m.lower), scratch
 	}
 	for i := start; i < stop; {
+		if !m.mayStart(body[i]) {
+			i++ // an ASCII character
+			continue
+		}
 		if end, ok := m.matchAt(body, i); ok {
 			return i, end, scratch
 		}
@@ -1162,6 +1237,11 @@ func (m *foldMatcher) matchAt(body []byte, i int) (int, bool) {
 		r, w := rune(body[i]), 1
 		if r >= utf8.RuneSelf {
 			r, w = utf8.DecodeRune(body[i:])
+		} else if r == '\\' && m.escaped {
+			var ok bool
+			if r, w, ok = jsonEscapeAt(body, i); !ok {
+				return 0, false
+			}
 		}
 		ok := unicode.ToLower(r) == m.lowers[k]
 		for _, o := range orbit {

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/rookhq/rook/cas"
@@ -425,6 +428,126 @@ func TestFindFoldsAsSearch(t *testing.T) {
 			t.Errorf("search %q: %d hits", q, len(hits.Hits))
 		}
 	}
+}
+
+// TestEscapedMatcherReadsEscapesInAnyCase: the matcher of a query past
+// ASCII as JSON writes it (newEscapedMatcher) reads each escape as the
+// character it writes, folded as the query's characters are: each
+// character of the query in any case, escaped or not, its hex digits in
+// either case, a pair past U+FFFF; not an escape cut short or not JSON's.
+func TestEscapedMatcherReadsEscapesInAnyCase(t *testing.T) {
+	for _, c := range []struct {
+		query, body string
+		at, end     int // -1: no match
+	}{
+		{"éléphant", `\u00c9l\u00e9phant`, 0, 18},
+		{"éléphant", `x: \u00C9L\u00C9PHANT!`, 3, 21},
+		{"ÉLÉPHANT", `\u00e9l\u00E9phant`, 0, 18},
+		{"éléphant", `Él\u00e9phant`, 0, 14}, // raw and escaped in one
+		{"éléphant", "Éléphant", 0, 10},
+		{"éléphant", `\u00c9l\u00e9phan`, -1, -1},
+		{"éléphant", `\u00c9l\u00e9`, -1, -1},
+		{"straße", `Stra\u00dfe`, 0, 11},
+		{"ǆ", `\u01c5 \u01C4`, 0, 6},    // the title case, and the capital
+		{"é k", `\u00e9 \u212a`, 0, 13}, // the Kelvin sign is a k
+		{"smile 😀", `SMILE \ud83d\ude00`, 0, 18},
+		{"😀", `\uD83D\uDE00`, 0, 12},
+		{"\ufffd x", `\ud83d x`, 0, 8}, // a surrogate alone is U+FFFD
+		{`"déjà" <a\b>`, `\"d\u00e9j\u00e0\" \u003ca\\b\u003E`, 0, 35},
+		{"é\n", `\u00e9\n`, 0, 8},
+		{"é\n", `\u00e9\u000A`, 0, 12},
+		{"é/", `\u00e9\/`, 0, 8},
+		{"éx", `\u00e9\x`, -1, -1}, // not an escape
+		{"éu", `\u00e9\u00`, -1, -1},
+		{"é", `\u00g9`, -1, -1},
+		{"é", `\`, -1, -1},
+	} {
+		m := newEscapedMatcher(c.query)
+		at, end, _ := m.index([]byte(c.body), 0, len(c.body), nil)
+		if at != c.at || end != c.end {
+			t.Errorf("%q in %q: at %d end %d, want %d %d", c.query, c.body, at, end, c.at, c.end)
+		}
+		if end-at > m.span {
+			t.Errorf("%q in %q: a match of %d bytes, past the span %d", c.query, c.body, end-at, m.span)
+		}
+	}
+	// A query past ASCII is matched so, one matcher for every writer's
+	// escapes; any other as its escaped forms, text.
+	if ms := findEscaped("Éléphant <"); len(ms) != 1 || !ms[0].escaped {
+		t.Errorf("findEscaped of a query past ASCII: %d matcher(s)", len(ms))
+	}
+	var forms []string
+	for _, m := range findEscaped(`a "<b>"`) {
+		forms = append(forms, m.query)
+	}
+	if want := []string{`a \"<b>\"`, `a \"\u003cb\u003e\"`}; !slices.Equal(forms, want) {
+		t.Errorf("findEscaped of an ASCII query: %q, want %q", forms, want)
+	}
+}
+
+// FuzzEscapedMatcher: the matcher of a query as JSON writes it never
+// panics on any body, never matches past its span, and finds a piece of
+// any text written with every character escaped (as Python's json.dumps
+// does, but each escape's hex digits, and each character of the query, in
+// a case of its own, as bits says).
+func FuzzEscapedMatcher(f *testing.F) {
+	f.Add("Éléphant and Über-Straße", uint8(0), uint8(8), uint64(0b1011))
+	f.Add("smile 😀 ǅ \"ok\" <a\\b>\n", uint8(3), uint8(9), uint64(0xf0f0))
+	f.Add("\u212a \u0130 ß", uint8(0), uint8(5), uint64(7))
+	f.Fuzz(func(t *testing.T, text string, from, n uint8, bits uint64) {
+		text = strings.ToValidUTF8(text, "")
+		runes := []rune(text)
+		if len(runes) == 0 || len(runes) > 64 {
+			return
+		}
+		lo := int(from) % len(runes)
+		hi := min(len(runes), lo+1+int(n)%8)
+		bit := func() bool { b := bits&1 == 1; bits = bits>>1 | bits<<63; return b }
+		var q []rune
+		for _, r := range runes[lo:hi] {
+			switch {
+			case bit() && bit():
+				r = unicode.ToTitle(r)
+			case bit():
+				r = unicode.ToUpper(r)
+			default:
+				r = unicode.ToLower(r)
+			}
+			q = append(q, r)
+		}
+		query := string(q)
+		var body []byte
+		for _, r := range runes {
+			var units []rune
+			if r1, r2 := utf16.EncodeRune(r); r1 != unicode.ReplacementChar {
+				units = []rune{r1, r2}
+			} else {
+				units = []rune{r}
+			}
+			for _, u := range units {
+				format := `\u%04x`
+				if bit() {
+					format = `\u%04X`
+				}
+				body = fmt.Appendf(body, format, u)
+			}
+		}
+		m := newEscapedMatcher(query)
+		at, end, _ := m.index(body, 0, len(body), nil)
+		// (A case mapping outside the character's fold class, as of a
+		// few title cases, is no match: find folds, as EqualFold does.)
+		if at < 0 && strings.EqualFold(query, string(runes[lo:hi])) {
+			t.Fatalf("%q not found in %q (%q)", query, body, text)
+		}
+		if at >= 0 && end-at > m.span {
+			t.Fatalf("%q in %q: a match of %d bytes, past the span %d", query, body, end-at, m.span)
+		}
+		// Any body: no panic, no match past the span.
+		at, end, _ = m.index([]byte(text), 0, len(text), nil)
+		if at >= 0 && end-at > m.span {
+			t.Fatalf("%q in %q: a match of %d bytes, past the span %d", query, text, end-at, m.span)
+		}
+	})
 }
 
 // TestFindDotIAcrossTheBudgetCut: a match that starts just before a

@@ -1179,7 +1179,7 @@ func codexFrag(old, new string, color bool) string {
 // with git's mark after a last line with no newline.
 func writeContentLines(buf *bytes.Buffer, sign byte, lines []string, color bool) {
 	for _, l := range lines {
-		s := string(sign) + strings.TrimSuffix(l, "\n")
+		s := string(sign) + patchText(strings.TrimSuffix(l, "\n"), color)
 		if color {
 			c := colorNew
 			if sign == '-' {
@@ -1209,7 +1209,8 @@ func writeUnifiedHunks(buf *bytes.Buffer, diff string, color bool) (added, remov
 		case strings.HasPrefix(l, "@@"):
 			inHunk = true
 			if color {
-				l = colorFrag + l + colorReset
+				// (after the @@, the rollout's text: a file's line)
+				l = colorFrag + patchText(l, color) + colorReset
 			}
 			buf.WriteString(l + "\n")
 			continue

@@ -237,7 +237,7 @@ func writeCodexChunks(buf *bytes.Buffer, chunks []codexChunk, color bool) (added
 			head = colorFrag + head + colorReset
 		}
 		if c.Context != "" {
-			head += " " + c.Context
+			head += " " + patchText(c.Context, color)
 		}
 		buf.WriteString(head + "\n")
 		writeDiffLines(buf, c.Lines, color)
@@ -251,6 +251,7 @@ func writeCodexChunks(buf *bytes.Buffer, chunks []codexChunk, color bool) (added
 // writeDiffLines writes lines that each begin with ' ', '-' or '+'.
 func writeDiffLines(buf *bytes.Buffer, lines []string, color bool) {
 	for _, l := range lines {
+		l = patchText(l, color)
 		switch {
 		case color && l != "" && l[0] == '-':
 			buf.WriteString(colorOld + l + colorReset + "\n")

@@ -284,7 +284,7 @@ func ExportHTML(x Export) []byte {
 	w("<meta name=\"referrer\" content=\"no-referrer\">\n")
 	w("<title>%s — rook session %s</title>\n", exportIsolate(title), exportEscape(id))
 	w("<style>%s</style>\n</head>\n<body>\n<header>\n", exportStyle)
-	w("<h1>%s</h1>\n<dl>\n", exportEscape(title))
+	w("<h1>%s</h1>\n<dl>\n", exportIsolate(title))
 	w("<dt>session</dt><dd>%s</dd>\n", exportEscape(id))
 	// A fork's first events are copies of its parent's: without this the
 	// page read as a session of its own from #0. A subagent's (or another
@@ -312,15 +312,15 @@ func ExportHTML(x Export) []byte {
 		if u.Imported {
 			whose = ", not linked to it"
 		}
-		w("<dt>%s of</dt><dd>%s session %s%s</dd>\n", u.Role(), exportEscape(FormatName(u.Format)), exportEscape(u.SourceID), whose)
+		w("<dt>%s of</dt><dd>%s session %s%s</dd>\n", u.Role(), exportIsolate(FormatName(u.Format)), exportIsolate(u.SourceID), whose)
 	}
 	if s.Workspace != "" {
-		w("<dt>workspace</dt><dd>%s</dd>\n", exportEscape(s.Workspace))
+		w("<dt>workspace</dt><dd>%s</dd>\n", exportIsolate(s.Workspace))
 	}
 	// An imported session was made when it was imported, not when its
 	// conversation took place (its events' own times say that).
 	if src := s.Source; src != nil {
-		w("<dt>source</dt><dd>%s transcript %s</dd>\n", exportEscape(src.Format), exportEscape(src.Path))
+		w("<dt>source</dt><dd>%s transcript %s</dd>\n", exportIsolate(src.Format), exportIsolate(src.Path))
 		w("<dt>imported</dt><dd>%s</dd>\n", exportEscape(s.Created.UTC().Format("2006-01-02 15:04:05 UTC")))
 	} else {
 		w("<dt>created</dt><dd>%s</dd>\n", exportEscape(s.Created.UTC().Format("2006-01-02 15:04:05 UTC")))
@@ -375,7 +375,7 @@ func ExportHTML(x Export) []byte {
 		w(" · %d bytes</div>\n", ev.Size)
 		switch {
 		case ev.Err != "":
-			w("<p class=\"note\">(body unreadable: %s)</p>\n", exportEscape(ev.Err))
+			w("<p class=\"note\">(body unreadable: %s)</p>\n", exportIsolate(ev.Err))
 		case ev.Binary:
 			w("<p class=\"note\">(binary, %d bytes: <code>rook store cat %s</code> writes them)</p>\n", ev.Size, hex.EncodeToString(ev.Event.Body[:]))
 		case ev.Size == 0:

@@ -48,9 +48,50 @@ const (
 	colorReset = "\x1b[m"
 )
 
+// patchText is a file's text as a coloured patch shows it (color: at a
+// terminal, to a person): every control character but a tab, every bidi
+// control and every byte that is not UTF-8 as U+FFFD, as show prints a
+// body (ShownText). Written as it is, an escape sequence in a file the
+// agent wrote (an OSC 52 clipboard write, an OSC 8 link hiding its
+// target) acted on the terminal, and a right-to-left override reordered
+// the line. A CR that ends the line stays: it moves the cursor over
+// nothing still to be shown, and a CRLF file's every line would end in
+// U+FFFD (git writes it as it is too). Uncoloured, the patch is the bytes
+// git apply takes: s as it is. One pass; a line with nothing to replace
+// is s itself, not a copy.
+func patchText(s string, color bool) string {
+	if !color {
+		return s
+	}
+	var b strings.Builder
+	done := 0 // s[:done] is in b
+	for i := 0; i < len(s); {
+		if c := s[i]; c >= 0x20 && c < 0x7f || c == '\t' {
+			i++
+			continue
+		}
+		r, w := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && w == 1 || Unshowable(r) && !(r == '\r' && i+1 == len(s)) {
+			if done == 0 {
+				b.Grow(len(s) + 2)
+			}
+			b.WriteString(s[done:i])
+			b.WriteRune(utf8.RuneError)
+			done = i + w
+		}
+		i += w
+	}
+	if done == 0 {
+		return s
+	}
+	b.WriteString(s[done:])
+	return b.String()
+}
+
 // WriteGitDiff writes d as a git-style patch section and returns the lines added and removed
 // (0, 0 for NoBody). color adds ANSI colours (headers bold, @@ cyan, - red, + green) and is only
-// used for terminals; the uncoloured output must be byte-exactly what git apply accepts.
+// used for terminals, where the files' text is shown as patchText makes it; the uncoloured
+// output must be byte-exactly what git apply accepts.
 func WriteGitDiff(w io.Writer, d DiffFile, color bool) (added, removed int, err error) {
 	if d.Path == "" {
 		return 0, 0, fmt.Errorf("agent: diff: empty path")
@@ -224,6 +265,7 @@ type change struct{ i1, n1, i2, n2 int }
 func writeHunks(buf *bytes.Buffer, a, b []string, changes []change, color bool) {
 	line := func(prefix byte, s, col string) {
 		text, nl := strings.CutSuffix(s, "\n")
+		text = patchText(text, color)
 		if color && col != "" {
 			buf.WriteString(col)
 			buf.WriteByte(prefix)
@@ -273,7 +315,7 @@ func writeHunks(buf *bytes.Buffer, a, b []string, changes []change, color bool) 
 				f = f[:n]
 			}
 			buf.WriteByte(' ')
-			buf.WriteString(f)
+			buf.WriteString(patchText(f, color)) // (a file's line)
 		}
 		buf.WriteByte('\n')
 

@@ -264,9 +264,14 @@ func udCheckApply(t *testing.T, oldT, newT udTree) []byte {
 		}
 	}
 
-	// The coloured patch must be the plain one once its colour codes are dropped.
+	// The coloured patch must be the plain one once its colour codes are dropped, its
+	// lines as a terminal is shown them (patchText).
 	colored, _ := udPatch(t, oldT, newT, true)
-	if plain := udStripANSI(colored); !bytes.Equal(plain, patch) {
+	shown := strings.Split(string(patch), "\n")
+	for i, l := range shown {
+		shown[i] = patchText(l, true)
+	}
+	if plain := udStripANSI(colored); string(plain) != strings.Join(shown, "\n") {
 		fail("coloured patch without colours differs:\n%s", plain)
 	}
 	return patch
@@ -653,6 +658,51 @@ func TestUnidiffColor(t *testing.T) {
 		"\\ No newline at end of file\n"
 	if b.String() != want {
 		t.Errorf("got  %q\nwant %q", b.String(), want)
+	}
+}
+
+// A coloured patch is for a terminal: the files' text in it (a line, the
+// function name git puts after @@, an imported Codex patch's lines and
+// headers) is shown without a rune that would act on the terminal
+// (patchText), and rook's colours stay. A CR ending a line stays (a CRLF
+// file), and so does a U+FFFD the file holds.
+func TestUnidiffColorShowsNoControls(t *testing.T) {
+	evil := "f\x1b]52;c;eA==\x07 \u009b2J \u202e \xff \uFFFD\tx"
+	shown := "f\uFFFD]52;c;eA==\uFFFD \uFFFD2J \uFFFD \uFFFD \uFFFD\tx"
+	var b bytes.Buffer
+	d := DiffFile{Path: "a", Old: []byte(evil + "\n1\n2\n3\n4\nold\r\n"), New: []byte(evil + "\n1\n2\n3\n4\nnew\r\n"), OldMode: "100644", NewMode: "100644"}
+	if _, _, err := WriteGitDiff(&b, d, true); err != nil {
+		t.Fatal(err)
+	}
+	want := "\x1b[36m@@ -3,4 +3,4 @@\x1b[m " + shown + "\n" +
+		" 2\n 3\n 4\n" +
+		"\x1b[31m-old\r\x1b[m\n" +
+		"\x1b[32m+new\r\x1b[m\n"
+	if got := b.String(); !strings.HasSuffix(got, want) {
+		t.Errorf("WriteGitDiff coloured: %q, want it to end in %q", got, want)
+	}
+	b.Reset()
+	if _, _, err := WriteGitDiff(&b, d, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); !strings.Contains(got, "@@ -3,4 +3,4 @@ "+evil+"\n") {
+		t.Errorf("WriteGitDiff plain: %q, want the function line as it is", got)
+	}
+
+	b.Reset()
+	writeCodexChunks(&b, []codexChunk{{Context: evil, Lines: []string{" " + evil, "-" + evil, "+x"}}}, true)
+	writeContentLines(&b, '+', []string{evil + "\n"}, true)
+	writeUnifiedHunks(&b, "@@ -1 +1 @@ "+evil+"\n-"+evil+"\n+y\n", true)
+	want = "\x1b[36m@@ -?,2 +?,2 @@\x1b[m " + shown + "\n" +
+		" " + shown + "\n" +
+		"\x1b[31m-" + shown + "\x1b[m\n" +
+		"\x1b[32m+x\x1b[m\n" +
+		"\x1b[32m+" + shown + "\x1b[m\n" +
+		"\x1b[36m@@ -1 +1 @@ " + shown + "\x1b[m\n" +
+		"\x1b[31m-" + shown + "\x1b[m\n" +
+		"\x1b[32m+y\x1b[m\n"
+	if got := b.String(); got != want {
+		t.Errorf("an imported Codex patch coloured:\ngot  %q\nwant %q", got, want)
 	}
 }
 

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -121,15 +123,29 @@ func (c *DiffCmd) Run(e *Env) error {
 		c.printStat(e, d, source)
 		return nil
 	}
-	d, err := r.Diff(id, e.Stdout, isTerminal(e.Stdout))
+	// At a terminal the patch is coloured, and the files' text in it
+	// shown without control characters (agent.patchText); piped, it is
+	// the bytes git apply takes.
+	var out io.Writer = e.Stdout
+	var shown *replacementSeen
+	if isTerminal(e.Stdout) {
+		shown = &replacementSeen{w: e.Stdout}
+		out = shown
+	}
+	d, err := r.Diff(id, out, shown != nil)
 	if err != nil {
 		return err
+	}
+	if shown != nil && shown.seen {
+		// Said last, once, as entry says it.
+		defer fmt.Fprintln(e.Stderr, "rook: note: at a terminal, the patch shows control characters, bidi controls and bytes that are not UTF-8 in the files as U+FFFD; piped (| cat -v), diff writes their bytes as they are")
 	}
 	printUnreadable(e, d)
 	printRolloutNotes(e, d)
 	printNotes(e, d.Notes)
 	if len(d.Files) == 0 {
-		fmt.Fprintln(e.Stdout, nothingChanged(d, source))
+		// (It may name subagents by their agentIds: the transcript's.)
+		fmt.Fprintln(e.Stdout, terminalLine(nothingChanged(d, source)))
 		return nil
 	}
 	// A patch cannot hold a named pipe (or socket, device): the paths
@@ -157,6 +173,23 @@ func (c *DiffCmd) Run(e *Env) error {
 		fmt.Fprintln(e.Stderr, fromRollout(d))
 	}
 	return nil
+}
+
+// replacementSeen writes through to w, and sees whether what it wrote
+// holds a U+FFFD: one there may be a character the patch shows replaced.
+// (Diff writes whole lines at a time, so none is cut between two writes.)
+// One a file held already is not told from one put in its place: the
+// note it leads to holds for both.
+type replacementSeen struct {
+	w    io.Writer
+	seen bool
+}
+
+func (r *replacementSeen) Write(p []byte) (int, error) {
+	if !r.seen {
+		r.seen = bytes.Contains(p, []byte("\uFFFD"))
+	}
+	return r.w.Write(p)
 }
 
 // printRolloutNotes says, on stderr, which of an imported Codex session's
@@ -227,7 +260,7 @@ func printUnreadable(e *Env, d agent.SessionDiff) {
 		fmt.Fprintf(e.Stderr, "rook: %s not compared: %s\n", terminalLine(u.Path), terminalLine(u.Error))
 	}
 	for _, u := range d.Unreadable {
-		fmt.Fprintf(e.Stderr, "rook: cannot read %s (%s): files added in it are not shown\n", terminalLine(u.Path), u.Error)
+		fmt.Fprintf(e.Stderr, "rook: cannot read %s (%s): files added in it are not shown\n", terminalLine(u.Path), terminalLine(u.Error))
 	}
 	if n := len(d.Unrecordable); n > 0 {
 		fmt.Fprintf(e.Stderr, "rook: %d file(s) added with names rook cannot record (a backslash, or bytes that are not UTF-8), not shown: %s\n", n, strings.Join(d.Unrecordable, ", "))
@@ -314,14 +347,14 @@ func noFileBackups(source *eventlog.Source, so string, notKnown []agent.Uncompar
 
 func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff, source *eventlog.Source) {
 	if len(d.Files) == 0 {
-		fmt.Fprintln(e.Stdout, nothingChanged(d, source))
+		fmt.Fprintln(e.Stdout, terminalLine(nothingChanged(d, source)))
 		return
 	}
 	sigil := map[string]string{"added": "+", "modified": "~", "removed": "-"}
 	for _, f := range d.Files {
 		counts := fmt.Sprintf("+%d -%d", f.Added, f.Removed)
 		if f.NoBody {
-			counts = "(" + f.Reason + ")"
+			counts = "(" + terminalLine(f.Reason) + ")" // (it may name a path)
 		}
 		if f.MovedFrom != "" {
 			counts += "  (moved from " + terminalLine(f.MovedFrom) + ")"

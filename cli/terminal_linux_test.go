@@ -278,6 +278,77 @@ func TestDiffColouredOnATerminal(t *testing.T) {
 	}
 }
 
+// `session diff` at a terminal shows the files' text without control
+// characters, as show and entry show a body: written as stored, a file the
+// agent wrote (from a web page it read, say) holding an OSC 8 link hiding
+// its target, an OSC 52 clipboard write, a C1 CSI (U+009B) or a
+// right-to-left override acted on the user's terminal. rook's own colours
+// stay, a note on stderr says so, once, and piped the patch is the bytes.
+func TestDiffEscapesOnATerminal(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "store")
+	ws := t.TempDir()
+	run := func(stdout io.Writer, args ...string) (string, string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if stdout == nil {
+			stdout = &out
+		}
+		if code := Main(append([]string{"--home", home, "-C", ws}, args...), strings.NewReader(""), stdout, &errb); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+		}
+		return out.String(), errb.String()
+	}
+	run(nil, "init")
+	id, _ := run(nil, "session", "new")
+	id = strings.TrimSpace(id)
+	file := filepath.Join(ws, "notes.md")
+	if err := os.WriteFile(file, []byte("before\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(nil, "session", "capture", id, "notes.md")
+	evil := "see \x1b]8;;https://evil.example/x\x07the docs\x1b]8;;\x07\n" +
+		"\x1b]52;c;cm0gLXJmIH4=\x07\n" +
+		"\u009b2J cleared\n" +
+		"\u202etxt.exe\n" +
+		"bad \xff byte, kept \uFFFD, a\ttab\n" +
+		"crlf\r\n"
+	if err := os.WriteFile(file, []byte(evil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	master, tty := openPTY(t)
+	_, stderr := run(tty, "session", "diff", id)
+	tty.Close() // the master then reads what was written, then EIO
+	got, _ := io.ReadAll(master)
+	var raw []string
+	for _, seq := range []string{"\x1b]", "\x07", "\u009b", "\u202e", "\xff"} {
+		if bytes.Contains(got, []byte(seq)) {
+			raw = append(raw, strconv.Quote(seq))
+		}
+	}
+	if len(raw) > 0 {
+		t.Errorf("session diff at a terminal wrote %s as they are:\n%q", strings.Join(raw, ", "), got)
+	}
+	// (The pseudo-terminal writes each newline as CRLF.)
+	for _, want := range []string{
+		"\x1b[32m+see \uFFFD]8;;https://evil.example/x\uFFFDthe docs\uFFFD]8;;\uFFFD\x1b[m\r\n",
+		"\x1b[32m+\uFFFD]52;c;cm0gLXJmIH4=\uFFFD\x1b[m\r\n",
+		"\x1b[32m+\uFFFD2J cleared\x1b[m\r\n",
+		"\x1b[32m+\uFFFDtxt.exe\x1b[m\r\n",
+		"\x1b[32m+bad \uFFFD byte, kept \uFFFD, a\ttab\x1b[m\r\n",
+		"\x1b[32m+crlf\r\x1b[m\r\n",
+	} {
+		if !bytes.Contains(got, []byte(want)) {
+			t.Errorf("session diff at a terminal: %q, want %q in it", got, want)
+		}
+	}
+	if n := strings.Count(stderr, "U+FFFD"); n != 1 {
+		t.Errorf("session diff at a terminal: stderr %q, want the note on U+FFFD once", stderr)
+	}
+	if piped, stderr := run(nil, "session", "diff", id); !strings.Contains(piped, "+see \x1b]8;;https://evil.example/x\x07the docs\x1b]8;;\x07\n+\x1b]52;c;cm0gLXJmIH4=\x07\n+\u009b2J cleared\n+\u202etxt.exe\n+bad \xff byte") || strings.Contains(stderr, "U+FFFD") {
+		t.Errorf("session diff piped: %q (stderr %q), want the files' bytes as they are, and no note", piped, stderr)
+	}
+}
+
 // `rook --help` at a terminal is wrapped to its width, as kong wraps it
 // when it writes to the terminal itself; a writer around stdout hid the
 // terminal from kong, and every help was cut at 80 columns.

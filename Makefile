@@ -66,6 +66,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzParseConfig \
 	./agent:FuzzIgnoreMatch \
 	./agent:FuzzTermsTogether \
+	./agent:FuzzEscapedMatcher \
 	./agent:FuzzVerifiedFrames \
 	./agent/inbox:FuzzDecodeSpoolLine \
 	./agent/inbox:FuzzReadPending \

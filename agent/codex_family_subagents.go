@@ -356,7 +356,8 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 	// thread (up), or, of a MultiAgentV2 one, by a path its own is below
 	// (pathCloses, held to its spawner's holding that path then, in the
 	// caller's own agent tree: codexPathCloseInTree).
-	up := codexAncestorThreads(miss, agentOf, append(append([]eventlog.ID{}, lf.line...), lf.members...))
+	byThread := codexByThread(agentOf, append(append([]eventlog.ID{}, lf.line...), lf.members...))
+	up := codexAncestorThreads(miss, agentOf, byThread)
 	type pathClose struct {
 		key, path, output string
 		at                time.Time
@@ -549,7 +550,7 @@ func (r *Rook) codexSubagentEnds(id eventlog.ID, lf importedFamily, sessions []e
 	for _, sp := range miss {
 		spawnOf[sp.key()] = sp
 	}
-	inTree := codexPathCloseInTree(agentOf, append(append([]eventlog.ID{}, lf.line...), lf.members...), rolloutOf)
+	inTree := codexPathCloseInTree(agentOf, byThread, rolloutOf)
 	for _, pc := range pathCloses {
 		sp := spawnOf[pc.key]
 		from := sp.at
@@ -640,14 +641,8 @@ func codexCloseOf(output json.RawMessage) (closed, descendants bool) {
 // another thread's) and whose call's time is read, the threads whose
 // close closes it too: its spawner, that session's thread, then the
 // thread that spawned that one (its session_meta's thread_spawn), and
-// so on up, as far as the family's sessions (sessions) say.
-func codexAncestorThreads(miss []missingSubagent, agentOf func(eventlog.ID) codexAgent, sessions []eventlog.ID) map[string][]string {
-	byThread := map[string]codexAgent{}
-	for _, s := range sessions {
-		if a := agentOf(s); a.thread != "" {
-			byThread[a.thread] = a
-		}
-	}
+// so on up, as far as the family's agents (byThread, codexByThread) say.
+func codexAncestorThreads(miss []missingSubagent, agentOf func(eventlog.ID) codexAgent, byThread map[string]codexAgent) map[string][]string {
 	up := map[string][]string{}
 	for _, sp := range miss {
 		if sp.unread != nil || sp.at.IsZero() || sp.session.IsZero() {
@@ -657,13 +652,33 @@ func codexAncestorThreads(miss []missingSubagent, agentOf func(eventlog.ID) code
 		if !a.own || a.thread == "" {
 			continue
 		}
-		chain := []string{a.thread}
-		for th := a.spawner; th != "" && !slices.Contains(chain, th) && len(chain) < maxFamily; th = byThread[th].spawner {
-			chain = append(chain, th)
-		}
-		up[sp.key()] = chain
+		up[sp.key()], _ = codexSpawnersUp(byThread, []string{a.thread}, a.spawner)
 	}
 	return up
+}
+
+// codexByThread are the agents of the family's sessions (sessions) by
+// their thread (of two sessions of one thread, the later in sessions).
+func codexByThread(agentOf func(eventlog.ID) codexAgent, sessions []eventlog.ID) map[string]codexAgent {
+	byThread := map[string]codexAgent{}
+	for _, s := range sessions {
+		if a := agentOf(s); a.thread != "" {
+			byThread[a.thread] = a
+		}
+	}
+	return byThread
+}
+
+// codexSpawnersUp is chain with th and the threads up its thread_spawn
+// spawners appended, as far as byThread says, up to maxFamily in all;
+// top says it went as far as a thread no thread_spawn made (not round,
+// nor cut at maxFamily).
+func codexSpawnersUp(byThread map[string]codexAgent, chain []string, th string) (_ []string, top bool) {
+	for th != "" && !slices.Contains(chain, th) && len(chain) < maxFamily {
+		chain = append(chain, th)
+		th = byThread[th].spawner
+	}
+	return chain, th == ""
 }
 
 // codexRolloutLines are, of the rollout of one thread, read, what a copy
@@ -682,8 +697,8 @@ type codexRolloutLines struct {
 // subagents below it, so a fork's close of its own /root/worker is no
 // close of its parent's /root/worker. A line's tree is its session's
 // root thread: up its thread_spawn spawners, as far as the family's
-// sessions (sessions) say (a spawner not imported is as far as it goes:
-// two sessions below it share its tree).
+// agents (byThread, codexByThread) say (a spawner not imported is as far
+// as it goes: two sessions below it share its tree).
 //
 // Only a line its session's own counts, the close and the spawn: a
 // Codex fork's rollout, and a subagent's spawned with its parent's
@@ -696,26 +711,15 @@ type codexRolloutLines struct {
 // parent's rollout not read (removed since), or a spawn with no call id,
 // which is a copy is not known, and it ends nothing: a spawn counts as
 // writing on.
-func codexPathCloseInTree(agentOf func(eventlog.ID) codexAgent, sessions []eventlog.ID, rolloutOf map[string]*codexRolloutLines) func(s eventlog.ID, call string, sp missingSubagent) bool {
-	byThread := map[string]codexAgent{}
-	for _, s := range sessions {
-		if a := agentOf(s); a.thread != "" {
-			byThread[a.thread] = a
-		}
-	}
+func codexPathCloseInTree(agentOf func(eventlog.ID) codexAgent, byThread map[string]codexAgent, rolloutOf map[string]*codexRolloutLines) func(s eventlog.ID, call string, sp missingSubagent) bool {
 	// root is th's tree; "" when not known (th not known, or its
 	// spawners going round).
 	root := func(th string) string {
-		var chain []string
-		for th != "" && !slices.Contains(chain, th) && len(chain) < maxFamily {
-			chain = append(chain, th)
-			next := byThread[th].spawner
-			if next == "" {
-				return th
-			}
-			th = next
+		chain, top := codexSpawnersUp(byThread, nil, th)
+		if !top || len(chain) == 0 {
+			return ""
 		}
-		return ""
+		return chain[len(chain)-1]
 	}
 	return func(s eventlog.ID, call string, sp missingSubagent) bool {
 		closer, spawner := agentOf(s), agentOf(sp.session)

@@ -382,27 +382,20 @@ func (r *Rook) codexTaskChildren(id eventlog.ID, paths map[string]bool) map[uint
 		return nil
 	}
 	spawns := map[string][]uint64{} // by path, in order
-	for from := uint64(0); ; {
-		evs, err := r.Log.Read(id, from, 1024)
-		if err != nil {
-			return nil
+	if err := r.eventsFrom(id, 0, func(ev eventlog.Event) bool {
+		if ev.Kind != eventlog.KindToolResult || ev.Label != "spawn_agent" {
+			return true
 		}
-		if len(evs) == 0 {
-			break
-		}
-		for _, ev := range evs {
-			if ev.Kind != eventlog.KindToolResult || ev.Label != "spawn_agent" {
-				continue
-			}
-			for _, p := range r.codexPayloads(ev.Body) {
-				for _, path := range codexSpawnedTasks(p.Output) {
-					if held[path] != nil && !slices.Contains(spawns[path], ev.Seq) {
-						spawns[path] = append(spawns[path], ev.Seq)
-					}
+		for _, p := range r.codexPayloads(ev.Body) {
+			for _, path := range codexSpawnedTasks(p.Output) {
+				if held[path] != nil && !slices.Contains(spawns[path], ev.Seq) {
+					spawns[path] = append(spawns[path], ev.Seq)
 				}
 			}
 		}
-		from = evs[len(evs)-1].Seq + 1
+		return true
+	}); err != nil {
+		return nil
 	}
 	out := map[uint64]eventlog.ID{}
 	for path, ss := range held {

@@ -436,7 +436,8 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			// not read (damaged, or gone from the store) refuses only a
 			// file it would be written to. Every copy to write is still
 			// read here, before anything is written.
-			if fi, err := os.Lstat(abs); err == nil && holdsState(real, fi, c) {
+			fi, err := os.Lstat(abs)
+			if err == nil && holdsState(real, fi, c) {
 				c.held = true
 			} else {
 				data, err := r.changeData(c)
@@ -445,7 +446,6 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 				}
 				c.data = data
 			}
-			fi, err := os.Lstat(abs)
 			if err == nil && fi.IsDir() && swap {
 				if err := p.clearableTree(abs, c.Path); err != nil {
 					return nil, err

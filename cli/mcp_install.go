@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/internal/vfs"
@@ -25,9 +26,11 @@ import (
 // Gemini CLI, Cursor and Claude Desktop keep their servers in a JSON file
 // under "mcpServers": rook merges its one entry, "rook", into that file and
 // leaves every other key and every other server's entry as it found them
-// (values byte for byte; only the indentation is redone). Claude Code and
-// Codex have their own `mcp add` commands and files rook does not edit: for
-// them rook prints the command to run.
+// (keys and values byte for byte; only the indentation is redone), and on
+// its own entry every member but the ones it writes (rookEntryKeys). A
+// "rook" entry that is not rook's it neither replaces nor removes. Claude
+// Code and Codex have their own `mcp add` commands and files rook does not
+// edit: for them rook prints the command to run.
 
 // McpInstallCmd is `rook mcp install`.
 type McpInstallCmd struct {
@@ -120,6 +123,17 @@ func (e *Env) mcpServerEntry() (mcpEntry, error) {
 	// The client does not see our --home, and may not see our $ROOK_HOME.
 	if u, err := os.UserHomeDir(); err != nil || e.Home != filepath.Join(u, ".rook") {
 		ent.Env = map[string]string{"ROOK_HOME": e.Home}
+	}
+	// A client's configuration is Unicode text (JSON, TOML; Claude Code
+	// and Codex keep what their `mcp add` is given as such): a path that
+	// is not UTF-8 would be written with U+FFFD for its bytes, and the
+	// client pointed at a program or a store that does not exist, every
+	// save failing, while install said "installed".
+	if !utf8.ValidString(exe) {
+		return mcpEntry{}, fmt.Errorf("rook's path %q is not UTF-8 text, which a client's configuration cannot hold: the client would run a program that does not exist; run rook by a path that is UTF-8 (a link to it, say); nothing changed", exe)
+	}
+	if h, ok := ent.Env["ROOK_HOME"]; ok && !utf8.ValidString(h) {
+		return mcpEntry{}, fmt.Errorf("the store's path %q (--home, $ROOK_HOME) is not UTF-8 text, which a client's configuration cannot hold: the client would save to a store that does not exist; give a store path that is UTF-8 (rename the directory, or link to it from one); nothing changed", h)
 	}
 	return ent, nil
 }
@@ -277,7 +291,11 @@ func (c *McpInstallCmd) Run(e *Env) error {
 		return err
 	}
 	out, prev, changed, err := mcpConfigInstall(data, entJSON)
-	if err != nil {
+	var foreign *foreignEntryError
+	switch {
+	case errors.As(err, &foreign):
+		return fmt.Errorf("%s: %v; nothing changed: if rook's server should be there, rename that entry or take it out, then run this again", path, err)
+	case err != nil:
 		return fmt.Errorf("%s: %v; nothing changed (fix it, or add the entry by hand: `rook mcp install %s --print`)", path, err, cl.name)
 	}
 	switch {
@@ -345,7 +363,11 @@ func (c *McpUninstallCmd) Run(e *Env) error {
 		return err
 	}
 	out, removed, err := mcpConfigUninstall(data)
-	if err != nil {
+	var foreign *foreignEntryError
+	switch {
+	case errors.As(err, &foreign):
+		return fmt.Errorf("%s: %v; nothing changed: take it out of the file yourself if it should go", path, err)
+	case err != nil:
 		return fmt.Errorf("%s: %v; nothing changed (fix it, or take the entry out by hand: `rook mcp uninstall %s --print`)", path, err, cl.name)
 	}
 	if removed == nil {
@@ -402,21 +424,54 @@ func (e *Env) readMcpConfig(path string) (target string, data []byte, mode fs.Fi
 // followLinks is where path's symbolic links lead. A link to a file that
 // does not exist yet leads there too (EvalSymlinks fails on it): the file
 // is created at the link's target, and the link stays.
+//
+// The links are followed as the kernel follows them: one name at a time,
+// a link's relative target read from the directory the link is in, as
+// that directory really is. Joining the target to the link's path as
+// written is not the same when that path goes through a link itself:
+// ~/.gemini -> dotfiles/gemini holding settings.json -> ../shared/x.json
+// leads to dotfiles/shared/x.json, not ~/shared/x.json.
 func followLinks(path string) string {
-	for range 40 { // as the kernel's limit: a cycle of links ends here
-		if t, err := filepath.EvalSymlinks(path); err == nil {
-			return t
-		}
-		link, err := os.Readlink(path)
-		if err != nil {
-			return path // not a link: the file is missing, or unreadable
-		}
-		if !filepath.IsAbs(link) {
-			link = filepath.Join(filepath.Dir(path), link)
-		}
-		path = link
+	if t, err := filepath.EvalSymlinks(path); err == nil {
+		return t
 	}
-	return path
+	sep := string(filepath.Separator)
+	vol := filepath.VolumeName(path)
+	if !filepath.IsAbs(path) { // $HOME may be relative
+		wd, err := os.Getwd()
+		if err != nil {
+			return path
+		}
+		path = wd + sep + path // not Join: it would take a ".." lexically
+	}
+	done := vol + sep // what is followed so far
+	rest := strings.Split(path[len(vol):], sep)
+	for hops := 0; len(rest) > 0; {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			done = filepath.Dir(done) // done has no link left in it
+			continue
+		}
+		next := filepath.Join(done, name)
+		link, err := os.Readlink(next)
+		if err != nil {
+			done = next // not a link: a directory, the file, or missing
+			continue
+		}
+		if hops++; hops > 40 { // the kernel's limit: a cycle of links ends here
+			return path // and the read says so (too many levels of links)
+		}
+		if filepath.IsAbs(link) {
+			vol = filepath.VolumeName(link)
+			done, link = vol+sep, link[len(vol):]
+		}
+		rest = append(strings.Split(link, sep), rest...)
+	}
+	return done
 }
 
 // writeMcpConfig replaces the file atomically, keeping its mode, and
@@ -430,15 +485,21 @@ func (e *Env) writeMcpConfig(path string, data []byte, mode fs.FileMode) error {
 
 // jsonMember is one member of a JSON object, in file order.
 type jsonMember struct {
-	key   string
-	value json.RawMessage
+	key string // decoded, to find a member by
+	// rawKey is the key as written, quotes and escapes included, to write
+	// it back: decoding makes bytes that are not UTF-8, and an escaped
+	// unpaired surrogate (\ud800), U+FFFD, which would rename another
+	// server. nil for a member rook adds.
+	rawKey json.RawMessage
+	value  json.RawMessage
 }
 
 // parseJSONObject splits a JSON object into its members, in order, each
-// value exactly as written. what names the object in errors.
+// key and value exactly as written. what names the object in errors.
 func parseJSONObject(data []byte, what string) ([]jsonMember, error) {
-	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
+	// Checked as a RawMessage, so no number is decoded: 1e400 is valid
+	// JSON (RFC 8259 sets no range) that a float64 cannot hold.
+	if err := json.Unmarshal(data, new(json.RawMessage)); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) && se.Offset > 0 && se.Offset <= int64(len(data)) {
 			return nil, fmt.Errorf("%s is not valid JSON: line %d: %v", what, 1+bytes.Count(data[:se.Offset-1], []byte("\n")), err)
@@ -455,15 +516,19 @@ func parseJSONObject(data []byte, what string) ([]jsonMember, error) {
 	}
 	var ms []jsonMember
 	for dec.More() {
+		start := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
 			return nil, fmt.Errorf("%s is not valid JSON: %v", what, err)
 		}
+		// From the end of the last value to the end of the key: the comma
+		// and spaces before it, then the key as written.
+		rawKey := bytes.TrimLeft(data[start:dec.InputOffset()], ", \t\r\n")
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
 			return nil, fmt.Errorf("%s is not valid JSON: %v", what, err)
 		}
-		ms = append(ms, jsonMember{key: tok.(string), value: v})
+		ms = append(ms, jsonMember{key: tok.(string), rawKey: rawKey, value: v})
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, fmt.Errorf("%s is not valid JSON: %v", what, err)
@@ -498,7 +563,11 @@ func encodeJSONObject(ms []jsonMember) ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(jsonString(m.key))
+		if m.rawKey != nil {
+			b.Write(m.rawKey)
+		} else {
+			b.WriteString(jsonString(m.key))
+		}
 		b.WriteByte(':')
 		b.Write(m.value)
 	}
@@ -511,10 +580,27 @@ func encodeJSONObject(ms []jsonMember) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// utf8BOM is the byte order mark some editors put at the start of a UTF-8
+// file (Notepad before Windows 10 1903, PowerShell 5.1's Set-Content
+// -Encoding UTF8, "UTF-8 with BOM" in any editor).
+var utf8BOM = []byte("\xef\xbb\xbf")
+
 // mcpConfigServers parses a configuration file's contents: its members and
 // those of its mcpServers object (at = -1 when it has none). An empty file
 // counts as {}.
 func mcpConfigServers(data []byte) (top []jsonMember, at int, servers []jsonMember, err error) {
+	// A file that starts with a byte order mark is refused, saying so,
+	// rather than taken: JSON does not allow one (RFC 8259, 8.1), and the
+	// clients read their files with Node's JSON.parse, which refuses it,
+	// so the client already cannot read the file (Gemini CLI:
+	// google-gemini/gemini-cli#25675; Claude's desktop app:
+	// anthropics/claude-code#81355). An install kept in such a file would
+	// say "installed" and never load; one that dropped the mark would
+	// change the file beyond rook's entry without a word. The user,
+	// told, saves it without the mark: nothing of theirs is touched.
+	if bytes.HasPrefix(data, utf8BOM) {
+		return nil, 0, nil, errors.New("the file starts with a UTF-8 byte order mark (BOM: three invisible bytes, EF BB BF, that some editors write), which JSON does not allow and the clients' JSON readers refuse: save the file as UTF-8 without a BOM")
+	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, -1, nil, nil
 	}
@@ -533,7 +619,10 @@ func mcpConfigServers(data []byte) (top []jsonMember, at int, servers []jsonMemb
 // mcpConfigInstall sets mcpServers.rook to entry in a configuration file's
 // contents and returns the new contents, the entry it replaced (nil if
 // none) and whether anything changed. Every other member, at both levels,
-// keeps its place and its value as written.
+// keeps its place and its value as written, and so does every member of
+// an existing rook entry that rook does not write (rookEntryKeys). A
+// "rook" entry that is not rook's (rookEntryMembers) is refused, a
+// *foreignEntryError.
 func mcpConfigInstall(data []byte, entry json.RawMessage) (out []byte, prev json.RawMessage, changed bool, err error) {
 	top, at, servers, err := mcpConfigServers(data)
 	if err != nil {
@@ -544,13 +633,17 @@ func mcpConfigInstall(data []byte, entry json.RawMessage) (out []byte, prev json
 		return nil, nil, false, err
 	}
 	if i >= 0 {
-		if sameJSON(servers[i].value, entry) {
+		merged, same, err := mergeRookEntry(servers[i].value, entry)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if same {
 			return data, nil, false, nil
 		}
 		prev = servers[i].value
-		servers[i].value = entry
+		servers[i].value = merged
 	} else {
-		servers = append(servers, jsonMember{mcpServerName, entry})
+		servers = append(servers, jsonMember{key: mcpServerName, value: entry})
 	}
 	obj, err := encodeJSONObject(servers)
 	if err != nil {
@@ -559,7 +652,7 @@ func mcpConfigInstall(data []byte, entry json.RawMessage) (out []byte, prev json
 	if at >= 0 {
 		top[at].value = obj
 	} else {
-		top = append(top, jsonMember{"mcpServers", obj})
+		top = append(top, jsonMember{key: "mcpServers", value: obj})
 	}
 	out, err = encodeJSONObject(top)
 	return out, prev, true, err
@@ -567,7 +660,8 @@ func mcpConfigInstall(data []byte, entry json.RawMessage) (out []byte, prev json
 
 // mcpConfigUninstall removes mcpServers.rook and returns the new contents
 // and the entry removed (nil, and nothing to write, when there was none).
-// An mcpServers left empty stays, as {}.
+// An mcpServers left empty stays, as {}. A "rook" entry that is not
+// rook's (rookEntryMembers) is refused, a *foreignEntryError.
 func mcpConfigUninstall(data []byte) (out []byte, removed json.RawMessage, err error) {
 	top, at, servers, err := mcpConfigServers(data)
 	if err != nil || at < 0 {
@@ -577,6 +671,9 @@ func mcpConfigUninstall(data []byte) (out []byte, removed json.RawMessage, err e
 	if err != nil || i < 0 {
 		return nil, nil, err
 	}
+	if _, err := rookEntryMembers(servers[i].value); err != nil {
+		return nil, nil, err
+	}
 	removed = servers[i].value
 	servers = append(servers[:i:i], servers[i+1:]...)
 	if top[at].value, err = encodeJSONObject(servers); err != nil {
@@ -584,6 +681,90 @@ func mcpConfigUninstall(data []byte) (out []byte, removed json.RawMessage, err e
 	}
 	out, err = encodeJSONObject(top)
 	return out, removed, err
+}
+
+// rookEntryKeys are the members of rook's entry that rook writes
+// (mcpEntry). Any other is the client's or the user's (Gemini CLI's
+// "trust", which skips its confirmations, or "timeout"): an install
+// leaves them as they are.
+var rookEntryKeys = []string{"command", "args", "env"}
+
+// foreignEntryError is a "rook" entry in mcpServers that is not rook's:
+// rook neither replaces nor removes it.
+type foreignEntryError struct {
+	command string // what it runs, if it says
+}
+
+func (e *foreignEntryError) Error() string {
+	runs := ""
+	if e.command != "" {
+		runs = fmt.Sprintf("it runs %s, ", jsonString(e.command))
+	}
+	return fmt.Sprintf(`"mcpServers" has an entry %q that is not rook's MCP server (%snot rook with "mcp", "serve" as its last arguments): another program's, perhaps, under the same name`, mcpServerName, runs)
+}
+
+// rookEntryMembers parses an mcpServers.rook entry that is rook's: an
+// object whose "args" end in "mcp", "serve", as every rook has written
+// them ("env" holding the store; --home before them on the command lines
+// of `claude mcp add` and `codex mcp add`). Any other is a
+// *foreignEntryError: the Rook app's MCP helper, say, is configured under
+// the name "rook" too, and runs with no arguments.
+func rookEntryMembers(value json.RawMessage) ([]jsonMember, error) {
+	ms, err := parseJSONObject(value, `"mcpServers"."rook"`)
+	if err != nil {
+		return nil, &foreignEntryError{}
+	}
+	foreign := &foreignEntryError{}
+	for _, k := range rookEntryKeys {
+		if _, err := findMember(ms, k, `"mcpServers"."rook"`); err != nil {
+			return nil, err // a key twice: which one the client takes is anyone's guess
+		}
+	}
+	if i, _ := findMember(ms, "command", ""); i >= 0 {
+		json.Unmarshal(ms[i].value, &foreign.command)
+	}
+	var args []any
+	if i, _ := findMember(ms, "args", ""); i < 0 || json.Unmarshal(ms[i].value, &args) != nil ||
+		len(args) < 2 || args[len(args)-2] != "mcp" || args[len(args)-1] != "serve" {
+		return nil, foreign
+	}
+	return ms, nil
+}
+
+// mergeRookEntry sets rook's members (rookEntryKeys) of an existing rook
+// entry to entry's, keeping its other members and the order of all; same
+// says they already were (whatever the spacing), and nothing is to be
+// written.
+func mergeRookEntry(old, entry json.RawMessage) (merged json.RawMessage, same bool, err error) {
+	have, err := rookEntryMembers(old)
+	if err != nil {
+		return nil, false, err
+	}
+	want, err := parseJSONObject(entry, "rook's entry")
+	if err != nil {
+		return nil, false, err
+	}
+	same = true
+	for _, k := range rookEntryKeys {
+		h, _ := findMember(have, k, "")
+		w, _ := findMember(want, k, "")
+		switch {
+		case h < 0 && w < 0:
+		case h >= 0 && w >= 0:
+			if !sameJSON(have[h].value, want[w].value) {
+				have[h].value, same = want[w].value, false
+			}
+		case h >= 0: // "env" of another store; this one is the default
+			have, same = slices.Delete(have, h, h+1), false
+		default:
+			have, same = append(have, want[w]), false
+		}
+	}
+	if same {
+		return old, true, nil
+	}
+	merged, err = encodeJSONObject(have)
+	return merged, false, err
 }
 
 // sameJSON reports whether a and b hold the same JSON value, whatever the

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,6 +28,10 @@ func mcpConfigSeeds() [][]byte {
 		`{"a":"\u00e9\ud800<>&","mcpServers":{"\u2028":true}}`,
 		`[]`,
 		`{"a":1} {}`,
+		`{"mcpServers":{"rook":{"trust":true,"command":"/old/rook","args":["--home","/s","mcp","serve"],"env":{"ROOK_HOME":"/s"},"timeout":5}}}`,
+		`{"mcpServers":{"rook":{"command":"/Applications/Rook.app/rook-mcp"}}}`,
+		"{\"mcpServers\":{\"caf\xe9\":{},\"a\\ud800b\":1}}",
+		"\xef\xbb\xbf{}",
 	} {
 		out = append(out, []byte(s))
 	}
@@ -59,21 +65,34 @@ func FuzzMCPConfigInstall(f *testing.F) {
 			t.Fatalf("installed config does not read back (%v):\n%s", err, out)
 		}
 		i, err := findMember(servers2, mcpServerName, "")
-		if err != nil || i < 0 || !sameJSON(servers2[i].value, entry) {
+		if err != nil || i < 0 {
 			t.Fatalf("no rook entry after install (%v):\n%s", err, out)
+		}
+		if _, same, err := mergeRookEntry(servers2[i].value, entry); err != nil || !same {
+			t.Fatalf("rook's entry after install is not the entry (%v):\n%s", err, out)
 		}
 		if changed {
 			keeps(t, "top", top, top2, "mcpServers")
 			if at >= 0 {
 				keeps(t, "mcpServers", servers, servers2, mcpServerName)
+				// The members of an old rook entry that rook does not write
+				// are the client's or the user's: kept.
+				if j, _ := findMember(servers, mcpServerName, ""); j >= 0 {
+					old, _ := parseJSONObject(servers[j].value, "")
+					now, _ := parseJSONObject(servers2[i].value, "")
+					keeps(t, "rook's entry", old, now, rookEntryKeys...)
+				}
 			}
 		}
 		if _, _, again, err := mcpConfigInstall(out, entry); err != nil || again {
 			t.Fatalf("a second install changed the file (%v)", err)
 		}
 		un, removed, err := mcpConfigUninstall(out)
-		if err != nil || !sameJSON(removed, entry) {
+		if err != nil || removed == nil {
 			t.Fatalf("uninstall after install: %v, removed %s", err, removed)
+		}
+		if _, same, err := mergeRookEntry(removed, entry); err != nil || !same {
+			t.Fatalf("uninstall after install removed %s, not the entry (%v)", removed, err)
 		}
 		top3, _, servers3, err := mcpConfigServers(un)
 		if err != nil {
@@ -84,19 +103,19 @@ func FuzzMCPConfigInstall(f *testing.F) {
 	})
 }
 
-// keeps checks every member of before but skip is in after, in the same
-// order, with the same value.
-func keeps(t *testing.T, what string, before, after []jsonMember, skip string) {
+// keeps checks every member of before but those named in skip is in
+// after, in the same order, its key as written and its value the same.
+func keeps(t *testing.T, what string, before, after []jsonMember, skip ...string) {
 	t.Helper()
 	j := 0
 	for _, m := range before {
-		if m.key == skip {
+		if slices.Contains(skip, m.key) {
 			continue
 		}
-		for j < len(after) && after[j].key == skip {
+		for j < len(after) && slices.Contains(skip, after[j].key) {
 			j++
 		}
-		if j >= len(after) || after[j].key != m.key || !sameJSON(after[j].value, m.value) {
+		if j >= len(after) || after[j].key != m.key || !bytes.Equal(after[j].rawKey, m.rawKey) || !sameJSON(after[j].value, m.value) {
 			t.Fatalf("%s member %q lost or changed", what, m.key)
 		}
 		j++
@@ -113,7 +132,7 @@ func tomlSeeds() [][]byte {
 
 // FuzzTOMLString: the command and arguments rook mcp install prints for
 // Codex's config.toml read back as the same strings (each byte that is not
-// UTF-8 as U+FFFD, as in the JSON configs).
+// UTF-8 as U+FFFD: mcpServerEntry refuses such a path before it gets here).
 func FuzzTOMLString(f *testing.F) {
 	for _, s := range tomlSeeds() {
 		f.Add(s)

@@ -1,13 +1,20 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 var testEntry = json.RawMessage(`{"command":"/opt/rook/bin/rook","args":["mcp","serve"]}`)
@@ -106,7 +113,7 @@ func TestMcpConfigInstallNewFile(t *testing.T) {
 // Uninstall of the only server leaves "mcpServers": {}; with nothing to
 // remove it says so and writes nothing.
 func TestMcpConfigUninstall(t *testing.T) {
-	out, removed, err := mcpConfigUninstall([]byte(`{"a":1,"mcpServers":{"rook":{"command":"r"}}}`))
+	out, removed, err := mcpConfigUninstall([]byte(`{"a":1,"mcpServers":{"rook":{"command":"r","args":["mcp","serve"]}}}`))
 	if err != nil || removed == nil || string(out) != "{\n  \"a\": 1,\n  \"mcpServers\": {}\n}\n" {
 		t.Fatalf("got %q removed %s err %v", out, removed, err)
 	}
@@ -144,6 +151,246 @@ func TestMcpConfigRefused(t *testing.T) {
 		}
 		if _, _, err := mcpConfigUninstall([]byte(in)); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("uninstall %q: err %v, want %q", in, err, msg)
+		}
+	}
+}
+
+// A user who trusted rook's server in Gemini CLI ("trust": true skips the
+// confirmation Gemini asks for) or gave it a timeout, then runs `rook mcp
+// install gemini` again, keeps those settings: rook compares and writes
+// only the members it owns (command, args, env). The same command is
+// already installed; another one (or another store) replaces rook's
+// members in their places, the user's staying in theirs.
+func TestMcpInstallAgainKeepsTheClientsOwnSettingsOnRooksEntry(t *testing.T) {
+	in := `{"mcpServers": {"rook": {"command": "/opt/rook/bin/rook", "args": ["mcp", "serve"], "trust": true, "timeout": 30000}}}`
+	out, prev, changed, err := mcpConfigInstall([]byte(in), testEntry)
+	if err != nil {
+		t.Fatalf("install: %v", err)
+	}
+	var cfg struct {
+		McpServers map[string]map[string]json.RawMessage `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(out, &cfg); err != nil {
+		t.Fatalf("install wrote invalid JSON (%v):\n%s", err, out)
+	}
+	rook := cfg.McpServers["rook"]
+	if string(rook["trust"]) != "true" || string(rook["timeout"]) != "30000" {
+		t.Fatalf("installing again (changed %v, replaced %s) dropped the client's settings on rook's entry: now\n%s", changed, prev, out)
+	}
+	if string(rook["command"]) != `"/opt/rook/bin/rook"` {
+		t.Fatalf("rook's entry does not run rook:\n%s", out)
+	}
+	if changed || string(out) != in {
+		t.Fatalf("the same command was installed again: changed %v\n%s", changed, out)
+	}
+
+	// Another store: "env" comes in after the user's members, and "command"
+	// changes in its place; back on the default store, "env" goes.
+	in = `{"mcpServers": {"rook": {"trust": true, "command": "/old/rook", "args": ["--home", "/old", "mcp", "serve"], "timeout": 30000}}}`
+	other := json.RawMessage(`{"command":"/opt/rook/bin/rook","args":["mcp","serve"],"env":{"ROOK_HOME":"/s"}}`)
+	out, prev, changed, err = mcpConfigInstall([]byte(in), other)
+	want := "{\n  \"mcpServers\": {\n    \"rook\": {\n      \"trust\": true,\n      \"command\": \"/opt/rook/bin/rook\",\n      \"args\": [\n        \"mcp\",\n        \"serve\"\n      ],\n      \"timeout\": 30000,\n      \"env\": {\n        \"ROOK_HOME\": \"/s\"\n      }\n    }\n  }\n}\n"
+	if err != nil || !changed || string(out) != want || !sameJSON(prev, []byte(`{"trust": true, "command": "/old/rook", "args": ["--home", "/old", "mcp", "serve"], "timeout": 30000}`)) {
+		t.Fatalf("another store: changed %v prev %s err %v, wrote\n%s", changed, prev, err, out)
+	}
+	out, _, changed, err = mcpConfigInstall(out, testEntry)
+	want = "{\n  \"mcpServers\": {\n    \"rook\": {\n      \"trust\": true,\n      \"command\": \"/opt/rook/bin/rook\",\n      \"args\": [\n        \"mcp\",\n        \"serve\"\n      ],\n      \"timeout\": 30000\n    }\n  }\n}\n"
+	if err != nil || !changed || string(out) != want {
+		t.Fatalf("the default store again: changed %v err %v, wrote\n%s", changed, err, out)
+	}
+}
+
+// The other servers' names (keys) are the user's, and are written back as
+// they were written: bytes that are not UTF-8 and an unpaired surrogate
+// escape included. Decoded and encoded again, they came back with U+FFFD
+// ("caf\xe9" -> "caf\uFFFD", "a\ud800b" -> "a\uFFFDb"): another server
+// silently renamed, by install and by uninstall alike.
+func TestMcpInstallKeepsOtherServersNamesAsWritten(t *testing.T) {
+	for _, key := range []string{"caf\xe9", `a\ud800b`, `\u0041`} {
+		t.Run(fmt.Sprintf("install %q", key), func(t *testing.T) {
+			in := `{"mcpServers": {"` + key + `": {"command": "x"}}}`
+			out, _, _, err := mcpConfigInstall([]byte(in), testEntry)
+			if err != nil || !bytes.Contains(out, []byte(`"`+key+`": {`)) {
+				t.Fatalf("install of %q renamed the other server (err %v):\n%q", in, err, out)
+			}
+		})
+		t.Run(fmt.Sprintf("uninstall %q", key), func(t *testing.T) {
+			in := `{"mcpServers": {"` + key + `": {"command": "x"}, "rook": {"command": "r", "args": ["mcp", "serve"]}}}`
+			out, removed, err := mcpConfigUninstall([]byte(in))
+			if err != nil || removed == nil || !bytes.Contains(out, []byte(`"`+key+`": {`)) {
+				t.Fatalf("uninstall of %q renamed the other server (removed %s, err %v):\n%q", in, removed, err, out)
+			}
+		})
+	}
+}
+
+// 1e400 is valid JSON (RFC 8259 sets no range; Node, which Gemini CLI,
+// Cursor and Claude Desktop read their files with, reads it as Infinity),
+// and values are kept byte for byte anyway. It was refused as "not valid
+// JSON: json: cannot unmarshal number 1e400 into Go value of type
+// float64".
+func TestMcpInstallTakesAConfigWithAHugeNumber(t *testing.T) {
+	in := `{"maxTokens": 1e400, "mcpServers": {}}`
+	out, _, _, err := mcpConfigInstall([]byte(in), testEntry)
+	if err != nil {
+		t.Fatalf("install refused valid JSON: %v", err)
+	}
+	if !bytes.Contains(out, []byte(`"maxTokens": 1e400`)) {
+		t.Fatalf("install changed the number:\n%s", out)
+	}
+	_, removed, err := mcpConfigUninstall([]byte(`{"maxTokens": 1e400, "mcpServers": {"rook": {"command": "r", "args": ["mcp", "serve"]}}}`))
+	if err != nil || removed == nil {
+		t.Fatalf("uninstall: removed %s, err %v", removed, err)
+	}
+}
+
+// A file saved with a UTF-8 byte order mark (Windows editors do) is
+// refused saying so: the error named a character the user cannot see in
+// the file, "invalid character 'ï' looking for beginning of value".
+func TestMcpInstallSaysWhatIsWrongWithAByteOrderMark(t *testing.T) {
+	in := "\xef\xbb\xbf{\"mcpServers\": {\"rook\": {\"command\": \"r\", \"args\": [\"mcp\", \"serve\"]}}}\n"
+	const want = "the file starts with a UTF-8 byte order mark"
+	if _, _, _, err := mcpConfigInstall([]byte(in), testEntry); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("install of a file starting with a BOM: %v", err)
+	}
+	if _, _, err := mcpConfigUninstall([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("uninstall of a file starting with a BOM: %v", err)
+	}
+}
+
+// A store path, or rook's own, that is not UTF-8 (a Latin-1 directory
+// name) cannot be said in a client's configuration: written with U+FFFD,
+// it pointed the client at a store that does not exist (every save failing
+// inbox_unavailable) while install said "installed". It is refused, for
+// every client, and nothing is written.
+func TestMcpInstallDoesNotPointTheClientAtAnotherStore(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HOME", filepath.Join(dir, "home"))
+	t.Setenv("CODEX_HOME", filepath.Join(dir, "codex"))
+	home := filepath.Join(dir, "caf\xe9", "store")
+	for _, cmd := range []*McpInstallCmd{{Client: "cursor"}, {Client: "cursor", Print: true}, {Client: "codex"}, {Client: "claude-code"}} {
+		for _, asJSON := range []bool{false, true} {
+			var out, errb bytes.Buffer
+			e := &Env{Stdout: &out, Stderr: &errb, FS: vfs.OS, Home: home, JSON: asJSON}
+			err := cmd.Run(e)
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the store's path %q (--home, $ROOK_HOME) is not UTF-8 text", home)) || !strings.Contains(err.Error(), "nothing changed") {
+				t.Fatalf("%s (print %v, json %v): err %v, said %q", cmd.Client, cmd.Print, asJSON, err, out.String())
+			}
+			if out.Len() > 0 {
+				t.Fatalf("%s (print %v, json %v): refused, and said %q", cmd.Client, cmd.Print, asJSON, out.String())
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "home", ".cursor")); !os.IsNotExist(err) {
+		t.Fatalf("a refused install made the client's directory: %v", err)
+	}
+}
+
+// The Rook app's MCP helper is configured under the name "rook" too (the
+// seeds' docs): a "rook" entry whose args do not end in "mcp", "serve" is
+// not rook's, and rook never installed it. Uninstall removed it (echoing
+// it once, "was: ..."), the user's configuration of another program gone;
+// it is refused now, nothing written.
+func TestMcpUninstallLeavesAnotherProgramsRookEntry(t *testing.T) {
+	in := `{"mcpServers": {"rook": {"command": "/Applications/Rook.app/Contents/Helpers/rook-mcp.app/Contents/MacOS/rook-mcp"}}}`
+	out, removed, err := mcpConfigUninstall([]byte(in))
+	var foreign *foreignEntryError
+	if !errors.As(err, &foreign) || removed != nil || out != nil {
+		t.Fatalf("uninstall of another program's entry: removed %s, err %v", removed, err)
+	}
+	if want := `"mcpServers" has an entry "rook" that is not rook's MCP server (it runs "/Applications/Rook.app/Contents/Helpers/rook-mcp.app/Contents/MacOS/rook-mcp", not rook with "mcp", "serve" as its last arguments)`; !strings.Contains(err.Error(), want) {
+		t.Fatalf("err %v, want %s", err, want)
+	}
+}
+
+// Install does not replace another program's "rook" entry either (it did,
+// saying "replaced"): it is refused, whatever the entry is, while rook's
+// own, --home first or not, is taken as rook's.
+func TestMcpInstallLeavesAnotherProgramsRookEntry(t *testing.T) {
+	for _, rook := range []string{
+		`{"command": "/Applications/Rook.app/Contents/Helpers/rook-mcp.app/Contents/MacOS/rook-mcp"}`,
+		`{"command": "/opt/rook/bin/rook", "args": ["serve"]}`,
+		`{"command": "/opt/rook/bin/rook", "args": ["mcp", "serve", "--x"]}`,
+		`{"command": "/opt/rook/bin/rook", "args": "mcp serve"}`,
+		`{"url": "https://rook.example/mcp"}`,
+		`"/opt/rook/bin/rook"`,
+		`{}`,
+	} {
+		in := `{"mcpServers": {"rook": ` + rook + `}}`
+		out, prev, changed, err := mcpConfigInstall([]byte(in), testEntry)
+		var foreign *foreignEntryError
+		if !errors.As(err, &foreign) || out != nil || changed {
+			t.Errorf("install over %s: changed %v, replaced %s, err %v", rook, changed, prev, err)
+		}
+	}
+	in := `{"mcpServers": {"rook": {"command": "/old/rook", "args": ["--home", "/s", "mcp", "serve"]}}}`
+	if _, prev, changed, err := mcpConfigInstall([]byte(in), testEntry); err != nil || !changed || prev == nil {
+		t.Fatalf("install over rook's own entry: changed %v, replaced %s, err %v", changed, prev, err)
+	}
+}
+
+// holds: a file with CRLF line ends, unicode escapes and unknown keys is
+// merged with every other value kept as written (only the layout redone),
+// and installing twice changes nothing the second time.
+func TestMcpInstallTwiceKeepsCRLFFileValues(t *testing.T) {
+	in := "{\r\n\t\"x\": \"caf\\u00e9 \\ud83d\\ude00\",\r\n\t\"mcpServers\": {\"o\": {\"url\": \"h\", \"unknownField\": [1.0e2]}}\r\n}\r\n"
+	out, _, changed, err := mcpConfigInstall([]byte(in), testEntry)
+	if err != nil || !changed {
+		t.Fatalf("install: changed %v err %v", changed, err)
+	}
+	for _, want := range []string{`"x": "caf\u00e9 \ud83d\ude00"`, `1.0e2`, `"unknownField"`} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Fatalf("lost %s:\n%s", want, out)
+		}
+	}
+	out2, _, changed, err := mcpConfigInstall(out, testEntry)
+	if err != nil || changed || !bytes.Equal(out, out2) {
+		t.Fatalf("second install: changed %v err %v", changed, err)
+	}
+}
+
+// followLinks follows links as the kernel does: a relative target from
+// the directory the link really is in. A link whose file does not exist
+// yet, in a directory reached through a link (~/.gemini -> a dotfiles
+// checkout), led where the target joined to the link's path as written
+// leads (~/.gemini/../shared: ~/shared), and install wrote the file there.
+func TestFollowLinks(t *testing.T) {
+	dir := t.TempDir()
+	dir, _ = filepath.EvalSymlinks(dir)
+	for _, d := range []string{"home", "dotfiles/gemini", "dotfiles/shared", "dotfiles/sub"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dotfiles/shared/there.json"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"home/.gemini":                  filepath.Join(dir, "dotfiles/gemini"),
+		"dotfiles/gemini/settings.json": "../shared/settings.json",
+		"dotfiles/gemini/chain.json":    "settings.json",
+		"dotfiles/gemini/up.json":       "../sub/../shared/up.json",
+		"dotfiles/gemini/there.json":    "../shared/there.json",
+		"dotfiles/sub/abs.json":         filepath.Join(dir, "home/.gemini/settings.json"),
+		"dotfiles/gemini/loop.json":     "loop2.json",
+		"dotfiles/gemini/loop2.json":    "loop.json",
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for path, want := range map[string]string{
+		"home/.gemini/settings.json": "dotfiles/shared/settings.json",
+		"home/.gemini/chain.json":    "dotfiles/shared/settings.json",
+		"home/.gemini/up.json":       "dotfiles/shared/up.json",
+		"home/.gemini/there.json":    "dotfiles/shared/there.json",
+		"dotfiles/sub/abs.json":      "dotfiles/shared/settings.json",
+		"home/.gemini/new/x.json":    "dotfiles/gemini/new/x.json",
+		"home/plain.json":            "home/plain.json",
+		"home/.gemini/loop.json":     "home/.gemini/loop.json", // a cycle: left for the read to refuse
+	} {
+		if got := followLinks(filepath.Join(dir, path)); got != filepath.Join(dir, want) {
+			t.Errorf("%s leads to %s, want %s", path, got, filepath.Join(dir, want))
 		}
 	}
 }

@@ -821,7 +821,8 @@ func Inbox(clientName string) (short, title string) {
 // controls such as U+202E, zero-width spaces and joiners, soft hyphens)
 // and the line and paragraph separators. An inbox named with a bidi
 // control showed as U+FFFD in `inbox ls`, and only `--json inbox ls`
-// told the name `inbox show` needed.
+// told the name `inbox show` needed. A title with nothing left by it is
+// refused as empty (mcp's parseTitle): one rule of what nobody can see.
 func Typeable(name string) string {
 	return strings.Map(func(r rune) rune {
 		if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) {

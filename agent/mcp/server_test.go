@@ -697,6 +697,11 @@ func TestTitleSanitization(t *testing.T) {
 		{"separators\u2028and\u2029more", "separatorsandmore"},
 		{"quotes \"kept\" <and> & ünïcödé 日本語 🦀", "quotes \"kept\" <and> & ünïcödé 日本語 🦀"},
 		{"\u3000ideographic space\u3000", "ideographic space"},
+		// Invisible characters stay in a title with something to see:
+		// a zero-width joiner makes one emoji of two, a non-joiner
+		// spells Persian.
+		{"👩\u200d💻 notes", "👩\u200d💻 notes"},
+		{"می\u200cخواهم", "می\u200cخواهم"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
@@ -718,6 +723,28 @@ func TestTitleSanitization(t *testing.T) {
 				t.Errorf("saved %+v", saves)
 			}
 		})
+	}
+}
+
+// The seeds refuse a title "empty after sanitization" (input_invalid). A
+// title of only invisible characters (zero-width space U+200B, word
+// joiner U+2060, BOM U+FEFF: what inbox.Typeable drops from client names
+// as characters nobody can see or type) was taken: the note got an
+// empty-looking heading ("## " then nothing visible) and the reply said
+// `under "​"`.
+func TestTitleOfOnlyInvisibleCharactersIsRefused(t *testing.T) {
+	for _, title := range []string{"\u200b\u2060\ufeff", " \u200b \u202e\t"} {
+		f := newFixture(t)
+		s := startSession(t, f.opts())
+		s.initialize("zed")
+		r := s.save(map[string]any{"content": "hello", "title": title})
+		s.close()
+		if r.code() != -32004 {
+			t.Fatalf("a title of only invisible characters %q: code %d, result %s; want -32004 input_invalid", title, r.code(), r.Result)
+		}
+		if saves := pendingSaves(t, f); len(saves) != 0 {
+			t.Fatalf("a refused save was saved: %+v", saves)
+		}
 	}
 }
 
@@ -818,6 +845,46 @@ func TestSpoolHoldsExactlyTheSaves(t *testing.T) {
 	}
 	if acts[0].Chars != len("first\n\n  kept as sent  ") || acts[0].ID != saves[0].ID {
 		t.Errorf("activity 0: %+v", acts[0])
+	}
+}
+
+// holds: a client name is never used as a file name. A client that calls
+// itself "../../../../etc/x" (path traversal) saves into its own inbox;
+// the only files the server makes are its spool and activity files under
+// the store's inbox/, named after the process, not the client.
+func TestClientNameWithPathTraversalMakesNoFileOutsideTheInbox(t *testing.T) {
+	f := newFixture(t)
+	s := startSession(t, f.opts())
+	s.initialize("../../../../etc/x")
+	if r := s.save(map[string]any{"content": "hello", "title": "t"}); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	s.close()
+	var files []string
+	var walk func(dir string)
+	walk = func(dir string) {
+		ents, err := f.fs.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			if e.IsDir() {
+				walk(p)
+			} else {
+				files = append(files, p)
+			}
+		}
+	}
+	walk("/")
+	for _, p := range files {
+		if strings.Contains(p, "etc") || (strings.HasPrefix(p, testHome+"/inbox/") && !strings.HasSuffix(p, "/1-42.jsonl")) {
+			t.Errorf("unexpected file %s", p)
+		}
+	}
+	saves := pendingSaves(t, f)
+	if len(saves) != 1 || saves[0].Client != "../../../../etc/x" {
+		t.Fatalf("saves %+v", saves)
 	}
 }
 

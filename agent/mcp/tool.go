@@ -276,8 +276,14 @@ func parseTitle(raw json.RawMessage) (string, *rpcError) {
 		return "", invalid(fmt.Sprintf(`"title" has %d characters, over the limit of %d`, n, MaxTitleChars), "title")
 	}
 	title = SanitizeTitle(title)
-	if title == "" {
-		return "", invalid(`"title" is empty once control characters and surrounding spaces are removed: omit it or give a heading`, "title")
+	// The seeds refuse a title empty after sanitization. A title of only
+	// characters nobody sees (zero-width spaces, word joiners, U+FEFF:
+	// what inbox.Typeable takes out of client names) is as empty: its
+	// heading would look blank. Such characters stay in a title that has
+	// something to see, where they may mean something: a zero-width
+	// joiner makes one emoji of several, a non-joiner spells Persian.
+	if strings.TrimSpace(inbox.Typeable(title)) == "" {
+		return "", invalid(`"title" is empty once control characters, invisible characters (zero-width spaces, joiners, byte order marks, ...) and surrounding spaces are removed: omit it or give a heading`, "title")
 	}
 	return title, nil
 }

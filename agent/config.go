@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -166,9 +168,13 @@ func (c *Config) fillDefaults(md *toml.MetaData) {
 func (r *Rook) Config() (Config, error) { return LoadConfig(r.fs, r.home) }
 
 // LoadConfig reads home/config.toml through fsys. A missing file gives the
-// defaults. Errors name the file, and the line when it is known: malformed
+// defaults; a symbolic link to nothing in its place is an error, not a
+// missing file (the settings it linked to would silently become the
+// defaults). Errors name the file, and the line when it is known: malformed
 // TOML, a value of the wrong type, an unknown key (a typo must not silently
-// become a default), a negative limit, a bad tag.
+// become a default), a negative limit, a bad tag. A home that is no
+// directory is the error every command gives for it (cas.ErrNoStore), not
+// one about the config file.
 func LoadConfig(fsys vfs.FS, home string) (Config, error) {
 	if fsys == nil {
 		fsys = vfs.OS
@@ -176,18 +182,51 @@ func LoadConfig(fsys vfs.FS, home string) (Config, error) {
 	path := filepath.Join(home, ConfigFile)
 	data, err := vfs.ReadFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
+		if err := danglingConfig(fsys, path); err != nil {
+			return Config{}, err
+		}
 		return DefaultConfig(), nil
 	}
 	if err != nil {
-		return Config{}, configReadError(path, err)
+		return Config{}, configReadError(fsys, home, path, err)
 	}
 	return ParseConfig(path, data)
 }
 
+// danglingConfig says, as an error, when the config file that does not
+// read for not existing is there all the same: a symbolic link whose
+// target is gone (a dotfiles checkout moved, say). Taken for no file, it
+// would have prune and maintain run on the default limits the file had
+// turned off. nil when no link is there.
+func danglingConfig(fsys vfs.FS, path string) error {
+	// Anything but a link found here was made since the read: when read,
+	// there was no file, and the defaults were right.
+	st, err := fsys.Lstat(path)
+	if err != nil || st.Mode()&fs.ModeSymlink == 0 {
+		return nil
+	}
+	// Only the OS file system has links (vfs.FS has no Readlink).
+	target, err := os.Readlink(path)
+	if err != nil {
+		return fmt.Errorf("%s is a symbolic link to a file that does not exist (`ls -l %s` shows it): point it at the config file, or remove it to use the defaults", path, path)
+	}
+	return fmt.Errorf("%s is a symbolic link to %s, which does not exist: point it at the config file, or remove it to use the defaults", path, target)
+}
+
 // configReadError names the config file that did not read once (an
 // *fs.PathError names it already) and, for a directory in its place, the
-// fix.
-func configReadError(path string, err error) error {
+// fix. A home that is a file, or under one, is no store: that is said as
+// every command says it, not as a fault of config.toml.
+func configReadError(fsys vfs.FS, home, path string, err error) error {
+	if errors.Is(err, syscall.ENOTDIR) {
+		if st, serr := fsys.Stat(home); errors.Is(serr, syscall.ENOTDIR) || (serr == nil && !st.IsDir()) {
+			if merr := cas.MissingStore(fsys, home, err); merr != nil {
+				return merr
+			}
+		} else if lerr := danglingConfig(fsys, path); lerr != nil {
+			return lerr // a link whose target's path runs through a file
+		}
+	}
 	if errors.Is(err, syscall.EISDIR) {
 		return fmt.Errorf("%s is a directory, not a config file: remove it (rook then uses the defaults) or put the config file in its place", path)
 	}
@@ -250,8 +289,15 @@ func ParseConfig(path string, data []byte) (Config, error) {
 	if r.MaxTotalBytes != nil && *r.MaxTotalBytes < 0 {
 		return Config{}, fmt.Errorf("%s: max_total_bytes is %d: use 0 for no budget, or a number of bytes", at("storage", "retention", "max_total_bytes"), *r.MaxTotalBytes)
 	}
-	if d := c.MCP.Discovery; d.MaxBytes < 0 || d.MaxTools < 0 || d.MaxPages < 0 {
-		return Config{}, fmt.Errorf("%s: [mcp.discovery] limits must not be negative (0 takes the default)", path)
+	d := c.MCP.Discovery
+	for _, l := range []struct {
+		key  string
+		v    int64
+		unit string
+	}{{"max_bytes", d.MaxBytes, "bytes"}, {"max_tools", int64(d.MaxTools), "tools"}, {"max_pages", int64(d.MaxPages), "pages"}} {
+		if l.v < 0 {
+			return Config{}, fmt.Errorf("%s: %s is %d: use 0 for the default, or a number of %s", at("mcp", "discovery", l.key), l.key, l.v, l.unit)
+		}
 	}
 	for _, t := range r.ProtectTags {
 		if err := ValidTag(t); err != nil {
@@ -283,13 +329,24 @@ func knownKeys(table []string) []string {
 
 // keyLine finds the line (from 1) that sets key: the decoder does not say
 // where an unknown or out-of-range key is, so look for its last part at the
-// start of a line inside its table, or for its table header. 0: not found.
+// start of a line inside its table, or for its table header. A key written
+// in an inline table (retention = { max_sessions = -5 }) starts no line:
+// then the line of the nearest enclosing key found (retention), or table
+// header, stands for it. 0: not found.
 func keyLine(data []byte, key []string) int {
 	if len(key) == 0 {
 		return 0
 	}
 	last := key[len(key)-1]
+	want := strings.Join(key, ".")
 	table := ""
+	// The line of the longest proper prefix of key seen, and its length.
+	enclosing, enclosingLen := 0, 0
+	encloses := func(full string, line int) {
+		if strings.HasPrefix(want, full+".") && len(full) > enclosingLen {
+			enclosing, enclosingLen = line, len(full)
+		}
+	}
 	for i, line := range strings.Split(string(data), "\n") {
 		s := strings.TrimSpace(line)
 		if strings.HasPrefix(s, "[") {
@@ -298,9 +355,10 @@ func keyLine(data []byte, key []string) int {
 				h = strings.TrimSpace(strings.Trim(h[:j], "[] \t"))
 			}
 			table = strings.ReplaceAll(h, " ", "")
-			if table == strings.Join(key, ".") {
+			if table == want {
 				return i + 1
 			}
+			encloses(table, i+1)
 			continue
 		}
 		name, _, ok := strings.Cut(s, "=")
@@ -312,9 +370,10 @@ func keyLine(data []byte, key []string) int {
 		if table != "" {
 			full = table + "." + name
 		}
-		if full == strings.Join(key, ".") || (name == last && table == strings.Join(key[:len(key)-1], ".")) {
+		if full == want || (name == last && table == strings.Join(key[:len(key)-1], ".")) {
 			return i + 1
 		}
+		encloses(full, i+1)
 	}
-	return 0
+	return enclosing
 }

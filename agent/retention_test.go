@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
@@ -854,12 +856,111 @@ storage.retention = { max_session_age_days = 0, max_sessions = 0, max_total_byte
 		{"[storage]\nGC_Grace = \"1h\"\n", path + ": line 2: unknown key \"storage.GC_Grace\" ([storage] takes gc_grace, retention)"},
 		{"[Storage]\ngc_grace = \"1h\"\n", path + ": line 1: unknown key \"Storage\" (the settings are under [mcp, storage])"},
 		{"[storage.Retention]\nmax_sessions = 3\n", path + ": line 1: unknown key \"storage.Retention\""},
-		{"storage.retention = { Protect_Tags = [\"x\"] }\n", path + ": unknown key \"storage.retention.Protect_Tags\""},
+		{"storage.retention = { Protect_Tags = [\"x\"] }\n", path + ": line 1: unknown key \"storage.retention.Protect_Tags\""},
 	} {
 		write(c.text)
 		_, err := LoadConfig(fsys, home)
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want one starting %q", c.text, err, c.want)
+		}
+	}
+}
+
+// README, Settings: "a bad value is an error naming the file and line". A
+// negative [mcp.discovery] limit named only the file: not the line, nor
+// which of the three limits.
+func TestConfigNegativeDiscoveryLimitNamesItsLineAndKey(t *testing.T) {
+	data := "[storage]\ngc_grace = \"10m\"\n\n[mcp.discovery]\nmax_bytes = 4096\nmax_tools = -1\n"
+	_, err := ParseConfig("/h/config.toml", []byte(data))
+	if err == nil {
+		t.Fatal("a negative max_tools was taken")
+	}
+	if !strings.Contains(err.Error(), "/h/config.toml: line 6") {
+		t.Errorf("error does not name the line (6): %v", err)
+	}
+	if !strings.Contains(err.Error(), "max_tools") {
+		t.Errorf("error does not name the key (max_tools): %v", err)
+	}
+}
+
+// A config.toml that is a symbolic link whose target is gone (a dotfiles
+// checkout moved, say) is there, yet LoadConfig read it as no file and
+// handed prune and maintain the defaults: 180 days, 2000 sessions, 4 GiB.
+// A user whose file said max_session_age_days = 0 had sessions deleted by
+// a limit they turned off, and `rook doctor` said "config none". The
+// README's promise is that a setting never silently becomes a default.
+func TestConfigDanglingSymlinkIsAnErrorNotTheDefaults(t *testing.T) {
+	home := t.TempDir()
+	path := filepath.Join(home, ConfigFile)
+	// A target that is not there, and one whose path runs through a file
+	// (which reads as "not a directory", not as "not there").
+	if err := os.WriteFile(filepath.Join(home, "afile"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{filepath.Join(home, "gone", "rook.toml"), filepath.Join(home, "afile", "rook.toml")} {
+		os.Remove(path)
+		if err := os.Symlink(target, path); err != nil {
+			t.Fatal(err)
+		}
+		c, err := LoadConfig(nil, home)
+		if err == nil {
+			t.Fatalf("a dangling %s gave the defaults silently (max_session_age_days %d, max_sessions %d): want an error naming it",
+				ConfigFile, Limit(c.Storage.Retention.MaxSessionAgeDays), Limit(c.Storage.Retention.MaxSessions))
+		}
+		if want := path + " is a symbolic link to " + target + ", which does not exist: "; !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("error does not name the link and its target (%q): %v", want, err)
+		}
+	}
+}
+
+// The same promise for a bad value written in an inline table, which TOML
+// allows as well as a [storage.retention] header: the error named the file
+// alone (keyLine looked only for "key =" at the start of a line). The
+// line of the inline table's own key stands for it, nested or not.
+func TestConfigBadValueInAnInlineTableNamesItsLine(t *testing.T) {
+	for _, c := range []struct {
+		data string
+		line int
+	}{
+		{"[storage]\ngc_grace = \"10m\"\nretention = { max_sessions = -5 }\n", 3},
+		{"[storage]\ngc_grace = \"10m\"\nretention = { max_sesions = 5 }\n", 3},
+		{"# settings\nstorage = { gc_grace = \"10m\", retention = { max_total_bytes = -1 } }\n", 2},
+		{"[mcp]\n\ndiscovery = { max_pages = -2 }\n", 3},
+	} {
+		_, err := ParseConfig("/h/config.toml", []byte(c.data))
+		if err == nil {
+			t.Fatalf("%q was taken", c.data)
+		}
+		if want := fmt.Sprintf("/h/config.toml: line %d: ", c.line); !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: error does not name the line (%d): %v", c.data, c.line, err)
+		}
+	}
+}
+
+// holds: a negative retention limit set by a dotted key at the top of the
+// file names its line.
+func TestConfigDottedKeyNamesItsLine(t *testing.T) {
+	_, err := ParseConfig("/h/config.toml", []byte("# retention\nstorage.retention.max_sessions = -1\n"))
+	if err == nil || !strings.Contains(err.Error(), "/h/config.toml: line 2: max_sessions is -1") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// A home that is a file, or under one, is no store: LoadConfig, which
+// prune, maintain and import call before they open the store, said "open
+// HOME/config.toml: not a directory", as if the config file were at fault.
+func TestLoadConfigHomeThatIsAFileIsNoStore(t *testing.T) {
+	fsys := vfs.NewMem()
+	if err := fsys.WriteFileAtomic("/f", []byte("not a store"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for home, want := range map[string]string{
+		"/f":     "no rook store here: /f is not a directory: give --home (or $ROOK_HOME) the store's directory",
+		"/f/sub": "no rook store here: /f is a file, not a directory, so /f/sub cannot be a store: give --home (or $ROOK_HOME) the store's directory",
+	} {
+		_, err := LoadConfig(fsys, home)
+		if !errors.Is(err, cas.ErrNoStore) || err.Error() != want {
+			t.Errorf("home %s: %v, want %q", home, err, want)
 		}
 	}
 }

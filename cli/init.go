@@ -153,8 +153,10 @@ func (c *DoctorCmd) Run(e *Env) error {
 		r.Problems = append(r.Problems, doctorSessions(e, &r)...)
 	}
 	// The config file the retention commands read: one they would refuse
-	// (a typo in a key, a bad value) is a problem, in their words.
-	if _, err := e.FS.Stat(filepath.Join(e.Home, agent.ConfigFile)); err == nil {
+	// (a typo in a key, a bad value, a link to nothing) is a problem, in
+	// their words. Lstat: a link whose target is gone is a file there, not
+	// "none (every setting has its default)".
+	if _, err := e.FS.Lstat(filepath.Join(e.Home, agent.ConfigFile)); err == nil {
 		r.Config = filepath.Join(e.Home, agent.ConfigFile)
 	}
 	if _, err := agent.LoadConfig(e.FS, e.Home); err != nil {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rookhq/rook/dict"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -157,12 +158,12 @@ func (s *Store) readRecordAt(f vfs.File, n uint32, off, size int64, hdr []byte) 
 		return nil, err
 	}
 	raw, err := s.dec.decode(h, payload)
-	if err != nil {
-		return nil, err
+	var offs, lens []int
+	if err == nil {
+		offs, lens, err = blockTable(raw, int(h.Count))
 	}
-	offs, lens, err := blockTable(raw, int(h.Count))
 	if err != nil {
-		return nil, err
+		return nil, wrongDictError(h, err)
 	}
 	r := &scannedRecord{seg: n, off: off, end: off + h.total(), h: h, raw: raw, offs: offs, lens: lens}
 	r.members = make([][]byte, len(offs))
@@ -170,6 +171,23 @@ func (s *Store) readRecordAt(f vfs.File, n uint32, off, size int64, hdr []byte) 
 		r.members[i] = raw[offs[i] : offs[i]+lens[i]]
 	}
 	return r, nil
+}
+
+// wrongDictError is what a record whose checksum holds yet does not
+// decode (err) is: its stored bytes are the ones written, so one
+// compressed with a dictionary that does not decode with it, or not to a
+// block's layout, was most likely given the wrong dictionary (another
+// store's of the same id: every store numbers its dictionaries from 1).
+// Said as a record waiting for its dictionary (NeedsDictError), it is
+// kept, never cut, skipped or collected as damage; the objects of one
+// that decodes to other bytes only their hashes tell (verify, reindex).
+// Other records' errors are returned as they are.
+func wrongDictError(h recordHeader, err error) error {
+	var nd *NeedsDictError
+	if h.Codec != CodecZstdDict || h.Dict == dict.None || errors.As(err, &nd) {
+		return err
+	}
+	return &NeedsDictError{Dict: h.Dict, Err: fmt.Errorf("its checksum holds, but it does not decode with dictionary %d (%s): that file is likely not the one it was written with", h.Dict, strings.TrimPrefix(err.Error(), ErrBadRecord.Error()+": "))}
 }
 
 // resync looks for the next offset at or after `from` where a whole record
@@ -413,6 +431,30 @@ type ReindexReport struct {
 	// does not decode). Carried counts what was kept; objects of waiting
 	// records it held past the damage have no entry now.
 	CarryErr string
+	// WrongDict lists records compressed with a dictionary that decode
+	// whole, yet not to the objects the old index names at them: their
+	// dictionary file is not the one they were written with (another
+	// store's, whose ids also start at 1). Their objects keep the old
+	// index's entries (counted in WrongDictKept); nothing of what they
+	// decode to is taken in.
+	WrongDict     []WrongDictRecord
+	WrongDictKept int
+}
+
+// WrongDictRecord is a record that decodes with its dictionary to objects
+// other than the ones the index names at it.
+type WrongDictRecord struct {
+	Segment uint32
+	Offset  int64
+	Dict    uint32
+	// Members is how many objects the record holds; Mismatched how many
+	// the index names at it that its decoded bytes no longer hash to.
+	Members    int
+	Mismatched int
+}
+
+func (w WrongDictRecord) String() string {
+	return fmt.Sprintf("segment %s offset %d: a record compressed with dictionary %d decodes, but %d of its %d object(s) no longer hash to the ids the index names at it: dictionary %d is likely not the file it was written with (another store's?)", segName(w.Segment), w.Offset, w.Dict, w.Mismatched, w.Members, w.Dict)
 }
 
 // Reindex rebuilds the index from the segments, which are the truth. Damage
@@ -448,12 +490,26 @@ func (s *Store) reindexLocked(progress func(done, total int64)) (ReindexReport, 
 	found := map[Key]entry{}
 	ctr := counters{DedupHits: s.ctr.DedupHits, DedupBytes: s.ctr.DedupBytes}
 	waiting := map[blockKey]bool{} // records whose dictionary is unavailable
+	// Records compressed with a dictionary, and the id each of their
+	// members decodes to: a dictionary file of the right id and a good
+	// checksum may still be another store's, and zstd frames carry no
+	// checksum of the decoded bytes (encoder: WithEncoderCRC(false)), so
+	// such a record decodes "fine" to other bytes. Only the old index,
+	// which names what each member was, can tell.
+	dictRecs := map[blockKey]*WrongDictRecord{}
+	dictMembers := map[memberLoc]Key{}
 	for i, n := range segs {
 		rep.Segments++
 		damage, end, err := s.scanSegment(n, 0, func(r *scannedRecord) error {
 			rep.Records++
+			if r.h.Codec == CodecZstdDict {
+				dictRecs[blockKey{r.seg, r.off}] = &WrongDictRecord{Segment: r.seg, Offset: r.off, Dict: r.h.Dict, Members: len(r.members)}
+			}
 			return s.entriesOf(r, func(id Key, e entry) error {
 				found[id] = e // a later copy is a repair: it wins
+				if r.h.Codec == CodecZstdDict {
+					dictMembers[memberLoc{seg: r.seg, off: r.off, member: uint16(e.Loc.Member)}] = id
+				}
 				return nil
 			})
 		}, prog)
@@ -495,26 +551,71 @@ func (s *Store) reindexLocked(progress func(done, total int64)) (ReindexReport, 
 	// re-hashed; the old index still knows them: keep those entries.
 	// A damaged old index keeps what reads before the damage and says so:
 	// ignored, the objects past it silently lost their entries.
-	if len(waiting) > 0 && s.tree != nil {
+	//
+	// The same walk compares what the old index names in each record
+	// compressed with a dictionary with what it decodes to now. An
+	// index that cannot be read (damaged, or the new empty one a
+	// writer's open put in its place) compares nothing: see
+	// docs/storage.md, Dictionaries, for what goes undetected then.
+	if (len(waiting) > 0 || len(dictRecs) > 0) && s.tree != nil {
 		var bad []string
+		suspectOld := map[blockKey][]Key{} // what the old index names in each suspect record
+		oldEntries := map[Key]entry{}
 		err := s.tree.Snapshot().Ascend(Key{}, func(id Key, v []byte) bool {
 			e, derr := decodeEntry(v)
 			if derr != nil {
 				bad = append(bad, fmt.Sprintf("the entry of %s does not decode (%v)", Short(id), derr))
 				return true
 			}
-			if waiting[blockKey{e.Loc.Segment, e.Loc.Offset}] {
+			bk := blockKey{e.Loc.Segment, e.Loc.Offset}
+			if waiting[bk] {
 				if _, ok := found[id]; !ok {
 					found[id] = e
 					rep.Carried++
 				}
+				return true
+			}
+			if w := dictRecs[bk]; w != nil {
+				got, ok := dictMembers[memberLoc{seg: bk.seg, off: bk.off, member: uint16(e.Loc.Member)}]
+				if !ok || e.Loc.Member < 0 || e.Loc.Member >= w.Members || got != id {
+					w.Mismatched++
+				}
+				suspectOld[bk] = append(suspectOld[bk], id)
+				oldEntries[id] = e
 			}
 			return true
 		})
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("the old index stops reading partway (%v)", err))
 		}
-		if len(bad) > 0 {
+		// A suspect record: what it decodes to is not taken in (ids of
+		// wrongly decoded bytes, which nothing names), and the objects
+		// the old index names in it keep their entries, so that nothing
+		// (a repack) takes the record for garbage before the right
+		// dictionary is back and a reindex re-hashes it.
+		for bk, w := range dictRecs {
+			if w.Mismatched == 0 {
+				continue
+			}
+			for i := range w.Members {
+				id := dictMembers[memberLoc{seg: bk.seg, off: bk.off, member: uint16(i)}]
+				if e, ok := found[id]; ok && e.Loc.Segment == bk.seg && e.Loc.Offset == bk.off {
+					delete(found, id)
+				}
+			}
+			for _, id := range suspectOld[bk] {
+				if _, ok := found[id]; !ok {
+					found[id] = oldEntries[id]
+					rep.WrongDictKept++
+				}
+			}
+			rep.WrongDict = append(rep.WrongDict, *w)
+		}
+		sort.Slice(rep.WrongDict, func(i, j int) bool {
+			a, b := rep.WrongDict[i], rep.WrongDict[j]
+			return a.Segment < b.Segment || a.Segment == b.Segment && a.Offset < b.Offset
+		})
+		if len(bad) > 0 && len(waiting) > 0 {
 			if len(bad) > 3 {
 				bad = append(bad[:3], fmt.Sprintf("%d more", len(bad)-3))
 			}

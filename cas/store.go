@@ -299,6 +299,17 @@ func createIndex(fsys vfs.FS, path string) error {
 	return t.Close()
 }
 
+// CheckDictDir says whether the dictionaries' directory of the store at
+// home is there (a writer does not open without it: Open), with what to
+// do when it is not.
+func CheckDictDir(fsys vfs.FS, home string) error {
+	path := filepath.Join(home, DictDir)
+	if _, err := fsys.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("the dictionaries' directory %s is missing: put it back from a backup (records compressed with its dictionaries cannot be read without them, and its %s keeps their ids from being given out again); only if no dictionary was ever trained, or they are gone for good, run `rook init` to make it anew, empty (`rook store verify` then lists the records that need a lost dictionary; a dictionary trained after that may take a lost one's id)", path, dict.HighestFile)
+	}
+	return nil
+}
+
 func ensureDirs(fsys vfs.FS, home string) error {
 	for _, d := range []string{SegmentsDir, IndexDir, DictDir, EventsDir} {
 		if err := fsys.MkdirAll(filepath.Join(home, d), DirMode); err != nil {
@@ -427,6 +438,19 @@ func Open(home string, opts Options) (*Store, error) {
 	if opts.Writable {
 		if _, err := opts.FS.Stat(filepath.Join(home, SegmentsDir)); errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("the objects' directory %s is missing: put it back, or, if the objects are gone for good, run `rook init` to make it anew, empty, then `rook store reindex` so that the index forgets them too (`rook store verify` then lists what the sessions lost)", filepath.Join(home, SegmentsDir))
+		}
+	}
+	// init makes dict/ too, and every store rook made has it (ensureDirs,
+	// since the first format). Gone, dict/HIGHEST went with it and
+	// nothing else records which ids were given out: the next train
+	// gave out id 1 again, and the records written with the lost
+	// dictionary 1 then decoded with the new one (docs/storage.md,
+	// Dictionaries). Records do not name their dictionary in the index,
+	// so the highest id they need is known only by reading every one:
+	// no writer opens, as for segments/.
+	if opts.Writable && opts.Dicts == nil {
+		if err := CheckDictDir(opts.FS, home); err != nil {
+			return nil, err
 		}
 	}
 	var dir *dict.Dir

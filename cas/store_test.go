@@ -928,3 +928,46 @@ func TestLostNewestSegmentIsNotAppendedBehind(t *testing.T) {
 		t.Log(err)
 	}
 }
+
+// TestResolveMatchesAScanOfEveryID (holds): prefixes of 4 to 6 hex
+// characters resolve as a scan of every id says (one, ambiguous with up
+// to 10 candidates, or none), for a writer and for a reader whose newest
+// objects are past the index's watermark, across many leaves of the tree.
+func TestResolveMatchesAScanOfEveryID(t *testing.T) {
+	_, s, r := writerAndReader(t, 1<<30)
+	var ids []string
+	for i := range 6000 {
+		id := mustPut(t, s, KindNote, []byte(fmt.Sprintf("object number %d, padded to stay out of the index entry ......", i)))
+		ids = append(ids, hex.EncodeToString(id[:]))
+		if i == 4000 {
+			if err := s.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.Barrier(); err != nil { // the last 2000: durable, not committed
+		t.Fatal(err)
+	}
+	r = reopen(t, r, false)
+	for _, st := range []*Store{r, s} {
+		for _, id := range ids[:400] {
+			for _, n := range []int{4, 5, 6} {
+				p := id[:n]
+				want := 0
+				for _, o := range ids {
+					if strings.HasPrefix(o, p) {
+						want++
+					}
+				}
+				got, err := st.Resolve(p)
+				var amb *AmbiguousError
+				switch {
+				case want == 1 && (err != nil || hex.EncodeToString(got[:]) != id):
+					t.Fatalf("%s: want %s, got %x %v", p, id, got, err)
+				case want > 1 && (!errors.As(err, &amb) || len(amb.Candidates) != min(want, maxCandidates)):
+					t.Fatalf("%s: want ambiguous among %d, got %x %v", p, want, got, err)
+				}
+			}
+		}
+	}
+}

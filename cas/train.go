@@ -318,3 +318,13 @@ func (s *Store) MissingDictionaries() []uint32 {
 	}
 	return s.dicts.Missing()
 }
+
+// DictionaryIDsError says why the record of the dictionary ids given out
+// cannot be read (dict.Dir.IDsError): no dictionary can be trained until
+// it is put back or removed.
+func (s *Store) DictionaryIDsError() error {
+	if s.dicts == nil {
+		return nil
+	}
+	return s.dicts.IDsError()
+}

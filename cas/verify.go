@@ -86,6 +86,18 @@ type VerifyReport struct {
 	// records; Dictionaries says which dictionaries they wait for.
 	WaitingObjects int          `json:"objects_needing_a_dictionary"`
 	Dictionaries   []NeededDict `json:"dictionaries_needed,omitempty"`
+	// WrongDictObjects are the objects (counted in Unreadable too) of
+	// records compressed with a dictionary none of whose objects hash to
+	// their ids: decoded, most likely, with a dictionary file that is not
+	// the one they were written with. WrongDictionaries says which.
+	WrongDictObjects  int          `json:"objects_in_records_of_a_wrong_dictionary"`
+	WrongDictionaries []NeededDict `json:"wrong_dictionaries,omitempty"`
+	// MissingSegments are the segment files index entries point into that
+	// are not there; their objects are counted in Unreadable too.
+	MissingSegments []MissingSegment `json:"missing_segments,omitempty"`
+	// DictionaryIDsError: the record of the dictionary ids given out
+	// (dict/HIGHEST) does not read, and what to do (also a problem).
+	DictionaryIDsError string `json:"dictionary_ids_error,omitempty"`
 	// TornTail describes unacknowledged bytes at the end of the newest
 	// segment that the next writer will cut: a crash's leftovers, not damage.
 	TornTail string `json:"torn_tail,omitempty"`
@@ -104,6 +116,24 @@ type NeededDict struct {
 	Problem string `json:"problem"`
 	Records int    `json:"records"`
 	Objects int    `json:"objects"`
+}
+
+// MissingSegment is a segment file that index entries point into and that
+// is not there.
+type MissingSegment struct {
+	Segment string `json:"segment"`
+	File    string `json:"file"`
+	Objects int    `json:"objects"`
+}
+
+// dictRecord is what verify keeps of a record compressed with a
+// dictionary: whether every object the index names in it fails its hash.
+type dictRecord struct {
+	dict       uint32
+	members    int
+	checked    int   // index entries that point at one of its members
+	mismatched int   // of those, the ones whose member hashes to another id
+	problems   []int // the mismatched ones' problems, by index
 }
 
 // memberLoc and memberFact are kept for every object a segment holds (a
@@ -379,6 +409,13 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 	if err := s.tree.Check(); err != nil {
 		rep.addIndexProblem(s.indexPath(), err)
 	}
+	// Every object may read while dict/HIGHEST does not: training (and
+	// maintain) fails until it is put back or removed, which is the
+	// store's to report, not only the command that fails.
+	if err := s.DictionaryIDsError(); err != nil {
+		rep.DictionaryIDsError = err.Error()
+		rep.Problems = append(rep.Problems, Problem{Reason: err.Error()})
+	}
 	segs, err := s.listSegments()
 	if err != nil {
 		return rep, err
@@ -391,11 +428,17 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 		}
 	}
 	facts := map[memberLoc]memberFact{}
+	dictRecs := map[blockKey]*dictRecord{}
+	present := map[uint32]bool{}
 	var damage []Damage
 	for _, n := range segs {
 		rep.Segments++
+		present[n] = true
 		d, _, err := s.scanSegment(n, 0, func(r *scannedRecord) error {
 			rep.Records++
+			if r.h.Codec == CodecZstdDict {
+				dictRecs[blockKey{r.seg, r.off}] = &dictRecord{dict: r.h.Dict, members: len(r.members)}
+			}
 			for i, m := range r.members {
 				facts[memberLoc{seg: r.seg, member: uint16(i), off: r.off}] = memberFact{id: ID(m), kind: r.h.Kind, size: int64(len(m))}
 			}
@@ -434,6 +477,7 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 	}
 	count := counters{}
 	damageUsed := make([]bool, len(damage))
+	missingSegs := map[uint32]int{} // objects the index names in segment files not there
 	needed := map[uint32]*NeededDict{}
 	need := func(d *Damage) *NeededDict {
 		n := needed[d.Dict]
@@ -472,6 +516,10 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 			ok = false // no block holds such a member
 		}
 		d := damagedAt(e.Loc.Segment, e.Loc.Offset)
+		dr := dictRecs[blockKey{e.Loc.Segment, e.Loc.Offset}]
+		if ok && dr != nil {
+			dr.checked++
+		}
 		switch {
 		case !ok && d != nil && d.NeedsDict:
 			damageUsed[d.index(damage)] = true
@@ -481,8 +529,17 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 		case !ok && d != nil:
 			damageUsed[d.index(damage)] = true
 			bad(e, "its record is damaged ("+strings.TrimPrefix(d.Reason, ErrBadRecord.Error()+": ")+")")
+		case !ok && !e.Inline && !present[e.Loc.Segment]:
+			// Said once per segment below, with the way out: the
+			// objects are not wrong in the index, their file is gone.
+			missingSegs[e.Loc.Segment]++
+			bad(e, fmt.Sprintf("its segment %s is missing", segName(e.Loc.Segment)))
 		case !ok:
 			bad(e, "index entry points at no record")
+		case f.id != id && dr != nil:
+			dr.mismatched++
+			dr.problems = append(dr.problems, len(rep.Problems))
+			bad(e, "content hash mismatch")
 		case f.id != id:
 			bad(e, "content hash mismatch")
 		case f.kind != e.Kind:
@@ -503,6 +560,43 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 			rep.Orphans++
 		}
 	}
+	// A record whose checksum holds decodes to the bytes written, given
+	// the dictionary it was written with; zstd frames carry no checksum
+	// of their own (encoder). So a record compressed with a dictionary
+	// none of whose objects hash to their ids was, most likely, decoded
+	// with another dictionary of the same id (another store's: every
+	// store numbers its dictionaries from 1). Putting the objects again
+	// would compress new copies with that wrong dictionary: the way out
+	// is the file.
+	wrong := map[uint32]*NeededDict{}
+	for bk, dr := range dictRecs {
+		if dr.checked == 0 || dr.mismatched != dr.checked {
+			continue
+		}
+		file := filepath.Join(s.home, DictDir, dict.FileName(dr.dict))
+		for _, i := range dr.problems {
+			rep.Problems[i].Reason = fmt.Sprintf("content hash mismatch: its record decodes with dictionary %d to other bytes", dr.dict)
+		}
+		rep.Problems = append(rep.Problems, Problem{Segment: segName(bk.seg), Offset: bk.off, Reason: fmt.Sprintf("a record compressed with dictionary %d: none of the %d object(s) the index names in it hash to their ids, though its checksum holds: it was likely decoded with the wrong dictionary: %s is not the file it was written with (another store's?): put this store's own dictionary file back from a backup", dr.dict, dr.checked, file)})
+		w := wrong[dr.dict]
+		if w == nil {
+			w = &NeededDict{ID: dr.dict, File: file, Problem: fmt.Sprintf("dictionary %d (%s) is likely not the one its records were written with", dr.dict, file)}
+			wrong[dr.dict] = w
+		}
+		w.Records++
+		w.Objects += dr.checked
+		rep.WrongDictObjects += dr.checked
+	}
+	for _, w := range wrong {
+		rep.WrongDictionaries = append(rep.WrongDictionaries, *w)
+	}
+	sort.Slice(rep.WrongDictionaries, func(i, j int) bool { return rep.WrongDictionaries[i].ID < rep.WrongDictionaries[j].ID })
+	for n, objects := range missingSegs {
+		rep.MissingSegments = append(rep.MissingSegments, MissingSegment{Segment: segName(n), File: s.segPath(n), Objects: objects})
+		// No offset: the problem is the whole file.
+		rep.Problems = append(rep.Problems, Problem{Reason: missingSegment(n, s.segPath(n), objects)})
+	}
+	sort.Slice(rep.MissingSegments, func(i, j int) bool { return rep.MissingSegments[i].Segment < rep.MissingSegments[j].Segment })
 	for i, d := range damage {
 		p := Problem{Segment: segName(d.Segment), Offset: d.Offset, Reason: fmt.Sprintf("%d damaged bytes: %s", d.Length, d.Reason)}
 		if d.NeedsDict {
@@ -553,6 +647,13 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 		return a.Offset < b.Offset
 	})
 	return rep, nil
+}
+
+// missingSegment says that segment n, the file at path, is missing while
+// the index names objects in it, and the way out, as CheckWatermark says
+// it of the newest segment.
+func missingSegment(n uint32, path string, objects int) string {
+	return fmt.Sprintf("segment %s is missing (%s), and the index names %d object(s) in it: put it back from a backup; if it is gone for good, `rook store reindex` makes the index forget its objects (`rook store verify` then lists what the sessions lost)", segName(n), path, objects)
 }
 
 func (s *Store) committedKind(meta []byte, k Kind) kindCounters {

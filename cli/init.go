@@ -147,6 +147,14 @@ func (c *DoctorCmd) Run(e *Env) error {
 		}
 		r.Warnings = append(r.Warnings, missingDictionaries(e.Home, s)...)
 		r.Problems = append(r.Problems, damagedDictionaries(s)...)
+		if err := cas.CheckDictDir(e.FS, e.Home); err != nil {
+			// A reader opens without it; no writer does.
+			r.Problems = append(r.Problems, err.Error())
+		} else if err := s.DictionaryIDsError(); err != nil {
+			// Every object may read, but no dictionary can be trained
+			// (train and maintain fail) until the file is dealt with.
+			r.Problems = append(r.Problems, "dictionaries: "+err.Error())
+		}
 		s.Close()
 	}
 	if r.FormatError == "" {

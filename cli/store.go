@@ -426,7 +426,9 @@ func (c *VerifyCmd) Run(e *Env) error {
 	msg := fmt.Sprintf("%d problem(s) found", len(rep.Problems)+len(refs.Problems))
 	// Objects waiting for a dictionary file are not damaged: the fix is
 	// the file, said per dictionary, not their bytes.
-	if n := rep.Unreadable - rep.WaitingObjects; n > 0 {
+	// Nor are those of a record decoded with the wrong dictionary: their
+	// bytes put again would be compressed with that wrong dictionary.
+	if n := rep.Unreadable - rep.WaitingObjects - rep.WrongDictObjects; n > 0 {
 		msg += fmt.Sprintf("; %d object(s) cannot be read back: putting an object's original bytes again repairs it", n)
 		// An import's objects are its transcripts' bytes: reading
 		// those again puts them back, which no user could by hand.
@@ -458,6 +460,12 @@ func (c *VerifyCmd) Run(e *Env) error {
 	for _, d := range rep.Dictionaries {
 		msg += fmt.Sprintf("; %s: %d object(s) in %d intact record(s) need it: put %s back from a backup", d.Problem, d.Objects, d.Records, d.File)
 	}
+	for _, d := range rep.WrongDictionaries {
+		msg += fmt.Sprintf("; %s: %d object(s) in %d record(s) decode with it to other bytes: put this store's own dictionary file back from a backup as %s (do not put those objects again: their new copies would be compressed with the wrong dictionary)", d.Problem, d.Objects, d.Records, d.File)
+	}
+	for _, m := range rep.MissingSegments {
+		msg += fmt.Sprintf("; segment %s is missing (%d object(s)): put %s back from a backup, or, if it is gone for good, `rook store reindex` to forget its objects", m.Segment, m.Objects, m.File)
+	}
 	// A read of the index that failed is no damage to rebuild: what
 	// failed, and to run verify again once the disk or the permissions
 	// are fixed (what the rest found stands for the part read).
@@ -468,7 +476,16 @@ func (c *VerifyCmd) Run(e *Env) error {
 			msg += "; " + pr.Reason
 		}
 	}
-	if rep.Unreadable < len(rep.Problems)-rep.DamagedRegions-rep.WaitingRecords-readFailed {
+	// Problems of the store's files whose fix is the file, not the index.
+	fileProblems := len(rep.MissingSegments)
+	for _, d := range rep.WrongDictionaries {
+		fileProblems += d.Records
+	}
+	if rep.DictionaryIDsError != "" {
+		fileProblems++
+		msg += "; " + rep.DictionaryIDsError
+	}
+	if rep.Unreadable < len(rep.Problems)-rep.DamagedRegions-rep.WaitingRecords-readFailed-fileProblems {
 		msg += "; `rook store reindex` rebuilds the index from what the segments hold"
 	}
 	if missing := refs.Missing(); missing > 0 {
@@ -515,7 +532,11 @@ func (c *ReindexCmd) Run(e *Env) error {
 		for _, d := range rep.NeedsDict {
 			waiting = append(waiting, d.String())
 		}
-		e.printJSON(map[string]any{"segments": rep.Segments, "records": rep.Records, "objects": rep.Objects, "damage": damage, "cut": rep.Cut, "needs_dictionary": waiting, "carried": rep.Carried, "carry_error": rep.CarryErr}) // a failed write is Main's to tell, after the verdict below
+		wrongDict := []string{}
+		for _, w := range rep.WrongDict {
+			wrongDict = append(wrongDict, w.String())
+		}
+		e.printJSON(map[string]any{"segments": rep.Segments, "records": rep.Records, "objects": rep.Objects, "damage": damage, "cut": rep.Cut, "needs_dictionary": waiting, "carried": rep.Carried, "carry_error": rep.CarryErr, "wrong_dictionary": wrongDict, "wrong_dictionary_kept": rep.WrongDictKept}) // a failed write is Main's to tell, after the verdict below
 	} else {
 		for _, c := range rep.Cut {
 			fmt.Fprintf(e.Stdout, "cut torn tail: %s\n", c)
@@ -529,7 +550,25 @@ func (c *ReindexCmd) Run(e *Env) error {
 		if rep.CarryErr != "" {
 			fmt.Fprintf(e.Stdout, "not carried: %s\n", rep.CarryErr)
 		}
+		for _, w := range rep.WrongDict {
+			fmt.Fprintf(e.Stdout, "wrong dictionary: %s\n", w)
+		}
 		fmt.Fprintf(e.Stdout, "reindexed %d objects from %d records in %d segment(s)\n", rep.Objects, rep.Records, rep.Segments)
+	}
+	// A record that decodes to other objects than the old index named
+	// in it is said first, whatever else failed: its objects keep their
+	// entries only while the index names them, and the fix is a file.
+	var wrongDictMsg string
+	if len(rep.WrongDict) > 0 {
+		var files []string
+		seen := map[uint32]bool{}
+		for _, w := range rep.WrongDict {
+			if !seen[w.Dict] {
+				seen[w.Dict] = true
+				files = append(files, fmt.Sprintf("dictionary %d (%s)", w.Dict, filepath.Join(e.Home, cas.DictDir, dict.FileName(w.Dict))))
+			}
+		}
+		wrongDictMsg = fmt.Sprintf("%d record(s) decode with %s to objects other than the ones the index named at them: that file is likely not the one they were written with (a dictionary of another store: every store numbers its dictionaries from 1); the old index's %d entries of their objects were kept: put this store's own dictionary file back from a backup and run `rook store reindex` again; until then, do not put those objects again (their new copies would be compressed with the wrong dictionary)", len(rep.WrongDict), strings.Join(files, ", "), rep.WrongDictKept)
 	}
 	if len(rep.NeedsDict) > 0 {
 		// Named here: `rook store stat` lists the dictionaries present,
@@ -548,10 +587,21 @@ func (c *ReindexCmd) Run(e *Env) error {
 			// until the dictionary is back and a reindex re-hashes them.
 			msg += fmt.Sprintf(", not all (%s)", rep.CarryErr)
 		}
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%s: put %s back from a backup and run `rook store reindex` again", msg, strings.Join(files, ", "))}
+		msg = fmt.Sprintf("%s: put %s back from a backup and run `rook store reindex` again", msg, strings.Join(files, ", "))
+		if wrongDictMsg != "" {
+			msg = wrongDictMsg + "; " + msg
+		}
+		return &exitError{code: ExitFailure, msg: msg}
 	}
 	if len(rep.Damage) > 0 {
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d damaged region(s) skipped; an object whose only copy was there is not in the index any more (`rook store verify` lists what is left), and putting its original bytes again restores it", len(rep.Damage))}
+		msg := fmt.Sprintf("%d damaged region(s) skipped; an object whose only copy was there is not in the index any more (`rook store verify` lists what is left), and putting its original bytes again restores it", len(rep.Damage))
+		if wrongDictMsg != "" {
+			msg = wrongDictMsg + "; " + msg
+		}
+		return &exitError{code: ExitFailure, msg: msg}
+	}
+	if wrongDictMsg != "" {
+		return &exitError{code: ExitFailure, msg: wrongDictMsg}
 	}
 	return nil
 }

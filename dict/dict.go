@@ -348,11 +348,20 @@ func (d *Dir) List() []Info {
 // no file: a file lost (records naming it cannot be read until it is put
 // back), or an id a crash left without its file (nothing names it).
 // List cannot show them: it lists the files present.
+//
+// With HIGHEST unreadable (IDsError), the ids given out are not known:
+// up to the highest file present, the ids with no file are listed (one
+// lost above every file present cannot be told from one never given
+// out; `rook store verify` names any a record needs).
 func (d *Dir) Missing() []uint32 {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
+	hi := d.highest
+	if d.highestErr != nil {
+		hi = max(hi, d.maxFileLocked())
+	}
 	var out []uint32
-	for id := uint32(1); id <= d.highest && id != 0; id++ {
+	for id := uint32(1); id <= hi && id != 0; id++ {
 		if _, ok := d.info[id]; !ok {
 			out = append(out, id)
 		}
@@ -416,9 +425,26 @@ func (d *Dir) NextID() (uint32, error) {
 	return d.nextLocked()
 }
 
+// IDsError says why the record of the dictionary ids given out (HIGHEST)
+// cannot be read, and what to do; nil when it reads or is not there.
+// While it does not read, no dictionary can be added (train, maintain
+// fail), though every record still reads: doctor and verify say so.
+func (d *Dir) IDsError() error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.idsErrLocked()
+}
+
+func (d *Dir) idsErrLocked() error {
+	if d.highestErr == nil {
+		return nil
+	}
+	return fmt.Errorf("the record of the dictionary ids given out cannot be read (%w), so a new dictionary could take the id of a lost one: put %s back from a backup, or, if no dictionary file was ever lost, remove it (the highest file present is then taken as the highest id)", d.highestErr, filepath.Join(d.dir, HighestFile))
+}
+
 func (d *Dir) nextLocked() (uint32, error) {
-	if d.highestErr != nil {
-		return 0, fmt.Errorf("the record of the dictionary ids given out cannot be read (%w), so a new dictionary could take the id of a lost one: put %s back from a backup, or, if no dictionary file was ever lost, remove it (the highest file present is then taken as the highest id)", d.highestErr, filepath.Join(d.dir, HighestFile))
+	if err := d.idsErrLocked(); err != nil {
+		return 0, err
 	}
 	hi := max(d.highest, d.maxFileLocked())
 	if hi == math.MaxUint32 {

@@ -81,6 +81,41 @@ func TestHighestRecord(t *testing.T) {
 	}
 }
 
+// TestMissingWhenTheIDRecordIsDamaged: with dict/HIGHEST damaged, Missing
+// listed nothing (it counted up to the id HIGHEST could not say), so a lost
+// dictionary file below the highest one present went unnamed by doctor;
+// IDsError says why no id can be given out, and what to do.
+func TestMissingWhenTheIDRecordIsDamaged(t *testing.T) {
+	fsys := vfs.NewMem()
+	now := time.Unix(1700000000, 0)
+	if err := fsys.MkdirAll("/d", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uint32{1, 3} { // 2 lost
+		if err := fsys.WriteFileAtomic("/d/"+FileName(id), Encode(id, 1, now, []byte("content")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := EncodeHighest(3)
+	bad[len(bad)-1] ^= 1
+	if err := fsys.WriteFileAtomic("/d/"+HighestFile, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenDir(fsys, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(d.Missing()); got != "[2]" {
+		t.Fatalf("missing %s, want [2]", got)
+	}
+	if err := d.IDsError(); err == nil || !strings.Contains(err.Error(), "/d/HIGHEST: checksum mismatch") || !strings.Contains(err.Error(), "put /d/HIGHEST back from a backup") {
+		t.Fatalf("IDsError: %v", err)
+	}
+	if _, err := d.NextID(); err == nil || err.Error() != d.IDsError().Error() {
+		t.Fatalf("NextID: %v, IDsError: %v", err, d.IDsError())
+	}
+}
+
 // TestLookupOfAFileAddedDamaged: a dictionary file that appeared after the
 // directory was opened and does not decode was reported as missing, so the
 // user looked for a file that is there. It is reported as damaged.

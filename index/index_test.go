@@ -662,3 +662,78 @@ func TestWriteErrorAfterRebuildNamesTheIndex(t *testing.T) {
 		t.Fatalf("commit error %q: want it to name /index, not /index.tmp", err)
 	}
 }
+
+// TestAscendFromEveryKeyWhenKeysShareLongPrefixes (holds): keys that
+// share their first 8 bytes (the part a node compares as a number) and
+// more, spread over many leaves by commits and by a rebuild, are met in
+// order by an Ascend from each key, from just below it and from just
+// past it, at every leaf boundary included; Get finds each.
+func TestAscendFromEveryKeyWhenKeysShareLongPrefixes(t *testing.T) {
+	fsys := vfs.NewMem()
+	tr, err := Open(fsys, "/idx", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	var keys []Key
+	for i := range 3000 {
+		var k Key
+		copy(k[:], "rookrookrook")                      // 12 shared bytes
+		binary.BigEndian.PutUint32(k[12:], uint32(i*7)) // gaps between keys
+		keys = append(keys, k)
+		if err := tr.Put(k, bytes.Repeat([]byte{byte(i)}, i%40)); err != nil {
+			t.Fatal(err)
+		}
+		if i%500 == 499 {
+			if err := tr.Commit(nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check := func(what string) {
+		snap := tr.Snapshot()
+		for i, k := range keys {
+			below, past := k, k
+			binary.BigEndian.PutUint32(below[12:], binary.BigEndian.Uint32(k[12:])-1)
+			binary.BigEndian.PutUint32(past[12:], binary.BigEndian.Uint32(k[12:])+1)
+			for _, c := range []struct {
+				from  Key
+				first int
+			}{{k, i}, {below, i}, {past, i + 1}} {
+				if i == 0 && c.from == below {
+					continue
+				}
+				var got []Key
+				if err := snap.Ascend(c.from, func(k Key, _ []byte) bool { got = append(got, k); return len(got) < 3 }); err != nil {
+					t.Fatal(err)
+				}
+				want := keys[min(c.first, len(keys)):min(c.first+3, len(keys))]
+				if len(got) != len(want) {
+					t.Fatalf("%s: from %x: got %d keys, want %d", what, c.from, len(got), len(want))
+				}
+				for j := range got {
+					if got[j] != want[j] {
+						t.Fatalf("%s: from %x: key %d is %x, want %x", what, c.from, j, got[j], want[j])
+					}
+				}
+			}
+			if _, ok, err := snap.Get(k); !ok || err != nil {
+				t.Fatalf("%s: Get %x: %v %v", what, k, ok, err)
+			}
+		}
+	}
+	check("commits")
+	if err := tr.Rebuild(func() func() (Key, []byte, bool) {
+		i := 0
+		return func() (Key, []byte, bool) {
+			if i == len(keys) {
+				return Key{}, nil, false
+			}
+			i++
+			return keys[i-1], []byte{1, 2, 3}, true
+		}
+	}(), nil); err != nil {
+		t.Fatal(err)
+	}
+	check("rebuild")
+}

@@ -621,7 +621,7 @@ func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, e
 	c.m.Label = label
 	c.ignore = NewIgnore()
 	rel := ""
-	if sub != "" && sub != "." {
+	if sub != "" && !c.isWorkspace(sub) {
 		rel, err = resolveInRoot(c.root, c.real, sub, true)
 		if err != nil {
 			return nil, err
@@ -631,6 +631,9 @@ func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, e
 		}
 		// Walked through a link named last: followed.
 		if err := c.store.check(sub, filepath.Join(c.real, filepath.FromSlash(rel)), "capture"); err != nil {
+			return nil, err
+		}
+		if err := c.throughLink(sub, rel); err != nil {
 			return nil, err
 		}
 		// .gitignore files above sub still apply.
@@ -673,6 +676,68 @@ func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, e
 		return nil, err
 	}
 	return c.m, nil
+}
+
+// isWorkspace says whether the --path p names the workspace itself: ".",
+// "./", its path as the workspace was given or with its links resolved
+// ($PWD, with a slash after it or not). That is the whole workspace, as
+// no --path is.
+func (c *capturer) isWorkspace(p string) bool {
+	abs := p
+	if !filepath.IsAbs(p) {
+		abs = filepath.Join(c.root, p)
+	}
+	abs = filepath.Clean(abs)
+	return abs == c.root || abs == c.real
+}
+
+// throughLink refuses the --path sub (workspace path rel) of a tree
+// capture when it is a link to a directory, or runs through a link above
+// it: a tree capture never follows a link, so the first would record the
+// link alone, none of the files it leads to, and the second would record
+// the files under the link's name, which the restore refuses to write
+// through ("a link now where the capture had a directory"). Named, with
+// the directory it leads to, the user captures that instead. A link to a
+// file named last is recorded as the link, as one in a walk is.
+func (c *capturer) throughLink(sub, rel string) error {
+	parts := strings.Split(rel, "/")
+	cur := c.real
+	for i, part := range parts {
+		next := filepath.Join(cur, part)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return nil // not there: refused as such (CaptureTree)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		last := i == len(parts)-1
+		if last {
+			if st, err := os.Stat(next); err != nil || !st.IsDir() {
+				return nil // to a file (recorded as the link), or to nothing
+			}
+		}
+		to, err := filepath.EvalSymlinks(filepath.Join(c.real, filepath.FromSlash(rel)))
+		if err != nil {
+			return nil // a dangling link above: not there (CaptureTree)
+		}
+		leadsTo, err := filepath.Rel(c.real, to)
+		if err != nil || !filepath.IsLocal(leadsTo) && leadsTo != "." {
+			return nil // outside: resolveInRoot refused it
+		}
+		give := "give --path " + filepath.ToSlash(leadsTo) + " to capture it"
+		if leadsTo == "." {
+			give = "leave --path out (or give --path .) to capture the whole workspace"
+		}
+		link := strings.Join(parts[:i+1], "/")
+		target, _ := os.Readlink(next)
+		if last {
+			return fmt.Errorf("--path %s is a link (to %s) to a directory of the workspace, and a checkpoint records a link as the link, not the files it leads to: nothing saved; %s", sub, target, give)
+		}
+		return fmt.Errorf("--path %s runs through the link %s (to %s), which a checkpoint does not follow (its restore would refuse to write through it): nothing saved; %s", sub, link, target, give)
+	}
+	return nil
 }
 
 // StoreManifest stores a manifest as a snapshot object.

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -160,4 +162,69 @@ func fileNames(m *Manifest) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// `rook checkpoint create NAME --path src` (or src/) where src is a link
+// to a directory of the workspace is refused, naming the directory to
+// give instead, and so is a --path through such a link: a tree capture
+// never follows a link, so it recorded the link alone ("1 file(s), 4 B"),
+// none of the directory's files, though it followed the link to check it
+// (one leading outside was refused); and a path under the link was
+// recorded under the link's name, which the restore refused to write
+// through. A link to a file is recorded as the link, as before.
+func TestCheckpointPathNamingALinkToADirectoryIsRefused(t *testing.T) {
+	r, ws, _ := newWorkspace(t)
+	writeTree(t, ws, tree{"real/a.txt": "alpha\n", "real/sub/b.txt": "beta\n", "src": "link:real", "self": "link:.", "f": "link:real/a.txt"})
+	for _, tc := range []struct{ sub, want string }{
+		{"src", "--path src is a link (to real) to a directory of the workspace, and a checkpoint records a link as the link, not the files it leads to: nothing saved; give --path real to capture it"},
+		{"src/", "--path src/ is a link (to real) to a directory of the workspace"},
+		{"src/sub", "--path src/sub runs through the link src (to real), which a checkpoint does not follow (its restore would refuse to write through it): nothing saved; give --path real/sub to capture it"},
+		{"self", "nothing saved; leave --path out (or give --path .) to capture the whole workspace"},
+	} {
+		_, m, err := r.CreateCheckpoint("c", ws, tc.sub, DefaultLimits)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--path %s (through a link to a directory): %v (manifest %v), want %q", tc.sub, err, m, tc.want)
+		}
+	}
+	if _, err := os.Lstat(r.checkpointPath("c")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a refused --path left the checkpoint c: %v", err)
+	}
+	_, m, err := r.CreateCheckpoint("c", ws, "f", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := m.Files["f"]; len(m.Files) != 1 || !ok || !f.Mode.Link {
+		t.Fatalf("--path f (a link to a file): %s, want the link", m.Encode())
+	}
+	_, m, err = r.CreateCheckpoint("c", ws, "real", DefaultLimits)
+	if err != nil || len(m.Files) != 2 {
+		t.Fatalf("--path real: %v, %v", err, m.Paths())
+	}
+}
+
+// `--path .` captures the whole workspace, and so does any --path that is
+// the workspace itself: ./ and $PWD (with a slash after it or not). They
+// were refused: "./ is the workspace itself: name files or directories
+// inside it", which did not say that `.` (or no --path) captures it.
+func TestCheckpointPathOfTheWorkspaceItselfIsTheWholeWorkspace(t *testing.T) {
+	r, ws, _ := newWorkspace(t)
+	writeTree(t, ws, tree{"a.txt": "a\n", "d/b.txt": "b\n"})
+	_, whole, err := r.CreateCheckpoint("dot", ws, ".", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []string{"./", ws, ws + "/", real, "d/.."} {
+		_, m, err := r.CreateCheckpoint("c", ws, sub, DefaultLimits)
+		if err != nil {
+			t.Errorf("--path %s: %v (--path . captured the %d file(s) of the workspace)", sub, err, len(whole.Files))
+			continue
+		}
+		if len(m.Files) != len(whole.Files) {
+			t.Errorf("--path %s captured %d file(s), --path . %d", sub, len(m.Files), len(whole.Files))
+		}
+	}
 }

@@ -236,7 +236,9 @@ func (r *Rook) Checkpoints() ([]CheckpointRef, error) {
 
 // RemoveCheckpoints deletes the named checkpoints, each with every version
 // it holds (its history), and returns what they were. All names are checked
-// first: one that is not a checkpoint removes none. The snapshots and files
+// first: one that is not a checkpoint removes none. A removal that fails
+// part way (an I/O error) returns, with its error, the checkpoints removed
+// before it, and the error names them and those left. The snapshots and files
 // stay in the store until gc, which no longer keeps them for these refs,
 // collects what nothing else reaches. Each removal is made durable (the
 // directory synced) before RemoveCheckpoints returns; a crash before leaves
@@ -267,17 +269,43 @@ func (r *Rook) RemoveCheckpoints(names []string) ([]CheckpointRef, error) {
 		}
 		out = append(out, r.checkpointRef(name, lines))
 	}
-	for _, ref := range out {
+	dir := filepath.Join(r.home, RefsDir, "checkpoints")
+	for i, ref := range out {
 		if err := r.fs.Remove(r.checkpointPath(ref.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("remove checkpoint %s: %w", ref.Name, err)
+			err = fmt.Errorf("remove checkpoint %s: %w", ref.Name, err)
+			if i == 0 {
+				return nil, fmt.Errorf("%w: nothing removed", err)
+			}
+			// Those before it are gone: said, returned (the caller
+			// lists them), and made durable as a whole rm's are.
+			removed, left := out[:i], out[i:]
+			err = fmt.Errorf("%w: %s removed before it, %s not", err, refNames(removed), refNames(left))
+			if serr := r.fs.SyncDir(dir); serr != nil {
+				err = fmt.Errorf("%w; and syncing %s failed (%v): a crash may bring back those removed", err, dir, serr)
+			}
+			return removed, err
 		}
 	}
 	if len(out) > 0 {
-		if err := r.fs.SyncDir(filepath.Dir(r.checkpointPath(out[0].Name))); err != nil {
-			return nil, fmt.Errorf("sync %s: %w", filepath.Dir(r.checkpointPath(out[0].Name)), err)
+		if err := r.fs.SyncDir(dir); err != nil {
+			// Removed, not yet durable: a crash may bring them back.
+			return out, fmt.Errorf("%s removed, but syncing %s failed: %w: a crash may bring them back", refNames(out), dir, err)
 		}
 	}
 	return out, nil
+}
+
+// refNames is the names of refs, comma-separated: "checkpoint a" or
+// "checkpoints a, b".
+func refNames(refs []CheckpointRef) string {
+	names := make([]string, len(refs))
+	for i, ref := range refs {
+		names[i] = ref.Name
+	}
+	if len(names) == 1 {
+		return "checkpoint " + names[0]
+	}
+	return "checkpoints " + strings.Join(names, ", ")
 }
 
 // ResolveCheckpoint finds a checkpoint by name, or a snapshot by object id
@@ -448,6 +476,7 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 		}
 	}
 	plan.saved, plan.savedBy = expect, "the restore checked it"
+	var save *Manifest // what the save holds: what its restore puts back
 	if changes {
 		saveName, err := r.freeCheckpointName(safeName(name), fmt.Sprintf(".before-restore-%d", r.clock.Now().Unix()))
 		if err != nil {
@@ -485,7 +514,7 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 		if err != nil {
 			return rep, fmt.Errorf("save the files a restore overwrites: %w: nothing written", err)
 		}
-		rep.Saved = saveName
+		rep.Saved, save = saveName, c.m
 		// Apply checks each path against the save before it writes or
 		// removes it: a file written since would be lost, the save holding
 		// only the older copy (Plan.sinceSaved).
@@ -498,12 +527,35 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 	rep.Written, rep.Removed, rep.Unchanged, err = plan.Apply()
 	rep.DirsMade, rep.DirsRemoved = plan.madeDirs(), plan.dirsRemoved
 	rep.DirsKept = plan.keptDirs()
+	if err != nil && rep.Saved != "" && !plan.changedAny(rep.Written, rep.Removed) {
+		// Stopped before it changed anything (at its first file, changed
+		// since the save: the agent still at work): there is nothing to
+		// undo, and restoring the save would put its older copy of that
+		// file over the newer one. It is not named, nor kept: every
+		// other file it holds is still on disk as it holds it, and a
+		// stray before-restore checkpoint would read as one to restore.
+		saved := rep.Saved
+		rep.Saved = ""
+		if rerr := r.removeRef(saved); rerr != nil {
+			return rep, fmt.Errorf("%w; its save %s holds nothing to undo, and removing it failed (%v): `rook checkpoint rm %s` removes it", err, saved, rerr, saved)
+		}
+		return rep, fmt.Errorf("%w; no save is kept: there is nothing to undo", err)
+	}
 	if err != nil && rep.Saved != "" {
 		// Part of the workspace is written: say how to get it back, as a
-		// rewind names its undo.
-		err = fmt.Errorf("%w; `rook checkpoint restore %s` puts back what was there", err, rep.Saved)
+		// rewind names its undo, and what else that does.
+		err = fmt.Errorf("%w; `rook checkpoint restore %s` puts back what was there%s", err, rep.Saved, undoAlso(err, save, "restore", "saves"))
 	}
 	return rep, err
+}
+
+// removeRef removes the ref of the checkpoint name, durably (its
+// directory synced).
+func (r *Rook) removeRef(name string) error {
+	if err := r.fs.Remove(r.checkpointPath(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return r.fs.SyncDir(filepath.Dir(r.checkpointPath(name)))
 }
 
 // maxCheckpointName is the longest name a checkpoint may have

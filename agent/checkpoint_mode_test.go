@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -119,5 +120,97 @@ func TestRestoreKeepsAFileChangedSinceItsSave(t *testing.T) {
 				t.Fatalf("%s is %q, want what was written since, %q", tc.path, got, since)
 			}
 		})
+	}
+}
+
+// A restore that stops at its first file, changed since its save was
+// taken (the agent still at work), has written nothing: it names no undo
+// and keeps no save. Its error ended "`rook checkpoint restore SAVE` puts
+// back what was there", and a user who ran it got the file written back
+// as it was before that edit (the older copy the restore itself refused
+// to put over the edit), not "what was there".
+func TestRestoreStoppedBeforeWritingAnythingNamesNoUndoThatRevertsAnEdit(t *testing.T) {
+	r, ws, _ := newWorkspace(t)
+	writeTree(t, ws, tree{"a.txt": "captured\n"})
+	if _, _, err := r.CreateCheckpoint("c", ws, "", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"a.txt": "edited once\n"})
+	applyHook = func(point, rel string) {
+		if point == hookBetween && rel == "a.txt" {
+			os.WriteFile(filepath.Join(ws, "a.txt"), []byte("edited again, after the save\n"), 0o644)
+		}
+	}
+	defer func() { applyHook = nil }()
+	_, m, err := r.ResolveCheckpoint("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.RestoreCheckpoint("c", m, "")
+	applyHook = nil
+	if err == nil {
+		t.Fatal("the restore went over a file changed since its save")
+	}
+	if got := readTree(t, ws)["a.txt"]; got != "edited again, after the save\n" {
+		t.Fatalf("a.txt is %q", got)
+	}
+	if strings.Contains(err.Error(), "rook checkpoint restore ") {
+		t.Fatalf("the restore wrote nothing, and names an undo: %v", err)
+	}
+	if rep.Saved != "" || !strings.HasSuffix(err.Error(), ": nothing written; no save is kept: there is nothing to undo") {
+		t.Fatalf("the restore wrote nothing: saved %q, %v", rep.Saved, err)
+	}
+	refs, err := r.Checkpoints()
+	if err != nil || len(refs) != 1 || refs[0].Name != "c" {
+		t.Fatalf("checkpoints after the restore that wrote nothing: %+v, %v, want c alone (its save removed)", refs, err)
+	}
+}
+
+// A restore that wrote some files, then stopped at one changed since its
+// save, names its undo, and says that the undo puts that file back too,
+// as it was before the restore, over the edit that stopped it: the user
+// decides, knowing it (the undo saves the edit first, as every restore
+// saves what it overwrites; the test runs it and finds it there).
+func TestRestoreStoppedPartWayAtAnEditSaysItsUndoPutsThatFileBack(t *testing.T) {
+	r, ws, _ := newWorkspace(t)
+	writeTree(t, ws, tree{"a.txt": "captured a\n", "b.txt": "captured b\n"})
+	if _, _, err := r.CreateCheckpoint("c", ws, "", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"a.txt": "edited a\n", "b.txt": "edited b\n"})
+	applyHook = func(point, rel string) {
+		if point == hookBetween && rel == "b.txt" {
+			os.WriteFile(filepath.Join(ws, "b.txt"), []byte("edited b again\n"), 0o644)
+		}
+	}
+	defer func() { applyHook = nil }()
+	_, m, err := r.ResolveCheckpoint("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.RestoreCheckpoint("c", m, "")
+	applyHook = nil
+	if err == nil || rep.Written != 1 {
+		t.Fatalf("the restore over b.txt changed since its save: %+v, %v", rep, err)
+	}
+	want := "; `rook checkpoint restore " + rep.Saved + "` puts back what was there, b.txt too: as it was before this restore, over what was written to it since (that restore saves it first, as it saves whatever it overwrites)"
+	if rep.Saved == "" || !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("the error does not say the undo puts b.txt back too:\n%v\nwant it ending %q", err, want)
+	}
+	_, saved, err := r.ResolveCheckpoint(rep.Saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	undo, err := r.RestoreCheckpoint(rep.Saved, saved, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after the undo", readTree(t, ws), tree{"a.txt": "edited a\n", "b.txt": "edited b\n"})
+	_, kept, err := r.ResolveCheckpoint(undo.Saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept.Files["b.txt"].ID != cas.ID([]byte("edited b again\n")) {
+		t.Fatalf("the undo's save does not hold the edit it put b.txt's older copy over: %s", kept.Encode())
 	}
 }

@@ -121,6 +121,11 @@ type Plan struct {
 	// dirsKept are the directories to prune that were not empty (a file
 	// put there since), children first.
 	dirsKept []string
+	// modesChanged: Apply gave a directory there already a mode (its
+	// captured one, or one a rewind's capture recorded); leftOpen: one it
+	// opened to write in kept the owner's bits it was given, as giving it
+	// back its mode failed once Apply stopped (changedAny).
+	modesChanged, leftOpen bool
 	// wholeDirs are the directories a rewind prunes where a transcript's
 	// or rollout's state says a file was absent and that it empties
 	// (they hold only files it removes): its capture before it takes
@@ -794,7 +799,9 @@ func (p *Plan) Apply() (written, removed, unchanged int, err error) {
 		// The directories it opened get the modes they had back: the
 		// undo's capture holds them so.
 		for _, d := range slices.Backward(topDown(slices.Collect(maps.Keys(p.lifted)))) {
-			chmodLifted(filepath.Join(p.real, filepath.FromSlash(d)), p.lifted[d])
+			if chmodLifted(filepath.Join(p.real, filepath.FromSlash(d)), p.lifted[d]) != nil {
+				p.leftOpen = true
+			}
 		}
 	}
 	return written, removed, unchanged, err
@@ -953,12 +960,15 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 			if err := chmodLifted(abs, mode); err != nil {
 				return written, removed, unchanged, fmt.Errorf("every file was put back, but giving the directory %s back the mode it had before the rewind failed: %w", d, err)
 			}
+			p.modesChanged = true
 		} else if !slices.Contains(p.chmods, d) {
 			if err := chmodLifted(abs, p.lifted[d]); err != nil {
 				return written, removed, unchanged, fmt.Errorf("every file was put back, but giving the directory %s back its mode failed: %w", d, err)
 			}
 		} else if err := chmodDir(abs, p.dirModes[d]); err != nil {
 			return written, removed, unchanged, fmt.Errorf("every file was put back, but giving the directory %s its captured mode failed: %w", d, err)
+		} else {
+			p.modesChanged = true
 		}
 		delete(p.lifted, d)
 	}
@@ -1090,6 +1100,39 @@ func (p *Plan) makeDirs(rel string) error {
 
 // madeDirs is how many directories Apply made: in the root, and for it.
 func (p *Plan) madeDirs() int { return p.dirsMade + p.rootDirs }
+
+// changedAny says whether Apply, stopped by an error after writing
+// written files and removing removed, had changed anything on disk: a
+// file written or removed, a directory made (the root too) or removed, a
+// directory given a mode, or one it opened left open. When it had not,
+// there is nothing to undo, and the undo of a restore or rewind must not
+// be named: its capture before holds an older copy of the file that
+// stopped it (changed since: the agent still at work), and running it
+// would put that copy over the newer one.
+func (p *Plan) changedAny(written, removed int) bool {
+	return written+removed > 0 || p.madeDirs() > 0 || p.dirsRemoved > 0 || p.modesChanged || p.leftOpen
+}
+
+// undoAlso is what the undo named after an Apply stopped by err also
+// does, when err is a file changed since the capture before it (saved:
+// sinceSaved) that the capture holds, as a file, as absent, or under a
+// directory taken whole: it puts that file back as it was before (by,
+// "restore" or "rewind"), over what was written to it since. The newer
+// copy is not lost (the undo, a restore or rewind too, keeps, "saves" or
+// "captures", what it overwrites first), but a user must know before
+// running it. "" for any other error.
+func undoAlso(err error, saved *Manifest, by, keeps string) string {
+	var ce *changedError
+	if !errors.As(err, &ce) || saved == nil {
+		return ""
+	}
+	held := saved.held(ce.rel) || slices.Contains(saved.Absent, ce.rel) ||
+		slices.ContainsFunc(saved.Dirs, func(d string) bool { return strings.HasPrefix(ce.rel, d+"/") })
+	if !held {
+		return ""
+	}
+	return fmt.Sprintf(", %s too: as it was before this %s, over what was written to it since (that %s %s it first, as it %s whatever it overwrites)", ce.rel, by, by, keeps, keeps)
+}
 
 // modesGiven reports whether Apply gave a directory a mode it did not
 // have: its captured one (chmods), or the one a rewind's capture recorded

@@ -521,8 +521,23 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 	applying = true
 	rep.FilesRestored, rep.FilesRemoved, _, err = plan.Apply()
 	rep.DirsMade, rep.DirsRemoved, rep.DirsKept = plan.madeDirs(), plan.dirsRemoved, plan.keptDirs()
+	if err != nil && !plan.changedAny(rep.FilesRestored, rep.FilesRemoved) {
+		// Stopped before it changed anything (at its first file, changed
+		// since its capture: the agent still at work): there is nothing
+		// to undo, and the undo would put the capture's older copy of
+		// that file over the newer one. It is not named, and the fork is
+		// removed, as when the rewind is refused before writing: nothing
+		// changed, no fork (a fork ending at its capture would also be
+		// named as an interrupted rewind by the next one).
+		f := rep.Fork
+		rep.Fork, rep.BeforeSeq, rep.Undo = eventlog.ID{}, nil, ""
+		if _, rerr := r.RemoveSession(f); rerr != nil {
+			return rep, fmt.Errorf("%w; the fork %s holds nothing to undo, and removing it failed (%v): `rook session rm %s` removes it", err, f, rerr, f)
+		}
+		return rep, fmt.Errorf("%w; no fork is kept: there is nothing to undo", err)
+	}
 	if err != nil {
-		return rep, fmt.Errorf("%w; `%s` puts back what was there", err, rep.Undo)
+		return rep, fmt.Errorf("%w; `%s` puts back what was there%s", err, rep.Undo, undoAlso(err, before, "rewind", "captures"))
 	}
 	rep.RolloutFiles = rolloutRewound(rep.RolloutFiles, plan)
 	rep.TranscriptFiles = transcriptRewound(transcript, plan)

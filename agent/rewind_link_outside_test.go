@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,5 +147,51 @@ func TestRewindRefusesALinkOutsideToADirectory(t *testing.T) {
 				t.Fatalf("a: %q, %v", got, err)
 			}
 		})
+	}
+}
+
+// A restore into the workspace where a file of the checkpoint is now a
+// link leading outside it (to a file not there yet, and to one there)
+// replaces the link, writing nothing outside, and restoring the save puts
+// the links back.
+func TestRestoreOverALinkLeadingOutsideWritesNothingThere(t *testing.T) {
+	r, ws, _ := newWorkspace(t)
+	out := t.TempDir()
+	writeTree(t, ws, tree{"a.txt": "captured a\n", "b.txt": "captured b\n"})
+	if _, _, err := r.CreateCheckpoint("c", ws, "", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(ws, "a.txt"))
+	os.Remove(filepath.Join(ws, "b.txt"))
+	os.WriteFile(filepath.Join(out, "there.txt"), []byte("outside\n"), 0o644)
+	writeTree(t, ws, tree{"a.txt": "link:" + filepath.Join(out, "none.txt"), "b.txt": "link:" + filepath.Join(out, "there.txt")})
+	_, m, err := r.ResolveCheckpoint("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.RestoreCheckpoint("c", m, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(out, "none.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the restore wrote through a link, outside the workspace: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "there.txt")); string(b) != "outside\n" {
+		t.Fatalf("the restore wrote through a link, outside the workspace: %q", b)
+	}
+	if got := readTree(t, ws); got["a.txt"] != "captured a\n" || got["b.txt"] != "captured b\n" {
+		t.Fatalf("after the restore: %v", got)
+	}
+	_, saved, err := r.ResolveCheckpoint(rep.Saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.RestoreCheckpoint(rep.Saved, saved, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a.txt", "b.txt"} {
+		if fi, err := os.Lstat(filepath.Join(ws, n)); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			t.Fatalf("restoring the save did not put the link %s back: %v", n, err)
+		}
 	}
 }

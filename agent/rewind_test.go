@@ -712,6 +712,92 @@ func TestRewindKeepsAFileChangedSinceItsCapture(t *testing.T) {
 	}
 }
 
+// A rewind that stops at its first file, changed since its capture before
+// it (the agent still at work), has changed nothing: it names no undo and
+// keeps no fork, as when it is refused before writing. It named its undo,
+// which wrote that file back as it was before the edit that stopped it,
+// and left a fork the next rewind named as interrupted.
+func TestRewindStoppedBeforeWritingAnythingNamesNoUndoThatRevertsAnEdit(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"a.txt": "captured\n"})
+	if _, _, err := r.CaptureSession(id, []string{"a.txt"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"a.txt": "edited once\n"})
+	applyHook = func(point, rel string) {
+		if point == hookBetween && rel == "a.txt" {
+			os.WriteFile(filepath.Join(ws, "a.txt"), []byte("edited again, after the capture\n"), 0o644)
+		}
+	}
+	defer func() { applyHook = nil }()
+	rep, err := r.Rewind(id, 0, false)
+	applyHook = nil
+	if err == nil {
+		t.Fatal("the rewind went over a file changed since its capture")
+	}
+	if got := readTree(t, ws)["a.txt"]; got != "edited again, after the capture\n" {
+		t.Fatalf("a.txt is %q", got)
+	}
+	if strings.Contains(err.Error(), "rook session rewind ") || rep.Undo != "" || rep.BeforeSeq != nil {
+		t.Fatalf("the rewind wrote nothing, and names an undo (%q): %v", rep.Undo, err)
+	}
+	if !strings.HasSuffix(err.Error(), ": nothing written; no fork is kept: there is nothing to undo") {
+		t.Fatalf("the rewind wrote nothing: %v", err)
+	}
+	ids, err := r.Log.IDs()
+	if err != nil || len(ids) != 1 || ids[0] != id {
+		t.Fatalf("sessions after the rewind that wrote nothing: %v, %v, want %s alone", ids, err, id)
+	}
+	again, err := r.Rewind(id, 0, false)
+	if err != nil || len(again.Interrupted) != 0 {
+		t.Fatalf("the rewind run again: %+v, %v, want none named as interrupted", again.Interrupted, err)
+	}
+}
+
+// A rewind that wrote some files, then stopped at one changed since its
+// capture before it, names its undo, and says that the undo puts that
+// file back too, as it was before the rewind, over the edit that stopped
+// it (which the undo's own capture keeps).
+func TestRewindStoppedPartWayAtAnEditSaysItsUndoPutsThatFileBack(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"a.txt": "captured a\n", "b.txt": "captured b\n"})
+	if _, _, err := r.CaptureSession(id, []string{"a.txt", "b.txt"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"a.txt": "edited a\n", "b.txt": "edited b\n"})
+	applyHook = func(point, rel string) {
+		if point == hookBetween && rel == "b.txt" {
+			os.WriteFile(filepath.Join(ws, "b.txt"), []byte("edited b again\n"), 0o644)
+		}
+	}
+	defer func() { applyHook = nil }()
+	rep, err := r.Rewind(id, 0, false)
+	applyHook = nil
+	if err == nil || rep.FilesRestored != 1 || rep.Undo == "" {
+		t.Fatalf("the rewind over b.txt changed since its capture: %+v, %v", rep, err)
+	}
+	want := "; `" + rep.Undo + "` puts back what was there, b.txt too: as it was before this rewind, over what was written to it since (that rewind captures it first, as it captures whatever it overwrites)"
+	if !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("the error does not say the undo puts b.txt back too:\n%v\nwant it ending %q", err, want)
+	}
+	undo, err := r.Rewind(rep.Fork, *rep.BeforeSeq, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after the undo", readTree(t, ws), tree{"a.txt": "edited a\n", "b.txt": "edited b\n"})
+	evs, err := r.Log.Read(undo.Fork, *undo.BeforeSeq, 1)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("the undo's capture before it: %v, %v", evs, err)
+	}
+	kept, err := r.ReadManifest(evs[0].Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept.Files["b.txt"].ID != cas.ID([]byte("edited b again\n")) {
+		t.Fatalf("the undo's capture does not hold the edit it put b.txt's older copy over: %s", kept.Encode())
+	}
+}
+
 // The check of a file against the rewind's capture reads it only when the
 // file system cannot say it is untouched: a file with the size and times
 // it was captured with is not hashed again (a large one would be read

@@ -628,11 +628,16 @@ func (c *CheckpointRmCmd) Run(e *Env) error {
 		refs, err = r.RemoveCheckpoints(c.Names)
 		return err
 	})
-	if err != nil {
+	if err != nil && len(refs) == 0 {
 		return err
 	}
+	// A removal that failed part way has removed the ones before it:
+	// listed as a whole rm lists them, before the error.
 	if e.JSON {
-		return e.printJSON(map[string]any{"removed": refs})
+		if perr := e.printJSON(map[string]any{"removed": refs}); err == nil {
+			return perr
+		}
+		return err
 	}
 	for _, ref := range refs {
 		if ref.IDHex == "" {
@@ -642,7 +647,7 @@ func (c *CheckpointRmCmd) Run(e *Env) error {
 		fmt.Fprintf(e.Stdout, "removed checkpoint %s (%d version(s), the newest %s)\n", ref.Name, ref.Versions, cas.Short(ref.ID))
 	}
 	fmt.Fprintln(e.Stdout, "their files stay in the store until `rook store gc` reclaims what nothing else keeps")
-	return nil
+	return err
 }
 
 // CheckpointCreateCmd is `rook checkpoint create`.

@@ -3,26 +3,36 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
 
+	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/agent/mcpclient"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
-// failMarkerRemove fails the one step only Close takes: removing the
-// session log's writer marker once what was written is flushed.
-type failMarkerRemove struct{ vfs.FS }
+// failIndexSync fails a step a command's Close takes after its work is
+// done: the store's index commit, which the barriers a command makes
+// leave to the close (cas.Options.CommitEvery). (The event log's close
+// took one too, the removal of its writer marker; a failure there is a
+// notice now, everything written being durable.)
+type failIndexSync struct{ vfs.FS }
 
-var errMarkerRemove = errors.New("injected: cannot remove the writer marker")
+var errIndexSync = errors.New("injected: cannot sync the index")
 
-func (f failMarkerRemove) Remove(name string) error {
-	if filepath.Base(name) == "WRITER-ACTIVE" {
-		return errMarkerRemove
+func (f failIndexSync) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	file, err := f.FS.OpenFile(name, flag, perm)
+	if err != nil || filepath.Base(name) != "objects.idx" {
+		return file, err
 	}
-	return f.FS.Remove(name)
+	return indexFile{file}, nil
 }
+
+type indexFile struct{ vfs.File }
+
+func (indexFile) Sync() error { return errIndexSync }
 
 // TestMcpChangesSaySuccessOnlyWhenDurable: add, sync, set, limit and rm
 // printed their result inside the write, before the store's Close (the
@@ -47,16 +57,28 @@ func TestMcpChangesSaySuccessOnlyWhenDurable(t *testing.T) {
 			{"limit", &McpLimitCmd{Name: "fake", N: map[bool]int{false: 5, true: 6}[json]}},
 			{"rm", &McpRmCmd{Name: "doomed"}},
 		} {
+			// A writer's open and close first takes in what the last
+			// command's failed commit left out of the index: this
+			// command's open commits nothing then, and its close is
+			// where it fails.
+			rk, err := agent.Open(r.home, agent.Options{FS: vfs.OS, Writable: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rk.Close(); err != nil {
+				t.Fatal(err)
+			}
 			var out, errb bytes.Buffer
-			e := &Env{Stdout: &out, Stderr: &errb, FS: failMarkerRemove{vfs.OS}, Home: r.home, Cwd: r.ws, JSON: json}
-			err := c.cmd.Run(e)
-			if !errors.Is(err, errMarkerRemove) {
+			e := &Env{Stdout: &out, Stderr: &errb, FS: failIndexSync{vfs.OS}, Home: r.home, Cwd: r.ws, JSON: json}
+			err = c.cmd.Run(e)
+			if !errors.Is(err, errIndexSync) {
 				t.Errorf("mcp %s (json %v) with Close failing: err %v, want the injected failure", c.name, json, err)
 			}
 			if out.Len() != 0 {
 				t.Errorf("mcp %s (json %v) printed %q though Close failed", c.name, json, out.String())
 			}
-			// The marker stays: the next writer recovers and goes on.
+			// The objects are in the segments: the next writer takes
+			// them into the index and goes on.
 			if c.name == "rm" && !json {
 				r.ok("", "mcp", "add", "doomed", "--offline", "--url", fake.URL)
 			}

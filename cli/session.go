@@ -61,9 +61,16 @@ func (e *Env) write(fn func(r *agent.Rook) error) error {
 	if err != nil {
 		return err
 	}
+	told := len(r.Log.Notices) // openRook told those
 	err = fn(r)
 	if cerr := r.Close(); err == nil {
 		err = cerr
+	}
+	// What the work and the close left that is no failure (a dirty
+	// marker that stays, a removal whose last directory sync failed):
+	// the command succeeded, and says so as a note.
+	for _, n := range r.Log.Notices[told:] {
+		fmt.Fprintf(e.Stderr, "rook: note: %s\n", n)
 	}
 	return err
 }

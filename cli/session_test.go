@@ -1,9 +1,16 @@
 package cli
 
 import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/rookhq/rook/agent"
+	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // underParents lists forks and children under their parent, their own
@@ -34,5 +41,114 @@ func TestUnderParents(t *testing.T) {
 		if got[i].ID != id(w.id) || got[i].Depth != int(w.depth) {
 			t.Fatalf("row %d: %d at depth %d, want %d at depth %d", i, got[i].ID[15], got[i].Depth, w.id, w.depth)
 		}
+	}
+}
+
+// logfaultsStore is a store on a MemFS at home with one session of three
+// events, closed.
+func logfaultsStore(t *testing.T, home string) (*vfs.MemFS, eventlog.ID) {
+	t.Helper()
+	fsys := vfs.NewMem()
+	if _, err := cas.Init(fsys, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	r, err := agent.Open(home, agent.Options{FS: fsys, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := r.NewSession("s", "/w", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := r.Append(m.ID, agent.Entry{Kind: eventlog.KindUser, Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return fsys, m.ID
+}
+
+// failMarkerRemoval makes the removal of the event log's WRITER-ACTIVE
+// fail with EIO: the close of a writer whose work is done and synced.
+func failMarkerRemoval(fsys *vfs.MemFS) {
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpRemove && filepath.Base(path) == "WRITER-ACTIVE" {
+			return syscall.EIO
+		}
+		return nil
+	})
+}
+
+// afterPowerCut opens what a power cut right now leaves of fsys.
+func afterPowerCut(t *testing.T, fsys *vfs.MemFS, home string) *agent.Rook {
+	t.Helper()
+	r, err := agent.Open(home, agent.Options{FS: fsys.CrashClone(), Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// TestAppendDurableWhenTheMarkerStaysIsNotAFailure: `rook session append`
+// whose event is written and synced, and whose close then fails to remove
+// WRITER-ACTIVE (EIO). The event is in for good (it reads after a power
+// cut), and a marker left behind only has the next writer's open check the
+// tails: the append must say its seq (or at least that #3 is in). It
+// exited 1 with the bare "remove .../WRITER-ACTIVE: input/output error", no
+// seq printed: a script ran it again and the session held the event twice.
+func TestAppendDurableWhenTheMarkerStaysIsNotAFailure(t *testing.T) {
+	home := "/h/.rook"
+	fsys, id := logfaultsStore(t, home)
+	failMarkerRemoval(fsys)
+	var out, errb bytes.Buffer
+	e := &Env{Stdin: strings.NewReader("the body"), Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Cwd: "/w"}
+	err := (&SessionAppendCmd{ID: id.String(), File: "-", Kind: "user"}).Run(e)
+	fsys.SetHook(nil)
+	r := afterPowerCut(t, fsys, home)
+	evs, rerr := r.Log.Read(id, 0, 10)
+	if rerr != nil || len(evs) != 4 {
+		t.Fatalf("after a power cut the session holds %d events (%v): the test wants the append durable", len(evs), rerr)
+	}
+	if err != nil && !strings.Contains(err.Error(), "#3") {
+		t.Fatalf("the append is durable (event #3 reads after a power cut), but the command failed without a word of it: %v (stdout %q)", err, out.String())
+	}
+	if err == nil && strings.TrimSpace(out.String()) != "3" {
+		t.Fatalf("stdout %q, want the seq 3", out.String())
+	}
+	if err == nil && !strings.Contains(errb.String(), "rook: note: the event logs' dirty marker") {
+		t.Errorf("stderr %q: want a note that the marker is left", errb.String())
+	}
+}
+
+// TestForkDurableWhenTheMarkerStaysIsNotAFailure: `rook session fork` whose
+// fork is made whole (log and .meta written and synced: it is there after
+// a power cut), and whose close then fails to remove WRITER-ACTIVE. The
+// command failed with no fork id: a run again made a second fork.
+func TestForkDurableWhenTheMarkerStaysIsNotAFailure(t *testing.T) {
+	home := "/h/.rook"
+	fsys, id := logfaultsStore(t, home)
+	failMarkerRemoval(fsys)
+	var out, errb bytes.Buffer
+	e := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Cwd: "/w"}
+	err := (&SessionForkCmd{ID: id.String(), At: 2}).Run(e)
+	fsys.SetHook(nil)
+	r := afterPowerCut(t, fsys, home)
+	ids, lerr := r.Log.IDs()
+	if lerr != nil || len(ids) != 2 {
+		t.Fatalf("after a power cut %d sessions (%v): the test wants the fork durable", len(ids), lerr)
+	}
+	fork := ids[0]
+	if fork == id {
+		fork = ids[1]
+	}
+	if err != nil && !strings.Contains(err.Error(), fork.String()) {
+		t.Fatalf("the fork %s is made (it is there after a power cut), but the command failed without naming it: %v", fork, err)
+	}
+	if err == nil && strings.TrimSpace(out.String()) != fork.String() {
+		t.Fatalf("stdout %q, want the fork's id %s", out.String(), fork)
 	}
 }

@@ -1198,6 +1198,33 @@ func TestAppendAfterDamageDeepInALongLogIsRefused(t *testing.T) {
 	}
 }
 
+// TestForkPastDamageIsRefused: a long log damaged in its middle (a disk
+// fault) forked at a point past the damage. The fork would copy the
+// damaged bytes byte for byte into a new session that never reads whole
+// (Fork's log is never cut: "a break in it is damage"): Fork must refuse,
+// naming where the damage is, as an append to the parent does. It made
+// the fork instead, a new session born damaged.
+func TestForkPastDamageIsRefused(t *testing.T) {
+	const n, at = 2000, 600
+	fsys, s := logDamagedAt(t, n, at)
+	w := testLog(t, fsys, Options{})
+	f, err := w.Fork(s.ID, n, Meta{Title: "past the damage"})
+	if err == nil {
+		_, rerr := w.Read(f.ID, 0, n)
+		t.Fatalf("fork at %d of a session damaged at event %d made session %s (its read: %v)", n, at, f.ID, rerr)
+	}
+	if want := fmt.Sprintf("--at %d`", at); !strings.Contains(err.Error(), want) {
+		t.Errorf("the refusal does not say where the damage is (%s): %v", want, err)
+	}
+	if ids, err := w.IDs(); err != nil || len(ids) != 1 {
+		t.Errorf("after the refusal, %d sessions (%v): want the parent alone", len(ids), err)
+	}
+	// Before the damage, the fork is made.
+	if _, err := w.Fork(s.ID, at, Meta{Title: "before the damage"}); err != nil {
+		t.Errorf("fork at the damage: %v", err)
+	}
+}
+
 // A writer left its dirty marker (it crashed, appending to one session),
 // and another session's log is damaged in its middle, within 512 KiB of
 // its end. The next writer's open repairs the tails that writer touched;

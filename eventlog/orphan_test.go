@@ -3,6 +3,7 @@ package eventlog
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,6 +123,50 @@ func TestRemoveCutShortIsFinished(t *testing.T) {
 	}
 	if kept, notices := o.recover(o.log); kept {
 		t.Fatalf("the next writer's open left the log of a session rm cut short (notices %q)", notices)
+	}
+}
+
+// TestRemoveWhoseLastSyncFailsIsDone: a session rm whose metadata's
+// removal is synced, and whose log's removal then does not sync (the
+// directory sync fails). The session is gone for good: Remove succeeds,
+// saying so in a notice, and keeps the dirty marker, so that a log a
+// power cut brings back is removed by the next writer's open. It failed
+// with the bare "syncdir ...: input/output error", the session removed.
+func TestRemoveWhoseLastSyncFailsIsDone(t *testing.T) {
+	o := newOrphanStore(t, "gone", false)
+	o.must(o.l.Flush())
+	logGone := false
+	o.fsys.SetHook(func(op vfs.Op, path string) error {
+		switch {
+		case op == vfs.OpRemove && path == o.log:
+			logGone = true
+		case logGone && op == vfs.OpSyncDir:
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	n, err := o.l.Remove(o.s.ID)
+	o.fsys.SetHook(nil)
+	if err != nil || n != 1 {
+		t.Fatalf("remove, its log's removal not synced: %d events, %v; want 1, no error", n, err)
+	}
+	if !slices.ContainsFunc(o.l.Notices, func(s string) bool { return strings.Contains(s, o.s.ID.String()) }) {
+		t.Errorf("notices %q: want one naming the session", o.l.Notices)
+	}
+	o.must(o.l.Close())
+	if !vfs.Exists(o.fsys, filepath.Join("/h/events", dirtyMarker)) {
+		t.Fatal("the dirty marker is gone: a log a crash brings back would stay")
+	}
+	// The power cut brings the log back (its removal was not synced).
+	o.fsys = o.fsys.CrashClone()
+	if vfs.Exists(o.fsys, o.meta) {
+		t.Fatal("the session's metadata is back after a power cut: its removal was synced")
+	}
+	if !vfs.Exists(o.fsys, o.log) {
+		t.Fatal("setup: want the log back after the power cut")
+	}
+	if kept, notices := o.recover(o.log); kept {
+		t.Fatalf("the next writer's open left the log of the removed session (notices %q)", notices)
 	}
 }
 

@@ -279,14 +279,14 @@ func (r *reader) totals(last Event) (in, out uint64, err error) {
 	var nr *notReachedError
 	if errors.As(err, &nr) && nr.broken != math.MaxUint64 {
 		// Damage before the newest totals: said as damage past them is.
-		return 0, 0, &DamagedTotalsError{Session: r.id, At: nr.broken, Last: last.Seq}
+		return 0, 0, &DamagedTotalsError{Session: r.id, At: nr.broken, Last: last.Seq, stop: nr.stop}
 	}
 	if err != nil {
 		return 0, 0, err
 	}
 	reached := false
 	next := from // the first record not read back, when the scan stops short
-	_, err = r.scan(off, func(_ int64, rec record) bool {
+	stop, err := r.scan(off, func(_ int64, rec record) bool {
 		if rec.Seq == from {
 			in, out = rec.CumIn, rec.CumOut
 		} else {
@@ -300,7 +300,7 @@ func (r *reader) totals(last Event) (in, out uint64, err error) {
 		return 0, 0, err
 	}
 	if !reached {
-		return 0, 0, &DamagedTotalsError{Session: r.id, At: next, Last: last.Seq}
+		return 0, 0, &DamagedTotalsError{Session: r.id, At: next, Last: last.Seq, stop: stop}
 	}
 	return in, out, nil
 }
@@ -312,6 +312,10 @@ func (r *reader) totals(last Event) (in, out uint64, err error) {
 type DamagedTotalsError struct {
 	Session  ID
 	At, Last uint64
+	// stop is the offset of the break where event At was to be: a
+	// reader takes one past its torn floor as the session's end
+	// (SummaryOf), as read does.
+	stop int64
 }
 
 func (e *DamagedTotalsError) Error() string {
@@ -383,8 +387,10 @@ func (r *reader) read(from uint64, limit int, floor func() int64) ([]Event, erro
 		off = o
 	}
 	var out []Event
-	stop, err := r.scan(off, func(_ int64, rec record) bool {
+	end := int64(0) // where the last record read ends
+	stop, err := r.scan(off, func(at int64, rec record) bool {
 		out = append(out, rec.Event)
+		end = at + int64(rec.n)
 		return len(out) < limit
 	})
 	if err != nil && !errors.Is(err, ErrBadRecord) {
@@ -397,7 +403,89 @@ func (r *reader) read(from uint64, limit int, floor func() int64) ([]Event, erro
 		at := from + uint64(len(out))
 		return out, &DamagedAtError{At: at, Err: fmt.Errorf("session %s: %w at seq %d (offset %d): %s", r.id, err, at, stop, damagedHint(r.id, fmt.Sprint(at)))}
 	}
+	// A page that ends inside a group, where a tail may be torn: half a
+	// group a crashed writer left (or one a writer is writing) is not
+	// shown, as the next writer's open cuts it (repairTail): Append
+	// promises all of a group or none after a crash.
+	if n := len(out); n > 0 && out[n-1].More && floor() <= r.size {
+		first, torn, err := r.tornGroup(out[n-1].Seq, end, floor())
+		if err != nil {
+			return nil, err
+		}
+		for torn && len(out) > 0 && out[len(out)-1].Seq >= first {
+			out = out[:len(out)-1]
+		}
+	}
 	return out, nil
+}
+
+// maxGroup is the most events a group holds: Append takes 1 to 16.
+const maxGroup = 16
+
+// tornGroup says whether the group that the record of seq last (More
+// set), which ends at offset end, is part of goes unfinished to the end
+// of the log or to a break, and starts at or past floor: the half group
+// a crashed writer tore, which the next writer's open cuts (a group
+// starting before floor is damage to it, and is not cut), or one a writer
+// is writing. first is the group's first seq.
+func (r *reader) tornGroup(last uint64, end, floor int64) (first uint64, torn bool, err error) {
+	ends := false
+	if _, err := r.scan(end, func(_ int64, rec record) bool {
+		ends = !rec.More
+		return rec.More && rec.Seq < last+maxGroup
+	}); err != nil && !errors.Is(err, ErrBadRecord) {
+		return 0, false, err
+	}
+	if ends {
+		return 0, false, nil
+	}
+	// The group began after the last record before last without More:
+	// at most maxGroup-1 records back.
+	from := last - min(last, maxGroup)
+	off, _, err := r.find(from)
+	if err != nil {
+		if errors.Is(err, ErrBadRecord) {
+			return 0, false, nil // damage before it: not a tear
+		}
+		return 0, false, err
+	}
+	start, reached := off, false
+	first = from
+	if _, err := r.scan(off, func(at int64, rec record) bool {
+		if rec.Seq < last && !rec.More {
+			start, first = at+int64(rec.n), rec.Seq+1
+		}
+		reached = rec.Seq == last
+		return rec.Seq < last
+	}); err != nil && !errors.Is(err, ErrBadRecord) {
+		return 0, false, err
+	}
+	return first, reached && start >= floor, nil
+}
+
+// before returns the session's last event before seq at (ok false: none)
+// as a reader sees a tail that may be torn from floor on: the event
+// before at, or, when that is in a group torn there (tornGroup), the
+// event before the group.
+func (r *reader) before(at uint64, floor int64) (Event, bool, error) {
+	for at > 0 {
+		off, rec, err := r.find(at - 1)
+		if err != nil {
+			return Event{}, false, err
+		}
+		if !rec.More {
+			return rec.Event, true, nil
+		}
+		first, torn, err := r.tornGroup(rec.Seq, off+int64(rec.n), floor)
+		if err != nil {
+			return Event{}, false, err
+		}
+		if !torn {
+			return rec.Event, true, nil
+		}
+		at = first
+	}
+	return Event{}, false, nil
 }
 
 // damagedLogError is the error appends to a damaged log get: the damage,
@@ -600,6 +688,16 @@ func (l *Log) repairTail(id ID, durable int64) error {
 	}
 	defer f.Close()
 	r, err := newReader(f, id)
+	if errors.Is(err, ErrBadRecord) {
+		// A header zeroed or cut by the crash, or overwritten: that
+		// session alone is damaged. Failing the open for it would leave
+		// no writer able to touch the store, `rook session rm` of it
+		// (which its HeaderError names) included.
+		herr := &HeaderError{ID: id, Path: l.logPath(id), Err: err}
+		l.sessions[id] = &writerState{damaged: herr}
+		l.Notices = append(l.Notices, herr.Error())
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -2136,7 +2136,7 @@ func (fi *fileImport) flushGroup() error {
 	if len(fi.group) == 0 {
 		return nil
 	}
-	_, err := fi.r.Log.Append(fi.sess.ID, fi.group...)
+	_, err := appendRelabeling(fi.r.Log, fi.sess.ID, fi.group)
 	fi.group, fi.groupLines, fi.groupBytes = fi.group[:0], 0, 0
 	return err
 }
@@ -2582,6 +2582,44 @@ func capLabel(s string) string {
 		return s[:CutUTF8([]byte(s), 200)]
 	}
 	return s
+}
+
+// appendRelabeling appends evs to session id as one group, as
+// Log.Append does, for an import: a label is the transcript's (a tool or
+// model name, an entry type, a file's name), and one the log refuses
+// because, with the bytes before it, it would hold a whole event record
+// (eventlog.LabelRecordError: readers would take it for one) is only a
+// display hint, not worth the import: the event goes in with it
+// escaped (strconv.QuoteToASCII's escapes, without the quotes), or, if
+// that is refused too or changes nothing, with no label. The event's
+// body, the line as the file has it, is what export gives back. Bytes
+// that hold a record whose start lies before the group, in an event
+// appended before, and whose end no label of the group can change, are
+// the error: a transcript made to hit rook's own bytes.
+func appendRelabeling(l *eventlog.Log, id eventlog.ID, evs []eventlog.Event) (uint64, error) {
+	escaped := make([]bool, len(evs))
+	for {
+		seq, err := l.Append(id, evs...)
+		var lr *eventlog.LabelRecordError
+		if !errors.As(err, &lr) {
+			return seq, err
+		}
+		// The refused bytes end in event lr.Index: its label changes
+		// them, or, with none left, that of an event before it in the
+		// group, where they may begin.
+		i := lr.Index
+		for i >= 0 && evs[i].Label == "" {
+			i--
+		}
+		if i < 0 {
+			return seq, err
+		}
+		if q := strconv.QuoteToASCII(evs[i].Label); !escaped[i] && q[1:len(q)-1] != evs[i].Label {
+			evs[i].Label, escaped[i] = capLabel(q[1:len(q)-1]), true
+		} else {
+			evs[i].Label = ""
+		}
+	}
 }
 
 // forkTag tags an imported session forked from another (a Codex

@@ -275,7 +275,7 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 	// first, and the next import takes the rest.
 	for len(evs) > 0 {
 		k := min(len(evs), 16)
-		if _, err := r.Log.Append(m.ID, evs[:k]...); err != nil {
+		if _, err := appendRelabeling(r.Log, m.ID, evs[:k]); err != nil {
 			return nil, fmt.Errorf("session %s: %w", m.ID, err)
 		}
 		res.Events += k

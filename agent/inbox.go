@@ -100,7 +100,13 @@ func (r *Rook) DrainInbox() (DrainReport, error) {
 			if label == "" {
 				label = "note"
 			}
-			if _, err := r.Append(id, Entry{Kind: eventlog.KindNote, Label: capLabel(label), Body: body, Time: p.Save.Time}); err != nil {
+			// The title an MCP client gave, as the label: relabeled as an
+			// import's are, rather than stop every drain at this save.
+			evs, err := r.putEntries([]Entry{{Kind: eventlog.KindNote, Label: capLabel(label), Body: body, Time: p.Save.Time}})
+			if err != nil {
+				return rep, err
+			}
+			if _, err := appendRelabeling(r.Log, id, evs); err != nil {
 				return rep, err
 			}
 			rep.Drained++

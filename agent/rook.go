@@ -223,10 +223,19 @@ type Entry struct {
 // Append stores the entries' bodies and appends them to the session as one
 // atomic group; it returns the first seq.
 func (r *Rook) Append(id eventlog.ID, entries ...Entry) (uint64, error) {
+	evs, err := r.putEntries(entries)
+	if err != nil {
+		return 0, err
+	}
+	return r.Log.Append(id, evs...)
+}
+
+// putEntries stores the entries' bodies and returns their events.
+func (r *Rook) putEntries(entries []Entry) ([]eventlog.Event, error) {
 	evs := make([]eventlog.Event, len(entries))
 	for i, e := range entries {
 		if !e.Kind.Valid() {
-			return 0, fmt.Errorf("unknown event kind %d", e.Kind)
+			return nil, fmt.Errorf("unknown event kind %d", e.Kind)
 		}
 		var res cas.PutResult
 		var err error
@@ -234,16 +243,16 @@ func (r *Rook) Append(id eventlog.ID, entries ...Entry) (uint64, error) {
 		case e.InPlace == nil:
 			res, err = r.Store.Put(BodyKind(e.Kind), e.Body)
 		case len(e.InPlace) != len(e.Body)+cas.ObjectRoom || (len(e.Body) > 0 && &e.InPlace[cas.ObjectRoom] != &e.Body[0]):
-			return 0, errors.New("Entry.InPlace is not Body with cas.ObjectRoom bytes of room in front")
+			return nil, errors.New("Entry.InPlace is not Body with cas.ObjectRoom bytes of room in front")
 		default:
 			res, err = r.Store.PutInPlace(BodyKind(e.Kind), e.InPlace)
 		}
 		if err != nil {
-			return 0, fmt.Errorf("store event body: %w", err)
+			return nil, fmt.Errorf("store event body: %w", err)
 		}
 		evs[i] = eventlog.Event{Kind: e.Kind, Label: e.Label, Body: res.ID, TokensIn: e.TokensIn, TokensOut: e.TokensOut, Time: e.Time}
 	}
-	return r.Log.Append(id, evs...)
+	return evs, nil
 }
 
 // Body reads an event's body from the store, verified. The body of an

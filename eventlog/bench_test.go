@@ -116,3 +116,38 @@ func BenchmarkSmallReads(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAppendShortEvents is an import's appends: many short events
+// in bulk (a transcript's lines, labels of a few bytes, the odd group of
+// two), into one session, its barriers every 256 KiB of records. Each
+// append checks its records' bytes for a record where none starts
+// (recordWatch): this measures what that costs.
+func BenchmarkAppendShortEvents(b *testing.B) {
+	dir := b.TempDir()
+	l, err := Open(dir, Options{FS: vfs.OS, Writable: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	l.SetBulk(true)
+	m, err := l.Create(Meta{Title: "import"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	labels := []string{"user", "assistant", "progress", "Bash", "claude-opus-4-5"}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ev := Event{Kind: KindAssistant, Body: body(i), Label: labels[i%len(labels)], TokensIn: uint64(i % 5000), TokensOut: 40}
+		if i%7 == 0 {
+			_, err = l.Append(m.ID, Event{Kind: KindToolCall, Body: body(i), Label: "Read"}, ev)
+		} else {
+			_, err = l.Append(m.ID, ev)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -41,7 +41,60 @@ func FuzzDecodeEventRecord(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkEventRecord(t, b)
 		checkEventRecord(t, withFixedCRC(b))
+		// b's thirds as labels, appended one by one, then two as a
+		// group: a label that holds a record, or its start, is refused
+		// exactly when the log would hold it.
+		third := len(b) / 3
+		a, c, d := string(b[:third]), string(b[third:2*third]), string(b[2*third:])
+		checkRecordWatch(t, [][]string{{a}, {c}, {d}, {a, c}, {d}})
 	})
+}
+
+// checkRecordWatch appends records labelled so, each group one append,
+// through a recordWatch, and checks its verdict on each against a look at
+// every place of the log's bytes: an append is refused exactly when, with
+// its records, a whole record would check out (decodeRecord) where none
+// starts. What is refused is not appended. It returns how many were.
+func checkRecordWatch(t *testing.T, groups [][]string) (refused int) {
+	var log []byte // the records after the header
+	starts := map[int]bool{}
+	w := recordWatch{off: logHeaderSize, read: logHeaderSize}
+	seq := uint64(0)
+	for g, labels := range groups {
+		var recs []byte
+		var at []int
+		for i, label := range labels {
+			at = append(at, len(recs))
+			ev := Event{Seq: seq + uint64(i), Time: time.UnixMilli(fuzzBase + int64(g)), Kind: KindUser, Label: label[:min(len(label), MaxLabel)], More: i < len(labels)-1}
+			recs = appendRecord(recs, &record{Event: ev}, fuzzBase)
+		}
+		var out recordWatch
+		end, _ := w.next(nil, recs, at, fuzzBase, true, &out)
+		all := append(slices.Clone(log), recs...)
+		for _, a := range at {
+			starts[len(log)+a] = true
+		}
+		held := -1
+		for k := range all {
+			if _, n, err := decodeRecord(all[k:], fuzzBase); err == nil && !starts[k] && k+n > len(log) {
+				held = k
+				break
+			}
+		}
+		if (end >= 0) != (held >= 0) {
+			t.Fatalf("append %d (labels %q): the watch says a record ends at %d of its bytes (-1: none); a look at every place finds one at %d of the log's records (-1: none)", g, labels, end, held)
+		}
+		if end >= 0 {
+			for _, a := range at {
+				delete(starts, len(log)+a)
+			}
+			refused++
+			continue
+		}
+		log, w = all, out
+		seq += uint64(len(labels))
+	}
+	return refused
 }
 
 // withFixedCRC sets the record's checksum to match, so mutations reach the

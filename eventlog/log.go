@@ -328,6 +328,10 @@ type Log struct {
 	// staged: metadata of existing sessions that the next flush writes
 	// (StageMeta), with the created sessions', in one batch.
 	staged map[ID]Meta
+	// scratch holds an append's records after its session's last bytes
+	// while they are checked (recordWatch.next): reused, not made at
+	// each append.
+	scratch []byte
 }
 
 // writerState is what the writer knows about a session it appends to.
@@ -339,6 +343,17 @@ type writerState struct {
 	buf           []byte  // encoded records not yet written
 	pending       []Event // the same, decoded, for reads
 	damaged       error   // the log is damaged before its tail: no appends
+	// watch: the log's end, buffered records included, as an append
+	// needs it to tell whether its records would make the log hold a
+	// record where none starts (recordWatch); spare, the buffers of the
+	// watch after an append, swapped in when the append is taken.
+	watch, spare recordWatch
+}
+
+// newWriterState is the writer's view of a session whose log holds only
+// its header.
+func newWriterState(base int64) *writerState {
+	return &writerState{size: logHeaderSize, base: base, watch: recordWatch{off: logHeaderSize, read: logHeaderSize}}
 }
 
 // dirtyMarker exists while a writer may have unflushed or unsynced
@@ -619,7 +634,7 @@ func (l *Log) Create(m Meta) (Meta, error) {
 		if err := l.createLog(id, base); err != nil {
 			return m, fmt.Errorf("create session log: %w", err)
 		}
-		l.sessions[id] = &writerState{size: logHeaderSize, base: base}
+		l.sessions[id] = newWriterState(base)
 		l.created[id] = m
 		return m, nil
 	}
@@ -634,7 +649,7 @@ func (l *Log) Create(m Meta) (Meta, error) {
 		}
 		return m, err
 	}
-	l.sessions[id] = &writerState{size: logHeaderSize, base: base}
+	l.sessions[id] = newWriterState(base)
 	return m, nil
 }
 
@@ -952,6 +967,13 @@ func (l *Log) state(id ID) (*writerState, error) {
 		l.sessions[id] = st
 		return st, nil
 	}
+	// The log's end, which an append's records are checked after.
+	from := max(int64(logHeaderSize), r.size-maxCandidateSize)
+	tail, err := r.chunk(from, int(r.size-from))
+	if err != nil {
+		return nil, err
+	}
+	st.watch = watchFrom(tail, from, r.base)
 	last, ok, err := r.last()
 	if err != nil {
 		return nil, err
@@ -972,7 +994,10 @@ func (l *Log) state(id ID) (*writerState, error) {
 // Append adds events to a session as one atomic group: after a crash either
 // all of them are in the log or none is. It assigns their seqs (dense, from
 // the session's next) and returns the first. Each event's Seq, cumulative
-// tokens and More are set by Append; a zero Time is set to now.
+// tokens and More are set by Append; a zero Time is set to now. An append
+// whose records would make the log hold a whole record where none starts
+// (a label chosen so: recordWatch) is refused, nothing of it taken, with a
+// *LabelRecordError.
 func (l *Log) Append(id ID, evs ...Event) (uint64, error) {
 	if len(evs) == 0 || len(evs) > 16 {
 		return 0, fmt.Errorf("append takes 1 to 16 events, not %d", len(evs))
@@ -1007,25 +1032,46 @@ func (l *Log) Append(id ID, evs ...Event) (uint64, error) {
 		}
 		in, out = in+ev.TokensIn, out+ev.TokensOut
 	}
+	// The records are encoded after the buffered ones and checked
+	// against the log's end (recordWatch) before anything is taken: a
+	// refused append leaves the session as it was.
 	first := st.next
 	barrier := false
-	before := len(st.buf)
 	now := l.opts.Clock.Now()
+	before := len(st.buf)
+	var startsOf [16]int
+	starts := startsOf[:0]
+	next, cumIn, cumOut := st.next, st.cumIn, st.cumOut
+	var own [16]Event // the caller's events are left as they were given
+	evs = own[:copy(own[:], evs)]
 	for i := range evs {
-		ev := evs[i]
-		ev.Seq = st.next
+		ev := &evs[i]
+		ev.Seq = next
 		if ev.Time.IsZero() {
 			ev.Time = now
 		}
 		ev.Time = ev.Time.Truncate(time.Millisecond)
-		st.cumIn += ev.TokensIn
-		st.cumOut += ev.TokensOut
+		cumIn += ev.TokensIn
+		cumOut += ev.TokensOut
 		ev.More = i < len(evs)-1
-		st.buf = appendRecord(st.buf, &record{Event: ev, CumIn: st.cumIn, CumOut: st.cumOut}, st.base)
-		st.pending = append(st.pending, ev)
-		st.next++
+		starts = append(starts, len(st.buf)-before)
+		st.buf = appendRecord(st.buf, &record{Event: *ev, CumIn: cumIn, CumOut: cumOut}, st.base)
+		next++
 		barrier = barrier || ev.Kind.Barrier()
 	}
+	end, scratch := st.watch.next(l.scratch, st.buf[before:], starts, st.base, true, &st.spare)
+	l.scratch = scratch
+	if end >= 0 {
+		st.buf = st.buf[:before]
+		i := len(starts) - 1
+		for starts[i] >= end {
+			i--
+		}
+		return 0, &LabelRecordError{Session: id, Index: i, Count: len(evs), Seq: first + uint64(i)}
+	}
+	st.watch, st.spare = st.spare, st.watch
+	st.pending = append(st.pending, evs...)
+	st.next, st.cumIn, st.cumOut = next, cumIn, cumOut
 	l.unflushed += len(evs)
 	l.unflushedSize += len(st.buf) - before
 	if l.bulk {
@@ -1879,6 +1925,15 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 		fixed := *tail
 		fixed.More = false
 		body = appendRecord(body[:cut], &fixed, r.base)
+		// The re-encoded record is bytes the parent's log does not hold:
+		// with a label before them they could hold a record where none
+		// starts, which readers of the fork would take for one. Checked
+		// as an append's records are (recordWatch), and the fork refused.
+		from := max(0, cut-maxCandidateSize)
+		w := watchFrom(body[from:cut], logHeaderSize+int64(from), r.base)
+		if end, _ := w.next(nil, body[cut:], []int{0}, r.base, true, &recordWatch{}); end >= 0 {
+			return m, l.forkSplitRefused(r, parent, at)
+		}
 	}
 	data := append(encodeHeader(logHeader{id: id, base: r.base}), body...)
 	m.V, m.ID, m.Created = metaVersion, id, now.UTC().Truncate(time.Millisecond)
@@ -1916,6 +1971,33 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 	delete(l.unfinished, id)
 	l.recorded[id] = true
 	return m, nil
+}
+
+// forkSplitRefused is the error of a fork at `at` of parent refused
+// because its copy's last record, re-encoded to end the group it splits,
+// would make a label before it hold a record: it names the fork points
+// around the group, which copy its records as they are.
+func (l *Log) forkSplitRefused(r *reader, parent ID, at uint64) error {
+	// A group is at most 16 records: its start is after the last record
+	// without "more" of the 16 before the fork point, its end the first
+	// without it from there on.
+	start, end := uint64(0), at
+	if from := at - min(at, 16); from > 0 {
+		start = from
+	}
+	if off, _, err := r.find(start); err == nil {
+		r.scan(off, func(_ int64, rec record) bool {
+			switch {
+			case rec.Seq < at-1 && !rec.More:
+				start = rec.Seq + 1
+			case rec.Seq >= at-1:
+				end = rec.Seq + 1
+				return rec.More
+			}
+			return true
+		})
+	}
+	return fmt.Errorf("cannot fork session %s at %d: %w: the fork point splits the event group #%d to #%d, and the fork's copy of event #%d, re-encoded to end the group there, would make a whole record where none starts with the label before it, which readers of the fork would take for an event; nothing was written: fork where the group begins or ends (--at %d or --at %d)", parent, at, ErrLabelHoldsRecord, start, end-1, at-1, start, end)
 }
 
 // forkMetaFailed is Fork's failure to write the fork's metadata (err).

@@ -120,6 +120,10 @@ var (
 	ErrBadRecord = errors.New("damaged event record")
 	// ErrNewerLog: a log written by a newer rook.
 	ErrNewerLog = errors.New("event log format is newer than this rook: upgrade rook")
+	// ErrLabelHoldsRecord: an append refused because the bytes of its
+	// labels, with the bytes before them in the log, would hold a whole
+	// record where none starts (see LabelRecordError).
+	ErrLabelHoldsRecord = errors.New("a label would hold the bytes of a whole event record")
 )
 
 // logHeader is the decoded header of a log file.
@@ -204,6 +208,20 @@ func appendRecord(dst []byte, rec *record, base int64) []byte {
 	return dst
 }
 
+// minBody is the shortest body a record has: its head, a seq and a time
+// of a byte each, its body id, and three one-byte values (tokens in and
+// out, label length).
+const minBody = 1 + 2 + 16 + 3
+
+// headBits are the bits a record's head byte may have set.
+const headBits = 0x0f | flagMore | flagTotals
+
+// headKnown says whether a record's head byte has only the bits this rook
+// knows, and a kind it knows.
+func headKnown(head byte) bool {
+	return head&^headBits == 0 && Kind(head&0x0f).Valid()
+}
+
 // The errors of bytes that are not a record at all, made once: a reader
 // looking for where records start (nextRecord) meets one at nearly every
 // offset it tries.
@@ -240,17 +258,17 @@ func decodeRecordLabel(b []byte, base int64, label bool) (record, int, error) {
 		return rec, 0, errChecksum
 	}
 	body := b[4+w : total]
-	if len(body) < 1+2+16+3 {
+	if len(body) < minBody {
 		return rec, 0, fmt.Errorf("%w: short body", ErrBadRecord)
 	}
 	head := body[0]
-	if head&^(0x0f|flagMore|flagTotals) != 0 {
-		return rec, 0, fmt.Errorf("%w: unknown flags %#x (upgrade rook?)", ErrBadRecord, head)
-	}
-	ev.Kind = Kind(head & 0x0f)
-	if !ev.Kind.Valid() {
+	if !headKnown(head) {
+		if head&^headBits != 0 {
+			return rec, 0, fmt.Errorf("%w: unknown flags %#x (upgrade rook?)", ErrBadRecord, head)
+		}
 		return rec, 0, fmt.Errorf("%w: unknown kind %d", ErrBadRecord, head&0x0f)
 	}
+	ev.Kind = Kind(head & 0x0f)
 	ev.More = head&flagMore != 0
 	p := 1
 	next := func() (uint64, bool) {
@@ -303,3 +321,164 @@ func decodeRecordLabel(b []byte, base int64, label bool) (record, int, error) {
 	rec.n = total
 	return rec, total, nil
 }
+
+// maxCandidateSize is the most bytes decodeRecord takes for a record: a
+// checksum, a length of up to 10 bytes (Uvarint takes one written longer
+// than it needs) and a body of up to maxRecordSize. A record found where
+// none starts ends at most this far from where it starts.
+const maxCandidateSize = 4 + binary.MaxVarintLen64 + maxRecordSize
+
+// recordWatch is what a writer keeps of a log's end to tell whether the
+// records it is about to append would make the log hold a whole record,
+// as readers check one (decodeRecord, the one check: reader.nextRecord
+// takes such a place for a record start), where none starts: a label
+// chosen so, alone or with the bytes before it. Readers find seqs by
+// bisecting byte offsets, so no such place may be written.
+//
+// A place k is such a record only once its bytes are whole: its length,
+// read at k+4, says where it ends. So each place's length is read once,
+// when its bytes come; a place whose record ends inside the bytes written
+// with it is decoded then, and one whose record ends past the log's end
+// is kept (open) until an append's bytes reach its end: only then is it
+// decoded. Places of true records are passed over: those of the records
+// appended are known, and those before them end where the log did. An
+// append costs a look at each of its bytes and at the open places (a few
+// dozen), not at the up to maxCandidateSize bytes such a record can span
+// before it (BenchmarkAppendShortEvents: reading every one of those at
+// each append made a short event's append five times slower).
+type recordWatch struct {
+	tail []byte // the log's last bytes, up to maxCandidateSize, none of its header
+	off  int64  // the offset in the log of tail[0]
+	// read: places from here on have not had their length read (it
+	// runs past the log's end).
+	read int64
+	open []openRecord
+}
+
+// openRecord is a place whose record, by its length, ends past the end
+// of the log.
+type openRecord struct{ start, end int64 }
+
+// watchFrom is the watch of a log whose last bytes are tail, at offset
+// off (not before the header's end): places whose records end inside
+// tail are not looked at (the log holds them already; a log written
+// before this check may hold such a place, and readers read it as they
+// always have).
+func watchFrom(tail []byte, off int64, base int64) recordWatch {
+	w := recordWatch{off: off, read: off}
+	var out recordWatch
+	w.next(nil, tail, nil, base, false, &out)
+	return out
+}
+
+// next looks at recs, records about to be appended at the log's end
+// (each starting at one of starts, offsets in recs), for a place where a
+// whole record ends inside them and none starts (when look). It returns
+// the offset in recs where the first such record ends, or -1, and out
+// gets the watch after recs; w is left as it was, for an append refused.
+// scratch is a buffer to put the tail and recs together in, returned
+// for the next call.
+func (w *recordWatch) next(scratch, recs []byte, starts []int, base int64, look bool, out *recordWatch) (int, []byte) {
+	b := append(append(scratch[:0], w.tail...), recs...)
+	from := len(w.tail)
+	end := w.off + int64(len(b)) // the log's end after recs
+	open := out.open[:0]
+	// decodeRecord, the readers' check, on a place whose record ends at
+	// stop, inside recs.
+	holds := func(k, stop int) bool {
+		_, _, err := decodeRecordLabel(b[k:stop], base, false)
+		return err == nil
+	}
+	for _, o := range w.open {
+		if o.end > end {
+			open = append(open, o)
+			continue
+		}
+		k, stop := int(o.start-w.off), int(o.end-w.off)
+		if look && holds(k, stop) {
+			return stop - from, b
+		}
+	}
+	read := max(w.read, end-4) // a place needs 5 bytes for its length
+	next := 0
+	for k := int(w.read - w.off); k+5 <= len(b); k++ {
+		if next < len(starts) && from+starts[next] == k {
+			next++
+			continue
+		}
+		// The length, read inline when it takes one or two bytes (at
+		// nearly every place): a call per place was most of the time.
+		var n, vw int
+		switch b0 := b[k+4]; {
+		case b0 < 0x80:
+			n, vw = int(b0), 1
+		case k+5 < len(b) && b[k+5] < 0x80:
+			n, vw = int(b0&0x7f)|int(b[k+5])<<7, 2
+		default:
+			v, l := binary.Uvarint(b[k+4:])
+			if l == 0 {
+				// Runs past the end: read again when more comes, with
+				// every place after it (whose lengths, all bytes of 0x80
+				// and more up to the end, run past it too).
+				read = w.off + int64(k)
+				k = len(b)
+				continue
+			}
+			if l < 0 || v > maxRecordSize {
+				continue
+			}
+			n, vw = int(v), l
+		}
+		// What decodeRecord refuses before it needs the bytes after
+		// the head: a length out of bounds, a body too short for its
+		// fields, a head it does not know. Most places stop here, and
+		// no CRC is computed.
+		if n > maxRecordSize || n < minBody {
+			continue
+		}
+		stop := k + 4 + vw + n
+		if stop <= from {
+			continue // whole before recs: the log holds it already
+		}
+		if head := k + 4 + vw; head < len(b) && !headKnown(b[head]) {
+			continue
+		}
+		if stop > len(b) {
+			open = append(open, openRecord{w.off + int64(k), w.off + int64(stop)})
+			continue
+		}
+		if look && holds(k, stop) {
+			return stop - from, b
+		}
+	}
+	keep := max(0, len(b)-maxCandidateSize)
+	out.tail = append(out.tail[:0], b[keep:]...)
+	out.off = w.off + int64(keep)
+	out.read = read
+	out.open = open
+	return -1, b
+}
+
+// LabelRecordError is an append refused, nothing of it written, because
+// the bytes of its records, with the log's before them, would hold a whole
+// record where none starts (ErrLabelHoldsRecord): a label chosen so
+// (--label, a name from an imported transcript), alone or with the label
+// before it. Readers would take it for a record.
+type LabelRecordError struct {
+	Session ID
+	// Index is the event of the append (0 for its first) whose record
+	// those bytes end in: changing its label changes them.
+	Index int
+	Count int    // the events of the append
+	Seq   uint64 // the seq the event was to have
+}
+
+func (e *LabelRecordError) Error() string {
+	which := ""
+	if e.Count > 1 {
+		which = fmt.Sprintf(" (event %d of the %d appended together)", e.Index+1, e.Count)
+	}
+	return fmt.Sprintf("session %s: event #%d%s not appended: %v, alone or with the bytes before it in the log, and readers, which find events by their bytes, would take that for an event; nothing of this append was written: change its label (or the label of the event before it)", e.Session, e.Seq, which, ErrLabelHoldsRecord)
+}
+
+func (e *LabelRecordError) Unwrap() error { return ErrLabelHoldsRecord }

@@ -220,6 +220,11 @@ func (r *Rook) Checkpoints() ([]CheckpointRef, error) {
 			continue
 		}
 		lines, err := r.readRef(e.Name())
+		if errors.Is(err, fs.ErrNotExist) {
+			// Listed, then removed (`checkpoint rm` in another rook:
+			// readers take no lock): gone as asked, not a ref to fix.
+			continue
+		}
 		if err != nil {
 			bad = append(bad, err) // it names the file and the way out
 			badNames = append(badNames, e.Name())

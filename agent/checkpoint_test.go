@@ -3,9 +3,12 @@ package agent
 import (
 	"errors"
 	"io/fs"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -66,5 +69,77 @@ func TestCheckpointRmFailingPartWaySaysWhatItRemoved(t *testing.T) {
 	fsys.SetHook(nil)
 	if err == nil || len(refs) != 0 || !strings.HasSuffix(err.Error(), ": nothing removed") {
 		t.Fatalf("a first removal failing: %+v, %v", refs, err)
+	}
+}
+
+// `rook checkpoint ls` reads no lock: it lists refs/checkpoints, then
+// reads each ref. A `rook checkpoint rm` run meanwhile by another rook
+// removed a listed ref before ls read it, and ls failed (exit 1) with
+// "1 checkpoint(s) do not read and are not listed (second): fix the ref
+// file, or `rook checkpoint rm NAME` removes the checkpoint": a ref that
+// is simply gone, as asked, reported as a damaged one to fix. readRef
+// returns fs.ErrNotExist as it is ("missing, as it was"), and Checkpoints
+// counts it among the refs that do not read.
+func TestCheckpointLsBesideACheckpointRmCallsNoRemovedCheckpointUnreadable(t *testing.T) {
+	fsys := vfs.NewMem()
+	w := testRook(t, fsys)
+	id, err := w.StoreManifest(&Manifest{V: manifestVersion, Root: "/w", Files: map[string]FileEntry{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"first", "second"} {
+		if err := w.writeRef(n, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Store.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	rd, err := Open(testHome, Options{FS: fsys, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+
+	second := filepath.Clean(rd.checkpointPath("second"))
+	removed, inHook := false, false
+	var rmErr error
+	fsys.SetHook(func(op vfs.Op, p string) error {
+		if removed || inHook || op != vfs.OpOpenRead || filepath.Clean(p) != second {
+			return nil
+		}
+		inHook = true
+		defer func() { inHook = false }()
+		removed = true
+		other, err := Open(testHome, Options{FS: fsys, Clock: clk, Writable: true})
+		if err != nil {
+			rmErr = err
+			return nil
+		}
+		if _, err := other.RemoveCheckpoints([]string{"second"}); err != nil {
+			rmErr = err
+		}
+		if err := other.Close(); err != nil && rmErr == nil {
+			rmErr = err
+		}
+		return nil
+	})
+	refs, err := rd.Checkpoints()
+	fsys.SetHook(nil)
+	if rmErr != nil {
+		t.Fatalf("the other rook's checkpoint rm: %v", rmErr)
+	}
+	if !removed {
+		t.Fatal("checkpoint ls never read the removed checkpoint's ref")
+	}
+	if err != nil {
+		t.Errorf("checkpoint ls beside a checkpoint rm fails: %v", err)
+	}
+	if len(refs) != 1 || refs[0].Name != "first" {
+		t.Errorf("listed %+v: want first alone", refs)
 	}
 }

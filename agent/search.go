@@ -320,11 +320,21 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 			break
 		}
 		id, meta := ss.id, ss.meta
+		// Search reads no lock: a session listed, then removed by a
+		// `session rm` in another rook before its metadata or log was
+		// read, is simply not searched. Nothing is damaged, and calling
+		// it so (a failed open, "searched what precedes the damage")
+		// sent the user after a fault that is not there.
 		if ss.metaErr != nil {
-			res.SkippedSessions = append(res.SkippedSessions, fmt.Sprintf("session %s skipped: %v", id, ss.metaErr))
+			if !r.Log.RemovedSince(id, ss.metaErr) {
+				res.SkippedSessions = append(res.SkippedSessions, fmt.Sprintf("session %s skipped: %v", id, ss.metaErr))
+			}
 			continue
 		}
 		refs, order, err := r.searchRefs(meta)
+		if err != nil && r.Log.RemovedSince(id, err) {
+			continue
+		}
 		if err != nil {
 			res.SkippedSessions = append(res.SkippedSessions, fmt.Sprintf("%v (searched what precedes the damage)", err))
 		}

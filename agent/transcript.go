@@ -336,7 +336,7 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 	}
 	s, damage, err := r.pageSummary(id)
 	if err != nil {
-		return p, err
+		return p, r.removedMeanwhile(id, err)
 	}
 	p.Total, p.Parent, p.LogDamage = s.Events, parentLink(s.Meta), damage
 	if p.Parent != nil {
@@ -350,7 +350,7 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 	// Damage in the page: the events before it, then the error.
 	inPage, err := p.metRead(err, q.From, len(evs))
 	if err != nil {
-		return p, err
+		return p, r.removedMeanwhile(id, err)
 	}
 	maxBody := max(q.MaxBody, 0)
 	// What each event says of tool calls, read off its body here: the
@@ -377,6 +377,18 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 		p.Next = &next
 	}
 	return p, nil
+}
+
+// removedMeanwhile is err, a read of session id's, said as "no such
+// session" when the session was removed since it was found (`session rm`
+// in another rook, between its metadata and its log: readers take no
+// lock), as ReadMeta says it of a session that is not there: the raw
+// "open .../ID.log: file does not exist" read as a fault of the store.
+func (r *Rook) removedMeanwhile(id eventlog.ID, err error) error {
+	if r.Log.RemovedSince(id, err) {
+		return fmt.Errorf("%w: %s (removed while it was read)", eventlog.ErrNoSession, id)
+	}
+	return err
 }
 
 // pageSummary is the session's Summary for a listing of its pages. Of a

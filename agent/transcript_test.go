@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -933,4 +934,64 @@ func TestHeadsEndOnWhatShows(t *testing.T) {
 	}
 	check("export-html, CRLF", x.Events[0].Body, x.Events[0].Cut, crlf2)
 	check("export-html, colors", x.Events[1].Body, x.Events[1].Cut, sgr2)
+}
+
+// `rook session show` reads no lock: a `session rm` in another rook that
+// removed the session between Show's read of its metadata and the open of
+// its log made Show fail with the raw "open .../ID.log: file does not
+// exist", as if the store had lost a file. The session is gone, as asked:
+// "no such session", as the other readers say (eventlog.RemovedSince).
+func TestShowOfASessionRemovedWhileItIsReadSaysNoSuchSession(t *testing.T) {
+	fsys := vfs.NewMem()
+	w := testRook(t, fsys)
+	id := newSession(t, w)
+	if _, err := w.Append(id, Entry{Kind: eventlog.KindUser, Body: []byte("hello")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	rd, err := Open(testHome, Options{FS: fsys, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+
+	logPath := filepath.Join(testHome, "events", id.String()+".log")
+	removed, inHook := false, false
+	var rmErr error
+	fsys.SetHook(func(op vfs.Op, p string) error {
+		// Show has read the metadata and is about to open the log:
+		// another rook's `session rm` removes the session first.
+		if removed || inHook || op != vfs.OpOpenRead || filepath.Clean(p) != logPath {
+			return nil
+		}
+		inHook = true
+		defer func() { inHook = false }()
+		removed = true
+		other, err := Open(testHome, Options{FS: fsys, Clock: clk, Writable: true})
+		if err != nil {
+			rmErr = err
+			return nil
+		}
+		if _, err := other.RemoveSession(id); err != nil {
+			rmErr = err
+		}
+		if err := other.Close(); err != nil && rmErr == nil {
+			rmErr = err
+		}
+		return nil
+	})
+	_, err = rd.Show(id, ShowQuery{Limit: 10})
+	fsys.SetHook(nil)
+	if rmErr != nil {
+		t.Fatalf("the other rook's session rm: %v", rmErr)
+	}
+	if !removed {
+		t.Fatal("show never opened the removed session's log")
+	}
+	if !errors.Is(err, eventlog.ErrNoSession) || strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("show of a session removed while it read it: %v: want no such session", err)
+	}
 }

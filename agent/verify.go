@@ -377,6 +377,18 @@ func (r *Rook) unreadLogReason(m eventlog.Meta, err error) string {
 // NoMetaReason says what an event log with no .meta is, and what to do.
 const NoMetaReason = "an event log with no .meta beside it: no session lists its events (a session rm or prune that stopped part way, or an import or `session new` stopped before its .meta was written, leaves one until the next writer's open removes it (the next import, say); a .meta lost leaves one that nothing removes unasked, as its events may have been acknowledged), and gc, which keeps what sessions name, does not keep the objects they name; if its session was not removed, put its .meta back from a backup; if it was, `rook session rm ID` (ID: the log's file name without .log) removes the log"
 
+// NoMetaWhileWriting says what an event log with no .meta is while a
+// writer (holder: the lock file's "pid N (command)") holds the store: an
+// import creates its sessions in bulk, each one's log at once and its
+// .meta only at its next barrier (eventlog.Create), and it tags a log
+// "new" in WRITER-ACTIVE only once a barrier writes to it, so a log just
+// created is named nowhere a reader can look. Doctor and verify, readers
+// that run beside the import, sent the user to put the .meta of sessions
+// being imported back from a backup, or to `session rm` them.
+func NoMetaWhileWriting(holder string) string {
+	return fmt.Sprintf("an event log with no .meta beside it yet, while the writer %s holds the store: it may be creating that session (an import writes each session's log first and its .meta at its next barrier): run the command again once that writer ends; a log still without .meta then is what the note says of such logs", holder)
+}
+
 // LogsWithoutMeta lists the event logs of the store at home (their paths,
 // sorted) that have no .meta beside them. A session exists exactly when
 // its .meta does: such a log is a session lost (its .meta deleted, or

@@ -775,6 +775,19 @@ func (s *Store) loadRecent() error {
 	return nil
 }
 
+// recentEntries are a reader's objects past the watermark (loadRecent),
+// in key order; a writer has none (its index holds them).
+func (s *Store) recentEntries() []pastRecord {
+	s.recentMu.RLock()
+	out := make([]pastRecord, 0, len(s.recent))
+	for id, e := range s.recent {
+		out = append(out, pastRecord{id: id, e: e})
+	}
+	s.recentMu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].id[:], out[j].id[:]) < 0 })
+	return out
+}
+
 // segmentsEnd says where the segments end: the newest one's number and
 // size.
 func (s *Store) segmentsEnd(segs []uint32) [2]int64 {

@@ -48,7 +48,7 @@ const (
 	// ProblemIndexRebuildUnfinished: a writer started rebuilding the
 	// index from the segments and stopped before the rebuilt index was in
 	// place (killed, or a power cut), and no writer has run since: the
-	// index holds no commit, so verify checked no object. Any writer's
+	// index holds no commit, so verify checked no object against an index. Any writer's
 	// open (or `rook store reindex`) finishes the rebuild.
 	ProblemIndexRebuildUnfinished = "index_rebuild_unfinished"
 )
@@ -75,7 +75,7 @@ type VerifyReport struct {
 	Records  int   `json:"records"`  // segment records read
 	Segments int   `json:"segments"` // segment files read
 	Bytes    int64 `json:"bytes"`    // segment bytes read
-	Orphans  int   `json:"orphans"`  // objects in segments no entry points at (superseded copies, never acknowledged ones, and ones a Barrier made durable past the last commit)
+	Orphans  int   `json:"orphans"`  // objects in segments no entry points at (superseded copies, never acknowledged ones; a reader checks those a Barrier made durable past the last commit as it reads them, loadRecent, not as orphans)
 	// Unreadable counts objects that cannot be read back; DamagedRegions
 	// counts stretches of segments that do not read as records.
 	Unreadable     int `json:"unreadable_objects"`
@@ -198,7 +198,7 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 			if err := s.refreshView(); err != nil {
 				return s.viewFailed(err)
 			}
-			return rep, fmt.Errorf("index %s held no commit when verify read it, beside %d records, and a writer has changed it since, so verify checked no object: run `rook store verify` again", s.indexPath(), rep.Records)
+			return rep, fmt.Errorf("index %s held no commit when verify read it, beside %d records, and a writer has changed it since, so verify checked no object against an index: run `rook store verify` again", s.indexPath(), rep.Records)
 		}
 		if left != nil {
 			// No writer runs, and the marker says the last one to
@@ -214,7 +214,7 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 				vanishedPause(attempt)
 				continue
 			}
-			return rep, fmt.Errorf("index %s holds no commit while the segments hold %d records and %s: it is rebuilding the index from the segments, so verify checked no object: run `rook store verify` again once the rebuild is done", s.indexPath(), rep.Records, who)
+			return rep, fmt.Errorf("index %s holds no commit while the segments hold %d records and %s: it is rebuilding the index from the segments, so verify checked no object against an index: run `rook store verify` again once the rebuild is done", s.indexPath(), rep.Records, who)
 		}
 		if (err == nil && len(rep.Problems) == 0) || berr != nil || rep.IndexReadFailed {
 			return rep, err
@@ -245,7 +245,10 @@ func (s *Store) Verify(progress func(done, total int64)) (VerifyReport, error) {
 // is rebuilding, which writer (who; "" when it is not): an index that
 // never committed (the new empty one a writer's open puts in place of a
 // damaged or missing one, until the rebuilt one replaces it) while the
-// segments hold records and a writer holds the store lock. A lock that
+// segments hold records, a writer holds the store lock and the rebuild
+// marker is there (with none, the writer is a new store's first, before
+// its first commit: verify checked what readers read, and that stands).
+// A lock that
 // cannot be looked at counts as held: verify does not pass what it cannot
 // tell. With no writer, such records are either a rebuild a writer left
 // unfinished (killed, or a power cut), which the rebuild marker says
@@ -267,8 +270,24 @@ func (s *Store) rebuilding(rep VerifyReport, err error) (who string, left *Probl
 	l, terr := s.fs.TryLock(path, FileMode)
 	switch {
 	case errors.Is(terr, vfs.ErrLocked):
-		// Held: who holds it, as its lock file says (it may say nothing
-		// yet, just taken).
+		// Held: a rebuild writes its marker before it puts the empty
+		// index in place, so with no marker the writer is a new store's
+		// first, which has not committed its first objects yet (a first
+		// import commits once 4 MiB of records went in, or at its end):
+		// no rebuild runs, and verify checked its records as readers see
+		// them (past the watermark: loadRecent). Verify said it was
+		// rebuilding the index, and checked nothing.
+		marked, _, merr := rebuildMarked(s.fs, s.home)
+		if merr == nil && !marked {
+			// A rebuild that finished after verify read the index left
+			// no marker, and an index with a commit: that is read again.
+			if rerr := s.tree.Refresh(); rerr != nil || s.tree.Snapshot().TxID() != 0 {
+				return "", nil, true, nil
+			}
+			return "", nil, false, nil
+		}
+		// Who holds it, as its lock file says (it may say nothing yet,
+		// just taken).
 		b, _ := vfs.ReadFile(s.fs, path)
 		if holder := strings.TrimSpace(string(b)); holder != "" {
 			return "a writer holds the store, " + holder, nil, false, nil
@@ -292,7 +311,7 @@ func (s *Store) rebuilding(rep VerifyReport, err error) (who string, left *Probl
 	}
 	return "", &Problem{
 		Status: ProblemIndexRebuildUnfinished,
-		Reason: fmt.Sprintf("index %s holds no commit while the segments hold %d records, and %s (%s) says a writer started rebuilding it from the segments and stopped before the rebuilt index was in place (killed, or a power cut), with no writer since: verify checked no object: run `rook store reindex` on the store at %s to finish the rebuild (any command that writes to the store finishes it too), then `rook store verify` again", s.indexPath(), rep.Records, rebuildMarkerPath(s.home), what, s.home),
+		Reason: fmt.Sprintf("index %s holds no commit while the segments hold %d records, and %s (%s) says a writer started rebuilding it from the segments and stopped before the rebuilt index was in place (killed, or a power cut), with no writer since: verify checked no object against an index: run `rook store reindex` on the store at %s to finish the rebuild (any command that writes to the store finishes it too), then `rook store verify` again", s.indexPath(), rep.Records, rebuildMarkerPath(s.home), what, s.home),
 	}, false, nil
 }
 
@@ -487,7 +506,9 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 		}
 		return n
 	}
-	err = snap.Ascend(Key{}, func(id Key, v []byte) bool {
+	// check checks one index entry against the record it points at; the
+	// index's own entries (committed) are summed for the counters check.
+	check := func(id Key, v []byte, committed bool) bool {
 		rep.Objects++
 		id2 := id
 		bad := func(e entry, reason string) {
@@ -502,7 +523,9 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 			bad(entry{Inline: true}, err.Error())
 			return true
 		}
-		count.add(e, +1)
+		if committed {
+			count.add(e, +1)
+		}
 		if e.Inline && ID(e.Data) != id {
 			bad(e, "inline copy in the index: content hash mismatch")
 			return true
@@ -548,12 +571,22 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 			bad(e, "index entry does not match its record")
 		}
 		return true
-	})
+	}
+	err = snap.Ascend(Key{}, func(id Key, v []byte) bool { return check(id, v, true) })
 	// The walk stopped where a read failed: every object after it was
 	// not looked at (not an orphan) and the counters not summed.
 	walked := err == nil || errors.Is(err, index.ErrCorrupt)
 	if err != nil {
 		rep.addIndexProblem(s.indexPath(), err)
+	}
+	// A reader beside a writer reads the objects of the records the
+	// writer made durable past the index's watermark (loadRecent: Get,
+	// session show, store ls): they are checked as the index's are, not
+	// left as orphans (a new store's first writer, until its first
+	// commit, has all its objects there). They are not in the committed
+	// counters.
+	for _, r := range s.recentEntries() {
+		check(r.id, r.e.encode(), false)
 	}
 	for _, f := range facts {
 		if !f.used && walked {

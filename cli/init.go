@@ -231,7 +231,14 @@ func doctorSessions(e *Env, r *doctorReport) []string {
 		// leaves one, of a session removed (an import running may have
 		// one it has not finished creating).
 		r.LogsWithoutMeta = logs
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%d event log(s) in %s have no .meta beside them (%s): no session lists their events, and gc does not keep the objects they name: if their session was not removed, put each .meta back from a backup; if it was, `rook session rm ID` (ID: the log's file name without .log) removes it", len(logs), filepath.Join(e.Home, cas.EventsDir), strings.Join(logs, ", ")))
+		if holder, _ := cas.LockHolder(e.FS, e.Home); holder != "" {
+			// The writer (an import) may be creating them: it writes a
+			// session's .meta after its log (agent.NoMetaWhileWriting).
+			// The backup or rm advice would lose sessions being made.
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%d event log(s) in %s have no .meta beside them yet (%s): the writer %s may be creating them (an import writes each session's .meta after its log): run `rook doctor` again once it ends", len(logs), filepath.Join(e.Home, cas.EventsDir), strings.Join(logs, ", "), holder))
+		} else {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%d event log(s) in %s have no .meta beside them (%s): no session lists their events, and gc does not keep the objects they name: if their session was not removed, put each .meta back from a backup; if it was, `rook session rm ID` (ID: the log's file name without .log) removes it", len(logs), filepath.Join(e.Home, cas.EventsDir), strings.Join(logs, ", ")))
+		}
 	}
 	if u == nil {
 		return nil

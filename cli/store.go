@@ -403,11 +403,21 @@ func (c *VerifyCmd) Run(e *Env) error {
 			fmt.Fprintf(e.Stdout, "%d session(s) read to their end (%d events), %d ref(s): all %d objects they name are in the store\n", refs.Sessions, refs.Events, refs.Refs, refs.Named)
 		}
 	}
+	// A writer beside this verify (an import) may be creating them: it
+	// writes a session's .meta after its log (agent.NoMetaWhileWriting).
+	creating := ""
+	if len(refs.LogsWithoutMeta) > 0 {
+		creating, _ = cas.LockHolder(e.FS, e.Home)
+	}
 	if !e.JSON {
 		// Named, not failed: a session rm that stopped part way leaves
 		// one as a .meta lost does (agent.NoMetaReason).
+		reason := agent.NoMetaReason
+		if creating != "" {
+			reason = agent.NoMetaWhileWriting(creating)
+		}
 		for _, p := range refs.LogsWithoutMeta {
-			fmt.Fprintf(e.Stdout, "%s: %s\n", terminalLine(p), agent.NoMetaReason)
+			fmt.Fprintf(e.Stdout, "%s: %s\n", terminalLine(p), reason)
 		}
 	}
 	if n := len(refs.LogsWithoutMeta); n > 0 {
@@ -415,7 +425,11 @@ func (c *VerifyCmd) Run(e *Env) error {
 		if e.JSON {
 			where = "references.logs_without_meta"
 		}
-		fmt.Fprintf(e.Stderr, "rook: note: %d event log(s) have no .meta beside them (%s): gc does not keep the objects their events name\n", n, where)
+		if creating != "" {
+			fmt.Fprintf(e.Stderr, "rook: note: %d event log(s) have no .meta beside them yet (%s): the writer %s may be creating them: run `rook store verify` again once it ends\n", n, where, creating)
+		} else {
+			fmt.Fprintf(e.Stderr, "rook: note: %d event log(s) have no .meta beside them (%s): gc does not keep the objects their events name\n", n, where)
+		}
 	}
 	if rep.TornTail != "" && !e.JSON {
 		fmt.Fprintf(e.Stderr, "rook: note: %s: not acknowledged yet: a writer beside this verify is writing it, or a crash cut it mid-write (the next writer then cuts it off)\n", rep.TornTail)

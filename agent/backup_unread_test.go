@@ -169,8 +169,11 @@ func TestClaudeDiffPassesABackupItDoesNotNeed(t *testing.T) {
 // copy is unreadable", naming no event and saying nothing of --reread
 // or --keep-files. It refuses naming the backup, the event, why and what
 // to do; nothing written, no fork made. --keep-files goes. A rewind to
-// after that capture does not need it (b.txt's state then is b@v2), and
-// goes. Done as the refusal says, the rewind to before it goes too.
+// after the turn that followed that capture (its Bash command changed
+// b.txt) does not need it (b.txt's state then is b@v2), and goes. (A
+// rewind to the prompt just after the capture does: the capture is the
+// prompt's snapshot, the files then: pointLead.) Done as the refusal
+// says, the rewind to before it goes too.
 func TestClaudeRewindRefusesABackupThatDoesNotRead(t *testing.T) {
 	for _, tc := range backupUnreadCases {
 		t.Run(tc.how, func(t *testing.T) {
@@ -189,8 +192,9 @@ func TestClaudeRewindRefusesABackupThatDoesNotRead(t *testing.T) {
 				t.Fatalf("--keep-files: %+v, %v", rep, err)
 			}
 			backupFiles(t, h, "A1 B2")
-			// After it: b.txt as b@v2 says, a.txt as a@v1 does.
-			if _, err := r.Rewind(id, caps[0]+1, false); err != nil {
+			// After the turn after it: b.txt as b@v2 says, a.txt as
+			// a@v1 does.
+			if _, err := r.Rewind(id, caps[1]-1, false); err != nil {
 				t.Fatalf("rewind past the backup that does not read: %v", err)
 			}
 			backupFiles(t, h, "A0 B1")
@@ -210,14 +214,15 @@ func TestClaudeRewindRefusesABackupThatDoesNotRead(t *testing.T) {
 // not need it (b.txt's state then is b@v1's), nor does one to after the
 // last capture, which involves no b.txt backup; both go and write the
 // states the backups that read say. A rewind to between b@v1's capture
-// and b@v2's needs it, and refuses, nothing written.
+// and b@v2's, after the turn between them (its Bash command changed
+// b.txt), needs it, and refuses, nothing written.
 func TestClaudeRewindPassesABackupItDoesNotNeed(t *testing.T) {
 	for _, tc := range backupUnreadCases {
 		t.Run(tc.how, func(t *testing.T) {
 			h, r, id, caps := backupsApart(t)
 			r, way := unreadObject(t, r, id, cas.ID([]byte(backupText("B1"))), tc.how, tc.way)
 			n := sessionCount(t, r)
-			_, err := r.Rewind(id, caps[0]+1, false)
+			_, err := r.Rewind(id, caps[1]-1, false)
 			backupRefusal(t, err, id, caps[1], way)
 			backupFiles(t, h, "A1 B2")
 			if got := sessionCount(t, r); got != n {

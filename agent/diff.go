@@ -98,7 +98,9 @@ type SessionDiff struct {
 	// Uncompared are the files the session changed that were not
 	// compared with the disk, and why: their state before is not known
 	// (firstStates.Unknown), or a link on the way to one now leads outside
-	// the workspace, and nothing is read through it. They are not in Files.
+	// the workspace, and nothing is read through it, or Claude Code backed
+	// one up outside the workspace (Outside: firstStates.Outside). They
+	// are not in Files.
 	Uncompared []UncomparedFile `json:"uncompared,omitempty"`
 	// Notes say, of an imported Claude Code session, each file compared
 	// with its state before one of the session's subagents changed it (of
@@ -136,7 +138,15 @@ type SessionDiff struct {
 type UncomparedFile struct {
 	Path  string `json:"path"`
 	Error string `json:"error"`
+	// Outside: Path (absolute) is outside the session's workspace, a
+	// file Claude Code backed up there: rook neither captures nor writes
+	// one (as a Codex diff's FileChange.Outside, the same JSON name).
+	Outside bool `json:"outside_workspace,omitempty"`
 }
+
+// outsideWhy is why a diff or rewind leaves out a file Claude Code backed
+// up outside the session's workspace.
+const outsideWhy = "outside the session's workspace: Claude Code backed it up, but rook neither captures nor writes a file outside the workspace, so it is left alone (`rook session show` has what the session did to it)"
 
 // firstStates is what firstCaptures finds: the root the states are of,
 // each path's first state, the captures read and, of the paths, how many
@@ -163,6 +173,10 @@ type firstStates struct {
 	// what, and nothing before says it: not in First, so diff and rewind
 	// leave them out, and say so.
 	Unknown []UncomparedFile
+	// Outside are the files the captures of Claude Code file backups
+	// name as backed up outside the workspace (outsideBackups), sorted:
+	// not in First, so diff and rewind leave them alone, and say so.
+	Outside []UncomparedFile
 
 	seq map[string]uint64 // the seq of each path's first state
 	// unknownAt: the seq of each path of Unknown's first unknown state.
@@ -310,6 +324,20 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 			return p
 		}
 	}
+	// The captures of Claude Code file backups just before the point,
+	// with nothing after them that could change a file, are states at
+	// the point (pointLead): the walk begins with them. Not for a member
+	// (read from a time, not a point of its own), nor for an undo (the
+	// events before its capture of the disk are its parent's, before
+	// that rewind).
+	point := from
+	if !member && ws != "" && from > 0 && !(rewinding && r.rewindFork(id, from)) {
+		lead, err := r.pointLead(id, from)
+		if err != nil {
+			return firstStates{}, err
+		}
+		from = lead
+	}
 	// Late captures (lateBackupsLabel), appended after the session's
 	// lines, stand at the seq of the line that named their backups: taken
 	// once the walk is done, each path's state the earliest. A fork's
@@ -330,7 +358,7 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 				}
 				late = append(late, more...)
 			}
-			if err := st.takeLate(r, late, start, unknown, lost, fromTranscript, ws); err != nil {
+			if err := st.takeLate(r, late, start, point, unknown, lost, fromTranscript, ws); err != nil {
 				return st, err
 			}
 			if callErr != nil {
@@ -406,22 +434,24 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 				}
 				continue
 			}
-			if ev.Kind != eventlog.KindCheckpoint || rewinding && ev.Seq > from && strings.HasPrefix(ev.Label, beforeRewindPrefix) {
+			if ev.Kind != eventlog.KindCheckpoint || rewinding && ev.Seq > point && strings.HasPrefix(ev.Label, beforeRewindPrefix) {
 				continue
 			}
 			m, err := r.ReadManifest(ev.Body)
 			if err != nil {
 				return firstStates{}, fmt.Errorf("checkpoint #%d cannot be read: %w", ev.Seq, err)
 			}
+			st.addOutside(outsideBackups(m)) // (absolute: before rerootManifest)
 			m = rerootManifest(m, ws)
 			if st.Root == "" {
 				st.Root = m.Root
 			} else if filepath.Clean(st.Root) != filepath.Clean(m.Root) {
 				return firstStates{}, fmt.Errorf("checkpoint #%d captured %s, earlier ones %s", ev.Seq, m.Root, st.Root)
 			}
-			if len(m.Unknown) == 0 || len(m.Files)+len(m.Absent)+len(m.Dirs) > 0 {
-				// (One that only lost states puts nothing back: a session
-				// whose every backup is missing has no captures.)
+			if len(m.Files)+len(m.Absent)+len(m.Dirs) > 0 || m.Label != captureBackupsLabel && len(m.Unknown) == 0 {
+				// (One of file backups that only lost states, or only
+				// names files outside the workspace, puts nothing back: a
+				// session whose every backup is missing has no captures.)
 				st.Captures++
 			}
 			// afterLost: a path whose state a capture before lost, captured
@@ -437,19 +467,35 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 				}
 				return true
 			}
+			// A capture of file backups before the point (pointLead): of
+			// those there, the one nearest the point says the file then
+			// (nothing changed it after; the user may have by hand before,
+			// and Claude Code backed it up again at the next prompt), what
+			// it lost too.
+			lead := ev.Seq < point
+			first := func(p string) bool {
+				_, ok := st.First[p]
+				if lead {
+					delete(lost, p)
+					return true
+				}
+				return !ok && !afterLost(p)
+			}
 			for p, f := range m.Files {
-				if _, ok := st.First[p]; !ok && !afterLost(p) {
+				if first(p) {
 					st.First[p] = Change{Path: p, File: f, backup: m.Label == captureBackupsLabel, capture: eventAt{id, ev.Seq}}
 					st.seq[p] = ev.Seq
 				}
 			}
 			for _, p := range m.Unknown {
-				if _, ok := st.First[p]; !ok && !afterLost(p) {
+				if first(p) {
 					lost[p] = ev.Seq
+					delete(st.First, p)
+					delete(st.seq, p)
 				}
 			}
 			for _, p := range m.Absent {
-				if _, ok := st.First[p]; !ok && !afterLost(p) {
+				if first(p) {
 					st.First[p] = Change{Path: p, Remove: true}
 					st.seq[p] = ev.Seq
 				}
@@ -479,6 +525,59 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 		}
 		from = evs[len(evs)-1].Seq + 1
 	}
+}
+
+// pointLead is where the states of a rewind of imported Claude Code
+// session id to event to begin: the first of the events just before to
+// of which none could have changed a file, to itself when the event
+// before it could have. Claude Code writes the file-history snapshot of
+// a prompt (the files as they were when it was sent) on the line just
+// before the prompt's, so its capture stands before the point a rewind
+// to that prompt names; what stands between them (the snapshot's line, a
+// hook's progress, a system line) changes no file, and the capture is
+// the files at the point. What could change one: a tool call or result
+// (the agent's edit, a Bash command, a subagent's Task), a command the
+// user ran from the prompt (`!`: a <bash-input> user line, not backed
+// up), and a capture of rook's own (a rewind's of the disk before it,
+// which then wrote the files; a capture made in rook). Only the captures
+// of file backups (captureBackupsLabel, and the late ones standing
+// there) among those events are states: the walk from it reads no other
+// (an edit result is a tool result).
+func (r *Rook) pointLead(id eventlog.ID, to uint64) (uint64, error) {
+	lead := to
+	for lead > 0 {
+		n := min(lead, 64)
+		evs, err := r.Log.Read(id, lead-n, int(n))
+		if err != nil {
+			return 0, err
+		}
+		if len(evs) == 0 {
+			return lead, nil
+		}
+		for i := len(evs) - 1; i >= 0; i-- {
+			if r.mayChangeFiles(evs[i]) {
+				return evs[i].Seq + 1, nil
+			}
+		}
+		lead = evs[0].Seq
+	}
+	return 0, nil
+}
+
+// mayChangeFiles says whether an event of an imported Claude Code session
+// is one a file may have changed at (pointLead). A user line that does
+// not read is taken to be one.
+func (r *Rook) mayChangeFiles(ev eventlog.Event) bool {
+	switch {
+	case ev.Kind == eventlog.KindToolCall || ev.Kind == eventlog.KindToolResult:
+		return true
+	case ev.Kind == eventlog.KindCheckpoint:
+		return ev.Label != captureBackupsLabel
+	case ev.Kind == eventlog.KindUser || ev.Kind == eventlog.KindNote && ev.Label == "user:meta":
+		body, err := r.Body(ev)
+		return err != nil || bytes.Contains(body, []byte("<bash-input>"))
+	}
+	return false
 }
 
 // Diff compares what the session found with the disk now. With w set, it
@@ -513,7 +612,7 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 	root, first := st.Root, st.First
 	d.Root, d.Captures, d.FromTranscript, d.Unreadable = root, st.Captures, st.FromTranscript, st.Unreadable
 	d.Unrecordable = st.Unrecordable
-	d.Uncompared = slices.Clone(st.Unknown)
+	d.Uncompared = slices.Concat(st.Unknown, st.Outside)
 	if len(first) == 0 && len(st.dirs) == 0 {
 		// (An empty directory captured whole holds no file, but may be a
 		// file or link now: below.)
@@ -776,7 +875,11 @@ func isBinary(b []byte) bool {
 // at. A path an edit result changed earlier without saying from what, or
 // captured absent or under a directory captured whole, is left as it is.
 // A path captured absent (a file the session created) is absent there.
-func (st *firstStates) takeLate(r *Rook, late []lateCapture, from uint64, unknown, lost map[string]uint64, fromTranscript map[string]bool, ws string) error {
+// Of those standing before point (from pointLead's, when a rewind's
+// point has captures of file backups just before it), the nearest the
+// point says the file then, as capturedStatesIn takes them: one nearer
+// than the state or loss found there gives way to it.
+func (st *firstStates) takeLate(r *Rook, late []lateCapture, from, point uint64, unknown, lost map[string]uint64, fromTranscript map[string]bool, ws string) error {
 	for _, lc := range late {
 		ev := lc.ev
 		at, _ := lateCaptureAt(ev)
@@ -795,6 +898,24 @@ func (st *firstStates) takeLate(r *Rook, late []lateCapture, from uint64, unknow
 		}
 		st.Captures++
 		take := func(p string, c Change) {
+			if at < point {
+				// Before any state at or after the point. (At the seq of
+				// a capture that lost it, the backup it lacked.)
+				if seq, ok := st.seq[p]; ok && seq > at && seq < point {
+					return
+				}
+				if l, ok := lost[p]; ok && l > at && l < point {
+					return
+				}
+				delete(lost, p)
+				if fromTranscript[p] {
+					st.FromTranscript--
+					delete(fromTranscript, p)
+				}
+				st.First[p] = c
+				st.seq[p] = at
+				return
+			}
 			if u, ok := unknown[p]; ok && u < at {
 				return
 			}
@@ -893,6 +1014,17 @@ func rerootManifest(m *Manifest, ws string) *Manifest {
 	}
 	out.DirModes, out.Opened = modes(m.DirModes), modes(m.Opened)
 	return &out
+}
+
+// addOutside adds to st.Outside the files of paths (absolute) it does not
+// name yet.
+func (st *firstStates) addOutside(paths []string) {
+	for _, p := range paths {
+		if !slices.ContainsFunc(st.Outside, func(u UncomparedFile) bool { return u.Path == p }) {
+			st.Outside = append(st.Outside, UncomparedFile{Path: p, Error: outsideWhy, Outside: true})
+		}
+	}
+	slices.SortFunc(st.Outside, func(a, b UncomparedFile) int { return strings.Compare(a.Path, b.Path) })
 }
 
 // unknownLeft sets st.Unknown: the paths of unknown and lost that no

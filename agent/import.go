@@ -3745,7 +3745,20 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 					rel = r // an absolute path inside the workspace
 				}
 			}
-			if captured[key] || checkRel(filepath.ToSlash(rel)) != nil {
+			if captured[key] {
+				continue
+			}
+			if checkRel(filepath.ToSlash(rel)) != nil {
+				if out, ok := outsideWorkspace(sess.Workspace, rel); ok {
+					// Claude Code backs up (and its /rewind restores) a
+					// file its edit changed outside the cwd: rook writes
+					// nothing outside the workspace, so it is not
+					// captured, but named, for diff and rewind to say so.
+					captured[key] = true
+					if !slices.Contains(m.Skipped, out+outsideBackupNote) {
+						m.Skipped = append(m.Skipped, out+outsideBackupNote)
+					}
+				}
 				continue
 			}
 			captured[key] = true
@@ -3794,15 +3807,56 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 			m.TotalBytes += int64(len(data))
 		}
 	}
-	if len(m.Files) == 0 && len(m.Absent) == 0 && len(m.Unknown) == 0 {
+	if len(m.Files) == 0 && len(m.Absent) == 0 && len(m.Unknown) == 0 && len(m.Skipped) == 0 {
 		return 0, missing, nil
 	}
 	sort.Strings(m.Absent)
+	sort.Strings(m.Skipped)
 	id, err := r.StoreManifest(m)
 	if err != nil {
 		return 0, missing, err
 	}
 	return 1, missing, appendWithGroup(eventlog.Event{Kind: eventlog.KindCheckpoint, Label: captureBackupsLabel, Body: id, Time: at})
+}
+
+// outsideBackupNote ends the entry (Manifest.Skipped) of a capture of
+// Claude Code file backups that names a file backed up outside the
+// workspace, after its absolute path: not captured (a rewind writes
+// nothing outside the workspace), and named by diff and rewind as left
+// alone (outsideBackups).
+const outsideBackupNote = ": outside the workspace, not captured (a Claude Code file backup)"
+
+// outsideWorkspace is the absolute path of a file a Claude Code snapshot
+// names (rel: absolute, or named from the workspace ws) that is outside
+// ws; false for one in it, or no path (empty, or with a NUL).
+func outsideWorkspace(ws, rel string) (string, bool) {
+	if ws == "" || !filepath.IsAbs(ws) || rel == "" || strings.ContainsRune(rel, 0) {
+		return "", false
+	}
+	p := rel
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(ws, p)
+	}
+	p = filepath.Clean(p)
+	if inWorkspace(ws, p) {
+		return "", false
+	}
+	return p, true
+}
+
+// outsideBackups are the files a capture of Claude Code file backups
+// names as backed up outside the workspace (outsideBackupNote).
+func outsideBackups(m *Manifest) []string {
+	if m.Label != captureBackupsLabel {
+		return nil
+	}
+	var out []string
+	for _, s := range m.Skipped {
+		if p, ok := strings.CutSuffix(s, outsideBackupNote); ok && filepath.IsAbs(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // backupWait is how long after Claude Code made a file backup (the

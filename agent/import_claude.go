@@ -128,6 +128,12 @@ type claudeLine struct {
 	// ContinuedInSessionID: a continued-in entry's, the session the
 	// conversation went on in (claudeMapper.continuedIn).
 	ContinuedInSessionID string `json:"continuedInSessionId"`
+	// TrackingPath and Backup: a file-history-delta entry's, the file
+	// and its backup (claudeDeltaPath). Raw: a member of another shape,
+	// in an entry of another type, is left unread, not the line's
+	// failure.
+	TrackingPath json.RawMessage `json:"trackingPath"`
+	Backup       json.RawMessage `json:"backup"`
 }
 
 // claudeForkedFrom is the part of a line's forkedFrom the mapping reads.
@@ -177,6 +183,10 @@ type claudeEntry struct {
 	ForkedFrom                                        string // forkedFrom.sessionId
 	ContinuedIn                                       string // continuedInSessionId
 	Tracked                                           map[string]claudeBackup
+	// TrackingPath and Delta: a file-history-delta entry's file and its
+	// backup (nil when its backup is not an object that decodes).
+	TrackingPath string
+	Delta        *claudeBackup
 	// MsgOK: the line has a message that decodes; then its id, model and
 	// usage, and its content as a string (IsText) or as blocks (BlocksOK:
 	// how many, the first, and the text of the first text block that may
@@ -199,6 +209,9 @@ type claudeBackup struct {
 	// Version counts the file's states Claude Code recorded (raw: a line
 	// whose version is not a number is not refused for it).
 	Version json.RawMessage `json:"version"`
+	// RealParentDir: of a file-history-delta's backup, the directory the
+	// file is in, its links resolved (claudeDeltaPath).
+	RealParentDir string `json:"realParentDir"`
 }
 
 func (m *claudeMapper) session() sourceSession {
@@ -281,6 +294,14 @@ func decodeClaudeEntry(line []byte) (claudeEntry, error) {
 		Summary: l.Summary, IsMeta: l.IsMeta, IsCompactSummary: l.IsCompactSummary, DataType: l.Data.Type, Tracked: l.Snapshot.Tracked,
 		IsAPIError: l.IsAPIErrorMessage, CustomTitle: l.CustomTitle, AITitle: l.AITitle,
 		ContinuedIn: l.ContinuedInSessionID,
+	}
+	var tp string
+	if json.Unmarshal(l.TrackingPath, &tp) == nil {
+		e.TrackingPath = tp
+	}
+	var delta claudeBackup
+	if len(l.Backup) > 0 && l.Backup[0] == '{' && json.Unmarshal(l.Backup, &delta) == nil {
+		e.Delta = &delta
 	}
 	var ff claudeForkedFrom
 	if json.Unmarshal(l.ForkedFrom, &ff) == nil {
@@ -370,28 +391,16 @@ func (m *claudeMapper) mapEntry(l *claudeEntry) mappedLine {
 		}
 	case "file-history-snapshot":
 		for p, b := range l.Tracked {
-			if out.Backups == nil {
-				out.Backups = map[string]string{}
-			}
-			if t, err := time.Parse(time.RFC3339Nano, b.BackupTime); err == nil {
-				if out.BackupTimes == nil {
-					out.BackupTimes = map[string]time.Time{}
-				}
-				out.BackupTimes[p] = t
-			}
-			if b.BackupFileName != nil {
-				out.Backups[p] = *b.BackupFileName
-			} else {
-				out.Backups[p] = ""
-				// Absent again at a later version: it existed in between
-				// (created, then deleted), so this is a state of its own.
-				if v, err := strconv.Atoi(string(b.Version)); err == nil && v > 1 {
-					if out.AbsentVersions == nil {
-						out.AbsentVersions = map[string]int{}
-					}
-					out.AbsentVersions[p] = v
-				}
-			}
+			out.addBackup(p, b)
+		}
+	case "file-history-delta":
+		// A newer Claude Code's (2.1.220 on) back-fill of a prompt's
+		// snapshot: one file's entry of trackedFileBackups, the backup
+		// made before the turn's first edit of it, on a line of its own
+		// rather than the whole snapshot again (peers.md, 3.1). Taken as
+		// that entry: its backup becomes a capture (captureBackups).
+		if l.TrackingPath != "" && l.Delta != nil {
+			out.addBackup(claudeDeltaPath(l.TrackingPath, l.Delta.RealParentDir), *l.Delta)
 		}
 	default:
 		if !claudeNoteTypes[l.Type] {
@@ -399,6 +408,56 @@ func (m *claudeMapper) mapEntry(l *claudeEntry) mappedLine {
 		}
 	}
 	return out
+}
+
+// addBackup notes the file backup b a snapshot (or delta) line names for
+// path p: its file name ("" for null: the file did not exist), when it
+// was made, and, of a file absent again at a later version, that version.
+func (out *mappedLine) addBackup(p string, b claudeBackup) {
+	if out.Backups == nil {
+		out.Backups = map[string]string{}
+	}
+	if t, err := time.Parse(time.RFC3339Nano, b.BackupTime); err == nil {
+		if out.BackupTimes == nil {
+			out.BackupTimes = map[string]time.Time{}
+		}
+		out.BackupTimes[p] = t
+	}
+	if b.BackupFileName != nil {
+		out.Backups[p] = *b.BackupFileName
+		return
+	}
+	out.Backups[p] = ""
+	// Absent again at a later version: it existed in between (created,
+	// then deleted), so this is a state of its own.
+	if v, err := strconv.Atoi(string(b.Version)); err == nil && v > 1 {
+		if out.AbsentVersions == nil {
+			out.AbsentVersions = map[string]int{}
+		}
+		out.AbsentVersions[p] = v
+	}
+}
+
+// claudeDeltaPath is the path a file-history-delta's backup is of, named
+// as a snapshot's trackedFileBackups names it: its trackingPath (the key
+// of that map, which the delta fills in: relative to the session's cwd,
+// or absolute), unless realParentDir, the directory the file is in, its
+// links resolved, says the relative one is not named from there (it does
+// not end with the trackingPath's directory): then the file in
+// realParentDir, absolute (captureBackups names it from the workspace,
+// or as outside it). Sources: peers.md, section 3.1 (the delta's shape,
+// from pedropaulovc/claude-code-types and eilonwy06/claudecode-eclipse-
+// ide#95); readers of real transcripts that restore a delta's file to
+// realParentDir joined with the file's name.
+func claudeDeltaPath(trackingPath, realParentDir string) string {
+	if filepath.IsAbs(trackingPath) || !filepath.IsAbs(realParentDir) {
+		return trackingPath
+	}
+	parent, dir := filepath.Clean(realParentDir), filepath.Dir(filepath.Clean(trackingPath))
+	if dir == "." || strings.HasSuffix(parent, string(filepath.Separator)+dir) {
+		return trackingPath
+	}
+	return filepath.Join(parent, filepath.Base(trackingPath))
 }
 
 // forkedFrom reads whether the session is a fork: one made by `claude
@@ -484,7 +543,7 @@ func (m *claudeMapper) continuedIn(l *claudeEntry) {
 // on purpose; a type not here or above is one rook does not know, still a
 // note, and reported (a newer Claude Code's, which a newer rook may map).
 var claudeNoteTypes = map[string]bool{
-	"attachment": true, "queue-operation": true, "file-history-delta": true, "last-prompt": true,
+	"attachment": true, "queue-operation": true, "last-prompt": true,
 	"agent-name": true, "agent-setting": true, "pr-link": true,
 	"mode": true, "permission-mode": true, "saved_hook_context": true, "fork-context-ref": true,
 	"frame-link": true, "relocated": true, "worktree-state": true, "bridge-session": true,

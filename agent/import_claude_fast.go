@@ -26,7 +26,7 @@ import (
 
 // claudeKeys are the top-level members the fast path reads, in the order
 // of the bits that say which it has seen.
-var claudeKeys = [...]string{"type", "subtype", "timestamp", "sessionId", "cwd", "isMeta", "summary", "message", "data", "snapshot", "isCompactSummary", "isApiErrorMessage", "customTitle", "aiTitle", "forkedFrom", "continuedInSessionId"}
+var claudeKeys = [...]string{"type", "subtype", "timestamp", "sessionId", "cwd", "isMeta", "summary", "message", "data", "snapshot", "isCompactSummary", "isApiErrorMessage", "customTitle", "aiTitle", "forkedFrom", "continuedInSessionId", "trackingPath", "backup"}
 
 // scanClaudeEntry reads a line's entry. strs and members are scanJSON's
 // for it; minLen is the view's (mapView): the texts the view would
@@ -70,6 +70,16 @@ func scanClaudeEntry(line []byte, strs []jsonString, members []jsonMember, minLe
 			var s claudeSnapshot
 			ok = line[v] == '{' && json.Unmarshal(line[v:end], &s) == nil
 			e.Tracked = s.Tracked
+		case "trackingPath":
+			// (Not a string: left to encoding/json, which reads none.)
+			e.TrackingPath, ok = r.str(v, end, "trackingPath")
+		case "backup":
+			// A file-history-delta's: rare and small, decoded whole from
+			// the line, as a snapshot is; not an object, left to
+			// encoding/json (which reads none from it).
+			var b claudeBackup
+			ok = line[v] == '{' && json.Unmarshal(line[v:end], &b) == nil
+			e.Delta = &b
 		case "message":
 			ok = r.message(v, &e)
 		case "forkedFrom":

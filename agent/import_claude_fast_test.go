@@ -72,6 +72,13 @@ func FuzzClaudeFastPath(f *testing.F) {
 
 // fastPathSeeds are lines where the fast path must decline, or must not.
 var fastPathSeeds = []string{
+	// file-history-delta: its backup decoded as a snapshot's entry; a
+	// trackingPath or backup of another shape read by neither path.
+	`{"type":"file-history-delta","messageId":"u1","trackingPath":"src/a.go","backup":{"backupFileName":"h@v1","version":1,"backupTime":"2026-02-10T21:00:00.000Z","realParentDir":"/w/src"}}`,
+	`{"type":"file-history-delta","trackingPath":"n.txt","backup":{"backupFileName":null,"version":2}}`,
+	`{"type":"file-history-delta","trackingPath":5,"backup":"x"}`,
+	`{"type":"file-history-delta","trackingPath":null,"backup":null}`,
+	`{"type":"user","backup":{"backupFileName":7},"message":{"content":"hi"}}`,
 	`{"type":"assistant","message":{"id":"m","model":"x","content":[{"type":"tool_use","id":"t","name":"Bash"},{"type":"text","text":5}]}}`,
 	`{"type":"assistant","message":{"content":[{"type":"text","Text":"a"}]}}`,
 	`{"type":"assistant","message":{"content":[null]}}`,

@@ -461,9 +461,10 @@ func (r *Rook) noteBackups(late *lateBackups, m eventlog.Meta, ev eventlog.Event
 		for _, p := range man.Absent {
 			late.captured[backupAt{p, at}] = true
 		}
-	case ev.Kind == eventlog.KindNote && (strings.Contains(ev.Label, "file-history-snapshot") || strings.Contains(ev.Label, " +")):
-		// A snapshot's line, or a run of notes that may hold some
-		// (mergedLine: labelled by its first line, " +n" when they differ).
+	case ev.Kind == eventlog.KindNote && (strings.Contains(ev.Label, "file-history-snapshot") || strings.Contains(ev.Label, "file-history-delta") || strings.Contains(ev.Label, " +")):
+		// A snapshot's (or delta's) line, or a run of notes that may hold
+		// some (mergedLine: labelled by its first line, " +n" when they
+		// differ).
 		body, err := r.Body(ev)
 		if err != nil {
 			return err
@@ -472,7 +473,7 @@ func (r *Rook) noteBackups(late *lateBackups, m eventlog.Meta, ev eventlog.Event
 			late.mapper = newClaudeMapper(m.Source.Path) // (a snapshot's backups need no state)
 		}
 		for _, line := range sourceLines(body) {
-			if bytes.Contains(line, []byte(`"file-history-snapshot"`)) {
+			if bytes.Contains(line, []byte(`"file-history-snapshot"`)) || bytes.Contains(line, []byte(`"file-history-delta"`)) {
 				late.note(m, late.mapper.mapLine(trimNewline(line)), ev)
 			}
 		}

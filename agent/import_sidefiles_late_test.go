@@ -63,6 +63,21 @@ func stateOf(t *testing.T, r *Rook, st firstStates, p string) string {
 	return string(b)
 }
 
+// pastCall is the seq just after the first tool call of session id at or
+// after seq: a point past which the captures before it are no states
+// (its command may have changed the files; before it, the captures of
+// file backups just before a point are states at it: pointLead).
+func pastCall(t *testing.T, r *Rook, id eventlog.ID, seq uint64) uint64 {
+	t.Helper()
+	for _, ev := range mustEvents(t, r, id) {
+		if ev.Seq >= seq && ev.Kind == eventlog.KindToolCall {
+			return ev.Seq + 1
+		}
+	}
+	t.Fatalf("no tool call at or after #%d", seq)
+	return 0
+}
+
 // statesFrom is capturedStates, or the test fails.
 func statesFrom(t *testing.T, r *Rook, id eventlog.ID, from uint64) firstStates {
 	t.Helper()
@@ -108,9 +123,9 @@ func TestImportLateBackupVersionsAtTheirLines(t *testing.T) {
 	}{
 		{0, "a v1\n", "<absent>"},
 		{ats[0], "a v1\n", "<absent>"},
-		{ats[0] + 1, "a v2\n", "c v2\n"},
+		{pastCall(t, r, id, ats[0]), "a v2\n", "c v2\n"},
 		{ats[1], "a v2\n", "c v2\n"},
-		{ats[1] + 1, "<none>", "<none>"}, // h1@v3 not there yet
+		{pastCall(t, r, id, ats[1]), "<none>", "<none>"}, // h1@v3 not there yet
 	} {
 		st := statesFrom(t, r, id, c.from)
 		if a, cc := stateOf(t, r, st, "a.txt"), stateOf(t, r, st, "c.txt"); a != c.a || cc != c.c {
@@ -128,7 +143,7 @@ func TestImportLateBackupVersionsAtTheirLines(t *testing.T) {
 	if len(ats) != 3 {
 		t.Fatalf("late captures at %v", ats)
 	}
-	if a := stateOf(t, r, statesFrom(t, r, id, ats[1]+1), "a.txt"); a != "a v3\n" {
+	if a := stateOf(t, r, statesFrom(t, r, id, pastCall(t, r, id, ats[1])), "a.txt"); a != "a v3\n" {
 		t.Fatalf("past the second snapshot: a.txt %q, want the third version", a)
 	}
 	if rep = mustImport(t, r, FormatClaudeCode, proj); rep.Events != 0 || rep.BackupsLateTaken != 0 {
@@ -174,7 +189,7 @@ func TestImportLateBackupVersionAfterFirstCaptured(t *testing.T) {
 	if a := stateOf(t, r, statesFrom(t, r, id, 0), "a.txt"); a != "a v1\n" {
 		t.Fatalf("from the start: a.txt %q", a)
 	}
-	if a := stateOf(t, r, statesFrom(t, r, id, first+1), "a.txt"); a != "a v2\n" {
+	if a := stateOf(t, r, statesFrom(t, r, id, pastCall(t, r, id, first)), "a.txt"); a != "a v2\n" {
 		t.Fatalf("past the first capture: a.txt %q, want the second version", a)
 	}
 	if rep = mustImport(t, r, FormatClaudeCode, proj); rep.Events != 0 || rep.BackupsLateTaken != 0 {

@@ -216,10 +216,10 @@ func TestImportLateFileBackups(t *testing.T) {
 	if a, b := content(st, "a.txt"), content(st, "b.txt"); a != "a before\n" || b != "b before\n" || st.Captures != 2 {
 		t.Fatalf("from the start: a %q, b %q, %d captures", a, b, st.Captures)
 	}
-	// Past the line that named a.txt first: its late capture there
-	// stands before, and is not a state of a rewind to there; its
-	// second backup, at the second line, is.
-	st, err = r.capturedStates(id, first+2)
+	// Past the line that named a.txt first, and the turn's tool call
+	// after it: its late capture there stands before, and is not a state
+	// of a rewind to there; its second backup, at the second line, is.
+	st, err = r.capturedStates(id, pastCall(t, r, id, first+2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +472,7 @@ func TestImportLateFileBackupsCrashSweep(t *testing.T) {
 					a, b, cc string
 				}{
 					{id, 0, "a v1\n", "b v1\n", "<absent>"},
-					{id, ats[0] + 1, "a v2\n", "b v1\n", "<none>"},
+					{id, pastCall(t, r, id, ats[0]), "a v2\n", "b v1\n", "<none>"},
 					{fork, 0, "a v1\n", "<none>", "<absent>"},
 				} {
 					st := statesFrom(t, r, c.s, c.from)

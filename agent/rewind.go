@@ -64,7 +64,8 @@ type RewindReport struct {
 	Unrecordable []string `json:"unrecordable,omitempty"`
 	// NotRestored are the files the session changed that the rewind left
 	// as they are, and why: their state then is not known
-	// (firstStates.Unknown).
+	// (firstStates.Unknown), or they are outside the workspace (Outside:
+	// files Claude Code backed up there, firstStates.Outside).
 	NotRestored []UncomparedFile `json:"not_restored,omitempty"`
 	// Notes say what a rewind of an imported Codex session left as it is
 	// and why (a patch the rollout does not say applied, nor what it
@@ -318,7 +319,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 			return rep, fmt.Errorf("cannot rewind the files: %s cannot be read (%s), so what was added in it since the capture cannot be found to remove; make it readable (chmod u+rx), or remove it yourself, and run this again (--keep-files rewinds the conversation only): nothing changed", u.Path, u.Error)
 		}
 		rep.Unrecordable = st.Unrecordable
-		rep.NotRestored = st.Unknown
+		rep.NotRestored = slices.Concat(st.Unknown, st.Outside)
 		rep.Notes = append(rep.Notes, st.linkedNotes...)
 		root := st.Root
 		changes := make([]Change, 0, len(st.First))

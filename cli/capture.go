@@ -324,7 +324,10 @@ func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
 	case d.Captures > 0 || d.FromTranscript > 0:
 		return "this session changed nothing on disk"
 	case source != nil:
-		return noFileBackups(source, "nothing to compare", d.Uncompared)
+		// (A file backed up outside the workspace is said on its own
+		// line, printUnreadable: its state before is known, not compared.)
+		notKnown := slices.DeleteFunc(slices.Clone(d.Uncompared), func(u agent.UncomparedFile) bool { return u.Outside })
+		return noFileBackups(source, "nothing to compare", notKnown)
 	}
 	return "this session captured no files, so it has nothing to compare: captures come from `rook session capture`"
 }
@@ -521,6 +524,10 @@ func unchangedLine(rep agent.RewindReport) string {
 		add(d, kept)
 	}
 	for _, u := range rep.NotRestored {
+		if u.Outside {
+			add(u.Path, "outside the workspace")
+			continue
+		}
 		add(u.Path, "its state then not known")
 	}
 	for _, u := range rep.Unrecordable {

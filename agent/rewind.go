@@ -500,6 +500,10 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 		meta.Tags = append(slices.Clone(sum.Tags), rewindTag)
 	}
 	fork, err := r.Log.Fork(id, to, meta)
+	if fse := (*eventlog.ForkSplitError)(nil); errors.As(err, &fse) {
+		// Worded with the rewind's own flag: `session rewind` takes --to.
+		return rep, fmt.Errorf("cannot rewind session %s to %d: %s: rewind to where the group begins or ends (--to %d or --to %d)", id, to, fse.Reason(), fse.Start, fse.End)
+	}
 	if err != nil {
 		return rep, err
 	}

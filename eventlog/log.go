@@ -1997,8 +1997,32 @@ func (l *Log) forkSplitRefused(r *reader, parent ID, at uint64) error {
 			return true
 		})
 	}
-	return fmt.Errorf("cannot fork session %s at %d: %w: the fork point splits the event group #%d to #%d, and the fork's copy of event #%d, re-encoded to end the group there, would make a whole record where none starts with the label before it, which readers of the fork would take for an event; nothing was written: fork where the group begins or ends (--at %d or --at %d)", parent, at, ErrLabelHoldsRecord, start, end-1, at-1, start, end)
+	return &ForkSplitError{Parent: parent, At: at, Start: start, End: end}
 }
+
+// ForkSplitError is a fork at At of Parent refused because the point
+// splits the event group #Start to #End-1 and the fork's copy of its last
+// event, re-encoded to end the group there, would make a whole record
+// where none starts (ErrLabelHoldsRecord). Start and End are the points
+// where the group begins and ends, where a fork is taken. Its message
+// names `session fork`'s --at; a rewind (whose fork this can be) words
+// its own with --to.
+type ForkSplitError struct {
+	Parent         ID
+	At, Start, End uint64
+}
+
+// Reason is the refusal without the way out, for a caller that words
+// its own.
+func (e *ForkSplitError) Reason() string {
+	return fmt.Sprintf("%v: the point %d splits the event group #%d to #%d, and the fork's copy of event #%d, re-encoded to end the group there, would make a whole record where none starts with the label before it, which readers of the fork would take for an event; nothing was written", ErrLabelHoldsRecord, e.At, e.Start, e.End-1, e.At-1)
+}
+
+func (e *ForkSplitError) Error() string {
+	return fmt.Sprintf("cannot fork session %s at %d: %s: fork where the group begins or ends (--at %d or --at %d)", e.Parent, e.At, e.Reason(), e.Start, e.End)
+}
+
+func (e *ForkSplitError) Unwrap() error { return ErrLabelHoldsRecord }
 
 // forkMetaFailed is Fork's failure to write the fork's metadata (err).
 // The durable write may have renamed the .meta into place and then failed

@@ -184,7 +184,10 @@ func lastWritten(s eventlog.Summary) time.Time {
 // recently touched session to the least, it deletes a session that rook has
 // not written for MaxSessionAgeDays (lastWritten), and one beyond the first
 // MaxSessions kept; a session with a protect tag is never deleted, and
-// counts toward MaxSessions. A dry run deletes nothing. The sessions'
+// counts toward MaxSessions where the walk meets it: a protected session
+// among the newest takes a place, an older one is kept beyond the limit
+// (store_prune.txtar: kept 3 with max_sessions = 2). A dry run deletes
+// nothing. The sessions'
 // objects stay in the store until gc.
 func (r *Rook) Prune(p RetentionPolicy, dryRun bool) (PruneReport, error) {
 	rep := PruneReport{DryRun: dryRun, Deleted: []SessionRef{}}

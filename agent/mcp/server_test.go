@@ -1066,3 +1066,29 @@ func TestNotUnicodeRefused(t *testing.T) {
 		})
 	}
 }
+
+// README (rook mcp serve): a title "with nothing to see, only spaces,
+// controls or invisible characters (zero-width spaces, joiners, U+FEFF),
+// is refused (input_invalid), as an empty one is".
+func TestATitleOfOnlyInvisibleCharactersIsRefused(t *testing.T) {
+	for _, title := range []string{
+		"\u034f",             // COMBINING GRAPHEME JOINER: a joiner, default-ignorable, draws nothing
+		"\u3164",             // HANGUL FILLER: default-ignorable, draws nothing (the classic blank name)
+		"\u115f\u1160",       // HANGUL CHOSEONG/JUNGSEONG FILLER
+		"\u00ad\u034f\u3164", // soft hyphen, grapheme joiner, Hangul filler
+	} {
+		raw, _ := json.Marshal(map[string]string{"content": "x", "title": title})
+		a, err := parseArgs(raw)
+		if err == nil {
+			t.Errorf("title %+q (nothing to see) was accepted as %+q; README says such a title is refused (input_invalid)", title, a.title)
+		}
+	}
+}
+
+// Zero-width spaces, word joiners and U+FEFF alone are refused.
+func TestATitleOfZeroWidthSpacesIsRefused(t *testing.T) {
+	raw, _ := json.Marshal(map[string]string{"content": "x", "title": "\u200b\u2060 \ufeff"})
+	if _, err := parseArgs(raw); err == nil {
+		t.Fatal("accepted")
+	}
+}

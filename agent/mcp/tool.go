@@ -278,14 +278,28 @@ func parseTitle(raw json.RawMessage) (string, *rpcError) {
 	title = SanitizeTitle(title)
 	// The seeds refuse a title empty after sanitization. A title of only
 	// characters nobody sees (zero-width spaces, word joiners, U+FEFF:
-	// what inbox.Typeable takes out of client names) is as empty: its
+	// what inbox.Typeable takes out of client names; Hangul fillers and
+	// the grapheme joiner: dropDrawnAsNothing) is as empty: its
 	// heading would look blank. Such characters stay in a title that has
 	// something to see, where they may mean something: a zero-width
 	// joiner makes one emoji of several, a non-joiner spells Persian.
-	if strings.TrimSpace(inbox.Typeable(title)) == "" {
+	if strings.TrimSpace(strings.Map(dropDrawnAsNothing, inbox.Typeable(title))) == "" {
 		return "", invalid(`"title" is empty once control characters, invisible characters (zero-width spaces, joiners, byte order marks, ...) and surrounding spaces are removed: omit it or give a heading`, "title")
 	}
 	return title, nil
+}
+
+// dropDrawnAsNothing drops the characters Unicode says draw nothing that
+// inbox.Typeable keeps, being no format character: the other
+// default-ignorable code points (the combining grapheme joiner U+034F, the
+// Hangul fillers U+115F, U+1160, U+3164, U+FFA0: the usual "blank name")
+// and the variation selectors. For the emptiness test only: the title
+// keeps them.
+func dropDrawnAsNothing(r rune) rune {
+	if unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) {
+		return -1
+	}
+	return r
 }
 
 // SanitizeTitle makes a title one clean line: control characters (Unicode

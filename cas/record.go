@@ -21,7 +21,7 @@ import (
 // back, with no padding, so every byte of a segment belongs to the header or
 // to exactly one record and any flipped byte breaks a checksum.
 //
-// A record is a 24-byte header and a payload:
+// A record is a 28-byte header and a payload:
 //
 //	+------+---------+---------+----------+--------+-----------+----------+---------+----------+----------+---------+
 //	| "RK" | type u8 | kind u8 | codec u8 | flags  | count u16 | dict u32 | raw u32 | size u32 | time u32 | crc u32 |
@@ -37,7 +37,7 @@ import (
 //
 //	uvarint len[0] ... uvarint len[count-1] | object 0 | object 1 | ...
 //
-// An object's id is the BLAKE3-256 of its bytes; ids are not stored in the
+// An object's id is the first 128 bits of the BLAKE3 of its bytes (index.KeySize); ids are not stored in the
 // segment, a rebuild recomputes them.
 const (
 	segMagic        = "rookseg\x00"

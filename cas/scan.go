@@ -383,6 +383,18 @@ func (s *Store) openActive(named bool) error {
 	if err != nil {
 		return fmt.Errorf("open segment for appending: %w", err)
 	}
+	// A segment of a newer format is not appended to: this rook's
+	// records in another format's file would be acknowledged, and then
+	// the whole segment refused by verify and reindex. Its header is read
+	// here because a writer's scan starts at the index's watermark, past
+	// it. (Any other damage to the header is the scans' to report.)
+	hdr := make([]byte, segHeaderSize)
+	if _, rerr := f.ReadAt(hdr, 0); rerr == nil {
+		if _, herr := parseSegmentHeader(hdr); errors.Is(herr, ErrNewerSegment) {
+			f.Close()
+			return fmt.Errorf("segment %s: %w; nothing written", segName(n), herr)
+		}
+	}
 	size, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
 		f.Close()

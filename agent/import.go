@@ -654,7 +654,7 @@ func statToRecord(f sourceFile, zst bool, size, length int64, at time.Time) *eve
 	if !whole || f.stat.MTime == 0 {
 		return nil
 	}
-	if at.Sub(time.Unix(0, f.stat.MTime)) < statQuiet || (f.stat.CTime != 0 && at.Sub(time.Unix(0, f.stat.CTime)) < statQuiet) {
+	if changedWithin(at, f.stat.MTime) || (f.stat.CTime != 0 && changedWithin(at, f.stat.CTime)) {
 		return nil
 	}
 	st := f.stat
@@ -666,16 +666,39 @@ func statToRecord(f sourceFile, zst bool, size, length int64, at time.Time) *eve
 // within statQuiet of the walk (at). Such a line is left for the next import
 // rather than stored: stored, it would be stored again, longer, at every
 // import while it grows (a line that does not parse has no strings cut out
-// and shared), in space quadratic in the line. A file quiet for longer, or
-// one with no time, has its cut line taken in, as the line of a crash. Only
+// and shared), in space quadratic in the line. A file quiet for longer,
+// one dated in the future (changedWithin), or one with no time, has its
+// cut line taken in, as the line of a crash. Only
 // the modification time counts: it is what a write changes, where the
 // change time also moves with a chmod or a touch. The rest of a line taken
 // in before, still without its newline, is taken in: only its new bytes
 // are stored, and the next import's note goes on from them.
 func beingWritten(f sourceFile, line pendingLine, at time.Time) bool {
 	return strings.HasPrefix(line.m.Unparsed, truncatedLine) && !strings.HasSuffix(line.m.Label, ":continued") && f.stat.MTime != 0 &&
-		at.Sub(time.Unix(0, f.stat.MTime)) < statQuiet
+		changedWithin(at, f.stat.MTime)
 }
+
+// changedWithin says whether a file time (unix ns) is within statQuiet
+// before at, or at most clockSkew after it: the file changed moments ago.
+// A little ahead is a writer whose clock runs ahead of this one (a file
+// server's): its file just written is dated so. A time further ahead (a
+// file copied from a machine whose clock ran far ahead, unpacked from an
+// archive, or the clock stepped back since) is not recent: counted so,
+// its cut last line was held back, and its stat left unrecorded, at every
+// import until the clock reached it. Taking it as quiet is safe: a write
+// after the import sets the file's modification time to the writer's
+// clock, no longer the one recorded, so the next import sees the file
+// changed and reads on from where this one stopped (the rest of a cut
+// line taken in is taken in after it, as a crash's line that grows again
+// is).
+func changedWithin(at time.Time, ns int64) bool {
+	d := at.Sub(time.Unix(0, ns))
+	return d > -clockSkew && d < statQuiet
+}
+
+// clockSkew is how far ahead of this machine's clock a file's time may be
+// and still be a write of moments ago (changedWithin).
+const clockSkew = time.Minute
 
 // lastLineNote is said of a file whose last line was left for the next
 // import (beingWritten).
@@ -1609,6 +1632,11 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		src.CopiesParent = true
 	}
 	sess.Source = &src
+	if !fi.created && res.Events > 0 {
+		// Appended to now, its new events at the transcript's own times:
+		// retention ages it from this (lastWritten).
+		sess.Written = r.clock.Now().UTC().Truncate(time.Millisecond)
+	}
 	names.move(sess, movedFrom, f.path, zst, &res)
 	// Written with the next flush, once the lines above are durable.
 	if err := r.Log.StageMeta(*sess); err != nil {

@@ -337,7 +337,7 @@ func (m *claudeMapper) mapEntry(l *claudeEntry) mappedLine {
 		return mappedLine{Kind: eventlog.KindNote, Label: "claude-code:unparsed", Unparsed: `no "type" field`}
 	}
 	out := mappedLine{Kind: eventlog.KindNote, Label: l.Type}
-	if t, err := time.Parse(time.RFC3339Nano, l.Timestamp); err == nil {
+	if t, ok := lineTime(l.Timestamp); ok {
 		out.Time = t
 	}
 	if m.sess.Workspace == "" && l.Cwd != "" {
@@ -417,7 +417,7 @@ func (out *mappedLine) addBackup(p string, b claudeBackup) {
 	if out.Backups == nil {
 		out.Backups = map[string]string{}
 	}
-	if t, err := time.Parse(time.RFC3339Nano, b.BackupTime); err == nil {
+	if t, ok := lineTime(b.BackupTime); ok {
 		if out.BackupTimes == nil {
 			out.BackupTimes = map[string]time.Time{}
 		}

@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"time"
 
 	// Go 1.27's encoding/json, on json/v2, for Go 1.26: the same answers
 	// (FuzzDecodeLikeEncodingJSON), 2.4x faster on an import's lines.
@@ -370,7 +369,7 @@ func (m *codexMapper) mapEntry(e *codexEntry) mappedLine {
 	out := mappedLine{Kind: eventlog.KindNote, Label: e.Type}
 	// An older rollout's items and state records have no timestamp: zero,
 	// the time of the line before (the header's at first).
-	if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
+	if t, ok := lineTime(e.Timestamp); ok {
 		out.Time = t
 	}
 	if e.Type == "" {

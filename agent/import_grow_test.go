@@ -539,6 +539,14 @@ func TestStatToRecord(t *testing.T) {
 	if st := statToRecord(z, true, 80, 80, at); st == nil || *st != z.stat {
 		t.Fatalf("quiet, whole .zst (10 bytes compressed, 80 decompressed): %+v", st)
 	}
+	// Dated in the future (copied from a machine whose clock ran ahead):
+	// it did not change moments ago. Left unrecorded, every import read
+	// and hashed it again until the clock reached its times; a write to
+	// it dates it now, which the next import sees differ.
+	ahead := sourceFile{path: "/a.jsonl", size: 10, stat: eventlog.FileStat{Size: 10, MTime: at.Add(time.Hour).UnixNano(), CTime: at.Add(time.Hour).UnixNano()}}
+	if st := statToRecord(ahead, false, 10, 10, at); st == nil || *st != ahead.stat {
+		t.Fatalf("dated an hour ahead, whole: %+v", st)
+	}
 	for name, c := range map[string]struct {
 		f            sourceFile
 		zst          bool

@@ -57,6 +57,25 @@ type mappedLine struct {
 	Unknown string
 }
 
+// lineTime is a transcript line's time stamp s (RFC 3339), and whether
+// it is one the line can be given: false for one missing or malformed, and
+// for one outside the years 0-9999 in UTC, which RFC 3339 can write
+// ("9999-12-31T23:59:59-01:00" is in the year 10000) but JSON's time
+// format cannot: stored, it had every --json listing of the session fail
+// to encode. Such a line is given the time of the line before, as one with
+// no time is; its bytes are stored as they were, so export still writes
+// them back as read.
+func lineTime(s string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, false
+	}
+	if y := t.UTC().Year(); y < 0 || y > 9999 {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
 // lineMapper turns the lines of one source file into events, and gathers
 // what the session's metadata needs. It sees the lines in order, each with
 // its terminating newline removed.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -152,6 +153,42 @@ func TestImportTakesAQuietCutLine(t *testing.T) {
 				t.Fatalf("a first line being written: %+v", f)
 			}
 		})
+	}
+}
+
+// README: a last line cut short "because the agent is still writing it
+// (the file changed within 3 s) is left for the next import ...; in a file
+// quiet for longer, it is kept as it was read". A transcript whose
+// modification time is in the future (copied from a machine whose clock
+// ran ahead, unpacked from an archive, or the clock stepped back since)
+// did not change within 3 s: its cut line is a crash's, taken in now, as
+// for a file dated an hour ago, not left "still being written (changed
+// moments ago)" at every import until the clock reaches that time.
+func TestImportTakesInTheCutLastLineOfAFileDatedInTheFuture(t *testing.T) {
+	data := writeSourceBytes(claudeLines("s", 1), `{"type":"user","message":{"role":"user","content":"cut sh`)
+	imported := func(mtime time.Time) (ImportedFile, uint64) {
+		t.Helper()
+		dir := t.TempDir()
+		src := filepath.Join(dir, "src", "p", "s.jsonl")
+		writeAged(t, src, data)
+		if err := os.Chtimes(src, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		r := diskRook(t, filepath.Join(dir, "home"))
+		f := mustImport(t, r, FormatClaudeCode, src).Files[0]
+		if f.Session == nil {
+			t.Fatalf("no session: %+v", f)
+		}
+		s, err := r.Log.Summary(*f.Session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f, s.Events
+	}
+	_, aged := imported(time.Now().Add(-time.Hour)) // the baseline: a crash's line, taken in
+	f, future := imported(time.Now().Add(365 * 24 * time.Hour))
+	if future != aged || strings.Contains(f.Note, "still being written") {
+		t.Fatalf("a file dated a year ahead: %d events (an hour-old one: %d), note %q", future, aged, f.Note)
 	}
 }
 

@@ -1756,3 +1756,34 @@ func TestImportHardLinkIsASessionOfItsOwn(t *testing.T) {
 		t.Fatalf("imported again: %+v", again.Files)
 	}
 }
+
+// TestImportTakesATimeJSONCannotHoldAsNone: "9999-12-31T23:59:59-01:00"
+// is valid RFC 3339, but in UTC it is in the year 10000, which JSON's time
+// format cannot hold: stored as an event's time, it had every --json
+// listing of the session fail to encode. Each format's line with such a
+// time maps as one with no time does (zero: the time of the line before);
+// the years 0-9999 still map, in the time zone they were written in.
+func TestImportTakesATimeJSONCannotHoldAsNone(t *testing.T) {
+	claude := func(ts string) string {
+		return `{"type":"user","sessionId":"s","cwd":"/w","message":{"role":"user","content":"hi"},"uuid":"u1","timestamp":"` + ts + `"}`
+	}
+	codex := func(ts string) string {
+		return `{"timestamp":"` + ts + `","type":"event_msg","payload":{"type":"agent_reasoning","text":"hm"}}`
+	}
+	for _, c := range []struct {
+		format string
+		line   func(string) string
+	}{{FormatClaudeCode, claude}, {FormatCodex, codex}} {
+		for ts, want := range map[string]time.Time{
+			"9999-12-31T23:59:59-01:00": {},
+			"0000-01-01T00:30:00+01:00": {},
+			"9999-12-31T23:59:59Z":      time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+			"2026-02-10T22:00:00+01:00": time.Date(2026, 2, 10, 21, 0, 0, 0, time.UTC),
+		} {
+			m := newMapper(c.format, "/src/p/s.jsonl").mapLine([]byte(c.line(ts)))
+			if m.Unparsed != "" || !m.Time.Equal(want) {
+				t.Errorf("%s, a line at %s: time %v (unparsed %q); want %v", c.format, ts, m.Time, m.Unparsed, want)
+			}
+		}
+	}
+}

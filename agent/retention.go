@@ -166,18 +166,23 @@ func ref(s eventlog.Summary, reason string) SessionRef {
 	return SessionRef{ID: s.ID, Title: s.Title, Updated: touched(s), Events: s.Events, Reason: reason}
 }
 
-// lastWritten is when rook last wrote a session: its last event, or its
-// creation if that is later. The two differ for a session whose events
-// carry times from before it came into this store: one imported from
-// another agent's transcript (events at the transcript's own times, the
-// session created by the import) or a fork (its parent's events copied).
-// Retention ages a session by this, so importing last year's history, or
+// lastWritten is when rook last wrote a session: the latest of its last
+// event, its creation, and the last import that appended to it (Written).
+// They differ for a session whose events carry times from before they came
+// into this store: one imported from another agent's transcript (events at
+// the transcript's own times, the session created by the import, and
+// appended to by the imports of the file as it grew) or a fork (its
+// parent's events copied). Retention ages a session by this, so importing
+// last year's history, or the new lines of a transcript resumed today, or
 // forking an old session, is not undone by the next maintain.
 func lastWritten(s eventlog.Summary) time.Time {
-	if s.Created.After(s.Updated) {
-		return s.Created
+	t := s.Updated
+	for _, w := range []time.Time{s.Created, s.Written} {
+		if w.After(t) {
+			t = w
+		}
 	}
-	return s.Updated
+	return t
 }
 
 // Prune applies the retention policy to the sessions. Going from the most

@@ -253,6 +253,45 @@ func TestPruneAgesImportsAndForksFromTheirArrival(t *testing.T) {
 	}
 }
 
+// README: max_session_age_days deletes a session rook has not written
+// "(appended to, imported or forked)" for that many days. A transcript
+// imported again after it grew appends to its session: rook wrote it
+// today, so the next prune must not delete it, whatever times the new
+// lines carry.
+func TestPruneKeepsASessionAReimportAppendedToToday(t *testing.T) {
+	r, clk := viewsRook(t)
+	const src = "/src/p/s.jsonl"
+	writeSource(t, r.fs, src, claudeLines("s", 1), "")
+	id := mustImport(t, r, FormatClaudeCode, src).Files[0].Session
+	if id == nil {
+		t.Fatal("the first import made no session")
+	}
+	before, err := r.Log.Summary(*id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(200 * 24 * time.Hour)
+	writeSource(t, r.fs, src, append(claudeLines("s", 1), claudeLines("s", 2)...), "")
+	rep := mustImport(t, r, FormatClaudeCode, src)
+	if got := rep.Files[0].Session; got == nil || *got != *id {
+		t.Fatalf("the second import went to session %v, not %v: the test proves nothing", got, *id)
+	}
+	after, err := r.Log.Summary(*id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Events <= before.Events {
+		t.Fatalf("the second import appended nothing (%d events, then %d): the test proves nothing", before.Events, after.Events)
+	}
+	pr, err := r.Prune(RetentionPolicy{MaxSessionAgeDays: intp(180)}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pr.Deleted) != 0 {
+		t.Fatalf("prune deleted %v (%s), a session rook appended %d events to a moment ago", deletedIDs(pr.Deleted), pr.Deleted[0].Reason, after.Events-before.Events)
+	}
+}
+
 func TestPruneProtectTags(t *testing.T) {
 	// The oldest is protected: it never goes, and counts toward the limit.
 	r, clk, s := fiveSessions(t, map[int]string{0: "Keep", 3: "pinned"})

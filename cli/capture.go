@@ -748,7 +748,10 @@ func (c *CheckpointLsCmd) Run(e *Env) error {
 		if refs == nil {
 			refs = []agent.CheckpointRef{}
 		}
-		e.printJSON(refs) // a failed write is Main's to tell, after done's verdict
+		// A failed write is Main's to tell, after done's verdict.
+		if err := unprinted(e.printJSON(refs)); err != nil {
+			return err
+		}
 		return done()
 	}
 	if len(refs) == 0 {

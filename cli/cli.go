@@ -4,6 +4,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -681,10 +682,39 @@ func (e *Env) lockWaiting(wait time.Duration) func(holder string) {
 }
 
 // printJSON writes v as indented JSON, with <, > and & as themselves: it is
-// read by scripts and people, never pasted into HTML.
+// read by scripts and people, never pasted into HTML. v is encoded whole
+// before anything is written (as json.Encoder does too): a value JSON
+// cannot hold (a time outside the years 0-9999) prints nothing and returns
+// a *jsonEncodeError, where a failed write returns the write's error.
 func (e *Env) printJSON(v any) error {
-	enc := json.NewEncoder(e.Stdout)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return &jsonEncodeError{err: err}
+	}
+	_, err := e.Stdout.Write(b.Bytes())
+	return err
+}
+
+// jsonEncodeError: printJSON could not encode its value, and printed
+// nothing. The command's work was done; what it has to say was not said.
+type jsonEncodeError struct{ err error }
+
+func (e *jsonEncodeError) Error() string {
+	return fmt.Sprintf("encode the output as JSON: %v: nothing was printed; the command without --json shows it", e.err)
+}
+
+func (e *jsonEncodeError) Unwrap() error { return e.err }
+
+// unprinted is printJSON's err for a command whose exit is a verdict that
+// comes after the output: a failed write is Main's to tell after that
+// verdict (nil here), but output that could not be encoded fails the
+// command now, not exit 0 with nothing on stdout.
+func unprinted(err error) error {
+	if je := (*jsonEncodeError)(nil); errors.As(err, &je) {
+		return err
+	}
+	return nil
 }

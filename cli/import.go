@@ -163,7 +163,10 @@ func runImport(e *Env, format string, paths []string) error {
 		if out.Paths == nil {
 			out.Paths = []string{}
 		}
-		e.printJSON(out) // a failed write is Main's to tell, after the verdict below
+		// A failed write is Main's to tell, after the verdict below.
+		if err := unprinted(e.printJSON(out)); err != nil {
+			return err
+		}
 	} else {
 		printImport(e, out)
 		if budget := agent.Limit(cfg.Storage.Retention.MaxTotalBytes); budget > 0 && rep.StoredAfter > budget {
@@ -825,7 +828,7 @@ func printExport(e *Env, id eventlog.ID, output string, compressed bool, x agent
 		return nil
 	}
 	if e.JSON {
-		e.printJSON(struct {
+		err := e.printJSON(struct {
 			Session eventlog.ID `json:"session"`
 			Output  string      `json:"output"`
 			// OutputZstd: the output (named .zst) is zstd-compressed by
@@ -836,7 +839,11 @@ func printExport(e *Env, id eventlog.ID, output string, compressed bool, x agent
 			Unchanged bool `json:"unchanged,omitempty"`
 			agent.ExportResult
 			ToolResultsWritten *agent.ExportedToolResults `json:"tool_results_written,omitempty"`
-		}{id, output, compressed, unchanged, x, tr}) // a failed write is Main's to tell, after notExact's verdict
+		}{id, output, compressed, unchanged, x, tr})
+		// A failed write is Main's to tell, after notExact's verdict.
+		if err := unprinted(err); err != nil {
+			return err
+		}
 		return notExact()
 	}
 	where := filepath.Clean(output)
@@ -942,7 +949,10 @@ func runReread(e *Env, format string, paths []string) error {
 		out.Problems = []cas.Problem{}
 	}
 	if e.JSON {
-		e.printJSON(out) // a failed write is Main's to tell, after the verdict below
+		// A failed write is Main's to tell, after the verdict below.
+		if err := unprinted(e.printJSON(out)); err != nil {
+			return err
+		}
 	} else {
 		fmt.Fprintf(e.Stdout, "%s: %d file(s) read again: %d object(s) restored of the %d they make; nothing imported\n",
 			format, out.Files, out.Restored, out.Objects)

@@ -329,7 +329,10 @@ func exposed(fsys vfs.FS, home string) []string {
 
 func (c *DoctorCmd) print(e *Env, r doctorReport) error {
 	if e.JSON {
-		e.printJSON(r) // a failed write is Main's to tell, after the verdict below
+		// A failed write is Main's to tell, after the verdict below.
+		if err := unprinted(e.printJSON(r)); err != nil {
+			return err
+		}
 	} else {
 		w := e.Stdout
 		fmt.Fprintf(w, "store      %s\n", r.Home)

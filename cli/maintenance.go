@@ -228,7 +228,10 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 		return err
 	}
 	if e.JSON {
-		e.printJSON(rep) // a failed write is Main's to tell, after the verdict below
+		// A failed write is Main's to tell, after the verdict below.
+		if err := unprinted(e.printJSON(rep)); err != nil {
+			return err
+		}
 	} else {
 		fmt.Fprintf(e.Stdout, "repacked %d objects from %d segment(s): stored %s → %s, on disk %s → %s\n", rep.Objects, rep.SegmentsRewritten,
 			formatBytes(rep.StoredBefore), formatBytes(rep.StoredAfter), formatBytes(rep.DiskBefore), formatBytes(rep.DiskAfter))

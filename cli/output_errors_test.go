@@ -14,8 +14,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rookhq/rook/agent/mcpclient"
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // outputRun runs rook against one store and workspace.
@@ -376,6 +380,45 @@ func TestOwnFailureWinsOverLostOutput(t *testing.T) {
 			if code != ExitFailure || !own || !strings.Contains(errb.String(), note+"\n") {
 				t.Errorf("rook %s to a full disk: exit %d, stderr:\n%s\nwant exit 1, the note, and %q last", strings.Join(args, " "), code, errb.String(), c.own)
 			}
+		}
+	}
+}
+
+// TestJSONThatCannotBeEncodedFails: a time outside the years 0-9999 (an
+// event stored at one, by a rook whose import took a transcript line's
+// "9999-12-31T23:59:59-01:00", 10000-01-01 in UTC) is one JSON's time
+// format cannot hold. `session ls --json` and `session show --json`
+// discarded printJSON's error as a write's, Main's to tell: they printed
+// nothing, said nothing and exited 0. They fail, saying what failed.
+func TestJSONThatCannotBeEncodedFails(t *testing.T) {
+	const home = "/home/u/store"
+	fsys := vfs.NewMem()
+	if _, err := cas.Init(fsys, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock.Fixed{T: time.Date(2026, 2, 10, 21, 0, 0, 0, time.UTC)}
+	env := func(stdin string, asJSON bool) (*Env, *bytes.Buffer, *bytes.Buffer) {
+		var out, errb bytes.Buffer
+		return &Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clk, Cwd: "/w", JSON: asJSON}, &out, &errb
+	}
+	e, out, _ := env("", false)
+	if err := (&SessionNewCmd{Title: "hello"}).Run(e); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(out.String())
+	clk.T = time.Date(10000, 1, 1, 0, 59, 59, 0, time.UTC)
+	e, _, _ = env("odd", false)
+	if err := (&SessionAppendCmd{ID: id, File: "-", Kind: "user"}).Run(e); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]interface{ Run(*Env) error }{
+		"session ls --all --json": &SessionLsCmd{All: true},
+		"session show --json":     &ShowCmd{ID: id, Limit: 200, MaxBody: 4096},
+	} {
+		e, out, _ := env("", true)
+		err := c.Run(e)
+		if err == nil || !strings.Contains(err.Error(), "encode the output as JSON") || !strings.Contains(err.Error(), "year") {
+			t.Errorf("%s: error %v, stdout %q; want it to fail, saying the output could not be encoded", name, err, out.String())
 		}
 	}
 }

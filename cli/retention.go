@@ -216,7 +216,9 @@ func (c *StoreMaintainCmd) Run(e *Env) error {
 	}
 	// A failed write is Main's to tell, after the verdict below.
 	if e.JSON {
-		e.printJSON(rep)
+		if err := unprinted(e.printJSON(rep)); err != nil {
+			return err
+		}
 	} else {
 		printMaintain(e.Stdout, rep)
 	}

@@ -639,7 +639,10 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		if bads == nil {
 			bads = []bad{}
 		}
-		e.printJSON(map[string]any{"appended": done, "already": already, "errors": bads}) // a failed write is Main's to tell, after the verdict below
+		// A failed write is Main's to tell, after the verdict below.
+		if err := unprinted(e.printJSON(map[string]any{"appended": done, "already": already, "errors": bads})); err != nil {
+			return err
+		}
 	} else {
 		durable()
 		for _, b := range bads {
@@ -977,7 +980,12 @@ func (c *SessionLsCmd) Run(e *Env) error {
 	}
 	rows = underParents(rows)
 	if e.JSON {
-		e.printJSON(rows) // a failed write is Main's to tell, after unreadableSessions' verdict
+		// A failed write is Main's to tell, after unreadableSessions'
+		// verdict. One that could not be encoded (a time past the year
+		// 9999, from a store an older rook imported it into) fails now.
+		if err := unprinted(e.printJSON(rows)); err != nil {
+			return err
+		}
 		return unreadableSessions(e, unreadable)
 	}
 	if len(rows) == 0 && c.All {

@@ -264,7 +264,9 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 		if x.Damage != nil {
 			out["damaged_at"] = x.DamagedAt
 		}
-		e.printJSON(out)
+		if err := unprinted(e.printJSON(out)); err != nil {
+			return err
+		}
 		return pageVerdict(x.Damage, bad)
 	}
 	cutNote := ""

@@ -140,7 +140,10 @@ func (c *ShowCmd) Run(e *Env) error {
 		if u := p.Unlinked; u != nil {
 			page.Fork, page.Subagent, page.ParentSource, page.ParentSourceImported = u.Fork, u.Subagent, u.SourceID, &u.Imported
 		}
-		e.printJSON(page) // a failed write is Main's to tell, after unreadable's verdict
+		// A failed write is Main's to tell, after unreadable's verdict.
+		if err := unprinted(e.printJSON(page)); err != nil {
+			return err
+		}
 		return pageVerdict(p.Damage, bad)
 	}
 	w := e.Stdout
@@ -355,8 +358,10 @@ func (c *HistoryCmd) Run(e *Env) error {
 			evs = append(evs, j)
 		}
 		// A failed write is Main's to tell, after unreadable's verdict.
-		e.printJSON(historyJSON{Session: id.String(), Events: evs, Total: p.Total,
-			PrevBefore: p.PrevBefore, NextFrom: p.NextFrom, DamagedAt: damagedAtMember(p.Damage, p.DamagedAt)})
+		if err := unprinted(e.printJSON(historyJSON{Session: id.String(), Events: evs, Total: p.Total,
+			PrevBefore: p.PrevBefore, NextFrom: p.NextFrom, DamagedAt: damagedAtMember(p.Damage, p.DamagedAt)})); err != nil {
+			return err
+		}
 		return pageVerdict(p.Damage, bad)
 	}
 	w := e.Stdout
@@ -517,8 +522,10 @@ func (c *FindCmd) Run(e *Env) error {
 			skips = append(skips, findSkipJSON{s.Seq, s.Err.Error()})
 		}
 		// A failed write is Main's to tell, after unreadable's verdict.
-		e.printJSON(findJSON{Session: id.String(), Hits: hits, Next: res.Next, Through: res.Through,
-			Unreadable: skips})
+		if err := unprinted(e.printJSON(findJSON{Session: id.String(), Hits: hits, Next: res.Next, Through: res.Through,
+			Unreadable: skips})); err != nil {
+			return err
+		}
 		return unreadable(len(res.Unreadable))
 	}
 	w := e.Stdout

@@ -378,7 +378,10 @@ func (c *VerifyCmd) Run(e *Env) error {
 		if rerr != nil {
 			return rerr
 		}
-		e.printJSON(verifyReport{VerifyReport: rep, References: refs, NamedBy: namedBy}) // a failed write is Main's to tell, after the verdict below
+		// A failed write is Main's to tell, after the verdict below.
+		if err := unprinted(e.printJSON(verifyReport{VerifyReport: rep, References: refs, NamedBy: namedBy})); err != nil {
+			return err
+		}
 	} else {
 		// The objects' report first, even when the sessions' could not be
 		// made (the store's sessions not listed): it is made already.
@@ -550,7 +553,10 @@ func (c *ReindexCmd) Run(e *Env) error {
 		for _, w := range rep.WrongDict {
 			wrongDict = append(wrongDict, w.String())
 		}
-		e.printJSON(map[string]any{"segments": rep.Segments, "records": rep.Records, "objects": rep.Objects, "damage": damage, "cut": rep.Cut, "needs_dictionary": waiting, "carried": rep.Carried, "carry_error": rep.CarryErr, "wrong_dictionary": wrongDict, "wrong_dictionary_kept": rep.WrongDictKept}) // a failed write is Main's to tell, after the verdict below
+		// A failed write is Main's to tell, after the verdict below.
+		if err := unprinted(e.printJSON(map[string]any{"segments": rep.Segments, "records": rep.Records, "objects": rep.Objects, "damage": damage, "cut": rep.Cut, "needs_dictionary": waiting, "carried": rep.Carried, "carry_error": rep.CarryErr, "wrong_dictionary": wrongDict, "wrong_dictionary_kept": rep.WrongDictKept})); err != nil {
+			return err
+		}
 	} else {
 		for _, c := range rep.Cut {
 			fmt.Fprintf(e.Stdout, "cut torn tail: %s\n", c)

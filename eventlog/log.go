@@ -45,6 +45,13 @@ type Meta struct {
 	Tags      []string  `json:"tags,omitempty"`
 	// Source is set on a session imported from another agent's transcript.
 	Source *Source `json:"source,omitempty"`
+	// Written is when an import last appended to the session (its file
+	// grew), by rook's clock, in UTC at millisecond precision as Created:
+	// the events it appended carry the transcript's own, older, times, so
+	// neither they nor Created say that rook wrote the session then, and
+	// retention ages it from this too. Zero (omitted): not appended to by
+	// an import since its creation, or last by a rook before this field.
+	Written time.Time `json:"written,omitzero"`
 	// CopiedIn and CopiedOut, on a fork made in rook of a session whose
 	// totals leave copied tokens out (Source.CopiedIn, or these of a fork
 	// of one), are those the fork's copy of its events holds: its totals

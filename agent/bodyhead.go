@@ -105,6 +105,7 @@ func (b *binaryScan) binary() bool { return b.nul || !b.utf.valid() }
 type tailCount struct {
 	view    int64
 	escaped int64
+	trail   int64 // the white space they end with (trailingSpace)
 	utf     utf8Stream
 	carry   []byte // a character or color sequence cut by the end of a piece
 	// digits: carry is ESC [, followed by this many digits and
@@ -116,6 +117,7 @@ type tailCount struct {
 func (t *tailCount) Write(p []byte) (int, error) {
 	written := len(p)
 	t.escaped += jsonEscapedLen(p)
+	t.trail = trailingSpace(p, t.trail)
 	t.utf.write(p)
 	if t.digits > 0 {
 		// ESC [ digits... cut by the pieces: the first byte past the
@@ -148,6 +150,17 @@ func (t *tailCount) Write(p []byte) (int, error) {
 		t.carry = t.carry[:2]
 	}
 	return written, nil
+}
+
+// trailingSpace is how many bytes of white space a view trims at the end
+// of a rendered line (' ', '\n': renderBody) b ends with, before being
+// the bytes of white space the ones before b ended with.
+func trailingSpace(b []byte, before int64) int64 {
+	k := len(b) - len(bytes.TrimRight(b, " \n"))
+	if k == len(b) {
+		return before + int64(k)
+	}
+	return int64(k)
 }
 
 // close counts what a piece left cut.
@@ -256,6 +269,7 @@ type stringHead struct {
 	text    []byte // text[:CutShown(text, keep)]
 	escaped int64  // jsonEscapedLen of the rest
 	view    int64  // viewLen of the rest
+	trail   int64  // the white space the rest ends with (trailingSpace)
 	binary  bool   // the rest is not UTF-8
 }
 
@@ -278,6 +292,7 @@ func (r *Rook) readStringHead(id cas.Key, keep int) (stringHead, error) {
 		h.text = text[:n]
 		if len(tail) > 0 {
 			h.view, h.escaped, h.binary = viewLen(tail), jsonEscapedLen(tail), !utf8.Valid(tail)
+			h.trail = trailingSpace(tail, 0)
 		}
 		return h, nil
 	}
@@ -292,7 +307,7 @@ func (r *Rook) readStringHead(id cas.Key, keep int) (stringHead, error) {
 		return whole()
 	}
 	w.tail.close()
-	return stringHead{text: w.head, escaped: w.tail.escaped, view: w.tail.view, binary: !w.tail.utf.valid()}, nil
+	return stringHead{text: w.head, escaped: w.tail.escaped, view: w.tail.view, trail: w.tail.trail, binary: !w.tail.utf.valid()}, nil
 }
 
 // cutWriter keeps the first want bytes written, cuts them where CutShown

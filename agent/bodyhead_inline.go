@@ -340,7 +340,8 @@ func (r *Rook) inlineHead(o *cas.ObjectReader, keep int) (bodyHead, bool) {
 		sl.Cuts = append(sl.Cuts, lineCut{Gap: int(at - prev), ID: c.ID})
 		prev = at
 	}
-	h, err := r.lineHead(sl, keep, bodyHead{imported: true})
+	// The cut strings' placeholders are numbered after the ones here.
+	h, err := r.lineHead(sl, keep, bodyHead{imported: true, views: s.views})
 	if err != nil {
 		return bodyHead{}, false
 	}
@@ -352,7 +353,7 @@ func (r *Rook) inlineHead(o *cas.ObjectReader, keep int) (bodyHead, bool) {
 	// What the view shows of each middle left out: its text as often as
 	// the view shows its placeholder, which the line holds nowhere else;
 	// shown any other way (escaped, indented), the line is read whole.
-	if bytes.Count(h.body, []byte(shortMark)) != 2*len(s.views) || bytes.Contains(bytes.ToLower(h.body), []byte(`\udb80\udc03`)) {
+	if bytes.Count(h.body, []byte(shortMark)) != 2*len(h.views) || bytes.Contains(bytes.ToLower(h.body), []byte(`\udb80\udc03`)) {
 		return bodyHead{}, false
 	}
 	text := renderBody(h.body, true, false)
@@ -378,12 +379,12 @@ func (r *Rook) inlineHead(o *cas.ObjectReader, keep int) (bodyHead, bool) {
 		}
 		at = i + len(shortMark)
 	}
+	// What it leaves out is counted by the view that shows it
+	// (renderHead), by the same placeholders.
 	shown := 0
-	for k, v := range s.views {
+	for k := range h.views {
 		_, ph := shortPlaceholder(k)
-		n := bytes.Count(text, []byte(ph))
-		shown += n
-		h.dropped += int64(n) * (v - int64(len(ph)))
+		shown += bytes.Count(text, []byte(ph))
 	}
 	if bytes.Count(text, []byte(shortMark)) != 2*shown {
 		return bodyHead{}, false

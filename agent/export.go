@@ -182,8 +182,9 @@ func (r *Rook) ExportRange(id eventlog.ID, from uint64, through *uint64) (Export
 				cut := h.size
 				if imported {
 					h.refs = toolCallRefsOf(ev.Kind, imported, b)
-					b, h.rendered = renderEvent(ev, b), true
-					cut = int64(len(b)) + bh.dropped
+					var dropped int64
+					b, dropped = renderHead(ev, bh, ExportMaxBody)
+					h.rendered, cut = true, int64(len(b))+dropped
 				}
 				// A copy of the head: a slice of b would keep the whole
 				// body in memory for as long as the export (512 of them).

@@ -5,6 +5,7 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -366,8 +367,22 @@ type bodyHead struct {
 	body     []byte
 	imported bool  // a source object: the body is an imported line
 	size     int64 // the whole body's bytes
-	dropped  int64 // the bytes of view the shortened strings left out (viewLen)
 	binary   bool  // the whole body is binary (IsBinary)
+	// views are the bytes of view (viewLen) left out of each shortened
+	// string k, whose placeholder (shortPlaceholder(k)) the body holds
+	// where its text was cut: the view counts a string's as often as it
+	// shows its placeholder (renderHead). cutMarks are where in body the
+	// placeholders lineHead wrote start (the rest are inlineHead's).
+	views    []int64
+	cutMarks []int
+	// trails are, of each string lineHead shortened (cutMarks), the white
+	// space its text left out ends with: a view that shows it last trims
+	// it.
+	trails []int64
+	// dropped: the bytes of view left out of shortened strings with no
+	// placeholder (encoded state, which a view may show as a marker),
+	// counted whether or not the view shows them.
+	dropped int64
 	// partial: body is only the first bytes of the body (a big one,
 	// streamed), enough for CutShown at the bytes shown.
 	partial bool
@@ -471,31 +486,103 @@ func (r *Rook) lineHead(sl sourceLine, keep int, h bodyHead) (bodyHead, error) {
 			if err != nil {
 				return h, fmt.Errorf("string %s of the line: %w", cas.Short(c.ID), err)
 			}
-			h.dropped += sh.view
 			h.size += sh.escaped
 			h.binary = h.binary || sh.binary
-			out = appendJSONString(out, sh.text)
+			out = h.appendShortened(out, sh.text, sh.view, sh.trail)
 			continue
 		}
 		text, err := r.Store.Get(c.ID)
 		if err != nil {
 			return h, fmt.Errorf("string %s of the line: %w", cas.Short(c.ID), err)
 		}
+		view, trail := int64(0), int64(0)
 		if n := CutShown(text, keep); n < len(text) {
 			tail := text[n:]
-			h.dropped += viewLen(tail)
+			view, trail = viewLen(tail), trailingSpace(tail, 0)
 			h.size += jsonEscapedLen(tail)
 			// Escaped in the line, a NUL is text: only bytes that are
 			// not UTF-8 make it binary.
 			h.binary = h.binary || !utf8.Valid(tail)
 			text = text[:n]
 		}
-		out = appendJSONString(out, text)
+		out = h.appendShortened(out, text, view, trail)
 	}
 	h.body = append(out, sl.Rest[p:]...)
 	h.size += int64(len(h.body))
 	h.binary = h.binary || IsBinary(h.body)
 	return h, nil
+}
+
+// appendShortened appends to out, a line being put together, the JSON
+// string of text, a string's head that view bytes of view were cut from
+// (trail of them the white space they end with), followed by a
+// placeholder for them (shortPlaceholder): a line can hold
+// a string its view does not show (Claude Code's toolUseResult.stdout
+// repeats the tool_result's content), and its text left out is no text
+// the view left out. Encoded state gets none: a placeholder in it would
+// stop the view from showing it as a marker.
+func (h *bodyHead) appendShortened(out, text []byte, view, trail int64) []byte {
+	if view == 0 || isBase64(text) || isDataURL(text) {
+		h.dropped += view
+		return appendJSONString(out, text)
+	}
+	lit, _ := shortPlaceholder(len(h.views))
+	h.views = append(h.views, view)
+	h.trails = append(h.trails, trail)
+	// The placeholder is none of the body's bytes: lineHead counts
+	// the body it writes into the size.
+	h.size -= int64(len(lit))
+	out = appendJSONString(out, text)
+	h.cutMarks = append(h.cutMarks, len(out)-1)
+	out = append(out[:len(out)-1], lit...)
+	return append(out, '"')
+}
+
+// renderHead is the reading view of imported event ev's body head h, and
+// the bytes of view h's shortened strings left out of it: each string's
+// as often as the view shows its placeholder (none, for a string it does
+// not show), each placeholder's own bytes taken off. A view that shows a
+// placeholder within the shown bytes it is cut to, or one another way
+// (escaped, split), is rendered again from the body without lineHead's
+// placeholders, each of its strings counted once: what was counted
+// before placeholders.
+func renderHead(ev eventlog.Event, h bodyHead, shown int) ([]byte, int64) {
+	text := renderEvent(ev, h.body)
+	if len(h.views) == 0 {
+		return text, h.dropped
+	}
+	dropped, marks := h.dropped, 0
+	for k, v := range h.views {
+		_, ph := shortPlaceholder(k)
+		n := bytes.Count(text, []byte(ph))
+		marks += n
+		dropped += int64(n) * (v - int64(len(ph)))
+		// Shown at the end of the view (renderBody ends it with a
+		// newline), its text's end is white space trimmed.
+		if c := k - (len(h.views) - len(h.trails)); n > 0 && c >= 0 && bytes.HasSuffix(text, []byte(ph+"\n")) {
+			dropped -= h.trails[c]
+		}
+	}
+	first := bytes.Index(text, []byte(shortMark))
+	if bytes.Count(text, []byte(shortMark)) == 2*marks && (first < 0 || first >= CutShown(text, shown)) {
+		return text, dropped
+	}
+	body := make([]byte, 0, len(h.body))
+	p, inline := 0, len(h.views)-len(h.cutMarks)
+	dropped = h.dropped
+	for k, at := range h.cutMarks {
+		lit, _ := shortPlaceholder(inline + k)
+		body = append(body, h.body[p:at]...)
+		p = at + len(lit)
+		dropped += h.views[inline+k] // as it was counted before
+	}
+	body = append(body, h.body[p:]...)
+	text = renderEvent(ev, body)
+	for k, v := range h.views[:inline] {
+		_, ph := shortPlaceholder(k)
+		dropped += int64(bytes.Count(text, []byte(ph))) * (v - int64(len(ph)))
+	}
+	return text, dropped
 }
 
 // ErrNoLast: `last` names no session here.

@@ -125,9 +125,6 @@ type BodyView struct {
 	Err error
 	// imported: the body is a line of an imported transcript.
 	imported bool
-	// dropped: the bytes of view of a large imported line's strings that
-	// it was rendered without (readBodyHead, viewLen); Omitted counts them.
-	dropped int64
 	// partial: the body viewBody returned is only the body's first bytes
 	// (readBodyHead streamed a big one).
 	partial bool
@@ -152,9 +149,10 @@ type EventView struct {
 }
 
 // viewBody reads an event's body (verified) and its sizes, keeping at most
-// max bytes of it. The body it returns is, for a large imported line, the
-// line shortened for its head (readBodyHead).
-func (r *Rook) viewBody(ev eventlog.Event, max int) (BodyView, []byte) {
+// max bytes of it. The head it returns holds the body, for a large
+// imported line the line shortened for its head (readBodyHead), which
+// Show renders (renderHead).
+func (r *Rook) viewBody(ev eventlog.Event, max int) (BodyView, bodyHead) {
 	var v BodyView
 	if info, err := r.Store.StatEntry(ev.Body); err == nil {
 		v.Size, v.Stored, v.imported = info.Size, info.Stored, info.Kind == cas.KindSource
@@ -162,10 +160,10 @@ func (r *Rook) viewBody(ev eventlog.Event, max int) (BodyView, []byte) {
 	h, err := r.readBodyHead(ev.Body, max)
 	if err != nil {
 		v.Err = err
-		return v, nil
+		return v, bodyHead{}
 	}
 	body := h.body
-	v.Size, v.Binary, v.dropped, v.partial = h.size, h.binary, h.dropped, h.partial
+	v.Size, v.Binary, v.partial = h.size, h.binary, h.partial
 	n := min(max, len(body))
 	if !v.Binary {
 		n = CutShown(body, max)
@@ -174,7 +172,7 @@ func (r *Rook) viewBody(ev eventlog.Event, max int) (BodyView, []byte) {
 	// as long as the view (a page of them).
 	v.Text = bytes.Clone(body[:n])
 	v.Omitted = h.size - int64(n)
-	return v, body
+	return v, h
 }
 
 // ShowPage is a page of events with their bodies.
@@ -357,15 +355,16 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 	// page keeps the heads of the bodies, not the bodies.
 	refs := make([]toolCallRefs, 0, len(evs))
 	for _, ev := range evs {
-		v, body := r.viewBody(ev, maxBody)
+		v, h := r.viewBody(ev, maxBody)
+		body := h.body
 		if v.imported && !q.Raw && v.Err == nil {
 			// A line with bytes that are not UTF-8 in a string (a prompt
 			// pasted from another encoding) is binary as stored, but its
 			// view is text (RenderImported shows each bad byte as
 			// U+FFFD): the text is read, not "(binary, N bytes)".
-			text := renderEvent(ev, body)
+			text, dropped := renderHead(ev, h, maxBody)
 			n := CutShown(text, maxBody)
-			v.Text, v.Omitted, v.Rendered, v.Binary = bytes.Clone(text[:n]), int64(len(text)-n)+v.dropped, true, false
+			v.Text, v.Omitted, v.Rendered, v.Binary = bytes.Clone(text[:n]), int64(len(text)-n)+dropped, true, false
 		}
 		p.Events = append(p.Events, EventView{Event: ev, BodyView: v})
 		refs = append(refs, toolCallRefsOf(ev.Kind, v.imported, body))
@@ -488,7 +487,8 @@ func (r *Rook) History(id eventlog.ID, q HistoryQuery) (HistoryPage, error) {
 		start, end = p.DamagedAt, p.DamagedAt
 	}
 	for _, ev := range evs {
-		v, body := r.viewBody(ev, 0)
+		v, h := r.viewBody(ev, 0)
+		body := h.body
 		line := HistoryLine{Event: ev, Size: v.Size, Stored: v.Stored, Binary: v.Binary && !v.imported, Err: v.Err}
 		if v.Err == nil && !line.Binary {
 			// An imported body previews its view, text even when its
@@ -773,6 +773,9 @@ scan:
 			default:
 				var streamed *streamedLine
 				body, imported, streamed, err = r.readBodyOrStream(ev.Body, math.MaxInt64)
+				if streamed != nil && off > streamed.total {
+					return res, &OffsetError{Seq: ev.Seq, Offset: off, Total: streamed.total}
+				}
 				if streamed != nil {
 					// A big imported line: searched streamed
 					// (findStreamed) when it can be exactly.
@@ -805,7 +808,13 @@ scan:
 			if total < 0 {
 				total, binary = int64(len(body)), IsBinary(body)
 			}
-			start := int(min(off, total) - base)
+			if off > total {
+				// Only the From event's can be (off is 0 past it):
+				// refused as entry and quote refuse it, not taken as
+				// the body's end and the next event searched.
+				return res, &OffsetError{Seq: ev.Seq, Offset: off, Total: total}
+			}
+			start := int(off - base)
 			if !binary {
 				start = runeStartAtOrBefore(body, start)
 			}
@@ -1367,15 +1376,22 @@ func (e *NoEventError) Error() string {
 	return fmt.Sprintf("session %s has no event #%d: it has %d events (#0 to #%d)", e.Session, e.Seq, e.Events, e.Events-1)
 }
 
-// OffsetError: an offset past the end of a body.
+// OffsetError: an offset past the end of a body, or of the text of an
+// imported event (Text: quote's offsets count in its reading view, not
+// in the lines stored).
 type OffsetError struct {
 	Seq    uint64
 	Offset int64
 	Total  int64
+	Text   bool
 }
 
 func (e *OffsetError) Error() string {
-	return fmt.Sprintf("offset %d is past the end of event #%d's body (%d bytes): give --offset 0 to %d", e.Offset, e.Seq, e.Total, e.Total)
+	what := "body"
+	if e.Text {
+		what = "text"
+	}
+	return fmt.Sprintf("offset %d is past the end of event #%d's %s (%d bytes): give --offset 0 to %d", e.Offset, e.Seq, what, e.Total, e.Total)
 }
 
 // Event returns one event of a session.
@@ -1444,7 +1460,7 @@ func (r *Rook) readRange(id eventlog.ID, seq uint64, offset int64, n int, render
 	br.Total = int64(len(body))
 	br.Binary = IsBinary(body)
 	if offset < 0 || offset > br.Total {
-		return br, &OffsetError{Seq: seq, Offset: offset, Total: br.Total}
+		return br, &OffsetError{Seq: seq, Offset: offset, Total: br.Total, Text: br.Rendered}
 	}
 	start := int(offset)
 	if !br.Binary {
@@ -1481,7 +1497,7 @@ func readRangeOf(o *cas.ObjectReader, br BodyRange, offset int64, n int) (BodyRa
 	}
 	br.Total, br.Binary = o.Size(), binary
 	if offset < 0 || offset > br.Total {
-		return br, &OffsetError{Seq: seq, Offset: offset, Total: br.Total}
+		return br, &OffsetError{Seq: seq, Offset: offset, Total: br.Total, Text: br.Rendered}
 	}
 	// The range, the character the offset falls in, and the one its end
 	// falls in.
@@ -1554,7 +1570,7 @@ func (r *Rook) readLineRange(o *cas.ObjectReader, br BodyRange, offset int64, n 
 	}
 	br.Total, br.Binary = w.pos, w.binary()
 	if offset < 0 || offset > br.Total {
-		return br, &OffsetError{Seq: seq, Offset: offset, Total: br.Total}
+		return br, &OffsetError{Seq: seq, Offset: offset, Total: br.Total, Text: br.Rendered}
 	}
 	return rangeOfWindow(br, w.win, lo, offset, n), nil
 }
@@ -1585,7 +1601,7 @@ func (r *Rook) renderedRange(o *cas.ObjectReader, br BodyRange, offset int64, n 
 	}
 	br.Total, br.Binary, br.Rendered = w.pos, w.binary(), true
 	if offset < 0 || offset > br.Total {
-		return br, true, &OffsetError{Seq: seq, Offset: offset, Total: br.Total}
+		return br, true, &OffsetError{Seq: seq, Offset: offset, Total: br.Total, Text: br.Rendered}
 	}
 	return rangeOfWindow(br, w.win, lo, offset, n), true, nil
 }

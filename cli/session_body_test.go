@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -360,4 +361,79 @@ func TestAppendStdinLimit(t *testing.T) {
 		t.Fatalf("show: exit %d, %s %s", code, out, e)
 	}
 	noSpoolLeft(t, home)
+}
+
+func runJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := Main(append([]string{"--json"}, args...), strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatalf("%v: %v: %.300s", args, err, out.String())
+	}
+	return v
+}
+
+// `session show` says how many bytes of an event's text it left out ("…
+// N more bytes of text: ... --max-body M"; --json: body_bytes_omitted).
+// Of a big Claude Code tool result, whose output the line holds twice (the
+// tool_result's content and toolUseResult.stdout, which the view does not
+// show), it counted the bytes of both strings: about twice the text there
+// is, and the --max-body it suggested was twice what is needed.
+func TestShowOmittedCountsOnlyTheTextTheViewLeavesOut(t *testing.T) {
+	// A working directory of its own: Main's -C in a test before may
+	// have left the process in one since removed.
+	t.Chdir(t.TempDir())
+	home := bigObjectsHome(t)
+	dir := filepath.Join(t.TempDir(), "projects", "-home-dev-app")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sid := "7c1e2a9b-3f4d-4e5a-8b6c-0d1e2f3a4b5d"
+	big := strings.Repeat("line of output\n", 140000) // 2.1 MB
+	lines := []map[string]any{
+		{"type": "user", "sessionId": sid, "uuid": "u1", "parentUuid": nil, "cwd": "/home/dev/app", "timestamp": "2026-01-05T10:00:00Z",
+			"message": map[string]any{"role": "user", "content": "run it"}},
+		{"type": "assistant", "sessionId": sid, "uuid": "a1", "parentUuid": "u1", "cwd": "/home/dev/app", "timestamp": "2026-01-05T10:00:01Z",
+			"message": map[string]any{"id": "msg_1", "role": "assistant", "model": "claude", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": map[string]any{"command": "gen"}}}, "usage": map[string]any{"input_tokens": 10, "output_tokens": 5}}},
+		{"type": "user", "sessionId": sid, "uuid": "u2", "parentUuid": "a1", "cwd": "/home/dev/app", "timestamp": "2026-01-05T10:00:02Z",
+			"message":       map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": big}}},
+			"toolUseResult": map[string]any{"stdout": big, "stderr": ""}},
+	}
+	var file bytes.Buffer
+	for _, l := range lines {
+		b, _ := json.Marshal(l)
+		file.Write(append(b, '\n'))
+	}
+	if err := os.WriteFile(filepath.Join(dir, sid+".jsonl"), file.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runJSON(t, "--home", home, "import", "claude-code", filepath.Dir(dir))
+	var out bytes.Buffer
+	if code := Main([]string{"--home", home, "--json", "session", "ls", "--all"}, strings.NewReader(""), &out, io.Discard); code != 0 {
+		t.Fatalf("session ls: exit %d", code)
+	}
+	var ls []map[string]any
+	if err := json.Unmarshal(out.Bytes(), &ls); err != nil || len(ls) != 1 {
+		t.Fatalf("session ls: %v: %.300s", err, out.String())
+	}
+	id := ls[0]["id"].(string)
+
+	event := func(args ...string) map[string]any {
+		page := runJSON(t, append([]string{"--home", home, "session", "show", id, "--from", "2", "--limit", "1"}, args...)...)
+		return page["events"].([]any)[0].(map[string]any)
+	}
+	head := event()
+	whole := event("--max-body", "100000000")
+	shown, all := len(head["body"].(string)), len(whole["body"].(string))
+	if whole["elided"] == true {
+		t.Fatalf("--max-body 100000000 still elided the body")
+	}
+	omitted := int64(head["body_bytes_omitted"].(float64))
+	if omitted != int64(all-shown) {
+		t.Fatalf("session show: body_bytes_omitted %d, but the whole text is %d bytes and %d were shown: %d left out",
+			omitted, all, shown, all-shown)
+	}
 }

@@ -67,6 +67,16 @@ func (c *PutCmd) Run(e *Env) error {
 		in, name = f, c.File
 	} else {
 		e.stdinHint("the bytes to store", "give a FILE")
+		// `< FILE` is a big file too: refused by its size before a byte
+		// is read, and read into one buffer of that size (with size 0 the
+		// buffer grew by doubling: 3.7 bytes allocated per byte). A pipe
+		// keeps size 0 and is refused once it has read past the limit.
+		if n := stdinSize(e.Stdin); n >= 0 {
+			if n > cas.MaxObjectSize {
+				return tooBig(fmt.Sprintf("%s (%s)", name, formatBytes(n)))
+			}
+			size = n
+		}
 	}
 	buf, err := readObject(in, size)
 	if err != nil {
@@ -103,7 +113,7 @@ func (c *PutCmd) Run(e *Env) error {
 
 // readObject reads in to its end, or to one byte past the largest object,
 // into a buffer sized once from size, what the file said it holds (0 when
-// unknown: stdin). io.ReadAll grew its buffer as it read: a file was
+// unknown: a pipe). io.ReadAll grew its buffer as it read: a file was
 // allocated about twice over (16 MiB: 2.2 bytes per byte) and copied on
 // the way. A file that grew since its Stat is still read to its end.
 // The bytes come behind cas.ObjectRoom bytes of room, for PutInPlace: a

@@ -1006,8 +1006,8 @@ func (l *Log) state(id ID) (*writerState, error) {
 // (a label chosen so: recordWatch) is refused, nothing of it taken, with a
 // *LabelRecordError.
 func (l *Log) Append(id ID, evs ...Event) (uint64, error) {
-	if len(evs) == 0 || len(evs) > 16 {
-		return 0, fmt.Errorf("append takes 1 to 16 events, not %d", len(evs))
+	if len(evs) == 0 || len(evs) > maxGroup {
+		return 0, fmt.Errorf("append takes 1 to %d events, not %d", maxGroup, len(evs))
 	}
 	for _, ev := range evs {
 		if !ev.Kind.Valid() {
@@ -1046,10 +1046,10 @@ func (l *Log) Append(id ID, evs ...Event) (uint64, error) {
 	barrier := false
 	now := l.opts.Clock.Now()
 	before := len(st.buf)
-	var startsOf [16]int
+	var startsOf [maxGroup]int
 	starts := startsOf[:0]
 	next, cumIn, cumOut := st.next, st.cumIn, st.cumOut
-	var own [16]Event // the caller's events are left as they were given
+	var own [maxGroup]Event // the caller's events are left as they were given
 	evs = own[:copy(own[:], evs)]
 	for i := range evs {
 		ev := &evs[i]
@@ -1985,13 +1985,10 @@ func (l *Log) Fork(parent ID, at uint64, m Meta) (Meta, error) {
 // would make a label before it hold a record: it names the fork points
 // around the group, which copy its records as they are.
 func (l *Log) forkSplitRefused(r *reader, parent ID, at uint64) error {
-	// A group is at most 16 records: its start is after the last record
-	// without "more" of the 16 before the fork point, its end the first
-	// without it from there on.
-	start, end := uint64(0), at
-	if from := at - min(at, 16); from > 0 {
-		start = from
-	}
+	// A group is at most maxGroup records: its start is after the last
+	// record without "more" of the maxGroup before the fork point, its
+	// end the first without it from there on.
+	start, end := at-min(at, maxGroup), at
 	if off, _, err := r.find(start); err == nil {
 		r.scan(off, func(_ int64, rec record) bool {
 			switch {

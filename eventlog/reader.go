@@ -419,7 +419,7 @@ func (r *reader) read(from uint64, limit int, floor func() int64) ([]Event, erro
 	return out, nil
 }
 
-// maxGroup is the most events a group holds: Append takes 1 to 16.
+// maxGroup is the most events a group holds, one Append's: 1 to 16.
 const maxGroup = 16
 
 // tornGroup says whether the group that the record of seq last (More

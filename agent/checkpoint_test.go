@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"io/fs"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -105,31 +104,14 @@ func TestCheckpointLsBesideACheckpointRmCallsNoRemovedCheckpointUnreadable(t *te
 	}
 	defer rd.Close()
 
-	second := filepath.Clean(rd.checkpointPath("second"))
-	removed, inHook := false, false
-	var rmErr error
-	fsys.SetHook(func(op vfs.Op, p string) error {
-		if removed || inHook || op != vfs.OpOpenRead || filepath.Clean(p) != second {
-			return nil
-		}
-		inHook = true
-		defer func() { inHook = false }()
-		removed = true
-		other, err := Open(testHome, Options{FS: fsys, Clock: clk, Writable: true})
-		if err != nil {
-			rmErr = err
-			return nil
-		}
-		if _, err := other.RemoveCheckpoints([]string{"second"}); err != nil {
-			rmErr = err
-		}
-		if err := other.Close(); err != nil && rmErr == nil {
-			rmErr = err
-		}
-		return nil
+	// checkpoint ls is about to read the ref: another rook's
+	// `checkpoint rm second` removes it first.
+	done := removeBeforeRead(fsys, clk, rd.checkpointPath("second"), func(other *Rook) error {
+		_, err := other.RemoveCheckpoints([]string{"second"})
+		return err
 	})
 	refs, err := rd.Checkpoints()
-	fsys.SetHook(nil)
+	removed, rmErr := done()
 	if rmErr != nil {
 		t.Fatalf("the other rook's checkpoint rm: %v", rmErr)
 	}

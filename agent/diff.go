@@ -546,8 +546,7 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 func (r *Rook) pointLead(id eventlog.ID, to uint64) (uint64, error) {
 	lead := to
 	for lead > 0 {
-		n := min(lead, 64)
-		evs, err := r.Log.Read(id, lead-n, int(n))
+		evs, err := r.Log.ReadBefore(id, lead, 64)
 		if err != nil {
 			return 0, err
 		}

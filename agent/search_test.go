@@ -735,32 +735,14 @@ func TestSearchBesideASessionRmCallsNoRemovedSessionDamaged(t *testing.T) {
 	defer rd.Close()
 
 	goneLog := filepath.Join(testHome, "events", gone.String()+".log")
-	removed, inHook := false, false
-	var rmErr error
-	fsys.SetHook(func(op vfs.Op, p string) error {
-		// The reader is about to open the session's log: another rook's
-		// `session rm` removes the session first.
-		if removed || inHook || op != vfs.OpOpenRead || filepath.Clean(p) != goneLog {
-			return nil
-		}
-		inHook = true
-		defer func() { inHook = false }()
-		removed = true
-		other, err := Open(testHome, Options{FS: fsys, Clock: clk, Writable: true})
-		if err != nil {
-			rmErr = err
-			return nil
-		}
-		if _, err := other.RemoveSession(gone); err != nil {
-			rmErr = err
-		}
-		if err := other.Close(); err != nil && rmErr == nil {
-			rmErr = err
-		}
-		return nil
+	// Search is about to open the session's log: another rook's
+	// `session rm` removes the session first.
+	done := removeBeforeRead(fsys, clk, goneLog, func(other *Rook) error {
+		_, err := other.RemoveSession(gone)
+		return err
 	})
 	res, err := rd.Search("needle", SearchOptions{})
-	fsys.SetHook(nil)
+	removed, rmErr := done()
 	if rmErr != nil {
 		t.Fatalf("the other rook's session rm: %v", rmErr)
 	}

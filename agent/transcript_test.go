@@ -959,32 +959,14 @@ func TestShowOfASessionRemovedWhileItIsReadSaysNoSuchSession(t *testing.T) {
 	defer rd.Close()
 
 	logPath := filepath.Join(testHome, "events", id.String()+".log")
-	removed, inHook := false, false
-	var rmErr error
-	fsys.SetHook(func(op vfs.Op, p string) error {
-		// Show has read the metadata and is about to open the log:
-		// another rook's `session rm` removes the session first.
-		if removed || inHook || op != vfs.OpOpenRead || filepath.Clean(p) != logPath {
-			return nil
-		}
-		inHook = true
-		defer func() { inHook = false }()
-		removed = true
-		other, err := Open(testHome, Options{FS: fsys, Clock: clk, Writable: true})
-		if err != nil {
-			rmErr = err
-			return nil
-		}
-		if _, err := other.RemoveSession(id); err != nil {
-			rmErr = err
-		}
-		if err := other.Close(); err != nil && rmErr == nil {
-			rmErr = err
-		}
-		return nil
+	// Show has read the metadata and is about to open the log: another
+	// rook's `session rm` removes the session first.
+	done := removeBeforeRead(fsys, clk, logPath, func(other *Rook) error {
+		_, err := other.RemoveSession(id)
+		return err
 	})
 	_, err = rd.Show(id, ShowQuery{Limit: 10})
-	fsys.SetHook(nil)
+	removed, rmErr := done()
 	if rmErr != nil {
 		t.Fatalf("the other rook's session rm: %v", rmErr)
 	}

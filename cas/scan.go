@@ -187,7 +187,13 @@ func wrongDictError(h recordHeader, err error) error {
 	if h.Codec != CodecZstdDict || h.Dict == dict.None || errors.As(err, &nd) {
 		return err
 	}
-	return &NeedsDictError{Dict: h.Dict, Err: fmt.Errorf("its checksum holds, but it does not decode with dictionary %d (%s): that file is likely not the one it was written with", h.Dict, strings.TrimPrefix(err.Error(), ErrBadRecord.Error()+": "))}
+	return &NeedsDictError{Dict: h.Dict, Err: fmt.Errorf("its checksum holds, but it does not decode with dictionary %d (%s): that file is likely not the one it was written with", h.Dict, withoutBadRecord(err.Error()))}
+}
+
+// withoutBadRecord is a damage reason without ErrBadRecord's words before
+// it, for a message that says what kind of damage it is in its own.
+func withoutBadRecord(reason string) string {
+	return strings.TrimPrefix(reason, ErrBadRecord.Error()+": ")
 }
 
 // resync looks for the next offset at or after `from` where a whole record

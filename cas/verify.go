@@ -551,7 +551,7 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 			need(d).Objects++
 		case !ok && d != nil:
 			damageUsed[d.index(damage)] = true
-			bad(e, "its record is damaged ("+strings.TrimPrefix(d.Reason, ErrBadRecord.Error()+": ")+")")
+			bad(e, "its record is damaged ("+withoutBadRecord(d.Reason)+")")
 		case !ok && !e.Inline && !present[e.Loc.Segment]:
 			// Said once per segment below, with the way out: the
 			// objects are not wrong in the index, their file is gone.

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
+	"github.com/rookhq/rook/agent/inbox"
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/units"
@@ -18,8 +20,14 @@ import (
 // MaxTagLen bounds a session tag.
 const MaxTagLen = 64
 
-// ValidTag checks a session tag: not empty, no white space or control
-// characters, at most MaxTagLen bytes.
+// ValidTag checks a session tag: not empty, UTF-8, at most MaxTagLen
+// bytes, no white space, no character nobody sees (inbox.Invisible:
+// control and format characters, bidi controls and zero-width ones among
+// them, the other default-ignorables, variation selectors). A tag is
+// matched exactly (--rm, protect_tags): bytes that are not UTF-8 were
+// stored as U+FFFD, which --rm of the same bytes did not find, and a
+// right-to-left override or a zero-width space made a tag show as
+// another, or as what it is not.
 func ValidTag(t string) error {
 	if t == "" {
 		return errors.New("a tag cannot be empty")
@@ -27,9 +35,15 @@ func ValidTag(t string) error {
 	if len(t) > MaxTagLen {
 		return fmt.Errorf("tag %q is %d bytes; at most %d", t, len(t), MaxTagLen)
 	}
+	if !utf8.ValidString(t) {
+		return fmt.Errorf("tag %q is not UTF-8 text: give it in UTF-8", t)
+	}
 	for _, c := range t {
 		if unicode.IsSpace(c) || unicode.IsControl(c) {
 			return fmt.Errorf("tag %q has white space or a control character", t)
+		}
+		if inbox.Invisible(c) {
+			return fmt.Errorf("tag %q has %U, a character that is not seen (a bidi control, a zero-width or other format character): a tag would not show as it is", t, c)
 		}
 	}
 	return nil
@@ -37,11 +51,17 @@ func ValidTag(t string) error {
 
 // TagSession adds and removes tags in a session's metadata and returns the
 // metadata written. Adding a tag the session has, or removing one it does
-// not, changes nothing.
+// not, changes nothing. A tag to remove need only not be empty: one a
+// session holds from before ValidTag refused its kind is removed as it is.
 func (r *Rook) TagSession(id eventlog.ID, add, remove []string) (eventlog.Meta, error) {
-	for _, t := range append(append([]string(nil), add...), remove...) {
+	for _, t := range add {
 		if err := ValidTag(t); err != nil {
 			return eventlog.Meta{}, err
+		}
+	}
+	for _, t := range remove {
+		if t == "" {
+			return eventlog.Meta{}, errors.New("a tag cannot be empty")
 		}
 	}
 	m, err := r.Log.ReadMeta(id)

@@ -520,10 +520,17 @@ func (s *Store) indexErr(err error) error {
 // the segments), optionally of one kind, at most limit (0: all). It scans
 // the index.
 func (s *Store) List(kind Kind, limit int) ([]ObjectInfo, error) {
+	out, _, err := s.ListCounted(kind, limit)
+	return out, err
+}
+
+// ListCounted is List, and says how many objects limit left out: a list
+// cut short by a default limit must say so (`rook store ls`).
+func (s *Store) ListCounted(kind Kind, limit int) (objs []ObjectInfo, more int, err error) {
 	var out []ObjectInfo
 	var derr error
 	hdrs := map[blockKey]recordHeader{}
-	err := s.ascend(Key{}, func(k Key, v []byte) bool {
+	err = s.ascend(Key{}, func(k Key, v []byte) bool {
 		e, err := decodeEntry(v)
 		if err != nil {
 			derr = &CorruptError{ID: k, Inline: true, Reason: err.Error()}
@@ -539,7 +546,7 @@ func (s *Store) List(kind Kind, limit int) ([]ObjectInfo, error) {
 		err = derr
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
@@ -555,9 +562,9 @@ func (s *Store) List(kind Kind, limit int) ([]ObjectInfo, error) {
 		return bytes.Compare(a.ID[:], b.ID[:]) < 0
 	})
 	if limit > 0 && len(out) > limit {
-		out = out[:limit]
+		out, more = out[:limit], len(out)-limit
 	}
-	return out, nil
+	return out, more, nil
 }
 
 // segmentFiles keeps segment files open for reading.

@@ -179,7 +179,8 @@ func (c *InboxActivityCmd) Run(e *Env) error {
 		if a.Detail != "" {
 			detail = "  " + a.Detail
 		}
-		fmt.Fprintf(e.Stdout, "%s  %-12s %-18s %7d char(s)  %s\n", shownTimeSec(a.Time), terminalLine(a.Client), a.Status, a.Chars, terminalLine(a.ClientName+detail))
+		// padCells: a client's name may be of wide characters.
+		fmt.Fprintf(e.Stdout, "%s  %s %-18s %7d char(s)  %s\n", shownTimeSec(a.Time), padCells(terminalLine(a.Client), 12, false), a.Status, a.Chars, terminalLine(a.ClientName+detail))
 	}
 	return nil
 }

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -92,6 +95,26 @@ type doctorReport struct {
 	ObjectsVerified bool   `json:"objects_verified"`
 	Config          string `json:"config"` // the file, or "" for none (the defaults)
 	ConfigError     string `json:"config_error,omitempty"`
+	// Owner: the account that owns the store's home (none where the
+	// system does not say). Run as another account (root, `sudo rook`),
+	// rook writes files its owner may then not open.
+	Owner *storeOwner `json:"owner,omitempty"`
+	// ForeignOwned: the store's files (the home, its parts and what is
+	// directly in them) another account than the home's owner owns.
+	ForeignOwned []string `json:"foreign_owned,omitempty"`
+	// Unopenable: the files a writer opens (the lock, the index, the
+	// newest segment, the dictionaries) that may not be opened as it
+	// must: what a write failing "permission denied" sends the user here
+	// to find.
+	Unopenable []string `json:"unopenable,omitempty"`
+}
+
+// storeOwner is the account that owns a store: its user id, its name
+// where the system knows it, and whether this process runs as it.
+type storeOwner struct {
+	UID  int    `json:"uid"`
+	Name string `json:"name,omitempty"`
+	You  bool   `json:"you"`
 }
 
 func (c *DoctorCmd) Run(e *Env) error {
@@ -112,8 +135,12 @@ func (c *DoctorCmd) Run(e *Env) error {
 		// not the store's, and `chmod -R` on it fixes nothing.
 		r.Problems = append(r.Problems, fmt.Sprintf("%s is not a directory, so no store: give --home (or $ROOK_HOME) the store's directory, or a new one for `rook init`", e.Home))
 		return c.print(e, r)
+	} else if uid, ok := vfs.Owner(st); ok {
+		r.Owner = &storeOwner{UID: uid, Name: userName(uid), You: uid == os.Geteuid()}
 	}
 	r.Exists = true
+	var access []cas.AccessProblem
+	unopened := map[string]bool{}
 	v, err := cas.ReadFormat(e.FS, e.Home)
 	r.Format = v
 	if err != nil {
@@ -145,11 +172,20 @@ func (c *DoctorCmd) Run(e *Env) error {
 		if err := s.CheckWatermark(); err != nil {
 			r.Problems = append(r.Problems, err.Error())
 		}
+		// The files a writer opens, opened: a write that failed
+		// "permission denied" (a segment `sudo rook` made) sends the user
+		// here, and doctor said ok. Said below, with the owners.
+		access = s.CheckAccess()
+		for _, p := range access {
+			unopened[p.Path] = true
+		}
 		r.Warnings = append(r.Warnings, missingDictionaries(e.Home, s)...)
-		r.Problems = append(r.Problems, damagedDictionaries(s)...)
+		r.Problems = append(r.Problems, damagedDictionaries(s, unopened)...)
 		if err := cas.CheckDictDir(e.FS, e.Home); err != nil {
 			// A reader opens without it; no writer does.
 			r.Problems = append(r.Problems, err.Error())
+		} else if unopened[filepath.Join(e.Home, cas.DictDir, dict.HighestFile)] {
+			// Not damage, nor its own problem: its access, said below.
 		} else if err := s.DictionaryIDsError(); err != nil {
 			// Every object may read, but no dictionary can be trained
 			// (train and maintain fail) until the file is dealt with.
@@ -177,9 +213,13 @@ func (c *DoctorCmd) Run(e *Env) error {
 		r.Fix = privacyFix(e.FS, e.Home)
 		r.Problems = append(r.Problems, fmt.Sprintf("other accounts can read the store: run `%s`", r.Fix))
 	}
+	r.Warnings = append(r.Warnings, notYours(r.Owner)...)
+	r.Problems = append(r.Problems, doctorOwners(e, &r, access)...)
 	if holder, err := cas.LockHolder(e.FS, e.Home); err == nil {
 		r.LockHolder = holder
 		r.LockChecked = true
+	} else if unopened[filepath.Join(e.Home, cas.LockFile)] {
+		// Its own problem, above: not a store this user may not write.
 	} else if notWritable(err) {
 		// A store this account may read but not write (another user's,
 		// a read-only mount): checking the lock needs write access. That
@@ -244,7 +284,7 @@ func doctorSessions(e *Env, r *doctorReport) []string {
 		return nil
 	}
 	r.SessionsUnreadable = u.IDs
-	return []string{fmt.Sprintf("%d session(s) do not read: %v: `rook store verify` lists every problem; `rook session rm ID` removes a session", len(u.IDs), u)}
+	return []string{fmt.Sprintf("%d session(s) do not read: %v: %s", len(u.IDs), u, unreadableAdvice(u))}
 }
 
 // missingDictionaries names the dictionary ids given out that have no
@@ -266,11 +306,13 @@ func missingDictionaries(home string, s *cas.Store) []string {
 // object compressed with one is unreadable until it is whole, and doctor
 // said ok of a store whose every transcript failed to read. (A file is
 // written whole, once, by the durable-write helper: one that does not
-// read was damaged after.)
-func damagedDictionaries(s *cas.Store) []string {
+// read was damaged after.) One in unopened, which its permissions keep
+// from reading, is not damaged: it is named with them, and "put it back
+// from a backup" would replace a whole file.
+func damagedDictionaries(s *cas.Store, unopened map[string]bool) []string {
 	var out []string
 	for _, d := range s.Dictionaries() {
-		if d.Damaged != "" {
+		if d.Damaged != "" && !unopened[d.File] {
 			out = append(out, fmt.Sprintf("dictionary %d is damaged (%s): the objects compressed with it cannot be read until it is whole: put %s back from a backup (`rook store verify` says whether any object needs it)", d.ID, d.Damaged, d.File))
 		}
 	}
@@ -284,6 +326,13 @@ func damagedDictionaries(s *cas.Store) []string {
 // not empty), it closes the home and the store's parts, and leaves the
 // user's files as they are.
 func privacyFix(fsys vfs.FS, home string) string {
+	return onTheStore(fsys, home, "chmod", "go-rwx")
+}
+
+// onTheStore is the shell command that runs cmd (chmod, chown) with arg
+// on the whole store: `cmd -R arg HOME`, or, in a home that holds files
+// of the user's own, on the home and on the store's parts only.
+func onTheStore(fsys vfs.FS, home, cmd, arg string) string {
 	ents, _ := fsys.ReadDir(home)
 	var parts []string
 	foreign := false
@@ -295,18 +344,31 @@ func privacyFix(fsys vfs.FS, home string) string {
 		}
 	}
 	if !foreign || len(parts) == 0 {
-		return "chmod -R go-rwx " + agent.ShellQuote(home)
+		return cmd + " -R " + arg + " " + agent.ShellQuote(home)
 	}
-	return "chmod go-rwx " + agent.ShellQuote(home) + " && chmod -R go-rwx " + strings.Join(parts, " ")
+	return cmd + " " + arg + " " + agent.ShellQuote(home) + " && " + cmd + " -R " + arg + " " + strings.Join(parts, " ")
 }
 
 // exposed lists the store's paths (the home and its parts, and what is
 // directly in them) that other accounts can read or enter.
 func exposed(fsys vfs.FS, home string) []string {
 	var out []string
-	check := func(path string) {
-		if st, err := fsys.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+	storePaths(fsys, home, func(path string, st fs.FileInfo) {
+		if st.Mode().Perm()&0o077 != 0 {
 			out = append(out, fmt.Sprintf("%s (mode %04o)", path, st.Mode().Perm()))
+		}
+	})
+	return out
+}
+
+// storePaths calls fn with each of the store's paths (the home and its
+// parts, and what is directly in them; not the user's own files beside
+// them) and what Stat says of it: a walk of the home's few directories,
+// the events' two files a session included, never a file read.
+func storePaths(fsys vfs.FS, home string, fn func(path string, st fs.FileInfo)) {
+	check := func(path string) {
+		if st, err := fsys.Stat(path); err == nil {
+			fn(path, st)
 		}
 	}
 	check(home)
@@ -324,7 +386,96 @@ func exposed(fsys vfs.FS, home string) []string {
 			}
 		}
 	}
+}
+
+// userName is the name of the account with user id uid, or "" where the
+// system does not say.
+func userName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return u.Username
+	}
+	return ""
+}
+
+// account names a user id for a person: "nobody (uid 65534)", or
+// "uid 65534" where the system has no name for it.
+func account(uid int, name string) string {
+	if name == "" {
+		return fmt.Sprintf("uid %d", uid)
+	}
+	return fmt.Sprintf("%s (uid %d)", name, uid)
+}
+
+// notYours warns when the store belongs to another account than the one
+// rook runs as (root, `sudo rook`): "only you can read it" was said of a
+// store its owner reads too, and every file rook writes in it as this
+// account (a session's .meta and log, a new segment) is this account's,
+// which the owner may then not open (its `rook store put` failed
+// "permission denied" on the segment root made).
+func notYours(o *storeOwner) []string {
+	if o == nil || o.You {
+		return nil
+	}
+	as := o.Name
+	if as == "" {
+		as = fmt.Sprintf("'#%d'", o.UID)
+	}
+	return []string{fmt.Sprintf("the store belongs to another account, %s, not to you, %s: what rook writes in it as you (a session's .meta and log, a new segment) is yours, and its owner may then not open it: run rook as its owner (`sudo -u %s rook ...`)", account(o.UID, o.Name), account(os.Geteuid(), userName(os.Geteuid())), as)}
+}
+
+// doctorOwners names the store's files another account than its owner
+// owns, and the files a writer opens that may not be opened as it must
+// (access, from cas.CheckAccess), each with what fixes it: a chown for the
+// first (only root may give a file to another account), a chmod for the
+// second. A file of both is named once, with the chown: its mode is its
+// owner's to set, and the one who should own it may not.
+func doctorOwners(e *Env, r *doctorReport, access []cas.AccessProblem) []string {
+	var out []string
+	foreign := map[string]bool{}
+	if r.Owner != nil {
+		var named []string
+		storePaths(e.FS, e.Home, func(path string, st fs.FileInfo) {
+			if uid, ok := vfs.Owner(st); ok && uid != r.Owner.UID {
+				foreign[path] = true
+				r.ForeignOwned = append(r.ForeignOwned, path)
+				who := userName(uid)
+				if who == "" {
+					who = fmt.Sprintf("uid %d", uid)
+				}
+				named = append(named, fmt.Sprintf("%s (%s's)", path, who))
+			}
+		})
+		if n := len(named); n > 0 {
+			if n > 5 {
+				named = append(named[:5], fmt.Sprintf("and %d more", n-5))
+			}
+			out = append(out, fmt.Sprintf("%d of the store's files belong to another account than its owner, %s: %s: its owner may not be able to open them, and commands that need them fail \"permission denied\" (rook run as another account, `sudo rook` or a hook run as root, wrote them?): run, as root, `%s`", n, account(r.Owner.UID, r.Owner.Name), strings.Join(named, ", "), ownerFix(e.FS, e.Home, r.Owner)))
+		}
+	}
+	for _, p := range access {
+		if foreign[p.Path] {
+			continue
+		}
+		r.Unopenable = append(r.Unopenable, p.Path)
+		fix := fmt.Sprintf("run `chmod 600 %s` as its owner", agent.ShellQuote(p.Path))
+		if p.Mode&0o600 == 0o600 {
+			// Its mode is not what refuses: an ACL, an attribute,
+			// a security module.
+			fix = fmt.Sprintf("its mode allows it, so something else refuses (an ACL, `chattr +i`): see `ls -l %s` and `lsattr` of it", agent.ShellQuote(p.Path))
+		}
+		out = append(out, p.Error()+": "+fix)
+	}
 	return out
+}
+
+// ownerFix is the command that gives the store back to its owner (as
+// privacyFix, the user's own files beside it left as they are).
+func ownerFix(fsys vfs.FS, home string, o *storeOwner) string {
+	who := strconv.Itoa(o.UID)
+	if o.Name != "" {
+		who = agent.ShellQuote(o.Name)
+	}
+	return onTheStore(fsys, home, "chown", who)
 }
 
 func (c *DoctorCmd) print(e *Env, r doctorReport) error {
@@ -366,9 +517,12 @@ func (c *DoctorCmd) print(e *Env, r doctorReport) error {
 			default:
 				fmt.Fprintf(w, "config     none (every setting has its default)\n")
 			}
-			if r.Private {
+			switch {
+			case r.Private && r.Owner != nil && !r.Owner.You:
+				fmt.Fprintf(w, "privacy    only its owner can read it: %s, not you\n", account(r.Owner.UID, r.Owner.Name))
+			case r.Private:
 				fmt.Fprintf(w, "privacy    only you can read it\n")
-			} else {
+			default:
 				fmt.Fprintf(w, "privacy    other accounts can read it:\n")
 				for _, p := range r.Exposed {
 					fmt.Fprintf(w, "             %s\n", p)

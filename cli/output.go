@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/mattn/go-runewidth"
 	"golang.org/x/term"
 
 	"github.com/rookhq/rook/internal/units"
@@ -17,6 +17,28 @@ import (
 
 // formatBytes prints n in base-1024 units: "512 B", "1.5 KiB".
 func formatBytes(n int64) string { return units.Bytes(n) }
+
+// cells measures text as a terminal draws it: an East Asian wide or
+// fullwidth character takes two cells, a combining mark or a zero-width
+// character none, a grapheme cluster (a letter and its accents, an emoji
+// sequence) what it draws. Characters of ambiguous width take one, in
+// every locale ($LANG is not read): the rules and bars rook draws are of
+// them, and a table reads the same wherever it is printed. Counted in
+// runes, a column after a Japanese title stood three cells right of the
+// others, one after "é" written e + U+0301 one cell left.
+var cells = &runewidth.Condition{StrictEmojiNeutral: true}
+
+// width is the number of terminal cells s takes.
+func width(s string) int { return cells.StringWidth(s) }
+
+// padCells pads s with spaces to n cells (padded on the left when right).
+func padCells(s string, n int, right bool) string {
+	pad := strings.Repeat(" ", max(n-width(s), 0))
+	if right {
+		return pad + s
+	}
+	return s + pad
+}
 
 // table prints space-padded columns with a rule under the header.
 type table struct {
@@ -44,9 +66,7 @@ func (t *table) write(w io.Writer) error {
 	widths := make([]int, len(t.rows[0]))
 	for _, r := range t.rows {
 		for i, c := range r {
-			if n := utf8.RuneCountInString(c); n > widths[i] {
-				widths[i] = n
-			}
+			widths[i] = max(widths[i], width(c))
 		}
 	}
 	// Buffered: a write per row was a system call per row, 5,000 of
@@ -56,14 +76,11 @@ func (t *table) write(w io.Writer) error {
 	for i, r := range t.rows {
 		var b strings.Builder
 		for j, c := range r {
-			pad := strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c))
 			if j > 0 {
 				b.WriteString("  ")
 			}
-			if t.right[j] {
-				b.WriteString(pad + c)
-			} else if j < len(r)-1 {
-				b.WriteString(c + pad)
+			if t.right[j] || j < len(r)-1 {
+				b.WriteString(padCells(c, widths[j], t.right[j]))
 			} else {
 				b.WriteString(c)
 			}
@@ -73,7 +90,7 @@ func (t *table) write(w io.Writer) error {
 			return err
 		}
 		if i == 0 {
-			total = utf8.RuneCountInString(line)
+			total = width(line)
 			if _, err := fmt.Fprintln(bw, strings.Repeat("─", total)); err != nil {
 				return err
 			}

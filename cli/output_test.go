@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/rookhq/rook/internal/vfs"
@@ -136,6 +137,84 @@ func TestExplainPermission(t *testing.T) {
 	part := fmt.Errorf("create segments: %w", &fs.PathError{Op: "mkdir", Path: home + "/segments", Err: fs.ErrPermission})
 	if got, want := explain(part, home), "create segments: mkdir /home/u/.rook/segments: permission denied: check the permissions of /home/u/.rook (`rook doctor`)"; got != want {
 		t.Errorf("a part of the store:\n got %q\nwant %q", got, want)
+	}
+}
+
+// cellsOf is the number of terminal cells s takes, counted apart from
+// the code under test: East Asian wide characters take two, combining
+// marks none, others one.
+func cellsOf(s string) int {
+	n := 0
+	for _, r := range s {
+		switch {
+		case unicode.Is(unicode.Mn, r):
+		case r >= 0x1100 && r <= 0x115F, r >= 0x2E80 && r <= 0xA4CF, r >= 0xAC00 && r <= 0xD7A3,
+			r >= 0xF900 && r <= 0xFAFF, r >= 0xFE30 && r <= 0xFE4F, r >= 0xFF00 && r <= 0xFF60, r >= 0xFFE0 && r <= 0xFFE6:
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// TestSessionLsColumnsLineUpWithWideTitles: the table every listing
+// prints (session ls, store ls, stat, checkpoint ls, prune, ...) padded
+// each cell by its count of runes: the columns after a Japanese title
+// ("日本語", six cells) stood three cells right of the others', and after
+// "é" written e + U+0301 one cell left. It pads by the cells a cell
+// takes on a terminal.
+func TestSessionLsColumnsLineUpWithWideTitles(t *testing.T) {
+	r := newCLIStore(t)
+	r.must("", "session", "new", "--title", "日本語")
+	r.must("", "session", "new", "--title", "abcdef")
+	r.must("", "session", "new", "--title", "cafe\u0301s!")
+	out := r.must("", "session", "ls")
+	cols := map[string]int{}
+	for _, l := range strings.Split(out, "\n") {
+		for _, title := range []string{"日本語", "abcdef", "cafe\u0301s!"} {
+			if i := strings.Index(l, title); i >= 0 {
+				rest := l[i+len(title):]
+				pad := len(rest) - len(strings.TrimLeft(rest, " "))
+				cols[title] = cellsOf(l[:i+len(title)]) + pad
+			}
+		}
+	}
+	if len(cols) != 3 {
+		t.Fatalf("titles not found in:\n%s", out)
+	}
+	if cols["日本語"] != cols["abcdef"] || cols["cafe\u0301s!"] != cols["abcdef"] {
+		t.Errorf("the column after the title starts at cell %v (want all the same):\n%s", cols, out)
+	}
+	// The rule under the header is as wide as the header.
+	lines := strings.Split(out, "\n")
+	if cellsOf(lines[0]) != cellsOf(lines[1]) {
+		t.Errorf("header %d cells, rule %d:\n%s", cellsOf(lines[0]), cellsOf(lines[1]), out)
+	}
+}
+
+// TestClipCutsByCellsBetweenGraphemes: a title clipped to its column was
+// cut at n runes: wide characters took up to twice the column, and a cut
+// between a letter and its combining accent dropped the accent. It is cut
+// to n cells, between grapheme clusters.
+func TestClipCutsByCellsBetweenGraphemes(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"a title that is long", 10, "a title t…"},
+		{"日本語のタイトル", 10, "日本語の…"},                   // 8 cells and the mark
+		{"日本語のタイトル", 9, "日本語の…"},                    // a wide character is not cut in two
+		{"cafe\u0301 cafe\u0301", 5, "cafe\u0301…"}, // the accent stays with its letter
+		{"e\u0301e\u0301e\u0301e\u0301", 4, "e\u0301e\u0301e\u0301e\u0301"},
+		{"👍🏽👍🏽👍🏽", 5, "👍🏽👍🏽…"}, // an emoji and its skin tone: one cluster
+	} {
+		got := clip(c.in, c.n)
+		if got != c.want || cellsOf(got) > c.n {
+			t.Errorf("clip(%q, %d) = %q (%d cells), want %q", c.in, c.n, got, cellsOf(got), c.want)
+		}
 	}
 }
 

@@ -18,6 +18,12 @@ type SessionTagCmd struct {
 
 func (c *SessionTagCmd) Run(e *Env) error {
 	for _, t := range c.Tags {
+		// A tag to remove need only not be empty: one a session holds
+		// from before ValidTag refused its kind (a bidi control) is
+		// removed as it is; one it does not hold is a note.
+		if c.Rm && t != "" {
+			continue
+		}
 		if err := agent.ValidTag(t); err != nil {
 			return usageErr("%v", err)
 		}
@@ -83,7 +89,9 @@ func (c *SessionTagCmd) Run(e *Env) error {
 		fmt.Fprintf(e.Stdout, "session %s has no tags\n", id)
 		return nil
 	}
-	fmt.Fprintf(e.Stdout, "session %s tags: %s\n", id, strings.Join(tags, ", "))
+	// terminalLine: a tag a session holds from before ValidTag refused
+	// bidi controls and the like must not act on the terminal.
+	fmt.Fprintf(e.Stdout, "session %s tags: %s\n", id, terminalLine(strings.Join(tags, ", ")))
 	return nil
 }
 

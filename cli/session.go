@@ -1095,7 +1095,32 @@ func unreadableSessions(e *Env, u *eventlog.UnreadableError) error {
 			fmt.Fprintf(e.Stderr, "rook: %s\n", terminalLine(err.Error()))
 		}
 	}
-	return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d session(s) do not read and are not listed (`rook store verify` lists every problem; `rook session rm ID` removes a session)", len(u.Errs))}
+	return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d session(s) do not read and are not listed (%s)", len(u.Errs), unreadableAdvice(u))}
+}
+
+// unreadableAdvice says what to do about the sessions u names. One that
+// permission keeps from reading (a .meta or log a `sudo rook` or a hook
+// run as root made, a chmod) is not damaged: its permissions are what to
+// fix, and `rook session rm ID`, the advice for damage, deleted it whole.
+// (`session ls --all` and `rook doctor` give the same advice.)
+func unreadableAdvice(u *eventlog.UnreadableError) string {
+	const damaged = "`rook store verify` lists every problem; `rook session rm ID` removes a session"
+	const denied = "their files' permissions keep them from reading, which is no damage: make the files readable by the store's owner (`chmod 600 FILE` as that owner; as root, `chown OWNER FILE` of a file another account made: `rook doctor` names them), or run rook as the account that may read them"
+	var perm, other []string
+	for i, err := range u.Errs {
+		if errors.Is(err, fs.ErrPermission) {
+			perm = append(perm, u.IDs[i].String())
+		} else {
+			other = append(other, u.IDs[i].String())
+		}
+	}
+	switch {
+	case len(perm) == 0:
+		return damaged
+	case len(other) == 0:
+		return denied
+	}
+	return fmt.Sprintf("%d for want of permission (%s): %s; the others (%s): %s", len(perm), strings.Join(perm, ", "), denied, strings.Join(other, ", "), damaged)
 }
 
 // underParents puts each fork and child right under its parent when the
@@ -1171,14 +1196,13 @@ func underParents(rows []sessionRow) []sessionRow {
 	return out
 }
 
-// clip cuts s to n runes, marking the cut, and makes it fit for a
-// terminal (terminalLine).
+// clip cuts s to n terminal cells, marking the cut, and makes it fit for
+// a terminal (terminalLine). It cuts between grapheme clusters, never
+// inside one: cut by runes, a title of wide characters took up to twice
+// its column, and a cut between a letter and its accent dropped the
+// accent.
 func clip(s string, n int) string {
-	r := []rune(terminalLine(s))
-	if len(r) <= n {
-		return string(r)
-	}
-	return string(r[:n-1]) + "…"
+	return cells.Truncate(terminalLine(s), n, "…")
 }
 
 // rmLogWithoutMeta is `session rm ARG` where ARG names no session

@@ -31,7 +31,6 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
@@ -420,7 +419,7 @@ func writeAligned(w io.Writer, rows [][]string, right map[int]bool) error {
 	widths := make([]int, len(rows[0]))
 	for _, r := range rows {
 		for i, c := range r {
-			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+			widths[i] = max(widths[i], width(c))
 		}
 	}
 	for _, r := range rows {
@@ -429,13 +428,9 @@ func writeAligned(w io.Writer, rows [][]string, right map[int]bool) error {
 			if j > 0 {
 				b.WriteString("  ")
 			}
-			pad := strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c))
-			switch {
-			case right[j]:
-				b.WriteString(pad + c)
-			case j < len(r)-1:
-				b.WriteString(c + pad)
-			default:
+			if right[j] || j < len(r)-1 {
+				b.WriteString(padCells(c, widths[j], right[j]))
+			} else {
 				b.WriteString(c)
 			}
 		}

@@ -825,12 +825,35 @@ func Inbox(clientName string) (short, title string) {
 // refused as empty (mcp's parseTitle): one rule of what nobody can see.
 func Typeable(name string) string {
 	return strings.Map(func(r rune) rune {
-		if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) {
+		if untypeable(r) {
 			return -1
 		}
 		return r
 	}, name)
 }
+
+// untypeable: a rune Typeable removes.
+func untypeable(r rune) bool {
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
+}
+
+// DrawnAsNothing says whether r is one of the characters Unicode says
+// draw nothing that Typeable keeps, being no format character: the other
+// default-ignorable code points (the combining grapheme joiner U+034F,
+// the Hangul fillers U+115F, U+1160, U+3164, U+FFA0: the usual "blank
+// name") and the variation selectors. A title keeps them where it has
+// something to see (mcp's parseTitle); a tag holds none (Invisible).
+func DrawnAsNothing(r rune) bool {
+	return unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
+}
+
+// Invisible says whether r is a character nobody sees or could type
+// back: one Typeable removes (controls, format characters such as the
+// bidi controls and the zero-width spaces and joiners, line and paragraph
+// separators) or DrawnAsNothing names. A session tag holds none
+// (agent.ValidTag): a tag is matched exactly, and one with such a
+// character shows as another, or as what it is not.
+func Invisible(r rune) bool { return untypeable(r) || DrawnAsNothing(r) }
 
 // ProcessName names this server process's spool and activity files:
 // unique among live processes, and saying which pid writes them.

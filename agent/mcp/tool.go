@@ -290,13 +290,10 @@ func parseTitle(raw json.RawMessage) (string, *rpcError) {
 }
 
 // dropDrawnAsNothing drops the characters Unicode says draw nothing that
-// inbox.Typeable keeps, being no format character: the other
-// default-ignorable code points (the combining grapheme joiner U+034F, the
-// Hangul fillers U+115F, U+1160, U+3164, U+FFA0: the usual "blank name")
-// and the variation selectors. For the emptiness test only: the title
-// keeps them.
+// inbox.Typeable keeps (inbox.DrawnAsNothing). For the emptiness test
+// only: the title keeps them.
 func dropDrawnAsNothing(r rune) rune {
-	if unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) {
+	if inbox.DrawnAsNothing(r) {
 		return -1
 	}
 	return r

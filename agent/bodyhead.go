@@ -12,6 +12,7 @@ package agent
 
 import (
 	"bytes"
+	"errors"
 	"unicode/utf8"
 
 	"github.com/rookhq/rook/cas"
@@ -211,12 +212,23 @@ func (t *tailCount) viewOf(b []byte, final bool) int {
 	return i
 }
 
-// sgrOpenAtEnd says whether a color sequence that starts in b[from:] is
-// still open at b's end: cut there, the bytes after it decide whether it
-// is one.
-func sgrOpenAtEnd(b []byte, from int) bool {
-	i := bytes.LastIndexByte(b[max(from, 0):], 0x1b)
-	return i >= 0 && sgrRunsToEnd(b, max(from, 0)+i)
+// sgrOpenAt is where the color sequence that b[:n] ends inside starts:
+// the ESC of an ESC [ followed by nothing but digits and semicolons up to
+// n, or -1 when b[:n] ends in none. It looks back over the sequence's
+// digits however many there are (StripSGR strips a sequence of any
+// length), never further than b's start: at most n bytes.
+func sgrOpenAt(b []byte, n int) int {
+	j := n
+	for j > 0 && (b[j-1] >= '0' && b[j-1] <= '9' || b[j-1] == ';') {
+		j--
+	}
+	switch {
+	case j >= 2 && b[j-1] == '[' && b[j-2] == 0x1b:
+		return j - 2
+	case j == n && n >= 1 && b[n-1] == 0x1b:
+		return n - 1
+	}
+	return -1
 }
 
 // sgrRunsToEnd says whether what may be a color sequence at b[i] (an ESC)
@@ -242,14 +254,12 @@ func headWithin(head []byte, limit int, size int64) (int, bool) {
 	if limit+utf8.UTFMax >= len(head) {
 		return 0, false
 	}
-	n := CutShown(head, limit)
-	// CutShown looks back from the cut (up to 35 bytes before limit) for
-	// a color sequence that runs past it: one still open at head's end
-	// is not known.
-	if sgrOpenAtEnd(head, limit-40) {
+	// CutShown cuts before a color sequence the cut falls in: one still
+	// open at head's end is not known (the bytes after it decide).
+	if i := sgrOpenAt(head, CutUTF8(head, limit)); i >= 0 && sgrRunsToEnd(head, i) {
 		return 0, false
 	}
-	return n, true
+	return CutShown(head, limit), true
 }
 
 // streamBody reads a big body whole as a stream, verified, keeping its
@@ -351,21 +361,151 @@ func previewOfHead(head []byte, n int) (string, bool) {
 	// A cut no color sequence spans (the byte before it is not one a
 	// sequence holds before its end) at the start of a character: the
 	// colors left out of head[:k] are the whole body's.
-	k := -1
-	for i := len(head) - 1; i > 0 && i >= len(head)-16; i-- {
-		if c := head[i-1]; utf8.RuneStart(head[i]) && c != 0x1b && c != '[' && c != ';' && !(c >= '0' && c <= '9') {
-			k = i
-			break
-		}
-	}
-	if k < 0 {
-		return "", false
+	k := runeStartAtOrBefore(head, len(head))
+	if i := sgrOpenAt(head, k); i >= 0 {
+		k = i
 	}
 	t := bytes.TrimLeft(StripSGR(head[:k]), " \t\r\n")
 	if bytes.IndexByte(t, '\n') < 0 && utf8.RuneCount(t) <= n {
 		return "", false // the first line may go on past the head
 	}
 	return Preview(t, n), true
+}
+
+// errPreviewDone stops the stream a previewScan reads: the preview is
+// known.
+var errPreviewDone = errors.New("preview known")
+
+// previewOf is Preview(StripSGR(body), n) of a big body whose head
+// (previewOfHead) could not say it: its first line may start or go on
+// past the head (a body of blank lines, of color sequences, of one long
+// run of digits). The body is streamed, its colors left out as StripSGR
+// leaves them out, keeping only the first line's first n+1 characters,
+// and the stream stops once they are known: what it holds does not grow
+// with the body.
+func (r *Rook) previewOf(id cas.Key, n int) (string, error) {
+	o, err := r.Store.OpenObject(id)
+	if err != nil {
+		return "", err
+	}
+	p := &previewScan{n: n}
+	if _, err := o.WriteTo(p); err != nil && !errors.Is(err, errPreviewDone) {
+		return "", err
+	}
+	p.close()
+	return Preview(p.line, n), nil
+}
+
+// previewScan keeps, of a body written to it in pieces, the first line of
+// StripSGR(body) after its leading blanks, up to n+1 characters: what
+// Preview(StripSGR(body), n) shows of it.
+type previewScan struct {
+	n int
+	// state: 0 outside a color sequence; 1 after an ESC; 2 after ESC [
+	// and the digits and semicolons in seq (at most n+1 of them kept:
+	// not a sequence, each shows as a character, and the preview is
+	// known by then).
+	state   int
+	seq     []byte
+	started bool   // past the leading blanks
+	line    []byte // the first line's bytes so far
+	done    bool   // line holds all Preview needs
+}
+
+func (p *previewScan) Write(b []byte) (int, error) {
+	for _, c := range b {
+		if p.done {
+			return 0, errPreviewDone
+		}
+		p.byte(c)
+	}
+	if p.done {
+		return 0, errPreviewDone
+	}
+	return len(b), nil
+}
+
+// byte takes the body's next byte, as stripSGR does.
+func (p *previewScan) byte(c byte) {
+	switch p.state {
+	case 1:
+		if c == '[' {
+			p.state, p.seq = 2, p.seq[:0]
+			return
+		}
+		p.state = 0
+		p.text(0x1b)
+	case 2:
+		if c >= '0' && c <= '9' || c == ';' {
+			if len(p.seq) <= p.n {
+				p.seq = append(p.seq, c)
+			}
+			return
+		}
+		if c == 'm' {
+			p.state = 0
+			return
+		}
+		p.flush()
+	}
+	if c == 0x1b {
+		p.state = 1
+		return
+	}
+	p.text(c)
+}
+
+// flush writes what a sequence that turned out not to be one held.
+func (p *previewScan) flush() {
+	switch p.state {
+	case 1:
+		p.text(0x1b)
+	case 2:
+		p.text(0x1b)
+		p.text('[')
+		for _, d := range p.seq {
+			p.text(d)
+		}
+	}
+	p.state = 0
+}
+
+// close ends the body: a sequence still open is text.
+func (p *previewScan) close() { p.flush() }
+
+// text takes a byte of StripSGR(body).
+func (p *previewScan) text(c byte) {
+	if p.done {
+		return
+	}
+	if !p.started {
+		if c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			return
+		}
+		p.started = true
+	}
+	if c == '\n' {
+		p.done = true
+		return
+	}
+	p.line = append(p.line, c)
+	if len(p.line) > p.n {
+		p.done = p.known()
+	}
+}
+
+// known says whether line holds n whole characters and a byte after them:
+// all Preview shows (the byte says it clips them).
+func (p *previewScan) known() bool {
+	i := 0
+	for range p.n {
+		if i == len(p.line) || !utf8.FullRune(p.line[i:]) {
+			return false // a character the next bytes may complete
+		}
+		_, w := utf8.DecodeRune(p.line[i:])
+		i += w
+	}
+	return i < len(p.line)
 }
 
 // windowScan keeps bytes [lo, hi) of a body written in pieces, and says

@@ -19,6 +19,7 @@ import (
 // (binary: only when asked).
 func trickyText(rng *rand.Rand, n int, binary bool) []byte {
 	parts := []string{"plain words ", "\n", "\r\n", "é", "€", "😀", "\x1b[31m", "\x1b[0m", "\x1b[38;2;1;2;3m",
+		"\x1b[38;2;255;255;255;48;2;255;255;255m", "\x1b[1;3;4;38;2;255;255;255;48;2;255;255;255;58;2;255;255;255m", "1234567890;",
 		"\x1b[", "\x1b[12", "\x1b", "\t", "\"q\"", "\\", "\x07", "\x7f", "[31m", "0;1m", "  ", "\u202e"}
 	if binary {
 		parts = append(parts, "\x00", "\xff", "\xe2\x82", "\xc3")
@@ -41,9 +42,16 @@ func TestStreamedCountsMatchTheWhole(t *testing.T) {
 		if i%7 == 0 {
 			whole = append(whole, "\xe2\x82"[:1+rng.IntN(2)]...) // a character cut at the end
 		}
+		if i%5 == 0 {
+			// Blank lines and colors first: the first line's start is
+			// far in.
+			whole = append(bytes.Repeat([]byte("\n \x1b[0m\r\n\t"), rng.IntN(200)), whole...)
+		}
 		var u utf8Stream
 		bs := &binaryScan{keep: 100}
 		tc := &tailCount{}
+		ps := &previewScan{n: 20}
+		psDone := false
 		for rest := whole; len(rest) > 0; {
 			k := min(len(rest), 1+rng.IntN(12))
 			if rng.IntN(4) == 0 {
@@ -52,9 +60,17 @@ func TestStreamedCountsMatchTheWhole(t *testing.T) {
 			u.write(rest[:k])
 			bs.Write(rest[:k])
 			tc.Write(rest[:k])
+			if !psDone {
+				_, err := ps.Write(rest[:k])
+				psDone = err == errPreviewDone
+			}
 			rest = rest[k:]
 		}
 		tc.close()
+		ps.close()
+		if p, want := Preview(ps.line, 20), Preview(StripSGR(whole), 20); p != want {
+			t.Fatalf("%q: streamed preview %q, of the whole %q", whole, p, want)
+		}
 		if u.valid() != utf8.Valid(whole) || bs.binary() != IsBinary(whole) || !bytes.Equal(bs.head, whole[:min(100, len(whole))]) {
 			t.Fatalf("%q: streamed valid %v binary %v, whole %v %v", whole, u.valid(), bs.binary(), utf8.Valid(whole), IsBinary(whole))
 		}
@@ -278,6 +294,60 @@ func TestBigBodyViewsHoldLittle(t *testing.T) {
 	}
 }
 
+// `rook session history` of a big body whose head says no preview (only
+// newlines: a tool's output of blank lines; or digits where the head ends:
+// a dump of numbers) read the whole body into memory to make one:
+// previewOfHead said "not enough" (a head of white space trims to
+// nothing; no place to cut in its last 16 bytes) and History fell back to
+// r.Body. A 286 MiB body of newlines took history to 312 MB RSS, where the
+// same size of ordinary text takes 17 MB (docs/performance.md, "Showing
+// part of a big body"). previewOfHead now cuts at the head's end (before a
+// color sequence still open there), and a first line that starts or goes
+// on past the head is read by streaming the body again (previewOf),
+// keeping only what the preview shows: as little as any other big body.
+func TestHistoryOfBigBlankOrDigitBodyHoldsLittle(t *testing.T) {
+	const size = 24 << 20
+	bodies := []struct {
+		name string
+		body []byte
+	}{
+		{"only newlines", bytes.Repeat([]byte("\n"), size)},
+		{"digits", []byte(strings.Repeat("1234567890", size/10))},
+		{"blank lines, then text", append(bytes.Repeat([]byte("\n \x1b[0m"), size/8), "\x1b[1;38;2;255;255;255;48;2;0;0;0mhello\x1b[0m\nmore"...)},
+	}
+	const limit = 8 << 20 // as TestBigBodyViewsHoldLittle
+	for _, b := range bodies {
+		t.Run(b.name, func(t *testing.T) {
+			r := testRook(t, vfs.NewMem())
+			m, err := r.NewSession("big", "/w", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Append(m.ID, Entry{Kind: eventlog.KindToolResult, Body: b.body}); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Store.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			var p HistoryPage
+			a := allocatedBy(func() { p, err = r.History(m.ID, HistoryQuery{Limit: 1}) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Events) != 1 || p.Events[0].Err != nil {
+				t.Fatalf("history: %+v", p.Events)
+			}
+			t.Logf("history of a %d MiB body (%s): %d KiB allocated, preview %q", size>>20, b.name, a>>10, p.Events[0].Preview)
+			if want := Preview(StripSGR(b.body), PreviewRunes); p.Events[0].Preview != want {
+				t.Errorf("preview %q, of the body whole %q", p.Events[0].Preview, want)
+			}
+			if a > limit {
+				t.Errorf("history of a %d MiB body (%s) allocated %d MiB; want at most %d MiB, as for any other big body", size>>20, b.name, a>>20, limit>>20)
+			}
+		})
+	}
+}
+
 // Of an imported line over shortenLinesOver, each big string is streamed
 // (readStringHead): show, history and export-html give what they gave
 // reading each string whole, tricky strings (colors, characters, control
@@ -359,14 +429,24 @@ func FuzzStreamedCounts(f *testing.F) {
 		var u utf8Stream
 		bs := &binaryScan{}
 		tc := &tailCount{}
+		ps := &previewScan{n: 20}
+		psDone := false
 		for rest := whole; len(rest) > 0; {
 			k := min(len(rest), 1+rng.IntN(16))
 			u.write(rest[:k])
 			bs.Write(rest[:k])
 			tc.Write(rest[:k])
+			if !psDone {
+				_, err := ps.Write(rest[:k])
+				psDone = err == errPreviewDone
+			}
 			rest = rest[k:]
 		}
 		tc.close()
+		ps.close()
+		if p, want := Preview(ps.line, 20), Preview(StripSGR(whole), 20); p != want {
+			t.Fatalf("%q: streamed preview %q, of the whole %q", whole, p, want)
+		}
 		if u.valid() != utf8.Valid(whole) || bs.binary() != IsBinary(whole) {
 			t.Fatalf("%q: streamed valid %v binary %v", whole, u.valid(), bs.binary())
 		}

@@ -192,6 +192,9 @@ func BodyKind(k eventlog.Kind) cas.Kind {
 
 // NewSession starts a session.
 func (r *Rook) NewSession(title, workspace string, tags []string) (eventlog.Meta, error) {
+	if err := ValidTitle(title); err != nil {
+		return eventlog.Meta{}, err
+	}
 	// The tags `session tag` would take: one it refuses (white space, a
 	// control character) could not be removed with `session tag --rm`.
 	for _, t := range tags {
@@ -200,6 +203,17 @@ func (r *Rook) NewSession(title, workspace string, tags []string) (eventlog.Meta
 		}
 	}
 	return r.Log.Create(eventlog.Meta{Title: title, Workspace: workspace, Tags: tags})
+}
+
+// ValidTitle refuses a session title that is not UTF-8: a session's
+// metadata is JSON, which would keep each byte that is not as U+FFFD, the
+// title's bytes lost as it is made (`session new --title`, `session fork
+// --title`).
+func ValidTitle(title string) error {
+	if !utf8.ValidString(title) {
+		return fmt.Errorf("title %q is not UTF-8: a session's title is stored as JSON text, which would keep U+FFFD for each byte that is not; give it in UTF-8", title)
+	}
+	return nil
 }
 
 // Entry is one event to append: its body is stored as an object.

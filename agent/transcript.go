@@ -77,11 +77,11 @@ func CutShown(b []byte, limit int) int {
 	if n >= len(b) {
 		return n
 	}
-	// The last ESC shortly before the cut: a color sequence is a few
-	// bytes (ESC [ 38;2;255;255;255 m, 19).
-	from := max(n-32, 0)
-	if i := bytes.LastIndexByte(b[from:n], 0x1b); i >= 0 && sgrEnd(b, from+i) > n {
-		n = from + i
+	// A color sequence the cut falls in is cut before, however long it
+	// is (StripSGR leaves out any: ESC [ 38;2;255;255;255;48;2;0;0;0 m
+	// is 30 bytes, and more parameters are legal).
+	if i := sgrOpenAt(b, n); i >= 0 && sgrEnd(b, i) > n {
+		n = i
 	}
 	if n > 0 && b[n-1] == '\r' && b[n] == '\n' {
 		n--
@@ -334,7 +334,7 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 	}
 	s, damage, err := r.pageSummary(id)
 	if err != nil {
-		return p, r.removedMeanwhile(id, err)
+		return p, err
 	}
 	p.Total, p.Parent, p.LogDamage = s.Events, parentLink(s.Meta), damage
 	if p.Parent != nil {
@@ -348,7 +348,7 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 	// Damage in the page: the events before it, then the error.
 	inPage, err := p.metRead(err, q.From, len(evs))
 	if err != nil {
-		return p, r.removedMeanwhile(id, err)
+		return p, err
 	}
 	maxBody := max(q.MaxBody, 0)
 	// What each event says of tool calls, read off its body here: the
@@ -376,18 +376,6 @@ func (r *Rook) Show(id eventlog.ID, q ShowQuery) (ShowPage, error) {
 		p.Next = &next
 	}
 	return p, nil
-}
-
-// removedMeanwhile is err, a read of session id's, said as "no such
-// session" when the session was removed since it was found (`session rm`
-// in another rook, between its metadata and its log: readers take no
-// lock), as ReadMeta says it of a session that is not there: the raw
-// "open .../ID.log: file does not exist" read as a fault of the store.
-func (r *Rook) removedMeanwhile(id eventlog.ID, err error) error {
-	if r.Log.RemovedSince(id, err) {
-		return fmt.Errorf("%w: %s (removed while it was read)", eventlog.ErrNoSession, id)
-	}
-	return err
 }
 
 // pageSummary is the session's Summary for a listing of its pages. Of a
@@ -499,7 +487,19 @@ func (r *Rook) History(id eventlog.ID, q HistoryQuery) (HistoryPage, error) {
 				// unless that runs past it.
 				preview, ok = previewOfHead(body, PreviewRunes)
 			}
+			if !ok && v.partial && ev.Kind != eventlog.KindCheckpoint {
+				// Its first line starts or goes on past the head:
+				// streamed again, as far as it takes.
+				preview, err = r.previewOf(ev.Body, PreviewRunes)
+				if err != nil {
+					line.Err = err
+					p.Events = append(p.Events, line)
+					continue
+				}
+				ok = true
+			}
 			if !ok && v.partial {
+				// A capture's manifest is decoded whole.
 				if body, err = r.Body(ev); err != nil {
 					line.Err = err
 					p.Events = append(p.Events, line)
@@ -1104,7 +1104,11 @@ type foldMatcher struct {
 	lower  []byte
 	orbits [][]rune // each query rune's fold class
 	lowers []rune   // each query rune lower-cased
-	query  string
+	// bytes: of each query rune, -1, or the byte when it is a byte that
+	// is not UTF-8 (its rune U+FFFD, which it is not): it matches that
+	// byte only, and a real character (U+FFFD too) no such byte.
+	bytes []int
+	query string
 	// escaped: the body is read as a JSON string's content, each escape
 	// the character it writes (newEscapedMatcher).
 	escaped bool
@@ -1138,13 +1142,20 @@ func newFoldMatcher(q string) *foldMatcher {
 	if m.ascii {
 		m.lower = []byte(strings.ToLower(q))
 	}
-	for _, r := range q {
+	for i := 0; i < len(q); {
+		r, w := utf8.DecodeRuneInString(q[i:])
+		b := -1
+		if r == utf8.RuneError && w == 1 {
+			b = int(q[i])
+		}
 		orbit := []rune{r}
 		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
 			orbit = append(orbit, f)
 		}
 		m.orbits = append(m.orbits, orbit)
 		m.lowers = append(m.lowers, unicode.ToLower(r))
+		m.bytes = append(m.bytes, b)
+		i += w
 	}
 	m.span = 4 * len(q) // a character a byte of the query, folded, is at most 3
 	for c := range 256 {
@@ -1178,7 +1189,10 @@ func newEscapedMatcher(q string) *foldMatcher {
 
 // jsonEscapeAt is the character the escape at body[i] (a backslash)
 // writes, and the escape's length; ok is false when no escape is there
-// whole. A surrogate not in a pair is U+FFFD, as encoding/json reads it.
+// whole. A surrogate not in a pair is that surrogate: no character, so
+// no character of a query matches it (encoding/json reads it as U+FFFD,
+// which a query's U+FFFD would match, as it would a byte that is not
+// UTF-8: find looks for literal text).
 func jsonEscapeAt(body []byte, i int) (r rune, n int, ok bool) {
 	if i+1 >= len(body) {
 		return 0, 0, false
@@ -1209,7 +1223,7 @@ func jsonEscapeAt(body []byte, i int) (r rune, n int, ok bool) {
 				return pair, 12, true
 			}
 		}
-		return utf8.RuneError, 6, true
+		return r, 6, true
 	}
 	return 0, 0, false
 }
@@ -1263,6 +1277,15 @@ func (m *foldMatcher) matchAt(body []byte, i int) (int, bool) {
 			if r, w, ok = jsonEscapeAt(body, i); !ok {
 				return 0, false
 			}
+		}
+		// A byte that is not UTF-8 decodes as U+FFFD, and is not one:
+		// it matches the same byte of the query only.
+		if invalid := r == utf8.RuneError && w == 1; invalid || m.bytes[k] >= 0 {
+			if !invalid || int(body[i]) != m.bytes[k] {
+				return 0, false
+			}
+			i += w
+			continue
 		}
 		ok := unicode.ToLower(r) == m.lowers[k]
 		for _, o := range orbit {

@@ -392,6 +392,40 @@ func TestFindBasics(t *testing.T) {
 	}
 }
 
+// `session find` looks for literal text: a byte that is not UTF-8 decodes
+// as U+FFFD but is not one, so a query's U+FFFD (copied from show, which
+// prints such a byte so) matched any such byte of a binary body, where
+// grep finds nothing. It matches only U+FFFD written (EF BF BD, or the
+// escape \ufffd in an imported line, not a surrogate escaped alone), and
+// a byte of the query that is not UTF-8 only the same byte.
+func TestFindMatchesReplacementCharacterOnlyAsItself(t *testing.T) {
+	cases := []struct {
+		m     *foldMatcher
+		body  string
+		match bool
+	}{
+		{newFoldMatcher("c\uFFFDd"), "abc\xffdef", false},
+		{newFoldMatcher("c\uFFFDd"), "abc\xedef", false},
+		{newFoldMatcher("c\uFFFDd"), "abc\uFFFDdef", true},
+		{newFoldMatcher("\uFFFD"), "\xc3(", false},
+		{newFoldMatcher("c\xffd"), "abc\xffdef", true},
+		{newFoldMatcher("C\xffD"), "abc\xffdef", true},
+		{newFoldMatcher("c\xffd"), "abc\xfedef", false},
+		{newFoldMatcher("c\xffd"), "abc\uFFFDdef", false},
+		{newEscapedMatcher("\uFFFD"), `{"a":"x\ud800y"}`, false},
+		{newEscapedMatcher("\uFFFD"), `{"a":"x\ufffdy"}`, true},
+		{newEscapedMatcher("\uFFFD"), `{"a":"x\uFFFDy"}`, true},
+		{newEscapedMatcher("\uFFFD"), "{\"a\":\"x\xffy\"}", false},
+		{newEscapedMatcher("x\xffy"), "{\"a\":\"x\xffy\"}", true},
+	}
+	for _, c := range cases {
+		at, _, _ := c.m.index([]byte(c.body), 0, len(c.body), nil)
+		if (at >= 0) != c.match {
+			t.Errorf("%q (escaped %v) in %q: at %d, want a match %v", c.m.query, c.m.escaped, c.body, at, c.match)
+		}
+	}
+}
+
 // TestFindFoldsAsSearch: find matches what search matches, İ (U+0130) as
 // i both ways: `find istanbul` missed "İSTANBUL", which search found.
 func TestFindFoldsAsSearch(t *testing.T) {
@@ -453,7 +487,8 @@ func TestEscapedMatcherReadsEscapesInAnyCase(t *testing.T) {
 		{"é k", `\u00e9 \u212a`, 0, 13}, // the Kelvin sign is a k
 		{"smile 😀", `SMILE \ud83d\ude00`, 0, 18},
 		{"😀", `\uD83D\uDE00`, 0, 12},
-		{"\ufffd x", `\ud83d x`, 0, 8}, // a surrogate alone is U+FFFD
+		{"\ufffd x", `\ud83d x`, -1, -1}, // a surrogate alone is no character, not U+FFFD
+		{"\ufffd x", `\uFFFD x`, 0, 8},
 		{`"déjà" <a\b>`, `\"d\u00e9j\u00e0\" \u003ca\\b\u003E`, 0, 35},
 		{"é\n", `\u00e9\n`, 0, 8},
 		{"é\n", `\u00e9\u000A`, 0, 12},
@@ -849,6 +884,53 @@ func TestHistoryPreviewLeavesOutColors(t *testing.T) {
 	}
 }
 
+// `session show` (and export-html) cut a body's head inside a color
+// sequence longer than 32 bytes (a 24-bit foreground and background in
+// one, ESC[38;2;255;255;255;48;2;255;255;255m, 36 bytes, as delta, bat or
+// a truecolor theme write it) and printed its first half as text:
+// "xxxx\uFFFD[38;2;255;255;255;48;2;255;255", the entry --offset it
+// suggested starting in the sequence's middle. CutShown looked for the
+// ESC only in the 32 bytes before the cut; it now looks back over the
+// digits to the sequence's start, however long it is, as StripSGR strips
+// one of any length (sgrOpenAt), and so does headWithin for a streamed
+// head.
+func TestShowDoesNotCutInsideALongColorSequence(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	m, err := r.NewSession("colors", "/w", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := "\x1b[38;2;255;255;255;48;2;255;255;255m" // 36 bytes, one SGR sequence
+	// The ESC 34 bytes before the default cut (4096): the cut is inside it.
+	body := strings.Repeat("x", DefaultBodyBytes-34) + seq + "hello\n"
+	if _, err := r.Append(m.ID, Entry{Kind: eventlog.KindToolResult, Body: []byte(body)}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Show(m.ID, ShowQuery{Limit: 1, MaxBody: DefaultBodyBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := ShownText(StripSGR(p.Events[0].Text))
+	if strings.Contains(shown, "38;2") || strings.Contains(shown, "\uFFFD") {
+		t.Errorf("show --max-body %d of a body with a 36-byte color sequence at the cut shows %q at its end; want the head cut before the sequence (nothing of it shown)",
+			DefaultBodyBytes, shown[len(shown)-min(len(shown), 48):])
+	}
+
+	// export-html's head (8192 bytes) alike.
+	body2 := strings.Repeat("y", ExportMaxBody-34) + seq + "world\n"
+	if _, err := r.Append(m.ID, Entry{Kind: eventlog.KindToolResult, Body: []byte(body2)}); err != nil {
+		t.Fatal(err)
+	}
+	x, err := r.ExportRange(m.ID, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(ExportHTML(x))
+	if strings.Contains(page, "38;2;255") {
+		t.Errorf("export-html of a body with a 36-byte color sequence at its %d-byte cut shows the sequence's digits as text", ExportMaxBody)
+	}
+}
+
 // A page keeps the head of each body, not the body: each Text was a slice
 // of the whole body read, and the page held every body too (for the tool
 // call ids of imported ones), so a page of 200 events of 8 MB each held
@@ -934,6 +1016,71 @@ func TestHeadsEndOnWhatShows(t *testing.T) {
 	}
 	check("export-html, CRLF", x.Events[0].Body, x.Events[0].Cut, crlf2)
 	check("export-html, colors", x.Events[1].Body, x.Events[1].Cut, sgr2)
+}
+
+// Every reading command of a native session another rook removes while it
+// reads it (`session rm`, or a prune of `store maintain`: readers take no
+// lock) says "no such session", as show did: history, find, entry, quote,
+// export-html and context failed with the raw "open .../events/ID.log:
+// file does not exist", which reads as a store that lost a file (the user
+// runs verify, restores a backup) for a session removed as asked. Each
+// passed the log's error on as it was; only Show said it so, in its own
+// removedMeanwhile. eventlog's openListed, where every read of a listed
+// session's log opens it, says it now for all of them.
+func TestReadersOfASessionRemovedWhileReadSayNoSuchSession(t *testing.T) {
+	readers := []struct {
+		name string
+		read func(r *Rook, id eventlog.ID) error
+	}{
+		{"history", func(r *Rook, id eventlog.ID) error { _, err := r.History(id, HistoryQuery{Limit: 10}); return err }},
+		{"find", func(r *Rook, id eventlog.ID) error { _, err := r.Find(id, FindQuery{Query: "hello"}); return err }},
+		{"entry", func(r *Rook, id eventlog.ID) error { _, err := r.ReadBody(id, 0, 0, EntryPageBytes); return err }},
+		{"quote", func(r *Rook, id eventlog.ID) error { _, err := r.Quote(id, 0, 0); return err }},
+		{"export-html", func(r *Rook, id eventlog.ID) error { _, err := r.ExportRange(id, 0, nil); return err }},
+		{"context", func(r *Rook, id eventlog.ID) error { _, err := r.Context(id, DefaultContextWindow); return err }},
+	}
+	for _, c := range readers {
+		t.Run(c.name, func(t *testing.T) {
+			fsys := vfs.NewMem()
+			w := testRook(t, fsys)
+			id := newSession(t, w)
+			if _, err := w.Append(id, Entry{Kind: eventlog.KindUser, Body: []byte("hello")}); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+			rd, err := Open(testHome, Options{FS: fsys, Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rd.Close()
+			logPath := filepath.Join(testHome, "events", id.String()+".log")
+			done := removeBeforeRead(fsys, clk, logPath, func(other *Rook) error {
+				_, err := other.RemoveSession(id)
+				return err
+			})
+			err = c.read(rd, id)
+			removed, rmErr := done()
+			if rmErr != nil {
+				t.Fatalf("the other rook's session rm: %v", rmErr)
+			}
+			if !removed {
+				t.Skip("the reader never opened the removed session's log")
+			}
+			if !errors.Is(err, eventlog.ErrNoSession) || strings.Contains(errText(err), "does not exist") {
+				t.Errorf("%s of a session removed while it read it: %v: want no such session, as show says", c.name, err)
+			}
+		})
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // `rook session show` reads no lock: a `session rm` in another rook that

@@ -109,6 +109,9 @@ type SessionNewCmd struct {
 }
 
 func (c *SessionNewCmd) Run(e *Env) error {
+	if err := agent.ValidTitle(c.Title); err != nil {
+		return usageErr("--%v", err)
+	}
 	for _, t := range c.Tag {
 		if err := agent.ValidTag(t); err != nil {
 			return usageErr("%v", err) // as session tag's
@@ -1242,6 +1245,9 @@ type SessionForkCmd struct {
 }
 
 func (c *SessionForkCmd) Run(e *Env) error {
+	if err := agent.ValidTitle(c.Title); err != nil {
+		return usageErr("--%v", err)
+	}
 	var id eventlog.ID
 	var m eventlog.Meta
 	err := e.writeSession(c.ID, func(r *agent.Rook, sid eventlog.ID) (err error) {

@@ -449,10 +449,10 @@ type searchHitJSON struct {
 	Title   string      `json:"title"`
 	Seq     uint64      `json:"seq"`
 	Kind    string      `json:"kind"`
-	Label   string      `json:"label"`
-	Time    time.Time   `json:"time"`
-	Snippet string      `json:"snippet"`
-	Score   int         `json:"score"`
+	jsonLabel
+	Time    time.Time `json:"time"`
+	Snippet string    `json:"snippet"`
+	Score   int       `json:"score"`
 	// The other events with the same body (a fork's copy, a repeat), and
 	// the other sessions they are in.
 	Also         int `json:"also"`
@@ -517,7 +517,7 @@ func (c *SearchCmd) Run(e *Env) error {
 	if e.JSON {
 		hits := []searchHitJSON{}
 		for _, h := range res.Hits {
-			hits = append(hits, searchHitJSON{Session: h.Session, Title: h.Title, Seq: h.Seq, Kind: h.Kind.String(), Label: h.Label,
+			hits = append(hits, searchHitJSON{Session: h.Session, Title: h.Title, Seq: h.Seq, Kind: h.Kind.String(), jsonLabel: labelJSON(h.Label),
 				Time: h.Time.UTC(), Snippet: h.Snippet, Binary: h.Binary, BodyID: binaryBodyID(h.Binary, h.Object), Score: h.Score, Also: h.Also, AlsoSessions: h.AlsoSessions})
 		}
 		return e.printJSON(map[string]any{

@@ -12,7 +12,8 @@ package cli
 // the text views: show and history say `(binary, N bytes)`, entry says how
 // to get the bytes, quote refuses. In --json, show and entry leave the text
 // field empty, set "binary": true and carry the bytes in base64 in
-// "body_base64" (show) or "data_base64" (entry). An imported event's
+// "body_base64" (show) or "data_base64" (entry); a label that is not
+// UTF-8 comes with "label_base64" (jsonLabel). An imported event's
 // reading view is text even when its lines hold bytes that are not UTF-8
 // (each shown as U+FFFD): show and history render it, and --raw or entry
 // give the bytes as stored. Text views made for
@@ -31,11 +32,32 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 )
+
+// jsonLabel is an event's label in --json: "label" its text, and, only
+// when the label is not UTF-8 (`--label` takes any bytes), "label_base64"
+// its bytes exactly, as "body_base64" a binary body's: encoding/json
+// writes each byte that is not UTF-8 as U+FFFD, so two labels that differ
+// in those bytes would read the same. Every command that prints an
+// event's label in --json embeds it (show, history, find, entry, quote,
+// search).
+type jsonLabel struct {
+	Label       string `json:"label"`
+	LabelBase64 string `json:"label_base64,omitempty"`
+}
+
+func labelJSON(label string) jsonLabel {
+	j := jsonLabel{Label: label}
+	if !utf8.ValidString(label) {
+		j.LabelBase64 = base64.StdEncoding.EncodeToString([]byte(label))
+	}
+	return j
+}
 
 // ShowCmd is `rook session show`.
 type ShowCmd struct {
@@ -47,21 +69,21 @@ type ShowCmd struct {
 }
 
 type showEventJSON struct {
-	Seq        uint64    `json:"seq"`
-	Time       time.Time `json:"time"`
-	Kind       string    `json:"kind"`
-	Label      string    `json:"label"`
-	TokensIn   uint64    `json:"tokens_in"`
-	TokensOut  uint64    `json:"tokens_out"`
-	BodyID     string    `json:"body_id"`
-	Size       int64     `json:"size"`
-	Stored     int64     `json:"stored"`
-	Body       string    `json:"body"`
-	Binary     bool      `json:"binary"`
-	BodyBase64 string    `json:"body_base64,omitempty"`
-	Elided     bool      `json:"elided"`
-	Omitted    int64     `json:"body_bytes_omitted"`
-	Rendered   bool      `json:"rendered"`
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+	Kind string    `json:"kind"`
+	jsonLabel
+	TokensIn   uint64 `json:"tokens_in"`
+	TokensOut  uint64 `json:"tokens_out"`
+	BodyID     string `json:"body_id"`
+	Size       int64  `json:"size"`
+	Stored     int64  `json:"stored"`
+	Body       string `json:"body"`
+	Binary     bool   `json:"binary"`
+	BodyBase64 string `json:"body_base64,omitempty"`
+	Elided     bool   `json:"elided"`
+	Omitted    int64  `json:"body_bytes_omitted"`
+	Rendered   bool   `json:"rendered"`
 	// Calls: of an imported tool result, the seqs of the calls it answers.
 	Calls []uint64 `json:"calls,omitempty"`
 	// Children: of an imported subagent's call or result, the sessions
@@ -119,7 +141,7 @@ func (c *ShowCmd) Run(e *Env) error {
 	if e.JSON {
 		out := make([]showEventJSON, 0, len(p.Events))
 		for _, v := range p.Events {
-			j := showEventJSON{Seq: v.Seq, Time: v.Time.UTC(), Kind: v.Kind.String(), Label: v.Label,
+			j := showEventJSON{Seq: v.Seq, Time: v.Time.UTC(), Kind: v.Kind.String(), jsonLabel: labelJSON(v.Label),
 				TokensIn: v.TokensIn, TokensOut: v.TokensOut, BodyID: hex.EncodeToString(v.Event.Body[:]),
 				Size: v.Size, Stored: v.Stored, Binary: v.Binary, Elided: v.Elided(), Omitted: v.Omitted, Rendered: v.Rendered, Calls: v.Calls, Children: v.Children}
 			switch {
@@ -300,18 +322,18 @@ type HistoryCmd struct {
 }
 
 type historyEventJSON struct {
-	Seq       uint64    `json:"seq"`
-	Time      time.Time `json:"time"`
-	Kind      string    `json:"kind"`
-	Label     string    `json:"label"`
-	TokensIn  uint64    `json:"tokens_in"`
-	TokensOut uint64    `json:"tokens_out"`
-	BodyID    string    `json:"body_id"`
-	Size      int64     `json:"size"`
-	Stored    int64     `json:"stored"`
-	Binary    bool      `json:"binary"`
-	Preview   string    `json:"preview"`
-	Error     string    `json:"error,omitempty"`
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+	Kind string    `json:"kind"`
+	jsonLabel
+	TokensIn  uint64 `json:"tokens_in"`
+	TokensOut uint64 `json:"tokens_out"`
+	BodyID    string `json:"body_id"`
+	Size      int64  `json:"size"`
+	Stored    int64  `json:"stored"`
+	Binary    bool   `json:"binary"`
+	Preview   string `json:"preview"`
+	Error     string `json:"error,omitempty"`
 }
 
 type historyJSON struct {
@@ -348,7 +370,7 @@ func (c *HistoryCmd) Run(e *Env) error {
 	if e.JSON {
 		evs := make([]historyEventJSON, 0, len(p.Events))
 		for _, l := range p.Events {
-			j := historyEventJSON{Seq: l.Seq, Time: l.Time.UTC(), Kind: l.Kind.String(), Label: l.Label,
+			j := historyEventJSON{Seq: l.Seq, Time: l.Time.UTC(), Kind: l.Kind.String(), jsonLabel: labelJSON(l.Label),
 				TokensIn: l.TokensIn, TokensOut: l.TokensOut, BodyID: hex.EncodeToString(l.Event.Body[:]),
 				Size: l.Size, Stored: l.Stored, Binary: l.Binary, Preview: l.Preview}
 			if l.Err != nil {
@@ -451,9 +473,9 @@ type FindCmd struct {
 }
 
 type findHitJSON struct {
-	Seq     uint64 `json:"seq"`
-	Kind    string `json:"kind"`
-	Label   string `json:"label"`
+	Seq  uint64 `json:"seq"`
+	Kind string `json:"kind"`
+	jsonLabel
 	Offset  int64  `json:"offset"`
 	Snippet string `json:"snippet"`
 	// Decoded: the snippet is the text of the JSON string the match is
@@ -510,7 +532,7 @@ func (c *FindCmd) Run(e *Env) error {
 	if e.JSON {
 		hits := make([]findHitJSON, 0, len(res.Hits))
 		for _, h := range res.Hits {
-			hits = append(hits, findHitJSON{h.Seq, h.Kind.String(), h.Label, h.Offset, h.Snippet, h.Decoded, h.Binary, binaryBodyID(h.Binary, h.Body)})
+			hits = append(hits, findHitJSON{h.Seq, h.Kind.String(), labelJSON(h.Label), h.Offset, h.Snippet, h.Decoded, h.Binary, binaryBodyID(h.Binary, h.Body)})
 		}
 		skips := make([]findSkipJSON, 0, len(res.Unreadable))
 		for _, s := range res.Unreadable {
@@ -575,10 +597,10 @@ type EntryCmd struct{ bodyArgs }
 
 // rangeJSON is a page of entry.
 type rangeJSON struct {
-	Session    string `json:"session"`
-	Seq        uint64 `json:"seq"`
-	Kind       string `json:"kind"`
-	Label      string `json:"label"`
+	Session string `json:"session"`
+	Seq     uint64 `json:"seq"`
+	Kind    string `json:"kind"`
+	jsonLabel
 	Offset     int64  `json:"offset"`
 	End        int64  `json:"end"`
 	Total      int64  `json:"total"`
@@ -599,7 +621,7 @@ func (c *EntryCmd) Run(e *Env) error {
 		return err
 	}
 	if e.JSON {
-		out := rangeJSON{Session: id.String(), Seq: br.Seq, Kind: br.Kind.String(), Label: br.Label,
+		out := rangeJSON{Session: id.String(), Seq: br.Seq, Kind: br.Kind.String(), jsonLabel: labelJSON(br.Label),
 			Offset: br.Offset, End: br.End, Total: br.Total, Binary: br.Binary, NextOffset: br.Next}
 		if br.Binary {
 			out.DataBase64 = base64.StdEncoding.EncodeToString(br.Data)
@@ -641,10 +663,10 @@ func (c *EntryCmd) Run(e *Env) error {
 type QuoteCmd struct{ bodyArgs }
 
 type quoteJSON struct {
-	Session    string `json:"session"`
-	Seq        uint64 `json:"seq"`
-	Kind       string `json:"kind"`
-	Label      string `json:"label"`
+	Session string `json:"session"`
+	Seq     uint64 `json:"seq"`
+	Kind    string `json:"kind"`
+	jsonLabel
 	Offset     int64  `json:"offset"`
 	End        int64  `json:"end"`
 	Total      int64  `json:"total"`
@@ -666,7 +688,7 @@ func (c *QuoteCmd) Run(e *Env) error {
 		return err
 	}
 	if e.JSON {
-		return e.printJSON(quoteJSON{Session: id.String(), Seq: q.Seq, Kind: q.Kind.String(), Label: q.Label,
+		return e.printJSON(quoteJSON{Session: id.String(), Seq: q.Seq, Kind: q.Kind.String(), jsonLabel: labelJSON(q.Label),
 			Offset: q.Offset, End: q.End, Total: q.Total, Text: string(q.Data), NextOffset: q.Next, Rendered: q.Rendered})
 	}
 	w := e.Stdout

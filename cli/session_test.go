@@ -152,3 +152,41 @@ func TestForkDurableWhenTheMarkerStaysIsNotAFailure(t *testing.T) {
 		t.Fatalf("stdout %q, want the fork's id %s", out.String(), fork)
 	}
 }
+
+// A session's title and tags are stored in its JSON metadata, which keeps
+// each byte that is not UTF-8 as U+FFFD: `session new --title $'t\xff'`
+// made a session titled "t\uFFFD", the bytes lost as it was made (and a
+// tag so could not be removed by the bytes it was given as). They are
+// refused as other bad input is: a usage error, exit 2, nothing made.
+func TestTitleAndTagNotUTF8AreRefused(t *testing.T) {
+	t.Chdir(t.TempDir())
+	home := bigObjectsHome(t)
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Main(append([]string{"--home", home}, args...), strings.NewReader(""), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	code, out, errs := run("session", "new", "--title", "ok")
+	if code != 0 {
+		t.Fatalf("session new: exit %d: %s", code, errs)
+	}
+	id := strings.TrimSpace(out)
+	for _, args := range [][]string{
+		{"session", "new", "--title", "t\xff"},
+		{"session", "new", "--title", "ok", "--tag", "a\xfeb"},
+		{"session", "fork", id, "--at", "0", "--title", "t\xff"},
+		{"session", "tag", id, "a\xfeb"},
+	} {
+		code, out, errs := run(args...)
+		if code != ExitUsage || out != "" || !strings.Contains(errs, "not UTF-8") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d saying it is not UTF-8", args, code, out, errs, ExitUsage)
+		}
+	}
+	code, out, errs = run("--json", "session", "ls", "--all")
+	if code != 0 {
+		t.Fatalf("session ls: exit %d: %s", code, errs)
+	}
+	if n := strings.Count(out, `"id"`); n != 1 || strings.Contains(out, "\ufffd") {
+		t.Errorf("after the refusals, session ls lists %d sessions (want the one made): %s", n, out)
+	}
+}

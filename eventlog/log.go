@@ -911,7 +911,23 @@ func (l *Log) openSession(id ID) (f vfs.File, r *reader, err error) {
 	if _, err := l.ReadMeta(id); err != nil {
 		return nil, nil, err
 	}
-	return l.openLog(id)
+	return l.openListed(id)
+}
+
+// openListed is openLog for a reader of a session whose metadata it has
+// read (Read, Summary, SummaryOf, ReadOf, TokensBefore), l.mu not held:
+// a log gone since, with its metadata, is the session removed meanwhile
+// (`session rm` or a prune in another rook, between the two reads:
+// readers take no lock), said "no such session", as ReadMeta says it of a
+// session that is not there, not as the raw "open .../ID.log: file does
+// not exist", which reads as a fault of the store. Every reading command
+// gets it here, in one place.
+func (l *Log) openListed(id ID) (f vfs.File, r *reader, err error) {
+	f, r, err = l.openLog(id)
+	if err != nil && errors.Is(err, fs.ErrNotExist) && l.RemovedSince(id, err) {
+		return nil, nil, fmt.Errorf("%w: %s (removed while it was read)", ErrNoSession, id)
+	}
+	return f, r, err
 }
 
 // openLog opens a session's log for reading; the caller closes f.
@@ -1597,7 +1613,7 @@ func (l *Log) SummaryOf(m Meta) (Summary, error) {
 	l.mu.Unlock()
 	// Taken before the file's size, as read takes it.
 	floor, own := l.ownTornFloor(id)
-	f, r, err := l.openLog(id)
+	f, r, err := l.openListed(id)
 	if err != nil {
 		return s, err
 	}
@@ -1655,7 +1671,7 @@ func (l *Log) TokensBefore(id ID, seq uint64) (in, out uint64, err error) {
 	if seq == 0 {
 		return 0, 0, nil
 	}
-	f, r, err := l.openLog(id)
+	f, r, err := l.openListed(id)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -1760,7 +1776,7 @@ func (l *Log) Read(id ID, from uint64, limit int) ([]Event, error) {
 // (as SummaryOf): the log's read only, not the metadata again for each
 // page (a search reads every session's pages).
 func (l *Log) ReadOf(m Meta, from uint64, limit int) ([]Event, error) {
-	return l.read(m.ID, from, limit, l.openLog)
+	return l.read(m.ID, from, limit, l.openListed)
 }
 
 // read is Read, the log opened by open (openSession, or openLog).

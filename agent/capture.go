@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -18,7 +20,9 @@ import (
 
 // Workspace files are the user's own tree, not the store: they are read and
 // written with package os. Every path goes through resolveInRoot first, so
-// nothing is read or written outside the workspace.
+// nothing is read or written outside the workspace (but the .gitignore
+// files above it in its git repository, which a tree capture honours:
+// gitignoresAbove).
 
 // Limits bound a capture, so that one aimed at the wrong directory stops
 // with an error instead of thrashing.
@@ -70,6 +74,17 @@ func (e *EscapeError) Error() string {
 
 // excludedDirs are skipped by tree captures before anything is counted.
 var excludedDirs = map[string]bool{".git": true, "node_modules": true, "target": true, ".venv": true, "__pycache__": true, "dist": true, "build": true}
+
+// passedOverWhy says, of each of excludedDirs a tree capture lists in its
+// skipped when it passes one over (one no .gitignore ignores), what such a
+// directory usually holds. .git is not listed: git's own, never a file of
+// the workspace in git's eyes either.
+var passedOverWhy = map[string]string{"node_modules": "installed packages", "target": "build output", ".venv": "a Python virtual environment", "__pycache__": "Python's compiled files", "dist": "build output", "build": "build output"}
+
+// excludedNames lists the names a tree capture passes over and lists.
+func excludedNames() string {
+	return strings.Join(slices.Sorted(maps.Keys(passedOverWhy)), ", ")
+}
 
 // recordable says whether a manifest can hold the workspace path rel as
 // it is. A manifest refuses a backslash when it is read, and JSON writes
@@ -219,6 +234,9 @@ type capturer struct {
 	// (Plan.sinceSaved).
 	stats map[string]savedStat
 	began time.Time
+	// passedOver counts the directories a tree capture passed over by
+	// name (passOver).
+	passedOver int
 }
 
 func (r *Rook) newCapturer(root string, limits Limits) (*capturer, error) {
@@ -247,8 +265,16 @@ func (r *Rook) newCapturer(root string, limits Limits) (*capturer, error) {
 		m: &Manifest{V: manifestVersion, Root: filepath.Clean(root), CapturedAt: r.clock.Now().UTC(), Files: map[string]FileEntry{}}}, nil
 }
 
-// add captures one file (or records a link) at workspace path rel.
+// add captures one file (or records a link) at workspace path rel, which
+// an Lstat found to be fi.
 func (c *capturer) add(rel string, fi fs.FileInfo) error {
+	return c.addIn(nil, "", rel, fi)
+}
+
+// addIn is add of the entry name of dir, a walk's directory (nil: rel's
+// path, from the workspace): a file is read only if it is still the one
+// fi says, opened without following a link (errNowLink).
+func (c *capturer) addIn(dir *os.Root, name, rel string, fi fs.FileInfo) error {
 	if _, ok := c.m.Files[rel]; ok {
 		return nil
 	}
@@ -263,8 +289,18 @@ func (c *capturer) add(rel string, fi fs.FileInfo) error {
 	var mode FileMode
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		t, err := os.Readlink(abs)
-		if notExist(err) {
+		var t string
+		var err error
+		if dir != nil {
+			t, err = dir.Readlink(name)
+		} else {
+			t, err = os.Readlink(abs)
+		}
+		if notExist(err) || errors.Is(err, syscall.EINVAL) {
+			// EINVAL: not a link now (replaced since its Lstat).
+			if !notExist(err) {
+				return fmt.Errorf("capture %s: %w", rel, errNowLink)
+			}
 			return gone(rel, err)
 		}
 		if err != nil {
@@ -278,7 +314,17 @@ func (c *capturer) add(rel string, fi fs.FileInfo) error {
 		if c.m.TotalBytes+fi.Size() > c.limits.MaxBytes {
 			return &LimitError{What: "bytes in all", Limit: c.limits.MaxBytes, Path: rel, Flag: "--max-bytes"}
 		}
-		b, err := readRegularRoom(abs, rel, c.limits.MaxFileBytes, cas.ObjectRoom)
+		var f *os.File
+		var err error
+		if dir != nil {
+			f, err = openRegularIn(dir, name, rel, fi)
+		} else {
+			f, err = openRegularAs(abs, rel, fi)
+		}
+		var b []byte
+		if err == nil {
+			b, err = readOpened(f, c.limits.MaxFileBytes, cas.ObjectRoom)
+		}
 		if errors.Is(err, errLargerThan) {
 			// Written to while captured, past the bound.
 			return &LimitError{What: "bytes in one file", Limit: c.limits.MaxFileBytes, Path: rel, Flag: "--max-file-bytes"}
@@ -326,6 +372,22 @@ func (c *capturer) add(rel string, fi fs.FileInfo) error {
 // addPath captures what a tool names: a file, a link, a whole directory, or
 // a path that does not exist (recorded as absent).
 func (c *capturer) addPath(p string) error {
+	err := c.addPathLook(p)
+	if errors.Is(err, errNowLink) {
+		// Replaced by a link (or another file) after its Lstat, before
+		// it was read (a tool at work): taken as what it is now, once
+		// more; nothing is read through the link.
+		err = c.addPathLook(p)
+		if errors.Is(err, errNowLink) {
+			return fmt.Errorf("capture %s: replaced again and again while captured (a tool at work), never read through a link: run it again once it is done", p)
+		}
+	}
+	return err
+}
+
+// addPathLook is addPath, once: a path replaced after its Lstat fails with
+// errNowLink.
+func (c *capturer) addPathLook(p string) error {
 	// A link named itself is recorded as the link, wherever it leads: its
 	// target is only text, nothing is read through it, and a restore
 	// recreates the link without following it. Links earlier in the path
@@ -417,12 +479,36 @@ func skippedSpecial(rel string, fi fs.FileInfo) string {
 }
 
 // walk captures every file under the workspace directory rel. A tree
-// capture (tree=true) honours .gitignore and skips heavy directories and
-// the store itself before counting; every capture skips a restore's
-// temporary files (.rook-restore-*.tmp); links are recorded, never followed, and
-// in a tree capture links leading outside the workspace, like names a
-// manifest cannot hold (recordable), are skipped and listed.
+// capture (tree=true) honours .gitignore and passes over heavy directories
+// by name (listed) and the store itself before counting; every capture
+// skips a restore's temporary files (.rook-restore-*.tmp); links are
+// recorded, never followed, and in a tree capture links leading outside
+// the workspace, like names a manifest cannot hold (recordable), are
+// skipped and listed. Each directory is opened without following a link,
+// and what is in it is looked at and read through it (walkDir): a
+// directory or file a tool replaces by a link while the walk goes is
+// never listed or read through the link.
 func (c *capturer) walk(rel string, tree bool) error {
+	abs := c.real
+	if rel != "" {
+		abs = filepath.Join(c.real, filepath.FromSlash(rel))
+	}
+	fi, err := os.Lstat(abs)
+	if notExist(err) && rel != "" {
+		return gone(rel, err)
+	}
+	if err != nil {
+		return fmt.Errorf("capture %s: %w", displayRel(rel), err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("capture %s: not a directory now (changed while captured)", displayRel(rel))
+	}
+	return c.walkDir(nil, "", rel, fi, tree)
+}
+
+// walkDir captures the workspace directory rel, the entry name of parent
+// (nil: rel's path, from the workspace), which an Lstat found to be was.
+func (c *capturer) walkDir(parent *os.Root, name, rel string, was fs.FileInfo, tree bool) error {
 	abs := c.real
 	if rel != "" {
 		abs = filepath.Join(c.real, filepath.FromSlash(rel))
@@ -433,7 +519,15 @@ func (c *capturer) walk(rel string, tree bool) error {
 	if captureHook != nil {
 		captureHook(captureRead, rel)
 	}
-	ents, err := os.ReadDir(abs)
+	dir, err := openDirIn(parent, name, abs, rel, was)
+	if notExist(err) && rel != "" {
+		return gone(rel, err)
+	}
+	if err != nil {
+		return fmt.Errorf("capture %s: %w", displayRel(rel), err)
+	}
+	defer dir.Close()
+	ents, err := readDirOf(dir)
 	if notExist(err) && rel != "" {
 		return gone(rel, err)
 	}
@@ -443,17 +537,20 @@ func (c *capturer) walk(rel string, tree bool) error {
 	if !tree && rel != "" {
 		// Taken whole: what is added under it later is added (diff), and
 		// a rewind to before removes it (firstCaptures).
-		if err := c.addDir(rel); err != nil {
-			return err
-		}
+		c.addDirMode(rel, was)
 	}
 	if tree && rel != "" {
-		if err := c.addTreeDirMode(rel); err != nil {
-			return err
-		}
+		c.addTreeDirModeOf(rel, was)
 	}
 	if tree && c.ignore != nil {
-		if b, err := os.ReadFile(filepath.Join(abs, ".gitignore")); err == nil {
+		b, note, err := readGitignore(dir, path.Join(rel, ".gitignore"))
+		if err != nil {
+			return err
+		}
+		if note != "" {
+			c.m.Skipped = append(c.m.Skipped, note)
+		}
+		if b != nil {
 			c.ignore.AddFile(rel, b)
 		}
 	}
@@ -479,10 +576,13 @@ func (c *capturer) walk(rel string, tree bool) error {
 			continue
 		}
 		if tree {
-			if e.IsDir() && excludedDirs[e.Name()] {
+			if c.ignore != nil && c.ignore.Match(child, e.IsDir()) {
 				continue
 			}
-			if c.ignore != nil && c.ignore.Match(child, e.IsDir()) {
+			if e.IsDir() && excludedDirs[e.Name()] {
+				if passedOverWhy[e.Name()] != "" {
+					c.passOver(child, e.Name())
+				}
 				continue
 			}
 		}
@@ -496,46 +596,93 @@ func (c *capturer) walk(rel string, tree bool) error {
 		if captureHook != nil {
 			captureHook(captureListed, child)
 		}
-		fi, err := os.Lstat(childAbs)
-		if notExist(err) {
-			continue // removed since the listing: not there
-		}
-		if err != nil {
-			return fmt.Errorf("capture %s: %w", child, err)
-		}
-		switch {
-		case fi.IsDir():
-			// Removed after its Lstat: not there either, nor is it
-			// taken (walk fails before it records anything of it).
-			if err := c.walk(child, tree); err != nil && !errors.Is(err, errGone) {
-				return err
-			}
-		case fi.Mode()&fs.ModeSymlink != 0:
-			// In a directory named to capture, a link is recorded as
-			// the link, as a named one is; a whole-tree checkpoint
-			// leaves out those leading outside (and lists them).
-			if _, err := resolveInRoot(c.root, c.real, child, true); err != nil && tree {
-				c.m.Skipped = append(c.m.Skipped, err.Error())
-				continue
-			}
-			if err := c.add(child, fi); err != nil && !errors.Is(err, errGone) {
-				return err
-			}
-		case fi.Mode().IsRegular():
-			if err := c.add(child, fi); err != nil && !errors.Is(err, errGone) {
-				return err
-			}
-		default:
-			if tree || !c.linksAsIs {
-				// Skipped in a named directory too: a pipe in it
-				// must not fail the capture of the rest.
-				c.m.Skipped = append(c.m.Skipped, skippedSpecial(child, fi))
-				continue
-			}
-			return &NotRegularError{Path: child, Type: fi.Mode().Type()}
+		if err := c.walkEntry(dir, e.Name(), child, tree, true); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// readDirOf lists the directory dir, opened by walkDir.
+func readDirOf(dir *os.Root) ([]fs.DirEntry, error) {
+	f, err := dir.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// walkEntry captures child, the entry name of the walk's directory dir,
+// as what an Lstat (through dir) finds it to be. again: one replaced
+// (by a link, or another file) after that Lstat, before it was read, is
+// looked at again, once, and taken as what it is then: a link is
+// recorded as the link (or, in a tree capture, left out and listed when
+// it leads outside the workspace), never read through.
+func (c *capturer) walkEntry(dir *os.Root, name, child string, tree, again bool) error {
+	fi, err := dir.Lstat(name)
+	if notExist(err) {
+		return nil // removed since the listing: not there
+	}
+	if err != nil {
+		return fmt.Errorf("capture %s: %w", child, err)
+	}
+	switch {
+	case fi.IsDir():
+		// Removed after its Lstat: not there either, nor is it
+		// taken (walkDir fails before it records anything of it).
+		err = c.walkDir(dir, name, child, fi, tree)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		// In a directory named to capture, a link is recorded as
+		// the link, as a named one is; a whole-tree checkpoint
+		// leaves out those leading outside (and lists them).
+		if _, err := resolveInRoot(c.root, c.real, child, true); err != nil && tree {
+			c.m.Skipped = append(c.m.Skipped, err.Error())
+			return nil
+		}
+		err = c.addIn(dir, name, child, fi)
+	case fi.Mode().IsRegular():
+		err = c.addIn(dir, name, child, fi)
+	default:
+		if tree || !c.linksAsIs {
+			// Skipped in a named directory too: a pipe in it
+			// must not fail the capture of the rest.
+			c.m.Skipped = append(c.m.Skipped, skippedSpecial(child, fi))
+			return nil
+		}
+		return &NotRegularError{Path: child, Type: fi.Mode().Type()}
+	}
+	if errors.Is(err, errNowLink) {
+		if again && c.goneWhole(child) {
+			return c.walkEntry(dir, name, child, tree, false)
+		}
+		return fmt.Errorf("capture %s: replaced again and again while captured (a tool at work), never read through a link: run it again once it is done", child)
+	}
+	if err != nil && !errors.Is(err, errGone) {
+		return err
+	}
+	return nil
+}
+
+// maxPassedOver bounds how many directories a tree capture lists as passed
+// over by name: past it, one line says how many more.
+const maxPassedOver = 50
+
+// passOver lists the directory child, named name (in excludedDirs), as
+// passed over by name, up to maxPassedOver of them.
+func (c *capturer) passOver(child, name string) {
+	c.passedOver++
+	if c.passedOver <= maxPassedOver {
+		c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%s: passed over by name (%s); give --path %s to capture it", child, passedOverWhy[name], child))
+	}
+}
+
+// passedOverMore adds, after the walk, the line saying how many
+// directories passed over by name were not listed.
+func (c *capturer) passedOverMore() {
+	if n := c.passedOver - maxPassedOver; n > 0 {
+		c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%d more directories passed over by name (%s), not listed", n, excludedNames()))
+	}
 }
 
 // addDir records the workspace directory rel as taken whole, with its
@@ -551,39 +698,36 @@ func (c *capturer) addDir(rel string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("capture %s: not a directory now (changed while captured)", rel)
 	}
+	c.addDirMode(rel, fi)
+	return nil
+}
+
+// addDirMode is addDir of the directory rel, which is fi.
+func (c *capturer) addDirMode(rel string, fi fs.FileInfo) {
 	if c.m.DirModes == nil {
 		c.m.DirModes = map[string]FileMode{}
 	}
 	if _, ok := c.m.DirModes[rel]; ok {
-		return nil // taken already, in a directory captured whole
+		return // taken already, in a directory captured whole
 	}
 	c.m.Dirs = append(c.m.Dirs, rel)
 	c.m.DirModes[rel] = FileMode{Perm: fi.Mode() & dirModeBits, exact: c.exact}
-	return nil
 }
 
-// addTreeDirMode records, in a tree capture, the mode of the workspace
-// directory rel when it has a setuid, setgid or sticky bit (a sticky tmp
-// directory, a setgid one whose files take its group): a restore that
-// makes it again gives it that mode, where it made it 0755. Only those:
-// a checkpoint of a tree without any stays the manifest it was (version
-// 1), and its other directories are made as before.
-func (c *capturer) addTreeDirMode(rel string) error {
-	fi, err := os.Lstat(filepath.Join(c.real, filepath.FromSlash(rel)))
-	if notExist(err) {
-		return gone(rel, err)
-	}
-	if err != nil {
-		return fmt.Errorf("capture %s: %w", rel, err)
-	}
+// addTreeDirModeOf records, in a tree capture, the mode of the workspace
+// directory rel (which is fi) when it has a setuid, setgid or sticky bit
+// (a sticky tmp directory, a setgid one whose files take its group): a
+// restore that makes it again gives it that mode, where it made it 0755.
+// Only those: a checkpoint of a tree without any stays the manifest it
+// was (version 1), and its other directories are made as before.
+func (c *capturer) addTreeDirModeOf(rel string, fi fs.FileInfo) {
 	if !fi.IsDir() || fi.Mode()&specialModeBits == 0 {
-		return nil
+		return
 	}
 	if c.m.DirModes == nil {
 		c.m.DirModes = map[string]FileMode{}
 	}
 	c.m.DirModes[rel] = FileMode{Perm: fi.Mode() & dirModeBits}
-	return nil
 }
 
 func displayRel(rel string) string {
@@ -611,15 +755,24 @@ func (r *Rook) CapturePaths(root string, paths []string, label string, limits Li
 }
 
 // CaptureTree captures the whole workspace (or its sub-directory sub),
-// honouring .gitignore and skipping .git, node_modules, target, .venv,
-// __pycache__, dist, build and the store home.
+// honouring .gitignore (those above the workspace in its git repository
+// too, gitignoresAbove) and passing over .git, node_modules, target,
+// .venv, __pycache__, dist, build (listed in skipped, but .git) and the
+// store home.
 func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, error) {
 	c, err := r.newCapturer(root, limits)
 	if err != nil {
 		return nil, err
 	}
 	c.m.Label = label
-	c.ignore = NewIgnore()
+	// The .gitignore files above the workspace, up to the top of the git
+	// repository it is in, apply as git applies them.
+	prefix, above, notes, err := gitignoresAbove(c.real)
+	if err != nil {
+		return nil, err
+	}
+	c.ignore = newIgnoreAbove(prefix, above)
+	c.m.Skipped = append(c.m.Skipped, notes...)
 	rel := ""
 	if sub != "" && !c.isWorkspace(sub) {
 		rel, err = resolveInRoot(c.root, c.real, sub, true)
@@ -639,7 +792,14 @@ func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, e
 		// .gitignore files above sub still apply.
 		dir := ""
 		for _, part := range strings.Split(rel, "/") {
-			if b, err := os.ReadFile(filepath.Join(c.real, filepath.FromSlash(dir), ".gitignore")); err == nil {
+			b, note, err := readGitignore(pathDir(filepath.Join(c.real, filepath.FromSlash(dir))), path.Join(dir, ".gitignore"))
+			if err != nil {
+				return nil, err
+			}
+			if note != "" {
+				c.m.Skipped = append(c.m.Skipped, note)
+			}
+			if b != nil {
 				c.ignore.AddFile(dir, b)
 			}
 			if dir == "" {
@@ -675,6 +835,7 @@ func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, e
 	} else if err != nil {
 		return nil, err
 	}
+	c.passedOverMore()
 	return c.m, nil
 }
 

@@ -125,6 +125,9 @@ func (st *firstStates) addedUnderDirs(home string) error {
 		return nil // the workspace is gone: diff and rewind say so
 	}
 	w := addedWalker{st: st, real: real, home: newStoreGuard(home).real, made: map[string]bool{}}
+	// The .gitignore files above the workspace, in its git repository,
+	// apply as in a tree capture.
+	w.prefix, w.above, _, w.aboveErr = gitignoresAbove(real)
 	tops := map[string]bool{}
 	for _, m := range []map[string]uint64{st.dirs, st.gone} {
 		for d := range m {
@@ -237,6 +240,12 @@ type addedWalker struct {
 	real   string
 	home   string
 	ignore *Ignore
+	// prefix and above are the workspace's path in its git repository
+	// and the .gitignore files above it there (gitignoresAbove); aboveErr
+	// says one of them cannot be applied.
+	prefix   string
+	above    []ignoreAbove
+	aboveErr error
 	// made are the directories walked that were not there at the first
 	// capture saying what their parent held (or of them, absent).
 	made map[string]bool
@@ -256,15 +265,34 @@ func (w *addedWalker) top(d string) error {
 	}
 	w.noteMade(d)
 	// The .gitignore files above d apply, as in a tree capture of it.
-	w.ignore = NewIgnore()
+	if w.aboveErr != nil {
+		w.gitignoreUnreadable(d, w.aboveErr)
+		return nil
+	}
+	w.ignore = newIgnoreAbove(w.prefix, w.above)
 	dir := ""
 	for _, part := range strings.Split(d, "/") {
-		if b, err := os.ReadFile(filepath.Join(w.real, filepath.FromSlash(dir), ".gitignore")); err == nil {
-			w.ignore.AddFile(dir, b)
+		b, _, err := readGitignore(pathDir(filepath.Join(w.real, filepath.FromSlash(dir))), path.Join(dir, ".gitignore"))
+		if err != nil {
+			w.gitignoreUnreadable(d, err)
+			return nil
 		}
+		w.ignore.AddFile(dir, b)
 		dir = path.Join(dir, part)
 	}
 	return w.walk(d)
+}
+
+// gitignoreUnreadable names the directory rel as unreadable: a .gitignore
+// whose patterns apply in it cannot be read (err), so what was added in it
+// cannot be told from what that file leaves out. The diff shows the rest,
+// a rewind refuses, as for a directory that cannot be read.
+func (w *addedWalker) gitignoreUnreadable(rel string, err error) {
+	var ge *GitignoreError
+	if errors.As(err, &ge) {
+		err = fmt.Errorf("the .gitignore %s %s", ge.Path, ge.Why())
+	}
+	w.st.Unreadable = append(w.st.Unreadable, UnreadableDir{Path: rel, Error: err.Error()})
 }
 
 func (w *addedWalker) walk(rel string) error {
@@ -282,9 +310,14 @@ func (w *addedWalker) walk(rel string) error {
 		w.st.unreadable(rel, err)
 		return nil
 	}
-	if b, err := os.ReadFile(filepath.Join(abs, ".gitignore")); err == nil {
-		w.ignore.AddFile(rel, b)
+	// Read as a tree capture reads it: a link not followed, a named pipe
+	// not opened (both not applied), bounded.
+	b, _, err := readGitignore(pathDir(abs), rel+"/.gitignore")
+	if err != nil {
+		w.gitignoreUnreadable(rel, err)
+		return nil
 	}
+	w.ignore.AddFile(rel, b)
 	for _, e := range ents {
 		name, child := e.Name(), rel+"/"+e.Name()
 		switch {

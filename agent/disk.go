@@ -26,6 +26,18 @@ type DiskFile struct {
 // statDisk describes the workspace path rel, hashing a file's content as a
 // stream, so a large file is compared without being held in memory.
 func statDisk(real, rel string) (DiskFile, error) {
+	d, err := statDiskOnce(real, rel)
+	if errors.Is(err, errNowLink) {
+		// Replaced by a link (or another file) since its Lstat: what
+		// is there now, once more.
+		d, err = statDiskOnce(real, rel)
+	}
+	return d, err
+}
+
+// statDiskOnce is statDisk: a file replaced after its Lstat fails with
+// errNowLink, nothing read through a link.
+func statDiskOnce(real, rel string) (DiskFile, error) {
 	abs := filepath.Join(real, filepath.FromSlash(rel))
 	fi, err := os.Lstat(abs)
 	if notExist(err) {
@@ -42,7 +54,7 @@ func statDisk(real, rel string) (DiskFile, error) {
 		}
 		return DiskFile{Exists: true, Mode: FileMode{Link: true}, Size: int64(len(t)), ID: cas.ID([]byte(t))}, nil
 	case fi.Mode().IsRegular():
-		f, err := openRegular(abs, rel)
+		f, err := openRegularAs(abs, rel, fi)
 		if err != nil {
 			return DiskFile{}, err
 		}
@@ -75,9 +87,42 @@ func (e *NotRegularError) Error() string {
 // openRegular opens a workspace file an Lstat found regular, for reading.
 // The path may have become a named pipe since, and opening one for reading
 // waits for a writer (forever): it is opened without waiting and read only
-// if it is still a regular file.
+// if it is still a regular file. It may have become a link too (a tool
+// replaced the file): it is opened without following one (O_NOFOLLOW), so
+// nothing is read through a link, and fails with errNowLink.
 func openRegular(abs, rel string) (*os.File, error) {
-	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	return checkRegular(f, err, rel, nil)
+}
+
+// openRegularAs is openRegular of a file an Lstat found to be was: only
+// that file is read (errNowLink otherwise).
+func openRegularAs(abs, rel string, was fs.FileInfo) (*os.File, error) {
+	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	return checkRegular(f, err, rel, was)
+}
+
+// openRegularIn is openRegular of the entry name of the directory dir (a
+// walk's, opened without following a link), which an Lstat found to be
+// was: only that file is read. A Root would follow a link put there
+// since that stays inside dir; a file that is not was (its device and
+// inode) fails with errNowLink.
+func openRegularIn(dir *os.Root, name, rel string, was fs.FileInfo) (*os.File, error) {
+	f, err := dir.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	return checkRegular(f, err, rel, was)
+}
+
+// errNowLink: a path an Lstat found to be a regular file or a directory
+// is a link, or another file, when it is opened (a tool replaced it):
+// it is not read through. A walk looks at it again, once.
+var errNowLink = errors.New("replaced (by a link, or another file) while being read: nothing read through it")
+
+// checkRegular is what openRegular and openRegularIn opened, f (or err),
+// if it is a regular file, and was when was is not nil.
+func checkRegular(f *os.File, err error, rel string, was fs.FileInfo) (*os.File, error) {
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s: %w", rel, errNowLink)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +138,45 @@ func openRegular(abs, rel string) (*os.File, error) {
 		}
 		return nil, &NotRegularError{Path: rel, Type: fi.Mode().Type()}
 	}
+	if was != nil && !os.SameFile(was, fi) {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", rel, errNowLink)
+	}
 	return f, nil
+}
+
+// openDirIn opens the directory name of dir (nil: the path abs), which an
+// Lstat found to be was, to list it and open what it holds: only that
+// directory, never one a link put in its place leads to (errNowLink).
+func openDirIn(dir *os.Root, name, abs, rel string, was fs.FileInfo) (*os.Root, error) {
+	var d *os.Root
+	var err error
+	if dir == nil {
+		d, err = os.OpenRoot(abs)
+	} else {
+		d, err = dir.OpenRoot(name)
+	}
+	if err != nil && dir != nil && !notExist(err) {
+		// A link put in its place that leads out of dir is refused by
+		// the Root ("path escapes"); a file, or a pipe, is not a
+		// directory: replaced, looked at again by the walk.
+		if fi, lerr := dir.Lstat(name); lerr == nil && (!fi.IsDir() || !os.SameFile(was, fi)) {
+			return nil, fmt.Errorf("%s: %w", rel, errNowLink)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := d.Stat(".")
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	if !fi.IsDir() || !os.SameFile(was, fi) {
+		d.Close()
+		return nil, fmt.Errorf("%s: %w", rel, errNowLink)
+	}
+	return d, nil
 }
 
 // errLargerThan: a file read with readRegular holds more than its max
@@ -118,6 +201,12 @@ func readRegularRoom(abs, rel string, max int64, room int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readOpened(f, max, room)
+}
+
+// readOpened reads f, a regular file opened for it, as readRegularRoom
+// reads, and closes it.
+func readOpened(f *os.File, max int64, room int) ([]byte, error) {
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {

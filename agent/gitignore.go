@@ -48,6 +48,12 @@ import (
 // other calls; once all files are added, Match is safe for concurrent use.
 type Ignore struct {
 	byDir map[string][]ignorePattern // .gitignore directory ("" for the root) -> its patterns, in order
+	// base is the workspace's path from the top of the git repository
+	// it is in, when the workspace is a directory of one ("" when it is
+	// the top, or in none): the patterns of the .gitignore files above
+	// the workspace (newIgnoreAbove) are keyed from that top, and every
+	// workspace path AddFile and Match are given is taken below base.
+	base string
 }
 
 // ignorePattern is one parsed .gitignore line.
@@ -69,6 +75,15 @@ func NewIgnore() *Ignore {
 // file for the same directory appends its patterns after the first's.
 func (ig *Ignore) AddFile(dir string, content []byte) {
 	dir = ignoreCleanDir(dir)
+	if ig.base != "" {
+		dir = path.Join(ig.base, dir)
+	}
+	ig.addAt(dir, content)
+}
+
+// addAt adds the patterns of the .gitignore of directory dir, clean and
+// relative to the top the Ignore's keys are from.
+func (ig *Ignore) addAt(dir string, content []byte) {
 	text := strings.TrimPrefix(string(content), "\ufeff")
 	var pats []ignorePattern
 	for line := range strings.SplitSeq(text, "\n") {
@@ -99,6 +114,9 @@ func (ig *Ignore) Match(rel string, isDir bool) bool {
 	rel = strings.Trim(rel, "/")
 	if rel == "" {
 		return false
+	}
+	if ig.base != "" {
+		rel = ig.base + "/" + rel
 	}
 	base := rel[strings.LastIndexByte(rel, '/')+1:]
 	// Visit the .gitignore directories that are proper ancestors of rel,

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/rookhq/rook/internal/vfs"
 )
@@ -16,7 +18,9 @@ import (
 // store is built to be left that way at any point. What a crash would
 // leave outside the store is removed first: the temporary file an atomic
 // write (export -o) makes beside its target, which nothing else removes,
-// and an output being written in place (export-html's). Then rook exits
+// an output being written in place (export-html's), and an MCP server
+// rook started (withServer: its client closed, a stdio program's process
+// group ended). Then rook exits
 // 130 (SIGINT) or 143 (SIGTERM), as a shell reports a process the signal
 // killed. A command that registered a stopper (onInterruptStop: an
 // import) is told of the first signal instead, stops itself where
@@ -76,6 +80,34 @@ func onInterrupt(cleanup func()) (done func()) {
 		defer interrupts.mu.Unlock()
 		delete(interrupts.cleanups, n)
 	}
+}
+
+// serverStopWait bounds how long an interrupt waits for a server rook
+// started to be ended (its client closed: a stdio program's stdin closed,
+// then SIGTERM and SIGKILL to its process group; an HTTP session
+// deleted) before rook exits.
+const serverStopWait = 10 * time.Second
+
+// withServer runs talk, which talks to an MCP server, with a context an
+// interrupt cancels: talk then gives up (a request under way is cancelled
+// at the server) and closes its client, ending a stdio server, which runs
+// in a process group of its own and so is not reached by the terminal's
+// Ctrl-C, before rook exits (at most serverStopWait later). Without it
+// the server, and the tool it ran, went on after rook had exited.
+func withServer(ctx context.Context, talk func(ctx context.Context)) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	finished := make(chan struct{})
+	done := onInterrupt(func() {
+		cancel()
+		select {
+		case <-finished:
+		case <-time.After(serverStopWait):
+		}
+	})
+	talk(ctx)
+	close(finished)
+	done() // interrupted: held here until rook exits
 }
 
 // stopper is a command that stops itself when interrupted. again: false

@@ -240,7 +240,7 @@ func readToolList(e *Env, timeout time.Duration, check func(r *agent.Rook) (mcpc
 	}
 	ctx, cancel := discoveryContext(co)
 	defer cancel()
-	list, err = agent.DiscoverMCP(ctx, spec, co)
+	withServer(ctx, func(ctx context.Context) { list, err = agent.DiscoverMCP(ctx, spec, co) })
 	return list, handshake, err
 }
 
@@ -441,7 +441,7 @@ func (c *McpLsCmd) Run(e *Env) error {
 }
 
 func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
+	s = textLines(s)[0]
 	if len(s) > 80 {
 		// Cut on a character boundary: half a character shows as U+FFFD.
 		s = s[:agent.CutUTF8([]byte(s), 77)] + "..."
@@ -474,7 +474,7 @@ func (c *McpToolsCmd) Run(e *Env) error {
 		if !s.LastSync.IsZero() {
 			asOf = "the tools are as of the last sync, " + shownTime(s.LastSync)
 		}
-		lastErr, _, _ := strings.Cut(s.Shown().LastError, "\n") // whole: ls cuts it to fit a column
+		lastErr := textLines(s.Shown().LastError)[0] // whole: ls cuts it to fit a column
 		fmt.Fprintf(e.Stdout, "status %s: %s (%s)\n", s.Status, cleanLine(lastErr), asOf)
 	}
 	for _, t := range s.Tools {
@@ -493,7 +493,7 @@ func (c *McpToolsCmd) Run(e *Env) error {
 		}
 		if d := strings.TrimSpace(t.Description); d != "" {
 			fmt.Fprintln(e.Stdout, "  description (written by the server):")
-			for _, line := range strings.Split(d, "\n") {
+			for _, line := range textLines(d) {
 				fmt.Fprintf(e.Stdout, "    %s\n", cleanLine(line))
 			}
 		}
@@ -513,6 +513,15 @@ func onOff(b bool, yes, no string) string {
 		return yes
 	}
 	return no
+}
+
+// textLines splits a server's text into lines at any line end: \n, and
+// \r\n or a lone \r as a server written on Windows (or reading its text
+// from such files) sends; a \r left in a line showed as '?', text the
+// server never wrote.
+func textLines(s string) []string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	return strings.Split(strings.ReplaceAll(s, "\r", "\n"), "\n")
 }
 
 // cleanLine keeps a server's text from driving the terminal: control
@@ -776,8 +785,14 @@ func (c *McpCallCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout+5*time.Second)
-	res, cerr := agent.RunMCPCall(ctx, plan, co)
+	// One deadline for the whole call, the server's start and handshake
+	// included, as --timeout's help says: the handshake's time is taken
+	// from it, not added to it (Client.Call's own bound, CallTimeout,
+	// started only once the handshake was over).
+	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
+	var res *mcpclient.Result
+	var cerr error
+	withServer(ctx, func(ctx context.Context) { res, cerr = agent.RunMCPCall(ctx, plan, co) })
 	cancel()
 	if cut := handshakeCut(c.Name, c.Timeout, handshake, cerr, "the tool did not run"); cut != nil {
 		// Recorded as a plain error: the server's status is left as
@@ -1036,7 +1051,16 @@ func printResult(w io.Writer, res *mcpclient.Result) {
 				fmt.Fprintf(w, "[%s]\n", head)
 			}
 		default:
-			fmt.Fprintf(w, "[%s]\n", terminalLine(c.Type))
+			// A type this rook does not know (a newer revision's, or
+			// the server's own): what it carries is shown as an
+			// embedded resource's is, its text under a line naming it.
+			// (parseContent keeps its text, URI and name.)
+			head := joinNonEmpty(terminalLine(c.Type), terminalLine(c.Name), terminalLine(c.URI), terminalLine(c.MimeType))
+			if c.Text != "" {
+				fmt.Fprintf(w, "[%s]\n%s\n", head, strings.TrimRight(terminalText([]byte(c.Text)), "\n"))
+			} else {
+				fmt.Fprintf(w, "[%s]\n", head)
+			}
 		}
 	}
 	if len(res.Structured) > 0 && string(res.Structured) != "null" {

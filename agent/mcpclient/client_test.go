@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -505,6 +506,34 @@ func TestServerRequestsDeclined(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A stdio server (buggy, or hostile: its output is not trusted) that
+// writes requests to rook in a loop and does not read its stdin: the
+// answers waiting to be written are bounded, and past the bound rook ends
+// the program, saying why. Each was answered on a goroutine of its own:
+// 60,000 lines made 60,000 goroutines, a longer loop took the machine's
+// memory.
+func TestStdioServerRequestsBounded(t *testing.T) {
+	script := `IFS= read -r line
+echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"flood","version":"1"}}}'
+yes '{"jsonrpc":"2.0","id":7,"method":"ping"}' | head -n 60000
+sleep 10`
+	c, err := Connect(context.Background(), Spec{Command: "sh", Args: []string{"-c", script}}, testOptions())
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer c.Close()
+	peak := 0
+	for i := 0; i < 15; i++ {
+		time.Sleep(200 * time.Millisecond)
+		peak = max(peak, runtime.NumGoroutine())
+	}
+	if peak > 5000 {
+		t.Fatalf("%d goroutines at once answering one server's requests: unbounded", peak)
+	}
+	_, err = c.Tools(context.Background())
+	wantContains(t, wantFailure(t, err, ProtocolError).Msg, "the program sent requests to rook faster than it read the answers", "rook ended it")
 }
 
 func TestParseContentSizes(t *testing.T) {

@@ -2,6 +2,8 @@ package mcpclient
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -64,6 +66,9 @@ type Failure struct {
 	// accepted: the server took the request (HTTP 202 or 204) and gave
 	// no answer: it may act on it.
 	accepted bool
+	// ended: the request's event stream ended without its answer (no
+	// read failed): it may be resumed.
+	ended bool
 }
 
 // lostAnswer marks an Unreachable failure that came after the request
@@ -170,6 +175,13 @@ func netFailure(ctx context.Context, err error) error {
 	}
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
+	if msg := certificateRefused(err); msg != "" {
+		// The server answered: the TLS handshake was made and its
+		// certificate refused here. Not a blip that passes (Unreachable):
+		// it fails the same until the certificate or this machine's
+		// trust changes.
+		return protocolf(err, "%s", msg)
+	}
 	switch {
 	case strings.Contains(err.Error(), "proxyconnect"):
 		return unreachable(err, "the proxy could not be reached (%v)", err)
@@ -188,6 +200,34 @@ func netFailure(ctx context.Context, err error) error {
 		return unreachable(err, "it did not answer in time")
 	}
 	return unreachable(err, "%v", err)
+}
+
+// certificateRefused says why the server's TLS certificate was refused,
+// when that is what err is; else "".
+func certificateRefused(err error) string {
+	var (
+		verify    *tls.CertificateVerificationError
+		authority x509.UnknownAuthorityError
+		invalid   x509.CertificateInvalidError
+		host      x509.HostnameError
+		roots     x509.SystemRootsError
+	)
+	why := ""
+	switch {
+	case errors.As(err, &authority):
+		why = "it is signed by an authority this machine does not trust (self-signed, or a private CA)"
+	case errors.As(err, &host):
+		why = "it is not for this host (" + clean(host.Error(), 200) + ")"
+	case errors.As(err, &invalid):
+		why = clean(invalid.Error(), 200)
+	case errors.As(err, &roots):
+		why = "this machine's trusted certificates could not be read"
+	case errors.As(err, &verify):
+		why = clean(verify.Err.Error(), 200)
+	default:
+		return ""
+	}
+	return "the server's TLS certificate was refused: " + why + "; fix the server's certificate, or have this machine trust its CA (the system's certificates, or SSL_CERT_FILE / SSL_CERT_DIR)"
 }
 
 func isTimeout(err error) bool {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -425,7 +427,9 @@ func TestStdioStderrMasked(t *testing.T) {
 	_, err := Connect(context.Background(), spec, o)
 	f := wantFailure(t, err, Unreachable)
 	wantContains(t, f.Msg, "its stderr ends: host xxxxx, key xxxxx")
-	if got, want := stderr.String(), "starting with xxxxx\nhost xxxxx, key xxxxx"; got != want {
+	// Its unended last line is ended once it exits: what rook writes
+	// after it starts a line of its own.
+	if got, want := stderr.String(), "starting with xxxxx\nhost xxxxx, key xxxxx\n"; got != want {
 		t.Fatalf("stderr passed on %q, want %q", got, want)
 	}
 }
@@ -452,7 +456,7 @@ func TestTailWriterMasks(t *testing.T) {
 		t.Fatalf("last line %q", got)
 	}
 	tw.flush()
-	if got := out.String(); !strings.HasPrefix(got, "token xxxxx ok\nkey xxxxx\nabc ===") || !strings.HasSuffix(got, "=xxxxx") {
+	if got := out.String(); !strings.HasPrefix(got, "token xxxxx ok\nkey xxxxx\nabc ===") || !strings.HasSuffix(got, "=xxxxx\n") {
 		t.Fatalf("after flush %q", got)
 	}
 	out.Reset()
@@ -461,4 +465,52 @@ func TestTailWriterMasks(t *testing.T) {
 	if out.String() != "no newline yet" {
 		t.Fatalf("without values, passed on %q", out.String())
 	}
+	// The program exited with its last line unended: it is ended, so
+	// that what rook writes next starts a line of its own; a last line
+	// ended gets no other.
+	plain.flush()
+	plain.Write([]byte("ended\n"))
+	plain.flush()
+	if out.String() != "no newline yet\nended\n" {
+		t.Fatalf("after the program's exit, passed on %q", out.String())
+	}
+}
+
+// A server whose certificate this machine does not trust (self-signed, a
+// private CA, expired) answered: the TLS handshake was made and its
+// certificate refused. Not Unreachable ("often nothing to do; a network
+// blip"), which a user waits out: a protocol error saying the certificate
+// was refused.
+func TestTLSCertificateRefusedIsNotUnreachable(t *testing.T) {
+	f := NewFake(FakeConfig{Tools: someTools(1)})
+	srv := httptest.NewUnstartedServer(f)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	_, err := Connect(context.Background(), Spec{URL: srv.URL + "/mcp"}, testOptions())
+	if err == nil {
+		t.Fatal("connected to a server whose certificate is not trusted")
+	}
+	if KindOf(err) == Unreachable {
+		t.Fatalf("a refused certificate is said as an unreachable server: %v", err)
+	}
+	wantContains(t, wantFailure(t, err, ProtocolError).Msg, "the server's TLS certificate was refused: it is signed by an authority this machine does not trust", "SSL_CERT_FILE")
+}
+
+// A server that moved answers its old URL with a redirect rook does not
+// follow (302, or 307 to another host), most often with a relative
+// Location ("/v2/mcp"): resolved against the URL asked, it is a URL the
+// server can be added with, and the advice names the commands that do it
+// (there is no edit).
+func TestRedirectNamesAWholeURL(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "/v2/mcp")
+		w.WriteHeader(http.StatusFound)
+	}))
+	defer srv.Close()
+	_, err := Connect(context.Background(), Spec{Name: "files", URL: srv.URL + "/mcp"}, testOptions())
+	if err == nil {
+		t.Fatal("connected")
+	}
+	wantContains(t, err.Error(), "it redirects to "+srv.URL+"/v2/mcp", "`rook mcp rm files`, then `rook mcp add files --url "+srv.URL+"/v2/mcp`")
 }

@@ -58,7 +58,7 @@ func FuzzServerText(f *testing.F) {
 		parseResult(json.RawMessage(b))
 		parseChallenges([]string{string(b)})
 		decodeMessages(b)
-		t.readStream(context.Background(), &limitedReader{r: bytes.NewReader(b), limit: 1 << 20}, "1", "x")
+		t.readStream(context.Background(), bytes.NewReader(b), "1", "x", 1<<20, &streamState{})
 	})
 }
 

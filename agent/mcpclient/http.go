@@ -25,7 +25,8 @@ import (
 )
 
 // httpTransport is streamable HTTP (2025-03-26 and later): every message is
-// a POST; the answer is JSON or an event stream; notifications and our
+// a POST; the answer is JSON or an event stream (resumed by a GET with
+// Last-Event-ID when the server ends it early); notifications and our
 // answers to the server get 202.
 type httpTransport struct {
 	url      *url.URL
@@ -35,6 +36,7 @@ type httpTransport struct {
 	sentAuth bool        // an Authorization header is sent
 	handle   func(*message) *message
 	maxMsg   int64
+	name     string // the user's name for the server, for advice; NAME when none
 
 	mu      sync.Mutex
 	session string // Mcp-Session-Id given at initialize
@@ -53,7 +55,10 @@ func newHTTPTransport(s Spec, o Options, lim Limits, handle func(*message) *mess
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("mcpclient: %q is not an http or https URL", RedactURL(s.URL))
 	}
-	t := &httpTransport{url: u, headers: http.Header{}, handle: handle, maxMsg: lim.MaxMessageBytes}
+	t := &httpTransport{url: u, headers: http.Header{}, handle: handle, maxMsg: lim.MaxMessageBytes, name: s.Name}
+	if t.name == "" {
+		t.name = "NAME"
+	}
 	// A password in the URL is sent (Basic auth): a server that echoes it
 	// back does not get it shown. Without a password the user is the
 	// credential (https://TOKEN@host).
@@ -262,7 +267,8 @@ func (t *httpTransport) roundTrip(ctx context.Context, req *message, limit int64
 			t.mu.Unlock()
 		}
 	}
-	lr := &limitedReader{r: resp.Body, limit: min(limit, t.maxMsg)}
+	max := min(limit, t.maxMsg) // any one message
+	lr := &limitedReader{r: resp.Body, limit: max}
 	want := idKey(req.ID)
 	ct := resp.Header.Get("Content-Type")
 	mt, _, _ := mime.ParseMediaType(ct)
@@ -274,8 +280,8 @@ func (t *httpTransport) roundTrip(ctx context.Context, req *message, limit int64
 	case mt == "text/event-stream":
 		// The server took the request (2xx): a connection lost from here
 		// on lost its answer, not the request.
-		m, err := t.readStream(ctx, lr, want, req.Method)
-		return m, lr.n, lostAnswer(err)
+		m, n, err := t.readStreams(ctx, resp.Body, want, req.Method, max)
+		return m, n, lostAnswer(err)
 	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
 		b, err := io.ReadAll(lr)
 		if err != nil {
@@ -312,23 +318,161 @@ func (t *httpTransport) pick(ctx context.Context, b []byte, want, method string)
 	return found, nil
 }
 
+// maxResumes bounds the resumptions of one request's event stream (a GET
+// with Last-Event-ID after the server ended it without the answer); the
+// request's time bounds them too. A server that polls (2025-11-25 "SSE
+// polling") ends its stream every few seconds: a two-minute call at a
+// second's interval resumes 120 times.
+const maxResumes = 256
+
+// Resumption waits the retry the server gave (SSE "retry:" field, in
+// milliseconds), at most maxRetryWait; defaultRetryWait when it gave none.
+const (
+	defaultRetryWait = time.Second
+	maxRetryWait     = 30 * time.Second
+)
+
+// streamState is what an event stream said of itself, for resuming it:
+// the id of its last event, and how long to wait before reconnecting.
+type streamState struct {
+	lastID   string
+	retry    time.Duration
+	retrySet bool // retry was said (0 is "at once")
+}
+
+// readStreams reads a request's event stream (body) until the response
+// with id want, resuming it when the server ends it without the answer
+// after an event with an id (MCP 2025-11-25 streamable HTTP: the server
+// may close the stream once it sent one, and the client resumes by a GET
+// carrying Last-Event-ID), at most maxResumes times, within ctx. Each
+// event is bounded by max bytes (any one message); the stream as a whole
+// by ctx's time only (the call's, or the list's, timeout): a server that
+// sends progress while it works is not cut off by the bytes it sent. n
+// counts every byte read.
+func (t *httpTransport) readStreams(ctx context.Context, body io.Reader, want, method string, max int64) (m *message, n int64, err error) {
+	var st streamState
+	cr := &countingReader{r: body}
+	m, err = t.readStream(ctx, cr, want, method, max, &st)
+	for resumes := 0; m == nil && t.resumable(ctx, err) && st.lastID != ""; resumes++ {
+		if resumes == maxResumes {
+			f := protocolf(nil, "the server ended its event stream for %s without its response %d times, resumed each time", method, maxResumes+1)
+			f.answerLost = true
+			return nil, cr.n, f
+		}
+		how := "ended without its response"
+		if f := (*Failure)(nil); errors.As(err, &f) && !f.ended {
+			how = "was cut off before its response (" + strings.TrimPrefix(f.Msg, "the server could not be reached: ") + ")"
+		}
+		var stream io.ReadCloser
+		if stream, err = t.resume(ctx, &st, method, how); err != nil {
+			return nil, cr.n, err
+		}
+		cr.r = stream
+		m, err = t.readStream(ctx, cr, want, method, max, &st)
+		stream.Close()
+	}
+	return m, cr.n, err
+}
+
+// resumable says whether a stream that ended with err (not its answer)
+// may be resumed: it ended, or its connection was lost, and neither ctx
+// ran out nor a message was too large.
+func (t *httpTransport) resumable(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	var f *Failure
+	if !errors.As(err, &f) {
+		return false
+	}
+	return f.ended || f.Kind == Unreachable
+}
+
+// resume waits the stream's retry (within ctx), then asks for its events
+// after st.lastID; how says how the stream stopped. A failure is the lost answer's: the server had the
+// request, and is never asked it again (a 404 does not start a new
+// session and send the request there).
+func (t *httpTransport) resume(ctx context.Context, st *streamState, method, how string) (io.ReadCloser, error) {
+	wait := defaultRetryWait
+	if st.retrySet {
+		wait = min(st.retry, maxRetryWait)
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-timer.C:
+	}
+	failed := func(kind FailureKind, status int, cause error, format string, args ...any) error {
+		return &Failure{Kind: kind, Status: status, Err: cause, answerLost: true,
+			Msg: fmt.Sprintf("the server's event stream for %s %s, and resuming it (a GET with Last-Event-ID) failed: ", method, how) + fmt.Sprintf(format, args...)}
+	}
+	req, err := t.newRequest(ctx, http.MethodGet, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", st.lastID)
+	resp, err := t.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = RedactURL(ue.URL)
+		}
+		nf := netFailure(ctx, err)
+		var f *Failure
+		if !errors.As(nf, &f) {
+			return nil, nf // ctx's
+		}
+		return nil, failed(f.Kind, 0, f, "%s", strings.TrimPrefix(f.Msg, "the server could not be reached: "))
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		msg := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+		if d := t.detail(b); d != "" {
+			msg += ": " + d
+		}
+		return nil, failed(ProtocolError, resp.StatusCode, nil, "%s", msg)
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		resp.Body.Close()
+		return nil, failed(ProtocolError, 0, nil, "its answer is not an event stream (Content-Type %q)", clean(resp.Header.Get("Content-Type"), 100))
+	}
+	return resp.Body, nil
+}
+
 // readStream reads an event stream until the event carrying the response
-// with id want.
-func (t *httpTransport) readStream(ctx context.Context, r io.Reader, want, method string) (*message, error) {
+// with id want, each event's data at most max bytes (a longer one is a
+// *tooLargeError), and keeps in st the last event id and retry it gave.
+// A stream that ends without the response is a Failure marked ended (and
+// answerLost): readStreams may resume it.
+func (t *httpTransport) readStream(ctx context.Context, r io.Reader, want, method string, max int64, st *streamState) (*message, error) {
 	br := bufio.NewReader(r)
 	var data []byte
 	hasData, other := false, false
+	id, hasID := "", false // the event's id field, set in st when it is dispatched
 	dispatch := func() (*message, error) {
+		if hasID {
+			st.lastID = id
+		}
 		d, skip := data, other || !hasData || len(bytes.TrimSpace(data)) == 0
-		data, hasData, other = nil, false, false
+		data, hasData, other, id, hasID = nil, false, false, "", false
 		if skip { // a priming event, or one not meant as a message
 			return nil, nil
 		}
 		return t.pick(ctx, d, want, method)
 	}
 	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 || err == nil {
+		// A line is bounded as an event's data is, with room for its
+		// field name: a line that never ends must not be read whole.
+		line, err := readLine(br, max+64)
+		var big *tooLargeError
+		if errors.As(err, &big) {
+			return nil, &tooLargeError{max}
+		}
+		if err == nil {
 			line = bytes.TrimRight(line, "\r\n")
 			if len(line) == 0 {
 				if m, err := dispatch(); m != nil || err != nil {
@@ -344,10 +488,28 @@ func (t *httpTransport) readStream(ctx context.Context, r io.Reader, want, metho
 					}
 					data = append(data, value...)
 					hasData = true
+					if int64(len(data)) > max {
+						return nil, &tooLargeError{max}
+					}
 				case "event":
 					other = len(value) > 0 && string(value) != "message"
+				case "id":
+					// An id holding NUL is ignored (the SSE spec); one
+					// that cannot be sent as a header cannot resume.
+					if !bytes.Contains(value, []byte{0}) {
+						id, hasID = string(value), true
+						if !HeaderValue(id) {
+							id = ""
+						}
+					}
+				case "retry":
+					if ms, err := strconv.ParseInt(string(value), 10, 64); err == nil && ms >= 0 {
+						st.retry = time.Duration(min(ms, int64(maxRetryWait/time.Millisecond))) * time.Millisecond
+						st.retrySet = true
+					}
 				}
 			}
+			continue
 		}
 		if err == io.EOF {
 			if m, err := dispatch(); m != nil || err != nil {
@@ -355,15 +517,26 @@ func (t *httpTransport) readStream(ctx context.Context, r io.Reader, want, metho
 			}
 			// The server took the request and ended the stream without
 			// answering it: an answer lost, as for a stream cut off (the
-			// tool may have run), though no read failed.
+			// tool may have run), though no read failed; resumed when an
+			// event had an id.
 			f := protocolf(nil, "the server's event stream for %s ended without its response", method)
-			f.answerLost = true
+			f.answerLost, f.ended = true, true
 			return nil, f
 		}
-		if err != nil {
-			return nil, t.readFailure(ctx, err)
-		}
+		return nil, t.readFailure(ctx, err)
 	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n += int64(k)
+	return k, err
 }
 
 func (t *httpTransport) readFailure(ctx context.Context, err error) error {
@@ -381,9 +554,22 @@ func (t *httpTransport) reply(ctx context.Context, req *message) {
 		return
 	}
 	if resp, err := t.post(ctx, b); err == nil {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
+		closeUnanswered(resp)
 	}
+}
+
+// closeUnanswered closes the response to a message that has no answer (a
+// notification, our response to a server request): 202 with no body, as
+// the spec asks, or a body nothing is waited for. A body of known small
+// length is read, so the connection is kept; any other (an event stream
+// a server opens for every POST and keeps open, a body of unknown length)
+// is closed unread: reading it to its end held the handshake for the
+// whole connect timeout.
+func closeUnanswered(resp *http.Response) {
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" && resp.ContentLength >= 0 && resp.ContentLength <= 4<<10 {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, resp.ContentLength))
+	}
+	resp.Body.Close()
 }
 
 func (t *httpTransport) notify(ctx context.Context, msg *message) error {
@@ -395,8 +581,7 @@ func (t *httpTransport) notify(ctx context.Context, msg *message) error {
 	if err != nil {
 		return err
 	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
+	closeUnanswered(resp)
 	return nil
 }
 
@@ -449,7 +634,16 @@ func (t *httpTransport) statusFailure(ctx context.Context, resp *http.Response, 
 		msg += " (is this the server's streamable HTTP endpoint? rook does not speak the older HTTP+SSE transport)"
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
 		if loc := resp.Header.Get("Location"); loc != "" {
-			msg += fmt.Sprintf(" (it redirects to %s; edit the server's URL)", clean(RedactURL(loc), 200))
+			// A Location is most often relative ("/v2/mcp"): resolved
+			// against the URL asked, as a browser does, it is a URL the
+			// user can add the server with.
+			if resp.Request != nil && resp.Request.URL != nil {
+				if u, err := resp.Request.URL.Parse(loc); err == nil {
+					loc = u.String()
+				}
+			}
+			loc = clean(RedactURL(loc), 200)
+			msg += fmt.Sprintf(" (it redirects to %s; if the server moved there, remove it and add it again with that URL, its other options as before: `rook mcp rm %s`, then `rook mcp add %s --url %s`)", loc, t.name, t.name, loc)
 		}
 	}
 	return &Failure{Kind: ProtocolError, Status: code, Msg: msg}

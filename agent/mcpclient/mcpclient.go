@@ -12,7 +12,10 @@
 // and anything else unknown get -32601, and ping gets {}. A request given
 // up on after it was sent (its time ran out, or its ctx was cancelled) is
 // cancelled at the server with notifications/cancelled, sent within a
-// short bound; initialize never is.
+// short bound; initialize never is. An event stream the server ends
+// without the response, after an event with an id (2025-11-25 "SSE
+// polling"), is resumed by a GET with Last-Event-ID, within the request's
+// time and at most maxResumes times.
 //
 // Failures are *Failure values of five kinds (NeedsCredential, NeedsOAuth,
 // Unreachable, ProtocolError, DiscoveryError) so that a caller can tell "fix
@@ -157,7 +160,10 @@ type Limits struct {
 	ConnectTimeout time.Duration
 	// MaxMessageBytes bounds any one message read from the server (a
 	// tools/call answer with images may be large). On stdio a longer line
-	// ends the connection.
+	// ends the connection. On an event stream it bounds each event on its
+	// own; the stream as a whole (progress sent while a tool works, a
+	// stream resumed) is bounded by the request's time (CallTimeout,
+	// Timeout, ctx), not its bytes.
 	MaxMessageBytes int64
 	// CallTimeout bounds one tools/call; negative means only ctx bounds it.
 	CallTimeout time.Duration
@@ -246,7 +252,7 @@ type Annotations struct {
 // Result is a tools/call answer. IsError marks a tool that ran and failed
 // (its content says why); it is a result, not a Go error.
 type Result struct {
-	Content    []Content       `json:"content"`
+	Content    []Content       `json:"content"`                      // never nil: empty when the server sent no blocks
 	Structured json.RawMessage `json:"structured_content,omitempty"` // structuredContent as sent; nil when absent
 	IsError    bool            `json:"is_error"`
 }

@@ -43,6 +43,12 @@ type stdioTransport struct {
 	// junk is the first line the program wrote on stdout that is not
 	// JSON-RPC, cleaned: a handshake that never completes says it.
 	junk string
+	// replies are our answers to the program's requests, written in turn
+	// by one goroutine (replyWriter); queued counts their bytes. Past
+	// maxQueuedReplies or the program's MaxMessageBytes waiting, the
+	// program (which is not reading them) is ended: errRequestFlood.
+	replies chan []byte
+	queued  int64
 
 	closeOnce sync.Once
 }
@@ -93,6 +99,7 @@ func startStdio(s Spec, o Options, lim Limits, handle func(*message) *message) (
 		cmd: cmd, in: inW, handle: handle, maxMsg: lim.MaxMessageBytes,
 		tail:    newTailWriter(o.Stderr, secrets),
 		pending: map[string]chan delivery{},
+		replies: make(chan []byte, maxQueuedReplies),
 		done:    make(chan struct{}),
 		exited:  make(chan struct{}),
 	}
@@ -117,7 +124,51 @@ func startStdio(s Spec, o Options, lim Limits, handle func(*message) *message) (
 		close(t.exited)
 	}()
 	go t.read(outR)
+	go t.replyWriter()
 	return t, nil
+}
+
+// maxQueuedReplies bounds the answers to a program's requests waiting to
+// be written: a program that writes requests (pings, say) faster than it
+// reads the answers, or without reading them at all, is ended past it,
+// rather than making rook hold ever more of them.
+const maxQueuedReplies = 256
+
+// errRequestFlood ends a connection whose program sent more requests than
+// rook holds answers for while it did not read them.
+var errRequestFlood = &Failure{Kind: ProtocolError, Msg: fmt.Sprintf("the program sent requests to rook faster than it read the answers (more than %d waiting), so rook ended it: a server that floods its client, or one stuck; connect again to start it afresh (each rook command does)", maxQueuedReplies)}
+
+// reply queues an answer to a program's request for replyWriter; false
+// when the queue is full, by count or bytes.
+func (t *stdioTransport) reply(m *message) bool {
+	b, err := json.Marshal(m) // compact: no newline inside
+	if err != nil {
+		return true // nothing to send
+	}
+	b = append(b, '\n')
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.queued+int64(len(b)) > t.maxMsg {
+		return false
+	}
+	select {
+	case t.replies <- b:
+		t.queued += int64(len(b))
+		return true
+	default:
+		return false
+	}
+}
+
+// replyWriter writes the queued answers in turn, each within 5s (a
+// program not reading its input), until read stops.
+func (t *stdioTransport) replyWriter() {
+	for b := range t.replies {
+		t.writeLine(b, time.Now().Add(5*time.Second))
+		t.mu.Lock()
+		t.queued -= int64(len(b))
+		t.mu.Unlock()
+	}
 }
 
 // read takes lines from the program until its stdout ends, delivering
@@ -125,8 +176,10 @@ func startStdio(s Spec, o Options, lim Limits, handle func(*message) *message) (
 // are not JSON-RPC (a server must not write them, some log there anyway).
 func (t *stdioTransport) read(out *os.File) {
 	defer out.Close()
+	defer close(t.replies) // after done: no answer is queued past it
 	br := bufio.NewReaderSize(out, 64<<10)
 	var err error
+lines:
 	for {
 		var line []byte
 		if line, err = readLine(br, t.maxMsg); err != nil {
@@ -155,13 +208,19 @@ func (t *stdioTransport) read(out *os.File) {
 				}
 			case m.isRequest():
 				// Not inline: the program may be blocked writing to us
-				// while we would be blocked writing to it.
-				go t.write(t.handle(m), time.Now().Add(5*time.Second))
+				// while we would be blocked writing to it. Queued, and
+				// bounded: one goroutine each held as many as the
+				// program wrote requests (60,000 lines made 60,000).
+				if !t.reply(t.handle(m)) {
+					err = errRequestFlood
+					go t.close()
+					break lines
+				}
 			}
 		}
 	}
 	var big *tooLargeError
-	if !errors.As(err, &big) {
+	if err != errRequestFlood && !errors.As(err, &big) {
 		select { // the program closed its stdout, most likely by exiting
 		case <-t.exited:
 		case <-time.After(500 * time.Millisecond):
@@ -252,7 +311,11 @@ func (t *stdioTransport) write(m *message, deadline time.Time) error {
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
+	return t.writeLine(append(b, '\n'), deadline)
+}
+
+// writeLine is write of a message already made a line.
+func (t *stdioTransport) writeLine(b []byte, deadline time.Time) error {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	t.mu.Lock()
@@ -333,7 +396,12 @@ func (t *stdioTransport) roundTrip(ctx context.Context, req *message, limit int6
 		default:
 		}
 		// The request was written: the program may have read it and
-		// acted before it went away.
+		// acted before it went away, or rook ended it.
+		if t.err == errRequestFlood {
+			f := *errRequestFlood
+			f.answerLost = true
+			return nil, 0, &f
+		}
 		return nil, 0, lostAnswer(t.err)
 	case <-ctx.Done():
 		sendCancelled(ctx, t, req) // the program had the request whole
@@ -402,6 +470,7 @@ type tailWriter struct {
 	mu      sync.Mutex
 	buf     []byte // the end of what was passed on
 	held    []byte // the start of a line not yet ended
+	unended bool   // what was passed on does not end with a newline
 }
 
 // maxHeld bounds a line held back: of a longer one not yet ended (a
@@ -449,12 +518,19 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// flush passes on a line held back: the program has exited.
+// flush passes on a line held back, and ends the program's last line
+// if it did not: the program has exited, and what is written after it on
+// the same stream (rook's error, the JSON error line under --json) must
+// start a line of its own, not be glued to the program's text.
 func (t *tailWriter) flush() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.pass(t.mask(t.held))
 	t.held = nil
+	if t.unended {
+		t.w.Write([]byte("\n"))
+		t.unended = false
+	}
 }
 
 // mask is b with every secret replaced by xxxxx.
@@ -470,6 +546,7 @@ func (t *tailWriter) pass(p []byte) {
 	if len(p) == 0 {
 		return
 	}
+	t.unended = p[len(p)-1] != '\n'
 	t.buf = append(t.buf, p...)
 	if len(t.buf) > 8<<10 {
 		t.buf = append([]byte(nil), t.buf[len(t.buf)-4<<10:]...)

@@ -120,7 +120,9 @@ func parseResult(raw json.RawMessage) (*Result, error) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, protocolf(err, "the server's tools/call answer is not a call result: %v", err)
 	}
-	res := &Result{IsError: r.IsError}
+	// Content is an array, empty when the server sent none ("content":
+	// [] beside structuredContent): never null, in --json or the session.
+	res := &Result{IsError: r.IsError, Content: []Content{}}
 	if len(r.Structured) > 0 && !isNull(r.Structured) {
 		res.Structured = compact(r.Structured)
 	}

@@ -144,7 +144,7 @@ vet:
 
 # -race on the packages that run goroutines; the scripts run the rook
 # binary, which -race would only slow down.
-RACE_PKGS := ./cas/... ./index/... ./internal/... ./eventlog/... ./agent/...
+RACE_PKGS := ./cas/... ./index/... ./internal/... ./eventlog/... ./agent/... ./cli
 # agent's crash and fault sweeps take about 10 minutes under -race on 2
 # idle cores; go test's default 10-minute limit per package failed on a
 # loaded machine, and 30 minutes did once (agent took 25 minutes at a load
@@ -152,7 +152,7 @@ RACE_PKGS := ./cas/... ./index/... ./internal/... ./eventlog/... ./agent/...
 TEST_TIMEOUT ?= 60m
 unit:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e /cas -e /index -e /internal/ -e /eventlog -e /agent)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e /cas -e /index -e /internal/ -e /eventlog -e /agent -e '/cli$$')
 
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do \

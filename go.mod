@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/alecthomas/kong v1.17.0
+	github.com/clipperhouse/uax29/v2 v2.2.0
 	github.com/go-json-experiment/json v1.27.2
 	github.com/google/renameio/v2 v2.0.2
 	github.com/klauspost/compress v1.20.4
@@ -17,7 +18,6 @@ require (
 )
 
 require (
-	github.com/clipperhouse/uax29/v2 v2.2.0 // indirect
 	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
 	golang.org/x/tools v0.26.0 // indirect
 )

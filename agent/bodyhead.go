@@ -57,20 +57,27 @@ func (u *utf8Stream) write(p []byte) {
 		u.nc = 0
 	}
 	// A character cut at the end of this piece is kept for the next.
-	s := len(p)
-	for i := len(p) - 1; i >= 0 && i >= len(p)-(utf8.UTFMax-1); i-- {
-		if utf8.RuneStart(p[i]) {
-			if !utf8.FullRune(p[i:]) {
-				s = i
-			}
-			break
-		}
-	}
+	s := wholeEnd(p)
 	if !utf8.Valid(p[:s]) {
 		u.invalid = true
 		return
 	}
 	u.nc = copy(u.carry[:], p[s:])
+}
+
+// wholeEnd is where b's last whole character ends: len(b), or the start
+// of a character b's end cuts (the bytes that complete it are past b). A
+// byte that is not UTF-8 is whole: what follows it does not change it.
+func wholeEnd(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-(utf8.UTFMax-1); i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return i
+			}
+			break
+		}
+	}
+	return len(b)
 }
 
 // valid says whether everything written was UTF-8, the stream ended.
@@ -359,9 +366,11 @@ func (w *cutWriter) Write(p []byte) (int, error) {
 // holds the first bytes, and ok when head holds enough of it to say.
 func previewOfHead(head []byte, n int) (string, bool) {
 	// A cut no color sequence spans (the byte before it is not one a
-	// sequence holds before its end) at the start of a character: the
-	// colors left out of head[:k] are the whole body's.
-	k := runeStartAtOrBefore(head, len(head))
+	// sequence holds before its end) after head's last whole character: a
+	// character head's end cuts is not in head[:k] (kept, it read as
+	// U+FFFD where the body has it whole), and the colors left out of
+	// head[:k] are the whole body's.
+	k := wholeEnd(head)
 	if i := sgrOpenAt(head, k); i >= 0 {
 		k = i
 	}

@@ -299,8 +299,11 @@ func ParseConfig(path string, data []byte) (Config, error) {
 			return Config{}, fmt.Errorf("%s: %s is %d: use 0 for the default, or a number of %s", at("mcp", "discovery", l.key), l.key, l.v, l.unit)
 		}
 	}
+	// A protect tag only matches tags: it is refused for what every rook
+	// refused (tagShape), not for a character ValidTag keeps out of new
+	// tags since, which a session tagged by an older rook may hold.
 	for _, t := range r.ProtectTags {
-		if err := ValidTag(t); err != nil {
+		if err := tagShape(t); err != nil {
 			return Config{}, fmt.Errorf("%s: protect_tags: %v", at("storage", "retention", "protect_tags"), err)
 		}
 	}

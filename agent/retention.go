@@ -20,15 +20,31 @@ import (
 // MaxTagLen bounds a session tag.
 const MaxTagLen = 64
 
-// ValidTag checks a session tag: not empty, UTF-8, at most MaxTagLen
-// bytes, no white space, no character nobody sees (inbox.Invisible:
-// control and format characters, bidi controls and zero-width ones among
-// them, the other default-ignorables, variation selectors). A tag is
-// matched exactly (--rm, protect_tags): bytes that are not UTF-8 were
-// stored as U+FFFD, which --rm of the same bytes did not find, and a
-// right-to-left override or a zero-width space made a tag show as
-// another, or as what it is not.
+// ValidTag checks a session tag: tagShape's checks, and no character
+// that is not seen where it stands (inbox.Unseen, judged by grapheme
+// cluster: a bidi control, a zero-width space or other character that
+// draws nothing alone, a joiner ending the tag). A tag is matched exactly
+// (--rm, protect_tags): a right-to-left override or a zero-width space
+// made a tag show as another, or as what it is not. Joiners and variation
+// selectors inside a character that draws are taken: "❤️", "👨‍💻", Persian
+// words with U+200C, Devanagari with U+200D show as what they are.
 func ValidTag(t string) error {
+	if err := tagShape(t); err != nil {
+		return err
+	}
+	if c, why := inbox.Unseen(t); why != "" {
+		return fmt.Errorf("tag %q has %U, a character that is not seen (%s): a tag would not show as it is", t, c, why)
+	}
+	return nil
+}
+
+// tagShape checks what every rook refused in a tag: empty, over
+// MaxTagLen bytes, white space or a control character; and bytes that are
+// not UTF-8 (stored as U+FFFD, which --rm of the same bytes did not
+// find). A protect tag in config.toml is checked by it alone
+// (LoadConfig): it only matches tags, and a file an older rook read is
+// not refused for a character ValidTag now keeps out of new tags.
+func tagShape(t string) error {
 	if t == "" {
 		return errors.New("a tag cannot be empty")
 	}
@@ -41,9 +57,6 @@ func ValidTag(t string) error {
 	for _, c := range t {
 		if unicode.IsSpace(c) || unicode.IsControl(c) {
 			return fmt.Errorf("tag %q has white space or a control character", t)
-		}
-		if inbox.Invisible(c) {
-			return fmt.Errorf("tag %q has %U, a character that is not seen (a bidi control, a zero-width or other format character): a tag would not show as it is", t, c)
 		}
 	}
 	return nil

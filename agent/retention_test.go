@@ -492,13 +492,16 @@ func TestTagSession(t *testing.T) {
 	}
 	// Not UTF-8 (stored as U+FFFD, it was not the tag given), or with a
 	// character nobody sees (a bidi control, a zero-width one): refused.
-	for _, bad := range []string{"", "a b", "tab\there", strings.Repeat("x", MaxTagLen+1), "nl\n", "caf\xe9", "v1\u202e", "a\u200bb", "\u3164"} {
+	for _, bad := range []string{"", "a b", "tab\there", strings.Repeat("x", MaxTagLen+1), "nl\n", "caf\xe9", "v1\u202e", "a\u200bb", "\u3164", "\ufe0f", "ab\u200d"} {
 		if _, err := r.TagSession(id, []string{bad}, nil); err == nil {
 			t.Fatalf("tag %q accepted", bad)
 		}
 	}
-	if err := ValidTag(strings.Repeat("é", MaxTagLen/2)); err != nil {
-		t.Fatal(err)
+	// A joiner or selector inside a character that draws is seen.
+	for _, ok := range []string{strings.Repeat("é", MaxTagLen/2), "\u2764\ufe0f", "👨\u200d💻", "می\u200cخواهم"} {
+		if err := ValidTag(ok); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -851,6 +854,14 @@ protect_tags = ["forever"]
 		t.Fatalf("overrides %+v", c)
 	}
 
+	// A protect tag is refused only for what every rook refused (white
+	// space, a control character: below), not for a character a new tag
+	// may not hold, which a session an older rook tagged may.
+	write("[storage.retention]\nprotect_tags = [\"\u2b50\ufe0f\", \"v1\u202e\", \"\ufe0f\"]\n")
+	if c, err = LoadConfig(fsys, home); err != nil || !reflect.DeepEqual(c.Storage.Retention.ProtectTags, []string{"\u2b50\ufe0f", "v1\u202e", "\ufe0f"}) {
+		t.Fatalf("protect tags an older rook took: %+v, %v", c.Storage.Retention.ProtectTags, err)
+	}
+
 	// Explicit zeros turn limits off; an empty list protects nothing.
 	write(`storage.gc_grace = "0s"
 storage.retention = { max_session_age_days = 0, max_sessions = 0, max_total_bytes = 0, protect_tags = [] }
@@ -892,6 +903,7 @@ storage.retention = { max_session_age_days = 0, max_sessions = 0, max_total_byte
 		{"[storage.retention]\nmax_session_age_days = -5\n", path + ": line 2: max_session_age_days is -5"},
 		{"[storage.retention]\nmax_sessions = \"many\"\n", path + ": line 2"},
 		{"[storage.retention]\nprotect_tags = [\"a b\"]\n", path + ": line 2: protect_tags: tag \"a b\" has white space"},
+		{"[storage.retention]\nprotect_tags = [\"\"]\n", path + ": line 2: protect_tags: a tag cannot be empty"},
 		// TOML keys are case-sensitive: the decoder matched these to their
 		// fields anyway, and a gc_grace so written became the default.
 		{"[storage]\nGC_Grace = \"1h\"\n", path + ": line 2: unknown key \"storage.GC_Grace\" ([storage] takes gc_grace, retention)"},

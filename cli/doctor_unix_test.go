@@ -148,3 +148,58 @@ func TestSessionPermissionDeniedNotSentToRm(t *testing.T) {
 		t.Errorf("session ls --all with one session denied, one damaged: exit %d: %s", code, errs)
 	}
 }
+
+// TestDoctorStoreInitInADirectoryAnotherAccountMade: `rook init` takes an
+// existing directory, so a user can make a store in one another account
+// made for it (a provisioned volume, `sudo install -d -o svc /srv/rook`).
+// Every file of that store is the user's: rook init wrote FORMAT, dict/,
+// events/, index/, segments/, lock. Doctor took the store's owner from
+// the home directory: run as root on a store root made in a directory
+// nobody owns, it exited 1, "9 of the store's files belong to another
+// account than its owner, nobody (uid 65534) ... run, as root, `chown -R
+// nobody DIR`", and warned "run rook as its owner (`sudo -u nobody rook
+// ...`)": advice that, followed, takes the store away from the account
+// that made and uses it. The store's owner is FORMAT's (written once, by
+// the init that made the store), the home left out of the foreign files
+// when another account's: no foreign_owned problem, no chown, exit 0.
+func TestDoctorStoreInitInADirectoryAnotherAccountMade(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: a directory of another account that this one may write")
+	}
+	dir := t.TempDir()
+	home := filepath.Join(dir, "store")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	r := &cliStore{t: t, dir: dir, home: home}
+	r.must("", "init")
+	r.must("", "session", "new", "--title", "mine")
+	code, out, errs := r.run("", "--json", "doctor")
+	var v doctorReport
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if code != 0 || len(v.ForeignOwned) != 0 || strings.Contains(errs, "chown -R") {
+		t.Errorf("doctor of a store whose every file this account wrote (its directory nobody's): exit %d, foreign_owned %q:\n%s", code, v.ForeignOwned, errs)
+	}
+	if v.Owner == nil || v.Owner.UID != os.Geteuid() || !v.Owner.You {
+		t.Errorf("doctor names the store's owner %+v, want this account (FORMAT's)", v.Owner)
+	}
+	// A file of another account in it is still named, and the chown that
+	// gives it back leaves the home, another account's, as it is.
+	seg := filepath.Join(home, "segments")
+	if err := os.Chown(seg, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = r.run("", "--json", "doctor")
+	v = doctorReport{}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if code != 1 || len(v.ForeignOwned) != 1 || v.ForeignOwned[0] != seg || !strings.Contains(errs, "chown -R root ") || strings.Contains(errs, "chown -R root "+home+"`") || strings.Contains(errs, "chown root "+home+" ") {
+		t.Errorf("doctor with segments/ nobody's: exit %d, foreign_owned %q:\n%s", code, v.ForeignOwned, errs)
+	}
+}

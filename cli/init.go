@@ -95,18 +95,23 @@ type doctorReport struct {
 	ObjectsVerified bool   `json:"objects_verified"`
 	Config          string `json:"config"` // the file, or "" for none (the defaults)
 	ConfigError     string `json:"config_error,omitempty"`
-	// Owner: the account that owns the store's home (none where the
-	// system does not say). Run as another account (root, `sudo rook`),
-	// rook writes files its owner may then not open.
+	// Owner: the account the store is (storeOwnerOf: FORMAT's owner, or
+	// the home's; none where the system does not say). Run as another
+	// account (root, `sudo rook`), rook writes files its owner may then
+	// not open.
 	Owner *storeOwner `json:"owner,omitempty"`
-	// ForeignOwned: the store's files (the home, its parts and what is
-	// directly in them) another account than the home's owner owns.
+	// ForeignOwned: the store's files (its parts and what is directly in
+	// them; the home too when it is the owner's) another account than
+	// the store's owner owns.
 	ForeignOwned []string `json:"foreign_owned,omitempty"`
 	// Unopenable: the files a writer opens (the lock, the index, the
 	// newest segment, the dictionaries) that may not be opened as it
 	// must: what a write failing "permission denied" sends the user here
 	// to find.
 	Unopenable []string `json:"unopenable,omitempty"`
+	// homeUID: the home's owner, when the system says (homeOwned).
+	homeUID   int
+	homeOwned bool
 }
 
 // storeOwner is the account that owns a store: its user id, its name
@@ -136,13 +141,14 @@ func (c *DoctorCmd) Run(e *Env) error {
 		r.Problems = append(r.Problems, fmt.Sprintf("%s is not a directory, so no store: give --home (or $ROOK_HOME) the store's directory, or a new one for `rook init`", e.Home))
 		return c.print(e, r)
 	} else if uid, ok := vfs.Owner(st); ok {
-		r.Owner = &storeOwner{UID: uid, Name: userName(uid), You: uid == os.Geteuid()}
+		r.homeUID, r.homeOwned = uid, true
 	}
 	r.Exists = true
 	var access []cas.AccessProblem
 	unopened := map[string]bool{}
 	v, err := cas.ReadFormat(e.FS, e.Home)
 	r.Format = v
+	r.Owner = storeOwnerOf(e.FS, e.Home, err, r.homeUID, r.homeOwned)
 	if err != nil {
 		r.FormatError = err.Error()
 		if errors.Is(err, cas.ErrBadMarker) {
@@ -333,9 +339,17 @@ func privacyFix(fsys vfs.FS, home string) string {
 // on the whole store: `cmd -R arg HOME`, or, in a home that holds files
 // of the user's own, on the home and on the store's parts only.
 func onTheStore(fsys vfs.FS, home, cmd, arg string) string {
+	parts, foreign := storeParts(fsys, home)
+	if !foreign || len(parts) == 0 {
+		return cmd + " -R " + arg + " " + agent.ShellQuote(home)
+	}
+	return cmd + " " + arg + " " + agent.ShellQuote(home) + " && " + cmd + " -R " + arg + " " + strings.Join(parts, " ")
+}
+
+// storeParts lists the store's parts in home, shell-quoted, and whether
+// the home holds files of the user's own beside them (foreign).
+func storeParts(fsys vfs.FS, home string) (parts []string, foreign bool) {
 	ents, _ := fsys.ReadDir(home)
-	var parts []string
-	foreign := false
 	for _, ent := range ents {
 		if cas.IsHomeEntry(ent.Name()) {
 			parts = append(parts, agent.ShellQuote(filepath.Join(home, ent.Name())))
@@ -343,10 +357,7 @@ func onTheStore(fsys vfs.FS, home, cmd, arg string) string {
 			foreign = true
 		}
 	}
-	if !foreign || len(parts) == 0 {
-		return cmd + " -R " + arg + " " + agent.ShellQuote(home)
-	}
-	return cmd + " " + arg + " " + agent.ShellQuote(home) + " && " + cmd + " -R " + arg + " " + strings.Join(parts, " ")
+	return parts, foreign
 }
 
 // exposed lists the store's paths (the home and its parts, and what is
@@ -406,6 +417,29 @@ func account(uid int, name string) string {
 	return fmt.Sprintf("%s (uid %d)", name, uid)
 }
 
+// storeOwnerOf is the account the store is: FORMAT's owner, the marker
+// being written once, by the `rook init` that made the store (whose every
+// file, then, is that account's), in a home it made or one another
+// account made for it (a provisioned volume, `install -d -o svc`). Where
+// FORMAT does not say (missing, not stat-able, not rook's marker: fmtErr
+// is cas.ReadFormat's), the home's owner (homeUID, when homeOwned). The
+// home's owner alone called a store root made in a directory nobody owns
+// nobody's, each of its files foreign, with `chown -R nobody` for them.
+func storeOwnerOf(fsys vfs.FS, home string, fmtErr error, homeUID int, homeOwned bool) *storeOwner {
+	uid, ok := homeUID, homeOwned
+	if fmtErr == nil || errors.Is(fmtErr, fs.ErrPermission) {
+		if st, err := fsys.Lstat(filepath.Join(home, cas.MarkerFile)); err == nil && st.Mode().IsRegular() {
+			if u, uok := vfs.Owner(st); uok {
+				uid, ok = u, true
+			}
+		}
+	}
+	if !ok {
+		return nil
+	}
+	return &storeOwner{UID: uid, Name: userName(uid), You: uid == os.Geteuid()}
+}
+
 // notYours warns when the store belongs to another account than the one
 // rook runs as (root, `sudo rook`): "only you can read it" was said of a
 // store its owner reads too, and every file rook writes in it as this
@@ -428,13 +462,20 @@ func notYours(o *storeOwner) []string {
 // (access, from cas.CheckAccess), each with what fixes it: a chown for the
 // first (only root may give a file to another account), a chmod for the
 // second. A file of both is named once, with the chown: its mode is its
-// owner's to set, and the one who should own it may not.
+// owner's to set, and the one who should own it may not. A home of
+// another account than the store's is not named: rook writes no home but
+// the one the init that made the store made, so another account made it
+// for the store, and the chown leaves it as it is.
 func doctorOwners(e *Env, r *doctorReport, access []cas.AccessProblem) []string {
 	var out []string
 	foreign := map[string]bool{}
 	if r.Owner != nil {
+		homeTheirs := r.homeOwned && r.homeUID != r.Owner.UID
 		var named []string
 		storePaths(e.FS, e.Home, func(path string, st fs.FileInfo) {
+			if path == e.Home && homeTheirs {
+				return
+			}
 			if uid, ok := vfs.Owner(st); ok && uid != r.Owner.UID {
 				foreign[path] = true
 				r.ForeignOwned = append(r.ForeignOwned, path)
@@ -449,7 +490,7 @@ func doctorOwners(e *Env, r *doctorReport, access []cas.AccessProblem) []string 
 			if n > 5 {
 				named = append(named[:5], fmt.Sprintf("and %d more", n-5))
 			}
-			out = append(out, fmt.Sprintf("%d of the store's files belong to another account than its owner, %s: %s: its owner may not be able to open them, and commands that need them fail \"permission denied\" (rook run as another account, `sudo rook` or a hook run as root, wrote them?): run, as root, `%s`", n, account(r.Owner.UID, r.Owner.Name), strings.Join(named, ", "), ownerFix(e.FS, e.Home, r.Owner)))
+			out = append(out, fmt.Sprintf("%d of the store's files belong to another account than its owner, %s: %s: its owner may not be able to open them, and commands that need them fail \"permission denied\" (rook run as another account, `sudo rook` or a hook run as root, wrote them?): run, as root, `%s`", n, account(r.Owner.UID, r.Owner.Name), strings.Join(named, ", "), ownerFix(e.FS, e.Home, r.Owner, homeTheirs)))
 		}
 	}
 	for _, p := range access {
@@ -469,11 +510,15 @@ func doctorOwners(e *Env, r *doctorReport, access []cas.AccessProblem) []string 
 }
 
 // ownerFix is the command that gives the store back to its owner (as
-// privacyFix, the user's own files beside it left as they are).
-func ownerFix(fsys vfs.FS, home string, o *storeOwner) string {
+// privacyFix, the user's own files beside it left as they are; the home
+// too, when another account's: homeTheirs).
+func ownerFix(fsys vfs.FS, home string, o *storeOwner, homeTheirs bool) string {
 	who := strconv.Itoa(o.UID)
 	if o.Name != "" {
 		who = agent.ShellQuote(o.Name)
+	}
+	if parts, _ := storeParts(fsys, home); homeTheirs && len(parts) > 0 {
+		return "chown -R " + who + " " + strings.Join(parts, " ")
 	}
 	return onTheStore(fsys, home, "chown", who)
 }

@@ -442,3 +442,30 @@ func TestShowOmittedCountsOnlyTheTextTheViewLeavesOut(t *testing.T) {
 			omitted, all, shown, all-shown)
 	}
 }
+
+// TestHistoryPreviewKeepsACharacterTheHeadCuts: the preview of a body
+// bigger than a segment record is taken from its 64 KiB head; a first
+// line (after blank lines) reaching the head's end with an emoji the end
+// splits showed "aaa…a\uFFFD…" in `session history` (and --json): a
+// character the body does not hold, where `session show` shows 😀. The
+// head is cut back to its last whole character (agent's wholeEnd), and
+// the preview is the whole body's, Preview(StripSGR(body), 80).
+func TestHistoryPreviewKeepsACharacterTheHeadCuts(t *testing.T) {
+	r := newCLIStore(t)
+	s := r.must("", "session", "new", "--title", "big")
+	body := strings.Repeat("\n", 65455) + strings.Repeat("a", 79) + "😀" + strings.Repeat("b", 3<<20) + "\n"
+	if body[65534:65536] != "😀"[:2] {
+		t.Fatal("the emoji does not straddle the 64 KiB head's end")
+	}
+	r.must(body, "session", "append", s, "--kind", "user")
+	want := strings.Repeat("a", 79) + "😀…"
+	for _, args := range [][]string{{"session", "history", s}, {"--json", "session", "history", s}} {
+		code, out, errs := r.run("", args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		if strings.Contains(out, "\uFFFD") || !strings.Contains(out, want) {
+			t.Errorf("%v: the preview is not the body's first line (want …%q):\n%s", args, want[70:], out)
+		}
+	}
+}

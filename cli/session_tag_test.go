@@ -45,14 +45,15 @@ func TestTagNotUTF8IsRefused(t *testing.T) {
 
 // TestTagBidiControlRefused: a tag holding a right-to-left override was
 // taken and printed raw: "tags: v1<RLO>, keep" showed as "tags: v1peek ,".
-// A tag holds no character nobody sees (a bidi control, a zero-width or
-// other format character, a default-ignorable one, a variation selector:
-// inbox.Invisible, the rule of inbox names and MCP titles): refused (exit
-// 2), naming the character.
+// A tag holds no character that is not seen where it stands (inbox.Unseen,
+// by grapheme cluster, the rule of MCP titles: a bidi control, a
+// zero-width or other format character, a default-ignorable one, a
+// joiner or variation selector alone, a joiner ending the tag): refused
+// (exit 2), naming the character.
 func TestTagBidiControlRefused(t *testing.T) {
 	r := newCLIStore(t)
 	s := r.must("", "session", "new", "--title", "t")
-	for _, bad := range []string{"v1\u202e", "\u2066x", "a\u200bb", "a\u200db", "\u00adx", "x\ufeff", "\u3164", "x\u034f", "\u2764\ufe0f"} {
+	for _, bad := range []string{"v1\u202e", "\u2066x", "a\u200bb", "\u200dab", "ab\u200d", "ab\u200c", "\u00adx", "x\ufeff", "\u3164", "x\u034f", "\ufe0fx", "\ufe0f", "\u202e\u2764\ufe0f"} {
 		code, out, errs := r.run("", "session", "tag", s, bad, "keep")
 		if code != 2 || out != "" || !strings.Contains(errs, "a character that is not seen") {
 			t.Errorf("tag %q: exit %d, stdout %q, stderr %q; want exit 2", bad, code, out, errs)
@@ -65,7 +66,7 @@ func TestTagBidiControlRefused(t *testing.T) {
 		t.Errorf("tags %q after refused tags, want none", got)
 	}
 	// What is seen is taken: letters of any script, an emoji, accents.
-	for _, ok := range []string{"日本語", "café", "cafe\u0301", "\u2764", "v1.2/rc-1"} {
+	for _, ok := range []string{"日本語", "café", "cafe\u0301", "\u2764", "\u2764\ufe0f", "v1.2/rc-1"} {
 		r.must("", "session", "tag", s, ok)
 	}
 }
@@ -100,5 +101,27 @@ func TestTagTakenBeforeItWasRefusedIsRemovable(t *testing.T) {
 	code, _, errs := r.run("", "session", "tag", "--rm", s, "a\u200bb")
 	if code != 0 || !strings.Contains(errs, `has no tag "a\u200bb"`) {
 		t.Errorf("--rm of a tag it lacks: exit %d: %s", code, errs)
+	}
+}
+
+// TestTagsWithEmojiAndJoinersAreTaken: a tag refused every character
+// inbox.Invisible names, variation selectors and the zero-width joiner
+// and non-joiner among them: `rook session tag S ❤️` failed "tag "❤️"
+// has U+FE0F, a character that is not seen". Those are invisible alone,
+// but they are parts of characters people see and type: "❤️" and "⭐️" (a
+// phone or macOS emoji keyboard sends U+FE0F after them), "👨‍💻" (a ZWJ
+// emoji sequence), Persian words written with U+200C ("می‌خواهم"),
+// Devanagari conjuncts with U+200D. Judged by grapheme cluster
+// (inbox.Unseen), a joiner or selector inside a character that draws is
+// taken, as it was before tags refused invisible characters; one standing
+// alone, or a joiner ending the tag, is not (TestTagBidiControlRefused).
+func TestTagsWithEmojiAndJoinersAreTaken(t *testing.T) {
+	r := newCLIStore(t)
+	s := r.must("", "session", "new", "--title", "emoji")
+	for _, tag := range []string{"❤️", "⭐️", "👨\u200d💻", "می\u200cخواهم", "क्\u200dष"} {
+		code, out, errs := r.run("", "session", "tag", s, tag)
+		if code != 0 {
+			t.Errorf("session tag %q: exit %d: %s%s", tag, code, out, errs)
+		}
 	}
 }

@@ -166,3 +166,26 @@ func TestStoreCatJSONAsPrintJSONWroteIt(t *testing.T) {
 		t.Errorf("--json store cat of the empty object: %q, want %q", got, want)
 	}
 }
+
+// TestStorePruneTakesAProtectTagAnOlderRookTook: config.toml with
+// protect_tags = ["keep", "⭐️"], which rook read before tags refused
+// invisible characters, made every command that reads it (store prune,
+// maintain, gc, import, mcp) fail "protect_tags: tag "⭐️" has U+FE0F
+// ...", exit 1, and the sessions protected with "⭐️" could no longer be
+// protected by name at all. A protect tag only matches tags: config.toml
+// refuses in one what every rook refused (white space, a control
+// character), not what a new tag may no longer hold, which a session an
+// older rook tagged may.
+func TestStorePruneTakesAProtectTagAnOlderRookTook(t *testing.T) {
+	r := newCLIStore(t)
+	for _, tags := range []string{`"keep", "⭐️"`, `"keep", "v1\u202e"`} {
+		cfg := "[storage.retention]\nprotect_tags = [" + tags + "]\n"
+		if err := os.WriteFile(filepath.Join(r.home, "config.toml"), []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := r.run("", "store", "prune", "--dry-run")
+		if code != 0 || strings.Contains(errs, "protect_tags") {
+			t.Errorf("store prune --dry-run with protect_tags [%s]: exit %d: %s%s", tags, code, out, errs)
+		}
+	}
+}

@@ -277,26 +277,16 @@ func parseTitle(raw json.RawMessage) (string, *rpcError) {
 	}
 	title = SanitizeTitle(title)
 	// The seeds refuse a title empty after sanitization. A title of only
-	// characters nobody sees (zero-width spaces, word joiners, U+FEFF:
-	// what inbox.Typeable takes out of client names; Hangul fillers and
-	// the grapheme joiner: dropDrawnAsNothing) is as empty: its
-	// heading would look blank. Such characters stay in a title that has
-	// something to see, where they may mean something: a zero-width
-	// joiner makes one emoji of several, a non-joiner spells Persian.
-	if strings.TrimSpace(strings.Map(dropDrawnAsNothing, inbox.Typeable(title))) == "" {
+	// characters nobody sees (zero-width spaces, word joiners, U+FEFF,
+	// Hangul fillers, the grapheme joiner: inbox.NothingToSee, the rule
+	// session tags follow) is as empty: its heading would look blank.
+	// Such characters stay in a title that has something to see, where
+	// they may mean something: a zero-width joiner makes one emoji of
+	// several, a non-joiner spells Persian.
+	if inbox.NothingToSee(title) {
 		return "", invalid(`"title" is empty once control characters, invisible characters (zero-width spaces, joiners, byte order marks, ...) and surrounding spaces are removed: omit it or give a heading`, "title")
 	}
 	return title, nil
-}
-
-// dropDrawnAsNothing drops the characters Unicode says draw nothing that
-// inbox.Typeable keeps (inbox.DrawnAsNothing). For the emptiness test
-// only: the title keeps them.
-func dropDrawnAsNothing(r rune) rune {
-	if inbox.DrawnAsNothing(r) {
-		return -1
-	}
-	return r
 }
 
 // SanitizeTitle makes a title one clean line: control characters (Unicode

@@ -237,6 +237,8 @@ type capturer struct {
 	// passedOver counts the directories a tree capture passed over by
 	// name (passOver).
 	passedOver int
+	// openDirs counts the directories the walk holds open (walkedDir).
+	openDirs int
 }
 
 func (r *Rook) newCapturer(root string, limits Limits) (*capturer, error) {
@@ -506,9 +508,54 @@ func (c *capturer) walk(rel string, tree bool) error {
 	return c.walkDir(nil, "", rel, fi, tree)
 }
 
+// maxOpenDirs bounds the directories a walk holds open at once: below
+// that depth each directory stays open while the walk is under it (what
+// is in it is looked at and read through it); deeper, one is closed
+// while the walk goes into a directory it holds, and opened again after
+// (walkedDir.get), so the walk of a tree however deep holds no more
+// descriptors than this (and the few it reads with).
+const maxOpenDirs = 16
+
+// walkedDir is a directory a walk is in: open (root), or closed while the
+// walk is deeper than maxOpenDirs below it.
+type walkedDir struct {
+	c    *capturer
+	root *os.Root // nil: closed
+	abs  string
+	rel  string
+	was  fs.FileInfo // what the Lstat that found it saw
+}
+
+// get returns the directory, open: opened again when closed (release),
+// by its path, and taken only if it is the directory the walk found (the
+// same device and inode; errNowLink otherwise): what is in it is still
+// looked at and read through the directory itself, never through a link
+// put in its place or above it.
+func (d *walkedDir) get() (*os.Root, error) {
+	if d.root != nil {
+		return d.root, nil
+	}
+	r, err := openDirIn(nil, "", d.abs, d.rel, d.was)
+	if err != nil {
+		return nil, err
+	}
+	d.root = r
+	d.c.openDirs++
+	return r, nil
+}
+
+// release closes the directory, to be opened again when needed.
+func (d *walkedDir) release() {
+	if d.root != nil {
+		d.root.Close()
+		d.root = nil
+		d.c.openDirs--
+	}
+}
+
 // walkDir captures the workspace directory rel, the entry name of parent
 // (nil: rel's path, from the workspace), which an Lstat found to be was.
-func (c *capturer) walkDir(parent *os.Root, name, rel string, was fs.FileInfo, tree bool) error {
+func (c *capturer) walkDir(parent *walkedDir, name, rel string, was fs.FileInfo, tree bool) error {
 	abs := c.real
 	if rel != "" {
 		abs = filepath.Join(c.real, filepath.FromSlash(rel))
@@ -519,15 +566,30 @@ func (c *capturer) walkDir(parent *os.Root, name, rel string, was fs.FileInfo, t
 	if captureHook != nil {
 		captureHook(captureRead, rel)
 	}
-	dir, err := openDirIn(parent, name, abs, rel, was)
+	var in *os.Root
+	if parent != nil {
+		var err error
+		if in, err = parent.get(); notExist(err) {
+			return gone(rel, err)
+		} else if err != nil {
+			return err
+		}
+	}
+	root, err := openDirIn(in, name, abs, rel, was)
 	if notExist(err) && rel != "" {
 		return gone(rel, err)
 	}
 	if err != nil {
 		return fmt.Errorf("capture %s: %w", displayRel(rel), err)
 	}
-	defer dir.Close()
-	ents, err := readDirOf(dir)
+	dir := &walkedDir{c: c, root: root, abs: abs, rel: rel, was: was}
+	c.openDirs++
+	defer dir.release()
+	if parent != nil && c.openDirs > maxOpenDirs {
+		// Deep: the parent is opened again once this is walked.
+		parent.release()
+	}
+	ents, err := readDirOf(root)
 	if notExist(err) && rel != "" {
 		return gone(rel, err)
 	}
@@ -543,7 +605,7 @@ func (c *capturer) walkDir(parent *os.Root, name, rel string, was fs.FileInfo, t
 		c.addTreeDirModeOf(rel, was)
 	}
 	if tree && c.ignore != nil {
-		b, note, err := readGitignore(dir, path.Join(rel, ".gitignore"))
+		b, note, err := readGitignore(root, path.Join(rel, ".gitignore"))
 		if err != nil {
 			return err
 		}
@@ -552,6 +614,11 @@ func (c *capturer) walkDir(parent *os.Root, name, rel string, was fs.FileInfo, t
 		}
 		if b != nil {
 			c.ignore.AddFile(rel, b)
+		}
+		if rel != "" && hasGitEntry(ents) {
+			// A nested repository: the .gitignore files above the
+			// workspace do not apply inside it.
+			c.ignore.addRepo(rel)
 		}
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
@@ -619,7 +686,17 @@ func readDirOf(dir *os.Root) ([]fs.DirEntry, error) {
 // looked at again, once, and taken as what it is then: a link is
 // recorded as the link (or, in a tree capture, left out and listed when
 // it leads outside the workspace), never read through.
-func (c *capturer) walkEntry(dir *os.Root, name, child string, tree, again bool) error {
+func (c *capturer) walkEntry(d *walkedDir, name, child string, tree, again bool) error {
+	dir, err := d.get()
+	if notExist(err) {
+		return nil // the directory removed since its listing: nothing there
+	}
+	if errors.Is(err, errNowLink) {
+		return fmt.Errorf("capture %s: replaced while captured (a tool at work), never read through a link: run it again once it is done", displayRel(d.rel))
+	}
+	if err != nil {
+		return fmt.Errorf("capture %s: %w", displayRel(d.rel), err)
+	}
 	fi, err := dir.Lstat(name)
 	if notExist(err) {
 		return nil // removed since the listing: not there
@@ -631,7 +708,7 @@ func (c *capturer) walkEntry(dir *os.Root, name, child string, tree, again bool)
 	case fi.IsDir():
 		// Removed after its Lstat: not there either, nor is it
 		// taken (walkDir fails before it records anything of it).
-		err = c.walkDir(dir, name, child, fi, tree)
+		err = c.walkDir(d, name, child, fi, tree)
 	case fi.Mode()&fs.ModeSymlink != 0:
 		// In a directory named to capture, a link is recorded as
 		// the link, as a named one is; a whole-tree checkpoint
@@ -654,7 +731,7 @@ func (c *capturer) walkEntry(dir *os.Root, name, child string, tree, again bool)
 	}
 	if errors.Is(err, errNowLink) {
 		if again && c.goneWhole(child) {
-			return c.walkEntry(dir, name, child, tree, false)
+			return c.walkEntry(d, name, child, tree, false)
 		}
 		return fmt.Errorf("capture %s: replaced again and again while captured (a tool at work), never read through a link: run it again once it is done", child)
 	}
@@ -767,10 +844,7 @@ func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, e
 	c.m.Label = label
 	// The .gitignore files above the workspace, up to the top of the git
 	// repository it is in, apply as git applies them.
-	prefix, above, notes, err := gitignoresAbove(c.real)
-	if err != nil {
-		return nil, err
-	}
+	prefix, above, notes := gitignoresAbove(c.real)
 	c.ignore = newIgnoreAbove(prefix, above)
 	c.m.Skipped = append(c.m.Skipped, notes...)
 	rel := ""
@@ -801,6 +875,9 @@ func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, e
 			}
 			if b != nil {
 				c.ignore.AddFile(dir, b)
+			}
+			if dir != "" && holdsGit(filepath.Join(c.real, filepath.FromSlash(dir))) {
+				c.ignore.addRepo(dir)
 			}
 			if dir == "" {
 				dir = part

@@ -127,7 +127,7 @@ func (st *firstStates) addedUnderDirs(home string) error {
 	w := addedWalker{st: st, real: real, home: newStoreGuard(home).real, made: map[string]bool{}}
 	// The .gitignore files above the workspace, in its git repository,
 	// apply as in a tree capture.
-	w.prefix, w.above, _, w.aboveErr = gitignoresAbove(real)
+	w.prefix, w.above, _ = gitignoresAbove(real)
 	tops := map[string]bool{}
 	for _, m := range []map[string]uint64{st.dirs, st.gone} {
 		for d := range m {
@@ -241,11 +241,9 @@ type addedWalker struct {
 	home   string
 	ignore *Ignore
 	// prefix and above are the workspace's path in its git repository
-	// and the .gitignore files above it there (gitignoresAbove); aboveErr
-	// says one of them cannot be applied.
-	prefix   string
-	above    []ignoreAbove
-	aboveErr error
+	// and the .gitignore files above it there (gitignoresAbove).
+	prefix string
+	above  []ignoreAbove
 	// made are the directories walked that were not there at the first
 	// capture saying what their parent held (or of them, absent).
 	made map[string]bool
@@ -265,10 +263,6 @@ func (w *addedWalker) top(d string) error {
 	}
 	w.noteMade(d)
 	// The .gitignore files above d apply, as in a tree capture of it.
-	if w.aboveErr != nil {
-		w.gitignoreUnreadable(d, w.aboveErr)
-		return nil
-	}
 	w.ignore = newIgnoreAbove(w.prefix, w.above)
 	dir := ""
 	for _, part := range strings.Split(d, "/") {
@@ -278,6 +272,9 @@ func (w *addedWalker) top(d string) error {
 			return nil
 		}
 		w.ignore.AddFile(dir, b)
+		if dir != "" && holdsGit(filepath.Join(w.real, filepath.FromSlash(dir))) {
+			w.ignore.addRepo(dir)
+		}
 		dir = path.Join(dir, part)
 	}
 	return w.walk(d)
@@ -318,6 +315,9 @@ func (w *addedWalker) walk(rel string) error {
 		return nil
 	}
 	w.ignore.AddFile(rel, b)
+	if hasGitEntry(ents) {
+		w.ignore.addRepo(rel)
+	}
 	for _, e := range ents {
 		name, child := e.Name(), rel+"/"+e.Name()
 		switch {

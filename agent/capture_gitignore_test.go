@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -330,5 +331,213 @@ func TestCheckpointAppliesNoGitignoreAboveTheHomeOrTheRepository(t *testing.T) {
 	}
 	if got := strings.Join(fileNames(m), " "); got != "x.log" {
 		t.Errorf("a checkpoint of a repository inside another holds %q, want x.log", got)
+	}
+}
+
+// A checkpoint of /repo/app applies /repo/.gitignore as git does. Each
+// expectation is what `git ls-files --others --exclude-standard` printed
+// in app for the same tree and patterns (git 2.x, by hand), and what the
+// real rook took (checkpoint, then restore --to).
+func TestCheckpointAppliesTheGitignoreAboveAsGitDoes(t *testing.T) {
+	files := []string{"a.js", "b.txt", "sub/c.txt", "keep/d.txt"}
+	for _, c := range []struct{ above, want string }{
+		{"/*\n!/app\n", "a.js b.txt keep/d.txt sub/c.txt"},
+		{"*\n!*/\n!*.js\n", "a.js"},
+		{"/*\n!/app/\n", "a.js b.txt keep/d.txt sub/c.txt"},
+		{"app/*\n!app/keep/\n", "keep/d.txt"},
+		{"*.txt\n!app/**/*.txt\n", "a.js b.txt keep/d.txt sub/c.txt"},
+	} {
+		r, _, _ := newWorkspace(t)
+		repo := t.TempDir()
+		if err := os.Mkdir(filepath.Join(repo, ".git"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		tr := tree{".gitignore": c.above}
+		for _, f := range files {
+			tr["app/"+f] = "x\n"
+		}
+		writeTree(t, repo, tr)
+		_, m, err := r.CreateCheckpoint("c", filepath.Join(repo, "app"), "", DefaultLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(fileNames(m), " "); got != c.want {
+			t.Errorf("/repo/.gitignore %q: a checkpoint of /repo/app holds %q, git leaves %q", c.above, got, c.want)
+		}
+	}
+}
+
+// The user runs `rook checkpoint create` in /repo/app, a package of a
+// monorepo (/repo/.git, /repo/.gitignore holding "*.log"), and app holds
+// a nested git repository, app/vendor/lib (its own .git: a clone, a
+// vendored library), whose file x.log its own repository does not ignore.
+// It did: x.log was left out of the checkpoint, silently, so a restore did
+// not bring it back (before 2c00e15 it was taken). Now: git applies a
+// repository's .gitignore only inside that repository (`git -C
+// /repo/app/vendor/lib status --ignored` lists x.log as untracked, and
+// /repo's git does not look into the nested repository): the patterns of
+// the .gitignore files above the workspace stop at a directory holding
+// .git (Ignore.addRepo), in the walk and with --path below it. Those of
+// the workspace's own .gitignore files still apply inside it, as they
+// always did (vendor/lib/y.tmp).
+func TestCheckpointAppliesNoGitignoreAboveInsideANestedRepository(t *testing.T) {
+	r, _, _ := newWorkspace(t)
+	repo := t.TempDir()
+	for _, d := range []string{".git", "app/vendor/lib/.git"} {
+		if err := os.MkdirAll(filepath.Join(repo, filepath.FromSlash(d)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeTree(t, repo, tree{
+		".gitignore":            "*.log\n",
+		"app/.gitignore":        "*.tmp\n",
+		"app/main.js":           "main\n",
+		"app/debug.log":         "log\n",
+		"app/vendor/lib/x.log":  "the library's own file\n",
+		"app/vendor/lib/lib.js": "lib\n",
+		"app/vendor/lib/y.tmp":  "tmp\n",
+		"app/vendor/z.log":      "log\n",
+	})
+	app := filepath.Join(repo, "app")
+	_, m, err := r.CreateCheckpoint("c", app, "", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(fileNames(m), " ")
+	if want := ".gitignore main.js vendor/lib/lib.js vendor/lib/x.log"; got != want {
+		t.Errorf("a checkpoint of /repo/app holds %q, want %q: /repo/.gitignore's *.log does not apply inside the nested repository vendor/lib (git: x.log is untracked there, not ignored)", got, want)
+	}
+	_, m, err = r.CreateCheckpoint("d", app, "vendor/lib", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(fileNames(m), " "), "vendor/lib/lib.js vendor/lib/x.log"; got != want {
+		t.Errorf("a checkpoint of /repo/app --path vendor/lib holds %q, want %q", got, want)
+	}
+	_, m, err = r.CreateCheckpoint("e", filepath.Join(app, "vendor"), "", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(fileNames(m), " "), "lib/lib.js lib/x.log lib/y.tmp"; got != want {
+		t.Errorf("a checkpoint of /repo/app/vendor holds %q, want %q", got, want)
+	}
+}
+
+// The diff's walk for files added under a directory captured whole
+// applies the .gitignore files above the workspace as a checkpoint does:
+// not inside a nested repository.
+func TestDiffAppliesNoGitignoreAboveInsideANestedRepository(t *testing.T) {
+	r, _, _ := newWorkspace(t)
+	repo := t.TempDir()
+	for _, d := range []string{".git", "app/vendor/lib/.git"} {
+		if err := os.MkdirAll(filepath.Join(repo, filepath.FromSlash(d)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeTree(t, repo, tree{".gitignore": "*.log\n", "app/vendor/lib/lib.js": "lib\n"})
+	app := filepath.Join(repo, "app")
+	s, err := r.NewSession("edit", app, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"vendor", "vendor/lib/sub"} {
+		if _, _, err := r.CaptureSession(s.ID, []string{p}, "write", DefaultLimits); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeTree(t, repo, tree{"app/vendor/z.log": "z\n", "app/vendor/lib/x.log": "x\n", "app/vendor/lib/sub/y.log": "y\n"})
+	d, err := r.Diff(s.ID, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var added []string
+	for _, f := range d.Files {
+		if f.Status == "added" {
+			added = append(added, f.Path)
+		}
+	}
+	if got, want := strings.Join(added, " "), "vendor/lib/sub/y.log vendor/lib/x.log"; got != want {
+		t.Errorf("diff shows %q added, want %q: /repo/.gitignore's *.log does not apply inside vendor/lib, a nested repository", got, want)
+	}
+}
+
+// The user, about to run a risky `git rebase` or `git filter-repo`, backs
+// up the repository's git directory: `cd /repo/.git && rook checkpoint
+// create before-rebase`, /repo/.gitignore holding "logs" and "*.log" (the
+// Node.js template's lines). It did: .git/logs (the reflogs, what recovers
+// a lost commit) was left out of the checkpoint, silently, where before
+// 2c00e15 it was taken. Now: git applies no .gitignore inside its own
+// .git directory (there, `git status` says "this operation must be run
+// in a work tree"): a workspace in the git directory (.git, or a
+// directory in it) has no .gitignore above applied (gitignoresAbove).
+func TestCheckpointOfTheGitDirectoryKeepsItsLogs(t *testing.T) {
+	r, _, _ := newWorkspace(t)
+	repo := t.TempDir()
+	writeTree(t, repo, tree{
+		".gitignore":                "logs\n*.log\n",
+		"a.txt":                     "a\n",
+		".git/HEAD":                 "ref: refs/heads/main\n",
+		".git/refs/heads/main":      "0123456789012345678901234567890123456789\n",
+		".git/logs/HEAD":            "0000 0123 a <a@b> 1 +0000\tcommit (initial): x\n",
+		".git/logs/refs/heads/main": "0000 0123 a <a@b> 1 +0000\tcommit (initial): x\n",
+		".git/hooks/pre-commit.log": "a hook's log\n",
+		".git/info/exclude":         "\n",
+	})
+	for _, c := range []struct{ ws, want string }{
+		{".git", "logs/HEAD logs/refs/heads/main hooks/pre-commit.log"},
+		{".git/logs", "HEAD refs/heads/main"},
+	} {
+		_, m, err := r.CreateCheckpoint("before-rebase", filepath.Join(repo, filepath.FromSlash(c.ws)), "", DefaultLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(fileNames(m), " ")
+		for _, want := range strings.Fields(c.want) {
+			if _, ok := m.Files[want]; !ok {
+				t.Errorf("a checkpoint of /repo/%s left out %s (holds %s): /repo/.gitignore applies to the worktree, not to the git directory itself", c.ws, want, got)
+			}
+		}
+	}
+}
+
+// A .gitignore above the workspace that cannot be read (the user is not
+// its owner: /repo/.gitignore root's, mode 0600, the checkpoint taken as
+// another user) did fail the checkpoint, "make it readable (chmod u+r),
+// or remove it", advice the user may not be able to follow, where before
+// 2c00e15 those files were not read at all. Now it is named in skipped
+// and the checkpoint goes on without its patterns. One in the workspace
+// still fails the checkpoint (its patterns not applied, what they leave
+// out, a secret, would be captured).
+func TestCheckpointNamesAGitignoreAboveItCannotRead(t *testing.T) {
+	if !notRoot(t) {
+		return
+	}
+	r, _, _ := newWorkspace(t)
+	repo := t.TempDir()
+	writeTree(t, repo, tree{".git/HEAD": "ref\n", ".gitignore": "*.log\n", "app/a.txt": "a\n", "app/x.log": "x\n"})
+	above := filepath.Join(repo, ".gitignore")
+	if err := os.Chmod(above, 0); err != nil {
+		t.Fatal(err)
+	}
+	app := filepath.Join(repo, "app")
+	_, m, err := r.CreateCheckpoint("c", app, "", DefaultLimits)
+	if err != nil {
+		t.Fatalf("checkpoint with %s unreadable: %v, want it taken, the file named", above, err)
+	}
+	if got := strings.Join(fileNames(m), " "); got != "a.txt x.log" {
+		t.Errorf("files %q, want a.txt x.log (the patterns of %s not applied)", got, above)
+	}
+	want := above + " cannot be read: permission denied; above the workspace, its patterns are not applied"
+	if !slices.Contains(m.Skipped, want) {
+		t.Errorf("skipped %q, want %q", m.Skipped, want)
+	}
+	writeTree(t, repo, tree{"app/.gitignore": "*.tmp\n"})
+	if err := os.Chmod(filepath.Join(app, ".gitignore"), 0); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = r.CreateCheckpoint("d", app, "", DefaultLimits)
+	var ge *GitignoreError
+	if !errors.As(err, &ge) || ge.Path != ".gitignore" {
+		t.Errorf("checkpoint with the workspace's .gitignore unreadable: %v, want a GitignoreError naming it", err)
 	}
 }

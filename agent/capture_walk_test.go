@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -183,5 +184,84 @@ func TestCheckpointTakesADirectoryPassedOverByNameWhenNamed(t *testing.T) {
 	}
 	if got := strings.Join(fileNames(m), " "); got != "build/ci/deploy.sh" {
 		t.Errorf("--path build holds %q, want build/ci/deploy.sh", got)
+	}
+}
+
+// The user runs `rook checkpoint create` in a workspace with a deep
+// directory tree (here 120 levels, one file at the bottom) under a low
+// open-file limit (a CI container, a shell with `ulimit -n 256`). It did:
+// the checkpoint failed, "capture d/d/.../d: openat .: too many open
+// files", nothing saved (the real binary failed the same way at depth 300
+// under `ulimit -n 256`), where before the walk with os.Root (2c00e15) it
+// was taken: the walk held every ancestor directory open while it walked
+// under it, one descriptor per level of depth. Now: below maxOpenDirs a
+// directory stays open while the walk is under it; deeper, it is closed
+// while the walk goes into a directory it holds and opened again after,
+// taken only if it is the directory the walk found (walkedDir.get).
+func TestCheckpointOfADeepTreeUnderALowOpenFileLimit(t *testing.T) {
+	r, ws, _ := newWorkspace(t)
+	deep := strings.Repeat("d/", 120) + "f.txt"
+	writeTree(t, ws, tree{"a.txt": "a\n", deep: "bottom\n"})
+
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Skip(err)
+	}
+	low := old
+	low.Cur = 64
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Skip(err)
+	}
+	_, m, err := r.CreateCheckpoint("deep", ws, "", DefaultLimits)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatalf("checkpoint of a tree %d directories deep under a 64 open-file limit failed: %v", 120, err)
+	}
+	if _, ok := m.Files[filepath.ToSlash(deep)]; !ok {
+		t.Fatalf("the file at the bottom of the deep tree was not captured; files: %d", len(m.Files))
+	}
+}
+
+// Deeper than maxOpenDirs, a directory the walk closed while it went
+// into one it holds is opened again by its path: a directory above it
+// that a tool replaced meanwhile by a link (to a copy outside the
+// workspace, its z.txt a secret) does not lead the walk there. The
+// directory opened again is taken only if it is the one the walk found
+// (its device and inode): here it is not, and the checkpoint fails,
+// saying to run it again; nothing is read through the link.
+func TestCheckpointWalkOfADeepTreeReadsNothingThroughALinkPutAbove(t *testing.T) {
+	r, ws, _ := newWorkspace(t)
+	levels := maxOpenDirs + 6
+	at := strings.TrimSuffix(strings.Repeat("d/", levels-1), "/") // a directory deeper than maxOpenDirs
+	inner := at + "/d"                                            // one it holds, walked before z.txt
+	writeTree(t, ws, tree{"a.txt": "a\n", inner + "/f.txt": "f\n", at + "/z.txt": "z\n"})
+	outside := t.TempDir()
+	writeTree(t, outside, tree{at + "/z.txt": "PRIVATE KEY\n", inner + "/f.txt": "f\n"})
+	setCaptureHook(t, func(p, rel string) {
+		if p != captureRead || rel != inner {
+			return
+		}
+		// d/d/d is moved out of the workspace and a link to the copy put
+		// in its place.
+		abs := filepath.Join(ws, "d", "d", "d")
+		if err := os.Rename(abs, filepath.Join(t.TempDir(), "moved")); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(filepath.Join(outside, "d", "d", "d"), abs); err != nil {
+			t.Error(err)
+		}
+	})
+	_, m, err := r.CreateCheckpoint("c", ws, "", DefaultLimits)
+	if err != nil {
+		if !strings.Contains(err.Error(), "run it again") {
+			t.Errorf("error %q, want it to say to run it again", err)
+		}
+		t.Logf("refused: %v", err)
+		return
+	}
+	if f, ok := m.Files[at+"/z.txt"]; ok && f.Size != 2 {
+		t.Errorf("the checkpoint holds %s/z.txt of %d bytes, read through the link put in d/d/d's place", at, f.Size)
 	}
 }

@@ -30,6 +30,11 @@ import (
 //     "a/**/b" zero or more directories between a and b; any other "**" is
 //     an ordinary "*". A pattern with an unterminated class never matches.
 //   - Patterns of a .gitignore in directory dir only apply to paths under dir.
+//   - Patterns of the .gitignore files above the workspace (newIgnoreAbove)
+//     stop at a nested repository (addRepo: a directory of the workspace
+//     holding .git): git applies a repository's .gitignore files only
+//     inside it. Those of the workspace's own .gitignore files still apply
+//     inside one, as they always did in rook (git would not apply them).
 //
 // Parent directories: git cannot re-include a file when one of its parent
 // directories is excluded, because it never looks inside an excluded
@@ -54,6 +59,10 @@ type Ignore struct {
 	// the workspace (newIgnoreAbove) are keyed from that top, and every
 	// workspace path AddFile and Match are given is taken below base.
 	base string
+	// repos are the workspace directories (as AddFile is given them)
+	// holding .git, nested repositories: below one, the patterns above
+	// the workspace do not apply.
+	repos map[string]bool
 }
 
 // ignorePattern is one parsed .gitignore line.
@@ -104,6 +113,36 @@ func (ig *Ignore) addAt(dir string, content []byte) {
 	ig.byDir[dir] = append(ig.byDir[dir], pats...)
 }
 
+// addRepo records that the workspace directory dir holds .git: a nested
+// repository, inside which the patterns of the .gitignore files above the
+// workspace do not apply (git applies a repository's .gitignore files
+// only inside it; the one above does not look into the nested one). dir
+// itself is still matched by them. Nothing to do when there are none.
+func (ig *Ignore) addRepo(dir string) {
+	dir = ignoreCleanDir(dir)
+	if ig.base == "" || dir == "" {
+		return
+	}
+	if ig.repos == nil {
+		ig.repos = map[string]bool{}
+	}
+	ig.repos[dir] = true
+}
+
+// inRepo says whether the workspace path rel is inside (below) a nested
+// repository (addRepo).
+func (ig *Ignore) inRepo(rel string) bool {
+	if len(ig.repos) == 0 {
+		return false
+	}
+	for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+		if ig.repos[d] {
+			return true
+		}
+	}
+	return false
+}
+
 // Match reports whether rel (slash-separated, relative to the root, no
 // leading slash) is ignored; isDir says whether it is a directory. It looks at
 // rel alone, not at its parent directories: see the type's documentation.
@@ -115,7 +154,13 @@ func (ig *Ignore) Match(rel string, isDir bool) bool {
 	if rel == "" {
 		return false
 	}
+	// Below a nested repository, the directories above the workspace
+	// (keys shorter than base) are not looked at.
+	stop := -1
 	if ig.base != "" {
+		if ig.inRepo(rel) {
+			stop = len(ig.base)
+		}
 		rel = ig.base + "/" + rel
 	}
 	base := rel[strings.LastIndexByte(rel, '/')+1:]
@@ -128,6 +173,9 @@ func (ig *Ignore) Match(rel string, isDir bool) bool {
 		dir, sub := "", rel
 		if slash >= 0 {
 			dir, sub = rel[:slash], rel[slash+1:]
+		}
+		if len(dir) < stop {
+			return false
 		}
 		pats := ig.byDir[dir]
 		for i := len(pats) - 1; i >= 0; i-- {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -139,13 +140,19 @@ type ignoreAbove struct {
 // is in: a package of a monorepo), those of the top and of each directory
 // down to the workspace's parent. It returns the workspace's path from
 // that top ("" when the workspace is not in a repository, or is its
-// top, and then no files), the files, and notes on those not applied (a
-// link, a named pipe). The walk up stops at the workspace's own .git, at
-// the user's home (not looked at: a home that is a repository, of
+// top, and then no files), the files, and notes on those not applied: a
+// link, a named pipe, and one that cannot be read or is too large (a
+// file above the workspace, which the user may not own or be able to
+// change: named, and gone on without; before they were read at all, a
+// checkpoint did not read them). The walk up stops at the workspace's own
+// .git, at the user's home (not looked at: a home that is a repository, of
 // dotfiles, does not make every workspace in it a package of it) and at
-// the filesystem's root: no .git met, no .gitignore above applies. These
-// are the only files a capture reads outside the workspace.
-func gitignoresAbove(real string) (string, []ignoreAbove, []string, error) {
+// the filesystem's root: no .git met, no .gitignore above applies. A
+// workspace in the git directory itself (the repository's .git, or a
+// directory in it) is in no worktree: git applies no .gitignore there,
+// nor does the capture. These are the only files a capture reads outside
+// the workspace.
+func gitignoresAbove(real string) (string, []ignoreAbove, []string) {
 	home := ""
 	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
 		if r, err := filepath.EvalSymlinks(h); err == nil {
@@ -156,7 +163,7 @@ func gitignoresAbove(real string) (string, []ignoreAbove, []string, error) {
 	top := ""
 	for d := real; ; {
 		if d != real && d == home {
-			return "", nil, nil, nil
+			return "", nil, nil
 		}
 		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
 			top = d
@@ -164,29 +171,34 @@ func gitignoresAbove(real string) (string, []ignoreAbove, []string, error) {
 		}
 		up := filepath.Dir(d)
 		if d == home {
-			return "", nil, nil, nil // the workspace is the home: nothing above it
+			return "", nil, nil // the workspace is the home: nothing above it
 		}
 		if up == d {
-			return "", nil, nil, nil
+			return "", nil, nil
 		}
 		d = up
 	}
 	if top == real {
-		return "", nil, nil, nil
+		return "", nil, nil
 	}
 	rel, err := filepath.Rel(top, real)
 	if err != nil {
-		return "", nil, nil, nil
+		return "", nil, nil
 	}
 	prefix := filepath.ToSlash(rel)
+	parts := strings.Split(prefix, "/")
+	if slices.Contains(parts, ".git") {
+		return "", nil, nil // in the git directory: no worktree there
+	}
 	var files []ignoreAbove
 	var notes []string
 	dir := ""
-	for _, part := range strings.Split(prefix, "/") {
+	for _, part := range parts {
 		abs := filepath.Join(top, filepath.FromSlash(dir))
 		b, note, err := readGitignore(pathDir(abs), filepath.Join(abs, ".gitignore"))
-		if err != nil {
-			return "", nil, nil, err
+		var ge *GitignoreError
+		if errors.As(err, &ge) {
+			note = fmt.Sprintf("%s %s; above the workspace, its patterns are not applied", ge.Path, ge.Why())
 		}
 		if note != "" {
 			notes = append(notes, note)
@@ -196,7 +208,7 @@ func gitignoresAbove(real string) (string, []ignoreAbove, []string, error) {
 		}
 		dir = path.Join(dir, part)
 	}
-	return prefix, files, notes, nil
+	return prefix, files, notes
 }
 
 // newIgnoreAbove returns an Ignore for the workspace at prefix in its
@@ -208,4 +220,22 @@ func newIgnoreAbove(prefix string, above []ignoreAbove) *Ignore {
 	}
 	ig.base = prefix
 	return ig
+}
+
+// holdsGit says whether the directory abs holds .git (a directory, or a
+// file, as a submodule's or a worktree's is): the top of a repository,
+// as gitignoresAbove takes one.
+func holdsGit(abs string) bool {
+	_, err := os.Lstat(filepath.Join(abs, ".git"))
+	return err == nil
+}
+
+// hasGitEntry is holdsGit of a directory listed as ents.
+func hasGitEntry(ents []fs.DirEntry) bool {
+	for _, e := range ents {
+		if e.Name() == ".git" {
+			return true
+		}
+	}
+	return false
 }

@@ -14,8 +14,9 @@ import (
 // which reads and writes anything, TestScripts skips them, so CI (root)
 // never ran them. TestScriptsAsNobody runs them as the user nobody.
 var notRootScripts = []string{
-	"export_output_refused", // an --output in a directory the user may not write
-	"import_unreadable",     // files, directories and links rook may not read
+	"checkpoint_gitignore_above_unreadable", // a .gitignore above the workspace the user may not read
+	"export_output_refused",                 // an --output in a directory the user may not write
+	"import_unreadable",                     // files, directories and links rook may not read
 }
 
 func TestScriptsAsNobody(t *testing.T) {

@@ -5,9 +5,7 @@ import (
 	"io/fs"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -94,15 +92,7 @@ func TestCheckpointLsBesideACheckpointRmCallsNoRemovedCheckpointUnreadable(t *te
 	if err := w.Store.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-	rd, err := Open(testHome, Options{FS: fsys, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
+	rd, clk := readerAfter(t, fsys, w)
 
 	// checkpoint ls is about to read the ref: another rook's
 	// `checkpoint rm second` removes it first.

@@ -2,10 +2,29 @@ package agent
 
 import (
 	"path/filepath"
+	"testing"
+	"time"
 
 	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
 )
+
+// readerAfter closes the writer w and opens a reader of its store on
+// fsys, with the fixed clock the other rook of removeBeforeRead is given
+// too; the reader is closed when the test ends.
+func readerAfter(t *testing.T, fsys *vfs.MemFS, w *Rook) (*Rook, *clock.Fixed) {
+	t.Helper()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	rd, err := Open(testHome, Options{FS: fsys, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rd.Close() })
+	return rd, clk
+}
 
 // removeBeforeRead arms fsys so that, just before the first open for
 // reading of path, another rook on the same store (a writer of its own,

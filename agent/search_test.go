@@ -8,11 +8,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/rookhq/rook/eventlog"
-	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -724,15 +722,7 @@ func TestSearchBesideASessionRmCallsNoRemovedSessionDamaged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-	rd, err := Open(testHome, Options{FS: fsys, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
+	rd, clk := readerAfter(t, fsys, w)
 
 	goneLog := filepath.Join(testHome, "events", gone.String()+".log")
 	// Search is about to open the session's log: another rook's

@@ -1048,21 +1048,13 @@ func TestReadersOfASessionRemovedWhileReadSayNoSuchSession(t *testing.T) {
 			if _, err := w.Append(id, Entry{Kind: eventlog.KindUser, Body: []byte("hello")}); err != nil {
 				t.Fatal(err)
 			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
-			clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-			rd, err := Open(testHome, Options{FS: fsys, Clock: clk})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rd.Close()
+			rd, clk := readerAfter(t, fsys, w)
 			logPath := filepath.Join(testHome, "events", id.String()+".log")
 			done := removeBeforeRead(fsys, clk, logPath, func(other *Rook) error {
 				_, err := other.RemoveSession(id)
 				return err
 			})
-			err = c.read(rd, id)
+			err := c.read(rd, id)
 			removed, rmErr := done()
 			if rmErr != nil {
 				t.Fatalf("the other rook's session rm: %v", rmErr)

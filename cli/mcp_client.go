@@ -768,7 +768,8 @@ func (c *McpCallCmd) Run(e *Env) error {
 		return err
 	}
 	co, err = clientOptions(r, e, c.Timeout)
-	var handshake time.Duration // the handshake's own bound, when --timeout cut it
+	co.Limits.WholeCall = c.Timeout // one deadline, below: its message names it
+	var handshake time.Duration     // the handshake's own bound, when --timeout cut it
 	if err == nil {
 		handshake = handshakeBound(r, e, co, c.Timeout)
 		plan, err = r.PlanMCPCall(c.Name, c.Tool, args, o)

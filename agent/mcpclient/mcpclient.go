@@ -167,6 +167,12 @@ type Limits struct {
 	MaxMessageBytes int64
 	// CallTimeout bounds one tools/call; negative means only ctx bounds it.
 	CallTimeout time.Duration
+	// WholeCall, when more than 0, is the time the caller's ctx gave the
+	// whole call, the server's start and handshake included (`rook mcp
+	// call --timeout`): a call that runs out of it names it. The call's
+	// own CallTimeout, started after the handshake, ends later, so
+	// without it the message could name no limit at all.
+	WholeCall time.Duration
 }
 
 // DefaultLimits are the bounds used where Limits leaves a field zero.
@@ -574,6 +580,9 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.lim.CallTimeout)
 		defer cancel()
+	}
+	if limit == "" && c.lim.WholeCall > 0 {
+		limit = c.lim.WholeCall.String() + ", the server's start and handshake included: "
 	}
 	params := struct {
 		Name      string          `json:"name"`

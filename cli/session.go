@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -148,18 +149,21 @@ type SessionAppendCmd struct {
 	Label     string   `help:"Event label (a tool name, a model, a versioned note type)."`
 	TokensIn  uint64   `name:"tokens-in" placeholder:"N" help:"Input tokens this event cost."`
 	TokensOut uint64   `name:"tokens-out" placeholder:"N" help:"Output tokens this event cost."`
-	JSONL     nonEmpty `name:"jsonl" help:"Append many events from FILE (- for stdin), one JSON object a line: kind, label, body or body_file, tokens_in, tokens_out." placeholder:"FILE"`
+	JSONL     nonEmpty `name:"jsonl" help:"Append many events from FILE (- for stdin), one JSON object a line: kind, label (or label_base64), body or body_file, tokens_in, tokens_out." placeholder:"FILE"`
 	At        *uint64  `name:"at" placeholder:"SEQ" help:"With --jsonl: the first line's event is #SEQ. Lines whose seq the session holds already must be that event, and are skipped: run a stopped append again with the same --at to append the rest."`
 }
 
 // jsonlEvent is one line of --jsonl input.
 type jsonlEvent struct {
-	Kind      string  `json:"kind"`
-	Label     string  `json:"label"`
-	Body      *string `json:"body"`
-	BodyFile  string  `json:"body_file"`
-	TokensIn  uint64  `json:"tokens_in"`
-	TokensOut uint64  `json:"tokens_out"`
+	Kind  string `json:"kind"`
+	Label string `json:"label"`
+	// LabelBase64 carries a label that is not UTF-8 (show, history and
+	// find write such a label so under --json): a JSON string cannot.
+	LabelBase64 *string `json:"label_base64"`
+	Body        *string `json:"body"`
+	BodyFile    string  `json:"body_file"`
+	TokensIn    uint64  `json:"tokens_in"`
+	TokensOut   uint64  `json:"tokens_out"`
 }
 
 func (c *SessionAppendCmd) Run(e *Env) error {
@@ -751,6 +755,19 @@ func parseJSONLine(text []byte, spool func() (vfs.File, error)) (agent.Entry, er
 	if err != nil {
 		return agent.Entry{}, err
 	}
+	if j.LabelBase64 != nil {
+		b, err := base64.StdEncoding.DecodeString(*j.LabelBase64)
+		if err != nil {
+			return agent.Entry{}, fmt.Errorf("label_base64 is not standard base64: %v", err)
+		}
+		// A line of `--json session show` carries both: label as JSON
+		// wrote it (U+FFFD for each byte that is not UTF-8), and its
+		// bytes. A label that is not that is another label.
+		if j.Label != "" && j.Label != asJSONWrites(string(b)) {
+			return agent.Entry{}, errors.New("label and label_base64 are two different labels: give one (label_base64 for a label that is not UTF-8)")
+		}
+		j.Label = string(b)
+	}
 	if len(j.Label) > eventlog.MaxLabel {
 		return agent.Entry{}, fmt.Errorf("label is %d bytes; at most %d", len(j.Label), eventlog.MaxLabel)
 	}
@@ -772,6 +789,15 @@ func parseJSONLine(text []byte, spool func() (vfs.File, error)) (agent.Entry, er
 		en.Body = []byte(*j.Body)
 	}
 	return en, checkpointBody(kind, en.Label, en.Body)
+}
+
+// asJSONWrites is s as encoding/json writes it and reads it back: each
+// byte that is not UTF-8 becomes U+FFFD.
+func asJSONWrites(s string) string {
+	b, _ := json.Marshal(s)
+	var out string
+	_ = json.Unmarshal(b, &out)
+	return out
 }
 
 // loneSurrogate reports whether JSON text that decodes holds a \u escape

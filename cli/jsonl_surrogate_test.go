@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -49,6 +50,7 @@ func FuzzParseJSONLLine(f *testing.F) {
 	f.Add([]byte("{\"kind\":\"user\",\"body\":\"caf\xe9\"}"))
 	f.Add([]byte(`{"kind":"user","body":"\\ud800\\"}`))
 	f.Add([]byte(`[1]`))
+	f.Add([]byte(`{"kind":"note","label":"a\ufffdb","label_base64":"Yf9i","body":"x"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var j jsonlEvent
 		if json.Unmarshal(line, &j) == nil && j.BodyFile != "" {
@@ -61,6 +63,14 @@ func FuzzParseJSONLLine(f *testing.F) {
 		written := strings.Count(string(line), "\ufffd") + strings.Count(strings.ToLower(string(line)), `\ufffd`)
 		if got := strings.Count(string(en.Body), "\ufffd"); got > written {
 			t.Fatalf("%q: body %q holds %d U+FFFD, the line wrote %d", line, en.Body, got, written)
+		}
+		// A label taken from label_base64 is its bytes; one beside it
+		// is that label as JSON writes it.
+		if j.LabelBase64 != nil {
+			b, _ := base64.StdEncoding.DecodeString(*j.LabelBase64)
+			if en.Label != string(b) {
+				t.Fatalf("%q: label %q, label_base64 says %q", line, en.Label, b)
+			}
 		}
 	})
 }

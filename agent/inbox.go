@@ -213,8 +213,11 @@ type InboxSummary struct {
 	Title   string      `json:"title"`
 	Session eventlog.ID `json:"session"`
 	Saves   int         `json:"saves"`
-	Days    []InboxDay  `json:"days"` // newest first
-	Last    time.Time   `json:"last"`
+	Days    []InboxDay  `json:"days"` // newest first; [] for an inbox without saves
+	// Last: its newest save's time; omitzero: an inbox without saves (a
+	// session the user tagged as one) has none, and "0001-01-01" would
+	// read as a save.
+	Last time.Time `json:"last,omitzero"`
 }
 
 // InboxDay is one day's note of an inbox: every save of that day.
@@ -238,7 +241,7 @@ func (r *Rook) Inboxes() ([]InboxSummary, error) {
 		if err != nil {
 			return nil, err
 		}
-		sum := InboxSummary{Client: short, Title: m.Title, Session: id, Saves: len(notes)}
+		sum := InboxSummary{Client: short, Title: m.Title, Session: id, Saves: len(notes), Days: []InboxDay{}}
 		days := map[string]*InboxDay{}
 		for _, n := range notes {
 			d := n.Time.Local().Format(time.DateOnly)
@@ -360,6 +363,11 @@ func (r *Rook) InboxShow(client, date string) (InboxDayNote, error) {
 			out.Saves = append(out.Saves, n)
 		}
 	}
+	if len(notes) == 0 {
+		// A session the user tagged as an inbox, into which no client
+		// has saved: there is no newest day to show.
+		return out, fmt.Errorf("%s has no saves yet: `rook inbox ls` lists the inboxes and their days", m.Title)
+	}
 	if len(out.Saves) == 0 {
 		return out, fmt.Errorf("%s has no note on %s: `rook inbox ls` lists its days", m.Title, date)
 	}
@@ -373,7 +381,9 @@ type InboxStatus struct {
 	// omitzero: omitempty never omits a struct, and "0001-01-01" would
 	// read as a save.
 	LastSave time.Time `json:"last_save,omitzero"`
-	LastFrom string    `json:"last_from,omitempty"`
+	// LastFrom: the name the last save's client sent, or "unknown
+	// client" (the inbox its saves went to) when it sent none.
+	LastFrom string `json:"last_from,omitempty"`
 }
 
 // InboxState reports the inbox's status without changing anything.
@@ -395,6 +405,11 @@ func (r *Rook) InboxState() (InboxStatus, error) {
 	for _, a := range acts {
 		if a.Status == "saved" {
 			st.LastSave, st.LastFrom = a.Time, a.ClientName
+			if strings.TrimSpace(inbox.Typeable(a.ClientName)) == "" {
+				// No name (or none to show): its saves go to the
+				// "unknown client" inbox, and are from it.
+				st.LastFrom = inbox.UnknownClient
+			}
 		}
 	}
 	return st, nil

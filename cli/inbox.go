@@ -81,7 +81,11 @@ func (c *InboxLsCmd) Run(e *Env) error {
 		return nil
 	}
 	for _, s := range list {
-		fmt.Fprintf(e.Stdout, "%s (%s): %d save(s) on %d day(s), last %s\n", terminalLine(s.Title), terminalLine(s.Client), s.Saves, len(s.Days), shownTime(s.Last))
+		last := "" // an inbox without saves (a session tagged as one) has no last
+		if !s.Last.IsZero() {
+			last = ", last " + shownTime(s.Last)
+		}
+		fmt.Fprintf(e.Stdout, "%s (%s): %d save(s) on %d day(s)%s\n", terminalLine(s.Title), terminalLine(s.Client), s.Saves, len(s.Days), last)
 		for _, d := range s.Days {
 			fmt.Fprintf(e.Stdout, "  %s  %3d save(s)  %d character(s)\n", d.Date, d.Saves, d.Chars)
 		}
@@ -174,13 +178,19 @@ func (c *InboxActivityCmd) Run(e *Env) error {
 		fmt.Fprintln(e.Stdout, "no save attempts yet")
 		return nil
 	}
+	// The client column is as wide as its widest name, in terminal cells
+	// (a name may be of wide characters, and longer than 12), so the
+	// columns after it stay in line.
+	clientCells := 12
+	for _, a := range out {
+		clientCells = max(clientCells, width(terminalLine(a.Client)))
+	}
 	for _, a := range out {
 		detail := ""
 		if a.Detail != "" {
 			detail = "  " + a.Detail
 		}
-		// padCells: a client's name may be of wide characters.
-		fmt.Fprintf(e.Stdout, "%s  %s %-18s %7d char(s)  %s\n", shownTimeSec(a.Time), padCells(terminalLine(a.Client), 12, false), a.Status, a.Chars, terminalLine(a.ClientName+detail))
+		fmt.Fprintf(e.Stdout, "%s  %s %-18s %7d char(s)  %s\n", shownTimeSec(a.Time), padCells(terminalLine(a.Client), clientCells, false), a.Status, a.Chars, terminalLine(a.ClientName+detail))
 	}
 	return nil
 }

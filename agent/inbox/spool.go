@@ -20,12 +20,15 @@
 package inbox
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -429,8 +432,16 @@ func WriteProgress(fsys vfs.FS, home string, p Progress) error {
 }
 
 // ReadPending returns the saves past each spool file's drained offset, in
-// spool file order, then line order. Torn lines (a crash before the reply)
-// are skipped; a line still being written is left for the next drain.
+// spool file order, then line order, and the size of each file read. Torn
+// lines (a crash before the reply) are skipped; a line still being written
+// is left for the next drain. Each file is read from its drained offset
+// only, a line at a time: a server's spool file lasts as long as its
+// process (days), and what it saved before was taken in long ago.
+//
+// It takes no lock (`inbox status` runs it beside another rook's drain): a
+// file listed that is gone by the time it is opened was removed by a drain,
+// which removes only files wholly taken in (RemoveDrained) whose writer
+// has exited: nothing of it waits.
 func ReadPending(fsys vfs.FS, home string, p Progress) ([]Pending, map[string]int64, error) {
 	names, err := listJSONL(fsys, spoolDir(home))
 	if err != nil {
@@ -439,30 +450,84 @@ func ReadPending(fsys vfs.FS, home string, p Progress) ([]Pending, map[string]in
 	var out []Pending
 	sizes := map[string]int64{}
 	for _, name := range names {
-		b, err := vfs.ReadFile(fsys, filepath.Join(spoolDir(home), name))
+		path := filepath.Join(spoolDir(home), name)
+		f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // drained whole and removed since the listing
+		}
 		if err != nil {
 			return nil, nil, err
 		}
-		sizes[name] = int64(len(b))
-		off := p[name]
-		if off > int64(len(b)) {
-			off = 0 // the file was replaced: read it again (ids keep the drain exact)
+		size, err := readSpool(f, p[name], func(end int64, s Save) {
+			out = append(out, Pending{File: name, End: end, Save: s})
+		})
+		f.Close()
+		if err != nil {
+			return nil, nil, err
 		}
-		for off < int64(len(b)) {
-			i := bytes.IndexByte(b[off:], '\n')
-			if i < 0 {
-				break // being written, or torn: not acknowledged yet
-			}
-			line := b[off : off+int64(i)]
-			off += int64(i) + 1
-			var s Save
-			if decodeLine(line, &s) != nil || s.ID == "" {
-				continue // torn by a crash before its reply
-			}
-			out = append(out, Pending{File: name, End: off, Save: s})
-		}
+		sizes[name] = size
 	}
 	return out, sizes, nil
+}
+
+// maxSpoolLine bounds one spool line as read back. A server writes one
+// line per save: a content of at most 100,000 characters (600 KB as JSON)
+// and the client's name from an initialize message of at most 4 MiB
+// (mcp.MaxLineBytes), which JSON written again makes at most six times
+// longer (a "<" is written \u003c): a longer line is none a server wrote,
+// and is skipped as a line failing its checksum is, without holding it in
+// memory.
+var maxSpoolLine = 32 << 20
+
+// readSpool calls save with each save of the spool file f past off, and
+// the offset just past its line, reading only from off. It returns the
+// file's size, as its Stat gave it when read: bytes appended since are
+// left for the next read. An offset past the size (a file replaced) reads
+// the file from its start: the ids keep the drain exact.
+func readSpool(f vfs.File, off int64, save func(end int64, s Save)) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := st.Size()
+	if off > size {
+		off = 0
+	}
+	br := bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), 64<<10)
+	var line []byte
+	skip := false // in a line over maxSpoolLine: dropped to its end
+	for {
+		chunk, err := br.ReadSlice('\n')
+		off += int64(len(chunk))
+		if err == bufio.ErrBufferFull {
+			if !skip && len(line)+len(chunk) <= maxSpoolLine {
+				line = append(line, chunk...)
+			} else {
+				skip, line = true, line[:0]
+			}
+			continue
+		}
+		if err == io.EOF {
+			return size, nil // a line without its newline: being written, or torn
+		}
+		if err != nil {
+			return size, err
+		}
+		whole := chunk
+		if len(line) > 0 || skip {
+			if skip || len(line)+len(chunk) > maxSpoolLine {
+				skip, line = false, line[:0]
+				continue
+			}
+			line = append(line, chunk...)
+			whole = line
+		}
+		var s Save
+		if decodeLine(whole[:len(whole)-1], &s) == nil && s.ID != "" {
+			save(off, s)
+		} // else torn by a crash before its reply
+		line = line[:0]
+	}
 }
 
 // RemoveDrained deletes the spool files that are wholly drained and whose
@@ -551,17 +616,13 @@ func lockedWriter(f vfs.File) bool {
 // past it (a torn line, lines failing their checksum; never acknowledged)
 // is copied to torn/ before the file is removed; kept is that copy's path.
 func removeSpool(fsys vfs.FS, home, path string, off int64) (kept string, err error) {
-	b, err := vfs.ReadFile(fsys, path)
+	rest, err := readFrom(fsys, path, off)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
-	if err != nil {
+	if err != nil || rest == nil {
 		return "", err
 	}
-	if off > int64(len(b)) {
-		return "", nil
-	}
-	rest := b[off:]
 	if hasSave(rest) {
 		return "", nil
 	}
@@ -579,6 +640,24 @@ func removeSpool(fsys vfs.FS, home, path string, off int64) (kept string, err er
 		return "", err
 	}
 	return kept, nil
+}
+
+// readFrom reads the file path from off to its end, not what is before
+// (taken in long ago); nil when the file is shorter than off.
+func readFrom(fsys vfs.FS, path string, off int64) ([]byte, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if off > st.Size() {
+		return nil, nil
+	}
+	return vfs.ReadSized(io.NewSectionReader(f, off, math.MaxInt64-off), st.Size()-off, -1)
 }
 
 // hasSave reports whether b holds a complete, valid save line: one the
@@ -809,10 +888,14 @@ func Inbox(clientName string) (short, title string) {
 		name = strings.TrimSpace(name[:cut])
 	}
 	if name == "" {
-		name = "unknown client"
+		name = UnknownClient
 	}
 	return strings.ToLower(name), name + " Inbox"
 }
+
+// UnknownClient names the inbox of a client that sent no name (or none
+// that can be typed).
+const UnknownClient = "unknown client"
 
 // ProcessName names this server process's spool and activity files:
 // unique among live processes, and saying which pid writes them.

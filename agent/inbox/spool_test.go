@@ -2,7 +2,9 @@ package inbox
 
 import (
 	"errors"
+	"io/fs"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -78,6 +80,170 @@ func TestTornLinesAreSkipped(t *testing.T) {
 	// Drained up to the good line; the partial one is left for later.
 	if pending[0].End != int64(len(good)) {
 		t.Fatalf("end %d", pending[0].End)
+	}
+}
+
+// TestReadPendingFileRemovedByDrainMidRead: ReadPending takes no lock
+// (`inbox status`), and another rook's drain removes the spool files of
+// exited servers it has taken in whole. One removed between the listing of
+// inbox/spool and its read holds nothing waiting: the status counts the
+// other files' saves, rather than fail with "open ...: no such file".
+func TestReadPendingFileRemovedByDrainMidRead(t *testing.T) {
+	fsys, home := newHome(t)
+	now := time.Unix(100, 0)
+	gone := NewWriter(fsys, home, ProcessName(time.Unix(1, 0), 41))
+	if err := gone.Save(Save{ID: gone.NextID(now), Time: now, Client: "codex", ClientName: "codex", Content: "drained"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := gone.Close(); err != nil {
+		t.Fatal(err)
+	}
+	live := NewWriter(fsys, home, ProcessName(time.Unix(2, 0), 42))
+	defer live.Close()
+	if err := live.Save(Save{ID: live.NextID(now), Time: now, Client: "claude", ClientName: "claude-code", Content: "waiting"}); err != nil {
+		t.Fatal(err)
+	}
+	goneName := ProcessName(time.Unix(1, 0), 41) + ".jsonl"
+	var once sync.Once
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpOpenRead && strings.HasSuffix(path, "/spool/"+goneName) {
+			// Another rook's drain took this exited server's file in and
+			// removed it, just after this reader listed the folder.
+			once.Do(func() {
+				if err := fsys.Remove(path); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		return nil
+	})
+	pending, _, err := ReadPending(fsys, home, Progress{})
+	fsys.SetHook(nil)
+	if err != nil {
+		t.Fatalf("ReadPending while a drain removes a drained spool file: %v (`rook inbox status` exits 1 with it)", err)
+	}
+	if len(pending) != 1 || pending[0].Save.Content != "waiting" {
+		t.Fatalf("pending = %+v, want the live server's one save", pending)
+	}
+}
+
+// countFS counts the bytes read from files whose path contains sub.
+type countFS struct {
+	*vfs.MemFS
+	sub string
+	n   *int64
+}
+
+func (c countFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	f, err := c.MemFS.OpenFile(name, flag, perm)
+	if err != nil || !strings.Contains(name, c.sub) {
+		return f, err
+	}
+	return countFile{f, c.n}, nil
+}
+
+type countFile struct {
+	vfs.File
+	n *int64
+}
+
+func (f countFile) Read(p []byte) (int, error) {
+	k, err := f.File.Read(p)
+	*f.n += int64(k)
+	return k, err
+}
+
+func (f countFile) ReadAt(p []byte, off int64) (int, error) {
+	k, err := f.File.ReadAt(p, off)
+	*f.n += int64(k)
+	return k, err
+}
+
+// TestReadPendingReadsOnlyPastDrained: a server's spool file stays while
+// its process lives (days), holding every save it made. ReadPending, run by
+// every rook that opens the store to write and by `inbox status`, reads
+// from the drained offset, not the whole file (a spool of 39 MB long taken
+// in made `inbox status` peak at 54 MB instead of 13).
+func TestReadPendingReadsOnlyPastDrained(t *testing.T) {
+	mem, home := newHome(t)
+	var n int64
+	fsys := countFS{MemFS: mem, sub: "/spool/", n: &n}
+	w := NewWriter(fsys, home, ProcessName(time.Unix(1, 0), 42))
+	defer w.Close()
+	now := time.Unix(100, 0)
+	big := strings.Repeat("x", 50_000)
+	for range 20 {
+		if err := w.Save(Save{ID: w.NextID(now), Time: now, Client: "claude", ClientName: "Claude Desktop", Content: big}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, sizes, err := ReadPending(fsys, home, Progress{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := Progress{}
+	var total int64
+	for name, size := range sizes {
+		prog[name] = size // all of it taken in
+		total += size
+	}
+	n = 0
+	pending, _, err := ReadPending(fsys, home, prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 0 {
+		t.Fatalf("pending = %d, want none", len(pending))
+	}
+	if n > total/2 {
+		t.Fatalf("ReadPending read %d bytes of a %d-byte spool file drained to its end: the drained part is read again by every writer's open", n, total)
+	}
+}
+
+// TestReadPendingLongLines: a spool file is read a line at a time from the
+// drained offset: a save longer than the read buffer is read whole, a line
+// longer than any a server writes is skipped (as a line failing its
+// checksum is), and the offsets stay exact past both.
+func TestReadPendingLongLines(t *testing.T) {
+	defer func(n int) { maxSpoolLine = n }(maxSpoolLine)
+	maxSpoolLine = 300_000
+	fsys, home := newHome(t)
+	long, _ := encodeLine(Save{V: 1, ID: "long", Client: "c", Content: strings.Repeat("é", 100_000)})
+	over, _ := encodeLine(Save{V: 1, ID: "over", Client: "c", Content: strings.Repeat("x", 400_000)})
+	short, _ := encodeLine(Save{V: 1, ID: "short", Client: "c", Content: "x"})
+	partial, _ := encodeLine(Save{V: 1, ID: "partial", Client: "c", Content: strings.Repeat("y", 100_000)})
+	var data []byte
+	for _, b := range [][]byte{short, long, over, short, partial[:len(partial)-1]} {
+		data = append(data, b...)
+	}
+	fsys.MkdirAll(spoolDir(home), 0o700)
+	fsys.WriteFileAtomic(spoolDir(home)+"/1-2.jsonl", data, 0o600)
+	end1 := int64(len(short))
+	end2 := end1 + int64(len(long))
+	end4 := end2 + int64(len(over)+len(short))
+	for _, tc := range []struct {
+		from int64
+		ids  []string
+		ends []int64
+	}{
+		{0, []string{"short", "long", "short"}, []int64{end1, end2, end4}},
+		{end1, []string{"long", "short"}, []int64{end2, end4}},
+		{end2, []string{"short"}, []int64{end4}},
+		{end4, nil, nil},
+		{int64(len(data)) + 1, []string{"short", "long", "short"}, []int64{end1, end2, end4}}, // replaced: from the start
+	} {
+		pending, sizes, err := ReadPending(fsys, home, Progress{"1-2.jsonl": tc.from})
+		if err != nil || sizes["1-2.jsonl"] != int64(len(data)) || len(pending) != len(tc.ids) {
+			t.Fatalf("from %d: %d pending, sizes %v, %v", tc.from, len(pending), sizes, err)
+		}
+		for i, p := range pending {
+			if p.Save.ID != tc.ids[i] || p.End != tc.ends[i] {
+				t.Fatalf("from %d: pending[%d] = %s ending at %d, want %s at %d", tc.from, i, p.Save.ID, p.End, tc.ids[i], tc.ends[i])
+			}
+		}
+		if tc.from == end1 && pending[0].Save.Content != strings.Repeat("é", 100_000) {
+			t.Fatalf("the long save came back as %d bytes", len(pending[0].Save.Content))
+		}
 	}
 }
 

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -108,9 +110,21 @@ type RetentionPolicy struct {
 // Duration is a time.Duration written as text ("10m", "1h30m").
 type Duration struct{ time.Duration }
 
-// UnmarshalText reads a Go duration; it must not be negative.
+// durationShape is the text of a Go duration ("10m", "1h30m", "1.5h"),
+// signed or not: one time.ParseDuration refuses though it has this
+// shape is beyond what a duration holds.
+var durationShape = regexp.MustCompile(`^[-+]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+$`)
+
+// UnmarshalText reads a Go duration; it must not be negative, nor longer
+// than a duration holds (about 292 years).
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
+	if err != nil && durationShape.Match(b) {
+		if b[0] == '-' {
+			return fmt.Errorf("duration %q is negative", b)
+		}
+		return fmt.Errorf("duration %q is too long: at most %dh (about 292 years)", b, int64(math.MaxInt64/int64(time.Hour)))
+	}
 	if err != nil {
 		return fmt.Errorf("not a duration (%q): write it like \"10m\" or \"1h30m\"", b)
 	}
@@ -170,7 +184,9 @@ func (r *Rook) Config() (Config, error) { return LoadConfig(r.fs, r.home) }
 // LoadConfig reads home/config.toml through fsys. A missing file gives the
 // defaults; a symbolic link to nothing in its place is an error, not a
 // missing file (the settings it linked to would silently become the
-// defaults). Errors name the file, and the line when it is known: malformed
+// defaults). Nor is a file that is not a regular one (a named pipe, a
+// device, a socket: readConfigFile), nor one past maxConfigBytes, read.
+// Errors name the file, and the line when it is known: malformed
 // TOML, a value of the wrong type, an unknown key (a typo must not silently
 // become a default), a negative limit, a bad tag. A home that is no
 // directory is the error every command gives for it (cas.ErrNoStore), not
@@ -180,7 +196,7 @@ func LoadConfig(fsys vfs.FS, home string) (Config, error) {
 		fsys = vfs.OS
 	}
 	path := filepath.Join(home, ConfigFile)
-	data, err := vfs.ReadFile(fsys, path)
+	data, err := readConfigFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := danglingConfig(fsys, path); err != nil {
 			return Config{}, err
@@ -192,6 +208,70 @@ func LoadConfig(fsys vfs.FS, home string) (Config, error) {
 	}
 	return ParseConfig(path, data)
 }
+
+// maxConfigBytes bounds what LoadConfig reads of config.toml: its
+// settings take a few lines. One past it (a link to a log, a large file
+// put there by mistake) is refused, not read whole into memory.
+const maxConfigBytes = 1 << 20
+
+// readConfigFile reads the config file at path, following a link to it
+// (a dotfiles checkout's), as gitignore_read.go reads a .gitignore: opened
+// without waiting, so a named pipe in its place (a secrets tool's, a
+// stray mkfifo) is not waited on for a writer, forever, and refused with
+// a device (a link to /dev/zero would be read without end) or a socket
+// for not being a regular file; a regular file is read no further than
+// maxConfigBytes.
+func readConfigFile(fsys vfs.FS, path string) ([]byte, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ENXIO) {
+		// A socket does not open: say what it is.
+		if fi, serr := fsys.Stat(path); serr == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+			return nil, configNotRegular(path, fi.Mode())
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	switch {
+	case fi.IsDir():
+		f.Close()
+		return nil, &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
+	case !fi.Mode().IsRegular():
+		f.Close()
+		return nil, configNotRegular(path, fi.Mode())
+	case fi.Size() > maxConfigBytes:
+		f.Close()
+		return nil, configTooLarge(path)
+	}
+	b, err := readOpened(f, maxConfigBytes, 0)
+	if errors.Is(err, errLargerThan) {
+		return nil, configTooLarge(path) // grew while it was read
+	}
+	return b, err
+}
+
+// configNotRegular is the error of a config file that is a named pipe, a
+// socket or a device (mode's type).
+func configNotRegular(path string, mode fs.FileMode) error {
+	return configRefused{fmt.Errorf("%s is %s, not a regular file: rook reads its settings only from a regular file (a named pipe would wait for a writer, a device never end); put the config file in its place (or a symbolic link to one), or remove it to use the defaults", path, fileKind(mode))}
+}
+
+// configTooLarge is the error of a config file past maxConfigBytes.
+func configTooLarge(path string) error {
+	return configRefused{fmt.Errorf("%s is larger than %d MiB, more than rook reads of a config file (its settings take a few lines): is it the right file? Make it smaller, or remove it to use the defaults", path, maxConfigBytes>>20)}
+}
+
+// configRefused is readConfigFile's error for a config file it does not
+// read (not a regular file, too large): whole, naming the file and what
+// to do.
+type configRefused struct{ error }
+
+func (e configRefused) Unwrap() error { return e.error }
 
 // danglingConfig says, as an error, when the config file that does not
 // read for not existing is there all the same: a symbolic link whose
@@ -218,6 +298,9 @@ func danglingConfig(fsys vfs.FS, path string) error {
 // fix. A home that is a file, or under one, is no store: that is said as
 // every command says it, not as a fault of config.toml.
 func configReadError(fsys vfs.FS, home, path string, err error) error {
+	if errors.As(err, new(configRefused)) {
+		return err
+	}
 	if errors.Is(err, syscall.ENOTDIR) {
 		if st, serr := fsys.Stat(home); errors.Is(serr, syscall.ENOTDIR) || (serr == nil && !st.IsDir()) {
 			if merr := cas.MissingStore(fsys, home, err); merr != nil {

@@ -204,9 +204,9 @@ func readRegularRoom(abs, rel string, max int64, room int) ([]byte, error) {
 	return readOpened(f, max, room)
 }
 
-// readOpened reads f, a regular file opened for it, as readRegularRoom
-// reads, and closes it.
-func readOpened(f *os.File, max int64, room int) ([]byte, error) {
+// readOpened reads f, a regular file opened for it (an *os.File, or one
+// of a vfs.FS), as readRegularRoom reads, and closes it.
+func readOpened(f vfs.File, max int64, room int) ([]byte, error) {
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {

@@ -288,7 +288,17 @@ func (r *Rook) GC(grace time.Duration, dryRun bool, mark, progress func(done, to
 	if err != nil {
 		return rep, err
 	}
-	return rep, r.sweepBeside(&rep, grace, dryRun)
+	if err := r.sweepBeside(&rep, grace, dryRun); err != nil {
+		return rep, err
+	}
+	if !dryRun && (rep.TempFiles > 0 || rep.ImportStates > 0) {
+		// Collect measured the disk before the sweep beside removed
+		// these: the disk after is the store as gc leaves it.
+		if disk, err := cas.MeasureDisk(r.fs, r.home); err == nil {
+			rep.DiskAfter = disk.Total
+		}
+	}
+	return rep, nil
 }
 
 // eventsDirThere refuses a gc of a store whose events directory is gone

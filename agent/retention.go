@@ -332,16 +332,25 @@ func (r *Rook) Maintain(cfg Config, dryRun bool, progress func(stage string, don
 	}
 	pol := cfg.Storage.Retention
 	grace := cfg.Storage.GCGrace.Duration
-	rep := MaintainReport{DryRun: dryRun, BudgetDeleted: []SessionRef{}, BudgetGC: []cas.GCReport{}, Notes: []string{}, Budget: Limit(pol.MaxTotalBytes)}
+	rep := MaintainReport{DryRun: dryRun, Trained: []cas.TrainResult{}, BudgetDeleted: []SessionRef{}, BudgetGC: []cas.GCReport{}, Notes: []string{}, Budget: Limit(pol.MaxTotalBytes)}
 	st, err := r.Store.Stats()
 	if err != nil {
 		return rep, err
 	}
 	rep.StoredBefore, rep.StoredAfter = st.Stored, st.Stored
 
+	// A stage that fails after the ones before it changed the store (a
+	// real run) says so: a *MaintainError with what was done.
+	failed := func(stage string, err error) (MaintainReport, error) {
+		if dryRun {
+			return rep, err
+		}
+		return rep, &MaintainError{Stage: stage, Report: rep, Err: err}
+	}
+
 	progress("prune", 0, 0)
 	if rep.Prune, err = r.Prune(pol, dryRun); err != nil {
-		return rep, err
+		return failed(StagePrune, err)
 	}
 
 	progress("gc: marking", 0, 0)
@@ -351,15 +360,14 @@ func (r *Rook) Maintain(cfg Config, dryRun bool, progress func(stage string, don
 		rep.GC, err = r.GC(grace, false, stage("gc: marking"), stage("gc"))
 	}
 	if err != nil {
-		return rep, fmt.Errorf("gc: %w", err)
+		return failed(StageGC, fmt.Errorf("gc: %w", err))
 	}
 
 	progress("train", 0, 0)
-	if rep.Trained, err = r.Store.Train(cas.TrainOptions{OnlyMissing: true, DryRun: dryRun, Progress: stage("train")}); err != nil {
-		return rep, fmt.Errorf("train dictionaries: %w", err)
-	}
-	if rep.Trained == nil {
-		rep.Trained = []cas.TrainResult{}
+	trained, err := r.Store.Train(cas.TrainOptions{OnlyMissing: true, DryRun: dryRun, Progress: stage("train")})
+	rep.Trained = append(rep.Trained, trained...)
+	if err != nil {
+		return failed(StageTrain, fmt.Errorf("train dictionaries: %w", err))
 	}
 	if dryRun && len(rep.Prune.Deleted) > 0 {
 		rep.Notes = append(rep.Notes, "the training estimate counts the objects of the sessions the prune would delete")
@@ -372,13 +380,56 @@ func (r *Rook) Maintain(cfg Config, dryRun bool, progress func(stage string, don
 		err = r.enforceBudget(&rep, pol, grace, stage("budget"))
 	}
 	if err != nil {
-		return rep, err
+		return failed(StageBudget, err)
 	}
 	if st, err = r.Store.Stats(); err != nil {
-		return rep, err
+		return failed(StageStats, err)
 	}
 	rep.StoredAfter = st.Stored
 	return rep, nil
+}
+
+// The stages of Maintain, as a MaintainError names them.
+const (
+	StagePrune  = "prune"
+	StageGC     = "gc"
+	StageTrain  = "train"
+	StageBudget = "budget"
+	StageStats  = "stats" // the stored size measured after every stage
+)
+
+// MaintainError: a stage of a (real) Maintain failed. The stages before
+// it ran to their end, and what they did stays done: sessions deleted,
+// objects collected, dictionaries trained. Report says what was done:
+// the stages before Stage whole, and what Stage itself did before it
+// failed (the sessions a prune or the budget stage deleted, the kinds
+// trained); the stages after it did not run (their fields are zero).
+type MaintainError struct {
+	Stage  string
+	Report MaintainReport
+	Err    error
+}
+
+func (e *MaintainError) Error() string { return e.Err.Error() }
+func (e *MaintainError) Unwrap() error { return e.Err }
+
+// stageIndex orders the stages.
+func stageIndex(stage string) int {
+	return slices.Index([]string{StagePrune, StageGC, StageTrain, StageBudget, StageStats}, stage)
+}
+
+// Ran says whether stage ran to its end before the failure.
+func (e *MaintainError) Ran(stage string) bool { return stageIndex(stage) < stageIndex(e.Stage) }
+
+// DictionariesKept lists the kinds a dictionary was trained and kept for.
+func (rep MaintainReport) DictionariesKept() []string {
+	var kinds []string
+	for _, t := range rep.Trained {
+		if t.Kept {
+			kinds = append(kinds, t.KindName)
+		}
+	}
+	return kinds
 }
 
 // planBudget is the dry run's budget stage: the rounds a real run would

@@ -10,10 +10,13 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/dict"
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
@@ -784,6 +787,116 @@ func TestMaintainTrainsMissingDictionaries(t *testing.T) {
 	}
 }
 
+// A maintain whose gc refused after its prune had deleted sessions
+// returned the gc's error alone (the report it filled was dropped by the
+// CLI): nothing said the sessions were gone, and a second run prunes
+// nothing more. Every stage that fails in a real run is a
+// *MaintainError naming it, with what the stages before it did, and what
+// it did itself: a prune's deletes before gc refused, a prune's and a
+// gc's before training failed, the budget stage's deletes before its gc
+// failed.
+func TestMaintainErrorSaysWhatTheStagesBeforeDid(t *testing.T) {
+	keepOne := DefaultConfig()
+	keepOne.Storage.Retention.MaxSessions = intp(1)
+	keepOne.Storage.GCGrace = Duration{0}
+
+	t.Run("gc refuses after the prune", func(t *testing.T) {
+		r, clk := viewsRook(t)
+		for i := 0; i < 3; i++ {
+			ageSession(t, r, clk, uint64(i+1), 100)
+			clk.Advance(time.Hour)
+		}
+		bad := filepath.Join(r.home, RefsDir, "checkpoints", "bad")
+		if err := r.fs.MkdirAll(filepath.Dir(bad), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.fs.WriteFileAtomic(bad, []byte("00112233445566778899aabbccddeeff 1796596699988240960\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := r.Maintain(keepOne, false, nil)
+		var me *MaintainError
+		if !errors.As(err, &me) || me.Stage != StageGC || !strings.HasPrefix(err.Error(), "gc: object 001122334455") {
+			t.Fatalf("maintain with a ref to a lost object: %v, want a *MaintainError of stage gc", err)
+		}
+		if me.Report.Prune.SessionsDeleted != 2 || len(me.Report.Prune.Deleted) != 2 || rep.Prune.SessionsDeleted != 2 {
+			t.Fatalf("the error's report: prune %+v; want the 2 sessions the prune deleted", me.Report.Prune)
+		}
+		if !me.Ran(StagePrune) || me.Ran(StageGC) || me.Ran(StageTrain) {
+			t.Fatalf("Ran: prune %v, gc %v, train %v; want only the prune", me.Ran(StagePrune), me.Ran(StageGC), me.Ran(StageTrain))
+		}
+		// A dry run changes nothing: its error is the stage's own.
+		if _, err := r.Maintain(keepOne, true, nil); err == nil || errors.As(err, &me) {
+			t.Fatalf("dry run: %v, want the gc's error, not a *MaintainError", err)
+		}
+	})
+
+	t.Run("training fails after the prune and gc", func(t *testing.T) {
+		r, clk := viewsRook(t)
+		for i := 0; i < 2; i++ {
+			ageSession(t, r, clk, uint64(i+1), 100)
+			clk.Advance(time.Hour)
+		}
+		id := viewsSession(t, r, "chat") // the newest: kept
+		for i := 0; i < 64; i++ {
+			body := fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_%08x","name":"read_file","input":{"path":"src/turn_%d.rs"}}]}`, i, i)
+			if _, err := r.Append(id, Entry{Kind: eventlog.KindAssistant, Body: []byte(body)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clk.Advance(time.Hour)
+		fsys, home := r.fs, r.home
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// The record of the dictionary ids given out, damaged: no
+		// dictionary can be added.
+		if err := fsys.WriteFileAtomic(filepath.Join(home, cas.DictDir, dict.HighestFile), []byte("not a record"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Open(home, Options{FS: fsys, Clock: clk, Writable: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		_, err = r.Maintain(keepOne, false, nil)
+		var me *MaintainError
+		if !errors.As(err, &me) || me.Stage != StageTrain || !strings.HasPrefix(err.Error(), "train dictionaries: ") {
+			t.Fatalf("maintain with dict/HIGHEST damaged: %v, want a *MaintainError of stage train", err)
+		}
+		if !me.Ran(StageGC) || me.Report.Prune.SessionsDeleted != 2 || me.Report.GC.Collectable < 2 {
+			t.Fatalf("the error's report: prune deleted %d, gc ran %v and collected %d; want the 2 sessions and their bodies",
+				me.Report.Prune.SessionsDeleted, me.Ran(StageGC), me.Report.GC.Collectable)
+		}
+	})
+
+	t.Run("the budget stage's gc fails after it deleted sessions", func(t *testing.T) {
+		r, _, _ := budgetRook(t, 10, nil)
+		st, _ := r.Store.Stats()
+		fsys := r.fs.(*vfs.MemFS)
+		var armed atomic.Bool
+		fsys.SetHook(func(op vfs.Op, path string) error {
+			if armed.Load() && op.IsWrite() && strings.Contains(path, "/"+cas.SegmentsDir+"/") {
+				return syscall.EIO
+			}
+			return nil
+		})
+		defer fsys.SetHook(nil)
+		_, err := r.Maintain(budgetConfig(st.Stored*45/100), false, func(stage string, _, _ int64) {
+			if stage == "budget" {
+				armed.Store(true)
+			}
+		})
+		var me *MaintainError
+		if !errors.As(err, &me) || me.Stage != StageBudget || !errors.Is(err, syscall.EIO) {
+			t.Fatalf("maintain whose budget gc cannot write: %v, want a *MaintainError of stage budget carrying the fault", err)
+		}
+		if len(me.Report.BudgetDeleted) == 0 || !me.Ran(StageTrain) || me.Ran(StageBudget) {
+			t.Fatalf("the error's report: budget deleted %d; ran train %v, budget %v; want the sessions deleted before the gc failed",
+				len(me.Report.BudgetDeleted), me.Ran(StageTrain), me.Ran(StageBudget))
+		}
+	})
+}
+
 func TestBudgetBatch(t *testing.T) {
 	for _, c := range []struct {
 		cands          int
@@ -987,6 +1100,34 @@ func TestConfigBadValueInAnInlineTableNamesItsLine(t *testing.T) {
 		if want := fmt.Sprintf("/h/config.toml: line %d: ", c.line); !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%q: error does not name the line (%d): %v", c.data, c.line, err)
 		}
+	}
+}
+
+// gc_grace = "3000000h" (about 342 years: more than a Go duration holds)
+// was refused as `not a duration ("3000000h"): write it like "10m" or
+// "1h30m"`: the user wrote it exactly like that, and was told to write
+// what they wrote. A well-formed duration too long is said to be too
+// long, with the most a duration holds; a malformed one is still "not a
+// duration", and a negative one, however long, negative.
+func TestConfigDurationTooLongIsSaidTooLong(t *testing.T) {
+	for _, c := range []struct{ value, want string }{
+		{"3000000h", `line 2: duration "3000000h" is too long: at most 2562047h (about 292 years)`},
+		{"2562048h", `duration "2562048h" is too long: at most 2562047h`},
+		{"9223372036854775808ns", `is too long: at most 2562047h`},
+		{"1.5e9h", `not a duration ("1.5e9h"): write it like "10m" or "1h30m"`},
+		{"10", `not a duration ("10"): write it like "10m"`},
+		{".h", `not a duration (".h")`},
+		{"-3000000h", `duration "-3000000h" is negative`},
+		{"-1m", `duration "-1m" is negative`},
+	} {
+		_, err := ParseConfig("config.toml", []byte("[storage]\ngc_grace = \""+c.value+"\"\n"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("gc_grace = %q: %v, want %q", c.value, err, c.want)
+		}
+	}
+	c, err := ParseConfig("config.toml", []byte("[storage]\ngc_grace = \"2562047h\"\n"))
+	if err != nil || c.Storage.GCGrace.Duration != 2562047*time.Hour {
+		t.Errorf("gc_grace = \"2562047h\", the longest whole hours: %v, %v", c.Storage.GCGrace, err)
 	}
 }
 

@@ -63,6 +63,70 @@ type ObjectReader struct {
 	hdr     []byte
 	lenSize int64 // bytes of the block's length table (the object's uvarint length)
 	checked bool  // the record's CRC held
+
+	// reuse, when not nil, is what to read with, kept across the objects
+	// of one pass (readReuse).
+	reuse *readReuse
+}
+
+// readReuse is what the ranged reads of one pass over many objects
+// (training's sample heads) read with, made once for the pass instead of
+// for each object: the streaming decoders, one per dictionary (each holds
+// a window of history, a MiB or more), reset for each record, and the
+// buffers of the CRC's pass and of the decoded block. Not safe for
+// concurrent use; close it when the pass is done.
+type readReuse struct {
+	decs map[uint32]*zstd.Decoder
+	buf  []byte
+	br   *bufio.Reader
+}
+
+func newReadReuse() *readReuse {
+	return &readReuse{decs: map[uint32]*zstd.Decoder{}}
+}
+
+// decoder is the decoder for dictionary dictID (made with opts the first
+// time), reading src.
+func (u *readReuse) decoder(dictID uint32, src io.Reader, opts []zstd.DOption) (*zstd.Decoder, error) {
+	if zr, ok := u.decs[dictID]; ok {
+		return zr, zr.Reset(src)
+	}
+	zr, err := zstd.NewReader(src, opts...)
+	if err != nil {
+		return nil, err
+	}
+	u.decs[dictID] = zr
+	return zr, nil
+}
+
+func (u *readReuse) close() {
+	for _, zr := range u.decs {
+		zr.Close()
+	}
+}
+
+// copyBuf is a buffer of 64 KiB for io.CopyBuffer: u's, or a new one.
+func (u *readReuse) copyBuf() []byte {
+	if u == nil {
+		return make([]byte, 64<<10)
+	}
+	if u.buf == nil {
+		u.buf = make([]byte, 64<<10)
+	}
+	return u.buf
+}
+
+// reader is a reader of 64 KiB's buffer over raw: u's, or a new one.
+func (u *readReuse) reader(raw io.Reader) *bufio.Reader {
+	if u == nil {
+		return bufio.NewReaderSize(raw, 64<<10)
+	}
+	if u.br == nil {
+		u.br = bufio.NewReaderSize(raw, 64<<10)
+	} else {
+		u.br.Reset(raw)
+	}
+	return u.br
 }
 
 // OpenObject opens an object for reading in ranges. It reads the index
@@ -146,6 +210,7 @@ func (r *ObjectReader) moved(err error) (bool, error) {
 	}
 	if !e.Inline && e.Size >= rangedMin {
 		if nr := r.s.openAlone(r.id, e); nr != nil {
+			nr.reuse = r.reuse
 			*r = *nr
 			return true, nil
 		}
@@ -184,7 +249,7 @@ func (r *ObjectReader) check() error {
 	}
 	crc := crc32.New(castagnoli)
 	crc.Write(r.hdr[:24])
-	got, err := io.CopyBuffer(crc, io.NewSectionReader(r.f, r.e.Loc.Offset+recHeaderSize, int64(r.h.Size)), make([]byte, 64<<10))
+	got, err := io.CopyBuffer(crc, io.NewSectionReader(r.f, r.e.Loc.Offset+recHeaderSize, int64(r.h.Size)), r.reuse.copyBuf())
 	if err != nil {
 		return r.bad(fmt.Sprintf("read: %v", err), err)
 	}
@@ -252,13 +317,23 @@ func (r *ObjectReader) block() (io.Reader, func(), error) {
 				opts = append(opts, zstd.WithDecoderDictRaw(r.h.Dict, d))
 			}
 		}
-		zr, err := zstd.NewReader(payload, opts...)
+		var zr *zstd.Decoder
+		var err error
+		if r.reuse != nil {
+			zr, err = r.reuse.decoder(r.h.Dict, payload, opts)
+		} else {
+			zr, err = zstd.NewReader(payload, opts...)
+		}
 		if err != nil {
 			return nil, nil, r.bad(fmt.Sprintf("%v: zstd: %v", ErrBadRecord, err), ErrBadRecord)
 		}
 		raw, done = zr, zr.Close
+		if r.reuse != nil {
+			// Kept for the next record: let go of this one's.
+			done = func() { zr.Reset(nil) }
+		}
 	}
-	br := bufio.NewReaderSize(raw, 64<<10)
+	br := r.reuse.reader(raw)
 	l, err := binary.ReadUvarint(br)
 	if err != nil {
 		done()

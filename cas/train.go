@@ -117,13 +117,19 @@ func (s *Store) trainKind(k Kind, opts TrainOptions) (TrainResult, error) {
 		res.Reason = fmt.Sprintf("%d object(s): a dictionary needs at least %d to learn from", len(objs), opts.MinObjects)
 		return res, nil
 	}
-	// An even spread over the kind's objects, newest to oldest.
+	// An even spread over the kind's objects, newest to oldest. Of each,
+	// only its head is read (sampleHead): what the dictionary learns from,
+	// and what it is measured on, so that training holds at most
+	// Samples heads of dict.MaxSample, whatever the objects' size.
 	step := max(1, len(objs)/opts.Samples)
 	var sample [][]byte
+	var sizes []int64 // the sampled objects' whole sizes
 	unreadable := 0
 	var firstErr error
+	reuse := newReadReuse()
+	defer reuse.close()
 	for i := 0; i < len(objs) && len(sample) < opts.Samples; i += step {
-		b, err := s.Get(objs[i].ID)
+		b, size, err := s.sampleHead(objs[i].ID, reuse)
 		if err != nil {
 			// verify reports it; training can do without, while enough
 			// of the sample reads
@@ -134,6 +140,7 @@ func (s *Store) trainKind(k Kind, opts TrainOptions) (TrainResult, error) {
 			continue
 		}
 		sample = append(sample, b)
+		sizes = append(sizes, size)
 	}
 	if unreadable > 0 && len(sample) < min(opts.MinObjects, opts.Samples) {
 		// Not "training failed: no input provided": the objects are
@@ -146,6 +153,7 @@ func (s *Store) trainKind(k Kind, opts TrainOptions) (TrainResult, error) {
 	// flattered by measuring on what the dictionary was built from (with
 	// few objects, both use all of them).
 	var train, held [][]byte
+	var heldSizes []int64
 	split := len(sample) >= 2*opts.MinObjects
 	for i, b := range sample {
 		if !split || i%2 == 0 {
@@ -153,6 +161,7 @@ func (s *Store) trainKind(k Kind, opts TrainOptions) (TrainResult, error) {
 		}
 		if !split || i%2 == 1 {
 			held = append(held, b)
+			heldSizes = append(heldSizes, sizes[i])
 		}
 	}
 	res.Samples = len(train)
@@ -177,7 +186,7 @@ func (s *Store) trainKind(k Kind, opts TrainOptions) (TrainResult, error) {
 			res.Against = dict.None
 		}
 	}
-	base, with, heldRaw, err := s.measure(held, content, id, res.Against, blockSize, packMax)
+	base, with, heldRaw, err := s.measure(held, heldSizes, content, id, res.Against, blockSize, packMax)
 	if err != nil {
 		return res, err
 	}
@@ -246,24 +255,49 @@ func (s *Store) packingOf(objs []ObjectInfo) (blockSize, packMax int) {
 	return s.opts.BlockSize, s.opts.PackMax
 }
 
+// sampleHead reads the head of the object id that training uses, its
+// first dict.MaxSample bytes (all of a smaller one), and says its whole
+// size. An object alone in a big record is decoded no further than its
+// head; any other is at most a packed block's size, read whole and let
+// go once its head is copied. reuse is what the sample's heads are read
+// with.
+func (s *Store) sampleHead(id Key, reuse *readReuse) ([]byte, int64, error) {
+	r, err := s.OpenObject(id)
+	if err != nil {
+		return nil, 0, err
+	}
+	r.reuse = reuse
+	b, err := r.ReadRange(0, dict.MaxSample)
+	if err != nil {
+		return nil, 0, err
+	}
+	return b, r.Size(), nil
+}
+
 // measure packs objects as the store would (small ones into blocks of
 // blockSize, those of packMax and more alone) and returns their stored
 // size with the store's dictionary baseID (dict.None: none) and with the
-// candidate, and their raw size.
-func (s *Store) measure(objs [][]byte, content []byte, id, baseID uint32, blockSize, packMax int) (base, with, raw int64, err error) {
+// candidate, and their raw size. objs are the objects' heads (sampleHead)
+// and sizes their whole sizes: each is packed by its whole size, as the
+// store packs it, but only its head is compressed, and raw counts the
+// whole sizes. So what a dictionary saves past an object's head is
+// counted as nothing: it saves most at the start of a block, where zstd
+// has no history of its own yet, and the estimate errs low, never high.
+// Objects no larger than a head are measured whole, as before.
+func (s *Store) measure(objs [][]byte, sizes []int64, content []byte, id, baseID uint32, blockSize, packMax int) (base, with, raw int64, err error) {
 	trial := newEncoder(s.opts.Level, trialSet{id: id, content: content})
 	var blocks [][]byte
 	var cur [][]byte
-	curRaw := 0
-	for _, b := range objs {
-		raw += int64(len(b))
-		if len(b) >= packMax {
+	curRaw := int64(0)
+	for i, b := range objs {
+		raw += sizes[i]
+		if sizes[i] >= int64(packMax) {
 			blocks = append(blocks, encodeBlock([][]byte{b}))
 			continue
 		}
 		cur = append(cur, b)
-		curRaw += len(b)
-		if curRaw >= blockSize {
+		curRaw += sizes[i]
+		if curRaw >= int64(blockSize) {
 			blocks = append(blocks, encodeBlock(cur))
 			cur, curRaw = nil, 0
 		}

@@ -345,6 +345,11 @@ func exitWith(stderr io.Writer, err error, home string, asJSON bool) int {
 		if ue := (*agent.CodexUnknownStatesError)(nil); errors.As(err, &ue) {
 			return encodeJSONError(stderr, jsonError{Error: msg, ExitCode: code, Files: ue.Files})
 		}
+		// A maintain that failed after changing the store: what it did.
+		if me := (*agent.MaintainError)(nil); errors.As(err, &me) {
+			done := me.Report
+			return encodeJSONError(stderr, jsonError{Error: msg, ExitCode: code, FailedStage: me.Stage, Done: &done})
+		}
 		return failJSON(stderr, code, msg)
 	}
 	if msg != "" {
@@ -375,6 +380,13 @@ type jsonError struct {
 	// Files: of a rewind of an imported Codex session refused, each
 	// file whose state it does not know, and why.
 	Files []agent.CodexUnknownState `json:"files,omitempty"`
+	// FailedStage and Done: of a `store maintain` whose stage failed,
+	// which one ("prune", "gc", "train", "budget", "stats"), and what
+	// the run did before it, as its report on success is shaped: the
+	// stages before FailedStage whole, the sessions it deleted and the
+	// dictionaries it kept itself; the stages after it did not run.
+	FailedStage string                `json:"failed_stage,omitempty"`
+	Done        *agent.MaintainReport `json:"done,omitempty"`
 }
 
 func failJSON(stderr io.Writer, code int, msg string) int {

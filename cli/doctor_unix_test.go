@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rookhq/rook/internal/asnobody"
 )
@@ -201,5 +202,43 @@ func TestDoctorStoreInitInADirectoryAnotherAccountMade(t *testing.T) {
 	}
 	if code != 1 || len(v.ForeignOwned) != 1 || v.ForeignOwned[0] != seg || !strings.Contains(errs, "chown -R root ") || strings.Contains(errs, "chown -R root "+home+"`") || strings.Contains(errs, "chown root "+home+" ") {
 		t.Errorf("doctor with segments/ nobody's: exit %d, foreign_owned %q:\n%s", code, v.ForeignOwned, errs)
+	}
+}
+
+// A config.toml that is a named pipe with no writer made `rook doctor`,
+// the command that says what is wrong with a store, wait for a writer for
+// ever (as every command that reads the config did). Doctor names it as
+// its config error, a problem, at once.
+func TestDoctorNamesAConfigThatIsANamedPipe(t *testing.T) {
+	r := newCLIStore(t)
+	path := filepath.Join(r.home, "config.toml")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	type result struct {
+		code      int
+		out, errs string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errs := r.run("", "--json", "doctor")
+		done <- result{code, out, errs}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(5 * time.Second):
+		if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+			f.Close() // let the reader end
+		}
+		t.Fatal("doctor with a config.toml that is a named pipe still runs after 5s")
+	}
+	var v doctorReport
+	if err := json.Unmarshal([]byte(res.out), &v); err != nil {
+		t.Fatalf("exit %d: %v: %s%s", res.code, err, res.out, res.errs)
+	}
+	want := path + " is a named pipe, not a regular file: "
+	if res.code != 1 || v.Config != path || !strings.HasPrefix(v.ConfigError, want) {
+		t.Errorf("doctor: exit %d, config %q, config_error %q; want exit 1 and the config named, its error starting %q", res.code, v.Config, v.ConfigError, want)
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -216,6 +217,18 @@ func (c *StoreMaintainCmd) Run(e *Env) error {
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
+	if me := (*agent.MaintainError)(nil); errors.As(err, &me) {
+		// What the stages before the failure did stays done (a prune's
+		// deletes cannot be run again to be seen): the report of it on
+		// stdout (--json: beside the error, exitWith), and in the error.
+		if !e.JSON {
+			printMaintainDone(e.Stdout, me)
+		}
+		if done := maintainDone(me); done != "" {
+			return fmt.Errorf("%w (before the failure, %s)", err, done)
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}
@@ -259,11 +272,59 @@ func (c *StoreMaintainCmd) Run(e *Env) error {
 	return nil
 }
 
+// maintainDone says what a maintain that failed (me) did before it
+// failed, as its error ends: "" when it changed nothing.
+func maintainDone(me *agent.MaintainError) string {
+	rep := me.Report
+	var done []string
+	if n := rep.Prune.SessionsDeleted; n > 0 {
+		done = append(done, fmt.Sprintf("maintain's prune deleted %d session(s)", n))
+	}
+	if g := rep.GC; me.Ran(agent.StageGC) && (g.Collectable > 0 || g.TempFiles > 0 || g.ImportStates > 0) {
+		done = append(done, fmt.Sprintf("its gc collected %d object(s) (%s freed)", g.Collectable, formatBytes(g.DiskBefore-g.DiskAfter)))
+	}
+	if kinds := rep.DictionariesKept(); len(kinds) > 0 {
+		done = append(done, "it trained a dictionary for "+strings.Join(kinds, ", "))
+	}
+	if n := len(rep.BudgetDeleted); n > 0 {
+		done = append(done, fmt.Sprintf("its budget stage deleted %d session(s)", n))
+	}
+	if len(done) == 0 {
+		return ""
+	}
+	return strings.Join(done, "; ") + ": those changes stand"
+}
+
+// printMaintainDone writes what a maintain that failed (me) did before it
+// failed, as a run that ends writes it: the stages before the one that
+// failed, and the sessions that one deleted, if it deletes any.
+func printMaintainDone(w io.Writer, me *agent.MaintainError) {
+	rep := me.Report
+	if me.Stage == agent.StagePrune {
+		if rep.Prune.SessionsDeleted > 0 {
+			printPrune(w, "prune (before it failed): ", rep.Prune)
+		}
+		return
+	}
+	printMaintainStages(w, rep, me)
+}
+
 // printMaintain writes maintain's report; a write that fails is
 // stdout's, which Main tells after maintain's own verdict.
 func printMaintain(w io.Writer, rep agent.MaintainReport) {
+	printMaintainStages(w, rep, nil)
+}
+
+// printMaintainStages is printMaintain of the stages that ran: every one
+// when failed is nil, else those before failed.Stage and the dictionaries
+// trained and sessions deleted in it.
+func printMaintainStages(w io.Writer, rep agent.MaintainReport, failed *agent.MaintainError) {
+	ran := func(stage string) bool { return failed == nil || failed.Ran(stage) }
 	dry := dryPrefix(rep.DryRun)
 	printPrune(w, "prune: ", rep.Prune)
+	if !ran(agent.StageGC) {
+		return
+	}
 
 	g := rep.GC
 	if rep.DryRun {
@@ -275,6 +336,15 @@ func printMaintain(w io.Writer, rep agent.MaintainReport) {
 	}
 	printSwept(w, dry+"gc: ", g)
 	printSegmentsLeft(w, "gc: ", g.SegmentsLeft)
+	if failed != nil && failed.Stage == agent.StageTrain {
+		// The dictionaries kept before training failed.
+		for _, t := range rep.Trained {
+			if t.Kept {
+				fmt.Fprintf(w, "trained %s dictionary from %d objects (saves ~%s)\n", t.KindName, t.Objects, formatBytes(t.Gain))
+			}
+		}
+		return
+	}
 
 	for _, t := range rep.Trained {
 		would := t.Kept || (rep.DryRun && t.DictBytes > 0 && t.Gain > int64(t.DictBytes))
@@ -292,6 +362,13 @@ func printMaintain(w io.Writer, rep agent.MaintainReport) {
 		}
 	}
 
+	if failed != nil && failed.Stage == agent.StageBudget {
+		if n := len(rep.BudgetDeleted); n > 0 {
+			fmt.Fprintf(w, "budget (before it failed): deleted %d oldest unprotected session(s)\n", n)
+			printSessionRefs(w, rep.BudgetDeleted)
+		}
+		return
+	}
 	budget := rep.Budget
 	if rep.DryRun && rep.BudgetRounds > 0 {
 		// Each planned gc counts every session gone so far: the last one
@@ -313,9 +390,12 @@ func printMaintain(w io.Writer, rep agent.MaintainReport) {
 			printSegmentsLeft(w, "budget: gc: ", b.SegmentsLeft)
 		}
 	}
-	if budget > 0 {
+	switch {
+	case failed != nil:
+		// The stored size is what failed to be measured.
+	case budget > 0:
 		fmt.Fprintf(w, "%sstored %s of the %s budget\n", dry, formatBytes(rep.StoredAfter), formatBytes(budget))
-	} else {
+	default:
 		fmt.Fprintf(w, "%sstored %s (no budget: max_total_bytes = 0)\n", dry, formatBytes(rep.StoredAfter))
 	}
 	for _, n := range rep.Notes {

@@ -480,6 +480,18 @@ func skippedSpecial(rel string, fi fs.FileInfo) string {
 	return fmt.Sprintf("%s: not a regular file (%s)", rel, fileKind(fi.Mode()))
 }
 
+// capturePassesOver says whether every capture passes over the workspace
+// entry name (at abs; store is the store's real path): a restore's
+// temporary file, left by one killed before its rename (rook's partial
+// copy, not the user's), and the store itself (a rewind would write its
+// old files over the live store). It is all a session capture of a
+// directory passes over, and so all the search for files added to such a
+// directory since (addedWalker.walk) passes over: one rule for both, so
+// that what a rewind removes from it is what the capture would have taken.
+func capturePassesOver(name, abs, store string) bool {
+	return isRestoreTemp(name) || store != "" && abs == store
+}
+
 // walk captures every file under the workspace directory rel. A tree
 // capture (tree=true) honours .gitignore and passes over heavy directories
 // by name (listed) and the store itself before counting; every capture
@@ -628,16 +640,10 @@ func (c *capturer) walkDir(parent *walkedDir, name, rel string, was fs.FileInfo,
 			child = rel + "/" + e.Name()
 		}
 		childAbs := filepath.Join(abs, e.Name())
-		if isRestoreTemp(e.Name()) {
-			// A restore's temporary file, left by one killed before its
-			// rename: rook's partial copy, not the user's (the diff's
-			// walk passes over it too).
-			continue
-		}
-		if childAbs == c.store.real {
+		if capturePassesOver(e.Name(), childAbs, c.store.real) {
 			// The store is never captured: a rewind would write its
 			// old files over the live store. A session capture says so.
-			if !tree {
+			if !tree && childAbs == c.store.real {
 				c.m.Skipped = append(c.m.Skipped, child+": rook's store, never captured")
 			}
 			continue

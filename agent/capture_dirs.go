@@ -95,10 +95,14 @@ func (st *firstStates) dirChanges() []Change {
 // addedUnderDirs adds to st the files added under the directories captured
 // whole (or absent, version 2) since their first capture, as absent: those
 // first captured later (after the directory, without them), and those on
-// disk now that no capture holds. Like a tree capture it passes over what .gitignore
-// ignores, heavy directories (node_modules, .git...), the store, names a
-// manifest cannot hold and the temporary files of restores; it never
-// follows a link. It also finds the directories to prune (st.Prune).
+// disk now that no capture holds. It passes over exactly what a session
+// capture of the directory passes over (capturePassesOver: the store and
+// the temporary files of restores), no more: what such a capture would
+// have taken is added when it is there now (a dist/ or .git/ in it, what a
+// .gitignore ignores), so the diff shows it and a rewind removes it as it
+// puts back what that capture took. Names a manifest cannot hold are
+// listed (Unrecordable); it never follows a link. It also finds the
+// directories to prune (st.Prune).
 func (st *firstStates) addedUnderDirs(home string) error {
 	files := 0
 	for _, c := range st.First {
@@ -125,9 +129,6 @@ func (st *firstStates) addedUnderDirs(home string) error {
 		return nil // the workspace is gone: diff and rewind say so
 	}
 	w := addedWalker{st: st, real: real, home: newStoreGuard(home).real, made: map[string]bool{}}
-	// The .gitignore files above the workspace, in its git repository,
-	// apply as in a tree capture.
-	w.prefix, w.above, _ = gitignoresAbove(real)
 	tops := map[string]bool{}
 	for _, m := range []map[string]uint64{st.dirs, st.gone} {
 		for d := range m {
@@ -236,14 +237,9 @@ func dirNow(real, rel string) (bool, error) {
 }
 
 type addedWalker struct {
-	st     *firstStates
-	real   string
-	home   string
-	ignore *Ignore
-	// prefix and above are the workspace's path in its git repository
-	// and the .gitignore files above it there (gitignoresAbove).
-	prefix string
-	above  []ignoreAbove
+	st   *firstStates
+	real string
+	home string
 	// made are the directories walked that were not there at the first
 	// capture saying what their parent held (or of them, absent).
 	made map[string]bool
@@ -262,39 +258,12 @@ func (w *addedWalker) top(d string) error {
 		return nil // not a directory now: nothing added in it
 	}
 	w.noteMade(d)
-	// The .gitignore files above d apply, as in a tree capture of it.
-	w.ignore = newIgnoreAbove(w.prefix, w.above)
-	dir := ""
-	for _, part := range strings.Split(d, "/") {
-		b, _, err := readGitignore(pathDir(filepath.Join(w.real, filepath.FromSlash(dir))), path.Join(dir, ".gitignore"))
-		if err != nil {
-			w.gitignoreUnreadable(d, err)
-			return nil
-		}
-		w.ignore.AddFile(dir, b)
-		if dir != "" && holdsGit(filepath.Join(w.real, filepath.FromSlash(dir))) {
-			w.ignore.addRepo(dir)
-		}
-		dir = path.Join(dir, part)
-	}
 	return w.walk(d)
-}
-
-// gitignoreUnreadable names the directory rel as unreadable: a .gitignore
-// whose patterns apply in it cannot be read (err), so what was added in it
-// cannot be told from what that file leaves out. The diff shows the rest,
-// a rewind refuses, as for a directory that cannot be read.
-func (w *addedWalker) gitignoreUnreadable(rel string, err error) {
-	var ge *GitignoreError
-	if errors.As(err, &ge) {
-		err = fmt.Errorf("the .gitignore %s %s", ge.Path, ge.Why())
-	}
-	w.st.Unreadable = append(w.st.Unreadable, UnreadableDir{Path: rel, Error: err.Error()})
 }
 
 func (w *addedWalker) walk(rel string) error {
 	abs := filepath.Join(w.real, filepath.FromSlash(rel))
-	if w.home != "" && abs == w.home {
+	if capturePassesOver(filepath.Base(abs), abs, w.home) {
 		return nil
 	}
 	ents, err := readDir(abs)
@@ -307,23 +276,13 @@ func (w *addedWalker) walk(rel string) error {
 		w.st.unreadable(rel, err)
 		return nil
 	}
-	// Read as a tree capture reads it: a link not followed, a named pipe
-	// not opened (both not applied), bounded.
-	b, _, err := readGitignore(pathDir(abs), rel+"/.gitignore")
-	if err != nil {
-		w.gitignoreUnreadable(rel, err)
-		return nil
-	}
-	w.ignore.AddFile(rel, b)
-	if hasGitEntry(ents) {
-		w.ignore.addRepo(rel)
-	}
 	for _, e := range ents {
 		name, child := e.Name(), rel+"/"+e.Name()
 		switch {
-		case e.IsDir() && excludedDirs[name],
-			w.ignore.Match(child, e.IsDir()),
-			isRestoreTemp(name):
+		case capturePassesOver(name, filepath.Join(abs, name), w.home):
+			// What a session capture of the directory passes over, and
+			// nothing else (capturer.walkDir): a rewind removes what
+			// such a capture would have taken.
 			continue
 		case recordable(child) != nil:
 			// Neither removable by a rewind nor savable for its undo: the

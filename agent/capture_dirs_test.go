@@ -72,29 +72,32 @@ func TestCaptureOfDirectorySeesAddedFiles(t *testing.T) {
 		"d/sub/deep/x.txt":  "in a new directory\n",
 		"d/old/c.txt":       "in an old one\n",
 		"d/empty/e.txt":     "in an empty one\n",
-		"d/run.log":         "ignored\n",
+		"d/run.log":         "ignored, added all the same\n",
 		"outside-added.txt": "not under d\n",
 		"other/new.txt":     "not under d\n",
 	})
 	after := readTree(t, ws)
 
+	// What .gitignore ignores is added too: the capture of d applied no
+	// .gitignore, and the search for what was added passes over only what
+	// it passed over.
 	sameStatuses(t, "diff", diffStatuses(t, r, id), map[string]string{
 		"d/a.txt": "modified", "d/new.txt": "added", "d/sub/deep/x.txt": "added",
-		"d/old/c.txt": "added", "d/empty/e.txt": "added",
+		"d/old/c.txt": "added", "d/empty/e.txt": "added", "d/run.log": "added",
 	})
 
 	rep, err := r.Rewind(id, 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.FilesRestored != 1 || rep.FilesRemoved != 4 {
+	if rep.FilesRestored != 1 || rep.FilesRemoved != 5 {
 		t.Fatalf("report %+v", rep)
 	}
 	want := tree{}
 	for p, c := range after {
 		want[p] = c
 	}
-	for _, p := range []string{"d/new.txt", "d/sub/deep/x.txt", "d/old/c.txt", "d/empty/e.txt"} {
+	for _, p := range []string{"d/new.txt", "d/sub/deep/x.txt", "d/old/c.txt", "d/empty/e.txt", "d/run.log"} {
 		delete(want, p)
 	}
 	want["d/a.txt"] = "a\n"
@@ -415,7 +418,9 @@ func TestAbsentPathMadeADirectory(t *testing.T) {
 
 	// A capture of only an absent path (version 2: absent says nothing was
 	// under it) that a tool fills as a directory, with an ignored file in
-	// it: the ignored file stays, and so does the directory holding it.
+	// it: the ignored file goes too (nothing was there), and the directory
+	// with it. It stayed, as what .gitignore ignores, though the session
+	// capture applies no .gitignore.
 	r, ws, id = newWorkspace(t)
 	writeTree(t, ws, tree{".gitignore": "*.log\n"})
 	_, m, err := r.CaptureSession(id, []string{"out"}, "mkdir", DefaultLimits)
@@ -426,13 +431,13 @@ func TestAbsentPathMadeADirectory(t *testing.T) {
 		t.Fatalf("encoded %s", b)
 	}
 	writeTree(t, ws, tree{"out/x.txt": "x\n", "out/sub/y.txt": "y\n", "out/run.log": "log\n"})
-	sameStatuses(t, "diff", diffStatuses(t, r, id), map[string]string{"out/x.txt": "added", "out/sub/y.txt": "added"})
+	sameStatuses(t, "diff", diffStatuses(t, r, id), map[string]string{"out/x.txt": "added", "out/sub/y.txt": "added", "out/run.log": "added"})
 	if _, err := r.Rewind(id, 0, false); err != nil {
 		t.Fatal(err)
 	}
-	sameTree(t, "after rewind", readTree(t, ws), tree{".gitignore": "*.log\n", "out/run.log": "log\n"})
-	if _, err := os.Lstat(filepath.Join(ws, "out", "sub")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("out/sub is still there after the rewind (%v)", err)
+	sameTree(t, "after rewind", readTree(t, ws), tree{".gitignore": "*.log\n"})
+	if _, err := os.Lstat(filepath.Join(ws, "out")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("out is still there after the rewind (%v)", err)
 	}
 }
 
@@ -977,4 +982,102 @@ func TestRewindKeepsAMadeDirectoryWritableAcrossASiblingBetween(t *testing.T) {
 	if fi, err := os.Lstat(filepath.Join(ws, "d", "ro")); err != nil || fi.Mode().Perm() != 0o555 {
 		t.Fatalf("d/ro after the rewind: %v (%v)", fi.Mode(), err)
 	}
+}
+
+// `rook session capture last web` of a directory
+// holding web/dist (a bundler's output) takes web/dist whole: its files
+// are captured and `--json` lists it in "dirs" (captured whole). README:
+// "a directory as it was: files added to it since are added (diff),
+// removed (rewind)". Yet the walk that looked for added files
+// (capture_dirs.go: addedWalker.walk) passed over every directory named
+// node_modules, build, dist, target, .venv, __pycache__ by name, and what
+// a .gitignore ignores, as a tree checkpoint does, though the session
+// capture (capture.go: capturer.walk with tree=false) did not pass it
+// over. So a file a tool added in web/dist was in no diff and a rewind
+// left it, while the
+// rewind does put web/dist/app.js back: the user gets the old bundle next
+// to the new chunk it never had (a mixed directory), and `session diff`
+// never shows the chunk.
+// The user saw: diff `~ web/dist/app.js`, `+ web/new.html`, no
+// web/dist/chunk-1.js; after the rewind, web/dist/chunk-1.js still there.
+// Now: the search for added files passes over what the capture of the
+// directory passes over and nothing more (capturePassesOver), so
+// web/dist/chunk-1.js is added in the diff, and removed by the rewind, as
+// web/new.html is.
+func TestCaptureOfDirectoryTakesAddedFilesInItsDistDir(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{
+		"web/index.html":  "i\n",
+		"web/dist/app.js": "old bundle\n",
+	})
+	r.Append(id, Entry{Kind: eventlog.KindUser, Body: []byte("rebuild")})
+	_, m, err := r.CaptureSession(id, []string{"web"}, "build", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Files["web/dist/app.js"]; !ok {
+		t.Fatalf("the capture did not take web/dist/app.js: %v", m.Files)
+	}
+	writeTree(t, ws, tree{
+		"web/dist/app.js":     "new bundle\n",
+		"web/dist/chunk-1.js": "chunk\n",
+		"web/new.html":        "new\n",
+	})
+	got := diffStatuses(t, r, id)
+	if got["web/dist/chunk-1.js"] != "added" {
+		t.Errorf("diff %v: web/dist/chunk-1.js, added in web/dist (captured whole: dirs %v), is not in it", got, m.Dirs)
+	}
+	if _, err := r.Rewind(id, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	after := readTree(t, ws)
+	if after["web/dist/app.js"] != "old bundle\n" {
+		t.Fatalf("web/dist/app.js not put back: %q", after["web/dist/app.js"])
+	}
+	if _, ok := after["web/new.html"]; ok {
+		t.Fatalf("web/new.html, added since the capture, still there")
+	}
+	if _, ok := after["web/dist/chunk-1.js"]; ok {
+		t.Errorf("after the rewind web/dist/chunk-1.js (added since the capture of web, dist captured whole with it) is still there beside the old app.js put back: %v", after)
+	}
+}
+
+// The same for a directory that is a git repository, and for what a
+// .gitignore ignores: `rook session capture last sub` takes sub/.git and
+// sub/x.log (a session capture applies no .gitignore), so after a commit
+// the diff showed .git/index changed but not the new objects, and the
+// rewind put .git/index back beside objects it never had. Now the added
+// files there are in the diff and the rewind removes them.
+func TestCaptureOfDirectoryTakesAddedFilesInItsGitDirAndIgnoredFiles(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{
+		"sub/.git/index":      "index 1\n",
+		"sub/.git/objects/aa": "object 1\n",
+		"sub/.gitignore":      "*.log\n",
+		"sub/x.log":           "log 1\n",
+		"sub/a.txt":           "a\n",
+	})
+	r.Append(id, Entry{Kind: eventlog.KindUser, Body: []byte("commit")})
+	_, m, err := r.CaptureSession(id, []string{"sub"}, "run_command", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"sub/.git/index", "sub/x.log"} {
+		if _, ok := m.Files[p]; !ok {
+			t.Fatalf("the capture did not take %s: %v", p, m.Files)
+		}
+	}
+	before := readTree(t, ws)
+	writeTree(t, ws, tree{
+		"sub/.git/index":      "index 2\n",
+		"sub/.git/objects/bb": "object 2\n",
+		"sub/y.log":           "log 2\n",
+	})
+	sameStatuses(t, "diff", diffStatuses(t, r, id), map[string]string{
+		"sub/.git/index": "modified", "sub/.git/objects/bb": "added", "sub/y.log": "added",
+	})
+	if _, err := r.Rewind(id, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after the rewind", readTree(t, ws), before)
 }

@@ -459,7 +459,7 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 		if err != nil {
 			// A named pipe where a file goes back, say: refused before
 			// anything is written, as the plan's own refusals are.
-			return rep, fmt.Errorf("%w: nothing written", err)
+			return rep, fmt.Errorf("%w%s: nothing written", err, notRegularAdvice(err, "restore"))
 		}
 		ok := cur.Exists
 		// A mode, or a file where a link goes back, is overwritten too,
@@ -496,7 +496,7 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 		c.m.Label = saveName
 		for _, p := range touched {
 			if err := c.addPath(p); err != nil {
-				return rep, fmt.Errorf("save %s before restoring: %w: nothing written", p, err)
+				return rep, fmt.Errorf("save %s before restoring: %w%s: nothing written", p, err, notRegularAdvice(err, "restore"))
 			}
 		}
 		// The directories the restore makes, as absent (the first missing

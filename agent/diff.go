@@ -242,13 +242,17 @@ func (r *Rook) capturedStates(id eventlog.ID, from uint64) (firstStates, error) 
 	return r.capturedStatesFor(id, from, false)
 }
 
-// capturedStatesFor is capturedStates; rewinding, a rewind's capture of the
-// disk before it that stands after from (a rewind's fork begins there with
-// it) is passed over: it holds the files as they were before that rewind,
-// the state at its own seq alone (the undo rewinds to it), not what they
-// were at an earlier point (a rewind of the fork to before where it was
-// forked wrote them back as they were before its rewind, the content that
-// rewind had replaced). Diff, from the session's start, still reads it.
+// capturedStatesFor is capturedStates; a rewind's capture of the disk
+// before it that stands after from (a rewind's fork begins there with it)
+// is passed over: it holds the files as they were before that rewind, the
+// state at its own seq alone (the undo rewinds to it), not what they were
+// at an earlier point (a rewind of the fork to before where it was forked
+// wrote them back as they were before its rewind, the content that rewind
+// had replaced). Diff, from the session's start, passes it over too, as a
+// rewind to 0 does: the baseline is what was there before the session
+// started, and a file only that capture holds (the parent made it after
+// the point) was not there then, so the diff and a rewind of the whole
+// session agree on what it changed.
 func (r *Rook) capturedStatesFor(id eventlog.ID, from uint64, rewinding bool) (firstStates, error) {
 	return r.capturedStatesIn(id, from, rewinding, r.transcriptWorkspace(id), false)
 }
@@ -434,7 +438,7 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 				}
 				continue
 			}
-			if ev.Kind != eventlog.KindCheckpoint || rewinding && ev.Seq > point && strings.HasPrefix(ev.Label, beforeRewindPrefix) {
+			if ev.Kind != eventlog.KindCheckpoint || ev.Seq > point && strings.HasPrefix(ev.Label, beforeRewindPrefix) {
 				continue
 			}
 			m, err := r.ReadManifest(ev.Body)
@@ -582,6 +586,20 @@ func (r *Rook) mayChangeFiles(ev eventlog.Event) bool {
 // Diff compares what the session found with the disk now. With w set, it
 // writes a git-style patch (git apply takes it; git apply -R undoes it).
 func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error) {
+	return r.DiffWith(id, w, color, DiffOptions{})
+}
+
+// DiffOptions are how a diff goes (Rook.DiffWith).
+type DiffOptions struct {
+	// Workspace is the directory the user named with -C (empty when -C
+	// was not given): when it is neither the session's workspace nor in
+	// it, the captures are compared with the files there, a project
+	// moved since (workspaceFor).
+	Workspace string
+}
+
+// DiffWith is Diff, with opts.
+func (r *Rook) DiffWith(id eventlog.ID, w io.Writer, color bool, opts DiffOptions) (SessionDiff, error) {
 	defer holdLinks()() // (the recorded paths' links, each resolved once: links.go)
 	d := SessionDiff{Session: id, Files: []FileChange{}}
 	st, err := r.capturedStates(id, 0)
@@ -602,6 +620,12 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		d.Notes, d.MissingSubagents, d.UnreadSubagents = append(own, st.linkedNotes...), st.missingSubagents, st.unreadSubagents
 		d.UnreadEvents = append(seqs, st.unreadTasks...)
 		slices.Sort(d.UnreadEvents)
+	}
+	// -C names where a moved workspace is now: the user deciding.
+	moved := false
+	if ws, ok := workspaceFor(st.Root, opts.Workspace); ok {
+		d.Notes = append(d.Notes, movedNote(st.Root, ws))
+		st.Root, moved = ws, true
 	}
 	// Files added under a directory captured whole are states too
 	// (firstCaptures).
@@ -632,7 +656,10 @@ func (r *Rook) Diff(id eventlog.ID, w io.Writer, color bool) (SessionDiff, error
 		// Every file would read as removed: say what is gone instead. (An
 		// imported session's workspace is often on another machine, or a
 		// worktree deleted since.)
-		return d, fmt.Errorf("the session's workspace %s is not on this disk (moved, deleted, or on another machine): there is nothing to compare its %d captured file(s) with; `rook session show` reads what it did", root, len(first))
+		if moved {
+			return d, fmt.Errorf("%s, named with -C as the session's workspace, is not on this disk: there is nothing to compare its %d captured file(s) with; give -C the directory the workspace is in now", root, len(first))
+		}
+		return d, fmt.Errorf("the session's workspace %s is not on this disk (moved, deleted, or on another machine): there is nothing to compare its %d captured file(s) with; `rook session show` reads what it did; if it is somewhere else now, name it with -C (`rook -C DIR session diff ...`)", root, len(first))
 	}
 	// A directory captured whole that is a link or a file now was
 	// replaced by it: it is added in its place (git shows the type change

@@ -84,6 +84,16 @@ func (e *NotRegularError) Error() string {
 	return fmt.Sprintf("%s is %s, not a regular file, directory or link", e.Path, fileKind(e.Type))
 }
 
+// notRegularAdvice says what to do of err when it is a NotRegularError
+// (a named pipe where a file goes back) that stops a restore or rewind
+// (what): "" for any other error.
+func notRegularAdvice(err error, what string) string {
+	if nr := (*NotRegularError)(nil); errors.As(err, &nr) {
+		return fmt.Sprintf(", which the %s can neither save for its undo nor write over: remove it (or move it out of the way) and run this again", what)
+	}
+	return ""
+}
+
 // openRegular opens a workspace file an Lstat found regular, for reading.
 // The path may have become a named pipe since, and opening one for reading
 // waits for a writer (forever): it is opened without waiting and read only

@@ -106,6 +106,22 @@ func beforeRewindLabel(id eventlog.ID, to uint64) string {
 	return fmt.Sprintf("%s%s to %d", beforeRewindPrefix, id, to)
 }
 
+// holdsRewindCapture says whether session id (of n events) holds a
+// rewind's capture of the disk before it: a copy of files, though diff and
+// rewind pass it over as a state before the point (capturedStatesFor).
+func (r *Rook) holdsRewindCapture(id eventlog.ID, n uint64) bool {
+	evs, err := r.Log.Read(id, 0, int(n))
+	if err != nil {
+		return false
+	}
+	for _, ev := range evs {
+		if ev.Kind == eventlog.KindCheckpoint && strings.HasPrefix(ev.Label, beforeRewindPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // beforeRewindPrefix begins the label of a rewind's capture of the disk
 // before it (beforeRewindLabel).
 const beforeRewindPrefix = "before rewind of "
@@ -197,6 +213,12 @@ type RewindOptions struct {
 	// each after the point writes it whole (CodexUnknownState.MayBeAbsent).
 	// The rewind removes them. Any other path named is refused.
 	Absent []string
+	// Workspace is the directory the user named with -C (empty when -C
+	// was not given): when it is neither the session's workspace nor in
+	// it, the files are put back there, a project moved since
+	// (workspaceFor). The captures the rewind makes still name the
+	// session's workspace, so its undo takes the same -C.
+	Workspace string
 }
 
 // RewindWith is Rewind, with opts.
@@ -235,6 +257,10 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 	// transcript: the states from edit results, said per file once the
 	// rewind is done (TranscriptFiles).
 	var transcript []Change
+	// moved: the files are put back in the directory -C names, not the
+	// one the captures name (recordedRoot), which the capture before the
+	// rewind still names: every capture of a session names one workspace.
+	moved, recordedRoot, movedTo := false, "", ""
 	if !keepFiles {
 		// A rewind that crashed may have left directories open.
 		if err := r.closeLeftOpen(); err != nil {
@@ -302,6 +328,12 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 			// Captures (and edit results) say whether a file existed.
 			return rep, badArgument("--absent is for a rewind of an imported Codex session, whose rollout may not say whether a file existed, and session %s is not one: leave it out: nothing changed", id)
 		}
+		// -C names where a moved workspace is now: the user deciding.
+		recorded := st.Root
+		if ws, ok := workspaceFor(st.Root, opts.Workspace); ok {
+			st.Root, moved, movedTo = ws, true, ws
+			rep.Notes = append(rep.Notes, movedNote(recorded, ws))
+		}
 		// A directory of the user's without its search bit hides all
 		// under it: opened (u+x) before anything is looked at.
 		if real, rerr := realRoot(st.Root); st.Root != "" && rerr == nil {
@@ -347,7 +379,9 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 				// (Its edit results before the point that do not read
 				// were edit results all the same: what they say is not
 				// needed, and there is nothing to put back.)
-				if all.Captures == 0 && all.FromTranscript == 0 && len(all.unreadOwn) == 0 {
+				// (A fork a rewind made holds its capture of the disk before
+				// it, which firstCaptures passes over: copies all the same.)
+				if all.Captures == 0 && all.FromTranscript == 0 && len(all.unreadOwn) == 0 && !r.holdsRewindCapture(id, sum.Events) {
 					// Its subagents' (and forks') states may say the
 					// files: then nothing to put back is the answer,
 					// as if the session held them itself.
@@ -363,7 +397,10 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 		}
 		if len(changes) > 0 {
 			if err := workspaceOnDisk(root); err != nil {
-				return rep, fmt.Errorf("%w: nothing changed (put it back where it was; --keep-files rewinds the conversation only)", err)
+				if moved {
+					return rep, fmt.Errorf("%w (named with -C): nothing changed (give -C the directory the workspace is in now; --keep-files rewinds the conversation only)", err)
+				}
+				return rep, fmt.Errorf("%w: nothing changed (%s; --keep-files rewinds the conversation only)", err, movedWorkspaceHint)
 			}
 			if plan, err = r.planRestore(root, changes, st.wasDir, true); err != nil {
 				// A file's state at the point a Claude Code file backup
@@ -424,7 +461,9 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 					// inside the workspace.
 					var esc *EscapeError
 					if ch.clearFile == "" || !errors.As(err, &esc) || esc.Link != ch.clearFile {
-						return rep, fmt.Errorf("capture %s before rewinding: %w: nothing changed", ch.Path, err)
+						// (A named pipe there: nothing to save for the
+						// undo, nor to write over; said what to do.)
+						return rep, fmt.Errorf("capture %s before rewinding: %w%s: nothing changed", ch.Path, err, notRegularAdvice(err, "rewind"))
 					}
 					c.addAbsent(ch.Path)
 				}
@@ -492,6 +531,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 			}
 			searched.originals(c.m)
 			before = c.m
+			recordedRoot = recorded
 			plan.saved, plan.savedStats = before, c.stats
 		}
 	}
@@ -517,12 +557,21 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 	}
 	// A checkpoint is a barrier: the capture is durable when Append returns,
 	// before the first file is written (TestRewindRecordsTheUndoBeforeWritingFiles).
-	seq, err := r.Append(fork.ID, Entry{Kind: eventlog.KindCheckpoint, Label: before.Label, Body: before.Encode()})
+	record := before
+	if moved {
+		named := *before
+		named.Root = recordedRoot
+		record = &named
+	}
+	seq, err := r.Append(fork.ID, Entry{Kind: eventlog.KindCheckpoint, Label: before.Label, Body: record.Encode()})
 	if err != nil {
 		return rep, fmt.Errorf("record the disk before rewinding (fork %s made, nothing written): %w", fork.ID, err)
 	}
 	rep.BeforeSeq = &seq
 	rep.Undo = fmt.Sprintf("rook session rewind %s --to %d", fork.ID, seq)
+	if moved {
+		rep.Undo = fmt.Sprintf("rook -C %s session rewind %s --to %d", ShellQuote(movedTo), fork.ID, seq)
+	}
 	applying = true
 	rep.FilesRestored, rep.FilesRemoved, _, err = plan.Apply()
 	rep.DirsMade, rep.DirsRemoved, rep.DirsKept = plan.madeDirs(), plan.dirsRemoved, plan.keptDirs()
@@ -542,6 +591,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 		return rep, fmt.Errorf("%w; no fork is kept: there is nothing to undo", err)
 	}
 	if err != nil {
+		rep.DiskChanged = true // (changedAny: the undo has something to put back)
 		return rep, fmt.Errorf("%w; `%s` puts back what was there%s", err, rep.Undo, undoAlso(err, before, "rewind", "captures"))
 	}
 	rep.RolloutFiles = rolloutRewound(rep.RolloutFiles, plan)

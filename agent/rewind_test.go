@@ -1008,3 +1008,57 @@ func TestRewindThatChangesNoFileOffersNoUndo(t *testing.T) {
 	}
 	sameTree(t, "after the undo", readTree(t, ws), tree{"a.txt": "after\n"})
 }
+
+// The fork a rewind makes ends with its capture of
+// the disk before it ("before rewind of ..."), the undo's state. `rook
+// session diff FORK` takes that capture as the baseline of the files it
+// alone holds: b.txt, which the parent made after the point (so at no
+// event of the fork's own history was it there), is shown as "deleted
+// file b.txt" (-b), a change the session made. But `rook session rewind
+// FORK --to 0`, which puts back every file as it was before the session,
+// passed over that capture (diff.go: firstCaptures skipped a before-rewind
+// capture after the point when rewinding) and leaves b.txt absent: the
+// diff claims a deletion that rewinding the whole session does not undo,
+// and the agent writing b.txt again on the fork later reads as
+// "modified" against the parent's copy. Seed 003: "the baseline is what
+// was there before it started".
+// The user saw: `session diff FORK` listed a.txt modified and b.txt
+// deleted. Now the diff passes over a rewind's capture before it, as a
+// rewind to 0 does (capturedStatesFor): a.txt only, what rewinding FORK
+// to 0 undoes.
+func TestDiffOfARewindsForkAgreesWithItsRewindToZero(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"a.txt": "a\n"})
+	r.Append(id, Entry{Kind: eventlog.KindUser, Body: []byte("u")})
+	if _, _, err := r.CaptureSession(id, []string{"a.txt"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"a.txt": "a2\n"})
+	r.Append(id, Entry{Kind: eventlog.KindUser, Body: []byte("u2")})
+	if _, _, err := r.CaptureSession(id, []string{"b.txt"}, "create", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"b.txt": "b\n"})
+	r.Append(id, Entry{Kind: eventlog.KindUser, Body: []byte("u3")})
+
+	rep, err := r.Rewind(id, 3, false) // before b.txt's capture: it goes
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readTree(t, ws); len(got) != 1 || got["a.txt"] != "a2\n" {
+		t.Fatalf("after the rewind to 3: %v", got)
+	}
+	got := diffStatuses(t, r, rep.Fork)
+	// The rewind of the fork to 0 agrees on what the session changed:
+	// it puts a.txt back and leaves b.txt absent.
+	if _, err := r.Rewind(rep.Fork, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	after := readTree(t, ws)
+	if _, ok := after["b.txt"]; ok {
+		t.Fatalf("rewind of the fork to 0 wrote b.txt: %v", after)
+	}
+	if s, ok := got["b.txt"]; ok {
+		t.Errorf("session diff of the rewind's fork %s: b.txt %q (all: %v), a file the fork's history never had, which its rewind to 0 leaves absent (after: %v); want only a.txt modified", rep.Fork, s, got, after)
+	}
+}

@@ -31,7 +31,7 @@ func (l limitFlags) limits() (agent.Limits, error) {
 // SessionCaptureCmd is `rook session capture`.
 type SessionCaptureCmd struct {
 	ID    string   `arg:"" help:"Session id, unique prefix, or last."`
-	Paths []string `arg:"" help:"Paths a tool is about to write, move or delete (relative to the session's workspace)."`
+	Paths []string `arg:"" help:"Paths a tool is about to write, move or delete (relative to the current directory, or -C, when it is in the session's workspace; else to the workspace)."`
 	Label string   `help:"What is about to happen (a tool name)."`
 	limitFlags
 }
@@ -49,7 +49,13 @@ func (c *SessionCaptureCmd) Run(e *Env) error {
 	var m *agent.Manifest
 	err = e.writeSession(c.ID, func(r *agent.Rook, sid eventlog.ID) (err error) {
 		id = sid
-		seq, m, err = r.CaptureSession(id, c.Paths, c.Label, lim)
+		paths := c.Paths
+		if meta, err := r.Log.ReadMeta(id); err == nil {
+			// Run in a directory of the workspace, a relative path
+			// starts there, as for any command line tool.
+			paths = agent.PathsFrom(meta.Workspace, e.Cwd, paths)
+		}
+		seq, m, err = r.CaptureSession(id, paths, c.Label, lim)
 		return err
 	})
 	if err != nil {
@@ -79,6 +85,15 @@ func (c *SessionCaptureCmd) Run(e *Env) error {
 	return nil
 }
 
+// chosenWorkspace is the directory -C names, when it was given: a
+// session's workspace moved there, for diff and rewind. "" without -C.
+func (e *Env) chosenWorkspace() string {
+	if !e.DirGiven {
+		return ""
+	}
+	return e.Cwd
+}
+
 // DiffCmd is `rook session diff`.
 type DiffCmd struct {
 	ID   string `arg:"" help:"Session id, unique prefix, or last."`
@@ -96,7 +111,7 @@ func (c *DiffCmd) Run(e *Env) error {
 		source = r.ImportedFrom(m) // a fork of an imported session too
 	}
 	if e.JSON || c.Stat {
-		d, err := r.Diff(id, nil, false)
+		d, err := r.DiffWith(id, nil, false, agent.DiffOptions{Workspace: e.chosenWorkspace()})
 		if err != nil {
 			return err
 		}
@@ -132,7 +147,7 @@ func (c *DiffCmd) Run(e *Env) error {
 		shown = &replacementSeen{w: e.Stdout}
 		out = shown
 	}
-	d, err := r.Diff(id, out, shown != nil)
+	d, err := r.DiffWith(id, out, shown != nil, agent.DiffOptions{Workspace: e.chosenWorkspace()})
 	if err != nil {
 		return err
 	}
@@ -401,13 +416,17 @@ type RewindCmd struct {
 func (c *RewindCmd) Run(e *Env) error {
 	var rep agent.RewindReport
 	err := e.writeSession(c.ID, func(r *agent.Rook, id eventlog.ID) (err error) {
-		rep, err = r.RewindWith(id, c.To, agent.RewindOptions{KeepFiles: c.KeepFiles, Absent: c.Absent})
+		rep, err = r.RewindWith(id, c.To, agent.RewindOptions{KeepFiles: c.KeepFiles, Absent: c.Absent, Workspace: e.chosenWorkspace()})
 		return err
 	})
 	if nb := (*agent.NoFileBackupsError)(nil); errors.As(err, &nb) {
 		// Said as diff says it: the files could not be put back because
 		// the transcript kept no copies of them.
 		return fmt.Errorf("%s; nothing changed (--keep-files rewinds the conversation only)", noFileBackups(nb.Source, "no files to put back", nb.NotKnown))
+	}
+	if err != nil && rep.Undo != "" {
+		// Stopped part way: the fork and the undo as fields too.
+		return &stoppedPartWay{err: err, fork: rep.Fork.String(), beforeSeq: rep.BeforeSeq, undo: rep.Undo, done: rep}
 	}
 	if err != nil {
 		return err
@@ -468,7 +487,7 @@ func (c *RewindCmd) Run(e *Env) error {
 	}
 	printNotes(e, rep.Notes)
 	if n := len(rep.DirsKept); n > 0 {
-		fmt.Fprintf(w, "  left %d director(ies) made since holding what it does not remove (ignored files, say): %s\n", n, terminalLine(strings.Join(rep.DirsKept, ", ")))
+		fmt.Fprintf(w, "  left %d director(ies) made since holding what it does not remove (a named pipe, or a name a capture cannot record, say): %s\n", n, terminalLine(strings.Join(rep.DirsKept, ", ")))
 	}
 	for _, u := range rep.NotRestored {
 		fmt.Fprintf(w, "  left %s as it is: %s\n", terminalLine(u.Path), terminalLine(u.Error))
@@ -797,6 +816,10 @@ func (c *CheckpointRestoreCmd) Run(e *Env) error {
 		rep, err = r.RestoreCheckpoint(c.Checkpoint, m, to)
 		return err
 	})
+	if err != nil && rep.Saved != "" {
+		// Stopped part way: the save and the undo as fields too.
+		return &stoppedPartWay{err: err, savedAs: rep.Saved, undo: "rook checkpoint restore " + agent.ShellQuote(rep.Saved), done: rep}
+	}
 	if err != nil {
 		return err
 	}

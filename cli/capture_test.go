@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,5 +116,96 @@ func TestFileArgumentsKeepTheirBytes(t *testing.T) {
 	}
 	if _, err := os.Stat(html); err != nil {
 		t.Fatalf("export-html -o %q: %v", html, err)
+	}
+}
+
+// A rewind that stops part way (here at b.txt, made immutable: even root
+// cannot replace it) has written a.txt already. Under --json it said so
+// only in its error's prose: the fork and the undo that puts a.txt back
+// were in the message, not fields a script reads. Now the error's line
+// has them as fields too, beside what the rewind had done by then.
+func TestRewindStoppedPartWaySaysItsUndoAsFields(t *testing.T) {
+	ws, run := workspaceStore(t)
+	for _, f := range []string{"a.txt", "b.txt"} {
+		os.WriteFile(filepath.Join(ws, f), []byte("old\n"), 0o644)
+	}
+	_, out, _ := run("session", "new")
+	id := strings.TrimSpace(out)
+	if code, _, e := run("session", "capture", id, "a.txt", "b.txt"); code != 0 {
+		t.Fatal(e)
+	}
+	for _, f := range []string{"a.txt", "b.txt"} {
+		os.WriteFile(filepath.Join(ws, f), []byte("new\n"), 0o644)
+	}
+	b := filepath.Join(ws, "b.txt")
+	if err := exec.Command("chattr", "+i", b).Run(); err != nil {
+		t.Skipf("chattr +i %s: %v (no immutable files here)", b, err)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", b).Run() })
+	code, out, e := run("--json", "session", "rewind", id, "--to", "0")
+	if code != 1 {
+		t.Fatalf("rewind onto an immutable b.txt: exit %d, %q %q", code, out, e)
+	}
+	var got struct {
+		Error     string          `json:"error"`
+		ExitCode  int             `json:"exit_code"`
+		Fork      string          `json:"fork"`
+		BeforeSeq *uint64         `json:"before_seq"`
+		Undo      string          `json:"undo"`
+		Done      json.RawMessage `json:"done"`
+	}
+	if err := json.Unmarshal([]byte(e), &got); err != nil {
+		t.Fatalf("stderr %q: %v", e, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "old\n" {
+		t.Skipf("the rewind did not write a.txt before b.txt (%q): not stopped part way", b)
+	}
+	if got.Fork == "" || got.BeforeSeq == nil || got.Undo == "" || !strings.Contains(got.Error, got.Undo) || !strings.Contains(string(got.Done), `"files_restored": 1`) && !strings.Contains(string(got.Done), `"files_restored":1`) {
+		t.Fatalf("the error of a rewind stopped part way: %s\nwant fork, before_seq, undo (%q in the message) and done (files_restored 1) as fields", e, got.Undo)
+	}
+	exec.Command("chattr", "-i", b).Run()
+	if code, _, e := run(strings.Fields(got.Undo)[1:]...); code != 0 {
+		t.Fatalf("the undo %q: %s", got.Undo, e)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "new\n" {
+		t.Fatalf("a.txt after the undo: %q", b)
+	}
+}
+
+// The same for a checkpoint restore: the save and the undo as fields.
+func TestRestoreStoppedPartWaySaysItsUndoAsFields(t *testing.T) {
+	ws, run := workspaceStore(t)
+	for _, f := range []string{"a.txt", "b.txt"} {
+		os.WriteFile(filepath.Join(ws, f), []byte("old\n"), 0o644)
+	}
+	if code, _, e := run("checkpoint", "create", "c"); code != 0 {
+		t.Fatal(e)
+	}
+	for _, f := range []string{"a.txt", "b.txt"} {
+		os.WriteFile(filepath.Join(ws, f), []byte("new\n"), 0o644)
+	}
+	b := filepath.Join(ws, "b.txt")
+	if err := exec.Command("chattr", "+i", b).Run(); err != nil {
+		t.Skipf("chattr +i %s: %v (no immutable files here)", b, err)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", b).Run() })
+	code, out, e := run("--json", "checkpoint", "restore", "c")
+	if code != 1 {
+		t.Fatalf("restore onto an immutable b.txt: exit %d, %q %q", code, out, e)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "old\n" {
+		t.Skipf("the restore did not write a.txt before b.txt (%q): not stopped part way", b)
+	}
+	var got struct {
+		Error   string          `json:"error"`
+		SavedAs string          `json:"saved_as"`
+		Undo    string          `json:"undo"`
+		Done    json.RawMessage `json:"done"`
+	}
+	if err := json.Unmarshal([]byte(e), &got); err != nil {
+		t.Fatalf("stderr %q: %v", e, err)
+	}
+	if got.SavedAs == "" || got.Undo != "rook checkpoint restore "+got.SavedAs || !strings.Contains(got.Error, got.Undo) || len(got.Done) == 0 {
+		t.Fatalf("the error of a restore stopped part way: %s\nwant saved_as, undo (in the message) and done as fields", e)
 	}
 }

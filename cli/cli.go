@@ -37,7 +37,7 @@ const (
 type CLI struct {
 	Home nonEmpty     `help:"Store directory (default: $ROOK_HOME, else ~/.rook)." placeholder:"DIR"`
 	JSON bool         `name:"json" help:"Print JSON instead of text, for scripts."`
-	Dir  nonEmptyPath `short:"C" name:"dir" help:"Run as if started in DIR (like git -C): the workspace 'last' and new sessions use, and where relative paths start." placeholder:"DIR"`
+	Dir  nonEmptyPath `short:"C" name:"dir" help:"Run as if started in DIR (like git -C): the workspace 'last' and new sessions use, and where relative paths start; for session diff and rewind, where a session's moved workspace is now." placeholder:"DIR"`
 	// Agents' hooks write at the same moment: a writer waits its turn
 	// rather than failing. Readers never wait.
 	LockWait lockWait `name:"lock-wait" help:"How long a command that writes waits while another rook holds the store's writer lock, before it fails (default: $ROOK_LOCK_WAIT, else 10s; 0: fail at once)." placeholder:"DURATION"`
@@ -67,6 +67,10 @@ type Env struct {
 	Command string
 	// Cwd is the workspace: -C DIR, else the current directory.
 	Cwd string
+	// DirGiven: -C was given, so Cwd is the user's choice of workspace
+	// (a session's moved workspace, for diff and rewind), not merely
+	// where rook was started.
+	DirGiven bool
 	// LockWait is how long a writer waits for the writer lock (--lock-wait).
 	LockWait time.Duration
 	// lockWaitErr is why $ROOK_LOCK_WAIT could not be read: only a command
@@ -295,6 +299,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	// -C first: like git, every relative path (--home included) is then
 	// taken from the directory rook runs in.
 	env.Cwd, err = resolveCwd(string(c.Dir))
+	env.DirGiven = c.Dir != ""
 	if err == nil {
 		env.Home, err = resolveHome(string(c.Home))
 	}
@@ -350,6 +355,9 @@ func exitWith(stderr io.Writer, err error, home string, asJSON bool) int {
 			done := me.Report
 			return encodeJSONError(stderr, jsonError{Error: msg, ExitCode: code, FailedStage: me.Stage, Done: &done})
 		}
+		if sp := (*stoppedPartWay)(nil); errors.As(err, &sp) {
+			return encodeJSONError(stderr, jsonError{Error: msg, ExitCode: code, Fork: sp.fork, BeforeSeq: sp.beforeSeq, SavedAs: sp.savedAs, Undo: sp.undo, Done: sp.done})
+		}
 		return failJSON(stderr, code, msg)
 	}
 	if msg != "" {
@@ -380,14 +388,38 @@ type jsonError struct {
 	// Files: of a rewind of an imported Codex session refused, each
 	// file whose state it does not know, and why.
 	Files []agent.CodexUnknownState `json:"files,omitempty"`
-	// FailedStage and Done: of a `store maintain` whose stage failed,
-	// which one ("prune", "gc", "train", "budget", "stats"), and what
-	// the run did before it, as its report on success is shaped: the
-	// stages before FailedStage whole, the sessions it deleted and the
+	// FailedStage: of a `store maintain` whose stage failed, which one
+	// ("prune", "gc", "train", "budget", "stats"); Done is then what the
+	// run did before it, as its report on success is shaped: the stages
+	// before FailedStage whole, the sessions it deleted and the
 	// dictionaries it kept itself; the stages after it did not run.
-	FailedStage string                `json:"failed_stage,omitempty"`
-	Done        *agent.MaintainReport `json:"done,omitempty"`
+	FailedStage string `json:"failed_stage,omitempty"`
+	// Of a rewind or checkpoint restore that stopped part way, having
+	// changed files (stoppedPartWay): the rewind's fork and the seq of
+	// its capture of the disk before it, the restore's save, the command
+	// that puts back what was there, and what it had done by then (the
+	// report --json prints when it succeeds). Added fields: the rest is
+	// as for any error.
+	Fork      string  `json:"fork,omitempty"`
+	BeforeSeq *uint64 `json:"before_seq,omitempty"`
+	SavedAs   string  `json:"saved_as,omitempty"`
+	Undo      string  `json:"undo,omitempty"`
+	Done      any     `json:"done,omitempty"`
 }
+
+// stoppedPartWay is the error of a rewind or restore that stopped after
+// it changed files: err, with what a script needs to put them back.
+type stoppedPartWay struct {
+	err       error
+	fork      string
+	beforeSeq *uint64
+	savedAs   string
+	undo      string
+	done      any
+}
+
+func (e *stoppedPartWay) Error() string { return e.err.Error() }
+func (e *stoppedPartWay) Unwrap() error { return e.err }
 
 func failJSON(stderr io.Writer, code int, msg string) int {
 	return encodeJSONError(stderr, jsonError{Error: msg, ExitCode: code})

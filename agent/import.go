@@ -125,9 +125,9 @@ type ImportedFile struct {
 	// Fork: Parent is the session this one was forked from (and whose
 	// lines it copies), not one that spawned it.
 	Fork     bool   `json:"fork,omitempty"`
-	Lines    int    `json:"lines"`  // lines taken in this time
-	Events   int    `json:"events"` // events appended
-	BytesIn  int64  `json:"bytes_in"`
+	Lines    int    `json:"lines"`    // lines taken in this time
+	Events   int    `json:"events"`   // events appended
+	BytesIn  int64  `json:"bytes_in"` // of the transcript's lines taken in
 	Unparsed int    `json:"unparsed"`
 	Unknown  int    `json:"unknown"` // lines of entry types rook does not know
 	Note     string `json:"note,omitempty"`
@@ -155,6 +155,10 @@ type ImportedFile struct {
 	// SessionMemory: Claude Code session-memory files (new, or changed
 	// since) taken in this time (takeSideFiles).
 	SessionMemory int `json:"session_memory,omitempty"`
+	// SideBytesIn: the bytes of the files read beside the transcript and
+	// taken in this time (tool-results files, file-history backups,
+	// session-memory files); BytesIn counts the transcript's alone.
+	SideBytesIn int64 `json:"side_bytes_in,omitempty"`
 }
 
 // ImportProblem is a line that did not parse, the lines of a file of an
@@ -186,7 +190,8 @@ type ImportReport struct {
 	Linked       int             `json:"children_linked"` // sessions of earlier imports linked to a parent imported now
 	Events       int             `json:"events"`
 	Lines        int             `json:"lines"`
-	BytesIn      int64           `json:"bytes_in"`
+	BytesIn      int64           `json:"bytes_in"`      // of transcripts
+	SideBytesIn  int64           `json:"side_bytes_in"` // of the files beside them (ImportedFile)
 	StoredBefore int64           `json:"stored_before"` // the store's stored bytes
 	StoredAfter  int64           `json:"stored_after"`
 	Unparsed     int             `json:"unparsed"`
@@ -362,7 +367,7 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		if !f.unchanged {
 			names.taken(f.path)
 		}
-		if unflushed += res.BytesIn; unflushed >= importFlushBytes {
+		if unflushed += res.BytesIn + res.SideBytesIn; unflushed >= importFlushBytes {
 			if err := r.Log.Flush(); err != nil {
 				return err
 			}
@@ -376,6 +381,7 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		rep.Lines += res.Lines
 		rep.Events += res.Events
 		rep.BytesIn += res.BytesIn
+		rep.SideBytesIn += res.SideBytesIn
 		rep.Unparsed += res.Unparsed
 		rep.Unknown += res.Unknown
 		rep.ToolResults += res.ToolResults
@@ -1816,6 +1822,12 @@ func (fi *fileImport) partly(err error) error {
 		fi.res.Session, fi.res.Parent = nil, nil
 		return err
 	}
+	if fi.res.Lines == 0 && !fi.created {
+		// None taken this time, but the session holds the lines an
+		// earlier import took in before where the file stops: named, so
+		// that "failed" does not read as if nothing of the file were in.
+		return fmt.Errorf("%w (the lines before, taken in by an earlier import, are in session %s: import it again once it reads whole, a copy from where it came, for the rest)", err, fi.sess.ID)
+	}
 	if fi.res.Lines == 0 {
 		return err
 	}
@@ -2247,7 +2259,7 @@ func (fi *fileImport) store(lines []pendingLine, final bool) ([]pendingLine, err
 		}
 		// File backups named in the unit become a capture, so that
 		// `rook session diff` and rewind work on the session.
-		n, gone, err := fi.r.captureBackups(fi.sess, fi.info(), fi.path, unit, fi.captured, t, fi.appendWithGroup, fi.rep.problem)
+		n, gone, err := fi.r.captureBackups(fi.sess, fi.info(), fi.path, unit, fi.captured, t, fi.appendWithGroup, fi.rep.problem, &res.SideBytesIn)
 		res.BackupsMissing += gone
 		if err != nil {
 			return nil, err
@@ -3742,8 +3754,9 @@ const captureBackupsLabel = "claude-code:file-history"
 // file, too big, unreadable) is left out, and reported to problem: the
 // diff will not show that file's change. The capture's event is appended
 // by appendWithGroup, in one group with the unit's. It returns the events
-// appended (0 or 1) and how many backups were missing.
-func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path string, unit []pendingLine, captured backupSet, at time.Time, appendWithGroup func(eventlog.Event) error, problem func(ImportProblem) int) (events, missing int, err error) {
+// appended (0 or 1) and how many backups were missing, and adds the bytes
+// of the backups it took in to *taken (ImportedFile.SideBytesIn).
+func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path string, unit []pendingLine, captured backupSet, at time.Time, appendWithGroup func(eventlog.Event) error, problem func(ImportProblem) int, taken *int64) (events, missing int, err error) {
 	if !slices.ContainsFunc(unit, func(p pendingLine) bool { return len(p.m.Backups) > 0 }) {
 		// Most units name no backup: nothing to capture, and no
 		// directory to find and stat for each.
@@ -3833,6 +3846,7 @@ func (r *Rook) captureBackups(sess *eventlog.Meta, info sourceSession, path stri
 			}
 			m.Files[filepath.ToSlash(rel)] = FileEntry{ID: res.ID, Size: int64(len(data)), Mode: FileMode{Perm: 0o644}}
 			m.TotalBytes += int64(len(data))
+			*taken += int64(len(data))
 		}
 	}
 	if len(m.Files) == 0 && len(m.Absent) == 0 && len(m.Unknown) == 0 && len(m.Skipped) == 0 {

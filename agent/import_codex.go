@@ -551,6 +551,17 @@ var codexItemTypes = func() map[string]bool {
 	return m
 }()
 
+// codexCallID is the id a call's output answers it by: its call_id, or,
+// for a local_shell_call that has none (the Chat Completions API sets id
+// alone), its id, as Codex answers it (call_id.or(id), codex-rs
+// tools/router.rs).
+func codexCallID(typ, callID, id string) string {
+	if callID == "" && typ == "local_shell_call" {
+		return id
+	}
+	return callID
+}
+
 // codexToolNames name the calls that carry no name, as Codex itself does.
 var codexToolNames = map[string]string{"local_shell_call": "shell", "web_search_call": "web_search", "tool_search_call": "tool_search"}
 
@@ -596,10 +607,10 @@ func (m *codexMapper) responseItem(e *codexEntry, out *mappedLine) {
 			name = codexToolNames[typ]
 		}
 		out.Kind, out.Label = eventlog.KindToolCall, name
-		if e.CallID != "" {
-			m.toolName[e.CallID] = name
+		if id := codexCallID(typ, e.CallID, e.ID); id != "" {
+			m.toolName[id] = name
 			if name == "spawn_agent" && m.sess.Subagent && m.sess.Fork {
-				m.spawnCalled(e.CallID)
+				m.spawnCalled(id)
 			}
 		}
 	case codexOutputs[typ]:

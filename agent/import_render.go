@@ -782,11 +782,11 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 		NumTurns int64 `json:"num_turns"`
 		// thread_name_updated's: the name the user gave the thread.
 		ThreadName *string `json:"thread_name"`
-		Action     *struct {
-			Command []string `json:"command"`
-			Query   string   `json:"query"`
-		} `json:"action"`
-		Info *codexRenderedInfo `json:"info"`
+		// local_shell_call's command; web_search_call's action is read
+		// apart (webSearched), as its members vary by Codex version.
+		Action        json.RawMessage    `json:"action"`
+		RevisedPrompt json.RawMessage    `json:"revised_prompt"` // image_generation_call's
+		Info          *codexRenderedInfo `json:"info"`
 		// An older Codex's token_count has no info: its usage is in the
 		// payload itself.
 		codexRenderedInfo
@@ -846,14 +846,17 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 				r.arguments(args)
 			}
 		case "local_shell_call":
-			if p.Action == nil {
+			var action struct {
+				Command []string `json:"command"`
+			}
+			if len(p.Action) == 0 || bytes.Equal(p.Action, []byte("null")) || json.Unmarshal(p.Action, &action) != nil {
 				return false
 			}
 			r.head("local_shell_call")
-			for _, w := range p.Action.Command {
+			for _, w := range action.Command {
 				r.dependsOnText(w)
 			}
-			out.WriteString(shellWords(p.Action.Command))
+			out.WriteString(shellWords(action.Command))
 		case "function_call_output", "custom_tool_call_output":
 			r.head("%s", p.Type)
 			s, ok := rawText(p.Output)
@@ -874,14 +877,16 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 			}
 			// A tool's output may be {"output": ..., "metadata": ...}
 			// written as a string: its output is what was printed, and a
-			// command that failed says so.
+			// command that failed says so. An object with other members
+			// (a tool that answers JSON with an "output" in it) is not
+			// that wrapper, and is shown whole.
 			var wrapped struct {
 				Output   *string `json:"output"`
 				Metadata struct {
 					ExitCode *int `json:"exit_code"`
 				} `json:"metadata"`
 			}
-			if r.startsWithBrace(s) && json.Unmarshal([]byte(s), &wrapped) == nil && wrapped.Output != nil {
+			if r.startsWithBrace(s) && json.Unmarshal([]byte(s), &wrapped) == nil && wrapped.Output != nil && codexWrapperOnly(s) {
 				s = *wrapped.Output
 				if c := wrapped.Metadata.ExitCode; c != nil && *c != 0 {
 					s = fmt.Sprintf("(exit code %d)%s%s", *c, r.afterExitCode(), s)
@@ -893,10 +898,53 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 			start := out.Len()
 			out.WriteString(s)
 			r.noOutput(start)
+		case "web_search_call":
+			// What the agent searched for, whole: a query (and the others
+			// of its queries), a page opened, a pattern looked for in one.
+			searched, ok := webSearched(p.Action)
+			if !ok {
+				r.dependsOn(payload)
+				fmt.Fprintf(out, "[%s] %s", p.Type, firstText(payload))
+				break
+			}
+			r.dependsOnText(searched)
+			fmt.Fprintf(out, "[%s] %s", p.Type, searched)
+		case "image_generation_call":
+			// The prompt the image was made from; the image itself
+			// (result, base64) is not text, as an input_image is not.
+			prompt := rawString([]byte(p.RevisedPrompt))
+			if strings.TrimSpace(prompt) == "" {
+				fmt.Fprintf(out, "[%s] (image)", p.Type)
+				break
+			}
+			fmt.Fprintf(out, "[%s] %s", p.Type, r.readable(prompt))
+		case "tool_search_call":
+			// What the model looked for among the tools: its arguments,
+			// whole, as a function_call's.
+			if len(p.Arguments) == 0 || p.Arguments[0] != '{' {
+				r.dependsOn(payload)
+				fmt.Fprintf(out, "[%s] %s", p.Type, firstText(payload))
+				break
+			}
+			r.head("%s", p.Type)
+			r.arguments(p.Arguments)
 		default:
+			// A marker (a compaction's encrypted state, a ghost snapshot,
+			// the tools made available) or an item rook does not know:
+			// a glimpse, the line itself kept whole in the event.
 			r.dependsOn(payload)
 			fmt.Fprintf(out, "[%s] %s", p.Type, firstText(payload))
 		}
+	case "compacted":
+		// The summary Codex wrote of the conversation so far, which the
+		// model goes on from: whole, as a message's text.
+		if strings.TrimSpace(p.Message) == "" {
+			r.dependsOn(payload)
+			fmt.Fprintf(out, "[%s] %s", typ, firstText(payload))
+			break
+		}
+		r.head("%s", typ)
+		out.WriteString(r.readable(p.Message))
 	case "event_msg":
 		switch {
 		case p.Type == "patch_apply_end":
@@ -979,6 +1027,60 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 		fmt.Fprintf(out, "[%s] %s", typ, firstText(payload))
 	}
 	return true
+}
+
+// codexWrapperOnly says whether a tool's output, a JSON object, is
+// Codex's own wrapper of what a command printed: its members are output
+// and metadata, nothing else.
+func codexWrapperOnly(s string) bool {
+	var members map[string]json.RawMessage
+	if json.Unmarshal([]byte(s), &members) != nil {
+		return false
+	}
+	for k := range members {
+		if k != "output" && k != "metadata" {
+			return false
+		}
+	}
+	return true
+}
+
+// webSearched is what a web_search_call's action looked for, whole: a
+// search's query and the other queries it ran (action.queries), the page
+// it opened, or the pattern it looked for in a page and where. Not ok
+// when the action says none of these.
+func webSearched(action json.RawMessage) (string, bool) {
+	var a struct {
+		Type    json.RawMessage   `json:"type"`
+		Query   json.RawMessage   `json:"query"`
+		Queries []json.RawMessage `json:"queries"`
+		URL     json.RawMessage   `json:"url"`
+		Pattern json.RawMessage   `json:"pattern"`
+	}
+	if len(action) == 0 || action[0] != '{' || json.Unmarshal(action, &a) != nil {
+		return "", false
+	}
+	var queries []string
+	for _, q := range append([]json.RawMessage{a.Query}, a.Queries...) {
+		if s := rawString([]byte(q)); strings.TrimSpace(s) != "" && !slices.Contains(queries, s) {
+			queries = append(queries, s)
+		}
+	}
+	url, pattern := rawString([]byte(a.URL)), rawString([]byte(a.Pattern))
+	var parts []string
+	parts = append(parts, queries...)
+	switch {
+	case pattern != "" && url != "":
+		parts = append(parts, fmt.Sprintf("find %q in %s", pattern, url))
+	case pattern != "":
+		parts = append(parts, fmt.Sprintf("find %q", pattern))
+	case url != "":
+		parts = append(parts, url)
+	}
+	if len(parts) == 0 {
+		return "", false
+	}
+	return strings.Join(parts, "\n"), true
 }
 
 // codexRenderedInfo is a token_count's info, and codexRenderedUsage one of

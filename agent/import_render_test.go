@@ -593,3 +593,92 @@ func TestRenderImportedAfterBlanks(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderCodexCompactedSummaryWhole: a Codex rollout's `compacted`
+// line holds the summary Codex wrote of the conversation so far (the text
+// the model goes on from; often kilobytes, many lines). show, export-html
+// and quote render it whole, as a message's text, not a one-line preview
+// of it (which quote called all of its text).
+func TestRenderCodexCompactedSummaryWhole(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("Summary line one about the work.\n")
+	for i := 0; i < 5; i++ {
+		b.WriteString("- detail COMPACTDETAIL" + string(rune('A'+i)) + "\n")
+	}
+	b.WriteString("LAST LINE OF SUMMARY")
+	payload, _ := json.Marshal(map[string]any{"message": b.String()})
+	line := `{"timestamp":"2026-01-08T10:00:02.000Z","type":"compacted","payload":` + string(payload) + "}\n"
+	got := string(RenderImported([]byte(line)))
+	for _, want := range []string{"Summary line one about the work.", "COMPACTDETAILC", "LAST LINE OF SUMMARY"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rendered compacted line lacks %q; got:\n%s", want, got)
+		}
+	}
+}
+
+// TestRenderCodexWebSearchWhole: a Codex web_search_call shows what the
+// agent searched for, whole: a query past 80 runes uncut, every one of an
+// action's queries, and of a find_in_page the pattern as well as the url.
+func TestRenderCodexWebSearchWhole(t *testing.T) {
+	long := "a very long query " + strings.Repeat("y", 120) + " QUERYTAIL"
+	cases := []struct {
+		action string
+		want   []string
+	}{
+		{`{"type":"search","query":"` + long + `"}`, []string{"QUERYTAIL"}},
+		{`{"type":"search","query":"Q1 ONE","queries":["Q1 ONE","Q2 TWO"]}`, []string{"Q1 ONE", "Q2 TWO"}},
+		{`{"type":"find_in_page","url":"https://x.test/","pattern":"PATTERNX"}`, []string{"https://x.test/", "PATTERNX"}},
+	}
+	for _, c := range cases {
+		line := `{"timestamp":"2026-01-07T10:00:02.000Z","type":"response_item","payload":{"type":"web_search_call","status":"completed","action":` + c.action + "}}\n"
+		got := string(RenderImported([]byte(line)))
+		for _, want := range c.want {
+			if !strings.Contains(got, want) {
+				t.Errorf("web_search_call %s: rendered view lacks %q; got:\n%s", c.action, want, got)
+			}
+		}
+	}
+}
+
+// TestRenderCodexOutputObjectNotWrapperWhole: a function_call_output that
+// is a JSON object with an "output" member is Codex's {"output",
+// "metadata"} wrapper only when it holds nothing else: a tool that
+// answers {"output":"3 passed","failures":[...],"status":"failed"} is
+// shown whole, not as "3 passed".
+func TestRenderCodexOutputObjectNotWrapperWhole(t *testing.T) {
+	out, _ := json.Marshal(`{"output":"3 passed","failures":["test_parse_UTF8"],"status":"failed"}`)
+	line := `{"timestamp":"2026-01-09T10:00:03.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":` + string(out) + "}}\n"
+	got := string(RenderImported([]byte(line)))
+	for _, want := range []string{"3 passed", "test_parse_UTF8", "failed"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rendered output lacks %q; got:\n%s", want, got)
+		}
+	}
+}
+
+// TestRenderCodexImageGenerationPromptNotImage: a Codex
+// image_generation_call shows the prompt the image was made from
+// (revised_prompt), and not the image (result, base64) as text, as an
+// input_image is left out.
+func TestRenderCodexImageGenerationPromptNotImage(t *testing.T) {
+	line := `{"timestamp":"2026-01-09T10:00:03.000Z","type":"response_item","payload":{"type":"image_generation_call","id":"ig_1","status":"completed","revised_prompt":"A cat on a mat REVISED","result":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}}` + "\n"
+	got := string(RenderImported([]byte(line)))
+	if !strings.Contains(got, "A cat on a mat REVISED") {
+		t.Errorf("rendered image_generation_call lacks its prompt; got:\n%s", got)
+	}
+	if strings.Contains(got, "iVBORw0KGgo") {
+		t.Errorf("rendered image_generation_call shows the image's base64 as text; got:\n%s", got)
+	}
+}
+
+// TestRenderCodexToolSearchCallWhole: a Codex tool_search_call shows its
+// arguments whole, as a function_call's, not a glimpse of its query cut
+// at 80 runes.
+func TestRenderCodexToolSearchCallWhole(t *testing.T) {
+	long := "calendar create " + strings.Repeat("z", 100) + " SEARCHTAIL"
+	line := `{"timestamp":"2026-01-02T03:04:23.000Z","type":"response_item","payload":{"type":"tool_search_call","call_id":"call_Ts4","status":"completed","execution":"client","arguments":{"query":"` + long + `","limit":1}}}` + "\n"
+	got := string(RenderImported([]byte(line)))
+	if !strings.Contains(got, "SEARCHTAIL") {
+		t.Errorf("rendered tool_search_call lacks the end of its query; got:\n%s", got)
+	}
+}

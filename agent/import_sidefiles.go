@@ -227,6 +227,7 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 		}
 		evs = append(evs, eventlog.Event{Kind: eventlog.KindNote, Label: sessionMemoryLabel + f.name, Body: put.ID, Time: f.mtime})
 		res.SessionMemory++
+		res.SideBytesIn += int64(len(data))
 	}
 	for _, n := range named {
 		if heldResults[n.ref.name] {
@@ -247,9 +248,10 @@ func (r *Rook) takeSideFiles(m eventlog.Meta, prev *eventlog.FileStat, res *Impo
 		evs = append(evs, eventlog.Event{Kind: eventlog.KindNote, Label: toolResultsLabel + n.ref.name, Body: put.ID, Time: n.at})
 		heldResults[n.ref.name] = true
 		res.ToolResults++
+		res.SideBytesIn += int64(len(data))
 	}
 	if lateHistory {
-		caps, ok, err := r.lateCaptures(&late, m, history, rep, &res.BackupsLateTaken)
+		caps, ok, err := r.lateCaptures(&late, m, history, rep, &res.BackupsLateTaken, &res.SideBytesIn)
 		if err != nil {
 			return nil, err
 		}
@@ -517,7 +519,7 @@ func (late *lateBackups) note(m eventlog.Meta, ml mappedLine, ev eventlog.Event)
 // backup still not there is left for an import after (the directory
 // changes when it comes); one there that does not read is reported, and
 // the directory is looked at again (ok false).
-func (r *Rook) lateCaptures(late *lateBackups, m eventlog.Meta, dir string, rep *ImportReport, taken *int) (evs []eventlog.Event, ok bool, err error) {
+func (r *Rook) lateCaptures(late *lateBackups, m eventlog.Meta, dir string, rep *ImportReport, taken *int, takenBytes *int64) (evs []eventlog.Event, ok bool, err error) {
 	ok = true
 	byAt := map[uint64]*Manifest{}
 	keys := make([]backupAt, 0, len(late.named))
@@ -571,6 +573,7 @@ func (r *Rook) lateCaptures(late *lateBackups, m eventlog.Meta, dir string, rep 
 		man.Files[p] = FileEntry{ID: put.ID, Size: int64(len(data)), Mode: FileMode{Perm: 0o644}}
 		man.TotalBytes += int64(len(data))
 		*taken++
+		*takenBytes += int64(len(data))
 	}
 	ats := slices.Sorted(maps.Keys(byAt))
 	for _, at := range ats {

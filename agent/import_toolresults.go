@@ -218,6 +218,7 @@ func (fi *fileImport) attachToolResults(unit []pendingLine, at time.Time) (int, 
 			fi.group = append(fi.group, eventlog.Event{Kind: eventlog.KindNote, Label: toolResultsLabel + ref.name, Body: res.ID, Time: at})
 			held[ref.name] = true
 			fi.res.ToolResults++
+			fi.res.SideBytesIn += int64(len(data))
 			n++
 		}
 	}

@@ -33,20 +33,27 @@ func toolCallIDs(body []byte) toolCallRefs {
 			ToolUseResult json.RawMessage `json:"toolUseResult"`
 			Payload       struct {
 				Type   string          `json:"type"`
-				CallID string          `json:"call_id"`
+				CallID json.RawMessage `json:"call_id"`
+				ID     json.RawMessage `json:"id"`
 				Output json.RawMessage `json:"output"`
 			} `json:"payload"`
 			// An older Codex's bare item, with no envelope (codexBareLine).
 			Type   json.RawMessage `json:"type"`
 			CallID json.RawMessage `json:"call_id"`
+			ID     json.RawMessage `json:"id"`
 			Output json.RawMessage `json:"output"`
 		}
 		if json.Unmarshal(trimNewline(line), &l) != nil {
 			continue
 		}
-		typ, id, output := l.Payload.Type, l.Payload.CallID, l.Payload.Output
+		typ, output := l.Payload.Type, l.Payload.Output
+		callID, itemID := rawString(l.Payload.CallID), rawString(l.Payload.ID)
 		if t := rawString(l.Type); codexItemTypes[t] {
-			typ, id, output = t, rawString(l.CallID), l.Output
+			typ, callID, itemID, output = t, rawString(l.CallID), rawString(l.ID), l.Output
+		}
+		id := callID
+		if codexCalls[typ] {
+			id = codexCallID(typ, callID, itemID)
 		}
 		switch {
 		case codexCalls[typ] && id != "":

@@ -207,6 +207,13 @@ func runImport(e *Env, format string, paths []string) error {
 		partial = partial || (f.Status == agent.ImportFailed && f.Session != nil && f.Lines > 0)
 	}
 	if rep.Failed == len(rep.Files) && !partial {
+		// A failed file whose session an earlier import made holds the
+		// lines taken in then (its note names it): nothing new.
+		for _, f := range rep.Files {
+			if f.Status == agent.ImportFailed && f.Session != nil {
+				return &exitError{code: ExitFailure, msg: fmt.Sprintf("nothing more could be imported%s", first)}
+			}
+		}
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("nothing could be imported%s", first)}
 	}
 	msg := fmt.Sprintf("1 of %d file(s) could not be imported%s", len(rep.Files), first)
@@ -365,14 +372,23 @@ func printImport(e *Env, out importJSON) {
 	if rep.ForksTagged > 0 {
 		fmt.Fprintf(w, "%d fork(s) imported before rook tagged them are now tagged fork: listed as forks of their parent, not children\n", rep.ForksTagged)
 	}
-	fmt.Fprintf(w, "%d line(s) -> %d event(s); %s in, ", rep.Lines, rep.Events, formatBytes(rep.BytesIn))
+	// What was read: the transcripts' lines, and the files beside them
+	// (tool outputs, file backups, session memory) taken in with them;
+	// the ratio is over both, as what is stored holds both.
+	in := rep.BytesIn + rep.SideBytesIn
+	if rep.SideBytesIn > 0 {
+		fmt.Fprintf(w, "%d line(s) -> %d event(s); %s in (%s of transcripts, %s of files beside them), ", rep.Lines, rep.Events,
+			formatBytes(in), formatBytes(rep.BytesIn), formatBytes(rep.SideBytesIn))
+	} else {
+		fmt.Fprintf(w, "%d line(s) -> %d event(s); %s in, ", rep.Lines, rep.Events, formatBytes(in))
+	}
 	ratio := func(added int64) string {
-		if added <= 0 || rep.BytesIn == 0 {
+		if added <= 0 || in == 0 {
 			return ""
 		}
-		return fmt.Sprintf(" (%.1fx)", float64(rep.BytesIn)/float64(added))
+		return fmt.Sprintf(" (%.1fx)", float64(in)/float64(added))
 	}
-	if out.DiskBefore != nil && *out.DiskAfter > *out.DiskBefore && rep.BytesIn > 0 {
+	if out.DiskBefore != nil && *out.DiskAfter > *out.DiskBefore && in > 0 {
 		// What a user's disk lost: objects, and the index and event logs
 		// that find them.
 		grew := *out.DiskAfter - *out.DiskBefore

@@ -169,7 +169,10 @@ func (r *Rook) joinToolCallRefs(id eventlog.ID, page []EventView, refs []toolCal
 	}
 	for _, w := range waiting {
 		for _, c := range w.ids {
-			if seq, ok := callAt[c]; ok {
+			// callAt holds the page's own calls too: one after the
+			// result (a Codex output written before its call) is none
+			// it answers, and a page from seq 0 never links it.
+			if seq, ok := callAt[c]; ok && seq < page[w.i].Seq {
 				page[w.i].Calls = appendUnique(page[w.i].Calls, seq)
 			}
 		}

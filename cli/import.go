@@ -208,13 +208,16 @@ func runImport(e *Env, format string, paths []string) error {
 	}
 	if rep.Failed == len(rep.Files) && !partial {
 		// A failed file whose session an earlier import made holds the
-		// lines taken in then (its note names it): nothing new.
-		for _, f := range rep.Files {
-			if f.Status == agent.ImportFailed && f.Session != nil {
-				return &exitError{code: ExitFailure, msg: fmt.Sprintf("nothing more could be imported%s", first)}
-			}
+		// lines taken in then (its note names it): nothing new. Said of
+		// one file only: of several, the others may never have been.
+		verb := "nothing could be imported"
+		if f := rep.Files[0]; len(rep.Files) == 1 && f.Session != nil {
+			verb = "nothing more could be imported"
 		}
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("nothing could be imported%s", first)}
+		if rep.Failed > 1 {
+			return &exitError{code: ExitFailure, msg: fmt.Sprintf("%s: none of %d file(s) (the first%s; the summary lists them all)", verb, rep.Failed, first)}
+		}
+		return &exitError{code: ExitFailure, msg: verb + first}
 	}
 	msg := fmt.Sprintf("1 of %d file(s) could not be imported%s", len(rep.Files), first)
 	if rep.Failed > 1 {

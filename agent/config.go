@@ -123,7 +123,7 @@ func (d *Duration) UnmarshalText(b []byte) error {
 		if b[0] == '-' {
 			return fmt.Errorf("duration %q is negative", b)
 		}
-		return fmt.Errorf("duration %q is too long: at most %dh (about 292 years)", b, int64(math.MaxInt64/int64(time.Hour)))
+		return fmt.Errorf("duration %q is too long: at most %v (about 292 years)", b, time.Duration(math.MaxInt64))
 	}
 	if err != nil {
 		return fmt.Errorf("not a duration (%q): write it like \"10m\" or \"1h30m\"", b)
@@ -241,6 +241,12 @@ func readConfigFile(fsys vfs.FS, path string) ([]byte, error) {
 	case fi.IsDir():
 		f.Close()
 		return nil, &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
+	case devNull(fi):
+		// A link to /dev/null, the usual "no settings here" (a dotfiles
+		// checkout's, a CI job's): read as empty, the defaults, as
+		// before config files were checked for being regular.
+		f.Close()
+		return nil, nil
 	case !fi.Mode().IsRegular():
 		f.Close()
 		return nil, configNotRegular(path, fi.Mode())
@@ -253,6 +259,15 @@ func readConfigFile(fsys vfs.FS, path string) ([]byte, error) {
 		return nil, configTooLarge(path) // grew while it was read
 	}
 	return b, err
+}
+
+// devNull says whether fi is the null device, which reads as empty.
+func devNull(fi fs.FileInfo) bool {
+	if fi.Mode()&fs.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err == nil && os.SameFile(fi, null)
 }
 
 // configNotRegular is the error of a config file that is a named pipe, a

@@ -101,3 +101,25 @@ func TestConfigDeviceSocketOrHugeFileIsRefused(t *testing.T) {
 		t.Errorf("a config.toml of 1 MiB, linked: %+v, %v; want gc_grace 1h", c.Storage, err)
 	}
 }
+
+// A config.toml linked to /dev/null, the usual "no settings here" (a
+// dotfiles checkout's, a CI job's), read as empty before config files
+// were checked for being regular: the defaults. Refused as a device, it
+// failed every store gc, prune and maintain (a cron job) with a reason
+// untrue of /dev/null ("a device never ends"). It reads as the defaults.
+func TestConfigLinkedToDevNullIsTheDefaults(t *testing.T) {
+	if _, err := os.Stat(os.DevNull); err != nil {
+		t.Skipf("no %s", os.DevNull)
+	}
+	home := t.TempDir()
+	if err := os.Symlink(os.DevNull, filepath.Join(home, ConfigFile)); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(vfs.OS, home)
+	if err != nil {
+		t.Fatalf("LoadConfig of a config.toml linked to /dev/null: %v, want the defaults", err)
+	}
+	if want := DefaultConfig(); cfg.Storage.GCGrace != want.Storage.GCGrace {
+		t.Fatalf("gc_grace %v, want the default %v", cfg.Storage.GCGrace, want.Storage.GCGrace)
+	}
+}

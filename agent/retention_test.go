@@ -1111,9 +1111,10 @@ func TestConfigBadValueInAnInlineTableNamesItsLine(t *testing.T) {
 // duration", and a negative one, however long, negative.
 func TestConfigDurationTooLongIsSaidTooLong(t *testing.T) {
 	for _, c := range []struct{ value, want string }{
-		{"3000000h", `line 2: duration "3000000h" is too long: at most 2562047h (about 292 years)`},
-		{"2562048h", `duration "2562048h" is too long: at most 2562047h`},
-		{"9223372036854775808ns", `is too long: at most 2562047h`},
+		{"3000000h", `line 2: duration "3000000h" is too long: at most 2562047h47m16.854775807s (about 292 years)`},
+		{"2562048h", `duration "2562048h" is too long: at most 2562047h47m16.854775807s`},
+		{"2562047h48m", `duration "2562047h48m" is too long: at most 2562047h47m16.854775807s`},
+		{"9223372036854775808ns", `is too long: at most 2562047h47m16.854775807s`},
 		{"1.5e9h", `not a duration ("1.5e9h"): write it like "10m" or "1h30m"`},
 		{"10", `not a duration ("10"): write it like "10m"`},
 		{".h", `not a duration (".h")`},
@@ -1128,6 +1129,11 @@ func TestConfigDurationTooLongIsSaidTooLong(t *testing.T) {
 	c, err := ParseConfig("config.toml", []byte("[storage]\ngc_grace = \"2562047h\"\n"))
 	if err != nil || c.Storage.GCGrace.Duration != 2562047*time.Hour {
 		t.Errorf("gc_grace = \"2562047h\", the longest whole hours: %v, %v", c.Storage.GCGrace, err)
+	}
+	// The most it says is taken: 2562047h47m, past 2562047h, is.
+	c, err = ParseConfig("config.toml", []byte("[storage]\ngc_grace = \"2562047h47m16.854775807s\"\n"))
+	if err != nil || c.Storage.GCGrace.Duration != time.Duration(math.MaxInt64) {
+		t.Errorf("gc_grace = the most a duration holds: %v, %v", c.Storage.GCGrace, err)
 	}
 }
 

@@ -79,6 +79,11 @@ type SessionDiff struct {
 	Removed   int          `json:"removed"`
 	Unchanged int          `json:"unchanged"`
 	Captures  int          `json:"captures"`
+	// RewindCaptures counts the session's captures of the disk a rewind
+	// made before it wrote (a rewind's fork holds its own): not in
+	// Captures, and no state before the session (capturedStatesFor), but
+	// what the rewind's undo puts back.
+	RewindCaptures int `json:"rewind_captures,omitempty"`
 	// FromTranscript counts the files whose state before the session
 	// comes from its transcript's edit results (an imported Claude Code
 	// session), not from a capture.
@@ -156,6 +161,9 @@ type firstStates struct {
 	First          map[string]Change
 	Captures       int
 	FromTranscript int
+	// RewindCaptures counts the rewinds' captures of the disk before them
+	// passed over (capturedStatesFor): not in Captures.
+	RewindCaptures int
 	// Prune are the directories under captured directories (or absent
 	// paths) that did not exist when they were captured: a rewind removes
 	// them once it has removed the files in them, if nothing else is left.
@@ -438,7 +446,11 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 				}
 				continue
 			}
-			if ev.Kind != eventlog.KindCheckpoint || ev.Seq > point && strings.HasPrefix(ev.Label, beforeRewindPrefix) {
+			if ev.Kind != eventlog.KindCheckpoint {
+				continue
+			}
+			if ev.Seq > point && strings.HasPrefix(ev.Label, beforeRewindPrefix) {
+				st.RewindCaptures++ // (passed over: capturedStatesFor)
 				continue
 			}
 			m, err := r.ReadManifest(ev.Body)
@@ -634,6 +646,7 @@ func (r *Rook) DiffWith(id eventlog.ID, w io.Writer, color bool, opts DiffOption
 	}
 	root, first := st.Root, st.First
 	d.Root, d.Captures, d.FromTranscript, d.Unreadable = root, st.Captures, st.FromTranscript, st.Unreadable
+	d.RewindCaptures = st.RewindCaptures
 	d.Unrecordable = st.Unrecordable
 	d.Uncompared = slices.Concat(st.Unknown, st.Outside)
 	if len(first) == 0 && len(st.dirs) == 0 {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -307,5 +308,53 @@ func TestLastTakesALinkedWorkspaceAsTheSame(t *testing.T) {
 	}
 	if got, err := r.ResolveSession("last", filepath.Join(dir, "gone")); err != nil || got != gone.ID {
 		t.Errorf("last in a workspace not there: %s, %v; want %s, by its path", got, err, gone.ID)
+	}
+}
+
+// `last` in a directory that is no session's workspace is the session of
+// the nearest directory above it that is one (through a link too), as
+// git finds its repository from a subdirectory; a directory of its own
+// session is its own. The walk up takes neither the home directory nor
+// the filesystem's root: a session begun in ~ is not every project's.
+func TestLastInASubdirectoryIsTheEnclosingWorkspacesSession(t *testing.T) {
+	r, _ := onDisk(t)
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	ws, own, link := filepath.Join(home, "proj", "ws"), filepath.Join(home, "proj", "ws", "own"), filepath.Join(dir, "link")
+	for _, d := range []string{ws + "/sub/deeper", own + "/in", home + "/other"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(ws, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	outer, err := r.NewSession("ws", ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := r.NewSession("own", own, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.NewSession("in home", home, nil); err != nil {
+		t.Fatal(err)
+	}
+	for cwd, want := range map[string]eventlog.ID{
+		ws + "/sub":        outer.ID,
+		ws + "/sub/deeper": outer.ID,
+		link + "/sub":      outer.ID,
+		own:                inner.ID,
+		own + "/in":        inner.ID,
+	} {
+		if got, err := r.ResolveSession("last", cwd); err != nil || got != want {
+			t.Errorf("last in %s: %s, %v; want %s", cwd, got, err, want)
+		}
+	}
+	for _, cwd := range []string{home + "/other", filepath.Join(home, "proj"), dir} {
+		if got, err := r.ResolveSession("last", cwd); !errors.Is(err, ErrNoLast) {
+			t.Errorf("last in %s: %s, %v; want no session (the home directory's is not taken from below it)", cwd, got, err)
+		}
 	}
 }

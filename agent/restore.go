@@ -84,6 +84,9 @@ type Plan struct {
 	Root    string
 	real    string
 	Changes []Change
+	// through: Apply went through Changes[:through] (a change it stopped
+	// at is not among them).
+	through int
 	// prune are directories Apply removes last if they are left empty,
 	// deepest first (pruneDirs).
 	prune []string
@@ -821,6 +824,7 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 	}
 	swept := map[string]bool{}
 	for i, c := range p.Changes {
+		p.through = i
 		if err := p.finishMade(p.Changes[i:]); err != nil {
 			return written, removed, unchanged, fmt.Errorf("%w%s", err, p.soFar(written, removed))
 		}
@@ -936,6 +940,7 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 		}
 		written++
 	}
+	p.through = len(p.Changes)
 	if err := p.finishMade(nil); err != nil {
 		return written, removed, unchanged, fmt.Errorf("every file was put back, but %w", err)
 	}

@@ -592,6 +592,9 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 	}
 	if err != nil {
 		rep.DiskChanged = true // (changedAny: the undo has something to put back)
+		// The paths it went through, not the one it stopped at nor
+		// those after it.
+		rep.Paths = rep.Paths[:min(plan.through, len(rep.Paths))]
 		return rep, fmt.Errorf("%w; `%s` puts back what was there%s", err, rep.Undo, undoAlso(err, before, "rewind", "captures"))
 	}
 	rep.RolloutFiles = rolloutRewound(rep.RolloutFiles, plan)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -775,6 +776,11 @@ func TestRewindStoppedPartWayAtAnEditSaysItsUndoPutsThatFileBack(t *testing.T) {
 	applyHook = nil
 	if err == nil || rep.FilesRestored != 1 || rep.Undo == "" {
 		t.Fatalf("the rewind over b.txt changed since its capture: %+v, %v", rep, err)
+	}
+	// What it did by then (--json: done.paths): a.txt, not b.txt, which
+	// stopped it.
+	if !slices.Equal(rep.Paths, []string{"a.txt"}) {
+		t.Fatalf("the rewind stopped at b.txt says it went through %q, want [a.txt]", rep.Paths)
 	}
 	want := "; `" + rep.Undo + "` puts back what was there, b.txt too: as it was before this rewind, over what was written to it since (that rewind captures it first, as it captures whatever it overwrites)"
 	if !strings.HasSuffix(err.Error(), want) {

@@ -606,7 +606,10 @@ var ErrNoLast = errors.New("no session in this workspace")
 // unique prefix, or `last`, the session of cwd's workspace active last
 // (activeBefore): where the user left off, which after an import of older
 // transcripts is not the session imported last, and after a fork or a
-// rewind is the session it made, not its parent.
+// rewind is the session it made, not its parent. In a directory that is
+// no session's workspace, `last` is that of the nearest directory above
+// it that is one (enclosingWorkspace), as git finds its repository from
+// a subdirectory: in ws/sub, ws's session.
 func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
 	if strings.TrimSpace(arg) == "" {
 		// A script's unset variable: a usage error, as an empty object
@@ -619,11 +622,77 @@ func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
 			return eventlog.ID{}, err
 		}
 		if best == nil {
+			ws, err := r.enclosingWorkspace(cwd)
+			if err != nil {
+				return eventlog.ID{}, err
+			}
+			if ws != "" {
+				if best, err = r.lastActive(ws); err != nil {
+					return eventlog.ID{}, err
+				}
+			}
+		}
+		if best == nil {
 			return eventlog.ID{}, fmt.Errorf("%w (%s): `rook session ls --all` lists every session, `-C DIR` picks another workspace", ErrNoLast, cwd)
 		}
 		return best.ID, nil
 	}
 	return r.Log.Resolve(arg)
+}
+
+// enclosingWorkspace is the nearest directory above cwd that is a
+// session's workspace (Workspace.Holds), "" when there is none. The walk
+// up stops below the filesystem's root and below the user's home
+// directory (as named, or its real path): neither is taken as a
+// project's workspace from a directory in it, as a capture's search for
+// a .gitignore above stops there (gitignoresAbove).
+func (r *Rook) enclosingWorkspace(cwd string) (string, error) {
+	if cwd == "" || !filepath.IsAbs(cwd) {
+		return "", nil
+	}
+	stop := map[string]bool{}
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		stop[filepath.Clean(h)] = true
+		if rh, err := filepath.EvalSymlinks(h); err == nil {
+			stop[filepath.Clean(rh)] = true
+		}
+	}
+	var above []*Workspace
+	for d := filepath.Clean(cwd); !stop[d]; {
+		p := filepath.Dir(d)
+		if p == d || p == filepath.Dir(p) || stop[p] {
+			break // d is the root, or p is, or p is the home directory
+		}
+		above = append(above, NewWorkspace(r.fs, p))
+		d = p
+	}
+	if len(above) == 0 {
+		return "", nil
+	}
+	ids, err := r.Log.IDs()
+	if err != nil {
+		return "", err
+	}
+	nearest := len(above)
+	for _, id := range ids {
+		m, err := r.Log.ReadMeta(id)
+		if err != nil || m.Workspace == "" {
+			continue
+		}
+		for i := range above[:nearest] {
+			if above[i].Holds(m.Workspace) {
+				nearest = i
+				break
+			}
+		}
+		if nearest == 0 {
+			break
+		}
+	}
+	if nearest == len(above) {
+		return "", nil
+	}
+	return above[nearest].path, nil
 }
 
 // lastActive is the session of workspace cwd active last (activeBefore),

@@ -17,20 +17,40 @@ const movedWorkspaceHint = "put it back where it was, or, if it is somewhere els
 
 // workspaceFor returns the directory a diff or rewind works in: dir, the
 // one the user named with -C, when it is given and is neither the
-// session's recorded workspace nor in it (as named, or through links);
-// the recorded one otherwise (a -C of a directory in the workspace is the
-// same project, run from there). moved says dir was taken.
+// session's recorded workspace, nor in it, nor a directory holding it (as
+// named, or through links); the recorded one otherwise. A -C of a
+// directory in the workspace is the same project, run from there; a -C
+// holding it (its parent, the home directory, a monorepo's top a script
+// always passes) is the same project run from above, never where it
+// moved to: taking it wrote the captured files into it and removed its
+// own files as added since. moved says dir was taken.
+//
+// A -C elsewhere is taken even when the recorded workspace is still on
+// the disk: a project copied (cp -r ws ws2) is rewound in the copy the
+// user named, not in the original behind the user's back.
 func workspaceFor(recorded, dir string) (ws string, moved bool) {
 	if dir == "" || recorded == "" || !filepath.IsAbs(dir) || !filepath.IsAbs(recorded) {
 		return recorded, false
 	}
 	rec, d := filepath.Clean(recorded), filepath.Clean(dir)
-	if within(rec, d) {
+	if within(rec, d) || within(d, rec) {
 		return recorded, false
 	}
-	if rr, err := filepath.EvalSymlinks(rec); err == nil {
-		if rd, err := filepath.EvalSymlinks(d); err == nil && within(rr, rd) {
-			return recorded, false
+	rd, err := filepath.EvalSymlinks(d)
+	if err != nil {
+		return d, true
+	}
+	if rr, err := filepath.EvalSymlinks(rec); err == nil && (within(rr, rd) || within(rd, rr)) {
+		return recorded, false
+	}
+	// The recorded workspace not on the disk (moved): a directory above
+	// it that is still there, reached through a link, holds where it was.
+	for p := filepath.Dir(rec); p != filepath.Dir(p); p = filepath.Dir(p) {
+		if rp, err := filepath.EvalSymlinks(p); err == nil {
+			if within(rd, rp) {
+				return recorded, false
+			}
+			break
 		}
 	}
 	return d, true

@@ -35,6 +35,40 @@ func TestWorkspaceForTakesDashCOutsideTheRecordedOne(t *testing.T) {
 	}
 }
 
+// A -C holding the session's workspace (its parent, the home directory,
+// a monorepo's top), as named or through a link, is the same project run
+// from above, never where it moved to: taken so, a rewind wrote the
+// captured files into it and removed its own files as added since. So is
+// one holding where a workspace no longer on the disk was: it is refused
+// there, not rewound into the parent.
+func TestWorkspaceForNeverTakesADashCHoldingTheWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	proj := filepath.Join(dir, "proj")
+	ws, gone, sibling := filepath.Join(proj, "ws"), filepath.Join(proj, "gone"), filepath.Join(proj, "ws2")
+	for _, d := range []string{ws + "/src", sibling} {
+		os.MkdirAll(d, 0o755)
+	}
+	link := filepath.Join(dir, "link")
+	os.Symlink(proj, link)
+	for _, tc := range []struct {
+		recorded, dir, want string
+		moved               bool
+	}{
+		{ws, proj, ws, false},
+		{ws, dir, ws, false},
+		{ws, "/", ws, false},
+		{ws, link, ws, false},
+		{gone, proj, gone, false},
+		{gone, link, gone, false},
+		{gone, sibling, sibling, true},
+	} {
+		got, ok := workspaceFor(tc.recorded, tc.dir)
+		if got != tc.want || ok != tc.moved {
+			t.Errorf("workspaceFor(%s, %q) = %s, %v; want %s, %v", tc.recorded, tc.dir, got, ok, tc.want, tc.moved)
+		}
+	}
+}
+
 // In a directory of the workspace a relative path starts there; at the
 // workspace's top, or outside it, it is the workspace's, as before.
 func TestPathsFromStartAtTheDirectoryInTheWorkspace(t *testing.T) {

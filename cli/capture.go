@@ -338,6 +338,11 @@ func nothingChanged(d agent.SessionDiff, source *eventlog.Source) string {
 		return "this session changed nothing else on disk that rook can compare"
 	case d.Captures > 0 || d.FromTranscript > 0:
 		return "this session changed nothing on disk"
+	case d.Captures == 0 && d.FromTranscript == 0 && d.RewindCaptures > 0 && len(d.Uncompared) == 0:
+		// A rewind's fork: it holds its rewind's capture of the disk
+		// before it, the state its undo puts back, not what the files
+		// were before the session (diff and a rewind to 0 agree).
+		return "this session holds only its rewind's capture of the disk before that rewind (what its undo puts back, not the files before the session) and has captured nothing since, so it has nothing to compare"
 	case source != nil:
 		// (A file backed up outside the workspace is said on its own
 		// line, printUnreadable: its state before is known, not compared.)

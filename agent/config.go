@@ -241,7 +241,7 @@ func readConfigFile(fsys vfs.FS, path string) ([]byte, error) {
 	case fi.IsDir():
 		f.Close()
 		return nil, &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
-	case devNull(fi):
+	case NullDevice(fi):
 		// A link to /dev/null, the usual "no settings here" (a dotfiles
 		// checkout's, a CI job's): read as empty, the defaults, as
 		// before config files were checked for being regular.
@@ -261,8 +261,9 @@ func readConfigFile(fsys vfs.FS, path string) ([]byte, error) {
 	return b, err
 }
 
-// devNull says whether fi is the null device, which reads as empty.
-func devNull(fi fs.FileInfo) bool {
+// NullDevice says whether fi is the null device (what a config.toml
+// linked to /dev/null is): it reads as empty, and is no file of the store.
+func NullDevice(fi fs.FileInfo) bool {
 	if fi.Mode()&fs.ModeCharDevice == 0 {
 		return false
 	}

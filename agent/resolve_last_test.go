@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -311,12 +312,13 @@ func TestLastTakesALinkedWorkspaceAsTheSame(t *testing.T) {
 	}
 }
 
-// `last` in a directory that is no session's workspace is the session of
-// the nearest directory above it that is one (through a link too), as
-// git finds its repository from a subdirectory; a directory of its own
-// session is its own. The walk up takes neither the home directory nor
-// the filesystem's root: a session begun in ~ is not every project's.
-func TestLastInASubdirectoryIsTheEnclosingWorkspacesSession(t *testing.T) {
+// `last` in a directory that is no session's workspace names no session
+// (it took the nearest enclosing workspace's for a while: from a nested
+// repository that one acted on another project's session): the error
+// names the nearest directory above that is one (through a link too), and
+// its session, to name by id. Neither the home directory nor the
+// filesystem's root is named from below them.
+func TestLastInASubdirectoryNamesTheEnclosingWorkspacesSession(t *testing.T) {
 	r, _ := onDisk(t)
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
@@ -341,20 +343,32 @@ func TestLastInASubdirectoryIsTheEnclosingWorkspacesSession(t *testing.T) {
 	if _, err := r.NewSession("in home", home, nil); err != nil {
 		t.Fatal(err)
 	}
-	for cwd, want := range map[string]eventlog.ID{
-		ws + "/sub":        outer.ID,
-		ws + "/sub/deeper": outer.ID,
-		link + "/sub":      outer.ID,
-		own:                inner.ID,
-		own + "/in":        inner.ID,
+	if got, err := r.ResolveSession("last", own); err != nil || got != inner.ID {
+		t.Errorf("last in %s: %s, %v; want its own %s", own, got, err, inner.ID)
+	}
+	for cwd, above := range map[string]string{
+		ws + "/sub":        ws,
+		ws + "/sub/deeper": ws,
+		link + "/sub":      ws,
+		own + "/in":        own,
 	} {
-		if got, err := r.ResolveSession("last", cwd); err != nil || got != want {
-			t.Errorf("last in %s: %s, %v; want %s", cwd, got, err, want)
+		got, err := r.ResolveSession("last", cwd)
+		if !errors.Is(err, ErrNoLast) {
+			t.Errorf("last in %s: %s, %v; want no session", cwd, got, err)
+			continue
+		}
+		id := outer.ID
+		if above == own {
+			id = inner.ID
+		}
+		if !strings.Contains(err.Error(), id.String()) {
+			t.Errorf("last in %s: %v; want it to name %s's session %s", cwd, err, above, id)
 		}
 	}
 	for _, cwd := range []string{home + "/other", filepath.Join(home, "proj"), dir} {
-		if got, err := r.ResolveSession("last", cwd); !errors.Is(err, ErrNoLast) {
-			t.Errorf("last in %s: %s, %v; want no session (the home directory's is not taken from below it)", cwd, got, err)
+		got, err := r.ResolveSession("last", cwd)
+		if !errors.Is(err, ErrNoLast) || strings.Contains(err.Error(), "above it") {
+			t.Errorf("last in %s: %s, %v; want no session, and none above named (the home directory's is not)", cwd, got, err)
 		}
 	}
 }

@@ -607,9 +607,12 @@ var ErrNoLast = errors.New("no session in this workspace")
 // (activeBefore): where the user left off, which after an import of older
 // transcripts is not the session imported last, and after a fork or a
 // rewind is the session it made, not its parent. In a directory that is
-// no session's workspace, `last` is that of the nearest directory above
-// it that is one (enclosingWorkspace), as git finds its repository from
-// a subdirectory: in ws/sub, ws's session.
+// no session's workspace (ws/sub), `last` names none: the error names the
+// nearest directory above it that is one, and its session (enclosing
+// Workspace), for the user to name by id. Taking that session as `last`
+// acted on another project's session from a nested repository, a `mktemp
+// -d` under an old /tmp session, or ~ with $HOME unset, while `session
+// ls` there listed none.
 func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
 	if strings.TrimSpace(arg) == "" {
 		// A script's unset variable: a usage error, as an empty object
@@ -622,18 +625,13 @@ func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
 			return eventlog.ID{}, err
 		}
 		if best == nil {
-			ws, err := r.enclosingWorkspace(cwd)
-			if err != nil {
-				return eventlog.ID{}, err
-			}
-			if ws != "" {
-				if best, err = r.lastActive(ws); err != nil {
-					return eventlog.ID{}, err
+			above := ""
+			if ws, err := r.enclosingWorkspace(cwd); err == nil && ws != "" {
+				if s, err := r.lastActive(ws); err == nil && s != nil {
+					above = fmt.Sprintf("; %s above it is one, its session active last %s (give that id, or run from there)", ws, s.ID)
 				}
 			}
-		}
-		if best == nil {
-			return eventlog.ID{}, fmt.Errorf("%w (%s): `rook session ls --all` lists every session, `-C DIR` picks another workspace", ErrNoLast, cwd)
+			return eventlog.ID{}, fmt.Errorf("%w (%s)%s: `rook session ls --all` lists every session, `-C DIR` picks another workspace", ErrNoLast, cwd, above)
 		}
 		return best.ID, nil
 	}
@@ -641,7 +639,8 @@ func (r *Rook) ResolveSession(arg, cwd string) (eventlog.ID, error) {
 }
 
 // enclosingWorkspace is the nearest directory above cwd that is a
-// session's workspace (Workspace.Holds), "" when there is none. The walk
+// session's workspace (Workspace.Holds), "" when there is none: named in
+// the error of a `last` that names no session in cwd. The walk
 // up stops below the filesystem's root and below the user's home
 // directory (as named, or its real path): neither is taken as a
 // project's workspace from a directory in it, as a capture's search for

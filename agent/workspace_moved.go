@@ -13,7 +13,7 @@ import (
 
 // movedWorkspaceHint ends the refusal of a diff or rewind whose workspace
 // is not on this disk.
-const movedWorkspaceHint = "put it back where it was, or, if it is somewhere else now, name it with -C (`rook -C DIR session ...`)"
+const movedWorkspaceHint = "put it back where it was, or, if it is somewhere else now, name it with -C (`rook -C DIR session ...`; a DIR holding where it was, its parent say, is the same project run from above, not where it moved)"
 
 // workspaceFor returns the directory a diff or rewind works in: dir, the
 // one the user named with -C, when it is given and is neither the

@@ -378,7 +378,9 @@ func exposed(fsys vfs.FS, home string) []string {
 // the events' two files a session included, never a file read.
 func storePaths(fsys vfs.FS, home string, fn func(path string, st fs.FileInfo)) {
 	check := func(path string) {
-		if st, err := fsys.Stat(path); err == nil {
+		// A config.toml linked to /dev/null (no settings) is not the
+		// store's to make private: its mode is the device's.
+		if st, err := fsys.Stat(path); err == nil && !agent.NullDevice(st) {
 			fn(path, st)
 		}
 	}

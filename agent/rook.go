@@ -608,8 +608,8 @@ var ErrNoLast = errors.New("no session in this workspace")
 // transcripts is not the session imported last, and after a fork or a
 // rewind is the session it made, not its parent. In a directory that is
 // no session's workspace (ws/sub), `last` names none: the error names the
-// nearest directory above it that is one, and its session (enclosing
-// Workspace), for the user to name by id. Taking that session as `last`
+// nearest directory above it that is one, and its session
+// (enclosingWorkspace), for the user to name by id. Taking it as `last`
 // acted on another project's session from a nested repository, a `mktemp
 // -d` under an old /tmp session, or ~ with $HOME unset, while `session
 // ls` there listed none.

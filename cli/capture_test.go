@@ -119,6 +119,33 @@ func TestFileArgumentsKeepTheirBytes(t *testing.T) {
 	}
 }
 
+// stopAtB sets up a rewind or restore that stops part way: a.txt and
+// b.txt in ws hold "old" when snapshot captures them and "new" after, and
+// b.txt is made immutable (even root cannot replace it), so going back
+// to the snapshot writes a.txt and stops at b.txt. It skips the test
+// where no file can be made immutable. thaw makes b.txt writable again
+// (done at cleanup too).
+func stopAtB(t *testing.T, ws string, snapshot func()) (thaw func()) {
+	t.Helper()
+	write := func(content string) {
+		for _, f := range []string{"a.txt", "b.txt"} {
+			if err := os.WriteFile(filepath.Join(ws, f), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write("old\n")
+	snapshot()
+	write("new\n")
+	b := filepath.Join(ws, "b.txt")
+	if err := exec.Command("chattr", "+i", b).Run(); err != nil {
+		t.Skipf("chattr +i %s: %v (no immutable files here)", b, err)
+	}
+	thaw = func() { exec.Command("chattr", "-i", b).Run() }
+	t.Cleanup(thaw)
+	return thaw
+}
+
 // A rewind that stops part way (here at b.txt, made immutable: even root
 // cannot replace it) has written a.txt already. Under --json it said so
 // only in its error's prose: the fork and the undo that puts a.txt back
@@ -126,22 +153,14 @@ func TestFileArgumentsKeepTheirBytes(t *testing.T) {
 // has them as fields too, beside what the rewind had done by then.
 func TestRewindStoppedPartWaySaysItsUndoAsFields(t *testing.T) {
 	ws, run := workspaceStore(t)
-	for _, f := range []string{"a.txt", "b.txt"} {
-		os.WriteFile(filepath.Join(ws, f), []byte("old\n"), 0o644)
-	}
-	_, out, _ := run("session", "new")
-	id := strings.TrimSpace(out)
-	if code, _, e := run("session", "capture", id, "a.txt", "b.txt"); code != 0 {
-		t.Fatal(e)
-	}
-	for _, f := range []string{"a.txt", "b.txt"} {
-		os.WriteFile(filepath.Join(ws, f), []byte("new\n"), 0o644)
-	}
-	b := filepath.Join(ws, "b.txt")
-	if err := exec.Command("chattr", "+i", b).Run(); err != nil {
-		t.Skipf("chattr +i %s: %v (no immutable files here)", b, err)
-	}
-	t.Cleanup(func() { exec.Command("chattr", "-i", b).Run() })
+	var id string
+	thaw := stopAtB(t, ws, func() {
+		_, out, _ := run("session", "new")
+		id = strings.TrimSpace(out)
+		if code, _, e := run("session", "capture", id, "a.txt", "b.txt"); code != 0 {
+			t.Fatal(e)
+		}
+	})
 	code, out, e := run("--json", "session", "rewind", id, "--to", "0")
 	if code != 1 {
 		t.Fatalf("rewind onto an immutable b.txt: exit %d, %q %q", code, out, e)
@@ -163,7 +182,7 @@ func TestRewindStoppedPartWaySaysItsUndoAsFields(t *testing.T) {
 	if got.Fork == "" || got.BeforeSeq == nil || got.Undo == "" || !strings.Contains(got.Error, got.Undo) || !strings.Contains(string(got.Done), `"files_restored": 1`) && !strings.Contains(string(got.Done), `"files_restored":1`) {
 		t.Fatalf("the error of a rewind stopped part way: %s\nwant fork, before_seq, undo (%q in the message) and done (files_restored 1) as fields", e, got.Undo)
 	}
-	exec.Command("chattr", "-i", b).Run()
+	thaw()
 	if code, _, e := run(strings.Fields(got.Undo)[1:]...); code != 0 {
 		t.Fatalf("the undo %q: %s", got.Undo, e)
 	}
@@ -175,20 +194,11 @@ func TestRewindStoppedPartWaySaysItsUndoAsFields(t *testing.T) {
 // The same for a checkpoint restore: the save and the undo as fields.
 func TestRestoreStoppedPartWaySaysItsUndoAsFields(t *testing.T) {
 	ws, run := workspaceStore(t)
-	for _, f := range []string{"a.txt", "b.txt"} {
-		os.WriteFile(filepath.Join(ws, f), []byte("old\n"), 0o644)
-	}
-	if code, _, e := run("checkpoint", "create", "c"); code != 0 {
-		t.Fatal(e)
-	}
-	for _, f := range []string{"a.txt", "b.txt"} {
-		os.WriteFile(filepath.Join(ws, f), []byte("new\n"), 0o644)
-	}
-	b := filepath.Join(ws, "b.txt")
-	if err := exec.Command("chattr", "+i", b).Run(); err != nil {
-		t.Skipf("chattr +i %s: %v (no immutable files here)", b, err)
-	}
-	t.Cleanup(func() { exec.Command("chattr", "-i", b).Run() })
+	stopAtB(t, ws, func() {
+		if code, _, e := run("checkpoint", "create", "c"); code != 0 {
+			t.Fatal(e)
+		}
+	})
 	code, out, e := run("--json", "checkpoint", "restore", "c")
 	if code != 1 {
 		t.Fatalf("restore onto an immutable b.txt: exit %d, %q %q", code, out, e)

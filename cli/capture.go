@@ -53,7 +53,12 @@ func (c *SessionCaptureCmd) Run(e *Env) error {
 		if meta, err := r.Log.ReadMeta(id); err == nil {
 			// Run in a directory of the workspace, a relative path
 			// starts there, as for any command line tool.
-			paths = agent.PathsFrom(meta.Workspace, e.Cwd, paths)
+			dir, err := e.workDir()
+			if err != nil && anyRelative(paths) {
+				// Taken from the workspace's top, it may name another file.
+				return err
+			}
+			paths = agent.PathsFrom(meta.Workspace, dir, paths)
 		}
 		seq, m, err = r.CaptureSession(id, paths, c.Label, lim)
 		return err
@@ -83,6 +88,16 @@ func (c *SessionCaptureCmd) Run(e *Env) error {
 	}
 	fmt.Fprintf(e.Stdout, "captured %d file(s), %s, %d absent, as checkpoint #%d of %s\n", len(m.Files), formatBytes(m.TotalBytes), len(m.Absent), seq, id)
 	return nil
+}
+
+// anyRelative is whether a path of paths is relative.
+func anyRelative(paths []string) bool {
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // chosenWorkspace is the directory -C names, when it was given: a
@@ -695,8 +710,12 @@ func (c *CheckpointCreateCmd) Run(e *Env) error {
 	}
 	var ref agent.CheckpointRef
 	var m *agent.Manifest
+	dir, err := e.workDir()
+	if err != nil {
+		return err
+	}
 	err = e.write(func(r *agent.Rook) (err error) {
-		ref, m, err = r.CreateCheckpoint(c.Name, e.Cwd, string(c.Path), lim)
+		ref, m, err = r.CreateCheckpoint(c.Name, dir, string(c.Path), lim)
 		return err
 	})
 	if err != nil {

@@ -71,6 +71,11 @@ type Env struct {
 	// (a session's moved workspace, for diff and rewind), not merely
 	// where rook was started.
 	DirGiven bool
+	// cwdErr says why there is no Cwd: the directory rook was started in
+	// was removed (a rewind of a session begun there, `rm -r` in another
+	// shell). Only what needs the directory fails, through workDir: a
+	// session named by its id, the store's own commands, run anywhere.
+	cwdErr error
 	// LockWait is how long a writer waits for the writer lock (--lock-wait).
 	LockWait time.Duration
 	// lockWaitErr is why $ROOK_LOCK_WAIT could not be read: only a command
@@ -300,11 +305,17 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	// taken from the directory rook runs in.
 	env.Cwd, err = resolveCwd(string(c.Dir))
 	env.DirGiven = c.Dir != ""
+	if err != nil && !env.DirGiven && isGetwd(err) {
+		env.Cwd, env.cwdErr, err = "", cwdGone(err), nil
+	}
 	if err == nil {
 		env.Home, err = resolveHome(string(c.Home))
 	}
 	if err != nil {
 		// Not the store's: said as it is (explain's advice is about it).
+		if isGetwd(err) { // a relative --home or ROOK_HOME, from a removed directory
+			err = cwdGone(err)
+		}
 		err = &exitError{code: ExitFailure, msg: err.Error()}
 	} else {
 		env.LockWait, env.lockWaitErr = c.LockWait.wait()
@@ -341,6 +352,11 @@ func exitWith(stderr io.Writer, err error, home string, asJSON bool) int {
 		code, msg = ExitUsage, err.Error()
 	default:
 		msg = explain(err, home)
+		if isGetwd(err) {
+			// A relative path (an import's, an output's) from a directory
+			// removed since rook started.
+			msg += " (the directory rook runs in no longer exists: cd to one that does, or give absolute paths)"
+		}
 	}
 	// Paths and titles in a message come from file names and transcripts.
 	msg = terminalText([]byte(msg))
@@ -505,6 +521,32 @@ func absHome(h string) (string, error) {
 		h = filepath.Join(u, h[1:])
 	}
 	return filepath.Abs(h)
+}
+
+// workDir is the directory rook runs in (-C DIR, else the current one),
+// or why there is none.
+func (e *Env) workDir() (string, error) {
+	if e.cwdErr != nil {
+		return "", e.cwdErr
+	}
+	return e.Cwd, nil
+}
+
+// isGetwd is whether err is the current directory's name not being found:
+// os.Getwd's error, which filepath.Abs of a relative path returns too.
+func isGetwd(err error) bool {
+	var se *os.SyscallError
+	return errors.As(err, &se) && se.Syscall == "getwd"
+}
+
+// cwdGone says that the directory rook runs in no longer exists, naming it
+// as the shell last knew it ($PWD), and what to do.
+func cwdGone(err error) error {
+	where := ""
+	if pwd := os.Getenv("PWD"); filepath.IsAbs(pwd) {
+		where = " (" + pwd + ")"
+	}
+	return fmt.Errorf("the directory rook runs in%s no longer exists (%v): cd to one that does, or give -C DIR", where, err)
 }
 
 // resolveCwd applies -C DIR as git does: rook then runs in DIR, so relative

@@ -274,7 +274,11 @@ func (c *McpAddCmd) Run(e *Env) error {
 		// A path from here (./srv, bin/srv): saved as typed, every later
 		// call and sync from another directory ran another program or
 		// none. A bare name (npx) is looked up in PATH when it starts.
-		command = filepath.Join(e.Cwd, command)
+		dir, err := e.workDir()
+		if err != nil {
+			return err
+		}
+		command = filepath.Join(dir, command)
 	}
 	spec := mcpclient.Spec{Name: c.Name, URL: c.URL, Headers: headers, BearerEnv: string(c.BearerEnv), HeaderEnv: headerEnv, Command: command, Args: c.Arg, Env: env, EnvFrom: envFrom}
 	// The engine refuses a credential given by value (MCPAdd checks the

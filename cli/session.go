@@ -51,7 +51,12 @@ type SessionCmd struct {
 // sessionArg resolves a session argument: a full id, a unique prefix, or
 // `last`.
 func (e *Env) sessionArg(r *agent.Rook, arg string) (eventlog.ID, error) {
-	return r.ResolveSession(arg, e.Cwd)
+	dir, err := e.workDir()
+	if err != nil && strings.EqualFold(arg, "last") {
+		// last is the session of the directory rook runs in.
+		return eventlog.ID{}, err
+	}
+	return r.ResolveSession(arg, dir)
 }
 
 // write runs fn with the store open for writing, then closes it. Close is
@@ -118,7 +123,10 @@ func (c *SessionNewCmd) Run(e *Env) error {
 			return usageErr("%v", err) // as session tag's
 		}
 	}
-	ws := e.Cwd
+	ws, cwdErr := e.workDir()
+	if cwdErr != nil && !filepath.IsAbs(string(c.Workspace)) {
+		return cwdErr // the workspace is that directory, or --workspace from it
+	}
 	if c.Workspace != "" {
 		abs, err := filepath.Abs(string(c.Workspace)) // after -C, like every relative path
 		if err != nil {
@@ -907,6 +915,9 @@ type sessionRow struct {
 }
 
 func (c *SessionLsCmd) Run(e *Env) error {
+	if _, err := e.workDir(); err != nil && !c.All {
+		return err // this workspace's sessions: --all needs no directory
+	}
 	r, err := e.openRook(false)
 	if err != nil {
 		return err

@@ -918,6 +918,17 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 				break
 			}
 			fmt.Fprintf(out, "[%s] %s", p.Type, r.readable(prompt))
+		case "agent_message":
+			// A message between agents in the model's history (Codex's
+			// multi-agent items): {author, recipient, content: [{type:
+			// input_text, text}]}. Its text whole, headed as mail is.
+			if len(p.Content) == 0 || bytes.Equal(p.Content, []byte("null")) {
+				r.dependsOn(payload)
+				fmt.Fprintf(out, "[%s] %s", p.Type, firstText(payload))
+				break
+			}
+			r.mailHead(p.Type, p.Author, p.Recipient)
+			return r.content(p.Content)
 		case "tool_search_call":
 			// What the model looked for among the tools: its arguments,
 			// whole, as a function_call's.
@@ -1008,25 +1019,30 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 		if t, text, _, ok := codexMail(content); ok {
 			kind, content = t, text
 		}
-		// Of its author and recipient, those it names: "[T a → b]",
-		// "[T from a]", "[T to b]", or "[T]".
-		from, to := rawString([]byte(p.Author)), rawString([]byte(p.Recipient))
-		switch {
-		case from != "" && to != "":
-			r.head("%s %s → %s", kind, from, to)
-		case from != "":
-			r.head("%s from %s", kind, from)
-		case to != "":
-			r.head("%s to %s", kind, to)
-		default:
-			r.head("%s", kind)
-		}
+		r.mailHead(kind, p.Author, p.Recipient)
 		out.WriteString(r.readable(content))
 	default:
 		r.dependsOn(payload)
 		fmt.Fprintf(out, "[%s] %s", typ, firstText(payload))
 	}
 	return true
+}
+
+// mailHead heads a message between agents by its kind and, of its author
+// and recipient (JSON strings), those it names: "[T a → b]", "[T from a]",
+// "[T to b]", or "[T]".
+func (r *renderer) mailHead(kind string, author, recipient json.RawMessage) {
+	from, to := rawString([]byte(author)), rawString([]byte(recipient))
+	switch {
+	case from != "" && to != "":
+		r.head("%s %s → %s", kind, from, to)
+	case from != "":
+		r.head("%s from %s", kind, from)
+	case to != "":
+		r.head("%s to %s", kind, to)
+	default:
+		r.head("%s", kind)
+	}
 }
 
 // codexWrapperOnly says whether a tool's output, a JSON object, is

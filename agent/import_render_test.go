@@ -682,3 +682,24 @@ func TestRenderCodexToolSearchCallWhole(t *testing.T) {
 		t.Errorf("rendered tool_search_call lacks the end of its query; got:\n%s", got)
 	}
 }
+
+// TestRenderCodexAgentMessageWhole: a Codex agent_message response item
+// (a message between agents in the model's history: author, recipient,
+// content of input_text parts) shows its text whole, every part, headed
+// as mail between agents is, not a one-line glimpse of its JSON.
+func TestRenderCodexAgentMessageWhole(t *testing.T) {
+	text := "Look at the parser first.\n" + strings.Repeat("step ", 30) + "\nAGENTMSGTAIL"
+	quoted, _ := json.Marshal(text)
+	line := `{"timestamp":"2026-01-09T10:00:03.000Z","type":"response_item","payload":{"type":"agent_message","author":"/root","recipient":"/root/w","content":[{"type":"input_text","text":` + string(quoted) + `},{"type":"input_text","text":"SECOND PART"}]}}` + "\n"
+	got := string(RenderImported([]byte(line)))
+	for _, want := range []string{"[agent_message /root → /root/w]\nLook at the parser first.\n", "AGENTMSGTAIL", "SECOND PART"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rendered agent_message lacks %q; got:\n%s", want, got)
+		}
+	}
+	// Without content: the glimpse, as for an item rook does not know.
+	line = `{"timestamp":"t","type":"response_item","payload":{"type":"agent_message","author":"/root"}}` + "\n"
+	if got := string(RenderImported([]byte(line))); !strings.HasPrefix(got, "[agent_message]") {
+		t.Errorf("agent_message without content: %q", got)
+	}
+}

@@ -495,7 +495,7 @@ func TestTagSession(t *testing.T) {
 	}
 	// Not UTF-8 (stored as U+FFFD, it was not the tag given), or with a
 	// character nobody sees (a bidi control, a zero-width one): refused.
-	for _, bad := range []string{"", "a b", "tab\there", strings.Repeat("x", MaxTagLen+1), "nl\n", "caf\xe9", "v1\u202e", "a\u200bb", "\u3164", "\ufe0f", "ab\u200d"} {
+	for _, bad := range []string{"", "a b", "tab\there", strings.Repeat("x", MaxTagLen+1), "nl\n", "caf\xe9", "v1\u202e", "a\u200bb", "\u3164", "\ufe0f", "ab\u200d", "a\u200db"} {
 		if _, err := r.TagSession(id, []string{bad}, nil); err == nil {
 			t.Fatalf("tag %q accepted", bad)
 		}

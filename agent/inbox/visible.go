@@ -76,8 +76,10 @@ func NothingToSee(s string) bool {
 // stands alone); a joiner that ends s, with nothing after it to join.
 // Joiners and variation selectors inside a cluster that draws are part
 // of it and pass: "❤️" (U+2764 U+FE0F), "👨‍💻" (a ZWJ sequence), Persian
-// words with U+200C, Devanagari conjuncts with U+200D. why says which of
-// the three it is ("" when none is found).
+// words with U+200C, Devanagari conjuncts with U+200D; but not a joiner
+// between two letters of a script it never joins (Latin, Greek, Cyrillic,
+// CJK, ASCII), which draws nothing there either: "a\u200db" shows as
+// "ab". why says which it is ("" when none is found).
 func Unseen(s string) (r rune, why string) {
 	for _, c := range s {
 		if unicode.Is(unicode.Bidi_Control, c) {
@@ -94,7 +96,28 @@ func Unseen(s string) (r rune, why string) {
 	if c, _ := utf8.DecodeLastRuneInString(s); joiner(c) {
 		return c, "a joiner at the end, with nothing after it to join"
 	}
+	// Between two letters of scripts that never join or form conjuncts
+	// (Latin, Greek, Cyrillic, CJK, ASCII) a joiner draws nothing and
+	// changes nothing drawn: "a\u200db" shows as "ab", another tag.
+	prev := rune(-1)
+	for i, c := range s {
+		if joiner(c) && prev >= 0 {
+			next, _ := utf8.DecodeRuneInString(s[i+utf8.RuneLen(c):])
+			if neverJoins(prev) && neverJoins(next) {
+				return c, "a joiner between letters it does not join: it draws nothing"
+			}
+		}
+		prev = c
+	}
 	return 0, ""
+}
+
+// neverJoins: a character of a script whose letters a joiner neither
+// joins nor makes a conjunct or ligature of, as a terminal draws them
+// (emoji, Arabic, Indic scripts and the rest are left to the joiner).
+func neverJoins(r rune) bool {
+	return r < utf8.RuneSelf || unicode.In(r, unicode.Latin, unicode.Greek, unicode.Cyrillic, unicode.Armenian,
+		unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
 }
 
 // joiner: the zero-width joiner and non-joiner and the combining

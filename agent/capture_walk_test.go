@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // What a tree capture (`rook checkpoint create`) and a session capture of
@@ -263,5 +264,42 @@ func TestCheckpointWalkOfADeepTreeReadsNothingThroughALinkPutAbove(t *testing.T)
 	}
 	if f, ok := m.Files[at+"/z.txt"]; ok && f.Size != 2 {
 		t.Errorf("the checkpoint holds %s/z.txt of %d bytes, read through the link put in d/d/d's place", at, f.Size)
+	}
+}
+
+// A directory of the workspace that a tool replaces by a named pipe while
+// `rook checkpoint create` walks (after the walk's Lstat saw a directory,
+// before it opens it): os.Root opened the name as any file, and opening a
+// pipe for reading waits for a writer, so the checkpoint hung for ever.
+// The directory is opened without waiting and only as a directory
+// (openRootNoWait): the pipe is found replaced at once, as a link is.
+func TestCheckpointWalkNeverWaitsOnADirectorySwappedForAPipe(t *testing.T) {
+	r, ws, _ := newWorkspace(t)
+	writeTree(t, ws, tree{"a.txt": "a\n", "pkg/index.js": "js\n"})
+	setCaptureHook(t, func(p, rel string) {
+		if p != captureRead || rel != "pkg" {
+			return
+		}
+		abs := filepath.Join(ws, "pkg")
+		if err := os.RemoveAll(abs); err != nil {
+			t.Error(err)
+		}
+		if err := syscall.Mkfifo(abs, 0o600); err != nil {
+			t.Error(err)
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := r.CreateCheckpoint("c", ws, "", DefaultLimits)
+		done <- err
+	}()
+	select {
+	case <-done: // taken or refused as replaced: either way, at once
+	case <-time.After(10 * time.Second):
+		// Let the stuck open go (a writer opens the pipe) before failing.
+		if f, err := os.OpenFile(filepath.Join(ws, "pkg"), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("the checkpoint waited on a named pipe put where a directory was")
 	}
 }

@@ -159,13 +159,7 @@ func checkRegular(f *os.File, err error, rel string, was fs.FileInfo) (*os.File,
 // Lstat found to be was, to list it and open what it holds: only that
 // directory, never one a link put in its place leads to (errNowLink).
 func openDirIn(dir *os.Root, name, abs, rel string, was fs.FileInfo) (*os.Root, error) {
-	var d *os.Root
-	var err error
-	if dir == nil {
-		d, err = os.OpenRoot(abs)
-	} else {
-		d, err = dir.OpenRoot(name)
-	}
+	d, err := openRootNoWait(dir, name, abs)
 	if err != nil && dir != nil && !notExist(err) {
 		// A link put in its place that leads out of dir is refused by
 		// the Root ("path escapes"); a file, or a pipe, is not a
@@ -187,6 +181,35 @@ func openDirIn(dir *os.Root, name, abs, rel string, was fs.FileInfo) (*os.Root, 
 		return nil, fmt.Errorf("%s: %w", rel, errNowLink)
 	}
 	return d, nil
+}
+
+// openRootNoWait opens the directory name of dir (nil: the path abs) as a
+// Root. os.Root opens it as any file, and a named pipe put in its place
+// since the walk's Lstat blocked that open until a writer came: for ever,
+// the checkpoint hung. It is opened first without waiting and only as a
+// directory (O_NONBLOCK, O_DIRECTORY: a pipe or file fails at once), then
+// as a Root through /proc/self/fd, the very directory opened; where there
+// is no /proc, by its name again (the check of was, after, still holds).
+func openRootNoWait(dir *os.Root, name, abs string) (*os.Root, error) {
+	const flag = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_DIRECTORY
+	var f *os.File
+	var err error
+	if dir == nil {
+		f, err = os.OpenFile(abs, flag, 0)
+	} else {
+		f, err = dir.OpenFile(name, flag, 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if r, err := os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", f.Fd())); err == nil {
+		return r, nil
+	}
+	if dir == nil {
+		return os.OpenRoot(abs)
+	}
+	return dir.OpenRoot(name)
 }
 
 // errLargerThan: a file read with readRegular holds more than its max

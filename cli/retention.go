@@ -289,10 +289,23 @@ func maintainDone(me *agent.MaintainError) string {
 	if n := len(rep.BudgetDeleted); n > 0 {
 		done = append(done, fmt.Sprintf("its budget stage deleted %d session(s)", n))
 	}
+	if collected, freed := budgetCollected(rep); collected > 0 {
+		done = append(done, fmt.Sprintf("the budget stage's gc collected %d object(s) (%s freed)", collected, formatBytes(freed)))
+	}
 	if len(done) == 0 {
 		return ""
 	}
 	return strings.Join(done, "; ") + ": those changes stand"
+}
+
+// budgetCollected is what the budget stage's gc rounds that ran to their
+// end collected: objects, and bytes freed on disk.
+func budgetCollected(rep agent.MaintainReport) (collected, freed int64) {
+	for _, b := range rep.BudgetGC {
+		collected += b.Collectable
+		freed += b.DiskBefore - b.DiskAfter
+	}
+	return collected, freed
 }
 
 // printMaintainDone writes what a maintain that failed (me) did before it
@@ -367,6 +380,10 @@ func printMaintainStages(w io.Writer, rep agent.MaintainReport, failed *agent.Ma
 			fmt.Fprintf(w, "budget (before it failed): deleted %d oldest unprotected session(s)\n", n)
 			printSessionRefs(w, rep.BudgetDeleted)
 		}
+		// The rounds whose gc ran to its end before one failed.
+		if collected, freed := budgetCollected(rep); len(rep.BudgetGC) > 0 {
+			fmt.Fprintf(w, "budget (before it failed): gc collected %d (%s freed) in %d round(s)\n", collected, formatBytes(freed), len(rep.BudgetGC))
+		}
 		return
 	}
 	budget := rep.Budget
@@ -378,11 +395,7 @@ func printMaintainStages(w io.Writer, rep agent.MaintainReport, failed *agent.Ma
 			len(rep.BudgetDeleted), rep.BudgetRounds, last.Collectable, formatBytes(last.CollectableStored), last.TooNew)
 		printSessionRefs(w, rep.BudgetDeleted)
 	} else if rep.BudgetRounds > 0 {
-		var collected, freed int64
-		for _, b := range rep.BudgetGC {
-			collected += b.Collectable
-			freed += b.DiskBefore - b.DiskAfter
-		}
+		collected, freed := budgetCollected(rep)
 		fmt.Fprintf(w, "budget: deleted %d oldest unprotected session(s) in %d round(s); gc collected %d (%s freed)\n",
 			len(rep.BudgetDeleted), rep.BudgetRounds, collected, formatBytes(freed))
 		printSessionRefs(w, rep.BudgetDeleted)

@@ -47,6 +47,7 @@ FUZZ_TARGETS := \
 	./agent:FuzzApplyUnifiedHunks \
 	./agent:FuzzCodexReverse \
 	./agent:FuzzRenderImported \
+	./agent:FuzzParseGitIndex \
 	./agent:FuzzStreamedView \
 	./agent:FuzzStreamedFind \
 	./agent:FuzzLongLineScore \

@@ -219,6 +219,14 @@ type capturer struct {
 	m      *Manifest
 	store  storeGuard // the store home, never captured
 	ignore *Ignore
+	// tracked is what git tracks in the workspace (its index), read when
+	// a .gitignore first matches a path (trackedRead): a file git tracks
+	// is taken though a pattern matches it, as git never ignores it.
+	tracked     *trackedFiles
+	trackedRead bool
+	// trackedOnly are the directories a .gitignore ignores that the walk
+	// entered for what git tracks in them: of what they hold, only that.
+	trackedOnly map[string]bool
 	// linksAsIs: the capture is a rewind's or restore's save of what it is
 	// about to replace, which must hold every path it names: a named pipe
 	// there is refused, not skipped.
@@ -649,10 +657,17 @@ func (c *capturer) walkDir(parent *walkedDir, name, rel string, was fs.FileInfo,
 			continue
 		}
 		if tree {
-			if c.ignore != nil && c.ignore.Match(child, e.IsDir()) {
-				continue
+			if c.ignore != nil && (c.trackedOnly[rel] || c.ignore.Match(child, e.IsDir())) {
+				if !c.isTracked(child, e.IsDir()) {
+					continue
+				}
+				if e.IsDir() {
+					c.trackedOnly[child] = true
+				}
 			}
-			if e.IsDir() && excludedDirs[e.Name()] {
+			// .git whatever it is: a linked worktree's or a submodule's
+			// .git file names its git directory, git's, not the project's.
+			if e.IsDir() && excludedDirs[e.Name()] || e.Name() == ".git" {
 				if passedOverWhy[e.Name()] != "" {
 					c.passOver(child, e.Name())
 				}
@@ -674,6 +689,22 @@ func (c *capturer) walkDir(parent *walkedDir, name, rel string, was fs.FileInfo,
 		}
 	}
 	return nil
+}
+
+// isTracked says whether git tracks rel (a directory: something in it),
+// reading its index the first time it is asked. An index that cannot be
+// read is said in skipped, once, and tracks nothing.
+func (c *capturer) isTracked(rel string, dir bool) bool {
+	if !c.trackedRead {
+		c.trackedRead = true
+		c.trackedOnly = map[string]bool{}
+		t, err := readTracked(c.real)
+		if err != nil {
+			c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("git's index: %v; files git tracks that a .gitignore matches are left out", err))
+		}
+		c.tracked = t
+	}
+	return c.tracked.has(rel, dir)
 }
 
 // readDirOf lists the directory dir, opened by walkDir.

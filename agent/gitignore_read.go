@@ -153,43 +153,11 @@ type ignoreAbove struct {
 // nor does the capture. These are the only files a capture reads outside
 // the workspace.
 func gitignoresAbove(real string) (string, []ignoreAbove, []string) {
-	home := ""
-	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
-		if r, err := filepath.EvalSymlinks(h); err == nil {
-			h = r
-		}
-		home = filepath.Clean(h)
-	}
-	top := ""
-	for d := real; ; {
-		if d != real && d == home {
-			return "", nil, nil
-		}
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-			top = d
-			break
-		}
-		up := filepath.Dir(d)
-		if d == home {
-			return "", nil, nil // the workspace is the home: nothing above it
-		}
-		if up == d {
-			return "", nil, nil
-		}
-		d = up
-	}
-	if top == real {
+	top, prefix, ok := repoTop(real)
+	if !ok || top == real {
 		return "", nil, nil
 	}
-	rel, err := filepath.Rel(top, real)
-	if err != nil {
-		return "", nil, nil
-	}
-	prefix := filepath.ToSlash(rel)
 	parts := strings.Split(prefix, "/")
-	if slices.Contains(parts, ".git") {
-		return "", nil, nil // in the git directory: no worktree there
-	}
 	var files []ignoreAbove
 	var notes []string
 	dir := ""
@@ -209,6 +177,52 @@ func gitignoresAbove(real string) (string, []ignoreAbove, []string) {
 		dir = path.Join(dir, part)
 	}
 	return prefix, files, notes
+}
+
+// repoTop is the top of the git repository the workspace real is in (the
+// nearest directory at or above it holding .git) and the workspace's path
+// from it ("" at the top), as gitignoresAbove walks up: stopping at the
+// user's home (a home that is a repository of dotfiles does not make every
+// workspace in it a package of it) and at the filesystem's root. Not ok:
+// no repository, or the workspace is in the git directory itself, where
+// there is no worktree.
+func repoTop(real string) (top, prefix string, ok bool) {
+	home := ""
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		if r, err := filepath.EvalSymlinks(h); err == nil {
+			h = r
+		}
+		home = filepath.Clean(h)
+	}
+	for d := real; ; {
+		if d != real && d == home {
+			return "", "", false
+		}
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			top = d
+			break
+		}
+		up := filepath.Dir(d)
+		if d == home {
+			return "", "", false // the workspace is the home: nothing above it
+		}
+		if up == d {
+			return "", "", false
+		}
+		d = up
+	}
+	if top == real {
+		return top, "", true
+	}
+	rel, err := filepath.Rel(top, real)
+	if err != nil {
+		return "", "", false
+	}
+	prefix = filepath.ToSlash(rel)
+	if slices.Contains(strings.Split(prefix, "/"), ".git") {
+		return "", "", false // in the git directory: no worktree there
+	}
+	return top, prefix, true
 }
 
 // newIgnoreAbove returns an Ignore for the workspace at prefix in its

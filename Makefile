@@ -5,7 +5,9 @@ SHELL   := /bin/bash
 GO      ?= go
 BIN     := bin/rook
 # What `make demo` imports: the shared corpus of real Claude Code
-# transcripts when it is there (read only).
+# transcripts when it is there (read only). A leading ~ is the home
+# directory, as in rook's --home: zsh and dash pass the ~ of
+# `make demo DEMO_TRANSCRIPTS=~/.claude/projects` as it is.
 DEMO_TRANSCRIPTS ?= ../shared/corpus/claude-code
 # A count, not a duration: go1.26's fuzz coordinator can fail a duration run
 # with a spurious "context deadline exceeded" (go.dev/issue/75804, fixed in
@@ -125,17 +127,18 @@ demo: build
 	echo "# rook session diff last"; ./$(BIN) -C "$$ws" session diff last; \
 	echo "# rook session rewind last --to 0"; ./$(BIN) -C "$$ws" session rewind last --to 0; \
 	echo "# the workspace again:"; ls "$$ws"; cat "$$ws/notes.txt"; \
-	echo; echo "# rook import claude-code $(DEMO_TRANSCRIPTS)"; \
-	if [ -d "$(DEMO_TRANSCRIPTS)" ]; then \
-	  ./$(BIN) import claude-code "$(DEMO_TRANSCRIPTS)" > "$$home/import.txt"; head -2 "$$home/import.txt"; \
+	dt="$(DEMO_TRANSCRIPTS)"; case "$$dt" in "~"|"~/"*) dt="$$HOME$${dt:1}";; esac; \
+	echo; echo "# rook import claude-code $$dt"; \
+	if [ -d "$$dt" ]; then \
+	  ./$(BIN) import claude-code "$$dt" > "$$home/import.txt"; head -2 "$$home/import.txt"; \
 	  big=$$(./$(BIN) --json session ls --all | awk -F'"' '/^  [{]/{imp=0} /^    "source": /{imp=1} /^    "id": /{id=$$4} /^    "events": /{n=$$3; gsub(/[^0-9]/,"",n); if (imp && n+0>max) {max=n+0; best=id}} END{print best}'); \
 	  if [ -n "$$big" ]; then \
 	    echo "# rook session history $${big:0:10} --limit 6 (the longest imported session)"; \
 	    ./$(BIN) session history $$big --limit 6 > "$$home/history.txt"; cut -c1-150 "$$home/history.txt"; \
 	    echo "# rook search mix test --limit 3"; ./$(BIN) search mix test --limit 3 > "$$home/search.txt"; cut -c1-150 "$$home/search.txt"; \
 	    echo "# rook export $${big:0:10} -o out.jsonl: byte for byte"; ./$(BIN) export $$big -o "$$home/out.jsonl"; \
-	  else echo "(no transcript in $(DEMO_TRANSCRIPTS))"; fi; \
-	else echo "(no transcripts at $(DEMO_TRANSCRIPTS): make demo DEMO_TRANSCRIPTS=~/.claude/projects imports yours, read only, into this throw-away store)"; fi; \
+	  else echo "(no transcript in $$dt)"; fi; \
+	else echo "(no transcripts at $$dt: make demo DEMO_TRANSCRIPTS=~/.claude/projects imports yours, read only, into this throw-away store)"; fi; \
 	echo; echo "# rook store verify"; ./$(BIN) store verify; \
 	echo; echo "# rook doctor"; ./$(BIN) doctor
 

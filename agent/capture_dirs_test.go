@@ -296,7 +296,11 @@ func TestManifestDirsAreVersionedAndChecked(t *testing.T) {
 	const files = `"files":{"d/a":{"id":"2b806e7d75371072494f629b7fe1a565","size":6,"mode":"0644"}}`
 	for _, c := range []struct{ text, err string }{
 		{`{"v":1,"root":"/w",` + files + `,"dirs":["d"]}`, `version 1 has no "dirs"`},
-		{`{"v":7,"root":"/w",` + files + `,"dirs":["d"]}`, "version 7"},
+		{`{"v":7,"root":"/w",` + files + `,"dirs":["d"]}`, "version 7 (this rook reads up to 6; upgrade rook?)"},
+		// No version: no rook wrote it, and no upgrade reads it.
+		{`{}`, `no version ("v" 1 to 6): not a manifest as rook writes one`},
+		{`{"v":0,"root":"/w",` + files + `}`, `no version ("v" 1 to 6)`},
+		{`{"v":-1,"root":"/w",` + files + `}`, `no version ("v" 1 to 6)`},
 		{`{"v":4,"root":"/w",` + files + `,"unknown":["e"]}`, `version 4 has no "unknown"`},
 		{`{"v":5,"root":"/w",` + files + `,"unknown":["d/a"]}`, `"d/a" is both unknown and captured`},
 		{`{"v":5,"root":"/w",` + files + `,"absent":["e"],"unknown":["e"]}`, `"e" is both unknown and captured, absent`},

@@ -14,6 +14,10 @@ import (
 	"github.com/rookhq/rook/internal/proc"
 )
 
+// inboxLsCommand is the command that lists the inboxes: the notice of
+// an open that took saves in points to it, except in it.
+const inboxLsCommand = "rook inbox ls"
+
 // Inbox notes: what AI clients saved through `rook mcp serve`. Each client
 // has an inbox session (tags "inbox" and "inbox:<short name>"); each save is
 // one note event in it, its body the save as JSON (content exactly as

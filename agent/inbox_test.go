@@ -135,7 +135,27 @@ func TestInboxDrainOnOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if n := r.Notices(); len(n) != 1 || !strings.Contains(n[0], "took in 4 note(s)") {
+	if n := r.Notices(); len(n) != 1 || !strings.Contains(n[0], "took in 4 note(s)") || !strings.Contains(n[0], "(`rook inbox ls`)") {
+		t.Fatalf("notices %q", n)
+	}
+}
+
+// The notice of saves taken in points to `rook inbox ls`, but not when
+// that is the command opening the store: it lists them next, and said to
+// run itself.
+func TestInboxDrainOnOpenByInboxLs(t *testing.T) {
+	fsys := vfs.NewMem()
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	if _, err := cas.Init(fsys, clk, testHome); err != nil {
+		t.Fatal(err)
+	}
+	spoolSaves(t, fsys, testHome, 1, 2)
+	r, err := Open(testHome, Options{FS: fsys, Clock: clk, Writable: true, Command: "rook inbox ls"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if n := r.Notices(); len(n) != 1 || n[0] != "inbox: took in 2 note(s) AI clients saved" {
 		t.Fatalf("notices %q", n)
 	}
 }

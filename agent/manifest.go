@@ -290,7 +290,12 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadManifest, err)
 	}
-	if m.V < 1 || m.V > manifestVersion {
+	if m.V < 1 {
+		// No "v" at all ({} or another JSON object): not a manifest
+		// from a rook of any version, so no upgrade reads it.
+		return nil, fmt.Errorf("%w: no version (\"v\" 1 to %d): not a manifest as rook writes one", ErrBadManifest, manifestVersion)
+	}
+	if m.V > manifestVersion {
 		return nil, fmt.Errorf("%w: version %d (this rook reads up to %d; upgrade rook?)", ErrBadManifest, m.V, manifestVersion)
 	}
 	if !strings.HasPrefix(m.Root, "/") {

@@ -29,7 +29,7 @@ type Options struct {
 	FS       vfs.FS
 	Clock    clock.Clock
 	Writable bool
-	Command  string // the writer's description for the lock file
+	Command  string // the writer's description for the lock file (the command line's words, "rook inbox ls")
 	// LockWait and LockWaiting: how a writer waits for the writer lock
 	// (cas.Options).
 	LockWait    time.Duration
@@ -107,7 +107,11 @@ func Open(home string, opts Options) (*Rook, error) {
 		if err != nil {
 			r.notices = append(r.notices, fmt.Sprintf("inbox: saves waiting in %s were not taken in: %v", inbox.Dir(home), err))
 		} else if rep.Drained > 0 {
-			r.notices = append(r.notices, fmt.Sprintf("inbox: took in %d note(s) AI clients saved (`rook inbox ls`)", rep.Drained))
+			note := fmt.Sprintf("inbox: took in %d note(s) AI clients saved", rep.Drained)
+			if opts.Command != inboxLsCommand { // which lists them next
+				note += " (`rook inbox ls`)"
+			}
+			r.notices = append(r.notices, note)
 		}
 		for _, t := range rep.Torn {
 			r.notices = append(r.notices, fmt.Sprintf("inbox: an exited server's spool file ended in a torn save (never acknowledged to its client); its bytes are kept in %s and the file removed", t))

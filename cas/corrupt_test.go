@@ -155,6 +155,52 @@ func TestResubmittingKnownBytesRepairsAnUnreadableCopy(t *testing.T) {
 	}
 }
 
+// A big object's damaged copy is repaired by a put of its bytes too: the
+// copy, compared with them as it is read (not read back whole), fails its
+// checks, and the bytes are written again.
+func TestResubmittingKnownBytesRepairsADamagedBigCopy(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{
+		{"raw", noise(3<<20, 23)},
+		{"compressed", bytes.Repeat([]byte("a line of a big log file\n"), 200000)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fsys := vfs.NewMem()
+			s, home := newStore(t, fsys, Options{})
+			id := mustPut(t, s, KindFile, c.data)
+			info, err := s.Stat(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			flip(t, fsys, filepath.Join(home, SegmentsDir, segName(info.Segment)), info.Offset+recHeaderSize+20)
+			w, err := Open(home, Options{FS: fsys, Writable: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			var ce *CorruptError
+			if _, err := w.Get(id); !errors.As(err, &ce) {
+				t.Fatalf("damaged object read: %v", err)
+			}
+			r, err := w.Put(KindFile, c.data)
+			if err != nil || !r.Repaired || r.Existed {
+				t.Fatalf("repair put: %+v %v", r, err)
+			}
+			if err := w.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := w.Get(id); err != nil || !bytes.Equal(got, c.data) {
+				t.Fatalf("after repair: %d bytes, %v", len(got), err)
+			}
+		})
+	}
+}
+
 // TestOneWriterManyReaders runs concurrent Gets, Resolves and Lists against
 // a writer that keeps putting and syncing (run under -race).
 func TestOneWriterManyReaders(t *testing.T) {

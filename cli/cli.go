@@ -119,10 +119,24 @@ func usageErr(format string, a ...any) error {
 // what the flag types of their own decode first.
 type rawArg string
 
+// Decode takes the next word as the value. A flag tagged hyphen:"value"
+// takes it whole, whatever its first character: `--arg -y` is npx's -y
+// for the program, not a flag of rook's. Every other flag refuses a word
+// that looks like a flag (kong's PopValue), so that one left without its
+// value, `--title --json`, is a usage error, not a title "--json". A
+// per-flag tag, not kong.WithHyphenPrefixedParameters, which would let
+// every flag take the next flag as its value.
 func (v *rawArg) Decode(ctx *kong.DecodeContext) error {
-	t, err := ctx.Scan.PopValue("value")
-	if err != nil {
-		return err
+	var t kong.Token
+	if ctx.Value != nil && ctx.Value.Flag != nil && ctx.Value.Tag.Get("hyphen") == "value" {
+		if t = ctx.Scan.Pop(); t.IsEOL() {
+			return errors.New("missing value")
+		}
+	} else {
+		var err error
+		if t, err = ctx.Scan.PopValue("value"); err != nil {
+			return err
+		}
 	}
 	s, ok := t.Value.(string)
 	if !ok {
@@ -289,7 +303,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if err != nil {
 		// kong stops at the first bad word, so --json may not be parsed yet.
 		// It may quote the word given, a credential too
-		// (--arg --api-key=V): its value is masked.
+		// (--header --api-key=V): its value is masked.
 		msg := agent.RedactText(terminalText([]byte(err.Error())))
 		help := usageHelp(err)
 		if jsonAsked(args) {

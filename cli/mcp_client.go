@@ -26,7 +26,8 @@ import (
 // McpAddCmd is `rook mcp add`. Its repeatable flags take each value whole
 // (sep:"none"): kong's default cut at commas made `--arg /src,/docs` two
 // arguments and `--header X-Scopes=read,write` two headers. An empty
-// --arg is an argument a program may take, as from a shell (empty:"value");
+// --arg is an argument a program may take, as from a shell (empty:"value"),
+// and so is one that begins with '-', `--arg -y` (hyphen:"value");
 // Run says what an empty --url or --command lacks (empty:"own").
 type McpAddCmd struct {
 	Name      string        `arg:"" help:"A name to call the server by (lowercase letters, digits, . _ -)."`
@@ -35,7 +36,7 @@ type McpAddCmd struct {
 	HeaderEnv []string      `name:"header-env" sep:"none" help:"An HTTP header to send with the value of an environment variable, K=VAR (repeatable; its name is stored, never the value)." placeholder:"K=VAR"`
 	BearerEnv nonEmpty      `name:"bearer-env" help:"Send 'Authorization: Bearer' with the value of this environment variable (its name is stored, never the value)." placeholder:"VAR"`
 	Command   string        `empty:"own" help:"Run the server as a program speaking MCP on stdio." xor:"transport" placeholder:"CMD"`
-	Arg       []string      `sep:"none" empty:"value" help:"An argument for --command, taken whole (repeatable, one word each: a comma is part of it, and an empty value is an empty argument)." placeholder:"A"`
+	Arg       []string      `sep:"none" empty:"value" hyphen:"value" help:"An argument for --command, taken whole (repeatable, one word each: a comma is part of it, a leading - too, and an empty value is an empty argument)." placeholder:"A"`
 	Env       []string      `sep:"none" help:"An environment variable for --command, K=V (repeatable; a comma is part of V); its value is saved as given, so a credential is refused: use --env-from." placeholder:"K=V"`
 	EnvFrom   []string      `name:"env-from" sep:"none" help:"An environment variable for --command with the value of one of rook's, K=VAR (repeatable; its name is stored, never the value)." placeholder:"K=VAR"`
 	Offline   bool          `help:"Save the server without connecting to it now."`

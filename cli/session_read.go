@@ -571,6 +571,10 @@ func (c *FindCmd) Run(e *Env) error {
 	case res.Next != nil:
 		fmt.Fprintf(w, "continue: rook session find %s %s --from %d --offset %d --through %d\n",
 			id, agent.ShellQuote(c.Query), res.Next.From, res.Next.Offset, res.Next.Through)
+	case len(res.Hits) == 0 && c.From == 0 && c.Offset == 0:
+		// A search from the start that found nothing: not "no more",
+		// as if an earlier call had found some.
+		fmt.Fprintf(w, "no matches (searched through #%d)\n", *res.Through)
 	default:
 		fmt.Fprintf(w, "no more matches (searched through #%d)\n", *res.Through)
 	}

@@ -200,6 +200,32 @@ func RedactArgs(args []string) []string {
 	return out
 }
 
+// RedactArgValues is msg with each value RedactArgs masks in args (the V
+// of --token V, given as its own word) Redacted, where msg quotes it: a
+// parser's "unexpected argument V" of `rook mcp add --arg --api-key V`
+// (or --arg=--api-key V).
+// Values under 4 bytes are left: they would mask common text.
+func RedactArgValues(msg string, args []string) string {
+	// A flag's word given by = (--arg=--api-key) is the word it carries.
+	args = slices.Clone(args)
+	for i, a := range args {
+		if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") && strings.HasPrefix(v, "-") {
+			args[i] = v
+		}
+	}
+	var secrets []string
+	for i, a := range RedactArgs(args) {
+		if v := args[i]; a != v && len(v) >= 4 && !strings.HasPrefix(v, "-") {
+			secrets = append(secrets, v)
+		}
+	}
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range secrets {
+		msg = strings.ReplaceAll(msg, v, Redacted)
+	}
+	return msg
+}
+
 // credentialInText finds -NAME=VALUE in a message (kong's, which quotes
 // the words it was given).
 var credentialInText = regexp.MustCompile(`(-{1,2}([A-Za-z0-9_.-]+)=)([^\s"']+)`)

@@ -304,7 +304,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		// kong stops at the first bad word, so --json may not be parsed yet.
 		// It may quote the word given, a credential too
 		// (--header --api-key=V): its value is masked.
-		msg := agent.RedactText(terminalText([]byte(err.Error())))
+		msg := agent.RedactArgValues(agent.RedactText(terminalText([]byte(err.Error()))), args)
 		help := usageHelp(err)
 		if jsonAsked(args) {
 			return failJSON(stderr, ExitUsage, msg+": run `"+help+"` for usage")

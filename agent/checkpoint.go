@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -29,19 +30,26 @@ var checkpointName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
 // CheckpointRef is one named checkpoint.
 type CheckpointRef struct {
-	Name     string    `json:"name"`
-	ID       cas.Key   `json:"-"`
-	IDHex    string    `json:"object"`
-	Created  time.Time `json:"created"`
-	Versions int       `json:"versions"`
+	Name string  `json:"name"`
+	ID   cas.Key `json:"-"`
+	// IDHex, Created and Versions are left out (zero) of a checkpoint
+	// whose ref file does not parse (rm removes it): not known.
+	IDHex    string    `json:"object,omitempty"`
+	Created  time.Time `json:"created,omitzero"`
+	Versions int       `json:"versions,omitempty"`
 	Files    int       `json:"files"`
 	Bytes    int64     `json:"bytes"`
 	Root     string    `json:"root"`
 	// Unreadable: the newest version's snapshot does not read back
-	// (damaged, or gone from the store): Files, Bytes and Root are not
-	// known, and Error says why.
+	// (damaged, or gone from the store), or the ref file itself does not
+	// parse (rm): Files, Bytes and Root are not known, and Error says
+	// why.
 	Unreadable bool   `json:"unreadable,omitempty"`
 	Error      string `json:"error,omitempty"`
+	// PreviousRoot (create) is the workspace of the version the name
+	// held before, when it is another: names are the store's, shared by
+	// every workspace, so the name now restores into this one.
+	PreviousRoot string `json:"previous_root,omitempty"`
 }
 
 func (r *Rook) checkpointPath(name string) string {
@@ -125,8 +133,16 @@ func (r *Rook) CreateCheckpoint(name, root, sub string, limits Limits) (Checkpoi
 	if err := r.fs.WriteFileAtomic(r.checkpointPath(name), b.Bytes(), cas.FileMode); err != nil {
 		return CheckpointRef{}, nil, fmt.Errorf("write checkpoint ref: %w", err)
 	}
-	return CheckpointRef{Name: name, ID: id, IDHex: hex.EncodeToString(id[:]), Created: now, Versions: len(old) + 1,
-		Files: len(m.Files), Bytes: m.TotalBytes, Root: m.Root}, m, nil
+	ref := CheckpointRef{Name: name, ID: id, IDHex: hex.EncodeToString(id[:]), Created: now, Versions: len(old) + 1,
+		Files: len(m.Files), Bytes: m.TotalBytes, Root: m.Root}
+	if len(old) > 0 {
+		// The name held a checkpoint of another workspace: said, as its
+		// restore now writes here. (One that does not read is not said.)
+		if prev, err := r.ReadManifest(old[len(old)-1].id); err == nil && prev.Root != "" && filepath.Clean(prev.Root) != filepath.Clean(m.Root) {
+			ref.PreviousRoot = prev.Root
+		}
+	}
+	return ref, m, nil
 }
 
 // checkpointRef describes the checkpoint name from its ref's lines: its
@@ -269,7 +285,7 @@ func (r *Rook) RemoveCheckpoints(names []string) ([]CheckpointRef, error) {
 			if _, serr := r.fs.Stat(r.checkpointPath(name)); serr != nil {
 				return nil, err
 			}
-			out = append(out, CheckpointRef{Name: name})
+			out = append(out, CheckpointRef{Name: name, Unreadable: true, Error: err.Error()})
 			continue
 		}
 		out = append(out, r.checkpointRef(name, lines))
@@ -410,19 +426,63 @@ type RestoreReport struct {
 	// they were (and the ones it created, as absent), when it changed
 	// anything: restoring it undoes this one.
 	Saved string `json:"saved_as,omitempty"`
+	// Notes say where it wrote when that is not the captured workspace
+	// (a -C taken as where it moved).
+	Notes []string `json:"notes,omitempty"`
 }
 
-// RestoreCheckpoint writes a captured tree into root (the capture's own
-// root unless the user gives another). Files that exist and differ are
+// RestoreOptions are what a user chooses of a checkpoint restore.
+type RestoreOptions struct {
+	// To is the directory to restore into instead of the captured
+	// workspace (--to).
+	To string
+	// Workspace is the directory the user named with -C, "" without: the
+	// captured workspace moved there (workspaceFor, as a rewind takes
+	// it), unless it is the workspace, in it, or holds it.
+	Workspace string
+	// Writing, when not nil, is called just before the first file is
+	// written, with the name of the save ("" when the restore overwrites
+	// nothing and saves nothing), durable by then: from then on, a stop
+	// (an interrupt, which ends rook at once) leaves the files part way,
+	// and the save's restore is its undo.
+	Writing func(saved string)
+}
+
+// RestoreCheckpoint is RestoreCheckpointWith, root the --to directory ("":
+// the captured workspace).
+func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (RestoreReport, error) {
+	return r.RestoreCheckpointWith(name, m, RestoreOptions{To: root})
+}
+
+// RestoreCheckpointWith writes a captured tree into its workspace (the
+// capture's own root), or where opts says: opts.To, or the directory -C
+// names when it is where the workspace moved (opts.Workspace). A
+// workspace not on this disk is refused without -C nor --to, nothing
+// written: writing there made again the directory the project was moved
+// away from. Files that exist and differ are
 // first captured as a checkpoint "<name>.before-restore-<unix time>"
 // (name shortened to keep it a checkpoint name: freeCheckpointName); a
 // file changed since (written after that save, say) is left as it is, and
 // the restore stops there.
-func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (RestoreReport, error) {
-	if root == "" {
+func (r *Rook) RestoreCheckpointWith(name string, m *Manifest, opts RestoreOptions) (RestoreReport, error) {
+	root := opts.To
+	var notes []string
+	if root == "" && m.Root != "" {
+		root = m.Root
+		// -C names where a moved workspace is now: the user deciding, as
+		// for a rewind.
+		moved := false
+		if ws, ok := workspaceFor(m.Root, opts.Workspace); ok {
+			root, moved = ws, true
+			notes = append(notes, fmt.Sprintf("the checkpoint's workspace was %s; -C %s is taken as where it is now", m.Root, ws))
+		}
+		if err := checkpointWorkspaceOnDisk(name, root, moved); err != nil {
+			return RestoreReport{Root: root, Unknown: m.Unknown, Notes: notes}, err
+		}
+	} else if root == "" {
 		root = m.Root
 	}
-	rep := RestoreReport{Root: root, Unknown: m.Unknown}
+	rep := RestoreReport{Root: root, Unknown: m.Unknown, Notes: notes}
 	// A tree capture never follows a link: every directory above its
 	// files was one.
 	plan, err := r.planRestore(root, manifestChanges(m), func(string) bool { return true }, false)
@@ -529,6 +589,9 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 		plan.savedStats = c.stats
 		plan.savedBy = "the restore saved it in " + saveName
 	}
+	if opts.Writing != nil {
+		opts.Writing(rep.Saved)
+	}
 	rep.Written, rep.Removed, rep.Unchanged, err = plan.Apply()
 	rep.DirsMade, rep.DirsRemoved = plan.madeDirs(), plan.dirsRemoved
 	rep.DirsKept = plan.keptDirs()
@@ -552,6 +615,24 @@ func (r *Rook) RestoreCheckpoint(name string, m *Manifest, root string) (Restore
 		err = fmt.Errorf("%w; `rook checkpoint restore %s` puts back what was there%s", err, rep.Saved, undoAlso(err, save, "restore", "saves"))
 	}
 	return rep, err
+}
+
+// checkpointWorkspaceOnDisk refuses a restore into root, the workspace
+// of checkpoint name (moved: the one -C named), when it is not a
+// directory on this disk, saying what to do: a checkpoint restores into
+// its workspace, never into a directory it makes again where the project
+// was.
+func checkpointWorkspaceOnDisk(name, root string, moved bool) error {
+	fi, err := os.Stat(root)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case moved && (err == nil || notExist(err)):
+		return fmt.Errorf("%s (named with -C) is not a directory on this disk: nothing written; give -C the directory the workspace is in now, or --to DIR to restore into another directory", root)
+	case err == nil || notExist(err):
+		return fmt.Errorf("checkpoint %s's workspace %s is not on this disk (moved, renamed, deleted, or on another machine): nothing written; put it back where it was, name where it is now with -C (`rook -C DIR checkpoint restore %s`; a DIR holding where it was, its parent say, is not where it moved), or give --to DIR to restore into another directory", name, root, name)
+	}
+	return err
 }
 
 // removeRef removes the ref of the checkpoint name, durably (its

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -26,7 +28,10 @@ type Change struct {
 	Path   string // workspace path, slash-separated
 	Remove bool   // the path did not exist in the capture: delete it
 	File   FileEntry
-	data   []byte
+	// data is the state's content when it is held in memory (a short
+	// edit result, a Codex patch's): any other is the object File.ID,
+	// streamed from the store when read (Rook.writeChange).
+	data []byte
 	// transcript: the state is what an edit result in the session's
 	// transcript says the file was (transcript_states.go), read from the
 	// line of event body src (workspace ws) when not held in data nor
@@ -45,7 +50,7 @@ type Change struct {
 	// diff or a rewind names when its copy does not read (backup_unread.go).
 	capture eventAt
 	// held: the file (or link) at Path held the state already when the
-	// plan looked (holdsState), so its copy was not read (data is nil):
+	// plan looked (holdsState), so its copy was not read:
 	// Apply leaves it as it is, and, having nothing to write, refuses it
 	// if it changed since.
 	held bool
@@ -166,6 +171,10 @@ type Plan struct {
 	// the rewind's capture before it records the mode it had (Opened),
 	// which its undo gives back (modes).
 	lifted map[string]fs.FileMode
+	// copyOf writes the content of a change's state to w (Rook.writeChange):
+	// the plan verified each copy it writes without keeping it, and Apply
+	// reads each again as it writes it, streamed.
+	copyOf func(c Change, w io.Writer) error
 	// modes are the directories there already (by workspace path, "."
 	// the root) that a rewind's capture before it records as opened
 	// (Manifest.Opened) and whose mode is another now: each is given the
@@ -279,10 +288,16 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Root: filepath.Clean(root), real: real}
+	p := &Plan{Root: filepath.Clean(root), real: real, copyOf: r.writeChange}
 	store := newStoreGuard(r.Store.Home())
 	if err := store.check(p.Root, real, "restore into"); err != nil {
 		return nil, err
+	}
+	if link := danglingLink(p.Root); link != "" {
+		// (A restore --to a link to a directory not made yet, say; one
+		// into the store is refused above, saying so.)
+		t, _ := os.Readlink(link)
+		return nil, fmt.Errorf("cannot restore into %s: %s is a link to %s, which is not there (a dangling link), so there is no directory to restore into and none can be made there: make the directory it leads to, remove the link, or give --to another directory", p.Root, link, t)
 	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
 	written, removing := map[string]bool{}, map[string]bool{}
@@ -444,15 +459,15 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			// not read (damaged, or gone from the store) refuses only a
 			// file it would be written to. Every copy to write is still
 			// read here, before anything is written.
+			// Each is read as a stream and verified (its hash), and
+			// not kept: Apply reads it again as it writes it
+			// (Plan.copyOf), so a restore's memory is about one file's,
+			// not the checkpoint's.
 			fi, err := os.Lstat(abs)
 			if err == nil && holdsState(real, fi, c) {
 				c.held = true
-			} else {
-				data, err := r.changeData(c)
-				if err != nil {
-					return nil, &unreadCopyError{c: c, err: err}
-				}
-				c.data = data
+			} else if err := r.writeChange(c, io.Discard); err != nil {
+				return nil, &unreadCopyError{c: c, err: err}
 			}
 			if err == nil && fi.IsDir() && swap {
 				if err := p.clearableTree(abs, c.Path); err != nil {
@@ -490,6 +505,25 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 	// A directory sorts before what is in it: reversed, children first.
 	sort.Sort(sort.Reverse(sort.StringSlice(p.prune)))
 	return p, nil
+}
+
+// danglingLink returns the first path from dir up that is a link leading
+// to nothing (dir, or a directory above it, not there through it): a
+// restore would make the root's directories there, and mkdir fails on
+// the link ("file exists"). "" when there is none: dir is there, or
+// what is not there is only missing.
+func danglingLink(dir string) string {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			return ""
+		}
+		if fi, err := os.Lstat(d); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
 }
 
 // holdsState says whether the file (or link) at workspace path c.Path,
@@ -932,7 +966,14 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 				return err
 			}
 		}
-		if err := writeWorkspaceFile(abs, c.File.Mode, c.data, recheck); err != nil {
+		copyOf := func(w io.Writer) error {
+			if p.copyOf == nil { // a plan not made by planRestore: its data
+				_, err := w.Write(c.data)
+				return err
+			}
+			return p.copyOf(c, w)
+		}
+		if err := writeWorkspaceFile(abs, c.File.Mode, copyOf, recheck); err != nil {
 			if errors.Is(err, errChangedSince) {
 				return written, removed, unchanged, fmt.Errorf("%w%s", err, p.soFar(written, removed))
 			}
@@ -1369,17 +1410,26 @@ func sweepRestoreTemps(dir string) {
 	}
 }
 
-// writeWorkspaceFile writes data at abs through a temporary file (or link)
-// renamed over it; check, when not nil, runs just before the rename, and
-// an error from it leaves abs as it is.
-func writeWorkspaceFile(abs string, mode FileMode, data []byte, check func() error) error {
+// writeWorkspaceFile writes the content copyOf writes at abs through a
+// temporary file (or link) renamed over it; check, when not nil, runs
+// just before the rename, and an error from it leaves abs as it is. A
+// file's content is streamed into its temporary file, never held whole.
+// The temporary file is made through vfs.MakeInFlight: an interrupt
+// (Ctrl-C, SIGTERM) removes it before rook exits, as it does an atomic
+// write's, and none is made once it has.
+func writeWorkspaceFile(abs string, mode FileMode, copyOf func(w io.Writer) error, check func() error) error {
 	dir := filepath.Dir(abs) // made by Plan.makeDirs
 	if mode.Link {
-		tmp := filepath.Join(dir, fmt.Sprintf("%s%d.tmp", restoreTmpPrefix, os.Getpid()))
-		os.Remove(tmp)
-		if err := os.Symlink(string(data), tmp); err != nil {
+		var target bytes.Buffer // a link's target: a path, short
+		if err := copyOf(&target); err != nil {
 			return err
 		}
+		tmp := filepath.Join(dir, fmt.Sprintf("%s%d.tmp", restoreTmpPrefix, os.Getpid()))
+		os.Remove(tmp)
+		if _, err := vfs.MakeInFlight(func() (string, error) { return tmp, os.Symlink(target.String(), tmp) }); err != nil {
+			return err
+		}
+		defer vfs.Landed(tmp)
 		if check != nil {
 			if err := check(); err != nil {
 				os.Remove(tmp)
@@ -1392,12 +1442,19 @@ func writeWorkspaceFile(abs string, mode FileMode, data []byte, check func() err
 		}
 		return nil
 	}
-	f, err := os.CreateTemp(dir, fmt.Sprintf("%s%d-*.tmp", restoreTmpPrefix, os.Getpid()))
+	var f *os.File
+	tmp, err := vfs.MakeInFlight(func() (string, error) {
+		var err error
+		if f, err = os.CreateTemp(dir, fmt.Sprintf("%s%d-*.tmp", restoreTmpPrefix, os.Getpid())); err != nil {
+			return "", err
+		}
+		return f.Name(), nil
+	})
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
-	_, err = f.Write(data)
+	defer vfs.Landed(tmp)
+	err = copyOf(f)
 	if err == nil {
 		// After the bytes: a write by a process without CAP_FSETID
 		// clears the setuid and setgid bits. The file is the restoring

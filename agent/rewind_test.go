@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -928,7 +929,7 @@ func TestWriteWorkspaceLinkLeavesNoTempOnAFailedRename(t *testing.T) {
 	ws := t.TempDir()
 	writeTree(t, ws, tree{"x/keep.txt": "keep\n"})
 	for _, mode := range []FileMode{{Link: true}, {Perm: 0o644}} {
-		err := writeWorkspaceFile(filepath.Join(ws, "x"), mode, []byte("a.go"), nil)
+		err := writeWorkspaceFile(filepath.Join(ws, "x"), mode, func(w io.Writer) error { _, err := w.Write([]byte("a.go")); return err }, nil)
 		if err == nil {
 			t.Fatalf("%v: renamed over a directory", mode)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 
 	json "github.com/go-json-experiment/json/v1"
@@ -178,6 +179,31 @@ func transcriptChange(o editOriginal, src cas.Key, ws string) Change {
 		c.data = o.Text // short: kept, never cut out
 	}
 	return c
+}
+
+// writeChange writes the content of a path's state to w, as changeData
+// reads it, but streamed (Store.WriteTo: an object of many MiB is read,
+// decompressed and hashed in pieces, never held whole): a restore's plan
+// verifies each copy so (w io.Discard), and Apply writes each so into its
+// file. An error says the copy does not read, or is not the object its
+// capture names (its hash another); w may have had part
+// of it then.
+func (r *Rook) writeChange(c Change, w io.Writer) error {
+	if c.data != nil {
+		_, err := w.Write(c.data)
+		return err
+	}
+	_, err := r.Store.WriteTo(c.File.ID, w)
+	var nf *cas.NotFoundError
+	if err != nil && c.transcript && errors.As(err, &nf) {
+		b, err := r.changeData(c) // the edit result's text, from its line
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	return err
 }
 
 // changeData is the content of a path's state: held, the object it names,

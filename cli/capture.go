@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
@@ -734,6 +736,11 @@ func (c *CheckpointCreateCmd) Run(e *Env) error {
 		fmt.Fprintf(e.Stderr, "rook: skipped %s\n", terminalLine(s))
 	}
 	fmt.Fprintf(e.Stdout, "checkpoint %s: %d file(s), %s → %s\n", ref.Name, ref.Files, formatBytes(ref.Bytes), cas.Short(ref.ID))
+	if ref.PreviousRoot != "" {
+		// Names are the store's: the same name made in two projects is
+		// one checkpoint, whose restore now writes here.
+		fmt.Fprintf(e.Stderr, "rook: note: %s\n", terminalLine(fmt.Sprintf("checkpoint %s was of another workspace, %s: checkpoint names are shared by every workspace of the store, so `rook checkpoint restore %s` now restores this one (%s); that version stays in its history", ref.Name, ref.PreviousRoot, ref.Name, ref.Root)))
+	}
 	return nil
 }
 
@@ -832,14 +839,42 @@ func (c *CheckpointRestoreCmd) Run(e *Env) error {
 		to = abs
 	}
 	var rep agent.RestoreReport
+	// A Ctrl-C (or SIGTERM) ends rook at once, as a crash would (the
+	// restore's temporary copy removed: vfs.MakeInFlight). Once the save
+	// is made, the files are being written: the stop says so, with the
+	// save and the restore that puts back what was there, as a restore
+	// stopped part way by an error does.
+	var mu sync.Mutex
+	writing, saved := false, ""
+	stopped := onInterruptStop(func(sig os.Signal, again bool) string {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case !writing:
+			return fmt.Sprintf("%v: stopped before the restore wrote anything", sig)
+		case saved == "":
+			// It overwrites nothing (a fresh --to): nothing to put back.
+			return fmt.Sprintf("%v: stopped part way through the restore: some files are written, others not (it overwrites none, so none was saved): run it again to write the rest", sig)
+		}
+		return fmt.Sprintf("%v: stopped part way through the restore: some files are written, others not; the files it overwrote are in checkpoint %s: `rook checkpoint restore %s` puts back what was there", sig, saved, agent.ShellQuote(saved))
+	})
+	defer stopped()
 	err := e.write(func(r *agent.Rook) error {
 		_, m, err := r.ResolveCheckpoint(c.Checkpoint)
 		if err != nil {
 			return err
 		}
-		rep, err = r.RestoreCheckpoint(c.Checkpoint, m, to)
+		rep, err = r.RestoreCheckpointWith(c.Checkpoint, m, agent.RestoreOptions{To: to, Workspace: e.chosenWorkspace(), Writing: func(save string) {
+			mu.Lock()
+			defer mu.Unlock()
+			writing, saved = true, save
+		}})
 		return err
 	})
+	stopped()
+	if !e.JSON {
+		printNotes(e, rep.Notes) // (--json: the report's notes)
+	}
 	if err != nil && rep.Saved != "" {
 		// Stopped part way: the save and the undo as fields too.
 		return &stoppedPartWay{err: err, savedAs: rep.Saved, undo: "rook checkpoint restore " + agent.ShellQuote(rep.Saved), done: rep}
@@ -875,7 +910,9 @@ func (c *CheckpointRestoreCmd) Run(e *Env) error {
 	if len(also) > 0 {
 		rest += "; " + strings.Join(also, ", ")
 	}
-	fmt.Fprintf(e.Stdout, "restored %d file(s) into %s%s\n", rep.Written, rep.Root, rest)
+	// The root is a directory's name, the user's: a line break or an
+	// escape sequence in it must not reach the terminal (as ls shows it).
+	fmt.Fprintf(e.Stdout, "restored %d file(s) into %s%s\n", rep.Written, terminalLine(rep.Root), rest)
 	if rep.Saved != "" {
 		fmt.Fprintf(e.Stdout, "the files it overwrote are in checkpoint %s: `rook checkpoint restore %s` puts them back\n", rep.Saved, rep.Saved)
 	}

@@ -18,6 +18,8 @@ import (
 // store is built to be left that way at any point. What a crash would
 // leave outside the store is removed first: the temporary file an atomic
 // write (export -o) makes beside its target, which nothing else removes,
+// the temporary copy a restore or rewind writes beside a file
+// (vfs.MakeInFlight),
 // an output being written in place (export-html's), and an MCP server
 // rook started (withServer: its client closed, a stdio program's process
 // group ended). Then rook exits
@@ -176,7 +178,8 @@ func interrupted(sig os.Signal, stderr io.Writer, asJSON bool) {
 	for _, f := range interrupts.cleanups {
 		f()
 	}
-	vfs.RemoveInFlight()
+	// (A restore's copies too, and none made after: vfs.MakeInFlight.)
+	defer vfs.RemoveInFlight()() // released only in a test, whose exit returns
 	code := interruptedCode(sig)
 	msg := fmt.Sprintf("%v: stopped", sig)
 	if len(said) > 0 {

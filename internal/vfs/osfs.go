@@ -214,16 +214,61 @@ func placeNew(pf *renameio.PendingFile, path string) error {
 // made and not yet renamed or removed, for RemoveInFlight.
 var inFlight sync.Map
 
+// inFlightMu is held while MakeInFlight makes a temporary file, and by
+// RemoveInFlight from its start: none is made once it has run.
+var inFlightMu sync.Mutex
+
+// errStopping is MakeInFlight's refusal once RemoveInFlight has run.
+var errStopping = errors.New("rook is stopping (interrupted): nothing more written")
+
+// MakeInFlight runs make, which makes a temporary file outside the store
+// (a restore's copy beside the file it replaces) and returns its name,
+// and holds the name for RemoveInFlight until Landed is called with it
+// (once it is renamed or removed). It makes none once RemoveInFlight has
+// run: an interrupt leaves no temporary file made after it removed
+// those it knew.
+func MakeInFlight(make func() (string, error)) (string, error) {
+	inFlightMu.Lock()
+	defer inFlightMu.Unlock()
+	if removing {
+		return "", errStopping
+	}
+	name, err := make()
+	if err == nil {
+		inFlight.Store(name, struct{}{})
+	}
+	return name, err
+}
+
+// Landed says the temporary file name, made through MakeInFlight, is
+// renamed or removed: RemoveInFlight no longer removes it.
+func Landed(name string) { inFlight.Delete(name) }
+
+// removing: RemoveInFlight has run, and its release not yet.
+var removing bool
+
 // RemoveInFlight removes the temporary files of the atomic writes under
-// way, for a process about to exit in the middle of them (interrupted):
-// the file each was to replace is left as it was, and nothing is left
-// beside it. (A crash leaves them: `rook store gc` removes those in the
-// store, and one beside an --output is the user's to remove.)
-func RemoveInFlight() {
+// way, and those MakeInFlight made and not yet Landed, for a process
+// about to exit in the middle of them (interrupted): the file each was to
+// replace is left as it was, and nothing is left beside it. (A crash
+// leaves them: `rook store gc` removes those in the store, a restore
+// those a restore left in the directory it writes in, and one beside an
+// --output is the user's to remove.) No temporary file is made through
+// MakeInFlight until release is called, which the exiting process never
+// does (a test, whose exit returns, does).
+func RemoveInFlight() (release func()) {
+	inFlightMu.Lock()
+	removing = true
+	inFlightMu.Unlock()
 	inFlight.Range(func(name, _ any) bool {
 		os.Remove(name.(string))
 		return true
 	})
+	return func() {
+		inFlightMu.Lock()
+		removing = false
+		inFlightMu.Unlock()
+	}
 }
 
 // named has an error that names a pending file (a write or sync of it

@@ -219,11 +219,13 @@ type capturer struct {
 	m      *Manifest
 	store  storeGuard // the store home, never captured
 	ignore *Ignore
-	// tracked is what git tracks in the workspace (its index), read when
-	// a .gitignore first matches a path (trackedRead): a file git tracks
-	// is taken though a pattern matches it, as git never ignores it.
-	tracked     *trackedFiles
-	trackedRead bool
+	// tracked is what git tracks, by repository: "" the one the
+	// workspace is in, else a nested one's top (nested) from the
+	// workspace. Each index is read when a .gitignore first matches a path
+	// in its repository: a file git tracks is taken though a pattern
+	// matches it, as git never ignores it.
+	tracked map[string]*trackedFiles
+	nested  map[string]bool
 	// trackedOnly are the directories a .gitignore ignores that the walk
 	// entered for what git tracks in them: of what they hold, only that.
 	trackedOnly map[string]bool
@@ -639,6 +641,7 @@ func (c *capturer) walkDir(parent *walkedDir, name, rel string, was fs.FileInfo,
 			// A nested repository: the .gitignore files above the
 			// workspace do not apply inside it.
 			c.ignore.addRepo(rel)
+			c.nestedRepo(rel)
 		}
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
@@ -695,16 +698,50 @@ func (c *capturer) walkDir(parent *walkedDir, name, rel string, was fs.FileInfo,
 // reading its index the first time it is asked. An index that cannot be
 // read is said in skipped, once, and tracks nothing.
 func (c *capturer) isTracked(rel string, dir bool) bool {
-	if !c.trackedRead {
-		c.trackedRead = true
+	if c.tracked == nil {
+		c.tracked = map[string]*trackedFiles{}
+	}
+	if c.trackedOnly == nil {
 		c.trackedOnly = map[string]bool{}
-		t, err := readTracked(c.real)
-		if err != nil {
+	}
+	// The repository rel is in: the nearest nested one above it, else
+	// the workspace's.
+	repo := path.Dir(rel)
+	for repo != "." && !c.nested[repo] {
+		repo = path.Dir(repo)
+	}
+	if repo == "." {
+		repo = ""
+	}
+	t, read := c.tracked[repo]
+	if !read {
+		abs := c.real
+		if repo != "" {
+			abs = filepath.Join(c.real, filepath.FromSlash(repo))
+		}
+		var err error
+		if t, err = readTracked(abs); err != nil {
 			c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("git's index: %v; files git tracks that a .gitignore matches are left out", err))
 		}
-		c.tracked = t
+		c.tracked[repo] = t
 	}
-	return c.tracked.has(rel, dir)
+	if repo != "" {
+		rel = rel[len(repo)+1:]
+	}
+	return t.has(rel, dir)
+}
+
+// nestedRepo notes that the workspace directory rel holds a repository of
+// its own (a .git): what git tracks in it is read from its own index, and
+// the walk takes what is in it as it does the workspace's, though a
+// .gitignore outside it ignores it and it was entered as tracked (a
+// gitlink).
+func (c *capturer) nestedRepo(rel string) {
+	if c.nested == nil {
+		c.nested = map[string]bool{}
+	}
+	c.nested[rel] = true
+	delete(c.trackedOnly, rel)
 }
 
 // readDirOf lists the directory dir, opened by walkDir.
@@ -915,6 +952,7 @@ func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, e
 			}
 			if dir != "" && holdsGit(filepath.Join(c.real, filepath.FromSlash(dir))) {
 				c.ignore.addRepo(dir)
+				c.nestedRepo(dir)
 			}
 			if dir == "" {
 				dir = part

@@ -539,13 +539,15 @@ func codexRecordedTokens(body []byte) (uint64, bool) {
 // seenNotes are the labels of the imported notes the model reads, by
 // format: Claude Code's meta prompts (a skill's or a command's
 // instructions) and the summary after a compaction; Codex's developer and
-// system messages, and the user messages it wrote itself (the
-// environment, AGENTS.md, a skill: codexContextLabel). Every other note
+// system messages, the user messages it wrote itself (the environment,
+// AGENTS.md, a skill: codexContextLabel), and mail between agents in the
+// model's history (an agent_message item, sent to the model as a
+// message). Every other note
 // (progress, snapshots, system lines, UI events, metadata) is what the
 // agent kept for itself.
 var seenNotes = map[string]map[string]bool{
 	FormatClaudeCode: {"user:meta": true, "user:compact-summary": true},
-	FormatCodex:      {"developer": true, "system": true, codexContextLabel: true},
+	FormatCodex:      {"developer": true, "system": true, codexContextLabel: true, "response_item:agent_message": true},
 }
 
 // linesSize is what sourceLinesSize measures of a source line object.

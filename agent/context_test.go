@@ -445,3 +445,27 @@ func TestRecordedTokensPastNULs(t *testing.T) {
 		}
 	}
 }
+
+// TestContextCodexAgentMessageIsRead: a Codex agent_message response item
+// (mail between agents in the model's history, which the model is sent
+// as a message) is a note the model read: in context, not among what the
+// agent kept for itself.
+func TestContextCodexAgentMessageIsRead(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	lines := []string{
+		`{"timestamp":"2026-01-07T08:30:00.000Z","type":"session_meta","payload":{"id":"019b8a10-1111-7222-8333-944455566602","timestamp":"2026-01-07T08:30:00.000Z","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.80.0"}}`,
+		`{"timestamp":"2026-01-07T08:30:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"count the lines"}]}}`,
+		`{"timestamp":"2026-01-07T08:30:02.000Z","type":"response_item","payload":{"type":"agent_message","author":"/root/w","recipient":"/root","content":[{"type":"input_text","text":"` + strings.Repeat("the worker found 42 lines ", 40) + `"}]}}`,
+	}
+	writeSource(t, fsys, "/c/rollout-2026-01-07T08-30-00-019b8a10-1111-7222-8333-944455566602.jsonl", lines, "")
+	id := *mustImport(t, r, FormatCodex, "/c").Files[0].Session
+	rep, err := r.Context(id, DefaultContextWindow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, mail := int64(len(lines[0])+1), int64(len(lines[2])+1)
+	if rep.UnseenBytes >= meta+mail/2 {
+		t.Fatalf("unseen %d events %d bytes: the agent_message's %d bytes are among what the model never read (the session_meta is %d)", rep.UnseenEvents, rep.UnseenBytes, mail, meta)
+	}
+}

@@ -546,6 +546,18 @@ func (e *Env) workDir() (string, error) {
 	return e.Cwd, nil
 }
 
+// absPath is filepath.Abs of a path a user gave, from the directory rook
+// runs in; a relative one from a directory removed since says so
+// (cwdGone), not a getwd error nor, as went on with the relative name, a
+// misleading one of ".".
+func absPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil && isGetwd(err) {
+		return "", cwdGone(err)
+	}
+	return abs, err
+}
+
 // isGetwd is whether err is the current directory's name not being found:
 // os.Getwd's error, which filepath.Abs of a relative path returns too.
 func isGetwd(err error) bool {

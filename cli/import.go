@@ -571,9 +571,11 @@ func (c *ExportCmd) Run(e *Env) error {
 	}
 	named := output
 	if output != "" {
-		if abs, err := filepath.Abs(output); err == nil {
-			output = abs // said in full: -C may have moved where it lands
+		abs, err := absPath(output)
+		if err != nil {
+			return err
 		}
+		output = abs // said in full: -C may have moved where it lands
 		if err := insideStoreErr(e, "--output", output); err != nil {
 			return err
 		}
@@ -612,9 +614,11 @@ func (c *ExportCmd) Run(e *Env) error {
 	}
 	toolResults := string(c.ToolResults)
 	if toolResults != "" {
-		if abs, err := filepath.Abs(toolResults); err == nil {
-			toolResults = abs
+		abs, err := absPath(toolResults)
+		if err != nil {
+			return err
 		}
+		toolResults = abs
 		if err := insideStoreErr(e, "--tool-results", toolResults); err != nil {
 			return err
 		}

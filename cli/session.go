@@ -252,6 +252,11 @@ func readInput(e *Env, file, what string) ([]byte, error) {
 		}
 		return b, nil
 	}
+	if !filepath.IsAbs(file) {
+		if _, err := e.workDir(); err != nil {
+			return nil, err // a relative FILE from a directory removed since
+		}
+	}
 	if err := inputGiven("FILE", file); err != nil {
 		return nil, err
 	}

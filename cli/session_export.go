@@ -218,9 +218,11 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	// Refuse an existing output before any work; the exclusive create
 	// below is what guarantees it.
 	named := c.Output
-	if abs, err := filepath.Abs(c.Output); err == nil {
-		c.Output = abs // said in full: -C may have moved where it lands
+	abs, err := absPath(c.Output)
+	if err != nil {
+		return err
 	}
+	c.Output = abs // said in full: -C may have moved where it lands
 	if err := insideStoreErr(e, "--output", c.Output); err != nil {
 		return err
 	}

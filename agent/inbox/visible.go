@@ -78,7 +78,8 @@ func NothingToSee(s string) bool {
 // of it and pass: "❤️" (U+2764 U+FE0F), "👨‍💻" (a ZWJ sequence), Persian
 // words with U+200C, Devanagari conjuncts with U+200D; but not a joiner
 // between two letters of a script it never joins (Latin, Greek, Cyrillic,
-// CJK, ASCII), which draws nothing there either: "a\u200db" shows as
+// Armenian, Hebrew, Georgian, CJK, ASCII; past other joiners and
+// combining marks), which draws nothing there either: "a\u200db" shows as
 // "ab". why says which it is ("" when none is found).
 func Unseen(s string) (r rune, why string) {
 	for _, c := range s {
@@ -99,17 +100,31 @@ func Unseen(s string) (r rune, why string) {
 	// Between two letters of scripts that never join or form conjuncts
 	// (Latin, Greek, Cyrillic, CJK, ASCII) a joiner draws nothing and
 	// changes nothing drawn: "a\u200db" shows as "ab", another tag.
-	prev := rune(-1)
-	for i, c := range s {
-		if joiner(c) && prev >= 0 {
-			next, _ := utf8.DecodeRuneInString(s[i+utf8.RuneLen(c):])
-			if neverJoins(prev) && neverJoins(next) {
-				return c, "a joiner between letters it does not join: it draws nothing"
-			}
+	// The letters each side are found past other joiners and combining
+	// marks ("a\u200d\u200db", "e\u0301\u200db").
+	rs := []rune(s)
+	for i, c := range rs {
+		if !joiner(c) {
+			continue
 		}
-		prev = c
+		before, after := baseBeside(rs, i, -1), baseBeside(rs, i, 1)
+		if before >= 0 && after >= 0 && neverJoins(before) && neverJoins(after) {
+			return c, "a joiner between letters it does not join: it draws nothing"
+		}
 	}
 	return 0, ""
+}
+
+// baseBeside is the nearest rune of rs before (step -1) or after (step 1)
+// index i that is neither a joiner nor a combining mark nor a variation
+// selector: the letter a joiner at i stands beside. -1: none.
+func baseBeside(rs []rune, i, step int) rune {
+	for j := i + step; j >= 0 && j < len(rs); j += step {
+		if r := rs[j]; !joiner(r) && !unicode.In(r, unicode.Mn, unicode.Me, unicode.Variation_Selector) {
+			return r
+		}
+	}
+	return -1
 }
 
 // neverJoins: a character of a script whose letters a joiner neither
@@ -117,7 +132,7 @@ func Unseen(s string) (r rune, why string) {
 // (emoji, Arabic, Indic scripts and the rest are left to the joiner).
 func neverJoins(r rune) bool {
 	return r < utf8.RuneSelf || unicode.In(r, unicode.Latin, unicode.Greek, unicode.Cyrillic, unicode.Armenian,
-		unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
+		unicode.Hebrew, unicode.Georgian, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
 }
 
 // joiner: the zero-width joiner and non-joiner and the combining

@@ -41,3 +41,45 @@ func TestUnseenJudgesByGraphemeCluster(t *testing.T) {
 		}
 	}
 }
+
+// The user tags a session with "ab" written with two joiners between its
+// letters ("a\u200d\u200db", or a non-joiner and a combining grapheme
+// joiner, "a\u200c\u034fb"), or with "éb" as e + U+0301 + U+200D + b:
+// `rook session tag ID` takes it (exit 0) and `session ls` shows "ab" /
+// "éb", another tag than the "ab" the user types to --rm or filter it.
+// A single joiner there ("a\u200db") is refused as unseen (exit 2) since
+// 0201161: one between two letters of a script it never joins draws
+// nothing, and two draw nothing either, nor does one after a combining
+// accent on a Latin letter. They should be refused as "a\u200db" is.
+// Unseen looked only at the runes right beside a joiner; now at the
+// letters each side past other joiners and combining marks (baseBeside).
+func TestUnseenJoinersBetweenLettersPastOtherJoinersAndMarks(t *testing.T) {
+	for s, shown := range map[string]string{
+		"a\u200d\u200db":  "ab",
+		"a\u200c\u034fb":  "ab",
+		"e\u0301\u200db":  "e\u0301b",
+		"Ab\u034f\u200cc": "Abc",
+	} {
+		if r, why := Unseen(s); why == "" {
+			t.Errorf("%+q shows as %+q, yet nothing in it is found unseen: a tag of it is taken, another tag than %+q", s, shown, shown)
+		} else if !joiner(r) {
+			t.Errorf("%+q: %U found (%s), want one of its joiners", s, r, why)
+		}
+	}
+}
+
+// Hebrew and Georgian letters never join either (Hebrew is not a cursive
+// script; a terminal draws "א\u200dב" as "אב"), yet a tag of two Hebrew
+// (or Georgian) letters with a joiner between them is taken, where the
+// same between two Latin, Greek or Cyrillic letters is refused since
+// 0201161: `rook session tag ID $'\u05d0\u200d\u05d1'` adds a tag that
+// shows as "אב", another tag than the "אב" the user types. It should be
+// refused as "a\u200db" is.
+// neverJoins listed Latin, Greek, Cyrillic, Armenian and CJK only.
+func TestUnseenJoinerBetweenHebrewOrGeorgianLetters(t *testing.T) {
+	for _, s := range []string{"\u05d0\u200d\u05d1", "\u05e9\u05dc\u200c\u05d5\u05dd", "\u10d0\u200d\u10d1"} {
+		if _, why := Unseen(s); why == "" {
+			t.Errorf("%+q (a joiner between letters of a script that never joins) is taken as seen", s)
+		}
+	}
+}

@@ -339,7 +339,11 @@ func (r *Rook) sweepBeside(rep *cas.GCReport, grace time.Duration, dryRun bool) 
 func (r *Rook) sweepTemps(cutoff time.Time, dryRun bool) (n int, bytes int64, err error) {
 	indexDir := filepath.Join(r.home, cas.IndexDir)
 	dirs := []string{r.home, filepath.Join(r.home, cas.EventsDir), filepath.Join(r.home, cas.DictDir),
-		filepath.Join(r.home, RefsDir, "checkpoints"), inbox.Dir(r.home), indexDir}
+		filepath.Join(r.home, RefsDir, "checkpoints"), inbox.Dir(r.home), indexDir,
+		// A writer killed while it copied a torn tail aside (cas, the
+		// event logs and the inbox spool each copy theirs here through
+		// the durable-write helper) leaves the copy's temporary file.
+		filepath.Join(r.home, cas.TornDir)}
 	for _, dir := range dirs {
 		ents, err := r.fs.ReadDir(dir)
 		if errors.Is(err, fs.ErrNotExist) {

@@ -165,6 +165,17 @@ func (r *Rook) Notices() []string {
 	return append(append(append([]string(nil), r.Store.Notices...), r.Log.Notices...), r.notices...)
 }
 
+// Failed is the write that failed part way (a full disk at a barrier)
+// and left the store or the event logs refusing every write until they
+// are opened again; nil when none did. An append that fails then fails
+// for the store, not for what it was given.
+func (r *Rook) Failed() error {
+	if err := r.Store.Failed(); err != nil {
+		return err
+	}
+	return r.Log.Failed()
+}
+
 // Close flushes the event logs (the store first, through the barrier) and
 // closes the store.
 func (r *Rook) Close() error {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/rookhq/rook/dict"
+	"github.com/rookhq/rook/internal/units"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -196,34 +197,77 @@ func withoutBadRecord(reason string) string {
 	return strings.TrimPrefix(reason, ErrBadRecord.Error()+": ")
 }
 
+// resyncWindow is how much of a segment resync reads at a time: a torn
+// tail may be most of a 1 GiB body a killed append wrote, and the next
+// writer, however small, walks it (recover).
+const resyncWindow = 1 << 20
+
 // resync looks for the next offset at or after `from` where a whole record
 // checks out (magic, header, checksum, decode). Returns size if none does.
+// It reads the segment a window at a time, never the rest of it whole.
 func (s *Store) resync(f vfs.File, n uint32, from, size int64) (int64, error) {
 	if from >= size {
 		return size, nil
 	}
-	rest := make([]byte, size-from)
-	if _, err := f.ReadAt(rest, from); err != nil && !errors.Is(err, io.EOF) {
-		return 0, err
-	}
+	buf := make([]byte, min(resyncWindow, size-from))
 	hdr := make([]byte, recHeaderSize)
-	for i := 0; i < len(rest); {
-		j := bytes.Index(rest[i:], []byte("RK"))
-		if j < 0 {
+	for at := from; at < size; {
+		w := buf[:min(int64(len(buf)), size-at)]
+		got, err := f.ReadAt(w, at)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		w = w[:got]
+		for i := 0; i < len(w); {
+			j := bytes.Index(w[i:], []byte("RK"))
+			if j < 0 {
+				break
+			}
+			cand := at + int64(i+j)
+			if _, err := s.readRecordAt(f, n, cand, size, hdr); err == nil {
+				return cand, nil
+			}
+			i += j + 1
+		}
+		if got < 2 || at+int64(got) >= size {
 			break
 		}
-		cand := from + int64(i+j)
-		if _, err := s.readRecordAt(f, n, cand, size, hdr); err == nil {
-			return cand, nil
-		}
-		i += j + 1
+		// The next window starts at this one's last byte: a magic split
+		// across the two is found there.
+		at += int64(got) - 1
 	}
 	return size, nil
 }
 
+// TornTailError is a torn tail a writer's open could not cut because
+// its copy into the store's torn/ directory (Dir) failed: a disk with less
+// room than the tail, say. Nothing is cut or written then; the store takes
+// no write until the copy can be made. Its bytes, at Offset to the end of
+// Segment, were never acknowledged (a writer stopped before it synced
+// them), but they are kept aside before the cut, as every torn tail is, so
+// that a wrong guess at where the records end loses nothing.
+type TornTailError struct {
+	Segment uint32
+	Offset  int64
+	Size    int64 // the tail's bytes: what the copy needs
+	Dir     string
+	Err     error
+}
+
+func (e *TornTailError) Error() string {
+	return fmt.Sprintf("segment %s: a torn tail of %d bytes (%s) at offset %d, written by a writer that stopped before it acknowledged them, is to be copied into %s before it is cut off, and the copy failed: %v",
+		segName(e.Segment), e.Size, units.Bytes(e.Size), e.Offset, e.Dir, e.Err)
+}
+
+func (e *TornTailError) Unwrap() error { return e.Err }
+
 // cutTail removes a torn tail from a segment: its bytes are first copied
-// into HOME/torn/, so a wrong guess loses nothing, then the segment is
-// truncated and synced.
+// into HOME/torn/ (streamed, through the durable-write helper: a tail may
+// be most of a 1 GiB body, never held in memory), so a wrong guess loses
+// nothing, then the segment is truncated and synced. A crash before the
+// copy's rename leaves the tail in place (and the copy's temporary file in
+// torn/, which gc removes); after it, both, and the next writer copies the
+// tail again.
 func (s *Store) cutTail(n uint32, off int64) (int64, string, error) {
 	path := s.segPath(n)
 	f, err := s.fs.OpenFile(path, os.O_RDWR, 0)
@@ -239,17 +283,22 @@ func (s *Store) cutTail(n uint32, off int64) (int64, string, error) {
 	if cut <= 0 && off >= segHeaderSize {
 		return 0, "", nil
 	}
-	tail := make([]byte, max(cut, 0))
-	if _, err := f.ReadAt(tail, off); err != nil && !errors.Is(err, io.EOF) {
-		return 0, "", err
-	}
+	cut = max(cut, 0)
 	tornDir := filepath.Join(s.home, TornDir)
 	if err := s.fs.MkdirAll(tornDir, DirMode); err != nil {
-		return 0, "", err
+		return 0, "", &TornTailError{Segment: n, Offset: off, Size: cut, Dir: tornDir, Err: err}
 	}
-	aside := filepath.Join(tornDir, fmt.Sprintf("%s.%d.%d", segName(n), off, s.opts.Clock.Now().UnixNano()))
-	if err := s.fs.WriteFileAtomic(aside, tail, FileMode); err != nil {
-		return 0, "", fmt.Errorf("keep torn tail aside: %w", err)
+	name := fmt.Sprintf("%s.%d.%d", segName(n), off, s.opts.Clock.Now().UnixNano())
+	aside := filepath.Join(tornDir, name)
+	copyTail := func(w io.Writer) error {
+		got, err := io.Copy(w, io.NewSectionReader(f, off, cut))
+		if err == nil && got != cut {
+			err = fmt.Errorf("read %d of its %d bytes: %w", got, cut, io.ErrUnexpectedEOF)
+		}
+		return err
+	}
+	if err := s.fs.WriteFilesAtomic(tornDir, []vfs.NamedData{{Name: name, Stream: copyTail}}, FileMode); err != nil {
+		return 0, "", &TornTailError{Segment: n, Offset: off, Size: cut, Dir: tornDir, Err: err}
 	}
 	if off < segHeaderSize {
 		// Not even the header made it: the segment never held a record.
@@ -352,7 +401,10 @@ func (s *Store) recover() error {
 		// Everything past the index's watermark in the newest segment was
 		// never acknowledged by a Sync: a torn write, not lost data.
 		cut, aside, err := s.cutTail(n, damage[0].Offset)
-		if err != nil {
+		var te *TornTailError
+		if errors.As(err, &te) {
+			return err // it names the segment
+		} else if err != nil {
 			return fmt.Errorf("segment %s: %w", segName(n), err)
 		}
 		if cut > 0 || damage[0].Offset < segHeaderSize {
@@ -749,6 +801,7 @@ func (s *Store) loadRecent() error {
 	s.recentMu.Lock()
 	defer s.recentMu.Unlock()
 	s.recentSeen = s.segmentsEnd(segs)
+	s.recentTorn = nil
 	if s.recentFrom == nil {
 		s.recentFrom = map[uint32]int64{}
 	}
@@ -787,10 +840,38 @@ func (s *Store) loadRecent() error {
 			s.recent[f.id] = f.e
 		}
 		if len(damage) > 0 {
+			if n == segs[len(segs)-1] {
+				// What the next writer's open cuts (recover): from the
+				// first damage to the segment's end.
+				d := damage[0]
+				d.Length, d.AtTail = max(s.recentSeen[1]-d.Offset, 0), true
+				s.recentTorn = &d
+			}
 			break // what follows is not there yet for a reader
 		}
 	}
 	return nil
+}
+
+// TornTail is, for a reader, the torn tail its last look past the
+// watermark met at the end of the newest segment: bytes no Sync
+// acknowledged (a writer stopped, or one beside the reader is writing
+// them), which the next writer's open copies into torn/ and cuts off
+// (recover). Its Length is what that copy needs on the disk.
+func (s *Store) TornTail() (Damage, bool) {
+	s.recentMu.RLock()
+	defer s.recentMu.RUnlock()
+	if s.recentTorn == nil {
+		return Damage{}, false
+	}
+	return *s.recentTorn, true
+}
+
+// TornTailRoom says what the next writer does with a torn tail of size
+// bytes, and the room it needs for it: the same words for verify, doctor
+// and a writer that found no room (TornTailError).
+func TornTailRoom(size int64) string {
+	return fmt.Sprintf("it copies its %d bytes into %s/ first, which needs %s free on the disk holding the store", size, TornDir, units.Bytes(size))
 }
 
 // recentEntries are a reader's objects past the watermark (loadRecent),

@@ -187,6 +187,9 @@ type Store struct {
 	recent     map[Key]entry
 	recentSeen [2]int64
 	recentFrom map[uint32]int64
+	// recentTorn: what the last look found at the end of the newest
+	// segment that does not read as records (TornTail).
+	recentTorn *Damage
 
 	files  segmentFiles
 	blocks blockCache

@@ -101,6 +101,8 @@ type VerifyReport struct {
 	// TornTail describes unacknowledged bytes at the end of the newest
 	// segment that the next writer will cut: a crash's leftovers, not damage.
 	TornTail string `json:"torn_tail,omitempty"`
+	// TornTailBytes is its size: what its copy into torn/ needs.
+	TornTailBytes int64 `json:"torn_tail_bytes,omitempty"`
 	// IndexReadFailed: a read of the index failed (not damage): the
 	// report is of the part that was read, and verify is to run again
 	// once the disk or the permissions are fixed.
@@ -479,7 +481,7 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 			// index that never committed has its watermark at the start:
 			// what a first writer killed inside its first segment's
 			// header left is cut the same way (verify called it damage).
-			rep.TornTail = d.String()
+			rep.TornTail, rep.TornTailBytes = d.String(), d.Length
 			continue
 		}
 		regions = append(regions, d)

@@ -292,6 +292,16 @@ func (s *Store) writable() error {
 	return nil
 }
 
+// Failed is the write that failed part way and left the store refusing
+// every write until it is closed and opened again (nil: none did): a
+// caller appending many things tells by it a store that can take no more
+// from one thing it refused.
+func (s *Store) Failed() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
+}
+
 // fail records a write-path error that leaves buffered objects in doubt.
 func (s *Store) fail(err error) error {
 	if err != nil && s.failed == nil {

@@ -385,6 +385,11 @@ func exitWith(stderr io.Writer, err error, home string, asJSON bool) int {
 			done := me.Report
 			return encodeJSONError(stderr, jsonError{Error: msg, ExitCode: code, FailedStage: me.Stage, Done: &done})
 		}
+		// An append --jsonl the store failed part way: the lines in for
+		// sure, and the --at that appends the rest.
+		if jf := (*jsonlFailed)(nil); errors.As(err, &jf) {
+			return encodeJSONError(stderr, jsonError{Error: msg, ExitCode: code, ResumeAt: &jf.at, Done: jf.done})
+		}
 		if sp := (*stoppedPartWay)(nil); errors.As(err, &sp) {
 			return encodeJSONError(stderr, jsonError{Error: msg, ExitCode: code, Fork: sp.fork, BeforeSeq: sp.beforeSeq, SavedAs: sp.savedAs, Undo: sp.undo, Done: sp.done})
 		}
@@ -435,6 +440,10 @@ type jsonError struct {
 	SavedAs   string  `json:"saved_as,omitempty"`
 	Undo      string  `json:"undo,omitempty"`
 	Done      any     `json:"done,omitempty"`
+	// ResumeAt: of an append --jsonl that failed part way, the --at
+	// that appends the rest, each once; Done then holds the lines in
+	// for sure, as its report does ("appended", "already", "errors").
+	ResumeAt *uint64 `json:"resume_at,omitempty"`
 }
 
 // stoppedPartWay is the error of a rewind or restore that stopped after
@@ -653,6 +662,8 @@ func explain(err error, home string) string {
 	var le *cas.LockedError
 	var oe *outputError
 	var se *spoolError
+	var te *cas.TornTailError
+	var jf *jsonlFailed
 	switch {
 	case errors.As(err, &oe):
 		return explainOutput(oe)
@@ -701,6 +712,10 @@ func explain(err error, home string) string {
 			}
 		}
 		return fmt.Sprintf("%v: check the permissions of %s (`rook doctor`)", err, home)
+	case errors.As(err, &te):
+		return tornTailAdvice(te, home)
+	case errors.As(err, &jf):
+		return jf.message(home)
 	case errors.Is(err, syscall.ENOSPC):
 		// What the store's own error says ("close and reopen the store")
 		// is for a program holding it open; a command has exited, and the
@@ -714,6 +729,32 @@ func explain(err error, home string) string {
 		return fmt.Sprintf("%v: the disk holding the store %s is full: free space, then run the command again (it recovers what this one wrote)", err, home)
 	}
 	return err.Error()
+}
+
+// tornTailAdvice is what to do about a torn tail a writer's open could
+// not copy aside (cas.TornTailError): this command wrote nothing, and no
+// write goes in until the copy can be made. On a full disk, what to free
+// is the tail's size, which the error names: the bytes are rook's own,
+// never acknowledged, but kept in torn/ before they are cut
+// (docs/storage.md), so the copy needs that room once.
+func tornTailAdvice(te *cas.TornTailError, home string) string {
+	if errors.Is(te, syscall.ENOSPC) || errors.Is(te, syscall.EDQUOT) {
+		return fmt.Sprintf("%v: nothing was written: free at least %s (the torn tail's size) on the disk holding %s, then run the command again: it keeps the tail in %s, cuts it off and goes on (earlier copies in %s are kept for inspection only: deleting those no one needs frees room too)",
+			te, formatBytes(te.Size), home, te.Dir, te.Dir)
+	}
+	return fmt.Sprintf("%v: nothing was written: every writer copies the tail aside first, so fix what failed (`rook doctor`) and run the command again", te)
+}
+
+// tornTailNoRoom is, for a torn tail of size bytes, what verify and
+// doctor add when the disk holding the store has less room than its copy
+// needs: every writer's open then fails (TornTailError) until that much
+// is freed. Empty when there is room, or the free space is unknown.
+func tornTailNoRoom(home string, size int64) string {
+	free, _, err := vfs.DiskFree(home)
+	if err != nil || free >= uint64(size) {
+		return ""
+	}
+	return fmt.Sprintf("; only %s is free: every write fails until %s more is freed", formatBytes(int64(free)), formatBytes(size-int64(free)))
 }
 
 // explainOutput says what a failed write to stdout lost, and, when

@@ -145,6 +145,7 @@ func (c *DoctorCmd) Run(e *Env) error {
 	}
 	r.Exists = true
 	var access []cas.AccessProblem
+	var torn *cas.Damage // a torn tail the next writer cuts (its copy needs room)
 	unopened := map[string]bool{}
 	v, err := cas.ReadFormat(e.FS, e.Home)
 	r.Format = v
@@ -182,6 +183,9 @@ func (c *DoctorCmd) Run(e *Env) error {
 		// "permission denied" (a segment `sudo rook` made) sends the user
 		// here, and doctor said ok. Said below, with the owners.
 		access = s.CheckAccess()
+		if d, ok := s.TornTail(); ok {
+			torn = &d
+		}
 		for _, p := range access {
 			unopened[p.Path] = true
 		}
@@ -243,6 +247,11 @@ func (c *DoctorCmd) Run(e *Env) error {
 	}
 	if free, total, err := vfs.DiskFree(e.Home); err == nil {
 		r.DiskFree, r.DiskTotal = free, total
+		if torn != nil && free < uint64(torn.Length) {
+			// Every writer's open fails copying it aside (the free
+			// space warning below said only that space is short).
+			r.Problems = append(r.Problems, fmt.Sprintf("%s: a torn tail no writer acknowledged (a writer stopped mid-write, or one beside doctor is writing it): the next writer's open cuts it off: %s%s", torn, cas.TornTailRoom(torn.Length), tornTailNoRoom(e.Home, torn.Length)))
+		}
 		if free < 1<<30 {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("only %s free on the disk holding the store", formatBytes(int64(free))))
 		}

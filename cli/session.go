@@ -551,6 +551,9 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		Line  int    `json:"line"`
 		Error string `json:"error"`
 	}
+	// have reads the events in already (--at), in pages, as the lines
+	// are checked against them.
+	have := &heldEvents{r: r, id: id, end: held}
 	var done []result
 	var bads []bad
 	printed, already := 0, 0
@@ -592,10 +595,10 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		}
 		printed = len(done)
 	}
-	var mismatch error
+	var mismatch, broken error
 	br := bufio.NewReaderSize(in, 64<<10)
 	line := 0
-	for mismatch == nil {
+	for mismatch == nil && broken == nil {
 		raw, long, rerr := readJSONLLine(br, maxJSONLLine)
 		if rerr != nil && rerr != io.EOF {
 			addBad(line+1, rerr.Error())
@@ -613,7 +616,7 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 			en, err := parseJSONLine(text, e.bodySpool)
 			if err == nil && c.At != nil && next < held {
 				// In already, by an earlier run: it must be this line.
-				if err = sameEvent(r, id, next, en); err != nil {
+				if err = have.same(next, en); err != nil {
 					mismatch = fmt.Errorf("line %d: %v: not a run of this input from --at %d; nothing more appended", line, err, *c.At)
 					break
 				}
@@ -634,6 +637,14 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 					}
 					break
 				}
+				if r.Failed() != nil {
+					// Not this line's fault: the store takes no more (a
+					// full disk at a barrier). The lines after are not
+					// tried (each was refused and reported as a bad
+					// line); the error says the --at that resumes.
+					broken = err
+					break
+				}
 			}
 			addBad(line, err.Error())
 		}
@@ -646,11 +657,26 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		durable() // the rest: the close made them durable
 	}
 	stopped()
+	if err == nil {
+		err = broken
+	}
 	if err != nil {
-		if !e.JSON && printed > 0 {
-			fmt.Fprintf(e.Stderr, "rook: the %d line(s) printed are in (through line %d)\n", printed, done[printed-1].Line)
+		// The store failed part way (a full disk): as a stop says, which
+		// lines are in for sure and the --at that appends the rest, each
+		// once (running it again as it was appends every line again).
+		mu.Lock()
+		defer mu.Unlock()
+		if !e.JSON {
+			for _, b := range bads {
+				fmt.Fprintf(e.Stderr, "rook: line %d: %s\n", b.Line, b.Error)
+			}
 		}
-		return err
+		in := append([]result{}, done[:safe]...)
+		if bads == nil {
+			bads = []bad{}
+		}
+		return &jsonlFailed{err: err, in: safe, through: through, at: first,
+			done: map[string]any{"appended": in, "already": min(already, safe), "errors": bads}}
 	}
 	if e.JSON {
 		if done == nil {
@@ -684,19 +710,73 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 	return nil
 }
 
-// sameEvent says whether event seq of session id is the one en would
-// append (kind, label, tokens, body), and if not, how it differs.
-func sameEvent(r *agent.Rook, id eventlog.ID, seq uint64, en agent.Entry) error {
-	evs, err := r.Log.Read(id, seq, 1)
-	if err != nil {
-		return err
+// jsonlFailed is the error of an append --jsonl the store failed part
+// way (a full disk at a barrier or at the close): err, with how many
+// lines are in for sure (in, through line through) and the --at that
+// appends the rest, each once. Under --json, done is what the run's
+// report holds of the lines in for sure (its success's shape).
+type jsonlFailed struct {
+	err         error
+	in, through int
+	at          uint64
+	done        any
+}
+
+func (e *jsonlFailed) Error() string { return e.message("") }
+func (e *jsonlFailed) Unwrap() error { return e.err }
+
+// message is the error with what to do: free space first when the disk
+// holding the store (home) is full.
+func (e *jsonlFailed) message(home string) string {
+	fix := "fix that, then run"
+	if errors.Is(e.err, syscall.ENOSPC) || errors.Is(e.err, syscall.EDQUOT) {
+		fix = "the disk holding the store is full: free space, then run"
+		if home != "" {
+			fix = fmt.Sprintf("the disk holding the store %s is full: free space, then run", home)
+		}
 	}
-	if len(evs) == 0 {
-		return fmt.Errorf("session %s has no event #%d", id, seq)
+	return fmt.Sprintf("%v: %d line(s) are in for sure (through line %d, #%d on); lines after may be too: %s it again with --at %d to append the rest, each once (without --at it appends every line again)",
+		e.err, e.in, e.through, e.at, fix, e.at)
+}
+
+// heldEvents reads the events a session holds already, in order, a page
+// at a time, for a --jsonl run with --at to check its lines against: one
+// read of the log a page, not one a line (two opens of the log and a
+// search each: a run again over 100,000 lines in took ten times the
+// append, holding the writer lock). Memory: one page of events (their
+// bodies are keys).
+type heldEvents struct {
+	r   *agent.Rook
+	id  eventlog.ID
+	end uint64 // the session's events when the run began
+	// page holds the events read last, consecutive seqs.
+	page []eventlog.Event
+}
+
+// heldPage is how many events heldEvents reads at a time.
+const heldPage = 1024
+
+// same says whether event seq of the session (below end) is the one en
+// would append (kind, label, tokens, body), and if not, how it differs.
+// The seqs are asked for in order.
+func (h *heldEvents) same(seq uint64, en agent.Entry) error {
+	if len(h.page) == 0 || seq < h.page[0].Seq || seq > h.page[len(h.page)-1].Seq {
+		h.page = nil
+		evs, err := h.r.Log.Read(h.id, seq, int(min(heldPage, max(h.end-seq, 1))))
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 || evs[0].Seq != seq {
+			return fmt.Errorf("session %s has no event #%d", h.id, seq)
+		}
+		h.page = evs
 	}
-	ev := evs[0]
+	ev := h.page[seq-h.page[0].Seq]
+	if ev.Seq != seq {
+		return fmt.Errorf("session %s has no event #%d", h.id, seq)
+	}
 	if ev.Kind != en.Kind || ev.Label != en.Label || ev.TokensIn != en.TokensIn || ev.TokensOut != en.TokensOut || ev.Body != cas.ID(en.Body) {
-		return fmt.Errorf("session %s holds a different event at #%d (%s %q)", id, seq, ev.Kind, ev.Label)
+		return fmt.Errorf("session %s holds a different event at #%d (%s %q)", h.id, seq, ev.Kind, ev.Label)
 	}
 	return nil
 }

@@ -476,7 +476,7 @@ func (c *VerifyCmd) Run(e *Env) error {
 		}
 	}
 	if rep.TornTail != "" && !e.JSON {
-		fmt.Fprintf(e.Stderr, "rook: note: %s: not acknowledged yet: a writer beside this verify is writing it, or a crash cut it mid-write (the next writer then cuts it off)\n", rep.TornTail)
+		fmt.Fprintf(e.Stderr, "rook: note: %s: not acknowledged yet: a writer beside this verify is writing it, or a crash cut it mid-write (the next writer then cuts it off: %s%s)\n", rep.TornTail, cas.TornTailRoom(rep.TornTailBytes), tornTailNoRoom(e.Home, rep.TornTailBytes))
 	}
 	if len(rep.Problems) == 0 && len(refs.Problems) == 0 {
 		return nil

@@ -718,6 +718,14 @@ func (l *Log) writeMetas(ms ...Meta) error {
 	return nil
 }
 
+// Failed is the barrier that failed and left the log refusing every write
+// until the store is opened again (nil: none did).
+func (l *Log) Failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed
+}
+
 func (l *Log) writable() error {
 	if !l.opts.Writable {
 		return errors.New("event log is open read-only")

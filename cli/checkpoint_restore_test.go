@@ -65,17 +65,14 @@ func TestCheckpointRestoreReportCleansTheRoot(t *testing.T) {
 	}
 }
 
-// After `mv ws ws2`, `rook -C ws2 checkpoint restore cp` restores into
-// ws2, the user naming where the project is now ("-C overrides, because
-// that is the user deciding", seeds/003; as `rook -C ws2 session rewind`
-// does), and never makes the moved-away ws again: it ignored -C, made ws
-// again and wrote the checkpoint's files there, exit 0, ws2 keeping the
-// edit.
-func TestCheckpointRestoreMovedWorkspaceTakesC(t *testing.T) {
-	dir := t.TempDir()
-	run := storeIn(t, dir)
-	ws := filepath.Join(dir, "ws")
-	ws2 := filepath.Join(dir, "ws2")
+// checkpointMovedAway makes a store in a temp dir, checkpoint cp of
+// dir/ws holding a.txt ("a\n"), then moves ws to ws2.
+func checkpointMovedAway(t *testing.T) (dir, ws, ws2 string, run func(cwd string, args ...string) (int, string, string)) {
+	t.Helper()
+	dir = t.TempDir()
+	run = storeIn(t, dir)
+	ws = filepath.Join(dir, "ws")
+	ws2 = filepath.Join(dir, "ws2")
 	os.MkdirAll(ws, 0o755)
 	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644)
 	if code, _, e := run(ws, "checkpoint", "create", "cp"); code != 0 {
@@ -84,6 +81,17 @@ func TestCheckpointRestoreMovedWorkspaceTakesC(t *testing.T) {
 	if err := os.Rename(ws, ws2); err != nil {
 		t.Fatal(err)
 	}
+	return dir, ws, ws2, run
+}
+
+// After `mv ws ws2`, `rook -C ws2 checkpoint restore cp` restores into
+// ws2, the user naming where the project is now ("-C overrides, because
+// that is the user deciding", seeds/003; as `rook -C ws2 session rewind`
+// does), and never makes the moved-away ws again: it ignored -C, made ws
+// again and wrote the checkpoint's files there, exit 0, ws2 keeping the
+// edit.
+func TestCheckpointRestoreMovedWorkspaceTakesC(t *testing.T) {
+	_, ws, ws2, run := checkpointMovedAway(t)
 	os.WriteFile(filepath.Join(ws2, "a.txt"), []byte("edited\n"), 0o644)
 	code, out, e := run(ws2, "checkpoint", "restore", "cp")
 	if _, err := os.Lstat(ws); err == nil {
@@ -166,18 +174,7 @@ func TestCheckpointRmJSONSaysTheRefDidNotRead(t *testing.T) {
 // workspace was (its parent: the same project run from above) is not
 // taken as where it moved.
 func TestCheckpointRestoreMovedWorkspaceWithoutCIsRefused(t *testing.T) {
-	dir := t.TempDir()
-	run := storeIn(t, dir)
-	ws := filepath.Join(dir, "ws")
-	ws2 := filepath.Join(dir, "ws2")
-	os.MkdirAll(ws, 0o755)
-	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644)
-	if code, _, e := run(ws, "checkpoint", "create", "cp"); code != 0 {
-		t.Fatal(e)
-	}
-	if err := os.Rename(ws, ws2); err != nil {
-		t.Fatal(err)
-	}
+	dir, ws, ws2, run := checkpointMovedAway(t)
 	for _, cwd := range []string{ws2, dir} {
 		// -C ws2 is the moved workspace: so run without -C, from ws2.
 		home := filepath.Join(dir, "store")

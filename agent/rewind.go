@@ -219,6 +219,11 @@ type RewindOptions struct {
 	// (workspaceFor). The captures the rewind makes still name the
 	// session's workspace, so its undo takes the same -C.
 	Workspace string
+	// Writing, when not nil, is called just before the first file is
+	// written, with the command that undoes the rewind (the capture of
+	// the disk before it is durable by then): what an interrupt from then
+	// on is to name.
+	Writing func(undo string)
 }
 
 // RewindWith is Rewind, with opts.
@@ -573,6 +578,9 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 		rep.Undo = fmt.Sprintf("rook -C %s session rewind %s --to %d", ShellQuote(movedTo), fork.ID, seq)
 	}
 	applying = true
+	if opts.Writing != nil {
+		opts.Writing(rep.Undo)
+	}
 	rep.FilesRestored, rep.FilesRemoved, _, err = plan.Apply()
 	rep.DirsMade, rep.DirsRemoved, rep.DirsKept = plan.madeDirs(), plan.dirsRemoved, plan.keptDirs()
 	if err != nil && !plan.changedAny(rep.FilesRestored, rep.FilesRemoved) {

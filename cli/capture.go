@@ -437,10 +437,31 @@ type RewindCmd struct {
 
 func (c *RewindCmd) Run(e *Env) error {
 	var rep agent.RewindReport
+	// A Ctrl-C (or SIGTERM) ends rook at once, as a crash would (the
+	// temporary copy of the file being written removed). Once the files
+	// are being written, the stop says so, with the command that undoes
+	// the rewind, as a rewind stopped part way by an error does (the next
+	// rewind also names an interrupted one).
+	var mu sync.Mutex
+	undo := ""
+	stopped := onInterruptStop(func(sig os.Signal, again bool) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if undo == "" {
+			return fmt.Sprintf("%v: stopped before the rewind wrote any file", sig)
+		}
+		return fmt.Sprintf("%v: stopped part way through the rewind: some files are put back, others not: `%s` puts back what was there", sig, undo)
+	})
+	defer stopped()
 	err := e.writeSession(c.ID, func(r *agent.Rook, id eventlog.ID) (err error) {
-		rep, err = r.RewindWith(id, c.To, agent.RewindOptions{KeepFiles: c.KeepFiles, Absent: c.Absent, Workspace: e.chosenWorkspace()})
+		rep, err = r.RewindWith(id, c.To, agent.RewindOptions{KeepFiles: c.KeepFiles, Absent: c.Absent, Workspace: e.chosenWorkspace(), Writing: func(u string) {
+			mu.Lock()
+			defer mu.Unlock()
+			undo = u
+		}})
 		return err
 	})
+	stopped()
 	if nb := (*agent.NoFileBackupsError)(nil); errors.As(err, &nb) {
 		// Said as diff says it: the files could not be put back because
 		// the transcript kept no copies of them.

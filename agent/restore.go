@@ -297,7 +297,11 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 		// (A restore --to a link to a directory not made yet, say; one
 		// into the store is refused above, saying so.)
 		t, _ := os.Readlink(link)
-		return nil, fmt.Errorf("cannot restore into %s: %s is a link to %s, which is not there (a dangling link), so there is no directory to restore into and none can be made there: make the directory it leads to, remove the link, or give --to another directory", p.Root, link, t)
+		to := t
+		if end := linkChainEnd(link); end != "" && end != t && end != filepath.Join(filepath.Dir(link), t) {
+			to = fmt.Sprintf("%s, a link on to %s", t, end) // where the links end
+		}
+		return nil, fmt.Errorf("cannot restore into %s: %s is a link to %s, which is not there (a dangling link), so there is no directory to restore into and none can be made there: make the directory it leads to, remove the link, or give --to another directory", p.Root, link, to)
 	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
 	written, removing := map[string]bool{}, map[string]bool{}
@@ -524,6 +528,27 @@ func danglingLink(dir string) string {
 			return ""
 		}
 	}
+}
+
+// linkChainEnd follows the link at p, and each link it leads to, to the
+// path where they end (one that is not a link, or not there): the
+// directory to make. "" when a link does not read, or after 40 links (a
+// loop).
+func linkChainEnd(p string) string {
+	for hops := 0; hops < 40; hops++ {
+		t, err := os.Readlink(p)
+		if err != nil {
+			return ""
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(p), t)
+		}
+		if fi, err := os.Lstat(t); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return t
+		}
+		p = t
+	}
+	return ""
 }
 
 // holdsState says whether the file (or link) at workspace path c.Path,

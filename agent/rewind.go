@@ -220,10 +220,10 @@ type RewindOptions struct {
 	// session's workspace, so its undo takes the same -C.
 	Workspace string
 	// Writing, when not nil, is called just before the first file is
-	// written, with the command that undoes the rewind (the capture of
-	// the disk before it is durable by then): what an interrupt from then
-	// on is to name.
-	Writing func(undo string)
+	// written, with the rewind's fork, the seq of its capture of the disk
+	// before it (durable by then) and the command that undoes the rewind:
+	// what an interrupt from then on is to name.
+	Writing func(fork eventlog.ID, beforeSeq uint64, undo string)
 }
 
 // RewindWith is Rewind, with opts.
@@ -579,7 +579,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 	}
 	applying = true
 	if opts.Writing != nil {
-		opts.Writing(rep.Undo)
+		opts.Writing(rep.Fork, seq, rep.Undo)
 	}
 	rep.FilesRestored, rep.FilesRemoved, _, err = plan.Apply()
 	rep.DirsMade, rep.DirsRemoved, rep.DirsKept = plan.madeDirs(), plan.dirsRemoved, plan.keptDirs()

@@ -443,7 +443,8 @@ func (c *RewindCmd) Run(e *Env) error {
 	// the rewind, as a rewind stopped part way by an error does (the next
 	// rewind also names an interrupted one).
 	var mu sync.Mutex
-	undo := ""
+	undo, fork := "", ""
+	var beforeSeq *uint64
 	stopped := onInterruptStop(func(sig os.Signal, again bool) string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -453,11 +454,18 @@ func (c *RewindCmd) Run(e *Env) error {
 		return fmt.Sprintf("%v: stopped part way through the rewind: some files are put back, others not: `%s` puts back what was there", sig, undo)
 	})
 	defer stopped()
+	// Under --json, the fork, its capture and the undo as fields too, as
+	// a rewind stopped part way by an error gives them.
+	defer onInterruptJSON(func(je *jsonError) {
+		mu.Lock()
+		defer mu.Unlock()
+		je.Fork, je.BeforeSeq, je.Undo = fork, beforeSeq, undo
+	})()
 	err := e.writeSession(c.ID, func(r *agent.Rook, id eventlog.ID) (err error) {
-		rep, err = r.RewindWith(id, c.To, agent.RewindOptions{KeepFiles: c.KeepFiles, Absent: c.Absent, Workspace: e.chosenWorkspace(), Writing: func(u string) {
+		rep, err = r.RewindWith(id, c.To, agent.RewindOptions{KeepFiles: c.KeepFiles, Absent: c.Absent, Workspace: e.chosenWorkspace(), Writing: func(f eventlog.ID, seq uint64, u string) {
 			mu.Lock()
 			defer mu.Unlock()
-			undo = u
+			fork, beforeSeq, undo = f.String(), &seq, u
 		}})
 		return err
 	})
@@ -880,6 +888,14 @@ func (c *CheckpointRestoreCmd) Run(e *Env) error {
 		return fmt.Sprintf("%v: stopped part way through the restore: some files are written, others not; the files it overwrote are in checkpoint %s: `rook checkpoint restore %s` puts back what was there", sig, saved, agent.ShellQuote(saved))
 	})
 	defer stopped()
+	// Under --json, the save and the undo as fields too.
+	defer onInterruptJSON(func(je *jsonError) {
+		mu.Lock()
+		defer mu.Unlock()
+		if saved != "" {
+			je.SavedAs, je.Undo = saved, "rook checkpoint restore "+agent.ShellQuote(saved)
+		}
+	})()
 	err := e.write(func(r *agent.Rook) error {
 		_, m, err := r.ResolveCheckpoint(c.Checkpoint)
 		if err != nil {

@@ -41,6 +41,9 @@ var interrupts struct {
 	// once, as one without a stopper does.
 	stoppers map[int]stopper
 	asked    bool
+	// jsonFields fill in, of a stop that ends rook under --json, the
+	// JSON error's fields beside its message (onInterruptJSON).
+	jsonFields map[int]func(*jsonError)
 }
 
 // exit ends the process; a test replaces it.
@@ -144,6 +147,26 @@ func onInterruptStop(stop stopper) (done func()) {
 	}
 }
 
+// onInterruptJSON has fill called, when an interrupt ends rook under
+// --json, to add fields to its JSON error beside the message (a restore's
+// save and undo, as a restore stopped part way by an error gives them),
+// until done is called.
+func onInterruptJSON(fill func(*jsonError)) (done func()) {
+	interrupts.mu.Lock()
+	defer interrupts.mu.Unlock()
+	if interrupts.jsonFields == nil {
+		interrupts.jsonFields = map[int]func(*jsonError){}
+	}
+	n := interrupts.next
+	interrupts.next++
+	interrupts.jsonFields[n] = fill
+	return func() {
+		interrupts.mu.Lock()
+		defer interrupts.mu.Unlock()
+		delete(interrupts.jsonFields, n)
+	}
+}
+
 // interruptedCode is the exit code of a process sig ended, as a shell
 // reports it.
 func interruptedCode(sig os.Signal) int {
@@ -188,7 +211,11 @@ func interrupted(sig os.Signal, stderr io.Writer, asJSON bool) {
 	// Under --json, as every failure: its last line is the JSON error (a
 	// script that parses it found "rook: interrupt: stopped").
 	if asJSON {
-		failJSON(stderr, code, msg)
+		e := jsonError{Error: msg, ExitCode: code}
+		for _, fill := range interrupts.jsonFields {
+			fill(&e)
+		}
+		encodeJSONError(stderr, e)
 	} else {
 		fmt.Fprintf(stderr, "rook: %s\n", msg)
 	}

@@ -268,3 +268,85 @@ func TestTornTailNoRoomNamesTail(t *testing.T) {
 		t.Errorf("reader's TornTail = %+v %v, want offset %d length 100000", d, ok, len(before))
 	}
 }
+
+// TestVerifyTornTailIsWhatTheWriterCuts: a writer is
+// killed part way through a large append whose body holds bytes that read
+// as a whole record (a tool result that is itself rook segment bytes,
+// stored raw), so resync finds a "record" inside the torn tail, and torn
+// bytes follow it. The user runs `rook store verify --json` (or reads its
+// note) to learn how much room the next writer's copy into torn/ needs:
+// torn_tail_bytes says only the last stretch (200 here), and the stretch
+// before the embedded record is reported as damage. The next writer's open
+// (recover: cutTail from the FIRST damage past the watermark to the
+// segment's end) copies and cuts all of it (1000 + record + 200). With
+// free space between the two figures, verify says there is room and every
+// write then fails with TornTailError. torn_tail_bytes should be what the
+// writer cuts (as the reader's Store.TornTail, used by doctor, computes:
+// segment end minus the first damage's offset).
+// (verifyOnce took the length of the damage at the tail only; now the
+// whole tail from the first damage past the watermark. Fails on c0304e6.)
+func TestVerifyTornTailIsWhatTheWriterCuts(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	if _, err := s.Put(KindMessage, noise(700, 3)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// A whole record, as a body's bytes may hold one.
+	other := "/home/u/other"
+	if _, err := Init(fsys, testClock(), other); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(other, Options{FS: fsys, Clock: testClock(), Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.Put(KindMessage, noise(300, 9)); err != nil {
+		t.Fatal(err)
+	}
+	s2.Close()
+	oseg, err := vfs.ReadFile(fsys, filepath.Join(other, SegmentsDir, "00000001.seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recB := oseg[segHeaderSize:]
+
+	seg := filepath.Join(home, SegmentsDir, "00000001.seg")
+	before, _ := vfs.ReadFile(fsys, seg)
+	f, err := fsys.OpenFile(seg, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(make([]byte, 1000))
+	f.Write(recB)
+	f.Write(make([]byte, 200))
+	f.Close()
+	tail := int64(1000 + len(recB) + 200)
+
+	r, err := Open(home, Options{FS: fsys, Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Verify(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := r.TornTail()
+	r.Close()
+	t.Logf("verify: torn_tail %q bytes %d, problems %v; reader TornTail %v %v", rep.TornTail, rep.TornTailBytes, rep.Problems, d.Length, ok)
+
+	w, err := Open(home, Options{FS: fsys, Clock: testClock(), Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("writer notices: %v", w.Notices)
+	w.Close()
+	after, _ := vfs.ReadFile(fsys, seg)
+	cut := int64(len(before)) + tail - int64(len(after))
+	if cut != tail {
+		t.Fatalf("the writer cut %d bytes, the test expected %d", cut, tail)
+	}
+	if rep.TornTailBytes != cut {
+		t.Errorf("verify's torn_tail_bytes = %d, but the next writer copies and cuts %d bytes (the room it needs)", rep.TornTailBytes, cut)
+	}
+}

@@ -473,18 +473,32 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 	snap := s.tree.Snapshot()
 	committed, _ := decodeCounters(snap.UserMeta())
 	var regions []Damage // damage that is not an unacknowledged torn tail
+	var torn *Damage     // the first damage of the torn tail
 	for _, d := range damage {
-		if d.AtTail && len(segs) > 0 && d.Segment == segs[len(segs)-1] &&
+		if len(segs) > 0 && d.Segment == segs[len(segs)-1] &&
 			(d.Segment > committed.WMSegment || d.Segment == committed.WMSegment && d.Offset >= committed.WMOffset) {
-			// Past the watermark at the end of the newest segment: a write
-			// no Sync acknowledged. The next writer cuts it (recover). An
-			// index that never committed has its watermark at the start:
-			// what a first writer killed inside its first segment's
-			// header left is cut the same way (verify called it damage).
-			rep.TornTail, rep.TornTailBytes = d.String(), d.Length
+			// Past the watermark in the newest segment: a write no Sync
+			// acknowledged. The next writer cuts it (recover), from its
+			// first damage to the segment's end, what reads as a record
+			// after that too (a body holding a record's bytes): all of it
+			// is the torn tail, not damage. An index that never
+			// committed has its watermark at the start: what a first
+			// writer killed inside its first segment's header left is
+			// cut the same way (verify called it damage).
+			if torn == nil || d.Offset < torn.Offset {
+				torn = &d
+			}
 			continue
 		}
 		regions = append(regions, d)
+	}
+	if torn != nil {
+		d := *torn
+		if st, err := s.fs.Stat(filepath.Join(s.home, SegmentsDir, segName(d.Segment))); err == nil {
+			d.Length = max(st.Size()-d.Offset, d.Length)
+		}
+		d.AtTail = true
+		rep.TornTail, rep.TornTailBytes = d.String(), d.Length
 	}
 	damage = regions
 	damagedAt := func(seg uint32, off int64) *Damage {

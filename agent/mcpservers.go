@@ -146,17 +146,22 @@ func (s *MCPServer) shownError() string {
 			values = append(values, vs...)
 		}
 	}
+	return maskValues(msg, values)
+}
+
+// maskValues is msg with each line of each of values Redacted where msg
+// holds it: lines of at least 4 bytes (shorter ones would mask common
+// text), as the program's stderr is masked, the longest first (a value
+// holding another is masked whole).
+func maskValues(msg string, values []string) string {
 	var secrets []string
 	for _, v := range values {
-		// each line of a value, of at least 4 bytes (shorter ones would
-		// mask common text), as the program's stderr is masked
 		for _, line := range strings.Split(v, "\n") {
 			if line = strings.TrimSuffix(line, "\r"); len(line) >= 4 {
 				secrets = append(secrets, line)
 			}
 		}
 	}
-	// Longest first: a value holding another is masked whole.
 	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	for _, v := range secrets {
 		msg = strings.ReplaceAll(msg, v, Redacted)
@@ -204,7 +209,7 @@ func RedactArgs(args []string) []string {
 // of --token V, given as its own word) Redacted, where msg quotes it: a
 // parser's "unexpected argument V" of `rook mcp add --arg --api-key V`
 // (or --arg=--api-key V).
-// Values under 4 bytes are left: they would mask common text.
+// (maskValues leaves values under 4 bytes: they would mask common text.)
 func RedactArgValues(msg string, args []string) string {
 	// A flag's word given by = (--arg=--api-key) is the word it carries.
 	args = slices.Clone(args)
@@ -213,17 +218,13 @@ func RedactArgValues(msg string, args []string) string {
 			args[i] = v
 		}
 	}
-	var secrets []string
+	var values []string
 	for i, a := range RedactArgs(args) {
-		if v := args[i]; a != v && len(v) >= 4 && !strings.HasPrefix(v, "-") {
-			secrets = append(secrets, v)
+		if v := args[i]; a != v && !strings.HasPrefix(v, "-") {
+			values = append(values, v)
 		}
 	}
-	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
-	for _, v := range secrets {
-		msg = strings.ReplaceAll(msg, v, Redacted)
-	}
-	return msg
+	return maskValues(msg, values)
 }
 
 // credentialInText finds -NAME=VALUE in a message (kong's, which quotes

@@ -78,6 +78,7 @@ FUZZ_TARGETS := \
 	./agent/mcp:FuzzIDScanner \
 	./agent/mcpclient:FuzzServerText \
 	./cli:FuzzMCPConfigInstall \
+	./cli:FuzzMCPConfigInstallJSONC \
 	./cli:FuzzTOMLString \
 	./cli:FuzzCheckArgs \
 	./cli:FuzzReadJSONLLine \

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -26,7 +27,9 @@ import (
 // Gemini CLI, Cursor and Claude Desktop keep their servers in a JSON file
 // under "mcpServers": rook merges its one entry, "rook", into that file and
 // leaves every other key and every other server's entry as it found them
-// (keys and values byte for byte; only the indentation is redone), and on
+// (keys and values byte for byte; only the indentation is redone; a Gemini
+// CLI file with comments is edited as text instead, every other byte kept:
+// mcp_install_jsonc.go), and on
 // its own entry every member but the ones it writes (rookEntryKeys). A
 // "rook" entry that is not rook's it neither replaces nor removes. Claude
 // Code and Codex have their own `mcp add` commands and files rook does not
@@ -54,12 +57,20 @@ type mcpClient struct {
 	// configPath is the client's JSON configuration for the clients whose
 	// file rook edits; nil for the clients with their own `mcp add`.
 	configPath func(userHome string) (string, error)
+	// jsonc: the client reads its file with comments allowed, and keeps
+	// them (mcpConfigInstallJSONC).
+	jsonc bool
+	// homeEnv names the variable that, when set (not empty), is the home
+	// the client takes its configuration from instead of the user's.
+	homeEnv string
 }
 
 var mcpClients = []mcpClient{
 	{name: "claude-code", display: "Claude Code"},
 	{name: "codex", display: "Codex"},
-	{name: "gemini", display: "Gemini CLI", configPath: func(h string) (string, error) {
+	// Gemini CLI's home is $GEMINI_CLI_HOME when it is set (its
+	// homedir(), packages/core/src/utils/paths.ts), the user's otherwise.
+	{name: "gemini", display: "Gemini CLI", homeEnv: "GEMINI_CLI_HOME", jsonc: true, configPath: func(h string) (string, error) {
 		return filepath.Join(h, ".gemini", "settings.json"), nil
 	}},
 	{name: "cursor", display: "Cursor", configPath: func(h string) (string, error) {
@@ -110,12 +121,7 @@ type mcpEntry struct {
 // the default (--home, $ROOK_HOME) has to be spelled out: in "env" for the
 // JSON configurations, as --home on a command line (withHomeFlag).
 func (e *Env) mcpServerEntry() (mcpEntry, error) {
-	// The path rook was started by, links kept: a package manager's link
-	// (/opt/homebrew/bin/rook) outlives the versioned file it points at.
-	exe, err := os.Executable()
-	if err == nil {
-		exe, err = filepath.Abs(exe)
-	}
+	exe, err := rookCommand()
 	if err != nil {
 		return mcpEntry{}, fmt.Errorf("cannot find the rook binary to point the client at: %w", err)
 	}
@@ -136,6 +142,73 @@ func (e *Env) mcpServerEntry() (mcpEntry, error) {
 		return mcpEntry{}, fmt.Errorf("the store's path %q (--home, $ROOK_HOME) is not UTF-8 text, which a client's configuration cannot hold: the client would save to a store that does not exist; give a store path that is UTF-8 (rename the directory, or link to it from one); nothing changed", h)
 	}
 	return ent, nil
+}
+
+// rookCommand is the path rook was started by, links kept: a package
+// manager's link (Homebrew's bin/rook, a nix profile, a mise shim,
+// ~/.local/bin/rook) outlives the versioned file it points at, which the
+// next upgrade removes. os.Executable is no help for that on Linux, where
+// it reads /proc/self/exe, every link resolved: it is the fallback, for
+// when os.Args[0] does not lead to this very binary (startedBy).
+func rookCommand() (string, error) {
+	exe, err := os.Executable()
+	if p, ok := startedBy(os.Args[0], exe); ok {
+		return p, nil
+	}
+	if err == nil {
+		exe, err = filepath.Abs(exe)
+	}
+	return exe, err
+}
+
+// startedBy is the absolute path arg0 (os.Args[0]) names, as the shell
+// found it: arg0 itself when it holds a separator (made absolute against
+// the working directory, its links kept), else the file of that name on
+// $PATH. ok is false when that is no executable file, or, when exe (the
+// running binary, links resolved) is known, not the same file as exe: a
+// parent may start rook with any arg0, and the rook on $PATH may be
+// another one.
+func startedBy(arg0, exe string) (path string, ok bool) {
+	switch {
+	case arg0 == "":
+		return "", false
+	case strings.ContainsRune(arg0, '/') || strings.ContainsRune(arg0, filepath.Separator):
+		path = arg0
+	default:
+		p, err := exec.LookPath(arg0)
+		if err != nil {
+			return "", false
+		}
+		path = p
+	}
+	if !filepath.IsAbs(path) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", false
+		}
+		path = joinKeepingLinks(wd, path)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() || runtime.GOOS != "windows" && fi.Mode().Perm()&0o111 == 0 {
+		return "", false
+	}
+	if exe != "" {
+		if xi, err := os.Stat(exe); err == nil && !os.SameFile(fi, xi) {
+			return "", false
+		}
+	}
+	return path, true
+}
+
+// joinKeepingLinks joins a relative path to the directory dir. Only "."
+// elements are dropped: a ".." after a link leads from where the link
+// leads, which filepath.Join, taking it lexically, would not; such a path
+// is kept as it is, after dir.
+func joinKeepingLinks(dir, rel string) string {
+	if !slices.Contains(strings.Split(filepath.ToSlash(rel), "/"), "..") {
+		return filepath.Join(dir, rel)
+	}
+	return strings.TrimSuffix(dir, string(filepath.Separator)) + string(filepath.Separator) + rel
 }
 
 // withHomeFlag turns "env" into --home, for the command-line forms.
@@ -286,11 +359,15 @@ func (c *McpInstallCmd) Run(e *Env) error {
 		return nil
 	}
 
-	target, data, mode, err := e.readMcpConfig(path)
+	target, data, kept, err := e.readMcpConfig(path)
 	if err != nil {
 		return err
 	}
-	out, prev, changed, err := mcpConfigInstall(data, entJSON)
+	install := mcpConfigInstall
+	if cl.jsonc {
+		install = mcpConfigInstallJSONC
+	}
+	out, prev, changed, err := install(data, entJSON)
 	var foreign *foreignEntryError
 	switch {
 	case errors.As(err, &foreign):
@@ -308,7 +385,7 @@ func (c *McpInstallCmd) Run(e *Env) error {
 		rep.Action = "installed"
 	}
 	if changed {
-		if err := e.writeMcpConfig(target, out, mode); err != nil {
+		if err := e.writeMcpConfig(path, target, out, kept); err != nil {
 			return err
 		}
 	}
@@ -358,11 +435,15 @@ func (c *McpUninstallCmd) Run(e *Env) error {
 		return e.printReport(rep, fmt.Sprintf("Remove %q from \"mcpServers\" in %s (%s).\n", mcpServerName, path, cl.display))
 	}
 
-	target, data, mode, err := e.readMcpConfig(path)
+	target, data, kept, err := e.readMcpConfig(path)
 	if err != nil {
 		return err
 	}
-	out, removed, err := mcpConfigUninstall(data)
+	uninstall := mcpConfigUninstall
+	if cl.jsonc {
+		uninstall = mcpConfigUninstallJSONC
+	}
+	out, removed, err := uninstall(data)
 	var foreign *foreignEntryError
 	switch {
 	case errors.As(err, &foreign):
@@ -374,7 +455,7 @@ func (c *McpUninstallCmd) Run(e *Env) error {
 		rep.Action = "not_installed"
 		return e.printReport(rep, fmt.Sprintf("rook's MCP server is not installed for %s in %s; nothing changed\n", cl.display, path))
 	}
-	if err := e.writeMcpConfig(target, out, mode); err != nil {
+	if err := e.writeMcpConfig(path, target, out, kept); err != nil {
 		return err
 	}
 	rep.Action = "uninstalled"
@@ -383,6 +464,13 @@ func (c *McpUninstallCmd) Run(e *Env) error {
 }
 
 func (cl *mcpClient) path() (string, error) {
+	if h := os.Getenv(cl.homeEnv); cl.homeEnv != "" && h != "" {
+		h, err := filepath.Abs(h)
+		if err != nil {
+			return "", fmt.Errorf("cannot make $%s absolute to find %s's configuration: %w", cl.homeEnv, cl.display, err)
+		}
+		return cl.configPath(h)
+	}
 	u, err := os.UserHomeDir()
 	if err != nil {
 		return "", fmt.Errorf("cannot find your home directory to find %s's configuration: %w", cl.display, err)
@@ -398,27 +486,35 @@ func (e *Env) noteMissingStore() {
 	}
 }
 
+// mcpFileKept is what a configuration file keeps when rook replaces it:
+// its mode, and its owner and group (nil for a new file, or where the
+// file system has no owners).
+type mcpFileKept struct {
+	mode  fs.FileMode
+	owner *vfs.Ownership
+}
+
 // readMcpConfig reads a client's configuration file. A missing file reads
 // as empty, to be created with mode 0600. A symbolic link (a dotfiles
 // checkout, say) is followed, so that the write replaces the file it leads
 // to and not the link.
-func (e *Env) readMcpConfig(path string) (target string, data []byte, mode fs.FileMode, err error) {
-	target, mode = followLinks(path), 0o600
+func (e *Env) readMcpConfig(path string) (target string, data []byte, kept mcpFileKept, err error) {
+	target, kept = followLinks(path), mcpFileKept{mode: 0o600}
 	fi, err := e.FS.Stat(target)
 	if errors.Is(err, fs.ErrNotExist) {
-		return target, nil, mode, nil
+		return target, nil, kept, nil
 	}
 	if err != nil {
-		return "", nil, 0, err
+		return "", nil, kept, err
 	}
 	if !fi.Mode().IsRegular() {
-		return "", nil, 0, fmt.Errorf("%s is not a regular file; nothing changed", path)
+		return "", nil, kept, fmt.Errorf("%s is not a regular file; nothing changed", path)
 	}
 	data, err = vfs.ReadFile(e.FS, target)
 	if err != nil {
-		return "", nil, 0, err
+		return "", nil, kept, err
 	}
-	return target, data, fi.Mode().Perm(), nil
+	return target, data, mcpFileKept{mode: fi.Mode().Perm(), owner: vfs.OwnerOf(fi)}, nil
 }
 
 // followLinks is where path's symbolic links lead. A link to a file that
@@ -474,13 +570,21 @@ func followLinks(path string) string {
 	return done
 }
 
-// writeMcpConfig replaces the file atomically, keeping its mode, and
-// creates its directory (0700) when the client has never run.
-func (e *Env) writeMcpConfig(path string, data []byte, mode fs.FileMode) error {
-	if err := e.FS.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+// writeMcpConfig replaces the file target (where path leads) atomically,
+// keeping its mode, owner and group: rook run as root with the user's
+// $HOME (sudo) must not leave the user's client a configuration it cannot
+// read. When the owner cannot be kept, nothing changes. It creates the
+// file's directory (0700) when the client has never run.
+func (e *Env) writeMcpConfig(path, target string, data []byte, kept mcpFileKept) error {
+	if err := e.FS.MkdirAll(filepath.Dir(target), 0o700); err != nil {
 		return err
 	}
-	return e.FS.WriteFileAtomic(path, data, mode)
+	err := e.FS.WriteFilesAtomic(filepath.Dir(target), []vfs.NamedData{{Name: filepath.Base(target), Data: data, Owner: kept.owner}}, kept.mode)
+	var oe *vfs.OwnerError
+	if errors.As(err, &oe) {
+		return fmt.Errorf("%s: %v; nothing changed: run rook as the file's owner (user %d)", path, oe, oe.Owner.UID)
+	}
+	return err
 }
 
 // jsonMember is one member of a JSON object, in file order.

@@ -154,5 +154,5 @@ func FuzzTOMLString(f *testing.F) {
 }
 
 func TestWriteFuzzSeeds(t *testing.T) {
-	fuzzseed.Write(t, map[string][][]byte{"FuzzMCPConfigInstall": mcpConfigSeeds(), "FuzzTOMLString": tomlSeeds(), "FuzzCheckArgs": argsSeeds()})
+	fuzzseed.Write(t, map[string][][]byte{"FuzzMCPConfigInstall": mcpConfigSeeds(), "FuzzMCPConfigInstallJSONC": jsoncSeeds(), "FuzzTOMLString": tomlSeeds(), "FuzzCheckArgs": argsSeeds()})
 }

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/BurntSushi/toml"
@@ -430,5 +432,122 @@ func TestCodexTOML(t *testing.T) {
 	got := cfg.McpServers["rook"]
 	if got.Command != ent.Command || !reflect.DeepEqual(got.Args, []string{"--home", "/h <&> ü", "mcp", "serve"}) {
 		t.Fatalf("decoded %+v from\n%s", got, ent.codexTOML())
+	}
+}
+
+// Install and uninstall run as root with the user's $HOME (sudo) keep the
+// owner and group of the client's file, as they keep its mode: a file
+// replaced by one of root's, mode 0600, is one the user's client can no
+// longer read, every MCP server in it lost to it.
+func TestMcpInstallKeepsTheConfigFilesOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a file owned by another user")
+	}
+	const uid, gid = 65534, 65534 // nobody
+	for _, uninstall := range []bool{false, true} {
+		home := t.TempDir()
+		t.Setenv("HOME", home)
+		path := filepath.Join(home, ".cursor", "mcp.json")
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		in := `{"mcpServers": {"other": {"command": "x"}}}`
+		if uninstall {
+			in = `{"mcpServers": {"other": {"command": "x"}, "rook": {"command": "/opt/rook", "args": ["mcp", "serve"]}}}`
+		}
+		if err := os.WriteFile(path, []byte(in), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(path, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+		var out, errb bytes.Buffer
+		e := &Env{Stdout: &out, Stderr: &errb, FS: vfs.OS, Home: filepath.Join(home, ".rook")}
+		var err error
+		if uninstall {
+			err = (&McpUninstallCmd{Client: "cursor"}).Run(e)
+		} else {
+			err = (&McpInstallCmd{Client: "cursor"}).Run(e)
+		}
+		fi, serr := os.Stat(path)
+		if serr != nil {
+			t.Fatal(serr)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if err == nil && (st.Uid != uid || st.Gid != gid) {
+			t.Errorf("uninstall %v: said %q and left %s owned by %d:%d (mode %v), was %d:%d: the user's client cannot read it any more",
+				uninstall, out.String(), path, st.Uid, st.Gid, fi.Mode().Perm(), uid, gid)
+		}
+	}
+}
+
+// Gemini CLI reads its settings.json with comments allowed, and keeps
+// them: install merges rook's entry into such a file, the comments kept,
+// where it said "the file is not valid JSON".
+func TestMcpInstallGeminiSettingsWithComments(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("GEMINI_CLI_HOME", "")
+	path := filepath.Join(home, ".gemini", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	in := "{\n  // my theme, do not change\n  \"ui\": {\"theme\": \"GitHub\"},\n  /* servers */\n  \"mcpServers\": {\"other\": {\"command\": \"x\"}}\n}\n"
+	if err := os.WriteFile(path, []byte(in), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	e := &Env{Stdout: &out, Stderr: &errb, FS: vfs.OS, Home: filepath.Join(home, ".rook")}
+	err := (&McpInstallCmd{Client: "gemini"}).Run(e)
+	got, _ := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("install into a settings.json Gemini CLI reads fine: %v", err)
+	}
+	for _, want := range []string{"// my theme, do not change", `"theme": "GitHub"`, `"other"`, `"rook"`} {
+		if !bytes.Contains(got, []byte(want)) {
+			t.Errorf("after install the file lacks %q:\n%s", want, got)
+		}
+	}
+	// Uninstall gives the file back as it was.
+	if err := (&McpUninstallCmd{Client: "gemini"}).Run(e); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != in {
+		t.Errorf("after uninstall:\n%s\nwant\n%s", got, in)
+	}
+}
+
+// ownerRefused is the OS file system as rook run by a user who may not
+// give a file away sees it (root, running the tests, may).
+type ownerRefused struct{ vfs.FS }
+
+func (o ownerRefused) WriteFilesAtomic(dir string, files []vfs.NamedData, perm fs.FileMode) error {
+	if files[0].Owner != nil {
+		return &vfs.OwnerError{Owner: *files[0].Owner, Err: &fs.PathError{Op: "chown", Path: filepath.Join(dir, ".tmp"), Err: syscall.EPERM}}
+	}
+	return o.FS.WriteFilesAtomic(dir, files, perm)
+}
+
+// When the owner cannot be kept, install says so and changes nothing.
+func TestMcpInstallOwnerNotKeptChangesNothing(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	path := filepath.Join(home, ".cursor", "mcp.json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	in := `{"mcpServers": {"other": {"command": "x"}}}`
+	if err := os.WriteFile(path, []byte(in), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	e := &Env{Stdout: &out, Stderr: &errb, FS: ownerRefused{vfs.OS}, Home: filepath.Join(home, ".rook")}
+	err := (&McpInstallCmd{Client: "cursor"}).Run(e)
+	if err == nil || !strings.Contains(err.Error(), path+": cannot give the new file the owner and group of the old one") ||
+		!strings.Contains(err.Error(), "operation not permitted; nothing changed: run rook as the file's owner") {
+		t.Fatalf("err %v", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != in || out.Len() != 0 {
+		t.Fatalf("file %s, stdout %q", got, out.String())
 	}
 }

@@ -31,8 +31,15 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// testscript sets os.Args[0] to the command's name before it runs the
+	// command: put back the name rook was run by, as a real rook sees it
+	// (`rook mcp install` points a client at that path, links kept).
+	arg0 := os.Args[0]
 	testscript.Main(m, map[string]func(){
-		"rook": func() { os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"rook": func() {
+			os.Args[0] = arg0
+			os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		},
 	})
 }
 

@@ -278,17 +278,47 @@ func (w *Writer) NextID(now time.Time) string {
 	return fmt.Sprintf("%d-%s-%d", now.UnixNano(), strings.TrimSuffix(w.name, ".jsonl"), w.n)
 }
 
+// saveTries bounds how often Save writes a save again because the spool
+// file it wrote to was replaced meanwhile (see Save).
+const saveTries = 3
+
 // Save appends s to the spool and syncs it: when Save returns nil the
 // note survives a crash, and the drain will take it in exactly once.
+//
+// The save goes to the spool of the store now at the home's path: a
+// server runs as long as its client (days), and the store may be made
+// again meanwhile (`rm -rf ~/.rook && rook init`, a backup moved into
+// place), leaving the file the writer opened unlinked, or in a store
+// nobody drains. So the writer checks, before each save and again once it
+// is synced, that its file is still the one the spool path leads to
+// (current), and opens the spool at that path again when it is not; a
+// save synced into a file that is no longer there is written again into
+// the one that is. A store that is gone refuses the save (ErrNoStore).
 func (w *Writer) Save(s Save) error {
 	s.V = saveVersion
 	line, err := encodeLine(s)
 	if err != nil {
 		return err
 	}
-	if err := w.open(spoolDir(w.home), &w.spool); err != nil {
-		return err
+	for try := 1; ; try++ {
+		if err := w.current(spoolDir(w.home), &w.spool); err != nil {
+			return err
+		}
+		if err := w.append(line); err != nil {
+			return err
+		}
+		if w.isCurrent(spoolDir(w.home), w.spool) {
+			return nil
+		}
+		if try == saveTries {
+			return fmt.Errorf("%s was replaced while saving, %d times: is something other than rook replacing the store?", filepath.Join(spoolDir(w.home), w.name), try)
+		}
 	}
+}
+
+// append writes line at the end of the open spool file and syncs it; a
+// failed write is cut off again.
+func (w *Writer) append(line []byte) error {
 	if w.torn {
 		line = append([]byte{'\n'}, line...)
 	}
@@ -312,6 +342,39 @@ func (w *Writer) Save(s Save) error {
 	return nil
 }
 
+// isCurrent reports whether f is still the file this writer's name leads
+// to in dir: not unlinked, nor in a store moved away or made again.
+func (w *Writer) isCurrent(dir string, f vfs.File) bool {
+	held, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	named, err := w.fs.Stat(filepath.Join(dir, w.name))
+	return err == nil && vfs.SameFile(held, named)
+}
+
+// current opens the writer's file in dir (the spool or the activity log),
+// first letting go of the one it has open when that is no longer the file
+// at its path (isCurrent). No drain removes a spool file whose writer runs
+// (it holds the file's lock; where locks fail, its pid), so a file gone
+// from its path means the store was made again or moved: what is written
+// to it, no rook reads. Opening again checks the store is there
+// (CheckStore), creates the file in it, and, for the spool, takes its
+// lock.
+func (w *Writer) current(dir string, f *vfs.File) error {
+	if *f != nil && !w.isCurrent(dir, *f) {
+		(*f).Close()
+		*f = nil
+		if f == &w.spool {
+			// The lock was the old file's, and a torn line in it is no
+			// concern of the new one's.
+			unlock(w.lock)
+			w.lock, w.torn = nil, false
+		}
+	}
+	return w.open(dir, f)
+}
+
 // Log appends an attempt to the activity log (not synced: the log is a
 // record for the user, not a promise).
 func (w *Writer) Log(a Activity) error {
@@ -319,13 +382,13 @@ func (w *Writer) Log(a Activity) error {
 	if err != nil {
 		return err
 	}
-	if w.act == nil {
+	if w.act == nil || !w.isCurrent(activityDir(w.home), w.act) {
 		// The spool file's lock says whether this process runs, for its
 		// activity file too (MergeActivity): take it first, even before
 		// any save. Best effort: without it the pid decides, as before.
-		_ = w.open(spoolDir(w.home), &w.spool)
+		_ = w.current(spoolDir(w.home), &w.spool)
 	}
-	if err := w.open(activityDir(w.home), &w.act); err != nil {
+	if err := w.current(activityDir(w.home), &w.act); err != nil {
 		return err
 	}
 	_, err = w.act.Write(line)

@@ -557,3 +557,48 @@ func TestRemoveDrainedTornTail(t *testing.T) {
 		}
 	}
 }
+
+// A writer whose store is moved aside and made again (a backup put in
+// place) saves into the new store's spool, and its attempts into the new
+// store's activity log: the file it had open is no longer the one its path
+// leads to. With no store at the path it refuses the save (ErrNoStore).
+func TestWriterFollowsTheStoreMadeAgain(t *testing.T) {
+	fsys, home := newHome(t)
+	w := NewWriter(fsys, home, ProcessName(time.Unix(1, 0), 42))
+	defer w.Close()
+	now := time.Unix(100, 0)
+	save := func(content string) error {
+		if err := w.Log(Activity{Time: now, Client: "codex", Status: "saved", Detail: content}); err != nil && !errors.Is(err, ErrNoStore) {
+			t.Fatal(err)
+		}
+		return w.Save(Save{ID: w.NextID(now), Time: now, Client: "codex", ClientName: "codex", Content: content})
+	}
+	if err := save("first"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Rename(home, home+".bak"); err != nil {
+		t.Fatal(err)
+	}
+	if err := save("no store"); !errors.Is(err, ErrNoStore) {
+		t.Fatalf("a save with no store: %v", err)
+	}
+	if err := fsys.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.WriteFileAtomic(home+"/FORMAT", []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := save("second"); err != nil {
+		t.Fatal(err)
+	}
+	for h, want := range map[string]string{home: "second", home + ".bak": "first"} {
+		pending, _, err := ReadPending(fsys, h, Progress{})
+		if err != nil || len(pending) != 1 || pending[0].Save.Content != want {
+			t.Errorf("%s: pending %+v, %v; want only %q", h, pending, err, want)
+		}
+		acts, err := ReadActivity(fsys, h)
+		if err != nil || len(acts) != 1 || acts[0].Detail != want {
+			t.Errorf("%s: activity %+v, %v; want only %q", h, acts, err, want)
+		}
+	}
+}

@@ -124,3 +124,20 @@ func TestBatchRefusedOutside20250326(t *testing.T) {
 		})
 	}
 }
+
+// In a 2025-03-26 session a batch is answered as one array of its
+// requests' replies, in order, notifications skipped; a save with an
+// argument the tool does not take is refused in it (-32004).
+func TestBatchReplyIsOneArray(t *testing.T) {
+	f := newFixture(t)
+	in := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","clientInfo":{"name":"zed"}}}` + "\n" +
+		`[{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","method":"x"},{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"append_to_inbox","arguments":{"content":"hi","extra":1}}}]` + "\n"
+	var out bytes.Buffer
+	if err := Serve(context.Background(), strings.NewReader(in), &out, f.opts()); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[1], `[{"jsonrpc":"2.0","id":4,"result":{}},{"jsonrpc":"2.0","id":5,"error":{"code":-32004,`) {
+		t.Fatalf("out %q", out.String())
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime/debug"
 
 	"github.com/rookhq/rook/agent/inbox"
@@ -35,7 +36,10 @@ import (
 var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // MaxLineBytes bounds one incoming message. The largest valid call (100,000
-// characters, each escaped as a \uXXXX surrogate pair) is about 1.2 MB.
+// characters, each escaped as a \uXXXX surrogate pair) is about 1.2 MB. A
+// longer message is answered unread: a save (its head says it is a
+// tools/call of append_to_inbox) as a content over the limit,
+// input_invalid; any other as an invalid request.
 const MaxLineBytes = 4 << 20
 
 // Options is what a server runs with.
@@ -225,13 +229,18 @@ func (s *server) handleLine(l lineRead) []byte {
 	line := l.line
 	var reply *response
 	switch {
+	case l.tooLong && s.initialized && isSaveCall(line):
+		// A save too big to read: its content alone can be at most
+		// MaxContentChars, so it is a content over the limit, answered
+		// as one (and so recorded in the activity log).
+		reply = errorReply(l.id, s.tooBigSave())
 	case l.tooLong:
 		reply = errorReply(l.id, newError(CodeInvalidRequest,
 			fmt.Sprintf("invalid request: message over %d bytes", MaxLineBytes), nil))
 		if s.initialized && bytes.Contains(line, []byte(`"tools/call"`)) {
-			// A save too big to read (its content alone can be at most
-			// MaxContentChars): the activity log, which lists every save
-			// attempt, has it too.
+			// A call too big to read whose head does not say it is a
+			// save: the activity log, which lists every save attempt,
+			// has it too.
 			s.logActivity(inbox.Activity{Time: s.clock.Now(), Client: s.client, ClientName: s.clientName, Status: statusInputInvalid,
 				Detail: fmt.Sprintf("a tools/call message over %d bytes, refused unread (a save's content is at most %d characters)", MaxLineBytes, MaxContentChars)})
 		}
@@ -248,6 +257,31 @@ func (s *server) handleLine(l lineRead) []byte {
 		}
 	}
 	return s.encode(reply)
+}
+
+// saveCallMethod and saveCallName find, in the head of a message too long
+// to read, that it is a tools/call of the save tool.
+var (
+	saveCallMethod = regexp.MustCompile(`"method"\s*:\s*"tools/call"`)
+	saveCallName   = regexp.MustCompile(`"name"\s*:\s*"` + toolName + `"`)
+)
+
+// isSaveCall reports whether head, the start of a message over
+// MaxLineBytes, is a single tools/call of append_to_inbox (not a batch).
+func isSaveCall(head []byte) bool {
+	head = bytes.TrimLeft(head, " \t\r\n")
+	return len(head) > 0 && head[0] == '{' && saveCallMethod.Match(head) && saveCallName.Match(head)
+}
+
+// tooBigSave answers a save too big to read as the tool answers a content
+// over its limit (seed 000's error table: input_invalid), after the
+// checks that come first (paused, rate_limited), and records the attempt.
+func (s *server) tooBigSave() *rpcError {
+	now := s.clock.Now()
+	inputErr := invalid(fmt.Sprintf(`"content" is over the limit of %d characters (the message is over %d bytes, refused unread): split it into several saves`, MaxContentChars, MaxLineBytes), "content")
+	status, rerr := s.trySave(now, inputErr, &inbox.Save{})
+	s.logActivity(inbox.Activity{Time: now, Client: s.client, ClientName: s.clientName, Status: status, Detail: rerr.Message})
+	return rerr
 }
 
 // handleMessage answers one message (a line's, or a batch's element):

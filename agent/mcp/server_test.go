@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -971,12 +972,53 @@ func TestTooLongSaveIsInTheActivityLog(t *testing.T) {
 	replies := runLines(t, f.opts(), huge,
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","clientInfo":{"name":"cursor"}}}`,
 		huge, hugePing, `{"jsonrpc":"2.0","id":4,"method":"ping"}`)
-	if len(replies) != 5 || replies[2].code() != -32600 || replies[4].Error != nil {
+	// Before initialize, and a ping, too long: invalid requests; a save
+	// too long: a content over the limit (seed 000's error table).
+	if len(replies) != 5 || replies[0].code() != -32600 || replies[2].code() != CodeInputInvalid || replies[3].code() != -32600 || replies[4].Error != nil {
 		t.Fatalf("replies %+v", replies)
 	}
 	acts := activity(t, f)
 	if len(acts) != 1 || acts[0].Status != "input_invalid" || acts[0].Client != "cursor" || !strings.Contains(acts[0].Detail, "refused unread") {
 		t.Fatalf("activity %+v", acts)
+	}
+}
+
+// A save too big to read (a message over MaxLineBytes) is a content over
+// the limit: -32004 input_invalid on "content", naming the limit and to
+// split it (seed 000's error table), as the activity log records it. A
+// batch, or a call of another tool, too long stays an invalid request; a
+// paused inbox says so first, as for any save.
+func TestTooBigSaveIsInputInvalid(t *testing.T) {
+	f := newFixture(t)
+	huge := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"append_to_inbox","arguments":{"content":"` + strings.Repeat("z", 5<<20) + `"}}}`
+	other := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"other_tool","arguments":{"content":"` + strings.Repeat("z", 5<<20) + `"}}}`
+	batch := `[` + strings.Replace(huge, `"id":2`, `"id":4`, 1) + `]`
+	replies := runLines(t, f.opts(),
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","clientInfo":{"name":"cursor"}}}`,
+		huge, other, batch)
+	if len(replies) != 4 {
+		t.Fatalf("replies %+v", replies)
+	}
+	r := replies[1]
+	if string(r.ID) != "2" || r.code() != CodeInputInvalid || r.Error.Data["status"] != "input_invalid" || r.Error.Data["field"] != "content" ||
+		!strings.Contains(r.Error.Message, "100000") || !strings.Contains(r.Error.Message, "split it into several saves") {
+		t.Fatalf("a 5 MB content: reply id %s error %+v; want -32004 input_invalid on \"content\" naming the limit of 100000 characters", r.ID, r.Error)
+	}
+	if replies[2].code() != -32600 || replies[3].code() != -32600 {
+		t.Errorf("another tool's call, a batch, too long: %+v %+v; want -32600", replies[2].Error, replies[3].Error)
+	}
+	if acts := activity(t, f); len(acts) != 3 || acts[0].Status != statusInputInvalid || acts[0].Detail != r.Error.Message {
+		t.Fatalf("activity %+v", acts)
+	}
+
+	if err := inbox.SetPaused(f.fs, testHome, true); err != nil {
+		t.Fatal(err)
+	}
+	replies = runLines(t, f.opts(),
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","clientInfo":{"name":"cursor"}}}`,
+		huge)
+	if len(replies) != 2 || replies[1].code() != CodePaused {
+		t.Fatalf("paused: replies %+v", replies)
 	}
 }
 
@@ -1090,5 +1132,98 @@ func TestATitleOfZeroWidthSpacesIsRefused(t *testing.T) {
 	raw, _ := json.Marshal(map[string]string{"content": "x", "title": "\u200b\u2060 \ufeff"})
 	if _, err := parseArgs(raw); err == nil {
 		t.Fatal("accepted")
+	}
+}
+
+// A running server whose store is made again (rm -rf + rook init, or a
+// backup moved into place) saves into the spool of the store now at the
+// home, not into its old file, unlinked: a save acknowledged is one a
+// drain of that store takes in. With no store there, the save is refused.
+func TestSaveAfterTheStoreIsMadeAgainIsNotLost(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "store")
+	clk := &clock.Fixed{T: t0}
+	if _, err := cas.Init(vfs.OS, clk, home); err != nil {
+		t.Fatal(err)
+	}
+	s := startSession(t, Options{FS: vfs.OS, Home: home, Clock: clk, ProcessName: "1-42", Version: "test"})
+	s.initialize("cursor")
+	if r := s.save(map[string]any{"content": "before"}); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	// The user makes the store again while the client keeps running.
+	if err := os.RemoveAll(home); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cas.Init(vfs.OS, clk, home); err != nil {
+		t.Fatal(err)
+	}
+	r := s.save(map[string]any{"content": "after the store was made again"})
+	pending, _, err := inbox.ReadPending(vfs.OS, home, inbox.Progress{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Error != nil || len(pending) != 1 || pending[0].Save.Content != "after the store was made again" {
+		t.Fatalf("the server answered %+v, and the store at %s has %d pending saves (%+v): the note is lost", r.Error, home, len(pending), pending)
+	}
+	// Then the store is removed and not made again: the save is refused,
+	// not written to the spool file of a store that is gone.
+	if err := os.RemoveAll(home); err != nil {
+		t.Fatal(err)
+	}
+	if gone := s.save(map[string]any{"content": "no store"}); gone.code() != CodeInboxUnavailable {
+		t.Errorf("a save with no store: %+v, want inbox_unavailable", gone.Error)
+	}
+	if _, err := cas.Init(vfs.OS, clk, home); err != nil {
+		t.Fatal(err)
+	}
+	r2 := s.save(map[string]any{"content": "in the third store"})
+	s.close()
+	if r2.Error != nil {
+		t.Fatalf("a save into the store made once more: %+v", r2.Error)
+	}
+	if pending, _, err := inbox.ReadPending(vfs.OS, home, inbox.Progress{}); err != nil || len(pending) != 1 || pending[0].Save.Content != "in the third store" {
+		t.Fatalf("the third store's spool: %+v, %v", pending, err)
+	}
+}
+
+// Protocol edges in one session: requests before initialize, ids of every
+// JSON kind, a CRLF line, notifications (no reply), a cursor on
+// tools/list, a save as a notification (neither answered nor saved).
+func TestProtocolEdges(t *testing.T) {
+	f := newFixture(t)
+	initLine := `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-03-26","clientInfo":{"name":"zed"}}}`
+	replies := runLines(t, f.opts(),
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, // before initialize: -32600
+		initLine,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,           // no reply
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}`, // no reply
+		`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`,
+		"{\"jsonrpc\":\"2.0\",\"id\":\"crlf\",\"method\":\"ping\"}\r",
+		`{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"nope"}`,
+		`not json`,
+		`[]`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"cursor":"abc"}}`,
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"append_to_inbox","arguments":{"content":"as a notification"}}}`,
+	)
+	want := []struct {
+		id   string
+		code int
+	}{{"1", -32600}, {`"init"`, 0}, {"1.5", 0}, {"123456789012345678901234567890", 0}, {`"crlf"`, 0}, {"null", -32600},
+		{"3", -32601}, {"null", -32700}, {"null", -32600}, {"6", -32602}}
+	if len(replies) != len(want) {
+		t.Fatalf("%d replies, want %d: %+v", len(replies), len(want), replies)
+	}
+	for i, w := range want {
+		if string(replies[i].ID) != w.id || replies[i].code() != w.code {
+			t.Errorf("reply %d: id %s code %d, want id %s code %d", i, replies[i].ID, replies[i].code(), w.id, w.code)
+		}
+	}
+	if saves := pendingSaves(t, f); len(saves) != 0 {
+		t.Errorf("a notification or a refused call saved: %+v", saves)
+	}
+	if !strings.Contains(string(replies[1].Result), `"2025-03-26"`) {
+		t.Errorf("initialize: %s", replies[1].Result)
 	}
 }

@@ -162,6 +162,9 @@ func (o osFS) WriteFilesAtomic(dir string, files []NamedData, perm fs.FileMode) 
 		if err := f.writeTo(pf); err != nil {
 			return named(err, pf.Name(), filepath.Join(dir, f.Name))
 		}
+		if err := giveOwner(pf.File, f.Owner); err != nil {
+			return err
+		}
 	}
 	if err := parallel(len(pending), func(i int) error {
 		if files[i].New {
@@ -337,4 +340,24 @@ func (l *osLock) File() File { return l.f }
 func (l *osLock) Unlock() error {
 	unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
 	return l.f.Close()
+}
+
+// giveOwner gives the new file f the owner and group own (NamedData.Owner),
+// when it does not have them already: a file created by its owner in a
+// directory of its group needs no chown, which only root may do.
+func giveOwner(f *os.File, own *Ownership) error {
+	if own == nil {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if have := OwnerOf(fi); have == nil || *have == *own {
+		return nil
+	}
+	if err := f.Chown(own.UID, own.GID); err != nil {
+		return &OwnerError{Owner: *own, Err: err}
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ package vfs
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -113,7 +114,34 @@ type NamedData struct {
 	New    bool
 	Data   []byte
 	Stream func(w io.Writer) error
+	// Owner, when set, is the owner and group the new file is given before
+	// it takes the name: a file of the user's replaced by rook run as root
+	// (sudo keeping $HOME) stays the user's. When it cannot be given them,
+	// the write fails and the old file is left as it is. MemFS, which has
+	// no owners, ignores it.
+	Owner *Ownership
 }
+
+// Ownership is a file's owner and group, as user and group ids.
+type Ownership struct{ UID, GID int }
+
+// OwnerError: a file written atomically could not be given the owner and
+// group asked for (NamedData.Owner); the old file is left as it is.
+type OwnerError struct {
+	Owner Ownership
+	Err   error
+}
+
+func (e *OwnerError) Error() string {
+	err := e.Err
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // its path is the temporary file's, which the user never asked for
+	}
+	return fmt.Sprintf("cannot give the new file the owner and group of the old one (user %d, group %d): %v", e.Owner.UID, e.Owner.GID, err)
+}
+
+func (e *OwnerError) Unwrap() error { return e.Err }
 
 // writeTo writes the file's contents to w.
 func (nd NamedData) writeTo(w io.Writer) error {

@@ -20,12 +20,19 @@ import (
 	"github.com/rookhq/rook/eventlog"
 )
 
-// MaxDiffBytes: files larger than this are reported as changed, without a
-// diff body, and compared by hash only.
+// MaxDiffBytes: files larger than this are reported by --stat, --json and
+// a patch at a terminal as changed, without a diff body, and compared by
+// hash only; a piped patch holds their change (largeSides).
 const MaxDiffBytes = 256 << 10
 
-// binaryProbe is how much of a file is searched for a NUL byte.
-const binaryProbe = 8 << 10
+// binaryProbe is how much of a file is searched for a NUL byte: git's
+// 8,000 (not 8 KiB), so that rook calls binary what git diff does.
+const binaryProbe = 8000
+
+// maxLineDiffBytes: of a file over MaxDiffBytes, a piped patch diffs the
+// lines of a side up to this size held in memory; a larger one is
+// streamed, as one hunk replacing every line before by every line after.
+const maxLineDiffBytes = 8 << 20
 
 // FileChange is one path a session changed.
 type FileChange struct {
@@ -761,16 +768,47 @@ func (r *Rook) DiffWith(id eventlog.ID, w io.Writer, color bool, opts DiffOption
 			fc.Status, fc.OldMode, fc.NewMode = "modified", base.Mode.GitMode(), cur.Mode.GitMode()
 		}
 		df := DiffFile{Path: p, OldMode: fc.OldMode, NewMode: fc.NewMode}
+		sameType := had && cur.Exists && modeType(fc.OldMode) == modeType(fc.NewMode)
+		large := had && base.Size > MaxDiffBytes || cur.Exists && cur.Size > MaxDiffBytes
 		switch {
-		case had && base.Size > MaxDiffBytes, cur.Exists && cur.Size > MaxDiffBytes:
+		case sameType && base.ID == cur.ID:
+			// Only the mode changed (the same bytes, however many): the
+			// mode lines alone, as git writes them. Nothing to read.
+		case large && (w == nil || color):
+			// --stat, --json and a terminal read no such copy.
 			fc.NoBody, fc.Reason = true, fmt.Sprintf("larger than %d KiB", MaxDiffBytes>>10)
+			df.NoBody = true
 			if w != nil {
+				df.Why = fc.Reason + "; piped, the patch holds the change"
 				if df.OldBlob, df.NewBlob, err = r.unreadBlobs(first[p], had, real, p, cur); err != nil {
 					if had && unreadOld(p, err) {
 						continue
 					}
 					return d, err
 				}
+			}
+			// A link on the other side (a type change) is shown: its
+			// target is text, and short.
+			if had && base.Mode.Link {
+				if df.Old, err = r.changeData(first[p]); err != nil {
+					if unreadOld(p, err) {
+						continue
+					}
+					return d, fmt.Errorf("%s: its captured copy is unreadable: %w", p, err)
+				}
+			}
+			if cur.Exists && cur.Mode.Link {
+				if df.New, err = readDisk(real, p, cur); err != nil {
+					return d, err
+				}
+			}
+		case large:
+			// Piped: the bytes git apply takes, whatever the size.
+			if err := r.largeSides(&df, first[p], had, base, real, p, cur); err != nil {
+				if had && unreadOld(p, err) {
+					continue
+				}
+				return d, err
 			}
 		default:
 			if had {
@@ -789,18 +827,20 @@ func (r *Rook) DiffWith(id eventlog.ID, w io.Writer, color bool, opts DiffOption
 					return d, fmt.Errorf("%s changed while being compared: run the diff again", p)
 				}
 			}
-			if isBinary(df.Old) || isBinary(df.New) {
+			df.OldBinary, df.NewBinary = isBinary(df.Old), isBinary(df.New)
+			if df.OldBinary || df.NewBinary {
 				fc.NoBody, fc.Reason = true, "binary"
 			}
 		}
-		df.NoBody = fc.NoBody
 		if w != nil {
 			fc.Added, fc.Removed, err = WriteGitDiff(w, df, color)
-			if err != nil {
-				return d, err
-			}
-		} else if !fc.NoBody {
-			fc.Added, fc.Removed = CountLines(df.Old, df.New)
+		} else {
+			// As the patch counts them: a type change's deletion and
+			// creation apart.
+			fc.Added, fc.Removed, err = DiffCounts(df)
+		}
+		if err != nil {
+			return d, err
 		}
 		d.Added += fc.Added
 		d.Removed += fc.Removed
@@ -813,6 +853,100 @@ func (r *Rook) DiffWith(id eventlog.ID, w io.Writer, color bool, opts DiffOption
 		d.UnreadEvents = slices.Compact(slices.Sorted(slices.Values(append(d.UnreadEvents, seqs...))))
 	}
 	return d, nil
+}
+
+// largeSides gives df, for a piped patch, the sides of a file over
+// MaxDiffBytes (or replaced by or replacing one): each held when it is
+// within maxLineDiffBytes (a link always is), else streamed, from the
+// store or the disk, as WriteGitDiff passes over it; binary or not from
+// its first bytes, as git decides.
+func (r *Rook) largeSides(df *DiffFile, c Change, had bool, base FileEntry, real, rel string, cur DiskFile) error {
+	if had {
+		if base.Size <= maxLineDiffBytes || base.Mode.Link || c.data != nil || c.transcript {
+			b, err := r.changeData(c)
+			if err != nil {
+				return fmt.Errorf("%s: its captured copy is unreadable: %w", rel, err)
+			}
+			df.Old, df.OldBinary = b, isBinary(b)
+		} else {
+			head := &headWriter{}
+			if _, err := r.Store.WriteTo(c.File.ID, head); err != nil && !errors.Is(err, errHeadFull) {
+				return fmt.Errorf("%s: its captured copy is unreadable: %w", rel, err)
+			}
+			id, size := c.File.ID, c.File.Size
+			df.OldBinary, df.OldSize = isBinary(head.b), size
+			df.OldStream = func(w io.Writer) error {
+				if _, err := r.Store.WriteTo(id, w); err != nil {
+					return fmt.Errorf("%s: its captured copy: %w", rel, err)
+				}
+				return nil
+			}
+		}
+	}
+	if cur.Exists {
+		if cur.Size <= maxLineDiffBytes || cur.Mode.Link {
+			b, err := readDisk(real, rel, cur)
+			if err != nil {
+				return err
+			}
+			if cas.ID(b) != cur.ID {
+				return fmt.Errorf("%s changed while being compared: run the diff again", rel)
+			}
+			df.New, df.NewBinary = b, isBinary(b)
+		} else {
+			abs := filepath.Join(real, filepath.FromSlash(rel))
+			f, err := openRegular(abs, rel)
+			if err != nil {
+				return err
+			}
+			head := make([]byte, binaryProbe)
+			n, err := io.ReadFull(f, head)
+			f.Close()
+			if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+				return fmt.Errorf("read %s: %w", rel, err)
+			}
+			df.NewBinary, df.NewSize = isBinary(head[:n]), cur.Size
+			df.NewStream = func(w io.Writer) error { return streamDisk(abs, rel, cur, w) }
+		}
+	}
+	return nil
+}
+
+// errHeadFull: a headWriter has the bytes it keeps.
+var errHeadFull = errors.New("head read")
+
+// headWriter keeps the first binaryProbe bytes written to it, then stops
+// the stream (errHeadFull).
+type headWriter struct{ b []byte }
+
+func (h *headWriter) Write(p []byte) (int, error) {
+	n := min(len(p), binaryProbe-len(h.b))
+	h.b = append(h.b, p[:n]...)
+	if len(h.b) == binaryProbe {
+		return n, errHeadFull
+	}
+	return n, nil
+}
+
+// streamDisk writes the workspace file rel (statDisk found it as cur) to
+// w, as it reads it, and checks it is still that file.
+func streamDisk(abs, rel string, cur DiskFile, w io.Writer) error {
+	f, err := openRegular(abs, rel)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ours := blake3.New()
+	n, err := io.Copy(io.MultiWriter(w, ours), f)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", rel, err)
+	}
+	var id cas.Key
+	copy(id[:], ours.Sum(nil))
+	if n != cur.Size || id != cur.ID {
+		return fmt.Errorf("%s changed while being compared: run the diff again", rel)
+	}
+	return nil
 }
 
 // unreadBlobs names the git blobs of a file too large to diff, for its
@@ -899,7 +1033,8 @@ func readDisk(real, rel string, cur DiskFile) ([]byte, error) {
 	return b, err
 }
 
-// isBinary: a NUL in the first 8 KiB, as git decides.
+// isBinary: a NUL in the first 8,000 bytes, as git decides (xdiff's
+// buffer_is_binary, FIRST_FEW_BYTES).
 func isBinary(b []byte) bool {
 	return bytes.IndexByte(b[:min(len(b), binaryProbe)], 0) >= 0
 }

@@ -26,8 +26,27 @@ type DiffFile struct {
 	NoBody bool
 	// OldBlob, NewBlob: git's object names of the contents (GitBlobID), for
 	// the index line of a NoBody section whose Old or New is not given (too
-	// large to read for a diff); else computed from Old and New.
+	// large to read for a diff); else computed from Old and New. Equal, the
+	// contents are the same: a section with no body then says the mode
+	// change alone, as git does.
 	OldBlob, NewBlob string
+	// Why: of a NoBody section that is not binary (a file too large to
+	// read at a terminal), why it has no body: it says "Files A and B
+	// differ (Why)", not that they are binary.
+	Why string
+	// OldBinary, NewBinary: that side's content is binary (isBinary, as
+	// git decides). A section with a binary side is, uncoloured (the bytes
+	// git apply takes), a git binary patch of both sides as `git diff
+	// --binary` writes it; coloured, "Binary files A and B differ".
+	OldBinary, NewBinary bool
+	// OldStream, NewStream: a side too large to hold (Old or New nil
+	// then): a function writing its OldSize or NewSize bytes to w, called
+	// once for each pass over them (an error if they are not those). Such
+	// a section is written straight to the writer, never held whole: a
+	// binary one as a binary patch, a text one as one hunk replacing every
+	// line before by every line after.
+	OldStream, NewStream func(w io.Writer) error
+	OldSize, NewSize     int64
 }
 
 // diffContext is the number of unchanged lines shown around each change, as git's default -U3.
@@ -89,36 +108,83 @@ func patchText(s string, color bool) string {
 }
 
 // WriteGitDiff writes d as a git-style patch section and returns the lines added and removed
-// (0, 0 for NoBody). color adds ANSI colours (headers bold, @@ cyan, - red, + green) and is only
-// used for terminals, where the files' text is shown as patchText makes it; the uncoloured
-// output must be byte-exactly what git apply accepts.
+// (0, 0 for NoBody and binary sections). color adds ANSI colours (headers bold, @@ cyan, - red,
+// + green) and is only used for terminals, where the files' text is shown as patchText makes it;
+// the uncoloured output must be byte-exactly what git apply accepts.
 func WriteGitDiff(w io.Writer, d DiffFile, color bool) (added, removed int, err error) {
+	halves, err := diffSections(d)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, h := range halves {
+		var buf bytes.Buffer
+		a, r, err := writeSection(&buf, w, h, color)
+		if err != nil {
+			return 0, 0, err
+		}
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return 0, 0, err
+		}
+		added, removed = added+a, removed+r
+	}
+	return added, removed, nil
+}
+
+// diffSections checks d and returns its sections: d itself, or for a type change (file <->
+// symlink) a deletion followed by a creation, as git shows it and git apply expects it. Each
+// half has its own side's content and flags: a link's target is text, shown whatever the file
+// on the other side is.
+func diffSections(d DiffFile) ([]DiffFile, error) {
 	if d.Path == "" {
-		return 0, 0, fmt.Errorf("agent: diff: empty path")
+		return nil, fmt.Errorf("agent: diff: empty path")
 	}
 	for _, m := range []string{d.OldMode, d.NewMode} {
 		if m != "" && !validGitMode(m) {
-			return 0, 0, fmt.Errorf("agent: diff %s: invalid git mode %q", d.Path, m)
+			return nil, fmt.Errorf("agent: diff %s: invalid git mode %q", d.Path, m)
 		}
 	}
 	if d.OldMode == "" && d.NewMode == "" {
-		return 0, 0, fmt.Errorf("agent: diff %s: file exists neither before nor after", d.Path)
+		return nil, fmt.Errorf("agent: diff %s: file exists neither before nor after", d.Path)
 	}
-	var buf bytes.Buffer
-	if d.OldMode != "" && d.NewMode != "" && modeType(d.OldMode) != modeType(d.NewMode) {
-		// A type change (file <-> symlink): git shows, and git apply expects, a deletion
-		// followed by a creation.
-		del, add := d, d
-		del.New, del.NewMode = nil, ""
-		add.Old, add.OldMode = nil, ""
-		_, r := writeSection(&buf, del, color)
-		a, _ := writeSection(&buf, add, color)
-		added, removed = a, r
-	} else {
-		added, removed = writeSection(&buf, d, color)
+	if d.OldMode == "" || d.NewMode == "" || modeType(d.OldMode) == modeType(d.NewMode) {
+		return []DiffFile{d}, nil
 	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
+	del, add := d, d
+	del.New, del.NewMode, del.NewBlob, del.NewBinary, del.NewStream, del.NewSize = nil, "", "", false, nil, 0
+	add.Old, add.OldMode, add.OldBlob, add.OldBinary, add.OldStream, add.OldSize = nil, "", "", false, nil, 0
+	if modeType(del.OldMode) == "120" {
+		del.NoBody, del.Why = false, ""
+	}
+	if modeType(add.NewMode) == "120" {
+		add.NoBody, add.Why = false, ""
+	}
+	return []DiffFile{del, add}, nil
+}
+
+// DiffCounts returns the lines WriteGitDiff writes of d as added and removed, without writing
+// it: a type change counts the deletion and the creation apart, a section with no body or a
+// binary one counts nothing. d's sides are held (no OldStream, NewStream).
+func DiffCounts(d DiffFile) (added, removed int, err error) {
+	halves, err := diffSections(d)
+	if err != nil {
 		return 0, 0, err
+	}
+	for _, h := range halves {
+		if h.NoBody || h.OldMode != "" && h.OldBinary || h.NewMode != "" && h.NewBinary {
+			continue
+		}
+		if h.OldStream != nil || h.NewStream != nil {
+			return 0, 0, fmt.Errorf("agent: diff %s: a side too large to hold is not counted", d.Path)
+		}
+		old, new := h.Old, h.New
+		if h.OldMode == "" {
+			old = nil
+		}
+		if h.NewMode == "" {
+			new = nil
+		}
+		a, r := CountLines(old, new)
+		added, removed = added+a, removed+r
 	}
 	return added, removed, nil
 }
@@ -133,33 +199,47 @@ func CountLines(old, new []byte) (added, removed int) {
 	return added, removed
 }
 
-// writeSection writes one "diff --git" section; the modes are valid and of one type.
+// writeSection writes one "diff --git" section; the modes are valid and of one type. It
+// builds the section in buf, which the caller writes to w; a streamed body (a binary patch,
+// or a side too large to hold) goes to w straight, after what buf holds.
 // It writes nothing when neither the mode nor the content changed.
-func writeSection(buf *bytes.Buffer, d DiffFile, color bool) (added, removed int) {
+func writeSection(buf *bytes.Buffer, w io.Writer, d DiffFile, color bool) (added, removed int, err error) {
 	aName, bName := quotePath("a/", d.Path), quotePath("b/", d.Path)
 	oldLabel, newLabel := aName, bName
 	old, new := d.Old, d.New
 	if d.OldMode == "" {
 		oldLabel, old = "/dev/null", nil
+		d.OldStream, d.OldSize, d.OldBinary = nil, 0, false
 	}
 	if d.NewMode == "" {
 		newLabel, new = "/dev/null", nil
+		d.NewStream, d.NewSize, d.NewBinary = nil, 0, false
 	}
 	bothExist := d.OldMode != "" && d.NewMode != ""
+	streamed := d.OldStream != nil || d.NewStream != nil
+	binary := d.OldBinary || d.NewBinary
 
 	var a, b []string
 	var changes []change
-	binary := false
-	if d.NoBody {
-		// Without a body there is no content change to report only when the caller
-		// passed both contents and they are equal.
-		binary = !(bothExist && old != nil && new != nil && bytes.Equal(old, new))
-	} else {
+	same := false // both sides' contents are the same
+	switch {
+	case bothExist && d.OldBlob != "" && d.OldBlob == d.NewBlob:
+		same = true
+	case d.NoBody:
+		// Without a body the contents are the same only when the caller
+		// passed both and they are equal.
+		same = bothExist && old != nil && new != nil && bytes.Equal(old, new)
+	case streamed:
+		// (Compared by their blobs, when given.)
+	case binary:
+		same = bothExist && bytes.Equal(old, new)
+	default:
 		a, b = splitLines(old), splitLines(new)
 		changes = diffLines(a, b)
+		same = bothExist && len(changes) == 0
 	}
-	if bothExist && d.OldMode == d.NewMode && !binary && len(changes) == 0 {
-		return 0, 0 // unchanged
+	if bothExist && d.OldMode == d.NewMode && same {
+		return 0, 0, nil // unchanged
 	}
 
 	meta := func(s string) {
@@ -182,16 +262,53 @@ func writeSection(buf *bytes.Buffer, d DiffFile, color bool) (added, removed int
 		meta("old mode " + d.OldMode)
 		meta("new mode " + d.NewMode)
 	}
-	if binary {
+	if same {
+		return 0, 0, nil // a mode change only: git writes no body
+	}
+	// flush writes what buf holds, for a body streamed to w after it.
+	flush := func() error {
+		_, err := w.Write(buf.Bytes())
+		buf.Reset()
+		return err
+	}
+	switch {
+	case d.NoBody && d.Why != "" && !binary:
+		// (At a terminal: never called binary when it is not known to be.)
+		meta(indexLine(d))
+		buf.WriteString("Files " + oldLabel + " and " + newLabel + " differ (" + d.Why + ")\n")
+		return 0, 0, nil
+	case d.NoBody || binary && color:
 		// git writes an index line here, and git apply needs a header
 		// line beyond "diff --git": without one it misreads the section
 		// and every one after it.
 		meta(indexLine(d))
 		buf.WriteString("Binary files " + oldLabel + " and " + newLabel + " differ\n")
-		return 0, 0
+		return 0, 0, nil
+	case binary:
+		// The bytes git apply takes (git diff --binary): the blobs' full
+		// names, then both sides.
+		line, err := fullIndexLine(d)
+		if err != nil {
+			return 0, 0, err
+		}
+		meta(line)
+		if err := flush(); err != nil {
+			return 0, 0, err
+		}
+		return 0, 0, writeBinaryPatch(w, d)
+	case streamed:
+		// Too large to hold (and never coloured: a terminal shows it with
+		// no body): one hunk, every line before removed and every line
+		// after added, each side read twice, to count and to write.
+		buf.WriteString("--- " + oldLabel + tabIfSpace(oldLabel) + "\n")
+		buf.WriteString("+++ " + newLabel + tabIfSpace(newLabel) + "\n")
+		if err := flush(); err != nil {
+			return 0, 0, err
+		}
+		return writeWholeHunk(w, d)
 	}
 	if len(changes) == 0 {
-		return 0, 0 // mode change only, or an empty file added or removed: git writes no body
+		return 0, 0, nil // an empty file added or removed: git writes no body
 	}
 	for _, c := range changes {
 		added += c.n2
@@ -208,7 +325,7 @@ func writeSection(buf *bytes.Buffer, d DiffFile, color bool) (added, removed int
 	fileLine("--- ", oldLabel)
 	fileLine("+++ ", newLabel)
 	writeHunks(buf, a, b, changes, color)
-	return added, removed
+	return added, removed, nil
 }
 
 // indexLine is git's "index OLD..NEW[ MODE]" line of d: its blobs' names
@@ -510,6 +627,11 @@ func validGitMode(m string) bool {
 // modeType is the file-type part of a git mode (S_IFMT): "100" for regular files,
 // "120" for symlinks, "160" for gitlinks.
 func modeType(m string) string { return m[:3] }
+
+// QuotePath is name as git writes a path in a patch header and in `git diff --stat`
+// (quotePath): as is, or C-quoted, so that no two names read alike and none holds a
+// control character.
+func QuotePath(name string) string { return quotePath("", name) }
 
 // quotePath returns prefix+name as git writes a path in a patch header: as is, or, if it holds
 // a control character, '"', '\\' or a non-ASCII byte, C-quoted in double quotes with octal

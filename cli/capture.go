@@ -393,7 +393,12 @@ func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff, source *eventlog.Source
 	sigil := map[string]string{"added": "+", "modified": "~", "removed": "-"}
 	for _, f := range d.Files {
 		counts := fmt.Sprintf("+%d -%d", f.Added, f.Removed)
-		if f.NoBody {
+		switch {
+		case f.NoBody && f.Added+f.Removed > 0:
+			// A type change whose file has no body, its link's target
+			// counted.
+			counts += "  (" + terminalLine(f.Reason) + ")"
+		case f.NoBody:
 			counts = "(" + terminalLine(f.Reason) + ")" // (it may name a path)
 		}
 		if f.MovedFrom != "" {
@@ -415,8 +420,11 @@ func (c *DiffCmd) printStat(e *Env, d agent.SessionDiff, source *eventlog.Source
 			mode = fmt.Sprintf("  mode %s → %s", f.OldMode, f.NewMode)
 		}
 		// A name is the user's: a line break or an escape sequence in it
-		// must not make two lines of one, nor reach the terminal.
-		fmt.Fprintf(e.Stdout, "%s %s  %s%s\n", sigil[f.Status], terminalLine(f.Path), counts, mode)
+		// must not make two lines of one, nor reach the terminal, and two
+		// names must not read alike ("a b" and "a<TAB>b"): quoted as the
+		// patch's headers and git diff --stat quote it (a tab as \t, a
+		// byte not ASCII as octal), which leaves no control character.
+		fmt.Fprintf(e.Stdout, "%s %s  %s%s\n", sigil[f.Status], agent.QuotePath(f.Path), counts, mode)
 	}
 	fmt.Fprintf(e.Stdout, "%d file(s) changed, +%d -%d\n", len(d.Files), d.Added, d.Removed)
 	if d.FromTranscript > 0 {

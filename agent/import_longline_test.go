@@ -146,7 +146,7 @@ func checkLongLine(t *testing.T, line []byte, query string, rng *rand.Rand) {
 		t.Fatalf("%q, terms %q: not scored streamed", line, terms)
 	}
 	streamed := bodyScore{terms: terms, gaps: gaps}
-	streamed.longLine(score, found, rank, longRef{at: at})
+	streamed.longLine(score, found, l.words(), rank, longRef{at: at})
 	sScore, _ := streamed.result()
 	if sScore != wScore {
 		t.Fatalf("%q, terms %q: streamed score %d, whole %d", line, terms, sScore, wScore)

@@ -486,13 +486,14 @@ func (t *textScorer) streamLine(seg []byte) {
 func (t *textScorer) endLine() {
 	if t.ll != nil {
 		score, found, rank, at, ok := t.ll.finish()
+		words := t.ll.words()
 		t.llRef.n, t.llRef.at = t.ll.n, at
 		t.ll = nil
 		if !ok {
 			t.long = true
 			return
 		}
-		t.score.longLine(score, found, rank, t.llRef)
+		t.score.longLine(score, found, words, rank, t.llRef)
 		return
 	}
 	if len(t.line) > 0 {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
@@ -541,16 +542,32 @@ func TestFindAndSearchOfABigImportedLineHoldLittle(t *testing.T) {
 	t.Logf("find and search of a line of %d bytes", len(out))
 }
 
-// appendLower is bytes.ToLower, on text of every kind, UTF-8 or not.
-func TestAppendLowerIsToLower(t *testing.T) {
+// appendFold folds each character (foldRune) and keeps each byte that
+// is not UTF-8 as it is, on text of every kind, UTF-8 or not: as many
+// characters out as in, each such byte one.
+func TestAppendFoldFoldsEachCharacter(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
-	extra := []string{"İ", "K", "ſ", "ẞ", "Σ", "\xf0\x9f", "\xed\xa0\x80", "Ⅻ", "ǅ", "\u0345"}
+	extra := []string{"İ", "K", "ſ", "ẞ", "Σ", "ς", "\xf0\x9f", "\xed\xa0\x80", "Ⅻ", "ǅ", "\u0345"}
 	for i := range 2000 {
 		b := trickyText(rng, rng.IntN(200), i%2 == 0)
 		b = append(b, extra[rng.IntN(len(extra))]...)
 		b = append(b, trickyText(rng, rng.IntN(50), i%3 == 0)...)
-		if got, want := appendLower([]byte("x"), b), append([]byte("x"), bytes.ToLower(b)...); !bytes.Equal(got, want) {
-			t.Fatalf("appendLower(%q) = %q, bytes.ToLower %q", b, got[1:], want[1:])
+		var want []byte
+		for s := b; len(s) > 0; {
+			r, w := utf8.DecodeRune(s)
+			if r == utf8.RuneError && w == 1 {
+				want = append(want, s[0])
+			} else {
+				want = utf8.AppendRune(want, foldRune(r))
+			}
+			s = s[w:]
+		}
+		got := appendFold([]byte("x"), b)
+		if !bytes.Equal(got[1:], want) {
+			t.Fatalf("appendFold(%q) = %q, want %q", b, got[1:], want)
+		}
+		if utf8.RuneCount(got[1:]) != utf8.RuneCount(b) {
+			t.Fatalf("appendFold(%q) = %q: %d characters, not %d", b, got[1:], utf8.RuneCount(got[1:]), utf8.RuneCount(b))
 		}
 	}
 }

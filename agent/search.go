@@ -45,7 +45,8 @@ var searchStopwords = map[string]bool{
 	"that": true, "the": true, "this": true, "to": true, "was": true, "were": true, "with": true,
 }
 
-// SearchTerms turns a query into its search terms: lower case, split on
+// SearchTerms turns a query into its search terms: folded (foldRune, as
+// find folds: κοσμος and ΚΟΣΜΟΣ are both κοσμοσ), split on
 // anything but letters, digits and - _ . / (a version, a file name or a
 // path is one term: "2.1.39", "store.go", "home/dev/rook"; so is "-v" or
 // "__init__"), '.' and '/' trimmed from a word's ends (a sentence's full
@@ -62,16 +63,16 @@ func SearchTerms(query string) []string {
 
 // searchTermsOf is SearchTerms of query, and what the query has between
 // each two terms in a row (gaps[k], before terms[k]; none before the
-// first), lower-cased, a run of blanks written as one space: the words it
+// first), folded, a run of blanks written as one space: the words it
 // dropped (of one letter, stopwords, the "t" of "can't") and the
 // punctuation around them, which may stand between the terms where the
 // query has them (termsTogether). gaps is nil when the query says a term
 // twice: its terms are then not in the query's order.
 func searchTermsOf(query string) (terms []string, gaps []string) {
-	lower := strings.ToLower(query)
+	lower := foldString(query)
 	seen := map[string]bool{}
 	repeated := false
-	end := -1 // where the last term ends in lower
+	end := -1 // where the last term ends in lower (the query folded)
 	add := func(w string, at int) {
 		if seen[w] {
 			repeated = true
@@ -164,11 +165,12 @@ func searchWords(field searchWord) []searchWord {
 	return out
 }
 
-// blanksAsOne is s with each run of blanks one space.
+// blanksAsOne is s with each run of blanks one space (a byte that is not
+// UTF-8 kept as it is, as appendFold keeps it).
 func blanksAsOne(s string) string {
 	var b strings.Builder
 	blank := false
-	for _, r := range s {
+	for i, r := range s {
 		if unicode.IsSpace(r) {
 			if !blank {
 				b.WriteByte(' ')
@@ -177,6 +179,10 @@ func blanksAsOne(s string) string {
 			continue
 		}
 		blank = false
+		if r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD") {
+			b.WriteByte(s[i])
+			continue
+		}
 		b.WriteRune(r)
 	}
 	return b.String()
@@ -590,7 +596,7 @@ func sortHits(h []SearchHit) {
 
 // textOfImported is what search reads of an imported event's source
 // lines: the string values of each line, decoded, one after another (a
-// line that is not JSON as it is), but for those under notText's keys.
+// line that is not JSON as it is), but for those notText leaves out.
 // The keys and the JSON around them are
 // not text the user wrote or read (every line has "type" and "message"),
 // and a string's escapes would hide its words ("\nfunc" is not "func")
@@ -630,7 +636,7 @@ func appendStringValues(out, line []byte, nested bool) ([]byte, bool) {
 // appendStringValue appends what appendStringValues reads of s, one string
 // value of line: nothing when it is not text, else its text and a newline.
 func appendStringValue(out, line []byte, s *jsonString, nested bool) []byte {
-	if notText(s) || encodedValue(line, s) {
+	if !nested && notText(s) || encodedValue(line, s) {
 		return out
 	}
 	start := len(out)
@@ -676,23 +682,51 @@ func codexJSONString(s *jsonString) bool {
 }
 
 // notText says whether search leaves out a string value of an imported
-// line: the envelope every line repeats (ids, versions, the working
-// directory, the model, settings; searching a project's name, "external"
-// or "standard" would match every line), the names of types, and signed
-// or encoded state (a thinking block's signature, Codex's encrypted
-// reasoning, an image's bytes), which is never text a user wrote or read.
-// (Encoded state under other keys, an image Read returned as "base64" or
-// a Codex user_message's images as data URLs, encodedValue finds.)
+// line (a line's own: JSON written inside a string, a Codex call's
+// arguments or a tool's output, is all what the model or the tool wrote):
+// the envelope every line repeats (ids, versions, the working directory,
+// the model, settings, type and role tags; searching a project's name,
+// "external" or "standard" would match every line), and signed state (a
+// thinking block's signature, Codex's encrypted reasoning), which is never
+// text a user wrote or read. The envelope is where the formats put it:
+// a key of envelopeKeys anywhere but inside what the model or a tool
+// wrote (inEnvelope): a tool's arguments named id, data or status are the
+// model's words, shown by show and found by find. (Encoded state, an
+// image's bytes under any key, encodedValue finds.)
 func notText(s *jsonString) bool {
-	if notTextKeys[s.Key] {
-		return true
+	if !envelopeKeys[s.Key] || !inEnvelope(s.Parents) {
+		// Codex's turn_context names the summaries it wants ("auto"): a
+		// setting, where a Claude Code summary line's summary is text.
+		return s.Key == "summary" && len(s.Parents) == 2 && s.Parents[1] == "payload"
 	}
-	// Codex's turn_context names the summaries it wants ("auto"): a
-	// setting, where a Claude Code summary line's summary is text.
-	return s.Key == "summary" && len(s.Parents) > 0 && s.Parents[len(s.Parents)-1] == "payload"
+	return true
 }
 
-var notTextKeys = map[string]bool{
+// inEnvelope says whether a string under these parents (jsonString.Parents:
+// "" for the line itself and an array's elements) is in the envelope of a
+// line: not inside what the model or a tool wrote, which is a tool_use's
+// input (Claude Code), a call's arguments (Codex's mcp_tool_call_end
+// invocation; a function_call's are a JSON string), a tool result's
+// content (a content block's content, in a message's or payload's list of
+// blocks), Claude Code's toolUseResult, a result's structuredContent, or
+// Codex's mcp_tool_call_end result.
+func inEnvelope(parents []string) bool {
+	for i, p := range parents {
+		switch p {
+		case "input", "arguments", "toolUseResult", "structuredContent", "result":
+			return false
+		case "content":
+			if i >= 2 && parents[i-1] == "" && parents[i-2] == "content" {
+				return false // a block's content: a tool result's
+			}
+		}
+	}
+	return true
+}
+
+// envelopeKeys are the keys of the envelope's fields (inEnvelope says
+// where the envelope is).
+var envelopeKeys = map[string]bool{
 	// Claude Code
 	"uuid": true, "parentUuid": true, "logicalParentUuid": true, "leafUuid": true, "sessionId": true,
 	"userType": true, "version": true, "gitBranch": true, "slug": true, "cwd": true, "requestId": true,
@@ -721,11 +755,18 @@ const (
 	rankTogether                   // a line with every term, together as the query gives them
 )
 
-// rankStep is what each rank adds to a body's score: more than any body
-// scores within its rank (a line at most 20 a term: 10 of its own, 4 for
-// every term on the line, 6 for together; a body half as much again, and
-// 2 a term found: 32 a term), so that no score of a rank below reaches it.
-func rankStep(terms int) int { return 32*terms + 1 }
+// wordStep is what each term found as a word of its own (bodyScore.words)
+// adds to a body's score in its rank: more than any body scores in its
+// rank and words (a line at most 20 a term: 10 of its own, 4 for every
+// term on the line, 6 for together; a body half as much again, and 2 a
+// term found: 32 a term), so that in a rank, a body with more of the
+// terms as words of their own comes first ("test" in "mix test" over
+// "attestation" on two lines, which a line's 3 for a word of its own did
+// not outweigh). rankStep is what each rank adds: more than any body
+// scores in the rank below, every term a word of its own.
+func wordStep(terms int) int { return 32*terms + 1 }
+
+func rankStep(terms int) int { return (terms + 1) * wordStep(terms) }
 
 // everyTerm is found (bodyScore.found) with every one of n terms (the
 // first 64).
@@ -736,7 +777,7 @@ func everyTerm(n int) uint64 {
 	return 1<<n - 1
 }
 
-// scoreBody scores a body line by line against lower-case terms (gaps:
+// scoreBody scores a body line by line against folded terms (gaps:
 // what the query has between them, termBytes). Its rank (searchRank) comes
 // first: a long output that names some of the terms on many lines never
 // outranks a body with every term, however many lines it has ("ecto
@@ -748,7 +789,10 @@ func everyTerm(n int) uint64 {
 // has them together, as the query gives them (termsTogether). The body's
 // score is its best line's (of the best rank), plus what its other lines
 // score up to half as much again, plus 2 for each term found anywhere in
-// it. Its snippet is the best line.
+// it. Between its rank and that score, each term found in the body as a
+// word of its own counts (wordStep): in a rank, more terms found as words
+// come first, however many lines have them inside other words. Its
+// snippet is the best line.
 func scoreBody(b []byte, terms, gaps [][]byte) (int, string) {
 	s := bodyScore{terms: terms, gaps: gaps}
 	for len(b) > 0 {
@@ -769,8 +813,9 @@ type bodyScore struct {
 	bestRank    searchRank // the best line's
 	bestLine    []byte
 	bestAt      int
-	low         []byte // the line lower-cased, in one buffer for every line
+	low         []byte // the line folded, in one buffer for every line
 	found       uint64 // the terms found in the body (the first 64)
+	words       uint64 // of them, those found as a word of its own (wholeWord)
 	// long: the best line is one scored streamed (longLine), not held:
 	// where to read it again for its snippet.
 	long *longRef
@@ -784,9 +829,11 @@ type longRef struct {
 	at       int64
 }
 
-// longLine adds a line scored streamed (longLine.finish), at ref.
-func (s *bodyScore) longLine(score int, found uint64, rank searchRank, ref longRef) {
+// longLine adds a line scored streamed (longLine.finish, longLine.words),
+// at ref.
+func (s *bodyScore) longLine(score int, found, words uint64, rank searchRank, ref longRef) {
 	s.found |= found
+	s.words |= words
 	if score == 0 {
 		return
 	}
@@ -804,7 +851,7 @@ func (s *bodyScore) better(score int, rank searchRank) bool {
 }
 
 func (s *bodyScore) line(line []byte) {
-	s.low = appendLower(s.low[:0], line)
+	s.low = appendFold(s.low[:0], line)
 	score, all, at := 0, true, -1
 	for i, t := range s.terms {
 		n := bytes.Count(s.low, t)
@@ -816,6 +863,7 @@ func (s *bodyScore) line(line []byte) {
 		score += 4 + min(n, 3)
 		if wholeWord(s.low, t) {
 			score += 3 // "mix test" over mix_audit and attestation
+			s.words |= 1 << (i % 64)
 		}
 		if i := bytes.Index(s.low, t); at < 0 || i < at {
 			at = i
@@ -835,7 +883,7 @@ func (s *bodyScore) line(line []byte) {
 	}
 	s.total += score
 	if s.better(score, rank) {
-		s.best, s.bestRank, s.bestAt = score, rank, at // in the lower-cased line
+		s.best, s.bestRank, s.bestAt = score, rank, at // in the folded line
 		s.long = nil
 		if s.keep {
 			s.bestLine = append(s.bestLine[:0], line...)
@@ -854,6 +902,7 @@ func (s *bodyScore) result() (int, string) {
 		rank = rankApart
 	}
 	score := best + min(s.total-best, best/2) + 2*bits.OnesCount64(s.found)
+	score += bits.OnesCount64(s.words) * wordStep(len(s.terms))
 	return int(rank)*rankStep(len(s.terms)) + score, searchSnippet(s.bestLine, lineOffset(s.bestLine, s.bestAt))
 }
 
@@ -986,25 +1035,19 @@ func skipBlanks(line []byte, i int) int {
 	return i
 }
 
-// lineOffset maps an offset in appendLower(line) back to line. Lower-casing
+// lineOffset maps an offset in appendFold(line) back to line. Folding
 // changes some characters' lengths (İ, 2 bytes, is i; the Kelvin sign, 3,
-// is k; a byte that is not UTF-8 becomes U+FFFD, 3): a line of Turkish
-// capitals before the match put the offset, as it was, a character too
-// far back for each, and the snippet missed the match on a long line.
+// is k): a line of Turkish capitals before the match put the offset, as
+// it was, a character too far back for each, and the snippet missed the
+// match on a long line.
 func lineOffset(line []byte, low int) int {
-	n := 0 // bytes of the lower-cased line so far
+	n := 0 // bytes of the folded line so far
 	for i := 0; i < len(line); {
 		if n >= low {
 			return i
 		}
-		c := line[i]
-		if c < utf8.RuneSelf {
-			n, i = n+1, i+1
-			continue
-		}
-		r, w := utf8.DecodeRune(line[i:])
-		n += utf8.RuneLen(unicode.ToLower(r)) // RuneError, as bytes.ToLower writes it
-		i += w
+		f, w := foldedLen(line[i:])
+		n, i = n+f, i+w
 	}
 	return len(line)
 }
@@ -1047,38 +1090,18 @@ func isWordRune(r rune) bool {
 	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
-// appendLower appends s lower-cased to dst: ASCII in place, anything else
-// as bytes.ToLower has it (bytes.Map of unicode.ToLower: a byte that is not
-// UTF-8 becomes U+FFFD), without a copy of each line to append.
-func appendLower(dst, s []byte) []byte {
-	for i, c := range s {
-		if c >= utf8.RuneSelf {
-			for s = s[i:]; len(s) > 0; {
-				r, w := rune(s[0]), 1
-				if r >= utf8.RuneSelf {
-					r, w = utf8.DecodeRune(s)
-				}
-				dst = utf8.AppendRune(dst, unicode.ToLower(r))
-				s = s[w:]
-			}
-			return dst
-		}
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		dst = append(dst, c)
-	}
-	return dst
-}
-
 // searchSnippet makes a line fit SearchSnippetLen runes, around the byte
 // offset `at` of the first match, with control characters replaced and a
-// '…' where it was clipped.
+// '…' where it was clipped. The match's place and the cut are counted on
+// the same runes, each byte that is not UTF-8 one U+FFFD (as show prints
+// such a byte): strings.ToValidUTF8, which makes a run of them one, put
+// the window a rune past the match for each byte of the run but one, and
+// a snippet after 300 such bytes missed the match.
 func searchSnippet(line []byte, at int) string {
 	if bytes.Contains(line, []byte("\x1b[")) {
 		line, at = stripSGRAt(line, at)
 	}
-	runes := []rune(strings.ToValidUTF8(string(line), "\uFFFD"))
+	runes := []rune(string(line)) // each byte that is not UTF-8 a U+FFFD
 	for i, r := range runes {
 		// The line and paragraph separators break a line as a newline
 		// does (cleanRune, terminalLine): a snippet is one line.

@@ -5,13 +5,13 @@ package agent
 // The streamed search (searchText) held each line of a text whole to
 // score it (bodyScore.line) and gave up, reading the line whole, past
 // streamTextLine; a 22 MB such line cost 200-220 MB. A line past
-// streamTextLine is now scored as it is written (longLine): lower-cased a
+// streamTextLine is now scored as it is written (longLine): folded a
 // piece at a time, each term's matches counted and checked as bodyScore
 // does (count, whole word, first match), and termsTogether followed as a
 // small automaton from each match of the first term (two where the query
 // has words it dropped between two terms: past stopwords, or past what
 // the query has there); about two longPiece
-// of it are held at most (56 KiB lower-cased, measured on a 22 MiB line).
+// of it are held at most (56 KiB folded, measured on a 22 MiB line).
 // When that line is the best one, its snippet is made by reading it again
 // (snippetScan), the first match's place known: searchSnippet's
 // cuts (colors stripped, ends trimmed, a window around the match) followed
@@ -19,9 +19,11 @@ package agent
 // of the line whole. A color sequence (ESC [ digits and semicolons) that
 // runs past maxPendingSGR bytes is not held to learn whether an m ends
 // it: the line is read a second time (snippetOfLine), knowing what each
-// such sequence is from the first. A byte that is not UTF-8 is a U+FFFD
-// to both, as to the whole path; a snippet of a line with two such bytes
-// in a row (which searchSnippet makes one U+FFFD) is made whole.
+// such sequence is from the first. A byte that is not UTF-8 is kept as it
+// is by the folding (appendFold), and is a U+FFFD of the snippet, each, as
+// the whole path has them; a snippet of a line with two such bytes in a
+// row (which a color sequence stripped between them may join into a
+// character) is made whole.
 
 import (
 	"bytes"
@@ -31,7 +33,7 @@ import (
 	"unicode/utf8"
 )
 
-// longPiece is how many bytes of a long line are lower-cased and scanned
+// longPiece is how many bytes of a long line are folded and scanned
 // at a time, and how many it reads past what it still looks at before it
 // drops them. A var: the fuzz target makes it small.
 var longPiece = 32 << 10
@@ -50,7 +52,7 @@ var maxStopword = func() int {
 type longLine struct {
 	terms   [][]byte
 	gaps    [][]byte // termBytes: what the query has between the terms
-	low     []byte   // the line lower-cased, from lowBase on
+	low     []byte   // the line folded, from lowBase on
 	lowBase int64
 	runes   int64   // runes of the line before low[0]
 	carry   []byte  // a character cut by the end of the last piece
@@ -59,7 +61,7 @@ type longLine struct {
 	next    []int64 // where its next match counted (not overlapping) may start
 	count   []int
 	whole   []bool
-	first   []int64 // its first match, in the lower-cased line; -1
+	first   []int64 // its first match, in the folded line; -1
 	firstR  []int64 // and in runes
 	done    []bool  // nothing more to learn of the term
 	// runs: termsTogether followed from matches of the first term, by
@@ -71,7 +73,7 @@ type longLine struct {
 	// added to them after the run that started them.
 	forks    []tgRun
 	together bool
-	bad      bool // a term empty or not UTF-8: not scored streamed
+	bad      bool // a term empty: not scored streamed
 }
 
 func newLongLine(terms, gaps [][]byte) *longLine {
@@ -81,7 +83,7 @@ func newLongLine(terms, gaps [][]byte) *longLine {
 	l.count, l.whole, l.done = make([]int, k), make([]bool, k), make([]bool, k)
 	for i, t := range terms {
 		l.first[i] = -1
-		if len(t) == 0 || !utf8.Valid(t) {
+		if len(t) == 0 {
 			l.bad = true
 		}
 	}
@@ -112,9 +114,9 @@ func (l *longLine) piece(p []byte) {
 			break
 		}
 	}
-	// A byte that is not UTF-8 is a U+FFFD lower-cased, as appendLower
-	// makes it of the line whole.
-	l.low = appendLower(l.low, b[:end])
+	// Folded as appendFold folds the line whole (a byte that is not
+	// UTF-8 kept as it is).
+	l.low = appendFold(l.low, b[:end])
 	l.carry = append(l.carry[:0:0], b[end:]...)
 	l.scan(false)
 	// Keep what the terms still look at, and the character before it,
@@ -197,7 +199,7 @@ func (l *longLine) scan(final bool) {
 	}
 }
 
-// match is a match of term k at i (of the lower-cased line): what
+// match is a match of term k at i (of the folded line): what
 // bodyScore.line learns of it.
 func (l *longLine) match(k int, i int64) {
 	t := l.terms[k]
@@ -244,7 +246,7 @@ func (l *longLine) finish() (score int, found uint64, rank searchRank, at int64,
 		return 0, 0, 0, 0, false
 	}
 	// A character cut short by the line's end: bytes that are not UTF-8.
-	l.low = appendLower(l.low, l.carry)
+	l.low = appendFold(l.low, l.carry)
 	l.carry = nil
 	l.scan(true)
 	all, atLow := true, int64(-1)
@@ -277,10 +279,22 @@ func (l *longLine) finish() (score int, found uint64, rank searchRank, at int64,
 	return score, found, rank, at, true
 }
 
+// words is which terms the line has as words of their own (bodyScore.words),
+// once finish has scored it.
+func (l *longLine) words() uint64 {
+	var w uint64
+	for k, whole := range l.whole {
+		if whole && l.count[k] > 0 {
+			w |= 1 << (k % 64)
+		}
+	}
+	return w
+}
+
 // tgRun is termsTogetherAt followed a byte at a time from one match of
 // the first term: the phase it is in, before terms[k].
 type tgRun struct {
-	at    int64 // the next byte it reads, in the lower-cased line
+	at    int64 // the next byte it reads, in the folded line
 	k     int
 	phase uint8
 	m     int    // tgTerm: bytes of terms[k] matched; tgGap, tgGapBlanks: of gaps[k]
@@ -303,7 +317,7 @@ const (
 	tgDone // the terms are together
 )
 
-// feed reads byte c, at in the lower-cased line, into run r.
+// feed reads byte c, at in the folded line, into run r.
 func (l *longLine) feed(r *tgRun, c byte, at int64) int {
 	switch r.phase {
 	case tgTerm:
@@ -661,9 +675,11 @@ func (s *snippetScan) keep(r rune, oi int64) {
 	if s.again {
 		return // the line is read again: only the verdicts count
 	}
-	// A byte that is not UTF-8 is a U+FFFD. searchSnippet makes a run of
-	// them one (strings.ToValidUTF8) while it counts the match's place
-	// a rune a byte: a snippet of a line with such a run is left to it.
+	// A byte that is not UTF-8 is a U+FFFD, each, as searchSnippet has
+	// it; but two such bytes kept in a row may be a color sequence apart
+	// in the line, which searchSnippet strips before it decodes: joined,
+	// they may be a character ("\xcd\x1b[m\x9f" is U+035F). A snippet of
+	// a line with two in a row is left to it.
 	if r == notUTF8 {
 		if s.lastBad {
 			s.bad = true

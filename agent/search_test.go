@@ -3,11 +3,13 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/rookhq/rook/eventlog"
@@ -39,9 +41,10 @@ func TestScoreBody(t *testing.T) {
 	// Line 1: flaky (4+1, a word +3) test (4+1+3) all (+4×2), together
 	// (+6×2) = 36. Line 2: test x5 (4+3+3) = 10, at most half of 36
 	// again. Both terms found: +2×2. 50, in the first rank (a line with
-	// the terms together): 3 ranks above the last, each 32×2+1.
+	// the terms together): 3 ranks above the last, each 3×(32×2+1); both
+	// terms as words of their own, 32×2+1 each.
 	score, snip := scoreBody([]byte("A Flaky test\ntest test test test test\nnothing"), terms, nil)
-	if score != 3*65+50 || snip != "A Flaky test" {
+	if score != 3*195+2*65+50 || snip != "A Flaky test" {
 		t.Fatalf("score %d snippet %q", score, snip)
 	}
 	if score, _ := scoreBody([]byte("no match here"), terms, nil); score != 0 {
@@ -387,7 +390,9 @@ func TestSearchRanksAcrossSessions(t *testing.T) {
 	}
 	// The shared body is one hit, shown as its newest event (b's), which
 	// counts the other (a's #2).
-	want := []hit{{a, 1, 195 + 48}, {b, 0, 195 + 40}, {a, 0, 195 + 40}, {b, 1, 10}}
+	// (rankTogether's 3 steps of 195, and 65 for each term found as a
+	// word of its own, wordStep.)
+	want := []hit{{a, 1, 3*195 + 2*65 + 48}, {b, 0, 3*195 + 2*65 + 40}, {a, 0, 3*195 + 2*65 + 40}, {b, 1, 65 + 10}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("hits %+v\nwant %+v", got, want)
 	}
@@ -651,7 +656,7 @@ func TestScoreBodySnippetShowsTheMatchAfterCharsLoweredShorter(t *testing.T) {
 	for _, c := range []struct {
 		line      string
 		low, want int
-	}{{"abc", 2, 2}, {"İİx", 2, 4}, {"\u212Ax", 1, 3}, {"\xffx", 3, 1}, {"ab", 5, 2}} {
+	}{{"abc", 2, 2}, {"İİx", 2, 4}, {"\u212Ax", 1, 3}, {"\xffx", 1, 1}, {"\xff\xfex", 2, 2}, {"ab", 5, 2}} {
 		if got := lineOffset([]byte(c.line), c.low); got != c.want {
 			t.Errorf("lineOffset(%q, %d) = %d, want %d", c.line, c.low, got, c.want)
 		}
@@ -755,5 +760,102 @@ func TestSearchBesideASessionRmCallsNoRemovedSessionDamaged(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("search did not find the kept session's hit: %+v", res.Hits)
+	}
+}
+
+// A hit's snippet holds its match after a run of bytes that are not UTF-8
+// (a binary blob a command printed before it): searchSnippet counted the
+// match's place a rune a byte and cut strings.ToValidUTF8's runes, where
+// the run is one U+FFFD, and "…yyyy…" missed "needle".
+func TestSearchSnippetHasTheMatchAfterARunOfBadBytes(t *testing.T) {
+	body := []byte("head " + strings.Repeat("\xff", 300) + " the needle is here " + strings.Repeat("y", 500))
+	score, snip := scoreBody(body, [][]byte{[]byte("needle")}, nil)
+	if score == 0 {
+		t.Fatal("no match scored")
+	}
+	if !strings.Contains(snip, "needle") {
+		t.Errorf("the snippet of a hit on \"needle\" does not hold it: %q", snip)
+	}
+}
+
+// The snippet of a hit holds the query's text, whatever the line has
+// before and after it: bytes that are not UTF-8 alone and in runs,
+// characters that fold shorter or longer, colors, control characters.
+func TestSearchSnippetHoldsTheMatchOfRandomBodies(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	pieces := []string{"word", " ", "  ", "\xff", "\xfe\xfd", "\xc3", "\xe2\x82", "İ", "\u212A", "ſ", "ΣΑΣ", "é", "日本",
+		"\t", "\x00", "\x1b[31m", "\x1b[0m", "\ufffd", "needless", "NEED", strings.Repeat("\x80", 30)}
+	terms := [][]byte{[]byte("needle")}
+	for i := range 3000 {
+		var b []byte
+		n, at := rng.IntN(400), rng.IntN(400)
+		for k := range n {
+			if k == at {
+				b = append(b, " needle "...)
+			}
+			b = append(b, pieces[rng.IntN(len(pieces))]...)
+		}
+		if at >= n {
+			b = append(b, " needle "...)
+		}
+		score, snip := scoreBody(b, terms, nil)
+		if score == 0 || !strings.Contains(snip, "needle") {
+			t.Fatalf("body %d %q: score %d, snippet %q without the match", i, b, score, snip)
+		}
+	}
+}
+
+// A word found as a word of its own counts more, in its rank, than one
+// inside other words, however many lines have those (README: `test` in
+// `mix test` over `attestation`): a line's 3 for a word of its own lost
+// to a second line's "attestation".
+func TestSearchWholeWordOutranksTheWordInsideOthers(t *testing.T) {
+	terms := [][]byte{[]byte("test")}
+	word, _ := scoreBody([]byte("run mix test now"), terms, nil)
+	inside, _ := scoreBody([]byte("checking attestation\nattestation passed"), terms, nil)
+	if word <= inside {
+		t.Errorf("\"test\" as a word scored %d, inside \"attestation\" on two lines %d: the word of its own should rank first", word, inside)
+	}
+	many, _ := scoreBody([]byte(strings.Repeat("attestation attestation attestation\n", 40)), terms, nil)
+	if word <= many {
+		t.Errorf("\"test\" as a word scored %d, inside \"attestation\" on 40 lines %d", word, many)
+	}
+	// Two terms: both as words over one of them inside another; but the
+	// ranks come first (a line with every term over every term apart,
+	// over some of them), words or not.
+	two := [][]byte{[]byte("mix"), []byte("test")}
+	both, _ := scoreBody([]byte("mix tests\nrun test now"), two, nil)
+	one, _ := scoreBody([]byte("remix tests\nremix attestation\nremix test"), two, nil)
+	if both <= one {
+		t.Errorf("mix, test as words scored %d, mix inside words %d", both, one)
+	}
+	every, _ := scoreBody([]byte("remix attestation"), two, nil)
+	apart, _ := scoreBody([]byte("mix\ntest"), two, nil)
+	if every <= apart {
+		t.Errorf("every term on a line, inside words, scored %d, every term as words on lines of their own %d: the rank comes first", every, apart)
+	}
+	someOnly, _ := scoreBody([]byte("mix mix mix\nmix here"), two, nil)
+	if apart <= someOnly {
+		t.Errorf("every term apart scored %d, some of them as words %d", apart, someOnly)
+	}
+}
+
+// foldRune folds alike what `session find` matched alike (a character of
+// the query's simple folding class, or one that lower-cases as it does):
+// search and find share it.
+func TestFoldRuneFoldsEachClassAndLowerCase(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		f := foldRune(r)
+		if g := foldRune(unicode.ToLower(r)); g != f {
+			t.Fatalf("foldRune(%U) = %U, of its lower case %U", r, f, g)
+		}
+		if g := foldRune(unicode.SimpleFold(r)); g != f {
+			t.Fatalf("foldRune(%U) = %U, of %U in its class %U", r, f, unicode.SimpleFold(r), g)
+		}
+	}
+	for _, c := range [][2]string{{"ΚΟΣΜΟΣ", "κοσμος"}, {"\u212Aelvin", "kelvin"}, {"ſtate", "STATE"}, {"İstanbul", "istanbul"}, {"ǅ", "ǆ"}} {
+		if a, b := foldString(c[0]), foldString(c[1]); a != b {
+			t.Errorf("%q folds to %q, %q to %q", c[0], a, c[1], b)
+		}
 	}
 }

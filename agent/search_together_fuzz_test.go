@@ -27,7 +27,7 @@ func FuzzTermsTogether(f *testing.F) {
 		if len(terms) < 2 {
 			return
 		}
-		low := appendLower(nil, []byte(line))
+		low := appendFold(nil, []byte(line))
 		if termsTogether(low, terms, gaps) {
 			for _, term := range terms {
 				if !bytes.Contains(low, term) {
@@ -35,14 +35,14 @@ func FuzzTermsTogether(f *testing.F) {
 				}
 			}
 		}
-		joined := appendLower(nil, []byte(strings.Join(words, " ")))
+		joined := appendFold(nil, []byte(strings.Join(words, " ")))
 		if !termsTogether(joined, terms, gaps) {
 			t.Fatalf("terms %q are not together in %q", words, joined)
 		}
 		if between != nil {
 			// Its blanks as a line's (a space or a tab: a newline or a
 			// carriage return is none).
-			if q := appendLower(nil, []byte(blanksAsOne(query))); !termsTogether(q, terms, gaps) {
+			if q := appendFold(nil, []byte(blanksAsOne(query))); !termsTogether(q, terms, gaps) {
 				t.Fatalf("terms %q (gaps %q) are not together in the query %q", words, between, q)
 			}
 		}

@@ -1089,21 +1089,20 @@ func prevNonSpace(b []byte, i int) int {
 	return -1
 }
 
-// foldMatcher finds a literal under Unicode simple case folding, and
-// where two characters lower-case alike, as `rook search` matches (it
-// lower-cases query and bodies): İ (U+0130) lower-cases to i but is in no
-// fold class with it, so `find istanbul` missed "İSTANBUL" that search
-// found.
+// foldMatcher finds a literal with each character compared folded
+// (foldRune: Unicode simple case folding, and where two characters
+// lower-case alike), as `rook search` matches (it folds query and bodies
+// with the same foldRune): İ (U+0130) lower-cases to i but is in no fold
+// class with it, so `find istanbul` missed "İSTANBUL" that search found.
 type foldMatcher struct {
 	// ascii: the query is ASCII with no letter whose fold class leaves
 	// ASCII (k and s: the Kelvin sign, the long s), so a match is ASCII
 	// bytes only and lowering bytes in place keeps every offset. dotI: it
 	// has an i, which İ matches: a body with an İ is searched rune by rune.
-	ascii  bool
-	dotI   bool
-	lower  []byte
-	orbits [][]rune // each query rune's fold class
-	lowers []rune   // each query rune lower-cased
+	ascii bool
+	dotI  bool
+	lower []byte
+	folds []rune // each query rune folded (foldRune)
 	// bytes: of each query rune, -1, or the byte when it is a byte that
 	// is not UTF-8 (its rune U+FFFD, which it is not): it matches that
 	// byte only, and a real character (U+FFFD too) no such byte.
@@ -1148,18 +1147,13 @@ func newFoldMatcher(q string) *foldMatcher {
 		if r == utf8.RuneError && w == 1 {
 			b = int(q[i])
 		}
-		orbit := []rune{r}
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			orbit = append(orbit, f)
-		}
-		m.orbits = append(m.orbits, orbit)
-		m.lowers = append(m.lowers, unicode.ToLower(r))
+		m.folds = append(m.folds, foldRune(r))
 		m.bytes = append(m.bytes, b)
 		i += w
 	}
 	m.span = 4 * len(q) // a character a byte of the query, folded, is at most 3
 	for c := range 256 {
-		m.starts[c] = c >= utf8.RuneSelf || len(m.orbits) == 0 || m.matchesFirst(rune(c))
+		m.starts[c] = c >= utf8.RuneSelf || len(m.folds) == 0 || m.matchesFirst(rune(c))
 	}
 	return m
 }
@@ -1167,7 +1161,7 @@ func newFoldMatcher(q string) *foldMatcher {
 // matchesFirst says whether r matches the query's first character, as
 // matchAt has it.
 func (m *foldMatcher) matchesFirst(r rune) bool {
-	return unicode.ToLower(r) == m.lowers[0] || slices.Contains(m.orbits[0], r)
+	return foldRune(r) == m.folds[0]
 }
 
 // newEscapedMatcher is a foldMatcher of q that reads the body as JSON
@@ -1265,7 +1259,7 @@ func (m *foldMatcher) index(body []byte, start, stop int, scratch []byte) (int, 
 }
 
 func (m *foldMatcher) matchAt(body []byte, i int) (int, bool) {
-	for k, orbit := range m.orbits {
+	for k, fold := range m.folds {
 		if i >= len(body) {
 			return 0, false
 		}
@@ -1287,14 +1281,7 @@ func (m *foldMatcher) matchAt(body []byte, i int) (int, bool) {
 			i += w
 			continue
 		}
-		ok := unicode.ToLower(r) == m.lowers[k]
-		for _, o := range orbit {
-			if o == r {
-				ok = true
-				break
-			}
-		}
-		if !ok {
+		if foldRune(r) != fold {
 			return 0, false
 		}
 		i += w

@@ -522,10 +522,18 @@ func (c *SearchCmd) Run(e *Env) error {
 			hits = append(hits, searchHitJSON{Session: h.Session, Title: h.Title, Seq: h.Seq, Kind: h.Kind.String(), jsonLabel: labelJSON(h.Label),
 				Time: h.Time.UTC(), Snippet: h.Snippet, Binary: h.Binary, BodyID: binaryBodyID(h.Binary, h.Object), Score: h.Score, Also: h.Also, AlsoSessions: h.AlsoSessions})
 		}
+		// The sessions that did not read (in full), as the notes on
+		// stderr say them: a program reading the JSON must not take a
+		// partial answer for the whole one. A list, [] when none, as
+		// capture's skipped.
+		skipped := res.SkippedSessions
+		if skipped == nil {
+			skipped = []string{}
+		}
 		return e.printJSON(map[string]any{
 			"terms": res.Terms, "hits": hits, "total_hits": res.TotalHits, "objects_scanned": res.ObjectsScanned,
 			"objects_matched": res.ObjectsMatched, "texts_matched": res.Texts, "truncated": res.Truncated, "unreadable": res.Unreadable,
-			"too_large": res.TooLarge,
+			"too_large": res.TooLarge, "skipped_sessions": skipped,
 		})
 	}
 	w := e.Stdout

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/rookhq/rook/cas"
-	"github.com/rookhq/rook/internal/vfs"
 )
 
 // Named checkpoints are refs: HOME/refs/checkpoints/<name>, a text file of
@@ -83,11 +82,16 @@ func parseRefLines(b []byte) ([]refLine, error) {
 
 // readRef reads the lines of the checkpoint name's ref. A ref file that
 // does not read (other than missing: fs.ErrNotExist, as it was) or parse
-// is an error that names the file and the way out.
+// is an error that names the file and the way out; so is one that is no
+// regular file or is too large, which is not read (readRefFile: a named
+// pipe is not waited on, a device not read without end).
 func (r *Rook) readRef(name string) ([]refLine, error) {
-	b, err := vfs.ReadFile(r.fs, r.checkpointPath(name))
+	b, err := readRefFile(r.fs, r.checkpointPath(name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, err
+	}
+	if rr := (*RefRefusedError)(nil); errors.As(err, &rr) {
+		return nil, fmt.Errorf("checkpoint %s: ref file %s %s, not read: put the right ref file back in its place, or `rook checkpoint rm %s` removes the checkpoint", name, rr.Path, rr.Why, name)
 	}
 	if err == nil {
 		var lines []refLine
@@ -194,7 +198,10 @@ func (e *UnreadableRefsError) Error() string {
 func (r *Rook) strayRef(name string) error {
 	p := r.checkpointPath(name)
 	const why = "not a checkpoint name (letters, digits, '.', '_' and '-', up to 100, starting with a letter or digit)"
-	b, err := vfs.ReadFile(r.fs, p)
+	b, err := readRefFile(r.fs, p)
+	if rr := (*RefRefusedError)(nil); errors.As(err, &rr) {
+		return fmt.Errorf("ref file %q: %s, and it %s, not read: gc refuses to sweep while it is there: remove it", p, why, rr.Why)
+	}
 	if err == nil {
 		if _, err = parseRefLines(b); err == nil {
 			return fmt.Errorf("ref file %q: %s: no checkpoint command lists, restores or removes it, and gc keeps the snapshots it names: rename it to a checkpoint name, or remove the file", p, why)

@@ -11,14 +11,15 @@ import (
 	"github.com/rookhq/rook/agent/inbox"
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
-	"github.com/rookhq/rook/internal/vfs"
 )
 
 // DefaultGCGrace: unreachable objects younger than this are kept.
 const DefaultGCGrace = 10 * time.Minute
 
 // Roots marks every reachable object: each event body of each session
-// (but those in skip, for estimating what deleting them would free),
+// (but those in skip, for estimating what deleting them would free), and
+// of each event log with no .meta beside it (a .meta lost: the log is kept,
+// its events may have been acknowledged; kept lists those that named any),
 // every version of every ref under refs/ (checkpoints, and what later
 // features keep there), and, expanded, the files every reachable snapshot
 // names. A snapshot that cannot be read stops the mark: an incomplete mark
@@ -31,8 +32,8 @@ const DefaultGCGrace = 10 * time.Minute
 // progress (when not nil) is called with the sessions marked so far and
 // their number: on a large store the mark reads every event and every
 // imported line, most of a gc's time.
-func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)) (map[cas.Key]bool, error) {
-	live := map[cas.Key]bool{}
+func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)) (live map[cas.Key]bool, kept []string, err error) {
+	live = map[cas.Key]bool{}
 	// containers are objects that name others: snapshots (their files) and
 	// imported source lines (the strings cut out of them).
 	var snapshots, lines []cas.Key
@@ -82,7 +83,7 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 	}
 	ids, err := r.Log.IDs()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The imported lines' strings are marked after the sessions: each
 	// session counts once, and the lines as a last step.
@@ -100,7 +101,7 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 				// The log's error names the session already, and how to
 				// keep what reads; what lets gc run again is said here, as
 				// a fork alone does not (the damaged log is still read).
-				return nil, fmt.Errorf("%w: gc refuses to sweep with an incomplete mark; once what reads is kept, `rook session rm %s` lets gc run again", err, id)
+				return nil, nil, fmt.Errorf("%w: gc refuses to sweep with an incomplete mark; once what reads is kept, `rook session rm %s` lets gc run again", err, id)
 			}
 			if len(evs) == 0 {
 				break
@@ -111,18 +112,53 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 			from = evs[len(evs)-1].Seq + 1
 		}
 	}
+	// An event log with no .meta beside it is no session, but it is kept
+	// (a .meta lost: its events may have been acknowledged, and with the
+	// .meta put back it is a session again), so what its events name is
+	// kept too, as a session's is, until `rook session rm ID` removes it.
+	orphans, err := LogsWithoutMeta(r.fs, r.home)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list the event logs with no .meta beside them: %w: gc refuses to sweep with an incomplete mark", err)
+	}
+	for _, p := range orphans {
+		id, err := eventlog.ParseID(strings.TrimSuffix(filepath.Base(p), ".log"))
+		if err != nil || skip[id] {
+			continue
+		}
+		read := false
+		for from := uint64(0); ; {
+			evs, err := r.Log.ReadWithoutMeta(id, from, 4096)
+			if errors.Is(err, fs.ErrNotExist) && !read {
+				break // removed since it was listed (`session rm` of it)
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("the event log %s, which has no .meta beside it: %w: gc refuses to sweep with an incomplete mark; once what reads is kept (its .meta put back from a backup, the session forked), `rook session rm %s` removes the log and lets gc run again", p, err, id)
+			}
+			if len(evs) == 0 {
+				break
+			}
+			read = true
+			for _, ev := range evs {
+				mark(ev.Body, markedFrom{session: id, seq: ev.Seq, noMeta: p}, namesCapture(ev))
+			}
+			from = evs[len(evs)-1].Seq + 1
+		}
+		if read {
+			kept = append(kept, p)
+		}
+	}
 	if err := r.walkRefs(func(ref string, id cas.Key) { mark(id, markedFrom{ref: ref}, refNamesCapture(ref)) }, nil); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if unplaced != nil {
-		return nil, unplaced
+		return nil, nil, unplaced
 	}
 	for _, id := range captures {
 		m, err := r.ReadManifest(id)
 		if errors.Is(err, ErrBadManifest) {
 			continue // no manifest (an older rook let any body be a checkpoint's): it names nothing
 		} else if err != nil {
-			return nil, fmt.Errorf("a reachable snapshot %s cannot be read (%v): gc refuses to sweep with an incomplete mark; `rook store verify` shows the damage", cas.Short(id), err)
+			return nil, nil, fmt.Errorf("a reachable snapshot %s cannot be read (%v): gc refuses to sweep with an incomplete mark; `rook store verify` shows the damage", cas.Short(id), err)
 		}
 		for _, f := range m.Files {
 			live[f.ID] = true
@@ -139,7 +175,7 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 			if !asCapture[id] && errors.Is(err, ErrBadManifest) {
 				continue // no manifest, and not read as one: it names nothing
 			}
-			return nil, fmt.Errorf("a reachable snapshot %s cannot be read (%v): gc refuses to sweep with an incomplete mark; `rook store verify` shows the damage", cas.Short(id), err)
+			return nil, nil, fmt.Errorf("a reachable snapshot %s cannot be read (%v): gc refuses to sweep with an incomplete mark; `rook store verify` shows the damage", cas.Short(id), err)
 		}
 		for _, f := range m.Files {
 			live[f.ID] = true
@@ -155,7 +191,7 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 			sl, err = decodeSourceLine(b)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("a reachable imported line %s cannot be read (%v): gc refuses to sweep with an incomplete mark; `rook store verify` shows the damage", cas.Short(id), err)
+			return nil, nil, fmt.Errorf("a reachable imported line %s cannot be read (%v): gc refuses to sweep with an incomplete mark; `rook store verify` shows the damage", cas.Short(id), err)
 		}
 		for _, c := range sl.Cuts {
 			live[c.ID] = true
@@ -164,7 +200,7 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 	if progress != nil {
 		progress(total, total)
 	}
-	return live, nil
+	return live, kept, nil
 }
 
 // namesCapture says whether ev's body is read as a capture manifest by
@@ -187,12 +223,21 @@ type markedFrom struct {
 	session eventlog.ID
 	seq     uint64
 	ref     string
+	noMeta  string // the event log of session, which has no .meta beside it
+}
+
+// event is the event the mark found an object in, as the user knows it.
+func (m markedFrom) event() string {
+	if m.noMeta != "" {
+		return fmt.Sprintf("event #%d of the event log %s (no .meta beside it)", m.seq, m.noMeta)
+	}
+	return fmt.Sprintf("session %s event #%d", m.session, m.seq)
 }
 
 // unknownKind is the error of a mark that found id, named from here, and
 // could not look up its kind (err: a read of the index that failed).
 func (m markedFrom) unknownKind(id cas.Key, err error) error {
-	what := fmt.Sprintf("the body of session %s event #%d", m.session, m.seq)
+	what := "the body of " + m.event()
 	if m.ref != "" {
 		what = "named by ref " + m.ref
 	}
@@ -206,13 +251,18 @@ func (m markedFrom) missing(id cas.Key) error {
 	if m.ref != "" {
 		return fmt.Errorf("object %s, named by ref %s, %s; put the object back (`rook store put` of its bytes, if you have them), or remove the ref to let gc run again", cas.Short(id), m.ref, why)
 	}
+	if m.noMeta != "" {
+		return fmt.Errorf("object %s, the body of %s, %s; put the object back (`rook store put` of its bytes, if you have them), or `rook session rm %s` removes the log, to let gc run again", cas.Short(id), m.event(), why, m.session)
+	}
 	return fmt.Errorf("object %s, the body of session %s event #%d, %s; put the object back (`rook store put` of its bytes, if you have them), or `rook session fork %s --at %d` to keep the events before it, then `rook session rm %s`, to let gc run again", cas.Short(id), m.session, m.seq, why, m.session, m.seq, m.session)
 }
 
 // walkRefs calls mark for every object id any ref file names, with the
 // file's path under the home: refs are text files of lines whose first
-// field is a 32-hex id. A ref file that does not parse is an error, or,
-// when bad is not nil, passed to it and passed over.
+// field is a 32-hex id. A ref file that does not read or parse is an
+// error, or, when bad is not nil, passed to it and passed over: so is one
+// that is no regular file or is too large (readRefFile: a named pipe is
+// not waited on, a device not read without end).
 func (r *Rook) walkRefs(mark func(ref string, id cas.Key), bad func(ref string, err error)) error {
 	var walk func(dir string) error
 	walk = func(dir string) error {
@@ -231,11 +281,18 @@ func (r *Rook) walkRefs(mark func(ref string, id cas.Key), bad func(ref string, 
 				}
 				continue
 			}
-			b, err := vfs.ReadFile(r.fs, p)
-			if err != nil {
-				return err
+			var lines []refLine
+			b, err := readRefFile(r.fs, p)
+			if errors.Is(err, fs.ErrNotExist) {
+				if _, lerr := r.fs.Lstat(p); errors.Is(lerr, fs.ErrNotExist) {
+					continue // listed, then removed (`checkpoint rm` of another rook)
+				}
+				// A link to nothing: what it named is unknown.
+				err = fmt.Errorf("a link to nothing (%w)", err)
 			}
-			lines, err := parseRefLines(b)
+			if err == nil {
+				lines, err = parseRefLines(b)
+			}
 			if err != nil {
 				if strings.HasPrefix(e.Name(), ".") {
 					continue // a durable-write temp file
@@ -249,8 +306,19 @@ func (r *Rook) walkRefs(mark func(ref string, id cas.Key), bad func(ref string, 
 				fix := "fix or remove the file"
 				// Only a checkpoint's name: rm refuses any other ("a b",
 				// an editor's "#k#"), and the file is then to remove.
-				if filepath.Base(dir) == "checkpoints" && filepath.Dir(dir) == filepath.Join(r.home, RefsDir) && checkpointName.MatchString(e.Name()) {
+				isCheckpoint := filepath.Base(dir) == "checkpoints" && filepath.Dir(dir) == filepath.Join(r.home, RefsDir) && checkpointName.MatchString(e.Name())
+				if isCheckpoint {
 					fix = fmt.Sprintf("fix the file, or `rook checkpoint rm %s` removes the checkpoint", e.Name())
+				}
+				if rr := (*RefRefusedError)(nil); errors.As(err, &rr) {
+					// Not read at all (a named pipe is not waited on, a
+					// device not read without end): what it names is as
+					// unknown as a ref that does not parse.
+					fix = "remove it, or put the right ref file back in its place"
+					if isCheckpoint {
+						fix = fmt.Sprintf("put the right ref file back in its place, or `rook checkpoint rm %s` removes it", e.Name())
+					}
+					return fmt.Errorf("ref %s %s, not read: gc refuses to sweep with an incomplete mark; %s", p, rr.Why, fix)
 				}
 				return fmt.Errorf("ref %s: %v: gc refuses to sweep with an incomplete mark; %s", p, err, fix)
 			}
@@ -280,11 +348,12 @@ func (r *Rook) GC(grace time.Duration, dryRun bool, mark, progress func(done, to
 	if err := r.eventsDirThere(); err != nil {
 		return cas.GCReport{}, err
 	}
-	live, err := r.Roots(nil, mark)
+	live, kept, err := r.Roots(nil, mark)
 	if err != nil {
 		return cas.GCReport{}, err
 	}
 	rep, err := r.Store.Collect(cas.GCOptions{Live: func(id cas.Key) bool { return live[id] }, Grace: grace, DryRun: dryRun, Progress: progress})
+	rep.KeptLogsWithoutMeta = kept
 	if err != nil {
 		return rep, err
 	}

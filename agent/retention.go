@@ -771,11 +771,12 @@ func (r *Rook) gcPlanWithout(gone []SessionRef, grace time.Duration, mark, progr
 	for _, g := range gone {
 		skip[g.ID] = true
 	}
-	live, err := r.Roots(skip, mark)
+	live, kept, err := r.Roots(skip, mark)
 	if err != nil {
 		return cas.GCReport{}, err
 	}
 	rep, err := r.Store.Collect(cas.GCOptions{Live: func(id cas.Key) bool { return live[id] }, Grace: grace, DryRun: true, Progress: progress})
+	rep.KeptLogsWithoutMeta = kept
 	if err != nil {
 		return rep, err
 	}

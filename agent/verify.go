@@ -27,8 +27,9 @@ type ReferenceReport struct {
 	Named    int                `json:"objects_named"`
 	Problems []ReferenceProblem `json:"problems"`
 	// LogsWithoutMeta are the event logs (paths) with no .meta beside
-	// them: no session, so nothing lists them, and gc, which marks from
-	// the sessions, does not keep what their events name. Named, not
+	// them: no session, so nothing lists them; gc keeps what their events
+	// name all the same (a .meta lost: with it put back, the log is a
+	// session again), until `rook session rm ID` removes the log. Named, not
 	// problems: a session rm or prune that stopped part way (a full
 	// disk) leaves one, of a session the user removed, until the next
 	// writer's open removes it (eventlog: the dirty marker tags it).
@@ -281,7 +282,13 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 		rep.Refs++
 		check(id, ReferenceProblem{Ref: ref}, refNamesCapture(ref))
 	}, func(ref string, err error) {
-		rep.Problems = append(rep.Problems, ReferenceProblem{Ref: ref, Reason: fmt.Sprintf("does not parse (%v): fix or remove the file (what it names is not known, and gc refuses to sweep while it is there)", err)})
+		reason := fmt.Sprintf("does not parse (%v): fix or remove the file (what it names is not known, and gc refuses to sweep while it is there)", err)
+		if rr := (*RefRefusedError)(nil); errors.As(err, &rr) {
+			reason = fmt.Sprintf("%s, not read: remove it, or put the right ref file back in its place (what it names is not known, and gc refuses to sweep while it is there)", rr.Why)
+		} else if errors.As(err, new(*fs.PathError)) {
+			reason = fmt.Sprintf("does not read (%v): fix or remove the file (what it names is not known, and gc refuses to sweep while it is there)", err)
+		}
+		rep.Problems = append(rep.Problems, ReferenceProblem{Ref: ref, Reason: reason})
 	}); err != nil {
 		return rep, err
 	}
@@ -375,7 +382,7 @@ func (r *Rook) unreadLogReason(m eventlog.Meta, err error) string {
 }
 
 // NoMetaReason says what an event log with no .meta is, and what to do.
-const NoMetaReason = "an event log with no .meta beside it: no session lists its events (a session rm or prune that stopped part way, or an import or `session new` stopped before its .meta was written, leaves one until the next writer's open removes it (the next import, say); a .meta lost leaves one that nothing removes unasked, as its events may have been acknowledged), and gc, which keeps what sessions name, does not keep the objects they name; if its session was not removed, put its .meta back from a backup; if it was, `rook session rm ID` (ID: the log's file name without .log) removes the log"
+const NoMetaReason = "an event log with no .meta beside it: no session lists its events (a session rm or prune that stopped part way, or an import or `session new` stopped before its .meta was written, leaves one until the next writer's open removes it (the next import, say); a .meta lost leaves one that nothing removes unasked, as its events may have been acknowledged), and gc keeps the objects they name until the log is removed; if its session was not removed, put its .meta back from a backup; if it was, `rook session rm ID` (ID: the log's file name without .log) removes the log"
 
 // NoMetaWhileWriting says what an event log with no .meta is while a
 // writer (holder: the lock file's "pid N (command)") holds the store: an

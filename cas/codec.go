@@ -66,6 +66,16 @@ func (e *encoder) get(dictID uint32) (*zstd.Encoder, error) {
 	return enc, nil
 }
 
+// forget closes and drops the encoder of dictID, a dictionary dropped.
+func (e *encoder) forget(dictID uint32) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if enc, ok := e.encs[dictID]; ok {
+		enc.Close()
+		delete(e.encs, dictID)
+	}
+}
+
 // encode compresses raw with the given dictionary (dict.None for none) and
 // returns the codec actually used and dst with the stored bytes appended.
 // A block that would not shrink is stored raw, so nothing is ever stored

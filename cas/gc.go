@@ -49,6 +49,17 @@ type GCReport struct {
 	// agent.Rook.GC fills them too.
 	ImportStates     int   `json:"import_states"`
 	ImportStateBytes int64 `json:"import_state_bytes"`
+	// KeptLogsWithoutMeta: the event logs (paths) with no .meta beside
+	// them whose events' objects the mark kept, as a session's are (a
+	// .meta lost: the log is kept, its events may have been acknowledged).
+	// agent.Rook.GC fills it.
+	KeptLogsWithoutMeta []string `json:"kept_logs_without_meta,omitempty"`
+	// DictionariesMayHold: the dictionaries that may hold pieces of the
+	// objects collected (a dry run: to collect): each of their kind
+	// trained once one of them was in the store (its created time at or
+	// after the object's record's), and any damaged one (its kind and time
+	// unknown). `rook store repack --drop-dictionary ID` removes one.
+	DictionariesMayHold []DictionaryMayHold `json:"dictionaries_may_hold,omitempty"`
 }
 
 // Collect removes unreachable objects. It plans first: every index entry is
@@ -79,6 +90,9 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 	rep.DiskBefore, rep.DiskAfter = disk.Total, disk.Total
 	cutoff := s.opts.Clock.Now().Add(-opts.Grace).Unix()
 	dead := map[Key]bool{}
+	// deadSince: per kind, the oldest collected object's created time:
+	// a dictionary of the kind trained since may hold pieces of it.
+	deadSince := map[Kind]int64{}
 	hdrs := map[blockKey]recordHeader{}
 	liveIn := map[uint32]int{}
 	deadIn := map[uint32]int{}
@@ -118,6 +132,9 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 			rep.CollectableStored += e.Stored
 			dead[id] = true
 			deadIn[e.Loc.Segment]++
+			if since, ok := deadSince[e.Kind]; !ok || created < since {
+				deadSince[e.Kind] = created
+			}
 		}
 		return true
 	})
@@ -130,6 +147,7 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("plan gc: %w: nothing collected", s.indexErr(err))
 	}
+	rep.DictionariesMayHold = s.dictionariesMayHold(deadSince)
 	if opts.DryRun {
 		return rep, nil
 	}
@@ -230,9 +248,14 @@ type KeptSegment struct {
 // new segments; the index is switched in one commit; then the old segments
 // go. Stale copies (superseded, never acknowledged) are dropped on the way.
 func (s *Store) Repack(progress func(done, total int64)) (RepackReport, error) {
-	var rep RepackReport
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.repackLocked(progress)
+}
+
+// repackLocked is Repack, s.mu held.
+func (s *Store) repackLocked(progress func(done, total int64)) (RepackReport, error) {
+	var rep RepackReport
 	if err := s.writable(); err != nil {
 		return rep, err
 	}

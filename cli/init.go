@@ -281,8 +281,8 @@ func doctorSessions(e *Env, r *doctorReport) []string {
 	if logs, err := agent.LogsWithoutMeta(e.FS, e.Home); err != nil {
 		r.Warnings = append(r.Warnings, "cannot list the sessions' logs: "+err.Error())
 	} else if len(logs) > 0 {
-		// No session: counted nowhere, and gc does not keep what their
-		// events name. A warning: a session rm that stopped part way
+		// No session: counted nowhere (gc keeps what their events name
+		// all the same, until the log is removed). A warning: a session rm that stopped part way
 		// leaves one, of a session removed (an import running may have
 		// one it has not finished creating).
 		r.LogsWithoutMeta = logs
@@ -292,7 +292,7 @@ func doctorSessions(e *Env, r *doctorReport) []string {
 			// The backup or rm advice would lose sessions being made.
 			r.Warnings = append(r.Warnings, fmt.Sprintf("%d event log(s) in %s have no .meta beside them yet (%s): the writer %s may be creating them (an import writes each session's .meta after its log): run `rook doctor` again once it ends", len(logs), filepath.Join(e.Home, cas.EventsDir), strings.Join(logs, ", "), holder))
 		} else {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("%d event log(s) in %s have no .meta beside them (%s): no session lists their events, and gc does not keep the objects they name: if their session was not removed, put each .meta back from a backup; if it was, `rook session rm ID` (ID: the log's file name without .log) removes it", len(logs), filepath.Join(e.Home, cas.EventsDir), strings.Join(logs, ", ")))
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%d event log(s) in %s have no .meta beside them (%s): no session lists their events, and gc keeps the objects they name until the log is removed: if their session was not removed, put each .meta back from a backup; if it was, `rook session rm ID` (ID: the log's file name without .log) removes it", len(logs), filepath.Join(e.Home, cas.EventsDir), strings.Join(logs, ", ")))
 		}
 	}
 	if u == nil {

@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/dict"
 )
 
 // maxDictSize is the largest dictionary `store train --size` makes.
@@ -211,25 +214,63 @@ func printSwept(w io.Writer, prefix string, rep cas.GCReport) {
 	if rep.ImportStates > 0 {
 		fmt.Fprintf(w, "%s%s %d import state(s) of transcripts gone, rewritten or deleted (%s)\n", prefix, what, rep.ImportStates, formatBytes(rep.ImportStateBytes))
 	}
+	for _, d := range rep.DictionariesMayHold {
+		kind := d.Kind
+		if kind == "" {
+			kind = "damaged"
+		}
+		fmt.Fprintf(w, "%s%s dictionary %d (%s) was trained while objects of its kind that gc %s were in the store: it may hold pieces of them (a secret among them); `rook store repack --drop-dictionary %d` deletes it (then `rook store train` trains anew from what is kept)\n", prefix, kind, d.ID, d.File, what, d.ID)
+	}
+	kept := "kept"
+	if rep.DryRun {
+		kept = "keeps"
+	}
+	for _, p := range rep.KeptLogsWithoutMeta {
+		id := strings.TrimSuffix(filepath.Base(p), ".log")
+		fmt.Fprintf(w, "%s%s the objects named by %s, an event log with no .meta beside it (its events may have been acknowledged): put its .meta back from a backup to make it a session again, or `rook session rm %s` removes it and lets gc collect them\n", prefix, kept, terminalLine(p), id)
+	}
 }
 
 // StoreRepackCmd is `rook store repack`.
-type StoreRepackCmd struct{}
+type StoreRepackCmd struct {
+	DropDictionary []uint32 `name:"drop-dictionary" help:"Delete these dictionaries (ids, as gc and store stat name them): every record naming one is rewritten without it first; its id is never given out again." placeholder:"ID"`
+}
 
 func (c *StoreRepackCmd) Run(e *Env) error {
 	var rep cas.RepackReport
+	var drop cas.DropReport
 	err := e.write(func(r *agent.Rook) (err error) {
 		p := newProgress(e.Stderr, "repack")
-		rep, err = r.Store.Repack(p.update)
+		if len(c.DropDictionary) > 0 {
+			drop, err = r.Store.DropDictionaries(c.DropDictionary, p.update)
+			rep = drop.RepackReport
+		} else {
+			rep, err = r.Store.Repack(p.update)
+		}
 		p.done()
 		return err
 	})
+	if bad := (*cas.BadDropError)(nil); errors.As(err, &bad) {
+		return usageErr("%v", bad)
+	}
 	if err != nil {
+		// Those deleted before a refusal are said, then the refusal.
+		for _, id := range drop.Dropped {
+			fmt.Fprintf(e.Stdout, "dropped dictionary %d (%s deleted)\n", id, filepath.Join(e.Home, cas.DictDir, dict.FileName(id)))
+		}
 		return err
 	}
 	if e.JSON {
+		var out any = rep
+		if len(c.DropDictionary) > 0 {
+			if drop.Dropped == nil {
+				drop.Dropped = []uint32{}
+			}
+			drop.RepackReport = rep
+			out = drop
+		}
 		// A failed write is Main's to tell, after the verdict below.
-		if err := unprinted(e.printJSON(rep)); err != nil {
+		if err := unprinted(e.printJSON(out)); err != nil {
 			return err
 		}
 	} else {
@@ -238,6 +279,9 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 		printSegmentsLeft(e.Stdout, "", rep.SegmentsLeft)
 		for _, k := range rep.KeptNeedsDict {
 			fmt.Fprintf(e.Stdout, "kept segment %s: its records need dictionary %d, which cannot be loaded (%s): put %s back from a backup\n", k.Segment, k.Dict, k.Problem, k.File)
+		}
+		for _, id := range drop.Dropped {
+			fmt.Fprintf(e.Stdout, "dropped dictionary %d (%s deleted): no record names it; `rook store train` may train anew from what the store keeps\n", id, filepath.Join(e.Home, cas.DictDir, dict.FileName(id)))
 		}
 	}
 	// Exit 1 with --json too: a script must not read damage, or objects

@@ -472,7 +472,7 @@ func (c *VerifyCmd) Run(e *Env) error {
 		if creating != "" {
 			fmt.Fprintf(e.Stderr, "rook: note: %d event log(s) have no .meta beside them yet (%s): the writer %s may be creating them: run `rook store verify` again once it ends\n", n, where, creating)
 		} else {
-			fmt.Fprintf(e.Stderr, "rook: note: %d event log(s) have no .meta beside them (%s): gc does not keep the objects their events name\n", n, where)
+			fmt.Fprintf(e.Stderr, "rook: note: %d event log(s) have no .meta beside them (%s): gc keeps the objects their events name until each log is put back as a session (its .meta) or removed (`rook session rm ID`)\n", n, where)
 		}
 	}
 	if rep.TornTail != "" && !e.JSON {

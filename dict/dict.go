@@ -1,8 +1,10 @@
 // Package dict holds the zstd dictionaries rook compresses with. Each is
 // immutable, has a stable numeric id that every record compressed with it
 // names (so decoding never tries several), and belongs to one object kind.
-// Retraining adds a new dictionary with a new id; none is ever rewritten or
-// deleted, so no record can lose the dictionary it needs.
+// Retraining adds a new dictionary with a new id; none is ever rewritten.
+// One is deleted only when it is dropped (`rook store repack
+// --drop-dictionary N`: a dictionary trained on objects since collected may
+// hold pieces of them), and only once no record names it (Drop).
 //
 // On disk: DIR/<id as 8 decimal digits>.zdict, written once through the
 // durable-write helper:
@@ -22,6 +24,11 @@
 //
 //	magic "rookdhi1" [8] | version u16 (=1) | reserved u16 (=0)
 //	highest u32 | crc32c u32 of bytes [0,16)
+//
+// DIR/<id>.dropped marks a dictionary dropped: written (durably) once no
+// record names it, before its .zdict file is deleted. A dictionary with
+// the mark is no kind's newest (nothing compresses with it again), and
+// one whose file is gone is not missing.
 package dict
 
 import (
@@ -145,7 +152,18 @@ type Dir struct {
 	// and reading and checking a 4 MiB file each time took 5 ms. A file
 	// that changed since (put back from a backup) is read again.
 	damaged map[uint32]damagedFile
+	// withheld: ids no new record may use (being dropped: Withhold), and
+	// dropped, those whose drop mark is written (their file may be there
+	// still, when a drop was cut short).
+	withheld map[uint32]bool
+	dropped  map[uint32]bool
 }
+
+// DroppedSuffix names a dictionary's drop mark: DIR/<id>.dropped.
+const DroppedSuffix = ".dropped"
+
+// DroppedName is the drop mark's file name of dictionary id.
+func DroppedName(id uint32) string { return fmt.Sprintf("%08d%s", id, DroppedSuffix) }
 
 // damagedFile is why a dictionary file did not decode, and which file
 // that was.
@@ -211,7 +229,8 @@ func Decode(b []byte) (Info, []byte, error) {
 // open: its dictionary is listed as damaged, and Lookup of its id says so,
 // so the objects that need it are reported, never silently dropped.
 func OpenDir(fsys vfs.FS, dir string) (*Dir, error) {
-	d := &Dir{fs: fsys, dir: dir, content: map[uint32][]byte{}, info: map[uint32]Info{}, newest: map[uint8]uint32{}, damaged: map[uint32]damagedFile{}}
+	d := &Dir{fs: fsys, dir: dir, content: map[uint32][]byte{}, info: map[uint32]Info{}, newest: map[uint8]uint32{}, damaged: map[uint32]damagedFile{},
+		withheld: map[uint32]bool{}, dropped: map[uint32]bool{}}
 	ents, err := fsys.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return d, nil
@@ -229,6 +248,12 @@ func OpenDir(fsys vfs.FS, dir string) (*Dir, error) {
 		d.highestErr = err
 	}
 	for _, e := range ents {
+		if name, ok := strings.CutSuffix(e.Name(), DroppedSuffix); ok && len(name) == 8 {
+			if id, err := strconv.ParseUint(name, 10, 32); err == nil && id != 0 {
+				d.dropped[uint32(id)] = true
+			}
+			continue
+		}
 		name, ok := strings.CutSuffix(e.Name(), ".zdict")
 		if !ok || len(name) != 8 {
 			continue
@@ -255,11 +280,84 @@ func OpenDir(fsys vfs.FS, dir string) (*Dir, error) {
 		in.File = path
 		d.info[id] = in
 		d.content[id] = content
+	}
+	d.newestLocked()
+	return d, nil
+}
+
+// newestLocked sets each kind's newest dictionary: the highest id of a
+// good one that is neither dropped nor withheld.
+func (d *Dir) newestLocked() {
+	clear(d.newest)
+	for id, in := range d.info {
+		if in.Damaged != "" || d.dropped[id] || d.withheld[id] {
+			continue
+		}
 		if id > d.newest[in.Kind] {
 			d.newest[in.Kind] = id
 		}
 	}
-	return d, nil
+}
+
+// Withhold makes the dictionaries ids no kind's newest, in this Dir: what
+// is compressed from now on uses the kind's newest other one (or none), so
+// a rewrite of every record leaves none naming them (Drop's first step).
+func (d *Dir) Withhold(ids []uint32) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range ids {
+		d.withheld[id] = true
+	}
+	d.newestLocked()
+}
+
+// Known says whether dictionary id has a file here, and whether it was
+// dropped (its mark written; its file may be there still).
+func (d *Dir) Known(id uint32) (present, dropped bool) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	_, present = d.info[id]
+	return present, d.dropped[id]
+}
+
+// Dropped lists the dictionaries dropped (their marks), by id.
+func (d *Dir) Dropped() []uint32 {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	out := make([]uint32, 0, len(d.dropped))
+	for id := range d.dropped {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Drop deletes dictionary id, which the caller has made sure no record
+// names (and withheld, so none will): it writes the drop mark durably,
+// then deletes the file and syncs the directory. A crash between leaves
+// the file and the mark: the dictionary is no kind's newest, reads as
+// before, and a drop again deletes it. Its id stays given out (HIGHEST).
+func (d *Dir) Drop(id uint32) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.withheld[id] {
+		return fmt.Errorf("dictionary %d is not withheld: records may name it", id)
+	}
+	if err := d.fs.WriteFileAtomic(filepath.Join(d.dir, DroppedName(id)), []byte("dropped\n"), 0o600); err != nil {
+		return fmt.Errorf("mark dictionary %d dropped: %w", id, err)
+	}
+	d.dropped[id] = true
+	path := filepath.Join(d.dir, FileName(id))
+	if err := d.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete dictionary %d (%s): %w: it is marked dropped (nothing compresses with it again); run the drop again to delete it", id, path, err)
+	}
+	if err := d.fs.SyncDir(d.dir); err != nil {
+		return fmt.Errorf("delete dictionary %d (%s): sync %s: %w: a crash may bring the file back (marked dropped, nothing compresses with it); run the drop again to delete it", id, path, d.dir, err)
+	}
+	delete(d.info, id)
+	delete(d.content, id)
+	delete(d.damaged, id)
+	return nil
 }
 
 // Lookup returns a dictionary's content. A dictionary this Dir has not
@@ -362,7 +460,7 @@ func (d *Dir) Missing() []uint32 {
 	}
 	var out []uint32
 	for id := uint32(1); id <= hi && id != 0; id++ {
-		if _, ok := d.info[id]; !ok {
+		if _, ok := d.info[id]; !ok && !d.dropped[id] {
 			out = append(out, id)
 		}
 	}
@@ -458,6 +556,9 @@ func (d *Dir) maxFileLocked() uint32 {
 	hi := uint32(0)
 	for id := range d.info {
 		hi = max(hi, id)
+	}
+	for id := range d.dropped {
+		hi = max(hi, id) // a dropped id is never given out again either
 	}
 	return hi
 }

@@ -538,7 +538,7 @@ func (l *Log) removeOrphanLogs(sizes map[ID]int64, tags map[ID]string, forks map
 				// rewritten without it): the notice keeps what it says.
 				was = fmt.Sprintf("; WRITER-ACTIVE recorded it as the fork of session %s at event %d (title %q), but the log does not read as that fork's (its header, or its copy of the first %d events, damaged): `rook session fork %s --at %d` makes the fork again from its parent", *fm.Parent, *fm.ForkAt, fm.Title, *fm.ForkAt, *fm.Parent, *fm.ForkAt)
 			}
-			l.Notices = append(l.Notices, fmt.Sprintf("kept %s: an event log with no .meta beside it, holding %d bytes of events that may have been acknowledged, so recovery does not remove it: no session lists them, and gc does not keep the objects they name; if its session was not removed, put its .meta back from a backup; if it was, `rook session rm %s` removes the log (`rook doctor` and `rook store verify` list it)%s", path, fi.Size()-logHeaderSize, id, was))
+			l.Notices = append(l.Notices, fmt.Sprintf("kept %s: an event log with no .meta beside it, holding %d bytes of events that may have been acknowledged, so recovery does not remove it: no session lists them, and gc keeps the objects they name until the log is removed; if its session was not removed, put its .meta back from a backup; if it was, `rook session rm %s` removes the log (`rook doctor` and `rook store verify` list it)%s", path, fi.Size()-logHeaderSize, id, was))
 			continue
 		}
 		if err := l.fs.Remove(path); err != nil {
@@ -1778,6 +1778,14 @@ func (e *UnreadableError) Unwrap() []error { return e.Errs }
 // At damage (ErrBadRecord) it returns the events before it with the error.
 func (l *Log) Read(id ID, from uint64, limit int) ([]Event, error) {
 	return l.read(id, from, limit, l.openSession)
+}
+
+// ReadWithoutMeta is Read of the event log of id whether or not a .meta is
+// beside it: a log whose .meta was lost is kept (its events may have been
+// acknowledged; with its .meta put back it is a session again), and gc
+// keeps what its events name.
+func (l *Log) ReadWithoutMeta(id ID, from uint64, limit int) ([]Event, error) {
+	return l.read(id, from, limit, l.openLog)
 }
 
 // ReadOf is Read for a session whose metadata the caller has read already

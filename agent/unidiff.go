@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
 // DiffFile is one path's change, for WriteGitDiff.
@@ -53,9 +51,9 @@ type DiffFile struct {
 // Changes separated by at most 2*diffContext unchanged lines share one hunk.
 const diffContext = 3
 
-// maxDiffLines bounds the lines handed to the line differ: diffmatchpatch maps every distinct
-// line to one rune, so it cannot represent much more than a million distinct lines.
-// Bigger inputs get a plain "replace the differing middle" diff, which is still correct.
+// maxDiffLines bounds the lines handed to the line differ (myersLines, which has bounds of
+// its own). Bigger inputs get a plain "replace the differing middle" diff, which is still
+// correct.
 const maxDiffLines = 1_000_000
 
 // ANSI colours of git's default palette.
@@ -530,83 +528,6 @@ func diffLines(a, b []string) []change {
 	for i := range changes {
 		changes[i].i1 += pre
 		changes[i].i2 += pre
-	}
-	return changes
-}
-
-// myersLines diffs a and b line by line with diffmatchpatch. It returns nil if the result
-// does not check out as a valid alignment of a and b (which would be a bug in the differ).
-func myersLines(a, b []string) []change {
-	dmp := diffmatchpatch.New()
-	r1, r2, _ := dmp.DiffLinesToRunes(strings.Join(a, ""), strings.Join(b, ""))
-	if len(r1) != len(a) || len(r2) != len(b) {
-		return nil
-	}
-	// No line in common (a rewrite): the answer is known, and the differ would only spend
-	// its whole time budget finding it.
-	inA := make(map[rune]bool, len(r1))
-	for _, r := range r1 {
-		inA[r] = true
-	}
-	shared := false
-	for _, r := range r2 {
-		if inA[r] {
-			shared = true
-			break
-		}
-	}
-	if !shared {
-		return []change{{0, len(a), 0, len(b)}}
-	}
-	diffs := dmp.DiffMainRunes(r1, r2, false)
-
-	var changes []change
-	i, j := 0, 0
-	open := false // the last element of changes is still growing
-	for _, df := range diffs {
-		n := utf8.RuneCountInString(df.Text)
-		switch df.Type {
-		case diffmatchpatch.DiffEqual:
-			if i+n > len(a) || j+n > len(b) {
-				return nil
-			}
-			for k := 0; k < n; k++ {
-				if a[i+k] != b[j+k] {
-					return nil
-				}
-			}
-			i, j = i+n, j+n
-			open = false
-			continue
-		case diffmatchpatch.DiffDelete:
-			if i+n > len(a) {
-				return nil
-			}
-		case diffmatchpatch.DiffInsert:
-			if j+n > len(b) {
-				return nil
-			}
-		default:
-			return nil
-		}
-		if n == 0 {
-			continue
-		}
-		if !open {
-			changes = append(changes, change{i1: i, i2: j})
-			open = true
-		}
-		c := &changes[len(changes)-1]
-		if df.Type == diffmatchpatch.DiffDelete {
-			c.n1 += n
-			i += n
-		} else {
-			c.n2 += n
-			j += n
-		}
-	}
-	if i != len(a) || j != len(b) {
-		return nil
 	}
 	return changes
 }

@@ -1118,13 +1118,18 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	res := ImportedFile{Path: f.path}
 	problemsBefore, leftOutBefore := len(rep.Problems), rep.ProblemsLeftOut // those of the files before
 	fail := func(err error) ImportedFile {
-		// An object of the session it adds to that does not read: a
-		// plain import cannot mend it, --reread can (a lost dictionary
-		// file is another matter, and its message says what to do).
+		// An object of the session it adds to that does not read, or
+		// that the store's index lacks (a reindex past a damaged region
+		// dropped it): a plain import cannot mend it, --reread can (a
+		// lost dictionary file is another matter, and its message says
+		// what to do).
 		var ce *cas.CorruptError
 		var nd *cas.NeedsDictError
+		var nf *cas.NotFoundError
 		if errors.As(err, &ce) && !errors.As(err, &nd) {
 			err = fmt.Errorf("%w: `rook import %s --reread` of this file reads it again and puts the damaged objects back", err, opts.Format)
+		} else if errors.As(err, &nf) {
+			err = fmt.Errorf("%w (the store's index lacks it: a reindex past damage dropped it): `rook import %s --reread` of this file reads it again and puts the missing objects back", err, opts.Format)
 		}
 		if res.Lines == 0 && r.goneSource(f.path, err) {
 			// Listed by the walk, then deleted or moved away before it
@@ -3119,7 +3124,8 @@ func unreadWayOut(known map[string]eventlog.Meta, fork eventlog.ID, err error) s
 // its transcript imported again, which links it anew. Anything else (a
 // lost dictionary file, whose objects read again once it is back; a file
 // the system will not open; a record damaged inside the log; an object
-// missing, which --reread does not add) is not mended by removing the
+// missing, which verify says how to find again or put back: a reindex,
+// or --reread for an imported session's) is not mended by removing the
 // session, and verify says what is wrong, as it does for those.
 func unreadHow(id eventlog.ID, src *eventlog.Source, err error) string {
 	const verify = "`rook store verify` checks the rest of the store"

@@ -17,8 +17,13 @@ type RereadReport struct {
 	Format   string         `json:"format"`
 	Files    int            `json:"files"`            // transcript files read
 	Objects  int            `json:"objects"`          // objects the files make
-	Restored int            `json:"restored"`         // of those, stored copies that did not read and now do
+	Restored int            `json:"restored"`         // of those, stored copies that did not read (or were missing) and now do
 	Failed   []ImportedFile `json:"failed,omitempty"` // files that could not be read
+	// Sessions are this store's sessions imported from the files read
+	// (and not failed): what is still unreadable of theirs after is of
+	// bytes their files no longer hold; what is unreadable of any other
+	// session's is not the files read's to repair.
+	Sessions []string `json:"sessions"`
 }
 
 // Reread repairs damaged objects from the transcripts they were imported
@@ -29,9 +34,12 @@ type RereadReport struct {
 // its sessions are not written, and an import that reads a session whose
 // objects are damaged stops there); then every object the scratch store
 // holds whose id is in this store but does not read back is put again,
-// which rewrites it (cas Put repairs an unreadable copy). No event,
-// session, metadata or import state of this store is written, and an
-// object this store does not hold is not added.
+// which rewrites it (cas Put repairs an unreadable copy), and so is every
+// one this store's index lacks that something of this store names (a
+// session's event, a ref, or a snapshot or imported line one of those
+// names): a reindex that skipped a damaged region dropped it, and it is
+// this store's, missing. No event, session, metadata or import state of
+// this store is written, and an object nothing here names is not added.
 //
 // What it cannot repair stays damaged: an object of bytes the file no
 // longer holds (it changed since, not only grew), and one an import
@@ -81,7 +89,7 @@ func (r *Rook) Reread(opts ImportOptions, scratchMade func(dir string) (done fun
 	// The files are read in the steps their imports read them: each as
 	// far as the first import of it that stopped reading stopped, and
 	// on to the next stop, and so on, then whole.
-	stops, err := r.rereadStops(scratch, opts)
+	stops, sessions, err := r.rereadStops(scratch, opts)
 	if err != nil {
 		return rep, err
 	}
@@ -131,30 +139,72 @@ func (r *Rook) Reread(opts ImportOptions, scratchMade func(dir string) (done fun
 	for _, p := range order {
 		rep.Failed = append(rep.Failed, failed[p])
 	}
+	rep.Sessions = []string{}
+	for path, ids := range sessions {
+		if _, bad := failed[path]; !bad {
+			rep.Sessions = append(rep.Sessions, ids...)
+		}
+	}
+	slices.Sort(rep.Sessions)
 	objs, err := scratch.Store.List(0, 0)
 	if err != nil {
 		return rep, fmt.Errorf("list the scratch store's objects: %w", err)
 	}
 	rep.Objects = len(objs)
+	put := func(o cas.ObjectInfo) error {
+		data, gerr := scratch.Store.Get(o.ID)
+		if gerr != nil {
+			return fmt.Errorf("read object %s back from the scratch store: %w", cas.Short(o.ID), gerr)
+		}
+		res, perr := r.Store.Put(o.Kind, data)
+		if perr != nil {
+			return fmt.Errorf("put object %s back: %w", cas.Short(o.ID), perr)
+		}
+		if res.Repaired || !res.Existed {
+			rep.Restored++
+		}
+		return nil
+	}
+	var absent []cas.ObjectInfo // not in this store's index
 	for _, o := range objs {
 		if _, gerr := r.Store.Get(o.ID); gerr == nil {
 			continue
 		} else if nf := (*cas.NotFoundError)(nil); errors.As(gerr, &nf) {
-			continue // not this store's: nothing to repair
+			absent = append(absent, o)
+			continue
 		} else if ce := (*cas.CorruptError)(nil); !errors.As(gerr, &ce) {
 			return rep, gerr // the store itself fails (its index): not for a put to mend
 		}
-		data, gerr := scratch.Store.Get(o.ID)
-		if gerr != nil {
-			return rep, fmt.Errorf("read object %s back from the scratch store: %w", cas.Short(o.ID), gerr)
+		if err := put(o); err != nil {
+			return rep, err
 		}
-		res, perr := r.Store.Put(o.Kind, data)
-		if perr != nil {
-			return rep, fmt.Errorf("put object %s back: %w", cas.Short(o.ID), perr)
+	}
+	// An object the index lacks is this store's when something of it
+	// names it, and missing. Put back in rounds: a snapshot or imported
+	// line put back names more (its files, its cuts) that nothing named
+	// while it was missing.
+	for len(absent) > 0 {
+		refs, err := r.VerifyReferences(nil)
+		if err != nil {
+			return rep, fmt.Errorf("read this store's sessions for the objects they name: %w", err)
 		}
-		if res.Repaired {
-			rep.Restored++
+		if refs.namedAt == nil {
+			break
 		}
+		var rest []cas.ObjectInfo
+		for _, o := range absent {
+			if _, named := refs.namedAt(o.ID); !named {
+				rest = append(rest, o) // not this store's: nothing to repair
+				continue
+			}
+			if err := put(o); err != nil {
+				return rep, err
+			}
+		}
+		if len(rest) == len(absent) {
+			break
+		}
+		absent = rest
 	}
 	return rep, r.Store.Sync()
 }
@@ -173,29 +223,37 @@ func (r *Rook) Reread(opts ImportOptions, scratchMade func(dir string) (done fun
 // (where the session's lines end is in their last object, the one that
 // would need it; a .zst damaged part way is read again to the same
 // damage, and stops there again).
-func (r *Rook) rereadStops(scratch *Rook, opts ImportOptions) (map[string][]int64, error) {
+//
+// sessions are, by the file's path, the ids of this store's sessions
+// imported from the file (a file rewritten since has several).
+func (r *Rook) rereadStops(scratch *Rook, opts ImportOptions) (stops map[string][]int64, sessions map[string][]string, err error) {
 	files, _, err := scratch.importFiles(opts.Format, scratch.importPaths(opts), &ImportReport{})
 	if err != nil {
-		return nil, nil // the whole import, after, fails alike and says what is wrong
+		return nil, nil, nil // the whole import, after, fails alike and says what is wrong
 	}
-	known, _, err := r.importedSessions(opts.Format)
+	known, all, err := r.importedSessions(opts.Format)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	stops := map[string][]int64{}
+	stops, sessions = map[string][]int64{}, map[string][]string{}
 	for _, f := range files {
-		m, ok := known[f.path]
+		path := f.path
+		m, ok := known[path]
 		if !ok && opts.Format == FormatCodex {
 			// A rollout imported compressed, now beside its plain twin
 			// (or the other way round): one stream, the same bytes.
 			if p, zst := strings.CutSuffix(f.path, ".zst"); zst {
-				m, ok = known[p]
+				path = p
 			} else {
-				m, ok = known[f.path+".zst"]
+				path = f.path + ".zst"
 			}
+			m, ok = known[path]
 		}
 		if !ok {
 			continue
+		}
+		for _, s := range all[path] {
+			sessions[f.path] = append(sessions[f.path], s.ID.String())
 		}
 		at := append(slices.Clone(m.Source.Stops), m.Source.Size)
 		at = slices.DeleteFunc(at, func(n int64) bool { return n <= 0 })
@@ -204,5 +262,5 @@ func (r *Rook) rereadStops(scratch *Rook, opts ImportOptions) (map[string][]int6
 			stops[f.path] = at
 		}
 	}
-	return stops, nil
+	return stops, sessions, nil
 }

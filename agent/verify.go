@@ -55,6 +55,17 @@ func (rep ReferenceReport) NamedBy(id cas.Key) string {
 	return strings.TrimSuffix(at.String(), ": ")
 }
 
+// NamingSession is the session that first names an object (an event's,
+// or in a snapshot or imported line one of its events names); "" when a
+// ref names it first, or nothing does.
+func (rep ReferenceReport) NamingSession(id cas.Key) string {
+	if rep.namedAt == nil {
+		return ""
+	}
+	at, _ := rep.namedAt(id)
+	return at.Session
+}
+
 // ReferenceProblem is a session whose log or metadata does not read, or
 // an object named and not in the store: named by a session's event (Seq),
 // a ref file (Ref), or a snapshot or imported line (In, its short id)

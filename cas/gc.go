@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/rookhq/rook/dict"
@@ -362,16 +363,22 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 	type keptSeg struct {
 		n   uint32
 		msg string
-		// waits: intact records in it wait for a dictionary. Their
-		// objects cannot be hashed, so no index entry may name them
-		// (a reindex without the old index): the segment can be their
-		// only copy, read again once the dictionary is put back.
-		waits bool
 		// stale: objects it holds a copy of that reads, their entries
 		// naming another copy, which may not read.
 		stale []Key
+		// back: for one whose intact records wait for a dictionary, how
+		// to bring them back once it is moved to torn/.
+		back string
 	}
 	var damaged []keptSeg
+	// waiting: undamaged segments whose records wait for a dictionary,
+	// and the dictionaries (deadSegment decides, once the index is
+	// committed, whether anything still needs them).
+	type waitingSeg struct {
+		keptSeg
+		dicts []KeptSegment
+	}
+	var waiting []waitingSeg
 	for _, n := range nums {
 		var stale []Key
 		damage, _, err := s.scanSegment(n, 0, func(r *scannedRecord) error {
@@ -433,30 +440,27 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 			// "damaged" sent the user looking for bad bytes, not for the
 			// dictionary file to put back.
 			var bad *Damage
-			waits := false
-			for i := range damage {
-				if !damage[i].NeedsDict && bad == nil {
+			// Every dictionary the segment waits for, once each: its
+			// records may need several (one per kind), and naming the
+			// first only had the user put one file back, repack again,
+			// and find the next.
+			seen := map[uint32]bool{}
+			var ks []KeptSegment
+			for i, d := range damage {
+				if !d.NeedsDict && bad == nil {
 					bad = &damage[i]
 				}
-				waits = waits || damage[i].NeedsDict
-			}
-			if bad != nil {
-				damaged = append(damaged, keptSeg{n, fmt.Sprintf("%s (%s)", segName(n), bad), waits, stale})
-			} else {
-				// Every dictionary the segment waits for, once each: its
-				// records may need several (one per kind), and naming the
-				// first only had the user put one file back, repack again,
-				// and find the next.
-				seen := map[uint32]bool{}
-				var ks []KeptSegment
-				for _, d := range damage {
-					if !seen[d.Dict] {
-						seen[d.Dict] = true
-						ks = append(ks, KeptSegment{Segment: segName(n), Dict: d.Dict, File: filepath.Join(s.home, DictDir, dict.FileName(d.Dict)), Problem: d.DictErr})
-					}
+				if d.NeedsDict && !seen[d.Dict] {
+					seen[d.Dict] = true
+					ks = append(ks, KeptSegment{Segment: segName(n), Dict: d.Dict, File: filepath.Join(s.home, DictDir, dict.FileName(d.Dict)), Problem: d.DictErr})
 				}
-				sort.Slice(ks, func(i, j int) bool { return ks[i].Dict < ks[j].Dict })
-				st.keptNeedsDict = append(st.keptNeedsDict, ks...)
+			}
+			sort.Slice(ks, func(i, j int) bool { return ks[i].Dict < ks[j].Dict })
+			if bad != nil {
+				what, back := waitsFor(ks, "its other records")
+				damaged = append(damaged, keptSeg{n, fmt.Sprintf("%s (%s%s)", segName(n), bad, what), stale, back})
+			} else {
+				waiting = append(waiting, waitingSeg{keptSeg{n, segName(n), stale, ""}, ks})
 			}
 			continue
 		}
@@ -484,7 +488,7 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 	// object its scan never met (a segment cut short at a record
 	// boundary, which reads as whole).
 	var used map[uint32]int
-	if len(damaged) > 0 || len(removable) > 0 {
+	if len(damaged) > 0 || len(removable) > 0 || len(waiting) > 0 {
 		used = map[uint32]int{}
 		if err := s.tree.Snapshot().Ascend(Key{}, func(_ Key, v []byte) bool {
 			if e, err := decodeEntry(v); err == nil {
@@ -498,9 +502,22 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 			used = nil
 		}
 	}
+	for _, w := range waiting {
+		if !deadSegment(used, w.n) || s.holdsOnlyCopy(w.stale) {
+			st.keptNeedsDict = append(st.keptNeedsDict, w.dicts...)
+			continue
+		}
+		// Its records need a dictionary that cannot be loaded, and no
+		// entry names an object in them (put again elsewhere since, as
+		// --reread does): dead space, which kept in place never went.
+		what, back := waitsFor(w.dicts, "its records")
+		damaged = append(damaged, keptSeg{w.n, fmt.Sprintf("%s (%s)", segName(w.n), strings.TrimPrefix(what, "; ")), w.stale, back})
+	}
 	if len(damaged) > 0 {
 		for _, d := range damaged {
-			if used == nil || used[d.n] > 0 || d.waits || s.holdsOnlyCopy(d.stale) {
+			// Records in it waiting for a dictionary that cannot be
+			// loaded hold nothing the index names either (deadSegment).
+			if !deadSegment(used, d.n) || s.holdsOnlyCopy(d.stale) {
 				st.keep(d.n, KeptDamaged, d.msg)
 				continue
 			}
@@ -509,7 +526,7 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 				st.keep(d.n, KeptDamaged, d.msg) // not moved: in place
 				continue
 			}
-			st.movedDamaged = append(st.movedDamaged, fmt.Sprintf("%s (no object needs it any more; kept as %s)", d.msg, aside))
+			st.movedDamaged = append(st.movedDamaged, fmt.Sprintf("%s (no object needs it any more; kept as %s%s)", d.msg, aside, d.back))
 			if err != nil && moveErr == nil {
 				moveErr = fmt.Errorf("damaged segment %s moved to %s, but syncing the directories failed: %w", segName(d.n), aside, err)
 			}
@@ -544,6 +561,33 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 		}
 	}
 	return st, moveErr
+}
+
+// waitsFor says, after a segment's name, that what of it (its records)
+// needs the dictionaries ks, which cannot be loaded, and, for the report
+// of its move to torn/ (deadSegment), how to bring those records back;
+// "" for none.
+func waitsFor(ks []KeptSegment, what string) (needs, back string) {
+	if len(ks) == 0 {
+		return "", ""
+	}
+	var ds []string
+	for _, d := range ks {
+		ds = append(ds, fmt.Sprintf("%d", d.Dict))
+	}
+	return fmt.Sprintf("; %s need dictionary %s, which cannot be loaded", what, strings.Join(ds, ", ")),
+		fmt.Sprintf("; should the dictionary be found, put it back, move this file back into %s/ and run `rook store reindex`", SegmentsDir)
+}
+
+// deadSegment says whether the committed index (used: its entries by
+// segment, nil when it could not be read) names no object in segment n:
+// a rewritten segment that holds damage, or intact records waiting for a
+// dictionary that cannot be loaded, is then dead space (unless it holds
+// an object's only readable copy: holdsOnlyCopy), moved to torn/, not
+// deleted: should the dictionary be found, the bytes are there (a
+// reindex without the old index cannot name such records' objects).
+func deadSegment(used map[uint32]int, n uint32) bool {
+	return used != nil && used[n] == 0
 }
 
 // holdsOnlyCopy says whether a segment holding a copy that reads of each of

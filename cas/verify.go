@@ -80,8 +80,14 @@ type VerifyReport struct {
 	// counts stretches of segments that do not read as records.
 	Unreadable     int `json:"unreadable_objects"`
 	DamagedRegions int `json:"damaged_regions"`
-	// WaitingRecords are intact records whose dictionary cannot be loaded.
+	// WaitingRecords are intact records whose dictionary cannot be
+	// loaded, and in which the index names objects.
 	WaitingRecords int `json:"records_needing_a_dictionary"`
+	// DeadRecords are intact records whose dictionary cannot be loaded
+	// and in which the index names no object (put again elsewhere since,
+	// or never kept): dead space, which a repack or gc moves to torn/
+	// with its segment; nothing needs the dictionary for them.
+	DeadRecords int `json:"dead_records_of_a_missing_dictionary"`
 	// WaitingObjects are the objects (counted in Unreadable too) in those
 	// records; Dictionaries says which dictionaries they wait for.
 	WaitingObjects int          `json:"objects_needing_a_dictionary"`
@@ -648,16 +654,20 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 	sort.Slice(rep.MissingSegments, func(i, j int) bool { return rep.MissingSegments[i].Segment < rep.MissingSegments[j].Segment })
 	for i, d := range damage {
 		p := Problem{Segment: segName(d.Segment), Offset: d.Offset, Reason: fmt.Sprintf("%d damaged bytes: %s", d.Length, d.Reason)}
-		if d.NeedsDict {
+		switch {
+		case d.NeedsDict && !damageUsed[i] && walked:
+			p.Reason = d.Reason + " (the record itself is intact, but the index names no object in it: dead space, which `rook store repack` moves to torn/ with its segment; the dictionary is not needed for it)"
+		case d.NeedsDict:
 			p.Reason = d.Reason + " (the record itself is intact: put the dictionary file back)"
-		}
-		if !damageUsed[i] && walked {
+		case !damageUsed[i] && walked:
 			p.Reason += " (no live object is stored there)"
 		}
 		rep.Problems = append(rep.Problems, p)
 	}
-	for _, d := range damage {
-		if d.NeedsDict {
+	for i, d := range damage {
+		if d.NeedsDict && !damageUsed[i] && walked {
+			rep.DeadRecords++
+		} else if d.NeedsDict {
 			rep.WaitingRecords++
 			need(&d).Records++
 		} else {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -28,7 +29,7 @@ type ImportCmd struct {
 type importPaths struct {
 	Paths []string `arg:"" optional:"" help:"Session files, project directories or whole trees (default: the agent's own directory)."`
 	// Reread is a repair, not an import: see agent.Reread.
-	Reread bool `help:"Import nothing: read the files again from their start and put back each object of theirs that this store holds but cannot read (what rook store verify lists as unreadable), then verify the store."`
+	Reread bool `help:"Import nothing: read the files again from their start and put back each object of theirs that this store holds but cannot read, or that its sessions name and its index lacks (what rook store verify lists as unreadable or not in the store), then verify the store."`
 }
 
 // ImportClaudeCodeCmd is `rook import claude-code [PATH...]`.
@@ -694,7 +695,20 @@ func (c *ExportCmd) Run(e *Env) error {
 	switch {
 	case unchanged: // nothing to write
 	case output == "":
+		// Standard output cannot be taken back once written: every
+		// object the export needs is read back first, in a pass that
+		// writes nowhere (streamed, as the export: a session of GBs is
+		// never held in memory), so that a store that cannot give the
+		// lines back writes nothing, as with --output.
+		if _, err := r.ExportSource(id, io.Discard); err != nil {
+			if derr := storeDamagedErr(err); derr != "" {
+				return &exitError{code: ExitFailure, msg: fmt.Sprintf("export session %s: %s; nothing was written to standard output", id, derr)}
+			}
+			return fmt.Errorf("export session %s: %w; nothing was written to standard output", id, err)
+		}
 		if x, err = r.ExportSource(id, e.Stdout); err != nil {
+			// Read back whole just before: a read that fails now (the
+			// disk) comes after lines were written.
 			if derr := storeDamagedErr(err); derr != "" {
 				return &exitError{code: ExitFailure, msg: fmt.Sprintf("export session %s: %s; what was written to standard output stops there", id, derr)}
 			}
@@ -932,18 +946,42 @@ type rereadJSON struct {
 	agent.RereadReport
 	Unreadable     int           `json:"unreadable_objects"`
 	DamagedRegions int           `json:"damaged_regions"`
+	DeadRecords    int           `json:"dead_records_of_a_missing_dictionary"`
 	Problems       []cas.Problem `json:"problems"`
+	// The sessions part of verify: objects named by sessions or refs
+	// that are not in the store (each listed in MissingProblems).
+	Missing         int                      `json:"missing_objects"`
+	MissingProblems []agent.ReferenceProblem `json:"missing"`
+	// What still does not read (or is missing) after, by whose it is:
+	// the sessions of the files read (their files make other objects
+	// now), or other sessions (named) or none (a ref's, garbage), which
+	// the files read could not repair.
+	LeftOfSessionsRead int      `json:"left_of_sessions_read"`
+	LeftOfOthers       int      `json:"left_of_others"`
+	OtherSessions      []string `json:"other_sessions"`
+}
+
+// rereadNamed lists at most 5 session ids, then how many more.
+func rereadNamed(ids []string) string {
+	const most = 5
+	if len(ids) <= most {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:most], ", "), len(ids)-most)
 }
 
 // runReread is `rook import FORMAT --reread`: a repair from the
-// transcripts, then the store's verify, whose unreadable objects are what
-// the repair could not put back.
+// transcripts, then the store's verify (its objects, then the objects its
+// sessions name), whose unreadable and missing objects are what the
+// repair could not put back.
 func runReread(e *Env, format string, paths []string) error {
 	agentDir, err := importAgentDir(e, format, paths)
 	if err != nil {
 		return err
 	}
 	var out rereadJSON
+	var othersHow string // how the other sessions' objects are put back
+	var oursNamed []string
 	err = e.write(func(r *agent.Rook) error {
 		p := newProgress(e.Stderr, "import "+format+" --reread")
 		// Interrupted, rook exits at once: the scratch store in $TMPDIR,
@@ -961,8 +999,87 @@ func runReread(e *Env, format string, paths []string) error {
 		if verr != nil {
 			return fmt.Errorf("the objects were put back, but the store's verify could not run: %w", verr)
 		}
-		out.Unreadable, out.DamagedRegions = vrep.Unreadable, vrep.DamagedRegions
+		out.Unreadable, out.DamagedRegions, out.DeadRecords = vrep.Unreadable, vrep.DamagedRegions, vrep.DeadRecords
 		out.Problems = vrep.Problems
+		p = newProgress(e.Stderr, "verify: sessions")
+		p.unit = "sessions"
+		refs, ferr := r.VerifyReferences(p.update)
+		p.done()
+		if ferr != nil {
+			return fmt.Errorf("the objects were put back, but the objects the sessions name could not be checked: %w", ferr)
+		}
+		out.MissingProblems = []agent.ReferenceProblem{}
+		for _, pr := range refs.Problems {
+			if pr.ID != "" {
+				out.MissingProblems = append(out.MissingProblems, pr)
+			}
+		}
+		out.Missing = len(out.MissingProblems)
+		// Whose each object left is: only those of the sessions of the
+		// files read say their files changed; the others' files were
+		// not read.
+		read := map[string]bool{}
+		for _, id := range rep.Sessions {
+			read[id] = true
+		}
+		out.OtherSessions = []string{}
+		seenOther, seenOurs := map[string]bool{}, map[string]bool{}
+		var otherIDs []cas.Key
+		left := func(session string) {
+			switch {
+			case session != "" && read[session]:
+				out.LeftOfSessionsRead++
+				if !seenOurs[session] {
+					seenOurs[session] = true
+					oursNamed = append(oursNamed, session)
+				}
+			default:
+				out.LeftOfOthers++
+				if session != "" && !seenOther[session] {
+					seenOther[session] = true
+					out.OtherSessions = append(out.OtherSessions, session)
+				}
+			}
+		}
+		for _, pr := range vrep.Problems {
+			if pr.ID == nil {
+				continue
+			}
+			s := refs.NamingSession(*pr.ID)
+			if s == "" || !read[s] {
+				otherIDs = append(otherIDs, *pr.ID)
+			}
+			left(s)
+		}
+		for _, pr := range out.MissingProblems {
+			left(pr.Session)
+		}
+		if out.LeftOfOthers > 0 {
+			var hows []string
+			for _, f := range r.ImportFormats(refs, otherIDs) {
+				hows = append(hows, fmt.Sprintf("`rook import %s --reread PATH...` with their own transcripts", f))
+			}
+			for _, pr := range out.MissingProblems {
+				if pr.Session == "" || read[pr.Session] {
+					continue
+				}
+				if id, err := eventlog.ParseID(pr.Session); err == nil {
+					if m, err := r.Log.ReadMeta(id); err == nil {
+						if src := r.ImportedFrom(m); src != nil {
+							h := fmt.Sprintf("`rook import %s --reread PATH...` with their own transcripts", src.Format)
+							if !slices.Contains(hows, h) {
+								hows = append(hows, h)
+							}
+						}
+					}
+				}
+			}
+			slices.Sort(hows)
+			othersHow = "put them back from a backup of the store"
+			if len(hows) > 0 {
+				othersHow = strings.Join(hows, ", or ") + " puts them back (else a backup of the store)"
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -982,23 +1099,47 @@ func runReread(e *Env, format string, paths []string) error {
 		for _, f := range out.Failed {
 			fmt.Fprintf(e.Stdout, "  failed  %s: %s\n", terminalLine(f.Path), terminalLine(f.Note))
 		}
-		if len(out.Problems) == 0 {
+		switch {
+		case len(out.Problems) == 0 && out.Missing == 0:
 			fmt.Fprintln(e.Stdout, "the store verifies: every object reads back")
-		} else if len(out.Problems) == out.DamagedRegions && out.Unreadable == 0 {
+		case len(out.Problems) == out.DamagedRegions+out.DeadRecords && out.Unreadable == 0 && out.Missing == 0:
 			// Segments are never rewritten in place: the damaged bytes
-			// stay, holding nothing any object needs.
-			fmt.Fprintf(e.Stdout, "every object reads back; the %d damaged segment region(s) hold no object any more: %s\n", out.DamagedRegions, repackMovesDamaged(e.Home))
-		} else {
+			// stay, holding nothing any object needs; so do records of
+			// a dictionary that cannot be loaded, whose objects were
+			// put again.
+			what := fmt.Sprintf("the %d damaged segment region(s) hold", out.DamagedRegions)
+			switch {
+			case out.DamagedRegions == 0:
+				what = fmt.Sprintf("the %d record(s) of a dictionary that cannot be loaded hold", out.DeadRecords)
+			case out.DeadRecords > 0:
+				what = fmt.Sprintf("the %d damaged segment region(s) and %d record(s) of a dictionary that cannot be loaded hold", out.DamagedRegions, out.DeadRecords)
+			}
+			fmt.Fprintf(e.Stdout, "every object reads back; %s no object any more: %s\n", what, repackMovesDamaged(e.Home))
+		default:
 			fmt.Fprintln(e.Stdout, "the store's verify still finds:")
 			for _, pr := range out.Problems {
 				fmt.Fprintln(e.Stdout, "  "+pr.String())
 			}
+			for _, pr := range out.MissingProblems {
+				fmt.Fprintln(e.Stdout, "  "+terminalLine(pr.String()))
+			}
 		}
 	}
 	switch {
-	case out.Unreadable > 0:
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d object(s) still cannot be read back: the files read make other objects (a file changed since it was imported, not only grown; or one imported in several steps, as it grew, by a rook that did not record yet where each import stopped): `rook session rm` the sessions they belong to and import the files again; `rook store verify` lists them", out.Unreadable)}
-	case len(out.Problems) > out.DamagedRegions:
+	case out.LeftOfSessionsRead+out.LeftOfOthers > 0:
+		var parts []string
+		if n := out.LeftOfSessionsRead; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d of the sessions of the files read (%s): those files make other objects now (a file changed since it was imported, not only grown; or one imported in several steps, as it grew, by a rook that did not record yet where each import stopped): `rook session rm` those sessions and import the files again", n, rereadNamed(oursNamed)))
+		}
+		if n := out.LeftOfOthers; n > 0 {
+			whose := "of no session read"
+			if len(out.OtherSessions) > 0 {
+				whose = fmt.Sprintf("of other sessions, whose files were not read (%s)", rereadNamed(out.OtherSessions))
+			}
+			parts = append(parts, fmt.Sprintf("%d %s: %s", n, whose, othersHow))
+		}
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d object(s) still cannot be read back or are missing: %s; `rook store verify` lists them and says what to do", out.LeftOfSessionsRead+out.LeftOfOthers, strings.Join(parts, "; "))}
+	case len(out.Problems) > out.DamagedRegions+out.DeadRecords:
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("every object reads back, but the store's verify finds %d other problem(s): `rook store verify` says what to do", len(out.Problems))}
 	case len(out.Failed) > 0:
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("%d of %d file(s) could not be read; the store verifies", len(out.Failed), out.Files)}

@@ -9,12 +9,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/dict"
+	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -262,14 +264,15 @@ func (c *LsCmd) Run(e *Env) error {
 }
 
 // dictJSON is a dictionary as `store stat --json` gives it: dict.Info
-// with its kind by name, as every other kind in rook's output is.
+// with its kind by name, as every other kind in rook's output is. A
+// damaged one's kind and creation are not known: left out.
 type dictJSON struct {
-	ID      uint32    `json:"id"`
-	Kind    string    `json:"kind,omitempty"`
-	Created time.Time `json:"created"`
-	Bytes   int       `json:"bytes"`
-	File    string    `json:"file"`
-	Damaged string    `json:"damaged,omitempty"`
+	ID      uint32     `json:"id"`
+	Kind    string     `json:"kind,omitempty"`
+	Created *time.Time `json:"created,omitempty"`
+	Bytes   int        `json:"bytes"`
+	File    string     `json:"file"`
+	Damaged string     `json:"damaged,omitempty"`
 }
 
 // StatCmd is `rook store stat`.
@@ -298,9 +301,10 @@ func (c *StatCmd) Run(e *Env) error {
 		}
 		dicts := []dictJSON{}
 		for _, d := range s.Dictionaries() {
-			dj := dictJSON{ID: d.ID, Created: d.Created, Bytes: d.Bytes, File: d.File, Damaged: d.Damaged}
-			if d.Damaged == "" { // a damaged one's kind is not known
-				dj.Kind = cas.Kind(d.Kind).String()
+			dj := dictJSON{ID: d.ID, Bytes: d.Bytes, File: d.File, Damaged: d.Damaged}
+			if d.Damaged == "" { // a damaged one's kind and creation are not known
+				created := d.Created
+				dj.Kind, dj.Created = cas.Kind(d.Kind).String(), &created
 			}
 			dicts = append(dicts, dj)
 		}
@@ -327,7 +331,8 @@ func (c *StatCmd) Run(e *Env) error {
 		newest := map[uint8]dict.Info{}
 		for _, d := range dicts {
 			if d.Damaged != "" {
-				fmt.Fprintf(w, "dictionaries    #%d is DAMAGED: %s\n", d.ID, d.Damaged)
+				// Said as doctor says it: what it stops, and what to do.
+				fmt.Fprintf(w, "dictionaries    #%d is DAMAGED: %s: it does not read, and the objects compressed with it cannot be read until it is whole: put %s back from a backup (`rook store verify` says whether any object needs it)\n", d.ID, d.Damaged, d.File)
 				continue
 			}
 			newest[d.Kind] = d
@@ -338,7 +343,11 @@ func (c *StatCmd) Run(e *Env) error {
 				parts = append(parts, fmt.Sprintf("%s #%d (%s)", k, d.ID, formatBytes(int64(d.Bytes))))
 			}
 		}
-		fmt.Fprintf(w, "dictionaries    %d in all; newest: %s\n", len(dicts), strings.Join(parts, ", "))
+		if len(parts) == 0 {
+			fmt.Fprintf(w, "dictionaries    %d in all; none of them reads\n", len(dicts))
+		} else {
+			fmt.Fprintf(w, "dictionaries    %d in all; newest: %s\n", len(dicts), strings.Join(parts, ", "))
+		}
 	}
 	// A lost file is in no list of the files present: named here, as
 	// reindex's and repack's errors say to put it back.
@@ -518,6 +527,15 @@ func (c *VerifyCmd) Run(e *Env) error {
 	for _, d := range rep.Dictionaries {
 		msg += fmt.Sprintf("; %s: %d object(s) in %d intact record(s) need it: put %s back from a backup", d.Problem, d.Objects, d.Records, d.File)
 	}
+	if rep.DeadRecords > 0 {
+		// No backup needed: no object the index names is in them.
+		msg += fmt.Sprintf("; %d intact record(s) need a dictionary that cannot be loaded but hold no object the index names: dead space, not to repair: %s", rep.DeadRecords, repackMovesDamaged(e.Home))
+		if refs.Missing() > 0 {
+			// An index rebuilt without the old one cannot name the
+			// objects of such a record: they may be those missing.
+			msg += " (unless the objects the sessions name and the store lacks are theirs, an index rebuilt without the old one: then put the dictionary back and run `rook store reindex` first)"
+		}
+	}
 	for _, d := range rep.WrongDictionaries {
 		msg += fmt.Sprintf("; %s: %d object(s) in %d record(s) decode with it to other bytes: put this store's own dictionary file back from a backup as %s (do not put those objects again: their new copies would be compressed with the wrong dictionary)", d.Problem, d.Objects, d.Records, d.File)
 	}
@@ -543,11 +561,16 @@ func (c *VerifyCmd) Run(e *Env) error {
 		fileProblems++
 		msg += "; " + rep.DictionaryIDsError
 	}
-	if rep.Unreadable < len(rep.Problems)-rep.DamagedRegions-rep.WaitingRecords-readFailed-fileProblems {
+	if rep.Unreadable < len(rep.Problems)-rep.DamagedRegions-rep.WaitingRecords-rep.DeadRecords-readFailed-fileProblems {
 		msg += "; `rook store reindex` rebuilds the index from what the segments hold"
 	}
 	if missing := refs.Missing(); missing > 0 {
 		msg += fmt.Sprintf("; %d object(s) named by sessions or refs are not in the store: `rook store reindex` finds any the segments still hold, and putting an object's original bytes again restores it", missing)
+		// An import's objects are its transcripts' bytes: --reread puts
+		// back those its sessions name, missing as unreadable.
+		for _, f := range missingFormats(r, refs) {
+			msg += fmt.Sprintf("; those of imported %s sessions: `rook import %s --reread PATH...` reads their transcripts again and puts them back", agent.FormatName(f), f)
+		}
 	}
 	if n := len(refs.Problems) - refs.Missing(); n > 0 {
 		// Under --json there are no lines above: the report's problems
@@ -671,6 +694,32 @@ func (c *ReindexCmd) Run(e *Env) error {
 // segment regions that hold no object any more: it copies every object
 // out of their segments and moves the segments to the store's torn/
 // directory, where they are kept (nothing is deleted).
+// missingFormats lists the formats of the imported sessions that name
+// objects not in the store (refs' problems), sorted.
+func missingFormats(r *agent.Rook, refs agent.ReferenceReport) []string {
+	var formats []string
+	seen := map[string]bool{}
+	for _, pr := range refs.Problems {
+		if pr.ID == "" || pr.Session == "" || seen[pr.Session] {
+			continue
+		}
+		seen[pr.Session] = true
+		id, err := eventlog.ParseID(pr.Session)
+		if err != nil {
+			continue
+		}
+		m, err := r.Log.ReadMeta(id)
+		if err != nil {
+			continue
+		}
+		if src := r.ImportedFrom(m); src != nil && !slices.Contains(formats, src.Format) {
+			formats = append(formats, src.Format)
+		}
+	}
+	slices.Sort(formats)
+	return formats
+}
+
 func repackMovesDamaged(home string) string {
 	return fmt.Sprintf("`rook store repack` moves the segment(s) holding them to %s%c (kept there, nothing deleted)", filepath.Join(home, cas.TornDir), filepath.Separator)
 }

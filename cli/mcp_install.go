@@ -164,7 +164,7 @@ func rookCommand() (string, error) {
 // startedBy is the absolute path arg0 (os.Args[0]) names, as the shell
 // found it: arg0 itself when it holds a separator (made absolute against
 // the working directory, its links kept), else the file of that name on
-// $PATH. ok is false when that is no executable file, or, when exe (the
+// $PATH (a relative entry's too). ok is false when that is no executable file, or, when exe (the
 // running binary, links resolved) is known, not the same file as exe: a
 // parent may start rook with any arg0, and the rook on $PATH may be
 // another one.
@@ -175,8 +175,11 @@ func startedBy(arg0, exe string) (path string, ok bool) {
 	case strings.ContainsRune(arg0, '/') || strings.ContainsRune(arg0, filepath.Separator):
 		path = arg0
 	default:
+		// A relative $PATH entry (bin, ".", an empty one) finds it
+		// with exec.ErrDot: Go's refusal to run it, but the shell ran
+		// it, and it is checked below to be this very binary.
 		p, err := exec.LookPath(arg0)
-		if err != nil {
+		if err != nil && !errors.Is(err, exec.ErrDot) {
 			return "", false
 		}
 		path = p
@@ -487,11 +490,31 @@ func (e *Env) noteMissingStore() {
 }
 
 // mcpFileKept is what a configuration file keeps when rook replaces it:
-// its mode, and its owner and group (nil for a new file, or where the
-// file system has no owners).
+// its mode, and its owner and group (nil where the file system has no
+// owners). A new file, and the directories made for it, get the owner and
+// group of the nearest directory above them when rook runs as root
+// (newOwner): sudo with the user's $HOME makes them the user's.
 type mcpFileKept struct {
 	mode  fs.FileMode
 	owner *vfs.Ownership
+	new   bool
+}
+
+// newOwner is the owner and group for a file made at path, and the
+// directories made for it: nil (the process's own) but when rook runs as
+// root, then those of the nearest directory above it that is there.
+func (e *Env) newOwner(path string) *vfs.Ownership {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
+		if fi, err := e.FS.Stat(d); err == nil {
+			return vfs.OwnerOf(fi)
+		}
+		if filepath.Dir(d) == d {
+			return nil
+		}
+	}
 }
 
 // readMcpConfig reads a client's configuration file. A missing file reads
@@ -502,6 +525,7 @@ func (e *Env) readMcpConfig(path string) (target string, data []byte, kept mcpFi
 	target, kept = followLinks(path), mcpFileKept{mode: 0o600}
 	fi, err := e.FS.Stat(target)
 	if errors.Is(err, fs.ErrNotExist) {
+		kept.owner, kept.new = e.newOwner(target), true
 		return target, nil, kept, nil
 	}
 	if err != nil {
@@ -574,15 +598,21 @@ func followLinks(path string) string {
 // keeping its mode, owner and group: rook run as root with the user's
 // $HOME (sudo) must not leave the user's client a configuration it cannot
 // read. When the owner cannot be kept, nothing changes. It creates the
-// file's directory (0700) when the client has never run.
+// file's directory (0700) when the client has never run, a new file and
+// its directories given the owner of the directory they are made in
+// (newOwner).
 func (e *Env) writeMcpConfig(path, target string, data []byte, kept mcpFileKept) error {
-	if err := e.FS.MkdirAll(filepath.Dir(target), 0o700); err != nil {
-		return err
+	err := e.FS.MkdirAllOwned(filepath.Dir(target), 0o700, kept.owner)
+	if err == nil {
+		err = e.FS.WriteFilesAtomic(filepath.Dir(target), []vfs.NamedData{{Name: filepath.Base(target), Data: data, Owner: kept.owner}}, kept.mode)
 	}
-	err := e.FS.WriteFilesAtomic(filepath.Dir(target), []vfs.NamedData{{Name: filepath.Base(target), Data: data, Owner: kept.owner}}, kept.mode)
 	var oe *vfs.OwnerError
 	if errors.As(err, &oe) {
-		return fmt.Errorf("%s: %v; nothing changed: run rook as the file's owner (user %d)", path, oe, oe.Owner.UID)
+		what, ids := oe.Missing()
+		if kept.new {
+			return fmt.Errorf("%s: cannot give it the %s of the directory it is made in (%s): %v; the file is not written: run rook as that directory's owner (user %d)", path, what, ids, oe.Cause(), oe.Owner.UID)
+		}
+		return fmt.Errorf("%s: cannot give the new file the %s of the old one (%s): %v; nothing changed: run rook as the file's owner (user %d)", path, what, ids, oe.Cause(), oe.Owner.UID)
 	}
 	return err
 }

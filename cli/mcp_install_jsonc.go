@@ -127,7 +127,9 @@ func newlineOf(data []byte) string {
 // unit for each level, and line breaks nl.
 func indentValue(value json.RawMessage, indent, unit, nl string) (string, error) {
 	var b bytes.Buffer
-	if err := json.Indent(&b, value, indent, unit); err != nil {
+	// json.Indent keeps the space after the value (a merged entry ends
+	// in a line break): the value alone goes in.
+	if err := json.Indent(&b, bytes.TrimRight(value, " \t\r\n"), indent, unit); err != nil {
 		return "", err
 	}
 	return strings.ReplaceAll(b.String(), "\n", nl), nil
@@ -323,6 +325,17 @@ func mcpConfigUninstallJSONC(data []byte) (out []byte, removed json.RawMessage, 
 	case len(d.servers) == 1 && blankBetween(srvs.valStart+1, start) && blankBetween(end, srvs.valEnd-1):
 		// Its object holds nothing else: {} is left.
 		start, end = srvs.valStart+1, srvs.valEnd-1
+	case len(d.servers) == 1 && blankBetween(srvs.valStart+1, start):
+		// The only server, first in its object, comments after it: as
+		// install put it into an object holding only them, after the
+		// '{' on a line of its own, and, when the '}' was not alone on
+		// its line, a line break and the indent before what was there.
+		start = srvs.valStart + 1
+		nl := newlineOf(data)
+		parent, _ := lineIndent(data, srvs.keyStart)
+		if _, alone := lineIndent(data, srvs.valEnd-1); !alone && bytes.HasPrefix(data[end:], []byte(nl+parent)) {
+			end += len(nl + parent)
+		}
 	case i > 0 && i == len(d.servers)-1 && blankBetween(d.servers[i-1].valEnd, start):
 		// The last, after a comma and spaces: back to the member before,
 		// as install added it.

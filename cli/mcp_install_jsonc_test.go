@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -93,6 +94,57 @@ func TestMcpConfigJSONCReplaceAndRemove(t *testing.T) {
 	}
 }
 
+// The user has a Gemini settings.json with comments (Gemini CLI reads and
+// keeps them) holding rook's entry from an earlier install, with a comment
+// after it ("rook": {...} // mine), and runs `rook mcp install gemini`
+// again with another rook path or store (an upgrade, --home): rook sets
+// its entry where it is, only the entry's value changes (README: "leaving
+// every other byte (comments, order, spacing) as it was"). The new entry
+// was written with a line break after it (json.Indent keeps the trailing
+// newline of the merged entry): the comment that followed it pushed to a
+// line of its own, or a blank line left before the closing brace.
+func TestMcpConfigJSONCReplaceKeepsWhatFollowsTheEntry(t *testing.T) {
+	for _, c := range []struct{ in, want string }{{
+		"{\n  \"mcpServers\": {\n    \"rook\": {\"command\": \"/old\", \"args\": [\"mcp\", \"serve\"]} // mine\n  }\n}\n",
+		"{\n  \"mcpServers\": {\n    \"rook\": {\n      \"command\": \"/opt/rook/bin/rook\",\n      \"args\": [\n        \"mcp\",\n        \"serve\"\n      ]\n    } // mine\n  }\n}\n",
+	}, {
+		// rook's entry first, its comma after it: the comma ends up alone
+		// at the start of a line (", // mine" became "\n, // mine").
+		"{\n  \"mcpServers\": {\n    \"rook\": {\"command\": \"/old\", \"args\": [\"mcp\", \"serve\"]}, // mine\n    \"b\": {}\n  }\n}\n",
+		"{\n  \"mcpServers\": {\n    \"rook\": {\n      \"command\": \"/opt/rook/bin/rook\",\n      \"args\": [\n        \"mcp\",\n        \"serve\"\n      ]\n    }, // mine\n    \"b\": {}\n  }\n}\n",
+	}, {
+		"{\n  \"mcpServers\": {\n    \"rook\": {\"command\": \"/old\", \"args\": [\"mcp\", \"serve\"]}\n  } // servers\n}\n",
+		"{\n  \"mcpServers\": {\n    \"rook\": {\n      \"command\": \"/opt/rook/bin/rook\",\n      \"args\": [\n        \"mcp\",\n        \"serve\"\n      ]\n    }\n  } // servers\n}\n",
+	}} {
+		out, _, changed, err := mcpConfigInstallJSONC([]byte(c.in), testEntry)
+		if err != nil || !changed || string(out) != c.want {
+			t.Errorf("install again into\n%q\n: %v, changed %v:\n%q\nwant\n%q", c.in, err, changed, out, c.want)
+		}
+	}
+}
+
+// The user's Gemini settings.json has an empty "mcpServers" holding only
+// a comment ("mcpServers": { // none yet\n  }); they run `rook mcp install
+// gemini`, then `rook mcp uninstall gemini`: the file is byte for byte
+// what it was (README: "uninstall after install gives the file back as
+// it was"). Uninstall cut only the entry, leaving "{\n     // none
+// yet\n  }": the line break install added before the entry was kept.
+// FuzzMCPConfigInstallJSONC checks the same for any file.
+func TestMcpConfigJSONCUninstallAfterInstallIntoEmptyServersWithComment(t *testing.T) {
+	in := "{\n  \"mcpServers\": { // none yet\n  }\n}\n"
+	out, _, changed, err := mcpConfigInstallJSONC([]byte(in), testEntry)
+	if err != nil || !changed {
+		t.Fatalf("install: %v, changed %v", err, changed)
+	}
+	back, removed, err := mcpConfigUninstallJSONC(out)
+	if err != nil || removed == nil {
+		t.Fatalf("uninstall: %v, removed %s", err, removed)
+	}
+	if string(back) != in {
+		t.Errorf("uninstall after install gave\n%q\nwant the file as it was\n%q\n(install wrote %q)", back, in, out)
+	}
+}
+
 // jsoncComments is the bytes of data's comments, in order (line breaks
 // inside them left out).
 func jsoncComments(data []byte) string {
@@ -109,7 +161,8 @@ func jsoncComments(data []byte) string {
 // FuzzMCPConfigInstallJSONC: whatever a Gemini settings.json holds, install
 // refuses it or writes a file that reads (comments stripped) as the strict
 // install of the same file reads, with every comment kept; uninstall then
-// gives the file back (an mcpServers install added left, empty).
+// gives the file back (an mcpServers install added left, empty), byte for
+// byte when its mcpServers was there without rook's entry.
 func FuzzMCPConfigInstallJSONC(f *testing.F) {
 	for _, s := range jsoncSeeds() {
 		f.Add(s)
@@ -147,6 +200,22 @@ func FuzzMCPConfigInstallJSONC(f *testing.F) {
 		if !sameJSON(bblank, sback) {
 			t.Fatalf("uninstall wrote\n%s\nnot as\n%s", back, sback)
 		}
+		// rook's entry was not there, its mcpServers was: uninstall
+		// gives the file back byte for byte (an mcpServers holding only
+		// spaces comes back as {}: install wrote the same into {} and
+		// {\n}).
+		if d, err := parseJSONC(data, blank); err == nil && d.at >= 0 {
+			if i, _ := d.rookAt(); i < 0 {
+				want := data
+				srvs := d.top[d.at]
+				if len(bytes.TrimSpace(data[srvs.valStart+1:srvs.valEnd-1])) == 0 {
+					want = slices.Concat(data[:srvs.valStart+1], data[srvs.valEnd-1:])
+				}
+				if !bytes.Equal(back, want) {
+					t.Fatalf("install then uninstall of\n%q\ngave\n%q\n(install wrote %q)", data, back, out)
+				}
+			}
+		}
 	})
 }
 
@@ -156,5 +225,7 @@ func jsoncSeeds() [][]byte {
 		[]byte("{/* a */\"mcpServers\"/* b */:/* c */{/* d */}/* e */}// f"),
 		[]byte("{\"s\": \"//\\\"/*\", // x\n\"mcpServers\": {\"rook\": {\"command\": \"/old\", \"args\": [\"mcp\", \"serve\"]}}}"),
 		[]byte("{\r\n\t\"mcpServers\": {\"rook\": {/* mine */\"command\": \"/old\", \"args\": [\"mcp\", \"serve\"]}, // r\r\n\t\"z\": 1}\r\n}"),
+		[]byte("{\n  \"mcpServers\": { // none yet\n  }\n}\n"),
+		[]byte("{\n  \"mcpServers\": { // none yet\n  /* really */ }\n}\n"),
 	)
 }

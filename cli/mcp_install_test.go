@@ -10,11 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/BurntSushi/toml"
+	"github.com/rookhq/rook/internal/asnobody"
 
 	"github.com/rookhq/rook/internal/vfs"
 )
@@ -549,5 +551,107 @@ func TestMcpInstallOwnerNotKeptChangesNothing(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(path); string(got) != in || out.Len() != 0 {
 		t.Fatalf("file %s, stdout %q", got, out.String())
+	}
+}
+
+// The user runs `sudo rook mcp install cursor` (root, with their $HOME)
+// before Cursor has ever run, so ~/.cursor/mcp.json does not exist yet:
+// the directory and the file rook makes are the user's, given the owner
+// and group of the directory they are made in, as an existing file keeps
+// its own (README: install run as root with your $HOME leaves it yours).
+// Both were root's: Cursor, running as the user, could neither read its
+// MCP configuration nor create anything in its own ~/.cursor.
+func TestMcpInstallAsRootNewFileIsTheUsers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	const uid, gid = 65534, 65534 // nobody: the user whose $HOME it is
+	for _, client := range []string{"cursor", "gemini"} {
+		home := t.TempDir()
+		if err := os.Chown(home, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("HOME", home)
+		t.Setenv("GEMINI_CLI_HOME", "")
+		cl, err := findMcpClient(client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path, err := cl.path()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out, errb bytes.Buffer
+		e := &Env{Stdout: &out, Stderr: &errb, FS: vfs.OS, Home: filepath.Join(home, ".rook")}
+		if err := (&McpInstallCmd{Client: client}).Run(e); err != nil {
+			t.Fatalf("%s: %v", client, err)
+		}
+		for _, p := range []string{filepath.Dir(path), path} {
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := fi.Sys().(*syscall.Stat_t)
+			if st.Uid != uid || st.Gid != gid {
+				t.Errorf("%s: install as root into a home owned by %d:%d made %s owned by %d:%d (mode %v): the user's %s cannot read it", client, uid, gid, p, st.Uid, st.Gid, fi.Mode().Perm(), cl.display)
+			}
+		}
+	}
+}
+
+// The user owns ~/.cursor/mcp.json, but its group is one they are not in
+// (root: the file was copied in with sudo and given back with `sudo chown
+// $USER ~/.cursor/mcp.json`, which leaves the group root; or made by a
+// provisioning tool). They run `rook mcp install cursor` as themselves:
+// the install goes through, the new file's group their own (a group they
+// are not in they may not give it), as any editor saving the file leaves
+// it. rook tried to give it the old group and refused: "cannot give the
+// new file the owner and group of the old one (user 65534, group 0):
+// operation not permitted; nothing changed: run rook as the file's owner
+// (user 65534)", to the file's owner. Root prepares the file; the test
+// runs as nobody (asnobody).
+func TestMcpInstallOwnerWhoseGroupIsNotTheirs(t *testing.T) {
+	const key = "ROOK_TEST_GROUP_NOT_THEIRS_HOME"
+	if os.Geteuid() == 0 {
+		base, err := os.MkdirTemp("", "rook-group-not-theirs-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(base) })
+		home := filepath.Join(base, "home")
+		path := filepath.Join(home, ".cursor", "mcp.json")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(`{"mcpServers": {"other": {"command": "x"}}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			p        string
+			uid, gid int
+		}{{base, 0, 0}, {home, 65534, 65534}, {filepath.Dir(path), 65534, 65534}, {path, 65534, 0}} {
+			if err := os.Chown(c.p, c.uid, c.gid); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Chmod(base, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(key, home)
+		asnobody.Run(t, "^"+regexp.QuoteMeta(t.Name())+"$", []string{t.Name()})
+		return
+	}
+	home := os.Getenv(key)
+	if home == "" {
+		t.Skip("needs root to make a file of the user's with the group root")
+	}
+	t.Setenv("HOME", home)
+	path := filepath.Join(home, ".cursor", "mcp.json")
+	var out, errb bytes.Buffer
+	e := &Env{Stdout: &out, Stderr: &errb, FS: vfs.OS, Home: filepath.Join(home, ".rook")}
+	err := (&McpInstallCmd{Client: "cursor"}).Run(e)
+	b, _ := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(b), `"rook"`) {
+		t.Fatalf("install cursor by the owner (uid %d) of %s (group 0): %v; the file holds %s", os.Geteuid(), path, err, b)
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -291,40 +292,86 @@ const saveTries = 3
 // place), leaving the file the writer opened unlinked, or in a store
 // nobody drains. So the writer checks, before each save and again once it
 // is synced, that its file is still the one the spool path leads to
-// (current), and opens the spool at that path again when it is not; a
-// save synced into a file that is no longer there is written again into
-// the one that is. A store that is gone refuses the save (ErrNoStore).
+// (isCurrent), and opens the spool at that path again when it is not.
+// Only a definite answer counts: no file at the path, or a file with
+// another device and inode; a stat that fails otherwise (EIO, ESTALE)
+// leaves the save where it is, synced into the file at the path as far
+// as anyone can tell. A save synced into a file that lost its name is cut
+// off it and written again into the file now at the path, never twice
+// into one file (moved aside and back, it is the same file: the save is
+// there). A store that is gone refuses the save (ErrNoStore), the save
+// cut off the file it was written to; when it cannot be cut off, it will
+// come in with that file's drain, and Save says it is saved.
 func (w *Writer) Save(s Save) error {
 	s.V = saveVersion
 	line, err := encodeLine(s)
 	if err != nil {
 		return err
 	}
+	dir := spoolDir(w.home)
 	for try := 1; ; try++ {
-		if err := w.current(spoolDir(w.home), &w.spool); err != nil {
+		if err := w.current(dir, &w.spool); err != nil {
 			return err
 		}
-		if err := w.append(line); err != nil {
+		held, size, err := w.append(line)
+		if err != nil {
 			return err
 		}
-		if w.isCurrent(spoolDir(w.home), w.spool) {
+		if !w.lostName(dir, held) {
 			return nil
 		}
+		// Let go of the old file's lock (a lock of the same file, moved
+		// aside and back, would keep this writer from taking it again),
+		// but keep the file until the save is either in the one at the
+		// path or cut off it.
+		old := w.spool
+		w.spool, w.torn = nil, false
+		unlock(w.lock)
+		w.lock = nil
+		err = w.open(dir, &w.spool)
+		if err == nil {
+			st, serr := w.spool.Stat()
+			if serr == nil && vfs.SameFile(held, st) {
+				// The same file, back at its path: the save is in it.
+				old.Close()
+				return nil
+			}
+			// Which file it is cannot be told: refuse rather than risk
+			// writing the save twice into one file.
+			err = serr
+		}
+		// Not in the file at the path: cut it off the old one, so that
+		// it does not come in twice, or at all when refused, should
+		// that file come back.
+		cut := old.Truncate(size) == nil && old.Sync() == nil
+		old.Close()
+		if err != nil {
+			if !cut {
+				// It stays in the file written to: the client must not
+				// save it again.
+				return nil
+			}
+			return err
+		}
 		if try == saveTries {
-			return fmt.Errorf("%s was replaced while saving, %d times: is something other than rook replacing the store?", filepath.Join(spoolDir(w.home), w.name), try)
+			if !cut {
+				return nil
+			}
+			return fmt.Errorf("%s was replaced while saving, %d times: is something other than rook replacing the store?", filepath.Join(dir, w.name), try)
 		}
 	}
 }
 
 // append writes line at the end of the open spool file and syncs it; a
-// failed write is cut off again.
-func (w *Writer) append(line []byte) error {
+// failed write is cut off again. It returns the file written to and its
+// size before the line.
+func (w *Writer) append(line []byte) (fs.FileInfo, int64, error) {
 	if w.torn {
 		line = append([]byte{'\n'}, line...)
 	}
 	st, err := w.spool.Stat()
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	_, err = w.spool.Write(line)
 	if err == nil {
@@ -336,21 +383,30 @@ func (w *Writer) append(line []byte) error {
 		if terr := w.spool.Truncate(st.Size()); terr != nil || w.spool.Sync() != nil {
 			w.torn = true
 		}
-		return err
+		return nil, 0, err
 	}
 	w.torn = false
-	return nil
+	return st, st.Size(), nil
 }
 
-// isCurrent reports whether f is still the file this writer's name leads
-// to in dir: not unlinked, nor in a store moved away or made again.
+// lostName reports whether held, a file this writer has open, is
+// definitely no longer the one its name leads to in dir: unlinked, or in a
+// store moved away or made again (no file at the path, or one with
+// another device and inode). A stat that fails for another reason (EIO,
+// ESTALE on an NFS home) is no answer: the file stays.
+func (w *Writer) lostName(dir string, held fs.FileInfo) bool {
+	named, err := w.fs.Stat(filepath.Join(dir, w.name))
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+	}
+	return !vfs.SameFile(held, named)
+}
+
+// isCurrent reports whether f is still, as far as can be told, the file
+// this writer's name leads to in dir (see lostName).
 func (w *Writer) isCurrent(dir string, f vfs.File) bool {
 	held, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	named, err := w.fs.Stat(filepath.Join(dir, w.name))
-	return err == nil && vfs.SameFile(held, named)
+	return err != nil || !w.lostName(dir, held)
 }
 
 // current opens the writer's file in dir (the spool or the activity log),

@@ -3,8 +3,10 @@ package inbox
 import (
 	"errors"
 	"io/fs"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -600,5 +602,86 @@ func TestWriterFollowsTheStoreMadeAgain(t *testing.T) {
 		if err != nil || len(acts) != 1 || acts[0].Detail != want {
 			t.Errorf("%s: activity %+v, %v; want only %q", h, acts, err, want)
 		}
+	}
+}
+
+// saveWithStatTrouble saves "first", then saves "second" with fail
+// answering every Stat (of the spool file, by path or open file, and of
+// the store's marker) made after the spool file's sync, until Save
+// returns. It returns Save's error and how many times the spool holds
+// "second".
+func saveWithStatTrouble(t *testing.T, fail func(path string) error) (error, int) {
+	t.Helper()
+	fsys, home := newHome(t)
+	w := NewWriter(fsys, home, ProcessName(time.Unix(1, 0), 42))
+	defer w.Close()
+	now := time.Unix(100, 0)
+	if err := w.Save(Save{ID: w.NextID(now), Time: now, Client: "codex", ClientName: "codex", Content: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	synced := false
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		switch {
+		case op == vfs.OpSync && strings.HasSuffix(path, w.name):
+			synced = true
+		case op == vfs.OpStat && synced:
+			return fail(path)
+		}
+		return nil
+	})
+	err := w.Save(Save{ID: w.NextID(now), Time: now, Client: "codex", ClientName: "codex", Content: "second"})
+	fsys.SetHook(nil)
+	pending, _, perr := ReadPending(fsys, home, Progress{})
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	n := 0
+	for _, p := range pending {
+		if p.Save.Content == "second" {
+			n++
+		}
+	}
+	return err, n
+}
+
+// A stat of the spool path that fails once, after the save is synced, for
+// a reason other than the file being gone (EIO, ESTALE on an NFS home,
+// EINTR on a FUSE one), is no answer: the save stays in the file it was
+// synced into, once. It was taken for "the file lost its name", and the
+// save written again into the same file: the drain, which checks ids only
+// against the notes in the store before it, took both in (two notes).
+func TestSaveNotWrittenTwiceIntoTheSameFile(t *testing.T) {
+	failed := false
+	err, n := saveWithStatTrouble(t, func(string) error {
+		if failed {
+			return nil
+		}
+		failed = true
+		return syscall.EIO
+	})
+	if err == nil && n != 1 || err != nil && n != 0 {
+		t.Fatalf("Save returned %v and the spool holds the save %d times; want once when saved (nil), never when refused", err, n)
+	}
+}
+
+// The store is not at its path for a moment right after the save is
+// synced (a backup script that moves ~/.rook aside and back, `mv
+// ~/.rook ~/.rook.tmp && tar ... && mv ~/.rook.tmp ~/.rook`; here: every
+// stat says "not there" until Save returns): the save is refused
+// (ErrNoStore, inbox_unavailable: the client retries later) and cut off
+// the file it was written to, which is back at its path when the drain
+// comes: it came in with the drain, and with the client's retry, twice.
+func TestRefusedSaveDoesNotComeInWithTheDrain(t *testing.T) {
+	err, n := saveWithStatTrouble(t, func(path string) error {
+		return &fs.PathError{Op: "stat", Path: filepath.Clean(path), Err: fs.ErrNotExist}
+	})
+	if err == nil {
+		t.Skip("the save went through")
+	}
+	if !errors.Is(err, ErrNoStore) {
+		t.Logf("Save: %v", err)
+	}
+	if n != 0 {
+		t.Fatalf("Save returned %v (the client is told it was not saved), yet the spool holds the save %d times: the drain takes it in, and the client's retry makes it twice", err, n)
 	}
 }

@@ -120,6 +120,11 @@ func idScannerSeeds() [][]byte {
 		[]byte(`{"id": "`+strings.Repeat("k", maxIDBytes-2)+`"	}`),
 		[]byte(`{"id":`+strings.Repeat("7", maxIDBytes+1)+`}`),
 		[]byte(`{"id":"`+strings.Repeat("k", 3400)+`"}`), // CI's finding: a long id was compared with parseMessage's
+		// The envelope wherever its members stand; a notification; a batch.
+		[]byte(`{"params":{"arguments":{"name":"x","content":"}"},"name":"append_to_inbox"},"id":3,"jsonrpc":"2.0","method":"tools/call"}`),
+		[]byte(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"append_to_inbox","arguments":{"content":"z"}}}`),
+		[]byte(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"a"},"params":[{"name":"b"}],"id":null}`),
+		[]byte(`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"method":"tools/call","params":{"method":"x"}}]`),
 	)
 }
 
@@ -155,5 +160,51 @@ func FuzzIDScanner(f *testing.F) {
 		if !bytes.Equal(whole.ID(), want) || !bytes.Equal(bytewise.ID(), want) {
 			t.Fatalf("%q: scanner id %s (a byte at a time %s), parseMessage's %s", line, whole.ID(), bytewise.ID(), want)
 		}
+		// The envelope: method, tool, notification or not, a batch's
+		// tools/call, as parseMessage and the tools read them.
+		method, tool, notification, call, known := envelopeOf(line)
+		for _, sc := range []*idScanner{&whole, &bytewise} {
+			if known && (sc.Method() != method || sc.Tool() != tool || sc.Notification() != notification) || sc.ToolsCall() != call {
+				t.Fatalf("%q: scanner method %q tool %q notification %v tools/call %v; parseMessage's %q %q %v %v", line, sc.Method(), sc.Tool(), sc.Notification(), sc.ToolsCall(), method, tool, notification, call)
+			}
+		}
 	})
+}
+
+// envelopeOf is what parseMessage and the tools read of line: its method
+// and tool (params.name) when strings, whether it is a notification,
+// whether it is (or a batch holds) a tools/call; known is false when a
+// string among them is longer than the scanner holds (maxIDBytes).
+func envelopeOf(line []byte) (method, tool string, notification, call, known bool) {
+	known = true
+	str := func(raw json.RawMessage) string {
+		var v string
+		if len(raw) > maxIDBytes {
+			known = false
+		}
+		if isJSONString(raw) && json.Unmarshal(raw, &v) == nil {
+			return v
+		}
+		return ""
+	}
+	var batch []json.RawMessage
+	if json.Unmarshal(line, &batch) == nil {
+		for _, el := range batch {
+			var fields map[string]json.RawMessage
+			if json.Unmarshal(el, &fields) == nil && str(fields["method"]) == "tools/call" {
+				call = true
+			}
+		}
+		return "", "", false, call, true
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(line, &fields) != nil || fields == nil {
+		return "", "", false, false, true
+	}
+	method, _ = str(fields["method"]), str(fields["jsonrpc"])
+	if params, ok := paramsObject(fields["params"]); ok {
+		tool = str(params["name"])
+	}
+	req, reply := parseMessage(line)
+	return method, tool, reply == nil && req != nil && req.id == nil, method == "tools/call", known
 }

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"runtime/debug"
 
 	"github.com/rookhq/rook/agent/inbox"
@@ -103,8 +102,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 // lineRead is one line from stdin, or the error that ended input.
 type lineRead struct {
 	line    []byte
-	tooLong bool            // over MaxLineBytes: line is its head, the rest was skipped
-	id      json.RawMessage // of a line too long: its id, or nullID when it could not be read
+	tooLong bool       // over MaxLineBytes: skipped to its end, line empty
+	env     *idScanner // of a line too long: its id, method and tool, as read while it was skipped
 	err     error
 }
 
@@ -117,7 +116,7 @@ func readLines(in io.Reader, lines chan<- lineRead, done <-chan struct{}) {
 		line, tooLong, err := readLine(br, &ids)
 		if len(line) > 0 || tooLong {
 			select {
-			case lines <- lineRead{line: line, tooLong: tooLong, id: ids.ID()}:
+			case lines <- lineRead{line: line, tooLong: tooLong, env: &ids}:
 			case <-done:
 				return
 			}
@@ -134,9 +133,8 @@ func readLines(in io.Reader, lines chan<- lineRead, done <-chan struct{}) {
 
 // readLine reads up to the next newline, keeping at most MaxLineBytes: a
 // longer line is skipped to its end, so one huge message costs no more than
-// that in memory and the session goes on; of it, line is its first
-// tooLongHead bytes (which say what the message was), and ids reads its
-// id as the rest streams past.
+// that in memory and the session goes on; of it, ids reads its envelope
+// (id, method, tool) as it streams past, and nothing is kept.
 func readLine(br *bufio.Reader, ids *idScanner) (line []byte, tooLong bool, err error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
@@ -146,8 +144,7 @@ func readLine(br *bufio.Reader, ids *idScanner) (line []byte, tooLong bool, err 
 		case len(line)+len(chunk) > MaxLineBytes+1: // +1: the newline
 			ids.feed(line)
 			ids.feed(chunk)
-			// (longer than tooLongHead, as MaxLineBytes is)
-			tooLong, line = true, append(line, chunk...)[:tooLongHead]
+			tooLong, line = true, nil
 		default:
 			line = append(line, chunk...)
 		}
@@ -160,9 +157,6 @@ func readLine(br *bufio.Reader, ids *idScanner) (line []byte, tooLong bool, err 
 		return bytes.TrimSuffix(line, []byte("\n")), false, err
 	}
 }
-
-// tooLongHead is what is kept of a message over MaxLineBytes.
-const tooLongHead = 512
 
 // server is one client's session.
 type server struct {
@@ -229,15 +223,20 @@ func (s *server) handleLine(l lineRead) []byte {
 	line := l.line
 	var reply *response
 	switch {
-	case l.tooLong && s.initialized && isSaveCall(line):
+	case l.tooLong && l.env.Notification():
+		// Too big to read, but no request: a notification gets no
+		// reply (JSON-RPC), and saves nothing, whatever its size, as
+		// one of normal size (handleMessage).
+		return nil
+	case l.tooLong && s.initialized && l.env.Method() == "tools/call" && l.env.Tool() == toolName:
 		// A save too big to read: its content alone can be at most
 		// MaxContentChars, so it is a content over the limit, answered
 		// as one (and so recorded in the activity log).
-		reply = errorReply(l.id, s.tooBigSave())
+		reply = errorReply(l.env.ID(), s.tooBigSave())
 	case l.tooLong:
-		reply = errorReply(l.id, newError(CodeInvalidRequest,
+		reply = errorReply(l.env.ID(), newError(CodeInvalidRequest,
 			fmt.Sprintf("invalid request: message over %d bytes", MaxLineBytes), nil))
-		if s.initialized && bytes.Contains(line, []byte(`"tools/call"`)) {
+		if s.initialized && l.env.ToolsCall() {
 			// A call too big to read whose head does not say it is a
 			// save: the activity log, which lists every save attempt,
 			// has it too.
@@ -257,20 +256,6 @@ func (s *server) handleLine(l lineRead) []byte {
 		}
 	}
 	return s.encode(reply)
-}
-
-// saveCallMethod and saveCallName find, in the head of a message too long
-// to read, that it is a tools/call of the save tool.
-var (
-	saveCallMethod = regexp.MustCompile(`"method"\s*:\s*"tools/call"`)
-	saveCallName   = regexp.MustCompile(`"name"\s*:\s*"` + toolName + `"`)
-)
-
-// isSaveCall reports whether head, the start of a message over
-// MaxLineBytes, is a single tools/call of append_to_inbox (not a batch).
-func isSaveCall(head []byte) bool {
-	head = bytes.TrimLeft(head, " \t\r\n")
-	return len(head) > 0 && head[0] == '{' && saveCallMethod.Match(head) && saveCallName.Match(head)
 }
 
 // tooBigSave answers a save too big to read as the tool answers a content

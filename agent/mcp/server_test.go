@@ -940,7 +940,10 @@ func TestTooLongLineKeepsItsID(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"append_to_inbox","arguments":{"content":"` + pad + `"}}}`, "7"},
 		{`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"append_to_inbox","arguments":{"content":"` + pad + `","id":9}},"id" : "req-8"}`, `"req-8"`},
 		{`{"jsonrpc":"2.0","\u0069d":-1.5e3,"method":"ping","params":{"pad":["a\"}",{"id":1}],"more":"` + pad + `"}}`, "-1.5e3"},
-		{`{"jsonrpc":"2.0","method":"ping","params":{"id":4,"pad":"` + pad + `"}}`, "null"},
+		// No id of its own (params' is not): a notification, no reply
+		// (TestTooBigNotificationGetsNoReply); one that is not JSON-RPC
+		// 2.0 is answered, id null, as parseMessage answers it.
+		{`{"jsonrpc":"2.1","method":"ping","params":{"id":4,"pad":"` + pad + `"}}`, "null"},
 		{`{"jsonrpc":"2.0","id":{"n":5},"method":"ping","params":{"pad":"` + pad + `"}}`, "null"},
 		{`["jsonrpc","2.0","id",6,"` + pad + `"]`, "null"},
 		// The id is held up to maxIDBytes of its own, white space around it aside.
@@ -1019,6 +1022,79 @@ func TestTooBigSaveIsInputInvalid(t *testing.T) {
 		huge)
 	if len(replies) != 2 || replies[1].code() != CodePaused {
 		t.Fatalf("paused: replies %+v", replies)
+	}
+}
+
+// The user's client sends a save whose content is over 4 MiB, with
+// "arguments" written before "name" in params (JSON members have no order:
+// a client that builds params as {arguments, name}, e.g. from a map or by
+// adding the name last, is as valid as one that writes name first). What
+// happens: the kept 512-byte head holds no "name", isSaveCall says it is
+// not a save, and the reply is -32600 "invalid request: message over
+// 4194304 bytes", while the same save with "name" first gets -32004
+// input_invalid on "content" (README: "so is a save whose message is too
+// big to read (over 4 MiB: its content is over the limit; split it into
+// several saves)"): the same answer whatever the order of the members,
+// -32004 input_invalid, telling the client to split the save. Only the
+// first 512 bytes were looked at for "name": past them, -32600. The
+// scanner reads method and name, as the id, wherever they stand.
+func TestTooBigSaveWithNameAfterArgumentsIsInputInvalid(t *testing.T) {
+	f := newFixture(t)
+	huge := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{"content":"` + strings.Repeat("z", 5<<20) + `"},"name":"append_to_inbox"}}`
+	replies := runLines(t, f.opts(),
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","clientInfo":{"name":"cursor"}}}`,
+		huge)
+	if len(replies) != 2 {
+		t.Fatalf("replies %+v", replies)
+	}
+	r := replies[1]
+	if string(r.ID) != "2" || r.code() != CodeInputInvalid || r.Error.Data["field"] != "content" ||
+		!strings.Contains(r.Error.Message, "split it into several saves") {
+		t.Fatalf("a 5 MB save with \"name\" after \"arguments\": reply id %s error %+v; want -32004 input_invalid on \"content\" (split it into several saves), as when \"name\" comes first", r.ID, r.Error)
+	}
+}
+
+// The user's client sends a save over 4 MiB as a notification (no "id").
+// A save sent as a notification of normal size is neither answered nor
+// saved nor recorded (TestProtocolEdges: "a save as a notification
+// (neither answered nor saved)"; JSON-RPC 2.0: "The Server MUST NOT reply
+// to a Notification"): the too-big one neither. It was answered with an
+// error whose id is null (a reply the client never asked for, which an
+// SDK matching replies to requests logs as an unknown response or treats
+// as a protocol error), and recorded in the activity log.
+func TestTooBigNotificationGetsNoReply(t *testing.T) {
+	f := newFixture(t)
+	huge := `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"append_to_inbox","arguments":{"content":"` + strings.Repeat("z", 5<<20) + `"}}}`
+	replies := runLines(t, f.opts(),
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","clientInfo":{"name":"cursor"}}}`,
+		huge,
+		`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+	if len(replies) != 2 || string(replies[1].ID) != "5" {
+		var got []string
+		for _, r := range replies {
+			got = append(got, string(r.ID))
+		}
+		t.Fatalf("replies to ids %v (second: %+v); want only those to initialize (1) and ping (5): a notification gets no reply", got, replies[1].Error)
+	}
+}
+
+// The user's client sends the same too-big save with "method" written
+// last ({"jsonrpc","id","params":{...},"method":"tools/call"}): -32004
+// input_invalid, and the attempt recorded (README: `rook inbox activity`
+// lists "every save attempt, refused ones too"). It was -32600, and not
+// in the activity log: the 512-byte head read held no "method".
+func TestTooBigSaveWithMethodLastIsInTheActivityLog(t *testing.T) {
+	f := newFixture(t)
+	huge := `{"jsonrpc":"2.0","id":2,"params":{"name":"append_to_inbox","arguments":{"content":"` + strings.Repeat("z", 5<<20) + `"}},"method":"tools/call"}`
+	replies := runLines(t, f.opts(),
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","clientInfo":{"name":"cursor"}}}`,
+		huge)
+	if len(replies) != 2 {
+		t.Fatalf("replies %+v", replies)
+	}
+	acts := activity(t, f)
+	if r := replies[1]; r.code() != CodeInputInvalid || len(acts) != 1 || acts[0].Status != statusInputInvalid {
+		t.Fatalf("a 5 MB save with \"method\" last: reply %+v, activity %+v; want -32004 input_invalid, recorded once in the activity log", r.Error, acts)
 	}
 }
 

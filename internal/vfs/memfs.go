@@ -475,6 +475,11 @@ func (m *MemFS) renameLocked(op, np string) error {
 	return nil
 }
 
+// MkdirAllOwned is MkdirAll: MemFS has no owners.
+func (m *MemFS) MkdirAllOwned(dir string, perm fs.FileMode, _ *Ownership) error {
+	return m.MkdirAll(dir, perm)
+}
+
 // MkdirAll creates dir and its missing parents. New directories are durable
 // at once (see MemFS).
 func (m *MemFS) MkdirAll(dir string, perm fs.FileMode) error {

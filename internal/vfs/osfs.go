@@ -353,11 +353,60 @@ func giveOwner(f *os.File, own *Ownership) error {
 	if err != nil {
 		return err
 	}
-	if have := OwnerOf(fi); have == nil || *have == *own {
+	return chownTo(fi, own, f.Chown)
+}
+
+// chownTo gives the file fi describes the owner and group own by chown,
+// when it does not have them. Root gives them, or fails with *OwnerError.
+// An ordinary user who owns the file already (their own file, whose group
+// is one they are not in: copied in with sudo, given back with `sudo
+// chown $USER`) keeps what they may: the group when they are in it, else
+// their own, as any editor's save leaves it; a file of another user's
+// they cannot give (*OwnerError).
+func chownTo(fi fs.FileInfo, own *Ownership, chown func(uid, gid int) error) error {
+	have := OwnerOf(fi)
+	if have == nil || *have == *own {
 		return nil
 	}
-	if err := f.Chown(own.UID, own.GID); err != nil {
-		return &OwnerError{Owner: *own, Err: err}
+	if os.Geteuid() != 0 && have.UID == own.UID {
+		_ = chown(-1, own.GID) // allowed only for a group of theirs
+		return nil
+	}
+	if err := chown(own.UID, own.GID); err != nil {
+		return &OwnerError{Owner: *own, Had: have, Err: err}
+	}
+	return nil
+}
+
+// MkdirAllOwned makes dir and its missing parents, and gives each one it
+// made the owner and group own (see FS).
+func (osFS) MkdirAllOwned(dir string, perm fs.FileMode, own *Ownership) error {
+	if own == nil {
+		return os.MkdirAll(dir, perm)
+	}
+	// The directories missing, from dir up to the nearest that is there.
+	var made []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		made = append(made, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := os.MkdirAll(dir, perm); err != nil {
+		return err
+	}
+	for i := len(made) - 1; i >= 0; i-- {
+		d := made[i]
+		fi, err := os.Lstat(d)
+		if err != nil {
+			return err
+		}
+		if err := chownTo(fi, own, func(uid, gid int) error { return os.Lchown(d, uid, gid) }); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -55,3 +55,27 @@ func TestWriteFilesAtomicKeepsTheOwner(t *testing.T) {
 		t.Fatalf("left behind: %v", ents)
 	}
 }
+
+// MkdirAllOwned gives the directories it makes (and only those) the owner
+// and group asked for: root making a client's configuration directory in
+// a user's home leaves it the user's. MemFS has no owners: it makes them.
+func TestMkdirAllOwnedGivesWhatItMakes(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a directory away")
+	}
+	base := t.TempDir()
+	own := vfs.Ownership{UID: 65534, GID: 65534} // nobody
+	mustNil(t, vfs.OS.MkdirAllOwned(filepath.Join(base, "a", "b"), 0o700, &own))
+	for p, want := range map[string]vfs.Ownership{base: {UID: 0, GID: 0}, filepath.Join(base, "a"): own, filepath.Join(base, "a", "b"): own} {
+		fi, err := os.Stat(p)
+		mustNil(t, err)
+		if got := *vfs.OwnerOf(fi); got != want || p != base && fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: owned by %v mode %v, want %v", p, got, fi.Mode().Perm(), want)
+		}
+	}
+	m := vfs.NewMem()
+	mustNil(t, m.MkdirAllOwned("/x/y", 0o700, &own))
+	if fi, err := m.Stat("/x/y"); err != nil || !fi.IsDir() {
+		t.Fatalf("MemFS: %v", err)
+	}
+}

@@ -53,6 +53,13 @@ type FS interface {
 	Rename(oldname, newname string) error
 	// MkdirAll creates a directory and its parents, like os.MkdirAll.
 	MkdirAll(dir string, perm fs.FileMode) error
+	// MkdirAllOwned is MkdirAll, each directory it makes given the owner
+	// and group own (when not nil) as NamedData.Owner gives a file: a
+	// client's configuration directory made by rook run as root (sudo
+	// keeping $HOME) is the user's. When a directory cannot be given them,
+	// it fails with *OwnerError (the directories made stay). MemFS, which
+	// has no owners, ignores own.
+	MkdirAllOwned(dir string, perm fs.FileMode, own *Ownership) error
 	// ReadDir lists a directory's entries sorted by name.
 	ReadDir(dir string) ([]fs.DirEntry, error)
 	// Stat describes a file or directory.
@@ -125,20 +132,42 @@ type NamedData struct {
 // Ownership is a file's owner and group, as user and group ids.
 type Ownership struct{ UID, GID int }
 
-// OwnerError: a file written atomically could not be given the owner and
-// group asked for (NamedData.Owner); the old file is left as it is.
+// OwnerError: a file written atomically (or a directory made) could not
+// be given the owner and group asked for (NamedData.Owner); the old file
+// is left as it is.
 type OwnerError struct {
 	Owner Ownership
-	Err   error
+	// Had is the owner and group the new file had, when known: what
+	// differs from Owner is what could not be given.
+	Had *Ownership
+	Err error
+}
+
+// Missing says what could not be given: "owner and group", "owner" or
+// "group", and their ids ("user 1000, group 1000").
+func (e *OwnerError) Missing() (what, ids string) {
+	switch {
+	case e.Had != nil && e.Had.UID == e.Owner.UID:
+		return "group", fmt.Sprintf("group %d", e.Owner.GID)
+	case e.Had != nil && e.Had.GID == e.Owner.GID:
+		return "owner", fmt.Sprintf("user %d", e.Owner.UID)
+	}
+	return "owner and group", fmt.Sprintf("user %d, group %d", e.Owner.UID, e.Owner.GID)
+}
+
+// Cause is the error of the chown, without the path of the temporary
+// file, which the user never asked for.
+func (e *OwnerError) Cause() error {
+	var pe *fs.PathError
+	if errors.As(e.Err, &pe) {
+		return pe.Err
+	}
+	return e.Err
 }
 
 func (e *OwnerError) Error() string {
-	err := e.Err
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err // its path is the temporary file's, which the user never asked for
-	}
-	return fmt.Sprintf("cannot give the new file the owner and group of the old one (user %d, group %d): %v", e.Owner.UID, e.Owner.GID, err)
+	what, ids := e.Missing()
+	return fmt.Sprintf("cannot give the new file the %s asked for (%s): %v", what, ids, e.Cause())
 }
 
 func (e *OwnerError) Unwrap() error { return e.Err }

@@ -9,9 +9,12 @@ import (
 // `session find` and `rook search` both match: the characters of one
 // Unicode simple case folding class (Σ σ ς; K k and the Kelvin sign; S s
 // ſ) and those that lower-case alike (İ and i) fold to one, the class's
-// least member lower-cased ('σ', 'k', 's', 'i'). Lower-casing alone left ς
+// least letter lower-cased ('σ', 'k', 's', 'i'). Lower-casing alone left ς
 // and σ, ſ and s apart: `rook search κοσμος` missed "ΚΟΣΜΟΣ", which find
-// found.
+// found. A letter folds to a letter, never to a mark of its class: the
+// least member of Ι's class is U+0345 (the combining ypogegrammeni), and
+// folded to it every iota cut a Greek word in two for search, which
+// splits words on what is no letter (TestFoldRuneKeepsWordCharacters).
 func foldRune(r rune) rune {
 	if r < utf8.RuneSelf {
 		if 'A' <= r && r <= 'Z' {
@@ -34,11 +37,43 @@ var foldTable = func() (t [0x800]rune) {
 	return t
 }()
 
+// foldsPastASCII says of each ASCII character whether a character past
+// ASCII folds as it does (foldRune): k and K (the Kelvin sign), s and S
+// (ſ), i and I (İ). Such a character may be written past ASCII, or as
+// its \u escape, where the query has the ASCII one. Worked out from the
+// folding: below U+0800 from foldTable, above it the fold classes of the
+// ASCII letters (no character past U+0800 lower-cases to an ASCII letter
+// outside their class; TestFoldsPastASCII checks every rune).
+var foldsPastASCII = func() (t [utf8.RuneSelf]bool) {
+	var mate [utf8.RuneSelf]bool // by folded character
+	for r := utf8.RuneSelf; r < len(foldTable); r++ {
+		if f := foldTable[r]; f < utf8.RuneSelf {
+			mate[f] = true
+		}
+	}
+	for c := rune(0); c < utf8.RuneSelf; c++ {
+		for f := unicode.SimpleFold(c); f != c; f = unicode.SimpleFold(f) {
+			if f >= utf8.RuneSelf && foldRune(f) == foldRune(c) {
+				mate[foldRune(c)] = true
+			}
+		}
+	}
+	for c := range t {
+		t[c] = mate[foldRune(rune(c))]
+	}
+	return t
+}()
+
 func foldSlow(r rune) rune {
 	l := unicode.ToLower(r)
-	least := l
+	least, letter := l, unicode.IsLetter(l)
 	for f := unicode.SimpleFold(l); f != l; f = unicode.SimpleFold(f) {
-		least = min(least, f)
+		switch isLetter := unicode.IsLetter(f); {
+		case isLetter && !letter:
+			least, letter = f, true
+		case isLetter == letter:
+			least = min(least, f)
+		}
 	}
 	return unicode.ToLower(least)
 }

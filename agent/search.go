@@ -89,7 +89,7 @@ func searchTermsOf(query string) (terms []string, gaps []string) {
 	for _, field := range searchFields(lower) {
 		short, long := false, false // words of one character, of more
 		for _, w := range searchWords(field) {
-			if n := utf8.RuneCountInString(w.text); n < 2 {
+			if n := charCount(w.text); n < 2 {
 				short = short || n == 1
 				continue
 			}
@@ -99,7 +99,7 @@ func searchTermsOf(query string) (terms []string, gaps []string) {
 			}
 		}
 		const around = "\"'`()[]{}<>,;:!?./" // quotes, brackets, punctuation
-		if w := strings.Trim(field.text, around); short && !long && utf8.RuneCountInString(w) >= 2 {
+		if w := strings.Trim(field.text, around); short && !long && charCount(w) >= 2 {
 			add(w, field.at+len(field.text)-len(strings.TrimLeft(field.text, around)))
 		}
 	}
@@ -107,6 +107,19 @@ func searchTermsOf(query string) (terms []string, gaps []string) {
 		gaps = nil
 	}
 	return terms, gaps
+}
+
+// charCount is how many characters s has, a combining mark none of its
+// own (it belongs to the one before it): é written e and U+0301 is of
+// one letter, as é written as one character is.
+func charCount(s string) int {
+	n := 0
+	for _, r := range s {
+		if !unicode.IsMark(r) {
+			n++
+		}
+	}
+	return n
 }
 
 // searchWord is a piece of a query, at byte at of it.
@@ -138,7 +151,10 @@ func searchFields(query string) []searchWord {
 // searchWords splits a field of the query on anything but letters,
 // digits and - _ . / (a version, a file name or a path is one word), and
 // trims '.' and '/' from each word's ends (a sentence's full stop, a
-// path's leading slash).
+// path's leading slash). A combining mark (Mn, Mc, Me) is part of the
+// word it follows, as Unicode has it (UAX #29): split there, नमस्ते was
+// the term "नमस" and found नमस्कार, and café written with U+0301 was
+// "cafe" and found "cafeteria". A mark that follows no word is none.
 func searchWords(field searchWord) []searchWord {
 	var out []searchWord
 	start := -1
@@ -157,6 +173,8 @@ func searchWords(field searchWord) []searchWord {
 			if start < 0 {
 				start = i
 			}
+		} else if start >= 0 && unicode.IsMark(r) {
+			continue
 		} else {
 			flush(i)
 		}
@@ -688,37 +706,45 @@ func codexJSONString(s *jsonString) bool {
 // the model, settings, type and role tags; searching a project's name,
 // "external" or "standard" would match every line), and signed state (a
 // thinking block's signature, Codex's encrypted reasoning), which is never
-// text a user wrote or read. The envelope is where the formats put it:
-// a key of envelopeKeys anywhere but inside what the model or a tool
-// wrote (inEnvelope): a tool's arguments named id, data or status are the
-// model's words, shown by show and found by find. (Encoded state, an
+// text a user wrote or read. The envelope is where the formats put it
+// (inEnvelope): everywhere but inside what the model or a tool wrote, a
+// tool's input or arguments, or a result's structured content, where a
+// key of envelopeKeys is a word like any other (a tool's arguments named
+// id, data or status are the model's words, shown by show and found by
+// find). Inside a tool result (a tool_result's content blocks, Claude
+// Code's toolUseResult, Codex's mcp_tool_call_end result) the tool's
+// words are the blocks' text and the result's text-bearing fields
+// (stdout, stderr, content, a file's content, originalFile, a patch's
+// lines); the schema around them is envelope: the blocks' type tags, an
+// image's source (its type, media_type, data; mimeType for MCP's),
+// toolUseResult's type and status, and the token usage a result or
+// message records (usage and every key in it). (Encoded state, an
 // image's bytes under any key, encodedValue finds.)
 func notText(s *jsonString) bool {
-	if !envelopeKeys[s.Key] || !inEnvelope(s.Parents) {
-		// Codex's turn_context names the summaries it wants ("auto"): a
-		// setting, where a Claude Code summary line's summary is text.
-		return s.Key == "summary" && len(s.Parents) == 2 && s.Parents[1] == "payload"
+	if !inEnvelope(s.Parents) {
+		return false
 	}
-	return true
+	if envelopeKeys[s.Key] || slices.Contains(s.Parents, "usage") {
+		return true
+	}
+	// Codex's turn_context names the summaries it wants ("auto"): a
+	// setting, where a Claude Code summary line's summary is text.
+	return s.Key == "summary" && len(s.Parents) == 2 && s.Parents[1] == "payload"
 }
 
 // inEnvelope says whether a string under these parents (jsonString.Parents:
 // "" for the line itself and an array's elements) is in the envelope of a
-// line: not inside what the model or a tool wrote, which is a tool_use's
-// input (Claude Code), a call's arguments (Codex's mcp_tool_call_end
-// invocation; a function_call's are a JSON string), a tool result's
-// content (a content block's content, in a message's or payload's list of
-// blocks), Claude Code's toolUseResult, a result's structuredContent, or
-// Codex's mcp_tool_call_end result.
+// line: not inside what the model or a tool wrote with keys of its own
+// choosing, which is a tool_use's input (Claude Code), a call's arguments
+// (Codex's mcp_tool_call_end invocation; a function_call's are a JSON
+// string) or a result's structuredContent. A tool result's content blocks
+// and Claude Code's toolUseResult are in it: their keys are the format's
+// (type, status, usage), their words are under other keys (notText).
 func inEnvelope(parents []string) bool {
-	for i, p := range parents {
+	for _, p := range parents {
 		switch p {
-		case "input", "arguments", "toolUseResult", "structuredContent", "result":
+		case "input", "arguments", "structuredContent":
 			return false
-		case "content":
-			if i >= 2 && parents[i-1] == "" && parents[i-2] == "content" {
-				return false // a block's content: a tool result's
-			}
 		}
 	}
 	return true
@@ -737,7 +763,7 @@ var envelopeKeys = map[string]bool{
 	// Codex
 	"call_id": true, "turn_id": true, "encrypted_content": true, "originator": true, "cli_version": true,
 	"model_provider": true, "image_url": true, "plan_type": true, "approval_policy": true,
-	"effort": true,
+	"effort": true, "mimeType": true,
 	// both
 	"type": true, "id": true, "timestamp": true, "role": true, "model": true, "status": true,
 }
@@ -1073,8 +1099,8 @@ func wholeWord(line, t []byte) bool {
 	return false
 }
 
-// wordBefore says whether b ends in a word character: a letter, a digit
-// or '_' ("12→func": the arrow is not one, "日本test": 本 is).
+// wordBefore says whether b ends in a word character (isWordRune:
+// "12→func": the arrow is not one, "日本test": 本 is).
 func wordBefore(b []byte) bool {
 	r, _ := utf8.DecodeLastRune(b)
 	return isWordRune(r)
@@ -1086,8 +1112,12 @@ func wordAfter(b []byte) bool {
 	return isWordRune(r)
 }
 
+// isWordRune says whether r is a word character: a letter, a digit, '_'
+// or a combining mark, part of the word it follows (a term is not found
+// as a word of its own in "café" written with U+0301, nor "नमस" in
+// "नमस्ते").
 func isWordRune(r rune) bool {
-	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
+	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r)
 }
 
 // searchSnippet makes a line fit SearchSnippetLen runes, around the byte

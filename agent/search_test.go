@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -33,6 +34,39 @@ func TestSearchTerms(t *testing.T) {
 		if got := SearchTerms(q); !reflect.DeepEqual(got, want) {
 			t.Errorf("SearchTerms(%q) = %q, want %q", q, got, want)
 		}
+	}
+}
+
+// TestSearchTermsKeepWordsWithGreekIota: folding never cuts a query's
+// word. foldRune folded Ι and ι to U+0345, the combining ypogegrammeni of
+// their fold class, and the query, folded before it is split into words,
+// lost each iota: `rook search πολιτική` searched "πολ" and "κή" (and
+// found "πολύ"), ΙΔΕΑ searched "δεα".
+func TestSearchTermsKeepWordsWithGreekIota(t *testing.T) {
+	for _, q := range []string{"πολιτική", "ΙΔΕΑ", "ιστορία", "Ιθάκη"} {
+		got := SearchTerms(q)
+		want := []string{foldString(q)}
+		if !slices.Equal(got, want) {
+			t.Errorf("SearchTerms(%q) = %q, want one term %q (the word as written, folded)", q, got, want)
+		}
+	}
+}
+
+// TestSearchTermsKeepCombiningMarks: a combining mark is part of the word
+// it follows (UAX #29): नमस्ते searched "नमस" (and found नमस्कार), café
+// written with U+0301 searched "cafe" (and found "cafeteria"). A mark
+// counts as no character of its own: é written so is a word of one
+// letter, dropped as the precomposed é is.
+func TestSearchTermsKeepCombiningMarks(t *testing.T) {
+	for _, q := range []string{"नमस्ते", "cafe\u0301", "\u0301cafe\u0301"} {
+		got := SearchTerms(q)
+		want := []string{foldString(strings.TrimPrefix(q, "\u0301"))}
+		if !slices.Equal(got, want) {
+			t.Errorf("SearchTerms(%q) = %q, want %q", q, got, want)
+		}
+	}
+	if got := SearchTerms("e\u0301 x"); got != nil {
+		t.Errorf("SearchTerms(e + U+0301) = %q, want none (a word of one letter)", got)
 	}
 }
 
@@ -107,6 +141,12 @@ func TestScoreBodyPrefersWholeWords(t *testing.T) {
 		{"a\u00a0test", "test", true},
 		{"日本語 日本", "日本", true},
 		{"日本語", "日本", false},
+		// A combining mark is part of the word it follows.
+		{"the cafe\u0301 menu", "cafe", false},
+		{"नमस्ते", "नमस", false},
+		{"the cafe\u0301 menu", "cafe\u0301", true},
+		// An iota folded is a letter: "δεα" is inside "ιδεα".
+		{foldString("ΙΔΕΑ"), "δεα", false},
 	} {
 		if got := wholeWord([]byte(c.line), []byte(c.term)); got != c.want {
 			t.Errorf("wholeWord(%q, %q) = %v", c.line, c.term, got)

@@ -906,16 +906,18 @@ scan:
 // which a transcript rewritten by such a tool holds ("caf\u00e9" for
 // "café": show and search read it decoded, so find must too).
 //
-// A query with a character past ASCII is matched by one matcher that
-// reads the line as a JSON string's content (newEscapedMatcher): each
-// escape is the character it writes, in any case, as the query's other
-// characters are ("éléphant" finds "\u00c9l\u00e9phant", whose É and é
-// differ in their escapes' hex digits, which no folding of the escaped
-// query as text makes equal). Any other query's escaped forms are ASCII,
-// and matched as text (ASCII case folded: \u003C is \u003c).
+// A query with a character past ASCII, or with a letter a character past
+// ASCII folds as (foldsPastASCII: "istanbul" finds "\u0130stanbul",
+// "kelvin" "\u212aelvin"), is matched by one matcher that reads the line
+// as a JSON string's content (newEscapedMatcher): each escape is the
+// character it writes, in any case, as the query's other characters are
+// ("éléphant" finds "\u00c9l\u00e9phant", whose É and é differ in their
+// escapes' hex digits, which no folding of the escaped query as text
+// makes equal). Any other query's escaped forms are ASCII, and matched as
+// text (ASCII case folded: \u003C is \u003c).
 func findEscaped(query string) []*foldMatcher {
 	for i := 0; i < len(query); i++ {
-		if query[i] >= utf8.RuneSelf {
+		if c := query[i]; c >= utf8.RuneSelf || foldsPastASCII[c] {
 			return []*foldMatcher{newEscapedMatcher(query)}
 		}
 	}
@@ -1095,10 +1097,11 @@ func prevNonSpace(b []byte, i int) int {
 // with the same foldRune): İ (U+0130) lower-cases to i but is in no fold
 // class with it, so `find istanbul` missed "İSTANBUL" that search found.
 type foldMatcher struct {
-	// ascii: the query is ASCII with no letter whose fold class leaves
-	// ASCII (k and s: the Kelvin sign, the long s), so a match is ASCII
-	// bytes only and lowering bytes in place keeps every offset. dotI: it
-	// has an i, which İ matches: a body with an İ is searched rune by rune.
+	// ascii: the query is ASCII with no letter a character past ASCII
+	// folds as (foldsPastASCII: k and s, the Kelvin sign and the long s),
+	// but i, so a match is ASCII bytes only and lowering bytes in place
+	// keeps every offset. dotI: it has an i, which İ matches: a body with
+	// an İ is searched rune by rune.
 	ascii bool
 	dotI  bool
 	lower []byte
@@ -1131,11 +1134,11 @@ func newFoldMatcher(q string) *foldMatcher {
 	m := &foldMatcher{ascii: true, query: q}
 	for i := 0; i < len(q); i++ {
 		c := q[i]
-		if c >= utf8.RuneSelf || c == 'k' || c == 'K' || c == 's' || c == 'S' {
-			m.ascii = false
-		}
-		if c == 'i' || c == 'I' {
+		switch {
+		case c == 'i' || c == 'I':
 			m.dotI = true
+		case c >= utf8.RuneSelf || foldsPastASCII[c]:
+			m.ascii = false
 		}
 	}
 	if m.ascii {

@@ -132,7 +132,7 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 				break // removed since it was listed (`session rm` of it)
 			}
 			if err != nil {
-				return nil, nil, fmt.Errorf("the event log %s, which has no .meta beside it: %w: gc refuses to sweep with an incomplete mark; once what reads is kept (its .meta put back from a backup, the session forked), `rook session rm %s` removes the log and lets gc run again", p, err, id)
+				return nil, nil, orphanLogError(p, id, err)
 			}
 			if len(evs) == 0 {
 				break
@@ -215,6 +215,25 @@ func namesCapture(ev eventlog.Event) bool {
 // as walkRefs gives it) names capture manifests: a checkpoint's does.
 func refNamesCapture(ref string) bool {
 	return strings.HasPrefix(ref, RefsDir+"/checkpoints/")
+}
+
+// orphanLogError is gc's refusal for an event log with no .meta beside it
+// (at p) that does not read (err). A damaged log's own error names
+// `rook session fork ID --at N`, which fails for it: a log with no .meta
+// is no session, and nothing forks, shows or lists it. What works is the
+// .meta put back from a backup (a session again, which the fork then
+// keeps the events of), or `rook session rm ID`, which removes the log.
+func orphanLogError(p string, id eventlog.ID, err error) error {
+	const refuse = "gc refuses to sweep with an incomplete mark"
+	if errors.Is(err, eventlog.ErrBadRecord) {
+		where, fork := "it is damaged", "`rook session fork` keeps the events before the damage"
+		if d := (*eventlog.DamagedAtError)(nil); errors.As(err, &d) {
+			where = fmt.Sprintf("it is damaged where event %d was to be (the events before it read)", d.At)
+			fork = fmt.Sprintf("`rook session fork` with --at %d keeps the events before the damage", d.At)
+		}
+		return fmt.Errorf("the event log %s, which has no .meta beside it: %w: %s; %s. With no .meta it is no session, so nothing forks it: put its .meta (%s.meta) back from a backup, and it is a session again: %s (then `rook session rm %s`); or, if its events are not wanted, `rook session rm %s` removes the log now; either lets gc run again", p, eventlog.ErrBadRecord, where, refuse, id, fork, id, id)
+	}
+	return fmt.Errorf("the event log %s, which has no .meta beside it: %w: %s; once what reads is kept (its .meta put back from a backup, the session forked), `rook session rm %s` removes the log and lets gc run again", p, err, refuse, id)
 }
 
 // markedFrom is where the mark found an object: an event of a session, or

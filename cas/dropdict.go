@@ -44,11 +44,32 @@ func (s *Store) dictionariesMayHold(deadSince map[Kind]int64) []DictionaryMayHol
 }
 
 // DropReport says what a repack that drops dictionaries did: the repack,
-// and the dictionaries deleted.
+// the dictionaries deleted, those dropped before (nothing to do) and
+// those refused (records still name them).
 type DropReport struct {
 	RepackReport
-	Dropped []uint32 `json:"dropped_dictionaries"`
+	Dropped        []uint32      `json:"dropped_dictionaries"`
+	AlreadyDropped []uint32      `json:"already_dropped,omitempty"`
+	Refused        []RefusedDrop `json:"refused_dictionaries,omitempty"`
+	// Repacked: the repack ran (false when every id was dropped before:
+	// RepackReport is then empty, no size of the store).
+	Repacked bool `json:"-"`
 }
+
+// RefusedDrop is a dictionary a drop kept: records in Segments (kept in
+// place by the repack: damaged, or waiting for another dictionary) still
+// name it.
+type RefusedDrop struct {
+	ID       uint32   `json:"id"`
+	Segments []string `json:"segments"`
+}
+
+// DropRefusedError says that records still name some of the dictionaries
+// to drop (DropReport.Refused): the others were dropped, and the report
+// says what the repack did.
+type DropRefusedError struct{ msg string }
+
+func (e *DropRefusedError) Error() string { return e.msg }
 
 // DropDictionaries deletes the dictionaries ids: every record naming one
 // is rewritten first. It is a repack (every segment rewritten, each live
@@ -76,7 +97,8 @@ func (s *Store) DropDictionaries(ids []uint32, progress func(done, total int64))
 		seen[id] = true
 		present, dropped := s.dicts.Known(id)
 		if !present && dropped {
-			continue // dropped before: nothing to do
+			rep.AlreadyDropped = append(rep.AlreadyDropped, id) // nothing to do
+			continue
 		}
 		if !present {
 			return rep, badDrop(fmt.Errorf("no dictionary %d in %s (`rook store stat` lists them): nothing rewritten", id, filepath.Join(s.home, DictDir)))
@@ -84,6 +106,7 @@ func (s *Store) DropDictionaries(ids []uint32, progress func(done, total int64))
 		want = append(want, id)
 	}
 	sort.Slice(want, func(i, j int) bool { return want[i] < want[j] })
+	sort.Slice(rep.AlreadyDropped, func(i, j int) bool { return rep.AlreadyDropped[i] < rep.AlreadyDropped[j] })
 	if len(want) == 0 {
 		return rep, nil
 	}
@@ -96,7 +119,7 @@ func (s *Store) DropDictionaries(ids []uint32, progress func(done, total int64))
 	// others, not these.
 	s.dicts.Withhold(want)
 	rr, err := s.repackLocked(progress)
-	rep.RepackReport = rr
+	rep.RepackReport, rep.Repacked = rr, true
 	if err != nil {
 		return rep, fmt.Errorf("%w: no dictionary deleted", err)
 	}
@@ -126,6 +149,7 @@ func (s *Store) DropDictionaries(ids []uint32, progress func(done, total int64))
 	for _, id := range want {
 		if segs := named[id]; len(segs) > 0 {
 			refused = append(refused, fmt.Sprintf("dictionary %d is still named by records in %s (kept in place by the repack: see above), so it is kept", id, strings.Join(segs, ", ")))
+			rep.Refused = append(rep.Refused, RefusedDrop{ID: id, Segments: segs})
 			continue
 		}
 		if err := s.dicts.Drop(id); err != nil {
@@ -135,7 +159,7 @@ func (s *Store) DropDictionaries(ids []uint32, progress func(done, total int64))
 		rep.Dropped = append(rep.Dropped, id)
 	}
 	if len(refused) > 0 {
-		return rep, fmt.Errorf("%s: `rook store verify` says what is wrong with those segments; once they are repaired (or their dictionary put back), drop it again", strings.Join(refused, "; "))
+		return rep, &DropRefusedError{fmt.Sprintf("%s: `rook store verify` says what is wrong with those segments; once they are repaired (or their dictionary put back), drop it again", strings.Join(refused, "; "))}
 	}
 	return rep, nil
 }

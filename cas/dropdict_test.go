@@ -145,3 +145,76 @@ func TestDropDictionaryRewritesItsRecordsThenDeletesIt(t *testing.T) {
 		t.Fatalf("after the drop again: %v", err)
 	}
 }
+
+// A writer that opens the store while `rook store repack
+// --drop-dictionary N` runs waits for the writer lock; it loaded dict/
+// (N there, its kind's newest) before that wait (Open read dict/, then
+// took the lock), and once the drop had deleted N's file and released the
+// lock, it compressed what it appended with N, from its copy in memory,
+// and exited 0: N's file gone, every object it wrote never read again.
+// Open now reads dict/ once it holds the lock.
+//
+// What the user does: `rook store repack --drop-dictionary 2` (as gc told
+// them, to remove a secret), while an agent hook runs `rook session append`
+// (README: "A command that writes and finds the lock held waits for it").
+// What they saw (with the binary): the append exited 0, 2000 events
+// appended; `rook session show` then said "200 event bodies could not be
+// read", and `store verify` "dictionary 2 is missing ...: 2000 object(s)
+// ... need it: put .../00000002.zdict back from a backup" — the backup
+// the drop meant to delete. docs/storage.md (Dropping a dictionary): a
+// writer reads dict/ only once it holds the lock, so a writer that waited
+// for the drop never compresses with a dictionary dropped meanwhile.
+func TestAWriterWaitingForTheLockNeverUsesADictionaryDroppedMeanwhile(t *testing.T) {
+	fsys := vfs.OS
+	s, home := newStore(t, fsys, Options{})
+	first := trainMessages(t, s, 0, 0, 400)
+	if _, err := s.Repack(nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// The second writer (a `session append` started during the drop):
+	// it opens the store and waits for the lock the drop holds.
+	type opened struct {
+		s   *Store
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		w, err := Open(home, Options{FS: fsys, Clock: testClock(), Writable: true, LockWait: 30 * time.Second})
+		ch <- opened{w, err}
+	}()
+	time.Sleep(500 * time.Millisecond) // it has read dict/ and waits for the lock
+
+	rep, err := s.DropDictionaries([]uint32{first}, nil)
+	if err != nil || len(rep.Dropped) != 1 {
+		t.Fatalf("drop: %v, %v", rep.Dropped, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	o := <-ch
+	if o.err != nil {
+		t.Fatalf("the waiting writer: %v", o.err)
+	}
+	w := o.s
+	fresh := shaped(0, 5000)
+	id := mustPut(t, w, KindMessage, fresh)
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	info, serr := w.Stat(id)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	r, err := Open(home, Options{FS: fsys, Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got, err := r.Get(id)
+	if err != nil || !bytes.Equal(got, fresh) {
+		t.Fatalf("an object appended (and acknowledged) by a writer that waited for the drop's lock does not read: %v (it was compressed with dictionary %d (%v); dictionary %d was dropped, its file deleted)", err, info.Dict, serr, first)
+	}
+}

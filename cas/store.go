@@ -456,31 +456,40 @@ func Open(home string, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	var dir *dict.Dir
-	if opts.Dicts == nil {
-		var err error
-		if dir, err = dict.OpenDir(opts.FS, filepath.Join(home, DictDir)); err != nil {
-			return nil, fmt.Errorf("open dictionaries: %w", err)
-		}
-		opts.Dicts = dir
-	}
 	s := &Store{
-		dicts:   dir,
 		home:    home,
 		opts:    opts,
 		fs:      opts.FS,
-		enc:     newEncoder(opts.Level, opts.Dicts),
-		dec:     newDecoder(opts.Dicts),
 		open:    map[Kind]*openBlock{},
 		pending: map[Key]*pendingObject{},
 	}
 	s.files.init(opts.FS, filepath.Join(home, SegmentsDir))
 	s.blocks.init(32 << 20)
+	// A writer takes the lock before it reads dict/: the dictionaries it
+	// compresses with are those of the store as it is once no other writer
+	// runs. Read before the wait, a writer that waited for `rook store
+	// repack --drop-dictionary N` kept N (its kind's newest) in memory and
+	// compressed with it after the drop had deleted its file: what it
+	// wrote never read again. A writer takes the lock once, here, and
+	// holds it until Close.
 	if opts.Writable {
 		if err := s.takeLock(); err != nil {
 			return nil, err
 		}
 	}
+	var dir *dict.Dir
+	if opts.Dicts == nil {
+		var err error
+		if dir, err = dict.OpenDir(opts.FS, filepath.Join(home, DictDir)); err != nil {
+			s.release()
+			return nil, fmt.Errorf("open dictionaries: %w", err)
+		}
+		opts.Dicts = dir
+		s.opts.Dicts = dir
+	}
+	s.dicts = dir
+	s.enc = newEncoder(opts.Level, opts.Dicts)
+	s.dec = newDecoder(opts.Dicts)
 	if err := s.openIndex(); err != nil {
 		s.release()
 		return nil, err

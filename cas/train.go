@@ -353,6 +353,23 @@ func (s *Store) MissingDictionaries() []uint32 {
 	return s.dicts.Missing()
 }
 
+// DropsCutShort lists the dictionaries marked dropped whose file is
+// there still: a drop cut short after its mark (a crash, a failed delete).
+// None is any kind's newest (nothing compresses with it); `rook store
+// repack --drop-dictionary ID` again deletes it.
+func (s *Store) DropsCutShort() []uint32 {
+	if s.dicts == nil {
+		return nil
+	}
+	var out []uint32
+	for _, id := range s.dicts.Dropped() {
+		if present, _ := s.dicts.Known(id); present {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // DictionaryIDsError says why the record of the dictionary ids given out
 // cannot be read (dict.Dir.IDsError): no dictionary can be trained until
 // it is put back or removed.

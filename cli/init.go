@@ -314,6 +314,12 @@ func missingDictionaries(home string, s *cas.Store) []string {
 	for _, id := range s.MissingDictionaries() {
 		out = append(out, fmt.Sprintf("dictionary %d is missing (no file %s): lost, or a train a crash or a full disk cut short; `rook store verify` says whether records need it: if they do, they cannot be read until it is back: put it back from a backup", id, filepath.Join(home, cas.DictDir, dict.FileName(id))))
 	}
+	// A drop cut short after its mark: nothing compresses with the
+	// dictionary, but its file (which may hold pieces of what gc
+	// collected) is still there.
+	for _, id := range s.DropsCutShort() {
+		out = append(out, fmt.Sprintf("dictionary %d is marked dropped but its file %s is still there (a drop cut short): run `rook store repack --drop-dictionary %d` again to finish it", id, filepath.Join(home, cas.DictDir, dict.FileName(id)), id))
+	}
 	return out
 }
 

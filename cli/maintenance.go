@@ -253,12 +253,33 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 	if bad := (*cas.BadDropError)(nil); errors.As(err, &bad) {
 		return usageErr("%v", bad)
 	}
+	// A drop refused for some ids (records in segments the repack kept
+	// still name them): the report is printed as on success, so that
+	// what the refusal points at (the kept segments) is there, then the
+	// refusal.
+	var refused error
+	if re := (*cas.DropRefusedError)(nil); errors.As(err, &re) {
+		refused, err = err, nil
+	}
 	if err != nil {
-		// Those deleted before a refusal are said, then the refusal.
+		// Those deleted before a failure are said, then the failure.
 		for _, id := range drop.Dropped {
 			fmt.Fprintf(e.Stdout, "dropped dictionary %d (%s deleted)\n", id, filepath.Join(e.Home, cas.DictDir, dict.FileName(id)))
 		}
 		return err
+	}
+	if len(c.DropDictionary) > 0 && !drop.Repacked {
+		// Every id dropped before: nothing ran, and there is no size to say.
+		if e.JSON {
+			return unprinted(e.printJSON(struct {
+				Dropped        []uint32 `json:"dropped_dictionaries"`
+				AlreadyDropped []uint32 `json:"already_dropped"`
+			}{[]uint32{}, drop.AlreadyDropped}))
+		}
+		for _, id := range drop.AlreadyDropped {
+			fmt.Fprintf(e.Stdout, "dictionary %d was already dropped: nothing to do\n", id)
+		}
+		return nil
 	}
 	if e.JSON {
 		var out any = rep
@@ -282,6 +303,12 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 		}
 		for _, id := range drop.Dropped {
 			fmt.Fprintf(e.Stdout, "dropped dictionary %d (%s deleted): no record names it; `rook store train` may train anew from what the store keeps\n", id, filepath.Join(e.Home, cas.DictDir, dict.FileName(id)))
+		}
+		for _, id := range drop.AlreadyDropped {
+			fmt.Fprintf(e.Stdout, "dictionary %d was already dropped: nothing to do\n", id)
+		}
+		for _, r := range drop.Refused {
+			fmt.Fprintf(e.Stdout, "kept dictionary %d: records in %s still name it\n", r.ID, strings.Join(r.Segments, ", "))
 		}
 	}
 	// Exit 1 with --json too: a script must not read damage, or objects
@@ -315,6 +342,9 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 			what = fmt.Sprintf("%d dictionaries that cannot be loaded", len(dicts))
 		}
 		msgs = append(msgs, fmt.Sprintf("%d segment(s) kept in place: their records need %s (%s): put %s back from a backup and run `rook store repack` again", len(segs), what, strings.Join(problems, "; "), strings.Join(files, " and ")))
+	}
+	if refused != nil {
+		msgs = append([]string{refused.Error()}, msgs...)
 	}
 	if len(msgs) > 0 {
 		return &exitError{code: ExitFailure, msg: strings.Join(msgs, "; ")}

@@ -273,6 +273,9 @@ type dictJSON struct {
 	Bytes   int        `json:"bytes"`
 	File    string     `json:"file"`
 	Damaged string     `json:"damaged,omitempty"`
+	// Dropped: marked dropped, its file not yet deleted (a drop cut
+	// short): no kind's newest; the drop again deletes it.
+	Dropped bool `json:"dropped,omitempty"`
 }
 
 // StatCmd is `rook store stat`.
@@ -300,8 +303,9 @@ func (c *StatCmd) Run(e *Env) error {
 			st.Kinds = []cas.KindStats{}
 		}
 		dicts := []dictJSON{}
+		cut := s.DropsCutShort()
 		for _, d := range s.Dictionaries() {
-			dj := dictJSON{ID: d.ID, Bytes: d.Bytes, File: d.File, Damaged: d.Damaged}
+			dj := dictJSON{ID: d.ID, Bytes: d.Bytes, File: d.File, Damaged: d.Damaged, Dropped: slices.Contains(cut, d.ID)}
 			if d.Damaged == "" { // a damaged one's kind and creation are not known
 				created := d.Created
 				dj.Kind, dj.Created = cas.Kind(d.Kind).String(), &created
@@ -322,17 +326,25 @@ func (c *StatCmd) Run(e *Env) error {
 	d := st.Disk
 	fmt.Fprintf(w, "on disk         %12s  (index %s, segments %s in %d file(s), dictionaries %s, event log %s, other %s)\n",
 		formatBytes(d.Total), formatBytes(d.Index), formatBytes(d.Segments), st.Segments, formatBytes(d.Dicts), formatBytes(d.Events), formatBytes(d.Other))
-	dicts, missing := s.Dictionaries(), s.MissingDictionaries()
+	dicts, missing, cut := s.Dictionaries(), s.MissingDictionaries(), s.DropsCutShort()
 	if len(dicts) == 0 && len(missing) > 0 {
 		// Not "none yet": the ones given out are listed as missing below.
 	} else if len(dicts) == 0 {
 		fmt.Fprintln(w, "dictionaries    none yet: `rook store train` makes them once kinds have enough objects")
 	} else {
 		newest := map[uint8]dict.Info{}
+		damaged := 0
 		for _, d := range dicts {
 			if d.Damaged != "" {
+				damaged++
 				// Said as doctor says it: what it stops, and what to do.
 				fmt.Fprintf(w, "dictionaries    #%d is DAMAGED: %s: it does not read, and the objects compressed with it cannot be read until it is whole: put %s back from a backup (`rook store verify` says whether any object needs it)\n", d.ID, d.Damaged, d.File)
+				continue
+			}
+			if slices.Contains(cut, d.ID) {
+				// Marked dropped: nothing compresses with it (no kind's
+				// newest); its file is there because the drop was cut short.
+				fmt.Fprintf(w, "dictionaries    #%d is DROPPED, its file %s not yet deleted (a drop cut short): `rook store repack --drop-dictionary %d` deletes it\n", d.ID, d.File, d.ID)
 				continue
 			}
 			newest[d.Kind] = d
@@ -344,7 +356,11 @@ func (c *StatCmd) Run(e *Env) error {
 			}
 		}
 		if len(parts) == 0 {
-			fmt.Fprintf(w, "dictionaries    %d in all; none of them reads\n", len(dicts))
+			if damaged == len(dicts) {
+				fmt.Fprintf(w, "dictionaries    %d in all; none of them reads\n", len(dicts))
+			} else {
+				fmt.Fprintf(w, "dictionaries    %d in all; newest: none\n", len(dicts))
+			}
 		} else {
 			fmt.Fprintf(w, "dictionaries    %d in all; newest: %s\n", len(dicts), strings.Join(parts, ", "))
 		}

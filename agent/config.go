@@ -222,43 +222,20 @@ const maxConfigBytes = 1 << 20
 // for not being a regular file; a regular file is read no further than
 // maxConfigBytes.
 func readConfigFile(fsys vfs.FS, path string) ([]byte, error) {
-	f, err := fsys.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ENXIO) {
-		// A socket does not open: say what it is.
-		if fi, serr := fsys.Stat(path); serr == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
-			return nil, configNotRegular(path, fi.Mode())
+	return readNoWait(fsys, path, maxConfigBytes, func(fi fs.FileInfo) (bool, error) {
+		switch {
+		case fi.IsDir():
+			return false, &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
+		case NullDevice(fi):
+			// A link to /dev/null, the usual "no settings here" (a dotfiles
+			// checkout's, a CI job's): read as empty, the defaults, as
+			// before config files were checked for being regular.
+			return true, nil
+		case !fi.Mode().IsRegular():
+			return false, configNotRegular(path, fi.Mode())
 		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	switch {
-	case fi.IsDir():
-		f.Close()
-		return nil, &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
-	case NullDevice(fi):
-		// A link to /dev/null, the usual "no settings here" (a dotfiles
-		// checkout's, a CI job's): read as empty, the defaults, as
-		// before config files were checked for being regular.
-		f.Close()
-		return nil, nil
-	case !fi.Mode().IsRegular():
-		f.Close()
-		return nil, configNotRegular(path, fi.Mode())
-	case fi.Size() > maxConfigBytes:
-		f.Close()
-		return nil, configTooLarge(path)
-	}
-	b, err := readOpened(f, maxConfigBytes, 0)
-	if errors.Is(err, errLargerThan) {
-		return nil, configTooLarge(path) // grew while it was read
-	}
-	return b, err
+		return false, nil
+	}, func() error { return configTooLarge(path) })
 }
 
 // NullDevice says whether fi is the null device (what a config.toml

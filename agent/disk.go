@@ -237,6 +237,48 @@ func readRegularRoom(abs, rel string, max int64, room int) ([]byte, error) {
 	return readOpened(f, max, room)
 }
 
+// readNoWait reads the file at path the way rook reads a small file of its
+// own or the user's (config.toml, a ref), following a link to it: opened
+// without waiting, so a named pipe in its place is not waited on for a
+// writer, forever; then judged by check, which refuses what is no regular
+// file (a device such as /dev/zero would be read without end; a socket,
+// which does not open, is judged by a Stat) or says to read it as empty;
+// and read no further than max, past which it is tooLarge. Missing:
+// fs.ErrNotExist, as vfs.ReadFile's.
+func readNoWait(fsys vfs.FS, path string, max int64, check func(fs.FileInfo) (empty bool, err error), tooLarge func() error) ([]byte, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if fi, serr := fsys.Stat(path); serr == nil && !fi.Mode().IsRegular() {
+			if _, cerr := check(fi); cerr != nil {
+				return nil, cerr
+			}
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	empty, err := check(fi)
+	switch {
+	case err != nil:
+		f.Close()
+		return nil, err
+	case empty:
+		f.Close()
+		return nil, nil
+	case fi.Size() > max:
+		f.Close()
+		return nil, tooLarge()
+	}
+	b, err := readOpened(f, max, 0)
+	if errors.Is(err, errLargerThan) {
+		return nil, tooLarge() // grew while it was read
+	}
+	return b, err
+}
+
 // readOpened reads f, a regular file opened for it (an *os.File, or one
 // of a vfs.FS), as readRegularRoom reads, and closes it.
 func readOpened(f vfs.File, max int64, room int) ([]byte, error) {

@@ -1,11 +1,8 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"syscall"
 
 	"github.com/rookhq/rook/internal/vfs"
 )
@@ -40,33 +37,12 @@ func (e *RefRefusedError) Error() string {
 // maxRefBytes. Missing: fs.ErrNotExist, as vfs.ReadFile's; refused: a
 // *RefRefusedError.
 func readRefFile(fsys vfs.FS, path string) ([]byte, error) {
-	f, err := fsys.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		// A socket does not open (ENXIO), nor, on some systems, a
-		// directory for reading: say what it is.
-		if fi, serr := fsys.Stat(path); serr == nil && !fi.Mode().IsRegular() {
-			return nil, refNotRegular(path, fi.Mode())
+	return readNoWait(fsys, path, maxRefBytes, func(fi fs.FileInfo) (bool, error) {
+		if !fi.Mode().IsRegular() {
+			return false, refNotRegular(path, fi.Mode())
 		}
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	switch {
-	case !fi.Mode().IsRegular():
-		f.Close()
-		return nil, refNotRegular(path, fi.Mode())
-	case fi.Size() > maxRefBytes:
-		f.Close()
-		return nil, refTooLarge(path)
-	}
-	b, err := readOpened(f, maxRefBytes, 0)
-	if errors.Is(err, errLargerThan) {
-		return nil, refTooLarge(path) // grew while it was read
-	}
-	return b, err
+		return false, nil
+	}, func() error { return refTooLarge(path) })
 }
 
 // refNotRegular is readRefFile's error of a path that is mode (a named

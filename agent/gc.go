@@ -371,7 +371,8 @@ func (r *Rook) GC(grace time.Duration, dryRun bool, mark, progress func(done, to
 	if err != nil {
 		return cas.GCReport{}, err
 	}
-	rep, err := r.Store.Collect(cas.GCOptions{Live: func(id cas.Key) bool { return live[id] }, Grace: grace, DryRun: dryRun, Progress: progress})
+	// Roots refuses a named object missing: every one is in the store.
+	rep, err := r.Store.Collect(cas.GCOptions{Live: func(id cas.Key) bool { return live[id] }, Grace: grace, DryRun: dryRun, Progress: progress, NothingNamedMissing: true})
 	rep.KeptLogsWithoutMeta = kept
 	if err != nil {
 		return rep, err

@@ -20,6 +20,15 @@ type GCOptions struct {
 	// DryRun plans and reports without changing anything.
 	DryRun   bool
 	Progress func(done, total int64)
+	// NothingNamedMissing: the caller checked that every object the
+	// sessions and refs name is in the store (agent.Rook.GC: its mark
+	// refuses otherwise). Only then may a segment whose records wait for
+	// a dictionary that cannot be loaded, the index naming no object in
+	// it, move to torn/ as dead space (deadSegment): an index rebuilt
+	// without the dictionary cannot name such records' objects, so a
+	// missing named object may be there. Without it such a segment is
+	// kept, waiting for the dictionary (KeptNeedsDict).
+	NothingNamedMissing bool
 }
 
 // GCReport says what a collection found and did.
@@ -168,7 +177,7 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 	if len(targets) == 0 {
 		return rep, nil
 	}
-	st, err := s.rewriteLocked(targets, func(id Key, _ entry) bool { return !dead[id] }, opts.Progress)
+	st, err := s.rewriteLocked(targets, func(id Key, _ entry) bool { return !dead[id] }, opts.NothingNamedMissing, opts.Progress)
 	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.SegmentsLeft = st.rewritten, st.removed, st.segmentsLeft()
 	if err != nil {
 		return rep, err
@@ -242,20 +251,48 @@ type KeptSegment struct {
 	Dict    uint32 `json:"dictionary"`
 	File    string `json:"file"`    // the dictionary file to put back
 	Problem string `json:"problem"` // why it cannot be loaded
+	// ReindexFirst: the index names no object in the segment (rebuilt
+	// while the dictionary could not be loaded, it cannot name its
+	// records' objects): once the file is back, `rook store reindex`
+	// reads them again; a gc or repack before it would find nothing
+	// named there and delete the segment.
+	ReindexFirst bool `json:"reindex_first,omitempty"`
 }
 
 // Repack rewrites every segment: each live object is recompressed with its
 // kind's newest dictionary and small objects are packed together again, in
 // new segments; the index is switched in one commit; then the old segments
 // go. Stale copies (superseded, never acknowledged) are dropped on the way.
+// A segment whose records wait for a dictionary that cannot be loaded is
+// kept (KeptNeedsDict): RepackWith says when it may move to torn/.
 func (s *Store) Repack(progress func(done, total int64)) (RepackReport, error) {
+	return s.RepackWith(RepackOptions{Progress: progress})
+}
+
+// RepackOptions are a repack's options (RepackWith).
+type RepackOptions struct {
+	Progress func(done, total int64)
+	// NothingNamedMissing: as GCOptions.NothingNamedMissing, the caller
+	// checked that every object the sessions and refs name is in the
+	// store (agent.Rook.Repack).
+	NothingNamedMissing bool
+}
+
+// RepackWith is Repack with options.
+func (s *Store) RepackWith(opts RepackOptions) (RepackReport, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.repackLocked(progress)
+	return s.repackLockedWith(opts)
 }
 
 // repackLocked is Repack, s.mu held.
 func (s *Store) repackLocked(progress func(done, total int64)) (RepackReport, error) {
+	return s.repackLockedWith(RepackOptions{Progress: progress})
+}
+
+// repackLockedWith is RepackWith, s.mu held.
+func (s *Store) repackLockedWith(opts RepackOptions) (RepackReport, error) {
+	progress := opts.Progress
 	var rep RepackReport
 	if err := s.writable(); err != nil {
 		return rep, err
@@ -277,7 +314,7 @@ func (s *Store) repackLocked(progress func(done, total int64)) (RepackReport, er
 	for _, n := range segs {
 		targets[n] = true
 	}
-	st, err := s.rewriteLocked(targets, func(Key, entry) bool { return true }, progress)
+	st, err := s.rewriteLocked(targets, func(Key, entry) bool { return true }, opts.NothingNamedMissing, progress)
 	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.Objects, rep.KeptNeedsDict = st.rewritten, st.removed, st.moved, st.keptNeedsDict
 	rep.SegmentsLeft = st.segmentsLeft()
 	rep.StoredAfter = s.totalStored()
@@ -325,7 +362,7 @@ func (st *rewriteStats) segmentsLeft() SegmentsLeft {
 // index, and deletes the targets. A target with damage is rewritten but
 // not deleted: what it still holds is reported, never thrown away. Once no
 // index entry points into it, it is moved to torn/, as a torn tail is.
-func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) bool, progress func(done, total int64)) (rewriteStats, error) {
+func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) bool, nothingNamedMissing bool, progress func(done, total int64)) (rewriteStats, error) {
 	var st rewriteStats
 	// What a rewrite moves is old and read in bulk, if at all.
 	defer func(bulk bool) { s.bulk = bulk }(s.bulk)
@@ -366,9 +403,9 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 		// stale: objects it holds a copy of that reads, their entries
 		// naming another copy, which may not read.
 		stale []Key
-		// back: for one whose intact records wait for a dictionary, how
-		// to bring them back once it is moved to torn/.
-		back string
+		// back: intact records in it wait for a dictionary: its move to
+		// torn/ says how to bring them back (wayBack).
+		back bool
 	}
 	var damaged []keptSeg
 	// waiting: undamaged segments whose records wait for a dictionary,
@@ -457,10 +494,9 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 			}
 			sort.Slice(ks, func(i, j int) bool { return ks[i].Dict < ks[j].Dict })
 			if bad != nil {
-				what, back := waitsFor(ks, "its other records")
-				damaged = append(damaged, keptSeg{n, fmt.Sprintf("%s (%s%s)", segName(n), bad, what), stale, back})
+				damaged = append(damaged, keptSeg{n, fmt.Sprintf("%s (%s%s)", segName(n), bad, waitsFor(ks, "its other records")), stale, len(ks) > 0})
 			} else {
-				waiting = append(waiting, waitingSeg{keptSeg{n, segName(n), stale, ""}, ks})
+				waiting = append(waiting, waitingSeg{keptSeg{n, segName(n), stale, false}, ks})
 			}
 			continue
 		}
@@ -503,21 +539,30 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 		}
 	}
 	for _, w := range waiting {
-		if !deadSegment(used, w.n) || s.holdsOnlyCopy(w.stale) {
-			st.keptNeedsDict = append(st.keptNeedsDict, w.dicts...)
+		// Unless nothing the sessions and refs name is missing, one of
+		// the objects missing may be in its records: an index rebuilt
+		// without the dictionary cannot name them. It waits for the
+		// dictionary (put back, then a reindex reads them again).
+		if !nothingNamedMissing || !deadSegment(used, w.n) || s.holdsOnlyCopy(w.stale) {
+			for _, k := range w.dicts {
+				k.ReindexFirst = deadSegment(used, w.n)
+				st.keptNeedsDict = append(st.keptNeedsDict, k)
+			}
 			continue
 		}
 		// Its records need a dictionary that cannot be loaded, and no
 		// entry names an object in them (put again elsewhere since, as
 		// --reread does): dead space, which kept in place never went.
-		what, back := waitsFor(w.dicts, "its records")
-		damaged = append(damaged, keptSeg{w.n, fmt.Sprintf("%s (%s)", segName(w.n), strings.TrimPrefix(what, "; ")), w.stale, back})
+		what := waitsFor(w.dicts, "its records")
+		damaged = append(damaged, keptSeg{w.n, fmt.Sprintf("%s (%s)", segName(w.n), strings.TrimPrefix(what, "; ")), w.stale, true})
 	}
 	if len(damaged) > 0 {
 		for _, d := range damaged {
 			// Records in it waiting for a dictionary that cannot be
 			// loaded hold nothing the index names either (deadSegment).
-			if !deadSegment(used, d.n) || s.holdsOnlyCopy(d.stale) {
+			// Nor does one with records waiting for a dictionary unless
+			// nothing the sessions and refs name is missing (as above).
+			if !deadSegment(used, d.n) || (d.back && !nothingNamedMissing) || s.holdsOnlyCopy(d.stale) {
 				st.keep(d.n, KeptDamaged, d.msg)
 				continue
 			}
@@ -526,7 +571,11 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 				st.keep(d.n, KeptDamaged, d.msg) // not moved: in place
 				continue
 			}
-			st.movedDamaged = append(st.movedDamaged, fmt.Sprintf("%s (no object needs it any more; kept as %s%s)", d.msg, aside, d.back))
+			back := ""
+			if d.back {
+				back = wayBack(aside, s.segPath(d.n))
+			}
+			st.movedDamaged = append(st.movedDamaged, fmt.Sprintf("%s (no object needs it any more; kept as %s%s)", d.msg, aside, back))
 			if err != nil && moveErr == nil {
 				moveErr = fmt.Errorf("damaged segment %s moved to %s, but syncing the directories failed: %w", segName(d.n), aside, err)
 			}
@@ -564,19 +613,24 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 }
 
 // waitsFor says, after a segment's name, that what of it (its records)
-// needs the dictionaries ks, which cannot be loaded, and, for the report
-// of its move to torn/ (deadSegment), how to bring those records back;
-// "" for none.
-func waitsFor(ks []KeptSegment, what string) (needs, back string) {
+// needs the dictionaries ks, which cannot be loaded; "" for none.
+func waitsFor(ks []KeptSegment, what string) string {
 	if len(ks) == 0 {
-		return "", ""
+		return ""
 	}
 	var ds []string
 	for _, d := range ks {
 		ds = append(ds, fmt.Sprintf("%d", d.Dict))
 	}
-	return fmt.Sprintf("; %s need dictionary %s, which cannot be loaded", what, strings.Join(ds, ", ")),
-		fmt.Sprintf("; should the dictionary be found, put it back, move this file back into %s/ and run `rook store reindex`", SegmentsDir)
+	return fmt.Sprintf("; %s need dictionary %s, which cannot be loaded", what, strings.Join(ds, ", "))
+}
+
+// wayBack says, in the report of a segment's move to torn/ (aside) whose
+// records wait for a dictionary, how to bring them back: the exact move
+// to its own name in segments/ (seg), as a reindex reads only segment
+// names there (not the name it has in torn/).
+func wayBack(aside, seg string) string {
+	return fmt.Sprintf("; should the dictionary be found, put it back, then `mv %s %s` and `rook store reindex`", aside, seg)
 }
 
 // deadSegment says whether the committed index (used: its entries by

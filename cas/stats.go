@@ -41,6 +41,14 @@ type Stats struct {
 	Kinds      []KindStats `json:"kinds"`
 }
 
+// SegmentsHoldRecords says whether the segment files hold more than their
+// headers: records, which an index naming no object (Objects 0) may not
+// name (records of a dictionary that cannot be loaded, an index rebuilt
+// meanwhile): such a store is not empty.
+func (st Stats) SegmentsHoldRecords() bool {
+	return st.Disk.Segments > int64(st.Segments)*segHeaderSize
+}
+
 // Stats returns the store's totals: the current ones (uncommitted
 // included) for the writer; for a reader, the committed ones plus the
 // objects of the records a writer made durable since its last commit,

@@ -88,6 +88,9 @@ type VerifyReport struct {
 	// or never kept): dead space, which a repack or gc moves to torn/
 	// with its segment; nothing needs the dictionary for them.
 	DeadRecords int `json:"dead_records_of_a_missing_dictionary"`
+	// dead: the problems of the dead records and the dictionaries they
+	// need, for NamedObjectsMissing.
+	dead []deadRecord
 	// WaitingObjects are the objects (counted in Unreadable too) in those
 	// records; Dictionaries says which dictionaries they wait for.
 	WaitingObjects int          `json:"objects_needing_a_dictionary"`
@@ -114,6 +117,59 @@ type VerifyReport struct {
 	// once the disk or the permissions are fixed.
 	IndexReadFailed bool      `json:"index_read_failed"`
 	Problems        []Problem `json:"problems"`
+}
+
+// waitingRecord ends the problem of an intact record whose dictionary
+// cannot be loaded and which may hold objects needed.
+const waitingRecord = " (the record itself is intact: put the dictionary file back)"
+
+// deadRecord is a record of a dictionary that cannot be loaded in which
+// the index names no object: its problem (segment, offset and reason
+// dead), the reason it has as a waiting one, and the dictionary it needs.
+type deadRecord struct {
+	segment      string
+	offset       int64
+	dead, reason string
+	dict         NeededDict
+}
+
+// NamedObjectsMissing tells the report that the sessions or refs name
+// objects the store lacks (or that it could not be checked): the records
+// of a dictionary that cannot be loaded in which the index names no
+// object may hold them (an index rebuilt while the dictionary could not
+// be loaded cannot name their objects), so they are not dead space but
+// wait for the dictionary: counted in WaitingRecords and Dictionaries,
+// their problems saying to put the dictionary file back (then a reindex
+// reads their objects again), as a repack keeps their segments
+// (RepackOptions.NothingNamedMissing). It returns how many records it
+// counted so.
+func (rep *VerifyReport) NamedObjectsMissing() int {
+	n := len(rep.dead)
+	for _, d := range rep.dead {
+		for i, p := range rep.Problems {
+			if p.Segment == d.segment && p.Offset == d.offset && p.Reason == d.dead {
+				rep.Problems[i].Reason = d.reason
+				break
+			}
+		}
+		rep.DeadRecords--
+		rep.WaitingRecords++
+		found := false
+		for i := range rep.Dictionaries {
+			if rep.Dictionaries[i].ID == d.dict.ID {
+				rep.Dictionaries[i].Records++
+				found = true
+			}
+		}
+		if !found {
+			n := d.dict
+			n.Records = 1
+			rep.Dictionaries = append(rep.Dictionaries, n)
+		}
+	}
+	rep.dead = nil
+	sort.Slice(rep.Dictionaries, func(i, j int) bool { return rep.Dictionaries[i].ID < rep.Dictionaries[j].ID })
+	return n
 }
 
 // NeededDict is a dictionary that intact records need and that cannot be
@@ -657,8 +713,9 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 		switch {
 		case d.NeedsDict && !damageUsed[i] && walked:
 			p.Reason = d.Reason + " (the record itself is intact, but the index names no object in it: dead space, which `rook store repack` moves to torn/ with its segment; the dictionary is not needed for it)"
+			rep.dead = append(rep.dead, deadRecord{segment: p.Segment, offset: p.Offset, dead: p.Reason, reason: d.Reason + waitingRecord, dict: NeededDict{ID: d.Dict, File: filepath.Join(s.home, DictDir, dict.FileName(d.Dict)), Problem: d.DictErr}})
 		case d.NeedsDict:
-			p.Reason = d.Reason + " (the record itself is intact: put the dictionary file back)"
+			p.Reason = d.Reason + waitingRecord
 		case !damageUsed[i] && walked:
 			p.Reason += " (no live object is stored there)"
 		}

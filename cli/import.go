@@ -1015,6 +1015,12 @@ func runReread(e *Env, format string, paths []string) error {
 			}
 		}
 		out.Missing = len(out.MissingProblems)
+		if out.Missing > 0 {
+			// Records of a lost dictionary may hold those missing
+			// (VerifyCmd): they wait for it, not dead space.
+			vrep.NamedObjectsMissing()
+			out.DeadRecords, out.Problems = vrep.DeadRecords, vrep.Problems
+		}
 		// Whose each object left is: only those of the sessions of the
 		// files read say their files changed; the others' files were
 		// not read.

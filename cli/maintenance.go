@@ -245,7 +245,7 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 			drop, err = r.Store.DropDictionaries(c.DropDictionary, p.update)
 			rep = drop.RepackReport
 		} else {
-			rep, err = r.Store.Repack(p.update)
+			rep, err = r.Repack(p.update)
 		}
 		p.done()
 		return err
@@ -299,7 +299,7 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 			formatBytes(rep.StoredBefore), formatBytes(rep.StoredAfter), formatBytes(rep.DiskBefore), formatBytes(rep.DiskAfter))
 		printSegmentsLeft(e.Stdout, "", rep.SegmentsLeft)
 		for _, k := range rep.KeptNeedsDict {
-			fmt.Fprintf(e.Stdout, "kept segment %s: its records need dictionary %d, which cannot be loaded (%s): put %s back from a backup\n", k.Segment, k.Dict, k.Problem, k.File)
+			fmt.Fprintf(e.Stdout, "kept segment %s: its records need dictionary %d, which cannot be loaded (%s): put %s back from a backup%s\n", k.Segment, k.Dict, k.Problem, k.File, reindexFirst(k.ReindexFirst))
 		}
 		for _, id := range drop.Dropped {
 			fmt.Fprintf(e.Stdout, "dropped dictionary %d (%s deleted): no record names it; `rook store train` may train anew from what the store keeps\n", id, filepath.Join(e.Home, cas.DictDir, dict.FileName(id)))
@@ -325,8 +325,10 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 		// naming one had the user put it back only to meet the next.
 		segs, dicts := map[string]bool{}, map[uint32]cas.KeptSegment{}
 		var ids []uint32
+		reindex := false
 		for _, k := range rep.KeptNeedsDict {
 			segs[k.Segment] = true
+			reindex = reindex || k.ReindexFirst
 			if _, ok := dicts[k.Dict]; !ok {
 				dicts[k.Dict] = k
 				ids = append(ids, k.Dict)
@@ -341,7 +343,11 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 		if len(dicts) > 1 {
 			what = fmt.Sprintf("%d dictionaries that cannot be loaded", len(dicts))
 		}
-		msgs = append(msgs, fmt.Sprintf("%d segment(s) kept in place: their records need %s (%s): put %s back from a backup and run `rook store repack` again", len(segs), what, strings.Join(problems, "; "), strings.Join(files, " and ")))
+		then := " and run `rook store repack` again"
+		if reindex {
+			then = reindexFirst(true) + ", then `rook store repack` again"
+		}
+		msgs = append(msgs, fmt.Sprintf("%d segment(s) kept in place: their records need %s (%s): put %s back from a backup%s", len(segs), what, strings.Join(problems, "; "), strings.Join(files, " and "), then))
 	}
 	if refused != nil {
 		msgs = append([]string{refused.Error()}, msgs...)
@@ -350,4 +356,14 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 		return &exitError{code: ExitFailure, msg: strings.Join(msgs, "; ")}
 	}
 	return nil
+}
+
+// reindexFirst is what follows putting a dictionary back for a segment
+// kept for it in which the index names no object (cas
+// KeptSegment.ReindexFirst): a reindex, before any gc or repack.
+func reindexFirst(yes bool) string {
+	if !yes {
+		return ""
+	}
+	return ", then run `rook store reindex` (the index names no object in its records: rebuilt while the dictionary could not be loaded, it could not name them; a gc or repack before the reindex would delete them)"
 }

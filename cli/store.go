@@ -370,6 +370,12 @@ func (c *StatCmd) Run(e *Env) error {
 	for _, id := range missing {
 		fmt.Fprintf(w, "dictionaries    #%d is MISSING: no file %s (lost, or a train a crash cut short); `rook store verify` says whether records need it\n", id, filepath.Join(e.Home, cas.DictDir, dict.FileName(id)))
 	}
+	if len(st.Kinds) == 0 && st.SegmentsHoldRecords() {
+		// Not empty: an index rebuilt while a dictionary could not be
+		// loaded names none of the objects of its records.
+		fmt.Fprintf(w, "\nthe index names no object, but the %d segment(s) hold %s of records it does not name (records of a dictionary that cannot be loaded, the index rebuilt meanwhile?): `rook store verify` says what they hold and what to do\n", st.Segments, formatBytes(st.Disk.Segments))
+		return nil
+	}
 	if len(st.Kinds) == 0 {
 		fmt.Fprintln(w, "\nthe store is empty: `rook store put FILE` adds an object")
 		return nil
@@ -425,6 +431,14 @@ func (c *VerifyCmd) Run(e *Env) error {
 	p.unit = "sessions"
 	refs, rerr := r.VerifyReferences(p.update)
 	p.done()
+	// Records of a lost dictionary the index names nothing in are dead
+	// space only when nothing the sessions and refs name is missing: else
+	// they may hold those objects (an index rebuilt without the
+	// dictionary cannot name them), and wait for it.
+	unnamed := 0
+	if rerr != nil || refs.Missing() > 0 {
+		unnamed = rep.NamedObjectsMissing()
+	}
 	// Where each damaged object is named (a session's event, a ref), by
 	// its short id: the session to fork and remove when the object cannot
 	// be put back.
@@ -543,14 +557,13 @@ func (c *VerifyCmd) Run(e *Env) error {
 	for _, d := range rep.Dictionaries {
 		msg += fmt.Sprintf("; %s: %d object(s) in %d intact record(s) need it: put %s back from a backup", d.Problem, d.Objects, d.Records, d.File)
 	}
+	if unnamed > 0 {
+		msg += fmt.Sprintf("; %d of those record(s) hold no object the index names, but sessions or refs name objects the store lacks, which may be theirs (an index rebuilt while the dictionary could not be loaded cannot name them): once the dictionary is back, `rook store reindex` reads them again", unnamed)
+	}
 	if rep.DeadRecords > 0 {
-		// No backup needed: no object the index names is in them.
+		// No backup needed: no object the index names is in them, and
+		// none the sessions and refs name is missing.
 		msg += fmt.Sprintf("; %d intact record(s) need a dictionary that cannot be loaded but hold no object the index names: dead space, not to repair: %s", rep.DeadRecords, repackMovesDamaged(e.Home))
-		if refs.Missing() > 0 {
-			// An index rebuilt without the old one cannot name the
-			// objects of such a record: they may be those missing.
-			msg += " (unless the objects the sessions name and the store lacks are theirs, an index rebuilt without the old one: then put the dictionary back and run `rook store reindex` first)"
-		}
 	}
 	for _, d := range rep.WrongDictionaries {
 		msg += fmt.Sprintf("; %s: %d object(s) in %d record(s) decode with it to other bytes: put this store's own dictionary file back from a backup as %s (do not put those objects again: their new copies would be compressed with the wrong dictionary)", d.Problem, d.Objects, d.Records, d.File)

@@ -51,10 +51,11 @@ type DiffFile struct {
 // Changes separated by at most 2*diffContext unchanged lines share one hunk.
 const diffContext = 3
 
-// maxDiffLines bounds the lines handed to the line differ (myersLines, which has bounds of
-// its own). Bigger inputs get a plain "replace the differing middle" diff, which is still
-// correct.
-const maxDiffLines = 1_000_000
+// maxDiffLines bounds the lines handed to the line differ (myersLines, whose time has
+// bounds of its own), for its memory: a map entry and a few ints a line. A side is at most
+// maxLineDiffBytes (8 MiB) here, so this is reached only by files of very short lines; they
+// get a plain "replace the differing middle" diff, which is still correct.
+const maxDiffLines = 4_000_000
 
 // ANSI colours of git's default palette.
 const (

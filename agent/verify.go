@@ -286,6 +286,34 @@ func (r *Rook) VerifyReferences(progress func(done, total int64)) (ReferenceRepo
 			from = evs[len(evs)-1].Seq + 1
 		}
 	}
+	// A log with no .meta beside it: gc keeps what it names (Roots), so
+	// what it names is checked as a session's is: a missing object there
+	// is one gc refuses on, and one a lost dictionary's records may hold.
+	for _, p := range orphans {
+		id, err := eventlog.ParseID(strings.TrimSuffix(filepath.Base(p), ".log"))
+		if err != nil {
+			continue
+		}
+		for from := uint64(0); ; {
+			evs, err := r.Log.ReadWithoutMeta(id, from, 4096)
+			for _, ev := range evs {
+				seq := ev.Seq
+				check(ev.Body, ReferenceProblem{Session: id.String(), Seq: &seq}, namesCapture(ev))
+			}
+			rep.Events += int64(len(evs))
+			if errors.Is(err, fs.ErrNotExist) {
+				break // removed since it was listed
+			}
+			if err != nil {
+				rep.Problems = append(rep.Problems, ReferenceProblem{Session: id.String(), Reason: fmt.Sprintf("%s (a log with no .meta): %v", p, err)})
+				break
+			}
+			if len(evs) == 0 {
+				break
+			}
+			from = evs[len(evs)-1].Seq + 1
+		}
+	}
 	if progress != nil {
 		progress(total-1, total)
 	}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -105,8 +105,8 @@ func (s *Store) DropDictionaries(ids []uint32, progress func(done, total int64))
 		}
 		want = append(want, id)
 	}
-	sort.Slice(want, func(i, j int) bool { return want[i] < want[j] })
-	sort.Slice(rep.AlreadyDropped, func(i, j int) bool { return rep.AlreadyDropped[i] < rep.AlreadyDropped[j] })
+	slices.Sort(want)
+	slices.Sort(rep.AlreadyDropped)
 	if len(want) == 0 {
 		return rep, nil
 	}
@@ -131,7 +131,7 @@ func (s *Store) DropDictionaries(ids []uint32, progress func(done, total int64))
 	named := map[uint32][]string{}
 	for _, n := range segs {
 		damage, _, err := s.scanSegment(n, 0, func(r *scannedRecord) error {
-			if seen[r.h.Dict] && !contains(named[r.h.Dict], segName(n)) {
+			if seen[r.h.Dict] && !slices.Contains(named[r.h.Dict], segName(n)) {
 				named[r.h.Dict] = append(named[r.h.Dict], segName(n))
 			}
 			return nil
@@ -140,7 +140,7 @@ func (s *Store) DropDictionaries(ids []uint32, progress func(done, total int64))
 			return rep, fmt.Errorf("check that no record names the dictionaries to drop: segment %s: %w: no dictionary deleted", segName(n), err)
 		}
 		for _, d := range damage {
-			if d.NeedsDict && seen[d.Dict] && !contains(named[d.Dict], segName(n)) {
+			if d.NeedsDict && seen[d.Dict] && !slices.Contains(named[d.Dict], segName(n)) {
 				named[d.Dict] = append(named[d.Dict], segName(n))
 			}
 		}
@@ -162,15 +162,6 @@ func (s *Store) DropDictionaries(ids []uint32, progress func(done, total int64))
 		return rep, &DropRefusedError{fmt.Sprintf("%s: `rook store verify` says what is wrong with those segments; once they are repaired (or their dictionary put back), drop it again", strings.Join(refused, "; "))}
 	}
 	return rep, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // badDrop marks a drop refused for its arguments (exit 2).

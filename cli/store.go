@@ -719,10 +719,6 @@ func (c *ReindexCmd) Run(e *Env) error {
 	return nil
 }
 
-// repackMovesDamaged says what `rook store repack` does with damaged
-// segment regions that hold no object any more: it copies every object
-// out of their segments and moves the segments to the store's torn/
-// directory, where they are kept (nothing is deleted).
 // missingFormats lists the formats of the imported sessions that name
 // objects not in the store (refs' problems), sorted.
 func missingFormats(r *agent.Rook, refs agent.ReferenceReport) []string {
@@ -749,6 +745,10 @@ func missingFormats(r *agent.Rook, refs agent.ReferenceReport) []string {
 	return formats
 }
 
+// repackMovesDamaged says what `rook store repack` does with damaged
+// segment regions that hold no object any more: it copies every object
+// out of their segments and moves the segments to the store's torn/
+// directory, where they are kept (nothing is deleted).
 func repackMovesDamaged(home string) string {
 	return fmt.Sprintf("`rook store repack` moves the segment(s) holding them to %s%c (kept there, nothing deleted)", filepath.Join(home, cas.TornDir), filepath.Separator)
 }

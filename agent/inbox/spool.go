@@ -344,22 +344,30 @@ func (w *Writer) Save(s Save) error {
 		// it does not come in twice, or at all when refused, should
 		// that file come back.
 		cut := old.Truncate(size) == nil && old.Sync() == nil
+		// Not cut off, it stays in the file written to, which may yet
+		// be drained (moved aside, it may come back): the client must
+		// not save it again, nor may it go into the file at the path
+		// too. Only a file with no name left (removed) is never
+		// drained: then the save is refused or written again.
+		kept := !cut && !unlinked(old)
 		old.Close()
+		if kept {
+			return nil
+		}
 		if err != nil {
-			if !cut {
-				// It stays in the file written to: the client must not
-				// save it again.
-				return nil
-			}
 			return err
 		}
 		if try == saveTries {
-			if !cut {
-				return nil
-			}
 			return fmt.Errorf("%s was replaced while saving, %d times: is something other than rook replacing the store?", filepath.Join(dir, w.name), try)
 		}
 	}
+}
+
+// unlinked says whether f is known to have no name left (removed); not
+// when the file system does not say.
+func unlinked(f vfs.File) bool {
+	st, err := f.Stat()
+	return err == nil && vfs.Unlinked(st)
 }
 
 // append writes line at the end of the open spool file and syncs it; a

@@ -685,3 +685,64 @@ func TestRefusedSaveDoesNotComeInWithTheDrain(t *testing.T) {
 		t.Fatalf("Save returned %v (the client is told it was not saved), yet the spool holds the save %d times: the drain takes it in, and the client's retry makes it twice", err, n)
 	}
 }
+
+// The store is moved aside and made again after a save is synced (a
+// backup put in place), and the save cannot be cut off the file it was
+// written to (the truncate fails): that file keeps the save and may be
+// drained (moved back), so the save must not go into the new store's
+// spool too. It was written there again: two notes once the old store came
+// back.
+func TestSaveNotCutOffTheMovedFileIsNotWrittenAgain(t *testing.T) {
+	fsys, home := newHome(t)
+	w := NewWriter(fsys, home, ProcessName(time.Unix(1, 0), 42))
+	defer w.Close()
+	now := time.Unix(100, 0)
+	if err := w.Save(Save{ID: w.NextID(now), Time: now, Client: "codex", ClientName: "codex", Content: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	moved := false
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		switch {
+		case op == vfs.OpSync && !moved && strings.HasSuffix(path, w.name):
+			// The save is synced: the store goes aside, a new one comes.
+			moved = true
+			fsys.SetHook(nil)
+			if err := fsys.Rename(home, home+".bak"); err != nil {
+				t.Error(err)
+			}
+			if err := fsys.MkdirAll(home, 0o700); err != nil {
+				t.Error(err)
+			}
+			if err := fsys.WriteFileAtomic(home+"/FORMAT", []byte("{}"), 0o600); err != nil {
+				t.Error(err)
+			}
+			fsys.SetHook(func(op vfs.Op, path string) error {
+				if op == vfs.OpTruncate {
+					return syscall.EIO
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	err := w.Save(Save{ID: w.NextID(now), Time: now, Client: "codex", ClientName: "codex", Content: "second"})
+	fsys.SetHook(nil)
+	if !moved {
+		t.Fatal("the store was not moved")
+	}
+	n := 0
+	for _, h := range []string{home, home + ".bak"} {
+		pending, _, perr := ReadPending(fsys, h, Progress{})
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		for _, p := range pending {
+			if p.Save.Content == "second" {
+				n++
+			}
+		}
+	}
+	if err != nil || n != 1 {
+		t.Fatalf("Save returned %v and the two stores' spools hold the save %d times; want saved (nil), once", err, n)
+	}
+}

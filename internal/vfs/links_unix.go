@@ -18,3 +18,10 @@ func Links(fi fs.FileInfo) uint64 {
 	}
 	return 0
 }
+
+// Unlinked says whether fi is known to be a file with no name left (one
+// removed while open); false when the file system does not say.
+func Unlinked(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink == 0
+}

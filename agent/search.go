@@ -1102,8 +1102,17 @@ func wholeWord(line, t []byte) bool {
 // wordBefore says whether b ends in a word character (isWordRune:
 // "12→func": the arrow is not one, "日本test": 本 is).
 func wordBefore(b []byte) bool {
-	r, _ := utf8.DecodeLastRune(b)
-	return isWordRune(r)
+	// A combining mark is part of the word it follows: what counts is the
+	// character it is written on, and one written on nothing, or on a
+	// blank or a sign, is none (searchWords splits a query so).
+	for len(b) > 0 {
+		r, n := utf8.DecodeLastRune(b)
+		if !unicode.IsMark(r) {
+			return isWordRune(r)
+		}
+		b = b[:len(b)-n]
+	}
+	return false
 }
 
 // wordAfter says whether b starts with a word character.

@@ -17,13 +17,39 @@ import (
 func newHome(t *testing.T) (*vfs.MemFS, string) {
 	fsys := vfs.NewMem()
 	home := "/h"
+	makeStore(t, fsys, home)
+	return fsys, home
+}
+
+// makeStore makes a store at home (its directory and FORMAT marker), as
+// `rook init` does: a store made again, in tests of one moved aside.
+func makeStore(t *testing.T, fsys *vfs.MemFS, home string) {
+	t.Helper()
 	if err := fsys.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := fsys.WriteFileAtomic(home+"/FORMAT", []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return fsys, home
+}
+
+// pendingTimes is how many times the spools of the stores at homes hold
+// a save whose content is content.
+func pendingTimes(t *testing.T, fsys *vfs.MemFS, content string, homes ...string) int {
+	t.Helper()
+	n := 0
+	for _, h := range homes {
+		pending, _, err := ReadPending(fsys, h, Progress{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pending {
+			if p.Save.Content == content {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // TestFailedSaveLeavesNothing: a save whose write or sync fails is cut off
@@ -584,12 +610,7 @@ func TestWriterFollowsTheStoreMadeAgain(t *testing.T) {
 	if err := save("no store"); !errors.Is(err, ErrNoStore) {
 		t.Fatalf("a save with no store: %v", err)
 	}
-	if err := fsys.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := fsys.WriteFileAtomic(home+"/FORMAT", []byte("{}"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	makeStore(t, fsys, home)
 	if err := save("second"); err != nil {
 		t.Fatal(err)
 	}
@@ -631,17 +652,7 @@ func saveWithStatTrouble(t *testing.T, fail func(path string) error) (error, int
 	})
 	err := w.Save(Save{ID: w.NextID(now), Time: now, Client: "codex", ClientName: "codex", Content: "second"})
 	fsys.SetHook(nil)
-	pending, _, perr := ReadPending(fsys, home, Progress{})
-	if perr != nil {
-		t.Fatal(perr)
-	}
-	n := 0
-	for _, p := range pending {
-		if p.Save.Content == "second" {
-			n++
-		}
-	}
-	return err, n
+	return err, pendingTimes(t, fsys, "second", home)
 }
 
 // A stat of the spool path that fails once, after the save is synced, for
@@ -710,12 +721,7 @@ func TestSaveNotCutOffTheMovedFileIsNotWrittenAgain(t *testing.T) {
 			if err := fsys.Rename(home, home+".bak"); err != nil {
 				t.Error(err)
 			}
-			if err := fsys.MkdirAll(home, 0o700); err != nil {
-				t.Error(err)
-			}
-			if err := fsys.WriteFileAtomic(home+"/FORMAT", []byte("{}"), 0o600); err != nil {
-				t.Error(err)
-			}
+			makeStore(t, fsys, home)
 			fsys.SetHook(func(op vfs.Op, path string) error {
 				if op == vfs.OpTruncate {
 					return syscall.EIO
@@ -730,19 +736,7 @@ func TestSaveNotCutOffTheMovedFileIsNotWrittenAgain(t *testing.T) {
 	if !moved {
 		t.Fatal("the store was not moved")
 	}
-	n := 0
-	for _, h := range []string{home, home + ".bak"} {
-		pending, _, perr := ReadPending(fsys, h, Progress{})
-		if perr != nil {
-			t.Fatal(perr)
-		}
-		for _, p := range pending {
-			if p.Save.Content == "second" {
-				n++
-			}
-		}
-	}
-	if err != nil || n != 1 {
+	if n := pendingTimes(t, fsys, "second", home, home+".bak"); err != nil || n != 1 {
 		t.Fatalf("Save returned %v and the two stores' spools hold the save %d times; want saved (nil), once", err, n)
 	}
 }

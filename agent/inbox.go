@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/agent/inbox"
 	"github.com/rookhq/rook/eventlog"
@@ -42,6 +43,12 @@ type DrainReport struct {
 	// Torn: the torn tails of exited servers' spool files (never
 	// acknowledged saves), copied under torn/ as their files were removed.
 	Torn []string `json:"torn,omitempty"`
+	// Damaged: copies under torn/ of spool lines that failed their
+	// checksum before other saves of their file (inbox.Spool.Damaged).
+	Damaged []string `json:"damaged,omitempty"`
+	// Unreadable: spool files the drain could not read; their saves wait,
+	// every other file's were taken in.
+	Unreadable []inbox.Unreadable `json:"unreadable,omitempty"`
 }
 
 // DrainInbox takes the saves waiting in the spool into the clients' inbox
@@ -55,7 +62,9 @@ func (r *Rook) DrainInbox() (DrainReport, error) {
 		return rep, err
 	}
 	known := inbox.ProgressKnown(r.fs, r.home)
-	pending, sizes, err := inbox.ReadPending(r.fs, r.home, prog)
+	spool, err := inbox.ReadSpool(r.fs, r.home, prog)
+	rep.Unreadable = spool.Unreadable
+	pending, sizes := spool.Pending, spool.Sizes
 	if err != nil || len(sizes) == 0 {
 		return rep, err
 	}
@@ -122,6 +131,18 @@ func (r *Rook) DrainInbox() (DrainReport, error) {
 	for _, p := range pending {
 		prog[p.File] = max(prog[p.File], p.End)
 	}
+	// A damaged line before a save of its file: the offset moves past it
+	// now, so its bytes are kept (once) before the file can be removed.
+	for _, d := range spool.Damaged {
+		if prog[d.File] < d.End {
+			continue // a file replaced: read again whole next time
+		}
+		kept, err := inbox.KeepDamaged(r.fs, r.home, d)
+		if err != nil {
+			return rep, err
+		}
+		rep.Damaged = append(rep.Damaged, kept)
+	}
 	for name := range sizes {
 		if _, ok := prog[name]; !ok {
 			prog[name] = 0
@@ -168,10 +189,12 @@ func (r *Rook) findInbox(short string) (eventlog.ID, bool, error) {
 		}
 	}
 	// An inbox named before format characters (U+202E) were dropped from
-	// names keeps its stored name, and is found by the typeable one too:
-	// `inbox show evil` shows it, and the client's new saves join it.
+	// names, or before Unicode spaces (U+00A0) were made ASCII ones, keeps
+	// its stored name, and is found by the typeable one too: `inbox show
+	// evil` shows it, and the client's new saves join it.
+	typed := inbox.TypedName(short)
 	for _, s := range list {
-		if short != "" && strings.TrimSpace(inbox.Typeable(s.Name)) == short {
+		if typed != "" && inbox.TypedName(s.Name) == typed {
 			return s.ID, true, nil
 		}
 	}
@@ -211,28 +234,57 @@ func (r *Rook) inboxNote(ev eventlog.Event) (InboxNote, error) {
 	return n, err
 }
 
+// readSave reads a note event of an inbox session as a save: ok false
+// for an event that is none (added to the session by hand); err when its
+// body cannot be read (a damaged segment), which is no proof it is none.
+func (r *Rook) readSave(ev eventlog.Event) (n InboxNote, ok bool, err error) {
+	if ev.Kind != eventlog.KindNote {
+		return n, false, nil // the drain appends notes only
+	}
+	b, err := r.Body(ev)
+	if err != nil {
+		return n, false, err
+	}
+	if json.Unmarshal(b, &n) != nil || n.ID == "" {
+		return n, false, nil
+	}
+	return n, true, nil
+}
+
+// localDay is the day of t, YYYY-MM-DD in local time: a save's day. A
+// note event's time is its save's to the millisecond, which never moves it
+// across midnight: the day of the event is the day of its save.
+func localDay(t time.Time) string { return t.Local().Format(time.DateOnly) }
+
 // InboxSummary describes one client's inbox.
 type InboxSummary struct {
 	Client  string      `json:"client"` // short name
 	Title   string      `json:"title"`
 	Session eventlog.ID `json:"session"`
-	Saves   int         `json:"saves"`
-	Days    []InboxDay  `json:"days"` // newest first; [] for an inbox without saves
+	Saves   int         `json:"saves"` // unreadable ones included
+	Days    []InboxDay  `json:"days"`  // newest first; [] for an inbox without saves
 	// Last: its newest save's time; omitzero: an inbox without saves (a
 	// session the user tagged as one) has none, and "0001-01-01" would
 	// read as a save.
 	Last time.Time `json:"last,omitzero"`
+	// Unreadable: saves whose bodies could not be read (a damaged
+	// segment): counted by their events, their characters unknown.
+	Unreadable int `json:"unreadable,omitempty"`
 }
 
 // InboxDay is one day's note of an inbox: every save of that day.
 type InboxDay struct {
-	Date  string `json:"date"` // YYYY-MM-DD, local time
-	Saves int    `json:"saves"`
-	Chars int    `json:"chars"`
+	Date       string `json:"date"` // YYYY-MM-DD, local time
+	Saves      int    `json:"saves"`
+	Chars      int    `json:"chars"`                // of the saves that read
+	Unreadable int    `json:"unreadable,omitempty"` // saves whose bodies could not be read
 }
 
-// Inboxes lists the inboxes, each with its notes per day. It drains the
-// spool first when the store is open for writing.
+// Inboxes lists the inboxes, each with its notes per day. A save's body
+// is read to count its characters and let go: no more than one save is
+// held at a time, whatever the inbox's history. A save whose body cannot
+// be read is counted (by its event: its day and time) as unreadable,
+// never as no save.
 func (r *Rook) Inboxes() ([]InboxSummary, error) {
 	list, err := r.sessionsTagged(inboxTag, true) // both tags, as findInbox
 	if err != nil {
@@ -241,22 +293,34 @@ func (r *Rook) Inboxes() ([]InboxSummary, error) {
 	var out []InboxSummary
 	for _, ts := range list {
 		id, m, short := ts.ID, ts.Meta, ts.Name
-		notes, err := r.inboxNotes(id)
-		if err != nil {
-			return nil, err
-		}
-		sum := InboxSummary{Client: short, Title: m.Title, Session: id, Saves: len(notes), Days: []InboxDay{}}
+		sum := InboxSummary{Client: short, Title: m.Title, Session: id, Days: []InboxDay{}}
 		days := map[string]*InboxDay{}
-		for _, n := range notes {
-			d := n.Time.Local().Format(time.DateOnly)
+		err := r.eachEvent(id, func(ev eventlog.Event) error {
+			n, ok, err := r.readSave(ev)
+			if err != nil {
+				n.Time = ev.Time
+			} else if !ok {
+				return nil
+			}
+			d := localDay(n.Time)
 			if days[d] == nil {
 				days[d] = &InboxDay{Date: d}
 			}
 			days[d].Saves++
-			days[d].Chars += len([]rune(n.Content))
+			sum.Saves++
+			if err != nil {
+				days[d].Unreadable++
+				sum.Unreadable++
+			} else {
+				days[d].Chars += utf8.RuneCountInString(n.Content)
+			}
 			if n.Time.After(sum.Last) {
 				sum.Last = n.Time
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		for _, d := range days {
 			sum.Days = append(sum.Days, *d)
@@ -266,28 +330,6 @@ func (r *Rook) Inboxes() ([]InboxSummary, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Client < out[j].Client })
 	return out, nil
-}
-
-// inboxNotes reads every note of an inbox session, in order.
-func (r *Rook) inboxNotes(id eventlog.ID) ([]InboxNote, error) {
-	var out []InboxNote
-	for from := uint64(0); ; {
-		evs, err := r.Log.Read(id, from, 1024)
-		if err != nil {
-			return nil, err
-		}
-		if len(evs) == 0 {
-			return out, nil
-		}
-		for _, ev := range evs {
-			n, err := r.inboxNote(ev)
-			if err != nil || n.ID == "" {
-				continue // not a save (an event added to the session by hand)
-			}
-			out = append(out, n)
-		}
-		from = evs[len(evs)-1].Seq + 1
-	}
 }
 
 // InboxDayNote is one day's note of a client: its saves in their saved
@@ -346,9 +388,40 @@ func (r *Rook) InboxShow(client, date string) (InboxDayNote, error) {
 	if err != nil {
 		return InboxDayNote{}, err
 	}
-	notes, err := r.inboxNotes(id)
+	if date == "" {
+		if date, err = r.newestDay(id); err != nil {
+			return InboxDayNote{}, err
+		}
+	}
+	out := InboxDayNote{Client: short, Title: m.Title, Date: date}
+	if date == "" {
+		// A session the user tagged as an inbox, into which no client
+		// has saved: there is no newest day to show.
+		return out, fmt.Errorf("%s has no saves yet: `rook inbox ls` lists the inboxes and their days", m.Title)
+	}
+	// Only the bodies of the day shown are read (an event's day is its
+	// save's: localDay), one at a time.
+	unreadable := 0
+	err = r.eachEvent(id, func(ev eventlog.Event) error {
+		if localDay(ev.Time) != date {
+			return nil
+		}
+		n, ok, err := r.readSave(ev)
+		switch {
+		case err != nil:
+			unreadable++
+		case ok && localDay(n.Time) == date:
+			out.Saves = append(out.Saves, n)
+		}
+		return nil
+	})
 	if err != nil {
 		return InboxDayNote{}, err
+	}
+	if unreadable > 0 {
+		// A damaged save never reads as no save, nor is a day shown
+		// without it.
+		return InboxDayNote{}, fmt.Errorf("%s (%s): %d save(s) of %s could not be read (the store is damaged): run `rook store verify`", m.Title, short, unreadable, date)
 	}
 	// The session holds the saves in the order they were taken in: spool
 	// files in name order (each server process's start time), then line
@@ -357,25 +430,57 @@ func (r *Rook) InboxShow(client, date string) (InboxDayNote, error) {
 	// taken in need not be the newest. The stored events stay as appended;
 	// the day and its order come from the saves' own times. Saves of equal
 	// times keep the order they were taken in (a stable sort).
-	slices.SortStableFunc(notes, func(a, b InboxNote) int { return a.Time.Compare(b.Time) })
-	if date == "" && len(notes) > 0 {
-		date = notes[len(notes)-1].Time.Local().Format(time.DateOnly)
-	}
-	out := InboxDayNote{Client: short, Title: m.Title, Date: date}
-	for _, n := range notes {
-		if n.Time.Local().Format(time.DateOnly) == date {
-			out.Saves = append(out.Saves, n)
-		}
-	}
-	if len(notes) == 0 {
-		// A session the user tagged as an inbox, into which no client
-		// has saved: there is no newest day to show.
-		return out, fmt.Errorf("%s has no saves yet: `rook inbox ls` lists the inboxes and their days", m.Title)
-	}
+	slices.SortStableFunc(out.Saves, func(a, b InboxNote) int { return a.Time.Compare(b.Time) })
 	if len(out.Saves) == 0 {
+		if any, err := r.hasSave(id); err != nil {
+			return out, err
+		} else if !any {
+			return out, fmt.Errorf("%s has no saves yet: `rook inbox ls` lists the inboxes and their days", m.Title)
+		}
 		return out, fmt.Errorf("%s has no note on %s: `rook inbox ls` lists its days", m.Title, date)
 	}
 	return out, nil
+}
+
+// noteTimes returns the times and events of a session's note events,
+// newest first (the saves' times: see localDay), without their bodies.
+func (r *Rook) noteTimes(id eventlog.ID) ([]eventlog.Event, error) {
+	var evs []eventlog.Event
+	err := r.eachEvent(id, func(ev eventlog.Event) error {
+		if ev.Kind == eventlog.KindNote {
+			ev.Label = "" // not needed: hold less
+			evs = append(evs, ev)
+		}
+		return nil
+	})
+	slices.SortStableFunc(evs, func(a, b eventlog.Event) int { return b.Time.Compare(a.Time) })
+	return evs, err
+}
+
+// newestDay is the day of an inbox's newest save ("" when it has none),
+// reading bodies newest first only until one is a save. A save whose
+// body cannot be read has its event's day: showing it says so.
+func (r *Rook) newestDay(id eventlog.ID) (string, error) {
+	evs, err := r.noteTimes(id)
+	if err != nil {
+		return "", err
+	}
+	for _, ev := range evs {
+		n, ok, err := r.readSave(ev)
+		if err != nil {
+			return localDay(ev.Time), nil
+		}
+		if ok {
+			return localDay(n.Time), nil
+		}
+	}
+	return "", nil
+}
+
+// hasSave reports whether an inbox has a save (or an unreadable one).
+func (r *Rook) hasSave(id eventlog.ID) (bool, error) {
+	day, err := r.newestDay(id)
+	return day != "", err
 }
 
 // InboxStatus is whether saves are taken, and what waits to be drained.
@@ -388,6 +493,9 @@ type InboxStatus struct {
 	// LastFrom: the name the last save's client sent, or "unknown
 	// client" (the inbox its saves went to) when it sent none.
 	LastFrom string `json:"last_from,omitempty"`
+	// Unreadable: spool files that could not be read; their saves wait
+	// (not counted in Backlog), and each drain says so until they can be.
+	Unreadable []inbox.Unreadable `json:"unreadable,omitempty"`
 }
 
 // InboxState reports the inbox's status without changing anything.
@@ -397,11 +505,11 @@ func (r *Rook) InboxState() (InboxStatus, error) {
 	if err != nil {
 		return st, err
 	}
-	pending, _, err := inbox.ReadPending(r.fs, r.home, prog)
+	spool, err := inbox.ReadSpool(r.fs, r.home, prog)
 	if err != nil {
 		return st, err
 	}
-	st.Backlog = len(pending)
+	st.Backlog, st.Unreadable = len(spool.Pending), spool.Unreadable
 	acts, err := inbox.ReadActivity(r.fs, r.home)
 	if err != nil {
 		return st, err
@@ -409,7 +517,7 @@ func (r *Rook) InboxState() (InboxStatus, error) {
 	for _, a := range acts {
 		if a.Status == "saved" {
 			st.LastSave, st.LastFrom = a.Time, a.ClientName
-			if strings.TrimSpace(inbox.Typeable(a.ClientName)) == "" {
+			if inbox.TypedName(a.ClientName) == "" {
 				// No name (or none to show): its saves go to the
 				// "unknown client" inbox, and are from it.
 				st.LastFrom = inbox.UnknownClient
@@ -418,3 +526,8 @@ func (r *Rook) InboxState() (InboxStatus, error) {
 	}
 	return st, nil
 }
+
+// InboxDrainError says why the open's drain could not take the waiting
+// saves in (nil when it did, or did not run): `inbox ls` fails with it,
+// rather than list the store as if nothing waited.
+func (r *Rook) InboxDrainError() error { return r.drainErr }

@@ -2,14 +2,19 @@ package agent
 
 import (
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rookhq/rook/agent/inbox"
 	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/clock"
 	"github.com/rookhq/rook/internal/vfs"
 	"github.com/rookhq/rook/internal/vfs/vfstest"
@@ -48,12 +53,15 @@ func inboxIDs(t testing.TB, r *Rook) map[string]int {
 	}
 	out := map[string]int{}
 	for _, s := range list {
-		notes, err := r.inboxNotes(s.Session)
+		err := r.eachEvent(s.Session, func(ev eventlog.Event) error {
+			n, ok, err := r.readSave(ev)
+			if ok {
+				out[n.ID]++
+			}
+			return err
+		})
 		if err != nil {
 			t.Fatal(err)
-		}
-		for _, n := range notes {
-			out[n.ID]++
 		}
 	}
 	return out
@@ -377,5 +385,170 @@ func TestInboxShowNewestDayAcrossProcesses(t *testing.T) {
 	}
 	if len(list[0].Days) != 2 || list[0].Days[0].Date != "2026-12-01" {
 		t.Fatalf("inbox ls days %+v", list[0].Days)
+	}
+}
+
+// TestInboxDrainPassesOverUnreadableSpoolFile: a spool file rook cannot
+// read (another account's, mode 0600: a client in a container sharing the
+// home, or run once under sudo) used to stop every drain at it, so no
+// other client's saves were ever taken in, and `inbox status` failed. The
+// drain takes in every file it can read and names the one it cannot;
+// status counts the rest and names it too.
+func TestInboxDrainPassesOverUnreadableSpoolFile(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.Local)
+	save := func(proc, client, content string) {
+		t.Helper()
+		w := inbox.NewWriter(fsys, testHome, proc)
+		short, _ := inbox.Inbox(client)
+		if err := w.Save(inbox.Save{ID: w.NextID(at), Time: at, Client: short, ClientName: client, Content: content}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The other account's server, and the user's own Codex.
+	theirs := inbox.ProcessName(at, 1<<22+1)
+	save(theirs, "claude-code", "saved by the container's client\n")
+	save(inbox.ProcessName(at.Add(time.Second), 1<<22+2), "codex-mcp-client", "saved by the user's codex\n")
+
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if (op == vfs.OpOpenRead || op == vfs.OpOpen) && strings.Contains(path, theirs) {
+			return fs.ErrPermission // mode 0600, another account's
+		}
+		return nil
+	})
+	defer fsys.SetHook(nil)
+
+	rep, err := r.DrainInbox()
+	if err != nil && !strings.Contains(err.Error(), theirs) {
+		t.Errorf("the drain's error does not name the unreadable spool file %s: %v", theirs, err)
+	}
+	if rep.Drained != 1 {
+		t.Errorf("drain took in %d save(s) (err %v): the user's own Codex save, readable and acknowledged, waits for ever behind another account's unreadable spool file", rep.Drained, err)
+	}
+	note, serr := r.InboxShow("codex", "")
+	if serr != nil || len(note.Saves) != 1 {
+		t.Errorf("`rook inbox show codex` after the drain: %v (saves %d)", serr, len(note.Saves))
+	}
+	if len(rep.Unreadable) != 1 || !strings.Contains(rep.Unreadable[0].Advice(), theirs) {
+		t.Errorf("the drain does not name the unreadable spool file %s: %+v", theirs, rep.Unreadable)
+	}
+	st, serr := r.InboxState()
+	if serr != nil {
+		t.Errorf("`rook inbox status` fails outright on one unreadable spool file: %v", serr)
+	}
+	if len(st.Unreadable) != 1 || !strings.Contains(st.Unreadable[0].Path, theirs) {
+		t.Errorf("`rook inbox status` does not name the unreadable spool file: %+v", st.Unreadable)
+	}
+}
+
+// peakHeap runs f and returns how far the live heap rose above what it was
+// before, sampled while f runs.
+func peakHeap(f func()) uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		var m runtime.MemStats
+		for {
+			runtime.ReadMemStats(&m)
+			if m.HeapAlloc > peak.Load() {
+				peak.Store(m.HeapAlloc)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	f()
+	close(done)
+	<-stopped
+	if p := peak.Load(); p > base {
+		return p - base
+	}
+	return 0
+}
+
+// TestInboxShowReadsOnlyTheDayShown: `rook inbox show --date D` read
+// every save of the inbox, all days, content included, to pick one day's:
+// memory grew with the inbox's history. It reads the bodies of the day
+// shown only (a note event's day is its save's).
+func TestInboxShowReadsOnlyTheDayShown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 20 MB of saves")
+	}
+	home := filepath.Join(t.TempDir(), "store")
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	if _, err := cas.Init(vfs.OS, clk, home); err != nil {
+		t.Fatal(err)
+	}
+	const saves, chars = 200, 100_000
+	rng := rand.New(rand.NewPCG(1, 2))
+	letters := "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ\n"
+	var b strings.Builder
+	for range chars {
+		b.WriteByte(letters[rng.IntN(len(letters))])
+	}
+	body := b.String()
+	start := time.Date(2026, 10, 1, 9, 0, 0, 0, time.UTC)
+	w := inbox.NewWriter(vfs.OS, home, inbox.ProcessName(start, 1<<22+7))
+	for i := range saves {
+		at := start.Add(time.Duration(i) * 6 * time.Hour) // 50 days, 4 saves a day
+		s := inbox.Save{ID: w.NextID(at), Time: at, Client: "zed", ClientName: "Zed", Title: fmt.Sprintf("t%d", i), Content: fmt.Sprintf("%05d", i) + body[5:]}
+		if err := w.Save(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{Clock: clk, Writable: true}) // drains the saves in
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	// Opened again: the drain's blocks are not in the store's cache.
+	if r, err = Open(home, Options{Clock: clk}); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	const limit = 8 << 20 // the content of all saves is 20 MB
+	day := start.Local().Format(time.DateOnly)
+	var note InboxDayNote
+	grew := peakHeap(func() { note, err = r.InboxShow("zed", day) })
+	if err != nil || len(note.Saves) == 0 {
+		t.Fatalf("inbox show --date %s: %v", day, err)
+	}
+	if shown := len(note.Saves) * chars; grew > uint64(shown)*3+limit {
+		t.Errorf("`rook inbox show zed --date %s` (%d saves, %d KB shown) raised the heap by %d MB: it reads every day's saves, content included", day, len(note.Saves), shown>>10, grew>>20)
+	}
+	// The newest day, found without reading every body either.
+	grew = peakHeap(func() { note, err = r.InboxShow("zed", "") })
+	if err != nil || len(note.Saves) == 0 || note.Saves[len(note.Saves)-1].Title != fmt.Sprintf("t%d", saves-1) {
+		t.Fatalf("inbox show (newest day): %+v %v", note.Date, err)
+	}
+	if shown := len(note.Saves) * chars; grew > uint64(shown)*3+limit {
+		t.Errorf("`rook inbox show zed` (%d saves shown) raised the heap by %d MB", len(note.Saves), grew>>20)
+	}
+	list, err := r.Inboxes()
+	if err != nil || len(list) != 1 || list[0].Saves != saves {
+		t.Fatalf("inbox ls: %+v %v", list, err)
+	}
+	total := 0
+	for _, d := range list[0].Days {
+		total += d.Chars
+	}
+	if total != saves*chars {
+		t.Fatalf("inbox ls counts %d characters, want %d", total, saves*chars)
 	}
 }

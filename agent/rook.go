@@ -58,6 +58,9 @@ type Rook struct {
 	home  string
 	// notices are what Open did besides opening (the inbox drain).
 	notices []string
+	// drainErr: why the open's drain could not take the waiting saves in
+	// (InboxDrainError).
+	drainErr error
 	// readTo, set only on the scratch store Reread imports into, has
 	// each source file named in it read as its first n bytes (of its
 	// decompressed stream for .zst): where an import of the store being
@@ -105,7 +108,10 @@ func Open(home string, opts Options) (*Rook, error) {
 		// Notes AI clients saved while no writer had the store come in now.
 		rep, err := r.DrainInbox()
 		if err != nil {
-			r.notices = append(r.notices, fmt.Sprintf("inbox: saves waiting in %s were not taken in: %v", inbox.Dir(home), err))
+			r.drainErr = fmt.Errorf("saves waiting in %s were not taken in: %w", inbox.Dir(home), err)
+			if opts.Command != inboxLsCommand { // which fails with it
+				r.notices = append(r.notices, "inbox: "+r.drainErr.Error())
+			}
 		} else if rep.Drained > 0 {
 			note := fmt.Sprintf("inbox: took in %d note(s) AI clients saved", rep.Drained)
 			if opts.Command != inboxLsCommand { // which lists them next
@@ -115,6 +121,12 @@ func Open(home string, opts Options) (*Rook, error) {
 		}
 		for _, t := range rep.Torn {
 			r.notices = append(r.notices, fmt.Sprintf("inbox: an exited server's spool file ended in a torn save (never acknowledged to its client); its bytes are kept in %s and the file removed", t))
+		}
+		for _, d := range rep.Damaged {
+			r.notices = append(r.notices, fmt.Sprintf("inbox: a spool line failed its checksum before other saves (damaged on disk after it was saved, or a save that failed and was never acknowledged): it was not taken in; its bytes are kept in %s", d))
+		}
+		for _, u := range rep.Unreadable {
+			r.notices = append(r.notices, "inbox: "+u.Advice())
 		}
 		r.notices = append(r.notices, r.closeLeftOpenAtOpen()...)
 	}

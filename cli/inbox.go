@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -63,9 +64,28 @@ func (c *InboxLsCmd) Run(e *Env) error {
 		return err
 	}
 	defer r.Close()
+	if err := r.InboxDrainError(); err != nil {
+		// Taking the waiting saves in is part of ls: listing the store
+		// as if none waited would say "no inbox yet" over them.
+		return err
+	}
 	list, err := r.Inboxes()
 	if err != nil {
 		return err
+	}
+	// A save whose body cannot be read is listed (counted by its event)
+	// and said, after the list: exit 1, as session show does.
+	var bad []string
+	for _, s := range list {
+		for _, d := range s.Days {
+			if d.Unreadable > 0 {
+				bad = append(bad, fmt.Sprintf("%s (%s) %s: %d", terminalLine(s.Title), terminalLine(s.Client), d.Date, d.Unreadable))
+			}
+		}
+	}
+	var unreadable error
+	if len(bad) > 0 {
+		unreadable = &exitError{code: ExitFailure, msg: fmt.Sprintf("save(s) whose bodies could not be read (the store is damaged): %s: run `rook store verify`", strings.Join(bad, "; "))}
 	}
 	if e.JSON {
 		if list == nil {
@@ -74,7 +94,10 @@ func (c *InboxLsCmd) Run(e *Env) error {
 		for i := range list {
 			list[i].Last = list[i].Last.UTC() // recorded in the zone mcp serve ran in
 		}
-		return e.printJSON(list)
+		if err := e.printJSON(list); err != nil {
+			return err
+		}
+		return unreadable
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(e.Stdout, "no inbox yet: AI clients save through `rook mcp serve` (`rook mcp install CLIENT` sets one up)")
@@ -87,10 +110,14 @@ func (c *InboxLsCmd) Run(e *Env) error {
 		}
 		fmt.Fprintf(e.Stdout, "%s (%s): %d save(s) on %d day(s)%s\n", terminalLine(s.Title), terminalLine(s.Client), s.Saves, len(s.Days), last)
 		for _, d := range s.Days {
-			fmt.Fprintf(e.Stdout, "  %s  %3d save(s)  %d character(s)\n", d.Date, d.Saves, d.Chars)
+			broken := ""
+			if d.Unreadable > 0 {
+				broken = fmt.Sprintf(" (%d unreadable: `rook store verify`)", d.Unreadable)
+			}
+			fmt.Fprintf(e.Stdout, "  %s  %3d save(s)  %d character(s)%s\n", d.Date, d.Saves, d.Chars, broken)
 		}
 	}
-	return nil
+	return unreadable
 }
 
 // InboxShowCmd is `rook inbox show`.
@@ -103,7 +130,12 @@ type InboxShowCmd struct {
 func (c *InboxShowCmd) Run(e *Env) error {
 	if c.Date != "" {
 		if _, err := time.Parse(time.DateOnly, string(c.Date)); err != nil {
-			return usageErr("--date %s: give a day as YYYY-MM-DD", c.Date)
+			if !dayShape.MatchString(string(c.Date)) {
+				return usageErr("--date %s: give a day as YYYY-MM-DD", c.Date)
+			}
+			// The shape is right: the calendar has no such day
+			// (2026-02-29, 2026-11-31).
+			return usageErr("--date %s: there is no such day (%s)", c.Date, strings.TrimPrefix(err.Error(), "parsing time \""+string(c.Date)+"\": "))
 		}
 	}
 	r, err := e.openInbox()
@@ -127,6 +159,9 @@ func (c *InboxShowCmd) Run(e *Env) error {
 	fmt.Fprintf(e.Stdout, "# %s, %s\n\n%s", terminalLine(note.Title), note.Date, terminalText([]byte(note.Text())))
 	return nil
 }
+
+// dayShape is a day as --date takes it, the calendar aside.
+var dayShape = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
 
 // InboxActivityCmd is `rook inbox activity`.
 type InboxActivityCmd struct {
@@ -154,7 +189,7 @@ func (c *InboxActivityCmd) Run(e *Env) error {
 		// An attempt logged under a name an older rook kept a format
 		// character in (U+202E) is the typeable name's too, as inbox
 		// show finds that inbox.
-		if c.Client == "" || strings.EqualFold(a.Client, string(c.Client)) || a.Client == short || strings.TrimSpace(inbox.Typeable(a.Client)) == short {
+		if c.Client == "" || strings.EqualFold(a.Client, string(c.Client)) || a.Client == short || inbox.TypedName(a.Client) == short {
 			out = append(out, a)
 		}
 	}
@@ -190,7 +225,9 @@ func (c *InboxActivityCmd) Run(e *Env) error {
 		if a.Detail != "" {
 			detail = "  " + a.Detail
 		}
-		fmt.Fprintf(e.Stdout, "%s  %s %-18s %7d char(s)  %s\n", shownTimeSec(a.Time), padCells(terminalLine(a.Client), clientCells, false), a.Status, a.Chars, terminalLine(a.ClientName+detail))
+		// A client name an older rook recorded whole is cut as the
+		// new ones are (inbox.MaxClientName).
+		fmt.Fprintf(e.Stdout, "%s  %s %-18s %7d char(s)  %s\n", shownTimeSec(a.Time), padCells(terminalLine(a.Client), clientCells, false), a.Status, a.Chars, terminalLine(inbox.CutClientName(a.ClientName)+detail))
 	}
 	return nil
 }
@@ -236,6 +273,7 @@ func (c *InboxStatusCmd) Run(e *Env) error {
 	if err != nil {
 		return err
 	}
+	st.LastFrom = inbox.CutClientName(st.LastFrom) // recorded whole by an older rook
 	if e.JSON {
 		st.LastSave = st.LastSave.UTC()
 		return e.printJSON(st)
@@ -250,6 +288,10 @@ func (c *InboxStatusCmd) Run(e *Env) error {
 		fmt.Fprintln(e.Stdout, "last save  none yet")
 	} else {
 		fmt.Fprintf(e.Stdout, "last save  %s from %s\n", shownTimeSec(st.LastSave), terminalLine(st.LastFrom))
+	}
+	for _, u := range st.Unreadable {
+		// Its saves wait, uncounted above; the drain passes over it.
+		fmt.Fprintf(e.Stdout, "unreadable %s\n", terminalLine(u.Advice()))
 	}
 	return nil
 }

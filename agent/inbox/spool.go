@@ -15,8 +15,10 @@
 //	inbox/PAUSED                    present while saves are paused
 //
 // A spool or activity line is "<crc32c of the JSON, 8 hex> <JSON>\n". A
-// line that does not end in a newline or whose checksum does not match was
-// torn by a crash before the save was acknowledged: readers skip it.
+// line that does not end in a newline or whose checksum does not match is
+// skipped: as a file's last line, torn by a crash before the save was
+// acknowledged; before another save, damaged (ReadSpool reports it, and
+// the drain keeps its bytes under torn/).
 package inbox
 
 import (
@@ -31,11 +33,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/rookhq/rook/cas"
@@ -304,6 +308,7 @@ const saveTries = 3
 // come in with that file's drain, and Save says it is saved.
 func (w *Writer) Save(s Save) error {
 	s.V = saveVersion
+	s.ClientName = CutClientName(s.ClientName)
 	line, err := encodeLine(s)
 	if err != nil {
 		return err
@@ -442,6 +447,7 @@ func (w *Writer) current(dir string, f *vfs.File) error {
 // Log appends an attempt to the activity log (not synced: the log is a
 // record for the user, not a promise).
 func (w *Writer) Log(a Activity) error {
+	a.ClientName = CutClientName(a.ClientName)
 	line, err := encodeLine(a)
 	if err != nil {
 		return err
@@ -558,24 +564,70 @@ func WriteProgress(fsys vfs.FS, home string, p Progress) error {
 	return fsys.WriteFileAtomic(drainedPath(home), b, 0o600)
 }
 
-// ReadPending returns the saves past each spool file's drained offset, in
-// spool file order, then line order, and the size of each file read. Torn
-// lines (a crash before the reply) are skipped; a line still being written
-// is left for the next drain. Each file is read from its drained offset
-// only, a line at a time: a server's spool file lasts as long as its
-// process (days), and what it saved before was taken in long ago.
+// Spool is what a read of the spool found past each file's drained
+// offset.
+type Spool struct {
+	// Pending: the saves, in spool file order, then line order.
+	Pending []Pending
+	// Sizes: the size of each file read.
+	Sizes map[string]int64
+	// Damaged: complete lines whose checksum fails (or that are no save)
+	// followed by a valid save in their file. A crash tears only a
+	// file's last line, so such a line was damaged on disk after it was
+	// written (a save acknowledged to its client), or is a save that
+	// failed and whose bytes could not be cut off again (never
+	// acknowledged): either way not a tear to drop without a word. The
+	// drain keeps their bytes under torn/ (KeepDamaged).
+	Damaged []Damaged
+	// Unreadable: the files that could not be opened or read (another
+	// account's, mode 0600: a client run in a container sharing the home,
+	// or once under sudo). Their saves wait; the other files are read.
+	Unreadable []Unreadable
+}
+
+// Damaged is a damaged line of a spool file: bytes [Start, End) of File,
+// its newline included.
+type Damaged struct {
+	File       string
+	Start, End int64
+}
+
+// Unreadable is a spool file that could not be read.
+type Unreadable struct {
+	Path string `json:"path"`
+	Err  error  `json:"-"`
+	// Error: Err's words, for --json.
+	Error string `json:"error"`
+}
+
+// Advice says what failed and what to do, for a notice or a status line.
+func (u Unreadable) Advice() string {
+	what := "make it a file this account can read (`ls -l` it: its owner, its mode, what it is)"
+	if errors.Is(u.Err, fs.ErrPermission) {
+		what = "it is not this account's to read (`ls -l` it): run rook as its owner once, or `sudo chown` it to this account"
+	}
+	return fmt.Sprintf("spool file %s could not be read (%s): its saves wait; %s", u.Path, u.Error, what)
+}
+
+// ReadSpool reads the saves past each spool file's drained offset, and
+// the size of each file read. Torn lines (a crash before the reply) are
+// skipped; a line still being written is left for the next drain; a
+// damaged line (see Spool.Damaged) is skipped and reported. Each file is
+// read from its drained offset only, a line at a time: a server's spool
+// file lasts as long as its process (days), and what it saved before was
+// taken in long ago. A file that cannot be read is reported and passed
+// over: one client's file must not hold back every other's saves.
 //
 // It takes no lock (`inbox status` runs it beside another rook's drain): a
 // file listed that is gone by the time it is opened was removed by a drain,
 // which removes only files wholly taken in (RemoveDrained) whose writer
 // has exited: nothing of it waits.
-func ReadPending(fsys vfs.FS, home string, p Progress) ([]Pending, map[string]int64, error) {
+func ReadSpool(fsys vfs.FS, home string, p Progress) (Spool, error) {
+	out := Spool{Sizes: map[string]int64{}}
 	names, err := listJSONL(fsys, spoolDir(home))
 	if err != nil {
-		return nil, nil, err
+		return out, err
 	}
-	var out []Pending
-	sizes := map[string]int64{}
 	for _, name := range names {
 		path := filepath.Join(spoolDir(home), name)
 		f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
@@ -583,18 +635,76 @@ func ReadPending(fsys vfs.FS, home string, p Progress) ([]Pending, map[string]in
 			continue // drained whole and removed since the listing
 		}
 		if err != nil {
-			return nil, nil, err
+			out.Unreadable = append(out.Unreadable, unreadable(path, err))
+			continue
 		}
+		var bad []Damaged
+		var last int64 // the end of the file's last save read
 		size, err := readSpool(f, p[name], func(end int64, s Save) {
-			out = append(out, Pending{File: name, End: end, Save: s})
+			out.Pending = append(out.Pending, Pending{File: name, End: end, Save: s})
+			last = end
+		}, func(start, end int64) {
+			bad = append(bad, Damaged{File: name, Start: start, End: end})
 		})
 		f.Close()
 		if err != nil {
-			return nil, nil, err
+			out.Unreadable = append(out.Unreadable, unreadable(path, err))
+			// What was read of it is left for the next drain too: its
+			// size is not known to have been read.
+			out.Pending = slices.DeleteFunc(out.Pending, func(pe Pending) bool { return pe.File == name })
+			continue
 		}
-		sizes[name] = size
+		for _, d := range bad {
+			if d.End <= last {
+				out.Damaged = append(out.Damaged, d)
+			} // else its file's last lines: torn, or followed by a save yet to come
+		}
+		out.Sizes[name] = size
 	}
-	return out, sizes, nil
+	return out, nil
+}
+
+func unreadable(path string, err error) Unreadable {
+	msg := err.Error()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		msg = pe.Err.Error() // the path is said once, by Advice
+	}
+	return Unreadable{Path: path, Err: err, Error: msg}
+}
+
+// ReadPending is ReadSpool's saves and sizes; a file that cannot be read
+// is an error, after the others are read.
+func ReadPending(fsys vfs.FS, home string, p Progress) ([]Pending, map[string]int64, error) {
+	s, err := ReadSpool(fsys, home, p)
+	if err == nil && len(s.Unreadable) > 0 {
+		err = errors.New(s.Unreadable[0].Advice())
+	}
+	return s.Pending, s.Sizes, err
+}
+
+// KeepDamaged copies a damaged spool line's bytes under torn/ (named as a
+// torn tail's copy is, by its offset) and returns the copy's path.
+func KeepDamaged(fsys vfs.FS, home string, d Damaged) (string, error) {
+	path := filepath.Join(spoolDir(home), d.File)
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := vfs.ReadSized(io.NewSectionReader(f, d.Start, d.End-d.Start), d.End-d.Start, -1)
+	if err != nil {
+		return "", fmt.Errorf("%s: reading its damaged line at %d: %w", path, d.Start, err)
+	}
+	dir := filepath.Join(home, cas.TornDir)
+	if err := fsys.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	kept := filepath.Join(dir, fmt.Sprintf("inbox-spool.%s.%d.%d", d.File, d.Start, time.Now().UnixNano()))
+	if err := fsys.WriteFileAtomic(kept, b, 0o600); err != nil {
+		return "", err
+	}
+	return kept, nil
 }
 
 // maxSpoolLine bounds one spool line as read back. A server writes one
@@ -611,7 +721,7 @@ var maxSpoolLine = 32 << 20
 // file's size, as its Stat gave it when read: bytes appended since are
 // left for the next read. An offset past the size (a file replaced) reads
 // the file from its start: the ids keep the drain exact.
-func readSpool(f vfs.File, off int64, save func(end int64, s Save)) (int64, error) {
+func readSpool(f vfs.File, off int64, save func(end int64, s Save), bad func(start, end int64)) (int64, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return 0, err
@@ -650,9 +760,13 @@ func readSpool(f vfs.File, off int64, save func(end int64, s Save)) (int64, erro
 			whole = line
 		}
 		var s Save
-		if decodeLine(whole[:len(whole)-1], &s) == nil && s.ID != "" {
+		if err := decodeLine(whole[:len(whole)-1], &s); err != nil {
+			if bad != nil {
+				bad(off-int64(len(whole)), off) // torn by a crash, if its file's last line
+			}
+		} else if s.ID != "" {
 			save(off, s)
-		} // else torn by a crash before its reply
+		} // else no save: the locked-writer header
 		line = line[:0]
 	}
 }
@@ -1004,20 +1118,53 @@ func Inbox(clientName string) (short, title string) {
 	// The name is printed (`rook inbox ls`) and typed back (`rook inbox
 	// show`): keep only what can be, then trim, so a name of controls and
 	// spaces is no name.
-	name := strings.TrimSpace(Typeable(clientName))
-	if len(name) > 64 {
-		// Cut on a character boundary: half a character is not UTF-8,
-		// and would come back as U+FFFD from the spool.
-		cut := 64
-		for cut > 0 && !utf8.RuneStart(name[cut]) {
-			cut--
-		}
-		name = strings.TrimSpace(name[:cut])
+	name := TypedName(clientName)
+	if len(name) > MaxClientName {
+		name = strings.TrimSpace(cutName(name))
 	}
 	if name == "" {
 		name = UnknownClient
 	}
 	return strings.ToLower(name), name + " Inbox"
+}
+
+// TypedName is a name as it can be typed back: what Typeable keeps, every
+// Unicode space (a no-break space U+00A0, U+2009, the ideographic U+3000)
+// an ASCII space, as it shows and is typed, trimmed. An inbox is found
+// by it, whatever spaces its stored name holds.
+func TypedName(name string) string {
+	return strings.TrimSpace(strings.Map(func(r rune) rune {
+		switch {
+		case untypeable(r):
+			return -1
+		case unicode.IsSpace(r):
+			return ' '
+		}
+		return r
+	}, name))
+}
+
+// MaxClientName bounds a client's name as recorded (each save and
+// attempt, in bytes) and an inbox's name: a client sends what name it
+// likes, up to the 4 MiB of an initialize message.
+const MaxClientName = 64
+
+// CutClientName cuts a client's name to MaxClientName bytes, on a
+// character boundary: half a character is not UTF-8, and would come back
+// as U+FFFD from the spool.
+func CutClientName(name string) string {
+	if len(name) <= MaxClientName {
+		return name
+	}
+	return cutName(name)
+}
+
+func cutName(name string) string {
+	cut := MaxClientName
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut]
 }
 
 // UnknownClient names the inbox of a client that sent no name (or none

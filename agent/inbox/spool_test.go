@@ -305,6 +305,10 @@ func TestInboxNameClean(t *testing.T) {
 		"evil\u202e":      "evil",
 		"Z\u200bed\ufeff": "zed",
 		"\u2066\u2069":    "unknown client",
+		// Unicode spaces are typed as ASCII ones: a name shown as
+		// "my client" is found as "my client".
+		"my\u00a0client":            "my client",
+		"\u3000Zed\u2009Edit\u00a0": "zed edit",
 	} {
 		s, title := Inbox(name)
 		if !utf8.ValidString(s) || !utf8.ValidString(title) {
@@ -313,6 +317,98 @@ func TestInboxNameClean(t *testing.T) {
 		if s != want {
 			t.Fatalf("%q: short name %q, want %q", name, s, want)
 		}
+	}
+}
+
+// TestCutClientName: a client's name is recorded cut to MaxClientName
+// bytes, on a character boundary; a short one whole.
+func TestCutClientName(t *testing.T) {
+	long := strings.Repeat("N", 100_000)
+	if got := CutClientName(long); got != long[:MaxClientName] {
+		t.Fatalf("cut to %d bytes", len(got))
+	}
+	if got := CutClientName(strings.Repeat("a", MaxClientName-1) + "é"); got != strings.Repeat("a", MaxClientName-1) {
+		t.Fatalf("cut inside a character: %q", got)
+	}
+	if got := CutClientName("Zed"); got != "Zed" {
+		t.Fatalf("%q", got)
+	}
+	fsys, home := newHome(t)
+	w := NewWriter(fsys, home, "1-2")
+	if err := w.Save(Save{ID: w.NextID(time.Now()), ClientName: long, Content: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Log(Activity{ClientName: long, Status: "saved"}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	pending, _, err := ReadPending(fsys, home, Progress{})
+	acts, aerr := ReadActivity(fsys, home)
+	if err != nil || aerr != nil || len(pending) != 1 || len(acts) != 1 {
+		t.Fatalf("%v %v %d %d", err, aerr, len(pending), len(acts))
+	}
+	if len(pending[0].Save.ClientName) != MaxClientName || len(acts[0].ClientName) != MaxClientName {
+		t.Fatalf("recorded %d and %d bytes of the name", len(pending[0].Save.ClientName), len(acts[0].ClientName))
+	}
+}
+
+// TestReadSpoolDamagedLine: a complete line failing its checksum before a
+// save of its file is damage, reported with its bytes' place; one at the
+// file's end (torn, or followed by a save still to come) is not.
+func TestReadSpoolDamagedLine(t *testing.T) {
+	fsys, home := newHome(t)
+	a, _ := encodeLine(Save{V: 1, ID: "a", Client: "c", Content: "x"})
+	b, _ := encodeLine(Save{V: 1, ID: "b", Client: "c", Content: "y"})
+	bad := []byte(strings.Replace(string(b), `"y"`, `"z"`, 1))
+	fsys.MkdirAll(spoolDir(home), 0o700)
+	data := append(append(append(append([]byte{}, lockedLine...), a...), bad...), b...)
+	data = append(data, bad...) // a last line: torn
+	fsys.WriteFileAtomic(spoolDir(home)+"/1-2.jsonl", data, 0o600)
+	s, err := ReadSpool(fsys, home, Progress{})
+	if err != nil || len(s.Pending) != 2 || len(s.Damaged) != 1 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	start := int64(len(lockedLine) + len(a))
+	if d := s.Damaged[0]; d.File != "1-2.jsonl" || d.Start != start || d.End != start+int64(len(bad)) {
+		t.Fatalf("%+v", d)
+	}
+	kept, err := KeepDamaged(fsys, home, s.Damaged[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := vfs.ReadFile(fsys, kept); string(got) != string(bad) {
+		t.Fatalf("kept %q", got)
+	}
+	// From past it, nothing is damaged.
+	if s, _ = ReadSpool(fsys, home, Progress{"1-2.jsonl": s.Pending[1].End}); len(s.Damaged) != 0 || len(s.Pending) != 0 {
+		t.Fatalf("%+v", s)
+	}
+}
+
+// TestReadSpoolPassesOverUnreadableFile: a spool file that cannot be read
+// is named, with its error and what to do; the others are read.
+func TestReadSpoolPassesOverUnreadableFile(t *testing.T) {
+	fsys, home := newHome(t)
+	for _, name := range []string{"1-2", "3-4", "5-6"} {
+		w := NewWriter(fsys, home, name)
+		if err := w.Save(Save{ID: w.NextID(time.Now()), Client: "c", Content: name}); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+	}
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpOpenRead && strings.HasSuffix(path, "3-4.jsonl") {
+			return &fs.PathError{Op: "open", Path: path, Err: fs.ErrPermission}
+		}
+		return nil
+	})
+	defer fsys.SetHook(nil)
+	s, err := ReadSpool(fsys, home, Progress{})
+	if err != nil || len(s.Pending) != 2 || len(s.Unreadable) != 1 || len(s.Sizes) != 2 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	if adv := s.Unreadable[0].Advice(); !strings.Contains(adv, "3-4.jsonl") || !strings.Contains(adv, "permission denied") || !strings.Contains(adv, "chown") {
+		t.Fatalf("%s", adv)
 	}
 }
 

@@ -399,7 +399,9 @@ func (s *server) initialize(req *request) *response {
 	_ = json.Unmarshal(params["clientInfo"], &info) // missing: "unknown client"
 
 	s.protocol = negotiate(asked)
-	s.clientName = info.Name
+	// Recorded with every save and attempt: cut (inbox.MaxClientName).
+	// The inbox is named from the whole name, as it always was.
+	s.clientName = inbox.CutClientName(info.Name)
 	s.client, _ = inbox.Inbox(info.Name)
 	s.initialized = true
 	return resultReply(req.id, map[string]any{

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -286,6 +287,25 @@ func danglingConfig(fsys vfs.FS, path string) error {
 	return fmt.Errorf("%s is a symbolic link to %s, which does not exist: point it at the config file, or remove it to use the defaults", path, target)
 }
 
+// loopingConfig says, as an error, what a config file that did not open
+// for too many levels of symbolic links (ELOOP) is: a link that leads back
+// to itself, or to a link that does (`ln -s config.toml config.toml`), a
+// link to no file as much as a dangling one; what to do is the same. nil
+// when no link is there (the loop is in a directory above it: the error
+// as it is names the path).
+func loopingConfig(fsys vfs.FS, path string) error {
+	st, err := fsys.Lstat(path)
+	if err != nil || st.Mode()&fs.ModeSymlink == 0 {
+		return nil
+	}
+	// Only the OS file system has links (vfs.FS has no Readlink).
+	target, err := os.Readlink(path)
+	if err != nil {
+		return fmt.Errorf("%s is a symbolic link that leads to no file, through links that loop (`ls -l %s` shows where it points): point it at the config file, or remove it to use the defaults", path, path)
+	}
+	return fmt.Errorf("%s is a symbolic link to %s, and the links from there loop (too many levels of symbolic links), never reaching a file: point it at the config file, or remove it to use the defaults", path, target)
+}
+
 // configReadError names the config file that did not read once (an
 // *fs.PathError names it already) and, for a directory in its place, the
 // fix. A home that is a file, or under one, is no store: that is said as
@@ -305,6 +325,11 @@ func configReadError(fsys vfs.FS, home, path string, err error) error {
 	}
 	if errors.Is(err, syscall.EISDIR) {
 		return fmt.Errorf("%s is a directory, not a config file: remove it (rook then uses the defaults) or put the config file in its place", path)
+	}
+	if errors.Is(err, syscall.ELOOP) {
+		if lerr := loopingConfig(fsys, path); lerr != nil {
+			return lerr
+		}
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) && pe.Path == path {
@@ -407,52 +432,103 @@ func knownKeys(table []string) []string {
 }
 
 // keyLine finds the line (from 1) that sets key: the decoder does not say
-// where an unknown or out-of-range key is, so look for its last part at the
-// start of a line inside its table, or for its table header. A key written
-// in an inline table (retention = { max_sessions = -5 }) starts no line:
-// then the line of the nearest enclosing key found (retention), or table
-// header, stands for it. 0: not found.
+// where an unknown or out-of-range key is, so look for a line whose key,
+// inside its table, is key, or for its table header. Keys are compared as
+// parsed (tomlKeyPath), not as written: a quoted part ("retention"), white
+// space around the dots, an escape (\u005f) are the same key. A key
+// written in an inline table (retention = { max_sessions = -5 }) starts no
+// line: then the line of the nearest enclosing key found (retention), or
+// table header, stands for it. 0: not found.
 func keyLine(data []byte, key []string) int {
 	if len(key) == 0 {
 		return 0
 	}
-	last := key[len(key)-1]
-	want := strings.Join(key, ".")
-	table := ""
+	var table []string
 	// The line of the longest proper prefix of key seen, and its length.
 	enclosing, enclosingLen := 0, 0
-	encloses := func(full string, line int) {
-		if strings.HasPrefix(want, full+".") && len(full) > enclosingLen {
+	encloses := func(full []string, line int) {
+		if len(full) < len(key) && slices.Equal(full, key[:len(full)]) && len(full) > enclosingLen {
 			enclosing, enclosingLen = line, len(full)
 		}
 	}
 	for i, line := range strings.Split(string(data), "\n") {
-		s := strings.TrimSpace(line)
-		if strings.HasPrefix(s, "[") {
-			h := strings.Trim(s, "[] \t")
-			if j := strings.Index(h, "#"); j >= 0 {
-				h = strings.TrimSpace(strings.Trim(h[:j], "[] \t"))
+		s := strings.TrimLeft(line, " \t\r\ufeff")
+		if h, ok := strings.CutPrefix(s, "["); ok {
+			h = strings.TrimPrefix(h, "[") // [[array of tables]]
+			path, rest, ok := tomlKeyPath(h)
+			if !ok || !strings.HasPrefix(rest, "]") {
+				continue
 			}
-			table = strings.ReplaceAll(h, " ", "")
-			if table == want {
+			table = path
+			if slices.Equal(table, key) {
 				return i + 1
 			}
 			encloses(table, i+1)
 			continue
 		}
-		name, _, ok := strings.Cut(s, "=")
-		if !ok {
+		path, rest, ok := tomlKeyPath(s)
+		if !ok || !strings.HasPrefix(rest, "=") {
 			continue
 		}
-		name = strings.Trim(strings.TrimSpace(name), `"'`)
-		full := name
-		if table != "" {
-			full = table + "." + name
-		}
-		if full == want || (name == last && table == strings.Join(key[:len(key)-1], ".")) {
+		full := append(slices.Clip(table), path...)
+		if slices.Equal(full, key) {
 			return i + 1
 		}
 		encloses(full, i+1)
 	}
 	return enclosing
+}
+
+// tomlKeyPath reads a TOML key at the start of s (white space before it
+// and around its dots is skipped): its parts as decoded (bare, "basic"
+// with its escapes, 'literal'), and what follows it, white space trimmed.
+// ok is false when s starts with no key.
+func tomlKeyPath(s string) (path []string, rest string, ok bool) {
+	for {
+		s = strings.TrimLeft(s, " \t")
+		var part string
+		switch {
+		case strings.HasPrefix(s, `"`):
+			end := 1
+			for end < len(s) && s[end] != '"' {
+				if s[end] == '\\' {
+					end++
+				}
+				end++
+			}
+			if end >= len(s) {
+				return nil, "", false
+			}
+			raw := s[:end+1]
+			if u, err := strconv.Unquote(raw); err == nil {
+				part = u
+			} else {
+				part = raw[1 : len(raw)-1] // an escape Go does not read (TOML 1.1's \e): as written
+			}
+			s = s[end+1:]
+		case strings.HasPrefix(s, "'"):
+			end := strings.IndexByte(s[1:], '\'')
+			if end < 0 {
+				return nil, "", false
+			}
+			part, s = s[1:1+end], s[end+2:]
+		default:
+			n := strings.IndexFunc(s, func(r rune) bool {
+				return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+			})
+			if n < 0 {
+				n = len(s)
+			}
+			if n == 0 {
+				return nil, "", false
+			}
+			part, s = s[:n], s[n:]
+		}
+		path = append(path, part)
+		s = strings.TrimLeft(s, " \t")
+		if !strings.HasPrefix(s, ".") {
+			return path, s, true
+		}
+		s = s[1:]
+	}
 }

@@ -33,6 +33,21 @@ const DefaultGCGrace = 10 * time.Minute
 // their number: on a large store the mark reads every event and every
 // imported line, most of a gc's time.
 func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)) (live map[cas.Key]bool, kept []string, err error) {
+	return r.markFrom(nil, skip, progress)
+}
+
+// reach is what the sessions ids alone reach, as Roots marks it: their
+// events' bodies and, expanded, what those name (a snapshot's files, an
+// imported line's strings); not what the other sessions or the refs do.
+// The budget estimates what deleting a session frees with it.
+func (r *Rook) reach(ids []eventlog.ID) (map[cas.Key]bool, error) {
+	live, _, err := r.markFrom(ids, nil, nil)
+	return live, err
+}
+
+// markFrom is Roots (only nil), or reach of the sessions in only: those
+// sessions, and no event log without a .meta nor ref.
+func (r *Rook) markFrom(only []eventlog.ID, skip map[eventlog.ID]bool, progress func(done, total int64)) (live map[cas.Key]bool, kept []string, err error) {
 	live = map[cas.Key]bool{}
 	// containers are objects that name others: snapshots (their files) and
 	// imported source lines (the strings cut out of them).
@@ -81,9 +96,11 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 			}
 		}
 	}
-	ids, err := r.Log.IDs()
-	if err != nil {
-		return nil, nil, err
+	ids := only
+	if only == nil {
+		if ids, err = r.Log.IDs(); err != nil {
+			return nil, nil, err
+		}
 	}
 	// The imported lines' strings are marked after the sessions: each
 	// session counts once, and the lines as a last step.
@@ -116,9 +133,11 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 	// (a .meta lost: its events may have been acknowledged, and with the
 	// .meta put back it is a session again), so what its events name is
 	// kept too, as a session's is, until `rook session rm ID` removes it.
-	orphans, err := LogsWithoutMeta(r.fs, r.home)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list the event logs with no .meta beside them: %w: gc refuses to sweep with an incomplete mark", err)
+	var orphans []string
+	if only == nil {
+		if orphans, err = LogsWithoutMeta(r.fs, r.home); err != nil {
+			return nil, nil, fmt.Errorf("list the event logs with no .meta beside them: %w: gc refuses to sweep with an incomplete mark", err)
+		}
 	}
 	for _, p := range orphans {
 		id, err := eventlog.ParseID(strings.TrimSuffix(filepath.Base(p), ".log"))
@@ -147,8 +166,10 @@ func (r *Rook) Roots(skip map[eventlog.ID]bool, progress func(done, total int64)
 			kept = append(kept, p)
 		}
 	}
-	if err := r.walkRefs(func(ref string, id cas.Key) { mark(id, markedFrom{ref: ref}, refNamesCapture(ref)) }, nil); err != nil {
-		return nil, nil, err
+	if only == nil {
+		if err := r.walkRefs(func(ref string, id cas.Key) { mark(id, markedFrom{ref: ref}, refNamesCapture(ref)) }, nil); err != nil {
+			return nil, nil, err
+		}
 	}
 	if unplaced != nil {
 		return nil, nil, unplaced

@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -294,10 +295,15 @@ type MaintainReport struct {
 	// the budget with no session left that maintain may delete. Only the
 	// user can bring it under (Notes says how): unlike bytes the gc grace
 	// keeps, which a later run frees.
-	OverBudgetStuck bool     `json:"over_budget_stuck"`
-	StoredBefore    int64    `json:"stored_before"`
-	StoredAfter     int64    `json:"stored_after"`
-	Notes           []string `json:"notes"`
+	OverBudgetStuck bool `json:"over_budget_stuck"`
+	// LaterGCFrees: the stored bytes of unreachable objects younger than
+	// the gc grace, which the first gc after it frees (in a dry run: would
+	// be, after the plan). Counted as freed: a stuck store's OverBudgetBy
+	// leaves them out, being what the user must free beside them.
+	LaterGCFrees int64    `json:"later_gc_frees"`
+	StoredBefore int64    `json:"stored_before"`
+	StoredAfter  int64    `json:"stored_after"`
+	Notes        []string `json:"notes"`
 
 	// StuckOn, when OverBudgetStuck, is what holds the bytes left: the
 	// ways out to say are those for what there is.
@@ -463,6 +469,7 @@ func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.D
 					units.Bytes(rep.OverBudgetBy), units.Bytes(budget), units.Bytes(freeable)))
 			}
 			if stored > budget {
+				rep.LaterGCFrees = g.TooNewStored
 				rep.Notes = append(rep.Notes, fmt.Sprintf("until the gc grace (%s) passes it would hold about %s: %s of it would be unreachable objects younger than the grace, which a gc after it frees",
 					grace, units.Bytes(stored), units.Bytes(g.TooNewStored)))
 			}
@@ -473,12 +480,10 @@ func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.D
 			return err
 		}
 		var cands []eventlog.Summary // oldest first
-		left := 0
 		for i := len(all) - 1; i >= 0; i-- {
 			if gone[all[i].ID] {
 				continue
 			}
-			left++
 			if !pol.keeps(all[i]) {
 				cands = append(cands, all[i])
 			}
@@ -494,11 +499,15 @@ func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.D
 			if rep.StuckOn, err = r.budgetHolders(kept, pol); err != nil {
 				return err
 			}
-			rep.Notes = append(rep.Notes, fmt.Sprintf("would still be about %s over the %s budget: no session would be left that may be deleted; the rest would be %s (%s)",
-				units.Bytes(freeable-budget), units.Bytes(budget), rep.StuckOn.what(), rep.StuckOn.SayWaysOut(WayOut.String)))
+			rep.LaterGCFrees = g.TooNewStored
+			rep.Notes = append(rep.Notes, fmt.Sprintf("would still be about %s over the %s budget%s: no session would be left that may be deleted; the rest would be %s (%s)",
+				units.Bytes(freeable-budget), units.Bytes(budget), laterGC(g, grace, stored, true), rep.StuckOn.what(), rep.StuckOn.SayWaysOut(WayOut.String)))
 			return nil
 		}
-		n := budgetBatch(len(cands), freeable-budget, stored, left)
+		n, err := r.budgetBatch(cands, freeable-budget, gone)
+		if err != nil {
+			return fmt.Errorf("estimate what deleting sessions frees: %w", err)
+		}
 		rep.BudgetRounds++
 		for _, s := range cands[:n] {
 			gone[s.ID] = true
@@ -511,6 +520,22 @@ func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.D
 		}
 		rep.BudgetGC = append(rep.BudgetGC, g)
 	}
+}
+
+// laterGC says, after a stuck store's excess, that it counts what a
+// later gc frees as freed: the unreachable objects g kept for being
+// younger than the grace, and what the store holds (would hold) until
+// then; "" when there are none.
+func laterGC(g cas.GCReport, grace time.Duration, stored int64, dry bool) string {
+	if g.TooNewStored <= 0 {
+		return ""
+	}
+	if dry {
+		return fmt.Sprintf(" once a gc after the gc grace (%s) frees %s of unreachable objects younger than it (until then it would hold about %s)",
+			grace, units.Bytes(g.TooNewStored), units.Bytes(stored))
+	}
+	return fmt.Sprintf(" once a later gc frees %s: %d unreachable object(s) younger than the gc grace (%s), which the first `rook store gc` or maintain after it frees (the store holds %s until then)",
+		units.Bytes(g.TooNewStored), g.TooNew, grace, units.Bytes(stored))
 }
 
 // BudgetHolders is what holds a store over its budget once no session is
@@ -679,6 +704,7 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 		freeable := st.Stored - g.TooNewStored
 		if freeable <= budget {
 			rep.OverBudgetBy = st.Stored - budget
+			rep.LaterGCFrees = g.TooNewStored
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s over the %s budget until a later gc: %d unreachable object(s) (%s stored) are younger than the gc grace (%s); the first `rook store gc` or maintain after it frees them, leaving about %s, so maintain deleted no more sessions for them",
 				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), g.TooNew, units.Bytes(g.TooNewStored), grace, units.Bytes(freeable)))
 			return nil
@@ -695,16 +721,22 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 			}
 		}
 		if len(cands) == 0 {
-			rep.OverBudgetBy = st.Stored - budget
+			// What the user must free: the bytes the grace keeps are
+			// freed by a later gc anyway, as the dry run plans them.
+			rep.OverBudgetBy = freeable - budget
+			rep.LaterGCFrees = g.TooNewStored
 			rep.OverBudgetStuck = true
 			if rep.StuckOn, err = r.budgetHolders(all, pol); err != nil {
 				return err
 			}
-			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget: no session is left that may be deleted; the rest is %s (%s)",
-				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), rep.StuckOn.what(), rep.StuckOn.SayWaysOut(WayOut.String)))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget%s: no session is left that may be deleted; the rest is %s (%s)",
+				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), laterGC(g, grace, st.Stored, false), rep.StuckOn.what(), rep.StuckOn.SayWaysOut(WayOut.String)))
 			return nil
 		}
-		n := budgetBatch(len(cands), over, st.Stored, len(all))
+		n, err := r.budgetBatch(cands, over, nil)
+		if err != nil {
+			return fmt.Errorf("estimate what deleting sessions frees: %w", err)
+		}
 		rep.BudgetRounds++
 		for _, s := range cands[:n] {
 			ev, err := rm.remove(s.ID)
@@ -738,23 +770,71 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 	}
 }
 
-// budgetBatch is how many of the oldest unprotected sessions one budget
-// round deletes: about as many as the average session's share of the store
-// says would cover the excess, at most a tenth of the candidates, at least
-// one.
-func budgetBatch(cands int, over, stored int64, sessions int) int {
-	n := cands / 10
-	if n < 1 {
-		n = 1
+// budgetBatch is how many of the oldest unprotected sessions (cands,
+// oldest first) one budget round deletes: oldest first, only until what
+// they free covers over, at most a tenth of the candidates (the round's gc
+// then measures what was freed, and the next round goes on from there),
+// at least one. What a session frees is estimated as the stored bytes of
+// the objects it reaches that no session kept and no ref reaches (the
+// window of the tenth is marked as deleted, and an object two of them
+// share counts once, for the older): one mark of the store, and each
+// session taken read once, a round. The average session's share sized
+// the batch before: one large old session and small ones deleted two
+// where the large one sufficed. gone are the sessions a dry run has
+// planned deleted before this round (a real run's are gone), so that the
+// plan takes the sessions the real run does.
+func (r *Rook) budgetBatch(cands []eventlog.Summary, over int64, gone map[eventlog.ID]bool) (int, error) {
+	limit := max(len(cands)/10, 1)
+	skip := maps.Clone(gone)
+	if skip == nil {
+		skip = map[eventlog.ID]bool{}
 	}
-	if sessions > 0 {
-		if per := stored / int64(sessions); per > 0 {
-			if est := (over + per - 1) / per; est < int64(n) {
-				n = int(est)
+	for _, c := range cands[:limit] {
+		skip[c.ID] = true
+	}
+	if err := r.Flush(); err != nil {
+		return 0, err
+	}
+	live, _, err := r.Roots(skip, nil)
+	if err != nil {
+		return 0, err
+	}
+	counted := map[cas.Key]bool{}
+	return coverCount(over, limit, func(i int) (int64, error) {
+		reach, err := r.reach([]eventlog.ID{cands[i].ID})
+		if err != nil {
+			return 0, err
+		}
+		var own int64
+		for k := range reach {
+			if live[k] || counted[k] {
+				continue
 			}
+			counted[k] = true
+			info, err := r.Store.StatEntry(k)
+			if err != nil {
+				return 0, err
+			}
+			own += info.Stored
+		}
+		return own, nil
+	})
+}
+
+// coverCount is how many of the first sessions, each freeing own(i), cover
+// over: the fewest whose sum reaches it, at most limit, at least one.
+func coverCount(over int64, limit int, own func(i int) (int64, error)) (int, error) {
+	var freed int64
+	for i := 0; i < limit; i++ {
+		b, err := own(i)
+		if err != nil {
+			return 0, err
+		}
+		if freed += b; freed >= over {
+			return i + 1, nil
 		}
 	}
-	return max(n, 1)
+	return max(limit, 1), nil
 }
 
 // gcPlanWithout is a dry-run gc as it would run once the given sessions

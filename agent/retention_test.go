@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -665,6 +666,52 @@ func TestMaintainCountsGarbageTheGraceKeeps(t *testing.T) {
 	}
 }
 
+// TestMaintainStuckWithinGraceSaysWhatTheUserMustFree: the store is over
+// max_total_bytes with only protected sessions left after maintain
+// deletes the rest, and the gc grace (here 24h) keeps the deleted
+// sessions' objects for now. Those count as freed (README, Settings), so
+// the real run says the excess the dry run plans (what the user must
+// free, over_budget_by), not the stored bytes less the budget, and says
+// what a later gc frees beside it (later_gc_frees).
+func TestMaintainStuckWithinGraceSaysWhatTheUserMustFree(t *testing.T) {
+	cfg := budgetConfig(10 << 10)
+	cfg.Storage.GCGrace = Duration{24 * time.Hour}
+
+	plan := func() string {
+		r, _, _ := budgetRook(t, 4, map[int]string{0: "keep", 1: "pinned"})
+		rep, err := r.Maintain(cfg, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OverBudgetStuck || len(rep.Notes) == 0 {
+			t.Fatalf("dry run: stuck %v, notes %q", rep.OverBudgetStuck, rep.Notes)
+		}
+		return rep.Notes[len(rep.Notes)-1]
+	}()
+	r, _, _ := budgetRook(t, 4, map[int]string{0: "keep", 1: "pinned"})
+	rep, err := r.Maintain(cfg, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OverBudgetStuck || len(rep.Notes) == 0 {
+		t.Fatalf("real run: stuck %v, notes %q", rep.OverBudgetStuck, rep.Notes)
+	}
+	real := strings.Join(rep.Notes, "\n")
+	over := regexp.MustCompile(`about ([0-9.]+ [KMG]?i?B) over`).FindStringSubmatch(plan)
+	if over == nil {
+		t.Fatalf("dry run note %q says no excess", plan)
+	}
+	if !strings.Contains(real, over[1]+" over") {
+		t.Errorf("the dry run plans the store %s over the budget once gc frees what the grace keeps (%q); the real run says otherwise: %q", over[1], plan, real)
+	}
+	if rep.LaterGCFrees <= 0 || rep.OverBudgetBy != rep.StoredAfter-rep.LaterGCFrees-rep.Budget {
+		t.Errorf("over_budget_by %d, later_gc_frees %d: want the stored %d less what a later gc frees, less the budget %d", rep.OverBudgetBy, rep.LaterGCFrees, rep.StoredAfter, rep.Budget)
+	}
+	if !strings.Contains(real, "grace") {
+		t.Errorf("the real run's note does not say that a later gc frees the objects the grace keeps: %q", real)
+	}
+}
+
 func TestMaintainDryRunChangesNothing(t *testing.T) {
 	r, clk, s := budgetRook(t, 6, map[int]string{0: "keep"})
 	clk.Advance(200 * 24 * time.Hour) // every session is past the age limit
@@ -897,21 +944,30 @@ func TestMaintainErrorSaysWhatTheStagesBeforeDid(t *testing.T) {
 	})
 }
 
-func TestBudgetBatch(t *testing.T) {
+// coverCount takes the oldest sessions until what they free covers the
+// excess: one large old session alone, not a batch sized by the average.
+func TestBudgetCoverCount(t *testing.T) {
 	for _, c := range []struct {
-		cands          int
-		over, stored   int64
-		sessions, want int
+		name  string
+		over  int64
+		limit int
+		own   []int64
+		want  int
 	}{
-		{100, 1, 1000, 100, 1},    // a byte over: one session
-		{100, 500, 1000, 100, 10}, // half over: capped at a tenth
-		{100, 35, 1000, 100, 4},   // 10 bytes a session: 4
-		{3, 900, 1000, 3, 1},      // few candidates: one at a time
-		{50, 1 << 40, 1000, 0, 5}, // no sessions known: a tenth
-		{100, 50, 0, 100, 10},     // nothing stored (cannot happen): a tenth
+		{"a byte over: one session", 1, 10, []int64{5, 5, 5}, 1},
+		{"one large old session covers it", 100, 3, []int64{750, 20, 20}, 1},
+		{"the first two cover it", 30, 10, []int64{20, 10, 20}, 2},
+		{"capped at the limit", 1000, 3, []int64{10, 10, 10, 10}, 3},
+		{"nothing freed: the limit", 50, 2, []int64{0, 0, 0}, 2},
+		{"at least one", 0, 0, nil, 1},
 	} {
-		if got := budgetBatch(c.cands, c.over, c.stored, c.sessions); got != c.want {
-			t.Errorf("budgetBatch(%d, %d, %d, %d) = %d, want %d", c.cands, c.over, c.stored, c.sessions, got, c.want)
+		read := 0
+		got, err := coverCount(c.over, c.limit, func(i int) (int64, error) { read++; return c.own[i], nil })
+		if err != nil || got != c.want {
+			t.Errorf("%s: coverCount = %d, %v; want %d", c.name, got, err, c.want)
+		}
+		if c.limit > 0 && read != got {
+			t.Errorf("%s: read %d sessions' sizes to take %d: want only those taken", c.name, read, got)
 		}
 	}
 }
@@ -1079,6 +1135,25 @@ func TestConfigDanglingSymlinkIsAnErrorNotTheDefaults(t *testing.T) {
 	}
 }
 
+// A config.toml that is a link to itself (`ln -s config.toml config.toml`)
+// or to a link pointing back resolves to no file, as a dangling link does,
+// and is said as one: the link, its target and what to do, not only "too
+// many levels of symbolic links".
+func TestConfigSymlinkLoopSaysWhatToDo(t *testing.T) {
+	home := t.TempDir()
+	if err := os.Symlink(ConfigFile, filepath.Join(home, ConfigFile)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadConfig(vfs.OS, home)
+	if err == nil {
+		t.Fatal("a config.toml that links to itself was taken for the defaults")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "symbolic link") || !strings.Contains(msg, "remove it") {
+		t.Errorf("error %q does not say what config.toml is (a link that resolves to nothing) nor what to do (point it at the config file, or remove it)", msg)
+	}
+}
+
 // The same promise for a bad value written in an inline table, which TOML
 // allows as well as a [storage.retention] header: the error named the file
 // alone (keyLine looked only for "key =" at the start of a line). The
@@ -1143,6 +1218,32 @@ func TestConfigDottedKeyNamesItsLine(t *testing.T) {
 	_, err := ParseConfig("/h/config.toml", []byte("# retention\nstorage.retention.max_sessions = -1\n"))
 	if err == nil || !strings.Contains(err.Error(), "/h/config.toml: line 2: max_sessions is -1") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// README, Settings: "a bad value is an error naming the file and line".
+// TOML lets a key or table name be quoted ([storage."retention"],
+// "retention".max_sessions), white space stand around the dots of a dotted
+// key (retention . max_sessions), and a quoted key hold an escape: all the
+// same key. keyLine compared the key as written with the decoded one and
+// named the table header's line, or none; it compares the parsed key path.
+func TestConfigQuotedOrSpacedKeyNamesItsLine(t *testing.T) {
+	for _, tc := range []struct{ name, file string }{
+		{"quoted table header", "[storage.\"retention\"]\nmax_sessions = -1\n"},
+		{"quoted dotted key", "[storage]\n\"retention\".max_sessions = -1\n"},
+		{"spaced dotted key", "[storage]\nretention . max_sessions = -1\n"},
+		{"quoted spaced dotted key", "[mcp]\n\"discovery\" . \"max_tools\" = -1\n"},
+		{"escaped key", "[storage.retention]\n\"max\\u005fsessions\" = -1\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig("/home/u/.rook/config.toml", []byte(tc.file))
+			if err == nil {
+				t.Fatalf("a negative limit was taken")
+			}
+			if !strings.Contains(err.Error(), "config.toml: line 2: ") {
+				t.Errorf("error %q does not name line 2, where the bad value is", err)
+			}
+		})
 	}
 }
 

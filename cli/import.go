@@ -169,10 +169,11 @@ func runImport(e *Env, format string, paths []string) error {
 			return err
 		}
 	} else {
-		printImport(e, out)
+		keep := keepAdvice(e, cfg.Storage.Retention.ProtectTags)
+		printImport(e, out, keep)
 		if budget := agent.Limit(cfg.Storage.Retention.MaxTotalBytes); budget > 0 && rep.StoredAfter > budget {
-			fmt.Fprintf(e.Stdout, "note: the store holds %s of objects, over its budget of %s (config.toml, [storage.retention] max_total_bytes): `rook store maintain` would delete the least recently updated sessions until it fits; raise the budget, or tag the sessions to keep (`rook session tag ID keep`)\n",
-				formatBytes(rep.StoredAfter), formatBytes(budget))
+			fmt.Fprintf(e.Stdout, "note: the store holds %s of objects, over its budget of %s (config.toml, [storage.retention] max_total_bytes): `rook store maintain` would delete the least recently updated sessions until it fits; raise the budget, or %s\n",
+				formatBytes(rep.StoredAfter), formatBytes(budget), keep)
 		}
 	}
 	if rep.Stopped {
@@ -358,7 +359,27 @@ type importJSON struct {
 // version of a file already captured is not taken.
 const sideLate = "; put there later, the next import takes in each file's first backup the session holds no capture of"
 
-func printImport(e *Env, out importJSON) {
+// keepAdvice says how to keep a session from retention, as the import's
+// notes end: tag it with a protect tag of config.toml (the first one
+// `session tag` takes, as the config spells it), or, with none, that no
+// tag protects a session now and where to name one. A literal `keep`
+// kept nothing in a store whose protect_tags do not hold it.
+func keepAdvice(e *Env, protect []string) string {
+	for _, t := range protect {
+		if agent.ValidTag(t) == nil {
+			return "tag the sessions to keep with a protect tag (`rook session tag ID " + shellArg(t) + "`)"
+		}
+	}
+	why := "protect_tags is empty"
+	if len(protect) > 0 {
+		why = "protect_tags names no tag `rook session tag` takes"
+	}
+	return "name a tag in protect_tags ([storage.retention] in " + filepath.Join(e.Home, agent.ConfigFile) + ") and tag the sessions to keep with it: no tag protects a session now (" + why + ")"
+}
+
+// printImport writes the import's report; keep is keepAdvice's, for the
+// retention note.
+func printImport(e *Env, out importJSON, keep string) {
 	rep := out.ImportReport
 	w := e.Stdout
 	fmt.Fprintf(w, "%s: %d file(s): %d new, %d grown, %d unchanged, %d rewritten (imported again as new sessions), %d failed",
@@ -495,8 +516,8 @@ func printImport(e *Env, out importJSON) {
 		fmt.Fprintf(w, "  ... and %d more\n", rep.ProblemsLeftOut)
 	}
 	if n := len(rep.BeyondRetention); n > 0 {
-		fmt.Fprintf(w, "note: the retention policy (config.toml, [storage.retention]) would delete %d of these session(s) at the next `rook store prune` or `maintain` (%s): tag the ones to keep (`rook session tag ID keep`) or raise the limit\n",
-			n, rep.BeyondRetention[0].Reason)
+		fmt.Fprintf(w, "note: the retention policy (config.toml, [storage.retention]) would delete %d of these session(s) at the next `rook store prune` or `maintain` (%s): %s, or raise the limit\n",
+			n, rep.BeyondRetention[0].Reason, keep)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -169,9 +170,15 @@ func clientOptions(r *agent.Rook, e *Env, timeout time.Duration) (mcpclient.Opti
 
 // discoveryContext bounds a discovery by the timeouts it runs with (the
 // flag's, config.toml's, or the defaults), with room for the client to say
-// which one passed before the context does.
+// which one passed before the context does. The sum saturates: a bound at
+// the longest duration config.toml takes (about 292 years) wrapped past
+// it to a negative one, a context already expired.
 func discoveryContext(co mcpclient.Options) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), co.Limits.ConnectTimeout+co.Limits.Timeout+5*time.Second)
+	d := time.Duration(math.MaxInt64)
+	if sum := co.Limits.ConnectTimeout + co.Limits.Timeout; sum >= co.Limits.ConnectTimeout && sum <= d-5*time.Second {
+		d = sum + 5*time.Second
+	}
+	return context.WithTimeout(context.Background(), d)
 }
 
 // checkError marks an error found before the server was asked: it is

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rookhq/rook/agent"
+	"github.com/rookhq/rook/cas"
 )
 
 // SessionTagCmd is `rook session tag`.
@@ -266,8 +267,14 @@ func (c *StoreMaintainCmd) Run(e *Env) error {
 			}
 			return w.String()
 		})
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf("the store is still %s over its %s budget and %s: %s",
-			formatBytes(rep.OverBudgetBy), formatBytes(rep.Budget), why, ways)}
+		// Bytes the gc grace keeps are freed by a later gc: the excess
+		// is what the user must free beside them.
+		later := ""
+		if rep.LaterGCFrees > 0 {
+			later = fmt.Sprintf(" (once a later gc frees the %s the gc grace keeps now)", formatBytes(rep.LaterGCFrees))
+		}
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf("the store is still %s over its %s budget%s and %s: %s",
+			formatBytes(rep.OverBudgetBy), formatBytes(rep.Budget), later, why, ways)}
 	}
 	return nil
 }
@@ -306,6 +313,43 @@ func budgetCollected(rep agent.MaintainReport) (collected, freed int64) {
 		freed += b.DiskBefore - b.DiskAfter
 	}
 	return collected, freed
+}
+
+// budgetSwept is what the budget stage's gc rounds swept besides objects,
+// as one report for printSwept: the dictionaries that may hold pieces of
+// what they collected (each once, in the order first named), the
+// temporary files and import states removed, the logs without a .meta
+// kept. A dry run's rounds each plan from the start (the last counts
+// every session gone so far): its last round's is the stage's.
+func budgetSwept(rep agent.MaintainReport) cas.GCReport {
+	if len(rep.BudgetGC) == 0 {
+		return cas.GCReport{DryRun: rep.DryRun}
+	}
+	if rep.DryRun {
+		return rep.BudgetGC[len(rep.BudgetGC)-1]
+	}
+	var out cas.GCReport
+	dicts := map[uint32]bool{}
+	logs := map[string]bool{}
+	for _, b := range rep.BudgetGC {
+		out.TempFiles += b.TempFiles
+		out.TempBytes += b.TempBytes
+		out.ImportStates += b.ImportStates
+		out.ImportStateBytes += b.ImportStateBytes
+		for _, d := range b.DictionariesMayHold {
+			if !dicts[d.ID] {
+				dicts[d.ID] = true
+				out.DictionariesMayHold = append(out.DictionariesMayHold, d)
+			}
+		}
+		for _, l := range b.KeptLogsWithoutMeta {
+			if !logs[l] {
+				logs[l] = true
+				out.KeptLogsWithoutMeta = append(out.KeptLogsWithoutMeta, l)
+			}
+		}
+	}
+	return out
 }
 
 // printMaintainDone writes what a maintain that failed (me) did before it
@@ -383,6 +427,7 @@ func printMaintainStages(w io.Writer, rep agent.MaintainReport, failed *agent.Ma
 		// The rounds whose gc ran to its end before one failed.
 		if collected, freed := budgetCollected(rep); len(rep.BudgetGC) > 0 {
 			fmt.Fprintf(w, "budget (before it failed): gc collected %d (%s freed) in %d round(s)\n", collected, formatBytes(freed), len(rep.BudgetGC))
+			printSwept(w, "budget (before it failed): gc: ", budgetSwept(rep))
 		}
 		return
 	}
@@ -394,11 +439,13 @@ func printMaintainStages(w io.Writer, rep agent.MaintainReport, failed *agent.Ma
 		fmt.Fprintf(w, "%sbudget: would delete %d oldest unprotected session(s) in %d round(s); gc would then collect %d (%s stored), %d too new\n", dry,
 			len(rep.BudgetDeleted), rep.BudgetRounds, last.Collectable, formatBytes(last.CollectableStored), last.TooNew)
 		printSessionRefs(w, rep.BudgetDeleted)
+		printSwept(w, dry+"budget: gc: ", budgetSwept(rep))
 	} else if rep.BudgetRounds > 0 {
 		collected, freed := budgetCollected(rep)
 		fmt.Fprintf(w, "budget: deleted %d oldest unprotected session(s) in %d round(s); gc collected %d (%s freed)\n",
 			len(rep.BudgetDeleted), rep.BudgetRounds, collected, formatBytes(freed))
 		printSessionRefs(w, rep.BudgetDeleted)
+		printSwept(w, "budget: gc: ", budgetSwept(rep))
 		for _, b := range rep.BudgetGC {
 			printSegmentsLeft(w, "budget: gc: ", b.SegmentsLeft)
 		}

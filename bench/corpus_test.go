@@ -376,7 +376,7 @@ func printCorpus(c corpusResult) {
 	fmt.Fprintf(w, "  %-44s %8.1f MiB/s  (%v)  rook/zstd = %.2f\n", "speed: zstd -3 of the same bytes, 1 thread", mbps(c.zstd3Time), c.zstd3Time.Round(time.Millisecond),
 		c.zstd3Time.Seconds()/c.importTime.Seconds())
 	st := c.stats
-	fmt.Fprintf(w, "  %-44s %s in %d objects, stored as %s (%d repeated strings stored once)\n", "  rook: distinct objects", m(st.Size), st.Objects, m(st.Stored), st.DedupHits)
+	fmt.Fprintf(w, "  %-44s %s in %d objects, stored as %s (%d repeated puts not written again)\n", "  rook: distinct objects", m(st.Size), st.Objects, m(st.Stored), st.RepeatedPuts)
 	d := st.Disk
 	fmt.Fprintf(w, "  %-44s index %s, segments %s, event log %s, dictionaries %s, other %s\n", "  of which",
 		m(d.Index), m(d.Segments), m(d.Events), m(d.Dicts), m(c.rook-d.Index-d.Segments-d.Events-d.Dicts))

@@ -109,8 +109,8 @@ func TestRepeatPutOfABigObjectIsADedupHit(t *testing.T) {
 				t.Fatal(err)
 			}
 			after, _ := s.Stats()
-			if after.Objects != before.Objects || after.Stored != before.Stored || after.DedupHits != before.DedupHits+1 {
-				t.Fatalf("a dedup hit wrote: objects %d -> %d, stored bytes %d -> %d, dedup hits %d -> %d", before.Objects, after.Objects, before.Stored, after.Stored, before.DedupHits, after.DedupHits)
+			if after.Objects != before.Objects || after.Stored != before.Stored || after.RepeatedPuts != before.RepeatedPuts+1 {
+				t.Fatalf("a dedup hit wrote: objects %d -> %d, stored bytes %d -> %d, dedup hits %d -> %d", before.Objects, after.Objects, before.Stored, after.Stored, before.RepeatedPuts, after.RepeatedPuts)
 			}
 		})
 	}

@@ -2,12 +2,14 @@ package cas
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/rookhq/rook/dict"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // GCOptions steer a collection.
@@ -377,10 +379,15 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 	if len(targets) == 0 {
 		return st, nil
 	}
+	// What to give back should the rewrite fail before its commit.
+	start, err := s.rewriteStart()
+	if err != nil {
+		return st, err
+	}
 	if s.active != nil && targets[s.active.number] {
 		// Seal it: new blocks must land in a segment that is not a target.
 		if err := s.startSegment(); err != nil {
-			return st, s.fail(err)
+			return st, s.giveBack(start, s.fail(err))
 		}
 	}
 	nums := make([]uint32, 0, len(targets))
@@ -469,7 +476,7 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 			return nil
 		}, prog)
 		if err != nil {
-			return st, s.fail(err)
+			return st, s.giveBack(start, s.fail(err))
 		}
 		st.rewritten++
 		if len(damage) > 0 {
@@ -503,7 +510,19 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 		removable = append(removable, n)
 	}
 	// The switch: new records durable, then the index in one commit,
-	// then the index packed so the bytes freed show on disk.
+	// then the index packed so the bytes freed show on disk. Up to the
+	// commit, a failure (a full disk) leaves the committed index naming
+	// the old segments alone, and what the rewrite wrote is given back;
+	// once the commit is under way, it may have reached the disk, and
+	// what it names stays.
+	if err := s.flushOpenBlocks(); err != nil {
+		return st, s.giveBack(start, s.fail(err))
+	}
+	if s.active != nil && !s.active.synced {
+		if err := s.syncActive(); err != nil {
+			return st, s.giveBack(start, s.fail(err))
+		}
+	}
 	if err := s.syncLocked(); err != nil {
 		return st, err
 	}
@@ -610,6 +629,168 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 		}
 	}
 	return st, moveErr
+}
+
+// rewriteState is where a rewrite started: what giveBack returns to.
+type rewriteState struct {
+	last       uint32 // the highest segment number present: the rewrite's own are above it
+	active     uint32 // the active segment (0: none), which the rewrite may append to
+	activeSize int64
+	ctr        []byte // the counters (encoded), the committed ones
+}
+
+// rewriteStart notes where a rewrite starts (s.mu held, nothing pending:
+// its caller has synced).
+func (s *Store) rewriteStart() (rewriteState, error) {
+	segs, err := s.listSegments()
+	if err != nil {
+		return rewriteState{}, err
+	}
+	st := rewriteState{ctr: s.ctr.encode()}
+	if len(segs) > 0 {
+		st.last = segs[len(segs)-1]
+	}
+	if s.active != nil {
+		st.active, st.activeSize = s.active.number, s.active.size
+		st.last = max(st.last, s.active.number)
+	}
+	return st, nil
+}
+
+// RewriteFailedError: a gc or repack failed before its index commit (a
+// full disk, a write or sync that failed): the index names every object
+// where it was, and nothing is collected. What the rewrite had written
+// (copies of objects the old segments still hold) was removed again,
+// the disk no fuller than it found it; or, if that failed too, is left
+// for the next gc or repack to remove (Left).
+type RewriteFailedError struct {
+	Err error
+	// Removed: the new segments it had made, removed. Cut: the segment
+	// it had appended to, cut back to its size before the rewrite ("":
+	// none). Freed: the bytes they held.
+	Removed []string
+	Cut     string
+	Freed   int64
+	// Left: why some of what it wrote could not be removed (nil: all of
+	// it was).
+	Left error
+}
+
+func (e *RewriteFailedError) Error() string {
+	var what []string
+	if len(e.Removed) > 0 {
+		what = append(what, fmt.Sprintf("removed the new segment(s) it had written (%s)", strings.Join(e.Removed, ", ")))
+	}
+	if e.Cut != "" {
+		what = append(what, fmt.Sprintf("cut %s back to its size before it", e.Cut))
+	}
+	did := ""
+	if len(what) > 0 {
+		did = "; " + strings.Join(what, " and ")
+	}
+	if e.Left != nil {
+		return fmt.Sprintf("%v: nothing changed (the index names every object where it was)%s; removing the rest of what it wrote failed (%v): the next gc or repack removes it", e.Err, did, e.Left)
+	}
+	return fmt.Sprintf("%v: nothing changed (the index names every object where it was)%s", e.Err, did)
+}
+
+func (e *RewriteFailedError) Unwrap() error { return e.Err }
+
+// giveBack undoes a rewrite that failed (err, the store marked failed)
+// before its index commit: the segments it made are removed, what it
+// appended to the segment that was active is cut off, and the index and
+// counters in memory are the committed ones again (reads go on finding
+// every object in the old segments). None of it can be anything the
+// committed index names: every record the rewrite wrote came after the
+// last commit, which it never reached. A crash on the way leaves what
+// docs/storage.md says a crashed gc or repack leaves.
+func (s *Store) giveBack(start rewriteState, err error) error {
+	fe := &RewriteFailedError{Err: err}
+	keep := func(e error) {
+		if fe.Left == nil {
+			fe.Left = e
+		}
+	}
+	s.tree.Discard()
+	if c, cerr := decodeCounters(start.ctr); cerr == nil {
+		s.ctr = c
+	}
+	if s.active != nil && s.active.number > start.last {
+		s.active.f.Close()
+		s.active = nil
+	}
+	dir := filepath.Join(s.home, SegmentsDir)
+	segs, lerr := s.listSegments()
+	if lerr != nil {
+		keep(lerr)
+	}
+	for _, n := range segs {
+		if n <= start.last {
+			continue
+		}
+		size := int64(0)
+		if fi, serr := s.fs.Stat(s.segPath(n)); serr == nil {
+			size = fi.Size()
+		}
+		s.files.forget(n)
+		s.blocks.drop(n)
+		if rerr := s.fs.Remove(s.segPath(n)); rerr != nil {
+			keep(fmt.Errorf("remove %s: %w", segName(n), rerr))
+			continue
+		}
+		fe.Removed = append(fe.Removed, segName(n))
+		fe.Freed += size
+	}
+	if len(fe.Removed) > 0 {
+		if serr := s.fs.SyncDir(dir); serr != nil {
+			keep(fmt.Errorf("sync %s: %w", dir, serr))
+		}
+	}
+	if start.active != 0 {
+		if cut, cerr := s.cutBack(start.active, start.activeSize); cerr != nil {
+			keep(cerr)
+		} else if cut > 0 {
+			fe.Cut, fe.Freed = segName(start.active), fe.Freed+cut
+		}
+	}
+	return fe
+}
+
+// cutBack cuts segment n back to size, the end of its last record before
+// a rewrite appended to it, and says how many bytes went.
+func (s *Store) cutBack(n uint32, size int64) (int64, error) {
+	f := vfs.File(nil)
+	if s.active != nil && s.active.number == n {
+		f = s.active.f
+	} else {
+		var err error
+		if f, err = s.fs.OpenFile(s.segPath(n), os.O_RDWR, 0); err != nil {
+			return 0, fmt.Errorf("cut %s back: %w", segName(n), err)
+		}
+		defer f.Close()
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("cut %s back: %w", segName(n), err)
+	}
+	if fi.Size() <= size {
+		return 0, nil
+	}
+	s.blocks.drop(n)
+	if err := f.Truncate(size); err != nil {
+		return 0, fmt.Errorf("cut %s back: %w", segName(n), err)
+	}
+	if err := f.Sync(); err != nil {
+		return 0, fmt.Errorf("cut %s back: %w", segName(n), err)
+	}
+	if s.active != nil && s.active.number == n {
+		s.active.size = size
+		if _, err := f.Seek(size, 0); err != nil {
+			s.active.f.Close()
+			s.active = nil
+		}
+	}
+	return fi.Size() - size, nil
 }
 
 // waitsFor says, after a segment's name, that what of it (its records)

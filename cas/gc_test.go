@@ -804,3 +804,71 @@ func TestReindexReportsADamagedOldIndex(t *testing.T) {
 		t.Fatalf("objects after reindex %d, carried %d", st.Objects, rep.Carried)
 	}
 }
+
+// `rook store repack` recompresses every record of a kind with the kind's
+// newest dictionary after a retrain (README: "rook store repack  #
+// recompress everything with the current dictionaries"), keeps the older
+// dictionary file, and every object reads back; a second repack changes
+// nothing in the stored figures (idempotent).
+func TestRepackUsesTheNewestDictionary(t *testing.T) {
+	s, _ := newStore(t, nil, Options{})
+	defer s.Close()
+	want := map[Key][]byte{}
+	put := func(shape string, from, to int) {
+		for i := from; i < to; i++ {
+			b := []byte(fmt.Sprintf(`{"role":"assistant","shape":%q,"content":[{"type":"text","text":"%s step %d: reading src/turn_%d.rs and running the tests"}],"usage":{"input_tokens":%d}}`, shape, shape, i, i*7, i*37))
+			want[mustPut(t, s, KindMessage, b)] = b
+		}
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("alpha-shape-of-the-first-agent", 0, 1500)
+	r1, err := s.Train(TrainOptions{Kinds: []Kind{KindMessage}})
+	if err != nil || len(r1) != 1 || !r1[0].Kept {
+		t.Skipf("no first dictionary: %+v %v", r1, err)
+	}
+	put("omega-another-agent-entirely-different-words-zebra-quokka", 1500, 3000)
+	r2, err := s.Train(TrainOptions{Kinds: []Kind{KindMessage}})
+	if err != nil || len(r2) != 1 || !r2[0].Kept {
+		t.Skipf("no second dictionary: %+v %v", r2, err)
+	}
+	rep, err := s.Repack(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs, err := s.listSegments()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dicts := map[uint32]int{}
+	for _, n := range segs {
+		if _, _, err := s.scanSegment(n, 0, func(r *scannedRecord) error {
+			if r.h.Kind == KindMessage && r.h.Codec != 0 {
+				dicts[r.h.Dict]++
+			}
+			return nil
+		}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(dicts) != 1 || dicts[r2[0].DictID] == 0 {
+		t.Errorf("after the repack, message records by dictionary: %v; want all with dictionary %d", dicts, r2[0].DictID)
+	}
+	if len(s.Dictionaries()) != 2 {
+		t.Errorf("dictionaries after the retrain and repack: %+v, want both kept", s.Dictionaries())
+	}
+	for id, b := range want {
+		got, err := s.Get(id)
+		if err != nil || !bytes.Equal(got, b) {
+			t.Fatalf("%s after repack: %v", Short(id), err)
+		}
+	}
+	rep2, err := s.Repack(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep2.StoredAfter != rep.StoredAfter || rep2.StoredBefore != rep.StoredAfter {
+		t.Errorf("a second repack: %+v after the first %+v: not idempotent", rep2, rep)
+	}
+}

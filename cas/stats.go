@@ -29,16 +29,23 @@ type DiskUsage struct {
 // Stats are the store's totals. They come from counters the index keeps, so
 // computing them costs the same for ten objects or ten million.
 type Stats struct {
-	Objects    int64       `json:"objects"`
-	Inline     int64       `json:"inline"`
-	InSegments int64       `json:"in_segments"`
-	Size       int64       `json:"logical_bytes"`
-	Stored     int64       `json:"stored_bytes"`
-	DedupHits  int64       `json:"dedup_hits"`
-	DedupSaved int64       `json:"dedup_saved_bytes"`
-	Segments   int         `json:"segments"`
-	Disk       DiskUsage   `json:"disk"`
-	Kinds      []KindStats `json:"kinds"`
+	Objects    int64 `json:"objects"`
+	Inline     int64 `json:"inline"`
+	InSegments int64 `json:"in_segments"`
+	Size       int64 `json:"logical_bytes"`
+	Stored     int64 `json:"stored_bytes"`
+	// RepeatedPuts and RepeatedBytes count the puts of bytes the store
+	// held already (nothing written: dedup), and their bytes, in the
+	// store's life (a reindex keeps them; one that cannot read the old
+	// index starts them at 0). Not a saving of what the store holds: gc
+	// does not lower them (which object a repeated put was of is not
+	// kept), so after gc they count puts of objects gone since: "saved
+	// by dedup 2.8 MiB" beside "the store is empty".
+	RepeatedPuts  int64       `json:"repeated_puts"`
+	RepeatedBytes int64       `json:"repeated_put_bytes"`
+	Segments      int         `json:"segments"`
+	Disk          DiskUsage   `json:"disk"`
+	Kinds         []KindStats `json:"kinds"`
 }
 
 // SegmentsHoldRecords says whether the segment files hold more than their
@@ -79,7 +86,7 @@ func (s *Store) Stats() (Stats, error) {
 			c.add(r.e, +1)
 		}
 	}
-	st := Stats{DedupHits: c.DedupHits, DedupSaved: c.DedupBytes}
+	st := Stats{RepeatedPuts: c.DedupHits, RepeatedBytes: c.DedupBytes}
 	for _, k := range Kinds {
 		kc := c.Kinds[k]
 		if kc == nil || kc.Objects == 0 {

@@ -165,7 +165,7 @@ func TestIdenticalContentIsStoredOnce(t *testing.T) {
 		t.Fatalf("segment grew from %d to %d on dedup puts", before.Size(), after.Size())
 	}
 	st, _ := s.Stats()
-	if st.Objects != 1 || st.DedupHits != 5 || st.DedupSaved != int64(5*len(data)) {
+	if st.Objects != 1 || st.RepeatedPuts != 5 || st.RepeatedBytes != int64(5*len(data)) {
 		t.Fatalf("stats after dedup: %+v", st)
 	}
 	_ = home

@@ -33,8 +33,12 @@ type TrainResult struct {
 	// kind's objects as they are now (positive: smaller with it), against
 	// the kind's current dictionary (Against) if it has one.
 	Gain int64 `json:"gain"`
-	// Against is the kind's newest dictionary the new one was measured
-	// against (0: none, measured against plain zstd).
+	// Against is the kind's newest dictionary, the one its new records
+	// use, which a new one is measured against and which the kind keeps
+	// when none is (0: none that can be loaded; a new one is measured
+	// against plain zstd). Set whatever stops training (too few objects,
+	// a training that failed), so that a kind with a dictionary is never
+	// reported as having none.
 	Against uint32 `json:"against_dict,omitempty"`
 	Kept    bool   `json:"kept"`
 	// WouldKeep: a dry run found the dictionary worth keeping.
@@ -104,6 +108,19 @@ func (s *Store) Train(opts TrainOptions) ([]TrainResult, error) {
 
 func (s *Store) trainKind(k Kind, opts TrainOptions) (TrainResult, error) {
 	res := TrainResult{Kind: k, KindName: k.String()}
+	// What new records of the kind use now, and what a new one is
+	// measured against. (The current dictionary may have learnt from the
+	// held-out objects: that flatters it, so a retrain is kept only when
+	// clearly better.) One that cannot be loaded is no baseline: measure
+	// against none. Set before anything can stop training: a kind left
+	// with too few objects, or whose training fails, keeps it, and said
+	// "no dictionary" though stat named it.
+	res.Against = s.opts.Dicts.Newest(uint8(k))
+	if res.Against != dict.None {
+		if _, err := s.opts.Dicts.Lookup(res.Against); err != nil {
+			res.Against = dict.None
+		}
+	}
 	if opts.OnlyMissing && s.opts.Dicts.Newest(uint8(k)) != dict.None {
 		res.Reason = "has a dictionary already"
 		return res, nil
@@ -176,16 +193,6 @@ func (s *Store) trainKind(k Kind, opts TrainOptions) (TrainResult, error) {
 	}
 	res.DictBytes = len(content)
 	blockSize, packMax := s.packingOf(objs)
-	// Measure against what new records of the kind use now. (The current
-	// dictionary may have learnt from the held-out objects: that flatters
-	// it, so a retrain is kept only when clearly better.) One that cannot
-	// be loaded is no baseline: measure against none.
-	res.Against = s.opts.Dicts.Newest(uint8(k))
-	if res.Against != dict.None {
-		if _, err := s.opts.Dicts.Lookup(res.Against); err != nil {
-			res.Against = dict.None
-		}
-	}
 	base, with, heldRaw, err := s.measure(held, heldSizes, content, id, res.Against, blockSize, packMax)
 	if err != nil {
 		return res, err

@@ -726,6 +726,15 @@ func explain(err error, home string) string {
 				return fmt.Sprintf("%v: the disk holding %s is full: free space, then run the command again", err, p)
 			}
 		}
+		// A gc or repack that failed gave back what it had written (its
+		// error says so): there is nothing for the next one to recover.
+		var rf *cas.RewriteFailedError
+		if errors.As(err, &rf) {
+			if rf.Left != nil {
+				return fmt.Sprintf("%v: the disk holding the store %s is full: free space, then run the command again", err, home)
+			}
+			return fmt.Sprintf("%v (%s given back): the disk holding the store %s is full: free space, then run the command again", err, formatBytes(rf.Freed), home)
+		}
 		return fmt.Sprintf("%v: the disk holding the store %s is full: free space, then run the command again (it recovers what this one wrote)", err, home)
 	}
 	return err.Error()

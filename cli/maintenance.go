@@ -21,7 +21,7 @@ const maxDictSize = 4 << 20
 type StoreTrainCmd struct {
 	Kind    string `help:"Train only this kind (default: every kind)."`
 	Samples int    `help:"Objects to train each dictionary from." default:"512"`
-	Size    int    `help:"Dictionary size in bytes (256 to 4 MiB)." default:"16384"`
+	Size    int    `help:"Largest dictionary in bytes, its tables included (256 to 4 MiB)." default:"16384"`
 	Min     int    `name:"min-objects" help:"Kinds with fewer objects get no dictionary." default:"32"`
 	DryRun  bool   `name:"dry-run" help:"Train and measure; keep nothing."`
 }
@@ -85,7 +85,12 @@ func (c *StoreTrainCmd) Run(e *Env) error {
 			kept++
 			fmt.Fprintf(e.Stdout, "[dry run] would train %s: a %s dictionary from %d of %d objects (saves about %s%s)\n", t.KindName, formatBytes(int64(t.DictBytes)), t.Samples, t.Objects, formatBytes(t.Gain), over)
 		case t.Against != 0:
-			current++
+			// The kind keeps the dictionary its new records use, whatever
+			// stopped a new one: too few objects, or a training that
+			// failed, said "no dictionary", though stat named it.
+			if t.DictBytes > 0 {
+				current++ // measured, and no better
+			}
 			fmt.Fprintf(e.Stdout, "%s: keeps dictionary %d: %s\n", t.KindName, t.Against, t.Reason)
 		case c.Kind != "" || t.Objects > 0:
 			fmt.Fprintf(e.Stdout, "%s: no dictionary: %s\n", t.KindName, t.Reason)

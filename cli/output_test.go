@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -240,6 +242,16 @@ func TestExplainDiskFull(t *testing.T) {
 		fmt.Errorf("write segment 00000001.seg: %w", &fs.PathError{Op: "write", Path: home + "/segments/00000001.seg", Err: syscall.ENOSPC}))
 	if got := explain(store, home); !strings.HasSuffix(got, ": the disk holding the store /home/u/.rook is full: free space, then run the command again (it recovers what this one wrote)") {
 		t.Errorf("the store's disk: %q", got)
+	}
+	// A gc or repack that failed gave back what it wrote: nothing for
+	// the next command to recover, and the bytes freed are said.
+	rewrite := &cas.RewriteFailedError{Err: fmt.Errorf("write segment 00000002.seg: %w", &fs.PathError{Op: "write", Path: home + "/segments/00000002.seg", Err: syscall.ENOSPC}), Removed: []string{"00000002.seg"}, Freed: 1 << 20}
+	if got, want := explain(rewrite, home), "write segment 00000002.seg: write /home/u/.rook/segments/00000002.seg: no space left on device: nothing changed (the index names every object where it was); removed the new segment(s) it had written (00000002.seg) (1.0 MiB given back): the disk holding the store /home/u/.rook is full: free space, then run the command again"; got != want {
+		t.Errorf("a failed repack:\n got %q\nwant %q", got, want)
+	}
+	rewrite.Left = errors.New("remove 00000002.seg: input/output error")
+	if got := explain(rewrite, home); strings.Contains(got, "given back") || strings.Contains(got, "it recovers") || !strings.Contains(got, "the next gc or repack removes it") {
+		t.Errorf("a failed repack that could not remove what it wrote: %q", got)
 	}
 	out := fmt.Errorf("write /work/out.jsonl: %w", &fs.PathError{Op: "write", Path: "/work/out.jsonl", Err: syscall.ENOSPC})
 	if got, want := explain(out, home), "write /work/out.jsonl: write /work/out.jsonl: no space left on device: the disk holding /work/out.jsonl is full: free space, then run the command again"; got != want {

@@ -322,7 +322,9 @@ func (c *StatCmd) Run(e *Env) error {
 	fmt.Fprintf(w, "objects         %12d  (%d inline, %d in segments)\n", st.Objects, st.Inline, st.InSegments)
 	fmt.Fprintf(w, "logical size    %12s\n", formatBytes(st.Size))
 	fmt.Fprintf(w, "stored size     %12s  (%s compression)\n", formatBytes(st.Stored), ratio(st.Size, st.Stored))
-	fmt.Fprintf(w, "saved by dedup  %12s  (%d repeated puts)\n", formatBytes(st.DedupSaved), st.DedupHits)
+	// Not "saved by dedup": the puts counted may be of objects gc has
+	// collected since, which saves nothing now.
+	fmt.Fprintf(w, "repeated puts   %12s  (%d put(s) of bytes already stored, not written again; gc does not lower the count)\n", formatBytes(st.RepeatedBytes), st.RepeatedPuts)
 	d := st.Disk
 	fmt.Fprintf(w, "on disk         %12s  (index %s, segments %s in %d file(s), dictionaries %s, event log %s, other %s)\n",
 		formatBytes(d.Total), formatBytes(d.Index), formatBytes(d.Segments), st.Segments, formatBytes(d.Dicts), formatBytes(d.Events), formatBytes(d.Other))

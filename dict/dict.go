@@ -590,20 +590,55 @@ func (d *Dir) RecordHighest() error {
 // from the first 128 KiB of each sample as well as from all of it.
 const MaxSample = 128 << 10
 
-// Build trains a zstd dictionary of at most size bytes from samples; id is
-// written into it, so frames compressed with it name it too. A failure of
-// the builder itself (a panic) is an error, never a crash of the command.
-func Build(samples [][]byte, size int, id uint32) (content []byte, err error) {
+// Build trains a zstd dictionary of at most size bytes from samples, the
+// whole dictionary (what its file holds after rook's header): its header
+// and entropy tables as well as the content it learnt. id is written into
+// it, so frames compressed with it name it too. A failure of the builder
+// itself (a panic) is an error, never a crash of the command.
+//
+// The builder's own bound is the learnt content's: the tables come on top
+// (some hundred bytes, more with varied samples), so `rook store train
+// --size 16384` made 16,533-byte dictionaries and --size 256 395 bytes.
+// The content asked for is cut by what the last try went over, a few
+// tries at most.
+func Build(samples [][]byte, size int, id uint32) ([]byte, error) {
 	heads := make([][]byte, len(samples))
 	for i, s := range samples {
 		heads[i] = s[:min(len(s), MaxSample)]
 	}
+	ask := size
+	for try := 0; ; try++ {
+		content, err := build(heads, ask, id)
+		if err != nil {
+			return nil, err
+		}
+		over := len(content) - size
+		if over <= 0 {
+			return content, nil
+		}
+		ask -= max(over, ask/8)
+		if try+1 == buildTries || ask < minContent {
+			return nil, fmt.Errorf("no dictionary of at most %d bytes: the smallest built came to %d, its header and entropy tables on top of what it learnt; give a larger size", size, len(content))
+		}
+	}
+}
+
+// buildTries bounds the builds Build makes to keep to its size; minContent
+// is the least learnt content it asks the builder for.
+const (
+	buildTries = 6
+	minContent = 8
+)
+
+// build is one run of the builder: content of at most ask bytes, its
+// tables on top.
+func build(heads [][]byte, ask int, id uint32) (content []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			content, err = nil, fmt.Errorf("the dictionary builder failed: %v", r)
 		}
 	}()
-	return kdict.BuildZstdDict(heads, kdict.Options{MaxDictSize: size, HashBytes: 6, ZstdDictID: id, ZstdLevel: zstd.SpeedBetterCompression})
+	return kdict.BuildZstdDict(heads, kdict.Options{MaxDictSize: ask, HashBytes: 6, ZstdDictID: id, ZstdLevel: zstd.SpeedBetterCompression})
 }
 
 // IsZstdDict reports whether content is in zstd's dictionary format (as

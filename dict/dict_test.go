@@ -266,3 +266,23 @@ func TestAddWhoseDirectorySyncFailedLeavesNoFile(t *testing.T) {
 		t.Fatalf("the next id: %d %v, want 2", id, err)
 	}
 }
+
+// `rook store train --size N` made dictionaries larger than N: --size
+// 16384 gave 16,533-byte dictionaries, --size 256 a 395-byte one (the
+// builder's bound is the learnt content's; its header and entropy tables
+// come on top). Build now keeps the whole dictionary to the size asked.
+func TestBuildKeepsToTheSizeAsked(t *testing.T) {
+	var samples [][]byte
+	for i := 0; i < 400; i++ {
+		samples = append(samples, []byte(fmt.Sprintf(`{"role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"I will read src/turn_%d.rs and run the tests"}],"usage":{"input_tokens":%d,"output_tokens":%d}}`, i, i*37, i%500)))
+	}
+	for _, size := range []int{256, 1024, 16384} {
+		content, err := Build(samples, size, 1)
+		if err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		if len(content) > size {
+			t.Errorf("Build(size %d) made a %d-byte dictionary: %d bytes more than asked", size, len(content), len(content)-size)
+		}
+	}
+}

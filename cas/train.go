@@ -289,7 +289,9 @@ func (s *Store) sampleHead(id Key, reuse *readReuse) ([]byte, int64, error) {
 // store packs it, but only its head is compressed, and raw counts the
 // whole sizes. So what a dictionary saves past an object's head is
 // counted as nothing: it saves most at the start of a block, where zstd
-// has no history of its own yet, and the estimate errs low, never high.
+// has no history of its own yet, and that part errs low. The sample
+// itself can make it err high (held-out objects packed without the similar
+// neighbours a real block gives zstd): docs/storage.md has the figures.
 // Objects no larger than a head are measured whole, as before.
 func (s *Store) measure(objs [][]byte, sizes []int64, content []byte, id, baseID uint32, blockSize, packMax int) (base, with, raw int64, err error) {
 	trial := newEncoder(s.opts.Level, trialSet{id: id, content: content})

@@ -249,6 +249,11 @@ type capturer struct {
 	passedOver int
 	// openDirs counts the directories the walk holds open (walkedDir).
 	openDirs int
+	// linkFree: a path named through a link to a directory of the
+	// workspace is recorded by the path it reaches (linkFreeRel), as git
+	// names the file: a session's capture. A save of what a restore or
+	// rewind replaces records the paths it writes, as named.
+	linkFree bool
 }
 
 func (r *Rook) newCapturer(root string, limits Limits) (*capturer, error) {
@@ -407,6 +412,12 @@ func (c *capturer) addPathLook(p string) error {
 	rel, err := resolveInRoot(c.root, c.real, p, false)
 	if err != nil {
 		return err
+	}
+	if c.linkFree {
+		// Through a link to a directory of the workspace (lnk/f, lnk
+		// leading to real): the file is real/f, as git names it, and
+		// recorded so, whichever name the tool was given.
+		rel = linkFreeRel(c.real, rel, nil, nil)
 	}
 	if err := recordable(rel); err != nil {
 		return err
@@ -897,6 +908,7 @@ func (r *Rook) CapturePaths(root string, paths []string, label string, limits Li
 		return nil, err
 	}
 	c.m.Label = label
+	c.linkFree = true
 	for _, p := range paths {
 		if err := c.addPath(p); err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // A session capture of a directory records the directory as captured whole
@@ -113,6 +114,7 @@ func (st *firstStates) addedUnderDirs(home string) error {
 	if len(st.dirs) == 0 && len(st.gone) == 0 && files == 0 {
 		return nil
 	}
+	dirThen := st.settleFileOrDir()
 	for p, c := range st.First {
 		if s, ok := st.coveredSince(p); ok && s < st.seq[p] {
 			if c.transcript {
@@ -167,7 +169,7 @@ func (st *firstStates) addedUnderDirs(home string) error {
 			continue
 		}
 		_, gone := st.gone[p]
-		if _, covered := st.coveredSince(p); !gone && !covered {
+		if _, covered := st.coveredSince(p); !gone && !covered && !dirThen[p] {
 			continue
 		}
 		if isDir, err := dirNow(real, p); err != nil {
@@ -200,6 +202,71 @@ func (st *firstStates) addedUnderDirs(home string) error {
 	return nil
 }
 
+// settleFileOrDir makes the earliest state at or after the point say
+// whether a path was a file or a directory then, when a tool replaced one
+// by the other between two captures: a file state whose directory above
+// has an earlier state as a file (p captured as a file, then p/f once a
+// tool made p a directory) is absent, as nothing could be under the file
+// p then; a file state of a path with an earlier state under it (d/x
+// captured, then d once a tool made it a file), or captured whole as a
+// directory earlier (d or a directory in it), is absent as a file too, d
+// being a directory then: it returns those, which a rewind leaves to the
+// states under them when they are directories now (nothing to remove as a
+// file). A later capture never overrides the earlier one's answer: diff
+// compares with it, and a rewind removes what replaced it (its capture
+// before holding it for the undo), as under a path captured absent.
+func (st *firstStates) settleFileOrDir() (dirThen map[string]bool) {
+	file := func(p string) (uint64, bool) {
+		c, ok := st.First[p]
+		if !ok || c.Remove || c.Dir {
+			return 0, false
+		}
+		return st.seq[p], true
+	}
+	absent := map[string]bool{}
+	dirThen = map[string]bool{}
+	for p := range st.First {
+		s, ok := file(p)
+		if !ok {
+			continue
+		}
+		for a := path.Dir(p); a != "."; a = path.Dir(a) {
+			if as, ok := file(a); ok && as < s {
+				absent[p] = true
+				break
+			}
+		}
+	}
+	for d, ds := range st.dirs {
+		for x := d; x != "."; x = path.Dir(x) {
+			if s, ok := file(x); ok && ds < s {
+				dirThen[x] = true
+			}
+		}
+	}
+	for q := range st.First {
+		qs, ok := file(q)
+		if !ok {
+			continue
+		}
+		for a := path.Dir(q); a != "."; a = path.Dir(a) {
+			if as, ok := file(a); ok && qs < as {
+				dirThen[a] = true
+			}
+		}
+	}
+	for p := range dirThen {
+		absent[p] = true
+	}
+	for p := range absent {
+		if c := st.First[p]; c.transcript {
+			st.FromTranscript--
+		}
+		st.First[p] = Change{Path: p, Remove: true}
+	}
+	return dirThen
+}
+
 // readDir is os.ReadDir; a test makes a directory unreadable with it
 // (chmod 000 does not stop root).
 var readDir = os.ReadDir
@@ -209,14 +276,33 @@ var readDir = os.ReadDir
 type UnreadableDir struct {
 	Path  string `json:"path"`
 	Error string `json:"error"`
+	// TooLong: its path is longer than the system opens by name
+	// (ENAMETOOLONG: a tree nested thousands of bytes deep), not a
+	// matter of permissions. Added, the diff's walk and the rewind, which
+	// reach files by their path, cannot reach it.
+	TooLong bool `json:"too_long,omitempty"`
+	// Added is, of one TooLong, the first directory above it that was not
+	// there when captured (what a rewind would remove), when a capture
+	// says so: a path short enough to name and remove by hand.
+	Added string `json:"added,omitempty"`
 }
 
 func (st *firstStates) unreadable(rel string, err error) {
+	too := errors.Is(err, syscall.ENAMETOOLONG)
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err // the path is rel, said once
 	}
-	st.Unreadable = append(st.Unreadable, UnreadableDir{Path: rel, Error: err.Error()})
+	u := UnreadableDir{Path: rel, Error: err.Error(), TooLong: too}
+	if too {
+		u.Error = fmt.Sprintf("its path, %d bytes, is longer than the system opens by name (%v)", len(rel), err)
+		for x := rel; x != "."; x = path.Dir(x) {
+			if existed, covered := st.existedWhenCovered(x); covered && !existed {
+				u.Added = x
+			}
+		}
+	}
+	st.Unreadable = append(st.Unreadable, u)
 }
 
 // dirNow says whether workspace path rel is a directory now, reached

@@ -466,6 +466,21 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 			}
 			st.addOutside(outsideBackups(m)) // (absolute: before rerootManifest)
 			m = rerootManifest(m, ws)
+			// A path recorded through a link to a directory of the
+			// workspace (by a rook that did not resolve it: capture.go)
+			// is named as the file is (lnk/f: real/f), so its states by
+			// both names are one file's; not through a link where a
+			// capture had something else, a directory, a file or
+			// nothing (replaced since: not what was captured, which the
+			// restore refuses to write through, or removes).
+			m = m.linkFree(func(d string) bool {
+				_, whole := st.dirs[d]
+				_, gone := st.gone[d]
+				c, had := st.First[d]
+				f, has := m.Files[d]
+				return whole || gone || had && !c.File.Mode.Link || has && !f.Mode.Link ||
+					slices.Contains(m.Dirs, d) || slices.Contains(m.Absent, d)
+			})
 			if st.Root == "" {
 				st.Root = m.Root
 			} else if filepath.Clean(st.Root) != filepath.Clean(m.Root) {

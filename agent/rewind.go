@@ -72,8 +72,8 @@ type RewindReport struct {
 	// would change).
 	Notes     []string `json:"notes,omitempty"`
 	KeepFiles bool     `json:"keep_files"`
-	// Interrupted are the earlier rewinds of the same session to the same
-	// event that stopped while writing files (killed, or a write failed).
+	// Interrupted are the earlier rewinds of the same session, to any
+	// event, that stopped while writing files (killed, or a write failed).
 	// This rewind's own undo gives back the disk as such a rewind left it,
 	// half written; the earlier rewind's undo gives back the disk as it was
 	// before it.
@@ -84,7 +84,9 @@ type RewindReport struct {
 // then did not record that it finished writing files.
 type InterruptedRewind struct {
 	Fork eventlog.ID `json:"session"`
-	Undo string      `json:"undo"`
+	// To is the event that rewind went to (its fork's fork point).
+	To   uint64 `json:"to"`
+	Undo string `json:"undo"`
 	// opened are the modes of the directories it opened to write in, as
 	// its capture recorded them (Manifest.Opened): the crash left them
 	// u+rwx, and the rewind run again gives them back.
@@ -271,7 +273,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 		if err := r.closeLeftOpen(); err != nil {
 			return rep, nothingDone(err, "nothing changed")
 		}
-		if rep.Interrupted, err = r.interruptedRewinds(id, to); err != nil {
+		if rep.Interrupted, err = r.interruptedRewinds(id); err != nil {
 			return rep, nothingDone(err, "nothing changed")
 		}
 		st, err := r.capturedStatesFor(id, to, true)
@@ -353,6 +355,14 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 			// Files added in it could not be removed, nor even named in
 			// the undo: the rewind would leave them and say nothing.
 			u := st.Unreadable[0]
+			if u.TooLong {
+				// No chmod makes it readable: the path is too long.
+				remove := "remove it yourself"
+				if u.Added != "" {
+					remove = fmt.Sprintf("remove what was added yourself (`rm -r %s`, made since the capture)", ShellQuote(u.Added))
+				}
+				return rep, fmt.Errorf("cannot rewind the files: %s cannot be reached: %s, so what was added in it since the capture cannot be found to remove; %s, and run this again (--keep-files rewinds the conversation only): nothing changed", ShortPath(u.Path), u.Error, remove)
+			}
 			return rep, fmt.Errorf("cannot rewind the files: %s cannot be read (%s), so what was added in it since the capture cannot be found to remove; make it readable (chmod u+rx), or remove it yourself, and run this again (--keep-files rewinds the conversation only): nothing changed", u.Path, u.Error)
 		}
 		rep.Unrecordable = st.Unrecordable
@@ -624,18 +634,23 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 	return rep, nil
 }
 
-// interruptedRewinds finds the forks of earlier rewinds of id to `to` that
-// stopped while writing files: each ends at its capture of the disk before
-// that rewind, with no note that it finished, and nothing was forked from
-// it since (its undo, once run, forks it). A fork that does not read is
-// passed over: it must not stop this rewind.
-func (r *Rook) interruptedRewinds(id eventlog.ID, to uint64) ([]InterruptedRewind, error) {
+// interruptedRewinds finds the forks of earlier rewinds of id, whatever
+// event each went to, that stopped while writing files: each ends at its
+// capture of the disk before that rewind, with no note that it finished,
+// and nothing was forked from it since (its undo, once run, forks it). The
+// next rewind's own capture is of the half-written disk whatever its
+// point, so a rewind to another event names them too. A fork that does
+// not read is passed over: it must not stop this rewind.
+func (r *Rook) interruptedRewinds(id eventlog.ID) ([]InterruptedRewind, error) {
 	ids, err := r.Log.IDs()
 	if err != nil {
 		return nil, err
 	}
-	label := beforeRewindLabel(id, to)
-	var forks []eventlog.ID
+	type fork struct {
+		id eventlog.ID
+		at uint64
+	}
+	var forks []fork
 	forked := map[eventlog.ID]bool{}
 	slices.SortFunc(ids, func(a, b eventlog.ID) int { return strings.Compare(a.String(), b.String()) }) // oldest first
 	for _, f := range ids {
@@ -646,20 +661,20 @@ func (r *Rook) interruptedRewinds(id eventlog.ID, to uint64) ([]InterruptedRewin
 		if m.Parent != nil {
 			forked[*m.Parent] = true
 		}
-		if m.Parent != nil && *m.Parent == id && m.ForkAt != nil && *m.ForkAt == to && slices.Contains(m.Tags, rewindTag) {
-			forks = append(forks, f)
+		if m.Parent != nil && *m.Parent == id && m.ForkAt != nil && slices.Contains(m.Tags, rewindTag) {
+			forks = append(forks, fork{f, *m.ForkAt})
 		}
 	}
 	var out []InterruptedRewind
 	for _, f := range forks {
-		if forked[f] {
+		if forked[f.id] {
 			continue
 		}
-		evs, err := r.Log.Read(f, to, 2)
-		if err != nil || len(evs) != 1 || evs[0].Kind != eventlog.KindCheckpoint || evs[0].Label != label {
+		evs, err := r.Log.Read(f.id, f.at, 2)
+		if err != nil || len(evs) != 1 || evs[0].Kind != eventlog.KindCheckpoint || evs[0].Label != beforeRewindLabel(id, f.at) {
 			continue
 		}
-		ir := InterruptedRewind{Fork: f, Undo: fmt.Sprintf("rook session rewind %s --to %d", f, to)}
+		ir := InterruptedRewind{Fork: f.id, To: f.at, Undo: fmt.Sprintf("rook session rewind %s --to %d", f.id, f.at)}
 		if m, err := r.ReadManifest(evs[0].Body); err == nil {
 			ir.opened = m.Opened
 		}
@@ -777,4 +792,15 @@ func transcriptRewound(states []Change, plan *Plan) []TranscriptRewound {
 	}
 	slices.SortFunc(out, func(a, b TranscriptRewound) int { return strings.Compare(a.Path, b.Path) })
 	return out
+}
+
+// ShortPath is p for a message, its middle cut when it is thousands of
+// bytes long (a tree nested too deep to open by name): its first and
+// last elements, and how long it is, said.
+func ShortPath(p string) string {
+	if len(p) <= 256 {
+		return p
+	}
+	head, tail := p[:strings.IndexByte(p[1:], '/')+1], p[strings.LastIndexByte(p, '/')+1:]
+	return fmt.Sprintf("%s/.../%s", head, tail)
 }

@@ -468,7 +468,7 @@ func TestTranscriptStatesRewindCrash(t *testing.T) {
 	if got := readFileT(t, filepath.Join(c.ws, "w.txt")); got != "w after\n" {
 		t.Fatalf("w.txt after the failed rewind: %q; the test wants a file left unwritten after the failure", got)
 	}
-	if in, err := c.r.interruptedRewinds(c.id, c.to); err != nil || len(in) != 1 || in[0].Undo != rep.Undo {
+	if in, err := c.r.interruptedRewinds(c.id); err != nil || len(in) != 1 || in[0].Undo != rep.Undo || in[0].To != c.to {
 		t.Fatalf("the failed rewind is not named as interrupted: %+v %v", in, err)
 	}
 	if err := os.Remove(blocker); err != nil {

@@ -292,6 +292,11 @@ func printUnreadable(e *Env, d agent.SessionDiff) {
 		fmt.Fprintf(e.Stderr, "rook: %s not compared: %s\n", terminalLine(u.Path), terminalLine(u.Error))
 	}
 	for _, u := range d.Unreadable {
+		if u.TooLong {
+			// (No permission is missing: the path is too long.)
+			fmt.Fprintf(e.Stderr, "rook: cannot reach %s: %s: files added in it are not shown\n", terminalLine(agent.ShortPath(u.Path)), terminalLine(u.Error))
+			continue
+		}
 		fmt.Fprintf(e.Stderr, "rook: cannot read %s (%s): files added in it are not shown\n", terminalLine(u.Path), terminalLine(u.Error))
 	}
 	if n := len(d.Unrecordable); n > 0 {
@@ -562,7 +567,7 @@ func (c *RewindCmd) Run(e *Env) error {
 		fmt.Fprintf(w, "  %s\n", unchangedLine(rep))
 	}
 	for _, i := range rep.Interrupted {
-		fmt.Fprintf(w, "  an earlier rewind to %d (session %s) stopped before it finished; what was on disk before it:\n    %s\n", rep.EventsKept, i.Fork, i.Undo)
+		fmt.Fprintf(w, "  an earlier rewind to %d (session %s) stopped before it finished; what was on disk before it:\n    %s\n", i.To, i.Fork, i.Undo)
 	}
 	return nil
 }

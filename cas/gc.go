@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rookhq/rook/dict"
+	"github.com/rookhq/rook/internal/units"
 	"github.com/rookhq/rook/internal/vfs"
 )
 
@@ -51,6 +52,12 @@ type GCReport struct {
 	DiskBefore        int64 `json:"disk_before"`
 	DiskAfter         int64 `json:"disk_after"`
 	SegmentsLeft
+	// IndexCompactionFailed: the index compaction after the commit failed
+	// (a full disk: it writes a copy of the index beside it), what failed
+	// and what it costs: a larger index file until the next compaction.
+	// The gc is done all the same, the old segments removed ("": the index
+	// was compacted, or needed not be).
+	IndexCompactionFailed string `json:"index_compaction_failed,omitempty"`
 	// TempFiles and TempBytes: the temporary files of durable writes a
 	// crash left, removed (a dry run: to remove). The caller that knows
 	// every part of the home fills them (agent.Rook.GC).
@@ -77,7 +84,8 @@ type GCReport struct {
 // Collect removes unreachable objects. It plans first: every index entry is
 // live (opts.Live), too new (written within opts.Grace), or collectable. A
 // dry run stops there. A real run rewrites every segment that holds a
-// collectable object (or nothing live at all): the live objects are packed
+// collectable object (or nothing live at all, or records no entry names
+// for over a quarter of it: unnamedOverAQuarter): the live objects are packed
 // into new blocks at the end of the store, the new records are synced, the
 // index is switched to them in one commit, and only then are the old
 // segments deleted. A crash at any step leaves a store that opens with
@@ -108,6 +116,10 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 	hdrs := map[blockKey]recordHeader{}
 	liveIn := map[uint32]int{}
 	deadIn := map[uint32]int{}
+	// What the entries take of each segment (unnamedOverAQuarter): their
+	// stored bytes, and the records holding them.
+	namedIn := map[uint32]int64{}
+	records := map[blockKey]struct{}{}
 	// An entry that does not decode, or a record header that does not
 	// read, stops the walk with an error of its own: the walk returns nil
 	// when told to stop, and assigned to err would have overwritten it,
@@ -120,6 +132,8 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 			bad = &CorruptError{ID: id, Inline: true, Reason: derr.Error()}
 			return false
 		}
+		namedIn[e.Loc.Segment] += e.Stored
+		records[blockKey{e.Loc.Segment, e.Loc.Offset}] = struct{}{}
 		if opts.Live != nil && opts.Live(id) {
 			rep.Reachable++
 			liveIn[e.Loc.Segment]++
@@ -167,20 +181,33 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	targets := map[uint32]bool{}
+	// Records no entry names (orphans: the copies a gc or repack that
+	// failed or was killed wrote before its index commit, superseded
+	// copies) are dropped by the rewrite of their segment. One holding
+	// something live and nothing collectable is rewritten for them once
+	// they are over a quarter of it (unnamedOverAQuarter): otherwise
+	// the copies a failed gc appended to the active segment stayed for
+	// good, verify counting them as orphans after every gc.
+	recsIn := map[uint32]int{}
+	for k := range records {
+		recsIn[k.seg]++
+	}
+	targets, orphaned := map[uint32]bool{}, map[uint32]bool{}
 	for _, n := range segs {
-		if deadIn[n] > 0 || liveIn[n] == 0 {
+		orphaned[n] = s.unnamedOverAQuarter(n, namedIn[n], recsIn[n])
+		if deadIn[n] > 0 || liveIn[n] == 0 || orphaned[n] {
 			targets[n] = true
 		}
 	}
-	if s.active != nil && liveIn[s.active.number] > 0 && deadIn[s.active.number] == 0 {
-		delete(targets, s.active.number) // nothing to gain from rewriting it
+	if a := s.active; a != nil && liveIn[a.number] > 0 && deadIn[a.number] == 0 && !orphaned[a.number] {
+		delete(targets, a.number) // nothing to gain from rewriting it
 	}
 	if len(targets) == 0 {
 		return rep, nil
 	}
 	st, err := s.rewriteLocked(targets, func(id Key, _ entry) bool { return !dead[id] }, opts.NothingNamedMissing, opts.Progress)
 	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.SegmentsLeft = st.rewritten, st.removed, st.segmentsLeft()
+	rep.IndexCompactionFailed = st.indexCompactionFailed
 	if err != nil {
 		return rep, err
 	}
@@ -188,6 +215,39 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 		rep.DiskAfter = disk.Total
 	}
 	return rep, nil
+}
+
+// unnamedOverAQuarter says whether a gc gains enough from rewriting segment
+// n for the bytes in it no index entry names: more than a quarter of its
+// records' bytes (or of a full segment's, SegmentSize, for one grown past
+// it) are not the records the entries locate in it (named: their stored
+// bytes; records: how many records they are in, each with its header). It is an estimate from
+// above for what is named (stored bytes are rounded up, a block's member
+// table is not counted), so a segment whose records are all named is never
+// taken for one. Only the records up to the watermark count: those past it
+// (a Barrier's, not committed yet) are acknowledged writes the index may not
+// name yet, never orphans. Collect commits first (the counters in memory,
+// the watermark among them, are then the committed ones), so none are.
+func (s *Store) unnamedOverAQuarter(n uint32, named int64, records int) bool {
+	if n > s.ctr.WMSegment {
+		return false
+	}
+	var size int64
+	if s.active != nil && s.active.number == n {
+		size = s.active.size
+	} else {
+		fi, err := s.fs.Stat(s.segPath(n))
+		if err != nil {
+			return false // the rewrite's to report, if it comes to one
+		}
+		size = fi.Size()
+	}
+	if n == s.ctr.WMSegment {
+		size = min(size, s.ctr.WMOffset)
+	}
+	total := size - segHeaderSize
+	unnamed := total - named - int64(records)*recHeaderSize
+	return total > 0 && unnamed > min(total, s.opts.SegmentSize)/4
 }
 
 // RepackReport says what a repack did.
@@ -200,6 +260,8 @@ type RepackReport struct {
 	DiskBefore        int64 `json:"disk_before"`
 	DiskAfter         int64 `json:"disk_after"`
 	SegmentsLeft
+	// IndexCompactionFailed: as GCReport's, the repack done all the same.
+	IndexCompactionFailed string `json:"index_compaction_failed,omitempty"`
 	// KeptNeedsDict: segments kept, undamaged, because records in them
 	// need a dictionary that cannot be loaded (its file is missing or
 	// damaged); what they hold reads again once the file is put back. A
@@ -318,7 +380,7 @@ func (s *Store) repackLockedWith(opts RepackOptions) (RepackReport, error) {
 	}
 	st, err := s.rewriteLocked(targets, func(Key, entry) bool { return true }, opts.NothingNamedMissing, progress)
 	rep.SegmentsRewritten, rep.SegmentsRemoved, rep.Objects, rep.KeptNeedsDict = st.rewritten, st.removed, st.moved, st.keptNeedsDict
-	rep.SegmentsLeft = st.segmentsLeft()
+	rep.SegmentsLeft, rep.IndexCompactionFailed = st.segmentsLeft(), st.indexCompactionFailed
 	rep.StoredAfter = s.totalStored()
 	if after, derr := s.diskUsage(); derr == nil {
 		rep.DiskAfter = after.Total
@@ -335,11 +397,12 @@ func (s *Store) totalStored() int64 {
 }
 
 type rewriteStats struct {
-	rewritten, removed int
-	moved              int64
-	kept               []KeptInPlace // damaged segments, and ones the index still names or could not be read for, left in place
-	keptNeedsDict      []KeptSegment // undamaged ones left for their dictionary
-	movedDamaged       []string      // damaged segments nothing needed, moved to torn/
+	rewritten, removed    int
+	moved                 int64
+	kept                  []KeptInPlace // damaged segments, and ones the index still names or could not be read for, left in place
+	keptNeedsDict         []KeptSegment // undamaged ones left for their dictionary
+	movedDamaged          []string      // damaged segments nothing needed, moved to torn/
+	indexCompactionFailed string        // the compaction after the commit that failed, and what it costs ("": none did)
 }
 
 // keep records a segment left in place.
@@ -526,8 +589,24 @@ func (s *Store) rewriteLocked(targets map[uint32]bool, keep func(Key, entry) boo
 	if err := s.syncLocked(); err != nil {
 		return st, err
 	}
+	// The commit is durable: nothing names the old segments' records any
+	// more, and removing them needs no room. The compaction writes a whole
+	// new copy of the index beside the old one, and on a nearly full disk
+	// it may not fit; failed, it cost the old segments' removal, so that
+	// the disk stayed full and every gc or repack after failed the same
+	// way. A failed compaction leaves the committed index as it was (as
+	// index.Tree.Commit's own compaction, it is no failure of the commit):
+	// a larger index file until the next compaction, said in the report.
+	tx := s.tree.Stats().TxID
 	if err := s.tree.Compact(); err != nil {
-		return st, s.fail(fmt.Errorf("compact index: %w", err))
+		ts := s.tree.Stats()
+		if ts.TxID != tx {
+			// The packed file is in place, its name not known durable:
+			// the next commit syncs the directory first.
+			st.indexCompactionFailed = fmt.Sprintf("the index was compacted, but its directory could not be synced (%v): the next commit syncs it; a power cut before then brings back the index file as it was before the compaction, the same entries in a larger file", err)
+		} else {
+			st.indexCompactionFailed = fmt.Sprintf("the index was not compacted (%v): its file stays at %s, of which %s are nodes of earlier commits, until the next compaction (the next gc or repack, with room on the disk for a copy of it)", err, units.Bytes(ts.FileSize), units.Bytes(max(0, ts.FileSize-int64(ts.LiveBytes))))
+		}
 	}
 	// A damaged segment that no entry points into any more (what read
 	// moved; what did not was put again elsewhere, or forgotten by a
@@ -689,7 +768,7 @@ func (e *RewriteFailedError) Error() string {
 		did = "; " + strings.Join(what, " and ")
 	}
 	if e.Left != nil {
-		return fmt.Sprintf("%v: nothing changed (the index names every object where it was)%s; removing the rest of what it wrote failed (%v): the next gc or repack removes it", e.Err, did, e.Left)
+		return fmt.Sprintf("%v: nothing changed (the index names every object where it was)%s; removing the rest of what it wrote failed (%v): the next gc or repack removes it (a gc rewrites a segment for such copies once they are over a quarter of it)", e.Err, did, e.Left)
 	}
 	return fmt.Sprintf("%v: nothing changed (the index names every object where it was)%s", e.Err, did)
 }

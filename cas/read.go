@@ -161,7 +161,7 @@ func (s *Store) refreshView() error {
 	// it too, with the look past the watermark they start.
 	s.recentMu.Lock()
 	s.ctr = c
-	s.recent, s.recentFrom, s.recentSeen = nil, nil, [2]int64{}
+	s.recent, s.recentFrom, s.recentSeen = nil, nil, [3]int64{}
 	s.recentMu.Unlock()
 	return s.loadRecent()
 }

@@ -803,18 +803,40 @@ func (s *Store) loadRecent() error {
 	s.recentSeen = s.segmentsEnd(segs)
 	s.recentTorn = nil
 	if s.recentFrom == nil {
-		s.recentFrom = map[uint32]int64{}
+		s.recentFrom = map[uint32]recentLook{}
 	}
 	snap := s.tree.Snapshot()
+	present := map[uint32]bool{}
+	for _, n := range segs {
+		present[n] = true
+	}
+	for n := range s.recentFrom {
+		if !present[n] {
+			// Removed (a failed rewrite's segment, given back): a
+			// segment made with its number later is another file.
+			s.forgetRecent(n, 0)
+		}
+	}
 	for _, n := range segs {
 		if n < s.ctr.WMSegment {
 			continue
 		}
 		// Again (refreshRecent), from where the last look ended: what it
-		// read is in recent already.
-		from, again := s.recentFrom[n]
-		if !again {
-			from = s.watermarkIn(n)
+		// read is in recent already. Unless what it read is gone: a gc or
+		// repack that failed gives back what it wrote past the watermark
+		// (giveBack), cutting the segment it appended to back, where a
+		// writer then appends anew, or removing a segment it made, whose
+		// number a writer then takes again. Going on from the old end, the
+		// look read the middle of the new records as a torn tail (or the
+		// segment as shorter than it), and never found the objects a
+		// Barrier made durable there: it looks from the watermark again.
+		from := s.watermarkIn(n)
+		if look, again := s.recentFrom[n]; again {
+			if s.lookStands(n, look) {
+				from = look.from
+			} else {
+				s.forgetRecent(n, from)
+			}
 		}
 		recs, damage, err := s.scanRecordsFrom(n, from)
 		if err != nil {
@@ -824,9 +846,10 @@ func (s *Store) loadRecent() error {
 			return nil
 		}
 		if len(recs) > 0 {
-			s.recentFrom[n] = recs[len(recs)-1].end
-		} else {
-			s.recentFrom[n] = from
+			last := recs[len(recs)-1]
+			s.recentFrom[n] = recentLook{from: last.end, last: last.off, crc: last.crc}
+		} else if look, again := s.recentFrom[n]; !again || look.from != from {
+			s.recentFrom[n] = recentLook{from: from}
 		}
 		for _, f := range recs {
 			if _, ok, err := snap.Get(f.id); err != nil {
@@ -851,6 +874,53 @@ func (s *Store) loadRecent() error {
 		}
 	}
 	return nil
+}
+
+// recentLook is where a reader's last look past the watermark in a segment
+// ended (from: the next look starts there) and the last whole record it
+// read there (its offset and checksum; last 0: none), which must still be
+// there for the next look to start at from (lookStands).
+type recentLook struct {
+	from, last int64
+	crc        uint32
+}
+
+// lookStands says whether what a reader's last look read in segment n is
+// still there: the segment is not shorter than where the look ended, and
+// the last record it read is where it was, with the same checksum (not
+// records written in its place after a cut, nor another file of the
+// number).
+func (s *Store) lookStands(n uint32, look recentLook) bool {
+	f, err := s.fs.OpenFile(s.segPath(n), os.O_RDONLY, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() < look.from {
+		return false
+	}
+	if look.last < segHeaderSize {
+		return true // it read no record: nothing to take back
+	}
+	hdr := make([]byte, recHeaderSize)
+	if _, err := f.ReadAt(hdr, look.last); err != nil {
+		return false
+	}
+	h, err := parseRecordHeader(hdr)
+	return err == nil && h.CRC == look.crc && look.last+h.total() == look.from
+}
+
+// forgetRecent forgets what a reader's looks read in segment n from offset
+// from on (s.recentMu held): the objects found there, and where the look
+// ended.
+func (s *Store) forgetRecent(n uint32, from int64) {
+	delete(s.recentFrom, n)
+	for id, e := range s.recent {
+		if e.Loc.Segment == n && e.Loc.Offset >= from {
+			delete(s.recent, id)
+		}
+	}
 }
 
 // TornTail is, for a reader, the torn tail its last look past the
@@ -888,17 +958,18 @@ func (s *Store) recentEntries() []pastRecord {
 }
 
 // segmentsEnd says where the segments end: the newest one's number and
-// size.
-func (s *Store) segmentsEnd(segs []uint32) [2]int64 {
+// size, and its modification time: a segment cut back (giveBack) and
+// written again to the size it had is not the one a look read.
+func (s *Store) segmentsEnd(segs []uint32) [3]int64 {
 	if len(segs) == 0 {
-		return [2]int64{}
+		return [3]int64{}
 	}
 	n := segs[len(segs)-1]
-	var size int64
+	var size, mtime int64
 	if st, err := s.fs.Stat(s.segPath(n)); err == nil {
-		size = st.Size()
+		size, mtime = st.Size(), st.ModTime().UnixNano()
 	}
-	return [2]int64{int64(n), size}
+	return [3]int64{int64(n), size, mtime}
 }
 
 // refreshRecent looks past the watermark again, for a reader that did not
@@ -923,6 +994,7 @@ func (s *Store) refreshRecent() bool {
 // pastRecord is an object of a record past the index's watermark.
 type pastRecord struct {
 	off, end int64 // the record's
+	crc      uint32
 	id       Key
 	e        entry
 }
@@ -954,7 +1026,7 @@ func (s *Store) scanRecordsFrom(n uint32, from int64) ([]pastRecord, []Damage, e
 	var recs []pastRecord
 	damage, _, err := s.scanSegment(n, from, func(r *scannedRecord) error {
 		return s.entriesOf(r, func(id Key, e entry) error {
-			recs = append(recs, pastRecord{r.off, r.end, id, e})
+			recs = append(recs, pastRecord{r.off, r.end, r.h.CRC, id, e})
 			return nil
 		})
 	}, nil)

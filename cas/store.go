@@ -180,13 +180,14 @@ type Store struct {
 	sinceCommit int64
 	// recent holds, for a reader, the objects of records a writer made
 	// durable after its last index commit (see loadRecent), found when the
-	// segments ended at recentSeen (the newest one's number and size).
+	// segments ended at recentSeen (the newest one's number, size and
+	// modification time: segmentsEnd).
 	// recentFrom is, for each segment looked at, where that look ended:
-	// a look again starts there.
+	// a look again starts there, if what it read is still there.
 	recentMu   sync.RWMutex
 	recent     map[Key]entry
-	recentSeen [2]int64
-	recentFrom map[uint32]int64
+	recentSeen [3]int64
+	recentFrom map[uint32]recentLook
 	// recentTorn: what the last look found at the end of the newest
 	// segment that does not read as records (TornTail).
 	recentTorn *Damage

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -767,6 +768,79 @@ func TestReaderLooksAgainOnlyAtWhatIsNew(t *testing.T) {
 		if n := reads - before; n > 8 {
 			t.Fatalf("round %d: %d reads of the segments for one new object (the first look: %d)", i, n, first)
 		}
+	}
+}
+
+// A reader stays open beside the writers and looks past the watermark
+// while a gc that failed on a full disk has its copies in the active
+// segment; the gc gives them back, cutting the segment back to its size
+// before the gc. The user frees space and a writer goes on: new objects,
+// made durable by Barriers (acknowledged, not committed). The reader finds
+// every one: its look past the watermark notices that what it last read
+// is gone (the segment shorter than where the look ended, or, grown again
+// past it, another record where its last one was: lookStands) and looks
+// from the watermark again. Before, it went on from where its last look
+// ended, now past the end or in the middle of the new records, and missed
+// them until the writer's next index commit.
+func TestReaderFindsABarrierWriteAfterAGiveBack(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		n    int // objects of 30 KiB written after the give-back
+	}{
+		{"the segment shorter than the reader's last look", 3},
+		{"the segment grown again past it", 60}, // 1.8 MiB, over the 1.5 MiB cut
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, home, fsys, live, _ := activeLiveStore(t)
+			clk := s.opts.Clock
+			var r *Store
+			writes := 0
+			fsys.SetHook(func(op vfs.Op, path string) error {
+				if op == vfs.OpWrite && strings.Contains(path, "/"+SegmentsDir+"/") {
+					writes++
+					if writes > 2 {
+						if r == nil {
+							// The reader looks while the copies are there.
+							var err error
+							if r, err = Open(home, Options{FS: fsys, Clock: clk}); err != nil {
+								t.Errorf("reader's open: %v", err)
+							}
+						}
+						return syscall.ENOSPC
+					}
+				}
+				return nil
+			})
+			_, gerr := s.Collect(GCOptions{Live: live, Grace: time.Minute})
+			fsys.SetHook(nil)
+			var rf *RewriteFailedError
+			if !errors.As(gerr, &rf) || rf.Cut == "" || r == nil {
+				t.Skipf("the gc did not cut the active segment back: %v", gerr)
+			}
+			defer r.Close()
+			s.Close()
+			w, err := Open(home, Options{FS: fsys, Clock: clk, Writable: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			var ids []Key
+			var datas [][]byte
+			for i := 0; i < c.n; i++ {
+				b := noise(30<<10, uint64(5001+2*i))
+				ids = append(ids, mustPut(t, w, KindFile, b))
+				datas = append(datas, b)
+				if err := w.Barrier(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, id := range ids {
+				if got, err := r.Get(id); err != nil || !bytes.Equal(got, datas[i]) {
+					d, torn := r.TornTail()
+					t.Errorf("the reader, after the failed gc gave back its copies: the object %s a Barrier made durable: %v (torn tail seen: %v %v)", Short(id), err, torn, d)
+				}
+			}
+		})
 	}
 }
 

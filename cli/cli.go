@@ -719,7 +719,13 @@ func explain(err error, home string) string {
 	case errors.Is(err, syscall.ENOSPC):
 		// What the store's own error says ("close and reopen the store")
 		// is for a program holding it open; a command has exited, and the
-		// next one to open the store recovers what this one wrote.
+		// next one to open the store recovers what this one wrote. A gc or
+		// repack whose index commit failed leaves copies no entry names:
+		// run again, it drops them (a gc rewrites a segment once they are
+		// over a quarter of it; a repack, every segment). One whose index
+		// compaction failed once the commit was made does not fail
+		// (cas.GCReport's IndexCompactionFailed): the old segments are
+		// gone all the same.
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			if p, aerr := filepath.Abs(pe.Path); aerr == nil && !inDir(home, p) {

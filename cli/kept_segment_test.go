@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rookhq/rook/agent"
@@ -69,6 +70,56 @@ func TestPrintMaintainNamesSegmentsKeptAndMoved(t *testing.T) {
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output:\n%s\nwant the line %q", out.String(), strings.TrimSpace(want))
+		}
+	}
+}
+
+// A repack whose index commit is made and whose index compaction after it
+// fails (a full disk: the compaction writes a copy of the index beside
+// it) is done: the old segments are removed, it exits 0, and it says what
+// the failed compaction costs (stderr: "rook: note: the index was not
+// compacted ..."; --json: index_compaction_failed). Before, it failed
+// with "compact index: ...: the disk ... is full: free space, then run the
+// command again (it recovers what this one wrote)" and left the old
+// segments: nothing recovered them.
+func TestRepackWhoseIndexCompactionFailsIsDoneAndSaysSo(t *testing.T) {
+	home := "/home/u/.rook"
+	for _, asJSON := range []bool{false, true} {
+		fsys := newMemStore(t, home, 20)
+		compacting := 0
+		fsys.SetHook(func(op vfs.Op, path string) error {
+			if op == vfs.OpWrite && strings.HasSuffix(path, ".tmp") && filepath.Dir(path) == filepath.Join(home, cas.IndexDir) {
+				compacting++
+				return syscall.ENOSPC
+			}
+			return nil
+		})
+		var out, errb bytes.Buffer
+		err := (&StoreRepackCmd{}).Run(&Env{Stdout: &out, Stderr: &errb, FS: fsys, Home: home, JSON: asJSON})
+		fsys.SetHook(nil)
+		if compacting == 0 {
+			t.Fatalf("json %v: no compaction ran", asJSON)
+		}
+		if err != nil {
+			t.Errorf("json %v: the repack, its index committed, failed: %v", asJSON, err)
+		}
+		if ents, rerr := fsys.ReadDir(filepath.Join(home, cas.SegmentsDir)); rerr != nil || len(ents) != 1 || ents[0].Name() == "00000001.seg" {
+			t.Errorf("json %v: segments after the repack: %v %v, want the new one alone", asJSON, ents, rerr)
+		}
+		if !asJSON {
+			if !strings.Contains(errb.String(), "rook: note: the index was not compacted (") || !strings.Contains(errb.String(), "until the next compaction") {
+				t.Errorf("stderr:\n%s\nwant a note that the index was not compacted, and what it costs", errb.String())
+			}
+			continue
+		}
+		var rep struct {
+			Failed string `json:"index_compaction_failed"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("%v: %s", err, out.String())
+		}
+		if !strings.Contains(rep.Failed, "no space left on device") {
+			t.Errorf("--json: %s: want index_compaction_failed naming the failure", out.String())
 		}
 	}
 }

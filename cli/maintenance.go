@@ -184,6 +184,7 @@ func printGC(e *Env, rep cas.GCReport, grace time.Duration, again string) {
 	}
 	fmt.Fprintf(w, "rewrote %d segment(s), removed %d; on disk %s → %s\n", rep.SegmentsRewritten, rep.SegmentsRemoved, formatBytes(rep.DiskBefore), formatBytes(rep.DiskAfter))
 	printSegmentsLeft(w, "", rep.SegmentsLeft)
+	printIndexCompactionFailed(e, rep.IndexCompactionFailed)
 	if rep.TooNew > 0 {
 		fmt.Fprintln(w, "objects written in the grace period are kept: a capture in flight looks like garbage until the event naming it lands")
 	}
@@ -203,6 +204,16 @@ func printSegmentsLeft(w io.Writer, prefix string, left cas.SegmentsLeft) {
 		} else {
 			fmt.Fprintf(w, "%skept segment %s\n", prefix, k.Detail)
 		}
+	}
+}
+
+// printIndexCompactionFailed notes that a gc or repack, done, could not
+// compact the index after its commit (cas.GCReport.IndexCompactionFailed):
+// not a failure, the old segments are gone; the index file is larger than
+// it needs to be until the next compaction.
+func printIndexCompactionFailed(e *Env, why string) {
+	if why != "" {
+		fmt.Fprintf(e.Stderr, "rook: note: %s\n", terminalLine(why))
 	}
 }
 
@@ -303,6 +314,7 @@ func (c *StoreRepackCmd) Run(e *Env) error {
 		fmt.Fprintf(e.Stdout, "repacked %d objects from %d segment(s): stored %s → %s, on disk %s → %s\n", rep.Objects, rep.SegmentsRewritten,
 			formatBytes(rep.StoredBefore), formatBytes(rep.StoredAfter), formatBytes(rep.DiskBefore), formatBytes(rep.DiskAfter))
 		printSegmentsLeft(e.Stdout, "", rep.SegmentsLeft)
+		printIndexCompactionFailed(e, rep.IndexCompactionFailed)
 		for _, k := range rep.KeptNeedsDict {
 			fmt.Fprintf(e.Stdout, "kept segment %s: its records need dictionary %d, which cannot be loaded (%s): put %s back from a backup%s\n", k.Segment, k.Dict, k.Problem, k.File, reindexFirst(k.ReindexFirst))
 		}

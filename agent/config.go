@@ -438,7 +438,9 @@ func knownKeys(table []string) []string {
 // space around the dots, an escape (\u005f) are the same key. A key
 // written in an inline table (retention = { max_sessions = -5 }) starts no
 // line: then the line of the nearest enclosing key found (retention), or
-// table header, stands for it. 0: not found.
+// table header, stands for it. A line inside a multi-line string
+// (between three quotes or three apostrophes) is the string's, neither a
+// key nor a header, whatever it holds. 0: not found.
 func keyLine(data []byte, key []string) int {
 	if len(key) == 0 {
 		return 0
@@ -451,7 +453,13 @@ func keyLine(data []byte, key []string) int {
 			enclosing, enclosingLen = line, len(full)
 		}
 	}
+	open := "" // the delimiter of the multi-line string a line starts in
 	for i, line := range strings.Split(string(data), "\n") {
+		inString := open != ""
+		open = multiLineOpen(line, open)
+		if inString {
+			continue
+		}
 		s := strings.TrimLeft(line, " \t\r\ufeff")
 		if h, ok := strings.CutPrefix(s, "["); ok {
 			h = strings.TrimPrefix(h, "[") // [[array of tables]]
@@ -477,6 +485,64 @@ func keyLine(data []byte, key []string) int {
 		encloses(full, i+1)
 	}
 	return enclosing
+}
+
+// multiLineOpen reads a line of TOML that starts inside a multi-line
+// string opened by open (three quotes or apostrophes; "": outside any)
+// and returns the delimiter of the multi-line string the line ends
+// inside, "" for none.
+// Strings on one line are skipped, escapes and all, and so is a comment.
+func multiLineOpen(line, open string) string {
+	i := 0
+	for {
+		if open != "" {
+			end := closeAt(line, i, open)
+			if end < 0 {
+				return open
+			}
+			i, open = end, ""
+		}
+		if i >= len(line) {
+			return ""
+		}
+		switch c := line[i]; {
+		case c == '#':
+			return ""
+		case strings.HasPrefix(line[i:], `"""`), strings.HasPrefix(line[i:], "'''"):
+			open = line[i : i+3]
+			i += 3
+		case c == '"' || c == '\'':
+			end := closeAt(line, i+1, string(c))
+			if end < 0 {
+				return "" // unclosed: a decoding error, not a string going on
+			}
+			i = end
+		default:
+			i++
+		}
+	}
+}
+
+// closeAt is where, in line from i, the string delimited by delim ends
+// (just past its closing delimiter and, for a multi-line one, the up to
+// two quotes more a string may end with); -1: not on this line. A basic
+// string's backslash escapes the byte after it.
+func closeAt(line string, i int, delim string) int {
+	for i < len(line) {
+		if delim[0] == '"' && line[i] == '\\' {
+			i += 2
+			continue
+		}
+		if strings.HasPrefix(line[i:], delim) {
+			i += len(delim)
+			for n := 0; len(delim) == 3 && n < 2 && i < len(line) && line[i] == delim[0]; n++ {
+				i++
+			}
+			return i
+		}
+		i++
+	}
+	return -1
 }
 
 // tomlKeyPath reads a TOML key at the start of s (white space before it

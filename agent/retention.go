@@ -290,7 +290,16 @@ type MaintainReport struct {
 	BudgetRounds  int            `json:"budget_rounds"`
 	BudgetDeleted []SessionRef   `json:"budget_deleted"`
 	BudgetGC      []cas.GCReport `json:"budget_gc"`
-	OverBudgetBy  int64          `json:"over_budget_by"`
+	// BudgetRepackFirst: the budget stage packs the store (a repack:
+	// small records packed together, recompressed) before it deletes a
+	// session for bytes, and measures again: it deletes none for bytes
+	// packing frees. A real run sets it when it repacked (BudgetRepack
+	// says what that did); a dry run, which does not pack, when its plan
+	// deletes sessions: those listed are then the most a real run
+	// deletes, none if packing brings the store under the budget.
+	BudgetRepackFirst bool              `json:"budget_repack_first"`
+	BudgetRepack      *cas.RepackReport `json:"budget_repack"`
+	OverBudgetBy      int64             `json:"over_budget_by"`
 	// OverBudgetStuck: the store stays (in a dry run: would stay) over
 	// the budget with no session left that maintain may delete. Only the
 	// user can bring it under (Notes says how): unlike bytes the gc grace
@@ -313,8 +322,9 @@ type MaintainReport struct {
 // Maintain keeps the store within its policy: prune the sessions, collect
 // what no session or ref reaches (cfg's gc grace), train a dictionary for
 // each kind that has none, then, while the stored bytes exceed the budget,
-// delete the oldest unprotected sessions a batch at a time and collect
-// again. It stops under the budget or when nothing deletable is left, and
+// repack once (before the first session is deleted for bytes, so that
+// none is for what packing frees), delete the oldest unprotected sessions
+// a batch at a time and collect again. It stops under the budget or when nothing deletable is left, and
 // says in Notes what it could not do.
 //
 // Unreachable objects younger than the gc grace count toward the budget as
@@ -440,7 +450,9 @@ func (rep MaintainReport) DictionariesKept() []string {
 
 // planBudget is the dry run's budget stage: the rounds a real run would
 // make, each deleting the batch it would and planning gc as if that batch
-// (and the prune's sessions) were gone. It is an estimate: a real round's
+// (and the prune's sessions) were gone. It does not pack as a real run
+// does first: where it deletes sessions it says so (BudgetRepackFirst),
+// the sessions listed being the most a real run deletes. It is an estimate: a real round's
 // gc also recompresses what it moves, so the sessions listed are those the
 // store's figures now point at.
 func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.Duration, progress func(done, total int64)) error {
@@ -454,6 +466,13 @@ func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.D
 	for _, d := range deleted {
 		gone[d.ID] = true
 	}
+	// A real run packs before it deletes a session for bytes (as the
+	// dry run does not): what the plan deletes is the most it would.
+	// Said at the end of the note that lists the sessions' effect.
+	packsFirst := func() {
+		rep.BudgetRepackFirst = true
+		rep.Notes[len(rep.Notes)-1] += "; a real run repacks the store first (packing small records together) and measures again before it deletes a session for the budget: the sessions listed are the most it would delete, none if packing brings the store within the budget"
+	}
 	g := rep.GC
 	for {
 		// What the store would hold after gc, and once the grace passes.
@@ -464,6 +483,7 @@ func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.D
 			case rep.BudgetRounds > 0:
 				rep.Notes = append(rep.Notes, fmt.Sprintf("the store is %s over the %s budget; after the prune, gc and deleting the %d session(s) listed it would hold about %s, within it (an estimate: each round of a real run deletes by what its gc frees)",
 					units.Bytes(rep.OverBudgetBy), units.Bytes(budget), len(rep.BudgetDeleted), units.Bytes(freeable)))
+				packsFirst()
 			default:
 				rep.Notes = append(rep.Notes, fmt.Sprintf("the store is %s over the %s budget; after the prune and gc it would hold about %s, within it",
 					units.Bytes(rep.OverBudgetBy), units.Bytes(budget), units.Bytes(freeable)))
@@ -499,9 +519,16 @@ func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.D
 			if rep.StuckOn, err = r.budgetHolders(kept, pol); err != nil {
 				return err
 			}
+			// What the user must free, as the real run says it: not
+			// the excess before the plan, which counts the sessions
+			// planned deleted and what a later gc frees.
+			rep.OverBudgetBy = freeable - budget
 			rep.LaterGCFrees = g.TooNewStored
 			rep.Notes = append(rep.Notes, fmt.Sprintf("would still be about %s over the %s budget%s: no session would be left that may be deleted; the rest would be %s (%s)",
-				units.Bytes(freeable-budget), units.Bytes(budget), laterGC(g, grace, stored, true), rep.StuckOn.what(), rep.StuckOn.SayWaysOut(WayOut.String)))
+				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), laterGC(g, grace, stored, true), rep.StuckOn.what(), rep.StuckOn.SayWaysOut(WayOut.String)))
+			if rep.BudgetRounds > 0 {
+				packsFirst()
+			}
 			return nil
 		}
 		n, err := r.budgetBatch(cands, freeable-budget, gone)
@@ -681,7 +708,9 @@ func joinList(parts []string, conj string) string {
 }
 
 // enforceBudget deletes the oldest unprotected sessions, a batch a round,
-// and collects after each, while the store is over the budget. Objects gc
+// and collects after each, while the store is over the budget. Before the
+// first deletion it repacks the store, once, and measures again
+// (BudgetRepackFirst): a session is not deleted for bytes packing frees. Objects gc
 // found unreachable but kept for being younger than the grace (deleted by
 // this run or an earlier one) count as freed: the first gc after the grace
 // frees them, and deleting more sessions for their bytes would lose history
@@ -733,6 +762,25 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), laterGC(g, grace, st.Stored, false), rep.StuckOn.what(), rep.StuckOn.SayWaysOut(WayOut.String)))
 			return nil
 		}
+		if !rep.BudgetRepackFirst {
+			// Pack before deleting any session for bytes: records
+			// appended one by one (hooks) take far more than packed
+			// together, and a session deleted for what packing frees is
+			// history lost for nothing. Once a run: then measure again.
+			rep.BudgetRepackFirst = true
+			pr, err := r.Repack(progress)
+			if err != nil {
+				return fmt.Errorf("repack before deleting sessions for the budget: %w", err)
+			}
+			rep.BudgetRepack = &pr
+			if g.TooNewStored > 0 {
+				// Their stored size is what the repack made it now.
+				if g, err = r.GC(grace, true, nil, nil); err != nil {
+					return fmt.Errorf("gc: %w", err)
+				}
+			}
+			continue
+		}
 		n, err := r.budgetBatch(cands, over, nil)
 		if err != nil {
 			return fmt.Errorf("estimate what deleting sessions frees: %w", err)
@@ -776,13 +824,16 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 // then measures what was freed, and the next round goes on from there),
 // at least one. What a session frees is estimated as the stored bytes of
 // the objects it reaches that no session kept and no ref reaches (the
-// window of the tenth is marked as deleted, and an object two of them
-// share counts once, for the older): one mark of the store, and each
-// session taken read once, a round. The average session's share sized
-// the batch before: one large old session and small ones deleted two
-// where the large one sufficed. gone are the sessions a dry run has
-// planned deleted before this round (a real run's are gone), so that the
-// plan takes the sessions the real run does.
+// window of the tenth is marked as deleted): an object several sessions
+// of the window share counts for the newest of them, as deleting the
+// older ones alone does not free it (counted for the oldest, 90 old
+// sessions sharing one large object took 90 rounds, one session each).
+// One mark of the store, and each session of the window read once, a
+// round. The average session's share sized the batch before: one large
+// old session and small ones deleted two where the large one sufficed.
+// gone are the sessions a dry run has planned deleted before this round
+// (a real run's are gone), so that the plan takes the sessions the real
+// run does.
 func (r *Rook) budgetBatch(cands []eventlog.Summary, over int64, gone map[eventlog.ID]bool) (int, error) {
 	limit := max(len(cands)/10, 1)
 	skip := maps.Clone(gone)
@@ -799,26 +850,29 @@ func (r *Rook) budgetBatch(cands []eventlog.Summary, over int64, gone map[eventl
 	if err != nil {
 		return 0, err
 	}
-	counted := map[cas.Key]bool{}
-	return coverCount(over, limit, func(i int) (int64, error) {
-		reach, err := r.reach([]eventlog.ID{cands[i].ID})
+	// newest[k]: the newest session of the window reaching k, which
+	// only no session kept reaches.
+	newest := map[cas.Key]int{}
+	for i, c := range cands[:limit] {
+		reach, err := r.reach([]eventlog.ID{c.ID})
 		if err != nil {
 			return 0, err
 		}
-		var own int64
 		for k := range reach {
-			if live[k] || counted[k] {
-				continue
+			if !live[k] {
+				newest[k] = i
 			}
-			counted[k] = true
-			info, err := r.Store.StatEntry(k)
-			if err != nil {
-				return 0, err
-			}
-			own += info.Stored
 		}
-		return own, nil
-	})
+	}
+	frees := make([]int64, limit)
+	for k, i := range newest {
+		info, err := r.Store.StatEntry(k)
+		if err != nil {
+			return 0, err
+		}
+		frees[i] += info.Stored
+	}
+	return coverCount(over, limit, func(i int) (int64, error) { return frees[i], nil })
 }
 
 // coverCount is how many of the first sessions, each freeing own(i), cover

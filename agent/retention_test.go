@@ -712,6 +712,94 @@ func TestMaintainStuckWithinGraceSaysWhatTheUserMustFree(t *testing.T) {
 	}
 }
 
+// A store stuck over its budget (every session left protected) with
+// objects the gc grace keeps: the dry run's over_budget_by is the excess
+// the user must free (stored after the plan, less what a later gc frees,
+// less the budget), as the real run's and both notes say; it was the
+// excess before the plan (planBudget's stuck branch left it so).
+func TestMaintainDryRunOverBudgetByIsTheExcessTheUserMustFree(t *testing.T) {
+	cfg := budgetConfig(10 << 10)
+	cfg.Storage.GCGrace = Duration{24 * time.Hour}
+	cfg.Storage.Retention.MaxSessions = intp(0)
+	cfg.Storage.Retention.MaxSessionAgeDays = intp(0)
+	r, _, _ := budgetRook(t, 4, map[int]string{0: "keep", 1: "pinned"})
+	dry, err := r.Maintain(cfg, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, _, _ := budgetRook(t, 4, map[int]string{0: "keep", 1: "pinned"})
+	real, err := r2.Maintain(cfg, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !dry.OverBudgetStuck || !real.OverBudgetStuck {
+		t.Fatalf("stuck: dry %v, real %v", dry.OverBudgetStuck, real.OverBudgetStuck)
+	}
+	t.Logf("dry: over_budget_by %d, later_gc_frees %d, notes %q", dry.OverBudgetBy, dry.LaterGCFrees, dry.Notes)
+	t.Logf("real: over_budget_by %d, later_gc_frees %d, stored after %d", real.OverBudgetBy, real.LaterGCFrees, real.StoredAfter)
+	if dry.LaterGCFrees != real.LaterGCFrees {
+		t.Errorf("later_gc_frees: dry run %d, real run %d", dry.LaterGCFrees, real.LaterGCFrees)
+	}
+	if dry.OverBudgetBy != real.OverBudgetBy {
+		t.Errorf("over_budget_by: dry run %d, real run %d: the dry run plans the excess the user must free (its note says so), its --json should too", dry.OverBudgetBy, real.OverBudgetBy)
+	}
+}
+
+// The oldest 90 of 1,000 sessions all reach one large object no newer
+// session reaches, and the budget needs it freed: one round deletes the
+// 90 (an object several sessions of a round's window share counts for the
+// newest of them, which frees it). Counted for the oldest, coverCount
+// stopped at one session and each round deleted one: 90 rounds, each a
+// full mark and a gc (3,000 sessions, 250 sharers: 250 rounds, 81 s).
+func TestBudgetSharedObjectRoundsBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds 1,000 sessions")
+	}
+	r, clk := viewsRook(t)
+	big := make([]byte, 300<<10)
+	rng := rand.New(rand.NewPCG(7, 9))
+	for i := range big {
+		big[i] = byte(rng.Uint32())
+	}
+	const n, sharers = 1000, 90
+	var s []eventlog.ID
+	for i := 0; i < n; i++ {
+		id := ageSession(t, r, clk, uint64(1000+i), 200)
+		if i < sharers {
+			if _, err := r.Append(id, Entry{Kind: eventlog.KindToolResult, Body: big}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s = append(s, id)
+		clk.Advance(time.Minute)
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Hour) // past the gc grace
+	st, err := r.Store.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := budgetConfig(st.Stored - 100<<10) // the sharers' own bodies (18 KB) do not cover it
+	cfg.Storage.Retention.MaxSessions = intp(0)
+	cfg.Storage.Retention.MaxSessionAgeDays = intp(0)
+	start := time.Now()
+	rep, err := r.Maintain(cfg, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	t.Logf("deleted %d in %d round(s), %v", len(rep.BudgetDeleted), rep.BudgetRounds, took)
+	if len(rep.BudgetDeleted) != sharers {
+		t.Errorf("deleted %d sessions, want the %d oldest (the last of them frees the shared object)", len(rep.BudgetDeleted), sharers)
+	}
+	if rep.BudgetRounds > 5 {
+		t.Errorf("%d budget rounds (each a full mark and a gc of a 1,000-session store, %v in all) to delete %d sessions that fit in one round's tenth (%d): the estimate counts the object all of them share for the oldest alone",
+			rep.BudgetRounds, took, len(rep.BudgetDeleted), n/10)
+	}
+}
+
 func TestMaintainDryRunChangesNothing(t *testing.T) {
 	r, clk, s := budgetRook(t, 6, map[int]string{0: "keep"})
 	clk.Advance(200 * 24 * time.Hour) // every session is past the age limit
@@ -742,7 +830,9 @@ func TestMaintainDryRunChangesNothing(t *testing.T) {
 	if rep.GC.Collectable != 5 || rep.GC.Reachable != 1 {
 		t.Fatalf("gc plan %+v", rep.GC)
 	}
-	if rep.BudgetRounds != 0 || rep.OverBudgetBy != before.Stored-before.Stored/10 || rep.StoredAfter != before.Stored {
+	// Stuck: over_budget_by is what the user must free once the prune
+	// and gc are done, as the real run says it.
+	if rep.BudgetRounds != 0 || rep.OverBudgetBy != before.Stored-rep.GC.CollectableStored-rep.GC.TooNewStored-before.Stored/10 || rep.StoredAfter != before.Stored {
 		t.Fatalf("budget %+v", rep)
 	}
 	if len(rep.Notes) == 0 || !strings.Contains(strings.Join(rep.Notes, "\n"), "no session would be left that may be deleted") {
@@ -753,7 +843,7 @@ func TestMaintainDryRunChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if real.Prune.SessionsDeleted != 4 || real.GC.Collectable != 5 || len(sessionIDs(t, r)) != 1 || real.OverBudgetBy <= 0 {
+	if real.Prune.SessionsDeleted != 4 || real.GC.Collectable != 5 || len(sessionIDs(t, r)) != 1 || real.OverBudgetBy != rep.OverBudgetBy {
 		t.Fatalf("real run %+v", real)
 	}
 }
@@ -920,8 +1010,13 @@ func TestMaintainErrorSaysWhatTheStagesBeforeDid(t *testing.T) {
 		r, _, _ := budgetRook(t, 10, nil)
 		st, _ := r.Store.Stats()
 		fsys := r.fs.(*vfs.MemFS)
-		var armed atomic.Bool
+		// Armed once the budget stage deleted a session (a log removed):
+		// its repack before that runs.
+		var budget, armed atomic.Bool
 		fsys.SetHook(func(op vfs.Op, path string) error {
+			if budget.Load() && op == vfs.OpRemove && strings.Contains(path, "/"+cas.EventsDir+"/") {
+				armed.Store(true)
+			}
 			if armed.Load() && op.IsWrite() && strings.Contains(path, "/"+cas.SegmentsDir+"/") {
 				return syscall.EIO
 			}
@@ -930,7 +1025,7 @@ func TestMaintainErrorSaysWhatTheStagesBeforeDid(t *testing.T) {
 		defer fsys.SetHook(nil)
 		_, err := r.Maintain(budgetConfig(st.Stored*45/100), false, func(stage string, _, _ int64) {
 			if stage == "budget" {
-				armed.Store(true)
+				budget.Store(true)
 			}
 		})
 		var me *MaintainError
@@ -1244,6 +1339,30 @@ func TestConfigQuotedOrSpacedKeyNamesItsLine(t *testing.T) {
 				t.Errorf("error %q does not name line 2, where the bad value is", err)
 			}
 		})
+	}
+}
+
+// A key-like or header-like line inside a multi-line string (a protect
+// tag `max_sessions=-1`, or one holding [mcp.discovery]) is the string's:
+// the error names the line of the key after it, and keys after a string
+// holding a header stay in their table (keyLine read every line as a key
+// or a header and named the string's line).
+func TestConfigKeyLineSkipsMultiLineStrings(t *testing.T) {
+	for _, c := range []struct {
+		data string
+		line string
+	}{
+		{"[storage.retention]\nprotect_tags = ['''\nmax_sessions=-1''']\nmax_sessions = -5\n", "line 4:"},
+		{"[storage.retention]\nprotect_tags = [\"\"\"\nmax_sessions=-1\"\"\"]\nmax_sessions = -5\n", "line 4:"},
+		{"[storage]\n[storage.retention]\nprotect_tags = ['''\n[mcp.discovery]''']\nmax_sessions = -5\n", "line 5:"},
+	} {
+		_, err := ParseConfig("config.toml", []byte(c.data))
+		if err == nil {
+			t.Fatalf("%q: no error", c.data)
+		}
+		if !strings.Contains(err.Error(), "config.toml: "+c.line) {
+			t.Errorf("%q:\n  %v\nwant it at %s the line of the key", c.data, err, c.line)
+		}
 	}
 }
 

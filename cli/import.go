@@ -361,13 +361,14 @@ const sideLate = "; put there later, the next import takes in each file's first 
 
 // keepAdvice says how to keep a session from retention, as the import's
 // notes end: tag it with a protect tag of config.toml (the first one
-// `session tag` takes, as the config spells it), or, with none, that no
+// `session tag` takes, as the config spells it, after `--` when it starts
+// with '-': sessionTagCommand), or, with none, that no
 // tag protects a session now and where to name one. A literal `keep`
 // kept nothing in a store whose protect_tags do not hold it.
 func keepAdvice(e *Env, protect []string) string {
 	for _, t := range protect {
 		if agent.ValidTag(t) == nil {
-			return "tag the sessions to keep with a protect tag (`rook session tag ID " + shellArg(t) + "`)"
+			return "tag the sessions to keep with a protect tag (`" + sessionTagCommand(false, []string{t}) + "`)"
 		}
 	}
 	why := "protect_tags is empty"

@@ -18,6 +18,27 @@ type SessionTagCmd struct {
 	Rm   bool     `name:"rm" help:"Remove the tags instead of adding them."`
 }
 
+// sessionTagCommand is the `rook session tag` command advice names (rm:
+// with --rm) for tags: each quoted for the shell, after `--` when one
+// starts with '-', which the flag parser would otherwise read as a flag
+// (`rook session tag ID -keep` failed: unknown flag -k).
+func sessionTagCommand(rm bool, tags []string) string {
+	cmd := "rook session tag ID"
+	if rm {
+		cmd += " --rm"
+	}
+	var args []string
+	dash := false
+	for _, t := range tags {
+		dash = dash || strings.HasPrefix(t, "-")
+		args = append(args, shellArg(t))
+	}
+	if dash {
+		cmd += " --"
+	}
+	return cmd + " " + strings.Join(args, " ")
+}
+
 func (c *SessionTagCmd) Run(e *Env) error {
 	for _, t := range c.Tags {
 		// A tag to remove need only not be empty: one a session holds
@@ -259,7 +280,7 @@ func (c *StoreMaintainCmd) Run(e *Env) error {
 			case agent.RaiseBudget:
 				return "raise max_total_bytes in " + filepath.Join(e.Home, agent.ConfigFile)
 			case agent.UntagSessions:
-				return "untag sessions (`rook session tag ID --rm " + strings.Join(h.Tags, " ") + "`)"
+				return "untag sessions (`" + sessionTagCommand(true, h.Tags) + "`)"
 			case agent.RemoveCheckpoints:
 				return "remove checkpoints (`rook checkpoint rm NAME`)"
 			case agent.RemoveOtherRefs:
@@ -315,23 +336,50 @@ func budgetCollected(rep agent.MaintainReport) (collected, freed int64) {
 	return collected, freed
 }
 
-// budgetSwept is what the budget stage's gc rounds swept besides objects,
-// as one report for printSwept: the dictionaries that may hold pieces of
-// what they collected (each once, in the order first named), the
-// temporary files and import states removed, the logs without a .meta
-// kept. A dry run's rounds each plan from the start (the last counts
-// every session gone so far): its last round's is the stage's.
+// printBudgetRepack writes the repack a real budget stage made before
+// deleting sessions for bytes (the dry run's plan says in a note that a
+// real run packs first).
+func printBudgetRepack(w io.Writer, rep agent.MaintainReport) {
+	pr := rep.BudgetRepack
+	if pr == nil {
+		return
+	}
+	fmt.Fprintf(w, "budget: repacked first (%d segment(s) rewritten): stored %s -> %s\n", pr.SegmentsRewritten, formatBytes(pr.StoredBefore), formatBytes(pr.StoredAfter))
+	printSegmentsLeft(w, "budget: repack: ", pr.SegmentsLeft)
+}
+
+// budgetSwept is what the budget stage's gc rounds swept besides objects
+// beyond what maintain's gc stage (rep.GC) did, as one report for
+// printSwept: the dictionaries that may hold pieces of what they
+// collected (each once, in the order first named), the temporary files
+// and import states removed, the logs without a .meta kept; none of
+// what the gc stage says already. A dry run's rounds each plan from the
+// start, gc stage included (the last counts every session gone so far):
+// its last round's, less the gc stage's plan, is the stage's (the real
+// run's rounds find the gc stage's temporary files gone).
 func budgetSwept(rep agent.MaintainReport) cas.GCReport {
+	out := cas.GCReport{DryRun: rep.DryRun}
 	if len(rep.BudgetGC) == 0 {
-		return cas.GCReport{DryRun: rep.DryRun}
+		return out
 	}
+	rounds := rep.BudgetGC
 	if rep.DryRun {
-		return rep.BudgetGC[len(rep.BudgetGC)-1]
+		last := rep.BudgetGC[len(rep.BudgetGC)-1]
+		last.TempFiles = max(last.TempFiles-rep.GC.TempFiles, 0)
+		last.TempBytes = max(last.TempBytes-rep.GC.TempBytes, 0)
+		last.ImportStates = max(last.ImportStates-rep.GC.ImportStates, 0)
+		last.ImportStateBytes = max(last.ImportStateBytes-rep.GC.ImportStateBytes, 0)
+		rounds = []cas.GCReport{last}
 	}
-	var out cas.GCReport
 	dicts := map[uint32]bool{}
+	for _, d := range rep.GC.DictionariesMayHold {
+		dicts[d.ID] = true
+	}
 	logs := map[string]bool{}
-	for _, b := range rep.BudgetGC {
+	for _, l := range rep.GC.KeptLogsWithoutMeta {
+		logs[l] = true
+	}
+	for _, b := range rounds {
 		out.TempFiles += b.TempFiles
 		out.TempBytes += b.TempBytes
 		out.ImportStates += b.ImportStates
@@ -420,6 +468,7 @@ func printMaintainStages(w io.Writer, rep agent.MaintainReport, failed *agent.Ma
 	}
 
 	if failed != nil && failed.Stage == agent.StageBudget {
+		printBudgetRepack(w, rep)
 		if n := len(rep.BudgetDeleted); n > 0 {
 			fmt.Fprintf(w, "budget (before it failed): deleted %d oldest unprotected session(s)\n", n)
 			printSessionRefs(w, rep.BudgetDeleted)
@@ -432,6 +481,7 @@ func printMaintainStages(w io.Writer, rep agent.MaintainReport, failed *agent.Ma
 		return
 	}
 	budget := rep.Budget
+	printBudgetRepack(w, rep)
 	if rep.DryRun && rep.BudgetRounds > 0 {
 		// Each planned gc counts every session gone so far: the last one
 		// is the whole stage's.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -54,7 +55,10 @@ type DrainReport struct {
 // DrainInbox takes the saves waiting in the spool into the clients' inbox
 // sessions: appended, made durable, then marked drained. A crash between
 // the two leaves the saves in the spool; the next drain finds them at the
-// end of their sessions and does not take them twice.
+// end of their sessions and does not take them twice. The spool is listed
+// first without the saves' contents (inbox.ReadSpool), then each save is
+// read back whole, appended and let go (inbox.SaveReader): the drain holds
+// one save at a time, not the backlog.
 func (r *Rook) DrainInbox() (DrainReport, error) {
 	var rep DrainReport
 	prog, err := inbox.ReadProgress(r.fs, r.home)
@@ -74,62 +78,86 @@ func (r *Rook) DrainInbox() (DrainReport, error) {
 			prog[name] = 0
 		}
 	}
-	byClient := map[string][]inbox.Pending{}
-	var clients []string
+	waiting := map[string]int{} // each client's saves waiting
 	for _, p := range pending {
-		if _, ok := byClient[p.Save.Client]; !ok {
-			clients = append(clients, p.Save.Client)
-		}
-		byClient[p.Save.Client] = append(byClient[p.Save.Client], p)
+		waiting[p.Save.Client]++
 	}
-	for _, c := range clients {
-		saves := byClient[c]
-		id, err := r.inboxSession(c, saves[0].Save.ClientName)
-		if err != nil {
-			return rep, err
+	type inboxAt struct {
+		id   eventlog.ID
+		have map[string]bool // the saves already in it that can come again
+	}
+	inboxes := map[string]*inboxAt{}
+	rd := inbox.NewSaveReader(r.fs, r.home)
+	defer rd.Close()
+	taken := map[string]int64{}  // each file's offset past the saves taken in
+	changed := map[string]bool{} // files that changed under the drain
+	for _, p := range pending {
+		if changed[p.File] {
+			continue
 		}
-		// After a drain cut short between its flush and its progress
-		// file, the saves taken in are the session's last notes: only
-		// those can come again. Without a progress file (first drain, or
-		// removed), any note can.
-		look := len(saves)
-		if !known {
-			look = math.MaxInt32
-		}
-		have, err := r.lastNoteIDs(id, look)
-		if err != nil {
-			return rep, err
-		}
-		for _, p := range saves {
-			if have[p.Save.ID] {
-				rep.Skipped++
-				continue
-			}
-			body, err := json.Marshal(InboxNote{ID: p.Save.ID, Time: p.Save.Time, Client: p.Save.Client, ClientName: p.Save.ClientName, Title: p.Save.Title, Content: p.Save.Content})
+		c := p.Save.Client
+		in := inboxes[c]
+		if in == nil {
+			id, err := r.inboxSession(c, p.Save.ClientName)
 			if err != nil {
 				return rep, err
 			}
-			label := p.Save.Title
-			if label == "" {
-				label = "note"
+			// After a drain cut short between its flush and its progress
+			// file, the saves taken in are the session's last notes: only
+			// those can come again. Without a progress file (first drain,
+			// or removed), any note can.
+			look := waiting[c]
+			if !known {
+				look = math.MaxInt32
 			}
-			// The title an MCP client gave, as the label: relabeled as an
-			// import's are, rather than stop every drain at this save.
-			evs, err := r.putEntries([]Entry{{Kind: eventlog.KindNote, Label: capLabel(label), Body: body, Time: p.Save.Time}})
+			have, err := r.lastNoteIDs(id, look)
 			if err != nil {
 				return rep, err
 			}
-			if _, err := appendRelabeling(r.Log, id, evs); err != nil {
-				return rep, err
-			}
-			rep.Drained++
+			in = &inboxAt{id: id, have: have}
+			inboxes[c] = in
 		}
+		if in.have[p.Save.ID] {
+			rep.Skipped++
+			taken[p.File] = p.End
+			continue
+		}
+		save, err := rd.Read(p)
+		if errors.Is(err, inbox.ErrSpoolChanged) {
+			// A writer cut a save it could not sync off its file after
+			// the listing: the file's offset stays before it, and the
+			// next drain reads the rest of the file again.
+			changed[p.File] = true
+			continue
+		}
+		if err != nil {
+			return rep, err
+		}
+		body, err := json.Marshal(InboxNote{ID: save.ID, Time: save.Time, Client: save.Client, ClientName: save.ClientName, Title: save.Title, Content: save.Content})
+		if err != nil {
+			return rep, err
+		}
+		label := save.Title
+		if label == "" {
+			label = "note"
+		}
+		// The title an MCP client gave, as the label: relabeled as an
+		// import's are, rather than stop every drain at this save.
+		evs, err := r.putEntries([]Entry{{Kind: eventlog.KindNote, Label: capLabel(label), Body: body, Time: save.Time}})
+		if err != nil {
+			return rep, err
+		}
+		if _, err := appendRelabeling(r.Log, in.id, evs); err != nil {
+			return rep, err
+		}
+		rep.Drained++
+		taken[p.File] = p.End
 	}
 	if err := r.Flush(); err != nil {
 		return rep, err
 	}
-	for _, p := range pending {
-		prog[p.File] = max(prog[p.File], p.End)
+	for name, end := range taken {
+		prog[name] = max(prog[name], end)
 	}
 	// A damaged line before a save of its file: the offset moves past it
 	// now, so its bytes are kept (once) before the file can be removed.
@@ -168,7 +196,15 @@ func (r *Rook) inboxSession(short, clientName string) (eventlog.ID, error) {
 	if id, ok, err := r.findInbox(short); err != nil || ok {
 		return id, err
 	}
-	_, title := inbox.Inbox(clientName)
+	// The title comes from the name the save recorded, as its short name
+	// did (inbox.Inbox, one name for both). A name recorded by a rook that
+	// cut it before cleaning it (70 spaces, then "Zed Editor": 64 spaces)
+	// names no inbox, or another: the short name, which the server took
+	// from the whole name, titles it then, never "unknown client".
+	s, title := inbox.Inbox(clientName)
+	if s != short {
+		title = short + " Inbox"
+	}
 	m, err := r.Log.Create(eventlog.Meta{Title: title, Tags: []string{inboxTag, inboxTag + ":" + short}})
 	return m.ID, err
 }
@@ -517,10 +553,14 @@ func (r *Rook) InboxState() (InboxStatus, error) {
 	for _, a := range acts {
 		if a.Status == "saved" {
 			st.LastSave, st.LastFrom = a.Time, a.ClientName
-			if inbox.TypedName(a.ClientName) == "" {
-				// No name (or none to show): its saves go to the
-				// "unknown client" inbox, and are from it.
-				st.LastFrom = inbox.UnknownClient
+			if inbox.TypedName(inbox.CutClientName(a.ClientName)) == "" {
+				// No name to show (none sent, or blanks a rook cut it
+				// to before it cleaned names): the client is its
+				// inbox's, "unknown client" for one that sent no name.
+				st.LastFrom = a.Client
+				if inbox.TypedName(a.Client) == "" {
+					st.LastFrom = inbox.UnknownClient
+				}
 			}
 		}
 	}

@@ -509,11 +509,15 @@ func SetPaused(fsys vfs.FS, home string, paused bool) error {
 	return fsys.WriteFileAtomic(pausedPath(home), []byte("paused: `rook inbox resume` resumes saves\n"), 0o600)
 }
 
-// Pending is a save in the spool the drain has not taken in.
+// Pending is a save in the spool the drain has not taken in. As ReadSpool
+// lists it, its Save has no content or title and its client name is cut
+// (CutClientName): a backlog is listed without holding it; SaveReader
+// reads each save back whole, one at a time.
 type Pending struct {
-	File string // spool file name
-	End  int64  // offset just past its line
-	Save Save
+	File  string // spool file name
+	Start int64  // offset of its line
+	End   int64  // offset just past its line
+	Save  Save
 }
 
 // Progress is how far the drain has taken each spool file.
@@ -567,7 +571,8 @@ func WriteProgress(fsys vfs.FS, home string, p Progress) error {
 // Spool is what a read of the spool found past each file's drained
 // offset.
 type Spool struct {
-	// Pending: the saves, in spool file order, then line order.
+	// Pending: the saves, in spool file order, then line order, without
+	// their content and title (see Pending).
 	Pending []Pending
 	// Sizes: the size of each file read.
 	Sizes map[string]int64
@@ -609,8 +614,9 @@ func (u Unreadable) Advice() string {
 	return fmt.Sprintf("spool file %s could not be read (%s): its saves wait; %s", u.Path, u.Error, what)
 }
 
-// ReadSpool reads the saves past each spool file's drained offset, and
-// the size of each file read. Torn lines (a crash before the reply) are
+// ReadSpool lists the saves past each spool file's drained offset (their
+// content and title let go as each is read: see Pending), and the size of
+// each file read. Torn lines (a crash before the reply) are
 // skipped; a line still being written is left for the next drain; a
 // damaged line (see Spool.Damaged) is skipped and reported. Each file is
 // read from its drained offset only, a line at a time: a server's spool
@@ -623,6 +629,11 @@ func (u Unreadable) Advice() string {
 // which removes only files wholly taken in (RemoveDrained) whose writer
 // has exited: nothing of it waits.
 func ReadSpool(fsys vfs.FS, home string, p Progress) (Spool, error) {
+	return readSpoolFiles(fsys, home, p, false)
+}
+
+// readSpoolFiles is ReadSpool; whole keeps each save whole (ReadPending).
+func readSpoolFiles(fsys vfs.FS, home string, p Progress, whole bool) (Spool, error) {
 	out := Spool{Sizes: map[string]int64{}}
 	names, err := listJSONL(fsys, spoolDir(home))
 	if err != nil {
@@ -640,8 +651,11 @@ func ReadSpool(fsys vfs.FS, home string, p Progress) (Spool, error) {
 		}
 		var bad []Damaged
 		var last int64 // the end of the file's last save read
-		size, err := readSpool(f, p[name], func(end int64, s Save) {
-			out.Pending = append(out.Pending, Pending{File: name, End: end, Save: s})
+		size, err := readSpool(f, p[name], func(start, end int64, s Save) {
+			if !whole {
+				s.Content, s.Title, s.ClientName = "", "", CutClientName(s.ClientName)
+			}
+			out.Pending = append(out.Pending, Pending{File: name, Start: start, End: end, Save: s})
 			last = end
 		}, func(start, end int64) {
 			bad = append(bad, Damaged{File: name, Start: start, End: end})
@@ -673,18 +687,79 @@ func unreadable(path string, err error) Unreadable {
 	return Unreadable{Path: path, Err: err, Error: msg}
 }
 
-// ReadPending is ReadSpool's saves and sizes; a file that cannot be read
-// is an error, after the others are read.
+// ReadPending is ReadSpool's saves, whole (content and all: for a few
+// saves), and sizes; a file that cannot be read is an error, after the
+// others are read.
 func ReadPending(fsys vfs.FS, home string, p Progress) ([]Pending, map[string]int64, error) {
-	s, err := ReadSpool(fsys, home, p)
+	s, err := readSpoolFiles(fsys, home, p, true)
 	if err == nil && len(s.Unreadable) > 0 {
 		err = errors.New(s.Unreadable[0].Advice())
 	}
 	return s.Pending, s.Sizes, err
 }
 
+// ErrSpoolChanged: a spool file no longer holds, where ReadSpool found
+// it, the save it listed there.
+var ErrSpoolChanged = errors.New("the spool file changed since it was read")
+
+// SaveReader reads back whole, one at a time, the saves ReadSpool listed:
+// the drain holds one save, not the backlog.
+type SaveReader struct {
+	fs   vfs.FS
+	home string
+	name string // the spool file open
+	f    vfs.File
+}
+
+// NewSaveReader returns a reader of the saves of the spool under home.
+func NewSaveReader(fsys vfs.FS, home string) *SaveReader {
+	return &SaveReader{fs: fsys, home: home}
+}
+
+// Read reads the save p lists from its line in its spool file, content
+// and all. The line must still be that save (its checksum holds and its
+// id is p's): ErrSpoolChanged when it is not (a writer cut off a save it
+// failed to sync after ReadSpool read it), and the caller leaves it and
+// the rest of its file for the next read of the spool.
+func (r *SaveReader) Read(p Pending) (Save, error) {
+	path := filepath.Join(spoolDir(r.home), p.File)
+	if r.f == nil || r.name != p.File {
+		r.Close()
+		f, err := r.fs.OpenFile(path, os.O_RDONLY, 0)
+		if err != nil {
+			return Save{}, err
+		}
+		r.f, r.name = f, p.File
+	}
+	n := p.End - p.Start
+	b, err := vfs.ReadSized(io.NewSectionReader(r.f, p.Start, n), n, -1)
+	var s Save
+	switch {
+	case err != nil:
+		return s, fmt.Errorf("%s: reading its save at %d: %w", path, p.Start, err)
+	case int64(len(b)) != n || n == 0 || b[n-1] != '\n':
+		// Cut shorter since it was read.
+		return s, fmt.Errorf("%s at %d: %w", path, p.Start, ErrSpoolChanged)
+	}
+	if decodeLine(b[:len(b)-1], &s) != nil || s.ID != p.Save.ID {
+		return Save{}, fmt.Errorf("%s at %d: %w", path, p.Start, ErrSpoolChanged)
+	}
+	return s, nil
+}
+
+// Close closes the spool file open.
+func (r *SaveReader) Close() error {
+	if r.f == nil {
+		return nil
+	}
+	err := r.f.Close()
+	r.f, r.name = nil, ""
+	return err
+}
+
 // KeepDamaged copies a damaged spool line's bytes under torn/ (named as a
-// torn tail's copy is, by its offset) and returns the copy's path.
+// torn tail's copy is, by its file and offset: keepTorn) and returns the
+// copy's path; a copy a drain cut short made already is that copy.
 func KeepDamaged(fsys vfs.FS, home string, d Damaged) (string, error) {
 	path := filepath.Join(spoolDir(home), d.File)
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
@@ -696,15 +771,46 @@ func KeepDamaged(fsys vfs.FS, home string, d Damaged) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: reading its damaged line at %d: %w", path, d.Start, err)
 	}
+	return keepTorn(fsys, home, d.File, d.Start, b)
+}
+
+// keepTorn copies bytes of the spool file name from offset off under
+// torn/, as inbox-spool.<file>.<offset>, and returns the copy's path. The
+// name has no time in it: a drain cut short after the copy, before its
+// offset moved past the bytes (or before their file was removed), copies
+// them again when done again, and finds the copy already there with the
+// same bytes: one copy of them, whatever crash came between. A copy of
+// other bytes under that name (the file replaced since) is kept as it is,
+// and these get the next free name (.2, .3, ...).
+func keepTorn(fsys vfs.FS, home, name string, off int64, b []byte) (string, error) {
 	dir := filepath.Join(home, cas.TornDir)
 	if err := fsys.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	kept := filepath.Join(dir, fmt.Sprintf("inbox-spool.%s.%d.%d", d.File, d.Start, time.Now().UnixNano()))
-	if err := fsys.WriteFileAtomic(kept, b, 0o600); err != nil {
-		return "", err
+	base := filepath.Join(dir, fmt.Sprintf("inbox-spool.%s.%d", name, off))
+	for n := 1; ; n++ {
+		kept := base
+		if n > 1 {
+			kept = fmt.Sprintf("%s.%d", base, n)
+		}
+		st, err := fsys.Stat(kept)
+		if errors.Is(err, fs.ErrNotExist) {
+			return kept, fsys.WriteFileAtomic(kept, b, 0o600)
+		}
+		if err != nil {
+			return "", err
+		}
+		if st.Size() != int64(len(b)) || !st.Mode().IsRegular() {
+			continue
+		}
+		have, err := vfs.ReadFile(fsys, kept)
+		if err != nil {
+			return "", err
+		}
+		if bytes.Equal(have, b) {
+			return kept, nil
+		}
 	}
-	return kept, nil
 }
 
 // maxSpoolLine bounds one spool line as read back. A server writes one
@@ -717,11 +823,11 @@ func KeepDamaged(fsys vfs.FS, home string, d Damaged) (string, error) {
 var maxSpoolLine = 32 << 20
 
 // readSpool calls save with each save of the spool file f past off, and
-// the offset just past its line, reading only from off. It returns the
+// the offsets of its line and just past it, reading only from off. It returns the
 // file's size, as its Stat gave it when read: bytes appended since are
 // left for the next read. An offset past the size (a file replaced) reads
 // the file from its start: the ids keep the drain exact.
-func readSpool(f vfs.File, off int64, save func(end int64, s Save), bad func(start, end int64)) (int64, error) {
+func readSpool(f vfs.File, off int64, save func(start, end int64, s Save), bad func(start, end int64)) (int64, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return 0, err
@@ -765,7 +871,7 @@ func readSpool(f vfs.File, off int64, save func(end int64, s Save), bad func(sta
 				bad(off-int64(len(whole)), off) // torn by a crash, if its file's last line
 			}
 		} else if s.ID != "" {
-			save(off, s)
+			save(off-int64(len(whole)), off, s)
 		} // else no save: the locked-writer header
 		line = line[:0]
 	}
@@ -868,12 +974,7 @@ func removeSpool(fsys vfs.FS, home, path string, off int64) (kept string, err er
 		return "", nil
 	}
 	if len(rest) > 0 && !bytes.Equal(rest, lockedLine) {
-		dir := filepath.Join(home, cas.TornDir)
-		if err := fsys.MkdirAll(dir, 0o700); err != nil {
-			return "", err
-		}
-		kept = filepath.Join(dir, fmt.Sprintf("inbox-spool.%s.%d.%d", filepath.Base(path), off, time.Now().UnixNano()))
-		if err := fsys.WriteFileAtomic(kept, rest, 0o600); err != nil {
+		if kept, err = keepTorn(fsys, home, filepath.Base(path), off, rest); err != nil {
 			return "", err
 		}
 	}
@@ -1102,9 +1203,18 @@ func listJSONL(fsys vfs.FS, dir string) ([]string, error) {
 // Inbox names a client's inbox: its short name (what `rook inbox show`
 // takes) and its title, from the clientInfo.name it sent at initialize.
 // Claude Code and Claude Desktop share the Claude Inbox; every other client
-// gets one of its own.
+// gets one of its own. Both come from one name, the client's name as
+// recorded (CutClientName: cleaned, trimmed, cut to MaxClientName bytes),
+// so the whole name and the recorded one name the same inbox, and the
+// drain titles an inbox from a save's recorded name as the server named it.
 func Inbox(clientName string) (short, title string) {
-	n := strings.ToLower(strings.TrimSpace(clientName))
+	// The name is printed (`rook inbox ls`) and typed back (`rook inbox
+	// show`): keep only what can be (a name of controls and spaces is no
+	// name), cut it where rook always cut it (before Unicode spaces were
+	// folded: an inbox an older rook named is found by TypedName), then
+	// fold its spaces.
+	name := TypedName(CutClientName(clientName))
+	n := strings.ToLower(name)
 	switch {
 	case strings.HasPrefix(n, "claude"):
 		return "claude", "Claude Inbox"
@@ -1114,13 +1224,6 @@ func Inbox(clientName string) (short, title string) {
 		return "cursor", "Cursor Inbox"
 	case strings.HasPrefix(n, "gemini"):
 		return "gemini", "Gemini Inbox"
-	}
-	// The name is printed (`rook inbox ls`) and typed back (`rook inbox
-	// show`): keep only what can be, then trim, so a name of controls and
-	// spaces is no name.
-	name := TypedName(clientName)
-	if len(name) > MaxClientName {
-		name = strings.TrimSpace(cutName(name))
 	}
 	if name == "" {
 		name = UnknownClient
@@ -1149,22 +1252,27 @@ func TypedName(name string) string {
 // likes, up to the 4 MiB of an initialize message.
 const MaxClientName = 64
 
-// CutClientName cuts a client's name to MaxClientName bytes, on a
-// character boundary: half a character is not UTF-8, and would come back
-// as U+FFFD from the spool.
+// CutClientName is a client's name as recorded: a name of at most
+// MaxClientName bytes as sent; a longer one as its inbox is named from it
+// (Inbox), without what Typeable removes, trimmed, then cut to
+// MaxClientName bytes on a character boundary (half a character is not
+// UTF-8, and would come back as U+FFFD from the spool), its Unicode
+// spaces kept. Cleaned first, blanks and controls before the name never
+// take the bytes its name needs: 70 spaces and "Zed Editor" is "Zed
+// Editor", not 64 spaces (a client with no name).
 func CutClientName(name string) string {
 	if len(name) <= MaxClientName {
 		return name
 	}
-	return cutName(name)
-}
-
-func cutName(name string) string {
+	name = strings.TrimSpace(Typeable(name))
+	if len(name) <= MaxClientName {
+		return name
+	}
 	cut := MaxClientName
 	for cut > 0 && !utf8.RuneStart(name[cut]) {
 		cut--
 	}
-	return name[:cut]
+	return strings.TrimSpace(name[:cut])
 }
 
 // UnknownClient names the inbox of a client that sent no name (or none

@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -309,6 +310,13 @@ func TestInboxNameClean(t *testing.T) {
 		// "my client" is found as "my client".
 		"my\u00a0client":            "my client",
 		"\u3000Zed\u2009Edit\u00a0": "zed edit",
+		// Cut after cleaning: blanks and controls before a long name
+		// do not take its 64 bytes, and the cut falls where an older
+		// rook cut (before folding Unicode spaces: see TypedName).
+		strings.Repeat(" ", 70) + "Zed Editor":           "zed editor",
+		strings.Repeat("\u200b", 30) + "Zed":             "zed",
+		"\u200bClaude Desktop" + strings.Repeat(" ", 70): "claude",
+		"アクメ\u3000アシスタント\u3000デスクトップ版\u3000プレビュー":        "アクメ アシスタント デスクトップ版 プレ",
 	} {
 		s, title := Inbox(name)
 		if !utf8.ValidString(s) || !utf8.ValidString(title) {
@@ -316,6 +324,14 @@ func TestInboxNameClean(t *testing.T) {
 		}
 		if s != want {
 			t.Fatalf("%q: short name %q, want %q", name, s, want)
+		}
+		// The drain titles a new inbox from the name a save recorded:
+		// it names the same inbox, with the same title.
+		if s2, title2 := Inbox(CutClientName(name)); s2 != s || title2 != title {
+			t.Fatalf("%q: recorded as %q, named %q/%q, not %q/%q", name, CutClientName(name), s2, title2, s, title)
+		}
+		if s != "claude" && s != UnknownClient && strings.ToLower(strings.TrimSuffix(title, " Inbox")) != s {
+			t.Fatalf("%q: titled %q, named %q", name, title, s)
 		}
 	}
 }
@@ -332,6 +348,11 @@ func TestCutClientName(t *testing.T) {
 	}
 	if got := CutClientName("Zed"); got != "Zed" {
 		t.Fatalf("%q", got)
+	}
+	// Cleaned before the cut: blanks and controls do not take the bytes
+	// of the name.
+	if got := CutClientName(strings.Repeat(" ", 70) + "Zed\u202e Editor "); got != "Zed Editor" {
+		t.Fatalf("leading blanks: %q", got)
 	}
 	fsys, home := newHome(t)
 	w := NewWriter(fsys, home, "1-2")
@@ -379,9 +400,68 @@ func TestReadSpoolDamagedLine(t *testing.T) {
 	if got, _ := vfs.ReadFile(fsys, kept); string(got) != string(bad) {
 		t.Fatalf("kept %q", got)
 	}
+	// Kept again (a drain cut short, done again): the same copy, named
+	// by file and offset, not a second one.
+	if again, err := KeepDamaged(fsys, home, s.Damaged[0]); err != nil || again != kept || !strings.HasSuffix(kept, fmt.Sprintf("inbox-spool.1-2.jsonl.%d", start)) {
+		t.Fatalf("kept again as %q (%v), first as %q", again, err, kept)
+	}
+	// Other bytes under that name (a file replaced since) stay; these
+	// get the next name.
+	fsys.WriteFileAtomic(kept, []byte("other bytes\n"), 0o600)
+	if other, err := KeepDamaged(fsys, home, s.Damaged[0]); err != nil || other != kept+".2" {
+		t.Fatalf("kept beside other bytes as %q (%v)", other, err)
+	}
 	// From past it, nothing is damaged.
 	if s, _ = ReadSpool(fsys, home, Progress{"1-2.jsonl": s.Pending[1].End}); len(s.Damaged) != 0 || len(s.Pending) != 0 {
 		t.Fatalf("%+v", s)
+	}
+}
+
+// TestSaveReader: ReadSpool lists the saves without their contents (a
+// backlog is not held); SaveReader reads each back whole, and says so
+// when its line is no longer that save (cut off by its writer since).
+func TestSaveReader(t *testing.T) {
+	fsys, home := newHome(t)
+	a, _ := encodeLine(Save{V: 1, ID: "a", Client: "c", ClientName: strings.Repeat("N", 1000), Title: "ta", Content: "x"})
+	b, _ := encodeLine(Save{V: 1, ID: "b", Client: "c", Title: "tb", Content: "y"})
+	fsys.MkdirAll(spoolDir(home), 0o700)
+	path := spoolDir(home) + "/1-2.jsonl"
+	fsys.WriteFileAtomic(path, append(append(append([]byte{}, lockedLine...), a...), b...), 0o600)
+	s, err := ReadSpool(fsys, home, Progress{})
+	if err != nil || len(s.Pending) != 2 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	for _, p := range s.Pending {
+		if p.Save.Content != "" || p.Save.Title != "" || len(p.Save.ClientName) > MaxClientName {
+			t.Fatalf("listed with its content: %+v", p.Save)
+		}
+	}
+	if p := s.Pending[1]; p.Start != int64(len(lockedLine)+len(a)) || p.End != p.Start+int64(len(b)) {
+		t.Fatalf("%+v", p)
+	}
+	rd := NewSaveReader(fsys, home)
+	defer rd.Close()
+	for i, want := range []string{"x", "y"} {
+		got, err := rd.Read(s.Pending[i])
+		if err != nil || got.Content != want || got.ID != s.Pending[i].Save.ID || got.Title != "t"+got.ID {
+			t.Fatalf("read back %+v, %v", got, err)
+		}
+	}
+	if got, err := rd.Read(s.Pending[0]); err != nil || len(got.ClientName) != 1000 {
+		t.Fatalf("read back %d bytes of the name, %v", len(got.ClientName), err)
+	}
+	// The writer cut its last save off (its sync failed) and saved
+	// another: the line listed is no longer that save.
+	c, _ := encodeLine(Save{V: 1, ID: "c", Client: "c", Content: "zz"})
+	fsys.WriteFileAtomic(path, append(append(append([]byte{}, lockedLine...), a...), c...), 0o600)
+	rd.Close()
+	if _, err := rd.Read(s.Pending[1]); !errors.Is(err, ErrSpoolChanged) {
+		t.Fatalf("a save replaced: %v", err)
+	}
+	fsys.WriteFileAtomic(path, append(append([]byte{}, lockedLine...), a...), 0o600)
+	rd.Close()
+	if _, err := rd.Read(s.Pending[1]); !errors.Is(err, ErrSpoolChanged) {
+		t.Fatalf("a save cut off: %v", err)
 	}
 }
 

@@ -908,7 +908,7 @@ func (r *Rook) CapturePaths(root string, paths []string, label string, limits Li
 		return nil, err
 	}
 	c.m.Label = label
-	c.linkFree = true
+	c.linkFree, c.m.RealPaths = true, true
 	for _, p := range paths {
 		if err := c.addPath(p); err != nil {
 			return nil, err

@@ -57,6 +57,27 @@ func (st *firstStates) wasDir(d string) bool {
 	return covered
 }
 
+// wasDirIn is wasDir in the workspace whose real path is real, and says
+// too a directory a path was captured under by a capture that recorded
+// none through a link (realDirs), when it is a link now leading to a
+// directory of the workspace: a tool replaced it by that link, and what
+// the capture had under it is not what the link leads to. (A link there
+// leading to nothing or to a file is replaced, as a link leading outside
+// is refused, by Plan.inRoot.)
+func (st *firstStates) wasDirIn(real string) func(d string) bool {
+	return func(d string) bool {
+		if st.wasDir(d) {
+			return true
+		}
+		if !st.realDirs[d] {
+			return false
+		}
+		t := realDir(filepath.Join(real, filepath.FromSlash(d)))
+		fi, err := os.Stat(t)
+		return err == nil && fi.IsDir() && within(real, t)
+	}
+}
+
 // existedWhenCovered says whether directory x was there at the first
 // capture that says what x held (of x itself, whole or absent, or of a
 // directory holding it); covered is false when no capture says.
@@ -82,6 +103,9 @@ func (st *firstStates) dirChanges() []Change {
 		if _, ok := st.First[d]; ok {
 			continue // a file's state (or absent): that is put back
 		}
+		if st.underEarlierFile(d, st.dirs[d]) {
+			continue // a file then (settleFileOrDir): nothing under it
+		}
 		if existed, _ := st.existedWhenCovered(d); existed {
 			c := Change{Path: d, Dir: true}
 			if m, ok := st.dirModes[d]; ok {
@@ -91,6 +115,18 @@ func (st *firstStates) dirChanges() []Change {
 		}
 	}
 	return out
+}
+
+// underEarlierFile says whether a directory above p has a state as a
+// file (or link) earlier than seq s: p's state is of a time the earliest
+// capture says nothing could be under it.
+func (st *firstStates) underEarlierFile(p string, s uint64) bool {
+	for a := path.Dir(p); a != "."; a = path.Dir(a) {
+		if c, ok := st.First[a]; ok && !c.Remove && !c.Dir && st.seq[a] < s {
+			return true
+		}
+	}
+	return false
 }
 
 // addedUnderDirs adds to st the files added under the directories captured
@@ -204,7 +240,8 @@ func (st *firstStates) addedUnderDirs(home string) error {
 
 // settleFileOrDir makes the earliest state at or after the point say
 // whether a path was a file or a directory then, when a tool replaced one
-// by the other between two captures: a file state whose directory above
+// by the other between two captures: a state (a file's, a link's, or a
+// directory's a capture took whole: dirChanges) whose directory above
 // has an earlier state as a file (p captured as a file, then p/f once a
 // tool made p a directory) is absent, as nothing could be under the file
 // p then; a file state of a path with an earlier state under it (d/x
@@ -225,16 +262,11 @@ func (st *firstStates) settleFileOrDir() (dirThen map[string]bool) {
 	}
 	absent := map[string]bool{}
 	dirThen = map[string]bool{}
-	for p := range st.First {
-		s, ok := file(p)
-		if !ok {
-			continue
-		}
-		for a := path.Dir(p); a != "."; a = path.Dir(a) {
-			if as, ok := file(a); ok && as < s {
-				absent[p] = true
-				break
-			}
+	// A state under an earlier file (a file, a link or a directory: the
+	// earliest capture had no directory there) is absent.
+	for p, c := range st.First {
+		if !c.Remove && st.underEarlierFile(p, st.seq[p]) {
+			absent[p] = true
 		}
 	}
 	for d, ds := range st.dirs {

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rookhq/rook/eventlog"
@@ -76,5 +77,45 @@ func TestStatesRecordedThroughALinkAreOneFile(t *testing.T) {
 	}
 	if got := readTree(t, ws)["real/f"]; got != "f0\n" {
 		t.Fatalf("real/f after the rewind to 1: %q, want f0", got)
+	}
+}
+
+// A directory the capture had (lnk, a path captured under it) that a tool
+// replaces by a link to a directory of the workspace while a rewind
+// writes: the rewind's plan was made with lnk a directory, and its writes
+// under lnk after the swap would land in real/. Each change is checked
+// again as it is applied: the rewind stops at lnk/b, saying lnk is a link
+// now, and real/b, never captured (its bytes those the rewind saved of
+// lnk/b, so nothing else tells them apart), is not written.
+func TestRewindStopsAtALinkPutWhereACapturedDirectoryWas(t *testing.T) {
+	r, ws, id := newWorkspace(t)
+	writeTree(t, ws, tree{"lnk/a": "a0\n", "lnk/b": "b0\n", "real/b": "b1\n"})
+	if _, _, err := r.CaptureSession(id, []string{"lnk/a", "lnk/b"}, "edit", DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, ws, tree{"lnk/a": "a1\n", "lnk/b": "b1\n"})
+	swapped := false
+	applyHook = func(point, rel string) {
+		if point != hookBetween || rel != "lnk/b" || swapped {
+			return
+		}
+		swapped = true
+		if err := os.Rename(filepath.Join(ws, "lnk"), filepath.Join(ws, "old")); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink("real", filepath.Join(ws, "lnk")); err != nil {
+			t.Error(err)
+		}
+	}
+	_, err := r.Rewind(id, 0, false)
+	applyHook = nil
+	if !swapped {
+		t.Skip("lnk/b was not reached")
+	}
+	if err == nil || !strings.Contains(err.Error(), "lnk is a link now (to real) where the capture had a directory") {
+		t.Fatalf("rewind: %v, want it stopped at the link", err)
+	}
+	if got := readFileT(t, filepath.Join(ws, "real", "b")); got != "b1\n" {
+		t.Fatalf("real/b after the rewind: %q, want it untouched", got)
 	}
 }

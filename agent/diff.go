@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -194,6 +195,10 @@ type firstStates struct {
 	Outside []UncomparedFile
 
 	seq map[string]uint64 // the seq of each path's first state
+	// realDirs: the directories a capture recorded a path under while
+	// it recorded none through a link (Manifest.RealPaths): directories
+	// then, never renamed through a link they became since (linkFree).
+	realDirs map[string]bool
 	// unknownAt: the seq of each path of Unknown's first unknown state.
 	unknownAt map[string]uint64
 	// linkedNotes say each state taken from another session of the
@@ -473,7 +478,13 @@ func (r *Rook) capturedStatesIn(id eventlog.ID, from uint64, rewinding bool, ws 
 			// capture had something else, a directory, a file or
 			// nothing (replaced since: not what was captured, which the
 			// restore refuses to write through, or removes).
+			if m.RealPaths {
+				st.addRealDirs(m)
+			}
 			m = m.linkFree(func(d string) bool {
+				if st.realDirs[d] {
+					return true
+				}
 				_, whole := st.dirs[d]
 				_, gone := st.gone[d]
 				c, had := st.First[d]
@@ -687,6 +698,7 @@ func (r *Rook) DiffWith(id eventlog.ID, w io.Writer, color bool, opts DiffOption
 	if err != nil {
 		return d, err
 	}
+	wasDir := st.wasDirIn(real)
 	if fi, err := os.Stat(real); errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() {
 		// Every file would read as removed: say what is gone instead. (An
 		// imported session's workspace is often on another machine, or a
@@ -701,7 +713,7 @@ func (r *Rook) DiffWith(id eventlog.ID, w io.Writer, color bool, opts DiffOption
 	// as the files deleted and the link or file added), and nothing is
 	// compared through a link.
 	for dir := range st.dirs {
-		if _, ok := first[dir]; ok || linkedDir(real, dir, st.wasDir) != "" {
+		if _, ok := first[dir]; ok || linkedDir(real, dir, wasDir) != "" {
 			continue
 		}
 		if fi, err := os.Lstat(filepath.Join(real, filepath.FromSlash(dir))); err == nil && !fi.IsDir() {
@@ -730,7 +742,7 @@ func (r *Rook) DiffWith(id eventlog.ID, w io.Writer, color bool, opts DiffOption
 		// error left from the path before, a named pipe's say).
 		var cur DiskFile
 		err = nil
-		if linkedDir(real, p, st.wasDir) == "" {
+		if linkedDir(real, p, wasDir) == "" {
 			// The disk may have changed under the captured path: never
 			// read through a link that now leads outside the workspace.
 			// (Under a link in place of a captured directory nothing is
@@ -1330,4 +1342,26 @@ func (st *firstStates) underDirBefore(p string, at uint64) bool {
 		}
 	}
 	return false
+}
+
+// addRealDirs records the directories m recorded a path under
+// (realDirs): m recorded none through a link, so each was a directory
+// when captured, and a link it is now is a tool's since.
+func (st *firstStates) addRealDirs(m *Manifest) {
+	if st.realDirs == nil {
+		st.realDirs = map[string]bool{}
+	}
+	add := func(p string) {
+		for d := path.Dir(p); d != "." && d != "/" && d != "" && !st.realDirs[d]; d = path.Dir(d) {
+			st.realDirs[d] = true
+		}
+	}
+	for p := range m.Files {
+		add(p)
+	}
+	for _, ps := range [][]string{m.Absent, m.Dirs, m.Unknown} {
+		for _, p := range ps {
+			add(p)
+		}
+	}
 }

@@ -99,6 +99,12 @@ type Manifest struct {
 	// links leading outside the workspace; any capture's named pipes),
 	// for the user; restore ignores it.
 	Skipped []string `json:"skipped,omitempty"`
+	// RealPaths: the capture recorded no path through a link (a path
+	// named through a link to a directory of the workspace is recorded
+	// by the path it reaches: CapturePaths), so each directory a path is
+	// recorded under was a directory then, whatever it is now. Captures
+	// without it (an older rook's) may name a file through a link.
+	RealPaths bool `json:"real_paths,omitempty"`
 }
 
 // manifestVersion is the newest manifest version this rook reads and

@@ -86,8 +86,11 @@ func (c Change) stateSource() string {
 // every object read and verified, every directory writable. Apply carries
 // it out; building it writes nothing.
 type Plan struct {
-	Root    string
-	real    string
+	Root string
+	real string
+	// wasDir (nil: none) says the directories the capture had (planRestore):
+	// one that is a link when a change is applied is not written through.
+	wasDir  func(dir string) bool
 	Changes []Change
 	// through: Apply went through Changes[:through] (a change it stopped
 	// at is not among them).
@@ -288,7 +291,7 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Root: filepath.Clean(root), real: real, copyOf: r.writeChange}
+	p := &Plan{Root: filepath.Clean(root), real: real, copyOf: r.writeChange, wasDir: wasDir}
 	store := newStoreGuard(r.Store.Home())
 	if err := store.check(p.Root, real, "restore into"); err != nil {
 		return nil, err
@@ -919,6 +922,14 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 				return written, removed, unchanged, fmt.Errorf("%w%s", err, p.soFar(written, removed))
 			}
 		}
+		// And a link put since the plan where the capture had a directory
+		// (inside the workspace, which resolveInRoot allows): never
+		// written or removed through.
+		if p.wasDir != nil {
+			if err := linkAbove(p.real, c, p.wasDir); err != nil {
+				return written, removed, unchanged, fmt.Errorf("%w%s", err, p.soFar(written, removed))
+			}
+		}
 		if c.clearTree {
 			n, err := p.removeTree(c.Path)
 			removed += n
@@ -986,6 +997,11 @@ func (p *Plan) apply() (written, removed, unchanged int, err error) {
 			recheck = func() error {
 				if applyHook != nil {
 					applyHook(hookRename, c.Path)
+				}
+				if p.wasDir != nil {
+					if err := linkAbove(p.real, c, p.wasDir); err != nil {
+						return err
+					}
 				}
 				_, err := p.sinceSaved(c.Path)
 				return err

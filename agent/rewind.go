@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -359,7 +360,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 				// No chmod makes it readable: the path is too long.
 				remove := "remove it yourself"
 				if u.Added != "" {
-					remove = fmt.Sprintf("remove what was added yourself (`rm -r %s`, made since the capture)", ShellQuote(u.Added))
+					remove = fmt.Sprintf("remove what was added yourself (`%s`, made since the capture)", removeByHand(u.Added))
 				}
 				return rep, fmt.Errorf("cannot rewind the files: %s cannot be reached: %s, so what was added in it since the capture cannot be found to remove; %s, and run this again (--keep-files rewinds the conversation only): nothing changed", ShortPath(u.Path), u.Error, remove)
 			}
@@ -417,7 +418,8 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 				}
 				return rep, fmt.Errorf("%w: nothing changed (%s; --keep-files rewinds the conversation only)", err, movedWorkspaceHint)
 			}
-			if plan, err = r.planRestore(root, changes, st.wasDir, true); err != nil {
+			realWS, _ := realRoot(root)
+			if plan, err = r.planRestore(root, changes, st.wasDirIn(realWS), true); err != nil {
 				// A file's state at the point a Claude Code file backup
 				// that does not read: not known (backup_unread.go).
 				var uc *unreadCopyError
@@ -803,4 +805,34 @@ func ShortPath(p string) string {
 	}
 	head, tail := p[:strings.IndexByte(p[1:], '/')+1], p[strings.LastIndexByte(p, '/')+1:]
 	return fmt.Sprintf("%s/.../%s", head, tail)
+}
+
+// pathMaxBytes is the longest path the system opens by name (PATH_MAX,
+// less its NUL): 4,096 bytes on Linux, 1,024 on macOS and the BSDs.
+var pathMaxBytes = func() int {
+	if runtime.GOOS == "linux" {
+		return 4095
+	}
+	return 1023
+}()
+
+// removeByHand is a shell command removing p, a workspace path, from the
+// workspace: `rm -r p`, or, when p is longer than the system opens by
+// name (rm would fail "File name too long"), a subshell going down to it
+// by cds of paths short enough, then removing the rest.
+func removeByHand(p string) string {
+	var cds []string
+	for len(p) > pathMaxBytes {
+		cut := strings.LastIndexByte(p[:pathMaxBytes+1], '/')
+		if cut <= 0 {
+			break // (a name longer than the limit: none is)
+		}
+		cds = append(cds, "cd "+ShellQuote(p[:cut]))
+		p = p[cut+1:]
+	}
+	rm := "rm -r " + ShellQuote(p)
+	if len(cds) == 0 {
+		return rm
+	}
+	return "(" + strings.Join(cds, " && ") + " && " + rm + ")"
 }

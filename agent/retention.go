@@ -16,7 +16,11 @@ import (
 	"github.com/rookhq/rook/cas"
 	"github.com/rookhq/rook/eventlog"
 	"github.com/rookhq/rook/internal/units"
+	"github.com/rookhq/rook/internal/vfs"
 )
+
+// diskFree is vfs.DiskFree; a test makes a disk short of room.
+var diskFree = vfs.DiskFree
 
 // MaxTagLen bounds a session tag.
 const MaxTagLen = 64
@@ -528,6 +532,10 @@ func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.D
 				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), laterGC(g, grace, stored, true), rep.StuckOn.what(), rep.StuckOn.SayWaysOut(WayOut.String)))
 			if rep.BudgetRounds > 0 {
 				packsFirst()
+			} else {
+				// As a real run does before it says so.
+				rep.BudgetRepackFirst = true
+				rep.Notes[len(rep.Notes)-1] += "; a real run repacks the store first (packing small records together) and measures again, which may bring it within the budget"
 			}
 			return nil
 		}
@@ -709,8 +717,10 @@ func joinList(parts []string, conj string) string {
 
 // enforceBudget deletes the oldest unprotected sessions, a batch a round,
 // and collects after each, while the store is over the budget. Before the
-// first deletion it repacks the store, once, and measures again
-// (BudgetRepackFirst): a session is not deleted for bytes packing frees. Objects gc
+// first deletion (or before saying none may be deleted) it repacks the
+// store, once, and measures again (BudgetRepackFirst): a session is not
+// deleted for bytes packing frees; not on a disk without room for the
+// repack's copy (a note says so). Objects gc
 // found unreachable but kept for being younger than the grace (deleted by
 // this run or an earlier one) count as freed: the first gc after the grace
 // frees them, and deleting more sessions for their bytes would lose history
@@ -722,6 +732,7 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 	}
 	g := rep.GC // the last gc: what waits for the grace
 	rm := sessionRemover{r: r}
+	packTried := false
 	for {
 		st, err := r.Store.Stats()
 		if err != nil {
@@ -737,6 +748,34 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s over the %s budget until a later gc: %d unreachable object(s) (%s stored) are younger than the gc grace (%s); the first `rook store gc` or maintain after it frees them, leaving about %s, so maintain deleted no more sessions for them",
 				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), g.TooNew, units.Bytes(g.TooNewStored), grace, units.Bytes(freeable)))
 			return nil
+		}
+		if !packTried {
+			// Pack before deleting any session for bytes (or saying
+			// none may be): records appended one by one (hooks) take far
+			// more than packed together, and a session deleted for what
+			// packing frees is history lost for nothing. Once a run:
+			// then measure again. A repack writes a copy of what is
+			// stored before it deletes the old segments: on a disk
+			// without that room it would fail, and the budget, set for
+			// a disk running short, would never delete a session.
+			packTried = true
+			if free, _, ferr := diskFree(r.home); ferr == nil && free < uint64(st.Stored) {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("not repacked before deleting sessions for the budget: a repack writes a copy of the %s stored before it removes the old segments, and the disk has %s free", units.Bytes(st.Stored), units.Bytes(int64(free))))
+			} else {
+				rep.BudgetRepackFirst = true
+				pr, err := r.Repack(progress)
+				if err != nil {
+					return fmt.Errorf("repack before deleting sessions for the budget: %w", err)
+				}
+				rep.BudgetRepack = &pr
+				if g.TooNewStored > 0 {
+					// Their stored size is what the repack made it now.
+					if g, err = r.GC(grace, true, nil, nil); err != nil {
+						return fmt.Errorf("gc: %w", err)
+					}
+				}
+				continue
+			}
 		}
 		over := freeable - budget
 		all, err := r.sessionsNewestFirst()
@@ -761,25 +800,6 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget%s: no session is left that may be deleted; the rest is %s (%s)",
 				units.Bytes(rep.OverBudgetBy), units.Bytes(budget), laterGC(g, grace, st.Stored, false), rep.StuckOn.what(), rep.StuckOn.SayWaysOut(WayOut.String)))
 			return nil
-		}
-		if !rep.BudgetRepackFirst {
-			// Pack before deleting any session for bytes: records
-			// appended one by one (hooks) take far more than packed
-			// together, and a session deleted for what packing frees is
-			// history lost for nothing. Once a run: then measure again.
-			rep.BudgetRepackFirst = true
-			pr, err := r.Repack(progress)
-			if err != nil {
-				return fmt.Errorf("repack before deleting sessions for the budget: %w", err)
-			}
-			rep.BudgetRepack = &pr
-			if g.TooNewStored > 0 {
-				// Their stored size is what the repack made it now.
-				if g, err = r.GC(grace, true, nil, nil); err != nil {
-					return fmt.Errorf("gc: %w", err)
-				}
-			}
-			continue
 		}
 		n, err := r.budgetBatch(cands, over, nil)
 		if err != nil {

@@ -563,6 +563,31 @@ func TestMaintainHoldsTheBudget(t *testing.T) {
 	}
 }
 
+// On a disk without room for a copy of what is stored, the budget does
+// not repack first (the repack would fail on the full disk, and the
+// budget, set for a disk running short, would never delete a session): it
+// says so and deletes the oldest as before. It failed the whole stage.
+func TestMaintainBudgetWithoutRoomToRepackStillDeletes(t *testing.T) {
+	defer func(f func(string) (uint64, uint64, error)) { diskFree = f }(diskFree)
+	diskFree = func(string) (uint64, uint64, error) { return 1 << 10, 1 << 30, nil }
+	r, _, s := budgetRook(t, 10, map[int]string{0: "keep"})
+	st, _ := r.Store.Stats()
+	budget := st.Stored * 45 / 100
+	rep, err := r.Maintain(budgetConfig(budget), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.BudgetRepackFirst || rep.BudgetRepack != nil {
+		t.Fatalf("repacked first on a disk with 1 KiB free: %+v", rep.BudgetRepack)
+	}
+	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "not repacked before deleting sessions for the budget") || !strings.Contains(rep.Notes[0], "1.0 KiB free") {
+		t.Fatalf("notes %q", rep.Notes)
+	}
+	if got := deletedIDs(rep.BudgetDeleted); len(got) == 0 || got[0] != s[1] || rep.StoredAfter > budget {
+		t.Fatalf("deleted %v, stored after %d, budget %d", got, rep.StoredAfter, budget)
+	}
+}
+
 func TestMaintainOverBudgetWithOnlyProtectedLeft(t *testing.T) {
 	r, _, _ := budgetRook(t, 4, map[int]string{0: "keep", 1: "pinned"})
 	rep, err := r.Maintain(budgetConfig(10<<10), false, nil)

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rookhq/rook/eventlog"
 )
@@ -360,7 +361,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 				// No chmod makes it readable: the path is too long.
 				remove := "remove it yourself"
 				if u.Added != "" {
-					remove = fmt.Sprintf("remove what was added yourself (`%s`, made since the capture)", removeByHand(u.Added))
+					remove = fmt.Sprintf("remove what was added yourself (`%s`, made since the capture)", removeByHand(st.Root, u.Added))
 				}
 				return rep, fmt.Errorf("cannot rewind the files: %s cannot be reached: %s, so what was added in it since the capture cannot be found to remove; %s, and run this again (--keep-files rewinds the conversation only): nothing changed", ShortPath(u.Path), u.Error, remove)
 			}
@@ -798,13 +799,24 @@ func transcriptRewound(states []Change, plan *Plan) []TranscriptRewound {
 
 // ShortPath is p for a message, its middle cut when it is thousands of
 // bytes long (a tree nested too deep to open by name): its first and
-// last elements, and how long it is, said.
+// last elements; its first and last 64 bytes or so (whole characters)
+// when it has no two of them.
 func ShortPath(p string) string {
 	if len(p) <= 256 {
 		return p
 	}
-	head, tail := p[:strings.IndexByte(p[1:], '/')+1], p[strings.LastIndexByte(p, '/')+1:]
-	return fmt.Sprintf("%s/.../%s", head, tail)
+	i, j := strings.IndexByte(p[1:], '/')+1, strings.LastIndexByte(p, '/')
+	if i <= 0 || j <= i {
+		h, t := 64, len(p)-64
+		for h > 0 && !utf8.RuneStart(p[h]) {
+			h--
+		}
+		for t < len(p) && !utf8.RuneStart(p[t]) {
+			t++
+		}
+		return p[:h] + "..." + p[t:]
+	}
+	return p[:i] + "/.../" + p[j+1:]
 }
 
 // pathMaxBytes is the longest path the system opens by name (PATH_MAX,
@@ -816,12 +828,14 @@ var pathMaxBytes = func() int {
 	return 1023
 }()
 
-// removeByHand is a shell command removing p, a workspace path, from the
-// workspace: `rm -r p`, or, when p is longer than the system opens by
-// name (rm would fail "File name too long"), a subshell going down to it
-// by cds of paths short enough, then removing the rest.
-func removeByHand(p string) string {
-	var cds []string
+// removeByHand is a shell command removing p, a path in the workspace
+// root, that runs from any directory: a subshell going to the root (a
+// relative `rm -r p` run elsewhere would remove another tree of that
+// name), then, when p is longer than the system opens by name (rm would
+// fail "File name too long"), down to it by cds of paths short enough,
+// then removing the rest.
+func removeByHand(root, p string) string {
+	cds := []string{"cd " + ShellQuote(root)}
 	for len(p) > pathMaxBytes {
 		cut := strings.LastIndexByte(p[:pathMaxBytes+1], '/')
 		if cut <= 0 {
@@ -830,9 +844,5 @@ func removeByHand(p string) string {
 		cds = append(cds, "cd "+ShellQuote(p[:cut]))
 		p = p[cut+1:]
 	}
-	rm := "rm -r " + ShellQuote(p)
-	if len(cds) == 0 {
-		return rm
-	}
-	return "(" + strings.Join(cds, " && ") + " && " + rm + ")"
+	return "(" + strings.Join(cds, " && ") + " && rm -r " + ShellQuote(p) + ")"
 }

@@ -4,7 +4,9 @@ import (
 	"io/fs"
 	"maps"
 	"path/filepath"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // A rewind whose state of a file comes from an imported Claude Code
@@ -156,5 +158,26 @@ func TestRewindTakesOffADirectorysSpecialBitsAVersion6CaptureSays(t *testing.T) 
 	}
 	if got := specialModes(t, ws, now); !maps.Equal(got, now) {
 		t.Fatalf("modes after the undo %v, want %v", got, now)
+	}
+}
+
+// ShortPath cuts the middle of a path thousands of bytes long for a
+// message, keeping its first and last elements; one with no '/' after its
+// first byte kept an empty head and read "/.../tail", like an absolute
+// path.
+func TestShortPath(t *testing.T) {
+	long := strings.Repeat("abcdefghijklmnop/", 30) + "x"
+	if got, want := ShortPath(long), "abcdefghijklmnop/.../x"; got != want {
+		t.Errorf("ShortPath(%d bytes) = %q, want %q", len(long), got, want)
+	}
+	if got := ShortPath("short/path"); got != "short/path" {
+		t.Errorf("ShortPath(short) = %q", got)
+	}
+	name := strings.Repeat("n", 300)
+	if got, want := ShortPath(name), strings.Repeat("n", 64)+"..."+strings.Repeat("n", 64); got != want {
+		t.Errorf("ShortPath(one 300-byte name) = %q, want %q", got, want)
+	}
+	if got := ShortPath("d/" + strings.Repeat("é", 150)); !utf8.ValidString(got) || strings.HasPrefix(got, "/") {
+		t.Errorf("ShortPath(a name of 150 é under d) = %q: not whole characters, or read as absolute", got)
 	}
 }

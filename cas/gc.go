@@ -221,10 +221,11 @@ func (s *Store) Collect(opts GCOptions) (GCReport, error) {
 // n for the bytes in it no index entry names: more than a quarter of its
 // records' bytes (or of a full segment's, SegmentSize, for one grown past
 // it) are not the records the entries locate in it (named: their stored
-// bytes; records: how many records they are in, each with its header). It is an estimate from
-// above for what is named (stored bytes are rounded up, a block's member
-// table is not counted), so a segment whose records are all named is never
-// taken for one. Only the records up to the watermark count: those past it
+// bytes; records: how many records they are in, each with its header). It is
+// close to what is named (stored bytes are rounded up; a block's member
+// table, a few bytes an object, is not counted), so a segment whose records
+// are all named stays far from the quarter, but for blocks of objects of a
+// byte or two. Only the records up to the watermark count: those past it
 // (a Barrier's, not committed yet) are acknowledged writes the index may not
 // name yet, never orphans. Collect commits first (the counters in memory,
 // the watermark among them, are then the committed ones), so none are.

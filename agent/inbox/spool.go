@@ -576,7 +576,7 @@ type Spool struct {
 	Pending []Pending
 	// Sizes: the size of each file read.
 	Sizes map[string]int64
-	// Damaged: complete lines whose checksum fails (or that are no save)
+	// Damaged: complete lines whose checksum fails, or that do not decode,
 	// followed by a valid save in their file. A crash tears only a
 	// file's last line, so such a line was damaged on disk after it was
 	// written (a save acknowledged to its client), or is a save that

@@ -173,24 +173,30 @@ func TestInboxDrainOnOpenByInboxLs(t *testing.T) {
 	}
 }
 
-// TestInboxDrainCrashSweep crashes the drain at every write and drains
-// again: every save is in the store exactly once.
-func TestInboxDrainCrashSweep(t *testing.T) {
-	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-	var ids []string
-	drain := func(fsys vfs.FS) error {
+// crashDrain opens the crash store on fsys, which drains the spool, and
+// fails with a notice holding failed (saves not taken in).
+func crashDrain(clk clock.Clock, failed string) func(vfs.FS) error {
+	return func(fsys vfs.FS) error {
 		r, err := Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true})
 		if err != nil {
 			return err
 		}
 		for _, n := range r.Notices() {
-			if strings.Contains(n, "not taken in") {
+			if strings.Contains(n, failed) {
 				r.Close()
 				return fmt.Errorf("%s", n)
 			}
 		}
 		return r.Close()
 	}
+}
+
+// TestInboxDrainCrashSweep crashes the drain at every write and drains
+// again: every save is in the store exactly once.
+func TestInboxDrainCrashSweep(t *testing.T) {
+	clk := &clock.Fixed{T: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	var ids []string
+	drain := crashDrain(clk, "not taken in")
 	n := vfstest.Sweep(t, rand.New(rand.NewPCG(9, 9)), 2,
 		func(fsys *vfs.MemFS) { initCrashStore(fsys); ids = spoolSaves(t, fsys, crashHome, 2, 3) },
 		func(fsys *vfs.MemFS) error {
@@ -268,19 +274,7 @@ func TestInboxDamagedLineKeptOnceAcrossCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	drain := func(fsys vfs.FS) error {
-		r, err := Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true})
-		if err != nil {
-			return err
-		}
-		for _, n := range r.Notices() {
-			if strings.Contains(n, "were not taken in") {
-				r.Close()
-				return fmt.Errorf("%s", n)
-			}
-		}
-		return r.Close()
-	}
+	drain := crashDrain(clk, "were not taken in")
 	copies := func(fsys vfs.FS, of []byte) int {
 		ents, _ := fsys.ReadDir(filepath.Join(crashHome, cas.TornDir))
 		n := 0

@@ -571,39 +571,7 @@ func TestFailedRepackGivesBackWhatItWrote(t *testing.T) {
 // copies no index entry names. The store, failed, still reads every
 // object from the old segments, and after a reopen a gc finishes.
 func TestFailedGCCutsTheActiveSegmentBack(t *testing.T) {
-	fsys := vfs.NewMem()
-	clk := testClock()
-	s, home := newStore(t, fsys, Options{Clock: clk})
-	want := map[Key][]byte{}
-	dead := map[Key]bool{}
-	for i := 0; i < 60; i++ { // 1.5 MiB live: two bulk blocks when moved
-		b := noise(50<<10, uint64(2*i+1)) // noise takes seed|1
-		id := mustPut(t, s, KindFile, b)
-		if i%2 == 0 {
-			dead[id] = true
-		} else {
-			want[id] = b
-		}
-	}
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	// The garbage is in a sealed segment; the active one holds live
-	// objects only.
-	s.mu.Lock()
-	err := s.startSegment()
-	s.mu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 4; i++ {
-		b := noise(20<<10, uint64(1001+2*i))
-		want[mustPut(t, s, KindFile, b)] = b
-	}
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(time.Hour)
+	s, home, fsys, live, want := activeLiveStore(t)
 	before := segFiles(t, fsys, home)
 	writes := 0
 	fsys.SetHook(func(op vfs.Op, path string) error {
@@ -615,7 +583,7 @@ func TestFailedGCCutsTheActiveSegmentBack(t *testing.T) {
 		}
 		return nil
 	})
-	_, gerr := s.Collect(GCOptions{Live: func(id Key) bool { return !dead[id] }, Grace: time.Minute})
+	_, gerr := s.Collect(GCOptions{Live: live, Grace: time.Minute})
 	fsys.SetHook(nil)
 	var rf *RewriteFailedError
 	if !errors.As(gerr, &rf) || rf.Left != nil || rf.Cut == "" {
@@ -630,12 +598,12 @@ func TestFailedGCCutsTheActiveSegmentBack(t *testing.T) {
 		}
 	}
 	s.Close()
-	w, err := Open(home, Options{FS: fsys, Clock: clk, Writable: true})
+	w, err := Open(home, Options{FS: fsys, Clock: s.opts.Clock, Writable: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if _, err := w.Collect(GCOptions{Live: func(id Key) bool { return !dead[id] }, Grace: time.Minute}); err != nil {
+	if _, err := w.Collect(GCOptions{Live: live, Grace: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	for id, b := range want {

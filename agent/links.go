@@ -223,13 +223,14 @@ func (m *Manifest) linkFree(keep func(string) bool) *Manifest {
 	}
 	list := func(ps []string, exclusive bool) []string {
 		var o []string
+		in := make(map[string]bool, len(ps))
 		for _, renamed := range []bool{false, true} {
 			for _, p := range ps {
 				q := name(p)
-				if (q != p) != renamed || slices.Contains(o, q) || exclusive && taken[q] {
+				if (q != p) != renamed || in[q] || exclusive && taken[q] {
 					continue
 				}
-				o = append(o, q)
+				o, in[q] = append(o, q), true
 			}
 		}
 		for _, q := range o {

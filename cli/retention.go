@@ -245,6 +245,7 @@ func (c *StoreMaintainCmd) Run(e *Env) error {
 		// stdout (--json: beside the error, exitWith), and in the error.
 		if !e.JSON {
 			printMaintainDone(e.Stdout, me)
+			printMaintainCompactionNotes(e, me.Report)
 		}
 		if done := maintainDone(me); done != "" {
 			return fmt.Errorf("%w (before the failure, %s)", err, done)
@@ -264,6 +265,7 @@ func (c *StoreMaintainCmd) Run(e *Env) error {
 		}
 	} else {
 		printMaintain(e.Stdout, rep)
+		printMaintainCompactionNotes(e, rep)
 	}
 	// Exit 1, with --json too: a maintain run from cron must not read a
 	// store it cannot hold to its budget as success. (A dry run plans.)
@@ -324,6 +326,27 @@ func maintainDone(me *agent.MaintainError) string {
 		return ""
 	}
 	return strings.Join(done, "; ") + ": those changes stand"
+}
+
+// printMaintainCompactionNotes notes each index compaction maintain's gc
+// and budget rounds and repack could not make after their commits, as
+// gc and repack note theirs (its --json carries each in its stage's
+// report): once each, a full disk failing every round the same way.
+func printMaintainCompactionNotes(e *Env, rep agent.MaintainReport) {
+	whys := []string{rep.GC.IndexCompactionFailed}
+	if rep.BudgetRepack != nil {
+		whys = append(whys, rep.BudgetRepack.IndexCompactionFailed)
+	}
+	for _, b := range rep.BudgetGC {
+		whys = append(whys, b.IndexCompactionFailed)
+	}
+	said := map[string]bool{}
+	for _, why := range whys {
+		if !said[why] {
+			said[why] = true
+			printIndexCompactionFailed(e, why)
+		}
+	}
 }
 
 // budgetCollected is what the budget stage's gc rounds that ran to their

@@ -684,7 +684,7 @@ func (r *Rook) ImportedFrom(m eventlog.Meta) *eventlog.Source {
 // ImportedFrom): itself, or the one it was forked from in rook; ok is
 // false for a native session.
 func (r *Rook) importedSession(m eventlog.Meta) (eventlog.Meta, bool) {
-	if im, _, ok := r.ImportedAncestor(m); ok {
+	if im, _, _, ok := r.ImportedAncestor(m); ok {
 		return im, true
 	}
 	return r.removedImportedAncestor(m)
@@ -696,20 +696,29 @@ func (r *Rook) importedSession(m eventlog.Meta) (eventlog.Meta, bool) {
 // its diff and rewind no longer read the transcript's edit results (it
 // "captured no files"), nor its context the lines' format. What they are
 // is then said by the format tag the fork took with them (a fork's tags
-// default to its parent's; an import tags a session with its format): a
-// Meta with the tags of the last session of the chain still there and a
-// Source that names only the format. ok is false for a native session,
-// or a chain broken by metadata that does not read.
+// default to its parent's; an import tags a session with its format),
+// once its copy shows the lines were imported (copiesImportedLines): a
+// tag is free text, and a native session tagged "codex" is no import. It
+// is a Meta with the tags of the last session of the chain still there
+// and a Source that names only the format. ok is false for a native
+// session, one whose copy says nothing of an import (it cannot be known
+// to be one, and is not taken for one), or a chain broken by metadata
+// that does not read. The walk follows each fork's ForkedFrom, as
+// ImportedAncestor's.
 func (r *Rook) removedImportedAncestor(m eventlog.Meta) (eventlog.Meta, bool) {
 	for seen := map[eventlog.ID]bool{}; !seen[m.ID]; { // as ImportedAncestor
 		seen[m.ID] = true
-		if m.Source != nil || m.Parent == nil || m.ForkAt == nil {
+		if m.Source != nil {
 			break
 		}
-		pm, err := r.Log.ReadMeta(*m.Parent)
+		pid, at, ok := m.ForkedFrom()
+		if !ok {
+			break
+		}
+		pm, err := r.Log.ReadMeta(pid)
 		if errors.Is(err, eventlog.ErrNoSession) {
 			for _, f := range []string{FormatClaudeCode, FormatCodex} {
-				if slices.Contains(m.Tags, f) {
+				if slices.Contains(m.Tags, f) && r.copiesImportedLines(m.ID, at) {
 					return eventlog.Meta{ID: m.ID, Tags: m.Tags, Source: &eventlog.Source{Format: f}}, true
 				}
 			}
@@ -723,30 +732,65 @@ func (r *Rook) removedImportedAncestor(m eventlog.Meta) (eventlog.Meta, bool) {
 	return eventlog.Meta{}, false
 }
 
+// importedLinesLook is how many of the events a fork copied
+// copiesImportedLines reads at most for an imported line.
+const importedLinesLook = 64
+
+// copiesImportedLines says whether session id's copy of the first at
+// events of the session it was forked from holds an imported line: an
+// event whose body the store keeps as a line of a transcript
+// (cas.KindSource), as an import stores each line it takes in and
+// nothing else does. It is what is left of an import once the imported
+// session is removed. The first importedLinesLook of them are looked at
+// (an imported session begins with its lines); a body that does not
+// stat, or an event past damage, says nothing.
+func (r *Rook) copiesImportedLines(id eventlog.ID, at uint64) bool {
+	if at == 0 {
+		return false // it copied none
+	}
+	// At damage, the events before it.
+	evs, _ := r.Log.Read(id, 0, int(min(at, importedLinesLook)))
+	for _, ev := range evs {
+		if ev.Seq >= at {
+			break
+		}
+		if info, err := r.Store.StatEntry(ev.Body); err == nil && info.Kind == cas.KindSource {
+			return true
+		}
+	}
+	return false
+}
+
 // ImportedAncestor is the imported session whose lines m holds (see
-// ImportedFrom), and the session forked from it on the way there: m
-// itself, or a fork further down (m is a fork of a fork); fork is zero
-// when m was imported itself. ok is false for a native session, or one
-// whose ancestors cannot be read. `rook export` says from it which file a
-// fork's lines come from and how far.
-func (r *Rook) ImportedAncestor(m eventlog.Meta) (imported, fork eventlog.Meta, ok bool) {
+// ImportedFrom), the session forked from it on the way there (m itself,
+// or a fork further down: m is a fork of a fork), and how many of its
+// first events that fork's copy holds; fork is zero when m was imported
+// itself. The walk follows each fork's ForkedFrom: its parent, or, once
+// that was removed, the session its removal recorded as the one its copy
+// came from (Meta.Ancestor), as session diff and rewind do, so that a
+// fork of a fork of an imported session still there is that session's
+// after the fork between them is removed. ok is false for a native
+// session, or one whose ancestors cannot be read. `rook export` says from
+// it which file a fork's lines come from and how far.
+func (r *Rook) ImportedAncestor(m eventlog.Meta) (imported, fork eventlog.Meta, at uint64, ok bool) {
 	// Forks of forks, however many; a loop (metadata damaged: a session
 	// its own ancestor) ends the walk, as not imported.
 	for seen := map[eventlog.ID]bool{}; !seen[m.ID]; {
 		seen[m.ID] = true
 		if m.Source != nil {
-			return m, fork, true
+			return m, fork, at, true
 		}
-		if m.Parent == nil || m.ForkAt == nil {
+		pid, pat, ok := m.ForkedFrom()
+		if !ok {
 			break
 		}
-		pm, err := r.Log.ReadMeta(*m.Parent)
+		pm, err := r.Log.ReadMeta(pid)
 		if err != nil {
 			break
 		}
-		fork, m = m, pm
+		fork, at, m = m, pat, pm
 	}
-	return eventlog.Meta{}, eventlog.Meta{}, false
+	return eventlog.Meta{}, eventlog.Meta{}, 0, false
 }
 
 // codexContextWindow is the model_context_window the last token_count

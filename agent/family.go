@@ -148,7 +148,7 @@ func (r *Rook) importedFamilyOf(id eventlog.ID, what string) (importedFamily, er
 			f.kin[c] = "one of the imported " + what + " sessions linked to " + this
 			if cur == f.start {
 				f.kin[c] = "a " + what + " fork of " + this
-				if slices.Contains(cm.Tags, subagentTag) {
+				if isSubagent(cm) {
 					f.kin[c] = "a " + what + " subagent of " + this
 				}
 			}
@@ -276,7 +276,7 @@ func (r *Rook) diffSubagents(fam importedFamily, reported map[string]bool) map[e
 	// The family's subagents, each's metadata read once.
 	metas := map[eventlog.ID]eventlog.Meta{}
 	for _, o := range fam.members {
-		if m, err := r.Log.ReadMeta(o); err == nil && m.Parent != nil && slices.Contains(m.Tags, subagentTag) {
+		if m, err := r.Log.ReadMeta(o); err == nil && m.Parent != nil && isSubagent(m) {
 			metas[o] = m
 		}
 	}

@@ -225,7 +225,8 @@ func TestRewindSeventyRookForksDown(t *testing.T) {
 
 // A loop of fork links (metadata damaged: two forks each the other's
 // parent) ends the walks up, which once a bound of 64 ended: the fork
-// reads as native, and a rewind of it and its diff return.
+// reads as native, and a rewind of it, its diff and the walk for its
+// title's origin return.
 func TestForkLoopEndsTheWalksUp(t *testing.T) {
 	r, _, parent, _ := claudeWithSubagent(t)
 	a := forkChain(t, r, parent, 2, 1)
@@ -242,7 +243,7 @@ func TestForkLoopEndsTheWalksUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok := r.ImportedAncestor(mb); ok {
+	if _, _, _, ok := r.ImportedAncestor(mb); ok {
 		t.Fatal("a loop of forks read as an imported session's")
 	}
 	if _, ok := r.removedImportedAncestor(mb); ok {
@@ -250,5 +251,9 @@ func TestForkLoopEndsTheWalksUp(t *testing.T) {
 	}
 	if _, err := r.forkLate(b); err != nil {
 		t.Fatal(err)
+	}
+	// The walk up for the title a rewind takes off ends too.
+	if o := r.titleOrigin(mb); o.ID != a && o.ID != b {
+		t.Fatalf("title origin of a loop of forks: %s", o.ID)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -365,7 +364,7 @@ func (r *Rook) missingSubagents(id eventlog.ID, to uint64, fam importedFamily, a
 	// The family's subagents, each's metadata read once.
 	subs := map[eventlog.ID]eventlog.Meta{}
 	for _, o := range fam.members {
-		if m, err := r.Log.ReadMeta(o); err == nil && slices.Contains(m.Tags, subagentTag) {
+		if m, err := r.Log.ReadMeta(o); err == nil && isSubagent(m) {
 			subs[o] = m
 		}
 	}

@@ -2675,6 +2675,15 @@ const forkTag = "fork"
 // subagentTag tags an imported subagent's session: its parent spawned it.
 const subagentTag = "subagent"
 
+// isSubagent says whether m is an imported subagent's session (tagged
+// subagentTag). A fork made in rook of one (ForkAt: session fork, a
+// rewind) copies its tags, that one with them, but nothing spawned it:
+// rook forked it, and it is read as a fork (as taggedName reads a fork's
+// copied inbox or server tag).
+func isSubagent(m eventlog.Meta) bool {
+	return m.ForkAt == nil && slices.Contains(m.Tags, subagentTag)
+}
+
 // copiesParent says whether m, an imported session, may begin with a copy
 // of its parent's lines, whose tokens the parent spent (copiedLine,
 // copiedTokens): a fork (forkTag), or a Codex subagent that Codex spawned

@@ -553,7 +553,7 @@ func (r *Rook) RewindWith(id eventlog.ID, to uint64, opts RewindOptions) (rep Re
 			plan.saved, plan.savedStats = before, c.stats
 		}
 	}
-	meta := eventlog.Meta{Title: rewoundTitle(sum.Meta, to)}
+	meta := eventlog.Meta{Title: r.rewoundTitle(sum.Meta, to)}
 	if plan != nil && !slices.Contains(sum.Tags, rewindTag) {
 		meta.Tags = append(slices.Clone(sum.Tags), rewindTag)
 	}
@@ -706,14 +706,19 @@ func reopened(interrupted []InterruptedRewind, taken map[string]FileMode) map[st
 }
 
 // rewoundTitle is the title of a rewind of m to seq to: m's, "@to" after
-// it. A rewind of a fork (a rewind, most often) at N titled "... @N"
+// it. A title ending in the "@N" a rewind (or any fork) at N added
 // replaces that "@N": rewinding again and again reads "title @1", not
-// "title @4 @1". A title that ends so by chance, not at its fork point,
-// keeps it.
-func rewoundTitle(m eventlog.Meta, to uint64) string {
+// "title @4 @1", and so does a rewind of a fork of a rewind (forked at 5,
+// "title @4" taken from its parent). Which session gave the title is
+// read from the lineage (titleOrigin): m, or the furthest ancestor up
+// its line of forks titled the same, of which its forks took the title.
+// That session's "@N" at its own fork point N is a rewind's; a title
+// that ends so by chance, not at its origin's fork point (a session
+// titled "v @3", forked at 3, keeps "@3"), keeps it.
+func (r *Rook) rewoundTitle(m eventlog.Meta, to uint64) string {
 	title := m.Title
-	if m.ForkAt != nil {
-		at := fmt.Sprintf("@%d", *m.ForkAt)
+	if o := r.titleOrigin(m); o.ForkAt != nil {
+		at := fmt.Sprintf("@%d", *o.ForkAt)
 		if title == at {
 			title = ""
 		} else {
@@ -721,6 +726,22 @@ func rewoundTitle(m eventlog.Meta, to uint64) string {
 		}
 	}
 	return strings.TrimSpace(fmt.Sprintf("%s @%d", title, to))
+}
+
+// titleOrigin is the session m's title was given to: m, or, m being a
+// fork (a fork takes its parent's title), the furthest ancestor up its
+// line of parents titled the same. A parent that does not read (removed)
+// ends the walk, as a loop of links (damaged metadata) does.
+func (r *Rook) titleOrigin(m eventlog.Meta) eventlog.Meta {
+	for seen := map[eventlog.ID]bool{}; !seen[m.ID] && m.Parent != nil && m.ForkAt != nil; {
+		seen[m.ID] = true
+		pm, err := r.Log.ReadMeta(*m.Parent)
+		if err != nil || pm.Title != m.Title {
+			break
+		}
+		m = pm
+	}
+	return m
 }
 
 // rolloutRewound says, of each rollout file, what the rewind did

@@ -237,7 +237,7 @@ func (d *LogDamage) metRead(err error, from uint64, n int) (met bool, _ error) {
 type UnlinkedParent struct {
 	SourceID string // the parent's session id in its agent
 	Format   string
-	Subagent bool // tagged subagent
+	Subagent bool // tagged subagent (isSubagent)
 	Fork     bool // tagged fork
 	// Imported: a session of that source id is in the store all the same
 	// (left unlinked: say, one of a loop of forks).
@@ -294,14 +294,14 @@ func unlinkedParent(m eventlog.Meta) *UnlinkedParent {
 		return nil
 	}
 	return &UnlinkedParent{SourceID: m.Source.Parent, Format: m.Source.Format,
-		Subagent: slices.Contains(m.Tags, subagentTag), Fork: slices.Contains(m.Tags, forkTag)}
+		Subagent: isSubagent(m), Fork: slices.Contains(m.Tags, forkTag)}
 }
 
 // ParentLink is a session's link to its parent: the session that spawned
 // it (an imported subagent's), or that it was forked from.
 type ParentLink struct {
 	ID       eventlog.ID
-	Subagent bool    // an imported subagent's session (tagged subagent)
+	Subagent bool    // an imported subagent's session (isSubagent: not a fork made in rook of one)
 	Fork     bool    // a fork: at ForkAt, or an imported fork (no ForkAt)
 	ForkAt   *uint64 // the fork holds the parent's events before it
 	Removed  bool    // the parent is not there any more (session rm, prune)
@@ -312,7 +312,7 @@ func parentLink(m eventlog.Meta) *ParentLink {
 	if m.Parent == nil || *m.Parent == m.ID {
 		return nil
 	}
-	return &ParentLink{ID: *m.Parent, Subagent: slices.Contains(m.Tags, subagentTag), Fork: m.ForkAt != nil || ImportedFork(m), ForkAt: m.ForkAt}
+	return &ParentLink{ID: *m.Parent, Subagent: isSubagent(m), Fork: m.ForkAt != nil || ImportedFork(m), ForkAt: m.ForkAt}
 }
 
 // ShowQuery picks a page of Show: up to Limit events from seq From on,

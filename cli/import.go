@@ -536,19 +536,22 @@ type ExportCmd struct {
 // that it is one and what can be exported: the imported session's file,
 // and the fork itself as a page or JSON. A fork holds its parent's lines
 // but not a whole file. The imported session may be further up: a fork of
-// a fork said only "not imported from a transcript file". nil when no
-// ancestor was imported (or one is gone).
+// a fork said only "not imported from a transcript file". A fork between
+// them removed is passed (agent.ImportedAncestor follows the ancestor its
+// removal recorded). nil when no ancestor was imported (or one is gone).
 func forkNotImported(r *agent.Rook, m eventlog.Meta) error {
-	im, fork, ok := r.ImportedAncestor(m)
+	im, fork, at, ok := r.ImportedAncestor(m)
 	if !ok {
 		return forkOfRemoved(r, m)
 	}
-	if fork.ForkAt == nil {
+	if fork.ID.IsZero() {
 		return nil
 	}
-	what := fmt.Sprintf("a fork of the first %d event(s) of %s", *fork.ForkAt, im.ID)
-	if fork.ID != m.ID {
-		what = fmt.Sprintf("a fork of %s, which comes from the first %d event(s) of %s", *m.Parent, *fork.ForkAt, im.ID)
+	what := fmt.Sprintf("a fork of the first %d event(s) of %s", at, im.ID)
+	if via, _, _ := m.ForkedFrom(); fork.ID != m.ID {
+		// via: its parent, or, that one removed, the fork its copy
+		// came from (Meta.Ancestor).
+		what = fmt.Sprintf("a fork of %s, which comes from the first %d event(s) of %s", via, at, im.ID)
 	}
 	return fmt.Errorf("session %s: not imported itself: it is %s, imported from %s: `rook export %s` writes that file; `rook session export-html %s -o FILE` or `rook session show %s --json` export this fork",
 		m.ID, what, im.Source.Path, im.ID, m.ID, m.ID)
@@ -566,13 +569,20 @@ func forkOfRemoved(r *agent.Rook, m eventlog.Meta) error {
 		return nil
 	}
 	gone := "a session"
-	for p := m; p.Parent != nil && p.ForkAt != nil; {
-		pm, err := r.Log.ReadMeta(*p.Parent)
-		if errors.Is(err, eventlog.ErrNoSession) {
-			gone = "session " + p.Parent.String()
+	// As agent.ImportedAncestor walks: each fork's ForkedFrom (its parent,
+	// or the ancestor a removal recorded).
+	for p, seen := m, map[eventlog.ID]bool{}; !seen[p.ID]; {
+		seen[p.ID] = true
+		pid, _, ok := p.ForkedFrom()
+		if !ok {
 			break
 		}
-		if err != nil || pm.ID == m.ID {
+		pm, err := r.Log.ReadMeta(pid)
+		if errors.Is(err, eventlog.ErrNoSession) {
+			gone = "session " + pid.String()
+			break
+		}
+		if err != nil {
 			break
 		}
 		p = pm

@@ -238,7 +238,8 @@ func (r *Rook) importStateLive(path string) bool {
 // RemoveSession deletes a session (eventlog.Log.Remove) and what rook keeps
 // of it beside its log: its import state. It returns its event count.
 func (r *Rook) RemoveSession(id eventlog.ID) (uint64, error) {
-	return r.removeSession(id, &forkIndex{r: r})
+	rm, err := r.removeSession(id, &forkIndex{r: r})
+	return rm.Events, err
 }
 
 // RemoveSessionListingChildren is RemoveSession that also lists the
@@ -246,12 +247,13 @@ func (r *Rook) RemoveSession(id eventlog.ID) (uint64, error) {
 // stay, oldest first, as eventlog.Log.Children would: from the read of
 // every session's metadata the removal makes for its forks (forkIndex),
 // not a second one. (`session rm` read them all twice for a fork or an
-// imported session.)
-func (r *Rook) RemoveSessionListingChildren(id eventlog.ID) (uint64, []eventlog.ID, error) {
+// imported session.) What it removed says whether the session's event
+// count is known (eventlog.Removed: a damaged session's is not).
+func (r *Rook) RemoveSessionListingChildren(id eventlog.ID) (eventlog.Removed, []eventlog.ID, error) {
 	forks := &forkIndex{r: r}
 	children, err := forks.childrenOf(id)
 	if err != nil {
-		return 0, nil, err
+		return eventlog.Removed{}, nil, err
 	}
 	n, err := r.removeSession(id, forks)
 	return n, children, err
@@ -309,24 +311,25 @@ func (sr *sessionRemover) remove(id eventlog.ID) (uint64, error) {
 	if sr.forks == nil {
 		sr.forks = &forkIndex{r: sr.r}
 	}
-	return sr.r.removeSession(id, sr.forks)
+	rm, err := sr.r.removeSession(id, sr.forks)
+	return rm.Events, err
 }
 
-func (r *Rook) removeSession(id eventlog.ID, forks *forkIndex) (uint64, error) {
+func (r *Rook) removeSession(id eventlog.ID, forks *forkIndex) (eventlog.Removed, error) {
 	if err := r.keepCopiedCounted(id, forks); err != nil {
-		return 0, fmt.Errorf("session %s is not deleted: the sessions that copied its lines: %w", id, err)
+		return eventlog.Removed{}, fmt.Errorf("session %s is not deleted: the sessions that copied its lines: %w", id, err)
 	}
 	if err := r.keepForksLinked(id, forks); err != nil {
-		return 0, fmt.Errorf("session %s is not deleted: its forks: %w", id, err)
+		return eventlog.Removed{}, fmt.Errorf("session %s is not deleted: its forks: %w", id, err)
 	}
-	n, err := r.Log.Remove(id)
+	rm, err := r.Log.RemoveCounted(id)
 	if err != nil {
-		return n, err
+		return rm, err
 	}
 	if err := r.removeImportState(id); err != nil {
-		return n, fmt.Errorf("session %s is deleted, but not its import state: %w", id, err)
+		return rm, fmt.Errorf("session %s is deleted, but not its import state: %w", id, err)
 	}
-	return n, nil
+	return rm, nil
 }
 
 // forkIndex lists, by session, the sessions whose copy of events or

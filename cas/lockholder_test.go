@@ -44,3 +44,41 @@ func TestLockHolderOfALineNamingNoRunningProcess(t *testing.T) {
 		t.Fatalf("holder %q, %v; want %q", got, err, line)
 	}
 }
+
+// TestLockFileReplacedByADirectorySaysToRemoveIt: a directory where the
+// lock file goes (a restore, a sync tool, a mkdir) fails every writer and
+// LockHolder (doctor's look at the lock). Both gave the bare "open
+// .../lock: is a directory"; they say what to do: the file is only a
+// marker, so the directory is to be removed, and the next writer makes
+// the file anew.
+func TestLockFileReplacedByADirectorySaysToRemoveIt(t *testing.T) {
+	s, home := newStore(t, vfs.OS, Options{})
+	s.Close()
+	lock := filepath.Join(home, LockFile)
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(lock, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, herr := LockHolder(vfs.OS, home)
+	_, oerr := Open(home, Options{FS: vfs.OS, Writable: true, Clock: testClock()})
+	for name, err := range map[string]error{"LockHolder": herr, "a writer's Open": oerr} {
+		if err == nil {
+			t.Fatalf("%s of a store whose lock file is a directory: no error", name)
+		}
+		for _, want := range []string{lock, "is a directory", "`rmdir`", "only a marker"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("%s: %q does not say %q", name, err, want)
+			}
+		}
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(home, Options{FS: vfs.OS, Writable: true, Clock: testClock()})
+	if err != nil {
+		t.Fatalf("a writer once the directory is removed: %v", err)
+	}
+	w.Close()
+}

@@ -421,7 +421,7 @@ func LockHolder(fsys vfs.FS, home string) (string, error) {
 		return lockHolder(fsys, filepath.Join(home, LockFile)), nil
 	}
 	if err != nil {
-		return "", err
+		return "", lockFileError(err)
 	}
 	return "", l.Unlock()
 }
@@ -536,7 +536,21 @@ func lockError(home string, err error) error {
 	if errors.As(err, &le) {
 		return err
 	}
-	return fmt.Errorf("take the writer lock %s: %w", filepath.Join(home, LockFile), err)
+	return fmt.Errorf("take the writer lock %s: %w", filepath.Join(home, LockFile), lockFileError(err))
+}
+
+// lockFileError is err, from opening the lock file to take or probe the
+// writer lock, with what to do when a directory stands in its place (a
+// restore, a sync tool, a mkdir): every writer, and doctor's look at the
+// lock, failed with the bare "is a directory". The file is only a marker
+// (the flock on it says whether a writer holds the store, not the file or
+// what it holds), so removing the directory loses nothing: the next
+// writer makes the file anew.
+func lockFileError(err error) error {
+	if !errors.Is(err, syscall.EISDIR) {
+		return err
+	}
+	return fmt.Errorf("%w: a directory stands where the store's lock file goes; the file is only a marker (the lock is a flock on it, which no directory can take), so remove the directory (`rmdir` it, or, if it holds files, move it aside) and run the command again: the next writer makes the file anew", err)
 }
 
 // describeHolder writes who holds the lock l ("pid N (command)") into the

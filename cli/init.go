@@ -245,9 +245,16 @@ func (c *DoctorCmd) Run(e *Env) error {
 	} else if len(dirs) > 0 && r.LockChecked && r.LockHolder == "" {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("a rewind that stopped (killed, or the machine went down) left %d workspace director(ies) it had opened to search them (u+x): %s; any command that writes to the store gives them their modes back as it opens it (`rook inbox ls`, say)", len(dirs), strings.Join(dirs, ", ")))
 	}
+	tornDirBad := false
+	if r.FormatError == "" {
+		if p := tornDirProblem(e.FS, e.Home, torn); p != "" {
+			r.Problems = append(r.Problems, p)
+			tornDirBad = true
+		}
+	}
 	if free, total, err := vfs.DiskFree(e.Home); err == nil {
 		r.DiskFree, r.DiskTotal = free, total
-		if torn != nil && free < uint64(torn.Length) {
+		if torn != nil && !tornDirBad && free < uint64(torn.Length) {
 			// Every writer's open fails copying it aside (the free
 			// space warning below said only that space is short).
 			r.Problems = append(r.Problems, fmt.Sprintf("%s: a torn tail no writer acknowledged (a writer stopped mid-write, or one beside doctor is writing it): the next writer's open cuts it off: %s%s", torn, cas.TornTailRoom(torn.Length), tornTailNoRoom(e.Home, torn.Length)))
@@ -257,6 +264,39 @@ func (c *DoctorCmd) Run(e *Env) error {
 		}
 	}
 	return c.print(e, r)
+}
+
+// tornDirProblem says what is wrong with the store's torn/ directory,
+// where every torn tail is copied before it is cut (a segment's, an event
+// log's, the inbox spool's) and gc moves a damaged segment: "" when it is
+// a directory or is not there (made when first needed). A file in its
+// place (a backup tool, a restore, a hand made it) fails each of those,
+// and `rook store gc`, with a bare "not a directory"; with a torn tail
+// waiting (torn, which a reader's open found), every writer fails, its
+// error sending the user here. Said with what to do: rook keeps only
+// directories there, so the file is someone's, to be moved aside.
+func tornDirProblem(fsys vfs.FS, home string, torn *cas.Damage) string {
+	dir := filepath.Join(home, cas.TornDir)
+	fi, err := fsys.Stat(dir)
+	if err == nil && fi.IsDir() {
+		return ""
+	}
+	what := dir + " is a file, not a directory"
+	switch {
+	case err == nil:
+	case errors.Is(err, fs.ErrNotExist):
+		if _, lerr := fsys.Lstat(dir); lerr != nil {
+			return "" // not made yet: the first tail cut makes it
+		}
+		what = dir + " is a symbolic link to nothing"
+	default:
+		return fmt.Sprintf("cannot look at %s, where every torn tail is copied before it is cut off: %v", dir, err)
+	}
+	fails := "rook copies every torn tail it cuts off (a crash's, of a segment, an event log or the inbox spool) into that directory first, and `rook store gc` reads it, so those fail"
+	if torn != nil {
+		fails = fmt.Sprintf("a torn tail no writer acknowledged (%s) is to be copied into that directory before it is cut off, so every write fails", torn)
+	}
+	return fmt.Sprintf("%s: %s: rook makes only a directory there, so move this aside (`mv %s %s`, and look at what it holds): the next writer makes the directory", what, fails, agent.ShellQuote(dir), agent.ShellQuote(dir+".moved"))
 }
 
 // doctorSessions counts the sessions as `session ls` reads them (each one's

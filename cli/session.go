@@ -1388,6 +1388,21 @@ func (c *SessionForkCmd) Run(e *Env) error {
 	return nil
 }
 
+// rmUnread says why a removed session's event count is not known: where
+// its log is damaged, or what did not read. Not the error's own advice
+// (fork the events before the damage, remove the session), which was for
+// a session that is there.
+func rmUnread(err error) string {
+	if at, ok := eventlog.DamagedAt(err); ok {
+		return fmt.Sprintf("whose log was damaged at event %d", at)
+	}
+	var he *eventlog.HeaderError
+	if errors.As(err, &he) {
+		return fmt.Sprintf("whose log's header did not read (%v)", he.Err)
+	}
+	return fmt.Sprintf("whose log did not read (%v)", err)
+}
+
 // SessionRmCmd is `rook session rm`.
 type SessionRmCmd struct {
 	ID string `arg:"" help:"Session id or unique prefix (not last: name what you delete)."`
@@ -1398,7 +1413,7 @@ func (c *SessionRmCmd) Run(e *Env) error {
 		return usageErr("session rm needs an id or prefix, not `last`")
 	}
 	var id eventlog.ID
-	var n uint64
+	var removed eventlog.Removed
 	children := []eventlog.ID{} // its forks and subagents: they stay
 	damaged := false
 	var left *eventlog.LeftoverLog // an event log with no .meta, removed
@@ -1424,7 +1439,7 @@ func (c *SessionRmCmd) Run(e *Env) error {
 		_, merr := r.Log.ReadMeta(id)
 		damaged = merr != nil
 		var kids []eventlog.ID
-		n, kids, err = r.RemoveSessionListingChildren(id)
+		removed, kids, err = r.RemoveSessionListingChildren(id)
 		children = append(children, kids...)
 		return err
 	})
@@ -1432,9 +1447,9 @@ func (c *SessionRmCmd) Run(e *Env) error {
 		return err
 	}
 	if e.JSON {
-		out := map[string]any{"id": id, "events_removed": n, "children_kept": children}
-		if damaged {
-			out["events_removed"] = nil // unknown: the metadata did not read
+		out := map[string]any{"id": id, "events_removed": removed.Events, "children_kept": children}
+		if damaged || removed.CountErr != nil {
+			out["events_removed"] = nil // unknown: the metadata or the log did not read
 		}
 		if left != nil {
 			out["events_removed"], out["log_without_meta"] = left.Events, left.Path
@@ -1452,8 +1467,10 @@ func (c *SessionRmCmd) Run(e *Env) error {
 		fmt.Fprintf(e.Stdout, "removed the event log %s, which had no .meta beside it (no session listed it): %s; the objects they name stay in the store until `rook store gc` reclaims them\n", left.Path, held)
 	} else if damaged {
 		fmt.Fprintf(e.Stdout, "removed session %s, whose metadata could not be read (how many events it had is not known); their bodies stay in the store until `rook store gc` reclaims them\n", id)
+	} else if removed.CountErr != nil {
+		fmt.Fprintf(e.Stdout, "removed session %s, %s: how many events it held is not known; their bodies stay in the store until `rook store gc` reclaims them\n", id, rmUnread(removed.CountErr))
 	} else {
-		fmt.Fprintf(e.Stdout, "removed session %s with %d event(s); their bodies stay in the store until `rook store gc` reclaims them\n", id, n)
+		fmt.Fprintf(e.Stdout, "removed session %s with %d event(s); their bodies stay in the store until `rook store gc` reclaims them\n", id, removed.Events)
 	}
 	if len(children) > 0 {
 		// A fork holds its own copy of the events it took; a subagent's

@@ -1633,15 +1633,31 @@ func (l *Log) SummaryOf(m Meta) (Summary, error) {
 	if err := r.holdTail(wholeLog); err != nil {
 		return s, err
 	}
-	last, ok, err := r.last()
+	last, ok, brk, err := r.lastEnd()
 	if err != nil {
 		return s, err
+	}
+	floorAt := l.floorAt(id, r, floor, own)
+	// Bytes after the last whole record are a tail a writer tore (or is
+	// writing) only past the torn floor; before it (with no writer
+	// running or crashed, anywhere) they are damage, as read finds them:
+	// a disk or a restore that cut the log short.
+	if brk != nil && brk.off < floorAt() && !own && floorAt() > r.size && l.writerRaced(id, r.size) {
+		// A writer started while this read (as read checks): the break
+		// may be its record half written when the size was taken.
+		floorAt = func() int64 { return r.size - tailWindow }
+	}
+	if brk != nil && brk.off < floorAt() {
+		at := uint64(0)
+		if ok {
+			at = last.Seq + 1
+		}
+		return s, &DamagedAtError{At: at, Err: fmt.Errorf("session %s: %w at seq %d (offset %d): %s", id, brk.why, at, brk.off, damagedHint(id, fmt.Sprint(at)))}
 	}
 	// The session ends where read ends it: at a break past the torn
 	// floor (last passes over breaks, as damage; totals meets one before
 	// last), and before a group unfinished there (tornGroup). Each turn
 	// ends the session earlier.
-	floorAt := l.floorAt(id, r, floor, own)
 	if ok && last.More && floorAt() <= r.size {
 		last, ok, err = r.before(last.Seq+1, floorAt())
 	}
@@ -2113,26 +2129,45 @@ func (l *Log) forkFailed(id ID, err error) error {
 	return err
 }
 
+// Removed is what Remove removed: the session's event count, or, when
+// CountErr is not nil, why that is not known (its metadata or its log
+// does not read: a damaged session, which rm is how one gets rid of).
+type Removed struct {
+	Events   uint64
+	CountErr error
+}
+
 // Remove deletes a session's events and metadata (its bodies stay in the
-// store until gc). It returns how many events the session had.
+// store until gc). It returns how many events the session had: 0 when
+// that is not known (RemoveCounted says so).
 func (l *Log) Remove(id ID) (uint64, error) {
+	rm, err := l.RemoveCounted(id)
+	return rm.Events, err
+}
+
+// RemoveCounted is Remove, saying whether the event count is known: a
+// damaged session's is not (before, it was given as 0, and `session rm`
+// said "with 0 event(s)" of a session whose log held events).
+func (l *Log) RemoveCounted(id ID) (Removed, error) {
+	var out Removed
 	s, err := l.Summary(id)
 	if err != nil {
 		// A session whose metadata or log is damaged can still be
 		// removed (rm is how one gets rid of it); one that is not there
-		// cannot. Its event count is then unknown: 0.
+		// cannot. Its event count is then unknown.
 		l.mu.Lock()
 		_, made := l.created[id]
 		l.mu.Unlock()
 		if _, serr := l.fs.Stat(l.metaPath(id)); serr != nil && !made {
-			return 0, err
+			return Removed{}, err
 		}
-		s = Summary{}
+		s, out.CountErr = Summary{}, err
 	}
+	out.Events = s.Events
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {
-		return 0, err
+		return Removed{}, err
 	}
 	if st := l.sessions[id]; st != nil {
 		l.unflushed -= len(st.pending)
@@ -2148,31 +2183,31 @@ func (l *Log) Remove(id ID) (uint64, error) {
 	// (a crash, a removal that fails), and tells it from a log whose
 	// metadata was lost otherwise, whose events it keeps.
 	if err := l.writeMarker(markerTag(id, tagRemoving)); err != nil {
-		return 0, err
+		return Removed{}, err
 	}
 	l.unfinished[id] = true
 	delete(l.staged, id)
 	if _, ok := l.created[id]; ok {
 		delete(l.created, id) // never written
 	} else if err := l.fs.Remove(l.metaPath(id)); err != nil {
-		return 0, err
+		return Removed{}, err
 	} else if err := l.fs.SyncDir(l.dir); err != nil {
 		// Gone now (no listing shows it), but a crash may bring its
 		// metadata back, and the session with it, whole.
-		return 0, fmt.Errorf("session %s: its metadata is removed, but the removal is not durable yet (syncing %s failed: %w): the session may be listed again after a crash; run `rook session rm %s` again", id, l.dir, err, id)
+		return Removed{}, fmt.Errorf("session %s: its metadata is removed, but the removal is not durable yet (syncing %s failed: %w): the session may be listed again after a crash; run `rook session rm %s` again", id, l.dir, err, id)
 	}
 	if err := l.fs.Remove(l.logPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("session %s: its metadata is removed, its log not (the next writer's open removes it): %w", id, err)
+		return Removed{}, fmt.Errorf("session %s: its metadata is removed, its log not (the next writer's open removes it): %w", id, err)
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		// The removal is durable (the metadata's was synced): the log
 		// may come back after a crash, and the marker, which stays
 		// (unfinished), has the next writer's open remove it.
 		l.Notices = append(l.Notices, fmt.Sprintf("session %s: removed; the removal of its log %s may not be durable (syncing %s failed: %v): after a crash the next writer's open removes it", id, l.logPath(id), l.dir, err))
-		return s.Events, nil
+		return out, nil
 	}
 	delete(l.unfinished, id)
-	return s.Events, nil
+	return out, nil
 }
 
 // LeftoverLog is an event log that had no .meta beside it, as

@@ -887,6 +887,52 @@ func TestReadReportsDamageWhenNoWriterCanHaveTornTheLog(t *testing.T) {
 	}
 }
 
+// TestSummaryReportsALogCutShortWhenNoWriterCanHaveTornIt: a log whose
+// last record a disk or a restore cut short, with no writer running or
+// crashed (no dirty marker), is damaged where Read says it is. Summary
+// (`rook session ls`, doctor) read past the cut bytes and gave the session
+// whole up to its last whole record, with no error, while Read (`session
+// show`, verify) called it damaged. With a writer's marker the cut is a
+// torn tail, and both end the session before it.
+func TestSummaryReportsALogCutShortWhenNoWriterCanHaveTornIt(t *testing.T) {
+	for _, n := range []int{4, 1} {
+		fsys, l, s := closedLog(t, n)
+		b := logBytes(t, fsys, l, s.ID)
+		if err := fsys.WriteFileAtomic(l.logPath(s.ID), b[:len(b)-3], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ro, err := Open("/h/events", Options{FS: fsys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rerr := ro.Read(s.ID, 0, 100)
+		if at, ok := DamagedAt(rerr); !ok || at != uint64(n-1) {
+			t.Fatalf("%d events: Read of the cut log: %v, want damage at event %d", n, rerr, n-1)
+		}
+		sum, err := ro.Summary(s.ID)
+		if at, ok := DamagedAt(err); !ok || at != uint64(n-1) {
+			t.Fatalf("%d events: Summary of the cut log: %d events, %v; want damage at event %d, as Read says", n, sum.Events, err, n-1)
+		}
+		for _, want := range []string{s.ID.String(), "truncated", "rook session"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("%d events: Summary's error %q does not say %q", n, err, want)
+			}
+		}
+		if out, err := ro.Sessions(); err == nil || len(out) != 0 {
+			t.Fatalf("%d events: Sessions lists %d session(s), error %v; want the cut one left out, with its error", n, len(out), err)
+		}
+		// A writer that did not close may have torn the tail.
+		if err := fsys.WriteFileAtomic("/h/events/"+dirtyMarker, []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		evs, rerr := ro.Read(s.ID, 0, 100)
+		sum, err = ro.Summary(s.ID)
+		if rerr != nil || err != nil || sum.Events != uint64(len(evs)) || len(evs) != n-1 {
+			t.Fatalf("%d events, with a writer's marker: Summary %d events (%v), Read %d (%v); want %d, no error", n, sum.Events, err, len(evs), rerr, n-1)
+		}
+	}
+}
+
 // TestMetaOfAnotherSessionIsDamage: a metadata file is its session's only
 // when it names it. One naming another (copied under the wrong name) read
 // as that session, its summary another log's; one with no id read as

@@ -519,8 +519,25 @@ func noEventKept(id ID) string {
 
 // last returns the session's last whole event.
 func (r *reader) last() (Event, bool, error) {
+	last, ok, _, err := r.lastEnd()
+	return last, ok, err
+}
+
+// tailBreak is where the records of a log stop short of its end: the
+// offset of the bytes after the last whole record, and why the record
+// there does not read (an ErrBadRecord).
+type tailBreak struct {
+	off int64
+	why error
+}
+
+// lastEnd is last, with the break after the last whole record (nil when
+// the log ends on a record): a torn tail, or damage when no writer may
+// have torn it (a disk or a restore that cut the file). A log with bytes
+// past its header and no whole record among them breaks at the header.
+func (r *reader) lastEnd() (Event, bool, *tailBreak, error) {
 	if r.size <= logHeaderSize {
-		return Event{}, false, nil
+		return Event{}, false, nil, nil
 	}
 	start := max(int64(logHeaderSize), r.size-2*maxRecordSize)
 	off, _, ok, err := r.nextRecord(start, r.size)
@@ -529,18 +546,32 @@ func (r *reader) last() (Event, bool, error) {
 		start = max(int64(logHeaderSize), start-tailWindow)
 		off, _, ok, err = r.nextRecord(start, r.size)
 	}
-	if err != nil || !ok {
-		return Event{}, false, err
+	if err != nil {
+		return Event{}, false, nil, err
+	}
+	if !ok {
+		b, err := r.chunk(logHeaderSize, maxRecordSize)
+		if err != nil {
+			return Event{}, false, nil, err
+		}
+		_, _, why := r.decode(b)
+		if why == nil {
+			why = fmt.Errorf("%w: no whole record", ErrBadRecord)
+		}
+		return Event{}, false, &tailBreak{off: logHeaderSize, why: why}, nil
 	}
 	var last Event
+	var brk *tailBreak
 	for {
 		stop, err := r.scan(off, func(_ int64, rec record) bool { last = rec.Event; return true })
 		if err == nil {
+			brk = nil
 			break
 		}
 		if !errors.Is(err, ErrBadRecord) {
-			return Event{}, false, err
+			return Event{}, false, nil, err
 		}
+		brk = &tailBreak{off: stop, why: err}
 		// A break with whole records after it is damage, not the end:
 		// the log's last record is further on. (Probing from the end
 		// finds it in a long log; in a short one the probe starts at
@@ -548,14 +579,14 @@ func (r *reader) last() (Event, bool, error) {
 		// read as one that ends there.)
 		next, _, ok, err := r.nextRecord(stop+1, r.size)
 		if err != nil {
-			return Event{}, false, err
+			return Event{}, false, nil, err
 		}
 		if !ok {
 			break
 		}
 		off = next
 	}
-	return last, true, nil
+	return last, true, brk, nil
 }
 
 // recoverAfterCrash runs when a writer opens the logs and finds the dirty

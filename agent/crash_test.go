@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,9 +168,27 @@ func checkSessions(t *testing.T, k int, fsys *vfs.MemFS, acked map[string][]acke
 		t.Fatalf("crash at %d: flush after recovery: %v", k, err)
 	}
 	rep, err := r.Store.Verify(nil)
-	if err != nil || len(rep.Problems) != 0 {
-		t.Fatalf("crash at %d: verify: %v %v", k, err, rep.Problems)
+	if problems := crashProblems(rep.Problems); err != nil || len(problems) != 0 {
+		t.Fatalf("crash at %d: verify: %v %v", k, err, problems)
 	}
+}
+
+// crashProblems drops from verify's problems the damaged segment regions
+// holding no live object: a power cut that reordered unsynced writes can
+// leave a damaged record with whole ones after it, which cannot be told
+// from damage to records a Barrier acknowledged, so the writer's open
+// takes those records in and leaves the damaged bytes where they are, for
+// verify to list (docs/storage.md, What a crash leaves). Every other
+// problem stays one.
+func crashProblems(problems []cas.Problem) []cas.Problem {
+	var out []cas.Problem
+	for _, p := range problems {
+		if p.Short == "" && p.Segment != "" && strings.HasSuffix(p.Reason, "(no live object is stored there)") {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func initCrashStore(fsys *vfs.MemFS) {

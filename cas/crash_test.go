@@ -119,8 +119,8 @@ func checkCrashState(t *testing.T, k int, clone *vfs.MemFS, home string, acked m
 	if err != nil {
 		t.Fatalf("crash at write %d: verify: %v", k, err)
 	}
-	if len(rep.Problems) != 0 {
-		t.Fatalf("crash at write %d: verify: %v (notices %v)", k, rep.Problems, s.Notices)
+	if problems := notKeptByOpen(rep.Problems, s.Notices); len(problems) != 0 {
+		t.Fatalf("crash at write %d: verify: %v (notices %v)", k, problems, s.Notices)
 	}
 	// And the store goes on working.
 	if _, err := s.Put(KindNote, []byte("after the crash, one more object")); err != nil {
@@ -129,6 +129,31 @@ func checkCrashState(t *testing.T, k int, clone *vfs.MemFS, home string, acked m
 	if err := s.Sync(); err != nil {
 		t.Fatalf("crash at write %d: sync after recovery: %v", k, err)
 	}
+}
+
+// notKeptByOpen drops from verify's problems the damaged regions that the
+// writer's open kept, saying so (recover): a power cut that reordered
+// unsynced writes can leave a damaged record with whole ones after it,
+// which cannot be told from damage to records a Barrier acknowledged, so
+// the open takes those records in and leaves the damaged bytes (holding no
+// live object) where they are, for verify to list.
+func notKeptByOpen(problems []Problem, notices []string) []Problem {
+	var out []Problem
+	for _, p := range problems {
+		kept := false
+		if p.Short == "" && strings.HasSuffix(p.Reason, "(no live object is stored there)") {
+			where := fmt.Sprintf("segment %s offset %d:", p.Segment, p.Offset)
+			for _, n := range notices {
+				if strings.HasPrefix(n, where) && strings.Contains(n, "not a torn write") {
+					kept = true
+				}
+			}
+		}
+		if !kept {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // crashHome is where the crash tests keep their store.

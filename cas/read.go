@@ -62,7 +62,25 @@ func (e *CorruptError) Error() string {
 	if errors.As(e.cause, &nd) {
 		return fmt.Sprintf("object %s cannot be read (%s): %v: put the dictionary file %s back from a backup (the record itself is intact); `rook store verify` lists every object that needs it", Short(e.ID), where, nd, dict.FileName(nd.Dict))
 	}
+	if oserr, ok := e.ReadFailed(); ok {
+		return fmt.Sprintf("object %s cannot be read (%s): reading segment %s failed (%v): that is not damage, and the object may be fine: check the file's permissions (it must be readable by this user) and the disk (or the open-files limit), then run the command again", Short(e.ID), where, segName(e.Segment), oserr)
+	}
 	return fmt.Sprintf("object %s is corrupt (%s): %s", Short(e.ID), where, e.Reason)
+}
+
+// ReadFailed says whether the read failed for a reason of the OS's
+// (permission denied, an I/O error, too many open files) rather than the
+// record's bytes, and gives the OS's error: the object is not known to be
+// damaged then, and putting it again is no repair. A segment file not
+// there (fs.ErrNotExist) is not such a failure: gone, its objects do not
+// read whatever is tried again (or a reader's view is stale, which the
+// read tries again).
+func (e *CorruptError) ReadFailed() (error, bool) {
+	var pe *fs.PathError
+	if e.Inline || e.cause == nil || errors.Is(e.cause, fs.ErrNotExist) || !errors.As(e.cause, &pe) {
+		return nil, false
+	}
+	return pe.Err, true
 }
 
 // NotFoundError: no object has this id or prefix.

@@ -370,12 +370,16 @@ func (s *Store) recover() error {
 		if n < s.ctr.WMSegment {
 			continue
 		}
-		from, recs, damage, err := s.scanPastWatermark(n)
+		from, recs, kept, tail, err := s.scanPastWatermark(n)
 		if err != nil {
 			return err
 		}
-		if len(damage) > 0 && n != last {
-			return fmt.Errorf("%s; a sealed segment is damaged: run `rook store verify` to list what it affects, then `rook store reindex`", damage[0])
+		if n != last && (len(kept) > 0 || tail != nil) {
+			d := tail
+			if len(kept) > 0 {
+				d = &kept[0]
+			}
+			return fmt.Errorf("%s; a sealed segment is damaged: run `rook store verify` to list what it affects, then `rook store reindex`", *d)
 		}
 		end := from
 		for _, f := range recs {
@@ -391,24 +395,33 @@ func (s *Store) recover() error {
 			s.ctr.add(f.e, +1)
 			taken++
 		}
-		if (len(damage) == 0 || damage[0].Offset >= segHeaderSize) && (n > s.ctr.WMSegment || end > s.ctr.WMOffset) {
+		if (tail == nil || tail.Offset >= segHeaderSize) && (n > s.ctr.WMSegment || end > s.ctr.WMOffset) {
 			s.ctr.WMSegment, s.ctr.WMOffset = n, end
 			s.dirty = true
 		}
-		if len(damage) == 0 {
+		// Damage that whole records follow is not a torn write: those
+		// records may be acknowledged (a Barrier synced them before an
+		// event named them), and they are in the index now. The damaged
+		// bytes stay where they are, before the watermark from the next
+		// commit on: damage, which verify lists and a repack moves to
+		// torn/ with its segment.
+		for _, d := range kept {
+			s.Notices = append(s.Notices, fmt.Sprintf("%s, past the index's watermark with whole records after it: not a torn write, so nothing was cut: its bytes stay where they are and the records after it were taken in; run `rook store verify` to list what it affects", d))
+		}
+		if tail == nil {
 			continue
 		}
-		// Everything past the index's watermark in the newest segment was
-		// never acknowledged by a Sync: a torn write, not lost data.
-		cut, aside, err := s.cutTail(n, damage[0].Offset)
+		// No whole record follows the tail's start: it is what a writer
+		// stopped in the middle of, never acknowledged by a Sync.
+		cut, aside, err := s.cutTail(n, tail.Offset)
 		var te *TornTailError
 		if errors.As(err, &te) {
 			return err // it names the segment
 		} else if err != nil {
 			return fmt.Errorf("segment %s: %w", segName(n), err)
 		}
-		if cut > 0 || damage[0].Offset < segHeaderSize {
-			s.Notices = append(s.Notices, fmt.Sprintf("cut a torn tail of %d bytes from segment %s at offset %d (written but never synced before the last writer stopped without closing the store: %s; kept as %s)", cut, segName(n), damage[0].Offset, vfs.UncleanStop, aside))
+		if cut > 0 || tail.Offset < segHeaderSize {
+			s.Notices = append(s.Notices, fmt.Sprintf("cut a torn tail of %d bytes from segment %s at offset %d (written but never synced before the last writer stopped without closing the store: %s; kept as %s)", cut, segName(n), tail.Offset, vfs.UncleanStop, aside))
 		}
 	}
 	if taken > 0 {
@@ -509,6 +522,10 @@ type ReindexReport struct {
 	// decode to is taken in.
 	WrongDict     []WrongDictRecord
 	WrongDictKept int
+	// Rewritten counts the objects whose only copy was the old index's
+	// inline one (their record gone: a segment lost, a record damaged),
+	// re-hashed and written again as new records rather than dropped.
+	Rewritten int
 }
 
 // WrongDictRecord is a record that decodes with its dictionary to objects
@@ -692,6 +709,15 @@ func (s *Store) reindexLocked(progress func(done, total int64)) (ReindexReport, 
 			rep.CarryErr = strings.Join(bad, "; ")
 		}
 	}
+	// An inline entry keeps its object's bytes in the index: an object
+	// whose record is gone (its segment lost, the record damaged) still
+	// reads from there, and a rebuild from the segments alone dropped it.
+	// Its bytes, re-hashed, are written again as a new record before the
+	// rebuilt index takes its place, so that the object lives in a segment
+	// as every object does (a later rebuild finds it there).
+	if err := s.rewriteInlineOnly(found, &rep, &ctr); err != nil {
+		return rep, err
+	}
 	ids := make([]Key, 0, len(found))
 	for id, e := range found {
 		ids = append(ids, id)
@@ -739,6 +765,77 @@ func (s *Store) reindexLocked(progress func(done, total int64)) (ReindexReport, 
 	// The rebuilt index is committed in place: a rebuild that moved the
 	// index aside is done.
 	return rep, s.unmarkRebuild()
+}
+
+// rewriteInlineOnly writes again, as new records, the objects the old
+// index holds inline whose bytes no record found by the scan holds
+// (found), their bytes re-hashed to their id first, and adds their new
+// entries to found; ctr's watermark moves past them. They are synced
+// before the rebuilt index is written: a crash before it is in place
+// leaves the old index (which holds them) and records past its
+// watermark, which the next writer's open takes in. Counted in
+// rep.Rewritten. A walk of the old index that stops partway (a damaged
+// node) keeps what it read before: what it could not read was not
+// inline-readable either.
+func (s *Store) rewriteInlineOnly(found map[Key]entry, rep *ReindexReport, ctr *counters) error {
+	byKind := map[Kind][]*pendingObject{}
+	now := s.opts.Clock.Now().Unix()
+	_ = s.tree.Snapshot().Ascend(Key{}, func(id Key, v []byte) bool {
+		if _, ok := found[id]; ok {
+			return true
+		}
+		e, err := decodeEntry(v)
+		if err != nil || !e.Inline || !e.Kind.Valid() || ID(e.Data) != id {
+			return true
+		}
+		data := bytes.Clone(e.Data)
+		byKind[e.Kind] = append(byKind[e.Kind], &pendingObject{id: id, kind: e.Kind, created: now, data: data})
+		return true
+	})
+	if len(byKind) == 0 {
+		return nil
+	}
+	// The active segment's file may have been cut (a torn tail, above)
+	// under its handle: append where the file ends now.
+	if s.active != nil {
+		s.active.f.Close()
+		s.active = nil
+	}
+	if err := s.openActive(false); err != nil {
+		return err
+	}
+	kinds := make([]Kind, 0, len(byKind))
+	for k := range byKind {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool { return kinds[i] < kinds[j] })
+	for _, k := range kinds {
+		objs := byKind[k]
+		for len(objs) > 0 {
+			n := min(len(objs), 1024)
+			if err := s.writeBlock(k, objs[:n]); err != nil {
+				return s.fail(fmt.Errorf("write again the objects only the old index held: %w", err))
+			}
+			for _, o := range objs[:n] {
+				v, ok, err := s.tree.Get(o.id)
+				if err != nil || !ok {
+					return s.fail(fmt.Errorf("write again the objects only the old index held: object %s: no entry after its write (%v)", Short(o.id), err))
+				}
+				e, err := decodeEntry(v)
+				if err != nil {
+					return s.fail(err)
+				}
+				found[o.id] = e
+				rep.Rewritten++
+			}
+			objs = objs[n:]
+		}
+	}
+	if err := s.syncActive(); err != nil {
+		return s.fail(err)
+	}
+	ctr.WMSegment, ctr.WMOffset = s.active.number, s.active.size
+	return nil
 }
 
 func (s *Store) segmentBytes(segs []uint32) int64 {
@@ -790,9 +887,10 @@ func (s *Store) CheckWatermark() error {
 // loadRecent runs when a reader opens the store: it looks up, in memory,
 // the records past the index's watermark. A writer makes records durable
 // before it commits the index (Barrier), so the newest objects may be only
-// there; a reader finds them as the writer's next open would. It stops at
-// the first record that does not read whole (a write in progress, or a torn
-// tail the next writer cuts) and changes nothing on disk.
+// there; a reader finds them as the writer's next open would: every whole
+// record of the newest segment, past damage too (scanPastWatermark), up
+// to a torn tail (a write in progress, or what a stopped writer left,
+// which the next writer cuts). It changes nothing on disk.
 func (s *Store) loadRecent() error {
 	segs, err := s.listSegments()
 	if err != nil {
@@ -838,7 +936,7 @@ func (s *Store) loadRecent() error {
 				s.forgetRecent(n, from)
 			}
 		}
-		recs, damage, err := s.scanRecordsFrom(n, from)
+		recs, kept, tail, err := s.scanRecordsFrom(n, from)
 		if err != nil {
 			// A segment shorter than the watermark, or unreadable: the
 			// damage is the writer's and verify's to report. A reader
@@ -862,15 +960,20 @@ func (s *Store) loadRecent() error {
 			}
 			s.recent[f.id] = f.e
 		}
-		if len(damage) > 0 {
-			if n == segs[len(segs)-1] {
-				// What the next writer's open cuts (recover): from the
-				// first damage to the segment's end.
-				d := damage[0]
-				d.Length, d.AtTail = max(s.recentSeen[1]-d.Offset, 0), true
-				s.recentTorn = &d
+		if n != segs[len(segs)-1] {
+			if len(kept) > 0 || tail != nil {
+				break // a sealed segment damaged: the next writer refuses (recover)
 			}
-			break // what follows is not there yet for a reader
+			continue
+		}
+		// The records after damage that whole records follow are read
+		// (above), as the next writer's open takes them in (recover);
+		// the torn tail is what it cuts: from its start to the
+		// segment's end.
+		if tail != nil {
+			d := *tail
+			d.Length, d.AtTail = max(s.recentSeen[1]-d.Offset, 0), true
+			s.recentTorn = &d
 		}
 	}
 	return nil
@@ -1001,15 +1104,22 @@ type pastRecord struct {
 
 // scanPastWatermark reads segment n from the index's watermark (its start
 // when n is past the watermark's segment) and returns where it started,
-// the objects of the whole records before the first damage, and the damage
-// (records only waiting for a dictionary are not damage). What follows
-// damage does not count: in the newest segment it is part of a torn tail,
-// however whole some of it looks (unsynced writes reach the disk in any
-// order). recover and loadRecent read the same records this way.
-func (s *Store) scanPastWatermark(n uint32) (int64, []pastRecord, []Damage, error) {
+// the objects of every whole record there, the damage that whole records
+// follow (kept), and the torn tail (tail, nil when there is none): the
+// first damage with no whole record after it, which runs to the segment's
+// end (records only waiting for a dictionary are not damage). A torn
+// write leaves no whole record after its break: records are appended in
+// order, and a killed writer's last one is the one it was writing. A break
+// that whole records follow is damage instead: records synced past the
+// watermark (a Barrier acknowledged them, and event logs name them) with a
+// byte of one damaged since, or a power cut that reordered unsynced
+// writes (which cannot be told from it). Those records are taken in, and
+// the damaged bytes left where they are. recover and loadRecent read the
+// same records this way.
+func (s *Store) scanPastWatermark(n uint32) (int64, []pastRecord, []Damage, *Damage, error) {
 	from := s.watermarkIn(n)
-	recs, damage, err := s.scanRecordsFrom(n, from)
-	return from, recs, damage, err
+	recs, kept, tail, err := s.scanRecordsFrom(n, from)
+	return from, recs, kept, tail, err
 }
 
 // watermarkIn is where segment n's records past the watermark begin.
@@ -1022,7 +1132,7 @@ func (s *Store) watermarkIn(n uint32) int64 {
 
 // scanRecordsFrom is scanPastWatermark from offset from of segment n (a
 // record's start).
-func (s *Store) scanRecordsFrom(n uint32, from int64) ([]pastRecord, []Damage, error) {
+func (s *Store) scanRecordsFrom(n uint32, from int64) ([]pastRecord, []Damage, *Damage, error) {
 	var recs []pastRecord
 	damage, _, err := s.scanSegment(n, from, func(r *scannedRecord) error {
 		return s.entriesOf(r, func(id Key, e entry) error {
@@ -1031,16 +1141,32 @@ func (s *Store) scanRecordsFrom(n uint32, from int64) ([]pastRecord, []Damage, e
 		})
 	}, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	damage = realDamage(damage)
-	if len(damage) > 0 {
-		for i, f := range recs {
-			if f.off >= damage[0].Offset {
-				recs = recs[:i]
-				break
-			}
+	kept, tail := splitTornTail(realDamage(damage), lastRecordEnd(recs))
+	return recs, kept, tail, nil
+}
+
+// lastRecordEnd is where the last of recs ends (0: none).
+func lastRecordEnd(recs []pastRecord) int64 {
+	if len(recs) == 0 {
+		return 0
+	}
+	return recs[len(recs)-1].end
+}
+
+// splitTornTail splits the damage of one segment (in offset order, records
+// waiting for a dictionary left out) at end, where its last whole record
+// ends: the first damage at or past it starts the torn tail (tail), which
+// runs to the segment's end; the damage before it has whole records after
+// it and is kept.
+func splitTornTail(damage []Damage, end int64) (kept []Damage, tail *Damage) {
+	for i, d := range damage {
+		if d.Offset >= end {
+			t := d
+			t.AtTail = true
+			return damage[:i], &t
 		}
 	}
-	return recs, damage, nil
+	return damage, nil
 }

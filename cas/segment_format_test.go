@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rookhq/rook/internal/vfs"
@@ -127,5 +128,72 @@ func TestWriterRefusesToAppendToASegmentOfANewerFormat(t *testing.T) {
 	after, _ := vfs.ReadFile(fsys, seg)
 	if !errors.Is(err, ErrNewerSegment) || len(after) != before {
 		t.Fatalf("writer took a segment of format 2: open/put/sync error %v (want %v); segment %d bytes, was %d", err, ErrNewerSegment, len(after), before)
+	}
+}
+
+// TestReaderOfANewerIndexSaysUpgradeNotReindex: an index written by a newer rook (both meta slots of format version 3,
+// checksums right), as a user gets by running an older rook on a store a
+// newer one wrote (two machines sharing a store, a downgrade).
+//
+// What the user does: runs `rook doctor` or `rook store verify` (readers).
+// What happens: they say "index ... is damaged (... file was written by a
+// newer rook ...; upgrade rook ...): run `rook store reindex` to rebuild it
+// from the segments". Following that advice, `rook store reindex` fails
+// ("upgrade rook"), as it must; the advice was both wrong (the file is
+// not damaged) and dangerous (a reindex, were it to run, would replace a
+// newer rook's index).
+// What should happen: docs/storage.md, Versioning rules: "A reader refuses a
+// version it does not know rather than guessing" and the index section:
+// "a format version newer than FormatVersion makes Open fail with
+// ErrNewerFormat instead of falling back: falling back (and truncating)
+// could destroy data a newer rook wrote". The reader's error says to
+// upgrade rook, and neither calls the index damaged nor advises a reindex.
+// (openIndex's reader case turned every error but a missing file or a
+// read failure, ErrNewerFormat included, into "is damaged ...: run `rook
+// store reindex`"; now a newer index is refused alike by readers and
+// writers, saying to upgrade.)
+func TestReaderOfANewerIndexSaysUpgradeNotReindex(t *testing.T) {
+	fsys, s, home := storeOf(t, 5)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(home, IndexDir, IndexFile)
+	b, err := vfs.ReadFile(fsys, idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	changed := 0
+	for slot := 0; slot < 2; slot++ {
+		p := b[slot*4096 : (slot+1)*4096]
+		if string(p[:8]) != "rookidx1" {
+			continue
+		}
+		binary.LittleEndian.PutUint16(p[8:], 3)
+		ulen := int(binary.LittleEndian.Uint32(p[64:]))
+		binary.LittleEndian.PutUint32(p[12:], 0)
+		binary.LittleEndian.PutUint32(p[12:], crc32.Checksum(p[:68+ulen], tab))
+		changed++
+	}
+	if changed == 0 {
+		t.Fatal("no meta slot found")
+	}
+	if err := fsys.WriteFileAtomic(idx, b, FileMode); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(home, Options{FS: fsys, Clock: testClock()})
+	if err == nil {
+		t.Fatal("a reader opened an index of a newer format")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "upgrade rook") {
+		t.Errorf("the reader's error does not say to upgrade rook: %s", msg)
+	}
+	if strings.Contains(msg, "damaged") || strings.Contains(msg, "store reindex") {
+		t.Errorf("the reader's error calls a newer rook's index damaged and advises a reindex: %s", msg)
+	}
+	// The advice, followed, is refused: the writer's open says upgrade.
+	if _, werr := Open(home, Options{FS: fsys, Clock: testClock(), Writable: true, ForReindex: true}); werr == nil || !strings.Contains(werr.Error(), "upgrade rook") {
+		t.Errorf("reindex's open of a newer index: %v, want a refusal saying upgrade rook", werr)
 	}
 }

@@ -275,16 +275,18 @@ func TestTornTailNoRoomNamesTail(t *testing.T) {
 // stored raw), so resync finds a "record" inside the torn tail, and torn
 // bytes follow it. The user runs `rook store verify --json` (or reads its
 // note) to learn how much room the next writer's copy into torn/ needs:
-// torn_tail_bytes says only the last stretch (200 here), and the stretch
-// before the embedded record is reported as damage. The next writer's open
-// (recover: cutTail from the FIRST damage past the watermark to the
-// segment's end) copies and cuts all of it (1000 + record + 200). With
-// free space between the two figures, verify says there is room and every
-// write then fails with TornTailError. torn_tail_bytes should be what the
-// writer cuts (as the reader's Store.TornTail, used by doctor, computes:
-// segment end minus the first damage's offset).
-// (verifyOnce took the length of the damage at the tail only; now the
-// whole tail from the first damage past the watermark. Fails on c0304e6.)
+// torn_tail_bytes should be what the writer cuts (as the reader's
+// Store.TornTail, used by doctor, computes). (verifyOnce took the length
+// of the damage at the tail only, while the writer cut from the first
+// damage past the watermark. Fails on c0304e6.)
+//
+// Since the writer's open no longer cuts whole records that follow a
+// break (they may be records a Barrier acknowledged, with a byte of the
+// one before them damaged since: TestWriterOpenKeepsWholeRecordsAfterDamage),
+// the torn tail is only the stretch after the last whole record (200
+// here): the embedded "record" is taken in (an object nothing names, which
+// gc collects) and the 1000 bytes before it are damage, which verify
+// lists and the open keeps, saying so. verify and the writer still agree.
 func TestVerifyTornTailIsWhatTheWriterCuts(t *testing.T) {
 	fsys := vfs.NewMem()
 	s, home := newStore(t, fsys, Options{})
@@ -321,7 +323,8 @@ func TestVerifyTornTailIsWhatTheWriterCuts(t *testing.T) {
 	f.Write(recB)
 	f.Write(make([]byte, 200))
 	f.Close()
-	tail := int64(1000 + len(recB) + 200)
+	written := int64(1000 + len(recB) + 200)
+	tail := int64(200)
 
 	r, err := Open(home, Options{FS: fsys, Clock: testClock()})
 	if err != nil {
@@ -342,11 +345,115 @@ func TestVerifyTornTailIsWhatTheWriterCuts(t *testing.T) {
 	t.Logf("writer notices: %v", w.Notices)
 	w.Close()
 	after, _ := vfs.ReadFile(fsys, seg)
-	cut := int64(len(before)) + tail - int64(len(after))
+	cut := int64(len(before)) + written - int64(len(after))
 	if cut != tail {
 		t.Fatalf("the writer cut %d bytes, the test expected %d", cut, tail)
 	}
 	if rep.TornTailBytes != cut {
 		t.Errorf("verify's torn_tail_bytes = %d, but the next writer copies and cuts %d bytes (the room it needs)", rep.TornTailBytes, cut)
+	}
+	if len(rep.Problems) != 1 || rep.Problems[0].Offset != int64(len(before)) || rep.DamagedRegions != 1 {
+		t.Errorf("verify's problems %v: want the 1000 damaged bytes at offset %d, which whole records follow", rep.Problems, len(before))
+	}
+	if kept := notKeptByOpen(rep.Problems, w.Notices); len(kept) != 0 {
+		t.Errorf("the writer's open did not say it kept %v (notices %v)", kept, w.Notices)
+	}
+}
+
+// TestWriterOpenKeepsWholeRecordsAfterDamage: records a Barrier made
+// durable past the index's watermark (the events naming their objects were
+// written after it), and then a byte of the first of them damaged (a disk
+// fault), before any writer committed them. The writer's open cut
+// everything from the damaged record on into torn/ ("written but never
+// synced"), the whole record after it too, whose object no longer read;
+// verify had called it all a torn tail. Now only a stretch that no whole
+// record follows is a torn tail: the open takes the whole records after
+// the damage in, leaves the damaged bytes where they are and says so, and
+// verify lists them as damage; readers find the records after it too.
+// (The script session_append_keeps_records_after_damage keeps what the user saw.)
+func TestWriterOpenKeepsWholeRecordsAfterDamage(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	mustPut(t, s, KindNote, noise(500, 1))
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(home, SegmentsDir, "00000001.seg")
+	st, err := fsys.Stat(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wm := st.Size()
+	a := mustPut(t, s, KindMessage, noise(700, 2))
+	if err := s.Barrier(); err != nil {
+		t.Fatal(err)
+	}
+	b := mustPut(t, s, KindMessage, noise(800, 3))
+	want, _ := s.Get(b)
+	if err := s.Barrier(); err != nil {
+		t.Fatal(err)
+	}
+	c := fsys.CrashClone() // the Barriers synced both records; no commit named them
+	data, err := vfs.ReadFile(c, seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[wm+40] ^= 0xff // in a's record, past its header
+	if err := c.WriteFileAtomic(seg, data, FileMode); err != nil {
+		t.Fatal(err)
+	}
+
+	r, err := Open(home, Options{FS: c, Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.Get(b); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("a reader does not find the whole record after the damage: %v", err)
+	}
+	rep, err := r.Verify(nil)
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.TornTail != "" {
+		t.Errorf("verify calls damage that a whole record follows a torn tail: %s", rep.TornTail)
+	}
+	if rep.DamagedRegions != 1 || len(rep.Problems) != 1 || rep.Problems[0].Offset != wm {
+		t.Errorf("verify: %v: want the damaged record at offset %d as the one problem", rep.Problems, wm)
+	}
+
+	w, err := Open(home, Options{FS: c, Clock: testClock(), Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := w.Get(b); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the writer's open lost the whole record after the damage: %v (notices %v)", err, w.Notices)
+	}
+	if _, err := w.Get(a); err == nil {
+		t.Errorf("the damaged record's object reads")
+	}
+	if !strings.Contains(strings.Join(w.Notices, "\n"), "not a torn write") {
+		t.Errorf("the open did not say what it kept: %v", w.Notices)
+	}
+	if _, err := w.Put(KindNote, []byte("after it")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := vfs.ReadFile(c, seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) < len(data) || !bytes.Equal(after[:len(data)], data) {
+		t.Errorf("the segment was cut or rewritten: %d bytes, was %d", len(after), len(data))
+	}
+	w2, err := Open(home, Options{FS: c, Clock: testClock(), Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	if got, err := w2.Get(b); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("after the next open: %v", err)
 	}
 }

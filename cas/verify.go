@@ -514,11 +514,14 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 	dictRecs := map[blockKey]*dictRecord{}
 	present := map[uint32]bool{}
 	var damage []Damage
+	var lastEnd int64 // where the newest segment's last whole record ends
 	for _, n := range segs {
 		rep.Segments++
 		present[n] = true
+		lastEnd = 0
 		d, _, err := s.scanSegment(n, 0, func(r *scannedRecord) error {
 			rep.Records++
+			lastEnd = r.end
 			if r.h.Codec == CodecZstdDict {
 				dictRecs[blockKey{r.seg, r.off}] = &dictRecord{dict: r.h.Dict, members: len(r.members)}
 			}
@@ -537,16 +540,18 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 	var regions []Damage // damage that is not an unacknowledged torn tail
 	var torn *Damage     // the first damage of the torn tail
 	for _, d := range damage {
-		if len(segs) > 0 && d.Segment == segs[len(segs)-1] &&
+		if len(segs) > 0 && d.Segment == segs[len(segs)-1] && !d.NeedsDict && d.Offset >= lastEnd &&
 			(d.Segment > committed.WMSegment || d.Segment == committed.WMSegment && d.Offset >= committed.WMOffset) {
-			// Past the watermark in the newest segment: a write no Sync
-			// acknowledged. The next writer cuts it (recover), from its
-			// first damage to the segment's end, what reads as a record
-			// after that too (a body holding a record's bytes): all of it
-			// is the torn tail, not damage. An index that never
-			// committed has its watermark at the start: what a first
-			// writer killed inside its first segment's header left is
-			// cut the same way (verify called it damage).
+			// Past the watermark in the newest segment, with no whole
+			// record after it: a write no Sync acknowledged. The next
+			// writer cuts it (recover), from there to the segment's end.
+			// An index that never committed has its watermark at the
+			// start: what a first writer killed inside its first
+			// segment's header left is cut the same way (verify called
+			// it damage). Damage that whole records follow is not a
+			// torn tail (those records may be acknowledged: the next
+			// writer takes them in and keeps it): it is reported as
+			// damage, wherever it is.
 			if torn == nil || d.Offset < torn.Offset {
 				torn = &d
 			}
@@ -622,6 +627,13 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 			dr.checked++
 		}
 		switch {
+		case !ok && e.Inline && d == nil:
+			// No record where it points (its segment lost): its bytes
+			// are in the index, re-hashed above, and read, and `rook
+			// store reindex` writes them again as a new record rather
+			// than dropping them. Not lost, so not a problem. (One whose
+			// record is damaged is named below, as it was: putting its
+			// bytes again repairs the segment's copy.)
 		case !ok && d != nil && d.NeedsDict:
 			damageUsed[d.index(damage)] = true
 			bad(e, "unreadable: its "+d.Reason)

@@ -1,6 +1,8 @@
 package cas
 
 import (
+	"errors"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -94,5 +96,54 @@ func TestVerifyStillCallsADamagedIndexDamaged(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("problems %+v: want the index called damaged", rep.Problems)
+	}
+}
+
+// TestSegmentPermissionDeniedIsNotCorrupt: a segment the reading account may not open (permission denied: a
+// `sudo rook` wrote it, a restore set its mode 000), as a user meets it
+// with `rook session show`, `rook store cat` or `rook session export`.
+//
+// What the user does: `rook session show ID` (or `store cat`) on a store
+// whose segment 00000002.seg is mode 000 for them.
+// What happens (seen with the real binary, as a non-root user): every
+// body reads "(body unreadable: object c328dda077cf is corrupt (segment
+// 00000002.seg offset 724502): open segment: open ...: permission
+// denied)". The object is a cas.CorruptError: "corrupt".
+// What should happen: the object is not damaged and nothing should call it
+// so: `rook store verify` on the same store already says "permission
+// denied: check the permissions" and docs/storage.md tells read failures
+// from damage throughout ("a read of the file that the OS failed (an I/O
+// error, permission denied ...), which is not damage", Verify and
+// reindex; "A session whose files permission keeps from reading is
+// whole: ... say to fix the permissions, not `rook session rm`, which is
+// for damage", Home layout). "corrupt" sends the user to `--reread`,
+// `session fork`/`session rm` (verify's advice for corrupt objects).
+// (The read of a record wraps the open's error in a *CorruptError, whose
+// Error() said "is corrupt" whatever the cause; it still is one, so that
+// the views go on past the body, but says the OS failed the read, which
+// is not damage: CorruptError.ReadFailed.)
+func TestSegmentPermissionDeniedIsNotCorrupt(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	id := mustPut(t, s, KindFile, noise(3000, 7))
+	s = reopen(t, s, false)
+	segDir := filepath.Join(home, SegmentsDir)
+	fsys.SetHook(func(op vfs.Op, path string) error {
+		if op == vfs.OpOpenRead && filepath.Dir(path) == segDir {
+			return &fs.PathError{Op: "open", Path: path, Err: syscall.EACCES}
+		}
+		return nil
+	})
+	_, err := s.Get(id)
+	fsys.SetHook(nil)
+	if err == nil {
+		t.Fatal("a read through a segment that cannot be opened returned no error")
+	}
+	if !errors.Is(err, syscall.EACCES) {
+		t.Errorf("the error does not carry permission denied: %v", err)
+	}
+	var ce *CorruptError
+	if strings.Contains(err.Error(), "corrupt") || (errors.As(err, &ce) && strings.Contains(ce.Error(), "corrupt")) {
+		t.Errorf("a segment the user may not open is said to hold a corrupt object: %v", err)
 	}
 }

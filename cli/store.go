@@ -156,7 +156,7 @@ func (c *CatCmd) Run(e *Env) error {
 	if err != nil {
 		var ce *cas.CorruptError
 		var nd *cas.NeedsDictError
-		if errors.As(err, &ce) && !errors.As(err, &nd) {
+		if errors.As(err, &ce) && !errors.As(err, &nd) && !readFailed(ce) {
 			return fmt.Errorf("%v: nothing written; `rook store verify` lists every damaged object, and putting the original bytes again repairs it", err)
 		}
 		return err
@@ -166,6 +166,13 @@ func (c *CatCmd) Run(e *Env) error {
 	}
 	_, err = e.Stdout.Write(data)
 	return err
+}
+
+// readFailed: the OS failed the read (permission denied, an I/O error),
+// which the error says; the object is not known to be damaged.
+func readFailed(ce *cas.CorruptError) bool {
+	_, failed := ce.ReadFailed()
+	return failed
 }
 
 // printObjectJSON writes `store cat --json`, {"data", "id", "size"}, as
@@ -649,7 +656,7 @@ func (c *ReindexCmd) Run(e *Env) error {
 			wrongDict = append(wrongDict, w.String())
 		}
 		// A failed write is Main's to tell, after the verdict below.
-		if err := unprinted(e.printJSON(map[string]any{"segments": rep.Segments, "records": rep.Records, "objects": rep.Objects, "damage": damage, "cut": rep.Cut, "needs_dictionary": waiting, "carried": rep.Carried, "carry_error": rep.CarryErr, "wrong_dictionary": wrongDict, "wrong_dictionary_kept": rep.WrongDictKept})); err != nil {
+		if err := unprinted(e.printJSON(map[string]any{"segments": rep.Segments, "records": rep.Records, "objects": rep.Objects, "damage": damage, "cut": rep.Cut, "needs_dictionary": waiting, "carried": rep.Carried, "carry_error": rep.CarryErr, "wrong_dictionary": wrongDict, "wrong_dictionary_kept": rep.WrongDictKept, "rewritten_from_index": rep.Rewritten})); err != nil {
 			return err
 		}
 	} else {
@@ -667,6 +674,9 @@ func (c *ReindexCmd) Run(e *Env) error {
 		}
 		for _, w := range rep.WrongDict {
 			fmt.Fprintf(e.Stdout, "wrong dictionary: %s\n", w)
+		}
+		if rep.Rewritten > 0 {
+			fmt.Fprintf(e.Stdout, "rewritten: %d object(s) whose record is gone (a segment missing, a record damaged), from the copy the old index kept of their bytes, re-hashed, into new records\n", rep.Rewritten)
 		}
 		fmt.Fprintf(e.Stdout, "reindexed %d objects from %d records in %d segment(s)\n", rep.Objects, rep.Records, rep.Segments)
 	}

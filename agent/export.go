@@ -256,15 +256,67 @@ func exportEscape(s string) string {
 }
 
 // exportIsolate is s escaped (exportEscape), as a bidi isolate (FSI ...
-// PDI) when it holds a bidi control: a right-to-left override in a title
-// or a label would otherwise reorder the text rook writes after it on the
-// line (an event's time and size, "rook session ID"), and the isolate's
-// end closes whatever s opened. Text without one is written as it is.
+// PDI) when it can take the direction of the text around it: when it
+// holds a bidi control (a right-to-left override in a title or a label)
+// or a right-to-left letter or digit (a label in Hebrew or Arabic, which
+// pulls the numbers after it into its run). Either would otherwise
+// reorder the text rook writes after it on the line: an event's time and
+// size, "rook session ID". The isolate's end closes whatever s opened
+// only if it is the isolate's own end: s's isolates are balanced first
+// (bidiBalanced). Text with neither is written as it is.
 func exportIsolate(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return unicode.Is(unicode.Bidi_Control, r) }) {
+	if !strings.ContainsFunc(s, func(r rune) bool { return unicode.Is(unicode.Bidi_Control, r) || rightToLeft(r) }) {
 		return exportEscape(s)
 	}
-	return "\u2068" + exportEscape(s) + "\u2069"
+	return "\u2068" + exportEscape(bidiBalanced(s)) + "\u2069"
+}
+
+// rightToLeft: r is in a block of the right-to-left scripts (Hebrew,
+// Arabic, Syriac, Thaana, NKo, Samaritan, Mandaic and their presentation
+// forms; the historic ones of U+10800-U+10FFF and U+1E800-U+1EFFF), where
+// the letters are right to left (bidi class R or AL) and the digits
+// Arabic numbers (AN): a string holding one may turn the numbers after
+// it right to left.
+func rightToLeft(r rune) bool {
+	switch {
+	case r >= 0x0590 && r <= 0x08FF, r >= 0xFB1D && r <= 0xFDFF, r >= 0xFE70 && r <= 0xFEFF,
+		r >= 0x10800 && r <= 0x10FFF, r >= 0x1E800 && r <= 0x1EFFF:
+		return true
+	}
+	return false
+}
+
+// bidiBalanced is s with its isolates balanced, read as the Unicode
+// Bidirectional Algorithm reads them (UAX #9, X5a-X6a), so that s can be
+// written inside an isolate of rook's that then ends where rook ends it:
+// a PDI that closes no isolate of s's own would close rook's, and what s
+// opens after it (an RLO) would outlive it: it is shown as U+FFFD, as
+// show shows every bidi control. An isolate s leaves open (an import cuts
+// a label at 200 bytes, an RLI's PDI past the cut) would take rook's PDI
+// as its own: it is closed at s's end. An embedding or an override needs
+// neither: the end of the isolate it is in closes it, and a PDF closes
+// nothing outside that isolate.
+func bidiBalanced(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r >= '\u2066' && r <= '\u2069' }) {
+		return s
+	}
+	var b strings.Builder
+	open := 0 // isolates s opened and has not closed
+	for _, r := range s {
+		switch r {
+		case '\u2066', '\u2067', '\u2068': // LRI RLI FSI
+			open++
+		case '\u2069': // PDI
+			if open == 0 {
+				r = '\uFFFD'
+			} else {
+				open--
+			}
+		}
+		b.WriteRune(r)
+	}
+	b.WriteString(strings.Repeat("\u2069", open))
+	return b.String()
 }
 
 // ExportHTML renders an export as one self-contained HTML file: every

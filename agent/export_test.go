@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"html"
 	"regexp"
 	"strings"
 	"testing"
@@ -160,6 +161,210 @@ func TestExportHTMLIsolatesBidiControls(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+}
+
+// bidiOpenAtEnd runs the explicit-level rules of the Unicode
+// Bidirectional Algorithm (UAX #9, X1-X8: embeddings, overrides and
+// isolates, their pops by PDF and PDI) over s, from a paragraph's start,
+// and says how many of the embeddings, overrides and isolates s opened
+// are still in force at its end: 0 when whatever s opened is closed, so
+// the text after it on the line is laid out as if s were not there.
+//
+// X6a: a PDI with no isolate open does nothing. X7: a PDF pops only an
+// embedding or override opened after the last isolate still open.
+func bidiOpenAtEnd(s string) int {
+	type entry struct{ isolate bool }
+	var stack []entry
+	isolates := 0
+	for _, r := range s {
+		switch r {
+		case '\u202A', '\u202B', '\u202D', '\u202E': // LRE RLE LRO RLO
+			stack = append(stack, entry{false})
+		case '\u2066', '\u2067', '\u2068': // LRI RLI FSI
+			stack = append(stack, entry{true})
+			isolates++
+		case '\u2069': // PDI
+			if isolates == 0 {
+				continue
+			}
+			for len(stack) > 0 {
+				top := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				if top.isolate {
+					break
+				}
+			}
+			isolates--
+		case '\u202C': // PDF
+			if len(stack) > 0 && !stack[len(stack)-1].isolate {
+				stack = stack[:len(stack)-1]
+			}
+		}
+	}
+	return len(stack)
+}
+
+// metaLineBefore is the text (tags out, entities decoded) of the page's
+// line holding marker, up to marker: what the browser lays out before it
+// in the same paragraph.
+func metaLineBefore(t *testing.T, page, marker string) string {
+	t.Helper()
+	i := strings.Index(page, marker)
+	if i < 0 {
+		t.Fatalf("the page lacks %q", marker)
+	}
+	start := strings.LastIndexByte(page[:i], '\n') + 1
+	line := page[start:i]
+	var text strings.Builder
+	for len(line) > 0 {
+		if line[0] == '<' {
+			if j := strings.IndexByte(line, '>'); j >= 0 {
+				line = line[j+1:]
+				continue
+			}
+		}
+		j := strings.IndexByte(line, '<')
+		if j < 0 {
+			j = len(line)
+		}
+		text.WriteString(html.UnescapeString(line[:j]))
+		line = line[j:]
+	}
+	return text.String()
+}
+
+// TestExportHTMLIsolateOutlivesWhatTheStringOpens: README (the
+// export-html line of its command list) promises that export-html writes
+// a transcript's string holding a bidi control (a title, a label, an id,
+// a path) "as an isolate: it reorders nothing of rook's after it".
+//
+// The user exports a session one of whose tool names (an imported tool
+// call's label, the transcript's to say) or whose title is
+// "x\u2069\u202Eevil": a POP DIRECTIONAL ISOLATE, then a RIGHT-TO-LEFT
+// OVERRIDE. Written FSI + the string + PDI as it was, the string's own
+// PDI closed rook's FSI, the RLO after it was then open outside any
+// isolate, and rook's closing PDI, matching no isolate, did nothing
+// (UAX #9 X6a). The override stayed in force to the end of the line: the
+// event's time, tokens and size ("· <time>2026-… UTC</time> · 61 bytes"),
+// and in the <title> " — rook session ID", were shown reversed, the
+// "Trojan Source" spoof the isolate is there to stop.
+//
+// Whatever the string holds, nothing it opens outlives it: exportIsolate
+// balances its isolates (bidiBalanced), a stray PDI shown as U+FFFD as
+// show shows it, an isolate left open closed at the string's end.
+func TestExportHTMLIsolateOutlivesWhatTheStringOpens(t *testing.T) {
+	// Each string leaves something open past rook's closing PDI:
+	for _, evil := range []string{
+		// its own PDI closes rook's FSI, its RLO is then outside it
+		"x\u2069\u202Eevil",
+		// its RLI takes rook's PDI, rook's FSI stays open to the end of
+		// the line, right-to-left by its first strong letter (alef): the
+		// time and size are laid out inside it, right to left. Import
+		// makes such a label of a longer tool name: it keeps a label's
+		// first 200 bytes, an FSI or RLI there without its PDI.
+		"\u05d0\u2067",
+	} {
+		r, clk := viewsRook(t)
+		m, err := r.NewSession("title "+evil, "/w", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		viewsAppend(t, r, clk, m.ID, Entry{Kind: eventlog.KindToolCall, Label: "tool " + evil, Body: []byte("x")})
+		x, err := r.ExportRange(m.ID, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := string(ExportHTML(x))
+
+		// The event's meta line: what comes before its <time> must leave
+		// nothing open.
+		if before := metaLineBefore(t, page, "<time>"); bidiOpenAtEnd(before) != 0 {
+			t.Errorf("label %+q leaves %d bidi override(s) or isolate(s) open before the event's time: %+q", evil, bidiOpenAtEnd(before), before)
+		}
+		// The <title>: what comes before " — rook session ID".
+		if before := metaLineBefore(t, page, " — rook session "); bidiOpenAtEnd(before) != 0 {
+			t.Errorf("title %+q leaves %d bidi override(s) or isolate(s) open before \" — rook session ID\": %+q", evil, bidiOpenAtEnd(before), before)
+		}
+	}
+}
+
+// TestExportHTMLIsolatesRightToLeftLabels: the user labels a note
+// in Hebrew or Arabic (`session append --label הערה`; an imported tool
+// or agent named so), with no bidi control in it, and exports the
+// session. The meta line is "#0 note · הערה · <time>2026-12-07
+// 13:33:23.328 UTC</time> · 3 bytes"; written bare (as it was when only
+// a string with a bidi control was isolated), by the bidi algorithm the
+// numbers after a right-to-left letter join its run (UAX #9 W7, N1: the
+// " · " between them, and the numbers, resolve right to left), so a
+// browser lays the line out as "#0 note · 13:33:23.328 2026-12-07 · הערה
+// UTC · 3 bytes": the time before the date, both before the label, "UTC"
+// cut off from them (after an Arabic label, W2 makes the date's numbers
+// Arabic numbers: "07-12-2026").
+//
+// A string of the transcript's that can take the direction (one with a
+// right-to-left letter) is written as an isolate (FSI ... PDI), as one
+// with a bidi control is, so the time after it reads as written.
+func TestExportHTMLIsolatesRightToLeftLabels(t *testing.T) {
+	for _, label := range []string{"\u05d4\u05e2\u05e8\u05d4", "\u0645\u0644\u0627\u062d\u0638\u0629"} {
+		r, clk := viewsRook(t)
+		m, err := r.NewSession("t", "/w", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		viewsAppend(t, r, clk, m.ID, Entry{Kind: eventlog.KindNote, Label: label, Body: []byte("x")})
+		x, err := r.ExportRange(m.ID, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := string(ExportHTML(x))
+		i := strings.Index(page, "<time>")
+		if i < 0 {
+			t.Fatal("no <time>")
+		}
+		line := page[strings.LastIndexByte(page[:i], '\n')+1 : i]
+		if !strings.Contains(line, "\u2068"+label+"\u2069") && !strings.Contains(line, "<bdi>"+label+"</bdi>") {
+			t.Errorf("label %+q is written bare before the event's time, which its direction then reorders: %+q", label, line)
+		}
+	}
+}
+
+// TestBidiOpenAtEndReadsUAX9: the UAX #9 helper the bidi tests of the
+// page use reads the rules as written.
+func TestBidiOpenAtEndReadsUAX9(t *testing.T) {
+	for s, want := range map[string]int{
+		"plain":                    0,
+		"\u2068a\u202eb\u2069":     0, // the isolate's end closes the override in it
+		"\u2068\u2069\u202e\u2069": 1, // the first PDI closed the isolate: the RLO stays
+		"\u202e":                   1,
+		"\u202e\u202c":             0,
+		"\u2067\u202c":             1, // a PDF does not close an isolate
+	} {
+		if got := bidiOpenAtEnd(s); got != want {
+			t.Errorf("bidiOpenAtEnd(%+q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+// TestExportHTMLIsolateHoldsABalancedLabel (beside
+// TestExportHTMLIsolateOutlivesWhatTheStringOpens): a label "\u2067\u2069\u202E" (RLI, PDI, RLO) is written FSI RLI PDI RLO
+// PDI: the string's PDI closes its own RLI, rook's PDI closes the FSI and
+// with it the RLO (an isolate's end pops what was opened in it), so the
+// time after it is laid out as written; the helper reads it so.
+func TestExportHTMLIsolateHoldsABalancedLabel(t *testing.T) {
+	r, clk := viewsRook(t)
+	m, err := r.NewSession("t", "/w", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewsAppend(t, r, clk, m.ID, Entry{Kind: eventlog.KindToolCall, Label: "\u2067\u2069\u202Eevil", Body: []byte("x")})
+	x, err := r.ExportRange(m.ID, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(ExportHTML(x))
+	if before := metaLineBefore(t, page, "<time>"); bidiOpenAtEnd(before) != 0 {
+		t.Errorf("the label leaves %d bidi override(s) open before the event's time: %+q", bidiOpenAtEnd(before), before)
 	}
 }
 

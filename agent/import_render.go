@@ -505,7 +505,7 @@ func (r *renderer) content(content json.RawMessage) bool {
 			if len(b.Content) > 0 && b.Content[0] == '[' && inner.depth < maxRenderDepth && inner.content(b.Content) {
 				out.Write(inner.out.Bytes())
 			} else if s, ok := rawText(b.Content); ok {
-				out.WriteString(s)
+				out.WriteString(r.notEncoded("", s))
 			} else {
 				out.Write(b.Content)
 			}
@@ -552,6 +552,8 @@ func (r *renderer) arguments(args json.RawMessage) {
 		if !isText {
 			// Laid out (writeNested, shellWords) by what its texts say.
 			r.dependsOn(m.value)
+		} else {
+			s = r.notEncoded(m.key, s)
 		}
 		var words []string
 		if !isText && m.key == "command" {
@@ -669,6 +671,12 @@ func writeNestedMember(out *bytes.Buffer, m rawMember, indent string) {
 	if writeNested(out, m.key, m.value, indent) {
 		return
 	}
+	if s, ok := rawText(m.value); ok {
+		if marker, ok := encodedText(m.key, s); ok {
+			fmt.Fprintf(out, "%s: %s", m.key, marker)
+			return
+		}
+	}
 	if s, ok := rawText(m.value); ok && strings.Contains(s, "\n") {
 		// A text of several lines: a block of its own under its key
 		// (an empty line left empty).
@@ -693,6 +701,10 @@ func writeNestedMember(out *bytes.Buffer, m rawMember, indent string) {
 // several lines.
 func writeNestedValue(out *bytes.Buffer, v json.RawMessage, item bool) {
 	s, ok := rawText(v)
+	if marker, enc := encodedText("", s); ok && enc {
+		out.WriteString(marker)
+		return
+	}
 	if !ok || s == "" || strings.TrimSpace(s) != s || json.Valid([]byte(s)) ||
 		item && (strings.Contains(s, ": ") || strings.HasPrefix(s, "- ") || strings.Contains(s, "\n")) {
 		out.Write(v)
@@ -896,7 +908,7 @@ func (r *renderer) codex(typ string, payload json.RawMessage) bool {
 				s = outputOfExec(s)
 			}
 			start := out.Len()
-			out.WriteString(s)
+			out.WriteString(r.notEncoded("", s))
 			r.noOutput(start)
 		case "web_search_call":
 			// What the agent searched for, whole: a query (and the others
@@ -1190,6 +1202,39 @@ func firstText(v []byte) string {
 		return ""
 	}
 	return Preview(t, PreviewRunes)
+}
+
+// notEncoded is s, a tool's output or an argument's text (under key: ""
+// for none) written as it is, or its marker ("[image 3.9 KiB]",
+// encodedMarker) when it is encoded state (encodedText): a base64 data
+// URL (an MCP tool's screenshot, as Claude Code keeps its output), base64
+// under "data" (a Codex tool's argument). find and search do not read
+// such a value, and the view shows one under a key of JSON so
+// (maskNestedEncoded). A placeholder (a string of a large line,
+// renderedStream) that may be one renders the line whole.
+func (r *renderer) notEncoded(key, s string) string {
+	if r.lz != nil && hasMarkString(s) {
+		if k, ok := r.lz.whole(s); !ok || encodedKeys[key] || r.lz.dataURL(k) {
+			r.lz.bad = true
+		}
+		return s
+	}
+	if m, ok := encodedText(key, s); ok {
+		return m
+	}
+	return s
+}
+
+// encodedText is the marker of s, a decoded string value under key, when
+// it is encoded state as find reads a value (encodedValue): base64 of
+// minEncoded bytes or more under one of encodedKeys, or a base64 data
+// URL under any key.
+func encodedText(key, s string) (string, bool) {
+	b := []byte(s)
+	if encodedKeys[key] && len(b) >= minEncoded && isBase64(b) || isDataURL(b) {
+		return encodedMarker(key, b), true
+	}
+	return "", false
 }
 
 // readable is a message's text as shown: without the blank lines it may

@@ -74,7 +74,8 @@ type cutProps struct {
 	nlDone    bool  // the newline scan ran
 	nl        bool  // it holds a newline
 	firstDone bool
-	first     int // its first byte, -1 when empty
+	first     int    // its first byte, -1 when empty
+	head      []byte // its first bytes, up to len("data:"), as the space scan saw them
 }
 
 // hasMark says whether b holds a placeholder (or what may be one).
@@ -155,7 +156,7 @@ func (lz *lazyLine) spaces(k int) *cutProps {
 		if len(s.carry) > 0 {
 			s.found = true // a character cut off by the end: not a space
 		}
-		p.spaced, p.blank, p.firstText, p.skip = true, !s.found, s.found, s.lineStart
+		p.spaced, p.blank, p.firstText, p.skip, p.head = true, !s.found, s.found, s.lineStart, s.head
 	}
 	return p
 }
@@ -169,10 +170,14 @@ type spaceScan struct {
 	found, nlBefore bool
 	total           int64 // bytes written before this piece
 	lineStart       int64
+	head            []byte // the first bytes written, up to len("data:")
 }
 
 func (s *spaceScan) Write(p []byte) (int, error) {
 	n := len(p)
+	if k := len("data:") - len(s.head); k > 0 {
+		s.head = append(s.head, p[:min(k, len(p))]...)
+	}
 	b := p
 	at := s.total - int64(len(s.carry)) // where b starts
 	s.total += int64(n)
@@ -224,6 +229,19 @@ func (s *firstScan) Write(p []byte) (int, error) {
 		return len(p), errStopScan
 	}
 	return 0, nil
+}
+
+// dataURL says whether cut k may be a data URL: it begins with "data:"
+// (notEncoded then renders the line whole). Its first bytes are the
+// space scan's (spaces), which the view asks for anyway: no read more.
+func (lz *lazyLine) dataURL(k int) bool {
+	p := lz.spaces(k)
+	const prefix = "data:"
+	if len(p.head) < len(prefix) {
+		// cut short by the scan's first piece: what it could be
+		return strings.HasPrefix(prefix, string(p.head)) && len(p.head) > 0
+	}
+	return strings.HasPrefix(string(p.head), prefix)
 }
 
 // readable is readable(s), of a placeholder too: its string from its

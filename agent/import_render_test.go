@@ -523,6 +523,42 @@ func TestRenderShowsNoEncodedState(t *testing.T) {
 	}
 }
 
+// TestRenderShowsADataURLOutputAsAMarker: a tool's output that is a base64
+// data URL (an MCP screenshot, which Claude Code keeps as the
+// tool_result's content string, or a Codex output string), and a tool's
+// argument that is encoded state (base64 under "data", a data URL under
+// any key), are shown as their markers, as find and search take them and
+// as the view shows one under a key of JSON: show, export-html, history
+// and quote printed the base64.
+func TestRenderShowsADataURLOutputAsAMarker(t *testing.T) {
+	png := "iVBORw0KGgoAAAANSUhEUgAA" + strings.Repeat("QUJDRA", 100)
+	url := "data:image/png;base64," + png
+	for _, tc := range []struct{ name, line, want string }{
+		{"claude code tool result",
+			`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"` + url + `"}]},"uuid":"u1"}`,
+			"[tool_result]\n[image 646 B]\n"},
+		{"codex output",
+			`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"` + url + `"}}`,
+			"[function_call_output]\n[image 646 B]\n"},
+		{"codex arguments",
+			`{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"upload","call_id":"c1","arguments":"{\"data\":\"` + png + `\",\"shot\":\"` + url + `\",\"name\":\"a.png\"}"}}`,
+			"[function_call upload]\ndata: [image 624 B]\nshot: [image 646 B]\nname: a.png\n"},
+		{"nested argument",
+			`{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"upload","input":{"file":{"data":"` + png + `","name":"a.png"},"shots":["` + url + `"]}}]},"uuid":"u1"}`,
+			"[tool_use upload]\nfile:\n  data: [image 624 B]\n  name: a.png\nshots:\n  - [image 646 B]\n"},
+	} {
+		if got := string(RenderImported([]byte(tc.line + "\n"))); got != tc.want {
+			t.Errorf("%s:\n%s\nwant:\n%s", tc.name, got, tc.want)
+		}
+	}
+	// A short word under "data", and a text that only holds a data URL,
+	// are text.
+	short := `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"see ` + url + `"}]},"uuid":"u1"}`
+	if got := string(RenderImported([]byte(short + "\n"))); !strings.Contains(got, "see data:image/png;base64,iVBOR") {
+		t.Errorf("a text holding a data URL: %s", got)
+	}
+}
+
 // A line with bytes that are not UTF-8 inside a string (a prompt pasted
 // from a file in another encoding) is still its text to read: show,
 // history and quote render it, each bad byte shown as U+FFFD, not the

@@ -199,7 +199,10 @@ type ExportHTMLCmd struct {
 	ID      string  `arg:"" help:"Session id, unique prefix, or last."`
 	From    *uint64 `help:"First seq (default 0)." placeholder:"N"`
 	Through *uint64 `help:"Last seq, inclusive (default: 511 events on, or the last); one file holds at most 512 events." placeholder:"N"`
-	Output  string  `required:"" short:"o" empty:"own" help:"The HTML file to write; it must not exist (rook never overwrites)." placeholder:"FILE"`
+	Output  string  `required:"" short:"o" empty:"own" help:"The HTML file to write; it must not exist (rook never overwrites); a device or a pipe (/dev/stdout, /dev/null, a FIFO) is written to." placeholder:"FILE"`
+	// device: Output is a device or a pipe that is there (through a
+	// link too): written to, never made, replaced nor removed.
+	device bool
 }
 
 func (c *ExportHTMLCmd) Run(e *Env) error {
@@ -226,18 +229,27 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	if err := insideStoreErr(e, "--output", c.Output); err != nil {
 		return err
 	}
-	if fi, err := e.FS.Stat(c.Output); err == nil && fi.IsDir() {
+	fi, err := e.FS.Stat(c.Output)
+	switch {
+	case err == nil && fi.IsDir():
 		// as export's: a directory is no file to write (nor one that would
 		// be overwritten)
 		return usageErr("--output %s is a directory: name the file to write", c.Output)
-	} else if err == nil {
+	case err == nil && fi.Mode().IsRegular():
 		return exportExistsErr(c.Output)
+	case err == nil:
+		// A device or a pipe (-o /dev/stdout | gzip, -o /dev/null to see
+		// that a session renders, a FIFO) is no file to protect: written
+		// to, as export writes to one.
+		c.device = true
 	}
-	if err := dirNameErr(named); err != nil {
-		return err
-	}
-	if err := outputDirErr(e, c.Output); err != nil {
-		return err
+	if !c.device {
+		if err := dirNameErr(named); err != nil {
+			return err
+		}
+		if err := outputDirErr(e, c.Output); err != nil {
+			return err
+		}
 	}
 	r, id, err := e.readSession(c.ID)
 	if err != nil {
@@ -257,10 +269,20 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 			x.From, x.Asked, x.Asked-x.From+1, agent.ExportMaxEvents, x.Through, x.Through+1)
 	}
 	cut, bad := x.CutBodies(), x.UnreadableBodies()
+	// The session's events past this file, as show's next_from: the
+	// --from of the next file, nil at the session's end (or its log's
+	// damage, which Session.Events then stops at).
+	total := x.Session.Events
+	var next *uint64
+	if x.Through+1 < total {
+		n := x.Through + 1
+		next = &n
+	}
 	if e.JSON {
 		// A failed write is Main's to tell, after unreadable's verdict.
 		out := map[string]any{
 			"output": c.Output, "session": id, "events": len(x.Events), "from": x.From, "through": x.Through,
+			"total": total, "next_from": next,
 			"truncated_events": x.TruncatedEvents, "cut_bodies": cut, "unreadable": bad, "bytes": len(page),
 		}
 		if x.Damage != nil {
@@ -276,14 +298,20 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 		cutNote = fmt.Sprintf(", %d bod%s cut at %d bytes", cut, exportBodies(cut), agent.ExportMaxBody)
 	}
 	rest := ""
-	if total := x.Session.Events; x.Through+1 < total && !x.TruncatedEvents && c.Through == nil {
+	if next != nil && !x.TruncatedEvents && c.Through == nil {
 		// The default range stopped short of the end: say where the rest is.
-		rest = fmt.Sprintf(" (it has %d; `--from %d` exports the next ones)", total, x.Through+1)
+		rest = fmt.Sprintf(" (it has %d; `--from %d` exports the next ones)", total, *next)
 		if x.Damage != nil {
-			rest = fmt.Sprintf(" (%d read before its log's damage at #%d; `--from %d` exports the next ones)", total, x.DamagedAt, x.Through+1)
+			rest = fmt.Sprintf(" (%d read before its log's damage at #%d; `--from %d` exports the next ones)", total, x.DamagedAt, *next)
 		}
 	}
-	fmt.Fprintf(e.Stdout, "wrote %s: %d event(s), #%d to #%d of %s%s%s\n", terminalLine(c.Output), len(x.Events), x.From, x.Through, id, rest, cutNote)
+	// Onto a device (standard output, as like as not), the page is what
+	// goes there: the report goes to stderr, as export's does.
+	report := e.Stdout
+	if c.device {
+		report = e.Stderr
+	}
+	fmt.Fprintf(report, "wrote %s: %d event(s), #%d to #%d of %s%s%s\n", terminalLine(c.Output), len(x.Events), x.From, x.Through, id, rest, cutNote)
 	// The page is whole, each body the store could not read marked on
 	// it; but a page with holes is no good export: exit 1, as show does.
 	// So is one of a damaged log, which holds the events before the damage.
@@ -407,8 +435,22 @@ func exportExistsErr(path string) error {
 }
 
 // write creates the output exclusively and makes it durable; on any
-// failure it removes what it created.
+// failure it removes what it created. A device is written to, and
+// never removed.
 func (c *ExportHTMLCmd) write(e *Env, page []byte) (err error) {
+	if c.device {
+		f, err := e.FS.OpenFile(c.Output, os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.Write(page)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("write %s: %w", c.Output, err)
+		}
+		return nil
+	}
 	f, err := e.FS.OpenFile(c.Output, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return exportExistsErr(c.Output)

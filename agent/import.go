@@ -33,7 +33,9 @@ type ImportOptions struct {
 	// AgentDir is the agent's own directory, for the defaults:
 	// AgentDirOf says where it is.
 	AgentDir string
-	// Progress, when set, is called as source bytes are taken in.
+	// Progress, when set, is called as source bytes are taken in: done
+	// and total count the files' own bytes, a .zst's compressed ones (its
+	// place in its decompressed lines scaled to them: compressedAt).
 	Progress func(done, total int64)
 	// MinCut overrides MinCutString (tests).
 	MinCut int
@@ -134,6 +136,14 @@ type ImportedFile struct {
 	// MovedFrom: the path the session was imported from before, where the
 	// file is no longer (sourceNames).
 	MovedFrom string `json:"moved_from,omitempty"`
+	// Continued: an import before this one was cut short (killed, a
+	// crash) after it took in lines of the file and before it recorded
+	// them: this one took it up from there (grown, or unchanged when the
+	// file did not grow since), and reported what that one could not.
+	Continued bool `json:"continued,omitempty"`
+	// Directory: Path is a directory the walk could not list (failed), not
+	// a file: its files, if any, were not found.
+	Directory bool `json:"directory,omitempty"`
 	// ToolResults: Claude Code tool-results files taken in this time
 	// (attachToolResults); ToolResultsMissing: those its lines name that
 	// were not there (only their preview is kept).
@@ -248,6 +258,38 @@ func (rep *ImportReport) problem(p ImportProblem) int {
 	}
 	rep.ProblemsLeftOut++
 	return -1
+}
+
+// unparsedLine reports line of path, which did not parse, for res, and
+// records it in rec, which the file's session keeps until the report is
+// made (Source.Unreported). Line 0 is one an earlier import counted in
+// such a record without keeping it: counted, and left out of the list.
+func (rep *ImportReport) unparsedLine(res *ImportedFile, rec *eventlog.Unreported, path string, line int, reason string) {
+	res.Unparsed++
+	rec.Lines++
+	if line <= 0 {
+		rep.ProblemsLeftOut++
+		return
+	}
+	rep.problem(ImportProblem{File: path, Line: line, Reason: reason})
+	if len(rec.First) < eventlog.UnreportedKept {
+		rec.First = append(rec.First, eventlog.UnreportedLine{Line: line, Reason: reason})
+	}
+}
+
+// unreported reports, for res, the lines of path that did not parse that
+// an earlier import took in and recorded (u: Source.Unreported) but was
+// cut short before it reported them; rec records them again.
+func (rep *ImportReport) unreported(res *ImportedFile, rec *eventlog.Unreported, path string, u *eventlog.Unreported) {
+	if u == nil {
+		return
+	}
+	for _, l := range u.First {
+		rep.unparsedLine(res, rec, path, l.Line, l.Reason)
+	}
+	for n := len(u.First); n < u.Lines; n++ {
+		rep.unparsedLine(res, rec, path, 0, "")
+	}
 }
 
 // Import takes transcripts of another agent into the store: each source
@@ -483,7 +525,36 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	if st, err = r.Store.Stats(); err == nil {
 		rep.StoredAfter = st.Stored
 	}
+	if err == nil {
+		// Last: the store's close writes it.
+		err = r.reported(known, &rep)
+	}
 	return rep, err
+}
+
+// reported clears, of the sessions of the files in rep, the lines that did
+// not parse their metadata keeps to report (Source.Unreported): rep
+// reports them, and is made. Staged once the import is done, after the
+// flush that wrote the metadata with them (and with the lines), for the
+// store's close to write: an import cut short before then has the next one
+// report them. (Cut short during the store's close, after this write and
+// before the summary is printed, it loses them.) A file that failed keeps
+// them: its lines are not all in.
+func (r *Rook) reported(known map[string]eventlog.Meta, rep *ImportReport) error {
+	for _, f := range rep.Files {
+		m, ok := known[f.Path]
+		if f.Status == ImportFailed || f.Status == ImportGone || !ok || m.Source == nil || m.Source.Unreported == nil {
+			continue
+		}
+		src := *m.Source
+		src.Unreported = nil
+		m.Source = &src
+		if err := r.Log.StageMeta(m); err != nil {
+			return fmt.Errorf("session %s: record that its lines that did not parse are reported: %w", m.ID, err)
+		}
+		known[f.Path] = m
+	}
+	return nil
 }
 
 // beyondRetention names the sessions of the imported files that the
@@ -810,7 +881,7 @@ func (r *Rook) importFiles(format string, paths []string, rep *ImportReport) ([]
 			}
 			if err != nil {
 				rep.problem(ImportProblem{File: dir, Reason: err.Error()})
-				rep.Files = append(rep.Files, ImportedFile{Path: dir, Status: ImportFailed, Note: "directory not readable: " + err.Error()})
+				rep.Files = append(rep.Files, ImportedFile{Path: dir, Status: ImportFailed, Directory: true, Note: "directory not readable: " + err.Error()})
 				rep.Failed++
 				return
 			}
@@ -1059,7 +1130,7 @@ func (r *Rook) prepareSource(format string, f sourceFile, fresh bool, minCut, ch
 	}
 	p.full = hex.EncodeToString(h.Sum(nil))
 	if fresh && otherFormat(format, p.data) == "" {
-		p.mapSource(format, f.path, 0, minCut, nil)
+		p.mapSource(format, f.path, 0, minCut, nil, -1)
 		p.mapped = true
 	}
 	return p
@@ -1089,11 +1160,12 @@ func (r *Rook) mapHead(format string, f sourceFile, minCut int, p *mappedSource)
 // mapSource maps the lines of the whole file read from start on (see
 // sourceMapper.mapChunk). With a state (the mapper's after the first start
 // bytes: import_state.go), the lines before start are not mapped again.
-func (p *mappedSource) mapSource(format, path string, start int64, minCut int, st *importState) {
+func (p *mappedSource) mapSource(format, path string, start int64, minCut int, st *importState, reportFrom int64) {
 	p.sm = newSourceMapper(format, path, minCut)
 	if st == nil || !p.sm.restore(*st) {
 		p.sm = newSourceMapper(format, path, minCut) // not half restored
 	}
+	p.sm.unreportedFrom = reportFrom
 	p.lines = p.sm.mapChunk(p.data, p.base, start, true)
 	p.info, p.captured = p.sm.session(), p.sm.captured
 }
@@ -1146,7 +1218,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			// The file's own permission, not the store's: say what to do.
 			err = fmt.Errorf("%w: rook may not read it: give it read permission (chmod u+r), or run the import as a user who may", err)
 		}
-		res.Status, res.Note = ImportFailed, err.Error()
+		res.Status, res.Note, res.Continued = ImportFailed, err.Error(), false
 		rep.problem(ImportProblem{File: f.path, Reason: err.Error()})
 		return res
 	}
@@ -1154,6 +1226,8 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		if m, ok := known[f.path]; ok && sameStat(m.Source.Stat, &f.stat) {
 			res.Status, res.Session = ImportUnchanged, &m.ID
 			res.BackupsLate = r.lateBackups(m)
+			rep.unreported(&res, &eventlog.Unreported{}, f.path, m.Source.Unreported)
+			res.Note = joinNotes(res.Note, unreportedNote(m.Source.Unreported))
 			return res
 		}
 		// Its session was taken, earlier in this import, by a file at
@@ -1199,7 +1273,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		return fail(fmt.Errorf("zstd-compressed, though not named .zst (it starts with a zstd frame): %s", how))
 	}
 	fi := &fileImport{r: r, opts: opts, path: f.path, zst: zst, rep: rep, res: &res, known: known, continued: names.continuedIn,
-		modTime: time.Unix(0, f.stat.MTime)}
+		modTime: time.Unix(0, f.stat.MTime), reportFrom: -1}
 	start := int64(0) // the session holds the file's first start bytes
 	from := int64(-1) // where the lines to take in begin, when not at start
 	res.Status = ImportNew
@@ -1275,12 +1349,21 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 				known[f.path] = c
 			}
 			res.BackupsLate = r.lateBackups(c)
+			rep.unreported(&res, &eventlog.Unreported{}, f.path, c.Source.Unreported)
+			res.Note = joinNotes(res.Note, unreportedNote(c.Source.Unreported))
 			return res
 		case done.size <= size && done.sha == prefix:
 			m, movedFrom = c, moved
 			res.Status, res.Session, fi.sess, start = ImportGrown, &m.ID, &m, done.size
+			// Reported again, as this import's, and recorded with its
+			// lines (until Import has made its report).
+			rep.unreported(&res, &fi.unreported, f.path, c.Source.Unreported)
 			if done.size > c.Source.Size {
-				fi.stopBefore = done.size
+				// An import stopped part way through the file (cut
+				// short, or the file read no further) after its lines
+				// and before its metadata: it reported none of them.
+				fi.stopBefore, fi.reportFrom, res.Continued = done.size, c.Source.Size, true
+				res.Note = fmt.Sprintf("continued: the last import of it stopped part way, %s in (killed, a crash, or the file read no further), before it recorded the lines it took in: taken up from there, the lines it took in that did not parse reported now", units.Bytes(done.size))
 			}
 			if s, err := r.Log.Summary(m.ID); err == nil && s.Events > 0 {
 				fi.last, fi.timed = s.Updated, true
@@ -1336,7 +1419,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	// The mapper's state after the lines the session holds, when kept: a
 	// grown file's lines before are not mapped again (import_state.go).
 	var state *importState
-	if res.Status == ImportGrown && from == start {
+	if res.Status == ImportGrown && from == start && fi.reportFrom < 0 {
+		// (Not after an import stopped part way: the lines it took in,
+		// before start, are mapped again for the ones it did not report.)
 		if prep.base > 0 {
 			state = prep.state // what the bytes read were picked for (checked above)
 		} else if st, ok := r.loadImportState(m.ID, opts.Format, f.path, opts.MinCut, start, prefix); ok {
@@ -1367,7 +1452,8 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			fi.lineNo += bytes.Count(prep.data[:from], []byte{'\n'})
 		}
 		if !prep.mapped || from != 0 {
-			prep.mapSource(opts.Format, f.path, from, opts.MinCut, state)
+			prep.mapSource(opts.Format, f.path, from, opts.MinCut, state, fi.reportFrom)
+			fi.reportUnrecorded(prep.sm.unreported, prep.data, prep.base, 1)
 		}
 		if i, missing := r.heldForBackups(opts.Format, f.path, prep.lines, prep.info, prep.captured); i >= 0 {
 			// Taken up to the line, which the next import takes with its
@@ -1412,25 +1498,28 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		// a state: then the lines before are not mapped again, and the
 		// pass goes on from where the probe above checked them.
 		sm := newSourceMapper(opts.Format, f.path, opts.MinCut)
+		sm.unreportedFrom = fi.reportFrom
 		base := int64(0) // where the chunks begin
 		var hashed hash.Hash
 		var in io.Reader
+		var src io.Reader // the file as opened: where progress is in it (compressedAt)
 		if state != nil && sm.restore(*state) {
 			if probe == nil || probe.n != start {
 				// (Not what the probe found the session holds: never
 				// so, it says the file is grown, perhaps by nothing.)
 				return fail(changedUnder(start, fi.sess.ID))
 			}
-			in, hashed = probe.rest(), probe.h
+			in, hashed, src = probe.rest(), probe.h, probe.rc
 			base, fi.lineNo = start, 1+state.Lines
 		} else {
 			sm = newSourceMapper(opts.Format, f.path, opts.MinCut) // not half restored
+			sm.unreportedFrom = fi.reportFrom
 			rc, _, err := r.openSource(f.path)
 			if err != nil {
 				return fail(err)
 			}
 			defer rc.Close()
-			in = rc
+			in, src = rc, rc
 		}
 		// Read to its end, however it grew since the probe: what is
 		// recorded, its size and sum, is what this pass read.
@@ -1478,6 +1567,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 				}
 			}
 			if off < from {
+				fi.reportUnrecorded(c.unreported, chunk, off, fi.lineNo)
 				fi.lineNo += bytes.Count(chunk[:min(from-off, int64(len(chunk)))], []byte{'\n'}) // counted, not taken
 			}
 			lines := append(waiting, c.lines...)
@@ -1502,7 +1592,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 			if err := fi.take(lines, final); err != nil {
 				return fail(fi.partly(err))
 			}
-			progress(off) // within a big file
+			progress(compressedAt(src, off)) // within a big file
 			if final || fi.noEntry {
 				break
 			}
@@ -1633,6 +1723,14 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		src.Stops = withStop(src.Stops, size)
 	}
 	src.CopiedIn, src.CopiedOut = src.CopiedIn+fi.copiedIn, src.CopiedOut+fi.copiedOut
+	// The lines that did not parse this import reports, kept until it has
+	// (Import clears them): an import cut short after the metadata and
+	// before its report has the next one report them.
+	src.Unreported = nil
+	if fi.unreported.Lines > 0 {
+		u := fi.unreported
+		src.Unreported = &u
+	}
 	if src.ID == "" {
 		src.ID = info.ID
 	}
@@ -1913,6 +2011,16 @@ type fileImport struct {
 	parentProblems     map[string]int
 	parentProblemsRead bool
 	copiedProblems     int
+	// unreported are the lines that did not parse this import reports
+	// (those it took in, those an import cut short took in and did not
+	// report): recorded with the metadata (Source.Unreported) until
+	// Import has made its report.
+	unreported eventlog.Unreported
+	// reportFrom, when 0 or more, is where the lines an import cut
+	// short took in and did not record begin (the session's recorded
+	// size): the lines between it and start are mapped again (not taken)
+	// for those that did not parse, which that import never reported.
+	reportFrom int64
 }
 
 // filler is what a line holds that is not text: nothing but white space,
@@ -1969,6 +2077,33 @@ func (f filler) String() string {
 	return "only " + strings.Join(kinds, " and ")
 }
 
+// reportUnrecorded reports the lines of lines (sourceMapper.unreported)
+// that did not parse, of data, the file's bytes from off on, whose first
+// line is line no: lines an import stopped part way took in and did not
+// report (fileImport.reportFrom).
+func (fi *fileImport) reportUnrecorded(lines []pendingLine, data []byte, off int64, no int) {
+	at := off
+	for _, p := range lines {
+		no += bytes.Count(data[at-off:p.off-off], []byte{'\n'})
+		at = p.off
+		fi.rep.unparsedLine(fi.res, &fi.unreported, fi.path, no, p.m.Unparsed)
+	}
+}
+
+// unreportedNote says of a file found unchanged that the lines that did
+// not parse reported now are those an import cut short did not report.
+func unreportedNote(u *eventlog.Unreported) string {
+	if u == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d line(s) that did not parse, taken in by an import cut short (killed, a crash) before it reported them: reported now", u.Lines)
+}
+
+// joinNotes joins the notes of a file that are not empty with "; ".
+func joinNotes(notes ...string) string {
+	return strings.Join(slices.DeleteFunc(notes, func(n string) bool { return n == "" }), "; ")
+}
+
 // see notes what a line of the file is (fileImport.written, filler,
 // content, cutLast): a line taken in, or, held, a last line left for the
 // next import (beingWritten), seen without being taken in.
@@ -1996,8 +2131,7 @@ func (fi *fileImport) take(lines []pendingLine, final bool) error {
 		if p.m.Unparsed == "" {
 			fi.entry = true
 		} else if !copied {
-			fi.res.Unparsed++
-			fi.rep.problem(ImportProblem{File: fi.path, Line: fi.lineNo, Reason: p.m.Unparsed})
+			fi.rep.unparsedLine(fi.res, &fi.unreported, fi.path, fi.lineNo, p.m.Unparsed)
 		}
 		if p.m.Unknown != "" && !copied {
 			fi.unknownLine(p.m.Unknown)
@@ -3507,8 +3641,9 @@ func (r *Rook) ExportSource(id eventlog.ID, w io.Writer) (ExportResult, error) {
 		recordedSHA = hex.EncodeToString(h.Sum(nil))
 	}
 	open := false    // the bytes so far end in a line without its newline
-	var last []byte  // the lines of the source object written last,
+	var last []byte  // the lines of the source object written last, when they end open,
 	var lastAt int64 // and where they begin
+	cw := &exportCounter{w: out}
 	for from := uint64(0); ; {
 		evs, err := r.Log.Read(id, from, 1024)
 		if err != nil {
@@ -3536,6 +3671,31 @@ func (r *Rook) ExportSource(id eventlog.ID, w io.Writer) (ExportResult, error) {
 			if err != nil {
 				return x, fmt.Errorf("event %d: %w", ev.Seq, err)
 			}
+			if sl.Offset == x.Bytes && sl.endsLine() {
+				// Streamed, each string from its object, escaped as it
+				// goes (writeLine): a line put together whole held its
+				// strings read whole and the line besides (a line of 100
+				// MB: 218 MB at the peak, 19 MB streamed). Only a line
+				// that ends open is put together, and kept, for the rest
+				// of it that the next event may hold. (A string that
+				// fails its hash fails the export after part of the line
+				// was written: `export -o` writes its file atomically.)
+				cw.n, cw.newlines = 0, 0
+				if err := r.writeLine(&sl, cw); err != nil {
+					if cw.err != nil {
+						return x, cw.err // the writer's own
+					}
+					return x, fmt.Errorf("event %d: %w", ev.Seq, err)
+				}
+				last, lastAt = nil, sl.Offset
+				x.Bytes += cw.n
+				if x.Bytes == m.Source.Size {
+					recordedSHA = hex.EncodeToString(h.Sum(nil))
+				}
+				x.Lines += cw.newlines
+				open = false
+				continue
+			}
 			line, err := sl.expand(r.Store.Get)
 			if err != nil {
 				return x, fmt.Errorf("event %d: %w", ev.Seq, err)
@@ -3546,7 +3706,7 @@ func (r *Rook) ExportSource(id eventlog.ID, w io.Writer) (ExportResult, error) {
 				// cut short, begins with the bytes written of it: the rest
 				// is what it adds.
 				done := x.Bytes - sl.Offset
-				if sl.Offset < lastAt || done <= 0 || done >= int64(len(line)) || !bytes.Equal(last[sl.Offset-lastAt:], line[:done]) {
+				if last == nil || sl.Offset < lastAt || sl.Offset-lastAt > int64(len(last)) || done <= 0 || done >= int64(len(line)) || !bytes.Equal(last[sl.Offset-lastAt:], line[:done]) {
 					return x, fmt.Errorf("event %d: its line starts at byte %d of the source, but %d bytes were written before it: the session's lines are not whole", ev.Seq, sl.Offset, x.Bytes)
 				}
 				line = line[done:]
@@ -3575,6 +3735,25 @@ func (r *Rook) ExportSource(id eventlog.ID, w io.Writer) (ExportResult, error) {
 	x.Exact = x.Bytes == m.Source.Size && x.SHA256 == m.Source.SHA256
 	x.Ahead = x.Bytes > m.Source.Size && recordedSHA == m.Source.SHA256
 	return x, nil
+}
+
+// exportCounter counts the bytes and newlines written through it to w, and
+// keeps w's own error.
+type exportCounter struct {
+	w        io.Writer
+	n        int64
+	newlines int
+	err      error
+}
+
+func (c *exportCounter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	c.newlines += bytes.Count(p[:n], []byte{'\n'})
+	if err != nil {
+		c.err = err
+	}
+	return n, err
 }
 
 // SourceDigest is the size and SHA-256 of a transcript file's bytes as an

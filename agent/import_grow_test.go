@@ -619,7 +619,8 @@ func TestImportUnchangedFileMovedWhileListed(t *testing.T) {
 
 // A crash after a cut last line was taken in and before the metadata:
 // the file unchanged since, the next import takes nothing (the cut line
-// is not taken in again: it did not grow).
+// is not taken in again: it did not grow), and reports the cut line, which
+// does not parse, as the import the crash cut short never did.
 func TestImportCutLineAfterACrashUnchanged(t *testing.T) {
 	for _, chunk := range []int{0, 300} {
 		fsys := vfs.NewMem()
@@ -646,7 +647,7 @@ func TestImportCutLineAfterACrashUnchanged(t *testing.T) {
 		rep := imp()
 		f := fileByPath(t, rep, proj+"/s.jsonl")
 		s1, _ := r.Log.Summary(id)
-		if f.Events != 0 || f.Unparsed != 0 || s1.Events != s0.Events || f.Status != ImportUnchanged {
+		if f.Events != 0 || f.Unparsed != 1 || !f.Continued || s1.Events != s0.Events || f.Status != ImportUnchanged {
 			t.Fatalf("chunks of %d: after the crash: %+v, %d events, were %d", chunk, f, s1.Events, s0.Events)
 		}
 		if m := metaOf(t, r, id); m.Source.Size != int64(len(data)) {

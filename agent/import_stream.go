@@ -124,7 +124,7 @@ func (r *Rook) openSourceFile(path string, verify bool) (io.ReadCloser, bool, er
 		f.Close()
 		return nil, true, err
 	}
-	z := zstdFile{dec: dec, f: f, read: new(int64), good: -1}
+	z := zstdFile{dec: dec, f: f, read: new(int64), good: -1, length: -1}
 	if verify {
 		fi, err := f.Stat()
 		if err != nil {
@@ -132,7 +132,9 @@ func (r *Rook) openSourceFile(path string, verify bool) (io.ReadCloser, bool, er
 			return nil, true, err
 		}
 		lines := lineMeter{min: zstLongLine}
-		if z.good, z.bad = verifiedFrames(f, fi.Size(), dec, &lines); z.bad == nil {
+		z.good, z.bad = verifiedFrames(f, fi.Size(), dec, &lines)
+		z.length, z.size = z.good, fi.Size()
+		if z.bad == nil {
 			z.good = -1
 		}
 		z.long = lines.spans()
@@ -283,9 +285,31 @@ type zstdFile struct {
 	read *int64 // bytes decompressed so far
 	good int64
 	bad  error
+	// length is what the frames checked decompress to, all the bytes it
+	// reads (-1: not checked), size the file's own, compressed.
+	length, size int64
 	// long are the long lines of the frames checked (zstLongLine and more),
 	// in order: what chunkReader grows its buffer to for one.
 	long []lineSpan
+}
+
+// compressedAt is, of a source whose bytes decompress from a file (a
+// .zst), where in the file (of size bytes) a reader is that has read at
+// of its decompressed bytes: at, scaled by the file's ratio of compressed
+// to decompressed bytes (its frames compress alike); the file's own bytes
+// at for a plain file, or one whose length is not known. An import's
+// progress counts a file's own bytes: a .zst's decompressed offset, past
+// its compressed size from its first chunk (a 7.8 KiB rollout of 68.7
+// MiB), had the bar say 100% for the whole of it.
+func compressedAt(src io.Reader, at int64) int64 {
+	if s, ok := src.(*stoppedSource); ok {
+		src = s.ReadCloser
+	}
+	z, ok := src.(zstdFile)
+	if !ok || z.length <= 0 {
+		return at
+	}
+	return int64(float64(z.size) * (float64(min(at, z.length)) / float64(z.length)))
 }
 
 // lineLeft is lineSizer's: the rest of the line that starts at at-n,
@@ -646,10 +670,18 @@ type sourceMapper struct {
 	// after the lines before it: without, a session that grows with a
 	// half-written line at each import was mapped from its start each time.
 	cutLeftNoTrace bool
+	// unreportedFrom, when 0 or more, is where the lines an import
+	// stopped part way took in without reporting them begin
+	// (fileImport.reportFrom): of the lines from there to start, mapped
+	// only, those that did not parse are kept in unreported (where they
+	// begin, and how they did not parse), for the import to report.
+	unreportedFrom int64
+	unreported     []pendingLine
 }
 
 func newSourceMapper(format, path string, minCut int) *sourceMapper {
-	return &sourceMapper{format: format, reader: lineReader{mapper: newMapper(format, path), minCut: minCut}, captured: backupSet{}, backupsNamed: backupSet{}}
+	return &sourceMapper{format: format, reader: lineReader{mapper: newMapper(format, path), minCut: minCut}, captured: backupSet{}, backupsNamed: backupSet{},
+		unreportedFrom: -1}
 }
 
 // truncatedLine begins the problem reported of a last line without its
@@ -665,10 +697,20 @@ const truncatedLine = "truncated last line (no newline): "
 func (sm *sourceMapper) mapChunk(data []byte, off, start int64, final bool) []pendingLine {
 	skip := min(max(start-off, 0), int64(len(data)))
 	if skip > 0 && !sm.restored {
+		at := off
 		for _, line := range sourceLines(data[:skip]) {
 			m, _ := sm.reader.mapOnly(trimNewline(line))
 			sm.captured.note(m)
 			sm.backupsNamed.note(m)
+			if m.Unparsed != "" && sm.unreportedFrom >= 0 && at >= sm.unreportedFrom {
+				if len(bytes.TrimSpace(line)) == 0 {
+					m.Unparsed = "blank line" // as a line taken in says it
+				} else if line[len(line)-1] != '\n' {
+					m.Unparsed = truncatedLine + m.Unparsed // the last line taken in, cut short
+				}
+				sm.unreported = append(sm.unreported, pendingLine{off: at, m: mappedLine{Unparsed: m.Unparsed}})
+			}
+			at += int64(len(line))
 		}
 	}
 	if !sm.started && off+skip == start {
@@ -745,8 +787,12 @@ type mappedChunk struct {
 	off   int64
 	final bool
 	lines []pendingLine
-	info  sourceSession
-	err   error // reading failed: the last value sent
+	// unreported are the lines before from that did not parse that an
+	// import stopped part way took in without reporting them
+	// (sourceMapper.unreported).
+	unreported []pendingLine
+	info       sourceSession
+	err        error // reading failed: the last value sent
 }
 
 // mapChunks reads and maps the chunks of a file, one after the other, on a
@@ -774,6 +820,7 @@ func (sm *sourceMapper) mapChunks(cr *chunkReader, from int64) (chunks <-chan ma
 			c := mappedChunk{data: data, off: off, final: final, err: err}
 			if err == nil {
 				c.lines = sm.mapChunk(data, off, from, final)
+				c.unreported, sm.unreported = sm.unreported, nil
 				c.info = sm.session()
 				off += int64(len(data))
 			}

@@ -2,10 +2,12 @@ package agent
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -685,4 +687,45 @@ func TestChunkedImportReadsAGrownFileOnce(t *testing.T) {
 		}
 	}
 	mustExport(t, r, *sessionIDOf(t, r, src), writeSourceBytes(lines, ""))
+}
+
+// `rook export` of a session whose transcript holds one huge line wrote it
+// put together whole: the line's strings read whole (Get: two to three
+// times a string's size) and the line joined in a buffer of its own, on
+// top (a 100 MB line: 410 MB at the peak). Export streams each string
+// from its object, escaped as it goes (writeLine): a line of 32 MiB
+// allocates a small part of itself, and is written byte for byte.
+func TestExportSourceOfAHugeLineHoldsLittle(t *testing.T) {
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	env := `"sessionId":"S","cwd":"/home/u/proj","version":"2.1.38"`
+	out := bytes.Repeat([]byte("a line of a tool's output, \"quoted\"\tand tabbed\n"), 32<<20/48)
+	lines := []string{
+		fmt.Sprintf(`{"type":"user","uuid":"u1","parentUuid":null,%s,"timestamp":"2026-02-10T21:00:00.000Z","message":{"role":"user","content":"run it"}}`, env),
+		fmt.Sprintf(`{"type":"user","uuid":"u2","parentUuid":"u1",%s,"timestamp":"2026-02-10T21:00:02.000Z","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":%s}]}}`, env, appendJSONString(nil, out)),
+		fmt.Sprintf(`{"type":"user","uuid":"u3","parentUuid":"u2",%s,"timestamp":"2026-02-10T21:00:03.000Z","message":{"role":"user","content":"thanks"}}`, env),
+	}
+	path := "/p/-home-u-proj/S.jsonl"
+	data := writeSource(t, fsys, path, lines, "")
+	id := *fileByPath(t, mustImport(t, r, FormatClaudeCode, path), path).Session
+	if err := r.Store.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	x, err := r.ExportSource(id, h)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(data); x.Bytes != int64(len(data)) || !x.Exact || x.Lines != 3 || !bytes.Equal(h.Sum(nil), sum[:]) {
+		t.Fatalf("export: %+v: want the %d bytes imported, 3 lines", x, len(data))
+	}
+	n := after.TotalAlloc - before.TotalAlloc
+	t.Logf("the export of a line of %d bytes allocated %d bytes", len(out), n)
+	if n > uint64(len(out))/4 {
+		t.Fatalf("the export of a line of %d bytes allocated %d bytes: the line was put together whole", len(out), n)
+	}
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"testing"
@@ -99,5 +100,57 @@ func TestSourceDigestOfZstIsItsJSONL(t *testing.T) {
 	writeSourceFile(t, fsys, src, z[:len(z)/2])
 	if _, _, err := r.SourceDigest(src); err == nil {
 		t.Fatal("SourceDigest of a .zst cut short: no error")
+	}
+}
+
+// The progress of `rook import codex` on a terminal counts the files' own
+// bytes, a .zst's compressed ones. Its place in a .zst's decompressed
+// lines was reported as bytes of the file (done+min(offset, size)): the
+// first chunk was past the compressed size, and the bar read "100.0%  7.8
+// KiB of 7.8 KiB" for the whole import of a rollout of 68.7 MiB. The place
+// is scaled to the file's compressed size (compressedAt): the bar moves
+// through it.
+func TestZstImportProgressIsNotDoneAtItsFirstChunk(t *testing.T) {
+	one, err := os.ReadFile(codexMainFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The rollout's first line (session_meta) once, then its other lines
+	// many times: highly compressible, as real rollouts are.
+	nl := bytes.IndexByte(one, '\n') + 1
+	data := append([]byte{}, one[:nl]...)
+	for i := 0; i < 200; i++ {
+		data = append(data, one[nl:]...)
+	}
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/codex/2026/01/02/rollout-2026-01-02T03-04-05-" + codexMainID + ".jsonl.zst"
+	writeZst(t, fsys, src, data)
+	type call struct{ done, total int64 }
+	var calls []call
+	rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: 64 << 10,
+		Progress: func(done, total int64) { calls = append(calls, call{done, total}) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rep.Files[0]; f.Status != ImportNew {
+		t.Fatalf("import: %+v", f)
+	}
+	if len(calls) < 3 {
+		t.Fatalf("%d progress call(s) for %d bytes taken in chunks of 64 KiB: want several", len(calls), len(data))
+	}
+	first := calls[0]
+	if first.done >= first.total {
+		t.Errorf("the first progress report, after the first 64 KiB of %d decompressed bytes, already says %d of %d (100%%): "+
+			"the progress bar sits at 100%% for the whole import of a .zst rollout", len(data), first.done, first.total)
+	}
+	atEnd := 0
+	for _, c := range calls {
+		if c.done >= c.total {
+			atEnd++
+		}
+	}
+	if atEnd > 2 {
+		t.Errorf("%d of %d progress reports say 100%% while the .zst's lines are still being taken in: %v", atEnd, len(calls), calls)
 	}
 }

@@ -154,6 +154,19 @@ func (sl *sourceLine) expand(get func(cas.Key) ([]byte, error)) ([]byte, error) 
 	return append(out, sl.Rest[p:]...), nil
 }
 
+// endsLine says whether the line expand gives ends with a newline: its
+// last byte is rest's, not the closing quote of a string cut out.
+func (sl *sourceLine) endsLine() bool {
+	end := 0
+	for _, c := range sl.Cuts {
+		end += c.Gap
+	}
+	if len(sl.Cuts) > 0 && end >= len(sl.Rest) {
+		return false
+	}
+	return len(sl.Rest) > 0 && sl.Rest[len(sl.Rest)-1] == '\n'
+}
+
 // appendJSONString appends s as a JSON string literal, escaped the way
 // JavaScript's JSON.stringify and Rust's serde_json escape: quote,
 // backslash and control characters only (\b \f \n \r \t short, the rest as

@@ -221,9 +221,13 @@ func runImport(e *Env, format string, paths []string) error {
 		}
 		return &exitError{code: ExitFailure, msg: verb + first}
 	}
-	msg := fmt.Sprintf("1 of %d file(s) could not be imported%s", len(rep.Files), first)
+	what := "file(s)"
+	if _, _, dirs := fileCounts(rep); dirs > 0 {
+		what = "file(s) and directories" // (a directory that could not be listed)
+	}
+	msg := fmt.Sprintf("1 of %d %s could not be imported%s", len(rep.Files), what, first)
 	if rep.Failed > 1 {
-		msg = fmt.Sprintf("%d of %d file(s) could not be imported (the first%s; the summary lists them all)", rep.Failed, len(rep.Files), first)
+		msg = fmt.Sprintf("%d of %d %s could not be imported (the first%s; the summary lists them all)", rep.Failed, len(rep.Files), what, first)
 	}
 	msg += othersImported(rep)
 	return &exitError{code: ExitFailure, msg: msg}
@@ -378,15 +382,36 @@ func keepAdvice(e *Env, protect []string) string {
 	return "name a tag in protect_tags ([storage.retention] in " + filepath.Join(e.Home, agent.ConfigFile) + ") and tag the sessions to keep with it: no tag protects a session now (" + why + ")"
 }
 
+// fileCounts counts, of an import's report, the files and the files that
+// failed, and apart from them the directories the walk could not list
+// (each a failed entry of rep.Files, not a file).
+func fileCounts(rep agent.ImportReport) (files, failed, dirs int) {
+	for _, f := range rep.Files {
+		if f.Directory {
+			dirs++
+		}
+	}
+	return len(rep.Files) - dirs, rep.Failed - dirs, dirs
+}
+
+// problemsPerFile is how many problems the text summary lists of one file
+// (a transcript of thousands of damaged lines printed thousands); --json
+// lists them all (up to agent.MaxImportProblems).
+const problemsPerFile = 20
+
 // printImport writes the import's report; keep is keepAdvice's, for the
 // retention note.
 func printImport(e *Env, out importJSON, keep string) {
 	rep := out.ImportReport
 	w := e.Stdout
+	files, failed, dirs := fileCounts(rep)
 	fmt.Fprintf(w, "%s: %d file(s): %d new, %d grown, %d unchanged, %d rewritten (imported again as new sessions), %d failed",
-		rep.Format, len(rep.Files), rep.Sessions, rep.Grown, rep.Unchanged, rep.Rewritten, rep.Failed)
+		rep.Format, files, rep.Sessions, rep.Grown, rep.Unchanged, rep.Rewritten, failed)
 	if rep.Gone > 0 {
 		fmt.Fprintf(w, ", %d gone before they were read", rep.Gone) // (listed, then deleted or moved away)
+	}
+	if dirs > 0 {
+		fmt.Fprintf(w, "; %d directory(ies) could not be listed (the files in them were not found)", dirs)
 	}
 	fmt.Fprintln(w)
 	if rep.Stopped {
@@ -476,7 +501,13 @@ func printImport(e *Env, out importJSON, keep string) {
 		if f.Session != nil {
 			sid = f.Session.String()
 		}
-		fmt.Fprintf(w, "  %-9s %s  %s  %d line(s)", f.Status, sid, terminalLine(f.Path), f.Lines)
+		status := f.Status
+		if f.Continued {
+			// Taken up where an import cut short stopped: the file may
+			// not have grown at all.
+			status = "continued"
+		}
+		fmt.Fprintf(w, "  %-9s %s  %s  %d line(s)", status, sid, terminalLine(f.Path), f.Lines)
 		switch {
 		case f.Parent != nil && f.Fork:
 			fmt.Fprintf(w, "  fork of %s", f.Parent)
@@ -503,7 +534,16 @@ func printImport(e *Env, out importJSON, keep string) {
 	case len(rep.Problems) > 0:
 		fmt.Fprintln(w, "problems:")
 	}
+	listed, of := map[string]int{}, map[string]int{}
 	for _, p := range rep.Problems {
+		of[p.File]++
+	}
+	for _, p := range rep.Problems {
+		if p.File != "" {
+			if listed[p.File]++; listed[p.File] > problemsPerFile {
+				continue
+			}
+		}
 		switch {
 		case p.File == "":
 			fmt.Fprintf(w, "  %s\n", terminalLine(p.Reason))
@@ -511,6 +551,9 @@ func printImport(e *Env, out importJSON, keep string) {
 			fmt.Fprintf(w, "  %s:%d: %s\n", terminalLine(p.File), p.Line, terminalLine(p.Reason))
 		default:
 			fmt.Fprintf(w, "  %s: %s\n", terminalLine(p.File), terminalLine(p.Reason))
+		}
+		if p.File != "" && listed[p.File] == problemsPerFile && of[p.File] > problemsPerFile {
+			fmt.Fprintf(w, "  %s: and %d more (--json lists them all)\n", terminalLine(p.File), of[p.File]-problemsPerFile)
 		}
 	}
 	if rep.ProblemsLeftOut > 0 {

@@ -156,6 +156,29 @@ type Source struct {
 	// make those objects again. Ascending; nil: none recorded (none such,
 	// or imported before rook recorded them).
 	Stops []int64 `json:"stops,omitempty"`
+	// Unreported are the lines that did not parse among those imports
+	// took in and whose report may not have been made: written with the
+	// size that holds them, cleared once the import that took them in (or
+	// a later one) has reported them, so that an import cut short in
+	// between (a kill, a crash) has the next one report them. nil: none.
+	Unreported *Unreported `json:"unreported,omitempty"`
+}
+
+// Unreported counts the lines of a source that did not parse whose report
+// may not have been made, and keeps the first of them (UnreportedKept).
+type Unreported struct {
+	Lines int              `json:"lines"`
+	First []UnreportedLine `json:"first,omitempty"`
+}
+
+// UnreportedKept is how many lines Unreported keeps (all are counted).
+const UnreportedKept = 20
+
+// UnreportedLine is a line of a source that did not parse: its number in
+// the file (from 1) and why.
+type UnreportedLine struct {
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
 }
 
 // FileStat is a source file's size and times, as the file system gave them.

@@ -697,8 +697,10 @@ func (r *Rook) importedSession(m eventlog.Meta) (eventlog.Meta, bool) {
 // "captured no files"), nor its context the lines' format. What they are
 // is then said by the format tag the fork took with them (a fork's tags
 // default to its parent's; an import tags a session with its format),
-// once its copy shows the lines were imported (copiesImportedLines): a
-// tag is free text, and a native session tagged "codex" is no import. It
+// once its copy shows the lines were imported (copiesImportedLines: the
+// session's own copy of the events it holds, as many as the lowest fork
+// point on the way, none for a fork at 0): a tag is free text, and a
+// native session tagged "codex" is no import. It
 // is a Meta with the tags of the last session of the chain still there
 // and a Source that names only the format. ok is false for a native
 // session, one whose copy says nothing of an import (it cannot be known
@@ -706,6 +708,7 @@ func (r *Rook) importedSession(m eventlog.Meta) (eventlog.Meta, bool) {
 // that does not read. The walk follows each fork's ForkedFrom, as
 // ImportedAncestor's.
 func (r *Rook) removedImportedAncestor(m eventlog.Meta) (eventlog.Meta, bool) {
+	start, held := m.ID, uint64(math.MaxUint64)
 	for seen := map[eventlog.ID]bool{}; !seen[m.ID]; { // as ImportedAncestor
 		seen[m.ID] = true
 		if m.Source != nil {
@@ -715,10 +718,14 @@ func (r *Rook) removedImportedAncestor(m eventlog.Meta) (eventlog.Meta, bool) {
 		if !ok {
 			break
 		}
+		// held: how many of the removed ancestor's events the session
+		// asked about holds, the lowest fork point on the way; its own
+		// copy of them is what is asked.
+		held = min(held, at)
 		pm, err := r.Log.ReadMeta(pid)
 		if errors.Is(err, eventlog.ErrNoSession) {
 			for _, f := range []string{FormatClaudeCode, FormatCodex} {
-				if slices.Contains(m.Tags, f) && r.copiesImportedLines(m.ID, at) {
+				if slices.Contains(m.Tags, f) && r.copiesImportedLines(start, held) {
 					return eventlog.Meta{ID: m.ID, Tags: m.Tags, Source: &eventlog.Source{Format: f}}, true
 				}
 			}
@@ -739,8 +746,9 @@ const importedLinesLook = 64
 // copiesImportedLines says whether session id's copy of the first at
 // events of the session it was forked from holds an imported line: an
 // event whose body the store keeps as a line of a transcript
-// (cas.KindSource), as an import stores each line it takes in and
-// nothing else does. It is what is left of an import once the imported
+// (cas.KindSource) and that decodes as one, as an import stores each
+// line it takes in and nothing else does (`rook store put` does not take
+// the kind). It is what is left of an import once the imported
 // session is removed. The first importedLinesLook of them are looked at
 // (an imported session begins with its lines); a body that does not
 // stat, or an event past damage, says nothing.
@@ -754,11 +762,26 @@ func (r *Rook) copiesImportedLines(id eventlog.ID, at uint64) bool {
 		if ev.Seq >= at {
 			break
 		}
-		if info, err := r.Store.StatEntry(ev.Body); err == nil && info.Kind == cas.KindSource {
+		if info, err := r.Store.StatEntry(ev.Body); err == nil && info.Kind == cas.KindSource && r.readsAsSourceLine(ev.Body) {
 			return true
 		}
 	}
 	return false
+}
+
+// readsAsSourceLine says whether object id, of kind source, is taken for
+// a source line: false when it reads back intact and does not decode as
+// one. An older rook's `rook store put --kind source` stored any bytes
+// under that kind, and a native event's body of the same bytes is that
+// object: no proof of an import. One that does not read back (damage)
+// is taken by its kind.
+func (r *Rook) readsAsSourceLine(id cas.Key) bool {
+	b, err := r.Store.Get(id)
+	if err != nil {
+		return true
+	}
+	_, err = decodeSourceLine(b)
+	return err == nil
 }
 
 // ImportedAncestor is the imported session whose lines m holds (see
@@ -770,8 +793,12 @@ func (r *Rook) copiesImportedLines(id eventlog.ID, at uint64) bool {
 // came from (Meta.Ancestor), as session diff and rewind do, so that a
 // fork of a fork of an imported session still there is that session's
 // after the fork between them is removed. ok is false for a native
-// session, or one whose ancestors cannot be read. `rook export` says from
-// it which file a fork's lines come from and how far.
+// session, one whose ancestors cannot be read, or a fork that holds none
+// of the imported session's lines (a fork point of 0 on the way: a fork
+// at 0, or a fork at 0 of a fork of it), as removedImportedAncestor
+// reads it once that session is removed: a fresh session, whose verdict
+// does not change when another session is removed. `rook export` says
+// from it which file a fork's lines come from and how far.
 func (r *Rook) ImportedAncestor(m eventlog.Meta) (imported, fork eventlog.Meta, at uint64, ok bool) {
 	// Forks of forks, however many; a loop (metadata damaged: a session
 	// its own ancestor) ends the walk, as not imported.
@@ -781,7 +808,7 @@ func (r *Rook) ImportedAncestor(m eventlog.Meta) (imported, fork eventlog.Meta, 
 			return m, fork, at, true
 		}
 		pid, pat, ok := m.ForkedFrom()
-		if !ok {
+		if !ok || pat == 0 {
 			break
 		}
 		pm, err := r.Log.ReadMeta(pid)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -467,5 +468,47 @@ func TestContextCodexAgentMessageIsRead(t *testing.T) {
 	meta, mail := int64(len(lines[0])+1), int64(len(lines[2])+1)
 	if rep.UnseenBytes >= meta+mail/2 {
 		t.Fatalf("unseen %d events %d bytes: the agent_message's %d bytes are among what the model never read (the session_meta is %d)", rep.UnseenEvents, rep.UnseenBytes, mail, meta)
+	}
+}
+
+// An older rook's `rook store put --kind source` stored any bytes under
+// that kind, and a native message of the same bytes appended later is
+// that object (the store keeps the first kind). A native session tagged
+// codex with such a body, forked, its parent removed: the fork's copy
+// holds no imported line (the object reads back and does not decode as
+// one), so the fork stays native, as it was while its parent was there.
+// (store put no longer takes the kind: scripts store_put_encoded_kinds.)
+func TestHandPutSourceBytesAreNoProofOfImport(t *testing.T) {
+	r := testRook(t, vfs.NewMem())
+	body := []byte("deploy the thing\n")
+	if _, err := r.Store.Put(cas.KindSource, body); err != nil {
+		t.Fatal(err)
+	}
+	m, err := r.NewSession("native", "/w", []string{FormatCodex})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Append(m.ID, Entry{Kind: eventlog.KindUser, Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := r.Log.Fork(m.ID, 1, eventlog.Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(f.Tags, FormatCodex) {
+		t.Fatalf("fork tags %q: want the parent's codex tag", f.Tags)
+	}
+	if src := r.ImportedFrom(f); src != nil {
+		t.Fatalf("native fork, parent there: imported from %+v", src)
+	}
+	if _, err := r.RemoveSession(m.ID); err != nil {
+		t.Fatal(err)
+	}
+	fm, err := r.Log.ReadMeta(f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src := r.ImportedFrom(fm); src != nil {
+		t.Fatalf("native fork, parent removed: imported from %+v", src)
 	}
 }

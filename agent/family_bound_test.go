@@ -253,7 +253,7 @@ func TestForkLoopEndsTheWalksUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The walk up for the title a rewind takes off ends too.
-	if o := r.titleOrigin(mb); o.ID != a && o.ID != b {
+	if o, _, _ := r.titleOrigin(mb); o.ID != a && o.ID != b {
 		t.Fatalf("title origin of a loop of forks: %s", o.ID)
 	}
 }

@@ -709,16 +709,16 @@ func reopened(interrupted []InterruptedRewind, taken map[string]FileMode) map[st
 // it. A title ending in the "@N" a rewind (or any fork) at N added
 // replaces that "@N": rewinding again and again reads "title @1", not
 // "title @4 @1", and so does a rewind of a fork of a rewind (forked at 5,
-// "title @4" taken from its parent). Which session gave the title is
-// read from the lineage (titleOrigin): m, or the furthest ancestor up
-// its line of forks titled the same, of which its forks took the title.
-// That session's "@N" at its own fork point N is a rewind's; a title
-// that ends so by chance, not at its origin's fork point (a session
-// titled "v @3", forked at 3, keeps "@3"), keeps it.
+// "title @4" taken from its parent). Which session gave the title, and at
+// which fork point, is read from the lineage (titleOrigin): m, or the
+// furthest ancestor up its line of forks titled the same, of which its
+// forks took the title. That session's "@N" at its fork point N is a
+// rewind's; a title that ends so by chance, not at its origin's fork
+// point (a session titled "v @3", forked at 3, keeps "@3"), keeps it.
 func (r *Rook) rewoundTitle(m eventlog.Meta, to uint64) string {
 	title := m.Title
-	if o := r.titleOrigin(m); o.ForkAt != nil {
-		at := fmt.Sprintf("@%d", *o.ForkAt)
+	if _, n, ok := r.titleOrigin(m); ok {
+		at := fmt.Sprintf("@%d", n)
 		if title == at {
 			title = ""
 		} else {
@@ -730,18 +730,29 @@ func (r *Rook) rewoundTitle(m eventlog.Meta, to uint64) string {
 
 // titleOrigin is the session m's title was given to: m, or, m being a
 // fork (a fork takes its parent's title), the furthest ancestor up its
-// line of parents titled the same. A parent that does not read (removed)
-// ends the walk, as a loop of links (damaged metadata) does.
-func (r *Rook) titleOrigin(m eventlog.Meta) eventlog.Meta {
-	for seen := map[eventlog.ID]bool{}; !seen[m.ID] && m.Parent != nil && m.ForkAt != nil; {
+// line of forks titled the same; and the point at forked says it was
+// forked at. The walk follows each fork's ForkedFrom: its parent, or,
+// once that was removed, the ancestor its removal recorded, whose events
+// [0, ancestor_at) its copy holds. A session up the line that does not
+// read (removed: its title is gone) ends the walk, as a loop of links
+// (damaged metadata) does: the last session read is the origin, and its
+// fork point the one its ForkedFrom records, ancestor_at for a fork whose
+// removed parent was a fork (a rewind "fix @4" of S, forked at 5 and
+// removed: the fork's ancestor is S, at 4; the fork point of the
+// session removed is not known, and another "@N" is kept).
+func (r *Rook) titleOrigin(m eventlog.Meta) (origin eventlog.Meta, at uint64, forked bool) {
+	for seen := map[eventlog.ID]bool{}; ; {
 		seen[m.ID] = true
-		pm, err := r.Log.ReadMeta(*m.Parent)
-		if err != nil || pm.Title != m.Title {
-			break
+		pid, pat, ok := m.ForkedFrom()
+		if !ok {
+			return m, 0, false
+		}
+		pm, err := r.Log.ReadMeta(pid)
+		if err != nil || pm.Title != m.Title || seen[pm.ID] {
+			return m, pat, true
 		}
 		m = pm
 	}
-	return m
 }
 
 // rolloutRewound says, of each rollout file, what the rewind did

@@ -54,6 +54,14 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
+// Encoded reports whether rook writes the objects of kind k in an
+// encoding of its own, which readers decode by the kind: a snapshot's
+// manifest, an imported line's source object. Bytes stored by hand under
+// such a kind would be taken for that encoding, and a later Put of the
+// same bytes (a message) would dedup to it, so `rook store put` does not
+// take these kinds.
+func (k Kind) Encoded() bool { return k == KindSnapshot || k == KindSource }
+
 // Valid reports whether k is a kind this build knows.
 func (k Kind) Valid() bool {
 	_, ok := kindNames[k]

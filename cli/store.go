@@ -38,7 +38,7 @@ type StoreCmd struct {
 
 // PutCmd is `rook store put`.
 type PutCmd struct {
-	Kind string `help:"Object kind: message, tool-result, file, skill, memory, snapshot, docs, note, source, other." default:"other"`
+	Kind string `help:"Object kind: message, tool-result, file, skill, memory, docs, note, other (snapshot and source are rook's own encodings, not taken)." default:"other"`
 	File string `arg:"" optional:"" help:"File to store; - or nothing reads stdin." default:"-"`
 }
 
@@ -46,6 +46,13 @@ func (c *PutCmd) Run(e *Env) error {
 	kind, err := cas.ParseKind(c.Kind)
 	if err != nil {
 		return usageErr("--kind: %v", err)
+	}
+	if kind.Encoded() {
+		// The store deduplicates by content and keeps the first kind:
+		// bytes put as a source line were read as one wherever they sat,
+		// a later message of the same text too (its body "corrupt",
+		// verify failing, gc refusing, a native fork taken for an import).
+		return usageErr("--kind %s: rook writes %s objects itself, in an encoding of its own (%s), and reads every object of that kind so: use one of %s", kind, kind, encodedWhat(kind), strings.Join(puttableKinds(), ", "))
 	}
 	if c.File == "" {
 		return usageErr("empty FILE: name the file to store, or give - (or nothing) to read stdin")
@@ -113,6 +120,25 @@ func (c *PutCmd) Run(e *Env) error {
 	}
 	fmt.Fprintln(e.Stdout, id)
 	return nil
+}
+
+// encodedWhat says what rook encodes as objects of kind k (cas.Kind.Encoded).
+func encodedWhat(k cas.Kind) string {
+	if k == cas.KindSource {
+		return "an imported transcript's lines"
+	}
+	return "a checkpoint's manifest"
+}
+
+// puttableKinds are the kinds `rook store put` takes, by name.
+func puttableKinds() []string {
+	var names []string
+	for _, k := range cas.Kinds {
+		if !k.Encoded() {
+			names = append(names, k.String())
+		}
+	}
+	return names
 }
 
 // readObject reads in to its end, or to one byte past the largest object,

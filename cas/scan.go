@@ -203,7 +203,9 @@ func withoutBadRecord(reason string) string {
 const resyncWindow = 1 << 20
 
 // resync looks for the next offset at or after `from` where a whole record
-// checks out (magic, header, checksum, decode). Returns size if none does.
+// checks out (magic, header, checksum, decode; or all but the decode for a
+// record waiting for its dictionary, which scanSegment reports as such).
+// Returns size if none does.
 // It reads the segment a window at a time, never the rest of it whole.
 func (s *Store) resync(f vfs.File, n uint32, from, size int64) (int64, error) {
 	if from >= size {
@@ -224,8 +226,9 @@ func (s *Store) resync(f vfs.File, n uint32, from, size int64) (int64, error) {
 				break
 			}
 			cand := at + int64(i+j)
-			if _, err := s.readRecordAt(f, n, cand, size, hdr); err == nil {
-				return cand, nil
+			var nd *NeedsDictError
+			if _, err := s.readRecordAt(f, n, cand, size, hdr); err == nil || errors.As(err, &nd) {
+				return cand, nil // whole: it decodes, or waits for its dictionary
 			}
 			i += j + 1
 		}
@@ -943,8 +946,37 @@ func (s *Store) loadRecent() error {
 			// reads what the index points at.
 			return nil
 		}
-		if len(recs) > 0 {
-			last := recs[len(recs)-1]
+		// What an earlier look found from here on is found again by this
+		// one if it is still there: the records it took in after a break
+		// (below) may have been a half-written record's body, whole now.
+		for id, e := range s.recent {
+			if e.Loc.Segment == n && e.Loc.Offset >= from {
+				delete(s.recent, id)
+			}
+		}
+		// The next look starts after the last record before the first
+		// break, never past a break: the records after it are taken in
+		// for now (as the writer's open would), but a break may be a
+		// record still being written whose body holds what reads as
+		// records (a segment file put as an object), and a look that
+		// started inside that body once it is whole would never find it.
+		brk := int64(-1)
+		if len(kept) > 0 {
+			brk = kept[0].Offset
+		} else if tail != nil {
+			brk = tail.Offset
+		}
+		before := recs
+		if brk >= 0 {
+			for i, f := range recs {
+				if f.off >= brk {
+					before = recs[:i]
+					break
+				}
+			}
+		}
+		if len(before) > 0 {
+			last := before[len(before)-1]
 			s.recentFrom[n] = recentLook{from: last.end, last: last.off, crc: last.crc}
 		} else if look, again := s.recentFrom[n]; !again || look.from != from {
 			s.recentFrom[n] = recentLook{from: from}
@@ -1143,23 +1175,33 @@ func (s *Store) scanRecordsFrom(n uint32, from int64) ([]pastRecord, []Damage, *
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	kept, tail := splitTornTail(realDamage(damage), lastRecordEnd(recs))
+	kept, tail := splitTornTail(realDamage(damage), lastWholeEnd(recs, damage))
 	return recs, kept, tail, nil
 }
 
-// lastRecordEnd is where the last of recs ends (0: none).
-func lastRecordEnd(recs []pastRecord) int64 {
-	if len(recs) == 0 {
-		return 0
+// lastWholeEnd is where the last whole record of a scan ends (0: none):
+// the last of recs, or a record waiting for its dictionary (in damage,
+// NeedsDict) after it. Such a record is whole, its checksum holds (it is
+// kept, never cut: wrongDictError), and the damage before it is not a
+// torn tail either.
+func lastWholeEnd(recs []pastRecord, damage []Damage) int64 {
+	var end int64
+	if len(recs) > 0 {
+		end = recs[len(recs)-1].end
 	}
-	return recs[len(recs)-1].end
+	for _, d := range damage {
+		if d.NeedsDict {
+			end = max(end, d.Offset+d.Length)
+		}
+	}
+	return end
 }
 
 // splitTornTail splits the damage of one segment (in offset order, records
 // waiting for a dictionary left out) at end, where its last whole record
-// ends: the first damage at or past it starts the torn tail (tail), which
-// runs to the segment's end; the damage before it has whole records after
-// it and is kept.
+// (waiting for its dictionary or not) ends: the first damage at or past it
+// starts the torn tail (tail), which runs to the segment's end; the damage
+// before it has whole records after it and is kept.
 func splitTornTail(damage []Damage, end int64) (kept []Damage, tail *Damage) {
 	for i, d := range damage {
 		if d.Offset >= end {

@@ -192,6 +192,9 @@ func TestReaderOfANewerIndexSaysUpgradeNotReindex(t *testing.T) {
 	if strings.Contains(msg, "damaged") || strings.Contains(msg, "store reindex") {
 		t.Errorf("the reader's error calls a newer rook's index damaged and advises a reindex: %s", msg)
 	}
+	if n := strings.Count(msg, idx); n != 1 {
+		t.Errorf("the reader's error names the index file %d times, want once: %s", n, msg)
+	}
 	// The advice, followed, is refused: the writer's open says upgrade.
 	if _, werr := Open(home, Options{FS: fsys, Clock: testClock(), Writable: true, ForReindex: true}); werr == nil || !strings.Contains(werr.Error(), "upgrade rook") {
 		t.Errorf("reindex's open of a newer index: %v, want a refusal saying upgrade rook", werr)

@@ -696,7 +696,8 @@ func (s *Store) openIndex() error {
 		// Not damage: a newer rook's index, which this one cannot read.
 		// A rebuild (the fix for damage) would replace what that rook
 		// wrote: readers and writers alike say to upgrade, nothing else.
-		return fmt.Errorf("open index %s: %w; nothing was changed", s.indexPath(), err)
+		// The index's error names the file already ("index: PATH: ...").
+		return fmt.Errorf("%w; nothing was changed", err)
 	case !s.opts.Writable && errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("index %s is missing: run `rook store reindex` to rebuild it from the segments", s.indexPath())
 	case !s.opts.Writable:

@@ -3,6 +3,7 @@ package cas
 import (
 	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rookhq/rook/dict"
 	"github.com/rookhq/rook/internal/vfs"
 	"github.com/rookhq/rook/internal/vfs/vfstest"
 )
@@ -455,5 +457,305 @@ func TestWriterOpenKeepsWholeRecordsAfterDamage(t *testing.T) {
 	defer w2.Close()
 	if got, err := w2.Get(b); err != nil || !bytes.Equal(got, want) {
 		t.Errorf("after the next open: %v", err)
+	}
+}
+
+// TestWriterOpenKeepsARecordWaitingForItsDictionaryAfterDamage: the case
+// 81deb20 fixed (records a Barrier synced past the index's watermark, a
+// byte of the first of them damaged since: the records after it must be
+// kept, not cut into torn/ as "written but never synced"), when the
+// record after the damage is compressed with a dictionary whose file is
+// missing at that open (lost, or not yet put back from a backup).
+//
+// What the user does: writes messages after a `rook store train` (their
+// records use the dictionary), the process dies before the index commit;
+// a disk fault damages the first record and the dictionary file is lost;
+// the next writing command runs; the user puts the dictionary back from a
+// backup and runs `rook store reindex`, as verify advises for records
+// waiting for a dictionary.
+// What happens: the writer's open cuts the damaged record AND the whole
+// record after it (its checksum holds, it only waits for its dictionary)
+// into torn/ as "a torn tail ... written but never synced"; with the
+// dictionary back, the reindex finds nothing: the acknowledged message is
+// gone from the store. With the dictionary present the same open keeps
+// it (TestWriterOpenKeepsWholeRecordsAfterDamage).
+// What should happen: docs/storage.md, the writer's open: "Only what
+// follows the last whole record is a torn tail", and a record waiting for
+// its dictionary is whole ("kept, never cut, skipped or collected as
+// damage", cas/scan.go wrongDictError; "what they hold reads again once
+// the file is put back"): the damage before it is kept damage, the record
+// stays in the segment and reads after the dictionary is put back and a
+// reindex.
+// (cas/scan.go scanRecordsFrom: splitTornTail is given the end of the last
+// record that decoded (lastRecordEnd(recs)); records waiting for a
+// dictionary are not in recs, so damage before them starts the "torn
+// tail". verify's lastEnd (verifyOnce) ignores them the same way.)
+func TestWriterOpenKeepsARecordWaitingForItsDictionaryAfterDamage(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	d := trainMessages(t, s, 0, 0, 400)
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	segs, err := fsys.ReadDir(filepath.Join(home, SegmentsDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(home, SegmentsDir, segs[len(segs)-1].Name())
+	st, err := fsys.Stat(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wm := st.Size()
+	mustPut(t, s, KindMessage, shaped(0, 1000))
+	if err := s.Barrier(); err != nil {
+		t.Fatal(err)
+	}
+	bdata := shaped(0, 1001)
+	b := mustPut(t, s, KindMessage, bdata)
+	if err := s.Barrier(); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := s.Stat(b); err != nil || info.Dict != d {
+		t.Fatalf("the test's premise: the message is compressed with dictionary %d: %+v, %v", d, info, err)
+	}
+	c := fsys.CrashClone() // both records synced; no commit named them
+	data, err := vfs.ReadFile(c, seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[wm+30] ^= 0xff // in the first record's payload
+	if err := c.WriteFileAtomic(seg, data, FileMode); err != nil {
+		t.Fatal(err)
+	}
+	dpath := filepath.Join(home, DictDir, dict.FileName(d))
+	saved, err := vfs.ReadFile(c, dpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Remove(dpath); err != nil {
+		t.Fatal(err)
+	}
+
+	// verify agrees with the writer: the damaged record is damage, not a
+	// torn tail (a whole record follows it).
+	vr, err := Open(home, Options{FS: c, Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vrep, err := vr.Verify(nil)
+	vr.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vrep.TornTailBytes != 0 || len(vrep.Problems) == 0 {
+		t.Errorf("verify: torn tail %d bytes (%s), problems %v; want no torn tail and the damage named", vrep.TornTailBytes, vrep.TornTail, vrep.Problems)
+	}
+
+	w, err := Open(home, Options{FS: c, Clock: testClock(), Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notices := w.Notices
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := vfs.ReadFile(c, seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) < len(data) {
+		t.Errorf("the writer's open cut the segment from %d to %d bytes: the whole record waiting for dictionary %d went to torn/ with the damage before it (notices %v)", len(data), len(after), d, notices)
+	}
+
+	// The dictionary put back from a backup, then the reindex verify advises.
+	if err := c.WriteFileAtomic(dpath, saved, FileMode); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: c, Clock: testClock(), Writable: true, ForReindex: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Reindex(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.Get(b); err != nil || !bytes.Equal(got, bdata) {
+		t.Errorf("the acknowledged message, its dictionary back and the store reindexed: %v", err)
+	}
+}
+
+// segmentBytesOf makes a small store of its own on a MemFS, puts n
+// incompressible objects of 20000 bytes in it (each its own raw record: PackMax is 16 KiB), and returns
+// its segment file's bytes and the objects' ids: what a user's file
+// holding a rook segment (a backup copied into a project, a test fixture,
+// a `cp ~/.rook/segments/00000001.seg .`) holds.
+func segmentBytesOf(t *testing.T, n int) ([]byte, []Key) {
+	t.Helper()
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	var ids []Key
+	for i := 0; i < n; i++ {
+		ids = append(ids, mustPut(t, s, KindFile, noise(20000, uint64(100+2*i))))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := vfs.ReadFile(fsys, filepath.Join(home, SegmentsDir, "00000001.seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, ids
+}
+
+// TestReaderFindsAnObjectWhoseBodyHoldsRecordsAfterItsWriteEnds: a reader
+// that stays open (an MCP server, a long `session show`/export) while a
+// writer appends a big object whose bytes hold a rook segment's records
+// (`rook store put backup.seg`, a tool result that read such a file).
+//
+// What the user does: the reader looks past the watermark while the
+// record is half written (it opens, or refreshes for another object); the
+// writer then finishes the record and a Barrier makes it durable (the
+// event naming it is written); the reader is asked for the object.
+// What happens: the reader's look resynced inside the half-written body,
+// read the embedded records there as whole records past damage (kept, not
+// a torn tail), and remembered the end of the last of them as where its
+// next look starts (recentFrom). Its next look starts in the middle of the
+// finished record's body, skips its header, and never finds it: "no
+// object matches" for an object a Barrier made durable, until the writer
+// commits the index. Before 81deb20 the look stopped at the first break
+// and looked again from the record's start.
+// What should happen: docs/storage.md (loadRecent): a reader finds the
+// records past the watermark "as the writer's next open would"; a durable
+// object reads.
+// (cas/scan.go loadRecent: recentFrom is set to the last record found,
+// which may lie inside a torn record's body.)
+func TestReaderFindsAnObjectWhoseBodyHoldsRecordsAfterItsWriteEnds(t *testing.T) {
+	embedded, _ := segmentBytesOf(t, 3)
+
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	first := mustPut(t, s, KindNote, noise(500, 1))
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(home, SegmentsDir, "00000001.seg")
+	st, err := fsys.Stat(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wm := st.Size()
+	big := mustPut(t, s, KindFile, embedded)
+	if err := s.Barrier(); err != nil {
+		t.Fatal(err)
+	}
+	c := fsys.CrashClone() // the record durable, the index not committed past it
+	full, err := vfs.ReadFile(c, seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(full[wm:], embedded[:64])
+	if at < 0 {
+		t.Fatal("the segment bytes were not stored raw: the test's premise does not hold")
+	}
+	// The writer is in the middle of the record: the reader looks then.
+	half := wm + int64(at) + int64(len(embedded)) - 100
+	f, err := c.OpenFile(seg, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(half); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: c, Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Get(first); err != nil {
+		t.Fatal(err)
+	}
+	// The write ends (the same file, appended to); a Barrier made it durable.
+	if _, err := f.Seek(half, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(full[half:]); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Get(big)
+	if err != nil || !bytes.Equal(got, embedded) {
+		t.Errorf("a reader that looked while the record was half written does not find the object once it is durable: %v", err)
+	}
+	// A reader opened now finds it: the two disagree.
+	r2, err := Open(home, Options{FS: c, Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if _, err := r2.Get(big); err != nil {
+		t.Fatalf("a fresh reader: %v", err)
+	}
+}
+
+// TestRepackMovesDamageAWriterOpenKept: the damage a writer's open kept
+// past the watermark (whole records after it) in the active segment: a
+// repack carries the live records out, moves the segment to torn/, and
+// verify is clean after it, as docs/storage.md says.
+func TestRepackMovesDamageAWriterOpenKept(t *testing.T) {
+	fsys := vfs.NewMem()
+	s, home := newStore(t, fsys, Options{})
+	mustPut(t, s, KindNote, noise(500, 1))
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(home, SegmentsDir, "00000001.seg")
+	st, err := fsys.Stat(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wm := st.Size()
+	mustPut(t, s, KindMessage, noise(700, 2))
+	if err := s.Barrier(); err != nil {
+		t.Fatal(err)
+	}
+	bdata := noise(800, 3)
+	b := mustPut(t, s, KindMessage, bdata)
+	if err := s.Barrier(); err != nil {
+		t.Fatal(err)
+	}
+	c := fsys.CrashClone()
+	data, err := vfs.ReadFile(c, seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[wm+40] ^= 0xff
+	if err := c.WriteFileAtomic(seg, data, FileMode); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(home, Options{FS: c, Clock: testClock(), Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Repack(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := w.Get(b); err != nil || !bytes.Equal(got, bdata) {
+		t.Errorf("after the repack: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(home, Options{FS: c, Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rep, err := r.Verify(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 0 {
+		t.Errorf("verify after the repack: %v", rep.Problems)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -514,10 +515,16 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 	dictRecs := map[blockKey]*dictRecord{}
 	present := map[uint32]bool{}
 	var damage []Damage
-	var lastEnd int64 // where the newest segment's last whole record ends
+	// lastEnd: where the newest segment's last whole record (waiting for
+	// its dictionary or not) ends.
+	var lastEnd int64
+	segSize := map[uint32]int64{} // each present segment's size
 	for _, n := range segs {
 		rep.Segments++
 		present[n] = true
+		if st, err := s.fs.Stat(s.segPath(n)); err == nil {
+			segSize[n] = st.Size()
+		}
 		lastEnd = 0
 		d, _, err := s.scanSegment(n, 0, func(r *scannedRecord) error {
 			rep.Records++
@@ -532,6 +539,14 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 		}, prog)
 		if err != nil {
 			return rep, err
+		}
+		// A record waiting for its dictionary is whole too: the damage
+		// before it is not a torn tail (the writer's open keeps it,
+		// lastWholeEnd).
+		for _, x := range d {
+			if x.NeedsDict {
+				lastEnd = max(lastEnd, x.Offset+x.Length)
+			}
 		}
 		damage = append(damage, d...)
 	}
@@ -580,6 +595,7 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 	count := counters{}
 	damageUsed := make([]bool, len(damage))
 	missingSegs := map[uint32]int{} // objects the index names in segment files not there
+	cutInline := map[uint32]int{}   // inline objects the index names past a present segment's end
 	needed := map[uint32]*NeededDict{}
 	need := func(d *Damage) *NeededDict {
 		n := needed[d.Dict]
@@ -627,13 +643,21 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 			dr.checked++
 		}
 		switch {
-		case !ok && e.Inline && d == nil:
-			// No record where it points (its segment lost): its bytes
-			// are in the index, re-hashed above, and read, and `rook
-			// store reindex` writes them again as a new record rather
-			// than dropping them. Not lost, so not a problem. (One whose
-			// record is damaged is named below, as it was: putting its
+		case !ok && e.Inline && d == nil && !present[e.Loc.Segment]:
+			// No record where it points, its segment file gone: its
+			// bytes are in the index, re-hashed above, and read, and
+			// `rook store reindex` writes them again as a new record
+			// rather than dropping them. Not lost, so not a problem.
+			// (One whose record is damaged is named below: putting its
 			// bytes again repairs the segment's copy.)
+		case !ok && e.Inline && d == nil && e.Loc.Offset >= segSize[e.Loc.Segment]:
+			// Its segment is there but ends before its record: cut
+			// short (a copy or a restore that stopped early) or
+			// replaced. Its bytes read from the index, but the store is
+			// not whole: writers refuse it when it is the watermark's
+			// segment, a repack keeps it in place. Said once per
+			// segment below, with the way out.
+			cutInline[e.Loc.Segment]++
 		case !ok && d != nil && d.NeedsDict:
 			damageUsed[d.index(damage)] = true
 			bad(e, "unreadable: its "+d.Reason)
@@ -720,6 +744,21 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 		rep.Problems = append(rep.Problems, Problem{Reason: missingSegment(n, s.segPath(n), objects)})
 	}
 	sort.Slice(rep.MissingSegments, func(i, j int) bool { return rep.MissingSegments[i].Segment < rep.MissingSegments[j].Segment })
+	// A segment cut short: the watermark's, as every writer's open says
+	// (recover, CheckWatermark), and any whose end the index names
+	// inline objects past (objects stored only in it are listed each).
+	if n := committed.WMSegment; present[n] && committed.WMOffset > segHeaderSize && segSize[n] < committed.WMOffset {
+		// No segment or offset: the reason names both, as the writer says it.
+		rep.Problems = append(rep.Problems, Problem{Reason: shortSegmentError(n, segSize[n], committed.WMOffset).Error()})
+	}
+	cut := make([]uint32, 0, len(cutInline))
+	for n := range cutInline {
+		cut = append(cut, n)
+	}
+	slices.Sort(cut)
+	for _, n := range cut {
+		rep.Problems = append(rep.Problems, Problem{Reason: cutInlineSegment(n, segSize[n], cutInline[n])})
+	}
 	for i, d := range damage {
 		p := Problem{Segment: segName(d.Segment), Offset: d.Offset, Reason: fmt.Sprintf("%d damaged bytes: %s", d.Length, d.Reason)}
 		switch {
@@ -782,6 +821,12 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 // it of the newest segment.
 func missingSegment(n uint32, path string, objects int) string {
 	return fmt.Sprintf("segment %s is missing (%s), and the index names %d object(s) in it: put it back from a backup; if it is gone for good, `rook store reindex` makes the index forget its objects (`rook store verify` then lists what the sessions lost)", segName(n), path, objects)
+}
+
+// cutInlineSegment says that segment n, present but size bytes long, ends
+// before the records of objects the index keeps inline, and the way out.
+func cutInlineSegment(n uint32, size int64, objects int) string {
+	return fmt.Sprintf("segment %s is %d bytes, and the index names %d object(s) past its end, which it keeps inline (they read from the index): the file was cut short or replaced since: put the whole file back from a backup, or run `rook store reindex`, which writes them again as new records", segName(n), size, objects)
 }
 
 func (s *Store) committedKind(meta []byte, k Kind) kindCounters {

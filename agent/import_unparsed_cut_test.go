@@ -77,25 +77,9 @@ func TestImportCutShortStillReportsTheLinesThatDidNotParse(t *testing.T) {
 	for _, k := range []int{writes / 3, writes / 2, 2 * writes / 3} {
 		fsys := vfs.NewMem()
 		setup(fsys)
-		var killed *vfs.MemFS
-		n := 0
-		fsys.SetHook(func(op vfs.Op, _ string) error {
-			if !op.IsWrite() {
-				if killed != nil {
-					return vfs.ErrInjected
-				}
-				return nil
-			}
-			n++
-			switch {
-			case n-1 < k:
-				return nil
-			case n-1 == k:
-				killed = fsys.KillClone() // SIGKILL: what was written stays
-			}
-			return vfs.ErrInjected
-		})
+		kill := killAtWrite(fsys, k)
 		_, err := importOnce(fsys)
+		killed := kill()
 		if killed == nil {
 			t.Fatalf("no kill at write %d of %d (err %v)", k, writes, err)
 		}
@@ -214,25 +198,9 @@ func TestImportCutAfterItsMetadataStillReportsTheLinesThatDidNotParse(t *testing
 	for _, k := range kills {
 		fsys := vfs.NewMem()
 		setup(fsys)
-		var killed *vfs.MemFS
-		n := 0
-		fsys.SetHook(func(op vfs.Op, _ string) error {
-			if !op.IsWrite() {
-				if killed != nil {
-					return vfs.ErrInjected
-				}
-				return nil
-			}
-			n++
-			switch {
-			case n-1 < k:
-				return nil
-			case n-1 == k:
-				killed = fsys.KillClone()
-			}
-			return vfs.ErrInjected
-		})
+		kill := killAtWrite(fsys, k)
 		importOnce(fsys)
+		killed := kill()
 		if killed == nil {
 			t.Fatalf("no kill at write %d", k)
 		}
@@ -254,4 +222,30 @@ func TestImportCutAfterItsMetadataStillReportsTheLinesThatDidNotParse(t *testing
 	if unchanged == 0 {
 		t.Error("no kill point left the whole file in, recorded: the test does not reach the case")
 	}
+}
+
+// killAtWrite arms fsys to be killed at its k-th write (counting from 0),
+// as SIGKILL kills an import: what was written before stays, that write
+// and every operation after it fail. kill gives the store as the kill
+// left it (a clone taken then), nil when no k-th write came.
+func killAtWrite(fsys *vfs.MemFS, k int) (kill func() *vfs.MemFS) {
+	var killed *vfs.MemFS
+	n := 0
+	fsys.SetHook(func(op vfs.Op, _ string) error {
+		if !op.IsWrite() {
+			if killed != nil {
+				return vfs.ErrInjected
+			}
+			return nil
+		}
+		n++
+		switch {
+		case n-1 < k:
+			return nil
+		case n-1 == k:
+			killed = fsys.KillClone()
+		}
+		return vfs.ErrInjected
+	})
+	return func() *vfs.MemFS { return killed }
 }

@@ -380,12 +380,7 @@ func TestWriterOpenKeepsWholeRecordsAfterDamage(t *testing.T) {
 	if err := s.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	seg := filepath.Join(home, SegmentsDir, "00000001.seg")
-	st, err := fsys.Stat(seg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wm := st.Size()
+	seg, wm := firstSegmentSize(t, fsys, home)
 	a := mustPut(t, s, KindMessage, noise(700, 2))
 	if err := s.Barrier(); err != nil {
 		t.Fatal(err)
@@ -639,12 +634,7 @@ func TestReaderFindsAnObjectWhoseBodyHoldsRecordsAfterItsWriteEnds(t *testing.T)
 	if err := s.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	seg := filepath.Join(home, SegmentsDir, "00000001.seg")
-	st, err := fsys.Stat(seg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wm := st.Size()
+	seg, wm := firstSegmentSize(t, fsys, home)
 	big := mustPut(t, s, KindFile, embedded)
 	if err := s.Barrier(); err != nil {
 		t.Fatal(err)
@@ -709,12 +699,7 @@ func TestRepackMovesDamageAWriterOpenKept(t *testing.T) {
 	if err := s.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	seg := filepath.Join(home, SegmentsDir, "00000001.seg")
-	st, err := fsys.Stat(seg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wm := st.Size()
+	seg, wm := firstSegmentSize(t, fsys, home)
 	mustPut(t, s, KindMessage, noise(700, 2))
 	if err := s.Barrier(); err != nil {
 		t.Fatal(err)
@@ -758,4 +743,16 @@ func TestRepackMovesDamageAWriterOpenKept(t *testing.T) {
 	if len(rep.Problems) != 0 {
 		t.Errorf("verify after the repack: %v", rep.Problems)
 	}
+}
+
+// firstSegmentSize is the path and size of a store's first segment (the
+// active one in these tests): where its records end now.
+func firstSegmentSize(t *testing.T, fsys vfs.FS, home string) (string, int64) {
+	t.Helper()
+	seg := filepath.Join(home, SegmentsDir, "00000001.seg")
+	st, err := fsys.Stat(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seg, st.Size()
 }

@@ -192,12 +192,7 @@ func TestVerifyNamesASegmentCutShortUnderInlineObjects(t *testing.T) {
 	if err := s.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	seg := filepath.Join(home, SegmentsDir, "00000001.seg")
-	st, err := fsys.Stat(seg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cut := st.Size()
+	seg, cut := firstSegmentSize(t, fsys, home)
 	mustPut(t, s, KindNote, []byte("a short note, inline"))
 	mustPut(t, s, KindNote, []byte("another short note"))
 	if err := s.Close(); err != nil {
@@ -253,12 +248,7 @@ func TestVerifyAgreesWithRepackOnASealedSegmentCutShort(t *testing.T) {
 	if err := s.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	seg := filepath.Join(home, SegmentsDir, "00000001.seg")
-	st, err := fsys.Stat(seg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cut := st.Size()
+	seg, cut := firstSegmentSize(t, fsys, home)
 	mustPut(t, s, KindNote, []byte("a short note, inline"))
 	if err := s.Sync(); err != nil {
 		t.Fatal(err)

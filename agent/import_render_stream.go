@@ -246,13 +246,20 @@ func (lz *lazyLine) dataURL(k int) bool {
 
 // readable is readable(s), of a placeholder too: its string from its
 // first line that is not blank on (a placeholder that says so, k+skip,
-// when that is not its start); a blank one needs the text.
+// when that is not its start); a blank one needs the text. A text that
+// is a base64 data URL (a pasted image, an MCP screenshot's text block)
+// is its marker, as notEncoded makes a tool's output string one: find
+// and search do not read it, and the view does not show its base64
+// (a placeholder that may be one renders the line whole).
 func (r *renderer) readable(s string) string {
 	if r.lz == nil || !hasMarkString(s) {
+		if m, ok := encodedText("", s); ok {
+			return m
+		}
 		return readable(s)
 	}
 	k, ok := r.lz.whole(s)
-	if !ok {
+	if !ok || r.lz.dataURL(k) {
 		r.lz.bad = true
 		return s
 	}

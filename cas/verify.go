@@ -35,6 +35,10 @@ type Problem struct {
 	// ProblemIndexReadFailed or ProblemIndexRebuildUnfinished; empty for
 	// the others.
 	Status string `json:"status,omitempty"`
+	// whole: the problem is of the segment as a file (cut short), and
+	// Reason names it and its offsets itself: String does not say them
+	// again before it. Offset is then where the segment ends.
+	whole bool
 }
 
 // The Status of a problem of the index.
@@ -56,7 +60,7 @@ const (
 
 func (p Problem) String() string {
 	where := ""
-	if p.Segment != "" {
+	if p.Segment != "" && !p.whole {
 		where = fmt.Sprintf("segment %s offset %d", p.Segment, p.Offset)
 	}
 	switch {
@@ -748,8 +752,9 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 	// (recover, CheckWatermark), and any whose end the index names
 	// inline objects past (objects stored only in it are listed each).
 	if n := committed.WMSegment; present[n] && committed.WMOffset > segHeaderSize && segSize[n] < committed.WMOffset {
-		// No segment or offset: the reason names both, as the writer says it.
-		rep.Problems = append(rep.Problems, Problem{Reason: shortSegmentError(n, segSize[n], committed.WMOffset).Error()})
+		// The offset is where the segment ends, as the reason says it (as
+		// the writer does), so --json says what the text does.
+		rep.Problems = append(rep.Problems, Problem{Segment: segName(n), Offset: segSize[n], Reason: shortSegmentError(n, segSize[n], committed.WMOffset).Error(), whole: true})
 	}
 	cut := make([]uint32, 0, len(cutInline))
 	for n := range cutInline {
@@ -757,7 +762,7 @@ func (s *Store) verifyOnce(progress func(done, total int64)) (VerifyReport, erro
 	}
 	slices.Sort(cut)
 	for _, n := range cut {
-		rep.Problems = append(rep.Problems, Problem{Reason: cutInlineSegment(n, segSize[n], cutInline[n])})
+		rep.Problems = append(rep.Problems, Problem{Segment: segName(n), Offset: segSize[n], Reason: cutInlineSegment(n, segSize[n], cutInline[n]), whole: true})
 	}
 	for i, d := range damage {
 		p := Problem{Segment: segName(d.Segment), Offset: d.Offset, Reason: fmt.Sprintf("%d damaged bytes: %s", d.Length, d.Reason)}

@@ -854,7 +854,11 @@ func (e *Env) lockWaiting(wait time.Duration) func(holder string) {
 // before anything is written (as json.Encoder does too): a value JSON
 // cannot hold (a time outside the years 0-9999) prints nothing and returns
 // a *jsonEncodeError, where a failed write returns the write's error.
-func (e *Env) printJSON(v any) error {
+func (e *Env) printJSON(v any) error { return printJSONTo(e.Stdout, v) }
+
+// printJSONTo is printJSON onto w: stderr, when standard output holds
+// what the command wrote for the user (export-html -o /dev/stdout).
+func printJSONTo(w io.Writer, v any) error {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
@@ -862,7 +866,7 @@ func (e *Env) printJSON(v any) error {
 	if err := enc.Encode(v); err != nil {
 		return &jsonEncodeError{err: err}
 	}
-	_, err := e.Stdout.Write(b.Bytes())
+	_, err := w.Write(b.Bytes())
 	return err
 }
 

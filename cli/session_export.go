@@ -13,6 +13,7 @@ import (
 
 	"github.com/rookhq/rook/agent"
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // ContextCmd is `rook session context`.
@@ -199,10 +200,14 @@ type ExportHTMLCmd struct {
 	ID      string  `arg:"" help:"Session id, unique prefix, or last."`
 	From    *uint64 `help:"First seq (default 0)." placeholder:"N"`
 	Through *uint64 `help:"Last seq, inclusive (default: 511 events on, or the last); one file holds at most 512 events." placeholder:"N"`
-	Output  string  `required:"" short:"o" empty:"own" help:"The HTML file to write; it must not exist (rook never overwrites); a device or a pipe (/dev/stdout, /dev/null, a FIFO) is written to." placeholder:"FILE"`
-	// device: Output is a device or a pipe that is there (through a
-	// link too): written to, never made, replaced nor removed.
+	Output  string  `required:"" short:"o" empty:"own" help:"The HTML file to write; it must not exist (rook never overwrites); a character device or a FIFO (/dev/stdout, /dev/null) is written to, a block device refused." placeholder:"FILE"`
+	// device: Output is a character device or a FIFO that is there
+	// (through a link too): written to, never made, replaced nor removed.
 	device bool
+	// stdout: Output is standard output itself (/dev/stdout, or the very
+	// device or pipe standard output is): the page is written there, as
+	// any command's output is, and the report, text or JSON, to stderr.
+	stdout bool
 }
 
 func (c *ExportHTMLCmd) Run(e *Env) error {
@@ -231,6 +236,12 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	}
 	fi, err := e.FS.Stat(c.Output)
 	switch {
+	case namesStdout(c.Output):
+		// /dev/stdout leads to what standard output is: a file the shell
+		// made (> page.html), which Stat took for one rook would
+		// overwrite, a pipe, a terminal. It is what the user asked rook
+		// to write to.
+		c.stdout = true
 	case err == nil && fi.IsDir():
 		// as export's: a directory is no file to write (nor one that would
 		// be overwritten)
@@ -238,12 +249,21 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	case err == nil && fi.Mode().IsRegular():
 		return exportExistsErr(c.Output)
 	case err == nil:
-		// A device or a pipe (-o /dev/stdout | gzip, -o /dev/null to see
-		// that a session renders, a FIFO) is no file to protect: written
-		// to, as export writes to one.
+		// A character device or a FIFO (-o /dev/null to see that a
+		// session renders, a FIFO, a terminal) is no file to protect:
+		// written to, as export writes to one. A block device (a disk, a
+		// partition) holds a user's files: refused, as a file is.
+		if err := deviceOutputErr(c.Output, fi.Mode()); err != nil {
+			return err
+		}
 		c.device = true
+		// Standard output under another name (the terminal's own
+		// /dev/pts/N, the pipe's /proc/self/fd/1 by a link): one stream.
+		if so, ok := stdoutInfo(e); ok && vfs.SameFile(fi, so) {
+			c.device, c.stdout = false, true
+		}
 	}
-	if !c.device {
+	if !c.device && !c.stdout {
 		if err := dirNameErr(named); err != nil {
 			return err
 		}
@@ -288,7 +308,14 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 		if x.Damage != nil {
 			out["damaged_at"] = x.DamagedAt
 		}
-		if err := unprinted(e.printJSON(out)); err != nil {
+		// Standard output holds the page: the object goes to stderr, so
+		// that neither a page's reader nor a JSON one gets the other's
+		// bytes.
+		w := e.Stdout
+		if c.stdout {
+			w = e.Stderr
+		}
+		if err := unprinted(printJSONTo(w, out)); err != nil {
 			return err
 		}
 		return pageVerdict(x.Damage, bad)
@@ -308,7 +335,7 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 	// Onto a device (standard output, as like as not), the page is what
 	// goes there: the report goes to stderr, as export's does.
 	report := e.Stdout
-	if c.device {
+	if c.device || c.stdout {
 		report = e.Stderr
 	}
 	fmt.Fprintf(report, "wrote %s: %d event(s), #%d to #%d of %s%s%s\n", terminalLine(c.Output), len(x.Events), x.From, x.Through, id, rest, cutNote)
@@ -430,6 +457,53 @@ func insideStoreErr(e *Env, flag, path string) error {
 	return nil
 }
 
+// namesStdout says whether path (absolute, clean) is a name of standard
+// output itself: /dev/stdout, /dev/fd/1, /proc/self/fd/1.
+func namesStdout(path string) bool {
+	switch path {
+	case "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1":
+		return true
+	}
+	return false
+}
+
+// stdoutInfo is what standard output is (Stat of its file), when it is a
+// file; false when it cannot be known (a buffer in tests).
+func stdoutInfo(e *Env) (fs.FileInfo, bool) {
+	w := e.Stdout
+	if o, ok := w.(*outputWriter); ok {
+		w = o.w
+	}
+	s, ok := w.(interface{ Stat() (fs.FileInfo, error) })
+	if !ok {
+		return nil, false
+	}
+	fi, err := s.Stat()
+	return fi, err == nil
+}
+
+// deviceOutputErr refuses an --output that is there and is neither a
+// file nor a directory unless it is a character device or a FIFO
+// (export-html writes to those: /dev/stdout, /dev/null, a terminal, a
+// pipe). A block device is a disk or a partition: the page written over
+// its first bytes (its partition table, a file system's superblock)
+// loses what it holds, as an overwritten file would. nil for a
+// character device or a FIFO.
+func deviceOutputErr(path string, mode fs.FileMode) error {
+	what := ""
+	switch {
+	case mode&fs.ModeCharDevice != 0, mode&fs.ModeNamedPipe != 0:
+		return nil
+	case mode&fs.ModeDevice != 0:
+		what = "a block device (a disk or a partition): rook never writes over what it holds"
+	case mode&fs.ModeSocket != 0:
+		what = "a socket"
+	default:
+		what = fmt.Sprintf("neither a file nor a device rook writes to (%s)", mode.Type())
+	}
+	return &exitError{code: ExitFailure, msg: fmt.Sprintf("--output %s is %s; export-html writes a new file, a character device (/dev/stdout, /dev/null) or a FIFO: choose another --output", path, what)}
+}
+
 func exportExistsErr(path string) error {
 	return &exitError{code: ExitFailure, msg: fmt.Sprintf("%s already exists: rook never overwrites a file; choose another --output or remove it first", path)}
 }
@@ -438,13 +512,34 @@ func exportExistsErr(path string) error {
 // failure it removes what it created. A device is written to, and
 // never removed.
 func (c *ExportHTMLCmd) write(e *Env, page []byte) (err error) {
+	if c.stdout {
+		// As every command writes standard output: a reader gone (| head)
+		// ends rook by SIGPIPE, quietly, as `session show | head` does; a
+		// full disk is Main's to tell (outputWriter).
+		_, err := e.Stdout.Write(page)
+		return err
+	}
 	if c.device {
 		f, err := e.FS.OpenFile(c.Output, os.O_WRONLY, 0)
 		if err == nil {
-			_, err = f.Write(page)
+			// What was opened is what was looked at: a block device put
+			// in its place meanwhile is not written.
+			if fi, serr := f.Stat(); serr == nil {
+				err = deviceOutputErr(c.Output, fi.Mode())
+			}
+			if err == nil {
+				_, err = f.Write(page)
+			}
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
+		}
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return err
+		}
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			err = pe.Err // the path once: "write F: write F: broken pipe"
 		}
 		if err != nil {
 			return fmt.Errorf("write %s: %w", c.Output, err)

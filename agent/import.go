@@ -178,6 +178,10 @@ type ImportProblem struct {
 	File   string `json:"file"` // "": a problem of the import, not of one file's
 	Line   int    `json:"line,omitempty"`
 	Reason string `json:"reason"`
+	// LeftOut, on the last problem of a file the list keeps: how many more
+	// of the file's the list leaves out (ImportReport.ProblemsLeftOut
+	// counts them too).
+	LeftOut int `json:"left_out,omitempty"`
 }
 
 // MaxImportProblems is how many problems a report lists (all are counted).
@@ -188,7 +192,12 @@ type ImportReport struct {
 	// subdirs are, of each directory the walk listed, the names of the
 	// directories in it: takeSideFiles passes over a side directory the
 	// walk found absent, without a stat or a listing of its own.
-	subdirs      map[string]map[string]bool
+	subdirs map[string]map[string]bool
+	// lastProblem is, of each file with a problem in Problems, where its
+	// last is (ImportReport.problem): a problem of it left out is counted
+	// there (ImportProblem.LeftOut). An entry is checked before it is used
+	// (a file's problems taken back, importFile, leave it stale).
+	lastProblem  map[string]int
 	Format       string          `json:"format"`
 	Files        []ImportedFile  `json:"files"`
 	Sessions     int             `json:"sessions_new"` // files seen for the first time (a rewritten file's new session is counted in Rewritten)
@@ -254,10 +263,36 @@ func (rep *ImportReport) StoredAdded() int64 { return rep.StoredAfter - rep.Stor
 func (rep *ImportReport) problem(p ImportProblem) int {
 	if len(rep.Problems) < MaxImportProblems {
 		rep.Problems = append(rep.Problems, p)
+		if p.File != "" {
+			if rep.lastProblem == nil {
+				rep.lastProblem = map[string]int{}
+			}
+			rep.lastProblem[p.File] = len(rep.Problems) - 1
+		}
 		return len(rep.Problems) - 1
 	}
-	rep.ProblemsLeftOut++
+	rep.leftOut(p.File)
 	return -1
+}
+
+// lastListed says where file's last problem listed is, and how many of its
+// it counts as left out (-1: none listed).
+func (rep *ImportReport) lastListed(file string) (int, int) {
+	if i, ok := rep.lastProblem[file]; ok && file != "" && i < len(rep.Problems) && rep.Problems[i].File == file {
+		return i, rep.Problems[i].LeftOut
+	}
+	return -1, 0
+}
+
+// leftOut counts a problem of file (or of the import: "") the list has no
+// room for, at the file's last problem listed if it has one: the summary
+// says how many more a file has, not only the list's. The memory it takes
+// is the list's (MaxImportProblems), however many are left out.
+func (rep *ImportReport) leftOut(file string) {
+	rep.ProblemsLeftOut++
+	if i, _ := rep.lastListed(file); i >= 0 {
+		rep.Problems[i].LeftOut++
+	}
 }
 
 // unparsedLine reports line of path, which did not parse, for res, and
@@ -268,7 +303,7 @@ func (rep *ImportReport) unparsedLine(res *ImportedFile, rec *eventlog.Unreporte
 	res.Unparsed++
 	rec.Lines++
 	if line <= 0 {
-		rep.ProblemsLeftOut++
+		rep.leftOut(path)
 		return
 	}
 	rep.problem(ImportProblem{File: path, Line: line, Reason: reason})
@@ -304,6 +339,11 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 	rep = ImportReport{Format: opts.Format}
 	if opts.Format != FormatClaudeCode && opts.Format != FormatCodex {
 		return rep, fmt.Errorf("unknown transcript format %q: use %s or %s", opts.Format, FormatClaudeCode, FormatCodex)
+	}
+	// An import before this one on the same Rook returned its report: the
+	// lines it reported are not reported again (reported).
+	if err := r.clearReported(); err != nil {
+		return rep, err
 	}
 	// An import writes in bulk what is read back in bulk (a session, a
 	// search): big blocks compress it together, and its barriers, which
@@ -526,34 +566,52 @@ func (r *Rook) Import(opts ImportOptions) (rep ImportReport, err error) {
 		rep.StoredAfter = st.Stored
 	}
 	if err == nil {
-		// Last: the store's close writes it.
-		err = r.reported(known, &rep)
+		// Last: cleared by Close, once everything else is written.
+		r.reported(known, &rep)
 	}
 	return rep, err
 }
 
-// reported clears, of the sessions of the files in rep, the lines that did
-// not parse their metadata keeps to report (Source.Unreported): rep
-// reports them, and is made. Staged once the import is done, after the
-// flush that wrote the metadata with them (and with the lines), for the
-// store's close to write: an import cut short before then has the next one
-// report them. (Cut short during the store's close, after this write and
-// before the summary is printed, it loses them.) A file that failed keeps
-// them: its lines are not all in.
-func (r *Rook) reported(known map[string]eventlog.Meta, rep *ImportReport) error {
+// reported notes, of the sessions of the files in rep, those whose
+// metadata keeps lines that did not parse to report (Source.Unreported):
+// rep reports them, and is made. A file that failed keeps them: its lines
+// are not all in. clearReported clears them, as the last write of the
+// store's close (Close) or, on a Rook that imports again before it is
+// closed, at the start of the next import, whose caller has the report:
+// an import cut short before then (killed while the store's index is
+// written, as much as before) has the next one report them. Only a kill
+// between the clearing write and the printing of the summary loses them.
+func (r *Rook) reported(known map[string]eventlog.Meta, rep *ImportReport) {
 	for _, f := range rep.Files {
 		m, ok := known[f.Path]
 		if f.Status == ImportFailed || f.Status == ImportGone || !ok || m.Source == nil || m.Source.Unreported == nil {
 			continue
 		}
-		src := *m.Source
-		src.Unreported = nil
-		m.Source = &src
-		if err := r.Log.StageMeta(m); err != nil {
-			return fmt.Errorf("session %s: record that its lines that did not parse are reported: %w", m.ID, err)
-		}
-		known[f.Path] = m
+		r.reportedIDs = append(r.reportedIDs, m.ID)
 	}
+}
+
+// clearReported clears the records of the lines that did not parse that
+// an import reported (reported): each session's metadata is written
+// without them, if it still has them.
+func (r *Rook) clearReported() error {
+	for len(r.reportedIDs) > 0 {
+		id := r.reportedIDs[0]
+		m, err := r.Log.ReadMeta(id)
+		if err != nil {
+			return fmt.Errorf("session %s: record that its lines that did not parse are reported: %w (the next import reports them again)", id, err)
+		}
+		if m.Source != nil && m.Source.Unreported != nil {
+			src := *m.Source
+			src.Unreported = nil
+			m.Source = &src
+			if err := r.Log.UpdateMeta(m); err != nil {
+				return fmt.Errorf("session %s: record that its lines that did not parse are reported: %w (the next import reports them again)", id, err)
+			}
+		}
+		r.reportedIDs = r.reportedIDs[1:]
+	}
+	r.reportedIDs = nil
 	return nil
 }
 
@@ -1189,6 +1247,7 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 	known := names.known
 	res := ImportedFile{Path: f.path}
 	problemsBefore, leftOutBefore := len(rep.Problems), rep.ProblemsLeftOut // those of the files before
+	lastBefore, lastLeftOut := rep.lastListed(f.path)                       // its own left out at its last (ImportReport.leftOut)
 	fail := func(err error) ImportedFile {
 		// An object of the session it adds to that does not read, or
 		// that the store's index lacks (a reindex past a damaged region
@@ -1632,6 +1691,9 @@ func (r *Rook) importFile(opts ImportOptions, f sourceFile, prep *mappedSource, 
 		cut := fi.content == 1 && fi.cutLast
 		// Undo the problems counted for its lines: the file is the problem.
 		rep.Problems, rep.ProblemsLeftOut = rep.Problems[:problemsBefore], leftOutBefore
+		if lastBefore >= 0 {
+			rep.Problems[lastBefore].LeftOut = lastLeftOut
+		}
 		res.Unparsed, res.Unknown = 0, 0
 		if waiting != "" {
 			res.Status, res.Note, res.Lines, res.Events, res.BytesIn = ImportUnchanged, waiting, 0, 0, 0

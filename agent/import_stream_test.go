@@ -55,7 +55,15 @@ func importDump(t *testing.T, r *Rook, rep ImportReport) string {
 		// Where the imports stopped reading: a file imported in steps
 		// differs from one read whole there, by design (import_reread.go).
 		s.Stops = nil
-		fmt.Fprintf(&b, "session %q title %q workspace %q tags %v parent %q source %+v stat %v\n", s.Path, m.Title, m.Workspace, m.Tags, parent, s, stat)
+		// The record of the lines to report, by value (a pointer's
+		// address differs from run to run): until the store's close
+		// (Rook.Close), or the next import, clears it.
+		unreported := "none"
+		if s.Unreported != nil {
+			unreported = fmt.Sprintf("%+v", *s.Unreported)
+		}
+		s.Unreported = nil
+		fmt.Fprintf(&b, "session %q title %q workspace %q tags %v parent %q source %+v stat %v unreported %s\n", s.Path, m.Title, m.Workspace, m.Tags, parent, s, stat, unreported)
 		evs, err := r.Log.Read(m.ID, 0, 1<<20)
 		if err != nil {
 			t.Fatal(err)

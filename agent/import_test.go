@@ -299,14 +299,25 @@ func TestImportReportsUnknownEntryTypes(t *testing.T) {
 	if rep := mustImport(t, r, FormatClaudeCode, src); rep.Unknown != 0 || len(rep.Problems) != 0 {
 		t.Fatalf("unchanged: %+v", rep)
 	}
-	// Past the problems a report lists, they are counted.
+	// Past the problems a report lists, they are counted: of the import,
+	// and of the file at its last problem listed (the summary's "and N
+	// more" of it).
 	many := claudeLines("m", 1)
 	for range MaxImportProblems + 1 {
 		many = append(many, "garbage")
 	}
 	writeSource(t, fsys, "/q/many.jsonl", append(many, newEntry(1)), "")
-	if rep := mustImport(t, r, FormatClaudeCode, "/q/many.jsonl"); len(rep.Problems) != MaxImportProblems || rep.ProblemsLeftOut != 2 || rep.Unknown != 1 {
+	rep = mustImport(t, r, FormatClaudeCode, "/q/many.jsonl")
+	if len(rep.Problems) != MaxImportProblems || rep.ProblemsLeftOut != 2 || rep.Unknown != 1 {
 		t.Fatalf("%d problems listed, %d left out: %+v", len(rep.Problems), rep.ProblemsLeftOut, rep)
+	}
+	if last := rep.Problems[MaxImportProblems-1]; last.File != "/q/many.jsonl" || last.LeftOut != 2 {
+		t.Fatalf("the file's last problem listed: %+v: want the 2 left out counted there", last)
+	}
+	for _, p := range rep.Problems[:MaxImportProblems-1] {
+		if p.LeftOut != 0 {
+			t.Fatalf("left out counted at a problem not the file's last listed: %+v", p)
+		}
 	}
 }
 

@@ -116,7 +116,10 @@ func TestImportCutShortStillReportsTheLinesThatDidNotParse(t *testing.T) {
 // write after Import returned (the CLI prints its summary once the store
 // is closed: Ctrl-C twice as it closes, and the summary was lost while
 // the metadata said the file was in); an import not cut short reports the
-// line once, and clears the record.
+// line once, and clears the record. The clearing write is the close's
+// last, its directory's sync alone after it: it was the event log's
+// close, before the store's wrote its index, and a kill during that
+// (a third of late SIGKILLs by hand) lost the report for good.
 func TestImportCutAfterItsMetadataStillReportsTheLinesThatDidNotParse(t *testing.T) {
 	var lines []string
 	lines = append(lines, claudeLines("u", 1)[:2]...)
@@ -155,12 +158,20 @@ func TestImportCutAfterItsMetadataStillReportsTheLinesThatDidNotParse(t *testing
 	}
 	ref := vfs.NewMem()
 	setup(ref)
-	writes, lastMeta, atReturn := 0, -1, -1
+	writes, lastMeta, atReturn, lastIndex := 0, -1, -1, -1
+	var after []string // the writes after the last metadata write
 	returned = func() { atReturn = writes }
 	ref.SetHook(func(op vfs.Op, path string) error {
 		if op.IsWrite() {
-			if strings.Contains(path, ".meta") {
+			switch {
+			case strings.Contains(path, ".meta"):
 				lastMeta = writes
+				after = after[:0]
+			default:
+				if strings.Contains(path, "objects.idx") {
+					lastIndex = writes
+				}
+				after = append(after, op.String()+" "+path)
 			}
 			writes++
 		}
@@ -173,6 +184,13 @@ func TestImportCutAfterItsMetadataStillReportsTheLinesThatDidNotParse(t *testing
 	returned = func() {}
 	if lastMeta < 0 || atReturn < 0 || atReturn >= writes {
 		t.Fatalf("the import wrote no metadata (%d), or nothing after it returned (%d of %d writes)", lastMeta, atReturn, writes)
+	}
+	// What a kill after the clearing write loses (the summary not printed
+	// yet): only that write's own directory sync may come after it; the
+	// store's index, written by its close, before it.
+	if lastIndex < atReturn || lastIndex > lastMeta || len(after) > 1 || (len(after) == 1 && after[0] != "syncdir "+crashHome+"/events") {
+		t.Fatalf("the clearing metadata write (write %d of %d; Import returned at %d, the index last written at %d) is not the close's last: after it %v",
+			lastMeta, writes, atReturn, lastIndex, after)
 	}
 	if rep, err := importOnce(ref); err != nil || names3(rep) != 0 || rep.Unparsed != 0 {
 		t.Fatalf("import again after an uncut one: err %v, unparsed %d, problems %+v: want nothing reported again", err, rep.Unparsed, rep.Problems)
@@ -221,6 +239,44 @@ func TestImportCutAfterItsMetadataStillReportsTheLinesThatDidNotParse(t *testing
 	}
 	if unchanged == 0 {
 		t.Error("no kill point left the whole file in, recorded: the test does not reach the case")
+	}
+}
+
+// Two imports on one Rook before it is closed (the record of what the
+// first reported is cleared at the close, its last write): the second
+// does not report again the line the first reported, and the close
+// clears the record.
+func TestImportAgainBeforeTheCloseDoesNotReportTwice(t *testing.T) {
+	lines := append(claudeLines("w", 1)[:2], `{"type":"user","this line is damaged`)
+	lines = append(lines, claudeLines("w", 2)...)
+	clk := &clock.Fixed{}
+	fsys := vfs.NewMem()
+	initCrashStore(fsys)
+	writeAt(t, fsys, clk, "/src/w.jsonl", writeSourceBytes(lines, ""), time.Hour)
+	r, err := Open(crashHome, Options{FS: fsys, Clock: clk, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{1, 0} {
+		rep, err := r.Import(ImportOptions{Format: FormatClaudeCode, Paths: []string{"/src"}})
+		if err != nil || rep.Unparsed != want || len(rep.Problems) != want {
+			t.Fatalf("import %d: err %v, unparsed %d, problems %+v: want %d", i+1, err, rep.Unparsed, rep.Problems, want)
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err = Open(crashHome, Options{FS: fsys, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ids, err := r.Log.IDs()
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("%v, sessions %v: want one", err, ids)
+	}
+	if m, err := r.Log.ReadMeta(ids[0]); err != nil || m.Source == nil || m.Source.Unreported != nil {
+		t.Fatalf("after the close: %v, %+v: want the record cleared", err, m.Source)
 	}
 }
 

@@ -154,3 +154,62 @@ func TestZstImportProgressIsNotDoneAtItsFirstChunk(t *testing.T) {
 		t.Errorf("%d of %d progress reports say 100%% while the .zst's lines are still being taken in: %v", atEnd, len(calls), calls)
 	}
 }
+
+// A .zst rollout that grew since it was imported (Codex appends a frame):
+// `rook import codex` on a terminal shows a progress bar counting the
+// file's compressed bytes (compressedAt). Taking up the grown file (the import state restored, its
+// probe read on) must still move through the file, not report 100% from
+// the first chunk, and never go backwards.
+func TestGrownZstImportProgressMovesThroughIt(t *testing.T) {
+	one, err := os.ReadFile(codexMainFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl := bytes.IndexByte(one, '\n') + 1
+	first := append([]byte{}, one...)
+	var more []byte
+	for i := 0; i < 200; i++ {
+		more = append(more, one[nl:]...)
+	}
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := vfs.NewMem()
+	r := testRook(t, fsys)
+	src := "/codex/2026/01/02/rollout-2026-01-02T03-04-05-" + codexMainID + ".jsonl.zst"
+	z1 := enc.EncodeAll(first, nil)
+	writeSourceFile(t, fsys, src, z1)
+	if _, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: 64 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	writeSourceFile(t, fsys, src, append(append([]byte{}, z1...), enc.EncodeAll(more, nil)...))
+	type call struct{ done, total int64 }
+	var calls []call
+	rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: 64 << 10,
+		Progress: func(done, total int64) { calls = append(calls, call{done, total}) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rep.Files[0]; f.Status != ImportGrown {
+		t.Fatalf("import: %+v", f)
+	}
+	if len(calls) < 3 {
+		t.Fatalf("%d progress call(s): want several", len(calls))
+	}
+	atEnd := 0
+	for i, c := range calls {
+		if c.done > c.total {
+			t.Errorf("progress %d above 100%%: %d of %d", i, c.done, c.total)
+		}
+		if i > 0 && c.done < calls[i-1].done {
+			t.Errorf("progress goes backwards: %v then %v", calls[i-1], c)
+		}
+		if c.done >= c.total {
+			atEnd++
+		}
+	}
+	if atEnd > 2 {
+		t.Errorf("%d of %d progress reports say 100%% while the grown .zst's lines are still being taken in: %v", atEnd, len(calls), calls)
+	}
+}

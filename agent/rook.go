@@ -66,6 +66,9 @@ type Rook struct {
 	// decompressed stream for .zst): where an import of the store being
 	// repaired stopped reading it (rereadStops).
 	readTo map[string]int64
+	// reportedIDs are the sessions whose records of lines that did not
+	// parse an import reported (Rook.reported): clearReported clears them.
+	reportedIDs []eventlog.ID
 }
 
 // Open opens the store at home and its event logs.
@@ -189,9 +192,19 @@ func (r *Rook) Failed() error {
 }
 
 // Close flushes the event logs (the store first, through the barrier) and
-// closes the store.
+// closes the store; the records of the lines that did not parse an import
+// reported are cleared last (Rook.reported).
 func (r *Rook) Close() error {
 	err := r.Log.Close()
+	if err == nil && len(r.reportedIDs) > 0 {
+		// The records of the lines an import reported are cleared last,
+		// the store's index written before: a kill during any other
+		// write of the close leaves them for the next import to report
+		// (the summary is printed after the close).
+		if err = r.Store.Sync(); err == nil {
+			err = r.clearReported()
+		}
+	}
 	if cerr := r.Store.Close(); err == nil {
 		err = cerr
 	}

@@ -395,8 +395,10 @@ func fileCounts(rep agent.ImportReport) (files, failed, dirs int) {
 }
 
 // problemsPerFile is how many problems the text summary lists of one file
-// (a transcript of thousands of damaged lines printed thousands); --json
-// lists them all (up to agent.MaxImportProblems).
+// (a transcript of thousands of damaged lines printed thousands), then
+// how many more it has; --json lists them all, up to
+// agent.MaxImportProblems of the import's (ImportProblem.LeftOut counts a
+// file's past those).
 const problemsPerFile = 20
 
 // printImport writes the import's report; keep is keepAdvice's, for the
@@ -534,9 +536,20 @@ func printImport(e *Env, out importJSON, keep string) {
 	case len(rep.Problems) > 0:
 		fmt.Fprintln(w, "problems:")
 	}
-	listed, of := map[string]int{}, map[string]int{}
+	// of: a file's problems listed; more: its problems the summary does
+	// not list, those the report lists past the first problemsPerFile and
+	// those it leaves out (ImportProblem.LeftOut); leftOut: its left out.
+	listed, of, more, leftOut := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+	otherLeftOut := rep.ProblemsLeftOut // of no file listed
 	for _, p := range rep.Problems {
 		of[p.File]++
+		if p.File != "" {
+			leftOut[p.File] += p.LeftOut
+			otherLeftOut -= p.LeftOut
+		}
+	}
+	for f, n := range of {
+		more[f] = max(n-problemsPerFile, 0) + leftOut[f]
 	}
 	for _, p := range rep.Problems {
 		if p.File != "" {
@@ -552,12 +565,16 @@ func printImport(e *Env, out importJSON, keep string) {
 		default:
 			fmt.Fprintf(w, "  %s: %s\n", terminalLine(p.File), terminalLine(p.Reason))
 		}
-		if p.File != "" && listed[p.File] == problemsPerFile && of[p.File] > problemsPerFile {
-			fmt.Fprintf(w, "  %s: and %d more (--json lists them all)\n", terminalLine(p.File), of[p.File]-problemsPerFile)
+		if p.File != "" && listed[p.File] == min(of[p.File], problemsPerFile) && more[p.File] > 0 {
+			where := "--json lists them all"
+			if leftOut[p.File] > 0 {
+				where = fmt.Sprintf("--json lists the first %d of the import's problems", agent.MaxImportProblems)
+			}
+			fmt.Fprintf(w, "  %s: and %d more (%s)\n", terminalLine(p.File), more[p.File], where)
 		}
 	}
-	if rep.ProblemsLeftOut > 0 {
-		fmt.Fprintf(w, "  ... and %d more\n", rep.ProblemsLeftOut)
+	if otherLeftOut > 0 {
+		fmt.Fprintf(w, "  ... and %d more\n", otherLeftOut)
 	}
 	if n := len(rep.BeyondRetention); n > 0 {
 		fmt.Fprintf(w, "note: the retention policy (config.toml, [storage.retention]) would delete %d of these session(s) at the next `rook store prune` or `maintain` (%s): %s, or raise the limit\n",

@@ -47,3 +47,32 @@ func TestImportSummaryCountsFilesCapsProblemsSaysContinued(t *testing.T) {
 		t.Errorf("%d problems of a file listed: want 20", n)
 	}
 }
+
+// A file with problems past the report's list (agent.MaxImportProblems):
+// the summary's "and N more" counts them too (ImportProblem.LeftOut) and
+// says --json lists only the import's first ones; a file that began where
+// the list was nearly full says so after its last listed; the problems
+// left out of no listed file are the "... and N more".
+func TestImportSummaryCountsProblemsLeftOutPerFile(t *testing.T) {
+	rep := agent.ImportReport{Format: agent.FormatClaudeCode, Unparsed: 330, ProblemsLeftOut: 305}
+	for i := 1; i <= 30; i++ {
+		rep.Problems = append(rep.Problems, agent.ImportProblem{File: "/p/a.jsonl", Line: i, Reason: "not JSON"})
+	}
+	rep.Problems[29].LeftOut = 200
+	rep.Problems = append(rep.Problems, agent.ImportProblem{File: "/p/b.jsonl", Line: 1, Reason: "not JSON", LeftOut: 100})
+	var out bytes.Buffer
+	printImport(&Env{Stdout: &out}, importJSON{ImportReport: rep}, "")
+	text := out.String()
+	for _, want := range []string{
+		"/p/a.jsonl: and 210 more (--json lists the first 200 of the import's problems)\n",
+		"/p/b.jsonl:1: not JSON\n  /p/b.jsonl: and 100 more (--json lists the first 200 of the import's problems)\n",
+		"  ... and 5 more\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "lists them all") {
+		t.Errorf("the summary sends the user to --json for problems it leaves out:\n%s", text)
+	}
+}

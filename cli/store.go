@@ -45,7 +45,9 @@ type PutCmd struct {
 func (c *PutCmd) Run(e *Env) error {
 	kind, err := cas.ParseKind(c.Kind)
 	if err != nil {
-		return usageErr("--kind: %v", err)
+		// cas.ParseKind names every kind, rook's own encodings too: name
+		// only those put takes, as --help and the refusal below do.
+		return usageErr("--kind: unknown kind %q: use one of %s", c.Kind, strings.Join(puttableKinds(), ", "))
 	}
 	if kind.Encoded() {
 		// The store deduplicates by content and keeps the first kind:

@@ -876,7 +876,7 @@ func (s *Store) CheckWatermark() error {
 		if len(segs) > 0 && segs[len(segs)-1] > n {
 			return nil // a newer segment took over: gc or repack emptied this one
 		}
-		return fmt.Errorf("segment %s is missing, and the index took in records up to offset %d of it: put it back from a backup; if it is gone for good, `rook store reindex` makes the index forget its objects (`rook store verify` then lists what the sessions lost)", segName(n), off)
+		return fmt.Errorf("segment %s is missing, and the index took in records up to offset %d of it: put it back from a backup; if it is gone for good, `rook store reindex` makes the index forget its objects, but for the small ones it keeps a copy of, which it writes again (`rook store verify` then lists what the sessions lost)", segName(n), off)
 	}
 	if err != nil {
 		return fmt.Errorf("segment %s: %w", segName(n), err)

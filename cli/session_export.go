@@ -200,8 +200,8 @@ type ExportHTMLCmd struct {
 	ID      string  `arg:"" help:"Session id, unique prefix, or last."`
 	From    *uint64 `help:"First seq (default 0)." placeholder:"N"`
 	Through *uint64 `help:"Last seq, inclusive (default: 511 events on, or the last); one file holds at most 512 events." placeholder:"N"`
-	Output  string  `required:"" short:"o" empty:"own" help:"The HTML file to write; it must not exist (rook never overwrites); a character device or a FIFO (/dev/stdout, /dev/null) is written to, a block device refused." placeholder:"FILE"`
-	// device: Output is a character device or a FIFO that is there
+	Output  string  `required:"" short:"o" empty:"own" help:"The HTML file to write; it must not exist (rook never overwrites); /dev/stdout, /dev/null, a terminal or a FIFO is written to, another device refused." placeholder:"FILE"`
+	// device: Output is /dev/null, a terminal or a FIFO that is there
 	// (through a link too): written to, never made, replaced nor removed.
 	device bool
 	// stdout: Output is standard output itself (/dev/stdout, or the very
@@ -253,7 +253,7 @@ func (c *ExportHTMLCmd) Run(e *Env) error {
 		// session renders, a FIFO, a terminal) is no file to protect:
 		// written to, as export writes to one. A block device (a disk, a
 		// partition) holds a user's files: refused, as a file is.
-		if err := deviceOutputErr(c.Output, fi.Mode()); err != nil {
+		if err := deviceOutputErr(e, c.Output, fi, nil); err != nil {
 			return err
 		}
 		c.device = true
@@ -483,17 +483,36 @@ func stdoutInfo(e *Env) (fs.FileInfo, bool) {
 }
 
 // deviceOutputErr refuses an --output that is there and is neither a
-// file nor a directory unless it is a character device or a FIFO
-// (export-html writes to those: /dev/stdout, /dev/null, a terminal, a
-// pipe). A block device is a disk or a partition: the page written over
-// its first bytes (its partition table, a file system's superblock)
-// loses what it holds, as an overwritten file would. nil for a
-// character device or a FIFO.
-func deviceOutputErr(path string, mode fs.FileMode) error {
+// file nor a directory unless it is /dev/null, a terminal or a FIFO
+// (export-html writes to those: /dev/null to see that a session renders,
+// a terminal, a pipe). Another device holds or drives what the page would
+// be written over: a block device (a disk, a partition: its partition
+// table, a file system's superblock), a character device such as raw
+// flash or /dev/mem. fi is the output's; opened, when it is open to be
+// written (nil before: a character device is opened here to ask whether
+// it is a terminal, never written; a FIFO is not opened, which would
+// wait for its reader). nil when it may be written.
+func deviceOutputErr(e *Env, path string, fi fs.FileInfo, opened vfs.File) error {
+	mode := fi.Mode()
 	what := ""
 	switch {
-	case mode&fs.ModeCharDevice != 0, mode&fs.ModeNamedPipe != 0:
+	case mode&fs.ModeNamedPipe != 0:
 		return nil
+	case mode&fs.ModeCharDevice != 0:
+		if null, err := e.FS.Stat(os.DevNull); err == nil && vfs.SameFile(fi, null) {
+			return nil
+		}
+		f := opened
+		if f == nil {
+			var err error
+			if f, err = e.FS.OpenFile(path, os.O_WRONLY|syscall.O_NOCTTY, 0); err == nil {
+				defer f.Close()
+			}
+		}
+		if f != nil && isTerminal(f) {
+			return nil
+		}
+		what = "a character device that is neither /dev/null nor a terminal (raw flash, memory, a tape): rook never writes over what it holds or drives"
 	case mode&fs.ModeDevice != 0:
 		what = "a block device (a disk or a partition): rook never writes over what it holds"
 	case mode&fs.ModeSocket != 0:
@@ -501,7 +520,7 @@ func deviceOutputErr(path string, mode fs.FileMode) error {
 	default:
 		what = fmt.Sprintf("neither a file nor a device rook writes to (%s)", mode.Type())
 	}
-	return &exitError{code: ExitFailure, msg: fmt.Sprintf("--output %s is %s; export-html writes a new file, a character device (/dev/stdout, /dev/null) or a FIFO: choose another --output", path, what)}
+	return &exitError{code: ExitFailure, msg: fmt.Sprintf("--output %s is %s; export-html writes a new file, standard output (/dev/stdout), /dev/null, a terminal or a FIFO: choose another --output", path, what)}
 }
 
 func exportExistsErr(path string) error {
@@ -525,7 +544,7 @@ func (c *ExportHTMLCmd) write(e *Env, page []byte) (err error) {
 			// What was opened is what was looked at: a block device put
 			// in its place meanwhile is not written.
 			if fi, serr := f.Stat(); serr == nil {
-				err = deviceOutputErr(c.Output, fi.Mode())
+				err = deviceOutputErr(e, c.Output, fi, f)
 			}
 			if err == nil {
 				_, err = f.Write(page)

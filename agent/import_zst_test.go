@@ -126,16 +126,7 @@ func TestZstImportProgressIsNotDoneAtItsFirstChunk(t *testing.T) {
 	r := testRook(t, fsys)
 	src := "/codex/2026/01/02/rollout-2026-01-02T03-04-05-" + codexMainID + ".jsonl.zst"
 	writeZst(t, fsys, src, data)
-	type call struct{ done, total int64 }
-	var calls []call
-	rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: 64 << 10,
-		Progress: func(done, total int64) { calls = append(calls, call{done, total}) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f := rep.Files[0]; f.Status != ImportNew {
-		t.Fatalf("import: %+v", f)
-	}
+	calls := importProgressCalls(t, r, src, ImportNew)
 	if len(calls) < 3 {
 		t.Fatalf("%d progress call(s) for %d bytes taken in chunks of 64 KiB: want several", len(calls), len(data))
 	}
@@ -184,16 +175,7 @@ func TestGrownZstImportProgressMovesThroughIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeSourceFile(t, fsys, src, append(append([]byte{}, z1...), enc.EncodeAll(more, nil)...))
-	type call struct{ done, total int64 }
-	var calls []call
-	rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: 64 << 10,
-		Progress: func(done, total int64) { calls = append(calls, call{done, total}) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f := rep.Files[0]; f.Status != ImportGrown {
-		t.Fatalf("import: %+v", f)
-	}
+	calls := importProgressCalls(t, r, src, ImportGrown)
 	if len(calls) < 3 {
 		t.Fatalf("%d progress call(s): want several", len(calls))
 	}
@@ -212,4 +194,23 @@ func TestGrownZstImportProgressMovesThroughIt(t *testing.T) {
 	if atEnd > 2 {
 		t.Errorf("%d of %d progress reports say 100%% while the grown .zst's lines are still being taken in: %v", atEnd, len(calls), calls)
 	}
+}
+
+// progressCall is one call of an import's progress: done of total bytes.
+type progressCall struct{ done, total int64 }
+
+// importProgressCalls imports the Codex rollout src in chunks of 64 KiB,
+// wants its file's status to be want, and returns the progress calls made.
+func importProgressCalls(t *testing.T, r *Rook, src string, want string) []progressCall {
+	t.Helper()
+	var calls []progressCall
+	rep, err := r.Import(ImportOptions{Format: FormatCodex, Paths: []string{src}, ChunkBytes: 64 << 10,
+		Progress: func(done, total int64) { calls = append(calls, progressCall{done, total}) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rep.Files[0]; f.Status != want {
+		t.Fatalf("import: %+v", f)
+	}
+	return calls
 }

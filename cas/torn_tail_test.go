@@ -534,15 +534,7 @@ func TestWriterOpenKeepsARecordWaitingForItsDictionaryAfterDamage(t *testing.T) 
 
 	// verify agrees with the writer: the damaged record is damage, not a
 	// torn tail (a whole record follows it).
-	vr, err := Open(home, Options{FS: c, Clock: testClock()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vrep, err := vr.Verify(nil)
-	vr.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	vrep := verifyWith(t, c, home)
 	if vrep.TornTailBytes != 0 || len(vrep.Problems) == 0 {
 		t.Errorf("verify: torn tail %d bytes (%s), problems %v; want no torn tail and the damage named", vrep.TornTailBytes, vrep.TornTail, vrep.Problems)
 	}
@@ -755,4 +747,20 @@ func firstSegmentSize(t *testing.T, fsys vfs.FS, home string) (string, int64) {
 		t.Fatal(err)
 	}
 	return seg, st.Size()
+}
+
+// verifyWith is what a reader's Verify of the store at home on fsys
+// reports, the reader closed after.
+func verifyWith(t *testing.T, fsys vfs.FS, home string) VerifyReport {
+	t.Helper()
+	r, err := Open(home, Options{FS: fsys, Clock: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Verify(nil)
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }

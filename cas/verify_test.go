@@ -266,15 +266,7 @@ func TestVerifyAgreesWithRepackOnASealedSegmentCutShort(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r, err := Open(home, Options{FS: fsys, Clock: testClock()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := r.Verify(nil)
-	r.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := verifyWith(t, fsys, home)
 	w, err := Open(home, Options{FS: fsys, Clock: testClock(), Writable: true})
 	if err != nil {
 		t.Fatal(err)

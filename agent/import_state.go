@@ -564,6 +564,13 @@ func (r *Rook) keepForksLinked(id eventlog.ID, forks *forkIndex) error {
 		a := anc
 		if ok {
 			aat := min(fat, at)
+			// Where f's title came from is read through id, which is
+			// about to go: kept on f (its TitleAt) while it still reads.
+			if f.TitleAt == nil && f.Title == m.Title {
+				if _, tat, forked := r.titleOrigin(f); forked {
+					f.TitleAt = &tat
+				}
+			}
 			f.Ancestor, f.AncestorAt = &a, &aat
 		} else if in, out := f.Copied(); in != 0 || out != 0 {
 			a = counter

@@ -738,11 +738,16 @@ func (r *Rook) rewoundTitle(m eventlog.Meta, to uint64) string {
 // (damaged metadata) does: the last session read is the origin, and its
 // fork point the one its ForkedFrom records, ancestor_at for a fork whose
 // removed parent was a fork (a rewind "fix @4" of S, forked at 5 and
-// removed: the fork's ancestor is S, at 4; the fork point of the
-// session removed is not known, and another "@N" is kept).
+// removed: the fork's ancestor is S, at 4). A session whose title came
+// through one since removed has the fork point the walk found then (its
+// TitleAt, written by the removal): that ends the walk (a fork made at 2
+// of the rewind "fix @4", the rewind removed, rewinds to "fix @1").
 func (r *Rook) titleOrigin(m eventlog.Meta) (origin eventlog.Meta, at uint64, forked bool) {
 	for seen := map[eventlog.ID]bool{}; ; {
 		seen[m.ID] = true
+		if m.TitleAt != nil {
+			return m, *m.TitleAt, true
+		}
 		pid, pat, ok := m.ForkedFrom()
 		if !ok {
 			return m, 0, false

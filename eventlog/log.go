@@ -71,6 +71,13 @@ type Meta struct {
 	// its share of what that session left out).
 	Ancestor   *ID     `json:"ancestor,omitempty"`
 	AncestorAt *uint64 `json:"ancestor_at,omitempty"`
+	// TitleAt, on a fork made in rook that took its title from a session
+	// since removed (its parent, or one up its line of forks titled the
+	// same), is the fork point of the session that title was given to:
+	// the "@N" a rewind of it added, which a rewind of the fork replaces.
+	// The removal writes it, while the line still reads: AncestorAt is
+	// the lower of two fork points and says nothing of the title.
+	TitleAt *uint64 `json:"title_at,omitempty"`
 }
 
 // ForkedFrom is the session m holds a copy of the first events of, and

@@ -200,7 +200,8 @@ func (r *Rook) Close() error {
 		// The records of the lines an import reported are cleared last,
 		// the store's index written before: a kill during any other
 		// write of the close leaves them for the next import to report
-		// (the summary is printed after the close).
+		// (the summary is printed after the close). Log.Close leaves
+		// UpdateMeta working for this.
 		if err = r.Store.Sync(); err == nil {
 			err = r.clearReported()
 		}

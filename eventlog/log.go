@@ -1497,7 +1497,9 @@ func (l *Log) writeTail(id ID, st *writerState) (vfs.File, error) {
 }
 
 // Close flushes, and clears the dirty marker: the next writer need not
-// check any tail.
+// check any tail. UpdateMeta still works after it, unstaged: a metadata
+// file is written whole and renamed into place, needing no marker (agent's
+// Rook.Close makes its last write so, once the store's index is written).
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

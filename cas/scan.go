@@ -932,9 +932,10 @@ func (s *Store) loadRecent() error {
 		// segment as shorter than it), and never found the objects a
 		// Barrier made durable there: it looks from the watermark again.
 		from := s.watermarkIn(n)
+		sweep := false
 		if look, again := s.recentFrom[n]; again {
 			if s.lookStands(n, look) {
-				from = look.from
+				from, sweep = look.from, look.pastBreak
 			} else {
 				s.forgetRecent(n, from)
 			}
@@ -949,9 +950,13 @@ func (s *Store) loadRecent() error {
 		// What an earlier look found from here on is found again by this
 		// one if it is still there: the records it took in after a break
 		// (below) may have been a half-written record's body, whole now.
-		for id, e := range s.recent {
-			if e.Loc.Segment == n && e.Loc.Offset >= from {
-				delete(s.recent, id)
+		// Only a look that took some in past a break left any here (it
+		// ends before the break): the others, nothing to sweep.
+		if sweep {
+			for id, e := range s.recent {
+				if e.Loc.Segment == n && e.Loc.Offset >= from {
+					delete(s.recent, id)
+				}
 			}
 		}
 		// The next look starts after the last record before the first
@@ -975,11 +980,15 @@ func (s *Store) loadRecent() error {
 				}
 			}
 		}
+		pastBreak := len(before) < len(recs)
 		if len(before) > 0 {
 			last := before[len(before)-1]
-			s.recentFrom[n] = recentLook{from: last.end, last: last.off, crc: last.crc}
+			s.recentFrom[n] = recentLook{from: last.end, last: last.off, crc: last.crc, pastBreak: pastBreak}
 		} else if look, again := s.recentFrom[n]; !again || look.from != from {
-			s.recentFrom[n] = recentLook{from: from}
+			s.recentFrom[n] = recentLook{from: from, pastBreak: pastBreak}
+		} else {
+			look.pastBreak = pastBreak
+			s.recentFrom[n] = look
 		}
 		for _, f := range recs {
 			if _, ok, err := snap.Get(f.id); err != nil {
@@ -1018,6 +1027,9 @@ func (s *Store) loadRecent() error {
 type recentLook struct {
 	from, last int64
 	crc        uint32
+	// pastBreak: the look took in records after a break, which the next
+	// look, starting before the break, sweeps from recent and reads again.
+	pastBreak bool
 }
 
 // lookStands says whether what a reader's last look read in segment n is

@@ -618,7 +618,7 @@ func segmentBytesOf(t *testing.T, n int) ([]byte, []Key) {
 // (cas/scan.go loadRecent: recentFrom is set to the last record found,
 // which may lie inside a torn record's body.)
 func TestReaderFindsAnObjectWhoseBodyHoldsRecordsAfterItsWriteEnds(t *testing.T) {
-	embedded, _ := segmentBytesOf(t, 3)
+	embedded, inside := segmentBytesOf(t, 3)
 
 	fsys := vfs.NewMem()
 	s, home := newStore(t, fsys, Options{})
@@ -668,6 +668,14 @@ func TestReaderFindsAnObjectWhoseBodyHoldsRecordsAfterItsWriteEnds(t *testing.T)
 	got, err := r.Get(big)
 	if err != nil || !bytes.Equal(got, embedded) {
 		t.Errorf("a reader that looked while the record was half written does not find the object once it is durable: %v", err)
+	}
+	// Nor does it keep, as objects of this store, the records its first
+	// look read inside the half-written body (another store's objects):
+	// its next look, from before the break, sweeps them.
+	for _, id := range inside {
+		if _, err := r.Get(id); err == nil {
+			t.Errorf("object %x, a record inside the finished object's bytes, reads from the store", id)
+		}
 	}
 	// A reader opened now finds it: the two disagree.
 	r2, err := Open(home, Options{FS: c, Clock: testClock()})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/rookhq/rook/agent/mcpclient"
 	"github.com/rookhq/rook/eventlog"
+	"github.com/rookhq/rook/internal/clock"
 )
 
 // MCP servers rook calls (issue 9). Each server is a session (tags "mcp" and
@@ -42,6 +44,9 @@ const (
 	MCPNeedsCredential = "needs-credential"
 	MCPNeedsOAuth      = "needs-oauth"
 	MCPError           = "error"
+	// MCPUnreadable: the server's state does not read (the store is
+	// damaged where it lies). Only listed (MCPServers), never saved.
+	MCPUnreadable = "unreadable"
 )
 
 // MCPServer is one server's setup and tools.
@@ -450,6 +455,9 @@ func CredentialName(name string) bool {
 // sync and call would then fail on.
 // The messages name the CLI's flags.
 func CheckMCPSpec(s mcpclient.Spec) error {
+	if s.Dir != "" && (s.Command == "" || !filepath.IsAbs(s.Dir)) {
+		return badArgument("the program's directory %q: give an absolute path, for a --command server", s.Dir)
+	}
 	if s.URL != "" {
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -795,15 +803,22 @@ func (r *Rook) MCPLimit(name string, n int) (*MCPServer, error) {
 }
 
 // MCPRemove removes a server. Its session stays, with its calls: the last
-// state says it was removed, and the name is free again.
+// state says it was removed, and the name is free again. A server whose
+// state does not read (MCPStateError) is removed all the same, its session
+// untagged without a last state (there is none to mark removed): it
+// could be neither used, nor removed, nor added again.
 func (r *Rook) MCPRemove(name string) error {
 	id, s, err := r.mcpSession(name)
-	if err != nil {
+	var unread *MCPStateError
+	switch {
+	case errors.As(err, &unread):
+	case err != nil:
 		return err
-	}
-	s.Removed = true
-	if err := r.saveState(id, s); err != nil {
-		return err
+	default:
+		s.Removed = true
+		if err := r.saveState(id, s); err != nil {
+			return err
+		}
 	}
 	m, err := r.Log.ReadMeta(id)
 	if err != nil {
@@ -813,25 +828,63 @@ func (r *Rook) MCPRemove(name string) error {
 	return r.Log.UpdateMeta(m)
 }
 
-// MCPServers lists the servers, by name.
+// MCPServers lists the servers, by name. A server whose state does not
+// read is listed all the same, by the name its session's tag gives it,
+// with status MCPUnreadable, its last error saying why and what to do
+// (its other fields empty), and named in the error (*MCPStatesError)
+// returned with the list: one damaged record failed the whole listing,
+// the other servers unlisted.
 func (r *Rook) MCPServers() ([]*MCPServer, error) {
 	list, err := r.sessionsTagged("mcp", true)
 	if err != nil {
 		return nil, err
 	}
 	var out []*MCPServer
+	var unread MCPStatesError
 	for _, ts := range list {
 		s, err := r.lastState(ts.ID)
 		if errors.Is(err, errNoState) {
 			continue // tagged by hand, not a server
 		}
 		if err != nil {
-			return nil, err
+			se := &MCPStateError{Name: ts.Name, Session: ts.ID, Err: err}
+			unread.Errs = append(unread.Errs, se)
+			s = &MCPServer{Name: ts.Name, Status: MCPUnreadable, LastError: se.Error(), Tools: []MCPTool{}}
 		}
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	if len(unread.Errs) > 0 {
+		return out, &unread
+	}
 	return out, nil
+}
+
+// MCPStateError: a server's state does not read (the record holding it
+// is damaged). It names the server and says what to do: what failed
+// (Err) names the session and event.
+type MCPStateError struct {
+	Name    string
+	Session eventlog.ID
+	Err     error
+}
+
+func (e *MCPStateError) Error() string {
+	return fmt.Sprintf("MCP server %s: its state does not read: %v: `rook store verify` checks the store; `rook mcp rm %s` removes the server (its calls stay in its session, %s), and `rook mcp add %s` adds it again", e.Name, e.Err, e.Name, e.Session, e.Name)
+}
+
+func (e *MCPStateError) Unwrap() error { return e.Err }
+
+// MCPStatesError lists the servers whose state does not read, which
+// MCPServers lists flagged (MCPUnreadable).
+type MCPStatesError struct{ Errs []*MCPStateError }
+
+func (e *MCPStatesError) Error() string {
+	names := make([]string, len(e.Errs))
+	for i, se := range e.Errs {
+		names[i] = se.Name
+	}
+	return fmt.Sprintf("%d MCP server(s) marked %s do not read (%s): `rook store verify` checks the store; `rook mcp rm NAME` removes a server (its calls stay in its session)", len(e.Errs), MCPUnreadable, strings.Join(names, ", "))
 }
 
 // MCPServer reads one server's state.
@@ -860,7 +913,10 @@ func (r *Rook) mcpSession(name string) (eventlog.ID, *MCPServer, error) {
 		if errors.Is(err, errNoState) {
 			continue // tagged by hand, not a server
 		}
-		return ts.ID, s, err
+		if err != nil {
+			return ts.ID, nil, &MCPStateError{Name: name, Session: ts.ID, Err: err}
+		}
+		return ts.ID, s, nil
 	}
 	return eventlog.ID{}, nil, fmt.Errorf("%w %q: `rook mcp ls` lists them, `rook mcp add` adds one", ErrNoServer, name)
 }
@@ -1030,6 +1086,13 @@ type MCPCallPlan struct {
 	Server  *MCPServer  // its state when the call was checked
 	Tool    string
 	Args    json.RawMessage
+	// Made is when RunMCPCall began the call (by the clock of the rook
+	// that planned it): its tool-call event carries it, not the time it
+	// was recorded, after the tool finished (and any wait for the
+	// writer lock), so the session tells when the call was made.
+	Made time.Time
+
+	clock clock.Clock // the planning rook's (rook's one clock)
 }
 
 // PlanMCPCall checks a call: the tool is there and on, read-only where
@@ -1069,11 +1132,15 @@ func (r *Rook) PlanMCPCall(name, tool string, args json.RawMessage, o MCPCallOpt
 		}
 		return nil, refuse(RefusedNotApproved, "tool %s of %s was not approved", tool, name)
 	}
-	return &MCPCallPlan{Session: id, Server: s, Tool: tool, Args: args}, nil
+	return &MCPCallPlan{Session: id, Server: s, Tool: tool, Args: args, clock: r.clock}, nil
 }
 
-// RunMCPCall makes a planned call. It needs no store.
+// RunMCPCall makes a planned call, and sets when it was made (p.Made). It
+// needs no store.
 func RunMCPCall(ctx context.Context, p *MCPCallPlan, o mcpclient.Options) (*mcpclient.Result, error) {
+	if p.clock != nil {
+		p.Made = p.clock.Now()
+	}
 	return mcpCallOnce(ctx, p.Server.Spec, p.Tool, p.Args, o)
 }
 
@@ -1096,12 +1163,18 @@ func (r *Rook) RecordMCPCall(p *MCPCallPlan, res *mcpclient.Result, cerr error) 
 	} else {
 		resBody, _ = json.Marshal(res)
 	}
-	if _, err := r.Append(p.Session, Entry{Kind: eventlog.KindToolCall, Label: tool, Body: callBody}, Entry{Kind: kind, Label: tool, Body: resBody}); err != nil {
+	// The tool's name is the server's, and a server may give one longer
+	// than a label holds: labelled by its first bytes (whole in the
+	// bodies), as a refused call is, not left unrecorded once it ran.
+	// The call is stamped when it was made (zero, not run: now), its
+	// result or failure now.
+	label := capLabel(tool)
+	if _, err := r.Append(p.Session, Entry{Kind: eventlog.KindToolCall, Label: label, Body: callBody, Time: p.Made}, Entry{Kind: kind, Label: label, Body: resBody}); err != nil {
 		return err
 	}
 	s, err := r.lastState(p.Session)
 	if err != nil {
-		return err
+		return &MCPStateError{Name: name, Session: p.Session, Err: err}
 	}
 	status, lastErr := s.Status, s.LastError
 	switch st := statusOf(cerr); {
@@ -1144,6 +1217,20 @@ type callSentError struct{ err error }
 
 func (e *callSentError) Error() string { return e.err.Error() }
 func (e *callSentError) Unwrap() error { return e.err }
+
+// MCPCallGivenUp is the failure of a call rook gave up on itself (an
+// interrupt: why says which, "interrupt: stopped"), made of err, the
+// failure the cancelled call returned: said as what it means for the
+// tool, which may have run once the server had the call, and telling
+// nothing of the server, which did not fail (RecordMCPCall leaves its
+// status as it was, as for a handshake --timeout cut short). Whether the
+// call was sent (MCPCallSent) is kept.
+func MCPCallGivenUp(err error, why string) error {
+	if MCPCallSent(err) {
+		return &callSentError{fmt.Errorf("%s: rook gave up on the call before the server answered; the server had the call, so the tool may have run: check what it did before calling it again", why)}
+	}
+	return fmt.Errorf("%s: rook gave up on the call before it was sent: the tool did not run", why)
+}
 
 // MCPCallSent says whether err, a failure RunMCPCall gave, came after
 // the server was sent the call, so that the tool may have run and running

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -289,6 +290,16 @@ func (c *McpAddCmd) Run(e *Env) error {
 		command = filepath.Join(dir, command)
 	}
 	spec := mcpclient.Spec{Name: c.Name, URL: c.URL, Headers: headers, BearerEnv: string(c.BearerEnv), HeaderEnv: headerEnv, Command: command, Args: c.Arg, Env: env, EnvFrom: envFrom}
+	if command != "" {
+		// The program runs, at every call and sync, in the directory it
+		// was added from: an argument naming a file from here
+		// (`--arg server.py`) ran from any other directory named
+		// another file, or none, and the server was marked unreachable.
+		// (From a directory removed since, it runs in rook's, as before.)
+		if dir, err := e.workDir(); err == nil {
+			spec.Dir = dir
+		}
+	}
 	// The engine refuses a credential given by value (MCPAdd checks the
 	// same): asked here, before the store is opened.
 	if err := agent.CheckMCPSpec(spec); err != nil {
@@ -421,9 +432,25 @@ func (c *McpLsCmd) Run(e *Env) error {
 		return err
 	}
 	defer r.Close()
+	// The servers that read are listed, and one whose state does not is
+	// listed flagged (status unreadable, "?" for what is not known) and
+	// named on stderr with what to do, and ls exits 1, as checkpoint ls
+	// does with a checkpoint that does not read.
 	list, err := r.MCPServers()
-	if err != nil {
+	var unread *agent.MCPStatesError
+	if err != nil && !errors.As(err, &unread) {
 		return err
+	}
+	done := func() error {
+		if unread == nil {
+			return nil
+		}
+		if !e.JSON {
+			for _, se := range unread.Errs {
+				fmt.Fprintf(e.Stderr, "rook: %s\n", terminalLine(se.Error()))
+			}
+		}
+		return &exitError{code: ExitFailure, msg: unread.Error()}
 	}
 	var live []*agent.MCPServer
 	for _, s := range list {
@@ -435,7 +462,11 @@ func (c *McpLsCmd) Run(e *Env) error {
 		if live == nil {
 			live = []*agent.MCPServer{}
 		}
-		return e.printJSON(live)
+		// A failed write is Main's to tell, after done's verdict.
+		if err := unprinted(e.printJSON(live)); err != nil {
+			return err
+		}
+		return done()
 	}
 	if len(live) == 0 {
 		fmt.Fprintln(e.Stdout, "no MCP servers: `rook mcp add NAME --url URL` or `--command CMD` adds one")
@@ -443,13 +474,17 @@ func (c *McpLsCmd) Run(e *Env) error {
 	}
 	fmt.Fprintf(e.Stdout, "%-16s %-9s %-16s %-9s %-16s %s\n", "name", "transport", "status", "tools on", "last sync", "last error")
 	for _, s := range live {
+		if s.Status == agent.MCPUnreadable {
+			fmt.Fprintf(e.Stdout, "%-16s %-9s %-16s %-9s %-16s %s\n", s.Name, "?", s.Status, "?", "?", fmt.Sprintf("its state does not read: `rook store verify`; `rook mcp rm %s`", s.Name))
+			continue
+		}
 		sync := "never"
 		if !s.LastSync.IsZero() {
 			sync = shownTime(s.LastSync)
 		}
 		fmt.Fprintf(e.Stdout, "%-16s %-9s %-16s %-9s %-16s %s\n", s.Name, s.Transport(), s.Status, fmt.Sprintf("%d/%d", s.ToolsOn(), len(s.Tools)), sync, cleanLine(firstLine(s.LastError)))
 	}
-	return nil
+	return done()
 }
 
 func firstLine(s string) string {
@@ -737,7 +772,7 @@ func (c *McpRmCmd) Run(e *Env) error {
 var recordLockWait = 30 * time.Second
 
 // Run calls a tool.
-func (c *McpCallCmd) Run(e *Env) error {
+func (c *McpCallCmd) Run(e *Env) (err error) {
 	if c.Timeout <= 0 {
 		// 0 is no limit rook could keep: the call gave up after 5s,
 		// saying it ran past 2m0s.
@@ -803,10 +838,45 @@ func (c *McpCallCmd) Run(e *Env) error {
 	// from it, not added to it (Client.Call's own bound, CallTimeout,
 	// started only once the handshake was over).
 	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
+	// Interrupted (Ctrl-C, SIGTERM) once it is under way, the call is
+	// given up as a timeout gives it up (cancelled at the server, a
+	// --command server ended) and recorded as a timed-out call is,
+	// before rook exits 130 (143): ending at once, as before, left no
+	// trace in the server's session of a call the server had and may
+	// have run. A second interrupt ends rook at once.
+	var stopped atomic.Pointer[os.Signal]
+	var recorded atomic.Bool
+	doneStop := onInterruptStop(func(sig os.Signal, again bool) string {
+		if again {
+			if recorded.Load() {
+				return fmt.Sprintf("%v again: stopped at once; the call to %s of %s is recorded in the server's session", sig, c.Tool, c.Name)
+			}
+			return fmt.Sprintf("%v again: stopped at once, before the call to %s of %s was recorded in the server's session: if the server had the call, the tool may have run: check what it did before calling it again", sig, c.Tool, c.Name)
+		}
+		stopped.Store(&sig)
+		cancel()
+		if !e.JSON {
+			fmt.Fprintf(e.Stderr, "\nrook: %v: giving up on the call to %s of %s, to record it in the server's session (%v again stops at once)\n", sig, c.Tool, c.Name, sig)
+		}
+		return ""
+	})
+	defer doneStop()
+	defer func() {
+		// Stopped: rook exits as interrupted, whatever came of the call
+		// and its record (said by err).
+		if sig := stopped.Load(); sig != nil && err != nil {
+			err = &exitError{code: interruptedCode(*sig), msg: err.Error()}
+		}
+	}()
 	var res *mcpclient.Result
 	var cerr error
 	withServer(ctx, func(ctx context.Context) { res, cerr = agent.RunMCPCall(ctx, plan, co) })
 	cancel()
+	if sig := stopped.Load(); sig != nil && cerr != nil {
+		// Recorded as given up, not as the server's failure: its status
+		// is left as it was.
+		cerr = agent.MCPCallGivenUp(cerr, fmt.Sprintf("%v: stopped", *sig))
+	}
 	if cut := handshakeCut(c.Name, c.Timeout, handshake, cerr, "the tool did not run"); cut != nil {
 		// Recorded as a plain error: the server's status is left as
 		// it was (RecordMCPCall).
@@ -840,7 +910,10 @@ func (c *McpCallCmd) Run(e *Env) error {
 		if cerr := rec.Close(); err == nil {
 			err = cerr
 		}
+		recorded.Store(err == nil)
 	}
+	// Recorded (or not): an interrupt from here on ends rook at once.
+	doneStop()
 	if err != nil {
 		if cerr == nil && res != nil {
 			// The call ran: its result is what the user asked for, shown
@@ -881,6 +954,21 @@ func (c *McpCallCmd) Run(e *Env) error {
 		}
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("the call to %s of %s ran (%s), but it could not be recorded in the server's session: %s; running the command again calls the tool again", c.Tool, c.Name, result, why)}
 	}
+	session := plan.Session // named in a tool error's message
+	if sig := stopped.Load(); sig != nil {
+		if cerr != nil {
+			return fmt.Errorf("%w; the call is recorded in the server's session: `rook session show %s`", serverFailed(c.Name, cerr), session)
+		}
+		// The call had finished when the interrupt came: its result is
+		// shown, and rook still exits as interrupted, so that what ran
+		// it stops too, as was asked.
+		if e.JSON {
+			e.printJSON(res)
+		} else {
+			printResult(e.Stdout, res)
+		}
+		return fmt.Errorf("%v: stopped, the call to %s of %s finished: its result is recorded in the server's session", *sig, c.Tool, c.Name)
+	}
 	if cerr != nil {
 		var f *mcpclient.Failure
 		if errors.As(cerr, &f) && f.Kind == mcpclient.Unreachable {
@@ -888,7 +976,6 @@ func (c *McpCallCmd) Run(e *Env) error {
 		}
 		return serverFailed(c.Name, cerr)
 	}
-	session := plan.Session // named in a tool error's message
 	// A tool that ran and failed exits 1 with --json too: a script must
 	// not read its failure as success.
 	if e.JSON {
@@ -899,7 +986,7 @@ func (c *McpCallCmd) Run(e *Env) error {
 	}
 	printResult(e.Stdout, res)
 	if res.IsError {
-		return &exitError{code: ExitFailure, msg: toolErrorMessage(e, session)}
+		return &exitError{code: ExitFailure, msg: toolErrorMessage(e, res, session)}
 	}
 	return nil
 }
@@ -1011,19 +1098,37 @@ func checkArgs(data []byte, where string) error {
 	return fmt.Errorf("%s holds a JSON number", where)
 }
 
-// toolErrorMessage is what a call whose tool reported an error exits
-// with: its text is above, unless standard output lost it (a closed pipe,
-// a full disk: "(above)" pointed at nothing), and then where the result
-// is kept.
-func toolErrorMessage(e *Env, session eventlog.ID) string {
-	if !stdoutLost(e.Stdout) {
-		return "the tool reported an error (above)"
-	}
+// toolErrorMessage is what a call whose tool reported an error (res)
+// exits with: its text is above, unless standard output lost it (a closed
+// pipe, a full disk) or the tool sent none (content [], or only empty
+// text): "(above)" pointed at nothing. Then it says so, and where the
+// result is kept.
+func toolErrorMessage(e *Env, res *mcpclient.Result, session eventlog.ID) string {
 	where := "`rook session ls --all` lists the server's session"
 	if !session.IsZero() {
 		where = fmt.Sprintf("`rook session show %s`", session)
 	}
-	return "the tool reported an error; its text was lost with the output, and is recorded in the server's session: " + where
+	switch {
+	case stdoutLost(e.Stdout):
+		return "the tool reported an error; its text was lost with the output, and is recorded in the server's session: " + where
+	case !resultShows(res):
+		return "the tool reported an error and sent no text with it, nothing to say what failed; its answer is recorded in the server's session: " + where
+	}
+	return "the tool reported an error (above)"
+}
+
+// resultShows says whether printResult shows anything of res but blank
+// lines: content other than empty text, or structured content.
+func resultShows(res *mcpclient.Result) bool {
+	if len(res.Structured) > 0 && string(res.Structured) != "null" {
+		return true
+	}
+	for _, c := range res.Content {
+		if c.Type != "text" || strings.TrimSpace(c.Text) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // joinNonEmpty joins the non-empty words with spaces.

@@ -70,6 +70,11 @@ type Spec struct {
 	// holding its value (an API key), read when the program starts; only
 	// our variable's name is stored.
 	EnvFrom map[string]string `json:"env_from,omitempty"`
+	// Dir is the directory the program runs in: the one it was added
+	// from, so that an argument naming a file from there (server.py,
+	// build/index.js) names the same file whatever directory rook is run
+	// from. Empty (a setup saved before it was recorded): rook's own.
+	Dir string `json:"dir,omitempty"`
 }
 
 // RedactURL is raw with its user information, user and password alike,

@@ -60,6 +60,7 @@ type delivery struct {
 
 func startStdio(s Spec, o Options, lim Limits, handle func(*message) *message) (*stdioTransport, error) {
 	cmd := exec.Command(s.Command, s.Args...)
+	cmd.Dir = s.Dir // (Spec.Dir)
 	// A server gets the few variables a program needs to run, not the
 	// secrets in rook's environment; Spec.Env adds what it needs.
 	cmd.Env = baseEnv()

@@ -86,18 +86,7 @@ func (r *Rook) TagSession(id eventlog.ID, add, remove []string) (eventlog.Meta, 
 	if err != nil {
 		return m, err
 	}
-	tags := []string{}
-	drop := map[string]bool{}
-	for _, t := range remove {
-		drop[t] = true
-	}
-	seen := map[string]bool{}
-	for _, t := range append(append([]string(nil), m.Tags...), add...) {
-		if !seen[t] && !drop[t] {
-			seen[t] = true
-			tags = append(tags, t)
-		}
-	}
+	tags := mergeTags(m.Tags, add, remove)
 	if sameStrings(tags, m.Tags) {
 		return m, nil
 	}
@@ -106,6 +95,25 @@ func (r *Rook) TagSession(id eventlog.ID, add, remove []string) (eventlog.Meta, 
 		m.Tags = nil
 	}
 	return m, r.Log.UpdateMeta(m)
+}
+
+// mergeTags is have with add appended and remove taken out, each tag
+// once, in the order first given: a session's tags are a set (--rm takes
+// a tag out once; session ls lists each once).
+func mergeTags(have, add, remove []string) []string {
+	tags := []string{}
+	drop := map[string]bool{}
+	for _, t := range remove {
+		drop[t] = true
+	}
+	seen := map[string]bool{}
+	for _, t := range append(append([]string(nil), have...), add...) {
+		if !seen[t] && !drop[t] {
+			seen[t] = true
+			tags = append(tags, t)
+		}
+	}
+	return tags
 }
 
 func sameStrings(a, b []string) bool {

@@ -243,6 +243,10 @@ func (r *Rook) NewSession(title, workspace string, tags []string) (eventlog.Meta
 			return eventlog.Meta{}, err
 		}
 	}
+	// Each tag once, as session tag keeps them: --tag a --tag a is one "a".
+	if len(tags) > 0 {
+		tags = mergeTags(nil, tags, nil)
+	}
 	return r.Log.Create(eventlog.Meta{Title: title, Workspace: workspace, Tags: tags})
 }
 

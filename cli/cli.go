@@ -669,6 +669,10 @@ func explain(err error, home string) string {
 		return explainOutput(oe)
 	case errors.As(err, &se) && !se.store:
 		return err.Error() // says itself what to do: not the store's hints
+	case errors.As(err, &jf) && errors.As(err, &le):
+		// An append --jsonl whose idle input let the lock go: the lines
+		// in and the --at that appends the rest, beside the lock's fix.
+		return jf.message(home)
 	case errors.As(err, &le) && le.Waited > 0:
 		return err.Error() + ": wait for it to finish and run the command again, or stop it (`rook doctor` shows the holder); --lock-wait DURATION waits longer"
 	case errors.As(err, &le):

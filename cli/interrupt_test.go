@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rookhq/rook/cas"
+	"github.com/rookhq/rook/internal/clock"
+	"github.com/rookhq/rook/internal/vfs"
 )
 
 // Interrupted, rook runs the cleanups of what it is writing (but not those
@@ -101,12 +106,92 @@ func TestAppendJSONLInterruptedReportsBadLines(t *testing.T) {
 	<-ended
 }
 
+// An append --jsonl stopped part way under --json says in its JSON error
+// what the text stop says, as a run the store failed part way does
+// (jsonlFailed): resume_at, the --at that runs it again, and done, the
+// lines in for sure. The JSON error was only {"error":"interrupt:
+// stopped","exit_code":130} (the report is printed only at the end): a
+// script could not tell which lines were in or how to resume.
+func TestAppendJSONLInterruptedJSONNamesTheAt(t *testing.T) {
+	const home = "/home/u/store"
+	fsys := vfs.NewMem()
+	if _, err := cas.Init(fsys, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock.Fixed{T: time.Date(2026, 2, 10, 21, 0, 0, 0, time.UTC)}
+	var out, errb syncBuffer
+	e := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clk, Cwd: "/w"}
+	if err := (&SessionNewCmd{Title: "stop"}).Run(e); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(out.String())
+	var out2 syncBuffer
+
+	pr, pw := io.Pipe()
+	codes := make(chan int, 1)
+	exit = func(code int) { codes <- code }
+	t.Cleanup(func() { exit = os.Exit })
+	e = &Env{Stdin: pr, Stdout: &out2, Stderr: &errb, FS: fsys, Home: home, Clock: clk, Cwd: "/w", JSON: true}
+	ended := make(chan error, 1)
+	go func() { ended <- (&SessionAppendCmd{ID: id, File: "-", JSONL: nonEmpty("-")}).Run(e) }()
+	var lines strings.Builder
+	for i := range 600 {
+		fmt.Fprintf(&lines, "{\"kind\":\"user\",\"body\":\"line %d\"}\n", i)
+	}
+	if _, err := pw.Write([]byte(lines.String())); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the lines read are appended, 512 durable
+	var said bytes.Buffer
+	interrupted(os.Interrupt, &said, true)
+	if code := <-codes; code != 130 {
+		t.Errorf("exit %d; want 130", code)
+	}
+	pw.Close()
+	<-ended
+	if errb.String() != "" {
+		t.Errorf("under --json the stop said on stderr, beside its JSON error: %q", errb.String())
+	}
+	// The JSON error: its last line.
+	last := strings.TrimSpace(said.String())
+	if i := strings.LastIndex(last, "\n"); i >= 0 {
+		last = last[i+1:]
+	}
+	var got struct {
+		Error    string  `json:"error"`
+		ExitCode int     `json:"exit_code"`
+		ResumeAt *uint64 `json:"resume_at"`
+		Done     *struct {
+			Appended []struct{ Line, Seq int } `json:"appended"`
+			Errors   []struct{ Line int }      `json:"errors"`
+		} `json:"done"`
+	}
+	if err := json.Unmarshal([]byte(last), &got); err != nil {
+		t.Fatalf("the JSON error %q does not decode: %v", last, err)
+	}
+	if got.ResumeAt == nil || *got.ResumeAt != 0 || got.Done == nil || got.Done.Errors == nil || got.ExitCode != 130 {
+		t.Fatalf("--json stop of append --jsonl: JSON error %s has no resume_at 0 and done report of the lines in for sure, which the text stop names", last)
+	}
+	// The lines in for sure (512 by two barriers, the first at least), as
+	// the message says.
+	n := len(got.Done.Appended)
+	if n < 256 || got.Done.Appended[n-1].Line != n || got.Done.Appended[n-1].Seq != n-1 ||
+		!strings.Contains(got.Error, fmt.Sprintf("%d line(s) are in for sure (through line %d, #0 on)", n, n)) || !strings.Contains(got.Error, "--at 0") {
+		t.Errorf("the JSON error's message and done disagree, or miss the lines in: %.300s", last)
+	}
+}
+
 // appendJSONLAtBarrier starts `rook session append --jsonl -` on a new
 // session (holding one event first, if before is a body), feeds it the
 // lines given and then 300 good ones, and returns once the first barrier
 // (256 events) has printed its seqs: the input stays open.
 func appendJSONLAtBarrier(t *testing.T, before string, lines []string) (*syncBuffer, *io.PipeWriter, chan int) {
 	t.Helper()
+	// The input stays open: idle, the run would make every line durable
+	// and let the lock go, where the stop is to find only the barrier's.
+	idle := jsonlIdle
+	jsonlIdle = time.Hour
+	t.Cleanup(func() { jsonlIdle = idle }) // (the run has ended: the tests wait for it)
 	home, ws := t.TempDir(), t.TempDir()
 	var out, errb bytes.Buffer
 	if Main([]string{"--home", home, "-C", ws, "init"}, strings.NewReader(""), &out, &errb) != 0 {

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/rookhq/rook/agent"
@@ -497,7 +498,8 @@ func readBodyFile(path string, spool func() (vfs.File, error)) ([]byte, error) {
 // exits 1 having appended every good line.
 //
 // Without --json, each line's seq is printed as soon as it is durable (at
-// each barrier, every 256 events), not at the end: a run killed part way
+// each barrier, every 256 events, and when an idle input lets the writer
+// lock go), not at the end: a run killed part way
 // has printed exactly the lines that are in for sure. With --at, the
 // lines already in (those, and any a barrier the kill cut short made
 // durable after all) are found by their seq and skipped, so running it
@@ -558,11 +560,17 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 	var bads []bad
 	printed, already := 0, 0
 	// safe is how many lines are durable, and through which line: what a
-	// Ctrl-C (or SIGTERM), which ends rook at once, says is in.
+	// Ctrl-C (or SIGTERM), which ends rook at once, says is in; sure is
+	// those lines' results (done[:safe], whose elements no later append
+	// writes) and sureAlready how many of them were in already.
 	var mu sync.Mutex
-	var safe, through int
+	var safe, through, sureAlready int
+	var sure []result
 	first := next
 	stopped := onInterrupt(func() {
+		if e.JSON {
+			return // said in the JSON error (below)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		// The bad lines so far, reported at the end otherwise: the stop
@@ -573,6 +581,20 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		fmt.Fprintf(e.Stderr, "rook: append --jsonl stopped: %d line(s) are in for sure (through line %d, #%d on); lines after may be too: run it again with --at %d to append the rest, each once\n", safe, through, first, first)
 	})
 	defer stopped()
+	// Under --json the stop is the JSON error, with what a run the store
+	// failed part way gives (jsonlFailed): the lines in for sure in the
+	// message, resume_at, the --at that appends the rest, and done, the
+	// report of those lines and the bad lines so far. A script resumes
+	// without parsing the text.
+	defer onInterruptJSON(func(je *jsonError) {
+		mu.Lock()
+		defer mu.Unlock()
+		je.Error = fmt.Sprintf("%s: %d line(s) are in for sure (through line %d, #%d on); lines after may be too: run it again with --at %d to append the rest, each once", je.Error, safe, through, first, first)
+		at := first
+		errs := append([]bad{}, bads...)
+		je.ResumeAt = &at
+		je.Done = map[string]any{"appended": append([]result{}, sure...), "already": sureAlready, "errors": errs}
+	})()
 	// addBad records a bad line, under mu: a stop reads bads.
 	addBad := func(line int, msg string) {
 		mu.Lock()
@@ -587,6 +609,7 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		if safe > 0 {
 			through = done[safe-1].Line
 		}
+		sure, sureAlready = done[:safe:safe], min(already, safe)
 		if e.JSON {
 			return
 		}
@@ -596,10 +619,79 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		printed = len(done)
 	}
 	var mismatch, broken error
-	br := bufio.NewReaderSize(in, 64<<10)
+	// The lines are read by a goroutine, so that an input idle for
+	// jsonlIdle (a producer streaming into --jsonl -, quiet between its
+	// events) lets the writer lock go: the lines so far are made durable
+	// and printed by the close, and the other writers (hooks appending
+	// to other sessions), which wait at most --lock-wait, land
+	// meanwhile. The next line takes the lock again, waiting as any
+	// writer does.
+	lines := make(chan jsonlInput, 64)
+	quit := make(chan struct{})
+	defer close(quit)
+	go func() {
+		br := bufio.NewReaderSize(in, 64<<10)
+		for {
+			raw, long, err := readJSONLLine(br, maxJSONLLine) // raw is its own copy
+			select {
+			case lines <- jsonlInput{raw, long, err}:
+			case <-quit:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	idle := time.NewTimer(jsonlIdle)
+	defer idle.Stop()
+	// reopen takes the writer lock again after an idle input let it go,
+	// setting mismatch if the session is not as this run left it: events
+	// another writer appended to it meanwhile would sit between this
+	// run's lines, and the --at that resumes a stopped run would no
+	// longer find its lines at their seqs.
+	reopen := func(line int) error {
+		o, err := e.openRook(true)
+		if err != nil {
+			return err
+		}
+		want := max(next, held)
+		sum, err := o.Log.Summary(id)
+		if err == nil && sum.Events != want {
+			mismatch = fmt.Errorf("line %d: session %s has %d events, not the %d this run left: another writer appended to it while the input was idle; nothing more appended: append the lines from line %d on again, with --at %d", line, id, sum.Events, want, line, sum.Events)
+		}
+		if err != nil || mismatch != nil {
+			o.Close()
+			return err
+		}
+		r, have.r = o, o
+		return nil
+	}
 	line := 0
 	for mismatch == nil && broken == nil {
-		raw, long, rerr := readJSONLLine(br, maxJSONLLine)
+		var got jsonlInput
+		select {
+		case got = <-lines:
+		default:
+			if r == nil {
+				got = <-lines
+				break
+			}
+			idle.Reset(jsonlIdle)
+			select {
+			case got = <-lines:
+			case <-idle.C:
+				err := r.Close()
+				r = nil
+				if err != nil {
+					broken = err // the lines before the last barrier are in
+					continue
+				}
+				durable() // all: the close made them durable
+				got = <-lines
+			}
+		}
+		raw, long, rerr := got.raw, got.long, got.err
 		if rerr != nil && rerr != io.EOF {
 			addBad(line+1, rerr.Error())
 			break
@@ -614,6 +706,11 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 			addBad(line, fmt.Sprintf("longer than %s: give a body this large in a body_file", units.Bytes(maxJSONLLine)))
 		case len(text) > 0:
 			en, err := parseJSONLine(text, e.bodySpool)
+			if err == nil && r == nil {
+				if broken = reopen(line); broken != nil || mismatch != nil {
+					break
+				}
+			}
 			if err == nil && c.At != nil && next < held {
 				// In already, by an earlier run: it must be this line.
 				if err = have.same(next, en); err != nil {
@@ -652,9 +749,11 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 			break
 		}
 	}
-	err = r.Close()
-	if err == nil {
-		durable() // the rest: the close made them durable
+	err = nil
+	if r != nil { // (nil: let go at an idle input, durable() said then)
+		if err = r.Close(); err == nil {
+			durable() // the rest: the close made them durable
+		}
 	}
 	stopped()
 	if err == nil {
@@ -710,10 +809,26 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 	return nil
 }
 
+// jsonlIdle is how long append --jsonl waits for its next line holding
+// the writer lock: an input idle longer lets it go (runJSONL). Short
+// beside --lock-wait (10s), which the other writers wait; long beside
+// the gap between two lines read from a file. A variable so that tests
+// that stop a run at a barrier can keep it from letting go first.
+var jsonlIdle = 200 * time.Millisecond
+
+// jsonlInput is a line of append --jsonl's input, as readJSONLLine
+// returns it.
+type jsonlInput struct {
+	raw  []byte
+	long bool
+	err  error
+}
+
 // jsonlFailed is the error of an append --jsonl the store failed part
-// way (a full disk at a barrier or at the close): err, with how many
-// lines are in for sure (in, through line through) and the --at that
-// appends the rest, each once. Under --json, done is what the run's
+// way (a full disk at a barrier or at the close; the writer lock not
+// taken again, --lock-wait over, after an idle input let it go): err,
+// with how many lines are in for sure (in, through line through) and the
+// --at that appends the rest, each once. Under --json, done is what the run's
 // report holds of the lines in for sure (its success's shape).
 type jsonlFailed struct {
 	err         error
@@ -729,6 +844,10 @@ func (e *jsonlFailed) Unwrap() error { return e.err }
 // holding the store (home) is full.
 func (e *jsonlFailed) message(home string) string {
 	fix := "fix that, then run"
+	if le := (*cas.LockedError)(nil); errors.As(e.err, &le) {
+		// Taking the lock again after an idle input let it go.
+		fix = "wait for that writer to finish (`rook doctor` shows the holder; --lock-wait DURATION waits longer), then run"
+	}
 	if errors.Is(e.err, syscall.ENOSPC) || errors.Is(e.err, syscall.EDQUOT) {
 		fix = "the disk holding the store is full: free space, then run"
 		if home != "" {

@@ -537,7 +537,9 @@ sleep 10`
 }
 
 func TestParseContentSizes(t *testing.T) {
-	for data, n := range map[string]int{"": 0, "AA==": 1, "AAA=": 2, "AAAA": 3, "AAAAAA": 4, "iVBORw0KGgo=": 8} {
+	for data, n := range map[string]int{"": 0, "AA==": 1, "AAA=": 2, "AAAA": 3, "AAAAAA": 4, "iVBORw0KGgo=": 8,
+		// wrapped in lines: the breaks are not data
+		"AAAA\nAAAA\n": 6, "AAAA\r\nAA==\r\n": 4} {
 		if got := base64Len(data); got != n {
 			t.Errorf("base64Len(%q) = %d, want %d", data, got, n)
 		}
@@ -547,5 +549,28 @@ func TestParseContentSizes(t *testing.T) {
 	}
 	if got := clean("abcdef", 3); got != "abc…" {
 		t.Errorf("clean cut: %q", got)
+	}
+}
+
+// The ids of the responses a line that does not decode carries, read as
+// far as it is JSON: a response's (its error a string, a result holding
+// NaN after its id), each of a batch's, but not a request's, nor null.
+func TestUndecodedIDs(t *testing.T) {
+	for line, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":3,"error":"disk full"}`:  `3`,
+		`{"jsonrpc":"2.0","id":"a","result":{"n":NaN}}`: `"a"`,
+		`{"result":{"n":NaN},"id":4}`:                   ``,
+		`{"id":5,"method":"ping","params":"x"}`:         ``,
+		`[{"id":6,"result":{}},{"id":7,"error":"x"}]`:   `6 7`,
+		`{"id":null,"error":"x"}`:                       ``,
+		`not json`:                                      ``,
+	} {
+		var got []string
+		for _, id := range undecodedIDs([]byte(line)) {
+			got = append(got, string(id))
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("undecodedIDs(%s) = %q, want %q", line, got, want)
+		}
 	}
 }

@@ -63,8 +63,10 @@ type Failure struct {
 	// answerLost: the request reached the server (or was written to the
 	// program), and the connection went away before its answer came.
 	answerLost bool
-	// accepted: the server took the request (HTTP 202 or 204) and gave
-	// no answer: it may act on it.
+	// accepted: the server took the request and gave no answer rook can
+	// read (HTTP 202 or 204; a 200 whose body does not carry the
+	// response; a response of the request's id that does not decode): it
+	// may act on it, or have.
 	accepted bool
 	// ended: the request's event stream ended without its answer (no
 	// read failed): it may be resumed.

@@ -292,7 +292,11 @@ func (t *httpTransport) roundTrip(ctx context.Context, req *message, limit int64
 			return nil, lr.n, err
 		}
 		if m == nil {
-			return nil, lr.n, protocolf(nil, "the server's HTTP answer to %s does not carry its response", req.Method)
+			// The server took the request (HTTP 200) and answered
+			// something else: it may act on it, or have.
+			f := protocolf(nil, "the server's HTTP answer to %s does not carry its response", req.Method)
+			f.accepted = true
+			return nil, lr.n, f
 		}
 		return m, lr.n, nil
 	}
@@ -300,20 +304,27 @@ func (t *httpTransport) roundTrip(ctx context.Context, req *message, limit int64
 }
 
 // pick reads the messages in b: server requests are answered, the response
-// with id want is returned (nil when absent), the rest is ignored.
+// with id want is returned (nil when absent), the rest is ignored. An
+// error with id null is the response when none has id want: it answers
+// the one request this POST carried, which the server could not read.
 func (t *httpTransport) pick(ctx context.Context, b []byte, want, method string) (*message, error) {
 	msgs, err := decodeMessages(b)
 	if err != nil {
-		return nil, protocolf(err, "the server's answer to %s is not JSON-RPC: %v", method, err)
+		return nil, malformedAnswer(method, err)
 	}
-	var found *message
+	var found, unread *message
 	for _, m := range msgs {
 		switch {
 		case m.isResponse() && idKey(m.ID) == want:
 			found = m
+		case m.isResponse() && nullID(m.ID) && m.Error != nil:
+			unread = m
 		case m.isRequest():
 			t.reply(ctx, m)
 		}
+	}
+	if found == nil {
+		found = unread
 	}
 	return found, nil
 }

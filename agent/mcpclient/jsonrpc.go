@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"time"
 )
@@ -80,6 +82,112 @@ func decodeMessages(b []byte) ([]*message, error) {
 		return nil, err
 	}
 	return []*message{&m}, nil
+}
+
+// nullID says whether id is JSON null: the id of the error a server
+// answers a request it could not read with (JSON-RPC 2.0, 5: "If there was
+// an error in detecting the id in the Request object (e.g. Parse
+// error/Invalid Request), it MUST be Null").
+func nullID(id json.RawMessage) bool {
+	return string(bytes.TrimSpace(id)) == "null"
+}
+
+// undecodedIDs are the ids of the responses a message that does not decode
+// (decodeMessages failed on it) holds, as far as they can be read: the
+// top-level "id" of an object, or of each object of a batch, that has no
+// "method" before the point where it stops being JSON-RPC. A server that
+// writes its answer with an error that is a string, or a result holding
+// NaN (Python's json writes it), answered the request of that id: it must
+// fail at once, not wait out its time as if nothing came.
+func undecodedIDs(b []byte) []json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil
+	}
+	if tok == json.Delim('[') {
+		var ids []json.RawMessage
+		for dec.More() {
+			if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+				return ids
+			}
+			id, ok := objectID(dec)
+			if id != nil {
+				ids = append(ids, id)
+			}
+			if !ok {
+				return ids
+			}
+		}
+		return ids
+	}
+	if tok != json.Delim('{') {
+		return nil
+	}
+	if id, _ := objectID(dec); id != nil {
+		return []json.RawMessage{id}
+	}
+	return nil
+}
+
+// objectID reads the members of an object whose '{' dec has read: its
+// id, if it has one that is not null and no method was seen, and whether
+// the object was read to its end.
+func objectID(dec *json.Decoder) (id json.RawMessage, whole bool) {
+	method := false
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			break
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			break
+		}
+		switch key {
+		case "id":
+			id = v
+		case "method":
+			method = true
+		}
+	}
+	if method || len(id) == 0 || nullID(id) {
+		id = nil
+	}
+	if t, err := dec.Token(); err == nil && t == json.Delim('}') {
+		return id, true
+	}
+	return id, false
+}
+
+// decodeFailure says plainly why a message did not decode: which member
+// has the wrong type (a string where an error object belongs), not the Go
+// type rook reads it into.
+func decodeFailure(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		want := "a " + te.Type.Kind().String()
+		switch te.Type.Kind() {
+		case reflect.Struct, reflect.Map:
+			want = "an object"
+		case reflect.Slice, reflect.Array:
+			want = "an array"
+		case reflect.Int, reflect.Int64, reflect.Float64:
+			want = "a number"
+		}
+		return fmt.Sprintf("its %q is a JSON %s, not %s", te.Field, te.Value, want)
+	}
+	return err.Error()
+}
+
+// malformedAnswer is the failure of a request whose answer came (the
+// response carrying its id) but does not decode: the server had the
+// request, and may have acted on it (accepted), so a tools/call says the
+// tool may have run.
+func malformedAnswer(method string, err error) *Failure {
+	f := protocolf(err, "the server's answer to %s is not JSON-RPC (%s)", method, decodeFailure(err))
+	f.accepted = true
+	return f
 }
 
 // answer is this client's reply to a request from the server. The client

@@ -256,6 +256,39 @@ func TestCallAcceptedWithoutAnswer(t *testing.T) {
 	wantContains(t, wantFailure(t, err, ProtocolError).Msg, "(HTTP 202) without answering it", "the tool may have run; check before calling it again")
 }
 
+// A server that takes tools/call (HTTP 200) and answers with a body that
+// does not carry the call's response (another id, no id, JSON that is not
+// JSON-RPC, a response whose error is not an object) had the call: the
+// tool may have run, as for a 202 with no answer, a 500/502/504 or an
+// event stream that ended without the response. An error of id null is
+// the answer to the one request the POST carried, which the server could
+// not read: its error is said.
+func TestCallAnsweredWithoutItsResponse(t *testing.T) {
+	for name, c := range map[string]struct{ body, want string }{
+		"another id":      {`{"jsonrpc":"2.0","id":424242,"result":{"content":[]}}`, "does not carry its response"},
+		"not json-rpc":    {`{"detail":"Internal Server Error"`, "is not JSON-RPC"},
+		"no id, an error": {`{"jsonrpc":"2.0","error":{"code":-32603,"message":"internal"}}`, "does not carry its response"},
+		"error a string":  {`{"jsonrpc":"2.0","id":2,"error":"disk full"}`, `is not JSON-RPC (its "error" is a JSON string, not an object)`},
+		"null id error":   {`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := callServer(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusOK)
+				w.Write([]byte(c.body))
+			})
+			defer srv.Close()
+			_, err := connect(t, Spec{URL: srv.URL}, testOptions()).Call(context.Background(), "tool_00", nil)
+			msg := wantFailure(t, err, ProtocolError).Msg
+			if c.want == "" {
+				wantContains(t, msg, "answered tools/call with an error: Parse error (code -32700)")
+				return
+			}
+			wantContains(t, msg, c.want, "the tool may have run; check before calling it again")
+		})
+	}
+}
+
 // callServer is an HTTP MCP server of one tool, tool_00, whose tools/call
 // requests onCall answers (or fails to); every other request the fake
 // answers.

@@ -54,8 +54,9 @@ type stdioTransport struct {
 }
 
 type delivery struct {
-	m *message
-	n int64 // bytes of the line it came in
+	m   *message
+	n   int64 // bytes of the line it came in
+	err error // the line carried the request's id but did not decode
 }
 
 func startStdio(s Spec, o Options, lim Limits, handle func(*message) *message) (*stdioTransport, error) {
@@ -174,7 +175,9 @@ func (t *stdioTransport) replyWriter() {
 
 // read takes lines from the program until its stdout ends, delivering
 // responses, answering requests, and ignoring notifications and lines that
-// are not JSON-RPC (a server must not write them, some log there anyway).
+// are not JSON-RPC (a server must not write them, some log there anyway),
+// but for one that carries the id of a request waiting: that is its
+// answer, malformed, and fails it at once.
 func (t *stdioTransport) read(out *os.File) {
 	defer out.Close()
 	defer close(t.replies) // after done: no answer is queued past it
@@ -188,6 +191,9 @@ lines:
 		}
 		msgs, derr := decodeMessages(line)
 		if derr != nil {
+			if t.failWaiting(undecodedIDs(line), derr, int64(len(line))) {
+				continue
+			}
 			if text := strings.TrimSpace(string(line)); text != "" {
 				t.mu.Lock()
 				if t.junk == "" {
@@ -200,12 +206,8 @@ lines:
 		for _, m := range msgs {
 			switch {
 			case m.isResponse():
-				t.mu.Lock()
-				ch := t.pending[idKey(m.ID)]
-				delete(t.pending, idKey(m.ID))
-				t.mu.Unlock()
-				if ch != nil {
-					ch <- delivery{m, int64(len(line))}
+				if ch := t.take(m); ch != nil {
+					ch <- delivery{m: m, n: int64(len(line))}
 				}
 			case m.isRequest():
 				// Not inline: the program may be blocked writing to us
@@ -234,6 +236,45 @@ lines:
 	}
 	close(t.done)
 	t.mu.Unlock()
+}
+
+// take removes from pending and returns the channel of the request m
+// answers, nil when none waits for it. An error with id null answers a
+// request the program could not read (JSON-RPC 2.0: its id could not be
+// told): with one request waiting, it is that one's. With several, rook
+// cannot tell whose it is, and gives it to none: failing them all would
+// fail requests the program read and works on (a tool call that runs on),
+// and each still ends with its answer or its time.
+func (t *stdioTransport) take(m *message) chan delivery {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	key := idKey(m.ID)
+	if nullID(m.ID) && m.Error != nil && len(t.pending) == 1 {
+		for k := range t.pending {
+			key = k
+		}
+	}
+	ch := t.pending[key]
+	delete(t.pending, key)
+	return ch
+}
+
+// failWaiting fails, with the line's decode error err, the requests
+// waiting for any of ids (those of a line that did not decode); n is the
+// line's length. It says whether one was.
+func (t *stdioTransport) failWaiting(ids []json.RawMessage, err error, n int64) bool {
+	failed := false
+	for _, id := range ids {
+		t.mu.Lock()
+		ch := t.pending[idKey(id)]
+		delete(t.pending, idKey(id))
+		t.mu.Unlock()
+		if ch != nil {
+			ch <- delivery{n: n, err: err}
+			failed = true
+		}
+	}
+	return failed
 }
 
 // stdoutJunk is the first line the program wrote on stdout that is not
@@ -389,11 +430,11 @@ func (t *stdioTransport) roundTrip(ctx context.Context, req *message, limit int6
 	}
 	select {
 	case d := <-ch:
-		return t.delivered(d, limit)
+		return t.delivered(d, req.Method, limit)
 	case <-t.done:
 		select {
 		case d := <-ch:
-			return t.delivered(d, limit)
+			return t.delivered(d, req.Method, limit)
 		default:
 		}
 		// The request was written: the program may have read it and
@@ -410,9 +451,12 @@ func (t *stdioTransport) roundTrip(ctx context.Context, req *message, limit int6
 	}
 }
 
-func (t *stdioTransport) delivered(d delivery, limit int64) (*message, int64, error) {
+func (t *stdioTransport) delivered(d delivery, method string, limit int64) (*message, int64, error) {
 	if d.n > limit {
 		return nil, d.n, &tooLargeError{limit}
+	}
+	if d.err != nil {
+		return nil, d.n, malformedAnswer(method, d.err)
 	}
 	return d.m, d.n, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 )
 
 // parseToolsPage reads one tools/list result. A page that is not an
@@ -178,8 +177,17 @@ func parseContent(raw json.RawMessage) (Content, error) {
 }
 
 // base64Len is the decoded size of base64 text, padded or not, without
-// decoding it.
+// decoding it. Line breaks and other white space are not data: base64
+// wrapped in lines (MIME's 76 characters a line, as Python's
+// base64.encodebytes writes it) decodes without them, Go's decoder too.
 func base64Len(s string) int {
-	s = strings.TrimRight(s, "=")
-	return len(s) * 3 / 4
+	n := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '=', '\r', '\n', ' ', '\t':
+		default:
+			n++
+		}
+	}
+	return n * 3 / 4
 }

@@ -142,9 +142,13 @@ type PruneReport struct {
 	DryRun          bool         `json:"dry_run"`
 	SessionsDeleted int          `json:"sessions_deleted"`
 	EventsDeleted   uint64       `json:"events_deleted"`
-	Protected       int          `json:"protected"` // kept by a protect tag, or an inbox or MCP server's session (counted in Kept too)
+	Protected       int          `json:"protected"` // kept by a protect tag, or an inbox or MCP server's session, or with one (ProtectedWith) (counted in Kept too)
 	Kept            int          `json:"kept"`
 	Deleted         []SessionRef `json:"deleted"`
+	// ProtectedWith are the sessions kept with a protected one (counted
+	// in Protected), each with why: the subagents of a protected session
+	// (keptSessions).
+	ProtectedWith []SessionRef `json:"protected_with"`
 }
 
 // protected reports whether a session carries one of the protect tags
@@ -173,6 +177,77 @@ func (p RetentionPolicy) keeps(s eventlog.Summary) bool {
 	}
 	_, ok := taggedName(s.Meta, "mcp", true)
 	return ok
+}
+
+// keptSessions are the sessions of all that retention keeps whatever
+// their age or rank, each with why: "" for one keeps keeps for itself,
+// and a reason for a subagent kept with one. An imported subagent's
+// session (isSubagent: a Claude Code Task's, a Codex spawn_agent's) is
+// its parent's: the parent's Task result links to it, and a rewind or
+// diff of the parent reads the subagent's edits from it (family.go), so
+// deleting it breaks the session the user protected (a rewind to before
+// the Task refuses). A session kept is kept with its subagents, theirs
+// (a subagent may spawn its own), and so on down. A fork made in rook
+// (session fork, a rewind) of a protected session is not protected by
+// it: its copy holds the events it needs, and it is the user's to keep
+// or not. A protected rook fork, though, holds copies of the events of
+// its line up to the imported session it comes from, Task results
+// naming that session's subagents, which its rewind and diff read as
+// that session's do: those subagents are kept with the fork (the
+// session itself is not: the fork's copy holds its events).
+func (p RetentionPolicy) keptSessions(all []eventlog.Summary) map[eventlog.ID]string {
+	byID := make(map[eventlog.ID]eventlog.Summary, len(all))
+	for _, s := range all {
+		byID[s.ID] = s
+	}
+	kept := map[eventlog.ID]string{}
+	// holder[id]: the protected session whose protection keeps the
+	// subagents of session id (which may be gone: a rook fork's parent
+	// removed).
+	holder := map[eventlog.ID]eventlog.ID{}
+	for _, s := range all {
+		if !p.keeps(s) {
+			continue
+		}
+		kept[s.ID] = ""
+		holder[s.ID] = s.ID
+		// Up the line of rook forks (as importedFamilyOf goes),
+		// maxFamily at most: damaged metadata looping is not followed
+		// forever.
+		m := s.Meta
+		for range maxFamily {
+			up, _, ok := m.ForkedFrom()
+			if !ok || m.Source != nil || has(holder, up) {
+				break
+			}
+			holder[up] = s.ID
+			u, there := byID[up]
+			if !there {
+				break
+			}
+			m = u.Meta
+		}
+	}
+	// Down the parent links of the subagents, a level a pass.
+	for more := true; more; {
+		more = false
+		for _, s := range all {
+			if has(kept, s.ID) || s.Parent == nil || !isSubagent(s.Meta) {
+				continue
+			}
+			h, ok := holder[*s.Parent]
+			if !ok {
+				continue
+			}
+			kept[s.ID] = fmt.Sprintf("subagent of session %s, kept with protected session %s", s.Parent, h)
+			if *s.Parent == h {
+				kept[s.ID] = fmt.Sprintf("subagent of protected session %s", h)
+			}
+			holder[s.ID] = h
+			more = true
+		}
+	}
+	return kept
 }
 
 // sessionsNewestFirst lists every session, the most recently touched
@@ -234,14 +309,15 @@ func lastWritten(s eventlog.Summary) time.Time {
 // Prune applies the retention policy to the sessions. Going from the most
 // recently touched session to the least, it deletes a session that rook has
 // not written for MaxSessionAgeDays (lastWritten), and one beyond the first
-// MaxSessions kept; a session with a protect tag is never deleted, and
-// counts toward MaxSessions where the walk meets it: a protected session
+// MaxSessions kept; a session with a protect tag is never deleted (nor
+// any keptSessions keeps: its subagents with it, listed in ProtectedWith),
+// and counts toward MaxSessions where the walk meets it: a protected session
 // among the newest takes a place, an older one is kept beyond the limit
 // (store_prune.txtar: kept 3 with max_sessions = 2). A dry run deletes
 // nothing. The sessions'
 // objects stay in the store until gc.
 func (r *Rook) Prune(p RetentionPolicy, dryRun bool) (PruneReport, error) {
-	rep := PruneReport{DryRun: dryRun, Deleted: []SessionRef{}}
+	rep := PruneReport{DryRun: dryRun, Deleted: []SessionRef{}, ProtectedWith: []SessionRef{}}
 	all, err := r.sessionsNewestFirst()
 	if err != nil {
 		return rep, err
@@ -255,11 +331,16 @@ func (r *Rook) Prune(p RetentionPolicy, dryRun bool) (PruneReport, error) {
 	}
 	cutoff := r.clock.Now().Add(-time.Duration(maxAge) * 24 * time.Hour)
 	var doomed []SessionRef
+	kept := p.keptSessions(all)
 	for _, s := range all {
+		why, keep := kept[s.ID]
 		switch {
-		case p.keeps(s):
+		case keep:
 			rep.Protected++
 			rep.Kept++
+			if why != "" {
+				rep.ProtectedWith = append(rep.ProtectedWith, ref(s, why))
+			}
 		case maxAge > 0 && lastWritten(s).Before(cutoff):
 			doomed = append(doomed, ref(s, fmt.Sprintf("not updated in %d days", maxAge)))
 		case maxN > 0 && rep.Kept >= maxN:
@@ -511,24 +592,26 @@ func (r *Rook) planBudget(rep *MaintainReport, pol RetentionPolicy, grace time.D
 		if err != nil {
 			return err
 		}
+		// Not the protected sessions, nor their subagents (keptSessions).
 		var cands []eventlog.Summary // oldest first
+		kept := pol.keptSessions(all)
 		for i := len(all) - 1; i >= 0; i-- {
 			if gone[all[i].ID] {
 				continue
 			}
-			if !pol.keeps(all[i]) {
+			if !has(kept, all[i].ID) {
 				cands = append(cands, all[i])
 			}
 		}
 		if len(cands) == 0 {
 			rep.OverBudgetStuck = true
-			var kept []eventlog.Summary
+			var left []eventlog.Summary
 			for _, s := range all {
 				if !gone[s.ID] {
-					kept = append(kept, s)
+					left = append(left, s)
 				}
 			}
-			if rep.StuckOn, err = r.budgetHolders(kept, pol); err != nil {
+			if rep.StuckOn, err = r.budgetHolders(left, kept, pol); err != nil {
 				return err
 			}
 			// What the user must free, as the real run says it: not
@@ -593,17 +676,19 @@ type BudgetHolders struct {
 	// is kept as an inbox or an MCP server's: untagging frees nothing.
 	Tags []string
 	// kept says what protects the sessions: the protect tags (where
-	// there are any), and "inboxes and MCP servers" when one has none
-	// of them.
+	// there are any), "inboxes and MCP servers" when one has none of
+	// them, and "subagents of protected sessions" when one is kept with
+	// another (keptSessions).
 	kept string
 }
 
 // budgetHolders counts what holds the store: sessions, all of them
-// protected by pol, and the ref files.
-func (r *Rook) budgetHolders(sessions []eventlog.Summary, pol RetentionPolicy) (BudgetHolders, error) {
+// protected by pol (kept: keptSessions, which says which are kept with
+// another), and the ref files.
+func (r *Rook) budgetHolders(sessions []eventlog.Summary, kept map[eventlog.ID]string, pol RetentionPolicy) (BudgetHolders, error) {
 	h := BudgetHolders{Sessions: len(sessions)}
 	if len(sessions) > 0 {
-		untagged := false
+		untagged, with := false, false
 		for _, s := range sessions {
 			tagged := false
 			for _, t := range s.Tags {
@@ -614,18 +699,27 @@ func (r *Rook) budgetHolders(sessions []eventlog.Summary, pol RetentionPolicy) (
 					}
 				}
 			}
-			untagged = untagged || !tagged
+			switch {
+			case tagged:
+			case kept[s.ID] != "":
+				with = true // kept with a protected session, not by a tag of its own
+			default:
+				untagged = true
+			}
 		}
 		// No protect tags (protect_tags = []): none is named, and every
 		// session is kept as an inbox or an MCP server's.
-		var kept []string
+		var what []string
 		if len(pol.ProtectTags) > 0 {
-			kept = append(kept, "tags "+strings.Join(pol.ProtectTags, ", "))
+			what = append(what, "tags "+strings.Join(pol.ProtectTags, ", "))
 		}
 		if untagged {
-			kept = append(kept, "inboxes and MCP servers") // kept by keeps, not by a tag
+			what = append(what, "inboxes and MCP servers") // kept by keeps, not by a tag
 		}
-		h.kept = strings.Join(kept, "; ")
+		if with {
+			what = append(what, "subagents of protected sessions")
+		}
+		h.kept = strings.Join(what, "; ")
 		slices.Sort(h.Tags)
 	}
 	seen := map[string]bool{}
@@ -790,9 +884,11 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 		if err != nil {
 			return err
 		}
+		// Not the protected sessions, nor their subagents (keptSessions).
 		var cands []eventlog.Summary // oldest first
+		kept := pol.keptSessions(all)
 		for i := len(all) - 1; i >= 0; i-- {
-			if !pol.keeps(all[i]) {
+			if !has(kept, all[i].ID) {
 				cands = append(cands, all[i])
 			}
 		}
@@ -802,7 +898,7 @@ func (r *Rook) enforceBudget(rep *MaintainReport, pol RetentionPolicy, grace tim
 			rep.OverBudgetBy = freeable - budget
 			rep.LaterGCFrees = g.TooNewStored
 			rep.OverBudgetStuck = true
-			if rep.StuckOn, err = r.budgetHolders(all, pol); err != nil {
+			if rep.StuckOn, err = r.budgetHolders(all, kept, pol); err != nil {
 				return err
 			}
 			rep.Notes = append(rep.Notes, fmt.Sprintf("still %s over the %s budget%s: no session is left that may be deleted; the rest is %s (%s)",

@@ -337,6 +337,65 @@ func TestPruneProtectTags(t *testing.T) {
 	}
 }
 
+// TestKeptSessionsKeepsSubagentsWithTheirProtectedSession: a protected
+// session's imported subagents (Meta.Parent, tagged subagent) are kept
+// with it, and theirs, with the reason; a fork made in rook of it is not
+// (nor an imported fork): its copy holds its events. A protected rook
+// fork keeps the subagents of the session its line of forks comes from,
+// whose Task results its copy holds (its rewind and diff read them), not
+// that session. A rook fork of a subagent is no subagent. Metadata whose
+// links loop ends.
+func TestKeptSessionsKeepsSubagentsWithTheirProtectedSession(t *testing.T) {
+	var ids []eventlog.ID
+	id := func() eventlog.ID {
+		var x eventlog.ID
+		x[15] = byte(len(ids) + 1)
+		ids = append(ids, x)
+		return x
+	}
+	at := func(n uint64) *uint64 { return &n }
+	src := &eventlog.Source{Format: FormatClaudeCode}
+	var all []eventlog.Summary
+	add := func(parent *eventlog.ID, forkAt *uint64, source *eventlog.Source, tags ...string) eventlog.ID {
+		m := eventlog.Meta{ID: id(), Parent: parent, ForkAt: forkAt, Source: source, Tags: tags}
+		all = append(all, eventlog.Summary{Meta: m})
+		return m.ID
+	}
+	p := add(nil, nil, src, "claude-code", "keep")
+	sub := add(&p, nil, src, "subagent")
+	subsub := add(&sub, nil, src, "subagent")
+	fork := add(&p, at(2), nil, "claude-code")   // rook fork, its copied keep tag removed
+	forkSub := add(&sub, at(1), nil, "subagent") // rook fork of a subagent
+	imported := add(&p, nil, src, "fork")        // an imported fork
+	q := add(nil, nil, src, "claude-code")       // not protected
+	qSub := add(&q, nil, src, "subagent")        // kept with q's protected fork
+	qFork := add(&q, at(3), nil)                 // unprotected rook fork of q
+	qForkFork := add(&qFork, at(2), nil, "keep") // protected rook fork of that fork
+	lone := add(nil, nil, src)                   // unprotected
+	loneSub := add(&lone, nil, src, "subagent")  // not kept
+	var a, b eventlog.ID                         // a loop: each the other's subagent
+	a, b = id(), id()
+	all = append(all, eventlog.Summary{Meta: eventlog.Meta{ID: a, Parent: &b, Tags: []string{"subagent"}}},
+		eventlog.Summary{Meta: eventlog.Meta{ID: b, Parent: &a, Tags: []string{"subagent"}}})
+
+	kept := RetentionPolicy{ProtectTags: []string{"keep"}}.keptSessions(all)
+	want := map[eventlog.ID]string{
+		p:         "",
+		sub:       "subagent of protected session " + p.String(),
+		subsub:    "subagent of session " + sub.String() + ", kept with protected session " + p.String(),
+		qForkFork: "",
+		qSub:      "subagent of session " + q.String() + ", kept with protected session " + qForkFork.String(),
+	}
+	if !reflect.DeepEqual(kept, want) {
+		t.Fatalf("kept %v, want %v", kept, want)
+	}
+	for _, x := range []eventlog.ID{fork, forkSub, imported, q, qFork, lone, loneSub, a, b} {
+		if has(kept, x) {
+			t.Errorf("session %s kept: %q", x, kept[x])
+		}
+	}
+}
+
 // TestPruneKeepsInboxesAndServers: a client's inbox holds the notes the
 // user saved, an MCP server's session the server they set up: neither is
 // history that ages, so neither age, rank nor the budget deletes them (a

@@ -166,11 +166,25 @@ func dryPrefix(dry bool) string {
 	return ""
 }
 
-// printPrune writes a prune's summary line and the sessions it deleted.
+// printPrune writes a prune's summary line and the sessions it deleted;
+// a dry run, the plan the user reads before a real run, also lists the
+// sessions kept with a protected one and why (a real run counts them:
+// maintain, run daily, would list the same subagents each time).
 func printPrune(w io.Writer, stage string, rep agent.PruneReport) error {
-	fmt.Fprintf(w, "%s%ssessions deleted %d, events deleted %d, protected %d, kept %d\n",
-		dryPrefix(rep.DryRun), stage, rep.SessionsDeleted, rep.EventsDeleted, rep.Protected, rep.Kept)
-	return printSessionRefs(w, rep.Deleted)
+	with := ""
+	if n := len(rep.ProtectedWith); n > 0 {
+		with = fmt.Sprintf(" (%d with a protected session)", n)
+	}
+	fmt.Fprintf(w, "%s%ssessions deleted %d, events deleted %d, protected %d%s, kept %d\n",
+		dryPrefix(rep.DryRun), stage, rep.SessionsDeleted, rep.EventsDeleted, rep.Protected, with, rep.Kept)
+	if err := printSessionRefs(w, rep.Deleted); err != nil {
+		return err
+	}
+	if !rep.DryRun || len(rep.ProtectedWith) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "%s%skept with a protected session:\n", dryPrefix(rep.DryRun), stage)
+	return printSessionRefs(w, rep.ProtectedWith)
 }
 
 func printSessionRefs(w io.Writer, refs []agent.SessionRef) error {

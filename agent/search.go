@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"math/bits"
 	"slices"
 	"sort"
@@ -365,7 +366,11 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 		for _, obj := range order {
 			sc, ok := scanned[obj]
 			if !ok {
-				if len(scanned) >= opts.MaxObjects {
+				// The object budget counts the bodies read (or tried: an
+				// unreadable one cost its read), not those passed over as
+				// too large: one such took a slot, and the scan stopped a
+				// body early, saying it had read one fewer than its budget.
+				if len(scanned)-res.TooLarge >= opts.MaxObjects {
 					res.Truncated = true
 					break
 				}
@@ -425,7 +430,7 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 						if imported {
 							b = textOfImported(b)
 						}
-						sc.score, sc.snippet = scoreBody(b, lowered, between)
+						sc.score, sc.snippet = scoreHeldBody(b, lowered, between)
 						if !imported && sc.score > 0 && IsBinary(b) {
 							sc.snippet, sc.binary = "", true
 						}
@@ -829,6 +834,48 @@ func scoreBody(b []byte, terms, gaps [][]byte) (int, string) {
 	return s.result()
 }
 
+// scoreHeldBody is scoreBody of a body Search holds whole, but for a
+// line of it longer than streamTextLine (a minified JSON, a log with no
+// newline, appended with `session append`), which is scored as the
+// streamed search scores one (longLine), piece by piece, and its snippet
+// cut by snippetOfLine: scoreBody folded such a line whole into one
+// growing buffer and made its snippet of all its runes, ten times the
+// body (a 16 MiB line allocated 195 MiB, the same text in lines 17). What
+// each gives is the same (a snippet longLine cannot cut exactly is cut of
+// the line whole, as scoreBody cuts it).
+func scoreHeldBody(b []byte, terms, gaps [][]byte) (int, string) {
+	s := bodyScore{terms: terms, gaps: gaps}
+	for off := 0; off < len(b); {
+		line, _, _ := bytes.Cut(b[off:], []byte("\n"))
+		if len(line) > streamTextLine {
+			l := newLongLine(terms, gaps)
+			l.write(line)
+			if score, found, rank, at, ok := l.finish(); ok {
+				s.longLine(score, found, l.words(), rank, longRef{start: int64(off), n: int64(len(line)), at: at})
+				off += len(line) + 1
+				continue
+			}
+		}
+		s.line(line)
+		off += len(line) + 1
+	}
+	score, snip := s.result()
+	if ref := s.long; ref != nil && score > 0 {
+		line := b[ref.start : ref.start+ref.n]
+		var ok bool
+		snip, ok = snippetOfLine(ref.at, func(w io.Writer) error {
+			_, err := w.Write(line)
+			return err
+		})
+		if !ok {
+			one := bodyScore{terms: terms, gaps: gaps}
+			one.line(line)
+			_, snip = one.result()
+		}
+	}
+	return score, snip
+}
+
 // bodyScore is scoreBody fed a line at a time (the streamed search feeds it
 // the lines of a text it never holds whole: keep, the best line is copied).
 type bodyScore struct {
@@ -848,7 +895,8 @@ type bodyScore struct {
 }
 
 // longRef is where a line scored streamed is: bytes [start, start+n) of
-// cut string cut's text, its first match at rune at.
+// cut string cut's text (of the body itself, for a body held whole:
+// scoreHeldBody), its first match at rune at.
 type longRef struct {
 	cut      int
 	start, n int64

@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -549,6 +551,12 @@ func TestSearchSkipsABodyLargerThanTheBudget(t *testing.T) {
 	if err != nil || res.Truncated || res.TooLarge != 0 || res.TotalHits != 4 {
 		t.Fatalf("whole: %+v %v", res, err)
 	}
+	// Passed over, it takes none of the object budget: the scan read its
+	// 2 objects, not 1 ("after reading 19999 object(s)" of 20,000).
+	res, err = r.Search("needle", SearchOptions{MaxBytes: 100, MaxObjects: 2})
+	if err != nil || !res.Truncated || res.TooLarge != 1 || res.ObjectsScanned != 2 {
+		t.Fatalf("budget of 100 bytes and 2 objects: %+v %v (want 2 objects read, the large one counted apart)", res, err)
+	}
 }
 
 // TestSearchGroupsAForksCopies: a fork shares its parent's events, and an
@@ -896,6 +904,84 @@ func TestFoldRuneFoldsEachClassAndLowerCase(t *testing.T) {
 	for _, c := range [][2]string{{"ΚΟΣΜΟΣ", "κοσμος"}, {"\u212Aelvin", "kelvin"}, {"ſtate", "STATE"}, {"İstanbul", "istanbul"}, {"ǅ", "ǆ"}} {
 		if a, b := foldString(c[0]), foldString(c[1]); a != b {
 			t.Errorf("%q folds to %q, %q to %q", c[0], a, c[1], b)
+		}
+	}
+}
+
+// searchAllocs is how many bytes r.Search allocates searching a store
+// whose one session holds body, a native tool-result (rook session append).
+func searchAllocs(t *testing.T, body []byte, query string) (uint64, SearchResult) {
+	t.Helper()
+	r := testRook(t, vfs.NewMem())
+	id := newSession(t, r)
+	if _, err := r.Append(id, Entry{Kind: eventlog.KindToolResult, Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res, err := r.Search(query, SearchOptions{})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return after.TotalAlloc - before.TotalAlloc, res
+}
+
+// A native body of one long line (a minified JSON or a log with no
+// newline, appended with `rook session append`) costs about what the
+// same text in lines does: its line is scored as it is written
+// (scoreHeldBody, longLine), not folded whole and cut into a snippet of
+// all its runes, which held ten times the body (a 41 MB line took 408 MB
+// of RSS; in this test a 16 MiB line allocated 195 MiB, its lines 17).
+func TestSearchOneLongNativeLineCostsAsItsLines(t *testing.T) {
+	words := []string{"alpha", "beta", "gamma", "delta", "zebra", "needle", "quux", "lorem", "ipsum"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var lines bytes.Buffer
+	for lines.Len() < 16<<20 {
+		for j := range 10 {
+			if j > 0 {
+				lines.WriteByte(' ')
+			}
+			lines.WriteString(words[rng.IntN(len(words))])
+		}
+		lines.WriteByte('\n')
+	}
+	multi := lines.Bytes()
+	one := bytes.ReplaceAll(multi, []byte("\n"), []byte(" "))
+	for _, q := range []string{"zebra needle", "nowhere"} {
+		m, _ := searchAllocs(t, multi, q)
+		o, res := searchAllocs(t, one, q)
+		t.Logf("%q: body of %d MiB: lines %d MiB allocated, one line %d MiB", q, len(one)>>20, m>>20, o>>20)
+		if q != "nowhere" && (len(res.Hits) != 1 || res.TotalHits != 1) {
+			t.Fatalf("%q: %d hit(s), want the one body", q, len(res.Hits))
+		}
+		if o > m+2*uint64(len(one)) {
+			t.Errorf("%q: searching a %d MiB body of one line allocated %d MiB, the same text in lines %d MiB: the long line is held and copied whole several times over",
+				q, len(one)>>20, o>>20, m>>20)
+		}
+	}
+}
+
+// scoreHeldBody, its long lines scored as they are written, gives what
+// scoreBody gives of the body whole: bodies of lines long and short, with
+// colors, bytes that are not UTF-8 (a run of them: that line's snippet is
+// cut whole) and characters that fold to other lengths.
+func TestScoreHeldBodyScoresAsWhole(t *testing.T) {
+	scoreLinesStreamed(t, 40)
+	rng := rand.New(rand.NewPCG(61, 62))
+	queries := []string{"mix test", "mix", "test mix", "fix the parser", "é k", "31m", "-v", "日本", "mix a test", "needle"}
+	parts := append([]string{"\n", "\n", "needle", "\xff", "\xff\xfe"}, longLineWords...)
+	for range 3000 {
+		var b []byte
+		for n := rng.IntN(400); len(b) < n; {
+			b = append(b, parts[rng.IntN(len(parts))]...)
+		}
+		terms, gaps := termBytes(searchTermsOf(queries[rng.IntN(len(queries))]))
+		wScore, wSnip := scoreBody(b, terms, gaps)
+		hScore, hSnip := scoreHeldBody(b, terms, gaps)
+		if hScore != wScore || hSnip != wSnip {
+			t.Fatalf("%q, terms %q: scored with its long lines streamed %d %q, whole %d %q", b, terms, hScore, hSnip, wScore, wSnip)
 		}
 	}
 }

@@ -711,28 +711,57 @@ func (c *SearchCmd) Run(e *Env) error {
 			fmt.Fprintf(w, "  (and %d other event%s with this text in this session)\n", h.Also, plural(h.Also, "", "s"))
 		}
 	}
-	if res.TotalHits == 0 && res.Truncated {
-		fmt.Fprintf(w, "nothing matched in the %d object(s) read before the budget stopped the scan (--all reads every one)\n", res.ObjectsScanned)
-		return nil
-	}
-	if res.TotalHits == 0 && res.TooLarge > 0 {
-		fmt.Fprintf(w, "nothing matched in %d object(s); %d larger than the budget not read (--all reads every one)\n", res.ObjectsScanned, res.TooLarge)
-		return nil
-	}
+	// What the scan did not read is said on standard output too, as the
+	// notes on standard error say it: whatever reads only the hits (or
+	// "nothing matched") must know the answer is partial. Every cause is
+	// named: the budget's stop, bodies too large for it, bodies the store
+	// cannot read. One said alone hid the others (a too-large body in the
+	// newest session behind the budget's stop), and an unreadable body was
+	// not said at all, so a damaged store answered "nothing matched" as if
+	// every body had been searched.
+	// A search still exits 0 with what it found, as with a session that
+	// does not read (skipped_sessions): it ranks what it could read across
+	// the store, within a budget; `rook store verify` is what fails on
+	// damage.
+	const unreadable = "unreadable, not searched (`rook store verify` says why)"
 	if res.TotalHits == 0 {
-		fmt.Fprintf(w, "nothing matched in %d object(s)\n", res.ObjectsScanned)
+		var parts []string
+		if res.Truncated {
+			parts = append(parts, fmt.Sprintf("nothing matched in the %d object(s) read before the budget stopped the scan", res.ObjectsScanned))
+		} else {
+			parts = append(parts, fmt.Sprintf("nothing matched in %d object(s)", res.ObjectsScanned))
+		}
+		if res.TooLarge > 0 {
+			parts = append(parts, fmt.Sprintf("%d larger than the budget not read", res.TooLarge))
+		}
+		if res.Truncated || res.TooLarge > 0 {
+			parts[len(parts)-1] += " (--all reads every one)"
+		}
+		if res.Unreadable > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", res.Unreadable, unreadable))
+		}
+		fmt.Fprintln(w, strings.Join(parts, "; "))
 		return nil
 	}
 	more := ""
 	if res.Texts > len(res.Hits) {
 		more = fmt.Sprintf(", showing the best %d (--limit)", len(res.Hits))
 	}
-	// Said on standard output too, as "nothing matched" says it: the
-	// note on standard error is not seen by whatever reads only the hits.
+	var partial []string
 	if res.Truncated {
-		more += "; partial: the budget stopped the scan, older bodies were not read (--all reads every one)"
-	} else if res.TooLarge > 0 {
-		more += fmt.Sprintf("; partial: %d bod%s larger than the budget not read (--all reads every one)", res.TooLarge, exportBodies(res.TooLarge))
+		partial = append(partial, "the budget stopped the scan, older bodies were not read")
+	}
+	if res.TooLarge > 0 {
+		partial = append(partial, fmt.Sprintf("%d bod%s larger than the budget not read", res.TooLarge, exportBodies(res.TooLarge)))
+	}
+	if len(partial) > 0 {
+		partial[len(partial)-1] += " (--all reads every one)"
+	}
+	if res.Unreadable > 0 {
+		partial = append(partial, fmt.Sprintf("%d bod%s %s", res.Unreadable, exportBodies(res.Unreadable), unreadable))
+	}
+	if len(partial) > 0 {
+		more += "; partial: " + strings.Join(partial, "; ")
 	}
 	// A hit is a text; the events and bodies that have it are counted
 	// apart (a fork's copies, repeats).

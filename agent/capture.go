@@ -247,6 +247,12 @@ type capturer struct {
 	// passedOver counts the directories a tree capture passed over by
 	// name (passOver).
 	passedOver int
+	// emptyDirs counts the empty directories a tree capture left out
+	// (leaveOutEmpty).
+	emptyDirs int
+	// tooLong counts the paths a tree capture left out as longer than the
+	// system opens by name (leaveOutTooLong).
+	tooLong int
 	// openDirs counts the directories the walk holds open (walkedDir).
 	openDirs int
 	// linkFree: a path named through a link to a directory of the
@@ -321,7 +327,7 @@ func (c *capturer) addIn(dir *os.Root, name, rel string, fi fs.FileInfo) error {
 			return gone(rel, err)
 		}
 		if err != nil {
-			return fmt.Errorf("capture %s: %w", rel, err)
+			return fmt.Errorf("capture %s: %w", rel, rootErrAt(err, filepath.Dir(abs)))
 		}
 		data, mode = []byte(t), FileMode{Link: true}
 	case fi.Mode().IsRegular():
@@ -350,7 +356,7 @@ func (c *capturer) addIn(dir *os.Root, name, rel string, fi fs.FileInfo) error {
 			return gone(rel, err)
 		}
 		if err != nil {
-			return fmt.Errorf("capture %s: %w", rel, err)
+			return fmt.Errorf("capture %s: %w", rel, rootErrAt(err, filepath.Dir(abs)))
 		}
 		room, b = b, b[cas.ObjectRoom:]
 		if c.m.TotalBytes+int64(len(b)) > c.limits.MaxBytes {
@@ -627,7 +633,10 @@ func (c *capturer) walkDir(parent *walkedDir, name, rel string, was fs.FileInfo,
 		return gone(rel, err)
 	}
 	if err != nil {
-		return fmt.Errorf("capture %s: %w", displayRel(rel), err)
+		return fmt.Errorf("capture %s: %w", displayRel(rel), rootErrAt(err, abs))
+	}
+	if tree && rel != "" && len(ents) == 0 {
+		c.leaveOutEmpty(rel)
 	}
 	if !tree && rel != "" {
 		// Taken whole: what is added under it later is added (diff), and
@@ -787,7 +796,11 @@ func (c *capturer) walkEntry(d *walkedDir, name, child string, tree, again bool)
 		return nil // removed since the listing: not there
 	}
 	if err != nil {
-		return fmt.Errorf("capture %s: %w", child, err)
+		return fmt.Errorf("capture %s: %w", child, rootErrAt(err, d.abs))
+	}
+	if abs := filepath.Join(c.real, filepath.FromSlash(child)); tree && len(abs) > pathMaxBytes {
+		c.leaveOutTooLong(child, len(abs), fi)
+		return nil
 	}
 	switch {
 	case fi.IsDir():
@@ -839,11 +852,52 @@ func (c *capturer) passOver(child, name string) {
 	}
 }
 
-// passedOverMore adds, after the walk, the line saying how many
-// directories passed over by name were not listed.
+// leaveOutEmpty lists the empty directory rel as left out of a tree
+// capture, up to maxPassedOver of them. A checkpoint holds files and
+// links, and its restore makes only the directories they are in: one with
+// nothing in it (a logs/ an app writes into) does not come back, and the
+// user is told so rather than finding it missing. Recording it (in
+// dir_modes, as the directories with special bits are) would make nearly
+// every checkpoint a version 6 manifest, which a rook reading up to
+// version 5 refuses.
+func (c *capturer) leaveOutEmpty(rel string) {
+	c.emptyDirs++
+	if c.emptyDirs <= maxPassedOver {
+		c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%s: an empty directory, left out (a checkpoint holds files and links; its restore does not make it)", rel))
+	}
+}
+
+// leaveOutTooLong lists the entry rel of a tree capture, which is fi, as
+// left out, with all under it, its workspace path being n bytes, longer
+// than the system opens by name. The walk reaches it relative to its
+// parent, but a restore (Plan, statDisk) reaches each file by its whole
+// path and fails "file name too long": the checkpoint would hold what no
+// rook command gives back. The first entry too deep on each branch is
+// listed, up to maxPassedOver of them.
+func (c *capturer) leaveOutTooLong(rel string, n int, fi fs.FileInfo) {
+	c.tooLong++
+	if c.tooLong > maxPassedOver {
+		return
+	}
+	what := "left out"
+	if fi.IsDir() {
+		what = "left out with all under it"
+	}
+	c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%s: its path, %d bytes, is longer than the system opens by name (%d), %s (a restore could not write it)", ShortPath(rel), n, pathMaxBytes, what))
+}
+
+// passedOverMore adds, after the walk, the lines saying how many
+// directories passed over by name, empty ones, and paths too long, were
+// not listed.
 func (c *capturer) passedOverMore() {
 	if n := c.passedOver - maxPassedOver; n > 0 {
 		c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%d more directories passed over by name (%s), not listed", n, excludedNames()))
+	}
+	if n := c.emptyDirs - maxPassedOver; n > 0 {
+		c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%d more empty directories left out, not listed", n))
+	}
+	if n := c.tooLong - maxPassedOver; n > 0 {
+		c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%d more paths longer than the system opens by name left out, not listed", n))
 	}
 }
 

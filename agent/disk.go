@@ -169,18 +169,31 @@ func openDirIn(dir *os.Root, name, abs, rel string, was fs.FileInfo) (*os.Root, 
 		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, rootErrAt(err, filepath.Dir(abs))
 	}
 	fi, err := d.Stat(".")
 	if err != nil {
 		d.Close()
-		return nil, err
+		return nil, rootErrAt(err, abs)
 	}
 	if !fi.IsDir() || !os.SameFile(was, fi) {
 		d.Close()
 		return nil, fmt.Errorf("%s: %w", rel, errNowLink)
 	}
 	return d, nil
+}
+
+// rootErrAt gives err, a failure of an os.Root (or a file opened through
+// one) in the directory at dirAbs, the whole path it failed on. A Root
+// names the path it was given, relative to itself ("statat .", "openat
+// h.txt"): the CLI, which says which directory's permissions to check,
+// took that relative to the directory rook was started in, and named it
+// rather than the workspace directory refused.
+func rootErrAt(err error, dirAbs string) error {
+	if pe, ok := err.(*fs.PathError); ok && !filepath.IsAbs(pe.Path) {
+		return &fs.PathError{Op: pe.Op, Path: filepath.Join(dirAbs, pe.Path), Err: pe.Err}
+	}
+	return err
 }
 
 // openRootNoWait opens the directory name of dir (nil: the path abs) as a

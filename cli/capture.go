@@ -18,9 +18,9 @@ import (
 
 // limitFlags raise a capture's bounds.
 type limitFlags struct {
-	MaxFiles     int   `name:"max-files" help:"Stop past N files." default:"5000" placeholder:"N"`
-	MaxBytes     int64 `name:"max-bytes" help:"Stop past N bytes in all." default:"268435456" placeholder:"N"`
-	MaxFileBytes int64 `name:"max-file-bytes" help:"Stop at a file over N bytes." default:"16777216" placeholder:"N"`
+	MaxFiles     int   `name:"max-files" help:"Stop past N files (default: ${default})." default:"5000" placeholder:"N"`
+	MaxBytes     int64 `name:"max-bytes" help:"Stop past N bytes in all (default: ${default}, 256 MiB)." default:"268435456" placeholder:"N"`
+	MaxFileBytes int64 `name:"max-file-bytes" help:"Stop at a file over N bytes (default: ${default}, 16 MiB)." default:"16777216" placeholder:"N"`
 }
 
 func (l limitFlags) limits() (agent.Limits, error) {

@@ -17,6 +17,7 @@ var notRootScripts = []string{
 	"checkpoint_gitignore_above_unreadable", // a .gitignore above the workspace the user may not read
 	"export_output_refused",                 // an --output in a directory the user may not write
 	"import_unreadable",                     // files, directories and links rook may not read
+	"checkpoint_unsearchable_dir",           // a workspace directory that may be read, not searched
 }
 
 func TestScriptsAsNobody(t *testing.T) {

@@ -657,7 +657,14 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		}
 		want := max(next, held)
 		sum, err := o.Log.Summary(id)
-		if err == nil && sum.Events != want {
+		switch {
+		case err != nil || sum.Events == want:
+		case next < held:
+			// Still checking the lines an earlier run appended: this
+			// line and those after it up to #held-1 are in already (a
+			// line number for them is not known: bad lines take none).
+			mismatch = fmt.Errorf("line %d: session %s has %d events, not the %d this run left: another writer appended to it while the input was idle; nothing more appended: this line and the next ones are in already as #%d to #%d (this run had still to check them): append the lines after those again, with --at %d", line, id, sum.Events, want, next, held-1, sum.Events)
+		default:
 			mismatch = fmt.Errorf("line %d: session %s has %d events, not the %d this run left: another writer appended to it while the input was idle; nothing more appended: append the lines from line %d on again, with --at %d", line, id, sum.Events, want, line, sum.Events)
 		}
 		if err != nil || mismatch != nil {

@@ -60,6 +60,18 @@ type delivery struct {
 }
 
 func startStdio(s Spec, o Options, lim Limits, handle func(*message) *message) (*stdioTransport, error) {
+	if s.Dir != "" {
+		// exec's own failure would be a bare "chdir DIR: no such file or
+		// directory": the directory was only where `mcp add` ran (a
+		// checkout since removed), and the way out is not plain.
+		fi, err := os.Stat(s.Dir)
+		if err == nil && !fi.IsDir() {
+			err = errors.New("not a directory")
+		}
+		if err != nil {
+			return nil, unreachable(err, "its program runs in the directory the server was added from, %s, which is not there (%v): make it again, or add the server again from where its arguments name what they should (`rook mcp rm NAME`, then `rook mcp add` there)", s.Dir, err)
+		}
+	}
 	cmd := exec.Command(s.Command, s.Args...)
 	cmd.Dir = s.Dir // (Spec.Dir)
 	// A server gets the few variables a program needs to run, not the

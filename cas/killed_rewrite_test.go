@@ -58,15 +58,7 @@ func TestVerifyFirstSegmentCutMidCreateIsATornTail(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.Close()
-		r, err := Open(home, Options{FS: fsys})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := r.Verify(nil)
-		r.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := verifyWith(t, fsys, home)
 		if len(rep.Problems) != 0 || rep.DamagedRegions != 0 {
 			t.Errorf("%d bytes: verify reports %v, want none (a torn tail)", size, rep.Problems)
 		}

@@ -187,11 +187,12 @@ func TestAppendJSONLInterruptedJSONNamesTheAt(t *testing.T) {
 // (256 events) has printed its seqs: the input stays open.
 func appendJSONLAtBarrier(t *testing.T, before string, lines []string) (*syncBuffer, *io.PipeWriter, chan int) {
 	t.Helper()
-	// The input stays open: idle, the run would make every line durable
-	// and let the lock go, where the stop is to find only the barrier's.
-	idle := jsonlIdle
-	jsonlIdle = time.Hour
-	t.Cleanup(func() { jsonlIdle = idle }) // (the run has ended: the tests wait for it)
+	// The input stays open: idle, or waited on after the lock was held
+	// a while, the run would make every line durable and let the lock
+	// go, where the stop is to find only the barrier's.
+	idle, hold := jsonlIdle, jsonlHold
+	jsonlIdle, jsonlHold = time.Hour, time.Hour
+	t.Cleanup(func() { jsonlIdle, jsonlHold = idle, hold }) // (the run has ended: the tests wait for it)
 	home, ws := t.TempDir(), t.TempDir()
 	var out, errb bytes.Buffer
 	if Main([]string{"--home", home, "-C", ws, "init"}, strings.NewReader(""), &out, &errb) != 0 {

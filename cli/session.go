@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -498,8 +499,8 @@ func readBodyFile(path string, spool func() (vfs.File, error)) ([]byte, error) {
 // exits 1 having appended every good line.
 //
 // Without --json, each line's seq is printed as soon as it is durable (at
-// each barrier, every 256 events, and when an idle input lets the writer
-// lock go), not at the end: a run killed part way
+// each barrier, every 256 events, and when the run lets the writer lock
+// go while it waits on its input: await), not at the end: a run killed part way
 // has printed exactly the lines that are in for sure. With --at, the
 // lines already in (those, and any a barrier the kill cut short made
 // durable after all) are found by their seq and skipped, so running it
@@ -618,19 +619,33 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		}
 		printed = len(done)
 	}
-	var mismatch, broken error
+	var mismatch, broken, gone error
 	// The lines are read by a goroutine, so that an input idle for
 	// jsonlIdle (a producer streaming into --jsonl -, quiet between its
 	// events) lets the writer lock go: the lines so far are made durable
 	// and printed by the close, and the other writers (hooks appending
 	// to other sessions), which wait at most --lock-wait, land
 	// meanwhile. The next line takes the lock again, waiting as any
-	// writer does.
-	lines := make(chan jsonlInput, 64)
+	// writer does. The channel holds no line: the reader reads one line
+	// ahead of the append, no more, so the run holds two lines (each up
+	// to maxJSONLLine) in memory at most, as one did before the reader
+	// was a goroutine: a buffer of lines let it run tens of them ahead of
+	// a slow append (a body to compress, a body_file to read).
+	lines := make(chan jsonlInput)
 	quit := make(chan struct{})
 	defer close(quit)
+	input := newWaitedReader(in)
+	// A regular file's next line is always there to read (a read of it
+	// waits on the disk, not on a producer): only another input (a pipe,
+	// a terminal) trickles.
+	trickles := true
+	if f, ok := in.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			trickles = false
+		}
+	}
 	go func() {
-		br := bufio.NewReaderSize(in, 64<<10)
+		br := bufio.NewReaderSize(input, 64<<10)
 		for {
 			raw, long, err := readJSONLLine(br, maxJSONLLine) // raw is its own copy
 			select {
@@ -645,19 +660,67 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 	}()
 	idle := time.NewTimer(jsonlIdle)
 	defer idle.Stop()
-	// reopen takes the writer lock again after an idle input let it go,
+	stall := time.NewTimer(jsonlStall)
+	stall.Stop() // (await arms it)
+	// taken is when the run took the writer lock, letGo when it let it
+	// go last. Wall time, as the timers': how long the lock is held, not
+	// a time stored.
+	taken, letGo := time.Now(), time.Time{}
+	// await waits for the next line holding the writer lock, and says
+	// false when the lock is to be let go first: the input idle for
+	// jsonlIdle, or, the lock held jsonlHold already, the reader waiting
+	// on the input for jsonlStall (a producer that writes a line every
+	// 50 ms is never idle, and would hold the lock for its whole stream).
+	// Lines read from a file, or from a producer faster than the append,
+	// are ready at once or within a short read: the lock is kept.
+	await := func() (jsonlInput, bool) {
+		idle.Reset(jsonlIdle)
+		var stalled <-chan time.Time
+		if trickles && time.Since(taken) >= jsonlHold {
+			stall.Reset(jsonlStall)
+			stalled = stall.C
+		}
+		for {
+			select {
+			case got := <-lines:
+				return got, true
+			case <-idle.C:
+				return jsonlInput{}, false
+			case <-stalled:
+				if input.waited() >= jsonlStall {
+					return jsonlInput{}, false
+				}
+				stall.Reset(jsonlStall) // reading a long line: look again
+			}
+		}
+	}
+	// reopen takes the writer lock again after the run let it go,
 	// setting mismatch if the session is not as this run left it: events
 	// another writer appended to it meanwhile would sit between this
 	// run's lines, and the --at that resumes a stopped run would no
-	// longer find its lines at their seqs.
+	// longer find its lines at their seqs; and gone if it was removed
+	// meanwhile (session rm, a prune), with the lines this run put in it.
 	reopen := func(line int) error {
+		// The lock let go stays so jsonlOff at least: a writer waiting
+		// for it tries again every 150 ms at most (cas), and a next line
+		// read at once would take it back before that writer's next try.
+		if d := jsonlOff - time.Since(letGo); d > 0 {
+			time.Sleep(d)
+		}
 		o, err := e.openRook(true)
 		if err != nil {
 			return err
 		}
+		taken = time.Now()
 		want := max(next, held)
 		sum, err := o.Log.Summary(id)
 		switch {
+		case errors.Is(err, eventlog.ErrNoSession):
+			// The lines in it went with it, and an --at run again can
+			// only fail the same: not a failure of the store
+			// (jsonlFailed), whose advice is that --at.
+			err = nil
+			gone = fmt.Errorf("line %d: %w: %s was removed (`rook session rm`, or a prune) while this run's input was idle, with the events in it, the %d line(s) this run appended among them; nothing more appended: to keep the input's events, append it whole to a new session (`rook session new`, then `rook session append NEW --jsonl`, without --at)", line, eventlog.ErrNoSession, id, len(done)-already)
 		case err != nil || sum.Events == want:
 		case next < held:
 			// Still checking the lines an earlier run appended: this
@@ -667,7 +730,7 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		default:
 			mismatch = fmt.Errorf("line %d: session %s has %d events, not the %d this run left: another writer appended to it while the input was idle; nothing more appended: append the lines from line %d on again, with --at %d", line, id, sum.Events, want, line, sum.Events)
 		}
-		if err != nil || mismatch != nil {
+		if err != nil || mismatch != nil || gone != nil {
 			o.Close()
 			return err
 		}
@@ -675,7 +738,7 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		return nil
 	}
 	line := 0
-	for mismatch == nil && broken == nil {
+	for mismatch == nil && broken == nil && gone == nil {
 		var got jsonlInput
 		select {
 		case got = <-lines:
@@ -684,12 +747,10 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 				got = <-lines
 				break
 			}
-			idle.Reset(jsonlIdle)
-			select {
-			case got = <-lines:
-			case <-idle.C:
+			var ok bool
+			if got, ok = await(); !ok {
 				err := r.Close()
-				r = nil
+				r, letGo = nil, time.Now()
 				if err != nil {
 					broken = err // the lines before the last barrier are in
 					continue
@@ -714,7 +775,7 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 		case len(text) > 0:
 			en, err := parseJSONLine(text, e.bodySpool)
 			if err == nil && r == nil {
-				if broken = reopen(line); broken != nil || mismatch != nil {
+				if broken = reopen(line); broken != nil || mismatch != nil || gone != nil {
 					break
 				}
 			}
@@ -765,6 +826,16 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 	stopped()
 	if err == nil {
 		err = broken
+	}
+	if gone != nil {
+		// No report of the lines appended (under --json, no done): they
+		// went with the session.
+		if !e.JSON {
+			for _, b := range bads {
+				fmt.Fprintf(e.Stderr, "rook: line %d: %s\n", b.Line, b.Error)
+			}
+		}
+		return gone
 	}
 	if err != nil {
 		// The store failed part way (a full disk): as a stop says, which
@@ -822,6 +893,54 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 // the gap between two lines read from a file. A variable so that tests
 // that stop a run at a barrier can keep it from letting go first.
 var jsonlIdle = 200 * time.Millisecond
+
+// jsonlHold is how long append --jsonl holds the writer lock before it
+// lets it go whenever the reader waits on its input (jsonlStall): a
+// producer that writes a line every 50 ms is never idle for jsonlIdle,
+// and would hold the lock for its whole stream. A variable, as jsonlIdle.
+var jsonlHold = time.Second
+
+// jsonlStall is how long the reader of append --jsonl's input must have
+// waited in one read of it for the input to count as trickling (after
+// jsonlHold): a read of a file, or of a pipe a faster producer keeps
+// full, returns well within it, so such a run keeps the lock.
+const jsonlStall = 10 * time.Millisecond
+
+// jsonlOff is how long append --jsonl, having let the writer lock go,
+// waits at least before it takes it again: longer than the pause between
+// two tries of a writer waiting for the lock (cas, under 150 ms), so
+// that one gets it even when the next line comes at once.
+const jsonlOff = 200 * time.Millisecond
+
+// waitedReader is append --jsonl's input, saying how long the read of
+// it under way (if one is) has waited: the producer's next line not yet
+// written. The reader goroutine reads it; the append loop asks.
+type waitedReader struct {
+	r io.Reader
+	// since is when the read under way began, in nanoseconds after
+	// base, plus one; 0 between reads.
+	since atomic.Int64
+	base  time.Time
+}
+
+func newWaitedReader(r io.Reader) *waitedReader {
+	return &waitedReader{r: r, base: time.Now()}
+}
+
+func (w *waitedReader) Read(p []byte) (int, error) {
+	w.since.Store(int64(time.Since(w.base)) + 1)
+	defer w.since.Store(0)
+	return w.r.Read(p)
+}
+
+// waited is how long the read under way has waited; 0 if none is.
+func (w *waitedReader) waited() time.Duration {
+	s := w.since.Load()
+	if s == 0 {
+		return 0
+	}
+	return time.Since(w.base) - time.Duration(s-1)
+}
 
 // jsonlInput is a line of append --jsonl's input, as readJSONLLine
 // returns it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,5 +206,83 @@ func TestAppendJSONLAtRerunReadsTheLogInPages(t *testing.T) {
 	t.Logf("rerun with --at 0 of %d lines all in already: %d opens of the event log", n, opens.Load())
 	if opens.Load() > n/10 {
 		t.Errorf("a --jsonl rerun with --at over %d lines already in opened the session's log %d times (once a line or more): the check costs many times the append, holding the writer lock", n, opens.Load())
+	}
+}
+
+// TestAppendJSONLReadAheadBounded (review rjsonl): session append S
+// --jsonl reads its lines in a goroutine (so that an idle input lets the
+// writer lock go), each up to maxJSONLLine (64 MiB) and its own copy. It
+// passed them through a channel of 64 lines: while the append was slower
+// than the read (a body to compress, a body_file to read, the lock to
+// take again after an idle input), the reader ran up to 64 lines ahead,
+// all held in memory, where one line was before. A --jsonl input of 24
+// lines of 48 MiB each (a session export with large tool results) took
+// 2.5 GB of RSS where the commit before took 420 MB. Now the channel
+// holds none: the reader reads one line ahead of the append.
+//
+// Here the first line's body_file is a FIFO no one writes yet, so the
+// append waits on it (as on any slow body_file) while the input offers
+// 4 MiB lines: how much of the input the run takes meanwhile is what it
+// holds in memory.
+func TestAppendJSONLReadAheadBounded(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "body")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFO:", err)
+	}
+	const home = "/home/u/store"
+	fsys := vfs.NewMem()
+	if _, err := cas.Init(fsys, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock.Fixed{T: time.Date(2026, 2, 10, 21, 0, 0, 0, time.UTC)}
+	var out, errb syncBuffer
+	e := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clk, Cwd: "/w"}
+	if err := (&SessionNewCmd{Title: "ahead"}).Run(e); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(out.String())
+
+	pr, pw := io.Pipe()
+	var out2 syncBuffer
+	e = &Env{Stdin: pr, Stdout: &out2, Stderr: &errb, FS: fsys, Home: home, Clock: clk, Cwd: "/w"}
+	ended := make(chan error, 1)
+	go func() { ended <- (&SessionAppendCmd{ID: id, File: "-", JSONL: nonEmpty("-")}).Run(e) }()
+	if _, err := fmt.Fprintf(pw, "{\"kind\":\"user\",\"body_file\":%q}\n", fifo); err != nil {
+		t.Fatal(err)
+	}
+	line := []byte(`{"kind":"user","body":"` + strings.Repeat("a", 4<<20) + "\"}\n")
+	const lines = 80
+	var taken atomic.Int64
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		for range lines {
+			if _, err := pw.Write(line); err != nil {
+				return
+			}
+			taken.Add(int64(len(line)))
+		}
+	}()
+	time.Sleep(3 * time.Second) // the run waits on the FIFO; its reader reads on
+	ahead := taken.Load()
+
+	// Let the run go on, and end it.
+	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("x"))
+	f.Close()
+	<-wrote
+	pw.Close()
+	if err := <-ended; err != nil {
+		t.Fatalf("append: %v (%s)", err, errb.String())
+	}
+	if n := strings.Count(out2.String(), "\n"); n != lines+1 {
+		t.Errorf("%d seqs printed; want %d", n, lines+1)
+	}
+	if limit := int64(2*maxJSONLLine + len(line)); ahead > limit {
+		t.Errorf("while its append waited, append --jsonl read %d MiB of its input ahead, held in memory (%d lines of 4 MiB); want at most %d MiB (two lines at the 64 MiB line limit)", ahead>>20, ahead/int64(len(line)), limit>>20)
 	}
 }

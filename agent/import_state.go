@@ -524,10 +524,13 @@ func (r *Rook) keepCopiedCounted(id eventlog.ID, forks *forkIndex) error {
 // the lower of the two fork points. They stay orphans (their parent is
 // gone), but an import that links an imported ancestor to its parent
 // later still reaches them (tagForks) to leave out of their totals the
-// tokens it copied. Each fork's metadata is written whole before id is
-// removed: a crash in between leaves id there and the forks' totals as
-// they were; rm again ends it. forks is the removal's index (forkIndex),
-// kept up to date here.
+// tokens it copied. Each fork titled as id gets where its title came from
+// (keepTitleOrigin), which is read through id, whatever id is: a fork, a
+// fork linked to the session that counts what it copied, or no fork at
+// all. Each fork's metadata is written whole before id is removed: a
+// crash in between leaves id there and the forks' totals as they were;
+// rm again ends it. forks is the removal's index (forkIndex), kept up to
+// date here.
 func (r *Rook) keepForksLinked(id eventlog.ID, forks *forkIndex) error {
 	m, err := r.Log.ReadMeta(id)
 	if err != nil {
@@ -545,8 +548,6 @@ func (r *Rook) keepForksLinked(id eventlog.ID, forks *forkIndex) error {
 		// came from is removed, and only the session that counts what it
 		// leaves out is left to link its forks to.)
 		ok = false
-	} else if !ok {
-		return nil // not a fork: nothing is above its forks
 	}
 	candidates, err := forks.of(id)
 	if err != nil {
@@ -561,30 +562,53 @@ func (r *Rook) keepForksLinked(id eventlog.ID, forks *forkIndex) error {
 		if !fok || from != id {
 			continue
 		}
-		a := anc
-		if ok {
+		titled := r.keepTitleOrigin(&f, m)
+		in, out := f.Copied()
+		a, linked := anc, true
+		switch {
+		case ok:
 			aat := min(fat, at)
-			// Where f's title came from is read through id, which is
-			// about to go: kept on f (its TitleAt) while it still reads.
-			if f.TitleAt == nil && f.Title == m.Title {
-				if _, tat, forked := r.titleOrigin(f); forked {
-					f.TitleAt = &tat
-				}
-			}
 			f.Ancestor, f.AncestorAt = &a, &aat
-		} else if in, out := f.Copied(); in != 0 || out != 0 {
+		case counted && (in != 0 || out != 0):
 			a = counter
 			f.Ancestor, f.AncestorAt = &a, nil
-		} else {
-			continue // it counts all it copied
+		default:
+			linked = false // it counts all it copied, or id is no fork
+		}
+		if !linked && !titled {
+			continue
 		}
 		if err := r.Log.UpdateMeta(f); err != nil {
 			return fmt.Errorf("fork %s: %w", f.ID, err)
 		}
-		forks.add(a, f.ID)
+		if linked {
+			forks.add(a, f.ID)
+		}
 	}
 	forks.drop(id)
 	return nil
+}
+
+// keepTitleOrigin records on f, a fork made in rook of m (about to be
+// removed) titled as m, where its title came from, which the walk up its
+// line (titleOrigin) reads through m and cannot once m is gone: the fork
+// point of the session the title was given to (TitleAt: the "@N" a
+// rewind added, which a rewind of f replaces), or, that session being no
+// fork (m, say, titled "v @3" by the user), that the title has no such
+// "@N" (TitleGiven: f's own fork point, 3 too, is not its "@N"). It says
+// whether it wrote either. A fork that has one already keeps it: the walk
+// stops there. An untitled one gets neither: its title has nothing to
+// keep or replace.
+func (r *Rook) keepTitleOrigin(f *eventlog.Meta, m eventlog.Meta) bool {
+	if f.TitleAt != nil || f.TitleGiven || f.Title != m.Title || f.Title == "" {
+		return false
+	}
+	if _, tat, forked := r.titleOrigin(*f); forked {
+		f.TitleAt = &tat
+	} else {
+		f.TitleGiven = true
+	}
+	return true
 }
 
 // restore puts sm where the lines of st left it: the next lines it maps

@@ -194,7 +194,12 @@ func (p RetentionPolicy) keeps(s eventlog.Summary) bool {
 // its line up to the imported session it comes from, Task results
 // naming that session's subagents, which its rewind and diff read as
 // that session's do: those subagents are kept with the fork (the
-// session itself is not: the fork's copy holds its events).
+// session itself is not: the fork's copy holds its events). So it is for
+// a protected imported session that begins with a copy of its parent's
+// lines (a Claude Code or Codex fork, a continuation: copiedLineFrom),
+// whose diff reads the subagents the copied Task results name from the
+// parent's children: the subagents of the sessions up its line are kept
+// with it, not those sessions (its own tags protect it, not theirs).
 func (p RetentionPolicy) keptSessions(all []eventlog.Summary) map[eventlog.ID]string {
 	byID := make(map[eventlog.ID]eventlog.Summary, len(all))
 	for _, s := range all {
@@ -211,21 +216,24 @@ func (p RetentionPolicy) keptSessions(all []eventlog.Summary) map[eventlog.ID]st
 		}
 		kept[s.ID] = ""
 		holder[s.ID] = s.ID
-		// Up the line of rook forks (as importedFamilyOf goes),
-		// maxFamily at most: damaged metadata looping is not followed
-		// forever.
+		// Up the line of the sessions each copy comes from (as
+		// importedFamilyOf goes), maxFamily at most: damaged metadata
+		// looping is not followed forever.
 		m := s.Meta
 		for range maxFamily {
-			up, _, ok := m.ForkedFrom()
-			if !ok || m.Source != nil || has(holder, up) {
+			next := false
+			for _, up := range copiedLineFrom(m) {
+				if has(holder, up) {
+					continue
+				}
+				holder[up] = s.ID
+				if u, there := byID[up]; there && !next {
+					m, next = u.Meta, true
+				}
+			}
+			if !next {
 				break
 			}
-			holder[up] = s.ID
-			u, there := byID[up]
-			if !there {
-				break
-			}
-			m = u.Meta
 		}
 	}
 	// Down the parent links of the subagents, a level a pass.
@@ -248,6 +256,32 @@ func (p RetentionPolicy) keptSessions(all []eventlog.Summary) map[eventlog.ID]st
 		}
 	}
 	return kept
+}
+
+// copiedLineFrom are the sessions whose events m's begin with a copy of,
+// Task results (spawn_agent outputs) naming their subagents among them,
+// which m's diff and rewind read as those sessions' do (importedFamilyOf,
+// diffSubagents): of a fork made in rook, the session its ForkedFrom
+// names; of an imported session that copies its parent's lines
+// (copiesParent: a Claude Code forkedFrom fork or continuation, a Codex
+// forked_from_id fork or subagent spawned with its parent's history),
+// its parent, and once that is removed, its Ancestor (what its parent
+// had copied), as importedFamilyOf takes both. None for another session:
+// a subagent that copied nothing, or a session of its own.
+func copiedLineFrom(m eventlog.Meta) []eventlog.ID {
+	if m.Source == nil {
+		if up, _, ok := m.ForkedFrom(); ok {
+			return []eventlog.ID{up}
+		}
+		return nil
+	}
+	if m.Parent == nil || !copiesParent(m) {
+		return nil
+	}
+	if m.Ancestor != nil {
+		return []eventlog.ID{*m.Parent, *m.Ancestor}
+	}
+	return []eventlog.ID{*m.Parent}
 }
 
 // sessionsNewestFirst lists every session, the most recently touched

@@ -396,6 +396,87 @@ func TestKeptSessionsKeepsSubagentsWithTheirProtectedSession(t *testing.T) {
 	}
 }
 
+// TestKeptSessionsKeepsTheSubagentsAnImportedCopyNames: a protected
+// imported session that begins with a copy of its parent's lines (a
+// Claude Code forkedFrom fork or continuation, a Codex forked_from_id
+// fork, a Codex subagent spawned with its parent's history) holds its
+// parent's Task results (spawn_agent outputs), and its diff reads the
+// subagents they name from the parent's children: those are kept with it,
+// up its line (a fork of a fork; past a removed parent, its Ancestor),
+// and so are they for a protected rook fork of it; not the sessions up
+// the line. A subagent that copied nothing keeps its own subagents only.
+func TestKeptSessionsKeepsTheSubagentsAnImportedCopyNames(t *testing.T) {
+	var n byte
+	id := func() eventlog.ID {
+		var x eventlog.ID
+		n++
+		x[15] = n
+		return x
+	}
+	at := func(n uint64) *uint64 { return &n }
+	cc := &eventlog.Source{Format: FormatClaudeCode}
+	codex := &eventlog.Source{Format: FormatCodex}
+	codexCopy := &eventlog.Source{Format: FormatCodex, CopiesParent: true}
+	var all []eventlog.Summary
+	add := func(parent *eventlog.ID, forkAt *uint64, source *eventlog.Source, tags ...string) eventlog.ID {
+		m := eventlog.Meta{ID: id(), Parent: parent, ForkAt: forkAt, Source: source, Tags: tags}
+		all = append(all, eventlog.Summary{Meta: m})
+		return m.ID
+	}
+	// Claude Code: S, its subagent, its imported fork F (protected), and
+	// F's own imported fork G's subagent: not F's line.
+	s := add(nil, nil, cc, "claude-code")
+	sSub := add(&s, nil, cc, "claude-code", "subagent")
+	f := add(&s, nil, cc, "claude-code", "fork", "keep")
+	g := add(&f, nil, cc, "claude-code", "fork")
+	gSub := add(&g, nil, cc, "claude-code", "subagent")
+	// Codex: R, its subagent, its fork R1, R1's fork R2, a rook fork of
+	// R2 protected: the subagents up the whole line are kept.
+	r := add(nil, nil, codex, "codex")
+	rSub := add(&r, nil, codex, "codex", "subagent")
+	r1 := add(&r, nil, codex, "codex", "fork")
+	r1Sub := add(&r1, nil, codex, "codex", "subagent")
+	r2 := add(&r1, nil, codex, "codex", "fork")
+	r2Rook := add(&r2, at(4), nil, "codex", "fork", "keep")
+	// A Codex subagent spawned with its parent's history (protected)
+	// keeps its parent's other subagents; one spawned without it does
+	// not.
+	c := add(nil, nil, codex, "codex")
+	cSub := add(&c, nil, codex, "codex", "subagent")
+	cCopy := add(&c, nil, codexCopy, "codex", "subagent", "keep")
+	d := add(nil, nil, codex, "codex")
+	dSub := add(&d, nil, codex, "codex", "subagent")
+	dOwn := add(&d, nil, codex, "codex", "subagent", "keep")
+	// A continuation whose predecessor was removed: its Ancestor (what
+	// the removed one had copied) is followed on, and the removed one's
+	// subagent, still there, is kept.
+	gone, top := id(), add(nil, nil, cc, "claude-code")
+	topSub := add(&top, nil, cc, "claude-code", "subagent")
+	goneSub := add(&gone, nil, cc, "claude-code", "subagent")
+	cont := add(&gone, nil, &eventlog.Source{Format: FormatClaudeCode, CopiedIn: 10}, "claude-code", "fork", "keep")
+	all[len(all)-1].Ancestor = &top
+
+	kept := RetentionPolicy{ProtectTags: []string{"keep"}}.keptSessions(all)
+	with := func(parent, holder eventlog.ID) string {
+		return "subagent of session " + parent.String() + ", kept with protected session " + holder.String()
+	}
+	want := map[eventlog.ID]string{
+		f: "", sSub: with(s, f),
+		r2Rook: "", r1Sub: with(r1, r2Rook), rSub: with(r, r2Rook),
+		cCopy: "", cSub: with(c, cCopy),
+		dOwn: "",
+		cont: "", goneSub: with(gone, cont), topSub: with(top, cont),
+	}
+	if !reflect.DeepEqual(kept, want) {
+		t.Fatalf("kept %v, want %v", kept, want)
+	}
+	for _, x := range []eventlog.ID{s, g, gSub, r, r1, r2, c, d, dSub, top} {
+		if has(kept, x) {
+			t.Errorf("session %s kept: %q", x, kept[x])
+		}
+	}
+}
+
 // TestPruneKeepsInboxesAndServers: a client's inbox holds the notes the
 // user saved, an MCP server's session the server they set up: neither is
 // history that ages, so neither age, rank nor the budget deletes them (a

@@ -741,12 +741,18 @@ func (r *Rook) rewoundTitle(m eventlog.Meta, to uint64) string {
 // removed: the fork's ancestor is S, at 4). A session whose title came
 // through one since removed has the fork point the walk found then (its
 // TitleAt, written by the removal): that ends the walk (a fork made at 2
-// of the rewind "fix @4", the rewind removed, rewinds to "fix @1").
+// of the rewind "fix @4", the rewind removed, rewinds to "fix @1"). So
+// does its TitleGiven, the removed one being no fork: its title has no
+// rewind's "@N" (a fork at 3 of "v @3", the session removed, rewinds to
+// "v @3 @1").
 func (r *Rook) titleOrigin(m eventlog.Meta) (origin eventlog.Meta, at uint64, forked bool) {
 	for seen := map[eventlog.ID]bool{}; ; {
 		seen[m.ID] = true
 		if m.TitleAt != nil {
 			return m, *m.TitleAt, true
+		}
+		if m.TitleGiven {
+			return m, 0, false
 		}
 		pid, pat, ok := m.ForkedFrom()
 		if !ok {

@@ -78,6 +78,13 @@ type Meta struct {
 	// The removal writes it, while the line still reads: AncestorAt is
 	// the lower of two fork points and says nothing of the title.
 	TitleAt *uint64 `json:"title_at,omitempty"`
+	// TitleGiven, on a fork made in rook that took its title from a
+	// session since removed that was no fork (its title given to it, by
+	// the user or an import, not made by a rewind), says so: the title
+	// ends in no rewind's "@N" for a rewind of the fork to replace, even
+	// one that happens to be the fork's own fork point ("v @3" forked at
+	// 3). The removal writes it, as TitleAt.
+	TitleGiven bool `json:"title_given,omitempty"`
 }
 
 // ForkedFrom is the session m holds a copy of the first events of, and

@@ -430,7 +430,7 @@ func (r *Rook) Search(query string, opts SearchOptions) (SearchResult, error) {
 						if imported {
 							b = textOfImported(b)
 						}
-						sc.score, sc.snippet = scoreHeldBody(b, lowered, between)
+						sc.score, sc.snippet = scoreHeldBody(b, lowered, between, !imported)
 						if !imported && sc.score > 0 && IsBinary(b) {
 							sc.snippet, sc.binary = "", true
 						}
@@ -842,8 +842,12 @@ func scoreBody(b []byte, terms, gaps [][]byte) (int, string) {
 // growing buffer and made its snippet of all its runes, ten times the
 // body (a 16 MiB line allocated 195 MiB, the same text in lines 17). What
 // each gives is the same (a snippet longLine cannot cut exactly is cut of
-// the line whole, as scoreBody cuts it).
-func scoreHeldBody(b []byte, terms, gaps [][]byte) (int, string) {
+// the line whole, as scoreBody cuts it), but for native: the body is
+// rook's own (session append), not an imported line's text, and is
+// binary when it is not UTF-8 (IsBinary), its snippet never shown; a
+// snippet snippetOfLine cannot cut is of a line not UTF-8, and is not cut
+// of the line folded whole for nothing.
+func scoreHeldBody(b []byte, terms, gaps [][]byte, native bool) (int, string) {
 	s := bodyScore{terms: terms, gaps: gaps}
 	for off := 0; off < len(b); {
 		line, _, _ := bytes.Cut(b[off:], []byte("\n"))
@@ -867,7 +871,9 @@ func scoreHeldBody(b []byte, terms, gaps [][]byte) (int, string) {
 			_, err := w.Write(line)
 			return err
 		})
-		if !ok {
+		if !ok && native {
+			snip = "" // binary: Search shows none
+		} else if !ok {
 			one := bodyScore{terms: terms, gaps: gaps}
 			one.line(line)
 			_, snip = one.result()

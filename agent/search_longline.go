@@ -135,10 +135,26 @@ func (l *longLine) piece(p []byte) {
 		for d > 0 && !utf8.RuneStart(l.low[d]) {
 			d--
 		}
-		l.runes += int64(utf8.RuneCount(l.low[:d]))
+		l.runes += int64(runeCount(l.low[:d]))
 		l.low = l.low[:copy(l.low, l.low[d:])]
 		l.lowBase += int64(d)
 	}
+}
+
+// runeCount is utf8.RuneCount without its copy: past the first byte that
+// is not ASCII it counts a string made of the rest, a copy of each 32 KiB
+// piece of a long line of Latin-1 or Cyrillic (twice the line in all).
+func runeCount(b []byte) int {
+	n := 0
+	for len(b) > 0 {
+		if b[0] < utf8.RuneSelf {
+			b, n = b[1:], n+1
+			continue
+		}
+		_, w := utf8.DecodeRune(b)
+		b, n = b[w:], n+1
+	}
+	return n
 }
 
 // scan finds the terms' matches whose every byte, and the character
@@ -214,7 +230,7 @@ func (l *longLine) match(k int, i int64) {
 	}
 	if l.first[k] < 0 {
 		l.first[k] = i
-		l.firstR[k] = l.runes + int64(utf8.RuneCount(l.low[:rel]))
+		l.firstR[k] = l.runes + int64(runeCount(l.low[:rel]))
 	}
 	if k == 0 && len(l.terms) > 1 && !l.together && left {
 		// termsTogetherAt(line, i, terms, gaps): its first term matched.
@@ -523,8 +539,10 @@ type snippetScan struct {
 	pend   []rune // the sequence not yet ended
 	pendAt int64  // its first rune's place in the line
 	bad    bool
-	// lastBad: the last rune kept was a byte that is not UTF-8.
-	lastBad bool
+	// lastBad: the last rune kept was a byte that is not UTF-8, rune
+	// lastBadAt of the line.
+	lastBad   bool
+	lastBadAt int64
 	// A sequence longer than maxPendingSGR is not held: whether it is a
 	// color (stripped) or text is known from a read before (known, in
 	// the line's order; next: the first not passed yet), or it is not,
@@ -676,16 +694,19 @@ func (s *snippetScan) keep(r rune, oi int64) {
 		return // the line is read again: only the verdicts count
 	}
 	// A byte that is not UTF-8 is a U+FFFD, each, as searchSnippet has
-	// it; but two such bytes kept in a row may be a color sequence apart
-	// in the line, which searchSnippet strips before it decodes: joined,
-	// they may be a character ("\xcd\x1b[m\x9f" is U+035F). A snippet of
-	// a line with two in a row is left to it.
+	// it; but two such bytes kept in a row with a color sequence between
+	// them in the line are joined when searchSnippet strips it before it
+	// decodes, and may be a character ("\xcd\x1b[m\x9f" is U+035F): the
+	// snippet of such a line is left to it. Two side by side in the line
+	// (Latin-1 text: "Gr\xfc\xdfe") are two U+FFFD either way, and
+	// leaving every such line to searchSnippet folded a long Latin-1 line
+	// whole, ten times the line.
 	if r == notUTF8 {
-		if s.lastBad {
+		if s.lastBad && oi != s.lastBadAt+1 {
 			s.bad = true
 		}
 		r = utf8.RuneError
-		s.lastBad = true
+		s.lastBad, s.lastBadAt = true, oi
 	} else {
 		s.lastBad = false
 	}

@@ -963,10 +963,43 @@ func TestSearchOneLongNativeLineCostsAsItsLines(t *testing.T) {
 	}
 }
 
+// A native body of one long line in Latin-1 (the log of a tool that does
+// not write UTF-8: "Grüße" is "Gr\xfc\xdfe", two bytes not UTF-8 side by
+// side) costs about what the same text in lines does. snippetScan left
+// the snippet of any line with two such bytes in a row to searchSnippet,
+// and scoreHeldBody folded the line whole for it: a 15 MiB line allocated
+// 231 MiB, its lines 17 (the real binary, a 40 MiB line: 421 MB RSS and
+// 4.1 s, its lines 59 MB and 0.5 s). Nor does a color sequence between
+// two such bytes (which snippetScan still leaves to searchSnippet, as
+// stripping it may join them) cost it: the body is binary, its snippet
+// not shown, and it is not cut.
+func TestSearchOneLongLatin1LineCostsAsItsLines(t *testing.T) {
+	for _, unit := range []string{
+		"Gr\xfc\xdfe aus M\xfcnchen, die Stra\xdfe ist gesperrt;\n",
+		"Gr\xfc\x1b[1m\xdfe aus M\xfcnchen, die Stra\xdf\x1b[0me ist gesperrt;\n",
+	} {
+		multi := bytes.Repeat([]byte(unit), (16<<20)/len(unit))
+		multi = append(multi, "needle zebra\n"...)
+		one := bytes.ReplaceAll(multi, []byte("\n"), []byte(" "))
+		m, _ := searchAllocs(t, multi, "needle zebra")
+		o, res := searchAllocs(t, one, "needle zebra")
+		t.Logf("%q: body of %d MiB: lines %d MiB allocated, one line %d MiB", unit, len(one)>>20, m>>20, o>>20)
+		if len(res.Hits) != 1 || res.TotalHits != 1 || !res.Hits[0].Binary || res.Hits[0].Snippet != "" {
+			t.Fatalf("%q: %+v, want the one body, binary", unit, res.Hits)
+		}
+		if o > m+2*uint64(len(one)) {
+			t.Errorf("%q: searching a %d MiB Latin-1 body of one line allocated %d MiB, the same text in lines %d MiB: the long line is folded whole for its snippet",
+				unit, len(one)>>20, o>>20, m>>20)
+		}
+	}
+}
+
 // scoreHeldBody, its long lines scored as they are written, gives what
 // scoreBody gives of the body whole: bodies of lines long and short, with
-// colors, bytes that are not UTF-8 (a run of them: that line's snippet is
-// cut whole) and characters that fold to other lengths.
+// colors, bytes that are not UTF-8 (alone, side by side, a color sequence
+// between two: that line's snippet is cut whole) and characters that fold
+// to other lengths. A native body gives the same but for the snippet of
+// one not UTF-8, binary, which Search does not show.
 func TestScoreHeldBodyScoresAsWhole(t *testing.T) {
 	scoreLinesStreamed(t, 40)
 	rng := rand.New(rand.NewPCG(61, 62))
@@ -979,9 +1012,13 @@ func TestScoreHeldBodyScoresAsWhole(t *testing.T) {
 		}
 		terms, gaps := termBytes(searchTermsOf(queries[rng.IntN(len(queries))]))
 		wScore, wSnip := scoreBody(b, terms, gaps)
-		hScore, hSnip := scoreHeldBody(b, terms, gaps)
+		hScore, hSnip := scoreHeldBody(b, terms, gaps, false)
 		if hScore != wScore || hSnip != wSnip {
 			t.Fatalf("%q, terms %q: scored with its long lines streamed %d %q, whole %d %q", b, terms, hScore, hSnip, wScore, wSnip)
+		}
+		nScore, nSnip := scoreHeldBody(b, terms, gaps, true)
+		if nScore != wScore || !IsBinary(b) && nSnip != wSnip {
+			t.Fatalf("%q, terms %q: scored native with its long lines streamed %d %q, whole %d %q", b, terms, nScore, nSnip, wScore, wSnip)
 		}
 	}
 }

@@ -715,15 +715,21 @@ func (c *SearchCmd) Run(e *Env) error {
 	// notes on standard error say it: whatever reads only the hits (or
 	// "nothing matched") must know the answer is partial. Every cause is
 	// named: the budget's stop, bodies too large for it, bodies the store
-	// cannot read. One said alone hid the others (a too-large body in the
-	// newest session behind the budget's stop), and an unreadable body was
-	// not said at all, so a damaged store answered "nothing matched" as if
-	// every body had been searched.
+	// cannot read, sessions that do not read in full (a log damaged part
+	// way: what precedes the damage is searched). One said alone hid the
+	// others (a too-large body in the newest session behind the budget's
+	// stop), and an unreadable body or a skipped session was not said at
+	// all, so a damaged store answered "nothing matched" as if every body
+	// had been searched.
 	// A search still exits 0 with what it found, as with a session that
 	// does not read (skipped_sessions): it ranks what it could read across
 	// the store, within a budget; `rook store verify` is what fails on
 	// damage.
 	const unreadable = "unreadable, not searched (`rook store verify` says why)"
+	skipped := ""
+	if n := len(res.SkippedSessions); n > 0 {
+		skipped = fmt.Sprintf("%d session%s not searched in full (the notes on stderr say which, `rook store verify` says why)", n, plural(n, "", "s"))
+	}
 	if res.TotalHits == 0 {
 		var parts []string
 		if res.Truncated {
@@ -739,6 +745,9 @@ func (c *SearchCmd) Run(e *Env) error {
 		}
 		if res.Unreadable > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", res.Unreadable, unreadable))
+		}
+		if skipped != "" {
+			parts = append(parts, skipped)
 		}
 		fmt.Fprintln(w, strings.Join(parts, "; "))
 		return nil
@@ -759,6 +768,9 @@ func (c *SearchCmd) Run(e *Env) error {
 	}
 	if res.Unreadable > 0 {
 		partial = append(partial, fmt.Sprintf("%d bod%s %s", res.Unreadable, exportBodies(res.Unreadable), unreadable))
+	}
+	if skipped != "" {
+		partial = append(partial, skipped)
 	}
 	if len(partial) > 0 {
 		more += "; partial: " + strings.Join(partial, "; ")

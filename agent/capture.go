@@ -636,7 +636,18 @@ func (c *capturer) walkDir(parent *walkedDir, name, rel string, was fs.FileInfo,
 		return fmt.Errorf("capture %s: %w", displayRel(rel), rootErrAt(err, abs))
 	}
 	if tree && rel != "" && len(ents) == 0 {
-		c.leaveOutEmpty(rel)
+		c.leaveOutEmpty(rel, true)
+	} else if tree && rel != "" {
+		// One whose entries the walk all leaves out (what .gitignore
+		// ignores, a .git, the store) is not made by the restore either:
+		// listed as an empty one is, unless something under it is
+		// listed (the deepest of a chain, as with empty ones).
+		files, listed := len(c.m.Files), c.listedOut()
+		defer func() {
+			if len(c.m.Files) == files && c.listedOut() == listed {
+				c.leaveOutEmpty(rel, false)
+			}
+		}()
 	}
 	if !tree && rel != "" {
 		// Taken whole: what is added under it later is added (diff), and
@@ -647,7 +658,7 @@ func (c *capturer) walkDir(parent *walkedDir, name, rel string, was fs.FileInfo,
 		c.addTreeDirModeOf(rel, was)
 	}
 	if tree && c.ignore != nil {
-		b, note, err := readGitignore(root, path.Join(rel, ".gitignore"))
+		b, note, err := readGitignore(root, abs, path.Join(rel, ".gitignore"))
 		if err != nil {
 			return err
 		}
@@ -798,7 +809,7 @@ func (c *capturer) walkEntry(d *walkedDir, name, child string, tree, again bool)
 	if err != nil {
 		return fmt.Errorf("capture %s: %w", child, rootErrAt(err, d.abs))
 	}
-	if abs := filepath.Join(c.real, filepath.FromSlash(child)); tree && len(abs) > pathMaxBytes {
+	if abs := filepath.Join(c.real, filepath.FromSlash(child)); tree && restorePathLen(abs, fi.IsDir()) > pathMaxBytes {
 		c.leaveOutTooLong(child, len(abs), fi)
 		return nil
 	}
@@ -860,30 +871,52 @@ func (c *capturer) passOver(child, name string) {
 // dir_modes, as the directories with special bits are) would make nearly
 // every checkpoint a version 6 manifest, which a rook reading up to
 // version 5 refuses.
-func (c *capturer) leaveOutEmpty(rel string) {
+//
+// empty: the directory holds nothing; else all it holds is left out
+// without being listed (ignored by a .gitignore, a .git), the usual logs/
+// holding only logs/*.log, and it is listed as holding nothing captured.
+func (c *capturer) leaveOutEmpty(rel string, empty bool) {
 	c.emptyDirs++
-	if c.emptyDirs <= maxPassedOver {
-		c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%s: an empty directory, left out (a checkpoint holds files and links; its restore does not make it)", rel))
+	if c.emptyDirs > maxPassedOver {
+		return
 	}
+	what := "an empty directory"
+	if !empty {
+		what = "a directory holding nothing captured (what is in it a .gitignore ignores, or is a .git)"
+	}
+	c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%s: %s, left out (a checkpoint holds files and links; its restore does not make it)", rel, what))
+}
+
+// listedOut counts what the capture has listed as left out so far (those
+// past the lists' bounds too): a directory whose walk adds none, and no
+// file, left out all it holds without a word.
+func (c *capturer) listedOut() int {
+	return len(c.m.Skipped) + c.passedOver + c.emptyDirs + c.tooLong
 }
 
 // leaveOutTooLong lists the entry rel of a tree capture, which is fi, as
-// left out, with all under it, its workspace path being n bytes, longer
-// than the system opens by name. The walk reaches it relative to its
-// parent, but a restore (Plan, statDisk) reaches each file by its whole
-// path and fails "file name too long": the checkpoint would hold what no
-// rook command gives back. The first entry too deep on each branch is
-// listed, up to maxPassedOver of them.
+// left out, with all under it, its workspace path being n bytes: longer
+// than the system opens by name, or leaving no room under that for the
+// temporary file a restore writes it (or a file in it) through
+// (restorePathLen). The walk reaches it relative to its parent, but a
+// restore (Plan, statDisk) reaches each file by its whole path, and its
+// temporary file beside it, and fails "file name too long": the
+// checkpoint would hold what no rook command gives back. The first entry
+// too deep on each branch is listed, up to maxPassedOver of them.
 func (c *capturer) leaveOutTooLong(rel string, n int, fi fs.FileInfo) {
 	c.tooLong++
 	if c.tooLong > maxPassedOver {
 		return
 	}
-	what := "left out"
+	what, where := "left out", "beside it"
 	if fi.IsDir() {
-		what = "left out with all under it"
+		what, where = "left out with all under it", "in it"
 	}
-	c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%s: its path, %d bytes, is longer than the system opens by name (%d), %s (a restore could not write it)", ShortPath(rel), n, pathMaxBytes, what))
+	why := fmt.Sprintf("is longer than the system opens by name (%d)", pathMaxBytes)
+	if n <= pathMaxBytes {
+		why = fmt.Sprintf("leaves no room for the temporary file a restore writes %s (a name of up to %d bytes) within the longest path the system opens by name (%d)", where, restoreTempMaxLen, pathMaxBytes)
+	}
+	c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%s: its path, %d bytes, %s, %s (a restore could not write it)", ShortPath(rel), n, why, what))
 }
 
 // passedOverMore adds, after the walk, the lines saying how many
@@ -894,10 +927,10 @@ func (c *capturer) passedOverMore() {
 		c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%d more directories passed over by name (%s), not listed", n, excludedNames()))
 	}
 	if n := c.emptyDirs - maxPassedOver; n > 0 {
-		c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%d more empty directories left out, not listed", n))
+		c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%d more empty directories (or holding nothing captured) left out, not listed", n))
 	}
 	if n := c.tooLong - maxPassedOver; n > 0 {
-		c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%d more paths longer than the system opens by name left out, not listed", n))
+		c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%d more paths longer than the system opens by name (or leaving no room for a restore's temporary file) left out, not listed", n))
 	}
 }
 
@@ -996,6 +1029,9 @@ func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, e
 		if err := recordable(rel); err != nil {
 			return nil, err
 		}
+		if err := c.notTooLong(sub, rel); err != nil {
+			return nil, err
+		}
 		// Walked through a link named last: followed.
 		if err := c.store.check(sub, filepath.Join(c.real, filepath.FromSlash(rel)), "capture"); err != nil {
 			return nil, err
@@ -1006,7 +1042,8 @@ func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, e
 		// .gitignore files above sub still apply.
 		dir := ""
 		for _, part := range strings.Split(rel, "/") {
-			b, note, err := readGitignore(pathDir(filepath.Join(c.real, filepath.FromSlash(dir))), path.Join(dir, ".gitignore"))
+			at := filepath.Join(c.real, filepath.FromSlash(dir))
+			b, note, err := readGitignore(pathDir(at), at, path.Join(dir, ".gitignore"))
 			if err != nil {
 				return nil, err
 			}
@@ -1055,6 +1092,29 @@ func (r *Rook) CaptureTree(root, sub, label string, limits Limits) (*Manifest, e
 	}
 	c.passedOverMore()
 	return c.m, nil
+}
+
+// notTooLong refuses the --path sub (workspace path rel) of a tree
+// capture whose path is longer than the system opens by name, or leaves
+// no room for a restore's temporary file (restorePathLen): a tree capture
+// leaves out such an entry met in its walk, and listing all a --path
+// names as left out would save a checkpoint of nothing. (Before this, the
+// read of the .gitignore files above it failed "file name too long",
+// saying to make one readable.)
+func (c *capturer) notTooLong(sub, rel string) error {
+	abs := filepath.Join(c.real, filepath.FromSlash(rel))
+	n := len(abs)
+	if n <= pathMaxBytes {
+		fi, err := os.Lstat(abs)
+		if err != nil || restorePathLen(abs, fi.IsDir()) <= pathMaxBytes {
+			return nil // not there: refused as such (CaptureTree)
+		}
+	}
+	why := fmt.Sprintf("longer than the system opens by name (%d)", pathMaxBytes)
+	if n <= pathMaxBytes {
+		why = fmt.Sprintf("leaving no room for the temporary file a restore writes a file through (a name of up to %d bytes) within the longest path the system opens by name (%d)", restoreTempMaxLen, pathMaxBytes)
+	}
+	return fmt.Errorf("--path %s: its path in the workspace %s is %d bytes, %s, so a restore could not write it: nothing saved; give --path of a directory above it whose path is at most %d bytes (what is too deep under it is left out, and listed)", ShortPath(sub), c.m.Root, n, why, pathMaxBytes-restoreTempMaxLen-1)
 }
 
 // isWorkspace says whether the --path p names the workspace itself: ".",

@@ -69,8 +69,8 @@ func (d pathDir) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, er
 	return os.OpenFile(filepath.Join(string(d), name), flag, perm)
 }
 
-// readGitignore reads the .gitignore of dir, which the user knows as
-// shown (the file's name, "sub/.gitignore"), the one way every capture
+// readGitignore reads the .gitignore of dir, whose path is at, which the
+// user knows as shown (the file's name, "sub/.gitignore"), the one way every capture
 // and walk reads one. Not there: nil, "", nil. A link is not followed (git
 // does not follow a .gitignore that is a link either), nor is a named
 // pipe, a socket or a device opened (a pipe would wait for a writer,
@@ -78,9 +78,17 @@ func (d pathDir) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, er
 // patterns are not applied. A regular file is opened without following a
 // link or waiting, read only if it is still the file the Lstat saw, and
 // no further than maxGitignoreBytes; one past them, or one that cannot be
-// read, is a *GitignoreError.
-func readGitignore(dir gitignoreDir, shown string) ([]byte, string, error) {
-	return readGitignoreLook(dir, shown, true)
+// read, is a *GitignoreError, whose Err names the file by its whole path
+// (rootErrAt: an *os.Root's names it relative to dir, ".gitignore", which
+// the advice on a refused permission would take as one in the directory
+// rook was started in).
+func readGitignore(dir gitignoreDir, at, shown string) ([]byte, string, error) {
+	b, note, err := readGitignoreLook(dir, shown, true)
+	var ge *GitignoreError
+	if errors.As(err, &ge) && ge.Err != nil {
+		ge.Err = rootErrAt(ge.Err, at)
+	}
+	return b, note, err
 }
 
 // readGitignoreLook is readGitignore; again: a .gitignore replaced while
@@ -163,7 +171,7 @@ func gitignoresAbove(real string) (string, []ignoreAbove, []string) {
 	dir := ""
 	for _, part := range parts {
 		abs := filepath.Join(top, filepath.FromSlash(dir))
-		b, note, err := readGitignore(pathDir(abs), filepath.Join(abs, ".gitignore"))
+		b, note, err := readGitignore(pathDir(abs), abs, filepath.Join(abs, ".gitignore"))
 		var ge *GitignoreError
 		if errors.As(err, &ge) {
 			note = fmt.Sprintf("%s %s; above the workspace, its patterns are not applied", ge.Path, ge.Why())

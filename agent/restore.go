@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -473,6 +474,8 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 			fi, err := os.Lstat(abs)
 			if err == nil && holdsState(real, fi, c) {
 				c.held = true
+			} else if err := tooLongToWrite(p.Root, real, c, changes, swap); err != nil {
+				return nil, err
 			} else if err := r.writeChange(c, io.Discard); err != nil {
 				return nil, &unreadCopyError{c: c, err: err}
 			}
@@ -512,6 +515,38 @@ func (r *Rook) planRestore(root string, changes []Change, wasDir func(dir string
 	// A directory sorts before what is in it: reversed, children first.
 	sort.Sort(sort.Reverse(sort.StringSlice(p.prune)))
 	return p, nil
+}
+
+// tooLongToWrite refuses, before anything is written, a restore into
+// root (real, its links resolved) of change c, a file or link to write
+// (not one there already as it is to be: Change.held), whose path there,
+// or that of the temporary file beside it, is longer than the system opens
+// by name (restorePathLen): Apply would fail at it with "file name too
+// long", part way, the directories made for it left behind. A tree
+// capture leaves such a path out, but one restored --to a directory with
+// a longer path than its workspace's can pass the limit, as can a
+// session's capture (which has no walk to leave it out of). It says how
+// long a directory to restore into may be for every file of changes to
+// fit; the caller, that nothing was written.
+func tooLongToWrite(root, real string, c Change, changes []Change, swap bool) error {
+	need := restorePathLen(filepath.Join(real, filepath.FromSlash(c.Path)), false)
+	if need <= pathMaxBytes {
+		return nil
+	}
+	longest := need
+	for _, o := range changes {
+		if !o.Remove && !o.Dir {
+			longest = max(longest, restorePathLen(filepath.Join(real, filepath.FromSlash(o.Path)), false))
+		}
+	}
+	fit := len(real) - (longest - pathMaxBytes)
+	do := fmt.Sprintf("restore --to a directory whose path is at most %d bytes", fit)
+	if fit < 2 { // not even "/x": its path in the workspace alone is too long
+		do = "its path in the workspace alone is that long: no directory can hold it"
+	} else if swap {
+		do = fmt.Sprintf("move the workspace to a directory whose path is at most %d bytes and rewind it there (-C)", fit)
+	}
+	return fmt.Errorf("cannot restore %s into %s: written there through a temporary file beside it, it needs a path of %d bytes, longer than the system opens by name (%d); %s", ShortPath(c.Path), root, need, pathMaxBytes, do)
 }
 
 // danglingLink returns the first path from dir up that is a link leading
@@ -1242,6 +1277,10 @@ func (p *Plan) soFar(written, removed int) string {
 		// Made for the files to come (a file's write failing in a
 		// directory made for it): the undo removes them.
 		done += fmt.Sprintf(", %d director(ies) made", p.madeDirs())
+		if p.rootMade != "" {
+			// A restore --to a directory not there: where to look.
+			done += " from " + p.rootMade + " down"
+		}
 	}
 	if p.dirsRemoved > 0 {
 		done += fmt.Sprintf(", %d empty director(ies) removed", p.dirsRemoved)
@@ -1421,6 +1460,36 @@ func (m *Manifest) held(rel string) bool {
 // .rook-restore-<pid>-<random>.tmp (a link's: .rook-restore-<pid>.tmp).
 const restoreTmpPrefix = ".rook-restore-"
 
+// restoreTempName is the name of a restore's temporary file of pid in
+// the directory it writes into, the one place it is made: a file's,
+// random being the "*" os.CreateTemp puts its random digits in; a link's
+// (link) has none.
+func restoreTempName(pid int, random string, link bool) string {
+	if link {
+		return fmt.Sprintf("%s%d.tmp", restoreTmpPrefix, pid)
+	}
+	return fmt.Sprintf("%s%d-%s.tmp", restoreTmpPrefix, pid, random)
+}
+
+// restoreTempMaxLen is the longest a restore's temporary file's name can
+// be: a file's, of the largest pid (a pid_t, 32 bits) and the largest
+// random part os.CreateTemp puts (a uint32), 39 bytes.
+var restoreTempMaxLen = len(restoreTempName(math.MaxInt32, strconv.FormatUint(math.MaxUint32, 10), false))
+
+// restorePathLen is the longest path a restore opens by name to write
+// the entry at abs (a workspace path's, in the directory restored into):
+// a file or link, its own and that of the temporary file it is written
+// through, beside it; a directory (dir), that of a temporary file in it
+// (a restore writes nothing in it otherwise). A capture leaves out what
+// is longer than pathMaxBytes, and a restore refuses it: the system would
+// refuse to open it ("file name too long") part way through the restore.
+func restorePathLen(abs string, dir bool) int {
+	if dir {
+		return len(abs) + 1 + restoreTempMaxLen
+	}
+	return max(len(abs), len(filepath.Dir(abs))+1+restoreTempMaxLen)
+}
+
 // isRestoreTemp says whether a file name is a restore's temporary file:
 // captures and the diff's walk pass over one, a partial copy of rook's own
 // (left by a restore killed before its rename), not the user's.
@@ -1465,7 +1534,7 @@ func writeWorkspaceFile(abs string, mode FileMode, copyOf func(w io.Writer) erro
 		if err := copyOf(&target); err != nil {
 			return err
 		}
-		tmp := filepath.Join(dir, fmt.Sprintf("%s%d.tmp", restoreTmpPrefix, os.Getpid()))
+		tmp := filepath.Join(dir, restoreTempName(os.Getpid(), "", true))
 		os.Remove(tmp)
 		if _, err := vfs.MakeInFlight(func() (string, error) { return tmp, os.Symlink(target.String(), tmp) }); err != nil {
 			return err
@@ -1486,7 +1555,7 @@ func writeWorkspaceFile(abs string, mode FileMode, copyOf func(w io.Writer) erro
 	var f *os.File
 	tmp, err := vfs.MakeInFlight(func() (string, error) {
 		var err error
-		if f, err = os.CreateTemp(dir, fmt.Sprintf("%s%d-*.tmp", restoreTmpPrefix, os.Getpid())); err != nil {
+		if f, err = os.CreateTemp(dir, restoreTempName(os.Getpid(), "*", false)); err != nil {
 			return "", err
 		}
 		return f.Name(), nil

@@ -18,6 +18,7 @@ var notRootScripts = []string{
 	"export_output_refused",                 // an --output in a directory the user may not write
 	"import_unreadable",                     // files, directories and links rook may not read
 	"checkpoint_unsearchable_dir",           // a workspace directory that may be read, not searched
+	"checkpoint_gitignore_unreadable_deep",  // a .gitignore in a workspace directory the user may not read
 }
 
 func TestScriptsAsNobody(t *testing.T) {

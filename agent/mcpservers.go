@@ -807,10 +807,15 @@ func (r *Rook) MCPLimit(name string, n int) (*MCPServer, error) {
 // state does not read (MCPStateError) is removed all the same, its session
 // untagged without a last state (there is none to mark removed): it
 // could be neither used, nor removed, nor added again.
+//
+// A server whose session's metadata does not read is not removed: its
+// tags cannot be rewritten without it, and the error says what to do.
 func (r *Rook) MCPRemove(name string) error {
 	id, s, err := r.mcpSession(name)
 	var unread *MCPStateError
 	switch {
+	case errors.As(err, &unread) && unread.Meta:
+		return err
 	case errors.As(err, &unread):
 	case err != nil:
 		return err
@@ -829,18 +834,20 @@ func (r *Rook) MCPRemove(name string) error {
 }
 
 // MCPServers lists the servers, by name. A server whose state does not
-// read is listed all the same, by the name its session's tag gives it,
+// read, or whose session's metadata does not (mcpSessions), is listed
+// all the same, by the name its session's tag (or last state) gives it,
 // with status MCPUnreadable, its last error saying why and what to do
 // (its other fields empty), and named in the error (*MCPStatesError)
 // returned with the list: one damaged record failed the whole listing,
 // the other servers unlisted.
 func (r *Rook) MCPServers() ([]*MCPServer, error) {
-	list, err := r.sessionsTagged("mcp", true)
+	list, damaged, err := r.mcpSessions()
 	if err != nil {
 		return nil, err
 	}
 	var out []*MCPServer
 	var unread MCPStatesError
+	listed := map[string]bool{}
 	for _, ts := range list {
 		s, err := r.lastState(ts.ID)
 		if errors.Is(err, errNoState) {
@@ -851,7 +858,16 @@ func (r *Rook) MCPServers() ([]*MCPServer, error) {
 			unread.Errs = append(unread.Errs, se)
 			s = &MCPServer{Name: ts.Name, Status: MCPUnreadable, LastError: se.Error(), Tools: []MCPTool{}}
 		}
+		listed[ts.Name] = true
 		out = append(out, s)
+	}
+	for _, se := range damaged {
+		if listed[se.Name] {
+			continue // a copy (a fork), or an old session, of a server listed
+		}
+		listed[se.Name] = true
+		unread.Errs = append(unread.Errs, se)
+		out = append(out, &MCPServer{Name: se.Name, Status: MCPUnreadable, LastError: se.Error(), Tools: []MCPTool{}})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	if len(unread.Errs) > 0 {
@@ -861,15 +877,23 @@ func (r *Rook) MCPServers() ([]*MCPServer, error) {
 }
 
 // MCPStateError: a server's state does not read (the record holding it
-// is damaged). It names the server and says what to do: what failed
-// (Err) names the session and event.
+// is damaged), or its session's metadata does not (Meta). It names the
+// server and says what to do: what failed (Err) names the session and
+// event, or the metadata file.
 type MCPStateError struct {
 	Name    string
 	Session eventlog.ID
 	Err     error
+	// Meta: the session's metadata does not read. Its tags cannot be
+	// rewritten, so `rook mcp rm` cannot remove the server: the file
+	// fixed, or the session removed, the name is free.
+	Meta bool
 }
 
 func (e *MCPStateError) Error() string {
+	if e.Meta {
+		return fmt.Sprintf("MCP server %s: its session's metadata does not read: %v; `rook store verify` checks the store; once the file is fixed (from a backup) the server is back, or once the session is removed, with the server's calls, `rook mcp add %s` adds it again", e.Name, e.Err, e.Name)
+	}
 	return fmt.Sprintf("MCP server %s: its state does not read: %v: `rook store verify` checks the store; `rook mcp rm %s` removes the server (its calls stay in its session, %s), and `rook mcp add %s` adds it again", e.Name, e.Err, e.Name, e.Session, e.Name)
 }
 
@@ -884,7 +908,14 @@ func (e *MCPStatesError) Error() string {
 	for i, se := range e.Errs {
 		names[i] = se.Name
 	}
-	return fmt.Sprintf("%d MCP server(s) marked %s do not read (%s): `rook store verify` checks the store; `rook mcp rm NAME` removes a server (its calls stay in its session)", len(e.Errs), MCPUnreadable, strings.Join(names, ", "))
+	msg := fmt.Sprintf("%d MCP server(s) marked %s do not read (%s): `rook store verify` checks the store; `rook mcp rm NAME` removes a server (its calls stay in its session)", len(e.Errs), MCPUnreadable, strings.Join(names, ", "))
+	for _, se := range e.Errs {
+		if se.Meta {
+			// mcp rm refuses it (MCPRemove): its own error says what to do.
+			return msg + ", but not one whose session's metadata does not read: its own error says what to do"
+		}
+	}
+	return msg
 }
 
 // MCPServer reads one server's state.
@@ -901,7 +932,7 @@ func (r *Rook) mcpSession(name string) (eventlog.ID, *MCPServer, error) {
 	if !serverName.MatchString(name) {
 		return eventlog.ID{}, nil, badArgument("server name %q: no server has it: a name is 1 to 63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit (`rook mcp ls` lists them)", name)
 	}
-	list, err := r.sessionsTagged("mcp", true)
+	list, damaged, err := r.mcpSessions()
 	if err != nil {
 		return eventlog.ID{}, nil, err
 	}
@@ -918,7 +949,64 @@ func (r *Rook) mcpSession(name string) (eventlog.ID, *MCPServer, error) {
 		}
 		return ts.ID, s, nil
 	}
+	for _, se := range damaged {
+		if se.Name == name {
+			return se.Session, nil, se
+		}
+	}
 	return eventlog.ID{}, nil, fmt.Errorf("%w %q: `rook mcp ls` lists them, `rook mcp add` adds one", ErrNoServer, name)
+}
+
+// mcpSessions lists the sessions tagged as servers' (sessionsTagged), and
+// the servers whose session's metadata does not read, as errors
+// (MCPStateError, Meta): such a session's tags are not known, and its
+// server went unseen (`mcp ls` exited 0 without it, `mcp call` said there
+// was no such server, and `mcp add` added a second). Its name is its
+// last state's, read from its event log without the metadata; a log that
+// holds no server's state (not a server's session), or whose last one
+// says it was removed, is none (`rook session ls` and `rook store verify`
+// name the session all the same).
+func (r *Rook) mcpSessions() ([]taggedSession, []*MCPStateError, error) {
+	list, unread, err := r.sessionsTaggedOrUnread("mcp", true)
+	if err != nil {
+		return nil, nil, err
+	}
+	var damaged []*MCPStateError
+	for _, u := range unread {
+		if s := r.stateWithoutMeta(u.ID); s != nil && !s.Removed && s.Name != "" {
+			damaged = append(damaged, &MCPStateError{Name: s.Name, Session: u.ID, Err: u.Err, Meta: true})
+		}
+	}
+	return list, damaged, nil
+}
+
+// stateWithoutMeta is the last server state that reads in the event log
+// of a session whose metadata does not (eventlog.ReadWithoutMeta), nil
+// when it holds none; the log read as far as it reads. Only a damaged
+// session is read so, its log from the start: its count of events is the
+// metadata's.
+func (r *Rook) stateWithoutMeta(id eventlog.ID) *MCPServer {
+	var last *MCPServer
+	for from := uint64(0); ; {
+		evs, err := r.Log.ReadWithoutMeta(id, from, 256)
+		if err != nil || len(evs) == 0 {
+			return last
+		}
+		for _, ev := range evs {
+			if ev.Label != StateLabel {
+				continue
+			}
+			var st MCPServer
+			if b, err := r.Body(ev); err == nil && json.Unmarshal(b, &st) == nil {
+				last = &st
+			}
+		}
+		next := evs[len(evs)-1].Seq + 1
+		if next <= from {
+			return last // a log read wrong must not hold the listing
+		}
+		from = next
+	}
 }
 
 // lastState replays a server session back to its last state event.
@@ -1184,7 +1272,7 @@ func (r *Rook) RecordMCPCall(p *MCPCallPlan, res *mcpclient.Result, cerr error) 
 		status, lastErr = MCPOK, ""
 	case st == MCPUnreachable || st == MCPNeedsCredential || st == MCPNeedsOAuth:
 		status, lastErr = st, cerr.Error()
-	case MCPCallSent(cerr) && (s.Status == MCPUnreachable || s.Status == MCPNeedsCredential || s.Status == MCPNeedsOAuth):
+	case mcpHandshakeDone(cerr) && (s.Status == MCPUnreachable || s.Status == MCPNeedsCredential || s.Status == MCPNeedsOAuth):
 		// The server answered the handshake, with the credential it
 		// was given, and the call failed on its own (the tool's
 		// error, its time ran out): it is reachable, and let in.
@@ -1205,18 +1293,24 @@ func mcpCallOnce(ctx context.Context, spec mcpclient.Spec, tool string, args jso
 	defer c.Close()
 	res, err := c.Call(ctx, tool, args)
 	if err != nil {
-		return nil, &callSentError{err}
+		return nil, &callMadeError{err: err, sent: !mcpclient.NotSent(err)}
 	}
 	return res, nil
 }
 
-// callSentError is a call's failure that came once the server had been
-// reached and sent tools/call: the server may have run the tool (a call
-// that timed out, an answer lost, an error it answered with).
-type callSentError struct{ err error }
+// callMadeError is a call's failure that came once the server had been
+// reached (it answered the handshake) and tools/call was being sent.
+// sent: the server was sent the call whole, and may have run the tool (a
+// call that timed out, an answer lost, an error it answered with); not
+// when its time ran out, or rook gave it up, before it was written whole
+// (mcpclient.NotSent): the tool did not run.
+type callMadeError struct {
+	err  error
+	sent bool
+}
 
-func (e *callSentError) Error() string { return e.err.Error() }
-func (e *callSentError) Unwrap() error { return e.err }
+func (e *callMadeError) Error() string { return e.err.Error() }
+func (e *callMadeError) Unwrap() error { return e.err }
 
 // MCPCallGivenUp is the failure of a call rook gave up on itself (an
 // interrupt: why says which, "interrupt: stopped"), made of err, the
@@ -1224,19 +1318,33 @@ func (e *callSentError) Unwrap() error { return e.err }
 // tool, which may have run once the server had the call, and telling
 // nothing of the server, which did not fail (RecordMCPCall leaves its
 // status as it was, as for a handshake --timeout cut short). Whether the
-// call was sent (MCPCallSent) is kept.
+// call was sent (MCPCallSent) is kept. A call given up while it was
+// written to the server (a large one, a program not reading) was not
+// sent: the call's own failure says so, and what became of the program.
 func MCPCallGivenUp(err error, why string) error {
-	if MCPCallSent(err) {
-		return &callSentError{fmt.Errorf("%s: rook gave up on the call before the server answered; the server had the call, so the tool may have run: check what it did before calling it again", why)}
+	var c *callMadeError
+	if !errors.As(err, &c) {
+		return fmt.Errorf("%s: rook gave up on the call before it was sent: the tool did not run", why)
 	}
-	return fmt.Errorf("%s: rook gave up on the call before it was sent: the tool did not run", why)
+	if !c.sent {
+		return &callMadeError{err: fmt.Errorf("%s: %w", why, c.err)}
+	}
+	return &callMadeError{err: fmt.Errorf("%s: rook gave up on the call before the server answered; the server had the call, so the tool may have run: check what it did before calling it again", why), sent: true}
 }
 
 // MCPCallSent says whether err, a failure RunMCPCall gave, came after
 // the server was sent the call, so that the tool may have run and running
 // the call again may run it twice; not when the server was never reached
-// (nor the handshake done), and the tool did not run.
+// (nor the handshake done), nor when the call was not written whole:
+// the tool did not run.
 func MCPCallSent(err error) bool {
-	var s *callSentError
-	return errors.As(err, &s)
+	var c *callMadeError
+	return errors.As(err, &c) && c.sent
+}
+
+// mcpHandshakeDone says whether err, a failure RunMCPCall gave, came once
+// the server had answered the handshake, sent the call or not.
+func mcpHandshakeDone(err error) bool {
+	var c *callMadeError
+	return errors.As(err, &c)
 }

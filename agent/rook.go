@@ -900,23 +900,45 @@ type taggedSession struct {
 // sessionsTagged lists, oldest first, the sessions with a tag
 // "<prefix>:<name>" (the last such tag gives the name) and, when bare is
 // set, the tag "<prefix>" itself: inbox and MCP server sessions are found
-// this way.
+// this way. A session whose metadata does not read, its tags unknown, is
+// left out (sessionsTaggedOrUnread returns it).
 func (r *Rook) sessionsTagged(prefix string, bare bool) ([]taggedSession, error) {
+	list, _, err := r.sessionsTaggedOrUnread(prefix, bare)
+	return list, err
+}
+
+// unreadMeta is a session whose metadata does not read (Err says why and
+// what to do): whether it has a tag is not known.
+type unreadMeta struct {
+	ID  eventlog.ID
+	Err error
+}
+
+// sessionsTaggedOrUnread is sessionsTagged, and the sessions whose
+// metadata does not read, any of which may have been tagged so: a caller
+// that must not lose sight of one (a damaged MCP server's session) looks
+// at them. One removed while the list was read is in neither.
+func (r *Rook) sessionsTaggedOrUnread(prefix string, bare bool) ([]taggedSession, []unreadMeta, error) {
 	ids, err := r.Log.IDs()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []taggedSession
+	var unread []unreadMeta
 	for _, id := range ids {
 		m, err := r.Log.ReadMeta(id)
+		if errors.Is(err, eventlog.ErrNoSession) {
+			continue
+		}
 		if err != nil {
+			unread = append(unread, unreadMeta{ID: id, Err: err})
 			continue
 		}
 		if name, ok := taggedName(m, prefix, bare); ok {
 			out = append(out, taggedSession{ID: id, Meta: m, Name: name})
 		}
 	}
-	return out, nil
+	return out, unread, nil
 }
 
 // taggedName is the name a session's tags "<prefix>:<name>" give it (the

@@ -452,6 +452,12 @@ func (c *McpLsCmd) Run(e *Env) error {
 		}
 		return &exitError{code: ExitFailure, msg: unread.Error()}
 	}
+	unreadBy := map[string]*agent.MCPStateError{}
+	if unread != nil {
+		for _, se := range unread.Errs {
+			unreadBy[se.Name] = se
+		}
+	}
 	var live []*agent.MCPServer
 	for _, s := range list {
 		if !s.Removed {
@@ -475,7 +481,14 @@ func (c *McpLsCmd) Run(e *Env) error {
 	fmt.Fprintf(e.Stdout, "%-16s %-9s %-16s %-9s %-16s %s\n", "name", "transport", "status", "tools on", "last sync", "last error")
 	for _, s := range live {
 		if s.Status == agent.MCPUnreadable {
-			fmt.Fprintf(e.Stdout, "%-16s %-9s %-16s %-9s %-16s %s\n", s.Name, "?", s.Status, "?", "?", fmt.Sprintf("its state does not read: `rook store verify`; `rook mcp rm %s`", s.Name))
+			what := fmt.Sprintf("its state does not read: `rook store verify`; `rook mcp rm %s`", s.Name)
+			if se := unreadBy[s.Name]; se != nil && se.Meta {
+				// Not mcp rm, which cannot retag a session whose
+				// metadata does not read (the error on stderr says
+				// what to do).
+				what = fmt.Sprintf("its session's metadata does not read: `rook store verify`; `rook session rm %s` (its calls too)", se.Session)
+			}
+			fmt.Fprintf(e.Stdout, "%-16s %-9s %-16s %-9s %-16s %s\n", s.Name, "?", s.Status, "?", "?", what)
 			continue
 		}
 		sync := "never"

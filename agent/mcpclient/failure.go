@@ -95,6 +95,23 @@ var errNotSent error = notSentError{}
 // written to a program, which was then ended (errPartWritten).
 var errPartlySent error = notSentError{partly: true}
 
+// errNotSentCancelled and errPartlySentCancelled are errNotSent and
+// errPartlySent for a request the caller gave up on (its context
+// cancelled: an interrupt) while it was being written: a cancellation,
+// not a deadline.
+var (
+	errNotSentCancelled    error = notSentError{cancelled: true}
+	errPartlySentCancelled error = notSentError{partly: true, cancelled: true}
+)
+
+// NotSent says whether err, a failure of Call, is one of a call that was
+// never written whole (its time ran out, or it was given up, first): the
+// server did not have it, and the tool did not run.
+func NotSent(err error) bool {
+	var ns notSentError
+	return errors.As(err, &ns)
+}
+
 // errAllButNewline: a request's time ran out with all of it written to a
 // program but its final newline, and rook ended the program (as after
 // any partial write, errPartWritten). A program that reads JSON values,
@@ -110,15 +127,25 @@ func (allButNewlineError) Error() string {
 }
 func (allButNewlineError) Unwrap() error { return context.DeadlineExceeded }
 
-type notSentError struct{ partly bool }
+type notSentError struct{ partly, cancelled bool }
 
 func (e notSentError) Error() string {
-	if e.partly {
-		return "the request was not sent in time: only part of it was written, and the program was ended"
+	msg := "the request was not sent in time"
+	if e.cancelled {
+		msg = "the request was given up before it was sent"
 	}
-	return "the request was not sent in time"
+	if e.partly {
+		msg += ": only part of it was written, and the program was ended"
+	}
+	return msg
 }
-func (notSentError) Unwrap() error { return context.DeadlineExceeded }
+
+func (e notSentError) Unwrap() error {
+	if e.cancelled {
+		return context.Canceled
+	}
+	return context.DeadlineExceeded
+}
 
 func (f *Failure) Error() string {
 	if f.Msg != "" {

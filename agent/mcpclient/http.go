@@ -473,7 +473,16 @@ func (t *httpTransport) readStream(ctx context.Context, r io.Reader, want, metho
 		if skip { // a priming event, or one not meant as a message
 			return nil, nil
 		}
-		return t.pick(ctx, d, want, method)
+		m, err := t.pick(ctx, d, want, method)
+		if err != nil && !slices.ContainsFunc(undecodedIDs(d), func(id json.RawMessage) bool { return idKey(id) == want }) {
+			// An event that does not decode is the request's answer,
+			// malformed, only when it carries the request's id; another
+			// (a notification with a value JSON has not, progress NaN)
+			// is skipped, as the stdio transport skips such a line: it
+			// failed the call, and the answer that came next was lost.
+			return nil, nil
+		}
+		return m, err
 	}
 	for {
 		// A line is bounded as an event's data is, with room for its

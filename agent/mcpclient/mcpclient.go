@@ -633,14 +633,20 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 			return nil, &Failure{Kind: f.Kind, Status: f.Status, Err: f.Err,
 				Msg: f.Msg + ": the tool may have run; check before calling it again"}
 		}
-		if errors.Is(err, errNotSent) || errors.Is(err, errPartlySent) {
-			// Its time ran out before it was written whole: the server
-			// never had the call.
+		var ns notSentError
+		if errors.As(err, &ns) {
+			// Its time ran out, or the caller gave it up, before it was
+			// written whole: the server never had the call. err stays
+			// the cause (NotSent), a deadline or a cancellation.
 			ended := ""
-			if errors.Is(err, errPartlySent) {
+			if ns.partly {
 				ended = "; the program had only part of it, and rook ended it (the next connection starts it afresh)"
 			}
-			return nil, &Failure{Kind: ProtocolError, Err: context.DeadlineExceeded,
+			if ns.cancelled {
+				return nil, &Failure{Kind: ProtocolError, Err: err,
+					Msg: "the call was given up before it was sent whole (the server had not taken it: busy, not reading, or not reached): the tool did not run" + ended}
+			}
+			return nil, &Failure{Kind: ProtocolError, Err: err,
 				Msg: "the call was not sent in time (" + limit + "the server did not take it: busy, not reading, or not reached): the tool did not run" + ended + "; --timeout allows more"}
 		}
 		// The server was reached (it answered initialize): a call that

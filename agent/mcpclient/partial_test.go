@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,4 +75,35 @@ func TestStdioPartWrittenToAProgramThatExits(t *testing.T) {
 		t.Fatalf("says rook ended a program that exited on its own: %q", f.Msg)
 	}
 	wantContains(t, f.Msg, "exit status 3", "boom: the line is too long")
+}
+
+// A call cancelled (an interrupt) while its request is written to a
+// program that does not read stops at once, not at its deadline (only
+// the deadline stopped the write): it is said as given up before it was
+// sent whole, the tool did not run (NotSent), a cancellation, not a
+// deadline, and the program, which had part of it, is ended.
+func TestStdioCancelStopsAWriteUnread(t *testing.T) {
+	script := `read l; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}'; read l; exec sleep 20`
+	o := testOptions()
+	o.Limits.CallTimeout = time.Minute
+	c := connect(t, Spec{Command: "/bin/sh", Args: []string{"-c", script}}, o)
+	st := c.tr.(*stdioTransport)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	args := json.RawMessage(`{"q":"` + strings.Repeat("x", 4<<20) + `"}`)
+	start := time.Now()
+	_, err := c.Call(ctx, "t", args)
+	if d := time.Since(start); d > 15*time.Second {
+		t.Fatalf("the cancelled call ended after %v", d)
+	}
+	f := wantFailure(t, err, ProtocolError)
+	wantContains(t, f.Msg, "given up before it was sent whole", "the tool did not run", "only part of it")
+	if !NotSent(err) || !errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("NotSent %v, Canceled %v, DeadlineExceeded %v: want a call not sent, cancelled", NotSent(err), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded))
+	}
+	select {
+	case <-st.exited:
+	case <-time.After(2*stdioGrace + 2*time.Second):
+		t.Fatal("the program was not ended after the partial write")
+	}
 }

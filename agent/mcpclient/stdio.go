@@ -35,7 +35,10 @@ type stdioTransport struct {
 	wmu sync.Mutex // one line at a time on in
 
 	mu      sync.Mutex
-	pending map[string]chan delivery
+	pending map[string]*waiter
+	// lines counts the lines written whole to the program: requests,
+	// notifications and replies to its requests (take).
+	lines   uint64
 	done    chan struct{} // closed when the reader stops; err says why
 	err     error
 	exited  chan struct{} // closed when the program has been waited for
@@ -51,6 +54,14 @@ type stdioTransport struct {
 	queued  int64
 
 	closeOnce sync.Once
+}
+
+// waiter is a request waiting for its answer.
+type waiter struct {
+	ch chan delivery
+	// line is the request's number among the lines written (lines),
+	// set under mu when it was written whole; 0 before.
+	line uint64
 }
 
 type delivery struct {
@@ -112,7 +123,7 @@ func startStdio(s Spec, o Options, lim Limits, handle func(*message) *message) (
 	t := &stdioTransport{
 		cmd: cmd, in: inW, handle: handle, maxMsg: lim.MaxMessageBytes,
 		tail:    newTailWriter(o.Stderr, secrets),
-		pending: map[string]chan delivery{},
+		pending: map[string]*waiter{},
 		replies: make(chan []byte, maxQueuedReplies),
 		done:    make(chan struct{}),
 		exited:  make(chan struct{}),
@@ -178,7 +189,7 @@ func (t *stdioTransport) reply(m *message) bool {
 // program not reading its input), until read stops.
 func (t *stdioTransport) replyWriter() {
 	for b := range t.replies {
-		t.writeLine(b, time.Now().Add(5*time.Second))
+		t.writeLine(nil, b, time.Now().Add(5*time.Second), nil)
 		t.mu.Lock()
 		t.queued -= int64(len(b))
 		t.mu.Unlock()
@@ -252,23 +263,31 @@ lines:
 
 // take removes from pending and returns the channel of the request m
 // answers, nil when none waits for it. An error with id null answers a
-// request the program could not read (JSON-RPC 2.0: its id could not be
-// told): with one request waiting, it is that one's. With several, rook
-// cannot tell whose it is, and gives it to none: failing them all would
-// fail requests the program read and works on (a tool call that runs on),
-// and each still ends with its answer or its time.
+// line the program could not read (JSON-RPC 2.0: its id could not be
+// told): with one request waiting, and no line written after it, it is
+// that one's. With several, or once rook has written another line after
+// it (its reply to a request the program sent while at the call, a
+// notification), rook cannot tell whose it is, and gives it to none:
+// failing a request the program read and works on (a tool call that runs
+// on) took the program's complaint about rook's reply for the tool's
+// failure; each still ends with its answer or its time.
 func (t *stdioTransport) take(m *message) chan delivery {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	key := idKey(m.ID)
 	if nullID(m.ID) && m.Error != nil && len(t.pending) == 1 {
-		for k := range t.pending {
-			key = k
+		for k, w := range t.pending {
+			if w.line != 0 && w.line == t.lines {
+				key = k
+			}
 		}
 	}
-	ch := t.pending[key]
+	w := t.pending[key]
 	delete(t.pending, key)
-	return ch
+	if w == nil {
+		return nil
+	}
+	return w.ch
 }
 
 // failWaiting fails, with the line's decode error err, the requests
@@ -278,11 +297,11 @@ func (t *stdioTransport) failWaiting(ids []json.RawMessage, err error, n int64) 
 	failed := false
 	for _, id := range ids {
 		t.mu.Lock()
-		ch := t.pending[idKey(id)]
+		w := t.pending[idKey(id)]
 		delete(t.pending, idKey(id))
 		t.mu.Unlock()
-		if ch != nil {
-			ch <- delivery{n: n, err: err}
+		if w != nil {
+			w.ch <- delivery{n: n, err: err}
 			failed = true
 		}
 	}
@@ -356,20 +375,25 @@ func (e *partWrittenError) Error() string {
 }
 func (e *partWrittenError) Unwrap() error { return e.err }
 
-// write sends one message as a line. deadline, if not zero, bounds a write
-// the program does not read. A write whose time runs out part way (a
+// write sends one message as a line. ctx's deadline bounds a write the
+// program does not read, and ctx's end (an interrupt cancels it) stops
+// it as the deadline would. A write stopped part way (a
 // *partWrittenError) ends the connection: nothing more is written, and
 // the program is ended (close) in the background.
-func (t *stdioTransport) write(m *message, deadline time.Time) error {
+// w, if not nil, is the request's waiter: its line is numbered once it
+// is written whole.
+func (t *stdioTransport) write(ctx context.Context, m *message, w *waiter) error {
 	b, err := json.Marshal(m) // compact: no newline inside
 	if err != nil {
 		return err
 	}
-	return t.writeLine(append(b, '\n'), deadline)
+	deadline, _ := ctx.Deadline()
+	return t.writeLine(ctx.Done(), append(b, '\n'), deadline, w)
 }
 
-// writeLine is write of a message already made a line.
-func (t *stdioTransport) writeLine(b []byte, deadline time.Time) error {
+// writeLine is write of a message already made a line, bounded by
+// deadline (none if zero) and stopped when stop closes (nil: never).
+func (t *stdioTransport) writeLine(stop <-chan struct{}, b []byte, deadline time.Time, w *waiter) error {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	t.mu.Lock()
@@ -379,7 +403,34 @@ func (t *stdioTransport) writeLine(b []byte, deadline time.Time) error {
 		return errPartWritten
 	}
 	t.in.SetWriteDeadline(deadline)
+	if stop != nil {
+		// The deadline alone was watched: an interrupt during a write
+		// the program did not read (a large call, a program stuck)
+		// waited for --timeout. A deadline in the past ends a blocked
+		// write at once (os.ErrDeadlineExceeded, as a deadline run out).
+		// The watcher is done before wmu is let go: a late one must not
+		// cut the next line's write short.
+		quit, watched := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(watched)
+			select {
+			case <-stop:
+				t.in.SetWriteDeadline(time.Unix(1, 0))
+			case <-quit:
+			}
+		}()
+		defer func() { close(quit); <-watched }()
+	}
 	n, err := t.in.Write(b)
+	if err == nil {
+		// Numbered under wmu: in the order the program reads them.
+		t.mu.Lock()
+		t.lines++
+		if w != nil {
+			w.line = t.lines
+		}
+		t.mu.Unlock()
+	}
 	// Only a write whose time ran out: one that failed (the program
 	// exited, or closed its input, part way) goes on as any failed
 	// write, said with why the program ended, which rook did not do.
@@ -398,20 +449,20 @@ func (t *stdioTransport) writeLine(b []byte, deadline time.Time) error {
 func (t *stdioTransport) roundTrip(ctx context.Context, req *message, limit int64) (*message, int64, error) {
 	key := idKey(req.ID)
 	ch := make(chan delivery, 1)
+	w := &waiter{ch: ch}
 	t.mu.Lock()
 	if t.err != nil {
 		t.mu.Unlock()
 		return nil, 0, t.err
 	}
-	t.pending[key] = ch
+	t.pending[key] = w
 	t.mu.Unlock()
 	defer func() {
 		t.mu.Lock()
 		delete(t.pending, key)
 		t.mu.Unlock()
 	}()
-	deadline, _ := ctx.Deadline()
-	if err := t.write(req, deadline); err != nil {
+	if err := t.write(ctx, req, w); err != nil {
 		if err == errPartWritten {
 			return nil, 0, err
 		}
@@ -424,6 +475,14 @@ func (t *stdioTransport) roundTrip(ctx context.Context, req *message, limit int6
 			return nil, 0, errAllButNewline
 		}
 		// Not written whole: the program never had the request.
+		if ctx.Err() == context.Canceled {
+			// Given up on (an interrupt) while it was written, which
+			// stopped the write (writeLine).
+			if part != nil {
+				return nil, 0, errPartlySentCancelled
+			}
+			return nil, 0, errNotSentCancelled
+		}
 		if ctx.Err() == context.DeadlineExceeded || errors.Is(err, os.ErrDeadlineExceeded) {
 			if part != nil {
 				return nil, 0, errPartlySent
@@ -480,8 +539,7 @@ func (t *stdioTransport) notify(ctx context.Context, msg *message) error {
 	if err != nil {
 		return err
 	}
-	deadline, _ := ctx.Deadline()
-	if err := t.write(msg, deadline); err != nil {
+	if err := t.write(ctx, msg, nil); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

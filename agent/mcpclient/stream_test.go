@@ -274,3 +274,40 @@ func TestEventStreamResumesAfterACutOff(t *testing.T) {
 		t.Fatalf("result %+v after %d GETs", res, gets.Load())
 	}
 }
+
+// An event on a call's stream that does not decode is its answer,
+// malformed, only when it carries the call's id: a notification rook
+// cannot decode (a progress value NaN, as Python's json writes
+// float('nan')) is skipped, as the stdio transport skips such a line, and
+// the answer that comes next is taken. It failed the call at once ("not
+// JSON-RPC ... may have run"), the answer dropped.
+func TestEventStreamSkipsAnUndecodableNotification(t *testing.T) {
+	srv := callServer(func(w http.ResponseWriter, r *http.Request) {
+		id := callID(r)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":NaN}}\n\n")
+		fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}}\n\n", id)
+	})
+	defer srv.Close()
+	res, err := connect(t, Spec{URL: srv.URL}, testOptions()).Call(context.Background(), "tool_00", nil)
+	if err != nil {
+		t.Fatalf("a notification that does not decode, before the call's answer on its event stream, failed the call: %v", err)
+	}
+	if len(res.Content) != 1 || res.Content[0].Text != "done" {
+		t.Fatalf("result %+v, want the answer's text \"done\"", res.Content)
+	}
+}
+
+// An event that does not decode and carries the call's id is its answer,
+// malformed: the call fails at once, the tool may have run.
+func TestEventStreamUndecodableAnswerFailsTheCall(t *testing.T) {
+	srv := callServer(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"n\":NaN}}\n\n", callID(r))
+	})
+	defer srv.Close()
+	_, err := connect(t, Spec{URL: srv.URL}, testOptions()).Call(context.Background(), "tool_00", nil)
+	wantContains(t, wantFailure(t, err, ProtocolError).Msg, "is not JSON-RPC", "the tool may have run")
+}

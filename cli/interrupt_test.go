@@ -11,10 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/rookhq/rook/cas"
-	"github.com/rookhq/rook/internal/clock"
-	"github.com/rookhq/rook/internal/vfs"
 )
 
 // Interrupted, rook runs the cleanups of what it is writing (but not those
@@ -113,25 +109,13 @@ func TestAppendJSONLInterruptedReportsBadLines(t *testing.T) {
 // stopped","exit_code":130} (the report is printed only at the end): a
 // script could not tell which lines were in or how to resume.
 func TestAppendJSONLInterruptedJSONNamesTheAt(t *testing.T) {
-	const home = "/home/u/store"
-	fsys := vfs.NewMem()
-	if _, err := cas.Init(fsys, nil, home); err != nil {
-		t.Fatal(err)
-	}
-	clk := &clock.Fixed{T: time.Date(2026, 2, 10, 21, 0, 0, 0, time.UTC)}
-	var out, errb syncBuffer
-	e := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clk, Cwd: "/w"}
-	if err := (&SessionNewCmd{Title: "stop"}).Run(e); err != nil {
-		t.Fatal(err)
-	}
-	id := strings.TrimSpace(out.String())
-	var out2 syncBuffer
-
 	pr, pw := io.Pipe()
+	var out2, errb syncBuffer
+	e, id := pipedAppendEnv(t, "stop", pr, &out2, &errb)
+	e.JSON = true
 	codes := make(chan int, 1)
 	exit = func(code int) { codes <- code }
 	t.Cleanup(func() { exit = os.Exit })
-	e = &Env{Stdin: pr, Stdout: &out2, Stderr: &errb, FS: fsys, Home: home, Clock: clk, Cwd: "/w", JSON: true}
 	ended := make(chan error, 1)
 	go func() { ended <- (&SessionAppendCmd{ID: id, File: "-", JSONL: nonEmpty("-")}).Run(e) }()
 	var lines strings.Builder

@@ -230,22 +230,9 @@ func TestAppendJSONLReadAheadBounded(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skip("no FIFO:", err)
 	}
-	const home = "/home/u/store"
-	fsys := vfs.NewMem()
-	if _, err := cas.Init(fsys, nil, home); err != nil {
-		t.Fatal(err)
-	}
-	clk := &clock.Fixed{T: time.Date(2026, 2, 10, 21, 0, 0, 0, time.UTC)}
-	var out, errb syncBuffer
-	e := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, FS: fsys, Home: home, Clock: clk, Cwd: "/w"}
-	if err := (&SessionNewCmd{Title: "ahead"}).Run(e); err != nil {
-		t.Fatal(err)
-	}
-	id := strings.TrimSpace(out.String())
-
 	pr, pw := io.Pipe()
-	var out2 syncBuffer
-	e = &Env{Stdin: pr, Stdout: &out2, Stderr: &errb, FS: fsys, Home: home, Clock: clk, Cwd: "/w"}
+	var out2, errb syncBuffer
+	e, id := pipedAppendEnv(t, "ahead", pr, &out2, &errb)
 	ended := make(chan error, 1)
 	go func() { ended <- (&SessionAppendCmd{ID: id, File: "-", JSONL: nonEmpty("-")}).Run(e) }()
 	if _, err := fmt.Fprintf(pw, "{\"kind\":\"user\",\"body_file\":%q}\n", fifo); err != nil {
@@ -285,4 +272,23 @@ func TestAppendJSONLReadAheadBounded(t *testing.T) {
 	if limit := int64(2*maxJSONLLine + len(line)); ahead > limit {
 		t.Errorf("while its append waited, append --jsonl read %d MiB of its input ahead, held in memory (%d lines of 4 MiB); want at most %d MiB (two lines at the 64 MiB line limit)", ahead>>20, ahead/int64(len(line)), limit>>20)
 	}
+}
+
+// pipedAppendEnv makes a store in memory holding one new session (titled
+// title), and the Env of an append --jsonl into it that reads stdin and
+// writes to out and errb (safe to read while the run goes on).
+func pipedAppendEnv(t *testing.T, title string, stdin io.Reader, out, errb *syncBuffer) (*Env, string) {
+	t.Helper()
+	const home = "/home/u/store"
+	fsys := vfs.NewMem()
+	if _, err := cas.Init(fsys, nil, home); err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock.Fixed{T: time.Date(2026, 2, 10, 21, 0, 0, 0, time.UTC)}
+	var made syncBuffer
+	e := &Env{Stdin: strings.NewReader(""), Stdout: &made, Stderr: errb, FS: fsys, Home: home, Clock: clk, Cwd: "/w"}
+	if err := (&SessionNewCmd{Title: title}).Run(e); err != nil {
+		t.Fatal(err)
+	}
+	return &Env{Stdin: stdin, Stdout: out, Stderr: errb, FS: fsys, Home: home, Clock: clk, Cwd: "/w"}, strings.TrimSpace(made.String())
 }

@@ -882,7 +882,7 @@ func (c *capturer) leaveOutEmpty(rel string, empty bool) {
 	}
 	what := "an empty directory"
 	if !empty {
-		what = "a directory holding nothing captured (what is in it a .gitignore ignores, or is a .git)"
+		what = "a directory holding nothing captured (all it holds is left out: what a .gitignore ignores, a .git, the store, a leftover temporary file of a restore)"
 	}
 	c.m.Skipped = append(c.m.Skipped, fmt.Sprintf("%s: %s, left out (a checkpoint holds files and links; its restore does not make it)", rel, what))
 }

@@ -720,15 +720,15 @@ func (c *SessionAppendCmd) runJSONL(e *Env) error {
 			// only fail the same: not a failure of the store
 			// (jsonlFailed), whose advice is that --at.
 			err = nil
-			gone = fmt.Errorf("line %d: %w: %s was removed (`rook session rm`, or a prune) while this run's input was idle, with the events in it, the %d line(s) this run appended among them; nothing more appended: to keep the input's events, append it whole to a new session (`rook session new`, then `rook session append NEW --jsonl`, without --at)", line, eventlog.ErrNoSession, id, len(done)-already)
+			gone = fmt.Errorf("line %d: %w: %s was removed (`rook session rm`, or a prune) while this run had let the writer lock go (its input idle or slow), with the events in it, the %d line(s) this run appended among them; nothing more appended: to keep the input's events, append it whole to a new session (`rook session new`, then `rook session append NEW --jsonl`, without --at)", line, eventlog.ErrNoSession, id, len(done)-already)
 		case err != nil || sum.Events == want:
 		case next < held:
 			// Still checking the lines an earlier run appended: this
 			// line and those after it up to #held-1 are in already (a
 			// line number for them is not known: bad lines take none).
-			mismatch = fmt.Errorf("line %d: session %s has %d events, not the %d this run left: another writer appended to it while the input was idle; nothing more appended: this line and the next ones are in already as #%d to #%d (this run had still to check them): append the lines after those again, with --at %d", line, id, sum.Events, want, next, held-1, sum.Events)
+			mismatch = fmt.Errorf("line %d: session %s has %d events, not the %d this run left: another writer appended to it while this run had let the writer lock go; nothing more appended: this line and the next ones are in already as #%d to #%d (this run had still to check them): append the lines after those again, with --at %d", line, id, sum.Events, want, next, held-1, sum.Events)
 		default:
-			mismatch = fmt.Errorf("line %d: session %s has %d events, not the %d this run left: another writer appended to it while the input was idle; nothing more appended: append the lines from line %d on again, with --at %d", line, id, sum.Events, want, line, sum.Events)
+			mismatch = fmt.Errorf("line %d: session %s has %d events, not the %d this run left: another writer appended to it while this run had let the writer lock go; nothing more appended: append the lines from line %d on again, with --at %d", line, id, sum.Events, want, line, sum.Events)
 		}
 		if err != nil || mismatch != nil || gone != nil {
 			o.Close()

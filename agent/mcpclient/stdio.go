@@ -36,7 +36,8 @@ type stdioTransport struct {
 
 	mu      sync.Mutex
 	pending map[string]*waiter
-	// lines counts the lines written whole to the program: requests,
+	// lines counts the lines whose write began (the program may have
+	// them whole, or part): requests,
 	// notifications and replies to its requests (take).
 	lines   uint64
 	done    chan struct{} // closed when the reader stops; err says why
@@ -60,7 +61,12 @@ type stdioTransport struct {
 type waiter struct {
 	ch chan delivery
 	// line is the request's number among the lines written (lines),
-	// set under mu when it was written whole; 0 before.
+	// set under mu when its write begins (under wmu, so in the order the
+	// program reads them); 0 before. Numbered before the write, not
+	// after: a program answers a line as soon as it has read it, which
+	// may be before the writer has counted it (an error of id null that
+	// answers rook's reply to a ping, given to the call before it), or
+	// before rook has written it all (a line too long for it).
 	line uint64
 }
 
@@ -264,8 +270,9 @@ lines:
 // take removes from pending and returns the channel of the request m
 // answers, nil when none waits for it. An error with id null answers a
 // line the program could not read (JSON-RPC 2.0: its id could not be
-// told): with one request waiting, and no line written after it, it is
-// that one's. With several, or once rook has written another line after
+// told): with one request waiting, and no line written after it (its
+// own may still be being written: a program may reject a line too long
+// for it before rook has written it all), it is that one's. With several, or once rook has written another line after
 // it (its reply to a request the program sent while at the call, a
 // notification), rook cannot tell whose it is, and gives it to none:
 // failing a request the program read and works on (a tool call that runs
@@ -398,6 +405,12 @@ func (t *stdioTransport) writeLine(stop <-chan struct{}, b []byte, deadline time
 	defer t.wmu.Unlock()
 	t.mu.Lock()
 	broken := t.err == errPartWritten
+	if !broken {
+		t.lines++
+		if w != nil {
+			w.line = t.lines
+		}
+	}
 	t.mu.Unlock()
 	if broken {
 		return errPartWritten
@@ -422,15 +435,6 @@ func (t *stdioTransport) writeLine(stop <-chan struct{}, b []byte, deadline time
 		defer func() { close(quit); <-watched }()
 	}
 	n, err := t.in.Write(b)
-	if err == nil {
-		// Numbered under wmu: in the order the program reads them.
-		t.mu.Lock()
-		t.lines++
-		if w != nil {
-			w.line = t.lines
-		}
-		t.mu.Unlock()
-	}
 	// Only a write whose time ran out: one that failed (the program
 	// exited, or closed its input, part way) goes on as any failed
 	// write, said with why the program ended, which rook did not do.
